@@ -1,0 +1,1 @@
+//! GNU `ar` archives as LLVM writes them (placeholder; see the helper task).

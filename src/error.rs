@@ -1,0 +1,177 @@
+//! The library's one error type.
+//!
+//! Every failure to read a file names what was wrong and, where it applies,
+//! where (a byte offset from the start of the buffer being parsed). The CLI
+//! adds the file name. [`Error::llvm_message`] gives the text LLVM 22 prints
+//! for the same class of failure, for the drop-in front ends.
+
+use std::fmt;
+use std::io;
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The data ends before a structure that must be there.
+    #[error("truncated: {what} needs {need} bytes at offset {offset:#x}, but only {have} remain")]
+    Truncated {
+        /// The structure.
+        what: &'static str,
+        /// Where it starts.
+        offset: u64,
+        /// How many bytes it needs.
+        need: u64,
+        /// How many bytes there are from `offset` to the end.
+        have: u64,
+    },
+    /// The data does not start with the format's magic bytes.
+    #[error("bad magic: {what} at offset {offset:#x} does not start with {expected}")]
+    BadMagic {
+        /// The structure.
+        what: &'static str,
+        /// Where it should start.
+        offset: u64,
+        /// The expected magic, for the message.
+        expected: &'static str,
+    },
+    /// The format version is not one this library reads.
+    #[error("unsupported {what} version {version} at offset {offset:#x}")]
+    UnsupportedVersion {
+        /// The format.
+        what: &'static str,
+        /// The version found.
+        version: u64,
+        /// Where the header starts.
+        offset: u64,
+    },
+    /// A structure is not at the alignment the format requires.
+    #[error("misaligned: {what} at offset {offset:#x} is not {align}-byte aligned")]
+    Misaligned {
+        /// The structure.
+        what: &'static str,
+        /// Its offset.
+        offset: u64,
+        /// The required alignment.
+        align: u64,
+    },
+    /// A field points outside the data it must lie in.
+    #[error("{what} (offset {offset:#x}, size {size:#x}) lies outside the {within} (size {limit:#x})")]
+    OutOfBounds {
+        /// The region described by the field.
+        what: String,
+        /// Its offset.
+        offset: u64,
+        /// Its size.
+        size: u64,
+        /// What it should lie within.
+        within: &'static str,
+        /// The size of that.
+        limit: u64,
+    },
+    /// A field holds a value that cannot be right.
+    #[error("invalid {what}: {detail}")]
+    Invalid {
+        /// The field or structure.
+        what: String,
+        /// Why it is wrong.
+        detail: String,
+    },
+    /// Two regions that must be disjoint overlap.
+    #[error("{first} overlaps {second}")]
+    Overlap {
+        /// One region, with its offsets.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A size limit (decompression bound, count) was exceeded.
+    #[error("{what} exceeds the limit of {limit} bytes")]
+    LimitExceeded {
+        /// What grew too large.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// Decompression failed.
+    #[error("cannot decompress {what}: {detail}")]
+    Decompress {
+        /// What was being decompressed.
+        what: &'static str,
+        /// The decompressor's message.
+        detail: String,
+    },
+    /// A request that cannot be carried out (bad arguments).
+    #[error("{0}")]
+    Usage(String),
+    /// An I/O error.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// The library's error: boxed, so a `Result` stays small.
+pub struct Error(Box<ErrorKind>);
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    /// The message LLVM 22 prints for this class of failure when it reads an
+    /// OffloadBinary: truncation and out-of-range offsets are "unexpected end
+    /// of file"; everything else is "invalid data".
+    pub fn llvm_message(&self) -> &'static str {
+        match *self.0 {
+            ErrorKind::Truncated { .. } | ErrorKind::OutOfBounds { .. } => {
+                "The end of the file was unexpectedly encountered"
+            }
+            _ => "Invalid data was encountered while parsing the file",
+        }
+    }
+
+    pub(crate) fn invalid(what: impl Into<String>, detail: impl Into<String>) -> Error {
+        ErrorKind::Invalid { what: what.into(), detail: detail.into() }.into()
+    }
+
+    pub(crate) fn usage(msg: impl Into<String>) -> Error {
+        ErrorKind::Usage(msg.into()).into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    #[cold]
+    fn from(k: ErrorKind) -> Error {
+        Error(Box::new(k))
+    }
+}
+
+impl From<io::Error> for Error {
+    #[cold]
+    fn from(e: io::Error) -> Error {
+        Error(Box::new(ErrorKind::Io(e)))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.0 {
+            ErrorKind::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}

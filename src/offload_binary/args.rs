@@ -1,0 +1,78 @@
+//! The `--image=key=value,…` argument of LLVM's packager, parsed the way
+//! LLVM 22 parses it, because the order of the string entries it writes
+//! follows from that parse.
+//!
+//! LLVM splits the argument on every `,`, then each item on its first `=`
+//! (an item without `=` is a key with an empty value). A repeated key keeps
+//! its first position and gets the values joined with `,`. The keys live in
+//! a `DenseMap<StringRef, StringRef>`, and the packager writes the string
+//! entries in that map's iteration order, leaving out `file` and `kind`.
+
+use crate::llvm::dense_map::DenseMapOrder;
+
+/// A parsed `--image` argument: keys with their (joined) values, in the
+/// iteration order of LLVM's map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageArgs {
+    pairs: Vec<(String, String)>,
+}
+
+impl ImageArgs {
+    /// Parses `arg` as LLVM 22 does.
+    pub fn parse(arg: &str) -> ImageArgs {
+        let mut order = DenseMapOrder::new();
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for item in arg.split(',') {
+            let (k, v) = item.split_once('=').unwrap_or((item, ""));
+            if order.insert(k.as_bytes()) {
+                pairs.push((k.to_string(), v.to_string()));
+            } else if let Some(p) = pairs.iter_mut().find(|p| p.0 == k) {
+                p.1.push(',');
+                p.1.push_str(v);
+            }
+        }
+        let pairs = order.iteration_order().into_iter().map(|i| pairs[i].clone()).collect();
+        ImageArgs { pairs }
+    }
+
+    /// All keys and values, in map order.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.iter().find(|p| p.0 == key).map(|p| p.1.as_str())
+    }
+
+    /// The string entries the packager writes: every pair but `file` and `kind`.
+    pub fn strings(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs
+            .iter()
+            .filter(|p| p.0 != "file" && p.0 != "kind")
+            .map(|p| (p.0.as_str(), p.1.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_keys_join_and_empty_items_count() {
+        let a = ImageArgs::parse("file=a,arch=x,arch=y,,noval,=,k=v=w");
+        assert_eq!(a.get("arch"), Some("x,y"));
+        assert_eq!(a.get("noval"), Some(""));
+        assert_eq!(a.get(""), Some(","));
+        assert_eq!(a.get("k"), Some("v=w"));
+        assert_eq!(a.strings().count(), 4);
+    }
+
+    #[test]
+    fn order_follows_the_map_not_the_argument() {
+        // Spec §9.3: file,triple,arch,foo gives entries arch, triple, foo.
+        let a = ImageArgs::parse("file=f,triple=t,arch=a,foo=b");
+        let keys: Vec<&str> = a.strings().map(|p| p.0).collect();
+        assert_eq!(keys, ["arch", "triple", "foo"]);
+    }
+}

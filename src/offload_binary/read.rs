@@ -1,0 +1,448 @@
+//! Reading OffloadBinaries: versions 1, 2 and 3, one after another in a buffer.
+//!
+//! Nothing here trusts a field: every offset and size is checked against the
+//! binary it belongs to, the fixed tables (header, entries, string entries)
+//! must not overlap each other or any image, images must not overlap each
+//! other, and compressed (v3) data inflates to at most [`Limits::max_inflated`]
+//! bytes. Image bytes are borrowed from the input when it is not compressed,
+//! so a caller holding a mapped file can copy them file to file.
+
+use std::borrow::Cow;
+use std::io::Read;
+
+use zerocopy::FromBytes;
+
+use super::kinds::{ImageKind, OffloadKind};
+use super::raw::{
+    ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, HEADER_V3_SIZE, Header, HeaderV3, MAGIC,
+    STRING_ENTRY_V1_SIZE, STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2,
+};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Bounds applied while reading.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest size a compressed (v3) binary may inflate to.
+    pub max_inflated: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        // Device images reach a few GiB; anything beyond this is a bomb.
+        Limits { max_inflated: 8 << 30 }
+    }
+}
+
+/// One image of an OffloadBinary, with its metadata.
+#[derive(Debug, Clone)]
+pub struct OffloadImage<'data> {
+    /// Version of the binary the image came from.
+    pub version: u32,
+    /// Offset of that binary in the buffer that was read.
+    pub binary_offset: u64,
+    /// Size of that binary as stored (compressed size for compressed v3).
+    pub binary_size: u64,
+    /// Index of the entry within its binary.
+    pub index: u64,
+    /// Whether the binary was compressed (v3).
+    pub compressed: bool,
+    /// Image kind.
+    pub image_kind: ImageKind,
+    /// Offload kind.
+    pub offload_kind: OffloadKind,
+    /// Entry flags.
+    pub flags: u32,
+    /// Key/value strings, in file order.
+    pub strings: Vec<(Cow<'data, [u8]>, Cow<'data, [u8]>)>,
+    /// Offset of the image from the start of its (uncompressed) binary.
+    pub image_offset: u64,
+    /// The image bytes.
+    pub image: Cow<'data, [u8]>,
+}
+
+impl<'data> OffloadImage<'data> {
+    /// The value of `key` (the last one if the key repeats), as LLVM's map does.
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        self.strings.iter().rev().find(|(k, _)| **k == *key).map(|(_, v)| &**v)
+    }
+
+    /// The value of `key`, or empty if absent (LLVM's `getString`).
+    pub fn string(&self, key: &str) -> &[u8] {
+        self.get(key.as_bytes()).unwrap_or_default()
+    }
+
+    /// The `triple` string.
+    pub fn triple(&self) -> &[u8] {
+        self.string("triple")
+    }
+
+    /// The `arch` string.
+    pub fn arch(&self) -> &[u8] {
+        self.string("arch")
+    }
+
+    /// A copy that owns all its data.
+    pub fn into_owned(self) -> OffloadImage<'static> {
+        OffloadImage {
+            strings: self
+                .strings
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.into_owned()), Cow::Owned(v.into_owned())))
+                .collect(),
+            image: Cow::Owned(self.image.into_owned()),
+            ..self
+        }
+    }
+}
+
+/// Whether `data` starts with the OffloadBinary magic.
+pub fn has_magic(data: &[u8]) -> bool {
+    data.starts_with(&MAGIC)
+}
+
+/// Reads every OffloadBinary in `data`: they follow each other, each starting
+/// where the previous one's `size` ends (LLVM 22 does not realign). Bytes after
+/// the last binary that are not another binary are an error, as in LLVM.
+pub fn read_all<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<OffloadImage<'data>>> {
+    let mut out = Vec::new();
+    let mut at = 0u64;
+    while at < len64(data) {
+        let size = read_binary(data, at, limits, &mut out)?;
+        at += size;
+    }
+    Ok(out)
+}
+
+/// Reads the one OffloadBinary at `at` in `data`, appending its images to
+/// `out`; returns its stored size.
+pub fn read_binary<'data>(
+    data: &'data [u8],
+    at: u64,
+    limits: &Limits,
+    out: &mut Vec<OffloadImage<'data>>,
+) -> Result<u64> {
+    let rest = tail(data, at);
+    if !has_magic(rest) {
+        return Err(ErrorKind::BadMagic {
+            what: "OffloadBinary",
+            offset: at,
+            expected: "10 FF 10 AD",
+        }
+        .into());
+    }
+    if at % ALIGN != 0 {
+        return Err(ErrorKind::Misaligned { what: "OffloadBinary", offset: at, align: ALIGN }.into());
+    }
+    let Ok((hdr, _)) = Header::read_from_prefix(rest) else {
+        return Err(truncated("OffloadBinary header", at, HEADER_SIZE, len64(rest)));
+    };
+    let version = hdr.version.get();
+    if !(1..=3).contains(&version) {
+        return Err(ErrorKind::UnsupportedVersion {
+            what: "OffloadBinary",
+            version: u64::from(version),
+            offset: at,
+        }
+        .into());
+    }
+    let size = hdr.size.get();
+    if size > len64(rest) {
+        return Err(ErrorKind::OutOfBounds {
+            what: format!("OffloadBinary at {at:#x}"),
+            offset: at,
+            size,
+            within: "input",
+            limit: len64(data),
+        }
+        .into());
+    }
+    // `size <= rest.len()`, so it fits in usize.
+    let bin = &rest[..size as usize];
+    if version == 3 {
+        let Ok((h3, _)) = HeaderV3::read_from_prefix(bin) else {
+            return Err(truncated("OffloadBinary v3 header", at, HEADER_V3_SIZE, len64(bin)));
+        };
+        if h3.inflated_size.get() != 0 {
+            let images = read_compressed(bin, &h3, at, limits)?;
+            out.extend(images);
+            return Ok(size);
+        }
+    }
+    read_uncompressed(bin, &hdr, at, size, false, out)?;
+    Ok(size)
+}
+
+fn read_compressed(
+    bin: &[u8],
+    h3: &HeaderV3,
+    at: u64,
+    limits: &Limits,
+) -> Result<Vec<OffloadImage<'static>>> {
+    let size = len64(bin);
+    let body_at = h3.base.entry_offset.get();
+    let inflated = h3.inflated_size.get();
+    if body_at < HEADER_V3_SIZE || body_at > size {
+        return Err(ErrorKind::OutOfBounds {
+            what: "compressed data".into(),
+            offset: body_at,
+            size: size.saturating_sub(body_at),
+            within: "binary",
+            limit: size,
+        }
+        .into());
+    }
+    if inflated < body_at {
+        return Err(Error::invalid(
+            "inflated size",
+            format!("{inflated} is smaller than the header ({body_at} bytes)"),
+        ));
+    }
+    if inflated > limits.max_inflated {
+        return Err(ErrorKind::LimitExceeded {
+            what: format!("compressed OffloadBinary at {at:#x} (inflated size {inflated})"),
+            limit: limits.max_inflated,
+        }
+        .into());
+    }
+    let compressed = &bin[body_at as usize..];
+    let want = inflated - body_at;
+    let body = inflate(compressed, want)?;
+    // Rebuild the uncompressed binary: the header with size = inflated size
+    // and no inflated size, then the body.
+    let mut whole = Vec::with_capacity(body.len() + body_at as usize);
+    let mut hdr = *h3;
+    hdr.base.size.set(inflated);
+    hdr.inflated_size.set(0);
+    whole.extend_from_slice(zerocopy::IntoBytes::as_bytes(&hdr));
+    whole.extend_from_slice(&bin[HEADER_V3_SIZE as usize..body_at as usize]);
+    whole.extend_from_slice(&body);
+    drop(body);
+    let mut images = Vec::new();
+    read_uncompressed(&whole, &hdr.base, at, len64(bin), true, &mut images)?;
+    Ok(images.into_iter().map(OffloadImage::into_owned).collect())
+}
+
+/// Inflates zstd (by magic) or zlib data to exactly `want` bytes.
+fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
+    let is_zstd = compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]);
+    let what = if is_zstd { "zstd data" } else { "zlib data" };
+    let cap = usize::try_from(want).map_err(|_| ErrorKind::LimitExceeded {
+        what: "inflated size".into(),
+        limit: usize::MAX as u64,
+    })?;
+    let mut out = Vec::with_capacity(cap.min(1 << 20));
+    let err = |e: std::io::Error| ErrorKind::Decompress { what, detail: e.to_string() };
+    // Read one byte more than allowed, to notice data that inflates further.
+    let n = if is_zstd {
+        let dec = zstd::stream::read::Decoder::with_buffer(compressed).map_err(err)?;
+        dec.take(want + 1).read_to_end(&mut out).map_err(err)?
+    } else {
+        flate2::read::ZlibDecoder::new(compressed)
+            .take(want + 1)
+            .read_to_end(&mut out)
+            .map_err(err)?
+    };
+    if len64(&out[..n]) != want {
+        return Err(ErrorKind::Decompress {
+            what,
+            detail: format!("inflates to {} bytes, the header says {want}", if n as u64 > want { format!("more than {want}") } else { n.to_string() }),
+        }
+        .into());
+    }
+    Ok(out)
+}
+
+/// A named byte range, for overlap checks.
+struct Region {
+    name: String,
+    start: u64,
+    end: u64,
+}
+
+impl Region {
+    fn new(name: String, start: u64, len: u64) -> Region {
+        Region { name, start, end: start + len }
+    }
+    fn overlaps(&self, other: &Region) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+    fn describe(&self) -> String {
+        format!("{} ({:#x}..{:#x})", self.name, self.start, self.end)
+    }
+}
+
+fn read_uncompressed<'data>(
+    bin: &'data [u8],
+    hdr: &Header,
+    at: u64,
+    stored_size: u64,
+    compressed: bool,
+    out: &mut Vec<OffloadImage<'data>>,
+) -> Result<()> {
+    let size = len64(bin);
+    let version = hdr.version.get();
+    let hdr_size = if version >= 3 { HEADER_V3_SIZE } else { HEADER_SIZE };
+    if size < hdr_size + ENTRY_SIZE {
+        return Err(truncated("OffloadBinary header and entry", at, hdr_size + ENTRY_SIZE, size));
+    }
+    let entry_offset = hdr.entry_offset.get();
+    let count = if version == 1 {
+        let entry_size = hdr.entry_size_or_count.get();
+        if entry_size < ENTRY_SIZE || entry_size > size - HEADER_SIZE {
+            return Err(Error::invalid(
+                format!("entry size of the OffloadBinary at {at:#x}"),
+                format!("{entry_size} (an entry is {ENTRY_SIZE} bytes, the binary {size})"),
+            ));
+        }
+        1
+    } else {
+        hdr.entry_size_or_count.get()
+    };
+    let table_len = count.checked_mul(ENTRY_SIZE).filter(|&n| n <= size).ok_or_else(|| {
+        Error::invalid(
+            format!("entry count of the OffloadBinary at {at:#x}"),
+            format!("{count} entries of {ENTRY_SIZE} bytes cannot fit in {size} bytes"),
+        )
+    })?;
+    let header = Region::new("header".into(), 0, hdr_size);
+    let table = checked_region(bin, "entry table", entry_offset, table_len)?;
+    let mut fixed = vec![header];
+    push_disjoint(&mut fixed, table)?;
+
+    let mut entries = Vec::new();
+    for i in 0..count {
+        let off = entry_offset + i * ENTRY_SIZE;
+        // In range: the table was checked.
+        let (e, _) = Entry::read_from_prefix(&bin[off as usize..]).map_err(|_| truncated("entry", off, ENTRY_SIZE, size - off))?;
+        let se_size = if version == 1 { STRING_ENTRY_V1_SIZE } else { STRING_ENTRY_V2_SIZE };
+        let n = e.num_strings.get();
+        let se_len = n.checked_mul(se_size).ok_or_else(|| {
+            Error::invalid(format!("string count of entry {i}"), format!("{n} is absurd"))
+        })?;
+        let se = checked_region(bin, &format!("string entries of entry {i}"), e.string_offset.get(), se_len)?;
+        push_disjoint(&mut fixed, se)?;
+        entries.push(e);
+    }
+    let mut images: Vec<Region> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let img = checked_region(bin, &format!("image of entry {i}"), e.image_offset.get(), e.image_size.get())?;
+        if img.start != img.end {
+            for other in fixed.iter().chain(images.iter()) {
+                if img.overlaps(other) {
+                    return Err(overlap(&img, other));
+                }
+            }
+        }
+        images.push(img);
+    }
+    for (i, (e, img)) in entries.iter().zip(images).enumerate() {
+        let strings = read_strings(bin, e, version, i)?;
+        out.push(OffloadImage {
+            version,
+            binary_offset: at,
+            binary_size: stored_size,
+            index: i as u64,
+            compressed,
+            image_kind: ImageKind(e.image_kind.get()),
+            offload_kind: OffloadKind(e.offload_kind.get()),
+            flags: e.flags.get(),
+            strings,
+            image_offset: img.start,
+            image: Cow::Borrowed(&bin[img.start as usize..img.end as usize]),
+        });
+    }
+    Ok(())
+}
+
+fn read_strings<'data>(
+    bin: &'data [u8],
+    e: &Entry,
+    version: u32,
+    i: usize,
+) -> Result<Vec<(Cow<'data, [u8]>, Cow<'data, [u8]>)>> {
+    let n = e.num_strings.get();
+    let base = e.string_offset.get();
+    let mut strings = Vec::new();
+    for j in 0..n {
+        let (key_at, value) = if version == 1 {
+            let at = base + j * STRING_ENTRY_V1_SIZE;
+            let (s, _) = StringEntryV1::read_from_prefix(&bin[at as usize..])
+                .map_err(|_| truncated("string entry", at, STRING_ENTRY_V1_SIZE, len64(bin) - at))?;
+            (s.key_offset.get(), c_string(bin, s.value_offset.get(), || format!("value {j} of entry {i}"))?)
+        } else {
+            let at = base + j * STRING_ENTRY_V2_SIZE;
+            let (s, _) = StringEntryV2::read_from_prefix(&bin[at as usize..])
+                .map_err(|_| truncated("string entry", at, STRING_ENTRY_V2_SIZE, len64(bin) - at))?;
+            let r = checked_region(bin, &format!("value {j} of entry {i}"), s.value_offset.get(), s.value_size.get())?;
+            (s.key_offset.get(), &bin[r.start as usize..r.end as usize])
+        };
+        let key = c_string(bin, key_at, || format!("key {j} of entry {i}"))?;
+        strings.push((Cow::Borrowed(key), Cow::Borrowed(value)));
+    }
+    Ok(strings)
+}
+
+/// The NUL-terminated string at `at`, which must end inside `bin`.
+fn c_string<'d>(bin: &'d [u8], at: u64, what: impl Fn() -> String) -> Result<&'d [u8]> {
+    let rest = usize::try_from(at).ok().and_then(|a| bin.get(a..)).ok_or_else(|| ErrorKind::OutOfBounds {
+        what: what(),
+        offset: at,
+        size: 1,
+        within: "binary",
+        limit: len64(bin),
+    })?;
+    match memchr::memchr(0, rest) {
+        Some(n) => Ok(&rest[..n]),
+        None => Err(ErrorKind::OutOfBounds {
+            what: format!("{} (no terminating NUL)", what()),
+            offset: at,
+            size: len64(rest),
+            within: "binary",
+            limit: len64(bin),
+        }
+        .into()),
+    }
+}
+
+fn checked_region(bin: &[u8], what: &str, offset: u64, len: u64) -> Result<Region> {
+    let size = len64(bin);
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(Region::new(what.to_string(), offset, len)),
+        _ => Err(ErrorKind::OutOfBounds {
+            what: what.to_string(),
+            offset,
+            size: len,
+            within: "binary",
+            limit: size,
+        }
+        .into()),
+    }
+}
+
+fn push_disjoint(fixed: &mut Vec<Region>, r: Region) -> Result<()> {
+    if r.start != r.end {
+        if let Some(o) = fixed.iter().find(|o| o.overlaps(&r)) {
+            return Err(overlap(&r, o));
+        }
+    }
+    fixed.push(r);
+    Ok(())
+}
+
+fn overlap(a: &Region, b: &Region) -> Error {
+    ErrorKind::Overlap { first: a.describe(), second: b.describe() }.into()
+}
+
+/// `have` is how many bytes remain from `offset` to the end of the data.
+fn truncated(what: &'static str, offset: u64, need: u64, have: u64) -> Error {
+    ErrorKind::Truncated { what, offset, need, have }.into()
+}
+
+fn tail(data: &[u8], at: u64) -> &[u8] {
+    usize::try_from(at).ok().and_then(|a| data.get(a..)).unwrap_or_default()
+}
+
+fn len64(d: &[u8]) -> u64 {
+    d.len() as u64
+}
+

@@ -1,0 +1,176 @@
+//! Writing OffloadBinaries.
+//!
+//! A writer never holds image bytes: it produces a [`Layout`], a list of
+//! [`Piece`]s (metadata bytes it built, runs of zero padding, and references
+//! to the caller's images by index), which the caller writes out, copying each
+//! image straight from its file. [`Layout::write_to`] does that for images
+//! already in memory.
+//!
+//! Version 1 (what LLVM 22 writes) is one binary per image, concatenated:
+//! header, entry, string entries, string table, zero padding to 8, the image,
+//! zero padding to 8. Version 2 is one binary for all images: header, all
+//! entries, all string entries, one string table, padding, the images back to
+//! back, padding.
+
+use zerocopy::IntoBytes;
+
+use super::kinds::{ImageKind, OffloadKind};
+use super::raw::{
+    ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, Header, MAGIC, STRING_ENTRY_V1_SIZE,
+    STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
+};
+use crate::error::{Error, Result};
+pub use crate::layout::{Layout, Piece};
+use crate::llvm::string_table::StringTable;
+
+/// The metadata of one image to write; the bytes stay with the caller.
+#[derive(Debug, Clone, Default)]
+pub struct ImageSpec {
+    /// Image kind.
+    pub image_kind: ImageKind,
+    /// Offload kind.
+    pub offload_kind: OffloadKind,
+    /// Entry flags.
+    pub flags: u32,
+    /// Key/value strings, in the order their string entries are written.
+    pub strings: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Size of the image in bytes.
+    pub size: u64,
+}
+
+fn too_large() -> Error {
+    Error::usage("the OffloadBinary would be larger than 2^64 bytes")
+}
+
+fn add(a: u64, b: u64) -> Result<u64> {
+    a.checked_add(b).ok_or_else(too_large)
+}
+
+fn align8(x: u64) -> Result<u64> {
+    align_up(x, ALIGN).ok_or_else(too_large)
+}
+
+/// Lays out version 1: one binary per image, in order, as LLVM 22 writes them.
+pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
+    let mut layout = Layout::default();
+    for (i, img) in images.iter().enumerate() {
+        let table = StringTable::build(
+            img.strings.iter().flat_map(|(k, v)| [k.as_slice(), v.as_slice()]),
+        );
+        let n = img.strings.len() as u64;
+        let strtab_at = HEADER_SIZE + ENTRY_SIZE + STRING_ENTRY_V1_SIZE * n;
+        let image_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
+        let size = align8(add(image_at, img.size)?)?;
+
+        let mut meta = Vec::with_capacity(image_at as usize);
+        let hdr = Header {
+            magic: MAGIC,
+            version: 1.into(),
+            size: size.into(),
+            entry_offset: HEADER_SIZE.into(),
+            entry_size_or_count: ENTRY_SIZE.into(),
+        };
+        meta.extend_from_slice(hdr.as_bytes());
+        let entry = Entry {
+            image_kind: img.image_kind.0.into(),
+            offload_kind: img.offload_kind.0.into(),
+            flags: img.flags.into(),
+            string_offset: (HEADER_SIZE + ENTRY_SIZE).into(),
+            num_strings: n.into(),
+            image_offset: image_at.into(),
+            image_size: img.size.into(),
+        };
+        meta.extend_from_slice(entry.as_bytes());
+        for (k, v) in &img.strings {
+            let se = StringEntryV1 {
+                key_offset: (strtab_at + table.offset(k).unwrap_or(0)).into(),
+                value_offset: (strtab_at + table.offset(v).unwrap_or(0)).into(),
+            };
+            meta.extend_from_slice(se.as_bytes());
+        }
+        meta.extend_from_slice(table.bytes());
+        meta.resize(image_at as usize, 0);
+        layout.push(Piece::Bytes(meta), image_at);
+        layout.push(Piece::Image(i), img.size);
+        layout.push(Piece::Zeros(size - image_at - img.size), size - image_at - img.size);
+    }
+    Ok(layout)
+}
+
+/// Lays out version 2: one binary holding every image as an entry, as newer
+/// LLVM writes it (32-byte header, 24-byte string entries with value sizes).
+pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
+    let mut layout = Layout::default();
+    if images.is_empty() {
+        return Ok(layout);
+    }
+    let table = StringTable::build(
+        images
+            .iter()
+            .flat_map(|img| img.strings.iter().flat_map(|(k, v)| [k.as_slice(), v.as_slice()])),
+    );
+    let count = images.len() as u64;
+    let nstrings: u64 = images.iter().map(|i| i.strings.len() as u64).sum();
+    let entries_len = ENTRY_SIZE * count;
+    let strtab_at = HEADER_SIZE + entries_len + STRING_ENTRY_V2_SIZE * nstrings;
+    let data_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
+    let mut total_images = 0u64;
+    for img in images {
+        total_images = add(total_images, img.size)?;
+    }
+    let size = align8(add(data_at, total_images)?)?;
+
+    let mut meta = Vec::with_capacity(data_at as usize);
+    let hdr = Header {
+        magic: MAGIC,
+        version: 2.into(),
+        size: size.into(),
+        entry_offset: HEADER_SIZE.into(),
+        entry_size_or_count: count.into(),
+    };
+    meta.extend_from_slice(hdr.as_bytes());
+    let mut se_at = HEADER_SIZE + entries_len;
+    let mut image_at = data_at;
+    for img in images {
+        let n = img.strings.len() as u64;
+        let entry = Entry {
+            image_kind: img.image_kind.0.into(),
+            offload_kind: img.offload_kind.0.into(),
+            flags: img.flags.into(),
+            string_offset: se_at.into(),
+            num_strings: n.into(),
+            image_offset: image_at.into(),
+            image_size: img.size.into(),
+        };
+        meta.extend_from_slice(entry.as_bytes());
+        se_at += STRING_ENTRY_V2_SIZE * n;
+        image_at += img.size;
+    }
+    for img in images {
+        for (k, v) in &img.strings {
+            let se = StringEntryV2 {
+                key_offset: (strtab_at + table.offset(k).unwrap_or(0)).into(),
+                value_offset: (strtab_at + table.offset(v).unwrap_or(0)).into(),
+                value_size: (v.len() as u64).into(),
+            };
+            meta.extend_from_slice(se.as_bytes());
+        }
+    }
+    meta.extend_from_slice(table.bytes());
+    meta.resize(data_at as usize, 0);
+    layout.push(Piece::Bytes(meta), data_at);
+    for i in 0..images.len() {
+        layout.push(Piece::Image(i), images[i].size);
+    }
+    layout.push(Piece::Zeros(size - data_at - total_images), size - data_at - total_images);
+    Ok(layout)
+}
+
+/// Lays out `images` in format `version` (1 or 2).
+pub fn layout(images: &[ImageSpec], version: u32) -> Result<Layout> {
+    match version {
+        1 => layout_v1(images),
+        2 => layout_v2(images),
+        v => Err(Error::usage(format!("cannot write OffloadBinary version {v}: only 1 and 2 are written"))),
+    }
+}
