@@ -22,3 +22,6 @@ pub mod offload_binary;
 pub mod fuzz;
 
 pub use error::{Error, ErrorKind, Result};
+
+#[cfg(test)]
+mod tests;

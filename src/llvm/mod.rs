@@ -8,4 +8,5 @@
 
 pub mod dense_map;
 pub mod hashing;
+pub mod path;
 pub mod string_table;

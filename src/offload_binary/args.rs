@@ -8,6 +8,9 @@
 //! a `DenseMap<StringRef, StringRef>`, and the packager writes the string
 //! entries in that map's iteration order, leaving out `file` and `kind`.
 
+use super::kinds::{ImageKind, OffloadKind};
+use super::read::OffloadImage;
+use super::write::ImageSpec;
 use crate::llvm::dense_map::DenseMapOrder;
 
 /// A parsed `--image` argument: keys with their (joined) values, in the
@@ -43,6 +46,38 @@ impl ImageArgs {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|p| p.0 == key).map(|p| p.1.as_str())
+    }
+
+    /// The files of the image: `file=` split on `,` (a repeated `file` key
+    /// packs several files with the same other keys), or `None` without one.
+    pub fn files(&self) -> Option<impl Iterator<Item = &str>> {
+        self.get("file").map(|f| f.split(','))
+    }
+
+    /// What the packager writes for `file` (holding `data`) under these
+    /// arguments: kind from `kind=`, image kind detected, the other strings.
+    pub fn image_spec(&self, file: &str, data: &[u8]) -> ImageSpec {
+        ImageSpec {
+            image_kind: ImageKind::detect(file, data),
+            offload_kind: self.get("kind").map(OffloadKind::from_name).unwrap_or_default(),
+            flags: 0,
+            strings: self
+                .strings()
+                .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+                .collect(),
+            size: data.len() as u64,
+        }
+    }
+
+    /// Whether `image` matches these arguments as an extraction filter, by
+    /// LLVM's rules: `file` is ignored, `kind` compares the offload kind, any
+    /// other key compares the image's string (a missing string is empty).
+    pub fn matches(&self, image: &OffloadImage<'_>) -> bool {
+        self.pairs.iter().all(|(k, v)| match k.as_str() {
+            "file" => true,
+            "kind" => image.offload_kind == OffloadKind::from_name(v),
+            _ => image.string(k) == v.as_bytes(),
+        })
     }
 
     /// The string entries the packager writes: every pair but `file` and `kind`.

@@ -37,6 +37,17 @@ impl ImageKind {
         }
     }
 
+    /// The kind LLVM 22's packager gives the file `path` holding `data`:
+    /// bitcode if the data starts with a bitcode magic (clang names LTO
+    /// bitcode `.o`), else by extension.
+    pub fn detect(path: &str, data: &[u8]) -> ImageKind {
+        if data.starts_with(b"BC\xC0\xDE") || data.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+            Self::IMG_Bitcode
+        } else {
+            Self::from_extension(crate::llvm::path::extension(path))
+        }
+    }
+
     /// The file extension LLVM 22 uses when extracting (`getImageKindName`),
     /// empty for kinds it does not name.
     pub fn extension(self) -> &'static str {

@@ -25,12 +25,14 @@
 //! newer upstream; behaviour checked against the installed LLVM 22 tools.
 
 pub mod args;
+pub mod container;
 pub mod kinds;
 pub mod raw;
 pub mod read;
 pub mod write;
 
 pub use args::ImageArgs;
+pub use container::{FoundImage, find_images};
 pub use kinds::{ImageKind, OffloadKind};
 pub use read::{Limits, OffloadImage, has_magic, read_all, read_binary};
 pub use write::{ImageSpec, layout, layout_v1, layout_v2};

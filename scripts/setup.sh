@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what offload-kit's tests need, on Debian, when it is missing:
+# LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22), the system zstd
+# library, and the linkers the wrapper tests use. Run as root (CI is), or
+# with the packages already present.
+#
+#   bash scripts/setup.sh          # install what is missing
+#   bash scripts/setup.sh --check  # only report; exit 1 if anything is missing
+set -euo pipefail
+
+LLVM_BIN=/usr/lib/llvm-22/bin
+PKGS=(clang-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libzstd-dev pkg-config mold binutils python3)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${1:-}" = "--check" ]; then
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: missing packages: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup: all packages present"
+  exit 0
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing packages (${missing[*]}); run as root to install them" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+for t in clang llvm-offload-binary clang-offload-bundler llvm-offload-wrapper llc ld.lld llvm-objdump llvm-ar llvm-readelf; do
+  if [ ! -x "$LLVM_BIN/$t" ]; then
+    echo "setup: $LLVM_BIN/$t is missing after installation" >&2
+    exit 1
+  fi
+done
+"$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
+  echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2
+  exit 1
+}
+echo "setup: LLVM 22 tools ready in $LLVM_BIN"

@@ -1,0 +1,3 @@
+//! Cross-module tests over the committed fixtures.
+
+mod golden;
