@@ -58,7 +58,9 @@ pub enum ErrorKind {
         align: u64,
     },
     /// A field points outside the data it must lie in.
-    #[error("{what} (offset {offset:#x}, size {size:#x}) lies outside the {within} (size {limit:#x})")]
+    #[error(
+        "{what} (offset {offset:#x}, size {size:#x}) lies outside the {within} (size {limit:#x})"
+    )]
     OutOfBounds {
         /// The region described by the field.
         what: String,
@@ -125,6 +127,12 @@ impl Error {
     /// of file"; everything else is "invalid data".
     pub fn llvm_message(&self) -> &'static str {
         match *self.0 {
+            // LLVM checks that a buffer can hold a header and an entry before
+            // anything else, and calls a short one invalid.
+            ErrorKind::Truncated {
+                what: "OffloadBinary header",
+                ..
+            } => "Invalid data was encountered while parsing the file",
             ErrorKind::Truncated { .. } | ErrorKind::OutOfBounds { .. } => {
                 "The end of the file was unexpectedly encountered"
             }
@@ -133,7 +141,11 @@ impl Error {
     }
 
     pub(crate) fn invalid(what: impl Into<String>, detail: impl Into<String>) -> Error {
-        ErrorKind::Invalid { what: what.into(), detail: detail.into() }.into()
+        ErrorKind::Invalid {
+            what: what.into(),
+            detail: detail.into(),
+        }
+        .into()
     }
 
     pub(crate) fn usage(msg: impl Into<String>) -> Error {

@@ -7,7 +7,9 @@ use crate::offload_binary::{self, ImageSpec, Limits};
 /// Reads `data` as OffloadBinaries; whatever is read must survive a write
 /// and a second read unchanged. Must never panic.
 pub fn offload_binary_read(data: &[u8]) {
-    let limits = Limits { max_inflated: 1 << 24 };
+    let limits = Limits {
+        max_inflated: 1 << 24,
+    };
     let Ok(images) = offload_binary::read_all(data, &limits) else {
         return;
     };
@@ -20,17 +22,30 @@ pub fn offload_binary_read(data: &[u8]) {
             image_kind: i.image_kind,
             offload_kind: i.offload_kind,
             flags: i.flags,
-            strings: i.strings.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect(),
+            strings: i
+                .strings
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect(),
             size: i.image.len() as u64,
         })
         .collect();
     let bytes: Vec<&[u8]> = images.iter().map(|i| &*i.image).collect();
     for version in [1, 2] {
         // Values holding NUL cannot round-trip through version 1.
-        if version == 1 && specs.iter().any(|s| s.strings.iter().any(|(k, v)| k.contains(&0) || v.contains(&0))) {
+        if version == 1
+            && specs.iter().any(|s| {
+                s.strings
+                    .iter()
+                    .any(|(k, v)| k.contains(&0) || v.contains(&0))
+            })
+        {
             continue;
         }
-        if specs.iter().any(|s| s.strings.iter().any(|(k, _)| k.contains(&0))) {
+        if specs
+            .iter()
+            .any(|s| s.strings.iter().any(|(k, _)| k.contains(&0)))
+        {
             continue;
         }
         let layout = offload_binary::layout(&specs, version).expect("layout of read images");
@@ -54,7 +69,9 @@ mod tests {
     use std::path::Path;
 
     fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -68,7 +85,10 @@ mod tests {
     #[test]
     fn fuzz_bodies_accept_every_fixture() {
         let mut files = Vec::new();
-        walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"), &mut files);
+        walk(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+            &mut files,
+        );
         assert!(!files.is_empty(), "no fixtures found");
         for f in files {
             let data = std::fs::read(&f).unwrap();

@@ -61,4 +61,3 @@ pub fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
     }
     Ok(())
 }
-

@@ -23,7 +23,12 @@ impl DenseMapOrder {
         Self::default()
     }
 
-    fn probe(buckets: &[Option<usize>], keys: &[(Vec<u8>, u32)], key: &[u8], hash: u32) -> (usize, bool) {
+    fn probe(
+        buckets: &[Option<usize>],
+        keys: &[(Vec<u8>, u32)],
+        key: &[u8],
+        hash: u32,
+    ) -> (usize, bool) {
         let mask = buckets.len() - 1;
         let mut bucket = hash as usize & mask;
         let mut step = 1;

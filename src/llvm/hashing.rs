@@ -46,8 +46,7 @@ fn hash_1to3(s: &[u8], seed: u64) -> u64 {
     let y = a.wrapping_add(b << 8);
     // `len` is at most 3 here.
     let z = (len as u32).wrapping_add(c << 2);
-    shift_mix(u64::from(y).wrapping_mul(K2) ^ u64::from(z).wrapping_mul(K3) ^ seed)
-        .wrapping_mul(K2)
+    shift_mix(u64::from(y).wrapping_mul(K2) ^ u64::from(z).wrapping_mul(K3) ^ seed).wrapping_mul(K2)
 }
 
 fn hash_4to8(s: &[u8], seed: u64) -> u64 {
@@ -60,7 +59,10 @@ fn hash_9to16(s: &[u8], seed: u64) -> u64 {
     let len = s.len();
     let a = fetch64(s, 0);
     let b = fetch64(s, len - 8);
-    hash_16_bytes(seed ^ a, b.wrapping_add(len as u64).rotate_right(len as u32)) ^ b
+    hash_16_bytes(
+        seed ^ a,
+        b.wrapping_add(len as u64).rotate_right(len as u32),
+    ) ^ b
 }
 
 fn hash_17to32(s: &[u8], seed: u64) -> u64 {
@@ -84,8 +86,11 @@ fn hash_17to32(s: &[u8], seed: u64) -> u64 {
 fn hash_33to64(s: &[u8], seed: u64) -> u64 {
     let len = s.len();
     let mut z = fetch64(s, 24);
-    let mut a = fetch64(s, 0)
-        .wrapping_add((len as u64).wrapping_add(fetch64(s, len - 16)).wrapping_mul(K0));
+    let mut a = fetch64(s, 0).wrapping_add(
+        (len as u64)
+            .wrapping_add(fetch64(s, len - 16))
+            .wrapping_mul(K0),
+    );
     let mut b = a.wrapping_add(z).rotate_right(52);
     let mut c = a.rotate_right(37);
     a = a.wrapping_add(fetch64(s, 8));

@@ -62,7 +62,9 @@ mod tests {
     fn matches_the_layout_llvm_writes() {
         // From a real llvm-offload-binary 22 output (spec §9.1 dump).
         let t = StringTable::build(
-            [&b"arch"[..], b"gfx908", b"triple", b"amdgcn-amd-amdhsa"].iter().copied(),
+            [&b"arch"[..], b"gfx908", b"triple", b"amdgcn-amd-amdhsa"]
+                .iter()
+                .copied(),
         );
         assert_eq!(t.bytes(), b"\0arch\0triple\0amdgcn-amd-amdhsa\0gfx908\0");
         assert_eq!(t.offset(b"arch"), Some(1));

@@ -34,7 +34,11 @@ impl ImageArgs {
                 p.1.push_str(v);
             }
         }
-        let pairs = order.iteration_order().into_iter().map(|i| pairs[i].clone()).collect();
+        let pairs = order
+            .iteration_order()
+            .into_iter()
+            .map(|i| pairs[i].clone())
+            .collect();
         ImageArgs { pairs }
     }
 
@@ -59,7 +63,10 @@ impl ImageArgs {
     pub fn image_spec(&self, file: &str, data: &[u8]) -> ImageSpec {
         ImageSpec {
             image_kind: ImageKind::detect(file, data),
-            offload_kind: self.get("kind").map(OffloadKind::from_name).unwrap_or_default(),
+            offload_kind: self
+                .get("kind")
+                .map(OffloadKind::from_name)
+                .unwrap_or_default(),
             flags: 0,
             strings: self
                 .strings()

@@ -43,7 +43,9 @@ fn find_in<'data>(
     depth: u32,
     out: &mut Vec<FoundImage<'data>>,
 ) -> Result<()> {
-    let push = |out: &mut Vec<FoundImage<'data>>, images: Vec<OffloadImage<'data>>, section: Option<&str>| {
+    let push = |out: &mut Vec<FoundImage<'data>>,
+                images: Vec<OffloadImage<'data>>,
+                section: Option<&str>| {
         out.extend(images.into_iter().map(|image| FoundImage {
             member: member.map(str::to_string),
             section: section.map(str::to_string),
@@ -61,11 +63,20 @@ fn find_in<'data>(
         ));
     }
     match FileKind::parse(data) {
-        Ok(FileKind::Elf32) => elf_sections::<elf::FileHeader32<object::Endianness>>(data, limits, &mut |imgs, name| push(out, imgs, Some(name))),
-        Ok(FileKind::Elf64) => elf_sections::<elf::FileHeader64<object::Endianness>>(data, limits, &mut |imgs, name| push(out, imgs, Some(name))),
+        Ok(FileKind::Elf32) => elf_sections::<elf::FileHeader32<object::Endianness>>(
+            data,
+            limits,
+            &mut |imgs, name| push(out, imgs, Some(name)),
+        ),
+        Ok(FileKind::Elf64) => elf_sections::<elf::FileHeader64<object::Endianness>>(
+            data,
+            limits,
+            &mut |imgs, name| push(out, imgs, Some(name)),
+        ),
         Ok(FileKind::Coff) => {
             use object::{Object, ObjectSection};
-            let file = object::read::coff::CoffFile::<&[u8]>::parse(data).map_err(|e| obj_err("COFF object", e))?;
+            let file = object::read::coff::CoffFile::<&[u8]>::parse(data)
+                .map_err(|e| obj_err("COFF object", e))?;
             for s in file.sections() {
                 let name = s.name().map_err(|e| obj_err("COFF section name", e))?;
                 if name.starts_with(".llvm.offloading") {
@@ -100,14 +111,20 @@ fn elf_sections<'data, H: FileHeader<Endian = object::Endianness>>(
 ) -> Result<()> {
     let hdr = H::parse(data).map_err(|e| obj_err("ELF header", e))?;
     let endian = hdr.endian().map_err(|e| obj_err("ELF header", e))?;
-    let sections = hdr.sections(endian, data).map_err(|e| obj_err("ELF section table", e))?;
+    let sections = hdr
+        .sections(endian, data)
+        .map_err(|e| obj_err("ELF section table", e))?;
     for s in sections.iter() {
         if s.sh_type(endian).0 != SHT_LLVM_OFFLOADING {
             continue;
         }
-        let name = sections.section_name(endian, s).map_err(|e| obj_err("ELF section name", e))?;
+        let name = sections
+            .section_name(endian, s)
+            .map_err(|e| obj_err("ELF section name", e))?;
         let name = String::from_utf8_lossy(name).into_owned();
-        let bytes = s.data(endian, data).map_err(|e| obj_err("ELF section", e))?;
+        let bytes = s
+            .data(endian, data)
+            .map_err(|e| obj_err("ELF section", e))?;
         found(read_all(bytes, limits)?, &name);
     }
     Ok(())

@@ -29,7 +29,9 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         // Device images reach a few GiB; anything beyond this is a bomb.
-        Limits { max_inflated: 8 << 30 }
+        Limits {
+            max_inflated: 8 << 30,
+        }
     }
 }
 
@@ -63,7 +65,11 @@ pub struct OffloadImage<'data> {
 impl<'data> OffloadImage<'data> {
     /// The value of `key` (the last one if the key repeats), as LLVM's map does.
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        self.strings.iter().rev().find(|(k, _)| **k == *key).map(|(_, v)| &**v)
+        self.strings
+            .iter()
+            .rev()
+            .find(|(k, _)| **k == *key)
+            .map(|(_, v)| &**v)
     }
 
     /// The value of `key`, or empty if absent (LLVM's `getString`).
@@ -131,10 +137,20 @@ pub fn read_binary<'data>(
         .into());
     }
     if at % ALIGN != 0 {
-        return Err(ErrorKind::Misaligned { what: "OffloadBinary", offset: at, align: ALIGN }.into());
+        return Err(ErrorKind::Misaligned {
+            what: "OffloadBinary",
+            offset: at,
+            align: ALIGN,
+        }
+        .into());
     }
     let Ok((hdr, _)) = Header::read_from_prefix(rest) else {
-        return Err(truncated("OffloadBinary header", at, HEADER_SIZE, len64(rest)));
+        return Err(truncated(
+            "OffloadBinary header",
+            at,
+            HEADER_SIZE,
+            len64(rest),
+        ));
     };
     let version = hdr.version.get();
     if !(1..=3).contains(&version) {
@@ -144,6 +160,15 @@ pub fn read_binary<'data>(
             offset: at,
         }
         .into());
+    }
+    // LLVM 22 wants room for a header and an entry before it looks further.
+    if version < 3 && len64(rest) < HEADER_SIZE + ENTRY_SIZE {
+        return Err(truncated(
+            "OffloadBinary header",
+            at,
+            HEADER_SIZE + ENTRY_SIZE,
+            len64(rest),
+        ));
     }
     let size = hdr.size.get();
     if size > len64(rest) {
@@ -160,7 +185,12 @@ pub fn read_binary<'data>(
     let bin = &rest[..size as usize];
     if version == 3 {
         let Ok((h3, _)) = HeaderV3::read_from_prefix(bin) else {
-            return Err(truncated("OffloadBinary v3 header", at, HEADER_V3_SIZE, len64(bin)));
+            return Err(truncated(
+                "OffloadBinary v3 header",
+                at,
+                HEADER_V3_SIZE,
+                len64(bin),
+            ));
         };
         if h3.inflated_size.get() != 0 {
             let images = read_compressed(bin, &h3, at, limits)?;
@@ -231,7 +261,10 @@ fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
         limit: usize::MAX as u64,
     })?;
     let mut out = Vec::with_capacity(cap.min(1 << 20));
-    let err = |e: std::io::Error| ErrorKind::Decompress { what, detail: e.to_string() };
+    let err = |e: std::io::Error| ErrorKind::Decompress {
+        what,
+        detail: e.to_string(),
+    };
     // Read one byte more than allowed, to notice data that inflates further.
     let n = if is_zstd {
         let dec = zstd::stream::read::Decoder::with_buffer(compressed).map_err(err)?;
@@ -245,7 +278,14 @@ fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
     if len64(&out[..n]) != want {
         return Err(ErrorKind::Decompress {
             what,
-            detail: format!("inflates to {} bytes, the header says {want}", if n as u64 > want { format!("more than {want}") } else { n.to_string() }),
+            detail: format!(
+                "inflates to {} bytes, the header says {want}",
+                if n as u64 > want {
+                    format!("more than {want}")
+                } else {
+                    n.to_string()
+                }
+            ),
         }
         .into());
     }
@@ -261,7 +301,11 @@ struct Region {
 
 impl Region {
     fn new(name: String, start: u64, len: u64) -> Region {
-        Region { name, start, end: start + len }
+        Region {
+            name,
+            start,
+            end: start + len,
+        }
     }
     fn overlaps(&self, other: &Region) -> bool {
         self.start < other.end && other.start < self.end
@@ -281,9 +325,18 @@ fn read_uncompressed<'data>(
 ) -> Result<()> {
     let size = len64(bin);
     let version = hdr.version.get();
-    let hdr_size = if version >= 3 { HEADER_V3_SIZE } else { HEADER_SIZE };
+    let hdr_size = if version >= 3 {
+        HEADER_V3_SIZE
+    } else {
+        HEADER_SIZE
+    };
     if size < hdr_size + ENTRY_SIZE {
-        return Err(truncated("OffloadBinary header and entry", at, hdr_size + ENTRY_SIZE, size));
+        return Err(truncated(
+            "OffloadBinary header and entry",
+            at,
+            hdr_size + ENTRY_SIZE,
+            size,
+        ));
     }
     let entry_offset = hdr.entry_offset.get();
     let count = if version == 1 {
@@ -298,12 +351,15 @@ fn read_uncompressed<'data>(
     } else {
         hdr.entry_size_or_count.get()
     };
-    let table_len = count.checked_mul(ENTRY_SIZE).filter(|&n| n <= size).ok_or_else(|| {
-        Error::invalid(
-            format!("entry count of the OffloadBinary at {at:#x}"),
-            format!("{count} entries of {ENTRY_SIZE} bytes cannot fit in {size} bytes"),
-        )
-    })?;
+    let table_len = count
+        .checked_mul(ENTRY_SIZE)
+        .filter(|&n| n <= size)
+        .ok_or_else(|| {
+            Error::invalid(
+                format!("entry count of the OffloadBinary at {at:#x}"),
+                format!("{count} entries of {ENTRY_SIZE} bytes cannot fit in {size} bytes"),
+            )
+        })?;
     let header = Region::new("header".into(), 0, hdr_size);
     let table = checked_region(bin, "entry table", entry_offset, table_len)?;
     let mut fixed = vec![header];
@@ -313,19 +369,37 @@ fn read_uncompressed<'data>(
     for i in 0..count {
         let off = entry_offset + i * ENTRY_SIZE;
         // In range: the table was checked.
-        let (e, _) = Entry::read_from_prefix(&bin[off as usize..]).map_err(|_| truncated("entry", off, ENTRY_SIZE, size - off))?;
-        let se_size = if version == 1 { STRING_ENTRY_V1_SIZE } else { STRING_ENTRY_V2_SIZE };
+        let (e, _) = Entry::read_from_prefix(&bin[off as usize..])
+            .map_err(|_| truncated("entry", off, ENTRY_SIZE, size - off))?;
+        let se_size = if version == 1 {
+            STRING_ENTRY_V1_SIZE
+        } else {
+            STRING_ENTRY_V2_SIZE
+        };
         let n = e.num_strings.get();
         let se_len = n.checked_mul(se_size).ok_or_else(|| {
-            Error::invalid(format!("string count of entry {i}"), format!("{n} is absurd"))
+            Error::invalid(
+                format!("string count of entry {i}"),
+                format!("{n} is absurd"),
+            )
         })?;
-        let se = checked_region(bin, &format!("string entries of entry {i}"), e.string_offset.get(), se_len)?;
+        let se = checked_region(
+            bin,
+            &format!("string entries of entry {i}"),
+            e.string_offset.get(),
+            se_len,
+        )?;
         push_disjoint(&mut fixed, se)?;
         entries.push(e);
     }
     let mut images: Vec<Region> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
-        let img = checked_region(bin, &format!("image of entry {i}"), e.image_offset.get(), e.image_size.get())?;
+        let img = checked_region(
+            bin,
+            &format!("image of entry {i}"),
+            e.image_offset.get(),
+            e.image_size.get(),
+        )?;
         if img.start != img.end {
             for other in fixed.iter().chain(images.iter()) {
                 if img.overlaps(other) {
@@ -366,14 +440,26 @@ fn read_strings<'data>(
     for j in 0..n {
         let (key_at, value) = if version == 1 {
             let at = base + j * STRING_ENTRY_V1_SIZE;
-            let (s, _) = StringEntryV1::read_from_prefix(&bin[at as usize..])
-                .map_err(|_| truncated("string entry", at, STRING_ENTRY_V1_SIZE, len64(bin) - at))?;
-            (s.key_offset.get(), c_string(bin, s.value_offset.get(), || format!("value {j} of entry {i}"))?)
+            let (s, _) = StringEntryV1::read_from_prefix(&bin[at as usize..]).map_err(|_| {
+                truncated("string entry", at, STRING_ENTRY_V1_SIZE, len64(bin) - at)
+            })?;
+            (
+                s.key_offset.get(),
+                c_string(bin, s.value_offset.get(), || {
+                    format!("value {j} of entry {i}")
+                })?,
+            )
         } else {
             let at = base + j * STRING_ENTRY_V2_SIZE;
-            let (s, _) = StringEntryV2::read_from_prefix(&bin[at as usize..])
-                .map_err(|_| truncated("string entry", at, STRING_ENTRY_V2_SIZE, len64(bin) - at))?;
-            let r = checked_region(bin, &format!("value {j} of entry {i}"), s.value_offset.get(), s.value_size.get())?;
+            let (s, _) = StringEntryV2::read_from_prefix(&bin[at as usize..]).map_err(|_| {
+                truncated("string entry", at, STRING_ENTRY_V2_SIZE, len64(bin) - at)
+            })?;
+            let r = checked_region(
+                bin,
+                &format!("value {j} of entry {i}"),
+                s.value_offset.get(),
+                s.value_size.get(),
+            )?;
             (s.key_offset.get(), &bin[r.start as usize..r.end as usize])
         };
         let key = c_string(bin, key_at, || format!("key {j} of entry {i}"))?;
@@ -384,13 +470,16 @@ fn read_strings<'data>(
 
 /// The NUL-terminated string at `at`, which must end inside `bin`.
 fn c_string<'d>(bin: &'d [u8], at: u64, what: impl Fn() -> String) -> Result<&'d [u8]> {
-    let rest = usize::try_from(at).ok().and_then(|a| bin.get(a..)).ok_or_else(|| ErrorKind::OutOfBounds {
-        what: what(),
-        offset: at,
-        size: 1,
-        within: "binary",
-        limit: len64(bin),
-    })?;
+    let rest = usize::try_from(at)
+        .ok()
+        .and_then(|a| bin.get(a..))
+        .ok_or_else(|| ErrorKind::OutOfBounds {
+            what: what(),
+            offset: at,
+            size: 1,
+            within: "binary",
+            limit: len64(bin),
+        })?;
     match memchr::memchr(0, rest) {
         Some(n) => Ok(&rest[..n]),
         None => Err(ErrorKind::OutOfBounds {
@@ -430,19 +519,31 @@ fn push_disjoint(fixed: &mut Vec<Region>, r: Region) -> Result<()> {
 }
 
 fn overlap(a: &Region, b: &Region) -> Error {
-    ErrorKind::Overlap { first: a.describe(), second: b.describe() }.into()
+    ErrorKind::Overlap {
+        first: a.describe(),
+        second: b.describe(),
+    }
+    .into()
 }
 
 /// `have` is how many bytes remain from `offset` to the end of the data.
 fn truncated(what: &'static str, offset: u64, need: u64, have: u64) -> Error {
-    ErrorKind::Truncated { what, offset, need, have }.into()
+    ErrorKind::Truncated {
+        what,
+        offset,
+        need,
+        have,
+    }
+    .into()
 }
 
 fn tail(data: &[u8], at: u64) -> &[u8] {
-    usize::try_from(at).ok().and_then(|a| data.get(a..)).unwrap_or_default()
+    usize::try_from(at)
+        .ok()
+        .and_then(|a| data.get(a..))
+        .unwrap_or_default()
 }
 
 fn len64(d: &[u8]) -> u64 {
     d.len() as u64
 }
-

@@ -55,7 +55,9 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
     let mut layout = Layout::default();
     for (i, img) in images.iter().enumerate() {
         let table = StringTable::build(
-            img.strings.iter().flat_map(|(k, v)| [k.as_slice(), v.as_slice()]),
+            img.strings
+                .iter()
+                .flat_map(|(k, v)| [k.as_slice(), v.as_slice()]),
         );
         let n = img.strings.len() as u64;
         let strtab_at = HEADER_SIZE + ENTRY_SIZE + STRING_ENTRY_V1_SIZE * n;
@@ -92,7 +94,10 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
         meta.resize(image_at as usize, 0);
         layout.push(Piece::Bytes(meta), image_at);
         layout.push(Piece::Image(i), img.size);
-        layout.push(Piece::Zeros(size - image_at - img.size), size - image_at - img.size);
+        layout.push(
+            Piece::Zeros(size - image_at - img.size),
+            size - image_at - img.size,
+        );
     }
     Ok(layout)
 }
@@ -104,11 +109,11 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     if images.is_empty() {
         return Ok(layout);
     }
-    let table = StringTable::build(
-        images
+    let table = StringTable::build(images.iter().flat_map(|img| {
+        img.strings
             .iter()
-            .flat_map(|img| img.strings.iter().flat_map(|(k, v)| [k.as_slice(), v.as_slice()])),
-    );
+            .flat_map(|(k, v)| [k.as_slice(), v.as_slice()])
+    }));
     let count = images.len() as u64;
     let nstrings: u64 = images.iter().map(|i| i.strings.len() as u64).sum();
     let entries_len = ENTRY_SIZE * count;
@@ -162,7 +167,10 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     for i in 0..images.len() {
         layout.push(Piece::Image(i), images[i].size);
     }
-    layout.push(Piece::Zeros(size - data_at - total_images), size - data_at - total_images);
+    layout.push(
+        Piece::Zeros(size - data_at - total_images),
+        size - data_at - total_images,
+    );
     Ok(layout)
 }
 
@@ -171,6 +179,8 @@ pub fn layout(images: &[ImageSpec], version: u32) -> Result<Layout> {
     match version {
         1 => layout_v1(images),
         2 => layout_v2(images),
-        v => Err(Error::usage(format!("cannot write OffloadBinary version {v}: only 1 and 2 are written"))),
+        v => Err(Error::usage(format!(
+            "cannot write OffloadBinary version {v}: only 1 and 2 are written"
+        ))),
     }
 }

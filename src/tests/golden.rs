@@ -34,13 +34,22 @@ fn listings_match_llvm_objdump() {
     let mut checked = 0;
     for e in std::fs::read_dir(fixtures()).unwrap().flatten() {
         let p = e.path();
-        let Some(name) = p.file_name().and_then(|n| n.to_str()) else { continue };
-        let Some(input) = name.strip_suffix(".objdump") else { continue };
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(input) = name.strip_suffix(".objdump") else {
+            continue;
+        };
         let want = std::fs::read_to_string(&p).unwrap();
         let data = std::fs::read(fixtures().join(input)).unwrap();
         // llvm-objdump separates images with one blank line and starts with
         // one; compare ignoring how many blank lines stand between.
-        let norm = |s: &str| s.lines().filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n");
+        let norm = |s: &str| {
+            s.lines()
+                .filter(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
         assert_eq!(norm(&objdump_style(&data)), norm(&want), "{input}");
         checked += 1;
     }
@@ -70,4 +79,3 @@ fn image_bytes_are_borrowed_from_the_input() {
         assert!(f.image.image.is_empty() || range.contains(&f.image.image.as_ptr()));
     }
 }
-

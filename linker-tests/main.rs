@@ -1,0 +1,16 @@
+//! Tests that need the built binary or external tools (the LLVM 22 tools,
+//! compilers, linkers). One harness (libtest-mimic): trials whose tools are
+//! missing are ignored, unless `OFFLOAD_KIT_REQUIRE_TOOLS=1` (CI) makes them
+//! fail.
+
+// mod archive;
+mod packager;
+mod util;
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let mut trials = Vec::new();
+    trials.extend(packager::tests());
+    // trials.extend(archive::tests());
+    libtest_mimic::run(&args, trials).exit();
+}

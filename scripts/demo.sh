@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The main job end to end on the shipped fixtures: offload-kit, run as
+# llvm-offload-binary, packs the fixture device images; the pack is compared
+# byte for byte with what LLVM 22 writes; offload-kit lists and unpacks it,
+# and LLVM 22 extracts from offload-kit's pack to the same bytes.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+cargo build --release --locked -q
+ok=target/release/offload-kit
+B=/usr/lib/llvm-22/bin
+w=$(mktemp -d)
+trap 'rm -rf "$w"' EXIT
+"$ok" install-links "$w/bin" >/dev/null
+img=fixtures/offload_binary/images
+images=(
+  --image=file=$img/gfx90a.o,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp
+  --image=file=$img/sm_80.cubin,triple=nvptx64-nvidia-cuda,arch=sm_80,kind=cuda
+  --image=file=$img/kernel.s,triple=nvptx64-nvidia-cuda,arch=sm_70,kind=openmp,note=ptx
+)
+
+echo "== pack with offload-kit (as llvm-offload-binary) and with LLVM 22"
+"$w/bin/llvm-offload-binary" -o "$w/ours.bin" "${images[@]}"
+"$B/llvm-offload-binary" -o "$w/llvm.bin" "${images[@]}"
+cmp "$w/ours.bin" "$w/llvm.bin"
+echo "identical: $(stat -c %s "$w/ours.bin") bytes"
+
+echo "== offload-kit list"
+"$ok" list "$w/ours.bin"
+
+echo "== offload-kit unpack"
+"$ok" unpack "$w/ours.bin" -o "$w/unpacked"
+
+echo "== LLVM 22 extracts the same bytes from offload-kit's pack"
+(cd "$w" && "$B/llvm-offload-binary" ours.bin --image=file=llvm-gfx90a.o,arch=gfx90a \
+  --image=file=llvm-sm_80.cubin,arch=sm_80 --image=file=llvm-sm_70.s,arch=sm_70)
+cmp "$w/llvm-gfx90a.o" "$img/gfx90a.o"
+cmp "$w/llvm-sm_80.cubin" "$img/sm_80.cubin"
+cmp "$w/llvm-sm_70.s" "$img/kernel.s"
+cmp "$w/unpacked/ours-amdgcn-amd-amdhsa-gfx90a.0.o" "$img/gfx90a.o"
+cmp "$w/unpacked/ours-nvptx64-nvidia-cuda-sm_80.1.cubin" "$img/sm_80.cubin"
+cmp "$w/unpacked/ours-nvptx64-nvidia-cuda-sm_70.2.s" "$img/kernel.s"
+echo "all extracted images match the originals"

@@ -1,0 +1,264 @@
+//! File input and output at the binary's edge: mapped inputs, atomic outputs,
+//! and file-to-file copies of image ranges.
+//!
+//! This is the only module with `unsafe`: mapping a file.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// An input file, mapped (or read, for stdin and special files).
+pub struct Input {
+    file: Option<File>,
+    data: Data,
+}
+
+enum Data {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Input {
+    /// Opens `name` (`-` is standard input), mapping regular files.
+    pub fn open(name: &str) -> io::Result<Input> {
+        if name == "-" {
+            let mut v = Vec::new();
+            io::stdin().lock().read_to_end(&mut v)?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        let file = File::open(name)?;
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
+        }
+        if !meta.is_file() || meta.len() == 0 {
+            let mut v = Vec::new();
+            (&file).read_to_end(&mut v)?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        let map = map_file(&file)?;
+        Ok(Input {
+            file: Some(file),
+            data: Data::Map(map),
+        })
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Map(m) => m,
+            Data::Owned(v) => v,
+        }
+    }
+
+    /// Where `sub` lies in the underlying file, if it is a slice of this
+    /// input's mapping (and not, say, decompressed data).
+    pub fn file_offset(&self, sub: &[u8]) -> Option<u64> {
+        self.file.as_ref()?;
+        let base = self.bytes().as_ptr() as usize;
+        let start = sub.as_ptr() as usize;
+        let end = start.checked_add(sub.len())?;
+        (start >= base && end <= base + self.bytes().len()).then(|| (start - base) as u64)
+    }
+
+    /// Copies `sub` (a slice of this input, or any bytes) to `out`, with a
+    /// kernel file-to-file copy when `sub` comes from the mapped file, so the
+    /// bytes never pass through this process's memory.
+    pub fn copy_to(&self, sub: &[u8], out: &mut Output) -> io::Result<()> {
+        if let (Some(off), Some(file), Some(dst)) =
+            (self.file_offset(sub), &self.file, out.file_mut())
+        {
+            return copy_file_range_all(file, off, sub.len() as u64, dst);
+        }
+        out.write_all(sub)
+    }
+}
+
+/// Copies `len` bytes at `off` of `src` to the current position of `dst`.
+pub fn copy_file_range_all(src: &File, off: u64, len: u64, dst: &mut File) -> io::Result<()> {
+    let mut src = src;
+    src.seek(SeekFrom::Start(off))?;
+    // std's io::copy uses copy_file_range/sendfile between files on Linux.
+    let n = io::copy(&mut src.take(len), dst)?;
+    if n != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "input file shrank while reading",
+        ));
+    }
+    Ok(())
+}
+
+#[expect(
+    unsafe_code,
+    reason = "mapping a file is the one unsafe operation of the crate"
+)]
+fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only and private to this process. If another
+    // process truncates the file while we read it, we get SIGBUS, as every
+    // tool that maps its input does (ripgrep documents the same contract);
+    // the contents changing underneath only changes what we read, and every
+    // read is bounds-checked against the length fixed at map time.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+/// An output file written atomically: to a temporary file in the same
+/// directory, renamed into place by [`Output::commit`]. Dropped without
+/// commit, it leaves nothing behind. `-` writes standard output.
+pub struct Output {
+    path: PathBuf,
+    inner: OutInner,
+}
+
+enum OutInner {
+    Temp(io::BufWriter<tempfile::NamedTempFile>),
+    Stdout(io::StdoutLock<'static>),
+}
+
+impl Output {
+    /// Starts writing `path`.
+    pub fn create(path: &Path) -> io::Result<Output> {
+        if path.as_os_str() == "-" {
+            return Ok(Output {
+                path: path.into(),
+                inner: OutInner::Stdout(io::stdout().lock()),
+            });
+        }
+        if path.is_dir() {
+            return Err(io::Error::from_raw_os_error(21)); // EISDIR
+        }
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".offload-kit-")
+            .tempfile_in(dir)?;
+        Ok(Output {
+            path: path.into(),
+            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp)),
+        })
+    }
+
+    /// The underlying file, flushed, for direct file-to-file copies.
+    fn file_mut(&mut self) -> Option<&mut File> {
+        match &mut self.inner {
+            OutInner::Temp(w) => {
+                w.flush().ok()?;
+                Some(w.get_mut().as_file_mut())
+            }
+            OutInner::Stdout(_) => None,
+        }
+    }
+
+    /// Renames the finished file into place.
+    pub fn commit(self) -> io::Result<()> {
+        match self.inner {
+            OutInner::Temp(w) => {
+                let tmp = w.into_inner().map_err(|e| e.into_error())?;
+                // Match the permissions a newly created file would get.
+                set_default_mode(tmp.as_file())?;
+                tmp.persist(&self.path).map_err(|e| e.error)?;
+                Ok(())
+            }
+            OutInner::Stdout(mut s) => s.flush(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.inner {
+            OutInner::Temp(w) => w.write(buf),
+            OutInner::Stdout(s) => s.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match &mut self.inner {
+            OutInner::Temp(w) => w.write_all(buf),
+            OutInner::Stdout(s) => s.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            OutInner::Temp(w) => w.flush(),
+            OutInner::Stdout(s) => s.flush(),
+        }
+    }
+}
+
+/// tempfile creates files with mode 0600; a tool's output should get the
+/// usual 0666 less the umask.
+fn set_default_mode(f: &File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = 0o666 & !umask();
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
+}
+
+fn umask() -> u32 {
+    // Read the umask without changing it: /proc/self/status has a Umask line.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// The C library's text for an I/O error (what LLVM prints), without Rust's
+/// " (os error N)" suffix or any path a library added.
+pub fn strerror(e: &io::Error) -> String {
+    let s = match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code).to_string(),
+        None => e.to_string(),
+    };
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Opens an input, with the file name in the error.
+pub fn open_input(name: &str) -> Result<Input> {
+    Input::open(name).with_context(|| format!("'{name}': cannot open"))
+}
+
+/// Writes `layout` atomically to `path`, taking payload `i` from
+/// `payload(i)`: the input it lies in and the bytes (copied file to file
+/// when they are a slice of that input's mapping).
+pub fn write_layout<'a>(
+    path: &str,
+    layout: &offload_kit::layout::Layout,
+    payload: impl Fn(usize) -> (&'a Input, &'a [u8]),
+) -> io::Result<()> {
+    use offload_kit::layout::{Piece, write_zeros};
+    let mut out = Output::create(Path::new(path))?;
+    for piece in &layout.pieces {
+        match piece {
+            Piece::Bytes(b) => out.write_all(b)?,
+            Piece::Zeros(n) => write_zeros(&mut out, *n)?,
+            Piece::Image(i) => {
+                let (input, bytes) = payload(*i);
+                input.copy_to(bytes, &mut out)?;
+            }
+        }
+    }
+    out.commit()
+}
+
+/// Writes `bytes` (a slice of `input`, or any bytes) atomically to `path`.
+pub fn write_bytes(path: &str, input: &Input, bytes: &[u8]) -> io::Result<()> {
+    let mut out = Output::create(Path::new(path))?;
+    input.copy_to(bytes, &mut out)?;
+    out.commit()
+}

@@ -1,0 +1,350 @@
+//! A small parser for LLVM `cl` command lines, for the drop-in front ends.
+//!
+//! clap cannot take LLVM's conventions: long options with one dash or two
+//! (`-type=o`, `--type o`), `=value` or a separate value, `@file` response
+//! files, bare boolean flags that also take `=true`/`=0`. The messages for
+//! bad command lines follow LLVM's wording, since scripts match them.
+
+use std::fmt::Write as _;
+
+/// What an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Takes {
+    /// A boolean flag (`-x`, `-x=true`, `-x=0`).
+    Flag,
+    /// A value (`-x v`, `-x=v`).
+    Value,
+}
+
+/// One option the tool accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct OptSpec {
+    /// Its name, without dashes.
+    pub name: &'static str,
+    /// What it takes.
+    pub takes: Takes,
+    /// Left out of "did you mean" suggestions.
+    pub hidden: bool,
+}
+
+impl OptSpec {
+    /// A visible flag.
+    pub const fn flag(name: &'static str) -> OptSpec {
+        OptSpec {
+            name,
+            takes: Takes::Flag,
+            hidden: false,
+        }
+    }
+    /// A visible option with a value.
+    pub const fn value(name: &'static str) -> OptSpec {
+        OptSpec {
+            name,
+            takes: Takes::Value,
+            hidden: false,
+        }
+    }
+    /// A hidden flag.
+    pub const fn hidden_flag(name: &'static str) -> OptSpec {
+        OptSpec {
+            name,
+            takes: Takes::Flag,
+            hidden: true,
+        }
+    }
+}
+
+/// A parsed command line.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    /// Options in command-line order: the option's name and its value
+    /// (`"true"`/`"false"` for flags).
+    pub opts: Vec<(&'static str, String)>,
+    /// Positional arguments.
+    pub positionals: Vec<String>,
+}
+
+impl Parsed {
+    /// The last value of option `name`.
+    pub fn last(&self, name: &str) -> Option<&str> {
+        self.opts
+            .iter()
+            .rev()
+            .find(|o| o.0 == name)
+            .map(|o| o.1.as_str())
+    }
+    /// Every value of option `name`, in order.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.opts
+            .iter()
+            .filter(move |o| o.0 == name)
+            .map(|o| o.1.as_str())
+    }
+    /// Whether flag `name` is set (its last occurrence says true).
+    pub fn flag(&self, name: &str) -> bool {
+        self.last(name) == Some("true")
+    }
+}
+
+/// The dashes LLVM prints before an option name.
+pub fn dashed(name: &str) -> String {
+    if name.chars().count() == 1 {
+        format!("-{name}")
+    } else {
+        format!("--{name}")
+    }
+}
+
+/// Parses `args` (without argv[0]). `prog` is the program's base name, used
+/// as the message prefix; `argv0` as typed, used in the "Try:" hint. On error
+/// returns the lines to print on stderr (exit code 1).
+pub fn parse(
+    prog: &str,
+    argv0: &str,
+    args: &[String],
+    specs: &[OptSpec],
+    max_positionals: usize,
+) -> Result<Parsed, Vec<String>> {
+    let args = expand_response_files(args, 0);
+    let mut parsed = Parsed::default();
+    let mut errors = Vec::new();
+    let mut i = 0;
+    let mut only_positional = false;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if only_positional || arg == "-" || !arg.starts_with('-') {
+            parsed.positionals.push(arg.clone());
+            continue;
+        }
+        if arg == "--" {
+            only_positional = true;
+            continue;
+        }
+        let body = arg.strip_prefix("--").unwrap_or(&arg[1..]);
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+            errors.push(format!(
+                "{prog}: Unknown command line argument '{arg}'.  Try: '{argv0} --help'"
+            ));
+            if let Some(near) = nearest(name, specs) {
+                errors.push(format!("{prog}: Did you mean '{}'?", dashed(near)));
+            }
+            continue;
+        };
+        match spec.takes {
+            Takes::Flag => {
+                let v = match inline {
+                    None => "true",
+                    Some("true" | "TRUE" | "True" | "1") => "true",
+                    Some("false" | "FALSE" | "False" | "0") => "false",
+                    Some(v) => {
+                        errors.push(format!(
+                            "{prog}: for the {} option: '{v}' is invalid value for boolean argument! Try 0 or 1",
+                            dashed(spec.name)
+                        ));
+                        continue;
+                    }
+                };
+                parsed.opts.push((spec.name, v.to_string()));
+            }
+            Takes::Value => {
+                let v = match inline {
+                    Some(v) => v.to_string(),
+                    None if i < args.len() => {
+                        i += 1;
+                        args[i - 1].clone()
+                    }
+                    None => {
+                        errors.push(format!(
+                            "{prog}: for the {} option: requires a value!",
+                            dashed(spec.name)
+                        ));
+                        continue;
+                    }
+                };
+                parsed.opts.push((spec.name, v));
+            }
+        }
+    }
+    if parsed.positionals.len() > max_positionals {
+        let mut m = format!("{prog}: Too many positional arguments specified!\n");
+        let _ = write!(
+            m,
+            "Can specify at most {max_positionals} positional arguments: See: {argv0} --help"
+        );
+        errors.push(m);
+    }
+    if errors.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The visible option closest to `name` by edit distance.
+fn nearest(name: &str, specs: &[OptSpec]) -> Option<&'static str> {
+    let mut best: Option<(usize, &'static str)> = None;
+    for s in specs.iter().filter(|s| !s.hidden) {
+        let d = edit_distance(name, s.name);
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, s.name));
+        }
+    }
+    best.map(|b| b.1)
+}
+
+/// Levenshtein distance with substitutions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for j in 1..=b.len() {
+            let cur = row[j];
+            row[j] = (row[j] + 1)
+                .min(row[j - 1] + 1)
+                .min(prev + usize::from(ca != b[j - 1]));
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Replaces each `@file` argument with the arguments in that file, split the
+/// way a GNU shell would (quotes and backslashes), recursively. An unreadable
+/// file leaves the argument as it is, as LLVM does.
+fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in args {
+        match a.strip_prefix('@') {
+            Some(path) if depth < 20 => match std::fs::read_to_string(path) {
+                Ok(text) => out.extend(expand_response_files(&tokenize_gnu(&text), depth + 1)),
+                Err(_) => out.push(a.clone()),
+            },
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
+/// Splits `s` into arguments: white space separates, `'…'` and `"…"` quote,
+/// backslash escapes the next character (inside double quotes, only `\`, `"`
+/// and newline).
+pub fn tokenize_gnu(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if has {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+                has = true;
+            }
+            '\'' => {
+                has = true;
+                for n in chars.by_ref() {
+                    if n == '\'' {
+                        break;
+                    }
+                    cur.push(n);
+                }
+            }
+            '"' => {
+                has = true;
+                while let Some(n) = chars.next() {
+                    match n {
+                        '"' => break,
+                        '\\' if matches!(chars.peek(), Some('"' | '\\' | '\n')) => {
+                            cur.push(chars.next().unwrap_or('\\'));
+                        }
+                        _ => cur.push(n),
+                    }
+                }
+            }
+            _ => {
+                cur.push(c);
+                has = true;
+            }
+        }
+    }
+    if has {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[OptSpec] = &[
+        OptSpec::value("o"),
+        OptSpec::value("image"),
+        OptSpec::flag("archive"),
+    ];
+
+    fn p(args: &[&str]) -> Result<Parsed, Vec<String>> {
+        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse("tool", "./tool", &v, SPECS, 1)
+    }
+
+    #[test]
+    fn dash_and_value_forms() {
+        let r = p(&[
+            "-o",
+            "a",
+            "--o=b",
+            "-image",
+            "x",
+            "--image=y",
+            "-archive=0",
+            "in",
+        ])
+        .unwrap();
+        assert_eq!(r.last("o"), Some("b"));
+        assert_eq!(r.all("image").collect::<Vec<_>>(), ["x", "y"]);
+        assert!(!r.flag("archive"));
+        assert_eq!(r.positionals, ["in"]);
+    }
+
+    #[test]
+    fn llvm_error_texts() {
+        let e = p(&["--bogus"]).unwrap_err();
+        assert_eq!(
+            e[0],
+            "tool: Unknown command line argument '--bogus'.  Try: './tool --help'"
+        );
+        assert_eq!(e[1], "tool: Did you mean '-o'?");
+        assert_eq!(
+            p(&["-o"]).unwrap_err()[0],
+            "tool: for the -o option: requires a value!"
+        );
+        assert_eq!(
+            p(&["--archive=foo"]).unwrap_err()[0],
+            "tool: for the --archive option: 'foo' is invalid value for boolean argument! Try 0 or 1"
+        );
+        assert!(p(&["a", "b"]).unwrap_err()[0].starts_with("tool: Too many positional"));
+    }
+
+    #[test]
+    fn gnu_tokenizer() {
+        assert_eq!(
+            tokenize_gnu(r#"a 'b c' "d \"e\"" f\ g"#),
+            ["a", "b c", "d \"e\"", "f g"]
+        );
+    }
+}

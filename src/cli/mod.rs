@@ -1,0 +1,112 @@
+//! The command-line front ends. clap, anyhow and memmap2 are used only here.
+//!
+//! The binary is multi-call: run as `llvm-offload-binary` or
+//! `clang-offload-packager` (a link or a copy under that name, optionally
+//! with a version suffix such as `-22`), it is that LLVM 22 tool; otherwise it
+//! is `offload-kit` with its own subcommands.
+
+mod compat;
+mod io;
+mod links;
+mod list;
+mod llvm_cl;
+mod pack;
+mod unpack;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Which LLVM tool a program name asks for, if any.
+fn compat_tool(argv0: &str) -> Option<&'static str> {
+    let mut name = compat::prog_name(argv0);
+    name = name.strip_suffix(".exe").unwrap_or(name);
+    // Debian-style version suffixes: clang-offload-packager-22.
+    if let Some((base, ver)) = name.rsplit_once('-') {
+        if !ver.is_empty() && ver.bytes().all(|b| b.is_ascii_digit()) {
+            name = base;
+        }
+    }
+    links::TOOLS.iter().copied().find(|t| name.ends_with(t))
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let argv0 = args
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "offload-kit".into());
+    match compat_tool(&argv0) {
+        Some("llvm-offload-binary" | "clang-offload-packager") => {
+            compat::packager::main(&argv0, &args[1..])
+        }
+        _ => native(args),
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "offload-kit",
+    version,
+    about = "Pack, unpack and inspect GPU offloading binaries, without LLVM",
+    long_about = "Pack, unpack and inspect GPU offloading binaries, without LLVM.\n\n\
+        Run under the name llvm-offload-binary or clang-offload-packager (see \
+        `offload-kit install-links`), this binary behaves as that LLVM 22 tool."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Pack(pack::Opts),
+    Unpack(unpack::Opts),
+    List(list::Opts),
+    InstallLinks(links::Opts),
+}
+
+fn native(args: Vec<String>) -> ExitCode {
+    let cli = Cli::parse_from(args);
+    let result = match cli.command {
+        Command::Pack(o) => o.run(),
+        Command::Unpack(o) => o.run(),
+        Command::List(o) => o.run(),
+        Command::InstallLinks(o) => o.run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let broken_pipe = e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compat_tool;
+
+    #[test]
+    fn tool_names() {
+        assert_eq!(
+            compat_tool("/usr/bin/llvm-offload-binary"),
+            Some("llvm-offload-binary")
+        );
+        assert_eq!(
+            compat_tool("clang-offload-packager-22"),
+            Some("clang-offload-packager")
+        );
+        assert_eq!(compat_tool("./offload-kit"), None);
+    }
+}

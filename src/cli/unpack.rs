@@ -1,0 +1,78 @@
+//! `offload-kit unpack`: images out of an OffloadBinary, an object file or an
+//! archive, into a directory, under names built from their metadata.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::io::{open_input, write_bytes};
+use offload_kit::llvm::path::stem;
+use offload_kit::offload_binary::{self, ImageArgs, Limits};
+
+/// Extract device images (all of them, or those matching --image filters).
+#[derive(clap::Args)]
+#[command(
+    after_help = "Each image is written to DIR/<input stem>-<triple>-<arch>.<n>.<ext>, where n is\n\
+the image's position in the input. Characters other than letters, digits and ._+- in\n\
+names taken from the file become '_', so nothing is written outside DIR."
+)]
+pub struct Opts {
+    /// The file to extract from: an OffloadBinary, an ELF or COFF object, an
+    /// executable, a shared library or an archive.
+    input: String,
+    /// Only images matching every KEY=VALUE (kind=openmp matches the offload
+    /// kind; a missing key matches an empty value). Repeat to select more.
+    #[arg(long, value_name = "FILTER")]
+    image: Vec<String>,
+    /// Directory to write into (created if missing).
+    #[arg(short, long = "output-dir", value_name = "DIR", default_value = ".")]
+    output_dir: PathBuf,
+}
+
+/// A file-name component made safe: only `[A-Za-z0-9._+-]`, never empty.
+fn safe(s: &[u8]) -> String {
+    let t: String = String::from_utf8_lossy(s)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if t.is_empty() { "none".into() } else { t }
+}
+
+impl Opts {
+    pub fn run(self) -> Result<()> {
+        let input = open_input(&self.input)?;
+        let found = offload_binary::find_images(input.bytes(), &Limits::default())
+            .with_context(|| format!("'{}'", self.input))?;
+        let filters: Vec<ImageArgs> = self.image.iter().map(|f| ImageArgs::parse(f)).collect();
+        std::fs::create_dir_all(&self.output_dir)
+            .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
+        let base = safe(stem(&self.input).as_bytes());
+        for (n, f) in found.iter().enumerate() {
+            if !filters.is_empty() && !filters.iter().any(|flt| flt.matches(&f.image)) {
+                continue;
+            }
+            let img = &f.image;
+            let ext = match img.image_kind.extension() {
+                "" => "bin",
+                e => e,
+            };
+            let name = format!(
+                "{base}-{}-{}.{n}.{ext}",
+                safe(img.triple()),
+                safe(img.arch())
+            );
+            let path = self.output_dir.join(&name);
+            let shown = path.to_string_lossy();
+            write_bytes(&shown, &input, &img.image)
+                .with_context(|| format!("'{shown}': cannot write"))?;
+            println!("{shown}");
+        }
+        Ok(())
+    }
+}
