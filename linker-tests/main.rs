@@ -3,7 +3,12 @@
 //! missing are ignored, unless `OFFLOAD_KIT_REQUIRE_TOOLS=1` (CI) makes them
 //! fail.
 
-// mod archive;
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "tests truncate on purpose when they make filler bytes and offsets"
+)]
+
+mod archive;
 mod packager;
 mod util;
 
@@ -11,6 +16,6 @@ fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = Vec::new();
     trials.extend(packager::tests());
-    // trials.extend(archive::tests());
+    trials.extend(archive::tests());
     libtest_mimic::run(&args, trials).exit();
 }

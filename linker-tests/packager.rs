@@ -407,47 +407,31 @@ fn archive_extraction() -> Result<(), Failed> {
         d,
     )
     .ok()?;
-    for filter in [
-        "file=all.a,arch=generic",
-        "file=one.a,arch=gfx90a",
-        "file=none.a,arch=nothing",
+    std::fs::create_dir(d.join("sub"))?;
+    std::fs::copy(d.join("dev.bin"), d.join("sub/dev-with-a-long-name.bin"))?;
+    for (input, out, filter) in [
+        ("dev.bin", "all.a", "arch=generic"),
+        ("dev.bin", "one.a", "arch=gfx90a"),
+        ("dev.bin", "none.a", "arch=nothing"),
+        ("./sub/dev-with-a-long-name.bin", "long.a", "kind=openmp"),
     ] {
-        let a = run(
-            &llvm(TOOL),
-            &["dev.bin", "--archive", &format!("--image={filter}")],
-            d,
-        )
-        .ok()?;
-        let theirs = std::fs::read(d.join(filter.split([',', '=']).nth(1).unwrap())).ok();
-        if let Some(t) = &theirs {
-            std::fs::rename(
-                d.join(filter.split([',', '=']).nth(1).unwrap()),
-                d.join("theirs.a"),
-            )?;
-            let _ = t;
+        let image = format!("--image=file={out},{filter}");
+        let mut wrote = Vec::new();
+        for prog in [llvm(TOOL), ours_as(TOOL)] {
+            let r = run(&prog, &[input, "--archive", image.as_str()], d).ok()?;
+            wrote.push((std::fs::read(d.join(out)).ok(), r.stderr));
+            let _ = std::fs::remove_file(d.join(out));
         }
-        let b = run(
-            &ours_as(TOOL),
-            &["dev.bin", "--archive", &format!("--image={filter}")],
-            d,
-        )
-        .ok()?;
-        same("stderr", b.stderr, a.stderr)?;
-        let mine = std::fs::read(d.join(filter.split([',', '=']).nth(1).unwrap())).ok();
-        match (&mine, &theirs) {
-            (Some(m), Some(t)) => same_bytes(&format!("archive for {filter}"), m, t)?,
+        let (mine, theirs) = (wrote.pop().unwrap(), wrote.pop().unwrap());
+        same("stderr", mine.1, theirs.1)?;
+        match (&mine.0, &theirs.0) {
+            (Some(m), Some(t)) => same_bytes(&format!("archive {out} ({filter})"), m, t)?,
             (None, None) => {}
-            _ => {
-                return Err(format!(
-                    "{filter}: ours wrote {}, llvm wrote {}",
-                    mine.is_some(),
-                    theirs.is_some()
-                )
-                .into());
+            (m, t) => {
+                let msg = format!("{out}: ours wrote {}, llvm {}", m.is_some(), t.is_some());
+                return Err(msg.into());
             }
         }
-        let _ = std::fs::remove_file(d.join(filter.split([',', '=']).nth(1).unwrap()));
-        let _ = std::fs::remove_file(d.join("theirs.a"));
     }
     Ok(())
 }
@@ -618,8 +602,11 @@ const SAME_REASON_AS_LLVM: &[&str] = &[
     "trailing_garbage",
 ];
 
+/// Makes one malformed input.
+type Corrupt = Box<dyn Fn() -> Vec<u8> + Send + Sync>;
+
 /// Malformed inputs: name and the corruption.
-fn malformed() -> Vec<(&'static str, Box<dyn Fn() -> Vec<u8> + Send + Sync>)> {
+fn malformed() -> Vec<(&'static str, Corrupt)> {
     let second = valid_pack().len() / 2; // both binaries have the same size
     vec![
         ("truncated_header", Box::new(|| valid_pack()[..20].to_vec())),

@@ -48,10 +48,11 @@
 //!   raw with a warning.
 //!
 //! This writer reads symbols from ELF files and, through the symbol table
-//! clang stores in every bitcode file (`irsymtab`), from LLVM bitcode. It
-//! refuses members that LLVM would read symbols from in other formats, and
-//! bitcode whose symbol table it cannot read: it never writes an archive that
-//! differs from LLVM's.
+//! LLVM (since version 5) stores in the bitcode it writes (`irsymtab`), from
+//! LLVM bitcode. It refuses members that LLVM would read symbols from in
+//! other formats, and bitcode whose symbol table it cannot read, rather than
+//! write an archive that differs from LLVM's. Member names are written as
+//! given; like LLVM, the writer does not check them.
 
 use std::collections::HashMap;
 
@@ -68,8 +69,7 @@ pub const MAGIC: &[u8; 8] = b"!<arch>\n";
 /// Size of a member header.
 const HEADER_SIZE: u64 = 60;
 
-/// The largest member LLVM writes: its size must fit the 10-digit field
-/// (`object::Archive::MaxMemberSize`).
+/// The largest member LLVM writes: its size must fit the 10-digit field.
 pub const MAX_MEMBER_SIZE: u64 = 9_999_999_999;
 
 /// Where LLVM switches to the `/SYM64/` symbol table: the offset of the last
@@ -129,7 +129,7 @@ pub fn layout_gnu_with_threshold(
             name.push(b'/');
             name.extend_from_slice(at.to_string().as_bytes());
         }
-        let mut h = Vec::with_capacity(HEADER_SIZE as usize);
+        let mut h = Vec::new();
         header(&mut h, &name, b"644", size)?;
         headers.push(h);
     }
@@ -137,7 +137,7 @@ pub fn layout_gnu_with_threshold(
         long_names.push(b'\n');
     }
 
-    // Symbols: per member, the indices of its names in `names`.
+    // Symbols: all names, NUL-terminated, and how many each member lists.
     let mut names: Vec<u8> = Vec::new();
     let mut per_member: Vec<u64> = vec![0; members.len()];
     let mut has_object = false;

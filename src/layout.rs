@@ -8,6 +8,8 @@
 
 use std::io::{self, Write};
 
+use crate::num::usize_from;
+
 /// One piece of an output file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
@@ -55,7 +57,7 @@ impl Layout {
 pub fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
     const Z: [u8; 4096] = [0; 4096];
     while n > 0 {
-        let k = n.min(Z.len() as u64) as usize;
+        let k = usize_from(n.min(Z.len() as u64));
         out.write_all(&Z[..k])?;
         n -= k as u64;
     }

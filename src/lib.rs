@@ -16,6 +16,7 @@ pub mod archive;
 pub mod error;
 pub mod layout;
 pub mod llvm;
+mod num;
 pub mod offload_binary;
 
 #[cfg(any(test, fuzzing))]

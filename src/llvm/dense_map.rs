@@ -57,6 +57,10 @@ impl DenseMapOrder {
     /// Inserts `key` if absent (like `try_emplace`); returns whether it was new.
     pub fn insert(&mut self, key: &[u8]) -> bool {
         // `DenseMapInfo<StringRef>::getHashValue` returns `unsigned`.
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "LLVM keeps the low 32 bits"
+        )]
         let hash = hash_bytes(key) as u32;
         if !self.buckets.is_empty() {
             let (_, found) = Self::probe(&self.buckets, &self.keys, key, hash);

@@ -25,6 +25,11 @@ fn fetch32(s: &[u8], at: usize) -> u64 {
     u64::from(u32::from_le_bytes(b))
 }
 
+/// A length known to be at most 64 (the short-hash paths), as `u32`.
+fn small(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
 fn shift_mix(v: u64) -> u64 {
     v ^ (v >> 47)
 }
@@ -45,7 +50,7 @@ fn hash_1to3(s: &[u8], seed: u64) -> u64 {
     let c = u32::from(s[len - 1]);
     let y = a.wrapping_add(b << 8);
     // `len` is at most 3 here.
-    let z = (len as u32).wrapping_add(c << 2);
+    let z = small(len).wrapping_add(c << 2);
     shift_mix(u64::from(y).wrapping_mul(K2) ^ u64::from(z).wrapping_mul(K3) ^ seed).wrapping_mul(K2)
 }
 
@@ -61,7 +66,7 @@ fn hash_9to16(s: &[u8], seed: u64) -> u64 {
     let b = fetch64(s, len - 8);
     hash_16_bytes(
         seed ^ a,
-        b.wrapping_add(len as u64).rotate_right(len as u32),
+        b.wrapping_add(len as u64).rotate_right(small(len)),
     ) ^ b
 }
 
@@ -232,7 +237,7 @@ mod tests {
     fn every_length_class_is_stable_and_distinct() {
         // Each length class takes its own path; all must give distinct values
         // and never panic at the class boundaries.
-        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3).to_le_bytes()[0]).collect();
         let mut seen = std::collections::HashSet::new();
         for len in [0, 1, 3, 4, 8, 9, 16, 17, 32, 33, 64, 65, 127, 128, 129, 300] {
             let h = hash_bytes(&data[..len]);

@@ -35,4 +35,4 @@ pub use args::ImageArgs;
 pub use container::{FoundImage, find_images};
 pub use kinds::{ImageKind, OffloadKind};
 pub use read::{Limits, OffloadImage, has_magic, read_all, read_binary};
-pub use write::{ImageSpec, layout, layout_v1, layout_v2};
+pub use write::{Compression, ImageSpec, compress_v3, layout, layout_v1, layout_v2, layout_v3};

@@ -15,9 +15,10 @@ use zerocopy::FromBytes;
 use super::kinds::{ImageKind, OffloadKind};
 use super::raw::{
     ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, HEADER_V3_SIZE, Header, HeaderV3, MAGIC,
-    STRING_ENTRY_V1_SIZE, STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2,
+    STRING_ENTRY_V1_SIZE, STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::num::usize_from;
 
 /// Bounds applied while reading.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,9 @@ impl Default for Limits {
         }
     }
 }
+
+/// A key and its value, borrowed from the input or owned (after inflating).
+pub type KeyValue<'data> = (Cow<'data, [u8]>, Cow<'data, [u8]>);
 
 /// One image of an OffloadBinary, with its metadata.
 #[derive(Debug, Clone)]
@@ -55,7 +59,7 @@ pub struct OffloadImage<'data> {
     /// Entry flags.
     pub flags: u32,
     /// Key/value strings, in file order.
-    pub strings: Vec<(Cow<'data, [u8]>, Cow<'data, [u8]>)>,
+    pub strings: Vec<KeyValue<'data>>,
     /// Offset of the image from the start of its (uncompressed) binary.
     pub image_offset: u64,
     /// The image bytes.
@@ -107,14 +111,17 @@ pub fn has_magic(data: &[u8]) -> bool {
 }
 
 /// Reads every OffloadBinary in `data`: they follow each other, each starting
-/// where the previous one's `size` ends (LLVM 22 does not realign). Bytes after
+/// at the next multiple of 8 after the previous one's `size` (newer LLVM
+/// realigns like this; LLVM 22 does not, but everything it writes has sizes
+/// that are multiples of 8, and compressed v3 binaries need it). Bytes after
 /// the last binary that are not another binary are an error, as in LLVM.
 pub fn read_all<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<OffloadImage<'data>>> {
     let mut out = Vec::new();
     let mut at = 0u64;
     while at < len64(data) {
         let size = read_binary(data, at, limits, &mut out)?;
-        at += size;
+        // `at + size` is within `data`, so neither step overflows.
+        at = align_up(at + size, ALIGN).unwrap_or(u64::MAX);
     }
     Ok(out)
 }
@@ -182,7 +189,7 @@ pub fn read_binary<'data>(
         .into());
     }
     // `size <= rest.len()`, so it fits in usize.
-    let bin = &rest[..size as usize];
+    let bin = &rest[..usize_from(size)];
     if version == 3 {
         let Ok((h3, _)) = HeaderV3::read_from_prefix(bin) else {
             return Err(truncated(
@@ -234,17 +241,17 @@ fn read_compressed(
         }
         .into());
     }
-    let compressed = &bin[body_at as usize..];
+    let compressed = &bin[usize_from(body_at)..];
     let want = inflated - body_at;
     let body = inflate(compressed, want)?;
     // Rebuild the uncompressed binary: the header with size = inflated size
     // and no inflated size, then the body.
-    let mut whole = Vec::with_capacity(body.len() + body_at as usize);
+    let mut whole = Vec::with_capacity(body.len() + usize_from(body_at));
     let mut hdr = *h3;
     hdr.base.size.set(inflated);
     hdr.inflated_size.set(0);
     whole.extend_from_slice(zerocopy::IntoBytes::as_bytes(&hdr));
-    whole.extend_from_slice(&bin[HEADER_V3_SIZE as usize..body_at as usize]);
+    whole.extend_from_slice(&bin[usize_from(HEADER_V3_SIZE)..usize_from(body_at)]);
     whole.extend_from_slice(&body);
     drop(body);
     let mut images = Vec::new();
@@ -369,7 +376,7 @@ fn read_uncompressed<'data>(
     for i in 0..count {
         let off = entry_offset + i * ENTRY_SIZE;
         // In range: the table was checked.
-        let (e, _) = Entry::read_from_prefix(&bin[off as usize..])
+        let (e, _) = Entry::read_from_prefix(&bin[usize_from(off)..])
             .map_err(|_| truncated("entry", off, ENTRY_SIZE, size - off))?;
         let se_size = if version == 1 {
             STRING_ENTRY_V1_SIZE
@@ -422,7 +429,7 @@ fn read_uncompressed<'data>(
             flags: e.flags.get(),
             strings,
             image_offset: img.start,
-            image: Cow::Borrowed(&bin[img.start as usize..img.end as usize]),
+            image: Cow::Borrowed(&bin[usize_from(img.start)..usize_from(img.end)]),
         });
     }
     Ok(())
@@ -433,14 +440,14 @@ fn read_strings<'data>(
     e: &Entry,
     version: u32,
     i: usize,
-) -> Result<Vec<(Cow<'data, [u8]>, Cow<'data, [u8]>)>> {
+) -> Result<Vec<KeyValue<'data>>> {
     let n = e.num_strings.get();
     let base = e.string_offset.get();
     let mut strings = Vec::new();
     for j in 0..n {
         let (key_at, value) = if version == 1 {
             let at = base + j * STRING_ENTRY_V1_SIZE;
-            let (s, _) = StringEntryV1::read_from_prefix(&bin[at as usize..]).map_err(|_| {
+            let (s, _) = StringEntryV1::read_from_prefix(&bin[usize_from(at)..]).map_err(|_| {
                 truncated("string entry", at, STRING_ENTRY_V1_SIZE, len64(bin) - at)
             })?;
             (
@@ -451,7 +458,7 @@ fn read_strings<'data>(
             )
         } else {
             let at = base + j * STRING_ENTRY_V2_SIZE;
-            let (s, _) = StringEntryV2::read_from_prefix(&bin[at as usize..]).map_err(|_| {
+            let (s, _) = StringEntryV2::read_from_prefix(&bin[usize_from(at)..]).map_err(|_| {
                 truncated("string entry", at, STRING_ENTRY_V2_SIZE, len64(bin) - at)
             })?;
             let r = checked_region(
@@ -460,7 +467,10 @@ fn read_strings<'data>(
                 s.value_offset.get(),
                 s.value_size.get(),
             )?;
-            (s.key_offset.get(), &bin[r.start as usize..r.end as usize])
+            (
+                s.key_offset.get(),
+                &bin[usize_from(r.start)..usize_from(r.end)],
+            )
         };
         let key = c_string(bin, key_at, || format!("key {j} of entry {i}"))?;
         strings.push((Cow::Borrowed(key), Cow::Borrowed(value)));
@@ -469,7 +479,7 @@ fn read_strings<'data>(
 }
 
 /// The NUL-terminated string at `at`, which must end inside `bin`.
-fn c_string<'d>(bin: &'d [u8], at: u64, what: impl Fn() -> String) -> Result<&'d [u8]> {
+fn c_string(bin: &[u8], at: u64, what: impl Fn() -> String) -> Result<&[u8]> {
     let rest = usize::try_from(at)
         .ok()
         .and_then(|a| bin.get(a..))
@@ -546,4 +556,178 @@ fn tail(data: &[u8], at: u64) -> &[u8] {
 
 fn len64(d: &[u8]) -> u64 {
     d.len() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::offload_binary::write::{Compression, ImageSpec, compress_v3, layout};
+
+    fn specs() -> (Vec<ImageSpec>, Vec<Vec<u8>>) {
+        let images: Vec<Vec<u8>> = vec![
+            b"first image".to_vec(),
+            vec![],
+            (0..=255u8).cycle().take(5000).collect(),
+        ];
+        let specs = images
+            .iter()
+            .enumerate()
+            .map(|(i, img)| ImageSpec {
+                image_kind: ImageKind(u16::try_from(i).unwrap() + 1),
+                offload_kind: OffloadKind::OFK_HIP,
+                flags: u32::try_from(i).unwrap(),
+                strings: vec![
+                    (b"triple".to_vec(), b"amdgcn-amd-amdhsa".to_vec()),
+                    (b"arch".to_vec(), format!("gfx9{i}").into_bytes()),
+                    (b"empty".to_vec(), Vec::new()),
+                ],
+                size: img.len() as u64,
+            })
+            .collect();
+        (specs, images)
+    }
+
+    fn write(version: u32) -> Vec<u8> {
+        let (specs, images) = specs();
+        let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
+        let mut out = Vec::new();
+        layout(&specs, version)
+            .unwrap()
+            .write_to(&mut out, &refs)
+            .unwrap();
+        out
+    }
+
+    fn check(images: &[OffloadImage<'_>], version: u32, compressed: bool) {
+        let (specs, data) = specs();
+        assert_eq!(images.len(), specs.len());
+        for ((img, spec), bytes) in images.iter().zip(&specs).zip(&data) {
+            assert_eq!(img.version, version);
+            assert_eq!(img.compressed, compressed);
+            assert_eq!(&*img.image, bytes.as_slice());
+            assert_eq!(img.image_kind, spec.image_kind);
+            assert_eq!(img.offload_kind, spec.offload_kind);
+            assert_eq!(img.flags, spec.flags);
+            let strings: Vec<(Vec<u8>, Vec<u8>)> = img
+                .strings
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect();
+            assert_eq!(strings, spec.strings);
+        }
+    }
+
+    #[test]
+    fn every_version_round_trips() {
+        for v in [1, 2, 3] {
+            let data = write(v);
+            assert_eq!(data.len() % 8, 0);
+            check(&read_all(&data, &Limits::default()).unwrap(), v, false);
+        }
+    }
+
+    #[test]
+    fn compressed_v3_reads_with_zstd_and_zlib() {
+        for how in [Compression::Zstd, Compression::Zlib] {
+            let packed = compress_v3(&write(3), how, 3).unwrap();
+            assert!(packed.len() < write(3).len());
+            // Two compressed binaries back to back: the padding is skipped.
+            let mut two = packed.clone();
+            two.extend_from_slice(&packed);
+            let images = read_all(&two, &Limits::default()).unwrap();
+            check(&images[..3], 3, true);
+            check(&images[3..], 3, true);
+        }
+    }
+
+    #[test]
+    fn compressed_v3_with_wrong_inflated_size_is_rejected() {
+        let packed = compress_v3(&write(3), Compression::Zstd, 3).unwrap();
+        for delta in [-8i64, 8, 1 << 20] {
+            let mut bad = packed.clone();
+            let inflated = u64::from_le_bytes(bad[32..40].try_into().unwrap());
+            bad[32..40].copy_from_slice(&inflated.wrapping_add_signed(delta).to_le_bytes());
+            let e = read_all(&bad, &Limits::default()).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn inflating_past_the_limit_is_refused_before_decompressing() {
+        let packed = compress_v3(&write(3), Compression::Zstd, 3).unwrap();
+        let e = read_all(&packed, &Limits { max_inflated: 1000 }).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_small_bomb_is_stopped_at_its_declared_size() {
+        // 64 MiB of zeros compresses to a few KiB; declaring a small inflated
+        // size must stop decompression there, not after 64 MiB.
+        let v3 = write(3);
+        let body = vec![0u8; 64 << 20];
+        let mut packed = v3[..40].to_vec();
+        let z = zstd::bulk::compress(&body, 1).unwrap();
+        packed[8..16].copy_from_slice(&(40 + z.len() as u64).to_le_bytes());
+        packed[32..40].copy_from_slice(&(v3.len() as u64).to_le_bytes());
+        packed.extend_from_slice(&z);
+        packed.resize(packed.len().div_ceil(8) * 8, 0);
+        let e = read_all(&packed, &Limits::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+    }
+
+    #[test]
+    fn overlapping_images_in_one_binary_are_rejected() {
+        let mut data = write(2);
+        // Entry 2's image starts where entry 0's does.
+        let e0_image = u64::from_le_bytes(data[32 + 24..32 + 32].try_into().unwrap());
+        data[32 + 80 + 24..32 + 80 + 32].copy_from_slice(&e0_image.to_le_bytes());
+        let e = read_all(&data, &Limits::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Overlap { .. }), "{e}");
+    }
+
+    #[test]
+    fn absurd_entry_count_is_rejected() {
+        let mut data = write(2);
+        data[24..32].copy_from_slice(&(u64::MAX / 2).to_le_bytes());
+        assert!(read_all(&data, &Limits::default()).is_err());
+    }
+
+    #[test]
+    fn v2_value_past_the_end_is_rejected() {
+        let mut data = write(2);
+        // First string entry (after header and 3 entries): value size.
+        let at = 32 + 3 * 40 + 16;
+        data[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let e = read_all(&data, &Limits::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::OutOfBounds { .. }), "{e}");
+    }
+
+    #[test]
+    fn key_without_terminator_is_rejected() {
+        let mut data = write(1);
+        let size = usize_from(u64::from_le_bytes(data[8..16].try_into().unwrap()));
+        // Point the first key at the last byte of the binary, then make it
+        // non-zero: no NUL follows inside the binary.
+        data[72..80].copy_from_slice(&(size as u64 - 1).to_le_bytes());
+        data[size - 1] = b'x';
+        let e = read_all(&data[..size], &Limits::default()).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::OutOfBounds { .. }), "{e}");
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        for v in [1, 2, 3] {
+            let data = write(v);
+            let whole = read_all(&data, &Limits::default()).unwrap();
+            let ends: Vec<usize> = whole
+                .iter()
+                .map(|i| usize_from(i.binary_offset + i.binary_size))
+                .collect();
+            for cut in 1..data.len() {
+                // A cut on a binary boundary is a valid, shorter input.
+                let r = read_all(&data[..cut], &Limits::default());
+                assert_eq!(r.is_ok(), ends.contains(&cut), "version {v}, cut at {cut}");
+            }
+        }
+    }
 }

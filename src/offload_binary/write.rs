@@ -16,12 +16,13 @@ use zerocopy::IntoBytes;
 
 use super::kinds::{ImageKind, OffloadKind};
 use super::raw::{
-    ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, Header, MAGIC, STRING_ENTRY_V1_SIZE,
+    ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, HEADER_V3_SIZE, Header, MAGIC, STRING_ENTRY_V1_SIZE,
     STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
 };
 use crate::error::{Error, Result};
 pub use crate::layout::{Layout, Piece};
 use crate::llvm::string_table::StringTable;
+use crate::num::usize_from;
 
 /// The metadata of one image to write; the bytes stay with the caller.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +65,7 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
         let image_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
         let size = align8(add(image_at, img.size)?)?;
 
-        let mut meta = Vec::with_capacity(image_at as usize);
+        let mut meta = Vec::with_capacity(usize_from(image_at));
         let hdr = Header {
             magic: MAGIC,
             version: 1.into(),
@@ -91,7 +92,7 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
             meta.extend_from_slice(se.as_bytes());
         }
         meta.extend_from_slice(table.bytes());
-        meta.resize(image_at as usize, 0);
+        meta.resize(usize_from(image_at), 0);
         layout.push(Piece::Bytes(meta), image_at);
         layout.push(Piece::Image(i), img.size);
         layout.push(
@@ -105,6 +106,21 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
 /// Lays out version 2: one binary holding every image as an entry, as newer
 /// LLVM writes it (32-byte header, 24-byte string entries with value sizes).
 pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
+    layout_multi(images, 2)
+}
+
+/// Lays out version 3 without compression: version 2 with the 40-byte header
+/// (inflated size 0). See [`compress_v3`] for the compressed form.
+pub fn layout_v3(images: &[ImageSpec]) -> Result<Layout> {
+    layout_multi(images, 3)
+}
+
+fn layout_multi(images: &[ImageSpec], version: u32) -> Result<Layout> {
+    let header_size = if version >= 3 {
+        HEADER_V3_SIZE
+    } else {
+        HEADER_SIZE
+    };
     let mut layout = Layout::default();
     if images.is_empty() {
         return Ok(layout);
@@ -117,7 +133,7 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     let count = images.len() as u64;
     let nstrings: u64 = images.iter().map(|i| i.strings.len() as u64).sum();
     let entries_len = ENTRY_SIZE * count;
-    let strtab_at = HEADER_SIZE + entries_len + STRING_ENTRY_V2_SIZE * nstrings;
+    let strtab_at = header_size + entries_len + STRING_ENTRY_V2_SIZE * nstrings;
     let data_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
     let mut total_images = 0u64;
     for img in images {
@@ -125,16 +141,19 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     }
     let size = align8(add(data_at, total_images)?)?;
 
-    let mut meta = Vec::with_capacity(data_at as usize);
+    let mut meta = Vec::with_capacity(usize_from(data_at));
     let hdr = Header {
         magic: MAGIC,
-        version: 2.into(),
+        version: version.into(),
         size: size.into(),
-        entry_offset: HEADER_SIZE.into(),
+        entry_offset: header_size.into(),
         entry_size_or_count: count.into(),
     };
     meta.extend_from_slice(hdr.as_bytes());
-    let mut se_at = HEADER_SIZE + entries_len;
+    if version >= 3 {
+        meta.extend_from_slice(&0u64.to_le_bytes()); // inflated size: not compressed
+    }
+    let mut se_at = header_size + entries_len;
     let mut image_at = data_at;
     for img in images {
         let n = img.strings.len() as u64;
@@ -162,10 +181,10 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
         }
     }
     meta.extend_from_slice(table.bytes());
-    meta.resize(data_at as usize, 0);
+    meta.resize(usize_from(data_at), 0);
     layout.push(Piece::Bytes(meta), data_at);
-    for i in 0..images.len() {
-        layout.push(Piece::Image(i), images[i].size);
+    for (i, img) in images.iter().enumerate() {
+        layout.push(Piece::Image(i), img.size);
     }
     layout.push(
         Piece::Zeros(size - data_at - total_images),
@@ -174,13 +193,55 @@ pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     Ok(layout)
 }
 
-/// Lays out `images` in format `version` (1 or 2).
+/// Lays out `images` in format `version` (1, 2 or 3 uncompressed).
 pub fn layout(images: &[ImageSpec], version: u32) -> Result<Layout> {
     match version {
         1 => layout_v1(images),
         2 => layout_v2(images),
+        3 => layout_v3(images),
         v => Err(Error::usage(format!(
-            "cannot write OffloadBinary version {v}: only 1 and 2 are written"
+            "cannot write OffloadBinary version {v}: only 1, 2 and 3 are written"
         ))),
     }
+}
+
+/// Compression of a version 3 binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// A zlib stream (RFC 1950).
+    Zlib,
+    /// A zstd frame.
+    Zstd,
+}
+
+/// Compresses an uncompressed version 3 binary (as [`layout_v3`] writes it):
+/// everything after the header is compressed, the header gets the inflated
+/// size, and the result is padded to 8 bytes (the padding is not counted in
+/// the header's size), as newer LLVM does. This holds the whole binary in
+/// memory, which compression needs anyway.
+pub fn compress_v3(binary: &[u8], how: Compression, level: i32) -> Result<Vec<u8>> {
+    use std::io::Write as _;
+    let hdr_len = usize_from(HEADER_V3_SIZE);
+    if binary.len() < hdr_len || binary[4..8] != 3u32.to_le_bytes() {
+        return Err(Error::usage(
+            "compress_v3 needs an uncompressed version 3 binary",
+        ));
+    }
+    let body = &binary[hdr_len..];
+    let packed = match how {
+        Compression::Zstd => zstd::bulk::compress(body, level)?,
+        Compression::Zlib => {
+            let level = flate2::Compression::new(level.clamp(0, 9).unsigned_abs());
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            e.write_all(body)?;
+            e.finish()?
+        }
+    };
+    let mut out = binary[..hdr_len].to_vec();
+    let size = HEADER_V3_SIZE + packed.len() as u64;
+    out[8..16].copy_from_slice(&size.to_le_bytes());
+    out[32..40].copy_from_slice(&(binary.len() as u64).to_le_bytes());
+    out.extend_from_slice(&packed);
+    out.resize(usize_from(align8(size)?), 0);
+    Ok(out)
 }

@@ -142,8 +142,9 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
             let Some(file) = args.get("file") else {
                 return Err(Fail("Image must have a 'file' argument.".into()));
             };
-            // LLVM names every member after the buffer it read: the input.
-            let member_name = prog_name(name).to_string();
+            // LLVM names every member after the buffer it read: the input
+            // path exactly as typed.
+            let member_name = name.to_string();
             let members: Vec<archive::Member<'_>> = matched
                 .iter()
                 .map(|f| archive::Member {
