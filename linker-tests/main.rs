@@ -9,13 +9,23 @@
 )]
 
 mod archive;
+mod bundle_ids;
+mod bundle_native;
+mod bundler;
+mod ccob;
 mod packager;
 mod util;
+mod wrap;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = Vec::new();
     trials.extend(packager::tests());
     trials.extend(archive::tests());
+    trials.extend(bundler::tests());
+    trials.extend(bundle_native::tests());
+    trials.extend(bundle_ids::tests());
+    trials.extend(ccob::tests());
+    trials.extend(wrap::tests());
     libtest_mimic::run(&args, trials).exit();
 }

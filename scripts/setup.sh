@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what offload-kit's tests need, on Debian, when it is missing:
-# LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22), the system zstd
+# LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22, libomp-22-dev), the system zstd
 # library, and the linkers the wrapper tests use. Run as root (CI is), or
 # with the packages already present.
 #
@@ -9,7 +9,7 @@
 set -euo pipefail
 
 LLVM_BIN=/usr/lib/llvm-22/bin
-PKGS=(clang-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libzstd-dev pkg-config mold binutils python3)
+PKGS=(clang-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils python3)
 
 missing=()
 for p in "${PKGS[@]}"; do

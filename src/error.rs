@@ -105,9 +105,28 @@ pub enum ErrorKind {
         /// The decompressor's message.
         detail: String,
     },
+    /// A compressed offload bundle (CCOB) is malformed or fails a check, or
+    /// cannot be written. [`crate::bundle::compressed::Fault::llvm_message`]
+    /// gives LLVM 22's text for it.
+    #[error("compressed bundle at offset {offset:#x}: {fault}")]
+    Ccob {
+        /// Where the CCOB starts in the buffer being read (0 when writing).
+        offset: u64,
+        /// What is wrong.
+        fault: crate::bundle::compressed::Fault,
+    },
     /// A request that cannot be carried out (bad arguments).
     #[error("{0}")]
     Usage(String),
+    /// An output structure could not be encoded (an object file section,
+    /// unwind tables).
+    #[error("cannot write {what}: {detail}")]
+    Write {
+        /// What was being written.
+        what: &'static str,
+        /// The encoder's message.
+        detail: String,
+    },
     /// An I/O error.
     #[error(transparent)]
     Io(#[from] io::Error),

@@ -63,6 +63,62 @@ pub fn offload_binary_read(data: &[u8]) {
     }
 }
 
+/// Reads `data` as one CCOB and as back-to-back CCOBs; whatever
+/// decompresses must compress again (zstd v3, zlib v2) to CCOBs that read
+/// back to the same bytes. The environment-variable parser gets `data` as
+/// text too. Must never panic.
+pub fn ccob_read(data: &[u8]) {
+    use crate::bundle::compressed::{
+        self as ccob, CompressOptions, EnvSettings, HashCheck, Method, ReadOptions,
+    };
+    use std::time::Duration;
+
+    let opts = ReadOptions {
+        limits: ccob::Limits {
+            max_uncompressed: 1 << 24,
+        },
+        hash: HashCheck::Report,
+    };
+    let _ = ccob::Header::parse(data);
+    if let Ok(c) = ccob::Ccob::parse(data) {
+        assert!(c.size <= data.len() as u64);
+        assert_eq!(c.header.size() + c.payload.len() as u64, c.size);
+    }
+    if let Ok(d) = ccob::decompress(data, &opts) {
+        assert_eq!(d.size, data.len() as u64);
+    }
+    let text = String::from_utf8_lossy(data);
+    let env = EnvSettings::from_lookup(|_| Some(text.to_string()));
+    let _ = env.resolve(None, None, None, Method::ZSTD);
+    let Ok(all) = ccob::decompress_all(data, &opts) else {
+        return;
+    };
+    let mut total = 0u64;
+    for d in &all {
+        assert_eq!(d.data.len() as u64, d.header.uncompressed_size);
+        assert!(d.offset + d.size <= data.len() as u64);
+        total += d.data.len() as u64;
+        let _ = d.verbose_report(Duration::from_millis(1));
+        if d.data.len() > 1 << 20 {
+            continue;
+        }
+        let zlib = CompressOptions {
+            version: 2,
+            method: Method::ZLIB,
+            level: 6,
+            threads: 0,
+        };
+        for o in [CompressOptions::default(), zlib] {
+            let (c, r) = ccob::compress_to_vec(&d.data, &o).expect("compress what was read");
+            assert_eq!(r.header.total_size, Some(c.len() as u64));
+            let again = ccob::decompress(&c, &ReadOptions::default()).expect("re-read");
+            assert_eq!(again.data, d.data);
+            let _ = r.verbose_report(Duration::ZERO);
+        }
+    }
+    assert!(total <= 1 << 24);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,9 +149,11 @@ mod tests {
         for f in files {
             let data = std::fs::read(&f).unwrap();
             offload_binary_read(&data);
+            ccob_read(&data);
             // Every truncation of a fixture too: the reader must not panic.
             for cut in (0..data.len()).step_by(7) {
                 offload_binary_read(&data[..cut]);
+                ccob_read(&data[..cut]);
             }
         }
     }

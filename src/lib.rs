@@ -13,11 +13,13 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod bundle;
 pub mod error;
 pub mod layout;
 pub mod llvm;
 mod num;
 pub mod offload_binary;
+pub mod wrap;
 
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;

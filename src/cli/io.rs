@@ -51,6 +51,14 @@ impl Input {
         })
     }
 
+    /// Bytes made in memory (a decompressed bundle, say), as an input.
+    pub fn from_vec(v: Vec<u8>) -> Input {
+        Input {
+            file: None,
+            data: Data::Owned(v),
+        }
+    }
+
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.data {

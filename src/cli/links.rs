@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 /// The LLVM tool names this binary answers to.
-pub const TOOLS: &[&str] = &["llvm-offload-binary", "clang-offload-packager"];
+pub const TOOLS: &[&str] = &[
+    "llvm-offload-binary",
+    "clang-offload-packager",
+    "clang-offload-bundler",
+];
 
 /// Make links named after the LLVM tools this binary replaces.
 #[derive(clap::Args)]

@@ -38,14 +38,46 @@ struct Row {
     strings: Vec<(String, String)>,
 }
 
+/// A clang offload bundle, as `list --json` prints it.
+#[derive(Serialize)]
+struct BundleListing {
+    format: &'static str,
+    compressed: Option<CompressedInfo>,
+    entries: Vec<BundleEntry>,
+}
+
+#[derive(Serialize)]
+struct CompressedInfo {
+    version: u16,
+    method: String,
+    compressed_size: u64,
+    uncompressed_size: u64,
+    hash: String,
+}
+
+#[derive(Serialize)]
+struct BundleEntry {
+    index: usize,
+    id: String,
+    kind: String,
+    triple: String,
+    target_id: String,
+    offset: u64,
+    size: u64,
+}
+
 #[derive(Serialize)]
 struct Listing<'a> {
     file: &'a str,
     images: Vec<Row>,
+    bundle: Option<BundleListing>,
 }
 
 impl Opts {
     pub fn run(self) -> Result<()> {
+        if let Some(b) = bundle_listing(&self.input)? {
+            return self.print_bundle(b);
+        }
         let input = open_input(&self.input)?;
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
@@ -84,6 +116,7 @@ impl Opts {
                 &Listing {
                     file: &self.input,
                     images: rows,
+                    bundle: None,
                 },
             )?;
             writeln!(out)?;
@@ -116,6 +149,109 @@ impl Opts {
                 r.arch,
                 r.size,
                 other.join(",")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The input as a clang offload bundle, if it is one (binary, text, object
+/// with bundle sections, or any of them compressed).
+fn bundle_listing(name: &str) -> Result<Option<BundleListing>> {
+    use offload_kit::bundle::{self, Format, id::BundleId};
+    let (input, inflated) = super::bundle::open_bundle(name)?;
+    let data = inflated
+        .as_ref()
+        .map_or(input.bytes(), |d| d.data.as_slice());
+    let Some(format) = Format::detect(data) else {
+        if inflated.is_some() {
+            anyhow::bail!("'{name}': the compressed data is not a bundle");
+        }
+        return Ok(None);
+    };
+    if format == Format::Object
+        && offload_binary::find_images(data, &Limits::default()).is_ok_and(|v| !v.is_empty())
+    {
+        // An object carrying OffloadBinaries too: list those the usual way.
+        return Ok(None);
+    }
+    let found = bundle::entries(data, format).with_context(|| format!("'{name}'"))?;
+    let base = data.as_ptr() as usize;
+    let entries = found
+        .iter()
+        .enumerate()
+        .map(|(index, f)| {
+            let id = String::from_utf8_lossy(f.id).into_owned();
+            let parsed = BundleId::parse(&id).ok();
+            BundleEntry {
+                index,
+                kind: parsed.as_ref().map(|p| p.kind.clone()).unwrap_or_default(),
+                triple: parsed
+                    .as_ref()
+                    .map(|p| p.normalized_triple().trim_end_matches('-').to_string())
+                    .unwrap_or_default(),
+                target_id: parsed
+                    .as_ref()
+                    .map(|p| p.target_id.clone())
+                    .unwrap_or_default(),
+                id,
+                offset: (f.data.as_ptr() as usize).saturating_sub(base) as u64,
+                size: f.data.len() as u64,
+            }
+        })
+        .collect();
+    let compressed = inflated.map(|d| CompressedInfo {
+        version: d.header.version,
+        method: d.header.method.to_string(),
+        compressed_size: d.compressed_size,
+        uncompressed_size: d.header.uncompressed_size,
+        hash: format!("{:#018x}", d.header.hash),
+    });
+    let format = match format {
+        Format::Binary => "binary",
+        Format::Text(_) => "text",
+        Format::Object => "object",
+    };
+    Ok(Some(BundleListing {
+        format,
+        compressed,
+        entries,
+    }))
+}
+
+impl Opts {
+    fn print_bundle(&self, b: BundleListing) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &Listing {
+                    file: &self.input,
+                    images: Vec::new(),
+                    bundle: Some(b),
+                },
+            )?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        match &b.compressed {
+            Some(c) => writeln!(
+                out,
+                "{} bundle, compressed (CCOB v{}, {}, {} -> {} bytes)",
+                b.format, c.version, c.method, c.compressed_size, c.uncompressed_size
+            )?,
+            None => writeln!(out, "{} bundle", b.format)?,
+        }
+        writeln!(
+            out,
+            "{:<3} {:<7} {:<28} {:<20} {:>12}  id",
+            "#", "kind", "triple", "target id", "size"
+        )?;
+        for e in &b.entries {
+            writeln!(
+                out,
+                "{:<3} {:<7} {:<28} {:<20} {:>12}  {}",
+                e.index, e.kind, e.triple, e.target_id, e.size, e.id
             )?;
         }
         Ok(())

@@ -105,6 +105,19 @@ pub fn parse(
     specs: &[OptSpec],
     max_positionals: usize,
 ) -> Result<Parsed, Vec<String>> {
+    parse_with_required(prog, argv0, args, specs, max_positionals, &[])
+}
+
+/// [`parse`], and then, as LLVM does once the whole line is read, an error
+/// for each option in `required` that did not occur.
+pub fn parse_with_required(
+    prog: &str,
+    argv0: &str,
+    args: &[String],
+    specs: &[OptSpec],
+    max_positionals: usize,
+    required: &[&str],
+) -> Result<Parsed, Vec<String>> {
     let args = expand_response_files(args, 0);
     let mut parsed = Parsed::default();
     let mut errors = Vec::new();
@@ -178,6 +191,26 @@ pub fn parse(
         );
         errors.push(m);
     }
+    // `--help` and `--version` act as soon as LLVM sees them, before the
+    // checks for required options.
+    let acts_now = [
+        "help",
+        "help-list",
+        "help-hidden",
+        "help-list-hidden",
+        "version",
+    ];
+    if errors.is_empty() && parsed.opts.iter().any(|o| acts_now.contains(&o.0)) {
+        return Ok(parsed);
+    }
+    for r in required {
+        if !parsed.opts.iter().any(|o| o.0 == *r) {
+            errors.push(format!(
+                "{prog}: for the {} option: must be specified at least once!",
+                dashed(r)
+            ));
+        }
+    }
     if errors.is_empty() {
         Ok(parsed)
     } else {
@@ -185,12 +218,14 @@ pub fn parse(
     }
 }
 
-/// The visible option closest to `name` by edit distance.
+/// The visible option closest to `name` by edit distance. LLVM breaks ties
+/// by its option table's hash order, which we cannot see; the longer name
+/// matches what it picks in the cases we checked (`-bogus` → `--inputs`).
 fn nearest(name: &str, specs: &[OptSpec]) -> Option<&'static str> {
     let mut best: Option<(usize, &'static str)> = None;
     for s in specs.iter().filter(|s| !s.hidden) {
         let d = edit_distance(name, s.name);
-        if best.is_none_or(|(bd, _)| d < bd) {
+        if best.is_none_or(|(bd, bn)| d < bd || (d == bd && s.name.len() > bn.len())) {
             best = Some((d, s.name));
         }
     }

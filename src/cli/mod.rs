@@ -5,6 +5,7 @@
 //! with a version suffix such as `-22`), it is that LLVM 22 tool; otherwise it
 //! is `offload-kit` with its own subcommands.
 
+mod bundle;
 mod compat;
 mod io;
 mod links;
@@ -12,6 +13,7 @@ mod list;
 mod llvm_cl;
 mod pack;
 mod unpack;
+mod wrap;
 
 use std::process::ExitCode;
 
@@ -43,6 +45,7 @@ pub fn main() -> ExitCode {
         Some("llvm-offload-binary" | "clang-offload-packager") => {
             compat::packager::main(&argv0, &args[1..])
         }
+        Some("clang-offload-bundler") => compat::bundler::main(&argv0, &args[1..]),
         _ => native(args),
     }
 }
@@ -64,25 +67,34 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Pack(pack::Opts),
+    Bundle(bundle::BundleOpts),
+    Unbundle(bundle::UnbundleOpts),
     Unpack(unpack::Opts),
     List(list::Opts),
     InstallLinks(links::Opts),
+    Wrap(wrap::Opts),
 }
 
 fn native(args: Vec<String>) -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match cli.command {
         Command::Pack(o) => o.run(),
+        Command::Bundle(o) => o.run(),
+        Command::Unbundle(o) => o.run(),
         Command::Unpack(o) => o.run(),
         Command::List(o) => o.run(),
         Command::InstallLinks(o) => o.run(),
+        Command::Wrap(o) => o.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let broken_pipe = e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+                let json = c
+                    .downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind);
+                io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
             });
             if broken_pipe {
                 return ExitCode::SUCCESS;

@@ -9,4 +9,6 @@
 pub mod dense_map;
 pub mod hashing;
 pub mod path;
+pub mod string_map;
 pub mod string_table;
+pub mod triple;

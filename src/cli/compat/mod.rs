@@ -5,6 +5,7 @@
 //! crashes, we print LLVM's text with the file name in front (`'<file>': `,
 //! LLVM's own style for file errors) and a precise reason after it.
 
+pub mod bundler;
 pub mod packager;
 
 /// The LLVM release whose behaviour the front ends reproduce.

@@ -1,0 +1,220 @@
+//! `offload-kit bundle | unbundle | list` on bundles: the same bytes as
+//! clang-offload-bundler 22, multithreaded compression that LLVM reads back,
+//! and listings that agree with LLVM's `-list`.
+
+use libtest_mimic::{Failed, Trial};
+
+use crate::util::{llvm, ours, run, same, same_bytes, snapshot, tempdir, trial};
+
+const TOOL: &str = "clang-offload-bundler";
+const TARGETS: [&str; 3] = [
+    "host-x86_64-unknown-linux-gnu",
+    "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+    "openmp-nvptx64-nvidia-cuda--sm_80",
+];
+
+/// Compressible pseudo-code: lines of text with varying numbers.
+fn content(seed: u64, lines: usize) -> Vec<u8> {
+    (0..lines)
+        .map(|i| {
+            format!(
+                "v{seed} line {i} value {}\n",
+                (i as u64 * 2654435761 + seed) % 9973
+            )
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn setup(d: &std::path::Path, lines: usize) -> std::io::Result<()> {
+    for i in 0..3 {
+        std::fs::write(d.join(format!("in{i}")), content(i, lines + i as usize * 7))?;
+    }
+    Ok(())
+}
+
+fn native_args(ty: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "bundle".to_string(),
+        "--type".into(),
+        ty.into(),
+        "-o".into(),
+        out.into(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.extend(
+        TARGETS
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{t}=in{i}")),
+    );
+    a
+}
+
+fn llvm_args(ty: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        format!("-type={ty}"),
+        format!("-targets={}", TARGETS.join(",")),
+        format!("-output={out}"),
+    ];
+    a.extend((0..3).map(|i| format!("-input=in{i}")));
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// Native `bundle` writes LLVM's bytes, with and without compression.
+fn same_bytes_as_llvm() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    setup(d, 300)?;
+    for (ty, ours_extra, llvm_extra) in [
+        ("bc", vec![], vec![]),
+        ("bc", vec!["--align", "4096"], vec!["-bundle-align=4096"]),
+        ("ll", vec![], vec![]),
+        ("bc", vec!["--compress"], vec!["-compress"]),
+        (
+            "bc",
+            vec!["--compress", "--level", "9", "--format-version", "2"],
+            vec!["-compress", "-compression-level=9"],
+        ),
+    ] {
+        let v2 = ours_extra.contains(&"2");
+        let mut cmd = std::process::Command::new(llvm(TOOL));
+        cmd.args(llvm_args(ty, "llvm.out", &llvm_extra))
+            .current_dir(d);
+        if v2 {
+            cmd.env("COMPRESSED_BUNDLE_FORMAT_VERSION", "2");
+        }
+        let st = cmd.output()?;
+        if !st.status.success() {
+            return Err(format!("llvm failed: {}", String::from_utf8_lossy(&st.stderr)).into());
+        }
+        run(&ours(), &native_args(ty, "ours.out", &ours_extra), d).ok()?;
+        same_bytes(
+            &format!("{ty} {ours_extra:?}"),
+            &std::fs::read(d.join("ours.out"))?,
+            &std::fs::read(d.join("llvm.out"))?,
+        )?;
+    }
+    Ok(())
+}
+
+/// `--threads 2` output differs from LLVM's bytes, but LLVM unbundles it to
+/// the original files.
+fn threaded_compression_reads_back_in_llvm() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    setup(d, 200_000)?; // a few MiB each, so zstd really uses its workers
+    run(
+        &ours(),
+        &native_args("bc", "mt.bc", &["--compress", "--threads", "2"]),
+        d,
+    )
+    .ok()?;
+    let mut args = vec![
+        "-type=bc".to_string(),
+        "-unbundle".into(),
+        format!("-targets={}", TARGETS.join(",")),
+        "-input=mt.bc".into(),
+    ];
+    args.extend((0..3).map(|i| format!("-output=out{i}")));
+    run(&llvm(TOOL), &args, d).ok()?;
+    for i in 0..3 {
+        same_bytes(
+            &format!("entry {i}"),
+            &std::fs::read(d.join(format!("out{i}")))?,
+            &std::fs::read(d.join(format!("in{i}")))?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Native `unbundle` and `list` agree with LLVM on LLVM's bundles.
+fn unbundle_and_list_llvm_bundles() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    setup(d, 50)?;
+    run(&llvm(TOOL), &llvm_args("bc", "fat.bc", &["-compress"]), d).ok()?;
+    let r = run(&ours(), &["list", "--json", "fat.bc"], d).ok()?;
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout)?;
+    let ids: Vec<String> = j["bundle"]["entries"]
+        .as_array()
+        .ok_or("no entries")?
+        .iter()
+        .map(|e| e["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let l = run(&llvm(TOOL), &["-type=bc", "-list", "-input=fat.bc"], d).ok()?;
+    let want: Vec<String> = String::from_utf8_lossy(&l.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    same("entry IDs in LLVM's order", ids, want)?;
+    same(
+        "compressed",
+        j["bundle"]["compressed"]["version"].as_u64(),
+        Some(3),
+    )?;
+    // Every entry, then chosen targets with target-ID matching.
+    run(&ours(), &["unbundle", "fat.bc", "-o", "all"], d).ok()?;
+    let all = snapshot(&d.join("all"));
+    same("entries written", all.len(), 3)?;
+    run(
+        &ours(),
+        &[
+            "unbundle",
+            "fat.bc",
+            "-o",
+            "some",
+            "hip-amdgcn-amd-amdhsa--gfx90a:xnack+:sramecc-=dev.o",
+            "host-x86_64-unknown-linux-gnu=host.o",
+        ],
+        d,
+    )
+    .ok()?;
+    same_bytes(
+        "device entry",
+        &std::fs::read(d.join("some/dev.o"))?,
+        &std::fs::read(d.join("in1"))?,
+    )?;
+    same_bytes(
+        "host entry",
+        &std::fs::read(d.join("some/host.o"))?,
+        &std::fs::read(d.join("in0"))?,
+    )?;
+    let r = run(
+        &ours(),
+        &[
+            "unbundle",
+            "fat.bc",
+            "-o",
+            "none",
+            "hip-amdgcn-amd-amdhsa--gfx1030",
+        ],
+        d,
+    );
+    if r.code != 1 || !r.stderr.contains("gfx1030") {
+        return Err(format!("missing target: exit {}, {}", r.code, r.stderr).into());
+    }
+    Ok(())
+}
+
+/// The trials.
+pub fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "bundle_native::same_bytes_as_llvm",
+            &[TOOL],
+            same_bytes_as_llvm,
+        ),
+        trial(
+            "bundle_native::threaded_compression_reads_back_in_llvm",
+            &[TOOL],
+            threaded_compression_reads_back_in_llvm,
+        ),
+        trial(
+            "bundle_native::unbundle_and_list_llvm_bundles",
+            &[TOOL],
+            unbundle_and_list_llvm_bundles,
+        ),
+    ]
+}

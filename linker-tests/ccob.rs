@@ -1,0 +1,519 @@
+//! Compressed bundles (CCOB) against the real clang-offload-bundler 22: our
+//! compressor's bytes equal LLVM's `-compress` output (sizes × levels, v3
+//! and v2), LLVM reads what we write (including multithreaded frames), we
+//! read what LLVM writes, the `-verbose` reports agree line for line (but
+//! the speed), and LLVM's error messages are the ones our faults name.
+//!
+//! LLVM's own uncompressed bundle (the same inputs without `-compress`) is
+//! what both sides compress.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use libtest_mimic::{Failed, Trial};
+use offload_kit::bundle::compressed::{
+    self as ccob, CompressOptions, Decompressed, HashCheck, Method, ReadOptions,
+};
+
+use crate::util::{Run, llvm, run, same, same_bytes, tempdir, trial};
+
+const TOOL: &str = "clang-offload-bundler";
+const TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a";
+
+/// Every variable the bundler reads, cleared so the caller's environment
+/// cannot change a trial.
+const ENV_VARS: [&str; 5] = [
+    "OFFLOAD_BUNDLER_IGNORE_ENV_VAR",
+    "OFFLOAD_BUNDLER_COMPRESS",
+    "OFFLOAD_BUNDLER_VERBOSE",
+    "OFFLOAD_BUNDLER_COMPRESSION_LEVEL",
+    "COMPRESSED_BUNDLE_FORMAT_VERSION",
+];
+
+/// Runs LLVM's bundler in `cwd` with exactly the variables in `env` set.
+fn bundler(args: &[String], env: &[(&str, &str)], cwd: &Path) -> Run {
+    let mut cmd = Command::new(llvm(TOOL));
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+    for v in ENV_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run clang-offload-bundler");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Compressible pseudo-random bytes: words of a small random vocabulary,
+/// with some long-distance repeats (what long-distance matching is for).
+fn filler(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let vocab: Vec<Vec<u8>> = (0..200)
+        .map(|_| {
+            let n = 1 + next() as usize % 12;
+            (0..n).map(|_| next() as u8).collect()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(len + 4096);
+    while out.len() < len {
+        if out.len() > 8192 && next() % 50 == 0 {
+            let from = next() as usize % (out.len() - 4096);
+            out.extend_from_within(from..from + 4096);
+        } else {
+            for _ in 0..64 {
+                out.extend_from_slice(&vocab[next() as usize % vocab.len()]);
+            }
+        }
+    }
+    out.truncate(len);
+    out
+}
+
+/// Writes the two inputs and returns LLVM's uncompressed bundle of them.
+fn make_inputs(dir: &Path, size: usize, seed: u64) -> Result<Vec<u8>, Failed> {
+    std::fs::write(dir.join("host.bc"), b"host code\n")?;
+    std::fs::write(dir.join("dev.bc"), filler(seed, size))?;
+    bundler(&bundle_args("u.bundle", &[]), &[], dir).ok()?;
+    Ok(std::fs::read(dir.join("u.bundle"))?)
+}
+
+fn bundle_args(output: &str, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "-type=bc".into(),
+        TARGETS.into(),
+        "-input=host.bc".into(),
+        "-input=dev.bc".into(),
+        format!("-output={output}"),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// The report lines without the one that depends on time.
+fn timeless(report: &str) -> Vec<&str> {
+    report.lines().filter(|l| !l.contains(" speed: ")).collect()
+}
+
+/// LLVM's `-verbose` lines on stderr that belong to a CCOB report.
+fn llvm_report(stderr: &str) -> Vec<&str> {
+    const KEYS: [&str; 17] = [
+        "Compressed bundle format version: ",
+        "Total file size (including headers): ",
+        "Total file size (from header): ",
+        "Compression method used: ",
+        "Compression level: ",
+        "Binary size before compression: ",
+        "Binary size after compression: ",
+        "Decompression method: ",
+        "Size before decompression: ",
+        "Size after decompression: ",
+        "Compression rate: ",
+        "Compression ratio: ",
+        "Truncated MD5 hash: ",
+        "Stored hash: ",
+        "Recalculated hash: ",
+        "Hashes match: ",
+        "Uncompressed bundle.",
+    ];
+    stderr
+        .lines()
+        .filter(|l| KEYS.iter().any(|k| l.starts_with(k)))
+        .collect()
+}
+
+/// One byte-identity case: LLVM compresses, we compress LLVM's
+/// uncompressed bundle, the bytes and the reports must match; then each
+/// side reads the other's file.
+fn identity(size: usize, level: Option<i32>, version: u16) -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let u = make_inputs(d, size, size as u64 + 7)?;
+    let level_flag = level.map(|l| format!("-compression-level={l}"));
+    let mut extra = vec!["-compress", "-verbose"];
+    extra.extend(level_flag.as_deref());
+    let version_env = version.to_string();
+    let env: Vec<(&str, &str)> = if version == 3 {
+        vec![]
+    } else {
+        vec![("COMPRESSED_BUNDLE_FORMAT_VERSION", &version_env)]
+    };
+    let r = bundler(&bundle_args("llvm.ccob", &extra), &env, d).ok()?;
+    let theirs = std::fs::read(d.join("llvm.ccob"))?;
+
+    let opts = CompressOptions {
+        version,
+        level: level.unwrap_or(ccob::ZSTD_DEFAULT_LEVEL),
+        ..CompressOptions::default()
+    };
+    let (ours, report) = ccob::compress_to_vec(&u, &opts)?;
+    same_bytes("compressed bundles", &ours, &theirs)?;
+    let ours_report = report.verbose_report(Duration::from_secs(1));
+    same(
+        "compression reports",
+        timeless(&ours_report),
+        timeless(&llvm_report(&r.stderr).join("\n")),
+    )?;
+
+    // We read LLVM's file back to its uncompressed bundle, and LLVM's
+    // `-list -verbose` report on it matches ours.
+    let back = ccob::decompress(&theirs, &ReadOptions::default())?;
+    same_bytes("decompressed bundle", &back.data, &u)?;
+    let listed = bundler(
+        &[
+            "-list".into(),
+            "-type=bc".into(),
+            "-input=llvm.ccob".into(),
+            "-verbose".into(),
+        ],
+        &[],
+        d,
+    )
+    .ok()?;
+    same(
+        "decompression reports",
+        timeless(&back.verbose_report(Duration::from_secs(1))),
+        timeless(&llvm_report(&listed.stderr).join("\n")),
+    )?;
+    Ok(())
+}
+
+/// LLVM unbundles `file` in `dir`; the outputs must be the inputs.
+fn llvm_unbundles(dir: &Path, file: &str) -> Result<(), Failed> {
+    let list = bundler(
+        &["-list".into(), "-type=bc".into(), format!("-input={file}")],
+        &[],
+        dir,
+    )
+    .ok()?;
+    same(
+        "listed IDs",
+        String::from_utf8_lossy(&list.stdout).into_owned(),
+        "hip-amdgcn-amd-amdhsa--gfx90a\nhost-x86_64-unknown-linux-gnu-\n".into(),
+    )?;
+    let args: Vec<String> = vec![
+        "-unbundle".into(),
+        "-type=bc".into(),
+        TARGETS.into(),
+        format!("-input={file}"),
+        "-output=out-host.bc".into(),
+        "-output=out-dev.bc".into(),
+    ];
+    bundler(&args, &[], dir).ok()?;
+    for (out, input) in [("out-host.bc", "host.bc"), ("out-dev.bc", "dev.bc")] {
+        same_bytes(
+            &format!("{out} unbundled from {file}"),
+            &std::fs::read(dir.join(out))?,
+            &std::fs::read(dir.join(input))?,
+        )?;
+    }
+    Ok(())
+}
+
+/// LLVM reads what we write: v3 and v2, zstd (one thread and two) and
+/// zlib.
+fn llvm_reads_ours() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let u = make_inputs(d, 6 << 20, 99)?;
+    let single = ccob::compress_to_vec(&u, &CompressOptions::default())?.0;
+    let cases = [
+        ("v3", CompressOptions::default()),
+        (
+            "v2",
+            CompressOptions {
+                version: 2,
+                ..CompressOptions::default()
+            },
+        ),
+        (
+            "threads",
+            CompressOptions {
+                threads: 2,
+                ..CompressOptions::default()
+            },
+        ),
+        (
+            "zlib",
+            CompressOptions {
+                method: Method::ZLIB,
+                level: ccob::ZLIB_DEFAULT_LEVEL,
+                ..CompressOptions::default()
+            },
+        ),
+    ];
+    for (name, opts) in cases {
+        let (c, _) = ccob::compress_to_vec(&u, &opts)?;
+        if name == "threads" && c == single {
+            return Err("6 MiB on two threads gave the single-threaded frame".into());
+        }
+        let file = format!("ours-{name}.ccob");
+        std::fs::write(d.join(&file), &c)?;
+        llvm_unbundles(d, &file).map_err(|e| format!("{name}: {}", e.message().unwrap_or("")))?;
+    }
+    Ok(())
+}
+
+/// Two CCOBs back to back (as in a linked `.hip_fatbin`): LLVM 22 fails,
+/// we read both, and our fault for a single read names LLVM's message.
+fn back_to_back() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let u = make_inputs(d, 50_000, 5)?;
+    bundler(&bundle_args("a.ccob", &["-compress"]), &[], d).ok()?;
+    let a = std::fs::read(d.join("a.ccob"))?;
+    let mut two = a.clone();
+    two.extend(&a);
+    std::fs::write(d.join("two.ccob"), &two)?;
+    let r = run(&llvm(TOOL), &["-list", "-type=bc", "-input=two.ccob"], d);
+    let fault = ccob::decompress(&two, &ReadOptions::default())
+        .err()
+        .and_then(|e| ccob::llvm_message(&e))
+        .ok_or("a single read of two CCOBs must fail")?;
+    same(
+        "LLVM's error",
+        r.stderr.trim_end().to_string(),
+        format!(
+            "{}: error: Failed to decompress input: {fault}",
+            llvm(TOOL).display()
+        ),
+    )?;
+    let all = ccob::decompress_all(&two, &ReadOptions::default())?;
+    same("CCOBs read", all.len(), 2)?;
+    same("second offset", all[1].offset, a.len() as u64)?;
+    for x in &all {
+        same_bytes("each bundle", &x.data, &u)?;
+    }
+    Ok(())
+}
+
+/// Damaged files: LLVM's message is the one [`ccob::Fault::llvm_message`]
+/// gives, wherever LLVM fails.
+fn error_messages() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let u = make_inputs(d, 20_000, 3)?;
+    let zstd = ccob::compress_to_vec(&u, &CompressOptions::default())?.0;
+    let zlib = ccob::compress_to_vec(
+        &u,
+        &CompressOptions {
+            method: Method::ZLIB,
+            level: 6,
+            ..CompressOptions::default()
+        },
+    )?
+    .0;
+    let with = |base: &[u8], at: usize, bytes: &[u8]| {
+        let mut v = base.to_vec();
+        v[at..at + bytes.len()].copy_from_slice(bytes);
+        v
+    };
+    let n = u.len() as u64;
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("header cut", zstd[..20].to_vec()),
+        ("version 4", with(&zstd, 4, &[4, 0])),
+        ("version 0", with(&zstd, 4, &[0, 0])),
+        ("method 7", with(&zstd, 6, &[7, 0])),
+        ("zstd size short", with(&zstd, 16, &(n - 1).to_le_bytes())),
+        ("zlib size short", with(&zlib, 16, &(n - 1).to_le_bytes())),
+        ("zlib size zero", with(&zlib, 16, &0u64.to_le_bytes())),
+        (
+            "zstd frame cut",
+            with(
+                &zstd[..zstd.len() - 3],
+                8,
+                &(zstd.len() as u64 - 3).to_le_bytes(),
+            ),
+        ),
+        (
+            "zlib stream cut",
+            with(
+                &zlib[..zlib.len() - 5],
+                8,
+                &(zlib.len() as u64 - 5).to_le_bytes(),
+            ),
+        ),
+        (
+            "zstd garbage",
+            with(
+                &[&zstd[..32], &[0u8; 40][..]].concat(),
+                8,
+                &72u64.to_le_bytes(),
+            ),
+        ),
+    ];
+    let lenient = ReadOptions {
+        hash: HashCheck::Skip,
+        ..ReadOptions::default()
+    };
+    for (name, data) in cases {
+        let file = format!("{}.ccob", name.replace(' ', "-"));
+        std::fs::write(d.join(&file), &data)?;
+        let r = run(
+            &llvm(TOOL),
+            &["-list", "-type=bc", &format!("-input={file}")],
+            d,
+        );
+        let ours = ccob::decompress(&data, &lenient)
+            .err()
+            .and_then(|e| ccob::llvm_message(&e))
+            .ok_or_else(|| format!("{name}: we read it"))?;
+        same(
+            &format!("{name}: message"),
+            r.stderr.trim_end().to_string(),
+            format!(
+                "{}: error: Failed to decompress input: {ours}",
+                llvm(TOOL).display()
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// A v1 file (LLVM no longer writes them but reads them) and a hash
+/// mismatch: both sides' reports agree.
+fn v1_and_bad_hash_reports() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let u = make_inputs(d, 30_000, 11)?;
+    let (c3, r) = ccob::compress_to_vec(&u, &CompressOptions::default())?;
+    let mut v1 = ccob::Header {
+        version: 1,
+        total_size: None,
+        ..r.header
+    }
+    .to_bytes()?;
+    v1.extend(&c3[32..]);
+    let mut bad = c3.clone();
+    bad[24] ^= 1;
+    for (name, data) in [("v1", v1), ("bad-hash", bad)] {
+        let file = format!("{name}.ccob");
+        std::fs::write(d.join(&file), &data)?;
+        let listed = bundler(
+            &["-list".into(), "-type=bc".into(), format!("-input={file}")],
+            &[("OFFLOAD_BUNDLER_VERBOSE", "1")],
+            d,
+        )
+        .ok()?;
+        let opts = ReadOptions {
+            hash: HashCheck::Report,
+            ..ReadOptions::default()
+        };
+        let ours: Decompressed = ccob::decompress(&data, &opts)?;
+        same_bytes(name, &ours.data, &u)?;
+        same(
+            &format!("{name}: reports"),
+            timeless(&ours.verbose_report(Duration::from_secs(1))),
+            timeless(&llvm_report(&listed.stderr).join("\n")),
+        )?;
+    }
+    Ok(())
+}
+
+/// The environment rules: our parser's warnings are LLVM's, and the
+/// version it picks is the one LLVM writes.
+fn environment() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    make_inputs(d, 1000, 1)?;
+    let cases: [&[(&str, &str)]; 6] = [
+        &[("COMPRESSED_BUNDLE_FORMAT_VERSION", "1")],
+        &[("COMPRESSED_BUNDLE_FORMAT_VERSION", "abc")],
+        &[("COMPRESSED_BUNDLE_FORMAT_VERSION", "2")],
+        &[
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "x9"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "65536"),
+        ],
+        &[
+            ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "2"),
+        ],
+        &[
+            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "9"),
+        ],
+    ];
+    for (i, env) in cases.iter().enumerate() {
+        let extra: &[&str] = if i == 5 { &[] } else { &["-compress"] };
+        let out = format!("env{i}.ccob");
+        let r = bundler(&bundle_args(&out, extra), env, d).ok()?;
+        let s = ccob::EnvSettings::from_lookup(|k| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        });
+        let warnings: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("Warning: "))
+            .collect();
+        same(
+            &format!("case {i}: warnings"),
+            warnings,
+            s.warnings.iter().map(String::as_str).collect(),
+        )?;
+        let settings = s.resolve(extra.first().map(|_| true), None, None, Method::ZSTD);
+        let written = std::fs::read(d.join(&out))?;
+        let h = ccob::Header::parse(&written)?;
+        same(
+            &format!("case {i}: version"),
+            h.version,
+            settings.options.version,
+        )?;
+        let u = std::fs::read(d.join("u.bundle"))?;
+        same_bytes(
+            &format!("case {i}: bytes"),
+            &ccob::compress_to_vec(&u, &settings.options)?.0,
+            &written,
+        )?;
+    }
+    Ok(())
+}
+
+/// The trials.
+pub fn tests() -> Vec<Trial> {
+    let mut v = Vec::new();
+    for (size_name, size) in [("tiny", 300usize), ("600k", 600_000), ("3m", 3_500_000)] {
+        for level in [None, Some(1), Some(9), Some(19)] {
+            let lname = level.map_or("default".to_string(), |l| l.to_string());
+            v.push(trial(
+                format!("ccob::identity_v3_{size_name}_level_{lname}"),
+                &[TOOL],
+                move || identity(size, level, 3),
+            ));
+        }
+        v.push(trial(
+            format!("ccob::identity_v2_{size_name}_level_default"),
+            &[TOOL],
+            move || identity(size, None, 2),
+        ));
+    }
+    // Past zstd's 128 MiB window (where a streamed frame would differ from
+    // LLVM's one-shot one). Slow and ~1 GB of memory: run with --ignored.
+    v.push(
+        trial("ccob::identity_v3_200m_level_default", &[TOOL], || {
+            identity(200 << 20, None, 3)
+        })
+        .with_ignored_flag(true),
+    );
+    v.push(trial("ccob::llvm_reads_ours", &[TOOL], llvm_reads_ours));
+    v.push(trial("ccob::back_to_back", &[TOOL], back_to_back));
+    v.push(trial("ccob::error_messages", &[TOOL], error_messages));
+    v.push(trial(
+        "ccob::v1_and_bad_hash_reports",
+        &[TOOL],
+        v1_and_bad_hash_reports,
+    ));
+    v.push(trial("ccob::environment", &[TOOL], environment));
+    v
+}

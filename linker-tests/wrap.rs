@@ -1,0 +1,839 @@
+//! `offload-kit wrap` with the real LLVM 22 toolchain and runtime.
+//!
+//! An OpenMP program (`wrap/app.c`: four target regions, declare-target
+//! globals) is built as wrapper-abi.md §10.1 builds it: device image and host
+//! object by clang-22, the device image packed by llvm-offload-binary. Our
+//! object replaces llvm-offload-wrapper + llc, the program is linked with
+//! libomptarget 22 by each linker (GNU ld, ld.lld, gold, mold) in each shape
+//! (PIE, non-PIE, shared library, dlopen, --gc-sections), and run: every
+//! region must report that it ran on the offload device.
+//!
+//! The differential trials link a recording stub runtime (`wrap/stub.c`)
+//! instead and compare what it sees with our object and with LLVM's
+//! (llvm-offload-wrapper + `llc -relocation-model=pic`), or, for the legacy
+//! and ROCm ABIs that LLVM 22 cannot write, with a reference wrapper written
+//! in C (`wrap/ref_wrapper.c`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use libtest_mimic::{Failed, Trial};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+
+use crate::util::{llvm, ours, tempdir, trial};
+
+const TRIPLE: &str = "x86_64-unknown-linux-gnu";
+const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
+/// libomptarget 22 (Debian ships no unversioned link without the -dev
+/// package, so it is linked by path).
+const LIBOMPTARGET: &str = "/usr/lib/llvm-22/lib/libomptarget.so.22.1";
+/// libomp and omp.h (package libomp-22-dev).
+const LIBOMP: &str = "/usr/lib/llvm-22/lib/libomp.so";
+
+/// What building the fixture needs.
+const BUILD_TOOLS: &[&str] = &[
+    "clang",
+    "llvm-offload-binary",
+    "llvm-objcopy",
+    LIBOMP,
+    LIBOMPTARGET,
+];
+
+/// The linkers, by `-fuse-ld=` name, and the program each needs.
+const LINKERS: &[(&str, &str)] = &[
+    ("bfd", "ld.bfd"),
+    ("lld", "ld.lld"),
+    ("gold", "ld.gold"),
+    ("mold", "ld.mold"),
+];
+
+fn src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("linker-tests/wrap")
+        .join(name)
+}
+
+/// Runs a build command in `dir`; fails with its command line and stderr.
+fn sh(dir: &Path, prog: impl AsRef<Path>, args: &[&str]) -> Result<String, Failed> {
+    let prog = prog.as_ref();
+    let out = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", prog.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{} {} failed ({}):\n{stderr}",
+            prog.display(),
+            args.join(" "),
+            out.status
+        )
+        .into());
+    }
+    Ok(stderr)
+}
+
+fn clang(dir: &Path, args: &[&str]) -> Result<String, Failed> {
+    sh(dir, llvm("clang"), args)
+}
+
+/// What a program printed.
+struct Ran {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `prog args` with `env`, requiring exit status 0.
+fn run(dir: &Path, prog: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Ran, Failed> {
+    let out = Command::new(dir.join(prog))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {prog}: {e}"))?;
+    let ran = Ran {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    if !out.status.success() {
+        return Err(format!(
+            "{prog} {}: {}\nstdout:\n{}stderr:\n{}",
+            args.join(" "),
+            out.status,
+            ran.stdout,
+            ran.stderr
+        )
+        .into());
+    }
+    Ok(ran)
+}
+
+/// Objects built once per run and shared by the trials.
+struct Fixture {
+    dir: PathBuf,
+}
+
+impl Fixture {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_string_lossy().into_owned()
+    }
+}
+
+static FIXTURE: OnceLock<Result<Fixture, String>> = OnceLock::new();
+
+/// Builds the fixture (once): in `CARGO_TARGET_TMPDIR`, in a directory named
+/// after this process; directories of processes that have ended are removed.
+fn fixture() -> Result<&'static Fixture, Failed> {
+    FIXTURE
+        .get_or_init(|| {
+            build_fixture().map_err(|e| e.message().unwrap_or("build failed").to_string())
+        })
+        .as_ref()
+        .map_err(|e| format!("building the fixture failed: {e}").into())
+}
+
+fn build_fixture() -> Result<Fixture, Failed> {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    if let Ok(rd) = std::fs::read_dir(base) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("wrap-fixture-") {
+                if !Path::new("/proc").join(pid).exists() {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+    }
+    let dir = base.join(format!("wrap-fixture-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let d = dir.as_path();
+    let app = src("app.c");
+    let app = app.to_str().unwrap();
+    let libomp_dir = format!("-L{LLVM_LIB}");
+    // Device side: compile, link the device image as the linker wrapper does
+    // for CPU targets, pack it.
+    clang(
+        d,
+        &[
+            "-fopenmp",
+            &format!("-fopenmp-targets={TRIPLE}"),
+            "--offload-device-only",
+            "-fPIC",
+            "-c",
+            app,
+            "-o",
+            "app-dev.o",
+        ],
+    )?;
+    clang(
+        d,
+        &[
+            &format!("--target={TRIPLE}"),
+            "-shared",
+            "-Wl,-Bsymbolic",
+            "-Wl,--no-undefined",
+            "app-dev.o",
+            &libomp_dir,
+            "-lomp",
+            "-o",
+            "app-dev.so",
+        ],
+    )?;
+    sh(
+        d,
+        llvm("llvm-offload-binary"),
+        &[
+            "-o",
+            "app-dev.ob",
+            &format!("--image=file=app-dev.so,triple={TRIPLE},arch=generic,kind=openmp"),
+        ],
+    )?;
+    // Host side: entries without an embedded image, so a plain link never
+    // runs clang-linker-wrapper.
+    clang(
+        d,
+        &[
+            "-fopenmp",
+            &format!("-fopenmp-targets={TRIPLE}"),
+            "--offload-host-only",
+            "-fPIC",
+            "-c",
+            app,
+            "-o",
+            "app-host.o",
+        ],
+    )?;
+    for (c, o, extra) in [
+        ("main.c", "main.o", ""),
+        ("dlopen_main.c", "dlopen_main.o", ""),
+        ("stub_main.c", "stub_main.o", ""),
+        ("stub.c", "stub56.o", "-DENTRY_SIZE=56"),
+        ("stub.c", "stub32.o", "-DENTRY_SIZE=32"),
+    ] {
+        let c = src(c);
+        let mut args = vec!["-fPIC", "-O1", "-c", c.to_str().unwrap(), "-o", o];
+        if !extra.is_empty() {
+            args.push(extra);
+        }
+        clang(d, &args)?;
+    }
+    // The legacy program: the same host object with its entries rewritten in
+    // the 32-byte layout, in `omp_offloading_entries`.
+    let host = std::fs::read(dir.join("app-host.o")).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("legacy-entries.s"), legacy_entries(&host)?)
+        .map_err(|e| e.to_string())?;
+    clang(d, &["-c", "legacy-entries.s", "-o", "legacy-entries.o"])?;
+    sh(
+        d,
+        llvm("llvm-objcopy"),
+        &[
+            "--remove-section=llvm_offload_entries",
+            "app-host.o",
+            "app-host-legacy.o",
+        ],
+    )?;
+    Ok(Fixture { dir })
+}
+
+/// The host entries of `host` (an object clang 22 wrote: 56-byte entries in
+/// `llvm_offload_entries`) as assembly defining the same entries in the
+/// legacy layout (wrapper-abi.md §7.1) in `omp_offloading_entries`.
+fn legacy_entries(host: &[u8]) -> Result<String, Failed> {
+    let f = object::File::parse(host).map_err(|e| e.to_string())?;
+    let sec = f
+        .section_by_name("llvm_offload_entries")
+        .ok_or("no llvm_offload_entries in the host object")?;
+    let data = sec.data().map_err(|e| e.to_string())?;
+    let names = f
+        .section_by_name(".llvm.rodata.offloading")
+        .ok_or("no .llvm.rodata.offloading")?;
+    let names_data = names.data().map_err(|e| e.to_string())?;
+    let mut addr = std::collections::BTreeMap::new();
+    let mut name = std::collections::BTreeMap::new();
+    for (off, r) in sec.relocations() {
+        let object::RelocationTarget::Symbol(i) = r.target() else {
+            return Err("relocation without symbol".into());
+        };
+        let sym = f.symbol_by_index(i).map_err(|e| e.to_string())?;
+        match off % 56 {
+            16 => {
+                addr.insert(off / 56, sym.name().map_err(|e| e.to_string())?.to_string());
+            }
+            24 => {
+                let at = usize::try_from(r.addend()).map_err(|e| e.to_string())?;
+                let s = &names_data[at..];
+                let end = s.iter().position(|&b| b == 0).ok_or("unterminated name")?;
+                name.insert(off / 56, String::from_utf8_lossy(&s[..end]).into_owned());
+            }
+            _ => return Err(format!("unexpected entry relocation at {off:#x}").into()),
+        }
+    }
+    let u32_at = |o: usize| u32::from_le_bytes(data[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap());
+    let mut asm = String::from(
+        "# Generated by linker-tests/wrap.rs from clang's entries.\n\
+         .section omp_offloading_entries,\"aw\",@progbits\n.p2align 3\n",
+    );
+    let mut strings = String::from(".section .rodata.legacy_names,\"aMS\",@progbits,1\n");
+    for i in 0..data.len() / 56 {
+        let o = i * 56;
+        let key = i as u64;
+        let target = addr.get(&key).cloned().unwrap_or_else(|| "0".into());
+        let n = name.get(&key).ok_or("entry without a name")?;
+        writeln!(asm, ".quad {target}\n.quad .Lname{i}").unwrap();
+        writeln!(
+            asm,
+            ".quad {}\n.long {}\n.long {}",
+            u64_at(o + 32),
+            u32_at(o + 12),
+            u64_at(o + 40)
+        )
+        .unwrap();
+        writeln!(strings, ".Lname{i}:\n.asciz \"{n}\"").unwrap();
+    }
+    Ok(asm + &strings + ".section .note.GNU-stack,\"\",@progbits\n")
+}
+
+/// The link flags for libomp and libomptarget 22.
+fn runtime_libs() -> Vec<String> {
+    vec![
+        format!("-L{LLVM_LIB}"),
+        "-lomp".into(),
+        LIBOMPTARGET.into(),
+        format!("-Wl,-rpath,{LLVM_LIB}"),
+    ]
+}
+
+/// Runs our wrapper in `dir`: `offload-kit wrap --kind=openmp ARGS`.
+fn wrap(dir: &Path, args: &[&str]) -> Result<(), Failed> {
+    let mut all = vec!["wrap", "--kind=openmp", "--triple", TRIPLE];
+    all.extend_from_slice(args);
+    sh(dir, ours(), &all).map(|_| ())
+}
+
+/// Links with clang and `-fuse-ld=ld`; fails on any linker warning (the
+/// executable-stack warning of GNU ld among them).
+fn link(dir: &Path, ld: &str, args: &[&str]) -> Result<(), Failed> {
+    let fuse = format!("-fuse-ld={ld}");
+    let mut all = vec![fuse.as_str()];
+    all.extend_from_slice(args);
+    let stderr = clang(dir, &all)?;
+    if stderr.to_lowercase().contains("warning") {
+        return Err(format!("link with {ld} warned:\n{stderr}").into());
+    }
+    Ok(())
+}
+
+/// Checks the output of `app_run` (all four regions on the device, the
+/// right values) and, with LIBOMPTARGET_INFO=16, four kernel launches on
+/// the offload device.
+fn check_app(ran: &Ran) -> Result<(), Failed> {
+    for r in 1..=4 {
+        let want = format!("region {r} on_device=1\n");
+        if !ran.stdout.contains(&want) {
+            return Err(format!("missing '{}' in:\n{}", want.trim(), ran.stdout).into());
+        }
+    }
+    let values = "x=8 a[99]=301 counter=42 table[3]=14 sum=499500\n";
+    if !ran.stdout.contains(values) {
+        return Err(format!("wrong values:\n{}", ran.stdout).into());
+    }
+    let launches = ran
+        .stderr
+        .lines()
+        .filter(|l| l.contains("PluginInterface\" device") && l.contains("Launching kernel"))
+        .count();
+    if launches != 4 {
+        return Err(format!(
+            "{launches} kernel launches on the device, want 4:\n{}",
+            ran.stderr
+        )
+        .into());
+    }
+    Ok(())
+}
+
+const INFO: &[(&str, &str)] = &[("LIBOMPTARGET_INFO", "16")];
+
+/// The shapes a program is linked in.
+#[derive(Clone, Copy)]
+enum Shape {
+    Pie,
+    NoPie,
+    /// The program in a shared library that the executable needs.
+    Shared,
+    /// The program in a shared library loaded with dlopen and dlclose.
+    Dlopen,
+    /// `--gc-sections` (ld.lld also needs `-z nostart-stop-gc`).
+    GcSections,
+}
+
+fn run_shape(ld: &'static str, shape: Shape) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    wrap(d, &["-o", "wrap.o", &fx.path("app-dev.ob")])?;
+    let libs = runtime_libs();
+    let libs: Vec<&str> = libs.iter().map(String::as_str).collect();
+    let host = fx.path("app-host.o");
+    let main = fx.path("main.o");
+    let mut args: Vec<&str> = Vec::new();
+    match shape {
+        Shape::Pie | Shape::NoPie | Shape::GcSections => {
+            args.extend([host.as_str(), main.as_str(), "wrap.o", "-o", "prog"]);
+            args.extend(match shape {
+                Shape::Pie => &["-pie"][..],
+                Shape::NoPie => &["-no-pie"][..],
+                _ if ld == "lld" => &["-Wl,--gc-sections", "-Wl,-z,nostart-stop-gc"][..],
+                _ => &["-Wl,--gc-sections"][..],
+            });
+            args.extend(&libs);
+            link(d, ld, &args)?;
+            check_app(&run(d, "prog", &[], INFO)?)
+        }
+        Shape::Shared => {
+            args.extend([host.as_str(), "wrap.o", "-shared", "-o", "libapp.so"]);
+            args.extend(&libs);
+            link(d, ld, &args)?;
+            let mut exe = vec![
+                main.as_str(),
+                "-L.",
+                "-lapp",
+                "-Wl,-rpath,$ORIGIN",
+                "-o",
+                "prog",
+            ];
+            exe.extend(&libs);
+            link(d, ld, &exe)?;
+            check_app(&run(d, "prog", &[], INFO)?)
+        }
+        Shape::Dlopen => {
+            args.extend([host.as_str(), "wrap.o", "-shared", "-o", "libapp.so"]);
+            args.extend(&libs);
+            link(d, ld, &args)?;
+            link(d, ld, &[&fx.path("dlopen_main.o"), "-ldl", "-o", "prog"])?;
+            let ran = run(d, "prog", &["./libapp.so"], INFO)?;
+            if !ran.stdout.ends_with("dlclose done\n") {
+                return Err(format!("dlclose did not finish:\n{}", ran.stdout).into());
+            }
+            check_app(&ran)
+        }
+    }
+}
+
+/// Two images in one descriptor: an AMD GPU image no plugin can run here,
+/// then the x86-64 image. The regions can only run on the device if the
+/// runtime finds the second image through the descriptor.
+fn run_two_images(ld: &'static str) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
+    wrap(
+        d,
+        &[
+            "-o",
+            "wrap.o",
+            gpu.to_str().unwrap(),
+            &fx.path("app-dev.ob"),
+        ],
+    )?;
+    let libs = runtime_libs();
+    let mut args = vec![fx.path("app-host.o"), fx.path("main.o"), "wrap.o".into()];
+    args.extend(["-o".into(), "prog".into()]);
+    args.extend(libs);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    link(d, ld, &args)?;
+    check_app(&run(d, "prog", &[], INFO)?)
+}
+
+/// A raw device image (not an OffloadBinary) as input.
+fn run_raw_image() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    wrap(d, &["-o", "wrap.o", &fx.path("app-dev.so")])?;
+    let mut args = vec![fx.path("app-host.o"), fx.path("main.o"), "wrap.o".into()];
+    args.extend(["-o".into(), "prog".into()]);
+    args.extend(runtime_libs());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    link(d, "bfd", &args)?;
+    check_app(&run(d, "prog", &[], INFO)?)
+}
+
+/// The legacy ABI with libomptarget 22, which still accepts 32-byte entries.
+fn run_legacy(ld: &'static str) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    wrap(d, &["--abi=legacy", "-o", "wrap.o", &fx.path("app-dev.ob")])?;
+    let mut args = vec![
+        fx.path("app-host-legacy.o"),
+        fx.path("legacy-entries.o"),
+        fx.path("main.o"),
+        "wrap.o".into(),
+    ];
+    args.extend(["-o".into(), "prog".into()]);
+    args.extend(runtime_libs());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    link(d, ld, &args)?;
+    check_app(&run(d, "prog", &[], INFO)?)
+}
+
+/// Which wrapper a differential trial compares ours with.
+#[derive(Clone, Copy, PartialEq)]
+enum Flavour {
+    /// `--abi=llvm` against llvm-offload-wrapper + llc (PIC).
+    OpenMp,
+    /// `--abi=llvm` with two images against LLVM.
+    TwoImages,
+    /// `--abi=legacy` against the C reference.
+    Legacy,
+    /// `--abi=rocm` against the C reference.
+    Rocm,
+}
+
+/// Links the recording stub with a wrapper object and returns its log.
+fn stub_log(d: &Path, ld: &str, wrapper: &str, out: &str, legacy: bool) -> Result<String, Failed> {
+    let fx = fixture()?;
+    let mut args = if legacy {
+        vec![
+            fx.path("app-host-legacy.o"),
+            fx.path("legacy-entries.o"),
+            fx.path("stub32.o"),
+        ]
+    } else {
+        vec![fx.path("app-host.o"), fx.path("stub56.o")]
+    };
+    args.extend([
+        fx.path("stub_main.o"),
+        wrapper.into(),
+        "-o".into(),
+        out.into(),
+    ]);
+    args.extend(runtime_libs());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    link(d, ld, &args)?;
+    Ok(run(d, out, &[], &[])?.stdout)
+}
+
+/// Facts every log must show, whichever wrapper made it: registration
+/// before main, unregistration after, the right number of images and
+/// entries, every image's bounds equal to the descriptor's.
+fn check_log(log: &str, images: usize, entries: usize, elf_at: &[usize]) -> Result<(), Failed> {
+    let fail = |what: &str| -> Result<(), Failed> { Err(format!("{what}:\n{log}").into()) };
+    let reg = log.find("__tgt_register_lib").unwrap_or(usize::MAX);
+    let main = log.find("\nmain\n").unwrap_or(usize::MAX);
+    let unreg = log
+        .find("__tgt_unregister_lib (the registered descriptor)")
+        .unwrap_or(0);
+    if !(reg < main && main < unreg) {
+        return fail("want register_lib, then main, then unregister_lib of the same descriptor");
+    }
+    if !log.contains(&format!("__tgt_register_lib images={images}\n")) {
+        return fail(&format!("want {images} images"));
+    }
+    if !log.contains("entries, remainder 0\n") || !log.contains(&format!(" {entries} entries,")) {
+        return fail(&format!("want {entries} whole entries"));
+    }
+    if log.contains("DIFFER") {
+        return fail("image entry bounds differ from the descriptor's");
+    }
+    for i in elf_at {
+        if !log.contains(&format!("image {i}: "))
+            || !log.lines().any(|l| {
+                l.starts_with(&format!("  image {i}: ")) && l.contains("starts 7f 45 4c 46")
+            })
+        {
+            return fail(&format!("image {i} does not start with the ELF magic"));
+        }
+    }
+    Ok(())
+}
+
+/// Number of host entries clang put in the host object.
+fn host_entries() -> Result<usize, Failed> {
+    let fx = fixture()?;
+    let host = std::fs::read(fx.path("app-host.o")).map_err(|e| e.to_string())?;
+    let f = object::File::parse(&*host).map_err(|e| e.to_string())?;
+    let s = f
+        .section_by_name("llvm_offload_entries")
+        .ok_or("no entries")?;
+    Ok(usize::try_from(s.size()).unwrap() / 56)
+}
+
+fn differential(flavour: Flavour, ld: &'static str) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
+    let gpu = gpu.to_str().unwrap();
+    let inputs: Vec<&str> = match flavour {
+        Flavour::TwoImages => vec![gpu, &ob],
+        _ => vec![&ob],
+    };
+    // Ours.
+    let mut args = vec!["-o", "ours.o"];
+    match flavour {
+        Flavour::Legacy => args.push("--abi=legacy"),
+        Flavour::Rocm => args.extend(["--abi=rocm", "--offload-arch=gfx90a:xnack+"]),
+        _ => {}
+    }
+    args.extend(&inputs);
+    wrap(d, &args)?;
+    // The reference.
+    match flavour {
+        Flavour::OpenMp | Flavour::TwoImages => {
+            let mut a = vec!["--kind=openmp", "--triple", TRIPLE, "-o", "ref.bc"];
+            a.extend(&inputs);
+            sh(d, llvm("llvm-offload-wrapper"), &a)?;
+            sh(
+                d,
+                llvm("llc"),
+                &[
+                    "-filetype=obj",
+                    "-relocation-model=pic",
+                    "ref.bc",
+                    "-o",
+                    "ref.o",
+                ],
+            )?;
+        }
+        Flavour::Legacy | Flavour::Rocm => {
+            let image = format!("-DIMAGE=\"{}\"", fx.path("app-dev.so"));
+            let c = src("ref_wrapper.c");
+            let mut a = vec![
+                "-fPIC",
+                "-O1",
+                "-c",
+                c.to_str().unwrap(),
+                &image,
+                "-o",
+                "ref.o",
+            ];
+            if flavour == Flavour::Rocm {
+                a.push("-DARCH=\"gfx90a:xnack+\"");
+            }
+            clang(d, &a)?;
+        }
+    }
+    let legacy = matches!(flavour, Flavour::Legacy | Flavour::Rocm);
+    let ours_log = stub_log(d, ld, "ours.o", "prog-ours", legacy)?;
+    let ref_log = stub_log(d, ld, "ref.o", "prog-ref", legacy)?;
+    if ours_log != ref_log {
+        return Err(format!(
+            "the stub saw different things:\n--- ours\n{ours_log}--- reference\n{ref_log}"
+        )
+        .into());
+    }
+    let (images, elf_at) = match flavour {
+        Flavour::TwoImages => (2, vec![1]),
+        _ => (1, vec![0]),
+    };
+    check_log(&ours_log, images, host_entries()?, &elf_at)?;
+    if flavour == Flavour::Rocm {
+        let want =
+            "__tgt_register_image_info version=1 number=0 count=1 arch=gfx90a:xnack+ opts=(null)\n";
+        let info = ours_log
+            .find(want)
+            .ok_or_else(|| format!("no image info call:\n{ours_log}"))?;
+        if info > ours_log.find("__tgt_register_lib").unwrap_or(0) {
+            return Err(format!("image info registered after the library:\n{ours_log}").into());
+        }
+        // Both executables carry the target ID where offload-arch looks.
+        for exe in ["prog-ours", "prog-ref"] {
+            let bytes = std::fs::read(d.join(exe)).map_err(|e| e.to_string())?;
+            let f = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+            let s = f
+                .section_by_name(".offload_arch_list")
+                .ok_or_else(|| format!("{exe}: no .offload_arch_list"))?;
+            if s.data().map_err(|e| e.to_string())? != b"gfx90a:xnack+\0" {
+                return Err(format!("{exe}: wrong .offload_arch_list").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// GNU readelf and llvm-readelf read every flavour of our object without a
+/// warning, and llvm-objdump finds the embedded OffloadBinary.
+fn readelf_clean() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let so = fx.path("app-dev.so");
+    let cases: [(&str, Vec<&str>); 4] = [
+        ("openmp.o", vec![&ob]),
+        ("two.o", vec![&ob, &so]),
+        ("legacy.o", vec!["--abi=legacy", &ob]),
+        ("rocm.o", vec!["--abi=rocm", "--offload-arch=gfx906", &so]),
+    ];
+    for (out, extra) in &cases {
+        let mut args = vec!["-o", *out];
+        args.extend(extra);
+        wrap(d, &args)?;
+        for tool in [PathBuf::from("readelf"), llvm("llvm-readelf")] {
+            let o = Command::new(&tool)
+                .args(["-a", "-W", out])
+                .current_dir(d)
+                .output()
+                .map_err(|e| format!("{}: {e}", tool.display()))?;
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            if !o.status.success() || !o.stderr.is_empty() || all.to_lowercase().contains("warning")
+            {
+                return Err(format!("{} -a {out}:\n{all}", tool.display()).into());
+            }
+        }
+    }
+    let listing = Command::new(llvm("llvm-objdump"))
+        .args(["--offloading", "openmp.o"])
+        .current_dir(d)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&listing.stdout);
+    if !text.contains("OFFLOADING IMAGE [0]") || !text.contains(TRIPLE) {
+        return Err(format!("llvm-objdump --offloading:\n{text}").into());
+    }
+    Ok(())
+}
+
+/// Bad input: one clear error naming the file, exit 1, no output.
+fn bad_input() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = std::fs::read(fx.path("app-dev.ob")).map_err(|e| e.to_string())?;
+    std::fs::write(d.join("truncated.ob"), &ob[..ob.len() / 2]).map_err(|e| e.to_string())?;
+    std::fs::write(d.join("header.ob"), &ob[..20]).map_err(|e| e.to_string())?;
+    std::fs::create_dir(d.join("adir")).map_err(|e| e.to_string())?;
+    let good = fx.path("app-dev.ob");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--kind=openmp", "missing.ob"], "missing.ob"),
+        (&["--kind=openmp", "adir"], "adir"),
+        (&["--kind=openmp", &good, "truncated.ob"], "truncated.ob"),
+        (&["--kind=openmp", "header.ob"], "header.ob"),
+        (&["--kind=sycl", &good], "sycl"),
+        (&["--kind=cuda", &good], "not supported yet"),
+        (&["--kind=openmp", "--abi=new", &good], "new"),
+        (
+            &["--kind=openmp", "--triple=aarch64-unknown-linux-gnu", &good],
+            "aarch64",
+        ),
+        (
+            &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],
+            "windows",
+        ),
+        (&["--kind=openmp", "--triple=bogus", &good], "bogus"),
+        (
+            &["--kind=openmp", "--abi=rocm", &fx.path("app-dev.so")],
+            "app-dev.so",
+        ),
+        (&["--kind=openmp"], "no input"),
+        (&[&good], "--kind"),
+    ];
+    for (args, mention) in cases {
+        let mut all = vec!["wrap", "-o", "out.o"];
+        all.extend_from_slice(args);
+        let o = Command::new(ours())
+            .args(&all)
+            .current_dir(d)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let ok = o.status.code() == Some(1)
+            && lines.len() == 1
+            && lines[0].starts_with("error: ")
+            && lines[0].contains(mention)
+            && !stderr.contains("panicked");
+        if !ok {
+            return Err(format!("{all:?}: exit {:?}, stderr:\n{stderr}", o.status.code()).into());
+        }
+        let left: Vec<_> = std::fs::read_dir(d)
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n == "out.o" || n.starts_with(".offload-kit"))
+            .collect();
+        if !left.is_empty() {
+            return Err(format!("{all:?} left {left:?} behind").into());
+        }
+    }
+    Ok(())
+}
+
+/// Every trial of this module.
+pub fn tests() -> Vec<Trial> {
+    let mut v = Vec::new();
+    let base = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut t = BUILD_TOOLS.to_vec();
+        t.extend_from_slice(extra);
+        t
+    };
+    for &(ld, prog) in LINKERS {
+        for (name, shape) in [
+            ("pie", Shape::Pie),
+            ("no_pie", Shape::NoPie),
+            ("shared", Shape::Shared),
+            ("dlopen", Shape::Dlopen),
+            ("gc_sections", Shape::GcSections),
+        ] {
+            v.push(trial(
+                format!("wrap::run::{ld}::{name}"),
+                &base(&[prog]),
+                move || run_shape(ld, shape),
+            ));
+        }
+        v.push(trial(
+            format!("wrap::run::{ld}::two_images"),
+            &base(&[prog]),
+            move || run_two_images(ld),
+        ));
+        v.push(trial(
+            format!("wrap::run::{ld}::legacy_abi"),
+            &base(&[prog]),
+            move || run_legacy(ld),
+        ));
+    }
+    v.push(trial(
+        "wrap::run::raw_image",
+        &base(&["ld.bfd"]),
+        run_raw_image,
+    ));
+    for ld in ["bfd", "lld"] {
+        let prog = if ld == "bfd" { "ld.bfd" } else { "ld.lld" };
+        for (name, flavour) in [
+            ("openmp", Flavour::OpenMp),
+            ("two_images", Flavour::TwoImages),
+            ("legacy", Flavour::Legacy),
+            ("rocm", Flavour::Rocm),
+        ] {
+            let tools = base(&[prog, "llvm-offload-wrapper", "llc"]);
+            v.push(trial(
+                format!("wrap::stub::{ld}::{name}"),
+                &tools,
+                move || differential(flavour, ld),
+            ));
+        }
+    }
+    v.push(trial(
+        "wrap::readelf",
+        &base(&["readelf", "llvm-readelf", "llvm-objdump"]),
+        readelf_clean,
+    ));
+    v.push(trial("wrap::bad_input", &base(&[]), bad_input));
+    v
+}

@@ -1,0 +1,545 @@
+#!/usr/bin/env bash
+# Side-by-side benchmarks: offload-kit against the LLVM 22 tools it replaces,
+# on the same inputs, in one run. Every row is timed as a whole process
+# (start-up included): median wall time of RUNS runs after one untimed run
+# that checks the command works (and warms the page cache), plus the median
+# peak RSS. Our compat rows run our binary through links named after the LLVM
+# tools (made by `offload-kit install-links`) with identical arguments.
+#
+#   scripts/bench.sh                       # all groups, 4 MiB and 256 MiB images
+#   QUICK=1 scripts/bench.sh               # smoke run: 1 MiB images, 1 run (CI)
+#   STEPS=offload_binary SIZES="64" RUNS=3 scripts/bench.sh
+#
+# Environment:
+#   STEPS       groups to run, in order (default "startup offload_binary")
+#   SIZES       MiB per device image; each size makes one set of rows over 4
+#               images (default "4 256"; QUICK: "1")
+#   RUNS        timed runs per command (default 5; QUICK: 1)
+#   W           work dir (default: mktemp -d). Removed at the end unless KEEP=1;
+#               a W you name yourself loses only its bulky in/ out/ bin/
+#   KEEP=1      keep everything in W
+#   IN          where the device images live (default $W/in); a dir you name is
+#               never removed, so it can be reused across runs
+#   BENCH_TSV   TSV output (default $W/bench.tsv)
+#   LLVM        LLVM 22 tool dir (default /usr/lib/llvm-22/bin)
+#   OFFLOAD_KIT use this binary instead of building with `cargo build --release`
+#   QUICK=1     fast smoke settings (explicit SIZES / RUNS still win)
+#   SHARED_BENCH  where mkinputs.py is looked for (default <repo>/../shared/bench;
+#               a missing dir selects the built-in generator)
+#
+# Inputs come from <repo>/../shared/bench/mkinputs.py when present (device
+# images cut from the ELF files under /usr/lib), else from a generator below.
+# The timer is the shared timeit.py's method, written out below with one
+# addition: rows that write an output delete the previous run's output before
+# each timed run (untimed), for both tools alike.
+#
+# Exit status: 1 if LLVM 22 is missing, the build fails, any command fails, or
+# any correctness check (e.g. our pack byte-identical to LLVM's) fails.
+#
+# Adding a group (bundler, wrapper, scanner, ...): write step_NAME (call
+# make_inputs, then bench_row / row_note / row_fail per row, as
+# step_offload_binary does), list the LLVM tools it needs in NEEDS_NAME, and
+# add NAME to the default STEPS.
+set -euo pipefail
+
+if [ $# -gt 0 ]; then
+  case $1 in
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh takes no arguments (settings come from the environment; see --help)" >&2; exit 2 ;;
+  esac
+fi
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED_BENCH=${SHARED_BENCH:-$(dirname "$ROOT")/shared/bench}
+LLVM=${LLVM:-/usr/lib/llvm-22/bin}
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  SIZES=${SIZES:-1}
+  RUNS=${RUNS:-1}
+else
+  SIZES=${SIZES:-"4 256"}
+  RUNS=${RUNS:-5}
+fi
+STEPS=${STEPS:-"startup offload_binary"}
+KEEP=${KEEP:-0}
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+read -r -a SIZE_LIST <<<"$SIZES"
+[ ${#SIZE_LIST[@]} -gt 0 ] || die "SIZES is empty"
+for s in "${SIZE_LIST[@]}"; do
+  [[ $s =~ ^[1-9][0-9]*$ ]] || die "SIZES must be whole MiB per image (got '$s')"
+done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer (got '$RUNS')"
+command -v python3 >/dev/null || die "python3 is required (input generator and timer)"
+
+# ---------------------------------------------------------------- work dir and cleanup
+if [ -n "${W:-}" ]; then
+  W_MINE=0
+  mkdir -p "$W"
+else
+  W=$(mktemp -d "${TMPDIR:-/tmp}/offload-bench.XXXXXX")
+  W_MINE=1
+fi
+W=$(cd "$W" && pwd)
+if [ -n "${IN:-}" ]; then IN_MINE=0; else IN=$W/in; IN_MINE=1; fi
+mkdir -p "$IN" "$W/out" "$W/raw"
+IN=$(cd "$IN" && pwd)
+TSV=${BENCH_TSV:-$W/bench.tsv}
+LINKS=$W/bin
+
+cleanup() {
+  local rc=$?
+  if [ "$KEEP" = 1 ]; then
+    log "kept $W"
+  elif [ "$W_MINE" = 1 ] && [ "$IN_MINE" = 1 ]; then
+    rm -rf "$W"
+  else
+    [ "$IN_MINE" = 1 ] && rm -rf "$IN"
+    rm -rf "$W/out" "$LINKS"
+    [ "$W_MINE" = 1 ] && rm -rf "$W"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- LLVM 22
+# shellcheck disable=SC2034 # read through ${!var} in check_llvm
+NEEDS_startup="llvm-offload-binary"
+# shellcheck disable=SC2034
+
+NEEDS_offload_binary="llvm-offload-binary clang-offload-packager"
+
+check_llvm() {
+  local step tool v missing=()
+  for step in $STEPS; do
+    declare -F "step_$step" >/dev/null || die "unknown step '$step' (known: $(declare -F | sed -n 's/^declare -f step_//p' | tr '\n' ' '))"
+    local var=NEEDS_$step
+    for tool in ${!var:-}; do
+      [ -x "$LLVM/$tool" ] || [[ " ${missing[*]} " == *" $tool "* ]] || missing+=("$tool")
+    done
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    die "LLVM 22 not found: missing ${missing[*]} in $LLVM. Install LLVM 22 (Debian/Ubuntu: the llvm-22 and clang-22 packages from apt.llvm.org) or point LLVM= at its bin directory."
+  fi
+  v=$("$LLVM/llvm-offload-binary" --version 2>&1 || true)
+  [[ $v == *"LLVM version 22."* ]] || die "$LLVM/llvm-offload-binary is not LLVM 22 (it says: $(echo "$v" | tr '\n' ' ')); set LLVM= to an LLVM 22 bin directory"
+  LLVM_VERSION=$(sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p' <<<"$v" | head -1)
+}
+
+# ---------------------------------------------------------------- timer
+# The same idea as the shared timeit.py, inline: run the command N times (no
+# shell, output discarded), wall from a monotonic clock, user/sys and peak RSS
+# of the process and the children it waited for from wait4. It adds
+# --remove PATH: delete PATH (untimed) before each run, so a command that
+# writes PATH does not pay for the kernel freeing the previous run's output
+# (1.2 s for a 1 GiB file here, the same for both tools).
+TIMER=$W/timeit.py
+{
+  cat >"$TIMER" <<'PY'
+import argparse, os, statistics, subprocess, time
+ap = argparse.ArgumentParser()
+ap.add_argument('-n', type=int, default=5)
+ap.add_argument('--warmup', type=int, default=1)
+ap.add_argument('--timeout', type=float, default=900)
+ap.add_argument('--remove', action='append', default=[])
+ap.add_argument('cmd', nargs=argparse.REMAINDER)
+a = ap.parse_args()
+cmd = a.cmd[1:] if a.cmd[:1] == ['--'] else a.cmd
+stop = time.monotonic() + a.timeout
+rows, codes = [], []
+for i in range(a.warmup + a.n):
+    if time.monotonic() > stop:
+        break
+    for path in a.remove:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    if i >= a.warmup:
+        rows.append((wall, ru.ru_utime, ru.ru_stime, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024))
+        codes.append(os.waitstatus_to_exitcode(status))
+print(f'runs counted: A {len(rows)}')
+last = codes[-1] if codes else '?'
+print(f'A exit {last} ({codes.count(last)} of {len(rows)})')
+for k, name in ((1, 'user s'), (2, 'sys s'), (3, 'cpu s'), (0, 'wall s'), (4, 'peak MiB')):
+    v = [r[k] for r in rows] or [float('nan')]
+    print(f'A {name:<10} {min(v):10.3f} {statistics.median(v):10.3f} {max(v):10.3f}')
+PY
+}
+
+# time_cmd RAWFILE REMOVE CMD... -> T_OK T_MIN T_MED T_MAX T_CPU T_PEAK
+#   REMOVE: space-separated paths deleted before each run ("" for none)
+time_cmd() {
+  local raw=$1 remove=$2 p; shift 2
+  local rm_args=()
+  for p in $remove; do rm_args+=(--remove "$p"); done
+  T_OK=0 T_MIN=nan T_MED=nan T_MAX=nan T_CPU=nan T_PEAK=nan
+  python3 "$TIMER" -n "$RUNS" --warmup 0 "${rm_args[@]}" -- "$@" >"$raw" 2>&1 || return 0
+  read -r T_MIN T_MED T_MAX < <(awk '/^A wall s/ {print $4, $5, $6}' "$raw") || true
+  read -r T_CPU < <(awk '/^A cpu s/ {print $5}' "$raw") || true
+  read -r T_PEAK < <(awk '/^A peak MiB/ {print $5}' "$raw") || true
+  grep -q "^A exit 0 ($RUNS of $RUNS)" "$raw" && T_OK=1
+  return 0
+}
+
+# ---------------------------------------------------------------- rows
+# bench_row ID LABEL BYTES LLVM_ARRAY OURS_ARRAY
+#   Runs each command once, untimed, to check that it succeeds (its stderr is
+#   shown if not), then times it. LLVM_ARRAY / OURS_ARRAY name bash arrays that
+#   hold the commands; "" means no such command (shown as n/a).
+#   Afterwards row_note TEXT / row_fail TEXT annotate the row just made.
+ROW_IDS=() ROW_LABELS=() ROW_BYTES=() ROW_NOTES=()
+declare -A ROW=()
+FAILURES=0
+
+run_side() {
+  local id=$1 side=$2 arrname=$3 raw
+  ROW[$id.$side.med]=n/a ROW[$id.$side.peak]=n/a ROW[$id.$side.min]=n/a
+  ROW[$id.$side.max]=n/a ROW[$id.$side.cpu]=n/a ROW[$id.$side.cmd]=
+  [ -n "$arrname" ] || return 0
+  local -n cmd=$arrname
+  ROW[$id.$side.cmd]="${cmd[*]}"
+  raw=$W/raw/$id.$side
+  if ! "${cmd[@]}" >"$raw.stdout" 2>"$raw.stderr"; then
+    log "FAILED ($side): ${cmd[*]}"
+    tail -n 20 "$raw.stderr" | sed 's/^/    /' >&2 || true
+    ROW[$id.$side.med]=FAILED
+    return 1
+  fi
+  # Outputs named in the array ${arrname}_rm are deleted before each run.
+  local rm_list=""
+  if declare -p "${arrname}_rm" >/dev/null 2>&1; then
+    local -n rm_arr="${arrname}_rm"
+    rm_list="${rm_arr[*]}"
+  fi
+  time_cmd "$raw.timer" "$rm_list" "${cmd[@]}"
+  if [ "$T_OK" != 1 ]; then
+    log "FAILED ($side) during timed runs: ${cmd[*]} (see $raw.timer)"
+    ROW[$id.$side.med]=FAILED
+    return 1
+  fi
+  ROW[$id.$side.med]=$T_MED ROW[$id.$side.peak]=$T_PEAK ROW[$id.$side.min]=$T_MIN
+  ROW[$id.$side.max]=$T_MAX ROW[$id.$side.cpu]=$T_CPU
+}
+
+bench_row() {
+  # No local here may share a name with the caller's arrays (run_side reaches
+  # them through a nameref), hence the row_ prefixes.
+  local row_id=$1 row_label=$2 row_bytes=$3 row_llvm=$4 row_ours=$5 row_ok=1
+  log "$row_label"
+  ROW_IDS+=("$row_id") ROW_LABELS+=("$row_label") ROW_BYTES+=("$row_bytes") ROW_NOTES+=("")
+  ROW[$row_id.load1]=$(cut -d' ' -f1 /proc/loadavg)
+  run_side "$row_id" llvm "$row_llvm" || row_ok=0
+  run_side "$row_id" ours "$row_ours" || row_ok=0
+  if [ $row_ok = 0 ]; then
+    FAILURES=$((FAILURES + 1))
+    row_note "command failed"
+  fi
+  log "  LLVM ${ROW[$row_id.llvm.med]}, ours ${ROW[$row_id.ours.med]} (median wall s)"
+  write_tsv
+}
+
+# ran SIDE: the command of that side (llvm|ours) in the last row succeeded, so
+# its outputs are worth checking
+ran() {
+  local v=${ROW[${ROW_IDS[-1]}.$1.med]}
+  [ "$v" != FAILED ] && [ "$v" != n/a ]
+}
+
+row_note() {
+  local i=$((${#ROW_IDS[@]} - 1))
+  ROW_NOTES[i]=${ROW_NOTES[i]:+${ROW_NOTES[i]}; }$1
+  write_tsv
+}
+row_fail() {
+  FAILURES=$((FAILURES + 1))
+  log "CHECK FAILED: $1"
+  row_note "FAIL: $1"
+}
+
+# same_file A B -> 0 if identical; on a difference prints cmp's description
+same_file() {
+  local out
+  out=$(cmp "$1" "$2" 2>&1) && return 0
+  echo "${out:-differ}"
+  return 1
+}
+
+speedup() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else print "n/a" }'; }
+mib() { awk -v m="$1" 'BEGIN { if (m ~ /^[0-9.]+$/) printf "%.1f", m; else print m }'; }
+mbps() { awk -v n="$1" -v t="$2" 'BEGIN { if (n + 0 > 0 && t + 0 > 0) printf "%.0f", n / 1e6 / t; else print "n/a" }'; }
+
+write_tsv() {
+  local i id
+  {
+    printf 'id\trow\tbytes\truns\tllvm_wall_med\tours_wall_med\tspeedup\tllvm_peak_MiB\tours_peak_MiB\t'
+    printf 'llvm_wall_min\tllvm_wall_max\tours_wall_min\tours_wall_max\tllvm_cpu_med\tours_cpu_med\tours_MBps\tload1\tnote\tllvm_cmd\tours_cmd\n'
+    for i in "${!ROW_IDS[@]}"; do
+      id=${ROW_IDS[i]}
+      printf '%s\t' "$id" "${ROW_LABELS[i]}" "${ROW_BYTES[i]}" "$RUNS" \
+        "${ROW[$id.llvm.med]}" "${ROW[$id.ours.med]}" "$(speedup "${ROW[$id.llvm.med]}" "${ROW[$id.ours.med]}")" \
+        "${ROW[$id.llvm.peak]}" "${ROW[$id.ours.peak]}" \
+        "${ROW[$id.llvm.min]}" "${ROW[$id.llvm.max]}" "${ROW[$id.ours.min]}" "${ROW[$id.ours.max]}" \
+        "${ROW[$id.llvm.cpu]}" "${ROW[$id.ours.cpu]}" "$(mbps "${ROW_BYTES[i]}" "${ROW[$id.ours.med]}")" \
+        "${ROW[$id.load1]}" "${ROW_NOTES[i]}" "${ROW[$id.llvm.cmd]}"
+      printf '%s\n' "${ROW[$id.ours.cmd]}"
+    done
+  } >"$TSV"
+}
+
+print_table() {
+  local i id w=3 label
+  for label in "${ROW_LABELS[@]}"; do [ ${#label} -gt "$w" ] && w=${#label}; done
+  echo
+  echo "offload-kit vs LLVM $LLVM_VERSION: median wall of $RUNS run(s), whole process; peak = median peak RSS"
+  local maxload
+  maxload=$(for id in "${ROW_IDS[@]}"; do echo "${ROW[$id.load1]}"; done | sort -g | tail -1)
+  if awk -v l="${maxload:-0}" 'BEGIN { exit !(l > 1.5) }'; then
+    echo "WARNING: load average reached $maxload before a row: other processes shared the $(nproc) CPUs, so times are inflated and noisy"
+  fi
+  echo "machine: $(nproc) CPU, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(uname -r); offload-kit $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
+  printf "%-${w}s %9s %9s %9s %9s %10s %10s  %s\n" row "MiB" "LLVM s" "ours s" "speed-up" "LLVM MiB" "ours MiB" note
+  for i in "${!ROW_IDS[@]}"; do
+    id=${ROW_IDS[i]}
+    printf "%-${w}s %9s %9s %9s %9s %10s %10s  %s\n" "${ROW_LABELS[i]}" \
+      "$(awk -v b="${ROW_BYTES[i]}" 'BEGIN { if (b > 0) printf "%.1f", b / 1048576; else print "-" }')" \
+      "${ROW[$id.llvm.med]}" "${ROW[$id.ours.med]}" "$(speedup "${ROW[$id.llvm.med]}" "${ROW[$id.ours.med]}")" \
+      "$(mib "${ROW[$id.llvm.peak]}")" "$(mib "${ROW[$id.ours.peak]}")" "${ROW_NOTES[i]}"
+  done
+  echo
+}
+
+# ---------------------------------------------------------------- inputs
+img_size() { echo $((($1 << 20) - 4099 * ($2 + 1) - 17)); }   # same rule as mkinputs.py
+
+# Stand-in for shared/bench/mkinputs.py, same layout and sizes: deterministic
+# device images that compress about as well as real code (zstd -3 --long:
+# ~3.5x, gzip -6: ~2.2x). Each image is a stream of "phrases" (runs of a few
+# short byte strings, like instruction sequences, symbol names and relocations)
+# drawn with a Zipf-like skew, each followed by 2 fresh random bytes so that no
+# long run repeats exactly. About 20 s per GiB.
+FALLBACK_GEN=$(cat <<'PY'
+import os, random, sys
+out, sizes = sys.argv[1], [int(x) for x in sys.argv[2:]]
+def isize(s, k): return (s << 20) - 4099 * (k + 1) - 17
+big = max(sizes)
+for k in range(4):
+    rng = random.Random(0x0ff10ad + k)
+    words = [rng.randbytes(rng.randint(1, 8)) for _ in range(4096)]
+    phrases = [b''.join(rng.choices(words, k=rng.randint(4, 16))) for _ in range(1 << 16)]
+    cum, t = [], 0.0
+    for i in range(len(phrases)):
+        t += 1.0 / (i + 1)
+        cum.append(t)
+    d = os.path.join(out, f's{4 * big}M'); os.makedirs(d, exist_ok=True)
+    left = isize(big, k)
+    with open(os.path.join(d, f'img{k}.bin'), 'wb') as f:
+        while left:
+            n = 1 << 16
+            picked = rng.choices(phrases, cum_weights=cum, k=n)
+            noise = rng.randbytes(2 * n)
+            blob = b''.join([p + noise[2 * i:2 * i + 2] for i, p in enumerate(picked)])[:left]
+            f.write(blob); left -= len(blob)
+for s in sizes:
+    if s == big:
+        continue
+    d = os.path.join(out, f's{4 * s}M'); os.makedirs(d, exist_ok=True)
+    for k in range(4):
+        with open(os.path.join(out, f's{4 * big}M', f'img{k}.bin'), 'rb') as f, \
+             open(os.path.join(d, f'img{k}.bin'), 'wb') as o:
+            o.write(f.read(isize(s, k)))
+PY
+)
+
+make_inputs() {
+  local s k need=0
+  for s in "${SIZE_LIST[@]}"; do
+    for k in 0 1 2 3; do
+      local f=$IN/s$((4 * s))M/img$k.bin
+      [ -f "$f" ] && [ "$(stat -c %s "$f")" = "$(img_size "$s" "$k")" ] || need=1
+    done
+  done
+  [ $need = 1 ] || { log "reusing device images in $IN"; return 0; }
+  if [ -f "$SHARED_BENCH/mkinputs.py" ]; then
+    log "making device images ($SIZES MiB each) with $SHARED_BENCH/mkinputs.py"
+    python3 "$SHARED_BENCH/mkinputs.py" "$IN" "${SIZE_LIST[@]}" >&2
+  else
+    log "making device images ($SIZES MiB each) with the built-in generator (no $SHARED_BENCH)"
+    python3 -c "$FALLBACK_GEN" "$IN" "${SIZE_LIST[@]}"
+  fi
+  for s in "${SIZE_LIST[@]}"; do
+    for k in 0 1 2 3; do
+      [ "$(stat -c %s "$IN/s$((4 * s))M/img$k.bin")" = "$(img_size "$s" "$k")" ] ||
+        die "input $IN/s$((4 * s))M/img$k.bin has the wrong size"
+    done
+  done
+}
+
+# ---------------------------------------------------------------- build
+build_ours() {
+  if [ -n "${OFFLOAD_KIT:-}" ]; then
+    OURS=$(realpath "$OFFLOAD_KIT")
+    [ -x "$OURS" ] || die "OFFLOAD_KIT=$OFFLOAD_KIT is not an executable"
+  else
+    log "cargo build --release"
+    (cd "$ROOT" && cargo build --release) || die "cargo build --release failed"
+    local tdir
+    tdir=$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    OURS=$tdir/release/offload-kit
+  fi
+  rm -rf "$LINKS"
+  "$OURS" install-links "$LINKS" >/dev/null || die "$OURS install-links $LINKS failed"
+  local t
+  for t in llvm-offload-binary clang-offload-packager; do
+    [ -x "$LINKS/$t" ] || die "install-links made no $LINKS/$t"
+  done
+}
+
+# ================================================================ groups
+# Fixed cost: start-up of each tool, our compat front end vs LLVM's.
+step_startup() {
+  local llvm=("$LLVM/llvm-offload-binary" --version)
+  local ours=("$LINKS/llvm-offload-binary" --version)
+  bench_row startup.offload-binary "startup: llvm-offload-binary --version" 0 llvm ours
+}
+
+# OffloadBinary (llvm-offload-binary / clang-offload-packager), per SIZES entry:
+# pack 4 images, extract the last one, extract all 4, and list (ours only).
+# Extraction reads LLVM's pack on both sides, so both read the same bytes.
+ARCHS=(gfx90a gfx942 gfx1100 gfx1201)
+TRIPLE=amdgcn-amd-amdhsa
+
+step_offload_binary() {
+  local s k first=1
+  make_inputs
+  for s in "${SIZE_LIST[@]}"; do
+    local I=$IN/s$((4 * s))M O=$W/out/ob.$s tag=4x${s}MiB
+    mkdir -p "$O"
+    local specs=() imgs=() xl=() xo=()
+    for k in 0 1 2 3; do
+      imgs+=("$I/img$k.bin")
+      specs+=("--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp")
+      xl+=("--image=file=$O/llvm.x$k.o,arch=${ARCHS[k]}")
+      xo+=("--image=file=$O/ours.x$k.o,arch=${ARCHS[k]}")
+    done
+    local bytes=0 f
+    for f in "${imgs[@]}"; do bytes=$((bytes + $(stat -c %s "$f"))); done
+    cat "${imgs[@]}" >/dev/null
+
+    local llvm=("$LLVM/llvm-offload-binary" -o "$O/llvm.pack" "${specs[@]}")
+    local ours=("$LINKS/llvm-offload-binary" -o "$O/ours.pack" "${specs[@]}")
+    local llvm_rm=("$O/llvm.pack") ours_rm=("$O/ours.pack")
+    bench_row "ob.pack.$tag" "pack $tag" "$bytes" llvm ours
+    local why
+    if ran llvm && ran ours; then
+      if why=$(same_file "$O/llvm.pack" "$O/ours.pack"); then
+        row_note "pack byte-identical to LLVM's"
+      else
+        row_fail "pack differs from LLVM's: $why"
+      fi
+    fi
+    rm -f "$O/ours.pack"
+
+    # The other tool name, for the first size only: same code, same bytes.
+    if [ $first = 1 ]; then
+      first=0
+      llvm=("$LLVM/clang-offload-packager" -o "$O/llvm.cop.pack" "${specs[@]}")
+      ours=("$LINKS/clang-offload-packager" -o "$O/ours.cop.pack" "${specs[@]}")
+      llvm_rm=("$O/llvm.cop.pack") ours_rm=("$O/ours.cop.pack")
+      bench_row "ob.pack-as-clang-offload-packager.$tag" "pack $tag as clang-offload-packager" "$bytes" llvm ours
+      if ran llvm && ran ours; then
+        if why=$(same_file "$O/llvm.cop.pack" "$O/ours.cop.pack"); then
+          row_note "pack byte-identical to LLVM's"
+        else
+          row_fail "pack differs from LLVM's: $why"
+        fi
+      fi
+      rm -f "$O"/*.cop.pack
+    fi
+    [ -f "$O/llvm.pack" ] || { log "no LLVM pack; skipping the other $tag rows"; continue; }
+
+    llvm=("$LLVM/llvm-offload-binary" "$O/llvm.pack" "--image=file=$O/llvm.x.o,arch=${ARCHS[3]}")
+    ours=("$LINKS/llvm-offload-binary" "$O/llvm.pack" "--image=file=$O/ours.x.o,arch=${ARCHS[3]}")
+    llvm_rm=("$O/llvm.x.o") ours_rm=("$O/ours.x.o")
+    bench_row "ob.extract1.$tag" "extract 1 of 4 ($s MiB) from $tag" "$bytes" llvm ours
+    if ran ours; then
+      check_extracted "$O/llvm.x.o" "$O/ours.x.o" "${imgs[3]}" && row_note "image intact"
+    fi
+    rm -f "$O"/*.x.o
+
+    llvm=("$LLVM/llvm-offload-binary" "$O/llvm.pack" "${xl[@]}")
+    ours=("$LINKS/llvm-offload-binary" "$O/llvm.pack" "${xo[@]}")
+    llvm_rm=("${xl[@]#--image=file=}") ours_rm=("${xo[@]#--image=file=}")
+    llvm_rm=("${llvm_rm[@]%%,*}") ours_rm=("${ours_rm[@]%%,*}")
+    bench_row "ob.extractAll.$tag" "extract all 4 from $tag" "$bytes" llvm ours
+    if ran ours; then
+      local bad=0
+      for k in 0 1 2 3; do
+        check_extracted "$O/llvm.x$k.o" "$O/ours.x$k.o" "${imgs[k]}" || bad=1
+      done
+      [ $bad = 1 ] || row_note "4 images intact"
+    fi
+    rm -f "$O"/*.x?.o
+
+    unset llvm_rm ours_rm
+    ours=("$OURS" list "$O/llvm.pack")
+    bench_row "ob.list.$tag" "offload-kit list $tag (LLVM: none)" "$bytes" "" ours
+    if ran ours; then
+      local n
+      n=$(grep -c -F -e "${ARCHS[0]}" -e "${ARCHS[1]}" -e "${ARCHS[2]}" -e "${ARCHS[3]}" \
+        "$W/raw/ob.list.$tag.ours.stdout" || true)
+      if [ "$n" -ge 4 ]; then
+        row_note "lists the 4 archs"
+      else
+        row_fail "list output does not show the 4 archs"
+      fi
+    fi
+
+    [ "$KEEP" = 1 ] || rm -rf "$O"
+  done
+}
+
+# check_extracted LLVM_OUT OURS_OUT ORIGINAL: 0 if both extractions equal
+# the original image; otherwise notes what is wrong (ours wrong = failure).
+check_extracted() {
+  local why name ok=0
+  name=$(basename "$3")
+  if [ ! -f "$2" ]; then
+    row_fail "we extracted no $name"; ok=1
+  elif ! why=$(same_file "$2" "$3"); then
+    row_fail "our extracted $name differs from the input: $why"; ok=1
+  fi
+  if [ ! -f "$1" ]; then
+    row_note "LLVM extracted no $name"; ok=1
+  elif ! why=$(same_file "$1" "$3"); then
+    row_note "LLVM's extracted $name differs from the input: $why"; ok=1
+  fi
+  return $ok
+}
+
+# ================================================================ main
+check_llvm
+log "work dir $W; STEPS=\"$STEPS\" SIZES=\"$SIZES\" RUNS=$RUNS; LLVM $LLVM_VERSION in $LLVM"
+build_ours
+for step in $STEPS; do
+  "step_$step"
+done
+print_table
+if [ "$KEEP" = 1 ] || [[ $TSV != "$W"/* ]] || [ "$W_MINE" = 0 ]; then
+  echo "TSV: $TSV"
+else
+  echo "TSV: $TSV (removed with the work dir: set BENCH_TSV=path or KEEP=1 to keep it)"
+fi
+if [ "$FAILURES" -gt 0 ]; then
+  log "$FAILURES failure(s): see the notes above"
+  exit 1
+fi

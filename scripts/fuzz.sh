@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Run the cargo-fuzz targets in scripts/fuzz/ on the stable toolchain.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET ...]
+#
+# Runs each target (default: all of them) for SECONDS (default 60) of
+# fuzzing, not counting the build. A crash leaves its input in
+# scripts/fuzz/artifacts/TARGET/; the script goes on with the other targets and
+# exits 1 at the end. Reproduce a crash on stable without cargo-fuzz:
+#   (cd scripts/fuzz && cargo run --bin TARGET -- artifacts/TARGET/crash-...)
+#
+# Stable toolchain: `cargo fuzz` asks rustc for -Zsanitizer=address by default,
+# which only nightly accepts. The fuzz bodies are safe Rust, where a sanitizer
+# finds little that a panic does not, so the default here is
+# `--sanitizer none`: every flag cargo-fuzz then passes (-Cpasses=sancov-module,
+# -Cllvm-args=...) is stable. SANITIZER=address gets ASan anyway, on stable, by
+# setting RUSTC_BOOTSTRAP=1 (the ASan runtime ships with stable's rust-std).
+# Targets are built with debug assertions (-a), so integer overflow panics.
+#
+# Environment:
+#   SANITIZER   none (default) | address | ...  (anything but none sets RUSTC_BOOTSTRAP=1)
+#   FUZZ_ARGS   extra libFuzzer flags, e.g. "-fork=2" or "-max_len=65536"
+#   FIXTURES    seed files (default: <repo>/fixtures), copied into each corpus
+#   LLVM        LLVM 22 tool dir (default /usr/lib/llvm-22/bin), for made-up seeds
+#
+# The corpora (scripts/fuzz/corpus/TARGET/) persist between runs and are
+# ignored by git, as are target/, artifacts/ and Cargo.lock.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FUZZ_DIR=$ROOT/scripts/fuzz
+SECONDS_PER_TARGET=60
+if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
+  SECONDS_PER_TARGET=$1
+  shift
+fi
+SANITIZER=${SANITIZER:-none}
+FIXTURES=${FIXTURES:-$ROOT/fixtures}
+LLVM=${LLVM:-/usr/lib/llvm-22/bin}
+read -r -a EXTRA <<<"${FUZZ_ARGS:-}"
+
+log() { printf '[fuzz %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+  exit 0
+fi
+
+command -v cargo >/dev/null || die "cargo not found"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  log "cargo-fuzz missing: cargo install cargo-fuzz --locked"
+  cargo install cargo-fuzz --locked
+fi
+
+fuzz_flags=(--fuzz-dir "$FUZZ_DIR" --sanitizer "$SANITIZER" --debug-assertions)
+if [ "$SANITIZER" != none ]; then
+  # cargo-fuzz passes -Zsanitizer=...; let stable rustc accept -Z flags.
+  export RUSTC_BOOTSTRAP=1
+fi
+
+cd "$ROOT"
+if [ $# -gt 0 ]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(cargo fuzz list --fuzz-dir "$FUZZ_DIR")
+fi
+[ ${#targets[@]} -gt 0 ] || die "no fuzz targets in $FUZZ_DIR"
+
+# ---------------------------------------------------------------- seeds
+# Copy each fixture into the corpus under the SHA-1 of its content, which is
+# how libFuzzer names corpus files itself, so re-seeding adds no duplicates.
+seed_from_fixtures() {
+  local corpus=$1 f sum n=0
+  [ -d "$FIXTURES" ] || return 0
+  while IFS= read -r -d '' f; do
+    sum=$(sha1sum <"$f" | cut -d' ' -f1)
+    if [ ! -e "$corpus/$sum" ]; then
+      cp "$f" "$corpus/$sum"
+      n=$((n + 1))
+    fi
+  done < <(find "$FIXTURES" -type f -size -4M -print0)
+  [ $n = 0 ] || log "seeded $n file(s) from $FIXTURES"
+}
+
+# Per-target extra seeds: a function seed_TARGET CORPUS, when one exists.
+# offload_binary_read: a few small binaries written by the real LLVM tool.
+seed_offload_binary_read() {
+  local corpus=$1 tool=$LLVM/llvm-offload-binary tmp f sum
+  [ -x "$tool" ] || return 0
+  tmp=$(mktemp -d)
+  printf 'not an image, just some bytes\n' >"$tmp/a.txt"
+  printf '\177ELF\2\1\1\0fake device code' >"$tmp/b.o"
+  "$tool" -o "$tmp/one.bin" --image=file="$tmp/a.txt",triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp
+  "$tool" -o "$tmp/two.bin" \
+    --image=file="$tmp/b.o",triple=nvptx64-nvidia-cuda,arch=sm_90,kind=cuda \
+    --image=file="$tmp/a.txt",triple=amdgcn-amd-amdhsa,arch=gfx942:xnack+,kind=hip,feature=+xnack
+  "$tool" -o "$tmp/noarch.bin" --image=file="$tmp/b.o",triple=x86_64-unknown-linux-gnu,kind=openmp
+  cat "$tmp/one.bin" "$tmp/two.bin" >"$tmp/concat.bin"
+  for f in "$tmp"/*.bin; do
+    sum=$(sha1sum <"$f" | cut -d' ' -f1)
+    [ -e "$corpus/$sum" ] || cp "$f" "$corpus/$sum"
+  done
+  rm -rf "$tmp"
+}
+
+# ---------------------------------------------------------------- build, then run
+log "building ${targets[*]} (sanitizer: $SANITIZER)"
+for t in "${targets[@]}"; do
+  cargo fuzz build "${fuzz_flags[@]}" "$t"
+done
+
+failed=()
+for t in "${targets[@]}"; do
+  corpus=$FUZZ_DIR/corpus/$t
+  mkdir -p "$corpus" "$FUZZ_DIR/artifacts/$t"
+  seed_from_fixtures "$corpus"
+  if declare -F "seed_$t" >/dev/null; then
+    "seed_$t" "$corpus" || log "warning: seed_$t failed; going on"
+  fi
+  args=(-max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
+  [ -f "$FUZZ_DIR/dict/$t.dict" ] && args+=(-dict="$FUZZ_DIR/dict/$t.dict")
+  log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
+  if cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}"; then
+    log "$t: no crash"
+  else
+    log "$t: FAILED; inputs in $FUZZ_DIR/artifacts/$t/"
+    failed+=("$t")
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  log "failed: ${failed[*]}"
+  exit 1
+fi
+log "all ${#targets[@]} target(s) ran ${SECONDS_PER_TARGET}s without a crash"

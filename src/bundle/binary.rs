@@ -1,0 +1,293 @@
+//! The binary bundle layout: reading with every field checked, and writing
+//! with LLVM's alignment rules, without holding entry data.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Layout, Piece};
+use crate::llvm::string_map;
+use crate::num::usize_from;
+
+/// The magic that starts a binary bundle (no NUL).
+pub const MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
+
+/// One entry of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry<'data> {
+    /// The entry ID as stored (normally a normalized bundle-entry ID).
+    pub id: &'data [u8],
+    /// Offset of the data from the start of the bundle.
+    pub offset: u64,
+    /// The data.
+    pub data: &'data [u8],
+}
+
+impl Entry<'_> {
+    /// The ID as text (lossy for non-UTF-8 bytes).
+    pub fn id_str(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.id)
+    }
+}
+
+/// Whether `data` starts with the bundle magic.
+pub fn has_magic(data: &[u8]) -> bool {
+    data.starts_with(MAGIC)
+}
+
+fn u64_at(data: &[u8], at: u64, what: &'static str) -> Result<u64> {
+    let bytes = usize::try_from(at)
+        .ok()
+        .and_then(|a| data.get(a..a.checked_add(8)?))
+        .ok_or_else(|| ErrorKind::Truncated {
+            what,
+            offset: at,
+            need: 8,
+            have: (data.len() as u64).saturating_sub(at),
+        })?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(bytes);
+    Ok(u64::from_le_bytes(b))
+}
+
+/// Reads the binary bundle in `data` (which must start with the magic), in
+/// file order. Where LLVM 22 silently stops reading (and then crashes or
+/// calls the file "not a bundle"), this reports exactly what is wrong: a
+/// truncated header, an entry count that cannot fit, an ID or data range
+/// outside the file, data overlapping the header, or a zero data offset.
+/// Entries whose data overlap each other are allowed: LLVM itself writes them
+/// when two targets normalize to the same ID.
+pub fn read(data: &[u8]) -> Result<Vec<Entry<'_>>> {
+    if !has_magic(data) {
+        return Err(ErrorKind::BadMagic {
+            what: "bundle",
+            offset: 0,
+            expected: "__CLANG_OFFLOAD_BUNDLE__",
+        }
+        .into());
+    }
+    let len = data.len() as u64;
+    let n = u64_at(data, 24, "bundle entry count")?;
+    // Each record takes at least 24 bytes.
+    if n.checked_mul(24).is_none_or(|need| need > len - 32) {
+        return Err(Error::invalid(
+            "bundle entry count",
+            format!("{n} records of at least 24 bytes cannot fit in {len} bytes"),
+        ));
+    }
+    let mut at = 32u64;
+    let mut records = Vec::new();
+    for i in 0..n {
+        let offset = u64_at(data, at, "bundle entry record")?;
+        let size = u64_at(data, at + 8, "bundle entry record")?;
+        let id_len = u64_at(data, at + 16, "bundle entry record")?;
+        at += 24;
+        let id_end = at
+            .checked_add(id_len)
+            .filter(|&e| e <= len)
+            .ok_or_else(|| ErrorKind::OutOfBounds {
+                what: format!("ID of bundle entry {i}"),
+                offset: at,
+                size: id_len,
+                within: "file",
+                limit: len,
+            })?;
+        let id = &data[usize_from(at)..usize_from(id_end)];
+        at = id_end;
+        records.push((i, offset, size, id));
+    }
+    let header_end = at;
+    let mut entries = Vec::with_capacity(records.len());
+    for (i, offset, size, id) in records {
+        let end = offset
+            .checked_add(size)
+            .filter(|&e| e <= len)
+            .ok_or_else(|| ErrorKind::OutOfBounds {
+                what: format!("data of bundle entry {i} ({})", String::from_utf8_lossy(id)),
+                offset,
+                size,
+                within: "file",
+                limit: len,
+            })?;
+        if offset == 0 || (size != 0 && offset < header_end) {
+            return Err(ErrorKind::Overlap {
+                first: format!("data of bundle entry {i} ({offset:#x}..{end:#x})"),
+                second: format!("bundle header (0x0..{header_end:#x})"),
+            }
+            .into());
+        }
+        entries.push(Entry {
+            id,
+            offset,
+            data: &data[usize_from(offset)..usize_from(end)],
+        });
+    }
+    Ok(entries)
+}
+
+/// The entries as LLVM 22 iterates them (for `-list` and when matching
+/// targets): its `StringMap` order, a later duplicate ID replacing the data
+/// of an earlier one in the earlier one's place.
+pub fn in_llvm_order<'a, 'data>(entries: &'a [Entry<'data>]) -> Vec<&'a Entry<'data>> {
+    let ids: Vec<&[u8]> = entries.iter().map(|e| e.id).collect();
+    string_map::order_of(&ids)
+        .into_iter()
+        .map(|first| {
+            let id = entries[first].id;
+            // The last entry with this ID wins.
+            entries
+                .iter()
+                .rev()
+                .find(|e| e.id == id)
+                .unwrap_or(&entries[first])
+        })
+        .collect()
+}
+
+/// An entry to write: its (normalized) ID and data size; the data stays with
+/// the caller and is referred to by index.
+#[derive(Debug, Clone)]
+pub struct EntrySpec {
+    /// The ID to store.
+    pub id: String,
+    /// Size of the data.
+    pub size: u64,
+}
+
+/// Lays out a binary bundle of `entries`, in order, each entry's data at the
+/// running position rounded up to a multiple of `align` (any value ≥ 1; no
+/// padding after the last entry), as LLVM 22 does. When two entries have the
+/// same ID, LLVM writes offsets that point at the wrong data (offload-formats
+/// §1.5); callers reject duplicate normalized IDs before calling this.
+pub fn layout(entries: &[EntrySpec], align: u64) -> Result<Layout> {
+    if align == 0 {
+        return Err(Error::usage("bundle alignment must be at least 1"));
+    }
+    let overflow = || Error::usage("the bundle would be larger than 2^64 bytes");
+    let mut header_len = 32u64;
+    for e in entries {
+        header_len = header_len
+            .checked_add(24 + e.id.len() as u64)
+            .ok_or_else(overflow)?;
+    }
+    // Data offsets.
+    let mut offsets = Vec::with_capacity(entries.len());
+    let mut pos = header_len;
+    for e in entries {
+        let at = pos
+            .div_ceil(align)
+            .checked_mul(align)
+            .ok_or_else(overflow)?;
+        offsets.push(at);
+        pos = at.checked_add(e.size).ok_or_else(overflow)?;
+    }
+    let mut header = Vec::with_capacity(usize_from(header_len));
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for (e, off) in entries.iter().zip(&offsets) {
+        header.extend_from_slice(&off.to_le_bytes());
+        header.extend_from_slice(&e.size.to_le_bytes());
+        header.extend_from_slice(&(e.id.len() as u64).to_le_bytes());
+        header.extend_from_slice(e.id.as_bytes());
+    }
+    let mut layout = Layout::default();
+    layout.push(Piece::Bytes(header), header_len);
+    let mut pos = header_len;
+    for (i, (e, off)) in entries.iter().zip(&offsets).enumerate() {
+        layout.push(Piece::Zeros(off - pos), off - pos);
+        layout.push(Piece::Image(i), e.size);
+        pos = off + e.size;
+    }
+    Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(id: &str, size: u64) -> EntrySpec {
+        EntrySpec {
+            id: id.into(),
+            size,
+        }
+    }
+
+    #[test]
+    fn matches_the_spec_example() {
+        // offload-formats.md §1.1: header ends at 0xc6, data follow.
+        let specs = [
+            spec("host-x86_64-unknown-linux-gnu-", 8),
+            spec("hip-amdgcn-amd-amdhsa--gfx906", 4),
+            spec("openmp-nvptx64-nvidia-cuda-unknown-", 8),
+        ];
+        let mut out = Vec::new();
+        layout(&specs, 1)
+            .unwrap()
+            .write_to(&mut out, &[b"HOSTDATA", b"DEV1", b"DEVICE22"])
+            .unwrap();
+        assert_eq!(&out[0xc6..], b"HOSTDATADEV1DEVICE22");
+        let e = read(&out).unwrap();
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[1].offset, 0xce);
+        assert_eq!(e[2].data, b"DEVICE22");
+        let order: Vec<_> = in_llvm_order(&e)
+            .iter()
+            .map(|e| e.id_str().into_owned())
+            .collect();
+        assert_eq!(order[2], "host-x86_64-unknown-linux-gnu-");
+    }
+
+    #[test]
+    fn alignment_pads_before_each_entry_not_after_the_last() {
+        let specs = [spec("host-x86_64-unknown-linux-gnu-", 3), spec("b", 5)];
+        let l = layout(&specs, 4096).unwrap();
+        assert_eq!(l.size, 0x2000 + 5);
+        let l = layout(&specs, 3).unwrap();
+        let mut out = Vec::new();
+        l.write_to(&mut out, &[b"abc", b"defgh"]).unwrap();
+        let e = read(&out).unwrap();
+        assert_eq!(e[0].offset % 3, 0);
+        assert_eq!(e[1].offset % 3, 0);
+        assert!(layout(&specs, 0).is_err());
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let specs = [
+            spec("host-x86_64-unknown-linux-gnu-", 10),
+            spec("hip-amdgcn-amd-amdhsa--gfx906", 10),
+        ];
+        let mut out = Vec::new();
+        layout(&specs, 1)
+            .unwrap()
+            .write_to(&mut out, &[&[1; 10], &[2; 10]])
+            .unwrap();
+        assert!(read(&out).is_ok());
+        for cut in 0..out.len() {
+            assert!(read(&out[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn hostile_fields_are_errors() {
+        let specs = [spec("x", 4)];
+        let mut good = Vec::new();
+        layout(&specs, 1)
+            .unwrap()
+            .write_to(&mut good, &[b"data"])
+            .unwrap();
+        let put = |at: usize, v: u64| {
+            let mut b = good.clone();
+            b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            b
+        };
+        for bad in [
+            put(24, u64::MAX),     // absurd count
+            put(24, 1 << 40),      // count too large for the file
+            put(32, 0),            // zero offset
+            put(32, 8),            // data inside the header
+            put(32, u64::MAX - 1), // offset + size overflows
+            put(40, 1 << 50),      // size past the end
+            put(48, u64::MAX),     // ID length overflows
+        ] {
+            assert!(read(&bad).is_err());
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Clang offload bundles, as `clang-offload-bundler` 22 reads and writes them.
+//!
+//! Binary layout (`-type=bc`, `gch`, `ast`, and `o`/`a` when the host input is
+//! not an object file), little-endian:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 24 | magic `__CLANG_OFFLOAD_BUNDLE__` (no NUL) |
+//! | 24 | 8 | number of entries N |
+//! | 32 | … | N records: data offset (8), data size (8), ID length L (8), ID (L bytes) |
+//! | … | … | the entries' data, each at its offset (zero padding before it when aligned) |
+//!
+//! Text layout (`-type=i ii cui hipi d ll s`): each entry is
+//! `\n<C> __CLANG_OFFLOAD_BUNDLE____START__ <ID>\n<data>\n<C> __CLANG_OFFLOAD_BUNDLE____END__ <ID>\n`,
+//! with `<C>` the file type's comment prefix. Compressed bundles (CCOB) wrap
+//! either layout. Entry IDs are `<kind>-<triple>-<target id>`, normalized.
+//!
+//! Sources: `clang/lib/Driver/OffloadBundler.cpp` (LLVM 22), and experiments
+//! with the installed LLVM 22 tools (../shared/spec/offload-formats.md §1–8).
+
+pub mod binary;
+pub mod compressed;
+pub mod id;
+pub mod select;
+pub mod text;
+
+use crate::error::{Error, Result};
+
+/// How a bundle is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The binary layout (magic, records, data).
+    Binary,
+    /// The text layout with this comment prefix.
+    Text(&'static str),
+    /// Sections `__CLANG_OFFLOAD_BUNDLE__<ID>` of a host object file.
+    Object,
+}
+
+impl Format {
+    /// The format LLVM 22 uses for `-type=file_type`, given the host input
+    /// (for `o` and `a`, an object file gets the object format, anything else
+    /// the binary one); `None` for a type LLVM does not know.
+    pub fn for_type(file_type: &str, host: &[u8]) -> Option<Format> {
+        if let Some(prefix) = text::comment_prefix(file_type) {
+            return Some(Format::Text(prefix));
+        }
+        match file_type {
+            "bc" | "gch" | "ast" => Some(Format::Binary),
+            "o" | "a" => Some(if is_object(host) {
+                Format::Object
+            } else {
+                Format::Binary
+            }),
+            _ => None,
+        }
+    }
+
+    /// Guesses the format of `data` without a `-type`: the binary magic, an
+    /// object with bundle sections, or text markers with any known prefix.
+    pub fn detect(data: &[u8]) -> Option<Format> {
+        if binary::has_magic(data) {
+            return Some(Format::Binary);
+        }
+        if is_object(data) {
+            return object_entries(data)
+                .ok()
+                .filter(|e| !e.is_empty())
+                .map(|_| Format::Object);
+        }
+        ["//", "#", ";"].into_iter().map(Format::Text).find(|f| {
+            let Format::Text(p) = f else { return false };
+            memchr::memmem::find(
+                data,
+                format!("\n{p} __CLANG_OFFLOAD_BUNDLE____START__ ").as_bytes(),
+            )
+            .is_some()
+        })
+    }
+}
+
+/// Whether LLVM would open `data` as an object file.
+pub fn is_object(data: &[u8]) -> bool {
+    use object::FileKind as K;
+    matches!(
+        K::parse(data),
+        Ok(K::Elf32
+            | K::Elf64
+            | K::Coff
+            | K::CoffBig
+            | K::MachO32
+            | K::MachO64
+            | K::Pe32
+            | K::Pe64
+            | K::Xcoff32
+            | K::Xcoff64)
+    )
+}
+
+/// One entry of a bundle, in any format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found<'data> {
+    /// The entry ID as stored.
+    pub id: &'data [u8],
+    /// The entry's data (for an object bundle's host entry, the one-byte
+    /// marker `\0`).
+    pub data: &'data [u8],
+}
+
+/// The entries of the bundle in `data`, in the order LLVM 22 lists and
+/// matches them for `format`: hash order for binary bundles, file order for
+/// text, section order for objects. A file without the binary magic or text
+/// markers has no entries; a malformed one is an error.
+pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
+    match format {
+        Format::Binary => {
+            if !binary::has_magic(data) {
+                return Ok(Vec::new());
+            }
+            let all = binary::read(data)?;
+            Ok(binary::in_llvm_order(&all)
+                .into_iter()
+                .map(|e| Found {
+                    id: e.id,
+                    data: e.data,
+                })
+                .collect())
+        }
+        Format::Text(prefix) => Ok(text::read(data, prefix)?
+            .into_iter()
+            .map(|e| Found {
+                id: e.id,
+                data: e.data,
+            })
+            .collect()),
+        Format::Object => object_entries(data),
+    }
+}
+
+/// Entries kept in `__CLANG_OFFLOAD_BUNDLE__<ID>` sections, in section order.
+pub fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
+    use object::{Object, ObjectSection};
+    let err = |e: object::read::Error| Error::invalid("object file", e.to_string());
+    let file = object::File::parse(data).map_err(err)?;
+    let mut out = Vec::new();
+    for s in file.sections() {
+        let Ok(name) = s.name_bytes() else { continue };
+        if let Some(id) = name.strip_prefix(binary::MAGIC.as_slice()) {
+            out.push(Found {
+                id,
+                data: s.data().map_err(err)?,
+            });
+        }
+    }
+    Ok(out)
+}

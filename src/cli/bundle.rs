@@ -1,0 +1,244 @@
+//! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
+//! ordinary options, on the same library code as the drop-in.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+
+use super::io::{Input, open_input, write_bytes, write_layout};
+use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
+use offload_kit::bundle::{self, Format, binary, id::BundleId, select, text};
+use offload_kit::llvm::path::stem;
+
+/// Bundle per-target files into one clang offload bundle (the bytes
+/// clang-offload-bundler 22 writes).
+#[derive(clap::Args)]
+#[command(
+    after_help = "Example:\n  offload-kit bundle --type bc -o fat.bc \\\n    host-x86_64-unknown-linux-gnu=host.bc hip-amdgcn-amd-amdhsa--gfx90a=dev.bc"
+)]
+pub struct BundleOpts {
+    /// Output file (`-` for standard output).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// File type: i ii cui hipi d ll s (text), bc gch ast o (binary).
+    #[arg(long = "type", value_name = "TYPE")]
+    file_type: String,
+    /// Entries, in order: TARGET=FILE, TARGET being <kind>-<triple>[-<target id>].
+    #[arg(required = true, value_name = "TARGET=FILE")]
+    entries: Vec<String>,
+    /// Align each entry's data to a multiple of N bytes (binary bundles).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    align: u64,
+    /// Compress the bundle (CCOB, zstd).
+    #[arg(long)]
+    compress: bool,
+    /// zstd compression level (default 3, as LLVM).
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
+    level: i32,
+    /// CCOB format version.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(2..=3))]
+    format_version: u16,
+    /// Compress with N threads (output differs from LLVM's single-threaded
+    /// bytes; LLVM reads it back to the same bundle).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: u32,
+}
+
+impl BundleOpts {
+    pub fn run(self) -> Result<()> {
+        let mut targets = Vec::new();
+        let mut files = Vec::new();
+        for e in &self.entries {
+            let Some((t, f)) = e.split_once('=') else {
+                bail!("'{e}': entries are TARGET=FILE");
+            };
+            targets.push(t.to_string());
+            files.push(f.to_string());
+        }
+        let ids = bundle::id::check_targets(&targets, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
+        for (i, n) in normalized.iter().enumerate() {
+            if normalized[..i].contains(n) {
+                bail!("two targets are the same bundle entry '{n}' once normalized");
+            }
+        }
+        let inputs: Vec<Input> = files.iter().map(|f| open_input(f)).collect::<Result<_>>()?;
+        let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
+        let format = Format::for_type(&self.file_type, inputs[host].bytes())
+            .with_context(|| format!("'{}': unknown file type", self.file_type))?;
+        let layout = match format {
+            Format::Binary => {
+                let specs: Vec<binary::EntrySpec> = normalized
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(id, i)| binary::EntrySpec {
+                        id: id.clone(),
+                        size: i.bytes().len() as u64,
+                    })
+                    .collect();
+                binary::layout(&specs, self.align)?
+            }
+            Format::Text(prefix) => {
+                let e: Vec<(&str, u64)> = normalized
+                    .iter()
+                    .zip(&inputs)
+                    .map(|(id, i)| (id.as_str(), i.bytes().len() as u64))
+                    .collect();
+                text::layout(prefix, &e)
+            }
+            Format::Object => bail!(
+                "--type {} with an object host: use clang-offload-bundler's drop-in",
+                self.file_type
+            ),
+        };
+        let out = self.output.to_string_lossy().into_owned();
+        if self.compress {
+            let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
+            let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+            layout.write_to(&mut whole, &refs)?;
+            let opts = CompressOptions {
+                version: self.format_version,
+                method: Method::ZSTD,
+                level: self.level,
+                threads: if self.threads > 1 { self.threads } else { 0 },
+            };
+            let (packed, _) = compressed::compress_to_vec(&whole, &opts)?;
+            drop(whole);
+            let holder = Input::from_vec(packed);
+            return write_bytes(&out, &holder, holder.bytes())
+                .with_context(|| format!("'{out}': cannot write"));
+        }
+        write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+            .with_context(|| format!("'{out}': cannot write"))
+    }
+}
+
+/// Take a clang offload bundle apart: every entry, or the entries LLVM would
+/// give the targets named.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Without targets, every entry is written to DIR/<input stem>-<entry ID>.<n> with\n\
+characters other than letters, digits and ._+- replaced by '_'. With TARGET[=FILE],\n\
+each target gets the entry clang-offload-bundler would give it (target-ID rules)."
+)]
+pub struct UnbundleOpts {
+    /// The bundle (binary, text, object or compressed).
+    input: String,
+    /// Targets to extract: TARGET (to DIR/<target>) or TARGET=FILE.
+    #[arg(value_name = "TARGET[=FILE]")]
+    targets: Vec<String>,
+    /// File type, when it cannot be guessed (text bundles without markers).
+    #[arg(long = "type", value_name = "TYPE")]
+    file_type: Option<String>,
+    /// Directory for the outputs (created if missing).
+    #[arg(short, long = "output-dir", value_name = "DIR", default_value = ".")]
+    output_dir: PathBuf,
+    /// Write empty files for targets not found instead of failing.
+    #[arg(long)]
+    allow_missing: bool,
+    /// Let hip/hipv4 entries serve openmp targets and back.
+    #[arg(long)]
+    hip_openmp_compatible: bool,
+}
+
+fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The input's bytes, inflated if it is a CCOB.
+pub fn open_bundle(name: &str) -> Result<(Input, Option<compressed::Decompressed>)> {
+    let input = open_input(name)?;
+    if !compressed::llvm_treats_as_compressed(input.bytes()) {
+        return Ok((input, None));
+    }
+    let opts = ReadOptions {
+        hash: HashCheck::Enforce,
+        ..ReadOptions::default()
+    };
+    let d = compressed::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
+    Ok((input, Some(d)))
+}
+
+impl UnbundleOpts {
+    pub fn run(self) -> Result<()> {
+        let (input, inflated) = open_bundle(&self.input)?;
+        let holder = inflated.map(|d| Input::from_vec(d.data));
+        let src = holder.as_ref().unwrap_or(&input);
+        let data = src.bytes();
+        let format = match &self.file_type {
+            Some(t) => {
+                Format::for_type(t, data).with_context(|| format!("'{t}': unknown file type"))?
+            }
+            None => Format::detect(data)
+                .with_context(|| format!("'{}': not a clang offload bundle", self.input))?,
+        };
+        let found = bundle::entries(data, format).with_context(|| format!("'{}'", self.input))?;
+        if format == Format::Object && found.iter().any(|f| f.data == [0]) {
+            bail!(
+                "'{}': object bundles: the host entry is not extracted yet",
+                self.input
+            );
+        }
+        std::fs::create_dir_all(&self.output_dir)
+            .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
+        let write = |name: &str, bytes: &[u8]| -> Result<()> {
+            let path = self.output_dir.join(name);
+            let shown = path.to_string_lossy().into_owned();
+            write_bytes(&shown, src, bytes).with_context(|| format!("'{shown}': cannot write"))?;
+            println!("{shown}");
+            Ok(())
+        };
+        if self.targets.is_empty() {
+            let base = safe(stem(&self.input));
+            for (n, f) in found.iter().enumerate() {
+                write(
+                    &format!("{base}-{}.{n}", safe(&String::from_utf8_lossy(f.id))),
+                    f.data,
+                )?;
+            }
+            return Ok(());
+        }
+        let (names, outs): (Vec<String>, Vec<Option<String>>) = self
+            .targets
+            .iter()
+            .map(|t| match t.split_once('=') {
+                Some((a, b)) => (a.to_string(), Some(b.to_string())),
+                None => (t.clone(), None),
+            })
+            .unzip();
+        let requests =
+            bundle::id::check_targets(&names, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
+        let got = select::assign(&ids, &requests, self.hip_openmp_compatible)
+            .with_context(|| format!("'{}'", self.input))?;
+        let missing: Vec<String> = got
+            .iter()
+            .zip(&requests)
+            .filter(|(g, _)| g.is_none())
+            .map(|(_, r)| r.normalized())
+            .collect();
+        if !missing.is_empty() && !self.allow_missing {
+            bail!(
+                "'{}': no entry for {}",
+                self.input,
+                select::missing_list(missing)
+            );
+        }
+        for (i, g) in got.iter().enumerate() {
+            let name = outs[i]
+                .clone()
+                .unwrap_or_else(|| safe(&requests[i].normalized()));
+            let bytes = g.map(|e| found[e].data).unwrap_or_default();
+            write(&name, bytes)?;
+        }
+        Ok(())
+    }
+}

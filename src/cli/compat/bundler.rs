@@ -1,0 +1,479 @@
+//! `clang-offload-bundler` (LLVM 22): bundle, unbundle and list, with its
+//! option syntax, its checks in its order, and its messages.
+//!
+//! Differences, all where LLVM crashes, writes wrong bytes or is vague: a
+//! truncated or inconsistent bundle, `-bundle-align=0`, a text entry without
+//! its end marker, and two targets that normalize to the same ID are errors
+//! naming the file; `-###` prints nothing, because offload-kit runs no
+//! external commands (LLVM prints the `llvm-objcopy` command lines it would
+//! run for object files).
+
+use std::process::ExitCode;
+
+use super::{prog_name, version_text};
+use crate::cli::io::{Input, strerror, write_bytes, write_layout};
+use crate::cli::llvm_cl::{self, OptSpec, Parsed};
+use offload_kit::bundle::compressed::{
+    self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
+};
+use offload_kit::bundle::{self, Format, Found, binary, id::BundleId, select, text};
+
+const SPECS: &[OptSpec] = &[
+    OptSpec::value("type"),
+    OptSpec::value("targets"),
+    OptSpec::value("input"),
+    OptSpec::value("output"),
+    OptSpec::value("inputs"),
+    OptSpec::value("outputs"),
+    OptSpec::flag("unbundle"),
+    OptSpec::flag("list"),
+    OptSpec::flag("allow-missing-bundles"),
+    OptSpec::value("bundle-align"),
+    OptSpec::flag("check-input-archive"),
+    OptSpec::flag("hip-openmp-compatible"),
+    OptSpec::flag("compress"),
+    OptSpec::value("compression-level"),
+    OptSpec::flag("verbose"),
+    OptSpec::flag("###"),
+    OptSpec::flag("help"),
+    OptSpec::flag("help-list"),
+    OptSpec::hidden_flag("help-hidden"),
+    OptSpec::hidden_flag("help-list-hidden"),
+    OptSpec::flag("version"),
+];
+
+/// A failure, printed as `<argv0>: error: <msg>`.
+pub(crate) struct Fail(pub String);
+
+fn help_text(prog: &str) -> String {
+    format!(
+        "OVERVIEW: Bundle files made for several offload targets into one file, or take\n\
+         them apart again (offload-kit, a drop-in for clang-offload-bundler {ver}).\n\
+         \n\
+         USAGE: {prog} [options]\n\
+         \n\
+         OPTIONS:\n  \
+         --###                   - Print commands instead of running them (offload-kit runs none)\n  \
+         --allow-missing-bundles - When unbundling, create empty outputs for targets not found\n  \
+         --bundle-align=<uint>   - Alignment of each entry's data in binary bundles\n  \
+         --check-input-archive   - Check that an input archive follows the target ID rules\n  \
+         --compress              - Compress the bundle (CCOB)\n  \
+         --compression-level=<n> - Compression level\n  \
+         --hip-openmp-compatible - Let hip and hipv4 entries serve openmp targets and back\n  \
+         --input=<string>        - Input file (repeat for several)\n  \
+         --inputs=<string>       - Comma-separated input files (deprecated)\n  \
+         --list                  - List the entry IDs of a bundle\n  \
+         --output=<string>       - Output file (repeat for several)\n  \
+         --outputs=<string>      - Comma-separated output files (deprecated)\n  \
+         --targets=<string>      - Comma-separated <offload kind>-<target triple>[-<target id>]\n  \
+         --type=<string>         - File type: i ii cui hipi d ll bc s o a gch ast\n  \
+         --unbundle              - Unbundle into one output per target\n  \
+         --verbose               - Print compression details\n  \
+         --help                  - Show this help\n  \
+         --version               - Show the version\n",
+        ver = super::LLVM_VERSION
+    )
+}
+
+/// The checked command line.
+struct Job {
+    file_type: String,
+    targets: Vec<String>,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+    unbundle: bool,
+    list: bool,
+    allow_missing: bool,
+    align: u64,
+    hip_openmp: bool,
+    comp: BundlerCompression,
+}
+
+/// Runs the tool with `args` (argv without argv[0]).
+pub fn main(argv0: &str, args: &[String]) -> ExitCode {
+    let prog = prog_name(argv0);
+    let parsed = match llvm_cl::parse_with_required(prog, argv0, args, SPECS, 0, &["type"]) {
+        Ok(p) => p,
+        Err(lines) => return print_lines(&lines),
+    };
+    if parsed.flag("version") {
+        print!("{}", version_text("clang-offload-bundler"));
+        return ExitCode::SUCCESS;
+    }
+    if ["help", "help-list", "help-hidden", "help-list-hidden"]
+        .iter()
+        .any(|h| parsed.flag(h))
+    {
+        print!("{}", help_text(prog));
+        return ExitCode::SUCCESS;
+    }
+    // Numeric options are checked as cl parses them (messages without "error:").
+    let align = match parsed.last("bundle-align") {
+        None => 1,
+        Some(v) => match parse_uint(v) {
+            Some(n) => n,
+            None => {
+                return print_lines(&[format!(
+                    "{prog}: for the --bundle-align option: '{v}' value invalid for uint argument!"
+                )]);
+            }
+        },
+    };
+    let level = match parsed.last("compression-level") {
+        None => None,
+        Some(v) => match v.parse::<i32>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                return print_lines(&[format!(
+                    "{prog}: for the --compression-level option: '{v}' value invalid for integer argument!"
+                )]);
+            }
+        },
+    };
+    match check(argv0, &parsed, align, level).and_then(run) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Fail(msg)) => {
+            eprintln!("{argv0}: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_lines(lines: &[String]) -> ExitCode {
+    for l in lines {
+        eprintln!("{l}");
+    }
+    ExitCode::FAILURE
+}
+
+/// LLVM's `uint` parser: decimal, `0x` hex or leading-`0` octal, 32 bits.
+fn parse_uint(v: &str) -> Option<u64> {
+    let n = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()?
+    } else if v.len() > 1 && v.starts_with('0') {
+        u32::from_str_radix(&v[1..], 8).ok()?
+    } else {
+        v.parse::<u32>().ok()?
+    };
+    Some(u64::from(n))
+}
+
+fn comma_list<'a>(parsed: &'a Parsed, name: &'a str) -> Vec<String> {
+    parsed
+        .all(name)
+        .flat_map(|v| v.split(','))
+        .map(str::to_string)
+        .collect()
+}
+
+/// LLVM's checks, in LLVM's order.
+fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job, Fail> {
+    let fail = |m: &str| Err(Fail(m.to_string()));
+    let has = |n: &str| p.all(n).next().is_some();
+    if has("input") && has("inputs") {
+        return fail("-inputs and -input cannot be used together, use only -input instead");
+    }
+    if has("output") && has("outputs") {
+        return fail("-outputs and -output cannot be used together, use only -output instead");
+    }
+    if has("inputs") {
+        eprintln!("{argv0}: warning: -inputs is deprecated, use -input instead");
+    }
+    if has("outputs") {
+        eprintln!("{argv0}: warning: -outputs is deprecated, use -output instead");
+    }
+    let inputs: Vec<String> = if has("inputs") {
+        comma_list(p, "inputs")
+    } else {
+        p.all("input").map(str::to_string).collect()
+    };
+    let outputs: Vec<String> = if has("outputs") {
+        comma_list(p, "outputs")
+    } else {
+        p.all("output").map(str::to_string).collect()
+    };
+    let targets = comma_list(p, "targets");
+    let (unbundle, list) = (p.flag("unbundle"), p.flag("list"));
+    let file_type = p.last("type").unwrap_or_default().to_string();
+    if list && unbundle {
+        return fail("-unbundle and -list cannot be used together");
+    }
+    if list {
+        if inputs.len() != 1 {
+            return fail("only one input file supported for -list");
+        }
+        if !outputs.is_empty() {
+            return fail("-outputs option is invalid for -list");
+        }
+        if !targets.is_empty() {
+            return fail("-targets option is invalid for -list");
+        }
+    } else {
+        if p.flag("check-input-archive") {
+            if !unbundle {
+                return fail("-check-input-archive cannot be used while bundling");
+            }
+            if file_type != "a" {
+                return fail(
+                    "-check-input-archive can only be used for unbundling archives (-type=a)",
+                );
+            }
+        }
+        if outputs.is_empty() {
+            return fail("no output file specified!");
+        }
+        if targets.is_empty() {
+            return fail("for the --targets option: must be specified at least once!");
+        }
+        if unbundle {
+            if inputs.len() != 1 {
+                return fail("only one input file supported in unbundling mode");
+            }
+            if outputs.len() != targets.len() {
+                return fail("number of output files and targets should match in unbundling mode");
+            }
+        } else {
+            if file_type == "a" {
+                return fail("Archive files are only supported for unbundling");
+            }
+            if outputs.len() != 1 {
+                return fail("only one output file supported in bundling mode");
+            }
+            if inputs.len() != targets.len() {
+                return fail("number of input files and targets should match in bundling mode");
+            }
+        }
+    }
+    if align == 0 {
+        // LLVM 22 divides by zero here.
+        return fail("-bundle-align must be at least 1");
+    }
+    // The environment is read when LLVM builds its configuration, after the
+    // checks above; its warnings go to stderr as they are found.
+    let env = EnvSettings::from_lookup(|k| std::env::var(k).ok());
+    for w in &env.warnings {
+        eprintln!("{w}");
+    }
+    let flag = |n: &str| p.last(n).map(|v| v == "true");
+    let comp = env.resolve(flag("compress"), flag("verbose"), level, Method::ZSTD);
+    Ok(Job {
+        file_type,
+        targets,
+        inputs,
+        outputs,
+        unbundle,
+        list,
+        allow_missing: p.flag("allow-missing-bundles"),
+        align,
+        hip_openmp: p.flag("hip-openmp-compatible"),
+        comp,
+    })
+}
+
+/// The format for the file type, or LLVM's error for an unknown type.
+fn handler(file_type: &str, host: &[u8]) -> Result<Format, Fail> {
+    Format::for_type(file_type, host)
+        .ok_or_else(|| Fail(format!("'{file_type}': invalid file type specified")))
+}
+
+fn open(name: &str) -> Result<Input, Fail> {
+    Input::open(name).map_err(|e| Fail(format!("'{name}': {}", strerror(&e))))
+}
+
+fn run(job: Job) -> Result<(), Fail> {
+    if job.list {
+        list(&job)
+    } else if job.unbundle {
+        if job.file_type == "a" {
+            return Err(Fail(
+                "unbundling archives (-type=a) is not supported yet by offload-kit".into(),
+            ));
+        }
+        unbundle(&job)
+    } else {
+        bundle(&job)
+    }
+}
+
+/// The targets, checked and normalized (LLVM's target checks, in its order).
+fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
+    offload_kit::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
+        .map_err(|e| Fail(e.to_string()))
+}
+
+fn bundle(job: &Job) -> Result<(), Fail> {
+    let ids = targets(job)?;
+    let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
+    for (i, n) in normalized.iter().enumerate() {
+        if let Some(j) = normalized[..i].iter().position(|m| m == n) {
+            // LLVM 22 writes offsets that point at the wrong data here.
+            return Err(Fail(format!(
+                "targets '{}' and '{}' are the same bundle entry '{n}' once normalized",
+                job.targets[j], job.targets[i]
+            )));
+        }
+    }
+    let inputs: Vec<Input> = job
+        .inputs
+        .iter()
+        .map(|n| open(n))
+        .collect::<Result<_, _>>()?;
+    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
+    let handler = handler(&job.file_type, inputs[host].bytes())?;
+    let layout = match handler {
+        Format::Binary => {
+            let specs: Vec<binary::EntrySpec> = normalized
+                .iter()
+                .zip(&inputs)
+                .map(|(id, input)| binary::EntrySpec {
+                    id: id.clone(),
+                    size: input.bytes().len() as u64,
+                })
+                .collect();
+            binary::layout(&specs, job.align).map_err(|e| Fail(e.to_string()))?
+        }
+        Format::Text(prefix) => {
+            let entries: Vec<(&str, u64)> = normalized
+                .iter()
+                .zip(&inputs)
+                .map(|(id, input)| (id.as_str(), input.bytes().len() as u64))
+                .collect();
+            text::layout(prefix, &entries)
+        }
+        Format::Object => {
+            return Err(Fail("bundling into object files (-type=o with an object host) is not supported yet by offload-kit".into()));
+        }
+    };
+    let out = &job.outputs[0];
+    if job.comp.compress {
+        let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
+        let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+        layout
+            .write_to(&mut whole, &refs)
+            .map_err(|e| Fail(e.to_string()))?;
+        let packed = compress(job, &whole)?;
+        let holder = Input::from_vec(packed);
+        return write_bytes(out, &holder, holder.bytes())
+            .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))));
+    }
+    write_layout(out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+        .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+}
+
+/// The input's bytes, decompressed when it is a CCOB.
+struct Bundle {
+    input: Input,
+    inflated: Option<Input>,
+}
+
+impl Bundle {
+    fn open(job: &Job, name: &str) -> Result<Bundle, Fail> {
+        let input = open(name)?;
+        let inflated = decompress(job, name, input.bytes())?.map(Input::from_vec);
+        if inflated.is_none() && job.comp.verbose {
+            eprintln!("Uncompressed bundle.");
+        }
+        Ok(Bundle { input, inflated })
+    }
+    fn source(&self) -> &Input {
+        self.inflated.as_ref().unwrap_or(&self.input)
+    }
+    fn bytes(&self) -> &[u8] {
+        self.source().bytes()
+    }
+}
+
+/// The entries in LLVM's order for `format`, or none for a non-bundle.
+fn entries<'a>(name: &str, data: &'a [u8], format: Format) -> Result<Vec<Found<'a>>, Fail> {
+    bundle::entries(data, format).map_err(|e| Fail(format!("'{name}': {e}")))
+}
+
+fn list(job: &Job) -> Result<(), Fail> {
+    let name = &job.inputs[0];
+    let b = Bundle::open(job, name)?;
+    let handler = handler(&job.file_type, b.bytes())?;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for e in entries(name, b.bytes(), handler)? {
+        let _ = out.write_all(e.id);
+        let _ = out.write_all(b"\n");
+    }
+    Ok(())
+}
+
+fn unbundle(job: &Job) -> Result<(), Fail> {
+    let requests = targets(job)?;
+    let name = &job.inputs[0];
+    let b = Bundle::open(job, name)?;
+    let handler = handler(&job.file_type, b.bytes())?;
+    let found = entries(name, b.bytes(), handler)?;
+    let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
+    let got = select::assign(&ids, &requests, job.hip_openmp)
+        .map_err(|e| Fail(format!("'{name}': {e}")))?;
+    let write = |out: &str, data: &[u8]| -> Result<(), Fail> {
+        write_bytes(out, b.source(), data).map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+    };
+    for (i, g) in got.iter().enumerate() {
+        if let Some(e) = g {
+            if handler == Format::Object && found[*e].data == [0] {
+                return Err(Fail("extracting the host object from an object bundle is not supported yet by offload-kit".into()));
+            }
+            write(&job.outputs[i], found[*e].data)?;
+        }
+    }
+    let missing: Vec<usize> = (0..requests.len()).filter(|&i| got[i].is_none()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    if !job.allow_missing {
+        let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
+        return Err(Fail(format!(
+            "Can't find bundles for {}",
+            select::missing_list(ids)
+        )));
+    }
+    let none_found = got.iter().all(Option::is_none);
+    for &i in &missing {
+        if none_found && requests[i].is_host() {
+            // No entry matched: LLVM takes the input for the host's code.
+            write(&job.outputs[i], b.bytes())?;
+        } else {
+            write(&job.outputs[i], &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// Compresses a whole bundle into a CCOB (printing LLVM's report when verbose).
+fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
+    let start = std::time::Instant::now();
+    let (packed, report) = compressed::compress_to_vec(whole, &job.comp.options)
+        .map_err(|e| Fail(compressed::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+    if job.comp.verbose {
+        eprint!("{}", report.verbose_report(start.elapsed()));
+    }
+    Ok(packed)
+}
+
+/// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
+/// not), printing LLVM's report when verbose.
+fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
+    if !compressed::llvm_treats_as_compressed(data) {
+        return Ok(None);
+    }
+    let start = std::time::Instant::now();
+    let opts = ReadOptions {
+        hash: HashCheck::Enforce,
+        ..ReadOptions::default()
+    };
+    let d = compressed::decompress(data, &opts).map_err(|e| {
+        let llvm = compressed::llvm_message(&e).unwrap_or_default();
+        Fail(format!(
+            "'{name}': Failed to decompress input: {llvm} ({e})"
+        ))
+    })?;
+    if job.comp.verbose {
+        eprint!("{}", d.verbose_report(start.elapsed()));
+    }
+    Ok(Some(d.data))
+}

@@ -1,0 +1,129 @@
+//! `offload-kit wrap`: device images into the host object that registers
+//! them with the offloading runtime (`llvm-offload-wrapper` + `llc`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+
+use super::io::{open_input, write_layout};
+use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+
+/// Write the host object that registers device images with the offloading
+/// runtime at program start: what `llvm-offload-wrapper` followed by
+/// `llc -filetype=obj -relocation-model=pic` makes, without LLVM.
+#[derive(clap::Args)]
+#[command(after_help = "Example:\n  \
+    offload-kit wrap --kind=openmp --triple=x86_64-unknown-linux-gnu -o wrap.o dev.bin\n  \
+    cc main.o app.o wrap.o -lomp -lomptarget -o app\n\n\
+    Each input is an OffloadBinary (the runtime gets its first image) or a raw\n\
+    device image; every input becomes one device image of one descriptor.")]
+pub struct Opts {
+    /// Offload kind: openmp (cuda and hip are not supported yet).
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Output object file.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Host target triple (an ELF target; x86_64 for now).
+    #[arg(long, value_name = "TRIPLE", default_value_t = host_triple())]
+    triple: String,
+    /// Runtime interface: llvm (LLVM 20 and later), legacy (LLVM 19 and
+    /// earlier) or rocm (legacy plus per-image target IDs).
+    #[arg(long, value_name = "ABI", default_value = "llvm")]
+    abi: String,
+    /// Target ID of each image, for --abi=rocm: the first for the first
+    /// input, and so on (default: the OffloadBinary's arch string).
+    #[arg(long, value_name = "ARCH")]
+    offload_arch: Vec<String>,
+    /// Input files: OffloadBinaries or raw device images.
+    #[arg(value_name = "INPUT")]
+    inputs: Vec<String>,
+}
+
+/// This machine's triple, as the default host target.
+fn host_triple() -> String {
+    let (arch, os) = (std::env::consts::ARCH, std::env::consts::OS);
+    if os == "linux" {
+        format!("{arch}-unknown-linux-gnu")
+    } else {
+        format!("{arch}-unknown-{os}")
+    }
+}
+
+impl Opts {
+    pub fn run(self) -> Result<()> {
+        let Some(kind) = &self.kind else {
+            bail!("--kind is required (openmp)");
+        };
+        let opts = Options {
+            kind: Kind::parse(kind)?,
+            abi: Abi::parse(&self.abi)?,
+            triple: self.triple.clone(),
+        };
+        if self.inputs.is_empty() {
+            bail!("no input files");
+        }
+        if !self.offload_arch.is_empty() {
+            if opts.abi != Abi::Rocm {
+                bail!("--offload-arch is only used with --abi=rocm");
+            }
+            if self.offload_arch.len() != self.inputs.len() {
+                bail!(
+                    "{} --offload-arch for {} inputs: give one per input",
+                    self.offload_arch.len(),
+                    self.inputs.len()
+                );
+            }
+        }
+        let inputs = self
+            .inputs
+            .iter()
+            .map(|name| open_input(name))
+            .collect::<Result<Vec<_>>>()?;
+        let mut images = Vec::with_capacity(inputs.len());
+        for (i, (name, input)) in self.inputs.iter().zip(&inputs).enumerate() {
+            let mut image = Image::new(input.bytes()).with_context(|| format!("'{name}'"))?;
+            if let Some(arch) = self.offload_arch.get(i) {
+                image.arch = Some(arch.clone());
+            }
+            if opts.abi == Abi::Rocm && image.arch.is_none() {
+                bail!("'{name}': no offload arch: give --offload-arch for each input");
+            }
+            images.push(image);
+        }
+        let layout = wrap::layout(&opts, &images)?;
+        let out = self.output.to_string_lossy();
+        let retired =
+            retire_old_output(&self.output).with_context(|| format!("'{out}': cannot replace"))?;
+        let written = write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+            .with_context(|| format!("'{out}': cannot write"));
+        if let Some(t) = retired {
+            // Dropping a file cannot fail in a way we could report.
+            let _ = t.join();
+        }
+        written
+    }
+}
+
+/// Takes an existing regular file at `path` out of the way before the new
+/// output is written, as ld.lld does with its output, and returns a thread
+/// that releases its blocks meanwhile. Two reasons: renaming the finished
+/// temporary file over an existing file makes ext4 write the new data back
+/// first (its `auto_da_alloc` safeguard), which costs more than the whole
+/// wrap of a large image; and freeing a large file's blocks takes a while,
+/// which the thread overlaps with the copy. The new file still appears
+/// complete or not at all.
+fn retire_old_output(
+    path: &std::path::Path,
+) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => {
+            // Unlinking while a descriptor is open is quick; the blocks are
+            // freed when the last descriptor closes, in the thread.
+            let open = std::fs::File::open(path).ok();
+            std::fs::remove_file(path)?;
+            Ok(open.map(|f| std::thread::spawn(move || drop(f))))
+        }
+        _ => Ok(None),
+    }
+}

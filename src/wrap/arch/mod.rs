@@ -1,0 +1,194 @@
+//! What the wrapper needs to know about each CPU: the ELF machine and
+//! `e_flags`, the relocation types for data pointers and `.eh_frame`, the
+//! CIE, and how to encode a function that makes a list of calls, each with
+//! one pointer argument.
+//!
+//! Every constructor and destructor the wrapper writes has that one shape
+//! (`f(&x); g(&y); …; return`), so one [`Cpu::function`] per architecture is
+//! all the code generation there is. Adding an architecture is one file that
+//! implements [`Cpu`] plus one arm in [`for_triple`].
+//!
+//! Only position-independent code is written (PC-relative addresses, calls
+//! through the PLT), because static-model code cannot link into a PIE
+//! (wrapper-abi.md §3).
+
+mod x86_64;
+
+use gimli::write::{CallFrameInstruction, CommonInformationEntry};
+use object::elf::RelocationType;
+use object::write::SymbolId;
+
+use crate::error::{Error, Result};
+
+/// The pointer argument of a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Arg {
+    /// A data object: `symbol`, which lies at `offset` in the section whose
+    /// section symbol is `section`. Architectures choose which to relocate
+    /// against (LLVM uses the section symbol on x86-64).
+    Data {
+        /// The object's own symbol.
+        #[expect(
+            dead_code,
+            reason = "for encoders that relocate against the symbol (riscv64)"
+        )]
+        symbol: SymbolId,
+        /// The section symbol of the section it is in.
+        section: SymbolId,
+        /// Its offset in that section.
+        offset: u64,
+    },
+    /// A function in the same code section, at this offset from the start
+    /// of the section, whose section symbol is `section`.
+    Code {
+        /// The section symbol of the code section.
+        #[expect(
+            dead_code,
+            reason = "for encoders that relocate in-section addresses (aarch64, ppc64le)"
+        )]
+        section: SymbolId,
+        /// The function's offset in it.
+        offset: u64,
+    },
+}
+
+/// One call with one pointer argument: `callee(arg)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call {
+    /// The function called (an undefined global).
+    pub callee: SymbolId,
+    /// Its argument.
+    pub arg: Arg,
+}
+
+/// A relocation in encoded code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CodeReloc {
+    /// Offset from the start of the function.
+    pub offset: u64,
+    /// ELF relocation type.
+    pub r_type: RelocationType,
+    /// Symbol relocated against.
+    pub symbol: SymbolId,
+    /// Addend (RELA).
+    pub addend: i64,
+}
+
+/// An encoded function.
+#[derive(Debug, Default)]
+pub(crate) struct Function {
+    /// Machine code.
+    pub code: Vec<u8>,
+    /// Relocations, offsets relative to the function.
+    pub relocs: Vec<CodeReloc>,
+    /// Unwind rules: (code offset, instruction), offsets ascending.
+    pub cfi: Vec<(u32, CallFrameInstruction)>,
+}
+
+/// One CPU's encodings and ELF conventions.
+pub(crate) trait Cpu: Sync {
+    /// The object crate's architecture (sets `e_machine` and the class).
+    fn architecture(&self) -> object::Architecture;
+    /// `e_flags` of the ELF header.
+    fn e_flags(&self) -> u32;
+    /// Alignment of the code section.
+    fn code_align(&self) -> u64;
+    /// Alignment of the section that holds the descriptor and image array
+    /// (what LLVM gives an array of that size).
+    fn data_align(&self) -> u64;
+    /// Relocation type for a 64-bit absolute pointer in data.
+    fn abs64(&self) -> RelocationType;
+    /// Relocation type for a 32-bit PC-relative field in `.eh_frame`
+    /// (pointer encoding `DW_EH_PE_pcrel | DW_EH_PE_sdata4`).
+    fn eh_pcrel32(&self) -> RelocationType;
+    /// ELF section type of `.eh_frame`.
+    fn eh_frame_type(&self) -> object::elf::SectionType;
+    /// The CIE every FDE uses.
+    fn cie(&self) -> CommonInformationEntry;
+    /// Encodes a function that makes `calls` in order and returns; `at` is
+    /// its offset in the code section (for addresses in the same section).
+    fn function(&self, at: u64, calls: &[Call]) -> Result<Function>;
+    /// `len` bytes of no-op instructions, to pad between functions.
+    fn padding(&self, len: usize) -> Vec<u8>;
+}
+
+/// Architectures that are planned but have no encoder yet.
+const PLANNED: &[&str] = &["aarch64", "powerpc64le", "riscv64", "s390x"];
+
+/// Operating systems whose objects are not ELF.
+const NOT_ELF: &[&str] = &[
+    "windows", "win32", "mingw32", "cygwin", "darwin", "macos", "macosx", "ios", "tvos", "watchos",
+    "aix", "uefi", "cuda", "amdhsa",
+];
+
+/// The CPU for a target triple (`x86_64-unknown-linux-gnu`), or an error
+/// that says why the triple cannot be used.
+pub(crate) fn for_triple(triple: &str) -> Result<&'static dyn Cpu> {
+    let mut parts = triple.split('-');
+    let arch = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    let unsupported = |why: &str| {
+        Err(Error::usage(format!(
+            "unsupported triple '{triple}': {why}"
+        )))
+    };
+    if triple.is_empty() || arch.is_empty() {
+        return unsupported("empty");
+    }
+    if let Some(os) = rest
+        .iter()
+        .find(|p| NOT_ELF.iter().any(|n| p.starts_with(n)))
+    {
+        return unsupported(&format!("'{os}' objects are not ELF; only ELF is written"));
+    }
+    if rest
+        .iter()
+        .any(|p| p.ends_with("x32") || p.ends_with("ilp32"))
+    {
+        return unsupported("only 64-bit pointers are supported");
+    }
+    match arch {
+        "x86_64" | "amd64" => Ok(&x86_64::X86_64),
+        a if PLANNED.contains(&a) || a == "arm64" || a == "ppc64le" => {
+            unsupported(&format!("{a} is not supported yet (supported: x86_64)"))
+        }
+        a => unsupported(&format!("unknown architecture '{a}' (supported: x86_64)")),
+    }
+}
+
+/// Converts a section offset or length to an addend.
+pub(crate) fn addend(x: u64) -> Result<i64> {
+    i64::try_from(x).map_err(|_| Error::usage("the wrapper object would be larger than 2^63 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triples() {
+        for t in [
+            "x86_64-unknown-linux-gnu",
+            "x86_64-pc-linux-gnu",
+            "x86_64-linux-gnu",
+            "x86_64",
+            "amd64-unknown-freebsd",
+        ] {
+            let cpu = for_triple(t).unwrap();
+            assert_eq!(cpu.architecture(), object::Architecture::X86_64, "{t}");
+        }
+        for (t, want) in [
+            ("", "empty"),
+            ("aarch64-unknown-linux-gnu", "aarch64 is not supported yet"),
+            ("riscv64-linux-gnu", "riscv64 is not supported yet"),
+            ("x86_64-pc-windows-msvc", "not ELF"),
+            ("x86_64-apple-darwin", "not ELF"),
+            ("x86_64-linux-gnux32", "64-bit"),
+            ("sparc64-sun-solaris", "unknown architecture 'sparc64'"),
+        ] {
+            let e = for_triple(t).map(|c| c.e_flags()).unwrap_err().to_string();
+            assert!(e.contains(want), "{t}: {e}");
+            assert!(e.contains("unsupported triple"), "{t}: {e}");
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! `.eh_frame` for the wrapper's functions, built with `gimli::write`.
+//!
+//! One CIE from the CPU table and one FDE per function. The FDEs' initial
+//! locations are `DW_EH_PE_pcrel | DW_EH_PE_sdata4` pointers to the code
+//! section; gimli reports each as a relocation through
+//! [`gimli::write::RelocateWriter`], and this module turns them into the
+//! CPU's 32-bit PC-relative ELF relocation (what LLVM writes: two
+//! `R_X86_64_PC32` against `.text.startup` on x86-64).
+
+use gimli::write::{
+    Address, CallFrameInstruction, EhFrame, EndianVec, FrameDescriptionEntry, FrameTable,
+    RelocateWriter, Relocation, RelocationTarget,
+};
+use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, LittleEndian};
+use object::write::{Object, SectionId, SymbolId};
+use object::{RelocationFlags, SectionKind};
+
+use super::arch::{Cpu, addend};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A function to describe: its offset and length in the code section, and
+/// its unwind rules.
+pub(crate) struct Fde<'f> {
+    /// Offset in the code section.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// (code offset, rule) pairs.
+    pub cfi: &'f [(u32, CallFrameInstruction)],
+}
+
+/// Section data plus the relocations gimli asked for.
+struct Section {
+    data: EndianVec<LittleEndian>,
+    relocs: Vec<Relocation>,
+}
+
+impl RelocateWriter for Section {
+    type Writer = EndianVec<LittleEndian>;
+
+    fn writer(&self) -> &Self::Writer {
+        &self.data
+    }
+
+    fn writer_mut(&mut self) -> &mut Self::Writer {
+        &mut self.data
+    }
+
+    fn relocate(&mut self, relocation: Relocation) {
+        self.relocs.push(relocation);
+    }
+}
+
+fn emit_error(detail: impl std::fmt::Display) -> Error {
+    ErrorKind::Write {
+        what: ".eh_frame",
+        detail: detail.to_string(),
+    }
+    .into()
+}
+
+/// Adds `.eh_frame` to `obj`, with one FDE per entry of `fdes`, whose
+/// offsets are relative to the section with section symbol `code`.
+pub(crate) fn add(
+    obj: &mut Object<'_>,
+    cpu: &dyn Cpu,
+    code: SymbolId,
+    fdes: &[Fde<'_>],
+) -> Result<SectionId> {
+    let mut table = FrameTable::default();
+    let cie = table.add_cie(cpu.cie());
+    for f in fdes {
+        let len = u32::try_from(f.len).map_err(emit_error)?;
+        // Symbol 0 of gimli's numbering is `code`.
+        let address = Address::Symbol {
+            symbol: 0,
+            addend: addend(f.offset)?,
+        };
+        let mut fde = FrameDescriptionEntry::new(address, len);
+        for (at, insn) in f.cfi {
+            fde.add_instruction(*at, insn.clone());
+        }
+        table.add_fde(cie, fde);
+    }
+    let mut w = EhFrame(Section {
+        data: EndianVec::new(LittleEndian),
+        relocs: Vec::new(),
+    });
+    table.write_eh_frame(&mut w).map_err(emit_error)?;
+    let Section { data, relocs } = w.0;
+
+    let id = obj.add_section(Vec::new(), b".eh_frame".to_vec(), SectionKind::ReadOnlyData);
+    let s = obj.section_mut(id);
+    s.flags = object::SectionFlags::Elf {
+        sh_type: cpu.eh_frame_type(),
+        sh_flags: object::elf::SHF_ALLOC,
+    };
+    // The CIE and FDE lengths are multiples of the address size.
+    s.set_data(data.into_vec(), 8);
+    for r in relocs {
+        let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;
+        if !pcrel32 || r.target != RelocationTarget::Symbol(0) {
+            return Err(emit_error(format!("unexpected relocation {r:?}")));
+        }
+        obj.add_relocation(
+            id,
+            object::write::Relocation {
+                offset: u64::try_from(r.offset).map_err(emit_error)?,
+                symbol: code,
+                addend: r.addend,
+                flags: RelocationFlags::Elf {
+                    r_type: cpu.eh_pcrel32(),
+                },
+            },
+        )
+        .map_err(emit_error)?;
+    }
+    Ok(id)
+}

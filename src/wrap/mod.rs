@@ -1,0 +1,837 @@
+//! The host-side "wrapper" object: an ELF relocatable that carries device
+//! images and registers them with the offloading runtime at program start,
+//! written directly (what `llvm-offload-wrapper` + `llc -relocation-model=pic`
+//! produce with LLVM 22, without LLVM).
+//!
+//! For `--kind=openmp` and the default ABI ([`Abi::Llvm`], LLVM 20–22
+//! runtimes), with N inputs (wrapper-abi.md §4 and Appendix A):
+//!
+//! | section | type, flags, align | contents |
+//! |---|---|---|
+//! | `.text` | PROGBITS AX 4 | empty |
+//! | `.text.startup` | PROGBITS AX 16 | `.omp_offloading.descriptor_reg` at 0, `.omp_offloading.descriptor_unreg` at the next 16 |
+//! | `llvm_offload_entries` | PROGBITS A 8 | `__dummy.llvm_offload_entries` (0 bytes), so the bounds exist |
+//! | `.llvm.offloading` | `SHT_LLVM_OFFLOADING` (0x6fff4c0b) A 8 | each input file unchanged (`.omp_offloading.device_image`, `.1`, …), 8-aligned |
+//! | `.data.rel.ro` | PROGBITS WA 16 | N × `__tgt_device_image` (32 bytes), then `__tgt_bin_desc` (32 bytes) |
+//! | `.init_array.101` | INIT_ARRAY WA 8 | pointer to the constructor |
+//! | `.note.GNU-stack` | PROGBITS, no flags | empty: the stack is not executable |
+//! | `.eh_frame` | unwind, A 8 | one CIE, one FDE per function |
+//!
+//! `__tgt_device_image` = {ImageStart, ImageEnd, EntriesBegin, EntriesEnd};
+//! `__tgt_bin_desc` = {i32 NumDeviceImages, 4 bytes padding, DeviceImages,
+//! HostEntriesBegin, HostEntriesEnd}. ImageStart/End point at the device
+//! image *inside* the input when the input is an OffloadBinary (its first
+//! entry), else at the whole input. The entry bounds are the linker-defined,
+//! hidden `__start_llvm_offload_entries` / `__stop_llvm_offload_entries`.
+//! The constructor calls `__tgt_register_lib(&desc)` and then
+//! `atexit(unreg)`; `unreg` calls `__tgt_unregister_lib(&desc)`.
+//!
+//! [`Abi::Legacy`] (LLVM ≤ 19 runtimes, §7) takes the bounds of
+//! `omp_offloading_entries` (32-byte entries), defines a global hidden
+//! `__dummy.omp_offloading.entry` there, registers from `.init_array.1` and
+//! unregisters from `.fini_array.1`. [`Abi::Rocm`] is the legacy ABI plus, per
+//! image, its target ID in `.offload_arch_list` and a `__tgt_image_info`
+//! passed to `__tgt_register_image_info` before `__tgt_register_lib` (§7.3).
+//!
+//! Image bytes are never copied: the object is described as a
+//! [`Layout`] whose image pieces the caller copies file to file.
+
+mod arch;
+mod eh_frame;
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use object::elf;
+use object::write::{
+    Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection, WritableBuffer,
+};
+use object::{RelocationFlags, SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{Layout, Piece};
+use crate::offload_binary::{self, Limits};
+use arch::{Arg, Call, Cpu};
+
+/// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
+pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
+
+/// Size of `__tgt_device_image`, `__tgt_bin_desc` and `__tgt_image_info` on
+/// LP64 targets.
+const STRUCT_SIZE: u64 = 32;
+
+/// Alignment of each image in `.llvm.offloading`.
+const IMAGE_ALIGN: u64 = 8;
+
+/// The offloading model whose runtime registers the images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// OpenMP offloading (libomptarget).
+    OpenMp,
+}
+
+impl Kind {
+    /// Parses a `--kind` value as `llvm-offload-wrapper` spells it.
+    pub fn parse(s: &str) -> Result<Kind> {
+        match s {
+            "openmp" => Ok(Kind::OpenMp),
+            "cuda" | "hip" => Err(Error::usage(format!(
+                "--kind={s} is not supported yet (supported: openmp)"
+            ))),
+            _ => Err(Error::usage(format!(
+                "unknown offload kind '{s}' (expected openmp, cuda or hip)"
+            ))),
+        }
+    }
+}
+
+/// Which runtime interface the object is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Abi {
+    /// LLVM 20 and later (checked against 22): `llvm_offload_entries`,
+    /// constructor priority 101, unregistration through `atexit`.
+    #[default]
+    Llvm,
+    /// LLVM 19 and earlier: `omp_offloading_entries`, constructor and
+    /// destructor of priority 1.
+    Legacy,
+    /// The AMD ROCm flavour of the legacy ABI, with `__tgt_image_info` and
+    /// `.offload_arch_list`.
+    Rocm,
+}
+
+impl Abi {
+    /// Parses an `--abi` value: `llvm`, `legacy` or `rocm`.
+    pub fn parse(s: &str) -> Result<Abi> {
+        match s {
+            "llvm" => Ok(Abi::Llvm),
+            "legacy" => Ok(Abi::Legacy),
+            "rocm" => Ok(Abi::Rocm),
+            _ => Err(Error::usage(format!(
+                "unknown ABI '{s}' (expected llvm, legacy or rocm)"
+            ))),
+        }
+    }
+}
+
+/// What to write.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Offloading model.
+    pub kind: Kind,
+    /// Runtime interface.
+    pub abi: Abi,
+    /// Host target triple (decides the CPU; must be an ELF target).
+    pub triple: String,
+}
+
+/// One input: the bytes embedded in the object, and which of them the
+/// runtime gets as the device image.
+#[derive(Debug, Clone)]
+pub struct Image<'data> {
+    /// The whole input, embedded unchanged.
+    pub bytes: &'data [u8],
+    /// The device image within `bytes` (ImageStart..ImageEnd).
+    pub image: Range<u64>,
+    /// The target ID (`gfx90a:xnack+`), for [`Abi::Rocm`]: the `arch` string
+    /// of an OffloadBinary, or set by the caller.
+    pub arch: Option<String>,
+}
+
+impl<'data> Image<'data> {
+    /// Reads an input as LLVM 22's wrapper does: an OffloadBinary hands its
+    /// first image to the runtime; anything else is the image itself.
+    /// Unlike LLVM, the OffloadBinary is checked, so a damaged one is an
+    /// error instead of a wrong range.
+    pub fn new(bytes: &'data [u8]) -> Result<Image<'data>> {
+        let whole = Image {
+            bytes,
+            image: 0..len64(bytes),
+            arch: None,
+        };
+        if !offload_binary::has_magic(bytes) {
+            return Ok(whole);
+        }
+        let mut found = Vec::new();
+        offload_binary::read_binary(bytes, 0, &Limits::default(), &mut found)?;
+        let Some(first) = found.into_iter().next() else {
+            return Err(Error::invalid("OffloadBinary", "it holds no image"));
+        };
+        let Cow::Borrowed(inner) = first.image else {
+            return Err(Error::usage(
+                "the OffloadBinary is compressed; the runtime needs the image \
+                 uncompressed in place (unpack it first)",
+            ));
+        };
+        // The reader checked that the image lies within the binary.
+        let start = first.binary_offset + first.image_offset;
+        let arch = String::from_utf8_lossy(first.arch()).into_owned();
+        Ok(Image {
+            image: start..start + len64(inner),
+            arch: (!arch.is_empty()).then_some(arch),
+            ..whole
+        })
+    }
+}
+
+fn len64(b: &[u8]) -> u64 {
+    u64::try_from(b.len()).unwrap_or(u64::MAX)
+}
+
+fn align_up(x: u64, a: u64) -> Result<u64> {
+    x.checked_next_multiple_of(a)
+        .ok_or_else(|| Error::usage("the wrapper object would be larger than 2^64 bytes"))
+}
+
+/// Writes the wrapper object for `images` (in memory; for tests and small
+/// images — large ones go through [`layout`]).
+pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
+    let layout = layout(opts, images)?;
+    let mut out = Vec::new();
+    let bytes: Vec<&[u8]> = images.iter().map(|i| i.bytes).collect();
+    layout.write_to(&mut out, &bytes)?;
+    Ok(out)
+}
+
+/// Describes the wrapper object for `images`: everything but the image
+/// bytes as built pieces, and [`Piece::Image`]`(i)` where input `i` goes.
+pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
+    let cpu = arch::for_triple(&opts.triple)?;
+    if images.is_empty() {
+        return Err(Error::usage("no input images"));
+    }
+    // Where each input goes in `.llvm.offloading`.
+    let mut at = 0u64;
+    let mut placed = Vec::with_capacity(images.len());
+    for img in images {
+        let off = align_up(at, IMAGE_ALIGN)?;
+        let len = len64(img.bytes);
+        placed.push((off, len));
+        at = off
+            .checked_add(len)
+            .ok_or_else(|| Error::usage("the images are larger than 2^64 bytes"))?;
+    }
+    let total = at;
+    // The object borrows the image section's bytes. With one input they are
+    // the input itself; with several, a zeroed stand-in of the right size
+    // (allocated lazily by the system, never touched). Either way the
+    // collecting buffer below recognises the slice and records image pieces
+    // instead of copying it.
+    let section_bytes: Cow<'_, [u8]> = match images {
+        [one] => Cow::Borrowed(one.bytes),
+        _ => Cow::Owned(vec![
+            0;
+            usize::try_from(total).map_err(|_| Error::usage(
+                "the images do not fit in this machine's address space"
+            ))?
+        ]),
+    };
+    let obj = build(opts.abi, cpu, images, &placed, section_bytes)?;
+    let mut buf = Collect::new(&obj.image_data(), &placed);
+    obj.obj
+        .emit(&mut buf)
+        .map_err(|e| write_error("ELF object", e))?;
+    buf.finish()
+}
+
+fn write_error(what: &'static str, e: impl std::fmt::Display) -> Error {
+    ErrorKind::Write {
+        what,
+        detail: e.to_string(),
+    }
+    .into()
+}
+
+/// Names and placement that differ between the ABIs.
+struct Flavour {
+    /// STT_FILE symbol (LLVM's module id).
+    file: &'static [u8],
+    /// Section of the host entry table, whose bounds the linker defines.
+    entries: &'static str,
+    /// The zero-size object defined in `entries`.
+    dummy: &'static [u8],
+    /// Whether that object is global hidden (legacy) or local.
+    dummy_global: bool,
+    /// Section of the constructor pointer.
+    ctor: &'static [u8],
+    /// Section of the destructor pointer; `None`: `atexit` from the ctor.
+    dtor: Option<&'static [u8]>,
+    /// Whether to emit `__tgt_image_info` and `.offload_arch_list`.
+    image_info: bool,
+}
+
+impl Flavour {
+    fn of(abi: Abi) -> Flavour {
+        let legacy = Flavour {
+            file: b"offload.wrapper.object",
+            entries: "omp_offloading_entries",
+            dummy: b"__dummy.omp_offloading.entry",
+            dummy_global: true,
+            ctor: b".init_array.1",
+            dtor: Some(b".fini_array.1"),
+            image_info: false,
+        };
+        match abi {
+            Abi::Llvm => Flavour {
+                file: b"offload.wrapper.module",
+                entries: "llvm_offload_entries",
+                dummy: b"__dummy.llvm_offload_entries",
+                dummy_global: false,
+                ctor: b".init_array.101",
+                dtor: None,
+                image_info: false,
+            },
+            Abi::Legacy => legacy,
+            Abi::Rocm => Flavour {
+                image_info: true,
+                ..legacy
+            },
+        }
+    }
+}
+
+/// The object under construction, with the id of the image section.
+struct Built<'a> {
+    obj: Object<'a>,
+    images: SectionId,
+}
+
+impl Built<'_> {
+    /// Address and length of the image section's bytes, to recognise them
+    /// when the writer passes them.
+    fn image_data(&self) -> (usize, usize) {
+        let d = self.obj.section(self.images).data();
+        (d.as_ptr() as usize, d.len())
+    }
+}
+
+fn section(
+    obj: &mut Object<'_>,
+    name: &[u8],
+    kind: SectionKind,
+    sh_type: elf::SectionType,
+    sh_flags: elf::SectionFlags,
+) -> SectionId {
+    let id = obj.add_section(Vec::new(), name.to_vec(), kind);
+    obj.section_mut(id).flags = SectionFlags::Elf { sh_type, sh_flags };
+    id
+}
+
+/// A local symbol defined in `section`; value and size may be set later.
+fn local(
+    obj: &mut Object<'_>,
+    name: &[u8],
+    section: SectionId,
+    value: u64,
+    size: u64,
+    kind: SymbolKind,
+) -> SymbolId {
+    let st_type = match kind {
+        SymbolKind::Text => elf::STT_FUNC,
+        _ => elf::STT_OBJECT,
+    };
+    obj.add_symbol(Symbol {
+        name: name.to_vec(),
+        value,
+        size,
+        kind,
+        scope: SymbolScope::Compilation,
+        weak: false,
+        section: SymbolSection::Section(section),
+        flags: SymbolFlags::Elf {
+            st_info: elf::SymbolInfo::new(elf::STB_LOCAL, st_type),
+            st_other: elf::SymbolOther::from(elf::STV_DEFAULT),
+        },
+    })
+}
+
+/// An undefined global, NOTYPE, with default or hidden visibility.
+fn undefined(obj: &mut Object<'_>, name: &[u8], hidden: bool) -> SymbolId {
+    let vis = if hidden {
+        elf::STV_HIDDEN
+    } else {
+        elf::STV_DEFAULT
+    };
+    obj.add_symbol(Symbol {
+        name: name.to_vec(),
+        value: 0,
+        size: 0,
+        kind: SymbolKind::Unknown,
+        scope: if hidden {
+            SymbolScope::Linkage
+        } else {
+            SymbolScope::Dynamic
+        },
+        weak: false,
+        section: SymbolSection::Undefined,
+        flags: SymbolFlags::Elf {
+            st_info: elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_NOTYPE),
+            st_other: elf::SymbolOther::from(vis),
+        },
+    })
+}
+
+fn reloc(
+    obj: &mut Object<'_>,
+    section: SectionId,
+    offset: u64,
+    symbol: SymbolId,
+    addend: i64,
+    r_type: elf::RelocationType,
+) -> Result<()> {
+    obj.add_relocation(
+        section,
+        Relocation {
+            offset,
+            symbol,
+            addend,
+            flags: RelocationFlags::Elf { r_type },
+        },
+    )
+    .map_err(|e| write_error("relocation", e))
+}
+
+/// Builds the object. `placed[i]` is (offset, length) of input `i` in the
+/// image section, whose bytes are `section_bytes`.
+fn build<'a>(
+    abi: Abi,
+    cpu: &'static dyn Cpu,
+    images: &[Image<'_>],
+    placed: &[(u64, u64)],
+    section_bytes: Cow<'a, [u8]>,
+) -> Result<Built<'a>> {
+    use arch::addend;
+    let fl = Flavour::of(abi);
+    let n = u64::try_from(images.len()).map_err(|_| Error::usage("too many images"))?;
+    let n_i32 = i32::try_from(n).map_err(|_| Error::usage("too many images"))?;
+
+    let mut obj = Object::new(
+        object::BinaryFormat::Elf,
+        cpu.architecture(),
+        object::Endianness::Little,
+    );
+    obj.flags = object::FileFlags::Elf {
+        os_abi: elf::ELFOSABI_NONE,
+        abi_version: 0,
+        e_flags: elf::FileFlags(cpu.e_flags()),
+    };
+
+    // Sections, in LLVM's order.
+    let a = elf::SHF_ALLOC;
+    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
+    let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
+    let text = section(&mut obj, b".text", SectionKind::Text, elf::SHT_PROGBITS, ax);
+    obj.section_mut(text).set_data(Vec::new(), 4);
+    let startup = section(
+        &mut obj,
+        b".text.startup",
+        SectionKind::Text,
+        elf::SHT_PROGBITS,
+        ax,
+    );
+    let entries = section(
+        &mut obj,
+        fl.entries.as_bytes(),
+        SectionKind::ReadOnlyData,
+        elf::SHT_PROGBITS,
+        a,
+    );
+    obj.section_mut(entries).set_data(Vec::new(), 8);
+    let offloading = section(
+        &mut obj,
+        b".llvm.offloading",
+        SectionKind::ReadOnlyData,
+        elf::SectionType(SHT_LLVM_OFFLOADING),
+        a,
+    );
+    obj.section_mut(offloading)
+        .set_data(section_bytes, IMAGE_ALIGN);
+    let data = section(
+        &mut obj,
+        b".data.rel.ro",
+        SectionKind::ReadOnlyDataWithRel,
+        elf::SHT_PROGBITS,
+        wa,
+    );
+    let arch_list = fl.image_info.then(|| {
+        section(
+            &mut obj,
+            b".offload_arch_list",
+            SectionKind::ReadOnlyData,
+            elf::SHT_PROGBITS,
+            a,
+        )
+    });
+    let ctor = section(
+        &mut obj,
+        fl.ctor,
+        SectionKind::Data,
+        elf::SHT_INIT_ARRAY,
+        wa,
+    );
+    let dtor = fl
+        .dtor
+        .map(|name| section(&mut obj, name, SectionKind::Data, elf::SHT_FINI_ARRAY, wa));
+    let note = section(
+        &mut obj,
+        b".note.GNU-stack",
+        SectionKind::Other,
+        elf::SHT_PROGBITS,
+        elf::SectionFlags(0),
+    );
+    obj.section_mut(note).set_data(Vec::new(), 1);
+
+    // `.data.rel.ro`: the image array, the descriptor, then (ROCm) the
+    // image infos.
+    let desc_off = STRUCT_SIZE * n;
+    let info_off = desc_off + STRUCT_SIZE;
+    let data_len = if fl.image_info {
+        info_off + STRUCT_SIZE * n
+    } else {
+        info_off
+    };
+
+    // Symbols, in the order LLVM's object writer lists them.
+    obj.add_file_symbol(fl.file.to_vec());
+    let startup_sym = obj.section_symbol(startup);
+    let reg = local(
+        &mut obj,
+        b".omp_offloading.descriptor_reg",
+        startup,
+        0,
+        0,
+        SymbolKind::Text,
+    );
+    let desc = local(
+        &mut obj,
+        b".omp_offloading.descriptor",
+        data,
+        desc_off,
+        STRUCT_SIZE,
+        SymbolKind::Data,
+    );
+    let unreg = local(
+        &mut obj,
+        b".omp_offloading.descriptor_unreg",
+        startup,
+        0,
+        0,
+        SymbolKind::Text,
+    );
+    if !fl.dummy_global {
+        local(&mut obj, fl.dummy, entries, 0, 0, SymbolKind::Data);
+    }
+    let mut offloading_sym = None;
+    for (i, &(off, len)) in placed.iter().enumerate() {
+        let name = match i {
+            0 => b".omp_offloading.device_image".to_vec(),
+            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
+        };
+        local(&mut obj, &name, offloading, off, len, SymbolKind::Data);
+        offloading_sym.get_or_insert_with(|| obj.section_symbol(offloading));
+    }
+    let offloading_sym = offloading_sym.unwrap_or_else(|| obj.section_symbol(offloading));
+    local(
+        &mut obj,
+        b".omp_offloading.device_images",
+        data,
+        0,
+        desc_off,
+        SymbolKind::Data,
+    );
+    let data_sym = obj.section_symbol(data);
+
+    // ROCm: the target IDs and the image infos.
+    let mut infos = Vec::new();
+    if let Some(list) = arch_list {
+        let mut strings = Vec::new();
+        let mut arch_syms = Vec::new();
+        for (i, img) in images.iter().enumerate() {
+            let Some(arch) = &img.arch else {
+                return Err(Error::usage(format!(
+                    "image {i} has no offload arch (--abi=rocm needs one per image)"
+                )));
+            };
+            let off = len64(&strings);
+            strings.extend_from_slice(arch.as_bytes());
+            strings.push(0);
+            let size = len64(arch.as_bytes()) + 1;
+            let name = format!("__offload_arch_{i}");
+            arch_syms.push((
+                local(&mut obj, name.as_bytes(), list, off, size, SymbolKind::Data),
+                off,
+            ));
+        }
+        obj.section_mut(list).set_data(strings, 1);
+        let list_sym = obj.section_symbol(list);
+        for (i, (_, arch_off)) in arch_syms.iter().enumerate() {
+            let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
+            let off = info_off + STRUCT_SIZE * i64_;
+            let name = format!(".offload_image_info_{i}");
+            let sym = local(
+                &mut obj,
+                name.as_bytes(),
+                data,
+                off,
+                STRUCT_SIZE,
+                SymbolKind::Data,
+            );
+            infos.push((sym, off, list_sym, *arch_off));
+        }
+    }
+
+    // Globals.
+    let register_info = fl
+        .image_info
+        .then(|| undefined(&mut obj, b"__tgt_register_image_info", false));
+    let register = undefined(&mut obj, b"__tgt_register_lib", false);
+    let atexit = fl
+        .dtor
+        .is_none()
+        .then(|| undefined(&mut obj, b"atexit", false));
+    let unregister = undefined(&mut obj, b"__tgt_unregister_lib", false);
+    if fl.dummy_global {
+        obj.add_symbol(Symbol {
+            name: fl.dummy.to_vec(),
+            value: 0,
+            size: 0,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Linkage,
+            weak: false,
+            section: SymbolSection::Section(entries),
+            flags: SymbolFlags::Elf {
+                st_info: elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_OBJECT),
+                st_other: elf::SymbolOther::from(elf::STV_HIDDEN),
+            },
+        });
+    }
+    let start = undefined(&mut obj, format!("__start_{}", fl.entries).as_bytes(), true);
+    let stop = undefined(&mut obj, format!("__stop_{}", fl.entries).as_bytes(), true);
+
+    // `.data.rel.ro` contents and relocations.
+    let mut bytes =
+        vec![0u8; usize::try_from(data_len).map_err(|_| Error::usage("too many images"))?];
+    let at = |off: u64| usize::try_from(off).unwrap_or(usize::MAX);
+    let abs = cpu.abs64();
+    for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
+        let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
+        reloc(
+            &mut obj,
+            data,
+            base,
+            offloading_sym,
+            addend(off + img.image.start)?,
+            abs,
+        )?;
+        reloc(
+            &mut obj,
+            data,
+            base + 8,
+            offloading_sym,
+            addend(off + img.image.end)?,
+            abs,
+        )?;
+        reloc(&mut obj, data, base + 16, start, 0, abs)?;
+        reloc(&mut obj, data, base + 24, stop, 0, abs)?;
+    }
+    bytes[at(desc_off)..at(desc_off) + 4].copy_from_slice(&n_i32.to_le_bytes());
+    reloc(&mut obj, data, desc_off + 8, data_sym, 0, abs)?;
+    reloc(&mut obj, data, desc_off + 16, start, 0, abs)?;
+    reloc(&mut obj, data, desc_off + 24, stop, 0, abs)?;
+    for (i, &(_, off, list_sym, arch_off)) in infos.iter().enumerate() {
+        let number = i32::try_from(i).map_err(|_| Error::usage("too many images"))?;
+        // __tgt_image_info: version 1, image number, image count, padding,
+        // offload_arch, compile_opts (null).
+        bytes[at(off)..at(off) + 4].copy_from_slice(&1i32.to_le_bytes());
+        bytes[at(off) + 4..at(off) + 8].copy_from_slice(&number.to_le_bytes());
+        bytes[at(off) + 8..at(off) + 12].copy_from_slice(&n_i32.to_le_bytes());
+        reloc(&mut obj, data, off + 16, list_sym, addend(arch_off)?, abs)?;
+    }
+    obj.section_mut(data).set_data(bytes, cpu.data_align());
+
+    // The constructor and destructor.
+    let desc_arg = Arg::Data {
+        symbol: desc,
+        section: data_sym,
+        offset: desc_off,
+    };
+    let mut reg_calls: Vec<Call> = infos
+        .iter()
+        .filter_map(|&(sym, off, _, _)| {
+            Some(Call {
+                callee: register_info?,
+                arg: Arg::Data {
+                    symbol: sym,
+                    section: data_sym,
+                    offset: off,
+                },
+            })
+        })
+        .collect();
+    reg_calls.push(Call {
+        callee: register,
+        arg: desc_arg,
+    });
+    let unreg_calls = [Call {
+        callee: unregister,
+        arg: desc_arg,
+    }];
+    // The constructor's size does not depend on where `unreg` lands, so
+    // encode it once to learn its size, then again with the real offset.
+    let with_atexit = |unreg_off: u64| {
+        let mut calls = reg_calls.clone();
+        if let Some(atexit) = atexit {
+            calls.push(Call {
+                callee: atexit,
+                arg: Arg::Code {
+                    section: startup_sym,
+                    offset: unreg_off,
+                },
+            });
+        }
+        calls
+    };
+    let probe = cpu.function(0, &with_atexit(0))?;
+    let unreg_off = align_up(len64(&probe.code), cpu.code_align())?;
+    let reg_fn = cpu.function(0, &with_atexit(unreg_off))?;
+    let unreg_fn = cpu.function(unreg_off, &unreg_calls)?;
+    debug_assert_eq!(reg_fn.code.len(), probe.code.len());
+
+    let mut code = reg_fn.code.clone();
+    let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
+    code.extend(cpu.padding(pad));
+    code.extend_from_slice(&unreg_fn.code);
+    obj.section_mut(startup).set_data(code, cpu.code_align());
+    for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
+        for r in &f.relocs {
+            reloc(
+                &mut obj,
+                startup,
+                base + r.offset,
+                r.symbol,
+                r.addend,
+                r.r_type,
+            )?;
+        }
+    }
+    for (sym, off, len) in [
+        (reg, 0, len64(&reg_fn.code)),
+        (unreg, unreg_off, len64(&unreg_fn.code)),
+    ] {
+        let s = obj.symbol_mut(sym);
+        s.value = off;
+        s.size = len;
+    }
+
+    // Constructor (and destructor) pointers.
+    obj.section_mut(ctor).set_data(vec![0; 8], 8);
+    reloc(&mut obj, ctor, 0, startup_sym, 0, abs)?;
+    if let Some(dtor) = dtor {
+        obj.section_mut(dtor).set_data(vec![0; 8], 8);
+        reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs)?;
+    }
+
+    eh_frame::add(
+        &mut obj,
+        cpu,
+        startup_sym,
+        &[
+            eh_frame::Fde {
+                offset: 0,
+                len: len64(&reg_fn.code),
+                cfi: &reg_fn.cfi,
+            },
+            eh_frame::Fde {
+                offset: unreg_off,
+                len: len64(&unreg_fn.code),
+                cfi: &unreg_fn.cfi,
+            },
+        ],
+    )?;
+
+    Ok(Built {
+        obj,
+        images: offloading,
+    })
+}
+
+/// A [`WritableBuffer`] that keeps what the object writer writes as built
+/// pieces, except the image section's bytes, which it turns into image and
+/// padding pieces without reading them.
+struct Collect<'p> {
+    /// Address and length of the image section's bytes.
+    target: (usize, usize),
+    /// (offset, length) of each input in that section.
+    placed: &'p [(u64, u64)],
+    layout: Layout,
+    pending: Vec<u8>,
+    found: bool,
+}
+
+impl<'p> Collect<'p> {
+    fn new(target: &(usize, usize), placed: &'p [(u64, u64)]) -> Collect<'p> {
+        Collect {
+            target: *target,
+            placed,
+            layout: Layout::default(),
+            pending: Vec::new(),
+            found: false,
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let b = std::mem::take(&mut self.pending);
+            let len = len64(&b);
+            self.layout.push(Piece::Bytes(b), len);
+        }
+    }
+
+    fn finish(mut self) -> Result<Layout> {
+        self.flush();
+        if self.target.1 > 0 && !self.found {
+            return Err(write_error(
+                "ELF object",
+                "the image section was not written in one piece",
+            ));
+        }
+        Ok(self.layout)
+    }
+}
+
+impl WritableBuffer for Collect<'_> {
+    fn reserve(&mut self, _size: u64) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn write_bytes(&mut self, val: &[u8]) {
+        let is_images =
+            !self.found && self.target.1 > 0 && (val.as_ptr() as usize, val.len()) == self.target;
+        if !is_images {
+            self.pending.extend_from_slice(val);
+            return;
+        }
+        self.flush();
+        let mut at = 0;
+        for (i, &(off, len)) in self.placed.iter().enumerate() {
+            self.layout.push(Piece::Zeros(off - at), off - at);
+            self.layout.push(Piece::Image(i), len);
+            at = off + len;
+        }
+        self.found = true;
+    }
+
+    fn write_zeros(&mut self, n: u64) {
+        // Only alignment padding is written this way: a few bytes.
+        let new_len = self
+            .pending
+            .len()
+            .saturating_add(usize::try_from(n).unwrap_or(0));
+        self.pending.resize(new_len, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,798 @@
+//! The wrapper object read back with `object::read` and `gimli::read`, and
+//! checked against the facts of wrapper-abi.md (LLVM 22's PIC output).
+
+use object::elf;
+use object::read::elf::{ElfFile64, FileHeader as _, SectionHeader as _};
+use object::{LittleEndian as LE, Object as _, ObjectSection as _, ObjectSymbol as _};
+
+use super::*;
+use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
+
+fn opts(abi: Abi) -> Options {
+    Options {
+        kind: Kind::OpenMp,
+        abi,
+        triple: "x86_64-unknown-linux-gnu".into(),
+    }
+}
+
+/// Deterministic filler bytes.
+fn filler(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| u8::try_from((i * 31 + usize::from(seed) * 7) % 251).unwrap())
+        .collect()
+}
+
+/// An OffloadBinary (version 1) holding `image`, as llvm-offload-binary
+/// writes it.
+fn offload_binary(image: &[u8], arch: &str) -> Vec<u8> {
+    let spec = ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        flags: 0,
+        strings: vec![
+            (b"triple".to_vec(), b"x86_64-unknown-linux-gnu".to_vec()),
+            (b"arch".to_vec(), arch.as_bytes().to_vec()),
+        ],
+        size: image.len() as u64,
+    };
+    let layout = crate::offload_binary::layout(&[spec], 1).unwrap();
+    let mut out = Vec::new();
+    layout.write_to(&mut out, &[image]).unwrap();
+    out
+}
+
+/// Section header facts: (name, sh_type, sh_flags, sh_addralign, size).
+fn sections(data: &[u8]) -> Vec<(String, u32, u64, u64, u64)> {
+    let f = ElfFile64::<LE>::parse(data).unwrap();
+    f.sections()
+        .map(|s| {
+            let h = s.elf_section_header();
+            (
+                s.name().unwrap().to_string(),
+                h.sh_type(LE).0,
+                h.sh_flags(LE).0,
+                h.sh_addralign(LE),
+                h.sh_size(LE),
+            )
+        })
+        .collect()
+}
+
+fn section<'a>(
+    all: &'a [(String, u32, u64, u64, u64)],
+    name: &str,
+) -> &'a (String, u32, u64, u64, u64) {
+    all.iter()
+        .find(|s| s.0 == name)
+        .unwrap_or_else(|| panic!("no section {name}"))
+}
+
+/// Symbol facts: (name, bind, type, visibility, section name, value, size),
+/// in symbol-table order, from index 1.
+type Sym = (String, u8, u8, u8, String, u64, u64);
+
+fn symbols(data: &[u8]) -> Vec<Sym> {
+    let f = ElfFile64::<LE>::parse(data).unwrap();
+    f.symbols()
+        .map(|s| {
+            let e = s.elf_symbol();
+            let sec = match s.section_index() {
+                Some(i) => f.section_by_index(i).unwrap().name().unwrap().to_string(),
+                None => String::new(),
+            };
+            let name = if e.st_type() == elf::STT_SECTION {
+                format!("[{sec}]")
+            } else {
+                s.name().unwrap().to_string()
+            };
+            (
+                name,
+                e.st_bind().0,
+                e.st_type().0,
+                e.st_visibility().0,
+                sec,
+                s.address(),
+                s.size(),
+            )
+        })
+        .collect()
+}
+
+/// Relocations of a section: (offset, r_type, symbol name, addend).
+fn relocs(data: &[u8], section: &str) -> Vec<(u64, u32, String, i64)> {
+    let f = ElfFile64::<LE>::parse(data).unwrap();
+    let s = f.section_by_name(section).unwrap();
+    s.relocations()
+        .map(|(off, r)| {
+            let object::RelocationFlags::Elf { r_type } = r.flags() else {
+                panic!("not ELF")
+            };
+            let object::RelocationTarget::Symbol(i) = r.target() else {
+                panic!("not a symbol")
+            };
+            let sym = f.symbol_by_index(i).unwrap();
+            let name = if sym.kind() == object::SymbolKind::Section {
+                f.section_by_index(sym.section_index().unwrap())
+                    .unwrap()
+                    .name()
+                    .unwrap()
+                    .to_string()
+            } else {
+                sym.name().unwrap().to_string()
+            };
+            (off, r_type.0, name, r.addend())
+        })
+        .collect()
+}
+
+fn contents(data: &[u8], name: &str) -> Vec<u8> {
+    let f = ElfFile64::<LE>::parse(data).unwrap();
+    f.section_by_name(name).unwrap().data().unwrap().to_vec()
+}
+
+const LOCAL: u8 = elf::STB_LOCAL.0;
+const GLOBAL: u8 = elf::STB_GLOBAL.0;
+const DEFAULT: u8 = elf::STV_DEFAULT.0;
+const HIDDEN: u8 = elf::STV_HIDDEN.0;
+const NOTYPE: u8 = elf::STT_NOTYPE.0;
+const OBJECT: u8 = elf::STT_OBJECT.0;
+const FUNC: u8 = elf::STT_FUNC.0;
+const R_64: u32 = elf::R_X86_64_64.0;
+const R_PC32: u32 = elf::R_X86_64_PC32.0;
+const R_PLT32: u32 = elf::R_X86_64_PLT32.0;
+
+fn sym(name: &str, bind: u8, ty: u8, vis: u8, sec: &str, value: u64, size: u64) -> Sym {
+    (name.into(), bind, ty, vis, sec.into(), value, size)
+}
+
+fn r(off: u64, ty: u32, sym: &str, addend: i64) -> (u64, u32, String, i64) {
+    (off, ty, sym.into(), addend)
+}
+
+/// One OffloadBinary input: every fact of Appendix A.
+#[test]
+fn openmp_one_image_matches_llvm() {
+    let image = filler(1, 15824);
+    let ob = offload_binary(&image, "generic");
+    let img = Image::new(&ob).unwrap();
+    let start = (ob.len() - image.len()) as u64;
+    assert_eq!(img.image, start..start + image.len() as u64);
+    assert_eq!(
+        &ob[usize::try_from(img.image.start).unwrap()..usize::try_from(img.image.end).unwrap()],
+        &image[..]
+    );
+    let out = to_vec(&opts(Abi::Llvm), &[img]).unwrap();
+
+    let f = ElfFile64::<LE>::parse(&*out).unwrap();
+    let h = f.elf_header();
+    assert_eq!(h.e_type(LE), elf::ET_REL);
+    assert_eq!(h.e_machine(LE), elf::EM_X86_64);
+    assert_eq!(h.e_flags(LE).0, 0);
+
+    let secs = sections(&out);
+    let want: &[(&str, u32, u64, u64, u64)] = &[
+        (".text", elf::SHT_PROGBITS.0, 6, 4, 0),
+        (".text.startup", elf::SHT_PROGBITS.0, 6, 16, 0x2f),
+        ("llvm_offload_entries", elf::SHT_PROGBITS.0, 2, 8, 0),
+        (
+            ".llvm.offloading",
+            SHT_LLVM_OFFLOADING,
+            2,
+            8,
+            ob.len() as u64,
+        ),
+        (".data.rel.ro", elf::SHT_PROGBITS.0, 3, 16, 0x40),
+        (".init_array.101", elf::SHT_INIT_ARRAY.0, 3, 8, 8),
+        (".note.GNU-stack", elf::SHT_PROGBITS.0, 0, 1, 0),
+        (".eh_frame", elf::SHT_X86_64_UNWIND.0, 2, 8, 0x48),
+    ];
+    for w in want {
+        let got = section(&secs, w.0);
+        assert_eq!(
+            (got.1, got.2, got.3, got.4),
+            (w.1, w.2, w.3, w.4),
+            "section {}",
+            w.0
+        );
+    }
+    assert!(secs.iter().all(|s| !s.0.starts_with(".fini")));
+
+    assert_eq!(
+        symbols(&out),
+        [
+            sym(
+                "offload.wrapper.module",
+                LOCAL,
+                elf::STT_FILE.0,
+                DEFAULT,
+                "",
+                0,
+                0
+            ),
+            sym(
+                "[.text.startup]",
+                LOCAL,
+                elf::STT_SECTION.0,
+                DEFAULT,
+                ".text.startup",
+                0,
+                0
+            ),
+            sym(
+                ".omp_offloading.descriptor_reg",
+                LOCAL,
+                FUNC,
+                DEFAULT,
+                ".text.startup",
+                0,
+                27
+            ),
+            sym(
+                ".omp_offloading.descriptor",
+                LOCAL,
+                OBJECT,
+                DEFAULT,
+                ".data.rel.ro",
+                0x20,
+                32
+            ),
+            sym(
+                ".omp_offloading.descriptor_unreg",
+                LOCAL,
+                FUNC,
+                DEFAULT,
+                ".text.startup",
+                0x20,
+                15
+            ),
+            sym(
+                "__dummy.llvm_offload_entries",
+                LOCAL,
+                OBJECT,
+                DEFAULT,
+                "llvm_offload_entries",
+                0,
+                0
+            ),
+            sym(
+                ".omp_offloading.device_image",
+                LOCAL,
+                OBJECT,
+                DEFAULT,
+                ".llvm.offloading",
+                0,
+                ob.len() as u64
+            ),
+            sym(
+                "[.llvm.offloading]",
+                LOCAL,
+                elf::STT_SECTION.0,
+                DEFAULT,
+                ".llvm.offloading",
+                0,
+                0
+            ),
+            sym(
+                ".omp_offloading.device_images",
+                LOCAL,
+                OBJECT,
+                DEFAULT,
+                ".data.rel.ro",
+                0,
+                32
+            ),
+            sym(
+                "[.data.rel.ro]",
+                LOCAL,
+                elf::STT_SECTION.0,
+                DEFAULT,
+                ".data.rel.ro",
+                0,
+                0
+            ),
+            sym("__tgt_register_lib", GLOBAL, NOTYPE, DEFAULT, "", 0, 0),
+            sym("atexit", GLOBAL, NOTYPE, DEFAULT, "", 0, 0),
+            sym("__tgt_unregister_lib", GLOBAL, NOTYPE, DEFAULT, "", 0, 0),
+            sym(
+                "__start_llvm_offload_entries",
+                GLOBAL,
+                NOTYPE,
+                HIDDEN,
+                "",
+                0,
+                0
+            ),
+            sym(
+                "__stop_llvm_offload_entries",
+                GLOBAL,
+                NOTYPE,
+                HIDDEN,
+                "",
+                0,
+                0
+            ),
+        ]
+    );
+
+    assert_eq!(
+        relocs(&out, ".text.startup"),
+        [
+            r(0x4, R_PC32, ".data.rel.ro", 0x1c),
+            r(0x9, R_PLT32, "__tgt_register_lib", -4),
+            r(0x15, R_PLT32, "atexit", -4),
+            r(0x24, R_PC32, ".data.rel.ro", 0x1c),
+            r(0x29, R_PLT32, "__tgt_unregister_lib", -4),
+        ]
+    );
+    let s = start as i64;
+    let e = s + image.len() as i64;
+    assert_eq!(
+        relocs(&out, ".data.rel.ro"),
+        [
+            r(0x00, R_64, ".llvm.offloading", s),
+            r(0x08, R_64, ".llvm.offloading", e),
+            r(0x10, R_64, "__start_llvm_offload_entries", 0),
+            r(0x18, R_64, "__stop_llvm_offload_entries", 0),
+            r(0x28, R_64, ".data.rel.ro", 0),
+            r(0x30, R_64, "__start_llvm_offload_entries", 0),
+            r(0x38, R_64, "__stop_llvm_offload_entries", 0),
+        ]
+    );
+    assert_eq!(
+        relocs(&out, ".init_array.101"),
+        [r(0, R_64, ".text.startup", 0)]
+    );
+    assert_eq!(
+        relocs(&out, ".eh_frame"),
+        [
+            r(0x20, R_PC32, ".text.startup", 0),
+            r(0x38, R_PC32, ".text.startup", 0x20),
+        ]
+    );
+
+    #[rustfmt::skip]
+    let code: &[u8] = &[
+        // .omp_offloading.descriptor_reg
+        0x50,                                     // push rax
+        0x48, 0x8d, 0x3d, 0, 0, 0, 0,             // lea rdi, [rip + desc]
+        0xe8, 0, 0, 0, 0,                         // call __tgt_register_lib
+        0x48, 0x8d, 0x3d, 0x0c, 0, 0, 0,          // lea rdi, [rip + unreg]
+        0xe8, 0, 0, 0, 0,                         // call atexit
+        0x58,                                     // pop rax
+        0xc3,                                     // ret
+        0x0f, 0x1f, 0x44, 0x00, 0x00,             // nop (padding to 0x20)
+        // .omp_offloading.descriptor_unreg
+        0x50,                                     // push rax
+        0x48, 0x8d, 0x3d, 0, 0, 0, 0,             // lea rdi, [rip + desc]
+        0xe8, 0, 0, 0, 0,                         // call __tgt_unregister_lib
+        0x58,                                     // pop rax
+        0xc3,                                     // ret
+    ];
+    assert_eq!(contents(&out, ".text.startup"), code);
+    let mut data = vec![0u8; 0x40];
+    data[0x20] = 1; // NumDeviceImages
+    assert_eq!(contents(&out, ".data.rel.ro"), data);
+    assert_eq!(contents(&out, ".llvm.offloading"), ob);
+    // The .eh_frame bytes LLVM 22 writes for the same functions.
+    #[rustfmt::skip]
+    let eh: &[u8] = &[
+        0x14, 0, 0, 0, 0, 0, 0, 0,                 // CIE: length, id 0
+        0x01, b'z', b'R', 0,                       // version 1, "zR"
+        0x01, 0x78, 0x10,                          // code align 1, data align -8, RA 16
+        0x01, 0x1b,                                // aug. data: pcrel|sdata4
+        0x0c, 0x07, 0x08,                          // def_cfa rsp+8
+        0x90, 0x01,                                // offset rip, cfa-8
+        0, 0,                                      // nop padding
+        0x14, 0, 0, 0, 0x1c, 0, 0, 0,              // FDE: length, CIE pointer
+        0, 0, 0, 0, 0x1b, 0, 0, 0, 0,              // pc begin (reloc), range 27, no aug.
+        0x41, 0x0e, 0x10,                          // advance 1; def_cfa_offset 16
+        0x59, 0x0e, 0x08, 0,                       // advance 25; def_cfa_offset 8; nop
+        0x14, 0, 0, 0, 0x34, 0, 0, 0,              // FDE
+        0, 0, 0, 0, 0x0f, 0, 0, 0, 0,              // pc begin (reloc), range 15
+        0x41, 0x0e, 0x10,                          // advance 1; def_cfa_offset 16
+        0x4d, 0x0e, 0x08, 0,                       // advance 13; def_cfa_offset 8; nop
+    ];
+    assert_eq!(contents(&out, ".eh_frame"), eh);
+}
+
+/// Raw input: the whole file is the image.
+#[test]
+fn raw_input_is_whole_image() {
+    let raw = filler(2, 1001);
+    let img = Image::new(&raw).unwrap();
+    assert_eq!(img.image, 0..1001);
+    assert_eq!(img.arch, None);
+    let out = to_vec(&opts(Abi::Llvm), &[img]).unwrap();
+    let rel = relocs(&out, ".data.rel.ro");
+    assert_eq!(rel[0], r(0, R_64, ".llvm.offloading", 0));
+    assert_eq!(rel[1], r(8, R_64, ".llvm.offloading", 1001));
+    assert_eq!(contents(&out, ".llvm.offloading"), raw);
+}
+
+/// Two inputs: one descriptor, images 8-aligned one after the other, and the
+/// symbol order of LLVM 22 (`.1` after the section symbol).
+#[test]
+fn openmp_two_images() {
+    let a = offload_binary(&filler(3, 15824), "generic");
+    let b = filler(4, 2263); // odd length: the next image would need padding
+    let c = filler(5, 8);
+    let imgs = [
+        Image::new(&a).unwrap(),
+        Image::new(&b).unwrap(),
+        Image::new(&c).unwrap(),
+    ];
+    let out = to_vec(&opts(Abi::Llvm), &imgs).unwrap();
+    let b_off = a.len() as u64; // a's length is a multiple of 8
+    let c_off = (b_off + 2263).next_multiple_of(8);
+    let mut embedded = a.clone();
+    embedded.extend_from_slice(&b);
+    embedded.resize(usize::try_from(c_off).unwrap(), 0);
+    embedded.extend_from_slice(&c);
+    assert_eq!(contents(&out, ".llvm.offloading"), embedded);
+
+    let syms = symbols(&out);
+    let names: Vec<&str> = syms.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names[5..11],
+        [
+            "__dummy.llvm_offload_entries",
+            ".omp_offloading.device_image",
+            "[.llvm.offloading]",
+            ".omp_offloading.device_image.1",
+            ".omp_offloading.device_image.2",
+            ".omp_offloading.device_images",
+        ]
+    );
+    assert_eq!((syms[8].5, syms[8].6), (b_off, 2263));
+    assert_eq!((syms[9].5, syms[9].6), (c_off, 8));
+    assert_eq!((syms[10].5, syms[10].6), (0, 96));
+    assert_eq!(
+        (syms[3].0.as_str(), syms[3].5),
+        (".omp_offloading.descriptor", 96)
+    );
+
+    let rel = relocs(&out, ".data.rel.ro");
+    let s0 = imgs[0].image.start as i64;
+    assert_eq!(rel[0], r(0x00, R_64, ".llvm.offloading", s0));
+    assert_eq!(rel[4], r(0x20, R_64, ".llvm.offloading", b_off as i64));
+    assert_eq!(
+        rel[5],
+        r(0x28, R_64, ".llvm.offloading", (b_off + 2263) as i64)
+    );
+    assert_eq!(rel[8], r(0x40, R_64, ".llvm.offloading", c_off as i64));
+    assert_eq!(rel[12], r(0x68, R_64, ".data.rel.ro", 0));
+    assert_eq!(rel.len(), 3 * 4 + 3);
+    let data = contents(&out, ".data.rel.ro");
+    assert_eq!(data[0x60..0x64], 3i32.to_le_bytes());
+    assert_eq!(
+        relocs(&out, ".text.startup")[0],
+        r(4, R_PC32, ".data.rel.ro", 0x5c)
+    );
+}
+
+/// The `.eh_frame` parses with gimli, and its rows describe the push/pop.
+#[test]
+fn eh_frame_reads_back() {
+    use gimli::{BaseAddresses, CieOrFde, EhFrame, UnwindContext, UnwindSection};
+    let raw = filler(6, 64);
+    let out = to_vec(&opts(Abi::Llvm), &[Image::new(&raw).unwrap()]).unwrap();
+    let data = contents(&out, ".eh_frame");
+    let eh = EhFrame::new(&data, gimli::LittleEndian);
+    // Unrelocated, pc-relative initial locations read as -(field offset);
+    // relocations say where each FDE really points.
+    let bases = BaseAddresses::default().set_eh_frame(0);
+    let mut entries = eh.entries(&bases);
+    let mut fdes = Vec::new();
+    while let Some(e) = entries.next().unwrap() {
+        match e {
+            CieOrFde::Cie(cie) => {
+                assert_eq!(cie.code_alignment_factor(), 1);
+                assert_eq!(cie.data_alignment_factor(), -8);
+                assert_eq!(cie.return_address_register(), gimli::X86_64::RA);
+            }
+            CieOrFde::Fde(p) => {
+                let fde = p.parse(EhFrame::cie_from_offset).unwrap();
+                let mut ctx = UnwindContext::new();
+                let mut rows = fde.rows(&eh, &bases, &mut ctx).unwrap();
+                let mut cfa = Vec::new();
+                while let Some(row) = rows.next_row().unwrap() {
+                    let gimli::CfaRule::RegisterAndOffset { register, offset } = *row.cfa() else {
+                        panic!("CFA rule")
+                    };
+                    assert_eq!(register, gimli::X86_64::RSP);
+                    cfa.push((
+                        row.start_address().wrapping_sub(fde.initial_address()),
+                        offset,
+                    ));
+                }
+                fdes.push((fde.len(), cfa));
+            }
+        }
+    }
+    assert_eq!(
+        fdes,
+        [
+            (27, vec![(0, 8), (1, 16), (26, 8)]),
+            (15, vec![(0, 8), (1, 16), (14, 8)]),
+        ]
+    );
+    // Each FDE's pc-begin is relocated to its function.
+    let rel = relocs(&out, ".eh_frame");
+    assert_eq!(rel.iter().map(|r| r.3).collect::<Vec<_>>(), [0, 0x20]);
+}
+
+/// The legacy ABI: old entry section, priority-1 constructor, `.fini_array`
+/// destructor and no `atexit`.
+#[test]
+fn legacy_abi() {
+    let raw = filler(7, 100);
+    let out = to_vec(&opts(Abi::Legacy), &[Image::new(&raw).unwrap()]).unwrap();
+    let secs = sections(&out);
+    assert!(
+        secs.iter()
+            .all(|s| s.0 != "llvm_offload_entries" && s.0 != ".init_array.101")
+    );
+    assert_eq!(section(&secs, "omp_offloading_entries").2, 2);
+    assert_eq!(section(&secs, ".init_array.1").1, elf::SHT_INIT_ARRAY.0);
+    assert_eq!(section(&secs, ".fini_array.1").1, elf::SHT_FINI_ARRAY.0);
+    assert_eq!(
+        relocs(&out, ".init_array.1"),
+        [r(0, R_64, ".text.startup", 0)]
+    );
+    assert_eq!(
+        relocs(&out, ".fini_array.1"),
+        [r(0, R_64, ".text.startup", 0x10)]
+    );
+    let syms = symbols(&out);
+    assert!(syms.iter().all(|s| s.0 != "atexit"));
+    assert!(syms.contains(&sym(
+        "offload.wrapper.object",
+        LOCAL,
+        elf::STT_FILE.0,
+        DEFAULT,
+        "",
+        0,
+        0
+    )));
+    assert!(syms.contains(&sym(
+        "__dummy.omp_offloading.entry",
+        GLOBAL,
+        OBJECT,
+        HIDDEN,
+        "omp_offloading_entries",
+        0,
+        0
+    )));
+    assert!(syms.contains(&sym(
+        "__start_omp_offloading_entries",
+        GLOBAL,
+        NOTYPE,
+        HIDDEN,
+        "",
+        0,
+        0
+    )));
+    assert!(syms.contains(&sym(
+        ".omp_offloading.descriptor_reg",
+        LOCAL,
+        FUNC,
+        DEFAULT,
+        ".text.startup",
+        0,
+        15
+    )));
+    assert!(syms.contains(&sym(
+        ".omp_offloading.descriptor_unreg",
+        LOCAL,
+        FUNC,
+        DEFAULT,
+        ".text.startup",
+        0x10,
+        15
+    )));
+    assert_eq!(
+        relocs(&out, ".text.startup"),
+        [
+            r(0x4, R_PC32, ".data.rel.ro", 0x1c),
+            r(0x9, R_PLT32, "__tgt_register_lib", -4),
+            r(0x14, R_PC32, ".data.rel.ro", 0x1c),
+            r(0x19, R_PLT32, "__tgt_unregister_lib", -4),
+        ]
+    );
+    let rel = relocs(&out, ".data.rel.ro");
+    assert_eq!(rel[2], r(0x10, R_64, "__start_omp_offloading_entries", 0));
+    assert_eq!(rel[3], r(0x18, R_64, "__stop_omp_offloading_entries", 0));
+}
+
+/// The ROCm flavour: target IDs in `.offload_arch_list`, one image info per
+/// image, registered before the descriptor.
+#[test]
+fn rocm_abi() {
+    let a = offload_binary(&filler(8, 500), "gfx90a:xnack+");
+    let b = filler(9, 64);
+    let mut imgs = vec![Image::new(&a).unwrap(), Image::new(&b).unwrap()];
+    assert_eq!(imgs[0].arch.as_deref(), Some("gfx90a:xnack+"));
+    // A raw input has no arch of its own.
+    let e = to_vec(&opts(Abi::Rocm), &imgs).unwrap_err().to_string();
+    assert!(e.contains("image 1 has no offload arch"), "{e}");
+    imgs[1].arch = Some("gfx1030".into());
+    let out = to_vec(&opts(Abi::Rocm), &imgs).unwrap();
+
+    assert_eq!(
+        contents(&out, ".offload_arch_list"),
+        b"gfx90a:xnack+\0gfx1030\0"
+    );
+    let data = contents(&out, ".data.rel.ro");
+    // images (2 × 32), descriptor (32), infos (2 × 32)
+    assert_eq!(data.len(), 0xa0);
+    #[rustfmt::skip]
+    let info1: &[u8] = &[
+        1, 0, 0, 0,  // version
+        1, 0, 0, 0,  // image number
+        2, 0, 0, 0,  // number of images
+        0, 0, 0, 0,  // padding
+        0, 0, 0, 0, 0, 0, 0, 0, // offload_arch (relocated)
+        0, 0, 0, 0, 0, 0, 0, 0, // compile_opts: null
+    ];
+    assert_eq!(&data[0x80..0xa0], info1);
+    let rel = relocs(&out, ".data.rel.ro");
+    assert!(rel.contains(&r(0x70, R_64, ".offload_arch_list", 0)));
+    assert!(rel.contains(&r(0x90, R_64, ".offload_arch_list", 14)));
+    let calls: Vec<(u32, String, i64)> = relocs(&out, ".text.startup")
+        .into_iter()
+        .map(|r| (r.1, r.2, r.3))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (R_PC32, ".data.rel.ro".to_string(), 0x60 - 4),
+            (R_PLT32, "__tgt_register_image_info".to_string(), -4),
+            (R_PC32, ".data.rel.ro".to_string(), 0x80 - 4),
+            (R_PLT32, "__tgt_register_image_info".to_string(), -4),
+            (R_PC32, ".data.rel.ro".to_string(), 0x40 - 4),
+            (R_PLT32, "__tgt_register_lib".to_string(), -4),
+            (R_PC32, ".data.rel.ro".to_string(), 0x40 - 4),
+            (R_PLT32, "__tgt_unregister_lib".to_string(), -4),
+        ]
+    );
+    let syms = symbols(&out);
+    assert!(syms.contains(&sym(
+        "__offload_arch_1",
+        LOCAL,
+        OBJECT,
+        DEFAULT,
+        ".offload_arch_list",
+        14,
+        8
+    )));
+    assert!(syms.contains(&sym(
+        ".offload_image_info_0",
+        LOCAL,
+        OBJECT,
+        DEFAULT,
+        ".data.rel.ro",
+        0x60,
+        32
+    )));
+    assert!(sections(&out).iter().any(|s| s.0 == ".fini_array.1"));
+}
+
+/// The layout refers to the image instead of holding its bytes.
+#[test]
+fn layout_does_not_copy_images() {
+    for n in [1usize, 2] {
+        let big = filler(10, 1 << 20);
+        let imgs: Vec<Image> = (0..n).map(|_| Image::new(&big).unwrap()).collect();
+        let layout = layout(&opts(Abi::Llvm), &imgs).unwrap();
+        let built: u64 = layout
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Bytes(b) => b.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        assert!(built < 4096, "{built} bytes built");
+        let images: Vec<usize> = layout
+            .pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Image(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(images, (0..n).collect::<Vec<_>>());
+        let v = to_vec(&opts(Abi::Llvm), &imgs).unwrap();
+        assert_eq!(v.len() as u64, layout.size);
+        // Deterministic.
+        assert_eq!(v, to_vec(&opts(Abi::Llvm), &imgs).unwrap());
+    }
+}
+
+#[test]
+fn empty_image() {
+    let out = to_vec(&opts(Abi::Llvm), &[Image::new(&[]).unwrap()]).unwrap();
+    assert_eq!(section(&sections(&out), ".llvm.offloading").4, 0);
+}
+
+#[test]
+fn errors() {
+    let raw = filler(11, 16);
+    let img = || Image::new(&raw).unwrap();
+    let err = |o: Options, imgs: &[Image]| to_vec(&o, imgs).unwrap_err().to_string();
+    assert!(err(opts(Abi::Llvm), &[]).contains("no input"));
+    let mut o = opts(Abi::Llvm);
+    o.triple = "aarch64-unknown-linux-gnu".into();
+    assert!(err(o, &[img()]).contains("not supported yet"));
+
+    assert!(
+        Kind::parse("cuda")
+            .unwrap_err()
+            .to_string()
+            .contains("not supported yet")
+    );
+    assert!(
+        Kind::parse("hip")
+            .unwrap_err()
+            .to_string()
+            .contains("not supported yet")
+    );
+    assert!(
+        Kind::parse("sycl")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown offload kind")
+    );
+    assert!(
+        Abi::parse("new")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown ABI")
+    );
+    assert_eq!(Abi::parse("rocm").unwrap(), Abi::Rocm);
+
+    // A damaged OffloadBinary is an error, not a wrong range.
+    let ob = offload_binary(&filler(12, 100), "generic");
+    for cut in [4, 20, 60, ob.len() - 1] {
+        assert!(Image::new(&ob[..cut]).is_err(), "cut at {cut}");
+    }
+    // A compressed (v3) binary has no image bytes in place to point at.
+    let spec = ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        flags: 0,
+        strings: vec![],
+        size: 64,
+    };
+    let mut v3 = Vec::new();
+    crate::offload_binary::layout(&[spec], 3)
+        .unwrap()
+        .write_to(&mut v3, &[&filler(13, 64)])
+        .unwrap();
+    let packed =
+        crate::offload_binary::compress_v3(&v3, crate::offload_binary::Compression::Zlib, 6)
+            .unwrap();
+    assert_eq!(
+        Image::new(&v3).unwrap().image.end - Image::new(&v3).unwrap().image.start,
+        64
+    );
+    let e = Image::new(&packed).unwrap_err().to_string();
+    assert!(e.contains("compressed"), "{e}");
+    let mut bad = ob.clone();
+    bad[4] = 9; // version
+    assert!(Image::new(&bad).is_err());
+    for f in std::fs::read_dir(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/offload_binary/malformed"
+    ))
+    .unwrap()
+    {
+        let p = f.unwrap().path();
+        if p.file_name().unwrap() == "trailing-bytes.bin" {
+            continue; // only the first binary is read, as in LLVM
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(Image::new(&bytes).is_err(), "{}", p.display());
+    }
+}
