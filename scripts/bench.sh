@@ -60,7 +60,7 @@ else
   SIZES=${SIZES:-"4 256"}
   RUNS=${RUNS:-5}
 fi
-STEPS=${STEPS:-"startup offload_binary"}
+STEPS=${STEPS:-"startup offload_binary bundler"}
 KEEP=${KEEP:-0}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -111,6 +111,7 @@ NEEDS_startup="llvm-offload-binary"
 # shellcheck disable=SC2034
 
 NEEDS_offload_binary="llvm-offload-binary clang-offload-packager"
+NEEDS_bundler="clang-offload-bundler"
 
 check_llvm() {
   local step tool v missing=()
@@ -399,7 +400,7 @@ build_ours() {
   rm -rf "$LINKS"
   "$OURS" install-links "$LINKS" >/dev/null || die "$OURS install-links $LINKS failed"
   local t
-  for t in llvm-offload-binary clang-offload-packager; do
+  for t in llvm-offload-binary clang-offload-packager clang-offload-bundler; do
     [ -x "$LINKS/$t" ] || die "install-links made no $LINKS/$t"
   done
 }
@@ -504,6 +505,120 @@ step_offload_binary() {
       fi
     fi
 
+    [ "$KEEP" = 1 ] || rm -rf "$O"
+  done
+}
+
+# clang-offload-bundler, per SIZES entry, HIP style (a small host file and
+# four device images, 4 KiB alignment): bundle, list, unbundle one and all
+# (from LLVM's bundle), then compression: LLVM's single-threaded -compress
+# against ours in compat mode (byte-identical) and against
+# `offload-kit bundle --compress --threads 2` at the same level (zstd 3, LDM),
+# and unbundling the compressed bundle.
+HIP_TARGETS=(host-x86_64-unknown-linux-gnu- hipv4-amdgcn-amd-amdhsa--gfx90a hipv4-amdgcn-amd-amdhsa--gfx942 hipv4-amdgcn-amd-amdhsa--gfx1100 hipv4-amdgcn-amd-amdhsa--gfx1201)
+step_bundler() {
+  local s k
+  make_inputs
+  for s in "${SIZE_LIST[@]}"; do
+    local I=$IN/s$((4 * s))M O=$W/out/bu.$s tag=4x${s}MiB
+    mkdir -p "$O"
+    printf 'host code object' >"$O/host.bin"
+    local ins=(-input="$O/host.bin") imgs=() native=("${HIP_TARGETS[0]}=$O/host.bin") bytes=0
+    for k in 0 1 2 3; do
+      imgs+=("$I/img$k.bin")
+      ins+=(-input="$I/img$k.bin")
+      native+=("${HIP_TARGETS[k + 1]}=$I/img$k.bin")
+      bytes=$((bytes + $(stat -c %s "$I/img$k.bin")))
+    done
+    cat "${imgs[@]}" >/dev/null
+    local tg
+    tg=$(IFS=,; echo "${HIP_TARGETS[*]}")
+    local common=(-type=o -bundle-align=4096 "-targets=$tg" "${ins[@]}")
+
+    local llvm=("$LLVM/clang-offload-bundler" "${common[@]}" -output="$O/llvm.hipfb")
+    local ours=("$LINKS/clang-offload-bundler" "${common[@]}" -output="$O/ours.hipfb")
+    local llvm_rm=("$O/llvm.hipfb") ours_rm=("$O/ours.hipfb")
+    bench_row "bu.bundle.$tag" "bundle $tag (HIP style)" "$bytes" llvm ours
+    local why
+    if ran llvm && ran ours; then
+      if why=$(same_file "$O/llvm.hipfb" "$O/ours.hipfb"); then
+        row_note "bundle byte-identical to LLVM's"
+      else
+        row_fail "bundle differs from LLVM's: $why"
+      fi
+    fi
+    rm -f "$O/ours.hipfb"
+    [ -f "$O/llvm.hipfb" ] || { log "no LLVM bundle; skipping the other $tag rows"; continue; }
+
+    unset llvm_rm ours_rm
+    llvm=("$LLVM/clang-offload-bundler" -type=o -list -input="$O/llvm.hipfb")
+    ours=("$LINKS/clang-offload-bundler" -type=o -list -input="$O/llvm.hipfb")
+    bench_row "bu.list.$tag" "-list $tag" "$bytes" llvm ours
+    if ran ours; then
+      if cmp -s "$W/raw/bu.list.$tag.llvm.stdout" "$W/raw/bu.list.$tag.ours.stdout"; then
+        row_note "same IDs in the same order"
+      else
+        row_fail "-list output differs from LLVM's"
+      fi
+    fi
+
+    llvm=("$LLVM/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[2]}" -input="$O/llvm.hipfb" -output="$O/llvm.u1")
+    ours=("$LINKS/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[2]}" -input="$O/llvm.hipfb" -output="$O/ours.u1")
+    llvm_rm=("$O/llvm.u1") ours_rm=("$O/ours.u1")
+    bench_row "bu.unbundle1.$tag" "unbundle 1 target from $tag" "$bytes" llvm ours
+    if ran ours; then
+      check_extracted "$O/llvm.u1" "$O/ours.u1" "${imgs[1]}" && row_note "entry intact"
+    fi
+    rm -f "$O"/*.u1
+
+    local lo=() oo=()
+    for k in 0 1 2 3 4; do lo+=(-output="$O/llvm.ua$k"); oo+=(-output="$O/ours.ua$k"); done
+    llvm=("$LLVM/clang-offload-bundler" -type=o -unbundle "-targets=$tg" -input="$O/llvm.hipfb" "${lo[@]}")
+    ours=("$LINKS/clang-offload-bundler" -type=o -unbundle "-targets=$tg" -input="$O/llvm.hipfb" "${oo[@]}")
+    llvm_rm=("${lo[@]#-output=}") ours_rm=("${oo[@]#-output=}")
+    bench_row "bu.unbundleAll.$tag" "unbundle all 5 from $tag" "$bytes" llvm ours
+    if ran ours; then
+      local bad=0
+      for k in 0 1 2 3; do check_extracted "$O/llvm.ua$((k + 1))" "$O/ours.ua$((k + 1))" "${imgs[k]}" || bad=1; done
+      [ $bad = 1 ] || row_note "4 device entries intact"
+    fi
+    rm -f "$O"/*.ua?
+
+    llvm=("$LLVM/clang-offload-bundler" "${common[@]}" -compress -output="$O/llvm.z")
+    ours=("$LINKS/clang-offload-bundler" "${common[@]}" -compress -output="$O/ours.z")
+    llvm_rm=("$O/llvm.z") ours_rm=("$O/ours.z")
+    bench_row "bu.compress.$tag" "bundle -compress $tag, 1 thread" "$bytes" llvm ours
+    if ran llvm && ran ours; then
+      if why=$(same_file "$O/llvm.z" "$O/ours.z"); then
+        row_note "CCOB byte-identical to LLVM's"
+      else
+        row_fail "CCOB differs from LLVM's: $why"
+      fi
+    fi
+    rm -f "$O/ours.z"
+
+    ours=("$OURS" bundle --type o --align 4096 --compress --threads 2 -o "$O/ours.mt.z" "${native[@]}")
+    ours_rm=("$O/ours.mt.z")
+    bench_row "bu.compressT2.$tag" "bundle --compress --threads 2 $tag (ours) vs LLVM -compress" "$bytes" llvm ours
+    if ran ours; then
+      if "$LLVM/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[4]}" -input="$O/ours.mt.z" -output="$O/mt.check" 2>/dev/null &&
+        cmp -s "$O/mt.check" "${imgs[3]}"; then
+        row_note "LLVM unbundles ours intact"
+      else
+        row_fail "LLVM cannot unbundle our multithreaded CCOB"
+      fi
+    fi
+    rm -f "$O/ours.mt.z" "$O/mt.check"
+
+    [ -f "$O/llvm.z" ] || continue
+    llvm=("$LLVM/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[2]}" -input="$O/llvm.z" -output="$O/llvm.zu")
+    ours=("$LINKS/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[2]}" -input="$O/llvm.z" -output="$O/ours.zu")
+    llvm_rm=("$O/llvm.zu") ours_rm=("$O/ours.zu")
+    bench_row "bu.zunbundle1.$tag" "unbundle 1 target from compressed $tag" "$bytes" llvm ours
+    if ran ours; then
+      check_extracted "$O/llvm.zu" "$O/ours.zu" "${imgs[1]}" && row_note "entry intact"
+    fi
+    unset llvm_rm ours_rm
     [ "$KEEP" = 1 ] || rm -rf "$O"
   done
 }

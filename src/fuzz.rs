@@ -63,6 +63,59 @@ pub fn offload_binary_read(data: &[u8]) {
     }
 }
 
+/// Reads `data` as a clang offload bundle in every layout (binary, each
+/// text prefix, object), and matches its entries against a few requests as
+/// the unbundler does; a binary bundle that reads must lay out again to the
+/// same entries. Must never panic.
+pub fn bundle_read(data: &[u8]) {
+    use crate::bundle::{self, Format, binary, id::BundleId, select};
+
+    for format in [
+        Format::Binary,
+        Format::Text("//"),
+        Format::Text("#"),
+        Format::Text(";"),
+        Format::Object,
+    ] {
+        let Ok(found) = bundle::entries(data, format) else {
+            continue;
+        };
+        for f in &found {
+            assert!(f.data.len() <= data.len());
+        }
+        let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
+        let requests: Vec<BundleId> = [
+            "host-x86_64-unknown-linux-gnu",
+            "hip-amdgcn-amd-amdhsa--gfx90a:xnack+",
+        ]
+        .iter()
+        .filter_map(|t| BundleId::parse(t).ok())
+        .collect();
+        let _ = select::assign(&ids, &requests, true);
+    }
+    let _ = Format::detect(data);
+    if let Ok(entries) = binary::read(data) {
+        let specs: Vec<binary::EntrySpec> = entries
+            .iter()
+            .map(|e| binary::EntrySpec {
+                id: String::from_utf8_lossy(e.id).into_owned(),
+                size: e.data.len() as u64,
+            })
+            .collect();
+        if entries.iter().all(|e| std::str::from_utf8(e.id).is_ok()) {
+            let layout = binary::layout(&specs, 1).expect("layout of read entries");
+            let bytes: Vec<&[u8]> = entries.iter().map(|e| e.data).collect();
+            let mut out = Vec::new();
+            layout.write_to(&mut out, &bytes).expect("write to memory");
+            let again = binary::read(&out).expect("re-read what we wrote");
+            assert_eq!(again.len(), entries.len());
+            for (a, b) in entries.iter().zip(&again) {
+                assert_eq!((a.id, a.data), (b.id, b.data));
+            }
+        }
+    }
+}
+
 /// Reads `data` as one CCOB and as back-to-back CCOBs; whatever
 /// decompresses must compress again (zstd v3, zlib v2) to CCOBs that read
 /// back to the same bytes. The environment-variable parser gets `data` as
@@ -150,10 +203,12 @@ mod tests {
             let data = std::fs::read(&f).unwrap();
             offload_binary_read(&data);
             ccob_read(&data);
+            bundle_read(&data);
             // Every truncation of a fixture too: the reader must not panic.
             for cut in (0..data.len()).step_by(7) {
                 offload_binary_read(&data[..cut]);
                 ccob_read(&data[..cut]);
+                bundle_read(&data[..cut]);
             }
         }
     }

@@ -1196,6 +1196,151 @@ pub fn compress_to_vec(data: &[u8], opts: &CompressOptions) -> Result<(Vec<u8>, 
     Ok((cur.into_inner(), report))
 }
 
+/// Compresses a bundle given as consecutive pieces (headers made in memory
+/// and entry data mapped from their files) with zstd on `opts.threads`
+/// workers, without ever holding the whole bundle: each piece streams into
+/// the compressor while another thread hashes the same pieces. The frame is
+/// not byte-identical to LLVM's single-threaded one; LLVM reads it to the
+/// same bundle. Writes the CCOB at `out`'s position, like [`compress`].
+pub fn compress_pieces<W: Write + Seek>(
+    pieces: &[&[u8]],
+    opts: &CompressOptions,
+    out: &mut W,
+) -> Result<CompressReport> {
+    use zstd_safe::{CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
+
+    let version = opts.version;
+    if version != 2 && version != 3 {
+        return Err(Fault::UnsupportedWriteVersion(version).at(0));
+    }
+    if opts.method != Method::ZSTD || opts.threads == 0 {
+        return Err(Fault::Compress {
+            method: opts.method,
+            detail: "streaming compression is for zstd with worker threads".into(),
+        }
+        .at(0));
+    }
+    let uncompressed_size: u64 = pieces.iter().map(|p| len64(p)).sum();
+    if version == 2 && u32::try_from(uncompressed_size).is_err() {
+        return Err(Fault::UncompressedSizeLimit(2).at(0));
+    }
+    let mut header = Header {
+        version,
+        method: opts.method,
+        total_size: Some(0),
+        uncompressed_size,
+        hash: 0,
+    };
+    let hsize = header.size();
+    let start = out.stream_position()?;
+    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
+    let limit = if version == 2 {
+        u64::from(u32::MAX) - hsize
+    } else {
+        u64::MAX - hsize
+    };
+    let mut counter = Counter {
+        inner: &mut *out,
+        count: 0,
+        limit,
+        over: false,
+    };
+
+    let (res, hash) = std::thread::scope(|scope| {
+        let hasher = scope.spawn(|| {
+            let mut md5 = Md5::new();
+            for p in pieces {
+                md5.update(p);
+            }
+            let digest = md5.finalize();
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            u64::from_le_bytes(first)
+        });
+        let res = (|| -> Result<()> {
+            let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
+                Fault::Compress {
+                    method: Method::ZSTD,
+                    detail: "cannot create a compression context".into(),
+                }
+                .at(0)
+            })?;
+            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+                .map_err(zstd_error)?;
+            cctx.set_parameter(CParameter::CompressionLevel(opts.level))
+                .map_err(zstd_error)?;
+            cctx.set_parameter(CParameter::NbWorkers(opts.threads))
+                .map_err(zstd_error)?;
+            cctx.set_pledged_src_size(Some(uncompressed_size))
+                .map_err(zstd_error)?;
+            let mut buf = vec![0u8; zstd_safe::CCtx::out_size()];
+            let last = pieces.len().saturating_sub(1);
+            for (i, piece) in pieces.iter().enumerate() {
+                let mode = if i == last {
+                    ZSTD_EndDirective::ZSTD_e_end
+                } else {
+                    ZSTD_EndDirective::ZSTD_e_continue
+                };
+                let mut input = InBuffer::around(piece);
+                loop {
+                    let mut output = OutBuffer::around(&mut buf[..]);
+                    let remaining = cctx
+                        .compress_stream2(&mut output, &mut input, mode)
+                        .map_err(zstd_error)?;
+                    let n = output.pos();
+                    counter.write_all(&buf[..n])?;
+                    let done = match mode {
+                        ZSTD_EndDirective::ZSTD_e_end => remaining == 0,
+                        _ => input.pos() == piece.len(),
+                    };
+                    if done {
+                        break;
+                    }
+                }
+            }
+            if pieces.is_empty() {
+                let mut input = InBuffer::around(&[][..]);
+                loop {
+                    let mut output = OutBuffer::around(&mut buf[..]);
+                    let remaining = cctx
+                        .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_end)
+                        .map_err(zstd_error)?;
+                    let n = output.pos();
+                    counter.write_all(&buf[..n])?;
+                    if remaining == 0 {
+                        break;
+                    }
+                }
+            }
+            Ok(())
+        })();
+        (res, hasher.join())
+    });
+    let (compressed_size, over) = (counter.count, counter.over);
+    match res {
+        Err(_) if over => return Err(Fault::TotalSizeLimit(version).at(0)),
+        Err(e) => return Err(e),
+        Ok(()) => {}
+    }
+    header.hash = hash.map_err(|_| {
+        Fault::Compress {
+            method: Method::ZSTD,
+            detail: "the hashing thread failed".into(),
+        }
+        .at(0)
+    })?;
+    header.total_size = Some(hsize + compressed_size);
+    let end = out.stream_position()?;
+    out.seek(SeekFrom::Start(start))?;
+    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
+    out.seek(SeekFrom::Start(end))?;
+    Ok(CompressReport {
+        header,
+        level: opts.level,
+        compressed_size,
+    })
+}
+
 /// Counts bytes on their way out, failing past `limit`.
 struct Counter<'a, W: Write> {
     inner: &'a mut W,

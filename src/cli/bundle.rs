@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, open_input, write_bytes, write_layout};
+use super::io::{Input, Output, open_input, write_bytes, write_layout};
 use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
 use offload_kit::bundle::{self, Format, binary, id::BundleId, select, text};
+use offload_kit::layout::Piece;
 use offload_kit::llvm::path::stem;
 
 /// Bundle per-target files into one clang offload bundle (the bytes
@@ -92,6 +93,41 @@ impl BundleOpts {
             ),
         };
         let out = self.output.to_string_lossy().into_owned();
+        if self.compress && self.threads > 1 {
+            // Stream the pieces into multithreaded zstd: the bundle is never
+            // assembled in memory.
+            let zeros = vec![
+                0u8;
+                layout
+                    .pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Zeros(n) => usize::try_from(*n).unwrap_or(0),
+                        _ => 0,
+                    })
+                    .max()
+                    .unwrap_or(0)
+            ];
+            let pieces: Vec<&[u8]> = layout
+                .pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Bytes(b) => b.as_slice(),
+                    Piece::Zeros(n) => &zeros[..usize::try_from(*n).unwrap_or(0)],
+                    Piece::Image(i) => inputs[*i].bytes(),
+                })
+                .collect();
+            let opts = CompressOptions {
+                version: self.format_version,
+                method: Method::ZSTD,
+                level: self.level,
+                threads: self.threads,
+            };
+            let mut o =
+                Output::create(&self.output).with_context(|| format!("'{out}': cannot write"))?;
+            compressed::compress_pieces(&pieces, &opts, &mut o)?;
+            return o.commit().with_context(|| format!("'{out}': cannot write"));
+        }
         if self.compress {
             let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
             let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
@@ -100,7 +136,7 @@ impl BundleOpts {
                 version: self.format_version,
                 method: Method::ZSTD,
                 level: self.level,
-                threads: if self.threads > 1 { self.threads } else { 0 },
+                threads: 0,
             };
             let (packed, _) = compressed::compress_to_vec(&whole, &opts)?;
             drop(whole);

@@ -182,6 +182,18 @@ impl Output {
     }
 }
 
+impl Seek for Output {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match &mut self.inner {
+            OutInner::Temp(w) => w.seek(pos),
+            OutInner::Stdout(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this output must be a file, not standard output",
+            )),
+        }
+    }
+}
+
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.inner {
