@@ -1110,6 +1110,45 @@ pub fn compress<W: Write + Seek>(
     opts: &CompressOptions,
     out: &mut W,
 ) -> Result<CompressReport> {
+    if opts.method == Method::ZLIB && !(-1..=9).contains(&opts.level) {
+        return Err(Fault::InvalidLevel(opts.level).at(0));
+    }
+    write_framed(opts, len64(data), out, |counter| {
+        // The hash is patched in with the total size, so it is computed on
+        // another thread while the data compresses (MD5 costs ~1.4 s per GiB).
+        std::thread::scope(|scope| {
+            let hasher = (data.len() >= 1 << 20)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("ccob-md5".into())
+                        .spawn_scoped(scope, || truncated_md5(data))
+                        .ok()
+                })
+                .flatten();
+            let res = if opts.method == Method::ZSTD {
+                zstd_compress(data, opts, counter)
+            } else {
+                zlib_stream(data, opts.level, counter)
+            };
+            let hash = match hasher {
+                Some(h) => h.join().unwrap_or_else(|_| truncated_md5(data)),
+                None => truncated_md5(data),
+            };
+            res.map(|()| hash)
+        })
+    })
+}
+
+/// Writes a CCOB at `out`'s position: a header with the sizes left blank,
+/// the compressed data from `body` (which returns the hash of the
+/// uncompressed data), then the header again with the total size and the
+/// hash. `out` is left after the CCOB; on error it may hold a partial CCOB.
+fn write_framed<W: Write + Seek>(
+    opts: &CompressOptions,
+    uncompressed_size: u64,
+    out: &mut W,
+    body: impl FnOnce(&mut Counter<'_, W>) -> Result<u64>,
+) -> Result<CompressReport> {
     let version = opts.version;
     if version != 2 && version != 3 {
         return Err(Fault::UnsupportedWriteVersion(version).at(0));
@@ -1117,10 +1156,6 @@ pub fn compress<W: Write + Seek>(
     if opts.method.name().is_none() {
         return Err(Fault::UnsupportedWriteMethod(opts.method.0).at(0));
     }
-    if opts.method == Method::ZLIB && !(-1..=9).contains(&opts.level) {
-        return Err(Fault::InvalidLevel(opts.level).at(0));
-    }
-    let uncompressed_size = len64(data);
     if version == 2 && u32::try_from(uncompressed_size).is_err() {
         return Err(Fault::UncompressedSizeLimit(2).at(0));
     }
@@ -1134,10 +1169,9 @@ pub fn compress<W: Write + Seek>(
     let hsize = header.size();
     let start = out.stream_position()?;
     out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
-
     // The v2 limit is checked as the data streams out, so a hopeless
     // compression stops early.
-    let max_payload = if version == 2 {
+    let limit = if version == 2 {
         u64::from(u32::MAX) - hsize
     } else {
         u64::MAX - hsize
@@ -1145,38 +1179,16 @@ pub fn compress<W: Write + Seek>(
     let mut counter = Counter {
         inner: &mut *out,
         count: 0,
-        limit: max_payload,
+        limit,
         over: false,
     };
-    // The hash is patched in with the total size, so it is computed on
-    // another thread while the data compresses (MD5 costs ~1.4 s per GiB).
-    let (res, hash) = std::thread::scope(|scope| {
-        let hasher = (data.len() >= 1 << 20)
-            .then(|| {
-                std::thread::Builder::new()
-                    .name("ccob-md5".into())
-                    .spawn_scoped(scope, || truncated_md5(data))
-                    .ok()
-            })
-            .flatten();
-        let res = if opts.method == Method::ZSTD {
-            zstd_compress(data, opts, &mut counter)
-        } else {
-            zlib_stream(data, opts.level, &mut counter)
-        };
-        let hash = match hasher {
-            Some(h) => h.join().unwrap_or_else(|_| truncated_md5(data)),
-            None => truncated_md5(data),
-        };
-        (res, hash)
-    });
-    header.hash = hash;
+    let res = body(&mut counter);
     let (compressed_size, over) = (counter.count, counter.over);
-    match res {
+    header.hash = match res {
         Err(_) if over => return Err(Fault::TotalSizeLimit(version).at(0)),
         Err(e) => return Err(e),
-        Ok(()) => {}
-    }
+        Ok(hash) => hash,
+    };
     header.total_size = Some(hsize + compressed_size);
     let end = out.stream_position()?;
     out.seek(SeekFrom::Start(start))?;
@@ -1209,10 +1221,6 @@ pub fn compress_pieces<W: Write + Seek>(
 ) -> Result<CompressReport> {
     use zstd_safe::{CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
-    let version = opts.version;
-    if version != 2 && version != 3 {
-        return Err(Fault::UnsupportedWriteVersion(version).at(0));
-    }
     if opts.method != Method::ZSTD || opts.threads == 0 {
         return Err(Fault::Compress {
             method: opts.method,
@@ -1221,43 +1229,17 @@ pub fn compress_pieces<W: Write + Seek>(
         .at(0));
     }
     let uncompressed_size: u64 = pieces.iter().map(|p| len64(p)).sum();
-    if version == 2 && u32::try_from(uncompressed_size).is_err() {
-        return Err(Fault::UncompressedSizeLimit(2).at(0));
-    }
-    let mut header = Header {
-        version,
-        method: opts.method,
-        total_size: Some(0),
-        uncompressed_size,
-        hash: 0,
-    };
-    let hsize = header.size();
-    let start = out.stream_position()?;
-    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
-    let limit = if version == 2 {
-        u64::from(u32::MAX) - hsize
-    } else {
-        u64::MAX - hsize
-    };
-    let mut counter = Counter {
-        inner: &mut *out,
-        count: 0,
-        limit,
-        over: false,
-    };
-
-    let (res, hash) = std::thread::scope(|scope| {
-        let hasher = scope.spawn(|| {
-            let mut md5 = Md5::new();
-            for p in pieces {
-                md5.update(p);
-            }
-            let digest = md5.finalize();
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&digest[..8]);
-            u64::from_le_bytes(first)
-        });
-        let res = (|| -> Result<()> {
+    write_framed(opts, uncompressed_size, out, |counter| {
+        std::thread::scope(|scope| {
+            let hasher = scope.spawn(|| {
+                let mut md5 = Md5::new();
+                for p in pieces {
+                    md5.update(p);
+                }
+                let mut first = [0u8; 8];
+                first.copy_from_slice(&md5.finalize()[..8]);
+                u64::from_le_bytes(first)
+            });
             let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
                 Fault::Compress {
                     method: Method::ZSTD,
@@ -1274,9 +1256,12 @@ pub fn compress_pieces<W: Write + Seek>(
             cctx.set_pledged_src_size(Some(uncompressed_size))
                 .map_err(zstd_error)?;
             let mut buf = vec![0u8; zstd_safe::CCtx::out_size()];
-            let last = pieces.len().saturating_sub(1);
-            for (i, piece) in pieces.iter().enumerate() {
-                let mode = if i == last {
+            // Every piece goes in with "continue"; a last, empty call ends
+            // the frame (so an empty bundle is a valid frame too).
+            let empty: &[u8] = &[];
+            let feed = pieces.iter().map(|p| (*p, false)).chain([(empty, true)]);
+            for (piece, last) in feed {
+                let mode = if last {
                     ZSTD_EndDirective::ZSTD_e_end
                 } else {
                     ZSTD_EndDirective::ZSTD_e_continue
@@ -1289,55 +1274,19 @@ pub fn compress_pieces<W: Write + Seek>(
                         .map_err(zstd_error)?;
                     let n = output.pos();
                     counter.write_all(&buf[..n])?;
-                    let done = match mode {
-                        ZSTD_EndDirective::ZSTD_e_end => remaining == 0,
-                        _ => input.pos() == piece.len(),
-                    };
-                    if done {
+                    if (last && remaining == 0) || (!last && input.pos() == piece.len()) {
                         break;
                     }
                 }
             }
-            if pieces.is_empty() {
-                let mut input = InBuffer::around(&[][..]);
-                loop {
-                    let mut output = OutBuffer::around(&mut buf[..]);
-                    let remaining = cctx
-                        .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_end)
-                        .map_err(zstd_error)?;
-                    let n = output.pos();
-                    counter.write_all(&buf[..n])?;
-                    if remaining == 0 {
-                        break;
-                    }
+            hasher.join().map_err(|_| {
+                Fault::Compress {
+                    method: Method::ZSTD,
+                    detail: "the hashing thread failed".into(),
                 }
-            }
-            Ok(())
-        })();
-        (res, hasher.join())
-    });
-    let (compressed_size, over) = (counter.count, counter.over);
-    match res {
-        Err(_) if over => return Err(Fault::TotalSizeLimit(version).at(0)),
-        Err(e) => return Err(e),
-        Ok(()) => {}
-    }
-    header.hash = hash.map_err(|_| {
-        Fault::Compress {
-            method: Method::ZSTD,
-            detail: "the hashing thread failed".into(),
-        }
-        .at(0)
-    })?;
-    header.total_size = Some(hsize + compressed_size);
-    let end = out.stream_position()?;
-    out.seek(SeekFrom::Start(start))?;
-    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
-    out.seek(SeekFrom::Start(end))?;
-    Ok(CompressReport {
-        header,
-        level: opts.level,
-        compressed_size,
+                .at(0)
+            })
+        })
     })
 }
 
