@@ -6,6 +6,9 @@
 
 use libtest_mimic::{Failed, Trial};
 
+mod archives;
+mod object_bundles;
+
 use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
 const TOOL: &str = "clang-offload-bundler";
@@ -1065,5 +1068,7 @@ pub fn tests() -> Vec<Trial> {
             move || run_hostile(name, ft, f()),
         ));
     }
+    t.extend(object_bundles::tests());
+    t.extend(archives::tests());
     t
 }

@@ -14,6 +14,7 @@ mod bundle_native;
 mod bundler;
 mod ccob;
 mod packager;
+mod scan;
 mod util;
 mod wrap;
 
@@ -27,5 +28,6 @@ fn main() {
     trials.extend(bundle_ids::tests());
     trials.extend(ccob::tests());
     trials.extend(wrap::tests());
+    trials.extend(scan::tests());
     libtest_mimic::run(&args, trials).exit();
 }

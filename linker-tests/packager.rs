@@ -3,8 +3,6 @@
 //! other's output to the same files, the same messages for bad command
 //! lines, and a clean error for each kind of malformed input.
 
-use std::path::Path;
-
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
@@ -834,6 +832,49 @@ fn native_v2_round_trip() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Replacing an existing output: a successful run replaces it; a run that
+/// fails after the output was opened leaves the old file exactly as it was;
+/// neither leaves temporary files behind.
+fn overwriting_outputs() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("a.o"), bytes(1, 5000))?;
+    std::fs::write(d.join("out.bin"), b"old contents")?;
+    let ok = [
+        "-o",
+        "out.bin",
+        "--image=file=a.o,triple=t,arch=a,kind=openmp",
+    ];
+    run(&ours_as(TOOL), &ok, d).ok()?;
+    let first = std::fs::read(d.join("out.bin"))?;
+    if first == b"old contents" {
+        return Err("the output was not replaced".into());
+    }
+    // The second image is a directory: reading it fails after the output
+    // file was created.
+    std::fs::create_dir(d.join("sub"))?;
+    let bad = [
+        "-o",
+        "out.bin",
+        "--image=file=a.o,kind=openmp",
+        "--image=file=sub,kind=openmp",
+    ];
+    let r = run(&ours_as(TOOL), &bad, d);
+    same("exit code", r.code, 1)?;
+    same_bytes(
+        "old output after a failed run",
+        &std::fs::read(d.join("out.bin"))?,
+        &first,
+    )?;
+    let names: Vec<String> = snapshot(d).into_iter().map(|f| f.0).collect();
+    same(
+        "files",
+        names,
+        vec!["a.o".to_string(), "out.bin".to_string()],
+    )?;
+    Ok(())
+}
+
 /// Everything above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -868,6 +909,9 @@ pub fn tests() -> Vec<Trial> {
         "packager::native::v2_round_trip",
         native_v2_round_trip,
     ));
-    let _ = Path::new(".");
+    t.push(Trial::test(
+        "packager::overwriting_outputs",
+        overwriting_outputs,
+    ));
     t
 }

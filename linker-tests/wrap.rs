@@ -142,10 +142,10 @@ fn build_fixture() -> Result<Fixture, Failed> {
     if let Ok(rd) = std::fs::read_dir(base) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix("wrap-fixture-") {
-                if !Path::new("/proc").join(pid).exists() {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
+            if let Some(pid) = name.strip_prefix("wrap-fixture-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
             }
         }
     }
@@ -775,6 +775,46 @@ fn bad_input() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Writing over an existing output replaces it (no temporary file left
+/// behind); `-o -` writes the same bytes to standard output; the output does
+/// not depend on the run.
+fn outputs() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let dev = fixtures.join("wrap/device.ob");
+    let gpu = fixtures.join("offload_binary/one.bin");
+    let (dev, gpu) = (dev.to_str().unwrap(), gpu.to_str().unwrap());
+    wrap(d, &["-o", "out.o", gpu])?;
+    let first = std::fs::read(d.join("out.o")).map_err(|e| e.to_string())?;
+    wrap(d, &["-o", "out.o", dev])?;
+    let second = std::fs::read(d.join("out.o")).map_err(|e| e.to_string())?;
+    if first == second || !second.windows(8).any(|w| w == b"generic\0") {
+        return Err("the second wrap did not replace the output".into());
+    }
+    wrap(d, &["-o", "again.o", dev])?;
+    if std::fs::read(d.join("again.o")).map_err(|e| e.to_string())? != second {
+        return Err("two runs wrote different bytes".into());
+    }
+    let o = Command::new(ours())
+        .args(["wrap", "--kind=openmp", "--triple", TRIPLE, "-o", "-", dev])
+        .current_dir(d)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !o.status.success() || o.stdout != second {
+        return Err(format!("-o - wrote {} bytes, want {}", o.stdout.len(), second.len()).into());
+    }
+    let names: Vec<String> = std::fs::read_dir(d)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.iter().any(|n| n.starts_with('.') || n == "-") {
+        return Err(format!("left behind: {names:?}").into());
+    }
+    Ok(())
+}
+
 /// Every trial of this module.
 pub fn tests() -> Vec<Trial> {
     let mut v = Vec::new();
@@ -835,5 +875,6 @@ pub fn tests() -> Vec<Trial> {
         readelf_clean,
     ));
     v.push(trial("wrap::bad_input", &base(&[]), bad_input));
+    v.push(trial("wrap::outputs", &[], outputs));
     v
 }

@@ -14,6 +14,8 @@
 #   STEPS       groups to run, in order (default "startup offload_binary")
 #   SIZES       MiB per device image; each size makes one set of rows over 4
 #               images (default "4 256"; QUICK: "1")
+#   WRAP_SIZES  MiB of the one device image each wrapper row wraps (default
+#               "16 256 1024"; QUICK: "1")
 #   RUNS        timed runs per command (default 5; QUICK: 1)
 #   W           work dir (default: mktemp -d). Removed at the end unless KEEP=1;
 #               a W you name yourself loses only its bulky in/ out/ bin/
@@ -60,7 +62,7 @@ else
   SIZES=${SIZES:-"4 256"}
   RUNS=${RUNS:-5}
 fi
-STEPS=${STEPS:-"startup offload_binary bundler"}
+STEPS=${STEPS:-"startup offload_binary bundler wrapper scan"}
 KEEP=${KEEP:-0}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -112,6 +114,8 @@ NEEDS_startup="llvm-offload-binary"
 
 NEEDS_offload_binary="llvm-offload-binary clang-offload-packager"
 NEEDS_bundler="clang-offload-bundler"
+# shellcheck disable=SC2034
+NEEDS_scan="llvm-offload-binary llvm-objdump llvm-objcopy"
 
 check_llvm() {
   local step tool v missing=()
@@ -639,6 +643,204 @@ check_extracted() {
     row_note "LLVM's extracted $name differs from the input: $why"; ok=1
   fi
   return $ok
+}
+
+# Wrapper (llvm-offload-wrapper + llc), per WRAP_SIZES entry (MiB per image;
+# default "16 256 1024", QUICK: "1"): one OffloadBinary holding one device
+# image of about that size (cut from the standard images, so the bytes look
+# like code), wrapped into the x86-64 host object that registers it
+#   (a) by LLVM: llvm-offload-wrapper, then llc -relocation-model=pic (as
+#       clang-linker-wrapper compiles the module), and
+#   (b) by ld.lld -r -b binary, which puts the same bytes in an object and
+#       nothing else: the physical reference for writing them.
+# Checks: our object's .llvm.offloading holds the input byte for byte, and our
+# peak RSS is at most the input size plus 32 MiB. Notes: the speed-up over
+# LLVM (goal: at least 50x) and the time relative to ld.lld (goal: 1.5x).
+# shellcheck disable=SC2034 # read through ${!var} in check_llvm
+NEEDS_wrapper="llvm-offload-binary llvm-offload-wrapper llc ld.lld llvm-readelf"
+WRAP_TRIPLE=x86_64-unknown-linux-gnu
+
+step_wrapper() {
+  local sizes s max=0
+  if [ "$QUICK" = 1 ]; then sizes=${WRAP_SIZES:-1}; else sizes=${WRAP_SIZES:-"16 256 1024"}; fi
+  for s in $sizes; do
+    [[ $s =~ ^[1-9][0-9]*$ ]] || die "WRAP_SIZES must be whole MiB (got '$s')"
+    [ "$s" -gt "$max" ] && max=$s
+  done
+  # The 4 standard images of a size class whose concatenation covers the
+  # largest input (make_inputs reads SIZE_LIST; this local shadows it).
+  local per=$(((max + 3) / 4))
+  local SIZE_LIST=("$per")
+  make_inputs
+  local src=("$IN/s$((4 * per))M/img0.bin" "$IN/s$((4 * per))M/img1.bin"
+    "$IN/s$((4 * per))M/img2.bin" "$IN/s$((4 * per))M/img3.bin")
+  for s in $sizes; do
+    local O=$W/out/wrap.$s tag=${s}MiB
+    mkdir -p "$O"
+    # S MiB less 64 KiB, plus an odd tail: not a whole number of pages.
+    local n=$(((s << 20) - 65536 + 13))
+    # (cat ends on SIGPIPE once head has enough: not an error here.)
+    { cat "${src[@]}" | head -c "$n" >"$O/dev.bin"; } || true
+    [ "$(stat -c %s "$O/dev.bin")" = "$n" ] || die "could not cut a $tag image from ${src[*]}"
+    "$LLVM/llvm-offload-binary" -o "$O/dev.ob" \
+      "--image=file=$O/dev.bin,triple=$WRAP_TRIPLE,arch=generic,kind=openmp" ||
+      die "llvm-offload-binary failed to pack the $tag wrapper input"
+    rm -f "$O/dev.bin"
+    local ob=$O/dev.ob bytes
+    bytes=$(stat -c %s "$ob")
+    cat "$ob" >/dev/null
+
+    # shellcheck disable=SC2016 # the inner bash expands them
+    local llvm=(bash -c '"$1/llvm-offload-wrapper" --kind=openmp --triple="$2" -o "$3/llvm.bc" "$4" &&
+      "$1/llc" -filetype=obj -relocation-model=pic "$3/llvm.bc" -o "$3/llvm.o"' \
+      llvm-pair "$LLVM" "$WRAP_TRIPLE" "$O" "$ob")
+    local llvm_rm=("$O/llvm.bc" "$O/llvm.o")
+    local ours=("$OURS" wrap --kind=openmp "--triple=$WRAP_TRIPLE" -o "$O/ours.o" "$ob")
+    local ours_rm=("$O/ours.o")
+    bench_row "wrap.llvm.$tag" "wrap $tag (LLVM: llvm-offload-wrapper + llc)" "$bytes" llvm ours
+    if ran ours; then
+      check_wrapped "$O/ours.o" "$ob" "$bytes"
+      local peak=${ROW[wrap.llvm.$tag.ours.peak]}
+      if awk -v p="$peak" -v b="$bytes" 'BEGIN { exit !(p <= b / 1048576 + 32) }'; then
+        row_note "peak RSS within input + 32 MiB"
+      else
+        row_fail "peak RSS $peak MiB exceeds the input size plus 32 MiB"
+      fi
+    fi
+    if ran llvm && ran ours; then
+      local x
+      x=$(awk -v a="${ROW[wrap.llvm.$tag.llvm.med]}" -v b="${ROW[wrap.llvm.$tag.ours.med]}" \
+        'BEGIN { printf "%.0f", a / b }')
+      if [ "$x" -ge 50 ]; then row_note "${x}x faster (goal: 50x)"; else row_note "only ${x}x faster (goal: 50x)"; fi
+    fi
+    rm -f "$O/llvm.bc" "$O/llvm.o"
+
+    llvm=("$LLVM/ld.lld" -m elf_x86_64 -r -b binary -o "$O/lld.o" "$ob")
+    llvm_rm=("$O/lld.o")
+    bench_row "wrap.lld.$tag" "wrap $tag (reference: ld.lld -r -b binary)" "$bytes" llvm ours
+    if ran llvm && ran ours; then
+      local r
+      r=$(awk -v a="${ROW[wrap.lld.$tag.ours.med]}" -v b="${ROW[wrap.lld.$tag.llvm.med]}" \
+        'BEGIN { printf "%.2f", a / b }')
+      if awk -v r="$r" 'BEGIN { exit !(r <= 1.5) }'; then
+        row_note "ours = ${r}x ld.lld's time (goal: 1.5x)"
+      else
+        row_note "ours = ${r}x ld.lld's time, over the 1.5x goal"
+      fi
+    fi
+    [ "$KEEP" = 1 ] || rm -rf "$O"
+  done
+}
+
+# check_wrapped OBJECT INPUT BYTES: the object's .llvm.offloading section is
+# the input, byte for byte.
+check_wrapped() {
+  local off size
+  read -r off size < <("$LLVM/llvm-readelf" -SW "$1" |
+    sed -n 's/.* \.llvm\.offloading  *[^ ]*  *[0-9a-f]*  *\([0-9a-f]*\)  *\([0-9a-f]*\) .*/\1 \2/p') || true
+  if [ -z "${off:-}" ]; then
+    row_fail "no .llvm.offloading section in our object"
+  elif [ $((16#$size)) != "$3" ]; then
+    row_fail ".llvm.offloading is $((16#$size)) bytes, the input $3"
+  elif ! cmp -s -n "$3" -i "$((16#$off)):0" "$1" "$2"; then
+    row_fail ".llvm.offloading differs from the input"
+  else
+    row_note "image embedded intact"
+  fi
+}
+
+# Scanners (offload-kit inspect / extract / check), per SIZES entry: a fat
+# OpenMP executable with the 4 images (4 OffloadBinaries packed by LLVM,
+# wrapped by `offload-kit wrap`, linked by cc; the runtime is not needed to
+# link, only to run), listed through its section headers next to
+# `llvm-objdump --offloading`; the same executable with its section headers
+# stripped (llvm-objcopy --strip-sections), found by the raw scan; a raw scan
+# of the 4 images concatenated (no container anywhere: every byte searched),
+# with `grep -c -a -F` on the same file as the reference in the LLVM column;
+# and extraction of the 4 images next to llvm-offload-binary. (grep runs
+# under `sh -c ... || true`: it exits 1 when it counts no match.)
+# Peak RSS of the raw-scan rows includes the mapped file's page-cache pages
+# (shared, not heap): the scanner's own allocations do not grow with the file.
+step_scan() {
+  local s k
+  make_inputs
+  command -v cc >/dev/null || { log "no cc: skipping the scan group"; return 0; }
+  for s in "${SIZE_LIST[@]}"; do
+    local I=$IN/s$((4 * s))M O=$W/out/scan.$s tag=4x${s}MiB
+    mkdir -p "$O"
+    local packs=() imgs=()
+    for k in 0 1 2 3; do
+      imgs+=("$I/img$k.bin")
+      "$LLVM/llvm-offload-binary" -o "$O/p$k.bin" \
+        "--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp" ||
+        die "llvm-offload-binary failed"
+      packs+=("$O/p$k.bin")
+    done
+    printf 'int main(void) { return 0; }\n' >"$O/main.c"
+    "$OURS" wrap --kind=openmp -o "$O/w.o" "${packs[@]}" || die "offload-kit wrap failed"
+    cc -O2 "$O/main.c" "$O/w.o" -o "$O/fat.exe" -Wl,--unresolved-symbols=ignore-all ||
+      die "linking the fat executable failed"
+    rm -f "${packs[@]}" "$O/w.o"
+    "$LLVM/llvm-objcopy" --strip-sections "$O/fat.exe" "$O/fat.stripped" || die "llvm-objcopy --strip-sections failed"
+    cat "${imgs[@]}" >"$O/noise.bin"
+    local exe_bytes noise_bytes
+    exe_bytes=$(stat -c %s "$O/fat.exe")
+    noise_bytes=$(stat -c %s "$O/noise.bin")
+    cat "$O/fat.exe" "$O/fat.stripped" "$O/noise.bin" >/dev/null
+
+    local llvm=("$LLVM/llvm-objdump" --offloading "$O/fat.exe")
+    local ours=("$OURS" inspect "$O/fat.exe")
+    bench_row "scan.inspect.$tag" "inspect $tag executable (section headers)" "$exe_bytes" llvm ours
+    scan_check_archs "scan.inspect.$tag"
+
+    llvm=(sh -c 'grep -c -a -F NOT_PRESENT_needle_offload_kit "$1" || true' sh "$O/fat.stripped")
+    ours=("$OURS" inspect "$O/fat.stripped")
+    bench_row "scan.raw-stripped.$tag" "inspect $tag executable, section headers stripped (raw scan; LLVM column: grep -c -F)" "$exe_bytes" llvm ours
+    scan_check_archs "scan.raw-stripped.$tag"
+
+    llvm=(sh -c 'grep -c -a -F NOT_PRESENT_needle_offload_kit "$1" || true' sh "$O/noise.bin")
+    ours=("$OURS" inspect --raw "$O/noise.bin")
+    bench_row "scan.raw-all.$tag" "raw scan of $tag without containers (every byte; LLVM column: grep -c -F)" "$noise_bytes" llvm ours
+    row_note "ours $(mbps "$noise_bytes" "${ROW[scan.raw-all.$tag.ours.med]}") MB/s, grep $(mbps "$noise_bytes" "${ROW[scan.raw-all.$tag.llvm.med]}") MB/s"
+
+    local xl=()
+    for k in 0 1 2 3; do
+      xl+=("--image=file=$O/llvm.x$k.bin,arch=${ARCHS[k]}")
+    done
+    llvm=("$LLVM/llvm-offload-binary" "$O/fat.exe" "${xl[@]}")
+    ours=("$OURS" extract -o "$O/x" "$O/fat.exe")
+    local llvm_rm=("$O"/llvm.x{0,1,2,3}.bin)
+    bench_row "scan.extract.$tag" "extract 4 images from $tag executable" "$exe_bytes" llvm ours
+    unset llvm_rm
+    if ran ours; then
+      local bad=0 f
+      for k in 0 1 2 3; do
+        local got=$O/x/missing
+        for f in "$O"/x/*"${ARCHS[k]}"*.bin; do [ -f "$f" ] && got=$f; done
+        check_extracted "$O/llvm.x$k.bin" "$got" "${imgs[k]}" || bad=1
+      done
+      [ $bad = 1 ] || row_note "4 images intact"
+    fi
+    rm -rf "$O/x" "$O"/llvm.x?.bin
+
+    ours=("$OURS" check "$O/fat.exe" --require-arch "${ARCHS[0]},${ARCHS[3]}")
+    bench_row "scan.check.$tag" "check --require-arch on $tag executable (LLVM: none)" "$exe_bytes" "" ours
+
+    [ "$KEEP" = 1 ] || rm -rf "$O"
+  done
+}
+
+# scan_check_archs ROW_ID: our listing in that row shows the 4 archs.
+scan_check_archs() {
+  ran ours || return 0
+  local n
+  n=$(grep -c -F -e "${ARCHS[0]}" -e "${ARCHS[1]}" -e "${ARCHS[2]}" -e "${ARCHS[3]}" \
+    "$W/raw/$1.ours.stdout" || true)
+  if [ "$n" -ge 4 ]; then
+    row_note "lists the 4 archs"
+  else
+    row_fail "inspect does not list the 4 archs"
+  fi
 }
 
 # ================================================================ main

@@ -93,6 +93,7 @@ pub fn bundle_read(data: &[u8]) {
         .collect();
         let _ = select::assign(&ids, &requests, true);
     }
+    bundle_objects_and_archives(data);
     let _ = Format::detect(data);
     if let Ok(entries) = binary::read(data) {
         let specs: Vec<binary::EntrySpec> = entries
@@ -112,6 +113,79 @@ pub fn bundle_read(data: &[u8]) {
             for (a, b) in entries.iter().zip(&again) {
                 assert_eq!((a.id, a.data), (b.id, b.data));
             }
+        }
+    }
+}
+
+/// The object-bundle editor and the archive unbundler on `data`: an object
+/// file's entry names, its host extraction (which must hold no bundle
+/// section), and adding a section to it; `data` as an archive of bundles
+/// (conflict check, and unbundling for a few requests with CCOB members
+/// decompressed under a size limit).
+fn bundle_objects_and_archives(data: &[u8]) {
+    use crate::bundle::archive_unbundle::{self, Member};
+    use crate::bundle::compressed::{self as ccob, HashCheck, ReadOptions};
+    use crate::bundle::id::BundleId;
+    use crate::bundle::{self, object};
+
+    if bundle::is_object(data) {
+        let _ = object::entry_ids(data);
+        if let Ok(w) = object::strip(data) {
+            let stripped = w
+                .to_vec(&[data])
+                .expect("spans of the stripped object resolve");
+            assert_eq!(stripped.len() as u64, w.layout.size);
+            if let Ok(left) = object::entries(&stripped) {
+                assert!(left.is_empty(), "bundle sections survived stripping");
+            }
+        }
+        let extra = object::NewSection {
+            id: "openmp-x86_64-unknown-linux-gnu-",
+            data: b"DEVICE",
+        };
+        if let Ok(w) = object::bundle(data, &[extra]) {
+            let fat = w
+                .to_vec(&[data, extra.data])
+                .expect("spans of the bundle resolve");
+            if let Ok(found) = object::entries(&fat) {
+                let last = found.last().expect("the added section is read back");
+                assert_eq!((last.id, last.data), (extra.id.as_bytes(), extra.data));
+            }
+        }
+    }
+    let requests: Vec<BundleId> = [
+        "host-x86_64-unknown-linux-gnu",
+        "hip-amdgcn-amd-amdhsa--gfx906:xnack+",
+        "openmp-amdgcn-amd-amdhsa-gfx906",
+        "openmp-amdgcn-amd-amdhsa-gfx908",
+    ]
+    .iter()
+    .filter_map(|t| BundleId::parse(t).ok())
+    .collect();
+    let _ = archive_unbundle::check_archive(data, "fuzz.a");
+    let inflate = |m: &Member<'_>| {
+        if !ccob::llvm_treats_as_compressed(m.data) {
+            return Ok(None);
+        }
+        let opts = ReadOptions {
+            limits: ccob::Limits {
+                max_uncompressed: 1 << 24,
+            },
+            hash: HashCheck::Report,
+        };
+        ccob::decompress(m.data, &opts).map(|d| Some(d.data))
+    };
+    if let Ok(lists) = archive_unbundle::unbundle(data, &requests, true, inflate) {
+        assert_eq!(lists.len(), requests.len());
+        for list in &lists {
+            let members: Vec<crate::archive::Member> = list
+                .iter()
+                .map(|x| crate::archive::Member {
+                    name: x.name.clone(),
+                    data: x.data(),
+                })
+                .collect();
+            let _ = crate::archive::layout_gnu(&members, true);
         }
     }
 }
@@ -172,6 +246,67 @@ pub fn ccob_read(data: &[u8]) {
     assert!(total <= 1 << 24);
 }
 
+/// Scans `data` in every mode, listing only and decompressing everything,
+/// with a visitor that takes every image: the report must be consistent
+/// (ranges inside the file, parents before children, image counts) and the
+/// bytes handed out must be the ones the offsets name. Must never panic.
+pub fn scan(data: &[u8]) {
+    use crate::scan::{self, HashAlgo, Image, Mode, Options, Parent, Visit};
+
+    struct Check<'d> {
+        data: &'d [u8],
+    }
+    impl Visit for Check<'_> {
+        fn wants(&mut self, _: &Image) -> bool {
+            true
+        }
+        fn image(&mut self, img: &Image, bytes: &[u8]) {
+            assert_eq!(bytes.len() as u64, img.size);
+            if let Some(o) = img.offset {
+                let o = usize::try_from(o).expect("offset fits");
+                assert_eq!(&self.data[o..o + bytes.len()], bytes);
+            }
+        }
+    }
+
+    let len = data.len() as u64;
+    for mode in [Mode::Auto, Mode::Sections, Mode::Raw] {
+        for full in [false, true] {
+            let opts = Options {
+                mode,
+                verify: full,
+                hash: full.then_some(HashAlgo::Xxh3_128),
+                max_uncompressed: 1 << 24,
+                report_rejects: true,
+                ..Options::default()
+            };
+            let r = if full {
+                scan::scan_with(data, &opts, &mut Check { data })
+            } else {
+                scan::scan(data, &opts)
+            };
+            for c in &r.containers {
+                if let Some(o) = c.offset {
+                    assert!(o.checked_add(c.size).is_some_and(|e| e <= len));
+                }
+                match c.parent {
+                    Some(Parent::Container(p)) => assert!(p < c.id),
+                    Some(Parent::Image(i)) => assert!(i < r.images.len()),
+                    None => {}
+                }
+            }
+            for i in &r.images {
+                if let Some(o) = i.offset {
+                    assert!(o.checked_add(i.size).is_some_and(|e| e <= len));
+                }
+                assert!(i.container < r.containers.len());
+            }
+            let held: usize = r.containers.iter().map(|c| c.images).sum();
+            assert_eq!(held, r.images.len());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,11 +339,13 @@ mod tests {
             offload_binary_read(&data);
             ccob_read(&data);
             bundle_read(&data);
+            scan(&data);
             // Every truncation of a fixture too: the reader must not panic.
             for cut in (0..data.len()).step_by(7) {
                 offload_binary_read(&data[..cut]);
                 ccob_read(&data[..cut]);
                 bundle_read(&data[..cut]);
+                scan(&data[..cut]);
             }
         }
     }

@@ -19,6 +19,7 @@ pub mod layout;
 pub mod llvm;
 mod num;
 pub mod offload_binary;
+pub mod scan;
 pub mod wrap;
 
 #[cfg(any(test, fuzzing))]

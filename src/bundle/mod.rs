@@ -18,13 +18,15 @@
 //! Sources: `clang/lib/Driver/OffloadBundler.cpp` (LLVM 22), and experiments
 //! with the installed LLVM 22 tools (../shared/spec/offload-formats.md §1–8).
 
+pub mod archive_unbundle;
 pub mod binary;
 pub mod compressed;
 pub mod id;
+pub mod object;
 pub mod select;
 pub mod text;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How a bundle is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,7 @@ impl Format {
 
 /// Whether LLVM would open `data` as an object file.
 pub fn is_object(data: &[u8]) -> bool {
-    use object::FileKind as K;
+    use ::object::FileKind as K;
     matches!(
         K::parse(data),
         Ok(K::Elf32
@@ -137,20 +139,8 @@ pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
     }
 }
 
-/// Entries kept in `__CLANG_OFFLOAD_BUNDLE__<ID>` sections, in section order.
+/// Entries kept in `__CLANG_OFFLOAD_BUNDLE__<ID>` sections, in section order
+/// (see [`object::entries`]).
 pub fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
-    use object::{Object, ObjectSection};
-    let err = |e: object::read::Error| Error::invalid("object file", e.to_string());
-    let file = object::File::parse(data).map_err(err)?;
-    let mut out = Vec::new();
-    for s in file.sections() {
-        let Ok(name) = s.name_bytes() else { continue };
-        if let Some(id) = name.strip_prefix(binary::MAGIC.as_slice()) {
-            out.push(Found {
-                id,
-                data: s.data().map_err(err)?,
-            });
-        }
-    }
-    Ok(out)
+    object::entries(data)
 }

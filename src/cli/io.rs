@@ -120,24 +120,67 @@ fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
 
 /// An output file written atomically: to a temporary file in the same
 /// directory, renamed into place by [`Output::commit`]. Dropped without
-/// commit, it leaves nothing behind. `-` writes standard output.
+/// commit, it leaves nothing behind and the old file as it was. `-` writes
+/// standard output.
+///
+/// An existing file at the path is first moved aside (renamed to a fresh
+/// name), and deleted only once the new file is in place. The reason is
+/// ext4: renaming a file *over* an existing one makes it write the new
+/// file's data back first (its `auto_da_alloc` safeguard), which costs over a
+/// second per GiB, more than producing the file; a rename to a free name does
+/// not. Between the two renames the path briefly does not exist, but it never
+/// holds a partial file.
 pub struct Output {
     path: PathBuf,
     inner: OutInner,
+    aside: Option<PathBuf>,
 }
 
 enum OutInner {
     Temp(io::BufWriter<tempfile::NamedTempFile>),
     Stdout(io::StdoutLock<'static>),
+    Done,
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // Not committed: put the old file back (the temporary file removes
+        // itself).
+        if let Some(old) = self.aside.take() {
+            let _ = std::fs::rename(old, &self.path);
+        }
+    }
+}
+
+/// A name in `dir` that no file has now, for moving an old output aside.
+fn free_name(dir: &Path) -> io::Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for n in 0..100u32 {
+        let p = dir.join(format!(
+            ".offload-kit-old-{}-{stamp:08x}-{n}",
+            std::process::id()
+        ));
+        if std::fs::symlink_metadata(&p).is_err() {
+            return Ok(p);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary name",
+    ))
 }
 
 impl Output {
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Output> {
         if path.as_os_str() == "-" {
+            let inner = OutInner::Stdout(io::stdout().lock());
             return Ok(Output {
                 path: path.into(),
-                inner: OutInner::Stdout(io::stdout().lock()),
+                inner,
+                aside: None,
             });
         }
         if path.is_dir() {
@@ -150,9 +193,19 @@ impl Output {
         let tmp = tempfile::Builder::new()
             .prefix(".offload-kit-")
             .tempfile_in(dir)?;
+        let aside = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => {
+                let name = free_name(dir)?;
+                std::fs::rename(path, &name)?;
+                Some(name)
+            }
+            _ => None,
+        };
+        let inner = OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp));
         Ok(Output {
             path: path.into(),
-            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp)),
+            inner,
+            aside,
         })
     }
 
@@ -163,21 +216,26 @@ impl Output {
                 w.flush().ok()?;
                 Some(w.get_mut().as_file_mut())
             }
-            OutInner::Stdout(_) => None,
+            OutInner::Stdout(_) | OutInner::Done => None,
         }
     }
 
-    /// Renames the finished file into place.
-    pub fn commit(self) -> io::Result<()> {
-        match self.inner {
+    /// Renames the finished file into place (and deletes the old file).
+    pub fn commit(mut self) -> io::Result<()> {
+        let inner = std::mem::replace(&mut self.inner, OutInner::Done);
+        match inner {
             OutInner::Temp(w) => {
                 let tmp = w.into_inner().map_err(|e| e.into_error())?;
                 // Match the permissions a newly created file would get.
                 set_default_mode(tmp.as_file())?;
                 tmp.persist(&self.path).map_err(|e| e.error)?;
+                if let Some(old) = self.aside.take() {
+                    let _ = std::fs::remove_file(old);
+                }
                 Ok(())
             }
             OutInner::Stdout(mut s) => s.flush(),
+            OutInner::Done => Ok(()),
         }
     }
 }
@@ -186,7 +244,7 @@ impl Seek for Output {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         match &mut self.inner {
             OutInner::Temp(w) => w.seek(pos),
-            OutInner::Stdout(_) => Err(io::Error::new(
+            OutInner::Stdout(_) | OutInner::Done => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "this output must be a file, not standard output",
             )),
@@ -199,18 +257,21 @@ impl Write for Output {
         match &mut self.inner {
             OutInner::Temp(w) => w.write(buf),
             OutInner::Stdout(s) => s.write(buf),
+            OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.write_all(buf),
             OutInner::Stdout(s) => s.write_all(buf),
+            OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.flush(),
             OutInner::Stdout(s) => s.flush(),
+            OutInner::Done => Ok(()),
         }
     }
 }

@@ -12,6 +12,7 @@ mod links;
 mod list;
 mod llvm_cl;
 mod pack;
+mod scan;
 mod unpack;
 mod wrap;
 
@@ -24,10 +25,11 @@ fn compat_tool(argv0: &str) -> Option<&'static str> {
     let mut name = compat::prog_name(argv0);
     name = name.strip_suffix(".exe").unwrap_or(name);
     // Debian-style version suffixes: clang-offload-packager-22.
-    if let Some((base, ver)) = name.rsplit_once('-') {
-        if !ver.is_empty() && ver.bytes().all(|b| b.is_ascii_digit()) {
-            name = base;
-        }
+    if let Some((base, ver)) = name.rsplit_once('-')
+        && !ver.is_empty()
+        && ver.bytes().all(|b| b.is_ascii_digit())
+    {
+        name = base;
     }
     links::TOOLS.iter().copied().find(|t| name.ends_with(t))
 }
@@ -73,6 +75,10 @@ enum Command {
     List(list::Opts),
     InstallLinks(links::Opts),
     Wrap(wrap::Opts),
+    Inspect(scan::InspectOpts),
+    Extract(scan::ExtractOpts),
+    Check(scan::CheckOpts),
+    Size(scan::SizeOpts),
 }
 
 fn native(args: Vec<String>) -> ExitCode {
@@ -85,6 +91,13 @@ fn native(args: Vec<String>) -> ExitCode {
         Command::List(o) => o.run(),
         Command::InstallLinks(o) => o.run(),
         Command::Wrap(o) => o.run(),
+        Command::Inspect(o) => o.run(),
+        Command::Extract(o) => o.run(),
+        Command::Check(o) => match o.run() {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
+        Command::Size(o) => o.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -93,37 +93,7 @@ impl Opts {
         }
         let layout = wrap::layout(&opts, &images)?;
         let out = self.output.to_string_lossy();
-        let retired =
-            retire_old_output(&self.output).with_context(|| format!("'{out}': cannot replace"))?;
-        let written = write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
-            .with_context(|| format!("'{out}': cannot write"));
-        if let Some(t) = retired {
-            // Dropping a file cannot fail in a way we could report.
-            let _ = t.join();
-        }
-        written
-    }
-}
-
-/// Takes an existing regular file at `path` out of the way before the new
-/// output is written, as ld.lld does with its output, and returns a thread
-/// that releases its blocks meanwhile. Two reasons: renaming the finished
-/// temporary file over an existing file makes ext4 write the new data back
-/// first (its `auto_da_alloc` safeguard), which costs more than the whole
-/// wrap of a large image; and freeing a large file's blocks takes a while,
-/// which the thread overlaps with the copy. The new file still appears
-/// complete or not at all.
-fn retire_old_output(
-    path: &std::path::Path,
-) -> std::io::Result<Option<std::thread::JoinHandle<()>>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => {
-            // Unlinking while a descriptor is open is quick; the blocks are
-            // freed when the last descriptor closes, in the thread.
-            let open = std::fs::File::open(path).ok();
-            std::fs::remove_file(path)?;
-            Ok(open.map(|f| std::thread::spawn(move || drop(f))))
-        }
-        _ => Ok(None),
+        write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+            .with_context(|| format!("'{out}': cannot write"))
     }
 }

@@ -1157,10 +1157,10 @@ pub fn try_normalize(text: &str, form: CanonicalForm) -> Result<String, Unsuppor
         }
     }
 
-    if environment == Environment::Android {
-        if let Some(version) = comps.get(3).and_then(|c| c.strip_prefix("androideabi")) {
-            comps[3] = format!("android{version}");
-        }
+    if environment == Environment::Android
+        && let Some(version) = comps.get(3).and_then(|c| c.strip_prefix("androideabi"))
+    {
+        comps[3] = format!("android{version}");
     }
 
     if vendor == Vendor::Suse && environment == Environment::GnuEabi {

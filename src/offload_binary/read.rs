@@ -143,7 +143,7 @@ pub fn read_binary<'data>(
         }
         .into());
     }
-    if at % ALIGN != 0 {
+    if !at.is_multiple_of(ALIGN) {
         return Err(ErrorKind::Misaligned {
             what: "OffloadBinary",
             offset: at,
@@ -519,10 +519,10 @@ fn checked_region(bin: &[u8], what: &str, offset: u64, len: u64) -> Result<Regio
 }
 
 fn push_disjoint(fixed: &mut Vec<Region>, r: Region) -> Result<()> {
-    if r.start != r.end {
-        if let Some(o) = fixed.iter().find(|o| o.overlaps(&r)) {
-            return Err(overlap(&r, o));
-        }
+    if r.start != r.end
+        && let Some(o) = fixed.iter().find(|o| o.overlaps(&r))
+    {
+        return Err(overlap(&r, o));
     }
     fixed.push(r);
     Ok(())

@@ -1,3 +1,4 @@
 //! Cross-module tests over the committed fixtures.
 
 mod golden;
+mod naive;

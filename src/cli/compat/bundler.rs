@@ -7,16 +7,29 @@
 //! naming the file; `-###` prints nothing, because offload-kit runs no
 //! external commands (LLVM prints the `llvm-objcopy` command lines it would
 //! run for object files).
+//!
+//! Object bundles (`-type=o`, and `-type=a` members) are edited in process
+//! (see `offload_kit::bundle::object`), ELF only. Further differences: an
+//! object file that does not parse is an error naming it (LLVM falls back to
+//! the binary format and finds no bundle); HIP-only targets with an object
+//! input are an error (LLVM 22 segfaults); the host object of a compressed
+//! object bundle is extracted (LLVM 22 hands the compressed file to
+//! llvm-objcopy, which fails); an archive member whose size runs past the
+//! end of the archive is an error (LLVM 22 reads past its buffer); thin
+//! archives are refused.
 
 use std::process::ExitCode;
 
 use super::{prog_name, version_text};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{self, OptSpec, Parsed};
+use offload_kit::bundle::archive_unbundle::{self, Member};
 use offload_kit::bundle::compressed::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
+use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, NewSection, Written};
 use offload_kit::bundle::{self, Format, Found, binary, id::BundleId, select, text};
+use offload_kit::{ErrorKind, archive};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("type"),
@@ -87,6 +100,7 @@ struct Job {
     align: u64,
     hip_openmp: bool,
     comp: BundlerCompression,
+    check_archive: bool,
 }
 
 /// Runs the tool with `args` (argv without argv[0]).
@@ -267,6 +281,7 @@ fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job,
         align,
         hip_openmp: p.flag("hip-openmp-compatible"),
         comp,
+        check_archive: p.flag("check-input-archive"),
     })
 }
 
@@ -285,9 +300,7 @@ fn run(job: Job) -> Result<(), Fail> {
         list(&job)
     } else if job.unbundle {
         if job.file_type == "a" {
-            return Err(Fail(
-                "unbundling archives (-type=a) is not supported yet by offload-kit".into(),
-            ));
+            return unbundle_archive(&job);
         }
         unbundle(&job)
     } else {
@@ -340,9 +353,7 @@ fn bundle(job: &Job) -> Result<(), Fail> {
                 .collect();
             text::layout(prefix, &entries)
         }
-        Format::Object => {
-            return Err(Fail("bundling into object files (-type=o with an object host) is not supported yet by offload-kit".into()));
-        }
+        Format::Object => return bundle_object(job, &ids, &normalized, &inputs),
     };
     let out = &job.outputs[0];
     if job.comp.compress {
@@ -394,8 +405,17 @@ fn list(job: &Job) -> Result<(), Fail> {
     let handler = handler(&job.file_type, b.bytes())?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    for e in entries(name, b.bytes(), handler)? {
-        let _ = out.write_all(e.id);
+    // LLVM lists an object's sections by name without reading them.
+    let ids: Vec<&[u8]> = if handler == Format::Object {
+        object_bundle::entry_ids(b.bytes()).map_err(|e| Fail(format!("'{name}': {e}")))?
+    } else {
+        entries(name, b.bytes(), handler)?
+            .iter()
+            .map(|e| e.id)
+            .collect()
+    };
+    for id in ids {
+        let _ = out.write_all(id);
         let _ = out.write_all(b"\n");
     }
     Ok(())
@@ -415,8 +435,12 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     };
     for (i, g) in got.iter().enumerate() {
         if let Some(e) = g {
-            if handler == Format::Object && found[*e].data == [0] {
-                return Err(Fail("extracting the host object from an object bundle is not supported yet by offload-kit".into()));
+            if handler == Format::Object && found[*e].data == HOST_MARKER {
+                // The host's code is the object itself, without the bundle.
+                let w =
+                    object_bundle::strip(b.bytes()).map_err(|e| Fail(format!("'{name}': {e}")))?;
+                write_object(&job.outputs[i], &w, &[(b.source(), b.bytes())])?;
+                continue;
             }
             write(&job.outputs[i], found[*e].data)?;
         }
@@ -442,6 +466,145 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
         }
     }
     Ok(())
+}
+
+/// Bundles into the host object: one section per target, as LLVM does with
+/// llvm-objcopy. `-compress` does not change the output: LLVM compresses its
+/// (empty) bundle buffer, which the objcopy output then replaces, so only
+/// the verbose report shows.
+fn bundle_object(
+    job: &Job,
+    ids: &[BundleId],
+    normalized: &[String],
+    inputs: &[Input],
+) -> Result<(), Fail> {
+    let Some(host) = ids.iter().position(BundleId::is_host) else {
+        // LLVM 22 crashes here (it has no host input to add sections to).
+        return Err(Fail(
+            "bundling object files (-type=o) needs a host target: only offload \
+             targets were given, and LLVM 22 crashes on this"
+                .into(),
+        ));
+    };
+    if job.comp.compress {
+        compress(job, &[])?;
+    }
+    let sections: Vec<NewSection> = ids
+        .iter()
+        .zip(normalized)
+        .zip(inputs)
+        .map(|((id, n), input)| NewSection {
+            id: n,
+            data: if id.is_host() {
+                HOST_MARKER
+            } else {
+                input.bytes()
+            },
+        })
+        .collect();
+    let host_name = &job.inputs[host];
+    let written = object_bundle::bundle(inputs[host].bytes(), &sections)
+        .map_err(|e| Fail(format!("'{host_name}': {e}")))?;
+    let mut sources = vec![(&inputs[host], inputs[host].bytes())];
+    sources.extend(sections.iter().zip(inputs).map(|(s, i)| (i, s.data)));
+    write_object(&job.outputs[0], &written, &sources)
+}
+
+/// Writes an object made by [`object_bundle`]: `sources[k]` is span source
+/// `k` and the input its bytes lie in.
+fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
+    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
+    let images: Vec<(&Input, &[u8])> = w
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            Fail(format!(
+                "'{out}': internal error: object layout out of range"
+            ))
+        })?;
+    write_layout(out, &w.layout, |k| images[k])
+        .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+}
+
+/// `-unbundle -type=a`: one device archive per target.
+fn unbundle_archive(job: &Job) -> Result<(), Fail> {
+    let requests = targets(job)?;
+    let name = &job.inputs[0];
+    let input = open(name)?;
+    let message = |e: offload_kit::Error| match e.kind() {
+        // LLVM's own messages, printed as LLVM prints them.
+        ErrorKind::Usage(m) => Fail(m.clone()),
+        _ => Fail(format!("'{name}': {e}")),
+    };
+    if job.check_archive {
+        archive_unbundle::check_archive(input.bytes(), name).map_err(message)?;
+    }
+    let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
+        decompress_member(job, name, m)
+    };
+    let lists = archive_unbundle::unbundle(input.bytes(), &requests, job.hip_openmp, inflate)
+        .map_err(message)?;
+    // LLVM keys outputs by normalized ID: of requests that normalize alike,
+    // the last one's output file is written (once per request).
+    let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
+    for (i, list) in lists.iter().enumerate() {
+        if list.is_empty() && !job.allow_missing {
+            return Err(Fail(format!(
+                "no compatible code object found for the target '{}' in heterogeneous \
+                 archive library: {name}",
+                keys[i]
+            )));
+        }
+        let out = &job.outputs[keys.iter().rposition(|k| *k == keys[i]).unwrap_or(i)];
+        // LLVM's archive writer takes `-` as a file name, not standard output.
+        let out = if out == "-" { "./-" } else { out.as_str() };
+        let members: Vec<archive::Member> = list
+            .iter()
+            .map(|x| archive::Member {
+                name: x.name.clone(),
+                data: x.data(),
+            })
+            .collect();
+        let layout =
+            archive::layout_gnu(&members, true).map_err(|e| Fail(format!("'{out}': {e}")))?;
+        write_layout(out, &layout, |k| (&input, list[k].data()))
+            .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))?;
+    }
+    Ok(())
+}
+
+/// An archive member decompressed if it is a CCOB (LLVM's "Failed to
+/// decompress code object" otherwise), with LLVM's verbose report.
+fn decompress_member(
+    job: &Job,
+    archive_name: &str,
+    m: &Member<'_>,
+) -> offload_kit::Result<Option<Vec<u8>>> {
+    if !compressed::llvm_treats_as_compressed(m.data) {
+        if job.comp.verbose {
+            eprintln!("Uncompressed bundle.");
+        }
+        return Ok(None);
+    }
+    let start = std::time::Instant::now();
+    let opts = ReadOptions {
+        hash: HashCheck::Enforce,
+        ..ReadOptions::default()
+    };
+    let d = compressed::decompress(m.data, &opts).map_err(|e| {
+        let llvm = compressed::llvm_message(&e).unwrap_or_default();
+        offload_kit::Error::from(ErrorKind::Usage(format!(
+            "'{archive_name}': Failed to decompress code object: {llvm} (member '{}': {e})",
+            String::from_utf8_lossy(m.name)
+        )))
+    })?;
+    if job.comp.verbose {
+        eprint!("{}", d.verbose_report(start.elapsed()));
+    }
+    Ok(Some(d.data))
 }
 
 /// Compresses a whole bundle into a CCOB (printing LLVM's report when verbose).

@@ -1,0 +1,504 @@
+//! CUDA fatbin containers (`.nv_fatbin`, `__nv_relfatbin`, the data a
+//! `.nvFatBinSegment` wrapper points at), and the CUDA/HIP fatbin wrappers.
+//!
+//! NVIDIA does not document the layout; these facts come from the public
+//! readers listed in `../shared/spec/users.md` §5.5 (n-eiling's
+//! cuda-fatbin-decompression, jiegec/fatbinary, nvopen-tools), cross-checked
+//! there against the `.quad` data of nvcc-generated `*.fatbin.c` files. All
+//! integers are little-endian.
+//!
+//! Container header (16 bytes):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `50 ED 55 BA` (0xBA55ED50) |
+//! | 4 | 2 | version (1) |
+//! | 6 | 2 | header size (16) |
+//! | 8 | 8 | size of everything after the header: the entries |
+//!
+//! Entries follow back to back, each a header of at least 64 bytes and its
+//! payload; the next entry starts right after the payload:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 2 | kind: 1 PTX, 2 ELF (cubin); others seen and kept |
+//! | 2 | 2 | unknown (0x0101) |
+//! | 4 | 4 | header size (64; larger for some PTX and sm_100+ entries) |
+//! | 8 | 8 | payload size |
+//! | 16 | 4 | compressed size (compressed entries) |
+//! | 20 | 4 | options offset |
+//! | 24 | 2 | minor version |
+//! | 26 | 2 | major version |
+//! | 28 | 4 | SM architecture (52, 80, 90, …) |
+//! | 32 | 4 | object-name offset, from the entry start |
+//! | 36 | 4 | object-name length |
+//! | 40 | 8 | flags: 0x1 64-bit, 0x2 debug, 0x4 CUDA, 0x8 OpenCL, 0x10 Linux, 0x20 Mac, 0x40 Windows; compression 0x1000/0x2000 (NVIDIA's LZ variant) or 0x8000 (zstd) |
+//! | 48 | 8 | reserved |
+//! | 56 | 8 | decompressed size (compressed entries) |
+//!
+//! Compressed payloads are reported, not expanded: the sources disagree on
+//! which flag means which scheme, so the stored bytes are what an entry
+//! holds here.
+//!
+//! Wrapper (`.nvFatBinSegment` / `.hipFatBinSegment`, 24 bytes on 64-bit
+//! targets): u32 magic (CUDA 0x466243B1, HIP 0x48495046 "HIPF", rocm-kpack's
+//! externalised 0x4B504948 "HIPK"), u32 version, pointer to the fatbin data,
+//! pointer to a file name or (CUDA version 2) to an array of prelinked
+//! fatbins.
+
+use zerocopy::FromBytes;
+use zerocopy::little_endian::{U16, U32, U64};
+use zerocopy::{Immutable, KnownLayout, Unaligned};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::num::usize_from;
+
+/// The four bytes that start a fatbin container (0xBA55ED50 little-endian).
+pub const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
+
+/// Magic of a CUDA fatbin wrapper (`__cudaFatBinaryWrapper`).
+pub const WRAPPER_CUDA: u32 = 0x4662_43B1;
+/// Magic of a HIP fatbin wrapper ("HIPF" read as a little-endian u32).
+pub const WRAPPER_HIP: u32 = 0x4849_5046;
+/// Magic rocm-kpack writes in place of [`WRAPPER_HIP`] when it moved the
+/// device code out of the file ("HIPK").
+pub const WRAPPER_HIPK: u32 = 0x4B50_4948;
+
+/// Container header.
+#[derive(Debug, Clone, Copy, FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct Header {
+    magic: [u8; 4],
+    version: U16,
+    header_size: U16,
+    size: U64,
+}
+const _: () = assert!(size_of::<Header>() == 16);
+
+/// The fixed 64 bytes of an entry header.
+#[derive(Debug, Clone, Copy, FromBytes, KnownLayout, Immutable, Unaligned)]
+#[repr(C)]
+struct EntryHeader {
+    kind: U16,
+    unknown: U16,
+    header_size: U32,
+    payload_size: U64,
+    compressed_size: U32,
+    options_offset: U32,
+    minor: U16,
+    major: U16,
+    arch: U32,
+    name_offset: U32,
+    name_len: U32,
+    flags: U64,
+    reserved: U64,
+    decompressed_size: U64,
+}
+const _: () = assert!(size_of::<EntryHeader>() == 64);
+
+const HEADER_SIZE: u64 = size_of::<Header>() as u64;
+const ENTRY_HEADER_SIZE: u64 = size_of::<EntryHeader>() as u64;
+/// Entry headers larger than this are taken as corrupt.
+const MAX_ENTRY_HEADER: u64 = 4096;
+
+/// Entry kind: PTX text.
+pub const KIND_PTX: u16 = 1;
+/// Entry kind: an ELF cubin.
+pub const KIND_ELF: u16 = 2;
+
+/// Flag: 64-bit code.
+pub const FLAG_64BIT: u64 = 0x1;
+/// Flag: CUDA (as opposed to OpenCL, 0x8).
+pub const FLAG_CUDA: u64 = 0x4;
+/// Flags that mark a compressed payload.
+pub const FLAGS_COMPRESSED: u64 = 0x1000 | 0x2000 | 0x8000;
+/// The compression flag that means zstd.
+pub const FLAG_ZSTD: u64 = 0x8000;
+
+/// One entry of a fatbin container.
+#[derive(Debug, Clone)]
+pub struct Entry<'data> {
+    /// Kind: [`KIND_PTX`], [`KIND_ELF`] or another value.
+    pub kind: u16,
+    /// Offset of the entry header from the container start.
+    pub offset: u64,
+    /// Offset of the payload from the container start.
+    pub payload_offset: u64,
+    /// The payload as stored (compressed entries stay compressed).
+    pub payload: &'data [u8],
+    /// SM architecture number (80 for `sm_80`).
+    pub arch: u32,
+    /// Code version (major, minor).
+    pub version: (u16, u16),
+    /// Flags.
+    pub flags: u64,
+    /// The object name the entry carries, when it points inside the entry.
+    pub name: Option<&'data [u8]>,
+    /// The decompressed size, for compressed entries.
+    pub decompressed_size: Option<u64>,
+}
+
+impl Entry<'_> {
+    /// Whether the payload is compressed.
+    pub fn compressed(&self) -> bool {
+        self.flags & FLAGS_COMPRESSED != 0
+    }
+
+    /// The compression scheme, for compressed entries.
+    pub fn compression(&self) -> Option<&'static str> {
+        if self.flags & FLAG_ZSTD != 0 {
+            Some("zstd")
+        } else if self.compressed() {
+            Some("nvidia-lz")
+        } else {
+            None
+        }
+    }
+
+    /// The architecture name, `sm_<n>`, as cuobjdump prints it for cubin and
+    /// PTX entries alike.
+    pub fn arch_name(&self) -> String {
+        format!("sm_{}", self.arch)
+    }
+
+    /// The target triple the code is for.
+    pub fn triple(&self) -> &'static str {
+        if self.flags & FLAG_64BIT != 0 {
+            "nvptx64-nvidia-cuda"
+        } else {
+            "nvptx-nvidia-cuda"
+        }
+    }
+}
+
+/// A parsed fatbin container.
+#[derive(Debug, Clone)]
+pub struct Fatbin<'data> {
+    /// Format version (1).
+    pub version: u16,
+    /// Bytes the container occupies: its header and its entries.
+    pub size: u64,
+    /// The entries, in file order.
+    pub entries: Vec<Entry<'data>>,
+}
+
+/// Whether `data` starts with the fatbin magic.
+pub fn has_magic(data: &[u8]) -> bool {
+    data.starts_with(&MAGIC)
+}
+
+/// Reads the fatbin container at the start of `data`. Every size is checked
+/// against the container and the container against `data`; bytes after it
+/// are not looked at.
+pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
+    let len = data.len() as u64;
+    if !has_magic(data) {
+        return Err(ErrorKind::BadMagic {
+            what: "CUDA fatbin",
+            offset: 0,
+            expected: "50 ED 55 BA",
+        }
+        .into());
+    }
+    let Ok((h, _)) = Header::read_from_prefix(data) else {
+        return Err(ErrorKind::Truncated {
+            what: "CUDA fatbin header",
+            offset: 0,
+            need: HEADER_SIZE,
+            have: len,
+        }
+        .into());
+    };
+    let version = h.version.get();
+    if version != 1 {
+        return Err(ErrorKind::UnsupportedVersion {
+            what: "CUDA fatbin",
+            version: u64::from(version),
+            offset: 0,
+        }
+        .into());
+    }
+    let hsize = u64::from(h.header_size.get());
+    if !(HEADER_SIZE..=MAX_ENTRY_HEADER).contains(&hsize) {
+        return Err(Error::invalid(
+            "CUDA fatbin header size",
+            format!("{hsize} (expected 16)"),
+        ));
+    }
+    let body = h.size.get();
+    let end = hsize
+        .checked_add(body)
+        .filter(|&e| e <= len)
+        .ok_or_else(|| ErrorKind::OutOfBounds {
+            what: "CUDA fatbin entries".into(),
+            offset: hsize,
+            size: body,
+            within: "data",
+            limit: len,
+        })?;
+    if body == 0 {
+        return Err(Error::invalid("CUDA fatbin", "no entries"));
+    }
+    let mut entries = Vec::new();
+    let mut at = hsize;
+    while at < end {
+        let room = end - at;
+        // `at < end <= len`, so the slice start is in range.
+        let Ok((e, _)) = EntryHeader::read_from_prefix(&data[usize_from(at)..usize_from(end)])
+        else {
+            return Err(ErrorKind::Truncated {
+                what: "CUDA fatbin entry header",
+                offset: at,
+                need: ENTRY_HEADER_SIZE,
+                have: room,
+            }
+            .into());
+        };
+        let ehsize = u64::from(e.header_size.get());
+        if !(ENTRY_HEADER_SIZE..=MAX_ENTRY_HEADER).contains(&ehsize) || ehsize > room {
+            return Err(Error::invalid(
+                format!("header size of the CUDA fatbin entry at {at:#x}"),
+                format!("{ehsize} (at least 64, and {room} bytes remain)"),
+            ));
+        }
+        let psize = e.payload_size.get();
+        let payload_at = at + ehsize;
+        let payload_end = payload_at
+            .checked_add(psize)
+            .filter(|&p| p <= end)
+            .ok_or_else(|| ErrorKind::OutOfBounds {
+                what: format!("payload of the CUDA fatbin entry at {at:#x}"),
+                offset: payload_at,
+                size: psize,
+                within: "container",
+                limit: end,
+            })?;
+        let kind = e.kind.get();
+        if kind == 0 {
+            return Err(Error::invalid(
+                format!("CUDA fatbin entry at {at:#x}"),
+                "kind 0",
+            ));
+        }
+        let entry_end = payload_end;
+        let name = {
+            let off = u64::from(e.name_offset.get());
+            let n = u64::from(e.name_len.get());
+            at.checked_add(off)
+                .and_then(|s| Some((s, s.checked_add(n)?)))
+                .filter(|&(s, t)| n > 0 && off >= ENTRY_HEADER_SIZE && t <= entry_end && s < t)
+                .map(|(s, t)| &data[usize_from(s)..usize_from(t)])
+                .map(|b| b.split(|&c| c == 0).next().unwrap_or_default())
+                .filter(|b| !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic()))
+        };
+        let flags = e.flags.get();
+        let compressed = flags & FLAGS_COMPRESSED != 0;
+        let stored = if compressed {
+            // The compressed bytes, when the size is believable.
+            let c = u64::from(e.compressed_size.get());
+            if c > 0 && c <= psize { c } else { psize }
+        } else {
+            psize
+        };
+        entries.push(Entry {
+            kind,
+            offset: at,
+            payload_offset: payload_at,
+            payload: &data[usize_from(payload_at)..usize_from(payload_at + stored)],
+            arch: e.arch.get(),
+            version: (e.major.get(), e.minor.get()),
+            flags,
+            name,
+            decompressed_size: compressed.then(|| e.decompressed_size.get()),
+        });
+        at = entry_end;
+    }
+    Ok(Fatbin {
+        version,
+        size: end,
+        entries,
+    })
+}
+
+/// A fatbin wrapper (`{magic, version, data, filename}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wrapper {
+    /// The magic, one of [`WRAPPER_CUDA`], [`WRAPPER_HIP`], [`WRAPPER_HIPK`].
+    pub magic: u32,
+    /// The version field.
+    pub version: u32,
+    /// The pointer to the fatbin data, as stored (0 when a relocation fills
+    /// it in).
+    pub data: u64,
+    /// The second pointer, as stored.
+    pub extra: u64,
+}
+
+impl Wrapper {
+    /// A name for the magic: `cuda`, `hip` or `hipk`.
+    pub fn flavor(&self) -> &'static str {
+        match self.magic {
+            WRAPPER_CUDA => "cuda",
+            WRAPPER_HIPK => "hipk",
+            _ => "hip",
+        }
+    }
+}
+
+/// Reads the wrappers in a `.nvFatBinSegment` / `.hipFatBinSegment` section
+/// of a 64-bit (`wide`) or 32-bit file: one every 24 (or 16) bytes, with
+/// their offsets in the section. A record with an unknown magic ends the
+/// list with an error.
+pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
+    let step = if wide { 24 } else { 16 };
+    let mut out = Vec::new();
+    for (i, rec) in data.chunks(step).enumerate() {
+        let at = (i * step) as u64;
+        if rec.len() < step {
+            if rec.iter().all(|&b| b == 0) {
+                break;
+            }
+            return Err(ErrorKind::Truncated {
+                what: "fatbin wrapper",
+                offset: at,
+                need: step as u64,
+                have: rec.len() as u64,
+            }
+            .into());
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([rec[o], rec[o + 1], rec[o + 2], rec[o + 3]]);
+        let ptr_at = |o: usize| {
+            if wide {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&rec[o..o + 8]);
+                u64::from_le_bytes(b)
+            } else {
+                u64::from(u32_at(o))
+            }
+        };
+        let magic = u32_at(0);
+        if !matches!(magic, WRAPPER_CUDA | WRAPPER_HIP | WRAPPER_HIPK) {
+            if rec.iter().all(|&b| b == 0) {
+                continue;
+            }
+            return Err(Error::invalid(
+                format!("fatbin wrapper at {at:#x}"),
+                format!("unknown magic {magic:#010x}"),
+            ));
+        }
+        let half = if wide { 8 } else { 4 };
+        out.push((
+            at,
+            Wrapper {
+                magic,
+                version: u32_at(4),
+                data: ptr_at(8),
+                extra: ptr_at(8 + half),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Builds a fatbin container in memory (tests and fuzz seeds): each entry
+/// is (kind, sm, flags, payload). Payloads are padded to 8 bytes.
+#[cfg(any(test, fuzzing))]
+pub fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for &(kind, sm, flags, payload) in entries {
+        let padded = payload.len().div_ceil(8) * 8;
+        body.extend_from_slice(&kind.to_le_bytes());
+        body.extend_from_slice(&0x0101u16.to_le_bytes());
+        body.extend_from_slice(&64u32.to_le_bytes());
+        body.extend_from_slice(&(padded as u64).to_le_bytes());
+        body.extend_from_slice(&0u32.to_le_bytes()); // compressed size
+        body.extend_from_slice(&0u32.to_le_bytes()); // options offset
+        body.extend_from_slice(&0u16.to_le_bytes()); // minor
+        body.extend_from_slice(&1u16.to_le_bytes()); // major
+        body.extend_from_slice(&sm.to_le_bytes());
+        body.extend_from_slice(&0u32.to_le_bytes()); // name offset
+        body.extend_from_slice(&0u32.to_le_bytes()); // name length
+        body.extend_from_slice(&flags.to_le_bytes());
+        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(payload);
+        body.resize(body.len() + padded - payload.len(), 0);
+    }
+    let mut out = Vec::with_capacity(16 + body.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&16u16.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_build_writes() {
+        let fb = build(&[
+            (KIND_ELF, 80, FLAG_64BIT | FLAG_CUDA | 0x10, b"\x7fELFcubin"),
+            (KIND_PTX, 80, FLAG_64BIT | FLAG_CUDA, b".version 7.0\0"),
+        ]);
+        let f = read(&fb).unwrap();
+        assert_eq!(f.size, fb.len() as u64);
+        assert_eq!(f.entries.len(), 2);
+        assert_eq!(f.entries[0].kind, KIND_ELF);
+        assert_eq!(f.entries[0].arch_name(), "sm_80");
+        assert_eq!(&f.entries[0].payload[..9], b"\x7fELFcubin");
+        assert_eq!(f.entries[0].payload.len(), 16);
+        assert_eq!(f.entries[1].payload_offset, 16 + 64 + 16 + 64);
+        assert_eq!(f.entries[1].triple(), "nvptx64-nvidia-cuda");
+        assert!(!f.entries[1].compressed());
+    }
+
+    #[test]
+    fn lying_sizes_are_errors() {
+        let fb = build(&[(KIND_ELF, 52, 1, b"abcdefgh")]);
+        // Container size past the end.
+        let mut bad = fb.clone();
+        bad[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(read(&bad).is_err());
+        // Entry payload past the container.
+        let mut bad = fb.clone();
+        bad[16 + 8..16 + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(read(&bad).is_err());
+        // Entry header size too small, or too large.
+        let mut bad = fb.clone();
+        bad[16 + 4..16 + 8].copy_from_slice(&8u32.to_le_bytes());
+        assert!(read(&bad).is_err());
+        let mut bad = fb.clone();
+        bad[16 + 4..16 + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(read(&bad).is_err());
+        // Every truncation.
+        for cut in 0..fb.len() {
+            assert!(read(&fb[..cut]).is_err(), "cut at {cut}");
+        }
+        // Wrong version.
+        let mut bad = fb;
+        bad[4] = 2;
+        assert!(read(&bad).is_err());
+    }
+
+    #[test]
+    fn wrappers() {
+        let mut seg = Vec::new();
+        for (magic, ptr) in [(WRAPPER_HIP, 0x3000u64), (WRAPPER_CUDA, 0x4000)] {
+            seg.extend_from_slice(&magic.to_le_bytes());
+            seg.extend_from_slice(&1u32.to_le_bytes());
+            seg.extend_from_slice(&ptr.to_le_bytes());
+            seg.extend_from_slice(&0u64.to_le_bytes());
+        }
+        let w = read_wrappers(&seg, true).unwrap();
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[0].1.flavor(), "hip");
+        assert_eq!(w[1].0, 24);
+        assert_eq!(w[1].1.data, 0x4000);
+        seg[24] ^= 0xFF;
+        assert!(read_wrappers(&seg, true).is_err());
+        assert!(read_wrappers(&seg[..30], true).is_err());
+    }
+}

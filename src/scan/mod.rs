@@ -1,0 +1,367 @@
+//! Finding every device image inside any file: executables, shared
+//! libraries, relocatable objects, static archives, bare bundles and
+//! OffloadBinaries, and files whose section headers were stripped.
+//!
+//! [`scan`] takes the bytes of a whole file (a mapped file, typically) and
+//! returns a [`Report`]: the [`Container`]s found, nested to any depth
+//! (an OffloadBinary holding a CUDA fatbin, a CCOB holding a bundle, …), the
+//! [`Image`]s inside them, and the [`Problem`]s met on the way. Nothing here
+//! does I/O, and nothing fails as a whole: a malformed or false candidate
+//! becomes a problem (or is skipped), and the scan goes on.
+//!
+//! # How images are found
+//!
+//! 1. **Section headers first** ([`Mode::Auto`], [`Mode::Sections`]): an
+//!    object file's section table names the sections that hold device code
+//!    (see `sections.rs`), so only their headers are read; an archive is
+//!    walked member by member.
+//! 2. **Raw scan** ([`Mode::Raw`], and [`Mode::Auto`] for a file with no
+//!    section table or that is not an object file): the whole file is
+//!    searched for the magics of the four container formats with
+//!    `memchr::memmem` ([`magic`]); every candidate is validated by the
+//!    format's own reader, and the scan skips to the end of each container
+//!    it accepts, so the inside of a large container is never searched.
+//! 3. **Recursion**: a container's images that start with a container magic
+//!    are walked in turn, up to [`Options::max_depth`] levels.
+//!
+//! # Memory and decompression
+//!
+//! Image bytes are borrowed from the input, never copied. A CCOB is
+//! decompressed only as far as its bundle header (the entry IDs and sizes
+//! come first) unless [`Options::verify`] or [`Options::hash`] ask for the
+//! contents, or a [`Visit`] wants one of its images; then it is
+//! decompressed whole, one at a time, within [`Options::max_uncompressed`]
+//! (a budget for the whole file). Images of a CCOB that was only partly
+//! decompressed have no hash, no image kind and no nested containers.
+//!
+//! # Content hashes
+//!
+//! [`HashAlgo::Xxh3_128`] (fast, ~10 GB/s; `xxhsum -H2` prints the same
+//! hex) or [`HashAlgo::Md5`] (what `md5sum` prints, for comparing with
+//! files on disk). Hashes are only computed on request: hashing reads every
+//! byte, while listing reads headers.
+
+pub mod fatbin;
+pub mod magic;
+mod sections;
+mod walk;
+
+use std::fmt;
+
+pub use magic::{Finders, Magic};
+pub use walk::{scan, scan_with};
+
+/// How images are found in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Section headers and archive members where the file has them, a raw
+    /// scan of the whole file otherwise.
+    #[default]
+    Auto,
+    /// Only section headers and archive members; never a raw scan (a file
+    /// that is not an object or archive is still read when it starts with a
+    /// container magic).
+    Sections,
+    /// A raw scan of the whole file, ignoring its structure.
+    Raw,
+}
+
+/// A content hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashAlgo {
+    /// XXH3, 128-bit (hex as `xxhsum -H2` prints it).
+    Xxh3_128,
+    /// MD5 (hex as `md5sum` prints it).
+    Md5,
+}
+
+impl HashAlgo {
+    /// The name used in reports (`xxh3-128`, `md5`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HashAlgo::Xxh3_128 => "xxh3-128",
+            HashAlgo::Md5 => "md5",
+        }
+    }
+
+    /// The hash of `data`, as `<name>:<hex>`.
+    pub fn hash(self, data: &[u8]) -> String {
+        match self {
+            HashAlgo::Xxh3_128 => {
+                format!("xxh3-128:{:032x}", xxhash_rust::xxh3::xxh3_128(data))
+            }
+            HashAlgo::Md5 => {
+                use md5::Digest;
+                let d = md5::Md5::digest(data);
+                let mut s = String::from("md5:");
+                for b in d {
+                    s.push_str(&format!("{b:02x}"));
+                }
+                s
+            }
+        }
+    }
+}
+
+/// What to do, and the bounds.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How images are found.
+    pub mode: Mode,
+    /// How many containers may nest (a file's own container is level 1).
+    pub max_depth: u32,
+    /// Bytes all decompression of one file may produce together.
+    pub max_uncompressed: u64,
+    /// Decompress every compressed container whole and check its stored
+    /// hash (a mismatch is a [`Problem`]).
+    pub verify: bool,
+    /// Hash every image whose bytes are available.
+    pub hash: Option<HashAlgo>,
+    /// Report raw-scan candidates that turned out not to be containers
+    /// (they are always reported inside sections that should hold
+    /// containers).
+    pub report_rejects: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Auto,
+            max_depth: 8,
+            max_uncompressed: 16 << 30,
+            verify: false,
+            hash: None,
+            report_rejects: false,
+        }
+    }
+}
+
+/// The kind of a container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ContainerKind {
+    /// An OffloadBinary (`10 FF 10 AD`), versions 1–3.
+    OffloadBinary,
+    /// A binary clang offload bundle.
+    Bundle,
+    /// A text clang offload bundle.
+    TextBundle,
+    /// The `__CLANG_OFFLOAD_BUNDLE__<ID>` sections of a bundled host object.
+    ObjectBundle,
+    /// A compressed bundle (CCOB), versions 1–3.
+    Ccob,
+    /// A CUDA fatbin container.
+    CudaFatbin,
+    /// A CUDA or HIP fatbin wrapper (holds no images; points at a fatbin).
+    FatbinWrapper,
+}
+
+impl ContainerKind {
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContainerKind::OffloadBinary => "offload-binary",
+            ContainerKind::Bundle => "bundle",
+            ContainerKind::TextBundle => "text-bundle",
+            ContainerKind::ObjectBundle => "object-bundle",
+            ContainerKind::Ccob => "ccob",
+            ContainerKind::CudaFatbin => "cuda-fatbin",
+            ContainerKind::FatbinWrapper => "fatbin-wrapper",
+        }
+    }
+}
+
+impl fmt::Display for ContainerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a container lies in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parent {
+    /// The bytes of this image.
+    Image(usize),
+    /// The decompressed contents of this (CCOB or compressed OffloadBinary)
+    /// container.
+    Container(usize),
+}
+
+/// How a container is compressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compression {
+    /// `zstd` or `zlib`.
+    pub method: String,
+    /// Bytes of compressed data (the header excluded).
+    pub compressed_size: u64,
+    /// Bytes it decompresses to, as declared.
+    pub uncompressed_size: u64,
+    /// The stored hash (CCOB: the first 8 bytes of the MD5 of the contents,
+    /// as `0x`-prefixed LE64, as LLVM prints it).
+    pub stored_hash: Option<String>,
+    /// Whether the contents were decompressed whole.
+    pub decompressed: bool,
+    /// Whether the stored hash matches the contents (when decompressed).
+    pub hash_ok: Option<bool>,
+}
+
+/// A fatbin wrapper's fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrapperInfo {
+    /// `cuda`, `hip` or `hipk` (rocm-kpack: device code moved out).
+    pub flavor: &'static str,
+    /// The magic.
+    pub magic: u32,
+    /// The version field.
+    pub version: u32,
+    /// The file offset its data pointer resolves to, if it does.
+    pub target: Option<u64>,
+    /// The container found at that offset, if any.
+    pub target_container: Option<usize>,
+}
+
+/// One container found in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    /// Its index in [`Report::containers`].
+    pub id: usize,
+    /// Its kind.
+    pub kind: ContainerKind,
+    /// Its format version, where the format has one.
+    pub version: Option<u32>,
+    /// What it lies in (`None`: the file, a section or an archive member).
+    pub parent: Option<Parent>,
+    /// The archive member it lies in (`lib.a(x.o)`; nested archives as
+    /// `outer(inner)`).
+    pub member: Option<String>,
+    /// The section it lies in.
+    pub section: Option<String>,
+    /// Its offset in the file, when it is not inside decompressed data.
+    pub offset: Option<u64>,
+    /// Its offset in what it lies in: its parent's bytes, else its section,
+    /// member or file.
+    pub relative_offset: u64,
+    /// Bytes it occupies.
+    pub size: u64,
+    /// For compressed containers.
+    pub compression: Option<Compression>,
+    /// For fatbin wrappers.
+    pub wrapper: Option<WrapperInfo>,
+    /// How many images it holds directly.
+    pub images: usize,
+}
+
+/// One device image (or bundle entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// Its index in [`Report::images`].
+    pub id: usize,
+    /// The container it is an entry of.
+    pub container: usize,
+    /// Its position in that container.
+    pub index: usize,
+    /// The bundle-entry ID, for bundle entries.
+    pub bundle_id: Option<String>,
+    /// Offload kind: `openmp`, `cuda`, `hip`, `sycl`, `host`, `opencl`,
+    /// `none`, or a bundle ID's kind as written (`hipv4` is reported as
+    /// `hip`).
+    pub offload_kind: String,
+    /// Image kind: `object`, `bitcode`, `cubin`, `fatbinary`, `ptx`,
+    /// `spirv`, `none`, `unknown-<n>`, or, for bundle entries, what the
+    /// bytes are (`None` when they were not read).
+    pub image_kind: Option<String>,
+    /// Target triple (without a trailing `-`).
+    pub triple: String,
+    /// Processor (`gfx90a`, `sm_80`), without features.
+    pub arch: String,
+    /// Target ID: the processor and its features (`gfx90a:xnack+`).
+    pub target_id: String,
+    /// The features of the target ID (`xnack+`).
+    pub features: Vec<String>,
+    /// Other metadata, in file order (OffloadBinary strings other than
+    /// `triple` and `arch`; fatbin entry name and code version).
+    pub strings: Vec<(String, String)>,
+    /// The section it lies in.
+    pub section: Option<String>,
+    /// The archive member it lies in.
+    pub member: Option<String>,
+    /// Its offset in the file, when it is not inside decompressed data.
+    pub offset: Option<u64>,
+    /// Its offset in its container.
+    pub relative_offset: u64,
+    /// Its size in bytes (what `extract` writes).
+    pub size: u64,
+    /// For an image that is itself compressed (CUDA fatbin entries): the
+    /// size it decompresses to.
+    pub uncompressed_size: Option<u64>,
+    /// Whether it lies inside compressed data.
+    pub in_compressed: bool,
+    /// Its content hash, when asked for and the bytes were available.
+    pub hash: Option<String>,
+    /// The container found inside its bytes, if any.
+    pub nested: Option<usize>,
+}
+
+impl Image {
+    /// Whether some container was found inside it (its bytes are counted
+    /// again in that container's images).
+    pub fn is_leaf(&self) -> bool {
+        self.nested.is_none()
+    }
+}
+
+/// Something wrong found during the scan. Never fatal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Where, in the file (when it is not inside decompressed data).
+    pub offset: Option<u64>,
+    /// The section, if any.
+    pub section: Option<String>,
+    /// The archive member, if any.
+    pub member: Option<String>,
+    /// The container it concerns, if any.
+    pub container: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Everything found in one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`.
+    pub format: &'static str,
+    /// Whether section headers were used.
+    pub used_sections: bool,
+    /// Whether (part of) the file was raw-scanned.
+    pub used_raw_scan: bool,
+    /// Containers, in the order found (parents before children).
+    pub containers: Vec<Container>,
+    /// Images, in the order found.
+    pub images: Vec<Image>,
+    /// Problems.
+    pub problems: Vec<Problem>,
+}
+
+/// A caller that wants the bytes of some images (to extract them, say).
+/// The bytes are only valid during the call: images inside compressed data
+/// are decompressed into a buffer that is dropped afterwards.
+pub trait Visit {
+    /// Whether [`Visit::image`] should get this image's bytes. Asked before
+    /// anything is decompressed for it, so `image_kind` may be `None`.
+    fn wants(&mut self, image: &Image) -> bool;
+    /// The bytes of an image [`Visit::wants`] said yes to.
+    fn image(&mut self, image: &Image, bytes: &[u8]);
+}
+
+/// A [`Visit`] that wants nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoVisit;
+
+impl Visit for NoVisit {
+    fn wants(&mut self, _: &Image) -> bool {
+        false
+    }
+    fn image(&mut self, _: &Image, _: &[u8]) {}
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,218 @@
+//! Where object files (ELF, COFF, Mach-O) keep device images: the section
+//! table says, so a multi-GiB file is answered by reading its headers.
+//!
+//! | section | holds | source |
+//! |---|---|---|
+//! | type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), or named `.llvm.offloading*` (COFF, and ELF written by other tools); Mach-O `__offloading` | OffloadBinaries, back to back | LLVM 22 `BinaryFormat/ELF.h`, users.md §5.6 |
+//! | `.hip_fatbin` (COFF `.hip_fat`, Mach-O `__hip_fatbin`) | clang bundles and CCOBs, back to back, 4096-aligned | users.md §5.1, §5.6 |
+//! | `.nv_fatbin`, `__nv_relfatbin` (Mach-O `__nv_fatbin`) | CUDA fatbin containers | users.md §5.5, wrapper-abi.md §9 |
+//! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | users.md §5.4 |
+//! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | offload-formats.md §3 |
+//!
+//! Sections are recognised by type (ELF) or name, whatever their flags:
+//! `.llvm.offloading` is `SHF_EXCLUDE` in relocatable objects and allocated
+//! in executables.
+
+use object::read::elf::{FileHeader, SectionHeader};
+use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolSection};
+
+use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
+
+/// What a section holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Role {
+    /// OffloadBinaries.
+    OffloadBinaries,
+    /// Bundles, CCOBs or CUDA fatbin containers.
+    Fatbins,
+    /// Fatbin wrappers.
+    Wrappers,
+    /// One entry of a bundled object; the ID follows the prefix.
+    BundleEntry(Vec<u8>),
+}
+
+/// A section that holds device code.
+#[derive(Debug, Clone)]
+pub(super) struct Section<'data> {
+    /// Its name.
+    pub name: String,
+    /// What it holds.
+    pub role: Role,
+    /// Its bytes.
+    pub data: &'data [u8],
+    /// Its offset in the file.
+    pub offset: u64,
+    /// Its address (for wrappers: where their pointers live).
+    pub address: u64,
+}
+
+/// A parsed object file: its device sections, and what is needed to follow
+/// a wrapper's pointer.
+pub(super) struct ObjectFile<'data> {
+    file: object::File<'data>,
+    /// A name for the format (`ELF64`, `COFF`, …).
+    pub format: &'static str,
+    /// Whether the file has a section table at all (a stripped executable
+    /// has none, and needs a raw scan).
+    pub has_sections: bool,
+    /// Pointer-sized fields are 8 bytes.
+    pub wide: bool,
+    /// The device sections, in section-table order.
+    pub sections: Vec<Section<'data>>,
+    /// Sections that could not be read, with the reason.
+    pub problems: Vec<(String, String)>,
+}
+
+const BUNDLE_PREFIX: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+
+fn role_by_name(name: &[u8]) -> Option<Role> {
+    if let Some(id) = name.strip_prefix(BUNDLE_PREFIX) {
+        return Some(Role::BundleEntry(id.to_vec()));
+    }
+    if name.starts_with(b".llvm.offloading") || name == b"__offloading" {
+        return Some(Role::OffloadBinaries);
+    }
+    match name {
+        b".hip_fatbin" | b".hip_fat" | b"__hip_fatbin" | b".nv_fatbin" | b"__nv_fatbin"
+        | b"__nv_relfatbin" => Some(Role::Fatbins),
+        b".hipFatBinSegment" | b".nvFatBinSegment" | b"__fatbin" | b".hipFatB" | b".nvFatBi" => {
+            Some(Role::Wrappers)
+        }
+        _ => None,
+    }
+}
+
+/// The ELF section type of section `index`, for ELF files.
+fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<u32> {
+    fn of<'data, H: FileHeader>(
+        f: &object::read::elf::ElfFile<'data, H>,
+        index: object::SectionIndex,
+    ) -> Option<u32> {
+        let s = f.elf_section_table().section(index).ok()?;
+        Some(s.sh_type(f.endian()).0)
+    }
+    match file {
+        object::File::Elf32(f) => of(f, index),
+        object::File::Elf64(f) => of(f, index),
+        _ => None,
+    }
+}
+
+/// Parses `data` as an object file, or `None` if it is not one.
+pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
+    use object::FileKind as K;
+    let format = match K::parse(data).ok()? {
+        K::Elf32 => "ELF32",
+        K::Elf64 => "ELF64",
+        K::Coff | K::CoffBig => "COFF",
+        K::Pe32 | K::Pe64 => "PE",
+        K::MachO32 | K::MachO64 => "Mach-O",
+        _ => return None,
+    };
+    let file = match object::File::parse(data) {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let mut sections = Vec::new();
+    let mut problems = Vec::new();
+    let mut has_sections = false;
+    for s in file.sections() {
+        let Ok(name) = s.name_bytes() else { continue };
+        if !name.is_empty() {
+            has_sections = true;
+        }
+        let role = match elf_type(&file, s.index()) {
+            Some(SHT_LLVM_OFFLOADING) => Some(Role::OffloadBinaries),
+            _ => role_by_name(name),
+        };
+        let Some(role) = role else { continue };
+        let name = String::from_utf8_lossy(name).into_owned();
+        let Some((offset, _)) = s.file_range() else {
+            // No file bytes (SHT_NOBITS): nothing to read.
+            continue;
+        };
+        match s.data() {
+            Ok(bytes) => sections.push(Section {
+                name,
+                role,
+                data: bytes,
+                offset,
+                address: s.address(),
+            }),
+            Err(e) => problems.push((name, e.to_string())),
+        }
+    }
+    let wide = file.is_64();
+    Some(Ok(ObjectFile {
+        file,
+        format,
+        has_sections,
+        wide,
+        sections,
+        problems,
+    }))
+}
+
+impl ObjectFile<'_> {
+    /// The file offset of the address `addr`, if a section with file bytes
+    /// covers it.
+    fn offset_of_address(&self, addr: u64) -> Option<u64> {
+        if addr == 0 {
+            return None;
+        }
+        self.file.sections().find_map(|s| {
+            let (off, size) = s.file_range()?;
+            let start = s.address();
+            (addr >= start && addr - start < size && s.size() == size).then(|| off + (addr - start))
+        })
+    }
+
+    /// Where the pointer stored at `field` (a section offset) of section
+    /// `sec` points, as a file offset: the value itself when the linker
+    /// wrote it; else a relocation at that place (a symbol plus addend in a
+    /// relocatable object, or a relative dynamic relocation in a PIE whose
+    /// linker left the field zero).
+    pub(super) fn resolve_pointer(
+        &self,
+        sec: &Section<'_>,
+        field: u64,
+        stored: u64,
+    ) -> Option<u64> {
+        if let Some(off) = self.offset_of_address(stored) {
+            return Some(off);
+        }
+        let section = self.file.sections().find(|s| {
+            s.file_range().is_some_and(|(o, _)| o == sec.offset) && s.address() == sec.address
+        })?;
+        for (at, r) in section.relocations() {
+            if at != field {
+                continue;
+            }
+            let (base, sym_addr) = match r.target() {
+                RelocationTarget::Symbol(i) => {
+                    let sym = self.file.symbol_by_index(i).ok()?;
+                    let SymbolSection::Section(si) = sym.section() else {
+                        return None;
+                    };
+                    let target = self.file.section_by_index(si).ok()?;
+                    (
+                        target.file_range()?.0,
+                        sym.address().checked_sub(target.address())?,
+                    )
+                }
+                RelocationTarget::Section(si) => {
+                    (self.file.section_by_index(si).ok()?.file_range()?.0, 0)
+                }
+                _ => return None,
+            };
+            return base.checked_add(sym_addr)?.checked_add_signed(r.addend());
+        }
+        let addr = sec.address.checked_add(field)?;
+        for (at, r) in self.file.dynamic_relocations()? {
+            if at == addr && r.target() == RelocationTarget::Absolute {
+                return self.offset_of_address(u64::try_from(r.addend()).ok()?);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,425 @@
+//! Scanner tests on containers made in memory: each container kind found
+//! raw and as a file, nesting, and hostile inputs (truncation, lying sizes,
+//! compression bombs, magics sprinkled in noise, nesting bombs). Nothing may
+//! panic; a bad candidate is skipped (raw scan) or reported (where a
+//! container was expected), never fatal.
+
+use super::*;
+use crate::bundle::binary::{self as bundle, EntrySpec};
+use crate::bundle::compressed::{self as ccob, CompressOptions};
+use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
+
+pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
+    let specs: Vec<ImageSpec> = images
+        .iter()
+        .map(|(triple, arch, data)| ImageSpec {
+            image_kind: ImageKind::IMG_Object,
+            offload_kind: OffloadKind::OFK_OpenMP,
+            flags: 0,
+            strings: vec![
+                (b"triple".to_vec(), triple.as_bytes().to_vec()),
+                (b"arch".to_vec(), arch.as_bytes().to_vec()),
+            ],
+            size: data.len() as u64,
+        })
+        .collect();
+    let layout = crate::offload_binary::layout(&specs, 1).unwrap();
+    let bytes: Vec<&[u8]> = images.iter().map(|i| i.2).collect();
+    let mut out = Vec::new();
+    layout.write_to(&mut out, &bytes).unwrap();
+    out
+}
+
+pub(crate) fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
+    let specs: Vec<EntrySpec> = entries
+        .iter()
+        .map(|(id, d)| EntrySpec {
+            id: id.to_string(),
+            size: d.len() as u64,
+        })
+        .collect();
+    let layout = bundle::layout(&specs, align).unwrap();
+    let bytes: Vec<&[u8]> = entries.iter().map(|e| e.1).collect();
+    let mut out = Vec::new();
+    layout.write_to(&mut out, &bytes).unwrap();
+    out
+}
+
+pub(crate) fn ccob(data: &[u8]) -> Vec<u8> {
+    ccob::compress_to_vec(data, &CompressOptions::default())
+        .unwrap()
+        .0
+}
+
+const GFX90A: &str = "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+";
+const HOST: &str = "host-x86_64-unknown-linux-gnu-";
+
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[3]
+        })
+        .collect()
+}
+
+fn raw() -> Options {
+    Options {
+        mode: Mode::Raw,
+        ..Options::default()
+    }
+}
+
+/// Every image's file range lies in the file, and every id is in range.
+fn sane(r: &Report, len: usize) {
+    for i in &r.images {
+        if let Some(o) = i.offset {
+            assert!(o + i.size <= len as u64, "image {} past the end", i.id);
+        }
+        assert!(i.container < r.containers.len());
+        assert!(i.nested.is_none_or(|n| n < r.containers.len()));
+    }
+    for c in &r.containers {
+        if let Some(o) = c.offset {
+            assert!(o + c.size <= len as u64, "container {} past the end", c.id);
+        }
+        match c.parent {
+            Some(Parent::Image(p)) => assert!(p < r.images.len()),
+            Some(Parent::Container(p)) => assert!(p < c.id),
+            None => {}
+        }
+    }
+}
+
+/// One blob holding each kind of container, between noise.
+fn mixed() -> (Vec<u8>, [usize; 4]) {
+    let ob = offload_binary(&[("amdgcn-amd-amdhsa", "gfx942", b"\x7fELF-device-code")]);
+    let b = bundle(&[(HOST, b""), (GFX90A, b"\x7fELF-hip-code")], 8);
+    let c = ccob(&bundle(&[(GFX90A, b"\x7fELF-compressed")], 1));
+    let f = fatbin::build(&[
+        (2, 80, 0x15, b"\x7fELF-cubin"),
+        (1, 80, 0x15, b".version 7.0\0"),
+    ]);
+    let mut blob = noise(1000, 1);
+    let mut at = [0; 4];
+    for (i, part) in [&ob, &b, &c, &f].into_iter().enumerate() {
+        // OffloadBinaries need 8-byte alignment within what holds them.
+        while !blob.len().is_multiple_of(8) {
+            blob.push(0);
+        }
+        at[i] = blob.len();
+        blob.extend_from_slice(part);
+        blob.extend_from_slice(&noise(333, i as u64 + 7));
+    }
+    (blob, at)
+}
+
+#[test]
+fn raw_scan_finds_every_kind_of_container() {
+    let (blob, at) = mixed();
+    let r = scan(&blob, &raw());
+    sane(&r, blob.len());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let kinds: Vec<(ContainerKind, Option<u64>)> =
+        r.containers.iter().map(|c| (c.kind, c.offset)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (ContainerKind::OffloadBinary, Some(at[0] as u64)),
+            (ContainerKind::Bundle, Some(at[1] as u64)),
+            (ContainerKind::Ccob, Some(at[2] as u64)),
+            (ContainerKind::Bundle, None),
+            (ContainerKind::CudaFatbin, Some(at[3] as u64)),
+        ]
+    );
+    let archs: Vec<&str> = r.images.iter().map(|i| i.target_id.as_str()).collect();
+    assert_eq!(
+        archs,
+        [
+            "gfx942",
+            "",
+            "gfx90a:xnack+",
+            "gfx90a:xnack+",
+            "sm_80",
+            "sm_80"
+        ]
+    );
+    assert_eq!(r.images[2].features, ["xnack+"]);
+    assert_eq!(r.images[2].offload_kind, "hip");
+    assert_eq!(r.images[4].image_kind.as_deref(), Some("cubin"));
+    assert_eq!(r.images[5].image_kind.as_deref(), Some("ptx"));
+    // The CCOB was only read as far as its bundle header.
+    assert!(!r.containers[2].compression.as_ref().unwrap().decompressed);
+    assert_eq!(r.images[3].image_kind, None);
+    // Offsets point at the bytes.
+    let img = &r.images[0];
+    let o = usize::try_from(img.offset.unwrap()).unwrap();
+    assert_eq!(&blob[o..o + 16], b"\x7fELF-device-code");
+}
+
+#[test]
+fn verify_and_hash_read_compressed_contents() {
+    let (blob, _) = mixed();
+    let opts = Options {
+        verify: true,
+        hash: Some(HashAlgo::Md5),
+        ..raw()
+    };
+    let r = scan(&blob, &opts);
+    let z = r.containers[2].compression.as_ref().unwrap();
+    assert!(z.decompressed);
+    assert_eq!(z.hash_ok, Some(true));
+    assert_eq!(r.images[3].image_kind.as_deref(), Some("object"));
+    assert_eq!(
+        r.images[3].hash.as_deref(),
+        Some(HashAlgo::Md5.hash(b"\x7fELF-compressed").as_str())
+    );
+    assert!(
+        r.images[0]
+            .hash
+            .as_deref()
+            .is_some_and(|h| h.starts_with("md5:"))
+    );
+}
+
+struct Collect(Vec<(String, Vec<u8>)>);
+
+impl Visit for Collect {
+    fn wants(&mut self, image: &Image) -> bool {
+        image.arch == "gfx90a"
+    }
+    fn image(&mut self, image: &Image, bytes: &[u8]) {
+        self.0.push((image.target_id.clone(), bytes.to_vec()));
+    }
+}
+
+#[test]
+fn a_visitor_gets_bytes_even_from_compressed_bundles() {
+    let (blob, _) = mixed();
+    let mut v = Collect(Vec::new());
+    let r = scan_with(&blob, &raw(), &mut v);
+    assert_eq!(
+        v.0,
+        vec![
+            ("gfx90a:xnack+".to_string(), b"\x7fELF-hip-code".to_vec()),
+            ("gfx90a:xnack+".to_string(), b"\x7fELF-compressed".to_vec()),
+        ]
+    );
+    // Decompressed because the visitor wanted an image of it.
+    assert!(r.containers[2].compression.as_ref().unwrap().decompressed);
+}
+
+#[test]
+fn truncation_never_panics() {
+    let (blob, _) = mixed();
+    for mode in [Mode::Auto, Mode::Raw, Mode::Sections] {
+        let opts = Options {
+            mode,
+            verify: mode == Mode::Raw,
+            report_rejects: true,
+            ..Options::default()
+        };
+        for cut in (0..blob.len()).step_by(3) {
+            let r = scan(&blob[..cut], &opts);
+            sane(&r, cut);
+        }
+    }
+}
+
+#[test]
+fn a_file_that_is_a_container_is_read_as_one() {
+    let b = bundle(&[(HOST, b""), (GFX90A, b"\x7fELF")], 4096);
+    let r = scan(&b, &Options::default());
+    assert_eq!(r.format, "bundle");
+    assert_eq!(r.images.len(), 2);
+    assert_eq!(r.images[1].offset, Some(4096));
+    // Truncated inside its last entry: reported, not fatal.
+    let r = scan(&b[..4098], &Options::default());
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(r.problems[0].message.contains("bundle"));
+}
+
+#[test]
+fn lying_sizes_are_skipped_in_a_raw_scan_and_reported_in_a_sequence() {
+    let mut b = bundle(&[(GFX90A, b"\x7fELF")], 1);
+    // The entry's size claims far more than the file has.
+    b[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let mut blob = noise(100, 3);
+    blob.extend_from_slice(&b);
+    let r = scan(&blob, &raw());
+    assert!(r.images.is_empty() && r.problems.is_empty());
+    let r = scan(
+        &blob,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert_eq!(r.problems.len(), 1);
+    assert!(r.problems[0].message.contains("raw-scan candidate"));
+    // The same bundle as a whole file: a problem.
+    let r = scan(&b, &Options::default());
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1);
+
+    // An OffloadBinary whose size field lies, a CCOB whose total size lies,
+    // a fatbin whose entry size lies.
+    let mut ob = offload_binary(&[("t", "a", b"data")]);
+    ob[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut c = ccob(&bundle(&[(GFX90A, b"x")], 1));
+    c[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut f = fatbin::build(&[(2, 80, 1, b"abc")]);
+    f[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+    for bad in [ob, c, f] {
+        let r = scan(&bad, &Options::default());
+        assert!(r.images.is_empty());
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let r = scan(&bad, &raw());
+        assert!(r.images.is_empty() && r.problems.is_empty());
+    }
+}
+
+#[test]
+fn compression_bombs_are_refused() {
+    // 64 MiB of zeros in a bundle compresses to a few KiB.
+    let zeros = vec![0u8; 64 << 20];
+    let bomb = ccob(&bundle(&[(GFX90A, &zeros)], 1));
+    drop(zeros);
+    assert!(bomb.len() < 1 << 20);
+    // Listing reads only the bundle header: fine, and cheap.
+    let r = scan(&bomb, &Options::default());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.images[0].size, 64 << 20);
+    // Decompressing it whole is refused beyond the limit, before allocating.
+    let opts = Options {
+        verify: true,
+        max_uncompressed: 1 << 20,
+        ..Options::default()
+    };
+    let r = scan(&bomb, &opts);
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1);
+    assert!(r.problems[0].message.contains("limit"), "{:?}", r.problems);
+    // A declared size smaller than what the data expands to: refused while
+    // decompressing, with no more than the declared size allocated.
+    let mut liar = bomb.clone();
+    liar[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    for verify in [false, true] {
+        let r = scan(
+            &liar,
+            &Options {
+                verify,
+                ..Options::default()
+            },
+        );
+        assert!(r.images.is_empty());
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    }
+    // Zero bytes declared as 16 GiB: impossible for the compressed size.
+    let mut huge = bomb;
+    huge[16..24].copy_from_slice(&(16u64 << 30).to_le_bytes());
+    let r = scan(
+        &huge,
+        &Options {
+            verify: true,
+            ..Options::default()
+        },
+    );
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1);
+}
+
+#[test]
+fn magics_sprinkled_in_noise_are_skipped() {
+    let mut blob = noise(1 << 20, 9);
+    let mut x = 12345usize;
+    for i in 0..5000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let m = magic::Magic::ALL[i % 4].bytes();
+        let at = (x >> 20) % (blob.len() - 64);
+        blob[at..at + m.len()].copy_from_slice(m);
+    }
+    let r = scan(&blob, &raw());
+    sane(&r, blob.len());
+    assert!(r.containers.is_empty());
+    assert!(r.problems.is_empty());
+    let r = scan(
+        &blob,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert!(r.containers.is_empty());
+    assert!(r.problems.len() > 4000, "{}", r.problems.len());
+    // A real container among them is still found.
+    let ob = offload_binary(&[("amdgcn-amd-amdhsa", "gfx1030", b"code")]);
+    blob.truncate(1 << 19);
+    blob.extend_from_slice(&ob);
+    blob.extend_from_slice(&noise(4096, 10));
+    let r = scan(&blob, &raw());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.images[0].arch, "gfx1030");
+}
+
+#[test]
+fn nesting_bombs_stop_at_the_depth_limit() {
+    let mut inner = offload_binary(&[("t", "leaf", b"\x7fELF")]);
+    for _ in 0..30 {
+        inner = offload_binary(&[("t", "wrap", &inner)]);
+    }
+    let r = scan(&inner, &Options::default());
+    assert_eq!(r.containers.len(), 8);
+    assert_eq!(r.images.len(), 8);
+    assert_eq!(r.problems.len(), 1);
+    assert!(
+        r.problems[0].message.contains("nesting"),
+        "{:?}",
+        r.problems
+    );
+    // Nested images point at their containers.
+    assert_eq!(r.images[0].nested, Some(1));
+    assert_eq!(r.containers[1].parent, Some(Parent::Image(0)));
+}
+
+#[test]
+fn ccob_holding_garbage_is_reported() {
+    let c = ccob(b"this is not a bundle at all, just text");
+    let r = scan(&c, &Options::default());
+    assert_eq!(r.containers.len(), 1);
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+}
+
+#[test]
+fn text_bundles_are_read_whole() {
+    let text = b"\n; __CLANG_OFFLOAD_BUNDLE____START__ host-x86_64-unknown-linux-gnu-\nhost\n; __CLANG_OFFLOAD_BUNDLE____END__ host-x86_64-unknown-linux-gnu-\n\n; __CLANG_OFFLOAD_BUNDLE____START__ hip-amdgcn-amd-amdhsa--gfx90a\ndevice\n; __CLANG_OFFLOAD_BUNDLE____END__ hip-amdgcn-amd-amdhsa--gfx90a\n";
+    let r = scan(text, &Options::default());
+    assert_eq!(r.containers.len(), 1);
+    assert_eq!(r.containers[0].kind, ContainerKind::TextBundle);
+    assert_eq!(r.images.len(), 2);
+    let o = usize::try_from(r.images[1].offset.unwrap()).unwrap();
+    assert_eq!(&text[o..o + 6], b"device");
+    // Compressed, it is read after decompression.
+    let r = scan(&ccob(text), &Options::default());
+    assert_eq!(r.containers.len(), 2);
+    assert_eq!(r.containers[1].kind, ContainerKind::TextBundle);
+    assert_eq!(r.images.len(), 2);
+}
+
+#[test]
+fn sequences_report_unexplained_bytes() {
+    let mut b = bundle(&[(GFX90A, b"\x7fELF")], 1);
+    b.extend_from_slice(&[0; 16]);
+    b.extend_from_slice(b"garbage");
+    let r = scan(&b, &Options::default());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.problems.len(), 1);
+    assert!(r.problems[0].message.contains("unrecognized"));
+}
