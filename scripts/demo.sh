@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# The main job end to end on the shipped fixtures: offload-kit, run as
-# llvm-offload-binary, packs the fixture device images; the pack is compared
-# byte for byte with what LLVM 22 writes; offload-kit lists and unpacks it,
-# and LLVM 22 extracts from offload-kit's pack to the same bytes.
+# The main job end to end on the shipped fixtures:
+# 1. the wrapper (scripts/wrap-demo.sh): offload-kit writes the registration
+#    object for a shipped OpenMP device image, cc links it with a stub runtime,
+#    the program runs and shows what was registered, the same as with LLVM's
+#    llvm-offload-wrapper + llc;
+# 2. the packager: offload-kit, run as llvm-offload-binary, packs the fixture
+#    device images byte for byte as LLVM 22 does, lists and unpacks them, and
+#    LLVM 22 extracts the same bytes from offload-kit's pack;
+# 3. the bundler: offload-kit, run as clang-offload-bundler, makes the same
+#    compressed bundle as LLVM 22, and each unbundles the other's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
+echo "######## 1. the wrapper"
+bash scripts/wrap-demo.sh
+echo
+echo "######## 2. the packager"
 cargo build --release --locked -q
 ok=target/release/offload-kit
 B=/usr/lib/llvm-22/bin
@@ -41,3 +51,18 @@ cmp "$w/unpacked/ours-amdgcn-amd-amdhsa-gfx90a.0.o" "$img/gfx90a.o"
 cmp "$w/unpacked/ours-nvptx64-nvidia-cuda-sm_80.1.cubin" "$img/sm_80.cubin"
 cmp "$w/unpacked/ours-nvptx64-nvidia-cuda-sm_70.2.s" "$img/kernel.s"
 echo "all extracted images match the originals"
+
+echo
+echo "######## 3. the bundler"
+t=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a,openmp-nvptx64-nvidia-cuda--sm_80
+in=(-input=$img/host.c -input=$img/gfx90a.o -input=$img/sm_80.cubin)
+"$w/bin/clang-offload-bundler" -type=bc -targets=$t "${in[@]}" -output="$w/ours.bc" -compress
+"$B/clang-offload-bundler" -type=bc -targets=$t "${in[@]}" -output="$w/llvm.bc" -compress
+cmp "$w/ours.bc" "$w/llvm.bc"
+echo "identical compressed bundles: $(stat -c %s "$w/ours.bc") bytes"
+"$ok" list "$w/ours.bc"
+"$B/clang-offload-bundler" -type=bc -unbundle -targets=openmp-nvptx64-nvidia-cuda--sm_80 -input="$w/ours.bc" -output="$w/llvm-sm80"
+"$w/bin/clang-offload-bundler" -type=bc -unbundle -targets=openmp-amdgcn-amd-amdhsa--gfx90a -input="$w/llvm.bc" -output="$w/ours-gfx90a"
+cmp "$w/llvm-sm80" "$img/sm_80.cubin"
+cmp "$w/ours-gfx90a" "$img/gfx90a.o"
+echo "each tool unbundles the other's bundle to the original files"

@@ -19,6 +19,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo test"
+mkdir -p target
 cargo test --locked --release 2>&1 | tee target/test.log
-echo "== fuzz bodies over fixtures (also part of cargo test)"
-echo "== done"
+echo "== the README's first command"
+bash scripts/demo.sh >target/demo.log 2>&1 || { cat target/demo.log; echo "demo failed"; exit 1; }
+echo "demo: ok (log in target/demo.log)"
+# One closing line with the totals of every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log
