@@ -2318,7 +2318,9 @@ mod tests {
     #[test]
     fn hashing_while_decoding_spans_many_chunks() {
         // 20 MiB: three 8 MiB chunks go through the hashing thread.
-        let data: Vec<u8> = (0..20u32 << 20).map(|i| (i % 251).to_le_bytes()[0] ^ (i >> 13).to_le_bytes()[0]).collect();
+        let data: Vec<u8> = (0..20u32 << 20)
+            .map(|i| (i % 251).to_le_bytes()[0] ^ (i >> 13).to_le_bytes()[0])
+            .collect();
         let (packed, _) = compress_to_vec(&data, &CompressOptions::default()).unwrap();
         let d = decompress(&packed, &ReadOptions::default()).unwrap();
         assert_eq!(d.data, data);
@@ -2329,8 +2331,14 @@ mod tests {
         assert!(decompress(&bad, &ReadOptions::default()).is_err());
         // A truncated payload gives the same error with and without hashing.
         let cut = &packed[..packed.len() - 100];
-        let skip = ReadOptions { hash: HashCheck::Skip, ..ReadOptions::default() };
-        let (a, b) = (decompress(cut, &ReadOptions::default()), decompress(cut, &skip));
+        let skip = ReadOptions {
+            hash: HashCheck::Skip,
+            ..ReadOptions::default()
+        };
+        let (a, b) = (
+            decompress(cut, &ReadOptions::default()),
+            decompress(cut, &skip),
+        );
         assert_eq!(a.unwrap_err().to_string(), b.unwrap_err().to_string());
     }
 
