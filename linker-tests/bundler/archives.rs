@@ -51,7 +51,8 @@ const HOST: &str = "host-x86_64-unknown-linux-gnu";
 /// - `conflict.bc` / `cconflict.bc`: hip gfx906 and gfx906:xnack+ (which
 ///   pass bundling's check, being in different raw-triple groups), plain and
 ///   compressed.
-/// - `lib.a`: f1.o f2.bc f3.bc f4.o, a source file, a plain object and a
+/// - `f5.o`: f4.o compressed (CCOB v3, zstd).
+/// - `lib.a`: f1.o f2.bc f3.bc f4.o f5.o, a source file, a plain object and a
 ///   copy of f1.o with a long name. `conflict.a`, `cconflict.a`, `g.a`,
 ///   `empty.a` (magic only).
 fn make_archives(dir: &Path) -> Result<(), Failed> {
@@ -113,6 +114,13 @@ fn make_archives(dir: &Path) -> Result<(), Failed> {
     llvm_bundle(dir, "bc", &conflicting, "conflict.bc", &[])?;
     llvm_bundle(dir, "bc", &conflicting, "cconflict.bc", &["-compress"])?;
     std::fs::copy(dir.join("f1.o"), dir.join("a_member_with_a_long_name.o"))?;
+    // An object bundle in a CCOB (LLVM's -compress does not apply to
+    // objects, but its archive unbundler decompresses any member).
+    let (ccob, _) = offload_kit::bundle::compressed::compress_to_vec(
+        &std::fs::read(dir.join("f4.o"))?,
+        &offload_kit::bundle::compressed::CompressOptions::default(),
+    )?;
+    std::fs::write(dir.join("f5.o"), ccob)?;
     llvm_ar(
         dir,
         "lib.a",
@@ -121,6 +129,7 @@ fn make_archives(dir: &Path) -> Result<(), Failed> {
             "f2.bc",
             "f3.bc",
             "f4.o",
+            "f5.o",
             "k.c",
             "main.o",
             "a_member_with_a_long_name.o",
@@ -189,6 +198,17 @@ fn scenarios() -> Vec<(&'static str, Vec<String>)> {
             ),
         ),
         ("host_only", unbundle_args("lib.a", &[HOST], &[])),
+        (
+            "elf32_host_and_compressed_object_member",
+            unbundle_args(
+                "lib.a",
+                &[
+                    "host-i386-unknown-linux-gnu",
+                    "openmp-amdgcn-amd-amdhsa--gfx906:xnack-",
+                ],
+                &[],
+            ),
+        ),
         (
             "openmp_without_hip_openmp_compatible",
             unbundle_args("lib.a", &hip_omp, &[]),

@@ -113,8 +113,17 @@ pub(super) fn shared_dir(
     make: fn(&Path) -> Result<(), Failed>,
 ) -> Result<&'static Path, Failed> {
     let made = cell.get_or_init(|| {
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{tag}-{}", std::process::id()));
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // Directories left by earlier test processes that have exited.
+        for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix(&format!("{tag}-"))
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = base.join(format!("{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         make(&dir).map_err(|e| e.message().unwrap_or("making inputs failed").to_string())?;

@@ -797,7 +797,15 @@ impl Loaded<'_> {
             .map(|&i| out_index.get(i).copied().unwrap_or(0))
             .filter(|&i| i != 0)
             .collect();
-        if self.shared_strtab {
+        let has_names = self
+            .builder
+            .sections
+            .iter()
+            .any(|s| matches!(s.data, SectionData::SectionString));
+        if self.shared_strtab || (!has_names && !self.builder.sections.is_empty()) {
+            // Section names need a table of their own while the builder
+            // writes (joined into the shared one afterwards), or a table at
+            // all when the input's name table is not a string table.
             let s = self.builder.sections.add();
             s.name = ByteString::from(&b".shstrtab"[..]);
             s.sh_type = elf::SHT_STRTAB;
@@ -1273,6 +1281,18 @@ mod tests {
         assert!(e.contains("COFF") && e.contains("not supported"), "{e}");
         let e = strip(&coff).unwrap_err().to_string();
         assert!(e.contains("COFF"), "{e}");
+    }
+
+    #[test]
+    fn an_object_without_sections_is_a_clean_error() {
+        let mut host = host_object(Architecture::X86_64, E::Little);
+        // No section header table: e_shoff, e_shnum and e_shstrndx cleared.
+        // object's builder needs a section-name table to read the file.
+        host[0x28..0x30].fill(0);
+        host[0x3c..0x40].fill(0);
+        let e = bundle(&host, &[]).unwrap_err().to_string();
+        assert!(e.contains("cannot read"), "{e}");
+        assert!(entries(&host).unwrap().is_empty());
     }
 
     #[test]
