@@ -70,6 +70,11 @@ impl Format {
                 .filter(|e| !e.is_empty())
                 .map(|_| Format::Object);
         }
+        // Text bundles are text: a NUL byte near the start rules them out
+        // without searching (and so touching) the whole file.
+        if memchr::memchr(0, &data[..data.len().min(4096)]).is_some() {
+            return None;
+        }
         ["//", "#", ";"].into_iter().map(Format::Text).find(|f| {
             let Format::Text(p) = f else { return false };
             memchr::memmem::find(
