@@ -96,21 +96,11 @@ pub fn dashed(name: &str) -> String {
 }
 
 /// Parses `args` (without argv[0]). `prog` is the program's base name, used
-/// as the message prefix; `argv0` as typed, used in the "Try:" hint. On error
-/// returns the lines to print on stderr (exit code 1).
+/// as the message prefix; `argv0` as typed, used in the "Try:" hint. Once
+/// the whole line is read, as LLVM does, each option in `required` that did
+/// not occur is an error. On error returns the lines to print on stderr
+/// (exit code 1).
 pub fn parse(
-    prog: &str,
-    argv0: &str,
-    args: &[String],
-    specs: &[OptSpec],
-    max_positionals: usize,
-) -> Result<Parsed, Vec<String>> {
-    parse_with_required(prog, argv0, args, specs, max_positionals, &[])
-}
-
-/// [`parse`], and then, as LLVM does once the whole line is read, an error
-/// for each option in `required` that did not occur.
-pub fn parse_with_required(
     prog: &str,
     argv0: &str,
     args: &[String],
@@ -334,7 +324,7 @@ mod tests {
 
     fn p(args: &[&str]) -> Result<Parsed, Vec<String>> {
         let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse("tool", "./tool", &v, SPECS, 1)
+        parse("tool", "./tool", &v, SPECS, 1, &[])
     }
 
     #[test]

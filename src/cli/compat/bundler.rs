@@ -20,9 +20,9 @@
 
 use std::process::ExitCode;
 
-use super::{prog_name, version_text};
+use super::prog_name;
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
-use crate::cli::llvm_cl::{self, OptSpec, Parsed};
+use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::bundle::archive_unbundle::{self, Member};
 use offload_kit::bundle::compressed::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
@@ -106,21 +106,16 @@ struct Job {
 /// Runs the tool with `args` (argv without argv[0]).
 pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     let prog = prog_name(argv0);
-    let parsed = match llvm_cl::parse_with_required(prog, argv0, args, SPECS, 0, &["type"]) {
-        Ok(p) => p,
-        Err(lines) => return print_lines(&lines),
+    let cl = super::Cl {
+        tool: "clang-offload-bundler",
+        specs: SPECS,
+        max_positionals: 0,
+        required: &["type"],
     };
-    if parsed.flag("version") {
-        print!("{}", version_text("clang-offload-bundler"));
-        return ExitCode::SUCCESS;
-    }
-    if ["help", "help-list", "help-hidden", "help-list-hidden"]
-        .iter()
-        .any(|h| parsed.flag(h))
-    {
-        print!("{}", help_text(prog));
-        return ExitCode::SUCCESS;
-    }
+    let parsed = match super::parse_prologue(argv0, args, &cl, help_text) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     // Numeric options are checked as cl parses them (messages without "error:").
     let align = match parsed.last("bundle-align") {
         None => 1,

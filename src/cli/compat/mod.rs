@@ -21,6 +21,51 @@ pub fn version_text(tool: &str) -> String {
     )
 }
 
+/// Parses an LLVM `cl` command line and acts on `--version` and `--help`
+/// as LLVM does while parsing. `Err` holds the exit code when the run is
+/// over (bad command line: the messages are printed; help or version shown).
+pub fn parse_prologue(
+    argv0: &str,
+    args: &[String],
+    cl: &Cl<'_>,
+    help_text: impl Fn(&str) -> String,
+) -> Result<crate::cli::llvm_cl::Parsed, std::process::ExitCode> {
+    use std::process::ExitCode;
+    let prog = prog_name(argv0);
+    let parsed =
+        crate::cli::llvm_cl::parse(prog, argv0, args, cl.specs, cl.max_positionals, cl.required)
+            .map_err(|lines| {
+                for l in lines {
+                    eprintln!("{l}");
+                }
+                ExitCode::FAILURE
+            })?;
+    if parsed.flag("version") {
+        print!("{}", version_text(cl.tool));
+        return Err(ExitCode::SUCCESS);
+    }
+    if ["help", "help-list", "help-hidden", "help-list-hidden"]
+        .iter()
+        .any(|h| parsed.flag(h))
+    {
+        print!("{}", help_text(prog));
+        return Err(ExitCode::SUCCESS);
+    }
+    Ok(parsed)
+}
+
+/// What a drop-in tool's command line takes.
+pub struct Cl<'a> {
+    /// The LLVM tool's name (for `--version`).
+    pub tool: &'a str,
+    /// Its options.
+    pub specs: &'a [crate::cli::llvm_cl::OptSpec],
+    /// How many positional arguments it takes.
+    pub max_positionals: usize,
+    /// Options that must be given.
+    pub required: &'a [&'a str],
+}
+
 /// The base name of `argv0` (what LLVM's `cl` uses as the message prefix).
 pub fn prog_name(argv0: &str) -> &str {
     offload_kit::llvm::path::file_name(argv0)

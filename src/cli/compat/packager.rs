@@ -9,9 +9,9 @@
 
 use std::process::ExitCode;
 
-use super::{prog_name, version_text};
+use super::prog_name;
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
-use crate::cli::llvm_cl::{self, OptSpec, Parsed};
+use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::archive;
 use offload_kit::llvm::path::stem as llvm_stem;
 use offload_kit::offload_binary::{self, FoundImage, ImageArgs, Limits};
@@ -53,26 +53,16 @@ fn help_text(prog: &str) -> String {
 /// Runs the tool with `args` (argv without argv[0]).
 pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     let prog = prog_name(argv0);
-    let parsed = match llvm_cl::parse(prog, argv0, args, SPECS, 1) {
-        Ok(p) => p,
-        Err(lines) => {
-            for l in lines {
-                eprintln!("{l}");
-            }
-            return ExitCode::FAILURE;
-        }
+    let cl = super::Cl {
+        tool: "llvm-offload-binary",
+        specs: SPECS,
+        max_positionals: 1,
+        required: &[],
     };
-    if parsed.flag("version") {
-        print!("{}", version_text("llvm-offload-binary"));
-        return ExitCode::SUCCESS;
-    }
-    if ["help", "help-list", "help-hidden", "help-list-hidden"]
-        .iter()
-        .any(|h| parsed.flag(h))
-    {
-        print!("{}", help_text(prog));
-        return ExitCode::SUCCESS;
-    }
+    let parsed = match super::parse_prologue(argv0, args, &cl, help_text) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     if llvm_stem(argv0).ends_with("clang-offload-packager") {
         // LLVM prints this before it knows its own name: no prefix.
         eprintln!(
