@@ -9,22 +9,11 @@ use libtest_mimic::{Failed, Trial};
 mod archives;
 mod object_bundles;
 
-use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
+use crate::util::{
+    bytes, clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+};
 
 const TOOL: &str = "clang-offload-bundler";
-
-/// Deterministic filler bytes.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Text-like content for text bundle types.
 fn text(seed: u64, lines: usize, final_newline: bool) -> Vec<u8> {

@@ -6,7 +6,7 @@
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
-    clean_failure, llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+    bytes, clean_failure, llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
 };
 
 const TOOL: &str = "llvm-offload-binary";
@@ -16,19 +16,6 @@ struct Case {
     name: String,
     files: Vec<(String, Vec<u8>)>,
     images: Vec<String>,
-}
-
-/// Deterministic filler bytes (xorshift), so images differ from each other.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn case(name: &str, files: &[(&str, usize)], images: &[&str]) -> Case {

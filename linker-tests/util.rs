@@ -118,6 +118,20 @@ pub fn run<S: AsRef<OsStr>>(prog: &Path, args: &[S], cwd: &Path) -> Run {
     }
 }
 
+/// Deterministic filler bytes (xorshift), so test inputs differ from each
+/// other and do not compress to nothing.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// A fresh temporary directory.
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
