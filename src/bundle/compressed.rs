@@ -385,9 +385,13 @@ fn header_bytes(h: &Header) -> Result<Vec<u8>, Fault> {
 /// The truncated hash LLVM stores: the first 8 bytes of the MD5 digest of
 /// `data`, read as a little-endian integer.
 pub fn truncated_md5(data: &[u8]) -> u64 {
-    let digest = Md5::digest(data);
+    truncated(Md5::new_with_prefix(data))
+}
+
+/// The first 8 bytes of an MD5 digest, read little-endian: the CCOB hash.
+fn truncated(md5: Md5) -> u64 {
     let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
+    first.copy_from_slice(&md5.finalize()[..8]);
     u64::from_le_bytes(first)
 }
 
@@ -984,9 +988,7 @@ fn inflate_zstd_hashing(payload: &[u8], declared: u64) -> Option<(Vec<u8>, u64)>
             for chunk in rx {
                 md5.update(chunk);
             }
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&md5.finalize()[..8]);
-            u64::from_le_bytes(first)
+            truncated(md5)
         });
         let mut input = InBuffer::around(payload);
         let mut rest: &mut [u8] = &mut out[..];
@@ -1295,8 +1297,6 @@ pub fn compress_pieces<W: Write + Seek>(
     opts: &CompressOptions,
     out: &mut W,
 ) -> Result<CompressReport> {
-    use zstd_safe::{CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
-
     if opts.method != Method::ZSTD || opts.threads == 0 {
         return Err(Fault::Compress {
             method: opts.method,
@@ -1312,49 +1312,9 @@ pub fn compress_pieces<W: Write + Seek>(
                 for p in pieces {
                     md5.update(p);
                 }
-                let mut first = [0u8; 8];
-                first.copy_from_slice(&md5.finalize()[..8]);
-                u64::from_le_bytes(first)
+                truncated(md5)
             });
-            let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
-                Fault::Compress {
-                    method: Method::ZSTD,
-                    detail: "cannot create a compression context".into(),
-                }
-                .at(0)
-            })?;
-            cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-                .map_err(zstd_error)?;
-            cctx.set_parameter(CParameter::CompressionLevel(opts.level))
-                .map_err(zstd_error)?;
-            cctx.set_parameter(CParameter::NbWorkers(opts.threads))
-                .map_err(zstd_error)?;
-            cctx.set_pledged_src_size(Some(uncompressed_size))
-                .map_err(zstd_error)?;
-            let mut buf = vec![0u8; zstd_safe::CCtx::out_size()];
-            // Every piece goes in with "continue"; a last, empty call ends
-            // the frame (so an empty bundle is a valid frame too).
-            let empty: &[u8] = &[];
-            let feed = pieces.iter().map(|p| (*p, false)).chain([(empty, true)]);
-            for (piece, last) in feed {
-                let mode = if last {
-                    ZSTD_EndDirective::ZSTD_e_end
-                } else {
-                    ZSTD_EndDirective::ZSTD_e_continue
-                };
-                let mut input = InBuffer::around(piece);
-                loop {
-                    let mut output = OutBuffer::around(&mut buf[..]);
-                    let remaining = cctx
-                        .compress_stream2(&mut output, &mut input, mode)
-                        .map_err(zstd_error)?;
-                    let n = output.pos();
-                    counter.write_all(&buf[..n])?;
-                    if (last && remaining == 0) || (!last && input.pos() == piece.len()) {
-                        break;
-                    }
-                }
-            }
+            zstd_stream(pieces, uncompressed_size, opts, counter)?;
             hasher.join().map_err(|_| {
                 Fault::Compress {
                     method: Method::ZSTD,
@@ -1410,8 +1370,21 @@ fn zstd_error(code: usize) -> Error {
 /// wraps and the frame differs.) With workers, zstd streams the frame out
 /// in chunks.
 fn zstd_compress<W: Write>(data: &[u8], opts: &CompressOptions, out: &mut W) -> Result<()> {
-    use zstd_safe::{CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
+    if opts.threads > 0 {
+        return zstd_stream(&[data], len64(data), opts, out);
+    }
+    let mut cctx = zstd_context(opts)?;
+    let bound = zstd_safe::compress_bound(data.len());
+    let mut buf = buffer(bound as u64).map_err(|f| f.at(0))?;
+    cctx.compress2(&mut buf, data).map_err(zstd_error)?;
+    out.write_all(&buf)?;
+    Ok(())
+}
 
+/// A compression context with LLVM's two settings: long-distance matching
+/// and the level.
+fn zstd_context(opts: &CompressOptions) -> Result<zstd_safe::CCtx<'static>> {
+    use zstd_safe::CParameter;
     let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
         Fault::Compress {
             method: Method::ZSTD,
@@ -1423,30 +1396,48 @@ fn zstd_compress<W: Write>(data: &[u8], opts: &CompressOptions, out: &mut W) -> 
         .map_err(zstd_error)?;
     cctx.set_parameter(CParameter::CompressionLevel(opts.level))
         .map_err(zstd_error)?;
-    if opts.threads == 0 {
-        let bound = zstd_safe::compress_bound(data.len());
-        let mut buf = buffer(bound as u64).map_err(|f| f.at(0))?;
-        cctx.compress2(&mut buf, data).map_err(zstd_error)?;
-        out.write_all(&buf)?;
-        return Ok(());
-    }
+    Ok(cctx)
+}
+
+/// One zstd frame of `pieces` (in order, `total` bytes in all) on
+/// `opts.threads` workers, streamed to `out`: every piece goes in with
+/// "continue", and a last, empty call ends the frame (so an empty input is
+/// a valid frame too).
+fn zstd_stream<W: Write>(
+    pieces: &[&[u8]],
+    total: u64,
+    opts: &CompressOptions,
+    out: &mut W,
+) -> Result<()> {
+    use zstd_safe::{CParameter, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
+
+    let mut cctx = zstd_context(opts)?;
     cctx.set_parameter(CParameter::NbWorkers(opts.threads))
         .map_err(zstd_error)?;
-    cctx.set_pledged_src_size(Some(len64(data)))
-        .map_err(zstd_error)?;
+    cctx.set_pledged_src_size(Some(total)).map_err(zstd_error)?;
     let mut buf = vec![0u8; zstd_safe::CCtx::out_size()];
-    let mut input = InBuffer::around(data);
-    loop {
-        let mut output = OutBuffer::around(&mut buf[..]);
-        let remaining = cctx
-            .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_end)
-            .map_err(zstd_error)?;
-        let n = output.pos();
-        out.write_all(&buf[..n])?;
-        if remaining == 0 {
-            return Ok(());
+    let empty: &[u8] = &[];
+    let feed = pieces.iter().map(|p| (*p, false)).chain([(empty, true)]);
+    for (piece, last) in feed {
+        let mode = if last {
+            ZSTD_EndDirective::ZSTD_e_end
+        } else {
+            ZSTD_EndDirective::ZSTD_e_continue
+        };
+        let mut input = InBuffer::around(piece);
+        loop {
+            let mut output = OutBuffer::around(&mut buf[..]);
+            let remaining = cctx
+                .compress_stream2(&mut output, &mut input, mode)
+                .map_err(zstd_error)?;
+            let n = output.pos();
+            out.write_all(&buf[..n])?;
+            if (last && remaining == 0) || (!last && input.pos() == piece.len()) {
+                break;
+            }
         }
     }
+    Ok(())
 }
 
 fn zlib_stream<W: Write>(data: &[u8], level: i32, out: &mut W) -> Result<()> {
