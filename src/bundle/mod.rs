@@ -26,7 +26,7 @@ pub mod object;
 pub mod select;
 pub mod text;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// How a bundle is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,4 +148,40 @@ pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
 /// (see [`object::entries`]).
 pub fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
     object::entries(data)
+}
+
+/// The first two entries (indices, earlier first) whose normalized IDs are
+/// equal. LLVM 22 accepts such targets and writes a bundle whose offsets
+/// point at the wrong data, so the bundlers refuse them.
+pub fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
+    normalized
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| normalized[..i].iter().position(|m| m == n).map(|j| (j, i)))
+}
+
+/// Lays out a binary or text bundle of `entries` (normalized ID, data size),
+/// in order; binary data aligned to `align`. Object bundles are edited
+/// object files, not laid out: [`Format::Object`] is an error here.
+pub fn layout(
+    format: Format,
+    entries: &[(String, u64)],
+    align: u64,
+) -> Result<crate::layout::Layout> {
+    match format {
+        Format::Binary => {
+            let specs: Vec<binary::EntrySpec> = entries
+                .iter()
+                .map(|(id, size)| binary::EntrySpec {
+                    id: id.clone(),
+                    size: *size,
+                })
+                .collect();
+            binary::layout(&specs, align)
+        }
+        Format::Text(prefix) => Ok(text::layout(prefix, entries)),
+        Format::Object => Err(Error::usage(
+            "object bundles are written by editing the host object",
+        )),
+    }
 }

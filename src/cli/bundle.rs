@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use super::io::{Input, Output, open_input, write_bytes, write_layout};
 use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
-use offload_kit::bundle::{self, Format, binary, id::BundleId, select, text};
+use offload_kit::bundle::{self, Format, id::BundleId, select};
 use offload_kit::layout::Piece;
 use offload_kit::llvm::path::stem;
 
@@ -58,40 +58,28 @@ impl BundleOpts {
         }
         let ids = bundle::id::check_targets(&targets, true).map_err(|e| anyhow::anyhow!("{e}"))?;
         let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-        for (i, n) in normalized.iter().enumerate() {
-            if normalized[..i].contains(n) {
-                bail!("two targets are the same bundle entry '{n}' once normalized");
-            }
+        if let Some((_, i)) = bundle::first_duplicate(&normalized) {
+            bail!(
+                "two targets are the same bundle entry '{}' once normalized",
+                normalized[i]
+            );
         }
         let inputs: Vec<Input> = files.iter().map(|f| open_input(f)).collect::<Result<_>>()?;
         let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
         let format = Format::for_type(&self.file_type, inputs[host].bytes())
             .with_context(|| format!("'{}': unknown file type", self.file_type))?;
-        let layout = match format {
-            Format::Binary => {
-                let specs: Vec<binary::EntrySpec> = normalized
-                    .iter()
-                    .zip(&inputs)
-                    .map(|(id, i)| binary::EntrySpec {
-                        id: id.clone(),
-                        size: i.bytes().len() as u64,
-                    })
-                    .collect();
-                binary::layout(&specs, self.align)?
-            }
-            Format::Text(prefix) => {
-                let e: Vec<(&str, u64)> = normalized
-                    .iter()
-                    .zip(&inputs)
-                    .map(|(id, i)| (id.as_str(), i.bytes().len() as u64))
-                    .collect();
-                text::layout(prefix, &e)
-            }
-            Format::Object => bail!(
+        if format == Format::Object {
+            bail!(
                 "--type {} with an object host: use clang-offload-bundler's drop-in",
                 self.file_type
-            ),
-        };
+            );
+        }
+        let entries: Vec<(String, u64)> = normalized
+            .iter()
+            .cloned()
+            .zip(inputs.iter().map(|i| i.bytes().len() as u64))
+            .collect();
+        let layout = bundle::layout(format, &entries, self.align)?;
         let out = self.output.to_string_lossy().into_owned();
         if self.compress && self.threads > 1 {
             // Stream the pieces into multithreaded zstd: the bundle is never

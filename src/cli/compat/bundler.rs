@@ -28,7 +28,7 @@ use offload_kit::bundle::compressed::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
 use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, NewSection, Written};
-use offload_kit::bundle::{self, Format, Found, binary, id::BundleId, select, text};
+use offload_kit::bundle::{self, Format, Found, id::BundleId, select};
 use offload_kit::{ErrorKind, archive};
 
 const SPECS: &[OptSpec] = &[
@@ -312,14 +312,12 @@ fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
 fn bundle(job: &Job) -> Result<(), Fail> {
     let ids = targets(job)?;
     let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-    for (i, n) in normalized.iter().enumerate() {
-        if let Some(j) = normalized[..i].iter().position(|m| m == n) {
-            // LLVM 22 writes offsets that point at the wrong data here.
-            return Err(Fail(format!(
-                "targets '{}' and '{}' are the same bundle entry '{n}' once normalized",
-                job.targets[j], job.targets[i]
-            )));
-        }
+    if let Some((j, i)) = bundle::first_duplicate(&normalized) {
+        // LLVM 22 writes offsets that point at the wrong data here.
+        return Err(Fail(format!(
+            "targets '{}' and '{}' are the same bundle entry '{}' once normalized",
+            job.targets[j], job.targets[i], normalized[i]
+        )));
     }
     let inputs: Vec<Input> = job
         .inputs
@@ -328,28 +326,15 @@ fn bundle(job: &Job) -> Result<(), Fail> {
         .collect::<Result<_, _>>()?;
     let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
     let handler = handler(&job.file_type, inputs[host].bytes())?;
-    let layout = match handler {
-        Format::Binary => {
-            let specs: Vec<binary::EntrySpec> = normalized
-                .iter()
-                .zip(&inputs)
-                .map(|(id, input)| binary::EntrySpec {
-                    id: id.clone(),
-                    size: input.bytes().len() as u64,
-                })
-                .collect();
-            binary::layout(&specs, job.align).map_err(|e| Fail(e.to_string()))?
-        }
-        Format::Text(prefix) => {
-            let entries: Vec<(&str, u64)> = normalized
-                .iter()
-                .zip(&inputs)
-                .map(|(id, input)| (id.as_str(), input.bytes().len() as u64))
-                .collect();
-            text::layout(prefix, &entries)
-        }
-        Format::Object => return bundle_object(job, &ids, &normalized, &inputs),
-    };
+    if handler == Format::Object {
+        return bundle_object(job, &ids, &normalized, &inputs);
+    }
+    let entries: Vec<(String, u64)> = normalized
+        .iter()
+        .cloned()
+        .zip(inputs.iter().map(|i| i.bytes().len() as u64))
+        .collect();
+    let layout = bundle::layout(handler, &entries, job.align).map_err(|e| Fail(e.to_string()))?;
     let out = &job.outputs[0];
     if job.comp.compress {
         let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
