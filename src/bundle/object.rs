@@ -949,13 +949,10 @@ pub struct NewSection<'a> {
 /// writes with llvm-objcopy). In the result, span source 0 is `host` and
 /// source `i + 1` is `sections[i].data`.
 pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
-    let host_copy;
-    let host_view = if is_aligned(host) {
-        host
-    } else {
-        host_copy = Aligned::copy_of(host);
-        host_copy.bytes()
-    };
+    with_aligned(host, |view| bundle_aligned(view, sections))
+}
+
+fn bundle_aligned(host_view: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
     let mut table = Vec::new();
     let mut loaded = load(host_view, &mut table, "bundling into")?;
     for s in sections {
@@ -977,13 +974,10 @@ pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
 /// an entry holding [`HOST_MARKER`]. In the result, span source 0 is
 /// `object`.
 pub fn strip(object: &[u8]) -> Result<Written> {
-    let copy;
-    let view = if is_aligned(object) {
-        object
-    } else {
-        copy = Aligned::copy_of(object);
-        copy.bytes()
-    };
+    with_aligned(object, strip_aligned)
+}
+
+fn strip_aligned(view: &[u8]) -> Result<Written> {
     let mut table = Vec::new();
     let mut loaded = load(view, &mut table, "extracting the host object from")?;
     let ids: Vec<_> = loaded.builder.sections.iter().map(|s| s.id()).collect();
