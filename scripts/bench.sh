@@ -608,6 +608,12 @@ step_bundler() {
       if "$LLVM/clang-offload-bundler" -type=o -unbundle -targets="${HIP_TARGETS[4]}" -input="$O/ours.mt.z" -output="$O/mt.check" 2>/dev/null &&
         cmp -s "$O/mt.check" "${imgs[3]}"; then
         row_note "LLVM unbundles ours intact"
+        if [ -f "$O/llvm.z" ]; then
+          local lz oz
+          lz=$(stat -c %s "$O/llvm.z")
+          oz=$(stat -c %s "$O/ours.mt.z")
+          row_note "$(awk -v o="$oz" -v l="$lz" 'BEGIN { printf "%+.1f%% bytes vs LLVM", (o / l - 1) * 100 }')"
+        fi
       else
         row_fail "LLVM cannot unbundle our multithreaded CCOB"
       fi
