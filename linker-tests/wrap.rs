@@ -664,6 +664,64 @@ fn differential(flavour: Flavour, ld: &'static str) -> Result<(), Failed> {
 
 /// GNU readelf and llvm-readelf read every flavour of our object without a
 /// warning, and llvm-objdump finds the embedded OffloadBinary.
+/// GNU readelf and llvm-readelf read `out` without an error or a warning.
+fn readelf_ok(d: &Path, out: &str) -> Result<(), Failed> {
+    for tool in [PathBuf::from("readelf"), llvm("llvm-readelf")] {
+        let o = Command::new(&tool)
+            .args(["-a", "-W", out])
+            .current_dir(d)
+            .output()
+            .map_err(|e| format!("{}: {e}", tool.display()))?;
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if !o.status.success() || !o.stderr.is_empty() || all.to_lowercase().contains("warning") {
+            return Err(format!("{} -a {out}:\n{all}", tool.display()).into());
+        }
+    }
+    Ok(())
+}
+
+/// A device image of a few MiB (the app's device library with filler
+/// after it, which the loader ignores): its section starts at a multiple
+/// of 64 KiB in the object (the fast copy) but asks linkers for 8-byte
+/// alignment like LLVM's, the object reads clean, and the program runs.
+fn run_large_image(ld: &'static str) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let mut image = std::fs::read(fx.path("app-dev.so")).map_err(|e| e.to_string())?;
+    image.extend(std::iter::repeat_n(0x5a, (3 << 20) + 5));
+    std::fs::write(d.join("big.so"), &image).map_err(|e| e.to_string())?;
+    wrap(d, &["-o", "wrap.o", "big.so"])?;
+    let obj = std::fs::read(d.join("wrap.o")).map_err(|e| e.to_string())?;
+    let f = object::File::parse(&*obj).map_err(|e| e.to_string())?;
+    let s = f
+        .section_by_name(".llvm.offloading")
+        .ok_or("no .llvm.offloading")?;
+    let (off, size) = s.file_range().ok_or("no file range")?;
+    let bytes = usize::try_from(off)
+        .ok()
+        .and_then(|o| obj.get(o..o + usize::try_from(size).ok()?));
+    if off % (64 << 10) != 0 || s.align() != 8 || bytes != Some(&image[..]) {
+        return Err(format!(
+            "image section at {off:#x}, {size} bytes, align {}: want a 64 KiB \
+             multiple, the image, align 8",
+            s.align()
+        )
+        .into());
+    }
+    readelf_ok(d, "wrap.o")?;
+    let mut args = vec![fx.path("app-host.o"), fx.path("main.o"), "wrap.o".into()];
+    args.extend(["-o".into(), "prog".into()]);
+    args.extend(runtime_libs());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    link(d, ld, &args)?;
+    check_app(&run(d, "prog", &[], INFO)?)
+}
+
 fn readelf_clean() -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
@@ -680,22 +738,7 @@ fn readelf_clean() -> Result<(), Failed> {
         let mut args = vec!["-o", *out];
         args.extend(extra);
         wrap(d, &args)?;
-        for tool in [PathBuf::from("readelf"), llvm("llvm-readelf")] {
-            let o = Command::new(&tool)
-                .args(["-a", "-W", out])
-                .current_dir(d)
-                .output()
-                .map_err(|e| format!("{}: {e}", tool.display()))?;
-            let all = format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            if !o.status.success() || !o.stderr.is_empty() || all.to_lowercase().contains("warning")
-            {
-                return Err(format!("{} -a {out}:\n{all}", tool.display()).into());
-            }
-        }
+        readelf_ok(d, out)?;
     }
     let listing = Command::new(llvm("llvm-objdump"))
         .args(["--offloading", "openmp.o"])
@@ -853,6 +896,13 @@ pub fn tests() -> Vec<Trial> {
         &base(&["ld.bfd"]),
         run_raw_image,
     ));
+    for (ld, prog) in [("bfd", "ld.bfd"), ("lld", "ld.lld")] {
+        v.push(trial(
+            format!("wrap::run::{ld}::large_image"),
+            &base(&[prog, "readelf", "llvm-readelf"]),
+            move || run_large_image(ld),
+        ));
+    }
     for ld in ["bfd", "lld"] {
         let prog = if ld == "bfd" { "ld.bfd" } else { "ld.lld" };
         for (name, flavour) in [
