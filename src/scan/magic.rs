@@ -9,6 +9,16 @@
 //! (whose images are reached by walking the container, not by scanning) is
 //! never searched. Each candidate is only a hint: the caller validates it
 //! with the format's reader.
+//!
+//! [`Finders::search`] hands the caller the same candidates, but for a
+//! haystack of [`PARALLEL_FROM`] bytes or more on a machine with two CPUs a
+//! helper thread searches 2 MiB blocks ahead of the caller (at most four),
+//! and the caller, when it would wait for the helper, searches the next
+//! block itself: about 5 GB/s instead of 3 from the page cache here. Heap
+//! use stays bounded by the blocks in flight.
+
+use std::fmt;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 
 use memchr::memmem::Finder;
 
@@ -64,6 +74,20 @@ impl Magic {
 /// next chunk so that a magic crossing the boundary is found.
 const OVERLAP: usize = 24 - 1;
 
+/// Haystacks at least this large are searched on two threads (see
+/// [`Finders::search`]).
+pub const PARALLEL_FROM: usize = 16 << 20;
+
+/// What the helper thread and the consumer of [`Finders::search`] take at a
+/// time: whole blocks, so that the two threads fault in different parts of
+/// the mapping (interleaved 128 KiB chunks contend in the kernel and are
+/// slower than one thread).
+const BLOCK: usize = 2 << 20;
+
+/// How many blocks the helper thread may search ahead of the consumer:
+/// bounds the candidates held.
+const AHEAD: usize = 4;
+
 /// Prebuilt finders for every magic. Building them costs a little, so one
 /// set serves a whole scan.
 #[derive(Debug, Clone)]
@@ -85,66 +109,267 @@ impl Finders {
         }
     }
 
-    /// The candidates in `hay`, in increasing offset.
+    /// The candidates in `hay`, in increasing offset, searched on the
+    /// calling thread as they are asked for.
     pub fn candidates<'f, 'h>(&'f self, hay: &'h [u8]) -> Candidates<'f, 'h> {
         Candidates {
             finders: self,
             hay,
-            next_chunk: 0,
+            unit: CHUNK,
+            next_unit: 0,
+            from: 0,
             pending: Vec::new(),
             taken: 0,
+            ahead: None,
         }
+    }
+
+    /// Runs `f` on the candidates of `hay`. A large haystack on a machine
+    /// with more than one CPU is searched by a helper thread too: it takes
+    /// chunks ahead of the consumer (at most [`AHEAD`]) while the consumer
+    /// validates candidates or searches chunks itself, so the raw scan of a
+    /// big file runs at the speed of two cores. The candidates are the
+    /// same either way.
+    pub fn search<R>(&self, hay: &[u8], f: impl FnOnce(&mut Candidates<'_, '_>) -> R) -> R {
+        if hay.len() < PARALLEL_FROM || !two_cpus() {
+            return f(&mut self.candidates(hay));
+        }
+        let ahead = Ahead {
+            state: Mutex::new(AheadState {
+                consumer: 0,
+                claim: 0,
+                done: Vec::new(),
+                stop: false,
+            }),
+            changed: Condvar::new(),
+        };
+        std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("scan-ahead".into())
+                .spawn_scoped(scope, || ahead.help(self, hay));
+            let mut cands = self.candidates(hay);
+            if helper.is_ok() {
+                cands.ahead = Some(&ahead);
+                cands.unit = BLOCK;
+            }
+            f(&mut cands)
+            // Dropping `cands` stops the helper; the scope joins it.
+        })
+    }
+
+    /// Appends the candidates in unit `k` (of `unit` bytes) of `hay`,
+    /// sorted, searching it a chunk at a time.
+    fn unit(&self, hay: &[u8], unit: usize, k: usize, out: &mut Vec<(usize, Magic)>) {
+        let start = k.saturating_mul(unit).min(hay.len());
+        let end = start.saturating_add(unit).min(hay.len());
+        let mut at = start;
+        while at < end {
+            let next = at.saturating_add(CHUNK).min(end);
+            self.chunk(hay, at, next, out);
+            at = next;
+        }
+    }
+
+    /// Appends the candidates that start in `hay[start..end]`, sorted.
+    fn chunk(&self, hay: &[u8], start: usize, end: usize, out: &mut Vec<(usize, Magic)>) {
+        let first = out.len();
+        let window = &hay[start..end.saturating_add(OVERLAP).min(hay.len())];
+        for (f, m) in self.finders.iter().zip(Magic::ALL) {
+            // Step one byte past each match, not past the whole magic: the
+            // bundle magic ends with the `__` it starts with, so two of them
+            // can overlap (`find_iter` would miss the second).
+            let mut from = 0;
+            while let Some(p) = window.get(from..).and_then(|w| f.find(w)) {
+                let at = start + from + p;
+                if at >= end {
+                    break;
+                }
+                out.push((at, m));
+                from += p + 1;
+            }
+        }
+        out[first..].sort_unstable();
     }
 }
 
-/// An iterator over the magic candidates of a haystack, chunk by chunk.
-#[derive(Debug)]
+/// Whether this machine has a second CPU for the helper thread.
+fn two_cpus() -> bool {
+    static TWO: OnceLock<bool> = OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2))
+}
+
+/// What the consumer and the helper thread of [`Finders::search`] share.
+struct Ahead {
+    state: Mutex<AheadState>,
+    changed: Condvar,
+}
+
+struct AheadState {
+    /// The chunk the consumer needs next; chunks before it are not needed.
+    consumer: usize,
+    /// The first chunk nobody has taken yet.
+    claim: usize,
+    /// Chunks the helper searched, with their candidates.
+    done: Vec<(usize, Vec<(usize, Magic)>)>,
+    /// Set when the consumer is finished.
+    stop: bool,
+}
+
+impl Ahead {
+    fn lock(&self) -> MutexGuard<'_, AheadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, g: MutexGuard<'a, AheadState>) -> MutexGuard<'a, AheadState> {
+        self.changed.wait(g).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The helper thread: searches the next untaken block while it is
+    /// within [`AHEAD`] of the consumer.
+    fn help(&self, finders: &Finders, hay: &[u8]) {
+        let chunks = hay.len().div_ceil(BLOCK);
+        let mut s = self.lock();
+        loop {
+            while !s.stop && s.claim < chunks && s.claim >= s.consumer + AHEAD {
+                s = self.wait(s);
+            }
+            if s.stop || s.claim >= chunks {
+                return;
+            }
+            let k = s.claim;
+            s.claim += 1;
+            drop(s);
+            let mut found = Vec::new();
+            finders.unit(hay, BLOCK, k, &mut found);
+            s = self.lock();
+            if k >= s.consumer {
+                s.done.push((k, found));
+            }
+            self.changed.notify_all();
+        }
+    }
+
+    /// Block `k`'s candidates for the consumer, or `None` if `k` is the
+    /// consumer's to search (it is then taken). While the helper is at work
+    /// on `k`, the consumer does not wait idle but searches the next
+    /// untaken block, as the helper would.
+    fn take(&self, finders: &Finders, hay: &[u8], k: usize) -> Option<Vec<(usize, Magic)>> {
+        let blocks = hay.len().div_ceil(BLOCK);
+        let mut s = self.lock();
+        // While `k` is awaited, the helper keeps what it finds for it.
+        s.consumer = s.consumer.max(k);
+        s.done.retain(|(c, _)| *c >= k);
+        let found = loop {
+            if let Some(i) = s.done.iter().position(|(c, _)| *c == k) {
+                break Some(s.done.swap_remove(i).1);
+            }
+            if s.claim <= k {
+                s.claim = k + 1;
+                break None;
+            }
+            if s.claim < blocks && s.claim < k + AHEAD {
+                let j = s.claim;
+                s.claim += 1;
+                drop(s);
+                let mut found = Vec::new();
+                finders.unit(hay, BLOCK, j, &mut found);
+                s = self.lock();
+                s.done.push((j, found));
+                continue;
+            }
+            s = self.wait(s);
+        };
+        s.consumer = k + 1;
+        drop(s);
+        self.changed.notify_all();
+        found
+    }
+
+    /// The consumer skips to block `k`: nobody searches the blocks before.
+    fn skip(&self, k: usize) {
+        let mut s = self.lock();
+        s.consumer = s.consumer.max(k);
+        s.claim = s.claim.max(k);
+        drop(s);
+        self.changed.notify_all();
+    }
+
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.changed.notify_all();
+    }
+}
+
+/// An iterator over the magic candidates of a haystack, chunk by chunk
+/// (block by block when a helper thread searches too).
 pub struct Candidates<'f, 'h> {
     finders: &'f Finders,
     hay: &'h [u8],
-    /// Where the next chunk starts.
-    next_chunk: usize,
+    /// Bytes searched at a time: [`CHUNK`], or [`BLOCK`] with a helper.
+    unit: usize,
+    /// The next unit to search.
+    next_unit: usize,
+    /// Candidates before this offset are skipped.
+    from: usize,
     /// Candidates of the current chunk, sorted; `taken` of them are used.
     pending: Vec<(usize, Magic)>,
     taken: usize,
+    /// The helper thread searching ahead, if any.
+    ahead: Option<&'h Ahead>,
+}
+
+impl fmt::Debug for Candidates<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Candidates")
+            .field("len", &self.hay.len())
+            .field("next_unit", &self.next_unit)
+            .field("from", &self.from)
+            .field("helped", &self.ahead.is_some())
+            .finish()
+    }
 }
 
 impl Candidates<'_, '_> {
     /// Skips every candidate before `pos`; the search resumes there.
     pub fn skip_to(&mut self, pos: usize) {
-        while self.pending.get(self.taken).is_some_and(|&(p, _)| p < pos) {
-            self.taken += 1;
-        }
-        if self.taken == self.pending.len() && pos > self.next_chunk {
-            self.next_chunk = pos.min(self.hay.len());
+        self.from = self.from.max(pos);
+        let k = pos / self.unit;
+        if k > self.next_unit {
+            self.next_unit = k;
+            self.pending.clear();
+            self.taken = 0;
+            if let Some(a) = self.ahead {
+                a.skip(k);
+            }
         }
     }
 
     fn fill(&mut self) -> bool {
-        self.pending.clear();
-        self.taken = 0;
-        while self.pending.is_empty() && self.next_chunk < self.hay.len() {
-            let start = self.next_chunk;
-            let end = start.saturating_add(CHUNK).min(self.hay.len());
-            let window = &self.hay[start..end.saturating_add(OVERLAP).min(self.hay.len())];
-            for (f, m) in self.finders.finders.iter().zip(Magic::ALL) {
-                // Step one byte past each match, not past the whole magic:
-                // the bundle magic ends with the `__` it starts with, so two
-                // of them can overlap (`find_iter` would miss the second).
-                let mut from = 0;
-                while let Some(p) = window.get(from..).and_then(|w| f.find(w)) {
-                    let at = start + from + p;
-                    if at >= end {
-                        break;
-                    }
-                    self.pending.push((at, m));
-                    from += p + 1;
-                }
+        let units = self.hay.len().div_ceil(self.unit);
+        while self.next_unit < units {
+            let k = self.next_unit;
+            self.next_unit += 1;
+            self.pending.clear();
+            self.taken = 0;
+            match self.ahead.and_then(|a| a.take(self.finders, self.hay, k)) {
+                Some(found) => self.pending = found,
+                None => self.finders.unit(self.hay, self.unit, k, &mut self.pending),
             }
-            self.pending.sort_unstable();
-            self.next_chunk = end;
+            let from = self.from;
+            self.pending.retain(|&(p, _)| p >= from);
+            if !self.pending.is_empty() {
+                return true;
+            }
         }
-        !self.pending.is_empty()
+        false
+    }
+}
+
+impl Drop for Candidates<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(a) = self.ahead {
+            a.stop();
+        }
     }
 }
 
@@ -152,12 +377,16 @@ impl Iterator for Candidates<'_, '_> {
     type Item = (usize, Magic);
 
     fn next(&mut self) -> Option<(usize, Magic)> {
-        if self.taken == self.pending.len() && !self.fill() {
-            return None;
+        loop {
+            if self.taken == self.pending.len() && !self.fill() {
+                return None;
+            }
+            let c = self.pending[self.taken];
+            self.taken += 1;
+            if c.0 >= self.from {
+                return Some(c);
+            }
         }
-        let c = self.pending[self.taken];
-        self.taken += 1;
-        Some(c)
     }
 }
 
@@ -175,6 +404,62 @@ mod tests {
                 assert_eq!(found, vec![(at, m)], "{m:?} at {at}");
             }
         }
+    }
+
+    /// Candidates as a walker takes them: skipping past a made-up
+    /// container at every third one.
+    fn with_skips(c: &mut Candidates<'_, '_>) -> Vec<(usize, Magic)> {
+        let mut out = Vec::new();
+        while let Some((p, m)) = c.next() {
+            out.push((p, m));
+            if out.len() % 3 == 0 {
+                c.skip_to(p + BLOCK / 3 * (out.len() % 7));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn two_threads_find_what_one_does() {
+        let mut hay = vec![0x11u8; PARALLEL_FROM + 5 * BLOCK + 77];
+        let mut put =
+            |at: usize, m: Magic| hay[at..at + m.bytes().len()].copy_from_slice(m.bytes());
+        for (i, m) in Magic::ALL.into_iter().enumerate() {
+            for b in (0..12).map(|b| b * BLOCK) {
+                for at in [
+                    b,
+                    b + 1,
+                    b + CHUNK - 2,
+                    b + BLOCK - 3 - i,
+                    b + BLOCK / 2 + 40 * i,
+                ] {
+                    put(at, m);
+                }
+            }
+        }
+        // Overlapping bundle magics, and a stretch where every fourth byte
+        // starts a CCOB magic.
+        put(7 * BLOCK + 1000, Magic::Bundle);
+        put(7 * BLOCK + 1022, Magic::Bundle);
+        for at in (9 * BLOCK - 4096..9 * BLOCK + 300_000).step_by(4) {
+            put(at, Magic::Ccob);
+        }
+        let last = PARALLEL_FROM + 5 * BLOCK + 77 - 4;
+        put(last, Magic::Ccob);
+        let hay = hay;
+        let f = Finders::new();
+        let one: Vec<_> = f.candidates(&hay).collect();
+        assert!(one.len() > 75_000 && one.last() == Some(&(last, Magic::Ccob)));
+        assert!(one.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(f.search(&hay, |c| c.ahead.is_some()), two_cpus());
+        for _ in 0..3 {
+            assert_eq!(f.search(&hay, |c| c.collect::<Vec<_>>()), one);
+        }
+        let skipped = with_skips(&mut f.candidates(&hay));
+        assert!(skipped.len() < one.len() / 2);
+        assert_eq!(f.search(&hay, with_skips), skipped);
+        // The consumer may stop early; the helper then stops too.
+        assert_eq!(f.search(&hay, |c| c.nth(10)), one.get(10).copied());
     }
 
     #[test]

@@ -624,56 +624,57 @@ impl Walker<'_> {
     /// Finds the containers in `bytes`. See [`Expect`].
     fn region(&mut self, bytes: &[u8], loc: &Loc, expect: Expect) {
         let finders = self.finders;
-        let mut cands = finders.candidates(bytes);
-        let mut cursor = 0usize;
-        let mut explained = true;
-        let sequence = matches!(expect, Expect::Sequence { .. });
-        while let Some((pos, magic)) = cands.next() {
-            if pos < cursor {
-                continue;
-            }
-            if magic == Magic::Bundle && is_text_marker(&bytes[pos..]) {
-                // A text bundle's marker; the file (or decompressed
-                // contents) may be a text bundle.
-                if expect.whole()
-                    && cursor == 0
-                    && let Some(prefix) = text_prefix(bytes, pos)
-                {
-                    self.text_bundle(bytes, prefix, loc);
-                    return;
+        finders.search(bytes, |cands| {
+            let mut cursor = 0usize;
+            let mut explained = true;
+            let sequence = matches!(expect, Expect::Sequence { .. });
+            while let Some((pos, magic)) = cands.next() {
+                if pos < cursor {
+                    continue;
                 }
-                continue;
+                if magic == Magic::Bundle && is_text_marker(&bytes[pos..]) {
+                    // A text bundle's marker; the file (or decompressed
+                    // contents) may be a text bundle.
+                    if expect.whole()
+                        && cursor == 0
+                        && let Some(prefix) = text_prefix(bytes, pos)
+                    {
+                        self.text_bundle(bytes, prefix, loc);
+                        return;
+                    }
+                    continue;
+                }
+                if sequence && explained {
+                    self.gap(bytes, cursor, pos, loc);
+                }
+                match self.container_at(bytes, pos, magic, loc) {
+                    Ok(extent) => {
+                        cursor = pos
+                            .saturating_add(usize_from(extent).max(1))
+                            .min(bytes.len());
+                        cands.skip_to(cursor);
+                        explained = true;
+                    }
+                    Err(e) => {
+                        // In a sequence, the first failure explains the bytes up
+                        // to the next container; later candidates in them are
+                        // noise.
+                        if (sequence && explained) || self.opts.report_rejects {
+                            let what = if sequence {
+                                format!("invalid {}", kind_of(magic))
+                            } else {
+                                format!("not a valid {} (raw-scan candidate)", kind_of(magic))
+                            };
+                            self.problem(&loc.at(pos as u64), None, format!("{what}: {e}"));
+                        }
+                        explained = false;
+                    }
+                }
             }
             if sequence && explained {
-                self.gap(bytes, cursor, pos, loc);
+                self.gap(bytes, cursor, bytes.len(), loc);
             }
-            match self.container_at(bytes, pos, magic, loc) {
-                Ok(extent) => {
-                    cursor = pos
-                        .saturating_add(usize_from(extent).max(1))
-                        .min(bytes.len());
-                    cands.skip_to(cursor);
-                    explained = true;
-                }
-                Err(e) => {
-                    // In a sequence, the first failure explains the bytes up
-                    // to the next container; later candidates in them are
-                    // noise.
-                    if (sequence && explained) || self.opts.report_rejects {
-                        let what = if sequence {
-                            format!("invalid {}", kind_of(magic))
-                        } else {
-                            format!("not a valid {} (raw-scan candidate)", kind_of(magic))
-                        };
-                        self.problem(&loc.at(pos as u64), None, format!("{what}: {e}"));
-                    }
-                    explained = false;
-                }
-            }
-        }
-        if sequence && explained {
-            self.gap(bytes, cursor, bytes.len(), loc);
-        }
+        });
     }
 
     /// Reports non-zero bytes between containers of a sequence.
