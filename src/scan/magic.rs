@@ -117,6 +117,7 @@ impl Finders {
             hay,
             unit: CHUNK,
             next_unit: 0,
+            searched: 0,
             from: 0,
             pending: Vec::new(),
             taken: 0,
@@ -139,6 +140,7 @@ impl Finders {
                 consumer: 0,
                 claim: 0,
                 done: Vec::new(),
+                go: false,
                 stop: false,
             }),
             changed: Condvar::new(),
@@ -150,7 +152,6 @@ impl Finders {
             let mut cands = self.candidates(hay);
             if helper.is_ok() {
                 cands.ahead = Some(&ahead);
-                cands.unit = BLOCK;
             }
             f(&mut cands)
             // Dropping `cands` stops the helper; the scope joins it.
@@ -211,6 +212,9 @@ struct AheadState {
     claim: usize,
     /// Chunks the helper searched, with their candidates.
     done: Vec<(usize, Vec<(usize, Magic)>)>,
+    /// Set when the consumer switches to blocks: until then the helper
+    /// waits.
+    go: bool,
     /// Set when the consumer is finished.
     stop: bool,
 }
@@ -227,13 +231,13 @@ impl Ahead {
     /// The helper thread: searches the next untaken block while it is
     /// within [`AHEAD`] of the consumer.
     fn help(&self, finders: &Finders, hay: &[u8]) {
-        let chunks = hay.len().div_ceil(BLOCK);
+        let blocks = hay.len().div_ceil(BLOCK);
         let mut s = self.lock();
         loop {
-            while !s.stop && s.claim < chunks && s.claim >= s.consumer + AHEAD {
+            while !s.stop && (!s.go || (s.claim < blocks && s.claim >= s.consumer + AHEAD)) {
                 s = self.wait(s);
             }
-            if s.stop || s.claim >= chunks {
+            if s.stop || s.claim >= blocks {
                 return;
             }
             let k = s.claim;
@@ -285,13 +289,21 @@ impl Ahead {
         found
     }
 
-    /// The consumer skips to block `k`: nobody searches the blocks before.
-    fn skip(&self, k: usize) {
+    /// The consumer switches to blocks at block `k`: the helper starts
+    /// (again) there.
+    fn start(&self, k: usize) {
         let mut s = self.lock();
-        s.consumer = s.consumer.max(k);
-        s.claim = s.claim.max(k);
+        s.go = true;
+        s.consumer = k;
+        s.claim = k;
+        s.done.retain(|(c, _)| *c >= k);
         drop(s);
         self.changed.notify_all();
+    }
+
+    /// The consumer skipped and goes back to chunks: the helper waits.
+    fn pause(&self) {
+        self.lock().go = false;
     }
 
     fn stop(&self) {
@@ -305,16 +317,20 @@ impl Ahead {
 pub struct Candidates<'f, 'h> {
     finders: &'f Finders,
     hay: &'h [u8],
-    /// Bytes searched at a time: [`CHUNK`], or [`BLOCK`] with a helper.
+    /// Bytes searched at a time: [`CHUNK`], or [`BLOCK`] once a helper
+    /// works too.
     unit: usize,
     /// The next unit to search.
     next_unit: usize,
+    /// Bytes searched chunk by chunk since the last skip.
+    searched: usize,
     /// Candidates before this offset are skipped.
     from: usize,
     /// Candidates of the current chunk, sorted; `taken` of them are used.
     pending: Vec<(usize, Magic)>,
     taken: usize,
-    /// The helper thread searching ahead, if any.
+    /// The helper thread, if any; it searches ahead once `unit` is
+    /// [`BLOCK`].
     ahead: Option<&'h Ahead>,
 }
 
@@ -333,27 +349,49 @@ impl Candidates<'_, '_> {
     /// Skips every candidate before `pos`; the search resumes there.
     pub fn skip_to(&mut self, pos: usize) {
         self.from = self.from.max(pos);
-        let k = pos / self.unit;
-        if k > self.next_unit {
-            self.next_unit = k;
-            self.pending.clear();
-            self.taken = 0;
-            if let Some(a) = self.ahead {
-                a.skip(k);
-            }
+        if pos / self.unit < self.next_unit {
+            return; // within the unit at hand
         }
+        // A real skip (past a container): back to chunks, as at the start.
+        if let Some(a) = self.ahead.filter(|_| self.unit == BLOCK) {
+            a.pause();
+        }
+        self.unit = CHUNK;
+        self.next_unit = pos / CHUNK;
+        self.searched = 0;
+        self.pending.clear();
+        self.taken = 0;
     }
 
     fn fill(&mut self) -> bool {
         let units = self.hay.len().div_ceil(self.unit);
         while self.next_unit < units {
+            // The haystack is searched alone, chunk by chunk, at first and
+            // after every skip: a walker that finds containers one after
+            // another (a section of OffloadBinaries) never needs the
+            // helper. After a block's worth of bytes without one, the
+            // helper joins in at the next block.
+            if let Some(a) = self.ahead
+                && self.unit == CHUNK
+                && self.searched >= BLOCK
+                && (self.next_unit * CHUNK).is_multiple_of(BLOCK)
+            {
+                self.unit = BLOCK;
+                self.next_unit = self.next_unit * CHUNK / BLOCK;
+                a.start(self.next_unit);
+                continue;
+            }
             let k = self.next_unit;
             self.next_unit += 1;
             self.pending.clear();
             self.taken = 0;
-            match self.ahead.and_then(|a| a.take(self.finders, self.hay, k)) {
+            let helped = self.ahead.filter(|_| self.unit == BLOCK);
+            match helped.and_then(|a| a.take(self.finders, self.hay, k)) {
                 Some(found) => self.pending = found,
                 None => self.finders.unit(self.hay, self.unit, k, &mut self.pending),
+            }
+            if self.unit == CHUNK {
+                self.searched += CHUNK;
             }
             let from = self.from;
             self.pending.retain(|&(p, _)| p >= from);
@@ -452,6 +490,23 @@ mod tests {
         assert!(one.len() > 75_000 && one.last() == Some(&(last, Magic::Ccob)));
         assert!(one.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(f.search(&hay, |c| c.ahead.is_some()), two_cpus());
+        // After a block searched chunk by chunk, blocks are searched by two
+        // threads; after a skip, chunks again.
+        let units = f.search(&hay, |c| {
+            let mut units = Vec::new();
+            while c.next_unit * c.unit < 3 * BLOCK {
+                units.push(c.unit);
+                c.next();
+            }
+            c.skip_to(10 * BLOCK + 5);
+            c.next();
+            units.push(c.unit);
+            units
+        });
+        let two = if two_cpus() { BLOCK } else { CHUNK };
+        assert_eq!(units.first(), Some(&CHUNK));
+        assert!(units.contains(&two));
+        assert_eq!(units.last(), Some(&CHUNK));
         for _ in 0..3 {
             assert_eq!(f.search(&hay, |c| c.collect::<Vec<_>>()), one);
         }
