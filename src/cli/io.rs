@@ -309,6 +309,42 @@ pub fn strerror(e: &io::Error) -> String {
     }
 }
 
+/// `e` as one line: its context chain joined by ": ", each I/O error as the
+/// C library's text ([`strerror`]) and Rust's " (os error N)" suffix
+/// removed from the rest; a cause that repeats the one before is left out.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = match cause.downcast_ref::<io::Error>() {
+            Some(io) => strerror(io),
+            None => strip_os_error(&cause.to_string()),
+        };
+        if parts.last().is_none_or(|last| !last.ends_with(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ")
+}
+
+/// `s` without any " (os error N)".
+fn strip_os_error(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(" (os error ") {
+        let tail = &rest[i + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail[digits..].starts_with(')') {
+            out.push_str(&rest[..i]);
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(&rest[..i + 1]);
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {
     Input::open(name).with_context(|| format!("'{name}': cannot open"))
@@ -342,4 +378,34 @@ pub fn write_bytes(path: &str, input: &Input, bytes: &[u8]) -> io::Result<()> {
     let mut out = Output::create(Path::new(path))?;
     input.copy_to(bytes, &mut out)?;
     out.commit()
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    use super::*;
+
+    #[test]
+    fn os_error_suffixes_and_repeats_go() {
+        assert_eq!(strip_os_error("a (os error 2) b (os error 13)"), "a b");
+        assert_eq!(
+            strip_os_error("keep (os error x) (os error"),
+            "keep (os error x) (os error"
+        );
+        let missing = io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::new(missing).context("'f': cannot open");
+        assert_eq!(
+            error_text(&e),
+            "'f': cannot open: No such file or directory"
+        );
+        // A library's own wrapping (the path a temporary file had).
+        let wrapped = io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} at path \"/d/.tmp123\"", io::Error::from_raw_os_error(2)),
+        );
+        let e = anyhow::Error::new(wrapped).context("'/d/x': cannot write");
+        assert_eq!(
+            error_text(&e),
+            "'/d/x': cannot write: No such file or directory"
+        );
+    }
 }

@@ -830,7 +830,10 @@ impl scan::Visit for Extractor<'_> {
         let shown = path.to_string_lossy().into_owned();
         match write_bytes(&shown, self.input, bytes) {
             Ok(()) => self.written.push(shown),
-            Err(e) => self.errors.push(format!("'{shown}': cannot write: {e}")),
+            Err(e) => self.errors.push(format!(
+                "'{shown}': cannot write: {}",
+                super::io::strerror(&e)
+            )),
         }
     }
 }
