@@ -159,6 +159,23 @@ impl Error {
         }
     }
 
+    /// The same error with its "at offset" moved on by `base`: for an
+    /// error found in a buffer that starts at `base` of a larger one (a
+    /// raw-scan candidate in its file), so that the offset is the larger
+    /// buffer's. Offsets that are relative to a container by definition
+    /// ([`ErrorKind::OutOfBounds`]) stay.
+    pub fn rebased(mut self, base: u64) -> Error {
+        match &mut *self.0 {
+            ErrorKind::Truncated { offset, .. }
+            | ErrorKind::BadMagic { offset, .. }
+            | ErrorKind::UnsupportedVersion { offset, .. }
+            | ErrorKind::Misaligned { offset, .. }
+            | ErrorKind::Ccob { offset, .. } => *offset = offset.saturating_add(base),
+            _ => {}
+        }
+        self
+    }
+
     pub(crate) fn invalid(what: impl Into<String>, detail: impl Into<String>) -> Error {
         ErrorKind::Invalid {
             what: what.into(),

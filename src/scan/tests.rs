@@ -423,3 +423,21 @@ fn sequences_report_unexplained_bytes() {
     assert_eq!(r.problems.len(), 1);
     assert!(r.problems[0].message.contains("unrecognized"));
 }
+
+#[test]
+fn rejected_candidates_name_file_offsets() {
+    // A CCOB magic with an unknown version, 0x1234 bytes into noise.
+    let mut data = vec![0x11u8; 0x2000];
+    data[0x1234..0x1234 + 8].copy_from_slice(b"CCOB\x09\x00\x01\x00");
+    let r = scan(
+        &data,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    let p = &r.problems[0];
+    assert_eq!(p.offset, Some(0x1234));
+    assert!(p.message.contains("at offset 0x1234"), "{}", p.message);
+}

@@ -665,7 +665,12 @@ impl Walker<'_> {
                             } else {
                                 format!("not a valid {} (raw-scan candidate)", kind_of(magic))
                             };
-                            self.problem(&loc.at(pos as u64), None, format!("{what}: {e}"));
+                            // The reader's offsets are the candidate's; make
+                            // them the file's (or the region's, inside
+                            // decompressed data).
+                            let here = loc.at(pos as u64);
+                            let e = e.rebased(here.abs.unwrap_or(pos as u64));
+                            self.problem(&here, None, format!("{what}: {e}"));
                         }
                         explained = false;
                     }
