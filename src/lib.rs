@@ -20,6 +20,7 @@ pub mod llvm;
 mod num;
 pub mod offload_binary;
 pub mod scan;
+mod sync;
 pub mod wrap;
 
 #[cfg(any(test, fuzzing))]

@@ -1705,6 +1705,21 @@ mod tests {
     }
 
     /// Sets the header's uncompressed size (v2/v3).
+    /// A v3 zstd CCOB around `payload`, declaring `declared` bytes.
+    fn zstd_ccob(payload: &[u8], declared: u64, hash: u64) -> Vec<u8> {
+        let mut c = Header {
+            version: 3,
+            method: Method::ZSTD,
+            total_size: Some(32 + payload.len() as u64),
+            uncompressed_size: declared,
+            hash,
+        }
+        .to_bytes()
+        .unwrap();
+        c.extend(payload);
+        c
+    }
+
     fn set_uncompressed(c: &mut [u8], n: u64) {
         if c[4] == 2 {
             c[12..16].copy_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
@@ -2271,16 +2286,7 @@ mod tests {
         let mut frame = Vec::with_capacity(200_000);
         cctx.compress2(&mut frame, &data).unwrap();
         let declared = 50_000u64;
-        let mut c = Header {
-            version: 3,
-            method: Method::ZSTD,
-            total_size: Some(32 + frame.len() as u64),
-            uncompressed_size: declared,
-            hash: truncated_md5(&data),
-        }
-        .to_bytes()
-        .unwrap();
-        c.extend(&frame);
+        let c = zstd_ccob(&frame, declared, truncated_md5(&data));
         let f = fault_of(decompress(&c, &ReadOptions::default()));
         assert_eq!(
             f.llvm_message(),
@@ -2359,19 +2365,8 @@ mod tests {
         junk.push(0);
         assert!(inflate_zstd_hashing(&junk, n).is_none());
         // The public reader agrees with LLVM's one-shot call on all of them.
-        let ccob = |payload: &[u8], declared: u64| {
-            let mut c = Header {
-                version: 3,
-                method: Method::ZSTD,
-                total_size: Some(32 + payload.len() as u64),
-                uncompressed_size: declared,
-                hash: truncated_md5(&data),
-            }
-            .to_bytes()
-            .unwrap();
-            c.extend(payload);
-            c
-        };
+        let ccob =
+            |payload: &[u8], declared: u64| zstd_ccob(payload, declared, truncated_md5(&data));
         assert_eq!(
             decompress(&ccob(&more, n), &ReadOptions::default())
                 .unwrap()

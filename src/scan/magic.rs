@@ -18,12 +18,13 @@
 //! use stays bounded by the blocks in flight.
 
 use std::fmt;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{MutexGuard, OnceLock};
 
 use memchr::memmem::Finder;
 
 use crate::bundle::{binary as bundle, compressed as ccob};
 use crate::offload_binary::raw::MAGIC as OFFLOAD_BINARY;
+use crate::sync::Monitor;
 
 use super::fatbin::MAGIC as FATBIN;
 
@@ -135,16 +136,13 @@ impl Finders {
         if hay.len() < PARALLEL_FROM || !two_cpus() {
             return f(&mut self.candidates(hay));
         }
-        let ahead = Ahead {
-            state: Mutex::new(AheadState {
-                consumer: 0,
-                claim: 0,
-                done: Vec::new(),
-                go: false,
-                stop: false,
-            }),
-            changed: Condvar::new(),
-        };
+        let ahead = Ahead::new(AheadState {
+            consumer: 0,
+            claim: 0,
+            done: Vec::new(),
+            go: false,
+            stop: false,
+        });
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("scan-ahead".into())
@@ -200,17 +198,14 @@ fn two_cpus() -> bool {
 }
 
 /// What the consumer and the helper thread of [`Finders::search`] share.
-struct Ahead {
-    state: Mutex<AheadState>,
-    changed: Condvar,
-}
+type Ahead = Monitor<AheadState>;
 
 struct AheadState {
-    /// The chunk the consumer needs next; chunks before it are not needed.
+    /// The block the consumer needs next; blocks before it are not needed.
     consumer: usize,
-    /// The first chunk nobody has taken yet.
+    /// The first block nobody has taken yet.
     claim: usize,
-    /// Chunks the helper searched, with their candidates.
+    /// Blocks searched ahead, with their candidates.
     done: Vec<(usize, Vec<(usize, Magic)>)>,
     /// Set when the consumer switches to blocks: until then the helper
     /// waits.
@@ -220,12 +215,24 @@ struct AheadState {
 }
 
 impl Ahead {
-    fn lock(&self) -> MutexGuard<'_, AheadState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn wait<'a>(&self, g: MutexGuard<'a, AheadState>) -> MutexGuard<'a, AheadState> {
-        self.changed.wait(g).unwrap_or_else(|e| e.into_inner())
+    /// Takes the next untaken block, searches it with the lock released
+    /// and keeps its candidates if the consumer still needs them.
+    fn search_next<'a>(
+        &'a self,
+        mut s: MutexGuard<'a, AheadState>,
+        finders: &Finders,
+        hay: &[u8],
+    ) -> MutexGuard<'a, AheadState> {
+        let k = s.claim;
+        s.claim += 1;
+        drop(s);
+        let mut found = Vec::new();
+        finders.unit(hay, BLOCK, k, &mut found);
+        let mut s = self.lock();
+        if k >= s.consumer {
+            s.done.push((k, found));
+        }
+        s
     }
 
     /// The helper thread: searches the next untaken block while it is
@@ -240,16 +247,8 @@ impl Ahead {
             if s.stop || s.claim >= blocks {
                 return;
             }
-            let k = s.claim;
-            s.claim += 1;
-            drop(s);
-            let mut found = Vec::new();
-            finders.unit(hay, BLOCK, k, &mut found);
-            s = self.lock();
-            if k >= s.consumer {
-                s.done.push((k, found));
-            }
-            self.changed.notify_all();
+            s = self.search_next(s, finders, hay);
+            self.notify();
         }
     }
 
@@ -272,20 +271,14 @@ impl Ahead {
                 break None;
             }
             if s.claim < blocks && s.claim < k + AHEAD {
-                let j = s.claim;
-                s.claim += 1;
-                drop(s);
-                let mut found = Vec::new();
-                finders.unit(hay, BLOCK, j, &mut found);
-                s = self.lock();
-                s.done.push((j, found));
+                s = self.search_next(s, finders, hay);
                 continue;
             }
             s = self.wait(s);
         };
         s.consumer = k + 1;
         drop(s);
-        self.changed.notify_all();
+        self.notify();
         found
     }
 
@@ -298,7 +291,7 @@ impl Ahead {
         s.claim = k;
         s.done.retain(|(c, _)| *c >= k);
         drop(s);
-        self.changed.notify_all();
+        self.notify();
     }
 
     /// The consumer skipped and goes back to chunks: the helper waits.
@@ -308,7 +301,7 @@ impl Ahead {
 
     fn stop(&self) {
         self.lock().stop = true;
-        self.changed.notify_all();
+        self.notify();
     }
 }
 

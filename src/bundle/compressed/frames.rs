@@ -19,13 +19,13 @@
 //! `2 × threads` of them at a time, so memory does not grow with the input.
 
 use std::io::Write;
-use std::sync::{Condvar, Mutex, MutexGuard};
 
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
 use super::{CompressOptions, Fault, Method, len64, zstd_context, zstd_error};
 use crate::error::Result;
 use crate::num::usize_from;
+use crate::sync::Monitor;
 
 /// The largest frame. zstd's long-distance window at level 3 is 128 MiB,
 /// but a frame's window is only the frame: bigger frames find more
@@ -107,20 +107,7 @@ struct Shared {
     failed: Option<crate::error::Error>,
 }
 
-struct Queue {
-    state: Mutex<Shared>,
-    changed: Condvar,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, Shared> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn wait<'a>(&self, guard: MutexGuard<'a, Shared>) -> MutexGuard<'a, Shared> {
-        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
-    }
-}
+type Queue = Monitor<Shared>;
 
 /// Marks its worker stopped when dropped, even by a panic, so the writer
 /// never waits for a frame nobody will make.
@@ -129,7 +116,7 @@ struct Stopping<'a>(&'a Queue);
 impl Drop for Stopping<'_> {
     fn drop(&mut self) {
         self.0.lock().stopped += 1;
-        self.0.changed.notify_all();
+        self.0.notify();
     }
 }
 
@@ -154,17 +141,14 @@ pub(super) fn compress<W: Write>(
         .unwrap_or(u32::MAX)
         .min(opts.threads.max(1));
     let ahead = 2 * u64::from(workers);
-    let queue = Queue {
-        state: Mutex::new(Shared {
-            next: 0,
-            written: 0,
-            done: Vec::new(),
-            spare: Vec::new(),
-            stopped: 0,
-            failed: None,
-        }),
-        changed: Condvar::new(),
-    };
+    let queue = Queue::new(Shared {
+        next: 0,
+        written: 0,
+        done: Vec::new(),
+        spare: Vec::new(),
+        stopped: 0,
+        failed: None,
+    });
     std::thread::scope(|scope| {
         for n in 0..workers {
             let (queue, frames) = (&queue, &frames);
@@ -182,7 +166,7 @@ pub(super) fn compress<W: Write>(
             let mut s = queue.lock();
             s.failed.get_or_insert_with(worker_failed);
             drop(s);
-            queue.changed.notify_all();
+            queue.notify();
         }
         res
     })
@@ -212,7 +196,7 @@ fn write_in_order<W: Write>(queue: &Queue, count: u64, workers: u32, out: &mut W
         res?;
         s.spare.push(buf);
         s.written += 1;
-        queue.changed.notify_all();
+        queue.notify();
     }
     Ok(())
 }
@@ -250,7 +234,7 @@ fn work(queue: &Queue, frames: &[Vec<&[u8]>], ahead: u64, opts: &CompressOptions
             }
         }
         drop(s);
-        queue.changed.notify_all();
+        queue.notify();
     }
 }
 
