@@ -711,6 +711,10 @@ fn image_facts(f: &Value) -> Vec<String> {
 
 fn stripped() -> Result<(), Failed> {
     let b = built()?;
+    // Stripped copies go elsewhere: other tests scan the built directory
+    // as a whole, and llvm-objcopy's temporary files would come and go in
+    // it.
+    let out = tempdir();
     for f in [
         "omp_host.exe",
         "omp_gfx.exe",
@@ -719,7 +723,7 @@ fn stripped() -> Result<(), Failed> {
         "hip_rdc.exe",
     ] {
         let path = b.dir.join(f);
-        let strip = b.dir.join(format!("{f}.stripped"));
+        let strip = out.path().join(format!("{f}.stripped"));
         run(
             &llvm("llvm-objcopy"),
             &[
