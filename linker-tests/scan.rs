@@ -54,7 +54,112 @@ pub fn tests() -> Vec<Trial> {
         t("check_is_a_ci_gate", check_gate),
         t("size_counts_innermost_images", size),
         t("hostile_files_do_not_fail_the_scan", hostile),
+        t("thin_archives_read_their_member_files", thin_archives),
     ]
+}
+
+/// A thin archive (`llvm-ar rcT`) gives the images of the regular archive
+/// of the same members, read from the member files next to it whatever
+/// the working directory; extract writes the same files; a missing member
+/// file is a problem that names it, not a failure.
+fn thin_archives() -> Result<(), Failed> {
+    let b = built()?;
+    let t = tempdir();
+    let d = t.path();
+    let members = ["hip_rdc.o", "hip.o", "hipc.o", "omp_gfx.o"];
+    for m in members {
+        std::fs::copy(b.dir.join(m), d.join(m)).map_err(|e| e.to_string())?;
+    }
+    for (flags, name) in [("rc", "full.a"), ("rcT", "thin.a")] {
+        let mut args = vec![flags, name];
+        args.extend(members);
+        run(&llvm("llvm-ar"), &args, d).ok()?;
+    }
+    // What each image is, and in which member, without file offsets
+    // (a thin member has none in the archive).
+    let facts = |f: &Value| -> Vec<String> {
+        let containers = f["containers"].as_array().cloned().unwrap_or_default();
+        let mut v: Vec<String> = f["images"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|i| {
+                let c = i["container"].as_u64().unwrap_or(u64::MAX);
+                let member = containers
+                    .iter()
+                    .find(|k| k["id"].as_u64() == Some(c))
+                    .map(|k| s(&k["member"]))
+                    .unwrap_or_default();
+                format!(
+                    "{member} {} {} {} {} {} {}",
+                    s(&i["size"]),
+                    s(&i["offload_kind"]),
+                    s(&i["triple"]),
+                    s(&i["target_id"]),
+                    s(&i["image_kind"]),
+                    s(&i["hash"])
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let full = facts(&inspect(&d.join("full.a"), &["--verify"])?);
+    let thin_json = inspect(&d.join("thin.a"), &["--verify"])?;
+    if full.len() < 4 || !full.iter().all(|f| !f.starts_with(' ')) {
+        return Err(format!("too few images, or without members: {full:?}").into());
+    }
+    same("thin vs regular archive", facts(&thin_json), full.clone())?;
+    if thin_json["problems"]
+        .as_array()
+        .is_some_and(|p| !p.is_empty())
+    {
+        return Err(format!("problems: {}", thin_json["problems"]).into());
+    }
+    // extract: the same files with the same bytes (under the archive's
+    // name, so each from its own directory).
+    let listing = |dir: &Path| -> Result<Vec<(String, String)>, Failed> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+            let bytes = std::fs::read(e.path()).map_err(|e| e.to_string())?;
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .replace("thin.a", "X")
+                .replace("full.a", "X");
+            v.push((name, md5_hex(&bytes)));
+        }
+        v.sort();
+        Ok(v)
+    };
+    for a in ["full.a", "thin.a"] {
+        let out = d.join(format!("x-{a}"));
+        run(
+            &ours(),
+            &[
+                "extract",
+                "-o",
+                &out.to_string_lossy(),
+                &d.join(a).to_string_lossy(),
+            ],
+            Path::new("/"),
+        )
+        .ok()?;
+    }
+    let (xf, xt) = (listing(&d.join("x-full.a"))?, listing(&d.join("x-thin.a"))?);
+    if xf.len() < 4 {
+        return Err(format!("extract wrote too little: {xf:?}").into());
+    }
+    same("extracted from thin vs regular", xt, xf)?;
+    // A member file gone: reported by name; the other members still read.
+    std::fs::remove_file(d.join("hipc.o")).map_err(|e| e.to_string())?;
+    let gone = inspect(&d.join("thin.a"), &[])?;
+    let problems = gone["problems"].to_string();
+    if !problems.contains("hipc.o") || gone["images"].as_array().is_none_or(|i| i.len() < 3) {
+        return Err(format!("missing member: {gone}").into());
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

@@ -67,6 +67,12 @@ impl Input {
         }
     }
 
+    /// The contents, owned by a box: what a scan gets for a thin archive's
+    /// member.
+    pub fn boxed(self) -> Box<dyn AsRef<[u8]>> {
+        Box::new(self)
+    }
+
     /// Where `sub` lies in the underlying file, if it is a slice of this
     /// input's mapping (and not, say, decompressed data).
     pub fn file_offset(&self, sub: &[u8]) -> Option<u64> {
@@ -87,6 +93,12 @@ impl Input {
             return copy_file_range_all(file, off, sub.len() as u64, dst);
         }
         out.write_all(sub)
+    }
+}
+
+impl AsRef<[u8]> for Input {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
     }
 }
 

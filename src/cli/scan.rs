@@ -21,7 +21,7 @@
 //!       "parent": {"image": number} | {"container": number} | null,
 //!       "member": string | null,   // archive member, "outer(inner)" when nested
 //!       "section": string | null,
-//!       "offset": number | null,   // file offset; null inside decompressed data
+//!       "offset": number | null,   // file offset; null inside decompressed data and thin archive members
 //!       "relative_offset": number, // offset in the parent's bytes, else in the
 //!                                  // section, member or file
 //!       "size": number,            // bytes it occupies
@@ -52,7 +52,7 @@
 //!       "features": [string],
 //!       "strings": [{"key": string, "value": string}],  // other metadata
 //!       "section": string | null, "member": string | null,
-//!       "offset": number | null,        // file offset; null inside decompressed data
+//!       "offset": number | null,        // file offset; null inside decompressed data and thin archive members
 //!       "relative_offset": number,      // in its container
 //!       "size": number,                 // bytes (what extract writes)
 //!       "uncompressed_size": number | null,  // compressed CUDA fatbin entries
@@ -211,6 +211,44 @@ fn par_map<T: Send>(
         .collect()
 }
 
+/// A visitor that also reads thin archives' members from their files
+/// (named relative to the archive's directory, as `ar` and linkers do).
+struct ThinFiles<'v> {
+    inner: &'v mut dyn scan::Visit,
+    /// The directory of the file being scanned.
+    dir: PathBuf,
+}
+
+impl<'v> ThinFiles<'v> {
+    fn new(inner: &'v mut dyn scan::Visit, file: &Path) -> ThinFiles<'v> {
+        let dir = file
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        ThinFiles { inner, dir }
+    }
+}
+
+impl scan::Visit for ThinFiles<'_> {
+    fn wants(&mut self, image: &Image) -> bool {
+        self.inner.wants(image)
+    }
+
+    fn image(&mut self, image: &Image, bytes: &[u8]) {
+        self.inner.image(image, bytes);
+    }
+
+    fn thin_member(&mut self, name: &str) -> scan::ThinMember {
+        let path = self.dir.join(name);
+        Some(
+            Input::open(&path.to_string_lossy())
+                .map(Input::boxed)
+                .map_err(|e| super::io::strerror(&e)),
+        )
+    }
+}
+
 /// One scanned file.
 struct Scanned {
     path: String,
@@ -226,7 +264,11 @@ fn scan_file(path: &Path, opts: &Options, visit: &mut dyn scan::Visit) -> Scanne
             Scanned {
                 path: name,
                 size: data.len() as u64,
-                result: Ok(scan::scan_with(data, opts, visit)),
+                result: Ok(scan::scan_with(
+                    data,
+                    opts,
+                    &mut ThinFiles::new(visit, path),
+                )),
             }
         }
         Err(e) => Scanned {
@@ -878,7 +920,7 @@ impl ExtractOpts {
                 written: Vec::new(),
                 errors: Vec::new(),
             };
-            let report = scan::scan_with(input.bytes(), &opts, &mut ex);
+            let report = scan::scan_with(input.bytes(), &opts, &mut ThinFiles::new(&mut ex, p));
             let problems = report
                 .problems
                 .iter()

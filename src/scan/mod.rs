@@ -350,7 +350,19 @@ pub trait Visit {
     fn wants(&mut self, image: &Image) -> bool;
     /// The bytes of an image [`Visit::wants`] said yes to.
     fn image(&mut self, image: &Image, bytes: &[u8]);
+    /// The contents of a member of a thin archive, which records only the
+    /// member's name (a path, relative to the archive's directory unless
+    /// absolute) and size: `None` (the default) leaves it unread, reported
+    /// as a problem; `Some(Err(why))` reports why it could not be read.
+    fn thin_member(&mut self, name: &str) -> ThinMember {
+        let _ = name;
+        None
+    }
 }
+
+/// What [`Visit::thin_member`] gives: nothing, why the member file could
+/// not be read, or its contents (held as long as they are scanned).
+pub type ThinMember = Option<Result<Box<dyn AsRef<[u8]>>, String>>;
 
 /// A [`Visit`] that wants nothing.
 #[derive(Debug, Clone, Copy, Default)]

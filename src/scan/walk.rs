@@ -493,8 +493,12 @@ impl Walker<'_> {
             let (off, _) = m.file_range();
             let member = match &loc.member {
                 Some(outer) => format!("{outer}({name})"),
-                None => name,
+                None => name.clone(),
             };
+            if m.is_thin() {
+                self.thin_member(&m, &name, member, loc, nest);
+                continue;
+            }
             let l = Loc {
                 member: Some(member),
                 ..loc.at(off)
@@ -504,6 +508,51 @@ impl Walker<'_> {
                     self.file(bytes, &l, nest + 1);
                 }
                 Err(e) => self.problem(&l, None, format!("cannot read the member: {e}")),
+            }
+        }
+    }
+
+    /// A thin archive's member, read from its own file if the visitor
+    /// can (it has no offset in this file).
+    fn thin_member(
+        &mut self,
+        m: &object::read::archive::ArchiveMember<'_>,
+        name: &str,
+        member: String,
+        loc: &Loc,
+        nest: u32,
+    ) {
+        let l = Loc {
+            member: Some(member),
+            abs: None,
+            ..loc.clone()
+        };
+        match self.visit.thin_member(name) {
+            None => self.problem(
+                &l,
+                None,
+                format!("member of a thin archive, kept in the file '{name}': not read"),
+            ),
+            Some(Err(why)) => self.problem(
+                &l,
+                None,
+                format!("cannot read the thin archive's member file '{name}': {why}"),
+            ),
+            Some(Ok(held)) => {
+                let bytes = (*held).as_ref();
+                if bytes.len() as u64 != m.size() {
+                    self.problem(
+                        &l,
+                        None,
+                        format!(
+                            "the thin archive's member file '{name}' has {} bytes, the \
+                             archive says {}",
+                            bytes.len(),
+                            m.size()
+                        ),
+                    );
+                }
+                self.file(bytes, &l, nest + 1);
             }
         }
     }
