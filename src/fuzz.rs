@@ -162,7 +162,7 @@ fn bundle_objects_and_archives(data: &[u8]) {
     .iter()
     .filter_map(|t| BundleId::parse(t).ok())
     .collect();
-    let _ = archive_unbundle::check_archive(data, "fuzz.a");
+    let _ = archive_unbundle::check_archive(data, &[], "fuzz.a");
     let inflate = |m: &Member<'_>| {
         if !ccob::llvm_treats_as_compressed(m.data) {
             return Ok(None);
@@ -175,7 +175,7 @@ fn bundle_objects_and_archives(data: &[u8]) {
         };
         ccob::decompress(m.data, &opts).map(|d| Some(d.data))
     };
-    if let Ok(lists) = archive_unbundle::unbundle(data, &requests, true, inflate) {
+    if let Ok(lists) = archive_unbundle::unbundle(data, &[], &requests, true, inflate) {
         assert_eq!(lists.len(), requests.len());
         for list in &lists {
             let members: Vec<crate::archive::Member> = list

@@ -1,7 +1,8 @@
 //! Archive unbundling (`-unbundle -type=a`) against LLVM 22: archives
 //! (made with `llvm-ar rc`) of object bundles, binary bundles and compressed
 //! bundles, with host, HIP and OpenMP entries, with and without target-ID
-//! features, among members that hold no bundle. Our output archives must be
+//! features, among members that hold no bundle, and thin archives of them
+//! (`llvm-ar rcT`), whose members are read from the files beside them. Our output archives must be
 //! LLVM's bytes, except the stripped host objects, which must hold the same
 //! sections and symbols (see `object_bundles::same_archive`); our messages must be
 //! LLVM's. Hostile archives (truncated, a member whose size runs past the
@@ -140,6 +141,21 @@ fn make_archives(dir: &Path) -> Result<(), Failed> {
     llvm_ar(dir, "g.a", &["g.bc", "f2.bc"])?;
     std::fs::write(dir.join("empty.a"), b"!<arch>\n")?;
     std::fs::write(dir.join("empty.file"), b"")?;
+    // Thin archives: the members are the files beside them.
+    let thin = |out: &str, members: &[&str]| -> Result<(), Failed> {
+        let mut a = vec!["rcT", out];
+        a.extend_from_slice(members);
+        run(&llvm("llvm-ar"), &a, dir).ok()?;
+        Ok(())
+    };
+    thin(
+        "thin.a",
+        &["f1.o", "f2.bc", "f3.bc", "f4.o", "f5.o", "g.bc"],
+    )?;
+    thin("thin-conflict.a", &["f2.bc", "conflict.bc"])?;
+    std::fs::copy(dir.join("f2.bc"), dir.join("gone.bc"))?;
+    thin("thin-missing.a", &["f1.o", "gone.bc"])?;
+    std::fs::remove_file(dir.join("gone.bc"))?;
     Ok(())
 }
 
@@ -175,6 +191,23 @@ fn scenarios() -> Vec<(&'static str, Vec<String>)> {
     ];
     vec![
         ("all_targets", unbundle_args("lib.a", ALL, &[])),
+        ("thin_archive", unbundle_args("thin.a", ALL, &[])),
+        (
+            "thin_archive_checked",
+            unbundle_args("thin.a", &ALL[1..], &["-check-input-archive"]),
+        ),
+        (
+            "thin_archive_conflict",
+            unbundle_args(
+                "thin-conflict.a",
+                &["hip-amdgcn-amd-amdhsa--gfx906"],
+                &["-check-input-archive"],
+            ),
+        ),
+        (
+            "thin_member_missing",
+            unbundle_args("thin-missing.a", &["hip-amdgcn-amd-amdhsa--gfx906"], &[]),
+        ),
         (
             "conflicting_requests",
             unbundle_args(
@@ -362,6 +395,8 @@ const FAILING: &[&str] = &[
     "check_input_archive_with_type_o",
     "check_input_archive_while_bundling",
     "two_host_targets",
+    "thin_archive_conflict",
+    "thin_member_missing",
 ];
 
 fn run_scenario(name: &str, a: &[String]) -> Result<(), Failed> {

@@ -45,40 +45,73 @@ pub struct Member<'a> {
     pub data: &'a [u8],
 }
 
+/// The names of a thin archive's members, in order (paths, relative to the
+/// archive's directory unless absolute), or `None` for a regular archive:
+/// the files the caller reads for [`members`].
+pub fn thin_member_names(data: &[u8]) -> Result<Option<Vec<String>>> {
+    if !data.starts_with(b"!<thin>\n") {
+        return Ok(None);
+    }
+    let file = ::object::read::archive::ArchiveFile::parse(data).map_err(malformed)?;
+    let mut names = Vec::new();
+    for m in file.members() {
+        names.push(String::from_utf8_lossy(m.map_err(malformed)?.name()).into_owned());
+    }
+    Ok(Some(names))
+}
+
+fn malformed(e: ::object::read::Error) -> Error {
+    Error::invalid("archive", format!("truncated or malformed archive ({e})"))
+}
+
 /// The members of the `ar` archive in `data`, in order, without the symbol
 /// and long-name tables. Anything without an archive magic is
 /// [`NOT_AN_ARCHIVE`]; a member running past the end of the file is an
-/// error (LLVM 22 reads past its buffer there); thin archives are refused.
-pub fn members(data: &[u8]) -> Result<Vec<Member<'_>>> {
+/// error (LLVM 22 reads past its buffer there). A thin archive's members
+/// are `thin`, the contents of the files [`thin_member_names`] names, in
+/// order; each must have the size the archive records.
+pub fn members<'a>(data: &'a [u8], thin: &[&'a [u8]]) -> Result<Vec<Member<'a>>> {
     let known = [&b"!<arch>\n"[..], b"!<thin>\n", b"<bigaf>\n"];
     if !known.iter().any(|m| data.starts_with(m)) {
         return Err(Error::usage(NOT_AN_ARCHIVE));
     }
-    let bad = |e: ::object::read::Error| {
-        Error::invalid("archive", format!("truncated or malformed archive ({e})"))
-    };
-    let file = ::object::read::archive::ArchiveFile::parse(data).map_err(bad)?;
-    if file.is_thin() {
-        return Err(Error::invalid(
-            "archive",
-            "thin archives are not supported by offload-kit (members live in other files)",
-        ));
-    }
+    let file = ::object::read::archive::ArchiveFile::parse(data).map_err(malformed)?;
     let mut out = Vec::new();
-    for m in file.members() {
-        let m = m.map_err(bad)?;
-        let bytes = m.data(data).map_err(|_| {
-            let (offset, size) = m.file_range();
-            Error::invalid(
-                "archive",
-                format!(
-                    "truncated or malformed archive (member '{}' at offset {offset:#x} \
-                     has {size} bytes, but only {} remain)",
-                    String::from_utf8_lossy(m.name()),
-                    (data.len() as u64).saturating_sub(offset)
-                ),
-            )
-        })?;
+    for (i, m) in file.members().enumerate() {
+        let m = m.map_err(malformed)?;
+        let name = String::from_utf8_lossy(m.name());
+        let bytes = if m.is_thin() {
+            let bytes = *thin.get(i).ok_or_else(|| {
+                Error::invalid(
+                    "archive",
+                    format!("the thin archive's member file '{name}' was not read"),
+                )
+            })?;
+            if bytes.len() as u64 != m.size() {
+                return Err(Error::invalid(
+                    "archive",
+                    format!(
+                        "the thin archive's member file '{name}' has {} bytes, the archive \
+                         says {}",
+                        bytes.len(),
+                        m.size()
+                    ),
+                ));
+            }
+            bytes
+        } else {
+            m.data(data).map_err(|_| {
+                let (offset, size) = m.file_range();
+                Error::invalid(
+                    "archive",
+                    format!(
+                        "truncated or malformed archive (member '{name}' at offset \
+                         {offset:#x} has {size} bytes, but only {} remain)",
+                        (data.len() as u64).saturating_sub(offset)
+                    ),
+                )
+            })?
+        };
         out.push(Member {
             name: m.name(),
             data: bytes,
@@ -194,6 +227,7 @@ fn in_member(name: &[u8], e: Error) -> Error {
 /// matching entry once per such request, as LLVM 22 builds it.
 pub fn unbundle<'a>(
     archive: &'a [u8],
+    thin: &[&'a [u8]],
     requests: &[BundleId],
     hip_openmp_compatible: bool,
     mut inflate: impl Inflate,
@@ -211,7 +245,7 @@ pub fn unbundle<'a>(
     }
     let mut lists: Vec<Vec<Extracted<'a>>> = vec![Vec::new(); distinct.len()];
 
-    for member in members(archive)? {
+    for member in members(archive, thin)? {
         let inflated = inflate.inflate(&member)?;
         let name = String::from_utf8_lossy(member.name).into_owned();
         let data: &[u8] = inflated.as_deref().unwrap_or(member.data);
@@ -266,8 +300,8 @@ fn needs_alignment(data: &[u8]) -> bool {
 /// set of its bundle IDs must pass the target-ID conflict rule applied to
 /// whole IDs. Fails with LLVM's message, naming the member and
 /// `archive_name`.
-pub fn check_archive(archive: &[u8], archive_name: &str) -> Result<()> {
-    for member in members(archive)? {
+pub fn check_archive(archive: &[u8], thin: &[&[u8]], archive_name: &str) -> Result<()> {
+    for member in members(archive, thin)? {
         let found = member_entries(member.data).map_err(|e| in_member(member.name, e))?;
         let ids: Vec<String> = found
             .iter()
@@ -367,7 +401,7 @@ mod tests {
         .iter()
         .map(|t| BundleId::parse(t).unwrap())
         .collect();
-        let out = unbundle(&a, &reqs, false, none).unwrap();
+        let out = unbundle(&a, &[], &reqs, false, none).unwrap();
         assert_eq!(out[0].len(), 1);
         assert_eq!(out[1].len(), 1);
         assert!(out[2].is_empty());
@@ -387,7 +421,7 @@ mod tests {
         .iter()
         .map(|t| BundleId::parse(t).unwrap())
         .collect();
-        let out = unbundle(&a, &reqs, false, none).unwrap();
+        let out = unbundle(&a, &[], &reqs, false, none).unwrap();
         assert_eq!(out[0].len(), 2);
         assert_eq!(out[1].len(), 2);
     }
@@ -395,19 +429,19 @@ mod tests {
     #[test]
     fn non_archives_and_bad_members() {
         for d in [&b""[..], b"abc", b"\x7fELF and more bytes than eight"] {
-            assert_eq!(members(d).unwrap_err().to_string(), NOT_AN_ARCHIVE);
+            assert_eq!(members(d, &[]).unwrap_err().to_string(), NOT_AN_ARCHIVE);
         }
-        assert!(members(b"!<arch>\n").unwrap().is_empty());
+        assert!(members(b"!<arch>\n", &[]).unwrap().is_empty());
         let a = archive_of(&[("m.o", b"0123456789")]);
         let mut lying = a.clone();
         let at = lying.len() - 10 - 60 + 48;
         lying[at..at + 10].copy_from_slice(b"99999     ");
-        let e = members(&lying).unwrap_err().to_string();
+        let e = members(&lying, &[]).unwrap_err().to_string();
         assert!(e.contains("m.o"), "{e}");
         for cut in 0..a.len() {
-            let _ = members(&a[..cut]);
-            let _ = check_archive(&a[..cut], "x.a");
-            let _ = unbundle(&a[..cut], &[], false, none);
+            let _ = members(&a[..cut], &[]);
+            let _ = check_archive(&a[..cut], &[], "x.a");
+            let _ = unbundle(&a[..cut], &[], &[], false, none);
         }
     }
 
@@ -419,7 +453,7 @@ mod tests {
         ]);
         let a = archive_of(&[("m.o", &b)]);
         assert_eq!(
-            check_archive(&a, "lib.a").unwrap_err().to_string(),
+            check_archive(&a, &[], "lib.a").unwrap_err().to_string(),
             "conflicting TargetIDs [hip-amdgcn-amd-amdhsa--gfx906, \
              hip-amdgcn-amd-amdhsa--gfx906:xnack+] found in m.o of lib.a"
         );
@@ -429,7 +463,7 @@ mod tests {
     fn bad_ids_are_llvm_errors() {
         let b = binary_bundle(&[("not-an-id", b"1")]);
         let a = archive_of(&[("m.o", &b)]);
-        let e = unbundle(&a, &[], false, none).unwrap_err().to_string();
+        let e = unbundle(&a, &[], &[], false, none).unwrap_err().to_string();
         assert_eq!(e, "Invalid bundle id read from code object");
     }
 }

@@ -519,14 +519,29 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
         ErrorKind::Usage(m) => Fail(m.clone()),
         _ => Fail(format!("'{name}': {e}")),
     };
+    // A thin archive's members are files beside it (LLVM reads them too).
+    let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
+        None => Vec::new(),
+        Some(names) => {
+            let dir = std::path::Path::new(name)
+                .parent()
+                .unwrap_or(std::path::Path::new(""));
+            names
+                .iter()
+                .map(|m| open(&dir.join(m).to_string_lossy()))
+                .collect::<Result<Vec<_>, Fail>>()?
+        }
+    };
+    let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
     if job.check_archive {
-        archive_unbundle::check_archive(input.bytes(), name).map_err(message)?;
+        archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
     }
     let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
         decompress_member(job, name, m)
     };
-    let lists = archive_unbundle::unbundle(input.bytes(), &requests, job.hip_openmp, inflate)
-        .map_err(message)?;
+    let lists =
+        archive_unbundle::unbundle(input.bytes(), &thin, &requests, job.hip_openmp, inflate)
+            .map_err(message)?;
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
