@@ -122,6 +122,14 @@ impl Opts {
             writeln!(out)?;
             return Ok(());
         }
+        if rows.is_empty() {
+            // Not an error (LLVM lists nothing too), but say so.
+            eprintln!(
+                "'{}': no OffloadBinary and no bundle here; `offload-kit inspect` also \
+                 looks inside compressed bundles, fatbins and files without sections",
+                self.input
+            );
+        }
         writeln!(
             out,
             "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  other",
