@@ -142,6 +142,7 @@ impl Finders {
             done: Vec::new(),
             go: false,
             stop: false,
+            gone: false,
         });
         std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
@@ -212,6 +213,9 @@ struct AheadState {
     go: bool,
     /// Set when the consumer is finished.
     stop: bool,
+    /// Set when the helper has ended (having handed over every block it
+    /// took, unless it panicked).
+    gone: bool,
 }
 
 impl Ahead {
@@ -238,6 +242,16 @@ impl Ahead {
     /// The helper thread: searches the next untaken block while it is
     /// within [`AHEAD`] of the consumer.
     fn help(&self, finders: &Finders, hay: &[u8]) {
+        /// Tells the consumer when the helper ends, even by a panic, so it
+        /// never waits for a block the helper took and will not deliver.
+        struct Gone<'a>(&'a Ahead);
+        impl Drop for Gone<'_> {
+            fn drop(&mut self) {
+                self.0.lock().gone = true;
+                self.0.notify();
+            }
+        }
+        let _gone = Gone(self);
         let blocks = hay.len().div_ceil(BLOCK);
         let mut s = self.lock();
         loop {
@@ -266,8 +280,8 @@ impl Ahead {
             if let Some(i) = s.done.iter().position(|(c, _)| *c == k) {
                 break Some(s.done.swap_remove(i).1);
             }
-            if s.claim <= k {
-                s.claim = k + 1;
+            if s.claim <= k || s.gone {
+                s.claim = s.claim.max(k + 1);
                 break None;
             }
             if s.claim < blocks && s.claim < k + AHEAD {

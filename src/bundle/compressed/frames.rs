@@ -115,7 +115,13 @@ struct Stopping<'a>(&'a Queue);
 
 impl Drop for Stopping<'_> {
     fn drop(&mut self) {
-        self.0.lock().stopped += 1;
+        let mut s = self.0.lock();
+        s.stopped += 1;
+        if std::thread::panicking() {
+            // Its frame will never come: everyone stops.
+            s.failed.get_or_insert_with(worker_failed);
+        }
+        drop(s);
         self.0.notify();
     }
 }
@@ -257,6 +263,8 @@ fn compress_frame(
         cctx.compress2(buf, one).map_err(zstd_error)?;
         return Ok(());
     }
+    cctx.reset(zstd_safe::ResetDirective::SessionOnly)
+        .map_err(zstd_error)?;
     cctx.set_pledged_src_size(Some(size)).map_err(zstd_error)?;
     let empty: &[u8] = &[];
     let feed = parts.iter().map(|p| (*p, false)).chain([(empty, true)]);
