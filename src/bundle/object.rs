@@ -523,15 +523,23 @@ impl<'a> ReadRef<'a> for Patched<'a> {
     }
 }
 
-/// The ELF class and byte order, for the header fix-ups.
+/// The ELF class and byte order, for header fix-ups after an object was
+/// written: where the file and section header fields are, and how to read
+/// and write them.
 #[derive(Clone, Copy)]
-struct Class {
+pub(crate) struct Class {
     is_64: bool,
     big: bool,
 }
 
 impl Class {
-    fn get(self, b: &[u8], at: usize, width: usize) -> Result<u64> {
+    /// 64-bit little-endian ELF (what the wrapper writes).
+    pub(crate) const ELF64_LE: Class = Class {
+        is_64: true,
+        big: false,
+    };
+
+    pub(crate) fn get(self, b: &[u8], at: usize, width: usize) -> Result<u64> {
         let bytes = b.get(at..at + width).ok_or_else(|| bug("header field"))?;
         let mut v = 0u64;
         if self.big {
@@ -546,7 +554,7 @@ impl Class {
         Ok(v)
     }
 
-    fn put(self, b: &mut [u8], at: usize, width: usize, v: u64) -> Result<()> {
+    pub(crate) fn put(self, b: &mut [u8], at: usize, width: usize, v: u64) -> Result<()> {
         let bytes = b
             .get_mut(at..at + width)
             .ok_or_else(|| bug("header field"))?;
@@ -564,19 +572,19 @@ impl Class {
         Ok(())
     }
 
-    fn word(self) -> usize {
+    pub(crate) fn word(self) -> usize {
         if self.is_64 { 8 } else { 4 }
     }
-    fn ehdr_size(self) -> usize {
+    pub(crate) fn ehdr_size(self) -> usize {
         if self.is_64 { 64 } else { 52 }
     }
-    fn shdr_size(self) -> usize {
+    pub(crate) fn shdr_size(self) -> usize {
         if self.is_64 { 64 } else { 40 }
     }
-    fn e_shoff(self) -> usize {
+    pub(crate) fn e_shoff(self) -> usize {
         if self.is_64 { 0x28 } else { 0x20 }
     }
-    fn e_shnum(self) -> usize {
+    pub(crate) fn e_shnum(self) -> usize {
         if self.is_64 { 0x3c } else { 0x30 }
     }
     fn e_shstrndx(self) -> usize {
@@ -586,7 +594,7 @@ impl Class {
     fn sh_name(self) -> (usize, usize) {
         (0, 4)
     }
-    fn sh_type(self) -> (usize, usize) {
+    pub(crate) fn sh_type(self) -> (usize, usize) {
         (4, 4)
     }
     fn sh_offset(self) -> (usize, usize) {
@@ -598,7 +606,7 @@ impl Class {
     fn sh_link(self) -> (usize, usize) {
         if self.is_64 { (40, 4) } else { (24, 4) }
     }
-    fn sh_addralign(self) -> (usize, usize) {
+    pub(crate) fn sh_addralign(self) -> (usize, usize) {
         if self.is_64 { (48, 8) } else { (32, 4) }
     }
 }

@@ -48,6 +48,7 @@ use object::write::{
 };
 use object::{RelocationFlags, SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
+use crate::bundle::object::Class;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Piece};
 use crate::offload_binary::{self, Limits};
@@ -260,23 +261,22 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
 /// the object was laid out with [`IMAGE_FILE_ALIGN`]: the section stays
 /// where it is in the file, and linkers align it as LLVM's object asks.
 fn restore_image_align(layout: &mut Layout, placed: &[(u64, u64)]) -> Result<()> {
+    // The object is 64-bit little-endian ELF (see `build`).
+    let c = Class::ELF64_LE;
     let image_len = |i: usize| placed[i].1;
     let broken = || write_error("ELF object", "cannot find the image section's header");
-    let u64_at = |b: &[u8], at: usize| {
-        b.get(at..at + 8)
-            .and_then(|s| s.try_into().ok())
-            .map(u64::from_le_bytes)
-    };
-    let header = layout.bytes_mut(0, 64, image_len).ok_or_else(broken)?;
-    let shoff = u64_at(header, 0x28).ok_or_else(broken)?;
-    let shnum = u16::from_le_bytes([header[0x3c], header[0x3d]]);
-    for i in 0..u64::from(shnum) {
+    let header = layout
+        .bytes_mut(0, c.ehdr_size(), image_len)
+        .ok_or_else(broken)?;
+    let shoff = c.get(header, c.e_shoff(), c.word())?;
+    let shnum = c.get(header, c.e_shnum(), 2)?;
+    let ((type_at, type_len), (align_at, align_len)) = (c.sh_type(), c.sh_addralign());
+    for i in 0..shnum {
         let sh = layout
-            .bytes_mut(shoff + i * 64, 64, image_len)
+            .bytes_mut(shoff + i * c.shdr_size() as u64, c.shdr_size(), image_len)
             .ok_or_else(broken)?;
-        if sh[4..8] == SHT_LLVM_OFFLOADING.to_le_bytes() {
-            sh[48..56].copy_from_slice(&IMAGE_ALIGN.to_le_bytes());
-            return Ok(());
+        if c.get(sh, type_at, type_len)? == u64::from(SHT_LLVM_OFFLOADING) {
+            return c.put(sh, align_at, align_len, IMAGE_ALIGN);
         }
     }
     Err(broken())
