@@ -357,6 +357,12 @@ fn strip_os_error(s: &str) -> String {
     out
 }
 
+/// The file of a thin archive's member `name`: relative to the archive's
+/// directory unless absolute, as `ar`, linkers and LLVM resolve it.
+pub fn thin_member_path(archive: &Path, name: &str) -> PathBuf {
+    archive.parent().unwrap_or(Path::new("")).join(name)
+}
+
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {
     Input::open(name).with_context(|| format!("'{name}': cannot open"))

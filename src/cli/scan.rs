@@ -215,18 +215,13 @@ fn par_map<T: Send>(
 /// (named relative to the archive's directory, as `ar` and linkers do).
 struct ThinFiles<'v> {
     inner: &'v mut dyn scan::Visit,
-    /// The directory of the file being scanned.
-    dir: PathBuf,
+    /// The file being scanned.
+    archive: &'v Path,
 }
 
 impl<'v> ThinFiles<'v> {
-    fn new(inner: &'v mut dyn scan::Visit, file: &Path) -> ThinFiles<'v> {
-        let dir = file
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        ThinFiles { inner, dir }
+    fn new(inner: &'v mut dyn scan::Visit, archive: &'v Path) -> ThinFiles<'v> {
+        ThinFiles { inner, archive }
     }
 }
 
@@ -240,7 +235,7 @@ impl scan::Visit for ThinFiles<'_> {
     }
 
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
-        let path = self.dir.join(name);
+        let path = super::io::thin_member_path(self.archive, name);
         Some(
             Input::open(&path.to_string_lossy())
                 .map(Input::boxed)

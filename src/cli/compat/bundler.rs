@@ -21,7 +21,7 @@
 use std::process::ExitCode;
 
 use super::prog_name;
-use crate::cli::io::{Input, strerror, write_bytes, write_layout};
+use crate::cli::io::{Input, strerror, thin_member_path, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::bundle::archive_unbundle::{self, Member};
 use offload_kit::bundle::compressed::{
@@ -522,15 +522,10 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     // A thin archive's members are files beside it (LLVM reads them too).
     let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
         None => Vec::new(),
-        Some(names) => {
-            let dir = std::path::Path::new(name)
-                .parent()
-                .unwrap_or(std::path::Path::new(""));
-            names
-                .iter()
-                .map(|m| open(&dir.join(m).to_string_lossy()))
-                .collect::<Result<Vec<_>, Fail>>()?
-        }
+        Some(names) => names
+            .iter()
+            .map(|m| open(&thin_member_path(std::path::Path::new(name), m).to_string_lossy()))
+            .collect::<Result<Vec<_>, Fail>>()?,
     };
     let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
     if job.check_archive {
