@@ -33,7 +33,12 @@ fn llvm_bundle(
 }
 
 fn llvm_ar(dir: &Path, out: &str, members: &[&str]) -> Result<(), Failed> {
-    let mut a = vec!["rc", out];
+    llvm_ar_with(dir, "rc", out, members)
+}
+
+/// `llvm-ar <flags> out members…` (`rcT`: a thin archive).
+fn llvm_ar_with(dir: &Path, flags: &str, out: &str, members: &[&str]) -> Result<(), Failed> {
+    let mut a = vec![flags, out];
     a.extend_from_slice(members);
     run(&llvm("llvm-ar"), &a, dir).ok()?;
     Ok(())
@@ -142,12 +147,7 @@ fn make_archives(dir: &Path) -> Result<(), Failed> {
     std::fs::write(dir.join("empty.a"), b"!<arch>\n")?;
     std::fs::write(dir.join("empty.file"), b"")?;
     // Thin archives: the members are the files beside them.
-    let thin = |out: &str, members: &[&str]| -> Result<(), Failed> {
-        let mut a = vec!["rcT", out];
-        a.extend_from_slice(members);
-        run(&llvm("llvm-ar"), &a, dir).ok()?;
-        Ok(())
-    };
+    let thin = |out: &str, members: &[&str]| llvm_ar_with(dir, "rcT", out, members);
     thin(
         "thin.a",
         &["f1.o", "f2.bc", "f3.bc", "f4.o", "f5.o", "g.bc"],
