@@ -620,10 +620,15 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
         ..ReadOptions::default()
     };
     let d = compressed::decompress(data, &opts).map_err(|e| {
-        let llvm = compressed::llvm_message(&e).unwrap_or_default();
-        Fail(format!(
-            "'{name}': Failed to decompress input: {llvm} ({e})"
-        ))
+        // LLVM's text, then ours where it says more (for faults LLVM does
+        // not detect, its text is ours already).
+        let own = compressed::fault(&e).map(ToString::to_string);
+        let text = match compressed::llvm_message(&e) {
+            Some(llvm) if own.as_ref() == Some(&llvm) => llvm,
+            Some(llvm) => format!("{llvm} ({e})"),
+            None => e.to_string(),
+        };
+        Fail(format!("'{name}': Failed to decompress input: {text}"))
     })?;
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));
