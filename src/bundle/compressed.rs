@@ -722,6 +722,28 @@ impl<'data> Ccob<'data> {
     pub fn decompress(&self, opts: &ReadOptions) -> Result<Decompressed> {
         decompress_ccob(self, opts, opts.limits.max_uncompressed).map_err(|f| f.at(0))
     }
+
+    /// Fails with [`Fault::ImpossibleSize`] when the header declares more
+    /// uncompressed bytes than the payload can possibly produce (zstd
+    /// expands at most 32768:1, deflate 1032:1): a lie, found without
+    /// decompressing anything. [`Ccob::decompress`] checks it too.
+    pub fn check_declared_size(&self) -> Result<()> {
+        self.possible().map_err(|f| f.at(0))
+    }
+
+    fn possible(&self) -> Result<(), Fault> {
+        let declared = self.header.uncompressed_size;
+        let compressed = len64(self.payload);
+        // Headroom for frame/stream headers; the bound itself is generous.
+        if declared > compressed.saturating_mul(self.header.method.max_expansion()) {
+            return Err(Fault::ImpossibleSize {
+                declared,
+                compressed,
+                method: self.header.method,
+            });
+        }
+        Ok(())
+    }
 }
 
 fn parse_ccob(data: &[u8]) -> Result<Ccob<'_>, Fault> {
@@ -893,14 +915,7 @@ fn decompress_ccob(ccob: &Ccob<'_>, opts: &ReadOptions, limit: u64) -> Result<De
     if declared > limit {
         return Err(Fault::TooLarge { declared, limit });
     }
-    // Headroom for frame/stream headers; the bound itself is generous.
-    if declared > compressed.saturating_mul(h.method.max_expansion()) {
-        return Err(Fault::ImpossibleSize {
-            declared,
-            compressed,
-            method: h.method,
-        });
-    }
+    ccob.possible()?;
     let (data, computed_hash) = match (h.method == Method::ZLIB, opts.hash) {
         (true, HashCheck::Skip) => (inflate_zlib(ccob.payload, declared)?, None),
         (true, _) => {

@@ -441,3 +441,19 @@ fn rejected_candidates_name_file_offsets() {
     assert_eq!(p.offset, Some(0x1234));
     assert!(p.message.contains("at offset 0x1234"), "{}", p.message);
 }
+
+#[test]
+fn impossible_declared_sizes_are_caught_when_only_listing() {
+    // Listing reads just the bundle header inside a CCOB; a declared size
+    // its payload cannot produce must not be listed as a huge bundle.
+    let mut c = ccob(&bundle(&[(GFX90A, b"x")], 1));
+    c[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let r = scan(&c, &Options::default());
+    assert!(r.images.is_empty() && r.containers.is_empty(), "{r:?}");
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(
+        r.problems[0].message.contains("cannot hold"),
+        "{}",
+        r.problems[0].message
+    );
+}

@@ -943,6 +943,9 @@ impl Walker<'_> {
             c.payload = &c.payload[..usize_from(n)];
             c.size = c.header.size() + n;
         }
+        // Listing reads only the bundle header; a size the payload cannot
+        // produce is still caught.
+        c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
         let records = if full { None } else { ccob_records(&c)? };
         let inner = Loc {
