@@ -202,8 +202,11 @@ impl Output {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
+        // Created with mode 0666, which the kernel reduces by the umask: the
+        // mode a tool's output gets (tempfile's default is 0600).
         let tmp = tempfile::Builder::new()
             .prefix(".offload-kit-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)?;
         let aside = match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_file() => {
@@ -238,8 +241,6 @@ impl Output {
         match inner {
             OutInner::Temp(w) => {
                 let tmp = w.into_inner().map_err(|e| e.into_error())?;
-                // Match the permissions a newly created file would get.
-                set_default_mode(tmp.as_file())?;
                 tmp.persist(&self.path).map_err(|e| e.error)?;
                 if let Some(old) = self.aside.take() {
                     let _ = std::fs::remove_file(old);
@@ -286,26 +287,6 @@ impl Write for Output {
             OutInner::Done => Ok(()),
         }
     }
-}
-
-/// tempfile creates files with mode 0600; a tool's output should get the
-/// usual 0666 less the umask.
-fn set_default_mode(f: &File) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let mode = 0o666 & !umask();
-    f.set_permissions(std::fs::Permissions::from_mode(mode))
-}
-
-fn umask() -> u32 {
-    // Read the umask without changing it: /proc/self/status has a Umask line.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
 }
 
 /// The C library's text for an I/O error (what LLVM prints), without Rust's
@@ -425,5 +406,45 @@ mod error_text_tests {
             error_text(&e),
             "'/d/x': cannot write: No such file or directory"
         );
+    }
+}
+
+#[cfg(test)]
+mod output_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn umask() -> u32 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find_map(|l| l.strip_prefix("Umask:"));
+        u32::from_str_radix(line.unwrap().trim(), 8).unwrap()
+    }
+
+    #[test]
+    fn a_new_output_gets_0666_less_the_umask_and_replaces_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.o");
+        std::fs::write(&path, b"old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut out = Output::create(&path).unwrap();
+        out.write_all(b"new").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !umask());
+        // Nothing else is left in the directory: no temporary, no old file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn an_output_dropped_without_commit_leaves_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.o");
+        std::fs::write(&path, b"old").unwrap();
+        let mut out = Output::create(&path).unwrap();
+        out.write_all(b"partial").unwrap();
+        drop(out);
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
