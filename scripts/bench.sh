@@ -176,7 +176,7 @@ last = codes[-1] if codes else '?'
 print(f'A exit {last} ({codes.count(last)} of {len(rows)})')
 for k, name in ((1, 'user s'), (2, 'sys s'), (3, 'cpu s'), (0, 'wall s'), (4, 'peak MiB')):
     v = [r[k] for r in rows] or [float('nan')]
-    print(f'A {name:<10} {min(v):10.3f} {statistics.median(v):10.3f} {max(v):10.3f}')
+    print(f'A {name:<10} {min(v):10.4f} {statistics.median(v):10.4f} {max(v):10.4f}')
 PY
 }
 
