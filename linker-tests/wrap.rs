@@ -662,8 +662,6 @@ fn differential(flavour: Flavour, ld: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
-/// GNU readelf and llvm-readelf read every flavour of our object without a
-/// warning, and llvm-objdump finds the embedded OffloadBinary.
 /// GNU readelf and llvm-readelf read `out` without an error or a warning.
 fn readelf_ok(d: &Path, out: &str) -> Result<(), Failed> {
     for tool in [PathBuf::from("readelf"), llvm("llvm-readelf")] {
@@ -722,6 +720,8 @@ fn run_large_image(ld: &'static str) -> Result<(), Failed> {
     check_app(&run(d, "prog", &[], INFO)?)
 }
 
+/// GNU readelf and llvm-readelf read every flavour of our object without a
+/// warning, and llvm-objdump finds the embedded OffloadBinary.
 fn readelf_clean() -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
@@ -748,6 +748,100 @@ fn readelf_clean() -> Result<(), Failed> {
     let text = String::from_utf8_lossy(&listing.stdout);
     if !text.contains("OFFLOADING IMAGE [0]") || !text.contains(TRIPLE) {
         return Err(format!("llvm-objdump --offloading:\n{text}").into());
+    }
+    Ok(())
+}
+
+/// LLVM's object for `inputs` (llvm-offload-wrapper, then `llc
+/// -relocation-model=pic`, as clang-linker-wrapper runs them) as `out`.
+fn llvm_wrap(d: &Path, out: &str, inputs: &[&str]) -> Result<Vec<u8>, Failed> {
+    let mut a = vec!["--kind=openmp", "--triple", TRIPLE, "-o", "llvm.bc"];
+    a.extend(inputs);
+    sh(d, llvm("llvm-offload-wrapper"), &a)?;
+    let pic = [
+        "-filetype=obj",
+        "-relocation-model=pic",
+        "llvm.bc",
+        "-o",
+        out,
+    ];
+    sh(d, llvm("llc"), &pic)?;
+    std::fs::read(d.join(out)).map_err(|e| e.to_string().into())
+}
+
+/// For the same inputs our object and LLVM's are the same bytes: one
+/// OffloadBinary, several inputs mixing raw images and OffloadBinaries
+/// (one holding two images, whose first the runtime gets), and, with
+/// `--llc-layout`, an input of more than 1 MiB, which by default starts at
+/// a 64 KiB multiple in the file instead and is otherwise unchanged.
+fn same_bytes_as_llc() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let so = fx.path("app-dev.so");
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
+    let raw = raw.to_str().unwrap();
+    let image =
+        |f: &str, arch: &str| format!("--image=file={f},triple={TRIPLE},arch={arch},kind=openmp");
+    sh(
+        d,
+        llvm("llvm-offload-binary"),
+        &["-o", "two.ob", &image(&so, "a"), &image(raw, "b")],
+    )?;
+    let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
+    big.extend((0..(3 << 19) + 7).map(|i: u32| (i % 251) as u8));
+    std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
+    let compare = |name: &str, inputs: &[&str], extra: &[&str]| -> Result<Vec<u8>, Failed> {
+        let theirs = llvm_wrap(d, &format!("{name}.llvm.o"), inputs)?;
+        let out = format!("{name}.o");
+        let mut args = vec!["-o", &out];
+        args.extend(extra);
+        args.extend(inputs);
+        wrap(d, &args)?;
+        let ours = std::fs::read(d.join(&out)).map_err(|e| e.to_string())?;
+        if extra.is_empty() || ours == theirs {
+            return Ok(ours);
+        }
+        Err(format!(
+            "{name}: {} bytes from us, {} from LLVM",
+            ours.len(),
+            theirs.len()
+        )
+        .into())
+    };
+    for (name, inputs) in [
+        ("one", vec![&ob[..]]),
+        ("mixed", vec![raw, &ob, "two.ob", &so]),
+    ] {
+        let ours = compare(name, &inputs, &[])?;
+        let theirs = std::fs::read(d.join(format!("{name}.llvm.o"))).map_err(|e| e.to_string())?;
+        if ours != theirs {
+            let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
+            return Err(format!(
+                "{name}: ours ({} bytes) differs from LLVM's ({} bytes) at {at:?}",
+                ours.len(),
+                theirs.len()
+            )
+            .into());
+        }
+    }
+    compare("big", &[raw, "big.so"], &["--llc-layout"])?;
+    // Without the option only the image section's place differs.
+    let ours = compare("big-default", &[raw, "big.so"], &[])?;
+    let f = object::File::parse(&*ours).map_err(|e| e.to_string())?;
+    let s = f
+        .section_by_name(".llvm.offloading")
+        .ok_or("no .llvm.offloading")?;
+    let theirs = std::fs::read(d.join("big.o")).map_err(|e| e.to_string())?;
+    let g = object::File::parse(&*theirs).map_err(|e| e.to_string())?;
+    let their_s = g.section_by_name(".llvm.offloading").ok_or("no section")?;
+    let (off, their_off) = (s.file_range().unwrap().0, their_s.file_range().unwrap().0);
+    if off % (64 << 10) != 0 || their_off % (64 << 10) == 0 || s.data().ok() != their_s.data().ok()
+    {
+        return Err(
+            format!("default layout: image section at {off:#x}, llc's at {their_off:#x}").into(),
+        );
     }
     Ok(())
 }
@@ -923,6 +1017,11 @@ pub fn tests() -> Vec<Trial> {
         "wrap::readelf",
         &base(&["readelf", "llvm-readelf", "llvm-objdump"]),
         readelf_clean,
+    ));
+    v.push(trial(
+        "wrap::same_bytes_as_llc",
+        &base(&["llvm-offload-wrapper", "llc"]),
+        same_bytes_as_llc,
     ));
     v.push(trial("wrap::bad_input", &base(&[]), bad_input));
     v.push(trial("wrap::outputs", &[], outputs));

@@ -40,32 +40,6 @@ impl Layout {
         self.pieces.push(p);
     }
 
-    /// The `len` built bytes at file offset `offset`, to patch them, if
-    /// they lie within one [`Piece::Bytes`]; image `i` is `image_len(i)`
-    /// bytes long.
-    pub fn bytes_mut(
-        &mut self,
-        offset: u64,
-        len: usize,
-        image_len: impl Fn(usize) -> u64,
-    ) -> Option<&mut [u8]> {
-        let mut at = 0u64;
-        for p in &mut self.pieces {
-            let size = match p {
-                Piece::Bytes(b) => b.len() as u64,
-                Piece::Zeros(n) => *n,
-                Piece::Image(i) => image_len(*i),
-            };
-            if offset >= at && offset < at + size {
-                let Piece::Bytes(b) = p else { return None };
-                let start = usize::try_from(offset - at).ok()?;
-                return b.get_mut(start..start.checked_add(len)?);
-            }
-            at += size;
-        }
-        None
-    }
-
     /// Writes the layout to `out`, taking image `i` from `images[i]`.
     pub fn write_to<W: Write>(&self, out: &mut W, images: &[&[u8]]) -> io::Result<()> {
         for p in &self.pieces {

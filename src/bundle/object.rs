@@ -523,23 +523,15 @@ impl<'a> ReadRef<'a> for Patched<'a> {
     }
 }
 
-/// The ELF class and byte order, for header fix-ups after an object was
-/// written: where the file and section header fields are, and how to read
-/// and write them.
+/// The ELF class and byte order, for the header fix-ups.
 #[derive(Clone, Copy)]
-pub(crate) struct Class {
+struct Class {
     is_64: bool,
     big: bool,
 }
 
 impl Class {
-    /// 64-bit little-endian ELF (what the wrapper writes).
-    pub(crate) const ELF64_LE: Class = Class {
-        is_64: true,
-        big: false,
-    };
-
-    pub(crate) fn get(self, b: &[u8], at: usize, width: usize) -> Result<u64> {
+    fn get(self, b: &[u8], at: usize, width: usize) -> Result<u64> {
         let bytes = b.get(at..at + width).ok_or_else(|| bug("header field"))?;
         let mut v = 0u64;
         if self.big {
@@ -554,7 +546,7 @@ impl Class {
         Ok(v)
     }
 
-    pub(crate) fn put(self, b: &mut [u8], at: usize, width: usize, v: u64) -> Result<()> {
+    fn put(self, b: &mut [u8], at: usize, width: usize, v: u64) -> Result<()> {
         let bytes = b
             .get_mut(at..at + width)
             .ok_or_else(|| bug("header field"))?;
@@ -572,19 +564,19 @@ impl Class {
         Ok(())
     }
 
-    pub(crate) fn word(self) -> usize {
+    fn word(self) -> usize {
         if self.is_64 { 8 } else { 4 }
     }
-    pub(crate) fn ehdr_size(self) -> usize {
+    fn ehdr_size(self) -> usize {
         if self.is_64 { 64 } else { 52 }
     }
-    pub(crate) fn shdr_size(self) -> usize {
+    fn shdr_size(self) -> usize {
         if self.is_64 { 64 } else { 40 }
     }
-    pub(crate) fn e_shoff(self) -> usize {
+    fn e_shoff(self) -> usize {
         if self.is_64 { 0x28 } else { 0x20 }
     }
-    pub(crate) fn e_shnum(self) -> usize {
+    fn e_shnum(self) -> usize {
         if self.is_64 { 0x3c } else { 0x30 }
     }
     fn e_shstrndx(self) -> usize {
@@ -594,7 +586,7 @@ impl Class {
     fn sh_name(self) -> (usize, usize) {
         (0, 4)
     }
-    pub(crate) fn sh_type(self) -> (usize, usize) {
+    fn sh_type(self) -> (usize, usize) {
         (4, 4)
     }
     fn sh_offset(self) -> (usize, usize) {
@@ -606,7 +598,7 @@ impl Class {
     fn sh_link(self) -> (usize, usize) {
         if self.is_64 { (40, 4) } else { (24, 4) }
     }
-    pub(crate) fn sh_addralign(self) -> (usize, usize) {
+    fn sh_addralign(self) -> (usize, usize) {
         if self.is_64 { (48, 8) } else { (32, 4) }
     }
 }

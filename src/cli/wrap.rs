@@ -35,6 +35,13 @@ pub struct Opts {
     /// input, and so on (default: the OffloadBinary's arch string).
     #[arg(long, value_name = "ARCH")]
     offload_arch: Vec<String>,
+    /// Lay the object out exactly as llc does, byte for byte, whatever the
+    /// image size. By default an image section of 1 MiB or more starts at
+    /// a 64 KiB boundary in the file instead, which makes it faster to
+    /// write and lets XFS and btrfs share the image's blocks with the input
+    /// (reflink) rather than copy them.
+    #[arg(long)]
+    llc_layout: bool,
     /// Input files: OffloadBinaries or raw device images.
     #[arg(value_name = "INPUT")]
     inputs: Vec<String>,
@@ -59,6 +66,7 @@ impl Opts {
             kind: Kind::parse(kind)?,
             abi: Abi::parse(&self.abi)?,
             triple: self.triple.clone(),
+            llc_layout: self.llc_layout,
         };
         if self.inputs.is_empty() {
             bail!("no input files");

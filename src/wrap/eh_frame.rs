@@ -7,16 +7,14 @@
 //! CPU's 32-bit PC-relative ELF relocation (what LLVM writes: two
 //! `R_X86_64_PC32` against `.text.startup` on x86-64).
 
+use super::arch::{Cpu, addend};
+use super::relocatable::{Reloc, Relocatable, SectionId, SymbolId};
+use crate::error::{Error, ErrorKind, Result};
 use gimli::write::{
     Address, CallFrameInstruction, EhFrame, EndianVec, FrameDescriptionEntry, FrameTable,
     RelocateWriter, Relocation, RelocationTarget,
 };
 use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, LittleEndian};
-use object::write::{Object, SectionId, SymbolId};
-use object::{RelocationFlags, SectionKind};
-
-use super::arch::{Cpu, addend};
-use crate::error::{Error, ErrorKind, Result};
 
 /// A function to describe: its offset and length in the code section, and
 /// its unwind rules.
@@ -62,7 +60,7 @@ fn emit_error(detail: impl std::fmt::Display) -> Error {
 /// Adds `.eh_frame` to `obj`, with one FDE per entry of `fdes`, whose
 /// offsets are relative to the section with section symbol `code`.
 pub(crate) fn add(
-    obj: &mut Object<'_>,
+    obj: &mut Relocatable,
     cpu: &dyn Cpu,
     code: SymbolId,
     fdes: &[Fde<'_>],
@@ -89,31 +87,23 @@ pub(crate) fn add(
     table.write_eh_frame(&mut w).map_err(emit_error)?;
     let Section { data, relocs } = w.0;
 
-    let id = obj.add_section(Vec::new(), b".eh_frame".to_vec(), SectionKind::ReadOnlyData);
-    let s = obj.section_mut(id);
-    s.flags = object::SectionFlags::Elf {
-        sh_type: cpu.eh_frame_type(),
-        sh_flags: object::elf::SHF_ALLOC,
-    };
     // The CIE and FDE lengths are multiples of the address size.
-    s.set_data(data.into_vec(), 8);
+    let id = obj.add_section(b".eh_frame", cpu.eh_frame_type(), object::elf::SHF_ALLOC, 8);
+    obj.set_bytes(id, data.into_vec());
     for r in relocs {
         let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;
         if !pcrel32 || r.target != RelocationTarget::Symbol(0) {
             return Err(emit_error(format!("unexpected relocation {r:?}")));
         }
-        obj.add_relocation(
+        obj.add_reloc(
             id,
-            object::write::Relocation {
+            Reloc {
                 offset: u64::try_from(r.offset).map_err(emit_error)?,
                 symbol: code,
+                r_type: cpu.eh_pcrel32(),
                 addend: r.addend,
-                flags: RelocationFlags::Elf {
-                    r_type: cpu.eh_pcrel32(),
-                },
             },
-        )
-        .map_err(emit_error)?;
+        );
     }
     Ok(id)
 }

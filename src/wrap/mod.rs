@@ -11,7 +11,7 @@
 //! | `.text` | PROGBITS AX 4 | empty |
 //! | `.text.startup` | PROGBITS AX 16 | `.omp_offloading.descriptor_reg` at 0, `.omp_offloading.descriptor_unreg` at the next 16 |
 //! | `llvm_offload_entries` | PROGBITS A 8 | `__dummy.llvm_offload_entries` (0 bytes), so the bounds exist |
-//! | `.llvm.offloading` | `SHT_LLVM_OFFLOADING` (0x6fff4c0b) A 8 | each input file unchanged (`.omp_offloading.device_image`, `.1`, …), 8-aligned; from 1 MiB on, the section starts at a multiple of 64 KiB in the file |
+//! | `.llvm.offloading` | `SHT_LLVM_OFFLOADING` (0x6fff4c0b) A 8 | each input file unchanged (`.omp_offloading.device_image`, `.1`, …), 8-aligned |
 //! | `.data.rel.ro` | PROGBITS WA 16 | N × `__tgt_device_image` (32 bytes), then `__tgt_bin_desc` (32 bytes) |
 //! | `.init_array.101` | INIT_ARRAY WA 8 | pointer to the constructor |
 //! | `.note.GNU-stack` | PROGBITS, no flags | empty: the stack is not executable |
@@ -33,26 +33,27 @@
 //! image, its target ID in `.offload_arch_list` and a `__tgt_image_info`
 //! passed to `__tgt_register_image_info` before `__tgt_register_lib` (§7.3).
 //!
-//! Image bytes are never copied: the object is described as a
-//! [`Layout`] whose image pieces the caller copies file to file.
+//! The file is written as llc lays it out (see [`relocatable`]): for the same
+//! inputs it is byte-identical to `llvm-offload-wrapper` + `llc
+//! -relocation-model=pic`, except that by default an image section of 1 MiB
+//! or more starts at a multiple of 64 KiB in the file ([`Options::llc_layout`]
+//! turns that off). Image bytes are never copied: the object is described as
+//! a [`Layout`] whose image pieces the caller copies file to file.
 
 mod arch;
 mod eh_frame;
+mod relocatable;
 
 use std::borrow::Cow;
 use std::ops::Range;
 
 use object::elf;
-use object::write::{
-    Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection, WritableBuffer,
-};
-use object::{RelocationFlags, SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
-use crate::bundle::object::Class;
-use crate::error::{Error, ErrorKind, Result};
-use crate::layout::{Layout, Piece};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::offload_binary::{self, Limits};
 use arch::{Arg, Call, Cpu};
+use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
 /// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
@@ -67,13 +68,15 @@ const IMAGE_ALIGN: u64 = 8;
 /// Where in the file a large image section starts: a multiple of this, so
 /// that the image (copied from offset 0 of its file) lies at the same
 /// offset modulo 64 KiB in both files. The kernel then copies whole runs of
-/// pages instead of splitting each page in two, about 15 % faster on ext4.
-/// Only the file offset changes; `sh_addralign` stays [`IMAGE_ALIGN`].
-const IMAGE_FILE_ALIGN: u64 = 64 << 10;
+/// pages instead of splitting each page in two, about 15 % faster on ext4;
+/// and filesystems that share blocks between files (XFS, btrfs) can share
+/// the image's blocks instead of copying them. Only the file offset
+/// changes; `sh_addralign` stays [`IMAGE_ALIGN`].
+pub const IMAGE_FILE_ALIGN: u64 = 64 << 10;
 
 /// Image sections at least this large get [`IMAGE_FILE_ALIGN`]; smaller
 /// objects stay compact.
-const IMAGE_FILE_ALIGN_FROM: u64 = 1 << 20;
+pub const IMAGE_FILE_ALIGN_FROM: u64 = 1 << 20;
 
 /// The offloading model whose runtime registers the images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +140,13 @@ pub struct Options {
     pub abi: Abi,
     /// Host target triple (decides the CPU; must be an ELF target).
     pub triple: String,
+    /// Place the image section right after the sections before it, as llc
+    /// does, whatever its size: the object is then byte-identical to
+    /// `llvm-offload-wrapper` + `llc -relocation-model=pic` for every
+    /// input. Otherwise an image section of [`IMAGE_FILE_ALIGN_FROM`] bytes
+    /// or more starts at a multiple of [`IMAGE_FILE_ALIGN`] in the file
+    /// (faster to write, and shareable by reflink-capable filesystems).
+    pub llc_layout: bool,
 }
 
 /// One input: the bytes embedded in the object, and which of them the
@@ -225,69 +235,12 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
             .checked_add(len)
             .ok_or_else(|| Error::usage("the images are larger than 2^64 bytes"))?;
     }
-    let total = at;
-    // The object borrows the image section's bytes. With one input they are
-    // the input itself; with several, a zeroed stand-in of the right size
-    // (allocated lazily by the system, never touched). Either way the
-    // collecting buffer below recognises the slice and records image pieces
-    // instead of copying it.
-    let section_bytes: Cow<'_, [u8]> = match images {
-        [one] => Cow::Borrowed(one.bytes),
-        _ => Cow::Owned(vec![
-            0;
-            usize::try_from(total).map_err(|_| Error::usage(
-                "the images do not fit in this machine's address space"
-            ))?
-        ]),
-    };
-    let file_align = if total >= IMAGE_FILE_ALIGN_FROM {
+    let file_align = if at >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
         IMAGE_FILE_ALIGN
     } else {
         IMAGE_ALIGN
     };
-    let obj = build(opts.abi, cpu, images, &placed, section_bytes, file_align)?;
-    let mut buf = Collect::new(&obj.image_data(), &placed);
-    obj.obj
-        .emit(&mut buf)
-        .map_err(|e| write_error("ELF object", e))?;
-    let mut layout = buf.finish()?;
-    if file_align != IMAGE_ALIGN {
-        restore_image_align(&mut layout, &placed)?;
-    }
-    Ok(layout)
-}
-
-/// Sets `sh_addralign` of the image section back to [`IMAGE_ALIGN`] after
-/// the object was laid out with [`IMAGE_FILE_ALIGN`]: the section stays
-/// where it is in the file, and linkers align it as LLVM's object asks.
-fn restore_image_align(layout: &mut Layout, placed: &[(u64, u64)]) -> Result<()> {
-    // The object is 64-bit little-endian ELF (see `build`).
-    let c = Class::ELF64_LE;
-    let image_len = |i: usize| placed[i].1;
-    let broken = || write_error("ELF object", "cannot find the image section's header");
-    let header = layout
-        .bytes_mut(0, c.ehdr_size(), image_len)
-        .ok_or_else(broken)?;
-    let shoff = c.get(header, c.e_shoff(), c.word())?;
-    let shnum = c.get(header, c.e_shnum(), 2)?;
-    let ((type_at, type_len), (align_at, align_len)) = (c.sh_type(), c.sh_addralign());
-    for i in 0..shnum {
-        let sh = layout
-            .bytes_mut(shoff + i * c.shdr_size() as u64, c.shdr_size(), image_len)
-            .ok_or_else(broken)?;
-        if c.get(sh, type_at, type_len)? == u64::from(SHT_LLVM_OFFLOADING) {
-            return c.put(sh, align_at, align_len, IMAGE_ALIGN);
-        }
-    }
-    Err(broken())
-}
-
-fn write_error(what: &'static str, e: impl std::fmt::Display) -> Error {
-    ErrorKind::Write {
-        what,
-        detail: e.to_string(),
-    }
-    .into()
+    build(opts.abi, cpu, images, placed, file_align)?.write()
 }
 
 /// Names and placement that differ between the ABIs.
@@ -338,197 +291,103 @@ impl Flavour {
     }
 }
 
-/// The object under construction, with the id of the image section.
-struct Built<'a> {
-    obj: Object<'a>,
-    images: SectionId,
+fn local_info(kind: elf::SymbolType) -> (elf::SymbolInfo, elf::SymbolOther) {
+    (
+        elf::SymbolInfo::new(elf::STB_LOCAL, kind),
+        elf::SymbolOther::from(elf::STV_DEFAULT),
+    )
 }
 
-impl Built<'_> {
-    /// Address and length of the image section's bytes, to recognise them
-    /// when the writer passes them.
-    fn image_data(&self) -> (usize, usize) {
-        let d = self.obj.section(self.images).data();
-        (d.as_ptr() as usize, d.len())
-    }
-}
-
-fn section(
-    obj: &mut Object<'_>,
-    name: &[u8],
-    kind: SectionKind,
-    sh_type: elf::SectionType,
-    sh_flags: elf::SectionFlags,
-) -> SectionId {
-    let id = obj.add_section(Vec::new(), name.to_vec(), kind);
-    obj.section_mut(id).flags = SectionFlags::Elf { sh_type, sh_flags };
-    id
-}
-
-/// A local symbol defined in `section`; value and size may be set later.
+/// A local `STT_FUNC` or `STT_OBJECT` defined in `section`; value and size
+/// may be set later.
 fn local(
-    obj: &mut Object<'_>,
+    obj: &mut Relocatable,
     name: &[u8],
     section: SectionId,
     value: u64,
     size: u64,
-    kind: SymbolKind,
+    st_type: elf::SymbolType,
 ) -> SymbolId {
-    let st_type = match kind {
-        SymbolKind::Text => elf::STT_FUNC,
-        _ => elf::STT_OBJECT,
-    };
-    obj.add_symbol(Symbol {
-        name: name.to_vec(),
-        value,
-        size,
-        kind,
-        scope: SymbolScope::Compilation,
-        weak: false,
-        section: SymbolSection::Section(section),
-        flags: SymbolFlags::Elf {
-            st_info: elf::SymbolInfo::new(elf::STB_LOCAL, st_type),
-            st_other: elf::SymbolOther::from(elf::STV_DEFAULT),
-        },
-    })
+    let (info, other) = local_info(st_type);
+    obj.add_symbol(name, info, other, Place::Section(section), value, size)
 }
 
 /// An undefined global, NOTYPE, with default or hidden visibility.
-fn undefined(obj: &mut Object<'_>, name: &[u8], hidden: bool) -> SymbolId {
+fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
     let vis = if hidden {
         elf::STV_HIDDEN
     } else {
         elf::STV_DEFAULT
     };
-    obj.add_symbol(Symbol {
-        name: name.to_vec(),
-        value: 0,
-        size: 0,
-        kind: SymbolKind::Unknown,
-        scope: if hidden {
-            SymbolScope::Linkage
-        } else {
-            SymbolScope::Dynamic
-        },
-        weak: false,
-        section: SymbolSection::Undefined,
-        flags: SymbolFlags::Elf {
-            st_info: elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_NOTYPE),
-            st_other: elf::SymbolOther::from(vis),
-        },
-    })
+    obj.add_symbol(
+        name,
+        elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_NOTYPE),
+        elf::SymbolOther::from(vis),
+        Place::Undefined,
+        0,
+        0,
+    )
 }
 
 fn reloc(
-    obj: &mut Object<'_>,
+    obj: &mut Relocatable,
     section: SectionId,
     offset: u64,
     symbol: SymbolId,
     addend: i64,
     r_type: elf::RelocationType,
-) -> Result<()> {
-    obj.add_relocation(
+) {
+    obj.add_reloc(
         section,
-        Relocation {
+        Reloc {
             offset,
             symbol,
+            r_type,
             addend,
-            flags: RelocationFlags::Elf { r_type },
         },
-    )
-    .map_err(|e| write_error("relocation", e))
+    );
 }
 
 /// Builds the object. `placed[i]` is (offset, length) of input `i` in the
-/// image section, whose bytes are `section_bytes`.
-fn build<'a>(
+/// image section, which starts at a multiple of `file_align` in the file.
+fn build(
     abi: Abi,
     cpu: &'static dyn Cpu,
     images: &[Image<'_>],
-    placed: &[(u64, u64)],
-    section_bytes: Cow<'a, [u8]>,
-    image_align: u64,
-) -> Result<Built<'a>> {
+    placed: Vec<(u64, u64)>,
+    file_align: u64,
+) -> Result<Relocatable> {
     use arch::addend;
     let fl = Flavour::of(abi);
     let n = u64::try_from(images.len()).map_err(|_| Error::usage("too many images"))?;
     let n_i32 = i32::try_from(n).map_err(|_| Error::usage("too many images"))?;
 
-    let mut obj = Object::new(
-        object::BinaryFormat::Elf,
-        cpu.architecture(),
-        object::Endianness::Little,
-    );
-    obj.flags = object::FileFlags::Elf {
-        os_abi: elf::ELFOSABI_NONE,
-        abi_version: 0,
-        e_flags: elf::FileFlags(cpu.e_flags()),
-    };
+    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
 
     // Sections, in LLVM's order.
     let a = elf::SHF_ALLOC;
     let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
     let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
-    let text = section(&mut obj, b".text", SectionKind::Text, elf::SHT_PROGBITS, ax);
-    obj.section_mut(text).set_data(Vec::new(), 4);
-    let startup = section(
-        &mut obj,
-        b".text.startup",
-        SectionKind::Text,
-        elf::SHT_PROGBITS,
-        ax,
-    );
-    let entries = section(
-        &mut obj,
-        fl.entries.as_bytes(),
-        SectionKind::ReadOnlyData,
-        elf::SHT_PROGBITS,
-        a,
-    );
-    obj.section_mut(entries).set_data(Vec::new(), 8);
-    let offloading = section(
-        &mut obj,
+    let progbits = elf::SHT_PROGBITS;
+    obj.add_section(b".text", progbits, ax, 4);
+    let startup = obj.add_section(b".text.startup", progbits, ax, cpu.code_align());
+    let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
+    let offloading = obj.add_section(
         b".llvm.offloading",
-        SectionKind::ReadOnlyData,
         elf::SectionType(SHT_LLVM_OFFLOADING),
         a,
+        IMAGE_ALIGN,
     );
-    obj.section_mut(offloading)
-        .set_data(section_bytes, image_align);
-    let data = section(
-        &mut obj,
-        b".data.rel.ro",
-        SectionKind::ReadOnlyDataWithRel,
-        elf::SHT_PROGBITS,
-        wa,
-    );
-    let arch_list = fl.image_info.then(|| {
-        section(
-            &mut obj,
-            b".offload_arch_list",
-            SectionKind::ReadOnlyData,
-            elf::SHT_PROGBITS,
-            a,
-        )
-    });
-    let ctor = section(
-        &mut obj,
-        fl.ctor,
-        SectionKind::Data,
-        elf::SHT_INIT_ARRAY,
-        wa,
-    );
+    obj.set_images(offloading, placed.clone(), file_align);
+    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align());
+    let arch_list = fl
+        .image_info
+        .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
+    let ctor = obj.add_section(fl.ctor, elf::SHT_INIT_ARRAY, wa, 8);
     let dtor = fl
         .dtor
-        .map(|name| section(&mut obj, name, SectionKind::Data, elf::SHT_FINI_ARRAY, wa));
-    let note = section(
-        &mut obj,
-        b".note.GNU-stack",
-        SectionKind::Other,
-        elf::SHT_PROGBITS,
-        elf::SectionFlags(0),
-    );
-    obj.section_mut(note).set_data(Vec::new(), 1);
+        .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
+    obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
 
     // `.data.rel.ro`: the image array, the descriptor, then (ROCm) the
     // image infos.
@@ -541,7 +400,7 @@ fn build<'a>(
     };
 
     // Symbols, in the order LLVM's object writer lists them.
-    obj.add_file_symbol(fl.file.to_vec());
+    obj.add_file_symbol(fl.file);
     let startup_sym = obj.section_symbol(startup);
     let reg = local(
         &mut obj,
@@ -549,7 +408,7 @@ fn build<'a>(
         startup,
         0,
         0,
-        SymbolKind::Text,
+        elf::STT_FUNC,
     );
     let desc = local(
         &mut obj,
@@ -557,7 +416,7 @@ fn build<'a>(
         data,
         desc_off,
         STRUCT_SIZE,
-        SymbolKind::Data,
+        elf::STT_OBJECT,
     );
     let unreg = local(
         &mut obj,
@@ -565,10 +424,10 @@ fn build<'a>(
         startup,
         0,
         0,
-        SymbolKind::Text,
+        elf::STT_FUNC,
     );
     if !fl.dummy_global {
-        local(&mut obj, fl.dummy, entries, 0, 0, SymbolKind::Data);
+        local(&mut obj, fl.dummy, entries, 0, 0, elf::STT_OBJECT);
     }
     let mut offloading_sym = None;
     for (i, &(off, len)) in placed.iter().enumerate() {
@@ -576,7 +435,7 @@ fn build<'a>(
             0 => b".omp_offloading.device_image".to_vec(),
             _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
         };
-        local(&mut obj, &name, offloading, off, len, SymbolKind::Data);
+        local(&mut obj, &name, offloading, off, len, elf::STT_OBJECT);
         offloading_sym.get_or_insert_with(|| obj.section_symbol(offloading));
     }
     let offloading_sym = offloading_sym.unwrap_or_else(|| obj.section_symbol(offloading));
@@ -586,7 +445,7 @@ fn build<'a>(
         data,
         0,
         desc_off,
-        SymbolKind::Data,
+        elf::STT_OBJECT,
     );
     let data_sym = obj.section_symbol(data);
 
@@ -607,11 +466,11 @@ fn build<'a>(
             let size = len64(arch.as_bytes()) + 1;
             let name = format!("__offload_arch_{i}");
             arch_syms.push((
-                local(&mut obj, name.as_bytes(), list, off, size, SymbolKind::Data),
+                local(&mut obj, name.as_bytes(), list, off, size, elf::STT_OBJECT),
                 off,
             ));
         }
-        obj.section_mut(list).set_data(strings, 1);
+        obj.set_bytes(list, strings);
         let list_sym = obj.section_symbol(list);
         for (i, (_, arch_off)) in arch_syms.iter().enumerate() {
             let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
@@ -623,7 +482,7 @@ fn build<'a>(
                 data,
                 off,
                 STRUCT_SIZE,
-                SymbolKind::Data,
+                elf::STT_OBJECT,
             );
             infos.push((sym, off, list_sym, *arch_off));
         }
@@ -640,19 +499,14 @@ fn build<'a>(
         .then(|| undefined(&mut obj, b"atexit", false));
     let unregister = undefined(&mut obj, b"__tgt_unregister_lib", false);
     if fl.dummy_global {
-        obj.add_symbol(Symbol {
-            name: fl.dummy.to_vec(),
-            value: 0,
-            size: 0,
-            kind: SymbolKind::Data,
-            scope: SymbolScope::Linkage,
-            weak: false,
-            section: SymbolSection::Section(entries),
-            flags: SymbolFlags::Elf {
-                st_info: elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_OBJECT),
-                st_other: elf::SymbolOther::from(elf::STV_HIDDEN),
-            },
-        });
+        obj.add_symbol(
+            fl.dummy,
+            elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_OBJECT),
+            elf::SymbolOther::from(elf::STV_HIDDEN),
+            Place::Section(entries),
+            0,
+            0,
+        );
     }
     let start = undefined(&mut obj, format!("__start_{}", fl.entries).as_bytes(), true);
     let stop = undefined(&mut obj, format!("__stop_{}", fl.entries).as_bytes(), true);
@@ -662,7 +516,7 @@ fn build<'a>(
         vec![0u8; usize::try_from(data_len).map_err(|_| Error::usage("too many images"))?];
     let at = |off: u64| usize::try_from(off).unwrap_or(usize::MAX);
     let abs = cpu.abs64();
-    for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
+    for (i, (img, &(off, _))) in images.iter().zip(&placed).enumerate() {
         let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
         reloc(
             &mut obj,
@@ -671,7 +525,7 @@ fn build<'a>(
             offloading_sym,
             addend(off + img.image.start)?,
             abs,
-        )?;
+        );
         reloc(
             &mut obj,
             data,
@@ -679,14 +533,14 @@ fn build<'a>(
             offloading_sym,
             addend(off + img.image.end)?,
             abs,
-        )?;
-        reloc(&mut obj, data, base + 16, start, 0, abs)?;
-        reloc(&mut obj, data, base + 24, stop, 0, abs)?;
+        );
+        reloc(&mut obj, data, base + 16, start, 0, abs);
+        reloc(&mut obj, data, base + 24, stop, 0, abs);
     }
     bytes[at(desc_off)..at(desc_off) + 4].copy_from_slice(&n_i32.to_le_bytes());
-    reloc(&mut obj, data, desc_off + 8, data_sym, 0, abs)?;
-    reloc(&mut obj, data, desc_off + 16, start, 0, abs)?;
-    reloc(&mut obj, data, desc_off + 24, stop, 0, abs)?;
+    reloc(&mut obj, data, desc_off + 8, data_sym, 0, abs);
+    reloc(&mut obj, data, desc_off + 16, start, 0, abs);
+    reloc(&mut obj, data, desc_off + 24, stop, 0, abs);
     for (i, &(_, off, list_sym, arch_off)) in infos.iter().enumerate() {
         let number = i32::try_from(i).map_err(|_| Error::usage("too many images"))?;
         // __tgt_image_info: version 1, image number, image count, padding,
@@ -694,9 +548,9 @@ fn build<'a>(
         bytes[at(off)..at(off) + 4].copy_from_slice(&1i32.to_le_bytes());
         bytes[at(off) + 4..at(off) + 8].copy_from_slice(&number.to_le_bytes());
         bytes[at(off) + 8..at(off) + 12].copy_from_slice(&n_i32.to_le_bytes());
-        reloc(&mut obj, data, off + 16, list_sym, addend(arch_off)?, abs)?;
+        reloc(&mut obj, data, off + 16, list_sym, addend(arch_off)?, abs);
     }
-    obj.section_mut(data).set_data(bytes, cpu.data_align());
+    obj.set_bytes(data, bytes);
 
     // The constructor and destructor.
     let desc_arg = Arg::Data {
@@ -750,7 +604,7 @@ fn build<'a>(
     let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
     code.extend(cpu.padding(pad));
     code.extend_from_slice(&unreg_fn.code);
-    obj.section_mut(startup).set_data(code, cpu.code_align());
+    obj.set_bytes(startup, code);
     for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
         for r in &f.relocs {
             reloc(
@@ -760,24 +614,22 @@ fn build<'a>(
                 r.symbol,
                 r.addend,
                 r.r_type,
-            )?;
+            );
         }
     }
     for (sym, off, len) in [
         (reg, 0, len64(&reg_fn.code)),
         (unreg, unreg_off, len64(&unreg_fn.code)),
     ] {
-        let s = obj.symbol_mut(sym);
-        s.value = off;
-        s.size = len;
+        obj.set_extent(sym, off, len);
     }
 
     // Constructor (and destructor) pointers.
-    obj.section_mut(ctor).set_data(vec![0; 8], 8);
-    reloc(&mut obj, ctor, 0, startup_sym, 0, abs)?;
+    obj.set_bytes(ctor, vec![0; 8]);
+    reloc(&mut obj, ctor, 0, startup_sym, 0, abs);
     if let Some(dtor) = dtor {
-        obj.section_mut(dtor).set_data(vec![0; 8], 8);
-        reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs)?;
+        obj.set_bytes(dtor, vec![0; 8]);
+        reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs);
     }
 
     eh_frame::add(
@@ -798,92 +650,7 @@ fn build<'a>(
         ],
     )?;
 
-    Ok(Built {
-        obj,
-        images: offloading,
-    })
-}
-
-/// A [`WritableBuffer`] that keeps what the object writer writes as built
-/// pieces, except the image section's bytes, which it turns into image and
-/// padding pieces without reading them.
-struct Collect<'p> {
-    /// Address and length of the image section's bytes.
-    target: (usize, usize),
-    /// (offset, length) of each input in that section.
-    placed: &'p [(u64, u64)],
-    layout: Layout,
-    pending: Vec<u8>,
-    found: bool,
-}
-
-impl<'p> Collect<'p> {
-    fn new(target: &(usize, usize), placed: &'p [(u64, u64)]) -> Collect<'p> {
-        Collect {
-            target: *target,
-            placed,
-            layout: Layout::default(),
-            pending: Vec::new(),
-            found: false,
-        }
-    }
-
-    fn flush(&mut self) {
-        if !self.pending.is_empty() {
-            let b = std::mem::take(&mut self.pending);
-            let len = len64(&b);
-            self.layout.push(Piece::Bytes(b), len);
-        }
-    }
-
-    fn finish(mut self) -> Result<Layout> {
-        self.flush();
-        if self.target.1 > 0 && !self.found {
-            return Err(write_error(
-                "ELF object",
-                "the image section was not written in one piece",
-            ));
-        }
-        Ok(self.layout)
-    }
-}
-
-impl WritableBuffer for Collect<'_> {
-    fn reserve(&mut self, _size: u64) -> Result<(), ()> {
-        Ok(())
-    }
-
-    fn write_bytes(&mut self, val: &[u8]) {
-        let is_images =
-            !self.found && self.target.1 > 0 && (val.as_ptr() as usize, val.len()) == self.target;
-        if !is_images {
-            self.pending.extend_from_slice(val);
-            return;
-        }
-        self.flush();
-        let mut at = 0;
-        for (i, &(off, len)) in self.placed.iter().enumerate() {
-            self.layout.push(Piece::Zeros(off - at), off - at);
-            self.layout.push(Piece::Image(i), len);
-            at = off + len;
-        }
-        self.found = true;
-    }
-
-    fn write_zeros(&mut self, n: u64) {
-        // Only alignment padding is written this way: a few bytes, or up to
-        // IMAGE_FILE_ALIGN before the image section.
-        if n >= 4096 {
-            self.flush();
-            self.layout.push(Piece::Zeros(n), n);
-            return;
-        }
-        let new_len = self
-            .pending
-            .len()
-            .saturating_add(usize::try_from(n).unwrap_or(0));
-        self.pending.resize(new_len, 0);
-    }
+    Ok(obj)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use object::read::elf::{ElfFile64, FileHeader as _, SectionHeader as _};
 use object::{LittleEndian as LE, Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use super::*;
+use crate::layout::Piece;
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
 fn opts(abi: Abi) -> Options {
@@ -13,6 +14,7 @@ fn opts(abi: Abi) -> Options {
         kind: Kind::OpenMp,
         abi,
         triple: "x86_64-unknown-linux-gnu".into(),
+        llc_layout: false,
     }
 }
 

@@ -16,7 +16,8 @@ mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
 use object::elf::RelocationType;
-use object::write::SymbolId;
+
+use super::relocatable::SymbolId;
 
 use crate::error::{Error, Result};
 
@@ -87,8 +88,8 @@ pub(crate) struct Function {
 
 /// One CPU's encodings and ELF conventions.
 pub(crate) trait Cpu: Sync {
-    /// The object crate's architecture (sets `e_machine` and the class).
-    fn architecture(&self) -> object::Architecture;
+    /// `e_machine` of the ELF header.
+    fn machine(&self) -> object::elf::Machine;
     /// `e_flags` of the ELF header.
     fn e_flags(&self) -> u32;
     /// Alignment of the code section.
@@ -175,7 +176,7 @@ mod tests {
             "amd64-unknown-freebsd",
         ] {
             let cpu = for_triple(t).unwrap();
-            assert_eq!(cpu.architecture(), object::Architecture::X86_64, "{t}");
+            assert_eq!(cpu.machine(), object::elf::EM_X86_64, "{t}");
         }
         for (t, want) in [
             ("", "empty"),

@@ -45,8 +45,8 @@ const NOPS: [&[u8]; 9] = [
 ];
 
 impl Cpu for X86_64 {
-    fn architecture(&self) -> object::Architecture {
-        object::Architecture::X86_64
+    fn machine(&self) -> elf::Machine {
+        elf::EM_X86_64
     }
 
     fn e_flags(&self) -> u32 {
@@ -161,29 +161,11 @@ fn cfi_offset(code: &[u8]) -> Result<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use object::write::{Object, Symbol, SymbolSection};
+    use crate::wrap::relocatable::SymbolId;
 
     fn syms() -> (SymbolId, SymbolId, SymbolId) {
-        let mut obj = Object::new(
-            object::BinaryFormat::Elf,
-            object::Architecture::X86_64,
-            object::Endianness::Little,
-        );
-        let mut add = |name: &[u8]| {
-            obj.add_symbol(Symbol {
-                name: name.to_vec(),
-                value: 0,
-                size: 0,
-                kind: object::SymbolKind::Unknown,
-                scope: object::SymbolScope::Unknown,
-                weak: false,
-                section: SymbolSection::Undefined,
-                flags: object::SymbolFlags::None,
-            })
-        };
-        (add(b"f"), add(b"g"), add(b"sec"))
+        (SymbolId::nth(0), SymbolId::nth(1), SymbolId::nth(2))
     }
-    use object::write::SymbolId;
 
     /// The constructor LLVM 22 writes (Appendix A): register the descriptor
     /// at `.data.rel.ro + 0x20`, then `atexit` the function at 0x20.
