@@ -5,7 +5,8 @@
 # a small stub runtime (linker-tests/wrap/stub.c), and the program prints what
 # the runtime was handed: the descriptor, the image bytes, the host entry
 # table and the order of the calls. When LLVM 22 is installed, the same is
-# done with llvm-offload-wrapper + llc, and the two printouts must be equal.
+# done with llvm-offload-wrapper + llc: the two printouts must be equal, and
+# so must the two objects, byte for byte.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --release --locked -q
@@ -41,4 +42,6 @@ if [ -x "$B/llvm-offload-wrapper" ] && [ -x "$B/llc" ]; then
   "$w/demo-llvm" >"$w/llvm.log"
   diff "$w/ours.log" "$w/llvm.log"
   echo "the runtime is handed exactly the same with LLVM's object"
+  cmp "$w/wrap.o" "$w/llvm.o"
+  echo "and the two objects are the same $(stat -c %s "$w/wrap.o") bytes"
 fi
