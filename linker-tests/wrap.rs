@@ -312,7 +312,13 @@ fn runtime_libs() -> Vec<String> {
 
 /// Runs our wrapper in `dir`: `offload-kit wrap --kind=openmp ARGS`.
 fn wrap(dir: &Path, args: &[&str]) -> Result<(), Failed> {
-    let mut all = vec!["wrap", "--kind=openmp", "--triple", TRIPLE];
+    wrap_kind(dir, "openmp", args)
+}
+
+/// Runs our wrapper in `dir`: `offload-kit wrap --kind=KIND ARGS`.
+fn wrap_kind(dir: &Path, kind: &str, args: &[&str]) -> Result<(), Failed> {
+    let kind = format!("--kind={kind}");
+    let mut all = vec!["wrap", &kind, "--triple", TRIPLE];
     all.extend_from_slice(args);
     sh(dir, ours(), &all).map(|_| ())
 }
@@ -755,7 +761,13 @@ fn readelf_clean() -> Result<(), Failed> {
 /// LLVM's object for `inputs` (llvm-offload-wrapper, then `llc
 /// -relocation-model=pic`, as clang-linker-wrapper runs them) as `out`.
 fn llvm_wrap(d: &Path, out: &str, inputs: &[&str]) -> Result<Vec<u8>, Failed> {
-    let mut a = vec!["--kind=openmp", "--triple", TRIPLE, "-o", "llvm.bc"];
+    llvm_wrap_kind(d, "openmp", out, inputs)
+}
+
+/// [`llvm_wrap`] for `--kind=KIND`.
+fn llvm_wrap_kind(d: &Path, kind: &str, out: &str, inputs: &[&str]) -> Result<Vec<u8>, Failed> {
+    let kind = format!("--kind={kind}");
+    let mut a = vec![&kind[..], "--triple", TRIPLE, "-o", "llvm.bc"];
     a.extend(inputs);
     sh(d, llvm("llvm-offload-wrapper"), &a)?;
     let pic = [
@@ -827,6 +839,26 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
         }
     }
     compare("big", &[raw, "big.so"], &["--llc-layout"])?;
+    // CUDA and HIP: any one input, embedded as it is; a large one with
+    // --llc-layout.
+    for kind in ["cuda", "hip"] {
+        for (input, extra) in [
+            (raw, &[][..]),
+            (&ob[..], &[]),
+            ("big.so", &["--llc-layout"]),
+        ] {
+            let name = format!("{kind}-{}.o", extra.len());
+            let theirs = llvm_wrap_kind(d, kind, &format!("llvm-{name}"), &[input])?;
+            let mut args = vec!["-o", &name[..]];
+            args.extend(extra);
+            args.push(input);
+            wrap_kind(d, kind, &args)?;
+            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
+            if ours != theirs {
+                return Err(format!("--kind={kind} of {input}: ours differs from LLVM's").into());
+            }
+        }
+    }
     // Without the option only the image section's place differs.
     let ours = compare("big-default", &[raw, "big.so"], &[])?;
     let f = object::File::parse(&*ours).map_err(|e| e.to_string())?;
@@ -842,6 +874,90 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
         return Err(
             format!("default layout: image section at {off:#x}, llc's at {their_off:#x}").into(),
         );
+    }
+    Ok(())
+}
+
+/// `--kind=cuda|hip` with a recording stand-in for the runtime
+/// (`wrap/fatbin_stub.c`, which also holds one host entry of every kind,
+/// type and flag the registration loop tells apart): the program built with
+/// our object prints exactly the calls wrapper-abi.md §5 describes, and the
+/// same as with LLVM's object.
+fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let hip = kind == "hip";
+    let input = if hip {
+        // A HIP offload bundle as the 22 linker wrapper makes one.
+        sh(
+            d,
+            llvm("clang-offload-bundler"),
+            &[
+                "-type=o",
+                "-bundle-align=4096",
+                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a",
+                "-input=/dev/null",
+                &format!("-input={}", fx.path("app-dev.so")),
+                "-output=dev.hipfb",
+            ],
+        )?;
+        "dev.hipfb"
+    } else {
+        // An NVIDIA fatbin header (magic, version 1, header size 16, payload
+        // size) and a payload; the wrapper does not look inside.
+        let mut fatbin = Vec::new();
+        fatbin.extend_from_slice(&0xba55_ed50u32.to_le_bytes());
+        fatbin.extend_from_slice(&1u16.to_le_bytes());
+        fatbin.extend_from_slice(&16u16.to_le_bytes());
+        fatbin.extend_from_slice(&64u64.to_le_bytes());
+        fatbin.extend(0..64u8);
+        std::fs::write(d.join("dev.fatbin"), &fatbin).map_err(|e| e.to_string())?;
+        "dev.fatbin"
+    };
+    wrap_kind(d, kind, &["-o", "ours.o", input])?;
+    llvm_wrap_kind(d, kind, "ref.o", &[input])?;
+    let stub = src("fatbin_stub.c");
+    let mut c = vec!["-O1", "-c", stub.to_str().unwrap(), "-o", "stub.o"];
+    if hip {
+        c.push("-DHIP");
+    }
+    clang(d, &c)?;
+    let mut logs = Vec::new();
+    for (obj, exe) in [("ours.o", "prog-ours"), ("ref.o", "prog-ref")] {
+        link(d, ld, &["stub.o", obj, "-o", exe])?;
+        logs.push(run(d, exe, &[], &[])?.stdout);
+    }
+    let (magic, starts) = if hip {
+        ("0x48495046", "5f 5f 43 4c")
+    } else {
+        ("0x466243b1", "50 ed 55 ba")
+    };
+    let function = |name: &str| {
+        format!(
+            "RegisterFunction kernel name={name} device={name} limit=-1 rest=(nil) (nil) (nil) (nil) (nil)\n"
+        )
+    };
+    let mut want =
+        format!("RegisterFatBinary magic={magic} version=1 image starts {starts} reserved=(nil)\n");
+    want += &function("kernel");
+    want += "RegisterVar var name=var device=var extern=1 size=4 constant=1 global=0\n";
+    want += "RegisterVar plain_var name=plain_var device=plain_var extern=0 size=4 constant=0 global=0\n";
+    want += "RegisterManagedVar ptr=managed init=managed name=managed size=8 align=16\n";
+    if hip {
+        want += "RegisterSurface surface name=surface device=surface dim=3 extern=1\n";
+        want += "RegisterTexture texture name=texture device=texture dim=5 normalized=1 extern=0\n";
+    }
+    want += &function("kernel_flags");
+    if !hip {
+        want += "RegisterFatBinaryEnd\n";
+    }
+    want += "main\nUnregisterFatBinary\n";
+    if logs[0] != want {
+        return Err(format!("with our object:\n{}--- want:\n{want}", logs[0]).into());
+    }
+    if logs[1] != want {
+        return Err(format!("with LLVM's object:\n{}--- want:\n{want}", logs[1]).into());
     }
     Ok(())
 }
@@ -862,7 +978,12 @@ fn bad_input() -> Result<(), Failed> {
         (&["--kind=openmp", &good, "truncated.ob"], "truncated.ob"),
         (&["--kind=openmp", "header.ob"], "header.ob"),
         (&["--kind=sycl", &good], "sycl"),
-        (&["--kind=cuda", &good], "not supported yet"),
+        (&["--kind=cuda", &good, &good], "single fatbinary"),
+        (
+            &["--kind=hip", "--abi=legacy", &good],
+            "only for --kind=openmp",
+        ),
+        (&["--kind=hip", "missing.hipfb"], "missing.hipfb"),
         (&["--kind=openmp", "--abi=new", &good], "new"),
         (
             &["--kind=openmp", "--triple=aarch64-unknown-linux-gnu", &good],
@@ -1018,6 +1139,15 @@ pub fn tests() -> Vec<Trial> {
         &base(&["readelf", "llvm-readelf", "llvm-objdump"]),
         readelf_clean,
     ));
+    for (ld, prog) in [("bfd", "ld.bfd"), ("lld", "ld.lld")] {
+        for kind in ["cuda", "hip"] {
+            v.push(trial(
+                format!("wrap::fatbin::{ld}::{kind}"),
+                &base(&[prog, "llvm-offload-wrapper", "llc", "clang-offload-bundler"]),
+                move || run_fatbin(kind, ld),
+            ));
+        }
+    }
     v.push(trial(
         "wrap::same_bytes_as_llc",
         &base(&["llvm-offload-wrapper", "llc"]),

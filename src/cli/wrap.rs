@@ -9,16 +9,18 @@ use super::io::{open_input, write_layout};
 use offload_kit::wrap::{self, Abi, Image, Kind, Options};
 
 /// Write the host object that registers device images with the offloading
-/// runtime at program start: what `llvm-offload-wrapper` followed by
+/// runtime (OpenMP, CUDA or HIP) at program start: what `llvm-offload-wrapper` followed by
 /// `llc -filetype=obj -relocation-model=pic` makes, without LLVM.
 #[derive(clap::Args)]
 #[command(after_help = "Example:\n  \
     offload-kit wrap --kind=openmp --triple=x86_64-unknown-linux-gnu -o wrap.o dev.bin\n  \
     cc main.o app.o wrap.o -lomp -lomptarget -o app\n\n\
-    Each input is an OffloadBinary (the runtime gets its first image) or a raw\n\
-    device image; every input becomes one device image of one descriptor.")]
+    For openmp, each input is an OffloadBinary (the runtime gets its first image)\n\
+    or a raw device image, and every input becomes one device image of one\n\
+    descriptor. For cuda and hip, the one input (a fatbin, an offload bundle) is\n\
+    embedded as it is and registered with the CUDA or HIP runtime.")]
 pub struct Opts {
-    /// Offload kind: openmp (cuda and hip are not supported yet).
+    /// Offload kind: openmp, cuda (one fatbin) or hip (one offload bundle).
     #[arg(long, value_name = "KIND")]
     kind: Option<String>,
     /// Output object file.
@@ -60,7 +62,7 @@ fn host_triple() -> String {
 impl Opts {
     pub fn run(self) -> Result<()> {
         let Some(kind) = &self.kind else {
-            bail!("--kind is required (openmp)");
+            bail!("--kind is required (openmp, cuda or hip)");
         };
         let opts = Options {
             kind: Kind::parse(kind)?,
@@ -90,7 +92,11 @@ impl Opts {
             .collect::<Result<Vec<_>>>()?;
         let mut images = Vec::with_capacity(inputs.len());
         for (i, (name, input)) in self.inputs.iter().zip(&inputs).enumerate() {
-            let mut image = Image::new(input.bytes()).with_context(|| format!("'{name}'"))?;
+            let mut image = if opts.kind == Kind::OpenMp {
+                Image::new(input.bytes()).with_context(|| format!("'{name}'"))?
+            } else {
+                Image::raw(input.bytes())
+            };
             if let Some(arch) = self.offload_arch.get(i) {
                 image.arch = Some(arch.clone());
             }

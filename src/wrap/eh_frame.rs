@@ -57,6 +57,37 @@ fn emit_error(detail: impl std::fmt::Display) -> Error {
     .into()
 }
 
+/// Pads the last record to a multiple of 8 bytes, as LLVM does: gimli pads
+/// every CIE and FDE to the CPU's [`CommonInformationEntry`] address size
+/// (4 for 64-bit CPUs, LLVM's record alignment), while LLVM pads the last
+/// FDE of the section to the pointer size, so that the section's size is a
+/// multiple of 8. The padding is `DW_CFA_nop`s (zero bytes) counted in the
+/// record's length.
+///
+/// [`CommonInformationEntry`]: gimli::write::CommonInformationEntry
+fn pad_last_record(data: &mut Vec<u8>) -> Result<()> {
+    if data.len().is_multiple_of(8) {
+        return Ok(());
+    }
+    let mut at = 0usize;
+    loop {
+        let field = data
+            .get(at..at + 4)
+            .ok_or_else(|| emit_error("a record runs past the end"))?;
+        let len = u32::from_le_bytes(field.try_into().map_err(emit_error)?);
+        let next = at + 4 + usize::try_from(len).map_err(emit_error)?;
+        if next >= data.len() {
+            if next != data.len() || !data.len().is_multiple_of(4) {
+                return Err(emit_error("records do not end at 4-byte boundaries"));
+            }
+            data.extend_from_slice(&[0; 4]);
+            data[at..at + 4].copy_from_slice(&(len + 4).to_le_bytes());
+            return Ok(());
+        }
+        at = next;
+    }
+}
+
 /// Adds `.eh_frame` to `obj`, with one FDE per entry of `fdes`, whose
 /// offsets are relative to the section with section symbol `code`.
 pub(crate) fn add(
@@ -86,10 +117,11 @@ pub(crate) fn add(
     });
     table.write_eh_frame(&mut w).map_err(emit_error)?;
     let Section { data, relocs } = w.0;
+    let mut data = data.into_vec();
+    pad_last_record(&mut data)?;
 
-    // The CIE and FDE lengths are multiples of the address size.
     let id = obj.add_section(b".eh_frame", cpu.eh_frame_type(), object::elf::SHF_ALLOC, 8);
-    obj.set_bytes(id, data.into_vec());
+    obj.set_bytes(id, data);
     for r in relocs {
         let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;
         if !pcrel32 || r.target != RelocationTarget::Symbol(0) {

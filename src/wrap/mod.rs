@@ -33,6 +33,16 @@
 //! image, its target ID in `.offload_arch_list` and a `__tgt_image_info`
 //! passed to `__tgt_register_image_info` before `__tgt_register_lib` (§7.3).
 //!
+//! `--kind=cuda` and `--kind=hip` (§5) embed their one input unchanged as
+//! `.fatbin_image` (`.nv_fatbin` / `.hip_fatbin`, 16-aligned), point a
+//! `__fatBinC_Wrapper_t`-shaped `.fatbin_wrapper` at it, keep the handle in
+//! `.bss`, and register from `.init_array.101`: register the fatbin, walk the
+//! host entries between the `llvm_offload_entries` bounds registering each
+//! kernel, variable and managed variable of the kind (and, for HIP, surface
+//! and texture), end the registration (CUDA), and `atexit` the
+//! unregistration. That code does not depend on the input, so it is one
+//! fixed sequence per CPU ([`arch::Cpu::fatbin_code`]).
+//!
 //! The file is written as llc lays it out (see [`relocatable`]): for the same
 //! inputs it is byte-identical to `llvm-offload-wrapper` + `llc
 //! -relocation-model=pic`, except that by default an image section of 1 MiB
@@ -52,7 +62,7 @@ use object::elf;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::offload_binary::{self, Limits};
-use arch::{Arg, Call, Cpu};
+use arch::{Arg, Call, Cpu, Fatbin, Target};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
 /// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
@@ -64,6 +74,13 @@ const STRUCT_SIZE: u64 = 32;
 
 /// Alignment of each image in `.llvm.offloading`.
 const IMAGE_ALIGN: u64 = 8;
+
+/// Alignment of the CUDA/HIP fatbin section (llc's for a large array).
+const FATBIN_ALIGN: u64 = 16;
+
+/// `__fatBinC_Wrapper_t` magic numbers (wrapper-abi.md §5.1).
+const CUDA_FATBIN_MAGIC: u32 = 0x4662_43b1;
+const HIP_FATBIN_MAGIC: u32 = 0x4849_5046;
 
 /// Where in the file a large image section starts: a multiple of this, so
 /// that the image (copied from offset 0 of its file) lies at the same
@@ -84,6 +101,10 @@ pub const IMAGE_FILE_ALIGN_FROM: u64 = 1 << 20;
 pub enum Kind {
     /// OpenMP offloading (libomptarget).
     OpenMp,
+    /// CUDA: one NVIDIA fatbin, registered with the CUDA runtime.
+    Cuda,
+    /// HIP: one offload bundle, registered with the HIP runtime.
+    Hip,
 }
 
 impl Kind {
@@ -91,9 +112,8 @@ impl Kind {
     pub fn parse(s: &str) -> Result<Kind> {
         match s {
             "openmp" => Ok(Kind::OpenMp),
-            "cuda" | "hip" => Err(Error::usage(format!(
-                "--kind={s} is not supported yet (supported: openmp)"
-            ))),
+            "cuda" => Ok(Kind::Cuda),
+            "hip" => Ok(Kind::Hip),
             _ => Err(Error::usage(format!(
                 "unknown offload kind '{s}' (expected openmp, cuda or hip)"
             ))),
@@ -163,16 +183,22 @@ pub struct Image<'data> {
 }
 
 impl<'data> Image<'data> {
+    /// An input taken as it is, whatever it holds: how CUDA fatbins and HIP
+    /// bundles are embedded.
+    pub fn raw(bytes: &'data [u8]) -> Image<'data> {
+        Image {
+            bytes,
+            image: 0..len64(bytes),
+            arch: None,
+        }
+    }
+
     /// Reads an input as LLVM 22's wrapper does: an OffloadBinary hands its
     /// first image to the runtime; anything else is the image itself.
     /// Unlike LLVM, the OffloadBinary is checked, so a damaged one is an
     /// error instead of a wrong range.
     pub fn new(bytes: &'data [u8]) -> Result<Image<'data>> {
-        let whole = Image {
-            bytes,
-            image: 0..len64(bytes),
-            arch: None,
-        };
+        let whole = Image::raw(bytes);
         if !offload_binary::has_magic(bytes) {
             return Ok(whole);
         }
@@ -223,6 +249,30 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     let cpu = arch::for_triple(&opts.triple)?;
     if images.is_empty() {
         return Err(Error::usage("no input images"));
+    }
+    let fatbin = match opts.kind {
+        Kind::OpenMp => None,
+        Kind::Cuda => Some(Fatbin::Cuda),
+        Kind::Hip => Some(Fatbin::Hip),
+    };
+    if let Some(which) = fatbin {
+        if opts.abi != Abi::Llvm {
+            return Err(Error::usage(
+                "--abi=legacy and --abi=rocm are only for --kind=openmp",
+            ));
+        }
+        let [image] = images else {
+            return Err(Error::usage(
+                "CUDA / HIP offloading uses a single fatbinary or offload bundle",
+            ));
+        };
+        let len = len64(image.bytes);
+        let file_align = if len >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
+            IMAGE_FILE_ALIGN
+        } else {
+            FATBIN_ALIGN
+        };
+        return build_fatbin(which, cpu, len, file_align)?.write();
     }
     // Where each input goes in `.llvm.offloading`.
     let mut at = 0u64;
@@ -651,6 +701,174 @@ fn build(
     )?;
 
     Ok(obj)
+}
+
+/// Builds the CUDA or HIP object for one fatbin of `len` bytes, whose
+/// section starts at a multiple of `file_align` in the file (wrapper-abi.md
+/// §5): the fatbin, its wrapper struct, the handle, and the constructor,
+/// the `atexit` handler and the entry loop, with everything in llc's order.
+fn build_fatbin(
+    which: Fatbin,
+    cpu: &'static dyn Cpu,
+    len: u64,
+    file_align: u64,
+) -> Result<Relocatable> {
+    let code = cpu.fatbin_code(which)?;
+    let (p, image_name, wrapper_name, magic): (&str, &[u8], &[u8], u32) = match which {
+        Fatbin::Cuda => (
+            "cuda",
+            b".nv_fatbin",
+            b".nvFatBinSegment",
+            CUDA_FATBIN_MAGIC,
+        ),
+        Fatbin::Hip => (
+            "hip",
+            b".hip_fatbin",
+            b".hipFatBinSegment",
+            HIP_FATBIN_MAGIC,
+        ),
+    };
+    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+    let a = elf::SHF_ALLOC;
+    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
+    let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
+    let progbits = elf::SHT_PROGBITS;
+    obj.add_section(b".text", progbits, ax, 4);
+    let startup = obj.add_section(b".text.startup", progbits, ax, cpu.code_align());
+    obj.set_bytes(startup, code.code.clone());
+    let rodata = (!code.jump_table.is_empty()).then(|| obj.add_section(b".rodata", progbits, a, 4));
+    let entries = obj.add_section(b"llvm_offload_entries", progbits, a, 8);
+    let image = obj.add_section(image_name, progbits, a, FATBIN_ALIGN);
+    obj.set_images(image, vec![(0, len)], file_align);
+    let wrapper = obj.add_section(wrapper_name, progbits, wa, 8);
+    let mut wrapper_bytes = Vec::with_capacity(24);
+    wrapper_bytes.extend_from_slice(&magic.to_le_bytes());
+    wrapper_bytes.extend_from_slice(&1u32.to_le_bytes());
+    wrapper_bytes.extend_from_slice(&[0; 16]);
+    obj.set_bytes(wrapper, wrapper_bytes);
+    let bss = obj.add_section(b".bss", elf::SHT_NOBITS, wa, 8);
+    obj.set_nobits(bss, 8);
+    let ctor = obj.add_section(b".init_array.101", elf::SHT_INIT_ARRAY, wa, 8);
+    obj.set_bytes(ctor, vec![0; 8]);
+    obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
+
+    // Symbols, in the order LLVM's object writer lists them.
+    obj.add_file_symbol(b"offload.wrapper.module");
+    let startup_sym = obj.section_symbol(startup);
+    let func = |obj: &mut Relocatable, name: &str, span: &arch::Span| {
+        local(
+            obj,
+            name.as_bytes(),
+            startup,
+            span.offset,
+            span.len,
+            elf::STT_FUNC,
+        )
+    };
+    func(&mut obj, &format!(".{p}.fatbin_reg"), &code.reg);
+    local(
+        &mut obj,
+        b".fatbin_wrapper",
+        wrapper,
+        0,
+        24,
+        elf::STT_OBJECT,
+    );
+    let handle_name = format!(".{p}.binary_handle");
+    local(&mut obj, handle_name.as_bytes(), bss, 0, 8, elf::STT_OBJECT);
+    func(&mut obj, &format!(".{p}.globals_reg"), &code.globals);
+    func(&mut obj, &format!(".{p}.fatbin_unreg"), &code.unreg);
+    let rodata_sym = rodata.map(|r| obj.section_symbol(r));
+    local(
+        &mut obj,
+        b"__dummy.llvm_offload_entries",
+        entries,
+        0,
+        0,
+        elf::STT_OBJECT,
+    );
+    local(&mut obj, b".fatbin_image", image, 0, len, elf::STT_OBJECT);
+    let image_sym = obj.section_symbol(image);
+    let wrapper_sym = obj.section_symbol(wrapper);
+    let bss_sym = obj.section_symbol(bss);
+    // The undefined globals, in the order the code first refers to them.
+    let mut globals: Vec<(Target, SymbolId)> = Vec::new();
+    for r in &code.relocs {
+        let (name, hidden) = match r.target {
+            Target::Runtime(name) => (name.to_string(), false),
+            Target::EntriesStart => ("__start_llvm_offload_entries".to_string(), true),
+            Target::EntriesStop => ("__stop_llvm_offload_entries".to_string(), true),
+            Target::Wrapper | Target::Handle | Target::JumpTable => continue,
+        };
+        if !globals.iter().any(|(t, _)| *t == r.target) {
+            let sym = undefined(&mut obj, name.as_bytes(), hidden);
+            globals.push((r.target, sym));
+        }
+    }
+    for r in &code.relocs {
+        let symbol = match r.target {
+            Target::Wrapper => wrapper_sym,
+            Target::Handle => bss_sym,
+            Target::JumpTable => rodata_sym
+                .ok_or_else(|| write_error("the code refers to a jump table it does not have"))?,
+            t => globals
+                .iter()
+                .find(|(g, _)| *g == t)
+                .map(|&(_, s)| s)
+                .ok_or_else(|| write_error("a symbol of the code is missing"))?,
+        };
+        reloc(&mut obj, startup, r.offset, symbol, r.addend, r.r_type);
+    }
+
+    // The jump table: 32-bit offsets of the cases from the table's start.
+    if let Some(table) = rodata {
+        let mut at = 0u64;
+        for &case in &code.jump_table {
+            reloc(
+                &mut obj,
+                table,
+                at,
+                startup_sym,
+                arch::addend(case + at)?,
+                cpu.eh_pcrel32(),
+            );
+            at += 4;
+        }
+        obj.set_bytes(table, vec![0; usize::try_from(at).unwrap_or(0)]);
+    }
+    let abs = cpu.abs64();
+    reloc(&mut obj, wrapper, 8, image_sym, 0, abs);
+    reloc(
+        &mut obj,
+        ctor,
+        0,
+        startup_sym,
+        arch::addend(code.reg.offset)?,
+        abs,
+    );
+
+    fn fde(s: &arch::Span) -> eh_frame::Fde<'_> {
+        eh_frame::Fde {
+            offset: s.offset,
+            len: s.len,
+            cfi: &s.cfi,
+        }
+    }
+    eh_frame::add(
+        &mut obj,
+        cpu,
+        startup_sym,
+        &[fde(&code.reg), fde(&code.unreg), fde(&code.globals)],
+    )?;
+    Ok(obj)
+}
+
+fn write_error(detail: &str) -> Error {
+    crate::error::ErrorKind::Write {
+        what: "ELF object",
+        detail: detail.to_string(),
+    }
+    .into()
 }
 
 #[cfg(test)]

@@ -78,6 +78,8 @@ enum Contents {
     /// The caller's images: (offset in the section, length) of image `i`;
     /// the gaps are zeros.
     Images(Vec<(u64, u64)>),
+    /// This many bytes that take no room in the file (`SHT_NOBITS`).
+    NoBits(u64),
 }
 
 #[derive(Debug)]
@@ -98,6 +100,15 @@ impl Section {
         match &self.contents {
             Contents::Bytes(b) => len64(b),
             Contents::Images(placed) => placed.last().map_or(0, |&(off, len)| off + len),
+            Contents::NoBits(n) => *n,
+        }
+    }
+
+    /// Bytes the section takes in the file.
+    fn file_size(&self) -> u64 {
+        match self.contents {
+            Contents::NoBits(_) => 0,
+            _ => self.size(),
         }
     }
 }
@@ -173,6 +184,11 @@ impl Relocatable {
     /// Sets the section's contents.
     pub(crate) fn set_bytes(&mut self, id: SectionId, bytes: Vec<u8>) {
         self.sections[id.0].contents = Contents::Bytes(bytes);
+    }
+
+    /// Gives the section (of type `SHT_NOBITS`) its size.
+    pub(crate) fn set_nobits(&mut self, id: SectionId, size: u64) {
+        self.sections[id.0].contents = Contents::NoBits(size);
     }
 
     /// Makes the section hold the caller's images: image `i` at offset
@@ -302,7 +318,7 @@ impl Relocatable {
         for s in &self.sections {
             at = align_up(at, s.file_align)?;
             offsets.push(at);
-            at = at.checked_add(s.size()).ok_or_else(|| {
+            at = at.checked_add(s.file_size()).ok_or_else(|| {
                 Error::usage("the wrapper object would be larger than 2^64 bytes")
             })?;
         }
@@ -356,6 +372,7 @@ impl Relocatable {
                     }
                     debug_assert_eq!(end, s.size());
                 }
+                Contents::NoBits(_) => {}
             }
         }
         out.pad_to(symtab_at);

@@ -3,10 +3,13 @@
 //! CIE, and how to encode a function that makes a list of calls, each with
 //! one pointer argument.
 //!
-//! Every constructor and destructor the wrapper writes has that one shape
-//! (`f(&x); g(&y); …; return`), so one [`Cpu::function`] per architecture is
-//! all the code generation there is. Adding an architecture is one file that
-//! implements [`Cpu`] plus one arm in [`for_triple`].
+//! Every OpenMP constructor and destructor the wrapper writes has that one
+//! shape (`f(&x); g(&y); …; return`), so one [`Cpu::function`] per
+//! architecture is all the code generation OpenMP needs. The CUDA and HIP
+//! registration code (a loop over the host entries) does not depend on the
+//! input at all: [`Cpu::fatbin_code`] gives it whole, as llc lays it out.
+//! Adding an architecture is one file that implements [`Cpu`] plus one arm
+//! in [`for_triple`].
 //!
 //! Only position-independent code is written (PC-relative addresses, calls
 //! through the PLT), because static-model code cannot link into a PIE
@@ -86,6 +89,75 @@ pub(crate) struct Function {
     pub cfi: Vec<(u32, CallFrameInstruction)>,
 }
 
+/// What a relocation in the CUDA/HIP registration code refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The fatbin wrapper (`.fatbin_wrapper`, at the start of its section).
+    Wrapper,
+    /// The handle variable (`.cuda.binary_handle`, at the start of `.bss`).
+    Handle,
+    /// The jump table of the entry loop (at the start of `.rodata`).
+    JumpTable,
+    /// `__start_llvm_offload_entries`.
+    EntriesStart,
+    /// `__stop_llvm_offload_entries`.
+    EntriesStop,
+    /// A runtime function.
+    Runtime(&'static str),
+}
+
+/// A relocation in the CUDA/HIP registration code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TargetReloc {
+    /// Offset in the code section.
+    pub offset: u64,
+    /// ELF relocation type.
+    pub r_type: RelocationType,
+    /// What it refers to.
+    pub target: Target,
+    /// Addend (RELA).
+    pub addend: i64,
+}
+
+/// One function of a code section: where it is and its unwind rules
+/// (offsets relative to the function).
+#[derive(Debug, Default)]
+pub(crate) struct Span {
+    /// Offset in the code section.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// (code offset, rule) pairs.
+    pub cfi: Vec<(u32, CallFrameInstruction)>,
+}
+
+/// The CUDA or HIP registration code: the whole code section.
+#[derive(Debug, Default)]
+pub(crate) struct FatbinCode {
+    /// The code section's bytes.
+    pub code: Vec<u8>,
+    /// Its relocations.
+    pub relocs: Vec<TargetReloc>,
+    /// The constructor (`.cuda.fatbin_reg`).
+    pub reg: Span,
+    /// The `atexit` handler (`.cuda.fatbin_unreg`).
+    pub unreg: Span,
+    /// The entry loop (`.cuda.globals_reg`).
+    pub globals: Span,
+    /// Code offsets the jump table (`.rodata`) points at, in table order;
+    /// empty when the loop needs no table.
+    pub jump_table: Vec<u64>,
+}
+
+/// CUDA or HIP: which runtime the registration code calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fatbin {
+    /// `__cuda*` (surfaces and textures are not registered).
+    Cuda,
+    /// `__hip*`.
+    Hip,
+}
+
 /// One CPU's encodings and ELF conventions.
 pub(crate) trait Cpu: Sync {
     /// `e_machine` of the ELF header.
@@ -111,6 +183,8 @@ pub(crate) trait Cpu: Sync {
     fn function(&self, at: u64, calls: &[Call]) -> Result<Function>;
     /// `len` bytes of no-op instructions, to pad between functions.
     fn padding(&self, len: usize) -> Vec<u8>;
+    /// The CUDA or HIP registration code, as llc lays it out.
+    fn fatbin_code(&self, which: Fatbin) -> Result<FatbinCode>;
 }
 
 /// Architectures that are planned but have no encoder yet.
