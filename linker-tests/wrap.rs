@@ -847,7 +847,7 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
             (&ob[..], &[]),
             ("big.so", &["--llc-layout"]),
         ] {
-            let name = format!("{kind}-{}.o", extra.len());
+            let name = format!("{kind}-{}.o", input.replace('/', "_"));
             let theirs = llvm_wrap_kind(d, kind, &format!("llvm-{name}"), &[input])?;
             let mut args = vec!["-o", &name[..]];
             args.extend(extra);
@@ -962,6 +962,33 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Hundreds of inputs with a low limit on open files: small inputs are only
+/// mapped, so the wrap succeeds, and gives LLVM's bytes.
+fn many_inputs() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let mut names = Vec::new();
+    for i in 0..600u32 {
+        let name = format!("i{i:03}.bin");
+        let bytes = [b"img\0\0".as_slice(), &i.to_le_bytes(), b"tail"].concat();
+        std::fs::write(d.join(&name), bytes).map_err(|e| e.to_string())?;
+        names.push(name);
+    }
+    let inputs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let script = format!(
+        "ulimit -n 64 && exec \"$0\" wrap --kind=openmp --triple={TRIPLE} -o many.o {}",
+        inputs.join(" ")
+    );
+    let ours_bin = ours();
+    sh(d, "bash", &["-c", &script, ours_bin.to_str().unwrap()])?;
+    let theirs = llvm_wrap(d, "many.llvm.o", &inputs)?;
+    let ours = std::fs::read(d.join("many.o")).map_err(|e| e.to_string())?;
+    if ours != theirs {
+        return Err("600 inputs: ours differs from LLVM's".into());
+    }
+    Ok(())
+}
+
 /// Bad input: one clear error naming the file, exit 1, no output.
 fn bad_input() -> Result<(), Failed> {
     let fx = fixture()?;
@@ -984,6 +1011,10 @@ fn bad_input() -> Result<(), Failed> {
             "only for --kind=openmp",
         ),
         (&["--kind=hip", "missing.hipfb"], "missing.hipfb"),
+        (
+            &["--kind=cuda", "--abi=rocm", &fx.path("app-dev.so")],
+            "only for --kind=openmp",
+        ),
         (&["--kind=openmp", "--abi=new", &good], "new"),
         (
             &["--kind=openmp", "--triple=aarch64-unknown-linux-gnu", &good],
@@ -1152,6 +1183,11 @@ pub fn tests() -> Vec<Trial> {
         "wrap::same_bytes_as_llc",
         &base(&["llvm-offload-wrapper", "llc"]),
         same_bytes_as_llc,
+    ));
+    v.push(trial(
+        "wrap::many_inputs",
+        &["bash", "llvm-offload-wrapper", "llc"],
+        many_inputs,
     ));
     v.push(trial("wrap::bad_input", &base(&[]), bad_input));
     v.push(trial("wrap::outputs", &[], outputs));

@@ -20,6 +20,10 @@ enum Data {
     Owned(Vec<u8>),
 }
 
+/// Inputs at least this large keep their file open for file-to-file copies
+/// (and reflinks); smaller ones are only mapped.
+pub const KEEP_FILE_FROM: u64 = 1 << 20;
+
 impl Input {
     /// Opens `name` (`-` is standard input), mapping regular files.
     pub fn open(name: &str) -> io::Result<Input> {
@@ -45,8 +49,12 @@ impl Input {
             });
         }
         let map = map_file(&file)?;
+        // The mapping outlives the descriptor; keeping the descriptor only
+        // for large files (copied file to file) lets a command take
+        // thousands of small inputs without running out of descriptors.
+        let keep = meta.len() >= KEEP_FILE_FROM;
         Ok(Input {
-            file: Some(file),
+            file: keep.then_some(file),
             data: Data::Map(map),
         })
     }
@@ -76,7 +84,9 @@ impl Input {
     /// Where `sub` lies in the underlying file, if it is a slice of this
     /// input's mapping (and not, say, decompressed data).
     pub fn file_offset(&self, sub: &[u8]) -> Option<u64> {
-        self.file.as_ref()?;
+        let Data::Map(_) = self.data else {
+            return None;
+        };
         let base = self.bytes().as_ptr() as usize;
         let start = sub.as_ptr() as usize;
         let end = start.checked_add(sub.len())?;
@@ -84,8 +94,9 @@ impl Input {
     }
 
     /// Copies `sub` (a slice of this input, or any bytes) to `out`, with a
-    /// kernel file-to-file copy when `sub` comes from the mapped file, so the
-    /// bytes never pass through this process's memory.
+    /// kernel file-to-file copy when `sub` comes from a mapped file of at
+    /// least [`KEEP_FILE_FROM`] bytes, so the bytes never pass through this
+    /// process's memory (smaller ones are written from the mapping).
     pub fn copy_to(&self, sub: &[u8], out: &mut Output) -> io::Result<()> {
         if let (Some(off), Some(file), Some(dst)) =
             (self.file_offset(sub), &self.file, out.file_mut())

@@ -70,6 +70,7 @@ impl Opts {
             triple: self.triple.clone(),
             llc_layout: self.llc_layout,
         };
+        opts.check()?;
         if self.inputs.is_empty() {
             bail!("no input files");
         }

@@ -4,8 +4,8 @@
 //! locations are `DW_EH_PE_pcrel | DW_EH_PE_sdata4` pointers to the code
 //! section; gimli reports each as a relocation through
 //! [`gimli::write::RelocateWriter`], and this module turns them into the
-//! CPU's 32-bit PC-relative ELF relocation (what LLVM writes: two
-//! `R_X86_64_PC32` against `.text.startup` on x86-64).
+//! CPU's 32-bit PC-relative ELF relocation (what LLVM writes: one
+//! `R_X86_64_PC32` against `.text.startup` per function on x86-64).
 
 use super::arch::{Cpu, addend};
 use super::relocatable::{Reloc, Relocatable, SectionId, SymbolId};

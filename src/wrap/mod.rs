@@ -34,7 +34,7 @@
 //! passed to `__tgt_register_image_info` before `__tgt_register_lib` (§7.3).
 //!
 //! `--kind=cuda` and `--kind=hip` (§5) embed their one input unchanged as
-//! `.fatbin_image` (`.nv_fatbin` / `.hip_fatbin`, 16-aligned), point a
+//! `.fatbin_image` (`.nv_fatbin` / `.hip_fatbin`, 16-aligned unless tiny), point a
 //! `__fatBinC_Wrapper_t`-shaped `.fatbin_wrapper` at it, keep the handle in
 //! `.bss`, and register from `.init_array.101`: register the fatbin, walk the
 //! host entries between the `llvm_offload_entries` bounds registering each
@@ -47,8 +47,13 @@
 //! inputs it is byte-identical to `llvm-offload-wrapper` + `llc
 //! -relocation-model=pic`, except that by default an image section of 1 MiB
 //! or more starts at a multiple of 64 KiB in the file ([`Options::llc_layout`]
-//! turns that off). Image bytes are never copied: the object is described as
-//! a [`Layout`] whose image pieces the caller copies file to file.
+//! turns that off). One other difference: llc puts an OpenMP image of exactly
+//! 4, 8, 16 or 32 bytes, or one whose only zero byte is its last, in a
+//! mergeable `.llvm.offloading` section of its own (flags `AM` / `AMS`),
+//! which a linker may merge with equal constants; every image here stays in
+//! the one plain section (real OffloadBinaries are never like that). Image
+//! bytes are never copied: the object is described as a [`Layout`] whose
+//! image pieces the caller copies file to file.
 
 mod arch;
 mod eh_frame;
@@ -75,16 +80,22 @@ const STRUCT_SIZE: u64 = 32;
 /// Alignment of each image in `.llvm.offloading`.
 const IMAGE_ALIGN: u64 = 8;
 
-/// Alignment of the CUDA/HIP fatbin section (llc's for a large array).
+/// Alignment of the CUDA/HIP fatbin section: llc's for an array of more
+/// than 16 bytes on x86-64 (a smaller one keeps the byte array's 1).
 const FATBIN_ALIGN: u64 = 16;
+
+/// The fatbin section's alignment for a fatbin of `len` bytes.
+fn fatbin_align(len: u64) -> u64 {
+    if len > 16 { FATBIN_ALIGN } else { 1 }
+}
 
 /// `__fatBinC_Wrapper_t` magic numbers (wrapper-abi.md §5.1).
 const CUDA_FATBIN_MAGIC: u32 = 0x4662_43b1;
 const HIP_FATBIN_MAGIC: u32 = 0x4849_5046;
 
 /// Where in the file a large image section starts: a multiple of this, so
-/// that the image (copied from offset 0 of its file) lies at the same
-/// offset modulo 64 KiB in both files. The kernel then copies whole runs of
+/// that the first image (copied from offset 0 of its file) lies at the same
+/// offset modulo 64 KiB in both files (later ones only by chance). The kernel then copies whole runs of
 /// pages instead of splitting each page in two, about 15 % faster on ext4;
 /// and filesystems that share blocks between files (XFS, btrfs) can share
 /// the image's blocks instead of copying them. Only the file offset
@@ -167,6 +178,18 @@ pub struct Options {
     /// or more starts at a multiple of [`IMAGE_FILE_ALIGN`] in the file
     /// (faster to write, and shareable by reflink-capable filesystems).
     pub llc_layout: bool,
+}
+
+impl Options {
+    /// Checks that the options go together (the ABI choice is OpenMP's).
+    pub fn check(&self) -> Result<()> {
+        if self.kind != Kind::OpenMp && self.abi != Abi::Llvm {
+            return Err(Error::usage(
+                "--abi=legacy and --abi=rocm are only for --kind=openmp",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// One input: the bytes embedded in the object, and which of them the
@@ -255,12 +278,8 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         Kind::Cuda => Some(Fatbin::Cuda),
         Kind::Hip => Some(Fatbin::Hip),
     };
+    opts.check()?;
     if let Some(which) = fatbin {
-        if opts.abi != Abi::Llvm {
-            return Err(Error::usage(
-                "--abi=legacy and --abi=rocm are only for --kind=openmp",
-            ));
-        }
         let [image] = images else {
             return Err(Error::usage(
                 "CUDA / HIP offloading uses a single fatbinary or offload bundle",
@@ -270,7 +289,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         let file_align = if len >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
             IMAGE_FILE_ALIGN
         } else {
-            FATBIN_ALIGN
+            fatbin_align(len)
         };
         return build_fatbin(which, cpu, len, file_align)?.write();
     }
@@ -738,7 +757,7 @@ fn build_fatbin(
     obj.set_bytes(startup, code.code.clone());
     let rodata = (!code.jump_table.is_empty()).then(|| obj.add_section(b".rodata", progbits, a, 4));
     let entries = obj.add_section(b"llvm_offload_entries", progbits, a, 8);
-    let image = obj.add_section(image_name, progbits, a, FATBIN_ALIGN);
+    let image = obj.add_section(image_name, progbits, a, fatbin_align(len));
     obj.set_images(image, vec![(0, len)], file_align);
     let wrapper = obj.add_section(wrapper_name, progbits, wa, 8);
     let mut wrapper_bytes = Vec::with_capacity(24);

@@ -315,16 +315,16 @@ impl Relocatable {
         // File offsets.
         let mut at = enc.file_header_size();
         let mut offsets = Vec::with_capacity(self.sections.len());
+        let too_large = || Error::usage("the wrapper object would be larger than 2^64 bytes");
+        let add = |a: u64, b: u64| a.checked_add(b).ok_or_else(too_large);
         for s in &self.sections {
             at = align_up(at, s.file_align)?;
             offsets.push(at);
-            at = at.checked_add(s.file_size()).ok_or_else(|| {
-                Error::usage("the wrapper object would be larger than 2^64 bytes")
-            })?;
+            at = add(at, s.file_size())?;
         }
         let symtab_at = align_up(at, 8)?;
         let symtab_len = enc.sym_size() * (len64_usize(self.symbols.len()) + 1);
-        at = symtab_at + symtab_len;
+        at = add(symtab_at, symtab_len)?;
         let mut rela_at = Vec::with_capacity(self.sections.len());
         for s in &self.sections {
             if s.relocs.is_empty() {
@@ -333,10 +333,10 @@ impl Relocatable {
             }
             at = align_up(at, 8)?;
             rela_at.push(at);
-            at += enc.rel_size(true) * len64_usize(s.relocs.len());
+            at = add(at, enc.rel_size(true) * len64_usize(s.relocs.len()))?;
         }
         let strtab_at = at;
-        let shoff = align_up(strtab_at + len64(strings.bytes()), 8)?;
+        let shoff = align_up(add(strtab_at, len64(strings.bytes()))?, 8)?;
 
         let mut out = Out::default();
         enc.file_header(

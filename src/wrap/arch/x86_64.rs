@@ -17,7 +17,7 @@ use object::elf;
 use super::{
     Arg, Call, CodeReloc, Cpu, Fatbin, FatbinCode, Function, Span, Target, TargetReloc, addend,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The x86-64 encoder.
 pub(crate) struct X86_64;
@@ -330,7 +330,7 @@ impl Asm {
 
     /// The code with every displacement filled in.
     fn finish(mut self) -> Result<(Vec<u8>, Vec<TargetReloc>)> {
-        let broken = || Error::usage("internal error: a jump of the registration code");
+        let broken = || internal("a jump of the registration code is out of range");
         for f in &self.fixups {
             let target = self.labels[f.label.0].ok_or_else(broken)?;
             let next = f.at + f.width;
@@ -346,6 +346,15 @@ impl Asm {
         }
         Ok((self.code, self.relocs))
     }
+}
+
+/// A bug in the registration code's encoding, not bad input.
+fn internal(what: &str) -> Error {
+    ErrorKind::Write {
+        what: "registration code",
+        detail: format!("internal error: {what}"),
+    }
+    .into()
 }
 
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
@@ -642,7 +651,7 @@ fn hip_code() -> Result<FatbinCode> {
     let table = [global, managed, surface, texture];
     let mut jump_table = Vec::with_capacity(table.len());
     for l in table {
-        let at = a.labels[l.0].ok_or_else(|| Error::usage("internal error: jump table"))?;
+        let at = a.labels[l.0].ok_or_else(|| internal("a jump table case has no label"))?;
         jump_table.push(len64(&a.code[..at]));
     }
     let (code, relocs) = a.finish()?;
