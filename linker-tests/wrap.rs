@@ -317,8 +317,13 @@ fn wrap(dir: &Path, args: &[&str]) -> Result<(), Failed> {
 
 /// Runs our wrapper in `dir`: `offload-kit wrap --kind=KIND ARGS`.
 fn wrap_kind(dir: &Path, kind: &str, args: &[&str]) -> Result<(), Failed> {
+    wrap_for(dir, kind, TRIPLE, args)
+}
+
+/// Runs our wrapper in `dir` for another host triple.
+fn wrap_for(dir: &Path, kind: &str, triple: &str, args: &[&str]) -> Result<(), Failed> {
     let kind = format!("--kind={kind}");
-    let mut all = vec!["wrap", &kind, "--triple", TRIPLE];
+    let mut all = vec!["wrap", &kind, "--triple", triple];
     all.extend_from_slice(args);
     sh(dir, ours(), &all).map(|_| ())
 }
@@ -766,8 +771,19 @@ fn llvm_wrap(d: &Path, out: &str, inputs: &[&str]) -> Result<Vec<u8>, Failed> {
 
 /// [`llvm_wrap`] for `--kind=KIND`.
 fn llvm_wrap_kind(d: &Path, kind: &str, out: &str, inputs: &[&str]) -> Result<Vec<u8>, Failed> {
+    llvm_wrap_for(d, kind, TRIPLE, out, inputs)
+}
+
+/// [`llvm_wrap`] for `--kind=KIND` and another host triple.
+fn llvm_wrap_for(
+    d: &Path,
+    kind: &str,
+    triple: &str,
+    out: &str,
+    inputs: &[&str],
+) -> Result<Vec<u8>, Failed> {
     let kind = format!("--kind={kind}");
-    let mut a = vec![&kind[..], "--triple", TRIPLE, "-o", "llvm.bc"];
+    let mut a = vec![&kind[..], "--triple", triple, "-o", "llvm.bc"];
     a.extend(inputs);
     sh(d, llvm("llvm-offload-wrapper"), &a)?;
     let pic = [
@@ -962,6 +978,66 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// AArch64 hosts: for the same inputs our object is LLVM's, byte for byte
+/// (one OffloadBinary; raw and OffloadBinary inputs mixed; more than 1 MiB
+/// with `--llc-layout`); every ABI's object reads clean and links into a
+/// shared library with ld.lld.
+fn aarch64() -> Result<(), Failed> {
+    const ARM: &str = "aarch64-unknown-linux-gnu";
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let so = fx.path("app-dev.so");
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
+    let raw = raw.to_str().unwrap();
+    let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
+    big.extend((0..(3u32 << 19) + 7).map(|i| (i % 251) as u8));
+    std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
+    let cases: [(&str, Vec<&str>, &[&str]); 3] = [
+        ("one", vec![&ob], &[]),
+        ("mixed", vec![raw, &ob, &so], &[]),
+        ("big", vec![raw, "big.so"], &["--llc-layout"]),
+    ];
+    for (name, inputs, extra) in &cases {
+        let theirs = llvm_wrap_for(d, "openmp", ARM, &format!("{name}.llvm.o"), inputs)?;
+        let out = format!("{name}.o");
+        let mut args = vec!["-o", &out[..]];
+        args.extend(*extra);
+        args.extend(inputs);
+        wrap_for(d, "openmp", ARM, &args)?;
+        let ours = std::fs::read(d.join(&out)).map_err(|e| e.to_string())?;
+        if ours != theirs {
+            let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
+            return Err(format!("aarch64 {name}: ours differs from LLVM's at {at:?}").into());
+        }
+    }
+    for (name, abi) in [
+        ("llvm", "--abi=llvm"),
+        ("legacy", "--abi=legacy"),
+        ("rocm", "--abi=rocm"),
+    ] {
+        let out = format!("{name}-abi.o");
+        let mut args = vec!["-o", &out[..], abi];
+        if name == "rocm" {
+            args.push("--offload-arch=gfx90a");
+        }
+        args.push(&ob);
+        wrap_for(d, "openmp", ARM, &args)?;
+        readelf_ok(d, &out)?;
+        let lib = format!("lib{name}.so");
+        let stderr = sh(
+            d,
+            llvm("ld.lld"),
+            &["-m", "aarch64linux", "-shared", "-o", &lib, &out],
+        )?;
+        if !stderr.is_empty() {
+            return Err(format!("ld.lld {out}:\n{stderr}").into());
+        }
+    }
+    Ok(())
+}
+
 /// Hundreds of inputs with a low limit on open files: small inputs are only
 /// mapped, so the wrap succeeds, and gives LLVM's bytes.
 fn many_inputs() -> Result<(), Failed> {
@@ -1017,8 +1093,8 @@ fn bad_input() -> Result<(), Failed> {
         ),
         (&["--kind=openmp", "--abi=new", &good], "new"),
         (
-            &["--kind=openmp", "--triple=aarch64-unknown-linux-gnu", &good],
-            "aarch64",
+            &["--kind=openmp", "--triple=riscv64-unknown-linux-gnu", &good],
+            "riscv64",
         ),
         (
             &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],
@@ -1183,6 +1259,17 @@ pub fn tests() -> Vec<Trial> {
         "wrap::same_bytes_as_llc",
         &base(&["llvm-offload-wrapper", "llc"]),
         same_bytes_as_llc,
+    ));
+    v.push(trial(
+        "wrap::aarch64",
+        &base(&[
+            "llvm-offload-wrapper",
+            "llc",
+            "ld.lld",
+            "readelf",
+            "llvm-readelf",
+        ]),
+        aarch64,
     ));
     v.push(trial(
         "wrap::many_inputs",

@@ -398,6 +398,18 @@ fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
     )
 }
 
+/// An ELF mapping symbol (`$x` code, `$d` data) at the start of `section`.
+fn mapping(obj: &mut Relocatable, name: &[u8], section: SectionId) {
+    obj.add_symbol(
+        name,
+        elf::SymbolInfo::new(elf::STB_LOCAL, elf::STT_NOTYPE),
+        elf::SymbolOther::from(elf::STV_DEFAULT),
+        Place::Section(section),
+        0,
+        0,
+    );
+}
+
 fn reloc(
     obj: &mut Relocatable,
     section: SectionId,
@@ -479,6 +491,10 @@ fn build(
         0,
         elf::STT_FUNC,
     );
+    let maps = cpu.mapping_symbols();
+    if maps {
+        mapping(&mut obj, b"$x", startup);
+    }
     let desc = local(
         &mut obj,
         b".omp_offloading.descriptor",
@@ -505,7 +521,12 @@ fn build(
             _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
         };
         local(&mut obj, &name, offloading, off, len, elf::STT_OBJECT);
-        offloading_sym.get_or_insert_with(|| obj.section_symbol(offloading));
+        if offloading_sym.is_none() {
+            offloading_sym = Some(obj.section_symbol(offloading));
+            if maps {
+                mapping(&mut obj, b"$d", offloading);
+            }
+        }
     }
     let offloading_sym = offloading_sym.unwrap_or_else(|| obj.section_symbol(offloading));
     local(
@@ -517,6 +538,9 @@ fn build(
         elf::STT_OBJECT,
     );
     let data_sym = obj.section_symbol(data);
+    if maps {
+        mapping(&mut obj, b"$d", data);
+    }
 
     // ROCm: the target IDs and the image infos.
     let mut infos = Vec::new();
@@ -541,6 +565,9 @@ fn build(
         }
         obj.set_bytes(list, strings);
         let list_sym = obj.section_symbol(list);
+        if maps {
+            mapping(&mut obj, b"$d", list);
+        }
         for (i, (_, arch_off)) in arch_syms.iter().enumerate() {
             let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
             let off = info_off + STRUCT_SIZE * i64_;
@@ -701,7 +728,7 @@ fn build(
         reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs);
     }
 
-    eh_frame::add(
+    let eh = eh_frame::add(
         &mut obj,
         cpu,
         startup_sym,
@@ -718,6 +745,13 @@ fn build(
             },
         ],
     )?;
+    if maps {
+        // The data sections without symbols of their own, in section order
+        // (listed with the other local symbols, before the globals).
+        for s in [Some(ctor), dtor, Some(eh)].into_iter().flatten() {
+            mapping(&mut obj, b"$d", s);
+        }
+    }
 
     Ok(obj)
 }

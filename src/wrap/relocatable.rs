@@ -13,8 +13,8 @@
 //! - File contents: the ELF header, the sections' contents in section order
 //!   (each at its alignment), `.symtab`, the `.rela` sections in order,
 //!   `.strtab`, then the section header table at the next multiple of 8.
-//! - Symbols in the order they were added, which must list every local
-//!   symbol before the first global one (LLVM's writer's order is the
+//! - Symbols: the local ones in the order they were added, then the others
+//!   in the order they were added (matching LLVM's writer's order is the
 //!   caller's business; `sh_info` of `.symtab` is the first global's index).
 //!
 //! A section can hold the input images instead of built bytes: they appear
@@ -201,8 +201,8 @@ impl Relocatable {
         s.contents = Contents::Images(placed);
     }
 
-    /// Adds a symbol; every local symbol must be added before the first
-    /// global one.
+    /// Adds a symbol (local symbols are listed before the others whenever
+    /// they were added).
     pub(crate) fn add_symbol(
         &mut self,
         name: &[u8],
@@ -267,16 +267,17 @@ impl Relocatable {
     /// The file, as pieces.
     pub(crate) fn write(&self) -> Result<Layout> {
         let enc = Encoder::new(Endianness::Little, true, self.machine);
-        let first_global = self
-            .symbols
-            .iter()
-            .position(|s| s.st_info.st_bind() != elf::STB_LOCAL)
-            .unwrap_or(self.symbols.len());
-        if self.symbols[first_global..]
-            .iter()
-            .any(|s| s.st_info.st_bind() == elf::STB_LOCAL)
-        {
-            return Err(write_error("a local symbol follows a global one"));
+        // Symbol table order: the local symbols, then the others, each in
+        // the order they were added; `table[id]` is a symbol's index.
+        let is_local = |s: &Symbol| s.st_info.st_bind() == elf::STB_LOCAL;
+        let order: Vec<usize> = (0..self.symbols.len())
+            .filter(|&i| is_local(&self.symbols[i]))
+            .chain((0..self.symbols.len()).filter(|&i| !is_local(&self.symbols[i])))
+            .collect();
+        let first_global = self.symbols.iter().filter(|s| is_local(s)).count();
+        let mut table = vec![0u32; self.symbols.len()];
+        for (at, &id) in order.iter().enumerate() {
+            table[id] = u32::try_from(at + 1).map_err(write_error)?;
         }
 
         // Names, and section header indices: null, .strtab, each section
@@ -377,7 +378,7 @@ impl Relocatable {
         }
         out.pad_to(symtab_at);
         enc.null_symbol(&mut out.pending);
-        for s in &self.symbols {
+        for s in order.iter().map(|&i| &self.symbols[i]) {
             let (section, st_shndx) = match s.place {
                 Place::Undefined => (None, elf::SHN_UNDEF),
                 Place::Absolute => (None, elf::SHN_ABS),
@@ -402,7 +403,7 @@ impl Relocatable {
             }
             out.pad_to(off);
             for r in &s.relocs {
-                let r_sym = u32::try_from(r.symbol.0 + 1).map_err(write_error)?;
+                let r_sym = table[r.symbol.0];
                 enc.relocation(
                     &mut out.pending,
                     true,
@@ -685,10 +686,10 @@ mod tests {
     }
 
     #[test]
-    fn a_local_symbol_after_a_global_one_is_refused() {
+    fn a_local_symbol_added_late_is_listed_with_the_locals() {
         let mut o = sample(8);
         let other = elf::SymbolOther::from(elf::STV_DEFAULT);
-        o.add_symbol(
+        let late = o.add_symbol(
             b"late",
             elf::SymbolInfo::new(elf::STB_LOCAL, elf::STT_OBJECT),
             other,
@@ -696,7 +697,34 @@ mod tests {
             0,
             0,
         );
-        let e = o.write().unwrap_err().to_string();
-        assert!(e.contains("a local symbol follows a global one"), "{e}");
+        let text = SectionId(0);
+        o.add_reloc(
+            text,
+            Reloc {
+                offset: 3,
+                symbol: late,
+                r_type: elf::R_X86_64_PC32,
+                addend: 0,
+            },
+        );
+        let out = bytes(&o.write().unwrap(), &[b"abc", b"defgh"]);
+        let f = ElfFile64::<LE>::parse(&*out).unwrap();
+        let names: Vec<_> = f.symbols().map(|s| s.name().unwrap().to_string()).collect();
+        assert_eq!(names, ["f.c", "", "f", "late", "g"]);
+        let symtab = f
+            .elf_section_table()
+            .section(object::SectionIndex(5))
+            .unwrap();
+        assert_eq!(symtab.sh_info(LE), 5, "first global");
+        let targets: Vec<_> = f
+            .section_by_name(".text")
+            .unwrap()
+            .relocations()
+            .map(|(_, r)| r.target())
+            .collect();
+        assert_eq!(
+            targets,
+            [5, 2, 4].map(|i| object::RelocationTarget::Symbol(object::SymbolIndex(i)))
+        );
     }
 }

@@ -725,7 +725,7 @@ fn errors() {
     let err = |o: Options, imgs: &[Image]| to_vec(&o, imgs).unwrap_err().to_string();
     assert!(err(opts(Abi::Llvm), &[]).contains("no input"));
     let mut o = opts(Abi::Llvm);
-    o.triple = "aarch64-unknown-linux-gnu".into();
+    o.triple = "riscv64-unknown-linux-gnu".into();
     assert!(err(o, &[img()]).contains("not supported yet"));
 
     assert_eq!(Kind::parse("cuda").unwrap(), Kind::Cuda);

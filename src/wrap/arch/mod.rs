@@ -15,6 +15,7 @@
 //! through the PLT), because static-model code cannot link into a PIE
 //! (wrapper-abi.md §3).
 
+mod aarch64;
 mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
@@ -45,11 +46,8 @@ pub(crate) enum Arg {
     /// A function in the same code section, at this offset from the start
     /// of the section, whose section symbol is `section`.
     Code {
-        /// The section symbol of the code section.
-        #[expect(
-            dead_code,
-            reason = "for encoders that relocate in-section addresses (aarch64, ppc64le)"
-        )]
+        /// The section symbol of the code section (relocated against on
+        /// aarch64; x86-64 needs no relocation).
         section: SymbolId,
         /// The function's offset in it.
         offset: u64,
@@ -176,6 +174,11 @@ pub(crate) trait Cpu: Sync {
     fn eh_pcrel32(&self) -> RelocationType;
     /// ELF section type of `.eh_frame`.
     fn eh_frame_type(&self) -> object::elf::SectionType;
+    /// Whether objects carry the ELF mapping symbols `$x` and `$d` (code and
+    /// data), as LLVM writes them for AArch64.
+    fn mapping_symbols(&self) -> bool {
+        false
+    }
     /// The CIE every FDE uses.
     fn cie(&self) -> CommonInformationEntry;
     /// Encodes a function that makes `calls` in order and returns; `at` is
@@ -188,7 +191,7 @@ pub(crate) trait Cpu: Sync {
 }
 
 /// Architectures that are planned but have no encoder yet.
-const PLANNED: &[&str] = &["aarch64", "powerpc64le", "riscv64", "s390x"];
+const PLANNED: &[&str] = &["powerpc64le", "riscv64", "s390x"];
 
 /// Operating systems whose objects are not ELF.
 const NOT_ELF: &[&str] = &[
@@ -224,10 +227,13 @@ pub(crate) fn for_triple(triple: &str) -> Result<&'static dyn Cpu> {
     }
     match arch {
         "x86_64" | "amd64" => Ok(&x86_64::X86_64),
-        a if PLANNED.contains(&a) || a == "arm64" || a == "ppc64le" => {
-            unsupported(&format!("{a} is not supported yet (supported: x86_64)"))
-        }
-        a => unsupported(&format!("unknown architecture '{a}' (supported: x86_64)")),
+        "aarch64" | "arm64" => Ok(&aarch64::AArch64),
+        a if PLANNED.contains(&a) || a == "ppc64le" => unsupported(&format!(
+            "{a} is not supported yet (supported: x86_64, aarch64)"
+        )),
+        a => unsupported(&format!(
+            "unknown architecture '{a}' (supported: x86_64, aarch64)"
+        )),
     }
 }
 
@@ -254,7 +260,10 @@ mod tests {
         }
         for (t, want) in [
             ("", "empty"),
-            ("aarch64-unknown-linux-gnu", "aarch64 is not supported yet"),
+            (
+                "powerpc64le-unknown-linux-gnu",
+                "powerpc64le is not supported yet",
+            ),
             ("riscv64-linux-gnu", "riscv64 is not supported yet"),
             ("x86_64-pc-windows-msvc", "not ELF"),
             ("x86_64-apple-darwin", "not ELF"),
