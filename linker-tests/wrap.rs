@@ -979,9 +979,10 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
 }
 
 /// AArch64 hosts: for the same inputs our object is LLVM's, byte for byte
-/// (one OffloadBinary; raw and OffloadBinary inputs mixed; more than 1 MiB
-/// with `--llc-layout`); every ABI's object reads clean and links into a
-/// shared library with ld.lld.
+/// (OpenMP: one OffloadBinary; raw and OffloadBinary inputs mixed; CUDA and
+/// HIP: a raw input and a tiny one; more than 1 MiB with `--llc-layout`);
+/// every OpenMP ABI's object and the CUDA and HIP ones read clean and link
+/// into a shared library with ld.lld.
 fn aarch64() -> Result<(), Failed> {
     const ARM: &str = "aarch64-unknown-linux-gnu";
     let fx = fixture()?;
@@ -994,9 +995,12 @@ fn aarch64() -> Result<(), Failed> {
     let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
     big.extend((0..(3u32 << 19) + 7).map(|i| (i % 251) as u8));
     std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
-    let cases: [(&str, Vec<&str>, &[&str]); 3] = [
+    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
+    // (An image that starts the data after an empty one moves `$d`.)
+    let cases: [(&str, Vec<&str>, &[&str]); 4] = [
         ("one", vec![&ob], &[]),
         ("mixed", vec![raw, &ob, &so], &[]),
+        ("empty-first", vec!["empty.bin", &ob], &[]),
         ("big", vec![raw, "big.so"], &["--llc-layout"]),
     ];
     for (name, inputs, extra) in &cases {
@@ -1010,6 +1014,37 @@ fn aarch64() -> Result<(), Failed> {
         if ours != theirs {
             let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
             return Err(format!("aarch64 {name}: ours differs from LLVM's at {at:?}").into());
+        }
+    }
+    // CUDA and HIP: LLVM's bytes, and a shared library with ld.lld.
+    std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba").map_err(|e| e.to_string())?;
+    for kind in ["cuda", "hip"] {
+        for (input, extra) in [
+            (raw, &[][..]),
+            ("tiny.bin", &[]),
+            ("empty.bin", &[]),
+            ("big.so", &["--llc-layout"]),
+        ] {
+            let name = format!("{kind}-{}.o", input.replace('/', "_"));
+            let theirs = llvm_wrap_for(d, kind, ARM, &format!("llvm-{name}"), &[input])?;
+            let mut args = vec!["-o", &name[..]];
+            args.extend(extra);
+            args.push(input);
+            wrap_for(d, kind, ARM, &args)?;
+            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
+            if ours != theirs {
+                return Err(format!("aarch64 --kind={kind} of {input}: ours differs").into());
+            }
+        }
+        let lib = format!("lib{kind}.so");
+        let obj = format!("{kind}-tiny.bin.o");
+        let stderr = sh(
+            d,
+            llvm("ld.lld"),
+            &["-m", "aarch64linux", "-shared", "-o", &lib, &obj],
+        )?;
+        if !stderr.is_empty() {
+            return Err(format!("ld.lld {obj}:\n{stderr}").into());
         }
     }
     for (name, abi) in [

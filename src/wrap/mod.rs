@@ -81,12 +81,16 @@ const STRUCT_SIZE: u64 = 32;
 const IMAGE_ALIGN: u64 = 8;
 
 /// Alignment of the CUDA/HIP fatbin section: llc's for an array of more
-/// than 16 bytes on x86-64 (a smaller one keeps the byte array's 1).
+/// than 16 bytes (a smaller one gets its bytes' preferred alignment).
 const FATBIN_ALIGN: u64 = 16;
 
 /// The fatbin section's alignment for a fatbin of `len` bytes.
-fn fatbin_align(len: u64) -> u64 {
-    if len > 16 { FATBIN_ALIGN } else { 1 }
+fn fatbin_align(cpu: &dyn Cpu, len: u64) -> u64 {
+    if len > 16 {
+        FATBIN_ALIGN
+    } else {
+        cpu.byte_array_align()
+    }
 }
 
 /// `__fatBinC_Wrapper_t` magic numbers (wrapper-abi.md §5.1).
@@ -289,7 +293,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         let file_align = if len >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
             IMAGE_FILE_ALIGN
         } else {
-            fatbin_align(len)
+            fatbin_align(cpu, len)
         };
         return build_fatbin(which, cpu, len, file_align)?.write();
     }
@@ -515,6 +519,7 @@ fn build(
         local(&mut obj, fl.dummy, entries, 0, 0, elf::STT_OBJECT);
     }
     let mut offloading_sym = None;
+    let mut data_mapped = false;
     for (i, &(off, len)) in placed.iter().enumerate() {
         let name = match i {
             0 => b".omp_offloading.device_image".to_vec(),
@@ -523,9 +528,11 @@ fn build(
         local(&mut obj, &name, offloading, off, len, elf::STT_OBJECT);
         if offloading_sym.is_none() {
             offloading_sym = Some(obj.section_symbol(offloading));
-            if maps {
-                mapping(&mut obj, b"$d", offloading);
-            }
+        }
+        // LLVM marks data where the first byte of it is emitted.
+        if maps && !data_mapped && len > 0 {
+            mapping(&mut obj, b"$d", offloading);
+            data_mapped = true;
         }
     }
     let offloading_sym = offloading_sym.unwrap_or_else(|| obj.section_symbol(offloading));
@@ -791,7 +798,7 @@ fn build_fatbin(
     obj.set_bytes(startup, code.code.clone());
     let rodata = (!code.jump_table.is_empty()).then(|| obj.add_section(b".rodata", progbits, a, 4));
     let entries = obj.add_section(b"llvm_offload_entries", progbits, a, 8);
-    let image = obj.add_section(image_name, progbits, a, fatbin_align(len));
+    let image = obj.add_section(image_name, progbits, a, fatbin_align(cpu, len));
     obj.set_images(image, vec![(0, len)], file_align);
     let wrapper = obj.add_section(wrapper_name, progbits, wa, 8);
     let mut wrapper_bytes = Vec::with_capacity(24);
@@ -819,6 +826,10 @@ fn build_fatbin(
         )
     };
     func(&mut obj, &format!(".{p}.fatbin_reg"), &code.reg);
+    let maps = cpu.mapping_symbols();
+    if maps {
+        mapping(&mut obj, b"$x", startup);
+    }
     local(
         &mut obj,
         b".fatbin_wrapper",
@@ -841,9 +852,21 @@ fn build_fatbin(
         elf::STT_OBJECT,
     );
     local(&mut obj, b".fatbin_image", image, 0, len, elf::STT_OBJECT);
-    let image_sym = obj.section_symbol(image);
-    let wrapper_sym = obj.section_symbol(wrapper);
-    let bss_sym = obj.section_symbol(bss);
+    let section_sym = |obj: &mut Relocatable, s: SectionId| {
+        let sym = obj.section_symbol(s);
+        if maps {
+            mapping(obj, b"$d", s);
+        }
+        sym
+    };
+    // (An empty fatbin emits no data, so it gets no `$d`.)
+    let image_sym = if len > 0 {
+        section_sym(&mut obj, image)
+    } else {
+        obj.section_symbol(image)
+    };
+    let wrapper_sym = section_sym(&mut obj, wrapper);
+    let bss_sym = section_sym(&mut obj, bss);
     // The undefined globals, in the order the code first refers to them.
     let mut globals: Vec<(Target, SymbolId)> = Vec::new();
     for r in &code.relocs {
@@ -851,7 +874,7 @@ fn build_fatbin(
             Target::Runtime(name) => (name.to_string(), false),
             Target::EntriesStart => ("__start_llvm_offload_entries".to_string(), true),
             Target::EntriesStop => ("__stop_llvm_offload_entries".to_string(), true),
-            Target::Wrapper | Target::Handle | Target::JumpTable => continue,
+            Target::Wrapper | Target::Handle | Target::JumpTable | Target::Code => continue,
         };
         if !globals.iter().any(|(t, _)| *t == r.target) {
             let sym = undefined(&mut obj, name.as_bytes(), hidden);
@@ -862,6 +885,7 @@ fn build_fatbin(
         let symbol = match r.target {
             Target::Wrapper => wrapper_sym,
             Target::Handle => bss_sym,
+            Target::Code => startup_sym,
             Target::JumpTable => rodata_sym
                 .ok_or_else(|| write_error("the code refers to a jump table it does not have"))?,
             t => globals
@@ -907,12 +931,17 @@ fn build_fatbin(
             cfi: &s.cfi,
         }
     }
-    eh_frame::add(
+    let eh = eh_frame::add(
         &mut obj,
         cpu,
         startup_sym,
         &[fde(&code.reg), fde(&code.unreg), fde(&code.globals)],
     )?;
+    if maps {
+        for s in [ctor, eh] {
+            mapping(&mut obj, b"$d", s);
+        }
+    }
     Ok(obj)
 }
 

@@ -100,6 +100,8 @@ pub(crate) enum Target {
     EntriesStart,
     /// `__stop_llvm_offload_entries`.
     EntriesStop,
+    /// The code section itself (an address in it; the addend says where).
+    Code,
     /// A runtime function.
     Runtime(&'static str),
 }
@@ -167,6 +169,9 @@ pub(crate) trait Cpu: Sync {
     /// Alignment of the section that holds the descriptor and image array
     /// (what LLVM gives an array of that size).
     fn data_align(&self) -> u64;
+    /// LLVM's preferred alignment of a byte array of 16 bytes or less (the
+    /// data layout's for `i8`).
+    fn byte_array_align(&self) -> u64;
     /// Relocation type for a 64-bit absolute pointer in data.
     fn abs64(&self) -> RelocationType;
     /// Relocation type for a 32-bit PC-relative field in `.eh_frame`

@@ -68,6 +68,11 @@ impl Cpu for X86_64 {
         16
     }
 
+    fn byte_array_align(&self) -> u64 {
+        // i8 is byte-aligned.
+        1
+    }
+
     fn abs64(&self) -> elf::RelocationType {
         elf::R_X86_64_64
     }
