@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, Output, open_input, write_bytes, write_layout};
+use super::io::{Input, Output, open_input, safe_component, write_bytes, write_layout};
 use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
 use offload_kit::bundle::{self, Format, id::BundleId, select};
 use offload_kit::layout::Piece;
@@ -165,16 +165,9 @@ pub struct UnbundleOpts {
     hip_openmp_compatible: bool,
 }
 
+/// A file-name component made from a bundle ID or the input's name.
 fn safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    safe_component(s, 100)
 }
 
 /// The input's bytes, inflated if it is a CCOB.

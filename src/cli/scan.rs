@@ -80,7 +80,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::io::{Input, write_bytes};
+use super::io::{Input, safe_component, write_bytes};
 use offload_kit::scan::{self, HashAlgo, Image, Mode, Options, Parent, Report};
 
 /// Options shared by the four commands.
@@ -785,26 +785,6 @@ pub struct ExtractOpts {
     kind: Vec<String>,
 }
 
-/// A file-name component made safe: only `[A-Za-z0-9._+-]`, no leading dot,
-/// never empty, at most `max` bytes.
-fn safe(s: &str, max: usize) -> String {
-    let mut t: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if t.starts_with('.') {
-        t.replace_range(..1, "_");
-    }
-    t.truncate(max);
-    if t.is_empty() { "none".into() } else { t }
-}
-
 fn extension(kind: Option<&str>) -> &'static str {
     match kind {
         Some("object") => "o",
@@ -831,7 +811,7 @@ fn input_label(path: &Path, several: bool) -> String {
         path.file_name()
             .map_or_else(|| "input".into(), |n| n.to_string_lossy().into_owned())
     };
-    safe(&s, 120)
+    safe_component(&s, 120)
 }
 
 /// The file name of an image.
@@ -843,7 +823,7 @@ fn image_file_name(label: &str, img: &Image) -> String {
     format!(
         "{label}.{}.{}.{}",
         img.id,
-        safe(&what, 100),
+        safe_component(&what, 100),
         extension(img.image_kind.as_deref())
     )
 }

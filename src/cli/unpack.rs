@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::io::{open_input, write_bytes};
+use super::io::{open_input, safe_component, write_bytes};
 use offload_kit::llvm::path::stem;
 use offload_kit::offload_binary::{self, ImageArgs, Limits};
 
@@ -29,19 +29,9 @@ pub struct Opts {
     output_dir: PathBuf,
 }
 
-/// A file-name component made safe: only `[A-Za-z0-9._+-]`, never empty.
+/// A file-name component made from bytes of the file.
 fn safe(s: &[u8]) -> String {
-    let t: String = String::from_utf8_lossy(s)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if t.is_empty() { "none".into() } else { t }
+    safe_component(&String::from_utf8_lossy(s), 100)
 }
 
 impl Opts {
