@@ -488,7 +488,10 @@ mod safe_component_tests {
 
     #[test]
     fn names_from_files_cannot_escape_or_hide() {
-        assert_eq!(safe_component("amdgcn-amd-amdhsa", 100), "amdgcn-amd-amdhsa");
+        assert_eq!(
+            safe_component("amdgcn-amd-amdhsa", 100),
+            "amdgcn-amd-amdhsa"
+        );
         assert_eq!(safe_component("gfx90a:xnack+", 100), "gfx90a_xnack+");
         assert_eq!(safe_component("../../etc/passwd", 100), "_._.._etc_passwd");
         assert_eq!(safe_component(".hidden", 100), "_hidden");
