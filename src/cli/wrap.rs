@@ -26,7 +26,7 @@ pub struct Opts {
     /// Output object file.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
-    /// Host target triple (an ELF target; x86_64 for now).
+    /// Host target triple (an ELF target: x86_64 or aarch64).
     #[arg(long, value_name = "TRIPLE", default_value_t = host_triple())]
     triple: String,
     /// Runtime interface: llvm (LLVM 20 and later), legacy (LLVM 19 and
@@ -44,7 +44,8 @@ pub struct Opts {
     /// (reflink) rather than copy them.
     #[arg(long)]
     llc_layout: bool,
-    /// Input files: OffloadBinaries or raw device images.
+    /// Input files: OffloadBinaries or raw device images (openmp), or the one
+    /// fatbin or offload bundle (cuda, hip).
     #[arg(value_name = "INPUT")]
     inputs: Vec<String>,
 }
