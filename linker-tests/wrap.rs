@@ -1073,6 +1073,35 @@ fn aarch64() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Hosts whose OS changes the object (`EI_OSABI`; no `.note.GNU-stack` on
+/// Solaris): our objects are LLVM's bytes for each kind.
+fn other_oses() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    for triple in [
+        "x86_64-unknown-freebsd",
+        "aarch64-unknown-freebsd",
+        "x86_64-unknown-openbsd",
+        "x86_64-pc-solaris2.11",
+        "x86_64-unknown-hermit",
+        "x86_64-scei-ps4",
+        "x86_64-unknown-netbsd",
+    ] {
+        for kind in ["openmp", "cuda", "hip"] {
+            let name = format!("{triple}-{kind}.o");
+            let theirs = llvm_wrap_for(d, kind, triple, &format!("llvm-{name}"), &[&ob])?;
+            wrap_for(d, kind, triple, &["-o", &name, &ob])?;
+            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
+            if ours != theirs {
+                return Err(format!("{triple} --kind={kind}: ours differs from LLVM's").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Hundreds of inputs with a low limit on open files: small inputs are only
 /// mapped, so the wrap succeeds, and gives LLVM's bytes.
 fn many_inputs() -> Result<(), Failed> {
@@ -1305,6 +1334,11 @@ pub fn tests() -> Vec<Trial> {
             "llvm-readelf",
         ]),
         aarch64,
+    ));
+    v.push(trial(
+        "wrap::other_oses",
+        &base(&["llvm-offload-wrapper", "llc"]),
+        other_oses,
     ));
     v.push(trial(
         "wrap::many_inputs",

@@ -274,6 +274,7 @@ pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
 /// bytes as built pieces, and [`Piece::Image`]`(i)` where input `i` goes.
 pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     let cpu = arch::for_triple(&opts.triple)?;
+    let os = HostOs::of(&opts.triple);
     if images.is_empty() {
         return Err(Error::usage("no input images"));
     }
@@ -295,7 +296,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         } else {
             fatbin_align(cpu, len)
         };
-        return build_fatbin(which, cpu, len, file_align)?.write();
+        return build_fatbin(which, cpu, os, len, file_align)?.write();
     }
     // Where each input goes in `.llvm.offloading`.
     let mut at = 0u64;
@@ -313,7 +314,34 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     } else {
         IMAGE_ALIGN
     };
-    build(opts.abi, cpu, images, placed, file_align)?.write()
+    build(opts.abi, cpu, os, images, placed, file_align)?.write()
+}
+
+/// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`
+/// (`MCELFObjectTargetWriter::getOSABI`) and whether the object carries
+/// `.note.GNU-stack` (every ELF OS but Solaris).
+#[derive(Debug, Clone, Copy)]
+struct HostOs {
+    os_abi: elf::OsAbi,
+    stack_note: bool,
+}
+
+impl HostOs {
+    fn of(triple: &str) -> HostOs {
+        use crate::llvm::triple::{Os, Triple};
+        let os = Triple::parse(triple).os();
+        let os_abi = match os {
+            Os::FreeBsd | Os::Ps4 => elf::ELFOSABI_FREEBSD,
+            Os::OpenBsd => elf::ELFOSABI_OPENBSD,
+            Os::Solaris => elf::ELFOSABI_SOLARIS,
+            Os::HermitCore => elf::ELFOSABI_STANDALONE,
+            _ => elf::ELFOSABI_NONE,
+        };
+        HostOs {
+            os_abi,
+            stack_note: os != Os::Solaris,
+        }
+    }
 }
 
 /// Names and placement that differ between the ABIs.
@@ -438,6 +466,7 @@ fn reloc(
 fn build(
     abi: Abi,
     cpu: &'static dyn Cpu,
+    os: HostOs,
     images: &[Image<'_>],
     placed: Vec<(u64, u64)>,
     file_align: u64,
@@ -448,6 +477,7 @@ fn build(
     let n_i32 = i32::try_from(n).map_err(|_| Error::usage("too many images"))?;
 
     let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+    obj.set_os_abi(os.os_abi);
 
     // Sections, in LLVM's order.
     let a = elf::SHF_ALLOC;
@@ -472,7 +502,9 @@ fn build(
     let dtor = fl
         .dtor
         .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
-    obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
+    if os.stack_note {
+        obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
+    }
 
     // `.data.rel.ro`: the image array, the descriptor, then (ROCm) the
     // image infos.
@@ -770,6 +802,7 @@ fn build(
 fn build_fatbin(
     which: Fatbin,
     cpu: &'static dyn Cpu,
+    os: HostOs,
     len: u64,
     file_align: u64,
 ) -> Result<Relocatable> {
@@ -789,6 +822,7 @@ fn build_fatbin(
         ),
     };
     let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+    obj.set_os_abi(os.os_abi);
     let a = elf::SHF_ALLOC;
     let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
     let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
@@ -810,7 +844,9 @@ fn build_fatbin(
     obj.set_nobits(bss, 8);
     let ctor = obj.add_section(b".init_array.101", elf::SHT_INIT_ARRAY, wa, 8);
     obj.set_bytes(ctor, vec![0; 8]);
-    obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
+    if os.stack_note {
+        obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
+    }
 
     // Symbols, in the order LLVM's object writer lists them.
     obj.add_file_symbol(b"offload.wrapper.module");

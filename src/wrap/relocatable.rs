@@ -127,6 +127,7 @@ struct Symbol {
 #[derive(Debug)]
 pub(crate) struct Relocatable {
     machine: elf::Machine,
+    os_abi: elf::OsAbi,
     e_flags: u32,
     sections: Vec<Section>,
     symbols: Vec<Symbol>,
@@ -154,10 +155,16 @@ impl Relocatable {
     pub(crate) fn new(machine: elf::Machine, e_flags: u32) -> Relocatable {
         Relocatable {
             machine,
+            os_abi: elf::ELFOSABI_NONE,
             e_flags,
             sections: Vec::new(),
             symbols: Vec::new(),
         }
+    }
+
+    /// Sets `EI_OSABI` (`ELFOSABI_NONE` unless set).
+    pub(crate) fn set_os_abi(&mut self, os_abi: elf::OsAbi) {
+        self.os_abi = os_abi;
     }
 
     /// Adds an empty section.
@@ -343,7 +350,7 @@ impl Relocatable {
         enc.file_header(
             &mut out.pending,
             &FileHeader {
-                os_abi: elf::ELFOSABI_NONE,
+                os_abi: self.os_abi,
                 abi_version: 0,
                 e_type: elf::ET_REL,
                 e_machine: self.machine,

@@ -24,6 +24,7 @@ use object::elf::RelocationType;
 use super::relocatable::SymbolId;
 
 use crate::error::{Error, Result};
+use crate::llvm::triple::{ObjectFormat, Triple};
 
 /// The pointer argument of a call.
 #[derive(Debug, Clone, Copy)]
@@ -224,6 +225,13 @@ pub(crate) fn for_triple(triple: &str) -> Result<&'static dyn Cpu> {
     {
         return unsupported(&format!("'{os}' objects are not ELF; only ELF is written"));
     }
+    let format = Triple::parse(triple).object_format();
+    if format != ObjectFormat::Elf {
+        return unsupported(&format!(
+            "it makes {} objects; only ELF is written",
+            format.name()
+        ));
+    }
     if rest
         .iter()
         .any(|p| p.ends_with("x32") || p.ends_with("ilp32"))
@@ -273,6 +281,8 @@ mod tests {
             ("x86_64-pc-windows-msvc", "not ELF"),
             ("x86_64-apple-darwin", "not ELF"),
             ("x86_64-linux-gnux32", "64-bit"),
+            ("x86_64-unknown-linux-coff", "coff objects"),
+            ("aarch64-unknown-none-macho", "macho objects"),
             ("sparc64-sun-solaris", "unknown architecture 'sparc64'"),
         ] {
             let e = for_triple(t).map(|c| c.e_flags()).unwrap_err().to_string();
