@@ -430,6 +430,47 @@ fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
     )
 }
 
+/// A new object for `cpu` on `os` with the first sections LLVM writes:
+/// `.text` (empty) and `.text.startup`, which it returns.
+fn new_object(cpu: &dyn Cpu, os: HostOs) -> (Relocatable, SectionId) {
+    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+    obj.set_os_abi(os.os_abi);
+    let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
+    obj.add_section(b".text", elf::SHT_PROGBITS, ax, 4);
+    let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align());
+    (obj, startup)
+}
+
+/// The last sections LLVM writes: `.note.GNU-stack` (where the OS has it)
+/// and `.eh_frame` for the functions `fdes` of the code section whose
+/// section symbol is `code`; then, on CPUs with mapping symbols, a `$d` for
+/// each of `data` (data sections without symbols of their own, in section
+/// order) and for `.eh_frame`, listed with the other local symbols.
+fn finish_object(
+    obj: &mut Relocatable,
+    cpu: &dyn Cpu,
+    os: HostOs,
+    code: SymbolId,
+    fdes: &[eh_frame::Fde<'_>],
+    data: &[SectionId],
+) -> Result<()> {
+    if os.stack_note {
+        obj.add_section(
+            b".note.GNU-stack",
+            elf::SHT_PROGBITS,
+            elf::SectionFlags(0),
+            1,
+        );
+    }
+    let eh = eh_frame::add(obj, cpu, code, fdes)?;
+    if cpu.mapping_symbols() {
+        for &s in data.iter().chain([&eh]) {
+            mapping(obj, b"$d", s);
+        }
+    }
+    Ok(())
+}
+
 /// An ELF mapping symbol (`$x` code, `$d` data) at the start of `section`.
 fn mapping(obj: &mut Relocatable, name: &[u8], section: SectionId) {
     obj.add_symbol(
@@ -476,16 +517,11 @@ fn build(
     let n = u64::try_from(images.len()).map_err(|_| Error::usage("too many images"))?;
     let n_i32 = i32::try_from(n).map_err(|_| Error::usage("too many images"))?;
 
-    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
-    obj.set_os_abi(os.os_abi);
-
     // Sections, in LLVM's order.
+    let (mut obj, startup) = new_object(cpu, os);
     let a = elf::SHF_ALLOC;
     let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
-    let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
     let progbits = elf::SHT_PROGBITS;
-    obj.add_section(b".text", progbits, ax, 4);
-    let startup = obj.add_section(b".text.startup", progbits, ax, cpu.code_align());
     let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
     let offloading = obj.add_section(
         b".llvm.offloading",
@@ -502,9 +538,6 @@ fn build(
     let dtor = fl
         .dtor
         .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
-    if os.stack_note {
-        obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
-    }
 
     // `.data.rel.ro`: the image array, the descriptor, then (ROCm) the
     // image infos.
@@ -767,9 +800,11 @@ fn build(
         reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs);
     }
 
-    let eh = eh_frame::add(
+    let data: Vec<SectionId> = [Some(ctor), dtor].into_iter().flatten().collect();
+    finish_object(
         &mut obj,
         cpu,
+        os,
         startup_sym,
         &[
             eh_frame::Fde {
@@ -783,15 +818,8 @@ fn build(
                 cfi: &unreg_fn.cfi,
             },
         ],
+        &data,
     )?;
-    if maps {
-        // The data sections without symbols of their own, in section order
-        // (listed with the other local symbols, before the globals).
-        for s in [Some(ctor), dtor, Some(eh)].into_iter().flatten() {
-            mapping(&mut obj, b"$d", s);
-        }
-    }
-
     Ok(obj)
 }
 
@@ -821,14 +849,10 @@ fn build_fatbin(
             HIP_FATBIN_MAGIC,
         ),
     };
-    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
-    obj.set_os_abi(os.os_abi);
+    let (mut obj, startup) = new_object(cpu, os);
     let a = elf::SHF_ALLOC;
     let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
-    let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
     let progbits = elf::SHT_PROGBITS;
-    obj.add_section(b".text", progbits, ax, 4);
-    let startup = obj.add_section(b".text.startup", progbits, ax, cpu.code_align());
     obj.set_bytes(startup, code.code.clone());
     let rodata = (!code.jump_table.is_empty()).then(|| obj.add_section(b".rodata", progbits, a, 4));
     let entries = obj.add_section(b"llvm_offload_entries", progbits, a, 8);
@@ -844,9 +868,6 @@ fn build_fatbin(
     obj.set_nobits(bss, 8);
     let ctor = obj.add_section(b".init_array.101", elf::SHT_INIT_ARRAY, wa, 8);
     obj.set_bytes(ctor, vec![0; 8]);
-    if os.stack_note {
-        obj.add_section(b".note.GNU-stack", progbits, elf::SectionFlags(0), 1);
-    }
 
     // Symbols, in the order LLVM's object writer lists them.
     obj.add_file_symbol(b"offload.wrapper.module");
@@ -967,17 +988,14 @@ fn build_fatbin(
             cfi: &s.cfi,
         }
     }
-    let eh = eh_frame::add(
+    finish_object(
         &mut obj,
         cpu,
+        os,
         startup_sym,
         &[fde(&code.reg), fde(&code.unreg), fde(&code.globals)],
+        &[ctor],
     )?;
-    if maps {
-        for s in [ctor, eh] {
-            mapping(&mut obj, b"$d", s);
-        }
-    }
     Ok(obj)
 }
 

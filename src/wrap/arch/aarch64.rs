@@ -343,15 +343,21 @@ fn loop_prologue(a: &mut Asm, done: Label, check: Label) {
     a.branch(B, check, Branch::Imm26);
 }
 
+/// The handle and an entry's address and name as the first four arguments
+/// (`h, addr, name, name`).
+fn handle_address_name(a: &mut Asm) {
+    a.w(0xaa13_03e0); // mov x0, x19
+    a.w(0xaa02_03e1); // mov x1, x2
+    a.w(0xaa03_03e2); // mov x2, x3
+}
+
 /// A kernel: `PRegisterFunction(h, addr, name, name, -1, 0 × 5)`, the last
 /// two zeros on the stack.
 fn register_function(a: &mut Asm, name: &'static str) {
     a.w(0xaa1f_03e5); // mov x5, xzr
     a.w(0xaa1f_03e6); // mov x6, xzr
     a.w(0xaa1f_03e7); // mov x7, xzr
-    a.w(0xaa13_03e0); // mov x0, x19
-    a.w(0xaa02_03e1); // mov x1, x2
-    a.w(0xaa03_03e2); // mov x2, x3
+    handle_address_name(a);
     a.w(0x1280_0004); // mov w4, #-1
     a.w(0xa900_7fff); // stp xzr, xzr, [sp]
     a.call(name);
@@ -443,9 +449,7 @@ fn cuda_code() -> Result<FatbinCode> {
     // constant, 0).
     a.w(0x5303_0d24); // ubfx w4, w9, #3, #1 (extern)
     a.w(0x5304_1126); // ubfx w6, w9, #4, #1 (constant)
-    a.w(0xaa13_03e0); // mov x0, x19
-    a.w(0xaa02_03e1); // mov x1, x2
-    a.w(0xaa03_03e2); // mov x2, x3
+    handle_address_name(&mut a);
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
     a.call("__cudaRegisterVar");
@@ -485,11 +489,10 @@ fn hip_code() -> Result<FatbinCode> {
         next,
         check,
         above1,
-        texture,
         global,
         surface,
         done,
-    ] = [(); 10].map(|()| a.label());
+    ] = [(); 9].map(|()| a.label());
 
     a.begin();
     a.w(SAVE_LR);
@@ -541,13 +544,10 @@ fn hip_code() -> Result<FatbinCode> {
     a.branch(B_EQ, surface, Branch::Imm19);
     a.w(0x7100_0d9f); // cmp w12, #3
     a.branch(B_NE, next, Branch::Imm19);
-    // A texture: __hipRegisterTexture(h, addr, name, name, (u32) data,
-    // normalized, extern).
-    a.bind(texture);
+    // (Falls through for type 3.) A texture: __hipRegisterTexture(h, addr,
+    // name, name, (u32) data, normalized, extern).
     a.w(0x5305_1565); // ubfx w5, w11, #5, #1 (normalized)
-    a.w(0xaa13_03e0); // mov x0, x19
-    a.w(0xaa02_03e1); // mov x1, x2
-    a.w(0xaa03_03e2); // mov x2, x3
+    handle_address_name(&mut a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e6); // mov w6, w9
     a.call("__hipRegisterTexture");
@@ -556,9 +556,7 @@ fn hip_code() -> Result<FatbinCode> {
     // constant, 0).
     a.bind(global);
     a.w(0x5304_1166); // ubfx w6, w11, #4, #1 (constant)
-    a.w(0xaa13_03e0); // mov x0, x19
-    a.w(0xaa02_03e1); // mov x1, x2
-    a.w(0xaa03_03e2); // mov x2, x3
+    handle_address_name(&mut a);
     a.w(0x2a09_03e4); // mov w4, w9
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
@@ -567,9 +565,7 @@ fn hip_code() -> Result<FatbinCode> {
     // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
     // extern).
     a.bind(surface);
-    a.w(0xaa13_03e0); // mov x0, x19
-    a.w(0xaa02_03e1); // mov x1, x2
-    a.w(0xaa03_03e2); // mov x2, x3
+    handle_address_name(&mut a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e5); // mov w5, w9
     a.call("__hipRegisterSurface");

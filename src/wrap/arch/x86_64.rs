@@ -365,6 +365,62 @@ fn internal(what: &str) -> Error {
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
 const ENTRY_SIZE: u8 = 56;
 
+/// The handle and an entry's address and name as the first four arguments
+/// (`h, addr, name, name`): `mov rdi, rbx; mov rsi, rdx; mov rdx, rcx`.
+fn handle_address_name(a: &mut Asm) {
+    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
+    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
+    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+}
+
+/// The `atexit` handler at `unreg`: load the handle, unregister; then
+/// padding to the next function.
+fn unregister(a: &mut Asm, unreg: Label, name: &'static str) -> Span {
+    a.bind(unreg);
+    a.begin();
+    a.push(&[PUSH_RAX]);
+    a.rip(&[0x48, 0x8b, 0x3d], Target::Handle); // mov rdi, [rip + handle]
+    a.call(name);
+    a.pop(&[POP_RAX]);
+    a.op(&[RET]);
+    let span = a.end();
+    a.align16();
+    span
+}
+
+/// A kernel: `PRegisterFunction(h, addr, name, name, -1, 0 × 5)`, the last
+/// four zeros on the stack; then padding to the loop's next step.
+fn register_function(a: &mut Asm, name: &'static str) {
+    handle_address_name(a);
+    a.op(&[0x41, 0xb8, 0xff, 0xff, 0xff, 0xff]); // mov r8d, -1
+    a.op(&[0x45, 0x31, 0xc9]); // xor r9d, r9d
+    for _ in 0..4 {
+        a.push_zero();
+    }
+    a.call(name);
+    a.add_rsp(0x20);
+    a.align16();
+}
+
+/// The loop's step at `next`: the next entry (`je done` with a `done_width`
+/// displacement at the end), then at `check` the kind test (`cmp word
+/// [r15 + 10], kind`) and the address and name in rdx and rcx.
+fn next_entry(a: &mut Asm, next: Label, check: Label, done: Label, done_width: usize, kind: u8) {
+    a.bind(next);
+    a.op(&[0x49, 0x83, 0xc7, ENTRY_SIZE]); // add r15, 56
+    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
+    if done_width == 1 {
+        a.to(&[0x74], done, 1); // je done
+    } else {
+        a.to(&[0x0f, 0x84], done, 4); // je done
+    }
+    a.bind(check);
+    a.op(&[0x66, 0x41, 0x83, 0x7f, 0x0a, kind]); // cmp word [r15 + 10], kind
+    a.to(&[0x75], next, 1); // jne next
+    a.op(&[0x49, 0x8b, 0x57, 0x10]); // mov rdx, [r15 + 16] (address)
+    a.op(&[0x49, 0x8b, 0x4f, 0x18]); // mov rcx, [r15 + 24] (name)
+}
+
 /// The CUDA registration code of LLVM 22 (`llc -relocation-model=pic`):
 /// the constructor registers the fatbin, keeps the handle, runs the entry
 /// loop, ends the registration and `atexit`s the unregistration. The loop
@@ -393,15 +449,7 @@ fn cuda_code() -> Result<FatbinCode> {
     let reg = a.end();
     a.align16();
 
-    a.bind(unreg);
-    a.begin();
-    a.push(&[PUSH_RAX]);
-    a.rip(&[0x48, 0x8b, 0x3d], Handle); // mov rdi, [rip + handle]
-    a.call("__cudaUnregisterFatBinary");
-    a.pop(&[POP_RAX]);
-    a.op(&[RET]);
-    let unreg_span = a.end();
-    a.align16();
+    let unreg_span = unregister(&mut a, unreg, "__cudaUnregisterFatBinary");
 
     let (func, next, check, managed, done) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
@@ -417,29 +465,9 @@ fn cuda_code() -> Result<FatbinCode> {
     a.to(&[0x0f, 0x84], done, 4); // je done
     a.op(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
     a.to(&[0xeb], check, 1); // jmp check
-    // A kernel: __cudaRegisterFunction(h, addr, name, name, -1, 0 × 5).
     a.bind(func);
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
-    a.op(&[0x41, 0xb8, 0xff, 0xff, 0xff, 0xff]); // mov r8d, -1
-    a.op(&[0x45, 0x31, 0xc9]); // xor r9d, r9d
-    for _ in 0..4 {
-        a.push_zero();
-    }
-    a.call("__cudaRegisterFunction");
-    a.add_rsp(0x20);
-    a.align16();
-    // The next entry, until the end.
-    a.bind(next);
-    a.op(&[0x49, 0x83, 0xc7, ENTRY_SIZE]); // add r15, 56
-    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
-    a.to(&[0x74], done, 1); // je done
-    a.bind(check);
-    a.op(&[0x66, 0x41, 0x83, 0x7f, 0x0a, 0x02]); // cmp word [r15 + 10], 2 (kind CUDA)
-    a.to(&[0x75], next, 1); // jne next
-    a.op(&[0x49, 0x8b, 0x57, 0x10]); // mov rdx, [r15 + 16] (address)
-    a.op(&[0x49, 0x8b, 0x4f, 0x18]); // mov rcx, [r15 + 24] (name)
+    register_function(&mut a, "__cudaRegisterFunction");
+    next_entry(&mut a, next, check, done, 1, 2); // kind CUDA
     a.op(&[0x49, 0x8b, 0x47, 0x20]); // mov rax, [r15 + 32] (size)
     a.op(&[0x48, 0x85, 0xc0]); // test rax, rax
     a.to(&[0x74], func, 1); // je func
@@ -457,9 +485,7 @@ fn cuda_code() -> Result<FatbinCode> {
     a.op(&[0x41, 0xc1, 0xe8, 0x03]); // shr r8d, 3
     a.op(&[0x41, 0x83, 0xe2, 0x10]); // and r10d, 16
     a.op(&[0x41, 0xc1, 0xea, 0x04]); // shr r10d, 4
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+    handle_address_name(&mut a);
     a.op(&[0x49, 0x89, 0xc1]); // mov r9, rax
     a.push_zero();
     a.push(&[0x41, 0x52]); // push r10
@@ -515,15 +541,7 @@ fn hip_code() -> Result<FatbinCode> {
     let reg = a.end();
     a.align16();
 
-    a.bind(unreg);
-    a.begin();
-    a.push(&[PUSH_RAX]);
-    a.rip(&[0x48, 0x8b, 0x3d], Handle); // mov rdi, [rip + handle]
-    a.call("__hipUnregisterFatBinary");
-    a.pop(&[POP_RAX]);
-    a.op(&[RET]);
-    let unreg_span = a.end();
-    a.align16();
+    let unreg_span = unregister(&mut a, unreg, "__hipUnregisterFatBinary");
 
     let [
         func,
@@ -556,29 +574,9 @@ fn hip_code() -> Result<FatbinCode> {
     a.op(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
     a.rip(&[0x4c, 0x8d, 0x25], JumpTable); // lea r12, [rip + table]
     a.to(&[0xeb], check, 1); // jmp check
-    // A kernel: __hipRegisterFunction(h, addr, name, name, -1, 0 × 5).
     a.bind(func);
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
-    a.op(&[0x41, 0xb8, 0xff, 0xff, 0xff, 0xff]); // mov r8d, -1
-    a.op(&[0x45, 0x31, 0xc9]); // xor r9d, r9d
-    for _ in 0..4 {
-        a.push_zero();
-    }
-    a.call("__hipRegisterFunction");
-    a.add_rsp(0x20);
-    a.align16();
-    // The next entry, until the end.
-    a.bind(next);
-    a.op(&[0x49, 0x83, 0xc7, ENTRY_SIZE]); // add r15, 56
-    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
-    a.to(&[0x0f, 0x84], done, 4); // je done
-    a.bind(check);
-    a.op(&[0x66, 0x41, 0x83, 0x7f, 0x0a, 0x04]); // cmp word [r15 + 10], 4 (kind HIP)
-    a.to(&[0x75], next, 1); // jne next
-    a.op(&[0x49, 0x8b, 0x57, 0x10]); // mov rdx, [r15 + 16] (address)
-    a.op(&[0x49, 0x8b, 0x4f, 0x18]); // mov rcx, [r15 + 24] (name)
+    register_function(&mut a, "__hipRegisterFunction");
+    next_entry(&mut a, next, check, done, 4, 4); // kind HIP
     a.op(&[0x4d, 0x8b, 0x4f, 0x20]); // mov r9, [r15 + 32] (size)
     a.op(&[0x4d, 0x85, 0xc9]); // test r9, r9
     a.to(&[0x74], func, 1); // je func
@@ -600,9 +598,7 @@ fn hip_code() -> Result<FatbinCode> {
     a.bind(global);
     a.op(&[0x83, 0xe0, 0x10]); // and eax, 16
     a.op(&[0xc1, 0xe8, 0x04]); // shr eax, 4
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+    handle_address_name(&mut a);
     a.op(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
     a.push_zero();
     a.push(&[PUSH_RAX]);
@@ -612,9 +608,7 @@ fn hip_code() -> Result<FatbinCode> {
     // extern).
     a.bind(surface);
     a.cfa_is(48);
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+    handle_address_name(&mut a);
     a.op(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
     a.op(&[0x45, 0x89, 0xd1]); // mov r9d, r10d
     a.call("__hipRegisterSurface");
@@ -625,9 +619,7 @@ fn hip_code() -> Result<FatbinCode> {
     a.op(&[0x83, 0xe0, 0x20]); // and eax, 32
     a.op(&[0xc1, 0xe8, 0x05]); // shr eax, 5
     a.sub_rsp(8);
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+    handle_address_name(&mut a);
     a.op(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
     a.op(&[0x41, 0x89, 0xc1]); // mov r9d, eax
     a.push(&[0x41, 0x52]); // push r10
