@@ -797,6 +797,36 @@ fn llvm_wrap_for(
     std::fs::read(d.join(out)).map_err(|e| e.to_string().into())
 }
 
+/// Our object and LLVM's for the same `inputs` (ours given `extra` options
+/// too), as `NAME.o` and `NAME.llvm.o`: they must be the same bytes.
+/// Returns ours.
+fn same_as_llvm(
+    d: &Path,
+    kind: &str,
+    triple: &str,
+    name: &str,
+    extra: &[&str],
+    inputs: &[&str],
+) -> Result<Vec<u8>, Failed> {
+    let theirs = llvm_wrap_for(d, kind, triple, &format!("{name}.llvm.o"), inputs)?;
+    let out = format!("{name}.o");
+    let mut args = vec!["-o", &out[..]];
+    args.extend(extra);
+    args.extend(inputs);
+    wrap_for(d, kind, triple, &args)?;
+    let ours = std::fs::read(d.join(&out)).map_err(|e| e.to_string())?;
+    if ours != theirs {
+        let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
+        return Err(format!(
+            "{name} (--kind={kind}, {triple}): ours ({} bytes) differs from LLVM's ({} bytes) at {at:?}",
+            ours.len(),
+            theirs.len()
+        )
+        .into());
+    }
+    Ok(ours)
+}
+
 /// For the same inputs our object and LLVM's are the same bytes: one
 /// OffloadBinary, several inputs mixing raw images and OffloadBinaries
 /// (one holding two images, whose first the runtime gets), and, with
@@ -820,68 +850,45 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
     let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
     big.extend((0..(3 << 19) + 7).map(|i: u32| (i % 251) as u8));
     std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
-    let compare = |name: &str, inputs: &[&str], extra: &[&str]| -> Result<Vec<u8>, Failed> {
-        let theirs = llvm_wrap(d, &format!("{name}.llvm.o"), inputs)?;
-        let out = format!("{name}.o");
-        let mut args = vec!["-o", &out];
-        args.extend(extra);
-        args.extend(inputs);
-        wrap(d, &args)?;
-        let ours = std::fs::read(d.join(&out)).map_err(|e| e.to_string())?;
-        if extra.is_empty() || ours == theirs {
-            return Ok(ours);
-        }
-        Err(format!(
-            "{name}: {} bytes from us, {} from LLVM",
-            ours.len(),
-            theirs.len()
-        )
-        .into())
-    };
     for (name, inputs) in [
         ("one", vec![&ob[..]]),
         ("mixed", vec![raw, &ob, "two.ob", &so]),
     ] {
-        let ours = compare(name, &inputs, &[])?;
-        let theirs = std::fs::read(d.join(format!("{name}.llvm.o"))).map_err(|e| e.to_string())?;
-        if ours != theirs {
-            let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
-            return Err(format!(
-                "{name}: ours ({} bytes) differs from LLVM's ({} bytes) at {at:?}",
-                ours.len(),
-                theirs.len()
-            )
-            .into());
-        }
+        same_as_llvm(d, "openmp", TRIPLE, name, &[], &inputs)?;
     }
-    compare("big", &[raw, "big.so"], &["--llc-layout"])?;
-    // CUDA and HIP: any one input, embedded as it is; a large one with
-    // --llc-layout.
+    same_as_llvm(
+        d,
+        "openmp",
+        TRIPLE,
+        "big",
+        &["--llc-layout"],
+        &[raw, "big.so"],
+    )?;
+    // CUDA and HIP: any one input, embedded as it is (a tiny one keeps the
+    // byte array's alignment); a large one with --llc-layout.
+    std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba\x01\0\x10\0\0")
+        .map_err(|e| e.to_string())?;
+    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
     for kind in ["cuda", "hip"] {
         for (input, extra) in [
             (raw, &[][..]),
             (&ob[..], &[]),
+            ("tiny.bin", &[]),
+            ("empty.bin", &[]),
             ("big.so", &["--llc-layout"]),
         ] {
-            let name = format!("{kind}-{}.o", input.replace('/', "_"));
-            let theirs = llvm_wrap_kind(d, kind, &format!("llvm-{name}"), &[input])?;
-            let mut args = vec!["-o", &name[..]];
-            args.extend(extra);
-            args.push(input);
-            wrap_kind(d, kind, &args)?;
-            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
-            if ours != theirs {
-                return Err(format!("--kind={kind} of {input}: ours differs from LLVM's").into());
-            }
+            let name = format!("{kind}-{}", input.replace('/', "_"));
+            same_as_llvm(d, kind, TRIPLE, &name, extra, &[input])?;
         }
     }
     // Without the option only the image section's place differs.
-    let ours = compare("big-default", &[raw, "big.so"], &[])?;
+    wrap(d, &["-o", "big-default.o", raw, "big.so"])?;
+    let ours = std::fs::read(d.join("big-default.o")).map_err(|e| e.to_string())?;
     let f = object::File::parse(&*ours).map_err(|e| e.to_string())?;
     let s = f
         .section_by_name(".llvm.offloading")
         .ok_or("no .llvm.offloading")?;
-    let theirs = std::fs::read(d.join("big.o")).map_err(|e| e.to_string())?;
+    let theirs = std::fs::read(d.join("big.llvm.o")).map_err(|e| e.to_string())?;
     let g = object::File::parse(&*theirs).map_err(|e| e.to_string())?;
     let their_s = g.section_by_name(".llvm.offloading").ok_or("no section")?;
     let (off, their_off) = (s.file_range().unwrap().0, their_s.file_range().unwrap().0);
@@ -978,6 +985,21 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Links the AArch64 object `obj` alone into a shared library with ld.lld,
+/// which must say nothing.
+fn link_shared_aarch64(d: &Path, obj: &str) -> Result<(), Failed> {
+    let lib = format!("{obj}.so");
+    let stderr = sh(
+        d,
+        llvm("ld.lld"),
+        &["-m", "aarch64linux", "-shared", "-o", &lib, obj],
+    )?;
+    if !stderr.is_empty() {
+        return Err(format!("ld.lld {obj}:\n{stderr}").into());
+    }
+    Ok(())
+}
+
 /// AArch64 hosts: for the same inputs our object is LLVM's, byte for byte
 /// (OpenMP: one OffloadBinary; raw and OffloadBinary inputs mixed; CUDA and
 /// HIP: a raw input and a tiny one; more than 1 MiB with `--llc-layout`);
@@ -1004,17 +1026,7 @@ fn aarch64() -> Result<(), Failed> {
         ("big", vec![raw, "big.so"], &["--llc-layout"]),
     ];
     for (name, inputs, extra) in &cases {
-        let theirs = llvm_wrap_for(d, "openmp", ARM, &format!("{name}.llvm.o"), inputs)?;
-        let out = format!("{name}.o");
-        let mut args = vec!["-o", &out[..]];
-        args.extend(*extra);
-        args.extend(inputs);
-        wrap_for(d, "openmp", ARM, &args)?;
-        let ours = std::fs::read(d.join(&out)).map_err(|e| e.to_string())?;
-        if ours != theirs {
-            let at = ours.iter().zip(&theirs).position(|(a, b)| a != b);
-            return Err(format!("aarch64 {name}: ours differs from LLVM's at {at:?}").into());
-        }
+        same_as_llvm(d, "openmp", ARM, name, extra, inputs)?;
     }
     // CUDA and HIP: LLVM's bytes, and a shared library with ld.lld.
     std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba").map_err(|e| e.to_string())?;
@@ -1025,27 +1037,10 @@ fn aarch64() -> Result<(), Failed> {
             ("empty.bin", &[]),
             ("big.so", &["--llc-layout"]),
         ] {
-            let name = format!("{kind}-{}.o", input.replace('/', "_"));
-            let theirs = llvm_wrap_for(d, kind, ARM, &format!("llvm-{name}"), &[input])?;
-            let mut args = vec!["-o", &name[..]];
-            args.extend(extra);
-            args.push(input);
-            wrap_for(d, kind, ARM, &args)?;
-            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
-            if ours != theirs {
-                return Err(format!("aarch64 --kind={kind} of {input}: ours differs").into());
-            }
+            let name = format!("{kind}-{}", input.replace('/', "_"));
+            same_as_llvm(d, kind, ARM, &name, extra, &[input])?;
         }
-        let lib = format!("lib{kind}.so");
-        let obj = format!("{kind}-tiny.bin.o");
-        let stderr = sh(
-            d,
-            llvm("ld.lld"),
-            &["-m", "aarch64linux", "-shared", "-o", &lib, &obj],
-        )?;
-        if !stderr.is_empty() {
-            return Err(format!("ld.lld {obj}:\n{stderr}").into());
-        }
+        link_shared_aarch64(d, &format!("{kind}-tiny.bin.o"))?;
     }
     for (name, abi) in [
         ("llvm", "--abi=llvm"),
@@ -1060,15 +1055,7 @@ fn aarch64() -> Result<(), Failed> {
         args.push(&ob);
         wrap_for(d, "openmp", ARM, &args)?;
         readelf_ok(d, &out)?;
-        let lib = format!("lib{name}.so");
-        let stderr = sh(
-            d,
-            llvm("ld.lld"),
-            &["-m", "aarch64linux", "-shared", "-o", &lib, &out],
-        )?;
-        if !stderr.is_empty() {
-            return Err(format!("ld.lld {out}:\n{stderr}").into());
-        }
+        link_shared_aarch64(d, &out)?;
     }
     Ok(())
 }
@@ -1090,13 +1077,7 @@ fn other_oses() -> Result<(), Failed> {
         "x86_64-unknown-netbsd",
     ] {
         for kind in ["openmp", "cuda", "hip"] {
-            let name = format!("{triple}-{kind}.o");
-            let theirs = llvm_wrap_for(d, kind, triple, &format!("llvm-{name}"), &[&ob])?;
-            wrap_for(d, kind, triple, &["-o", &name, &ob])?;
-            let ours = std::fs::read(d.join(&name)).map_err(|e| e.to_string())?;
-            if ours != theirs {
-                return Err(format!("{triple} --kind={kind}: ours differs from LLVM's").into());
-            }
+            same_as_llvm(d, kind, triple, &format!("{triple}-{kind}"), &[], &[&ob])?;
         }
     }
     Ok(())
