@@ -1142,14 +1142,7 @@ mod tests {
     fn layout_refers_to_members_by_index() {
         let members = [member("a", b"abc"), member("b", b"de")];
         let layout = layout_gnu(&members, true).unwrap();
-        let images: Vec<_> = layout
-            .pieces
-            .iter()
-            .filter_map(|p| match p {
-                Piece::Image(i) => Some(*i),
-                _ => None,
-            })
-            .collect();
+        let images = layout.image_indices();
         assert_eq!(images, [0, 1]);
         assert!(layout.pieces.iter().all(|p| match p {
             Piece::Bytes(b) => !b.windows(3).any(|w| w == b"abc"),

@@ -31,6 +31,19 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The indices of the payloads the layout refers to, in order (what
+    /// tests check: payloads are referred to, never copied in).
+    #[cfg(test)]
+    pub(crate) fn image_indices(&self) -> Vec<usize> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Image(i) => Some(*i),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Appends a piece of `len` bytes (empty byte and zero pieces are dropped).
     pub fn push(&mut self, p: Piece, len: u64) {
         if len == 0 && !matches!(p, Piece::Image(_)) {

@@ -658,14 +658,7 @@ mod tests {
             )
         );
         // The images are pieces, not bytes.
-        let images: Vec<_> = layout
-            .pieces
-            .iter()
-            .filter_map(|p| match p {
-                Piece::Image(i) => Some(*i),
-                _ => None,
-            })
-            .collect();
+        let images = layout.image_indices();
         assert_eq!(images, [0, 1]);
     }
 

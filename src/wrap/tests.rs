@@ -696,14 +696,7 @@ fn layout_does_not_copy_images() {
             })
             .sum();
         assert!(built < 4096, "{built} bytes built");
-        let images: Vec<usize> = layout
-            .pieces
-            .iter()
-            .filter_map(|p| match p {
-                Piece::Image(i) => Some(*i),
-                _ => None,
-            })
-            .collect();
+        let images = layout.image_indices();
         assert_eq!(images, (0..n).collect::<Vec<_>>());
         let v = to_vec(&opts(Abi::Llvm), &imgs).unwrap();
         assert_eq!(v.len() as u64, layout.size);
