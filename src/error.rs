@@ -187,6 +187,15 @@ impl Error {
     pub(crate) fn usage(msg: impl Into<String>) -> Error {
         ErrorKind::Usage(msg.into()).into()
     }
+
+    /// [`ErrorKind::Write`]: `what` could not be encoded, for `detail`.
+    pub(crate) fn write(what: &'static str, detail: impl fmt::Display) -> Error {
+        ErrorKind::Write {
+            what,
+            detail: detail.to_string(),
+        }
+        .into()
+    }
 }
 
 impl From<ErrorKind> for Error {

@@ -478,11 +478,7 @@ fn to_usize(x: u64) -> Result<usize> {
 
 /// An internal inconsistency (a bug in this module, not bad input).
 fn bug(what: &str) -> Error {
-    ErrorKind::Write {
-        what: "object file",
-        detail: format!("internal error: {what}"),
-    }
-    .into()
+    Error::write("object file", format!("internal error: {what}"))
 }
 
 // ---------------------------------------------------------------------------
@@ -551,11 +547,10 @@ impl Class {
             .get_mut(at..at + width)
             .ok_or_else(|| bug("header field"))?;
         if width < 8 && v >> (8 * width) != 0 {
-            return Err(ErrorKind::Write {
-                what: "object file",
-                detail: format!("value {v:#x} does not fit a {width}-byte field"),
-            }
-            .into());
+            return Err(Error::write(
+                "object file",
+                format!("value {v:#x} does not fit a {width}-byte field"),
+            ));
         }
         for (i, x) in bytes.iter_mut().enumerate() {
             let shift = if self.big { 8 * (width - 1 - i) } else { 8 * i };
@@ -815,12 +810,9 @@ impl Loaded<'_> {
         let class = self.class;
         let shared = self.shared_strtab;
         let mut rec = Recorder::new(views);
-        self.builder.write(&mut rec).map_err(|e| {
-            Error::from(ErrorKind::Write {
-                what: "object file",
-                detail: e.to_string(),
-            })
-        })?;
+        self.builder
+            .write(&mut rec)
+            .map_err(|e| Error::write("object file", e))?;
         fix_headers(&mut rec, class, shared, &align0)?;
         Ok(rec.finish())
     }

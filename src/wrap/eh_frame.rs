@@ -9,7 +9,7 @@
 
 use super::arch::{Cpu, addend};
 use super::relocatable::{Reloc, Relocatable, SectionId, SymbolId};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use gimli::write::{
     Address, CallFrameInstruction, EhFrame, EndianVec, FrameDescriptionEntry, FrameTable,
     RelocateWriter, Relocation, RelocationTarget,
@@ -50,11 +50,7 @@ impl RelocateWriter for Section {
 }
 
 fn emit_error(detail: impl std::fmt::Display) -> Error {
-    ErrorKind::Write {
-        what: ".eh_frame",
-        detail: detail.to_string(),
-    }
-    .into()
+    Error::write(".eh_frame", detail)
 }
 
 /// Pads the last record to a multiple of 8 bytes, as LLVM does: gimli pads

@@ -1000,11 +1000,7 @@ fn build_fatbin(
 }
 
 fn write_error(detail: &str) -> Error {
-    crate::error::ErrorKind::Write {
-        what: "ELF object",
-        detail: detail.to_string(),
-    }
-    .into()
+    Error::write("ELF object", detail)
 }
 
 #[cfg(test)]

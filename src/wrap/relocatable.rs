@@ -26,7 +26,7 @@ use object::Endianness;
 use object::elf;
 use object::write::elf::{Encoder, FileHeader, FileHeaderLayout, Rel, SectionHeader, Sym};
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::layout::{Layout, Piece};
 use crate::llvm::string_table::StringTable;
 
@@ -138,11 +138,7 @@ fn len64(b: &[u8]) -> u64 {
 }
 
 fn write_error(detail: impl std::fmt::Display) -> Error {
-    ErrorKind::Write {
-        what: "ELF object",
-        detail: detail.to_string(),
-    }
-    .into()
+    Error::write("ELF object", detail)
 }
 
 fn align_up(x: u64, a: u64) -> Result<u64> {

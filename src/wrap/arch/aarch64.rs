@@ -22,8 +22,9 @@ use object::elf;
 
 use super::{
     Arg, Call, CodeReloc, Cpu, Fatbin, FatbinCode, Function, Span, Target, TargetReloc, addend,
+    internal,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// The AArch64 encoder.
 pub(crate) struct AArch64;
@@ -272,13 +273,7 @@ impl Asm {
     }
 
     fn finish(mut self) -> Result<(Vec<u8>, Vec<TargetReloc>)> {
-        let broken = |what: &str| -> Error {
-            ErrorKind::Write {
-                what: "registration code",
-                detail: format!("internal error: {what}"),
-            }
-            .into()
-        };
+        let broken = internal;
         let at = |labels: &[Option<usize>], l: Label| {
             labels[l.0].ok_or_else(|| broken("a branch to an unbound label"))
         };

@@ -250,6 +250,11 @@ pub(crate) fn for_triple(triple: &str) -> Result<&'static dyn Cpu> {
     }
 }
 
+/// A bug in a CPU's encoding of the registration code, not bad input.
+pub(crate) fn internal(what: &str) -> Error {
+    Error::write("registration code", format!("internal error: {what}"))
+}
+
 /// Converts a section offset or length to an addend.
 pub(crate) fn addend(x: u64) -> Result<i64> {
     i64::try_from(x).map_err(|_| Error::usage("the wrapper object would be larger than 2^63 bytes"))

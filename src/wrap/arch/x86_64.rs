@@ -16,8 +16,9 @@ use object::elf;
 
 use super::{
     Arg, Call, CodeReloc, Cpu, Fatbin, FatbinCode, Function, Span, Target, TargetReloc, addend,
+    internal,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// The x86-64 encoder.
 pub(crate) struct X86_64;
@@ -351,15 +352,6 @@ impl Asm {
         }
         Ok((self.code, self.relocs))
     }
-}
-
-/// A bug in the registration code's encoding, not bad input.
-fn internal(what: &str) -> Error {
-    ErrorKind::Write {
-        what: "registration code",
-        detail: format!("internal error: {what}"),
-    }
-    .into()
 }
 
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
