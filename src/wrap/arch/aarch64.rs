@@ -272,7 +272,15 @@ impl Asm {
         self.w(word);
     }
 
-    fn finish(mut self) -> Result<(Vec<u8>, Vec<TargetReloc>)> {
+    /// The code section with every displacement filled in, and its
+    /// functions (`jump_table`: code offsets of the table's cases).
+    fn finish(
+        mut self,
+        reg: Span,
+        unreg: Span,
+        globals: Span,
+        jump_table: Vec<u64>,
+    ) -> Result<FatbinCode> {
         let broken = internal;
         let at = |labels: &[Option<usize>], l: Label| {
             labels[l.0].ok_or_else(|| broken("a branch to an unbound label"))
@@ -298,7 +306,14 @@ impl Asm {
         for &(i, l) in &self.to_labels {
             self.relocs[i].addend = addend(len64_usize(at(&self.labels, l)?))?;
         }
-        Ok((self.code, self.relocs))
+        Ok(FatbinCode {
+            code: self.code,
+            relocs: self.relocs,
+            reg,
+            unreg,
+            globals,
+            jump_table,
+        })
     }
 }
 
@@ -461,15 +476,7 @@ fn cuda_code() -> Result<FatbinCode> {
     loop_epilogue(&mut a, done);
     let globals_span = a.end();
 
-    let (code, relocs) = a.finish()?;
-    Ok(FatbinCode {
-        code,
-        relocs,
-        reg,
-        unreg: unreg_span,
-        globals: globals_span,
-        jump_table: Vec::new(),
-    })
+    a.finish(reg, unreg_span, globals_span, Vec::new())
 }
 
 /// The HIP registration code of LLVM 22 for AArch64: as CUDA's without the
@@ -568,15 +575,7 @@ fn hip_code() -> Result<FatbinCode> {
     loop_epilogue(&mut a, done);
     let globals_span = a.end();
 
-    let (code, relocs) = a.finish()?;
-    Ok(FatbinCode {
-        code,
-        relocs,
-        reg,
-        unreg: unreg_span,
-        globals: globals_span,
-        jump_table: Vec::new(),
-    })
+    a.finish(reg, unreg_span, globals_span, Vec::new())
 }
 
 fn len64(code: &[u8]) -> u64 {

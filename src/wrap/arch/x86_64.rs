@@ -334,8 +334,15 @@ impl Asm {
         self.code.extend(nops(pad));
     }
 
-    /// The code with every displacement filled in.
-    fn finish(mut self) -> Result<(Vec<u8>, Vec<TargetReloc>)> {
+    /// The code section with every displacement filled in, and its
+    /// functions (`jump_table`: code offsets of the table's cases).
+    fn finish(
+        mut self,
+        reg: Span,
+        unreg: Span,
+        globals: Span,
+        jump_table: Vec<u64>,
+    ) -> Result<FatbinCode> {
         let broken = || internal("a jump of the registration code is out of range");
         for f in &self.fixups {
             let target = self.labels[f.label.0].ok_or_else(broken)?;
@@ -350,7 +357,14 @@ impl Asm {
                 field.copy_from_slice(&d.to_le_bytes());
             }
         }
-        Ok((self.code, self.relocs))
+        Ok(FatbinCode {
+            code: self.code,
+            relocs: self.relocs,
+            reg,
+            unreg,
+            globals,
+            jump_table,
+        })
     }
 }
 
@@ -500,15 +514,7 @@ fn cuda_code() -> Result<FatbinCode> {
     a.op(&[RET]);
     let globals_span = a.end();
 
-    let (code, relocs) = a.finish()?;
-    Ok(FatbinCode {
-        code,
-        relocs,
-        reg,
-        unreg: unreg_span,
-        globals: globals_span,
-        jump_table: Vec::new(),
-    })
+    a.finish(reg, unreg_span, globals_span, Vec::new())
 }
 
 /// The HIP registration code of LLVM 22: as CUDA's without the end of
@@ -643,15 +649,7 @@ fn hip_code() -> Result<FatbinCode> {
         let at = a.labels[l.0].ok_or_else(|| internal("a jump table case has no label"))?;
         jump_table.push(len64(&a.code[..at]));
     }
-    let (code, relocs) = a.finish()?;
-    Ok(FatbinCode {
-        code,
-        relocs,
-        reg,
-        unreg: unreg_span,
-        globals: globals_span,
-        jump_table,
-    })
+    a.finish(reg, unreg_span, globals_span, jump_table)
 }
 
 fn len64(code: &[u8]) -> u64 {
