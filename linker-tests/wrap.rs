@@ -445,16 +445,7 @@ fn run_two_images(ld: &'static str) -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
     let d = t.path();
-    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
-    wrap(
-        d,
-        &[
-            "-o",
-            "wrap.o",
-            gpu.to_str().unwrap(),
-            &fx.path("app-dev.ob"),
-        ],
-    )?;
+    wrap(d, &["-o", "wrap.o", &raw_fixture(), &fx.path("app-dev.ob")])?;
     let libs = runtime_libs();
     let mut args = vec![fx.path("app-host.o"), fx.path("main.o"), "wrap.o".into()];
     args.extend(["-o".into(), "prog".into()]);
@@ -584,8 +575,7 @@ fn differential(flavour: Flavour, ld: &'static str) -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let ob = fx.path("app-dev.ob");
-    let gpu = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
-    let gpu = gpu.to_str().unwrap();
+    let gpu = &raw_fixture()[..];
     let inputs: Vec<&str> = match flavour {
         Flavour::TwoImages => vec![gpu, &ob],
         _ => vec![&ob],
@@ -797,6 +787,22 @@ fn llvm_wrap_for(
     std::fs::read(d.join(out)).map_err(|e| e.to_string().into())
 }
 
+/// The raw (not OffloadBinary) device-image fixture.
+fn raw_fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/offload_binary/one.bin")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `big.so` in `d`: the app's device library `so` followed by 1.5 MiB of
+/// filler, an input of more than 1 MiB.
+fn write_big_image(d: &Path, so: &str) -> Result<(), Failed> {
+    let mut big = std::fs::read(so).map_err(|e| e.to_string())?;
+    big.extend((0..(3u32 << 19) + 7).map(|i| (i % 251) as u8));
+    std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string().into())
+}
+
 /// Our object and LLVM's for the same `inputs` (ours given `extra` options
 /// too), as `NAME.o` and `NAME.llvm.o`: they must be the same bytes.
 /// Returns ours.
@@ -838,8 +844,7 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
     let d = t.path();
     let ob = fx.path("app-dev.ob");
     let so = fx.path("app-dev.so");
-    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
-    let raw = raw.to_str().unwrap();
+    let raw = &raw_fixture()[..];
     let image =
         |f: &str, arch: &str| format!("--image=file={f},triple={TRIPLE},arch={arch},kind=openmp");
     sh(
@@ -847,9 +852,7 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
         llvm("llvm-offload-binary"),
         &["-o", "two.ob", &image(&so, "a"), &image(raw, "b")],
     )?;
-    let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
-    big.extend((0..(3 << 19) + 7).map(|i: u32| (i % 251) as u8));
-    std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
+    write_big_image(d, &so)?;
     for (name, inputs) in [
         ("one", vec![&ob[..]]),
         ("mixed", vec![raw, &ob, "two.ob", &so]),
@@ -1012,11 +1015,8 @@ fn aarch64() -> Result<(), Failed> {
     let d = t.path();
     let ob = fx.path("app-dev.ob");
     let so = fx.path("app-dev.so");
-    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
-    let raw = raw.to_str().unwrap();
-    let mut big = std::fs::read(&so).map_err(|e| e.to_string())?;
-    big.extend((0..(3u32 << 19) + 7).map(|i| (i % 251) as u8));
-    std::fs::write(d.join("big.so"), &big).map_err(|e| e.to_string())?;
+    let raw = &raw_fixture()[..];
+    write_big_image(d, &so)?;
     std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
     // (An image that starts the data after an empty one moves `$d`.)
     let cases: [(&str, Vec<&str>, &[&str]); 4] = [
