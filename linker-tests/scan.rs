@@ -32,7 +32,7 @@ const TOOLS: &[&str] = &[
     "llvm-ar",
     "llvm-offload-binary",
     "clang-offload-bundler",
-    "python3",
+    "/usr/bin/python3",
 ];
 
 pub fn tests() -> Vec<Trial> {
@@ -180,7 +180,7 @@ const MAIN_C: &str = "int main(void) { return 0; }\n";
 const FAKE_PTXAS: &str = "#!/bin/sh\nout=\"\"; in=\"\"\nwhile [ $# -gt 0 ]; do case \"$1\" in -o|--output-file) out=$2; shift;; *.s|*.ptx) in=$1;; esac; shift; done\nprintf '\\177ELFcubin-from-%s' \"$(basename \"$in\")\" > \"$out\"\n";
 /// Stand-in for NVIDIA's fatbinary: the container layout of users.md §5.5,
 /// each input padded to 8 bytes, and a copy of each input for the test.
-const FAKE_FATBINARY: &str = r#"#!/usr/bin/env python3
+const FAKE_FATBINARY: &str = r#"#!/usr/bin/python3
 import os, shutil, struct, sys
 args = sys.argv[1:]
 out = args[args.index('--create') + 1]

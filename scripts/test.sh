@@ -12,6 +12,8 @@ if [ "${1:-}" = "--require-tools" ]; then
 fi
 
 bash scripts/setup.sh
+echo "== every external tool comes from a package setup.sh installs"
+bash scripts/check-packages.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 
 echo "== cargo fmt --check"

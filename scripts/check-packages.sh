@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Checks that every external tool and library the tests and the demo use
+# (scripts/tools.txt) comes from a Debian package that scripts/setup.sh
+# installs, directly or through its Depends (recommends do not count: setup
+# installs with --no-install-recommends). A tool that only a hand install
+# provides fails the run with a line naming the tool and its package.
+#
+#   bash scripts/check-packages.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+LLVM_BIN=/usr/lib/llvm-22/bin
+# The packages setup.sh installs: its PKGS line, read rather than repeated.
+read -r -a pkgs < <(sed -n 's/^PKGS=(\(.*\))$/\1/p' scripts/setup.sh)
+[ ${#pkgs[@]} -gt 0 ] || { echo "check-packages: no PKGS line in scripts/setup.sh" >&2; exit 1; }
+
+# Every package those pull in through Depends and PreDepends.
+closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+  --no-breaks --no-replaces --no-enhances "${pkgs[@]}" 2>/dev/null |
+  sed -n 's/^ *|\{0,1\}\(Pre\)\{0,1\}Depends: //p; /^[^ ]/p' | sed 's/[<>]//g; s/:.*$//' | sort -u)
+[ -n "$closure" ] || { echo "check-packages: apt-cache depends found nothing (run apt-get update)" >&2; exit 1; }
+
+# The package that owns a path (following symlinks when the link itself is
+# not owned, as /usr/bin/cc through the alternatives is not).
+owner() {
+  local p=$1 o
+  o=$(dpkg -S "$p" 2>/dev/null | head -n 1) || true
+  if [ -z "$o" ]; then
+    o=$(dpkg -S "$(readlink -f "$p")" 2>/dev/null | head -n 1) || true
+  fi
+  printf '%s' "${o%%: *}" | sed 's/:[a-z0-9]*$//'
+}
+
+fail=0
+checked=0
+while read -r tool; do
+  case $tool in '' | '#'*) continue ;; esac
+  if [[ $tool == /* ]]; then
+    path=$tool
+  elif [ -e "$LLVM_BIN/$tool" ]; then
+    path=$LLVM_BIN/$tool
+  else
+    path=/usr/bin/$tool
+  fi
+  if [ ! -e "$path" ]; then
+    echo "check-packages: $tool: $path does not exist" >&2
+    fail=1
+    continue
+  fi
+  pkg=$(owner "$path")
+  if [ -z "$pkg" ]; then
+    echo "check-packages: $tool: $path belongs to no package (installed by hand?)" >&2
+    fail=1
+  elif ! grep -qx -- "$pkg" <<<"$closure"; then
+    echo "check-packages: $tool: $path comes from package $pkg, which scripts/setup.sh neither installs nor pulls in" >&2
+    fail=1
+  fi
+  checked=$((checked + 1))
+done <scripts/tools.txt
+
+[ $fail = 0 ] || exit 1
+echo "check-packages: all $checked tools come from packages that scripts/setup.sh installs"
