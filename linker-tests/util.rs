@@ -35,20 +35,43 @@ fn which(name: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).exists()))
 }
 
-/// A trial that needs the LLVM tools in `tools`: ignored when one is missing,
-/// unless [`require_tools`], when it fails saying which.
+/// The external tools and libraries the tests may use: the entries of
+/// `scripts/tools.txt`, whose packages `scripts/check-packages.sh` checks.
+fn listed_tools() -> impl Iterator<Item = &'static str> {
+    include_str!("../scripts/tools.txt")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// A trial that needs the tools in `tools`: ignored when one is missing,
+/// unless [`require_tools`], when it fails saying which. A tool that
+/// `scripts/tools.txt` does not list fails the trial in any case, so that
+/// the package check before the tests covers every tool they run.
 pub fn trial(
     name: impl Into<String>,
     tools: &[&str],
     f: impl FnOnce() -> Result<(), Failed> + Send + 'static,
 ) -> Trial {
+    let unlisted: Vec<String> = tools
+        .iter()
+        .filter(|t| !listed_tools().any(|l| l == **t))
+        .map(|t| t.to_string())
+        .collect();
     let missing: Vec<String> = tools
         .iter()
         .filter(|t| !have(t))
         .map(|t| t.to_string())
         .collect();
-    let ignored = !missing.is_empty() && !require_tools();
+    let ignored = unlisted.is_empty() && !missing.is_empty() && !require_tools();
     Trial::test(name, move || {
+        if !unlisted.is_empty() {
+            return Err(format!(
+                "tool(s) not listed in scripts/tools.txt: {}",
+                unlisted.join(", ")
+            )
+            .into());
+        }
         if !missing.is_empty() {
             return Err(format!("missing tool(s): {}", missing.join(", ")).into());
         }
@@ -198,17 +221,92 @@ pub fn clean_failure(what: &str, r: &Run, file: &str) -> Result<(), Failed> {
     if r.stderr.contains("panicked") || r.stderr.contains("RUST_BACKTRACE") {
         return Err(format!("{what}: panicked: {}", r.stderr).into());
     }
+    // One error line; under an LLVM tool's name, LLVM's line may be followed
+    // by notes with what we know more.
     let lines: Vec<&str> = r.stderr.lines().collect();
-    if lines.len() != 1 {
+    let notes = lines.iter().skip(1).all(|l| l.contains(": note: "));
+    if lines.is_empty() || !notes || !lines[0].contains("error: ") {
         return Err(format!(
-            "{what}: want one error line, got {}: {}",
+            "{what}: want one error line (and notes), got {}: {}",
             lines.len(),
             r.stderr
         )
         .into());
     }
-    if !lines[0].contains(file) {
-        return Err(format!("{what}: error line does not name '{file}': {}", lines[0]).into());
+    if !lines.iter().any(|l| l.contains(file)) {
+        return Err(format!("{what}: no line names '{file}': {}", r.stderr).into());
+    }
+    Ok(())
+}
+
+/// What LLVM 22 printed for one command line, kept in
+/// `linker-tests/transcripts/<tool>/<case>.txt` so the expected messages can
+/// be read without LLVM installed: the exit code and standard error, with
+/// the tool's path written as `TOOL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    /// Exit code.
+    pub code: i32,
+    /// Standard error, the tool's path replaced by `TOOL`.
+    pub stderr: String,
+}
+
+impl Expected {
+    fn render(&self) -> String {
+        format!("exit {}\n--- stderr\n{}", self.code, self.stderr)
+    }
+}
+
+/// Checks LLVM's live output for `case` against the committed transcript
+/// (rewriting it instead when `BLESS=1`), so a stale transcript fails.
+pub fn committed_transcript(tool: &str, case: &str, live: &Expected) -> Result<(), Failed> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("linker-tests/transcripts")
+        .join(tool)
+        .join(format!("{case}.txt"));
+    let text = live.render();
+    if std::env::var_os("BLESS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(path.parent().unwrap())?;
+        std::fs::write(&path, &text)?;
+        return Ok(());
+    }
+    let committed = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (run the tests with BLESS=1 to write it)",
+            path.display()
+        )
+    })?;
+    same(
+        &format!("LLVM's output and {}", path.display()),
+        text,
+        committed,
+    )
+}
+
+/// Checks our standard error against LLVM's: the same lines in the same
+/// order, except that after an `error:` line ours may add `TOOL: note:`
+/// lines (what offload-kit knows more). With `note_names`, there must be a
+/// note that contains it (the file LLVM leaves unnamed).
+pub fn same_messages(ours: &str, llvm: &str, note_names: Option<&str>) -> Result<(), Failed> {
+    let mut kept = Vec::new();
+    let mut notes = Vec::new();
+    let mut after_error = false;
+    for line in ours.lines() {
+        if line.starts_with("TOOL: note: ") {
+            if !after_error {
+                return Err(format!("a note that follows no error:\n{ours}").into());
+            }
+            notes.push(line);
+            continue;
+        }
+        after_error = line.starts_with("TOOL: error: ");
+        kept.push(line);
+    }
+    same("stderr without our notes", kept, llvm.lines().collect())?;
+    if let Some(name) = note_names
+        && !notes.iter().any(|n| n.contains(&format!("'{name}'")))
+    {
+        return Err(format!("no note names '{name}':\n{ours}").into());
     }
     Ok(())
 }
