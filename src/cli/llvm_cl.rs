@@ -117,7 +117,15 @@ pub fn parse(
         let arg = &args[i];
         i += 1;
         if only_positional || arg == "-" || !arg.starts_with('-') {
-            parsed.positionals.push(arg.clone());
+            if max_positionals == 0 {
+                // A tool without positional options takes a bare word as an
+                // option it does not know, and suggests nothing.
+                errors.push(format!(
+                    "{prog}: Unknown command line argument '{arg}'.  Try: '{argv0} --help'"
+                ));
+            } else {
+                parsed.positionals.push(arg.clone());
+            }
             continue;
         }
         if arg == "--" {
@@ -134,7 +142,9 @@ pub fn parse(
                 "{prog}: Unknown command line argument '{arg}'.  Try: '{argv0} --help'"
             ));
             if let Some(near) = nearest(name, specs) {
-                errors.push(format!("{prog}: Did you mean '{}'?", dashed(near)));
+                // LLVM keeps the value: `--imag=x` gets `--image=x`.
+                let value = inline.map(|v| format!("={v}")).unwrap_or_default();
+                errors.push(format!("{prog}: Did you mean '{}{value}'?", dashed(near)));
             }
             continue;
         };
@@ -363,6 +373,24 @@ mod tests {
             "tool: for the --archive option: 'foo' is invalid value for boolean argument! Try 0 or 1"
         );
         assert!(p(&["a", "b"]).unwrap_err()[0].starts_with("tool: Too many positional"));
+        // The suggestion keeps the value, as LLVM's does.
+        let e = p(&["--imag=file=x"]).unwrap_err();
+        assert_eq!(e[1], "tool: Did you mean '--image=file=x'?");
+    }
+
+    #[test]
+    fn a_tool_without_positionals_calls_them_unknown() {
+        let v: Vec<String> = ["-o", "x", "foo", "--bogus"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let e = parse("tool", "./tool", &v, SPECS, 0, &[]).unwrap_err();
+        assert_eq!(
+            e[0],
+            "tool: Unknown command line argument 'foo'.  Try: './tool --help'"
+        );
+        assert!(e[1].starts_with("tool: Unknown command line argument '--bogus'"));
+        assert_eq!(e.len(), 3, "foo gets no suggestion, --bogus one: {e:?}");
     }
 
     #[test]
