@@ -80,8 +80,15 @@ impl ImageArgs {
     /// LLVM's rules: `file` is ignored, `kind` compares the offload kind, any
     /// other key compares the image's string (a missing string is empty).
     pub fn matches(&self, image: &OffloadImage<'_>) -> bool {
+        self.matches_ignoring(image, "file")
+    }
+
+    /// [`ImageArgs::matches`], with `ignored` left out of the comparison as
+    /// `file` is (for keys the caller checks against something else).
+    pub fn matches_ignoring(&self, image: &OffloadImage<'_>, ignored: &str) -> bool {
         self.pairs.iter().all(|(k, v)| match k.as_str() {
             "file" => true,
+            k if k == ignored => true,
             "kind" => image.offload_kind == OffloadKind::from_name(v),
             _ => image.string(k) == v.as_bytes(),
         })

@@ -1,11 +1,22 @@
-//! `llvm-offload-binary` and `clang-offload-packager` (LLVM 22).
+//! `llvm-offload-binary` and `clang-offload-packager` (LLVM 22), with the
+//! additions of newer upstream releases where LLVM 22 rejects the option or
+//! does nothing.
 //!
 //! Packing: `-o OUT --image=file=F,triple=T,arch=A,kind=K,…` (repeatable),
 //! one version-1 binary per file, concatenated; image kind from the bitcode
-//! magic or the file extension. Extracting: `IN --image=<filter>` writes each
-//! match to the filter's `file=`, or to `<stem>-<triple>-<arch>.<i>.<ext>`;
-//! with `--archive`, to a GNU archive. Without `--image`, LLVM 22 extracts
-//! nothing, and so do we.
+//! magic or the file extension. With `--compress` (newer LLVM; 22 does not
+//! know the option), one compressed version-3 binary holding every image.
+//!
+//! Extracting: `IN --image=<filter>` writes each match to the filter's
+//! `file=`, or to `<stem>-<triple>-<arch>.<i>.<ext>`; with `--archive`, to a
+//! GNU archive whose members are named after the buffers the images came
+//! from (the archive member, else the input as typed). A filter's `member=`
+//! key picks the images of one archive member. Without `--image`, LLVM 22
+//! extracts nothing; as newer LLVM does, we extract every image, descending
+//! into OffloadBinaries nested in images, and print `Extracted: FILE` each.
+//!
+//! Errors print LLVM's line first; what offload-kit knows more (the file,
+//! the offset, what exactly is wrong) follows on a `note:` line.
 
 use std::process::ExitCode;
 
@@ -14,12 +25,17 @@ use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::archive;
 use offload_kit::llvm::path::stem as llvm_stem;
-use offload_kit::offload_binary::{self, FoundImage, ImageArgs, Limits};
+use offload_kit::offload_binary::{
+    self, Compression, FoundImage, ImageArgs, Limits, OffloadImage, has_magic, read_all,
+};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("o"),
     OptSpec::value("image"),
     OptSpec::flag("archive"),
+    OptSpec::flag("compress"),
+    OptSpec::value("compression-format"),
+    OptSpec::value("compression-level"),
     OptSpec::flag("help"),
     OptSpec::flag("help-list"),
     OptSpec::hidden_flag("help-hidden"),
@@ -28,8 +44,30 @@ const SPECS: &[OptSpec] = &[
     OptSpec::flag("version"),
 ];
 
-/// A failure with LLVM's message; printed as `<argv0>: error: <msg>`.
-struct Fail(String);
+/// A failure: LLVM's message, printed as `<argv0>: error: <msg>`, and what
+/// offload-kit knows more, printed after it as `<argv0>: note: <detail>`.
+struct Fail {
+    llvm: String,
+    note: Option<String>,
+}
+
+impl Fail {
+    /// A failure LLVM reports with this text, and nothing to add.
+    fn new(llvm: impl Into<String>) -> Fail {
+        Fail {
+            llvm: llvm.into(),
+            note: None,
+        }
+    }
+
+    /// A failure LLVM reports with this text, followed by our detail.
+    fn with_note(llvm: impl Into<String>, note: impl Into<String>) -> Fail {
+        Fail {
+            llvm: llvm.into(),
+            note: Some(note.into()),
+        }
+    }
+}
 
 fn help_text(prog: &str) -> String {
     format!(
@@ -41,9 +79,14 @@ fn help_text(prog: &str) -> String {
          \n\
          OPTIONS:\n  \
          --archive                   - Write the extracted images to a static archive\n  \
+         --compress                  - Pack into one compressed (version 3) binary\n  \
+         --compression-format=<fmt>  - zstd (default) or zlib\n  \
+         --compression-level=<n>     - Compression level (zstd: 5, zlib: 6 by default)\n  \
          --help                      - Show this help\n  \
          --image=<<key>=<value>,...> - Pack the image file=<path> with these keys (triple, arch,\n                                \
-         kind, any other); when extracting, a filter on the keys\n  \
+         kind, any other); when extracting, a filter on the keys\n                                \
+         (member=<name> picks an archive member); without --image,\n                                \
+         every image is extracted\n  \
          -o <file>                   - Pack into <file>\n  \
          --version                   - Show the version\n",
         ver = super::LLVM_VERSION
@@ -76,9 +119,8 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let result = if !input.is_empty() && !output.is_empty() {
-        Err(Fail(
-            "Packaging to an output file and extracting from an input file are mutually exclusive."
-                .into(),
+        Err(Fail::new(
+            "Packaging to an output file and extracting from an input file are mutually exclusive.",
         ))
     } else if !output.is_empty() {
         pack(&parsed, &output)
@@ -87,24 +129,74 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Fail(msg)) => {
-            eprintln!("{argv0}: error: {msg}");
+        Err(Fail { llvm, note }) => {
+            eprintln!("{argv0}: error: {llvm}");
+            if let Some(note) = note {
+                eprintln!("{argv0}: note: {note}");
+            }
             ExitCode::FAILURE
         }
     }
 }
 
+/// An I/O failure on `path`: LLVM 22 prints the system's text alone; the
+/// note names the file.
 fn io_fail(path: &str, e: &std::io::Error) -> Fail {
-    Fail(format!("'{path}': {}", strerror(e)))
+    let text = strerror(e);
+    Fail::with_note(text.clone(), format!("'{path}': {text}"))
+}
+
+/// A file that is not a valid OffloadBinary (or holds an invalid one):
+/// LLVM's message for the class of fault, then exactly what is wrong where.
+fn parse_fail(path: &str, e: &offload_kit::Error) -> Fail {
+    Fail::with_note(e.llvm_message(), format!("'{path}': {e}"))
+}
+
+/// The compression asked for with `--compress`, checked as newer LLVM
+/// checks it.
+fn compression(parsed: &Parsed) -> Result<(Compression, i32), Fail> {
+    let how = match parsed.last("compression-format").unwrap_or("zstd") {
+        "zstd" => Compression::Zstd,
+        "zlib" => Compression::Zlib,
+        other => {
+            return Err(Fail::new(format!(
+                "invalid compression format '{other}'; expected 'zstd' or 'zlib'"
+            )));
+        }
+    };
+    let (name, default, range) = match how {
+        Compression::Zstd => ("zstd", 5, zstd::compression_level_range()),
+        Compression::Zlib => ("zlib", 6, 0..=9),
+    };
+    let level = match parsed.last("compression-level") {
+        None => default,
+        Some(v) => v.parse::<i32>().map_err(|_| {
+            Fail::new(format!(
+                "for the --compression-level option: '{v}' value invalid for integer argument!"
+            ))
+        })?,
+    };
+    if !range.contains(&level) {
+        return Err(Fail::new(format!(
+            "invalid {name} compression level {level}; expected a value in [{}, {}]",
+            range.start(),
+            range.end()
+        )));
+    }
+    Ok((how, level))
 }
 
 fn pack(parsed: &Parsed, output: &str) -> Result<(), Fail> {
+    let compress = parsed
+        .flag("compress")
+        .then(|| compression(parsed))
+        .transpose()?;
     let mut specs = Vec::new();
     let mut inputs = Vec::new();
     for image in parsed.all("image") {
         let args = ImageArgs::parse(image);
         let Some(files) = args.files() else {
-            return Err(Fail("'file' is a required image arguments".into()));
+            return Err(Fail::new("'file' is a required image arguments"));
         };
         for file in files {
             let input = Input::open(file).map_err(|e| io_fail(file, &e))?;
@@ -112,38 +204,81 @@ fn pack(parsed: &Parsed, output: &str) -> Result<(), Fail> {
             inputs.push(input);
         }
     }
-    let layout = offload_binary::layout_v1(&specs).map_err(|e| Fail(e.to_string()))?;
-    write_layout(output, &layout, |i| (&inputs[i], inputs[i].bytes()))
-        .map_err(|e| io_fail(output, &e))
+    let Some((how, level)) = compress else {
+        let layout = offload_binary::layout_v1(&specs).map_err(|e| Fail::new(e.to_string()))?;
+        return write_layout(output, &layout, |i| (&inputs[i], inputs[i].bytes()))
+            .map_err(|e| io_fail(output, &e));
+    };
+    // Compression reads the whole binary: build it in memory, then compress.
+    let layout = offload_binary::layout_v3(&specs).map_err(|e| Fail::new(e.to_string()))?;
+    let mut plain = Vec::new();
+    let sources: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+    layout
+        .write_to(&mut plain, &sources)
+        .map_err(|e| io_fail(output, &e))?;
+    let packed =
+        offload_binary::compress_v3(&plain, how, level).map_err(|e| Fail::new(e.to_string()))?;
+    drop(plain);
+    let packed = Input::from_vec(packed);
+    write_bytes(output, &packed, packed.bytes()).map_err(|e| io_fail(output, &e))
+}
+
+/// Whether `image` passes `filter`: LLVM 22's rules, plus `member=`, which
+/// compares the archive member the image came from (its own name, or the
+/// whole `outer(inner)` path) where there is one.
+fn matches(filter: &ImageArgs, found: &FoundImage<'_>) -> bool {
+    match (filter.get("member"), &found.member) {
+        (Some(want), Some(have)) => {
+            (have == want || member_name(have) == want)
+                && filter.matches_ignoring(&found.image, "member")
+        }
+        // Not from an archive: LLVM 22's rule, `member` is a string key.
+        _ => filter.matches(&found.image),
+    }
+}
+
+/// The innermost member name of an `outer(inner)` member path.
+fn member_name(path: &str) -> &str {
+    match path.rfind('(') {
+        Some(i) => path[i + 1..].strip_suffix(')').unwrap_or(&path[i + 1..]),
+        None => path,
+    }
 }
 
 fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
-    let input = Input::open(name).map_err(|e| io_fail(name, &e))?;
-    let found = offload_binary::find_images(input.bytes(), &Limits::default())
-        .map_err(|e| Fail(format!("'{name}': {}: {e}", e.llvm_message())))?;
-    for filter in parsed.all("image") {
+    // LLVM names the input here (and only here).
+    let input = Input::open(name).map_err(|e| Fail::new(format!("'{name}': {}", strerror(&e))))?;
+    let limits = Limits::default();
+    let found =
+        offload_binary::find_images(input.bytes(), &limits).map_err(|e| parse_fail(name, &e))?;
+    let filters = parsed.all("image").collect::<Vec<_>>();
+    if filters.is_empty() {
+        return extract_all(name, &input, &found, &limits);
+    }
+    for filter in filters {
         let args = ImageArgs::parse(filter);
-        let matched: Vec<&FoundImage<'_>> =
-            found.iter().filter(|f| args.matches(&f.image)).collect();
+        let matched: Vec<&FoundImage<'_>> = found.iter().filter(|f| matches(&args, f)).collect();
         if matched.is_empty() {
             continue;
         }
         if parsed.flag("archive") {
             let Some(file) = args.get("file") else {
-                return Err(Fail("Image must have a 'file' argument.".into()));
+                return Err(Fail::new("Image must have a 'file' argument."));
             };
-            // LLVM names every member after the buffer it read: the input
-            // path exactly as typed.
-            let member_name = name.to_string();
+            // LLVM names every member after the buffer the image was read
+            // from: the archive member, or the input path as typed.
             let members: Vec<archive::Member<'_>> = matched
                 .iter()
                 .map(|f| archive::Member {
-                    name: member_name.clone(),
+                    name: f
+                        .member
+                        .as_deref()
+                        .map_or_else(|| name.to_string(), |m| member_name(m).to_string()),
                     data: &f.image.image,
                 })
                 .collect();
-            let layout =
-                archive::layout_gnu(&members, true).map_err(|e| Fail(format!("'{file}': {e}")))?;
+            let layout = archive::layout_gnu(&members, true)
+                .map_err(|e| Fail::new(format!("'{file}': {e}")))?;
             write_layout(file, &layout, |i| (&input, members[i].data))
                 .map_err(|e| io_fail(file, &e))?;
         } else if let Some(file) = args.get("file") {
@@ -167,6 +302,73 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
                 write_bytes(&file, &input, &img.image).map_err(|e| io_fail(&file, &e))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// How deep OffloadBinaries nested in images are followed.
+const MAX_NESTING: usize = 16;
+
+/// Extracts every image, as newer LLVM does without `--image`: an image that
+/// is itself an OffloadBinary is replaced by its images (a malformed one is
+/// an error), the others are written to `<stem>-<triple>[-<arch>].<n>.<ext>`
+/// with `n` counting the written images, each announced on stdout.
+fn extract_all(
+    name: &str,
+    input: &Input,
+    found: &[FoundImage<'_>],
+    limits: &Limits,
+) -> Result<(), Fail> {
+    fn walk(
+        name: &str,
+        input: &Input,
+        img: &OffloadImage<'_>,
+        limits: &Limits,
+        depth: usize,
+        n: &mut u64,
+    ) -> Result<(), Fail> {
+        if has_magic(&img.image) {
+            if depth >= MAX_NESTING {
+                return Err(Fail::with_note(
+                    "Invalid data was encountered while parsing the file",
+                    format!("'{name}': OffloadBinaries nested more than {MAX_NESTING} deep"),
+                ));
+            }
+            let inner = read_all(&img.image, limits).map_err(|e| {
+                Fail::with_note(
+                    e.llvm_message(),
+                    format!(
+                        "'{name}': the OffloadBinary inside image '{}-{}': {e}",
+                        String::from_utf8_lossy(img.triple()),
+                        String::from_utf8_lossy(img.arch())
+                    ),
+                )
+            })?;
+            for i in &inner {
+                walk(name, input, i, limits, depth + 1, n)?;
+            }
+            return Ok(());
+        }
+        let mut file = format!(
+            "{}-{}",
+            llvm_stem(name),
+            String::from_utf8_lossy(img.triple())
+        );
+        if !img.arch().is_empty() {
+            file.push('-');
+            file.push_str(&String::from_utf8_lossy(img.arch()));
+        }
+        file.push_str(&format!(".{n}.{}", img.image_kind.extension()));
+        *n += 1;
+        // Names come from the file: keep them inside the directory.
+        let file = file.replace(['/', '\0'], "_");
+        write_bytes(&file, input, &img.image).map_err(|e| io_fail(&file, &e))?;
+        println!("Extracted: {file}");
+        Ok(())
+    }
+    let mut n = 0;
+    for f in found {
+        walk(name, input, &f.image, limits, 0, &mut n)?;
     }
     Ok(())
 }
