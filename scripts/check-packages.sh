@@ -14,7 +14,15 @@ LLVM_BIN=/usr/lib/llvm-22/bin
 read -r -a pkgs < <(sed -n 's/^PKGS=(\(.*\))$/\1/p' scripts/setup.sh)
 [ ${#pkgs[@]} -gt 0 ] || { echo "check-packages: no PKGS line in scripts/setup.sh" >&2; exit 1; }
 
-# Every package those pull in through Depends and PreDepends.
+# Every package those pull in through Depends and PreDepends. apt-cache
+# needs the package lists: fetch them once if this machine has none.
+depends() {
+  apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+    --no-breaks --no-replaces --no-enhances "${pkgs[@]}" 2>/dev/null
+}
+if ! depends | grep -q . && [ "$(id -u)" = 0 ]; then
+  apt-get update -q >/dev/null
+fi
 closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
   --no-breaks --no-replaces --no-enhances "${pkgs[@]}" 2>/dev/null |
   sed -n 's/^ *|\{0,1\}\(Pre\)\{0,1\}Depends: //p; /^[^ ]/p' | sed 's/[<>]//g; s/:.*$//' | sort -u)
