@@ -10,7 +10,8 @@ mod archives;
 mod object_bundles;
 
 use crate::util::{
-    bytes, clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+    Expected, bytes, clean_failure, committed_transcript, llvm, ours_as, run, same, same_bytes,
+    same_messages, snapshot, tempdir, trial,
 };
 
 const TOOL: &str = "clang-offload-bundler";
@@ -456,6 +457,14 @@ fn transcripts() -> Vec<Transcript> {
         ),
         t("unknown_option", &["--bogus"]),
         t(
+            "extra_positional",
+            &["-type=bc", "-list", "-input=b.bc", "foo", "bar"],
+        ),
+        t(
+            "misspelt_option_keeps_value",
+            &["-typ=bc", "-list", "-input=b.bc"],
+        ),
+        t(
             "input_and_inputs",
             &[
                 "-type=bc",
@@ -839,8 +848,16 @@ fn run_transcript(t: Transcript) -> Result<(), Failed> {
         results.push((r.code, stderr, r.stdout, snapshot(d)));
     }
     let (ours, theirs) = (results.pop().unwrap(), results.pop().unwrap());
+    committed_transcript(
+        TOOL,
+        t.name,
+        &Expected {
+            code: theirs.0,
+            stderr: theirs.1.clone(),
+        },
+    )?;
     same("exit code", ours.0, theirs.0)?;
-    same("stderr", ours.1, theirs.1)?;
+    same_messages(&ours.1, &theirs.1, None)?;
     same("stdout", ours.2, theirs.2)?;
     same("files", ours.3, theirs.3)
 }
@@ -992,6 +1009,40 @@ fn run_hostile(name: &'static str, file_type: &'static str, data: Vec<u8>) -> Re
         d,
     );
     clean_failure("unbundle", &r, &file)?;
+    // Where LLVM 22 fails cleanly too (rather than crashing), ours starts
+    // with its line, character for character.
+    let l = run(
+        &llvm(TOOL),
+        &[
+            ty.as_str(),
+            "-unbundle",
+            input.as_str(),
+            "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
+            "-output=l1",
+            "-output=l2",
+        ],
+        d,
+    );
+    for f in ["l1", "l2"] {
+        let _ = std::fs::remove_file(d.join(f));
+    }
+    let crashed = l.code != 1
+        || ["Stack dump", "PLEASE", "LLVM ERROR"]
+            .iter()
+            .any(|c| l.stderr.contains(c));
+    if !crashed {
+        let first = |s: &str, p: &std::path::Path| {
+            s.lines()
+                .next()
+                .unwrap_or_default()
+                .replace(&p.display().to_string(), "TOOL")
+        };
+        same(
+            "first line",
+            first(&r.stderr, &ours_as(TOOL)),
+            first(&l.stderr, &llvm(TOOL)),
+        )?;
+    }
     if file_type == "bc" {
         let r = run(&ours_as(TOOL), &[ty.as_str(), "-list", input.as_str()], d);
         clean_failure("list", &r, &file)?;
@@ -1029,6 +1080,35 @@ fn duplicate_after_normalization() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A damaged CCOB member of an archive: LLVM's line, then a note naming the
+/// archive, the member and the fault.
+fn archive_member_ccob_fault() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("m1.bc"), b"CCOB\x03\x00\x01\x00")?;
+    run(&llvm("llvm-ar"), &["rc", "bad.a", "m1.bc"], d).ok()?;
+    let args = [
+        "-unbundle",
+        "-type=a",
+        "-input=bad.a",
+        "-targets=hip-amdgcn-amd-amdhsa--gfx906",
+        "-output=o.a",
+    ];
+    let l = run(&llvm(TOOL), &args, d);
+    let r = run(&ours_as(TOOL), &args, d);
+    same("exit code", r.code, l.code)?;
+    let mask = |s: &str, p: &std::path::Path| s.replace(&p.display().to_string(), "TOOL");
+    same_messages(
+        &mask(&r.stderr, &ours_as(TOOL)),
+        &mask(&l.stderr, &llvm(TOOL)),
+        Some("bad.a"),
+    )?;
+    if !r.stderr.contains("member 'm1.bc'") {
+        return Err(format!("the note does not name the member: {}", r.stderr).into());
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1045,6 +1125,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::interop::duplicate_after_normalization",
         &[TOOL],
         duplicate_after_normalization,
+    ));
+    t.push(trial(
+        "bundler::archive_member_ccob_fault",
+        &[TOOL, "llvm-ar"],
+        archive_member_ccob_fault,
     ));
     for tr in transcripts() {
         let name = format!("bundler::transcript::{}", tr.name);

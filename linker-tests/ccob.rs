@@ -16,7 +16,7 @@ use offload_kit::bundle::compressed::{
     self as ccob, CompressOptions, Decompressed, HashCheck, Method, ReadOptions,
 };
 
-use crate::util::{Run, llvm, run, same, same_bytes, tempdir, trial};
+use crate::util::{Run, llvm, ours_as, run, same, same_bytes, same_messages, tempdir, trial};
 
 const TOOL: &str = "clang-offload-bundler";
 const TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a";
@@ -381,6 +381,19 @@ fn error_messages() -> Result<(), Failed> {
                 llvm(TOOL).display()
             ),
         )?;
+        // Our drop-in: LLVM's line first, then a note naming the file.
+        let mine = run(
+            &ours_as(TOOL),
+            &["-list", "-type=bc", &format!("-input={file}")],
+            d,
+        );
+        let mask = |s: &str, p: &std::path::Path| s.replace(&p.display().to_string(), "TOOL");
+        same_messages(
+            &mask(&mine.stderr, &ours_as(TOOL)),
+            &mask(&r.stderr, &llvm(TOOL)),
+            Some(&file),
+        )
+        .map_err(|e| format!("{name}: {}", e.message().unwrap_or("")))?;
     }
     Ok(())
 }

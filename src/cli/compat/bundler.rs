@@ -4,7 +4,7 @@
 //! Differences, all where LLVM crashes, writes wrong bytes or is vague: a
 //! truncated or inconsistent bundle, `-bundle-align=0`, a text entry without
 //! its end marker, and two targets that normalize to the same ID are errors
-//! naming the file; `-###` prints nothing, because offload-kit runs no
+//! naming the file (after LLVM's line for the case, where LLVM has one); `-###` prints nothing, because offload-kit runs no
 //! external commands (LLVM prints the `llvm-objcopy` command lines it would
 //! run for object files).
 //!
@@ -20,7 +20,7 @@
 
 use std::process::ExitCode;
 
-use super::prog_name;
+use super::{Fail, prog_name};
 use crate::cli::io::{Input, strerror, thin_member_path, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::bundle::archive_unbundle::{self, Member};
@@ -54,9 +54,6 @@ const SPECS: &[OptSpec] = &[
     OptSpec::hidden_flag("help-list-hidden"),
     OptSpec::flag("version"),
 ];
-
-/// A failure, printed as `<argv0>: error: <msg>`.
-pub(crate) struct Fail(pub String);
 
 fn help_text(prog: &str) -> String {
     format!(
@@ -141,10 +138,7 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     };
     match check(argv0, &parsed, align, level).and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Fail(msg)) => {
-            eprintln!("{argv0}: error: {msg}");
-            ExitCode::FAILURE
-        }
+        Err(f) => f.report(argv0),
     }
 }
 
@@ -177,7 +171,7 @@ fn comma_list<'a>(parsed: &'a Parsed, name: &'a str) -> Vec<String> {
 
 /// LLVM's checks, in LLVM's order.
 fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job, Fail> {
-    let fail = |m: &str| Err(Fail(m.to_string()));
+    let fail = |m: &str| Err(Fail::new(m));
     let has = |n: &str| p.all(n).next().is_some();
     if has("input") && has("inputs") {
         return fail("-inputs and -input cannot be used together, use only -input instead");
@@ -283,11 +277,11 @@ fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job,
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Fail> {
     Format::for_type(file_type, host)
-        .ok_or_else(|| Fail(format!("'{file_type}': invalid file type specified")))
+        .ok_or_else(|| Fail::new(format!("'{file_type}': invalid file type specified")))
 }
 
 fn open(name: &str) -> Result<Input, Fail> {
-    Input::open(name).map_err(|e| Fail(format!("'{name}': {}", strerror(&e))))
+    Input::open(name).map_err(|e| Fail::new(format!("'{name}': {}", strerror(&e))))
 }
 
 fn run(job: Job) -> Result<(), Fail> {
@@ -306,7 +300,7 @@ fn run(job: Job) -> Result<(), Fail> {
 /// The targets, checked and normalized (LLVM's target checks, in its order).
 fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
     offload_kit::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
-        .map_err(|e| Fail(e.to_string()))
+        .map_err(|e| Fail::new(e.to_string()))
 }
 
 fn bundle(job: &Job) -> Result<(), Fail> {
@@ -314,7 +308,7 @@ fn bundle(job: &Job) -> Result<(), Fail> {
     let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
     if let Some((j, i)) = bundle::first_duplicate(&normalized) {
         // LLVM 22 writes offsets that point at the wrong data here.
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "targets '{}' and '{}' are the same bundle entry '{}' once normalized",
             job.targets[j], job.targets[i], normalized[i]
         )));
@@ -334,21 +328,22 @@ fn bundle(job: &Job) -> Result<(), Fail> {
         .cloned()
         .zip(inputs.iter().map(|i| i.bytes().len() as u64))
         .collect();
-    let layout = bundle::layout(handler, &entries, job.align).map_err(|e| Fail(e.to_string()))?;
+    let layout =
+        bundle::layout(handler, &entries, job.align).map_err(|e| Fail::new(e.to_string()))?;
     let out = &job.outputs[0];
     if job.comp.compress {
         let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
         let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
         layout
             .write_to(&mut whole, &refs)
-            .map_err(|e| Fail(e.to_string()))?;
+            .map_err(|e| Fail::new(e.to_string()))?;
         let packed = compress(job, &whole)?;
         let holder = Input::from_vec(packed);
         return write_bytes(out, &holder, holder.bytes())
-            .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))));
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))));
     }
     write_layout(out, &layout, |i| (&inputs[i], inputs[i].bytes()))
-        .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
 }
 
 /// The input's bytes, decompressed when it is a CCOB.
@@ -376,7 +371,7 @@ impl Bundle {
 
 /// The entries in LLVM's order for `format`, or none for a non-bundle.
 fn entries<'a>(name: &str, data: &'a [u8], format: Format) -> Result<Vec<Found<'a>>, Fail> {
-    bundle::entries(data, format).map_err(|e| Fail(format!("'{name}': {e}")))
+    bundle::entries(data, format).map_err(|e| Fail::new(format!("'{name}': {e}")))
 }
 
 fn list(job: &Job) -> Result<(), Fail> {
@@ -387,7 +382,7 @@ fn list(job: &Job) -> Result<(), Fail> {
     let mut out = std::io::stdout().lock();
     // LLVM lists an object's sections by name without reading them.
     let ids: Vec<&[u8]> = if handler == Format::Object {
-        object_bundle::entry_ids(b.bytes()).map_err(|e| Fail(format!("'{name}': {e}")))?
+        object_bundle::entry_ids(b.bytes()).map_err(|e| Fail::new(format!("'{name}': {e}")))?
     } else {
         entries(name, b.bytes(), handler)?
             .iter()
@@ -406,19 +401,37 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
     let b = Bundle::open(job, name)?;
     let handler = handler(&job.file_type, b.bytes())?;
-    let found = entries(name, b.bytes(), handler)?;
+    let found = bundle::entries(b.bytes(), handler).map_err(|e| {
+        if job.allow_missing {
+            // LLVM goes on (or crashes): there is no line of its to keep.
+            return Fail::new(format!("'{name}': {e}"));
+        }
+        // LLVM's reader stops at the fault and finds no bundle (or crashes,
+        // when it had stored an entry first): its line is the one for
+        // missing bundles.
+        let all = requests.iter().map(BundleId::normalized).collect();
+        Fail::with_note(
+            format!("Can't find bundles for {}", select::missing_list(all)),
+            format!("'{name}': {e}"),
+        )
+    })?;
     let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
-    let got = select::assign(&ids, &requests, job.hip_openmp)
-        .map_err(|e| Fail(format!("'{name}': {e}")))?;
+    let got = select::assign(&ids, &requests, job.hip_openmp).map_err(|e| {
+        Fail::with_note(
+            "invalid bundle id read from the bundle",
+            format!("'{name}': {e}"),
+        )
+    })?;
     let write = |out: &str, data: &[u8]| -> Result<(), Fail> {
-        write_bytes(out, b.source(), data).map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+        write_bytes(out, b.source(), data)
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
     };
     for (i, g) in got.iter().enumerate() {
         if let Some(e) = g {
             if handler == Format::Object && found[*e].data == HOST_MARKER {
                 // The host's code is the object itself, without the bundle.
-                let w =
-                    object_bundle::strip(b.bytes()).map_err(|e| Fail(format!("'{name}': {e}")))?;
+                let w = object_bundle::strip(b.bytes())
+                    .map_err(|e| Fail::new(format!("'{name}': {e}")))?;
                 write_object(&job.outputs[i], &w, &[(b.source(), b.bytes())])?;
                 continue;
             }
@@ -431,7 +444,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     }
     if !job.allow_missing {
         let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "Can't find bundles for {}",
             select::missing_list(ids)
         )));
@@ -460,10 +473,9 @@ fn bundle_object(
 ) -> Result<(), Fail> {
     let Some(host) = ids.iter().position(BundleId::is_host) else {
         // LLVM 22 crashes here (it has no host input to add sections to).
-        return Err(Fail(
+        return Err(Fail::new(
             "bundling object files (-type=o) needs a host target: only offload \
-             targets were given, and LLVM 22 crashes on this"
-                .into(),
+             targets were given, and LLVM 22 crashes on this",
         ));
     };
     if job.comp.compress {
@@ -484,7 +496,7 @@ fn bundle_object(
         .collect();
     let host_name = &job.inputs[host];
     let written = object_bundle::bundle(inputs[host].bytes(), &sections)
-        .map_err(|e| Fail(format!("'{host_name}': {e}")))?;
+        .map_err(|e| Fail::new(format!("'{host_name}': {e}")))?;
     let mut sources = vec![(&inputs[host], inputs[host].bytes())];
     sources.extend(sections.iter().zip(inputs).map(|(s, i)| (i, s.data)));
     write_object(&job.outputs[0], &written, &sources)
@@ -501,12 +513,12 @@ fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(
         .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
         .collect::<Option<_>>()
         .ok_or_else(|| {
-            Fail(format!(
+            Fail::new(format!(
                 "'{out}': internal error: object layout out of range"
             ))
         })?;
     write_layout(out, &w.layout, |k| images[k])
-        .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))
+        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
 }
 
 /// `-unbundle -type=a`: one device archive per target.
@@ -514,10 +526,17 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     let requests = targets(job)?;
     let name = &job.inputs[0];
     let input = open(name)?;
-    let message = |e: offload_kit::Error| match e.kind() {
-        // LLVM's own messages, printed as LLVM prints them.
-        ErrorKind::Usage(m) => Fail(m.clone()),
-        _ => Fail(format!("'{name}': {e}")),
+    // A member that fails to decompress leaves its full report here.
+    let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
+    let message = |e: offload_kit::Error| {
+        if let Some(f) = member_fail.take() {
+            return f;
+        }
+        match e.kind() {
+            // LLVM's own messages, printed as LLVM prints them.
+            ErrorKind::Usage(m) => Fail::new(m.clone()),
+            _ => Fail::new(format!("'{name}': {e}")),
+        }
     };
     // A thin archive's members are files beside it (LLVM reads them too).
     let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
@@ -532,7 +551,11 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
         archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
     }
     let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
-        decompress_member(job, name, m)
+        decompress_member(job, name, m).map_err(|f| {
+            let e = offload_kit::Error::from(ErrorKind::Usage(f.llvm.clone()));
+            member_fail.replace(Some(f));
+            e
+        })
     };
     let lists =
         archive_unbundle::unbundle(input.bytes(), &thin, &requests, job.hip_openmp, inflate)
@@ -542,7 +565,7 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
     for (i, list) in lists.iter().enumerate() {
         if list.is_empty() && !job.allow_missing {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "no compatible code object found for the target '{}' in heterogeneous \
                  archive library: {name}",
                 keys[i]
@@ -559,20 +582,21 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
             })
             .collect();
         let layout =
-            archive::layout_gnu(&members, true).map_err(|e| Fail(format!("'{out}': {e}")))?;
+            archive::layout_gnu(&members, true).map_err(|e| Fail::new(format!("'{out}': {e}")))?;
         write_layout(out, &layout, |k| (&input, list[k].data()))
-            .map_err(|e| Fail(format!("'{out}': {}", strerror(&e))))?;
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
     }
     Ok(())
 }
 
 /// An archive member decompressed if it is a CCOB (LLVM's "Failed to
-/// decompress code object" otherwise), with LLVM's verbose report.
+/// decompress code object" otherwise, with the member and the exact fault in
+/// a note), with LLVM's verbose report.
 fn decompress_member(
     job: &Job,
     archive_name: &str,
     m: &Member<'_>,
-) -> offload_kit::Result<Option<Vec<u8>>> {
+) -> Result<Option<Vec<u8>>, Fail> {
     if !compressed::llvm_treats_as_compressed(m.data) {
         if job.comp.verbose {
             eprintln!("Uncompressed bundle.");
@@ -585,11 +609,17 @@ fn decompress_member(
         ..ReadOptions::default()
     };
     let d = compressed::decompress(m.data, &opts).map_err(|e| {
-        let llvm = compressed::llvm_message(&e).unwrap_or_default();
-        offload_kit::Error::from(ErrorKind::Usage(format!(
-            "'{archive_name}': Failed to decompress code object: {llvm} (member '{}': {e})",
+        let note = format!(
+            "'{archive_name}', member '{}': {e}",
             String::from_utf8_lossy(m.name)
-        )))
+        );
+        match compressed::llvm_message(&e) {
+            Some(llvm) => {
+                Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
+            }
+            // A fault LLVM does not detect: no line of its to keep.
+            None => Fail::new(format!("Failed to decompress code object: {note}")),
+        }
     })?;
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));
@@ -601,7 +631,7 @@ fn decompress_member(
 fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
     let start = std::time::Instant::now();
     let (packed, report) = compressed::compress_to_vec(whole, &job.comp.options)
-        .map_err(|e| Fail(compressed::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+        .map_err(|e| Fail::new(compressed::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
     if job.comp.verbose {
         eprint!("{}", report.verbose_report(start.elapsed()));
     }
@@ -620,15 +650,20 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
         ..ReadOptions::default()
     };
     let d = compressed::decompress(data, &opts).map_err(|e| {
-        // LLVM's text, then ours where it says more (for faults LLVM does
-        // not detect, its text is ours already).
+        // LLVM's line, then ours where it says more; for faults LLVM does
+        // not detect (it goes on with garbage), ours alone, naming the file.
         let own = compressed::fault(&e).map(ToString::to_string);
-        let text = match compressed::llvm_message(&e) {
-            Some(llvm) if own.as_ref() == Some(&llvm) => llvm,
-            Some(llvm) => format!("{llvm} ({e})"),
-            None => e.to_string(),
-        };
-        Fail(format!("'{name}': Failed to decompress input: {text}"))
+        match compressed::llvm_message(&e) {
+            Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
+                format!("Failed to decompress input: {llvm}"),
+                format!("'{name}'"),
+            ),
+            Some(llvm) => Fail::with_note(
+                format!("Failed to decompress input: {llvm}"),
+                format!("'{name}': {e}"),
+            ),
+            None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
+        }
     })?;
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));

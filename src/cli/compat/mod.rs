@@ -1,12 +1,52 @@
 //! Drop-in front ends: offload-kit run under an LLVM tool's name behaves as
 //! that LLVM 22 tool, with its options, outputs, messages and exit codes.
 //!
-//! Where LLVM 22 prints a message without saying which file it is about, or
-//! crashes, we print LLVM's text with the file name in front (`'<file>': `,
-//! LLVM's own style for file errors) and a precise reason after it.
+//! Errors print LLVM 22's line for the same case first, character for
+//! character; what offload-kit knows more (the file LLVM leaves unnamed, the
+//! offset, what exactly is wrong) follows on a `<tool>: note:` line. Where
+//! LLVM 22 crashes, reads garbage or succeeds on input we refuse, there is
+//! no LLVM line to keep: ours names the file (`'<file>': `, LLVM's style for
+//! file errors) and the fault.
 
 pub mod bundler;
 pub mod packager;
+
+/// A failure of a drop-in tool: LLVM's message, printed as
+/// `<argv0>: error: <llvm>`, and what we know more, printed after it as
+/// `<argv0>: note: <note>`.
+pub(crate) struct Fail {
+    /// LLVM 22's text for the case (or ours where LLVM has none).
+    pub llvm: String,
+    /// Our detail, if any.
+    pub note: Option<String>,
+}
+
+impl Fail {
+    /// A failure LLVM reports with this text, with nothing to add.
+    pub fn new(llvm: impl Into<String>) -> Fail {
+        Fail {
+            llvm: llvm.into(),
+            note: None,
+        }
+    }
+
+    /// A failure LLVM reports with this text, followed by our detail.
+    pub fn with_note(llvm: impl Into<String>, note: impl Into<String>) -> Fail {
+        Fail {
+            llvm: llvm.into(),
+            note: Some(note.into()),
+        }
+    }
+
+    /// Prints the failure and gives the exit code (1, as LLVM).
+    pub fn report(self, argv0: &str) -> std::process::ExitCode {
+        eprintln!("{argv0}: error: {}", self.llvm);
+        if let Some(note) = self.note {
+            eprintln!("{argv0}: note: {note}");
+        }
+        std::process::ExitCode::FAILURE
+    }
+}
 
 /// The LLVM release whose behaviour the front ends reproduce.
 pub const LLVM_VERSION: &str = "22.1.8";

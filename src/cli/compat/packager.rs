@@ -20,7 +20,7 @@
 
 use std::process::ExitCode;
 
-use super::prog_name;
+use super::{Fail, prog_name};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::archive;
@@ -43,31 +43,6 @@ const SPECS: &[OptSpec] = &[
     OptSpec::hidden_flag("h"),
     OptSpec::flag("version"),
 ];
-
-/// A failure: LLVM's message, printed as `<argv0>: error: <msg>`, and what
-/// offload-kit knows more, printed after it as `<argv0>: note: <detail>`.
-struct Fail {
-    llvm: String,
-    note: Option<String>,
-}
-
-impl Fail {
-    /// A failure LLVM reports with this text, and nothing to add.
-    fn new(llvm: impl Into<String>) -> Fail {
-        Fail {
-            llvm: llvm.into(),
-            note: None,
-        }
-    }
-
-    /// A failure LLVM reports with this text, followed by our detail.
-    fn with_note(llvm: impl Into<String>, note: impl Into<String>) -> Fail {
-        Fail {
-            llvm: llvm.into(),
-            note: Some(note.into()),
-        }
-    }
-}
 
 fn help_text(prog: &str) -> String {
     format!(
@@ -129,13 +104,7 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Fail { llvm, note }) => {
-            eprintln!("{argv0}: error: {llvm}");
-            if let Some(note) = note {
-                eprintln!("{argv0}: note: {note}");
-            }
-            ExitCode::FAILURE
-        }
+        Err(f) => f.report(argv0),
     }
 }
 
