@@ -20,6 +20,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
+echo "== the library alone: no command-line dependencies, bundled zstd"
+cargo build --locked --lib --no-default-features -q
 echo "== cargo test"
 mkdir -p target
 cargo test --locked --release 2>&1 | tee target/test.log
