@@ -67,7 +67,7 @@ use object::elf;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::offload_binary::{self, Limits};
-use arch::{Arg, Call, Cpu, Fatbin, Target};
+use arch::{Arg, Call, CpuInfo, Fatbin, Target};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
 /// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
@@ -85,11 +85,11 @@ const IMAGE_ALIGN: u64 = 8;
 const FATBIN_ALIGN: u64 = 16;
 
 /// The fatbin section's alignment for a fatbin of `len` bytes.
-fn fatbin_align(cpu: &dyn Cpu, len: u64) -> u64 {
+fn fatbin_align(cpu: &CpuInfo, len: u64) -> u64 {
     if len > 16 {
         FATBIN_ALIGN
     } else {
-        cpu.byte_array_align()
+        cpu.byte_array_align
     }
 }
 
@@ -432,12 +432,12 @@ fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
 
 /// A new object for `cpu` on `os` with the first sections LLVM writes:
 /// `.text` (empty) and `.text.startup`, which it returns.
-fn new_object(cpu: &dyn Cpu, os: HostOs) -> (Relocatable, SectionId) {
-    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+fn new_object(cpu: &CpuInfo, os: HostOs) -> (Relocatable, SectionId) {
+    let mut obj = Relocatable::new(cpu.machine, cpu.e_flags, cpu.endian);
     obj.set_os_abi(os.os_abi);
     let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
     obj.add_section(b".text", elf::SHT_PROGBITS, ax, 4);
-    let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align());
+    let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align);
     (obj, startup)
 }
 
@@ -448,7 +448,7 @@ fn new_object(cpu: &dyn Cpu, os: HostOs) -> (Relocatable, SectionId) {
 /// order) and for `.eh_frame`, listed with the other local symbols.
 fn finish_object(
     obj: &mut Relocatable,
-    cpu: &dyn Cpu,
+    cpu: &CpuInfo,
     os: HostOs,
     code: SymbolId,
     fdes: &[eh_frame::Fde<'_>],
@@ -463,7 +463,7 @@ fn finish_object(
         );
     }
     let eh = eh_frame::add(obj, cpu, code, fdes)?;
-    if cpu.mapping_symbols() {
+    if cpu.mapping_symbols {
         for &s in data.iter().chain([&eh]) {
             mapping(obj, b"$d", s);
         }
@@ -506,7 +506,7 @@ fn reloc(
 /// image section, which starts at a multiple of `file_align` in the file.
 fn build(
     abi: Abi,
-    cpu: &'static dyn Cpu,
+    cpu: &'static CpuInfo,
     os: HostOs,
     images: &[Image<'_>],
     placed: Vec<(u64, u64)>,
@@ -530,7 +530,7 @@ fn build(
         IMAGE_ALIGN,
     );
     obj.set_images(offloading, placed.clone(), file_align);
-    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align());
+    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align);
     let arch_list = fl
         .image_info
         .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
@@ -560,7 +560,7 @@ fn build(
         0,
         elf::STT_FUNC,
     );
-    let maps = cpu.mapping_symbols();
+    let maps = cpu.mapping_symbols;
     if maps {
         mapping(&mut obj, b"$x", startup);
     }
@@ -683,7 +683,7 @@ fn build(
     let mut bytes =
         vec![0u8; usize::try_from(data_len).map_err(|_| Error::usage("too many images"))?];
     let at = |off: u64| usize::try_from(off).unwrap_or(usize::MAX);
-    let abs = cpu.abs64();
+    let abs = cpu.abs64;
     for (i, (img, &(off, _))) in images.iter().zip(&placed).enumerate() {
         let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
         reloc(
@@ -762,15 +762,15 @@ fn build(
         }
         calls
     };
-    let probe = cpu.function(0, &with_atexit(0))?;
-    let unreg_off = align_up(len64(&probe.code), cpu.code_align())?;
-    let reg_fn = cpu.function(0, &with_atexit(unreg_off))?;
-    let unreg_fn = cpu.function(unreg_off, &unreg_calls)?;
+    let probe = cpu.code.function(0, &with_atexit(0))?;
+    let unreg_off = align_up(len64(&probe.code), cpu.code_align)?;
+    let reg_fn = cpu.code.function(0, &with_atexit(unreg_off))?;
+    let unreg_fn = cpu.code.function(unreg_off, &unreg_calls)?;
     debug_assert_eq!(reg_fn.code.len(), probe.code.len());
 
     let mut code = reg_fn.code.clone();
     let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
-    code.extend(cpu.padding(pad));
+    code.extend(cpu.code.padding(pad));
     code.extend_from_slice(&unreg_fn.code);
     obj.set_bytes(startup, code);
     for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
@@ -829,12 +829,12 @@ fn build(
 /// the `atexit` handler and the entry loop, with everything in llc's order.
 fn build_fatbin(
     which: Fatbin,
-    cpu: &'static dyn Cpu,
+    cpu: &'static CpuInfo,
     os: HostOs,
     len: u64,
     file_align: u64,
 ) -> Result<Relocatable> {
-    let code = cpu.fatbin_code(which)?;
+    let code = cpu.code.fatbin_code(which)?;
     let (p, image_name, wrapper_name, magic): (&str, &[u8], &[u8], u32) = match which {
         Fatbin::Cuda => (
             "cuda",
@@ -883,7 +883,7 @@ fn build_fatbin(
         )
     };
     func(&mut obj, &format!(".{p}.fatbin_reg"), &code.reg);
-    let maps = cpu.mapping_symbols();
+    let maps = cpu.mapping_symbols;
     if maps {
         mapping(&mut obj, b"$x", startup);
     }
@@ -931,7 +931,11 @@ fn build_fatbin(
             Target::Runtime(name) => (name.to_string(), false),
             Target::EntriesStart => ("__start_llvm_offload_entries".to_string(), true),
             Target::EntriesStop => ("__stop_llvm_offload_entries".to_string(), true),
-            Target::Wrapper | Target::Handle | Target::JumpTable | Target::Code => continue,
+            Target::Wrapper
+            | Target::Handle
+            | Target::JumpTable
+            | Target::Code
+            | Target::Symbol(_) => continue,
         };
         if !globals.iter().any(|(t, _)| *t == r.target) {
             let sym = undefined(&mut obj, name.as_bytes(), hidden);
@@ -943,6 +947,7 @@ fn build_fatbin(
             Target::Wrapper => wrapper_sym,
             Target::Handle => bss_sym,
             Target::Code => startup_sym,
+            Target::Symbol(s) => s,
             Target::JumpTable => rodata_sym
                 .ok_or_else(|| write_error("the code refers to a jump table it does not have"))?,
             t => globals
@@ -964,13 +969,13 @@ fn build_fatbin(
                 at,
                 startup_sym,
                 arch::addend(case + at)?,
-                cpu.eh_pcrel32(),
+                cpu.eh_pcrel32,
             );
             at += 4;
         }
         obj.set_bytes(table, vec![0; usize::try_from(at).unwrap_or(0)]);
     }
-    let abs = cpu.abs64();
+    let abs = cpu.abs64;
     reloc(&mut obj, wrapper, 8, image_sym, 0, abs);
     reloc(
         &mut obj,

@@ -123,10 +123,12 @@ struct Symbol {
     size: u64,
 }
 
-/// An ELF64 little-endian relocatable object under construction.
+/// An ELF64 relocatable object under construction.
 #[derive(Debug)]
 pub(crate) struct Relocatable {
     machine: elf::Machine,
+    /// Byte order of every header, table and built section.
+    endian: Endianness,
     os_abi: elf::OsAbi,
     e_flags: u32,
     sections: Vec<Section>,
@@ -147,10 +149,12 @@ fn align_up(x: u64, a: u64) -> Result<u64> {
 }
 
 impl Relocatable {
-    /// An empty object for `machine` with these `e_flags`.
-    pub(crate) fn new(machine: elf::Machine, e_flags: u32) -> Relocatable {
+    /// An empty object for `machine` with these `e_flags`, in `endian`
+    /// byte order.
+    pub(crate) fn new(machine: elf::Machine, e_flags: u32, endian: Endianness) -> Relocatable {
         Relocatable {
             machine,
+            endian,
             os_abi: elf::ELFOSABI_NONE,
             e_flags,
             sections: Vec::new(),
@@ -269,7 +273,7 @@ impl Relocatable {
 
     /// The file, as pieces.
     pub(crate) fn write(&self) -> Result<Layout> {
-        let enc = Encoder::new(Endianness::Little, true, self.machine);
+        let enc = Encoder::new(self.endian, true, self.machine);
         // Symbol table order: the local symbols, then the others, each in
         // the order they were added; `table[id]` is a symbol's index.
         let is_local = |s: &Symbol| s.st_info.st_bind() == elf::STB_LOCAL;
@@ -539,7 +543,7 @@ mod tests {
     use super::*;
 
     fn sample(file_align: u64) -> Relocatable {
-        let mut o = Relocatable::new(elf::EM_X86_64, 0);
+        let mut o = Relocatable::new(elf::EM_X86_64, 0, Endianness::Little);
         let text = o.add_section(b".text", elf::SHT_PROGBITS, elf::SHF_ALLOC, 16);
         o.set_bytes(text, vec![0xc3; 5]);
         let data = o.add_section(b"data", elf::SHT_PROGBITS, elf::SHF_ALLOC, 8);
