@@ -421,6 +421,13 @@ mod tests {
             let cpu = for_triple(t).unwrap();
             assert_eq!(cpu.machine, object::elf::EM_X86_64, "{t}");
         }
+        // Every row, by each of its spellings.
+        for cpu in CPUS {
+            for name in cpu.names {
+                let t = format!("{name}-unknown-linux-gnu");
+                assert!(std::ptr::eq(for_triple(&t).unwrap(), cpu), "{t}");
+            }
+        }
         for (t, want) in [
             ("", "empty"),
             (
