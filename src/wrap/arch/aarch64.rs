@@ -89,7 +89,7 @@ impl Cpu for AArch64 {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// The assembler: the shared core plus this CPU's fixups and instructions
 // ---------------------------------------------------------------------------
 
 /// How a branch encodes its word offset.
@@ -192,6 +192,10 @@ impl A64Asm for Asm {
     }
 }
 
+// ---------------------------------------------------------------------------
+// CUDA and HIP registration code (wrapper-abi.md §5)
+// ---------------------------------------------------------------------------
+
 /// `b.eq`, `b.ne`, `b.gt`: `b.cond` with the condition.
 const B_EQ: u32 = 0x5400_0000;
 const B_NE: u32 = 0x5400_0001;
@@ -288,8 +292,16 @@ fn unregister(a: &mut Asm, name: &'static str) -> Span {
 /// x86-64; see there).
 fn cuda_code() -> Result<FatbinCode> {
     let mut a = Asm::default();
-    let [globals, unreg, func, next, check, managed, done] = [(); 7].map(|()| a.label());
+    let (globals, unreg) = (a.label(), a.label());
+    let reg = cuda_constructor(&mut a, globals, unreg);
+    a.bind(unreg);
+    let unreg_span = unregister(&mut a, "__cudaUnregisterFatBinary");
+    let globals_span = cuda_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
+/// The CUDA constructor (`.cuda.fatbin_reg`).
+fn cuda_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
     a.begin(0);
     a.w(0xa9bf_4ffe); // stp x30, x19, [sp, #-16]!
     a.prologue(16, &[(Reg::X19, -8), (Reg::X30, -16)]);
@@ -309,17 +321,18 @@ fn cuda_code() -> Result<FatbinCode> {
     a.call(Target::Runtime("atexit"));
     a.w(0xa8c1_4ffe); // ldp x30, x19, [sp], #16
     a.w(RET);
-    let reg = a.end();
+    a.end()
+}
 
-    a.bind(unreg);
-    let unreg_span = unregister(&mut a, "__cudaUnregisterFatBinary");
-
+/// The CUDA entry loop (`.cuda.globals_reg`) at `globals`.
+fn cuda_globals(a: &mut Asm, globals: Label) -> Span {
+    let [func, next, check, managed, done] = [(); 5].map(|()| a.label());
     a.bind(globals);
     a.begin(0);
-    loop_prologue(&mut a, done, check);
+    loop_prologue(a, done, check);
     a.bind(func);
-    register_function(&mut a, "__cudaRegisterFunction");
-    loop_step(&mut a, next, check, done, 0x7100_091f); // cmp w8, #2 (CUDA)
+    register_function(a, "__cudaRegisterFunction");
+    loop_step(a, next, check, done, 0x7100_091f); // cmp w8, #2 (CUDA)
     a.branch(0xb400_0008, func, Branch::Imm19); // cbz x8, func (size 0: a kernel)
     a.w(0xb940_0ea9); // ldr w9, [x21, #0xc] (flags)
     a.w(0x1200_092a); // and w10, w9, #7
@@ -330,7 +343,7 @@ fn cuda_code() -> Result<FatbinCode> {
     // constant, 0).
     a.w(0x5303_0d24); // ubfx w4, w9, #3, #1 (extern)
     a.w(0x5304_1126); // ubfx w6, w9, #4, #1 (constant)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
     a.call(Target::Runtime("__cudaRegisterVar"));
@@ -344,10 +357,8 @@ fn cuda_code() -> Result<FatbinCode> {
     a.w(0xaa08_03e4); // mov x4, x8
     a.call(Target::Runtime("__cudaRegisterManagedVar"));
     a.branch(B, next, Branch::Imm26);
-    loop_epilogue(&mut a, done);
-    let globals_span = a.end();
-
-    a.finish([reg, unreg_span, globals_span], &[])
+    loop_epilogue(a, done);
+    a.end()
 }
 
 /// The HIP registration code of LLVM 22 for AArch64: as CUDA's without the
@@ -355,18 +366,16 @@ fn cuda_code() -> Result<FatbinCode> {
 /// tree of compares on the entry type, no jump table).
 fn hip_code() -> Result<FatbinCode> {
     let mut a = Asm::default();
-    let [
-        globals,
-        unreg,
-        func,
-        next,
-        check,
-        above1,
-        global,
-        surface,
-        done,
-    ] = [(); 9].map(|()| a.label());
+    let (globals, unreg) = (a.label(), a.label());
+    let reg = hip_constructor(&mut a, globals, unreg);
+    a.bind(unreg);
+    let unreg_span = unregister(&mut a, "__hipUnregisterFatBinary");
+    let globals_span = hip_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
+/// The HIP constructor (`.hip.fatbin_reg`).
+fn hip_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
     a.begin(0);
     a.w(SAVE_LR);
     a.prologue(16, &[(Reg::X30, -16)]);
@@ -383,17 +392,19 @@ fn hip_code() -> Result<FatbinCode> {
     a.call(Target::Runtime("atexit"));
     a.w(RESTORE_LR);
     a.w(RET);
-    let reg = a.end();
+    a.end()
+}
 
-    a.bind(unreg);
-    let unreg_span = unregister(&mut a, "__hipUnregisterFatBinary");
-
+/// The HIP entry loop (`.hip.globals_reg`) at `globals`: a tree of
+/// compares on the entry type, no jump table.
+fn hip_globals(a: &mut Asm, globals: Label) -> Span {
+    let [func, next, check, above1, global, surface, done] = [(); 7].map(|()| a.label());
     a.bind(globals);
     a.begin(0);
-    loop_prologue(&mut a, done, check);
+    loop_prologue(a, done, check);
     a.bind(func);
-    register_function(&mut a, "__hipRegisterFunction");
-    loop_step(&mut a, next, check, done, 0x7100_111f); // cmp w8, #4 (HIP)
+    register_function(a, "__hipRegisterFunction");
+    loop_step(a, next, check, done, 0x7100_111f); // cmp w8, #4 (HIP)
     a.branch(0xb400_0008, func, Branch::Imm19); // cbz x8, func (size 0: a kernel)
     a.w(0xb940_0eab); // ldr w11, [x21, #0xc] (flags)
     a.w(0xb940_2aaa); // ldr w10, [x21, #0x28] (data)
@@ -420,7 +431,7 @@ fn hip_code() -> Result<FatbinCode> {
     // (Falls through for type 3.) A texture: __hipRegisterTexture(h, addr,
     // name, name, (u32) data, normalized, extern).
     a.w(0x5305_1565); // ubfx w5, w11, #5, #1 (normalized)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e6); // mov w6, w9
     a.call(Target::Runtime("__hipRegisterTexture"));
@@ -429,7 +440,7 @@ fn hip_code() -> Result<FatbinCode> {
     // constant, 0).
     a.bind(global);
     a.w(0x5304_1166); // ubfx w6, w11, #4, #1 (constant)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a09_03e4); // mov w4, w9
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
@@ -438,15 +449,13 @@ fn hip_code() -> Result<FatbinCode> {
     // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
     // extern).
     a.bind(surface);
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e5); // mov w5, w9
     a.call(Target::Runtime("__hipRegisterSurface"));
     a.branch(B, next, Branch::Imm26);
-    loop_epilogue(&mut a, done);
-    let globals_span = a.end();
-
-    a.finish([reg, unreg_span, globals_span], &[])
+    loop_epilogue(a, done);
+    a.end()
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ fn nops(mut len: usize) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// The assembler: the shared core plus this CPU's fixups and instructions
 // ---------------------------------------------------------------------------
 
 /// A jump or call displacement to a label, relative to the end of the
@@ -219,6 +219,10 @@ impl X86Asm for Asm {
     }
 }
 
+// ---------------------------------------------------------------------------
+// CUDA and HIP registration code (wrapper-abi.md §5)
+// ---------------------------------------------------------------------------
+
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
 const ENTRY_SIZE: u8 = 56;
 
@@ -283,30 +287,40 @@ fn next_entry(a: &mut Asm, next: Label, check: Label, done: Label, done_rel: Rel
 /// registers kernels (size 0), variables and managed variables of the
 /// entries whose kind is CUDA (2); surfaces and textures are skipped.
 fn cuda_code() -> Result<FatbinCode> {
-    use Target::*;
     let mut a = Asm::default();
     let (globals, unreg) = (a.label(), a.label());
+    let reg = cuda_constructor(&mut a, globals, unreg);
+    let unreg_span = unregister(&mut a, unreg, "__cudaUnregisterFatBinary");
+    let globals_span = cuda_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
+/// The CUDA constructor (`.cuda.fatbin_reg`), then padding.
+fn cuda_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    use Target::*;
     a.begin(8);
     a.push(&[0x53]); // push rbx
     a.saved(&[(Reg::RBX, -16)]);
     a.rip(&LEA_RDI_RIP, Wrapper, -4); // lea rdi, [rip + .fatbin_wrapper]
-    a.call(Target::Runtime("__cudaRegisterFatBinary"));
+    a.call(Runtime("__cudaRegisterFatBinary"));
     a.bytes(&[0x48, 0x89, 0xc3]); // mov rbx, rax
     a.rip(&[0x48, 0x89, 0x05], Handle, -4); // mov [rip + handle], rax
     a.bytes(&[0x48, 0x89, 0xc7]); // mov rdi, rax
     a.to(&[CALL_REL32], globals, Rel::Rel32); // call .cuda.globals_reg
     a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.call(Target::Runtime("__cudaRegisterFatBinaryEnd"));
+    a.call(Runtime("__cudaRegisterFatBinaryEnd"));
     a.to(&LEA_RDI_RIP, unreg, Rel::Rel32); // lea rdi, [rip + .cuda.fatbin_unreg]
-    a.call(Target::Runtime("atexit"));
+    a.call(Runtime("atexit"));
     a.pop(&[0x5b]); // pop rbx
     a.bytes(&[RET]);
     let reg = a.end();
     a.align16();
+    reg
+}
 
-    let unreg_span = unregister(&mut a, unreg, "__cudaUnregisterFatBinary");
-
+/// The CUDA entry loop (`.cuda.globals_reg`) at `globals`.
+fn cuda_globals(a: &mut Asm, globals: Label) -> Span {
+    use Target::*;
     let (func, next, check, managed, done) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
     a.bind(globals);
@@ -322,8 +336,8 @@ fn cuda_code() -> Result<FatbinCode> {
     a.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
     a.to(&[0xeb], check, Rel::Rel8); // jmp check
     a.bind(func);
-    register_function(&mut a, "__cudaRegisterFunction");
-    next_entry(&mut a, next, check, done, Rel::Rel8, 2); // kind CUDA
+    register_function(a, "__cudaRegisterFunction");
+    next_entry(a, next, check, done, Rel::Rel8, 2); // kind CUDA
     a.bytes(&[0x49, 0x8b, 0x47, 0x20]); // mov rax, [r15 + 32] (size)
     a.bytes(&[0x48, 0x85, 0xc0]); // test rax, rax
     a.to(&[0x74], func, Rel::Rel8); // je func
@@ -341,11 +355,11 @@ fn cuda_code() -> Result<FatbinCode> {
     a.bytes(&[0x41, 0xc1, 0xe8, 0x03]); // shr r8d, 3
     a.bytes(&[0x41, 0x83, 0xe2, 0x10]); // and r10d, 16
     a.bytes(&[0x41, 0xc1, 0xea, 0x04]); // shr r10d, 4
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.bytes(&[0x49, 0x89, 0xc1]); // mov r9, rax
     a.push_zero();
     a.push(&[0x41, 0x52]); // push r10
-    a.call(Target::Runtime("__cudaRegisterVar"));
+    a.call(Runtime("__cudaRegisterVar"));
     a.add_rsp(0x10);
     a.to(&[0xeb], next, Rel::Rel8); // jmp next
     // A managed variable: __cudaRegisterManagedVar(h, aux, addr, name,
@@ -355,53 +369,52 @@ fn cuda_code() -> Result<FatbinCode> {
     a.bytes(&[0x45, 0x8b, 0x4f, 0x28]); // mov r9d, [r15 + 40] (data)
     a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
     a.bytes(&[0x49, 0x89, 0xc0]); // mov r8, rax
-    a.call(Target::Runtime("__cudaRegisterManagedVar"));
+    a.call(Runtime("__cudaRegisterManagedVar"));
     a.to(&[0xeb], next, Rel::Rel8); // jmp next
     a.bind(done);
     a.pop(&[0x5b]); // pop rbx
     a.pop(&[0x41, 0x5e]); // pop r14
     a.pop(&[0x41, 0x5f]); // pop r15
     a.bytes(&[RET]);
-    let globals_span = a.end();
-
-    a.finish([reg, unreg_span, globals_span], &[])
+    a.end()
 }
 
 /// The HIP registration code of LLVM 22: as CUDA's without the end of
 /// registration, with kind HIP (4), and with surfaces and textures
 /// registered too, through a jump table on the entry type.
 fn hip_code() -> Result<FatbinCode> {
-    use Target::*;
     let mut a = Asm::default();
     let (globals, unreg) = (a.label(), a.label());
+    let reg = hip_constructor(&mut a, globals, unreg);
+    let unreg_span = unregister(&mut a, unreg, "__hipUnregisterFatBinary");
+    let (globals_span, cases) = hip_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &cases)
+}
 
+/// The HIP constructor (`.hip.fatbin_reg`), then padding.
+fn hip_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    use Target::*;
     a.begin(8);
     a.push(&[PUSH_RAX]);
     a.rip(&LEA_RDI_RIP, Wrapper, -4); // lea rdi, [rip + .fatbin_wrapper]
-    a.call(Target::Runtime("__hipRegisterFatBinary"));
+    a.call(Runtime("__hipRegisterFatBinary"));
     a.rip(&[0x48, 0x89, 0x05], Handle, -4); // mov [rip + handle], rax
     a.bytes(&[0x48, 0x89, 0xc7]); // mov rdi, rax
     a.to(&[CALL_REL32], globals, Rel::Rel32); // call .hip.globals_reg
     a.to(&LEA_RDI_RIP, unreg, Rel::Rel32); // lea rdi, [rip + .hip.fatbin_unreg]
-    a.call(Target::Runtime("atexit"));
+    a.call(Runtime("atexit"));
     a.pop(&[POP_RAX]);
     a.bytes(&[RET]);
     let reg = a.end();
     a.align16();
+    reg
+}
 
-    let unreg_span = unregister(&mut a, unreg, "__hipUnregisterFatBinary");
-
-    let [
-        func,
-        next,
-        check,
-        global,
-        surface,
-        texture,
-        pop16,
-        managed,
-        done,
-    ] = [(); 9].map(|()| a.label());
+/// The HIP entry loop (`.hip.globals_reg`) at `globals`, and its jump
+/// table's cases by entry type (0 to 3).
+fn hip_globals(a: &mut Asm, globals: Label) -> (Span, [Label; 4]) {
+    use Target::*;
+    let [func, next, check, done] = [(); 4].map(|()| a.label());
     a.bind(globals);
     a.begin(8);
     a.push(&[0x41, 0x57]); // push r15
@@ -423,8 +436,8 @@ fn hip_code() -> Result<FatbinCode> {
     a.rip(&[0x4c, 0x8d, 0x25], JumpTable, -4); // lea r12, [rip + table]
     a.to(&[0xeb], check, Rel::Rel8); // jmp check
     a.bind(func);
-    register_function(&mut a, "__hipRegisterFunction");
-    next_entry(&mut a, next, check, done, Rel::Rel32, 4); // kind HIP
+    register_function(a, "__hipRegisterFunction");
+    next_entry(a, next, check, done, Rel::Rel32, 4); // kind HIP
     a.bytes(&[0x4d, 0x8b, 0x4f, 0x20]); // mov r9, [r15 + 32] (size)
     a.bytes(&[0x4d, 0x85, 0xc9]); // test r9, r9
     a.to(&[0x74], func, Rel::Rel8); // je func
@@ -441,25 +454,41 @@ fn hip_code() -> Result<FatbinCode> {
     a.bytes(&[0x49, 0x63, 0x34, 0xb4]); // movsxd rsi, [r12 + rsi * 4]
     a.bytes(&[0x4c, 0x01, 0xe6]); // add rsi, r12
     a.bytes(&[0xff, 0xe6]); // jmp rsi
+    let cases = hip_cases(a, next);
+    a.bind(done);
+    a.add_rsp(8);
+    a.pop(&[0x5b]); // pop rbx
+    a.pop(&[0x41, 0x5c]); // pop r12
+    a.pop(&[0x41, 0x5e]); // pop r14
+    a.pop(&[0x41, 0x5f]); // pop r15
+    a.bytes(&[RET]);
+    (a.end(), cases)
+}
+
+/// The HIP loop's cases, each jumping back to `next`; returns them in jump
+/// table order (variable, managed variable, surface, texture).
+fn hip_cases(a: &mut Asm, next: Label) -> [Label; 4] {
+    use Target::*;
+    let [global, surface, texture, pop16, managed] = [(); 5].map(|()| a.label());
     // A variable: __hipRegisterVar(h, addr, name, name, extern, size,
     // constant, 0).
     a.bind(global);
     a.bytes(&[0x83, 0xe0, 0x10]); // and eax, 16
     a.bytes(&[0xc1, 0xe8, 0x04]); // shr eax, 4
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.bytes(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
     a.push_zero();
     a.push(&[PUSH_RAX]);
-    a.call(Target::Runtime("__hipRegisterVar"));
+    a.call(Runtime("__hipRegisterVar"));
     a.to(&[0xeb], pop16, Rel::Rel8); // jmp pop16
     // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
     // extern).
     a.bind(surface);
     a.cfa_is(48);
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.bytes(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
     a.bytes(&[0x45, 0x89, 0xd1]); // mov r9d, r10d
-    a.call(Target::Runtime("__hipRegisterSurface"));
+    a.call(Runtime("__hipRegisterSurface"));
     a.to(&[0xeb], next, Rel::Rel8); // jmp next
     // A texture: __hipRegisterTexture(h, addr, name, name, (u32) data,
     // normalized, extern).
@@ -467,11 +496,11 @@ fn hip_code() -> Result<FatbinCode> {
     a.bytes(&[0x83, 0xe0, 0x20]); // and eax, 32
     a.bytes(&[0xc1, 0xe8, 0x05]); // shr eax, 5
     a.sub_rsp(8);
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.bytes(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
     a.bytes(&[0x41, 0x89, 0xc1]); // mov r9d, eax
     a.push(&[0x41, 0x52]); // push r10
-    a.call(Target::Runtime("__hipRegisterTexture"));
+    a.call(Runtime("__hipRegisterTexture"));
     a.bind(pop16);
     a.add_rsp(0x10);
     a.to(&[0xe9], next, Rel::Rel32); // jmp next
@@ -482,22 +511,9 @@ fn hip_code() -> Result<FatbinCode> {
     a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
     a.bytes(&[0x4d, 0x89, 0xc8]); // mov r8, r9
     a.bytes(&[0x45, 0x89, 0xd9]); // mov r9d, r11d
-    a.call(Target::Runtime("__hipRegisterManagedVar"));
+    a.call(Runtime("__hipRegisterManagedVar"));
     a.to(&[0xe9], next, Rel::Rel32); // jmp next
-    a.bind(done);
-    a.add_rsp(8);
-    a.pop(&[0x5b]); // pop rbx
-    a.pop(&[0x41, 0x5c]); // pop r12
-    a.pop(&[0x41, 0x5e]); // pop r14
-    a.pop(&[0x41, 0x5f]); // pop r15
-    a.bytes(&[RET]);
-    let globals_span = a.end();
-
-    // The jump table's cases, by entry type (0 to 3).
-    a.finish(
-        [reg, unreg_span, globals_span],
-        &[global, managed, surface, texture],
-    )
+    [global, managed, surface, texture]
 }
 
 #[cfg(test)]
