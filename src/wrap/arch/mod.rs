@@ -15,14 +15,15 @@
 //! encodings on top.
 //!
 //! Adding an architecture is one row in [`CPUS`], one file that implements
-//! [`Cpu`], and one line in the wrapper tests' host list.
+//! [`Cpu`] (its `mod` line here), and one line in `HOSTS` of
+//! `linker-tests/wrap.rs`.
 //!
 //! Only position-independent code is written (PC-relative addresses, calls
 //! through the PLT), because static-model code cannot link into a PIE
 //! (wrapper-abi.md §3).
 
 mod aarch64;
-pub(crate) mod asm;
+mod asm;
 mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
