@@ -49,6 +49,51 @@ const LINKERS: &[(&str, &str)] = &[
     ("mold", "ld.mold"),
 ];
 
+/// A host CPU the wrapper writes objects for.
+struct Host {
+    /// Its Linux triple.
+    triple: &'static str,
+    /// ld.lld's emulation (`-m`) for it.
+    lld_emulation: &'static str,
+}
+
+impl Host {
+    /// The architecture, as the triple spells it.
+    fn arch(&self) -> &'static str {
+        self.triple.split('-').next().unwrap_or(self.triple)
+    }
+}
+
+/// Every host CPU, one line each: for each, our objects are LLVM's bytes
+/// (`same_bytes_as_llc::<arch>`, `other_oses`), read clean and link into a
+/// shared library with ld.lld. Programs are linked and run on this
+/// machine's CPU only ([`TRIPLE`]: the `run`, `stub` and `fatbin` trials).
+const HOSTS: &[Host] = &[
+    Host {
+        triple: "x86_64-unknown-linux-gnu",
+        lld_emulation: "elf_x86_64",
+    },
+    Host {
+        triple: "aarch64-unknown-linux-gnu",
+        lld_emulation: "aarch64linux",
+    },
+];
+
+/// The vendor-OS parts of the hosts' other triples whose OS changes the
+/// object (`EI_OSABI`; no `.note.GNU-stack` on Solaris).
+const OSES: &[&str] = &[
+    "unknown-freebsd",
+    "unknown-openbsd",
+    "pc-solaris2.11",
+    "unknown-hermit",
+    "scei-ps4",
+    "unknown-netbsd",
+];
+
+/// Known differences from LLVM's objects, not yet fixed, so left out of
+/// `other_oses`: on AArch64 Solaris llc makes `.eh_frame` writable (`WA`).
+const NOT_YET_LLVM: &[&str] = &["aarch64-pc-solaris2.11"];
+
 fn src(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("linker-tests/wrap")
@@ -833,15 +878,20 @@ fn same_as_llvm(
     Ok(ours)
 }
 
-/// For the same inputs our object and LLVM's are the same bytes: one
-/// OffloadBinary, several inputs mixing raw images and OffloadBinaries
-/// (one holding two images, whose first the runtime gets), and, with
+/// For the same inputs our object for `host` and LLVM's are the same
+/// bytes. OpenMP: one OffloadBinary; several inputs mixing raw images and
+/// OffloadBinaries (one holding two images, whose first the runtime gets);
+/// an empty image first (which moves AArch64's `$d`); and, with
 /// `--llc-layout`, an input of more than 1 MiB, which by default starts at
-/// a 64 KiB multiple in the file instead and is otherwise unchanged.
-fn same_bytes_as_llc() -> Result<(), Failed> {
+/// a 64 KiB multiple in the file instead and is otherwise unchanged. CUDA
+/// and HIP: any one input, embedded as it is (a tiny one keeps the byte
+/// array's alignment). The objects of every kind and OpenMP ABI read clean
+/// and link into a shared library with ld.lld.
+fn same_bytes_as_llc(host: &'static Host) -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
     let d = t.path();
+    let triple = host.triple;
     let ob = fx.path("app-dev.ob");
     let so = fx.path("app-dev.so");
     let raw = &raw_fixture()[..];
@@ -853,39 +903,57 @@ fn same_bytes_as_llc() -> Result<(), Failed> {
         &["-o", "two.ob", &image(&so, "a"), &image(raw, "b")],
     )?;
     write_big_image(d, &so)?;
-    for (name, inputs) in [
-        ("one", vec![&ob[..]]),
-        ("mixed", vec![raw, &ob, "two.ob", &so]),
-    ] {
-        same_as_llvm(d, "openmp", TRIPLE, name, &[], &inputs)?;
+    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
+    let cases: [(&str, Vec<&str>, &[&str]); 4] = [
+        ("one", vec![&ob], &[]),
+        ("mixed", vec![raw, &ob, "two.ob", &so], &[]),
+        ("empty-first", vec!["empty.bin", &ob], &[]),
+        ("big", vec![raw, "big.so"], &["--llc-layout"]),
+    ];
+    for (name, inputs, extra) in &cases {
+        same_as_llvm(d, "openmp", triple, name, extra, inputs)?;
     }
-    same_as_llvm(
-        d,
-        "openmp",
-        TRIPLE,
-        "big",
-        &["--llc-layout"],
-        &[raw, "big.so"],
-    )?;
-    // CUDA and HIP: any one input, embedded as it is (a tiny one keeps the
-    // byte array's alignment); a large one with --llc-layout.
     std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba\x01\0\x10\0\0")
         .map_err(|e| e.to_string())?;
-    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
+    std::fs::write(d.join("tiny4.bin"), b"\x50\xed\x55\xba").map_err(|e| e.to_string())?;
     for kind in ["cuda", "hip"] {
         for (input, extra) in [
             (raw, &[][..]),
             (&ob[..], &[]),
             ("tiny.bin", &[]),
+            ("tiny4.bin", &[]),
             ("empty.bin", &[]),
             ("big.so", &["--llc-layout"]),
         ] {
             let name = format!("{kind}-{}", input.replace('/', "_"));
-            same_as_llvm(d, kind, TRIPLE, &name, extra, &[input])?;
+            same_as_llvm(d, kind, triple, &name, extra, &[input])?;
         }
+        readelf_ok(d, &format!("{kind}-tiny4.bin.o"))?;
+        link_shared(d, host, &format!("{kind}-tiny4.bin.o"))?;
     }
-    // Without the option only the image section's place differs.
-    wrap(d, &["-o", "big-default.o", raw, "big.so"])?;
+    default_layout_moves_only_the_image(d, triple, raw)?;
+    for (name, abi) in [
+        ("llvm", "--abi=llvm"),
+        ("legacy", "--abi=legacy"),
+        ("rocm", "--abi=rocm"),
+    ] {
+        let out = format!("{name}-abi.o");
+        let mut args = vec!["-o", &out[..], abi];
+        if name == "rocm" {
+            args.push("--offload-arch=gfx90a");
+        }
+        args.push(&ob);
+        wrap_for(d, "openmp", triple, &args)?;
+        readelf_ok(d, &out)?;
+        link_shared(d, host, &out)?;
+    }
+    Ok(())
+}
+
+/// Without `--llc-layout` only the image section's place differs from
+/// LLVM's `big.llvm.o` (made by [`same_bytes_as_llc`] in `d`).
+fn default_layout_moves_only_the_image(d: &Path, triple: &str, raw: &str) -> Result<(), Failed> {
+    wrap_for(d, "openmp", triple, &["-o", "big-default.o", raw, "big.so"])?;
     let ours = std::fs::read(d.join("big-default.o")).map_err(|e| e.to_string())?;
     let f = object::File::parse(&*ours).map_err(|e| e.to_string())?;
     let s = f
@@ -988,14 +1056,14 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Links the AArch64 object `obj` alone into a shared library with ld.lld,
+/// Links `host`'s object `obj` alone into a shared library with ld.lld,
 /// which must say nothing.
-fn link_shared_aarch64(d: &Path, obj: &str) -> Result<(), Failed> {
+fn link_shared(d: &Path, host: &Host, obj: &str) -> Result<(), Failed> {
     let lib = format!("{obj}.so");
     let stderr = sh(
         d,
         llvm("ld.lld"),
-        &["-m", "aarch64linux", "-shared", "-o", &lib, obj],
+        &["-m", host.lld_emulation, "-shared", "-o", &lib, obj],
     )?;
     if !stderr.is_empty() {
         return Err(format!("ld.lld {obj}:\n{stderr}").into());
@@ -1003,81 +1071,22 @@ fn link_shared_aarch64(d: &Path, obj: &str) -> Result<(), Failed> {
     Ok(())
 }
 
-/// AArch64 hosts: for the same inputs our object is LLVM's, byte for byte
-/// (OpenMP: one OffloadBinary; raw and OffloadBinary inputs mixed; CUDA and
-/// HIP: a raw input and a tiny one; more than 1 MiB with `--llc-layout`);
-/// every OpenMP ABI's object and the CUDA and HIP ones read clean and link
-/// into a shared library with ld.lld.
-fn aarch64() -> Result<(), Failed> {
-    const ARM: &str = "aarch64-unknown-linux-gnu";
-    let fx = fixture()?;
-    let t = tempdir();
-    let d = t.path();
-    let ob = fx.path("app-dev.ob");
-    let so = fx.path("app-dev.so");
-    let raw = &raw_fixture()[..];
-    write_big_image(d, &so)?;
-    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
-    // (An image that starts the data after an empty one moves `$d`.)
-    let cases: [(&str, Vec<&str>, &[&str]); 4] = [
-        ("one", vec![&ob], &[]),
-        ("mixed", vec![raw, &ob, &so], &[]),
-        ("empty-first", vec!["empty.bin", &ob], &[]),
-        ("big", vec![raw, "big.so"], &["--llc-layout"]),
-    ];
-    for (name, inputs, extra) in &cases {
-        same_as_llvm(d, "openmp", ARM, name, extra, inputs)?;
-    }
-    // CUDA and HIP: LLVM's bytes, and a shared library with ld.lld.
-    std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba").map_err(|e| e.to_string())?;
-    for kind in ["cuda", "hip"] {
-        for (input, extra) in [
-            (raw, &[][..]),
-            ("tiny.bin", &[]),
-            ("empty.bin", &[]),
-            ("big.so", &["--llc-layout"]),
-        ] {
-            let name = format!("{kind}-{}", input.replace('/', "_"));
-            same_as_llvm(d, kind, ARM, &name, extra, &[input])?;
-        }
-        link_shared_aarch64(d, &format!("{kind}-tiny.bin.o"))?;
-    }
-    for (name, abi) in [
-        ("llvm", "--abi=llvm"),
-        ("legacy", "--abi=legacy"),
-        ("rocm", "--abi=rocm"),
-    ] {
-        let out = format!("{name}-abi.o");
-        let mut args = vec!["-o", &out[..], abi];
-        if name == "rocm" {
-            args.push("--offload-arch=gfx90a");
-        }
-        args.push(&ob);
-        wrap_for(d, "openmp", ARM, &args)?;
-        readelf_ok(d, &out)?;
-        link_shared_aarch64(d, &out)?;
-    }
-    Ok(())
-}
-
-/// Hosts whose OS changes the object (`EI_OSABI`; no `.note.GNU-stack` on
-/// Solaris): our objects are LLVM's bytes for each kind.
+/// Hosts whose OS changes the object (each host CPU with each of
+/// [`OSES`]): our objects are LLVM's bytes for each kind.
 fn other_oses() -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
     let d = t.path();
     let ob = fx.path("app-dev.ob");
-    for triple in [
-        "x86_64-unknown-freebsd",
-        "aarch64-unknown-freebsd",
-        "x86_64-unknown-openbsd",
-        "x86_64-pc-solaris2.11",
-        "x86_64-unknown-hermit",
-        "x86_64-scei-ps4",
-        "x86_64-unknown-netbsd",
-    ] {
-        for kind in ["openmp", "cuda", "hip"] {
-            same_as_llvm(d, kind, triple, &format!("{triple}-{kind}"), &[], &[&ob])?;
+    for host in HOSTS {
+        for os in OSES {
+            let triple = format!("{}-{os}", host.arch());
+            if NOT_YET_LLVM.contains(&&triple[..]) {
+                continue;
+            }
+            for kind in ["openmp", "cuda", "hip"] {
+                same_as_llvm(d, kind, &triple, &format!("{triple}-{kind}"), &[], &[&ob])?;
+            }
         }
     }
     Ok(())
@@ -1300,22 +1309,19 @@ pub fn tests() -> Vec<Trial> {
             ));
         }
     }
-    v.push(trial(
-        "wrap::same_bytes_as_llc",
-        &base(&["llvm-offload-wrapper", "llc"]),
-        same_bytes_as_llc,
-    ));
-    v.push(trial(
-        "wrap::aarch64",
-        &base(&[
-            "llvm-offload-wrapper",
-            "llc",
-            "ld.lld",
-            "readelf",
-            "llvm-readelf",
-        ]),
-        aarch64,
-    ));
+    for host in HOSTS {
+        v.push(trial(
+            format!("wrap::same_bytes_as_llc::{}", host.arch()),
+            &base(&[
+                "llvm-offload-wrapper",
+                "llc",
+                "ld.lld",
+                "readelf",
+                "llvm-readelf",
+            ]),
+            move || same_bytes_as_llc(host),
+        ));
+    }
     v.push(trial(
         "wrap::other_oses",
         &base(&["llvm-offload-wrapper", "llc"]),

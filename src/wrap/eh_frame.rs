@@ -7,14 +7,14 @@
 //! CPU's 32-bit PC-relative ELF relocation (what LLVM writes: one
 //! `R_X86_64_PC32` against `.text.startup` per function on x86-64).
 
-use super::arch::{Cpu, addend};
+use super::arch::{CpuInfo, addend};
 use super::relocatable::{Reloc, Relocatable, SectionId, SymbolId};
 use crate::error::{Error, Result};
 use gimli::write::{
     Address, CallFrameInstruction, EhFrame, EndianVec, FrameDescriptionEntry, FrameTable,
     RelocateWriter, Relocation, RelocationTarget,
 };
-use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, LittleEndian};
+use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, Endianity, RunTimeEndian};
 
 /// A function to describe: its offset and length in the code section, and
 /// its unwind rules.
@@ -29,12 +29,12 @@ pub(crate) struct Fde<'f> {
 
 /// Section data plus the relocations gimli asked for.
 struct Section {
-    data: EndianVec<LittleEndian>,
+    data: EndianVec<RunTimeEndian>,
     relocs: Vec<Relocation>,
 }
 
 impl RelocateWriter for Section {
-    type Writer = EndianVec<LittleEndian>;
+    type Writer = EndianVec<RunTimeEndian>;
 
     fn writer(&self) -> &Self::Writer {
         &self.data
@@ -61,7 +61,7 @@ fn emit_error(detail: impl std::fmt::Display) -> Error {
 /// record's length.
 ///
 /// [`CommonInformationEntry`]: gimli::write::CommonInformationEntry
-fn pad_last_record(data: &mut Vec<u8>) -> Result<()> {
+fn pad_last_record(data: &mut Vec<u8>, endian: RunTimeEndian) -> Result<()> {
     if data.len().is_multiple_of(8) {
         return Ok(());
     }
@@ -70,14 +70,14 @@ fn pad_last_record(data: &mut Vec<u8>) -> Result<()> {
         let field = data
             .get(at..at + 4)
             .ok_or_else(|| emit_error("a record runs past the end"))?;
-        let len = u32::from_le_bytes(field.try_into().map_err(emit_error)?);
+        let len = endian.read_u32(field);
         let next = at + 4 + usize::try_from(len).map_err(emit_error)?;
         if next >= data.len() {
             if next != data.len() || !data.len().is_multiple_of(4) {
                 return Err(emit_error("records do not end at 4-byte boundaries"));
             }
             data.extend_from_slice(&[0; 4]);
-            data[at..at + 4].copy_from_slice(&(len + 4).to_le_bytes());
+            endian.write_u32(&mut data[at..at + 4], len + 4);
             return Ok(());
         }
         at = next;
@@ -88,7 +88,7 @@ fn pad_last_record(data: &mut Vec<u8>) -> Result<()> {
 /// offsets are relative to the section with section symbol `code`.
 pub(crate) fn add(
     obj: &mut Relocatable,
-    cpu: &dyn Cpu,
+    cpu: &CpuInfo,
     code: SymbolId,
     fdes: &[Fde<'_>],
 ) -> Result<SectionId> {
@@ -107,16 +107,20 @@ pub(crate) fn add(
         }
         table.add_fde(cie, fde);
     }
+    let endian = match cpu.endian {
+        object::Endianness::Little => RunTimeEndian::Little,
+        object::Endianness::Big => RunTimeEndian::Big,
+    };
     let mut w = EhFrame(Section {
-        data: EndianVec::new(LittleEndian),
+        data: EndianVec::new(endian),
         relocs: Vec::new(),
     });
     table.write_eh_frame(&mut w).map_err(emit_error)?;
     let Section { data, relocs } = w.0;
     let mut data = data.into_vec();
-    pad_last_record(&mut data)?;
+    pad_last_record(&mut data, endian)?;
 
-    let id = obj.add_section(b".eh_frame", cpu.eh_frame_type(), object::elf::SHF_ALLOC, 8);
+    let id = obj.add_section(b".eh_frame", cpu.eh_frame_type, object::elf::SHF_ALLOC, 8);
     obj.set_bytes(id, data);
     for r in relocs {
         let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;
@@ -128,7 +132,7 @@ pub(crate) fn add(
             Reloc {
                 offset: u64::try_from(r.offset).map_err(emit_error)?,
                 symbol: code,
-                r_type: cpu.eh_pcrel32(),
+                r_type: cpu.eh_pcrel32,
                 addend: r.addend,
             },
         );

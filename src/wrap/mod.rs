@@ -57,6 +57,8 @@
 
 mod arch;
 mod eh_frame;
+mod fatbin;
+mod openmp;
 mod relocatable;
 
 use std::borrow::Cow;
@@ -67,7 +69,7 @@ use object::elf;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::offload_binary::{self, Limits};
-use arch::{Arg, Call, Cpu, Fatbin, Target};
+use arch::{CpuInfo, Fatbin};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
 /// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
@@ -85,17 +87,13 @@ const IMAGE_ALIGN: u64 = 8;
 const FATBIN_ALIGN: u64 = 16;
 
 /// The fatbin section's alignment for a fatbin of `len` bytes.
-fn fatbin_align(cpu: &dyn Cpu, len: u64) -> u64 {
+fn fatbin_align(cpu: &CpuInfo, len: u64) -> u64 {
     if len > 16 {
         FATBIN_ALIGN
     } else {
-        cpu.byte_array_align()
+        cpu.byte_array_align
     }
 }
-
-/// `__fatBinC_Wrapper_t` magic numbers (wrapper-abi.md §5.1).
-const CUDA_FATBIN_MAGIC: u32 = 0x4662_43b1;
-const HIP_FATBIN_MAGIC: u32 = 0x4849_5046;
 
 /// Where in the file a large image section starts: a multiple of this, so
 /// that the first image (copied from offset 0 of its file) lies at the same
@@ -296,7 +294,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         } else {
             fatbin_align(cpu, len)
         };
-        return build_fatbin(which, cpu, os, len, file_align)?.write();
+        return fatbin::build(which, cpu, os, len, file_align)?.write();
     }
     // Where each input goes in `.llvm.offloading`.
     let mut at = 0u64;
@@ -314,7 +312,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     } else {
         IMAGE_ALIGN
     };
-    build(opts.abi, cpu, os, images, placed, file_align)?.write()
+    openmp::build(opts.abi, cpu, os, images, placed, file_align)?.write()
 }
 
 /// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`
@@ -432,12 +430,12 @@ fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
 
 /// A new object for `cpu` on `os` with the first sections LLVM writes:
 /// `.text` (empty) and `.text.startup`, which it returns.
-fn new_object(cpu: &dyn Cpu, os: HostOs) -> (Relocatable, SectionId) {
-    let mut obj = Relocatable::new(cpu.machine(), cpu.e_flags());
+fn new_object(cpu: &CpuInfo, os: HostOs) -> (Relocatable, SectionId) {
+    let mut obj = Relocatable::new(cpu.machine, cpu.e_flags, cpu.endian);
     obj.set_os_abi(os.os_abi);
     let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
     obj.add_section(b".text", elf::SHT_PROGBITS, ax, 4);
-    let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align());
+    let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align);
     (obj, startup)
 }
 
@@ -448,7 +446,7 @@ fn new_object(cpu: &dyn Cpu, os: HostOs) -> (Relocatable, SectionId) {
 /// order) and for `.eh_frame`, listed with the other local symbols.
 fn finish_object(
     obj: &mut Relocatable,
-    cpu: &dyn Cpu,
+    cpu: &CpuInfo,
     os: HostOs,
     code: SymbolId,
     fdes: &[eh_frame::Fde<'_>],
@@ -463,7 +461,7 @@ fn finish_object(
         );
     }
     let eh = eh_frame::add(obj, cpu, code, fdes)?;
-    if cpu.mapping_symbols() {
+    if cpu.mapping_symbols {
         for &s in data.iter().chain([&eh]) {
             mapping(obj, b"$d", s);
         }
@@ -500,503 +498,6 @@ fn reloc(
             addend,
         },
     );
-}
-
-/// Builds the object. `placed[i]` is (offset, length) of input `i` in the
-/// image section, which starts at a multiple of `file_align` in the file.
-fn build(
-    abi: Abi,
-    cpu: &'static dyn Cpu,
-    os: HostOs,
-    images: &[Image<'_>],
-    placed: Vec<(u64, u64)>,
-    file_align: u64,
-) -> Result<Relocatable> {
-    use arch::addend;
-    let fl = Flavour::of(abi);
-    let n = u64::try_from(images.len()).map_err(|_| Error::usage("too many images"))?;
-    let n_i32 = i32::try_from(n).map_err(|_| Error::usage("too many images"))?;
-
-    // Sections, in LLVM's order.
-    let (mut obj, startup) = new_object(cpu, os);
-    let a = elf::SHF_ALLOC;
-    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
-    let progbits = elf::SHT_PROGBITS;
-    let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
-    let offloading = obj.add_section(
-        b".llvm.offloading",
-        elf::SectionType(SHT_LLVM_OFFLOADING),
-        a,
-        IMAGE_ALIGN,
-    );
-    obj.set_images(offloading, placed.clone(), file_align);
-    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align());
-    let arch_list = fl
-        .image_info
-        .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
-    let ctor = obj.add_section(fl.ctor, elf::SHT_INIT_ARRAY, wa, 8);
-    let dtor = fl
-        .dtor
-        .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
-
-    // `.data.rel.ro`: the image array, the descriptor, then (ROCm) the
-    // image infos.
-    let desc_off = STRUCT_SIZE * n;
-    let info_off = desc_off + STRUCT_SIZE;
-    let data_len = if fl.image_info {
-        info_off + STRUCT_SIZE * n
-    } else {
-        info_off
-    };
-
-    // Symbols, in the order LLVM's object writer lists them.
-    obj.add_file_symbol(fl.file);
-    let startup_sym = obj.section_symbol(startup);
-    let reg = local(
-        &mut obj,
-        b".omp_offloading.descriptor_reg",
-        startup,
-        0,
-        0,
-        elf::STT_FUNC,
-    );
-    let maps = cpu.mapping_symbols();
-    if maps {
-        mapping(&mut obj, b"$x", startup);
-    }
-    let desc = local(
-        &mut obj,
-        b".omp_offloading.descriptor",
-        data,
-        desc_off,
-        STRUCT_SIZE,
-        elf::STT_OBJECT,
-    );
-    let unreg = local(
-        &mut obj,
-        b".omp_offloading.descriptor_unreg",
-        startup,
-        0,
-        0,
-        elf::STT_FUNC,
-    );
-    if !fl.dummy_global {
-        local(&mut obj, fl.dummy, entries, 0, 0, elf::STT_OBJECT);
-    }
-    let mut offloading_sym = None;
-    let mut data_mapped = false;
-    for (i, &(off, len)) in placed.iter().enumerate() {
-        let name = match i {
-            0 => b".omp_offloading.device_image".to_vec(),
-            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
-        };
-        local(&mut obj, &name, offloading, off, len, elf::STT_OBJECT);
-        if offloading_sym.is_none() {
-            offloading_sym = Some(obj.section_symbol(offloading));
-        }
-        // LLVM marks data where the first byte of it is emitted.
-        if maps && !data_mapped && len > 0 {
-            mapping(&mut obj, b"$d", offloading);
-            data_mapped = true;
-        }
-    }
-    let offloading_sym = offloading_sym.unwrap_or_else(|| obj.section_symbol(offloading));
-    local(
-        &mut obj,
-        b".omp_offloading.device_images",
-        data,
-        0,
-        desc_off,
-        elf::STT_OBJECT,
-    );
-    let data_sym = obj.section_symbol(data);
-    if maps {
-        mapping(&mut obj, b"$d", data);
-    }
-
-    // ROCm: the target IDs and the image infos.
-    let mut infos = Vec::new();
-    if let Some(list) = arch_list {
-        let mut strings = Vec::new();
-        let mut arch_syms = Vec::new();
-        for (i, img) in images.iter().enumerate() {
-            let Some(arch) = &img.arch else {
-                return Err(Error::usage(format!(
-                    "image {i} has no offload arch (--abi=rocm needs one per image)"
-                )));
-            };
-            let off = len64(&strings);
-            strings.extend_from_slice(arch.as_bytes());
-            strings.push(0);
-            let size = len64(arch.as_bytes()) + 1;
-            let name = format!("__offload_arch_{i}");
-            arch_syms.push((
-                local(&mut obj, name.as_bytes(), list, off, size, elf::STT_OBJECT),
-                off,
-            ));
-        }
-        obj.set_bytes(list, strings);
-        let list_sym = obj.section_symbol(list);
-        if maps {
-            mapping(&mut obj, b"$d", list);
-        }
-        for (i, (_, arch_off)) in arch_syms.iter().enumerate() {
-            let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
-            let off = info_off + STRUCT_SIZE * i64_;
-            let name = format!(".offload_image_info_{i}");
-            let sym = local(
-                &mut obj,
-                name.as_bytes(),
-                data,
-                off,
-                STRUCT_SIZE,
-                elf::STT_OBJECT,
-            );
-            infos.push((sym, off, list_sym, *arch_off));
-        }
-    }
-
-    // Globals.
-    let register_info = fl
-        .image_info
-        .then(|| undefined(&mut obj, b"__tgt_register_image_info", false));
-    let register = undefined(&mut obj, b"__tgt_register_lib", false);
-    let atexit = fl
-        .dtor
-        .is_none()
-        .then(|| undefined(&mut obj, b"atexit", false));
-    let unregister = undefined(&mut obj, b"__tgt_unregister_lib", false);
-    if fl.dummy_global {
-        obj.add_symbol(
-            fl.dummy,
-            elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_OBJECT),
-            elf::SymbolOther::from(elf::STV_HIDDEN),
-            Place::Section(entries),
-            0,
-            0,
-        );
-    }
-    let start = undefined(&mut obj, format!("__start_{}", fl.entries).as_bytes(), true);
-    let stop = undefined(&mut obj, format!("__stop_{}", fl.entries).as_bytes(), true);
-
-    // `.data.rel.ro` contents and relocations.
-    let mut bytes =
-        vec![0u8; usize::try_from(data_len).map_err(|_| Error::usage("too many images"))?];
-    let at = |off: u64| usize::try_from(off).unwrap_or(usize::MAX);
-    let abs = cpu.abs64();
-    for (i, (img, &(off, _))) in images.iter().zip(&placed).enumerate() {
-        let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
-        reloc(
-            &mut obj,
-            data,
-            base,
-            offloading_sym,
-            addend(off + img.image.start)?,
-            abs,
-        );
-        reloc(
-            &mut obj,
-            data,
-            base + 8,
-            offloading_sym,
-            addend(off + img.image.end)?,
-            abs,
-        );
-        reloc(&mut obj, data, base + 16, start, 0, abs);
-        reloc(&mut obj, data, base + 24, stop, 0, abs);
-    }
-    bytes[at(desc_off)..at(desc_off) + 4].copy_from_slice(&n_i32.to_le_bytes());
-    reloc(&mut obj, data, desc_off + 8, data_sym, 0, abs);
-    reloc(&mut obj, data, desc_off + 16, start, 0, abs);
-    reloc(&mut obj, data, desc_off + 24, stop, 0, abs);
-    for (i, &(_, off, list_sym, arch_off)) in infos.iter().enumerate() {
-        let number = i32::try_from(i).map_err(|_| Error::usage("too many images"))?;
-        // __tgt_image_info: version 1, image number, image count, padding,
-        // offload_arch, compile_opts (null).
-        bytes[at(off)..at(off) + 4].copy_from_slice(&1i32.to_le_bytes());
-        bytes[at(off) + 4..at(off) + 8].copy_from_slice(&number.to_le_bytes());
-        bytes[at(off) + 8..at(off) + 12].copy_from_slice(&n_i32.to_le_bytes());
-        reloc(&mut obj, data, off + 16, list_sym, addend(arch_off)?, abs);
-    }
-    obj.set_bytes(data, bytes);
-
-    // The constructor and destructor.
-    let desc_arg = Arg::Data {
-        symbol: desc,
-        section: data_sym,
-        offset: desc_off,
-    };
-    let mut reg_calls: Vec<Call> = infos
-        .iter()
-        .filter_map(|&(sym, off, _, _)| {
-            Some(Call {
-                callee: register_info?,
-                arg: Arg::Data {
-                    symbol: sym,
-                    section: data_sym,
-                    offset: off,
-                },
-            })
-        })
-        .collect();
-    reg_calls.push(Call {
-        callee: register,
-        arg: desc_arg,
-    });
-    let unreg_calls = [Call {
-        callee: unregister,
-        arg: desc_arg,
-    }];
-    // The constructor's size does not depend on where `unreg` lands, so
-    // encode it once to learn its size, then again with the real offset.
-    let with_atexit = |unreg_off: u64| {
-        let mut calls = reg_calls.clone();
-        if let Some(atexit) = atexit {
-            calls.push(Call {
-                callee: atexit,
-                arg: Arg::Code {
-                    section: startup_sym,
-                    offset: unreg_off,
-                },
-            });
-        }
-        calls
-    };
-    let probe = cpu.function(0, &with_atexit(0))?;
-    let unreg_off = align_up(len64(&probe.code), cpu.code_align())?;
-    let reg_fn = cpu.function(0, &with_atexit(unreg_off))?;
-    let unreg_fn = cpu.function(unreg_off, &unreg_calls)?;
-    debug_assert_eq!(reg_fn.code.len(), probe.code.len());
-
-    let mut code = reg_fn.code.clone();
-    let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
-    code.extend(cpu.padding(pad));
-    code.extend_from_slice(&unreg_fn.code);
-    obj.set_bytes(startup, code);
-    for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
-        for r in &f.relocs {
-            reloc(
-                &mut obj,
-                startup,
-                base + r.offset,
-                r.symbol,
-                r.addend,
-                r.r_type,
-            );
-        }
-    }
-    for (sym, off, len) in [
-        (reg, 0, len64(&reg_fn.code)),
-        (unreg, unreg_off, len64(&unreg_fn.code)),
-    ] {
-        obj.set_extent(sym, off, len);
-    }
-
-    // Constructor (and destructor) pointers.
-    obj.set_bytes(ctor, vec![0; 8]);
-    reloc(&mut obj, ctor, 0, startup_sym, 0, abs);
-    if let Some(dtor) = dtor {
-        obj.set_bytes(dtor, vec![0; 8]);
-        reloc(&mut obj, dtor, 0, startup_sym, addend(unreg_off)?, abs);
-    }
-
-    let data: Vec<SectionId> = [Some(ctor), dtor].into_iter().flatten().collect();
-    finish_object(
-        &mut obj,
-        cpu,
-        os,
-        startup_sym,
-        &[
-            eh_frame::Fde {
-                offset: 0,
-                len: len64(&reg_fn.code),
-                cfi: &reg_fn.cfi,
-            },
-            eh_frame::Fde {
-                offset: unreg_off,
-                len: len64(&unreg_fn.code),
-                cfi: &unreg_fn.cfi,
-            },
-        ],
-        &data,
-    )?;
-    Ok(obj)
-}
-
-/// Builds the CUDA or HIP object for one fatbin of `len` bytes, whose
-/// section starts at a multiple of `file_align` in the file (wrapper-abi.md
-/// §5): the fatbin, its wrapper struct, the handle, and the constructor,
-/// the `atexit` handler and the entry loop, with everything in llc's order.
-fn build_fatbin(
-    which: Fatbin,
-    cpu: &'static dyn Cpu,
-    os: HostOs,
-    len: u64,
-    file_align: u64,
-) -> Result<Relocatable> {
-    let code = cpu.fatbin_code(which)?;
-    let (p, image_name, wrapper_name, magic): (&str, &[u8], &[u8], u32) = match which {
-        Fatbin::Cuda => (
-            "cuda",
-            b".nv_fatbin",
-            b".nvFatBinSegment",
-            CUDA_FATBIN_MAGIC,
-        ),
-        Fatbin::Hip => (
-            "hip",
-            b".hip_fatbin",
-            b".hipFatBinSegment",
-            HIP_FATBIN_MAGIC,
-        ),
-    };
-    let (mut obj, startup) = new_object(cpu, os);
-    let a = elf::SHF_ALLOC;
-    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
-    let progbits = elf::SHT_PROGBITS;
-    obj.set_bytes(startup, code.code.clone());
-    let rodata = (!code.jump_table.is_empty()).then(|| obj.add_section(b".rodata", progbits, a, 4));
-    let entries = obj.add_section(b"llvm_offload_entries", progbits, a, 8);
-    let image = obj.add_section(image_name, progbits, a, fatbin_align(cpu, len));
-    obj.set_images(image, vec![(0, len)], file_align);
-    let wrapper = obj.add_section(wrapper_name, progbits, wa, 8);
-    let mut wrapper_bytes = Vec::with_capacity(24);
-    wrapper_bytes.extend_from_slice(&magic.to_le_bytes());
-    wrapper_bytes.extend_from_slice(&1u32.to_le_bytes());
-    wrapper_bytes.extend_from_slice(&[0; 16]);
-    obj.set_bytes(wrapper, wrapper_bytes);
-    let bss = obj.add_section(b".bss", elf::SHT_NOBITS, wa, 8);
-    obj.set_nobits(bss, 8);
-    let ctor = obj.add_section(b".init_array.101", elf::SHT_INIT_ARRAY, wa, 8);
-    obj.set_bytes(ctor, vec![0; 8]);
-
-    // Symbols, in the order LLVM's object writer lists them.
-    obj.add_file_symbol(b"offload.wrapper.module");
-    let startup_sym = obj.section_symbol(startup);
-    let func = |obj: &mut Relocatable, name: &str, span: &arch::Span| {
-        local(
-            obj,
-            name.as_bytes(),
-            startup,
-            span.offset,
-            span.len,
-            elf::STT_FUNC,
-        )
-    };
-    func(&mut obj, &format!(".{p}.fatbin_reg"), &code.reg);
-    let maps = cpu.mapping_symbols();
-    if maps {
-        mapping(&mut obj, b"$x", startup);
-    }
-    local(
-        &mut obj,
-        b".fatbin_wrapper",
-        wrapper,
-        0,
-        24,
-        elf::STT_OBJECT,
-    );
-    let handle_name = format!(".{p}.binary_handle");
-    local(&mut obj, handle_name.as_bytes(), bss, 0, 8, elf::STT_OBJECT);
-    func(&mut obj, &format!(".{p}.globals_reg"), &code.globals);
-    func(&mut obj, &format!(".{p}.fatbin_unreg"), &code.unreg);
-    let rodata_sym = rodata.map(|r| obj.section_symbol(r));
-    local(
-        &mut obj,
-        b"__dummy.llvm_offload_entries",
-        entries,
-        0,
-        0,
-        elf::STT_OBJECT,
-    );
-    local(&mut obj, b".fatbin_image", image, 0, len, elf::STT_OBJECT);
-    let section_sym = |obj: &mut Relocatable, s: SectionId| {
-        let sym = obj.section_symbol(s);
-        if maps {
-            mapping(obj, b"$d", s);
-        }
-        sym
-    };
-    // (An empty fatbin emits no data, so it gets no `$d`.)
-    let image_sym = if len > 0 {
-        section_sym(&mut obj, image)
-    } else {
-        obj.section_symbol(image)
-    };
-    let wrapper_sym = section_sym(&mut obj, wrapper);
-    let bss_sym = section_sym(&mut obj, bss);
-    // The undefined globals, in the order the code first refers to them.
-    let mut globals: Vec<(Target, SymbolId)> = Vec::new();
-    for r in &code.relocs {
-        let (name, hidden) = match r.target {
-            Target::Runtime(name) => (name.to_string(), false),
-            Target::EntriesStart => ("__start_llvm_offload_entries".to_string(), true),
-            Target::EntriesStop => ("__stop_llvm_offload_entries".to_string(), true),
-            Target::Wrapper | Target::Handle | Target::JumpTable | Target::Code => continue,
-        };
-        if !globals.iter().any(|(t, _)| *t == r.target) {
-            let sym = undefined(&mut obj, name.as_bytes(), hidden);
-            globals.push((r.target, sym));
-        }
-    }
-    for r in &code.relocs {
-        let symbol = match r.target {
-            Target::Wrapper => wrapper_sym,
-            Target::Handle => bss_sym,
-            Target::Code => startup_sym,
-            Target::JumpTable => rodata_sym
-                .ok_or_else(|| write_error("the code refers to a jump table it does not have"))?,
-            t => globals
-                .iter()
-                .find(|(g, _)| *g == t)
-                .map(|&(_, s)| s)
-                .ok_or_else(|| write_error("a symbol of the code is missing"))?,
-        };
-        reloc(&mut obj, startup, r.offset, symbol, r.addend, r.r_type);
-    }
-
-    // The jump table: 32-bit offsets of the cases from the table's start.
-    if let Some(table) = rodata {
-        let mut at = 0u64;
-        for &case in &code.jump_table {
-            reloc(
-                &mut obj,
-                table,
-                at,
-                startup_sym,
-                arch::addend(case + at)?,
-                cpu.eh_pcrel32(),
-            );
-            at += 4;
-        }
-        obj.set_bytes(table, vec![0; usize::try_from(at).unwrap_or(0)]);
-    }
-    let abs = cpu.abs64();
-    reloc(&mut obj, wrapper, 8, image_sym, 0, abs);
-    reloc(
-        &mut obj,
-        ctor,
-        0,
-        startup_sym,
-        arch::addend(code.reg.offset)?,
-        abs,
-    );
-
-    fn fde(s: &arch::Span) -> eh_frame::Fde<'_> {
-        eh_frame::Fde {
-            offset: s.offset,
-            len: s.len,
-            cfi: &s.cfi,
-        }
-    }
-    finish_object(
-        &mut obj,
-        cpu,
-        os,
-        startup_sym,
-        &[fde(&code.reg), fde(&code.unreg), fde(&code.globals)],
-        &[ctor],
-    )?;
-    Ok(obj)
 }
 
 fn write_error(detail: &str) -> Error {

@@ -123,10 +123,12 @@ struct Symbol {
     size: u64,
 }
 
-/// An ELF64 little-endian relocatable object under construction.
+/// An ELF64 relocatable object under construction.
 #[derive(Debug)]
 pub(crate) struct Relocatable {
     machine: elf::Machine,
+    /// Byte order of every header, table and built section.
+    endian: Endianness,
     os_abi: elf::OsAbi,
     e_flags: u32,
     sections: Vec<Section>,
@@ -147,10 +149,12 @@ fn align_up(x: u64, a: u64) -> Result<u64> {
 }
 
 impl Relocatable {
-    /// An empty object for `machine` with these `e_flags`.
-    pub(crate) fn new(machine: elf::Machine, e_flags: u32) -> Relocatable {
+    /// An empty object for `machine` with these `e_flags`, in `endian`
+    /// byte order.
+    pub(crate) fn new(machine: elf::Machine, e_flags: u32, endian: Endianness) -> Relocatable {
         Relocatable {
             machine,
+            endian,
             os_abi: elf::ELFOSABI_NONE,
             e_flags,
             sections: Vec::new(),
@@ -269,7 +273,42 @@ impl Relocatable {
 
     /// The file, as pieces.
     pub(crate) fn write(&self) -> Result<Layout> {
-        let enc = Encoder::new(Endianness::Little, true, self.machine);
+        let enc = Encoder::new(self.endian, true, self.machine);
+        let plan = self.plan(&enc)?;
+        let mut out = Out::default();
+        enc.file_header(
+            &mut out.pending,
+            &FileHeader {
+                os_abi: self.os_abi,
+                abi_version: 0,
+                e_type: elf::ET_REL,
+                e_machine: self.machine,
+                e_entry: 0,
+                e_flags: elf::FileFlags(self.e_flags),
+            },
+            &FileHeaderLayout {
+                e_phoff: 0,
+                segment_num: 0,
+                e_shoff: plan.shoff,
+                section_num: plan.section_num,
+                shstrtab_index: 1,
+            },
+        )
+        .map_err(write_error)?;
+        self.write_contents(&plan, &mut out);
+        self.write_symbols(&plan, &enc, &mut out)?;
+        self.write_relocations(&plan, &enc, &mut out);
+        out.pad_to(plan.strtab_at);
+        out.bytes(plan.strings.bytes());
+        out.pad_to(plan.shoff);
+        self.write_section_headers(&plan, &enc, &mut out.pending)?;
+        out.flush();
+        Ok(out.layout)
+    }
+
+    /// Where everything goes: symbol and section indices, names, file
+    /// offsets.
+    fn plan(&self, enc: &Encoder<Endianness>) -> Result<Plan> {
         // Symbol table order: the local symbols, then the others, each in
         // the order they were added; `table[id]` is a symbol's index.
         let is_local = |s: &Symbol| s.st_info.st_bind() == elf::STB_LOCAL;
@@ -298,12 +337,6 @@ impl Relocatable {
                 .chain([&b".strtab"[..], b".symtab"])
                 .chain(self.symbols.iter().map(|s| &s.name[..])),
         );
-        let name = |s: &[u8]| -> Result<u32> {
-            let off = strings
-                .offset(s)
-                .ok_or_else(|| write_error("a name is missing from the string table"))?;
-            u32::try_from(off).map_err(write_error)
-        };
         let mut index = Vec::with_capacity(self.sections.len());
         let mut next = 2u32;
         for r in &rela_names {
@@ -315,54 +348,57 @@ impl Relocatable {
         if section_num >= u32::from(elf::SHN_LORESERVE) {
             return Err(write_error("too many sections"));
         }
+        let mut plan = Plan {
+            order,
+            table,
+            first_global: u32::try_from(first_global + 1).map_err(write_error)?,
+            rela_names,
+            strings,
+            index,
+            symtab_index,
+            section_num,
+            offsets: Vec::new(),
+            symtab_at: 0,
+            symtab_len: 0,
+            rela_at: Vec::new(),
+            strtab_at: 0,
+            shoff: 0,
+        };
+        self.place(enc, &mut plan)?;
+        Ok(plan)
+    }
 
-        // File offsets.
-        let mut at = enc.file_header_size();
-        let mut offsets = Vec::with_capacity(self.sections.len());
+    /// The file offsets of `plan`: the sections' contents in order, then
+    /// `.symtab`, the `.rela` sections, `.strtab` and the section headers.
+    fn place(&self, enc: &Encoder<Endianness>, plan: &mut Plan) -> Result<()> {
         let too_large = || Error::usage("the wrapper object would be larger than 2^64 bytes");
         let add = |a: u64, b: u64| a.checked_add(b).ok_or_else(too_large);
+        let mut at = enc.file_header_size();
         for s in &self.sections {
             at = align_up(at, s.file_align)?;
-            offsets.push(at);
+            plan.offsets.push(at);
             at = add(at, s.file_size())?;
         }
-        let symtab_at = align_up(at, 8)?;
-        let symtab_len = enc.sym_size() * (len64_usize(self.symbols.len()) + 1);
-        at = add(symtab_at, symtab_len)?;
-        let mut rela_at = Vec::with_capacity(self.sections.len());
+        plan.symtab_at = align_up(at, 8)?;
+        plan.symtab_len = enc.sym_size() * (len64_usize(self.symbols.len()) + 1);
+        at = add(plan.symtab_at, plan.symtab_len)?;
         for s in &self.sections {
             if s.relocs.is_empty() {
-                rela_at.push(0);
+                plan.rela_at.push(0);
                 continue;
             }
             at = align_up(at, 8)?;
-            rela_at.push(at);
+            plan.rela_at.push(at);
             at = add(at, enc.rel_size(true) * len64_usize(s.relocs.len()))?;
         }
-        let strtab_at = at;
-        let shoff = align_up(add(strtab_at, len64(strings.bytes()))?, 8)?;
+        plan.strtab_at = at;
+        plan.shoff = align_up(add(at, len64(plan.strings.bytes()))?, 8)?;
+        Ok(())
+    }
 
-        let mut out = Out::default();
-        enc.file_header(
-            &mut out.pending,
-            &FileHeader {
-                os_abi: self.os_abi,
-                abi_version: 0,
-                e_type: elf::ET_REL,
-                e_machine: self.machine,
-                e_entry: 0,
-                e_flags: elf::FileFlags(self.e_flags),
-            },
-            &FileHeaderLayout {
-                e_phoff: 0,
-                segment_num: 0,
-                e_shoff: shoff,
-                section_num,
-                shstrtab_index: 1,
-            },
-        )
-        .map_err(write_error)?;
-        for (s, &off) in self.sections.iter().zip(&offsets) {
+    /// Each section's contents at its offset; images as pieces.
+    fn write_contents(&self, plan: &Plan, out: &mut Out) {
+        for (s, &off) in self.sections.iter().zip(&plan.offsets) {
             out.pad_to(off);
             match &s.contents {
                 Contents::Bytes(b) => out.bytes(b),
@@ -379,19 +415,23 @@ impl Relocatable {
                 Contents::NoBits(_) => {}
             }
         }
-        out.pad_to(symtab_at);
+    }
+
+    /// `.symtab`.
+    fn write_symbols(&self, plan: &Plan, enc: &Encoder<Endianness>, out: &mut Out) -> Result<()> {
+        out.pad_to(plan.symtab_at);
         enc.null_symbol(&mut out.pending);
-        for s in order.iter().map(|&i| &self.symbols[i]) {
+        for s in plan.order.iter().map(|&i| &self.symbols[i]) {
             let (section, st_shndx) = match s.place {
                 Place::Undefined => (None, elf::SHN_UNDEF),
                 Place::Absolute => (None, elf::SHN_ABS),
-                Place::Section(id) => (Some(index[id.0]), elf::SHN_UNDEF),
+                Place::Section(id) => (Some(plan.index[id.0]), elf::SHN_UNDEF),
             };
             enc.symbol(
                 &mut out.pending,
                 &Sym {
                     section,
-                    st_name: name(&s.name)?,
+                    st_name: plan.name(&s.name)?,
                     st_info: s.st_info,
                     st_other: s.st_other,
                     st_shndx,
@@ -400,35 +440,42 @@ impl Relocatable {
                 },
             );
         }
-        for (s, &off) in self.sections.iter().zip(&rela_at) {
+        Ok(())
+    }
+
+    /// The `.rela` sections.
+    fn write_relocations(&self, plan: &Plan, enc: &Encoder<Endianness>, out: &mut Out) {
+        for (s, &off) in self.sections.iter().zip(&plan.rela_at) {
             if s.relocs.is_empty() {
                 continue;
             }
             out.pad_to(off);
             for r in &s.relocs {
-                let r_sym = table[r.symbol.0];
                 enc.relocation(
                     &mut out.pending,
                     true,
                     &Rel {
                         r_offset: r.offset,
-                        r_sym,
+                        r_sym: plan.table[r.symbol.0],
                         r_type: r.r_type,
                         r_addend: r.addend,
                     },
                 );
             }
         }
-        out.pad_to(strtab_at);
-        out.bytes(strings.bytes());
-        out.pad_to(shoff);
+    }
 
-        // Section headers.
-        let p = &mut out.pending;
+    /// The section header table.
+    fn write_section_headers(
+        &self,
+        plan: &Plan,
+        enc: &Encoder<Endianness>,
+        p: &mut Vec<u8>,
+    ) -> Result<()> {
         enc.null_section_header(
             p,
             &FileHeaderLayout {
-                section_num,
+                section_num: plan.section_num,
                 shstrtab_index: 1,
                 ..FileHeaderLayout::default()
             },
@@ -436,9 +483,9 @@ impl Relocatable {
         enc.section_header(
             p,
             &SectionHeader {
-                sh_name: name(b".strtab")?,
-                sh_offset: strtab_at,
-                sh_size: len64(strings.bytes()),
+                sh_name: plan.name(b".strtab")?,
+                sh_offset: plan.strtab_at,
+                sh_size: len64(plan.strings.bytes()),
                 ..enc.strtab_section_header()
             },
         );
@@ -446,11 +493,11 @@ impl Relocatable {
             enc.section_header(
                 p,
                 &SectionHeader {
-                    sh_name: name(&s.name)?,
+                    sh_name: plan.name(&s.name)?,
                     sh_type: s.sh_type,
                     sh_flags: s.sh_flags,
                     sh_addr: 0,
-                    sh_offset: offsets[i],
+                    sh_offset: plan.offsets[i],
                     sh_size: s.size(),
                     sh_link: 0,
                     sh_info: 0,
@@ -458,15 +505,15 @@ impl Relocatable {
                     sh_entsize: 0,
                 },
             );
-            if let Some(rela) = &rela_names[i] {
+            if let Some(rela) = &plan.rela_names[i] {
                 enc.section_header(
                     p,
                     &SectionHeader {
-                        sh_name: name(rela)?,
-                        sh_offset: rela_at[i],
+                        sh_name: plan.name(rela)?,
+                        sh_offset: plan.rela_at[i],
                         sh_size: enc.rel_size(true) * len64_usize(s.relocs.len()),
-                        sh_link: symtab_index,
-                        sh_info: index[i],
+                        sh_link: plan.symtab_index,
+                        sh_info: plan.index[i],
                         ..enc.relocation_section_header(true)
                     },
                 );
@@ -475,15 +522,55 @@ impl Relocatable {
         enc.section_header(
             p,
             &SectionHeader {
-                sh_name: name(b".symtab")?,
-                sh_offset: symtab_at,
-                sh_size: symtab_len,
-                ..enc
-                    .symtab_section_header(1, u32::try_from(first_global + 1).map_err(write_error)?)
+                sh_name: plan.name(b".symtab")?,
+                sh_offset: plan.symtab_at,
+                sh_size: plan.symtab_len,
+                ..enc.symtab_section_header(1, plan.first_global)
             },
         );
-        out.flush();
-        Ok(out.layout)
+        Ok(())
+    }
+}
+
+/// Where [`Relocatable::write`] puts everything.
+struct Plan {
+    /// Symbols in table order (ids).
+    order: Vec<usize>,
+    /// Each symbol's index in the table, by id.
+    table: Vec<u32>,
+    /// Index of the first global symbol (`sh_info` of `.symtab`).
+    first_global: u32,
+    /// Name of each section's `.rela` section, if it has relocations.
+    rela_names: Vec<Option<Vec<u8>>>,
+    /// The one string table.
+    strings: StringTable,
+    /// Each section's header index.
+    index: Vec<u32>,
+    /// `.symtab`'s header index.
+    symtab_index: u32,
+    /// Number of section headers.
+    section_num: u32,
+    /// File offset of each section's contents.
+    offsets: Vec<u64>,
+    /// File offset and size of `.symtab`.
+    symtab_at: u64,
+    symtab_len: u64,
+    /// File offset of each section's `.rela` section (0 without one).
+    rela_at: Vec<u64>,
+    /// File offset of `.strtab`.
+    strtab_at: u64,
+    /// File offset of the section header table.
+    shoff: u64,
+}
+
+impl Plan {
+    /// Offset of `s` in the string table.
+    fn name(&self, s: &[u8]) -> Result<u32> {
+        let off = self
+            .strings
+            .offset(s)
+            .ok_or_else(|| write_error("a name is missing from the string table"))?;
+        u32::try_from(off).map_err(write_error)
     }
 }
 
@@ -539,7 +626,7 @@ mod tests {
     use super::*;
 
     fn sample(file_align: u64) -> Relocatable {
-        let mut o = Relocatable::new(elf::EM_X86_64, 0);
+        let mut o = Relocatable::new(elf::EM_X86_64, 0, Endianness::Little);
         let text = o.add_section(b".text", elf::SHT_PROGBITS, elf::SHF_ALLOC, 16);
         o.set_bytes(text, vec![0xc3; 5]);
         let data = o.add_section(b"data", elf::SHT_PROGBITS, elf::SHF_ALLOC, 8);

@@ -901,3 +901,60 @@ fn cuda_and_hip_objects() {
         assert_eq!(fdes, 3, "{p}");
     }
 }
+
+/// Every CPU row: each kind's object reads back with its machine, `e_flags`
+/// and byte order, the descriptor's image count and the fatbin wrapper's
+/// magic in that byte order, and an `.eh_frame` of one FDE per function.
+#[test]
+fn every_cpu_row_reads_back_in_its_byte_order() {
+    use gimli::UnwindSection as _;
+    use object::Endian as _;
+    let raw = filler(31, 100);
+    for cpu in arch::CPUS {
+        let triple = format!("{}-unknown-linux-gnu", cpu.names[0]);
+        for (kind, functions) in [(Kind::OpenMp, 2), (Kind::Cuda, 3), (Kind::Hip, 3)] {
+            let o = Options {
+                kind,
+                triple: triple.clone(),
+                ..opts(Abi::Llvm)
+            };
+            let out = to_vec(&o, &[Image::raw(&raw)]).unwrap();
+            let f = object::File::parse(&*out).unwrap();
+            let object::FileFlags::Elf { e_flags, .. } = f.flags() else {
+                panic!("{triple}: not ELF")
+            };
+            assert_eq!(e_flags.0, cpu.e_flags, "{triple}");
+            assert_eq!(f.is_little_endian(), cpu.endian.is_little_endian());
+            let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*out).unwrap();
+            assert_eq!(elf.elf_header().e_machine(cpu.endian), cpu.machine);
+            let word = |name: &str, at: usize| {
+                let data = contents(&out, name);
+                cpu.endian.read_u32(data[at..at + 4].try_into().unwrap())
+            };
+            match kind {
+                Kind::OpenMp => assert_eq!(word(".data.rel.ro", 32), 1, "{triple}"),
+                Kind::Cuda => assert_eq!(word(".nvFatBinSegment", 0), 0x4662_43b1),
+                _ => assert_eq!(word(".hipFatBinSegment", 0), 0x4849_5046),
+            }
+            let eh = contents(&out, ".eh_frame");
+            let endian = if cpu.endian.is_little_endian() {
+                gimli::RunTimeEndian::Little
+            } else {
+                gimli::RunTimeEndian::Big
+            };
+            let frame = gimli::EhFrame::new(&eh, endian);
+            let bases = gimli::BaseAddresses::default().set_eh_frame(0);
+            let mut entries = frame.entries(&bases);
+            let mut fdes = 0;
+            while let Some(e) = entries.next().unwrap() {
+                if let gimli::CieOrFde::Fde(partial) = e {
+                    partial
+                        .parse(|_, b, o| frame.cie_from_offset(b, o))
+                        .unwrap();
+                    fdes += 1;
+                }
+            }
+            assert_eq!(fdes, functions, "{triple} {kind:?}");
+        }
+    }
+}

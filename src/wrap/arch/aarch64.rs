@@ -16,17 +16,15 @@
 //! too (against the section symbol), and objects carry the ELF mapping
 //! symbols `$x` (code) and `$d` (data).
 
-use gimli::write::{CallFrameInstruction, CommonInformationEntry};
-use gimli::{AArch64 as Reg, DW_EH_PE_pcrel, DW_EH_PE_sdata4, Encoding, Format};
+use gimli::AArch64 as Reg;
 use object::elf;
 
-use super::{
-    Arg, Call, CodeReloc, Cpu, Fatbin, FatbinCode, Function, Span, Target, TargetReloc, addend,
-    internal,
-};
-use crate::error::{Error, Result};
+use super::asm::{self, Label};
+use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use crate::error::Result;
 
 /// The AArch64 encoder.
+#[derive(Debug)]
 pub(crate) struct AArch64;
 
 /// `str x30, [sp, #-16]!`
@@ -45,67 +43,11 @@ const RET: u32 = 0xd65f_03c0;
 const NOP: u32 = 0xd503_201f;
 
 impl Cpu for AArch64 {
-    fn machine(&self) -> elf::Machine {
-        elf::EM_AARCH64
-    }
-
-    fn e_flags(&self) -> u32 {
-        0
-    }
-
-    fn code_align(&self) -> u64 {
-        4
-    }
-
-    fn data_align(&self) -> u64 {
-        // As on x86-64, LLVM aligns arrays of 16 bytes or more to 16.
-        16
-    }
-
-    fn byte_array_align(&self) -> u64 {
-        // The data layout prefers 32-bit alignment for i8 (`i8:8:32`).
-        4
-    }
-
-    fn abs64(&self) -> elf::RelocationType {
-        elf::R_AARCH64_ABS64
-    }
-
-    fn eh_pcrel32(&self) -> elf::RelocationType {
-        elf::R_AARCH64_PREL32
-    }
-
-    fn eh_frame_type(&self) -> elf::SectionType {
-        elf::SHT_PROGBITS
-    }
-
-    fn mapping_symbols(&self) -> bool {
-        true
-    }
-
-    fn cie(&self) -> CommonInformationEntry {
-        let encoding = Encoding {
-            format: Format::Dwarf32,
-            version: 1,
-            // gimli pads records to this; LLVM pads .eh_frame records to 4.
-            address_size: 4,
-        };
-        // Code alignment 1 (LLVM's choice, though instructions are 4 bytes),
-        // data alignment -4.
-        let mut cie = CommonInformationEntry::new(encoding, 1, -4, Reg::X30);
-        cie.fde_address_encoding = DW_EH_PE_pcrel | DW_EH_PE_sdata4;
-        cie.add_instruction(CallFrameInstruction::Cfa(Reg::SP, 0));
-        cie
-    }
-
     fn function(&self, _at: u64, calls: &[Call]) -> Result<Function> {
-        let mut f = Function::default();
-        let word = |f: &mut Function, w: u32| f.code.extend_from_slice(&w.to_le_bytes());
-        word(&mut f, SAVE_LR);
-        let at = cfi_offset(&f.code)?;
-        f.cfi.push((at, CallFrameInstruction::CfaOffset(16)));
-        f.cfi
-            .push((at, CallFrameInstruction::Offset(Reg::X30, -16)));
+        let mut a = Asm::default();
+        a.begin(0);
+        a.w(SAVE_LR);
+        a.prologue(16, &[(Reg::X30, -16)]);
         for call in calls {
             // The argument: a section symbol plus an offset, for data and
             // for a function of the same section alike.
@@ -115,29 +57,17 @@ impl Cpu for AArch64 {
                 } => (section, offset),
                 Arg::Code { section, offset } => (section, offset),
             };
-            for (insn, r_type) in [
-                (ADRP_X0, elf::R_AARCH64_ADR_PREL_PG_HI21),
-                (ADD_X0, elf::R_AARCH64_ADD_ABS_LO12_NC),
-            ] {
-                f.relocs.push(CodeReloc {
-                    offset: len64(&f.code),
-                    r_type,
-                    symbol,
-                    addend: addend(offset)?,
-                });
-                word(&mut f, insn);
-            }
-            f.relocs.push(CodeReloc {
-                offset: len64(&f.code),
-                r_type: elf::R_AARCH64_CALL26,
-                symbol: call.callee,
-                addend: 0,
-            });
-            word(&mut f, BL);
+            let target = Target::Symbol(symbol);
+            let offset = addend(offset)?;
+            a.reloc(elf::R_AARCH64_ADR_PREL_PG_HI21, target, offset);
+            a.w(ADRP_X0);
+            a.reloc(elf::R_AARCH64_ADD_ABS_LO12_NC, target, offset);
+            a.w(ADD_X0);
+            a.call(Target::Symbol(call.callee));
         }
-        word(&mut f, RESTORE_LR);
-        word(&mut f, RET);
-        Ok(f)
+        a.w(RESTORE_LR);
+        a.w(RET);
+        a.function()
     }
 
     fn padding(&self, len: usize) -> Vec<u8> {
@@ -159,15 +89,11 @@ impl Cpu for AArch64 {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// The assembler: the shared core plus this CPU's fixups and instructions
 // ---------------------------------------------------------------------------
 
-/// A position in the code, bound once.
-#[derive(Debug, Clone, Copy)]
-struct Label(usize);
-
 /// How a branch encodes its word offset.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Branch {
     /// `b`, `bl`: 26 bits from bit 0.
     Imm26,
@@ -175,151 +101,100 @@ enum Branch {
     Imm19,
 }
 
-/// A small assembler for the fixed registration code: instruction words
-/// (each with its assembly in a comment), labels for local branches,
-/// relocations for everything outside the section (and for addresses in
-/// it, which LLVM relocates on AArch64), and the unwind rules after each
-/// prologue (AArch64 functions get no epilogue rules from LLVM).
-#[derive(Default)]
-struct Asm {
-    code: Vec<u8>,
-    relocs: Vec<TargetReloc>,
-    labels: Vec<Option<usize>>,
-    /// (offset of the word, label, encoding).
-    branches: Vec<(usize, Label, Branch)>,
-    /// Relocations whose addend is a label's offset: (index in `relocs`,
-    /// label).
-    to_labels: Vec<(usize, Label)>,
-    start: usize,
-    cfi: Vec<(u32, CallFrameInstruction)>,
+impl asm::Fixup for Branch {
+    fn apply(self, code: &mut [u8], at: usize, target: usize) -> Result<()> {
+        let broken = internal;
+        let delta = (i64::try_from(target).map_err(|_| broken("offset"))?
+            - i64::try_from(at).map_err(|_| broken("offset"))?)
+            / 4;
+        let (bits, shift) = match self {
+            Branch::Imm26 => (26, 0),
+            Branch::Imm19 => (19, 5),
+        };
+        let limit = 1i64 << (bits - 1);
+        if !(-limit..limit).contains(&delta) {
+            return Err(broken("a branch is out of range"));
+        }
+        let field = u32::try_from(delta & ((1 << bits) - 1)).map_err(|_| broken("field"))?;
+        let word = code
+            .get_mut(at..at + 4)
+            .ok_or_else(|| broken("a branch past the end"))?;
+        // Instructions are little-endian, whatever the data's byte order.
+        let old = u32::from_le_bytes(word.try_into().map_err(|_| broken("word"))?);
+        word.copy_from_slice(&(old | (field << shift)).to_le_bytes());
+        Ok(())
+    }
 }
 
-impl Asm {
-    fn w(&mut self, word: u32) {
-        self.code.extend_from_slice(&word.to_le_bytes());
-    }
+/// The shared assembler core with AArch64's branches.
+type Asm = asm::Asm<Branch>;
 
-    fn label(&mut self) -> Label {
-        self.labels.push(None);
-        Label(self.labels.len() - 1)
-    }
-
-    fn bind(&mut self, l: Label) {
-        self.labels[l.0] = Some(self.code.len());
-    }
-
-    fn begin(&mut self) {
-        self.start = self.code.len();
-        self.cfi.clear();
-    }
-
-    fn end(&mut self) -> Span {
-        Span {
-            offset: len64(&self.code[..self.start]),
-            len: len64(&self.code[self.start..]),
-            cfi: std::mem::take(&mut self.cfi),
-        }
-    }
-
+/// AArch64 instructions on top of the core: words, words with a
+/// relocation, address computations, calls, branches, and the unwind rules
+/// after a prologue (AArch64 functions get no epilogue rules from LLVM).
+trait A64Asm {
+    /// An instruction word (little-endian, whatever the data's byte order).
+    fn w(&mut self, word: u32);
     /// The prologue is written: the CFA is `cfa` bytes above the stack
     /// pointer, and `saved` registers are at these CFA offsets.
-    fn prologue(&mut self, cfa: i32, saved: &[(gimli::Register, i32)]) {
-        let at = u32::try_from(self.code.len() - self.start).unwrap_or(u32::MAX);
-        self.cfi.push((at, CallFrameInstruction::CfaOffset(cfa)));
-        for &(r, off) in saved {
-            self.cfi.push((at, CallFrameInstruction::Offset(r, off)));
-        }
+    fn prologue(&mut self, cfa: i32, saved: &[(gimli::Register, i32)]);
+    /// An instruction word with a relocation against `target`.
+    fn rel(&mut self, word: u32, r_type: elf::RelocationType, target: Target);
+    /// `adrp xN, target` then `add xN, xN, :lo12:target` (`adrp`, `add`:
+    /// the words with the register filled in).
+    fn address(&mut self, adrp: u32, add: u32, target: Target);
+    /// `adrp x0, l` and `add x0, x0, :lo12:l` for a label of this
+    /// section, relocated against the section.
+    fn address_of(&mut self, l: Label);
+    /// `bl target`
+    fn call(&mut self, target: Target);
+    /// A branch to `l`: `word` with its offset field zero.
+    fn branch(&mut self, word: u32, l: Label, how: Branch);
+}
+
+impl A64Asm for Asm {
+    fn w(&mut self, word: u32) {
+        self.bytes(&word.to_le_bytes());
     }
 
-    /// An instruction word with a relocation against `target`.
+    fn prologue(&mut self, cfa: i32, saved: &[(gimli::Register, i32)]) {
+        self.cfa_offset(cfa);
+        self.saved(saved);
+    }
+
     fn rel(&mut self, word: u32, r_type: elf::RelocationType, target: Target) {
-        self.relocs.push(TargetReloc {
-            offset: len64(&self.code),
-            r_type,
-            target,
-            addend: 0,
-        });
+        self.reloc(r_type, target, 0);
         self.w(word);
     }
 
-    /// `adrp xN, target` then `add xN, xN, :lo12:target` (`adrp`, `add`:
-    /// the words with the register filled in).
     fn address(&mut self, adrp: u32, add: u32, target: Target) {
         self.rel(adrp, elf::R_AARCH64_ADR_PREL_PG_HI21, target);
         self.rel(add, elf::R_AARCH64_ADD_ABS_LO12_NC, target);
     }
 
-    /// `adrp x0, l` and `add x0, x0, :lo12:l` for a label of this
-    /// section, relocated against the section.
     fn address_of(&mut self, l: Label) {
         for (word, r_type) in [
             (ADRP_X0, elf::R_AARCH64_ADR_PREL_PG_HI21),
             (ADD_X0, elf::R_AARCH64_ADD_ABS_LO12_NC),
         ] {
-            self.to_labels.push((self.relocs.len(), l));
-            self.rel(word, r_type, Target::Code);
+            self.reloc_to(r_type, l);
+            self.w(word);
         }
     }
 
-    /// `bl name`
-    fn call(&mut self, name: &'static str) {
-        self.rel(BL, elf::R_AARCH64_CALL26, Target::Runtime(name));
+    fn call(&mut self, target: Target) {
+        self.rel(BL, elf::R_AARCH64_CALL26, target);
     }
 
-    /// A branch to `l`: `word` with its offset field zero.
     fn branch(&mut self, word: u32, l: Label, how: Branch) {
-        self.branches.push((self.code.len(), l, how));
+        self.fixup(how, l);
         self.w(word);
     }
-
-    /// The code section with every displacement filled in, and its
-    /// functions (`jump_table`: code offsets of the table's cases).
-    fn finish(
-        mut self,
-        reg: Span,
-        unreg: Span,
-        globals: Span,
-        jump_table: Vec<u64>,
-    ) -> Result<FatbinCode> {
-        let broken = internal;
-        let at = |labels: &[Option<usize>], l: Label| {
-            labels[l.0].ok_or_else(|| broken("a branch to an unbound label"))
-        };
-        for &(word_at, l, how) in &self.branches {
-            let target = at(&self.labels, l)?;
-            let delta = (i64::try_from(target).map_err(|_| broken("offset"))?
-                - i64::try_from(word_at).map_err(|_| broken("offset"))?)
-                / 4;
-            let (bits, shift) = match how {
-                Branch::Imm26 => (26, 0),
-                Branch::Imm19 => (19, 5),
-            };
-            let limit = 1i64 << (bits - 1);
-            if !(-limit..limit).contains(&delta) {
-                return Err(broken("a branch is out of range"));
-            }
-            let field = u32::try_from(delta & ((1 << bits) - 1)).map_err(|_| broken("field"))?;
-            let word = &mut self.code[word_at..word_at + 4];
-            let old = u32::from_le_bytes(word.try_into().map_err(|_| broken("word"))?);
-            word.copy_from_slice(&(old | (field << shift)).to_le_bytes());
-        }
-        for &(i, l) in &self.to_labels {
-            self.relocs[i].addend = addend(len64_usize(at(&self.labels, l)?))?;
-        }
-        Ok(FatbinCode {
-            code: self.code,
-            relocs: self.relocs,
-            reg,
-            unreg,
-            globals,
-            jump_table,
-        })
-    }
 }
 
-fn len64_usize(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
+// ---------------------------------------------------------------------------
+// CUDA and HIP registration code (wrapper-abi.md §5)
+// ---------------------------------------------------------------------------
 
 /// `b.eq`, `b.ne`, `b.gt`: `b.cond` with the condition.
 const B_EQ: u32 = 0x5400_0000;
@@ -370,7 +245,7 @@ fn register_function(a: &mut Asm, name: &'static str) {
     handle_address_name(a);
     a.w(0x1280_0004); // mov w4, #-1
     a.w(0xa900_7fff); // stp xzr, xzr, [sp]
-    a.call(name);
+    a.call(Target::Runtime(name));
 }
 
 /// The next entry (x21 += 56), or the end; then the kind check against
@@ -398,7 +273,7 @@ fn loop_epilogue(a: &mut Asm, done: Label) {
 
 /// The atexit handler: load the handle, unregister.
 fn unregister(a: &mut Asm, name: &'static str) -> Span {
-    a.begin();
+    a.begin(0);
     a.w(SAVE_LR);
     a.prologue(16, &[(Reg::X30, -16)]);
     a.rel(0x9000_0008, elf::R_AARCH64_ADR_PREL_PG_HI21, Target::Handle); // adrp x8, handle
@@ -407,7 +282,7 @@ fn unregister(a: &mut Asm, name: &'static str) -> Span {
         elf::R_AARCH64_LDST64_ABS_LO12_NC,
         Target::Handle,
     ); // ldr x0, [x8, :lo12:handle]
-    a.call(name);
+    a.call(Target::Runtime(name));
     a.w(RESTORE_LR);
     a.w(RET);
     a.end()
@@ -417,13 +292,21 @@ fn unregister(a: &mut Asm, name: &'static str) -> Span {
 /// x86-64; see there).
 fn cuda_code() -> Result<FatbinCode> {
     let mut a = Asm::default();
-    let [globals, unreg, func, next, check, managed, done] = [(); 7].map(|()| a.label());
+    let (globals, unreg) = (a.label(), a.label());
+    let reg = cuda_constructor(&mut a, globals, unreg);
+    a.bind(unreg);
+    let unreg_span = unregister(&mut a, "__cudaUnregisterFatBinary");
+    let globals_span = cuda_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
-    a.begin();
+/// The CUDA constructor (`.cuda.fatbin_reg`).
+fn cuda_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    a.begin(0);
     a.w(0xa9bf_4ffe); // stp x30, x19, [sp, #-16]!
     a.prologue(16, &[(Reg::X19, -8), (Reg::X30, -16)]);
     a.address(ADRP_X0, ADD_X0, Target::Wrapper); // x0 = &.fatbin_wrapper
-    a.call("__cudaRegisterFatBinary");
+    a.call(Target::Runtime("__cudaRegisterFatBinary"));
     a.rel(0x9000_0008, elf::R_AARCH64_ADR_PREL_PG_HI21, Target::Handle); // adrp x8, handle
     a.w(0xaa00_03f3); // mov x19, x0
     a.rel(
@@ -433,22 +316,23 @@ fn cuda_code() -> Result<FatbinCode> {
     ); // str x0, [x8, :lo12:handle]
     a.branch(BL, globals, Branch::Imm26);
     a.w(0xaa13_03e0); // mov x0, x19
-    a.call("__cudaRegisterFatBinaryEnd");
+    a.call(Target::Runtime("__cudaRegisterFatBinaryEnd"));
     a.address_of(unreg);
-    a.call("atexit");
+    a.call(Target::Runtime("atexit"));
     a.w(0xa8c1_4ffe); // ldp x30, x19, [sp], #16
     a.w(RET);
-    let reg = a.end();
+    a.end()
+}
 
-    a.bind(unreg);
-    let unreg_span = unregister(&mut a, "__cudaUnregisterFatBinary");
-
+/// The CUDA entry loop (`.cuda.globals_reg`) at `globals`.
+fn cuda_globals(a: &mut Asm, globals: Label) -> Span {
+    let [func, next, check, managed, done] = [(); 5].map(|()| a.label());
     a.bind(globals);
-    a.begin();
-    loop_prologue(&mut a, done, check);
+    a.begin(0);
+    loop_prologue(a, done, check);
     a.bind(func);
-    register_function(&mut a, "__cudaRegisterFunction");
-    loop_step(&mut a, next, check, done, 0x7100_091f); // cmp w8, #2 (CUDA)
+    register_function(a, "__cudaRegisterFunction");
+    loop_step(a, next, check, done, 0x7100_091f); // cmp w8, #2 (CUDA)
     a.branch(0xb400_0008, func, Branch::Imm19); // cbz x8, func (size 0: a kernel)
     a.w(0xb940_0ea9); // ldr w9, [x21, #0xc] (flags)
     a.w(0x1200_092a); // and w10, w9, #7
@@ -459,10 +343,10 @@ fn cuda_code() -> Result<FatbinCode> {
     // constant, 0).
     a.w(0x5303_0d24); // ubfx w4, w9, #3, #1 (extern)
     a.w(0x5304_1126); // ubfx w6, w9, #4, #1 (constant)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
-    a.call("__cudaRegisterVar");
+    a.call(Target::Runtime("__cudaRegisterVar"));
     a.branch(B, next, Branch::Imm26);
     // A managed variable: __cudaRegisterManagedVar(h, aux, addr, name,
     // size, (u32) data).
@@ -471,12 +355,10 @@ fn cuda_code() -> Result<FatbinCode> {
     a.w(0xb940_2aa5); // ldr w5, [x21, #0x28] (data)
     a.w(0xaa13_03e0); // mov x0, x19
     a.w(0xaa08_03e4); // mov x4, x8
-    a.call("__cudaRegisterManagedVar");
+    a.call(Target::Runtime("__cudaRegisterManagedVar"));
     a.branch(B, next, Branch::Imm26);
-    loop_epilogue(&mut a, done);
-    let globals_span = a.end();
-
-    a.finish(reg, unreg_span, globals_span, Vec::new())
+    loop_epilogue(a, done);
+    a.end()
 }
 
 /// The HIP registration code of LLVM 22 for AArch64: as CUDA's without the
@@ -484,23 +366,21 @@ fn cuda_code() -> Result<FatbinCode> {
 /// tree of compares on the entry type, no jump table).
 fn hip_code() -> Result<FatbinCode> {
     let mut a = Asm::default();
-    let [
-        globals,
-        unreg,
-        func,
-        next,
-        check,
-        above1,
-        global,
-        surface,
-        done,
-    ] = [(); 9].map(|()| a.label());
+    let (globals, unreg) = (a.label(), a.label());
+    let reg = hip_constructor(&mut a, globals, unreg);
+    a.bind(unreg);
+    let unreg_span = unregister(&mut a, "__hipUnregisterFatBinary");
+    let globals_span = hip_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
-    a.begin();
+/// The HIP constructor (`.hip.fatbin_reg`).
+fn hip_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    a.begin(0);
     a.w(SAVE_LR);
     a.prologue(16, &[(Reg::X30, -16)]);
     a.address(ADRP_X0, ADD_X0, Target::Wrapper); // x0 = &.fatbin_wrapper
-    a.call("__hipRegisterFatBinary");
+    a.call(Target::Runtime("__hipRegisterFatBinary"));
     a.rel(0x9000_0008, elf::R_AARCH64_ADR_PREL_PG_HI21, Target::Handle); // adrp x8, handle
     a.rel(
         0xf900_0100,
@@ -509,20 +389,22 @@ fn hip_code() -> Result<FatbinCode> {
     ); // str x0, [x8, :lo12:handle]
     a.branch(BL, globals, Branch::Imm26);
     a.address_of(unreg);
-    a.call("atexit");
+    a.call(Target::Runtime("atexit"));
     a.w(RESTORE_LR);
     a.w(RET);
-    let reg = a.end();
+    a.end()
+}
 
-    a.bind(unreg);
-    let unreg_span = unregister(&mut a, "__hipUnregisterFatBinary");
-
+/// The HIP entry loop (`.hip.globals_reg`) at `globals`: a tree of
+/// compares on the entry type, no jump table.
+fn hip_globals(a: &mut Asm, globals: Label) -> Span {
+    let [func, next, check, above1, global, surface, done] = [(); 7].map(|()| a.label());
     a.bind(globals);
-    a.begin();
-    loop_prologue(&mut a, done, check);
+    a.begin(0);
+    loop_prologue(a, done, check);
     a.bind(func);
-    register_function(&mut a, "__hipRegisterFunction");
-    loop_step(&mut a, next, check, done, 0x7100_111f); // cmp w8, #4 (HIP)
+    register_function(a, "__hipRegisterFunction");
+    loop_step(a, next, check, done, 0x7100_111f); // cmp w8, #4 (HIP)
     a.branch(0xb400_0008, func, Branch::Imm19); // cbz x8, func (size 0: a kernel)
     a.w(0xb940_0eab); // ldr w11, [x21, #0xc] (flags)
     a.w(0xb940_2aaa); // ldr w10, [x21, #0x28] (data)
@@ -539,7 +421,7 @@ fn hip_code() -> Result<FatbinCode> {
     a.w(0xaa13_03e0); // mov x0, x19
     a.w(0xaa08_03e4); // mov x4, x8
     a.w(0x2a0a_03e5); // mov w5, w10
-    a.call("__hipRegisterManagedVar");
+    a.call(Target::Runtime("__hipRegisterManagedVar"));
     a.branch(B, next, Branch::Imm26);
     a.bind(above1);
     a.w(0x7100_099f); // cmp w12, #2
@@ -549,41 +431,31 @@ fn hip_code() -> Result<FatbinCode> {
     // (Falls through for type 3.) A texture: __hipRegisterTexture(h, addr,
     // name, name, (u32) data, normalized, extern).
     a.w(0x5305_1565); // ubfx w5, w11, #5, #1 (normalized)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e6); // mov w6, w9
-    a.call("__hipRegisterTexture");
+    a.call(Target::Runtime("__hipRegisterTexture"));
     a.branch(B, next, Branch::Imm26);
     // A variable: __hipRegisterVar(h, addr, name, name, extern, size,
     // constant, 0).
     a.bind(global);
     a.w(0x5304_1166); // ubfx w6, w11, #4, #1 (constant)
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a09_03e4); // mov w4, w9
     a.w(0xaa08_03e5); // mov x5, x8
     a.w(0x2a1f_03e7); // mov w7, wzr
-    a.call("__hipRegisterVar");
+    a.call(Target::Runtime("__hipRegisterVar"));
     a.branch(B, next, Branch::Imm26);
     // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
     // extern).
     a.bind(surface);
-    handle_address_name(&mut a);
+    handle_address_name(a);
     a.w(0x2a0a_03e4); // mov w4, w10
     a.w(0x2a09_03e5); // mov w5, w9
-    a.call("__hipRegisterSurface");
+    a.call(Target::Runtime("__hipRegisterSurface"));
     a.branch(B, next, Branch::Imm26);
-    loop_epilogue(&mut a, done);
-    let globals_span = a.end();
-
-    a.finish(reg, unreg_span, globals_span, Vec::new())
-}
-
-fn len64(code: &[u8]) -> u64 {
-    u64::try_from(code.len()).unwrap_or(u64::MAX)
-}
-
-fn cfi_offset(code: &[u8]) -> Result<u32> {
-    u32::try_from(code.len()).map_err(|_| Error::usage("wrapper function too large"))
+    loop_epilogue(a, done);
+    a.end()
 }
 
 #[cfg(test)]

@@ -1,30 +1,40 @@
-//! What the wrapper needs to know about each CPU: the ELF machine and
-//! `e_flags`, the relocation types for data pointers and `.eh_frame`, the
-//! CIE, and how to encode a function that makes a list of calls, each with
-//! one pointer argument.
+//! What the wrapper needs to know about each CPU, in two parts: the facts
+//! that are data (ELF machine and `e_flags`, byte order, alignments,
+//! relocation types, the CIE), one [`CpuInfo`] row per CPU in [`CPUS`];
+//! and what is really code, the [`Cpu`] trait: how to encode a function
+//! that makes a list of calls, each with one pointer argument, the CUDA and
+//! HIP registration code, and padding.
 //!
 //! Every OpenMP constructor and destructor the wrapper writes has that one
 //! shape (`f(&x); g(&y); …; return`), so one [`Cpu::function`] per
 //! architecture is all the code generation OpenMP needs. The CUDA and HIP
 //! registration code (a loop over the host entries) does not depend on the
 //! input at all: [`Cpu::fatbin_code`] gives it whole, as llc lays it out.
-//! Adding an architecture is one file that implements [`Cpu`] plus one arm
-//! in [`for_triple`].
+//! Both are written through the shared assembler core ([`asm`]: labels,
+//! fixups, relocations, CFA tracking, spans), with the CPU's instruction
+//! encodings on top.
+//!
+//! Adding an architecture is one row in [`CPUS`], one file that implements
+//! [`Cpu`] (its `mod` line here), and one line in `HOSTS` of
+//! `linker-tests/wrap.rs`.
 //!
 //! Only position-independent code is written (PC-relative addresses, calls
 //! through the PLT), because static-model code cannot link into a PIE
 //! (wrapper-abi.md §3).
 
 mod aarch64;
+mod asm;
 mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
-use object::elf::RelocationType;
+use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, Encoding, Format};
+use object::Endianness;
+use object::elf::{self, RelocationType};
 
 use super::relocatable::SymbolId;
 
 use crate::error::{Error, Result};
-use crate::llvm::triple::{ObjectFormat, Triple};
+use crate::llvm::triple::{Arch, CanonicalForm, Environment, ObjectFormat, Os, Triple, normalize};
 
 /// The pointer argument of a call.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +115,9 @@ pub(crate) enum Target {
     Code,
     /// A runtime function.
     Runtime(&'static str),
+    /// A symbol of the object (the OpenMP functions' callees and
+    /// arguments).
+    Symbol(SymbolId),
 }
 
 /// A relocation in the CUDA/HIP registration code.
@@ -159,34 +172,145 @@ pub(crate) enum Fatbin {
     Hip,
 }
 
-/// One CPU's encodings and ELF conventions.
-pub(crate) trait Cpu: Sync {
+/// The unwind facts of a CPU's one CIE (`.eh_frame`).
+#[derive(Debug)]
+pub(crate) struct Cie {
+    /// Code alignment factor.
+    pub code_align: u8,
+    /// Data alignment factor.
+    pub data_align: i8,
+    /// The return address column.
+    pub ra: gimli::Register,
+    /// The rules on entry to every function.
+    pub initial: &'static [CallFrameInstruction],
+}
+
+/// What the wrapper needs to know about a CPU that is data, not code: one
+/// row of [`CPUS`].
+#[derive(Debug)]
+pub(crate) struct CpuInfo {
+    /// The architecture LLVM parses from the triple.
+    pub arch: Arch,
+    /// The spellings of the triple's architecture this row serves, first
+    /// the one named in messages. (LLVM maps others to the same
+    /// architecture, such as `x86_64h` and `arm64e`, with a different CPU
+    /// or ABI, whose code has not been compared with llc's.)
+    pub names: &'static [&'static str],
     /// `e_machine` of the ELF header.
-    fn machine(&self) -> object::elf::Machine;
+    pub machine: elf::Machine,
     /// `e_flags` of the ELF header.
-    fn e_flags(&self) -> u32;
+    pub e_flags: u32,
+    /// Byte order of the object's headers and data.
+    pub endian: Endianness,
     /// Alignment of the code section.
-    fn code_align(&self) -> u64;
+    pub code_align: u64,
     /// Alignment of the section that holds the descriptor and image array
     /// (what LLVM gives an array of that size).
-    fn data_align(&self) -> u64;
+    pub data_align: u64,
     /// LLVM's preferred alignment of a byte array of 16 bytes or less (the
     /// data layout's for `i8`).
-    fn byte_array_align(&self) -> u64;
+    pub byte_array_align: u64,
     /// Relocation type for a 64-bit absolute pointer in data.
-    fn abs64(&self) -> RelocationType;
-    /// Relocation type for a 32-bit PC-relative field in `.eh_frame`
-    /// (pointer encoding `DW_EH_PE_pcrel | DW_EH_PE_sdata4`).
-    fn eh_pcrel32(&self) -> RelocationType;
+    pub abs64: RelocationType,
+    /// Relocation type for a 32-bit PC-relative field in `.eh_frame` and in
+    /// jump tables (pointer encoding `DW_EH_PE_pcrel | DW_EH_PE_sdata4`).
+    pub eh_pcrel32: RelocationType,
     /// ELF section type of `.eh_frame`.
-    fn eh_frame_type(&self) -> object::elf::SectionType;
+    pub eh_frame_type: elf::SectionType,
     /// Whether objects carry the ELF mapping symbols `$x` and `$d` (code and
     /// data), as LLVM writes them for AArch64.
-    fn mapping_symbols(&self) -> bool {
-        false
-    }
+    pub mapping_symbols: bool,
     /// The CIE every FDE uses.
-    fn cie(&self) -> CommonInformationEntry;
+    pub cie: Cie,
+    /// The encoder of the CPU's code.
+    pub code: &'static dyn Cpu,
+}
+
+impl CpuInfo {
+    /// The CIE every FDE uses, for gimli.
+    pub(crate) fn cie(&self) -> CommonInformationEntry {
+        let encoding = Encoding {
+            format: Format::Dwarf32,
+            // .eh_frame CIEs are version 1.
+            version: 1,
+            // gimli pads each CIE and FDE to this many bytes; LLVM pads
+            // .eh_frame records to 4 on every CPU here (pointers are 4-byte
+            // PC-relative, so nothing else depends on it).
+            address_size: 4,
+        };
+        let c = &self.cie;
+        let mut cie = CommonInformationEntry::new(encoding, c.code_align, c.data_align, c.ra);
+        cie.fde_address_encoding = DW_EH_PE_pcrel | DW_EH_PE_sdata4;
+        for insn in c.initial {
+            cie.add_instruction(insn.clone());
+        }
+        cie
+    }
+}
+
+/// Every CPU the wrapper writes objects for.
+pub(crate) static CPUS: &[CpuInfo] = &[
+    // x86-64 System V psABI (LP64).
+    CpuInfo {
+        arch: Arch::X86_64,
+        names: &["x86_64", "amd64"],
+        machine: elf::EM_X86_64,
+        // The psABI defines no flags.
+        e_flags: 0,
+        endian: Endianness::Little,
+        code_align: 16,
+        // LLVM aligns global arrays of 16 bytes or more to 16 on x86-64.
+        data_align: 16,
+        // i8 is byte-aligned.
+        byte_array_align: 1,
+        abs64: elf::R_X86_64_64,
+        eh_pcrel32: elf::R_X86_64_PC32,
+        eh_frame_type: elf::SHT_X86_64_UNWIND,
+        mapping_symbols: false,
+        // Code alignment 1: x86 instructions are byte-aligned. Data
+        // alignment -8: saved registers sit in 8-byte slots below the CFA.
+        // On entry the CFA is rsp + 8 and the return address is at CFA - 8.
+        cie: Cie {
+            code_align: 1,
+            data_align: -8,
+            ra: gimli::X86_64::RA,
+            initial: &[
+                CallFrameInstruction::Cfa(gimli::X86_64::RSP, 8),
+                CallFrameInstruction::Offset(gimli::X86_64::RA, -8),
+            ],
+        },
+        code: &x86_64::X86_64,
+    },
+    // AArch64 AAPCS64 (LP64, little-endian).
+    CpuInfo {
+        arch: Arch::Aarch64,
+        names: &["aarch64", "arm64"],
+        machine: elf::EM_AARCH64,
+        e_flags: 0,
+        endian: Endianness::Little,
+        code_align: 4,
+        // As on x86-64, LLVM aligns arrays of 16 bytes or more to 16.
+        data_align: 16,
+        // The data layout prefers 32-bit alignment for i8 (`i8:8:32`).
+        byte_array_align: 4,
+        abs64: elf::R_AARCH64_ABS64,
+        eh_pcrel32: elf::R_AARCH64_PREL32,
+        eh_frame_type: elf::SHT_PROGBITS,
+        mapping_symbols: true,
+        // Code alignment 1 (LLVM's choice, though instructions are 4
+        // bytes), data alignment -4; on entry the CFA is sp + 0.
+        cie: Cie {
+            code_align: 1,
+            data_align: -4,
+            ra: gimli::AArch64::X30,
+            initial: &[CallFrameInstruction::Cfa(gimli::AArch64::SP, 0)],
+        },
+        code: &aarch64::AArch64,
+    },
+];
+
+/// What differs between CPUs in code, not data.
+pub(crate) trait Cpu: Sync + std::fmt::Debug {
     /// Encodes a function that makes `calls` in order and returns; `at` is
     /// its offset in the code section (for addresses in the same section).
     fn function(&self, at: u64, calls: &[Call]) -> Result<Function>;
@@ -196,56 +320,78 @@ pub(crate) trait Cpu: Sync {
     fn fatbin_code(&self, which: Fatbin) -> Result<FatbinCode>;
 }
 
-/// Architectures that are planned but have no encoder yet.
-const PLANNED: &[&str] = &["powerpc64le", "riscv64", "s390x"];
+/// Architectures that are planned but have no row yet.
+const PLANNED: &[Arch] = &[Arch::Ppc64le, Arch::Riscv64, Arch::Systemz];
 
 /// Operating systems whose objects are not ELF.
-const NOT_ELF: &[&str] = &[
-    "windows", "win32", "mingw32", "cygwin", "darwin", "macos", "macosx", "ios", "tvos", "watchos",
-    "aix", "uefi", "cuda", "amdhsa",
+const NOT_ELF: &[Os] = &[
+    Os::Win32,
+    Os::Darwin,
+    Os::MacOsx,
+    Os::Ios,
+    Os::TvOs,
+    Os::WatchOs,
+    Os::Aix,
+    Os::Uefi,
+    Os::Cuda,
+    Os::AmdHsa,
+];
+
+/// Environments of 32-bit pointers on a 64-bit CPU.
+const ILP32: &[Environment] = &[
+    Environment::GnuX32,
+    Environment::MuslX32,
+    Environment::GnuIlp32,
 ];
 
 /// The CPU for a target triple (`x86_64-unknown-linux-gnu`), or an error
 /// that says why the triple cannot be used.
-pub(crate) fn for_triple(triple: &str) -> Result<&'static dyn Cpu> {
-    let mut parts = triple.split('-');
-    let arch = parts.next().unwrap_or_default();
-    let rest: Vec<&str> = parts.collect();
-    let unsupported = |why: &str| {
-        Err(Error::usage(format!(
-            "unsupported triple '{triple}': {why}"
-        )))
-    };
-    if triple.is_empty() || arch.is_empty() {
+pub(crate) fn for_triple(text: &str) -> Result<&'static CpuInfo> {
+    let triple = Triple::parse(text);
+    // LLVM's normal form puts components given out of place where they
+    // belong (`x86_64-linux-gnux32`), and names the OS of `mingw32` and
+    // `cygwin` (`windows`). The architecture and the object format are
+    // taken as written, as llc takes them.
+    let normal = Triple::parse(&normalize(text, CanonicalForm::Any));
+    let unsupported = |why: &str| Err(Error::usage(format!("unsupported triple '{text}': {why}")));
+    let arch = triple.arch_name();
+    if arch.is_empty() {
         return unsupported("empty");
     }
-    if let Some(os) = rest
-        .iter()
-        .find(|p| NOT_ELF.iter().any(|n| p.starts_with(n)))
-    {
+    if NOT_ELF.contains(&normal.os()) {
+        // Named as written, unless only the normal form names it.
+        let os = if triple.os() == normal.os() {
+            triple.os_name()
+        } else {
+            normal.os_name()
+        };
         return unsupported(&format!("'{os}' objects are not ELF; only ELF is written"));
     }
-    let format = Triple::parse(triple).object_format();
+    let format = triple.object_format();
     if format != ObjectFormat::Elf {
         return unsupported(&format!(
             "it makes {} objects; only ELF is written",
             format.name()
         ));
     }
-    if rest
-        .iter()
-        .any(|p| p.ends_with("x32") || p.ends_with("ilp32"))
-    {
+    if ILP32.contains(&normal.environment()) {
         return unsupported("only 64-bit pointers are supported");
     }
-    match arch {
-        "x86_64" | "amd64" => Ok(&x86_64::X86_64),
-        "aarch64" | "arm64" => Ok(&aarch64::AArch64),
-        a if PLANNED.contains(&a) || a == "ppc64le" => unsupported(&format!(
-            "{a} is not supported yet (supported: x86_64, aarch64)"
+    let supported = CPUS
+        .iter()
+        .map(|c| c.names[0])
+        .collect::<Vec<_>>()
+        .join(", ");
+    match CPUS
+        .iter()
+        .find(|c| c.arch == triple.arch() && c.names.contains(&arch))
+    {
+        Some(cpu) => Ok(cpu),
+        None if PLANNED.contains(&triple.arch()) => unsupported(&format!(
+            "{arch} is not supported yet (supported: {supported})"
         )),
-        a => unsupported(&format!(
-            "unknown architecture '{a}' (supported: x86_64, aarch64)"
+        None => unsupported(&format!(
+            "unknown architecture '{arch}' (supported: {supported})"
         )),
     }
 }
@@ -274,7 +420,14 @@ mod tests {
             "amd64-unknown-freebsd",
         ] {
             let cpu = for_triple(t).unwrap();
-            assert_eq!(cpu.machine(), object::elf::EM_X86_64, "{t}");
+            assert_eq!(cpu.machine, object::elf::EM_X86_64, "{t}");
+        }
+        // Every row, by each of its spellings.
+        for cpu in CPUS {
+            for name in cpu.names {
+                let t = format!("{name}-unknown-linux-gnu");
+                assert!(std::ptr::eq(for_triple(&t).unwrap(), cpu), "{t}");
+            }
         }
         for (t, want) in [
             ("", "empty"),
@@ -290,7 +443,7 @@ mod tests {
             ("aarch64-unknown-none-macho", "macho objects"),
             ("sparc64-sun-solaris", "unknown architecture 'sparc64'"),
         ] {
-            let e = for_triple(t).map(|c| c.e_flags()).unwrap_err().to_string();
+            let e = for_triple(t).map(|c| c.e_flags).unwrap_err().to_string();
             assert!(e.contains(want), "{t}: {e}");
             assert!(e.contains("unsupported triple"), "{t}: {e}");
         }

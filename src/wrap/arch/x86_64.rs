@@ -10,17 +10,15 @@
 //! ret
 //! ```
 
-use gimli::write::{CallFrameInstruction, CommonInformationEntry};
-use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, Encoding, Format, X86_64 as Reg};
+use gimli::X86_64 as Reg;
 use object::elf;
 
-use super::{
-    Arg, Call, CodeReloc, Cpu, Fatbin, FatbinCode, Function, Span, Target, TargetReloc, addend,
-    internal,
-};
+use super::asm::{self, Label};
+use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::{Error, Result};
 
 /// The x86-64 encoder.
+#[derive(Debug)]
 pub(crate) struct X86_64;
 
 /// `push rax`
@@ -51,105 +49,33 @@ const NOPS: [&[u8]; 10] = [
 ];
 
 impl Cpu for X86_64 {
-    fn machine(&self) -> elf::Machine {
-        elf::EM_X86_64
-    }
-
-    fn e_flags(&self) -> u32 {
-        // The psABI defines no flags.
-        0
-    }
-
-    fn code_align(&self) -> u64 {
-        16
-    }
-
-    fn data_align(&self) -> u64 {
-        // LLVM aligns global arrays of 16 bytes or more to 16 on x86-64.
-        16
-    }
-
-    fn byte_array_align(&self) -> u64 {
-        // i8 is byte-aligned.
-        1
-    }
-
-    fn abs64(&self) -> elf::RelocationType {
-        elf::R_X86_64_64
-    }
-
-    fn eh_pcrel32(&self) -> elf::RelocationType {
-        elf::R_X86_64_PC32
-    }
-
-    fn eh_frame_type(&self) -> elf::SectionType {
-        elf::SHT_X86_64_UNWIND
-    }
-
-    fn cie(&self) -> CommonInformationEntry {
-        let encoding = Encoding {
-            format: Format::Dwarf32,
-            // .eh_frame CIEs are version 1.
-            version: 1,
-            // gimli pads each CIE and FDE to this many bytes; LLVM pads
-            // .eh_frame records to 4 (pointers here are 4-byte PC-relative,
-            // so nothing else depends on it).
-            address_size: 4,
-        };
-        // Code alignment 1: x86 instructions are byte-aligned. Data alignment
-        // -8: saved registers sit in 8-byte slots below the CFA.
-        let mut cie = CommonInformationEntry::new(encoding, 1, -8, Reg::RA);
-        cie.fde_address_encoding = DW_EH_PE_pcrel | DW_EH_PE_sdata4;
-        // On entry the CFA is rsp + 8 and the return address is at CFA - 8.
-        cie.add_instruction(CallFrameInstruction::Cfa(Reg::RSP, 8));
-        cie.add_instruction(CallFrameInstruction::Offset(Reg::RA, -8));
-        cie
-    }
-
     fn function(&self, at: u64, calls: &[Call]) -> Result<Function> {
-        let mut f = Function::default();
-        f.code.push(PUSH_RAX);
-        f.cfi
-            .push((cfi_offset(&f.code)?, CallFrameInstruction::CfaOffset(16)));
+        let mut a = Asm::default();
+        a.begin(8);
+        a.push(&[PUSH_RAX]);
         for call in calls {
-            f.code.extend_from_slice(&LEA_RDI_RIP);
-            let field = len64(&f.code);
             match call.arg {
                 Arg::Data {
                     section, offset, ..
                 } => {
                     // S + A - P with P the field: the target is relative to
                     // the end of the instruction, 4 bytes further.
-                    f.relocs.push(CodeReloc {
-                        offset: field,
-                        r_type: elf::R_X86_64_PC32,
-                        symbol: section,
-                        addend: addend(offset)? - 4,
-                    });
-                    f.code.extend_from_slice(&[0; 4]);
+                    a.rip(&LEA_RDI_RIP, Target::Symbol(section), addend(offset)? - 4);
                 }
                 Arg::Code { offset, .. } => {
                     // Same section: the assembler resolves it, no relocation.
-                    let next = at + field + 4;
+                    a.bytes(&LEA_RDI_RIP);
+                    let next = at + a.here() + 4;
                     let disp = i32::try_from(addend(offset)? - addend(next)?)
                         .map_err(|_| Error::usage("wrapper code too large"))?;
-                    f.code.extend_from_slice(&disp.to_le_bytes());
+                    a.bytes(&disp.to_le_bytes());
                 }
             }
-            f.code.push(CALL_REL32);
-            f.relocs.push(CodeReloc {
-                offset: len64(&f.code),
-                r_type: elf::R_X86_64_PLT32,
-                symbol: call.callee,
-                addend: -4,
-            });
-            f.code.extend_from_slice(&[0; 4]);
+            a.call(Target::Symbol(call.callee));
         }
-        f.code.push(POP_RAX);
-        f.cfi
-            .push((cfi_offset(&f.code)?, CallFrameInstruction::CfaOffset(8)));
-        f.code.push(RET);
-        Ok(f)
+        a.pop(&[POP_RAX]);
+        a.bytes(&[RET]);
+        a.function()
     }
 
     fn padding(&self, len: usize) -> Vec<u8> {
@@ -175,198 +101,127 @@ fn nops(mut len: usize) -> Vec<u8> {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// The assembler: the shared core plus this CPU's fixups and instructions
 // ---------------------------------------------------------------------------
 
-/// A position in the code, bound once.
+/// A jump or call displacement to a label, relative to the end of the
+/// field (x86 instructions end with it here).
 #[derive(Debug, Clone, Copy)]
-struct Label(usize);
-
-/// A jump or call displacement to fill in once its label is bound.
-struct Fixup {
-    /// Offset of the displacement field.
-    at: usize,
-    label: Label,
-    /// 1 (rel8) or 4 (rel32) bytes.
-    width: usize,
+enum Rel {
+    /// One byte (`jcc rel8`, `jmp rel8`).
+    Rel8,
+    /// Four bytes (`call rel32`, `jcc rel32`, `lea [rip + disp32]`).
+    Rel32,
 }
 
-/// A minimal assembler for the fixed registration code: instruction bytes
-/// (each written with its assembly in a comment), labels for local jumps
-/// and calls, relocations for everything outside the section, and the
-/// unwind rule after every instruction that moves the stack pointer, as
-/// llc emits them (the CFA as laid out, one function after another).
-#[derive(Default)]
-struct Asm {
-    code: Vec<u8>,
-    relocs: Vec<TargetReloc>,
-    labels: Vec<Option<usize>>,
-    fixups: Vec<Fixup>,
-    /// Start of the function being written.
-    start: usize,
-    /// Its CFA offset from the stack pointer at this point.
-    cfa: i32,
-    cfi: Vec<(u32, CallFrameInstruction)>,
+impl Rel {
+    fn width(self) -> usize {
+        match self {
+            Rel::Rel8 => 1,
+            Rel::Rel32 => 4,
+        }
+    }
 }
 
-impl Asm {
-    fn op(&mut self, bytes: &[u8]) {
-        self.code.extend_from_slice(bytes);
-    }
-
-    fn label(&mut self) -> Label {
-        self.labels.push(None);
-        Label(self.labels.len() - 1)
-    }
-
-    fn bind(&mut self, l: Label) {
-        self.labels[l.0] = Some(self.code.len());
-    }
-
-    /// Starts a function: the CFA is the stack pointer plus the return
-    /// address.
-    fn begin(&mut self) {
-        self.start = self.code.len();
-        self.cfa = 8;
-        self.cfi.clear();
-    }
-
-    fn end(&mut self) -> Span {
-        Span {
-            offset: len64(&self.code[..self.start]),
-            len: len64(&self.code[self.start..]),
-            cfi: std::mem::take(&mut self.cfi),
+impl asm::Fixup for Rel {
+    fn apply(self, code: &mut [u8], at: usize, target: usize) -> Result<()> {
+        let broken = || internal("a jump of the registration code is out of range");
+        let next = at + self.width();
+        let disp = i64::try_from(target).map_err(|_| broken())?
+            - i64::try_from(next).map_err(|_| broken())?;
+        let field = code.get_mut(at..next).ok_or_else(broken)?;
+        // Instructions are little-endian.
+        match self {
+            Rel::Rel8 => {
+                field.copy_from_slice(&i8::try_from(disp).map_err(|_| broken())?.to_le_bytes())
+            }
+            Rel::Rel32 => {
+                field.copy_from_slice(&i32::try_from(disp).map_err(|_| broken())?.to_le_bytes())
+            }
         }
+        Ok(())
     }
+}
 
-    fn rule(&mut self, insn: CallFrameInstruction) {
-        let at = u32::try_from(self.code.len() - self.start).unwrap_or(u32::MAX);
-        self.cfi.push((at, insn));
-    }
+/// The shared assembler core with x86-64's displacements.
+type Asm = asm::Asm<Rel>;
 
-    /// Records that the stack pointer moved by `by` bytes (down is positive).
-    fn moved(&mut self, by: i32) {
-        self.cfa += by;
-        self.rule(CallFrameInstruction::CfaOffset(self.cfa));
-    }
+/// x86-64 instructions that need more than bytes: stack moves (with their
+/// unwind rules), RIP-relative fields, calls and jumps.
+trait X86Asm {
+    /// An instruction that pushes 8 bytes.
+    fn push(&mut self, bytes: &[u8]);
+    /// An instruction that pops 8 bytes.
+    fn pop(&mut self, bytes: &[u8]);
+    /// `push 0`
+    fn push_zero(&mut self);
+    /// `add rsp, n`
+    fn add_rsp(&mut self, n: u8);
+    /// `sub rsp, n`
+    fn sub_rsp(&mut self, n: u8);
+    /// An instruction ending in a RIP-relative 32-bit field that refers to
+    /// `target` plus `addend`.
+    fn rip(&mut self, opcode: &[u8], target: Target, addend: i64);
+    /// `call target` through the PLT.
+    fn call(&mut self, target: Target);
+    /// An instruction ending in a displacement to `l`.
+    fn to(&mut self, opcode: &[u8], l: Label, rel: Rel);
+    /// NOPs up to the next multiple of 16.
+    fn align16(&mut self);
+}
 
-    /// A block reached only by jumps, with the CFA `cfa` there.
-    fn cfa_is(&mut self, cfa: i32) {
-        if self.cfa != cfa {
-            self.cfa = cfa;
-            self.rule(CallFrameInstruction::CfaOffset(cfa));
-        }
-    }
-
-    /// Registers the prologue saved, with their CFA offsets.
-    fn saved(&mut self, regs: &[(gimli::Register, i32)]) {
-        for &(r, off) in regs {
-            self.rule(CallFrameInstruction::Offset(r, off));
-        }
-    }
-
+impl X86Asm for Asm {
     fn push(&mut self, bytes: &[u8]) {
-        self.op(bytes);
+        self.bytes(bytes);
         self.moved(8);
     }
 
     fn pop(&mut self, bytes: &[u8]) {
-        self.op(bytes);
+        self.bytes(bytes);
         self.moved(-8);
     }
 
-    /// `push 0`
     fn push_zero(&mut self) {
         self.push(&[0x6a, 0x00]);
     }
 
-    /// `add rsp, n`
     fn add_rsp(&mut self, n: u8) {
-        self.op(&[0x48, 0x83, 0xc4, n]);
+        self.bytes(&[0x48, 0x83, 0xc4, n]);
         self.moved(-i32::from(n));
     }
 
-    /// `sub rsp, n`
     fn sub_rsp(&mut self, n: u8) {
-        self.op(&[0x48, 0x83, 0xec, n]);
+        self.bytes(&[0x48, 0x83, 0xec, n]);
         self.moved(i32::from(n));
     }
 
-    /// An instruction ending in a RIP-relative 32-bit field that refers to
-    /// `target`.
-    fn rip(&mut self, opcode: &[u8], target: Target) {
-        self.op(opcode);
-        self.relocs.push(TargetReloc {
-            offset: len64(&self.code),
-            r_type: elf::R_X86_64_PC32,
-            target,
-            addend: -4,
-        });
-        self.op(&[0; 4]);
+    fn rip(&mut self, opcode: &[u8], target: Target, addend: i64) {
+        self.bytes(opcode);
+        self.reloc(elf::R_X86_64_PC32, target, addend);
+        self.bytes(&[0; 4]);
     }
 
-    /// `call name` through the PLT.
-    fn call(&mut self, name: &'static str) {
-        self.op(&[CALL_REL32]);
-        self.relocs.push(TargetReloc {
-            offset: len64(&self.code),
-            r_type: elf::R_X86_64_PLT32,
-            target: Target::Runtime(name),
-            addend: -4,
-        });
-        self.op(&[0; 4]);
+    fn call(&mut self, target: Target) {
+        self.bytes(&[CALL_REL32]);
+        self.reloc(elf::R_X86_64_PLT32, target, -4);
+        self.bytes(&[0; 4]);
     }
 
-    /// An instruction ending in a displacement to `l`, of `width` bytes.
-    fn to(&mut self, opcode: &[u8], l: Label, width: usize) {
-        self.op(opcode);
-        self.fixups.push(Fixup {
-            at: self.code.len(),
-            label: l,
-            width,
-        });
-        self.op(&[0; 4][..width]);
+    fn to(&mut self, opcode: &[u8], l: Label, rel: Rel) {
+        self.bytes(opcode);
+        self.fixup(rel, l);
+        self.bytes(&[0; 4][..rel.width()]);
     }
 
-    /// NOPs up to the next multiple of 16.
     fn align16(&mut self) {
-        let pad = self.code.len().next_multiple_of(16) - self.code.len();
-        self.code.extend(nops(pad));
-    }
-
-    /// The code section with every displacement filled in, and its
-    /// functions (`jump_table`: code offsets of the table's cases).
-    fn finish(
-        mut self,
-        reg: Span,
-        unreg: Span,
-        globals: Span,
-        jump_table: Vec<u64>,
-    ) -> Result<FatbinCode> {
-        let broken = || internal("a jump of the registration code is out of range");
-        for f in &self.fixups {
-            let target = self.labels[f.label.0].ok_or_else(broken)?;
-            let next = f.at + f.width;
-            let disp = i64::try_from(target).map_err(|_| broken())?
-                - i64::try_from(next).map_err(|_| broken())?;
-            let field = &mut self.code[f.at..next];
-            if f.width == 1 {
-                field.copy_from_slice(&[i8::try_from(disp).map_err(|_| broken())? as u8]);
-            } else {
-                let d = i32::try_from(disp).map_err(|_| broken())?;
-                field.copy_from_slice(&d.to_le_bytes());
-            }
-        }
-        Ok(FatbinCode {
-            code: self.code,
-            relocs: self.relocs,
-            reg,
-            unreg,
-            globals,
-            jump_table,
-        })
+        let here = usize::try_from(self.here()).unwrap_or(0);
+        self.bytes(&nops(here.next_multiple_of(16) - here));
     }
 }
+
+// ---------------------------------------------------------------------------
+// CUDA and HIP registration code (wrapper-abi.md §5)
+// ---------------------------------------------------------------------------
 
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
 const ENTRY_SIZE: u8 = 56;
@@ -374,21 +229,21 @@ const ENTRY_SIZE: u8 = 56;
 /// The handle and an entry's address and name as the first four arguments
 /// (`h, addr, name, name`): `mov rdi, rbx; mov rsi, rdx; mov rdx, rcx`.
 fn handle_address_name(a: &mut Asm) {
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
-    a.op(&[0x48, 0x89, 0xca]); // mov rdx, rcx
+    a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
+    a.bytes(&[0x48, 0x89, 0xd6]); // mov rsi, rdx
+    a.bytes(&[0x48, 0x89, 0xca]); // mov rdx, rcx
 }
 
 /// The `atexit` handler at `unreg`: load the handle, unregister; then
 /// padding to the next function.
 fn unregister(a: &mut Asm, unreg: Label, name: &'static str) -> Span {
     a.bind(unreg);
-    a.begin();
+    a.begin(8);
     a.push(&[PUSH_RAX]);
-    a.rip(&[0x48, 0x8b, 0x3d], Target::Handle); // mov rdi, [rip + handle]
-    a.call(name);
+    a.rip(&[0x48, 0x8b, 0x3d], Target::Handle, -4); // mov rdi, [rip + handle]
+    a.call(Target::Runtime(name));
     a.pop(&[POP_RAX]);
-    a.op(&[RET]);
+    a.bytes(&[RET]);
     let span = a.end();
     a.align16();
     span
@@ -398,33 +253,32 @@ fn unregister(a: &mut Asm, unreg: Label, name: &'static str) -> Span {
 /// four zeros on the stack; then padding to the loop's next step.
 fn register_function(a: &mut Asm, name: &'static str) {
     handle_address_name(a);
-    a.op(&[0x41, 0xb8, 0xff, 0xff, 0xff, 0xff]); // mov r8d, -1
-    a.op(&[0x45, 0x31, 0xc9]); // xor r9d, r9d
+    a.bytes(&[0x41, 0xb8, 0xff, 0xff, 0xff, 0xff]); // mov r8d, -1
+    a.bytes(&[0x45, 0x31, 0xc9]); // xor r9d, r9d
     for _ in 0..4 {
         a.push_zero();
     }
-    a.call(name);
+    a.call(Target::Runtime(name));
     a.add_rsp(0x20);
     a.align16();
 }
 
-/// The loop's step at `next`: the next entry (`je done` with a `done_width`
+/// The loop's step at `next`: the next entry (`je done` with a `done_rel`
 /// displacement at the end), then at `check` the kind test (`cmp word
 /// [r15 + 10], kind`) and the address and name in rdx and rcx.
-fn next_entry(a: &mut Asm, next: Label, check: Label, done: Label, done_width: usize, kind: u8) {
+fn next_entry(a: &mut Asm, next: Label, check: Label, done: Label, done_rel: Rel, kind: u8) {
     a.bind(next);
-    a.op(&[0x49, 0x83, 0xc7, ENTRY_SIZE]); // add r15, 56
-    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
-    if done_width == 1 {
-        a.to(&[0x74], done, 1); // je done
-    } else {
-        a.to(&[0x0f, 0x84], done, 4); // je done
+    a.bytes(&[0x49, 0x83, 0xc7, ENTRY_SIZE]); // add r15, 56
+    a.bytes(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
+    match done_rel {
+        Rel::Rel8 => a.to(&[0x74], done, done_rel), // je done
+        Rel::Rel32 => a.to(&[0x0f, 0x84], done, done_rel), // je done
     }
     a.bind(check);
-    a.op(&[0x66, 0x41, 0x83, 0x7f, 0x0a, kind]); // cmp word [r15 + 10], kind
-    a.to(&[0x75], next, 1); // jne next
-    a.op(&[0x49, 0x8b, 0x57, 0x10]); // mov rdx, [r15 + 16] (address)
-    a.op(&[0x49, 0x8b, 0x4f, 0x18]); // mov rcx, [r15 + 24] (name)
+    a.bytes(&[0x66, 0x41, 0x83, 0x7f, 0x0a, kind]); // cmp word [r15 + 10], kind
+    a.to(&[0x75], next, Rel::Rel8); // jne next
+    a.bytes(&[0x49, 0x8b, 0x57, 0x10]); // mov rdx, [r15 + 16] (address)
+    a.bytes(&[0x49, 0x8b, 0x4f, 0x18]); // mov rcx, [r15 + 24] (name)
 }
 
 /// The CUDA registration code of LLVM 22 (`llc -relocation-model=pic`):
@@ -433,127 +287,136 @@ fn next_entry(a: &mut Asm, next: Label, check: Label, done: Label, done_width: u
 /// registers kernels (size 0), variables and managed variables of the
 /// entries whose kind is CUDA (2); surfaces and textures are skipped.
 fn cuda_code() -> Result<FatbinCode> {
-    use Target::*;
     let mut a = Asm::default();
     let (globals, unreg) = (a.label(), a.label());
+    let reg = cuda_constructor(&mut a, globals, unreg);
+    let unreg_span = unregister(&mut a, unreg, "__cudaUnregisterFatBinary");
+    let globals_span = cuda_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &[])
+}
 
-    a.begin();
+/// The CUDA constructor (`.cuda.fatbin_reg`), then padding.
+fn cuda_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    use Target::*;
+    a.begin(8);
     a.push(&[0x53]); // push rbx
     a.saved(&[(Reg::RBX, -16)]);
-    a.rip(&LEA_RDI_RIP, Wrapper); // lea rdi, [rip + .fatbin_wrapper]
-    a.call("__cudaRegisterFatBinary");
-    a.op(&[0x48, 0x89, 0xc3]); // mov rbx, rax
-    a.rip(&[0x48, 0x89, 0x05], Handle); // mov [rip + handle], rax
-    a.op(&[0x48, 0x89, 0xc7]); // mov rdi, rax
-    a.to(&[CALL_REL32], globals, 4); // call .cuda.globals_reg
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.call("__cudaRegisterFatBinaryEnd");
-    a.to(&LEA_RDI_RIP, unreg, 4); // lea rdi, [rip + .cuda.fatbin_unreg]
-    a.call("atexit");
+    a.rip(&LEA_RDI_RIP, Wrapper, -4); // lea rdi, [rip + .fatbin_wrapper]
+    a.call(Runtime("__cudaRegisterFatBinary"));
+    a.bytes(&[0x48, 0x89, 0xc3]); // mov rbx, rax
+    a.rip(&[0x48, 0x89, 0x05], Handle, -4); // mov [rip + handle], rax
+    a.bytes(&[0x48, 0x89, 0xc7]); // mov rdi, rax
+    a.to(&[CALL_REL32], globals, Rel::Rel32); // call .cuda.globals_reg
+    a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
+    a.call(Runtime("__cudaRegisterFatBinaryEnd"));
+    a.to(&LEA_RDI_RIP, unreg, Rel::Rel32); // lea rdi, [rip + .cuda.fatbin_unreg]
+    a.call(Runtime("atexit"));
     a.pop(&[0x5b]); // pop rbx
-    a.op(&[RET]);
+    a.bytes(&[RET]);
     let reg = a.end();
     a.align16();
+    reg
+}
 
-    let unreg_span = unregister(&mut a, unreg, "__cudaUnregisterFatBinary");
-
+/// The CUDA entry loop (`.cuda.globals_reg`) at `globals`.
+fn cuda_globals(a: &mut Asm, globals: Label) -> Span {
+    use Target::*;
     let (func, next, check, managed, done) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
     a.bind(globals);
-    a.begin();
+    a.begin(8);
     a.push(&[0x41, 0x57]); // push r15
     a.push(&[0x41, 0x56]); // push r14
     a.push(&[0x53]); // push rbx
     a.saved(&[(Reg::RBX, -32), (Reg::R14, -24), (Reg::R15, -16)]);
-    a.rip(&[0x4c, 0x8d, 0x35], EntriesStop); // lea r14, [rip + __stop_…]
-    a.rip(&[0x4c, 0x8d, 0x3d], EntriesStart); // lea r15, [rip + __start_…]
-    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
-    a.to(&[0x0f, 0x84], done, 4); // je done
-    a.op(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
-    a.to(&[0xeb], check, 1); // jmp check
+    a.rip(&[0x4c, 0x8d, 0x35], EntriesStop, -4); // lea r14, [rip + __stop_…]
+    a.rip(&[0x4c, 0x8d, 0x3d], EntriesStart, -4); // lea r15, [rip + __start_…]
+    a.bytes(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
+    a.to(&[0x0f, 0x84], done, Rel::Rel32); // je done
+    a.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
+    a.to(&[0xeb], check, Rel::Rel8); // jmp check
     a.bind(func);
-    register_function(&mut a, "__cudaRegisterFunction");
-    next_entry(&mut a, next, check, done, 1, 2); // kind CUDA
-    a.op(&[0x49, 0x8b, 0x47, 0x20]); // mov rax, [r15 + 32] (size)
-    a.op(&[0x48, 0x85, 0xc0]); // test rax, rax
-    a.to(&[0x74], func, 1); // je func
-    a.op(&[0x45, 0x8b, 0x57, 0x0c]); // mov r10d, [r15 + 12] (flags)
-    a.op(&[0x44, 0x89, 0xd6]); // mov esi, r10d
-    a.op(&[0x83, 0xe6, 0x07]); // and esi, 7
-    a.op(&[0x83, 0xfe, 0x01]); // cmp esi, 1
-    a.to(&[0x74], managed, 1); // je managed
-    a.op(&[0x85, 0xf6]); // test esi, esi
-    a.to(&[0x75], next, 1); // jne next
+    register_function(a, "__cudaRegisterFunction");
+    next_entry(a, next, check, done, Rel::Rel8, 2); // kind CUDA
+    a.bytes(&[0x49, 0x8b, 0x47, 0x20]); // mov rax, [r15 + 32] (size)
+    a.bytes(&[0x48, 0x85, 0xc0]); // test rax, rax
+    a.to(&[0x74], func, Rel::Rel8); // je func
+    a.bytes(&[0x45, 0x8b, 0x57, 0x0c]); // mov r10d, [r15 + 12] (flags)
+    a.bytes(&[0x44, 0x89, 0xd6]); // mov esi, r10d
+    a.bytes(&[0x83, 0xe6, 0x07]); // and esi, 7
+    a.bytes(&[0x83, 0xfe, 0x01]); // cmp esi, 1
+    a.to(&[0x74], managed, Rel::Rel8); // je managed
+    a.bytes(&[0x85, 0xf6]); // test esi, esi
+    a.to(&[0x75], next, Rel::Rel8); // jne next
     // A variable: __cudaRegisterVar(h, addr, name, name, extern, size,
     // constant, 0).
-    a.op(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
-    a.op(&[0x41, 0x83, 0xe0, 0x08]); // and r8d, 8
-    a.op(&[0x41, 0xc1, 0xe8, 0x03]); // shr r8d, 3
-    a.op(&[0x41, 0x83, 0xe2, 0x10]); // and r10d, 16
-    a.op(&[0x41, 0xc1, 0xea, 0x04]); // shr r10d, 4
-    handle_address_name(&mut a);
-    a.op(&[0x49, 0x89, 0xc1]); // mov r9, rax
+    a.bytes(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
+    a.bytes(&[0x41, 0x83, 0xe0, 0x08]); // and r8d, 8
+    a.bytes(&[0x41, 0xc1, 0xe8, 0x03]); // shr r8d, 3
+    a.bytes(&[0x41, 0x83, 0xe2, 0x10]); // and r10d, 16
+    a.bytes(&[0x41, 0xc1, 0xea, 0x04]); // shr r10d, 4
+    handle_address_name(a);
+    a.bytes(&[0x49, 0x89, 0xc1]); // mov r9, rax
     a.push_zero();
     a.push(&[0x41, 0x52]); // push r10
-    a.call("__cudaRegisterVar");
+    a.call(Runtime("__cudaRegisterVar"));
     a.add_rsp(0x10);
-    a.to(&[0xeb], next, 1); // jmp next
+    a.to(&[0xeb], next, Rel::Rel8); // jmp next
     // A managed variable: __cudaRegisterManagedVar(h, aux, addr, name,
     // size, (u32) data).
     a.bind(managed);
-    a.op(&[0x49, 0x8b, 0x77, 0x30]); // mov rsi, [r15 + 48] (aux address)
-    a.op(&[0x45, 0x8b, 0x4f, 0x28]); // mov r9d, [r15 + 40] (data)
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x49, 0x89, 0xc0]); // mov r8, rax
-    a.call("__cudaRegisterManagedVar");
-    a.to(&[0xeb], next, 1); // jmp next
+    a.bytes(&[0x49, 0x8b, 0x77, 0x30]); // mov rsi, [r15 + 48] (aux address)
+    a.bytes(&[0x45, 0x8b, 0x4f, 0x28]); // mov r9d, [r15 + 40] (data)
+    a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
+    a.bytes(&[0x49, 0x89, 0xc0]); // mov r8, rax
+    a.call(Runtime("__cudaRegisterManagedVar"));
+    a.to(&[0xeb], next, Rel::Rel8); // jmp next
     a.bind(done);
     a.pop(&[0x5b]); // pop rbx
     a.pop(&[0x41, 0x5e]); // pop r14
     a.pop(&[0x41, 0x5f]); // pop r15
-    a.op(&[RET]);
-    let globals_span = a.end();
-
-    a.finish(reg, unreg_span, globals_span, Vec::new())
+    a.bytes(&[RET]);
+    a.end()
 }
 
 /// The HIP registration code of LLVM 22: as CUDA's without the end of
 /// registration, with kind HIP (4), and with surfaces and textures
 /// registered too, through a jump table on the entry type.
 fn hip_code() -> Result<FatbinCode> {
-    use Target::*;
     let mut a = Asm::default();
     let (globals, unreg) = (a.label(), a.label());
+    let reg = hip_constructor(&mut a, globals, unreg);
+    let unreg_span = unregister(&mut a, unreg, "__hipUnregisterFatBinary");
+    let (globals_span, cases) = hip_globals(&mut a, globals);
+    a.finish([reg, unreg_span, globals_span], &cases)
+}
 
-    a.begin();
+/// The HIP constructor (`.hip.fatbin_reg`), then padding.
+fn hip_constructor(a: &mut Asm, globals: Label, unreg: Label) -> Span {
+    use Target::*;
+    a.begin(8);
     a.push(&[PUSH_RAX]);
-    a.rip(&LEA_RDI_RIP, Wrapper); // lea rdi, [rip + .fatbin_wrapper]
-    a.call("__hipRegisterFatBinary");
-    a.rip(&[0x48, 0x89, 0x05], Handle); // mov [rip + handle], rax
-    a.op(&[0x48, 0x89, 0xc7]); // mov rdi, rax
-    a.to(&[CALL_REL32], globals, 4); // call .hip.globals_reg
-    a.to(&LEA_RDI_RIP, unreg, 4); // lea rdi, [rip + .hip.fatbin_unreg]
-    a.call("atexit");
+    a.rip(&LEA_RDI_RIP, Wrapper, -4); // lea rdi, [rip + .fatbin_wrapper]
+    a.call(Runtime("__hipRegisterFatBinary"));
+    a.rip(&[0x48, 0x89, 0x05], Handle, -4); // mov [rip + handle], rax
+    a.bytes(&[0x48, 0x89, 0xc7]); // mov rdi, rax
+    a.to(&[CALL_REL32], globals, Rel::Rel32); // call .hip.globals_reg
+    a.to(&LEA_RDI_RIP, unreg, Rel::Rel32); // lea rdi, [rip + .hip.fatbin_unreg]
+    a.call(Runtime("atexit"));
     a.pop(&[POP_RAX]);
-    a.op(&[RET]);
+    a.bytes(&[RET]);
     let reg = a.end();
     a.align16();
+    reg
+}
 
-    let unreg_span = unregister(&mut a, unreg, "__hipUnregisterFatBinary");
-
-    let [
-        func,
-        next,
-        check,
-        global,
-        surface,
-        texture,
-        pop16,
-        managed,
-        done,
-    ] = [(); 9].map(|()| a.label());
+/// The HIP entry loop (`.hip.globals_reg`) at `globals`, and its jump
+/// table's cases by entry type (0 to 3).
+fn hip_globals(a: &mut Asm, globals: Label) -> (Span, [Label; 4]) {
+    use Target::*;
+    let [func, next, check, done] = [(); 4].map(|()| a.label());
     a.bind(globals);
-    a.begin();
+    a.begin(8);
     a.push(&[0x41, 0x57]); // push r15
     a.push(&[0x41, 0x56]); // push r14
     a.push(&[0x41, 0x54]); // push r12
@@ -565,100 +428,92 @@ fn hip_code() -> Result<FatbinCode> {
         (Reg::R14, -24),
         (Reg::R15, -16),
     ]);
-    a.rip(&[0x4c, 0x8d, 0x35], EntriesStop); // lea r14, [rip + __stop_…]
-    a.rip(&[0x4c, 0x8d, 0x3d], EntriesStart); // lea r15, [rip + __start_…]
-    a.op(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
-    a.to(&[0x0f, 0x84], done, 4); // je done
-    a.op(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
-    a.rip(&[0x4c, 0x8d, 0x25], JumpTable); // lea r12, [rip + table]
-    a.to(&[0xeb], check, 1); // jmp check
+    a.rip(&[0x4c, 0x8d, 0x35], EntriesStop, -4); // lea r14, [rip + __stop_…]
+    a.rip(&[0x4c, 0x8d, 0x3d], EntriesStart, -4); // lea r15, [rip + __start_…]
+    a.bytes(&[0x4d, 0x39, 0xf7]); // cmp r15, r14
+    a.to(&[0x0f, 0x84], done, Rel::Rel32); // je done
+    a.bytes(&[0x48, 0x89, 0xfb]); // mov rbx, rdi (the handle)
+    a.rip(&[0x4c, 0x8d, 0x25], JumpTable, -4); // lea r12, [rip + table]
+    a.to(&[0xeb], check, Rel::Rel8); // jmp check
     a.bind(func);
-    register_function(&mut a, "__hipRegisterFunction");
-    next_entry(&mut a, next, check, done, 4, 4); // kind HIP
-    a.op(&[0x4d, 0x8b, 0x4f, 0x20]); // mov r9, [r15 + 32] (size)
-    a.op(&[0x4d, 0x85, 0xc9]); // test r9, r9
-    a.to(&[0x74], func, 1); // je func
-    a.op(&[0x41, 0x8b, 0x47, 0x0c]); // mov eax, [r15 + 12] (flags)
-    a.op(&[0x89, 0xc6]); // mov esi, eax
-    a.op(&[0x83, 0xe6, 0x07]); // and esi, 7
-    a.op(&[0x83, 0xfe, 0x03]); // cmp esi, 3
-    a.to(&[0x77], next, 1); // ja next
-    a.op(&[0x45, 0x8b, 0x5f, 0x28]); // mov r11d, [r15 + 40] (data)
-    a.op(&[0x41, 0x89, 0xc2]); // mov r10d, eax
-    a.op(&[0x41, 0x83, 0xe2, 0x08]); // and r10d, 8
-    a.op(&[0x41, 0xc1, 0xea, 0x03]); // shr r10d, 3 (extern)
-    a.op(&[0x89, 0xf6]); // mov esi, esi
-    a.op(&[0x49, 0x63, 0x34, 0xb4]); // movsxd rsi, [r12 + rsi * 4]
-    a.op(&[0x4c, 0x01, 0xe6]); // add rsi, r12
-    a.op(&[0xff, 0xe6]); // jmp rsi
-    // A variable: __hipRegisterVar(h, addr, name, name, extern, size,
-    // constant, 0).
-    a.bind(global);
-    a.op(&[0x83, 0xe0, 0x10]); // and eax, 16
-    a.op(&[0xc1, 0xe8, 0x04]); // shr eax, 4
-    handle_address_name(&mut a);
-    a.op(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
-    a.push_zero();
-    a.push(&[PUSH_RAX]);
-    a.call("__hipRegisterVar");
-    a.to(&[0xeb], pop16, 1); // jmp pop16
-    // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
-    // extern).
-    a.bind(surface);
-    a.cfa_is(48);
-    handle_address_name(&mut a);
-    a.op(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
-    a.op(&[0x45, 0x89, 0xd1]); // mov r9d, r10d
-    a.call("__hipRegisterSurface");
-    a.to(&[0xeb], next, 1); // jmp next
-    // A texture: __hipRegisterTexture(h, addr, name, name, (u32) data,
-    // normalized, extern).
-    a.bind(texture);
-    a.op(&[0x83, 0xe0, 0x20]); // and eax, 32
-    a.op(&[0xc1, 0xe8, 0x05]); // shr eax, 5
-    a.sub_rsp(8);
-    handle_address_name(&mut a);
-    a.op(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
-    a.op(&[0x41, 0x89, 0xc1]); // mov r9d, eax
-    a.push(&[0x41, 0x52]); // push r10
-    a.call("__hipRegisterTexture");
-    a.bind(pop16);
-    a.add_rsp(0x10);
-    a.to(&[0xe9], next, 4); // jmp next
-    // A managed variable: __hipRegisterManagedVar(h, aux, addr, name,
-    // size, (u32) data).
-    a.bind(managed);
-    a.op(&[0x49, 0x8b, 0x77, 0x30]); // mov rsi, [r15 + 48] (aux address)
-    a.op(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
-    a.op(&[0x4d, 0x89, 0xc8]); // mov r8, r9
-    a.op(&[0x45, 0x89, 0xd9]); // mov r9d, r11d
-    a.call("__hipRegisterManagedVar");
-    a.to(&[0xe9], next, 4); // jmp next
+    register_function(a, "__hipRegisterFunction");
+    next_entry(a, next, check, done, Rel::Rel32, 4); // kind HIP
+    a.bytes(&[0x4d, 0x8b, 0x4f, 0x20]); // mov r9, [r15 + 32] (size)
+    a.bytes(&[0x4d, 0x85, 0xc9]); // test r9, r9
+    a.to(&[0x74], func, Rel::Rel8); // je func
+    a.bytes(&[0x41, 0x8b, 0x47, 0x0c]); // mov eax, [r15 + 12] (flags)
+    a.bytes(&[0x89, 0xc6]); // mov esi, eax
+    a.bytes(&[0x83, 0xe6, 0x07]); // and esi, 7
+    a.bytes(&[0x83, 0xfe, 0x03]); // cmp esi, 3
+    a.to(&[0x77], next, Rel::Rel8); // ja next
+    a.bytes(&[0x45, 0x8b, 0x5f, 0x28]); // mov r11d, [r15 + 40] (data)
+    a.bytes(&[0x41, 0x89, 0xc2]); // mov r10d, eax
+    a.bytes(&[0x41, 0x83, 0xe2, 0x08]); // and r10d, 8
+    a.bytes(&[0x41, 0xc1, 0xea, 0x03]); // shr r10d, 3 (extern)
+    a.bytes(&[0x89, 0xf6]); // mov esi, esi
+    a.bytes(&[0x49, 0x63, 0x34, 0xb4]); // movsxd rsi, [r12 + rsi * 4]
+    a.bytes(&[0x4c, 0x01, 0xe6]); // add rsi, r12
+    a.bytes(&[0xff, 0xe6]); // jmp rsi
+    let cases = hip_cases(a, next);
     a.bind(done);
     a.add_rsp(8);
     a.pop(&[0x5b]); // pop rbx
     a.pop(&[0x41, 0x5c]); // pop r12
     a.pop(&[0x41, 0x5e]); // pop r14
     a.pop(&[0x41, 0x5f]); // pop r15
-    a.op(&[RET]);
-    let globals_span = a.end();
-
-    let table = [global, managed, surface, texture];
-    let mut jump_table = Vec::with_capacity(table.len());
-    for l in table {
-        let at = a.labels[l.0].ok_or_else(|| internal("a jump table case has no label"))?;
-        jump_table.push(len64(&a.code[..at]));
-    }
-    a.finish(reg, unreg_span, globals_span, jump_table)
+    a.bytes(&[RET]);
+    (a.end(), cases)
 }
 
-fn len64(code: &[u8]) -> u64 {
-    // A function is a few dozen bytes; usize always fits in u64 here.
-    u64::try_from(code.len()).unwrap_or(u64::MAX)
-}
-
-fn cfi_offset(code: &[u8]) -> Result<u32> {
-    u32::try_from(code.len()).map_err(|_| Error::usage("wrapper function too large"))
+/// The HIP loop's cases, each jumping back to `next`; returns them in jump
+/// table order (variable, managed variable, surface, texture).
+fn hip_cases(a: &mut Asm, next: Label) -> [Label; 4] {
+    use Target::*;
+    let [global, surface, texture, pop16, managed] = [(); 5].map(|()| a.label());
+    // A variable: __hipRegisterVar(h, addr, name, name, extern, size,
+    // constant, 0).
+    a.bind(global);
+    a.bytes(&[0x83, 0xe0, 0x10]); // and eax, 16
+    a.bytes(&[0xc1, 0xe8, 0x04]); // shr eax, 4
+    handle_address_name(a);
+    a.bytes(&[0x45, 0x89, 0xd0]); // mov r8d, r10d
+    a.push_zero();
+    a.push(&[PUSH_RAX]);
+    a.call(Runtime("__hipRegisterVar"));
+    a.to(&[0xeb], pop16, Rel::Rel8); // jmp pop16
+    // A surface: __hipRegisterSurface(h, addr, name, name, (u32) data,
+    // extern).
+    a.bind(surface);
+    a.cfa_is(48);
+    handle_address_name(a);
+    a.bytes(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
+    a.bytes(&[0x45, 0x89, 0xd1]); // mov r9d, r10d
+    a.call(Runtime("__hipRegisterSurface"));
+    a.to(&[0xeb], next, Rel::Rel8); // jmp next
+    // A texture: __hipRegisterTexture(h, addr, name, name, (u32) data,
+    // normalized, extern).
+    a.bind(texture);
+    a.bytes(&[0x83, 0xe0, 0x20]); // and eax, 32
+    a.bytes(&[0xc1, 0xe8, 0x05]); // shr eax, 5
+    a.sub_rsp(8);
+    handle_address_name(a);
+    a.bytes(&[0x45, 0x89, 0xd8]); // mov r8d, r11d
+    a.bytes(&[0x41, 0x89, 0xc1]); // mov r9d, eax
+    a.push(&[0x41, 0x52]); // push r10
+    a.call(Runtime("__hipRegisterTexture"));
+    a.bind(pop16);
+    a.add_rsp(0x10);
+    a.to(&[0xe9], next, Rel::Rel32); // jmp next
+    // A managed variable: __hipRegisterManagedVar(h, aux, addr, name,
+    // size, (u32) data).
+    a.bind(managed);
+    a.bytes(&[0x49, 0x8b, 0x77, 0x30]); // mov rsi, [r15 + 48] (aux address)
+    a.bytes(&[0x48, 0x89, 0xdf]); // mov rdi, rbx
+    a.bytes(&[0x4d, 0x89, 0xc8]); // mov r8, r9
+    a.bytes(&[0x45, 0x89, 0xd9]); // mov r9d, r11d
+    a.call(Runtime("__hipRegisterManagedVar"));
+    a.to(&[0xe9], next, Rel::Rel32); // jmp next
+    [global, managed, surface, texture]
 }
 
 #[cfg(test)]

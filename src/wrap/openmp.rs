@@ -1,0 +1,489 @@
+//! The OpenMP object (wrapper-abi.md §4, §7): the images, the descriptor
+//! and image array in `.data.rel.ro`, the constructor and destructor, in
+//! the order llc writes them. [`build`] is the whole; each step below adds
+//! one part, and everything it adds lands where llc puts it (sections in
+//! the order they are added, local symbols in the order they are added).
+
+use object::elf;
+
+use super::arch::{Arg, Call, CpuInfo, Function, addend};
+use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
+use super::{
+    Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
+    finish_object, len64, local, mapping, new_object, reloc, undefined,
+};
+use crate::error::{Error, Result};
+
+/// Builds the object. `placed[i]` is (offset, length) of input `i` in the
+/// image section, which starts at a multiple of `file_align` in the file.
+pub(super) fn build(
+    abi: Abi,
+    cpu: &'static CpuInfo,
+    os: HostOs,
+    images: &[Image<'_>],
+    placed: Vec<(u64, u64)>,
+    file_align: u64,
+) -> Result<Relocatable> {
+    let fl = Flavour::of(abi);
+    let (mut obj, s) = sections(cpu, os, &fl, placed.clone(), file_align);
+    let at = DataLayout::new(&fl, images.len())?;
+    let mut syms = local_symbols(&mut obj, cpu, &fl, &s, &at, &placed);
+    if let Some(list) = s.arch_list {
+        syms.infos = image_infos(&mut obj, cpu, images, list, s.data, at.info)?;
+    }
+    let rt = runtime_symbols(&mut obj, &fl, s.entries);
+    data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
+    let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &s, &syms, &rt, at.desc)?;
+
+    // Constructor (and destructor) pointers.
+    obj.set_bytes(s.ctor, vec![0; 8]);
+    reloc(&mut obj, s.ctor, 0, syms.startup, 0, cpu.abs64);
+    if let Some(dtor) = s.dtor {
+        obj.set_bytes(dtor, vec![0; 8]);
+        reloc(
+            &mut obj,
+            dtor,
+            0,
+            syms.startup,
+            addend(unreg_off)?,
+            cpu.abs64,
+        );
+    }
+
+    let data: Vec<SectionId> = [Some(s.ctor), s.dtor].into_iter().flatten().collect();
+    let fdes = [
+        super::eh_frame::Fde {
+            offset: 0,
+            len: len64(&reg_fn.code),
+            cfi: &reg_fn.cfi,
+        },
+        super::eh_frame::Fde {
+            offset: unreg_off,
+            len: len64(&unreg_fn.code),
+            cfi: &unreg_fn.cfi,
+        },
+    ];
+    finish_object(&mut obj, cpu, os, syms.startup, &fdes, &data)?;
+    Ok(obj)
+}
+
+/// The sections before `.note.GNU-stack`, in LLVM's order.
+struct Sections {
+    /// `.text.startup`: the constructor and destructor.
+    startup: SectionId,
+    /// The host entry table, whose bounds the linker defines.
+    entries: SectionId,
+    /// `.llvm.offloading`: the inputs.
+    offloading: SectionId,
+    /// `.data.rel.ro`: the image array, the descriptor, the image infos.
+    data: SectionId,
+    /// `.offload_arch_list` (ROCm).
+    arch_list: Option<SectionId>,
+    /// The constructor pointer's section.
+    ctor: SectionId,
+    /// The destructor pointer's section (legacy and ROCm).
+    dtor: Option<SectionId>,
+}
+
+/// A new object with its sections: the inputs at `placed` in the image
+/// section, which starts at a multiple of `file_align` in the file.
+fn sections(
+    cpu: &CpuInfo,
+    os: HostOs,
+    fl: &Flavour,
+    placed: Vec<(u64, u64)>,
+    file_align: u64,
+) -> (Relocatable, Sections) {
+    let (mut obj, startup) = new_object(cpu, os);
+    let a = elf::SHF_ALLOC;
+    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
+    let progbits = elf::SHT_PROGBITS;
+    let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
+    let offloading = obj.add_section(
+        b".llvm.offloading",
+        elf::SectionType(SHT_LLVM_OFFLOADING),
+        a,
+        IMAGE_ALIGN,
+    );
+    obj.set_images(offloading, placed, file_align);
+    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align);
+    let arch_list = fl
+        .image_info
+        .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
+    let ctor = obj.add_section(fl.ctor, elf::SHT_INIT_ARRAY, wa, 8);
+    let dtor = fl
+        .dtor
+        .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
+    let s = Sections {
+        startup,
+        entries,
+        offloading,
+        data,
+        arch_list,
+        ctor,
+        dtor,
+    };
+    (obj, s)
+}
+
+/// Where the structures lie in `.data.rel.ro`: the image array, the
+/// descriptor, then (ROCm) the image infos.
+struct DataLayout {
+    /// Number of images.
+    n: u64,
+    /// Offset of `__tgt_bin_desc`.
+    desc: u64,
+    /// Offset of the first `__tgt_image_info`.
+    info: u64,
+    /// Size of the section.
+    len: u64,
+}
+
+impl DataLayout {
+    fn new(fl: &Flavour, images: usize) -> Result<DataLayout> {
+        let n = u64::try_from(images).map_err(|_| Error::usage("too many images"))?;
+        let desc = STRUCT_SIZE * n;
+        let info = desc + STRUCT_SIZE;
+        let len = if fl.image_info {
+            info + STRUCT_SIZE * n
+        } else {
+            info
+        };
+        Ok(DataLayout { n, desc, info, len })
+    }
+}
+
+/// A ROCm `__tgt_image_info`: its symbol and offset in `.data.rel.ro`, and
+/// where its target ID lies in `.offload_arch_list` (section symbol,
+/// offset).
+struct Info {
+    sym: SymbolId,
+    off: u64,
+    list_sym: SymbolId,
+    arch_off: u64,
+}
+
+/// The local symbols the code and data refer to.
+struct Locals {
+    /// Section symbol of `.text.startup`.
+    startup: SymbolId,
+    /// `.omp_offloading.descriptor_reg` (its extent set with the code).
+    reg: SymbolId,
+    /// `.omp_offloading.descriptor`.
+    desc: SymbolId,
+    /// `.omp_offloading.descriptor_unreg` (its extent set with the code).
+    unreg: SymbolId,
+    /// Section symbol of `.llvm.offloading`.
+    offloading: SymbolId,
+    /// Section symbol of `.data.rel.ro`.
+    data: SymbolId,
+    /// The image infos (ROCm).
+    infos: Vec<Info>,
+}
+
+/// The local symbols up to `.data.rel.ro`'s, in the order LLVM's object
+/// writer lists them (with the mapping symbols where LLVM puts them).
+fn local_symbols(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    fl: &Flavour,
+    s: &Sections,
+    at: &DataLayout,
+    placed: &[(u64, u64)],
+) -> Locals {
+    let (object, func) = (elf::STT_OBJECT, elf::STT_FUNC);
+    obj.add_file_symbol(fl.file);
+    let startup = obj.section_symbol(s.startup);
+    let reg = local(
+        obj,
+        b".omp_offloading.descriptor_reg",
+        s.startup,
+        0,
+        0,
+        func,
+    );
+    let maps = cpu.mapping_symbols;
+    if maps {
+        mapping(obj, b"$x", s.startup);
+    }
+    let desc_name = b".omp_offloading.descriptor";
+    let desc = local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
+    let unreg = local(
+        obj,
+        b".omp_offloading.descriptor_unreg",
+        s.startup,
+        0,
+        0,
+        func,
+    );
+    if !fl.dummy_global {
+        local(obj, fl.dummy, s.entries, 0, 0, object);
+    }
+    let mut offloading = None;
+    let mut data_mapped = false;
+    for (i, &(off, len)) in placed.iter().enumerate() {
+        let name = match i {
+            0 => b".omp_offloading.device_image".to_vec(),
+            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
+        };
+        local(obj, &name, s.offloading, off, len, object);
+        if offloading.is_none() {
+            offloading = Some(obj.section_symbol(s.offloading));
+        }
+        // LLVM marks data where the first byte of it is emitted.
+        if maps && !data_mapped && len > 0 {
+            mapping(obj, b"$d", s.offloading);
+            data_mapped = true;
+        }
+    }
+    let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
+    let images_name = b".omp_offloading.device_images";
+    local(obj, images_name, s.data, 0, at.desc, object);
+    let data = obj.section_symbol(s.data);
+    if maps {
+        mapping(obj, b"$d", s.data);
+    }
+    Locals {
+        startup,
+        reg,
+        desc,
+        unreg,
+        offloading,
+        data,
+        infos: Vec::new(),
+    }
+}
+
+/// ROCm: each image's target ID in `.offload_arch_list` (section `list`),
+/// and a symbol for each image info, the first at `info_off` in `data`.
+fn image_infos(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    images: &[Image<'_>],
+    list: SectionId,
+    data: SectionId,
+    info_off: u64,
+) -> Result<Vec<Info>> {
+    let mut strings = Vec::new();
+    let mut arch_offs = Vec::new();
+    for (i, img) in images.iter().enumerate() {
+        let Some(arch) = &img.arch else {
+            return Err(Error::usage(format!(
+                "image {i} has no offload arch (--abi=rocm needs one per image)"
+            )));
+        };
+        let off = len64(&strings);
+        strings.extend_from_slice(arch.as_bytes());
+        strings.push(0);
+        let size = len64(arch.as_bytes()) + 1;
+        let name = format!("__offload_arch_{i}");
+        local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT);
+        arch_offs.push(off);
+    }
+    obj.set_bytes(list, strings);
+    let list_sym = obj.section_symbol(list);
+    if cpu.mapping_symbols {
+        mapping(obj, b"$d", list);
+    }
+    let mut infos = Vec::with_capacity(arch_offs.len());
+    for (i, arch_off) in arch_offs.into_iter().enumerate() {
+        let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
+        let off = info_off + STRUCT_SIZE * i64_;
+        let name = format!(".offload_image_info_{i}");
+        let sym = local(
+            obj,
+            name.as_bytes(),
+            data,
+            off,
+            STRUCT_SIZE,
+            elf::STT_OBJECT,
+        );
+        infos.push(Info {
+            sym,
+            off,
+            list_sym,
+            arch_off,
+        });
+    }
+    Ok(infos)
+}
+
+/// The global symbols: the runtime's functions and the entry table's
+/// bounds.
+struct Runtime {
+    /// `__tgt_register_image_info` (ROCm).
+    register_info: Option<SymbolId>,
+    /// `__tgt_register_lib`.
+    register: SymbolId,
+    /// `atexit`, unless a destructor section unregisters.
+    atexit: Option<SymbolId>,
+    /// `__tgt_unregister_lib`.
+    unregister: SymbolId,
+    /// `__start_<entries>`.
+    start: SymbolId,
+    /// `__stop_<entries>`.
+    stop: SymbolId,
+}
+
+/// The global symbols, in the order LLVM's object writer lists them.
+fn runtime_symbols(obj: &mut Relocatable, fl: &Flavour, entries: SectionId) -> Runtime {
+    let register_info = fl
+        .image_info
+        .then(|| undefined(obj, b"__tgt_register_image_info", false));
+    let register = undefined(obj, b"__tgt_register_lib", false);
+    let atexit = fl.dtor.is_none().then(|| undefined(obj, b"atexit", false));
+    let unregister = undefined(obj, b"__tgt_unregister_lib", false);
+    if fl.dummy_global {
+        obj.add_symbol(
+            fl.dummy,
+            elf::SymbolInfo::new(elf::STB_GLOBAL, elf::STT_OBJECT),
+            elf::SymbolOther::from(elf::STV_HIDDEN),
+            Place::Section(entries),
+            0,
+            0,
+        );
+    }
+    let start = undefined(obj, format!("__start_{}", fl.entries).as_bytes(), true);
+    let stop = undefined(obj, format!("__stop_{}", fl.entries).as_bytes(), true);
+    Runtime {
+        register_info,
+        register,
+        atexit,
+        unregister,
+        start,
+        stop,
+    }
+}
+
+/// `.data.rel.ro`'s contents (in the CPU's byte order) and relocations:
+/// the image array, the descriptor, the image infos.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts built before, each named"
+)]
+fn data(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    images: &[Image<'_>],
+    placed: &[(u64, u64)],
+    s: &Sections,
+    syms: &Locals,
+    rt: &Runtime,
+    at: &DataLayout,
+) -> Result<()> {
+    use object::Endian as _;
+    let too_many = || Error::usage("too many images");
+    let n_i32 = i32::try_from(at.n).map_err(|_| too_many())?;
+    let mut bytes = vec![0u8; usize::try_from(at.len).map_err(|_| too_many())?];
+    let mut put = |off: u64, field: &[u8]| {
+        let off = usize::try_from(off).unwrap_or(usize::MAX);
+        bytes[off..off + field.len()].copy_from_slice(field);
+    };
+    let (abs, data, e) = (cpu.abs64, s.data, cpu.endian);
+    for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
+        let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
+        let image = syms.offloading;
+        reloc(obj, data, base, image, addend(off + img.image.start)?, abs);
+        reloc(
+            obj,
+            data,
+            base + 8,
+            image,
+            addend(off + img.image.end)?,
+            abs,
+        );
+        reloc(obj, data, base + 16, rt.start, 0, abs);
+        reloc(obj, data, base + 24, rt.stop, 0, abs);
+    }
+    put(at.desc, &e.write_i32(n_i32));
+    reloc(obj, data, at.desc + 8, syms.data, 0, abs);
+    reloc(obj, data, at.desc + 16, rt.start, 0, abs);
+    reloc(obj, data, at.desc + 24, rt.stop, 0, abs);
+    for (i, info) in syms.infos.iter().enumerate() {
+        let number = i32::try_from(i).map_err(|_| too_many())?;
+        // __tgt_image_info: version 1, image number, image count, padding,
+        // offload_arch, compile_opts (null).
+        put(info.off, &e.write_i32(1));
+        put(info.off + 4, &e.write_i32(number));
+        put(info.off + 8, &e.write_i32(n_i32));
+        let arch = addend(info.arch_off)?;
+        reloc(obj, data, info.off + 16, info.list_sym, arch, abs);
+    }
+    obj.set_bytes(data, bytes);
+    Ok(())
+}
+
+/// The constructor (at 0) and destructor of `.text.startup`, their
+/// relocations and symbols' extents; returns them and the destructor's
+/// offset.
+fn functions(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    s: &Sections,
+    syms: &Locals,
+    rt: &Runtime,
+    desc_off: u64,
+) -> Result<(Function, Function, u64)> {
+    let desc_arg = Arg::Data {
+        symbol: syms.desc,
+        section: syms.data,
+        offset: desc_off,
+    };
+    let mut reg_calls: Vec<Call> = syms
+        .infos
+        .iter()
+        .filter_map(|info| {
+            Some(Call {
+                callee: rt.register_info?,
+                arg: Arg::Data {
+                    symbol: info.sym,
+                    section: syms.data,
+                    offset: info.off,
+                },
+            })
+        })
+        .collect();
+    reg_calls.push(Call {
+        callee: rt.register,
+        arg: desc_arg,
+    });
+    let unreg_calls = [Call {
+        callee: rt.unregister,
+        arg: desc_arg,
+    }];
+    // The constructor's size does not depend on where `unreg` lands, so
+    // encode it once to learn its size, then again with the real offset.
+    let with_atexit = |unreg_off: u64| {
+        let mut calls = reg_calls.clone();
+        if let Some(atexit) = rt.atexit {
+            calls.push(Call {
+                callee: atexit,
+                arg: Arg::Code {
+                    section: syms.startup,
+                    offset: unreg_off,
+                },
+            });
+        }
+        calls
+    };
+    let probe = cpu.code.function(0, &with_atexit(0))?;
+    let unreg_off = align_up(len64(&probe.code), cpu.code_align)?;
+    let reg_fn = cpu.code.function(0, &with_atexit(unreg_off))?;
+    let unreg_fn = cpu.code.function(unreg_off, &unreg_calls)?;
+    debug_assert_eq!(reg_fn.code.len(), probe.code.len());
+
+    let mut code = reg_fn.code.clone();
+    let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
+    code.extend(cpu.code.padding(pad));
+    code.extend_from_slice(&unreg_fn.code);
+    obj.set_bytes(s.startup, code);
+    for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
+        for r in &f.relocs {
+            let offset = base + r.offset;
+            reloc(obj, s.startup, offset, r.symbol, r.addend, r.r_type);
+        }
+    }
+    obj.set_extent(syms.reg, 0, len64(&reg_fn.code));
+    obj.set_extent(syms.unreg, unreg_off, len64(&unreg_fn.code));
+    Ok((reg_fn, unreg_fn, unreg_off))
+}
