@@ -28,14 +28,14 @@ closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflic
   sed -n 's/^ *|\{0,1\}\(Pre\)\{0,1\}Depends: //p; /^[^ ]/p' | sed 's/[<>]//g; s/:.*$//' | sort -u)
 [ -n "$closure" ] || { echo "check-packages: apt-cache depends found nothing (run apt-get update)" >&2; exit 1; }
 
-# The package that owns a path (following symlinks when the link itself is
-# not owned, as /usr/bin/cc through the alternatives is not).
+# The package that owns a path: the path itself, where the symlinks lead
+# (/usr/bin/cc through the alternatives), or its name before the /usr merge
+# (dpkg knows bash as /bin/bash).
 owner() {
-  local p=$1 o
-  o=$(dpkg -S "$p" 2>/dev/null | head -n 1) || true
-  if [ -z "$o" ]; then
-    o=$(dpkg -S "$(readlink -f "$p")" 2>/dev/null | head -n 1) || true
-  fi
+  local p=$1 o="" c
+  for c in "$p" "$(readlink -f "$p")" "${p#/usr}"; do
+    [ -n "$o" ] || o=$(dpkg -S "$c" 2>/dev/null | head -n 1) || true
+  done
   printf '%s' "${o%%: *}" | sed 's/:[a-z0-9]*$//'
 }
 
