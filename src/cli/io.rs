@@ -24,25 +24,88 @@ enum Data {
 /// (and reflinks); smaller ones are only mapped.
 pub const KEEP_FILE_FROM: u64 = 1 << 20;
 
+/// Most bytes read from standard input (or from a regular file whose size
+/// reads as 0, as `/proc` files do), which cannot be mapped: 4 GiB. More is
+/// an error, so `/dev/zero` piped in cannot exhaust memory.
+pub const MAX_STREAM_BYTES: u64 = 4 << 30;
+
+/// `O_NONBLOCK` on Linux (x86-64 and AArch64): opening a FIFO that has no
+/// writer returns at once instead of waiting for one.
+const O_NONBLOCK: i32 = 0o4000;
+
+/// The error for an input that is neither a regular file nor a directory.
+fn not_regular(meta: &std::fs::Metadata) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({what})"),
+    )
+}
+
+/// Reads all of `r`, failing beyond [`MAX_STREAM_BYTES`].
+fn read_bounded(r: impl Read) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(MAX_STREAM_BYTES + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > MAX_STREAM_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "more than {} GiB from a stream (the most read into memory)",
+                MAX_STREAM_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// Opens `path` for reading without blocking (a FIFO without a writer
+/// opens at once), and checks that it is a regular file: FIFOs, devices
+/// and sockets are an error (they could block every later read, or never
+/// end), a directory is `EISDIR`.
+pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
+    }
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok((file, meta))
+}
+
 impl Input {
-    /// Opens `name` (`-` is standard input), mapping regular files.
+    /// Opens `name` (`-` is standard input, read up to
+    /// [`MAX_STREAM_BYTES`]), mapping regular files. Anything else that is
+    /// not a regular file is an error (see [`open_regular`]); opening never
+    /// blocks.
     pub fn open(name: &str) -> io::Result<Input> {
         if name == "-" {
-            let mut v = Vec::new();
-            io::stdin().lock().read_to_end(&mut v)?;
+            let v = read_bounded(io::stdin().lock())?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),
             });
         }
-        let file = File::open(name)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
-        }
-        if !meta.is_file() || meta.len() == 0 {
-            let mut v = Vec::new();
-            (&file).read_to_end(&mut v)?;
+        let (file, meta) = open_regular(Path::new(name))?;
+        if meta.len() == 0 {
+            let v = read_bounded(&file)?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),

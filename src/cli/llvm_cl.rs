@@ -247,7 +247,7 @@ fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
     let mut out = Vec::new();
     for a in args {
         match a.strip_prefix('@') {
-            Some(path) if depth < 20 => match std::fs::read_to_string(path) {
+            Some(path) if depth < 20 => match read_response_file(path) {
                 Ok(text) => out.extend(expand_response_files(&tokenize_gnu(&text), depth + 1)),
                 Err(_) => out.push(a.clone()),
             },
@@ -255,6 +255,16 @@ fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// A response file's text: a regular file only (a FIFO or a device would
+/// block or never end), at most 64 MiB.
+fn read_response_file(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let (file, _) = super::io::open_regular(std::path::Path::new(path))?;
+    let mut text = String::new();
+    file.take(64 << 20).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// Splits `s` into arguments: white space separates, `'…'` and `"…"` quote,
