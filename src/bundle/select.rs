@@ -22,13 +22,14 @@ pub fn assign(
     // Requests that normalize alike collapse into one map slot (the last
     // request's output wins in LLVM); the map order decides who competes first.
     let order = string_map::order_of(&keys);
+    let last: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
     let mut open: Vec<usize> = order
         .into_iter()
-        .map(|first| {
-            keys.iter()
-                .rposition(|k| *k == keys[first])
-                .unwrap_or(first)
-        })
+        .map(|first| last.get(keys[first].as_str()).copied().unwrap_or(first))
         .collect();
     let mut got = vec![None; requests.len()];
     for (ei, raw) in entry_ids.iter().enumerate() {

@@ -540,6 +540,11 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
+    let last: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
     for (i, list) in lists.iter().enumerate() {
         if list.is_empty() && !job.allow_missing {
             return Err(Fail(format!(
@@ -548,7 +553,7 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
                 keys[i]
             )));
         }
-        let out = &job.outputs[keys.iter().rposition(|k| *k == keys[i]).unwrap_or(i)];
+        let out = &job.outputs[last.get(keys[i].as_str()).copied().unwrap_or(i)];
         // LLVM's archive writer takes `-` as a file name, not standard output.
         let out = if out == "-" { "./-" } else { out.as_str() };
         let members: Vec<archive::Member> = list
