@@ -19,6 +19,11 @@ pub fn tests() -> Vec<Trial> {
     vec![
         t("fifos_and_devices_are_refused_at_once", special_inputs),
         t("thin_members_must_be_regular_files", thin_special_members),
+        trial(
+            "hostile::bombs_are_listed_from_their_headers",
+            &["sh"],
+            bombs,
+        ),
     ]
 }
 
@@ -219,6 +224,125 @@ fn thin_special_members() -> Result<(), Failed> {
         if r.code != 1 || !r.stderr.contains(member) {
             return Err(format!("bundler -type=a {name}: exit {}: {}", r.code, r.stderr).into());
         }
+    }
+    Ok(())
+}
+
+/// A v3 zstd CCOB of `head` followed by `zeros` zero bytes (stored hash 0),
+/// compressed as a stream: 2 GiB of zeros make about 70 KB.
+fn zero_bomb(head: &[u8], zeros: u64) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    enc.write_all(head).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = zeros;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        enc.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    let payload = enc.finish().unwrap();
+    let total = head.len() as u64 + zeros;
+    let mut c = b"CCOB".to_vec();
+    c.extend(3u16.to_le_bytes());
+    c.extend(1u16.to_le_bytes());
+    c.extend((32 + payload.len() as u64).to_le_bytes());
+    c.extend(total.to_le_bytes());
+    c.extend(0u64.to_le_bytes());
+    c.extend(payload);
+    c
+}
+
+/// Runs our binary with its address space limited to 1 GiB, so a command
+/// that decompresses a 2 GiB bomb whole fails.
+fn ours_in_1g(args: &[&str], cwd: &Path) -> Result<crate::util::Run, Failed> {
+    let mut sh = vec![
+        "-c".to_string(),
+        "ulimit -v 1048576 && exec \"$0\" \"$@\"".to_string(),
+        ours().to_string_lossy().into_owned(),
+    ];
+    sh.extend(args.iter().map(|a| a.to_string()));
+    run_within(LIMIT, Path::new("/bin/sh"), &sh, cwd)
+}
+
+/// CCOBs honestly declaring 2 GiB: `list` and plain `inspect` decompress
+/// only the bundle header (a 1 GiB address space is plenty), or only the
+/// first bytes of contents that are no bundle at all; `unbundle` refuses
+/// what exceeds `--max-uncompressed` before decompressing.
+fn bombs() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let id = b"hip-amdgcn-amd-amdhsa--gfx90a";
+    let size = 2u64 << 30;
+    let mut head = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    head.extend(1u64.to_le_bytes());
+    let data_at = 32 + 24 + id.len() as u64;
+    head.extend(data_at.to_le_bytes());
+    head.extend(size.to_le_bytes());
+    head.extend((id.len() as u64).to_le_bytes());
+    head.extend(id);
+    std::fs::write(d.join("bomb.ccob"), zero_bomb(&head, size)).unwrap();
+    std::fs::write(d.join("zeros.ccob"), zero_bomb(&[], size)).unwrap();
+    let size_s = size.to_string();
+
+    let r = ours_in_1g(&["list", "bomb.ccob"], d)?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if r.code != 0 || !out.contains(&size_s) || !out.contains("gfx90a") {
+        return Err(format!("list: exit {}: {out}{}", r.code, r.stderr).into());
+    }
+    let r = ours_in_1g(&["list", "--json", "bomb.ccob"], d)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&r.stdout).map_err(|e| format!("list --json: {e}: {}", r.stderr))?;
+    let e = &v["bundle"]["entries"][0];
+    if e["size"].as_u64() != Some(size) || e["offset"].as_u64() != Some(data_at) {
+        return Err(format!("list --json: {v}").into());
+    }
+    let r = ours_in_1g(&["inspect", "--json", "bomb.ccob"], d)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&r.stdout).map_err(|e| format!("inspect: {e}: {}", r.stderr))?;
+    let f = &v["files"][0];
+    if r.code != 0
+        || f["images"][0]["size"].as_u64() != Some(size)
+        || f["problems"].as_array().is_none_or(|p| !p.is_empty())
+    {
+        return Err(format!("inspect: exit {}: {f}", r.code).into());
+    }
+    // Contents that are no bundle: judged from the first bytes.
+    let r = ours_in_1g(&["inspect", "--json", "zeros.ccob"], d)?;
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout)
+        .map_err(|e| format!("inspect zeros: {e}: {}", r.stderr))?;
+    let problems = v["files"][0]["problems"].to_string();
+    if r.code != 0 || !problems.contains("not a bundle") {
+        return Err(format!("inspect zeros: exit {}: {problems}", r.code).into());
+    }
+    let r = ours_in_1g(&["list", "zeros.ccob"], d)?;
+    if r.code != 1
+        || !r
+            .stderr
+            .contains("'zeros.ccob': the compressed data is not a bundle")
+    {
+        return Err(format!("list zeros: exit {}: {}", r.code, r.stderr).into());
+    }
+    // unbundle: the limit is checked against the declared size first.
+    let r = ours_in_1g(
+        &[
+            "unbundle",
+            "--max-uncompressed",
+            "1G",
+            "bomb.ccob",
+            "-o",
+            "out",
+        ],
+        d,
+    )?;
+    if r.code != 1 || !r.stderr.contains("exceeds the limit of 1073741824 bytes") {
+        return Err(format!("unbundle: exit {}: {}", r.code, r.stderr).into());
+    }
+    if d.join("out")
+        .read_dir()
+        .is_ok_and(|mut e| e.next().is_some())
+    {
+        return Err("unbundle wrote files".into());
     }
     Ok(())
 }

@@ -731,6 +731,37 @@ impl<'data> Ccob<'data> {
         self.possible().map_err(|f| f.at(0))
     }
 
+    /// The first `n` bytes of the contents (fewer if the header declares
+    /// fewer), decoded by a streaming decoder that stops there: memory and
+    /// time stay proportional to `n` whatever the declared size. Errors are
+    /// the decoder's (a payload that ends early gives fewer bytes).
+    pub fn decompress_prefix(&self, n: u64) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let want = n.min(self.header.uncompressed_size);
+        let fail = |e: std::io::Error| {
+            Fault::Decompress {
+                method: self.header.method,
+                detail: e.to_string(),
+                llvm: e.to_string(),
+            }
+            .at(0)
+        };
+        let mut out = Vec::new();
+        if self.header.method == Method::ZSTD {
+            zstd::stream::read::Decoder::with_buffer(self.payload)
+                .map_err(fail)?
+                .take(want)
+                .read_to_end(&mut out)
+                .map_err(fail)?;
+        } else {
+            flate2::read::ZlibDecoder::new(self.payload)
+                .take(want)
+                .read_to_end(&mut out)
+                .map_err(fail)?;
+        }
+        Ok(out)
+    }
+
     fn possible(&self) -> Result<(), Fault> {
         let declared = self.header.uncompressed_size;
         let compressed = len64(self.payload);

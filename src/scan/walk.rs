@@ -98,10 +98,14 @@ struct Walker<'a> {
 }
 
 /// A bundle record read from a partly decompressed bundle.
-struct Record {
-    id: Vec<u8>,
-    offset: u64,
-    size: u64,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The entry ID as stored.
+    pub id: Vec<u8>,
+    /// Offset of the entry's data in the (uncompressed) bundle.
+    pub offset: u64,
+    /// Size of the entry's data.
+    pub size: u64,
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -293,9 +297,10 @@ fn decompress_error(what: &'static str, e: &std::io::Error) -> Error {
     .into()
 }
 
-/// The records of the bundle a CCOB holds, decompressing only as far as
-/// the bundle header; `None` when the contents are not a binary bundle.
-fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
+/// The records of the bundle a CCOB holds, in file order, decompressing
+/// only as far as the bundle header (at most 1 MiB of it); `None` when the
+/// contents are not a binary bundle.
+pub fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
     let total = c.header.uncompressed_size;
     let (what, mut dec): (&'static str, Box<dyn Read + '_>) = if c.header.method == Method::ZSTD {
         let d = zstd::stream::read::Decoder::with_buffer(c.payload)
@@ -948,6 +953,23 @@ impl Walker<'_> {
         c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
         let records = if full { None } else { ccob_records(&c)? };
+        if !full && records.is_none() {
+            // Not a binary bundle: a text or object bundle is listed from
+            // the whole contents; anything else is none, and a bomb of
+            // zeros is not decompressed past its first bytes.
+            let prefix = c.decompress_prefix(super::CCOB_SNIFF)?;
+            if !super::may_be_text_or_object_bundle(&prefix) {
+                let id = self.push_ccob(&c, loc, rel);
+                self.problem(
+                    loc,
+                    Some(id),
+                    "the compressed data is not a bundle (judged from its first bytes; \
+                     --verify decompresses it all)"
+                        .into(),
+                );
+                return Ok(c.size);
+            }
+        }
         let inner = Loc {
             abs: None,
             depth: loc.depth + 1,
