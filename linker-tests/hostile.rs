@@ -20,6 +20,11 @@ pub fn tests() -> Vec<Trial> {
         t("fifos_and_devices_are_refused_at_once", special_inputs),
         t("thin_members_must_be_regular_files", thin_special_members),
         trial(
+            "hostile::terminal_escapes_in_ids_are_shown_escaped",
+            &["script", "clang-offload-bundler"],
+            escapes,
+        ),
+        trial(
             "hostile::bombs_are_listed_from_their_headers",
             &["sh"],
             bombs,
@@ -343,6 +348,76 @@ fn bombs() -> Result<(), Failed> {
         .is_ok_and(|mut e| e.next().is_some())
     {
         return Err("unbundle wrote files".into());
+    }
+    Ok(())
+}
+
+/// A binary bundle whose first ID holds an OSC title sequence, a
+/// clear-screen, CR and LF (a fake row).
+fn escape_bundle() -> Vec<u8> {
+    let ids: [&[u8]; 2] = [
+        b"hip-amdgcn-amd-amdhsa--gfx90a\x1b]0;pwned\x07\x1b[2J\rFAKE\nROW",
+        b"host-x86_64-unknown-linux-gnu-",
+    ];
+    let header: usize = 32 + ids.iter().map(|i| 24 + i.len()).sum::<usize>();
+    let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    b.extend((ids.len() as u64).to_le_bytes());
+    for (k, id) in ids.iter().enumerate() {
+        b.extend(((header + 4 * k) as u64).to_le_bytes());
+        b.extend(4u64.to_le_bytes());
+        b.extend((id.len() as u64).to_le_bytes());
+        b.extend(*id);
+    }
+    b.extend(b"abcdefgh");
+    b
+}
+
+/// Whether `out` holds a control byte other than LF.
+fn has_controls(out: &[u8]) -> bool {
+    String::from_utf8_lossy(out)
+        .chars()
+        .any(|c| c != '\n' && c.is_control())
+}
+
+/// Bundle IDs with terminal controls: every human-readable output of the
+/// native commands shows them escaped, one line per entry; the drop-in's
+/// `-list` writes LLVM's raw bytes into a pipe, escaped ones on a terminal.
+fn escapes() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("esc.bundle"), escape_bundle()).unwrap();
+    for args in [
+        vec!["list", "esc.bundle"],
+        vec!["inspect", "esc.bundle"],
+        vec!["check", "--forbid-arch=gfx90a", "esc.bundle"],
+        vec!["size", "esc.bundle"],
+    ] {
+        let r = run_within(LIMIT, &ours(), &args, d)?;
+        if has_controls(&r.stdout) || has_controls(r.stderr.as_bytes()) {
+            return Err(format!("{args:?}: raw control bytes: {:?}", r.stdout).into());
+        }
+        let out = String::from_utf8_lossy(&r.stdout);
+        if args[0] != "size" && !out.contains("\\e]0;pwned\\x07\\e[2J\\rFAKE\\nROW") {
+            return Err(format!("{args:?}: the ID is not shown escaped: {out}").into());
+        }
+        if out.lines().any(|l| l.starts_with("ROW")) {
+            return Err(format!("{args:?}: a fake row: {out}").into());
+        }
+    }
+    // The drop-in into a pipe: LLVM's bytes.
+    let list = ["-list", "-type=bc", "-input=esc.bundle"];
+    let ours_raw = run_within(LIMIT, &ours_as("clang-offload-bundler"), &list, d)?;
+    let llvm_raw = run_within(LIMIT, &crate::util::llvm("clang-offload-bundler"), &list, d)?;
+    crate::util::same_bytes("-list into a pipe", &ours_raw.stdout, &llvm_raw.stdout)?;
+    // On a terminal (script gives it a pseudo-terminal): escaped.
+    let cmd = format!(
+        "{} -list -type=bc -input=esc.bundle",
+        ours_as("clang-offload-bundler").display()
+    );
+    let r = run_within(LIMIT, Path::new("script"), &["-qec", &cmd, "/dev/null"], d)?;
+    let shown = String::from_utf8_lossy(&r.stdout).replace("\r\n", "\n");
+    if has_controls(shown.as_bytes()) || !shown.contains("\\e]0;pwned") {
+        return Err(format!("-list on a terminal: {shown:?}").into());
     }
     Ok(())
 }

@@ -218,7 +218,7 @@ impl UnbundleOpts {
             let path = self.output_dir.join(name);
             let shown = path.to_string_lossy().into_owned();
             write_bytes(&shown, src, bytes).with_context(|| format!("'{shown}': cannot write"))?;
-            println!("{shown}");
+            println!("{}", super::io::printable(&shown));
             Ok(())
         };
         if self.targets.is_empty() {

@@ -385,6 +385,38 @@ pub fn safe_component(s: &str, max: usize) -> String {
     if t.is_empty() { "none".into() } else { t }
 }
 
+/// `s` safe to show on a terminal or in a CI log: control characters (C0,
+/// DEL, C1, among them ESC, CR and LF) and the bidirectional-text controls
+/// become visible escapes (`\e`, `\r`, `\n`, `\x07`, `\u{9b}`, `\u{202e}`),
+/// so a name from a file can neither send terminal commands nor start a
+/// line of its own. Everything else, backslashes included, stays as it is.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if bad(c) && u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Writes `line` made [`printable`], then a newline: how the native
+/// commands print every human-readable line that holds text from a file.
+pub fn print_line<W: Write + ?Sized>(out: &mut W, line: &str) -> io::Result<()> {
+    writeln!(out, "{}", printable(line))
+}
+
 /// The C library's text for an I/O error (what LLVM prints), without Rust's
 /// " (os error N)" suffix or any path a library added.
 pub fn strerror(e: &io::Error) -> String {
@@ -542,6 +574,24 @@ mod output_tests {
         drop(out);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::*;
+
+    #[test]
+    fn terminal_controls_become_visible() {
+        assert_eq!(printable("gfx90a:xnack+"), "gfx90a:xnack+");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\u{1b}[2Jc\rd\ne\tf\u{7f}\u{9b}g\u{202e}h"),
+            "a\\e]0;owned\\x07b\\e[2Jc\\rd\\ne\\tf\\x7f\\u{9b}g\\u{202e}h"
+        );
+        let mut v = Vec::new();
+        print_line(&mut v, "id\nFAKE ROW").unwrap();
+        assert_eq!(v, b"id\\nFAKE ROW\n");
     }
 }
 

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::io::open_input;
+use super::io::{open_input, print_line};
 use offload_kit::offload_binary::{self, Limits};
 
 /// List the device images in a file.
@@ -130,10 +130,12 @@ impl Opts {
                 self.input
             );
         }
-        writeln!(
-            out,
-            "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  other",
-            "#", "offload", "image", "version", "triple", "arch", "size"
+        print_line(
+            &mut out,
+            &format!(
+                "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  other",
+                "#", "offload", "image", "version", "triple", "arch", "size"
+            ),
         )?;
         for r in &rows {
             let other: Vec<String> = r
@@ -146,17 +148,19 @@ impl Opts {
                 (Some(m), _) => format!("  [{m}]"),
                 _ => String::new(),
             };
-            writeln!(
-                out,
-                "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
-                r.index,
-                r.offload_kind,
-                r.image_kind,
-                format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
-                r.triple,
-                r.arch,
-                r.size,
-                other.join(",")
+            print_line(
+                &mut out,
+                &format!(
+                    "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
+                    r.index,
+                    r.offload_kind,
+                    r.image_kind,
+                    format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
+                    r.triple,
+                    r.arch,
+                    r.size,
+                    other.join(",")
+                ),
             )?;
         }
         Ok(())
@@ -332,10 +336,12 @@ impl Opts {
             "#", "kind", "triple", "target id", "size"
         )?;
         for e in &b.entries {
-            writeln!(
-                out,
-                "{:<3} {:<7} {:<28} {:<20} {:>12}  {}",
-                e.index, e.kind, e.triple, e.target_id, e.size, e.id
+            print_line(
+                &mut out,
+                &format!(
+                    "{:<3} {:<7} {:<28} {:<20} {:>12}  {}",
+                    e.index, e.kind, e.triple, e.target_id, e.size, e.id
+                ),
             )?;
         }
         Ok(())

@@ -112,7 +112,7 @@ fn native(args: Vec<String>) -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {}", io::error_text(&e));
+            eprintln!("error: {}", io::printable(&io::error_text(&e)));
             ExitCode::FAILURE
         }
     }

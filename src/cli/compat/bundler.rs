@@ -394,9 +394,16 @@ fn list(job: &Job) -> Result<(), Fail> {
             .map(|e| e.id)
             .collect()
     };
+    // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
+    // the file could send it commands, so it is shown escaped there.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     for id in ids {
-        let _ = out.write_all(id);
-        let _ = out.write_all(b"\n");
+        if terminal {
+            let _ = crate::cli::io::print_line(&mut out, &String::from_utf8_lossy(id));
+        } else {
+            let _ = out.write_all(id);
+            let _ = out.write_all(b"\n");
+        }
     }
     Ok(())
 }
