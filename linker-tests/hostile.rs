@@ -25,6 +25,16 @@ pub fn tests() -> Vec<Trial> {
             escapes,
         ),
         trial(
+            "hostile::huge_section_alignment_is_an_error",
+            &["cc"],
+            huge_alignment,
+        ),
+        trial(
+            "hostile::signals_remove_temporary_outputs",
+            &["kill"],
+            signals,
+        ),
+        trial(
             "hostile::bombs_are_listed_from_their_headers",
             &["sh"],
             bombs,
@@ -418,6 +428,148 @@ fn escapes() -> Result<(), Failed> {
     let shown = String::from_utf8_lossy(&r.stdout).replace("\r\n", "\n");
     if has_controls(shown.as_bytes()) || !shown.contains("\\e]0;pwned") {
         return Err(format!("-list on a terminal: {shown:?}").into());
+    }
+    Ok(())
+}
+
+/// The `.offload-kit-*` files in `dir` (temporaries, old files aside).
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".offload-kit-"))
+        .collect()
+}
+
+/// Sets `sh_addralign` of the section `name` in the ELF64 LE object `o`.
+fn set_alignment(o: &mut [u8], name: &str, align: u64) -> Result<(), Failed> {
+    let u16_at = |o: &[u8], at: usize| u16::from_le_bytes([o[at], o[at + 1]]) as usize;
+    let u64_at = |o: &[u8], at: usize| u64::from_le_bytes(o[at..at + 8].try_into().unwrap());
+    let shoff = u64_at(o, 0x28) as usize;
+    let (shentsize, shnum, shstrndx) = (u16_at(o, 0x3A), u16_at(o, 0x3C), u16_at(o, 0x3E));
+    let strtab = u64_at(o, shoff + shstrndx * shentsize + 0x18) as usize;
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let n = strtab + u32::from_le_bytes(o[h..h + 4].try_into().unwrap()) as usize;
+        let end = n + o[n..].iter().position(|&b| b == 0).unwrap();
+        if &o[n..end] == name.as_bytes() {
+            o[h + 0x30..h + 0x38].copy_from_slice(&align.to_le_bytes());
+            return Ok(());
+        }
+    }
+    Err(format!("no section {name}").into())
+}
+
+/// A 1.7 KB host object whose `.data` asks for 2^32 alignment: bundling
+/// it fails naming the section, exit 1, and leaves
+/// no output and no temporary (it wrote 4 GiB before). 2 MiB is fine.
+fn huge_alignment() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("host.c"), "int data[4] = {1, 2, 3, 4};\n").unwrap();
+    let r = run_within(LIMIT, Path::new("cc"), &["-c", "-o", "host.o", "host.c"], d)?;
+    if r.code != 0 {
+        return Err(format!("cc: {}", r.stderr).into());
+    }
+    let good = std::fs::read(d.join("host.o")).unwrap();
+    std::fs::write(d.join("dev.bin"), b"device code").unwrap();
+    let targets = "host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a";
+    for (align, ok) in [(1u64 << 32, false), (1 << 25, false), (1 << 21, true)] {
+        let mut o = good.clone();
+        set_alignment(&mut o, ".data", align)?;
+        std::fs::write(d.join("host.o"), &o).unwrap();
+        let _ = std::fs::remove_file(d.join("out.o"));
+        let drop_in = run_within(
+            LIMIT,
+            &ours_as("clang-offload-bundler"),
+            &[
+                "-type=o",
+                &format!("-targets={targets}"),
+                "-input=host.o",
+                "-input=dev.bin",
+                "-output=out.o",
+            ],
+            d,
+        )?;
+        // (offload-kit bundle leaves object hosts to the drop-in.)
+        for (what, r, out) in [("drop-in", &drop_in, "out.o")] {
+            if ok {
+                if r.code != 0 {
+                    return Err(format!("{what}, alignment {align:#x}: {}", r.stderr).into());
+                }
+                continue;
+            }
+            if r.code != 1 || !r.stderr.contains("section '.data'") || !r.stderr.contains("host.o")
+            {
+                return Err(format!(
+                    "{what}, alignment {align:#x}: exit {}: {}",
+                    r.code, r.stderr
+                )
+                .into());
+            }
+            if d.join(out).exists() || !leftovers(d).is_empty() {
+                return Err(
+                    format!("{what}: output or temporaries left: {:?}", leftovers(d)).into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// SIGTERM or SIGINT while an output is being written: the temporary file
+/// is removed and the old output put back, before the process ends.
+fn signals() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    // Incompressible, at level 19 on two threads: many seconds of writing.
+    std::fs::write(d.join("big.bin"), crate::util::bytes(7, 48 << 20)).unwrap();
+    for sig in ["-TERM", "-INT"] {
+        std::fs::write(d.join("out.bc"), b"old").unwrap();
+        let mut child = std::process::Command::new(ours())
+            .args([
+                "bundle",
+                "--type",
+                "bc",
+                "--compress",
+                "--threads",
+                "2",
+                "--level",
+                "19",
+                "-o",
+                "out.bc",
+                "host-x86_64-unknown-linux-gnu=big.bin",
+            ])
+            .current_dir(d)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while leftovers(d).len() < 2 {
+            if start.elapsed().as_secs() > LIMIT || child.try_wait().unwrap().is_some() {
+                let _ = child.kill();
+                return Err("no temporary output appeared".into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let pid = child.id().to_string();
+        std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed().as_secs() > LIMIT {
+                let _ = child.kill();
+                return Err(format!("{sig}: still running").into());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let left = leftovers(d);
+        let old = std::fs::read(d.join("out.bc")).unwrap_or_default();
+        if !left.is_empty() || old != b"old" {
+            return Err(format!("{sig}: left {left:?}, out.bc holds {old:?}").into());
+        }
     }
     Ok(())
 }

@@ -220,6 +220,59 @@ pub struct Output {
     path: PathBuf,
     inner: OutInner,
     aside: Option<PathBuf>,
+    /// Its entry in [`PENDING`] (0 for standard output).
+    pending: u64,
+}
+
+/// An output being written, for the signal handler: its temporary file,
+/// and the old file moved aside (to be put back at `path`).
+struct Pending {
+    id: u64,
+    temp: PathBuf,
+    aside: Option<PathBuf>,
+    path: PathBuf,
+}
+
+/// Every output being written now (outputs are written on several threads
+/// by `extract`).
+static PENDING: std::sync::Mutex<Vec<Pending>> = std::sync::Mutex::new(Vec::new());
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<Pending>> {
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unregister(id: u64) {
+    if id != 0 {
+        pending().retain(|p| p.id != id);
+    }
+}
+
+/// Starts a thread that, on SIGINT, SIGTERM or SIGHUP, removes every
+/// temporary output and puts back every old file moved aside, then ends the
+/// process as the signal would have (so no `.offload-kit-*` file outlives
+/// an interrupted command). Called once, at start.
+pub fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            // Held until the process ends: no output starts or commits
+            // after the clean-up.
+            let list = pending();
+            for p in list.iter() {
+                let _ = std::fs::remove_file(&p.temp);
+                if let Some(old) = &p.aside {
+                    let _ = std::fs::rename(old, &p.path);
+                }
+            }
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 enum OutInner {
@@ -235,6 +288,7 @@ impl Drop for Output {
         if let Some(old) = self.aside.take() {
             let _ = std::fs::rename(old, &self.path);
         }
+        unregister(self.pending);
     }
 }
 
@@ -267,6 +321,7 @@ impl Output {
                 path: path.into(),
                 inner,
                 aside: None,
+                pending: 0,
             });
         }
         if path.is_dir() {
@@ -276,12 +331,16 @@ impl Output {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
+        // Registered under the lock, so a signal finds every temporary.
+        let mut list = pending();
         // Created with mode 0666, which the kernel reduces by the umask: the
         // mode a tool's output gets (tempfile's default is 0600).
         let tmp = tempfile::Builder::new()
             .prefix(".offload-kit-")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let aside = match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_file() => {
                 let name = free_name(dir)?;
@@ -290,11 +349,19 @@ impl Output {
             }
             _ => None,
         };
+        list.push(Pending {
+            id,
+            temp: tmp.path().to_path_buf(),
+            aside: aside.clone(),
+            path: path.into(),
+        });
+        drop(list);
         let inner = OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp));
         Ok(Output {
             path: path.into(),
             inner,
             aside,
+            pending: id,
         })
     }
 
@@ -316,6 +383,8 @@ impl Output {
             OutInner::Temp(w) => {
                 let tmp = w.into_inner().map_err(|e| e.into_error())?;
                 tmp.persist(&self.path).map_err(|e| e.error)?;
+                // In place: a signal from now on leaves it there.
+                unregister(std::mem::take(&mut self.pending));
                 if let Some(old) = self.aside.take() {
                     let _ = std::fs::remove_file(old);
                 }

@@ -36,6 +36,7 @@ fn compat_tool(argv0: &str) -> Option<&'static str> {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    io::clean_up_on_signals();
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
