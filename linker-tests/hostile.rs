@@ -240,6 +240,14 @@ fn thin_special_members() -> Result<(), Failed> {
             return Err(format!("bundler -type=a {name}: exit {}: {}", r.code, r.stderr).into());
         }
     }
+    // A thin archive naming itself: said once, not once per level.
+    let len = thin_archive(&["self.a"], 0).len() as u64;
+    std::fs::write(d.join("self.a"), thin_archive(&["self.a"], len)).unwrap();
+    let r = run_within(LIMIT, &ours(), &["extract", "self.a", "-o", "out"], d)?;
+    let warnings = r.stderr.matches("warning").count();
+    if warnings != 1 || !r.stderr.contains("'self.a': it is the archive itself") {
+        return Err(format!("extract self.a: {warnings} warnings: {}", r.stderr).into());
+    }
     Ok(())
 }
 

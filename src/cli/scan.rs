@@ -236,6 +236,12 @@ impl scan::Visit for ThinFiles<'_> {
 
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let path = super::io::thin_member_path(self.archive, name);
+        let same = |a: &Path, b: &Path| {
+            std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+        };
+        if same(&path, self.archive) {
+            return Some(Err("it is the archive itself".into()));
+        }
         Some(
             Input::open(&path.to_string_lossy())
                 .map(Input::boxed)

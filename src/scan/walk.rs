@@ -32,6 +32,8 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         visit,
         report: Report::default(),
         budget: opts.max_uncompressed,
+        thin_chain: Vec::new(),
+        thin_reads: MAX_THIN_READS,
     };
     let top = Loc {
         abs: Some(0),
@@ -95,7 +97,17 @@ struct Walker<'a> {
     report: Report,
     /// Decompression still allowed, in bytes.
     budget: u64,
+    /// The thin archives' member files being read now, outermost first: a
+    /// name met again is a cycle (an archive naming itself), read once.
+    thin_chain: Vec<String>,
+    /// Thin archives' member files still allowed to be read in this scan
+    /// (archives of many members naming each other would otherwise fan
+    /// out exponentially up to the depth limit).
+    thin_reads: u32,
 }
+
+/// The most thin archives' member files one scan reads.
+const MAX_THIN_READS: u32 = 100_000;
 
 /// A bundle record read from a partly decompressed bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -532,6 +544,29 @@ impl Walker<'_> {
             abs: None,
             ..loc.clone()
         };
+        if self.thin_chain.iter().any(|n| n == name) {
+            self.problem(
+                &l,
+                None,
+                format!(
+                    "the thin archive's member file '{name}' is an archive around it (a \
+                     cycle): not read again"
+                ),
+            );
+            return;
+        }
+        if self.thin_reads == 0 {
+            self.problem(
+                &l,
+                None,
+                format!(
+                    "member file '{name}' not read: this file's thin archives name more than \
+                     {MAX_THIN_READS} member files"
+                ),
+            );
+            return;
+        }
+        self.thin_reads -= 1;
         match self.visit.thin_member(name) {
             None => self.problem(
                 &l,
@@ -557,7 +592,9 @@ impl Walker<'_> {
                         ),
                     );
                 }
+                self.thin_chain.push(name.to_string());
                 self.file(bytes, &l, nest + 1);
+                self.thin_chain.pop();
             }
         }
     }
@@ -756,7 +793,7 @@ impl Walker<'_> {
     /// occupies.
     fn container_at(&mut self, bytes: &[u8], pos: usize, magic: Magic, loc: &Loc) -> Result<u64> {
         if loc.depth >= self.opts.max_depth {
-            return Err(ErrorKind::LimitExceeded {
+            return Err(ErrorKind::DepthExceeded {
                 what: "container nesting".into(),
                 limit: u64::from(self.opts.max_depth),
             }
