@@ -35,6 +35,11 @@ pub fn tests() -> Vec<Trial> {
             signals,
         ),
         trial(
+            "hostile::stdin_still_works_and_one_bad_ccob_does_not_stop_a_walk",
+            &["sh"],
+            stdin_and_segfault,
+        ),
+        trial(
             "hostile::bombs_are_listed_from_their_headers",
             &["sh"],
             bombs,
@@ -578,6 +583,87 @@ fn signals() -> Result<(), Failed> {
         if !left.is_empty() || old != b"old" {
             return Err(format!("{sig}: left {left:?}, out.bc holds {old:?}").into());
         }
+    }
+    Ok(())
+}
+
+/// `list -` reads a bundle and an OffloadBinary from standard input (once);
+/// `inspect --verify DIR` with a v1 CCOB declaring 0 bytes around a zstd
+/// frame of sequences without literals (libzstd 1.5.4 wrote through the
+/// empty output buffer's dangling pointer: SIGSEGV, the walk dead) reports
+/// the file's problem and goes on.
+fn stdin_and_segfault() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("esc.bundle"), escape_bundle()).unwrap();
+    let ob =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary/one.bin");
+    for (file, want) in [
+        (d.join("esc.bundle"), "host-x86_64-unknown-linux-gnu-"),
+        (ob, "gfx90a"),
+    ] {
+        let r = run_within(
+            LIMIT,
+            Path::new("/bin/sh"),
+            &[
+                "-c".to_string(),
+                "exec \"$0\" list - < \"$1\"".to_string(),
+                ours().to_string_lossy().into_owned(),
+                file.to_string_lossy().into_owned(),
+            ],
+            d,
+        )?;
+        if r.code != 0 || !String::from_utf8_lossy(&r.stdout).contains(want) {
+            return Err(
+                format!("list - < {}: exit {}: {}", file.display(), r.code, r.stderr).into(),
+            );
+        }
+    }
+    let dir = d.join("walk");
+    std::fs::create_dir(&dir).unwrap();
+    let frame: [u8; 15] = [
+        0x28, 0xB5, 0x2F, 0xFD, 0x20, 0x00, 0x35, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x02,
+    ];
+    let mut v1 = b"CCOB".to_vec();
+    v1.extend(1u16.to_le_bytes());
+    v1.extend(1u16.to_le_bytes());
+    v1.extend(0u32.to_le_bytes());
+    v1.extend(0u64.to_le_bytes());
+    v1.extend(frame);
+    std::fs::write(dir.join("a.ccob"), &v1).unwrap();
+    std::fs::write(dir.join("b.bundle"), escape_bundle()).unwrap();
+    let dir_s = dir.to_string_lossy().into_owned();
+    for args in [
+        vec!["inspect", "--verify", dir_s.as_str()],
+        vec!["inspect", "--hash", dir_s.as_str()],
+        vec!["list", "a.ccob"],
+    ] {
+        let cwd = if args[0] == "list" { dir.as_path() } else { d };
+        let r = run_within(LIMIT, &ours(), &args, cwd)?;
+        let out = String::from_utf8_lossy(&r.stdout);
+        if r.code < 0 || r.stderr.contains("panicked") {
+            return Err(format!("{args:?}: killed or panicked: {}", r.stderr).into());
+        }
+        if args[0] == "inspect"
+            && (r.code != 0
+                || !out.contains("b.bundle")
+                || !out.contains("Destination buffer is too small"))
+        {
+            return Err(format!("{args:?}: exit {}: {out}", r.code).into());
+        }
+        if args[0] == "list" && (r.code != 1 || !r.stderr.contains("'a.ccob'")) {
+            return Err(format!("{args:?}: exit {}: {}", r.code, r.stderr).into());
+        }
+    }
+    let out = d.join("out");
+    let r = run_within(
+        LIMIT,
+        &ours(),
+        &["extract", "--verify", &dir_s, "-o", &out.to_string_lossy()],
+        d,
+    )?;
+    if r.code < 0 || !r.stderr.contains("a.ccob") {
+        return Err(format!("extract --verify: exit {}: {}", r.code, r.stderr).into());
     }
     Ok(())
 }

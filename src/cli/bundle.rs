@@ -181,15 +181,26 @@ pub fn open_bundle(
     max_uncompressed: u64,
 ) -> Result<(Input, Option<compressed::Decompressed>)> {
     let input = open_input(name)?;
+    let d = inflate(name, &input, max_uncompressed)?;
+    Ok((input, d))
+}
+
+/// `input` (named `name`) decompressed if it is a CCOB (to at most
+/// `max_uncompressed` bytes, the hash checked).
+pub fn inflate(
+    name: &str,
+    input: &Input,
+    max_uncompressed: u64,
+) -> Result<Option<compressed::Decompressed>> {
     if !compressed::llvm_treats_as_compressed(input.bytes()) {
-        return Ok((input, None));
+        return Ok(None);
     }
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
         limits: compressed::Limits { max_uncompressed },
     };
     let d = compressed::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
-    Ok((input, Some(d)))
+    Ok(Some(d))
 }
 
 impl UnbundleOpts {

@@ -5,7 +5,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::io::{open_input, print_line};
+use super::io::{Input, open_input, print_line};
 use offload_kit::offload_binary::{self, Limits};
 
 /// List the device images in a file.
@@ -75,10 +75,11 @@ struct Listing<'a> {
 
 impl Opts {
     pub fn run(self) -> Result<()> {
-        if let Some(b) = bundle_listing(&self.input)? {
+        // Opened once: standard input can be read only once.
+        let input = open_input(&self.input)?;
+        if let Some(b) = bundle_listing(&self.input, &input)? {
             return self.print_bundle(b);
         }
-        let input = open_input(&self.input)?;
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -169,13 +170,13 @@ impl Opts {
 
 /// The input as a clang offload bundle, if it is one (binary, text, object
 /// with bundle sections, or any of them compressed).
-fn bundle_listing(name: &str) -> Result<Option<BundleListing>> {
+fn bundle_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
     use offload_kit::bundle::{self, Format};
-    if let Some(listing) = ccob_header_listing(name)? {
+    if let Some(listing) = ccob_header_listing(name, input)? {
         return Ok(Some(listing));
     }
     let limit = offload_kit::bundle::compressed::Limits::default().max_uncompressed;
-    let (input, inflated) = super::bundle::open_bundle(name, limit)?;
+    let inflated = super::bundle::inflate(name, input, limit)?;
     let data = inflated
         .as_ref()
         .map_or(input.bytes(), |d| d.data.as_slice());
@@ -247,10 +248,9 @@ fn bundle_entry(index: usize, id: &[u8], offset: u64, size: u64) -> BundleEntry 
 /// nothing (the stored hash is not checked: `inspect --verify` does).
 /// `None` for anything else, listed from the whole contents; an error for
 /// contents whose first bytes show they are no bundle at all.
-fn ccob_header_listing(name: &str) -> Result<Option<BundleListing>> {
+fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
     use offload_kit::bundle::{binary, compressed};
     use offload_kit::scan;
-    let input = open_input(name)?;
     let data = input.bytes();
     if !compressed::llvm_treats_as_compressed(data) {
         return Ok(None);
