@@ -277,6 +277,8 @@ pub fn clean_up_on_signals() {
 
 enum OutInner {
     Temp(io::BufWriter<tempfile::NamedTempFile>),
+    /// A character device (`/dev/null`, a terminal), written in place.
+    Device(io::BufWriter<File>),
     Stdout(io::StdoutLock<'static>),
     Done,
 }
@@ -327,6 +329,24 @@ impl Output {
         if path.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR
         }
+        // An existing path that is not a regular file is not renamed over
+        // (as root, `-o /dev/null` replaced the device with a file): a
+        // character device is written in place, anything else refused.
+        if let Ok(meta) = std::fs::metadata(path)
+            && !meta.is_file()
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if !meta.file_type().is_char_device() {
+                return Err(not_regular(&meta));
+            }
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            return Ok(Output {
+                path: path.into(),
+                inner: OutInner::Device(io::BufWriter::new(file)),
+                aside: None,
+                pending: 0,
+            });
+        }
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -372,6 +392,10 @@ impl Output {
                 w.flush().ok()?;
                 Some(w.get_mut().as_file_mut())
             }
+            OutInner::Device(w) => {
+                w.flush().ok()?;
+                Some(w.get_mut())
+            }
             OutInner::Stdout(_) | OutInner::Done => None,
         }
     }
@@ -391,6 +415,7 @@ impl Output {
                 Ok(())
             }
             OutInner::Stdout(mut s) => s.flush(),
+            OutInner::Device(mut w) => w.flush(),
             OutInner::Done => Ok(()),
         }
     }
@@ -400,6 +425,7 @@ impl Seek for Output {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         match &mut self.inner {
             OutInner::Temp(w) => w.seek(pos),
+            OutInner::Device(w) => w.seek(pos),
             OutInner::Stdout(_) | OutInner::Done => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "this output must be a file, not standard output",
@@ -412,6 +438,7 @@ impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.inner {
             OutInner::Temp(w) => w.write(buf),
+            OutInner::Device(w) => w.write(buf),
             OutInner::Stdout(s) => s.write(buf),
             OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
@@ -419,6 +446,7 @@ impl Write for Output {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.write_all(buf),
+            OutInner::Device(w) => w.write_all(buf),
             OutInner::Stdout(s) => s.write_all(buf),
             OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
@@ -426,6 +454,7 @@ impl Write for Output {
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.flush(),
+            OutInner::Device(w) => w.flush(),
             OutInner::Stdout(s) => s.flush(),
             OutInner::Done => Ok(()),
         }
@@ -630,6 +659,28 @@ mod output_tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o666 & !umask());
         // Nothing else is left in the directory: no temporary, no old file.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn dev_null_is_written_in_place_and_a_fifo_refused() {
+        let mut out = Output::create(Path::new("/dev/null")).unwrap();
+        out.write_all(b"discarded").unwrap();
+        out.commit().unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+            &meta.file_type()
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let e = Output::create(&fifo).err().unwrap();
+        assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
+        // Nothing was created beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
