@@ -277,7 +277,8 @@ pub fn clean_up_on_signals() {
 
 enum OutInner {
     Temp(io::BufWriter<tempfile::NamedTempFile>),
-    /// A character device (`/dev/null`, a terminal), written in place.
+    /// A character device (`/dev/null`, a terminal) or a FIFO with a
+    /// reader, written in place.
     Device(io::BufWriter<File>),
     Stdout(io::StdoutLock<'static>),
     Done,
@@ -331,12 +332,27 @@ impl Output {
         }
         // An existing path that is not a regular file is not renamed over
         // (as root, `-o /dev/null` replaced the device with a file): a
-        // character device is written in place, anything else refused.
+        // character device, or a FIFO with a reader (`-o >(gzip > f)`), is
+        // written in place; anything else is refused.
         if let Ok(meta) = std::fs::metadata(path)
             && !meta.is_file()
         {
-            use std::os::unix::fs::FileTypeExt;
-            if !meta.file_type().is_char_device() {
+            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+            let t = meta.file_type();
+            if t.is_fifo() {
+                // Without a reader, a plain open would wait for one.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(O_NONBLOCK)
+                    .open(path)
+                    .map_err(|e| match e.raw_os_error() {
+                        Some(6) => io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "a FIFO that nothing reads (ENXIO)",
+                        ),
+                        _ => e,
+                    })?;
+            } else if !t.is_char_device() {
                 return Err(not_regular(&meta));
             }
             let file = std::fs::OpenOptions::new().write(true).open(path)?;
@@ -678,8 +694,25 @@ mod output_tests {
             .status()
             .unwrap();
         assert!(st.success());
+        // No reader: an error at once, not a wait for one.
         let e = Output::create(&fifo).err().unwrap();
-        assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
+        assert!(e.to_string().contains("a FIFO that nothing reads"), "{e}");
+        // With a reader, written in place.
+        let reader = std::process::Command::new("cat")
+            .arg(&fifo)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = loop {
+            match Output::create(&fifo) {
+                Ok(o) => break o,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        };
+        out.write_all(b"through the pipe").unwrap();
+        out.commit().unwrap();
+        let got = reader.wait_with_output().unwrap();
+        assert_eq!(got.stdout, b"through the pipe");
         // Nothing was created beside it.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
