@@ -25,6 +25,11 @@ pub fn tests() -> Vec<Trial> {
             escapes,
         ),
         trial(
+            "hostile::dev_null_is_an_empty_input_as_for_llvm",
+            &["clang-offload-bundler"],
+            dev_null_input,
+        ),
+        trial(
             "hostile::huge_section_alignment_is_an_error",
             &["cc"],
             huge_alignment,
@@ -150,8 +155,8 @@ fn command_lines(x: &str, out: &str) -> Vec<(std::path::PathBuf, Vec<String>)> {
 }
 
 /// A FIFO with no writer, `/dev/zero` and `/dev/urandom` as inputs: each
-/// command fails within seconds, with one error naming the file, exit 1
-/// (the drop-ins too), and writes nothing.
+/// command fails within seconds (a device is read up to 64 MiB), with one
+/// error naming the file, exit 1 (the drop-ins too), and writes nothing.
 fn special_inputs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -170,7 +175,12 @@ fn special_inputs() -> Result<(), Failed> {
             }
             // inspect puts a file's error in its table, on stdout.
             let said = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
-            if !said.contains(x) || !said.contains("not a regular file") {
+            let why = if x.starts_with("/dev/") {
+                "a character device that gives more than 64 MiB"
+            } else {
+                "not a regular file (a FIFO)"
+            };
+            if !said.contains(x) || !said.contains(why) {
                 return Err(format!("{what}: the error does not say what is wrong: {said}").into());
             }
             if r.stderr.contains("panicked") {
@@ -215,12 +225,17 @@ fn thin_special_members() -> Result<(), Failed> {
         let v: serde_json::Value = serde_json::from_slice(&r.stdout)
             .map_err(|e| format!("inspect {name}: {e}: {}", r.stderr))?;
         let problems = v["files"][0]["problems"].to_string();
-        if !problems.contains(member) || !problems.contains("not a regular file") {
+        let why = if member == "fifo" {
+            "not a regular file (a FIFO)"
+        } else {
+            "a character device that gives more than 64 MiB"
+        };
+        if !problems.contains(member) || !problems.contains(why) {
             return Err(format!("inspect {name}: no problem naming '{member}': {problems}").into());
         }
         let r = run_within(LIMIT, &ours(), &["inspect", &a], d)?;
         let text = String::from_utf8_lossy(&r.stdout);
-        if !text.contains(member) || !text.contains("not a regular file") {
+        if !text.contains(member) || !text.contains(why) {
             return Err(format!("inspect {name}: nothing said: {text}").into());
         }
         let out_s = out.to_string_lossy();
@@ -665,5 +680,42 @@ fn stdin_and_segfault() -> Result<(), Failed> {
     if r.code < 0 || !r.stderr.contains("a.ccob") {
         return Err(format!("extract --verify: exit {}: {}", r.code, r.stderr).into());
     }
+    Ok(())
+}
+
+/// `/dev/null` stays an empty input: the clang driver bundles a HIP fatbin
+/// with `clang-offload-bundler -type=o -input=/dev/null` as the host, and
+/// the drop-in writes LLVM's bytes for it.
+fn dev_null_input() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("dev.bin"), b"device code object").unwrap();
+    let args = |out: &str| {
+        vec![
+            "-type=o".to_string(),
+            "-bundle-align=4096".into(),
+            "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a".into(),
+            "-input=/dev/null".into(),
+            "-input=dev.bin".into(),
+            format!("-output={out}"),
+        ]
+    };
+    run_within(
+        LIMIT,
+        &ours_as("clang-offload-bundler"),
+        &args("ours.hipfb"),
+        d,
+    )?
+    .ok()?;
+    run_within(
+        LIMIT,
+        &crate::util::llvm("clang-offload-bundler"),
+        &args("llvm.hipfb"),
+        d,
+    )?
+    .ok()?;
+    let ours_b = std::fs::read(d.join("ours.hipfb")).unwrap();
+    let llvm_b = std::fs::read(d.join("llvm.hipfb")).unwrap();
+    crate::util::same_bytes("bundle with a /dev/null host", &ours_b, &llvm_b)?;
     Ok(())
 }

@@ -54,16 +54,22 @@ fn not_regular(meta: &std::fs::Metadata) -> io::Error {
     )
 }
 
-/// Reads all of `r`, failing beyond [`MAX_STREAM_BYTES`].
-fn read_bounded(r: impl Read) -> io::Result<Vec<u8>> {
+/// Most bytes read from a character device given as an input: 64 MiB.
+/// `/dev/null` is an empty input (the clang driver passes it to
+/// clang-offload-bundler as the host of a HIP fatbin); `/dev/zero` or
+/// `/dev/urandom` is an error after that much, at once.
+pub const MAX_DEVICE_BYTES: u64 = 64 << 20;
+
+/// Reads all of `r`, failing beyond `max` bytes (`what` says from where).
+fn read_bounded(r: impl Read, max: u64, what: &str) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();
-    r.take(MAX_STREAM_BYTES + 1).read_to_end(&mut v)?;
-    if v.len() as u64 > MAX_STREAM_BYTES {
+    r.take(max + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > max {
         return Err(io::Error::new(
             io::ErrorKind::FileTooLarge,
             format!(
-                "more than {} GiB from a stream (the most read into memory)",
-                MAX_STREAM_BYTES >> 30
+                "{what} that gives more than {} MiB (the most read into memory)",
+                max >> 20
             ),
         ));
     }
@@ -71,16 +77,23 @@ fn read_bounded(r: impl Read) -> io::Result<Vec<u8>> {
 }
 
 /// Opens `path` for reading without blocking (a FIFO without a writer
-/// opens at once), and checks that it is a regular file: FIFOs, devices
-/// and sockets are an error (they could block every later read, or never
-/// end), a directory is `EISDIR`.
-pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+/// opens at once), with its metadata.
+fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(O_NONBLOCK)
         .open(path)?;
     let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+/// Opens `path` for reading without blocking (a FIFO without a writer
+/// opens at once), and checks that it is a regular file: FIFOs, devices
+/// and sockets are an error (they could block every later read, or never
+/// end), a directory is `EISDIR`.
+pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    let (file, meta) = open_nonblocking(path)?;
     if meta.is_dir() {
         return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
     }
@@ -92,20 +105,33 @@ pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
 
 impl Input {
     /// Opens `name` (`-` is standard input, read up to
-    /// [`MAX_STREAM_BYTES`]), mapping regular files. Anything else that is
-    /// not a regular file is an error (see [`open_regular`]); opening never
-    /// blocks.
+    /// [`MAX_STREAM_BYTES`]), mapping regular files. A character device is
+    /// read up to [`MAX_DEVICE_BYTES`]; a FIFO, a socket or a block device
+    /// is an error. Opening never blocks.
     pub fn open(name: &str) -> io::Result<Input> {
         if name == "-" {
-            let v = read_bounded(io::stdin().lock())?;
+            let v = read_bounded(io::stdin().lock(), MAX_STREAM_BYTES, "standard input")?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),
             });
         }
-        let (file, meta) = open_regular(Path::new(name))?;
+        let (file, meta) = open_nonblocking(Path::new(name))?;
+        if meta.is_dir() {
+            return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
+        }
+        if std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type()) {
+            let v = read_bounded(&file, MAX_DEVICE_BYTES, "a character device")?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        if !meta.is_file() {
+            return Err(not_regular(&meta));
+        }
         if meta.len() == 0 {
-            let v = read_bounded(&file)?;
+            let v = read_bounded(&file, MAX_STREAM_BYTES, "a file of size 0")?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),
