@@ -88,21 +88,6 @@ fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     Ok((file, meta))
 }
 
-/// Opens `path` for reading without blocking (a FIFO without a writer
-/// opens at once), and checks that it is a regular file: FIFOs, devices
-/// and sockets are an error (they could block every later read, or never
-/// end), a directory is `EISDIR`.
-pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
-    let (file, meta) = open_nonblocking(path)?;
-    if meta.is_dir() {
-        return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
-    }
-    if !meta.is_file() {
-        return Err(not_regular(&meta));
-    }
-    Ok((file, meta))
-}
-
 impl Input {
     /// Opens `name` (`-` is standard input, read up to
     /// [`MAX_STREAM_BYTES`]), mapping regular files. A character device is

@@ -257,14 +257,12 @@ fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
     out
 }
 
-/// A response file's text: a regular file only (a FIFO or a device would
-/// block or never end), at most 64 MiB.
+/// A response file's text, opened as inputs are (a FIFO is an error, not a
+/// wait; a device is read with a bound, `/dev/null` is empty).
 fn read_response_file(path: &str) -> std::io::Result<String> {
-    use std::io::Read;
-    let (file, _) = super::io::open_regular(std::path::Path::new(path))?;
-    let mut text = String::new();
-    file.take(64 << 20).read_to_string(&mut text)?;
-    Ok(text)
+    let input = super::io::Input::open(path)?;
+    String::from_utf8(input.bytes().to_vec())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Splits `s` into arguments: white space separates, `'…'` and `"…"` quote,
