@@ -13,6 +13,7 @@ mod bundle_ids;
 mod bundle_native;
 mod bundler;
 mod ccob;
+mod hostile;
 mod packager;
 mod scan;
 mod util;
@@ -29,5 +30,6 @@ fn main() {
     trials.extend(ccob::tests());
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
+    trials.extend(hostile::tests());
     libtest_mimic::run(&args, trials).exit();
 }

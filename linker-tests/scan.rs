@@ -667,14 +667,12 @@ fn plain_view(file: &Path, member: &str) -> Result<Vec<(String, String)>, Failed
 fn ccob_entry(dir: &Path, name: &str, n: usize, id: &str) -> Result<Option<Vec<u8>>, Failed> {
     let sec = dir.join(format!("{name}.hip_fatbin"));
     let dump = format!("--dump-section=.hip_fatbin={}", sec.display());
-    if run(
-        &llvm("llvm-objcopy"),
-        &[dump.as_str(), name, "/dev/null"],
-        dir,
-    )
-    .code
-        != 0
-    {
+    // Not /dev/null as the output: llvm-objcopy writes a temporary file and
+    // renames it over the output, so run as root it replaced the device
+    // node with a regular file, for every process on the machine.
+    let discard = dir.join(format!("{name}.objcopy-out"));
+    let discard = discard.to_string_lossy();
+    if run(&llvm("llvm-objcopy"), &[dump.as_str(), name, &discard], dir).code != 0 {
         return Ok(None);
     }
     let data = std::fs::read(&sec).unwrap_or_default();

@@ -310,3 +310,58 @@ pub fn same_messages(ours: &str, llvm: &str, note_names: Option<&str>) -> Result
     }
     Ok(())
 }
+
+/// Runs `prog` with `args` in `cwd` like [`run`], but kills it after
+/// `secs` seconds and fails then, so a command that blocks or reads
+/// forever fails its test instead of hanging CI.
+pub fn run_within<S: AsRef<OsStr>>(
+    secs: u64,
+    prog: &Path,
+    args: &[S],
+    cwd: &Path,
+) -> Result<Run, Failed> {
+    use std::io::Read;
+    let mut child = Command::new(prog)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+    let Some(status) = status else {
+        let cmd: Vec<String> = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect();
+        return Err(format!("{} {cmd:?}: still running after {secs} s", prog.display()).into());
+    };
+    Ok(Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    })
+}

@@ -34,7 +34,7 @@ closure=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflic
 owner() {
   local p=$1 o="" c
   for c in "$p" "$(readlink -f "$p")" "${p#/usr}"; do
-    [ -n "$o" ] || o=$(dpkg -S "$c" 2>/dev/null | head -n 1) || true
+    [ -n "$o" ] || o=$(dpkg -S "$c" 2>/dev/null | grep -v '^diversion ' | head -n 1) || true
   done
   printf '%s' "${o%%: *}" | sed 's/:[a-z0-9]*$//'
 }

@@ -4,9 +4,14 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]
 #
 # Runs each target (default: all of them) for SECONDS (default 60) of
-# fuzzing, not counting the build. A crash leaves its input in
-# scripts/fuzz/artifacts/TARGET/; the script goes on with the other targets and
-# exits 1 at the end. Reproduce a crash on stable without cargo-fuzz:
+# fuzzing, not counting the build. libFuzzer runs in fork mode and goes on
+# past crashes, timeouts and out-of-memory inputs (-fork=1 -ignore_crashes=1
+# -ignore_timeouts=1 -ignore_ooms=1), so one run finds every crash it can,
+# not just the first; each one leaves its input in
+# scripts/fuzz/artifacts/TARGET/ (crash-*, timeout-*, oom-*). At the end a
+# summary gives, per target, the seconds run and the new artifacts found;
+# the script exits 1 if there were any. Reproduce a crash on stable without
+# cargo-fuzz:
 #   (cd scripts/fuzz && cargo run --bin TARGET -- artifacts/TARGET/crash-...)
 #
 # Stable toolchain: `cargo fuzz` asks rustc for -Zsanitizer=address by default,
@@ -110,27 +115,55 @@ for t in "${targets[@]}"; do
   cargo fuzz build "${fuzz_flags[@]}" "$t"
 done
 
+# The inputs libFuzzer saved for a target (crashes, timeouts, OOMs).
+artifacts_of() {
+  find "$FUZZ_DIR/artifacts/$1" -maxdepth 1 -type f \
+    \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | sort
+}
+
+summary=()
 failed=()
 for t in "${targets[@]}"; do
   corpus=$FUZZ_DIR/corpus/$t
-  mkdir -p "$corpus" "$FUZZ_DIR/artifacts/$t"
+  artifacts=$FUZZ_DIR/artifacts/$t
+  mkdir -p "$corpus" "$artifacts"
   seed_from_fixtures "$corpus"
   if declare -F "seed_$t" >/dev/null; then
     "seed_$t" "$corpus" || log "warning: seed_$t failed; going on"
   fi
-  args=(-max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
+  before=$(artifacts_of "$t")
+  args=(-max_total_time="$SECONDS_PER_TARGET" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
+    -artifact_prefix="$artifacts/")
   [ -f "$FUZZ_DIR/dict/$t.dict" ] && args+=(-dict="$FUZZ_DIR/dict/$t.dict")
   log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
-  if cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}"; then
-    log "$t: no crash"
-  else
-    log "$t: FAILED; inputs in $FUZZ_DIR/artifacts/$t/"
+  start=$(date +%s)
+  status=0
+  cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
+  ran=$(( $(date +%s) - start ))
+  new=$(comm -13 <(printf '%s\n' "$before" | sed '/^$/d') <(artifacts_of "$t"))
+  found=$(printf '%s\n' "$new" | sed '/^$/d' | wc -l)
+  if [ "$found" -gt 0 ]; then
+    log "$t: $found new crash input(s):"
+    printf '%s\n' "$new" | sed '/^$/d; s/^/    /' >&2
     failed+=("$t")
+  elif [ "$status" -ne 0 ]; then
+    # libFuzzer itself failed (no input to blame): count it as a failure.
+    log "$t: libFuzzer exited $status without saving an input"
+    failed+=("$t")
+    found="?"
+  else
+    log "$t: no crash"
   fi
+  summary+=("$(printf '%-22s %6ss  %s' "$t" "$ran" "$found")")
 done
 
+log "summary (target, seconds run, new crash inputs):"
+for line in "${summary[@]}"; do
+  printf '    %s\n' "$line" >&2
+done
 if [ ${#failed[@]} -gt 0 ]; then
-  log "failed: ${failed[*]}"
+  log "failed: ${failed[*]}; inputs in $FUZZ_DIR/artifacts/"
   exit 1
 fi
 log "all ${#targets[@]} target(s) ran ${SECONDS_PER_TARGET}s without a crash"

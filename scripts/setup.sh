@@ -9,7 +9,7 @@
 set -euo pipefail
 
 LLVM_BIN=/usr/lib/llvm-22/bin
-PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash python3)
+PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3)
 
 missing=()
 for p in "${PKGS[@]}"; do

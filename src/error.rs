@@ -89,6 +89,14 @@ pub enum ErrorKind {
         /// The other.
         second: String,
     },
+    /// A nesting limit (containers in containers) was exceeded.
+    #[error("{what} exceeds the limit of {limit} levels")]
+    DepthExceeded {
+        /// What nests too deeply.
+        what: String,
+        /// The limit, in levels.
+        limit: u64,
+    },
     /// A size limit (decompression bound, count) was exceeded.
     #[error("{what} exceeds the limit of {limit} bytes")]
     LimitExceeded {

@@ -236,8 +236,9 @@ pub fn unbundle<'a>(
     // One list per distinct key, in first-appearance order.
     let mut key_slot: Vec<usize> = Vec::with_capacity(keys.len());
     let mut distinct: Vec<&str> = Vec::new();
+    let mut slot_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for k in &keys {
-        let slot = distinct.iter().position(|d| d == k).unwrap_or_else(|| {
+        let slot = *slot_of.entry(k).or_insert_with(|| {
             distinct.push(k);
             distinct.len() - 1
         });

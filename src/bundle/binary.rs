@@ -125,19 +125,17 @@ pub fn read(data: &[u8]) -> Result<Vec<Entry<'_>>> {
 /// The entries as LLVM 22 iterates them (for `-list` and when matching
 /// targets): its `StringMap` order, a later duplicate ID replacing the data
 /// of an earlier one in the earlier one's place.
+///
+/// Linear in the number of entries (plus the map's own probing): the last
+/// entry of each ID is found through a hash map, not by a search per entry.
 pub fn in_llvm_order<'a, 'data>(entries: &'a [Entry<'data>]) -> Vec<&'a Entry<'data>> {
     let ids: Vec<&[u8]> = entries.iter().map(|e| e.id).collect();
+    // The last entry with each ID wins.
+    let last: std::collections::HashMap<&[u8], usize> =
+        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     string_map::order_of(&ids)
         .into_iter()
-        .map(|first| {
-            let id = entries[first].id;
-            // The last entry with this ID wins.
-            entries
-                .iter()
-                .rev()
-                .find(|e| e.id == id)
-                .unwrap_or(&entries[first])
-        })
+        .map(|first| &entries[last.get(entries[first].id).copied().unwrap_or(first)])
         .collect()
 }
 
@@ -263,6 +261,55 @@ mod tests {
         for cut in 0..out.len() {
             assert!(read(&out[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// `in_llvm_order` as it was written first: a backward search for each
+    /// entry's last duplicate (quadratic, but obviously right).
+    fn naive_order<'a, 'data>(entries: &'a [Entry<'data>]) -> Vec<&'a Entry<'data>> {
+        let ids: Vec<&[u8]> = entries.iter().map(|e| e.id).collect();
+        string_map::order_of(&ids)
+            .into_iter()
+            .map(|first| {
+                let id = entries[first].id;
+                entries.iter().rev().find(|e| e.id == id).unwrap()
+            })
+            .collect()
+    }
+
+    fn entries_of(ids: &[String]) -> Vec<Entry<'_>> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| Entry {
+                id: id.as_bytes(),
+                offset: i as u64,
+                data: &[],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn llvm_order_keeps_the_last_duplicate_in_the_first_place() {
+        let ids: Vec<String> = (0..3000)
+            .map(|i| format!("hip-amdgcn-amd-amdhsa--gfx{}", (i * 7919) % 1000))
+            .collect();
+        let e = entries_of(&ids);
+        let fast: Vec<u64> = in_llvm_order(&e).iter().map(|e| e.offset).collect();
+        let slow: Vec<u64> = naive_order(&e).iter().map(|e| e.offset).collect();
+        assert_eq!(fast.len(), 1000);
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn llvm_order_of_200k_entries_is_not_quadratic() {
+        // With a search per entry this took minutes (2e10 comparisons);
+        // linear, it is a fraction of a second even in a debug build.
+        let ids: Vec<String> = (0..200_000).map(|i| format!("openmp-x-{i}")).collect();
+        let e = entries_of(&ids);
+        let order = in_llvm_order(&e);
+        assert_eq!(order.len(), 200_000);
+        let mut seen: Vec<u64> = order.iter().map(|e| e.offset).collect();
+        seen.sort_unstable();
+        assert!(seen.iter().enumerate().all(|(i, &o)| o == i as u64));
     }
 
     #[test]

@@ -731,6 +731,37 @@ impl<'data> Ccob<'data> {
         self.possible().map_err(|f| f.at(0))
     }
 
+    /// The first `n` bytes of the contents (fewer if the header declares
+    /// fewer), decoded by a streaming decoder that stops there: memory and
+    /// time stay proportional to `n` whatever the declared size. Errors are
+    /// the decoder's (a payload that ends early gives fewer bytes).
+    pub fn decompress_prefix(&self, n: u64) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let want = n.min(self.header.uncompressed_size);
+        let fail = |e: std::io::Error| {
+            Fault::Decompress {
+                method: self.header.method,
+                detail: e.to_string(),
+                llvm: e.to_string(),
+            }
+            .at(0)
+        };
+        let mut out = Vec::new();
+        if self.header.method == Method::ZSTD {
+            zstd::stream::read::Decoder::with_buffer(self.payload)
+                .map_err(fail)?
+                .take(want)
+                .read_to_end(&mut out)
+                .map_err(fail)?;
+        } else {
+            flate2::read::ZlibDecoder::new(self.payload)
+                .take(want)
+                .read_to_end(&mut out)
+                .map_err(fail)?;
+        }
+        Ok(out)
+    }
+
     fn possible(&self) -> Result<(), Fault> {
         let declared = self.header.uncompressed_size;
         let compressed = len64(self.payload);
@@ -961,12 +992,25 @@ fn buffer(n: u64) -> Result<Vec<u8>, Fault> {
 
 /// zstd: LLVM's own call (`ZSTD_decompressDCtx` into a buffer of the
 /// declared size), so the error names are LLVM's.
+///
+/// libzstd is never handed an output buffer of capacity 0 (a dangling
+/// pointer): 1.5.4 writes through it when a block holds sequences but no
+/// literals (zstd issue 3507, fixed in 1.5.5). A declared size of 0 gets a
+/// 1-byte buffer instead, and a byte landing there is zstd's "buffer too
+/// small".
 fn inflate_zstd(payload: &[u8], declared: u64) -> Result<Vec<u8>, Fault> {
-    let mut out = buffer(declared)?;
+    const TOO_SMALL: &str = "Destination buffer is too small";
+    let mut out = buffer(declared.max(1))?;
     let mut dctx = zstd_safe::DCtx::try_create().ok_or(Fault::OutOfMemory { bytes: 0 })?;
-    let n = dctx.decompress(&mut out, payload).map_err(|code| {
-        let name = zstd_safe::get_error_name(code);
-        let detail = if name == "Destination buffer is too small" {
+    let result = dctx
+        .decompress(&mut out, payload)
+        .map_err(zstd_safe::get_error_name);
+    let n = match result {
+        Ok(n) if n as u64 > declared => Err(TOO_SMALL),
+        other => other,
+    }
+    .map_err(|name| {
+        let detail = if name == TOO_SMALL {
             format!("it inflates to more than the {declared} bytes the header declares ({name})")
         } else {
             name.to_string()
@@ -999,6 +1043,10 @@ fn inflate_zstd_hashing(payload: &[u8], declared: u64) -> Option<(Vec<u8>, u64)>
 
     const CHUNK: usize = 8 << 20;
     let len = usize::try_from(declared).ok()?;
+    if len == 0 {
+        // Nothing to hash; zstd must not get an empty output buffer.
+        return None;
+    }
     let mut out = Vec::new();
     out.try_reserve_exact(len).ok()?;
     out.resize(len, 0);
@@ -1047,14 +1095,17 @@ fn inflate_zstd_hashing(payload: &[u8], declared: u64) -> Option<(Vec<u8>, u64)>
             if room == 0 {
                 // The declared size is filled: only the end of this frame
                 // and empty frames may follow.
-                let mut none = OutBuffer::around(&mut [][..]);
+                // A 1-byte scratch buffer, never an empty one (see
+                // `inflate_zstd`); a byte written there is one too many.
+                let mut scratch = [0u8; 1];
                 while !(input.pos() == payload.len() && at_frame_end) {
                     let before = input.pos();
+                    let mut none = OutBuffer::around(&mut scratch[..]);
                     match dctx.decompress_stream(&mut none, &mut input) {
                         Err(_) => return None,
                         Ok(hint) => at_frame_end = hint == 0,
                     }
-                    if input.pos() == before {
+                    if none.pos() > 0 || input.pos() == before {
                         return None;
                     }
                 }
@@ -2438,6 +2489,64 @@ mod tests {
             f.llvm_message(),
             "Could not decompress embedded file contents: zlib error: Z_DATA_ERROR"
         );
+    }
+
+    /// A zstd frame whose one block holds a sequence but no literals, its
+    /// header saying it holds 0 bytes: libzstd 1.5.4 given it with an
+    /// output buffer of capacity 0 writes through the (dangling) pointer.
+    const SEQUENCE_WITHOUT_LITERALS: [u8; 15] = [
+        0x28, 0xB5, 0x2F, 0xFD, // magic
+        0x20, 0x00, // single segment, content size 0
+        0x35, 0x00, 0x00, // last block, compressed, 6 bytes
+        0x00, // raw literals, 0 of them
+        0x01, 0x00, 0x00, 0x00, 0x02, // 1 sequence, predefined tables
+    ];
+
+    #[test]
+    fn a_declared_size_of_zero_never_hands_zstd_an_empty_buffer() {
+        let mut samples = Vec::new();
+        for version in [1u16, 2, 3] {
+            let total = (version > 1).then_some(0);
+            let h = Header {
+                version,
+                method: Method::ZSTD,
+                total_size: total,
+                uncompressed_size: 0,
+                hash: 0,
+            };
+            let mut c = h.to_bytes().unwrap();
+            for _ in 0..2 {
+                // The frame once, then twice.
+                c.extend(SEQUENCE_WITHOUT_LITERALS);
+                if version > 1 {
+                    let n = len64(&c);
+                    set_total(&mut c, n);
+                }
+                samples.push(c.clone());
+            }
+        }
+        for c in &samples {
+            for hash in [HashCheck::Enforce, HashCheck::Report, HashCheck::Skip] {
+                // Before the fix, the process died with SIGSEGV here.
+                assert!(decompress(c, &opts(hash)).is_err());
+                assert!(decompress_all(c, &opts(hash)).is_err());
+            }
+        }
+        let f = fault_of(decompress(&samples[0], &opts(HashCheck::Enforce)));
+        assert_eq!(
+            f.llvm_message(),
+            "Could not decompress embedded file contents: Destination buffer is too small"
+        );
+        // A declared size that is filled exactly, then more sequences: the
+        // hashing decoder's tail check gets a 1-byte buffer too.
+        let u = b"abcabcabcabcabcabc".to_vec();
+        let (mut c, _) = compress_to_vec(&u, &CompressOptions::default()).unwrap();
+        c.extend(SEQUENCE_WITHOUT_LITERALS);
+        let n = len64(&c);
+        set_total(&mut c, n);
+        for hash in [HashCheck::Enforce, HashCheck::Report, HashCheck::Skip] {
+            assert!(decompress(&c, &opts(hash)).is_err());
+        }
     }
 
     #[test]

@@ -154,10 +154,17 @@ pub fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
 /// equal. LLVM 22 accepts such targets and writes a bundle whose offsets
 /// point at the wrong data, so the bundlers refuse them.
 pub fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     normalized
         .iter()
         .enumerate()
-        .find_map(|(i, n)| normalized[..i].iter().position(|m| m == n).map(|j| (j, i)))
+        .find_map(|(i, n)| match first.entry(n) {
+            std::collections::hash_map::Entry::Occupied(o) => Some((*o.get(), i)),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+                None
+            }
+        })
 }
 
 /// Lays out a binary or text bundle of `entries` (normalized ID, data size),

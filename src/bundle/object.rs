@@ -662,6 +662,54 @@ fn unsupported(kind: FileKind, doing: &str) -> Error {
     ))
 }
 
+/// The largest alignment a section of an object to edit may ask for:
+/// 16 MiB. Real objects stay at or below 2 MiB (huge-page alignment); a
+/// larger value only makes the output grow by as much padding (a 1.7 KB
+/// object asking for 2^32 made a 4 GiB file).
+pub const MAX_SECTION_ALIGN: u64 = 1 << 24;
+
+/// The most padding all of an object's sections with file contents may
+/// ask for together (the sum of their alignments): 64 MiB.
+pub const MAX_ALIGN_PADDING: u64 = 1 << 26;
+
+/// Checks the alignments section headers ask for, before anything is laid
+/// out: each `(name, has file contents, sh_addralign)` at most
+/// [`MAX_SECTION_ALIGN`], and the sections with file contents together at
+/// most [`MAX_ALIGN_PADDING`], so the input's alignments cannot size the
+/// output. The error names the section.
+pub fn check_alignments<'n>(
+    sections: impl IntoIterator<Item = (&'n [u8], bool, u64)>,
+) -> Result<()> {
+    let mut padding = 0u64;
+    for (name, in_file, align) in sections {
+        let name = || String::from_utf8_lossy(name).into_owned();
+        if align > MAX_SECTION_ALIGN {
+            return Err(Error::invalid(
+                "object file",
+                format!(
+                    "section '{}' asks for alignment {align:#x}; offload-kit accepts at most \
+                     {MAX_SECTION_ALIGN:#x} (16 MiB)",
+                    name()
+                ),
+            ));
+        }
+        if in_file {
+            padding = padding.saturating_add(align);
+            if padding > MAX_ALIGN_PADDING {
+                return Err(Error::invalid(
+                    "object file",
+                    format!(
+                        "the sections' alignments (up to section '{}') could ask for more than \
+                         {MAX_ALIGN_PADDING} bytes of padding",
+                        name()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads an ELF object (already aligned) into the builder.
 fn load<'a>(data: &'a [u8], table_copy: &'a mut Vec<u64>, doing: &str) -> Result<Loaded<'a>> {
     match FileKind::parse(data).map_err(read_err)? {
@@ -714,6 +762,11 @@ fn load_as<'a, Elf: FileHeader<Endian = Endianness>>(
     let words: &'a mut [u64] = table_copy.as_mut_slice();
     let table: &'a mut [u8] = &mut words.as_mut_bytes()[..raw_table.len()];
     table.copy_from_slice(raw_table);
+    check_alignments(sections.iter().skip(1).map(|s| {
+        let name = sections.section_name(endian, s).unwrap_or(b"?");
+        let in_file = s.sh_type(endian) != elf::SHT_NOBITS;
+        (name, in_file, s.sh_addralign(endian).into())
+    }))?;
     for (index, section) in sections.enumerate().skip(1) {
         let i = index.0;
         let sh_type = section.sh_type(endian);
@@ -1316,5 +1369,26 @@ mod tests {
             let _ = strip(&d);
             let _ = bundle(&d, &[]);
         }
+    }
+
+    #[test]
+    fn alignments_are_bounded_per_section_and_in_all() {
+        let ok = [(&b".text"[..], true, 16), (b".data.huge", true, 1 << 21)];
+        assert!(check_alignments(ok).is_ok());
+        let e = check_alignments([(&b".text"[..], true, 16), (b".big", true, 1 << 32)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("section '.big'") && e.contains("0x100000000"),
+            "{e}"
+        );
+        // Sections without file contents still may not ask for more.
+        assert!(check_alignments([(&b".bss"[..], false, (1 << 24) + 1)]).is_err());
+        assert!(check_alignments([(&b".bss"[..], false, 1 << 24); 100]).is_ok());
+        // Five 16 MiB sections with contents: 80 MiB of padding.
+        let e = check_alignments([(&b".d"[..], true, 1 << 24); 5])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("padding"), "{e}");
     }
 }

@@ -22,24 +22,32 @@ pub fn assign(
     // Requests that normalize alike collapse into one map slot (the last
     // request's output wins in LLVM); the map order decides who competes first.
     let order = string_map::order_of(&keys);
-    let mut open: Vec<usize> = order
-        .into_iter()
-        .map(|first| {
-            keys.iter()
-                .rposition(|k| *k == keys[first])
-                .unwrap_or(first)
-        })
+    let last: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
         .collect();
+    let open: Vec<usize> = order
+        .into_iter()
+        .map(|first| last.get(keys[first].as_str()).copied().unwrap_or(first))
+        .collect();
+    // Requests leave the list by being marked, not removed (a removal
+    // shifts the rest: quadratic for many targets); `first` skips the run
+    // of served requests at the front, where matches usually are.
+    let mut served = vec![false; open.len()];
+    let mut first = 0;
     let mut got = vec![None; requests.len()];
     for (ei, raw) in entry_ids.iter().enumerate() {
         let text = std::str::from_utf8(raw).map_err(|_| bad_id(raw))?;
         let entry = BundleId::parse(text).map_err(|_| bad_id(raw))?;
-        if let Some(pos) = open
-            .iter()
-            .position(|&r| entry.serves(&requests[r], hip_openmp_compatible))
-        {
+        let pos = (first..open.len())
+            .find(|&p| !served[p] && entry.serves(&requests[open[p]], hip_openmp_compatible));
+        if let Some(pos) = pos {
             got[open[pos]] = Some(ei);
-            open.remove(pos);
+            served[pos] = true;
+            while first < open.len() && served[first] {
+                first += 1;
+            }
         }
     }
     Ok(got)
@@ -68,6 +76,88 @@ pub fn missing_list(mut ids: Vec<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `assign` as it was first written: a search and a removal from the
+    /// list of open requests per entry.
+    fn naive(entry_ids: &[&[u8]], requests: &[BundleId], compat: bool) -> Vec<Option<usize>> {
+        let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
+        let mut open: Vec<usize> = string_map::order_of(&keys)
+            .into_iter()
+            .map(|f| keys.iter().rposition(|k| *k == keys[f]).unwrap())
+            .collect();
+        let mut got = vec![None; requests.len()];
+        for (ei, raw) in entry_ids.iter().enumerate() {
+            let entry = BundleId::parse(std::str::from_utf8(raw).unwrap()).unwrap();
+            if let Some(pos) = open
+                .iter()
+                .position(|&r| entry.serves(&requests[r], compat))
+            {
+                got[open[pos]] = Some(ei);
+                open.remove(pos);
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn assignment_matches_the_search_and_remove_rule() {
+        let archs = [
+            "gfx90a",
+            "gfx90a:xnack+",
+            "gfx90a:xnack-",
+            "gfx90a:sramecc+:xnack+",
+            "gfx906",
+            "gfx1030",
+        ];
+        let ids: Vec<String> = (0..40)
+            .map(|i| {
+                let kind = ["hip", "hipv4", "openmp"][i % 3];
+                format!("{kind}-amdgcn-amd-amdhsa--{}", archs[(i * 7) % archs.len()])
+            })
+            .collect();
+        for shift in 0..6 {
+            let entries: Vec<&[u8]> = ids.iter().skip(shift).map(|s| s.as_bytes()).collect();
+            let requests: Vec<BundleId> = ids
+                .iter()
+                .rev()
+                .skip(shift * 3)
+                .map(|s| BundleId::parse(s).unwrap())
+                .collect();
+            for compat in [false, true] {
+                assert_eq!(
+                    assign(&entries, &requests, compat).unwrap(),
+                    naive(&entries, &requests, compat)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn many_targets_in_llvm_order_are_assigned_without_shifting() {
+        // 100,000 targets, each served by its own entry, the entries in
+        // LLVM's order as `bundle::entries` gives them: each finds its
+        // request at the front of the open list, where removing it moved
+        // the rest (4e10 bytes in all); now it is marked in O(1).
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!("openmp-x86_64-vendor{i}-linux-gnu"))
+            .collect();
+        let entries: Vec<&[u8]> = string_map::order_of(&ids)
+            .into_iter()
+            .map(|i| ids[i].as_bytes())
+            .collect();
+        let requests: Vec<BundleId> = ids.iter().map(|s| BundleId::parse(s).unwrap()).collect();
+        let distinct: std::collections::HashSet<String> =
+            requests.iter().map(BundleId::normalized).collect();
+        let got = assign(&entries, &requests, false).unwrap();
+        assert_eq!(got.iter().flatten().count(), distinct.len());
+        assert!(distinct.len() > 1000, "{}", distinct.len());
+        // And the same as the old rule on a prefix.
+        let n = 2000;
+        assert_eq!(
+            assign(&entries[..n], &requests[..n], false).unwrap(),
+            naive(&entries[..n], &requests[..n], false)
+        );
+    }
 
     #[test]
     fn missing_list_uses_the_oxford_comma() {

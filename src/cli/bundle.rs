@@ -163,6 +163,10 @@ pub struct UnbundleOpts {
     /// Let hip/hipv4 entries serve openmp targets and back.
     #[arg(long)]
     hip_openmp_compatible: bool,
+    /// Most bytes a compressed bundle may decompress to (suffixes K, M,
+    /// G); a larger declared size is refused before decompressing.
+    #[arg(long, default_value = "16G", value_name = "SIZE", value_parser = super::scan::parse_size)]
+    max_uncompressed: u64,
 }
 
 /// A file-name component made from a bundle ID or the input's name.
@@ -170,23 +174,38 @@ fn safe(s: &str) -> String {
     safe_component(s, 100)
 }
 
-/// The input's bytes, inflated if it is a CCOB.
-pub fn open_bundle(name: &str) -> Result<(Input, Option<compressed::Decompressed>)> {
+/// The input's bytes, inflated if it is a CCOB (to at most
+/// `max_uncompressed` bytes).
+pub fn open_bundle(
+    name: &str,
+    max_uncompressed: u64,
+) -> Result<(Input, Option<compressed::Decompressed>)> {
     let input = open_input(name)?;
+    let d = inflate(name, &input, max_uncompressed)?;
+    Ok((input, d))
+}
+
+/// `input` (named `name`) decompressed if it is a CCOB (to at most
+/// `max_uncompressed` bytes, the hash checked).
+pub fn inflate(
+    name: &str,
+    input: &Input,
+    max_uncompressed: u64,
+) -> Result<Option<compressed::Decompressed>> {
     if !compressed::llvm_treats_as_compressed(input.bytes()) {
-        return Ok((input, None));
+        return Ok(None);
     }
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        ..ReadOptions::default()
+        limits: compressed::Limits { max_uncompressed },
     };
     let d = compressed::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
-    Ok((input, Some(d)))
+    Ok(Some(d))
 }
 
 impl UnbundleOpts {
     pub fn run(self) -> Result<()> {
-        let (input, inflated) = open_bundle(&self.input)?;
+        let (input, inflated) = open_bundle(&self.input, self.max_uncompressed)?;
         let holder = inflated.map(|d| Input::from_vec(d.data));
         let src = holder.as_ref().unwrap_or(&input);
         let data = src.bytes();
@@ -210,7 +229,7 @@ impl UnbundleOpts {
             let path = self.output_dir.join(name);
             let shown = path.to_string_lossy().into_owned();
             write_bytes(&shown, src, bytes).with_context(|| format!("'{shown}': cannot write"))?;
-            println!("{shown}");
+            println!("{}", super::io::printable(&shown));
             Ok(())
         };
         if self.targets.is_empty() {

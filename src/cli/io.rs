@@ -24,25 +24,99 @@ enum Data {
 /// (and reflinks); smaller ones are only mapped.
 pub const KEEP_FILE_FROM: u64 = 1 << 20;
 
+/// Most bytes read from standard input (or from a regular file whose size
+/// reads as 0, as `/proc` files do), which cannot be mapped: 4 GiB. More is
+/// an error, so `/dev/zero` piped in cannot exhaust memory.
+pub const MAX_STREAM_BYTES: u64 = 4 << 30;
+
+/// `O_NONBLOCK` on Linux (x86-64 and AArch64): opening a FIFO that has no
+/// writer returns at once instead of waiting for one.
+const O_NONBLOCK: i32 = 0o4000;
+
+/// The error for an input that is neither a regular file nor a directory.
+fn not_regular(meta: &std::fs::Metadata) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({what})"),
+    )
+}
+
+/// Most bytes read from a character device given as an input: 64 MiB.
+/// `/dev/null` is an empty input (the clang driver passes it to
+/// clang-offload-bundler as the host of a HIP fatbin); `/dev/zero` or
+/// `/dev/urandom` is an error after that much, at once.
+pub const MAX_DEVICE_BYTES: u64 = 64 << 20;
+
+/// Reads all of `r`, failing beyond `max` bytes (`what` says from where).
+fn read_bounded(r: impl Read, max: u64, what: &str) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(max + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "{what} that gives more than {} MiB (the most read into memory)",
+                max >> 20
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// Opens `path` for reading without blocking (a FIFO without a writer
+/// opens at once), with its metadata.
+fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
 impl Input {
-    /// Opens `name` (`-` is standard input), mapping regular files.
+    /// Opens `name` (`-` is standard input, read up to
+    /// [`MAX_STREAM_BYTES`]), mapping regular files. A character device is
+    /// read up to [`MAX_DEVICE_BYTES`]; a FIFO, a socket or a block device
+    /// is an error. Opening never blocks.
     pub fn open(name: &str) -> io::Result<Input> {
         if name == "-" {
-            let mut v = Vec::new();
-            io::stdin().lock().read_to_end(&mut v)?;
+            let v = read_bounded(io::stdin().lock(), MAX_STREAM_BYTES, "standard input")?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),
             });
         }
-        let file = File::open(name)?;
-        let meta = file.metadata()?;
+        let (file, meta) = open_nonblocking(Path::new(name))?;
         if meta.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
         }
-        if !meta.is_file() || meta.len() == 0 {
-            let mut v = Vec::new();
-            (&file).read_to_end(&mut v)?;
+        if std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type()) {
+            let v = read_bounded(&file, MAX_DEVICE_BYTES, "a character device")?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        if !meta.is_file() {
+            return Err(not_regular(&meta));
+        }
+        if meta.len() == 0 {
+            let v = read_bounded(&file, MAX_STREAM_BYTES, "a file of size 0")?;
             return Ok(Input {
                 file: None,
                 data: Data::Owned(v),
@@ -157,10 +231,66 @@ pub struct Output {
     path: PathBuf,
     inner: OutInner,
     aside: Option<PathBuf>,
+    /// Its entry in [`PENDING`] (0 for standard output).
+    pending: u64,
+}
+
+/// An output being written, for the signal handler: its temporary file,
+/// and the old file moved aside (to be put back at `path`).
+struct Pending {
+    id: u64,
+    temp: PathBuf,
+    aside: Option<PathBuf>,
+    path: PathBuf,
+}
+
+/// Every output being written now (outputs are written on several threads
+/// by `extract`).
+static PENDING: std::sync::Mutex<Vec<Pending>> = std::sync::Mutex::new(Vec::new());
+
+fn pending() -> std::sync::MutexGuard<'static, Vec<Pending>> {
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unregister(id: u64) {
+    if id != 0 {
+        pending().retain(|p| p.id != id);
+    }
+}
+
+/// Starts a thread that, on SIGINT, SIGTERM or SIGHUP, removes every
+/// temporary output and puts back every old file moved aside, then ends the
+/// process as the signal would have (so no `.offload-kit-*` file outlives
+/// an interrupted command). Called once, at start.
+pub fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            // Held until the process ends: no output starts or commits
+            // after the clean-up.
+            let list = pending();
+            for p in list.iter() {
+                let _ = std::fs::remove_file(&p.temp);
+                if let Some(old) = &p.aside {
+                    let _ = std::fs::rename(old, &p.path);
+                }
+            }
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 enum OutInner {
     Temp(io::BufWriter<tempfile::NamedTempFile>),
+    /// A character device (`/dev/null`, a terminal) or a FIFO with a
+    /// reader, written in place.
+    Device(io::BufWriter<File>),
     Stdout(io::StdoutLock<'static>),
     Done,
 }
@@ -172,6 +302,7 @@ impl Drop for Output {
         if let Some(old) = self.aside.take() {
             let _ = std::fs::rename(old, &self.path);
         }
+        unregister(self.pending);
     }
 }
 
@@ -204,21 +335,59 @@ impl Output {
                 path: path.into(),
                 inner,
                 aside: None,
+                pending: 0,
             });
         }
         if path.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR
         }
+        // An existing path that is not a regular file is not renamed over
+        // (as root, `-o /dev/null` replaced the device with a file): a
+        // character device, or a FIFO with a reader (`-o >(gzip > f)`), is
+        // written in place; anything else is refused.
+        if let Ok(meta) = std::fs::metadata(path)
+            && !meta.is_file()
+        {
+            use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+            let t = meta.file_type();
+            if t.is_fifo() {
+                // Without a reader, a plain open would wait for one.
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(O_NONBLOCK)
+                    .open(path)
+                    .map_err(|e| match e.raw_os_error() {
+                        Some(6) => io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "a FIFO that nothing reads (ENXIO)",
+                        ),
+                        _ => e,
+                    })?;
+            } else if !t.is_char_device() {
+                return Err(not_regular(&meta));
+            }
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            return Ok(Output {
+                path: path.into(),
+                inner: OutInner::Device(io::BufWriter::new(file)),
+                aside: None,
+                pending: 0,
+            });
+        }
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
+        // Registered under the lock, so a signal finds every temporary.
+        let mut list = pending();
         // Created with mode 0666, which the kernel reduces by the umask: the
         // mode a tool's output gets (tempfile's default is 0600).
         let tmp = tempfile::Builder::new()
             .prefix(".offload-kit-")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)?;
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let aside = match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_file() => {
                 let name = free_name(dir)?;
@@ -227,11 +396,19 @@ impl Output {
             }
             _ => None,
         };
+        list.push(Pending {
+            id,
+            temp: tmp.path().to_path_buf(),
+            aside: aside.clone(),
+            path: path.into(),
+        });
+        drop(list);
         let inner = OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp));
         Ok(Output {
             path: path.into(),
             inner,
             aside,
+            pending: id,
         })
     }
 
@@ -241,6 +418,10 @@ impl Output {
             OutInner::Temp(w) => {
                 w.flush().ok()?;
                 Some(w.get_mut().as_file_mut())
+            }
+            OutInner::Device(w) => {
+                w.flush().ok()?;
+                Some(w.get_mut())
             }
             OutInner::Stdout(_) | OutInner::Done => None,
         }
@@ -253,12 +434,15 @@ impl Output {
             OutInner::Temp(w) => {
                 let tmp = w.into_inner().map_err(|e| e.into_error())?;
                 tmp.persist(&self.path).map_err(|e| e.error)?;
+                // In place: a signal from now on leaves it there.
+                unregister(std::mem::take(&mut self.pending));
                 if let Some(old) = self.aside.take() {
                     let _ = std::fs::remove_file(old);
                 }
                 Ok(())
             }
             OutInner::Stdout(mut s) => s.flush(),
+            OutInner::Device(mut w) => w.flush(),
             OutInner::Done => Ok(()),
         }
     }
@@ -268,6 +452,7 @@ impl Seek for Output {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         match &mut self.inner {
             OutInner::Temp(w) => w.seek(pos),
+            OutInner::Device(w) => w.seek(pos),
             OutInner::Stdout(_) | OutInner::Done => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "this output must be a file, not standard output",
@@ -280,6 +465,7 @@ impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.inner {
             OutInner::Temp(w) => w.write(buf),
+            OutInner::Device(w) => w.write(buf),
             OutInner::Stdout(s) => s.write(buf),
             OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
@@ -287,6 +473,7 @@ impl Write for Output {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.write_all(buf),
+            OutInner::Device(w) => w.write_all(buf),
             OutInner::Stdout(s) => s.write_all(buf),
             OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
         }
@@ -294,6 +481,7 @@ impl Write for Output {
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.inner {
             OutInner::Temp(w) => w.flush(),
+            OutInner::Device(w) => w.flush(),
             OutInner::Stdout(s) => s.flush(),
             OutInner::Done => Ok(()),
         }
@@ -320,6 +508,38 @@ pub fn safe_component(s: &str, max: usize) -> String {
     }
     t.truncate(max);
     if t.is_empty() { "none".into() } else { t }
+}
+
+/// `s` safe to show on a terminal or in a CI log: control characters (C0,
+/// DEL, C1, among them ESC, CR and LF) and the bidirectional-text controls
+/// become visible escapes (`\e`, `\r`, `\n`, `\x07`, `\u{9b}`, `\u{202e}`),
+/// so a name from a file can neither send terminal commands nor start a
+/// line of its own. Everything else, backslashes included, stays as it is.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{1b}' => out.push_str("\\e"),
+            c if bad(c) && u32::from(c) < 0x80 => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Writes `line` made [`printable`], then a newline: how the native
+/// commands print every human-readable line that holds text from a file.
+pub fn print_line<W: Write + ?Sized>(out: &mut W, line: &str) -> io::Result<()> {
+    writeln!(out, "{}", printable(line))
 }
 
 /// The C library's text for an I/O error (what LLVM prints), without Rust's
@@ -470,6 +690,45 @@ mod output_tests {
     }
 
     #[test]
+    fn dev_null_is_written_in_place_and_a_fifo_refused() {
+        let mut out = Output::create(Path::new("/dev/null")).unwrap();
+        out.write_all(b"discarded").unwrap();
+        out.commit().unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+            &meta.file_type()
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let st = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        // No reader: an error at once, not a wait for one.
+        let e = Output::create(&fifo).err().unwrap();
+        assert!(e.to_string().contains("a FIFO that nothing reads"), "{e}");
+        // With a reader, written in place.
+        let reader = std::process::Command::new("cat")
+            .arg(&fifo)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = loop {
+            match Output::create(&fifo) {
+                Ok(o) => break o,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        };
+        out.write_all(b"through the pipe").unwrap();
+        out.commit().unwrap();
+        let got = reader.wait_with_output().unwrap();
+        assert_eq!(got.stdout, b"through the pipe");
+        // Nothing was created beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
     fn an_output_dropped_without_commit_leaves_the_old_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.o");
@@ -479,6 +738,24 @@ mod output_tests {
         drop(out);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::*;
+
+    #[test]
+    fn terminal_controls_become_visible() {
+        assert_eq!(printable("gfx90a:xnack+"), "gfx90a:xnack+");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\u{1b}[2Jc\rd\ne\tf\u{7f}\u{9b}g\u{202e}h"),
+            "a\\e]0;owned\\x07b\\e[2Jc\\rd\\ne\\tf\\x7f\\u{9b}g\\u{202e}h"
+        );
+        let mut v = Vec::new();
+        print_line(&mut v, "id\nFAKE ROW").unwrap();
+        assert_eq!(v, b"id\\nFAKE ROW\n");
     }
 }
 

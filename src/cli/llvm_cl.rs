@@ -257,7 +257,7 @@ fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
     let mut out = Vec::new();
     for a in args {
         match a.strip_prefix('@') {
-            Some(path) if depth < 20 => match std::fs::read_to_string(path) {
+            Some(path) if depth < 20 => match read_response_file(path) {
                 Ok(text) => out.extend(expand_response_files(&tokenize_gnu(&text), depth + 1)),
                 Err(_) => out.push(a.clone()),
             },
@@ -265,6 +265,14 @@ fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// A response file's text, opened as inputs are (a FIFO is an error, not a
+/// wait; a device is read with a bound, `/dev/null` is empty).
+fn read_response_file(path: &str) -> std::io::Result<String> {
+    let input = super::io::Input::open(path)?;
+    String::from_utf8(input.bytes().to_vec())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Splits `s` into arguments: white space separates, `'…'` and `"…"` quote,

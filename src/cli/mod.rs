@@ -36,6 +36,7 @@ fn compat_tool(argv0: &str) -> Option<&'static str> {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    io::clean_up_on_signals();
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -112,7 +113,7 @@ fn native(args: Vec<String>) -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("error: {}", io::error_text(&e));
+            eprintln!("error: {}", io::printable(&io::error_text(&e)));
             ExitCode::FAILURE
         }
     }

@@ -71,7 +71,7 @@
 //! New fields may be added to objects; existing ones keep their meaning.
 //! A change that breaks a consumer bumps the version in `schema`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -80,7 +80,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::io::{Input, safe_component, write_bytes};
+use super::io::{Input, print_line, printable, safe_component, write_bytes};
 use offload_kit::scan::{self, HashAlgo, Image, Mode, Options, Parent, Report};
 
 /// Options shared by the four commands.
@@ -111,7 +111,7 @@ pub struct Common {
     jobs: Option<usize>,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, String> {
     let (num, mult) = match s.as_bytes().last() {
         Some(b'K' | b'k') => (&s[..s.len() - 1], 1u64 << 10),
         Some(b'M' | b'm') => (&s[..s.len() - 1], 1 << 20),
@@ -236,6 +236,12 @@ impl scan::Visit for ThinFiles<'_> {
 
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let path = super::io::thin_member_path(self.archive, name);
+        let same = |a: &Path, b: &Path| {
+            std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+        };
+        if same(&path, self.archive) {
+            return Some(Err("it is the archive itself".into()));
+        }
         Some(
             Input::open(&path.to_string_lossy())
                 .map(Input::boxed)
@@ -552,11 +558,11 @@ fn dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
-fn print_table(out: &mut impl Write, s: &Scanned) -> Result<()> {
+fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
     let r = match &s.result {
         Ok(r) => r,
         Err(e) => {
-            writeln!(out, "{}: error: {e}", s.path)?;
+            print_line(&mut out, &format!("{}: error: {e}", s.path))?;
             return Ok(());
         }
     };
@@ -566,15 +572,17 @@ fn print_table(out: &mut impl Write, s: &Scanned) -> Result<()> {
         (false, true) => "raw scan",
         (false, false) => "file header",
     };
-    writeln!(
-        out,
-        "{}: {}, {} bytes, {}; {} container(s), {} image(s)",
-        s.path,
-        r.format,
-        s.size,
-        how,
-        r.containers.len(),
-        r.images.len()
+    print_line(
+        &mut out,
+        &format!(
+            "{}: {}, {} bytes, {}; {} container(s), {} image(s)",
+            s.path,
+            r.format,
+            s.size,
+            how,
+            r.containers.len(),
+            r.images.len()
+        ),
     )?;
     // Column widths over this file's images.
     let w = |f: &dyn Fn(&Image) -> usize, min: usize| r.images.iter().map(f).fold(min, usize::max);
@@ -586,7 +594,25 @@ fn print_table(out: &mut impl Write, s: &Scanned) -> Result<()> {
         w(&|i| dash(&i.target_id).len(), 6),
         w(&|i| i.size.to_string().len(), 4),
     ];
-    let mut printer = TablePrinter { r, out, widths };
+    // Who is inside whom, found once (not by a pass over every container
+    // for each image: quadratic with many).
+    let mut tree = Tree::default();
+    for (k, i) in r.images.iter().enumerate() {
+        tree.images_in.entry(i.container).or_default().push(k);
+    }
+    for c in &r.containers {
+        match c.parent {
+            Some(Parent::Image(i)) => tree.in_image.entry(i).or_default().push(c.id),
+            Some(Parent::Container(p)) => tree.in_container.entry(p).or_default().push(c.id),
+            None => {}
+        }
+    }
+    let mut printer = TablePrinter {
+        r,
+        out,
+        widths,
+        tree,
+    };
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
     }
@@ -601,15 +627,27 @@ fn print_table(out: &mut impl Write, s: &Scanned) -> Result<()> {
         if let Some(o) = p.offset {
             where_ += &format!(" @{o:#x}");
         }
-        writeln!(out, "  problem{where_}: {}", p.message)?;
+        print_line(&mut out, &format!("  problem{where_}: {}", p.message))?;
     }
     Ok(())
+}
+
+/// The containment of a report's containers and images, by id.
+#[derive(Default)]
+struct Tree {
+    /// Container id → indices of its images.
+    images_in: HashMap<usize, Vec<usize>>,
+    /// Image id → ids of the containers found in it.
+    in_image: HashMap<usize, Vec<usize>>,
+    /// Container id → ids of the containers directly inside it.
+    in_container: HashMap<usize, Vec<usize>>,
 }
 
 struct TablePrinter<'a, W: Write> {
     r: &'a Report,
     out: &'a mut W,
     widths: [usize; 6],
+    tree: Tree,
 }
 
 impl<W: Write> TablePrinter<'_, W> {
@@ -651,8 +689,14 @@ impl<W: Write> TablePrinter<'_, W> {
                 line += &format!(" [{t}]");
             }
         }
-        writeln!(self.out, "{line}")?;
-        let images: Vec<&Image> = self.r.images.iter().filter(|i| i.container == id).collect();
+        print_line(&mut self.out, &line)?;
+        let r = self.r;
+        let images: Vec<&Image> = self
+            .tree
+            .images_in
+            .get(&id)
+            .map(|v| v.iter().map(|&k| &r.images[k]).collect())
+            .unwrap_or_default();
         let [wi, wo, wk, wt, wa, ws] = self.widths;
         for i in images {
             let mut row = format!(
@@ -672,25 +716,13 @@ impl<W: Write> TablePrinter<'_, W> {
             if !other.is_empty() {
                 row += &format!("  {}", other.join(","));
             }
-            writeln!(self.out, "{}", row.trim_end())?;
-            let nested: Vec<usize> = self
-                .r
-                .containers
-                .iter()
-                .filter(|n| n.parent == Some(Parent::Image(i.id)))
-                .map(|n| n.id)
-                .collect();
+            print_line(&mut self.out, row.trim_end())?;
+            let nested = self.tree.in_image.get(&i.id).cloned().unwrap_or_default();
             for n in nested {
                 self.container(n, depth + 2)?;
             }
         }
-        let inside: Vec<usize> = self
-            .r
-            .containers
-            .iter()
-            .filter(|n| n.parent == Some(Parent::Container(id)))
-            .map(|n| n.id)
-            .collect();
+        let inside = self.tree.in_container.get(&id).cloned().unwrap_or_default();
         for n in inside {
             self.container(n, depth + 1)?;
         }
@@ -907,13 +939,13 @@ impl ExtractOpts {
         let mut failed = false;
         for (written, errors, problems) in results {
             for w in written {
-                writeln!(out, "{w}")?;
+                print_line(&mut out, &w)?;
             }
             for p in problems {
-                eprintln!("{p}");
+                eprintln!("{}", printable(&p));
             }
             for e in errors {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", printable(&e));
                 failed = true;
             }
         }
@@ -999,7 +1031,7 @@ impl CheckOpts {
             let r = match &s.result {
                 Ok(r) => r,
                 Err(e) => {
-                    writeln!(out, "FAIL {}: {e}", s.path)?;
+                    print_line(&mut out, &format!("FAIL {}: {e}", s.path))?;
                     failures += 1;
                     continue;
                 }
@@ -1063,29 +1095,31 @@ impl CheckOpts {
             if why.is_empty() {
                 if !self.quiet {
                     if imgs.is_empty() {
-                        writeln!(out, "ok   {}: no device images", s.path)?;
+                        print_line(&mut out, &format!("ok   {}: no device images", s.path))?;
                     } else {
-                        writeln!(out, "ok   {}: {}", s.path, present.join(" "))?;
+                        print_line(&mut out, &format!("ok   {}: {}", s.path, present.join(" ")))?;
                     }
                 }
             } else {
                 failures += 1;
-                writeln!(
-                    out,
-                    "FAIL {}: {} (has: {})",
-                    s.path,
-                    why.join("; "),
-                    if present.is_empty() {
-                        "-".into()
-                    } else {
-                        present.join(" ")
-                    }
+                print_line(
+                    &mut out,
+                    &format!(
+                        "FAIL {}: {} (has: {})",
+                        s.path,
+                        why.join("; "),
+                        if present.is_empty() {
+                            "-".into()
+                        } else {
+                            present.join(" ")
+                        }
+                    ),
                 )?;
             }
         }
         if (!req_arch.is_empty() || !req_kind.is_empty()) && !any_device {
             failures += 1;
-            writeln!(out, "FAIL: no input carries device images")?;
+            print_line(&mut out, "FAIL: no input carries device images")?;
         }
         if self.any {
             let missing_a: Vec<&str> = req_arch
@@ -1107,11 +1141,11 @@ impl CheckOpts {
                 if !missing_k.is_empty() {
                     why.push(format!("missing kind {}", missing_k.join(",")));
                 }
-                writeln!(out, "FAIL (all inputs): {}", why.join("; "))?;
+                print_line(&mut out, &format!("FAIL (all inputs): {}", why.join("; ")))?;
             }
         }
         if failures > 0 {
-            writeln!(out, "check failed: {failures} failure(s)")?;
+            print_line(&mut out, &format!("check failed: {failures} failure(s)"))?;
             return Ok(std::process::ExitCode::FAILURE);
         }
         Ok(std::process::ExitCode::SUCCESS)
@@ -1230,7 +1264,7 @@ impl SizeOpts {
                 None => {
                     failed = true;
                     if let Err(e) = &s.result {
-                        eprintln!("error: '{}': {e}", s.path);
+                        eprintln!("{}", printable(&format!("error: '{}': {e}", s.path)));
                     }
                 }
             }
@@ -1290,16 +1324,18 @@ impl SizeOpts {
     }
 }
 
-fn print_size(out: &mut impl Write, r: &SizeReport) -> Result<()> {
+fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
     let pct = if r.file_size > 0 {
         r.total.stored as f64 * 100.0 / r.file_size as f64
     } else {
         0.0
     };
-    writeln!(
-        out,
-        "{}: {} bytes; device code {} bytes in {} image(s), {} stored ({pct:.1}% of the file)",
-        r.path, r.file_size, r.total.bytes, r.total.images, r.total.stored
+    print_line(
+        &mut out,
+        &format!(
+            "{}: {} bytes; device code {} bytes in {} image(s), {} stored ({pct:.1}% of the file)",
+            r.path, r.file_size, r.total.bytes, r.total.images, r.total.stored
+        ),
     )?;
     let w = r
         .by_target
@@ -1307,28 +1343,36 @@ fn print_size(out: &mut impl Write, r: &SizeReport) -> Result<()> {
         .chain(r.by_kind.keys())
         .map(String::len)
         .fold(6, usize::max);
-    writeln!(
-        out,
-        "  {:<w$}  {:>6}  {:>14}  {:>14}",
-        "target", "images", "bytes", "stored"
+    print_line(
+        &mut out,
+        &format!(
+            "  {:<w$}  {:>6}  {:>14}  {:>14}",
+            "target", "images", "bytes", "stored"
+        ),
     )?;
     for (k, t) in &r.by_target {
-        writeln!(
-            out,
-            "  {k:<w$}  {:>6}  {:>14}  {:>14}",
-            t.images, t.bytes, t.stored
+        print_line(
+            &mut out,
+            &format!(
+                "  {k:<w$}  {:>6}  {:>14}  {:>14}",
+                t.images, t.bytes, t.stored
+            ),
         )?;
     }
-    writeln!(
-        out,
-        "  {:<w$}  {:>6}  {:>14}  {:>14}",
-        "kind", "images", "bytes", "stored"
+    print_line(
+        &mut out,
+        &format!(
+            "  {:<w$}  {:>6}  {:>14}  {:>14}",
+            "kind", "images", "bytes", "stored"
+        ),
     )?;
     for (k, t) in &r.by_kind {
-        writeln!(
-            out,
-            "  {k:<w$}  {:>6}  {:>14}  {:>14}",
-            t.images, t.bytes, t.stored
+        print_line(
+            &mut out,
+            &format!(
+                "  {k:<w$}  {:>6}  {:>14}  {:>14}",
+                t.images, t.bytes, t.stored
+            ),
         )?;
     }
     Ok(())

@@ -61,7 +61,7 @@ impl Opts {
             let shown = path.to_string_lossy();
             write_bytes(&shown, &input, &img.image)
                 .with_context(|| format!("'{shown}': cannot write"))?;
-            println!("{shown}");
+            println!("{}", super::io::printable(&shown));
         }
         Ok(())
     }

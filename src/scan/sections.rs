@@ -132,6 +132,21 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
             continue;
         };
         match s.data() {
+            // An empty section's sh_offset is not checked by the reader: a
+            // bogus one would place an empty image far past the end.
+            Ok(bytes)
+                if offset
+                    .checked_add(bytes.len() as u64)
+                    .is_none_or(|end| end > data.len() as u64) =>
+            {
+                problems.push((
+                    name,
+                    format!(
+                        "its offset {offset:#x} lies outside the file ({} bytes)",
+                        data.len()
+                    ),
+                ));
+            }
             Ok(bytes) => sections.push(Section {
                 name,
                 role,

@@ -383,6 +383,14 @@ fn nesting_bombs_stop_at_the_depth_limit() {
         "{:?}",
         r.problems
     );
+    // A depth, not a size.
+    assert!(
+        r.problems[0]
+            .message
+            .ends_with("container nesting exceeds the limit of 8 levels"),
+        "{}",
+        r.problems[0].message
+    );
     // Nested images point at their containers.
     assert_eq!(r.images[0].nested, Some(1));
     assert_eq!(r.containers[1].parent, Some(Parent::Image(0)));
@@ -456,4 +464,106 @@ fn impossible_declared_sizes_are_caught_when_only_listing() {
         "{}",
         r.problems[0].message
     );
+}
+
+/// An ELF object with an empty `__CLANG_OFFLOAD_BUNDLE__` section and an
+/// empty `.llvm.offloading` section, both with `sh_offset` 0x800000006f:
+/// the reader does not check the offset of an empty section.
+fn empty_sections_far_away() -> Vec<u8> {
+    use object::write::Object as WObject;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    for name in [
+        &b"__CLANG_OFFLOAD_BUNDLE__hip-amdgcn-amd-amdhsa--gfx90a"[..],
+        b".llvm.offloading",
+    ] {
+        o.add_section(Vec::new(), name.to_vec(), SectionKind::Other);
+    }
+    let mut elf = o.write().unwrap();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let shoff = usize::try_from(u64_at(&elf, 0x28)).unwrap();
+    let shnum = usize::from(u16::from_le_bytes([elf[0x3C], elf[0x3D]]));
+    for i in 1..shnum {
+        let h = shoff + i * 64;
+        let size = u64_at(&elf, h + 0x20);
+        if size == 0 {
+            elf[h + 0x18..h + 0x20].copy_from_slice(&0x80_0000_006f_u64.to_le_bytes());
+        }
+    }
+    elf
+}
+
+#[test]
+fn empty_sections_past_the_end_place_no_image_there() {
+    // The fuzz finding: an image reported at offset 0x800000006f of a
+    // file of a few hundred bytes.
+    let elf = empty_sections_far_away();
+    let r = scan(&elf, &Options::default());
+    sane(&r, elf.len());
+    assert!(r.images.is_empty(), "{:?}", r.images);
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.message.contains("lies outside the file")),
+        "{:?}",
+        r.problems
+    );
+    crate::fuzz::scan(&elf);
+}
+
+/// A GNU thin archive naming `members` (each claiming `size` bytes).
+fn thin_archive(members: &[&str], size: usize) -> Vec<u8> {
+    let mut table = String::new();
+    let mut offsets = Vec::new();
+    for m in members {
+        offsets.push(table.len());
+        table += &format!("{m}/\n");
+    }
+    if table.len() % 2 == 1 {
+        table.push('\n');
+    }
+    let header = |name: &str, size: usize| {
+        format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{size:<10}`\n", 0, 0, 0, 644)
+    };
+    let mut a = String::from("!<thin>\n") + &header("//", table.len()) + &table;
+    for off in offsets {
+        a += &header(&format!("/{off}"), size);
+    }
+    a.into_bytes()
+}
+
+/// Hands out files by name, counting the reads.
+struct Files(Vec<(&'static str, Vec<u8>)>, usize);
+
+impl Visit for Files {
+    fn wants(&mut self, _: &Image) -> bool {
+        false
+    }
+    fn image(&mut self, _: &Image, _: &[u8]) {}
+    fn thin_member(&mut self, name: &str) -> ThinMember {
+        self.1 += 1;
+        let (_, bytes) = self.0.iter().find(|(n, _)| *n == name)?;
+        Some(Ok(Box::new(bytes.clone())))
+    }
+}
+
+#[test]
+fn thin_archives_naming_each_other_are_read_once() {
+    // b.a names c.a five times, c.a names b.a five times: read blindly to
+    // the depth limit, that was 5^8 files and 5^8 identical problems.
+    // Sizes are fixed-width fields: the lengths do not depend on them.
+    let len = thin_archive(&["c.a"; 5], 0).len();
+    let b = thin_archive(&["c.a"; 5], len);
+    let c = thin_archive(&["b.a"; 5], len);
+    let mut files = Files(vec![("b.a", b.clone()), ("c.a", c)], 0);
+    let r = scan_with(&b, &Options::default(), &mut files);
+    // c.a five times, in each b.a five times, whose members are cycles.
+    assert_eq!(files.1, 5 + 25);
+    let cycles = r
+        .problems
+        .iter()
+        .filter(|p| p.message.contains("a cycle"))
+        .count();
+    assert_eq!(cycles, 125, "{:?}", r.problems);
+    assert!(r.problems.iter().all(|p| !p.message.contains("too deeply")));
 }

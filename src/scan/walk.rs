@@ -32,6 +32,8 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         visit,
         report: Report::default(),
         budget: opts.max_uncompressed,
+        thin_chain: Vec::new(),
+        thin_reads: MAX_THIN_READS,
     };
     let top = Loc {
         abs: Some(0),
@@ -95,13 +97,27 @@ struct Walker<'a> {
     report: Report,
     /// Decompression still allowed, in bytes.
     budget: u64,
+    /// The thin archives' member files being read now, outermost first: a
+    /// name met again is a cycle (an archive naming itself), read once.
+    thin_chain: Vec<String>,
+    /// Thin archives' member files still allowed to be read in this scan
+    /// (archives of many members naming each other would otherwise fan
+    /// out exponentially up to the depth limit).
+    thin_reads: u32,
 }
 
+/// The most thin archives' member files one scan reads.
+const MAX_THIN_READS: u32 = 100_000;
+
 /// A bundle record read from a partly decompressed bundle.
-struct Record {
-    id: Vec<u8>,
-    offset: u64,
-    size: u64,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The entry ID as stored.
+    pub id: Vec<u8>,
+    /// Offset of the entry's data in the (uncompressed) bundle.
+    pub offset: u64,
+    /// Size of the entry's data.
+    pub size: u64,
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -293,9 +309,10 @@ fn decompress_error(what: &'static str, e: &std::io::Error) -> Error {
     .into()
 }
 
-/// The records of the bundle a CCOB holds, decompressing only as far as
-/// the bundle header; `None` when the contents are not a binary bundle.
-fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
+/// The records of the bundle a CCOB holds, in file order, decompressing
+/// only as far as the bundle header (at most 1 MiB of it); `None` when the
+/// contents are not a binary bundle.
+pub fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
     let total = c.header.uncompressed_size;
     let (what, mut dec): (&'static str, Box<dyn Read + '_>) = if c.header.method == Method::ZSTD {
         let d = zstd::stream::read::Decoder::with_buffer(c.payload)
@@ -527,6 +544,29 @@ impl Walker<'_> {
             abs: None,
             ..loc.clone()
         };
+        if self.thin_chain.iter().any(|n| n == name) {
+            self.problem(
+                &l,
+                None,
+                format!(
+                    "the thin archive's member file '{name}' is an archive around it (a \
+                     cycle): not read again"
+                ),
+            );
+            return;
+        }
+        if self.thin_reads == 0 {
+            self.problem(
+                &l,
+                None,
+                format!(
+                    "member file '{name}' not read: this file's thin archives name more than \
+                     {MAX_THIN_READS} member files"
+                ),
+            );
+            return;
+        }
+        self.thin_reads -= 1;
         match self.visit.thin_member(name) {
             None => self.problem(
                 &l,
@@ -552,7 +592,9 @@ impl Walker<'_> {
                         ),
                     );
                 }
+                self.thin_chain.push(name.to_string());
                 self.file(bytes, &l, nest + 1);
+                self.thin_chain.pop();
             }
         }
     }
@@ -751,7 +793,7 @@ impl Walker<'_> {
     /// occupies.
     fn container_at(&mut self, bytes: &[u8], pos: usize, magic: Magic, loc: &Loc) -> Result<u64> {
         if loc.depth >= self.opts.max_depth {
-            return Err(ErrorKind::LimitExceeded {
+            return Err(ErrorKind::DepthExceeded {
                 what: "container nesting".into(),
                 limit: u64::from(self.opts.max_depth),
             }
@@ -948,6 +990,23 @@ impl Walker<'_> {
         c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
         let records = if full { None } else { ccob_records(&c)? };
+        if !full && records.is_none() {
+            // Not a binary bundle: a text or object bundle is listed from
+            // the whole contents; anything else is none, and a bomb of
+            // zeros is not decompressed past its first bytes.
+            let prefix = c.decompress_prefix(super::CCOB_SNIFF)?;
+            if !super::may_be_text_or_object_bundle(&prefix) {
+                let id = self.push_ccob(&c, loc, rel);
+                self.problem(
+                    loc,
+                    Some(id),
+                    "the compressed data is not a bundle (judged from its first bytes; \
+                     --verify decompresses it all)"
+                        .into(),
+                );
+                return Ok(c.size);
+            }
+        }
         let inner = Loc {
             abs: None,
             depth: loc.depth + 1,

@@ -389,9 +389,16 @@ fn list(job: &Job) -> Result<(), Fail> {
             .map(|e| e.id)
             .collect()
     };
+    // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
+    // the file could send it commands, so it is shown escaped there.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
     for id in ids {
-        let _ = out.write_all(id);
-        let _ = out.write_all(b"\n");
+        if terminal {
+            let _ = crate::cli::io::print_line(&mut out, &String::from_utf8_lossy(id));
+        } else {
+            let _ = out.write_all(id);
+            let _ = out.write_all(b"\n");
+        }
     }
     Ok(())
 }
@@ -563,6 +570,11 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
+    let last: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
     for (i, list) in lists.iter().enumerate() {
         if list.is_empty() && !job.allow_missing {
             return Err(Fail::new(format!(
@@ -571,7 +583,7 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
                 keys[i]
             )));
         }
-        let out = &job.outputs[keys.iter().rposition(|k| *k == keys[i]).unwrap_or(i)];
+        let out = &job.outputs[last.get(keys[i].as_str()).copied().unwrap_or(i)];
         // LLVM's archive writer takes `-` as a file name, not standard output.
         let out = if out == "-" { "./-" } else { out.as_str() };
         let members: Vec<archive::Member> = list
