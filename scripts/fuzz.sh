@@ -115,6 +115,17 @@ for t in "${targets[@]}"; do
   cargo fuzz build "${fuzz_flags[@]}" "$t"
 done
 
+# CPU seconds (user + system) used so far by this script's finished
+# children: with other work on the machine, fuzzing time is CPU time, not
+# wall time.
+children_cpu() {
+  times | tail -n 1 | awk '{
+    t = 0
+    for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] }
+    printf "%d\n", t
+  }'
+}
+
 # The inputs libFuzzer saved for a target (crashes, timeouts, OOMs).
 artifacts_of() {
   find "$FUZZ_DIR/artifacts/$1" -maxdepth 1 -type f \
@@ -138,9 +149,11 @@ for t in "${targets[@]}"; do
   [ -f "$FUZZ_DIR/dict/$t.dict" ] && args+=(-dict="$FUZZ_DIR/dict/$t.dict")
   log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
   start=$(date +%s)
+  cpu_before=$(children_cpu)
   status=0
   cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
   ran=$(( $(date +%s) - start ))
+  cpu=$(( $(children_cpu) - cpu_before ))
   new=$(comm -13 <(printf '%s\n' "$before" | sed '/^$/d') <(artifacts_of "$t"))
   found=$(printf '%s\n' "$new" | sed '/^$/d' | wc -l)
   if [ "$found" -gt 0 ]; then
@@ -155,10 +168,10 @@ for t in "${targets[@]}"; do
   else
     log "$t: no crash"
   fi
-  summary+=("$(printf '%-22s %6ss  %s' "$t" "$ran" "$found")")
+  summary+=("$(printf '%-22s %6ss %6ss  %s' "$t" "$ran" "$cpu" "$found")")
 done
 
-log "summary (target, seconds run, new crash inputs):"
+log "summary (target, seconds run, CPU seconds, new crash inputs):"
 for line in "${summary[@]}"; do
   printf '    %s\n' "$line" >&2
 done
