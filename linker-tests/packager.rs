@@ -967,6 +967,34 @@ fn extract_all_and_nested() -> Result<(), Failed> {
         &std::fs::read(d.join("outer-x-y-z.2.bc"))?,
         &bytes(3, 16),
     )?;
+    // `offload-kit list` descends too, numbering inner images `0.0`, `0.1`.
+    let l = run(&ours(), &["list", "--json", "outer.bin"], d).ok()?;
+    let j: serde_json::Value = serde_json::from_slice(&l.stdout)?;
+    let rows: Vec<(String, String, u64)> = j["images"]
+        .as_array()
+        .ok_or("no images")?
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap_or("?").to_string(),
+                r["arch"].as_str().unwrap_or("?").to_string(),
+                r["nested"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect();
+    let want = [
+        ("0", "nested", 2),
+        ("0.0", "abc", 0),
+        ("0.1", "def", 0),
+        ("1", "", 0),
+    ];
+    same(
+        "listed images",
+        rows,
+        want.iter()
+            .map(|(p, a, n)| (p.to_string(), a.to_string(), *n))
+            .collect(),
+    )?;
     // With a filter, LLVM 22's behaviour stays: the nested binary is the
     // image, written whole.
     run(
@@ -985,6 +1013,8 @@ fn extract_all_and_nested() -> Result<(), Failed> {
     pack("n2.bin", &["--image=file=bad.bin,triple=x-y-z,arch=nested"])?;
     let r = run(&ours_as(TOOL), &["n2.bin"], d);
     clean_failure("malformed inner binary", &r, "n2.bin")?;
+    let l = run(&ours(), &["list", "n2.bin"], d);
+    clean_failure("list of a malformed inner binary", &l, "n2.bin")?;
     let first = r.stderr.lines().next().unwrap_or_default().to_string();
     if !first.ends_with("error: Invalid data was encountered while parsing the file") {
         return Err(format!("first line: {first}").into());

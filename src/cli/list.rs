@@ -23,6 +23,11 @@ pub struct Opts {
 #[derive(Serialize)]
 struct Row {
     index: usize,
+    /// Where the image sits among nested OffloadBinaries: `"2"` for the
+    /// file's third image, `"2.0"` for the first image inside it.
+    path: String,
+    /// How many images the image holds when it is an OffloadBinary itself.
+    nested: usize,
     member: Option<String>,
     section: Option<String>,
     format: &'static str,
@@ -82,34 +87,19 @@ impl Opts {
         }
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
-        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        let rows: Vec<Row> = found
-            .iter()
-            .enumerate()
-            .map(|(index, f)| {
-                let i = &f.image;
-                Row {
-                    index,
-                    member: f.member.clone(),
-                    section: f.section.clone(),
-                    format: "OffloadBinary",
-                    version: i.version,
-                    compressed: i.compressed,
-                    binary_offset: i.binary_offset,
-                    file_offset: input.file_offset(&i.image).filter(|_| !i.image.is_empty()),
-                    offload_kind: i.offload_kind.to_string(),
-                    image_kind: i.image_kind.to_string(),
-                    triple: lossy(i.triple()),
-                    arch: lossy(i.arch()),
-                    size: i.image.len() as u64,
-                    strings: i
-                        .strings
-                        .iter()
-                        .map(|(k, v)| (lossy(k), lossy(v)))
-                        .collect(),
-                }
-            })
-            .collect();
+        let mut rows = Vec::new();
+        for (index, f) in found.iter().enumerate() {
+            push_rows(
+                &self.input,
+                &input,
+                f,
+                &f.image,
+                index,
+                index.to_string(),
+                0,
+                &mut rows,
+            )?;
+        }
         let mut out = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
@@ -153,7 +143,7 @@ impl Opts {
                 &mut out,
                 &format!(
                     "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
-                    r.index,
+                    r.path,
                     r.offload_kind,
                     r.image_kind,
                     format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
@@ -166,6 +156,73 @@ impl Opts {
         }
         Ok(())
     }
+}
+
+/// How deep OffloadBinaries inside images are followed.
+const MAX_NESTING: usize = 16;
+
+/// Appends the row of `image` (the `index`th of the file, at `path` among
+/// nested binaries) and, when the image is an OffloadBinary itself, the rows
+/// of the images inside it (`path.0`, `path.1`, …), as newer LLVM lists
+/// them. A malformed inner binary is an error.
+#[allow(clippy::too_many_arguments)]
+fn push_rows(
+    name: &str,
+    input: &Input,
+    f: &offload_binary::FoundImage<'_>,
+    image: &offload_binary::OffloadImage<'_>,
+    index: usize,
+    path: String,
+    depth: usize,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let inner = if offload_binary::has_magic(&image.image) {
+        if depth >= MAX_NESTING {
+            anyhow::bail!("'{name}': OffloadBinaries nested more than {MAX_NESTING} deep");
+        }
+        offload_binary::read_all(&image.image, &Limits::default())
+            .with_context(|| format!("'{name}': the OffloadBinary inside image {path}"))?
+    } else {
+        Vec::new()
+    };
+    rows.push(Row {
+        index,
+        path: path.clone(),
+        nested: inner.len(),
+        member: f.member.clone(),
+        section: f.section.clone(),
+        format: "OffloadBinary",
+        version: image.version,
+        compressed: image.compressed,
+        binary_offset: image.binary_offset,
+        file_offset: input
+            .file_offset(&image.image)
+            .filter(|_| !image.image.is_empty()),
+        offload_kind: image.offload_kind.to_string(),
+        image_kind: image.image_kind.to_string(),
+        triple: lossy(image.triple()),
+        arch: lossy(image.arch()),
+        size: image.image.len() as u64,
+        strings: image
+            .strings
+            .iter()
+            .map(|(k, v)| (lossy(k), lossy(v)))
+            .collect(),
+    });
+    for (k, i) in inner.iter().enumerate() {
+        push_rows(
+            name,
+            input,
+            f,
+            i,
+            index,
+            format!("{path}.{k}"),
+            depth + 1,
+            rows,
+        )?;
+    }
+    Ok(())
 }
 
 /// The input as a clang offload bundle, if it is one (binary, text, object
