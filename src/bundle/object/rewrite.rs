@@ -1,0 +1,1380 @@
+//! The ELF rewrite `llvm-objcopy` 22 does for the bundler, emulated byte for
+//! byte: removing the bundle sections (`--regex
+//! --remove-section=__CLANG_OFFLOAD_BUNDLE__.*`) or adding one section per
+//! target (`--add-section` with `--set-section-flags=…=readonly,exclude`).
+//!
+//! llvm-objcopy does not patch the input: it reads the file into a model
+//! and writes a new file from it. What the model keeps and rebuilds, as
+//! found in `llvm/lib/ObjCopy/ELF/ELFObject.cpp` and `ELFObjcopy.cpp` of
+//! LLVM 22 and checked against the installed tool:
+//!
+//! - **Sections** keep their order; removed ones leave no gap in the
+//!   numbering; added ones come last. Relocation sections that apply to a
+//!   removed section go too, and so do groups whose members all go (a group
+//!   without members always goes).
+//! - **File layout**: the ELF header, then every section in the order of
+//!   its offset in the input (added sections last), each at the next
+//!   multiple of its alignment (0 counts as 1), `SHT_NOBITS` taking no
+//!   room; then the section header table at the next multiple of the word
+//!   size. Gaps are zeros. There are no program headers (`e_phoff` and
+//!   `e_phentsize` are 0).
+//! - **String tables** (non-allocated `SHT_STRTAB`) are rebuilt with
+//!   `StringTableBuilder`'s tail-merged ELF layout from the names that use
+//!   them: section names for the `e_shstrndx` table, symbol names for the
+//!   symbol table's, both when they are one table (clang's `.strtab`). A
+//!   table nothing uses is left holding one zero byte.
+//! - **The symbol table** is rewritten: symbols defined in removed sections
+//!   go, locals are moved first (keeping order), `st_shndx` is renumbered,
+//!   `sh_info` is one past the last local, `sh_addralign` becomes the word
+//!   size. If any symbol index changed, other sections linked to the symbol
+//!   table (`.llvm_addrsig`, call-graph profiles) lose that link (`sh_link`
+//!   0), as their contents would be stale.
+//! - **Relocation sections** are rewritten with the new symbol indices,
+//!   word-aligned; `sh_link` and `sh_info` follow the renumbering.
+//!   A kept relocation against a symbol defined in a removed section is an
+//!   error.
+//! - **Groups** are rewritten with renumbered members (removed ones
+//!   dropped) and the new signature symbol index; a group whose signature
+//!   is local loses `GRP_COMDAT`.
+//! - **Other sections** are copied, their `sh_link` renumbered (`sh_info`
+//!   is kept as it was). An `SHT_SYMTAB_SHNDX` table is dropped (it is only
+//!   needed past 65279 sections, which is not supported here).
+//! - **The ELF header** keeps class, byte order, OS ABI and ABI version,
+//!   type, machine, version, entry and flags; everything else is written
+//!   anew.
+//!
+//! Output is a [`Written`]: tables are built in memory, section contents
+//! are byte ranges of the inputs.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use object::read::elf::{FileHeader, SectionHeader, Sym as _};
+use object::{Endianness, U16, U32, U64, elf, pod};
+
+use super::{NewSection, Span, Written, is_bundle_section};
+use crate::error::{Error, Result};
+use crate::layout::Piece;
+use crate::llvm::string_table::StringTable;
+use crate::num::usize_from;
+
+/// Image pieces smaller than this are copied into the layout.
+const SPAN_MIN: usize = 4096;
+
+// Flag values as plain integers.
+const SHF_ALLOC: u64 = elf::SHF_ALLOC.0;
+const SHF_GROUP: u64 = elf::SHF_GROUP.0;
+const SHF_EXCLUDE: u64 = elf::SHF_EXCLUDE.0;
+const SHF_COMPRESSED: u64 = elf::SHF_COMPRESSED.0;
+const STB_LOCAL: u8 = elf::STB_LOCAL.0;
+const GRP_COMDAT: u32 = elf::GRP_COMDAT.0;
+
+/// What to change in the object.
+pub(super) struct Edit<'e> {
+    /// Remove every section whose name starts with the bundle magic.
+    pub remove_bundles: bool,
+    /// Sections to add, in order; span source `i + 1` is `add[i].data`.
+    pub add: &'e [NewSection<'e>],
+}
+
+/// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
+/// source 0 is `data`.
+pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
+    let mut model = match object::FileKind::parse(data).map_err(read_err)? {
+        object::FileKind::Elf32 => read::<elf::FileHeader32<Endianness>>(data, false)?,
+        object::FileKind::Elf64 => read::<elf::FileHeader64<Endianness>>(data, true)?,
+        other => return Err(super::unsupported(other, doing(edit))),
+    };
+    model.edit(edit)?;
+    model.write(data, edit.add)
+}
+
+fn doing(edit: &Edit<'_>) -> &'static str {
+    if edit.remove_bundles {
+        "extracting the host object from"
+    } else {
+        "bundling into"
+    }
+}
+
+fn read_err(e: object::read::Error) -> Error {
+    Error::invalid("object file", e.to_string())
+}
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::invalid("object file", detail)
+}
+
+fn lossy(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}
+
+// ---------------------------------------------------------------------------
+// The model
+// ---------------------------------------------------------------------------
+
+/// How llvm-objcopy treats a section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Contents copied; `sh_link` renumbered.
+    Plain,
+    /// Contents copied; `sh_link` and `sh_info` kept (compressed sections,
+    /// which llvm-objcopy does not look into).
+    Opaque,
+    /// A string table rebuilt from the names that use it.
+    StrTab,
+    /// The symbol table.
+    SymTab,
+    /// A relocation section (non-allocated `SHT_REL`/`SHT_RELA`).
+    Rel,
+    /// A compact relocation section, copied (re-encoding it gives the same
+    /// bytes while no symbol index changes).
+    Crel,
+    /// An allocated relocation section: contents copied, links renumbered.
+    DynRel,
+    /// A section group.
+    Group,
+    /// An extended section index table.
+    Shndx,
+    /// A section added by the edit: span source `k`.
+    Added(usize),
+}
+
+struct Sec<'d> {
+    name: Cow<'d, [u8]>,
+    kind: Kind,
+    sh_type: elf::SectionType,
+    flags: u64,
+    addr: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+    /// Offset in the input (`u64::MAX` for added sections).
+    orig_offset: u64,
+    /// The section `sh_link` names (model index), for the kinds that
+    /// renumber it.
+    link_sec: Option<usize>,
+    /// `sh_link` names the symbol table (restored only while no symbol
+    /// index changes).
+    symtab_link: bool,
+    /// Relocation sections: the section they apply to.
+    target: Option<usize>,
+    /// Relocation sections: (entry offset in the input, symbol index,
+    /// `r_offset`).
+    relocs: Vec<(usize, u32, u64)>,
+    /// Groups: flag word, members (model indices), signature symbol.
+    group: Option<(u32, Vec<usize>, Option<usize>)>,
+    removed: bool,
+}
+
+/// Where a symbol is defined.
+#[derive(Debug, Clone, Copy)]
+enum Def {
+    Undef,
+    Section(usize),
+    Reserved(u16),
+}
+
+struct Symbol<'d> {
+    name: &'d [u8],
+    info: u8,
+    other: u8,
+    def: Def,
+    value: u64,
+    size: u64,
+    removed: bool,
+}
+
+struct Model<'d> {
+    is_64: bool,
+    endian: Endianness,
+    mips64el: bool,
+    os_abi: u8,
+    abi_version: u8,
+    e_type: u16,
+    e_machine: u16,
+    e_version: u32,
+    e_entry: u64,
+    e_flags: u32,
+    e_phoff: u64,
+    /// The section-name table (model index), if the input has one.
+    names: Option<usize>,
+    /// The symbol table (model index).
+    symtab: Option<usize>,
+    /// Section index `i` (1-based) is `secs[i - 1]`.
+    secs: Vec<Sec<'d>>,
+    symbols: Vec<Symbol<'d>>,
+    /// Final symbol order (indices into `symbols`).
+    order: Vec<usize>,
+    indices_changed: bool,
+}
+
+/// Whether `index` is a reserved section index llvm-objcopy accepts in a
+/// symbol for this machine.
+fn valid_reserved(index: u16, machine: elf::Machine) -> bool {
+    if index == elf::SHN_ABS.0 || index == elf::SHN_COMMON.0 {
+        return true;
+    }
+    match machine {
+        // SHN_AMDGPU_LDS.
+        elf::EM_AMDGPU => index == 0xff00,
+        // SHN_MIPS_ACOMMON, SHN_MIPS_SCOMMON, SHN_MIPS_SUNDEFINED.
+        elf::EM_MIPS => matches!(index, 0xff00 | 0xff03 | 0xff04),
+        // SHN_HEXAGON_SCOMMON and its sized variants.
+        elf::EM_HEXAGON => matches!(index, 0xff00..=0xff04),
+        _ => false,
+    }
+}
+
+fn read<'d, Elf: FileHeader<Endian = Endianness>>(
+    data: &'d [u8],
+    is_64: bool,
+) -> Result<Model<'d>> {
+    let header = Elf::parse(data).map_err(read_err)?;
+    let endian = header.endian().map_err(read_err)?;
+    let ident = header.e_ident();
+    let e_phoff: u64 = header.e_phoff(endian).into();
+    if e_phoff > data.len() as u64 {
+        return Err(invalid("the program headers lie outside the file"));
+    }
+    if header.phnum(endian, data).map_err(read_err)? != 0 {
+        return Err(Error::usage(
+            "rewriting object files with program headers is not supported by offload-kit",
+        ));
+    }
+    let table = header.sections(endian, data).map_err(read_err)?;
+    let shstrndx = if table.is_empty() {
+        0
+    } else {
+        header.shstrndx(endian, data).map_err(read_err)?
+    };
+    let (sym_size, rel_size, rela_size) = if is_64 { (24, 16, 24) } else { (16, 8, 12) };
+    let count = table.len().saturating_sub(1);
+    let mut secs = Vec::with_capacity(count);
+    let mut symtab = None;
+    let mut shndx = None;
+    for (index, sh) in table.enumerate().skip(1) {
+        let i = index.0;
+        let sh_type = sh.sh_type(endian);
+        let flags: u64 = sh.sh_flags(endian).0;
+        let size: u64 = sh.sh_size(endian).into();
+        let offset: u64 = sh.sh_offset(endian).into();
+        let alloc = flags & SHF_ALLOC != 0;
+        let kind = match sh_type {
+            elf::SHT_REL | elf::SHT_RELA if alloc => Kind::DynRel,
+            elf::SHT_REL | elf::SHT_RELA => Kind::Rel,
+            elf::SHT_CREL if alloc => Kind::DynRel,
+            elf::SHT_CREL => Kind::Crel,
+            elf::SHT_STRTAB if !alloc => Kind::StrTab,
+            elf::SHT_GROUP => Kind::Group,
+            elf::SHT_SYMTAB => {
+                if symtab.is_some() {
+                    return Err(invalid("found multiple SHT_SYMTAB sections"));
+                }
+                symtab = Some(i - 1);
+                Kind::SymTab
+            }
+            elf::SHT_SYMTAB_SHNDX => {
+                if shndx.is_some() {
+                    return Err(Error::usage(
+                        "objects with several SHT_SYMTAB_SHNDX sections are not supported \
+                         by offload-kit",
+                    ));
+                }
+                shndx = Some(i - 1);
+                Kind::Shndx
+            }
+            elf::SHT_HASH
+            | elf::SHT_GNU_HASH
+            | elf::SHT_DYNSYM
+            | elf::SHT_DYNAMIC
+            | elf::SHT_NOBITS => Kind::Plain,
+            _ if flags & SHF_COMPRESSED != 0 => Kind::Opaque,
+            _ => Kind::Plain,
+        };
+        let name = table.section_name(endian, sh).map_err(read_err)?;
+        // Contents must lie in the file (llvm-objcopy reads them all).
+        if sh_type != elf::SHT_NOBITS
+            && offset
+                .checked_add(size)
+                .is_none_or(|end| end > data.len() as u64)
+        {
+            return Err(invalid(format!(
+                "section '{}' lies outside the file (offset {offset:#x}, size {size:#x})",
+                lossy(name)
+            )));
+        }
+        let align: u64 = sh.sh_addralign(endian).into();
+        secs.push(Sec {
+            name: Cow::Borrowed(name),
+            kind,
+            sh_type,
+            flags,
+            addr: sh.sh_addr(endian).into(),
+            size,
+            link: sh.sh_link(endian),
+            info: sh.sh_info(endian),
+            align,
+            entsize: sh.sh_entsize(endian).into(),
+            orig_offset: offset,
+            link_sec: None,
+            symtab_link: false,
+            target: None,
+            relocs: Vec::new(),
+            group: None,
+            removed: false,
+        });
+    }
+    let section = |index: u32, what: &dyn Fn() -> String| -> Result<usize> {
+        let i = index as usize;
+        if i == 0 || i > count {
+            return Err(invalid(what()));
+        }
+        Ok(i - 1)
+    };
+    let names = if shstrndx == 0 {
+        None
+    } else {
+        let n = section(shstrndx, &|| {
+            format!("e_shstrndx field value {shstrndx} is invalid")
+        })?;
+        if secs[n].kind != Kind::StrTab {
+            return Err(invalid(format!(
+                "e_shstrndx field value {shstrndx} does not reference a string table"
+            )));
+        }
+        Some(n)
+    };
+
+    // Symbols.
+    let mut symbols = Vec::new();
+    if let Some(st) = symtab {
+        let sh = table
+            .section(object::SectionIndex(st + 1))
+            .map_err(read_err)?;
+        let link = section(secs[st].link, &|| {
+            format!(
+                "symbol table has link index of {} which is not a valid index",
+                secs[st].link
+            )
+        })?;
+        if secs[link].kind != Kind::StrTab {
+            return Err(invalid(format!(
+                "symbol table has link index of {} which is not a string table",
+                secs[st].link
+            )));
+        }
+        secs[st].link_sec = Some(link);
+        if secs[st].entsize != sym_size {
+            return Err(invalid(format!(
+                "section '{}' has an invalid sh_entsize: {}",
+                lossy(&secs[st].name),
+                secs[st].entsize
+            )));
+        }
+        let syms: &[Elf::Sym] = sh.data_as_array(endian, data).map_err(read_err)?;
+        let strings = table
+            .strings(endian, data, object::SectionIndex(link + 1))
+            .map_err(read_err)?;
+        let shndx_data: &[U32<Endianness>] = match shndx {
+            Some(x) => {
+                let sh = table
+                    .section(object::SectionIndex(x + 1))
+                    .map_err(read_err)?;
+                sh.data_as_array(endian, data).map_err(read_err)?
+            }
+            None => &[],
+        };
+        for (k, sym) in syms.iter().enumerate() {
+            let name = strings
+                .get(sym.st_name(endian))
+                .map_err(|_| invalid(format!("symbol {k} has a name outside the string table")))?;
+            let st_shndx = sym.st_shndx(endian).0;
+            let def = if st_shndx == elf::SHN_XINDEX.0 {
+                if shndx.is_none() {
+                    return Err(invalid(format!(
+                        "symbol '{}' has index SHN_XINDEX but no SHT_SYMTAB_SHNDX section exists",
+                        lossy(name)
+                    )));
+                }
+                if shndx_data.len() != syms.len() {
+                    return Err(invalid(
+                        "symbol section index table does not have the same number of entries \
+                         as the symbol table",
+                    ));
+                }
+                let x = shndx_data[k].get(endian);
+                Def::Section(section(x, &|| {
+                    format!("symbol '{}' has invalid section index {x}", lossy(name))
+                })?)
+            } else if st_shndx >= elf::SHN_LORESERVE {
+                if !valid_reserved(st_shndx, header.e_machine(endian)) {
+                    return Err(invalid(format!(
+                        "symbol '{}' has unsupported value greater than or equal to \
+                         SHN_LORESERVE: {st_shndx}",
+                        lossy(name)
+                    )));
+                }
+                Def::Reserved(st_shndx)
+            } else if st_shndx != elf::SHN_UNDEF.0 {
+                Def::Section(section(u32::from(st_shndx), &|| {
+                    format!(
+                        "symbol '{}' is defined has invalid section index {st_shndx}",
+                        lossy(name)
+                    )
+                })?)
+            } else {
+                Def::Undef
+            };
+            symbols.push(Symbol {
+                name,
+                info: sym.st_info().0,
+                other: sym.st_other().0,
+                def,
+                value: sym.st_value(endian).into(),
+                size: sym.st_size(endian).into(),
+                removed: false,
+            });
+        }
+    }
+
+    // Links, relocations and groups.
+    let mips64el = header.is_mips64el(endian);
+    for i in 0..secs.len() {
+        let s = &secs[i];
+        let name = lossy(&s.name);
+        match s.kind {
+            Kind::Plain | Kind::DynRel | Kind::Crel | Kind::Rel => {
+                if s.link != 0 {
+                    let l = section(s.link, &|| {
+                        format!("link field value {} in section '{name}' is invalid", s.link)
+                    })?;
+                    if matches!(s.kind, Kind::Rel | Kind::Crel) && Some(l) != symtab {
+                        return Err(invalid(format!(
+                            "link field value {} in section '{name}' is not a symbol table",
+                            s.link
+                        )));
+                    }
+                    if s.kind == Kind::DynRel && secs[l].sh_type != elf::SHT_DYNSYM {
+                        return Err(invalid(format!(
+                            "link field value {} in section '{name}' is not a dynamic \
+                             symbol table",
+                            s.link
+                        )));
+                    }
+                    if s.kind == Kind::Plain && secs[l].sh_type == elf::SHT_SYMTAB {
+                        secs[i].symtab_link = true;
+                    } else {
+                        secs[i].link_sec = Some(l);
+                    }
+                }
+                let s = &secs[i];
+                if s.kind != Kind::Plain && s.info != 0 {
+                    let t = section(s.info, &|| {
+                        format!("info field value {} in section '{name}' is invalid", s.info)
+                    })?;
+                    secs[i].target = Some(t);
+                }
+                if secs[i].kind == Kind::Rel {
+                    let s = &secs[i];
+                    let rela = s.sh_type == elf::SHT_RELA;
+                    let entsize = if rela { rela_size } else { rel_size };
+                    if s.entsize != entsize || s.size % entsize != 0 {
+                        return Err(invalid(format!(
+                            "section '{name}' has an invalid sh_entsize: {}",
+                            s.entsize
+                        )));
+                    }
+                    let start = usize_from(s.orig_offset);
+                    let mut relocs = Vec::new();
+                    for k in 0..usize_from(s.size / entsize) {
+                        let at = start + k * usize_from(entsize);
+                        let sym = reloc_symbol(data, at, is_64, endian, mips64el)?;
+                        if sym != 0 {
+                            if symtab.is_none() {
+                                return Err(invalid(format!(
+                                    "'{name}': relocation references symbol with index {sym}, \
+                                     but there is no symbol table"
+                                )));
+                            }
+                            if sym as usize >= symbols.len() {
+                                return Err(invalid(format!("invalid symbol index: {sym}")));
+                            }
+                        }
+                        let r_offset = if is_64 {
+                            let b: [u8; 8] = data[at..at + 8].try_into().unwrap_or_default();
+                            U64::<Endianness>::from_bytes(b).get(endian)
+                        } else {
+                            let b: [u8; 4] = data[at..at + 4].try_into().unwrap_or_default();
+                            u64::from(U32::<Endianness>::from_bytes(b).get(endian))
+                        };
+                        relocs.push((at, sym, r_offset));
+                    }
+                    secs[i].relocs = relocs;
+                }
+            }
+            Kind::Group => {
+                if s.align % 4 != 0 {
+                    return Err(invalid(format!(
+                        "invalid alignment {} of group section '{name}'",
+                        s.align
+                    )));
+                }
+                let mut sym = None;
+                if s.link != 0 {
+                    let l = section(s.link, &|| {
+                        format!(
+                            "link field value '{}' in section '{name}' is invalid",
+                            s.link
+                        )
+                    })?;
+                    if Some(l) != symtab {
+                        return Err(invalid(format!(
+                            "link field value '{}' in section '{name}' is not a symbol table",
+                            s.link
+                        )));
+                    }
+                    if s.info as usize >= symbols.len() {
+                        return Err(invalid(format!(
+                            "info field value '{}' in section '{name}' is not a valid symbol index",
+                            s.info
+                        )));
+                    }
+                    sym = Some(s.info as usize);
+                }
+                let bytes = &data[usize_from(s.orig_offset)..][..usize_from(s.size)];
+                if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+                    return Err(invalid(format!(
+                        "the content of the section {name} is malformed"
+                    )));
+                }
+                let word = |c: &[u8]| U32::<Endianness>::from_bytes([c[0], c[1], c[2], c[3]]);
+                let mut words = bytes.chunks_exact(4).map(|c| word(c).get(endian));
+                let flag = words.next().unwrap_or(0);
+                let mut members = Vec::new();
+                for m in words {
+                    members.push(section(m, &|| {
+                        format!("group member index {m} in section '{name}' is invalid")
+                    })?);
+                }
+                secs[i].group = Some((flag, members, sym));
+            }
+            Kind::Shndx => {
+                let l = section(s.link, &|| {
+                    format!("link field value {} in section '{name}' is invalid", s.link)
+                })?;
+                if Some(l) != symtab {
+                    return Err(invalid(format!(
+                        "link field value {} in section '{name}' is not a symbol table",
+                        s.link
+                    )));
+                }
+            }
+            Kind::Opaque | Kind::StrTab | Kind::SymTab | Kind::Added(_) => {}
+        }
+    }
+    Ok(Model {
+        is_64,
+        endian,
+        mips64el,
+        os_abi: ident.os_abi.0,
+        abi_version: ident.abi_version,
+        e_type: header.e_type(endian).0,
+        e_machine: header.e_machine(endian).0,
+        e_version: header.e_version(endian),
+        e_entry: header.e_entry(endian).into(),
+        e_flags: header.e_flags(endian).0,
+        e_phoff,
+        names,
+        symtab,
+        secs,
+        symbols,
+        order: Vec::new(),
+        indices_changed: false,
+    })
+}
+
+/// The symbol index of the relocation entry at `at`.
+fn reloc_symbol(
+    data: &[u8],
+    at: usize,
+    is_64: bool,
+    endian: Endianness,
+    mips64el: bool,
+) -> Result<u32> {
+    let field = |off: usize| -> Result<[u8; 4]> {
+        data.get(at + off..at + off + 4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| invalid("relocation outside the file"))
+    };
+    Ok(if !is_64 {
+        U32::<Endianness>::from_bytes(field(4)?).get(endian) >> 8
+    } else if mips64el {
+        u32::from_le_bytes(field(8)?)
+    } else if endian == Endianness::Little {
+        u32::from_le_bytes(field(12)?)
+    } else {
+        u32::from_be_bytes(field(8)?)
+    })
+}
+
+/// The relocation entry at `at` with its symbol index set to `sym`.
+fn reloc_with_symbol(
+    data: &[u8],
+    at: usize,
+    len: usize,
+    is_64: bool,
+    endian: Endianness,
+    mips64el: bool,
+    sym: u32,
+) -> Vec<u8> {
+    let mut e = data[at..at + len].to_vec();
+    if !is_64 {
+        let mut f = [0u8; 4];
+        f.copy_from_slice(&e[4..8]);
+        let info = U32::<Endianness>::from_bytes(f).get(endian);
+        let new = U32::new(endian, (sym << 8) | (info & 0xff));
+        e[4..8].copy_from_slice(pod::bytes_of(&new));
+    } else if mips64el {
+        e[8..12].copy_from_slice(&sym.to_le_bytes());
+    } else if endian == Endianness::Little {
+        e[12..16].copy_from_slice(&sym.to_le_bytes());
+    } else {
+        e[8..12].copy_from_slice(&sym.to_be_bytes());
+    }
+    e
+}
+
+impl<'d> Model<'d> {
+    /// Removes and adds sections as llvm-objcopy does for `edit`.
+    fn edit(&mut self, edit: &Edit<'d>) -> Result<()> {
+        let doomed: Vec<bool> = self
+            .secs
+            .iter()
+            .map(|s| edit.remove_bundles && is_bundle_section(&s.name))
+            .collect();
+        self.remove_sections(&doomed)?;
+
+        // Locals first, keeping order.
+        let kept: Vec<usize> = (0..self.symbols.len())
+            .filter(|&k| !self.symbols[k].removed)
+            .collect();
+        let local = |k: &usize| self.symbols[*k].info >> 4 == STB_LOCAL;
+        let mut order: Vec<usize> = kept.iter().copied().filter(local).collect();
+        order.extend(kept.iter().copied().filter(|k| !local(k)));
+        self.indices_changed |= order.iter().enumerate().any(|(new, &old)| new != old);
+        self.order = order;
+
+        for (k, s) in edit.add.iter().enumerate() {
+            let mut name = super::MAGIC.to_vec();
+            name.extend_from_slice(s.id.as_bytes());
+            // --set-section-flags applies to every section of that name.
+            for old in self
+                .secs
+                .iter_mut()
+                .filter(|x| !x.removed && *x.name == name[..])
+            {
+                set_readonly_exclude(old);
+            }
+            self.secs.push(Sec {
+                name: Cow::Owned(name),
+                kind: Kind::Added(k + 1),
+                sh_type: elf::SHT_PROGBITS,
+                flags: SHF_EXCLUDE,
+                addr: 0,
+                size: s.data.len() as u64,
+                link: 0,
+                info: 0,
+                align: 1,
+                entsize: 0,
+                orig_offset: u64::MAX,
+                link_sec: None,
+                symtab_link: false,
+                target: None,
+                relocs: Vec::new(),
+                group: None,
+                removed: false,
+            });
+        }
+
+        // The extended index table is only kept when indices need it.
+        if let Some(x) = self
+            .secs
+            .iter()
+            .position(|s| s.kind == Kind::Shndx && !s.removed)
+        {
+            let mut doomed = vec![false; self.secs.len()];
+            doomed[x] = true;
+            self.remove_sections(&doomed)?;
+        }
+        let live = self.secs.iter().filter(|s| !s.removed).count();
+        if live + 1 >= usize::from(elf::SHN_LORESERVE) {
+            return Err(Error::usage(format!(
+                "objects with {live} sections (65279 or more) are not supported by offload-kit"
+            )));
+        }
+        Ok(())
+    }
+
+    /// llvm-objcopy's `Object::removeSections`: `doomed` sections, the
+    /// relocation sections applying to them and groups left without
+    /// members go; what still refers to them is an error, or loses it.
+    fn remove_sections(&mut self, doomed: &[bool]) -> Result<()> {
+        let n = self.secs.len();
+        let mut gone = vec![false; n];
+        for i in 0..n {
+            let s = &self.secs[i];
+            if s.removed {
+                continue;
+            }
+            gone[i] = doomed[i]
+                || match s.kind {
+                    Kind::Rel | Kind::Crel | Kind::DynRel => s.target.is_some_and(|t| doomed[t]),
+                    Kind::Group => s
+                        .group
+                        .as_ref()
+                        .is_some_and(|(_, members, _)| members.iter().all(|&m| doomed[m])),
+                    _ => false,
+                };
+        }
+        if !gone.iter().any(|&g| g) {
+            return Ok(());
+        }
+        // A removed group's members leave the group.
+        for (i, &g) in gone.iter().enumerate() {
+            if g && let Some((_, members, _)) = self.secs[i].group.clone() {
+                for m in members {
+                    self.secs[m].flags &= !SHF_GROUP;
+                }
+            }
+        }
+        let name = |i: usize| lossy(&self.secs[i].name);
+        let mut regrouped = Vec::new();
+        for i in 0..n {
+            if gone[i] || self.secs[i].removed {
+                continue;
+            }
+            let s = &self.secs[i];
+            let refers = |l: Option<usize>| l.is_some_and(|l| gone[l]);
+            match s.kind {
+                Kind::SymTab => {
+                    if refers(s.link_sec) {
+                        return Err(cannot_remove(&name(s.link_sec.unwrap_or(0)), &name(i)));
+                    }
+                    let mut any = false;
+                    for sym in self.symbols.iter_mut().skip(1) {
+                        if let Def::Section(d) = sym.def
+                            && gone[d]
+                            && !sym.removed
+                        {
+                            sym.removed = true;
+                            any = true;
+                        }
+                    }
+                    self.indices_changed |= any;
+                }
+                Kind::Rel | Kind::Crel => {
+                    if s.link != 0 && self.symtab.is_some_and(|t| gone[t]) {
+                        return Err(cannot_remove(&name(self.symtab.unwrap_or(0)), &name(i)));
+                    }
+                    for &(_, sym, r_offset) in &s.relocs {
+                        let Some(symbol) = self.symbols.get(sym as usize).filter(|_| sym != 0)
+                        else {
+                            continue;
+                        };
+                        if let Def::Section(d) = symbol.def
+                            && gone[d]
+                        {
+                            let target = s.target.map_or_else(|| name(i), name);
+                            return Err(Error::usage(format!(
+                                "cannot remove the bundle sections: section '{target}' has a \
+                                 relocation (offset {:#x}) against symbol '{}', which is \
+                                 defined in a bundle section",
+                                r_offset,
+                                lossy(symbol.name)
+                            )));
+                        }
+                    }
+                    if s.kind == Kind::Crel && self.symbols.iter().any(|s| s.removed) {
+                        return Err(Error::usage(
+                            "rewriting SHT_CREL relocations is not supported by offload-kit",
+                        ));
+                    }
+                }
+                Kind::Plain | Kind::DynRel => {
+                    if refers(s.link_sec) {
+                        return Err(cannot_remove(&name(s.link_sec.unwrap_or(0)), &name(i)));
+                    }
+                }
+                Kind::Group => {
+                    let (_, members, sym) = s.group.clone().unwrap_or_default();
+                    if s.link != 0 && self.symtab.is_some_and(|t| gone[t]) {
+                        return Err(cannot_remove(".symtab", &name(i)));
+                    }
+                    if let Some(sym) = sym
+                        && let Def::Section(d) = self.symbols[sym].def
+                        && gone[d]
+                    {
+                        return Err(Error::usage(format!(
+                            "cannot remove the bundle sections: the signature symbol of \
+                             group section '{}' is defined in a bundle section",
+                            name(i)
+                        )));
+                    }
+                    let members = members.into_iter().filter(|&m| !gone[m]).collect();
+                    regrouped.push((i, members));
+                }
+                Kind::Opaque | Kind::StrTab | Kind::Shndx | Kind::Added(_) => {}
+            }
+        }
+        if self.names.is_some_and(|x| gone[x]) {
+            return Err(invalid("the section-name string table would be removed"));
+        }
+        if self.symtab.is_some_and(|x| gone[x]) {
+            return Err(invalid("the symbol table would be removed"));
+        }
+        for (i, members) in regrouped {
+            if let Some(g) = &mut self.secs[i].group {
+                g.1 = members;
+            }
+        }
+        for (s, g) in self.secs.iter_mut().zip(gone) {
+            s.removed |= g;
+        }
+        Ok(())
+    }
+
+    /// Lays the file out and writes it.
+    fn write(&self, data: &[u8], add: &[NewSection<'_>]) -> Result<Written> {
+        let edit_data = |source: usize| -> Result<&[u8]> {
+            source
+                .checked_sub(1)
+                .and_then(|k| add.get(k))
+                .map(|s| s.data)
+                .ok_or_else(|| bug("added section without data"))
+        };
+        let word: u64 = if self.is_64 { 8 } else { 4 };
+        let ehsize: u64 = if self.is_64 { 64 } else { 52 };
+        let shentsize: u64 = if self.is_64 { 64 } else { 40 };
+        // Output index of each live section.
+        let mut index = vec![0u32; self.secs.len()];
+        let mut live = Vec::new();
+        for (i, s) in self.secs.iter().enumerate() {
+            if !s.removed {
+                live.push(i);
+                index[i] = to_u32(live.len())?;
+            }
+        }
+        let sym_index = {
+            let mut v = vec![0u32; self.symbols.len()];
+            for (new, &old) in self.order.iter().enumerate() {
+                v[old] = to_u32(new)?;
+            }
+            v
+        };
+
+        // String tables.
+        let mut strings: BTreeMap<usize, Vec<&[u8]>> = BTreeMap::new();
+        for &i in &live {
+            if self.secs[i].kind == Kind::StrTab {
+                strings.insert(i, Vec::new());
+            }
+        }
+        if let Some(n) = self.names {
+            let list = strings.entry(n).or_default();
+            list.extend(live.iter().map(|&i| &*self.secs[i].name));
+        }
+        if let Some(st) = self.symtab
+            && let Some(l) = self.secs[st].link_sec
+        {
+            let list = strings.entry(l).or_default();
+            list.extend(self.order.iter().map(|&k| self.symbols[k].name));
+        }
+        let tables: BTreeMap<usize, StringTable> = strings
+            .into_iter()
+            .map(|(i, list)| (i, StringTable::build(list)))
+            .collect();
+        let name_offset = |i: usize| -> Result<u32> {
+            let Some(n) = self.names else { return Ok(0) };
+            let off = tables[&n]
+                .offset(&self.secs[i].name)
+                .ok_or_else(|| bug("section name not in its table"))?;
+            u32::try_from(off).map_err(|_| invalid("string table larger than 4 GiB"))
+        };
+
+        // Sizes and contents.
+        enum Body {
+            Span(usize, usize, usize),
+            Bytes(Vec<u8>),
+            None,
+        }
+        struct Out {
+            sec: usize,
+            size: u64,
+            align: u64,
+            entsize: u64,
+            link: u32,
+            info: u32,
+            body: Body,
+        }
+        let restore = self.symtab.is_some() && !self.indices_changed;
+        let mut outs = Vec::with_capacity(live.len());
+        for &i in &live {
+            let s = &self.secs[i];
+            let span = || Body::Span(0, usize_from(s.orig_offset), usize_from(s.size));
+            let renumber = |l: Option<usize>| l.map_or(0, |l| index[l]);
+            let mut o = Out {
+                sec: i,
+                size: s.size,
+                align: s.align,
+                entsize: s.entsize,
+                link: s.link,
+                info: s.info,
+                body: if s.sh_type == elf::SHT_NOBITS {
+                    Body::None
+                } else {
+                    span()
+                },
+            };
+            match s.kind {
+                Kind::Plain => {
+                    o.link = if s.symtab_link && restore {
+                        renumber(self.symtab)
+                    } else {
+                        renumber(s.link_sec)
+                    };
+                }
+                Kind::Opaque => {}
+                Kind::DynRel | Kind::Crel => {
+                    o.link = renumber(s.link_sec);
+                    if s.target.is_some() {
+                        o.info = renumber(s.target);
+                    }
+                }
+                Kind::StrTab => {
+                    let t = tables
+                        .get(&i)
+                        .ok_or_else(|| bug("string table not built"))?;
+                    o.size = t.bytes().len() as u64;
+                    o.body = Body::Bytes(t.bytes().to_vec());
+                }
+                Kind::SymTab => {
+                    let sym_size = if self.is_64 { 24 } else { 16 };
+                    o.entsize = sym_size;
+                    o.size = self.order.len() as u64 * sym_size;
+                    o.align = word;
+                    o.link = renumber(s.link_sec);
+                    let strtab = s.link_sec.and_then(|l| tables.get(&l));
+                    let mut bytes = Vec::with_capacity(usize_from(o.size));
+                    let mut last_local = 0;
+                    for (new, &k) in self.order.iter().enumerate() {
+                        let sym = &self.symbols[k];
+                        if sym.info >> 4 == STB_LOCAL {
+                            last_local = new;
+                        }
+                        let st_name = match strtab {
+                            Some(t) => t
+                                .offset(sym.name)
+                                .ok_or_else(|| bug("symbol name not in its table"))?,
+                            None => 0,
+                        };
+                        let st_shndx = match sym.def {
+                            Def::Undef => 0,
+                            Def::Reserved(x) => x,
+                            Def::Section(d) => u16::try_from(index[d])
+                                .map_err(|_| bug("section index too large"))?,
+                        };
+                        self.put_sym(&mut bytes, st_name, sym, st_shndx)?;
+                    }
+                    o.info = to_u32(last_local + 1)?;
+                    o.body = Body::Bytes(bytes);
+                }
+                Kind::Rel => {
+                    let entsize = s.entsize;
+                    o.align = word;
+                    o.link = if s.link != 0 {
+                        renumber(self.symtab)
+                    } else {
+                        0
+                    };
+                    if s.target.is_some() {
+                        o.info = renumber(s.target);
+                    }
+                    if self.indices_changed {
+                        let mut bytes = Vec::with_capacity(usize_from(s.size));
+                        for &(at, sym, _) in &s.relocs {
+                            let new = sym_index.get(sym as usize).copied().unwrap_or(0);
+                            bytes.extend(reloc_with_symbol(
+                                data,
+                                at,
+                                usize_from(entsize),
+                                self.is_64,
+                                self.endian,
+                                self.mips64el,
+                                new,
+                            ));
+                        }
+                        o.body = Body::Bytes(bytes);
+                    }
+                }
+                Kind::Group => {
+                    let (flag, members, sym) = s.group.clone().unwrap_or_default();
+                    let mut flag = flag;
+                    let local = sym.is_some_and(|k| self.symbols[k].info >> 4 == STB_LOCAL);
+                    if flag & GRP_COMDAT != 0 && local {
+                        flag &= !GRP_COMDAT;
+                    }
+                    o.link = if s.link != 0 {
+                        renumber(self.symtab)
+                    } else {
+                        0
+                    };
+                    o.info = sym.map_or(0, |k| sym_index[k]);
+                    let mut bytes = Vec::new();
+                    for w in std::iter::once(flag).chain(members.iter().map(|&m| index[m])) {
+                        bytes.extend_from_slice(pod::bytes_of(&U32::new(self.endian, w)));
+                    }
+                    o.size = bytes.len() as u64;
+                    o.body = Body::Bytes(bytes);
+                }
+                Kind::Shndx => return Err(bug("extended index table left in")),
+                Kind::Added(k) => o.body = Body::Span(k, 0, usize_from(s.size)),
+            }
+            outs.push(o);
+        }
+
+        // Offsets: by input offset (added sections last), each aligned.
+        let mut offset = ehsize;
+        if self.e_phoff != 0 {
+            // The (empty) program header table keeps its place modulo the
+            // word size.
+            let skew = self.e_phoff % word;
+            let at = (offset.saturating_sub(skew)).next_multiple_of(word) + skew;
+            offset = offset.max(at);
+        }
+        let mut by_offset: Vec<usize> = (0..outs.len()).collect();
+        by_offset.sort_by_key(|&k| self.secs[outs[k].sec].orig_offset);
+        let mut placed = vec![0u64; outs.len()];
+        for &k in &by_offset {
+            let o = &outs[k];
+            offset = checked_align(offset, o.align)?;
+            placed[k] = offset;
+            if self.secs[o.sec].sh_type != elf::SHT_NOBITS {
+                offset = offset
+                    .checked_add(o.size)
+                    .ok_or_else(|| invalid("section sizes overflow"))?;
+            }
+        }
+        let headers = self.names.is_some();
+        let shoff = if headers {
+            checked_align(offset, word)?
+        } else {
+            offset
+        };
+
+        // The file.
+        let mut w = Emitter::default();
+        let shnum = live.len() as u64 + 1;
+        w.bytes(&self.ehdr(
+            if headers && !live.is_empty() {
+                shoff
+            } else {
+                0
+            },
+            if headers && !live.is_empty() {
+                shnum
+            } else {
+                0
+            },
+            if headers && !live.is_empty() {
+                self.names.map_or(0, |n| index[n])
+            } else {
+                0
+            },
+            if headers && !live.is_empty() {
+                shentsize
+            } else {
+                0
+            },
+        ));
+        for &k in &by_offset {
+            let o = &outs[k];
+            w.zeros_to(placed[k]);
+            match &o.body {
+                Body::None => {}
+                Body::Bytes(b) => w.bytes(b),
+                Body::Span(source, off, len) => {
+                    let (source, offset, len) = (*source, *off, *len);
+                    if len >= SPAN_MIN {
+                        w.span(Span {
+                            source,
+                            offset,
+                            len,
+                        });
+                    } else {
+                        let from = if source == 0 {
+                            data
+                        } else {
+                            edit_data(source)?
+                        };
+                        let b = from
+                            .get(offset..offset + len)
+                            .ok_or_else(|| bug("section outside its input"))?;
+                        w.bytes(b);
+                    }
+                }
+            }
+        }
+        if headers {
+            w.zeros_to(shoff);
+            w.bytes(&vec![0u8; usize_from(shentsize)]);
+            for (k, o) in outs.iter().enumerate() {
+                let s = &self.secs[o.sec];
+                let shdr = self.shdr(&ShdrFields {
+                    name: name_offset(o.sec)?,
+                    sh_type: s.sh_type,
+                    flags: s.flags,
+                    addr: s.addr,
+                    offset: placed[k],
+                    size: o.size,
+                    link: o.link,
+                    info: o.info,
+                    align: o.align,
+                    entsize: o.entsize,
+                })?;
+                w.bytes(&shdr);
+            }
+        }
+        Ok(w.finish())
+    }
+
+    fn put_sym(&self, out: &mut Vec<u8>, name: u64, sym: &Symbol<'_>, shndx: u16) -> Result<()> {
+        let e = self.endian;
+        let name = u32::try_from(name).map_err(|_| invalid("string table larger than 4 GiB"))?;
+        if self.is_64 {
+            let s = elf::Sym64 {
+                st_name: U32::new(e, name),
+                st_info: elf::SymbolInfo(sym.info),
+                st_other: elf::SymbolOther(sym.other),
+                st_shndx: U16::new(e, elf::SymbolSection(shndx)),
+                st_value: U64::new(e, sym.value),
+                st_size: U64::new(e, sym.size),
+            };
+            out.extend_from_slice(pod::bytes_of(&s));
+        } else {
+            let s = elf::Sym32 {
+                st_name: U32::new(e, name),
+                st_value: U32::new(e, narrow(sym.value)?),
+                st_size: U32::new(e, narrow(sym.size)?),
+                st_info: elf::SymbolInfo(sym.info),
+                st_other: elf::SymbolOther(sym.other),
+                st_shndx: U16::new(e, elf::SymbolSection(shndx)),
+            };
+            out.extend_from_slice(pod::bytes_of(&s));
+        }
+        Ok(())
+    }
+
+    fn ehdr(&self, shoff: u64, shnum: u64, shstrndx: u32, shentsize: u64) -> Vec<u8> {
+        let e = self.endian;
+        let ident = elf::Ident {
+            magic: elf::ELFMAG,
+            class: if self.is_64 {
+                elf::ELFCLASS64
+            } else {
+                elf::ELFCLASS32
+            },
+            data: if e == Endianness::Big {
+                elf::ELFDATA2MSB
+            } else {
+                elf::ELFDATA2LSB
+            },
+            version: elf::EV_CURRENT,
+            os_abi: elf::OsAbi(self.os_abi),
+            abi_version: self.abi_version,
+            padding: [0; 7],
+        };
+        // Counts were checked against SHN_LORESERVE.
+        let shnum = u16::try_from(shnum).unwrap_or(0);
+        let shstrndx = elf::SymbolSection(u16::try_from(shstrndx).unwrap_or(elf::SHN_XINDEX.0));
+        let shentsize = u16::try_from(shentsize).unwrap_or(0);
+        if self.is_64 {
+            let h = elf::FileHeader64 {
+                e_ident: ident,
+                e_type: U16::new(e, elf::FileType(self.e_type)),
+                e_machine: U16::new(e, elf::Machine(self.e_machine)),
+                e_version: U32::new(e, self.e_version),
+                e_entry: U64::new(e, self.e_entry),
+                e_phoff: U64::new(e, 0),
+                e_shoff: U64::new(e, shoff),
+                e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
+                e_ehsize: U16::new(e, 64),
+                e_phentsize: U16::new(e, 0),
+                e_phnum: U16::new(e, 0),
+                e_shentsize: U16::new(e, shentsize),
+                e_shnum: U16::new(e, shnum),
+                e_shstrndx: U16::new(e, shstrndx),
+            };
+            pod::bytes_of(&h).to_vec()
+        } else {
+            let h = elf::FileHeader32 {
+                e_ident: ident,
+                e_type: U16::new(e, elf::FileType(self.e_type)),
+                e_machine: U16::new(e, elf::Machine(self.e_machine)),
+                e_version: U32::new(e, self.e_version),
+                e_entry: U32::new(e, narrow(self.e_entry).unwrap_or(0)),
+                e_phoff: U32::new(e, 0),
+                e_shoff: U32::new(e, narrow(shoff).unwrap_or(0)),
+                e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
+                e_ehsize: U16::new(e, 52),
+                e_phentsize: U16::new(e, 0),
+                e_phnum: U16::new(e, 0),
+                e_shentsize: U16::new(e, shentsize),
+                e_shnum: U16::new(e, shnum),
+                e_shstrndx: U16::new(e, shstrndx),
+            };
+            pod::bytes_of(&h).to_vec()
+        }
+    }
+
+    fn shdr(&self, f: &ShdrFields) -> Result<Vec<u8>> {
+        let e = self.endian;
+        Ok(if self.is_64 {
+            let h = elf::SectionHeader64 {
+                sh_name: U32::new(e, f.name),
+                sh_type: U32::new(e, f.sh_type),
+                sh_flags: U64::new(e, elf::SectionFlags(f.flags)),
+                sh_addr: U64::new(e, f.addr),
+                sh_offset: U64::new(e, f.offset),
+                sh_size: U64::new(e, f.size),
+                sh_link: U32::new(e, f.link),
+                sh_info: U32::new(e, f.info),
+                sh_addralign: U64::new(e, f.align),
+                sh_entsize: U64::new(e, f.entsize),
+            };
+            pod::bytes_of(&h).to_vec()
+        } else {
+            let h = elf::SectionHeader32 {
+                sh_name: U32::new(e, f.name),
+                sh_type: U32::new(e, f.sh_type),
+                sh_flags: U32::new_u64(e, elf::SectionFlags(f.flags))
+                    .map_err(|_| invalid("section flags do not fit 32 bits"))?,
+                sh_addr: U32::new(e, narrow(f.addr)?),
+                sh_offset: U32::new(e, narrow(f.offset)?),
+                sh_size: U32::new(e, narrow(f.size)?),
+                sh_link: U32::new(e, f.link),
+                sh_info: U32::new(e, f.info),
+                sh_addralign: U32::new(e, narrow(f.align)?),
+                sh_entsize: U32::new(e, narrow(f.entsize)?),
+            };
+            pod::bytes_of(&h).to_vec()
+        })
+    }
+}
+
+/// One section header's values.
+struct ShdrFields {
+    name: u32,
+    sh_type: elf::SectionType,
+    flags: u64,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+}
+
+/// `--set-section-flags=…=readonly,exclude` on a section that already has
+/// the name: only `SHF_EXCLUDE`, plus the flags llvm-objcopy preserves.
+fn set_readonly_exclude(s: &mut Sec<'_>) {
+    let preserve = (SHF_COMPRESSED
+        | SHF_GROUP
+        | elf::SHF_LINK_ORDER.0
+        | elf::SHF_MASKOS
+        | elf::SHF_MASKPROC
+        | elf::SHF_TLS.0
+        | elf::SHF_INFO_LINK.0)
+        & !SHF_EXCLUDE;
+    s.flags = (s.flags & preserve) | SHF_EXCLUDE;
+    if s.sh_type == elf::SHT_NOBITS {
+        // Not allocated any more: it becomes PROGBITS.
+        s.sh_type = elf::SHT_PROGBITS;
+    }
+}
+
+fn cannot_remove(what: &str, by: &str) -> Error {
+    Error::usage(format!(
+        "cannot remove the bundle sections: section '{what}' is referenced by the section '{by}'"
+    ))
+}
+
+fn narrow(v: u64) -> Result<u32> {
+    u32::try_from(v).map_err(|_| invalid(format!("value {v:#x} does not fit a 32-bit field")))
+}
+
+fn to_u32(x: usize) -> Result<u32> {
+    u32::try_from(x).map_err(|_| invalid(format!("{x} entries do not fit a 32-bit index")))
+}
+
+fn checked_align(offset: u64, align: u64) -> Result<u64> {
+    offset
+        .checked_next_multiple_of(align.max(1))
+        .ok_or_else(|| invalid("section alignment overflows"))
+}
+
+/// An internal inconsistency (a bug in this module, not bad input).
+fn bug(what: &str) -> Error {
+    Error::write("object file", format!("internal error: {what}"))
+}
+
+/// Collects the output's pieces.
+#[derive(Default)]
+struct Emitter {
+    w: Written,
+    pending: Vec<u8>,
+}
+
+impl Emitter {
+    fn len(&self) -> u64 {
+        self.w.layout.size + self.pending.len() as u64
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.pending.extend_from_slice(b);
+    }
+
+    fn zeros_to(&mut self, at: u64) {
+        let n = at.saturating_sub(self.len());
+        if n <= SPAN_MIN as u64 {
+            self.pending.resize(self.pending.len() + usize_from(n), 0);
+        } else {
+            self.flush();
+            self.w.layout.push(Piece::Zeros(n), n);
+        }
+    }
+
+    fn span(&mut self, s: Span) {
+        self.flush();
+        self.w
+            .layout
+            .push(Piece::Image(self.w.spans.len()), s.len as u64);
+        self.w.spans.push(s);
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let b = std::mem::take(&mut self.pending);
+            let n = b.len() as u64;
+            self.w.layout.push(Piece::Bytes(b), n);
+        }
+    }
+
+    fn finish(mut self) -> Written {
+        self.flush();
+        self.w
+    }
+}
