@@ -1,21 +1,21 @@
 //! Object bundles (`-type=o` with an object host) against LLVM 22, whose
-//! bundler runs llvm-objcopy: the same sections (names, types, flags,
-//! links, alignment and contents, in the same order) for host objects made
-//! by clang-22 (x86_64 C with stdio, C++ with COMDAT groups and debug info,
-//! i386, big-endian powerpc64), each tool listing and unbundling the other's
-//! output the same way, the stripped host object matching LLVM's section by
-//! section and symbol by symbol and linking into a program that runs, and
-//! clean errors for hostile objects.
+//! bundler runs llvm-objcopy: the same bytes, bundling and extracting the
+//! host object, for host objects made at test time by clang-22 and gcc (C
+//! and C++ with COMDAT groups, `-O0`/`-O2`, `-g`, `-ffunction-sections`,
+//! `-fPIC`, with and without `.llvm_addrsig` and `.comment`, i386 and
+//! big-endian powerpc64), each tool listing and unbundling the other's
+//! output the same way, the stripped host object linking into a program
+//! that runs, and clean errors for hostile objects.
 //!
 //! The helpers here (running both tools on copies of one directory and
-//! comparing everything they leave behind, objects section by section) are
-//! shared with the archive tests.
+//! comparing everything they leave behind byte for byte, compiling host
+//! objects) are shared with the archive tests.
 
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{clean_failure, llvm, ours_as, run, same, snapshot, tempdir, trial};
+use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
 pub(super) const TOOL: &str = "clang-offload-bundler";
 
@@ -142,147 +142,17 @@ fn inputs() -> Result<&'static Path, Failed> {
 }
 
 // ---------------------------------------------------------------------------
-// Comparing objects and archives
+// Comparing files
 // ---------------------------------------------------------------------------
 
-/// `llvm-readelf` with `args` on `file` (in `dir`).
-fn readelf(dir: &Path, args: &[&str], file: &str) -> Result<String, Failed> {
-    let mut a = args.to_vec();
-    a.push(file);
-    let r = run(&llvm("llvm-readelf"), &a, dir).ok()?;
-    Ok(String::from_utf8_lossy(&r.stdout).into_owned())
-}
-
-/// The section table as `llvm-readelf -S` prints it, without file offsets
-/// (and, for the string table both tools rebuild, without its size):
-/// name, type, address, size, entry size, flags, link, info, alignment.
-fn section_rows(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.trim_start().strip_prefix('[')?;
-            let (_, row) = rest.split_once(']')?;
-            let t: Vec<&str> = row.split_whitespace().collect();
-            // name type address offset size es [flags] link info align
-            let (name, ty, addr, size, es) = match t.len() {
-                9 | 10 => (t[0], t[1], t[2], t[4], t[5]),
-                // The null section has no name.
-                8 => ("", t[0], t[1], t[3], t[4]),
-                _ => return Some(format!("unparsed: {row}")),
-            };
-            let n = t.len();
-            let flags = if n == 10 { t[6] } else { "" };
-            let size = if name == ".strtab" { "*" } else { size };
-            Some(format!(
-                "{name} {ty} {addr} {size} {es} {flags} {} {} {}",
-                t[n - 3],
-                t[n - 2],
-                t[n - 1]
-            ))
-        })
-        .collect()
-}
-
-/// Section names and contents, except the tables both tools rebuild.
-fn section_contents(data: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Failed> {
-    use object::{Object, ObjectSection};
-    let f = object::File::parse(data)?;
-    Ok(f.sections()
-        .filter(|s| !matches!(s.name(), Ok(".strtab" | ".symtab" | ".shstrtab")))
-        .map(|s| {
-            (
-                s.name().unwrap_or("?").to_string(),
-                s.data().unwrap_or(&[]).to_vec(),
-            )
-        })
-        .collect())
-}
-
-/// Fails unless the ELF objects `ours` and `theirs` (files in `dir`) hold
-/// the same sections in the same order (type, flags, link, info,
-/// alignment, size and contents; the rebuilt string tables aside), the same
-/// symbols at the same indices, and the same section groups.
-pub(super) fn same_object(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
-    let rows = |f: &str| readelf(dir, &["-S", "-W"], f).map(|t| section_rows(&t));
-    same(
-        &format!("sections of {ours} and {theirs}"),
-        rows(ours)?,
-        rows(theirs)?,
-    )?;
-    let contents =
-        |f: &str| -> Result<_, Failed> { section_contents(&std::fs::read(dir.join(f))?) };
-    let (a, b) = (contents(ours)?, contents(theirs)?);
-    for ((na, da), (_, db)) in a.iter().zip(&b) {
-        if da != db {
-            return Err(format!("section {na} differs between {ours} and {theirs}").into());
-        }
-    }
-    for what in [["-s", "-W"], ["-g", "-W"]] {
-        same(
-            &format!("{what:?} of {ours} and {theirs}"),
-            readelf(dir, &what, ours)?,
-            readelf(dir, &what, theirs)?,
-        )?;
-    }
-    Ok(())
-}
-
-/// The members of the archive `data`: (name, bytes).
-fn archive_members(data: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Failed> {
-    let a = object::read::archive::ArchiveFile::parse(data)?;
-    let mut out = Vec::new();
-    for m in a.members() {
-        let m = m?;
-        out.push((
-            String::from_utf8_lossy(m.name()).into_owned(),
-            m.data(data)?.to_vec(),
-        ));
-    }
-    Ok(out)
-}
-
-/// Fails unless the archives `ours` and `theirs` (in `dir`) are the same
-/// bytes, or differ only in ELF members that [`same_object`] accepts (the
-/// stripped host objects, which llvm-objcopy lays out its own way), with
-/// the same member names and the same symbol table entries.
-pub(super) fn same_archive(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
-    let (a, b) = (
-        std::fs::read(dir.join(ours))?,
-        std::fs::read(dir.join(theirs))?,
-    );
-    if a == b {
-        return Ok(());
-    }
-    let (ma, mb) = (archive_members(&a)?, archive_members(&b)?);
-    let names = |m: &[(String, Vec<u8>)]| m.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
-    same(&format!("members of {ours}"), names(&ma), names(&mb))?;
-    let mut differ = 0;
-    for (i, ((name, da), (_, db))) in ma.iter().zip(&mb).enumerate() {
-        if da == db {
-            continue;
-        }
-        if !(da.starts_with(b"\x7fELF") && db.starts_with(b"\x7fELF")) {
-            return Err(format!("member {name} of {ours} differs from {theirs}'s").into());
-        }
-        let (fa, fb) = (format!("{ours}.m{i}.ours"), format!("{theirs}.m{i}.llvm"));
-        std::fs::write(dir.join(&fa), da)?;
-        std::fs::write(dir.join(&fb), db)?;
-        same_object(dir, &fa, &fb)?;
-        std::fs::remove_file(dir.join(&fa))?;
-        std::fs::remove_file(dir.join(&fb))?;
-        differ += 1;
-    }
-    if differ == 0 {
-        return Err(format!("{ours} and {theirs} differ outside their members").into());
-    }
-    let armap = |f: &str| -> Result<String, Failed> {
-        let r = run(&llvm("llvm-nm"), &["--print-armap", "--no-sort", f], dir).ok()?;
-        let t = String::from_utf8_lossy(&r.stdout).into_owned();
-        Ok(t.split("\n\n").next().unwrap_or_default().to_string())
-    };
-    same(
-        &format!("symbol table of {ours}"),
-        armap(ours)?,
-        armap(theirs)?,
+/// Fails unless the files `ours` and `theirs` (in `dir`) hold the same
+/// bytes: objects and archives included, since the rewrite emulates
+/// llvm-objcopy's writer exactly.
+pub(super) fn same_file(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
+    same_bytes(
+        &format!("{ours} and {theirs}"),
+        &std::fs::read(dir.join(ours))?,
+        &std::fs::read(dir.join(theirs))?,
     )
 }
 
@@ -351,8 +221,7 @@ pub(super) fn run_both(
 }
 
 /// Fails unless both tools exited alike, printed alike, and left the same
-/// files: equal bytes, or objects and archives that hold the same things
-/// ([`same_object`], [`same_archive`]).
+/// files with the same bytes.
 pub(super) fn same_outcome(what: &str, theirs: &Outcome, ours: &Outcome) -> Result<(), Failed> {
     same(&format!("{what}: exit code"), ours.code, theirs.code)?;
     same(&format!("{what}: stderr"), &ours.stderr, &theirs.stderr)?;
@@ -364,23 +233,8 @@ pub(super) fn same_outcome(what: &str, theirs: &Outcome, ours: &Outcome) -> Resu
     let (a, b) = (snapshot(&ours.dir), snapshot(&theirs.dir));
     let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
     same(&format!("{what}: files"), names(&a), names(&b))?;
-    // Compare in one directory holding both.
-    let cmp = tempdir();
     for ((name, da), (_, db)) in a.iter().zip(&b) {
-        if da == db {
-            continue;
-        }
-        let (fa, fb) = (format!("{name}.ours"), format!("{name}.llvm"));
-        std::fs::write(cmp.path().join(&fa), da)?;
-        std::fs::write(cmp.path().join(&fb), db)?;
-        let r = if da.starts_with(b"!<arch>\n") && db.starts_with(b"!<arch>\n") {
-            same_archive(cmp.path(), &fa, &fb)
-        } else if da.starts_with(b"\x7fELF") && db.starts_with(b"\x7fELF") {
-            same_object(cmp.path(), &fa, &fb)
-        } else {
-            Err(format!("{name} differs ({} vs {} bytes)", da.len(), db.len()).into())
-        };
-        r.map_err(|e| format!("{what}: {}", e.message().unwrap_or("")))?;
+        same_bytes(&format!("{what}: {name}"), da, db)?;
     }
     Ok(())
 }
@@ -486,7 +340,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
     copy_dir(inputs, &both)?;
     std::fs::copy(ours.dir.join("fat.o"), both.join("ours.o"))?;
     std::fs::copy(theirs.dir.join("fat.o"), both.join("llvm.o"))?;
-    same_object(&both, "ours.o", "llvm.o")?;
+    same_file(&both, "ours.o", "llvm.o")?;
 
     // -list: all four combinations print the same.
     let mut lists = Vec::new();
@@ -524,7 +378,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
         for (tag, _) in &runs[1..] {
             let out = format!("{tag}-{i}");
             if t.starts_with("host-") {
-                same_object(&both, &out, &reference)?;
+                same_file(&both, &out, &reference)?;
             } else {
                 let (a, b) = (
                     std::fs::read(both.join(&out))?,
@@ -537,7 +391,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
         }
         if t.starts_with("host-") {
             // LLVM's extraction of its own bundle is the original object.
-            same_object(&both, &reference, c.host)?;
+            same_file(&both, &reference, c.host)?;
             if c.runs {
                 let mut outputs = Vec::new();
                 for obj in [
@@ -736,6 +590,165 @@ fn run_transcript(name: &str, a: &[String]) -> Result<(), Failed> {
 }
 
 // ---------------------------------------------------------------------------
+// Host objects of many shapes, byte for byte
+// ---------------------------------------------------------------------------
+
+/// C with what compilers put in most objects: locals, globals, `.bss`,
+/// a data relocation, a call into libc (declared, so that cross targets
+/// need no headers).
+const SHAPE_C: &str = r#"int printf(const char *, ...);
+static int counter = 3;
+int shared_value = 42;
+int zeroed[16];
+int add(int a, int b) { return a + b + counter + zeroed[a & 15]; }
+int (*pick)(int, int) = add;
+int main(void) { printf("sum=%d\n", pick(1, shared_value)); return 0; }
+"#;
+
+/// C++ with COMDAT groups (inline and template functions), a local
+/// function and exceptions' `.eh_frame`.
+const SHAPE_CPP: &str = r#"extern "C" int printf(const char *, ...);
+inline int twice(int x) { return 2 * x; }
+template <typename T> T thrice(T x) { return 3 * x; }
+static int next(int y) { return y + 1; }
+int use(int y) { return twice(y) + thrice(y) + next(y); }
+int main() { printf("use=%d\n", use(7)); return 0; }
+"#;
+
+/// A host object shape: (test name, compiler, C++?, flags).
+pub(super) type Shape = (&'static str, &'static str, bool, &'static [&'static str]);
+
+/// Host objects from clang-22 and gcc, in the shapes the bundler meets.
+pub(super) const SHAPES: &[Shape] = &[
+    ("clang_O0", "clang", false, &["-O0"]),
+    ("clang_O2", "clang", false, &["-O2"]),
+    ("clang_O2_g", "clang", false, &["-O2", "-g"]),
+    (
+        "clang_function_sections",
+        "clang",
+        false,
+        &["-O0", "-ffunction-sections"],
+    ),
+    ("clang_no_addrsig", "clang", false, &["-O2", "-fno-addrsig"]),
+    ("clang_no_ident", "clang", false, &["-O2", "-fno-ident"]),
+    (
+        "clang_i386_g",
+        "clang",
+        false,
+        &["--target=i386-linux-gnu", "-O2", "-g"],
+    ),
+    (
+        "clang_powerpc64_g",
+        "clang",
+        false,
+        &["--target=powerpc64-linux-gnu", "-O2", "-g"],
+    ),
+    ("clangxx_groups_pic", "clang++", true, &["-O2", "-fPIC"]),
+    (
+        "clangxx_groups_g_function_sections",
+        "clang++",
+        true,
+        &["-O0", "-g", "-ffunction-sections"],
+    ),
+    (
+        "clangxx_groups_no_addrsig",
+        "clang++",
+        true,
+        &["-O2", "-fPIC", "-fno-addrsig"],
+    ),
+    ("gcc_O0", "gcc", false, &["-O0"]),
+    ("gcc_O2", "gcc", false, &["-O2"]),
+    ("gcc_O2_g", "gcc", false, &["-O2", "-g"]),
+    (
+        "gcc_function_sections",
+        "gcc",
+        false,
+        &["-O0", "-ffunction-sections"],
+    ),
+    ("gcc_no_ident", "gcc", false, &["-O2", "-fno-ident"]),
+    ("gxx_groups_pic", "g++", true, &["-O2", "-fPIC"]),
+    (
+        "gxx_groups_g_function_sections",
+        "g++",
+        true,
+        &["-O0", "-g", "-ffunction-sections"],
+    ),
+];
+
+/// The tools a shape needs besides [`TOOLS`].
+pub(super) fn shape_tools(shape: &Shape) -> Vec<&'static str> {
+    let mut t = TOOLS.to_vec();
+    if !t.contains(&shape.1) {
+        t.push(shape.1);
+    }
+    t
+}
+
+/// Compiles `shape` into `out` in `dir` (clang from LLVM 22, gcc from PATH).
+pub(super) fn compile_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), Failed> {
+    let (name, compiler, cxx, flags) = *shape;
+    let (src, text) = if cxx {
+        (format!("{name}.cpp"), SHAPE_CPP)
+    } else {
+        (format!("{name}.c"), SHAPE_C)
+    };
+    std::fs::write(dir.join(&src), text)?;
+    let prog = if compiler.starts_with("clang") {
+        llvm(compiler)
+    } else {
+        PathBuf::from(compiler)
+    };
+    let mut a = vec!["-c", src.as_str(), "-o", out];
+    a.extend_from_slice(flags);
+    run(&prog, &a, dir).ok()?;
+    Ok(())
+}
+
+/// The targets the shape tests bundle: the host, a real AMDGPU code object
+/// and a raw blob.
+const SHAPE_TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906,openmp-nvptx64-nvidia-cuda--sm_70";
+
+/// Bundling the shape's host object, and extracting the host object from
+/// LLVM's bundle and from ours: LLVM's bytes each time.
+fn host_shape(shape: &Shape) -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let src = w.join("in");
+    copy_dir(inputs()?, &src)?;
+    compile_shape(&src, shape, "host.o")?;
+    let bundle = args(&[
+        "-type=o",
+        SHAPE_TARGETS,
+        "-input=host.o",
+        "-input=gfx906.o",
+        "-input=d1",
+        "-output=fat.o",
+    ]);
+    let (theirs, ours) = run_both(&src, w, "bundle", &bundle)?;
+    same_outcome("bundling", &theirs, &ours)?;
+    if ours.code != 0 {
+        return Err(format!("bundling failed: {}", ours.stderr).into());
+    }
+    for (from, dir) in [("llvm", &theirs.dir), ("ours", &ours.dir)] {
+        let unbundle = args(&[
+            "-type=o",
+            "-unbundle",
+            SHAPE_TARGETS,
+            "-input=fat.o",
+            "-output=host",
+            "-output=dev1",
+            "-output=dev2",
+        ]);
+        let (t, o) = run_both(dir, w, &format!("unbundle-{from}"), &unbundle)?;
+        same_outcome(&format!("unbundling {from}'s bundle"), &t, &o)?;
+        if o.code != 0 {
+            return Err(format!("unbundling failed: {}", o.stderr).into());
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
 // Differences from LLVM and hostile objects
 // ---------------------------------------------------------------------------
 
@@ -787,7 +800,7 @@ fn host_from_compressed_object_bundle() -> Result<(), Failed> {
     }
     run(&ours_as(TOOL), &a("fat.ccob", "ours-host"), d).ok()?;
     run(&llvm(TOOL), &a("fat.o", "llvm-plain-host"), d).ok()?;
-    same_object(d, "ours-host", "llvm-plain-host")
+    same_file(d, "ours-host", "llvm-plain-host")
 }
 
 /// Byte offset of section `index`'s header field at `field` in an ELF64
@@ -949,6 +962,13 @@ pub fn tests() -> Vec<Trial> {
             format!("bundler::object::transcript::{name}"),
             TOOLS,
             move || run_transcript(name, &a),
+        ));
+    }
+    for (i, shape) in SHAPES.iter().enumerate() {
+        t.push(trial(
+            format!("bundler::object::llvm_bytes::{}", shape.0),
+            &shape_tools(shape),
+            move || host_shape(&SHAPES[i]),
         ));
     }
     t.push(trial(
