@@ -547,7 +547,8 @@ fn transcripts() -> Vec<(&'static str, Vec<String>)> {
 }
 
 /// The inputs of the transcripts: [`make_inputs`], plus `fat.o` (host and
-/// gfx906, bundled by LLVM) and `fat.ccob` (a CCOB holding `fat.o`).
+/// gfx906, bundled by LLVM), `fat.ccob` (a CCOB holding `fat.o`) and
+/// `fat.a` (an archive of `fat.o`, `main.o` and a copy of `fat.o`).
 fn transcript_inputs(dir: &Path) -> Result<(), Failed> {
     make_inputs(dir)?;
     run(
@@ -569,6 +570,15 @@ fn transcript_inputs(dir: &Path) -> Result<(), Failed> {
         &offload_kit::bundle::compressed::CompressOptions::default(),
     )?;
     std::fs::write(dir.join("fat.ccob"), ccob)?;
+    // An archive holding it twice (the second copy under another name) and
+    // a plain object.
+    std::fs::copy(dir.join("fat.o"), dir.join("fat2.o"))?;
+    run(
+        &llvm("llvm-ar"),
+        &["rc", "fat.a", "fat.o", "main.o", "fat2.o"],
+        dir,
+    )
+    .ok()?;
     Ok(())
 }
 
@@ -790,6 +800,19 @@ const PRINT_COMMANDS: &[(&str, &[&str], &[&str])] = &[
             "-targets=hip-amdgcn-amd-amdhsa--gfx906",
             "-input=fat.o",
             "-output=d",
+        ],
+        &[],
+    ),
+    (
+        "bundler_print_commands_archive",
+        &[
+            "-###",
+            "-type=a",
+            "-unbundle",
+            HD,
+            "-input=fat.a",
+            "-output=h.a",
+            "-output=d.a",
         ],
         &[],
     ),

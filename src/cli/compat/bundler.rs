@@ -722,9 +722,44 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
         decompress_member(job, name, m)
     };
-    let lists =
-        archive_unbundle::unbundle(input.bytes(), &thin, &requests, job.hip_openmp, inflate)
-            .map_err(message)?;
+    // -###: LLVM writes each host object member to a temporary file and
+    // prints the llvm-objcopy command that would strip it into another.
+    let mut temp_failure = None;
+    let mut print = |_: &Member<'_>| {
+        let Some(objcopy) = &job.objcopy else { return };
+        match (TempFile::create(b""), TempFile::create(b"")) {
+            (Ok(from), Ok(to)) => print_command(
+                objcopy,
+                &[
+                    "--regex",
+                    "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
+                    "--",
+                    from.name(),
+                    to.name(),
+                ],
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                temp_failure.get_or_insert(e);
+            }
+        }
+    };
+    let hosts = if job.objcopy.is_some() {
+        archive_unbundle::HostObjects::Empty(&mut print)
+    } else {
+        archive_unbundle::HostObjects::Strip
+    };
+    let lists = archive_unbundle::unbundle_with(
+        input.bytes(),
+        &thin,
+        &requests,
+        job.hip_openmp,
+        inflate,
+        hosts,
+    )
+    .map_err(message)?;
+    if let Some(e) = temp_failure {
+        return Err(e);
+    }
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
