@@ -117,6 +117,14 @@ pub fn bundle_read(data: &[u8]) {
     }
 }
 
+/// Whether a rewritten object is small enough to build in memory: section
+/// alignments in hostile input can place sections terabytes apart (the
+/// layout describes the gap as zeros; llvm-objcopy would try to allocate
+/// it all).
+fn fits_in_memory(w: &crate::bundle::object::Written, input: usize) -> bool {
+    w.layout.size <= (input as u64).saturating_mul(4).saturating_add(1 << 20)
+}
+
 /// The object-bundle editor and the archive unbundler on `data`: an object
 /// file's entry names, its host extraction (which must hold no bundle
 /// section), and adding a section to it; `data` as an archive of bundles
@@ -130,7 +138,9 @@ fn bundle_objects_and_archives(data: &[u8]) {
 
     if bundle::is_object(data) {
         let _ = object::entry_ids(data);
-        if let Ok(w) = object::strip(data) {
+        if let Ok(w) = object::strip(data)
+            && fits_in_memory(&w, data.len())
+        {
             let stripped = w
                 .to_vec(&[data])
                 .expect("spans of the stripped object resolve");
@@ -143,7 +153,9 @@ fn bundle_objects_and_archives(data: &[u8]) {
             id: "openmp-x86_64-unknown-linux-gnu-",
             data: b"DEVICE",
         };
-        if let Ok(w) = object::bundle(data, &[extra]) {
+        if let Ok(w) = object::bundle(data, &[extra])
+            && fits_in_memory(&w, data.len())
+        {
             let fat = w
                 .to_vec(&[data, extra.data])
                 .expect("spans of the bundle resolve");
@@ -186,6 +198,93 @@ fn bundle_objects_and_archives(data: &[u8]) {
                 })
                 .collect();
             let _ = crate::archive::layout_gnu(&members, true);
+        }
+    }
+}
+
+/// The object-bundle rewrite (llvm-objcopy's, emulated) on `data`: the host
+/// extraction and bundling two sections into it. Must never panic; and
+/// when the input reads as an object, what either returns must read again:
+/// no bundle section left after stripping, the added sections last after
+/// bundling, and both rewritten once more without a new error. (Contents the
+/// rewrite copies as they are, such as a malformed `SHT_DYNSYM`, keep an
+/// unreadable input unreadable.)
+pub fn object_rewrite(data: &[u8]) {
+    use crate::bundle::object::{self, Aligned, HOST_MARKER, NewSection};
+
+    /// The entries of a rewritten object, and whether it has sections
+    /// (llvm-objcopy writes no section headers for an input without a
+    /// section-name table).
+    fn reparse(out: &[u8]) -> (Vec<crate::bundle::Found<'_>>, bool) {
+        use ::object::Object;
+        let copy = Aligned::copy_of(out);
+        let file = ::object::File::parse(copy.bytes()).expect("the rewritten object parses");
+        assert!(matches!(file.format(), ::object::BinaryFormat::Elf));
+        let has_sections = file.sections().next().is_some();
+        let found = object::entries(out).expect("the rewritten object's sections read");
+        (found, has_sections)
+    }
+    let readable = Aligned::copy_of(data);
+    if object::entries(readable.bytes()).is_err()
+        || ::object::File::parse(readable.bytes()).is_err()
+    {
+        let _ = object::strip(data);
+        let _ = object::bundle(data, &[]);
+        return;
+    }
+    if let Ok(w) = object::strip(data)
+        && fits_in_memory(&w, data.len())
+    {
+        let out = w
+            .to_vec(&[data])
+            .expect("spans of the stripped object resolve");
+        assert_eq!(out.len() as u64, w.layout.size);
+        assert!(
+            reparse(&out).0.is_empty(),
+            "bundle sections survived stripping"
+        );
+        object::strip(&out).expect("the stripped object strips again");
+    }
+    let device: &[u8] = b"DEVICE-IMAGE";
+    let added = [
+        NewSection {
+            id: "host-x86_64-unknown-linux-gnu-",
+            data: HOST_MARKER,
+        },
+        NewSection {
+            id: "openmp-amdgcn-amd-amdhsa--gfx90a",
+            data: device,
+        },
+    ];
+    if let Ok(w) = object::bundle(data, &added)
+        && fits_in_memory(&w, data.len())
+    {
+        let out = w
+            .to_vec(&[data, HOST_MARKER, device])
+            .expect("spans of the bundle resolve");
+        assert_eq!(out.len() as u64, w.layout.size);
+        let (found, has_sections) = reparse(&out);
+        if !has_sections {
+            return;
+        }
+        let n = found.len();
+        assert!(n >= 2, "the added sections are read back");
+        assert_eq!(
+            (found[n - 2].id, found[n - 2].data),
+            (added[0].id.as_bytes(), HOST_MARKER)
+        );
+        assert_eq!(
+            (found[n - 1].id, found[n - 1].data),
+            (added[1].id.as_bytes(), device)
+        );
+        // The added sections hold no symbols: the bundle strips when the
+        // input does.
+        match object::strip(&out) {
+            Ok(stripped) => {
+                let back = stripped.to_vec(&[&out]).expect("spans resolve");
+                assert!(reparse(&back).0.is_empty());
+            }
+            Err(e) => assert!(object::strip(data).is_err(), "only the bundle fails: {e}"),
         }
     }
 }
@@ -339,12 +438,14 @@ mod tests {
             offload_binary_read(&data);
             ccob_read(&data);
             bundle_read(&data);
+            object_rewrite(&data);
             scan(&data);
             // Every truncation of a fixture too: the reader must not panic.
             for cut in (0..data.len()).step_by(7) {
                 offload_binary_read(&data[..cut]);
                 ccob_read(&data[..cut]);
                 bundle_read(&data[..cut]);
+                object_rewrite(&data[..cut]);
                 scan(&data[..cut]);
             }
         }

@@ -1074,6 +1074,15 @@ impl<'d> Model<'d> {
             offset
         };
 
+        // The whole file must have a size (alignments in hostile input can
+        // push offsets to the end of the 64-bit range).
+        let table = (live.len() as u64 + 1) * shentsize;
+        if headers && shoff.checked_add(table).is_none() {
+            return Err(invalid(
+                "the rewritten object would be larger than 2^64 bytes",
+            ));
+        }
+
         // The file.
         let mut w = Emitter::default();
         let shnum = live.len() as u64 + 1;
