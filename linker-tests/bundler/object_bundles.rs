@@ -1159,6 +1159,50 @@ fn symbols_in_bundle_sections() -> Result<(), Failed> {
     same_outcome("listing", &theirs, &ours)
 }
 
+/// Symbols removed with the bundle sections renumber the others: the
+/// relocations against them, the COMDAT groups' signatures (a local
+/// signature loses GRP_COMDAT) and members, for 64- and 32-bit objects;
+/// LLVM's bytes.
+fn renumbered_relocations_and_groups() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let asm = |word: &str| {
+        format!(
+            "\t.text\n\t.globl f\nf:\tcall g\n\tcall h\n\tret\n\
+             \t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n\
+             \t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\
+             \t.globl inb\ninb:\t.long 7\n\t.globl inb2\ninb2:\t.long 8\n\
+             \t.section .text.g,\"axG\",@progbits,g,comdat\n\t.weak g\ng:\tret\n\
+             \t.section .text.h,\"axG\",@progbits,hgrp,comdat\n\t.globl h\nh:\tret\n\
+             \t.section .data.x,\"aw\",@progbits\n\
+             \t{word} f\n\t{word} g\n\t{word} h\n\t{word} zext\n\
+             \t.addrsig\n\t.addrsig_sym g\n"
+        )
+    };
+    cc(d, "r64.s", &asm(".quad"), "r64.o", &[])?;
+    cc(
+        d,
+        "r32.s",
+        &asm(".long"),
+        "r32.o",
+        &["--target=i386-linux-gnu"],
+    )?;
+    for f in ["r64.o", "r32.o"] {
+        let a = args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu",
+            &format!("-input={f}"),
+            "-output=h.o",
+            "-output=dev",
+        ]);
+        let (theirs, ours) = run_both(d, d, &format!("renumber-{f}"), &a)?;
+        same_outcome(&format!("unbundling {f}"), &theirs, &ours)?;
+        same(&format!("{f}: success"), ours.code, 0)?;
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1209,6 +1253,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::relocation_into_bundle_section",
         TOOLS,
         relocation_into_bundle_section,
+    ));
+    t.push(trial(
+        "bundler::object::renumbered_relocations_and_groups",
+        TOOLS,
+        renumbered_relocations_and_groups,
     ));
     t.push(trial(
         "bundler::object::symbols_in_bundle_sections",
