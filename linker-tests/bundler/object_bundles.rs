@@ -1203,6 +1203,75 @@ fn renumbered_relocations_and_groups() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Objects with more than 65279 sections (extended section indices): an
+/// object whose symbols need `.symtab_shndx`, bundled and extracted; and
+/// a bundle whose removed sections bring the rest back under the limit,
+/// where llvm-objcopy drops the table. LLVM's bytes each time.
+fn large_section_indices() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let functions = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("\t.section .t{i},\"ax\",@progbits\n\t.globl f{i}\nf{i}:\tret\n"))
+            .collect()
+    };
+    cc(d, "many.s", &functions(66_000), "many.o", &[])?;
+    let mut bundled = String::from(
+        "\t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n",
+    );
+    for k in 0..40 {
+        bundled.push_str(&format!(
+            "\t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-{k},\"e\",@progbits\n\t.byte 1\n"
+        ));
+    }
+    bundled.push_str(&functions(65_260));
+    cc(d, "over.s", &bundled, "over.o", &[])?;
+    std::fs::write(d.join("dev"), b"DEVICE")?;
+    let targets = "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu";
+    let runs = [
+        args(&[
+            "-type=o",
+            targets,
+            "-input=many.o",
+            "-input=dev",
+            "-output=fat.o",
+        ]),
+        args(&[
+            "-type=o",
+            "-unbundle",
+            targets,
+            "-input=many.o",
+            "-output=h1.o",
+            "-output=d1",
+            "-allow-missing-bundles",
+        ]),
+        args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu",
+            "-input=over.o",
+            "-output=h2.o",
+        ]),
+    ];
+    for (k, a) in runs.iter().enumerate() {
+        let (theirs, ours) = run_both(d, d, &format!("large-{k}"), a)?;
+        same_outcome(&format!("large section indices, run {k}"), &theirs, &ours)?;
+        same(&format!("run {k}: success"), ours.code, 0)?;
+    }
+    // The bundle LLVM made from many.o, extracted by both.
+    let fat_dir = d.join("large-0-llvm");
+    let a = args(&[
+        "-type=o",
+        "-unbundle",
+        targets,
+        "-input=fat.o",
+        "-output=h.o",
+        "-output=d",
+    ]);
+    let (theirs, ours) = run_both(&fat_dir, d, "large-fat", &a)?;
+    same_outcome("extracting from the large bundle", &theirs, &ours)
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1258,6 +1327,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::renumbered_relocations_and_groups",
         TOOLS,
         renumbered_relocations_and_groups,
+    ));
+    t.push(trial(
+        "bundler::object::large_section_indices",
+        TOOLS,
+        large_section_indices,
     ));
     t.push(trial(
         "bundler::object::symbols_in_bundle_sections",

@@ -37,8 +37,12 @@
 //!   dropped) and the new signature symbol index; a group whose signature
 //!   is local loses `GRP_COMDAT`.
 //! - **Other sections** are copied, their `sh_link` renumbered (`sh_info`
-//!   is kept as it was). An `SHT_SYMTAB_SHNDX` table is dropped (it is only
-//!   needed past 65279 sections, which is not supported here).
+//!   is kept as it was).
+//! - **Extended section indices**: an `SHT_SYMTAB_SHNDX` table is kept, and
+//!   made (`.symtab_shndx`, after the added sections) when missing, only if
+//!   a section that defined a symbol in the input ends up at index 0xff00
+//!   or above; otherwise it is dropped. Section 0 then holds the section
+//!   count and the name table's index as ELF requires.
 //! - **The ELF header** keeps class, byte order, OS ABI and ABI version,
 //!   type, machine, version, entry and flags; everything else is written
 //!   anew.
@@ -699,21 +703,52 @@ impl<'d> Model<'d> {
             });
         }
 
-        // The extended index table is only kept when indices need it.
-        if let Some(x) = self
-            .secs
+        // The extended index table: needed when a section that had a symbol
+        // defined in it (in the input) gets an index past SHN_LORESERVE;
+        // made when missing, removed when not needed.
+        let reserve = usize::from(elf::SHN_LORESERVE);
+        let live: Vec<usize> = (0..self.secs.len())
+            .filter(|&i| !self.secs[i].removed)
+            .collect();
+        let needs_large = live.len() >= reserve && {
+            let mut has_symbol = vec![false; self.secs.len()];
+            for sym in &self.symbols {
+                if let Def::Section(d) = sym.def {
+                    has_symbol[d] = true;
+                }
+            }
+            live[reserve - 1..].iter().any(|&i| has_symbol[i])
+        };
+        let shndx = live
             .iter()
-            .position(|s| s.kind == Kind::Shndx && !s.removed)
-        {
-            let mut doomed = vec![false; self.secs.len()];
-            doomed[x] = true;
-            self.remove_sections(&doomed)?;
-        }
-        let live = self.secs.iter().filter(|s| !s.removed).count();
-        if live + 1 >= usize::from(elf::SHN_LORESERVE) {
-            return Err(Error::usage(format!(
-                "objects with {live} sections (65279 or more) are not supported by offload-kit"
-            )));
+            .copied()
+            .find(|&i| self.secs[i].kind == Kind::Shndx);
+        match (needs_large, shndx) {
+            (true, None) if self.symtab.is_some() => self.secs.push(Sec {
+                name: Cow::Borrowed(b".symtab_shndx"),
+                kind: Kind::Shndx,
+                sh_type: elf::SHT_SYMTAB_SHNDX,
+                flags: 0,
+                addr: 0,
+                size: 0,
+                link: 0,
+                info: 0,
+                align: 4,
+                entsize: 4,
+                orig_offset: u64::MAX,
+                link_sec: None,
+                symtab_link: false,
+                target: None,
+                relocs: Vec::new(),
+                group: None,
+                removed: false,
+            }),
+            (false, Some(x)) => {
+                let mut doomed = vec![false; self.secs.len()];
+                doomed[x] = true;
+                self.remove_sections(&doomed)?;
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -983,8 +1018,11 @@ impl<'d> Model<'d> {
                         let st_shndx = match sym.def {
                             Def::Undef => 0,
                             Def::Reserved(x) => x,
+                            // Large indices are in the extended table.
                             Def::Section(d) => u16::try_from(index[d])
-                                .map_err(|_| bug("section index too large"))?,
+                                .ok()
+                                .filter(|&x| x < elf::SHN_LORESERVE)
+                                .unwrap_or(elf::SHN_XINDEX.0),
                         };
                         self.put_sym(&mut bytes, st_name, sym, st_shndx)?;
                     }
@@ -1039,7 +1077,21 @@ impl<'d> Model<'d> {
                     o.size = bytes.len() as u64;
                     o.body = Body::Bytes(bytes);
                 }
-                Kind::Shndx => return Err(bug("extended index table left in")),
+                Kind::Shndx => {
+                    o.size = self.order.len() as u64 * 4;
+                    o.link = renumber(self.symtab);
+                    let mut bytes = Vec::with_capacity(usize_from(o.size));
+                    for &k in &self.order {
+                        let x = match self.symbols[k].def {
+                            Def::Section(d) if index[d] >= u32::from(elf::SHN_LORESERVE) => {
+                                index[d]
+                            }
+                            _ => 0,
+                        };
+                        bytes.extend_from_slice(pod::bytes_of(&U32::new(self.endian, x)));
+                    }
+                    o.body = Body::Bytes(bytes);
+                }
                 Kind::Added(k) => o.body = Body::Span(k, 0, usize_from(s.size)),
             }
             outs.push(o);
@@ -1138,7 +1190,26 @@ impl<'d> Model<'d> {
         }
         if headers {
             w.zeros_to(shoff);
-            w.bytes(&vec![0u8; usize_from(shentsize)]);
+            // Section 0 holds the count and the name table's index when
+            // they do not fit the ELF header.
+            let reserve = u64::from(elf::SHN_LORESERVE);
+            let names_index = self.names.map_or(0, |n| index[n]);
+            w.bytes(&self.shdr(&ShdrFields {
+                name: 0,
+                sh_type: elf::SHT_NULL,
+                flags: 0,
+                addr: 0,
+                offset: 0,
+                size: if shnum >= reserve { shnum } else { 0 },
+                link: if u64::from(names_index) >= reserve {
+                    names_index
+                } else {
+                    0
+                },
+                info: 0,
+                align: 0,
+                entsize: 0,
+            })?);
             for (k, o) in outs.iter().enumerate() {
                 let s = &self.secs[o.sec];
                 let shdr = self.shdr(&ShdrFields {
@@ -1205,9 +1276,17 @@ impl<'d> Model<'d> {
             abi_version: self.abi_version,
             padding: [0; 7],
         };
-        // Counts were checked against SHN_LORESERVE.
-        let shnum = u16::try_from(shnum).unwrap_or(0);
-        let shstrndx = elf::SymbolSection(u16::try_from(shstrndx).unwrap_or(elf::SHN_XINDEX.0));
+        // Values past SHN_LORESERVE go to section 0.
+        let shnum = u16::try_from(shnum)
+            .ok()
+            .filter(|&n| n < elf::SHN_LORESERVE)
+            .unwrap_or(0);
+        let shstrndx = elf::SymbolSection(
+            u16::try_from(shstrndx)
+                .ok()
+                .filter(|&n| n < elf::SHN_LORESERVE)
+                .unwrap_or(elf::SHN_XINDEX.0),
+        );
         let shentsize = u16::try_from(shentsize).unwrap_or(0);
         if self.is_64 {
             let h = elf::FileHeader64 {
