@@ -3,7 +3,8 @@
 //! host object, for host objects made at test time by clang-22 and gcc (C
 //! and C++ with COMDAT groups, `-O0`/`-O2`, `-g`, `-ffunction-sections`,
 //! `-fPIC`, with and without `.llvm_addrsig` and `.comment`, i386 and
-//! big-endian powerpc64), each tool listing and unbundling the other's
+//! big-endian powerpc64; also linked shared objects and executables, with
+//! program headers), each tool listing and unbundling the other's
 //! output the same way, the stripped host object linking into a program
 //! that runs, and clean errors for hostile objects.
 //!
@@ -685,6 +686,36 @@ pub(super) const SHAPES: &[Shape] = &[
     ),
 ];
 
+/// Hosts that are linked, with program headers: shared objects and
+/// executables (bfd through gcc, lld through clang), one with TLS.
+const LINKED_SHAPES: &[Shape] = &[
+    (
+        "clang_lld_shared",
+        "clang",
+        false,
+        &["-shared", "-fPIC", "-O2", "-fuse-ld=lld"],
+    ),
+    (
+        "clang_lld_executable",
+        "clang",
+        false,
+        &["-O2", "-fuse-ld=lld"],
+    ),
+    (
+        "gcc_shared_g",
+        "gcc",
+        false,
+        &["-shared", "-fPIC", "-O2", "-g"],
+    ),
+    ("gcc_executable_no_pie", "gcc", false, &["-O0", "-no-pie"]),
+    (
+        "gxx_shared_groups",
+        "g++",
+        true,
+        &["-shared", "-fPIC", "-O2"],
+    ),
+];
+
 /// The tools a shape needs besides [`TOOLS`].
 pub(super) fn shape_tools(shape: &Shape) -> Vec<&'static str> {
     let mut t = TOOLS.to_vec();
@@ -694,8 +725,18 @@ pub(super) fn shape_tools(shape: &Shape) -> Vec<&'static str> {
     t
 }
 
-/// Compiles `shape` into `out` in `dir` (clang from LLVM 22, gcc from PATH).
+/// Compiles `shape` into the object `out` in `dir` (clang from LLVM 22,
+/// gcc from PATH).
 pub(super) fn compile_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), Failed> {
+    build_shape(dir, shape, out, true)
+}
+
+/// Compiles and links `shape` into `out` in `dir`.
+fn link_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), Failed> {
+    build_shape(dir, shape, out, false)
+}
+
+fn build_shape(dir: &Path, shape: &Shape, out: &str, object: bool) -> Result<(), Failed> {
     let (name, compiler, cxx, flags) = *shape;
     let (src, text) = if cxx {
         (format!("{name}.cpp"), SHAPE_CPP)
@@ -708,7 +749,10 @@ pub(super) fn compile_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), 
     } else {
         PathBuf::from(compiler)
     };
-    let mut a = vec!["-c", src.as_str(), "-o", out];
+    let mut a = vec![src.as_str(), "-o", out];
+    if object {
+        a.insert(0, "-c");
+    }
     a.extend_from_slice(flags);
     run(&prog, &a, dir).ok()?;
     Ok(())
@@ -718,14 +762,17 @@ pub(super) fn compile_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), 
 /// and a raw blob.
 const SHAPE_TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906,openmp-nvptx64-nvidia-cuda--sm_70";
 
+/// How a shape is built: [`compile_shape`] or [`link_shape`].
+type Build = fn(&Path, &Shape, &str) -> Result<(), Failed>;
+
 /// Bundling the shape's host object, and extracting the host object from
 /// LLVM's bundle and from ours: LLVM's bytes each time.
-fn host_shape(shape: &Shape) -> Result<(), Failed> {
+fn host_shape(shape: &Shape, build: Build) -> Result<(), Failed> {
     let work = tempdir();
     let w = work.path();
     let src = w.join("in");
     copy_dir(inputs()?, &src)?;
-    compile_shape(&src, shape, "host.o")?;
+    build(&src, shape, "host.o")?;
     let bundle = args(&[
         "-type=o",
         SHAPE_TARGETS,
@@ -1293,7 +1340,14 @@ pub fn tests() -> Vec<Trial> {
         t.push(trial(
             format!("bundler::object::llvm_bytes::{}", shape.0),
             &shape_tools(shape),
-            move || host_shape(&SHAPES[i]),
+            move || host_shape(&SHAPES[i], compile_shape),
+        ));
+    }
+    for (i, shape) in LINKED_SHAPES.iter().enumerate() {
+        t.push(trial(
+            format!("bundler::object::llvm_bytes::{}", shape.0),
+            &shape_tools(shape),
+            move || host_shape(&LINKED_SHAPES[i], link_shape),
         ));
     }
     for &(name, a, empty) in PRINT_COMMANDS {

@@ -12,12 +12,17 @@
 //!   numbering; added ones come last. Relocation sections that apply to a
 //!   removed section go too, and so do groups whose members all go (a group
 //!   without members always goes).
-//! - **File layout**: the ELF header, then every section in the order of
+//! - **File layout**: segments first (linked hosts: shared objects,
+//!   executables), in offset order, each at its place inside the segment
+//!   holding it or at the next offset congruent to its address modulo its
+//!   alignment; their bytes are copied whole (sections inside them are not
+//!   rewritten; removed ones are zeroed), the ELF header and program
+//!   headers written over them. Then every other section in the order of
 //!   its offset in the input (added sections last), each at the next
 //!   multiple of its alignment (0 counts as 1), `SHT_NOBITS` taking no
 //!   room; then the section header table at the next multiple of the word
-//!   size. Gaps are zeros. There are no program headers (`e_phoff` and
-//!   `e_phentsize` are 0).
+//!   size. Gaps are zeros. Without program headers, `e_phoff` and
+//!   `e_phentsize` are 0.
 //! - **String tables** (non-allocated `SHT_STRTAB`) are rebuilt with
 //!   `StringTableBuilder`'s tail-merged ELF layout from the names that use
 //!   them: section names for the `e_shstrndx` table, symbol names for the
@@ -53,7 +58,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use object::read::elf::{FileHeader, SectionHeader, Sym as _};
+use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader, Sym as _};
 use object::{Endianness, U16, U32, U64, elf, pod};
 
 use super::{NewSection, Span, Written, is_bundle_section};
@@ -170,7 +175,85 @@ struct Sec<'d> {
     relocs: Vec<(usize, u32, u64)>,
     /// Groups: flag word, members (model indices), signature symbol.
     group: Option<(u32, Vec<usize>, Option<usize>)>,
+    /// The segment whose bytes hold the section (index into `segs`).
+    parent: Option<usize>,
     removed: bool,
+}
+
+/// A segment as llvm-objcopy models it: the program headers, then its
+/// two pseudo-segments for the ELF header and the program header table.
+#[derive(Debug, Clone)]
+struct Seg {
+    p_type: u32,
+    p_flags: u32,
+    orig_offset: u64,
+    vaddr: u64,
+    paddr: u64,
+    filesz: u64,
+    memsz: u64,
+    align: u64,
+    index: usize,
+    /// The segment it lies in (see [`Seg::before`]).
+    parent: Option<usize>,
+}
+
+impl Seg {
+    /// llvm-objcopy's segment order: by offset, then larger alignment,
+    /// then index; a parent always comes before its children.
+    fn before(&self, other: &Seg) -> bool {
+        if self.orig_offset != other.orig_offset {
+            return self.orig_offset < other.orig_offset;
+        }
+        if self.align != other.align {
+            return self.align > other.align;
+        }
+        self.index < other.index
+    }
+
+    /// Whether `child` starts inside this segment's file bytes.
+    fn holds(&self, child: &Seg) -> bool {
+        self.orig_offset <= child.orig_offset
+            && u128::from(self.orig_offset) + u128::from(self.filesz)
+                > u128::from(child.orig_offset)
+    }
+
+    /// Whether the section lies wholly inside this segment (an empty
+    /// section counts as one byte; `SHT_NOBITS` by address).
+    fn contains(&self, s: &Sec<'_>) -> bool {
+        let size = u128::from(s.size.max(1));
+        if s.sh_type == elf::SHT_NOBITS {
+            let tls = s.flags & elf::SHF_TLS.0 != 0;
+            return s.flags & SHF_ALLOC != 0
+                && tls == (self.p_type == elf::PT_TLS.0)
+                && self.vaddr <= s.addr
+                && u128::from(self.vaddr) + u128::from(self.memsz) >= u128::from(s.addr) + size;
+        }
+        self.orig_offset <= s.orig_offset
+            && u128::from(self.orig_offset) + u128::from(self.filesz)
+                >= u128::from(s.orig_offset) + size
+    }
+}
+
+/// Sets `segs[child].parent` to the most enclosing real segment (the first
+/// `real` ones), as llvm-objcopy's `setParentSegment` does.
+fn set_parent(segs: &mut [Seg], real: usize, child: usize) {
+    for p in 0..real {
+        if p == child || !segs[p].holds(&segs[child]) || !segs[p].before(&segs[child]) {
+            continue;
+        }
+        if segs[child].parent.is_none_or(|q| segs[p].before(&segs[q])) {
+            segs[child].parent = Some(p);
+        }
+    }
+}
+
+/// LLVM's `alignTo(value, align, skew)`: the least `x >= value` with
+/// `x % align == skew % align`.
+fn align_skew(value: u64, align: u64, skew: u64) -> Result<u64> {
+    let skew = skew % align;
+    let v = u128::from(value) + u128::from(align) - 1 - u128::from(skew);
+    u64::try_from(v / u128::from(align) * u128::from(align) + u128::from(skew))
+        .map_err(|_| invalid("segment alignment overflows"))
 }
 
 /// Where a symbol is defined.
@@ -202,13 +285,15 @@ struct Model<'d> {
     e_version: u32,
     e_entry: u64,
     e_flags: u32,
-    e_phoff: u64,
     /// The section-name table (model index), if the input has one.
     names: Option<usize>,
     /// The symbol table (model index).
     symtab: Option<usize>,
     /// Section index `i` (1-based) is `secs[i - 1]`.
     secs: Vec<Sec<'d>>,
+    /// The program headers, then the ELF header's and the program header
+    /// table's pseudo-segments.
+    segs: Vec<Seg>,
     symbols: Vec<Symbol<'d>>,
     /// Final symbol order (indices into `symbols`).
     order: Vec<usize>,
@@ -243,9 +328,10 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
     if e_phoff > data.len() as u64 {
         return Err(invalid("the program headers lie outside the file"));
     }
-    if header.phnum(endian, data).map_err(read_err)? != 0 {
+    let phdrs = header.program_headers(endian, data).map_err(read_err)?;
+    if phdrs.len() >= 0xffff {
         return Err(Error::usage(
-            "rewriting object files with program headers is not supported by offload-kit",
+            "objects with 65535 or more program headers are not supported by offload-kit",
         ));
     }
     let table = header.sections(endian, data).map_err(read_err)?;
@@ -328,6 +414,7 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
             target: None,
             relocs: Vec::new(),
             group: None,
+            parent: None,
             removed: false,
         });
     }
@@ -579,6 +666,74 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
             Kind::Opaque | Kind::StrTab | Kind::SymTab | Kind::Added(_) => {}
         }
     }
+    // Segments, and which holds each section.
+    let mut segs = Vec::with_capacity(phdrs.len() + 2);
+    for (index, ph) in phdrs.iter().enumerate() {
+        let orig_offset: u64 = ph.p_offset(endian).into();
+        let filesz: u64 = ph.p_filesz(endian).into();
+        if orig_offset
+            .checked_add(filesz)
+            .is_none_or(|end| end > data.len() as u64)
+        {
+            return Err(invalid(format!(
+                "program header with offset {orig_offset:#x} and file size {filesz:#x} goes \
+                 past the end of the file"
+            )));
+        }
+        segs.push(Seg {
+            p_type: ph.p_type(endian).0,
+            p_flags: ph.p_flags(endian).0,
+            orig_offset,
+            vaddr: ph.p_vaddr(endian).into(),
+            paddr: ph.p_paddr(endian).into(),
+            filesz,
+            memsz: ph.p_memsz(endian).into(),
+            align: ph.p_align(endian).into(),
+            index,
+            parent: None,
+        });
+        let seg = &segs[index];
+        for sec in secs.iter_mut() {
+            if seg.contains(sec)
+                && sec
+                    .parent
+                    .is_none_or(|p: usize| segs[p].orig_offset > seg.orig_offset)
+            {
+                sec.parent = Some(index);
+            }
+        }
+    }
+    let real = segs.len();
+    // The ELF header (its size is set when writing) and the program header
+    // table.
+    segs.push(Seg {
+        p_type: elf::PT_PHDR.0,
+        p_flags: 0,
+        orig_offset: 0,
+        vaddr: 0,
+        paddr: 0,
+        filesz: 0,
+        memsz: 0,
+        align: 0,
+        index: real,
+        parent: None,
+    });
+    let table = u64::from(header.e_phentsize(endian)) * phdrs.len() as u64;
+    segs.push(Seg {
+        p_type: elf::PT_PHDR.0,
+        p_flags: 0,
+        orig_offset: e_phoff,
+        vaddr: e_phoff,
+        paddr: 0,
+        filesz: table,
+        memsz: table,
+        align: if is_64 { 8 } else { 4 },
+        index: real + 1,
+        parent: None,
+    });
+    for child in 0..segs.len() {
+        set_parent(&mut segs, real, child);
+    }
     Ok(Model {
         is_64,
         endian,
@@ -590,10 +745,10 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
         e_version: header.e_version(endian),
         e_entry: header.e_entry(endian).into(),
         e_flags: header.e_flags(endian).0,
-        e_phoff,
         names,
         symtab,
         secs,
+        segs,
         symbols,
         order: Vec::new(),
         indices_changed: false,
@@ -699,6 +854,7 @@ impl<'d> Model<'d> {
                 target: None,
                 relocs: Vec::new(),
                 group: None,
+                parent: None,
                 removed: false,
             });
         }
@@ -741,6 +897,7 @@ impl<'d> Model<'d> {
                 target: None,
                 relocs: Vec::new(),
                 group: None,
+                parent: None,
                 removed: false,
             }),
             (false, Some(x)) => {
@@ -1097,18 +1254,54 @@ impl<'d> Model<'d> {
             outs.push(o);
         }
 
-        // Offsets: by input offset (added sections last), each aligned.
-        let mut offset = ehsize;
-        if self.e_phoff != 0 {
-            // The (empty) program header table keeps its place modulo the
-            // word size.
-            let skew = self.e_phoff % word;
-            let at = (offset.saturating_sub(skew)).next_multiple_of(word) + skew;
-            offset = offset.max(at);
+        // Segments first: each at its offset within its parent, or at the
+        // next offset congruent to its address modulo its alignment.
+        let mut segs = self.segs.clone();
+        let real = segs.len() - 2;
+        segs[real].filesz = ehsize;
+        segs[real].memsz = ehsize;
+        let mut seg_order: Vec<usize> = (0..segs.len()).collect();
+        seg_order.sort_by(|&a, &b| {
+            if segs[a].before(&segs[b]) {
+                std::cmp::Ordering::Less
+            } else if segs[b].before(&segs[a]) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        let mut seg_at = vec![0u64; segs.len()];
+        let mut offset = 0u64;
+        for &k in &seg_order {
+            let seg = &segs[k];
+            let at = match seg.parent {
+                Some(p) => {
+                    seg_at[p].wrapping_add(seg.orig_offset.wrapping_sub(segs[p].orig_offset))
+                }
+                None => align_skew(offset, seg.align.max(1), seg.vaddr)?,
+            };
+            seg_at[k] = at;
+            let end = at
+                .checked_add(seg.filesz)
+                .ok_or_else(|| invalid("segment sizes overflow"))?;
+            offset = offset.max(end);
         }
-        let mut by_offset: Vec<usize> = (0..outs.len()).collect();
-        by_offset.sort_by_key(|&k| self.secs[outs[k].sec].orig_offset);
+
+        // Sections: inside their segment, or after the segments by input
+        // offset (added sections last), each aligned.
         let mut placed = vec![0u64; outs.len()];
+        let mut by_offset: Vec<usize> = Vec::new();
+        for (k, o) in outs.iter().enumerate() {
+            let s = &self.secs[o.sec];
+            match s.parent {
+                Some(p) => {
+                    placed[k] =
+                        seg_at[p].wrapping_add(s.orig_offset.wrapping_sub(segs[p].orig_offset));
+                }
+                None => by_offset.push(k),
+            }
+        }
+        by_offset.sort_by_key(|&k| self.secs[outs[k].sec].orig_offset);
         for &k in &by_offset {
             let o = &outs[k];
             offset = checked_align(offset, o.align)?;
@@ -1129,72 +1322,77 @@ impl<'d> Model<'d> {
         // The whole file must have a size (alignments in hostile input can
         // push offsets to the end of the 64-bit range).
         let table = (live.len() as u64 + 1) * shentsize;
-        if headers && shoff.checked_add(table).is_none() {
-            return Err(invalid(
-                "the rewritten object would be larger than 2^64 bytes",
-            ));
-        }
+        let total = if headers {
+            shoff
+                .checked_add(table)
+                .ok_or_else(|| invalid("the rewritten object would be larger than 2^64 bytes"))?
+        } else {
+            shoff
+        };
 
-        // The file.
-        let mut w = Emitter::default();
+        // The file, written in llvm-objcopy's order (later writes win):
+        // segment contents, zeros over removed sections inside segments,
+        // the ELF header, the program headers, the other sections, the
+        // section headers.
+        let mut c = Canvas::default();
+        for seg in &segs[..real] {
+            c.put(
+                seg_at[seg.index],
+                Chunk::Span(0, usize_from(seg.orig_offset), usize_from(seg.filesz)),
+            );
+        }
+        for s in &self.secs {
+            if let (true, Some(p)) = (s.removed, s.parent)
+                && s.sh_type != elf::SHT_NOBITS
+                && s.size != 0
+            {
+                let at = seg_at[p].wrapping_add(s.orig_offset.wrapping_sub(segs[p].orig_offset));
+                c.put(at, Chunk::Zeros(s.size));
+            }
+        }
         let shnum = live.len() as u64 + 1;
-        w.bytes(&self.ehdr(
-            if headers && !live.is_empty() {
-                shoff
-            } else {
-                0
-            },
-            if headers && !live.is_empty() {
-                shnum
-            } else {
-                0
-            },
-            if headers && !live.is_empty() {
-                self.names.map_or(0, |n| index[n])
-            } else {
-                0
-            },
-            if headers && !live.is_empty() {
-                shentsize
-            } else {
-                0
-            },
-        ));
-        for &k in &by_offset {
-            let o = &outs[k];
-            w.zeros_to(placed[k]);
+        let with_table = headers && !live.is_empty();
+        let phoff = if real == 0 { 0 } else { seg_at[real + 1] };
+        c.put(
+            0,
+            Chunk::Bytes(self.ehdr(&EhdrFields {
+                phoff,
+                phnum: real,
+                shoff: if with_table { shoff } else { 0 },
+                shnum: if with_table { shnum } else { 0 },
+                shstrndx: if with_table {
+                    self.names.map_or(0, |n| index[n])
+                } else {
+                    0
+                },
+                shentsize: if with_table { shentsize } else { 0 },
+            })),
+        );
+        let phentsize: u64 = if self.is_64 { 56 } else { 32 };
+        for (i, seg) in segs[..real].iter().enumerate() {
+            let at = seg_at[real + 1]
+                .checked_add(i as u64 * phentsize)
+                .ok_or_else(|| invalid("program headers past the end"))?;
+            c.put(at, Chunk::Bytes(self.phdr(seg, seg_at[i])?));
+        }
+        for (k, o) in outs.iter().enumerate() {
+            if self.secs[o.sec].parent.is_some() {
+                continue;
+            }
             match &o.body {
                 Body::None => {}
-                Body::Bytes(b) => w.bytes(b),
+                Body::Bytes(b) => c.put(placed[k], Chunk::Bytes(b.clone())),
                 Body::Span(source, off, len) => {
-                    let (source, offset, len) = (*source, *off, *len);
-                    if len >= SPAN_MIN {
-                        w.span(Span {
-                            source,
-                            offset,
-                            len,
-                        });
-                    } else {
-                        let from = if source == 0 {
-                            data
-                        } else {
-                            edit_data(source)?
-                        };
-                        let b = from
-                            .get(offset..offset + len)
-                            .ok_or_else(|| bug("section outside its input"))?;
-                        w.bytes(b);
-                    }
+                    c.put(placed[k], Chunk::Span(*source, *off, *len));
                 }
             }
         }
         if headers {
-            w.zeros_to(shoff);
             // Section 0 holds the count and the name table's index when
             // they do not fit the ELF header.
             let reserve = u64::from(elf::SHN_LORESERVE);
             let names_index = self.names.map_or(0, |n| index[n]);
-            w.bytes(&self.shdr(&ShdrFields {
+            let mut bytes = self.shdr(&ShdrFields {
                 name: 0,
                 sh_type: elf::SHT_NULL,
                 flags: 0,
@@ -1209,10 +1407,10 @@ impl<'d> Model<'d> {
                 info: 0,
                 align: 0,
                 entsize: 0,
-            })?);
+            })?;
             for (k, o) in outs.iter().enumerate() {
                 let s = &self.secs[o.sec];
-                let shdr = self.shdr(&ShdrFields {
+                bytes.extend(self.shdr(&ShdrFields {
                     name: name_offset(o.sec)?,
                     sh_type: s.sh_type,
                     flags: s.flags,
@@ -1223,11 +1421,18 @@ impl<'d> Model<'d> {
                     info: o.info,
                     align: o.align,
                     entsize: o.entsize,
-                })?;
-                w.bytes(&shdr);
+                })?);
             }
+            c.put(shoff, Chunk::Bytes(bytes));
         }
-        Ok(w.finish())
+        let sources = |source: usize| -> Result<&[u8]> {
+            if source == 0 {
+                Ok(data)
+            } else {
+                edit_data(source)
+            }
+        };
+        c.finish(total, sources)
     }
 
     fn put_sym(&self, out: &mut Vec<u8>, name: u64, sym: &Symbol<'_>, shndx: u16) -> Result<()> {
@@ -1257,7 +1462,15 @@ impl<'d> Model<'d> {
         Ok(())
     }
 
-    fn ehdr(&self, shoff: u64, shnum: u64, shstrndx: u32, shentsize: u64) -> Vec<u8> {
+    fn ehdr(&self, f: &EhdrFields) -> Vec<u8> {
+        let EhdrFields {
+            phoff,
+            phnum,
+            shoff,
+            shnum,
+            shstrndx,
+            shentsize,
+        } = *f;
         let e = self.endian;
         let ident = elf::Ident {
             magic: elf::ELFMAG,
@@ -1275,6 +1488,12 @@ impl<'d> Model<'d> {
             os_abi: elf::OsAbi(self.os_abi),
             abi_version: self.abi_version,
             padding: [0; 7],
+        };
+        // No program headers: no entry size either. (More than 65534
+        // program headers are refused when reading.)
+        let (phnum, phentsize) = match u16::try_from(phnum) {
+            Ok(0) | Err(_) => (0, 0),
+            Ok(n) => (n, if self.is_64 { 56 } else { 32 }),
         };
         // Values past SHN_LORESERVE go to section 0.
         let shnum = u16::try_from(shnum)
@@ -1295,12 +1514,12 @@ impl<'d> Model<'d> {
                 e_machine: U16::new(e, elf::Machine(self.e_machine)),
                 e_version: U32::new(e, self.e_version),
                 e_entry: U64::new(e, self.e_entry),
-                e_phoff: U64::new(e, 0),
+                e_phoff: U64::new(e, phoff),
                 e_shoff: U64::new(e, shoff),
                 e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
                 e_ehsize: U16::new(e, 64),
-                e_phentsize: U16::new(e, 0),
-                e_phnum: U16::new(e, 0),
+                e_phentsize: U16::new(e, phentsize),
+                e_phnum: U16::new(e, phnum),
                 e_shentsize: U16::new(e, shentsize),
                 e_shnum: U16::new(e, shnum),
                 e_shstrndx: U16::new(e, shstrndx),
@@ -1313,18 +1532,50 @@ impl<'d> Model<'d> {
                 e_machine: U16::new(e, elf::Machine(self.e_machine)),
                 e_version: U32::new(e, self.e_version),
                 e_entry: U32::new(e, narrow(self.e_entry).unwrap_or(0)),
-                e_phoff: U32::new(e, 0),
+                e_phoff: U32::new(e, narrow(phoff).unwrap_or(0)),
                 e_shoff: U32::new(e, narrow(shoff).unwrap_or(0)),
                 e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
                 e_ehsize: U16::new(e, 52),
-                e_phentsize: U16::new(e, 0),
-                e_phnum: U16::new(e, 0),
+                e_phentsize: U16::new(e, phentsize),
+                e_phnum: U16::new(e, phnum),
                 e_shentsize: U16::new(e, shentsize),
                 e_shnum: U16::new(e, shnum),
                 e_shstrndx: U16::new(e, shstrndx),
             };
             pod::bytes_of(&h).to_vec()
         }
+    }
+
+    /// A program header: the segment's own values at its new offset.
+    fn phdr(&self, seg: &Seg, offset: u64) -> Result<Vec<u8>> {
+        let e = self.endian;
+        let p_type = elf::ProgramType(seg.p_type);
+        let p_flags = elf::ProgramFlags(seg.p_flags);
+        Ok(if self.is_64 {
+            let h = elf::ProgramHeader64 {
+                p_type: U32::new(e, p_type),
+                p_flags: U32::new(e, p_flags),
+                p_offset: U64::new(e, offset),
+                p_vaddr: U64::new(e, seg.vaddr),
+                p_paddr: U64::new(e, seg.paddr),
+                p_filesz: U64::new(e, seg.filesz),
+                p_memsz: U64::new(e, seg.memsz),
+                p_align: U64::new(e, seg.align),
+            };
+            pod::bytes_of(&h).to_vec()
+        } else {
+            let h = elf::ProgramHeader32 {
+                p_type: U32::new(e, p_type),
+                p_offset: U32::new(e, narrow(offset)?),
+                p_vaddr: U32::new(e, narrow(seg.vaddr)?),
+                p_paddr: U32::new(e, narrow(seg.paddr)?),
+                p_filesz: U32::new(e, narrow(seg.filesz)?),
+                p_memsz: U32::new(e, narrow(seg.memsz)?),
+                p_flags: U32::new(e, p_flags),
+                p_align: U32::new(e, narrow(seg.align)?),
+            };
+            pod::bytes_of(&h).to_vec()
+        })
     }
 
     fn shdr(&self, f: &ShdrFields) -> Result<Vec<u8>> {
@@ -1419,50 +1670,140 @@ fn bug(what: &str) -> Error {
     Error::write("object file", format!("internal error: {what}"))
 }
 
-/// Collects the output's pieces.
-#[derive(Default)]
-struct Emitter {
-    w: Written,
-    pending: Vec<u8>,
+/// One piece of the file being written.
+#[derive(Debug, Clone)]
+enum Chunk {
+    /// Bytes of span source `.0` from `.1`, `.2` long.
+    Span(usize, usize, usize),
+    Bytes(Vec<u8>),
+    Zeros(u64),
 }
 
-impl Emitter {
+impl Chunk {
     fn len(&self) -> u64 {
-        self.w.layout.size + self.pending.len() as u64
-    }
-
-    fn bytes(&mut self, b: &[u8]) {
-        self.pending.extend_from_slice(b);
-    }
-
-    fn zeros_to(&mut self, at: u64) {
-        let n = at.saturating_sub(self.len());
-        if n <= SPAN_MIN as u64 {
-            self.pending.resize(self.pending.len() + usize_from(n), 0);
-        } else {
-            self.flush();
-            self.w.layout.push(Piece::Zeros(n), n);
+        match self {
+            Chunk::Span(_, _, n) => *n as u64,
+            Chunk::Bytes(b) => b.len() as u64,
+            Chunk::Zeros(n) => *n,
         }
     }
 
-    fn span(&mut self, s: Span) {
-        self.flush();
-        self.w
-            .layout
-            .push(Piece::Image(self.w.spans.len()), s.len as u64);
-        self.w.spans.push(s);
-    }
-
-    fn flush(&mut self) {
-        if !self.pending.is_empty() {
-            let b = std::mem::take(&mut self.pending);
-            let n = b.len() as u64;
-            self.w.layout.push(Piece::Bytes(b), n);
+    /// The part from `from` to `to` (relative offsets).
+    fn part(&self, from: u64, to: u64) -> Chunk {
+        match self {
+            Chunk::Span(src, off, _) => {
+                Chunk::Span(*src, off + usize_from(from), usize_from(to - from))
+            }
+            Chunk::Bytes(b) => Chunk::Bytes(b[usize_from(from)..usize_from(to)].to_vec()),
+            Chunk::Zeros(_) => Chunk::Zeros(to - from),
         }
     }
+}
 
-    fn finish(mut self) -> Written {
-        self.flush();
-        self.w
+/// The file as pieces at offsets, where a later piece overwrites what it
+/// covers (as llvm-objcopy writes into its buffer); gaps are zeros.
+#[derive(Default)]
+struct Canvas {
+    /// Sorted, non-overlapping (start, piece).
+    parts: Vec<(u64, Chunk)>,
+}
+
+impl Canvas {
+    fn put(&mut self, at: u64, chunk: Chunk) {
+        let len = chunk.len();
+        if len == 0 {
+            return;
+        }
+        let end = at.saturating_add(len);
+        // Parts are sorted and disjoint, so their ends are sorted too: the
+        // ones overlapping [at, end) are one run.
+        let first = self
+            .parts
+            .partition_point(|(start, c)| start + c.len() <= at);
+        let mut last = first;
+        while last < self.parts.len() && self.parts[last].0 < end {
+            last += 1;
+        }
+        let mut replace = Vec::with_capacity(3);
+        if let Some((start, c)) = self.parts[first..last].first()
+            && *start < at
+        {
+            replace.push((*start, c.part(0, at - start)));
+        }
+        replace.push((at, chunk));
+        if let Some((start, c)) = self.parts[first..last].last() {
+            let (start, stop) = (*start, start + c.len());
+            if stop > end {
+                replace.push((end, c.part(end - start, stop - start)));
+            }
+        }
+        self.parts.splice(first..last, replace);
     }
+
+    /// The pieces up to `total` bytes; `source(k)` is span source `k`.
+    fn finish<'s>(self, total: u64, source: impl Fn(usize) -> Result<&'s [u8]>) -> Result<Written> {
+        let mut w = Written::default();
+        let mut pending: Vec<u8> = Vec::new();
+        let mut at = 0u64;
+        let flush = |w: &mut Written, pending: &mut Vec<u8>| {
+            if !pending.is_empty() {
+                let b = std::mem::take(pending);
+                let n = b.len() as u64;
+                w.layout.push(Piece::Bytes(b), n);
+            }
+        };
+        let zeros = |w: &mut Written, pending: &mut Vec<u8>, n: u64| {
+            if n <= SPAN_MIN as u64 {
+                pending.resize(pending.len() + usize_from(n), 0);
+            } else {
+                flush(w, pending);
+                w.layout.push(Piece::Zeros(n), n);
+            }
+        };
+        for (start, c) in self.parts {
+            if start >= total {
+                break;
+            }
+            zeros(&mut w, &mut pending, start - at);
+            let c = if start + c.len() > total {
+                c.part(0, total - start)
+            } else {
+                c
+            };
+            at = start + c.len();
+            match c {
+                Chunk::Bytes(b) => pending.extend_from_slice(&b),
+                Chunk::Zeros(n) => zeros(&mut w, &mut pending, n),
+                Chunk::Span(src, offset, len) if len >= SPAN_MIN => {
+                    flush(&mut w, &mut pending);
+                    w.layout.push(Piece::Image(w.spans.len()), len as u64);
+                    w.spans.push(Span {
+                        source: src,
+                        offset,
+                        len,
+                    });
+                }
+                Chunk::Span(src, offset, len) => {
+                    let b = source(src)?
+                        .get(offset..offset + len)
+                        .ok_or_else(|| bug("section outside its input"))?;
+                    pending.extend_from_slice(b);
+                }
+            }
+        }
+        zeros(&mut w, &mut pending, total.saturating_sub(at));
+        flush(&mut w, &mut pending);
+        Ok(w)
+    }
+}
+
+/// The ELF header's values that depend on the layout.
+#[derive(Clone, Copy)]
+struct EhdrFields {
+    phoff: u64,
+    phnum: usize,
+    shoff: u64,
+    shnum: u64,
+    shstrndx: u32,
+    shentsize: u64,
 }
