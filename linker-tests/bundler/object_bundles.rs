@@ -643,6 +643,12 @@ pub(super) const SHAPES: &[Shape] = &[
     ("clang_no_addrsig", "clang", false, &["-O2", "-fno-addrsig"]),
     ("clang_no_ident", "clang", false, &["-O2", "-fno-ident"]),
     (
+        "clang_crel",
+        "clang",
+        false,
+        &["-O2", "-g", "-Wa,--crel,--allow-experimental-crel"],
+    ),
+    (
         "clang_i386_g",
         "clang",
         false,
@@ -1319,6 +1325,45 @@ fn large_section_indices() -> Result<(), Failed> {
     same_outcome("extracting from the large bundle", &theirs, &ours)
 }
 
+/// Compact relocations (`SHT_CREL`) are copied as they are, which is
+/// llvm-objcopy's output only while no symbol index changes: when symbols
+/// defined in bundle sections go, LLVM re-encodes them and offload-kit
+/// refuses cleanly, writing nothing.
+fn crel_with_removed_symbols() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let asm = "\t.text\n\t.globl f\nf:\tcall g\n\tret\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\
+               \t.globl inb\ninb:\t.long 7\n\
+               \t.text\n\t.globl g\ng:\tret\n";
+    cc(
+        d,
+        "c.s",
+        asm,
+        "c.o",
+        &["-Wa,--crel,--allow-experimental-crel"],
+    )?;
+    let a = args(&[
+        "-type=o",
+        "-unbundle",
+        "-targets=host-x86_64-unknown-linux-gnu",
+        "-input=c.o",
+        "-output=h.o",
+    ]);
+    let theirs = run(&llvm(TOOL), &a, d);
+    if theirs.code != 0 {
+        return Err(format!("LLVM failed: {}", theirs.stderr).into());
+    }
+    std::fs::remove_file(d.join("h.o"))?;
+    let r = run(&ours_as(TOOL), &a, d);
+    clean_failure("unbundling", &r, "c.o")?;
+    if d.join("h.o").exists() {
+        return Err("an output was written".into());
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1381,6 +1426,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::renumbered_relocations_and_groups",
         TOOLS,
         renumbered_relocations_and_groups,
+    ));
+    t.push(trial(
+        "bundler::object::crel_with_removed_symbols",
+        TOOLS,
+        crel_with_removed_symbols,
     ));
     t.push(trial(
         "bundler::object::large_section_indices",

@@ -137,7 +137,7 @@ enum Kind {
     /// A relocation section (non-allocated `SHT_REL`/`SHT_RELA`).
     Rel,
     /// A compact relocation section, copied (re-encoding it gives the same
-    /// bytes while no symbol index changes).
+    /// bytes while no symbol index changes; a change is refused).
     Crel,
     /// An allocated relocation section: contents copied, links renumbered.
     DynRel,
@@ -825,6 +825,21 @@ impl<'d> Model<'d> {
         order.extend(kept.iter().copied().filter(|k| !local(k)));
         self.indices_changed |= order.iter().enumerate().any(|(new, &old)| new != old);
         self.order = order;
+        // Compact relocations are copied as they are, which is what
+        // llvm-objcopy's re-encoding gives only while no symbol index
+        // changes.
+        if self.indices_changed
+            && let Some(c) = self
+                .secs
+                .iter()
+                .find(|s| s.kind == Kind::Crel && !s.removed)
+        {
+            return Err(Error::usage(format!(
+                "cannot rewrite the compact relocations of section '{}' (SHT_CREL) after \
+                 symbols were removed: not supported by offload-kit",
+                lossy(&c.name)
+            )));
+        }
 
         for (k, s) in edit.add.iter().enumerate() {
             let mut name = super::MAGIC.to_vec();
@@ -988,11 +1003,6 @@ impl<'d> Model<'d> {
                                 lossy(symbol.name)
                             )));
                         }
-                    }
-                    if s.kind == Kind::Crel && self.symbols.iter().any(|s| s.removed) {
-                        return Err(Error::usage(
-                            "rewriting SHT_CREL relocations is not supported by offload-kit",
-                        ));
                     }
                 }
                 Kind::Plain | Kind::DynRel => {
