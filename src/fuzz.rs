@@ -117,6 +117,25 @@ pub fn bundle_read(data: &[u8]) {
     }
 }
 
+/// Whether `data` is an ELF file whose header announces program headers
+/// (or cannot be told).
+fn has_program_headers(data: &[u8]) -> bool {
+    use ::object::Endianness;
+    use ::object::elf::{FileHeader32, FileHeader64};
+    use ::object::read::elf::FileHeader;
+    fn phnum<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> bool {
+        H::parse(data)
+            .ok()
+            .and_then(|h| Some(h.e_phnum(h.endian().ok()?) != 0))
+            .unwrap_or(true)
+    }
+    match ::object::FileKind::parse(data) {
+        Ok(::object::FileKind::Elf32) => phnum::<FileHeader32<Endianness>>(data),
+        Ok(::object::FileKind::Elf64) => phnum::<FileHeader64<Endianness>>(data),
+        _ => true,
+    }
+}
+
 /// Whether a rewritten object is small enough to build in memory: section
 /// alignments in hostile input can place sections terabytes apart (the
 /// layout describes the gap as zeros; llvm-objcopy would try to allocate
@@ -204,7 +223,8 @@ fn bundle_objects_and_archives(data: &[u8]) {
 
 /// The object-bundle rewrite (llvm-objcopy's, emulated) on `data`: the host
 /// extraction and bundling two sections into it. Must never panic; and
-/// when the input reads as an object, what either returns must read again:
+/// when the input reads as an object without segments, what either returns
+/// must read again:
 /// no bundle section left after stripping, the added sections last after
 /// bundling, and both rewritten once more without a new error. (Contents the
 /// rewrite copies as they are, such as a malformed `SHT_DYNSYM`, keep an
@@ -225,11 +245,21 @@ pub fn object_rewrite(data: &[u8]) {
         (found, has_sections)
     }
     let readable = Aligned::copy_of(data);
-    if object::entries(readable.bytes()).is_err()
-        || ::object::File::parse(readable.bytes()).is_err()
-    {
-        let _ = object::strip(data);
-        let _ = object::bundle(data, &[]);
+    // Sections inside segments are copied with their segment, not
+    // rewritten (llvm-objcopy's rule): a name table there goes stale, so
+    // only unlinked objects must read back.
+    let linked =
+        ::object::File::parse(readable.bytes()).is_err() || has_program_headers(readable.bytes());
+    if linked || object::entries(readable.bytes()).is_err() {
+        for w in [object::strip(data), object::bundle(data, &[])]
+            .into_iter()
+            .flatten()
+        {
+            if fits_in_memory(&w, data.len()) {
+                let out = w.to_vec(&[data]).expect("spans of the rewrite resolve");
+                assert_eq!(out.len() as u64, w.layout.size);
+            }
+        }
         return;
     }
     if let Ok(w) = object::strip(data)

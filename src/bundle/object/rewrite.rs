@@ -180,6 +180,8 @@ struct Sec<'d> {
     group: Option<(u32, Vec<usize>, Option<usize>)>,
     /// The segment whose bytes hold the section (index into `segs`).
     parent: Option<usize>,
+    /// An `SHT_NOBITS` section made `SHT_PROGBITS`: room, but no contents.
+    was_nobits: bool,
     removed: bool,
 }
 
@@ -419,6 +421,7 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
             crel: Vec::new(),
             group: None,
             parent: None,
+            was_nobits: false,
             removed: false,
         });
     }
@@ -875,6 +878,7 @@ impl<'d> Model<'d> {
                 crel: Vec::new(),
                 group: None,
                 parent: None,
+                was_nobits: false,
                 removed: false,
             });
         }
@@ -919,6 +923,7 @@ impl<'d> Model<'d> {
                 crel: Vec::new(),
                 group: None,
                 parent: None,
+                was_nobits: false,
                 removed: false,
             }),
             (false, Some(x)) => {
@@ -1140,7 +1145,9 @@ impl<'d> Model<'d> {
                 entsize: s.entsize,
                 link: s.link,
                 info: s.info,
-                body: if s.sh_type == elf::SHT_NOBITS {
+                // A former SHT_NOBITS section has no contents to write: its
+                // bytes stay zeros.
+                body: if s.sh_type == elf::SHT_NOBITS || s.was_nobits {
                     Body::None
                 } else {
                     span()
@@ -1673,8 +1680,10 @@ fn set_readonly_exclude(s: &mut Sec<'_>) {
         & !SHF_EXCLUDE;
     s.flags = (s.flags & preserve) | SHF_EXCLUDE;
     if s.sh_type == elf::SHT_NOBITS {
-        // Not allocated any more: it becomes PROGBITS.
+        // Not allocated any more: it becomes PROGBITS, still without
+        // contents.
         s.sh_type = elf::SHT_PROGBITS;
+        s.was_nobits = true;
     }
 }
 
