@@ -109,6 +109,34 @@ seed_offload_binary_read() {
   rm -rf "$tmp"
 }
 
+# object_rewrite: host objects compiled by clang-22 (C and C++ with groups,
+# 64- and 32-bit, big-endian), a shared object, and LLVM's object bundles of
+# the objects.
+seed_object_rewrite() {
+  local corpus=$1 cc=$LLVM/clang bundler=$LLVM/clang-offload-bundler tmp f sum
+  [ -x "$cc" ] && [ -x "$bundler" ] || return 0
+  tmp=$(mktemp -d)
+  printf 'static int s = 3; int g = 4; int z[8];\nint f(int x) { return x + s + g + z[x & 7]; }\nint (*p)(int) = f;\n' >"$tmp/a.c"
+  printf 'inline int twice(int x) { return 2 * x; }\ntemplate <class T> T thrice(T x) { return 3 * x; }\nint use(int y) { return twice(y) + thrice(y); }\n' >"$tmp/g.cpp"
+  printf 'DEVICE' >"$tmp/dev"
+  "$cc" -c -O2 "$tmp/a.c" -o "$tmp/a64.o"
+  "$cc" -c -O0 -g --target=i386-linux-gnu "$tmp/a.c" -o "$tmp/a32.o"
+  "$cc" -c -O2 --target=powerpc64-linux-gnu "$tmp/a.c" -o "$tmp/abe.o"
+  "$cc" -c -O2 -fPIC -ffunction-sections -x c++ "$tmp/g.cpp" -o "$tmp/g.o"
+  # Linked hosts, with program headers (lld through clang, when present).
+  "$cc" -shared -fPIC -O2 -fuse-ld=lld "$tmp/a.c" -o "$tmp/liba.so" 2>/dev/null || true
+  for f in a64 a32 abe g; do
+    "$bundler" -type=o -targets=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a \
+      -input="$tmp/$f.o" -input="$tmp/dev" -output="$tmp/fat-$f.o"
+  done
+  for f in "$tmp"/*.o "$tmp"/*.so; do
+    [ -e "$f" ] || continue
+    sum=$(sha1sum <"$f" | cut -d' ' -f1)
+    [ -e "$corpus/$sum" ] || cp "$f" "$corpus/$sum"
+  done
+  rm -rf "$tmp"
+}
+
 # ---------------------------------------------------------------- build, then run
 log "building ${targets[*]} (sanitizer: $SANITIZER)"
 for t in "${targets[@]}"; do

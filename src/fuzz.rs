@@ -117,6 +117,33 @@ pub fn bundle_read(data: &[u8]) {
     }
 }
 
+/// Whether `data` is an ELF file whose header announces program headers
+/// (or cannot be told).
+fn has_program_headers(data: &[u8]) -> bool {
+    use ::object::Endianness;
+    use ::object::elf::{FileHeader32, FileHeader64};
+    use ::object::read::elf::FileHeader;
+    fn phnum<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> bool {
+        H::parse(data)
+            .ok()
+            .and_then(|h| Some(h.e_phnum(h.endian().ok()?) != 0))
+            .unwrap_or(true)
+    }
+    match ::object::FileKind::parse(data) {
+        Ok(::object::FileKind::Elf32) => phnum::<FileHeader32<Endianness>>(data),
+        Ok(::object::FileKind::Elf64) => phnum::<FileHeader64<Endianness>>(data),
+        _ => true,
+    }
+}
+
+/// Whether a rewritten object is small enough to build in memory: section
+/// alignments in hostile input can place sections terabytes apart (the
+/// layout describes the gap as zeros; llvm-objcopy would try to allocate
+/// it all).
+fn fits_in_memory(w: &crate::bundle::object::Written, input: usize) -> bool {
+    w.layout.size <= (input as u64).saturating_mul(4).saturating_add(1 << 20)
+}
+
 /// The object-bundle editor and the archive unbundler on `data`: an object
 /// file's entry names, its host extraction (which must hold no bundle
 /// section), and adding a section to it; `data` as an archive of bundles
@@ -130,7 +157,9 @@ fn bundle_objects_and_archives(data: &[u8]) {
 
     if bundle::is_object(data) {
         let _ = object::entry_ids(data);
-        if let Ok(w) = object::strip(data) {
+        if let Ok(w) = object::strip(data)
+            && fits_in_memory(&w, data.len())
+        {
             let stripped = w
                 .to_vec(&[data])
                 .expect("spans of the stripped object resolve");
@@ -143,7 +172,9 @@ fn bundle_objects_and_archives(data: &[u8]) {
             id: "openmp-x86_64-unknown-linux-gnu-",
             data: b"DEVICE",
         };
-        if let Ok(w) = object::bundle(data, &[extra]) {
+        if let Ok(w) = object::bundle(data, &[extra])
+            && fits_in_memory(&w, data.len())
+        {
             let fat = w
                 .to_vec(&[data, extra.data])
                 .expect("spans of the bundle resolve");
@@ -186,6 +217,104 @@ fn bundle_objects_and_archives(data: &[u8]) {
                 })
                 .collect();
             let _ = crate::archive::layout_gnu(&members, true);
+        }
+    }
+}
+
+/// The object-bundle rewrite (llvm-objcopy's, emulated) on `data`: the host
+/// extraction and bundling two sections into it. Must never panic; and
+/// when the input reads as an object without segments, what either returns
+/// must read again:
+/// no bundle section left after stripping, the added sections last after
+/// bundling, and both rewritten once more without a new error. (Contents the
+/// rewrite copies as they are, such as a malformed `SHT_DYNSYM`, keep an
+/// unreadable input unreadable.)
+pub fn object_rewrite(data: &[u8]) {
+    use crate::bundle::object::{self, Aligned, HOST_MARKER, NewSection};
+
+    /// The entries of a rewritten object, and whether it has sections
+    /// (llvm-objcopy writes no section headers for an input without a
+    /// section-name table).
+    fn reparse(out: &[u8]) -> (Vec<crate::bundle::Found<'_>>, bool) {
+        use ::object::Object;
+        let copy = Aligned::copy_of(out);
+        let file = ::object::File::parse(copy.bytes()).expect("the rewritten object parses");
+        assert!(matches!(file.format(), ::object::BinaryFormat::Elf));
+        let has_sections = file.sections().next().is_some();
+        let found = object::entries(out).expect("the rewritten object's sections read");
+        (found, has_sections)
+    }
+    let readable = Aligned::copy_of(data);
+    // Sections inside segments are copied with their segment, not
+    // rewritten (llvm-objcopy's rule): a name table there goes stale, so
+    // only unlinked objects must read back.
+    let linked =
+        ::object::File::parse(readable.bytes()).is_err() || has_program_headers(readable.bytes());
+    if linked || object::entries(readable.bytes()).is_err() {
+        for w in [object::strip(data), object::bundle(data, &[])]
+            .into_iter()
+            .flatten()
+        {
+            if fits_in_memory(&w, data.len()) {
+                let out = w.to_vec(&[data]).expect("spans of the rewrite resolve");
+                assert_eq!(out.len() as u64, w.layout.size);
+            }
+        }
+        return;
+    }
+    if let Ok(w) = object::strip(data)
+        && fits_in_memory(&w, data.len())
+    {
+        let out = w
+            .to_vec(&[data])
+            .expect("spans of the stripped object resolve");
+        assert_eq!(out.len() as u64, w.layout.size);
+        assert!(
+            reparse(&out).0.is_empty(),
+            "bundle sections survived stripping"
+        );
+        object::strip(&out).expect("the stripped object strips again");
+    }
+    let device: &[u8] = b"DEVICE-IMAGE";
+    let added = [
+        NewSection {
+            id: "host-x86_64-unknown-linux-gnu-",
+            data: HOST_MARKER,
+        },
+        NewSection {
+            id: "openmp-amdgcn-amd-amdhsa--gfx90a",
+            data: device,
+        },
+    ];
+    if let Ok(w) = object::bundle(data, &added)
+        && fits_in_memory(&w, data.len())
+    {
+        let out = w
+            .to_vec(&[data, HOST_MARKER, device])
+            .expect("spans of the bundle resolve");
+        assert_eq!(out.len() as u64, w.layout.size);
+        let (found, has_sections) = reparse(&out);
+        if !has_sections {
+            return;
+        }
+        let n = found.len();
+        assert!(n >= 2, "the added sections are read back");
+        assert_eq!(
+            (found[n - 2].id, found[n - 2].data),
+            (added[0].id.as_bytes(), HOST_MARKER)
+        );
+        assert_eq!(
+            (found[n - 1].id, found[n - 1].data),
+            (added[1].id.as_bytes(), device)
+        );
+        // The added sections hold no symbols: the bundle strips when the
+        // input does.
+        match object::strip(&out) {
+            Ok(stripped) => {
+                let back = stripped.to_vec(&[&out]).expect("spans resolve");
+                assert!(reparse(&back).0.is_empty());
+            }
+            Err(e) => assert!(object::strip(data).is_err(), "only the bundle fails: {e}"),
         }
     }
 }
@@ -421,6 +550,7 @@ mod tests {
             offload_binary_read(&data);
             ccob_read(&data);
             bundle_read(&data);
+            object_rewrite(&data);
             scan(&data);
             archive(&data);
             // Every truncation of a fixture too: the reader must not panic.
@@ -428,6 +558,7 @@ mod tests {
                 offload_binary_read(&data[..cut]);
                 ccob_read(&data[..cut]);
                 bundle_read(&data[..cut]);
+                object_rewrite(&data[..cut]);
                 scan(&data[..cut]);
                 archive(&data[..cut]);
             }

@@ -2,17 +2,21 @@
 //! (made with `llvm-ar rc`) of object bundles, binary bundles and compressed
 //! bundles, with host, HIP and OpenMP entries, with and without target-ID
 //! features, among members that hold no bundle, and thin archives of them
-//! (`llvm-ar rcT`), whose members are read from the files beside them. Our output archives must be
-//! LLVM's bytes, except the stripped host objects, which must hold the same
-//! sections and symbols (see `object_bundles::same_archive`); our messages must be
-//! LLVM's. Hostile archives (truncated, a member whose size runs past the
-//! end) must fail cleanly and write nothing.
+//! (`llvm-ar rcT`), whose members are read from the files beside them, and
+//! archives of object bundles whose hosts clang-22 and gcc compiled in many
+//! shapes. Our output archives must be LLVM's bytes, the stripped host
+//! objects in them included; our messages must be LLVM's. Hostile archives
+//! (truncated, a member whose size runs past the end) must fail cleanly and
+//! write nothing.
 
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Failed, Trial};
 
-use super::object_bundles::{TOOL, TOOLS, args, make_inputs, run_both, same_outcome, shared_dir};
+use super::object_bundles::{
+    SHAPES, TOOL, TOOLS, args, compile_shape, make_inputs, run_both, same_outcome, shape_tools,
+    shared_dir,
+};
 use crate::util::{clean_failure, llvm, ours_as, run, same, snapshot, tempdir, trial};
 
 /// Bundles with LLVM's tool: `-type=<ty>`, targets and inputs, into `out`.
@@ -435,6 +439,44 @@ fn byte_identical_without_hosts() -> Result<(), Failed> {
     Ok(())
 }
 
+/// An archive of object bundles, one per host-object shape (clang-22 and
+/// gcc, see `object_bundles::SHAPES`), bundled by LLVM with two device
+/// entries, plus a plain object: unbundling it for the host and a device
+/// target gives LLVM's bytes, every stripped host member included.
+fn host_members_are_llvm_bytes() -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let dir = w.join("in");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("d1"), b"DEVICE-ONE")?;
+    std::fs::write(dir.join("d2"), b"DEVICE22")?;
+    let mut members = Vec::new();
+    for shape in SHAPES {
+        let host = format!("{}.o", shape.0);
+        compile_shape(&dir, shape, &host)?;
+        let fat = format!("fat_{}.o", shape.0);
+        llvm_bundle(
+            &dir,
+            "o",
+            &[
+                (HOST, &host),
+                ("hip-amdgcn-amd-amdhsa--gfx906", "d1"),
+                ("openmp-nvptx64-nvidia-cuda--sm_70", "d2"),
+            ],
+            &fat,
+            &[],
+        )?;
+        members.push(fat);
+    }
+    members.push(format!("{}.o", SHAPES[0].0));
+    let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+    llvm_ar(&dir, "shapes.a", &refs)?;
+    let a = unbundle_args("shapes.a", &[HOST, "hip-amdgcn-amd-amdhsa--gfx906"], &[]);
+    let (theirs, ours) = run_both(&dir, w, "shapes", &a)?;
+    same_outcome("unbundling", &theirs, &ours)?;
+    same("success", ours.code, 0)
+}
+
 type Corrupt = fn(&[u8]) -> Vec<u8>;
 
 /// The data range of the archive's last member.
@@ -510,6 +552,20 @@ pub fn tests() -> Vec<Trial> {
         "bundler::archive::device_archives_are_llvm_bytes",
         TOOLS,
         byte_identical_without_hosts,
+    ));
+    let mut tools: Vec<&str> = TOOLS.to_vec();
+    for shape in SHAPES {
+        tools.extend(
+            shape_tools(shape)
+                .into_iter()
+                .filter(|t| !TOOLS.contains(t)),
+        );
+    }
+    tools.dedup();
+    t.push(trial(
+        "bundler::archive::host_members_are_llvm_bytes",
+        &tools,
+        host_members_are_llvm_bytes,
     ));
     for (name, corrupt) in hostile_archives() {
         t.push(trial(

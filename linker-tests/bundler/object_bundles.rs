@@ -1,21 +1,22 @@
 //! Object bundles (`-type=o` with an object host) against LLVM 22, whose
-//! bundler runs llvm-objcopy: the same sections (names, types, flags,
-//! links, alignment and contents, in the same order) for host objects made
-//! by clang-22 (x86_64 C with stdio, C++ with COMDAT groups and debug info,
-//! i386, big-endian powerpc64), each tool listing and unbundling the other's
-//! output the same way, the stripped host object matching LLVM's section by
-//! section and symbol by symbol and linking into a program that runs, and
-//! clean errors for hostile objects.
+//! bundler runs llvm-objcopy: the same bytes, bundling and extracting the
+//! host object, for host objects made at test time by clang-22 and gcc (C
+//! and C++ with COMDAT groups, `-O0`/`-O2`, `-g`, `-ffunction-sections`,
+//! `-fPIC`, with and without `.llvm_addrsig` and `.comment`, i386 and
+//! big-endian powerpc64; also linked shared objects and executables, with
+//! program headers), each tool listing and unbundling the other's
+//! output the same way, the stripped host object linking into a program
+//! that runs, and clean errors for hostile objects.
 //!
 //! The helpers here (running both tools on copies of one directory and
-//! comparing everything they leave behind, objects section by section) are
-//! shared with the archive tests.
+//! comparing everything they leave behind byte for byte, compiling host
+//! objects) are shared with the archive tests.
 
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{clean_failure, llvm, ours_as, run, same, snapshot, tempdir, trial};
+use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
 pub(super) const TOOL: &str = "clang-offload-bundler";
 
@@ -142,147 +143,17 @@ fn inputs() -> Result<&'static Path, Failed> {
 }
 
 // ---------------------------------------------------------------------------
-// Comparing objects and archives
+// Comparing files
 // ---------------------------------------------------------------------------
 
-/// `llvm-readelf` with `args` on `file` (in `dir`).
-fn readelf(dir: &Path, args: &[&str], file: &str) -> Result<String, Failed> {
-    let mut a = args.to_vec();
-    a.push(file);
-    let r = run(&llvm("llvm-readelf"), &a, dir).ok()?;
-    Ok(String::from_utf8_lossy(&r.stdout).into_owned())
-}
-
-/// The section table as `llvm-readelf -S` prints it, without file offsets
-/// (and, for the string table both tools rebuild, without its size):
-/// name, type, address, size, entry size, flags, link, info, alignment.
-fn section_rows(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.trim_start().strip_prefix('[')?;
-            let (_, row) = rest.split_once(']')?;
-            let t: Vec<&str> = row.split_whitespace().collect();
-            // name type address offset size es [flags] link info align
-            let (name, ty, addr, size, es) = match t.len() {
-                9 | 10 => (t[0], t[1], t[2], t[4], t[5]),
-                // The null section has no name.
-                8 => ("", t[0], t[1], t[3], t[4]),
-                _ => return Some(format!("unparsed: {row}")),
-            };
-            let n = t.len();
-            let flags = if n == 10 { t[6] } else { "" };
-            let size = if name == ".strtab" { "*" } else { size };
-            Some(format!(
-                "{name} {ty} {addr} {size} {es} {flags} {} {} {}",
-                t[n - 3],
-                t[n - 2],
-                t[n - 1]
-            ))
-        })
-        .collect()
-}
-
-/// Section names and contents, except the tables both tools rebuild.
-fn section_contents(data: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Failed> {
-    use object::{Object, ObjectSection};
-    let f = object::File::parse(data)?;
-    Ok(f.sections()
-        .filter(|s| !matches!(s.name(), Ok(".strtab" | ".symtab" | ".shstrtab")))
-        .map(|s| {
-            (
-                s.name().unwrap_or("?").to_string(),
-                s.data().unwrap_or(&[]).to_vec(),
-            )
-        })
-        .collect())
-}
-
-/// Fails unless the ELF objects `ours` and `theirs` (files in `dir`) hold
-/// the same sections in the same order (type, flags, link, info,
-/// alignment, size and contents; the rebuilt string tables aside), the same
-/// symbols at the same indices, and the same section groups.
-pub(super) fn same_object(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
-    let rows = |f: &str| readelf(dir, &["-S", "-W"], f).map(|t| section_rows(&t));
-    same(
-        &format!("sections of {ours} and {theirs}"),
-        rows(ours)?,
-        rows(theirs)?,
-    )?;
-    let contents =
-        |f: &str| -> Result<_, Failed> { section_contents(&std::fs::read(dir.join(f))?) };
-    let (a, b) = (contents(ours)?, contents(theirs)?);
-    for ((na, da), (_, db)) in a.iter().zip(&b) {
-        if da != db {
-            return Err(format!("section {na} differs between {ours} and {theirs}").into());
-        }
-    }
-    for what in [["-s", "-W"], ["-g", "-W"]] {
-        same(
-            &format!("{what:?} of {ours} and {theirs}"),
-            readelf(dir, &what, ours)?,
-            readelf(dir, &what, theirs)?,
-        )?;
-    }
-    Ok(())
-}
-
-/// The members of the archive `data`: (name, bytes).
-fn archive_members(data: &[u8]) -> Result<Vec<(String, Vec<u8>)>, Failed> {
-    let a = object::read::archive::ArchiveFile::parse(data)?;
-    let mut out = Vec::new();
-    for m in a.members() {
-        let m = m?;
-        out.push((
-            String::from_utf8_lossy(m.name()).into_owned(),
-            m.data(data)?.to_vec(),
-        ));
-    }
-    Ok(out)
-}
-
-/// Fails unless the archives `ours` and `theirs` (in `dir`) are the same
-/// bytes, or differ only in ELF members that [`same_object`] accepts (the
-/// stripped host objects, which llvm-objcopy lays out its own way), with
-/// the same member names and the same symbol table entries.
-pub(super) fn same_archive(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
-    let (a, b) = (
-        std::fs::read(dir.join(ours))?,
-        std::fs::read(dir.join(theirs))?,
-    );
-    if a == b {
-        return Ok(());
-    }
-    let (ma, mb) = (archive_members(&a)?, archive_members(&b)?);
-    let names = |m: &[(String, Vec<u8>)]| m.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
-    same(&format!("members of {ours}"), names(&ma), names(&mb))?;
-    let mut differ = 0;
-    for (i, ((name, da), (_, db))) in ma.iter().zip(&mb).enumerate() {
-        if da == db {
-            continue;
-        }
-        if !(da.starts_with(b"\x7fELF") && db.starts_with(b"\x7fELF")) {
-            return Err(format!("member {name} of {ours} differs from {theirs}'s").into());
-        }
-        let (fa, fb) = (format!("{ours}.m{i}.ours"), format!("{theirs}.m{i}.llvm"));
-        std::fs::write(dir.join(&fa), da)?;
-        std::fs::write(dir.join(&fb), db)?;
-        same_object(dir, &fa, &fb)?;
-        std::fs::remove_file(dir.join(&fa))?;
-        std::fs::remove_file(dir.join(&fb))?;
-        differ += 1;
-    }
-    if differ == 0 {
-        return Err(format!("{ours} and {theirs} differ outside their members").into());
-    }
-    let armap = |f: &str| -> Result<String, Failed> {
-        let r = run(&llvm("llvm-nm"), &["--print-armap", "--no-sort", f], dir).ok()?;
-        let t = String::from_utf8_lossy(&r.stdout).into_owned();
-        Ok(t.split("\n\n").next().unwrap_or_default().to_string())
-    };
-    same(
-        &format!("symbol table of {ours}"),
-        armap(ours)?,
-        armap(theirs)?,
+/// Fails unless the files `ours` and `theirs` (in `dir`) hold the same
+/// bytes: objects and archives included, since the rewrite emulates
+/// llvm-objcopy's writer exactly.
+pub(super) fn same_file(dir: &Path, ours: &str, theirs: &str) -> Result<(), Failed> {
+    same_bytes(
+        &format!("{ours} and {theirs}"),
+        &std::fs::read(dir.join(ours))?,
+        &std::fs::read(dir.join(theirs))?,
     )
 }
 
@@ -351,8 +222,7 @@ pub(super) fn run_both(
 }
 
 /// Fails unless both tools exited alike, printed alike, and left the same
-/// files: equal bytes, or objects and archives that hold the same things
-/// ([`same_object`], [`same_archive`]).
+/// files with the same bytes.
 pub(super) fn same_outcome(what: &str, theirs: &Outcome, ours: &Outcome) -> Result<(), Failed> {
     same(&format!("{what}: exit code"), ours.code, theirs.code)?;
     same(&format!("{what}: stderr"), &ours.stderr, &theirs.stderr)?;
@@ -364,23 +234,8 @@ pub(super) fn same_outcome(what: &str, theirs: &Outcome, ours: &Outcome) -> Resu
     let (a, b) = (snapshot(&ours.dir), snapshot(&theirs.dir));
     let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
     same(&format!("{what}: files"), names(&a), names(&b))?;
-    // Compare in one directory holding both.
-    let cmp = tempdir();
     for ((name, da), (_, db)) in a.iter().zip(&b) {
-        if da == db {
-            continue;
-        }
-        let (fa, fb) = (format!("{name}.ours"), format!("{name}.llvm"));
-        std::fs::write(cmp.path().join(&fa), da)?;
-        std::fs::write(cmp.path().join(&fb), db)?;
-        let r = if da.starts_with(b"!<arch>\n") && db.starts_with(b"!<arch>\n") {
-            same_archive(cmp.path(), &fa, &fb)
-        } else if da.starts_with(b"\x7fELF") && db.starts_with(b"\x7fELF") {
-            same_object(cmp.path(), &fa, &fb)
-        } else {
-            Err(format!("{name} differs ({} vs {} bytes)", da.len(), db.len()).into())
-        };
-        r.map_err(|e| format!("{what}: {}", e.message().unwrap_or("")))?;
+        same_bytes(&format!("{what}: {name}"), da, db)?;
     }
     Ok(())
 }
@@ -486,7 +341,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
     copy_dir(inputs, &both)?;
     std::fs::copy(ours.dir.join("fat.o"), both.join("ours.o"))?;
     std::fs::copy(theirs.dir.join("fat.o"), both.join("llvm.o"))?;
-    same_object(&both, "ours.o", "llvm.o")?;
+    same_file(&both, "ours.o", "llvm.o")?;
 
     // -list: all four combinations print the same.
     let mut lists = Vec::new();
@@ -524,7 +379,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
         for (tag, _) in &runs[1..] {
             let out = format!("{tag}-{i}");
             if t.starts_with("host-") {
-                same_object(&both, &out, &reference)?;
+                same_file(&both, &out, &reference)?;
             } else {
                 let (a, b) = (
                     std::fs::read(both.join(&out))?,
@@ -537,7 +392,7 @@ fn run_case(c: &Case) -> Result<(), Failed> {
         }
         if t.starts_with("host-") {
             // LLVM's extraction of its own bundle is the original object.
-            same_object(&both, &reference, c.host)?;
+            same_file(&both, &reference, c.host)?;
             if c.runs {
                 let mut outputs = Vec::new();
                 for obj in [
@@ -693,7 +548,8 @@ fn transcripts() -> Vec<(&'static str, Vec<String>)> {
 }
 
 /// The inputs of the transcripts: [`make_inputs`], plus `fat.o` (host and
-/// gfx906, bundled by LLVM) and `fat.ccob` (a CCOB holding `fat.o`).
+/// gfx906, bundled by LLVM), `fat.ccob` (a CCOB holding `fat.o`) and
+/// `fat.a` (an archive of `fat.o`, `main.o` and a copy of `fat.o`).
 fn transcript_inputs(dir: &Path) -> Result<(), Failed> {
     make_inputs(dir)?;
     run(
@@ -715,6 +571,15 @@ fn transcript_inputs(dir: &Path) -> Result<(), Failed> {
         &offload_kit::bundle::compressed::CompressOptions::default(),
     )?;
     std::fs::write(dir.join("fat.ccob"), ccob)?;
+    // An archive holding it twice (the second copy under another name) and
+    // a plain object.
+    std::fs::copy(dir.join("fat.o"), dir.join("fat2.o"))?;
+    run(
+        &llvm("llvm-ar"),
+        &["rc", "fat.a", "fat.o", "main.o", "fat2.o"],
+        dir,
+    )
+    .ok()?;
     Ok(())
 }
 
@@ -732,6 +597,419 @@ fn run_transcript(name: &str, a: &[String]) -> Result<(), Failed> {
         &format!("{name}: success"),
         ours.code == 0,
         !failing.contains(&name),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Host objects of many shapes, byte for byte
+// ---------------------------------------------------------------------------
+
+/// C with what compilers put in most objects: locals, globals, `.bss`,
+/// a data relocation, a call into libc (declared, so that cross targets
+/// need no headers).
+const SHAPE_C: &str = r#"int printf(const char *, ...);
+static int counter = 3;
+int shared_value = 42;
+int zeroed[16];
+int add(int a, int b) { return a + b + counter + zeroed[a & 15]; }
+int (*pick)(int, int) = add;
+int main(void) { printf("sum=%d\n", pick(1, shared_value)); return 0; }
+"#;
+
+/// C++ with COMDAT groups (inline and template functions), a local
+/// function and exceptions' `.eh_frame`.
+const SHAPE_CPP: &str = r#"extern "C" int printf(const char *, ...);
+inline int twice(int x) { return 2 * x; }
+template <typename T> T thrice(T x) { return 3 * x; }
+static int next(int y) { return y + 1; }
+int use(int y) { return twice(y) + thrice(y) + next(y); }
+int main() { printf("use=%d\n", use(7)); return 0; }
+"#;
+
+/// A host object shape: (test name, compiler, C++?, flags).
+pub(super) type Shape = (&'static str, &'static str, bool, &'static [&'static str]);
+
+/// Host objects from clang-22 and gcc, in the shapes the bundler meets.
+pub(super) const SHAPES: &[Shape] = &[
+    ("clang_O0", "clang", false, &["-O0"]),
+    ("clang_O2", "clang", false, &["-O2"]),
+    ("clang_O2_g", "clang", false, &["-O2", "-g"]),
+    (
+        "clang_function_sections",
+        "clang",
+        false,
+        &["-O0", "-ffunction-sections"],
+    ),
+    ("clang_no_addrsig", "clang", false, &["-O2", "-fno-addrsig"]),
+    ("clang_no_ident", "clang", false, &["-O2", "-fno-ident"]),
+    (
+        "clang_crel",
+        "clang",
+        false,
+        &["-O2", "-g", "-Wa,--crel,--allow-experimental-crel"],
+    ),
+    (
+        "clang_i386_g",
+        "clang",
+        false,
+        &["--target=i386-linux-gnu", "-O2", "-g"],
+    ),
+    (
+        "clang_powerpc64_g",
+        "clang",
+        false,
+        &["--target=powerpc64-linux-gnu", "-O2", "-g"],
+    ),
+    ("clangxx_groups_pic", "clang++", true, &["-O2", "-fPIC"]),
+    (
+        "clangxx_groups_g_function_sections",
+        "clang++",
+        true,
+        &["-O0", "-g", "-ffunction-sections"],
+    ),
+    (
+        "clangxx_groups_no_addrsig",
+        "clang++",
+        true,
+        &["-O2", "-fPIC", "-fno-addrsig"],
+    ),
+    ("gcc_O0", "gcc", false, &["-O0"]),
+    ("gcc_O2", "gcc", false, &["-O2"]),
+    ("gcc_O2_g", "gcc", false, &["-O2", "-g"]),
+    (
+        "gcc_function_sections",
+        "gcc",
+        false,
+        &["-O0", "-ffunction-sections"],
+    ),
+    ("gcc_no_ident", "gcc", false, &["-O2", "-fno-ident"]),
+    ("gxx_groups_pic", "g++", true, &["-O2", "-fPIC"]),
+    (
+        "gxx_groups_g_function_sections",
+        "g++",
+        true,
+        &["-O0", "-g", "-ffunction-sections"],
+    ),
+];
+
+/// Hosts that are linked, with program headers: shared objects and
+/// executables (bfd through gcc, lld through clang), one with TLS.
+const LINKED_SHAPES: &[Shape] = &[
+    (
+        "clang_lld_shared",
+        "clang",
+        false,
+        &["-shared", "-fPIC", "-O2", "-fuse-ld=lld"],
+    ),
+    (
+        "clang_lld_executable",
+        "clang",
+        false,
+        &["-O2", "-fuse-ld=lld"],
+    ),
+    (
+        "gcc_shared_g",
+        "gcc",
+        false,
+        &["-shared", "-fPIC", "-O2", "-g"],
+    ),
+    ("gcc_executable_no_pie", "gcc", false, &["-O0", "-no-pie"]),
+    (
+        "gxx_shared_groups",
+        "g++",
+        true,
+        &["-shared", "-fPIC", "-O2"],
+    ),
+];
+
+/// The tools a shape needs besides [`TOOLS`].
+pub(super) fn shape_tools(shape: &Shape) -> Vec<&'static str> {
+    let mut t = TOOLS.to_vec();
+    if !t.contains(&shape.1) {
+        t.push(shape.1);
+    }
+    t
+}
+
+/// Compiles `shape` into the object `out` in `dir` (clang from LLVM 22,
+/// gcc from PATH).
+pub(super) fn compile_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), Failed> {
+    build_shape(dir, shape, out, true)
+}
+
+/// Compiles and links `shape` into `out` in `dir`.
+fn link_shape(dir: &Path, shape: &Shape, out: &str) -> Result<(), Failed> {
+    build_shape(dir, shape, out, false)
+}
+
+fn build_shape(dir: &Path, shape: &Shape, out: &str, object: bool) -> Result<(), Failed> {
+    let (name, compiler, cxx, flags) = *shape;
+    let (src, text) = if cxx {
+        (format!("{name}.cpp"), SHAPE_CPP)
+    } else {
+        (format!("{name}.c"), SHAPE_C)
+    };
+    std::fs::write(dir.join(&src), text)?;
+    let prog = if compiler.starts_with("clang") {
+        llvm(compiler)
+    } else {
+        PathBuf::from(compiler)
+    };
+    let mut a = vec![src.as_str(), "-o", out];
+    if object {
+        a.insert(0, "-c");
+    }
+    a.extend_from_slice(flags);
+    run(&prog, &a, dir).ok()?;
+    Ok(())
+}
+
+/// The targets the shape tests bundle: the host, a real AMDGPU code object
+/// and a raw blob.
+const SHAPE_TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906,openmp-nvptx64-nvidia-cuda--sm_70";
+
+/// How a shape is built: [`compile_shape`] or [`link_shape`].
+type Build = fn(&Path, &Shape, &str) -> Result<(), Failed>;
+
+/// Bundling the shape's host object, and extracting the host object from
+/// LLVM's bundle and from ours: LLVM's bytes each time.
+fn host_shape(shape: &Shape, build: Build) -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let src = w.join("in");
+    copy_dir(inputs()?, &src)?;
+    build(&src, shape, "host.o")?;
+    let bundle = args(&[
+        "-type=o",
+        SHAPE_TARGETS,
+        "-input=host.o",
+        "-input=gfx906.o",
+        "-input=d1",
+        "-output=fat.o",
+    ]);
+    let (theirs, ours) = run_both(&src, w, "bundle", &bundle)?;
+    same_outcome("bundling", &theirs, &ours)?;
+    if ours.code != 0 {
+        return Err(format!("bundling failed: {}", ours.stderr).into());
+    }
+    for (from, dir) in [("llvm", &theirs.dir), ("ours", &ours.dir)] {
+        let unbundle = args(&[
+            "-type=o",
+            "-unbundle",
+            SHAPE_TARGETS,
+            "-input=fat.o",
+            "-output=host",
+            "-output=dev1",
+            "-output=dev2",
+        ]);
+        let (t, o) = run_both(dir, w, &format!("unbundle-{from}"), &unbundle)?;
+        same_outcome(&format!("unbundling {from}'s bundle"), &t, &o)?;
+        if o.code != 0 {
+            return Err(format!("unbundling failed: {}", o.stderr).into());
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// -###: the llvm-objcopy command lines
+// ---------------------------------------------------------------------------
+
+/// `-###` command lines: (name, arguments, outputs that must end up empty).
+/// The expected stderr, masked, is `linker-tests/transcripts/<name>.stderr`.
+const PRINT_COMMANDS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "bundler_print_commands_bundle",
+        &[
+            "-###",
+            "-type=o",
+            "-targets=hip-amdgcn-amd-amdhsa--gfx906,host-x86_64-unknown-linux-gnu,openmp-nvptx64-nvidia-cuda--sm_70",
+            "-input=gfx906.o",
+            "-input=main.o",
+            "-input=d1",
+            "-output=x.o",
+        ],
+        &["x.o"],
+    ),
+    (
+        "bundler_print_commands_unbundle_host",
+        &[
+            "-###",
+            "-type=o",
+            "-unbundle",
+            HD,
+            "-input=fat.o",
+            "-output=h",
+            "-output=d",
+        ],
+        &["h"],
+    ),
+    (
+        "bundler_print_commands_unbundle_device",
+        &[
+            "--###",
+            "-type=o",
+            "-unbundle",
+            "-targets=hip-amdgcn-amd-amdhsa--gfx906",
+            "-input=fat.o",
+            "-output=d",
+        ],
+        &[],
+    ),
+    (
+        "bundler_print_commands_archive",
+        &[
+            "-###",
+            "-type=a",
+            "-unbundle",
+            HD,
+            "-input=fat.a",
+            "-output=h.a",
+            "-output=d.a",
+        ],
+        &[],
+    ),
+    (
+        "bundler_print_commands_binary_bundle",
+        &[
+            "-###",
+            "-type=bc",
+            HD,
+            "-input=d1",
+            "-input=d2",
+            "-output=x.bc",
+        ],
+        &[],
+    ),
+];
+
+/// Runs `prog` with `args` in `cwd` with `PATH` and `TMPDIR` set.
+fn run_with_env(
+    prog: &Path,
+    args: &[&str],
+    cwd: &Path,
+    path: &str,
+    tmp: &Path,
+) -> crate::util::Run {
+    let out = std::process::Command::new(prog)
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("TMPDIR", tmp)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    crate::util::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `s` with the temporary directory written `$TMPDIR` and the random part
+/// of LLVM's temporary file names (`clang-offload-bundler-XXXXXX.tmp`,
+/// six hex digits) masked.
+fn mask_temp_names(s: &str, tmp: &Path) -> String {
+    const STEM: &str = "clang-offload-bundler-";
+    let s = s.replace(&tmp.display().to_string(), "$TMPDIR");
+    let mut out = String::new();
+    let mut rest = s.as_str();
+    while let Some(at) = rest.find(STEM) {
+        let (head, tail) = rest.split_at(at + STEM.len());
+        out.push_str(head);
+        let random = tail
+            .get(..6)
+            .filter(|r| r.bytes().all(|b| b.is_ascii_hexdigit()));
+        match random {
+            Some(_) if tail[6..].starts_with(".tmp") => {
+                out.push_str("XXXXXX");
+                rest = &tail[6..];
+            }
+            _ => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `-###` with object bundles: LLVM's command lines (temporary names
+/// masked), exit code and files, with llvm-objcopy found on `PATH` by both
+/// (LLVM's is beside it, in the first `PATH` entry); the expected stderr is
+/// also committed, so a change in either shows.
+fn print_commands(name: &str, a: &[&str], empty: &[&str]) -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let path = format!(
+        "{}:{}",
+        crate::util::LLVM_BIN,
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut results = Vec::new();
+    for (who, prog) in [("llvm", llvm(TOOL)), ("ours", ours_as(TOOL))] {
+        let dir = w.join(who);
+        copy_dir(inputs()?, &dir)?;
+        let tmp = w.join(format!("{who}-tmp"));
+        std::fs::create_dir_all(&tmp)?;
+        let r = run_with_env(&prog, a, &dir, &path, &tmp);
+        for e in empty {
+            let len = std::fs::metadata(dir.join(e))?.len();
+            same(&format!("{who}: size of {e}"), len, 0)?;
+        }
+        same(
+            &format!("{who}: temporary files left"),
+            snapshot(&tmp).len(),
+            0,
+        )?;
+        let stderr = mask_temp_names(&r.stderr, &tmp);
+        results.push((r.code, stderr, r.stdout, snapshot(&dir)));
+    }
+    let (ours, theirs) = (
+        results.pop().ok_or("no run")?,
+        results.pop().ok_or("no run")?,
+    );
+    same("exit code", ours.0, theirs.0)?;
+    same("stderr", &ours.1, &theirs.1)?;
+    same("stdout", &ours.2, &theirs.2)?;
+    same("files", &ours.3, &theirs.3)?;
+    let expected = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("linker-tests/transcripts")
+        .join(format!("{name}.stderr"));
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&expected, &theirs.1)?;
+    }
+    same(
+        "stderr and the committed transcript",
+        theirs.1,
+        std::fs::read_to_string(&expected)?,
+    )
+}
+
+/// Without an llvm-objcopy beside it or on `PATH`, LLVM 22 refuses every
+/// call, `-###` included, before any other check; so does offload-kit
+/// with `-###` (and writes nothing).
+fn print_commands_without_objcopy() -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    // LLVM's bundler alone in a directory, and ours (whose link directory
+    // holds no llvm-objcopy).
+    let lone = w.join("lone");
+    std::fs::create_dir_all(&lone)?;
+    std::fs::copy(llvm(TOOL), lone.join(TOOL))?;
+    let mut results = Vec::new();
+    for (who, prog) in [("llvm", lone.join(TOOL)), ("ours", ours_as(TOOL))] {
+        let dir = w.join(who);
+        copy_dir(inputs()?, &dir)?;
+        let before = snapshot(&dir);
+        let r = run_with_env(&prog, PRINT_COMMANDS[0].1, &dir, "/nonexistent", w);
+        same(&format!("{who}: files"), snapshot(&dir), before)?;
+        let stderr = r.stderr.replace(&prog.display().to_string(), "TOOL");
+        results.push((r.code, stderr));
+    }
+    same("outcome", &results[1], &results[0])?;
+    same(
+        "stderr",
+        results[0].1.as_str(),
+        "TOOL: error: unable to find 'llvm-objcopy' in path\n",
     )
 }
 
@@ -787,7 +1065,7 @@ fn host_from_compressed_object_bundle() -> Result<(), Failed> {
     }
     run(&ours_as(TOOL), &a("fat.ccob", "ours-host"), d).ok()?;
     run(&llvm(TOOL), &a("fat.o", "llvm-plain-host"), d).ok()?;
-    same_object(d, "ours-host", "llvm-plain-host")
+    same_file(d, "ours-host", "llvm-plain-host")
 }
 
 /// Byte offset of section `index`'s header field at `field` in an ELF64
@@ -934,6 +1212,148 @@ fn symbols_in_bundle_sections() -> Result<(), Failed> {
     same_outcome("listing", &theirs, &ours)
 }
 
+/// Symbols removed with the bundle sections renumber the others: the
+/// relocations against them, the COMDAT groups' signatures (a local
+/// signature loses GRP_COMDAT) and members, for 64- and 32-bit objects;
+/// LLVM's bytes.
+fn renumbered_relocations_and_groups() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let asm = |word: &str| {
+        format!(
+            "\t.text\n\t.globl f\nf:\tcall g\n\tcall h\n\tret\n\
+             \t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n\
+             \t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\
+             \t.globl inb\ninb:\t.long 7\n\t.globl inb2\ninb2:\t.long 8\n\
+             \t.section .text.g,\"axG\",@progbits,g,comdat\n\t.weak g\ng:\tret\n\
+             \t.section .text.h,\"axG\",@progbits,hgrp,comdat\n\t.globl h\nh:\tret\n\
+             \t.section .data.x,\"aw\",@progbits\n\
+             \t{word} f\n\t{word} g\n\t{word} h\n\t{word} zext\n\
+             \t.addrsig\n\t.addrsig_sym g\n"
+        )
+    };
+    cc(d, "r64.s", &asm(".quad"), "r64.o", &[])?;
+    cc(
+        d,
+        "r32.s",
+        &asm(".long"),
+        "r32.o",
+        &["--target=i386-linux-gnu"],
+    )?;
+    for f in ["r64.o", "r32.o"] {
+        let a = args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu",
+            &format!("-input={f}"),
+            "-output=h.o",
+            "-output=dev",
+        ]);
+        let (theirs, ours) = run_both(d, d, &format!("renumber-{f}"), &a)?;
+        same_outcome(&format!("unbundling {f}"), &theirs, &ours)?;
+        same(&format!("{f}: success"), ours.code, 0)?;
+    }
+    Ok(())
+}
+
+/// Objects with more than 65279 sections (extended section indices): an
+/// object whose symbols need `.symtab_shndx`, bundled and extracted; and
+/// a bundle whose removed sections bring the rest back under the limit,
+/// where llvm-objcopy drops the table. LLVM's bytes each time.
+fn large_section_indices() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let functions = |n: usize| -> String {
+        (0..n)
+            .map(|i| format!("\t.section .t{i},\"ax\",@progbits\n\t.globl f{i}\nf{i}:\tret\n"))
+            .collect()
+    };
+    cc(d, "many.s", &functions(66_000), "many.o", &[])?;
+    let mut bundled = String::from(
+        "\t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n",
+    );
+    for k in 0..40 {
+        bundled.push_str(&format!(
+            "\t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-{k},\"e\",@progbits\n\t.byte 1\n"
+        ));
+    }
+    bundled.push_str(&functions(65_260));
+    cc(d, "over.s", &bundled, "over.o", &[])?;
+    std::fs::write(d.join("dev"), b"DEVICE")?;
+    let targets = "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu";
+    let runs = [
+        args(&[
+            "-type=o",
+            targets,
+            "-input=many.o",
+            "-input=dev",
+            "-output=fat.o",
+        ]),
+        args(&[
+            "-type=o",
+            "-unbundle",
+            targets,
+            "-input=many.o",
+            "-output=h1.o",
+            "-output=d1",
+            "-allow-missing-bundles",
+        ]),
+        args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu",
+            "-input=over.o",
+            "-output=h2.o",
+        ]),
+    ];
+    for (k, a) in runs.iter().enumerate() {
+        let (theirs, ours) = run_both(d, d, &format!("large-{k}"), a)?;
+        same_outcome(&format!("large section indices, run {k}"), &theirs, &ours)?;
+        same(&format!("run {k}: success"), ours.code, 0)?;
+    }
+    // The bundle LLVM made from many.o, extracted by both.
+    let fat_dir = d.join("large-0-llvm");
+    let a = args(&[
+        "-type=o",
+        "-unbundle",
+        targets,
+        "-input=fat.o",
+        "-output=h.o",
+        "-output=d",
+    ]);
+    let (theirs, ours) = run_both(&fat_dir, d, "large-fat", &a)?;
+    same_outcome("extracting from the large bundle", &theirs, &ours)
+}
+
+/// Compact relocations (`SHT_CREL`) after symbols defined in bundle
+/// sections go: decoded, renumbered and encoded again as llvm-objcopy
+/// does, for x86_64 and i386; LLVM's bytes.
+fn crel_with_removed_symbols() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let asm = "\t.text\n\t.globl f\nf:\tcall g\n\tret\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\
+               \t.globl inb\ninb:\t.long 7\n\
+               \t.text\n\t.globl g\ng:\tret\n\t.long zext\n\t.long h2+100000\n\t.long f-8\n";
+    let crel = "-Wa,--crel,--allow-experimental-crel";
+    cc(d, "c.s", asm, "c64.o", &[crel])?;
+    cc(d, "c.s", asm, "c32.o", &[crel, "--target=i386-linux-gnu"])?;
+    for f in ["c64.o", "c32.o"] {
+        let a = args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu",
+            &format!("-input={f}"),
+            "-output=h.o",
+        ]);
+        let (theirs, ours) = run_both(d, d, &format!("crel-{f}"), &a)?;
+        same_outcome(&format!("unbundling {f}"), &theirs, &ours)?;
+        same(&format!("{f}: success"), ours.code, 0)?;
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -951,6 +1371,32 @@ pub fn tests() -> Vec<Trial> {
             move || run_transcript(name, &a),
         ));
     }
+    for (i, shape) in SHAPES.iter().enumerate() {
+        t.push(trial(
+            format!("bundler::object::llvm_bytes::{}", shape.0),
+            &shape_tools(shape),
+            move || host_shape(&SHAPES[i], compile_shape),
+        ));
+    }
+    for (i, shape) in LINKED_SHAPES.iter().enumerate() {
+        t.push(trial(
+            format!("bundler::object::llvm_bytes::{}", shape.0),
+            &shape_tools(shape),
+            move || host_shape(&LINKED_SHAPES[i], link_shape),
+        ));
+    }
+    for &(name, a, empty) in PRINT_COMMANDS {
+        t.push(trial(
+            format!("bundler::object::{name}"),
+            TOOLS,
+            move || print_commands(name, a, empty),
+        ));
+    }
+    t.push(trial(
+        "bundler::object::print_commands_without_objcopy",
+        TOOLS,
+        print_commands_without_objcopy,
+    ));
     t.push(trial(
         "bundler::object::hip_only_object_is_an_error",
         TOOLS,
@@ -965,6 +1411,21 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::relocation_into_bundle_section",
         TOOLS,
         relocation_into_bundle_section,
+    ));
+    t.push(trial(
+        "bundler::object::renumbered_relocations_and_groups",
+        TOOLS,
+        renumbered_relocations_and_groups,
+    ));
+    t.push(trial(
+        "bundler::object::crel_with_removed_symbols",
+        TOOLS,
+        crel_with_removed_symbols,
+    ));
+    t.push(trial(
+        "bundler::object::large_section_indices",
+        TOOLS,
+        large_section_indices,
     ));
     t.push(trial(
         "bundler::object::symbols_in_bundle_sections",

@@ -230,7 +230,37 @@ pub fn unbundle<'a>(
     thin: &[&'a [u8]],
     requests: &[BundleId],
     hip_openmp_compatible: bool,
+    inflate: impl Inflate,
+) -> Result<Vec<Vec<Extracted<'a>>>> {
+    unbundle_with(
+        archive,
+        thin,
+        requests,
+        hip_openmp_compatible,
+        inflate,
+        HostObjects::Strip,
+    )
+}
+
+/// What an object member's host entry becomes.
+pub enum HostObjects<'f> {
+    /// The member without its bundle sections, as llvm-objcopy writes it.
+    Strip,
+    /// An empty member, after calling the function with the archive
+    /// member: what LLVM leaves with `-###`, where it prints the
+    /// llvm-objcopy command (once per host entry) instead of running it.
+    Empty(&'f mut dyn FnMut(&Member<'_>)),
+}
+
+/// [`unbundle`], with the host entries of object members made as `hosts`
+/// says.
+pub fn unbundle_with<'a>(
+    archive: &'a [u8],
+    thin: &[&'a [u8]],
+    requests: &[BundleId],
+    hip_openmp_compatible: bool,
     mut inflate: impl Inflate,
+    mut hosts: HostObjects<'_>,
 ) -> Result<Vec<Vec<Extracted<'a>>>> {
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
     // One list per distinct key, in first-appearance order.
@@ -261,7 +291,11 @@ pub fn unbundle<'a>(
             if compatible.is_empty() {
                 continue;
             }
-            let blob = if entry.data == HOST_MARKER && super::is_object(data) {
+            let host_object = entry.data == HOST_MARKER && super::is_object(data);
+            let blob = if let (true, HostObjects::Empty(report)) = (host_object, &mut hosts) {
+                report(&member);
+                Blob::Owned(Rc::new(Aligned::copy_of(&[])))
+            } else if host_object {
                 let stripped = object::strip(data)
                     .and_then(|w| w.to_vec(&[data]))
                     .map_err(|e| in_member(member.name, e))?;

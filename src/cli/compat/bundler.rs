@@ -4,9 +4,15 @@
 //! Differences, all where LLVM crashes, writes wrong bytes or is vague: a
 //! truncated or inconsistent bundle, `-bundle-align=0`, a text entry without
 //! its end marker, and two targets that normalize to the same ID are errors
-//! naming the file (after LLVM's line for the case, where LLVM has one); `-###` prints nothing, because offload-kit runs no
-//! external commands (LLVM prints the `llvm-objcopy` command lines it would
-//! run for object files).
+//! naming the file (after LLVM's line for the case, where LLVM has one).
+//!
+//! `-###` prints the `llvm-objcopy` command lines LLVM 22 prints for object
+//! bundles, found where LLVM looks (beside the bundler as invoked, then on
+//! `PATH`; `unable to find 'llvm-objcopy' in path` when absent, checked
+//! first as LLVM does), and leaves what LLVM leaves: an empty output when
+//! bundling, an empty host output when unbundling. Without `-###`
+//! offload-kit needs no llvm-objcopy (LLVM 22 refuses every call without
+//! one).
 //!
 //! Object bundles (`-type=o`, and `-type=a` members) are edited in process
 //! (see `offload_kit::bundle::object`), ELF only. Further differences: an
@@ -18,6 +24,7 @@
 //! end of the archive is an error (LLVM 22 reads past its buffer); thin
 //! archives are refused.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
@@ -63,7 +70,7 @@ fn help_text(prog: &str) -> String {
          USAGE: {prog} [options]\n\
          \n\
          OPTIONS:\n  \
-         --###                   - Print commands instead of running them (offload-kit runs none)\n  \
+         --###                   - Print the llvm-objcopy commands LLVM would run instead of writing objects\n  \
          --allow-missing-bundles - When unbundling, create empty outputs for targets not found\n  \
          --bundle-align=<uint>   - Alignment of each entry's data in binary bundles\n  \
          --check-input-archive   - Check that an input archive follows the target ID rules\n  \
@@ -98,6 +105,9 @@ struct Job {
     hip_openmp: bool,
     comp: BundlerCompression,
     check_archive: bool,
+    /// `-###`: the llvm-objcopy whose command lines are printed instead of
+    /// writing object bundles.
+    objcopy: Option<String>,
 }
 
 /// Runs the tool with `args` (argv without argv[0]).
@@ -136,7 +146,24 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
             }
         },
     };
-    match check(argv0, &parsed, align, level).and_then(run) {
+    // LLVM looks for llvm-objcopy before any other check; offload-kit only
+    // needs it to print its command lines.
+    let objcopy = if parsed.flag("###") {
+        match find_objcopy(argv0) {
+            Some(p) => Some(p),
+            None => {
+                eprintln!("{argv0}: error: unable to find 'llvm-objcopy' in path");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+    let job = check(argv0, &parsed, align, level).map(|mut j| {
+        j.objcopy = objcopy;
+        j
+    });
+    match job.and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => f.report(argv0),
     }
@@ -271,6 +298,7 @@ fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job,
         hip_openmp: p.flag("hip-openmp-compatible"),
         comp,
         check_archive: p.flag("check-input-archive"),
+        objcopy: None,
     })
 }
 
@@ -436,6 +464,23 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     for (i, g) in got.iter().enumerate() {
         if let Some(e) = g {
             if handler == Format::Object && found[*e].data == HOST_MARKER {
+                if let Some(objcopy) = &job.objcopy {
+                    // LLVM creates the output, then prints instead of
+                    // running llvm-objcopy into it: it stays empty.
+                    write(&job.outputs[i], &[])?;
+                    let tmp = TempFile::create(b"")?;
+                    print_command(
+                        objcopy,
+                        &[
+                            "--regex",
+                            "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
+                            "--",
+                            name,
+                            tmp.name(),
+                        ],
+                    );
+                    continue;
+                }
                 // The host's code is the object itself, without the bundle.
                 let w = object_bundle::strip(b.bytes())
                     .map_err(|e| Fail::new(format!("'{name}': {e}")))?;
@@ -488,6 +533,9 @@ fn bundle_object(
     if job.comp.compress {
         compress(job, &[])?;
     }
+    if let Some(objcopy) = &job.objcopy {
+        return print_bundle_command(job, objcopy, ids, normalized, &inputs[host]);
+    }
     let sections: Vec<NewSection> = ids
         .iter()
         .zip(normalized)
@@ -507,6 +555,147 @@ fn bundle_object(
     let mut sources = vec![(&inputs[host], inputs[host].bytes())];
     sources.extend(sections.iter().zip(inputs).map(|(s, i)| (i, s.data)));
     write_object(&job.outputs[0], &written, &sources)
+}
+
+/// `-###` when bundling into an object: the output is created empty and
+/// the llvm-objcopy command LLVM would run is printed (the host target's
+/// section comes from a temporary file holding [`HOST_MARKER`]).
+fn print_bundle_command(
+    job: &Job,
+    objcopy: &str,
+    ids: &[BundleId],
+    normalized: &[String],
+    host_input: &Input,
+) -> Result<(), Fail> {
+    let out = &job.outputs[0];
+    write_bytes(out, host_input, &[])
+        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
+    let mut temps = Vec::new();
+    let mut args = Vec::new();
+    for (i, (id, n)) in ids.iter().zip(normalized).enumerate() {
+        let section = format!("{}{n}", String::from_utf8_lossy(bundle::binary::MAGIC));
+        let file = if id.is_host() {
+            let t = TempFile::create(HOST_MARKER)?;
+            let name = t.name().to_string();
+            temps.push(t);
+            name
+        } else {
+            job.inputs[i].clone()
+        };
+        args.push(format!("--add-section={section}={file}"));
+        args.push(format!("--set-section-flags={section}=readonly,exclude"));
+    }
+    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
+    args.push("--".into());
+    args.push(job.inputs[host].clone());
+    args.push(out.clone());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    print_command(objcopy, &refs);
+    Ok(())
+}
+
+/// Prints a command line as LLVM's `-###` does: every word double-quoted.
+fn print_command(program: &str, args: &[&str]) {
+    let mut line = format!("\"{program}\"");
+    for a in args {
+        line.push_str(&format!(" \"{a}\""));
+    }
+    eprintln!("{line}");
+}
+
+/// Where LLVM 22 finds llvm-objcopy: beside the bundler (`argv[0]` when it
+/// names a file, else the running executable), then on `PATH`. The path is
+/// spelled as LLVM spells it (the directory as given, then the name).
+fn find_objcopy(argv0: &str) -> Option<String> {
+    const NAME: &str = "llvm-objcopy";
+    let exe = if Path::new(argv0).exists() {
+        PathBuf::from(argv0)
+    } else {
+        std::env::current_exe().unwrap_or_default()
+    };
+    let beside = exe.parent().unwrap_or(Path::new("")).join(NAME);
+    if can_execute(&beside) {
+        return Some(beside.to_string_lossy().into_owned());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(NAME))
+        .find(|p| can_execute(p))
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// LLVM's `sys::fs::can_execute`: a regular file (after symbolic links)
+/// that may be executed.
+fn can_execute(p: &Path) -> bool {
+    let Ok(m) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        m.is_file()
+    }
+}
+
+/// A temporary file named as LLVM names the bundler's
+/// (`clang-offload-bundler-XXXXXX.tmp`, six hex digits, in the first of
+/// `TMPDIR`, `TMP`, `TEMP`, `TEMPDIR` that is set, else `/tmp`), removed
+/// when dropped.
+struct TempFile(PathBuf, String);
+
+impl TempFile {
+    fn create(contents: &[u8]) -> Result<TempFile, Fail> {
+        use std::hash::BuildHasher;
+        use std::io::Write;
+        let dir = ["TMPDIR", "TMP", "TEMP", "TEMPDIR"]
+            .iter()
+            .find_map(std::env::var_os)
+            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+        let seed = std::hash::RandomState::new();
+        let mut last = None;
+        for attempt in 0u32..128 {
+            let r = seed.hash_one(attempt) & 0xff_ffff;
+            let path = dir.join(format!("clang-offload-bundler-{r:06x}.tmp"));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    let name = path.to_string_lossy().into_owned();
+                    let t = TempFile(path, name);
+                    f.write_all(contents)
+                        .map_err(|e| Fail::new(format!("'{}': {}", t.1, strerror(&e))))?;
+                    return Ok(t);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    last = Some(Fail::new(format!(
+                        "'{}': {}",
+                        path.to_string_lossy(),
+                        strerror(&e)
+                    )));
+                    break;
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Fail::new("unable to create a temporary file")))
+    }
+
+    fn name(&self) -> &str {
+        &self.1
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Writes an object made by [`object_bundle`]: `sources[k]` is span source
@@ -564,9 +753,44 @@ fn unbundle_archive(job: &Job) -> Result<(), Fail> {
             e
         })
     };
-    let lists =
-        archive_unbundle::unbundle(input.bytes(), &thin, &requests, job.hip_openmp, inflate)
-            .map_err(message)?;
+    // -###: LLVM writes each host object member to a temporary file and
+    // prints the llvm-objcopy command that would strip it into another.
+    let mut temp_failure = None;
+    let mut print = |_: &Member<'_>| {
+        let Some(objcopy) = &job.objcopy else { return };
+        match (TempFile::create(b""), TempFile::create(b"")) {
+            (Ok(from), Ok(to)) => print_command(
+                objcopy,
+                &[
+                    "--regex",
+                    "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
+                    "--",
+                    from.name(),
+                    to.name(),
+                ],
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                temp_failure.get_or_insert(e);
+            }
+        }
+    };
+    let hosts = if job.objcopy.is_some() {
+        archive_unbundle::HostObjects::Empty(&mut print)
+    } else {
+        archive_unbundle::HostObjects::Strip
+    };
+    let lists = archive_unbundle::unbundle_with(
+        input.bytes(),
+        &thin,
+        &requests,
+        job.hip_openmp,
+        inflate,
+        hosts,
+    )
+    .map_err(message)?;
+    if let Some(e) = temp_failure {
+        return Err(e);
+    }
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
