@@ -2,6 +2,7 @@
 # Run the cargo-fuzz targets in scripts/fuzz/ on the stable toolchain.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]
+#   scripts/fuzz.sh --export [TARGET ...]
 #
 # Runs each target (default: all of them) for SECONDS (default 60) of
 # fuzzing, not counting the build. libFuzzer runs in fork mode and goes on
@@ -29,13 +30,21 @@
 #   LLVM        LLVM 22 tool dir (default /usr/lib/llvm-22/bin), for made-up seeds
 #
 # The corpora (scripts/fuzz/corpus/TARGET/) persist between runs and are
-# ignored by git, as are target/, artifacts/ and Cargo.lock.
+# ignored by git, as are target/, artifacts/ and Cargo.lock. `--export`
+# fuzzes nothing: it minimizes each target's corpus (cargo fuzz cmin) and
+# replaces fixtures/fuzz/TARGET/ with it (inputs up to 64 KiB) and with every
+# crash, timeout and OOM input found so far, so the tests replay them all
+# (src/fuzz.rs, `fuzz_corpora_replay`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ_DIR=$ROOT/scripts/fuzz
 SECONDS_PER_TARGET=60
-if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
+EXPORT=0
+if [ "${1:-}" = --export ]; then
+  EXPORT=1
+  shift
+elif [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   SECONDS_PER_TARGET=$1
   shift
 fi
@@ -159,6 +168,25 @@ artifacts_of() {
   find "$FUZZ_DIR/artifacts/$1" -maxdepth 1 -type f \
     \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' -o -name 'leak-*' \) | sort
 }
+
+# --export: the minimized corpus and every saved crash input into fixtures/.
+if [ $EXPORT = 1 ]; then
+  for t in "${targets[@]}"; do
+    corpus=$FUZZ_DIR/corpus/$t
+    [ -d "$corpus" ] || die "$t: no corpus in $corpus; fuzz it first"
+    cargo fuzz cmin "${fuzz_flags[@]}" "$t" "$corpus" -- -rss_limit_mb=4096 -timeout=20 >/dev/null 2>&1 ||
+      die "$t: cargo fuzz cmin failed"
+    out=$ROOT/fixtures/fuzz/$t
+    rm -rf "$out"
+    mkdir -p "$out"
+    find "$corpus" -maxdepth 1 -type f -size -65k -exec cp {} "$out/" \;
+    while IFS= read -r a; do
+      [ -n "$a" ] && cp "$a" "$out/"
+    done < <(artifacts_of "$t")
+    log "$t: $(find "$out" -type f | wc -l) input(s), $(du -sk "$out" | cut -f1) KiB in fixtures/fuzz/$t"
+  done
+  exit 0
+fi
 
 summary=()
 failed=()
