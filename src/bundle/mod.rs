@@ -75,13 +75,9 @@ impl Format {
         if memchr::memchr(0, &data[..data.len().min(4096)]).is_some() {
             return None;
         }
-        ["//", "#", ";"].into_iter().map(Format::Text).find(|f| {
+        text::PREFIXES.into_iter().map(Format::Text).find(|f| {
             let Format::Text(p) = f else { return false };
-            memchr::memmem::find(
-                data,
-                format!("\n{p} __CLANG_OFFLOAD_BUNDLE____START__ ").as_bytes(),
-            )
-            .is_some()
+            memchr::memmem::find(data, text::start_marker(p).as_bytes()).is_some()
         })
     }
 }

@@ -56,7 +56,7 @@ fn find_in<'data>(
         push(out, read_all(data, limits)?, None);
         return Ok(());
     }
-    if data.starts_with(&[0x42, 0x43, 0xC0, 0xDE]) || data.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+    if super::kinds::is_bitcode(data) {
         return Err(Error::invalid(
             "input",
             "LLVM bitcode is not supported: offload-kit does not read `llvm.embedded.objects`",

@@ -41,7 +41,6 @@
 //! files on disk). Hashes are only computed on request: hashing reads every
 //! byte, while listing reads headers.
 
-pub mod fatbin;
 pub mod magic;
 mod sections;
 mod walk;

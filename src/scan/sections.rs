@@ -63,7 +63,8 @@ pub(super) struct ObjectFile<'data> {
     pub problems: Vec<(String, String)>,
 }
 
-const BUNDLE_PREFIX: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+/// Bundle-entry sections are named with the binary bundle magic and the ID.
+const BUNDLE_PREFIX: &[u8] = crate::bundle::binary::MAGIC;
 
 fn role_by_name(name: &[u8]) -> Option<Role> {
     if let Some(id) = name.strip_prefix(BUNDLE_PREFIX) {

@@ -5,7 +5,6 @@ use std::io::Read;
 
 use object::read::archive::ArchiveFile;
 
-use super::fatbin;
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::{
@@ -15,6 +14,7 @@ use super::{
 use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, Method, ReadOptions};
 use crate::bundle::{binary, id::BundleId, text};
 use crate::error::{Error, ErrorKind, Result};
+use crate::fatbin;
 use crate::num::usize_from;
 use crate::offload_binary::{self, ImageKind, OffloadImage};
 
@@ -161,7 +161,7 @@ fn sniff(b: &[u8]) -> String {
         } else {
             "object"
         }
-    } else if b.starts_with(b"BC\xC0\xDE") || b.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+    } else if offload_binary::kinds::is_bitcode(b) {
         "bitcode"
     } else if b.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
         "spirv"
@@ -397,26 +397,6 @@ fn zlib_stream_len(payload: &[u8], limit: u64) -> Result<u64> {
     }
 }
 
-/// The comment prefix of the text-bundle start marker at `pos`, when it is
-/// one (`\n<prefix> __CLANG_OFFLOAD_BUNDLE____START__ `).
-fn text_prefix(bytes: &[u8], pos: usize) -> Option<&'static str> {
-    if !bytes[pos..].starts_with(b"__CLANG_OFFLOAD_BUNDLE____START__ ") {
-        return None;
-    }
-    ["//", "#", ";"].into_iter().find(|p| {
-        let need = p.len() + 2;
-        pos >= need
-            && bytes[pos - need] == b'\n'
-            && &bytes[pos - need + 1..pos - 1] == p.as_bytes()
-            && bytes[pos - 1] == b' '
-    })
-}
-
-fn is_text_marker(b: &[u8]) -> bool {
-    b.starts_with(b"__CLANG_OFFLOAD_BUNDLE____START__")
-        || b.starts_with(b"__CLANG_OFFLOAD_BUNDLE____END__")
-}
-
 impl Walker<'_> {
     fn problem(&mut self, loc: &Loc, container: Option<usize>, message: String) {
         self.report.problems.push(Problem {
@@ -644,8 +624,12 @@ impl Walker<'_> {
                 return;
             }
         };
-        let ptr_at = 8;
-        let size = if o.wide { 24 } else { 16 };
+        let ptr_at = fatbin::WRAPPER_DATA_OFFSET;
+        let size = if o.wide {
+            fatbin::WRAPPER_SIZE_64
+        } else {
+            fatbin::WRAPPER_SIZE_32
+        } as u64;
         for (at, w) in list {
             let target = o.resolve_pointer(sec, at + ptr_at, w.data);
             let id = self.new_container(
@@ -723,12 +707,12 @@ impl Walker<'_> {
                 if pos < cursor {
                     continue;
                 }
-                if magic == Magic::Bundle && is_text_marker(&bytes[pos..]) {
+                if magic == Magic::Bundle && text::is_marker(&bytes[pos..]) {
                     // A text bundle's marker; the file (or decompressed
                     // contents) may be a text bundle.
                     if expect.whole()
                         && cursor == 0
-                        && let Some(prefix) = text_prefix(bytes, pos)
+                        && let Some(prefix) = text::prefix_at(bytes, pos)
                     {
                         self.text_bundle(bytes, prefix, loc);
                         return;
@@ -816,18 +800,17 @@ impl Walker<'_> {
         };
         let mut imgs: Vec<OffloadImage<'_>> = Vec::new();
         let size = offload_binary::read_binary(sub, 0, &limits, &mut imgs)?;
-        let version = u32::from_le_bytes([sub[4], sub[5], sub[6], sub[7]]);
+        let head = offload_binary::header_summary(sub)
+            .ok_or_else(|| Error::invalid("OffloadBinary header", "shorter than its 32 bytes"))?;
+        let version = head.version;
         let id = self.new_container(ContainerKind::OffloadBinary, Some(version), loc, rel, size);
         let compressed = imgs.first().is_some_and(|i| i.compressed);
         if compressed {
-            let inflated = u64_at(sub, 32).unwrap_or(0);
-            let body_at = u64_at(sub, 16).unwrap_or(0);
-            let method = sub
-                .get(usize_from(body_at)..)
-                .is_some_and(|b| b.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]));
+            let inflated = head.inflated_size;
+            let body_at = head.body_offset;
             self.budget = self.budget.saturating_sub(inflated);
             self.report.containers[id].compression = Some(Compression {
-                method: if method { "zstd" } else { "zlib" }.into(),
+                method: head.method.unwrap_or("zlib").into(),
                 compressed_size: size.saturating_sub(body_at),
                 uncompressed_size: inflated.saturating_sub(body_at),
                 stored_hash: None,
@@ -1158,7 +1141,7 @@ impl Walker<'_> {
                 container: id,
                 index: i,
                 bundle_id: None,
-                offload_kind: if e.flags & 0x8 != 0 && e.flags & fatbin::FLAG_CUDA == 0 {
+                offload_kind: if e.is_opencl() {
                     "opencl".into()
                 } else {
                     "cuda".into()
