@@ -17,6 +17,14 @@ pub fn is_bitcode(data: &[u8]) -> bool {
     data.starts_with(&BITCODE_MAGIC) || data.starts_with(&BITCODE_WRAPPER_MAGIC)
 }
 
+/// The magic of a SPIR-V module (0x07230203 little-endian).
+pub const SPIRV_MAGIC: [u8; 4] = [0x03, 0x02, 0x23, 0x07];
+
+/// Whether `data` starts as a little-endian SPIR-V module does.
+pub fn is_spirv(data: &[u8]) -> bool {
+    data.starts_with(&SPIRV_MAGIC)
+}
+
 #[allow(non_upper_case_globals)]
 impl ImageKind {
     /// No kind.

@@ -48,20 +48,7 @@ mod walk;
 use std::fmt;
 
 pub use magic::{Finders, Magic};
-pub use walk::{Record as BundleRecord, ccob_records, scan, scan_with};
-
-/// How far a CCOB's contents are decompressed to tell what they are
-/// when they are not a binary bundle: a NUL byte in the first 4 KiB rules
-/// out a text bundle (see [`crate::bundle::Format::detect`]).
-pub const CCOB_SNIFF: u64 = 4096;
-
-/// Whether the first bytes of a CCOB's contents, `prefix` (at most
-/// [`CCOB_SNIFF`] of them), may start a text or object bundle, which only
-/// the whole contents can list. Anything else that is not a binary bundle
-/// is no bundle at all, and need not be decompressed further.
-pub fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
-    crate::bundle::is_object(prefix) || memchr::memchr(0, prefix).is_none()
-}
+pub use walk::{scan, scan_with};
 
 /// How images are found in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

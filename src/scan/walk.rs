@@ -1,8 +1,6 @@
 //! The recursive walk: files, archive members, sections, byte ranges that
 //! hold containers, containers and their images.
 
-use std::io::Read;
-
 use object::read::archive::ArchiveFile;
 
 use super::magic::{Finders, Magic};
@@ -11,8 +9,8 @@ use super::{
     Compression, Container, ContainerKind, Image, Mode, NoVisit, Options, Parent, Problem, Report,
     Visit, WrapperInfo,
 };
-use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, Method, ReadOptions};
-use crate::bundle::{binary, id::BundleId, text};
+use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, ReadOptions};
+use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fatbin;
 use crate::num::usize_from;
@@ -43,9 +41,6 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
     w.resolve_wrappers();
     w.report
 }
-
-/// The largest bundle header read from a partly decompressed CCOB.
-const MAX_BUNDLE_HEADER: u64 = 1 << 20;
 
 /// Where a byte range lies.
 #[derive(Debug, Clone, Default)]
@@ -109,17 +104,6 @@ struct Walker<'a> {
 /// The most thin archives' member files one scan reads.
 const MAX_THIN_READS: u32 = 100_000;
 
-/// A bundle record read from a partly decompressed bundle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// The entry ID as stored.
-    pub id: Vec<u8>,
-    /// Offset of the entry's data in the (uncompressed) bundle.
-    pub offset: u64,
-    /// Size of the entry's data.
-    pub size: u64,
-}
-
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -151,21 +135,19 @@ fn declared_kind(k: ImageKind) -> String {
 
 /// What the bytes of a bundle entry are.
 fn sniff(b: &[u8]) -> String {
-    const EM_CUDA: u16 = 190;
     let k = if b.is_empty() {
         "none"
-    } else if b.starts_with(b"\x7fELF") {
-        let machine = b.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
-        if machine == Some(EM_CUDA) {
+    } else if b.starts_with(&object::elf::ELFMAG) {
+        if sections::elf_machine(b) == Some(object::elf::EM_CUDA.0) {
             "cubin"
         } else {
             "object"
         }
     } else if offload_binary::kinds::is_bitcode(b) {
         "bitcode"
-    } else if b.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
+    } else if offload_binary::kinds::is_spirv(b) {
         "spirv"
-    } else if b.starts_with(b"!<arch>\n") {
+    } else if b.starts_with(crate::archive::MAGIC) {
         "archive"
     } else {
         match Magic::at_start(b) {
@@ -177,224 +159,6 @@ fn sniff(b: &[u8]) -> String {
         }
     };
     k.to_string()
-}
-
-/// A bundle-entry ID as (offload kind, triple, target ID), reported as
-/// written: the triple without its trailing `-`, the target ID even when
-/// its processor is one clang does not know.
-fn parse_bundle_id(id: &str) -> (String, String, String) {
-    let sixth = id.splitn(6, '-').nth(5).unwrap_or_default();
-    match BundleId::parse(id) {
-        Ok(b) => {
-            let kind = if b.kind == "hipv4" {
-                "hip".to_string()
-            } else {
-                b.kind.clone()
-            };
-            let triple = b.normalized_triple().trim_end_matches('-').to_string();
-            let target = if b.target_id.is_empty() {
-                sixth.to_string()
-            } else {
-                b.target_id
-            };
-            (kind, triple, target)
-        }
-        Err(_) => {
-            let (kind, rest) = id.split_once('-').unwrap_or((id, ""));
-            (
-                kind.to_string(),
-                rest.trim_end_matches('-').to_string(),
-                String::new(),
-            )
-        }
-    }
-}
-
-fn u64_at(b: &[u8], at: u64) -> Option<u64> {
-    let s = b.get(usize_from(at)..usize_from(at.checked_add(8)?))?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_le_bytes(a))
-}
-
-/// What a prefix of a decompressed bundle says.
-enum Records {
-    /// The header needs this many bytes.
-    Need(u64),
-    /// Not a binary bundle.
-    NotBinary,
-    /// The records.
-    Done(Vec<Record>),
-}
-
-/// Reads the records of a binary bundle of `total` bytes from its first
-/// bytes `buf`, with the checks `bundle::binary::read` makes on whole
-/// bundles (entries inside the bundle, after the header, never at 0).
-fn parse_records(buf: &[u8], total: u64) -> Result<Records> {
-    if len64(buf) < binary::MAGIC.len() as u64 {
-        if !binary::MAGIC.starts_with(buf) {
-            return Ok(Records::NotBinary);
-        }
-        return Ok(Records::Need(32));
-    }
-    if !binary::has_magic(buf) {
-        return Ok(Records::NotBinary);
-    }
-    let Some(n) = u64_at(buf, 24) else {
-        return Ok(Records::Need(32));
-    };
-    if total < 32 || n.checked_mul(24).is_none_or(|need| need > total - 32) {
-        return Err(Error::invalid(
-            "bundle entry count",
-            format!("{n} records of at least 24 bytes cannot fit in {total} bytes"),
-        ));
-    }
-    let mut at = 32u64;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let (Some(offset), Some(size), Some(id_len)) =
-            (u64_at(buf, at), u64_at(buf, at + 8), u64_at(buf, at + 16))
-        else {
-            return Ok(Records::Need(at + 24));
-        };
-        at += 24;
-        let id_end = at
-            .checked_add(id_len)
-            .filter(|&e| e <= total)
-            .ok_or_else(|| ErrorKind::OutOfBounds {
-                what: format!("ID of bundle entry {i}"),
-                offset: at,
-                size: id_len,
-                within: "bundle",
-                limit: total,
-            })?;
-        let Some(id) = buf.get(usize_from(at)..usize_from(id_end)) else {
-            return Ok(Records::Need(id_end));
-        };
-        out.push(Record {
-            id: id.to_vec(),
-            offset,
-            size,
-        });
-        at = id_end;
-    }
-    for (i, r) in out.iter().enumerate() {
-        let end = r.offset.checked_add(r.size).filter(|&e| e <= total);
-        if end.is_none() {
-            return Err(ErrorKind::OutOfBounds {
-                what: format!("data of bundle entry {i} ({})", lossy(&r.id)),
-                offset: r.offset,
-                size: r.size,
-                within: "bundle",
-                limit: total,
-            }
-            .into());
-        }
-        if r.offset == 0 || (r.size != 0 && r.offset < at) {
-            return Err(ErrorKind::Overlap {
-                first: format!("data of bundle entry {i} at {:#x}", r.offset),
-                second: format!("bundle header (0x0..{at:#x})"),
-            }
-            .into());
-        }
-    }
-    Ok(Records::Done(out))
-}
-
-fn decompress_error(what: &'static str, e: &std::io::Error) -> Error {
-    ErrorKind::Decompress {
-        what,
-        detail: e.to_string(),
-    }
-    .into()
-}
-
-/// The records of the bundle a CCOB holds, in file order, decompressing
-/// only as far as the bundle header (at most 1 MiB of it); `None` when the
-/// contents are not a binary bundle.
-pub fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
-    let total = c.header.uncompressed_size;
-    let (what, mut dec): (&'static str, Box<dyn Read + '_>) = if c.header.method == Method::ZSTD {
-        let d = zstd::stream::read::Decoder::with_buffer(c.payload)
-            .map_err(|e| decompress_error("zstd data", &e))?;
-        ("zstd data", Box::new(d))
-    } else {
-        (
-            "zlib data",
-            Box::new(flate2::read::ZlibDecoder::new(c.payload)),
-        )
-    };
-    let mut buf = Vec::new();
-    let mut want = 32u64.min(total);
-    loop {
-        let have = len64(&buf);
-        if want > have {
-            (&mut dec)
-                .take(want - have)
-                .read_to_end(&mut buf)
-                .map_err(|e| decompress_error(what, &e))?;
-        }
-        match parse_records(&buf, total)? {
-            Records::Done(r) => return Ok(Some(r)),
-            Records::NotBinary => return Ok(None),
-            Records::Need(n) => {
-                if len64(&buf) < want || n > total {
-                    return Err(Error::invalid(
-                        "compressed bundle",
-                        format!(
-                            "the contents end after {} bytes, inside the bundle header",
-                            buf.len()
-                        ),
-                    ));
-                }
-                if n > MAX_BUNDLE_HEADER {
-                    return Err(ErrorKind::LimitExceeded {
-                        what: "bundle header in a compressed bundle".into(),
-                        limit: MAX_BUNDLE_HEADER,
-                    }
-                    .into());
-                }
-                want = n
-                    .max(want.saturating_mul(2))
-                    .min(total)
-                    .min(MAX_BUNDLE_HEADER);
-            }
-        }
-    }
-}
-
-/// Where a v1 zlib CCOB's stream ends (v1 has no total size): inflates into
-/// a scratch buffer, producing at most `limit` bytes.
-fn zlib_stream_len(payload: &[u8], limit: u64) -> Result<u64> {
-    let mut z = flate2::Decompress::new(true);
-    let mut scratch = vec![0u8; 64 << 10];
-    loop {
-        let rest = payload.get(usize_from(z.total_in())..).unwrap_or_default();
-        let before = (z.total_in(), z.total_out());
-        let status = z
-            .decompress(rest, &mut scratch, flate2::FlushDecompress::None)
-            .map_err(|e| ErrorKind::Decompress {
-                what: "zlib data",
-                detail: e.to_string(),
-            })?;
-        if status == flate2::Status::StreamEnd {
-            return Ok(z.total_in());
-        }
-        if z.total_out() > limit {
-            return Err(ErrorKind::LimitExceeded {
-                what: "zlib data".into(),
-                limit,
-            }
-            .into());
-        }
-        if (z.total_in(), z.total_out()) == before {
-            return Err(ErrorKind::Decompress {
-                what: "zlib data",
-                detail: "the stream ends early".into(),
-            }
-            .into());
-        }
-    }
 }
 
 impl Walker<'_> {
@@ -423,7 +187,7 @@ impl Walker<'_> {
             self.region(data, loc, Expect::Raw { whole: true });
             return raw_format;
         }
-        if data.starts_with(b"!<arch>\n") || data.starts_with(b"!<thin>\n") {
+        if data.starts_with(crate::archive::MAGIC) || data.starts_with(crate::archive::THIN_MAGIC) {
             self.archive(data, loc, nest);
             return "archive";
         }
@@ -873,7 +637,7 @@ impl Walker<'_> {
 
     fn bundle(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let entries = binary::read(sub)?;
-        let header_end: u64 = 32 + entries.iter().map(|e| 24 + len64(e.id)).sum::<u64>();
+        let header_end = binary::header_size(&entries);
         let extent = entries
             .iter()
             .map(|e| e.offset + len64(e.data))
@@ -935,7 +699,14 @@ impl Walker<'_> {
         loc: &Loc,
     ) -> Image {
         let text = lossy(id);
-        let (kind, triple, target_id) = parse_bundle_id(&text);
+        let d = bundle::id::describe(&text);
+        // The scanner reports the two spellings of HIP's kind as one.
+        let kind = if d.kind == "hipv4" {
+            "hip".to_string()
+        } else {
+            d.kind
+        };
+        let (triple, target_id) = (d.triple, d.target_id);
         let (arch, features) = split_target_id(&target_id);
         Image {
             id: 0,
@@ -963,22 +734,18 @@ impl Walker<'_> {
 
     fn ccob(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let mut c = Ccob::parse(sub)?;
-        if c.header.version == 1 && c.header.method == Method::ZLIB {
-            let n = zlib_stream_len(c.payload, c.header.uncompressed_size.min(self.budget))?;
-            c.payload = &c.payload[..usize_from(n)];
-            c.size = c.header.size() + n;
-        }
+        c.end_v1_zlib_stream(c.header.uncompressed_size.min(self.budget))?;
         // Listing reads only the bundle header; a size the payload cannot
         // produce is still caught.
         c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
-        let records = if full { None } else { ccob_records(&c)? };
+        let records = if full { None } else { c.bundle_records()? };
         if !full && records.is_none() {
             // Not a binary bundle: a text or object bundle is listed from
             // the whole contents; anything else is none, and a bomb of
             // zeros is not decompressed past its first bytes.
-            let prefix = c.decompress_prefix(super::CCOB_SNIFF)?;
-            if !super::may_be_text_or_object_bundle(&prefix) {
+            let prefix = c.decompress_prefix(bundle::SNIFF_LEN)?;
+            if !bundle::may_be_text_or_object_bundle(&prefix) {
                 let id = self.push_ccob(&c, loc, rel);
                 self.problem(
                     loc,
