@@ -34,6 +34,13 @@
 //! (a budget for the whole file). Images of a CCOB that was only partly
 //! decompressed have no hash, no image kind and no nested containers.
 //!
+//! # Operations on reports
+//!
+//! [`select()`] picks images by triple, architecture and kind (what
+//! `extract` writes), [`check()`] judges reports against [`Requirements`]
+//! and returns an [`Outcome`], and [`size()`] sums a report's device code
+//! per target and kind into a [`SizeReport`]. None of them prints.
+//!
 //! # Content hashes
 //!
 //! [`HashAlgo::Xxh3_128`] (fast, ~10 GB/s; `xxhsum -H2` prints the same
@@ -41,13 +48,21 @@
 //! files on disk). Hashes are only computed on request: hashing reads every
 //! byte, while listing reads headers.
 
+pub mod check;
+pub mod kinds;
 pub mod magic;
 mod sections;
+pub mod select;
+pub mod size;
 mod walk;
 
 use std::fmt;
 
+pub use check::{Outcome, Requirements, Verdict, check};
+pub use kinds::{Content, Digest, HashAlgo, Offload};
 pub use magic::{Finders, Magic};
+pub use select::{Selection, select};
+pub use size::{SizeReport, size};
 pub use walk::{scan, scan_with};
 
 /// How images are found in a file.
@@ -63,43 +78,6 @@ pub enum Mode {
     Sections,
     /// A raw scan of the whole file, ignoring its structure.
     Raw,
-}
-
-/// A content hash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HashAlgo {
-    /// XXH3, 128-bit (hex as `xxhsum -H2` prints it).
-    Xxh3_128,
-    /// MD5 (hex as `md5sum` prints it).
-    Md5,
-}
-
-impl HashAlgo {
-    /// The name used in reports (`xxh3-128`, `md5`).
-    pub fn name(self) -> &'static str {
-        match self {
-            HashAlgo::Xxh3_128 => "xxh3-128",
-            HashAlgo::Md5 => "md5",
-        }
-    }
-
-    /// The hash of `data`, as `<name>:<hex>`.
-    pub fn hash(self, data: &[u8]) -> String {
-        match self {
-            HashAlgo::Xxh3_128 => {
-                format!("xxh3-128:{:032x}", xxhash_rust::xxh3::xxh3_128(data))
-            }
-            HashAlgo::Md5 => {
-                use md5::Digest;
-                let d = md5::Md5::digest(data);
-                let mut s = String::from("md5:");
-                for b in d {
-                    s.push_str(&format!("{b:02x}"));
-                }
-                s
-            }
-        }
-    }
 }
 
 /// What to do, and the bounds.
@@ -260,14 +238,11 @@ pub struct Image {
     pub index: usize,
     /// The bundle-entry ID, for bundle entries.
     pub bundle_id: Option<String>,
-    /// Offload kind: `openmp`, `cuda`, `hip`, `sycl`, `host`, `opencl`,
-    /// `none`, or a bundle ID's kind as written (`hipv4` is reported as
-    /// `hip`).
-    pub offload_kind: String,
-    /// Image kind: `object`, `bitcode`, `cubin`, `fatbinary`, `ptx`,
-    /// `spirv`, `none`, `unknown-<n>`, or, for bundle entries, what the
-    /// bytes are (`None` when they were not read).
-    pub image_kind: Option<String>,
+    /// Offload kind (a bundle ID's `hipv4` is HIP).
+    pub offload_kind: Offload,
+    /// What the bytes are: the kind its container declares, or, for bundle
+    /// entries, what the bytes show (`None` when they were not read).
+    pub image_kind: Option<Content>,
     /// Target triple (without a trailing `-`).
     pub triple: String,
     /// Processor (`gfx90a`, `sm_80`), without features.
@@ -295,7 +270,7 @@ pub struct Image {
     /// Whether it lies inside compressed data.
     pub in_compressed: bool,
     /// Its content hash, when asked for and the bytes were available.
-    pub hash: Option<String>,
+    pub hash: Option<Digest>,
     /// The container found inside its bytes, if any.
     pub nested: Option<usize>,
 }

@@ -6,15 +6,15 @@ use object::read::archive::ArchiveFile;
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::{
-    Compression, Container, ContainerKind, Image, Mode, NoVisit, Options, Parent, Problem, Report,
-    Visit, WrapperInfo,
+    Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
+    Problem, Report, Visit, WrapperInfo,
 };
 use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fatbin;
 use crate::num::usize_from;
-use crate::offload_binary::{self, ImageKind, OffloadImage};
+use crate::offload_binary::{self, ImageKind, OffloadImage, OffloadKind};
 
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
 pub fn scan(data: &[u8], opts: &Options) -> Report {
@@ -119,46 +119,31 @@ fn split_target_id(t: &str) -> (String, Vec<String>) {
     (arch, parts.map(str::to_string).collect())
 }
 
-/// The image-kind name of an OffloadBinary entry.
-fn declared_kind(k: ImageKind) -> String {
-    match k.0 {
-        0 => "none".into(),
-        1 => "object".into(),
-        2 => "bitcode".into(),
-        3 => "cubin".into(),
-        4 => "fatbinary".into(),
-        5 => "ptx".into(),
-        6 => "spirv".into(),
-        n => format!("unknown-{n}"),
-    }
-}
-
 /// What the bytes of a bundle entry are.
-fn sniff(b: &[u8]) -> String {
-    let k = if b.is_empty() {
-        "none"
+fn sniff(b: &[u8]) -> Content {
+    if b.is_empty() {
+        Content::Image(ImageKind::IMG_None)
     } else if b.starts_with(&object::elf::ELFMAG) {
         if sections::elf_machine(b) == Some(object::elf::EM_CUDA.0) {
-            "cubin"
+            Content::Image(ImageKind::IMG_Cubin)
         } else {
-            "object"
+            Content::Image(ImageKind::IMG_Object)
         }
     } else if offload_binary::kinds::is_bitcode(b) {
-        "bitcode"
+        Content::Image(ImageKind::IMG_Bitcode)
     } else if offload_binary::kinds::is_spirv(b) {
-        "spirv"
+        Content::Image(ImageKind::IMG_SPIRV)
     } else if b.starts_with(crate::archive::MAGIC) {
-        "archive"
+        Content::Archive
     } else {
         match Magic::at_start(b) {
-            Some(Magic::Fatbin) => "fatbinary",
-            Some(Magic::OffloadBinary) => "offload-binary",
-            Some(Magic::Bundle) => "bundle",
-            Some(Magic::Ccob) => "ccob",
-            None => "unknown",
+            Some(Magic::Fatbin) => Content::Image(ImageKind::IMG_Fatbinary),
+            Some(Magic::OffloadBinary) => Content::OffloadBinary,
+            Some(Magic::Bundle) => Content::Bundle,
+            Some(Magic::Ccob) => Content::Ccob,
+            None => Content::Unknown,
         }
-    };
-    k.to_string()
+    }
 }
 
 impl Walker<'_> {
@@ -601,8 +586,8 @@ impl Walker<'_> {
                 container: id,
                 index: i,
                 bundle_id: None,
-                offload_kind: img.offload_kind.to_string(),
-                image_kind: Some(declared_kind(img.image_kind)),
+                offload_kind: Offload::Kind(img.offload_kind),
+                image_kind: Some(Content::Image(img.image_kind)),
                 triple: lossy(img.triple()),
                 arch,
                 target_id: arch_full,
@@ -700,12 +685,7 @@ impl Walker<'_> {
     ) -> Image {
         let text = lossy(id);
         let d = bundle::id::describe(&text);
-        // The scanner reports the two spellings of HIP's kind as one.
-        let kind = if d.kind == "hipv4" {
-            "hip".to_string()
-        } else {
-            d.kind
-        };
+        let kind = Offload::of_bundle_kind(&d.kind);
         let (triple, target_id) = (d.triple, d.target_id);
         let (arch, features) = split_target_id(&target_id);
         Image {
@@ -909,14 +889,14 @@ impl Walker<'_> {
                 index: i,
                 bundle_id: None,
                 offload_kind: if e.is_opencl() {
-                    "opencl".into()
+                    Offload::OpenCl
                 } else {
-                    "cuda".into()
+                    Offload::Kind(OffloadKind::OFK_Cuda)
                 },
                 image_kind: Some(match e.kind {
-                    fatbin::KIND_PTX => "ptx".into(),
-                    fatbin::KIND_ELF => "cubin".into(),
-                    k => format!("unknown-{k}"),
+                    fatbin::KIND_PTX => Content::Image(ImageKind::IMG_PTX),
+                    fatbin::KIND_ELF => Content::Image(ImageKind::IMG_Cubin),
+                    k => Content::FatbinEntry(k),
                 }),
                 triple: e.triple().into(),
                 arch: arch.clone(),
@@ -944,7 +924,7 @@ impl Walker<'_> {
         let id = self.report.images.len();
         image.id = id;
         if let (Some(h), Some(b)) = (self.opts.hash, bytes) {
-            image.hash = Some(h.hash(b));
+            image.hash = Some(h.digest(b));
         }
         let leafy = image.uncompressed_size.is_some();
         self.report.containers[image.container].images += 1;
