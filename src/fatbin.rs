@@ -56,6 +56,15 @@ use crate::num::usize_from;
 /// The four bytes that start a fatbin container (0xBA55ED50 little-endian).
 pub const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 
+/// The section clang gives a CUDA fatbin in an ELF host object.
+pub const SECTION_CUDA: &[u8] = b".nv_fatbin";
+/// The section clang gives a HIP fatbin in an ELF host object.
+pub const SECTION_HIP: &[u8] = b".hip_fatbin";
+/// The section of the CUDA fatbin wrapper in an ELF host object.
+pub const WRAPPER_SECTION_CUDA: &[u8] = b".nvFatBinSegment";
+/// The section of the HIP fatbin wrapper in an ELF host object.
+pub const WRAPPER_SECTION_HIP: &[u8] = b".hipFatBinSegment";
+
 /// Magic of a CUDA fatbin wrapper (`__cudaFatBinaryWrapper`).
 pub const WRAPPER_CUDA: u32 = 0x4662_43B1;
 /// Magic of a HIP fatbin wrapper ("HIPF" read as a little-endian u32).

@@ -31,14 +31,14 @@ impl Names {
         match which {
             Fatbin::Cuda => Names {
                 prefix: "cuda",
-                image: b".nv_fatbin",
-                wrapper: b".nvFatBinSegment",
+                image: fatbin::SECTION_CUDA,
+                wrapper: fatbin::WRAPPER_SECTION_CUDA,
                 magic: fatbin::WRAPPER_CUDA,
             },
             Fatbin::Hip => Names {
                 prefix: "hip",
-                image: b".hip_fatbin",
-                wrapper: b".hipFatBinSegment",
+                image: fatbin::SECTION_HIP,
+                wrapper: fatbin::WRAPPER_SECTION_HIP,
                 magic: fatbin::WRAPPER_HIP,
             },
         }
