@@ -65,6 +65,8 @@ use crate::layout::{Layout, Piece};
 
 /// The magic at the start of every archive.
 pub const MAGIC: &[u8; 8] = b"!<arch>\n";
+/// The magic of a thin archive (GNU `ar rcT`).
+pub const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
 
 /// Size of a member header.
 const HEADER_SIZE: u64 = 60;

@@ -3,6 +3,7 @@
 //!
 //! - [`offload_binary`]: the `10 FF 10 AD` OffloadBinary container of
 //!   `llvm-offload-binary` / `clang-offload-packager`.
+//! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`llvm`]: emulations of LLVM hash-table and string-table behaviour that
 //!   decide byte order in LLVM's outputs.
 //!
@@ -15,6 +16,7 @@
 pub mod archive;
 pub mod bundle;
 pub mod error;
+pub mod fatbin;
 pub mod layout;
 pub mod llvm;
 mod num;

@@ -49,7 +49,7 @@ pub struct Member<'a> {
 /// archive's directory unless absolute), or `None` for a regular archive:
 /// the files the caller reads for [`members`].
 pub fn thin_member_names(data: &[u8]) -> Result<Option<Vec<String>>> {
-    if !data.starts_with(b"!<thin>\n") {
+    if !data.starts_with(crate::archive::THIN_MAGIC) {
         return Ok(None);
     }
     let file = ::object::read::archive::ArchiveFile::parse(data).map_err(malformed)?;
@@ -71,7 +71,11 @@ fn malformed(e: ::object::read::Error) -> Error {
 /// are `thin`, the contents of the files [`thin_member_names`] names, in
 /// order; each must have the size the archive records.
 pub fn members<'a>(data: &'a [u8], thin: &[&'a [u8]]) -> Result<Vec<Member<'a>>> {
-    let known = [&b"!<arch>\n"[..], b"!<thin>\n", b"<bigaf>\n"];
+    let known = [
+        &crate::archive::MAGIC[..],
+        crate::archive::THIN_MAGIC,
+        b"<bigaf>\n",
+    ];
     if !known.iter().any(|m| data.starts_with(m)) {
         return Err(Error::usage(NOT_AN_ARCHIVE));
     }

@@ -32,19 +32,146 @@ pub fn has_magic(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-fn u64_at(data: &[u8], at: u64, what: &'static str) -> Result<u64> {
+fn u64_at(data: &[u8], at: u64) -> Option<u64> {
     let bytes = usize::try_from(at)
         .ok()
-        .and_then(|a| data.get(a..a.checked_add(8)?))
-        .ok_or_else(|| ErrorKind::Truncated {
-            what,
-            offset: at,
-            need: 8,
-            have: (data.len() as u64).saturating_sub(at),
-        })?;
+        .and_then(|a| data.get(a..a.checked_add(8)?))?;
     let mut b = [0u8; 8];
     b.copy_from_slice(bytes);
-    Ok(u64::from_le_bytes(b))
+    Some(u64::from_le_bytes(b))
+}
+
+/// Where the bytes a header read needs would end, and the field that is
+/// missing (`field` is its offset).
+struct Need {
+    /// Bytes of the bundle a read needs to get further: the whole record
+    /// (or the count) being read.
+    need: u64,
+    /// Offset of the first missing field.
+    field: u64,
+    /// What that field is.
+    what: &'static str,
+}
+
+/// A record with its ID as a range of the bundle.
+struct RawRecord {
+    index: u64,
+    offset: u64,
+    size: u64,
+    id_start: u64,
+    id_end: u64,
+}
+
+/// What is being read: a whole bundle, or the first bytes of one (the
+/// contents of a compressed bundle, decompressed only that far). They name
+/// what an entry lies outside of and the overlap differently.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    File,
+    Prefix,
+}
+
+/// Reads the header of a binary bundle of `total` bytes from `buf` (all
+/// of it, or its first bytes), checking every field: the records, and the
+/// end of the header; `Ok(Err(need))` when `buf` ends too early.
+fn read_header(
+    buf: &[u8],
+    total: u64,
+    source: Source,
+) -> Result<std::result::Result<(Vec<RawRecord>, u64), Need>> {
+    let within = match source {
+        Source::File => "file",
+        Source::Prefix => "bundle",
+    };
+    let Some(n) = u64_at(buf, 24) else {
+        return Ok(Err(Need {
+            need: 32,
+            field: 24,
+            what: "bundle entry count",
+        }));
+    };
+    // Each record takes at least 24 bytes.
+    if total < 32 || n.checked_mul(24).is_none_or(|need| need > total - 32) {
+        return Err(Error::invalid(
+            "bundle entry count",
+            format!("{n} records of at least 24 bytes cannot fit in {total} bytes"),
+        ));
+    }
+    let mut at = 32u64;
+    let mut records = Vec::new();
+    for i in 0..n {
+        let mut fields = [0u64; 3];
+        for (k, f) in fields.iter_mut().enumerate() {
+            let field = at + 8 * k as u64;
+            let Some(v) = u64_at(buf, field) else {
+                return Ok(Err(Need {
+                    need: at + 24,
+                    field,
+                    what: "bundle entry record",
+                }));
+            };
+            *f = v;
+        }
+        let [offset, size, id_len] = fields;
+        at += 24;
+        let id_end = at
+            .checked_add(id_len)
+            .filter(|&e| e <= total)
+            .ok_or_else(|| ErrorKind::OutOfBounds {
+                what: format!("ID of bundle entry {i}"),
+                offset: at,
+                size: id_len,
+                within,
+                limit: total,
+            })?;
+        if len64(buf) < id_end {
+            return Ok(Err(Need {
+                need: id_end,
+                field: at,
+                what: "bundle entry ID",
+            }));
+        }
+        records.push(RawRecord {
+            index: i,
+            offset,
+            size,
+            id_start: at,
+            id_end,
+        });
+        at = id_end;
+    }
+    let header_end = at;
+    for r in &records {
+        let id = String::from_utf8_lossy(&buf[usize_from(r.id_start)..usize_from(r.id_end)]);
+        let i = r.index;
+        let end = r
+            .offset
+            .checked_add(r.size)
+            .filter(|&e| e <= total)
+            .ok_or_else(|| ErrorKind::OutOfBounds {
+                what: format!("data of bundle entry {i} ({id})"),
+                offset: r.offset,
+                size: r.size,
+                within,
+                limit: total,
+            })?;
+        if r.offset == 0 || (r.size != 0 && r.offset < header_end) {
+            let first = match source {
+                Source::File => format!("data of bundle entry {i} ({:#x}..{end:#x})", r.offset),
+                Source::Prefix => format!("data of bundle entry {i} at {:#x}", r.offset),
+            };
+            return Err(ErrorKind::Overlap {
+                first,
+                second: format!("bundle header (0x0..{header_end:#x})"),
+            }
+            .into());
+        }
+    }
+    Ok(Ok((records, header_end)))
+}
+
+fn len64(b: &[u8]) -> u64 {
+    b.len() as u64
 }
 
 /// Reads the binary bundle in `data` (which must start with the magic), in
@@ -63,63 +190,84 @@ pub fn read(data: &[u8]) -> Result<Vec<Entry<'_>>> {
         }
         .into());
     }
-    let len = data.len() as u64;
-    let n = u64_at(data, 24, "bundle entry count")?;
-    // Each record takes at least 24 bytes.
-    if n.checked_mul(24).is_none_or(|need| need > len - 32) {
-        return Err(Error::invalid(
-            "bundle entry count",
-            format!("{n} records of at least 24 bytes cannot fit in {len} bytes"),
-        ));
-    }
-    let mut at = 32u64;
-    let mut records = Vec::new();
-    for i in 0..n {
-        let offset = u64_at(data, at, "bundle entry record")?;
-        let size = u64_at(data, at + 8, "bundle entry record")?;
-        let id_len = u64_at(data, at + 16, "bundle entry record")?;
-        at += 24;
-        let id_end = at
-            .checked_add(id_len)
-            .filter(|&e| e <= len)
-            .ok_or_else(|| ErrorKind::OutOfBounds {
-                what: format!("ID of bundle entry {i}"),
-                offset: at,
-                size: id_len,
-                within: "file",
-                limit: len,
-            })?;
-        let id = &data[usize_from(at)..usize_from(id_end)];
-        at = id_end;
-        records.push((i, offset, size, id));
-    }
-    let header_end = at;
-    let mut entries = Vec::with_capacity(records.len());
-    for (i, offset, size, id) in records {
-        let end = offset
-            .checked_add(size)
-            .filter(|&e| e <= len)
-            .ok_or_else(|| ErrorKind::OutOfBounds {
-                what: format!("data of bundle entry {i} ({})", String::from_utf8_lossy(id)),
-                offset,
-                size,
-                within: "file",
-                limit: len,
-            })?;
-        if offset == 0 || (size != 0 && offset < header_end) {
-            return Err(ErrorKind::Overlap {
-                first: format!("data of bundle entry {i} ({offset:#x}..{end:#x})"),
-                second: format!("bundle header (0x0..{header_end:#x})"),
+    let len = len64(data);
+    let records = match read_header(data, len, Source::File)? {
+        Ok((records, _)) => records,
+        Err(need) => {
+            return Err(ErrorKind::Truncated {
+                what: need.what,
+                offset: need.field,
+                need: 8,
+                have: len.saturating_sub(need.field),
             }
             .into());
         }
-        entries.push(Entry {
-            id,
-            offset,
-            data: &data[usize_from(offset)..usize_from(end)],
-        });
+    };
+    Ok(records
+        .into_iter()
+        .map(|r| Entry {
+            id: &data[usize_from(r.id_start)..usize_from(r.id_end)],
+            offset: r.offset,
+            data: &data[usize_from(r.offset)..usize_from(r.offset + r.size)],
+        })
+        .collect())
+}
+
+/// A bundle record read from the first bytes of a bundle (the contents of
+/// a compressed bundle, decompressed only that far): the entry's data is
+/// not at hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The entry ID as stored.
+    pub id: Vec<u8>,
+    /// Offset of the entry's data in the bundle.
+    pub offset: u64,
+    /// Size of the entry's data.
+    pub size: u64,
+}
+
+/// What the first bytes of a bundle say (see [`read_prefix`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prefix {
+    /// The header needs the bundle's first this many bytes.
+    Need(u64),
+    /// Not a binary bundle.
+    NotBinary,
+    /// The records, in file order.
+    Records(Vec<Record>),
+}
+
+/// Reads the records of a binary bundle of `total` bytes from its first
+/// bytes `buf`, with the checks [`read`] makes on whole bundles (entries
+/// inside the bundle, after the header, never at 0).
+pub fn read_prefix(buf: &[u8], total: u64) -> Result<Prefix> {
+    if buf.len() < MAGIC.len() {
+        if !MAGIC.starts_with(buf) {
+            return Ok(Prefix::NotBinary);
+        }
+        return Ok(Prefix::Need(32));
     }
-    Ok(entries)
+    if !has_magic(buf) {
+        return Ok(Prefix::NotBinary);
+    }
+    match read_header(buf, total, Source::Prefix)? {
+        Err(need) => Ok(Prefix::Need(need.need)),
+        Ok((records, _)) => Ok(Prefix::Records(
+            records
+                .into_iter()
+                .map(|r| Record {
+                    id: buf[usize_from(r.id_start)..usize_from(r.id_end)].to_vec(),
+                    offset: r.offset,
+                    size: r.size,
+                })
+                .collect(),
+        )),
+    }
+}
+
+/// The bytes the header of `entries` (read by [`read`]) occupies.
+pub fn header_size(entries: &[Entry<'_>]) -> u64 {
+    32 + entries.iter().map(|e| 24 + len64(e.id)).sum::<u64>()
 }
 
 /// The entries as LLVM 22 iterates them (for `-list` and when matching

@@ -281,6 +281,49 @@ impl BundleId {
     }
 }
 
+/// What a stored bundle-entry ID says, as reports show it: every part as
+/// written where [`BundleId::parse`] would drop it (see [`describe`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Description {
+    /// The offload kind as written (`hipv4` stays `hipv4`).
+    pub kind: String,
+    /// The normalized triple without its trailing `-`; for an ID with too
+    /// few parts, everything after the kind.
+    pub triple: String,
+    /// The target ID (processor and features), also when its processor is
+    /// one clang does not know; empty when there is none.
+    pub target_id: String,
+}
+
+/// Describes the stored ID `id` for a report: [`BundleId::parse`], keeping
+/// the target ID even when its processor is unknown, and reading an ID
+/// with too few parts as `<kind>-<rest>`.
+pub fn describe(id: &str) -> Description {
+    match BundleId::parse(id) {
+        Ok(b) => {
+            let triple = b.normalized_triple().trim_end_matches('-').to_string();
+            let target_id = if b.target_id.is_empty() {
+                id.splitn(6, '-').nth(5).unwrap_or_default().to_string()
+            } else {
+                b.target_id
+            };
+            Description {
+                kind: b.kind,
+                triple,
+                target_id,
+            }
+        }
+        Err(_) => {
+            let (kind, rest) = id.split_once('-').unwrap_or((id, ""));
+            Description {
+                kind: kind.to_string(),
+                triple: rest.trim_end_matches('-').to_string(),
+                target_id: String::new(),
+            }
+        }
+    }
+}
+
 impl fmt::Display for BundleId {
     /// The normalized ID.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -27,6 +27,7 @@ pub mod select;
 pub mod text;
 
 use crate::error::{Error, Result};
+use crate::num::usize_from;
 
 /// How a bundle is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,18 +73,26 @@ impl Format {
         }
         // Text bundles are text: a NUL byte near the start rules them out
         // without searching (and so touching) the whole file.
-        if memchr::memchr(0, &data[..data.len().min(4096)]).is_some() {
+        if memchr::memchr(0, &data[..data.len().min(usize_from(SNIFF_LEN))]).is_some() {
             return None;
         }
-        ["//", "#", ";"].into_iter().map(Format::Text).find(|f| {
+        text::PREFIXES.into_iter().map(Format::Text).find(|f| {
             let Format::Text(p) = f else { return false };
-            memchr::memmem::find(
-                data,
-                format!("\n{p} __CLANG_OFFLOAD_BUNDLE____START__ ").as_bytes(),
-            )
-            .is_some()
+            memchr::memmem::find(data, text::start_marker(p).as_bytes()).is_some()
         })
     }
+}
+
+/// How many first bytes of a file (or of a CCOB's contents) tell a text
+/// bundle from binary data: a NUL byte in them rules out a text bundle.
+pub const SNIFF_LEN: u64 = 4096;
+
+/// Whether the first bytes of some contents, `prefix` (at most
+/// [`SNIFF_LEN`] of them), may start a text or object bundle, which only
+/// the whole contents can list. Anything else that is not a binary bundle
+/// is no bundle at all, and need not be decompressed further.
+pub fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
+    is_object(prefix) || memchr::memchr(0, prefix).is_none()
 }
 
 /// Whether LLVM would open `data` as an object file.

@@ -15,12 +15,42 @@ pub fn comment_prefix(file_type: &str) -> Option<&'static str> {
     }
 }
 
-fn start_marker(prefix: &str) -> String {
-    format!("\n{prefix} __CLANG_OFFLOAD_BUNDLE____START__ ")
+/// The word of a start marker line (`\n<prefix> <START> <ID>\n`).
+pub const START: &str = "__CLANG_OFFLOAD_BUNDLE____START__";
+/// The word of an end marker line (`\n<prefix> <END> <ID>\n`).
+pub const END: &str = "__CLANG_OFFLOAD_BUNDLE____END__";
+/// Every comment prefix a text bundle may use.
+pub const PREFIXES: [&str; 3] = ["//", "#", ";"];
+
+/// The start of a start marker line, up to the ID.
+pub fn start_marker(prefix: &str) -> String {
+    format!("\n{prefix} {START} ")
 }
 
 fn end_marker(prefix: &str) -> String {
-    format!("\n{prefix} __CLANG_OFFLOAD_BUNDLE____END__ ")
+    format!("\n{prefix} {END} ")
+}
+
+/// Whether `b` starts with a start or end marker word (the magic of a
+/// binary bundle is a prefix of both).
+pub fn is_marker(b: &[u8]) -> bool {
+    b.starts_with(START.as_bytes()) || b.starts_with(END.as_bytes())
+}
+
+/// The comment prefix of the start marker whose word begins at `pos` of
+/// `bytes`, when it is one (`\n<prefix> <START> ` around it).
+pub fn prefix_at(bytes: &[u8], pos: usize) -> Option<&'static str> {
+    let after = bytes.get(pos..)?;
+    if !after.starts_with(START.as_bytes()) || after.get(START.len()) != Some(&b' ') {
+        return None;
+    }
+    PREFIXES.into_iter().find(|p| {
+        let need = p.len() + 2;
+        pos >= need
+            && bytes[pos - need] == b'\n'
+            && &bytes[pos - need + 1..pos - 1] == p.as_bytes()
+            && bytes[pos - 1] == b' '
+    })
 }
 
 /// Lays out a text bundle: for each entry, the start marker line, the data

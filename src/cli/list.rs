@@ -306,8 +306,7 @@ fn bundle_entry(index: usize, id: &[u8], offset: u64, size: u64) -> BundleEntry 
 /// `None` for anything else, listed from the whole contents; an error for
 /// contents whose first bytes show they are no bundle at all.
 fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
-    use offload_kit::bundle::{binary, compressed};
-    use offload_kit::scan;
+    use offload_kit::bundle::{self, binary, compressed};
     let data = input.bytes();
     if !compressed::llvm_treats_as_compressed(data) {
         return Ok(None);
@@ -319,13 +318,13 @@ fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing
     if c.size != data.len() as u64 || c.check_declared_size().is_err() {
         return Ok(None);
     }
-    let records = match scan::ccob_records(&c) {
+    let records = match c.bundle_records() {
         Ok(Some(r)) => r,
         Ok(None) => {
             let prefix = c
-                .decompress_prefix(scan::CCOB_SNIFF)
+                .decompress_prefix(bundle::SNIFF_LEN)
                 .with_context(|| format!("'{name}'"))?;
-            if !scan::may_be_text_or_object_bundle(&prefix) {
+            if !bundle::may_be_text_or_object_bundle(&prefix) {
                 anyhow::bail!("'{name}': the compressed data is not a bundle");
             }
             return Ok(None);

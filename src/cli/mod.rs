@@ -6,13 +6,17 @@
 //! is `offload-kit` with its own subcommands.
 
 mod bundle;
+mod check;
 mod compat;
+mod extract;
+mod inspect;
 mod io;
 mod links;
 mod list;
 mod llvm_cl;
 mod pack;
 mod scan;
+mod size;
 mod unpack;
 mod wrap;
 
@@ -76,10 +80,10 @@ enum Command {
     List(list::Opts),
     InstallLinks(links::Opts),
     Wrap(wrap::Opts),
-    Inspect(scan::InspectOpts),
-    Extract(scan::ExtractOpts),
-    Check(scan::CheckOpts),
-    Size(scan::SizeOpts),
+    Inspect(inspect::InspectOpts),
+    Extract(extract::ExtractOpts),
+    Check(check::CheckOpts),
+    Size(size::SizeOpts),
 }
 
 fn native(args: Vec<String>) -> ExitCode {

@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 /// `BinaryFormat/ELF.h`; older notes giving 0x6fff4c08 are wrong).
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
 
+/// The name of the ELF section clang puts OffloadBinaries in (COFF
+/// objects use names starting with it).
+pub const SECTION: &str = ".llvm.offloading";
+
 /// An image and where it was found.
 #[derive(Debug, Clone)]
 pub struct FoundImage<'data> {
@@ -56,7 +60,7 @@ fn find_in<'data>(
         push(out, read_all(data, limits)?, None);
         return Ok(());
     }
-    if data.starts_with(&[0x42, 0x43, 0xC0, 0xDE]) || data.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+    if super::kinds::is_bitcode(data) {
         return Err(Error::invalid(
             "input",
             "LLVM bitcode is not supported: offload-kit does not read `llvm.embedded.objects`",
@@ -79,7 +83,7 @@ fn find_in<'data>(
                 .map_err(|e| obj_err("COFF object", e))?;
             for s in file.sections() {
                 let name = s.name().map_err(|e| obj_err("COFF section name", e))?;
-                if name.starts_with(".llvm.offloading") {
+                if name.starts_with(SECTION) {
                     let bytes = s.data().map_err(|e| obj_err("COFF section", e))?;
                     push(out, read_all(bytes, limits)?, Some(name));
                 }

@@ -7,6 +7,24 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ImageKind(pub u16);
 
+/// The magic of LLVM bitcode (`BC C0 DE`).
+pub const BITCODE_MAGIC: [u8; 4] = *b"BC\xC0\xDE";
+/// The magic of LLVM's bitcode wrapper header (0x0B17C0DE little-endian).
+pub const BITCODE_WRAPPER_MAGIC: [u8; 4] = [0xDE, 0xC0, 0x17, 0x0B];
+
+/// Whether `data` starts as LLVM bitcode does (bare or wrapped).
+pub fn is_bitcode(data: &[u8]) -> bool {
+    data.starts_with(&BITCODE_MAGIC) || data.starts_with(&BITCODE_WRAPPER_MAGIC)
+}
+
+/// The magic of a SPIR-V module (0x07230203 little-endian).
+pub const SPIRV_MAGIC: [u8; 4] = [0x03, 0x02, 0x23, 0x07];
+
+/// Whether `data` starts as a little-endian SPIR-V module does.
+pub fn is_spirv(data: &[u8]) -> bool {
+    data.starts_with(&SPIRV_MAGIC)
+}
+
 #[allow(non_upper_case_globals)]
 impl ImageKind {
     /// No kind.
@@ -41,7 +59,7 @@ impl ImageKind {
     /// bitcode if the data starts with a bitcode magic (clang names LTO
     /// bitcode `.o`), else by extension.
     pub fn detect(path: &str, data: &[u8]) -> ImageKind {
-        if data.starts_with(b"BC\xC0\xDE") || data.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
+        if is_bitcode(data) {
             Self::IMG_Bitcode
         } else {
             Self::from_extension(crate::llvm::path::extension(path))

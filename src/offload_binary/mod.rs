@@ -34,5 +34,7 @@ pub mod write;
 pub use args::ImageArgs;
 pub use container::{FoundImage, find_images};
 pub use kinds::{ImageKind, OffloadKind};
-pub use read::{Limits, OffloadImage, has_magic, read_all, read_binary};
+pub use read::{
+    HeaderSummary, Limits, OffloadImage, has_magic, header_summary, read_all, read_binary,
+};
 pub use write::{Compression, ImageSpec, compress_v3, layout, layout_v1, layout_v2, layout_v3};

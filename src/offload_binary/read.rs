@@ -259,10 +259,53 @@ fn read_compressed(
     Ok(images.into_iter().map(OffloadImage::into_owned).collect())
 }
 
+/// What the header of an OffloadBinary says about its form, for reports:
+/// its version and, for a compressed version 3 binary, how it is
+/// compressed. Only meaningful for a binary [`read_binary`] accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderSummary {
+    /// The format version.
+    pub version: u32,
+    /// For a compressed binary: the method, `zstd` or `zlib`.
+    pub method: Option<&'static str>,
+    /// For a compressed binary: offset of the compressed data (the header
+    /// and entry table before it stay uncompressed).
+    pub body_offset: u64,
+    /// For a compressed binary: the size of the whole binary once inflated.
+    pub inflated_size: u64,
+}
+
+/// Reads the header of the OffloadBinary that starts `bin` (see
+/// [`HeaderSummary`]); `None` when it is too short for a header.
+pub fn header_summary(bin: &[u8]) -> Option<HeaderSummary> {
+    let (hdr, _) = Header::read_from_prefix(bin).ok()?;
+    let version = hdr.version.get();
+    let inflated = match HeaderV3::read_from_prefix(bin) {
+        Ok((h3, _)) if version == 3 => h3.inflated_size.get(),
+        _ => 0,
+    };
+    let body_offset = hdr.entry_offset.get();
+    let method = (inflated != 0).then(|| {
+        let body = bin.get(usize_from(body_offset)..).unwrap_or_default();
+        if is_zstd(body) { "zstd" } else { "zlib" }
+    });
+    Some(HeaderSummary {
+        version,
+        method,
+        body_offset,
+        inflated_size: inflated,
+    })
+}
+
+/// Whether compressed data starts with a zstd frame's magic (else zlib).
+fn is_zstd(compressed: &[u8]) -> bool {
+    compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD])
+}
+
 /// Inflates zstd (by magic) or zlib data to exactly `want` bytes.
 fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
-    let is_zstd = compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]);
-    let what = if is_zstd { "zstd data" } else { "zlib data" };
+    let use_zstd = is_zstd(compressed);
+    let what = if use_zstd { "zstd data" } else { "zlib data" };
     let cap = usize::try_from(want).map_err(|_| ErrorKind::LimitExceeded {
         what: "inflated size".into(),
         limit: usize::MAX as u64,
@@ -273,7 +316,7 @@ fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
         detail: e.to_string(),
     };
     // Read one byte more than allowed, to notice data that inflates further.
-    let n = if is_zstd {
+    let n = if use_zstd {
         let dec = zstd::stream::read::Decoder::with_buffer(compressed).map_err(err)?;
         dec.take(want + 1).read_to_end(&mut out).map_err(err)?
     } else {

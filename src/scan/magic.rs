@@ -26,7 +26,7 @@ use crate::bundle::{binary as bundle, compressed as ccob};
 use crate::offload_binary::raw::MAGIC as OFFLOAD_BINARY;
 use crate::sync::Monitor;
 
-use super::fatbin::MAGIC as FATBIN;
+use crate::fatbin::MAGIC as FATBIN;
 
 /// Bytes searched per step. Small enough that a chunk stays in L2 cache
 /// while the four finders pass over it.

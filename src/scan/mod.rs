@@ -34,6 +34,13 @@
 //! (a budget for the whole file). Images of a CCOB that was only partly
 //! decompressed have no hash, no image kind and no nested containers.
 //!
+//! # Operations on reports
+//!
+//! [`select()`] picks images by triple, architecture and kind (what
+//! `extract` writes), [`check()`] judges reports against [`Requirements`]
+//! and returns an [`Outcome`], and [`size()`] sums a report's device code
+//! per target and kind into a [`SizeReport`]. None of them prints.
+//!
 //! # Content hashes
 //!
 //! [`HashAlgo::Xxh3_128`] (fast, ~10 GB/s; `xxhsum -H2` prints the same
@@ -41,28 +48,22 @@
 //! files on disk). Hashes are only computed on request: hashing reads every
 //! byte, while listing reads headers.
 
-pub mod fatbin;
+pub mod check;
+pub mod kinds;
 pub mod magic;
 mod sections;
+pub mod select;
+pub mod size;
 mod walk;
 
 use std::fmt;
 
+pub use check::{Outcome, Requirements, Verdict, check};
+pub use kinds::{Content, Digest, HashAlgo, Offload};
 pub use magic::{Finders, Magic};
-pub use walk::{Record as BundleRecord, ccob_records, scan, scan_with};
-
-/// How far a CCOB's contents are decompressed to tell what they are
-/// when they are not a binary bundle: a NUL byte in the first 4 KiB rules
-/// out a text bundle (see [`crate::bundle::Format::detect`]).
-pub const CCOB_SNIFF: u64 = 4096;
-
-/// Whether the first bytes of a CCOB's contents, `prefix` (at most
-/// [`CCOB_SNIFF`] of them), may start a text or object bundle, which only
-/// the whole contents can list. Anything else that is not a binary bundle
-/// is no bundle at all, and need not be decompressed further.
-pub fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
-    crate::bundle::is_object(prefix) || memchr::memchr(0, prefix).is_none()
-}
+pub use select::{Selection, select};
+pub use size::{SizeReport, size};
+pub use walk::{scan, scan_with};
 
 /// How images are found in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,43 +78,6 @@ pub enum Mode {
     Sections,
     /// A raw scan of the whole file, ignoring its structure.
     Raw,
-}
-
-/// A content hash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HashAlgo {
-    /// XXH3, 128-bit (hex as `xxhsum -H2` prints it).
-    Xxh3_128,
-    /// MD5 (hex as `md5sum` prints it).
-    Md5,
-}
-
-impl HashAlgo {
-    /// The name used in reports (`xxh3-128`, `md5`).
-    pub fn name(self) -> &'static str {
-        match self {
-            HashAlgo::Xxh3_128 => "xxh3-128",
-            HashAlgo::Md5 => "md5",
-        }
-    }
-
-    /// The hash of `data`, as `<name>:<hex>`.
-    pub fn hash(self, data: &[u8]) -> String {
-        match self {
-            HashAlgo::Xxh3_128 => {
-                format!("xxh3-128:{:032x}", xxhash_rust::xxh3::xxh3_128(data))
-            }
-            HashAlgo::Md5 => {
-                use md5::Digest;
-                let d = md5::Md5::digest(data);
-                let mut s = String::from("md5:");
-                for b in d {
-                    s.push_str(&format!("{b:02x}"));
-                }
-                s
-            }
-        }
-    }
 }
 
 /// What to do, and the bounds.
@@ -274,14 +238,11 @@ pub struct Image {
     pub index: usize,
     /// The bundle-entry ID, for bundle entries.
     pub bundle_id: Option<String>,
-    /// Offload kind: `openmp`, `cuda`, `hip`, `sycl`, `host`, `opencl`,
-    /// `none`, or a bundle ID's kind as written (`hipv4` is reported as
-    /// `hip`).
-    pub offload_kind: String,
-    /// Image kind: `object`, `bitcode`, `cubin`, `fatbinary`, `ptx`,
-    /// `spirv`, `none`, `unknown-<n>`, or, for bundle entries, what the
-    /// bytes are (`None` when they were not read).
-    pub image_kind: Option<String>,
+    /// Offload kind (a bundle ID's `hipv4` is HIP).
+    pub offload_kind: Offload,
+    /// What the bytes are: the kind its container declares, or, for bundle
+    /// entries, what the bytes show (`None` when they were not read).
+    pub image_kind: Option<Content>,
     /// Target triple (without a trailing `-`).
     pub triple: String,
     /// Processor (`gfx90a`, `sm_80`), without features.
@@ -309,7 +270,7 @@ pub struct Image {
     /// Whether it lies inside compressed data.
     pub in_compressed: bool,
     /// Its content hash, when asked for and the bytes were available.
-    pub hash: Option<String>,
+    pub hash: Option<Digest>,
     /// The container found inside its bytes, if any.
     pub nested: Option<usize>,
 }

@@ -16,7 +16,8 @@
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolSection};
 
-use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
+use crate::fatbin;
+use crate::offload_binary::container::{self, SHT_LLVM_OFFLOADING};
 
 /// What a section holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,23 +64,37 @@ pub(super) struct ObjectFile<'data> {
     pub problems: Vec<(String, String)>,
 }
 
-const BUNDLE_PREFIX: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+/// Bundle-entry sections are named with the binary bundle magic and the ID.
+const BUNDLE_PREFIX: &[u8] = crate::bundle::binary::MAGIC;
 
 fn role_by_name(name: &[u8]) -> Option<Role> {
     if let Some(id) = name.strip_prefix(BUNDLE_PREFIX) {
         return Some(Role::BundleEntry(id.to_vec()));
     }
-    if name.starts_with(b".llvm.offloading") || name == b"__offloading" {
+    if name.starts_with(container::SECTION.as_bytes()) || name == b"__offloading" {
         return Some(Role::OffloadBinaries);
     }
     match name {
-        b".hip_fatbin" | b".hip_fat" | b"__hip_fatbin" | b".nv_fatbin" | b"__nv_fatbin"
+        fatbin::SECTION_HIP
+        | b".hip_fat"
+        | b"__hip_fatbin"
+        | fatbin::SECTION_CUDA
+        | b"__nv_fatbin"
         | b"__nv_relfatbin" => Some(Role::Fatbins),
-        b".hipFatBinSegment" | b".nvFatBinSegment" | b"__fatbin" | b".hipFatB" | b".nvFatBi" => {
-            Some(Role::Wrappers)
-        }
+        fatbin::WRAPPER_SECTION_HIP
+        | fatbin::WRAPPER_SECTION_CUDA
+        | b"__fatbin"
+        | b".hipFatB"
+        | b".nvFatBi" => Some(Role::Wrappers),
         _ => None,
     }
+}
+
+/// The `e_machine` field of the ELF header `data` starts with, read
+/// little-endian (as every GPU code object is), without parsing the rest.
+pub(crate) fn elf_machine(data: &[u8]) -> Option<u16> {
+    let m = data.get(18..20)?;
+    Some(u16::from_le_bytes([m[0], m[1]]))
 }
 
 /// The ELF section type of section `index`, for ELF files.

@@ -1,22 +1,20 @@
 //! The recursive walk: files, archive members, sections, byte ranges that
 //! hold containers, containers and their images.
 
-use std::io::Read;
-
 use object::read::archive::ArchiveFile;
 
-use super::fatbin;
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::{
-    Compression, Container, ContainerKind, Image, Mode, NoVisit, Options, Parent, Problem, Report,
-    Visit, WrapperInfo,
+    Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
+    Problem, Report, Visit, WrapperInfo,
 };
-use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, Method, ReadOptions};
-use crate::bundle::{binary, id::BundleId, text};
+use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, ReadOptions};
+use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
+use crate::fatbin;
 use crate::num::usize_from;
-use crate::offload_binary::{self, ImageKind, OffloadImage};
+use crate::offload_binary::{self, ImageKind, OffloadImage, OffloadKind};
 
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
 pub fn scan(data: &[u8], opts: &Options) -> Report {
@@ -43,9 +41,6 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
     w.resolve_wrappers();
     w.report
 }
-
-/// The largest bundle header read from a partly decompressed CCOB.
-const MAX_BUNDLE_HEADER: u64 = 1 << 20;
 
 /// Where a byte range lies.
 #[derive(Debug, Clone, Default)]
@@ -109,17 +104,6 @@ struct Walker<'a> {
 /// The most thin archives' member files one scan reads.
 const MAX_THIN_READS: u32 = 100_000;
 
-/// A bundle record read from a partly decompressed bundle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// The entry ID as stored.
-    pub id: Vec<u8>,
-    /// Offset of the entry's data in the (uncompressed) bundle.
-    pub offset: u64,
-    /// Size of the entry's data.
-    pub size: u64,
-}
-
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -135,286 +119,31 @@ fn split_target_id(t: &str) -> (String, Vec<String>) {
     (arch, parts.map(str::to_string).collect())
 }
 
-/// The image-kind name of an OffloadBinary entry.
-fn declared_kind(k: ImageKind) -> String {
-    match k.0 {
-        0 => "none".into(),
-        1 => "object".into(),
-        2 => "bitcode".into(),
-        3 => "cubin".into(),
-        4 => "fatbinary".into(),
-        5 => "ptx".into(),
-        6 => "spirv".into(),
-        n => format!("unknown-{n}"),
-    }
-}
-
 /// What the bytes of a bundle entry are.
-fn sniff(b: &[u8]) -> String {
-    const EM_CUDA: u16 = 190;
-    let k = if b.is_empty() {
-        "none"
-    } else if b.starts_with(b"\x7fELF") {
-        let machine = b.get(18..20).map(|m| u16::from_le_bytes([m[0], m[1]]));
-        if machine == Some(EM_CUDA) {
-            "cubin"
+fn sniff(b: &[u8]) -> Content {
+    if b.is_empty() {
+        Content::Image(ImageKind::IMG_None)
+    } else if b.starts_with(&object::elf::ELFMAG) {
+        if sections::elf_machine(b) == Some(object::elf::EM_CUDA.0) {
+            Content::Image(ImageKind::IMG_Cubin)
         } else {
-            "object"
+            Content::Image(ImageKind::IMG_Object)
         }
-    } else if b.starts_with(b"BC\xC0\xDE") || b.starts_with(&[0xDE, 0xC0, 0x17, 0x0B]) {
-        "bitcode"
-    } else if b.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
-        "spirv"
-    } else if b.starts_with(b"!<arch>\n") {
-        "archive"
+    } else if offload_binary::kinds::is_bitcode(b) {
+        Content::Image(ImageKind::IMG_Bitcode)
+    } else if offload_binary::kinds::is_spirv(b) {
+        Content::Image(ImageKind::IMG_SPIRV)
+    } else if b.starts_with(crate::archive::MAGIC) {
+        Content::Archive
     } else {
         match Magic::at_start(b) {
-            Some(Magic::Fatbin) => "fatbinary",
-            Some(Magic::OffloadBinary) => "offload-binary",
-            Some(Magic::Bundle) => "bundle",
-            Some(Magic::Ccob) => "ccob",
-            None => "unknown",
-        }
-    };
-    k.to_string()
-}
-
-/// A bundle-entry ID as (offload kind, triple, target ID), reported as
-/// written: the triple without its trailing `-`, the target ID even when
-/// its processor is one clang does not know.
-fn parse_bundle_id(id: &str) -> (String, String, String) {
-    let sixth = id.splitn(6, '-').nth(5).unwrap_or_default();
-    match BundleId::parse(id) {
-        Ok(b) => {
-            let kind = if b.kind == "hipv4" {
-                "hip".to_string()
-            } else {
-                b.kind.clone()
-            };
-            let triple = b.normalized_triple().trim_end_matches('-').to_string();
-            let target = if b.target_id.is_empty() {
-                sixth.to_string()
-            } else {
-                b.target_id
-            };
-            (kind, triple, target)
-        }
-        Err(_) => {
-            let (kind, rest) = id.split_once('-').unwrap_or((id, ""));
-            (
-                kind.to_string(),
-                rest.trim_end_matches('-').to_string(),
-                String::new(),
-            )
+            Some(Magic::Fatbin) => Content::Image(ImageKind::IMG_Fatbinary),
+            Some(Magic::OffloadBinary) => Content::OffloadBinary,
+            Some(Magic::Bundle) => Content::Bundle,
+            Some(Magic::Ccob) => Content::Ccob,
+            None => Content::Unknown,
         }
     }
-}
-
-fn u64_at(b: &[u8], at: u64) -> Option<u64> {
-    let s = b.get(usize_from(at)..usize_from(at.checked_add(8)?))?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(s);
-    Some(u64::from_le_bytes(a))
-}
-
-/// What a prefix of a decompressed bundle says.
-enum Records {
-    /// The header needs this many bytes.
-    Need(u64),
-    /// Not a binary bundle.
-    NotBinary,
-    /// The records.
-    Done(Vec<Record>),
-}
-
-/// Reads the records of a binary bundle of `total` bytes from its first
-/// bytes `buf`, with the checks `bundle::binary::read` makes on whole
-/// bundles (entries inside the bundle, after the header, never at 0).
-fn parse_records(buf: &[u8], total: u64) -> Result<Records> {
-    if len64(buf) < binary::MAGIC.len() as u64 {
-        if !binary::MAGIC.starts_with(buf) {
-            return Ok(Records::NotBinary);
-        }
-        return Ok(Records::Need(32));
-    }
-    if !binary::has_magic(buf) {
-        return Ok(Records::NotBinary);
-    }
-    let Some(n) = u64_at(buf, 24) else {
-        return Ok(Records::Need(32));
-    };
-    if total < 32 || n.checked_mul(24).is_none_or(|need| need > total - 32) {
-        return Err(Error::invalid(
-            "bundle entry count",
-            format!("{n} records of at least 24 bytes cannot fit in {total} bytes"),
-        ));
-    }
-    let mut at = 32u64;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let (Some(offset), Some(size), Some(id_len)) =
-            (u64_at(buf, at), u64_at(buf, at + 8), u64_at(buf, at + 16))
-        else {
-            return Ok(Records::Need(at + 24));
-        };
-        at += 24;
-        let id_end = at
-            .checked_add(id_len)
-            .filter(|&e| e <= total)
-            .ok_or_else(|| ErrorKind::OutOfBounds {
-                what: format!("ID of bundle entry {i}"),
-                offset: at,
-                size: id_len,
-                within: "bundle",
-                limit: total,
-            })?;
-        let Some(id) = buf.get(usize_from(at)..usize_from(id_end)) else {
-            return Ok(Records::Need(id_end));
-        };
-        out.push(Record {
-            id: id.to_vec(),
-            offset,
-            size,
-        });
-        at = id_end;
-    }
-    for (i, r) in out.iter().enumerate() {
-        let end = r.offset.checked_add(r.size).filter(|&e| e <= total);
-        if end.is_none() {
-            return Err(ErrorKind::OutOfBounds {
-                what: format!("data of bundle entry {i} ({})", lossy(&r.id)),
-                offset: r.offset,
-                size: r.size,
-                within: "bundle",
-                limit: total,
-            }
-            .into());
-        }
-        if r.offset == 0 || (r.size != 0 && r.offset < at) {
-            return Err(ErrorKind::Overlap {
-                first: format!("data of bundle entry {i} at {:#x}", r.offset),
-                second: format!("bundle header (0x0..{at:#x})"),
-            }
-            .into());
-        }
-    }
-    Ok(Records::Done(out))
-}
-
-fn decompress_error(what: &'static str, e: &std::io::Error) -> Error {
-    ErrorKind::Decompress {
-        what,
-        detail: e.to_string(),
-    }
-    .into()
-}
-
-/// The records of the bundle a CCOB holds, in file order, decompressing
-/// only as far as the bundle header (at most 1 MiB of it); `None` when the
-/// contents are not a binary bundle.
-pub fn ccob_records(c: &Ccob<'_>) -> Result<Option<Vec<Record>>> {
-    let total = c.header.uncompressed_size;
-    let (what, mut dec): (&'static str, Box<dyn Read + '_>) = if c.header.method == Method::ZSTD {
-        let d = zstd::stream::read::Decoder::with_buffer(c.payload)
-            .map_err(|e| decompress_error("zstd data", &e))?;
-        ("zstd data", Box::new(d))
-    } else {
-        (
-            "zlib data",
-            Box::new(flate2::read::ZlibDecoder::new(c.payload)),
-        )
-    };
-    let mut buf = Vec::new();
-    let mut want = 32u64.min(total);
-    loop {
-        let have = len64(&buf);
-        if want > have {
-            (&mut dec)
-                .take(want - have)
-                .read_to_end(&mut buf)
-                .map_err(|e| decompress_error(what, &e))?;
-        }
-        match parse_records(&buf, total)? {
-            Records::Done(r) => return Ok(Some(r)),
-            Records::NotBinary => return Ok(None),
-            Records::Need(n) => {
-                if len64(&buf) < want || n > total {
-                    return Err(Error::invalid(
-                        "compressed bundle",
-                        format!(
-                            "the contents end after {} bytes, inside the bundle header",
-                            buf.len()
-                        ),
-                    ));
-                }
-                if n > MAX_BUNDLE_HEADER {
-                    return Err(ErrorKind::LimitExceeded {
-                        what: "bundle header in a compressed bundle".into(),
-                        limit: MAX_BUNDLE_HEADER,
-                    }
-                    .into());
-                }
-                want = n
-                    .max(want.saturating_mul(2))
-                    .min(total)
-                    .min(MAX_BUNDLE_HEADER);
-            }
-        }
-    }
-}
-
-/// Where a v1 zlib CCOB's stream ends (v1 has no total size): inflates into
-/// a scratch buffer, producing at most `limit` bytes.
-fn zlib_stream_len(payload: &[u8], limit: u64) -> Result<u64> {
-    let mut z = flate2::Decompress::new(true);
-    let mut scratch = vec![0u8; 64 << 10];
-    loop {
-        let rest = payload.get(usize_from(z.total_in())..).unwrap_or_default();
-        let before = (z.total_in(), z.total_out());
-        let status = z
-            .decompress(rest, &mut scratch, flate2::FlushDecompress::None)
-            .map_err(|e| ErrorKind::Decompress {
-                what: "zlib data",
-                detail: e.to_string(),
-            })?;
-        if status == flate2::Status::StreamEnd {
-            return Ok(z.total_in());
-        }
-        if z.total_out() > limit {
-            return Err(ErrorKind::LimitExceeded {
-                what: "zlib data".into(),
-                limit,
-            }
-            .into());
-        }
-        if (z.total_in(), z.total_out()) == before {
-            return Err(ErrorKind::Decompress {
-                what: "zlib data",
-                detail: "the stream ends early".into(),
-            }
-            .into());
-        }
-    }
-}
-
-/// The comment prefix of the text-bundle start marker at `pos`, when it is
-/// one (`\n<prefix> __CLANG_OFFLOAD_BUNDLE____START__ `).
-fn text_prefix(bytes: &[u8], pos: usize) -> Option<&'static str> {
-    if !bytes[pos..].starts_with(b"__CLANG_OFFLOAD_BUNDLE____START__ ") {
-        return None;
-    }
-    ["//", "#", ";"].into_iter().find(|p| {
-        let need = p.len() + 2;
-        pos >= need
-            && bytes[pos - need] == b'\n'
-            && &bytes[pos - need + 1..pos - 1] == p.as_bytes()
-            && bytes[pos - 1] == b' '
-    })
-}
-
-fn is_text_marker(b: &[u8]) -> bool {
-    b.starts_with(b"__CLANG_OFFLOAD_BUNDLE____START__")
-        || b.starts_with(b"__CLANG_OFFLOAD_BUNDLE____END__")
 }
 
 impl Walker<'_> {
@@ -443,7 +172,7 @@ impl Walker<'_> {
             self.region(data, loc, Expect::Raw { whole: true });
             return raw_format;
         }
-        if data.starts_with(b"!<arch>\n") || data.starts_with(b"!<thin>\n") {
+        if data.starts_with(crate::archive::MAGIC) || data.starts_with(crate::archive::THIN_MAGIC) {
             self.archive(data, loc, nest);
             return "archive";
         }
@@ -644,8 +373,12 @@ impl Walker<'_> {
                 return;
             }
         };
-        let ptr_at = 8;
-        let size = if o.wide { 24 } else { 16 };
+        let ptr_at = fatbin::WRAPPER_DATA_OFFSET;
+        let size = if o.wide {
+            fatbin::WRAPPER_SIZE_64
+        } else {
+            fatbin::WRAPPER_SIZE_32
+        } as u64;
         for (at, w) in list {
             let target = o.resolve_pointer(sec, at + ptr_at, w.data);
             let id = self.new_container(
@@ -723,12 +456,12 @@ impl Walker<'_> {
                 if pos < cursor {
                     continue;
                 }
-                if magic == Magic::Bundle && is_text_marker(&bytes[pos..]) {
+                if magic == Magic::Bundle && text::is_marker(&bytes[pos..]) {
                     // A text bundle's marker; the file (or decompressed
                     // contents) may be a text bundle.
                     if expect.whole()
                         && cursor == 0
-                        && let Some(prefix) = text_prefix(bytes, pos)
+                        && let Some(prefix) = text::prefix_at(bytes, pos)
                     {
                         self.text_bundle(bytes, prefix, loc);
                         return;
@@ -816,18 +549,17 @@ impl Walker<'_> {
         };
         let mut imgs: Vec<OffloadImage<'_>> = Vec::new();
         let size = offload_binary::read_binary(sub, 0, &limits, &mut imgs)?;
-        let version = u32::from_le_bytes([sub[4], sub[5], sub[6], sub[7]]);
+        let head = offload_binary::header_summary(sub)
+            .ok_or_else(|| Error::invalid("OffloadBinary header", "shorter than its 32 bytes"))?;
+        let version = head.version;
         let id = self.new_container(ContainerKind::OffloadBinary, Some(version), loc, rel, size);
         let compressed = imgs.first().is_some_and(|i| i.compressed);
         if compressed {
-            let inflated = u64_at(sub, 32).unwrap_or(0);
-            let body_at = u64_at(sub, 16).unwrap_or(0);
-            let method = sub
-                .get(usize_from(body_at)..)
-                .is_some_and(|b| b.starts_with(&[0x28, 0xB5, 0x2F, 0xFD]));
+            let inflated = head.inflated_size;
+            let body_at = head.body_offset;
             self.budget = self.budget.saturating_sub(inflated);
             self.report.containers[id].compression = Some(Compression {
-                method: if method { "zstd" } else { "zlib" }.into(),
+                method: head.method.unwrap_or("zlib").into(),
                 compressed_size: size.saturating_sub(body_at),
                 uncompressed_size: inflated.saturating_sub(body_at),
                 stored_hash: None,
@@ -854,8 +586,8 @@ impl Walker<'_> {
                 container: id,
                 index: i,
                 bundle_id: None,
-                offload_kind: img.offload_kind.to_string(),
-                image_kind: Some(declared_kind(img.image_kind)),
+                offload_kind: Offload::Kind(img.offload_kind),
+                image_kind: Some(Content::Image(img.image_kind)),
                 triple: lossy(img.triple()),
                 arch,
                 target_id: arch_full,
@@ -890,7 +622,7 @@ impl Walker<'_> {
 
     fn bundle(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let entries = binary::read(sub)?;
-        let header_end: u64 = 32 + entries.iter().map(|e| 24 + len64(e.id)).sum::<u64>();
+        let header_end = binary::header_size(&entries);
         let extent = entries
             .iter()
             .map(|e| e.offset + len64(e.data))
@@ -952,7 +684,9 @@ impl Walker<'_> {
         loc: &Loc,
     ) -> Image {
         let text = lossy(id);
-        let (kind, triple, target_id) = parse_bundle_id(&text);
+        let d = bundle::id::describe(&text);
+        let kind = Offload::of_bundle_kind(&d.kind);
+        let (triple, target_id) = (d.triple, d.target_id);
         let (arch, features) = split_target_id(&target_id);
         Image {
             id: 0,
@@ -980,22 +714,18 @@ impl Walker<'_> {
 
     fn ccob(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let mut c = Ccob::parse(sub)?;
-        if c.header.version == 1 && c.header.method == Method::ZLIB {
-            let n = zlib_stream_len(c.payload, c.header.uncompressed_size.min(self.budget))?;
-            c.payload = &c.payload[..usize_from(n)];
-            c.size = c.header.size() + n;
-        }
+        c.end_v1_zlib_stream(c.header.uncompressed_size.min(self.budget))?;
         // Listing reads only the bundle header; a size the payload cannot
         // produce is still caught.
         c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
-        let records = if full { None } else { ccob_records(&c)? };
+        let records = if full { None } else { c.bundle_records()? };
         if !full && records.is_none() {
             // Not a binary bundle: a text or object bundle is listed from
             // the whole contents; anything else is none, and a bomb of
             // zeros is not decompressed past its first bytes.
-            let prefix = c.decompress_prefix(super::CCOB_SNIFF)?;
-            if !super::may_be_text_or_object_bundle(&prefix) {
+            let prefix = c.decompress_prefix(bundle::SNIFF_LEN)?;
+            if !bundle::may_be_text_or_object_bundle(&prefix) {
                 let id = self.push_ccob(&c, loc, rel);
                 self.problem(
                     loc,
@@ -1158,15 +888,15 @@ impl Walker<'_> {
                 container: id,
                 index: i,
                 bundle_id: None,
-                offload_kind: if e.flags & 0x8 != 0 && e.flags & fatbin::FLAG_CUDA == 0 {
-                    "opencl".into()
+                offload_kind: if e.is_opencl() {
+                    Offload::OpenCl
                 } else {
-                    "cuda".into()
+                    Offload::Kind(OffloadKind::OFK_Cuda)
                 },
                 image_kind: Some(match e.kind {
-                    fatbin::KIND_PTX => "ptx".into(),
-                    fatbin::KIND_ELF => "cubin".into(),
-                    k => format!("unknown-{k}"),
+                    fatbin::KIND_PTX => Content::Image(ImageKind::IMG_PTX),
+                    fatbin::KIND_ELF => Content::Image(ImageKind::IMG_Cubin),
+                    k => Content::FatbinEntry(k),
                 }),
                 triple: e.triple().into(),
                 arch: arch.clone(),
@@ -1194,7 +924,7 @@ impl Walker<'_> {
         let id = self.report.images.len();
         image.id = id;
         if let (Some(h), Some(b)) = (self.opts.hash, bytes) {
-            image.hash = Some(h.hash(b));
+            image.hash = Some(h.digest(b));
         }
         let leafy = image.uncompressed_size.is_some();
         self.report.containers[image.container].images += 1;

@@ -12,10 +12,7 @@ use super::{
     undefined, write_error,
 };
 use crate::error::Result;
-
-/// `__fatBinC_Wrapper_t` magic numbers (wrapper-abi.md §5.1).
-const CUDA_FATBIN_MAGIC: u32 = 0x4662_43b1;
-const HIP_FATBIN_MAGIC: u32 = 0x4849_5046;
+use crate::fatbin;
 
 /// The names that differ between CUDA and HIP.
 struct Names {
@@ -34,15 +31,15 @@ impl Names {
         match which {
             Fatbin::Cuda => Names {
                 prefix: "cuda",
-                image: b".nv_fatbin",
-                wrapper: b".nvFatBinSegment",
-                magic: CUDA_FATBIN_MAGIC,
+                image: fatbin::SECTION_CUDA,
+                wrapper: fatbin::WRAPPER_SECTION_CUDA,
+                magic: fatbin::WRAPPER_CUDA,
             },
             Fatbin::Hip => Names {
                 prefix: "hip",
-                image: b".hip_fatbin",
-                wrapper: b".hipFatBinSegment",
-                magic: HIP_FATBIN_MAGIC,
+                image: fatbin::SECTION_HIP,
+                wrapper: fatbin::WRAPPER_SECTION_HIP,
+                magic: fatbin::WRAPPER_HIP,
             },
         }
     }
@@ -66,7 +63,14 @@ pub(super) fn build(
         jump_table(&mut obj, cpu, table, syms.startup, &code.jump_table)?;
     }
     let abs = cpu.abs64;
-    reloc(&mut obj, s.wrapper, 8, syms.image, 0, abs);
+    reloc(
+        &mut obj,
+        s.wrapper,
+        fatbin::WRAPPER_DATA_OFFSET,
+        syms.image,
+        0,
+        abs,
+    );
     let reg = addend(code.reg.offset)?;
     reloc(&mut obj, s.ctor, 0, syms.startup, reg, abs);
 
@@ -123,11 +127,8 @@ fn sections(
     let wrapper = obj.add_section(names.wrapper, progbits, wa, 8);
     // Magic, version 1, then the fatbin's address (relocated) and a null
     // pointer.
-    let mut wrapper_bytes = Vec::with_capacity(24);
-    wrapper_bytes.extend_from_slice(&cpu.endian.write_u32(names.magic));
-    wrapper_bytes.extend_from_slice(&cpu.endian.write_u32(1));
-    wrapper_bytes.extend_from_slice(&[0; 16]);
-    obj.set_bytes(wrapper, wrapper_bytes);
+    let wrapper_bytes = fatbin::write_wrapper(names.magic, 1, cpu.endian.is_big_endian());
+    obj.set_bytes(wrapper, wrapper_bytes.to_vec());
     let bss = obj.add_section(b".bss", elf::SHT_NOBITS, wa, 8);
     obj.set_nobits(bss, 8);
     let ctor = obj.add_section(b".init_array.101", elf::SHT_INIT_ARRAY, wa, 8);

@@ -72,8 +72,7 @@ use crate::offload_binary::{self, Limits};
 use arch::{CpuInfo, Fatbin};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
-/// `sh_type` of sections holding offloading data (LLVM `SHT_LLVM_OFFLOADING`).
-pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
+pub use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
 
 /// Size of `__tgt_device_image`, `__tgt_bin_desc` and `__tgt_image_info` on
 /// LP64 targets.

@@ -100,7 +100,7 @@ fn sections(
     let progbits = elf::SHT_PROGBITS;
     let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
     let offloading = obj.add_section(
-        b".llvm.offloading",
+        crate::offload_binary::container::SECTION.as_bytes(),
         elf::SectionType(SHT_LLVM_OFFLOADING),
         a,
         IMAGE_ALIGN,

@@ -56,6 +56,15 @@ use crate::num::usize_from;
 /// The four bytes that start a fatbin container (0xBA55ED50 little-endian).
 pub const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 
+/// The section clang gives a CUDA fatbin in an ELF host object.
+pub const SECTION_CUDA: &[u8] = b".nv_fatbin";
+/// The section clang gives a HIP fatbin in an ELF host object.
+pub const SECTION_HIP: &[u8] = b".hip_fatbin";
+/// The section of the CUDA fatbin wrapper in an ELF host object.
+pub const WRAPPER_SECTION_CUDA: &[u8] = b".nvFatBinSegment";
+/// The section of the HIP fatbin wrapper in an ELF host object.
+pub const WRAPPER_SECTION_HIP: &[u8] = b".hipFatBinSegment";
+
 /// Magic of a CUDA fatbin wrapper (`__cudaFatBinaryWrapper`).
 pub const WRAPPER_CUDA: u32 = 0x4662_43B1;
 /// Magic of a HIP fatbin wrapper ("HIPF" read as a little-endian u32).
@@ -108,8 +117,10 @@ pub const KIND_ELF: u16 = 2;
 
 /// Flag: 64-bit code.
 pub const FLAG_64BIT: u64 = 0x1;
-/// Flag: CUDA (as opposed to OpenCL, 0x8).
+/// Flag: CUDA (as opposed to OpenCL, [`FLAG_OPENCL`]).
 pub const FLAG_CUDA: u64 = 0x4;
+/// Flag: OpenCL.
+pub const FLAG_OPENCL: u64 = 0x8;
 /// Flags that mark a compressed payload.
 pub const FLAGS_COMPRESSED: u64 = 0x1000 | 0x2000 | 0x8000;
 /// The compression flag that means zstd.
@@ -153,6 +164,12 @@ impl Entry<'_> {
         } else {
             None
         }
+    }
+
+    /// Whether the entry is OpenCL code (the OpenCL flag without the CUDA
+    /// one); otherwise it is CUDA code.
+    pub fn is_opencl(&self) -> bool {
+        self.flags & FLAG_OPENCL != 0 && self.flags & FLAG_CUDA == 0
     }
 
     /// The architecture name, `sm_<n>`, as cuobjdump prints it for cubin and
@@ -345,12 +362,40 @@ impl Wrapper {
     }
 }
 
+/// The bytes of a fatbin wrapper of a 64-bit target as a compiler emits it
+/// before relocation (`__fatBinC_Wrapper_t`, wrapper-abi.md §5.1): `magic`,
+/// `version`, then the data pointer and the second pointer as zeros (a
+/// relocation fills the data pointer in). `big_endian` picks the byte order
+/// of the two 32-bit fields.
+pub fn write_wrapper(magic: u32, version: u32, big_endian: bool) -> [u8; WRAPPER_SIZE_64] {
+    let mut out = [0u8; WRAPPER_SIZE_64];
+    let (m, v) = if big_endian {
+        (magic.to_be_bytes(), version.to_be_bytes())
+    } else {
+        (magic.to_le_bytes(), version.to_le_bytes())
+    };
+    out[..4].copy_from_slice(&m);
+    out[4..8].copy_from_slice(&v);
+    out
+}
+
+/// Bytes of a fatbin wrapper on a 64-bit target (two u32, two pointers).
+pub const WRAPPER_SIZE_64: usize = 24;
+/// Bytes of a fatbin wrapper on a 32-bit target.
+pub const WRAPPER_SIZE_32: usize = 16;
+/// Offset of the data pointer in a fatbin wrapper.
+pub const WRAPPER_DATA_OFFSET: u64 = 8;
+
 /// Reads the wrappers in a `.nvFatBinSegment` / `.hipFatBinSegment` section
 /// of a 64-bit (`wide`) or 32-bit file: one every 24 (or 16) bytes, with
 /// their offsets in the section. A record with an unknown magic ends the
 /// list with an error.
 pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
-    let step = if wide { 24 } else { 16 };
+    let step = if wide {
+        WRAPPER_SIZE_64
+    } else {
+        WRAPPER_SIZE_32
+    };
     let mut out = Vec::new();
     for (i, rec) in data.chunks(step).enumerate() {
         let at = (i * step) as u64;
@@ -500,5 +545,16 @@ mod tests {
         seg[24] ^= 0xFF;
         assert!(read_wrappers(&seg, true).is_err());
         assert!(read_wrappers(&seg[..30], true).is_err());
+    }
+
+    #[test]
+    fn write_wrapper_reads_back() {
+        let le = write_wrapper(WRAPPER_CUDA, 1, false);
+        let w = read_wrappers(&le, true).unwrap();
+        assert_eq!(w[0].1.magic, WRAPPER_CUDA);
+        assert_eq!(w[0].1.version, 1);
+        assert_eq!(w[0].1.data, 0);
+        let be = write_wrapper(WRAPPER_HIP, 1, true);
+        assert_eq!(&be[..8], &[0x48, 0x49, 0x50, 0x46, 0, 0, 0, 1]);
     }
 }

@@ -1,0 +1,195 @@
+//! `inspect`'s table: per file, its containers as a tree with their images.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::super::io::print_line;
+use super::super::scan::Scanned;
+use offload_kit::scan::{Image, Parent, Report};
+
+fn hex(o: Option<u64>) -> String {
+    o.map_or_else(|| "-".into(), |o| format!("{o:#x}"))
+}
+
+fn dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
+    let r = match &s.result {
+        Ok(r) => r,
+        Err(e) => {
+            print_line(&mut out, &format!("{}: error: {e}", s.path))?;
+            return Ok(());
+        }
+    };
+    let how = match (r.used_sections, r.used_raw_scan) {
+        (true, true) => "section headers and raw scan",
+        (true, false) => "section headers",
+        (false, true) => "raw scan",
+        (false, false) => "file header",
+    };
+    print_line(
+        &mut out,
+        &format!(
+            "{}: {}, {} bytes, {}; {} container(s), {} image(s)",
+            s.path,
+            r.format,
+            s.size,
+            how,
+            r.containers.len(),
+            r.images.len()
+        ),
+    )?;
+    // Column widths over this file's images.
+    let w = |f: &dyn Fn(&Image) -> usize, min: usize| r.images.iter().map(f).fold(min, usize::max);
+    let widths = [
+        w(&|i| i.id.to_string().len(), 1),
+        w(&|i| i.offload_kind.to_string().len(), 7),
+        w(&|i| kind_name(i).len(), 5),
+        w(&|i| dash(&i.triple).len(), 6),
+        w(&|i| dash(&i.target_id).len(), 6),
+        w(&|i| i.size.to_string().len(), 4),
+    ];
+    // Who is inside whom, found once (not by a pass over every container
+    // for each image: quadratic with many).
+    let mut tree = Tree::default();
+    for (k, i) in r.images.iter().enumerate() {
+        tree.images_in.entry(i.container).or_default().push(k);
+    }
+    for c in &r.containers {
+        match c.parent {
+            Some(Parent::Image(i)) => tree.in_image.entry(i).or_default().push(c.id),
+            Some(Parent::Container(p)) => tree.in_container.entry(p).or_default().push(c.id),
+            None => {}
+        }
+    }
+    let mut printer = TablePrinter {
+        r,
+        out,
+        widths,
+        tree,
+    };
+    for c in r.containers.iter().filter(|c| c.parent.is_none()) {
+        printer.container(c.id, 1)?;
+    }
+    for p in &r.problems {
+        let mut where_ = String::new();
+        if let Some(m) = &p.member {
+            where_ += &format!(" [{m}]");
+        }
+        if let Some(sec) = &p.section {
+            where_ += &format!(" {sec}");
+        }
+        if let Some(o) = p.offset {
+            where_ += &format!(" @{o:#x}");
+        }
+        print_line(&mut out, &format!("  problem{where_}: {}", p.message))?;
+    }
+    Ok(())
+}
+
+/// The containment of a report's containers and images, by id.
+#[derive(Default)]
+struct Tree {
+    /// Container id → indices of its images.
+    images_in: HashMap<usize, Vec<usize>>,
+    /// Image id → ids of the containers found in it.
+    in_image: HashMap<usize, Vec<usize>>,
+    /// Container id → ids of the containers directly inside it.
+    in_container: HashMap<usize, Vec<usize>>,
+}
+
+struct TablePrinter<'a, W: Write> {
+    r: &'a Report,
+    out: &'a mut W,
+    widths: [usize; 6],
+    tree: Tree,
+}
+
+impl<W: Write> TablePrinter<'_, W> {
+    fn container(&mut self, id: usize, depth: usize) -> Result<()> {
+        let c = &self.r.containers[id];
+        let pad = "  ".repeat(depth);
+        let mut line = format!("{pad}[{}] {}", c.id, c.kind);
+        if let Some(v) = c.version {
+            line += &format!(" v{v}");
+        }
+        if let Some(m) = &c.member {
+            line += &format!(" [{m}]");
+        }
+        if let Some(s) = &c.section {
+            line += &format!(" {s}");
+        }
+        match c.offset {
+            Some(o) => line += &format!(" @{o:#x}"),
+            None => line += &format!(" +{:#x}", c.relative_offset),
+        }
+        line += &format!(", {} bytes", c.size);
+        if let Some(z) = &c.compression {
+            line += &format!(
+                ", {} {} -> {} bytes",
+                z.method, z.compressed_size, z.uncompressed_size
+            );
+            if let Some(h) = &z.stored_hash {
+                line += &format!(", hash {h}");
+            }
+            match z.hash_ok {
+                Some(true) => line += " (verified)",
+                Some(false) => line += " (HASH MISMATCH)",
+                None => {}
+            }
+        }
+        if let Some(w) = &c.wrapper {
+            line += &format!(", {} wrapper -> {}", w.flavor, hex(w.target));
+            if let Some(t) = w.target_container {
+                line += &format!(" [{t}]");
+            }
+        }
+        print_line(&mut self.out, &line)?;
+        let r = self.r;
+        let images: Vec<&Image> = self
+            .tree
+            .images_in
+            .get(&id)
+            .map(|v| v.iter().map(|&k| &r.images[k]).collect())
+            .unwrap_or_default();
+        let [wi, wo, wk, wt, wa, ws] = self.widths;
+        for i in images {
+            let mut row = format!(
+                "{pad}  {:>wi$}  {:<wo$}  {:<wk$}  {:<wt$}  {:<wa$}  {:>ws$}  {}",
+                i.id,
+                i.offload_kind.to_string(),
+                kind_name(i),
+                dash(&i.triple),
+                dash(&i.target_id),
+                i.size,
+                hex(i.offset),
+            );
+            if let Some(h) = &i.hash {
+                row += &format!("  {h}");
+            }
+            let other: Vec<String> = i.strings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            if !other.is_empty() {
+                row += &format!("  {}", other.join(","));
+            }
+            print_line(&mut self.out, row.trim_end())?;
+            let nested = self.tree.in_image.get(&i.id).cloned().unwrap_or_default();
+            for n in nested {
+                self.container(n, depth + 2)?;
+            }
+        }
+        let inside = self.tree.in_container.get(&id).cloned().unwrap_or_default();
+        for n in inside {
+            self.container(n, depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// The image kind's name, `-` when it was not read.
+fn kind_name(i: &Image) -> String {
+    i.image_kind.map_or_else(|| "-".into(), |k| k.to_string())
+}

@@ -1,0 +1,132 @@
+//! Bytes of device code per target and per kind: [`size`] turns a scan
+//! [`Report`] into a [`SizeReport`]; [`SizeReport::sum`] adds reports up.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Image, Parent, Report};
+
+/// Images and bytes counted together.
+#[derive(Debug, Serialize, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    /// How many images.
+    pub images: u64,
+    /// Their size.
+    pub bytes: u64,
+    /// What they take in the file (see [`stored_size`]).
+    pub stored: u64,
+}
+
+impl Tally {
+    fn add(&mut self, bytes: u64, stored: u64) {
+        self.images += 1;
+        self.bytes += bytes;
+        self.stored += stored;
+    }
+
+    fn merge(&mut self, t: &Tally) {
+        self.images += t.images;
+        self.bytes += t.bytes;
+        self.stored += t.stored;
+    }
+}
+
+/// The device code of one file (or of several, [`SizeReport::sum`]),
+/// counting innermost images only. Serializes as the `size --json` schema
+/// (`offload-kit/size/1`) shows a file.
+#[derive(Debug, Serialize, Default, Clone, PartialEq, Eq)]
+pub struct SizeReport {
+    /// The file, as named.
+    pub path: String,
+    /// Its size.
+    pub file_size: u64,
+    /// Every innermost image.
+    pub total: Tally,
+    /// Per target: `host <triple>` or `<offload kind> <triple> <target ID>`
+    /// (`-` for an empty part).
+    pub by_target: BTreeMap<String, Tally>,
+    /// Per image kind (`-` when not known).
+    pub by_kind: BTreeMap<String, Tally>,
+}
+
+impl SizeReport {
+    /// The reports added up, under the name `path`.
+    pub fn sum<'a>(path: &str, reports: impl IntoIterator<Item = &'a SizeReport>) -> SizeReport {
+        let mut all = SizeReport {
+            path: path.into(),
+            ..SizeReport::default()
+        };
+        for r in reports {
+            all.file_size += r.file_size;
+            for (k, t) in &r.by_target {
+                all.by_target.entry(k.clone()).or_default().merge(t);
+            }
+            for (k, t) in &r.by_kind {
+                all.by_kind.entry(k.clone()).or_default().merge(t);
+            }
+            all.total.merge(&r.total);
+        }
+        all
+    }
+}
+
+/// What an image takes in the file: its share of the nearest compressed
+/// container around it (in proportion to its size: compression is not per
+/// image, so this is an estimate), else its size.
+pub fn stored_size(r: &Report, img: &Image) -> u64 {
+    let mut c = Some(img.container);
+    while let Some(id) = c {
+        let cont = &r.containers[id];
+        if let Some(z) = &cont.compression
+            && z.uncompressed_size > 0
+        {
+            let share = u128::from(img.size) * u128::from(z.compressed_size)
+                / u128::from(z.uncompressed_size);
+            return u64::try_from(share).unwrap_or(u64::MAX);
+        }
+        c = match cont.parent {
+            Some(Parent::Container(p)) => Some(p),
+            Some(Parent::Image(i)) => Some(r.images[i].container),
+            None => None,
+        };
+    }
+    img.size
+}
+
+fn dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+/// The size report of the file `path` of `file_size` bytes, scanned into
+/// `r`.
+pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
+    let mut rep = SizeReport {
+        path: path.into(),
+        file_size,
+        ..SizeReport::default()
+    };
+    for img in r.images.iter().filter(|i| i.is_leaf()) {
+        let stored = stored_size(r, img);
+        let target = if img.offload_kind.is_host() {
+            format!("host {}", dash(&img.triple))
+        } else {
+            format!(
+                "{} {} {}",
+                img.offload_kind,
+                dash(&img.triple),
+                dash(&img.target_id)
+            )
+        };
+        rep.total.add(img.size, stored);
+        rep.by_target
+            .entry(target)
+            .or_default()
+            .add(img.size, stored);
+        rep.by_kind
+            .entry(img.image_kind.map_or_else(|| "-".into(), |k| k.to_string()))
+            .or_default()
+            .add(img.size, stored);
+    }
+    rep
+}
