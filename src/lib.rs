@@ -1,15 +1,122 @@
 //! offload-kit: read and write the files that glue GPU offloading code to
 //! host programs, without LLVM.
 //!
+//! Compilers for OpenMP target regions, CUDA and HIP make one device code
+//! object per GPU target; LLVM's glue tools pack them, bundle them and embed
+//! them in the host program. This crate does the same jobs, byte for byte as
+//! LLVM 22 where LLVM is deterministic, and finds every embedded image in
+//! any binary.
+//!
+//! # Modules
+//!
 //! - [`offload_binary`]: the `10 FF 10 AD` OffloadBinary container of
-//!   `llvm-offload-binary` / `clang-offload-packager`.
+//!   `llvm-offload-binary` / `clang-offload-packager`: read (versions 1–3,
+//!   compressed too), write, and find in objects and archives.
+//! - [`bundle`]: clang offload bundles of `clang-offload-bundler`: the
+//!   binary and text layouts, bundles kept in sections of a host object
+//!   ([`bundle::object`], an llvm-objcopy-exact ELF editor), compressed
+//!   `CCOB` bundles ([`bundle::compressed`]), bundle-entry IDs and LLVM's
+//!   rules for matching them, archives of bundles.
+//! - [`wrap`]: the host relocatable object that registers device images
+//!   with the OpenMP, CUDA or HIP runtime (what `llvm-offload-wrapper` and
+//!   `llc` make together).
+//! - [`scan`]: finds every device image in executables, shared libraries,
+//!   objects, archives and raw files, nested to any depth, and answers CI's
+//!   questions about them ([`scan::check`], [`scan::size`]).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
-//! - [`llvm`]: emulations of LLVM hash-table and string-table behaviour that
-//!   decide byte order in LLVM's outputs.
+//! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
+//! - [`layout`]: outputs described as pieces, so that image bytes go file to
+//!   file and are never gathered in memory.
+//! - [`llvm`]: emulations of LLVM behaviour that decides bytes in LLVM's
+//!   outputs (hash-table orders, `StringTableBuilder`, `Triple`, paths). They
+//!   are public for tools that need the same orders, and are emulations:
+//!   they follow LLVM 22, not a specification.
+//! - [`error`]: the one error type; [`Error::llvm_message`] gives LLVM's text
+//!   for the same class of fault.
 //!
 //! The library never prints, never exits and never opens files: it works on
 //! byte slices (typically mapped files) and describes what to write, so the
-//! caller can stream image bytes file to file.
+//! caller can stream image bytes file to file. The command-line tool is the
+//! `cli` feature (on by default); `default-features = false` builds the
+//! library without its dependencies.
+//!
+//! # Examples
+//!
+//! Pack two images into OffloadBinaries (as `llvm-offload-binary` writes
+//! them) and read them back:
+//!
+//! ```
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind};
+//!
+//! let gfx90a = b"device code for gfx90a".to_vec();
+//! let sm_80 = b"device code for sm_80".to_vec();
+//! let spec = |triple: &str, arch: &str, size: usize| ImageSpec {
+//!     image_kind: ImageKind::IMG_Object,
+//!     offload_kind: OffloadKind::OFK_OpenMP,
+//!     strings: vec![
+//!         (b"triple".to_vec(), triple.as_bytes().to_vec()),
+//!         (b"arch".to_vec(), arch.as_bytes().to_vec()),
+//!     ],
+//!     size: size as u64,
+//!     ..ImageSpec::default()
+//! };
+//! let specs = [
+//!     spec("amdgcn-amd-amdhsa", "gfx90a", gfx90a.len()),
+//!     spec("nvptx64-nvidia-cuda", "sm_80", sm_80.len()),
+//! ];
+//! // The layout refers to the images by index; write it to any `Write`.
+//! let mut packed = Vec::new();
+//! offload_binary::layout_v1(&specs)?.write_to(&mut packed, &[&gfx90a, &sm_80])?;
+//!
+//! let images = offload_binary::find_images(&packed, &Limits::default())?;
+//! assert_eq!(images.len(), 2);
+//! assert_eq!(images[1].image.arch(), b"sm_80");
+//! assert_eq!(&images[0].image.image[..], &gfx90a[..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Bundle a host file and a device file as `clang-offload-bundler
+//! -type=bc` does, then list the entries in LLVM's order:
+//!
+//! ```
+//! use offload_kit::bundle::{self, Format};
+//!
+//! let host = b"host bitcode".to_vec();
+//! let device = b"gfx90a code".to_vec();
+//! let entries = [
+//!     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+//!     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), device.len() as u64),
+//! ];
+//! let mut fat = Vec::new();
+//! bundle::layout(Format::Binary, &entries, 1)?.write_to(&mut fat, &[&host, &device])?;
+//!
+//! let found = bundle::entries(&fat, Format::Binary)?;
+//! let ids: Vec<&[u8]> = found.iter().map(|e| e.id).collect();
+//! assert!(ids.contains(&&b"hip-amdgcn-amd-amdhsa--gfx90a"[..]));
+//! let dev = found.iter().find(|e| e.id.starts_with(b"hip")).unwrap();
+//! assert_eq!(dev.data, &device[..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Write the x86-64 object that registers a device image with the OpenMP
+//! runtime (link it into the host program):
+//!
+//! ```
+//! use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+//!
+//! let device = b"an OffloadBinary or a device ELF".to_vec();
+//! let opts = Options {
+//!     kind: Kind::OpenMp,
+//!     abi: Abi::Llvm,
+//!     triple: "x86_64-unknown-linux-gnu".into(),
+//!     llc_layout: false,
+//! };
+//! let object = wrap::to_vec(&opts, &[Image::new(&device)?])?;
+//! assert_eq!(&object[..4], b"\x7fELF");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! More in `examples/` (`cargo run --example list_images -- FILE`).
 
 #![warn(missing_docs)]
 
