@@ -22,7 +22,7 @@
 //!   `llc` make together).
 //! - [`scan`]: finds every device image in executables, shared libraries,
 //!   objects, archives and raw files, nested to any depth, and answers CI's
-//!   questions about them ([`scan::check`], [`scan::size`]).
+//!   questions about them ([`scan::check()`], [`scan::size()`]).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
 //! - [`layout`]: outputs described as pieces, so that image bytes go file to

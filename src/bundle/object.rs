@@ -27,7 +27,7 @@
 //! # How the object is rewritten
 //!
 //! Both operations give the bytes llvm-objcopy 22 writes, by emulating its
-//! model of the file and its writer ([`rewrite`] describes the rules):
+//! model of the file and its writer (the private `rewrite` module describes the rules):
 //! sections in input order with added ones last, string and symbol tables
 //! rebuilt, relocations and groups renumbered, contents laid out in input
 //! offset order.

@@ -128,7 +128,7 @@ impl Finders {
 
     /// Runs `f` on the candidates of `hay`. A large haystack on a machine
     /// with more than one CPU is searched by a helper thread too: it takes
-    /// chunks ahead of the consumer (at most [`AHEAD`]) while the consumer
+    /// chunks ahead of the consumer (at most `AHEAD`) while the consumer
     /// validates candidates or searches chunks itself, so the raw scan of a
     /// big file runs at the speed of two cores. The candidates are the
     /// same either way.

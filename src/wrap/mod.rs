@@ -41,9 +41,9 @@
 //! kernel, variable and managed variable of the kind (and, for HIP, surface
 //! and texture), end the registration (CUDA), and `atexit` the
 //! unregistration. That code does not depend on the input, so it is one
-//! fixed sequence per CPU ([`arch::Cpu::fatbin_code`]).
+//! fixed sequence per CPU (`arch::Cpu::fatbin_code`).
 //!
-//! The file is written as llc lays it out (see [`relocatable`]): for the same
+//! The file is written as llc lays it out (see the private `relocatable` module): for the same
 //! inputs it is byte-identical to `llvm-offload-wrapper` + `llc
 //! -relocation-model=pic`, except that by default an image section of 1 MiB
 //! or more starts at a multiple of 64 KiB in the file ([`Options::llc_layout`]
@@ -100,7 +100,7 @@ fn fatbin_align(cpu: &CpuInfo, len: u64) -> u64 {
 /// pages instead of splitting each page in two, about 15 % faster on ext4;
 /// and filesystems that share blocks between files (XFS, btrfs) can share
 /// the image's blocks instead of copying them. Only the file offset
-/// changes; `sh_addralign` stays [`IMAGE_ALIGN`].
+/// changes; `sh_addralign` stays `IMAGE_ALIGN` (8).
 pub const IMAGE_FILE_ALIGN: u64 = 64 << 10;
 
 /// Image sections at least this large get [`IMAGE_FILE_ALIGN`]; smaller
@@ -268,7 +268,7 @@ pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
 }
 
 /// Describes the wrapper object for `images`: everything but the image
-/// bytes as built pieces, and [`Piece::Image`]`(i)` where input `i` goes.
+/// bytes as built pieces, and [`Piece::Image`](crate::layout::Piece::Image)`(i)` where input `i` goes.
 pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     let cpu = arch::for_triple(&opts.triple)?;
     let os = HostOs::of(&opts.triple);
