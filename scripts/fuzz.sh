@@ -153,14 +153,10 @@ for t in "${targets[@]}"; do
 done
 
 # CPU seconds (user + system) used so far by this script's finished
-# children: with other work on the machine, fuzzing time is CPU time, not
-# wall time.
+# children (fields cutime and cstime of /proc/$$/stat, in clock ticks): with
+# other work on the machine, fuzzing time is CPU time, not wall time.
 children_cpu() {
-  times | tail -n 1 | awk '{
-    t = 0
-    for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] }
-    printf "%d\n", t
-  }'
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($14 + $15) / hz }' "/proc/$$/stat"
 }
 
 # The inputs libFuzzer saved for a target (crashes, timeouts, OOMs).
