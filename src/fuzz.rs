@@ -151,7 +151,7 @@ fn fits_in_memory(w: &crate::bundle::object::Written, input: usize) -> bool {
 /// decompressed under a size limit).
 fn bundle_objects_and_archives(data: &[u8]) {
     use crate::bundle::archive_unbundle::{self, Member};
-    use crate::bundle::compressed::{self as ccob, HashCheck, ReadOptions};
+    use crate::bundle::ccob::{self as ccob, HashCheck, ReadOptions};
     use crate::bundle::id::BundleId;
     use crate::bundle::{self, object};
 
@@ -324,7 +324,7 @@ pub fn object_rewrite(data: &[u8]) {
 /// back to the same bytes. The environment-variable parser gets `data` as
 /// text too. Must never panic.
 pub fn ccob_read(data: &[u8]) {
-    use crate::bundle::compressed::{
+    use crate::bundle::ccob::{
         self as ccob, CompressOptions, EnvSettings, HashCheck, Method, ReadOptions,
     };
     use std::time::Duration;

@@ -20,7 +20,7 @@
 
 pub mod archive_unbundle;
 pub mod binary;
-pub mod compressed;
+pub mod ccob;
 pub mod id;
 pub mod object;
 pub mod select;

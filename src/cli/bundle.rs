@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::io::{Input, Output, open_input, safe_component, write_bytes, write_layout};
-use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
+use offload_kit::bundle::ccob::{self, CompressOptions, HashCheck, Method, ReadOptions};
 use offload_kit::bundle::{self, Format, id::BundleId, select};
 use offload_kit::layout::Piece;
 use offload_kit::llvm::path::stem;
@@ -113,7 +113,7 @@ impl BundleOpts {
             };
             let mut o =
                 Output::create(&self.output).with_context(|| format!("'{out}': cannot write"))?;
-            compressed::compress_pieces(&pieces, &opts, &mut o)?;
+            ccob::compress_pieces(&pieces, &opts, &mut o)?;
             return o.commit().with_context(|| format!("'{out}': cannot write"));
         }
         if self.compress {
@@ -126,7 +126,7 @@ impl BundleOpts {
                 level: self.level,
                 threads: 0,
             };
-            let (packed, _) = compressed::compress_to_vec(&whole, &opts)?;
+            let (packed, _) = ccob::compress_to_vec(&whole, &opts)?;
             drop(whole);
             let holder = Input::from_vec(packed);
             return write_bytes(&out, &holder, holder.bytes())
@@ -179,7 +179,7 @@ fn safe(s: &str) -> String {
 pub fn open_bundle(
     name: &str,
     max_uncompressed: u64,
-) -> Result<(Input, Option<compressed::Decompressed>)> {
+) -> Result<(Input, Option<ccob::Decompressed>)> {
     let input = open_input(name)?;
     let d = inflate(name, &input, max_uncompressed)?;
     Ok((input, d))
@@ -191,15 +191,15 @@ pub fn inflate(
     name: &str,
     input: &Input,
     max_uncompressed: u64,
-) -> Result<Option<compressed::Decompressed>> {
-    if !compressed::llvm_treats_as_compressed(input.bytes()) {
+) -> Result<Option<ccob::Decompressed>> {
+    if !ccob::llvm_treats_as_compressed(input.bytes()) {
         return Ok(None);
     }
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        limits: compressed::Limits { max_uncompressed },
+        limits: ccob::Limits { max_uncompressed },
     };
-    let d = compressed::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
+    let d = ccob::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
     Ok(Some(d))
 }
 

@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::bundle::binary::{self as bundle, EntrySpec};
-use crate::bundle::compressed::{self as ccob, CompressOptions};
+use crate::bundle::ccob::{self as ccob, CompressOptions};
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
 pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {

@@ -12,7 +12,7 @@ use super::{
     Compression, Container, ContainerKind, Image, Mode, NoVisit, Options, Parent, Problem, Report,
     Visit, WrapperInfo,
 };
-use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, Method, ReadOptions};
+use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, Method, ReadOptions};
 use crate::bundle::{binary, id::BundleId, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::usize_from;

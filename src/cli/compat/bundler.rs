@@ -31,7 +31,7 @@ use super::{Fail, prog_name};
 use crate::cli::io::{Input, strerror, thin_member_path, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::bundle::archive_unbundle::{self, Member};
-use offload_kit::bundle::compressed::{
+use offload_kit::bundle::ccob::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
 use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, NewSection, Written};
@@ -833,7 +833,7 @@ fn decompress_member(
     archive_name: &str,
     m: &Member<'_>,
 ) -> Result<Option<Vec<u8>>, Fail> {
-    if !compressed::llvm_treats_as_compressed(m.data) {
+    if !ccob::llvm_treats_as_compressed(m.data) {
         if job.comp.verbose {
             eprintln!("Uncompressed bundle.");
         }
@@ -844,12 +844,12 @@ fn decompress_member(
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = compressed::decompress(m.data, &opts).map_err(|e| {
+    let d = ccob::decompress(m.data, &opts).map_err(|e| {
         let note = format!(
             "'{archive_name}', member '{}': {e}",
             String::from_utf8_lossy(m.name)
         );
-        match compressed::llvm_message(&e) {
+        match ccob::llvm_message(&e) {
             Some(llvm) => {
                 Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
             }
@@ -866,8 +866,8 @@ fn decompress_member(
 /// Compresses a whole bundle into a CCOB (printing LLVM's report when verbose).
 fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
     let start = std::time::Instant::now();
-    let (packed, report) = compressed::compress_to_vec(whole, &job.comp.options)
-        .map_err(|e| Fail::new(compressed::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+    let (packed, report) = ccob::compress_to_vec(whole, &job.comp.options)
+        .map_err(|e| Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
     if job.comp.verbose {
         eprint!("{}", report.verbose_report(start.elapsed()));
     }
@@ -877,7 +877,7 @@ fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
 /// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
 /// not), printing LLVM's report when verbose.
 fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
-    if !compressed::llvm_treats_as_compressed(data) {
+    if !ccob::llvm_treats_as_compressed(data) {
         return Ok(None);
     }
     let start = std::time::Instant::now();
@@ -885,11 +885,11 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = compressed::decompress(data, &opts).map_err(|e| {
+    let d = ccob::decompress(data, &opts).map_err(|e| {
         // LLVM's line, then ours where it says more; for faults LLVM does
         // not detect (it goes on with garbage), ours alone, naming the file.
-        let own = compressed::fault(&e).map(ToString::to_string);
-        match compressed::llvm_message(&e) {
+        let own = ccob::fault(&e).map(ToString::to_string);
+        match ccob::llvm_message(&e) {
             Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
                 format!("Failed to decompress input: {llvm}"),
                 format!("'{name}'"),
