@@ -23,6 +23,7 @@ pub mod binary;
 pub mod ccob;
 pub mod id;
 pub mod object;
+pub mod ops;
 pub mod select;
 pub mod text;
 

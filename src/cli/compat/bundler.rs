@@ -34,8 +34,9 @@ use offload_kit::bundle::archive_unbundle::{self, Member};
 use offload_kit::bundle::ccob::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
-use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, NewSection, Written};
-use offload_kit::bundle::{self, Format, Found, id::BundleId, select};
+use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, Written};
+use offload_kit::bundle::ops::Extract;
+use offload_kit::bundle::{self, Format, Found, id::BundleId, ops, select};
 use offload_kit::{ErrorKind, archive};
 
 const SPECS: &[OptSpec] = &[
@@ -332,46 +333,76 @@ fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
 }
 
 fn bundle(job: &Job) -> Result<(), Fail> {
-    let ids = targets(job)?;
-    let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-    if let Some((j, i)) = bundle::first_duplicate(&normalized) {
+    let targets = ops::Targets::for_bundling(&job.targets).map_err(|e| match e {
+        ops::TargetsError::Invalid(e) => Fail::new(e.to_string()),
         // LLVM 22 writes offsets that point at the wrong data here.
-        return Err(Fail::new(format!(
-            "targets '{}' and '{}' are the same bundle entry '{}' once normalized",
-            job.targets[j], job.targets[i], normalized[i]
-        )));
-    }
+        ops::TargetsError::Duplicate { first, second, id } => Fail::new(format!(
+            "targets '{}' and '{}' are the same bundle entry '{id}' once normalized",
+            job.targets[first], job.targets[second]
+        )),
+    })?;
     let inputs: Vec<Input> = job
         .inputs
         .iter()
         .map(|n| open(n))
         .collect::<Result<_, _>>()?;
-    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
-    let handler = handler(&job.file_type, inputs[host].bytes())?;
-    if handler == Format::Object {
-        return bundle_object(job, &ids, &normalized, &inputs);
+    let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+    let host = targets.host();
+    let format =
+        ops::bundle_format(&job.file_type, views[host]).map_err(|e| bundle_fail(job, host, e))?;
+    if format == Format::Object {
+        // `-compress` does not change an object bundle: LLVM compresses its
+        // (empty) bundle buffer, which the objcopy output then replaces, so
+        // only the verbose report shows.
+        if targets.ids.iter().any(BundleId::is_host) && job.comp.compress {
+            compress(job, &[])?;
+        }
+        if let Some(objcopy) = &job.objcopy
+            && targets.ids.iter().any(BundleId::is_host)
+        {
+            return print_bundle_command(job, objcopy, &targets, &inputs[host]);
+        }
     }
-    let entries: Vec<(String, u64)> = normalized
-        .iter()
-        .cloned()
-        .zip(inputs.iter().map(|i| i.bytes().len() as u64))
-        .collect();
-    let layout =
-        bundle::layout(handler, &entries, job.align).map_err(|e| Fail::new(e.to_string()))?;
+    let bundled =
+        ops::bundle(&targets, format, &views, job.align).map_err(|e| bundle_fail(job, host, e))?;
     let out = &job.outputs[0];
-    if job.comp.compress {
-        let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
-        let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
-        layout
-            .write_to(&mut whole, &refs)
-            .map_err(|e| Fail::new(e.to_string()))?;
-        let packed = compress(job, &whole)?;
-        let holder = Input::from_vec(packed);
-        return write_bytes(out, &holder, holder.bytes())
-            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))));
+    match &bundled {
+        ops::Bundled::Object { written, .. } => {
+            let sources = bundled.sources(&targets, &views);
+            let owners: Vec<&Input> = std::iter::once(&inputs[host]).chain(&inputs).collect();
+            let sources: Vec<(&Input, &[u8])> = owners.into_iter().zip(sources).collect();
+            write_object(out, written, &sources)
+        }
+        ops::Bundled::Layout(layout) if job.comp.compress => {
+            let start = std::time::Instant::now();
+            let (packed, report) = ops::compress_layout(layout, &views, &job.comp.options)
+                .map_err(|e| Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+            if job.comp.verbose {
+                eprint!("{}", report.verbose_report(start.elapsed()));
+            }
+            let holder = Input::from_vec(packed);
+            write_bytes(out, &holder, holder.bytes())
+                .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
+        }
+        ops::Bundled::Layout(layout) => write_layout(out, layout, |i| (&inputs[i], views[i]))
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e)))),
     }
-    write_layout(out, &layout, |i| (&inputs[i], inputs[i].bytes()))
-        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
+}
+
+/// LLVM's message (or ours, naming the file) for a failed bundling.
+fn bundle_fail(job: &Job, host: usize, e: ops::BundleError) -> Fail {
+    match e {
+        ops::BundleError::UnknownType => {
+            Fail::new(format!("'{}': invalid file type specified", job.file_type))
+        }
+        // LLVM 22 crashes here (it has no host input to add sections to).
+        ops::BundleError::ObjectWithoutHost => Fail::new(
+            "bundling object files (-type=o) needs a host target: only offload \
+             targets were given, and LLVM 22 crashes on this",
+        ),
+        ops::BundleError::Object(e) => Fail::new(format!("'{}': {e}", job.inputs[host])),
+        ops::BundleError::Layout(e) => Fail::new(e.to_string()),
+    }
 }
 
 /// The input's bytes, decompressed when it is a CCOB.
@@ -436,7 +467,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
     let b = Bundle::open(job, name)?;
     let handler = handler(&job.file_type, b.bytes())?;
-    let found = bundle::entries(b.bytes(), handler).map_err(|e| {
+    let found = ops::entries(b.bytes(), handler).map_err(|e| {
         if job.allow_missing {
             // LLVM goes on (or crashes): there is no line of its to keep.
             return Fail::new(format!("'{name}': {e}"));
@@ -450,8 +481,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
             format!("'{name}': {e}"),
         )
     })?;
-    let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
-    let got = select::assign(&ids, &requests, job.hip_openmp).map_err(|e| {
+    let got = ops::unbundle(&found, handler, &requests, job.hip_openmp).map_err(|e| {
         Fail::with_note(
             "invalid bundle id read from the bundle",
             format!("'{name}': {e}"),
@@ -461,9 +491,10 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
         write_bytes(out, b.source(), data)
             .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
     };
-    for (i, g) in got.iter().enumerate() {
-        if let Some(e) = g {
-            if handler == Format::Object && found[*e].data == HOST_MARKER {
+    for (i, x) in got.iter().enumerate() {
+        match x {
+            Extract::Entry(data) => write(&job.outputs[i], data)?,
+            Extract::ObjectHost => {
                 if let Some(objcopy) = &job.objcopy {
                     // LLVM creates the output, then prints instead of
                     // running llvm-objcopy into it: it stays empty.
@@ -482,15 +513,16 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
                     continue;
                 }
                 // The host's code is the object itself, without the bundle.
-                let w = object_bundle::strip(b.bytes())
-                    .map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+                let w =
+                    ops::host_object(b.bytes()).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
                 write_object(&job.outputs[i], &w, &[(b.source(), b.bytes())])?;
-                continue;
             }
-            write(&job.outputs[i], found[*e].data)?;
+            Extract::Missing | Extract::MissingHost => {}
         }
     }
-    let missing: Vec<usize> = (0..requests.len()).filter(|&i| got[i].is_none()).collect();
+    let missing: Vec<usize> = (0..requests.len())
+        .filter(|&i| matches!(got[i], Extract::Missing | Extract::MissingHost))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -501,9 +533,8 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
             select::missing_list(ids)
         )));
     }
-    let none_found = got.iter().all(Option::is_none);
     for &i in &missing {
-        if none_found && requests[i].is_host() {
+        if got[i] == Extract::MissingHost {
             // No entry matched: LLVM takes the input for the host's code.
             write(&job.outputs[i], b.bytes())?;
         } else {
@@ -513,58 +544,13 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Bundles into the host object: one section per target, as LLVM does with
-/// llvm-objcopy. `-compress` does not change the output: LLVM compresses its
-/// (empty) bundle buffer, which the objcopy output then replaces, so only
-/// the verbose report shows.
-fn bundle_object(
-    job: &Job,
-    ids: &[BundleId],
-    normalized: &[String],
-    inputs: &[Input],
-) -> Result<(), Fail> {
-    let Some(host) = ids.iter().position(BundleId::is_host) else {
-        // LLVM 22 crashes here (it has no host input to add sections to).
-        return Err(Fail::new(
-            "bundling object files (-type=o) needs a host target: only offload \
-             targets were given, and LLVM 22 crashes on this",
-        ));
-    };
-    if job.comp.compress {
-        compress(job, &[])?;
-    }
-    if let Some(objcopy) = &job.objcopy {
-        return print_bundle_command(job, objcopy, ids, normalized, &inputs[host]);
-    }
-    let sections: Vec<NewSection> = ids
-        .iter()
-        .zip(normalized)
-        .zip(inputs)
-        .map(|((id, n), input)| NewSection {
-            id: n,
-            data: if id.is_host() {
-                HOST_MARKER
-            } else {
-                input.bytes()
-            },
-        })
-        .collect();
-    let host_name = &job.inputs[host];
-    let written = object_bundle::bundle(inputs[host].bytes(), &sections)
-        .map_err(|e| Fail::new(format!("'{host_name}': {e}")))?;
-    let mut sources = vec![(&inputs[host], inputs[host].bytes())];
-    sources.extend(sections.iter().zip(inputs).map(|(s, i)| (i, s.data)));
-    write_object(&job.outputs[0], &written, &sources)
-}
-
 /// `-###` when bundling into an object: the output is created empty and
 /// the llvm-objcopy command LLVM would run is printed (the host target's
 /// section comes from a temporary file holding [`HOST_MARKER`]).
 fn print_bundle_command(
     job: &Job,
     objcopy: &str,
-    ids: &[BundleId],
-    normalized: &[String],
+    targets: &ops::Targets,
     host_input: &Input,
 ) -> Result<(), Fail> {
     let out = &job.outputs[0];
@@ -572,7 +558,7 @@ fn print_bundle_command(
         .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
     let mut temps = Vec::new();
     let mut args = Vec::new();
-    for (i, (id, n)) in ids.iter().zip(normalized).enumerate() {
+    for (i, (id, n)) in targets.ids.iter().zip(&targets.normalized).enumerate() {
         let section = format!("{}{n}", String::from_utf8_lossy(bundle::binary::MAGIC));
         let file = if id.is_host() {
             let t = TempFile::create(HOST_MARKER)?;
@@ -585,9 +571,8 @@ fn print_bundle_command(
         args.push(format!("--add-section={section}={file}"));
         args.push(format!("--set-section-flags={section}=readonly,exclude"));
     }
-    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
     args.push("--".into());
-    args.push(job.inputs[host].clone());
+    args.push(job.inputs[targets.host()].clone());
     args.push(out.clone());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     print_command(objcopy, &refs);
@@ -833,18 +818,12 @@ fn decompress_member(
     archive_name: &str,
     m: &Member<'_>,
 ) -> Result<Option<Vec<u8>>, Fail> {
-    if !ccob::llvm_treats_as_compressed(m.data) {
-        if job.comp.verbose {
-            eprintln!("Uncompressed bundle.");
-        }
-        return Ok(None);
-    }
     let start = std::time::Instant::now();
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = ccob::decompress(m.data, &opts).map_err(|e| {
+    let d = ops::open(m.data, &opts).map_err(|e| {
         let note = format!(
             "'{archive_name}', member '{}': {e}",
             String::from_utf8_lossy(m.name)
@@ -857,6 +836,12 @@ fn decompress_member(
             None => Fail::new(format!("Failed to decompress code object: {note}")),
         }
     })?;
+    let Some(d) = d else {
+        if job.comp.verbose {
+            eprintln!("Uncompressed bundle.");
+        }
+        return Ok(None);
+    };
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));
     }
@@ -877,15 +862,12 @@ fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
 /// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
 /// not), printing LLVM's report when verbose.
 fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
-    if !ccob::llvm_treats_as_compressed(data) {
-        return Ok(None);
-    }
     let start = std::time::Instant::now();
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = ccob::decompress(data, &opts).map_err(|e| {
+    let d = ops::open(data, &opts).map_err(|e| {
         // LLVM's line, then ours where it says more; for faults LLVM does
         // not detect (it goes on with garbage), ours alone, naming the file.
         let own = ccob::fault(&e).map(ToString::to_string);
@@ -901,6 +883,7 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
             None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
         }
     })?;
+    let Some(d) = d else { return Ok(None) };
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));
     }
