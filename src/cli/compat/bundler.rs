@@ -24,20 +24,23 @@
 //! end of the archive is an error (LLVM 22 reads past its buffer); thin
 //! archives are refused.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
-use crate::cli::io::{Input, strerror, thin_member_path, write_bytes, write_layout};
+use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
-use offload_kit::bundle::archive_unbundle::{self, Member};
 use offload_kit::bundle::ccob::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
-use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, Written};
+use offload_kit::bundle::object::{self as object_bundle, Written};
 use offload_kit::bundle::ops::Extract;
 use offload_kit::bundle::{self, Format, Found, id::BundleId, ops, select};
-use offload_kit::{ErrorKind, archive};
+
+mod archive_unbundle;
+mod objcopy;
+
+use archive_unbundle::unbundle_archive;
+use objcopy::{TempFile, find_objcopy, print_bundle_command, print_command};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("type"),
@@ -544,145 +547,6 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// `-###` when bundling into an object: the output is created empty and
-/// the llvm-objcopy command LLVM would run is printed (the host target's
-/// section comes from a temporary file holding [`HOST_MARKER`]).
-fn print_bundle_command(
-    job: &Job,
-    objcopy: &str,
-    targets: &ops::Targets,
-    host_input: &Input,
-) -> Result<(), Fail> {
-    let out = &job.outputs[0];
-    write_bytes(out, host_input, &[])
-        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
-    let mut temps = Vec::new();
-    let mut args = Vec::new();
-    for (i, (id, n)) in targets.ids.iter().zip(&targets.normalized).enumerate() {
-        let section = format!("{}{n}", String::from_utf8_lossy(bundle::binary::MAGIC));
-        let file = if id.is_host() {
-            let t = TempFile::create(HOST_MARKER)?;
-            let name = t.name().to_string();
-            temps.push(t);
-            name
-        } else {
-            job.inputs[i].clone()
-        };
-        args.push(format!("--add-section={section}={file}"));
-        args.push(format!("--set-section-flags={section}=readonly,exclude"));
-    }
-    args.push("--".into());
-    args.push(job.inputs[targets.host()].clone());
-    args.push(out.clone());
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    print_command(objcopy, &refs);
-    Ok(())
-}
-
-/// Prints a command line as LLVM's `-###` does: every word double-quoted.
-fn print_command(program: &str, args: &[&str]) {
-    let mut line = format!("\"{program}\"");
-    for a in args {
-        line.push_str(&format!(" \"{a}\""));
-    }
-    eprintln!("{line}");
-}
-
-/// Where LLVM 22 finds llvm-objcopy: beside the bundler (`argv[0]` when it
-/// names a file, else the running executable), then on `PATH`. The path is
-/// spelled as LLVM spells it (the directory as given, then the name).
-fn find_objcopy(argv0: &str) -> Option<String> {
-    const NAME: &str = "llvm-objcopy";
-    let exe = if Path::new(argv0).exists() {
-        PathBuf::from(argv0)
-    } else {
-        std::env::current_exe().unwrap_or_default()
-    };
-    let beside = exe.parent().unwrap_or(Path::new("")).join(NAME);
-    if can_execute(&beside) {
-        return Some(beside.to_string_lossy().into_owned());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join(NAME))
-        .find(|p| can_execute(p))
-        .map(|p| p.to_string_lossy().into_owned())
-}
-
-/// LLVM's `sys::fs::can_execute`: a regular file (after symbolic links)
-/// that may be executed.
-fn can_execute(p: &Path) -> bool {
-    let Ok(m) = std::fs::metadata(p) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        m.is_file() && m.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        m.is_file()
-    }
-}
-
-/// A temporary file named as LLVM names the bundler's
-/// (`clang-offload-bundler-XXXXXX.tmp`, six hex digits, in the first of
-/// `TMPDIR`, `TMP`, `TEMP`, `TEMPDIR` that is set, else `/tmp`), removed
-/// when dropped.
-struct TempFile(PathBuf, String);
-
-impl TempFile {
-    fn create(contents: &[u8]) -> Result<TempFile, Fail> {
-        use std::hash::BuildHasher;
-        use std::io::Write;
-        let dir = ["TMPDIR", "TMP", "TEMP", "TEMPDIR"]
-            .iter()
-            .find_map(std::env::var_os)
-            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-        let seed = std::hash::RandomState::new();
-        let mut last = None;
-        for attempt in 0u32..128 {
-            let r = seed.hash_one(attempt) & 0xff_ffff;
-            let path = dir.join(format!("clang-offload-bundler-{r:06x}.tmp"));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    let name = path.to_string_lossy().into_owned();
-                    let t = TempFile(path, name);
-                    f.write_all(contents)
-                        .map_err(|e| Fail::new(format!("'{}': {}", t.1, strerror(&e))))?;
-                    return Ok(t);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    last = Some(Fail::new(format!(
-                        "'{}': {}",
-                        path.to_string_lossy(),
-                        strerror(&e)
-                    )));
-                    break;
-                }
-            }
-        }
-        Err(last.unwrap_or_else(|| Fail::new("unable to create a temporary file")))
-    }
-
-    fn name(&self) -> &str {
-        &self.1
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// Writes an object made by [`object_bundle`]: `sources[k]` is span source
 /// `k` and the input its bytes lie in.
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
@@ -700,152 +564,6 @@ fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(
         })?;
     write_layout(out, &w.layout, |k| images[k])
         .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
-}
-
-/// `-unbundle -type=a`: one device archive per target.
-fn unbundle_archive(job: &Job) -> Result<(), Fail> {
-    let requests = targets(job)?;
-    let name = &job.inputs[0];
-    let input = open(name)?;
-    // A member that fails to decompress leaves its full report here.
-    let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
-    let message = |e: offload_kit::Error| {
-        if let Some(f) = member_fail.take() {
-            return f;
-        }
-        match e.kind() {
-            // LLVM's own messages, printed as LLVM prints them.
-            ErrorKind::Usage(m) => Fail::new(m.clone()),
-            _ => Fail::new(format!("'{name}': {e}")),
-        }
-    };
-    // A thin archive's members are files beside it (LLVM reads them too).
-    let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
-        None => Vec::new(),
-        Some(names) => names
-            .iter()
-            .map(|m| open(&thin_member_path(std::path::Path::new(name), m).to_string_lossy()))
-            .collect::<Result<Vec<_>, Fail>>()?,
-    };
-    let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
-    if job.check_archive {
-        archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
-    }
-    let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
-        decompress_member(job, name, m).map_err(|f| {
-            let e = offload_kit::Error::from(ErrorKind::Usage(f.llvm.clone()));
-            member_fail.replace(Some(f));
-            e
-        })
-    };
-    // -###: LLVM writes each host object member to a temporary file and
-    // prints the llvm-objcopy command that would strip it into another.
-    let mut temp_failure = None;
-    let mut print = |_: &Member<'_>| {
-        let Some(objcopy) = &job.objcopy else { return };
-        match (TempFile::create(b""), TempFile::create(b"")) {
-            (Ok(from), Ok(to)) => print_command(
-                objcopy,
-                &[
-                    "--regex",
-                    "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
-                    "--",
-                    from.name(),
-                    to.name(),
-                ],
-            ),
-            (Err(e), _) | (_, Err(e)) => {
-                temp_failure.get_or_insert(e);
-            }
-        }
-    };
-    let hosts = if job.objcopy.is_some() {
-        archive_unbundle::HostObjects::Empty(&mut print)
-    } else {
-        archive_unbundle::HostObjects::Strip
-    };
-    let lists = archive_unbundle::unbundle_with(
-        input.bytes(),
-        &thin,
-        &requests,
-        job.hip_openmp,
-        inflate,
-        hosts,
-    )
-    .map_err(message)?;
-    if let Some(e) = temp_failure {
-        return Err(e);
-    }
-    // LLVM keys outputs by normalized ID: of requests that normalize alike,
-    // the last one's output file is written (once per request).
-    let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
-    let last: std::collections::HashMap<&str, usize> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.as_str(), i))
-        .collect();
-    for (i, list) in lists.iter().enumerate() {
-        if list.is_empty() && !job.allow_missing {
-            return Err(Fail::new(format!(
-                "no compatible code object found for the target '{}' in heterogeneous \
-                 archive library: {name}",
-                keys[i]
-            )));
-        }
-        let out = &job.outputs[last.get(keys[i].as_str()).copied().unwrap_or(i)];
-        // LLVM's archive writer takes `-` as a file name, not standard output.
-        let out = if out == "-" { "./-" } else { out.as_str() };
-        let members: Vec<archive::Member> = list
-            .iter()
-            .map(|x| archive::Member {
-                name: x.name.clone(),
-                data: x.data(),
-            })
-            .collect();
-        let layout =
-            archive::layout_gnu(&members, true).map_err(|e| Fail::new(format!("'{out}': {e}")))?;
-        write_layout(out, &layout, |k| (&input, list[k].data()))
-            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
-    }
-    Ok(())
-}
-
-/// An archive member decompressed if it is a CCOB (LLVM's "Failed to
-/// decompress code object" otherwise, with the member and the exact fault in
-/// a note), with LLVM's verbose report.
-fn decompress_member(
-    job: &Job,
-    archive_name: &str,
-    m: &Member<'_>,
-) -> Result<Option<Vec<u8>>, Fail> {
-    let start = std::time::Instant::now();
-    let opts = ReadOptions {
-        hash: HashCheck::Enforce,
-        ..ReadOptions::default()
-    };
-    let d = ops::open(m.data, &opts).map_err(|e| {
-        let note = format!(
-            "'{archive_name}', member '{}': {e}",
-            String::from_utf8_lossy(m.name)
-        );
-        match ccob::llvm_message(&e) {
-            Some(llvm) => {
-                Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
-            }
-            // A fault LLVM does not detect: no line of its to keep.
-            None => Fail::new(format!("Failed to decompress code object: {note}")),
-        }
-    })?;
-    let Some(d) = d else {
-        if job.comp.verbose {
-            eprintln!("Uncompressed bundle.");
-        }
-        return Ok(None);
-    };
-    if job.comp.verbose {
-        eprint!("{}", d.verbose_report(start.elapsed()));
-    }
-    Ok(Some(d.data))
 }
 
 /// Compresses a whole bundle into a CCOB (printing LLVM's report when verbose).
