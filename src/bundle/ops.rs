@@ -180,6 +180,16 @@ pub fn open(data: &[u8], opts: &ReadOptions) -> Result<Option<Decompressed>> {
     ccob::decompress(data, opts).map(Some)
 }
 
+/// The entry IDs of a bundle (`data`, already [`open`]ed) in `format`, in
+/// LLVM's `-list` order: an object's bundle sections are listed by name
+/// without reading them, as LLVM does.
+pub fn list(data: &[u8], format: Format) -> Result<Vec<&[u8]>> {
+    if format == Format::Object {
+        return object::entry_ids(data);
+    }
+    Ok(super::entries(data, format)?.iter().map(|e| e.id).collect())
+}
+
 /// What one unbundling request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extract<'a> {

@@ -92,7 +92,7 @@ pub struct BundlerCompression {
     pub compress: bool,
     /// Whether to print the verbose reports.
     pub verbose: bool,
-    /// Version, method and level for [`compress`].
+    /// Version, method and level for [`compress`](super::compress).
     pub options: CompressOptions,
 }
 

@@ -10,7 +10,7 @@ use super::raw::{Method, hex_hash};
 
 /// What is wrong with a CCOB (or with a request to write one).
 ///
-/// Carried by [`ErrorKind::Ccob`]; `Display` is our message,
+/// Carried by [`ErrorKind::Ccob`](crate::ErrorKind::Ccob); `Display` is our message,
 /// [`Fault::llvm_message`] LLVM 22's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -46,7 +46,7 @@ pub enum Fault {
     },
     /// The declared uncompressed size exceeds the caller's limit.
     TooLarge {
-        /// The uncompressed size field (or, for [`decompress_all`], the sum).
+        /// The uncompressed size field (or, for [`decompress_all`](super::decompress_all), the sum).
         declared: u64,
         /// The limit.
         limit: u64,

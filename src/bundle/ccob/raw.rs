@@ -145,7 +145,7 @@ pub fn has_magic(data: &[u8]) -> bool {
 /// Whether LLVM 22 would try to decompress `data`: at least 8 bytes that
 /// start with the magic. Shorter data is passed on as an uncompressed bundle
 /// (and verbose mode prints nothing); longer data without the magic is also
-/// uncompressed, and verbose mode prints [`VERBOSE_UNCOMPRESSED`].
+/// uncompressed, and verbose mode prints [`VERBOSE_UNCOMPRESSED`](super::VERBOSE_UNCOMPRESSED).
 pub fn llvm_treats_as_compressed(data: &[u8]) -> bool {
     data.len() >= size_of::<CommonHeader>() && has_magic(data)
 }

@@ -32,9 +32,9 @@ use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::bundle::ccob::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
-use offload_kit::bundle::object::{self as object_bundle, Written};
+use offload_kit::bundle::object::Written;
 use offload_kit::bundle::ops::Extract;
-use offload_kit::bundle::{self, Format, Found, id::BundleId, ops, select};
+use offload_kit::bundle::{Format, id::BundleId, ops, select};
 
 mod archive_unbundle;
 mod objcopy;
@@ -431,26 +431,13 @@ impl Bundle {
     }
 }
 
-/// The entries in LLVM's order for `format`, or none for a non-bundle.
-fn entries<'a>(name: &str, data: &'a [u8], format: Format) -> Result<Vec<Found<'a>>, Fail> {
-    bundle::entries(data, format).map_err(|e| Fail::new(format!("'{name}': {e}")))
-}
-
 fn list(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
     let b = Bundle::open(job, name)?;
     let handler = handler(&job.file_type, b.bytes())?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    // LLVM lists an object's sections by name without reading them.
-    let ids: Vec<&[u8]> = if handler == Format::Object {
-        object_bundle::entry_ids(b.bytes()).map_err(|e| Fail::new(format!("'{name}': {e}")))?
-    } else {
-        entries(name, b.bytes(), handler)?
-            .iter()
-            .map(|e| e.id)
-            .collect()
-    };
+    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
     // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
     // the file could send it commands, so it is shown escaped there.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -547,7 +534,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Writes an object made by [`object_bundle`]: `sources[k]` is span source
+/// Writes an object made by `offload_kit::bundle::object`: `sources[k]` is span source
 /// `k` and the input its bytes lie in.
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
     let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
