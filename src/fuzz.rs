@@ -195,16 +195,13 @@ fn bundle_objects_and_archives(data: &[u8]) {
     .collect();
     let _ = archive_unbundle::check_archive(data, &[], "fuzz.a");
     let inflate = |m: &Member<'_>| {
-        if !ccob::llvm_treats_as_compressed(m.data) {
-            return Ok(None);
-        }
         let opts = ReadOptions {
             limits: ccob::Limits {
                 max_uncompressed: 1 << 24,
             },
             hash: HashCheck::Report,
         };
-        ccob::decompress(m.data, &opts).map(|d| Some(d.data))
+        crate::bundle::ops::open(m.data, &opts).map(|d| d.map(|d| d.data))
     };
     if let Ok(lists) = archive_unbundle::unbundle(data, &[], &requests, true, inflate) {
         assert_eq!(lists.len(), requests.len());
