@@ -4,7 +4,7 @@
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{llvm, ours, run, same, same_bytes, snapshot, tempdir, trial};
+use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
 const TOOL: &str = "clang-offload-bundler";
 const TARGETS: [&str; 3] = [
@@ -198,6 +198,105 @@ fn unbundle_and_list_llvm_bundles() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A small C host, compiled by clang-22 into `host.o` in `d`.
+fn host_object(d: &std::path::Path) -> Result<(), Failed> {
+    std::fs::write(
+        d.join("host.c"),
+        "int g = 3;\nstatic int s;\nint f(int x) { s += x; return g * s; }\n",
+    )?;
+    run(&llvm("clang"), &["-c", "-O2", "host.c", "-o", "host.o"], d).ok()?;
+    Ok(())
+}
+
+/// Native `bundle --type o` with an ELF host writes the drop-in's bytes,
+/// which are LLVM's, compressed or not.
+fn object_host_bundle() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    setup(d, 40)?;
+    host_object(d)?;
+    std::fs::copy(d.join("host.o"), d.join("in0"))?;
+    run(&ours(), &native_args("o", "native.o", &[]), d).ok()?;
+    run(&ours(), &native_args("o", "native_c.o", &["--compress"]), d).ok()?;
+    run(&ours_as(TOOL), &llvm_args("o", "compat.o", &[]), d).ok()?;
+    run(&llvm(TOOL), &llvm_args("o", "llvm.o", &[]), d).ok()?;
+    let native = std::fs::read(d.join("native.o"))?;
+    same_bytes(
+        "native vs drop-in",
+        &native,
+        &std::fs::read(d.join("compat.o"))?,
+    )?;
+    same_bytes("native vs LLVM", &native, &std::fs::read(d.join("llvm.o"))?)?;
+    same_bytes(
+        "--compress leaves an object bundle as it is",
+        &std::fs::read(d.join("native_c.o"))?,
+        &native,
+    )?;
+    Ok(())
+}
+
+/// Native `unbundle` extracts the host entry of an object bundle: the
+/// stripped host object the drop-in (and LLVM, through llvm-objcopy) writes.
+fn object_host_unbundle() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    setup(d, 40)?;
+    host_object(d)?;
+    std::fs::copy(d.join("host.o"), d.join("in0"))?;
+    run(&llvm(TOOL), &llvm_args("o", "fat.o", &[]), d).ok()?;
+    let unbundle = |prog: &std::path::Path, out: &str| {
+        run(
+            prog,
+            &[
+                "-type=o",
+                "-unbundle",
+                "-input=fat.o",
+                &format!("-targets={}", TARGETS[0]),
+                &format!("-output={out}"),
+            ],
+            d,
+        )
+        .ok()
+    };
+    unbundle(&ours_as(TOOL), "compat_host.o")?;
+    unbundle(&llvm(TOOL), "llvm_host.o")?;
+    let compat = std::fs::read(d.join("compat_host.o"))?;
+    same_bytes(
+        "drop-in vs LLVM",
+        &compat,
+        &std::fs::read(d.join("llvm_host.o"))?,
+    )?;
+    let dev = format!("{}=dev", TARGETS[2]);
+    let host = format!("{}=host.o", TARGETS[0]);
+    run(
+        &ours(),
+        &["unbundle", "fat.o", "-o", "some", &host, &dev],
+        d,
+    )
+    .ok()?;
+    same_bytes(
+        "native host",
+        &std::fs::read(d.join("some/host.o"))?,
+        &compat,
+    )?;
+    same_bytes(
+        "native device entry",
+        &std::fs::read(d.join("some/dev"))?,
+        &std::fs::read(d.join("in2"))?,
+    )?;
+    // Without targets, every entry: the host's is the stripped object too.
+    run(&ours(), &["unbundle", "fat.o", "-o", "all"], d).ok()?;
+    let all = snapshot(&d.join("all"));
+    same("entries written", all.len(), 3)?;
+    let hosts: Vec<&String> = all
+        .iter()
+        .filter(|(_, b)| *b == compat)
+        .map(|(n, _)| n)
+        .collect();
+    same("stripped host objects among them", hosts.len(), 1)?;
+    Ok(())
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -215,6 +314,16 @@ pub fn tests() -> Vec<Trial> {
             "bundle_native::unbundle_and_list_llvm_bundles",
             &[TOOL],
             unbundle_and_list_llvm_bundles,
+        ),
+        trial(
+            "bundle_native::object_host_bundle",
+            &[TOOL, "clang"],
+            object_host_bundle,
+        ),
+        trial(
+            "bundle_native::object_host_unbundle",
+            &[TOOL, "clang", "llvm-objcopy"],
+            object_host_unbundle,
         ),
     ]
 }

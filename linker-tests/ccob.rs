@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use libtest_mimic::{Failed, Trial};
-use offload_kit::bundle::compressed::{
+use offload_kit::bundle::ccob::{
     self as ccob, CompressOptions, Decompressed, HashCheck, Method, ReadOptions,
 };
 

@@ -114,14 +114,14 @@ pub enum ErrorKind {
         detail: String,
     },
     /// A compressed offload bundle (CCOB) is malformed or fails a check, or
-    /// cannot be written. [`crate::bundle::compressed::Fault::llvm_message`]
+    /// cannot be written. [`crate::bundle::ccob::Fault::llvm_message`]
     /// gives LLVM 22's text for it.
     #[error("compressed bundle at offset {offset:#x}: {fault}")]
     Ccob {
         /// Where the CCOB starts in the buffer being read (0 when writing).
         offset: u64,
         /// What is wrong.
-        fault: crate::bundle::compressed::Fault,
+        fault: crate::bundle::ccob::Fault,
     },
     /// A request that cannot be carried out (bad arguments).
     #[error("{0}")]

@@ -151,7 +151,7 @@ fn fits_in_memory(w: &crate::bundle::object::Written, input: usize) -> bool {
 /// decompressed under a size limit).
 fn bundle_objects_and_archives(data: &[u8]) {
     use crate::bundle::archive_unbundle::{self, Member};
-    use crate::bundle::compressed::{self as ccob, HashCheck, ReadOptions};
+    use crate::bundle::ccob::{self as ccob, HashCheck, ReadOptions};
     use crate::bundle::id::BundleId;
     use crate::bundle::{self, object};
 
@@ -195,16 +195,13 @@ fn bundle_objects_and_archives(data: &[u8]) {
     .collect();
     let _ = archive_unbundle::check_archive(data, &[], "fuzz.a");
     let inflate = |m: &Member<'_>| {
-        if !ccob::llvm_treats_as_compressed(m.data) {
-            return Ok(None);
-        }
         let opts = ReadOptions {
             limits: ccob::Limits {
                 max_uncompressed: 1 << 24,
             },
             hash: HashCheck::Report,
         };
-        ccob::decompress(m.data, &opts).map(|d| Some(d.data))
+        crate::bundle::ops::open(m.data, &opts).map(|d| d.map(|d| d.data))
     };
     if let Ok(lists) = archive_unbundle::unbundle(data, &[], &requests, true, inflate) {
         assert_eq!(lists.len(), requests.len());
@@ -324,7 +321,7 @@ pub fn object_rewrite(data: &[u8]) {
 /// back to the same bytes. The environment-variable parser gets `data` as
 /// text too. Must never panic.
 pub fn ccob_read(data: &[u8]) {
-    use crate::bundle::compressed::{
+    use crate::bundle::ccob::{
         self as ccob, CompressOptions, EnvSettings, HashCheck, Method, ReadOptions,
     };
     use std::time::Duration;

@@ -126,9 +126,9 @@ fn make_archives(dir: &Path) -> Result<(), Failed> {
     std::fs::copy(dir.join("f1.o"), dir.join("a_member_with_a_long_name.o"))?;
     // An object bundle in a CCOB (LLVM's -compress does not apply to
     // objects, but its archive unbundler decompresses any member).
-    let (ccob, _) = offload_kit::bundle::compressed::compress_to_vec(
+    let (ccob, _) = offload_kit::bundle::ccob::compress_to_vec(
         &std::fs::read(dir.join("f4.o"))?,
-        &offload_kit::bundle::compressed::CompressOptions::default(),
+        &offload_kit::bundle::ccob::CompressOptions::default(),
     )?;
     std::fs::write(dir.join("f5.o"), ccob)?;
     llvm_ar(

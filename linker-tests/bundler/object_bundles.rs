@@ -566,9 +566,9 @@ fn transcript_inputs(dir: &Path) -> Result<(), Failed> {
     .ok()?;
     // A compressed bundle whose payload is an object bundle.
     let fat = std::fs::read(dir.join("fat.o"))?;
-    let (ccob, _) = offload_kit::bundle::compressed::compress_to_vec(
+    let (ccob, _) = offload_kit::bundle::ccob::compress_to_vec(
         &fat,
-        &offload_kit::bundle::compressed::CompressOptions::default(),
+        &offload_kit::bundle::ccob::CompressOptions::default(),
     )?;
     std::fs::write(dir.join("fat.ccob"), ccob)?;
     // An archive holding it twice (the second copy under another name) and

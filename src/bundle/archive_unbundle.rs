@@ -197,7 +197,7 @@ impl<'a> Extracted<'a> {
 /// How each archive member's bytes are to be read.
 pub trait Inflate {
     /// The member decompressed if it is a compressed bundle (LLVM's test:
-    /// [`super::compressed::llvm_treats_as_compressed`]), or `None`.
+    /// [`super::ccob::llvm_treats_as_compressed`]), or `None`.
     fn inflate(&mut self, member: &Member<'_>) -> Result<Option<Vec<u8>>>;
 }
 

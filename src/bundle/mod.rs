@@ -20,9 +20,10 @@
 
 pub mod archive_unbundle;
 pub mod binary;
-pub mod compressed;
+pub mod ccob;
 pub mod id;
 pub mod object;
+pub mod ops;
 pub mod select;
 pub mod text;
 

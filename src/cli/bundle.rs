@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::io::{Input, Output, open_input, safe_component, write_bytes, write_layout};
-use offload_kit::bundle::compressed::{self, CompressOptions, HashCheck, Method, ReadOptions};
-use offload_kit::bundle::{self, Format, id::BundleId, select};
+use offload_kit::bundle::ccob::{self, CompressOptions, HashCheck, Method, ReadOptions};
+use offload_kit::bundle::object::Written;
+use offload_kit::bundle::ops::{self, Extract};
+use offload_kit::bundle::{self, Format, select};
 use offload_kit::layout::Piece;
 use offload_kit::llvm::path::stem;
 
@@ -56,31 +58,40 @@ impl BundleOpts {
             targets.push(t.to_string());
             files.push(f.to_string());
         }
-        let ids = bundle::id::check_targets(&targets, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-        if let Some((_, i)) = bundle::first_duplicate(&normalized) {
-            bail!(
-                "two targets are the same bundle entry '{}' once normalized",
-                normalized[i]
-            );
-        }
+        let targets = ops::Targets::for_bundling(&targets).map_err(|e| match e {
+            ops::TargetsError::Invalid(e) => anyhow::anyhow!("{e}"),
+            ops::TargetsError::Duplicate { id, .. } => {
+                anyhow::anyhow!("two targets are the same bundle entry '{id}' once normalized")
+            }
+        })?;
         let inputs: Vec<Input> = files.iter().map(|f| open_input(f)).collect::<Result<_>>()?;
-        let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
-        let format = Format::for_type(&self.file_type, inputs[host].bytes())
-            .with_context(|| format!("'{}': unknown file type", self.file_type))?;
-        if format == Format::Object {
-            bail!(
-                "--type {} with an object host: use clang-offload-bundler's drop-in",
+        let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+        let host = targets.host();
+        let fail = |e: ops::BundleError| match e {
+            ops::BundleError::UnknownType => {
+                anyhow::anyhow!("'{}': unknown file type", self.file_type)
+            }
+            ops::BundleError::ObjectWithoutHost => anyhow::anyhow!(
+                "--type {} with an object host needs a host target",
                 self.file_type
-            );
-        }
-        let entries: Vec<(String, u64)> = normalized
-            .iter()
-            .cloned()
-            .zip(inputs.iter().map(|i| i.bytes().len() as u64))
-            .collect();
-        let layout = bundle::layout(format, &entries, self.align)?;
+            ),
+            ops::BundleError::Object(e) => anyhow::anyhow!("'{}': {e}", files[host]),
+            ops::BundleError::Layout(e) => e.into(),
+        };
+        let format = ops::bundle_format(&self.file_type, views[host]).map_err(fail)?;
+        let bundled = ops::bundle(&targets, format, &views, self.align).map_err(fail)?;
         let out = self.output.to_string_lossy().into_owned();
+        let layout = match &bundled {
+            // An object bundle is the host object with sections added, as
+            // the drop-in (and LLVM) writes it, compressed or not.
+            ops::Bundled::Object { written, .. } => {
+                let sources = bundled.sources(&targets, &views);
+                let owners = std::iter::once(&inputs[host]).chain(&inputs);
+                let sources: Vec<(&Input, &[u8])> = owners.zip(sources).collect();
+                return write_object(&out, written, &sources);
+            }
+            ops::Bundled::Layout(layout) => layout,
+        };
         if self.compress && self.threads > 1 {
             // Stream the pieces into multithreaded zstd: the bundle is never
             // assembled in memory.
@@ -102,39 +113,47 @@ impl BundleOpts {
                 .map(|p| match p {
                     Piece::Bytes(b) => b.as_slice(),
                     Piece::Zeros(n) => &zeros[..usize::try_from(*n).unwrap_or(0)],
-                    Piece::Image(i) => inputs[*i].bytes(),
+                    Piece::Image(i) => views[*i],
                 })
                 .collect();
-            let opts = CompressOptions {
-                version: self.format_version,
-                method: Method::ZSTD,
-                level: self.level,
-                threads: self.threads,
-            };
             let mut o =
                 Output::create(&self.output).with_context(|| format!("'{out}': cannot write"))?;
-            compressed::compress_pieces(&pieces, &opts, &mut o)?;
+            ccob::compress_pieces(&pieces, &self.compress_options(self.threads), &mut o)?;
             return o.commit().with_context(|| format!("'{out}': cannot write"));
         }
         if self.compress {
-            let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
-            let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
-            layout.write_to(&mut whole, &refs)?;
-            let opts = CompressOptions {
-                version: self.format_version,
-                method: Method::ZSTD,
-                level: self.level,
-                threads: 0,
-            };
-            let (packed, _) = compressed::compress_to_vec(&whole, &opts)?;
-            drop(whole);
+            let (packed, _) = ops::compress_layout(layout, &views, &self.compress_options(0))?;
             let holder = Input::from_vec(packed);
             return write_bytes(&out, &holder, holder.bytes())
                 .with_context(|| format!("'{out}': cannot write"));
         }
-        write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+        write_layout(&out, layout, |i| (&inputs[i], views[i]))
             .with_context(|| format!("'{out}': cannot write"))
     }
+
+    /// zstd at the level and version asked for, on `threads` threads.
+    fn compress_options(&self, threads: u32) -> CompressOptions {
+        CompressOptions {
+            version: self.format_version,
+            method: Method::ZSTD,
+            level: self.level,
+            threads,
+        }
+    }
+}
+
+/// Writes an object bundle or stripped host object: `sources[k]` is span
+/// source `k` and the input its bytes lie in.
+fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<()> {
+    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
+    let images: Vec<(&Input, &[u8])> = w
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
+        .collect::<Option<_>>()
+        .with_context(|| format!("'{out}': internal error: object layout out of range"))?;
+    write_layout(out, &w.layout, |k| images[k]).with_context(|| format!("'{out}': cannot write"))
 }
 
 /// Take a clang offload bundle apart: every entry, or the entries LLVM would
@@ -179,7 +198,7 @@ fn safe(s: &str) -> String {
 pub fn open_bundle(
     name: &str,
     max_uncompressed: u64,
-) -> Result<(Input, Option<compressed::Decompressed>)> {
+) -> Result<(Input, Option<ccob::Decompressed>)> {
     let input = open_input(name)?;
     let d = inflate(name, &input, max_uncompressed)?;
     Ok((input, d))
@@ -191,16 +210,12 @@ pub fn inflate(
     name: &str,
     input: &Input,
     max_uncompressed: u64,
-) -> Result<Option<compressed::Decompressed>> {
-    if !compressed::llvm_treats_as_compressed(input.bytes()) {
-        return Ok(None);
-    }
+) -> Result<Option<ccob::Decompressed>> {
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        limits: compressed::Limits { max_uncompressed },
+        limits: ccob::Limits { max_uncompressed },
     };
-    let d = compressed::decompress(input.bytes(), &opts).with_context(|| format!("'{name}'"))?;
-    Ok(Some(d))
+    ops::open(input.bytes(), &opts).with_context(|| format!("'{name}'"))
 }
 
 impl UnbundleOpts {
@@ -216,19 +231,31 @@ impl UnbundleOpts {
             None => Format::detect(data)
                 .with_context(|| format!("'{}': not a clang offload bundle", self.input))?,
         };
-        let found = bundle::entries(data, format).with_context(|| format!("'{}'", self.input))?;
-        if format == Format::Object && found.iter().any(|f| f.data == [0]) {
-            bail!(
-                "'{}': object bundles: the host entry is not extracted yet",
-                self.input
-            );
-        }
+        let found = ops::entries(data, format).with_context(|| format!("'{}'", self.input))?;
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
-        let write = |name: &str, bytes: &[u8]| -> Result<()> {
+        // The host object of an object bundle is stripped once, if asked for.
+        let host_object = std::cell::OnceCell::new();
+        let write = |name: &str, x: Extract<'_>| -> Result<()> {
             let path = self.output_dir.join(name);
             let shown = path.to_string_lossy().into_owned();
-            write_bytes(&shown, src, bytes).with_context(|| format!("'{shown}': cannot write"))?;
+            match x {
+                Extract::Entry(bytes) => write_bytes(&shown, src, bytes)
+                    .with_context(|| format!("'{shown}': cannot write"))?,
+                Extract::ObjectHost => {
+                    let w = match host_object.get() {
+                        Some(w) => w,
+                        None => {
+                            let w = ops::host_object(data)
+                                .with_context(|| format!("'{}'", self.input))?;
+                            host_object.get_or_init(|| w)
+                        }
+                    };
+                    write_object(&shown, w, &[(src, data)])?;
+                }
+                Extract::Missing | Extract::MissingHost => write_bytes(&shown, src, &[])
+                    .with_context(|| format!("'{shown}': cannot write"))?,
+            }
             println!("{}", super::io::printable(&shown));
             Ok(())
         };
@@ -237,7 +264,7 @@ impl UnbundleOpts {
             for (n, f) in found.iter().enumerate() {
                 write(
                     &format!("{base}-{}.{n}", safe(&String::from_utf8_lossy(f.id))),
-                    f.data,
+                    ops::extract(f, format),
                 )?;
             }
             return Ok(());
@@ -252,13 +279,12 @@ impl UnbundleOpts {
             .unzip();
         let requests =
             bundle::id::check_targets(&names, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
-        let got = select::assign(&ids, &requests, self.hip_openmp_compatible)
+        let got = ops::unbundle(&found, format, &requests, self.hip_openmp_compatible)
             .with_context(|| format!("'{}'", self.input))?;
         let missing: Vec<String> = got
             .iter()
             .zip(&requests)
-            .filter(|(g, _)| g.is_none())
+            .filter(|(g, _)| matches!(g, Extract::Missing | Extract::MissingHost))
             .map(|(_, r)| r.normalized())
             .collect();
         if !missing.is_empty() && !self.allow_missing {
@@ -268,12 +294,13 @@ impl UnbundleOpts {
                 select::missing_list(missing)
             );
         }
-        for (i, g) in got.iter().enumerate() {
+        for (i, x) in got.into_iter().enumerate() {
             let name = outs[i]
                 .clone()
                 .unwrap_or_else(|| safe(&requests[i].normalized()));
-            let bytes = g.map(|e| found[e].data).unwrap_or_default();
-            write(&name, bytes)?;
+            // A missing entry, when allowed, is an empty file (the host's
+            // too, where the drop-in writes the whole input as LLVM does).
+            write(&name, x)?;
         }
         Ok(())
     }

@@ -232,7 +232,7 @@ fn bundle_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
     if let Some(listing) = ccob_header_listing(name, input)? {
         return Ok(Some(listing));
     }
-    let limit = offload_kit::bundle::compressed::Limits::default().max_uncompressed;
+    let limit = offload_kit::bundle::ccob::Limits::default().max_uncompressed;
     let inflated = super::bundle::inflate(name, input, limit)?;
     let data = inflated
         .as_ref()
@@ -306,13 +306,13 @@ fn bundle_entry(index: usize, id: &[u8], offset: u64, size: u64) -> BundleEntry 
 /// `None` for anything else, listed from the whole contents; an error for
 /// contents whose first bytes show they are no bundle at all.
 fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
-    use offload_kit::bundle::{self, binary, compressed};
+    use offload_kit::bundle::{self, binary, ccob};
     let data = input.bytes();
-    if !compressed::llvm_treats_as_compressed(data) {
+    if !ccob::llvm_treats_as_compressed(data) {
         return Ok(None);
     }
     // Anything irregular is left to the full read, for its exact error.
-    let Ok(c) = compressed::Ccob::parse(data) else {
+    let Ok(c) = ccob::Ccob::parse(data) else {
         return Ok(None);
     };
     if c.size != data.len() as u64 || c.check_declared_size().is_err() {

@@ -22,7 +22,7 @@ use std::sync::{MutexGuard, OnceLock};
 
 use memchr::memmem::Finder;
 
-use crate::bundle::{binary as bundle, compressed as ccob};
+use crate::bundle::{binary as bundle, ccob};
 use crate::offload_binary::raw::MAGIC as OFFLOAD_BINARY;
 use crate::sync::Monitor;
 

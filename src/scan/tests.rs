@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::bundle::binary::{self as bundle, EntrySpec};
-use crate::bundle::compressed::{self as ccob, CompressOptions};
+use crate::bundle::ccob::{self as ccob, CompressOptions};
 use crate::fatbin;
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 

@@ -9,7 +9,7 @@ use super::{
     Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
     Problem, Report, Visit, WrapperInfo,
 };
-use crate::bundle::compressed::{self as ccob, Ccob, HashCheck, ReadOptions};
+use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fatbin;

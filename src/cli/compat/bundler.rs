@@ -24,19 +24,23 @@
 //! end of the archive is an error (LLVM 22 reads past its buffer); thin
 //! archives are refused.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
-use crate::cli::io::{Input, strerror, thin_member_path, write_bytes, write_layout};
+use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
-use offload_kit::bundle::archive_unbundle::{self, Member};
-use offload_kit::bundle::compressed::{
+use offload_kit::bundle::ccob::{
     self, BundlerCompression, EnvSettings, HashCheck, Method, ReadOptions,
 };
-use offload_kit::bundle::object::{self as object_bundle, HOST_MARKER, NewSection, Written};
-use offload_kit::bundle::{self, Format, Found, id::BundleId, select};
-use offload_kit::{ErrorKind, archive};
+use offload_kit::bundle::object::Written;
+use offload_kit::bundle::ops::Extract;
+use offload_kit::bundle::{Format, id::BundleId, ops, select};
+
+mod archive_unbundle;
+mod objcopy;
+
+use archive_unbundle::unbundle_archive;
+use objcopy::{TempFile, find_objcopy, print_bundle_command, print_command};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("type"),
@@ -332,46 +336,76 @@ fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
 }
 
 fn bundle(job: &Job) -> Result<(), Fail> {
-    let ids = targets(job)?;
-    let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-    if let Some((j, i)) = bundle::first_duplicate(&normalized) {
+    let targets = ops::Targets::for_bundling(&job.targets).map_err(|e| match e {
+        ops::TargetsError::Invalid(e) => Fail::new(e.to_string()),
         // LLVM 22 writes offsets that point at the wrong data here.
-        return Err(Fail::new(format!(
-            "targets '{}' and '{}' are the same bundle entry '{}' once normalized",
-            job.targets[j], job.targets[i], normalized[i]
-        )));
-    }
+        ops::TargetsError::Duplicate { first, second, id } => Fail::new(format!(
+            "targets '{}' and '{}' are the same bundle entry '{id}' once normalized",
+            job.targets[first], job.targets[second]
+        )),
+    })?;
     let inputs: Vec<Input> = job
         .inputs
         .iter()
         .map(|n| open(n))
         .collect::<Result<_, _>>()?;
-    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
-    let handler = handler(&job.file_type, inputs[host].bytes())?;
-    if handler == Format::Object {
-        return bundle_object(job, &ids, &normalized, &inputs);
+    let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+    let host = targets.host();
+    let format =
+        ops::bundle_format(&job.file_type, views[host]).map_err(|e| bundle_fail(job, host, e))?;
+    if format == Format::Object {
+        // `-compress` does not change an object bundle: LLVM compresses its
+        // (empty) bundle buffer, which the objcopy output then replaces, so
+        // only the verbose report shows.
+        if targets.ids.iter().any(BundleId::is_host) && job.comp.compress {
+            compress(job, &[])?;
+        }
+        if let Some(objcopy) = &job.objcopy
+            && targets.ids.iter().any(BundleId::is_host)
+        {
+            return print_bundle_command(job, objcopy, &targets, &inputs[host]);
+        }
     }
-    let entries: Vec<(String, u64)> = normalized
-        .iter()
-        .cloned()
-        .zip(inputs.iter().map(|i| i.bytes().len() as u64))
-        .collect();
-    let layout =
-        bundle::layout(handler, &entries, job.align).map_err(|e| Fail::new(e.to_string()))?;
+    let bundled =
+        ops::bundle(&targets, format, &views, job.align).map_err(|e| bundle_fail(job, host, e))?;
     let out = &job.outputs[0];
-    if job.comp.compress {
-        let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
-        let refs: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
-        layout
-            .write_to(&mut whole, &refs)
-            .map_err(|e| Fail::new(e.to_string()))?;
-        let packed = compress(job, &whole)?;
-        let holder = Input::from_vec(packed);
-        return write_bytes(out, &holder, holder.bytes())
-            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))));
+    match &bundled {
+        ops::Bundled::Object { written, .. } => {
+            let sources = bundled.sources(&targets, &views);
+            let owners: Vec<&Input> = std::iter::once(&inputs[host]).chain(&inputs).collect();
+            let sources: Vec<(&Input, &[u8])> = owners.into_iter().zip(sources).collect();
+            write_object(out, written, &sources)
+        }
+        ops::Bundled::Layout(layout) if job.comp.compress => {
+            let start = std::time::Instant::now();
+            let (packed, report) = ops::compress_layout(layout, &views, &job.comp.options)
+                .map_err(|e| Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+            if job.comp.verbose {
+                eprint!("{}", report.verbose_report(start.elapsed()));
+            }
+            let holder = Input::from_vec(packed);
+            write_bytes(out, &holder, holder.bytes())
+                .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
+        }
+        ops::Bundled::Layout(layout) => write_layout(out, layout, |i| (&inputs[i], views[i]))
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e)))),
     }
-    write_layout(out, &layout, |i| (&inputs[i], inputs[i].bytes()))
-        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
+}
+
+/// LLVM's message (or ours, naming the file) for a failed bundling.
+fn bundle_fail(job: &Job, host: usize, e: ops::BundleError) -> Fail {
+    match e {
+        ops::BundleError::UnknownType => {
+            Fail::new(format!("'{}': invalid file type specified", job.file_type))
+        }
+        // LLVM 22 crashes here (it has no host input to add sections to).
+        ops::BundleError::ObjectWithoutHost => Fail::new(
+            "bundling object files (-type=o) needs a host target: only offload \
+             targets were given, and LLVM 22 crashes on this",
+        ),
+        ops::BundleError::Object(e) => Fail::new(format!("'{}': {e}", job.inputs[host])),
+        ops::BundleError::Layout(e) => Fail::new(e.to_string()),
+    }
 }
 
 /// The input's bytes, decompressed when it is a CCOB.
@@ -397,26 +431,13 @@ impl Bundle {
     }
 }
 
-/// The entries in LLVM's order for `format`, or none for a non-bundle.
-fn entries<'a>(name: &str, data: &'a [u8], format: Format) -> Result<Vec<Found<'a>>, Fail> {
-    bundle::entries(data, format).map_err(|e| Fail::new(format!("'{name}': {e}")))
-}
-
 fn list(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
     let b = Bundle::open(job, name)?;
     let handler = handler(&job.file_type, b.bytes())?;
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    // LLVM lists an object's sections by name without reading them.
-    let ids: Vec<&[u8]> = if handler == Format::Object {
-        object_bundle::entry_ids(b.bytes()).map_err(|e| Fail::new(format!("'{name}': {e}")))?
-    } else {
-        entries(name, b.bytes(), handler)?
-            .iter()
-            .map(|e| e.id)
-            .collect()
-    };
+    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
     // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
     // the file could send it commands, so it is shown escaped there.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -436,7 +457,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
     let b = Bundle::open(job, name)?;
     let handler = handler(&job.file_type, b.bytes())?;
-    let found = bundle::entries(b.bytes(), handler).map_err(|e| {
+    let found = ops::entries(b.bytes(), handler).map_err(|e| {
         if job.allow_missing {
             // LLVM goes on (or crashes): there is no line of its to keep.
             return Fail::new(format!("'{name}': {e}"));
@@ -450,8 +471,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
             format!("'{name}': {e}"),
         )
     })?;
-    let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
-    let got = select::assign(&ids, &requests, job.hip_openmp).map_err(|e| {
+    let got = ops::unbundle(&found, handler, &requests, job.hip_openmp).map_err(|e| {
         Fail::with_note(
             "invalid bundle id read from the bundle",
             format!("'{name}': {e}"),
@@ -461,9 +481,10 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
         write_bytes(out, b.source(), data)
             .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
     };
-    for (i, g) in got.iter().enumerate() {
-        if let Some(e) = g {
-            if handler == Format::Object && found[*e].data == HOST_MARKER {
+    for (i, x) in got.iter().enumerate() {
+        match x {
+            Extract::Entry(data) => write(&job.outputs[i], data)?,
+            Extract::ObjectHost => {
                 if let Some(objcopy) = &job.objcopy {
                     // LLVM creates the output, then prints instead of
                     // running llvm-objcopy into it: it stays empty.
@@ -482,15 +503,16 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
                     continue;
                 }
                 // The host's code is the object itself, without the bundle.
-                let w = object_bundle::strip(b.bytes())
-                    .map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+                let w =
+                    ops::host_object(b.bytes()).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
                 write_object(&job.outputs[i], &w, &[(b.source(), b.bytes())])?;
-                continue;
             }
-            write(&job.outputs[i], found[*e].data)?;
+            Extract::Missing | Extract::MissingHost => {}
         }
     }
-    let missing: Vec<usize> = (0..requests.len()).filter(|&i| got[i].is_none()).collect();
+    let missing: Vec<usize> = (0..requests.len())
+        .filter(|&i| matches!(got[i], Extract::Missing | Extract::MissingHost))
+        .collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -501,9 +523,8 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
             select::missing_list(ids)
         )));
     }
-    let none_found = got.iter().all(Option::is_none);
     for &i in &missing {
-        if none_found && requests[i].is_host() {
+        if got[i] == Extract::MissingHost {
             // No entry matched: LLVM takes the input for the host's code.
             write(&job.outputs[i], b.bytes())?;
         } else {
@@ -513,192 +534,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Bundles into the host object: one section per target, as LLVM does with
-/// llvm-objcopy. `-compress` does not change the output: LLVM compresses its
-/// (empty) bundle buffer, which the objcopy output then replaces, so only
-/// the verbose report shows.
-fn bundle_object(
-    job: &Job,
-    ids: &[BundleId],
-    normalized: &[String],
-    inputs: &[Input],
-) -> Result<(), Fail> {
-    let Some(host) = ids.iter().position(BundleId::is_host) else {
-        // LLVM 22 crashes here (it has no host input to add sections to).
-        return Err(Fail::new(
-            "bundling object files (-type=o) needs a host target: only offload \
-             targets were given, and LLVM 22 crashes on this",
-        ));
-    };
-    if job.comp.compress {
-        compress(job, &[])?;
-    }
-    if let Some(objcopy) = &job.objcopy {
-        return print_bundle_command(job, objcopy, ids, normalized, &inputs[host]);
-    }
-    let sections: Vec<NewSection> = ids
-        .iter()
-        .zip(normalized)
-        .zip(inputs)
-        .map(|((id, n), input)| NewSection {
-            id: n,
-            data: if id.is_host() {
-                HOST_MARKER
-            } else {
-                input.bytes()
-            },
-        })
-        .collect();
-    let host_name = &job.inputs[host];
-    let written = object_bundle::bundle(inputs[host].bytes(), &sections)
-        .map_err(|e| Fail::new(format!("'{host_name}': {e}")))?;
-    let mut sources = vec![(&inputs[host], inputs[host].bytes())];
-    sources.extend(sections.iter().zip(inputs).map(|(s, i)| (i, s.data)));
-    write_object(&job.outputs[0], &written, &sources)
-}
-
-/// `-###` when bundling into an object: the output is created empty and
-/// the llvm-objcopy command LLVM would run is printed (the host target's
-/// section comes from a temporary file holding [`HOST_MARKER`]).
-fn print_bundle_command(
-    job: &Job,
-    objcopy: &str,
-    ids: &[BundleId],
-    normalized: &[String],
-    host_input: &Input,
-) -> Result<(), Fail> {
-    let out = &job.outputs[0];
-    write_bytes(out, host_input, &[])
-        .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
-    let mut temps = Vec::new();
-    let mut args = Vec::new();
-    for (i, (id, n)) in ids.iter().zip(normalized).enumerate() {
-        let section = format!("{}{n}", String::from_utf8_lossy(bundle::binary::MAGIC));
-        let file = if id.is_host() {
-            let t = TempFile::create(HOST_MARKER)?;
-            let name = t.name().to_string();
-            temps.push(t);
-            name
-        } else {
-            job.inputs[i].clone()
-        };
-        args.push(format!("--add-section={section}={file}"));
-        args.push(format!("--set-section-flags={section}=readonly,exclude"));
-    }
-    let host = ids.iter().position(BundleId::is_host).unwrap_or(0);
-    args.push("--".into());
-    args.push(job.inputs[host].clone());
-    args.push(out.clone());
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    print_command(objcopy, &refs);
-    Ok(())
-}
-
-/// Prints a command line as LLVM's `-###` does: every word double-quoted.
-fn print_command(program: &str, args: &[&str]) {
-    let mut line = format!("\"{program}\"");
-    for a in args {
-        line.push_str(&format!(" \"{a}\""));
-    }
-    eprintln!("{line}");
-}
-
-/// Where LLVM 22 finds llvm-objcopy: beside the bundler (`argv[0]` when it
-/// names a file, else the running executable), then on `PATH`. The path is
-/// spelled as LLVM spells it (the directory as given, then the name).
-fn find_objcopy(argv0: &str) -> Option<String> {
-    const NAME: &str = "llvm-objcopy";
-    let exe = if Path::new(argv0).exists() {
-        PathBuf::from(argv0)
-    } else {
-        std::env::current_exe().unwrap_or_default()
-    };
-    let beside = exe.parent().unwrap_or(Path::new("")).join(NAME);
-    if can_execute(&beside) {
-        return Some(beside.to_string_lossy().into_owned());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join(NAME))
-        .find(|p| can_execute(p))
-        .map(|p| p.to_string_lossy().into_owned())
-}
-
-/// LLVM's `sys::fs::can_execute`: a regular file (after symbolic links)
-/// that may be executed.
-fn can_execute(p: &Path) -> bool {
-    let Ok(m) = std::fs::metadata(p) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        m.is_file() && m.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        m.is_file()
-    }
-}
-
-/// A temporary file named as LLVM names the bundler's
-/// (`clang-offload-bundler-XXXXXX.tmp`, six hex digits, in the first of
-/// `TMPDIR`, `TMP`, `TEMP`, `TEMPDIR` that is set, else `/tmp`), removed
-/// when dropped.
-struct TempFile(PathBuf, String);
-
-impl TempFile {
-    fn create(contents: &[u8]) -> Result<TempFile, Fail> {
-        use std::hash::BuildHasher;
-        use std::io::Write;
-        let dir = ["TMPDIR", "TMP", "TEMP", "TEMPDIR"]
-            .iter()
-            .find_map(std::env::var_os)
-            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-        let seed = std::hash::RandomState::new();
-        let mut last = None;
-        for attempt in 0u32..128 {
-            let r = seed.hash_one(attempt) & 0xff_ffff;
-            let path = dir.join(format!("clang-offload-bundler-{r:06x}.tmp"));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    let name = path.to_string_lossy().into_owned();
-                    let t = TempFile(path, name);
-                    f.write_all(contents)
-                        .map_err(|e| Fail::new(format!("'{}': {}", t.1, strerror(&e))))?;
-                    return Ok(t);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    last = Some(Fail::new(format!(
-                        "'{}': {}",
-                        path.to_string_lossy(),
-                        strerror(&e)
-                    )));
-                    break;
-                }
-            }
-        }
-        Err(last.unwrap_or_else(|| Fail::new("unable to create a temporary file")))
-    }
-
-    fn name(&self) -> &str {
-        &self.1
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Writes an object made by [`object_bundle`]: `sources[k]` is span source
+/// Writes an object made by `offload_kit::bundle::object`: `sources[k]` is span source
 /// `k` and the input its bytes lie in.
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
     let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
@@ -717,157 +553,11 @@ fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(
         .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
 }
 
-/// `-unbundle -type=a`: one device archive per target.
-fn unbundle_archive(job: &Job) -> Result<(), Fail> {
-    let requests = targets(job)?;
-    let name = &job.inputs[0];
-    let input = open(name)?;
-    // A member that fails to decompress leaves its full report here.
-    let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
-    let message = |e: offload_kit::Error| {
-        if let Some(f) = member_fail.take() {
-            return f;
-        }
-        match e.kind() {
-            // LLVM's own messages, printed as LLVM prints them.
-            ErrorKind::Usage(m) => Fail::new(m.clone()),
-            _ => Fail::new(format!("'{name}': {e}")),
-        }
-    };
-    // A thin archive's members are files beside it (LLVM reads them too).
-    let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
-        None => Vec::new(),
-        Some(names) => names
-            .iter()
-            .map(|m| open(&thin_member_path(std::path::Path::new(name), m).to_string_lossy()))
-            .collect::<Result<Vec<_>, Fail>>()?,
-    };
-    let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
-    if job.check_archive {
-        archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
-    }
-    let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
-        decompress_member(job, name, m).map_err(|f| {
-            let e = offload_kit::Error::from(ErrorKind::Usage(f.llvm.clone()));
-            member_fail.replace(Some(f));
-            e
-        })
-    };
-    // -###: LLVM writes each host object member to a temporary file and
-    // prints the llvm-objcopy command that would strip it into another.
-    let mut temp_failure = None;
-    let mut print = |_: &Member<'_>| {
-        let Some(objcopy) = &job.objcopy else { return };
-        match (TempFile::create(b""), TempFile::create(b"")) {
-            (Ok(from), Ok(to)) => print_command(
-                objcopy,
-                &[
-                    "--regex",
-                    "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
-                    "--",
-                    from.name(),
-                    to.name(),
-                ],
-            ),
-            (Err(e), _) | (_, Err(e)) => {
-                temp_failure.get_or_insert(e);
-            }
-        }
-    };
-    let hosts = if job.objcopy.is_some() {
-        archive_unbundle::HostObjects::Empty(&mut print)
-    } else {
-        archive_unbundle::HostObjects::Strip
-    };
-    let lists = archive_unbundle::unbundle_with(
-        input.bytes(),
-        &thin,
-        &requests,
-        job.hip_openmp,
-        inflate,
-        hosts,
-    )
-    .map_err(message)?;
-    if let Some(e) = temp_failure {
-        return Err(e);
-    }
-    // LLVM keys outputs by normalized ID: of requests that normalize alike,
-    // the last one's output file is written (once per request).
-    let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
-    let last: std::collections::HashMap<&str, usize> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| (k.as_str(), i))
-        .collect();
-    for (i, list) in lists.iter().enumerate() {
-        if list.is_empty() && !job.allow_missing {
-            return Err(Fail::new(format!(
-                "no compatible code object found for the target '{}' in heterogeneous \
-                 archive library: {name}",
-                keys[i]
-            )));
-        }
-        let out = &job.outputs[last.get(keys[i].as_str()).copied().unwrap_or(i)];
-        // LLVM's archive writer takes `-` as a file name, not standard output.
-        let out = if out == "-" { "./-" } else { out.as_str() };
-        let members: Vec<archive::Member> = list
-            .iter()
-            .map(|x| archive::Member {
-                name: x.name.clone(),
-                data: x.data(),
-            })
-            .collect();
-        let layout =
-            archive::layout_gnu(&members, true).map_err(|e| Fail::new(format!("'{out}': {e}")))?;
-        write_layout(out, &layout, |k| (&input, list[k].data()))
-            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
-    }
-    Ok(())
-}
-
-/// An archive member decompressed if it is a CCOB (LLVM's "Failed to
-/// decompress code object" otherwise, with the member and the exact fault in
-/// a note), with LLVM's verbose report.
-fn decompress_member(
-    job: &Job,
-    archive_name: &str,
-    m: &Member<'_>,
-) -> Result<Option<Vec<u8>>, Fail> {
-    if !compressed::llvm_treats_as_compressed(m.data) {
-        if job.comp.verbose {
-            eprintln!("Uncompressed bundle.");
-        }
-        return Ok(None);
-    }
-    let start = std::time::Instant::now();
-    let opts = ReadOptions {
-        hash: HashCheck::Enforce,
-        ..ReadOptions::default()
-    };
-    let d = compressed::decompress(m.data, &opts).map_err(|e| {
-        let note = format!(
-            "'{archive_name}', member '{}': {e}",
-            String::from_utf8_lossy(m.name)
-        );
-        match compressed::llvm_message(&e) {
-            Some(llvm) => {
-                Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
-            }
-            // A fault LLVM does not detect: no line of its to keep.
-            None => Fail::new(format!("Failed to decompress code object: {note}")),
-        }
-    })?;
-    if job.comp.verbose {
-        eprint!("{}", d.verbose_report(start.elapsed()));
-    }
-    Ok(Some(d.data))
-}
-
 /// Compresses a whole bundle into a CCOB (printing LLVM's report when verbose).
 fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
     let start = std::time::Instant::now();
-    let (packed, report) = compressed::compress_to_vec(whole, &job.comp.options)
-        .map_err(|e| Fail::new(compressed::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+    let (packed, report) = ccob::compress_to_vec(whole, &job.comp.options)
+        .map_err(|e| Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
     if job.comp.verbose {
         eprint!("{}", report.verbose_report(start.elapsed()));
     }
@@ -877,19 +567,16 @@ fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
 /// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
 /// not), printing LLVM's report when verbose.
 fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
-    if !compressed::llvm_treats_as_compressed(data) {
-        return Ok(None);
-    }
     let start = std::time::Instant::now();
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = compressed::decompress(data, &opts).map_err(|e| {
+    let d = ops::open(data, &opts).map_err(|e| {
         // LLVM's line, then ours where it says more; for faults LLVM does
         // not detect (it goes on with garbage), ours alone, naming the file.
-        let own = compressed::fault(&e).map(ToString::to_string);
-        match compressed::llvm_message(&e) {
+        let own = ccob::fault(&e).map(ToString::to_string);
+        match ccob::llvm_message(&e) {
             Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
                 format!("Failed to decompress input: {llvm}"),
                 format!("'{name}'"),
@@ -901,6 +588,7 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
             None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
         }
     })?;
+    let Some(d) = d else { return Ok(None) };
     if job.comp.verbose {
         eprint!("{}", d.verbose_report(start.elapsed()));
     }

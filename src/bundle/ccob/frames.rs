@@ -22,7 +22,9 @@ use std::io::Write;
 
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
-use super::{CompressOptions, Fault, Method, len64, zstd_context, zstd_error};
+use super::fault::Fault;
+use super::raw::{Method, len64};
+use super::write::{CompressOptions, zstd_context, zstd_error};
 use crate::error::Result;
 use crate::num::usize_from;
 use crate::sync::Monitor;

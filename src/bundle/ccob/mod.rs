@@ -1,0 +1,138 @@
+//! Compressed offload bundles (CCOB), as `clang-offload-bundler -compress`
+//! writes them and LLVM 22 reads them.
+//!
+//! A CCOB wraps one whole uncompressed bundle (binary or text layout). All
+//! integers are little-endian:
+//!
+//! | field | v1 (20 B) | v2 (24 B) | v3 (32 B) |
+//! |---|---|---|---|
+//! | magic `"CCOB"` | 0..4 | 0..4 | 0..4 |
+//! | version (u16) | 4 | 4 | 4 |
+//! | method (u16): 0 zlib, 1 zstd | 6 | 6 | 6 |
+//! | total size, header included | – | u32 @ 8 | u64 @ 8 |
+//! | uncompressed size | u32 @ 8 | u32 @ 12 | u64 @ 16 |
+//! | hash: first 8 bytes of the MD5 of the uncompressed bundle | u64 @ 12 | u64 @ 16 | u64 @ 24 |
+//! | compressed data: one zlib stream, or zstd frames (LLVM writes one) | @ 20 | @ 24 | @ 32 |
+//!
+//! # Writing
+//!
+//! [`compress`] writes version 3 (LLVM 22's default) or 2, byte-identical to
+//! LLVM 22 when it uses zstd, which is what Debian's LLVM does. LLVM calls
+//! `ZSTD_compress2` on a context where it set exactly two parameters,
+//! `ZSTD_c_enableLongDistanceMatching = 1` and `ZSTD_c_compressionLevel =
+//! level` (3 by default); everything else stays at zstd's defaults: the
+//! window log becomes 27 because long-distance matching is on, and is then
+//! shrunk to fit the input; the frame carries the content size; no checksum;
+//! one thread. This equals `zstd -<level> --long=27 --no-check`. We make the
+//! same call with the same libzstd (1.5.4, linked from the system) and write
+//! the frame to the caller's `Write`; the output buffer is reserved at
+//! `ZSTD_compressBound` but only the compressed size is touched, and the
+//! input (typically a mapped file) is never copied. Byte identity depends
+//! on the libzstd version: another version may pick different matches, and
+//! any version decompresses the result.
+//!
+//! With [`CompressOptions::threads`] > 0 the input is cut into frames
+//! (32 MiB at most, their number a multiple of the workers) that are
+//! compressed independently at the same level, with long-distance
+//! matching, on that many threads and written one after another. LLVM 22
+//! reads such a payload (its zstd call decodes every frame in turn); it
+//! is about 3 % larger than LLVM's single frame and, on two cores, about
+//! 2.7 times as fast. Inputs of 1 MiB or less stay one frame, identical to
+//! LLVM's. See `frames.rs`.
+//!
+//! zlib (method 0) is only what an LLVM built without zstd writes, at zlib's
+//! level 6. We write a valid zlib stream with `flate2`'s Rust backend, which
+//! is not byte-identical to zlib's `compress2`.
+//!
+//! # Reading, and where we are stricter than LLVM 22
+//!
+//! LLVM 22 hands *everything* after the header to the decompressor, uses the
+//! uncompressed-size field only as the output buffer size, and never checks
+//! the hash. We read more carefully, and reject files LLVM would accept when
+//! they can only be corrupt:
+//!
+//! | situation | LLVM 22 | here |
+//! |---|---|---|
+//! | v2/v3 total size smaller than the header, or past the end | ignored | error |
+//! | bytes after the total size | decompression error (zstd) | the next CCOB, in [`decompress_all`] (zero padding is skipped); an error in [`decompress`] |
+//! | uncompressed size larger than the data | accepted, output truncated | error ([`Fault::SizeMismatch`]) |
+//! | uncompressed size smaller than the data | error | error (LLVM's message) |
+//! | bytes after the end of a zlib stream | ignored | error |
+//! | hash mismatch | only `Hashes match: No` in verbose mode | error by default; [`HashCheck::Report`] only reports it, [`HashCheck::Skip`] does not compute it (LLVM's speed) |
+//! | uncompressed size above the caller's limit | allocates it | error before allocating ([`Limits`]) |
+//!
+//! Decompression never writes more than the declared size: zstd decodes into
+//! a buffer of exactly the declared size and fails if it would write one byte
+//! more (LLVM's own call, so its error texts are LLVM's); zlib inflates into
+//! a buffer of the declared size plus one byte, and filling that last byte is
+//! the error. A declared size that the compressed bytes cannot possibly
+//! produce (zstd expands at most 32768:1, deflate 1032:1) is rejected before
+//! anything is allocated.
+//!
+//! A v1 CCOB has no total size: it ends where its zstd frame ends (frames are
+//! self-delimiting), or, for zlib, at the end of the data.
+//!
+//! Every error is an [`ErrorKind::Ccob`] carrying a [`Fault`];
+//! [`Fault::llvm_message`] gives the text LLVM 22 prints for it (after
+//! `error: Failed to decompress input: `).
+//!
+//! # Verbose reports and environment variables
+//!
+//! [`CompressReport::verbose_report`] and [`Decompressed::verbose_report`]
+//! return LLVM 22's `-verbose` lines exactly (the speed line needs the
+//! elapsed time, which the caller measures). [`EnvSettings::from_lookup`]
+//! applies LLVM 22's rules for `OFFLOAD_BUNDLER_*` and
+//! `COMPRESSED_BUNDLE_FORMAT_VERSION`, with its warning texts.
+//!
+//! Sources: `llvm/lib/Object/OffloadBundle.cpp`,
+//! `clang/lib/Driver/OffloadBundler.cpp`, `llvm/lib/Support/Compression.cpp`
+//! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
+//! (../shared/spec/offload-formats.md §4).
+
+mod env;
+mod fault;
+mod frames;
+mod header;
+mod numfmt;
+mod raw;
+mod read;
+mod stream;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use env::*;
+pub use fault::*;
+pub use header::*;
+pub use numfmt::*;
+pub use raw::*;
+pub use read::*;
+pub use stream::*;
+pub use write::*;
+
+use crate::error::{Error, ErrorKind};
+
+/// The CCOB fault inside `err`, if it is one.
+pub fn fault(err: &Error) -> Option<&Fault> {
+    match err.kind() {
+        ErrorKind::Ccob { fault, .. } => Some(fault),
+        _ => None,
+    }
+}
+
+/// LLVM 22's message for `err` if it is a CCOB error (see
+/// [`Fault::llvm_message`]).
+pub fn llvm_message(err: &Error) -> Option<String> {
+    fault(err).map(Fault::llvm_message)
+}
+
+impl Fault {
+    /// This fault as the crate's error, at `offset` in the input.
+    pub(crate) fn at(self, offset: u64) -> Error {
+        ErrorKind::Ccob {
+            offset,
+            fault: self,
+        }
+        .into()
+    }
+}

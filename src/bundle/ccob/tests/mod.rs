@@ -1,0 +1,496 @@
+//! Tests of the CCOB reader and writer: shared samples and helpers,
+//! writing, the environment and number formatting here; reading (faults,
+//! limits, frames) in `read.rs`.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use zstd::zstd_safe;
+
+use super::env::*;
+use super::header::*;
+use super::numfmt::*;
+use super::raw::*;
+use super::read::*;
+use super::write::*;
+use super::*;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The uncompressed bundle `clang-offload-bundler` 22 makes from
+/// `h.bc` = `host` and `d.bc` = 6 × `kernel void f() {}\n` with
+/// `-type=bc -targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a`.
+fn llvm_bundle() -> Vec<u8> {
+    let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    b.extend(2u64.to_le_bytes());
+    for (off, size, id) in [
+        (0x8bu64, 4u64, &b"host-x86_64-unknown-linux-gnu-"[..]),
+        (0x8f, 0x72, &b"hip-amdgcn-amd-amdhsa--gfx90a"[..]),
+    ] {
+        b.extend(off.to_le_bytes());
+        b.extend(size.to_le_bytes());
+        b.extend((id.len() as u64).to_le_bytes());
+        b.extend(id);
+    }
+    b.extend(b"host");
+    b.extend(b"kernel void f() {}\n".repeat(6));
+    assert_eq!(b.len(), 257);
+    b
+}
+
+/// Its `-compress` output (version 3), and with
+/// `COMPRESSED_BUNDLE_FORMAT_VERSION=2`.
+const LLVM_V3: &str = "43434f4203000100b2000000000000000101000000000000b89eff1d3c7527b3\
+        28b52ffd600100450400c4065f5f434c414e475f4f46464c4f41445f42554e444c455f5f02008b00\
+        04001e00686f73742d7838365f36342d756e6b6e6f776e2d6c696e75782d676e752d8f0072001d00\
+        6869702d616d6467636e6873612d2d6766783930616b65726e656c20766f696420662829207b7d0a\
+        0b00d96682856d76b6546c0703838101c603038381c1c00e600c";
+const LLVM_V2_HEADER: &str = "43434f4202000100aa00000001010000b89eff1d3c7527b3";
+
+fn unhex(s: &str) -> Vec<u8> {
+    let s: Vec<u8> = s.bytes().filter(|b| b.is_ascii_hexdigit()).collect();
+    s.chunks(2)
+        .map(|p| u8::from_str_radix(std::str::from_utf8(p).unwrap(), 16).unwrap())
+        .collect()
+}
+
+fn llvm_v3() -> Vec<u8> {
+    unhex(LLVM_V3)
+}
+
+fn llvm_v2() -> Vec<u8> {
+    let mut v = unhex(LLVM_V2_HEADER);
+    v.extend(&llvm_v3()[32..]);
+    v
+}
+
+/// Deterministic pseudo-random bytes (xorshift).
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24).to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// Compressible bytes: words from a small random vocabulary.
+fn text(seed: u64, len: usize) -> Vec<u8> {
+    let vocab: Vec<Vec<u8>> = (0..64)
+        .map(|i| noise(seed + i, 1 + usize::try_from(i % 9).unwrap()))
+        .collect();
+    let picks = noise(seed ^ 0xabc, len);
+    let mut out = Vec::with_capacity(len + 16);
+    let mut i = 0;
+    while out.len() < len {
+        out.extend(&vocab[picks[i % picks.len()] as usize % vocab.len()]);
+        i += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+fn fault_of(r: Result<impl fmt::Debug>) -> Fault {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => fault(&e)
+            .cloned()
+            .unwrap_or_else(|| panic!("not a CCOB error: {e}")),
+    }
+}
+
+fn opts(hash: HashCheck) -> ReadOptions {
+    ReadOptions {
+        limits: Limits::default(),
+        hash,
+    }
+}
+
+fn zlib_opts(version: u16) -> CompressOptions {
+    CompressOptions {
+        version,
+        method: Method::ZLIB,
+        level: ZLIB_DEFAULT_LEVEL,
+        threads: 0,
+    }
+}
+
+fn v3(version: u16) -> CompressOptions {
+    CompressOptions {
+        version,
+        ..CompressOptions::default()
+    }
+}
+
+/// Sets the header's uncompressed size (v2/v3).
+/// A v3 zstd CCOB around `payload`, declaring `declared` bytes.
+fn zstd_ccob(payload: &[u8], declared: u64, hash: u64) -> Vec<u8> {
+    let mut c = Header {
+        version: 3,
+        method: Method::ZSTD,
+        total_size: Some(32 + payload.len() as u64),
+        uncompressed_size: declared,
+        hash,
+    }
+    .to_bytes()
+    .unwrap();
+    c.extend(payload);
+    c
+}
+
+fn set_uncompressed(c: &mut [u8], n: u64) {
+    if c[4] == 2 {
+        c[12..16].copy_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+    } else {
+        c[16..24].copy_from_slice(&n.to_le_bytes());
+    }
+}
+
+fn set_total(c: &mut [u8], n: u64) {
+    if c[4] == 2 {
+        c[8..12].copy_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+    } else {
+        c[8..16].copy_from_slice(&n.to_le_bytes());
+    }
+}
+
+#[test]
+fn links_system_libzstd_1_5_4() {
+    // Byte identity with LLVM 22 on Debian 12 needs its libzstd.
+    assert_eq!(zstd_safe::version_number(), 10504);
+}
+
+#[test]
+fn writes_llvm_bytes_v3_and_v2() {
+    let u = llvm_bundle();
+    let (c3, r3) = compress_to_vec(&u, &CompressOptions::default()).unwrap();
+    assert_eq!(c3, llvm_v3());
+    assert_eq!(r3.header.total_size, Some(178));
+    let (c2, _) = compress_to_vec(&u, &v3(2)).unwrap();
+    assert_eq!(c2, llvm_v2());
+}
+
+#[test]
+fn compression_report_matches_llvm() {
+    let (_, r) = compress_to_vec(&llvm_bundle(), &CompressOptions::default()).unwrap();
+    // 257 B in 100 µs: 257 / 2^20 / 1e-4 = 2.45 MB/s.
+    assert_eq!(
+        r.verbose_report(Duration::from_micros(100)),
+        "Compressed bundle format version: 3\n\
+             Total file size (including headers): 178 bytes\n\
+             Compression method used: zstd\n\
+             Compression level: 3\n\
+             Binary size before compression: 257 bytes\n\
+             Binary size after compression: 146 bytes\n\
+             Compression rate: 1.76\n\
+             Compression ratio: 56.81%\n\
+             Compression speed: 2.45 MB/s\n\
+             Truncated MD5 hash: 0xb327753c1dff9eb8\n"
+    );
+}
+
+#[test]
+fn reads_llvm_v3_and_v2_with_llvm_report() {
+    for (c, v, total) in [(llvm_v3(), 3, 178), (llvm_v2(), 2, 170)] {
+        let d = decompress(&c, &ReadOptions::default()).unwrap();
+        assert_eq!(d.data, llvm_bundle());
+        assert_eq!(d.header.version, v);
+        assert_eq!(d.hash_matches(), Some(true));
+        assert_eq!(
+            d.verbose_report(Duration::from_secs(0)),
+            format!(
+                "Compressed bundle format version: {v}\n\
+                     Total file size (from header): {total} bytes\n\
+                     Decompression method: zstd\n\
+                     Size before decompression: 146 bytes\n\
+                     Size after decompression: 257 bytes\n\
+                     Compression rate: 1.76\n\
+                     Compression ratio: 56.81%\n\
+                     Decompression speed: inf MB/s\n\
+                     Stored hash: 0xb327753c1dff9eb8\n\
+                     Recalculated hash: 0xb327753c1dff9eb8\n\
+                     Hashes match: Yes\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn round_trips_versions_methods_sizes() {
+    for len in [0usize, 1, 1000, 300_000] {
+        let data = text(len as u64, len);
+        for o in [v3(3), v3(2), zlib_opts(3), zlib_opts(2)] {
+            let (c, r) = compress_to_vec(&data, &o).unwrap();
+            assert_eq!(r.header.total_size, Some(c.len() as u64));
+            assert_eq!(r.header.uncompressed_size, len as u64);
+            assert_eq!(r.compressed_size + r.header.size(), c.len() as u64);
+            let h = Header::parse(&c).unwrap();
+            assert_eq!(h, r.header);
+            let d = decompress(&c, &ReadOptions::default()).unwrap();
+            assert_eq!(d.data, data, "{o:?} len {len}");
+            assert_eq!(d.size, c.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn threaded_output_decompresses() {
+    let data = text(7, 3 << 20);
+    let o = CompressOptions {
+        threads: 2,
+        ..CompressOptions::default()
+    };
+    let (c, _) = compress_to_vec(&data, &o).unwrap();
+    assert_eq!(decompress(&c, &ReadOptions::default()).unwrap().data, data);
+    // Two frames of 1.5 MiB, one per worker.
+    let first = zstd_safe::find_frame_compressed_size(&c[32..]).unwrap();
+    assert!(first < c.len() - 32);
+    assert_eq!(
+        zstd_safe::get_frame_content_size(&c[32..]).unwrap(),
+        Some(3 << 19)
+    );
+    // Too small to split: the same bytes as on one thread.
+    let small = text(8, 1000);
+    assert_eq!(
+        compress_to_vec(&small, &o).unwrap().0,
+        compress_to_vec(&small, &CompressOptions::default())
+            .unwrap()
+            .0
+    );
+}
+
+#[test]
+fn levels_pass_through() {
+    let data = text(3, 5000);
+    for level in [1, 9, 19, 100, -5, 0] {
+        let o = CompressOptions {
+            level,
+            ..CompressOptions::default()
+        };
+        let (c, r) = compress_to_vec(&data, &o).unwrap();
+        assert!(
+            r.verbose_report(Duration::from_secs(1))
+                .contains(&format!("Compression level: {level}\n"))
+        );
+        assert_eq!(decompress(&c, &ReadOptions::default()).unwrap().data, data);
+    }
+    assert_eq!(
+        fault_of(compress_to_vec(
+            &data,
+            &CompressOptions {
+                level: 10,
+                ..zlib_opts(3)
+            }
+        )),
+        Fault::InvalidLevel(10)
+    );
+}
+
+#[test]
+fn only_versions_2_and_3_are_written() {
+    for v in [0, 1, 4] {
+        assert_eq!(
+            fault_of(compress_to_vec(b"x", &v3(v))),
+            Fault::UnsupportedWriteVersion(v)
+        );
+    }
+    let o = CompressOptions {
+        method: Method(2),
+        ..CompressOptions::default()
+    };
+    assert_eq!(
+        fault_of(compress_to_vec(b"x", &o)),
+        Fault::UnsupportedWriteMethod(2)
+    );
+}
+
+#[test]
+fn compresses_at_the_writer_position() {
+    let data = text(5, 10_000);
+    let mut cur = io::Cursor::new(b"abc".to_vec());
+    cur.set_position(3);
+    compress(&data, &CompressOptions::default(), &mut cur).unwrap();
+    assert_eq!(cur.position(), cur.get_ref().len() as u64);
+    let out = cur.into_inner();
+    assert_eq!(&out[..3], b"abc");
+    assert_eq!(
+        out[3..],
+        compress_to_vec(&data, &CompressOptions::default())
+            .unwrap()
+            .0
+    );
+}
+
+#[test]
+fn v2_limits_have_llvm_messages() {
+    let h = Header {
+        version: 2,
+        method: Method::ZSTD,
+        total_size: Some(100),
+        uncompressed_size: 1 << 32,
+        hash: 0,
+    };
+    let f = fault_of(h.to_bytes());
+    assert_eq!(f, Fault::UncompressedSizeLimit(2));
+    assert_eq!(
+        f.llvm_message(),
+        "Uncompressed size exceeds version 2 limit"
+    );
+    let h = Header {
+        total_size: Some(1 << 32),
+        uncompressed_size: 5,
+        ..h
+    };
+    let f = fault_of(h.to_bytes());
+    assert_eq!(f.llvm_message(), "Total file size exceeds version 2 limit");
+    // The streaming check behind the total-size limit.
+    let mut sink = Vec::new();
+    let mut c = Counter {
+        inner: &mut sink,
+        count: 0,
+        limit: 10,
+        over: false,
+    };
+    c.write_all(&[0; 10]).unwrap();
+    assert!(c.write_all(&[0]).is_err());
+    assert!(c.over);
+}
+
+mod read;
+
+#[test]
+fn environment_rules() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        EnvSettings::from_lookup(move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    };
+    let s = env(&[
+        ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+        ("OFFLOAD_BUNDLER_VERBOSE", "yes"),
+        ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "-5"),
+        ("COMPRESSED_BUNDLE_FORMAT_VERSION", "2"),
+    ]);
+    assert_eq!(
+        s,
+        EnvSettings {
+            compress: Some(true),
+            verbose: Some(false),
+            level: Some(-5),
+            version: Some(2),
+            warnings: vec![],
+        }
+    );
+    let s = env(&[
+        ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
+        ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+        ("COMPRESSED_BUNDLE_FORMAT_VERSION", "abc"),
+    ]);
+    assert_eq!(s, EnvSettings::default());
+    let s = env(&[
+        ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "0"),
+        ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "abc"),
+        ("COMPRESSED_BUNDLE_FORMAT_VERSION", "1"),
+    ]);
+    assert_eq!(
+        s.warnings,
+        [
+            "Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: abc. Ignoring it.",
+            "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: 1. Valid values are \
+                 2 or 3. Using default version 3."
+        ]
+    );
+    for bad in ["abc", "", "+2", " 2", "2 ", "0x2", "65538", "-2"] {
+        assert_eq!(
+            EnvSettings::from_lookup(
+                |k| (k == "COMPRESSED_BUNDLE_FORMAT_VERSION").then(|| bad.to_string())
+            )
+            .warnings,
+            [format!(
+                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {bad}. Using \
+                     default version 3."
+            )],
+            "{bad:?}"
+        );
+    }
+    for (v, want) in [
+        ("3", Some(3)),
+        ("002", Some(2)),
+        ("0", None),
+        ("65535", None),
+    ] {
+        let s = EnvSettings::from_lookup(|k| {
+            (k == "COMPRESSED_BUNDLE_FORMAT_VERSION").then(|| v.to_string())
+        });
+        assert_eq!(s.version, want, "{v}");
+    }
+    for (v, want) in [
+        ("100", Some(100)),
+        ("-0", Some(0)),
+        ("2147483647", Some(i32::MAX)),
+        ("-2147483648", Some(i32::MIN)),
+        ("2147483648", None),
+        ("--1", None),
+        ("-", None),
+        ("1e3", None),
+    ] {
+        let s = EnvSettings::from_lookup(|k| {
+            (k == "OFFLOAD_BUNDLER_COMPRESSION_LEVEL").then(|| v.to_string())
+        });
+        assert_eq!(s.level, want, "{v}");
+        assert_eq!(s.warnings.len(), usize::from(want.is_none()));
+    }
+    // Flags win when given; the level alone does not compress.
+    let s = env(&[
+        ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+        ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "9"),
+    ]);
+    let r = s.resolve(Some(false), None, None, Method::ZSTD);
+    assert!(!r.compress && !r.verbose);
+    assert_eq!(r.options.level, 9);
+    assert_eq!(r.options.version, 3);
+    let r = s.resolve(None, Some(true), Some(1), Method::ZSTD);
+    assert!(r.compress && r.verbose);
+    assert_eq!(r.options.level, 1);
+    let r = EnvSettings::default().resolve(None, None, None, Method::ZLIB);
+    assert_eq!(r.options.level, 6);
+    assert!(!r.compress);
+}
+
+#[test]
+fn number_formatting() {
+    assert_eq!(with_commas(0), "0");
+    assert_eq!(with_commas(999), "999");
+    assert_eq!(with_commas(1000), "1,000");
+    assert_eq!(with_commas(1_234_567), "1,234,567");
+    assert_eq!(with_commas(u64::MAX), "18,446,744,073,709,551,615");
+    assert_eq!(hex_hash(0x7b73_8f23_2da0_7fa8), "0x7b738f232da07fa8");
+    assert_eq!(hex_hash(0x0012_3456_78ab_cdef), "0x12345678abcdef");
+    assert_eq!(hex_hash(0), "0x00000000000000");
+    assert_eq!(printf_2f(1.125), "1.12");
+    assert_eq!(printf_2f(f64::INFINITY), "inf");
+    assert_eq!(printf_2f(f64::NAN), "-nan");
+    // 150 B into 101 B (the spec's example): rate 1.49, ratio 67.33%.
+    assert_eq!(printf_2f(150.0 / 101.0), "1.49");
+    assert_eq!(printf_2f(100.0 / (150.0 / 101.0)), "67.33");
+}
+
+#[test]
+fn errors_carry_offsets_and_llvm_texts() {
+    let e = decompress(b"CCOB\x07\0\x01\0", &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "compressed bundle at offset 0x0: unknown version 7 (1, 2 and 3 exist)"
+    );
+    assert_eq!(
+        llvm_message(&e).as_deref(),
+        Some("Compressed bundle header size too small")
+    );
+    assert_eq!(llvm_message(&Error::usage("x")), None);
+}

@@ -1,0 +1,328 @@
+//! Compressing bundles into CCOBs.
+
+use std::io::{self, Seek, SeekFrom, Write};
+use std::time::Duration;
+
+use md5::{Digest, Md5};
+use zstd::zstd_safe;
+
+use super::fault::Fault;
+use super::frames;
+use super::header::*;
+use super::numfmt::*;
+use super::raw::*;
+use super::read::buffer;
+use crate::error::{Error, Result};
+
+// ---------------------------------------------------------------------------
+// Writing
+
+/// How to compress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressOptions {
+    /// Format version: 3 (LLVM 22's default) or 2.
+    pub version: u16,
+    /// zstd (LLVM's choice when built with it) or zlib.
+    pub method: Method,
+    /// Compression level, passed on as given: zstd clamps out-of-range values
+    /// itself (0 means its default, 3); zlib takes -1 (6) to 9.
+    pub level: i32,
+    /// zstd worker threads; 0 compresses on the calling thread as LLVM does
+    /// (byte-identical output), more compress independent frames in
+    /// parallel (see the module docs). Ignored for zlib.
+    pub threads: u32,
+}
+
+impl Default for CompressOptions {
+    /// LLVM 22's defaults: version 3, zstd level 3, one thread.
+    fn default() -> Self {
+        CompressOptions {
+            version: DEFAULT_VERSION,
+            method: Method::ZSTD,
+            level: ZSTD_DEFAULT_LEVEL,
+            threads: 0,
+        }
+    }
+}
+
+/// What [`compress`] wrote: the facts LLVM's verbose mode prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressReport {
+    /// The header that was written (with the total size).
+    pub header: Header,
+    /// The level asked for (as given, before any clamping by zstd).
+    pub level: i32,
+    /// Size of the compressed data, without the header.
+    pub compressed_size: u64,
+}
+
+impl CompressReport {
+    /// The lines LLVM 22 prints with `-verbose` after compressing, each
+    /// ending in `\n`. `elapsed` is the time spent compressing (LLVM times
+    /// the compressor alone, not the hash).
+    pub fn verbose_report(&self, elapsed: Duration) -> String {
+        let h = &self.header;
+        let rate = h.uncompressed_size as f64 / self.compressed_size as f64;
+        format!(
+            "Compressed bundle format version: {}\n\
+             Total file size (including headers): {} bytes\n\
+             Compression method used: {}\n\
+             Compression level: {}\n\
+             Binary size before compression: {} bytes\n\
+             Binary size after compression: {} bytes\n\
+             Compression rate: {}\n\
+             Compression ratio: {}%\n\
+             Compression speed: {} MB/s\n\
+             Truncated MD5 hash: {}\n",
+            h.version,
+            with_commas(h.total_size.unwrap_or_default()),
+            if h.method == Method::ZSTD {
+                "zstd"
+            } else {
+                "zlib"
+            },
+            self.level,
+            with_commas(h.uncompressed_size),
+            with_commas(self.compressed_size),
+            printf_2f(rate),
+            printf_2f(100.0 / rate),
+            printf_2f(speed(h.uncompressed_size, elapsed)),
+            hex_hash(h.hash),
+        )
+    }
+}
+
+/// Compresses the uncompressed bundle `data` into a CCOB written to `out`
+/// at its current position. The compressed data goes straight into `out`;
+/// the header's total size and hash are patched in afterwards (hence
+/// `Seek`; the MD5 runs on a second thread during compression), and `out`
+/// is left positioned after the CCOB. On error, `out` may hold a partial
+/// CCOB.
+pub fn compress<W: Write + Seek>(
+    data: &[u8],
+    opts: &CompressOptions,
+    out: &mut W,
+) -> Result<CompressReport> {
+    if opts.method == Method::ZLIB && !(-1..=9).contains(&opts.level) {
+        return Err(Fault::InvalidLevel(opts.level).at(0));
+    }
+    write_framed(opts, len64(data), out, |counter| {
+        // The hash is patched in with the total size, so it is computed on
+        // another thread while the data compresses (MD5 costs ~1.4 s per GiB).
+        std::thread::scope(|scope| {
+            let hasher = (data.len() >= 1 << 20)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("ccob-md5".into())
+                        .spawn_scoped(scope, || truncated_md5(data))
+                        .ok()
+                })
+                .flatten();
+            let res = if opts.method == Method::ZSTD {
+                zstd_compress(data, opts, counter)
+            } else {
+                zlib_stream(data, opts.level, counter)
+            };
+            let hash = match hasher {
+                Some(h) => h.join().unwrap_or_else(|_| truncated_md5(data)),
+                None => truncated_md5(data),
+            };
+            res.map(|()| hash)
+        })
+    })
+}
+
+/// Writes a CCOB at `out`'s position: a header with the sizes left blank,
+/// the compressed data from `body` (which returns the hash of the
+/// uncompressed data), then the header again with the total size and the
+/// hash. `out` is left after the CCOB; on error it may hold a partial CCOB.
+fn write_framed<W: Write + Seek>(
+    opts: &CompressOptions,
+    uncompressed_size: u64,
+    out: &mut W,
+    body: impl FnOnce(&mut Counter<'_, W>) -> Result<u64>,
+) -> Result<CompressReport> {
+    let version = opts.version;
+    if version != 2 && version != 3 {
+        return Err(Fault::UnsupportedWriteVersion(version).at(0));
+    }
+    if opts.method.name().is_none() {
+        return Err(Fault::UnsupportedWriteMethod(opts.method.0).at(0));
+    }
+    if version == 2 && u32::try_from(uncompressed_size).is_err() {
+        return Err(Fault::UncompressedSizeLimit(2).at(0));
+    }
+    let mut header = Header {
+        version,
+        method: opts.method,
+        total_size: Some(0),
+        uncompressed_size,
+        hash: 0,
+    };
+    let hsize = header.size();
+    let start = out.stream_position()?;
+    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
+    // The v2 limit is checked as the data streams out, so a hopeless
+    // compression stops early.
+    let limit = if version == 2 {
+        u64::from(u32::MAX) - hsize
+    } else {
+        u64::MAX - hsize
+    };
+    let mut counter = Counter {
+        inner: &mut *out,
+        count: 0,
+        limit,
+        over: false,
+    };
+    let res = body(&mut counter);
+    let (compressed_size, over) = (counter.count, counter.over);
+    header.hash = match res {
+        Err(_) if over => return Err(Fault::TotalSizeLimit(version).at(0)),
+        Err(e) => return Err(e),
+        Ok(hash) => hash,
+    };
+    header.total_size = Some(hsize + compressed_size);
+    let end = out.stream_position()?;
+    out.seek(SeekFrom::Start(start))?;
+    out.write_all(&header_bytes(&header).map_err(|f| f.at(0))?)?;
+    out.seek(SeekFrom::Start(end))?;
+    Ok(CompressReport {
+        header,
+        level: opts.level,
+        compressed_size,
+    })
+}
+
+/// [`compress`] into a new vector.
+pub fn compress_to_vec(data: &[u8], opts: &CompressOptions) -> Result<(Vec<u8>, CompressReport)> {
+    let mut cur = io::Cursor::new(Vec::new());
+    let report = compress(data, opts, &mut cur)?;
+    Ok((cur.into_inner(), report))
+}
+
+/// Compresses a bundle given as consecutive pieces (headers made in memory
+/// and entry data mapped from their files) with zstd on `opts.threads`
+/// workers, without ever holding the whole bundle: the workers compress
+/// frames straight from the pieces while another thread hashes the same
+/// pieces. The payload is not byte-identical to LLVM's single frame; LLVM
+/// reads it to the same bundle. Writes the CCOB at `out`'s position, like
+/// [`compress`].
+pub fn compress_pieces<W: Write + Seek>(
+    pieces: &[&[u8]],
+    opts: &CompressOptions,
+    out: &mut W,
+) -> Result<CompressReport> {
+    if opts.method != Method::ZSTD || opts.threads == 0 {
+        return Err(Fault::Compress {
+            method: opts.method,
+            detail: "streaming compression is for zstd with worker threads".into(),
+        }
+        .at(0));
+    }
+    let uncompressed_size: u64 = pieces.iter().map(|p| len64(p)).sum();
+    write_framed(opts, uncompressed_size, out, |counter| {
+        std::thread::scope(|scope| {
+            let hasher = scope.spawn(|| {
+                let mut md5 = Md5::new();
+                for p in pieces {
+                    md5.update(p);
+                }
+                truncated(md5)
+            });
+            frames::compress(pieces, opts, counter)?;
+            hasher.join().map_err(|_| {
+                Fault::Compress {
+                    method: Method::ZSTD,
+                    detail: "the hashing thread failed".into(),
+                }
+                .at(0)
+            })
+        })
+    })
+}
+
+/// Counts bytes on their way out, failing past `limit`.
+pub(super) struct Counter<'a, W: Write> {
+    pub(super) inner: &'a mut W,
+    pub(super) count: u64,
+    pub(super) limit: u64,
+    pub(super) over: bool,
+}
+
+impl<W: Write> Write for Counter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.count.saturating_add(len64(buf)) > self.limit {
+            self.over = true;
+            return Err(io::Error::other(
+                "compressed data exceeds the format's limit",
+            ));
+        }
+        let n = self.inner.write(buf)?;
+        self.count += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+pub(super) fn zstd_error(code: usize) -> Error {
+    Fault::Compress {
+        method: Method::ZSTD,
+        detail: zstd_safe::get_error_name(code).to_string(),
+    }
+    .at(0)
+}
+
+/// One zstd frame. On one thread, exactly LLVM's call: `ZSTD_compress2` on
+/// a context with long-distance matching and the level set, all else
+/// default. Its output buffer is reserved at `ZSTD_compressBound` but only
+/// the compressed size is ever touched. (Streaming it instead, with the
+/// whole input and `ZSTD_e_end`, gives the same bytes up to 128 MiB of
+/// input, but zstd then copies the input into its own window buffer, which
+/// costs more memory than the output does, and past 128 MiB that buffer
+/// wraps and the frame differs.) With workers, zstd streams the frame out
+/// in chunks.
+pub(super) fn zstd_compress<W: Write>(
+    data: &[u8],
+    opts: &CompressOptions,
+    out: &mut W,
+) -> Result<()> {
+    if opts.threads > 0 {
+        return frames::compress(&[data], opts, out);
+    }
+    let mut cctx = zstd_context(opts)?;
+    let bound = zstd_safe::compress_bound(data.len());
+    let mut buf = buffer(bound as u64).map_err(|f| f.at(0))?;
+    cctx.compress2(&mut buf, data).map_err(zstd_error)?;
+    out.write_all(&buf)?;
+    Ok(())
+}
+
+/// A compression context with LLVM's two settings: long-distance matching
+/// and the level.
+pub(super) fn zstd_context(opts: &CompressOptions) -> Result<zstd_safe::CCtx<'static>> {
+    use zstd_safe::CParameter;
+    let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
+        Fault::Compress {
+            method: Method::ZSTD,
+            detail: "cannot create a compression context".into(),
+        }
+        .at(0)
+    })?;
+    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
+        .map_err(zstd_error)?;
+    cctx.set_parameter(CParameter::CompressionLevel(opts.level))
+        .map_err(zstd_error)?;
+    Ok(cctx)
+}
+
+pub(super) fn zlib_stream<W: Write>(data: &[u8], level: i32, out: &mut W) -> Result<()> {
+    let level = u32::try_from(level).unwrap_or(6);
+    let mut enc = flate2::write::ZlibEncoder::new(out, flate2::Compression::new(level));
+    enc.write_all(data)?;
+    enc.finish()?;
+    Ok(())
+}

@@ -1,0 +1,250 @@
+//! The bundler's operations, shared by the native commands and the
+//! `clang-offload-bundler` drop-in: bundling (targets → host → format →
+//! layout or object edit → optional compression), opening a bundle
+//! (decompressing a CCOB, in this one place) and unbundling (entry
+//! selection, the host object of an object bundle, missing entries).
+//!
+//! Nothing here prints, reads the environment or opens files: the front ends
+//! open the inputs, call these in LLVM's order of checks, and render the
+//! typed results as their messages. The results describe what to write
+//! ([`Layout`]s and [`Written`] objects whose images are byte ranges of the
+//! inputs); image bytes are copied only when a bundle is compressed.
+
+use super::ccob::{self, CompressOptions, CompressReport, Decompressed, ReadOptions};
+use super::id::{BundleId, TargetError};
+use super::object::{self, HOST_MARKER, NewSection, Written};
+use super::{Format, Found, select};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+
+/// The checked targets of a bundling run, in the order given.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    /// The parsed targets.
+    pub ids: Vec<BundleId>,
+    /// Their normalized IDs, the entries' names.
+    pub normalized: Vec<String>,
+}
+
+/// Why [`Targets::for_bundling`] refuses the targets.
+#[derive(Debug)]
+pub enum TargetsError {
+    /// A target fails LLVM's checks (LLVM's message).
+    Invalid(TargetError),
+    /// Targets `first` and `second` (indices, earlier first) normalize to
+    /// the same entry `id`; LLVM 22 writes offsets that point at the wrong
+    /// data here.
+    Duplicate {
+        /// The earlier target.
+        first: usize,
+        /// The later target.
+        second: usize,
+        /// The normalized ID they share.
+        id: String,
+    },
+}
+
+impl Targets {
+    /// Checks `targets` for bundling (LLVM's checks, in its order), then
+    /// refuses two that normalize alike.
+    pub fn for_bundling(targets: &[String]) -> std::result::Result<Targets, TargetsError> {
+        let ids = super::id::check_targets(targets, true).map_err(TargetsError::Invalid)?;
+        let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
+        if let Some((first, second)) = super::first_duplicate(&normalized) {
+            let id = normalized[second].clone();
+            return Err(TargetsError::Duplicate { first, second, id });
+        }
+        Ok(Targets { ids, normalized })
+    }
+
+    /// The input holding the host's code: the host target's, else the first
+    /// (LLVM's choice, which also picks the format).
+    pub fn host(&self) -> usize {
+        self.ids.iter().position(BundleId::is_host).unwrap_or(0)
+    }
+}
+
+/// Why [`bundle`] fails.
+#[derive(Debug)]
+pub enum BundleError {
+    /// LLVM does not know the file type.
+    UnknownType,
+    /// An object host but no host target (LLVM 22 crashes).
+    ObjectWithoutHost,
+    /// The host object cannot be edited (its error).
+    Object(Error),
+    /// The bundle cannot be laid out.
+    Layout(Error),
+}
+
+/// What [`bundle`] makes.
+#[derive(Debug)]
+pub enum Bundled {
+    /// A binary or text bundle: `Piece::Image(i)` is the whole of input `i`.
+    Layout(Layout),
+    /// The host object with one section per target. Span source 0 is the
+    /// host input, `i + 1` the data of target `i` (see [`Bundled::sources`]).
+    Object {
+        /// The edited object.
+        written: Written,
+        /// The host target's index.
+        host: usize,
+    },
+}
+
+impl Bundled {
+    /// For an object bundle, the bytes each span source stands for, given
+    /// the inputs: the host object, then each target's section data (the
+    /// host's is [`HOST_MARKER`]). Empty for a layout.
+    pub fn sources<'a>(&self, targets: &Targets, inputs: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        match self {
+            Bundled::Layout(_) => Vec::new(),
+            Bundled::Object { host, .. } => std::iter::once(inputs[*host])
+                .chain(section_data(targets, inputs).map(|(_, d)| d))
+                .collect(),
+        }
+    }
+}
+
+/// Section data per target for an object bundle: (input index, bytes).
+fn section_data<'t, 'a: 't>(
+    targets: &'t Targets,
+    inputs: &'t [&'a [u8]],
+) -> impl Iterator<Item = (usize, &'a [u8])> + 't {
+    targets
+        .ids
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(i, (id, data))| (i, if id.is_host() { HOST_MARKER } else { data }))
+}
+
+/// The format of a bundle of `file_type` whose host input is `host`.
+pub fn bundle_format(file_type: &str, host: &[u8]) -> std::result::Result<Format, BundleError> {
+    Format::for_type(file_type, host).ok_or(BundleError::UnknownType)
+}
+
+/// Bundles `inputs` (one per target, opened by the caller after
+/// [`Targets::for_bundling`]) in `format` (from [`bundle_format`]); binary
+/// data aligned to `align`. An object host gets one section per target, as
+/// LLVM does with llvm-objcopy.
+pub fn bundle(
+    targets: &Targets,
+    format: Format,
+    inputs: &[&[u8]],
+    align: u64,
+) -> std::result::Result<Bundled, BundleError> {
+    if format == Format::Object {
+        let Some(host) = targets.ids.iter().position(BundleId::is_host) else {
+            return Err(BundleError::ObjectWithoutHost);
+        };
+        let sections: Vec<NewSection> = section_data(targets, inputs)
+            .map(|(i, data)| NewSection {
+                id: &targets.normalized[i],
+                data,
+            })
+            .collect();
+        let written = object::bundle(inputs[host], &sections).map_err(BundleError::Object)?;
+        return Ok(Bundled::Object { written, host });
+    }
+    let entries: Vec<(String, u64)> = targets
+        .normalized
+        .iter()
+        .cloned()
+        .zip(inputs.iter().map(|i| i.len() as u64))
+        .collect();
+    super::layout(format, &entries, align)
+        .map(Bundled::Layout)
+        .map_err(BundleError::Layout)
+}
+
+/// The whole uncompressed bundle of `layout` over `inputs`, compressed into a
+/// CCOB (the bytes LLVM's `-compress` writes), with what LLVM's verbose mode
+/// reports.
+pub fn compress_layout(
+    layout: &Layout,
+    inputs: &[&[u8]],
+    opts: &CompressOptions,
+) -> Result<(Vec<u8>, CompressReport)> {
+    let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
+    layout.write_to(&mut whole, inputs)?;
+    ccob::compress_to_vec(&whole, opts)
+}
+
+/// `data` decompressed when LLVM 22 would take it for a CCOB (`None`
+/// otherwise): the one place a bundle's input is inflated.
+pub fn open(data: &[u8], opts: &ReadOptions) -> Result<Option<Decompressed>> {
+    if !ccob::llvm_treats_as_compressed(data) {
+        return Ok(None);
+    }
+    ccob::decompress(data, opts).map(Some)
+}
+
+/// The entry IDs of a bundle (`data`, already [`open`]ed) in `format`, in
+/// LLVM's `-list` order: an object's bundle sections are listed by name
+/// without reading them, as LLVM does.
+pub fn list(data: &[u8], format: Format) -> Result<Vec<&[u8]>> {
+    if format == Format::Object {
+        return object::entry_ids(data);
+    }
+    Ok(super::entries(data, format)?.iter().map(|e| e.id).collect())
+}
+
+/// What one unbundling request gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extract<'a> {
+    /// These bytes of the bundle.
+    Entry(&'a [u8]),
+    /// The host entry of an object bundle: the object without its bundle
+    /// sections ([`host_object`]).
+    ObjectHost,
+    /// No entry: an empty file when missing entries are allowed.
+    Missing,
+    /// No entry, and no request got one: LLVM takes the whole input for the
+    /// host's code when missing entries are allowed.
+    MissingHost,
+}
+
+/// The entries of a bundle (`data`, already [`open`]ed) in `format`, in
+/// LLVM's order.
+pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
+    super::entries(data, format)
+}
+
+/// What each request gets from `found` (the entries of a bundle in
+/// `format`), by LLVM's target-ID rules and hash order.
+pub fn unbundle<'a>(
+    found: &[Found<'a>],
+    format: Format,
+    requests: &[BundleId],
+    hip_openmp_compatible: bool,
+) -> Result<Vec<Extract<'a>>> {
+    let ids: Vec<&[u8]> = found.iter().map(|f| f.id).collect();
+    let got = select::assign(&ids, requests, hip_openmp_compatible)?;
+    let none_found = got.iter().all(Option::is_none);
+    Ok(got
+        .iter()
+        .zip(requests)
+        .map(|(g, r)| match g {
+            Some(e) => extract(&found[*e], format),
+            None if none_found && r.is_host() => Extract::MissingHost,
+            None => Extract::Missing,
+        })
+        .collect())
+}
+
+/// What an entry found in a bundle of `format` extracts to.
+pub fn extract<'a>(found: &Found<'a>, format: Format) -> Extract<'a> {
+    if format == Format::Object && found.data == HOST_MARKER {
+        Extract::ObjectHost
+    } else {
+        Extract::Entry(found.data)
+    }
+}
+
+/// The host's code of an object bundle: the object without its bundle
+/// sections (what `llvm-objcopy --remove-section` leaves); span source 0 is
+/// `data`.
+pub fn host_object(data: &[u8]) -> Result<Written> {
+    object::strip(data)
+}

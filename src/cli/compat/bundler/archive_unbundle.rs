@@ -1,0 +1,158 @@
+//! `-unbundle -type=a`: one device archive per target, from the bundles
+//! in an archive's members.
+
+use offload_kit::bundle::archive_unbundle::{self, Member};
+use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
+use offload_kit::bundle::id::BundleId;
+use offload_kit::bundle::ops;
+use offload_kit::{ErrorKind, archive};
+
+use super::objcopy::{TempFile, print_command};
+use super::{Fail, Job, open, targets};
+use crate::cli::io::{Input, strerror, thin_member_path, write_layout};
+
+/// `-unbundle -type=a`: one device archive per target.
+pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
+    let requests = targets(job)?;
+    let name = &job.inputs[0];
+    let input = open(name)?;
+    // A member that fails to decompress leaves its full report here.
+    let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
+    let message = |e: offload_kit::Error| {
+        if let Some(f) = member_fail.take() {
+            return f;
+        }
+        match e.kind() {
+            // LLVM's own messages, printed as LLVM prints them.
+            ErrorKind::Usage(m) => Fail::new(m.clone()),
+            _ => Fail::new(format!("'{name}': {e}")),
+        }
+    };
+    // A thin archive's members are files beside it (LLVM reads them too).
+    let thin_inputs = match archive_unbundle::thin_member_names(input.bytes()).map_err(message)? {
+        None => Vec::new(),
+        Some(names) => names
+            .iter()
+            .map(|m| open(&thin_member_path(std::path::Path::new(name), m).to_string_lossy()))
+            .collect::<Result<Vec<_>, Fail>>()?,
+    };
+    let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
+    if job.check_archive {
+        archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
+    }
+    let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
+        decompress_member(job, name, m).map_err(|f| {
+            let e = offload_kit::Error::from(ErrorKind::Usage(f.llvm.clone()));
+            member_fail.replace(Some(f));
+            e
+        })
+    };
+    // -###: LLVM writes each host object member to a temporary file and
+    // prints the llvm-objcopy command that would strip it into another.
+    let mut temp_failure = None;
+    let mut print = |_: &Member<'_>| {
+        let Some(objcopy) = &job.objcopy else { return };
+        match (TempFile::create(b""), TempFile::create(b"")) {
+            (Ok(from), Ok(to)) => print_command(
+                objcopy,
+                &[
+                    "--regex",
+                    "--remove-section=__CLANG_OFFLOAD_BUNDLE__.*",
+                    "--",
+                    from.name(),
+                    to.name(),
+                ],
+            ),
+            (Err(e), _) | (_, Err(e)) => {
+                temp_failure.get_or_insert(e);
+            }
+        }
+    };
+    let hosts = if job.objcopy.is_some() {
+        archive_unbundle::HostObjects::Empty(&mut print)
+    } else {
+        archive_unbundle::HostObjects::Strip
+    };
+    let lists = archive_unbundle::unbundle_with(
+        input.bytes(),
+        &thin,
+        &requests,
+        job.hip_openmp,
+        inflate,
+        hosts,
+    )
+    .map_err(message)?;
+    if let Some(e) = temp_failure {
+        return Err(e);
+    }
+    // LLVM keys outputs by normalized ID: of requests that normalize alike,
+    // the last one's output file is written (once per request).
+    let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
+    let last: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    for (i, list) in lists.iter().enumerate() {
+        if list.is_empty() && !job.allow_missing {
+            return Err(Fail::new(format!(
+                "no compatible code object found for the target '{}' in heterogeneous \
+                 archive library: {name}",
+                keys[i]
+            )));
+        }
+        let out = &job.outputs[last.get(keys[i].as_str()).copied().unwrap_or(i)];
+        // LLVM's archive writer takes `-` as a file name, not standard output.
+        let out = if out == "-" { "./-" } else { out.as_str() };
+        let members: Vec<archive::Member> = list
+            .iter()
+            .map(|x| archive::Member {
+                name: x.name.clone(),
+                data: x.data(),
+            })
+            .collect();
+        let layout =
+            archive::layout_gnu(&members, true).map_err(|e| Fail::new(format!("'{out}': {e}")))?;
+        write_layout(out, &layout, |k| (&input, list[k].data()))
+            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
+    }
+    Ok(())
+}
+
+/// An archive member decompressed if it is a CCOB (LLVM's "Failed to
+/// decompress code object" otherwise, with the member and the exact fault in
+/// a note), with LLVM's verbose report.
+fn decompress_member(
+    job: &Job,
+    archive_name: &str,
+    m: &Member<'_>,
+) -> Result<Option<Vec<u8>>, Fail> {
+    let start = std::time::Instant::now();
+    let opts = ReadOptions {
+        hash: HashCheck::Enforce,
+        ..ReadOptions::default()
+    };
+    let d = ops::open(m.data, &opts).map_err(|e| {
+        let note = format!(
+            "'{archive_name}', member '{}': {e}",
+            String::from_utf8_lossy(m.name)
+        );
+        match ccob::llvm_message(&e) {
+            Some(llvm) => {
+                Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
+            }
+            // A fault LLVM does not detect: no line of its to keep.
+            None => Fail::new(format!("Failed to decompress code object: {note}")),
+        }
+    })?;
+    let Some(d) = d else {
+        if job.comp.verbose {
+            eprintln!("Uncompressed bundle.");
+        }
+        return Ok(None);
+    };
+    if job.comp.verbose {
+        eprint!("{}", d.verbose_report(start.elapsed()));
+    }
+    Ok(Some(d.data))
+}
