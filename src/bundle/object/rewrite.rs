@@ -322,6 +322,28 @@ fn valid_reserved(index: u16, machine: elf::Machine) -> bool {
     }
 }
 
+/// llvm-objcopy's check of a string table it reads names from: not empty,
+/// and ending in a null byte (names read from an unterminated table would
+/// run into whatever follows it).
+fn check_string_table(data: &[u8], sec: &Sec<'_>, index: usize) -> Result<()> {
+    let bytes = usize::try_from(sec.orig_offset)
+        .ok()
+        .zip(usize::try_from(sec.size).ok())
+        .and_then(|(at, len)| data.get(at..at.checked_add(len)?));
+    match bytes {
+        Some([]) => Err(invalid(format!(
+            "SHT_STRTAB string table section [index {index}] is empty"
+        ))),
+        Some([.., 0]) => Ok(()),
+        Some(_) => Err(invalid(format!(
+            "SHT_STRTAB string table section [index {index}] is non-null terminated"
+        ))),
+        None => Err(invalid(format!(
+            "SHT_STRTAB string table section [index {index}] lies outside the file"
+        ))),
+    }
+}
+
 fn read<'d, Elf: FileHeader<Endian = Endianness>>(
     data: &'d [u8],
     is_64: bool,
@@ -448,6 +470,7 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
                 "e_shstrndx field value {shstrndx} does not reference a string table"
             )));
         }
+        check_string_table(data, &secs[n], n + 1)?;
         Some(n)
     };
 
@@ -469,6 +492,7 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
                 secs[st].link
             )));
         }
+        check_string_table(data, &secs[link], link + 1)?;
         secs[st].link_sec = Some(link);
         if secs[st].entsize != sym_size {
             return Err(invalid(format!(
