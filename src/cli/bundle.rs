@@ -142,18 +142,10 @@ impl BundleOpts {
     }
 }
 
-/// Writes an object bundle or stripped host object: `sources[k]` is span
-/// source `k` and the input its bytes lie in.
+/// Writes an object bundle or stripped host object (see
+/// [`super::io::write_object`]).
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<()> {
-    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
-    let images: Vec<(&Input, &[u8])> = w
-        .spans
-        .iter()
-        .enumerate()
-        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
-        .collect::<Option<_>>()
-        .with_context(|| format!("'{out}': internal error: object layout out of range"))?;
-    write_layout(out, &w.layout, |k| images[k]).with_context(|| format!("'{out}': cannot write"))
+    super::io::write_object(out, w, sources).with_context(|| format!("'{out}': cannot write"))
 }
 
 /// Take a clang offload bundle apart: every entry, or the entries LLVM would

@@ -625,6 +625,25 @@ pub fn write_layout<'a>(
     out.commit()
 }
 
+/// Writes an object made by `offload_kit::bundle::object` to `path`:
+/// `sources[k]` is span source `k` and the input its bytes lie in, so the
+/// spans are copied file to file.
+pub fn write_object(
+    path: &str,
+    w: &offload_kit::bundle::object::Written,
+    sources: &[(&Input, &[u8])],
+) -> io::Result<()> {
+    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
+    let images: Vec<(&Input, &[u8])> = w
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| io::Error::other("internal error: object layout out of range"))?;
+    write_layout(path, &w.layout, |k| images[k])
+}
+
 /// Writes `bytes` (a slice of `input`, or any bytes) atomically to `path`.
 pub fn write_bytes(path: &str, input: &Input, bytes: &[u8]) -> io::Result<()> {
     let mut out = Output::create(Path::new(path))?;

@@ -534,22 +534,10 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Writes an object made by `offload_kit::bundle::object`: `sources[k]` is span source
-/// `k` and the input its bytes lie in.
+/// Writes an object made by `offload_kit::bundle::object` (see
+/// [`crate::cli::io::write_object`]).
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
-    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
-    let images: Vec<(&Input, &[u8])> = w
-        .spans
-        .iter()
-        .enumerate()
-        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
-        .collect::<Option<_>>()
-        .ok_or_else(|| {
-            Fail::new(format!(
-                "'{out}': internal error: object layout out of range"
-            ))
-        })?;
-    write_layout(out, &w.layout, |k| images[k])
+    crate::cli::io::write_object(out, w, sources)
         .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
 }
 
