@@ -185,6 +185,41 @@ struct Sec<'d> {
     removed: bool,
 }
 
+impl<'d> Sec<'d> {
+    /// A section the rewrite adds (it has no place in the input): `(sh_type,
+    /// flags)` and `(align, entsize)` as given, nothing linked yet.
+    fn created(
+        name: Cow<'d, [u8]>,
+        kind: Kind,
+        (sh_type, flags): (elf::SectionType, u64),
+        size: u64,
+        (align, entsize): (u64, u64),
+    ) -> Sec<'d> {
+        Sec {
+            name,
+            kind,
+            sh_type,
+            flags,
+            addr: 0,
+            size,
+            link: 0,
+            info: 0,
+            align,
+            entsize,
+            orig_offset: u64::MAX,
+            link_sec: None,
+            symtab_link: false,
+            target: None,
+            relocs: Vec::new(),
+            crel: Vec::new(),
+            group: None,
+            parent: None,
+            was_nobits: false,
+            removed: false,
+        }
+    }
+}
+
 /// A segment as llvm-objcopy models it: the program headers, then its
 /// two pseudo-segments for the ELF header and the program header table.
 #[derive(Debug, Clone)]
@@ -888,28 +923,13 @@ impl<'d> Model<'d> {
             {
                 set_readonly_exclude(old);
             }
-            self.secs.push(Sec {
-                name: Cow::Owned(name),
-                kind: Kind::Added(k + 1),
-                sh_type: elf::SHT_PROGBITS,
-                flags: SHF_EXCLUDE,
-                addr: 0,
-                size: s.data.len() as u64,
-                link: 0,
-                info: 0,
-                align: 1,
-                entsize: 0,
-                orig_offset: u64::MAX,
-                link_sec: None,
-                symtab_link: false,
-                target: None,
-                relocs: Vec::new(),
-                crel: Vec::new(),
-                group: None,
-                parent: None,
-                was_nobits: false,
-                removed: false,
-            });
+            self.secs.push(Sec::created(
+                Cow::Owned(name),
+                Kind::Added(k + 1),
+                (elf::SHT_PROGBITS, SHF_EXCLUDE),
+                s.data.len() as u64,
+                (1, 0),
+            ));
         }
 
         // The extended index table: needed when a section that had a symbol
@@ -933,28 +953,13 @@ impl<'d> Model<'d> {
             .copied()
             .find(|&i| self.secs[i].kind == Kind::Shndx);
         match (needs_large, shndx) {
-            (true, None) if self.symtab.is_some() => self.secs.push(Sec {
-                name: Cow::Borrowed(b".symtab_shndx"),
-                kind: Kind::Shndx,
-                sh_type: elf::SHT_SYMTAB_SHNDX,
-                flags: 0,
-                addr: 0,
-                size: 0,
-                link: 0,
-                info: 0,
-                align: 4,
-                entsize: 4,
-                orig_offset: u64::MAX,
-                link_sec: None,
-                symtab_link: false,
-                target: None,
-                relocs: Vec::new(),
-                crel: Vec::new(),
-                group: None,
-                parent: None,
-                was_nobits: false,
-                removed: false,
-            }),
+            (true, None) if self.symtab.is_some() => self.secs.push(Sec::created(
+                Cow::Borrowed(b".symtab_shndx"),
+                Kind::Shndx,
+                (elf::SHT_SYMTAB_SHNDX, 0),
+                0,
+                (4, 4),
+            )),
             (false, Some(x)) => {
                 let mut doomed = vec![false; self.secs.len()];
                 doomed[x] = true;
