@@ -98,37 +98,24 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
         .chain(r.by_kind.keys())
         .map(String::len)
         .fold(6, usize::max);
-    print_line(
-        &mut out,
-        &format!(
-            "  {:<w$}  {:>6}  {:>14}  {:>14}",
-            "target", "images", "bytes", "stored"
-        ),
-    )?;
-    for (k, t) in &r.by_target {
+    // One table per grouping: a heading, then a row per key.
+    for (heading, rows) in [("target", &r.by_target), ("kind", &r.by_kind)] {
         print_line(
             &mut out,
             &format!(
-                "  {k:<w$}  {:>6}  {:>14}  {:>14}",
-                t.images, t.bytes, t.stored
+                "  {heading:<w$}  {:>6}  {:>14}  {:>14}",
+                "images", "bytes", "stored"
             ),
         )?;
-    }
-    print_line(
-        &mut out,
-        &format!(
-            "  {:<w$}  {:>6}  {:>14}  {:>14}",
-            "kind", "images", "bytes", "stored"
-        ),
-    )?;
-    for (k, t) in &r.by_kind {
-        print_line(
-            &mut out,
-            &format!(
-                "  {k:<w$}  {:>6}  {:>14}  {:>14}",
-                t.images, t.bytes, t.stored
-            ),
-        )?;
+        for (k, t) in rows {
+            print_line(
+                &mut out,
+                &format!(
+                    "  {k:<w$}  {:>6}  {:>14}  {:>14}",
+                    t.images, t.bytes, t.stored
+                ),
+            )?;
+        }
     }
     Ok(())
 }
