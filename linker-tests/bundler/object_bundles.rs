@@ -1354,6 +1354,63 @@ fn crel_with_removed_symbols() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Sets symbol 0's binding to weak in the 64-bit little-endian object
+/// `data`, so that llvm-objcopy moves that entry behind the locals.
+fn weak_first_symbol(data: &[u8]) -> Vec<u8> {
+    let mut v = data.to_vec();
+    let shnum = u16::from_le_bytes([v[0x3c], v[0x3d]]) as usize;
+    let symtab = (0..shnum)
+        .find(|&i| v[shdr_field(&v, i, 4)] == 2)
+        .expect("a symbol table");
+    let at = shdr_field(&v, symtab, 24);
+    let off = u64::from_le_bytes(v[at..at + 8].try_into().unwrap()) as usize;
+    v[off + 4] = 0x20;
+    v
+}
+
+/// Relocations naming no symbol (index 0), in an object whose entry 0 is
+/// not the null symbol and moves when locals go first: the relocation
+/// keeps index 0, as llvm-objcopy writes it; plain and compact
+/// relocations, bundled and extracted, LLVM's bytes.
+fn relocation_naming_no_symbol() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let asm = "\t.text\n\t.globl f\nf:\tret\n\t.reloc 0, R_X86_64_NONE\n\
+               \t.data\nlv:\t.quad lv\nlw:\t.quad lw\n\t.reloc 8, R_X86_64_NONE\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.byte 0\n\
+               \t.section __CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-,\"e\",@progbits\n\t.long 7\n";
+    let crel = "-Wa,--crel,--allow-experimental-crel";
+    cc(d, "z.s", asm, "zrela.o", &[])?;
+    cc(d, "z.s", asm, "zcrel.o", &[crel])?;
+    std::fs::write(d.join("dev"), b"DEVICE-IMAGE")?;
+    for f in ["zrela.o", "zcrel.o"] {
+        let weak = format!("weak-{f}");
+        std::fs::write(d.join(&weak), weak_first_symbol(&std::fs::read(d.join(f))?))?;
+        let unbundle = args(&[
+            "-type=o",
+            "-unbundle",
+            "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu",
+            &format!("-input={weak}"),
+            "-output=h.o",
+            "-output=dev",
+        ]);
+        let (theirs, ours) = run_both(d, d, &format!("sym0-unbundle-{f}"), &unbundle)?;
+        same_outcome(&format!("unbundling {weak}"), &theirs, &ours)?;
+        same(&format!("{weak}: success"), ours.code, 0)?;
+        let bundle = args(&[
+            "-type=o",
+            "-targets=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a",
+            &format!("-input={weak}"),
+            "-input=dev",
+            "-output=fat.o",
+        ]);
+        let (theirs, ours) = run_both(d, d, &format!("sym0-bundle-{f}"), &bundle)?;
+        same_outcome(&format!("bundling {weak}"), &theirs, &ours)?;
+        same(&format!("{weak}: bundled"), ours.code, 0)?;
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1421,6 +1478,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::crel_with_removed_symbols",
         TOOLS,
         crel_with_removed_symbols,
+    ));
+    t.push(trial(
+        "bundler::object::relocation_naming_no_symbol",
+        TOOLS,
+        relocation_naming_no_symbol,
     ));
     t.push(trial(
         "bundler::object::large_section_indices",

@@ -77,14 +77,12 @@ pub fn is_bundle_section(name: &[u8]) -> bool {
 /// error.
 pub fn entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
     with_aligned(data, |view| {
-        let file = object::File::parse(view).map_err(read_err)?;
         let mut out = Vec::new();
-        for s in file.sections() {
-            let Ok(name) = s.name_bytes() else { continue };
+        for (name, range) in named_sections(view)? {
             if !is_entry_section(name) {
                 continue;
             }
-            let bytes = match s.file_range() {
+            let bytes = match range {
                 None => &data[..0],
                 Some((offset, size)) => slice(data, offset, size).ok_or_else(|| {
                     Error::from(ErrorKind::OutOfBounds {
@@ -107,14 +105,54 @@ pub fn entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
     })
 }
 
+/// A section's name and its range in the file (`None` for a section
+/// without file contents).
+type NamedSection<'a> = (&'a [u8], Option<(u64, u64)>);
+
+/// The sections of the object file `view` whose names read, in section
+/// order. ELF files are read as LLVM's object reader reads them for the
+/// bundler: the file header, the section table and the section-name table
+/// only, so that a symbol table or relocation section the `object` crate
+/// refuses as a whole (a relocation section applying to another one, which
+/// llvm-objcopy writes) does not hide the bundle sections. Other formats go
+/// through the `object` crate's reader.
+fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
+    use object::elf::{FileHeader32, FileHeader64};
+    use object::read::elf::{FileHeader, SectionHeader};
+
+    fn elf<H: FileHeader<Endian = object::Endianness>>(
+        view: &[u8],
+    ) -> Result<Vec<NamedSection<'_>>> {
+        let header = H::parse(view).map_err(read_err)?;
+        let endian = header.endian().map_err(read_err)?;
+        let table = header.sections(endian, view).map_err(read_err)?;
+        Ok(table
+            .iter()
+            .filter_map(|s| {
+                let name = table.section_name(endian, s).ok()?;
+                Some((name, s.file_range(endian)))
+            })
+            .collect())
+    }
+    match FileKind::parse(view).map_err(read_err)? {
+        FileKind::Elf32 => elf::<FileHeader32<object::Endianness>>(view),
+        FileKind::Elf64 => elf::<FileHeader64<object::Endianness>>(view),
+        _ => {
+            let file = object::File::parse(view).map_err(read_err)?;
+            Ok(file
+                .sections()
+                .filter_map(|s| Some((s.name_bytes().ok()?, s.file_range())))
+                .collect())
+        }
+    }
+}
+
 /// The entry IDs of the object file in `data`, in section order, without
 /// reading the sections' contents (LLVM's `-list` reads names only).
 pub fn entry_ids(data: &[u8]) -> Result<Vec<&[u8]>> {
     with_aligned(data, |view| {
-        let file = object::File::parse(view).map_err(read_err)?;
         let mut out = Vec::new();
-        for s in file.sections() {
-            let Ok(name) = s.name_bytes() else { continue };
+        for (name, _) in named_sections(view)? {
             if is_entry_section(name) {
                 let id = subslice_of(view, name)
                     .and_then(|r| data.get(r.start + MAGIC.len()..r.end))

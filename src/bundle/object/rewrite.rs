@@ -1114,10 +1114,16 @@ impl<'d> Model<'d> {
                 index[i] = to_u32(live.len())?;
             }
         }
+        // Output index of each symbol. A relocation naming symbol 0 names
+        // no symbol and keeps 0, even when the input's entry 0 is not null
+        // and moves (llvm-objcopy reads it as no symbol).
         let sym_index = {
             let mut v = vec![0u32; self.symbols.len()];
             for (new, &old) in self.order.iter().enumerate() {
                 v[old] = to_u32(new)?;
+            }
+            if let Some(first) = v.first_mut() {
+                *first = 0;
             }
             v
         };
