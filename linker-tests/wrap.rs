@@ -24,6 +24,8 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use crate::util::{llvm, ours, tempdir, trial};
 
+mod cpus;
+
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
 /// libomptarget 22 (Debian ships no unversioned link without the -dev
@@ -821,13 +823,18 @@ fn llvm_wrap_for(
     let mut a = vec![&kind[..], "--triple", triple, "-o", "llvm.bc"];
     a.extend(inputs);
     sh(d, llvm("llvm-offload-wrapper"), &a)?;
-    let pic = [
+    let mut pic = vec![
         "-filetype=obj",
         "-relocation-model=pic",
         "llvm.bc",
         "-o",
         out,
     ];
+    // riscv64: the ABI of Debian's objects and of clang's default (RVC,
+    // double-float), which plain llc does not use.
+    if triple.starts_with("riscv64") {
+        pic.extend(["-mattr=+m,+a,+f,+d,+c", "-target-abi=lp64d"]);
+    }
     sh(d, llvm("llc"), &pic)?;
     std::fs::read(d.join(out)).map_err(|e| e.to_string().into())
 }
@@ -978,37 +985,10 @@ fn default_layout_moves_only_the_image(d: &Path, triple: &str, raw: &str) -> Res
 /// our object prints exactly the calls wrapper-abi.md §5 describes, and the
 /// same as with LLVM's object.
 fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
-    let fx = fixture()?;
     let t = tempdir();
     let d = t.path();
     let hip = kind == "hip";
-    let input = if hip {
-        // A HIP offload bundle as the 22 linker wrapper makes one.
-        sh(
-            d,
-            llvm("clang-offload-bundler"),
-            &[
-                "-type=o",
-                "-bundle-align=4096",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a",
-                "-input=/dev/null",
-                &format!("-input={}", fx.path("app-dev.so")),
-                "-output=dev.hipfb",
-            ],
-        )?;
-        "dev.hipfb"
-    } else {
-        // An NVIDIA fatbin header (magic, version 1, header size 16, payload
-        // size) and a payload; the wrapper does not look inside.
-        let mut fatbin = Vec::new();
-        fatbin.extend_from_slice(&0xba55_ed50u32.to_le_bytes());
-        fatbin.extend_from_slice(&1u16.to_le_bytes());
-        fatbin.extend_from_slice(&16u16.to_le_bytes());
-        fatbin.extend_from_slice(&64u64.to_le_bytes());
-        fatbin.extend(0..64u8);
-        std::fs::write(d.join("dev.fatbin"), &fatbin).map_err(|e| e.to_string())?;
-        "dev.fatbin"
-    };
+    let input = fatbin_input(d, kind)?;
     wrap_kind(d, kind, &["-o", "ours.o", input])?;
     llvm_wrap_kind(d, kind, "ref.o", &[input])?;
     let stub = src("fatbin_stub.c");
@@ -1022,6 +1002,51 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
         link(d, ld, &["stub.o", obj, "-o", exe])?;
         logs.push(run(d, exe, &[], &[])?.stdout);
     }
+    let want = fatbin_want(hip);
+    if logs[0] != want {
+        return Err(format!("with our object:\n{}--- want:\n{want}", logs[0]).into());
+    }
+    if logs[1] != want {
+        return Err(format!("with LLVM's object:\n{}--- want:\n{want}", logs[1]).into());
+    }
+    Ok(())
+}
+
+/// The device input of the `--kind=KIND` run trials, made in `d`: for HIP
+/// an offload bundle as the 22 linker wrapper makes one, for CUDA an
+/// NVIDIA fatbin header (magic, version 1, header size 16, payload size)
+/// and a payload (the wrapper does not look inside). Returns its name.
+fn fatbin_input(d: &Path, kind: &str) -> Result<&'static str, Failed> {
+    let fx = fixture()?;
+    if kind == "hip" {
+        sh(
+            d,
+            llvm("clang-offload-bundler"),
+            &[
+                "-type=o",
+                "-bundle-align=4096",
+                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a",
+                "-input=/dev/null",
+                &format!("-input={}", fx.path("app-dev.so")),
+                "-output=dev.hipfb",
+            ],
+        )?;
+        Ok("dev.hipfb")
+    } else {
+        let mut fatbin = Vec::new();
+        fatbin.extend_from_slice(&0xba55_ed50u32.to_le_bytes());
+        fatbin.extend_from_slice(&1u16.to_le_bytes());
+        fatbin.extend_from_slice(&16u16.to_le_bytes());
+        fatbin.extend_from_slice(&64u64.to_le_bytes());
+        fatbin.extend(0..64u8);
+        std::fs::write(d.join("dev.fatbin"), &fatbin).map_err(|e| e.to_string())?;
+        Ok("dev.fatbin")
+    }
+}
+
+/// What `wrap/fatbin_stub.c` prints for a program whose wrapper object
+/// registers [`fatbin_input`] (wrapper-abi.md §5).
+fn fatbin_want(hip: bool) -> String {
     let (magic, starts) = if hip {
         ("0x48495046", "5f 5f 43 4c")
     } else {
@@ -1047,13 +1072,7 @@ fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
         want += "RegisterFatBinaryEnd\n";
     }
     want += "main\nUnregisterFatBinary\n";
-    if logs[0] != want {
-        return Err(format!("with our object:\n{}--- want:\n{want}", logs[0]).into());
-    }
-    if logs[1] != want {
-        return Err(format!("with LLVM's object:\n{}--- want:\n{want}", logs[1]).into());
-    }
-    Ok(())
+    want
 }
 
 /// Links `host`'s object `obj` alone into a shared library with ld.lld,
@@ -1332,6 +1351,7 @@ pub fn tests() -> Vec<Trial> {
         &["bash", "llvm-offload-wrapper", "llc"],
         many_inputs,
     ));
+    v.extend(cpus::tests());
     v.push(trial("wrap::bad_input", &base(&[]), bad_input));
     v.push(trial("wrap::outputs", &[], outputs));
     v

@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 LLVM_BIN=/usr/lib/llvm-22/bin
-# The packages setup.sh installs: its PKGS line, read rather than repeated.
-read -r -a pkgs < <(sed -n 's/^PKGS=(\(.*\))$/\1/p' scripts/setup.sh)
-[ ${#pkgs[@]} -gt 0 ] || { echo "check-packages: no PKGS line in scripts/setup.sh" >&2; exit 1; }
+# The packages setup.sh installs, as it lists them rather than repeated.
+mapfile -t pkgs < <(bash scripts/setup.sh --list-packages)
+[ ${#pkgs[@]} -gt 0 ] || { echo "check-packages: scripts/setup.sh --list-packages listed nothing" >&2; exit 1; }
 
 # Every package those pull in through Depends and PreDepends. apt-cache
 # needs the package lists: fetch them once if this machine has none.

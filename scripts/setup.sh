@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # Installs what offload-kit's tests need, on Debian, when it is missing:
 # LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22, libomp-22-dev), the system zstd
-# library, and the linkers the wrapper tests use. Run as root (CI is), or
-# with the packages already present.
+# library, the linkers the wrapper tests use, and qemu-user with the cross C
+# libraries and binutils of the other host CPUs the wrapper writes for. Run
+# as root (CI is), or with the packages already present.
 #
 #   bash scripts/setup.sh          # install what is missing
 #   bash scripts/setup.sh --check  # only report; exit 1 if anything is missing
+#   bash scripts/setup.sh --list-packages  # print the packages, one a line
 set -euo pipefail
 
 LLVM_BIN=/usr/lib/llvm-22/bin
 PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3)
+# The wrapper's other host CPUs: qemu-user runs their programs, Debian's
+# cross C libraries link them, and GNU ld for each (binutils-<triple>).
+CROSS=(arm64:aarch64 ppc64el:powerpc64le s390x:s390x riscv64:riscv64)
+PKGS+=(qemu-user)
+for c in "${CROSS[@]}"; do
+  PKGS+=("libc6-dev-${c%%:*}-cross" "libgcc-12-dev-${c%%:*}-cross" "binutils-${c##*:}-linux-gnu")
+done
+
+if [ "${1:-}" = "--list-packages" ]; then
+  printf '%s\n' "${PKGS[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

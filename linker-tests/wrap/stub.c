@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #ifndef ENTRY_SIZE
 #error "define ENTRY_SIZE (56 or 32)"
@@ -37,10 +38,29 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
   return h;
 }
 
+// Entry fields, read in the target's own byte order (the stub runs on
+// big-endian s390x too).
 static uint64_t u64_at(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | p[i];
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static uint32_t u32_at(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static uint16_t u16_at(const unsigned char *p) {
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static const void *ptr_at(const unsigned char *p) {
+  const void *v;
+  memcpy(&v, p, sizeof v);
   return v;
 }
 
@@ -50,20 +70,17 @@ static void print_entries(const unsigned char *b, const unsigned char *e) {
          bytes % ENTRY_SIZE);
   for (const unsigned char *p = b; p + ENTRY_SIZE <= e; p += ENTRY_SIZE) {
 #if ENTRY_SIZE == 56
-    const void *addr = (const void *)(uintptr_t)u64_at(p + 16);
-    const char *name = (const char *)(uintptr_t)u64_at(p + 24);
+    const void *addr = ptr_at(p + 16);
+    const char *name = ptr_at(p + 24);
     printf("  entry %s reserved=%llu version=%u kind=%u flags=%u size=%llu data=%llu addr=%s\n",
-           name, (unsigned long long)u64_at(p), p[8] | p[9] << 8, p[10] | p[11] << 8,
-           (unsigned)(p[12] | p[13] << 8 | p[14] << 16 | (unsigned)p[15] << 24),
+           name, (unsigned long long)u64_at(p), u16_at(p + 8), u16_at(p + 10), u32_at(p + 12),
            (unsigned long long)u64_at(p + 32), (unsigned long long)u64_at(p + 40),
            addr ? "set" : "null");
 #else
-    const void *addr = (const void *)(uintptr_t)u64_at(p);
-    const char *name = (const char *)(uintptr_t)u64_at(p + 8);
+    const void *addr = ptr_at(p);
+    const char *name = ptr_at(p + 8);
     printf("  entry %s size=%llu flags=%u data=%u addr=%s\n", name,
-           (unsigned long long)u64_at(p + 16),
-           (unsigned)(p[24] | p[25] << 8 | p[26] << 16 | (unsigned)p[27] << 24),
-           (unsigned)(p[28] | p[29] << 8 | p[30] << 16 | (unsigned)p[31] << 24),
+           (unsigned long long)u64_at(p + 16), u32_at(p + 24), u32_at(p + 28),
            addr ? "set" : "null");
 #endif
   }

@@ -1,0 +1,289 @@
+//! Every host CPU, run: for each CPU of [`HOSTS`](super::HOSTS) and each
+//! kind, a static program for that CPU is linked (ld.lld and GNU ld) with
+//! our wrapper object and a recording stand-in for the runtime, and run —
+//! natively on x86_64, under qemu-user elsewhere. The stand-in must see the
+//! same registration as with LLVM's object (llvm-offload-wrapper + llc for
+//! that CPU): descriptor, image sizes and hashes, entry bounds and entries,
+//! call order, unregistration at exit.
+//!
+//! OpenMP: the host object is clang-22's for the CPU (`app.c`,
+//! `--offload-host-only`, so its 56-byte entries are real), linked with
+//! `wrap/stub.c`, `wrap/stub_main.c` and `wrap/omp_stubs.c` (the runtime
+//! calls `app.c` makes, never reached). CUDA and HIP: `wrap/fatbin_stub.c`,
+//! with the calls [`super::fatbin_want`] lists.
+
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+
+use super::{HOSTS, Host, check_log, clang, fatbin_input, fatbin_want, llvm_wrap_for, sh, src};
+use crate::util::{ours, tempdir, trial};
+
+/// How programs for a host CPU are built and run here.
+struct Runner {
+    /// The CPU, as its triple spells it.
+    arch: &'static str,
+    /// clang's `--target` for the CPU's Debian libraries.
+    target: &'static str,
+    /// The qemu-user program that runs it; `None` for this machine's CPU.
+    qemu: Option<&'static str>,
+    /// GNU ld for the CPU (Debian's `binutils-<triple>`).
+    gnu_ld: &'static str,
+    /// The OpenMP offload target of the host object: the CPU itself where
+    /// clang 22 offloads to it, else x86_64 (only the host side is used).
+    offload_target: &'static str,
+}
+
+/// One row per CPU of [`HOSTS`]; a CPU without a row fails
+/// `wrap::cpus::every_host_runs`.
+const RUNNERS: &[Runner] = &[
+    Runner {
+        arch: "x86_64",
+        target: "x86_64-linux-gnu",
+        qemu: None,
+        gnu_ld: "ld.bfd",
+        offload_target: "x86_64-unknown-linux-gnu",
+    },
+    Runner {
+        arch: "aarch64",
+        target: "aarch64-linux-gnu",
+        qemu: Some("qemu-aarch64"),
+        gnu_ld: "aarch64-linux-gnu-ld",
+        offload_target: "aarch64-unknown-linux-gnu",
+    },
+    Runner {
+        arch: "powerpc64le",
+        target: "powerpc64le-linux-gnu",
+        qemu: Some("qemu-ppc64le"),
+        gnu_ld: "powerpc64le-linux-gnu-ld",
+        offload_target: "powerpc64le-unknown-linux-gnu",
+    },
+    Runner {
+        arch: "s390x",
+        target: "s390x-linux-gnu",
+        qemu: Some("qemu-s390x"),
+        gnu_ld: "s390x-linux-gnu-ld",
+        offload_target: "s390x-unknown-linux-gnu",
+    },
+    Runner {
+        arch: "riscv64",
+        target: "riscv64-linux-gnu",
+        qemu: Some("qemu-riscv64"),
+        gnu_ld: "riscv64-linux-gnu-ld",
+        offload_target: "x86_64-unknown-linux-gnu",
+    },
+];
+
+fn runner(host: &Host) -> Option<&'static Runner> {
+    RUNNERS.iter().find(|r| r.arch == host.arch())
+}
+
+/// The static C library for the CPU (Debian's `libc6-dev-<arch>-cross`,
+/// or the system's own for this machine's CPU).
+fn libc(r: &Runner) -> String {
+    if r.qemu.is_some() {
+        format!("/usr/{}/lib/libc.a", r.target)
+    } else {
+        format!("/usr/lib/{}/libc.a", r.target)
+    }
+}
+
+/// The tools a trial for `r` linked by `ld` needs.
+fn tools(r: &Runner, ld: &str) -> Vec<&'static str> {
+    let mut t = vec![
+        "clang",
+        "llvm-offload-wrapper",
+        "llc",
+        "llvm-offload-binary",
+    ];
+    t.push(if ld == "lld" { "ld.lld" } else { r.gnu_ld });
+    t.extend(r.qemu);
+    t.push(Box::leak(libc(r).into_boxed_str()));
+    t
+}
+
+/// Compiles C sources for `r` into objects in `d`.
+fn compile(d: &Path, r: &Runner, sources: &[(&str, &str, &[&str])]) -> Result<(), Failed> {
+    for (c, o, extra) in sources {
+        let c = src(c);
+        let target = format!("--target={}", r.target);
+        let mut a = vec![&target[..], "-O1", "-c", c.to_str().unwrap(), "-o", o];
+        a.extend_from_slice(extra);
+        clang(d, &a)?;
+    }
+    Ok(())
+}
+
+/// Links `objects` statically for `r` with `ld` into `exe` and runs it;
+/// returns what it printed. The link must not warn.
+fn link_and_run(
+    d: &Path,
+    r: &Runner,
+    ld: &str,
+    objects: &[&str],
+    exe: &str,
+) -> Result<String, Failed> {
+    let target = format!("--target={}", r.target);
+    let fuse = format!("-fuse-ld={ld}");
+    let mut a = vec![&target[..], &fuse[..], "-static"];
+    a.extend_from_slice(objects);
+    a.extend(["-o", exe]);
+    let stderr = clang(d, &a)?;
+    if stderr.to_lowercase().contains("warning") {
+        return Err(format!("linking {exe} for {} with {ld} warned:\n{stderr}", r.arch).into());
+    }
+    let exe_path = d.join(exe);
+    let exe_path = exe_path.to_str().unwrap();
+    let (prog, args) = match r.qemu {
+        Some(q) => (q, vec![exe_path]),
+        None => (exe_path, vec![]),
+    };
+    let out = std::process::Command::new(prog)
+        .args(&args)
+        .current_dir(d)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {prog}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{exe} ({}) exited with {}:\n{stdout}{}",
+            r.arch,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(stdout)
+}
+
+/// Our object for `triple` and `kind` from `inputs`, as `out`.
+fn ours_for(d: &Path, kind: &str, triple: &str, out: &str, inputs: &[&str]) -> Result<(), Failed> {
+    let kind = format!("--kind={kind}");
+    let mut a = vec!["wrap", &kind[..], "--triple", triple, "-o", out];
+    a.extend_from_slice(inputs);
+    sh(d, ours(), &a).map(|_| ())
+}
+
+/// OpenMP on `host`, linked by `ld`: the same log with our object and
+/// LLVM's, and the facts [`check_log`] requires.
+fn run_openmp(host: &Host, ld: &str) -> Result<(), Failed> {
+    let r = runner(host).ok_or("no runner")?;
+    let t = tempdir();
+    let d = t.path();
+    let offload = format!("-fopenmp-targets={}", r.offload_target);
+    compile(
+        d,
+        r,
+        &[
+            (
+                "app.c",
+                "app-host.o",
+                &["-fopenmp", &offload, "--offload-host-only"],
+            ),
+            ("stub.c", "stub.o", &["-DENTRY_SIZE=56"]),
+            ("stub_main.c", "stub_main.o", &[]),
+            ("omp_stubs.c", "omp_stubs.o", &[]),
+        ],
+    )?;
+    // The device image: any ELF file does for the stand-in, packed as an
+    // OffloadBinary as clang packs one.
+    sh(
+        d,
+        crate::util::llvm("llvm-offload-binary"),
+        &[
+            "-o",
+            "dev.ob",
+            &format!(
+                "--image=file=omp_stubs.o,triple={},arch=generic,kind=openmp",
+                r.offload_target
+            ),
+        ],
+    )?;
+    ours_for(d, "openmp", host.triple, "ours.o", &["dev.ob"])?;
+    llvm_wrap_for(d, "openmp", host.triple, "ref.o", &["dev.ob"])?;
+    let mut logs = Vec::new();
+    for (obj, exe) in [("ours.o", "prog-ours"), ("ref.o", "prog-ref")] {
+        let objects = ["app-host.o", "stub.o", "stub_main.o", "omp_stubs.o", obj];
+        logs.push(link_and_run(d, r, ld, &objects, exe)?);
+    }
+    if logs[0] != logs[1] {
+        return Err(format!(
+            "{}: the stub saw different things:\n--- ours\n{}--- LLVM's\n{}",
+            r.arch, logs[0], logs[1]
+        )
+        .into());
+    }
+    let host_obj = std::fs::read(d.join("app-host.o"))?;
+    let entries = {
+        use object::{Object as _, ObjectSection as _};
+        let f = object::File::parse(&*host_obj).map_err(|e| e.to_string())?;
+        let s = f
+            .section_by_name("llvm_offload_entries")
+            .ok_or("no llvm_offload_entries in the host object")?;
+        usize::try_from(s.size()).unwrap() / 56
+    };
+    check_log(&logs[0], 1, entries, &[0])
+}
+
+/// CUDA or HIP on `host`, linked by `ld`: with our object and with LLVM's,
+/// the stand-in sees exactly the calls [`fatbin_want`] lists.
+fn run_fatbin(host: &Host, kind: &str, ld: &str) -> Result<(), Failed> {
+    let r = runner(host).ok_or("no runner")?;
+    let t = tempdir();
+    let d = t.path();
+    let hip = kind == "hip";
+    let input = fatbin_input(d, kind)?;
+    let extra: &[&str] = if hip { &["-DHIP"] } else { &[] };
+    compile(d, r, &[("fatbin_stub.c", "stub.o", extra)])?;
+    ours_for(d, kind, host.triple, "ours.o", &[input])?;
+    llvm_wrap_for(d, kind, host.triple, "ref.o", &[input])?;
+    let want = fatbin_want(hip);
+    for (who, obj) in [("our", "ours.o"), ("LLVM's", "ref.o")] {
+        let log = link_and_run(d, r, ld, &["stub.o", obj], &format!("prog-{obj}"))?;
+        if log != want {
+            return Err(format!("{}: with {who} object:\n{log}--- want:\n{want}", r.arch).into());
+        }
+    }
+    Ok(())
+}
+
+/// Every CPU the wrapper writes objects for has a way to run here.
+fn every_host_runs() -> Result<(), Failed> {
+    let missing: Vec<&str> = HOSTS
+        .iter()
+        .filter(|h| runner(h).is_none())
+        .map(|h| h.triple)
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("no runner in wrap/cpus.rs for {}", missing.join(", ")).into())
+    }
+}
+
+/// The trials: `wrap::cpus::<arch>::<ld>::<kind>` for every host CPU.
+pub(super) fn tests() -> Vec<Trial> {
+    let mut v = vec![trial("wrap::cpus::every_host_runs", &[], every_host_runs)];
+    for host in HOSTS {
+        let Some(r) = runner(host) else { continue };
+        for ld in ["lld", "bfd"] {
+            let tools = tools(r, ld);
+            v.push(trial(
+                format!("wrap::cpus::{}::{ld}::openmp", r.arch),
+                &tools,
+                move || run_openmp(host, ld),
+            ));
+            for kind in ["cuda", "hip"] {
+                let mut tools = tools.clone();
+                tools.push("clang-offload-bundler");
+                v.push(trial(
+                    format!("wrap::cpus::{}::{ld}::{kind}", r.arch),
+                    &tools,
+                    move || run_fatbin(host, kind, ld),
+                ));
+            }
+        }
+    }
+    v
+}
