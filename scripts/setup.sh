@@ -35,6 +35,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: missing packages: ${missing[*]}" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/sysroot-arm64/.complete ]; then
+    echo "setup: the arm64 sysroot (scripts/arm64-sysroot.sh) is missing" >&2
+    exit 1
+  fi
   echo "setup: all packages present"
   exit 0
 fi
@@ -56,6 +60,9 @@ for t in clang llvm-offload-binary clang-offload-bundler llvm-offload-wrapper ll
     exit 1
   fi
 done
+# Debian's arm64 offloading runtime, unpacked (not installed) for the
+# tests that run aarch64 OpenMP programs under qemu-aarch64.
+bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
 "$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
   echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2
   exit 1

@@ -11,12 +11,19 @@
 //! `wrap/stub.c`, `wrap/stub_main.c` and `wrap/omp_stubs.c` (the runtime
 //! calls `app.c` makes, never reached). CUDA and HIP: `wrap/fatbin_stub.c`,
 //! with the calls [`super::fatbin_want`] lists.
+//!
+//! And the real runtime on a second CPU: an aarch64 OpenMP program with
+//! our object, run under qemu-aarch64 with Debian's arm64 libomptarget 22
+//! ([`run_real_aarch64`]).
 
 use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use super::{HOSTS, Host, check_log, clang, fatbin_input, fatbin_want, llvm_wrap_for, sh, src};
+use super::{
+    HOSTS, Host, Ran, check_app, check_log, clang, fatbin_input, fatbin_want, llvm_wrap_for, sh,
+    src,
+};
 use crate::util::{ours, tempdir, trial};
 
 /// How programs for a host CPU are built and run here.
@@ -248,6 +255,129 @@ fn run_fatbin(host: &Host, kind: &str, ld: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
+const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
+
+/// The real runtime on a second CPU: `app.c` built for aarch64 with an
+/// aarch64 offload target (device image and host object by clang-22), our
+/// wrapper object in place of LLVM's, linked by `ld` against Debian's arm64
+/// libomp and libomptarget 22 and run under `qemu-aarch64 -L SYSROOT`:
+/// every target region runs on libomptarget's host offload device with
+/// the right results, and the four kernel launches are reported.
+fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let triple = "aarch64-unknown-linux-gnu";
+    let target = "--target=aarch64-linux-gnu";
+    let offload = format!("-fopenmp-targets={triple}");
+    let lib = format!("{SYSROOT_ARM64}/usr/lib/aarch64-linux-gnu");
+    let llvm_lib = format!("{SYSROOT_ARM64}/usr/lib/llvm-22/lib");
+    let search = format!("-L{lib}");
+    // Where the runtime's own dependencies are (zlib and liblzma, for GNU
+    // ld, which follows them, are in /lib of the sysroot).
+    let rpath_link = format!("-Wl,-rpath-link,{lib}:{SYSROOT_ARM64}/lib/aarch64-linux-gnu");
+    let app = src("app.c");
+    let app = app.to_str().unwrap();
+    let main = src("main.c");
+    // Device side, as clang-linker-wrapper does it for a CPU target (its
+    // device link uses ld.lld: GNU ld here links x86_64 only).
+    clang(
+        d,
+        &[
+            target,
+            "-fopenmp",
+            &offload,
+            "--offload-device-only",
+            "-fPIC",
+            "-c",
+            app,
+            "-o",
+            "app-dev.o",
+        ],
+    )?;
+    clang(
+        d,
+        &[
+            target,
+            "-fuse-ld=lld",
+            "-shared",
+            "-Wl,-Bsymbolic",
+            "app-dev.o",
+            &search,
+            &rpath_link,
+            "-lomp",
+            "-o",
+            "app-dev.so",
+        ],
+    )?;
+    sh(
+        d,
+        crate::util::llvm("llvm-offload-binary"),
+        &[
+            "-o",
+            "app-dev.ob",
+            &format!("--image=file=app-dev.so,triple={triple},arch=generic,kind=openmp"),
+        ],
+    )?;
+    // Host side, with our object in the place of LLVM's.
+    clang(
+        d,
+        &[
+            target,
+            "-fopenmp",
+            &offload,
+            "--offload-host-only",
+            "-c",
+            app,
+            "-o",
+            "app-host.o",
+        ],
+    )?;
+    clang(d, &[target, "-c", main.to_str().unwrap(), "-o", "main.o"])?;
+    ours_for(d, "openmp", triple, "wrap.o", &["app-dev.ob"])?;
+    let fuse = format!("-fuse-ld={ld}");
+    let omptarget = format!("{llvm_lib}/libomptarget.so.22.1");
+    let stderr = clang(
+        d,
+        &[
+            target,
+            &fuse,
+            "main.o",
+            "app-host.o",
+            "wrap.o",
+            &search,
+            &rpath_link,
+            "-lomp",
+            &omptarget,
+            "-o",
+            "app",
+        ],
+    )?;
+    if stderr.to_lowercase().contains("warning") {
+        return Err(format!("linking with {ld} warned:\n{stderr}").into());
+    }
+    let out = std::process::Command::new("qemu-aarch64")
+        .args(["-L", SYSROOT_ARM64, "./app"])
+        .env("LD_LIBRARY_PATH", format!("{llvm_lib}:{lib}"))
+        .env("LIBOMPTARGET_INFO", "16")
+        .current_dir(d)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run qemu-aarch64: {e}"))?;
+    let ran = Ran {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    if !out.status.success() {
+        return Err(format!(
+            "app under qemu-aarch64: {}\nstdout:\n{}stderr:\n{}",
+            out.status, ran.stdout, ran.stderr
+        )
+        .into());
+    }
+    check_app(&ran)
+}
+
 /// Every CPU the wrapper writes objects for has a way to run here.
 fn every_host_runs() -> Result<(), Failed> {
     let missing: Vec<&str> = HOSTS
@@ -265,6 +395,22 @@ fn every_host_runs() -> Result<(), Failed> {
 /// The trials: `wrap::cpus::<arch>::<ld>::<kind>` for every host CPU.
 pub(super) fn tests() -> Vec<Trial> {
     let mut v = vec![trial("wrap::cpus::every_host_runs", &[], every_host_runs)];
+    for (ld, prog) in [("lld", "ld.lld"), ("bfd", "aarch64-linux-gnu-ld")] {
+        let tools = [
+            "clang",
+            "llvm-offload-binary",
+            "ld.lld",
+            prog,
+            "qemu-aarch64",
+            "/opt/offload-kit/sysroot-arm64/usr/lib/llvm-22/lib/libomptarget.so.22.1",
+            "/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu/libomp.so",
+        ];
+        v.push(trial(
+            format!("wrap::cpus::aarch64::{ld}::real_runtime"),
+            &tools,
+            move || run_real_aarch64(ld),
+        ));
+    }
     for host in HOSTS {
         let Some(r) = runner(host) else { continue };
         for ld in ["lld", "bfd"] {
