@@ -1411,6 +1411,45 @@ fn relocation_naming_no_symbol() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Sections whose `sh_entsize` has high bits set (a hostile or damaged
+/// object): llvm-objcopy keeps the low 32 bits; so do we. Bundled and
+/// extracted, LLVM's bytes.
+fn entsize_high_bits() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    cc(
+        d,
+        "e.c",
+        "int f(void) { return 1; }\nint g;\n",
+        "e.o",
+        &["-fPIC"],
+    )?;
+    let mut v = std::fs::read(d.join("e.o"))?;
+    let shnum = u16::from_le_bytes([v[0x3c], v[0x3d]]) as usize;
+    for i in 1..shnum {
+        let ty = u32::from_le_bytes(v[shdr_field(&v, i, 4)..][..4].try_into().unwrap());
+        // Symbol and relocation tables must keep their entry size.
+        if matches!(ty, 2 | 4 | 9 | 11) {
+            continue;
+        }
+        let at = shdr_field(&v, i, 56);
+        v[at..at + 8].copy_from_slice(&(0x0101_0246_0000_0000u64 + i as u64).to_le_bytes());
+    }
+    std::fs::write(d.join("wide.o"), &v)?;
+    std::fs::write(d.join("dev"), b"DEVICE-IMAGE")?;
+    let bundle = args(&[
+        "-type=o",
+        "-targets=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a",
+        "-input=wide.o",
+        "-input=dev",
+        "-output=fat.o",
+    ]);
+    let (theirs, ours) = run_both(d, d, "entsize-bundle", &bundle)?;
+    same_outcome("bundling wide.o", &theirs, &ours)?;
+    same("wide.o: bundled", ours.code, 0)?;
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1483,6 +1522,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::relocation_naming_no_symbol",
         TOOLS,
         relocation_naming_no_symbol,
+    ));
+    t.push(trial(
+        "bundler::object::entsize_high_bits",
+        TOOLS,
+        entsize_high_bits,
     ));
     t.push(trial(
         "bundler::object::large_section_indices",

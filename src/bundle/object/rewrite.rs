@@ -1182,7 +1182,9 @@ impl<'d> Model<'d> {
                 sec: i,
                 size: s.size,
                 align: s.align,
-                entsize: s.entsize,
+                // llvm-objcopy keeps the low 32 bits of `sh_entsize` (its
+                // model holds it as a 32-bit word).
+                entsize: s.entsize & u64::from(u32::MAX),
                 link: s.link,
                 info: s.info,
                 // A former SHT_NOBITS section has no contents to write: its
