@@ -1,15 +1,15 @@
 //! Compressed bundles (CCOB) against the real clang-offload-bundler 22: our
 //! compressor's bytes equal LLVM's `-compress` output (sizes × levels, v3
 //! and v2), LLVM reads what we write (including multithreaded frames), we
-//! read what LLVM writes, the `-verbose` reports agree line for line (but
-//! the speed), and LLVM's error messages are the ones our faults name.
+//! read what LLVM writes, our drop-in's `-verbose` reports and environment
+//! warnings agree with LLVM's line for line (but the speed), and LLVM's
+//! error messages are the ones our faults name.
 //!
 //! LLVM's own uncompressed bundle (the same inputs without `-compress`) is
 //! what both sides compress.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use libtest_mimic::{Failed, Trial};
 use offload_kit::bundle::ccob::{
@@ -33,7 +33,16 @@ const ENV_VARS: [&str; 5] = [
 
 /// Runs LLVM's bundler in `cwd` with exactly the variables in `env` set.
 fn bundler(args: &[String], env: &[(&str, &str)], cwd: &Path) -> Run {
-    let mut cmd = Command::new(llvm(TOOL));
+    bundler_at(&llvm(TOOL), args, env, cwd)
+}
+
+/// Runs our drop-in bundler as [`bundler`] runs LLVM's.
+fn our_bundler(args: &[String], env: &[(&str, &str)], cwd: &Path) -> Run {
+    bundler_at(&ours_as(TOOL), args, env, cwd)
+}
+
+fn bundler_at(prog: &Path, args: &[String], env: &[(&str, &str)], cwd: &Path) -> Run {
+    let mut cmd = Command::new(prog);
     cmd.args(args).current_dir(cwd).stdin(Stdio::null());
     for v in ENV_VARS {
         cmd.env_remove(v);
@@ -41,7 +50,9 @@ fn bundler(args: &[String], env: &[(&str, &str)], cwd: &Path) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run clang-offload-bundler");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: out.stdout,
@@ -105,7 +116,8 @@ fn timeless(report: &str) -> Vec<&str> {
     report.lines().filter(|l| !l.contains(" speed: ")).collect()
 }
 
-/// LLVM's `-verbose` lines on stderr that belong to a CCOB report.
+/// The `-verbose` lines on stderr (LLVM's or our drop-in's) that belong
+/// to a CCOB report.
 fn llvm_report(stderr: &str) -> Vec<&str> {
     const KEYS: [&str; 17] = [
         "Compressed bundle format version: ",
@@ -133,8 +145,9 @@ fn llvm_report(stderr: &str) -> Vec<&str> {
 }
 
 /// One byte-identity case: LLVM compresses, we compress LLVM's
-/// uncompressed bundle, the bytes and the reports must match; then each
-/// side reads the other's file.
+/// uncompressed bundle, the bytes must match; our drop-in run as LLVM was
+/// writes the same bytes and the same report; then each side reads the
+/// other's file.
 fn identity(size: usize, level: Option<i32>, version: u16) -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
@@ -158,31 +171,38 @@ fn identity(size: usize, level: Option<i32>, version: u16) -> Result<(), Failed>
     };
     let (ours, report) = ccob::compress_to_vec(&u, &opts)?;
     same_bytes("compressed bundles", &ours, &theirs)?;
-    let ours_report = report.verbose_report(Duration::from_secs(1));
+    same(
+        "compressed size",
+        report.header.total_size,
+        Some(theirs.len() as u64),
+    )?;
+    let mine = our_bundler(&bundle_args("ours.ccob", &extra), &env, d).ok()?;
+    same_bytes(
+        "our drop-in's compressed bundle",
+        &std::fs::read(d.join("ours.ccob"))?,
+        &theirs,
+    )?;
     same(
         "compression reports",
-        timeless(&ours_report),
+        timeless(&llvm_report(&mine.stderr).join("\n")),
         timeless(&llvm_report(&r.stderr).join("\n")),
     )?;
 
     // We read LLVM's file back to its uncompressed bundle, and LLVM's
-    // `-list -verbose` report on it matches ours.
+    // `-list -verbose` report on it matches our drop-in's.
     let back = ccob::decompress(&theirs, &ReadOptions::default())?;
     same_bytes("decompressed bundle", &back.data, &u)?;
-    let listed = bundler(
-        &[
-            "-list".into(),
-            "-type=bc".into(),
-            "-input=llvm.ccob".into(),
-            "-verbose".into(),
-        ],
-        &[],
-        d,
-    )
-    .ok()?;
+    let list_args: [String; 4] = [
+        "-list".into(),
+        "-type=bc".into(),
+        "-input=llvm.ccob".into(),
+        "-verbose".into(),
+    ];
+    let listed = bundler(&list_args, &[], d).ok()?;
+    let mine = our_bundler(&list_args, &[], d).ok()?;
     same(
         "decompression reports",
-        timeless(&back.verbose_report(Duration::from_secs(1))),
+        timeless(&llvm_report(&mine.stderr).join("\n")),
         timeless(&llvm_report(&listed.stderr).join("\n")),
     )?;
     Ok(())
@@ -398,8 +418,10 @@ fn error_messages() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A v1 file (LLVM no longer writes them but reads them) and a hash
-/// mismatch: both sides' reports agree.
+/// A v1 file (LLVM no longer writes them but reads them): both sides'
+/// reports agree. A hash mismatch: LLVM reports it and goes on, our drop-in
+/// refuses the file; the hashes LLVM prints are the ones we read and
+/// compute.
 fn v1_and_bad_hash_reports() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
@@ -417,29 +439,44 @@ fn v1_and_bad_hash_reports() -> Result<(), Failed> {
     for (name, data) in [("v1", v1), ("bad-hash", bad)] {
         let file = format!("{name}.ccob");
         std::fs::write(d.join(&file), &data)?;
-        let listed = bundler(
-            &["-list".into(), "-type=bc".into(), format!("-input={file}")],
-            &[("OFFLOAD_BUNDLER_VERBOSE", "1")],
-            d,
-        )
-        .ok()?;
+        let args = ["-list".into(), "-type=bc".into(), format!("-input={file}")];
+        let verbose = [("OFFLOAD_BUNDLER_VERBOSE", "1")];
+        let listed = bundler(&args, &verbose, d).ok()?;
+        let theirs = llvm_report(&listed.stderr);
         let opts = ReadOptions {
             hash: HashCheck::Report,
             ..ReadOptions::default()
         };
         let ours: Decompressed = ccob::decompress(&data, &opts)?;
         same_bytes(name, &ours.data, &u)?;
+        if name == "v1" {
+            let mine = our_bundler(&args, &verbose, d).ok()?;
+            same(
+                &format!("{name}: reports"),
+                timeless(&llvm_report(&mine.stderr).join("\n")),
+                timeless(&theirs.join("\n")),
+            )?;
+            continue;
+        }
+        let computed = ours.computed_hash.ok_or("no hash computed")?;
         same(
-            &format!("{name}: reports"),
-            timeless(&ours.verbose_report(Duration::from_secs(1))),
-            timeless(&llvm_report(&listed.stderr).join("\n")),
+            &format!("{name}: hash lines"),
+            theirs[theirs.len().saturating_sub(3)..].to_vec(),
+            vec![
+                &format!("Stored hash: {}", ccob::hex_hash(ours.header.hash))[..],
+                &format!("Recalculated hash: {}", ccob::hex_hash(computed)),
+                "Hashes match: No",
+            ],
         )?;
+        let mine = our_bundler(&args, &verbose, d);
+        same(&format!("{name}: our exit code"), mine.code, 1)?;
     }
     Ok(())
 }
 
-/// The environment rules: our parser's warnings are LLVM's, and the
-/// version it picks is the one LLVM writes.
+/// The environment rules: our drop-in's warnings are LLVM's, and it writes
+/// the bytes LLVM writes (so the version, level and compression it picks
+/// are LLVM's).
 fn environment() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
@@ -465,33 +502,28 @@ fn environment() -> Result<(), Failed> {
         let extra: &[&str] = if i == 5 { &[] } else { &["-compress"] };
         let out = format!("env{i}.ccob");
         let r = bundler(&bundle_args(&out, extra), env, d).ok()?;
-        let s = ccob::EnvSettings::from_lookup(|k| {
-            env.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        });
-        let warnings: Vec<&str> = r
-            .stderr
-            .lines()
-            .filter(|l| l.starts_with("Warning: "))
-            .collect();
+        let mine = our_bundler(&bundle_args(&format!("ours-{out}"), extra), env, d).ok()?;
+        let warnings = |r: &Run| -> Vec<String> {
+            r.stderr
+                .lines()
+                .filter(|l| l.starts_with("Warning: "))
+                .map(str::to_string)
+                .collect()
+        };
         same(
             &format!("case {i}: warnings"),
-            warnings,
-            s.warnings.iter().map(String::as_str).collect(),
+            warnings(&mine),
+            warnings(&r),
         )?;
-        let settings = s.resolve(extra.first().map(|_| true), None, None, Method::ZSTD);
         let written = std::fs::read(d.join(&out))?;
-        let h = ccob::Header::parse(&written)?;
         same(
             &format!("case {i}: version"),
-            h.version,
-            settings.options.version,
+            ccob::Header::parse(&std::fs::read(d.join(format!("ours-{out}")))?)?.version,
+            ccob::Header::parse(&written)?.version,
         )?;
-        let u = std::fs::read(d.join("u.bundle"))?;
         same_bytes(
             &format!("case {i}: bytes"),
-            &ccob::compress_to_vec(&u, &settings.options)?.0,
+            &std::fs::read(d.join(format!("ours-{out}")))?,
             &written,
         )?;
     }

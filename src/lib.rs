@@ -15,7 +15,7 @@
 //! - [`bundle`]: clang offload bundles of `clang-offload-bundler`: the
 //!   binary and text layouts, bundles kept in sections of a host object
 //!   ([`bundle::object`], an llvm-objcopy-exact ELF editor), compressed
-//!   `CCOB` bundles ([`bundle::compressed`]), bundle-entry IDs and LLVM's
+//!   `CCOB` bundles ([`bundle::ccob`]), bundle-entry IDs and LLVM's
 //!   rules for matching them, archives of bundles.
 //! - [`wrap`]: the host relocatable object that registers device images
 //!   with the OpenMP, CUDA or HIP runtime (what `llvm-offload-wrapper` and

@@ -78,22 +78,20 @@
 //!
 //! # Verbose reports and environment variables
 //!
-//! [`CompressReport::verbose_report`] and [`Decompressed::verbose_report`]
-//! return LLVM 22's `-verbose` lines exactly (the speed line needs the
-//! elapsed time, which the caller measures). [`EnvSettings::from_lookup`]
-//! applies LLVM 22's rules for `OFFLOAD_BUNDLER_*` and
-//! `COMPRESSED_BUNDLE_FORMAT_VERSION`, with its warning texts.
+//! [`CompressReport`] and [`Decompressed`] carry every fact LLVM 22's
+//! `-verbose` lines print (sizes, level, stored and computed hash); the
+//! lines themselves, and LLVM's `OFFLOAD_BUNDLER_*` and
+//! `COMPRESSED_BUNDLE_FORMAT_VERSION` environment variables, belong to the
+//! `clang-offload-bundler` front end of the command line.
 //!
 //! Sources: `llvm/lib/Object/OffloadBundle.cpp`,
 //! `clang/lib/Driver/OffloadBundler.cpp`, `llvm/lib/Support/Compression.cpp`
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
 //! (../shared/spec/offload-formats.md §4).
 
-mod env;
 mod fault;
 mod frames;
 mod header;
-mod numfmt;
 mod raw;
 mod read;
 mod stream;
@@ -101,10 +99,8 @@ mod stream;
 mod tests;
 mod write;
 
-pub use env::*;
 pub use fault::*;
 pub use header::*;
-pub use numfmt::*;
 pub use raw::*;
 pub use read::*;
 pub use stream::*;

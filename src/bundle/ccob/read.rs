@@ -1,13 +1,10 @@
 //! Decompressing CCOBs.
 
-use std::time::Duration;
-
 use md5::{Digest, Md5};
 use zstd::zstd_safe;
 
 use super::fault::Fault;
 use super::header::*;
-use super::numfmt::*;
 use super::raw::*;
 use crate::error::Result;
 use crate::num::usize_from;
@@ -197,49 +194,6 @@ impl Decompressed {
     /// Whether the stored hash matches, if it was computed.
     pub fn hash_matches(&self) -> Option<bool> {
         self.computed_hash.map(|h| h == self.header.hash)
-    }
-
-    /// The lines LLVM 22 prints with `-verbose` after decompressing this
-    /// CCOB, each ending in `\n`. `elapsed` is the decompression time (for
-    /// the speed line). Computes the hash if it was skipped.
-    pub fn verbose_report(&self, elapsed: Duration) -> String {
-        let computed = self
-            .computed_hash
-            .unwrap_or_else(|| truncated_md5(&self.data));
-        let h = &self.header;
-        let mut s = format!("Compressed bundle format version: {}\n", h.version);
-        if let Some(total) = h.total_size {
-            s += &format!(
-                "Total file size (from header): {} bytes\n",
-                with_commas(total)
-            );
-        }
-        let rate = h.uncompressed_size as f64 / self.compressed_size as f64;
-        s += &format!(
-            "Decompression method: {}\n\
-             Size before decompression: {} bytes\n\
-             Size after decompression: {} bytes\n\
-             Compression rate: {}\n\
-             Compression ratio: {}%\n\
-             Decompression speed: {} MB/s\n\
-             Stored hash: {}\n\
-             Recalculated hash: {}\n\
-             Hashes match: {}\n",
-            if h.method == Method::ZLIB {
-                "zlib"
-            } else {
-                "zstd"
-            },
-            with_commas(self.compressed_size),
-            with_commas(h.uncompressed_size),
-            printf_2f(rate),
-            printf_2f(100.0 / rate),
-            printf_2f(speed(h.uncompressed_size, elapsed)),
-            hex_hash(h.hash),
-            hex_hash(computed),
-            if computed == h.hash { "Yes" } else { "No" },
-        );
-        s
     }
 }
 

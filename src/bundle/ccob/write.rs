@@ -1,7 +1,6 @@
 //! Compressing bundles into CCOBs.
 
 use std::io::{self, Seek, SeekFrom, Write};
-use std::time::Duration;
 
 use md5::{Digest, Md5};
 use zstd::zstd_safe;
@@ -9,7 +8,6 @@ use zstd::zstd_safe;
 use super::fault::Fault;
 use super::frames;
 use super::header::*;
-use super::numfmt::*;
 use super::raw::*;
 use super::read::buffer;
 use crate::error::{Error, Result};
@@ -54,42 +52,6 @@ pub struct CompressReport {
     pub level: i32,
     /// Size of the compressed data, without the header.
     pub compressed_size: u64,
-}
-
-impl CompressReport {
-    /// The lines LLVM 22 prints with `-verbose` after compressing, each
-    /// ending in `\n`. `elapsed` is the time spent compressing (LLVM times
-    /// the compressor alone, not the hash).
-    pub fn verbose_report(&self, elapsed: Duration) -> String {
-        let h = &self.header;
-        let rate = h.uncompressed_size as f64 / self.compressed_size as f64;
-        format!(
-            "Compressed bundle format version: {}\n\
-             Total file size (including headers): {} bytes\n\
-             Compression method used: {}\n\
-             Compression level: {}\n\
-             Binary size before compression: {} bytes\n\
-             Binary size after compression: {} bytes\n\
-             Compression rate: {}\n\
-             Compression ratio: {}%\n\
-             Compression speed: {} MB/s\n\
-             Truncated MD5 hash: {}\n",
-            h.version,
-            with_commas(h.total_size.unwrap_or_default()),
-            if h.method == Method::ZSTD {
-                "zstd"
-            } else {
-                "zlib"
-            },
-            self.level,
-            with_commas(h.uncompressed_size),
-            with_commas(self.compressed_size),
-            printf_2f(rate),
-            printf_2f(100.0 / rate),
-            printf_2f(speed(h.uncompressed_size, elapsed)),
-            hex_hash(h.hash),
-        )
-    }
 }
 
 /// Compresses the uncompressed bundle `data` into a CCOB written to `out`

@@ -184,19 +184,12 @@ fn hash_policies() {
     );
     let d = decompress(&c, &opts(HashCheck::Report)).unwrap();
     assert_eq!(d.hash_matches(), Some(false));
-    let report = d.verbose_report(Duration::from_secs(1));
-    assert!(report.ends_with(
-        "Stored hash: 0xb327753c1dff9e47\n\
-             Recalculated hash: 0xb327753c1dff9eb8\n\
-             Hashes match: No\n"
-    ));
+    assert_eq!(d.header.hash, 0xb327_753c_1dff_9e47);
+    assert_eq!(d.computed_hash, Some(0xb327_753c_1dff_9eb8));
     let d = decompress(&c, &opts(HashCheck::Skip)).unwrap();
     assert_eq!(d.computed_hash, None);
     assert_eq!(d.hash_matches(), None);
-    assert!(
-        d.verbose_report(Duration::from_secs(1))
-            .ends_with("Hashes match: No\n")
-    );
+    assert_ne!(truncated_md5(&d.data), d.header.hash);
 }
 
 /// A hand-made v1 CCOB around `data`.
@@ -225,10 +218,8 @@ fn reads_v1() {
         let d = decompress(&c, &ReadOptions::default()).unwrap();
         assert_eq!(d.data, u);
         assert_eq!(d.header.total_size, None);
-        let r = d.verbose_report(Duration::from_secs(1));
-        assert!(r.starts_with(&format!(
-            "Compressed bundle format version: 1\nDecompression method: {m}\n"
-        )));
+        assert_eq!(d.header.version, 1);
+        assert_eq!(d.header.method, m);
     }
 }
 
@@ -466,21 +457,8 @@ fn empty_payloads() {
     .unwrap();
     let d = decompress(&c, &ReadOptions::default()).unwrap();
     assert!(d.data.is_empty());
-    // 0 / 0 is a NaN with its sign set on x86-64: glibc prints "-nan".
-    assert_eq!(
-        d.verbose_report(Duration::from_secs(1)),
-        "Compressed bundle format version: 3\n\
-             Total file size (from header): 32 bytes\n\
-             Decompression method: zstd\n\
-             Size before decompression: 0 bytes\n\
-             Size after decompression: 0 bytes\n\
-             Compression rate: -nan\n\
-             Compression ratio: -nan%\n\
-             Decompression speed: 0.00 MB/s\n\
-             Stored hash: 0x4b2008fd98c1dd4\n\
-             Recalculated hash: 0x4b2008fd98c1dd4\n\
-             Hashes match: Yes\n"
-    );
+    assert_eq!(d.compressed_size, 0);
+    assert_eq!(d.computed_hash, Some(truncated_md5(b"")));
     c[6] = 0;
     let f = fault_of(decompress(&c, &ReadOptions::default()));
     assert_eq!(

@@ -8,7 +8,9 @@ use offload_kit::bundle::ops;
 use offload_kit::{ErrorKind, archive};
 
 use super::objcopy::{TempFile, print_command};
-use super::{Fail, Job, open, targets};
+use super::run::{open, targets};
+use super::verbose::decompress_report;
+use super::{Fail, Job};
 use crate::cli::io::{Input, strerror, thin_member_path, write_layout};
 
 /// `-unbundle -type=a`: one device archive per target.
@@ -152,7 +154,7 @@ fn decompress_member(
         return Ok(None);
     };
     if job.comp.verbose {
-        eprint!("{}", d.verbose_report(start.elapsed()));
+        eprint!("{}", decompress_report(&d, start.elapsed()));
     }
     Ok(Some(d.data))
 }

@@ -1,7 +1,7 @@
-//! LLVM 22's environment variables for the bundler.
+//! LLVM 22's environment variables for the bundler: `OFFLOAD_BUNDLER_*`
+//! and `COMPRESSED_BUNDLE_FORMAT_VERSION`, with LLVM's warning texts.
 
-use super::raw::*;
-use super::write::CompressOptions;
+use offload_kit::bundle::ccob::{CompressOptions, DEFAULT_VERSION, Method};
 
 // ---------------------------------------------------------------------------
 // Environment variables
@@ -92,12 +92,12 @@ pub struct BundlerCompression {
     pub compress: bool,
     /// Whether to print the verbose reports.
     pub verbose: bool,
-    /// Version, method and level for [`compress`](super::compress).
+    /// Version, method and level for `ccob::compress`.
     pub options: CompressOptions,
 }
 
 /// LLVM's `consumeUnsignedInteger` in radix 10 over the whole string.
-pub(super) fn llvm_parse_unsigned(s: &str) -> Option<u64> {
+fn llvm_parse_unsigned(s: &str) -> Option<u64> {
     if s.is_empty() {
         return None;
     }
@@ -108,7 +108,7 @@ pub(super) fn llvm_parse_unsigned(s: &str) -> Option<u64> {
 }
 
 /// LLVM's `getAsSignedInteger` in radix 10 over the whole string.
-pub(super) fn llvm_parse_signed(s: &str) -> Option<i64> {
+fn llvm_parse_signed(s: &str) -> Option<i64> {
     match s.strip_prefix('-') {
         Some(digits) => {
             let n = llvm_parse_unsigned(digits)?;
@@ -118,5 +118,112 @@ pub(super) fn llvm_parse_signed(s: &str) -> Option<i64> {
             Some(0i64.wrapping_sub_unsigned(n))
         }
         None => i64::try_from(llvm_parse_unsigned(s)?).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_rules() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            EnvSettings::from_lookup(move |k| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let s = env(&[
+            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+            ("OFFLOAD_BUNDLER_VERBOSE", "yes"),
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "-5"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "2"),
+        ]);
+        assert_eq!(
+            s,
+            EnvSettings {
+                compress: Some(true),
+                verbose: Some(false),
+                level: Some(-5),
+                version: Some(2),
+                warnings: vec![],
+            }
+        );
+        let s = env(&[
+            ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
+            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "abc"),
+        ]);
+        assert_eq!(s, EnvSettings::default());
+        let s = env(&[
+            ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "0"),
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "abc"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "1"),
+        ]);
+        assert_eq!(
+            s.warnings,
+            [
+                "Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: abc. Ignoring it.",
+                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: 1. Valid values are \
+                     2 or 3. Using default version 3."
+            ]
+        );
+        for bad in ["abc", "", "+2", " 2", "2 ", "0x2", "65538", "-2"] {
+            assert_eq!(
+                EnvSettings::from_lookup(
+                    |k| (k == "COMPRESSED_BUNDLE_FORMAT_VERSION").then(|| bad.to_string())
+                )
+                .warnings,
+                [format!(
+                    "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {bad}. Using \
+                         default version 3."
+                )],
+                "{bad:?}"
+            );
+        }
+        for (v, want) in [
+            ("3", Some(3)),
+            ("002", Some(2)),
+            ("0", None),
+            ("65535", None),
+        ] {
+            let s = EnvSettings::from_lookup(|k| {
+                (k == "COMPRESSED_BUNDLE_FORMAT_VERSION").then(|| v.to_string())
+            });
+            assert_eq!(s.version, want, "{v}");
+        }
+        for (v, want) in [
+            ("100", Some(100)),
+            ("-0", Some(0)),
+            ("2147483647", Some(i32::MAX)),
+            ("-2147483648", Some(i32::MIN)),
+            ("2147483648", None),
+            ("--1", None),
+            ("-", None),
+            ("1e3", None),
+        ] {
+            let s = EnvSettings::from_lookup(|k| {
+                (k == "OFFLOAD_BUNDLER_COMPRESSION_LEVEL").then(|| v.to_string())
+            });
+            assert_eq!(s.level, want, "{v}");
+            assert_eq!(s.warnings.len(), usize::from(want.is_none()));
+        }
+        // Flags win when given; the level alone does not compress.
+        let s = env(&[
+            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "9"),
+        ]);
+        let r = s.resolve(Some(false), None, None, Method::ZSTD);
+        assert!(!r.compress && !r.verbose);
+        assert_eq!(r.options.level, 9);
+        assert_eq!(r.options.version, 3);
+        let r = s.resolve(None, Some(true), Some(1), Method::ZSTD);
+        assert!(r.compress && r.verbose);
+        assert_eq!(r.options.level, 1);
+        let r = EnvSettings::default().resolve(None, None, None, Method::ZLIB);
+        assert_eq!(r.options.level, 6);
+        assert!(!r.compress);
     }
 }

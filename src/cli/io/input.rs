@@ -1,0 +1,217 @@
+//! Inputs: regular files mapped into memory, standard input and character
+//! devices read (bounded), every other kind of file refused without
+//! blocking; and file-to-file copies out of a mapped input.
+//!
+//! This is the only module with `unsafe`: mapping a file.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::output::Output;
+
+/// An input file, mapped (or read, for stdin and special files).
+pub struct Input {
+    file: Option<File>,
+    data: Data,
+}
+
+enum Data {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+/// Inputs at least this large keep their file open for file-to-file copies
+/// (and reflinks); smaller ones are only mapped.
+pub const KEEP_FILE_FROM: u64 = 1 << 20;
+
+/// Most bytes read from standard input (or from a regular file whose size
+/// reads as 0, as `/proc` files do), which cannot be mapped: 4 GiB. More is
+/// an error, so `/dev/zero` piped in cannot exhaust memory.
+pub const MAX_STREAM_BYTES: u64 = 4 << 30;
+
+/// `O_NONBLOCK` on Linux (x86-64 and AArch64): opening a FIFO that has no
+/// writer returns at once instead of waiting for one.
+pub(super) const O_NONBLOCK: i32 = 0o4000;
+
+/// The error for an input that is neither a regular file nor a directory.
+pub(super) fn not_regular(meta: &std::fs::Metadata) -> io::Error {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    };
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({what})"),
+    )
+}
+
+/// Most bytes read from a character device given as an input: 64 MiB.
+/// `/dev/null` is an empty input (the clang driver passes it to
+/// clang-offload-bundler as the host of a HIP fatbin); `/dev/zero` or
+/// `/dev/urandom` is an error after that much, at once.
+pub const MAX_DEVICE_BYTES: u64 = 64 << 20;
+
+/// Reads all of `r`, failing beyond `max` bytes (`what` says from where).
+fn read_bounded(r: impl Read, max: u64, what: &str) -> io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(max + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > max {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "{what} that gives more than {} MiB (the most read into memory)",
+                max >> 20
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// Opens `path` for reading without blocking (a FIFO without a writer
+/// opens at once), with its metadata.
+fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+impl Input {
+    /// Opens `name` (`-` is standard input, read up to
+    /// [`MAX_STREAM_BYTES`]), mapping regular files. A character device is
+    /// read up to [`MAX_DEVICE_BYTES`]; a FIFO, a socket or a block device
+    /// is an error. Opening never blocks.
+    pub fn open(name: &str) -> io::Result<Input> {
+        if name == "-" {
+            let v = read_bounded(io::stdin().lock(), MAX_STREAM_BYTES, "standard input")?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        let (file, meta) = open_nonblocking(Path::new(name))?;
+        if meta.is_dir() {
+            return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
+        }
+        if std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type()) {
+            let v = read_bounded(&file, MAX_DEVICE_BYTES, "a character device")?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        if !meta.is_file() {
+            return Err(not_regular(&meta));
+        }
+        if meta.len() == 0 {
+            let v = read_bounded(&file, MAX_STREAM_BYTES, "a file of size 0")?;
+            return Ok(Input {
+                file: None,
+                data: Data::Owned(v),
+            });
+        }
+        let map = map_file(&file)?;
+        // The mapping outlives the descriptor; keeping the descriptor only
+        // for large files (copied file to file) lets a command take
+        // thousands of small inputs without running out of descriptors.
+        let keep = meta.len() >= KEEP_FILE_FROM;
+        Ok(Input {
+            file: keep.then_some(file),
+            data: Data::Map(map),
+        })
+    }
+
+    /// Bytes made in memory (a decompressed bundle, say), as an input.
+    pub fn from_vec(v: Vec<u8>) -> Input {
+        Input {
+            file: None,
+            data: Data::Owned(v),
+        }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.data {
+            Data::Map(m) => m,
+            Data::Owned(v) => v,
+        }
+    }
+
+    /// The contents, owned by a box: what a scan gets for a thin archive's
+    /// member.
+    pub fn boxed(self) -> Box<dyn AsRef<[u8]>> {
+        Box::new(self)
+    }
+
+    /// Where `sub` lies in the underlying file, if it is a slice of this
+    /// input's mapping (and not, say, decompressed data).
+    pub fn file_offset(&self, sub: &[u8]) -> Option<u64> {
+        let Data::Map(_) = self.data else {
+            return None;
+        };
+        let base = self.bytes().as_ptr() as usize;
+        let start = sub.as_ptr() as usize;
+        let end = start.checked_add(sub.len())?;
+        (start >= base && end <= base + self.bytes().len()).then(|| (start - base) as u64)
+    }
+
+    /// Copies `sub` (a slice of this input, or any bytes) to `out`, with a
+    /// kernel file-to-file copy when `sub` comes from a mapped file of at
+    /// least [`KEEP_FILE_FROM`] bytes, so the bytes never pass through this
+    /// process's memory (smaller ones are written from the mapping).
+    pub fn copy_to(&self, sub: &[u8], out: &mut Output) -> io::Result<()> {
+        if let (Some(off), Some(file), Some(dst)) =
+            (self.file_offset(sub), &self.file, out.file_mut())
+        {
+            return copy_file_range_all(file, off, sub.len() as u64, dst);
+        }
+        out.write_all(sub)
+    }
+}
+
+impl AsRef<[u8]> for Input {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+/// Copies `len` bytes at `off` of `src` to the current position of `dst`.
+pub fn copy_file_range_all(src: &File, off: u64, len: u64, dst: &mut File) -> io::Result<()> {
+    let mut src = src;
+    src.seek(SeekFrom::Start(off))?;
+    // std's io::copy uses copy_file_range/sendfile between files on Linux.
+    let n = io::copy(&mut src.take(len), dst)?;
+    if n != len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "input file shrank while reading",
+        ));
+    }
+    Ok(())
+}
+
+#[expect(
+    unsafe_code,
+    reason = "mapping a file is the one unsafe operation of the crate"
+)]
+fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only and private to this process. If another
+    // process truncates the file while we read it, we get SIGBUS, as every
+    // tool that maps its input does (ripgrep documents the same contract);
+    // the contents changing underneath only changes what we read, and every
+    // read is bounds-checked against the length fixed at map time.
+    unsafe { memmap2::Mmap::map(file) }
+}

@@ -1,0 +1,79 @@
+//! File input and output at the binary's edge: mapped inputs
+//! (`input.rs`, the one `unsafe`: mapping a file), atomic outputs
+//! (`output.rs`) and their clean-up on signals (`cleanup.rs`), file-to-file
+//! copies of image ranges, and the text of names and errors (`text.rs`).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+mod cleanup;
+mod input;
+mod output;
+mod text;
+
+pub use cleanup::clean_up_on_signals;
+pub use input::Input;
+pub use output::Output;
+pub use text::{error_text, print_line, printable, safe_component, strerror};
+
+/// The file of a thin archive's member `name`: relative to the archive's
+/// directory unless absolute, as `ar`, linkers and LLVM resolve it.
+pub fn thin_member_path(archive: &Path, name: &str) -> PathBuf {
+    archive.parent().unwrap_or(Path::new("")).join(name)
+}
+
+/// Opens an input, with the file name in the error.
+pub fn open_input(name: &str) -> Result<Input> {
+    Input::open(name).with_context(|| format!("'{name}': cannot open"))
+}
+
+/// Writes `layout` atomically to `path`, taking payload `i` from
+/// `payload(i)`: the input it lies in and the bytes (copied file to file
+/// when they are a slice of that input's mapping).
+pub fn write_layout<'a>(
+    path: &str,
+    layout: &offload_kit::layout::Layout,
+    payload: impl Fn(usize) -> (&'a Input, &'a [u8]),
+) -> io::Result<()> {
+    use offload_kit::layout::{Piece, write_zeros};
+    let mut out = Output::create(Path::new(path))?;
+    for piece in &layout.pieces {
+        match piece {
+            Piece::Bytes(b) => out.write_all(b)?,
+            Piece::Zeros(n) => write_zeros(&mut out, *n)?,
+            Piece::Image(i) => {
+                let (input, bytes) = payload(*i);
+                input.copy_to(bytes, &mut out)?;
+            }
+        }
+    }
+    out.commit()
+}
+
+/// Writes an object made by `offload_kit::bundle::object` to `path`:
+/// `sources[k]` is span source `k` and the input its bytes lie in, so the
+/// spans are copied file to file.
+pub fn write_object(
+    path: &str,
+    w: &offload_kit::bundle::object::Written,
+    sources: &[(&Input, &[u8])],
+) -> io::Result<()> {
+    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
+    let images: Vec<(&Input, &[u8])> = w
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| io::Error::other("internal error: object layout out of range"))?;
+    write_layout(path, &w.layout, |k| images[k])
+}
+
+/// Writes `bytes` (a slice of `input`, or any bytes) atomically to `path`.
+pub fn write_bytes(path: &str, input: &Input, bytes: &[u8]) -> io::Result<()> {
+    let mut out = Output::create(Path::new(path))?;
+    input.copy_to(bytes, &mut out)?;
+    out.commit()
+}
