@@ -10,7 +10,7 @@ use super::header::*;
 use super::numfmt::*;
 use super::raw::*;
 use crate::error::Result;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 
 // ---------------------------------------------------------------------------
 // Reading

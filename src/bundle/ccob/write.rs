@@ -13,6 +13,7 @@ use super::numfmt::*;
 use super::raw::*;
 use super::read::buffer;
 use crate::error::{Error, Result};
+use crate::num::len64;
 
 // ---------------------------------------------------------------------------
 // Writing
