@@ -60,8 +60,10 @@ use object::Endianness;
 use object::elf;
 use object::read::elf::{FileHeader, Sym};
 
+use crate::bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Piece};
+use crate::num::len64;
 
 mod bitcode;
 
@@ -353,10 +355,10 @@ fn llvm_format(d: &[u8]) -> Format {
         return Format::Other("Mach-O");
     }
     if d.starts_with(b"MZ") && d.len() >= 0x40 {
-        let pe = u32::from_le_bytes([d[0x3c], d[0x3d], d[0x3e], d[0x3f]]);
-        let is_pe = usize::try_from(pe)
-            .ok()
-            .and_then(|at| d.get(at..))
+        let bytes = Bytes::new(d);
+        let is_pe = bytes
+            .u32_le_at(0x3c)
+            .and_then(|pe| bytes.tail_at(u64::from(pe)))
             .is_some_and(|rest| rest.starts_with(b"PE\0\0"));
         if is_pe {
             return Format::Other("PE/COFF");
@@ -467,11 +469,6 @@ fn field(out: &mut Vec<u8>, value: &[u8], width: usize) -> Result<()> {
     out.extend_from_slice(value);
     out.resize(out.len() + pad, b' ');
     Ok(())
-}
-
-fn len64<T>(s: &[T]) -> u64 {
-    // usize is at most 64 bits on every target Rust supports.
-    s.len() as u64
 }
 
 fn too_large() -> Error {

@@ -75,6 +75,12 @@ impl<'data> Bytes<'data> {
     pub(crate) fn read_u64_le(&mut self) -> Option<u64> {
         self.read_array().map(u64::from_le_bytes)
     }
+
+    /// The little-endian `u32` at `offset` (the cursor does not move).
+    pub(crate) fn u32_le_at(&self, offset: u64) -> Option<u32> {
+        let b = self.read_at(offset, 4)?;
+        b.try_into().ok().map(u32::from_le_bytes)
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +112,9 @@ mod tests {
         assert_eq!(b.read_at(16, 0), Some(&[][..]));
         assert_eq!(b.tail_at(17), None);
         assert_eq!(b.tail_at(10).map(<[u8]>::len), Some(6));
+        assert_eq!(b.u32_le_at(u64::MAX - 1), None);
+        assert_eq!(b.u32_le_at(12), Some(0));
+        assert_eq!(b.u32_le_at(13), None);
         assert_eq!(b.skip(u64::MAX), None);
         assert_eq!(b.skip(16), Some(()));
         assert_eq!(b.skip(0), Some(()));

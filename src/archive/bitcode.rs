@@ -16,6 +16,9 @@
 //! that the writer refuses the member instead of writing a symbol table that
 //! differs from LLVM's.
 
+use crate::bytes::Bytes;
+use crate::num::len64;
+
 /// `bitc::MODULE_BLOCK_ID`.
 const MODULE_BLOCK: u64 = 8;
 /// `bitc::STRTAB_BLOCK_ID`.
@@ -30,7 +33,7 @@ const IRSYMTAB_VERSION: u32 = 3;
 /// `sizeof(storage::Header)`: a version word and nine (offset, size) pairs.
 const HEADER_SIZE: usize = 76;
 /// `sizeof(storage::Symbol)`: name, IR name, comdat index, flags.
-const SYMBOL_SIZE: usize = 24;
+const SYMBOL_SIZE: u64 = 24;
 // `storage::Symbol::FlagBits`.
 const FB_UNDEFINED: u32 = 1 << 3;
 const FB_COMMON: u32 = 1 << 5;
@@ -56,25 +59,23 @@ pub(super) fn symbols(data: &[u8]) -> Res<Vec<&[u8]>> {
         // A concatenation of bitcode files (`llvm-cat -b`): LLVM rebuilds.
         return Err("irsymtab does not cover every module");
     }
-    let at = to_usize(word(symtab, 28)?)?;
-    let count = to_usize(word(symtab, 32)?)?;
-    let end = count
-        .checked_mul(SYMBOL_SIZE)
-        .and_then(|n| n.checked_add(at))
-        .filter(|&e| e <= symtab.len())
+    let at = word(symtab, 28)?;
+    let count = word(symtab, 32)?;
+    let table = Bytes::new(symtab)
+        .read_at(u64::from(at), u64::from(count) * SYMBOL_SIZE)
         .ok_or("irsymtab symbols out of bounds")?;
+    let strtab = Bytes::new(strtab);
     let mut out = Vec::new();
-    for sym in symtab[at..end].chunks_exact(SYMBOL_SIZE) {
+    let mut syms = Bytes::new(table);
+    while let Some(sym) = syms.read_bytes(SYMBOL_SIZE) {
         let flags = word(sym, 20)?;
         let listed = flags & FB_GLOBAL != 0
             && flags & FB_FORMAT_SPECIFIC == 0
             && (flags & FB_UNDEFINED == 0 || flags & FB_COMMON != 0);
         if listed {
-            let off = to_usize(word(sym, 0)?)?;
-            let len = to_usize(word(sym, 4)?)?;
-            let name = off
-                .checked_add(len)
-                .and_then(|e| strtab.get(off..e))
+            let (off, len) = (word(sym, 0)?, word(sym, 4)?);
+            let name = strtab
+                .read_at(u64::from(off), u64::from(len))
                 .ok_or("irsymtab name out of bounds")?;
             out.push(name);
         }
@@ -82,15 +83,9 @@ pub(super) fn symbols(data: &[u8]) -> Res<Vec<&[u8]>> {
     Ok(out)
 }
 
-fn word(d: &[u8], at: usize) -> Res<u32> {
-    let b = d
-        .get(at..at.checked_add(4).ok_or("offset overflow")?)
-        .ok_or("truncated irsymtab")?;
-    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-fn to_usize(v: u32) -> Res<usize> {
-    usize::try_from(v).map_err(|_| "offset overflow")
+/// The little-endian 32-bit word at `at` in `d`.
+fn word(d: &[u8], at: u64) -> Res<u32> {
+    Bytes::new(d).u32_le_at(at).ok_or("truncated irsymtab")
 }
 
 /// The bitstream inside an optional wrapper header (magic, version,
@@ -100,10 +95,9 @@ fn unwrap(data: &[u8]) -> Res<&[u8]> {
         if data.len() < 20 {
             return Err("truncated wrapper header");
         }
-        let off = to_usize(word(data, 8)?)?;
-        let size = to_usize(word(data, 12)?)?;
-        off.checked_add(size)
-            .and_then(|e| data.get(off..e))
+        let (off, size) = (word(data, 8)?, word(data, 12)?);
+        Bytes::new(data)
+            .read_at(u64::from(off), u64::from(size))
             .ok_or("wrapper header points outside the file")?
     } else {
         data
@@ -346,7 +340,7 @@ struct Bits<'a> {
 
 impl Bits<'_> {
     fn len(&self) -> u64 {
-        super::len64(self.data).saturating_mul(8)
+        len64(self.data).saturating_mul(8)
     }
 
     fn read(&mut self, n: u32) -> Res<u64> {
