@@ -129,6 +129,7 @@ pub const FLAG_ZSTD: u64 = 0x8000;
 
 /// One entry of a fatbin container.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Entry<'data> {
     /// Kind: [`KIND_PTX`], [`KIND_ELF`] or another value.
     pub kind: u16,
@@ -191,6 +192,7 @@ impl Entry<'_> {
 
 /// A parsed fatbin container.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Fatbin<'data> {
     /// Format version (1).
     pub version: u16,

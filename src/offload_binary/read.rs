@@ -264,6 +264,7 @@ fn read_compressed(
 /// its version and, for a compressed version 3 binary, how it is
 /// compressed. Only meaningful for a binary [`read_binary`] accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HeaderSummary {
     /// The format version.
     pub version: u32,
