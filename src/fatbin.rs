@@ -50,8 +50,9 @@ use zerocopy::FromBytes;
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{Immutable, KnownLayout, Unaligned};
 
+use crate::bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
-use crate::num::usize_from;
+use crate::num::{len64, u64_from, usize_from};
 
 /// The four bytes that start a fatbin container (0xBA55ED50 little-endian).
 pub const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
@@ -128,6 +129,7 @@ pub const FLAG_ZSTD: u64 = 0x8000;
 
 /// One entry of a fatbin container.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Entry<'data> {
     /// Kind: [`KIND_PTX`], [`KIND_ELF`] or another value.
     pub kind: u16,
@@ -190,6 +192,7 @@ impl Entry<'_> {
 
 /// A parsed fatbin container.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Fatbin<'data> {
     /// Format version (1).
     pub version: u16,
@@ -208,7 +211,7 @@ pub fn has_magic(data: &[u8]) -> bool {
 /// against the container and the container against `data`; bytes after it
 /// are not looked at.
 pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
-    let len = data.len() as u64;
+    let len = len64(data);
     if !has_magic(data) {
         return Err(ErrorKind::BadMagic {
             what: "CUDA fatbin",
@@ -396,32 +399,29 @@ pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
     } else {
         WRAPPER_SIZE_32
     };
+    let step = u64_from(step);
     let mut out = Vec::new();
-    for (i, rec) in data.chunks(step).enumerate() {
-        let at = (i * step) as u64;
-        if rec.len() < step {
-            if rec.iter().all(|&b| b == 0) {
+    let mut cur = Bytes::new(data);
+    while !cur.rest().is_empty() {
+        let at = cur.position();
+        let truncated = |have: &[u8]| ErrorKind::Truncated {
+            what: "fatbin wrapper",
+            offset: at,
+            need: step,
+            have: len64(have),
+        };
+        let Some(rec) = cur.read_bytes(step) else {
+            let rest = cur.rest();
+            if rest.iter().all(|&b| b == 0) {
                 break;
             }
-            return Err(ErrorKind::Truncated {
-                what: "fatbin wrapper",
-                offset: at,
-                need: step as u64,
-                have: rec.len() as u64,
-            }
-            .into());
-        }
-        let u32_at = |o: usize| u32::from_le_bytes([rec[o], rec[o + 1], rec[o + 2], rec[o + 3]]);
-        let ptr_at = |o: usize| {
-            if wide {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&rec[o..o + 8]);
-                u64::from_le_bytes(b)
-            } else {
-                u64::from(u32_at(o))
-            }
+            return Err(truncated(rest).into());
         };
-        let magic = u32_at(0);
+        let mut fields = Bytes::new(rec);
+        let (Some(magic), Some(version)) = (fields.read_u32_le(), fields.read_u32_le()) else {
+            // `rec` is a whole record, so this cannot happen.
+            return Err(truncated(rec).into());
+        };
         if !matches!(magic, WRAPPER_CUDA | WRAPPER_HIP | WRAPPER_HIPK) {
             if rec.iter().all(|&b| b == 0) {
                 continue;
@@ -431,14 +431,23 @@ pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
                 format!("unknown magic {magic:#010x}"),
             ));
         }
-        let half = if wide { 8 } else { 4 };
+        let mut ptr = || {
+            if wide {
+                fields.read_u64_le()
+            } else {
+                fields.read_u32_le().map(u64::from)
+            }
+        };
+        let (Some(data), Some(extra)) = (ptr(), ptr()) else {
+            return Err(truncated(rec).into());
+        };
         out.push((
             at,
             Wrapper {
                 magic,
-                version: u32_at(4),
-                data: ptr_at(8),
-                extra: ptr_at(8 + half),
+                version,
+                data,
+                extra,
             },
         ));
     }

@@ -122,6 +122,7 @@
 
 pub mod archive;
 pub mod bundle;
+mod bytes;
 pub mod error;
 pub mod fatbin;
 pub mod layout;

@@ -170,6 +170,7 @@ enum Blob<'a> {
 
 /// One member of an output archive.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Extracted<'a> {
     /// Its name (see [`entry_member_name`]).
     pub name: String,

@@ -1,10 +1,11 @@
 //! The binary bundle layout: reading with every field checked, and writing
 //! with LLVM's alignment rules, without holding entry data.
 
+use crate::bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{Layout, Piece};
 use crate::llvm::string_map;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 
 /// The magic that starts a binary bundle (no NUL).
 pub const MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -32,15 +33,6 @@ pub fn has_magic(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-fn u64_at(data: &[u8], at: u64) -> Option<u64> {
-    let bytes = usize::try_from(at)
-        .ok()
-        .and_then(|a| data.get(a..a.checked_add(8)?))?;
-    let mut b = [0u8; 8];
-    b.copy_from_slice(bytes);
-    Some(u64::from_le_bytes(b))
-}
-
 /// Where the bytes a header read needs would end, and the field that is
 /// missing (`field` is its offset).
 struct Need {
@@ -53,13 +45,12 @@ struct Need {
     what: &'static str,
 }
 
-/// A record with its ID as a range of the bundle.
-struct RawRecord {
+/// A record with its ID.
+struct RawRecord<'data> {
     index: u64,
     offset: u64,
     size: u64,
-    id_start: u64,
-    id_end: u64,
+    id: &'data [u8],
 }
 
 /// What is being read: a whole bundle, or the first bytes of one (the
@@ -78,12 +69,15 @@ fn read_header(
     buf: &[u8],
     total: u64,
     source: Source,
-) -> Result<std::result::Result<(Vec<RawRecord>, u64), Need>> {
+) -> Result<std::result::Result<(Vec<RawRecord<'_>>, u64), Need>> {
     let within = match source {
         Source::File => "file",
         Source::Prefix => "bundle",
     };
-    let Some(n) = u64_at(buf, 24) else {
+    let mut cur = Bytes::new(buf);
+    // The magic, then the entry count.
+    let n = cur.skip(24).and_then(|()| cur.read_u64_le());
+    let Some(n) = n else {
         return Ok(Err(Need {
             need: 32,
             field: 24,
@@ -97,15 +91,15 @@ fn read_header(
             format!("{n} records of at least 24 bytes cannot fit in {total} bytes"),
         ));
     }
-    let mut at = 32u64;
     let mut records = Vec::new();
     for i in 0..n {
+        let record = cur.position();
         let mut fields = [0u64; 3];
-        for (k, f) in fields.iter_mut().enumerate() {
-            let field = at + 8 * k as u64;
-            let Some(v) = u64_at(buf, field) else {
+        for f in &mut fields {
+            let field = cur.position();
+            let Some(v) = cur.read_u64_le() else {
                 return Ok(Err(Need {
-                    need: at + 24,
+                    need: record + 24,
                     field,
                     what: "bundle entry record",
                 }));
@@ -113,7 +107,7 @@ fn read_header(
             *f = v;
         }
         let [offset, size, id_len] = fields;
-        at += 24;
+        let at = cur.position();
         let id_end = at
             .checked_add(id_len)
             .filter(|&e| e <= total)
@@ -124,25 +118,23 @@ fn read_header(
                 within,
                 limit: total,
             })?;
-        if len64(buf) < id_end {
+        let Some(id) = cur.read_bytes(id_len) else {
             return Ok(Err(Need {
                 need: id_end,
                 field: at,
                 what: "bundle entry ID",
             }));
-        }
+        };
         records.push(RawRecord {
             index: i,
             offset,
             size,
-            id_start: at,
-            id_end,
+            id,
         });
-        at = id_end;
     }
-    let header_end = at;
+    let header_end = cur.position();
     for r in &records {
-        let id = String::from_utf8_lossy(&buf[usize_from(r.id_start)..usize_from(r.id_end)]);
+        let id = String::from_utf8_lossy(r.id);
         let i = r.index;
         let end = r
             .offset
@@ -168,10 +160,6 @@ fn read_header(
         }
     }
     Ok(Ok((records, header_end)))
-}
-
-fn len64(b: &[u8]) -> u64 {
-    b.len() as u64
 }
 
 /// Reads the binary bundle in `data` (which must start with the magic), in
@@ -206,7 +194,7 @@ pub fn read(data: &[u8]) -> Result<Vec<Entry<'_>>> {
     Ok(records
         .into_iter()
         .map(|r| Entry {
-            id: &data[usize_from(r.id_start)..usize_from(r.id_end)],
+            id: r.id,
             offset: r.offset,
             data: &data[usize_from(r.offset)..usize_from(r.offset + r.size)],
         })
@@ -256,7 +244,7 @@ pub fn read_prefix(buf: &[u8], total: u64) -> Result<Prefix> {
             records
                 .into_iter()
                 .map(|r| Record {
-                    id: buf[usize_from(r.id_start)..usize_from(r.id_end)].to_vec(),
+                    id: r.id.to_vec(),
                     offset: r.offset,
                     size: r.size,
                 })

@@ -284,6 +284,7 @@ impl BundleId {
 /// What a stored bundle-entry ID says, as reports show it: every part as
 /// written where [`BundleId::parse`] would drop it (see [`describe`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Description {
     /// The offload kind as written (`hipv4` stays `hipv4`).
     pub kind: String,

@@ -254,6 +254,7 @@ pub struct Span {
 /// An object file to write: its layout, where `Piece::Image(k)` stands for
 /// the bytes of `spans[k]`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Written {
     /// The pieces, in order.
     pub layout: Layout,

@@ -17,8 +17,9 @@ use super::raw::{
     ALIGN, ENTRY_SIZE, Entry, HEADER_SIZE, HEADER_V3_SIZE, Header, HeaderV3, MAGIC,
     STRING_ENTRY_V1_SIZE, STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
 };
+use crate::bytes::Bytes;
 use crate::error::{Error, ErrorKind, Result};
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 
 /// Bounds applied while reading.
 #[derive(Debug, Clone, Copy)]
@@ -241,7 +242,7 @@ fn read_compressed(
         }
         .into());
     }
-    let compressed = &bin[usize_from(body_at)..];
+    let compressed = tail(bin, body_at);
     let want = inflated - body_at;
     let body = inflate(compressed, want)?;
     // Rebuild the uncompressed binary: the header with size = inflated size
@@ -263,6 +264,7 @@ fn read_compressed(
 /// its version and, for a compressed version 3 binary, how it is
 /// compressed. Only meaningful for a binary [`read_binary`] accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HeaderSummary {
     /// The format version.
     pub version: u32,
@@ -417,8 +419,8 @@ fn read_uncompressed<'data>(
     for i in 0..count {
         let off = entry_offset + i * ENTRY_SIZE;
         // In range: the table was checked.
-        let (e, _) = Entry::read_from_prefix(&bin[usize_from(off)..])
-            .map_err(|_| truncated("entry", off, ENTRY_SIZE, size - off))?;
+        let (e, _) = Entry::read_from_prefix(tail(bin, off))
+            .map_err(|_| truncated("entry", off, ENTRY_SIZE, size.saturating_sub(off)))?;
         let se_size = if version == 1 {
             STRING_ENTRY_V1_SIZE
         } else {
@@ -482,8 +484,9 @@ fn read_strings<'data>(
     for j in 0..n {
         let (key_at, value) = if version == 1 {
             let at = base + j * STRING_ENTRY_V1_SIZE;
-            let (s, _) = StringEntryV1::read_from_prefix(&bin[usize_from(at)..]).map_err(|_| {
-                truncated("string entry", at, STRING_ENTRY_V1_SIZE, len64(bin) - at)
+            let (s, _) = StringEntryV1::read_from_prefix(tail(bin, at)).map_err(|_| {
+                let have = len64(bin).saturating_sub(at);
+                truncated("string entry", at, STRING_ENTRY_V1_SIZE, have)
             })?;
             (
                 s.key_offset.get(),
@@ -493,8 +496,9 @@ fn read_strings<'data>(
             )
         } else {
             let at = base + j * STRING_ENTRY_V2_SIZE;
-            let (s, _) = StringEntryV2::read_from_prefix(&bin[usize_from(at)..]).map_err(|_| {
-                truncated("string entry", at, STRING_ENTRY_V2_SIZE, len64(bin) - at)
+            let (s, _) = StringEntryV2::read_from_prefix(tail(bin, at)).map_err(|_| {
+                let have = len64(bin).saturating_sub(at);
+                truncated("string entry", at, STRING_ENTRY_V2_SIZE, have)
             })?;
             let r = checked_region(
                 bin,
@@ -606,15 +610,9 @@ fn truncated(what: &'static str, offset: u64, need: u64, have: u64) -> Error {
     .into()
 }
 
+/// The bytes of `data` from `at` on; empty when `at` is past the end.
 fn tail(data: &[u8], at: u64) -> &[u8] {
-    usize::try_from(at)
-        .ok()
-        .and_then(|a| data.get(a..))
-        .unwrap_or_default()
-}
-
-fn len64(d: &[u8]) -> u64 {
-    d.len() as u64
+    Bytes::new(data).tail_at(at).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fatbin;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 use crate::offload_binary::{self, ImageKind, OffloadImage, OffloadKind};
 
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
@@ -106,10 +106,6 @@ const MAX_THIN_READS: u32 = 100_000;
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn len64(b: &[u8]) -> u64 {
-    b.len() as u64
 }
 
 /// `gfx90a:xnack+:sramecc-` → (`gfx90a`, [`xnack+`, `sramecc-`]).

@@ -68,6 +68,7 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::num::len64;
 use crate::offload_binary::{self, Limits};
 use arch::{CpuInfo, Fatbin};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
@@ -246,10 +247,6 @@ impl<'data> Image<'data> {
             ..whole
         })
     }
-}
-
-fn len64(b: &[u8]) -> u64 {
-    u64::try_from(b.len()).unwrap_or(u64::MAX)
 }
 
 fn align_up(x: u64, a: u64) -> Result<u64> {

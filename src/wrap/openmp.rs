@@ -10,9 +10,10 @@ use super::arch::{Arg, Call, CpuInfo, Function, addend};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
     Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
-    finish_object, len64, local, mapping, new_object, reloc, undefined,
+    finish_object, local, mapping, new_object, reloc, undefined,
 };
 use crate::error::{Error, Result};
+use crate::num::len64;
 
 /// Builds the object. `placed[i]` is (offset, length) of input `i` in the
 /// image section, which starts at a multiple of `file_align` in the file.

@@ -29,6 +29,7 @@ use object::write::elf::{Encoder, FileHeader, FileHeaderLayout, Rel, SectionHead
 use crate::error::{Error, Result};
 use crate::layout::{Layout, Piece};
 use crate::llvm::string_table::StringTable;
+use crate::num::len64;
 
 /// A section of a [`Relocatable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,10 +134,6 @@ pub(crate) struct Relocatable {
     e_flags: u32,
     sections: Vec<Section>,
     symbols: Vec<Symbol>,
-}
-
-fn len64(b: &[u8]) -> u64 {
-    u64::try_from(b.len()).unwrap_or(u64::MAX)
 }
 
 fn write_error(detail: impl std::fmt::Display) -> Error {
@@ -380,7 +377,7 @@ impl Relocatable {
             at = add(at, s.file_size())?;
         }
         plan.symtab_at = align_up(at, 8)?;
-        plan.symtab_len = enc.sym_size() * (len64_usize(self.symbols.len()) + 1);
+        plan.symtab_len = enc.sym_size() * (len64(&self.symbols) + 1);
         at = add(plan.symtab_at, plan.symtab_len)?;
         for s in &self.sections {
             if s.relocs.is_empty() {
@@ -389,7 +386,7 @@ impl Relocatable {
             }
             at = align_up(at, 8)?;
             plan.rela_at.push(at);
-            at = add(at, enc.rel_size(true) * len64_usize(s.relocs.len()))?;
+            at = add(at, enc.rel_size(true) * len64(&s.relocs))?;
         }
         plan.strtab_at = at;
         plan.shoff = align_up(add(at, len64(plan.strings.bytes()))?, 8)?;
@@ -511,7 +508,7 @@ impl Relocatable {
                     &SectionHeader {
                         sh_name: plan.name(rela)?,
                         sh_offset: plan.rela_at[i],
-                        sh_size: enc.rel_size(true) * len64_usize(s.relocs.len()),
+                        sh_size: enc.rel_size(true) * len64(&s.relocs),
                         sh_link: plan.symtab_index,
                         sh_info: plan.index[i],
                         ..enc.relocation_section_header(true)
@@ -572,10 +569,6 @@ impl Plan {
             .ok_or_else(|| write_error("a name is missing from the string table"))?;
         u32::try_from(off).map_err(write_error)
     }
-}
-
-fn len64_usize(n: usize) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// The layout being written: pieces so far, plus built bytes not yet

@@ -23,10 +23,10 @@ use std::io::Write;
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
 use super::fault::Fault;
-use super::raw::{Method, len64};
+use super::raw::Method;
 use super::write::{CompressOptions, zstd_context, zstd_error};
 use crate::error::Result;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 use crate::sync::Monitor;
 
 /// The largest frame. zstd's long-distance window at level 3 is 128 MiB,
@@ -89,10 +89,6 @@ fn plan<'a>(pieces: &[&'a [u8]], threads: u32) -> Vec<Vec<&'a [u8]>> {
     frames
 }
 
-fn len64_of<T>(v: &[T]) -> u64 {
-    v.len() as u64
-}
-
 /// What the workers and the writer share.
 struct Shared {
     /// Next frame to hand out.
@@ -144,7 +140,7 @@ pub(super) fn compress<W: Write>(
     out: &mut W,
 ) -> Result<()> {
     let frames = plan(pieces, opts.threads);
-    let count = len64_of(&frames);
+    let count = len64(&frames);
     let workers = u32::try_from(count)
         .unwrap_or(u32::MAX)
         .min(opts.threads.max(1));
@@ -212,7 +208,7 @@ fn write_in_order<W: Write>(queue: &Queue, count: u64, workers: u32, out: &mut W
 /// One worker: takes the next frame when it may run ahead of the writer,
 /// compresses it into a spare buffer and hands it over.
 fn work(queue: &Queue, frames: &[Vec<&[u8]>], ahead: u64, opts: &CompressOptions) {
-    let count = len64_of(frames);
+    let count = len64(frames);
     let _stopping = Stopping(queue);
     let mut cctx = match zstd_context(opts) {
         Ok(c) => c,

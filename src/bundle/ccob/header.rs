@@ -7,6 +7,7 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::fault::Fault;
 use super::raw::*;
 use crate::error::Result;
+use crate::num::len64;
 
 /// bytes or more that is not compressed.
 pub const VERBOSE_UNCOMPRESSED: &str = "Uncompressed bundle.\n";

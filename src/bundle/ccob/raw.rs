@@ -155,8 +155,3 @@ pub fn llvm_treats_as_compressed(data: &[u8]) -> bool {
 pub fn hex_hash(h: u64) -> String {
     format!("{h:#016x}")
 }
-
-/// The length of `s` as a `u64`.
-pub(crate) fn len64(s: &[u8]) -> u64 {
-    s.len() as u64
-}

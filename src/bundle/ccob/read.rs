@@ -7,7 +7,7 @@ use super::fault::Fault;
 use super::header::*;
 use super::raw::*;
 use crate::error::Result;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 
 // ---------------------------------------------------------------------------
 // Reading
@@ -175,6 +175,7 @@ pub(super) fn parse_ccob(data: &[u8]) -> Result<Ccob<'_>, Fault> {
 
 /// A decompressed CCOB.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Decompressed {
     /// Offset of the CCOB in the buffer that was read.
     pub offset: u64,

@@ -4,11 +4,7 @@
 use super::raw::*;
 use super::read::Ccob;
 use crate::error::{Error, ErrorKind, Result};
-use crate::num::usize_from;
-
-fn len64(b: &[u8]) -> u64 {
-    u64::try_from(b.len()).unwrap_or(u64::MAX)
-}
+use crate::num::{len64, usize_from};
 
 /// The largest bundle header [`Ccob::bundle_records`] decompresses.
 pub const MAX_BUNDLE_HEADER: u64 = 1 << 20;

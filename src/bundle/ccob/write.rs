@@ -11,6 +11,7 @@ use super::header::*;
 use super::raw::*;
 use super::read::buffer;
 use crate::error::{Error, Result};
+use crate::num::len64;
 
 // ---------------------------------------------------------------------------
 // Writing
@@ -45,6 +46,7 @@ impl Default for CompressOptions {
 
 /// What [`compress`] wrote: the facts LLVM's verbose mode prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompressReport {
     /// The header that was written (with the total size).
     pub header: Header,

@@ -17,6 +17,7 @@ use object::elf::RelocationType;
 
 use super::{CodeReloc, FatbinCode, Function, Span, Target, TargetReloc, addend, internal};
 use crate::error::Result;
+use crate::num::{len64, u64_from};
 
 /// A position in the code, bound once.
 #[derive(Debug, Clone, Copy)]
@@ -71,12 +72,12 @@ impl<F: Fixup> Asm<F> {
 
     /// The offset the next byte lands at, from the start of the code.
     pub(crate) fn here(&self) -> u64 {
-        len64(self.code.len())
+        len64(&self.code)
     }
 
     /// The offset the next byte lands at, from the start of the function.
     pub(crate) fn in_function(&self) -> u64 {
-        len64(self.code.len() - self.start)
+        u64_from(self.code.len() - self.start)
     }
 
     /// A new label, bound later with [`Asm::bind`].
@@ -93,7 +94,7 @@ impl<F: Fixup> Asm<F> {
     /// The offset `l` is bound to.
     pub(crate) fn offset_of(&self, l: Label) -> Result<u64> {
         self.labels[l.0]
-            .map(len64)
+            .map(u64_from)
             .ok_or_else(|| internal("a label of the registration code is not bound"))
     }
 
@@ -132,7 +133,7 @@ impl<F: Fixup> Asm<F> {
     /// Ends the function begun last: where it is and its unwind rules.
     pub(crate) fn end(&mut self) -> Span {
         Span {
-            offset: len64(self.start),
+            offset: u64_from(self.start),
             len: self.in_function(),
             cfi: std::mem::take(&mut self.cfi),
         }
@@ -229,9 +230,4 @@ impl<F: Fixup> Asm<F> {
             jump_table,
         })
     }
-}
-
-fn len64(n: usize) -> u64 {
-    // The code is a few hundred bytes; usize always fits in u64 here.
-    u64::try_from(n).unwrap_or(u64::MAX)
 }

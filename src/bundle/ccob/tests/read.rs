@@ -2,6 +2,7 @@
 //! concatenated CCOBs, bombs, frames and corrupt payloads.
 
 use super::*;
+use crate::num::len64;
 
 #[test]
 fn every_truncation_is_an_error() {

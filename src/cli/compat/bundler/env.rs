@@ -9,6 +9,7 @@ use offload_kit::bundle::ccob::{CompressOptions, DEFAULT_VERSION, Method};
 /// What LLVM 22's bundler takes from its environment (read when its
 /// configuration is built, before the command line is applied).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EnvSettings {
     /// `OFFLOAD_BUNDLER_COMPRESS`: set means on if `"1"`, off otherwise.
     pub compress: Option<bool>,
@@ -87,6 +88,7 @@ impl EnvSettings {
 
 /// The compression settings of one bundler run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BundlerCompression {
     /// Whether to compress the bundle.
     pub compress: bool,
