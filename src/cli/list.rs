@@ -86,8 +86,8 @@ impl Opts {
                 &format!(
                     "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
                     r.path,
-                    r.offload_kind,
-                    r.image_kind,
+                    r.offload_kind.to_string(),
+                    r.image_kind.to_string(),
                     format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
                     r.triple,
                     r.arch,
