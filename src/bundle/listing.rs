@@ -120,3 +120,27 @@ impl Entry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_name_the_parts_of_their_id() {
+        let e = Entry::new(0, b"hip-amdgcn-amd-amdhsa--gfx90a:xnack+", 150, 6);
+        assert_eq!(
+            (e.kind.as_str(), e.triple.as_str(), e.target_id.as_str()),
+            ("hip", "amdgcn-amd-amdhsa", "gfx90a:xnack+")
+        );
+        let odd = Entry::new(1, b"not an id", 0, 0);
+        assert_eq!((odd.kind.as_str(), odd.triple.as_str()), ("", ""));
+        let l = Listing::new(Format::Binary, None, vec![e]);
+        assert_eq!(
+            serde_json::to_string(&l).unwrap(),
+            r#"{"format":"binary","compressed":null,"entries":[{"index":0,"#.to_owned()
+                + r#""id":"hip-amdgcn-amd-amdhsa--gfx90a:xnack+","kind":"hip","#
+                + r#""triple":"amdgcn-amd-amdhsa","target_id":"gfx90a:xnack+","#
+                + r#""offset":150,"size":6}]}"#
+        );
+    }
+}

@@ -1,8 +1,7 @@
 //! What `offload-kit list` reports: one [`Row`] per OffloadBinary image
 //! (images of OffloadBinaries nested in images included, as newer LLVM
-//! lists them), or a clang offload bundle's
-//! [`Listing`](crate::bundle::listing::Listing). The types serialize as
-//! `list --json` prints them ([`Document`]).
+//! lists them), or a clang offload bundle's [`Listing`]. The types
+//! serialize as `list --json` prints them ([`Document`]).
 
 use serde::{Serialize, Serializer};
 
