@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 use super::io::{Input, open_input, print_line};
 use offload_kit::bundle::listing::{Compressed, Entry, Listing};
-use offload_kit::offload_binary::listing::{Document, Row};
+use offload_kit::offload_binary::listing::{self, Document, RowsError};
 use offload_kit::offload_binary::{self, Limits};
 
 /// List the device images in a file.
@@ -29,19 +29,15 @@ impl Opts {
         }
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
-        let mut rows = Vec::new();
-        for (index, f) in found.iter().enumerate() {
-            push_rows(
-                &self.input,
-                &input,
-                f,
-                &f.image,
-                index,
-                index.to_string(),
-                0,
-                &mut rows,
-            )?;
-        }
+        let name = &self.input;
+        let rows =
+            listing::rows(&found, &Limits::default(), &|b| input.file_offset(b)).map_err(|e| {
+                let msg = format!("'{name}': {e}");
+                match e {
+                    RowsError::Inner { error, .. } => anyhow::Error::new(error).context(msg),
+                    _ => anyhow::anyhow!(msg),
+                }
+            })?;
         let mut out = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
@@ -98,56 +94,6 @@ impl Opts {
         }
         Ok(())
     }
-}
-
-/// How deep OffloadBinaries inside images are followed.
-const MAX_NESTING: usize = 16;
-
-/// Appends the row of `image` (the `index`th of the file, at `path` among
-/// nested binaries) and, when the image is an OffloadBinary itself, the rows
-/// of the images inside it (`path.0`, `path.1`, …), as newer LLVM lists
-/// them. A malformed inner binary is an error.
-#[allow(clippy::too_many_arguments)]
-fn push_rows(
-    name: &str,
-    input: &Input,
-    f: &offload_binary::FoundImage<'_>,
-    image: &offload_binary::OffloadImage<'_>,
-    index: usize,
-    path: String,
-    depth: usize,
-    rows: &mut Vec<Row>,
-) -> Result<()> {
-    let inner = if offload_binary::has_magic(&image.image) {
-        if depth >= MAX_NESTING {
-            anyhow::bail!("'{name}': OffloadBinaries nested more than {MAX_NESTING} deep");
-        }
-        offload_binary::read_all(&image.image, &Limits::default())
-            .with_context(|| format!("'{name}': the OffloadBinary inside image {path}"))?
-    } else {
-        Vec::new()
-    };
-    rows.push(Row::new(
-        f,
-        image,
-        index,
-        path.clone(),
-        inner.len(),
-        input.file_offset(&image.image),
-    ));
-    for (k, i) in inner.iter().enumerate() {
-        push_rows(
-            name,
-            input,
-            f,
-            i,
-            index,
-            format!("{path}.{k}"),
-            depth + 1,
-            rows,
-        )?;
-    }
-    Ok(())
 }
 
 /// The input as a clang offload bundle, if it is one (binary, text, object

@@ -5,7 +5,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{FoundImage, ImageKind, OffloadImage, OffloadKind};
+use super::{FoundImage, ImageKind, Limits, OffloadImage, OffloadKind, has_magic, read_all};
 use crate::bundle::listing::Listing;
 
 /// One image, as `list` prints it.
@@ -88,6 +88,122 @@ impl Row {
                 .collect(),
         }
     }
+}
+
+/// How deep [`rows`] follows OffloadBinaries inside images.
+pub const MAX_NESTING: usize = 16;
+
+/// Why [`rows`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RowsError {
+    /// OffloadBinaries nested more than [`MAX_NESTING`] deep.
+    TooDeep,
+    /// An image that starts with the OffloadBinary magic is no valid
+    /// OffloadBinary.
+    Inner {
+        /// The image's path among nested binaries ([`Row::path`]).
+        path: String,
+        /// What is wrong with it.
+        error: crate::Error,
+    },
+}
+
+impl std::fmt::Display for RowsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowsError::TooDeep => {
+                write!(f, "OffloadBinaries nested more than {MAX_NESTING} deep")
+            }
+            RowsError::Inner { path, .. } => {
+                write!(f, "the OffloadBinary inside image {path}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RowsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RowsError::TooDeep => None,
+            RowsError::Inner { error, .. } => Some(error),
+        }
+    }
+}
+
+/// The rows of the images `found` in a file: each image, followed, when
+/// it is an OffloadBinary itself, by the rows of the images inside it
+/// (`2.0`, `2.1`, …), as newer LLVM lists them. `file_offset` tells where
+/// a slice of the file lies in it (`None` for bytes that are not a slice
+/// of the file, or when the file is not at hand).
+pub fn rows(
+    found: &[FoundImage<'_>],
+    limits: &Limits,
+    file_offset: &dyn Fn(&[u8]) -> Option<u64>,
+) -> Result<Vec<Row>, RowsError> {
+    let mut out = Vec::new();
+    for (index, f) in found.iter().enumerate() {
+        let at = Place {
+            found: f,
+            index,
+            depth: 0,
+        };
+        push_rows(
+            &at,
+            &f.image,
+            index.to_string(),
+            limits,
+            file_offset,
+            &mut out,
+        )?;
+    }
+    Ok(out)
+}
+
+/// The image of the file a row comes from, and how deep it is nested.
+struct Place<'a, 'd> {
+    found: &'a FoundImage<'d>,
+    index: usize,
+    depth: usize,
+}
+
+/// Appends the row of `image` (at `path` among nested binaries) and the
+/// rows of the images inside it.
+fn push_rows(
+    at: &Place<'_, '_>,
+    image: &OffloadImage<'_>,
+    path: String,
+    limits: &Limits,
+    file_offset: &dyn Fn(&[u8]) -> Option<u64>,
+    out: &mut Vec<Row>,
+) -> Result<(), RowsError> {
+    let inner = if has_magic(&image.image) {
+        if at.depth >= MAX_NESTING {
+            return Err(RowsError::TooDeep);
+        }
+        read_all(&image.image, limits).map_err(|error| RowsError::Inner {
+            path: path.clone(),
+            error,
+        })?
+    } else {
+        Vec::new()
+    };
+    out.push(Row::new(
+        at.found,
+        image,
+        at.index,
+        path.clone(),
+        inner.len(),
+        file_offset(&image.image),
+    ));
+    let deeper = Place {
+        depth: at.depth + 1,
+        ..*at
+    };
+    for (k, i) in inner.iter().enumerate() {
+        push_rows(&deeper, i, format!("{path}.{k}"), limits, file_offset, out)?;
+    }
+    Ok(())
 }
 
 /// The `list --json` document for one file: its rows, or (with no rows)
