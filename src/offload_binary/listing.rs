@@ -222,3 +222,35 @@ pub struct Document<'a> {
 fn as_text<T: std::fmt::Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::offload_binary::find_images;
+
+    #[test]
+    fn rows_of_a_file() {
+        let data = include_bytes!("../../fixtures/offload_binary/one.bin");
+        let found = find_images(data, &Limits::default()).unwrap();
+        let base = data.as_ptr() as usize;
+        let offset = |b: &[u8]| Some((b.as_ptr() as usize - base) as u64);
+        let rows = rows(&found, &Limits::default(), &offset).unwrap();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (r.path.as_str(), r.nested, r.format),
+            ("0", 0, "OffloadBinary")
+        );
+        assert_eq!(
+            (r.triple.as_str(), r.arch.as_str()),
+            ("amdgcn-amd-amdhsa", "gfx90a")
+        );
+        assert!(
+            r.file_offset
+                .is_some_and(|o| o + r.size <= data.len() as u64)
+        );
+        let json = serde_json::to_value(r).unwrap();
+        assert_eq!(json["offload_kind"], "openmp");
+        assert_eq!(json["image_kind"], r.image_kind.to_string());
+    }
+}
