@@ -443,6 +443,41 @@ pub fn conflicting_target_ids<'a>(
 /// Feature name → on (`+`) or off (`-`).
 type Features<'a> = BTreeMap<&'a str, bool>;
 
+/// A target ID split into its processor and features, checked for format
+/// only (`clang::parseTargetIDWithFormatCheckingOnly`): the processor is
+/// not looked up, so any name is accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetId<'a> {
+    /// The processor as written (`gfx90a`, `sm_80`).
+    pub processor: &'a str,
+    /// Feature name → on (`+`) or off (`-`).
+    pub features: BTreeMap<&'a str, bool>,
+}
+
+impl<'a> TargetId<'a> {
+    /// `processor[:feature±]…` (one trailing `:` allowed, as in LLVM);
+    /// `None` for an empty processor, a feature without `+` or `-`, or a
+    /// repeated feature.
+    pub fn parse(id: &'a str) -> Option<TargetId<'a>> {
+        let (processor, features) = split_target_id(id).ok()?;
+        (!processor.is_empty()).then_some(TargetId {
+            processor,
+            features,
+        })
+    }
+}
+
+/// The canonical name of an AMDGPU processor or alias (`tahiti` is
+/// `gfx600`) in LLVM's table for `triple` (AMDGCN or R600), if it is there
+/// (names are case-sensitive, as in LLVM).
+pub fn canonical_amdgpu_processor(triple: &Triple, name: &str) -> Option<&'static str> {
+    triple
+        .is_amdgpu()
+        .then(|| amdgpu_processor(triple, name))
+        .flatten()
+        .map(|g| g.canonical)
+}
+
 /// `parseTargetIDWithFormatCheckingOnly`: `processor[:feature±]…`. An empty
 /// ID gives an empty processor. On a format error (empty processor, a
 /// feature without `+`/`-`, a repeated feature) the error carries the
@@ -761,6 +796,37 @@ mod tests {
 
     fn id(s: &str) -> BundleId {
         BundleId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn target_id_format() {
+        let t = TargetId::parse("gfx90a:sramecc-:xnack+").unwrap();
+        assert_eq!(t.processor, "gfx90a");
+        assert_eq!(t.features.get("xnack"), Some(&true));
+        assert_eq!(t.features.get("sramecc"), Some(&false));
+        assert_eq!(TargetId::parse("gfx90a:").unwrap().features.len(), 0);
+        assert_eq!(TargetId::parse("sm_80").unwrap().processor, "sm_80");
+        for bad in [
+            "",
+            ":xnack+",
+            "gfx90a:xnack",
+            "gfx90a:xnack+:xnack-",
+            "gfx90a::xnack+",
+        ] {
+            assert_eq!(TargetId::parse(bad), None, "{bad}");
+        }
+        let amdgcn = Triple::parse("amdgcn-amd-amdhsa");
+        assert_eq!(
+            canonical_amdgpu_processor(&amdgcn, "tahiti"),
+            Some("gfx600")
+        );
+        assert_eq!(
+            canonical_amdgpu_processor(&amdgcn, "gfx90a"),
+            Some("gfx90a")
+        );
+        assert_eq!(canonical_amdgpu_processor(&amdgcn, "sm_80"), None);
+        let nvptx = Triple::parse("nvptx64-nvidia-cuda");
+        assert_eq!(canonical_amdgpu_processor(&nvptx, "gfx90a"), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod archive_unbundle;
 pub mod binary;
 pub mod ccob;
 pub mod id;
+pub mod listing;
 pub mod object;
 pub mod ops;
 pub mod select;

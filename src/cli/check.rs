@@ -47,14 +47,13 @@ pub struct CheckOpts {
 
 impl CheckOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
-        let req = Requirements {
-            require_arch: list(&self.require_arch),
-            forbid_arch: list(&self.forbid_arch),
-            require_kind: list(&self.require_kind),
-            forbid_kind: list(&self.forbid_kind),
-            any: self.any,
-            strict: self.strict,
-        };
+        let mut req = Requirements::default();
+        req.require_arch = list(&self.require_arch);
+        req.forbid_arch = list(&self.forbid_arch);
+        req.require_kind = list(&self.require_kind);
+        req.forbid_kind = list(&self.forbid_kind);
+        req.any = self.any;
+        req.strict = self.strict;
         if req.is_empty() {
             bail!(
                 "nothing to check: give --require-arch, --forbid-arch, --require-kind or --forbid-kind"

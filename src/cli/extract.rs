@@ -112,11 +112,10 @@ impl scan::Visit for Extractor<'_> {
 
 impl ExtractOpts {
     pub fn run(self) -> Result<()> {
-        let filter = Selection {
-            triples: list(&self.triple),
-            archs: list(&self.arch),
-            kinds: list(&self.kind),
-        };
+        let mut filter = Selection::default();
+        filter.triples = list(&self.triple);
+        filter.archs = list(&self.arch);
+        filter.kinds = list(&self.kind);
         let opts = self.common.options();
         let files = self.common.files()?;
         std::fs::create_dir_all(&self.output_dir)

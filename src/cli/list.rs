@@ -3,9 +3,10 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 
 use super::io::{Input, open_input, print_line};
+use offload_kit::bundle::listing::{Compressed, Entry, Listing};
+use offload_kit::offload_binary::listing::{self, Document, RowsError};
 use offload_kit::offload_binary::{self, Limits};
 
 /// List the device images in a file.
@@ -19,65 +20,6 @@ pub struct Opts {
     json: bool,
 }
 
-/// One image, as `list --json` prints it.
-#[derive(Serialize)]
-struct Row {
-    index: usize,
-    /// Where the image sits among nested OffloadBinaries: `"2"` for the
-    /// file's third image, `"2.0"` for the first image inside it.
-    path: String,
-    /// How many images the image holds when it is an OffloadBinary itself.
-    nested: usize,
-    member: Option<String>,
-    section: Option<String>,
-    format: &'static str,
-    version: u32,
-    compressed: bool,
-    binary_offset: u64,
-    file_offset: Option<u64>,
-    offload_kind: String,
-    image_kind: String,
-    triple: String,
-    arch: String,
-    size: u64,
-    strings: Vec<(String, String)>,
-}
-
-/// A clang offload bundle, as `list --json` prints it.
-#[derive(Serialize)]
-struct BundleListing {
-    format: &'static str,
-    compressed: Option<CompressedInfo>,
-    entries: Vec<BundleEntry>,
-}
-
-#[derive(Serialize)]
-struct CompressedInfo {
-    version: u16,
-    method: String,
-    compressed_size: u64,
-    uncompressed_size: u64,
-    hash: String,
-}
-
-#[derive(Serialize)]
-struct BundleEntry {
-    index: usize,
-    id: String,
-    kind: String,
-    triple: String,
-    target_id: String,
-    offset: u64,
-    size: u64,
-}
-
-#[derive(Serialize)]
-struct Listing<'a> {
-    file: &'a str,
-    images: Vec<Row>,
-    bundle: Option<BundleListing>,
-}
-
 impl Opts {
     pub fn run(self) -> Result<()> {
         // Opened once: standard input can be read only once.
@@ -87,26 +29,22 @@ impl Opts {
         }
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
-        let mut rows = Vec::new();
-        for (index, f) in found.iter().enumerate() {
-            push_rows(
-                &self.input,
-                &input,
-                f,
-                &f.image,
-                index,
-                index.to_string(),
-                0,
-                &mut rows,
-            )?;
-        }
+        let name = &self.input;
+        let rows =
+            listing::rows(&found, &Limits::default(), &|b| input.file_offset(b)).map_err(|e| {
+                let msg = format!("'{name}': {e}");
+                match e {
+                    RowsError::Inner { error, .. } => anyhow::Error::new(error).context(msg),
+                    _ => anyhow::anyhow!(msg),
+                }
+            })?;
         let mut out = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
                 &mut out,
-                &Listing {
+                &Document {
                     file: &self.input,
-                    images: rows,
+                    images: &rows,
                     bundle: None,
                 },
             )?;
@@ -144,8 +82,8 @@ impl Opts {
                 &format!(
                     "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
                     r.path,
-                    r.offload_kind,
-                    r.image_kind,
+                    r.offload_kind.to_string(),
+                    r.image_kind.to_string(),
                     format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
                     r.triple,
                     r.arch,
@@ -158,76 +96,9 @@ impl Opts {
     }
 }
 
-/// How deep OffloadBinaries inside images are followed.
-const MAX_NESTING: usize = 16;
-
-/// Appends the row of `image` (the `index`th of the file, at `path` among
-/// nested binaries) and, when the image is an OffloadBinary itself, the rows
-/// of the images inside it (`path.0`, `path.1`, …), as newer LLVM lists
-/// them. A malformed inner binary is an error.
-#[allow(clippy::too_many_arguments)]
-fn push_rows(
-    name: &str,
-    input: &Input,
-    f: &offload_binary::FoundImage<'_>,
-    image: &offload_binary::OffloadImage<'_>,
-    index: usize,
-    path: String,
-    depth: usize,
-    rows: &mut Vec<Row>,
-) -> Result<()> {
-    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let inner = if offload_binary::has_magic(&image.image) {
-        if depth >= MAX_NESTING {
-            anyhow::bail!("'{name}': OffloadBinaries nested more than {MAX_NESTING} deep");
-        }
-        offload_binary::read_all(&image.image, &Limits::default())
-            .with_context(|| format!("'{name}': the OffloadBinary inside image {path}"))?
-    } else {
-        Vec::new()
-    };
-    rows.push(Row {
-        index,
-        path: path.clone(),
-        nested: inner.len(),
-        member: f.member.clone(),
-        section: f.section.clone(),
-        format: "OffloadBinary",
-        version: image.version,
-        compressed: image.compressed,
-        binary_offset: image.binary_offset,
-        file_offset: input
-            .file_offset(&image.image)
-            .filter(|_| !image.image.is_empty()),
-        offload_kind: image.offload_kind.to_string(),
-        image_kind: image.image_kind.to_string(),
-        triple: lossy(image.triple()),
-        arch: lossy(image.arch()),
-        size: image.image.len() as u64,
-        strings: image
-            .strings
-            .iter()
-            .map(|(k, v)| (lossy(k), lossy(v)))
-            .collect(),
-    });
-    for (k, i) in inner.iter().enumerate() {
-        push_rows(
-            name,
-            input,
-            f,
-            i,
-            index,
-            format!("{path}.{k}"),
-            depth + 1,
-            rows,
-        )?;
-    }
-    Ok(())
-}
-
 /// The input as a clang offload bundle, if it is one (binary, text, object
 /// with bundle sections, or any of them compressed).
-fn bundle_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
+fn bundle_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
     use offload_kit::bundle::{self, Format};
     if let Some(listing) = ccob_header_listing(name, input)? {
         return Ok(Some(listing));
@@ -256,48 +127,11 @@ fn bundle_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
         .enumerate()
         .map(|(index, f)| {
             let offset = (f.data.as_ptr() as usize).saturating_sub(base) as u64;
-            bundle_entry(index, f.id, offset, f.data.len() as u64)
+            Entry::new(index, f.id, offset, f.data.len() as u64)
         })
         .collect();
-    let compressed = inflated.map(|d| CompressedInfo {
-        version: d.header.version,
-        method: d.header.method.to_string(),
-        compressed_size: d.compressed_size,
-        uncompressed_size: d.header.uncompressed_size,
-        hash: format!("{:#018x}", d.header.hash),
-    });
-    let format = match format {
-        Format::Binary => "binary",
-        Format::Text(_) => "text",
-        Format::Object => "object",
-    };
-    Ok(Some(BundleListing {
-        format,
-        compressed,
-        entries,
-    }))
-}
-
-/// One row of a bundle listing.
-fn bundle_entry(index: usize, id: &[u8], offset: u64, size: u64) -> BundleEntry {
-    use offload_kit::bundle::id::BundleId;
-    let id = String::from_utf8_lossy(id).into_owned();
-    let parsed = BundleId::parse(&id).ok();
-    BundleEntry {
-        index,
-        kind: parsed.as_ref().map(|p| p.kind.clone()).unwrap_or_default(),
-        triple: parsed
-            .as_ref()
-            .map(|p| p.normalized_triple().trim_end_matches('-').to_string())
-            .unwrap_or_default(),
-        target_id: parsed
-            .as_ref()
-            .map(|p| p.target_id.clone())
-            .unwrap_or_default(),
-        id,
-        offset,
-        size,
-    }
+    let compressed = inflated.map(|d| Compressed::new(&d.header, d.compressed_size));
+    Ok(Some(Listing::new(format, compressed, entries)))
 }
 
 /// The listing of a CCOB that holds a binary bundle, from the bundle
@@ -305,7 +139,7 @@ fn bundle_entry(index: usize, id: &[u8], offset: u64, size: u64) -> BundleEntry 
 /// nothing (the stored hash is not checked: `inspect --verify` does).
 /// `None` for anything else, listed from the whole contents; an error for
 /// contents whose first bytes show they are no bundle at all.
-fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing>> {
+fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
     use offload_kit::bundle::{self, binary, ccob};
     let data = input.bytes();
     if !ccob::llvm_treats_as_compressed(data) {
@@ -347,32 +181,26 @@ fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<BundleListing
         .enumerate()
         .map(|(index, e)| {
             let r = &records[usize::try_from(e.offset).unwrap_or_default()];
-            bundle_entry(index, &r.id, r.offset, r.size)
+            Entry::new(index, &r.id, r.offset, r.size)
         })
         .collect();
-    Ok(Some(BundleListing {
-        format: "binary",
-        compressed: Some(CompressedInfo {
-            version: c.header.version,
-            method: c.header.method.to_string(),
-            compressed_size: c.payload.len() as u64,
-            uncompressed_size: c.header.uncompressed_size,
-            hash: format!("{:#018x}", c.header.hash),
-        }),
+    Ok(Some(Listing::new(
+        bundle::Format::Binary,
+        Some(Compressed::of(&c)),
         entries,
-    }))
+    )))
 }
 
 impl Opts {
-    fn print_bundle(&self, b: BundleListing) -> Result<()> {
+    fn print_bundle(&self, b: Listing) -> Result<()> {
         let mut out = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
                 &mut out,
-                &Listing {
+                &Document {
                     file: &self.input,
-                    images: Vec::new(),
-                    bundle: Some(b),
+                    images: &[],
+                    bundle: Some(&b),
                 },
             )?;
             writeln!(out)?;

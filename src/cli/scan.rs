@@ -55,20 +55,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 impl Common {
     pub(super) fn options(&self) -> Options {
-        Options {
-            mode: if self.raw {
-                Mode::Raw
-            } else if self.sections_only {
-                Mode::Sections
-            } else {
-                Mode::Auto
-            },
-            max_depth: self.max_depth,
-            max_uncompressed: self.max_uncompressed,
-            verify: self.verify,
-            hash: None,
-            report_rejects: false,
-        }
+        let mut opts = Options::default();
+        opts.mode = if self.raw {
+            Mode::Raw
+        } else if self.sections_only {
+            Mode::Sections
+        } else {
+            Mode::Auto
+        };
+        opts.max_depth = self.max_depth;
+        opts.max_uncompressed = self.max_uncompressed;
+        opts.verify = self.verify;
+        opts
     }
 
     /// The input files, in a stable order: each argument in turn, a

@@ -27,6 +27,7 @@
 pub mod args;
 pub mod container;
 pub mod kinds;
+pub mod listing;
 pub mod raw;
 pub mod read;
 pub mod write;

@@ -8,8 +8,10 @@ use std::fmt;
 use super::select::{arch_matches, kind_matches};
 use super::{Image, Report};
 
-/// What the device code must (or must not) hold.
+/// What the device code must (or must not) hold. Start from
+/// [`Requirements::default`] and set fields: more may be added.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Requirements {
     /// Architectures that must be present (`gfx90a` is satisfied by
     /// `gfx90a:xnack+`).
@@ -118,6 +120,7 @@ impl Verdict {
 
 /// The result of [`check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Outcome {
     /// One verdict per input, in the order given.
     pub files: Vec<Verdict>,

@@ -1,7 +1,10 @@
 //! The typed kinds and hashes of scanned images, and the names reports
-//! give them (the `inspect --json` texts).
+//! give them (the `inspect --json` texts). Each type serializes as the
+//! text it displays as.
 
 use std::fmt;
+
+use serde::{Serialize, Serializer};
 
 use crate::offload_binary::{ImageKind, OffloadKind};
 
@@ -140,10 +143,10 @@ impl HashAlgo {
     /// The digest of `data`.
     pub fn digest(self, data: &[u8]) -> Digest {
         let bytes = match self {
-            HashAlgo::Xxh3_128 => xxhash_rust::xxh3::xxh3_128(data).to_be_bytes().to_vec(),
+            HashAlgo::Xxh3_128 => xxhash_rust::xxh3::xxh3_128(data).to_be_bytes(),
             HashAlgo::Md5 => {
                 use md5::Digest as _;
-                md5::Md5::digest(data).to_vec()
+                md5::Md5::digest(data).into()
             }
         };
         Digest { algo: self, bytes }
@@ -156,13 +159,14 @@ impl HashAlgo {
 }
 
 /// A content hash: the algorithm and the digest bytes (XXH3-128 as the
-/// big-endian 128-bit value, so its hex is `xxhsum -H2`'s).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// big-endian 128-bit value, so its hex is `xxhsum -H2`'s). Both
+/// algorithms give 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Digest {
     /// The algorithm.
     pub algo: HashAlgo,
     /// The digest.
-    pub bytes: Vec<u8>,
+    pub bytes: [u8; 16],
 }
 
 impl fmt::Display for Digest {
@@ -174,6 +178,37 @@ impl fmt::Display for Digest {
             write!(f, "{b:02x}")?;
         }
         Ok(())
+    }
+}
+
+/// The hash a CCOB stores: the first 8 bytes of the MD5 of its contents,
+/// as a little-endian 64-bit value. Displays (and serializes) as LLVM
+/// prints it: `0x`-prefixed lowercase hex.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StoredHash(pub u64);
+
+impl fmt::Display for StoredHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::bundle::ccob::hex_hash(self.0))
+    }
+}
+
+/// Serializes a value as the text it displays as.
+macro_rules! serialize_as_text {
+    ($($t:ty),*) => {$(
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    )*};
+}
+
+serialize_as_text!(Offload, Content, Digest, StoredHash);
+
+impl Serialize for HashAlgo {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 

@@ -41,6 +41,12 @@
 //! and returns an [`Outcome`], and [`size()`] sums a report's device code
 //! per target and kind into a [`SizeReport`]. None of them prints.
 //!
+//! # JSON
+//!
+//! The report types implement [`serde::Serialize`]: a [`Report`] serializes
+//! as one file of the `inspect --json` document, and [`json`] has the whole
+//! document and its schema.
+//!
 //! # Content hashes
 //!
 //! [`HashAlgo::Xxh3_128`] (fast, ~10 GB/s; `xxhsum -H2` prints the same
@@ -49,6 +55,7 @@
 //! byte, while listing reads headers.
 
 pub mod check;
+pub mod json;
 pub mod kinds;
 pub mod magic;
 mod sections;
@@ -58,8 +65,10 @@ mod walk;
 
 use std::fmt;
 
+use serde::Serialize;
+
 pub use check::{Outcome, Requirements, Verdict, check};
-pub use kinds::{Content, Digest, HashAlgo, Offload};
+pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 pub use magic::{Finders, Magic};
 pub use select::{Selection, select};
 pub use size::{SizeReport, size};
@@ -80,8 +89,10 @@ pub enum Mode {
     Raw,
 }
 
-/// What to do, and the bounds.
+/// What to do, and the bounds. Start from [`Options::default`] and set
+/// fields: more may be added.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// How images are found.
     pub mode: Mode,
@@ -113,7 +124,7 @@ impl Default for Options {
     }
 }
 
-/// The kind of a container.
+/// The kind of a container. Serializes as its [name](ContainerKind::name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ContainerKind {
     /// An OffloadBinary (`10 FF 10 AD`), versions 1–3.
@@ -153,8 +164,16 @@ impl fmt::Display for ContainerKind {
     }
 }
 
-/// What a container lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl Serialize for ContainerKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// What a container lies in. Serializes as `{"image": n}` or
+/// `{"container": n}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Parent {
     /// The bytes of this image.
     Image(usize),
@@ -164,7 +183,8 @@ pub enum Parent {
 }
 
 /// How a container is compressed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Compression {
     /// `zstd` or `zlib`.
     pub method: String,
@@ -173,8 +193,8 @@ pub struct Compression {
     /// Bytes it decompresses to, as declared.
     pub uncompressed_size: u64,
     /// The stored hash (CCOB: the first 8 bytes of the MD5 of the contents,
-    /// as `0x`-prefixed LE64, as LLVM prints it).
-    pub stored_hash: Option<String>,
+    /// displayed as `0x`-prefixed LE64, as LLVM prints it).
+    pub stored_hash: Option<StoredHash>,
     /// Whether the contents were decompressed whole.
     pub decompressed: bool,
     /// Whether the stored hash matches the contents (when decompressed).
@@ -182,7 +202,8 @@ pub struct Compression {
 }
 
 /// A fatbin wrapper's fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct WrapperInfo {
     /// `cuda`, `hip` or `hipk` (rocm-kpack: device code moved out).
     pub flavor: &'static str,
@@ -196,8 +217,10 @@ pub struct WrapperInfo {
     pub target_container: Option<usize>,
 }
 
-/// One container found in the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One container found in the file. Serializes as an element of
+/// `containers` in the `inspect --json` schema ([`json`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Container {
     /// Its index in [`Report::containers`].
     pub id: usize,
@@ -219,16 +242,18 @@ pub struct Container {
     pub relative_offset: u64,
     /// Bytes it occupies.
     pub size: u64,
+    /// How many images it holds directly.
+    pub images: usize,
     /// For compressed containers.
     pub compression: Option<Compression>,
     /// For fatbin wrappers.
     pub wrapper: Option<WrapperInfo>,
-    /// How many images it holds directly.
-    pub images: usize,
 }
 
-/// One device image (or bundle entry).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One device image (or bundle entry). Serializes as an element of
+/// `images` in the `inspect --json` schema ([`json`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Image {
     /// Its index in [`Report::images`].
     pub id: usize,
@@ -252,7 +277,9 @@ pub struct Image {
     /// The features of the target ID (`xnack+`).
     pub features: Vec<String>,
     /// Other metadata, in file order (OffloadBinary strings other than
-    /// `triple` and `arch`; fatbin entry name and code version).
+    /// `triple` and `arch`; fatbin entry name and code version). Serialized
+    /// as `{"key": …, "value": …}` objects.
+    #[serde(serialize_with = "json::key_values")]
     pub strings: Vec<(String, String)>,
     /// The section it lies in.
     pub section: Option<String>,
@@ -284,7 +311,8 @@ impl Image {
 }
 
 /// Something wrong found during the scan. Never fatal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Problem {
     /// Where, in the file (when it is not inside decompressed data).
     pub offset: Option<u64>,
@@ -298,8 +326,11 @@ pub struct Problem {
     pub message: String,
 }
 
-/// Everything found in one file.
+/// Everything found in one file. Serializes as the `format`, `scan`,
+/// `containers`, `images` and `problems` of one file in the
+/// `inspect --json` schema ([`json`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`.
     pub format: &'static str,

@@ -2,24 +2,65 @@
 //! and kind: what `extract` writes and what `check` counts.
 
 use super::Image;
+use crate::bundle::id::{TargetId, canonical_amdgpu_processor};
+use crate::llvm::triple::{self, CanonicalForm, Triple};
 
 /// Whether `want` names the image's architecture: the same processor
-/// (ignoring case), and every feature `want` gives present with the same
-/// sign (`gfx90a` matches `gfx90a:xnack+`; `gfx90a:xnack+` does not match
-/// `gfx90a`).
+/// (ignoring case; for AMDGPU triples an LLVM alias such as `tahiti` names
+/// its `gfx` processor), and every feature `want` gives present with the
+/// same sign (`gfx90a` matches `gfx90a:xnack+`; `gfx90a:xnack+` does not
+/// match `gfx90a`). `want` is read as a target ID
+/// ([`TargetId::parse`]); one that is malformed (`gfx90a:xnack`) only
+/// matches an image whose features are written the same way.
 pub fn arch_matches(img: &Image, want: &str) -> bool {
-    let mut parts = want.split(':');
-    let processor = parts.next().unwrap_or_default();
-    !img.arch.is_empty()
-        && img.arch.eq_ignore_ascii_case(processor)
-        && parts.all(|f| img.features.iter().any(|g| g == f))
+    if img.arch.is_empty() {
+        return false;
+    }
+    let Some(id) = TargetId::parse(want) else {
+        let mut parts = want.split(':');
+        let processor = parts.next().unwrap_or_default();
+        return img.arch.eq_ignore_ascii_case(processor)
+            && parts.all(|f| img.features.iter().any(|g| g == f));
+    };
+    same_processor(img, id.processor)
+        && id.features.iter().all(|(name, on)| {
+            img.features
+                .iter()
+                .any(|g| g.strip_suffix(if *on { '+' } else { '-' }) == Some(name))
+        })
+}
+
+/// Whether `processor` is the image's processor: equal ignoring case, or
+/// the same AMDGPU processor after LLVM's aliases.
+fn same_processor(img: &Image, processor: &str) -> bool {
+    if img.arch.eq_ignore_ascii_case(processor) {
+        return true;
+    }
+    let triple = Triple::parse(&img.triple);
+    let canonical = |p: &str| canonical_amdgpu_processor(&triple, &p.to_ascii_lowercase());
+    canonical(processor).is_some_and(|c| canonical(&img.arch) == Some(c))
 }
 
 /// Whether `want`'s dash-separated components start the image's triple
-/// (`amdgcn` and `amdgcn-amd-amdhsa` both match `amdgcn-amd-amdhsa`).
+/// (`amdgcn` and `amdgcn-amd-amdhsa` both match `amdgcn-amd-amdhsa`). Both
+/// are also compared in LLVM's normalized form, ignoring case, so
+/// `x86_64-linux-gnu` matches `x86_64-unknown-linux-gnu` and
+/// `AMDGCN-AMD-AMDHSA` matches `amdgcn-amd-amdhsa`.
 pub fn triple_matches(img: &Image, want: &str) -> bool {
-    let have: Vec<&str> = img.triple.split('-').collect();
-    let want: Vec<&str> = want.trim_end_matches('-').split('-').collect();
+    let want = want.trim_end_matches('-');
+    if components_start(&img.triple, want) {
+        return true;
+    }
+    let normal = |t: &str| triple::normalize(&t.to_ascii_lowercase(), CanonicalForm::Any);
+    let (have, want) = (normal(&img.triple), normal(want));
+    components_start(have.trim_end_matches('-'), want.trim_end_matches('-'))
+}
+
+/// Whether the dash-separated components of `want` are the first ones of
+/// `have`.
+fn components_start(have: &str, want: &str) -> bool {
+    let have: Vec<&str> = have.split('-').collect();
+    let want: Vec<&str> = want.split('-').collect();
     want.len() <= have.len() && want.iter().zip(&have).all(|(a, b)| a == b)
 }
 
@@ -33,7 +74,9 @@ pub fn kind_matches(img: &Image, want: &str) -> bool {
 /// Which images to take: each list that is not empty must have an entry
 /// matching the image (see [`triple_matches`], [`arch_matches`],
 /// [`kind_matches`]).
+/// Start from [`Selection::default`] and set fields: more may be added.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Selection {
     /// Triples, or prefixes of their components.
     pub triples: Vec<String>,
@@ -111,5 +154,44 @@ mod tests {
             ..Selection::default()
         };
         assert_eq!(select(&imgs, &sel).count(), 1);
+    }
+
+    #[test]
+    fn arch_as_a_target_id() {
+        let i = image("amdgcn-amd-amdhsa", "gfx90a:sramecc-:xnack+", "hip");
+        assert!(arch_matches(&i, "gfx90a:xnack+:sramecc-"));
+        assert!(arch_matches(&i, "gfx90a:xnack+:"));
+        assert!(arch_matches(&i, "Gfx90A:sramecc-"));
+        assert!(!arch_matches(&i, "gfx90a:sramecc+"));
+        assert!(!arch_matches(&i, "gfx90a:xnack"));
+        assert!(!arch_matches(&i, "gfx90a:xnack+:xnack-"));
+        assert!(!arch_matches(&i, ":xnack+"));
+        assert!(!arch_matches(&i, ""));
+        // LLVM's AMDGPU aliases, for AMDGPU triples only.
+        let old = image("amdgcn-amd-amdhsa", "gfx600", "hip");
+        assert!(arch_matches(&old, "tahiti"));
+        assert!(arch_matches(&old, "TAHITI"));
+        assert!(!arch_matches(&old, "gfx601"));
+        let nv = image("nvptx64-nvidia-cuda", "gfx600", "cuda");
+        assert!(!arch_matches(&nv, "tahiti"));
+        // A malformed target ID is compared as written.
+        let odd = image("amdgcn-amd-amdhsa", "gfx90a:xnack", "hip");
+        assert!(arch_matches(&odd, "gfx90a:xnack"));
+    }
+
+    #[test]
+    fn triple_normalized_and_any_case() {
+        let i = image("x86_64-unknown-linux-gnu", "", "host");
+        assert!(triple_matches(&i, "x86_64-linux-gnu"));
+        assert!(triple_matches(&i, "x86_64-unknown-linux"));
+        assert!(triple_matches(&i, "X86_64-Unknown-Linux-GNU"));
+        assert!(!triple_matches(&i, "x86_64-pc-linux-gnu"));
+        assert!(!triple_matches(&i, "aarch64-linux-gnu"));
+        assert!(!triple_matches(&i, "x86_64-unknown-linux-musl"));
+        let g = image("amdgcn-amd-amdhsa", "gfx90a", "hip");
+        assert!(triple_matches(&g, "AMDGCN"));
+        assert!(triple_matches(&g, "amdgcn-amd-amdhsa--"));
+        assert!(!triple_matches(&g, "amdgcn-amd-amdpal"));
+        assert!(!triple_matches(&g, "nvptx64"));
     }
 }

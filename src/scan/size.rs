@@ -36,6 +36,7 @@ impl Tally {
 /// counting innermost images only. Serializes as the `size --json` schema
 /// (`offload-kit/size/1`) shows a file.
 #[derive(Debug, Serialize, Default, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SizeReport {
     /// The file, as named.
     pub path: String,

@@ -7,7 +7,7 @@ use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::{
     Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
-    Problem, Report, Visit, WrapperInfo,
+    Problem, Report, StoredHash, Visit, WrapperInfo,
 };
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
@@ -805,7 +805,7 @@ impl Walker<'_> {
             method: c.header.method.to_string(),
             compressed_size: len64(c.payload),
             uncompressed_size: c.header.uncompressed_size,
-            stored_hash: Some(ccob::hex_hash(c.header.hash)),
+            stored_hash: Some(StoredHash(c.header.hash)),
             decompressed: false,
             hash_ok: None,
         });

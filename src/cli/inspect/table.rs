@@ -133,7 +133,7 @@ impl<W: Write> TablePrinter<'_, W> {
                 ", {} {} -> {} bytes",
                 z.method, z.compressed_size, z.uncompressed_size
             );
-            if let Some(h) = &z.stored_hash {
+            if let Some(h) = z.stored_hash {
                 line += &format!(", hash {h}");
             }
             match z.hash_ok {

@@ -1,0 +1,220 @@
+//! The `inspect --json` document: what [`Report`]s serialize as, plus the
+//! per-file wrapper ([`File`]) and the document itself ([`Document`]).
+//! Serializing a [`Document`] with `serde_json::to_writer_pretty` gives
+//! exactly what `offload-kit inspect --json` prints.
+//!
+//! # Schema (version 1)
+//!
+//! ```text
+//! {
+//!   "schema": "offload-kit/inspect/1",
+//!   "files": [{
+//!     "path": string,              // as given, or joined below a directory given
+//!     "size": number,              // file size in bytes
+//!     "format": string,            // ELF32 ELF64 COFF PE Mach-O archive object
+//!                                  // offload-binary bundle ccob cuda-fatbin data
+//!     "scan": [string],            // "sections" and/or "raw": how images were found
+//!     "error": string | null,      // the file could not be read (nothing else is set)
+//!     "containers": [{
+//!       "id": number,              // index in this list
+//!       "kind": string,            // offload-binary bundle text-bundle object-bundle
+//!                                  // ccob cuda-fatbin fatbin-wrapper
+//!       "version": number | null,
+//!       "parent": {"image": number} | {"container": number} | null,
+//!       "member": string | null,   // archive member, "outer(inner)" when nested
+//!       "section": string | null,
+//!       "offset": number | null,   // file offset; null inside decompressed data and thin archive members
+//!       "relative_offset": number, // offset in the parent's bytes, else in the
+//!                                  // section, member or file
+//!       "size": number,            // bytes it occupies
+//!       "images": number,          // images it holds directly
+//!       "compression": {           // ccob, compressed offload-binary; else null
+//!         "method": string,        // zstd | zlib
+//!         "compressed_size": number, "uncompressed_size": number,
+//!         "stored_hash": string | null,  // CCOB: 0x-prefixed LE64 of the MD5
+//!         "decompressed": bool,    // false: only the bundle header was read
+//!         "hash_ok": bool | null   // with --verify
+//!       } | null,
+//!       "wrapper": {               // fatbin-wrapper only; else null
+//!         "flavor": string,        // cuda | hip | hipk
+//!         "magic": number, "version": number,
+//!         "target": number | null,            // file offset its pointer resolves to
+//!         "target_container": number | null   // the container there
+//!       } | null
+//!     }],
+//!     "images": [{
+//!       "id": number, "container": number, "index": number,
+//!       "bundle_id": string | null,     // bundle entries
+//!       "offload_kind": string,         // openmp cuda hip sycl host opencl none ...
+//!       "image_kind": string | null,    // object bitcode cubin fatbinary ptx spirv
+//!                                       // none unknown unknown-N ...; null: not read
+//!       "triple": string,
+//!       "arch": string,                 // processor: gfx90a, sm_80
+//!       "target_id": string,            // with features: gfx90a:xnack+
+//!       "features": [string],
+//!       "strings": [{"key": string, "value": string}],  // other metadata
+//!       "section": string | null, "member": string | null,
+//!       "offset": number | null,        // file offset; null inside decompressed data and thin archive members
+//!       "relative_offset": number,      // in its container
+//!       "size": number,                 // bytes (what extract writes)
+//!       "uncompressed_size": number | null,  // compressed CUDA fatbin entries
+//!       "in_compressed": bool,
+//!       "hash": string | null,          // "xxh3-128:<hex>" or "md5:<hex>" with --hash
+//!       "nested": number | null         // first container found inside its bytes
+//!     }],
+//!     "problems": [{
+//!       "offset": number | null, "section": string | null, "member": string | null,
+//!       "container": number | null, "message": string
+//!     }]
+//!   }]
+//! }
+//! ```
+//!
+//! New fields may be added to objects; existing ones keep their meaning.
+//! A change that breaks a consumer bumps the version in `schema`.
+
+use serde::Serialize;
+use serde::ser::{SerializeStruct, Serializer};
+
+use super::Report;
+
+/// The `schema` of the document.
+pub const SCHEMA: &str = "offload-kit/inspect/1";
+
+/// The whole `inspect --json` document: the [`SCHEMA`] and the files.
+#[derive(Debug, Clone, Copy)]
+pub struct Document<'a> {
+    /// The files, in the order reported.
+    pub files: &'a [File<'a>],
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Document", 2)?;
+        st.serialize_field("schema", SCHEMA)?;
+        st.serialize_field("files", self.files)?;
+        st.end()
+    }
+}
+
+/// One file of the document: its name and size, and its [`Report`] or why
+/// it could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct File<'a> {
+    /// The file, as named.
+    pub path: &'a str,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What the scan found, or why the file could not be read.
+    pub result: Result<&'a Report, &'a str>,
+}
+
+impl Serialize for File<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("File", 8)?;
+        st.serialize_field("path", self.path)?;
+        st.serialize_field("size", &self.size)?;
+        match self.result {
+            Ok(r) => {
+                st.serialize_field("format", r.format)?;
+                st.serialize_field("scan", &How(r))?;
+                st.serialize_field("error", &None::<&str>)?;
+                report_lists(&mut st, r)?;
+            }
+            Err(e) => {
+                st.serialize_field("format", &None::<&str>)?;
+                st.serialize_field("scan", &[] as &[&str])?;
+                st.serialize_field("error", e)?;
+                report_lists(&mut st, &Report::default())?;
+            }
+        }
+        st.end()
+    }
+}
+
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Report", 5)?;
+        st.serialize_field("format", self.format)?;
+        st.serialize_field("scan", &How(self))?;
+        report_lists(&mut st, self)?;
+        st.end()
+    }
+}
+
+/// The `containers`, `images` and `problems` fields of `r`.
+fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Error> {
+    st.serialize_field("containers", &r.containers)?;
+    st.serialize_field("images", &r.images)?;
+    st.serialize_field("problems", &r.problems)
+}
+
+/// How a report's images were found: `["sections"]`, `["raw"]`, both or
+/// neither.
+struct How<'a>(&'a Report);
+
+impl Serialize for How<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut how = Vec::with_capacity(2);
+        if self.0.used_sections {
+            how.push("sections");
+        }
+        if self.0.used_raw_scan {
+            how.push("raw");
+        }
+        how.serialize(s)
+    }
+}
+
+/// Key–value pairs as a list of `{"key": …, "value": …}` objects.
+pub(super) fn key_values<S: Serializer>(
+    pairs: &[(String, String)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct KeyValue<'a> {
+        key: &'a str,
+        value: &'a str,
+    }
+    s.collect_seq(pairs.iter().map(|(key, value)| KeyValue { key, value }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::{Options, scan};
+
+    #[test]
+    fn a_file_that_could_not_be_read() {
+        let f = File {
+            path: "x.o",
+            size: 3,
+            result: Err("no such file"),
+        };
+        assert_eq!(
+            serde_json::to_string(&Document { files: &[f] }).unwrap(),
+            r#"{"schema":"offload-kit/inspect/1","files":[{"path":"x.o","size":3,"#.to_owned()
+                + r#""format":null,"scan":[],"error":"no such file","containers":[],"#
+                + r#""images":[],"problems":[]}]}"#
+        );
+    }
+
+    #[test]
+    fn a_report_is_a_file_without_path_size_and_error() {
+        let r = scan(b"no device code here", &Options::default());
+        let file = serde_json::to_value(File {
+            path: "p",
+            size: 19,
+            result: Ok(&r),
+        })
+        .unwrap();
+        let mut report = serde_json::to_value(&r).unwrap();
+        let obj = report.as_object_mut().unwrap();
+        assert_eq!(obj["format"], "data");
+        assert_eq!(obj["scan"], serde_json::json!(["raw"]));
+        obj.insert("path".into(), "p".into());
+        obj.insert("size".into(), 19.into());
+        obj.insert("error".into(), serde_json::Value::Null);
+        assert_eq!(file, report);
+    }
+}
