@@ -281,6 +281,12 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         Kind::Hip => Some(Fatbin::Hip),
     };
     opts.check()?;
+    if fatbin.is_none() && !cpu.openmp {
+        return Err(Error::usage(format!(
+            "unsupported triple '{}': --kind=openmp is not supported yet for {} (--kind=cuda and --kind=hip are)",
+            opts.triple, cpu.names[0]
+        )));
+    }
     if let Some(which) = fatbin {
         let [image] = images else {
             return Err(Error::usage(
@@ -407,6 +413,21 @@ fn local(
     st_type: elf::SymbolType,
 ) -> SymbolId {
     let (info, other) = local_info(st_type);
+    obj.add_symbol(name, info, other, Place::Section(section), value, size)
+}
+
+/// A local `STT_FUNC` defined in `section`, with the CPU's `st_other`
+/// (the ELFv2 local entry offset on powerpc64le).
+fn function(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    name: &[u8],
+    section: SectionId,
+    value: u64,
+    size: u64,
+) -> SymbolId {
+    let info = elf::SymbolInfo::new(elf::STB_LOCAL, elf::STT_FUNC);
+    let other = elf::SymbolOther(elf::STV_DEFAULT.0 | cpu.function_other);
     obj.add_symbol(name, info, other, Place::Section(section), value, size)
 }
 

@@ -10,7 +10,7 @@ use super::arch::{Arg, Call, CpuInfo, Function, addend};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
     Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
-    finish_object, len64, local, mapping, new_object, reloc, undefined,
+    finish_object, function, len64, local, mapping, new_object, reloc, undefined,
 };
 use crate::error::{Error, Result};
 
@@ -191,30 +191,23 @@ fn local_symbols(
     at: &DataLayout,
     placed: &[(u64, u64)],
 ) -> Locals {
-    let (object, func) = (elf::STT_OBJECT, elf::STT_FUNC);
+    let object = elf::STT_OBJECT;
     obj.add_file_symbol(fl.file);
     let startup = obj.section_symbol(s.startup);
-    let reg = local(
-        obj,
-        b".omp_offloading.descriptor_reg",
-        s.startup,
-        0,
-        0,
-        func,
-    );
+    let reg = function(obj, cpu, b".omp_offloading.descriptor_reg", s.startup, 0, 0);
     let maps = cpu.mapping_symbols;
     if maps {
         mapping(obj, b"$x", s.startup);
     }
     let desc_name = b".omp_offloading.descriptor";
     let desc = local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
-    let unreg = local(
+    let unreg = function(
         obj,
+        cpu,
         b".omp_offloading.descriptor_unreg",
         s.startup,
         0,
         0,
-        func,
     );
     if !fl.dummy_global {
         local(obj, fl.dummy, s.entries, 0, 0, object);
