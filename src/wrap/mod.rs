@@ -58,6 +58,7 @@
 mod arch;
 mod eh_frame;
 mod fatbin;
+mod merge;
 mod openmp;
 mod relocatable;
 
@@ -281,12 +282,6 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         Kind::Hip => Some(Fatbin::Hip),
     };
     opts.check()?;
-    if fatbin.is_none() && !cpu.openmp {
-        return Err(Error::usage(format!(
-            "unsupported triple '{}': --kind=openmp is not supported yet for {} (--kind=cuda and --kind=hip are)",
-            opts.triple, cpu.names[0]
-        )));
-    }
     if let Some(which) = fatbin {
         let [image] = images else {
             return Err(Error::usage(
@@ -302,22 +297,13 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         return fatbin::build(which, cpu, os, len, file_align)?.write();
     }
     // Where each input goes in `.llvm.offloading`.
-    let mut at = 0u64;
-    let mut placed = Vec::with_capacity(images.len());
-    for img in images {
-        let off = align_up(at, IMAGE_ALIGN)?;
-        let len = len64(img.bytes);
-        placed.push((off, len));
-        at = off
-            .checked_add(len)
-            .ok_or_else(|| Error::usage("the images are larger than 2^64 bytes"))?;
-    }
-    let file_align = if at >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
+    let placement = openmp::place(cpu, images)?;
+    let file_align = if placement.end >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
         IMAGE_FILE_ALIGN
     } else {
         IMAGE_ALIGN
     };
-    openmp::build(opts.abi, cpu, os, images, placed, file_align)?.write()
+    openmp::build(opts.abi, cpu, os, images, placement, file_align)?.write()
 }
 
 /// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`

@@ -82,8 +82,9 @@ pub(crate) struct CodeReloc {
     pub offset: u64,
     /// ELF relocation type.
     pub r_type: RelocationType,
-    /// Symbol relocated against.
-    pub symbol: SymbolId,
+    /// What it refers to: [`Target::Symbol`], or an undefined symbol by
+    /// name ([`Target::Runtime`], such as `.TOC.`).
+    pub target: Target,
     /// Addend (RELA).
     pub addend: i64,
 }
@@ -231,10 +232,13 @@ pub(crate) struct CpuInfo {
     /// powerpc64le (ELFv2) the offset of the local entry point (0x60: 8
     /// bytes after the global entry); 0 elsewhere.
     pub function_other: u8,
-    /// Whether `--kind=openmp` objects are written for this CPU (false: its
-    /// llc layout is not modelled yet, and the triple is refused for
-    /// OpenMP with a clear error).
-    pub openmp: bool,
+    /// LLVM's GlobalMerge limit for constants on this CPU (`MaxOffset`),
+    /// if llc merges every small internal constant of a section into one
+    /// global (powerpc64le: 0x7fff); see [`super::merge`].
+    pub merge_constants: Option<u64>,
+    /// The undefined symbol every function's global entry refers to
+    /// (powerpc64le: `.TOC.`), listed before the runtime's functions.
+    pub toc_symbol: Option<&'static str>,
     /// The encoder of the CPU's code.
     pub code: &'static dyn Cpu,
 }
@@ -293,7 +297,8 @@ pub(crate) static CPUS: &[CpuInfo] = &[
             ],
         },
         function_other: 0,
-        openmp: true,
+        merge_constants: None,
+        toc_symbol: None,
         code: &x86_64::X86_64,
     },
     // AArch64 AAPCS64 (LP64, little-endian).
@@ -321,7 +326,8 @@ pub(crate) static CPUS: &[CpuInfo] = &[
             initial: &[CallFrameInstruction::Cfa(gimli::AArch64::SP, 0)],
         },
         function_other: 0,
-        openmp: true,
+        merge_constants: None,
+        toc_symbol: None,
         code: &aarch64::AArch64,
     },
     // 64-bit PowerPC, little-endian, ELFv2 ABI.
@@ -349,7 +355,10 @@ pub(crate) static CPUS: &[CpuInfo] = &[
             initial: &[CallFrameInstruction::Cfa(gimli::PowerPc64::R1, 0)],
         },
         function_other: 0x60,
-        openmp: false,
+        // PPCTargetMachine's GlobalMerge: every constant, offsets up to
+        // 0x7fff (a signed 16-bit displacement).
+        merge_constants: Some(0x7fff),
+        toc_symbol: Some(".TOC."),
         code: &ppc64::Ppc64,
     },
 ];

@@ -30,18 +30,16 @@
 //! Functions are 16-aligned, padded with `nop`s. Instructions are written
 //! little-endian: this row serves `powerpc64le` only.
 //!
-//! Only the CUDA and HIP registration code is written: the OpenMP object
-//! of llc for this CPU goes through LLVM's GlobalMerge pass, which merges
-//! the small constants of `.data.rel.ro` and `.llvm.offloading` into
-//! `_MergedGlobals` (sorted by size, under 32 KiB each), moving the images,
-//! the descriptor and their symbols; that layout is not modelled yet, so
-//! [`CpuInfo::openmp`](super::CpuInfo::openmp) is false for this row.
+//! llc runs LLVM's GlobalMerge pass for this CPU, so the OpenMP image
+//! array and descriptor are one private global at the start of
+//! `.data.rel.ro`: the descriptor's address is that global's (TOC-relative,
+//! against the section) plus an `addi` of its offset in it.
 
 use gimli::PowerPc64 as Reg;
 use object::elf;
 
 use super::asm::{self, Label};
-use super::{Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, internal};
+use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::Result;
 
 /// The powerpc64le encoder.
@@ -82,11 +80,38 @@ const BLE: u32 = 0x4081_0000;
 const BGE: u32 = 0x4080_0000;
 
 impl Cpu for Ppc64 {
-    fn function(&self, _at: u64, _calls: &[Call]) -> Result<Function> {
-        // `for_triple` callers check `CpuInfo::openmp` first.
-        Err(internal(
-            "the OpenMP object is not written for powerpc64le yet",
-        ))
+    fn function(&self, _at: u64, calls: &[Call]) -> Result<Function> {
+        let mut a = Asm::default();
+        a.begin(0);
+        a.toc();
+        a.ws(&[MFLR, 0xf821_ffe1, 0xf801_0030]); // mflr 0; stdu 1, -32(1); std 0, 48(1)
+        a.prologue(32, &[]);
+        for call in calls {
+            match call.arg {
+                // Data lies in a merged global at the start of its section
+                // (wrapper-abi.md: llc's GlobalMerge on this CPU): its
+                // address, then the member's offset added.
+                Arg::Data {
+                    section, offset, ..
+                } => {
+                    a.address(Target::Symbol(section), 0);
+                    if offset != 0 {
+                        let imm = i16::try_from(offset)
+                            .map_err(|_| internal("a data offset does not fit addi"))?;
+                        // addi 3, 3, imm
+                        a.w(ADDI_R3 | u32::from(imm.cast_unsigned()));
+                    }
+                }
+                Arg::Code { section, offset } => {
+                    a.address(Target::Symbol(section), addend(offset)?);
+                }
+            }
+            a.call(Target::Symbol(call.callee));
+        }
+        a.w(0x3821_0020); // addi 1, 1, 32
+        a.w(LD_LR);
+        a.ret();
+        a.function()
     }
 
     fn padding(&self, len: usize) -> Vec<u8> {
