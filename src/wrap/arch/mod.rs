@@ -25,6 +25,7 @@
 mod aarch64;
 mod asm;
 mod ppc64;
+mod s390x;
 mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
@@ -361,6 +362,35 @@ pub(crate) static CPUS: &[CpuInfo] = &[
         toc_symbol: Some(".TOC."),
         code: &ppc64::Ppc64,
     },
+    // IBM Z, 64-bit, big-endian (s390x ELF ABI).
+    CpuInfo {
+        arch: Arch::Systemz,
+        names: &["s390x", "systemz"],
+        machine: elf::EM_S390,
+        e_flags: 0,
+        endian: Endianness::Big,
+        code_align: 16,
+        data_align: 16,
+        // The data layout prefers 16-bit alignment for i8 (`i8:8:16`).
+        byte_array_align: 2,
+        abs64: elf::R_390_64,
+        eh_pcrel32: elf::R_390_PC32,
+        eh_frame_type: elf::SHT_PROGBITS,
+        mapping_symbols: false,
+        // Code alignment 1 (instructions are 2, 4 or 6 bytes), data
+        // alignment -8; on entry the CFA is r15 + 160 (the caller's
+        // register save area) and the return address is in r14.
+        cie: Cie {
+            code_align: 1,
+            data_align: -8,
+            ra: gimli::Register(14),
+            initial: &[CallFrameInstruction::Cfa(gimli::Register(15), 160)],
+        },
+        function_other: 0,
+        merge_constants: None,
+        toc_symbol: None,
+        code: &s390x::S390x,
+    },
 ];
 
 /// What differs between CPUs in code, not data.
@@ -375,7 +405,7 @@ pub(crate) trait Cpu: Sync + std::fmt::Debug {
 }
 
 /// Architectures that are planned but have no row yet.
-const PLANNED: &[Arch] = &[Arch::Riscv64, Arch::Systemz];
+const PLANNED: &[Arch] = &[Arch::Riscv64];
 
 /// Operating systems whose objects are not ELF.
 const NOT_ELF: &[Os] = &[
@@ -485,7 +515,6 @@ mod tests {
         }
         for (t, want) in [
             ("", "empty"),
-            ("s390x-unknown-linux-gnu", "s390x is not supported yet"),
             ("riscv64-linux-gnu", "riscv64 is not supported yet"),
             ("x86_64-pc-windows-msvc", "not ELF"),
             ("x86_64-apple-darwin", "not ELF"),
