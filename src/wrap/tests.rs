@@ -129,7 +129,8 @@ fn relocs(data: &[u8], section: &str) -> Vec<(u64, u32, String, i64)> {
 }
 
 fn contents(data: &[u8], name: &str) -> Vec<u8> {
-    let f = ElfFile64::<LE>::parse(data).unwrap();
+    // Either byte order.
+    let f = object::File::parse(data).unwrap();
     f.section_by_name(name).unwrap().data().unwrap().to_vec()
 }
 
