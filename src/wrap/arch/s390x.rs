@@ -421,3 +421,62 @@ fn hip_globals(a: &mut Asm) -> (Span, Vec<Label>) {
     loop_end(a, done);
     (a.end(), vec![global, managed, surface, texture])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wrap::relocatable::SymbolId;
+
+    /// llc 22's OpenMP constructor for one image (llvm-objdump of its
+    /// object): the descriptor at `.data.rel.ro + 0x20` relocated, the
+    /// handler at 0x30 of the same section resolved in place.
+    #[test]
+    fn constructor_bytes_and_relocations() {
+        let [reg, atexit, data, text] = [0, 1, 2, 3].map(SymbolId::nth);
+        let calls = [
+            Call {
+                callee: reg,
+                arg: Arg::Data {
+                    symbol: data,
+                    section: data,
+                    offset: 0x20,
+                },
+            },
+            Call {
+                callee: atexit,
+                arg: Arg::Code {
+                    section: text,
+                    offset: 0x30,
+                },
+            },
+        ];
+        let f = S390x.function(0, &calls).unwrap();
+        #[rustfmt::skip]
+        let want: &[u8] = &[
+            0xeb, 0xef, 0xf0, 0x70, 0x00, 0x24, // stmg %r14, %r15, 112(%r15)
+            0xa7, 0xfb, 0xff, 0x60,             // aghi %r15, -160
+            0xc0, 0x20, 0, 0, 0, 0,             // larl %r2, desc
+            0xc0, 0xe5, 0, 0, 0, 0,             // brasl %r14, __tgt_register_lib
+            0xc0, 0x20, 0, 0, 0, 0x0d,          // larl %r2, unreg (0x16 + 2 × 13)
+            0xc0, 0xe5, 0, 0, 0, 0,             // brasl %r14, atexit
+            0xeb, 0xef, 0xf1, 0x10, 0x00, 0x04, // lmg %r14, %r15, 272(%r15)
+            0x07, 0xfe,                         // br %r14
+        ];
+        assert_eq!(f.code, want);
+        let relocs: Vec<_> = f
+            .relocs
+            .iter()
+            .map(|r| (r.offset, r.r_type, r.target, r.addend))
+            .collect();
+        let [data, reg, atexit] = [data, reg, atexit].map(Target::Symbol);
+        assert_eq!(
+            relocs,
+            [
+                (0x0c, elf::R_390_PC32DBL, data, 0x22),
+                (0x12, elf::R_390_PLT32DBL, reg, 2),
+                (0x1e, elf::R_390_PLT32DBL, atexit, 2),
+            ]
+        );
+        assert_eq!(S390x.padding(6), [0x07; 6]);
+    }
+}
