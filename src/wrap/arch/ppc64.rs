@@ -593,3 +593,88 @@ fn hip_globals(a: &mut Asm) -> Span {
     loop_epilogue(a, done);
     a.end()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wrap::relocatable::SymbolId;
+
+    /// llc 22's OpenMP constructor for one image (llvm-objdump of its
+    /// object): the TOC prologue, the descriptor at offset 0x20 of the
+    /// merged `.data.rel.ro`, the handler at 0x60, a `nop` after each
+    /// external call, 12 bytes of zeros at the end.
+    #[test]
+    fn constructor_words_and_relocations() {
+        let [reg, atexit, data, text] = [0, 1, 2, 3].map(SymbolId::nth);
+        let calls = [
+            Call {
+                callee: reg,
+                arg: Arg::Data {
+                    symbol: data,
+                    section: data,
+                    offset: 0x20,
+                },
+            },
+            Call {
+                callee: atexit,
+                arg: Arg::Code {
+                    section: text,
+                    offset: 0x60,
+                },
+            },
+        ];
+        let f = Ppc64.function(0, &calls).unwrap();
+        let words: Vec<u32> = f
+            .code
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            words,
+            [
+                0x3c4c_0000,
+                0x3842_0000,
+                0x7c08_02a6,
+                0xf821_ffe1,
+                0xf801_0030,
+                0x3c62_0000,
+                0x3863_0000,
+                0x3863_0020,
+                0x4800_0001,
+                0x6000_0000,
+                0x3c62_0000,
+                0x3863_0000,
+                0x4800_0001,
+                0x6000_0000,
+                0x3821_0020,
+                0xe801_0010,
+                0x7c08_03a6,
+                0x4e80_0020,
+                0,
+                0,
+                0,
+            ]
+        );
+        let relocs: Vec<_> = f
+            .relocs
+            .iter()
+            .map(|r| (r.offset, r.r_type, r.target, r.addend))
+            .collect();
+        let toc = Target::Runtime(".TOC.");
+        let [data, text, reg, atexit] = [data, text, reg, atexit].map(Target::Symbol);
+        assert_eq!(
+            relocs,
+            [
+                (0x00, elf::R_PPC64_REL16_HA, toc, 0),
+                (0x04, elf::R_PPC64_REL16_LO, toc, 4),
+                (0x14, elf::R_PPC64_TOC16_HA, data, 0),
+                (0x18, elf::R_PPC64_TOC16_LO, data, 0),
+                (0x20, elf::R_PPC64_REL24, reg, 0),
+                (0x28, elf::R_PPC64_TOC16_HA, text, 0x60),
+                (0x2c, elf::R_PPC64_TOC16_LO, text, 0x60),
+                (0x30, elf::R_PPC64_REL24, atexit, 0),
+            ]
+        );
+        assert_eq!(Ppc64.padding(8), [0, 0, 0, 0x60, 0, 0, 0, 0x60]);
+    }
+}
