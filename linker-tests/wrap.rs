@@ -115,13 +115,8 @@ const OSES: &[&str] = &[
 ];
 
 /// Known differences from LLVM's objects, not yet fixed, so left out of
-/// `other_oses`: on Solaris llc makes `.eh_frame` writable (`WA`) except
-/// on x86-64.
-const NOT_YET_LLVM: &[&str] = &[
-    "aarch64-pc-solaris2.11",
-    "powerpc64le-pc-solaris2.11",
-    "s390x-pc-solaris2.11",
-];
+/// `other_oses` (none at present).
+const NOT_YET_LLVM: &[&str] = &[];
 
 fn src(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -307,12 +307,14 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
 }
 
 /// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`
-/// (`MCELFObjectTargetWriter::getOSABI`) and whether the object carries
-/// `.note.GNU-stack` (every ELF OS but Solaris).
+/// (`MCELFObjectTargetWriter::getOSABI`), whether the object carries
+/// `.note.GNU-stack` (every ELF OS but Solaris), and whether `.eh_frame` is
+/// writable (Solaris, on every CPU but x86-64).
 #[derive(Debug, Clone, Copy)]
 struct HostOs {
     os_abi: elf::OsAbi,
     stack_note: bool,
+    solaris: bool,
 }
 
 impl HostOs {
@@ -329,6 +331,7 @@ impl HostOs {
         HostOs {
             os_abi,
             stack_note: os != Os::Solaris,
+            solaris: os == Os::Solaris,
         }
     }
 }
@@ -466,7 +469,10 @@ fn finish_object(
             1,
         );
     }
-    let eh = eh_frame::add(obj, cpu, code, fdes)?;
+    // LLVM's ELF object file info: Solaris wants `.eh_frame` writable,
+    // except on x86-64 (whose section has its own type).
+    let writable = os.solaris && cpu.arch != crate::llvm::triple::Arch::X86_64;
+    let eh = eh_frame::add(obj, cpu, code, fdes, writable)?;
     if cpu.mapping_symbols {
         for &s in data.iter().chain([&eh]) {
             mapping(obj, b"$d", s);
