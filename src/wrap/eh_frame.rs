@@ -84,13 +84,15 @@ fn pad_last_record(data: &mut Vec<u8>, endian: RunTimeEndian) -> Result<()> {
     }
 }
 
-/// Adds `.eh_frame` to `obj`, with one FDE per entry of `fdes`, whose
-/// offsets are relative to the section with section symbol `code`.
+/// Adds `.eh_frame` to `obj` (writable if `writable`), with one FDE per
+/// entry of `fdes`, whose offsets are relative to the section with section
+/// symbol `code`.
 pub(crate) fn add(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     code: SymbolId,
     fdes: &[Fde<'_>],
+    writable: bool,
 ) -> Result<SectionId> {
     let mut table = FrameTable::default();
     let cie = table.add_cie(cpu.cie());
@@ -120,7 +122,12 @@ pub(crate) fn add(
     let mut data = data.into_vec();
     pad_last_record(&mut data, endian)?;
 
-    let id = obj.add_section(b".eh_frame", cpu.eh_frame_type, object::elf::SHF_ALLOC, 8);
+    let flags = if writable {
+        object::elf::SHF_ALLOC | object::elf::SHF_WRITE
+    } else {
+        object::elf::SHF_ALLOC
+    };
+    let id = obj.add_section(b".eh_frame", cpu.eh_frame_type, flags, 8);
     obj.set_bytes(id, data);
     for r in relocs {
         let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;

@@ -8,8 +8,8 @@ use object::elf;
 use super::arch::{Fatbin, FatbinCode, Span, Target, addend};
 use super::relocatable::{Relocatable, SectionId, SymbolId};
 use super::{
-    CpuInfo, HostOs, eh_frame, fatbin_align, finish_object, local, mapping, new_object, reloc,
-    undefined, write_error,
+    CpuInfo, HostOs, eh_frame, fatbin_align, finish_object, function, local, mapping, new_object,
+    reloc, undefined, write_error,
 };
 use crate::error::Result;
 use crate::fatbin;
@@ -152,6 +152,8 @@ struct Symbols {
     image: SymbolId,
     wrapper: SymbolId,
     bss: SymbolId,
+    /// The entry loop's function symbol.
+    globals: SymbolId,
 }
 
 /// The local symbols, in the order LLVM's object writer lists them (with
@@ -169,14 +171,7 @@ fn symbols(
     let startup = obj.section_symbol(s.startup);
     let func = |obj: &mut Relocatable, name: &str, span: &Span| {
         let name = format!(".{p}.{name}");
-        local(
-            obj,
-            name.as_bytes(),
-            s.startup,
-            span.offset,
-            span.len,
-            elf::STT_FUNC,
-        )
+        function(obj, cpu, name.as_bytes(), s.startup, span.offset, span.len)
     };
     func(obj, "fatbin_reg", &code.reg);
     let maps = cpu.mapping_symbols;
@@ -186,7 +181,7 @@ fn symbols(
     local(obj, b".fatbin_wrapper", s.wrapper, 0, 24, elf::STT_OBJECT);
     let handle_name = format!(".{p}.binary_handle");
     local(obj, handle_name.as_bytes(), s.bss, 0, 8, elf::STT_OBJECT);
-    func(obj, "globals_reg", &code.globals);
+    let globals = func(obj, "globals_reg", &code.globals);
     func(obj, "fatbin_unreg", &code.unreg);
     let rodata = s.rodata.map(|r| obj.section_symbol(r));
     let dummy = b"__dummy.llvm_offload_entries";
@@ -213,6 +208,7 @@ fn symbols(
         image,
         wrapper,
         bss,
+        globals,
     }
 }
 
@@ -232,6 +228,7 @@ fn code_relocs(
             Target::EntriesStop => ("__stop_llvm_offload_entries".to_string(), true),
             Target::Wrapper
             | Target::Handle
+            | Target::Globals
             | Target::JumpTable
             | Target::Code
             | Target::Symbol(_) => continue,
@@ -245,6 +242,7 @@ fn code_relocs(
         let symbol = match r.target {
             Target::Wrapper => syms.wrapper,
             Target::Handle => syms.bss,
+            Target::Globals => syms.globals,
             Target::Code => syms.startup,
             Target::Symbol(s) => s,
             Target::JumpTable => syms

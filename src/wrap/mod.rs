@@ -58,6 +58,7 @@
 mod arch;
 mod eh_frame;
 mod fatbin;
+mod merge;
 mod openmp;
 mod relocatable;
 
@@ -293,31 +294,24 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
         return fatbin::build(which, cpu, os, len, file_align)?.write();
     }
     // Where each input goes in `.llvm.offloading`.
-    let mut at = 0u64;
-    let mut placed = Vec::with_capacity(images.len());
-    for img in images {
-        let off = align_up(at, IMAGE_ALIGN)?;
-        let len = len64(img.bytes);
-        placed.push((off, len));
-        at = off
-            .checked_add(len)
-            .ok_or_else(|| Error::usage("the images are larger than 2^64 bytes"))?;
-    }
-    let file_align = if at >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
+    let placement = openmp::place(cpu, images)?;
+    let file_align = if placement.end >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
         IMAGE_FILE_ALIGN
     } else {
         IMAGE_ALIGN
     };
-    openmp::build(opts.abi, cpu, os, images, placed, file_align)?.write()
+    openmp::build(opts.abi, cpu, os, images, placement, file_align)?.write()
 }
 
 /// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`
-/// (`MCELFObjectTargetWriter::getOSABI`) and whether the object carries
-/// `.note.GNU-stack` (every ELF OS but Solaris).
+/// (`MCELFObjectTargetWriter::getOSABI`), whether the object carries
+/// `.note.GNU-stack` (every ELF OS but Solaris), and whether `.eh_frame` is
+/// writable (Solaris, on every CPU but x86-64).
 #[derive(Debug, Clone, Copy)]
 struct HostOs {
     os_abi: elf::OsAbi,
     stack_note: bool,
+    solaris: bool,
 }
 
 impl HostOs {
@@ -334,6 +328,7 @@ impl HostOs {
         HostOs {
             os_abi,
             stack_note: os != Os::Solaris,
+            solaris: os == Os::Solaris,
         }
     }
 }
@@ -407,6 +402,21 @@ fn local(
     obj.add_symbol(name, info, other, Place::Section(section), value, size)
 }
 
+/// A local `STT_FUNC` defined in `section`, with the CPU's `st_other`
+/// (the ELFv2 local entry offset on powerpc64le).
+fn function(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    name: &[u8],
+    section: SectionId,
+    value: u64,
+    size: u64,
+) -> SymbolId {
+    let info = elf::SymbolInfo::new(elf::STB_LOCAL, elf::STT_FUNC);
+    let other = elf::SymbolOther(elf::STV_DEFAULT.0 | cpu.function_other);
+    obj.add_symbol(name, info, other, Place::Section(section), value, size)
+}
+
 /// An undefined global, NOTYPE, with default or hidden visibility.
 fn undefined(obj: &mut Relocatable, name: &[u8], hidden: bool) -> SymbolId {
     let vis = if hidden {
@@ -456,7 +466,10 @@ fn finish_object(
             1,
         );
     }
-    let eh = eh_frame::add(obj, cpu, code, fdes)?;
+    // LLVM's ELF object file info: Solaris wants `.eh_frame` writable,
+    // except on x86-64 (whose section has its own type).
+    let writable = os.solaris && cpu.arch != crate::llvm::triple::Arch::X86_64;
+    let eh = eh_frame::add(obj, cpu, code, fdes, writable)?;
     if cpu.mapping_symbols {
         for &s in data.iter().chain([&eh]) {
             mapping(obj, b"$d", s);

@@ -6,33 +6,96 @@
 
 use object::elf;
 
-use super::arch::{Arg, Call, CpuInfo, Function, addend};
+use super::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
     Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
-    finish_object, local, mapping, new_object, reloc, undefined,
+    finish_object, function, local, mapping, new_object, reloc, undefined,
 };
 use crate::error::{Error, Result};
 use crate::num::len64;
 
-/// Builds the object. `placed[i]` is (offset, length) of input `i` in the
-/// image section, which starts at a multiple of `file_align` in the file.
+/// Where the inputs go in `.llvm.offloading`.
+pub(super) struct Placement {
+    /// (offset, length) of each input.
+    pub placed: Vec<(u64, u64)>,
+    /// The inputs llc merges into `_MergedGlobals` (CPUs with
+    /// [`CpuInfo::merge_constants`]), in their merged order; they lie after
+    /// the others.
+    pub merged: Vec<usize>,
+    /// The section's size.
+    pub end: u64,
+}
+
+/// Places the inputs as llc does: each 8-aligned after the one before, in
+/// order; on CPUs where llc merges small constants, the merged ones after
+/// the others, in their merged globals.
+pub(super) fn place(cpu: &CpuInfo, images: &[Image<'_>]) -> Result<Placement> {
+    let too_large = || Error::usage("the images are larger than 2^64 bytes");
+    let lens: Vec<u64> = images.iter().map(|i| len64(i.bytes)).collect();
+    let groups = match cpu.merge_constants {
+        Some(limit) => {
+            let consts: Vec<(u64, u64)> = lens.iter().map(|&n| (n, IMAGE_ALIGN)).collect();
+            super::merge::groups(&consts, limit)
+        }
+        None => Vec::new(),
+    };
+    let mut in_group = vec![false; lens.len()];
+    for g in &groups {
+        for &(i, _) in &g.members {
+            in_group[i] = true;
+        }
+    }
+    let mut placed = vec![(0, 0); lens.len()];
+    let mut at = 0u64;
+    for (i, &len) in lens.iter().enumerate() {
+        if !in_group[i] {
+            let off = align_up(at, IMAGE_ALIGN)?;
+            placed[i] = (off, len);
+            at = off.checked_add(len).ok_or_else(too_large)?;
+        }
+    }
+    let mut merged = Vec::new();
+    for g in &groups {
+        let base = align_up(at, g.align)?;
+        for &(i, off) in &g.members {
+            placed[i] = (base + off, lens[i]);
+            merged.push(i);
+        }
+        at = base.checked_add(g.size).ok_or_else(too_large)?;
+    }
+    Ok(Placement {
+        placed,
+        merged,
+        end: at,
+    })
+}
+
+/// Builds the object with the inputs at `p` in the image section, which
+/// starts at a multiple of `file_align` in the file.
 pub(super) fn build(
     abi: Abi,
     cpu: &'static CpuInfo,
     os: HostOs,
     images: &[Image<'_>],
-    placed: Vec<(u64, u64)>,
+    p: Placement,
     file_align: u64,
 ) -> Result<Relocatable> {
     let fl = Flavour::of(abi);
-    let (mut obj, s) = sections(cpu, os, &fl, placed.clone(), file_align);
-    let at = DataLayout::new(&fl, images.len())?;
-    let mut syms = local_symbols(&mut obj, cpu, &fl, &s, &at, &placed);
+    let at = DataLayout::new(&fl, cpu, images.len())?;
+    if at.merged && abi != Abi::Llvm {
+        return Err(Error::usage(format!(
+            "--abi=legacy and --abi=rocm are not supported yet for {}",
+            cpu.names[0]
+        )));
+    }
+    let placed = p.placed.clone();
+    let (mut obj, s) = sections(cpu, os, &fl, &p, &at, file_align);
+    let mut syms = local_symbols(&mut obj, cpu, &fl, &s, &at, &p);
     if let Some(list) = s.arch_list {
         syms.infos = image_infos(&mut obj, cpu, images, list, s.data, at.info)?;
     }
-    let rt = runtime_symbols(&mut obj, &fl, s.entries);
+    let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
     data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
     let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &s, &syms, &rt, at.desc)?;
 
@@ -88,11 +151,16 @@ struct Sections {
 
 /// A new object with its sections: the inputs at `placed` in the image
 /// section, which starts at a multiple of `file_align` in the file.
+///
+/// A section whose contents are all merged globals comes after the
+/// constructor and destructor pointers: llc writes the merged globals
+/// after the module's other globals.
 fn sections(
     cpu: &CpuInfo,
     os: HostOs,
     fl: &Flavour,
-    placed: Vec<(u64, u64)>,
+    p: &Placement,
+    at: &DataLayout,
     file_align: u64,
 ) -> (Relocatable, Sections) {
     let (mut obj, startup) = new_object(cpu, os);
@@ -100,14 +168,21 @@ fn sections(
     let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
     let progbits = elf::SHT_PROGBITS;
     let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
-    let offloading = obj.add_section(
-        crate::offload_binary::container::SECTION.as_bytes(),
-        elf::SectionType(SHT_LLVM_OFFLOADING),
-        a,
-        IMAGE_ALIGN,
-    );
-    obj.set_images(offloading, placed, file_align);
-    let data = obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align);
+    let add_offloading = |obj: &mut Relocatable| {
+        let id = obj.add_section(
+            crate::offload_binary::container::SECTION.as_bytes(),
+            elf::SectionType(SHT_LLVM_OFFLOADING),
+            a,
+            IMAGE_ALIGN,
+        );
+        obj.set_images(id, p.placed.clone(), file_align);
+        id
+    };
+    let late_images = p.merged.len() == p.placed.len();
+    let early = (!late_images).then(|| add_offloading(&mut obj));
+    let add_data =
+        |obj: &mut Relocatable| obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align);
+    let early_data = (!at.merged).then(|| add_data(&mut obj));
     let arch_list = fl
         .image_info
         .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
@@ -115,6 +190,14 @@ fn sections(
     let dtor = fl
         .dtor
         .map(|name| obj.add_section(name, elf::SHT_FINI_ARRAY, wa, 8));
+    let offloading = match early {
+        Some(id) => id,
+        None => add_offloading(&mut obj),
+    };
+    let data = match early_data {
+        Some(id) => id,
+        None => add_data(&mut obj),
+    };
     let s = Sections {
         startup,
         entries,
@@ -132,8 +215,14 @@ fn sections(
 struct DataLayout {
     /// Number of images.
     n: u64,
+    /// Offset of the image array.
+    images: u64,
     /// Offset of `__tgt_bin_desc`.
     desc: u64,
+    /// Whether llc merges the image array and the descriptor into one
+    /// global (then sorted by size: the descriptor first unless there is
+    /// one image).
+    merged: bool,
     /// Offset of the first `__tgt_image_info`.
     info: u64,
     /// Size of the section.
@@ -141,8 +230,29 @@ struct DataLayout {
 }
 
 impl DataLayout {
-    fn new(fl: &Flavour, images: usize) -> Result<DataLayout> {
+    fn new(fl: &Flavour, cpu: &CpuInfo, images: usize) -> Result<DataLayout> {
         let n = u64::try_from(images).map_err(|_| Error::usage("too many images"))?;
+        if let Some(limit) = cpu.merge_constants {
+            let array = STRUCT_SIZE * n;
+            let consts = [(array, cpu.data_align), (STRUCT_SIZE, cpu.data_align)];
+            let groups = super::merge::groups(&consts, limit);
+            let Some(g) = groups.first() else {
+                return Err(Error::usage(format!(
+                    "more than {} images are not supported yet for {}",
+                    (limit - STRUCT_SIZE) / STRUCT_SIZE,
+                    cpu.names[0]
+                )));
+            };
+            let off = |k: usize| g.members.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+            return Ok(DataLayout {
+                n,
+                images: off(0),
+                desc: off(1),
+                merged: true,
+                info: g.size,
+                len: g.size,
+            });
+        }
         let desc = STRUCT_SIZE * n;
         let info = desc + STRUCT_SIZE;
         let len = if fl.image_info {
@@ -150,7 +260,14 @@ impl DataLayout {
         } else {
             info
         };
-        Ok(DataLayout { n, desc, info, len })
+        Ok(DataLayout {
+            n,
+            images: 0,
+            desc,
+            merged: false,
+            info,
+            len,
+        })
     }
 }
 
@@ -190,44 +307,41 @@ fn local_symbols(
     fl: &Flavour,
     s: &Sections,
     at: &DataLayout,
-    placed: &[(u64, u64)],
+    p: &Placement,
 ) -> Locals {
-    let (object, func) = (elf::STT_OBJECT, elf::STT_FUNC);
+    let object = elf::STT_OBJECT;
     obj.add_file_symbol(fl.file);
     let startup = obj.section_symbol(s.startup);
-    let reg = local(
-        obj,
-        b".omp_offloading.descriptor_reg",
-        s.startup,
-        0,
-        0,
-        func,
-    );
+    let reg = function(obj, cpu, b".omp_offloading.descriptor_reg", s.startup, 0, 0);
     let maps = cpu.mapping_symbols;
     if maps {
         mapping(obj, b"$x", s.startup);
     }
     let desc_name = b".omp_offloading.descriptor";
-    let desc = local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
-    let unreg = local(
+    // Listed here when the code refers to it; else with the merged data.
+    let desc = (!at.merged).then(|| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object));
+    let unreg = function(
         obj,
+        cpu,
         b".omp_offloading.descriptor_unreg",
         s.startup,
         0,
         0,
-        func,
     );
     if !fl.dummy_global {
         local(obj, fl.dummy, s.entries, 0, 0, object);
     }
     let mut offloading = None;
     let mut data_mapped = false;
-    for (i, &(off, len)) in placed.iter().enumerate() {
-        let name = match i {
-            0 => b".omp_offloading.device_image".to_vec(),
-            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
-        };
-        local(obj, &name, s.offloading, off, len, object);
+    let name = |i: usize| match i {
+        0 => b".omp_offloading.device_image".to_vec(),
+        _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
+    };
+    for (i, &(off, len)) in p.placed.iter().enumerate() {
+        if p.merged.contains(&i) {
+            continue;
+        }
+        local(obj, &name(i), s.offloading, off, len, object);
         if offloading.is_none() {
             offloading = Some(obj.section_symbol(s.offloading));
         }
@@ -239,7 +353,35 @@ fn local_symbols(
     }
     let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
     let images_name = b".omp_offloading.device_images";
-    local(obj, images_name, s.data, 0, at.desc, object);
+    let array_len = STRUCT_SIZE * at.n;
+    let desc = match desc {
+        Some(desc) => {
+            local(obj, images_name, s.data, at.images, array_len, object);
+            desc
+        }
+        None => {
+            // The merged globals' aliases, after the section symbols: the
+            // images, then the array and the descriptor by offset.
+            obj.section_symbol(s.data);
+            for &i in &p.merged {
+                let (off, len) = p.placed[i];
+                local(obj, &name(i), s.offloading, off, len, object);
+            }
+            let array = |obj: &mut Relocatable| {
+                local(obj, images_name, s.data, at.images, array_len, object)
+            };
+            let descriptor =
+                |obj: &mut Relocatable| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
+            if at.desc < at.images {
+                let d = descriptor(obj);
+                array(obj);
+                d
+            } else {
+                array(obj);
+                descriptor(obj)
+            }
+        }
+    };
     let data = obj.section_symbol(s.data);
     if maps {
         mapping(obj, b"$d", s.data);
@@ -312,6 +454,8 @@ fn image_infos(
 /// The global symbols: the runtime's functions and the entry table's
 /// bounds.
 struct Runtime {
+    /// The CPU's TOC symbol (`.TOC.`), by name.
+    toc: Option<(&'static str, SymbolId)>,
     /// `__tgt_register_image_info` (ROCm).
     register_info: Option<SymbolId>,
     /// `__tgt_register_lib`.
@@ -327,7 +471,15 @@ struct Runtime {
 }
 
 /// The global symbols, in the order LLVM's object writer lists them.
-fn runtime_symbols(obj: &mut Relocatable, fl: &Flavour, entries: SectionId) -> Runtime {
+fn runtime_symbols(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    fl: &Flavour,
+    entries: SectionId,
+) -> Runtime {
+    let toc = cpu
+        .toc_symbol
+        .map(|name| (name, undefined(obj, name.as_bytes(), false)));
     let register_info = fl
         .image_info
         .then(|| undefined(obj, b"__tgt_register_image_info", false));
@@ -347,6 +499,7 @@ fn runtime_symbols(obj: &mut Relocatable, fl: &Flavour, entries: SectionId) -> R
     let start = undefined(obj, format!("__start_{}", fl.entries).as_bytes(), true);
     let stop = undefined(obj, format!("__stop_{}", fl.entries).as_bytes(), true);
     Runtime {
+        toc,
         register_info,
         register,
         atexit,
@@ -381,8 +534,18 @@ fn data(
         bytes[off..off + field.len()].copy_from_slice(field);
     };
     let (abs, data, e) = (cpu.abs64, s.data, cpu.endian);
+    let descriptor = |obj: &mut Relocatable| -> Result<()> {
+        reloc(obj, data, at.desc + 8, syms.data, addend(at.images)?, abs);
+        reloc(obj, data, at.desc + 16, rt.start, 0, abs);
+        reloc(obj, data, at.desc + 24, rt.stop, 0, abs);
+        Ok(())
+    };
+    // Relocations in offset order, as llc lists them.
+    if at.desc < at.images {
+        descriptor(obj)?;
+    }
     for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
-        let base = STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
+        let base = at.images + STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
         let image = syms.offloading;
         reloc(obj, data, base, image, addend(off + img.image.start)?, abs);
         reloc(
@@ -396,10 +559,10 @@ fn data(
         reloc(obj, data, base + 16, rt.start, 0, abs);
         reloc(obj, data, base + 24, rt.stop, 0, abs);
     }
+    if at.desc > at.images {
+        descriptor(obj)?;
+    }
     put(at.desc, &e.write_i32(n_i32));
-    reloc(obj, data, at.desc + 8, syms.data, 0, abs);
-    reloc(obj, data, at.desc + 16, rt.start, 0, abs);
-    reloc(obj, data, at.desc + 24, rt.stop, 0, abs);
     for (i, info) in syms.infos.iter().enumerate() {
         let number = i32::try_from(i).map_err(|_| too_many())?;
         // __tgt_image_info: version 1, image number, image count, padding,
@@ -481,7 +644,12 @@ fn functions(
     for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
         for r in &f.relocs {
             let offset = base + r.offset;
-            reloc(obj, s.startup, offset, r.symbol, r.addend, r.r_type);
+            let symbol = match (r.target, rt.toc) {
+                (Target::Symbol(sym), _) => sym,
+                (Target::Runtime(name), Some((toc, sym))) if name == toc => sym,
+                _ => return Err(internal("a function refers to a symbol the object lacks")),
+            };
+            reloc(obj, s.startup, offset, symbol, r.addend, r.r_type);
         }
     }
     obj.set_extent(syms.reg, 0, len64(&reg_fn.code));

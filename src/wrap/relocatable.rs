@@ -100,7 +100,11 @@ impl Section {
     fn size(&self) -> u64 {
         match &self.contents {
             Contents::Bytes(b) => len64(b),
-            Contents::Images(placed) => placed.last().map_or(0, |&(off, len)| off + len),
+            Contents::Images(placed) => placed
+                .iter()
+                .map(|&(off, len)| off + len)
+                .max()
+                .unwrap_or(0),
             Contents::NoBits(n) => *n,
         }
     }
@@ -196,8 +200,8 @@ impl Relocatable {
     }
 
     /// Makes the section hold the caller's images: image `i` at offset
-    /// `placed[i].0`, `placed[i].1` bytes long (offsets ascending, not
-    /// overlapping). The section starts at a multiple of `file_align` in
+    /// `placed[i].0`, `placed[i].1` bytes long (not overlapping, in any
+    /// order). The section starts at a multiple of `file_align` in
     /// the file (at least its alignment).
     pub(crate) fn set_images(&mut self, id: SectionId, placed: Vec<(u64, u64)>, file_align: u64) {
         let s = &mut self.sections[id.0];
@@ -400,14 +404,16 @@ impl Relocatable {
             match &s.contents {
                 Contents::Bytes(b) => out.bytes(b),
                 Contents::Images(placed) => {
-                    let mut end = 0;
-                    for (i, &(o, len)) in placed.iter().enumerate() {
+                    // In file order, which need not be the images' order.
+                    let mut order: Vec<usize> = (0..placed.len()).collect();
+                    order.sort_by_key(|&i| placed[i].0);
+                    for i in order {
+                        let (o, len) = placed[i];
                         out.pad_to(off + o);
                         out.flush();
                         out.layout.push(Piece::Image(i), len);
-                        end = o + len;
                     }
-                    debug_assert_eq!(end, s.size());
+                    out.pad_to(off + s.size());
                 }
                 Contents::NoBits(_) => {}
             }

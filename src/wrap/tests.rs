@@ -129,7 +129,8 @@ fn relocs(data: &[u8], section: &str) -> Vec<(u64, u32, String, i64)> {
 }
 
 fn contents(data: &[u8], name: &str) -> Vec<u8> {
-    let f = ElfFile64::<LE>::parse(data).unwrap();
+    // Either byte order.
+    let f = object::File::parse(data).unwrap();
     f.section_by_name(name).unwrap().data().unwrap().to_vec()
 }
 
@@ -957,4 +958,67 @@ fn every_cpu_row_reads_back_in_its_byte_order() {
             assert_eq!(fdes, functions, "{triple} {kind:?}");
         }
     }
+}
+
+/// powerpc64le (ELFv2), as llc 22 writes it: `e_flags` 2, functions with
+/// their local entry 8 bytes in (`st_other` 0x60), `.TOC.` the first
+/// undefined symbol, and GlobalMerge's layout: with more than one image the
+/// descriptor leads the merged `.data.rel.ro`, and images under 32 KiB are
+/// merged by size after the others, their section after the constructor's.
+#[test]
+fn powerpc64le_elfv2_and_merged_constants() {
+    use object::read::elf::Sym as _;
+    let big = filler(41, 40000);
+    let (a, b) = (filler(42, 100), filler(43, 50));
+    let imgs = [Image::raw(&big), Image::raw(&a), Image::raw(&b)];
+    let o = Options {
+        triple: "powerpc64le-unknown-linux-gnu".into(),
+        ..opts(Abi::Llvm)
+    };
+    let out = to_vec(&o, &imgs).unwrap();
+    let f = ElfFile64::<LE>::parse(&*out).unwrap();
+    assert_eq!(f.elf_header().e_machine(LE), elf::EM_PPC64);
+    assert_eq!(f.elf_header().e_flags(LE).0, 2);
+    for s in f.symbols().filter(|s| s.kind() == object::SymbolKind::Text) {
+        assert_eq!(s.elf_symbol().st_other().0, 0x60, "{:?}", s.name());
+    }
+    let syms = symbols(&out);
+    let first_global = syms.iter().position(|s| s.1 == GLOBAL).unwrap();
+    assert_eq!(syms[first_global].0, ".TOC.");
+    let at = |name: &str| {
+        syms.iter()
+            .find(|s| s.0 == name)
+            .map(|s| (s.5, s.6))
+            .unwrap()
+    };
+    // The 40000-byte image stays first; 50 then 100 bytes follow it.
+    assert_eq!(at(".omp_offloading.device_image"), (0, 40000));
+    assert_eq!(at(".omp_offloading.device_image.2"), (40000, 50));
+    assert_eq!(at(".omp_offloading.device_image.1"), (40056, 100));
+    assert_eq!(at(".omp_offloading.descriptor"), (0, 32));
+    assert_eq!(at(".omp_offloading.device_images"), (32, 96));
+    let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
+    let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(pos(".llvm.offloading") < pos(".init_array.101"));
+    assert!(pos(".init_array.101") < pos(".data.rel.ro"));
+    let mut embedded = big.clone();
+    embedded.extend_from_slice(&b);
+    embedded.resize(40056, 0);
+    embedded.extend_from_slice(&a);
+    assert_eq!(contents(&out, ".llvm.offloading"), embedded);
+    // Small images only: all merged, their section after the constructor's.
+    let out = to_vec(&o, &[Image::raw(&a), Image::raw(&b)]).unwrap();
+    let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
+    let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(pos(".init_array.101") < pos(".llvm.offloading"));
+    // What is not modelled is refused.
+    let legacy = Options {
+        abi: Abi::Legacy,
+        ..o.clone()
+    };
+    let e = to_vec(&legacy, &[Image::raw(&a)]).unwrap_err().to_string();
+    assert!(e.contains("not supported yet for powerpc64le"), "{e}");
+    let many = vec![Image::raw(&b); 1023];
+    let e = to_vec(&o, &many).unwrap_err().to_string();
+    assert!(e.contains("more than 1022 images"), "{e}");
 }

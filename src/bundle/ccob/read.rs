@@ -175,7 +175,6 @@ pub(super) fn parse_ccob(data: &[u8]) -> Result<Ccob<'_>, Fault> {
 
 /// A decompressed CCOB.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Decompressed {
     /// Offset of the CCOB in the buffer that was read.
     pub offset: u64,

@@ -46,7 +46,6 @@ impl Default for CompressOptions {
 
 /// What [`compress`] wrote: the facts LLVM's verbose mode prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct CompressReport {
     /// The header that was written (with the total size).
     pub header: Header,

@@ -516,8 +516,9 @@ mod tests {
         let relocs: Vec<_> = f
             .relocs
             .iter()
-            .map(|r| (r.offset, r.r_type, r.symbol, r.addend))
+            .map(|r| (r.offset, r.r_type, r.target, r.addend))
             .collect();
+        let [data, text, reg, atexit] = [data, text, reg, atexit].map(Target::Symbol);
         assert_eq!(
             relocs,
             [

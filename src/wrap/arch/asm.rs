@@ -185,17 +185,17 @@ impl<F: Fixup> Asm<F> {
     }
 
     /// The one function written (from offset 0), its relocations all
-    /// against symbols.
+    /// against symbols of the object or named undefined symbols.
     pub(crate) fn function(mut self) -> Result<Function> {
         self.resolve()?;
         let relocs = self
             .relocs
             .iter()
             .map(|r| match r.target {
-                Target::Symbol(symbol) => Ok(CodeReloc {
+                Target::Symbol(_) | Target::Runtime(_) => Ok(CodeReloc {
                     offset: r.offset,
                     r_type: r.r_type,
-                    symbol,
+                    target: r.target,
                     addend: r.addend,
                 }),
                 _ => Err(internal("a function refers to something not a symbol")),

@@ -24,6 +24,8 @@
 
 mod aarch64;
 mod asm;
+mod ppc64;
+mod s390x;
 mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
@@ -81,8 +83,9 @@ pub(crate) struct CodeReloc {
     pub offset: u64,
     /// ELF relocation type.
     pub r_type: RelocationType,
-    /// Symbol relocated against.
-    pub symbol: SymbolId,
+    /// What it refers to: [`Target::Symbol`], or an undefined symbol by
+    /// name ([`Target::Runtime`], such as `.TOC.`).
+    pub target: Target,
     /// Addend (RELA).
     pub addend: i64,
 }
@@ -107,6 +110,10 @@ pub(crate) enum Target {
     Handle,
     /// The jump table of the entry loop (at the start of `.rodata`).
     JumpTable,
+    /// The entry loop's function symbol (`.cuda.globals_reg`), for CPUs
+    /// whose calls to it are relocated against the symbol (powerpc64le:
+    /// the linker adds the local entry offset).
+    Globals,
     /// `__start_llvm_offload_entries`.
     EntriesStart,
     /// `__stop_llvm_offload_entries`.
@@ -222,6 +229,17 @@ pub(crate) struct CpuInfo {
     pub mapping_symbols: bool,
     /// The CIE every FDE uses.
     pub cie: Cie,
+    /// `st_other` of the functions' symbols besides the visibility: on
+    /// powerpc64le (ELFv2) the offset of the local entry point (0x60: 8
+    /// bytes after the global entry); 0 elsewhere.
+    pub function_other: u8,
+    /// LLVM's GlobalMerge limit for constants on this CPU (`MaxOffset`),
+    /// if llc merges every small internal constant of a section into one
+    /// global (powerpc64le: 0x7fff); see [`super::merge`].
+    pub merge_constants: Option<u64>,
+    /// The undefined symbol every function's global entry refers to
+    /// (powerpc64le: `.TOC.`), listed before the runtime's functions.
+    pub toc_symbol: Option<&'static str>,
     /// The encoder of the CPU's code.
     pub code: &'static dyn Cpu,
 }
@@ -279,6 +297,9 @@ pub(crate) static CPUS: &[CpuInfo] = &[
                 CallFrameInstruction::Offset(gimli::X86_64::RA, -8),
             ],
         },
+        function_other: 0,
+        merge_constants: None,
+        toc_symbol: None,
         code: &x86_64::X86_64,
     },
     // AArch64 AAPCS64 (LP64, little-endian).
@@ -305,7 +326,70 @@ pub(crate) static CPUS: &[CpuInfo] = &[
             ra: gimli::AArch64::X30,
             initial: &[CallFrameInstruction::Cfa(gimli::AArch64::SP, 0)],
         },
+        function_other: 0,
+        merge_constants: None,
+        toc_symbol: None,
         code: &aarch64::AArch64,
+    },
+    // 64-bit PowerPC, little-endian, ELFv2 ABI.
+    CpuInfo {
+        arch: Arch::Ppc64le,
+        names: &["powerpc64le", "ppc64le"],
+        machine: elf::EM_PPC64,
+        // EF_PPC64_ABI = 2: the ELFv2 ABI.
+        e_flags: 2,
+        endian: Endianness::Little,
+        code_align: 16,
+        data_align: 16,
+        byte_array_align: 1,
+        abs64: elf::R_PPC64_ADDR64,
+        eh_pcrel32: elf::R_PPC64_REL32,
+        eh_frame_type: elf::SHT_PROGBITS,
+        mapping_symbols: false,
+        // Code alignment 4 (instructions are words), data alignment -8;
+        // on entry the CFA is r1 + 0 and the return address is in LR
+        // (column 65).
+        cie: Cie {
+            code_align: 4,
+            data_align: -8,
+            ra: gimli::PowerPc64::LR,
+            initial: &[CallFrameInstruction::Cfa(gimli::PowerPc64::R1, 0)],
+        },
+        function_other: 0x60,
+        // PPCTargetMachine's GlobalMerge: every constant, offsets up to
+        // 0x7fff (a signed 16-bit displacement).
+        merge_constants: Some(0x7fff),
+        toc_symbol: Some(".TOC."),
+        code: &ppc64::Ppc64,
+    },
+    // IBM Z, 64-bit, big-endian (s390x ELF ABI).
+    CpuInfo {
+        arch: Arch::Systemz,
+        names: &["s390x", "systemz"],
+        machine: elf::EM_S390,
+        e_flags: 0,
+        endian: Endianness::Big,
+        code_align: 16,
+        data_align: 16,
+        // The data layout prefers 16-bit alignment for i8 (`i8:8:16`).
+        byte_array_align: 2,
+        abs64: elf::R_390_64,
+        eh_pcrel32: elf::R_390_PC32,
+        eh_frame_type: elf::SHT_PROGBITS,
+        mapping_symbols: false,
+        // Code alignment 1 (instructions are 2, 4 or 6 bytes), data
+        // alignment -8; on entry the CFA is r15 + 160 (the caller's
+        // register save area) and the return address is in r14.
+        cie: Cie {
+            code_align: 1,
+            data_align: -8,
+            ra: gimli::Register(14),
+            initial: &[CallFrameInstruction::Cfa(gimli::Register(15), 160)],
+        },
+        function_other: 0,
+        merge_constants: None,
+        toc_symbol: None,
+        code: &s390x::S390x,
     },
 ];
 
@@ -321,7 +405,7 @@ pub(crate) trait Cpu: Sync + std::fmt::Debug {
 }
 
 /// Architectures that are planned but have no row yet.
-const PLANNED: &[Arch] = &[Arch::Ppc64le, Arch::Riscv64, Arch::Systemz];
+const PLANNED: &[Arch] = &[Arch::Riscv64];
 
 /// Operating systems whose objects are not ELF.
 const NOT_ELF: &[Os] = &[
@@ -431,10 +515,6 @@ mod tests {
         }
         for (t, want) in [
             ("", "empty"),
-            (
-                "powerpc64le-unknown-linux-gnu",
-                "powerpc64le is not supported yet",
-            ),
             ("riscv64-linux-gnu", "riscv64 is not supported yet"),
             ("x86_64-pc-windows-msvc", "not ELF"),
             ("x86_64-apple-darwin", "not ELF"),
