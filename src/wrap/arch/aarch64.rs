@@ -474,23 +474,7 @@ mod tests {
             SymbolId::nth(2),
             SymbolId::nth(3),
         );
-        let calls = [
-            Call {
-                callee: reg,
-                arg: Arg::Data {
-                    symbol: data,
-                    section: data,
-                    offset: 0x20,
-                },
-            },
-            Call {
-                callee: atexit,
-                arg: Arg::Code {
-                    section: text,
-                    offset: 0x24,
-                },
-            },
-        ];
+        let calls = super::super::register_calls((reg, atexit), (data, 0x20), (text, 0x24));
         let f = AArch64.function(0, &calls).unwrap();
         let words: Vec<u32> = f
             .code

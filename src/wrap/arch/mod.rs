@@ -490,6 +490,34 @@ pub(crate) fn addend(x: u64) -> Result<i64> {
     i64::try_from(x).map_err(|_| Error::usage("the wrapper object would be larger than 2^63 bytes"))
 }
 
+/// The calls of an OpenMP constructor, as the CPU tests give them:
+/// register the descriptor at `data + desc` (relocated against `data`),
+/// then `atexit` of the handler at `text + handler`.
+#[cfg(test)]
+pub(crate) fn register_calls(
+    (register, atexit): (super::relocatable::SymbolId, super::relocatable::SymbolId),
+    (data, desc): (super::relocatable::SymbolId, u64),
+    (text, handler): (super::relocatable::SymbolId, u64),
+) -> [Call; 2] {
+    [
+        Call {
+            callee: register,
+            arg: Arg::Data {
+                symbol: data,
+                section: data,
+                offset: desc,
+            },
+        },
+        Call {
+            callee: atexit,
+            arg: Arg::Code {
+                section: text,
+                offset: handler,
+            },
+        },
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -433,23 +433,7 @@ mod tests {
     #[test]
     fn constructor_bytes_and_relocations() {
         let [reg, atexit, data, text] = [0, 1, 2, 3].map(SymbolId::nth);
-        let calls = [
-            Call {
-                callee: reg,
-                arg: Arg::Data {
-                    symbol: data,
-                    section: data,
-                    offset: 0x20,
-                },
-            },
-            Call {
-                callee: atexit,
-                arg: Arg::Code {
-                    section: text,
-                    offset: 0x30,
-                },
-            },
-        ];
+        let calls = super::super::register_calls((reg, atexit), (data, 0x20), (text, 0x30));
         let f = S390x.function(0, &calls).unwrap();
         #[rustfmt::skip]
         let want: &[u8] = &[

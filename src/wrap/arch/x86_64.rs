@@ -530,23 +530,7 @@ mod tests {
     #[test]
     fn llvm_constructor_bytes() {
         let (f, g, sec) = syms();
-        let calls = [
-            Call {
-                callee: f,
-                arg: Arg::Data {
-                    symbol: sec,
-                    section: sec,
-                    offset: 0x20,
-                },
-            },
-            Call {
-                callee: g,
-                arg: Arg::Code {
-                    section: sec,
-                    offset: 0x20,
-                },
-            },
-        ];
+        let calls = super::super::register_calls((f, g), (sec, 0x20), (sec, 0x20));
         let func = X86_64.function(0, &calls).unwrap();
         #[rustfmt::skip]
         let want: &[u8] = &[
