@@ -121,6 +121,13 @@ pub fn layout_gnu_with_threshold(
             }
             .into());
         }
+        // An empty name would be written as `/`, the symbol table's name,
+        // and the member lost to every reader.
+        if m.name.is_empty() {
+            return Err(Error::usage(format!(
+                "archive member {i} has an empty name"
+            )));
+        }
         let mut name = Vec::new();
         if m.name.len() < 16 && !m.name.contains('/') {
             name.extend_from_slice(m.name.as_bytes());
@@ -530,6 +537,19 @@ mod tests {
         layout.write_to(&mut out, &images).unwrap();
         assert_eq!(out.len() as u64, layout.size);
         out
+    }
+
+    /// A member without a name is refused: written as `/`, it would read
+    /// back as the symbol table (a fuzz finding: a hostile archive's member
+    /// whose name reads as empty, written again).
+    #[test]
+    fn empty_member_name_is_refused() {
+        let e = layout_gnu(&[member("", b"data")], false).unwrap_err();
+        assert!(
+            e.to_string().contains("archive member 0 has an empty name"),
+            "{e}"
+        );
+        assert!(layout_gnu(&[member("a", b"data"), member("", b"")], true).is_err());
     }
 
     fn member<'a>(name: &str, data: &'a [u8]) -> Member<'a> {
