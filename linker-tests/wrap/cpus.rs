@@ -420,7 +420,8 @@ pub(super) fn tests() -> Vec<Trial> {
                 &tools,
                 move || run_openmp(host, ld),
             ));
-            for kind in ["cuda", "hip"] {
+            let kinds: &[&'static str] = if host.fatbin { &["cuda", "hip"] } else { &[] };
+            for &kind in kinds {
                 let mut tools = tools.clone();
                 tools.push("clang-offload-bundler");
                 v.push(trial(

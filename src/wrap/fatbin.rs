@@ -79,6 +79,7 @@ pub(super) fn build(
             offset: s.offset,
             len: s.len,
             cfi: &s.cfi,
+            anchor: None,
         }
     }
     let fdes = [fde(&code.reg), fde(&code.unreg), fde(&code.globals)];
@@ -231,6 +232,7 @@ fn code_relocs(
             | Target::Globals
             | Target::JumpTable
             | Target::Code
+            | Target::Label(_)
             | Target::Symbol(_) => continue,
         };
         if !globals.iter().any(|(t, _)| *t == r.target) {
