@@ -60,9 +60,6 @@ struct Host {
     /// Whether `--abi=legacy` and `--abi=rocm` objects are written for it
     /// (LLVM 22 cannot write them, so they are read and linked only).
     legacy_abis: bool,
-    /// Whether `--kind=cuda` and `--kind=hip` objects are written for it
-    /// (else they are refused, and only OpenMP is compared and run).
-    fatbin: bool,
     /// A warning llvm-readelf prints for LLVM's own objects of this CPU
     /// too, tolerated by [`readelf_ok`].
     readelf_known: Option<&'static str>,
@@ -84,28 +81,24 @@ const HOSTS: &[Host] = &[
         triple: "x86_64-unknown-linux-gnu",
         lld_emulation: "elf_x86_64",
         legacy_abis: true,
-        fatbin: true,
         readelf_known: None,
     },
     Host {
         triple: "aarch64-unknown-linux-gnu",
         lld_emulation: "aarch64linux",
         legacy_abis: true,
-        fatbin: true,
         readelf_known: None,
     },
     Host {
         triple: "powerpc64le-unknown-linux-gnu",
         lld_emulation: "elf64lppc",
         legacy_abis: false,
-        fatbin: true,
         readelf_known: None,
     },
     Host {
         triple: "s390x-unknown-linux-gnu",
         lld_emulation: "elf64_s390",
         legacy_abis: true,
-        fatbin: true,
         // llvm-readelf 22 cannot apply R_390_PC32 when it decodes
         // `.eh_frame` (llc's objects get the same warning).
         readelf_known: Some("warning: failed to compute relocation: R_390_PC32"),
@@ -114,7 +107,6 @@ const HOSTS: &[Host] = &[
         triple: "riscv64-unknown-linux-gnu",
         lld_emulation: "elf64lriscv",
         legacy_abis: false,
-        fatbin: false,
         readelf_known: None,
     },
 ];
@@ -968,8 +960,7 @@ fn same_bytes_as_llc(host: &'static Host) -> Result<(), Failed> {
     std::fs::write(d.join("tiny.bin"), b"\x50\xed\x55\xba\x01\0\x10\0\0")
         .map_err(|e| e.to_string())?;
     std::fs::write(d.join("tiny4.bin"), b"\x50\xed\x55\xba").map_err(|e| e.to_string())?;
-    let fatbin_kinds: &[&str] = if host.fatbin { &["cuda", "hip"] } else { &[] };
-    for &kind in fatbin_kinds {
+    for kind in ["cuda", "hip"] {
         for (input, extra) in [
             (raw, &[][..]),
             (&ob[..], &[]),
@@ -1152,12 +1143,7 @@ fn other_oses() -> Result<(), Failed> {
             if NOT_YET_LLVM.contains(&&triple[..]) {
                 continue;
             }
-            let kinds: &[&str] = if host.fatbin {
-                &["openmp", "cuda", "hip"]
-            } else {
-                &["openmp"]
-            };
-            for &kind in kinds {
+            for kind in ["openmp", "cuda", "hip"] {
                 same_as_llvm(d, kind, &triple, &format!("{triple}-{kind}"), &[], &[&ob])?;
             }
         }
@@ -1220,7 +1206,12 @@ fn bad_input() -> Result<(), Failed> {
         ),
         (&["--kind=openmp", "--abi=new", &good], "new"),
         (
-            &["--kind=cuda", "--triple=riscv64-unknown-linux-gnu", &good],
+            &[
+                "--kind=openmp",
+                "--abi=legacy",
+                "--triple=riscv64-unknown-linux-gnu",
+                &good,
+            ],
             "riscv64",
         ),
         (

@@ -420,8 +420,7 @@ pub(super) fn tests() -> Vec<Trial> {
                 &tools,
                 move || run_openmp(host, ld),
             ));
-            let kinds: &[&'static str] = if host.fatbin { &["cuda", "hip"] } else { &[] };
-            for &kind in kinds {
+            for kind in ["cuda", "hip"] {
                 let mut tools = tools.clone();
                 tools.push("clang-offload-bundler");
                 v.push(trial(

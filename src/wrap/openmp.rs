@@ -787,7 +787,7 @@ fn functions(
                 (Target::Symbol(sym), _, _) => sym,
                 (Target::Runtime(name), Some((toc, sym)), _) if name == toc => sym,
                 // The one `.Lpcrel_hiN` laid out for this function.
-                (Target::Label(at), _, Some(labels)) if pcrel == 0 => {
+                (Target::Label(at, _), _, Some(labels)) if pcrel == 0 => {
                     pcrel += 1;
                     let sym = labels.pcrel[k];
                     obj.set_extent(sym, base + at, 0);

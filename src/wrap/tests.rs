@@ -718,15 +718,12 @@ fn errors() {
     let img = || Image::new(&raw).unwrap();
     let err = |o: Options, imgs: &[Image]| to_vec(&o, imgs).unwrap_err().to_string();
     assert!(err(opts(Abi::Llvm), &[]).contains("no input"));
-    // riscv64: the LLVM ABI's OpenMP object only, so far.
+    // riscv64: the LLVM ABI only, so far.
     let mut o = opts(Abi::Llvm);
     o.triple = "riscv64-unknown-linux-gnu".into();
     assert!(to_vec(&o, &[img()]).is_ok());
-    o.abi = Abi::Legacy;
-    assert!(err(o.clone(), &[img()]).contains("not supported yet for riscv64"));
-    o.abi = Abi::Llvm;
-    for kind in [Kind::Cuda, Kind::Hip] {
-        o.kind = kind;
+    for abi in [Abi::Legacy, Abi::Rocm] {
+        o.abi = abi;
         assert!(err(o.clone(), &[img()]).contains("not supported yet for riscv64"));
     }
 
@@ -927,15 +924,7 @@ fn every_cpu_row_reads_back_in_its_byte_order() {
                 triple: triple.clone(),
                 ..opts(Abi::Llvm)
             };
-            let out = match to_vec(&o, &[Image::raw(&raw)]) {
-                Ok(out) => out,
-                // Not written yet (and said so).
-                Err(e) if cpu.names[0] == "riscv64" && kind != Kind::OpenMp => {
-                    assert!(e.to_string().contains("not supported yet"), "{e}");
-                    continue;
-                }
-                Err(e) => panic!("{triple} {kind:?}: {e}"),
-            };
+            let out = to_vec(&o, &[Image::raw(&raw)]).unwrap();
             let f = object::File::parse(&*out).unwrap();
             let object::FileFlags::Elf { e_flags, .. } = f.flags() else {
                 panic!("{triple}: not ELF")

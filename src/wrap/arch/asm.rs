@@ -199,7 +199,7 @@ impl<F: Fixup> Asm<F> {
             .relocs
             .iter()
             .map(|r| match r.target {
-                Target::Symbol(_) | Target::Runtime(_) | Target::Label(_) => Ok(CodeReloc {
+                Target::Symbol(_) | Target::Runtime(_) | Target::Label(..) => Ok(CodeReloc {
                     offset: r.offset,
                     r_type: r.r_type,
                     target: r.target,

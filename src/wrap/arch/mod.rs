@@ -122,10 +122,11 @@ pub(crate) enum Target {
     /// A symbol of the object (the OpenMP functions' callees and
     /// arguments).
     Symbol(SymbolId),
-    /// A local label at this offset of the function (riscv64: the
-    /// `auipc` a `%pcrel_lo` relocation pairs with, which llc names
-    /// `.Lpcrel_hiN`).
-    Label(u64),
+    /// A local label at this offset (of the function, or of the CUDA/HIP
+    /// code section) with llc's number for it (riscv64: the `auipc` a
+    /// `%pcrel_lo` relocation pairs with, which llc names `.Lpcrel_hiN`;
+    /// llc numbers every `auipc` of an address, listed or not).
+    Label(u64, u32),
 }
 
 /// A relocation in the CUDA/HIP registration code.
