@@ -448,10 +448,12 @@ fn new_object(cpu: &CpuInfo, os: HostOs) -> (Relocatable, SectionId) {
 }
 
 /// The last sections LLVM writes: `.note.GNU-stack` (where the OS has it),
-/// the CPU's attributes (riscv64: `.riscv.attributes`) and `.eh_frame` for the functions `fdes` of the code section whose
-/// section symbol is `code`; then, on CPUs with mapping symbols, a `$d` for
-/// each of `data` (data sections without symbols of their own, in section
-/// order) and for `.eh_frame`, listed with the other local symbols.
+/// the CPU's attributes section (riscv64: `.riscv.attributes`) and
+/// `.eh_frame` for the functions `fdes` of the code section whose section
+/// symbol is `code` (or their anchors); then, on CPUs with mapping
+/// symbols, a `$d` for each of `data` (data sections without symbols of
+/// their own, in section order), for the attributes and for `.eh_frame`,
+/// listed with the other local symbols.
 fn finish_object(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
@@ -468,13 +470,8 @@ fn finish_object(
             1,
         );
     }
-    let attributes = cpu.code.attributes().map(|bytes| {
-        let id = obj.add_section(
-            b".riscv.attributes",
-            elf::SHT_RISCV_ATTRIBUTES,
-            elf::SectionFlags(0),
-            1,
-        );
+    let attributes = cpu.code.attributes().map(|(name, sh_type, bytes)| {
+        let id = obj.add_section(name, sh_type, elf::SectionFlags(0), 1);
         obj.set_bytes(id, bytes);
         id
     });

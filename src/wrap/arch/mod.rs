@@ -444,9 +444,9 @@ pub(crate) trait Cpu: Sync + std::fmt::Debug {
     fn padding(&self, len: usize) -> Vec<u8>;
     /// The CUDA or HIP registration code, as llc lays it out.
     fn fatbin_code(&self, which: Fatbin) -> Result<FatbinCode>;
-    /// The contents of the CPU's attributes section, if llc writes one
-    /// (riscv64: `.riscv.attributes`).
-    fn attributes(&self) -> Option<Vec<u8>> {
+    /// The CPU's attributes section, if llc writes one: its name, type
+    /// and contents (riscv64: `.riscv.attributes`).
+    fn attributes(&self) -> Option<(&'static [u8], elf::SectionType, Vec<u8>)> {
         None
     }
 }

@@ -121,8 +121,12 @@ impl Cpu for Riscv64 {
         }
     }
 
-    fn attributes(&self) -> Option<Vec<u8>> {
-        Some(attributes(STACK_ALIGN, ARCH))
+    fn attributes(&self) -> Option<(&'static [u8], elf::SectionType, Vec<u8>)> {
+        Some((
+            b".riscv.attributes",
+            elf::SHT_RISCV_ATTRIBUTES,
+            attributes(STACK_ALIGN, ARCH),
+        ))
     }
 }
 
