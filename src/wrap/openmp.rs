@@ -83,9 +83,17 @@ pub(super) fn build(
 ) -> Result<Relocatable> {
     let fl = Flavour::of(abi);
     let at = DataLayout::new(&fl, cpu, images.len())?;
-    if (at.merged || cpu.symbol_relocs) && abi != Abi::Llvm {
+    // GlobalMerge would merge the ROCm image infos with the descriptor
+    // too (not modelled); riscv64's labels are laid out for the LLVM ABI.
+    if cpu.symbol_relocs && abi != Abi::Llvm {
         return Err(Error::usage(format!(
             "--abi=legacy and --abi=rocm are not supported yet for {}",
+            cpu.names[0]
+        )));
+    }
+    if at.merged && abi == Abi::Rocm {
+        return Err(Error::usage(format!(
+            "--abi=rocm is not supported yet for {}",
             cpu.names[0]
         )));
     }
