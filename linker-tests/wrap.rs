@@ -60,6 +60,9 @@ struct Host {
     /// Whether `--abi=legacy` and `--abi=rocm` objects are written for it
     /// (LLVM 22 cannot write them, so they are read and linked only).
     legacy_abis: bool,
+    /// Whether `--abi=rocm` is written too (powerpc64le: GlobalMerge
+    /// would merge the image infos, not modelled).
+    rocm: bool,
     /// A warning llvm-readelf prints for LLVM's own objects of this CPU
     /// too, tolerated by [`readelf_ok`].
     readelf_known: Option<&'static str>,
@@ -81,27 +84,38 @@ const HOSTS: &[Host] = &[
         triple: "x86_64-unknown-linux-gnu",
         lld_emulation: "elf_x86_64",
         legacy_abis: true,
+        rocm: true,
         readelf_known: None,
     },
     Host {
         triple: "aarch64-unknown-linux-gnu",
         lld_emulation: "aarch64linux",
         legacy_abis: true,
+        rocm: true,
         readelf_known: None,
     },
     Host {
         triple: "powerpc64le-unknown-linux-gnu",
         lld_emulation: "elf64lppc",
-        legacy_abis: false,
+        legacy_abis: true,
+        rocm: false,
         readelf_known: None,
     },
     Host {
         triple: "s390x-unknown-linux-gnu",
         lld_emulation: "elf64_s390",
         legacy_abis: true,
+        rocm: true,
         // llvm-readelf 22 cannot apply R_390_PC32 when it decodes
         // `.eh_frame` (llc's objects get the same warning).
         readelf_known: Some("warning: failed to compute relocation: R_390_PC32"),
+    },
+    Host {
+        triple: "riscv64-unknown-linux-gnu",
+        lld_emulation: "elf64lriscv",
+        legacy_abis: false,
+        rocm: false,
+        readelf_known: None,
     },
 ];
 
@@ -975,7 +989,7 @@ fn same_bytes_as_llc(host: &'static Host) -> Result<(), Failed> {
         ("legacy", "--abi=legacy"),
         ("rocm", "--abi=rocm"),
     ] {
-        if name != "llvm" && !host.legacy_abis {
+        if (name != "llvm" && !host.legacy_abis) || (name == "rocm" && !host.rocm) {
             continue;
         }
         let out = format!("{name}-abi.o");
@@ -1124,6 +1138,106 @@ fn link_shared(d: &Path, host: &Host, obj: &str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The legacy IR (LLVM ≤ 19's shape) made from LLVM 22's wrapper module
+/// `ll` (llvm-dis text): the old module id and entry section, a global
+/// hidden dummy declared before the bounds, priority-1 constructor and
+/// destructor instead of `atexit`.
+fn legacy_ir(ll: &str) -> Result<String, Failed> {
+    // Each line but the images' bytes (which may spell the names too).
+    let lines: Vec<String> = ll
+        .lines()
+        .map(|l| {
+            if l.contains(" x i8] c\"") {
+                l.to_string()
+            } else {
+                legacy_line(l)
+            }
+        })
+        .collect();
+    let ll = lines.join("\n") + "\n";
+    let ll = ll
+        .replace(
+            "{ i32 101, ptr @.omp_offloading.descriptor_reg, ptr null }]",
+            "{ i32 1, ptr @.omp_offloading.descriptor_reg, ptr null }]\n\
+             @llvm.global_dtors = appending global [1 x { i32, ptr, ptr }] \
+             [{ i32, ptr, ptr } { i32 1, ptr @.omp_offloading.descriptor_unreg, ptr null }]",
+        )
+        .replace(
+            "  %0 = call i32 @atexit(ptr @.omp_offloading.descriptor_unreg)\n",
+            "",
+        )
+        .replace("declare i32 @atexit(ptr)\n", "");
+    let mut lines: Vec<&str> = ll.lines().collect();
+    let dummy = lines
+        .iter()
+        .position(|l| l.starts_with("@__dummy."))
+        .ok_or("no dummy in the wrapper module")?;
+    let dummy = lines.remove(dummy);
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("@__start_"))
+        .ok_or("no bounds in the wrapper module")?;
+    lines.insert(start, dummy);
+    Ok(lines.join("\n") + "\n")
+}
+
+/// One line of the module with the legacy names.
+fn legacy_line(l: &str) -> String {
+    l.replace("\"offload.wrapper.module\"", "\"offload.wrapper.object\"")
+        .replace("llvm_offload_entries", "omp_offloading_entries")
+        .replace(
+            "@__dummy.omp_offloading_entries = internal constant",
+            "@__dummy.omp_offloading.entry = hidden constant",
+        )
+        .replace(
+            "ptr @__dummy.omp_offloading_entries",
+            "ptr @__dummy.omp_offloading.entry",
+        )
+}
+
+/// `--abi=legacy` on every host that writes it: llc 22's bytes for the
+/// legacy IR ([`legacy_ir`]), GlobalMerge's layout on powerpc64le
+/// included (small inputs merged, large ones not).
+fn legacy_like_llc() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let raw = raw_fixture();
+    std::fs::write(d.join("s3.bin"), b"abc").map_err(|e| e.to_string())?;
+    let big: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(d.join("big.bin"), big).map_err(|e| e.to_string())?;
+    let sets: [Vec<&str>; 3] = [
+        vec![&ob],
+        vec!["s3.bin", &raw, &ob],
+        vec!["big.bin", "s3.bin", &ob],
+    ];
+    for host in HOSTS.iter().filter(|h| h.legacy_abis) {
+        for (i, inputs) in sets.iter().enumerate() {
+            let mut a = vec!["--kind=openmp", "--triple", host.triple, "-o", "l.bc"];
+            a.extend(inputs);
+            sh(d, llvm("llvm-offload-wrapper"), &a)?;
+            sh(d, llvm("llvm-dis"), &["l.bc", "-o", "l.ll"])?;
+            let ll = std::fs::read_to_string(d.join("l.ll")).map_err(|e| e.to_string())?;
+            std::fs::write(d.join("legacy.ll"), legacy_ir(&ll)?).map_err(|e| e.to_string())?;
+            let theirs = format!("{}-{i}.llvm.o", host.arch());
+            let pic = ["-filetype=obj", "-relocation-model=pic", "legacy.ll", "-o"];
+            let mut a = pic.to_vec();
+            a.push(&theirs);
+            sh(d, llvm("llc"), &a)?;
+            let ours = format!("{}-{i}.o", host.arch());
+            let mut a = vec!["--abi=legacy", "-o", &ours[..]];
+            a.extend(inputs);
+            wrap_for(d, "openmp", host.triple, &a)?;
+            let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| e.to_string());
+            if read(&ours)? != read(&theirs)? {
+                return Err(format!("{ours}: differs from llc's {theirs} ({inputs:?})").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Hosts whose OS changes the object (each host CPU with each of
 /// [`OSES`]): our objects are LLVM's bytes for each kind.
 fn other_oses() -> Result<(), Failed> {
@@ -1200,7 +1314,12 @@ fn bad_input() -> Result<(), Failed> {
         ),
         (&["--kind=openmp", "--abi=new", &good], "new"),
         (
-            &["--kind=openmp", "--triple=riscv64-unknown-linux-gnu", &good],
+            &[
+                "--kind=openmp",
+                "--abi=legacy",
+                "--triple=riscv64-unknown-linux-gnu",
+                &good,
+            ],
             "riscv64",
         ),
         (
@@ -1375,6 +1494,11 @@ pub fn tests() -> Vec<Trial> {
             move || same_bytes_as_llc(host),
         ));
     }
+    v.push(trial(
+        "wrap::legacy_like_llc",
+        &base(&["llvm-offload-wrapper", "llvm-dis", "llc"]),
+        legacy_like_llc,
+    ));
     v.push(trial(
         "wrap::other_oses",
         &base(&["llvm-offload-wrapper", "llc"]),

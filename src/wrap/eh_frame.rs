@@ -25,6 +25,9 @@ pub(crate) struct Fde<'f> {
     pub len: u64,
     /// (code offset, rule) pairs.
     pub cfi: &'f [(u32, CallFrameInstruction)],
+    /// A local symbol at the function's start that the FDE's relocation
+    /// refers to instead of the code section's symbol (riscv64's `.L0 `).
+    pub anchor: Option<SymbolId>,
 }
 
 /// Section data plus the relocations gimli asked for.
@@ -96,12 +99,19 @@ pub(crate) fn add(
 ) -> Result<SectionId> {
     let mut table = FrameTable::default();
     let cie = table.add_cie(cpu.cie());
-    for f in fdes {
+    for (i, f) in fdes.iter().enumerate() {
         let len = u32::try_from(f.len).map_err(emit_error)?;
-        // Symbol 0 of gimli's numbering is `code`.
-        let address = Address::Symbol {
-            symbol: 0,
-            addend: addend(f.offset)?,
+        // Symbol 0 of gimli's numbering is `code`, symbol i + 1 the anchor
+        // of FDE i.
+        let address = match f.anchor {
+            Some(_) => Address::Symbol {
+                symbol: i + 1,
+                addend: 0,
+            },
+            None => Address::Symbol {
+                symbol: 0,
+                addend: addend(f.offset)?,
+            },
         };
         let mut fde = FrameDescriptionEntry::new(address, len);
         for (at, insn) in f.cfi {
@@ -131,14 +141,19 @@ pub(crate) fn add(
     obj.set_bytes(id, data);
     for r in relocs {
         let pcrel32 = r.eh_pe == Some(DW_EH_PE_pcrel | DW_EH_PE_sdata4) && r.size == 4;
-        if !pcrel32 || r.target != RelocationTarget::Symbol(0) {
+        let symbol = match r.target {
+            RelocationTarget::Symbol(0) => Some(code),
+            RelocationTarget::Symbol(i) => fdes.get(i - 1).and_then(|f| f.anchor),
+            _ => None,
+        };
+        let (true, Some(symbol)) = (pcrel32, symbol) else {
             return Err(emit_error(format!("unexpected relocation {r:?}")));
-        }
+        };
         obj.add_reloc(
             id,
             Reloc {
                 offset: u64::try_from(r.offset).map_err(emit_error)?,
-                symbol: code,
+                symbol,
                 r_type: cpu.eh_pcrel32,
                 addend: r.addend,
             },

@@ -57,7 +57,11 @@ pub(super) fn build(
     let code = cpu.code.fatbin_code(which)?;
     let names = Names::of(which);
     let (mut obj, s) = sections(cpu, os, &names, &code, len, file_align);
-    let syms = symbols(&mut obj, cpu, &names, &s, &code, len);
+    let syms = if cpu.symbol_relocs {
+        symbols_by_name(&mut obj, &names, &s, &code, len)
+    } else {
+        symbols(&mut obj, cpu, &names, &s, &code, len)
+    };
     code_relocs(&mut obj, &s, &syms, &code)?;
     if let Some(table) = s.rodata {
         jump_table(&mut obj, cpu, table, syms.startup, &code.jump_table)?;
@@ -74,14 +78,13 @@ pub(super) fn build(
     let reg = addend(code.reg.offset)?;
     reloc(&mut obj, s.ctor, 0, syms.startup, reg, abs);
 
-    fn fde(s: &Span) -> eh_frame::Fde<'_> {
-        eh_frame::Fde {
-            offset: s.offset,
-            len: s.len,
-            cfi: &s.cfi,
-        }
-    }
-    let fdes = [fde(&code.reg), fde(&code.unreg), fde(&code.globals)];
+    let spans = [&code.reg, &code.unreg, &code.globals];
+    let fdes = [0, 1, 2].map(|i| eh_frame::Fde {
+        offset: spans[i].offset,
+        len: spans[i].len,
+        cfi: &spans[i].cfi,
+        anchor: syms.starts.map(|a| a[i]),
+    });
     finish_object(&mut obj, cpu, os, syms.startup, &fdes, &[s.ctor])?;
     Ok(obj)
 }
@@ -154,6 +157,11 @@ struct Symbols {
     bss: SymbolId,
     /// The entry loop's function symbol.
     globals: SymbolId,
+    /// `.L0 ` at the start of the constructor, the handler and the loop,
+    /// on CPUs that relocate against symbols.
+    starts: Option<[SymbolId; 3]>,
+    /// `.Lpcrel_hiN` labels: (offset in the code, symbol).
+    labels: Vec<(u64, SymbolId)>,
 }
 
 /// The local symbols, in the order LLVM's object writer lists them (with
@@ -209,6 +217,108 @@ fn symbols(
         wrapper,
         bss,
         globals,
+        starts: None,
+        labels: Vec::new(),
+    }
+}
+
+/// The local symbols of a CPU that relocates against symbols, not
+/// sections (riscv64), in the order LLVM's object writer lists them: each
+/// function's symbol, its `.L0 ` label (for `.eh_frame`), then the labels
+/// of its relocated `auipc`s (`.Lpcrel_hiN`) each followed by the local
+/// object it addresses where first mentioned; the mapping symbols. The
+/// fields for section symbols hold the objects' own symbols
+/// (`startup`: the constructor, at 0; `bss`: the handle).
+fn symbols_by_name(
+    obj: &mut Relocatable,
+    names: &Names,
+    s: &Sections,
+    code: &FatbinCode,
+    len: u64,
+) -> Symbols {
+    let p = names.prefix;
+    let notype = elf::STT_NOTYPE;
+    let object = elf::STT_OBJECT;
+    obj.add_file_symbol(b"offload.wrapper.module");
+    let func = |obj: &mut Relocatable, name: &str, span: &Span| {
+        let name = format!(".{p}.{name}");
+        local(
+            obj,
+            name.as_bytes(),
+            s.startup,
+            span.offset,
+            span.len,
+            elf::STT_FUNC,
+        )
+    };
+    let mut wrapper = None;
+    let mut handle = None;
+    let mut labels = Vec::new();
+    // A function's `.L0 ` and the labels and objects its code mentions.
+    let mut body = |obj: &mut Relocatable, span: &Span, mapped: bool| {
+        let start = local(obj, b".L0 ", s.startup, span.offset, 0, notype);
+        if !mapped {
+            mapping(obj, b"$x", s.startup);
+        }
+        let end = span.offset + span.len;
+        for r in code
+            .relocs
+            .iter()
+            .filter(|r| (span.offset..end).contains(&r.offset))
+        {
+            if r.r_type != elf::R_RISCV_PCREL_HI20 {
+                continue;
+            }
+            // The low half's relocation names the label and its number.
+            let n = code.relocs.iter().find_map(|lo| match lo.target {
+                Target::Label(at, n) if at == r.offset => Some(n),
+                _ => None,
+            });
+            if let Some(n) = n {
+                let name = format!(".Lpcrel_hi{n}");
+                labels.push((
+                    r.offset,
+                    local(obj, name.as_bytes(), s.startup, r.offset, 0, notype),
+                ));
+            }
+            match r.target {
+                Target::Wrapper if wrapper.is_none() => {
+                    wrapper = Some(local(obj, b".fatbin_wrapper", s.wrapper, 0, 24, object));
+                }
+                Target::Handle if handle.is_none() => {
+                    let name = format!(".{p}.binary_handle");
+                    handle = Some(local(obj, name.as_bytes(), s.bss, 0, 8, object));
+                }
+                _ => {}
+            }
+        }
+        start
+    };
+    let reg = func(obj, "fatbin_reg", &code.reg);
+    let reg_start = body(obj, &code.reg, false);
+    let globals = func(obj, "globals_reg", &code.globals);
+    func(obj, "fatbin_unreg", &code.unreg);
+    let unreg_start = body(obj, &code.unreg, true);
+    let globals_start = body(obj, &code.globals, true);
+    let dummy = b"__dummy.llvm_offload_entries";
+    local(obj, dummy, s.entries, 0, 0, object);
+    let image = local(obj, b".fatbin_image", s.image, 0, len, object);
+    // (An empty fatbin emits no data, so it gets no `$d`.)
+    if len > 0 {
+        mapping(obj, b"$d", s.image);
+    }
+    mapping(obj, b"$d", s.wrapper);
+    mapping(obj, b"$d", s.bss);
+    Symbols {
+        startup: reg,
+        rodata: None,
+        image,
+        // The constructor mentions both; `reg` only if it did not.
+        wrapper: wrapper.unwrap_or(reg),
+        bss: handle.unwrap_or(reg),
+        globals,
+        starts: Some([reg_start, unreg_start, globals_start]),
+        labels,
     }
 }
 
@@ -231,6 +341,7 @@ fn code_relocs(
             | Target::Globals
             | Target::JumpTable
             | Target::Code
+            | Target::Label(..)
             | Target::Symbol(_) => continue,
         };
         if !globals.iter().any(|(t, _)| *t == r.target) {
@@ -245,6 +356,12 @@ fn code_relocs(
             Target::Globals => syms.globals,
             Target::Code => syms.startup,
             Target::Symbol(s) => s,
+            Target::Label(at, _) => syms
+                .labels
+                .iter()
+                .find(|l| l.0 == at)
+                .map(|l| l.1)
+                .ok_or_else(|| write_error("a label of the code is missing"))?,
             Target::JumpTable => syms
                 .rodata
                 .ok_or_else(|| write_error("the code refers to a jump table it does not have"))?,

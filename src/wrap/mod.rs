@@ -440,16 +440,20 @@ fn new_object(cpu: &CpuInfo, os: HostOs) -> (Relocatable, SectionId) {
     let mut obj = Relocatable::new(cpu.machine, cpu.e_flags, cpu.endian);
     obj.set_os_abi(os.os_abi);
     let ax = elf::SHF_ALLOC | elf::SHF_EXECINSTR;
-    obj.add_section(b".text", elf::SHT_PROGBITS, ax, 4);
+    // 4, or the code's alignment if smaller (2 with RISC-V's compressed
+    // instructions), as llc aligns the empty `.text`.
+    obj.add_section(b".text", elf::SHT_PROGBITS, ax, cpu.code_align.min(4));
     let startup = obj.add_section(b".text.startup", elf::SHT_PROGBITS, ax, cpu.code_align);
     (obj, startup)
 }
 
-/// The last sections LLVM writes: `.note.GNU-stack` (where the OS has it)
-/// and `.eh_frame` for the functions `fdes` of the code section whose
-/// section symbol is `code`; then, on CPUs with mapping symbols, a `$d` for
-/// each of `data` (data sections without symbols of their own, in section
-/// order) and for `.eh_frame`, listed with the other local symbols.
+/// The last sections LLVM writes: `.note.GNU-stack` (where the OS has it),
+/// the CPU's attributes section (riscv64: `.riscv.attributes`) and
+/// `.eh_frame` for the functions `fdes` of the code section whose section
+/// symbol is `code` (or their anchors); then, on CPUs with mapping
+/// symbols, a `$d` for each of `data` (data sections without symbols of
+/// their own, in section order), for the attributes and for `.eh_frame`,
+/// listed with the other local symbols.
 fn finish_object(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
@@ -466,12 +470,17 @@ fn finish_object(
             1,
         );
     }
+    let attributes = cpu.code.attributes().map(|(name, sh_type, bytes)| {
+        let id = obj.add_section(name, sh_type, elf::SectionFlags(0), 1);
+        obj.set_bytes(id, bytes);
+        id
+    });
     // LLVM's ELF object file info: Solaris wants `.eh_frame` writable,
     // except on x86-64 (whose section has its own type).
     let writable = os.solaris && cpu.arch != crate::llvm::triple::Arch::X86_64;
     let eh = eh_frame::add(obj, cpu, code, fdes, writable)?;
     if cpu.mapping_symbols {
-        for &s in data.iter().chain([&eh]) {
+        for &s in data.iter().chain(&attributes).chain([&eh]) {
             mapping(obj, b"$d", s);
         }
     }

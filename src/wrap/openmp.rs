@@ -83,15 +83,27 @@ pub(super) fn build(
 ) -> Result<Relocatable> {
     let fl = Flavour::of(abi);
     let at = DataLayout::new(&fl, cpu, images.len())?;
-    if at.merged && abi != Abi::Llvm {
+    // GlobalMerge would merge the ROCm image infos with the descriptor
+    // too (not modelled); riscv64's labels are laid out for the LLVM ABI.
+    if cpu.symbol_relocs && abi != Abi::Llvm {
         return Err(Error::usage(format!(
             "--abi=legacy and --abi=rocm are not supported yet for {}",
             cpu.names[0]
         )));
     }
+    if at.merged && abi == Abi::Rocm {
+        return Err(Error::usage(format!(
+            "--abi=rocm is not supported yet for {}",
+            cpu.names[0]
+        )));
+    }
     let placed = p.placed.clone();
     let (mut obj, s) = sections(cpu, os, &fl, &p, &at, file_align);
-    let mut syms = local_symbols(&mut obj, cpu, &fl, &s, &at, &p);
+    let mut syms = if cpu.symbol_relocs {
+        local_symbols_by_name(&mut obj, &fl, &s, &at, &p)
+    } else {
+        local_symbols(&mut obj, cpu, &fl, &s, &at, &p)
+    };
     if let Some(list) = s.arch_list {
         syms.infos = image_infos(&mut obj, cpu, images, list, s.data, at.info)?;
     }
@@ -120,11 +132,13 @@ pub(super) fn build(
             offset: 0,
             len: len64(&reg_fn.code),
             cfi: &reg_fn.cfi,
+            anchor: syms.labels.as_ref().map(|l| l.starts[0]),
         },
         super::eh_frame::Fde {
             offset: unreg_off,
             len: len64(&unreg_fn.code),
             cfi: &unreg_fn.cfi,
+            anchor: syms.labels.as_ref().map(|l| l.starts[1]),
         },
     ];
     finish_object(&mut obj, cpu, os, syms.startup, &fdes, &data)?;
@@ -282,6 +296,10 @@ struct Info {
 }
 
 /// The local symbols the code and data refer to.
+///
+/// On CPUs that relocate against symbols ([`CpuInfo::symbol_relocs`]) there
+/// are no section symbols: `startup` is then the constructor's symbol (at
+/// 0), `offloading` the first image's and `data` the image array's.
 struct Locals {
     /// Section symbol of `.text.startup`.
     startup: SymbolId,
@@ -297,6 +315,22 @@ struct Locals {
     data: SymbolId,
     /// The image infos (ROCm).
     infos: Vec<Info>,
+    /// Each input's symbol (`.omp_offloading.device_image`, `.1`, …).
+    images: Vec<SymbolId>,
+    /// `.omp_offloading.device_images`.
+    array: SymbolId,
+    /// The code's local labels, on CPUs that relocate against symbols.
+    labels: Option<Labels>,
+}
+
+/// The local labels llc keeps in the symbol table of riscv64 objects.
+struct Labels {
+    /// `.L0 ` at the start of the constructor and of the destructor, for
+    /// their FDEs.
+    starts: [SymbolId; 2],
+    /// `.Lpcrel_hiN` at the `auipc` of the descriptor's address in the
+    /// constructor and in the destructor.
+    pcrel: [SymbolId; 2],
 }
 
 /// The local symbols up to `.data.rel.ro`'s, in the order LLVM's object
@@ -333,6 +367,7 @@ fn local_symbols(
     }
     let mut offloading = None;
     let mut data_mapped = false;
+    let mut images = vec![unreg; p.placed.len()];
     let name = |i: usize| match i {
         0 => b".omp_offloading.device_image".to_vec(),
         _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
@@ -341,7 +376,7 @@ fn local_symbols(
         if p.merged.contains(&i) {
             continue;
         }
-        local(obj, &name(i), s.offloading, off, len, object);
+        images[i] = local(obj, &name(i), s.offloading, off, len, object);
         if offloading.is_none() {
             offloading = Some(obj.section_symbol(s.offloading));
         }
@@ -354,9 +389,10 @@ fn local_symbols(
     let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
     let images_name = b".omp_offloading.device_images";
     let array_len = STRUCT_SIZE * at.n;
+    let array;
     let desc = match desc {
         Some(desc) => {
-            local(obj, images_name, s.data, at.images, array_len, object);
+            array = local(obj, images_name, s.data, at.images, array_len, object);
             desc
         }
         None => {
@@ -365,19 +401,19 @@ fn local_symbols(
             obj.section_symbol(s.data);
             for &i in &p.merged {
                 let (off, len) = p.placed[i];
-                local(obj, &name(i), s.offloading, off, len, object);
+                images[i] = local(obj, &name(i), s.offloading, off, len, object);
             }
-            let array = |obj: &mut Relocatable| {
+            let add_array = |obj: &mut Relocatable| {
                 local(obj, images_name, s.data, at.images, array_len, object)
             };
             let descriptor =
                 |obj: &mut Relocatable| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
             if at.desc < at.images {
                 let d = descriptor(obj);
-                array(obj);
+                array = add_array(obj);
                 d
             } else {
-                array(obj);
+                array = add_array(obj);
                 descriptor(obj)
             }
         }
@@ -394,6 +430,104 @@ fn local_symbols(
         offloading,
         data,
         infos: Vec::new(),
+        images,
+        array,
+        labels: None,
+    }
+}
+
+/// The local symbols of a CPU that relocates against symbols, not
+/// sections (riscv64), in the order LLVM's object writer lists them: as
+/// the code first mentions them, with the labels llc keeps (`.L0 ` at
+/// each function for `.eh_frame`, `.Lpcrel_hiN` at each `auipc` whose low
+/// half is relocated) and the mapping symbols. Only the LLVM ABI's
+/// functions (one call with a data argument in each, `atexit` after the
+/// constructor's) are laid out; their labels' offsets are set with the
+/// code.
+fn local_symbols_by_name(
+    obj: &mut Relocatable,
+    fl: &Flavour,
+    s: &Sections,
+    at: &DataLayout,
+    p: &Placement,
+) -> Locals {
+    let object = elf::STT_OBJECT;
+    let notype = elf::STT_NOTYPE;
+    obj.add_file_symbol(fl.file);
+    let func = elf::STT_FUNC;
+    let reg = local(
+        obj,
+        b".omp_offloading.descriptor_reg",
+        s.startup,
+        0,
+        0,
+        func,
+    );
+    let reg_start = local(obj, b".L0 ", s.startup, 0, 0, notype);
+    mapping(obj, b"$x", s.startup);
+    // The constructor's labels are numbered from 0, one per address
+    // computed (the second, `atexit`'s argument, is resolved in place and
+    // not listed); the destructor's continue the count.
+    let reg_pcrel = local(obj, b".Lpcrel_hi0", s.startup, 0, 0, notype);
+    let desc = local(
+        obj,
+        b".omp_offloading.descriptor",
+        s.data,
+        at.desc,
+        STRUCT_SIZE,
+        object,
+    );
+    let unreg = local(
+        obj,
+        b".omp_offloading.descriptor_unreg",
+        s.startup,
+        0,
+        0,
+        func,
+    );
+    let unreg_start = local(obj, b".L0 ", s.startup, 0, 0, notype);
+    let unreg_pcrel = local(obj, b".Lpcrel_hi2", s.startup, 0, 0, notype);
+    if !fl.dummy_global {
+        local(obj, fl.dummy, s.entries, 0, 0, object);
+    }
+    let mut images = Vec::with_capacity(p.placed.len());
+    let mut data_mapped = false;
+    for (i, &(off, len)) in p.placed.iter().enumerate() {
+        let name = match i {
+            0 => b".omp_offloading.device_image".to_vec(),
+            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
+        };
+        images.push(local(obj, &name, s.offloading, off, len, object));
+        // LLVM marks data where the first byte of it is emitted.
+        if !data_mapped && len > 0 {
+            mapping(obj, b"$d", s.offloading);
+            data_mapped = true;
+        }
+    }
+    let array_len = STRUCT_SIZE * at.n;
+    let array = local(
+        obj,
+        b".omp_offloading.device_images",
+        s.data,
+        at.images,
+        array_len,
+        object,
+    );
+    mapping(obj, b"$d", s.data);
+    Locals {
+        startup: reg,
+        reg,
+        desc,
+        unreg,
+        offloading: array,
+        data: array,
+        infos: Vec::new(),
+        images,
+        array,
+        labels: Some(Labels {
+            starts: [reg_start, unreg_start],
+            pcrel: [reg_pcrel, unreg_pcrel],
+        }),
     }
 }
 
@@ -534,8 +668,13 @@ fn data(
         bytes[off..off + field.len()].copy_from_slice(field);
     };
     let (abs, data, e) = (cpu.abs64, s.data, cpu.endian);
+    let by_symbol = syms.labels.is_some();
     let descriptor = |obj: &mut Relocatable| -> Result<()> {
-        reloc(obj, data, at.desc + 8, syms.data, addend(at.images)?, abs);
+        if by_symbol {
+            reloc(obj, data, at.desc + 8, syms.array, 0, abs);
+        } else {
+            reloc(obj, data, at.desc + 8, syms.data, addend(at.images)?, abs);
+        }
         reloc(obj, data, at.desc + 16, rt.start, 0, abs);
         reloc(obj, data, at.desc + 24, rt.stop, 0, abs);
         Ok(())
@@ -546,7 +685,11 @@ fn data(
     }
     for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
         let base = at.images + STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
-        let image = syms.offloading;
+        // From the section's start, or from the image's own symbol.
+        let (image, off) = match by_symbol {
+            true => (syms.images[i], 0),
+            false => (syms.offloading, off),
+        };
         reloc(obj, data, base, image, addend(off + img.image.start)?, abs);
         reloc(
             obj,
@@ -641,12 +784,23 @@ fn functions(
     code.extend(cpu.code.padding(pad));
     code.extend_from_slice(&unreg_fn.code);
     obj.set_bytes(s.startup, code);
-    for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
+    for (k, (f, base)) in [(&reg_fn, 0), (&unreg_fn, unreg_off)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut pcrel = 0;
         for r in &f.relocs {
             let offset = base + r.offset;
-            let symbol = match (r.target, rt.toc) {
-                (Target::Symbol(sym), _) => sym,
-                (Target::Runtime(name), Some((toc, sym))) if name == toc => sym,
+            let symbol = match (r.target, rt.toc, &syms.labels) {
+                (Target::Symbol(sym), _, _) => sym,
+                (Target::Runtime(name), Some((toc, sym)), _) if name == toc => sym,
+                // The one `.Lpcrel_hiN` laid out for this function.
+                (Target::Label(at, _), _, Some(labels)) if pcrel == 0 => {
+                    pcrel += 1;
+                    let sym = labels.pcrel[k];
+                    obj.set_extent(sym, base + at, 0);
+                    sym
+                }
                 _ => return Err(internal("a function refers to a symbol the object lacks")),
             };
             reloc(obj, s.startup, offset, symbol, r.addend, r.r_type);
@@ -654,5 +808,8 @@ fn functions(
     }
     obj.set_extent(syms.reg, 0, len64(&reg_fn.code));
     obj.set_extent(syms.unreg, unreg_off, len64(&unreg_fn.code));
+    if let Some(labels) = &syms.labels {
+        obj.set_extent(labels.starts[1], unreg_off, 0);
+    }
     Ok((reg_fn, unreg_fn, unreg_off))
 }

@@ -718,9 +718,14 @@ fn errors() {
     let img = || Image::new(&raw).unwrap();
     let err = |o: Options, imgs: &[Image]| to_vec(&o, imgs).unwrap_err().to_string();
     assert!(err(opts(Abi::Llvm), &[]).contains("no input"));
+    // riscv64: the LLVM ABI only, so far.
     let mut o = opts(Abi::Llvm);
     o.triple = "riscv64-unknown-linux-gnu".into();
-    assert!(err(o, &[img()]).contains("not supported yet"));
+    assert!(to_vec(&o, &[img()]).is_ok());
+    for abi in [Abi::Legacy, Abi::Rocm] {
+        o.abi = abi;
+        assert!(err(o.clone(), &[img()]).contains("not supported yet for riscv64"));
+    }
 
     assert_eq!(Kind::parse("cuda").unwrap(), Kind::Cuda);
     assert_eq!(Kind::parse("hip").unwrap(), Kind::Hip);
@@ -1011,13 +1016,30 @@ fn powerpc64le_elfv2_and_merged_constants() {
     let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
     let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
     assert!(pos(".init_array.101") < pos(".llvm.offloading"));
-    // What is not modelled is refused.
+    // The legacy ABI: the same merged layout, its priority-1 sections
+    // before the merged data (llc 22's bytes for the legacy IR).
     let legacy = Options {
         abi: Abi::Legacy,
         ..o.clone()
     };
-    let e = to_vec(&legacy, &[Image::raw(&a)]).unwrap_err().to_string();
-    assert!(e.contains("not supported yet for powerpc64le"), "{e}");
+    let out = to_vec(&legacy, &[Image::raw(&a)]).unwrap();
+    let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
+    let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(pos(".init_array.1") < pos(".fini_array.1"));
+    assert!(pos(".fini_array.1") < pos(".data.rel.ro"));
+    // What is not modelled is refused: GlobalMerge would merge the ROCm
+    // image infos too.
+    let rocm = Options {
+        abi: Abi::Rocm,
+        ..o.clone()
+    };
+    let mut img = Image::raw(&a);
+    img.arch = Some("gfx90a".into());
+    let e = to_vec(&rocm, &[img]).unwrap_err().to_string();
+    assert!(
+        e.contains("--abi=rocm is not supported yet for powerpc64le"),
+        "{e}"
+    );
     let many = vec![Image::raw(&b); 1023];
     let e = to_vec(&o, &many).unwrap_err().to_string();
     assert!(e.contains("more than 1022 images"), "{e}");

@@ -170,6 +170,13 @@ impl<F: Fixup> Asm<F> {
         }
     }
 
+    /// Registers restored by the epilogue (to their rule on entry).
+    pub(crate) fn restored(&mut self, regs: &[gimli::Register]) {
+        for &r in regs {
+            self.rule(CallFrameInstruction::Restore(r));
+        }
+    }
+
     /// Fills in every label reference.
     fn resolve(&mut self) -> Result<()> {
         for &(at, l, how) in &self.fixups {
@@ -192,7 +199,7 @@ impl<F: Fixup> Asm<F> {
             .relocs
             .iter()
             .map(|r| match r.target {
-                Target::Symbol(_) | Target::Runtime(_) => Ok(CodeReloc {
+                Target::Symbol(_) | Target::Runtime(_) | Target::Label(..) => Ok(CodeReloc {
                     offset: r.offset,
                     r_type: r.r_type,
                     target: r.target,

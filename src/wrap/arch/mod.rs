@@ -25,6 +25,7 @@
 mod aarch64;
 mod asm;
 mod ppc64;
+mod riscv64;
 mod s390x;
 mod x86_64;
 
@@ -45,11 +46,7 @@ pub(crate) enum Arg {
     /// section symbol is `section`. Architectures choose which to relocate
     /// against (LLVM uses the section symbol on x86-64).
     Data {
-        /// The object's own symbol.
-        #[expect(
-            dead_code,
-            reason = "for encoders that relocate against the symbol (riscv64)"
-        )]
+        /// The object's own symbol (what riscv64 relocates against).
         symbol: SymbolId,
         /// The section symbol of the section it is in.
         section: SymbolId,
@@ -125,6 +122,11 @@ pub(crate) enum Target {
     /// A symbol of the object (the OpenMP functions' callees and
     /// arguments).
     Symbol(SymbolId),
+    /// A local label at this offset (of the function, or of the CUDA/HIP
+    /// code section) with llc's number for it (riscv64: the `auipc` a
+    /// `%pcrel_lo` relocation pairs with, which llc names `.Lpcrel_hiN`;
+    /// llc numbers every `auipc` of an address, listed or not).
+    Label(u64, u32),
 }
 
 /// A relocation in the CUDA/HIP registration code.
@@ -240,6 +242,11 @@ pub(crate) struct CpuInfo {
     /// The undefined symbol every function's global entry refers to
     /// (powerpc64le: `.TOC.`), listed before the runtime's functions.
     pub toc_symbol: Option<&'static str>,
+    /// Whether llc relocates against the symbols themselves, never
+    /// against section symbols (riscv64, where the linker may relax code):
+    /// the object then has no section symbols, each function a `.L0 `
+    /// label at its start for `.eh_frame`, and `.Lpcrel_hiN` labels.
+    pub symbol_relocs: bool,
     /// The encoder of the CPU's code.
     pub code: &'static dyn Cpu,
 }
@@ -300,6 +307,7 @@ pub(crate) static CPUS: &[CpuInfo] = &[
         function_other: 0,
         merge_constants: None,
         toc_symbol: None,
+        symbol_relocs: false,
         code: &x86_64::X86_64,
     },
     // AArch64 AAPCS64 (LP64, little-endian).
@@ -329,6 +337,7 @@ pub(crate) static CPUS: &[CpuInfo] = &[
         function_other: 0,
         merge_constants: None,
         toc_symbol: None,
+        symbol_relocs: false,
         code: &aarch64::AArch64,
     },
     // 64-bit PowerPC, little-endian, ELFv2 ABI.
@@ -360,6 +369,7 @@ pub(crate) static CPUS: &[CpuInfo] = &[
         // 0x7fff (a signed 16-bit displacement).
         merge_constants: Some(0x7fff),
         toc_symbol: Some(".TOC."),
+        symbol_relocs: false,
         code: &ppc64::Ppc64,
     },
     // IBM Z, 64-bit, big-endian (s390x ELF ABI).
@@ -389,7 +399,39 @@ pub(crate) static CPUS: &[CpuInfo] = &[
         function_other: 0,
         merge_constants: None,
         toc_symbol: None,
+        symbol_relocs: false,
         code: &s390x::S390x,
+    },
+    // RISC-V 64, LP64D with the C extension (Debian's and clang's ABI).
+    CpuInfo {
+        arch: Arch::Riscv64,
+        names: &["riscv64"],
+        machine: elf::EM_RISCV,
+        // EF_RISCV_RVC | EF_RISCV_FLOAT_ABI_DOUBLE: objects of another
+        // float ABI do not link with the system's.
+        e_flags: 0x5,
+        endian: Endianness::Little,
+        // Compressed instructions: functions are 2-aligned.
+        code_align: 2,
+        data_align: 16,
+        byte_array_align: 1,
+        abs64: elf::R_RISCV_64,
+        eh_pcrel32: elf::R_RISCV_32_PCREL,
+        eh_frame_type: elf::SHT_PROGBITS,
+        mapping_symbols: true,
+        // Code alignment 1, data alignment -8; on entry the CFA is sp + 0
+        // and the return address is in ra (x1).
+        cie: Cie {
+            code_align: 1,
+            data_align: -8,
+            ra: gimli::RiscV::RA,
+            initial: &[CallFrameInstruction::Cfa(gimli::RiscV::SP, 0)],
+        },
+        function_other: 0,
+        merge_constants: None,
+        toc_symbol: None,
+        symbol_relocs: true,
+        code: &riscv64::Riscv64,
     },
 ];
 
@@ -402,10 +444,15 @@ pub(crate) trait Cpu: Sync + std::fmt::Debug {
     fn padding(&self, len: usize) -> Vec<u8>;
     /// The CUDA or HIP registration code, as llc lays it out.
     fn fatbin_code(&self, which: Fatbin) -> Result<FatbinCode>;
+    /// The CPU's attributes section, if llc writes one: its name, type
+    /// and contents (riscv64: `.riscv.attributes`).
+    fn attributes(&self) -> Option<(&'static [u8], elf::SectionType, Vec<u8>)> {
+        None
+    }
 }
 
 /// Architectures that are planned but have no row yet.
-const PLANNED: &[Arch] = &[Arch::Riscv64];
+const PLANNED: &[Arch] = &[];
 
 /// Operating systems whose objects are not ELF.
 const NOT_ELF: &[Os] = &[
@@ -543,7 +590,7 @@ mod tests {
         }
         for (t, want) in [
             ("", "empty"),
-            ("riscv64-linux-gnu", "riscv64 is not supported yet"),
+            ("riscv32-linux-gnu", "unknown architecture 'riscv32'"),
             ("x86_64-pc-windows-msvc", "not ELF"),
             ("x86_64-apple-darwin", "not ELF"),
             ("x86_64-linux-gnux32", "64-bit"),
