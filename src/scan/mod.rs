@@ -38,7 +38,8 @@
 //!
 //! [`select()`] picks images by triple, architecture and kind (what
 //! `extract` writes), [`check()`] judges reports against [`Requirements`]
-//! and returns an [`Outcome`], and [`size()`] sums a report's device code
+//! (rules matched as the loaders match code to devices: [`rule`]) and
+//! returns an [`Outcome`], and [`size()`] sums a report's device code
 //! per target and kind into a [`SizeReport`]. None of them prints.
 //!
 //! # JSON
@@ -58,18 +59,21 @@ pub mod check;
 pub mod json;
 pub mod kinds;
 pub mod magic;
+pub mod rule;
 mod sections;
 pub mod select;
 pub mod size;
+pub mod sort;
 mod walk;
 
 use std::fmt;
 
 use serde::Serialize;
 
-pub use check::{Outcome, Requirements, Verdict, check};
+pub use check::{Outcome, Requirements, RuleResult, Verdict, check};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 pub use magic::{Finders, Magic};
+pub use rule::{Meets, Rule};
 pub use select::{Selection, select};
 pub use size::{SizeReport, size};
 pub use walk::{scan, scan_with};
