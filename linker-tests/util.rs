@@ -237,9 +237,14 @@ pub fn same_bytes(what: &str, ours: &[u8], llvm: &[u8]) -> Result<(), Failed> {
 /// Checks that a run failed cleanly: exit 1, no panic, exactly one line on
 /// stderr that mentions `file`.
 pub fn clean_failure(what: &str, r: &Run, file: &str) -> Result<(), Failed> {
-    if r.code != 1 {
+    clean_failure_code(what, r, file, 1)
+}
+
+/// [`clean_failure`] with exit code `want` (2: the scanners' input error).
+pub fn clean_failure_code(what: &str, r: &Run, file: &str, want: i32) -> Result<(), Failed> {
+    if r.code != want {
         return Err(format!(
-            "{what}: exit code {} (want 1); stderr: {}",
+            "{what}: exit code {} (want {want}); stderr: {}",
             r.code, r.stderr
         )
         .into());
