@@ -382,3 +382,47 @@ pub fn check<'a>(
         all_inputs,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Problem;
+
+    fn corrupt() -> Report {
+        Report {
+            problems: vec![Problem {
+                offset: Some(0),
+                section: None,
+                member: None,
+                container: None,
+                message: "invalid bundle: truncated".into(),
+            }],
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let mut req = Requirements::default();
+        req.require.push(Rule::parse("gfx90a").unwrap());
+        let bad = corrupt();
+        let empty = Report::default();
+        // A corrupt file is an input error, never "ok".
+        let o = check([Ok(&bad)], &req);
+        assert!(matches!(o.files[0], Verdict::Corrupt { .. }));
+        assert_eq!(o.exit_code(), 2);
+        // An unreadable one too, and it wins over a rule not met.
+        let o = check([Err("no such file"), Ok(&empty)], &req);
+        assert_eq!(o.exit_code(), 2);
+        // --allow-corrupt: checked on what could be read (nothing here).
+        req.allow_corrupt = true;
+        let o = check([Ok(&bad)], &req);
+        assert!(matches!(o.files[0], Verdict::Checked { .. }));
+        assert!(o.no_device_code);
+        assert_eq!(o.exit_code(), 1);
+        // --strict then makes the problem a failure of the file.
+        req.strict = true;
+        let o = check([Ok(&bad)], &req);
+        assert!(o.files[0].failed() && !o.files[0].is_input_error());
+    }
+}
