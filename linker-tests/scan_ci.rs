@@ -20,6 +20,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_corrupt_input_is_an_input_error", corrupt),
         t("ci_check_rules_as_the_loaders_match", rules),
         t("ci_extract_selection_and_host_entries", extract_selection),
+        t("ci_list_words_hip_fatbin_and_arch_order", list_words),
     ]
 }
 
@@ -187,9 +188,28 @@ fn many_inputs() -> Result<(), Failed> {
             return Err(format!("extract: nothing from {g}").into());
         }
     }
-    // list: one input that cannot be read.
+    // list: one input that cannot be read, alone and among others.
     let r = run(&k, &["list", missing.as_str()], &b.dir);
     same("list exit", r.code, 2)?;
+    let r = run(&k, &with(&["list"]), &b.dir);
+    same("list of three: exit", r.code, 2)?;
+    one_error_line("list", &r.stderr)?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains(&format!("{good2}:")) || !out.contains("gfx90a") {
+        return Err(format!("list of three: {out}").into());
+    }
+    let r = run(&k, &with(&["list", "--json"]), &b.dir);
+    same("list --json of three: exit", r.code, 2)?;
+    let v = json(&r.stdout)?;
+    same(
+        "list schema",
+        v["schema"].clone(),
+        "offload-kit/list/1".into(),
+    )?;
+    same("list files", v["files"].as_array().map(Vec::len), Some(3))?;
+    if !v["files"][1]["error"].is_string() || v["files"][2]["images"].as_array().is_none() {
+        return Err(format!("list --json of three: {v}").into());
+    }
     Ok(())
 }
 
@@ -367,4 +387,35 @@ fn extract_selection() -> Result<(), Failed> {
         return Err("--include-host wrote no host entry".into());
     }
     Ok(())
+}
+
+/// `list` uses the scanners' words for kinds, lists the bundles of a
+/// `.hip_fatbin` section, and `size` orders archs naturally.
+fn list_words() -> Result<(), Failed> {
+    let b = built()?;
+    let k = ours();
+    let r = run(&k, &["list", &path("omp_gfx.o")?], &b.dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains("bitcode") || out.contains("llvm ir") {
+        return Err(format!("list words: {out}").into());
+    }
+    for f in ["hip.exe", "hipc.exe"] {
+        let r = run(&k, &["list", &path(f)?], &b.dir).ok()?;
+        let out = String::from_utf8_lossy(&r.stdout);
+        for want in ["gfx90a", "gfx1030", ".hip_fatbin", "object"] {
+            if !out.contains(want) {
+                return Err(format!("list {f}: no {want}: {out}").into());
+            }
+        }
+        if !r.stderr.contains("inspect") {
+            return Err(format!("list {f}: no pointer to inspect: {}", r.stderr).into());
+        }
+    }
+    let r = run(&k, &["size", &path("hip.exe")?], &b.dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    let at = |a: &str| out.find(&format!("amdgcn-amd-amdhsa {a}"));
+    match (at("gfx90a"), at("gfx1030")) {
+        (Some(x), Some(y)) if x < y => Ok(()),
+        _ => Err(format!("size order: {out}").into()),
+    }
 }

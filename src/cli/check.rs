@@ -10,8 +10,8 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::io::print_line;
-use super::scan::{Common, Scanned, list, par_map, scan_file};
-use offload_kit::scan::{self, Image, Outcome, Requirements, Rule, RuleResult, Verdict};
+use super::scan::{Common, Kinds, Scanned, list, par_map, scan_file};
+use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
 #[derive(clap::Args)]
@@ -80,17 +80,6 @@ pub struct CheckOpts {
     /// Print JSON (schema `offload-kit/check/1`) instead of text.
     #[arg(long)]
     json: bool,
-}
-
-/// A visitor that asks for every image whose kind is not known, so that
-/// compressed bundles are decompressed and their entries' kinds read.
-struct Kinds;
-
-impl scan::Visit for Kinds {
-    fn wants(&mut self, image: &Image) -> bool {
-        image.image_kind.is_none() && !image.offload_kind.is_host()
-    }
-    fn image(&mut self, _: &Image, _: &[u8]) {}
 }
 
 fn rules(values: &[String]) -> Result<Vec<Rule>> {

@@ -101,7 +101,7 @@ fn native(args: Vec<String>) -> ExitCode {
         Command::Bundle(o) => o.run(),
         Command::Unbundle(o) => o.run(),
         Command::Unpack(o) => o.run(),
-        Command::List(o) => return scanner(o.run().map(|()| ExitCode::SUCCESS)),
+        Command::List(o) => return scanner(o.run()),
         Command::InstallLinks(o) => o.run(),
         Command::Wrap(o) => o.run(),
         Command::Inspect(o) => return scanner(o.run()),

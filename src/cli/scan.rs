@@ -250,6 +250,17 @@ impl scan::Visit for ThinFiles<'_> {
     }
 }
 
+/// A visitor that asks for every image whose kind is not known, so that
+/// compressed bundles are decompressed and their entries' kinds read.
+pub(super) struct Kinds;
+
+impl scan::Visit for Kinds {
+    fn wants(&mut self, image: &Image) -> bool {
+        image.image_kind.is_none() && !image.offload_kind.is_host()
+    }
+    fn image(&mut self, _: &Image, _: &[u8]) {}
+}
+
 /// One scanned file.
 pub(super) struct Scanned {
     /// The path as given or found.

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::io::print_line;
 use super::scan::{Common, exit, par_map, report_unreadable, scan_file};
+use offload_kit::scan::sort::natural_cmp;
 use offload_kit::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
@@ -108,6 +109,9 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
                 "images", "bytes", "stored"
             ),
         )?;
+        // Archs in natural order: sm_50 before sm_100.
+        let mut rows: Vec<_> = rows.iter().collect();
+        rows.sort_by(|a, b| natural_cmp(a.0, b.0));
         for (k, t) in rows {
             print_line(
                 &mut out,
