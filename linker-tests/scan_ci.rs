@@ -21,6 +21,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_check_rules_as_the_loaders_match", rules),
         t("ci_extract_selection_and_host_entries", extract_selection),
         t("ci_list_words_hip_fatbin_and_arch_order", list_words),
+        t("ci_inspect_directory_header_and_all", inspect_directory),
     ]
 }
 
@@ -418,4 +419,40 @@ fn list_words() -> Result<(), Failed> {
         (Some(x), Some(y)) if x < y => Ok(()),
         _ => Err(format!("size order: {out}").into()),
     }
+}
+
+/// `inspect` of a directory shows only the files with device code (or
+/// problems) unless `--all`; its table has a header row.
+fn inspect_directory() -> Result<(), Failed> {
+    let k = ours();
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::copy(path("hip.o")?, d.join("hip.o")).map_err(|e| e.to_string())?;
+    std::fs::copy(path("main.o")?, d.join("main.o")).map_err(|e| e.to_string())?;
+    let ds = d.to_string_lossy().into_owned();
+    let r = run(&k, &["inspect", &ds], d).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains("hip.o") || out.contains("main.o") {
+        return Err(format!("inspect DIR: {out}").into());
+    }
+    if !out.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.starts_with(&[
+            "#", "offload", "image", "triple", "target", "size", "offset",
+        ])
+    }) {
+        return Err(format!("no header row: {out}").into());
+    }
+    let r = run(&k, &["inspect", "--all", &ds], d).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains("main.o") {
+        return Err(format!("inspect --all DIR: {out}").into());
+    }
+    // A file named on the command line is always shown.
+    let main = d.join("main.o").to_string_lossy().into_owned();
+    let r = run(&k, &["inspect", &main], d).ok()?;
+    if !String::from_utf8_lossy(&r.stdout).contains("main.o") {
+        return Err("inspect FILE without device code: not shown".into());
+    }
+    Ok(())
 }

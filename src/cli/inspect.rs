@@ -21,7 +21,8 @@ mod table;
     offload-kit inspect --json --hash build/ > images.json\n  \
     offload-kit inspect --raw --verify core.dump\n\n\
     The --json schema is documented in the README (schema \"offload-kit/inspect/1\").\n\n\
-    Every input that can be read is reported; each one that cannot gets a line on\n\
+    A file found in a directory is reported only if it holds device code or problems\n\
+    (--all: every file). Every input that can be read is reported; each one that cannot gets a line on\n\
     standard error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input\n\
     could not be read.")]
 pub struct InspectOpts {
@@ -37,6 +38,10 @@ pub struct InspectOpts {
     /// Also report raw-scan candidates that turned out not to be containers.
     #[arg(long)]
     rejects: bool,
+    /// Also report the files found in directories that hold no device code
+    /// (by default only those with containers or problems are).
+    #[arg(long)]
+    all: bool,
 }
 
 impl InspectOpts {
@@ -54,6 +59,19 @@ impl InspectOpts {
         let scanned = par_map(&files, self.common.jobs(), |_, p| {
             scan_file(p, &opts, &mut scan::NoVisit)
         });
+        // A directory walk shows only the files with something to say.
+        let scanned: Vec<Scanned> = scanned
+            .into_iter()
+            .zip(&files)
+            .filter(|(s, src)| {
+                self.all
+                    || !src.in_dir
+                    || s.result
+                        .as_ref()
+                        .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
+            })
+            .map(|(s, _)| s)
+            .collect();
         let mut out = std::io::stdout().lock();
         if self.json {
             let files: Vec<json::File<'_>> = scanned.iter().map(json_file).collect();

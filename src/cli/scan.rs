@@ -95,8 +95,8 @@ impl Common {
                 }
                 Ok(_) => out.push(Source::new(p.clone())),
                 Err(e) => out.push(Source {
-                    path: p.clone(),
                     error: Some(format!("cannot open: {}", super::io::strerror(&e))),
+                    ..Source::new(p.clone())
                 }),
             }
         }
@@ -119,11 +119,24 @@ pub(super) struct Source {
     pub(super) path: PathBuf,
     /// Why it cannot be read.
     pub(super) error: Option<String>,
+    /// Whether it was found walking a directory (not named).
+    pub(super) in_dir: bool,
 }
 
 impl Source {
     fn new(path: PathBuf) -> Source {
-        Source { path, error: None }
+        Source {
+            path,
+            error: None,
+            in_dir: false,
+        }
+    }
+
+    fn found(path: PathBuf) -> Source {
+        Source {
+            in_dir: true,
+            ..Source::new(path)
+        }
     }
 
     /// The path as shown in reports.
@@ -148,11 +161,11 @@ fn walk(dir: &Path, out: &mut Vec<Source>) {
         Ok(rd) => rd,
         Err(e) => {
             out.push(Source {
-                path: dir.to_path_buf(),
                 error: Some(format!(
                     "cannot read the directory: {}",
                     super::io::strerror(&e)
                 )),
+                ..Source::new(dir.to_path_buf())
             });
             return;
         }
@@ -162,24 +175,24 @@ fn walk(dir: &Path, out: &mut Vec<Source>) {
             Ok(e) => e,
             Err(e) => {
                 out.push(Source {
-                    path: dir.to_path_buf(),
                     error: Some(format!(
                         "cannot read the directory: {}",
                         super::io::strerror(&e)
                     )),
+                    ..Source::new(dir.to_path_buf())
                 });
                 return;
             }
         };
         let p = e.path();
         let Ok(ft) = e.file_type() else {
-            out.push(Source::new(p));
+            out.push(Source::found(p));
             continue;
         };
         if ft.is_dir() {
             walk(&p, out);
         } else if ft.is_file() || (ft.is_symlink() && p.is_file()) {
-            out.push(Source::new(p));
+            out.push(Source::found(p));
         }
     }
 }
