@@ -54,8 +54,8 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
         w(&|i| i.size.to_string().len(), 4),
     ];
     if !r.images.is_empty() {
-        // The columns of the image rows below (which are indented by how
-        // deeply their container nests).
+        // The columns of the image rows below, aligned with the rows of
+        // the outermost containers (nested ones are indented further).
         let [wi, wo, wk, wt, wa, ws] = widths;
         print_line(
             &mut out,
