@@ -22,6 +22,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_extract_selection_and_host_entries", extract_selection),
         t("ci_list_words_hip_fatbin_and_arch_order", list_words),
         t("ci_inspect_directory_header_and_all", inspect_directory),
+        t("ci_unpack_and_unbundle_point_to_extract", point_to_extract),
     ]
 }
 
@@ -453,6 +454,25 @@ fn inspect_directory() -> Result<(), Failed> {
     let r = run(&k, &["inspect", &main], d).ok()?;
     if !String::from_utf8_lossy(&r.stdout).contains("main.o") {
         return Err("inspect FILE without device code: not shown".into());
+    }
+    Ok(())
+}
+
+/// `unpack` and `unbundle` of an executable whose device code is in
+/// `.hip_fatbin` bundles say that `extract` writes it, exit 1, and write
+/// nothing.
+fn point_to_extract() -> Result<(), Failed> {
+    let k = ours();
+    let dir = tempdir();
+    let d = dir.path();
+    let exe = path("hip.exe")?;
+    for cmd in ["unpack", "unbundle"] {
+        let out = d.join(cmd);
+        let r = run(&k, &[cmd, exe.as_str(), "-o", &out.to_string_lossy()], d);
+        same(&format!("{cmd} exit"), r.code, 1)?;
+        if !r.stderr.contains("offload-kit extract") || out.exists() {
+            return Err(format!("{cmd}: {}", r.stderr).into());
+        }
     }
     Ok(())
 }
