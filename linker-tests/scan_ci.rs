@@ -23,6 +23,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_list_words_hip_fatbin_and_arch_order", list_words),
         t("ci_inspect_directory_header_and_all", inspect_directory),
         t("ci_unpack_and_unbundle_point_to_extract", point_to_extract),
+        t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
     ]
 }
 
@@ -475,4 +476,46 @@ fn point_to_extract() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// A CUDA fatbin wrapper in an archive member points at its fatbin: its
+/// target is a file offset, as the containers' offsets are.
+fn wrapper_in_archive() -> Result<(), Failed> {
+    let b = built()?;
+    let dir = tempdir();
+    let d = dir.path();
+    for f in ["main.o", "cuda_fb.o"] {
+        std::fs::copy(b.dir.join(f), d.join(f)).map_err(|e| e.to_string())?;
+    }
+    run(
+        &crate::util::llvm("llvm-ar"),
+        &["rc", "libfb.a", "main.o", "cuda_fb.o"],
+        d,
+    )
+    .ok()?;
+    let a = d.join("libfb.a").to_string_lossy().into_owned();
+    let r = run(&ours(), &["inspect", "--json", &a], d).ok()?;
+    let v = json(&r.stdout)?;
+    let containers = v["files"][0]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let fatbin = containers
+        .iter()
+        .find(|c| c["kind"] == "cuda-fatbin")
+        .ok_or("no fatbin")?;
+    let wrapper = containers
+        .iter()
+        .find(|c| c["kind"] == "fatbin-wrapper")
+        .ok_or("no wrapper")?;
+    same(
+        "wrapper target_container",
+        wrapper["wrapper"]["target_container"].clone(),
+        fatbin["id"].clone(),
+    )?;
+    same(
+        "wrapper target",
+        wrapper["wrapper"]["target"].clone(),
+        fatbin["offset"].clone(),
+    )
 }

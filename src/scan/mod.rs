@@ -215,7 +215,9 @@ pub struct WrapperInfo {
     pub magic: u32,
     /// The version field.
     pub version: u32,
-    /// The file offset its data pointer resolves to, if it does.
+    /// The file offset its data pointer resolves to, if it does (for an
+    /// archive member, in the archive, as [`Container::offset`] is; for a
+    /// thin archive's member, in the member's file).
     pub target: Option<u64>,
     /// The container found at that offset, if any.
     pub target_container: Option<usize>,
