@@ -450,6 +450,12 @@ fn inspect_directory() -> Result<(), Failed> {
     if !out.contains("main.o") {
         return Err(format!("inspect --all DIR: {out}").into());
     }
+    // check does not list the walked files without device code one by one.
+    let r = run(&k, &["check", &ds, "--require", "gfx90a"], d).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if out.contains("main.o") || !out.contains("1 other file(s)") || !out.contains("hip.o") {
+        return Err(format!("check DIR: {out}").into());
+    }
     // A file named on the command line is always shown.
     let main = d.join("main.o").to_string_lossy().into_owned();
     let r = run(&k, &["inspect", &main], d).ok()?;

@@ -127,7 +127,10 @@ impl CheckOpts {
             writeln!(out)?;
         } else {
             let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
-            print_outcome(&paths, &outcome, self.quiet)?;
+            // Files found walking a directory that hold no device code and
+            // pass are not listed one by one (there may be thousands).
+            let walked: Vec<bool> = files.iter().map(|f| f.in_dir).collect();
+            print_outcome(&paths, &walked, &outcome, self.quiet)?;
         }
         Ok(outcome.exit_code().into())
     }
@@ -157,9 +160,10 @@ fn jit_note(rules: &[RuleResult]) -> String {
 
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
-fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
+fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    for (path, verdict) in paths.iter().zip(&outcome.files) {
+    let mut unlisted = 0usize;
+    for ((path, verdict), walked) in paths.iter().zip(&outcome.files).zip(walked) {
         match verdict {
             Verdict::Unreadable(e) => print_line(&mut out, &format!("ERROR {path}: {e}"))?,
             Verdict::Corrupt { problems } => print_line(
@@ -179,7 +183,9 @@ fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
                     if quiet {
                         continue;
                     }
-                    if *device_images == 0 {
+                    if *device_images == 0 && *walked {
+                        unlisted += 1;
+                    } else if *device_images == 0 {
                         print_line(&mut out, &format!("ok   {path}: no device images"))?;
                     } else {
                         print_line(
@@ -200,6 +206,12 @@ fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
                 }
             }
         }
+    }
+    if unlisted > 0 && !quiet {
+        print_line(
+            &mut out,
+            &format!("ok   {unlisted} other file(s) in the directories: no device images"),
+        )?;
     }
     if outcome.no_device_code {
         print_line(&mut out, "FAIL: no input carries device images")?;
