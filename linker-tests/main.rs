@@ -16,6 +16,7 @@ mod ccob;
 mod hostile;
 mod packager;
 mod scan;
+mod scan_ci;
 mod util;
 mod wrap;
 
@@ -30,6 +31,7 @@ fn main() {
     trials.extend(ccob::tests());
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
+    trials.extend(scan_ci::tests());
     trials.extend(hostile::tests());
     libtest_mimic::run(&args, trials).exit();
 }

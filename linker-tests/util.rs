@@ -141,6 +141,32 @@ pub fn run<S: AsRef<OsStr>>(prog: &Path, args: &[S], cwd: &Path) -> Run {
     }
 }
 
+/// Runs `prog` with `args` in `cwd`, `input` piped to its standard input.
+pub fn run_stdin<S: AsRef<OsStr>>(prog: &Path, args: &[S], cwd: &Path, input: &[u8]) -> Run {
+    use std::io::Write;
+    let mut child = Command::new(prog)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    // Written from a thread: the program may fill its output pipes first.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// Deterministic filler bytes (xorshift), so test inputs differ from each
 /// other and do not compress to nothing.
 pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -211,9 +237,14 @@ pub fn same_bytes(what: &str, ours: &[u8], llvm: &[u8]) -> Result<(), Failed> {
 /// Checks that a run failed cleanly: exit 1, no panic, exactly one line on
 /// stderr that mentions `file`.
 pub fn clean_failure(what: &str, r: &Run, file: &str) -> Result<(), Failed> {
-    if r.code != 1 {
+    clean_failure_code(what, r, file, 1)
+}
+
+/// [`clean_failure`] with exit code `want` (2: the scanners' input error).
+pub fn clean_failure_code(what: &str, r: &Run, file: &str, want: i32) -> Result<(), Failed> {
+    if r.code != want {
         return Err(format!(
-            "{what}: exit code {} (want 1); stderr: {}",
+            "{what}: exit code {} (want {want}); stderr: {}",
             r.code, r.stderr
         )
         .into());

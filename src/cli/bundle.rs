@@ -220,8 +220,13 @@ impl UnbundleOpts {
             Some(t) => {
                 Format::for_type(t, data).with_context(|| format!("'{t}': unknown file type"))?
             }
-            None => Format::detect(data)
-                .with_context(|| format!("'{}': not a clang offload bundle", self.input))?,
+            None => Format::detect(data).with_context(|| {
+                format!(
+                    "'{}': not a clang offload bundle (`offload-kit extract` finds the bundles \
+                     in executables and shared libraries, and every other container)",
+                    self.input
+                )
+            })?,
         };
         let found = ops::entries(data, format).with_context(|| format!("'{}'", self.input))?;
         std::fs::create_dir_all(&self.output_dir)

@@ -1,68 +1,119 @@
 //! `offload-kit check`: a CI gate over the architectures and kinds of the
-//! device code in files. The rules are `offload_kit::scan::check`'s; this
-//! file maps the options to [`Requirements`] and prints the [`Outcome`].
+//! device code in files. The rules and their matching are
+//! `offload_kit::scan::{rule, check}`'s; this file maps the options to
+//! [`Requirements`] and prints the [`Outcome`] as text or JSON (schema
+//! `offload-kit/check/1`).
+
+use std::io::Write;
 
 use anyhow::{Result, bail};
+use serde_json::{Value, json};
 
 use super::io::print_line;
-use super::scan::{Common, list, par_map, scan_file};
-use offload_kit::scan::{self, Outcome, Requirements, Verdict};
+use super::scan::{Common, Kinds, Scanned, list, par_map, scan_file};
+use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
-/// Check that files carry (or do not carry) device code for given targets:
-/// exit 0 when satisfied, 1 with a report otherwise.
+/// Check that files carry (or do not carry) device code for given targets.
 #[derive(clap::Args)]
 #[command(
-    after_help = "By default every input that carries device images must satisfy each\n\
---require-* on its own (host-only files are listed and pass), and at least one input must\n\
-carry device images. With --any, the inputs together must satisfy them. --forbid-* fails\n\
-on any image anywhere. Host entries of bundles count for no architecture.\n\n\
-Example (CI):\n  offload-kit check dist/ --require-arch gfx90a,gfx942 --forbid-arch gfx803"
+    after_help = "A rule is ARCH[:KIND]: sm_90:cubin, gfx942, gfx90a:xnack+, gfx90a:xnack-:object,\n\
+*:ptx (`*`: any arch). KIND is an image kind (object, bitcode, cubin, ptx, fatbinary,\n\
+spirv) or an offload kind (hip, openmp, cuda, ...). A --require rule must be met by one\n\
+image; a --forbid rule must match none.\n\n\
+Matching follows the loaders (--exact: as strings): an AMDGPU image that leaves xnack\n\
+unset serves xnack+ and xnack- devices, an xnack+ image only xnack+ ones, so a plain\n\
+gfx90a requirement needs an image that leaves every feature unset; a CUDA cubin for\n\
+sm_86 runs on sm_87 and sm_89 but not sm_90 (sm_90a code only on sm_90); PTX meets any\n\
+newer arch through the driver's JIT (reported as such). --forbid ARCH matches images\n\
+built for that processor (with no feature set against the rule's). An image whose kind\n\
+is not known fails a rule that needs it (compressed bundles are decompressed to tell).\n\n\
+By default every input that carries device images must meet each --require rule on its\n\
+own (host-only files are listed and pass), and at least one input must carry device\n\
+images. With --any, the inputs together must meet them. Host entries of bundles count\n\
+for no architecture. --require-arch A is --require A; --require-kind K is --require '*:K'\n\
+(the same for --forbid-*).\n\n\
+Exit codes: 0 every rule holds; 1 a rule does not hold; 2 an input could not be read or\n\
+holds a corrupt or truncated container (unless --allow-corrupt).\n\n\
+Example (CI):\n  offload-kit check dist/ --require gfx90a,gfx942 --require sm_90:cubin --forbid gfx803"
 )]
 pub struct CheckOpts {
     #[command(flatten)]
     common: Common,
-    /// Architectures that must be present (comma-separated, repeatable;
-    /// `gfx90a` is satisfied by `gfx90a:xnack+`).
+    /// Rules some image must meet: ARCH[:KIND] (comma-separated,
+    /// repeatable).
+    #[arg(long, value_name = "RULE")]
+    require: Vec<String>,
+    /// Rules no image may match: ARCH[:KIND].
+    #[arg(long, value_name = "RULE")]
+    forbid: Vec<String>,
+    /// Architectures that must be present (shorthand for --require ARCH).
     #[arg(long, value_name = "ARCH")]
     require_arch: Vec<String>,
-    /// Architectures that must not be present.
+    /// Architectures that must not be present (--forbid ARCH).
     #[arg(long, value_name = "ARCH")]
     forbid_arch: Vec<String>,
-    /// Offload kinds (or image kinds) that must be present.
+    /// Offload kinds (or image kinds) that must be present (--require
+    /// '*:KIND').
     #[arg(long, value_name = "KIND")]
     require_kind: Vec<String>,
     /// Offload kinds (or image kinds) that must not be present.
     #[arg(long, value_name = "KIND")]
     forbid_kind: Vec<String>,
+    /// Compare architectures as strings (processor, and the rule's
+    /// features present with the same sign), not as the loaders do.
+    #[arg(long)]
+    exact: bool,
     /// Requirements hold for all inputs together, not for each.
     #[arg(long)]
     any: bool,
-    /// Problems found while scanning (corrupt containers) fail the check.
+    /// Check the images that could be read in files with corrupt or
+    /// truncated containers, instead of failing them as input errors.
+    #[arg(long)]
+    allow_corrupt: bool,
+    /// With --allow-corrupt, problems found while scanning fail the check
+    /// (without it they are input errors anyway).
     #[arg(long)]
     strict: bool,
     /// Print only failures.
     #[arg(short, long)]
     quiet: bool,
+    /// Print JSON (schema `offload-kit/check/1`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn rules(values: &[String]) -> Result<Vec<Rule>> {
+    list(values)
+        .iter()
+        .map(|r| Rule::parse(r).map_err(anyhow::Error::msg))
+        .collect()
 }
 
 impl CheckOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let mut req = Requirements::default();
+        req.require = rules(&self.require)?;
+        req.forbid = rules(&self.forbid)?;
         req.require_arch = list(&self.require_arch);
         req.forbid_arch = list(&self.forbid_arch);
         req.require_kind = list(&self.require_kind);
         req.forbid_kind = list(&self.forbid_kind);
+        req.exact = self.exact;
         req.any = self.any;
         req.strict = self.strict;
+        req.allow_corrupt = self.allow_corrupt;
         if req.is_empty() {
-            bail!(
-                "nothing to check: give --require-arch, --forbid-arch, --require-kind or --forbid-kind"
-            );
+            bail!("nothing to check: give --require or --forbid (or --require-arch, ...)");
         }
         let opts = self.common.options();
         let files = self.common.files()?;
+        let needs_kinds = req.needs_kinds();
         let scanned = par_map(&files, self.common.jobs(), |_, p| {
-            scan_file(p, &opts, &mut scan::NoVisit)
+            if needs_kinds {
+                scan_file(p, &opts, &mut Kinds)
+            } else {
+                scan_file(p, &opts, &mut scan::NoVisit)
+            }
         });
         let outcome = scan::check(
             scanned
@@ -70,13 +121,18 @@ impl CheckOpts {
                 .map(|s| s.result.as_ref().map_err(String::as_str)),
             &req,
         );
-        let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
-        print_outcome(&paths, &outcome, self.quiet)?;
-        if outcome.passed() {
-            Ok(std::process::ExitCode::SUCCESS)
+        if self.json {
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &json_outcome(&req, &scanned, &outcome))?;
+            writeln!(out)?;
         } else {
-            Ok(std::process::ExitCode::FAILURE)
+            let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
+            // Files found walking a directory that hold no device code and
+            // pass are not listed one by one (there may be thousands).
+            let walked: Vec<bool> = files.iter().map(|f| f.in_dir).collect();
+            print_outcome(&paths, &walked, &outcome, self.quiet)?;
         }
+        Ok(outcome.exit_code().into())
     }
 }
 
@@ -88,26 +144,54 @@ fn joined(failures: &[scan::check::Failure]) -> String {
         .join("; ")
 }
 
+/// The rules met only through PTX JIT, as a note.
+fn jit_note(rules: &[RuleResult]) -> String {
+    let jit: Vec<&str> = rules
+        .iter()
+        .filter(|r| r.required && r.by_ptx_jit)
+        .map(|r| r.rule.text.as_str())
+        .collect();
+    if jit.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} through PTX JIT)", jit.join(", "))
+    }
+}
+
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
-fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
+fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    for (path, verdict) in paths.iter().zip(&outcome.files) {
+    let mut unlisted = 0usize;
+    for ((path, verdict), walked) in paths.iter().zip(&outcome.files).zip(walked) {
         match verdict {
-            Verdict::Unreadable(e) => print_line(&mut out, &format!("FAIL {path}: {e}"))?,
+            Verdict::Unreadable(e) => print_line(&mut out, &format!("ERROR {path}: {e}"))?,
+            Verdict::Corrupt { problems } => print_line(
+                &mut out,
+                &format!(
+                    "ERROR {path}: corrupt: {} (--allow-corrupt checks what could be read)",
+                    problems.join("; ")
+                ),
+            )?,
             Verdict::Checked {
                 device_images,
                 present,
+                rules,
                 failures,
             } => {
                 if failures.is_empty() {
                     if quiet {
                         continue;
                     }
-                    if *device_images == 0 {
+                    if *device_images == 0 && *walked {
+                        unlisted += 1;
+                    } else if *device_images == 0 {
                         print_line(&mut out, &format!("ok   {path}: no device images"))?;
                     } else {
-                        print_line(&mut out, &format!("ok   {path}: {}", present.join(" ")))?;
+                        print_line(
+                            &mut out,
+                            &format!("ok   {path}: {}{}", present.join(" "), jit_note(rules)),
+                        )?;
                     }
                 } else {
                     let has = if present.is_empty() {
@@ -123,6 +207,12 @@ fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
             }
         }
     }
+    if unlisted > 0 && !quiet {
+        print_line(
+            &mut out,
+            &format!("ok   {unlisted} other file(s) in the directories: no device images"),
+        )?;
+    }
     if outcome.no_device_code {
         print_line(&mut out, "FAIL: no input carries device images")?;
     }
@@ -132,9 +222,101 @@ fn print_outcome(paths: &[&str], outcome: &Outcome, quiet: bool) -> Result<()> {
             &format!("FAIL (all inputs): {}", joined(&outcome.all_inputs)),
         )?;
     }
-    let failures = outcome.failures();
-    if failures > 0 {
+    let errors = outcome.files.iter().filter(|v| v.is_input_error()).count();
+    let failures = outcome.failures() - errors;
+    if errors > 0 {
+        print_line(
+            &mut out,
+            &format!("check failed: {errors} input error(s), {failures} other failure(s)"),
+        )?;
+    } else if failures > 0 {
         print_line(&mut out, &format!("check failed: {failures} failure(s)"))?;
     }
     Ok(())
+}
+
+/// A rule as JSON: its text, type, and parts.
+fn json_rule(r: &Rule, required: bool) -> Value {
+    json!({
+        "rule": r.text,
+        "type": if required { "require" } else { "forbid" },
+        "arch": r.arch,
+        "kind": r.kind,
+    })
+}
+
+fn json_result(r: &RuleResult) -> Value {
+    json!({
+        "rule": r.rule.text,
+        "type": if r.required { "require" } else { "forbid" },
+        "passed": r.passed,
+        "images": r.images,
+        "by_ptx_jit": r.by_ptx_jit,
+        "undetermined": r.undetermined,
+    })
+}
+
+fn strings(failures: &[scan::check::Failure]) -> Vec<String> {
+    failures.iter().map(ToString::to_string).collect()
+}
+
+/// The `check --json` document (schema `offload-kit/check/1`, in the
+/// README).
+fn json_outcome(req: &Requirements, scanned: &[Scanned], outcome: &Outcome) -> Value {
+    let mut rules: Vec<Value> = req
+        .require_rules()
+        .iter()
+        .map(|r| json_rule(r, true))
+        .collect();
+    rules.extend(req.forbid_rules().iter().map(|r| json_rule(r, false)));
+    let files: Vec<Value> = scanned
+        .iter()
+        .zip(&outcome.files)
+        .map(|(s, v)| {
+            let mut f = json!({
+                "path": s.path,
+                "status": if v.is_input_error() { "error" } else if v.failed() { "fail" } else { "ok" },
+                "error": null,
+                "problems": [],
+                "device_images": 0,
+                "present": [],
+                "rules": [],
+                "failures": [],
+            });
+            match v {
+                Verdict::Unreadable(e) => f["error"] = json!(e),
+                Verdict::Corrupt { problems } => {
+                    f["error"] = json!("corrupt or truncated container");
+                    f["problems"] = json!(problems);
+                }
+                Verdict::Checked {
+                    device_images,
+                    present,
+                    rules,
+                    failures,
+                } => {
+                    f["device_images"] = json!(device_images);
+                    f["present"] = json!(present);
+                    f["rules"] = rules.iter().map(json_result).collect();
+                    f["failures"] = json!(strings(failures));
+                }
+            }
+            f
+        })
+        .collect();
+    let all_inputs = req.any.then(|| {
+        json!({
+            "rules": outcome.all_inputs_rules.iter().map(json_result).collect::<Vec<_>>(),
+            "failures": strings(&outcome.all_inputs),
+        })
+    });
+    json!({
+        "schema": "offload-kit/check/1",
+        "passed": outcome.passed(),
+        "exit_code": outcome.exit_code(),
+        "rules": rules,
+        "files": files,
+        "no_device_code": outcome.no_device_code,
+        "all_inputs": all_inputs,
+    })
 }

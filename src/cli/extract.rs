@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::io::{Input, print_line, printable, safe_component, write_bytes};
-use super::scan::{Common, ThinFiles, list, par_map};
+use super::scan::{Common, ThinFiles, exit, list, par_map};
 use offload_kit::scan::{self, Image, Selection};
 
 /// Write device images to files in a directory.
@@ -18,14 +18,22 @@ input's file name (its path, with / as _, when several inputs are given), <image
 id `inspect` shows, <label> the bundle-entry ID or <offload kind>-<triple>-<target id>, and\n\
 <ext> comes from the image kind (o, bc, cubin, ptx, fatbin, spv; else bin). Characters other\n\
 than letters, digits and ._+- become _, so names taken from the file cannot leave DIR.\n\
-Images inside compressed bundles are decompressed to be written."
+Images inside compressed bundles are decompressed to be written. A bundle's empty host\n\
+entry is written only with --include-host. An input `-` is standard input (named stdin).\n\n\
+Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
+input could not be read or an image could not be written (every readable input is still\n\
+extracted; each error is one line on standard error)."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
     common: Common,
-    /// Directory to write into (created if missing).
+    /// Directory to write into (created if missing; not `-`: the images
+    /// are several files).
     #[arg(short, long = "output-dir", value_name = "DIR")]
     output_dir: PathBuf,
+    /// Also write bundles' empty host entries (0-byte files).
+    #[arg(long)]
+    include_host: bool,
     /// Only images for these triples (comma-separated; a prefix of the
     /// triple's components matches).
     #[arg(long, value_name = "T")]
@@ -58,6 +66,9 @@ fn extension(kind: Option<&str>) -> &'static str {
 
 /// The label naming an input in output file names.
 fn input_label(path: &Path, several: bool) -> String {
+    if path.as_os_str() == "-" {
+        return "stdin".into();
+    }
     let s = if several {
         let s = path.to_string_lossy();
         let s = s.trim_start_matches("./").trim_start_matches('/');
@@ -85,6 +96,7 @@ fn image_file_name(label: &str, img: &Image) -> String {
 
 struct Extractor<'a> {
     filter: &'a Selection,
+    include_host: bool,
     dir: &'a Path,
     label: String,
     input: &'a Input,
@@ -94,7 +106,8 @@ struct Extractor<'a> {
 
 impl scan::Visit for Extractor<'_> {
     fn wants(&mut self, image: &Image) -> bool {
-        self.filter.matches(image)
+        let empty_host = image.offload_kind.is_host() && image.size == 0;
+        (self.include_host || !empty_host) && self.filter.matches(image)
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
@@ -111,7 +124,10 @@ impl scan::Visit for Extractor<'_> {
 }
 
 impl ExtractOpts {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self) -> Result<std::process::ExitCode> {
+        if self.output_dir.as_os_str() == "-" {
+            bail!("'-o -': extract writes a directory of files, not one output; give a directory");
+        }
         let mut filter = Selection::default();
         filter.triples = list(&self.triple);
         filter.archs = list(&self.arch);
@@ -121,59 +137,90 @@ impl ExtractOpts {
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
         let several = files.len() > 1;
-        let labels: Vec<String> = files.iter().map(|f| input_label(f, several)).collect();
+        let labels: Vec<String> = files
+            .iter()
+            .map(|f| input_label(&f.path, several))
+            .collect();
         let mut seen = HashSet::new();
         if let Some(dup) = labels.iter().find(|l| !seen.insert(*l)) {
             bail!("two inputs would write files named '{dup}.*'; extract them separately");
         }
-        let results = par_map(&files, self.common.jobs(), |i, p| {
-            let name = p.to_string_lossy().into_owned();
-            let input = match Input::open(&name) {
+        let results = par_map(&files, self.common.jobs(), |i, src| {
+            let name = src.name();
+            let input = match src.open() {
                 Ok(i) => i,
-                Err(e) => {
-                    return (
-                        Vec::new(),
-                        vec![format!(
-                            "'{name}': cannot open: {}",
-                            super::io::strerror(&e)
-                        )],
-                        Vec::new(),
-                    );
-                }
+                Err(e) => return Extracted::unreadable(format!("'{name}': {e}")),
             };
             let mut ex = Extractor {
                 filter: &filter,
+                include_host: self.include_host,
                 dir: &self.output_dir,
                 label: labels[i].clone(),
                 input: &input,
                 written: Vec::new(),
                 errors: Vec::new(),
             };
-            let report = scan::scan_with(input.bytes(), &opts, &mut ThinFiles::new(&mut ex, p));
+            let report = scan::scan_with(
+                input.bytes(),
+                &opts,
+                &mut ThinFiles::new(&mut ex, &src.path),
+            );
             let problems = report
                 .problems
                 .iter()
                 .map(|p| format!("'{name}': warning: {}", p.message))
                 .collect();
-            (ex.written, ex.errors, problems)
+            Extracted {
+                written: ex.written,
+                errors: ex.errors,
+                problems,
+            }
         });
         let mut out = std::io::stdout().lock();
-        let mut failed = false;
-        for (written, errors, problems) in results {
-            for w in written {
+        let (mut failed, mut written) = (false, 0usize);
+        for r in results {
+            written += r.written.len();
+            for w in r.written {
                 print_line(&mut out, &w)?;
             }
-            for p in problems {
+            for p in r.problems {
                 eprintln!("{}", printable(&p));
             }
-            for e in errors {
+            for e in r.errors {
                 eprintln!("error: {}", printable(&e));
                 failed = true;
             }
         }
         if failed {
-            bail!("some images could not be extracted");
+            return Ok(exit::INPUT_ERROR.into());
         }
-        Ok(())
+        if written == 0 && !filter.is_empty() {
+            eprintln!("no image matches the selection (--triple, --arch, --kind); nothing written");
+            return Ok(exit::FAILED.into());
+        }
+        if written == 0 {
+            eprintln!("no device images found; nothing written");
+        }
+        Ok(exit::OK.into())
+    }
+}
+
+/// What extracting one input gave.
+struct Extracted {
+    /// The files written.
+    written: Vec<String>,
+    /// Errors: the input could not be read, an image could not be written.
+    errors: Vec<String>,
+    /// Problems met in the scan (warnings).
+    problems: Vec<String>,
+}
+
+impl Extracted {
+    fn unreadable(error: String) -> Extracted {
+        Extracted {
+            written: Vec::new(),
+            errors: vec![error],
+            problems: Vec::new(),
+        }
     }
 }

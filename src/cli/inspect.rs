@@ -6,9 +6,9 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use super::scan::{Common, Scanned, par_map, scan_file};
+use super::scan::{Common, Scanned, exit, par_map, report_unreadable, scan_file};
 use offload_kit::scan::{self, HashAlgo, json};
 use table::print_table;
 
@@ -20,7 +20,11 @@ mod table;
     offload-kit inspect libtorch_hip.so\n  \
     offload-kit inspect --json --hash build/ > images.json\n  \
     offload-kit inspect --raw --verify core.dump\n\n\
-    The --json schema is documented in the README (schema \"offload-kit/inspect/1\").")]
+    The --json schema is documented in the README (schema \"offload-kit/inspect/1\").\n\n\
+    A file found in a directory is reported only if it holds device code or problems\n\
+    (--all: every file). Every input that can be read is reported; each one that cannot gets a line on\n\
+    standard error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input\n\
+    could not be read.")]
 pub struct InspectOpts {
     #[command(flatten)]
     common: Common,
@@ -34,10 +38,14 @@ pub struct InspectOpts {
     /// Also report raw-scan candidates that turned out not to be containers.
     #[arg(long)]
     rejects: bool,
+    /// Also report the files found in directories that hold no device code
+    /// (by default only those with containers or problems are).
+    #[arg(long)]
+    all: bool,
 }
 
 impl InspectOpts {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self) -> Result<std::process::ExitCode> {
         let mut opts = self.common.options();
         opts.hash = self.hash.as_deref().map(|h| {
             if h == "md5" {
@@ -51,21 +59,36 @@ impl InspectOpts {
         let scanned = par_map(&files, self.common.jobs(), |_, p| {
             scan_file(p, &opts, &mut scan::NoVisit)
         });
+        // A directory walk shows only the files with something to say.
+        let scanned: Vec<Scanned> = scanned
+            .into_iter()
+            .zip(&files)
+            .filter(|(s, src)| {
+                self.all
+                    || !src.in_dir
+                    || s.result
+                        .as_ref()
+                        .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
+            })
+            .map(|(s, _)| s)
+            .collect();
         let mut out = std::io::stdout().lock();
-        let failed = scanned.iter().any(|s| s.result.is_err());
         if self.json {
             let files: Vec<json::File<'_>> = scanned.iter().map(json_file).collect();
             serde_json::to_writer_pretty(&mut out, &json::Document { files: &files })?;
             writeln!(out)?;
         } else {
-            for s in &scanned {
+            for s in scanned.iter().filter(|s| s.result.is_ok()) {
                 print_table(&mut out, s)?;
             }
         }
-        if failed {
-            bail!("some files could not be read");
-        }
-        Ok(())
+        out.flush()?;
+        let code = if report_unreadable(&scanned) {
+            exit::INPUT_ERROR
+        } else {
+            exit::OK
+        };
+        Ok(code.into())
     }
 }
 

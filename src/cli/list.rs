@@ -8,28 +8,80 @@ use super::io::{Input, open_input, print_line};
 use offload_kit::bundle::listing::{Compressed, Entry, Listing};
 use offload_kit::offload_binary::listing::{self, Document, RowsError};
 use offload_kit::offload_binary::{self, Limits};
+use offload_kit::scan;
 
-/// List the device images in a file.
+/// List the device images in files.
 #[derive(clap::Args)]
+#[command(
+    after_help = "With several inputs, each table follows a line naming its file, and \
+    --json prints {\"schema\": \"offload-kit/list/1\", \"files\": [...]} with one document per \
+    file (or {\"file\", \"error\"}). Every readable input is listed; each one that cannot be \
+    read gets one error line. Exit codes: 0 success, 2 an input could not be read or parsed."
+)]
 pub struct Opts {
-    /// An OffloadBinary, an ELF or COFF object, an executable, a shared
-    /// library or an archive.
-    input: String,
+    /// OffloadBinaries, ELF or COFF objects, executables, shared libraries
+    /// or archives (`-`: standard input).
+    #[arg(required = true, value_name = "IN")]
+    inputs: Vec<String>,
     /// Print JSON (schema in the README) instead of a table.
     #[arg(long)]
     json: bool,
 }
 
 impl Opts {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self) -> Result<std::process::ExitCode> {
+        if self.inputs.iter().filter(|i| *i == "-").count() > 1 {
+            anyhow::bail!("'-' (standard input) is given more than once");
+        }
+        let mut out = std::io::stdout().lock();
+        if let [one] = &self.inputs[..] {
+            self.one(one, &mut out)?;
+            return Ok(std::process::ExitCode::SUCCESS);
+        }
+        let mut failed = false;
+        let mut docs = Vec::new();
+        for name in &self.inputs {
+            let mut buf = Vec::new();
+            if !self.json {
+                print_line(&mut out, &format!("{name}:"))?;
+            }
+            match self.one(name, &mut buf) {
+                Ok(()) if self.json => docs.push(String::from_utf8_lossy(&buf).into_owned()),
+                Ok(()) => out.write_all(&buf)?,
+                Err(e) => {
+                    failed = true;
+                    let text = super::io::error_text(&e);
+                    eprintln!("error: {}", super::io::printable(&text));
+                    if self.json {
+                        docs.push(serde_json::to_string_pretty(
+                            &serde_json::json!({"file": name, "error": text}),
+                        )?);
+                    }
+                }
+            }
+        }
+        if self.json {
+            writeln!(
+                out,
+                "{{\n\"schema\": \"offload-kit/list/1\",\n\"files\": [\n{}\n]\n}}",
+                docs.iter()
+                    .map(|d| d.trim_end())
+                    .collect::<Vec<_>>()
+                    .join(",\n")
+            )?;
+        }
+        Ok(std::process::ExitCode::from(if failed { 2 } else { 0 }))
+    }
+
+    /// Lists one input to `out`.
+    fn one(&self, name: &str, mut out: &mut impl Write) -> Result<()> {
         // Opened once: standard input can be read only once.
-        let input = open_input(&self.input)?;
-        if let Some(b) = bundle_listing(&self.input, &input)? {
-            return self.print_bundle(b);
+        let input = open_input(name)?;
+        if let Some(b) = bundle_listing(name, &input)? {
+            return self.print_bundle(name, b, out);
         }
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
-            .with_context(|| format!("'{}'", self.input))?;
-        let name = &self.input;
+            .with_context(|| format!("'{name}'"))?;
         let rows =
             listing::rows(&found, &Limits::default(), &|b| input.file_offset(b)).map_err(|e| {
                 let msg = format!("'{name}': {e}");
@@ -38,12 +90,11 @@ impl Opts {
                     _ => anyhow::anyhow!(msg),
                 }
             })?;
-        let mut out = std::io::stdout().lock();
         if self.json {
             serde_json::to_writer_pretty(
                 &mut out,
                 &Document {
-                    file: &self.input,
+                    file: name,
                     images: &rows,
                     bundle: None,
                 },
@@ -52,12 +103,14 @@ impl Opts {
             return Ok(());
         }
         if rows.is_empty() {
-            // Not an error (LLVM lists nothing too), but say so.
-            eprintln!(
-                "'{}': no OffloadBinary and no bundle here; `offload-kit inspect` also \
-                 looks inside compressed bundles, fatbins and files without sections",
-                self.input
+            // What the scanner finds where LLVM's reader finds nothing
+            // (bundles in a .hip_fatbin section, CUDA fatbins, …).
+            let report = scan::scan_with(
+                input.bytes(),
+                &scan::Options::default(),
+                &mut super::scan::Kinds,
             );
+            return print_scanned(out, name, &report);
         }
         print_line(
             &mut out,
@@ -83,7 +136,8 @@ impl Opts {
                     "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
                     r.path,
                     r.offload_kind.to_string(),
-                    r.image_kind.to_string(),
+                    // The scanners' words (object, bitcode), not LLVM's.
+                    scan::Content::Image(r.image_kind).to_string(),
                     format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
                     r.triple,
                     r.arch,
@@ -192,13 +246,12 @@ fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
 }
 
 impl Opts {
-    fn print_bundle(&self, b: Listing) -> Result<()> {
-        let mut out = std::io::stdout().lock();
+    fn print_bundle(&self, name: &str, b: Listing, mut out: &mut impl Write) -> Result<()> {
         if self.json {
             serde_json::to_writer_pretty(
                 &mut out,
                 &Document {
-                    file: &self.input,
+                    file: name,
                     images: &[],
                     bundle: Some(&b),
                 },
@@ -230,4 +283,57 @@ impl Opts {
         }
         Ok(())
     }
+}
+
+/// The images the scanner finds in a file without OffloadBinaries or a
+/// bundle of its own (a shared library whose `.hip_fatbin` holds bundles,
+/// say), in `inspect`'s words; or a note that there are none.
+fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<()> {
+    if r.images.is_empty() {
+        // Not an error (LLVM lists nothing too), but say so.
+        eprintln!(
+            "'{name}': no device images here (no OffloadBinary, bundle or fatbin); \
+             `offload-kit inspect` also scans files without sections"
+        );
+        return Ok(());
+    }
+    eprintln!(
+        "'{name}': no OffloadBinary; {} image(s) in bundles or fatbins, as \
+         `offload-kit inspect` finds them (it says more)",
+        r.images.len()
+    );
+    print_line(
+        &mut *out,
+        &format!(
+            "{:<3} {:<7} {:<10} {:<14} {:<24} {:<14} {:>12}  where",
+            "#", "offload", "image", "container", "triple", "arch", "size"
+        ),
+    )?;
+    for i in &r.images {
+        let container = r.containers.get(i.container).map_or("-", |c| c.kind.name());
+        let kind = i.image_kind.map_or_else(|| "-".into(), |k| k.to_string());
+        let where_ = [i.member.as_deref(), i.section.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        print_line(
+            &mut *out,
+            &format!(
+                "{:<3} {:<7} {:<10} {:<14} {:<24} {:<14} {:>12}  {where_}",
+                i.id,
+                i.offload_kind.to_string(),
+                kind,
+                container,
+                i.triple,
+                if i.target_id.is_empty() {
+                    "-"
+                } else {
+                    &i.target_id
+                },
+                i.size,
+            ),
+        )?;
+    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ mod wrap;
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 /// Which LLVM tool a program name asks for, if any.
@@ -64,7 +65,11 @@ pub fn main() -> ExitCode {
     about = "Pack, unpack and inspect GPU offloading binaries, without LLVM",
     long_about = "Pack, unpack and inspect GPU offloading binaries, without LLVM.\n\n\
         Run under the name llvm-offload-binary or clang-offload-packager (see \
-        `offload-kit install-links`), this binary behaves as that LLVM 22 tool."
+        `offload-kit install-links`), this binary behaves as that LLVM 22 tool.",
+    after_help = "Exit codes of list, inspect, extract, check and size: 0 success; 1 a \
+        `check` requirement not met (or an `extract` selection that matched nothing); \
+        2 an input that could not be read or parsed, or another error. The other \
+        commands exit 0 or 1, as the LLVM tools they replace."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -88,39 +93,43 @@ enum Command {
 
 fn native(args: Vec<String>) -> ExitCode {
     let cli = Cli::parse_from(args);
+    // The scanners' exit codes are their own (0, 1 a requirement not met,
+    // 2 an input error); an error they return is an input error.
+    let scanner = |r: Result<ExitCode>| r.unwrap_or_else(|e| fail(&e, scan::exit::INPUT_ERROR));
     let result = match cli.command {
         Command::Pack(o) => o.run(),
         Command::Bundle(o) => o.run(),
         Command::Unbundle(o) => o.run(),
         Command::Unpack(o) => o.run(),
-        Command::List(o) => o.run(),
+        Command::List(o) => return scanner(o.run()),
         Command::InstallLinks(o) => o.run(),
         Command::Wrap(o) => o.run(),
-        Command::Inspect(o) => o.run(),
-        Command::Extract(o) => o.run(),
-        Command::Check(o) => match o.run() {
-            Ok(code) => return code,
-            Err(e) => Err(e),
-        },
-        Command::Size(o) => o.run(),
+        Command::Inspect(o) => return scanner(o.run()),
+        Command::Extract(o) => return scanner(o.run()),
+        Command::Check(o) => return scanner(o.run()),
+        Command::Size(o) => return scanner(o.run()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            let broken_pipe = e.chain().any(|c| {
-                let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
-                let json = c
-                    .downcast_ref::<serde_json::Error>()
-                    .and_then(serde_json::Error::io_error_kind);
-                io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
-            });
-            if broken_pipe {
-                return ExitCode::SUCCESS;
-            }
-            eprintln!("error: {}", io::printable(&io::error_text(&e)));
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(&e, 1),
     }
+}
+
+/// Prints `e` and gives `code`, or success for a closed pipe (a reader
+/// such as `head` that stopped reading).
+fn fail(e: &anyhow::Error, code: u8) -> ExitCode {
+    let broken_pipe = e.chain().any(|c| {
+        let io = c.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        let json = c
+            .downcast_ref::<serde_json::Error>()
+            .and_then(serde_json::Error::io_error_kind);
+        io.or(json) == Some(std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("error: {}", io::printable(&io::error_text(e)));
+    ExitCode::from(code)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::io::Input;
 use offload_kit::scan::{self, Image, Mode, Options, Report};
@@ -15,7 +15,8 @@ use offload_kit::scan::{self, Image, Mode, Options, Report};
 /// Options shared by the four commands.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
-    /// Files to scan; directories are walked (regular files only).
+    /// Files to scan; directories are walked (regular files only); `-` is
+    /// standard input.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Ignore section headers and scan every byte for container magics.
@@ -69,19 +70,34 @@ impl Common {
         opts
     }
 
-    /// The input files, in a stable order: each argument in turn, a
-    /// directory's files sorted by path.
-    pub(super) fn files(&self) -> Result<Vec<PathBuf>> {
+    /// The inputs, in a stable order: each argument in turn (`-` is
+    /// standard input, at most once), a directory's files sorted by path.
+    /// A path that cannot be read is kept, with why, so that it is reported
+    /// in its place while the others are scanned.
+    pub(super) fn files(&self) -> Result<Vec<Source>> {
         let mut out = Vec::new();
+        let mut stdin = false;
         for p in &self.paths {
-            let meta = std::fs::metadata(p).with_context(|| format!("'{}'", p.display()))?;
-            if meta.is_dir() {
-                let mut found = Vec::new();
-                walk(p, &mut found)?;
-                found.sort();
-                out.extend(found);
-            } else {
-                out.push(p.clone());
+            if p.as_os_str() == "-" {
+                if stdin {
+                    anyhow::bail!("'-' (standard input) is given more than once");
+                }
+                stdin = true;
+                out.push(Source::new(p.clone()));
+                continue;
+            }
+            match std::fs::metadata(p) {
+                Ok(meta) if meta.is_dir() => {
+                    let mut found = Vec::new();
+                    walk(p, &mut found);
+                    found.sort_by(|a, b| a.path.cmp(&b.path));
+                    out.extend(found);
+                }
+                Ok(_) => out.push(Source::new(p.clone())),
+                Err(e) => out.push(Source {
+                    error: Some(format!("cannot open: {}", super::io::strerror(&e))),
+                    ..Source::new(p.clone())
+                }),
             }
         }
         Ok(out)
@@ -94,29 +110,99 @@ impl Common {
     }
 }
 
-/// Regular files below `dir`. Symbolic links to files are followed; links
-/// to directories are not (no loops).
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let rd = std::fs::read_dir(dir).with_context(|| format!("'{}'", dir.display()))?;
-    for e in rd {
-        let e = e.with_context(|| format!("'{}'", dir.display()))?;
-        let p = e.path();
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            walk(&p, out)?;
-        } else if ft.is_file() || (ft.is_symlink() && p.is_file()) {
-            out.push(p);
+/// One input: a path (`-`: standard input), and why it cannot be read
+/// when that is known before it is opened (it does not exist, a directory
+/// cannot be listed).
+#[derive(Debug, Clone)]
+pub(super) struct Source {
+    /// The path as given or found.
+    pub(super) path: PathBuf,
+    /// Why it cannot be read.
+    pub(super) error: Option<String>,
+    /// Whether it was found walking a directory (not named).
+    pub(super) in_dir: bool,
+}
+
+impl Source {
+    fn new(path: PathBuf) -> Source {
+        Source {
+            path,
+            error: None,
+            in_dir: false,
         }
     }
-    Ok(())
+
+    fn found(path: PathBuf) -> Source {
+        Source {
+            in_dir: true,
+            ..Source::new(path)
+        }
+    }
+
+    /// The path as shown in reports.
+    pub(super) fn name(&self) -> String {
+        self.path.to_string_lossy().into_owned()
+    }
+
+    /// Opens the input, or says why it cannot be read.
+    pub(super) fn open(&self) -> Result<Input, String> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        Input::open(&self.name()).map_err(|e| format!("cannot open: {}", super::io::strerror(&e)))
+    }
+}
+
+/// Regular files below `dir`. Symbolic links to files are followed; links
+/// to directories are not (no loops). A directory that cannot be listed is
+/// an input with its error.
+fn walk(dir: &Path, out: &mut Vec<Source>) {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            out.push(Source {
+                error: Some(format!(
+                    "cannot read the directory: {}",
+                    super::io::strerror(&e)
+                )),
+                ..Source::new(dir.to_path_buf())
+            });
+            return;
+        }
+    };
+    for e in rd {
+        let e = match e {
+            Ok(e) => e,
+            Err(e) => {
+                out.push(Source {
+                    error: Some(format!(
+                        "cannot read the directory: {}",
+                        super::io::strerror(&e)
+                    )),
+                    ..Source::new(dir.to_path_buf())
+                });
+                return;
+            }
+        };
+        let p = e.path();
+        let Ok(ft) = e.file_type() else {
+            out.push(Source::found(p));
+            continue;
+        };
+        if ft.is_dir() {
+            walk(&p, out);
+        } else if ft.is_file() || (ft.is_symlink() && p.is_file()) {
+            out.push(Source::found(p));
+        }
+    }
 }
 
 /// Runs `f` on every file, `jobs` at a time; the results come back in the
 /// files' order.
-pub(super) fn par_map<T: Send>(
-    files: &[PathBuf],
+pub(super) fn par_map<I: Sync, T: Send>(
+    files: &[I],
     jobs: usize,
-    f: impl Fn(usize, &Path) -> T + Sync,
+    f: impl Fn(usize, &I) -> T + Sync,
 ) -> Vec<T> {
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<T>>> = files.iter().map(|_| Mutex::new(None)).collect();
@@ -177,6 +263,17 @@ impl scan::Visit for ThinFiles<'_> {
     }
 }
 
+/// A visitor that asks for every image whose kind is not known, so that
+/// compressed bundles are decompressed and their entries' kinds read.
+pub(super) struct Kinds;
+
+impl scan::Visit for Kinds {
+    fn wants(&mut self, image: &Image) -> bool {
+        image.image_kind.is_none() && !image.offload_kind.is_host()
+    }
+    fn image(&mut self, _: &Image, _: &[u8]) {}
+}
+
 /// One scanned file.
 pub(super) struct Scanned {
     /// The path as given or found.
@@ -187,9 +284,9 @@ pub(super) struct Scanned {
     pub(super) result: Result<Report, String>,
 }
 
-pub(super) fn scan_file(path: &Path, opts: &Options, visit: &mut dyn scan::Visit) -> Scanned {
-    let name = path.to_string_lossy().into_owned();
-    match Input::open(&name) {
+pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Scanned {
+    let name = src.name();
+    match src.open() {
         Ok(input) => {
             let data = input.bytes();
             Scanned {
@@ -198,16 +295,44 @@ pub(super) fn scan_file(path: &Path, opts: &Options, visit: &mut dyn scan::Visit
                 result: Ok(scan::scan_with(
                     data,
                     opts,
-                    &mut ThinFiles::new(visit, path),
+                    &mut ThinFiles::new(visit, &src.path),
                 )),
             }
         }
         Err(e) => Scanned {
             path: name,
             size: 0,
-            result: Err(format!("cannot open: {}", super::io::strerror(&e))),
+            result: Err(e),
         },
     }
+}
+
+/// Prints one line on standard error for each input that could not be
+/// read; returns whether there was one.
+pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
+    let mut any = false;
+    for s in scanned {
+        if let Err(e) = &s.result {
+            eprintln!(
+                "{}",
+                super::io::printable(&format!("error: '{}': {e}", s.path))
+            );
+            any = true;
+        }
+    }
+    any
+}
+
+/// The exit code of a scanner command: 0 success, 1 a `check`
+/// requirement not met (or an `extract` selection that matched nothing),
+/// 2 an input that could not be read or parsed (or any other error).
+pub(super) mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// A requirement not met.
+    pub const FAILED: u8 = 1;
+    /// An input that could not be read or parsed.
+    pub const INPUT_ERROR: u8 = 2;
 }
 
 /// A comma-separated, repeatable list option, flattened.

@@ -4,11 +4,12 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::Serialize;
 
-use super::io::{print_line, printable};
-use super::scan::{Common, par_map, scan_file};
+use super::io::print_line;
+use super::scan::{Common, exit, par_map, report_unreadable, scan_file};
+use offload_kit::scan::sort::natural_cmp;
 use offload_kit::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
@@ -17,7 +18,9 @@ use offload_kit::scan::{self, SizeReport};
     after_help = "Only innermost images count (an OffloadBinary image holding a fatbin is\n\
 counted through the fatbin's entries). `bytes` is the images' size; `stored` what they take\n\
 in the file: for images inside a compressed bundle, its compressed size shared out in\n\
-proportion to their sizes (an estimate: compression is not per image)."
+proportion to their sizes (an estimate: compression is not per image).\n\n\
+Every input that can be read is reported; each one that cannot gets a line on standard\n\
+error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input could not be read."
 )]
 pub struct SizeOpts {
     #[command(flatten)]
@@ -28,25 +31,21 @@ pub struct SizeOpts {
 }
 
 impl SizeOpts {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self) -> Result<std::process::ExitCode> {
         let opts = self.common.options();
         let files = self.common.files()?;
         let scanned = par_map(&files, self.common.jobs(), |_, p| {
             scan_file(p, &opts, &mut scan::NoVisit)
         });
-        let mut reports: Vec<SizeReport> = Vec::new();
-        let mut failed = false;
-        for s in &scanned {
-            match &s.result {
-                Ok(r) => reports.push(scan::size(&s.path, s.size, r)),
-                Err(e) => {
-                    failed = true;
-                    eprintln!("{}", printable(&format!("error: '{}': {e}", s.path)));
-                }
-            }
-        }
+        let reports: Vec<SizeReport> = scanned
+            .iter()
+            .map(|s| match &s.result {
+                Ok(r) => scan::size(&s.path, s.size, r),
+                Err(e) => SizeReport::unreadable(&s.path, e),
+            })
+            .collect();
         let all = SizeReport::sum("(all inputs)", &reports);
-        let several = reports.len() > 1;
+        let several = reports.iter().filter(|r| r.error.is_none()).count() > 1;
         let mut out = std::io::stdout().lock();
         if self.json {
             #[derive(Serialize)]
@@ -65,17 +64,20 @@ impl SizeOpts {
             )?;
             writeln!(out)?;
         } else {
-            for r in &reports {
+            for r in reports.iter().filter(|r| r.error.is_none()) {
                 print_size(&mut out, r)?;
             }
             if several {
                 print_size(&mut out, &all)?;
             }
         }
-        if failed {
-            bail!("some files could not be read");
-        }
-        Ok(())
+        out.flush()?;
+        let code = if report_unreadable(&scanned) {
+            exit::INPUT_ERROR
+        } else {
+            exit::OK
+        };
+        Ok(code.into())
     }
 }
 
@@ -107,6 +109,9 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
                 "images", "bytes", "stored"
             ),
         )?;
+        // Archs in natural order: sm_50 before sm_100.
+        let mut rows: Vec<_> = rows.iter().collect();
+        rows.sort_by(|a, b| natural_cmp(a.0, b.0));
         for (k, t) in rows {
             print_line(
                 &mut out,

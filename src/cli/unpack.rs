@@ -39,6 +39,19 @@ impl Opts {
         let input = open_input(&self.input)?;
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
+        if found.is_empty() {
+            // Device code in another container (a .hip_fatbin's bundles, a
+            // CUDA fatbin): say which command writes it, and write nothing.
+            let report = offload_kit::scan::scan(input.bytes(), &Default::default());
+            if !report.images.is_empty() {
+                anyhow::bail!(
+                    "'{}': no OffloadBinary here, but {} device image(s) in bundles or fatbins; \
+                     `offload-kit extract {0} -o DIR` writes them",
+                    self.input,
+                    report.images.len()
+                );
+            }
+        }
         let filters: Vec<ImageArgs> = self.image.iter().map(|f| ImageArgs::parse(f)).collect();
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;

@@ -1,11 +1,12 @@
-//! Checking scanned files against requirements (which architectures and
-//! kinds must, or must not, be present): [`check`] takes the reports and
-//! [`Requirements`] and returns an [`Outcome`]; printing it is the
-//! caller's business.
+//! Checking scanned files against rules (which architectures and kinds
+//! must, or must not, be present): [`check`] takes the reports and
+//! [`Requirements`] and returns an [`Outcome`] with the result of every
+//! rule for every file; printing it is the caller's business. How an image
+//! meets a rule is [`Rule`]'s business (loader-compatible matching).
 
 use std::fmt;
 
-use super::select::{arch_matches, kind_matches};
+use super::rule::{Meets, Rule};
 use super::{Image, Report};
 
 /// What the device code must (or must not) hold. Start from
@@ -13,59 +14,144 @@ use super::{Image, Report};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Requirements {
-    /// Architectures that must be present (`gfx90a` is satisfied by
-    /// `gfx90a:xnack+`).
+    /// Rules some image must meet (`--require ARCH[:KIND]`).
+    pub require: Vec<Rule>,
+    /// Rules no image may be built for (`--forbid ARCH[:KIND]`).
+    pub forbid: Vec<Rule>,
+    /// Architectures that must be present: shorthands for
+    /// [`Rule::arch`] rules in [`Requirements::require`].
     pub require_arch: Vec<String>,
-    /// Architectures that must not be present.
+    /// Architectures that must not be present (shorthands).
     pub forbid_arch: Vec<String>,
-    /// Offload kinds (or image kinds) that must be present.
+    /// Offload kinds (or image kinds) that must be present (shorthands
+    /// for [`Rule::kind`] rules).
     pub require_kind: Vec<String>,
-    /// Offload kinds (or image kinds) that must not be present.
+    /// Offload kinds (or image kinds) that must not be present
+    /// (shorthands).
     pub forbid_kind: Vec<String>,
-    /// The required architectures and kinds must be present in all inputs
-    /// together, not in each input that carries device code.
+    /// Compare architectures as strings, not as the loaders do.
+    pub exact: bool,
+    /// The required rules must be met in all inputs together, not in each
+    /// input that carries device code.
     pub any: bool,
-    /// Problems met while scanning fail the check.
+    /// With [`Requirements::allow_corrupt`]: problems met while scanning
+    /// fail the check (without it they are input errors anyway).
     pub strict: bool,
+    /// A file with problems (a corrupt or truncated container, say) is
+    /// checked on the images that could be read, instead of being an input
+    /// error ([`Verdict::Corrupt`]).
+    pub allow_corrupt: bool,
 }
 
 impl Requirements {
     /// Whether nothing is required or forbidden.
     pub fn is_empty(&self) -> bool {
-        self.require_arch.is_empty()
-            && self.forbid_arch.is_empty()
-            && self.require_kind.is_empty()
-            && self.forbid_kind.is_empty()
+        self.require_rules().is_empty() && self.forbid_rules().is_empty()
     }
 
-    fn requires(&self) -> bool {
-        !self.require_arch.is_empty() || !self.require_kind.is_empty()
+    /// Every required rule: [`Requirements::require`], then the shorthands.
+    pub fn require_rules(&self) -> Vec<Rule> {
+        let mut v = self.require.clone();
+        v.extend(self.require_arch.iter().map(|a| Rule::arch(a)));
+        v.extend(self.require_kind.iter().map(|k| Rule::kind(k)));
+        v
+    }
+
+    /// Every forbidding rule: [`Requirements::forbid`], then the
+    /// shorthands.
+    pub fn forbid_rules(&self) -> Vec<Rule> {
+        let mut v = self.forbid.clone();
+        v.extend(self.forbid_arch.iter().map(|a| Rule::arch(a)));
+        v.extend(self.forbid_kind.iter().map(|k| Rule::kind(k)));
+        v
+    }
+
+    /// Whether the kinds of images matter (some rule names a kind).
+    pub fn needs_kinds(&self) -> bool {
+        self.require_rules()
+            .iter()
+            .chain(&self.forbid_rules())
+            .any(|r| r.kind.is_some())
+    }
+}
+
+/// The result of one rule for one input (or for all inputs together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RuleResult {
+    /// The rule.
+    pub rule: Rule,
+    /// `true` for a `--require` rule, `false` for a `--forbid` rule.
+    pub required: bool,
+    /// Whether the rule holds.
+    pub passed: bool,
+    /// Required: the images that meet it. Forbidden: the images built for
+    /// it.
+    pub images: Vec<usize>,
+    /// Required: whether it is met only through PTX the driver compiles.
+    pub by_ptx_jit: bool,
+    /// Images whose kind is not known that the rule could concern (they
+    /// never meet a required rule, and fail a forbidding one).
+    pub undetermined: Vec<usize>,
+}
+
+impl RuleResult {
+    fn required(rule: Rule, imgs: &[&Image], exact: bool) -> RuleResult {
+        let mut r = RuleResult {
+            rule,
+            required: true,
+            passed: false,
+            images: Vec::new(),
+            by_ptx_jit: false,
+            undetermined: Vec::new(),
+        };
+        let mut native = false;
+        for i in imgs {
+            match r.rule.served_by(i, exact) {
+                Meets::Yes => {
+                    native = true;
+                    r.images.push(i.id);
+                }
+                Meets::ByPtxJit => r.images.push(i.id),
+                Meets::Undetermined => r.undetermined.push(i.id),
+                Meets::No => {}
+            }
+        }
+        r.passed = !r.images.is_empty();
+        r.by_ptx_jit = r.passed && !native;
+        r
+    }
+
+    fn forbidden(rule: Rule, imgs: &[&Image], exact: bool) -> RuleResult {
+        let mut r = RuleResult {
+            rule,
+            required: false,
+            passed: false,
+            images: Vec::new(),
+            by_ptx_jit: false,
+            undetermined: Vec::new(),
+        };
+        for i in imgs {
+            match r.rule.built_for(i, exact) {
+                Meets::Yes | Meets::ByPtxJit => r.images.push(i.id),
+                Meets::Undetermined => r.undetermined.push(i.id),
+                Meets::No => {}
+            }
+        }
+        r.passed = r.images.is_empty() && r.undetermined.is_empty();
+        r
     }
 }
 
 /// One reason a file (or all inputs together) fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
-    /// A forbidden architecture is present, in these images.
-    ForbiddenArch {
-        /// The architecture as required.
-        arch: String,
-        /// The images that have it.
-        images: Vec<usize>,
-    },
-    /// A forbidden kind is present, in these images.
-    ForbiddenKind {
-        /// The kind as required.
-        kind: String,
-        /// The images that have it.
-        images: Vec<usize>,
-    },
+    /// A required rule is not met.
+    Missing(RuleResult),
+    /// A forbidden rule matches images (or images of unknown kind).
+    Forbidden(RuleResult),
     /// A problem met while scanning (with [`Requirements::strict`]).
     Problem(String),
-    /// Required architectures that are missing.
-    MissingArchs(Vec<String>),
-    /// Required kinds that are missing.
-    MissingKinds(Vec<String>),
 }
 
 fn ids(images: &[usize]) -> String {
@@ -76,18 +162,44 @@ fn ids(images: &[usize]) -> String {
         .join(",")
 }
 
+/// `arch X`, `kind Y` or `X:Y`, as the rule was given.
+fn what(r: &Rule) -> String {
+    match (&r.arch, &r.kind) {
+        (Some(a), None) => format!("arch {a}"),
+        (None, Some(k)) => format!("kind {k}"),
+        _ => r.text.clone(),
+    }
+}
+
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::ForbiddenArch { arch, images } => {
-                write!(f, "forbidden arch {arch} (image {})", ids(images))
+            Failure::Missing(r) => {
+                write!(f, "missing {}", what(&r.rule))?;
+                if !r.undetermined.is_empty() {
+                    write!(
+                        f,
+                        " (the kind of image {} is not known)",
+                        ids(&r.undetermined)
+                    )?;
+                }
+                Ok(())
             }
-            Failure::ForbiddenKind { kind, images } => {
-                write!(f, "forbidden kind {kind} (image {})", ids(images))
+            Failure::Forbidden(r) => {
+                write!(f, "forbidden {}", what(&r.rule))?;
+                if !r.images.is_empty() {
+                    write!(f, " (image {})", ids(&r.images))?;
+                }
+                if !r.undetermined.is_empty() {
+                    write!(
+                        f,
+                        " (cannot tell for image {}: kind not known)",
+                        ids(&r.undetermined)
+                    )?;
+                }
+                Ok(())
             }
             Failure::Problem(p) => write!(f, "problem: {p}"),
-            Failure::MissingArchs(a) => write!(f, "missing arch {}", a.join(",")),
-            Failure::MissingKinds(k) => write!(f, "missing kind {}", k.join(",")),
         }
     }
 }
@@ -95,14 +207,24 @@ impl fmt::Display for Failure {
 /// The verdict on one input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// The input could not be read (why); a failure.
+    /// The input could not be read (why); an input error.
     Unreadable(String),
+    /// The scan met problems (a corrupt or truncated container): an input
+    /// error, whatever the images that could be read hold, unless
+    /// [`Requirements::allow_corrupt`].
+    Corrupt {
+        /// The problems' messages.
+        problems: Vec<String>,
+    },
     /// The input was scanned.
     Checked {
         /// How many device images it carries.
         device_images: usize,
-        /// The target IDs present, sorted, each once.
+        /// The target IDs present, sorted naturally, each once.
         present: Vec<String>,
+        /// Every rule's result (required rules only when it carries device
+        /// code and without [`Requirements::any`]).
+        rules: Vec<RuleResult>,
         /// Why it fails; empty when it passes.
         failures: Vec<Failure>,
     },
@@ -112,9 +234,14 @@ impl Verdict {
     /// Whether the input fails the check.
     pub fn failed(&self) -> bool {
         match self {
-            Verdict::Unreadable(_) => true,
+            Verdict::Unreadable(_) | Verdict::Corrupt { .. } => true,
             Verdict::Checked { failures, .. } => !failures.is_empty(),
         }
+    }
+
+    /// Whether the input could not be read, or not wholly parsed.
+    pub fn is_input_error(&self) -> bool {
+        matches!(self, Verdict::Unreadable(_) | Verdict::Corrupt { .. })
     }
 }
 
@@ -126,6 +253,8 @@ pub struct Outcome {
     pub files: Vec<Verdict>,
     /// Something is required but no input carries device images.
     pub no_device_code: bool,
+    /// With [`Requirements::any`]: the required rules over all inputs.
+    pub all_inputs_rules: Vec<RuleResult>,
     /// With [`Requirements::any`]: what all inputs together miss.
     pub all_inputs: Vec<Failure>,
 }
@@ -143,6 +272,18 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.failures() == 0
     }
+
+    /// The exit code `offload-kit check` gives: 2 when an input could not
+    /// be read or parsed, else 1 when a requirement is not met, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.files.iter().any(Verdict::is_input_error) {
+            2
+        } else if self.passed() {
+            0
+        } else {
+            1
+        }
+    }
 }
 
 /// Device images of a report: not host entries, not empty placeholders.
@@ -152,38 +293,16 @@ pub fn device_images(r: &Report) -> impl Iterator<Item = &Image> {
         .filter(|i| !(i.offload_kind.is_host() || (i.size == 0 && i.arch.is_empty())))
 }
 
-/// The required architectures and kinds no image of `imgs` has.
-fn missing(req: &Requirements, imgs: &[&Image]) -> Vec<Failure> {
-    let archs: Vec<String> = req
-        .require_arch
-        .iter()
-        .filter(|a| !imgs.iter().any(|i| arch_matches(i, a)))
-        .cloned()
-        .collect();
-    let kinds: Vec<String> = req
-        .require_kind
-        .iter()
-        .filter(|k| !imgs.iter().any(|i| kind_matches(i, k)))
-        .cloned()
-        .collect();
-    let mut out = Vec::new();
-    if !archs.is_empty() {
-        out.push(Failure::MissingArchs(archs));
-    }
-    if !kinds.is_empty() {
-        out.push(Failure::MissingKinds(kinds));
-    }
-    out
-}
-
 /// Checks the inputs (each a scan report, or why it could not be read)
-/// against `req`: every input carrying device code must satisfy the
-/// requirements on its own (all together with [`Requirements::any`]);
-/// forbidden architectures and kinds fail wherever they are.
+/// against `req`: every input carrying device code must meet the required
+/// rules on its own (all together with [`Requirements::any`]); forbidding
+/// rules fail wherever they match. A file with scan problems is an input
+/// error unless [`Requirements::allow_corrupt`].
 pub fn check<'a>(
     inputs: impl IntoIterator<Item = Result<&'a Report, &'a str>>,
     req: &Requirements,
 ) -> Outcome {
+    let (require, forbid) = (req.require_rules(), req.forbid_rules());
     let mut files = Vec::new();
     let mut any_device = false;
     let mut all: Vec<&Image> = Vec::new();
@@ -195,68 +314,115 @@ pub fn check<'a>(
                 continue;
             }
         };
+        if !req.allow_corrupt && !r.problems.is_empty() {
+            files.push(Verdict::Corrupt {
+                problems: r.problems.iter().map(|p| p.message.clone()).collect(),
+            });
+            continue;
+        }
         let imgs: Vec<&Image> = device_images(r).collect();
+        let mut rules = Vec::new();
         let mut failures = Vec::new();
-        for a in &req.forbid_arch {
-            let hits: Vec<usize> = imgs
-                .iter()
-                .filter(|i| arch_matches(i, a))
-                .map(|i| i.id)
-                .collect();
-            if !hits.is_empty() {
-                failures.push(Failure::ForbiddenArch {
-                    arch: a.clone(),
-                    images: hits,
-                });
+        if !imgs.is_empty() {
+            any_device = true;
+            if !req.any {
+                for rule in &require {
+                    let res = RuleResult::required(rule.clone(), &imgs, req.exact);
+                    if !res.passed {
+                        failures.push(Failure::Missing(res.clone()));
+                    }
+                    rules.push(res);
+                }
             }
         }
-        for k in &req.forbid_kind {
-            let hits: Vec<usize> = imgs
-                .iter()
-                .filter(|i| kind_matches(i, k))
-                .map(|i| i.id)
-                .collect();
-            if !hits.is_empty() {
-                failures.push(Failure::ForbiddenKind {
-                    kind: k.clone(),
-                    images: hits,
-                });
+        for rule in &forbid {
+            let res = RuleResult::forbidden(rule.clone(), &imgs, req.exact);
+            if !res.passed {
+                failures.push(Failure::Forbidden(res.clone()));
             }
+            rules.push(res);
         }
-        if req.strict {
+        if req.strict && req.allow_corrupt {
             failures.extend(
                 r.problems
                     .iter()
                     .map(|p| Failure::Problem(p.message.clone())),
             );
         }
-        if !imgs.is_empty() {
-            any_device = true;
-            if !req.any {
-                failures.extend(missing(req, &imgs));
-            }
-        }
         let mut present: Vec<String> = imgs
             .iter()
             .filter(|i| !i.target_id.is_empty())
             .map(|i| i.target_id.clone())
             .collect();
-        present.sort_unstable();
+        super::sort::natural_sort(&mut present);
         present.dedup();
         files.push(Verdict::Checked {
             device_images: imgs.len(),
             present,
+            rules,
             failures,
         });
         all.extend(imgs);
     }
+    let mut all_inputs_rules = Vec::new();
+    let mut all_inputs = Vec::new();
+    if req.any {
+        for rule in &require {
+            let res = RuleResult::required(rule.clone(), &all, req.exact);
+            if !res.passed {
+                all_inputs.push(Failure::Missing(res.clone()));
+            }
+            all_inputs_rules.push(res);
+        }
+    }
     Outcome {
         files,
-        no_device_code: req.requires() && !any_device,
-        all_inputs: if req.any {
-            missing(req, &all)
-        } else {
-            Vec::new()
-        },
+        no_device_code: !require.is_empty() && !any_device,
+        all_inputs_rules,
+        all_inputs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Problem;
+
+    fn corrupt() -> Report {
+        Report {
+            problems: vec![Problem {
+                offset: Some(0),
+                section: None,
+                member: None,
+                container: None,
+                message: "invalid bundle: truncated".into(),
+            }],
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let mut req = Requirements::default();
+        req.require.push(Rule::parse("gfx90a").unwrap());
+        let bad = corrupt();
+        let empty = Report::default();
+        // A corrupt file is an input error, never "ok".
+        let o = check([Ok(&bad)], &req);
+        assert!(matches!(o.files[0], Verdict::Corrupt { .. }));
+        assert_eq!(o.exit_code(), 2);
+        // An unreadable one too, and it wins over a rule not met.
+        let o = check([Err("no such file"), Ok(&empty)], &req);
+        assert_eq!(o.exit_code(), 2);
+        // --allow-corrupt: checked on what could be read (nothing here).
+        req.allow_corrupt = true;
+        let o = check([Ok(&bad)], &req);
+        assert!(matches!(o.files[0], Verdict::Checked { .. }));
+        assert!(o.no_device_code);
+        assert_eq!(o.exit_code(), 1);
+        // --strict then makes the problem a failure of the file.
+        req.strict = true;
+        let o = check([Ok(&bad)], &req);
+        assert!(o.files[0].failed() && !o.files[0].is_input_error());
     }
 }

@@ -39,6 +39,8 @@
 //!         "flavor": string,        // cuda | hip | hipk
 //!         "magic": number, "version": number,
 //!         "target": number | null,            // file offset its pointer resolves to
+//!                                             // (in an archive: in the archive, as
+//!                                             // "offset"; a thin archive's member: in it)
 //!         "target_container": number | null   // the container there
 //!       } | null
 //!     }],

@@ -38,7 +38,8 @@
 //!
 //! [`select()`] picks images by triple, architecture and kind (what
 //! `extract` writes), [`check()`] judges reports against [`Requirements`]
-//! and returns an [`Outcome`], and [`size()`] sums a report's device code
+//! (rules matched as the loaders match code to devices: [`rule`]) and
+//! returns an [`Outcome`], and [`size()`] sums a report's device code
 //! per target and kind into a [`SizeReport`]. None of them prints.
 //!
 //! # JSON
@@ -58,18 +59,21 @@ pub mod check;
 pub mod json;
 pub mod kinds;
 pub mod magic;
+pub mod rule;
 mod sections;
 pub mod select;
 pub mod size;
+pub mod sort;
 mod walk;
 
 use std::fmt;
 
 use serde::Serialize;
 
-pub use check::{Outcome, Requirements, Verdict, check};
+pub use check::{Outcome, Requirements, RuleResult, Verdict, check};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 pub use magic::{Finders, Magic};
+pub use rule::{Meets, Rule};
 pub use select::{Selection, select};
 pub use size::{SizeReport, size};
 pub use walk::{scan, scan_with};
@@ -211,7 +215,9 @@ pub struct WrapperInfo {
     pub magic: u32,
     /// The version field.
     pub version: u32,
-    /// The file offset its data pointer resolves to, if it does.
+    /// The file offset its data pointer resolves to, if it does (for an
+    /// archive member, in the archive, as [`Container::offset`] is; for a
+    /// thin archive's member, in the member's file).
     pub target: Option<u64>,
     /// The container found at that offset, if any.
     pub target_container: Option<usize>,

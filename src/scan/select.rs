@@ -32,7 +32,7 @@ pub fn arch_matches(img: &Image, want: &str) -> bool {
 
 /// Whether `processor` is the image's processor: equal ignoring case, or
 /// the same AMDGPU processor after LLVM's aliases.
-fn same_processor(img: &Image, processor: &str) -> bool {
+pub(super) fn same_processor(img: &Image, processor: &str) -> bool {
     if img.arch.eq_ignore_ascii_case(processor) {
         return true;
     }
@@ -87,6 +87,11 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Whether the selection takes every image (no list is set).
+    pub fn is_empty(&self) -> bool {
+        self.triples.is_empty() && self.archs.is_empty() && self.kinds.is_empty()
+    }
+
     /// Whether the selection takes `img`.
     pub fn matches(&self, img: &Image) -> bool {
         (self.triples.is_empty() || self.triples.iter().any(|t| triple_matches(img, t)))

@@ -49,9 +49,20 @@ pub struct SizeReport {
     pub by_target: BTreeMap<String, Tally>,
     /// Per image kind (`-` when not known).
     pub by_kind: BTreeMap<String, Tally>,
+    /// Why the file could not be read (then nothing else is counted).
+    pub error: Option<String>,
 }
 
 impl SizeReport {
+    /// The report of a file that could not be read, and why.
+    pub fn unreadable(path: &str, error: &str) -> SizeReport {
+        SizeReport {
+            path: path.into(),
+            error: Some(error.into()),
+            ..SizeReport::default()
+        }
+    }
+
     /// The reports added up, under the name `path`.
     pub fn sum<'a>(path: &str, reports: impl IntoIterator<Item = &'a SizeReport>) -> SizeReport {
         let mut all = SizeReport {

@@ -335,7 +335,7 @@ impl Walker<'_> {
                 Role::OffloadBinaries | Role::Fatbins => {
                     self.region(sec.data, &l, Expect::Sequence { whole: false });
                 }
-                Role::Wrappers => self.wrappers(o, sec, &l),
+                Role::Wrappers => self.wrappers(o, sec, &l, loc.abs),
                 Role::BundleEntry(id) => bundle_sections.push((id.clone(), sec, l)),
             }
         }
@@ -361,7 +361,18 @@ impl Walker<'_> {
         }
     }
 
-    fn wrappers(&mut self, o: &ObjectFile<'_>, sec: &sections::Section<'_>, loc: &Loc) {
+    /// The fatbin wrappers of section `sec`; `base` is the file offset of
+    /// the object (an archive member's start), which their pointers'
+    /// object-relative targets are moved by, so that they are file offsets
+    /// as the containers' are (`None`, a thin archive's member: left
+    /// object-relative).
+    fn wrappers(
+        &mut self,
+        o: &ObjectFile<'_>,
+        sec: &sections::Section<'_>,
+        loc: &Loc,
+        base: Option<u64>,
+    ) {
         let list = match fatbin::read_wrappers(sec.data, o.wide) {
             Ok(l) => l,
             Err(e) => {
@@ -376,7 +387,9 @@ impl Walker<'_> {
             fatbin::WRAPPER_SIZE_32
         } as u64;
         for (at, w) in list {
-            let target = o.resolve_pointer(sec, at + ptr_at, w.data);
+            let target = o
+                .resolve_pointer(sec, at + ptr_at, w.data)
+                .and_then(|t| t.checked_add(base.unwrap_or(0)));
             let id = self.new_container(
                 ContainerKind::FatbinWrapper,
                 Some(w.version),

@@ -53,6 +53,18 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
         w(&|i| dash(&i.target_id).len(), 6),
         w(&|i| i.size.to_string().len(), 4),
     ];
+    if !r.images.is_empty() {
+        // The columns of the image rows below, aligned with the rows of
+        // the outermost containers (nested ones are indented further).
+        let [wi, wo, wk, wt, wa, ws] = widths;
+        print_line(
+            &mut out,
+            &format!(
+                "    {:>wi$}  {:<wo$}  {:<wk$}  {:<wt$}  {:<wa$}  {:>ws$}  offset",
+                "#", "offload", "image", "triple", "target", "size"
+            ),
+        )?;
+    }
     // Who is inside whom, found once (not by a pass over every container
     // for each image: quadratic with many).
     let mut tree = Tree::default();
