@@ -1,0 +1,360 @@
+//! The wrapper's job: extract, link each device target with clang, pack,
+//! wrap in process, run the host linker.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use super::super::Fail;
+use super::Opts;
+use crate::cli::io::open_input;
+use offload_kit::link::{self, DeviceLink, HostArg};
+use offload_kit::llvm::path::{file_name, stem};
+use offload_kit::offload_binary::{self, ImageKind, Limits, OffloadKind};
+use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+
+/// Files to remove when the run ends (unless `--save-temps`).
+struct Temps {
+    files: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Drop for Temps {
+    fn drop(&mut self) {
+        if !self.keep {
+            for f in &self.files {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+}
+
+impl Temps {
+    /// A new file: `<prefix><suffix>` in the current directory with
+    /// `--save-temps` (LLVM's names), else `<tmp>/<prefix>-XXXXXX<suffix>`.
+    fn create(&mut self, prefix: &str, suffix: &str, bytes: &[u8]) -> Result<String, Fail> {
+        if self.keep {
+            let name = format!("{prefix}{suffix}");
+            std::fs::write(&name, bytes).map_err(|e| io_fail(&name, &e))?;
+            return Ok(name);
+        }
+        let dir = std::env::temp_dir();
+        loop {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            let tag = format!("{:06x}", h.finish() & 0xff_ffff);
+            let path = dir.join(format!("{prefix}-{tag}{suffix}"));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    self.files.push(path.clone());
+                    std::io::Write::write_all(&mut f, bytes)
+                        .map_err(|e| io_fail(&path.to_string_lossy(), &e))?;
+                    return Ok(path.to_string_lossy().into_owned());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_fail(&path.to_string_lossy(), &e)),
+            }
+        }
+    }
+}
+
+fn io_fail(name: &str, e: &std::io::Error) -> Fail {
+    Fail::new(format!("'{name}': {}", crate::cli::io::strerror(e)))
+}
+
+/// An ELF file's type (`e_type`), if it is ELF.
+fn elf_type(b: &[u8]) -> Option<u16> {
+    if b.len() < 18 || &b[..4] != b"\x7fELF" {
+        return None;
+    }
+    let t = [b[16], b[17]];
+    Some(if b[5] == 2 {
+        u16::from_be_bytes(t)
+    } else {
+        u16::from_le_bytes(t)
+    })
+}
+
+/// One extracted device image.
+struct Extracted {
+    input: String,
+    triple: String,
+    arch: String,
+    bytes: Vec<u8>,
+}
+
+/// Finds `-l<name>` along the `-L` directories as the host linker would.
+fn find_library(name: &str, dirs: &[&str], static_only: bool) -> Option<PathBuf> {
+    let names: Vec<String> = if let Some(exact) = name.strip_prefix(':') {
+        vec![exact.to_string()]
+    } else if static_only {
+        vec![format!("lib{name}.a")]
+    } else {
+        vec![format!("lib{name}.so"), format!("lib{name}.a")]
+    };
+    dirs.iter()
+        .flat_map(|d| names.iter().map(move |n| Path::new(d).join(n)))
+        .find(|p| p.is_file())
+}
+
+/// The files the host link reads (inputs and found libraries), in order.
+fn host_files(host: &[HostArg]) -> Result<Vec<String>, Fail> {
+    let dirs: Vec<&str> = host
+        .iter()
+        .filter_map(|a| match a {
+            HostArg::LibraryPath(d) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut static_only = false;
+    let mut files = Vec::new();
+    for arg in host {
+        match arg {
+            HostArg::Verbatim(v) => match v.as_str() {
+                "-Bstatic" | "-static" | "-dn" | "-non_shared" => static_only = true,
+                "-Bdynamic" | "-dy" | "-call_shared" => static_only = false,
+                _ => {}
+            },
+            HostArg::Input(f) => files.push(f.clone()),
+            HostArg::Library(l) => match find_library(l, &dirs, static_only) {
+                Some(p) => files.push(p.to_string_lossy().into_owned()),
+                None => return Err(Fail::new(format!("unable to find library -l{l}"))),
+            },
+            _ => {}
+        }
+    }
+    Ok(files)
+}
+
+/// Reads the device images of the inputs; notes which inputs are shared
+/// objects.
+fn extract(files: &[String]) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
+    let mut out = Vec::new();
+    let mut shared = Vec::new();
+    for name in files {
+        if !Path::new(name).is_file() {
+            continue; // Not a file: the host linker's business.
+        }
+        let input = open_input(name)
+            .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
+        let bytes = input.bytes();
+        let is_archive = bytes.starts_with(b"!<arch>\n") || bytes.starts_with(b"!<thin>\n");
+        match elf_type(bytes) {
+            Some(3) => {
+                shared.push(name.clone());
+                continue;
+            }
+            Some(1) => {}
+            _ if is_archive => {}
+            _ => continue,
+        }
+        let found = offload_binary::find_images(bytes, &Limits::default()).map_err(|e| {
+            Fail::with_note(
+                format!("'{name}': invalid offloading data: {e}"),
+                "the .llvm.offloading section does not hold a valid OffloadBinary",
+            )
+        })?;
+        if is_archive {
+            if !found.is_empty() {
+                return Err(super::unsupported(&format!(
+                    "'{name}': device code in static library members is not supported yet"
+                )));
+            }
+            continue;
+        }
+        for f in found {
+            let img = &f.image;
+            let triple = String::from_utf8_lossy(img.triple()).into_owned();
+            let arch = String::from_utf8_lossy(img.arch()).into_owned();
+            if img.offload_kind != OffloadKind::OFK_OpenMP {
+                return Err(super::unsupported(&format!(
+                    "'{name}': {triple} device code of kind {:?} is not supported yet (OpenMP only)",
+                    img.offload_kind
+                )));
+            }
+            if !link::is_cpu_triple(&triple) {
+                return Err(super::unsupported(&format!(
+                    "'{name}': device code for {triple} (a GPU target) is not supported yet"
+                )));
+            }
+            if img.image_kind != ImageKind::IMG_Object {
+                return Err(super::unsupported(&format!(
+                    "'{name}': {triple} device code that is not an object (LTO bitcode?) is \
+                     not supported yet"
+                )));
+            }
+            if !(arch.is_empty() || arch == "generic") {
+                return Err(super::unsupported(&format!(
+                    "'{name}': {triple} device code for arch '{arch}' is not supported yet"
+                )));
+            }
+            out.push(Extracted {
+                input: name.clone(),
+                triple,
+                arch,
+                bytes: img.image.to_vec(),
+            });
+        }
+    }
+    Ok((out, shared))
+}
+
+/// The device compiler: `clang` next to the name we were run under, else
+/// the clang that ran us (our parent process), else `clang` next to our
+/// executable or on `PATH`, as LLVM looks for it.
+fn find_clang(argv0: &str) -> Option<String> {
+    let mut candidates = Vec::new();
+    if argv0.contains('/') {
+        candidates.push(Path::new(argv0).with_file_name("clang"));
+    }
+    let parent = format!("/proc/{}/exe", std::os::unix::process::parent_id());
+    if let Ok(p) = std::fs::read_link(parent)
+        && file_name(&p.to_string_lossy()).starts_with("clang")
+        && !file_name(&p.to_string_lossy()).contains("linker-wrapper")
+        && std::env::current_exe().ok().as_ref() != Some(&p)
+    {
+        candidates.push(p);
+    }
+    if let Ok(me) = std::env::current_exe() {
+        candidates.push(me.with_file_name("clang"));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang")));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Runs (or with `--dry-run` only prints) one command.
+fn execute(o: &Opts, program: &str, args: &[String]) -> Result<(), Fail> {
+    if o.verbose || o.dry_run {
+        eprintln!("{}", link::print_command(program, args));
+    }
+    if o.dry_run {
+        return Ok(());
+    }
+    let status = Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|e| Fail::new(format!("'{program}': {}", crate::cli::io::strerror(&e))))?;
+    if status.success() {
+        return Ok(());
+    }
+    let how = match status.code() {
+        Some(c) => format!("exit code {c}"),
+        None => "killed by a signal".into(),
+    };
+    Err(Fail::with_note(
+        format!("'{}' failed", file_name(program)),
+        format!("{how}: {}", link::print_command(program, args).trim_start()),
+    ))
+}
+
+/// The whole job. `Ok` holds the exit code.
+pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
+    let host_triple = o
+        .host_triple
+        .clone()
+        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
+    let files = host_files(&o.host)?;
+    let (images, shared) = extract(&files)?;
+    let exe = link::executable(&o.host).to_string();
+    let exe_name = file_name(&exe).to_string();
+    let mut temps = Temps {
+        files: Vec::new(),
+        keep: o.save_temps,
+    };
+    let mut wrapper_objects = Vec::new();
+    if !images.is_empty() {
+        let clang = find_clang(argv0).ok_or_else(|| {
+            Fail::with_note(
+                "unable to find 'clang' for the device link",
+                "put clang next to clang-linker-wrapper or on PATH",
+            )
+        })?;
+        let mut triples: Vec<&str> = Vec::new();
+        for e in &images {
+            if !triples.contains(&e.triple.as_str()) {
+                triples.push(&e.triple);
+            }
+        }
+        let mut linked = Vec::new();
+        for triple in triples {
+            let mut inputs = Vec::new();
+            for e in images.iter().filter(|e| e.triple == triple) {
+                let prefix = format!("{}-{}-{}", stem(&e.input), e.triple, e.arch);
+                inputs.push(temps.create(&prefix, ".o", &e.bytes)?);
+            }
+            let mut dl = DeviceLink {
+                triple: triple.to_string(),
+                inputs,
+                output: String::new(),
+                executable: exe.clone(),
+            };
+            let prefix = format!("{exe_name}.{}.", dl.arch_name());
+            dl.output = temps.create(&prefix, ".img", b"")?;
+            let mut cmd = dl.command(&o.host, |f| shared.iter().any(|s| s == f));
+            link::add_device_args(
+                &mut cmd,
+                triple,
+                &o.host,
+                &o.device_linker,
+                &o.device_compiler,
+            );
+            execute(o, &clang, &cmd)?;
+            linked.push(dl);
+        }
+        let object = if o.dry_run {
+            Vec::new()
+        } else {
+            wrap_images(&host_triple, &linked)?
+        };
+        let prefix = format!("{exe_name}.openmp.image.wrapper");
+        wrapper_objects.push(temps.create(&prefix, ".o", &object)?);
+    }
+    let Some(linker) = &o.linker_path else {
+        return Err(Fail::new("linker path missing, must pass 'linker-path'"));
+    };
+    let cmd = link::host_command(&o.host, &wrapper_objects);
+    execute(o, linker, &cmd)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Packs each linked image as LLVM does and writes the wrapper object.
+fn wrap_images(host_triple: &str, linked: &[DeviceLink]) -> Result<Vec<u8>, Fail> {
+    let mut packed = Vec::new();
+    for dl in linked {
+        let img = std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?;
+        let spec = link::linked_image_spec(&dl.triple, img.len() as u64);
+        let mut bin = Vec::new();
+        let layout = offload_binary::layout_v1(&[spec])
+            .map_err(|e| Fail::new(format!("'{}': {e}", dl.output)))?;
+        layout
+            .write_to(&mut bin, &[&img])
+            .map_err(|e| io_fail(&dl.output, &e))?;
+        packed.push(bin);
+    }
+    let images = packed
+        .iter()
+        .map(|b| Image::new(b))
+        .collect::<offload_kit::Result<Vec<_>>>()
+        .map_err(|e| Fail::new(e.to_string()))?;
+    let opts = Options {
+        kind: Kind::OpenMp,
+        abi: Abi::Llvm,
+        triple: host_triple.to_string(),
+        llc_layout: false,
+    };
+    wrap::to_vec(&opts, &images).map_err(|e| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    })
+}
