@@ -99,7 +99,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             continue;
         }
         if arg == "--" {
+            // LLVM 22 forwards the `--` itself to the host linker.
             after_dashes = true;
+            o.host.push(HostArg::Verbatim(arg.clone()));
             continue;
         }
         // Short joined forms first: -L<dir>, -l<name>, -o<file>.

@@ -206,7 +206,8 @@ fn extract(files: &[String]) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
 
 /// The device compiler: `clang` next to the name we were run under, else
 /// the clang that ran us (our parent process), else `clang` next to our
-/// executable or on `PATH`, as LLVM looks for it.
+/// executable or on `PATH`, as LLVM looks for it; last, `clang-22` on
+/// `PATH` (Debian puts only the versioned name there).
 fn find_clang(argv0: &str) -> Option<String> {
     let mut candidates = Vec::new();
     if argv0.contains('/') {
@@ -225,6 +226,7 @@ fn find_clang(argv0: &str) -> Option<String> {
     }
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang")));
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang-22")));
     }
     candidates
         .into_iter()
@@ -232,18 +234,21 @@ fn find_clang(argv0: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// Runs (or with `--dry-run` only prints) one command.
-fn execute(o: &Opts, program: &str, args: &[String]) -> Result<(), Fail> {
+/// Runs (or with `--dry-run` only prints) one command; a failure is
+/// reported as LLVM does, as `'<name>' failed`.
+fn execute(o: &Opts, name: &str, program: &str, args: &[String]) -> Result<(), Fail> {
     if o.verbose || o.dry_run {
         eprintln!("{}", link::print_command(program, args));
     }
     if o.dry_run {
         return Ok(());
     }
-    let status = Command::new(program)
-        .args(args)
-        .status()
-        .map_err(|e| Fail::new(format!("'{program}': {}", crate::cli::io::strerror(&e))))?;
+    let status = Command::new(program).args(args).status().map_err(|e| {
+        Fail::with_note(
+            format!("'{name}' failed"),
+            format!("'{program}': {}", crate::cli::io::strerror(&e)),
+        )
+    })?;
     if status.success() {
         return Ok(());
     }
@@ -252,7 +257,7 @@ fn execute(o: &Opts, program: &str, args: &[String]) -> Result<(), Fail> {
         None => "killed by a signal".into(),
     };
     Err(Fail::with_note(
-        format!("'{}' failed", file_name(program)),
+        format!("'{name}' failed"),
         format!("{how}: {}", link::print_command(program, args).trim_start()),
     ))
 }
@@ -308,7 +313,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 &o.device_linker,
                 &o.device_compiler,
             );
-            execute(o, &clang, &cmd)?;
+            execute(o, "clang", &clang, &cmd)?;
             linked.push(dl);
         }
         let object = if o.dry_run {
@@ -323,7 +328,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         return Err(Fail::new("linker path missing, must pass 'linker-path'"));
     };
     let cmd = link::host_command(&o.host, &wrapper_objects);
-    execute(o, linker, &cmd)?;
+    execute(o, file_name(linker), linker, &cmd)?;
     Ok(ExitCode::SUCCESS)
 }
 
