@@ -449,6 +449,53 @@ fn dry_run_direct() -> Result<(), Failed> {
     )
 }
 
+/// `--override-image=openmp=<file>`: the same wrapper object as LLVM's
+/// (kept with `--save-temps`), and a program whose device image is given
+/// that way runs on the device.
+fn override_image() -> Result<(), Failed> {
+    let fx = fixture()?;
+    // The device image of a first build, kept with --save-temps.
+    let first = tempdir();
+    let out = clang_link(
+        true,
+        first.path(),
+        &["main.o", "app.o", "-o", "app", "-Wl,--save-temps"],
+    )?;
+    if out.code != 0 {
+        return Err(format!("first build: exit {}: {}", out.code, out.stderr).into());
+    }
+    let img = first.path().join("app.x86_64..img");
+    let img = img.to_string_lossy().into_owned();
+    // The wrapper objects of both tools for it.
+    let mut objects = Vec::new();
+    for prog in [
+        ours_as("clang-linker-wrapper"),
+        llvm("clang-linker-wrapper"),
+    ] {
+        let dir = tempdir();
+        let args: Vec<String> = vec![
+            "--host-triple=x86_64-pc-linux-gnu".into(),
+            "--linker-path=/usr/bin/ld".into(),
+            "--save-temps".into(),
+            format!("--override-image=openmp={img}"),
+            "-shared".into(),
+            "-o".into(),
+            "lib.so".into(),
+            fx.join("main.o").to_string_lossy().into_owned(),
+        ];
+        let out = exec(&prog, &args, dir.path(), &[]);
+        if out.code != 0 {
+            return Err(format!("{}: exit {}: {}", prog.display(), out.code, out.stderr).into());
+        }
+        objects.push(std::fs::read(
+            dir.path().join("lib.so.openmp.image.wrapper.o"),
+        )?);
+    }
+    same_bytes("wrapper objects", &objects[0], &objects[1])?;
+    let flag = format!("-Wl,--override-image=openmp={img}");
+    same_program(&["main.o", "app.o", &flag], 4)
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
@@ -491,8 +538,9 @@ pub fn tests() -> Vec<Trial> {
         trial("linker_wrapper::refuses_relocatable", TOOLS, || {
             refused(&["-r"])
         }),
-        trial("linker_wrapper::refuses_override_image", TOOLS, || {
-            refused(&["--override-image=openmp=x.img"])
+        trial("linker_wrapper::override_image", TOOLS, override_image),
+        trial("linker_wrapper::refuses_override_image_cuda", TOOLS, || {
+            refused(&["--override-image=cuda=x.fatbin"])
         }),
         trial("linker_wrapper::refuses_mllvm", TOOLS, || {
             refused(&["-mllvm", "-x"])

@@ -230,5 +230,45 @@ pub fn linked_image_spec(triple: &str, size: u64) -> ImageSpec {
     }
 }
 
+/// The triple LLVM 22 gives an `--override-image` file, from its ELF
+/// header (`x86_64--`: the architecture only). `None` for a file that is
+/// not ELF or a machine this slice does not know.
+pub fn override_triple(elf: &[u8]) -> Option<String> {
+    if elf.len() < 20 || &elf[..4] != b"\x7fELF" {
+        return None;
+    }
+    let (class64, big) = (elf[4] == 2, elf[5] == 2);
+    let m = [elf[18], elf[19]];
+    let machine = if big {
+        u16::from_be_bytes(m)
+    } else {
+        u16::from_le_bytes(m)
+    };
+    let arch = match (machine, class64, big) {
+        (62, true, false) => "x86_64",
+        (3, false, false) => "i386",
+        (183, true, false) => "aarch64",
+        (183, true, true) => "aarch64_be",
+        (21, true, false) => "powerpc64le",
+        (21, true, true) => "powerpc64",
+        (22, true, true) => "s390x",
+        (243, true, false) => "riscv64",
+        _ => return None,
+    };
+    Some(format!("{arch}--"))
+}
+
+/// The OffloadBinary entry LLVM 22 packs an `--override-image=openmp=`
+/// file in: an OpenMP object with only a `triple` ([`override_triple`]).
+pub fn override_image_spec(triple: &str, size: u64) -> ImageSpec {
+    ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        flags: 0,
+        strings: vec![(b"triple".to_vec(), triple.as_bytes().to_vec())],
+        size,
+    }
+}
+
 #[cfg(test)]
 mod tests;

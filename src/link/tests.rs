@@ -84,3 +84,16 @@ fn packed_image_reads_back() {
     assert_eq!(found[0].image.arch(), b"");
     assert_eq!(&found[0].image.image[..], &img[..]);
 }
+
+#[test]
+fn override_triples() {
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 2;
+    h[5] = 1;
+    h[18] = 62;
+    assert_eq!(override_triple(&h).as_deref(), Some("x86_64--"));
+    h[18] = 183;
+    assert_eq!(override_triple(&h).as_deref(), Some("aarch64--"));
+    assert_eq!(override_triple(b"hello"), None);
+}

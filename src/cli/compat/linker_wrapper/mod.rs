@@ -19,6 +19,8 @@ pub(crate) struct Opts {
     pub dry_run: bool,
     pub verbose: bool,
     pub save_temps: bool,
+    /// `--override-image=openmp=<file>` files, in order.
+    pub override_images: Vec<String>,
     /// The host link's arguments, in order.
     pub host: Vec<HostArg>,
 }
@@ -30,7 +32,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "relocatable links (-r) are not supported yet",
     ),
     ("r", "relocatable links (-r) are not supported yet"),
-    ("override-image", "--override-image is not supported yet"),
     ("embed-bitcode", "--embed-bitcode is not supported (no LTO)"),
     (
         "print-wrapped-module",
@@ -151,6 +152,17 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             "dry-run" => o.dry_run = true,
             "wrapper-verbose" => o.verbose = true,
             "save-temps" => o.save_temps = true,
+            "override-image" => {
+                let v = value(&mut it, v, arg)?;
+                match v.split_once('=') {
+                    Some(("openmp", file)) => o.override_images.push(file.to_string()),
+                    _ => {
+                        return Err(unsupported(&format!(
+                            "--override-image={v}: kinds other than openmp are not supported yet"
+                        )));
+                    }
+                }
+            }
             "wrapper-jobs" => {
                 let n = value(&mut it, v, arg)?;
                 if n != "jobserver" && !n.parse::<u32>().is_ok_and(|n| n > 0) {
@@ -232,8 +244,10 @@ fn help_text() -> String {
      \x20 --should-extract=<arch> Accepted (archives with device code are refused)\n\
      \x20 --wrapper-jobs=<number> Accepted (device links run one after another)\n\
      \x20 --wrapper-verbose       Verbose output from tools\n\
+     \x20 --override-image=openmp=<file>\n\
+     \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, --override-image, -mllvm,\n\
+     Not supported yet (refused): -r/--relocatable, -mllvm,\n\
      CUDA/HIP options, LTO options, GPU targets, device code in archives.\n"
         .to_string()
 }

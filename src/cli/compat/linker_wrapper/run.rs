@@ -133,7 +133,9 @@ fn host_files(host: &[HostArg]) -> Result<Vec<String>, Fail> {
 
 /// Reads the device images of the inputs; notes which inputs are shared
 /// objects.
-fn extract(files: &[String]) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
+/// With `skip_openmp` (`--override-image=openmp=`), OpenMP images are not
+/// taken, as LLVM does.
+fn extract(files: &[String], skip_openmp: bool) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
     let mut out = Vec::new();
     let mut shared = Vec::new();
     for name in files {
@@ -171,6 +173,9 @@ fn extract(files: &[String]) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
             let img = &f.image;
             let triple = String::from_utf8_lossy(img.triple()).into_owned();
             let arch = String::from_utf8_lossy(img.arch()).into_owned();
+            if skip_openmp && img.offload_kind == OffloadKind::OFK_OpenMP {
+                continue;
+            }
             if img.offload_kind != OffloadKind::OFK_OpenMP {
                 return Err(super::unsupported(&format!(
                     "'{name}': {triple} device code of kind {:?} is not supported yet (OpenMP only)",
@@ -269,7 +274,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         .clone()
         .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
     let files = host_files(&o.host)?;
-    let (images, shared) = extract(&files)?;
+    let (images, shared) = extract(&files, !o.override_images.is_empty())?;
     let exe = link::executable(&o.host).to_string();
     let exe_name = file_name(&exe).to_string();
     let mut temps = Temps {
@@ -277,6 +282,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         keep: o.save_temps,
     };
     let mut wrapper_objects = Vec::new();
+    let mut linked = Vec::new();
     if !images.is_empty() {
         let clang = find_clang(argv0).ok_or_else(|| {
             Fail::with_note(
@@ -290,7 +296,6 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 triples.push(&e.triple);
             }
         }
-        let mut linked = Vec::new();
         for triple in triples {
             let mut inputs = Vec::new();
             for e in images.iter().filter(|e| e.triple == triple) {
@@ -316,10 +321,12 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             execute(o, "clang", &clang, &cmd)?;
             linked.push(dl);
         }
-        let object = if o.dry_run {
+    }
+    if !linked.is_empty() || !o.override_images.is_empty() {
+        let object = if o.dry_run && !linked.is_empty() {
             Vec::new()
         } else {
-            wrap_images(&host_triple, &linked)?
+            wrap_images(&host_triple, &linked, &o.override_images)?
         };
         let prefix = format!("{exe_name}.openmp.image.wrapper");
         wrapper_objects.push(temps.create(&prefix, ".o", &object)?);
@@ -332,19 +339,45 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Packs each linked image as LLVM does and writes the wrapper object.
-fn wrap_images(host_triple: &str, linked: &[DeviceLink]) -> Result<Vec<u8>, Fail> {
+/// Packs one image as an OffloadBinary.
+fn pack(name: &str, spec: offload_binary::ImageSpec, img: &[u8]) -> Result<Vec<u8>, Fail> {
+    let mut bin = Vec::new();
+    let layout =
+        offload_binary::layout_v1(&[spec]).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+    layout
+        .write_to(&mut bin, &[img])
+        .map_err(|e| io_fail(name, &e))?;
+    Ok(bin)
+}
+
+/// Packs each linked image (then each `--override-image`) as LLVM does and
+/// writes the wrapper object.
+fn wrap_images(
+    host_triple: &str,
+    linked: &[DeviceLink],
+    overrides: &[String],
+) -> Result<Vec<u8>, Fail> {
     let mut packed = Vec::new();
     for dl in linked {
         let img = std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?;
         let spec = link::linked_image_spec(&dl.triple, img.len() as u64);
-        let mut bin = Vec::new();
-        let layout = offload_binary::layout_v1(&[spec])
-            .map_err(|e| Fail::new(format!("'{}': {e}", dl.output)))?;
-        layout
-            .write_to(&mut bin, &[&img])
-            .map_err(|e| io_fail(&dl.output, &e))?;
-        packed.push(bin);
+        packed.push(pack(&dl.output, spec, &img)?);
+    }
+    for name in overrides {
+        let img = std::fs::read(name).map_err(|e| io_fail(name, &e))?;
+        let Some(triple) = link::override_triple(&img) else {
+            let llvm = if img.starts_with(b"\x7fELF") {
+                "Unsupported ELF machine"
+            } else {
+                "Invalid ELF class"
+            };
+            return Err(Fail::with_note(
+                llvm,
+                format!("'{name}': --override-image needs an ELF image of a CPU target"),
+            ));
+        };
+        let spec = link::override_image_spec(&triple, img.len() as u64);
+        packed.push(pack(name, spec, &img)?);
     }
     let images = packed
         .iter()
