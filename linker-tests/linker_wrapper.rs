@@ -496,6 +496,59 @@ fn override_image() -> Result<(), Failed> {
     same_program(&["main.o", "app.o", &flag], 4)
 }
 
+/// `--dry-run --save-temps -o sub/out`: the same files as LLVM's (the
+/// extracted objects, the wrapper object for empty images; no image), with
+/// the same bytes, and the same commands.
+fn dry_run_save_temps() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let args: Vec<String> = vec![
+        "--host-triple=x86_64-pc-linux-gnu".into(),
+        "--linker-path=/usr/bin/ld".into(),
+        "--dry-run".into(),
+        "--save-temps".into(),
+        "-o".into(),
+        "sub/out".into(),
+        fx.join("main.o").to_string_lossy().into_owned(),
+        fx.join("app.o").to_string_lossy().into_owned(),
+    ];
+    let path = format!(
+        "{}:{}",
+        crate::util::LLVM_BIN,
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut listings = Vec::new();
+    let mut texts = Vec::new();
+    let mut dirs = Vec::new();
+    for prog in [
+        ours_as("clang-linker-wrapper"),
+        llvm("clang-linker-wrapper"),
+    ] {
+        let dir = tempdir();
+        std::fs::create_dir(dir.path().join("sub"))?;
+        let out = exec(&prog, &args, dir.path(), &[("PATH", &path)]);
+        if out.code != 0 {
+            return Err(format!("{}: exit {}: {}", prog.display(), out.code, out.stderr).into());
+        }
+        texts.push(out.stderr);
+        let mut names: Vec<String> = crate::util::snapshot(dir.path())
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| !n.ends_with(".bc"))
+            .collect();
+        names.sort();
+        listings.push(names);
+        dirs.push(dir);
+    }
+    same("commands", &texts[0], &texts[1])?;
+    same("files", &listings[0], &listings[1])?;
+    for name in &listings[0] {
+        let a = std::fs::read(dirs[0].path().join(name))?;
+        let b = std::fs::read(dirs[1].path().join(name))?;
+        same_bytes(name, &a, &b)?;
+    }
+    Ok(())
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
@@ -547,6 +600,11 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::missing_library", TOOLS, missing_library),
         trial("linker_wrapper::dry_run_direct", TOOLS, dry_run_direct),
+        trial(
+            "linker_wrapper::dry_run_save_temps",
+            TOOLS,
+            dry_run_save_temps,
+        ),
         trial(
             "linker_wrapper::failing_host_link",
             &with_false,

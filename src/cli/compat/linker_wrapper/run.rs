@@ -31,6 +31,16 @@ impl Drop for Temps {
 }
 
 impl Temps {
+    /// The name of a file a child process writes: with `--save-temps`
+    /// LLVM's name in the current directory (not created here, so
+    /// `--dry-run` leaves none), else a new empty temporary file.
+    fn reserve(&mut self, prefix: &str, suffix: &str) -> Result<String, Fail> {
+        if self.keep {
+            return Ok(format!("{prefix}{suffix}"));
+        }
+        self.create(prefix, suffix, b"")
+    }
+
     /// A new file: `<prefix><suffix>` in the current directory with
     /// `--save-temps` (LLVM's names), else `<tmp>/<prefix>-XXXXXX<suffix>`.
     fn create(&mut self, prefix: &str, suffix: &str, bytes: &[u8]) -> Result<String, Fail> {
@@ -309,7 +319,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 executable: exe.clone(),
             };
             let prefix = format!("{exe_name}.{}.", dl.arch_name());
-            dl.output = temps.create(&prefix, ".img", b"")?;
+            dl.output = temps.reserve(&prefix, ".img")?;
             let mut cmd = dl.command(&o.host, |f| shared.iter().any(|s| s == f));
             link::add_device_args(
                 &mut cmd,
@@ -323,11 +333,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         }
     }
     if !linked.is_empty() || !o.override_images.is_empty() {
-        let object = if o.dry_run && !linked.is_empty() {
-            Vec::new()
-        } else {
-            wrap_images(&host_triple, &linked, &o.override_images)?
-        };
+        let object = wrap_images(&host_triple, &linked, &o.override_images, o.dry_run)?;
         let prefix = format!("{exe_name}.openmp.image.wrapper");
         wrapper_objects.push(temps.create(&prefix, ".o", &object)?);
     }
@@ -351,15 +357,21 @@ fn pack(name: &str, spec: offload_binary::ImageSpec, img: &[u8]) -> Result<Vec<u
 }
 
 /// Packs each linked image (then each `--override-image`) as LLVM does and
-/// writes the wrapper object.
+/// writes the wrapper object (for empty images with `--dry-run`, as LLVM).
 fn wrap_images(
     host_triple: &str,
     linked: &[DeviceLink],
     overrides: &[String],
+    dry_run: bool,
 ) -> Result<Vec<u8>, Fail> {
     let mut packed = Vec::new();
     for dl in linked {
-        let img = std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?;
+        // With --dry-run nothing was linked: LLVM wraps empty images.
+        let img = if dry_run {
+            Vec::new()
+        } else {
+            std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?
+        };
         let spec = link::linked_image_spec(&dl.triple, img.len() as u64);
         packed.push(pack(&dl.output, spec, &img)?);
     }
