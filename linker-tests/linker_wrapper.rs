@@ -549,9 +549,54 @@ fn dry_run_save_temps() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `libapp.a` (app.o, two.o) in a new directory.
+fn static_library() -> Result<tempfile::TempDir, Failed> {
+    let fx = fixture()?;
+    let dir = tempdir();
+    let args: Vec<String> = vec![
+        "rcs".into(),
+        "libapp.a".into(),
+        fx.join("app.o").to_string_lossy().into_owned(),
+        fx.join("two.o").to_string_lossy().into_owned(),
+    ];
+    let out = exec(&llvm("llvm-ar"), &args, dir.path(), &[]);
+    if out.code != 0 {
+        return Err(format!("llvm-ar: {}", out.stderr).into());
+    }
+    Ok(dir)
+}
+
+/// Device code in a static library: the members the link takes (app.o,
+/// not two.o; both under `--whole-archive`), as LLVM takes them.
+fn archive_members() -> Result<(), Failed> {
+    let lib = static_library()?;
+    let l = format!("-L{}", lib.path().display());
+    same_program(&["main.o", &l, "-lapp"], 4)?;
+    let whole = format!(
+        "-Wl,--whole-archive,{}/libapp.a,--no-whole-archive",
+        lib.path().display()
+    );
+    for extra in [vec![l.as_str(), "-lapp"], vec![whole.as_str()]] {
+        let dir = tempdir();
+        let mut texts = Vec::new();
+        for ours in [true, false] {
+            let mut a = vec!["main.o", "-o", "app", "-Wl,--dry-run"];
+            a.extend_from_slice(&extra);
+            let out = clang_link(ours, dir.path(), &a)?;
+            if out.code != 0 {
+                return Err(format!("exit {}: {}", out.code, out.stderr).into());
+            }
+            texts.push(mask_temps(&out.stderr));
+        }
+        same("commands", &texts[0], &texts[1])?;
+    }
+    Ok(())
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
+    let with_ar: Vec<&str> = TOOLS.iter().copied().chain(["llvm-ar"]).collect();
     let with_false: Vec<&str> = TOOLS.iter().copied().chain(["false"]).collect();
     vec![
         trial("linker_wrapper::objects", TOOLS, || {
@@ -571,6 +616,7 @@ pub fn tests() -> Vec<Trial> {
             same_program(&["main.o", "app.o", "-no-pie"], 4)
         }),
         trial("linker_wrapper::save_temps", TOOLS, save_temps),
+        trial("linker_wrapper::archive_members", &with_ar, archive_members),
         trial("linker_wrapper::dry_run", TOOLS, || {
             dry_run(&["-Wl,--dry-run,--wrapper-verbose"])
         }),

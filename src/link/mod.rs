@@ -8,6 +8,8 @@
 //! [`crate::offload_binary::find_images`]), writes the files, runs the
 //! commands and wraps the packed images with [`crate::wrap`].
 
+pub mod resolve;
+
 use crate::llvm::triple::Triple;
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
@@ -117,8 +119,8 @@ impl DeviceLink {
 
     /// The device link's command line, after the program: LLVM 22's
     /// `clang` invocation for a CPU target. `is_shared` says whether an
-    /// input of the host link is a shared object (those go to the device
-    /// link, as LLVM does).
+    /// input of the host link is a library, a shared object or an archive
+    /// (those go to the device link, as LLVM does).
     pub fn command(&self, host: &[HostArg], is_shared: impl Fn(&str) -> bool) -> Vec<String> {
         let mut cmd: Vec<String> = vec![
             "--no-default-config".into(),

@@ -2,6 +2,7 @@
 //! mixed with the host linker's), for OpenMP offloading to CPU targets.
 //! What this slice does not do yet is refused with one error line.
 
+mod extract;
 mod run;
 
 use std::process::ExitCode;
@@ -171,8 +172,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
                     )));
                 }
             }
-            // Only decides which archive members' device code is taken;
-            // archives with device code are refused below.
+            // Names GPU architectures to extract: nothing for CPU targets.
             "should-extract" => drop(value(&mut it, v, arg)?),
             "output" => o.host.push(HostArg::Output(value(&mut it, v, arg)?)),
             "library-path" | "library" => {
@@ -241,14 +241,14 @@ fn help_text() -> String {
      \x20 -l <libname>            Search for library <libname>\n\
      \x20 -o <path>               Path to file to write output\n\
      \x20 --save-temps            Save intermediate results\n\
-     \x20 --should-extract=<arch> Accepted (archives with device code are refused)\n\
+     \x20 --should-extract=<arch> Accepted (GPU architectures: no effect)\n\
      \x20 --wrapper-jobs=<number> Accepted (device links run one after another)\n\
      \x20 --wrapper-verbose       Verbose output from tools\n\
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
      Not supported yet (refused): -r/--relocatable, -mllvm,\n\
-     CUDA/HIP options, LTO options, GPU targets, device code in archives.\n"
+     CUDA/HIP options, LTO options, GPU targets, thin archives with device code.\n"
         .to_string()
 }
 

@@ -8,10 +8,10 @@ use std::process::{Command, ExitCode};
 
 use super::super::Fail;
 use super::Opts;
-use crate::cli::io::open_input;
-use offload_kit::link::{self, DeviceLink, HostArg};
+use super::extract::{extract, host_files};
+use offload_kit::link::{self, DeviceLink};
 use offload_kit::llvm::path::{file_name, stem};
-use offload_kit::offload_binary::{self, ImageKind, Limits, OffloadKind};
+use offload_kit::offload_binary;
 use offload_kit::wrap::{self, Abi, Image, Kind, Options};
 
 /// Files to remove when the run ends (unless `--save-temps`).
@@ -75,148 +75,6 @@ impl Temps {
 
 fn io_fail(name: &str, e: &std::io::Error) -> Fail {
     Fail::new(format!("'{name}': {}", crate::cli::io::strerror(e)))
-}
-
-/// An ELF file's type (`e_type`), if it is ELF.
-fn elf_type(b: &[u8]) -> Option<u16> {
-    if b.len() < 18 || &b[..4] != b"\x7fELF" {
-        return None;
-    }
-    let t = [b[16], b[17]];
-    Some(if b[5] == 2 {
-        u16::from_be_bytes(t)
-    } else {
-        u16::from_le_bytes(t)
-    })
-}
-
-/// One extracted device image.
-struct Extracted {
-    input: String,
-    triple: String,
-    arch: String,
-    bytes: Vec<u8>,
-}
-
-/// Finds `-l<name>` along the `-L` directories as the host linker would.
-fn find_library(name: &str, dirs: &[&str], static_only: bool) -> Option<PathBuf> {
-    let names: Vec<String> = if let Some(exact) = name.strip_prefix(':') {
-        vec![exact.to_string()]
-    } else if static_only {
-        vec![format!("lib{name}.a")]
-    } else {
-        vec![format!("lib{name}.so"), format!("lib{name}.a")]
-    };
-    dirs.iter()
-        .flat_map(|d| names.iter().map(move |n| Path::new(d).join(n)))
-        .find(|p| p.is_file())
-}
-
-/// The files the host link reads (inputs and found libraries), in order.
-fn host_files(host: &[HostArg]) -> Result<Vec<String>, Fail> {
-    let dirs: Vec<&str> = host
-        .iter()
-        .filter_map(|a| match a {
-            HostArg::LibraryPath(d) => Some(d.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut static_only = false;
-    let mut files = Vec::new();
-    for arg in host {
-        match arg {
-            HostArg::Verbatim(v) => match v.as_str() {
-                "-Bstatic" | "-static" | "-dn" | "-non_shared" => static_only = true,
-                "-Bdynamic" | "-dy" | "-call_shared" => static_only = false,
-                _ => {}
-            },
-            HostArg::Input(f) => files.push(f.clone()),
-            HostArg::Library(l) => match find_library(l, &dirs, static_only) {
-                Some(p) => files.push(p.to_string_lossy().into_owned()),
-                None => return Err(Fail::new(format!("unable to find library -l{l}"))),
-            },
-            _ => {}
-        }
-    }
-    Ok(files)
-}
-
-/// Reads the device images of the inputs; notes which inputs are shared
-/// objects.
-/// With `skip_openmp` (`--override-image=openmp=`), OpenMP images are not
-/// taken, as LLVM does.
-fn extract(files: &[String], skip_openmp: bool) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
-    let mut out = Vec::new();
-    let mut shared = Vec::new();
-    for name in files {
-        if !Path::new(name).is_file() {
-            continue; // Not a file: the host linker's business.
-        }
-        let input = open_input(name)
-            .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
-        let bytes = input.bytes();
-        let is_archive = bytes.starts_with(b"!<arch>\n") || bytes.starts_with(b"!<thin>\n");
-        match elf_type(bytes) {
-            Some(3) => {
-                shared.push(name.clone());
-                continue;
-            }
-            Some(1) => {}
-            _ if is_archive => {}
-            _ => continue,
-        }
-        let found = offload_binary::find_images(bytes, &Limits::default()).map_err(|e| {
-            Fail::with_note(
-                format!("'{name}': invalid offloading data: {e}"),
-                "the .llvm.offloading section does not hold a valid OffloadBinary",
-            )
-        })?;
-        if is_archive {
-            if !found.is_empty() {
-                return Err(super::unsupported(&format!(
-                    "'{name}': device code in static library members is not supported yet"
-                )));
-            }
-            continue;
-        }
-        for f in found {
-            let img = &f.image;
-            let triple = String::from_utf8_lossy(img.triple()).into_owned();
-            let arch = String::from_utf8_lossy(img.arch()).into_owned();
-            if skip_openmp && img.offload_kind == OffloadKind::OFK_OpenMP {
-                continue;
-            }
-            if img.offload_kind != OffloadKind::OFK_OpenMP {
-                return Err(super::unsupported(&format!(
-                    "'{name}': {triple} device code of kind {:?} is not supported yet (OpenMP only)",
-                    img.offload_kind
-                )));
-            }
-            if !link::is_cpu_triple(&triple) {
-                return Err(super::unsupported(&format!(
-                    "'{name}': device code for {triple} (a GPU target) is not supported yet"
-                )));
-            }
-            if img.image_kind != ImageKind::IMG_Object {
-                return Err(super::unsupported(&format!(
-                    "'{name}': {triple} device code that is not an object (LTO bitcode?) is \
-                     not supported yet"
-                )));
-            }
-            if !(arch.is_empty() || arch == "generic") {
-                return Err(super::unsupported(&format!(
-                    "'{name}': {triple} device code for arch '{arch}' is not supported yet"
-                )));
-            }
-            out.push(Extracted {
-                input: name.clone(),
-                triple,
-                arch,
-                bytes: img.image.to_vec(),
-            });
-        }
-    }
-    Ok((out, shared))
 }
 
 /// The device compiler: `clang` next to the name we were run under, else
