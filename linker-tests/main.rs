@@ -14,6 +14,7 @@ mod bundle_native;
 mod bundler;
 mod ccob;
 mod hostile;
+mod linker_wrapper;
 mod packager;
 mod scan;
 mod scan_ci;
@@ -33,5 +34,6 @@ fn main() {
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());
     trials.extend(hostile::tests());
+    trials.extend(linker_wrapper::tests());
     libtest_mimic::run(&args, trials).exit();
 }

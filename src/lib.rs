@@ -23,6 +23,8 @@
 //! - [`scan`]: finds every device image in executables, shared libraries,
 //!   objects, archives and raw files, nested to any depth, and answers CI's
 //!   questions about them ([`scan::check()`], [`scan::size()`]).
+//! - [`link`]: the plan of `clang-linker-wrapper`'s job for CPU offloading
+//!   targets (device-link and host-link command lines, image packing).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
 //! - [`layout`]: outputs described as pieces, so that image bytes go file to
@@ -126,6 +128,7 @@ mod bytes;
 pub mod error;
 pub mod fatbin;
 pub mod layout;
+pub mod link;
 pub mod llvm;
 mod num;
 pub mod offload_binary;

@@ -10,6 +10,7 @@ pub const TOOLS: &[&str] = &[
     "llvm-offload-binary",
     "clang-offload-packager",
     "clang-offload-bundler",
+    "clang-linker-wrapper",
 ];
 
 /// Make links named after the LLVM tools this binary replaces.

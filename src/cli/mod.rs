@@ -54,6 +54,7 @@ pub fn main() -> ExitCode {
             compat::packager::main(&argv0, &args[1..])
         }
         Some("clang-offload-bundler") => compat::bundler::main(&argv0, &args[1..]),
+        Some("clang-linker-wrapper") => compat::linker_wrapper::main(&argv0, &args[1..]),
         _ => native(args),
     }
 }
@@ -147,5 +148,9 @@ mod tests {
             Some("clang-offload-packager")
         );
         assert_eq!(compat_tool("./offload-kit"), None);
+        assert_eq!(
+            compat_tool("/b/clang-linker-wrapper"),
+            Some("clang-linker-wrapper")
+        );
     }
 }

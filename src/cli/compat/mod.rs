@@ -9,6 +9,7 @@
 //! file errors) and the fault.
 
 pub mod bundler;
+pub mod linker_wrapper;
 pub mod packager;
 
 /// A failure of a drop-in tool: LLVM's message, printed as

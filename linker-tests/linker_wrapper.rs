@@ -1,0 +1,660 @@
+//! offload-kit as clang's `clang-linker-wrapper` (`clang -B <links>`), with
+//! clang-22 and libomptarget 22: OpenMP programs offloading to the host CPU
+//! (`-fopenmp-targets=x86_64-unknown-linux-gnu`) are linked through our
+//! wrapper and through LLVM's, run on libomptarget's offload device, and
+//! must print the same; `--save-temps` leaves the same files with the same
+//! bytes, `--dry-run` prints the same commands (temporary names aside), and
+//! bad input fails with one error and no output file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use libtest_mimic::{Failed, Trial};
+use object::{Object as _, ObjectSection as _};
+
+use crate::util::{clean_failure, llvm, ours_as, same, same_bytes, tempdir, trial};
+
+const TRIPLE: &str = "x86_64-unknown-linux-gnu";
+const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
+const LIBOMPTARGET: &str = "/usr/lib/llvm-22/lib/libomptarget.so.22.1";
+const LIBOMP: &str = "/usr/lib/llvm-22/lib/libomp.so";
+
+/// What every trial needs: clang-22, LLVM's wrapper (the reference), GNU
+/// ld (clang's default host linker here) and the OpenMP runtime.
+const TOOLS: &[&str] = &[
+    "clang",
+    "clang-linker-wrapper",
+    "ld.bfd",
+    LIBOMP,
+    LIBOMPTARGET,
+];
+
+fn src(name: &str) -> PathBuf {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests");
+    match name {
+        "app.c" | "main.c" => base.join("wrap").join(name),
+        _ => base.join("linker_wrapper").join(name),
+    }
+}
+
+fn omp_flags() -> Vec<String> {
+    vec!["-fopenmp".into(), format!("-fopenmp-targets={TRIPLE}")]
+}
+
+/// The objects, compiled once: app.o, main.o, two.o, main2.o; and `lib/`
+/// with the unversioned libomptarget.so that Debian leaves to the -dev
+/// package (LLVM's wrapper looks `-lomptarget` up).
+fn fixture() -> Result<&'static Path, Failed> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempdir().keep();
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink(LIBOMPTARGET, lib.join("libomptarget.so"))
+            .map_err(|e| e.to_string())?;
+        for c in ["app.c", "main.c", "two.c", "main2.c"] {
+            let mut args = omp_flags();
+            args.extend(["-c".into(), src(c).to_string_lossy().into_owned()]);
+            let out = Command::new(llvm("clang"))
+                .args(&args)
+                .current_dir(&dir)
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(format!(
+                    "clang {c}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        Ok(dir)
+    })
+    .as_ref()
+    .map(PathBuf::as_path)
+    .map_err(|e| format!("building the objects failed: {e}").into())
+}
+
+/// What a command did.
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn exec(prog: &Path, args: &[String], cwd: &Path, env: &[(&str, &str)]) -> Out {
+    let out = Command::new(prog)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Links with clang-22 in `cwd`: through our wrapper (`-B <links>`) or
+/// LLVM's. Inputs named without a slash are the fixture's objects.
+fn clang_link(ours: bool, cwd: &Path, args: &[&str]) -> Result<Out, Failed> {
+    let fx = fixture()?;
+    let mut all = omp_flags();
+    if ours {
+        let links = ours_as("clang-linker-wrapper");
+        all.push(format!("-B{}", links.parent().unwrap().display()));
+    }
+    for a in args {
+        if a.ends_with(".o") && !a.contains('/') {
+            all.push(fx.join(a).to_string_lossy().into_owned());
+        } else {
+            all.push((*a).to_string());
+        }
+    }
+    all.push(format!("-L{}", fx.join("lib").display()));
+    Ok(exec(&llvm("clang"), &all, cwd, &[]))
+}
+
+/// Runs a linked program on libomptarget 22, requiring exit status 0 and
+/// `launches` kernel launches on the offload device.
+fn run_program(prog: &Path, launches: usize) -> Result<String, Failed> {
+    let env = [("LD_LIBRARY_PATH", LLVM_LIB), ("LIBOMPTARGET_INFO", "16")];
+    let out = exec(prog, &[], prog.parent().unwrap(), &env);
+    if out.code != 0 {
+        return Err(format!(
+            "{} exited {}:\n{}{}",
+            prog.display(),
+            out.code,
+            out.stdout,
+            out.stderr
+        )
+        .into());
+    }
+    for r in 1..=4 {
+        let want = format!("region {r} on_device=1\n");
+        if !out.stdout.contains(&want) {
+            return Err(format!("missing '{}' in:\n{}", want.trim(), out.stdout).into());
+        }
+    }
+    let n = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("PluginInterface\" device") && l.contains("Launching kernel"))
+        .count();
+    if n != launches {
+        return Err(format!(
+            "{n} kernel launches on the device, want {launches}:\n{}",
+            out.stderr
+        )
+        .into());
+    }
+    Ok(out.stdout)
+}
+
+/// Builds the same program through both wrappers and runs both.
+fn same_program(args: &[&str], launches: usize) -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut outputs = Vec::new();
+    for (ours, name) in [(true, "app-ours"), (false, "app-llvm")] {
+        let mut a = args.to_vec();
+        a.extend(["-o", name]);
+        let out = clang_link(ours, dir.path(), &a)?;
+        if out.code != 0 {
+            return Err(format!("linking {name}: exit {}: {}", out.code, out.stderr).into());
+        }
+        outputs.push(run_program(&dir.path().join(name), launches)?);
+    }
+    same("program output", &outputs[0], &outputs[1])
+}
+
+/// Masks the random part of temporary file names (`/tmp/x-1a2b3c.o`).
+fn mask_temps(text: &str) -> String {
+    let tmp = std::env::temp_dir().to_string_lossy().into_owned();
+    let mut out = String::new();
+    for line in text.lines() {
+        let words: Vec<String> = line
+            .split(' ')
+            .map(|w| {
+                let Some(dot) = w.rfind('.') else {
+                    return w.to_string();
+                };
+                let tag = w.get(dot.saturating_sub(7)..dot).unwrap_or("");
+                if w.starts_with(&tmp)
+                    && tag.starts_with('-')
+                    && tag[1..].bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    format!("{}-XXXXXX{}", &w[..dot - 7], &w[dot..])
+                } else {
+                    w.to_string()
+                }
+            })
+            .collect();
+        out.push_str(&words.join(" "));
+        out.push('\n');
+    }
+    out
+}
+
+fn dry_run(extra: &[&str]) -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut texts = Vec::new();
+    for ours in [true, false] {
+        let mut a = vec!["main.o", "app.o", "-o", "app"];
+        a.extend_from_slice(extra);
+        let out = clang_link(ours, dir.path(), &a)?;
+        if out.code != 0 {
+            return Err(format!("exit {}: {}", out.code, out.stderr).into());
+        }
+        texts.push(mask_temps(&out.stderr));
+    }
+    if texts[1].lines().count() != 2 {
+        return Err(format!("LLVM printed not two commands:\n{}", texts[1]).into());
+    }
+    same("commands", &texts[0], &texts[1])?;
+    if dir.path().join("app").exists() {
+        return Err("--dry-run wrote the output".into());
+    }
+    Ok(())
+}
+
+/// `--save-temps`: the same files (but LLVM's IR of the wrapper), the same
+/// bytes.
+fn save_temps() -> Result<(), Failed> {
+    let mut listings = Vec::new();
+    let mut dirs = Vec::new();
+    for ours in [true, false] {
+        let dir = tempdir();
+        let out = clang_link(
+            ours,
+            dir.path(),
+            &["main.o", "app.o", "-o", "app", "-Wl,--save-temps"],
+        )?;
+        if out.code != 0 {
+            return Err(format!("exit {}: {}", out.code, out.stderr).into());
+        }
+        run_program(&dir.path().join("app"), 4)?;
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.ends_with(".bc"))
+            .collect();
+        names.sort();
+        listings.push(names);
+        dirs.push(dir);
+    }
+    same("files", &listings[0], &listings[1])?;
+    for name in &listings[0] {
+        if name == "app" {
+            continue;
+        }
+        let a = std::fs::read(dirs[0].path().join(name))?;
+        let b = std::fs::read(dirs[1].path().join(name))?;
+        same_bytes(name, &a, &b)?;
+    }
+    Ok(())
+}
+
+/// Our wrapper run directly (as clang runs it) with `args`.
+fn wrapper(args: &[String], cwd: &Path) -> Out {
+    exec(&ours_as("clang-linker-wrapper"), args, cwd, &[])
+}
+
+fn base_args(out: &str) -> Vec<String> {
+    vec![
+        "--host-triple=x86_64-pc-linux-gnu".into(),
+        "--linker-path=/usr/bin/ld".into(),
+        "-o".into(),
+        out.into(),
+    ]
+}
+
+/// A failure: exit 1, an error line naming `what` as the last line, no
+/// output file.
+fn fails(out: &Out, dir: &Path, what: &str) -> Result<(), Failed> {
+    let last = out
+        .stderr
+        .lines()
+        .rfind(|l| !l.contains(": note: "))
+        .unwrap_or("");
+    if out.code != 1 || !last.contains("error: ") || !out.stderr.contains(what) {
+        return Err(format!(
+            "want exit 1 and an error about '{what}', got {}: {}",
+            out.code, out.stderr
+        )
+        .into());
+    }
+    if dir.join("out").exists() {
+        return Err("an output file was written".into());
+    }
+    Ok(())
+}
+
+fn corrupt_section() -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut bytes = std::fs::read(fixture()?.join("app.o"))?;
+    let range = {
+        let f = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+        let s = f
+            .section_by_name(".llvm.offloading")
+            .ok_or("no .llvm.offloading in app.o")?;
+        s.file_range().ok_or("no file range")?
+    };
+    // The binary's total size (bytes 8..16) far beyond the section.
+    let at = usize::try_from(range.0).unwrap() + 8;
+    bytes[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+    std::fs::write(dir.path().join("bad.o"), &bytes)?;
+    let mut args = base_args("out");
+    args.push("bad.o".into());
+    let out = wrapper(&args, dir.path());
+    clean_failure("corrupt .llvm.offloading", &to_run(&out), "bad.o")?;
+    fails(&out, dir.path(), "bad.o")
+}
+
+fn to_run(out: &Out) -> crate::util::Run {
+    crate::util::Run {
+        code: out.code,
+        stdout: out.stdout.clone().into_bytes(),
+        stderr: out.stderr.clone(),
+    }
+}
+
+fn failing_device_link() -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut args = base_args("out");
+    args.extend([
+        "--device-linker=--no-such-linker-option".to_string(),
+        fixture()?.join("app.o").to_string_lossy().into_owned(),
+    ]);
+    let out = wrapper(&args, dir.path());
+    fails(&out, dir.path(), "error: 'clang' failed")?;
+    if !out.stderr.contains("exit code 1") {
+        return Err(format!("the child's exit code is not named: {}", out.stderr).into());
+    }
+    Ok(())
+}
+
+fn refused(extra: &[&str]) -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut args = base_args("out");
+    args.extend(extra.iter().map(ToString::to_string));
+    args.push(fixture()?.join("app.o").to_string_lossy().into_owned());
+    let out = wrapper(&args, dir.path());
+    clean_failure(&extra.join(" "), &to_run(&out), "not supported")?;
+    fails(&out, dir.path(), "not supported")
+}
+
+/// `-l` that is nowhere: LLVM's message.
+fn missing_library() -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut args = base_args("out");
+    args.extend([
+        "-lno-such-library".to_string(),
+        fixture()?.join("app.o").to_string_lossy().into_owned(),
+    ]);
+    let ours = wrapper(&args, dir.path());
+    let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
+    let msg = |o: &Out| o.stderr.split_once(": error: ").map(|(_, m)| m.to_string());
+    same("exit code", ours.code, theirs.code)?;
+    same("message", msg(&ours), msg(&theirs))?;
+    fails(&ours, dir.path(), "-lno-such-library")
+}
+
+/// A host linker that fails: LLVM's message.
+fn failing_host_link() -> Result<(), Failed> {
+    let dir = tempdir();
+    let args = vec![
+        "--host-triple=x86_64-pc-linux-gnu".to_string(),
+        "--linker-path=/bin/false".into(),
+        "-o".into(),
+        "out".into(),
+        fixture()?.join("main.o").to_string_lossy().into_owned(),
+    ];
+    let ours = wrapper(&args, dir.path());
+    let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
+    let msg = |o: &Out| {
+        o.stderr
+            .lines()
+            .find_map(|l| l.split_once(": error: ").map(|(_, m)| m.to_string()))
+    };
+    same("exit code", ours.code, theirs.code)?;
+    same("message", msg(&ours), msg(&theirs))?;
+    fails(&ours, dir.path(), "'false' failed")
+}
+
+/// The wrapper run directly, its options mixed with the linker's and after
+/// `--`, with `--dry-run`: the same commands as LLVM's.
+fn dry_run_direct() -> Result<(), Failed> {
+    let dir = tempdir();
+    let fx = fixture()?;
+    let obj = |n: &str| fx.join(n).to_string_lossy().into_owned();
+    let lib = fx.join("lib").to_string_lossy().into_owned();
+    let args: Vec<String> = [
+        "--host-triple=x86_64-pc-linux-gnu",
+        "--linker-path=/usr/bin/ld",
+        "--dry-run",
+        "--wrapper-verbose",
+        "--wrapper-jobs=2",
+        "--linker-arg=LA",
+        "--compiler-arg=CA",
+        "--device-linker=DL",
+        "--device-compiler=x86_64-unknown-linux-gnu=DC",
+        "-pie",
+        "--output=out",
+        &obj("main.o"),
+        &format!("-L{lib}"),
+        "--library-path",
+        &lib,
+        "-lomptarget",
+        "--library=omptarget",
+        &format!("{lib}/libomptarget.so"),
+        "-rpath=/y",
+        "--whole-archive",
+        "-Bstatic",
+        &obj("app.o"),
+        "-rpath",
+        "/x",
+        "--no-whole-archive",
+        "-Bdynamic",
+        "--",
+        "-z",
+        "now",
+        &obj("two.o"),
+        "-L",
+        &lib,
+        "-l",
+        "omptarget",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    let path = format!(
+        "{}:{}",
+        crate::util::LLVM_BIN,
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ours = exec(
+        &ours_as("clang-linker-wrapper"),
+        &args,
+        dir.path(),
+        &[("PATH", &path)],
+    );
+    let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
+    same("exit code", ours.code, theirs.code)?;
+    same(
+        "commands",
+        mask_temps(&ours.stderr),
+        mask_temps(&theirs.stderr),
+    )
+}
+
+/// `--override-image=openmp=<file>`: the same wrapper object as LLVM's
+/// (kept with `--save-temps`), and a program whose device image is given
+/// that way runs on the device.
+fn override_image() -> Result<(), Failed> {
+    let fx = fixture()?;
+    // The device image of a first build, kept with --save-temps.
+    let first = tempdir();
+    let out = clang_link(
+        true,
+        first.path(),
+        &["main.o", "app.o", "-o", "app", "-Wl,--save-temps"],
+    )?;
+    if out.code != 0 {
+        return Err(format!("first build: exit {}: {}", out.code, out.stderr).into());
+    }
+    let img = first.path().join("app.x86_64..img");
+    let img = img.to_string_lossy().into_owned();
+    // The wrapper objects of both tools for it.
+    let mut objects = Vec::new();
+    for prog in [
+        ours_as("clang-linker-wrapper"),
+        llvm("clang-linker-wrapper"),
+    ] {
+        let dir = tempdir();
+        let args: Vec<String> = vec![
+            "--host-triple=x86_64-pc-linux-gnu".into(),
+            "--linker-path=/usr/bin/ld".into(),
+            "--save-temps".into(),
+            format!("--override-image=openmp={img}"),
+            "-shared".into(),
+            "-o".into(),
+            "lib.so".into(),
+            fx.join("main.o").to_string_lossy().into_owned(),
+        ];
+        let out = exec(&prog, &args, dir.path(), &[]);
+        if out.code != 0 {
+            return Err(format!("{}: exit {}: {}", prog.display(), out.code, out.stderr).into());
+        }
+        objects.push(std::fs::read(
+            dir.path().join("lib.so.openmp.image.wrapper.o"),
+        )?);
+    }
+    same_bytes("wrapper objects", &objects[0], &objects[1])?;
+    let flag = format!("-Wl,--override-image=openmp={img}");
+    same_program(&["main.o", "app.o", &flag], 4)
+}
+
+/// `--dry-run --save-temps -o sub/out`: the same files as LLVM's (the
+/// extracted objects, the wrapper object for empty images; no image), with
+/// the same bytes, and the same commands.
+fn dry_run_save_temps() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let args: Vec<String> = vec![
+        "--host-triple=x86_64-pc-linux-gnu".into(),
+        "--linker-path=/usr/bin/ld".into(),
+        "--dry-run".into(),
+        "--save-temps".into(),
+        "-o".into(),
+        "sub/out".into(),
+        fx.join("main.o").to_string_lossy().into_owned(),
+        fx.join("app.o").to_string_lossy().into_owned(),
+    ];
+    let path = format!(
+        "{}:{}",
+        crate::util::LLVM_BIN,
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut listings = Vec::new();
+    let mut texts = Vec::new();
+    let mut dirs = Vec::new();
+    for prog in [
+        ours_as("clang-linker-wrapper"),
+        llvm("clang-linker-wrapper"),
+    ] {
+        let dir = tempdir();
+        std::fs::create_dir(dir.path().join("sub"))?;
+        let out = exec(&prog, &args, dir.path(), &[("PATH", &path)]);
+        if out.code != 0 {
+            return Err(format!("{}: exit {}: {}", prog.display(), out.code, out.stderr).into());
+        }
+        texts.push(out.stderr);
+        let mut names: Vec<String> = crate::util::snapshot(dir.path())
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| !n.ends_with(".bc"))
+            .collect();
+        names.sort();
+        listings.push(names);
+        dirs.push(dir);
+    }
+    same("commands", &texts[0], &texts[1])?;
+    same("files", &listings[0], &listings[1])?;
+    for name in &listings[0] {
+        let a = std::fs::read(dirs[0].path().join(name))?;
+        let b = std::fs::read(dirs[1].path().join(name))?;
+        same_bytes(name, &a, &b)?;
+    }
+    Ok(())
+}
+
+/// `libapp.a` (app.o, two.o) in a new directory.
+fn static_library() -> Result<tempfile::TempDir, Failed> {
+    let fx = fixture()?;
+    let dir = tempdir();
+    let args: Vec<String> = vec![
+        "rcs".into(),
+        "libapp.a".into(),
+        fx.join("app.o").to_string_lossy().into_owned(),
+        fx.join("two.o").to_string_lossy().into_owned(),
+    ];
+    let out = exec(&llvm("llvm-ar"), &args, dir.path(), &[]);
+    if out.code != 0 {
+        return Err(format!("llvm-ar: {}", out.stderr).into());
+    }
+    Ok(dir)
+}
+
+/// Device code in a static library: the members the link takes (app.o,
+/// not two.o; both under `--whole-archive`), as LLVM takes them.
+fn archive_members() -> Result<(), Failed> {
+    let lib = static_library()?;
+    let l = format!("-L{}", lib.path().display());
+    same_program(&["main.o", &l, "-lapp"], 4)?;
+    let whole = format!(
+        "-Wl,--whole-archive,{}/libapp.a,--no-whole-archive",
+        lib.path().display()
+    );
+    for extra in [vec![l.as_str(), "-lapp"], vec![whole.as_str()]] {
+        let dir = tempdir();
+        let mut texts = Vec::new();
+        for ours in [true, false] {
+            let mut a = vec!["main.o", "-o", "app", "-Wl,--dry-run"];
+            a.extend_from_slice(&extra);
+            let out = clang_link(ours, dir.path(), &a)?;
+            if out.code != 0 {
+                return Err(format!("exit {}: {}", out.code, out.stderr).into());
+            }
+            texts.push(mask_temps(&out.stderr));
+        }
+        same("commands", &texts[0], &texts[1])?;
+    }
+    Ok(())
+}
+
+/// The trials.
+pub fn tests() -> Vec<Trial> {
+    let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
+    let with_ar: Vec<&str> = TOOLS.iter().copied().chain(["llvm-ar"]).collect();
+    let with_false: Vec<&str> = TOOLS.iter().copied().chain(["false"]).collect();
+    vec![
+        trial("linker_wrapper::objects", TOOLS, || {
+            same_program(&["main.o", "app.o"], 4)
+        }),
+        trial("linker_wrapper::from_sources", TOOLS, || {
+            let (m, a) = (src("main.c"), src("app.c"));
+            same_program(&[m.to_str().unwrap(), a.to_str().unwrap()], 4)
+        }),
+        trial("linker_wrapper::several_files", TOOLS, || {
+            same_program(&["main2.o", "app.o", "two.o"], 5)
+        }),
+        trial("linker_wrapper::lld", &lld, || {
+            same_program(&["main.o", "app.o", "-fuse-ld=lld"], 4)
+        }),
+        trial("linker_wrapper::no_pie", TOOLS, || {
+            same_program(&["main.o", "app.o", "-no-pie"], 4)
+        }),
+        trial("linker_wrapper::save_temps", TOOLS, save_temps),
+        trial("linker_wrapper::archive_members", &with_ar, archive_members),
+        trial("linker_wrapper::dry_run", TOOLS, || {
+            dry_run(&["-Wl,--dry-run,--wrapper-verbose"])
+        }),
+        trial("linker_wrapper::dry_run_device_args", TOOLS, || {
+            dry_run(&[
+                "-Wl,--dry-run",
+                "-Wl,--device-linker=-z,--device-linker=x86_64-unknown-linux-gnu=now",
+                "-Wl,--device-compiler=-O2,--device-compiler=aarch64-unknown-linux-gnu=-O3",
+                "-Wl,-rpath,/opt/x,--whole-archive,--no-whole-archive",
+            ])
+        }),
+        trial("linker_wrapper::corrupt_section", TOOLS, corrupt_section),
+        trial(
+            "linker_wrapper::failing_device_link",
+            TOOLS,
+            failing_device_link,
+        ),
+        trial("linker_wrapper::refuses_relocatable", TOOLS, || {
+            refused(&["-r"])
+        }),
+        trial("linker_wrapper::override_image", TOOLS, override_image),
+        trial("linker_wrapper::refuses_override_image_cuda", TOOLS, || {
+            refused(&["--override-image=cuda=x.fatbin"])
+        }),
+        trial("linker_wrapper::refuses_mllvm", TOOLS, || {
+            refused(&["-mllvm", "-x"])
+        }),
+        trial("linker_wrapper::missing_library", TOOLS, missing_library),
+        trial("linker_wrapper::dry_run_direct", TOOLS, dry_run_direct),
+        trial(
+            "linker_wrapper::dry_run_save_temps",
+            TOOLS,
+            dry_run_save_temps,
+        ),
+        trial(
+            "linker_wrapper::failing_host_link",
+            &with_false,
+            failing_host_link,
+        ),
+    ]
+}

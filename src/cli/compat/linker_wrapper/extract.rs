@@ -1,0 +1,274 @@
+//! Which device images the link takes: those of the input objects, and of
+//! the archive members the link takes under LLVM 22's rules
+//! ([`offload_kit::link::resolve`]).
+
+use std::path::{Path, PathBuf};
+
+use super::super::Fail;
+use crate::cli::io::open_input;
+use offload_kit::link::resolve::{Resolver, Sym, symbols};
+use offload_kit::link::{self, HostArg};
+use offload_kit::offload_binary::{self, FoundImage, ImageKind, Limits, OffloadKind};
+
+/// An ELF file's type (`e_type`), if it is ELF.
+fn elf_type(b: &[u8]) -> Option<u16> {
+    if b.len() < 18 || &b[..4] != b"\x7fELF" {
+        return None;
+    }
+    let t = [b[16], b[17]];
+    Some(if b[5] == 2 {
+        u16::from_be_bytes(t)
+    } else {
+        u16::from_le_bytes(t)
+    })
+}
+
+/// One extracted device image.
+pub(super) struct Extracted {
+    /// The object it came from (an archive member's name for members).
+    pub input: String,
+    pub triple: String,
+    pub arch: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Finds `-l<name>` along the `-L` directories as the host linker would.
+fn find_library(name: &str, dirs: &[&str], static_only: bool) -> Option<PathBuf> {
+    let names: Vec<String> = if let Some(exact) = name.strip_prefix(':') {
+        vec![exact.to_string()]
+    } else if static_only {
+        vec![format!("lib{name}.a")]
+    } else {
+        vec![format!("lib{name}.so"), format!("lib{name}.a")]
+    };
+    dirs.iter()
+        .flat_map(|d| names.iter().map(move |n| Path::new(d).join(n)))
+        .find(|p| p.is_file())
+}
+
+/// The files the host link reads (inputs and found libraries), in order,
+/// each with whether `--whole-archive` is on for it.
+pub(super) fn host_files(host: &[HostArg]) -> Result<Vec<(String, bool)>, Fail> {
+    let dirs: Vec<&str> = host
+        .iter()
+        .filter_map(|a| match a {
+            HostArg::LibraryPath(d) => Some(d.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut static_only = false;
+    let mut whole = false;
+    let mut files = Vec::new();
+    for arg in host {
+        match arg {
+            HostArg::Verbatim(v) => match v.as_str() {
+                "-Bstatic" | "-static" | "-dn" | "-non_shared" => static_only = true,
+                "-Bdynamic" | "-dy" | "-call_shared" => static_only = false,
+                _ => {}
+            },
+            HostArg::WholeArchive => whole = true,
+            HostArg::NoWholeArchive => whole = false,
+            HostArg::Input(f) => files.push((f.clone(), whole)),
+            HostArg::Library(l) => match find_library(l, &dirs, static_only) {
+                Some(p) => files.push((p.to_string_lossy().into_owned(), whole)),
+                None => return Err(Fail::new(format!("unable to find library -l{l}"))),
+            },
+            _ => {}
+        }
+    }
+    Ok(files)
+}
+
+/// The device images of one object, checked: `Err` for what this slice
+/// does not link.
+fn images_of(
+    name: &str,
+    found: Vec<FoundImage<'_>>,
+    skip_openmp: bool,
+) -> Result<Vec<Extracted>, Fail> {
+    let mut out = Vec::new();
+    for f in found {
+        let img = &f.image;
+        let triple = String::from_utf8_lossy(img.triple()).into_owned();
+        let arch = String::from_utf8_lossy(img.arch()).into_owned();
+        if skip_openmp && img.offload_kind == OffloadKind::OFK_OpenMP {
+            continue;
+        }
+        if img.offload_kind != OffloadKind::OFK_OpenMP {
+            return Err(super::unsupported(&format!(
+                "'{name}': {triple} device code of kind {:?} is not supported yet (OpenMP only)",
+                img.offload_kind
+            )));
+        }
+        if !link::is_cpu_triple(&triple) {
+            return Err(super::unsupported(&format!(
+                "'{name}': device code for {triple} (a GPU target) is not supported yet"
+            )));
+        }
+        if img.image_kind != ImageKind::IMG_Object {
+            return Err(super::unsupported(&format!(
+                "'{name}': {triple} device code that is not an object (LTO bitcode?) is \
+                 not supported yet"
+            )));
+        }
+        if !(arch.is_empty() || arch == "generic") {
+            return Err(super::unsupported(&format!(
+                "'{name}': {triple} device code for arch '{arch}' is not supported yet"
+            )));
+        }
+        out.push(Extracted {
+            input: name.to_string(),
+            triple,
+            arch,
+            bytes: img.image.to_vec(),
+        });
+    }
+    Ok(out)
+}
+
+fn find(name: &str, bytes: &[u8]) -> Result<Vec<FoundImage<'static>>, Fail> {
+    offload_binary::find_images(bytes, &Limits::default())
+        .map(|v| {
+            v.into_iter()
+                .map(|f| FoundImage {
+                    member: f.member,
+                    section: f.section,
+                    image: f.image.into_owned(),
+                })
+                .collect()
+        })
+        .map_err(|e| {
+            Fail::with_note(
+                format!("'{name}': invalid offloading data: {e}"),
+                "the .llvm.offloading section does not hold a valid OffloadBinary",
+            )
+        })
+}
+
+/// An archive member that is an object.
+struct Member {
+    device: Vec<(String, Vec<Sym>)>,
+    images: Vec<Extracted>,
+    taken: bool,
+}
+
+impl Member {
+    fn wanted(&self, r: &Resolver) -> bool {
+        self.device.iter().any(|(t, s)| r.wanted(t, s))
+    }
+}
+
+fn device_symbols(images: &[Extracted]) -> Vec<(String, Vec<Sym>)> {
+    images
+        .iter()
+        .map(|e| (e.triple.clone(), symbols(&e.bytes)))
+        .collect()
+}
+
+/// The object members of a (regular) archive, with their device images.
+fn members(name: &str, bytes: &[u8], skip_openmp: bool) -> Result<Vec<Member>, Fail> {
+    let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
+    let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
+    let mut out = Vec::new();
+    for m in archive.members() {
+        let m = m.map_err(|e| bad(&e))?;
+        let data = m.data(bytes).map_err(|e| bad(&e))?;
+        if elf_type(data) != Some(1) {
+            continue;
+        }
+        let mname = String::from_utf8_lossy(m.name()).into_owned();
+        let full = format!("{name}({mname})");
+        let images = images_of(&mname, find(&full, data)?, skip_openmp)?;
+        out.push(Member {
+            device: device_symbols(&images),
+            images,
+            taken: false,
+        });
+    }
+    Ok(out)
+}
+
+/// Takes the members of one archive the link takes, until none more is;
+/// whether any was.
+fn take(
+    members: &mut [Member],
+    whole: bool,
+    resolver: &mut Resolver,
+    out: &mut Vec<Extracted>,
+) -> bool {
+    let mut any = false;
+    loop {
+        let mut more = false;
+        for m in members.iter_mut().filter(|m| !m.taken) {
+            if whole || m.wanted(resolver) {
+                m.taken = true;
+                more = true;
+                for (t, syms) in &m.device {
+                    resolver.add(t, syms);
+                }
+                out.append(&mut m.images);
+            }
+        }
+        if !more {
+            return any;
+        }
+        any = true;
+    }
+}
+
+/// Reads the device images the link takes, in the order the link takes
+/// them; notes which inputs are libraries (shared objects and archives),
+/// which go to the device link. With `skip_openmp`
+/// (`--override-image=openmp=`), OpenMP images are not taken, as LLVM does.
+pub(super) fn extract(
+    files: &[(String, bool)],
+    skip_openmp: bool,
+) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
+    let mut out = Vec::new();
+    let mut shared = Vec::new();
+    let mut resolver = Resolver::default();
+    let mut archives = Vec::new();
+    for (name, whole) in files {
+        if !Path::new(name).is_file() {
+            continue; // Not a file: the host linker's business.
+        }
+        let input = open_input(name)
+            .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
+        let bytes = input.bytes();
+        if bytes.starts_with(b"!<thin>\n") || bytes.starts_with(b"!<arch>\n") {
+            // Archives go to the device link too, as LLVM passes them.
+            shared.push(name.clone());
+        }
+        if bytes.starts_with(b"!<thin>\n") {
+            if !find(name, bytes)?.is_empty() {
+                return Err(super::unsupported(&format!(
+                    "'{name}': device code in thin archives is not supported yet"
+                )));
+            }
+            continue;
+        }
+        if bytes.starts_with(b"!<arch>\n") {
+            let mut members = members(name, bytes, skip_openmp)?;
+            take(&mut members, *whole, &mut resolver, &mut out);
+            archives.push((members, *whole));
+            continue;
+        }
+        match elf_type(bytes) {
+            Some(3) => shared.push(name.clone()),
+            Some(1) => {
+                let images = images_of(name, find(name, bytes)?, skip_openmp)?;
+                for (t, syms) in device_symbols(&images) {
+                    resolver.add(&t, &syms);
+                }
+                out.extend(images);
+            }
+            _ => {}
+        }
+    }
+    // LLVM scans the archives again while any member is taken.
+    while archives
+        .iter_mut()
+        .any(|(m, whole)| take(m, *whole, &mut resolver, &mut out))
+    {}
+    Ok((out, shared))
+}

@@ -1,0 +1,266 @@
+//! `clang-linker-wrapper`: LLVM 22's command line (the wrapper's options
+//! mixed with the host linker's), for OpenMP offloading to CPU targets.
+//! What this slice does not do yet is refused with one error line.
+
+mod extract;
+mod run;
+
+use std::process::ExitCode;
+
+use super::Fail;
+use offload_kit::link::HostArg;
+
+/// The wrapper's own settings (the options it does not forward).
+#[derive(Debug, Default)]
+pub(crate) struct Opts {
+    pub host_triple: Option<String>,
+    pub linker_path: Option<String>,
+    pub device_linker: Vec<String>,
+    pub device_compiler: Vec<String>,
+    pub dry_run: bool,
+    pub verbose: bool,
+    pub save_temps: bool,
+    /// `--override-image=openmp=<file>` files, in order.
+    pub override_images: Vec<String>,
+    /// The host link's arguments, in order.
+    pub host: Vec<HostArg>,
+}
+
+/// Options LLVM 22's tool has that this slice refuses, with why.
+const UNSUPPORTED: &[(&str, &str)] = &[
+    (
+        "relocatable",
+        "relocatable links (-r) are not supported yet",
+    ),
+    ("r", "relocatable links (-r) are not supported yet"),
+    ("embed-bitcode", "--embed-bitcode is not supported (no LTO)"),
+    (
+        "print-wrapped-module",
+        "--print-wrapped-module is not supported (no IR)",
+    ),
+    (
+        "emit-fatbin-only",
+        "--emit-fatbin-only is not supported yet (CUDA/HIP)",
+    ),
+    ("compress", "--compress is not supported yet (HIP)"),
+    (
+        "compression-level",
+        "--compression-level is not supported yet (HIP)",
+    ),
+    ("cuda-path", "--cuda-path is not supported yet (CUDA)"),
+    ("mllvm", "-mllvm is not supported yet"),
+    ("offload-opt", "--offload-opt is not supported (no LTO)"),
+    ("whole-program", "--whole-program is not supported (no LTO)"),
+    ("triple", "--triple is not supported yet"),
+    ("arch", "--arch is not supported yet"),
+    (
+        "wrapper-time-trace",
+        "--wrapper-time-trace is not supported",
+    ),
+    (
+        "wrapper-time-trace-granularity",
+        "--wrapper-time-trace-granularity is not supported",
+    ),
+];
+
+/// Splits `-name=value` / `--name=value` / `-name` / `--name`.
+fn split(arg: &str) -> Option<(&str, Option<&str>)> {
+    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+    if body.is_empty() {
+        return None;
+    }
+    Some(match body.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    })
+}
+
+fn unsupported(msg: &str) -> Fail {
+    Fail::with_note(
+        msg,
+        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU targets only \
+         (see the README)",
+    )
+}
+
+/// Parses LLVM 22's command line. `Ok(None)`: help or version was printed.
+pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
+    let mut o = Opts::default();
+    let mut it = args.iter();
+    let mut after_dashes = false;
+    let value = |it: &mut std::slice::Iter<'_, String>, v: Option<&str>, name: &str| match v {
+        Some(v) => Ok(v.to_string()),
+        None => it
+            .next()
+            .cloned()
+            .ok_or_else(|| Fail::new(format!("missing argument to '{name}'"))),
+    };
+    while let Some(arg) = it.next() {
+        if after_dashes {
+            o.host.push(classify_host(arg, &mut it));
+            continue;
+        }
+        if arg == "--" {
+            // LLVM 22 forwards the `--` itself to the host linker.
+            after_dashes = true;
+            o.host.push(HostArg::Verbatim(arg.clone()));
+            continue;
+        }
+        // Short joined forms first: -L<dir>, -l<name>, -o<file>.
+        if let Some(rest) = arg.strip_prefix("-L")
+            && !arg.starts_with("--")
+        {
+            let dir = if rest.is_empty() {
+                value(&mut it, None, "-L")?
+            } else {
+                rest.to_string()
+            };
+            o.host.push(HostArg::LibraryPath(dir));
+            continue;
+        }
+        if let Some(rest) = arg.strip_prefix("-l")
+            && !arg.starts_with("--")
+        {
+            let name = if rest.is_empty() {
+                value(&mut it, None, "-l")?
+            } else {
+                rest.to_string()
+            };
+            o.host.push(HostArg::Library(name));
+            continue;
+        }
+        if arg == "-o" {
+            o.host.push(HostArg::Output(value(&mut it, None, "-o")?));
+            continue;
+        }
+        let Some((name, v)) = split(arg) else {
+            o.host.push(HostArg::Input(arg.clone()));
+            continue;
+        };
+        match name {
+            "help" | "help-hidden" => {
+                print!("{}", help_text());
+                return Ok(None);
+            }
+            "version" => {
+                print!("{}", super::version_text("clang-linker-wrapper"));
+                return Ok(None);
+            }
+            "host-triple" => o.host_triple = Some(value(&mut it, v, arg)?),
+            "linker-path" => o.linker_path = Some(value(&mut it, v, arg)?),
+            "device-linker" => o.device_linker.push(value(&mut it, v, arg)?),
+            "device-compiler" => o.device_compiler.push(value(&mut it, v, arg)?),
+            "dry-run" => o.dry_run = true,
+            "wrapper-verbose" => o.verbose = true,
+            "save-temps" => o.save_temps = true,
+            "override-image" => {
+                let v = value(&mut it, v, arg)?;
+                match v.split_once('=') {
+                    Some(("openmp", file)) => o.override_images.push(file.to_string()),
+                    _ => {
+                        return Err(unsupported(&format!(
+                            "--override-image={v}: kinds other than openmp are not supported yet"
+                        )));
+                    }
+                }
+            }
+            "wrapper-jobs" => {
+                let n = value(&mut it, v, arg)?;
+                if n != "jobserver" && !n.parse::<u32>().is_ok_and(|n| n > 0) {
+                    return Err(Fail::new(format!(
+                        "invalid value for --wrapper-jobs: '{n}'"
+                    )));
+                }
+            }
+            // Names GPU architectures to extract: nothing for CPU targets.
+            "should-extract" => drop(value(&mut it, v, arg)?),
+            "output" => o.host.push(HostArg::Output(value(&mut it, v, arg)?)),
+            "library-path" | "library" => {
+                o.host.push(HostArg::LibraryPath(value(&mut it, v, arg)?));
+            }
+            "rpath" => {
+                let long = arg.starts_with("--") || v.is_some();
+                let dir = value(&mut it, v, arg)?;
+                o.host.push(HostArg::Rpath { dir, long });
+            }
+            "whole-archive" if arg.starts_with("--") => o.host.push(HostArg::WholeArchive),
+            "no-whole-archive" if arg.starts_with("--") => o.host.push(HostArg::NoWholeArchive),
+            "linker-arg" => o.host.push(HostArg::LinkerArg(value(&mut it, v, arg)?)),
+            "compiler-arg" => o.host.push(HostArg::CompilerArg(value(&mut it, v, arg)?)),
+            _ => {
+                if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                    return Err(unsupported(why));
+                }
+                if name.starts_with("wrapper-") || name.starts_with("device-") {
+                    return Err(Fail::new(format!("unknown option '{arg}'")));
+                }
+                o.host.push(HostArg::Verbatim(arg.clone()));
+            }
+        }
+    }
+    Ok(Some(o))
+}
+
+/// An argument after `--`: the host linker's, still sorted so that the
+/// device link gets what LLVM gives it.
+fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
+    let next = |it: &mut std::slice::Iter<'_, String>| it.next().cloned().unwrap_or_default();
+    match arg {
+        "-L" => HostArg::LibraryPath(next(it)),
+        "-l" => HostArg::Library(next(it)),
+        "-o" => HostArg::Output(next(it)),
+        "--whole-archive" => HostArg::WholeArchive,
+        "--no-whole-archive" => HostArg::NoWholeArchive,
+        _ if arg.starts_with("-L") => HostArg::LibraryPath(arg[2..].to_string()),
+        _ if arg.starts_with("-l") => HostArg::Library(arg[2..].to_string()),
+        _ if arg.starts_with('-') => HostArg::Verbatim(arg.to_string()),
+        _ => HostArg::Input(arg.to_string()),
+    }
+}
+
+fn help_text() -> String {
+    "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
+     \n\
+     Extracts the OpenMP device images of CPU offloading targets from the\n\
+     input objects, links them with clang, wraps them in process and runs\n\
+     the host linker.\n\
+     \n\
+     USAGE: clang-linker-wrapper [options] -- <options to passed to the linker>\n\
+     \n\
+     OPTIONS:\n\
+     \x20 --compiler-arg=<value>  An extra argument for the device compiler\n\
+     \x20 --device-compiler=<value> or <triple>=<value>\n\
+     \x20                         Arguments to pass to the device compiler invocation\n\
+     \x20 --device-linker=<value> or <triple>=<value>\n\
+     \x20                         Arguments to pass to the device linker invocation\n\
+     \x20 --dry-run               Print program arguments without running\n\
+     \x20 --host-triple=<triple>  Triple to use for the host compilation\n\
+     \x20 --linker-arg=<value>    An extra argument to be passed to the linker\n\
+     \x20 --linker-path=<path>    The linker executable to invoke\n\
+     \x20 -L <dir>                Add <dir> to the library search path\n\
+     \x20 -l <libname>            Search for library <libname>\n\
+     \x20 -o <path>               Path to file to write output\n\
+     \x20 --save-temps            Save intermediate results\n\
+     \x20 --should-extract=<arch> Accepted (GPU architectures: no effect)\n\
+     \x20 --wrapper-jobs=<number> Accepted (device links run one after another)\n\
+     \x20 --wrapper-verbose       Verbose output from tools\n\
+     \x20 --override-image=openmp=<file>\n\
+     \x20                         Use <file> as the linked OpenMP image\n\
+     \n\
+     Not supported yet (refused): -r/--relocatable, -mllvm,\n\
+     CUDA/HIP options, LTO options, GPU targets, thin archives with device code.\n"
+        .to_string()
+}
+
+/// Entry point under the name `clang-linker-wrapper`.
+pub fn main(argv0: &str, args: &[String]) -> ExitCode {
+    let opts = match parse(args) {
+        Ok(Some(o)) => o,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(f) => return f.report(argv0),
+    };
+    match run::run(argv0, &opts) {
+        Ok(code) => code,
+        Err(f) => f.report(argv0),
+    }
+}

@@ -1,0 +1,268 @@
+//! The wrapper's job: extract, link each device target with clang, pack,
+//! wrap in process, run the host linker.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use super::super::Fail;
+use super::Opts;
+use super::extract::{extract, host_files};
+use offload_kit::link::{self, DeviceLink};
+use offload_kit::llvm::path::{file_name, stem};
+use offload_kit::offload_binary;
+use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+
+/// Files to remove when the run ends (unless `--save-temps`).
+struct Temps {
+    files: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Drop for Temps {
+    fn drop(&mut self) {
+        if !self.keep {
+            for f in &self.files {
+                let _ = std::fs::remove_file(f);
+            }
+        }
+    }
+}
+
+impl Temps {
+    /// The name of a file a child process writes: with `--save-temps`
+    /// LLVM's name in the current directory (not created here, so
+    /// `--dry-run` leaves none), else a new empty temporary file.
+    fn reserve(&mut self, prefix: &str, suffix: &str) -> Result<String, Fail> {
+        if self.keep {
+            return Ok(format!("{prefix}{suffix}"));
+        }
+        self.create(prefix, suffix, b"")
+    }
+
+    /// A new file: `<prefix><suffix>` in the current directory with
+    /// `--save-temps` (LLVM's names), else `<tmp>/<prefix>-XXXXXX<suffix>`.
+    fn create(&mut self, prefix: &str, suffix: &str, bytes: &[u8]) -> Result<String, Fail> {
+        if self.keep {
+            let name = format!("{prefix}{suffix}");
+            std::fs::write(&name, bytes).map_err(|e| io_fail(&name, &e))?;
+            return Ok(name);
+        }
+        let dir = std::env::temp_dir();
+        loop {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u32(std::process::id());
+            let tag = format!("{:06x}", h.finish() & 0xff_ffff);
+            let path = dir.join(format!("{prefix}-{tag}{suffix}"));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    self.files.push(path.clone());
+                    std::io::Write::write_all(&mut f, bytes)
+                        .map_err(|e| io_fail(&path.to_string_lossy(), &e))?;
+                    return Ok(path.to_string_lossy().into_owned());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_fail(&path.to_string_lossy(), &e)),
+            }
+        }
+    }
+}
+
+fn io_fail(name: &str, e: &std::io::Error) -> Fail {
+    Fail::new(format!("'{name}': {}", crate::cli::io::strerror(e)))
+}
+
+/// The device compiler: `clang` next to the name we were run under, else
+/// the clang that ran us (our parent process), else `clang` next to our
+/// executable or on `PATH`, as LLVM looks for it; last, `clang-22` on
+/// `PATH` (Debian puts only the versioned name there).
+fn find_clang(argv0: &str) -> Option<String> {
+    let mut candidates = Vec::new();
+    if argv0.contains('/') {
+        candidates.push(Path::new(argv0).with_file_name("clang"));
+    }
+    let parent = format!("/proc/{}/exe", std::os::unix::process::parent_id());
+    if let Ok(p) = std::fs::read_link(parent)
+        && file_name(&p.to_string_lossy()).starts_with("clang")
+        && !file_name(&p.to_string_lossy()).contains("linker-wrapper")
+        && std::env::current_exe().ok().as_ref() != Some(&p)
+    {
+        candidates.push(p);
+    }
+    if let Ok(me) = std::env::current_exe() {
+        candidates.push(me.with_file_name("clang"));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang")));
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang-22")));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Runs (or with `--dry-run` only prints) one command; a failure is
+/// reported as LLVM does, as `'<name>' failed`.
+fn execute(o: &Opts, name: &str, program: &str, args: &[String]) -> Result<(), Fail> {
+    if o.verbose || o.dry_run {
+        eprintln!("{}", link::print_command(program, args));
+    }
+    if o.dry_run {
+        return Ok(());
+    }
+    let status = Command::new(program).args(args).status().map_err(|e| {
+        Fail::with_note(
+            format!("'{name}' failed"),
+            format!("'{program}': {}", crate::cli::io::strerror(&e)),
+        )
+    })?;
+    if status.success() {
+        return Ok(());
+    }
+    let how = match status.code() {
+        Some(c) => format!("exit code {c}"),
+        None => "killed by a signal".into(),
+    };
+    Err(Fail::with_note(
+        format!("'{name}' failed"),
+        format!("{how}: {}", link::print_command(program, args).trim_start()),
+    ))
+}
+
+/// The whole job. `Ok` holds the exit code.
+pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
+    let host_triple = o
+        .host_triple
+        .clone()
+        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
+    let files = host_files(&o.host)?;
+    let (images, shared) = extract(&files, !o.override_images.is_empty())?;
+    let exe = link::executable(&o.host).to_string();
+    let exe_name = file_name(&exe).to_string();
+    let mut temps = Temps {
+        files: Vec::new(),
+        keep: o.save_temps,
+    };
+    let mut wrapper_objects = Vec::new();
+    let mut linked = Vec::new();
+    if !images.is_empty() {
+        let clang = find_clang(argv0).ok_or_else(|| {
+            Fail::with_note(
+                "unable to find 'clang' for the device link",
+                "put clang next to clang-linker-wrapper or on PATH",
+            )
+        })?;
+        let mut triples: Vec<&str> = Vec::new();
+        for e in &images {
+            if !triples.contains(&e.triple.as_str()) {
+                triples.push(&e.triple);
+            }
+        }
+        for triple in triples {
+            let mut inputs = Vec::new();
+            for e in images.iter().filter(|e| e.triple == triple) {
+                let prefix = format!("{}-{}-{}", stem(&e.input), e.triple, e.arch);
+                inputs.push(temps.create(&prefix, ".o", &e.bytes)?);
+            }
+            let mut dl = DeviceLink {
+                triple: triple.to_string(),
+                inputs,
+                output: String::new(),
+                executable: exe.clone(),
+            };
+            let prefix = format!("{exe_name}.{}.", dl.arch_name());
+            dl.output = temps.reserve(&prefix, ".img")?;
+            let mut cmd = dl.command(&o.host, |f| shared.iter().any(|s| s == f));
+            link::add_device_args(
+                &mut cmd,
+                triple,
+                &o.host,
+                &o.device_linker,
+                &o.device_compiler,
+            );
+            execute(o, "clang", &clang, &cmd)?;
+            linked.push(dl);
+        }
+    }
+    if !linked.is_empty() || !o.override_images.is_empty() {
+        let object = wrap_images(&host_triple, &linked, &o.override_images, o.dry_run)?;
+        let prefix = format!("{exe_name}.openmp.image.wrapper");
+        wrapper_objects.push(temps.create(&prefix, ".o", &object)?);
+    }
+    let Some(linker) = &o.linker_path else {
+        return Err(Fail::new("linker path missing, must pass 'linker-path'"));
+    };
+    let cmd = link::host_command(&o.host, &wrapper_objects);
+    execute(o, file_name(linker), linker, &cmd)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Packs one image as an OffloadBinary.
+fn pack(name: &str, spec: offload_binary::ImageSpec, img: &[u8]) -> Result<Vec<u8>, Fail> {
+    let mut bin = Vec::new();
+    let layout =
+        offload_binary::layout_v1(&[spec]).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+    layout
+        .write_to(&mut bin, &[img])
+        .map_err(|e| io_fail(name, &e))?;
+    Ok(bin)
+}
+
+/// Packs each linked image (then each `--override-image`) as LLVM does and
+/// writes the wrapper object (for empty images with `--dry-run`, as LLVM).
+fn wrap_images(
+    host_triple: &str,
+    linked: &[DeviceLink],
+    overrides: &[String],
+    dry_run: bool,
+) -> Result<Vec<u8>, Fail> {
+    let mut packed = Vec::new();
+    for dl in linked {
+        // With --dry-run nothing was linked: LLVM wraps empty images.
+        let img = if dry_run {
+            Vec::new()
+        } else {
+            std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?
+        };
+        let spec = link::linked_image_spec(&dl.triple, img.len() as u64);
+        packed.push(pack(&dl.output, spec, &img)?);
+    }
+    for name in overrides {
+        let img = std::fs::read(name).map_err(|e| io_fail(name, &e))?;
+        let Some(triple) = link::override_triple(&img) else {
+            let llvm = if img.starts_with(b"\x7fELF") {
+                "Unsupported ELF machine"
+            } else {
+                "Invalid ELF class"
+            };
+            return Err(Fail::with_note(
+                llvm,
+                format!("'{name}': --override-image needs an ELF image of a CPU target"),
+            ));
+        };
+        let spec = link::override_image_spec(&triple, img.len() as u64);
+        packed.push(pack(name, spec, &img)?);
+    }
+    let images = packed
+        .iter()
+        .map(|b| Image::new(b))
+        .collect::<offload_kit::Result<Vec<_>>>()
+        .map_err(|e| Fail::new(e.to_string()))?;
+    let opts = Options {
+        kind: Kind::OpenMp,
+        abi: Abi::Llvm,
+        triple: host_triple.to_string(),
+        llc_layout: false,
+    };
+    wrap::to_vec(&opts, &images).map_err(|e| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    })
+}

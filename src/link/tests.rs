@@ -1,0 +1,99 @@
+use super::*;
+use crate::offload_binary::{self, Limits};
+
+#[test]
+fn device_args_for_triples() {
+    let t = "x86_64-unknown-linux-gnu";
+    assert_eq!(for_triple("-x=y", t), Some("-x=y"));
+    assert_eq!(for_triple("DL", t), Some("DL"));
+    assert_eq!(for_triple("x86_64-unknown-linux-gnu=-a=b", t), Some("-a=b"));
+    assert_eq!(for_triple("aarch64-unknown-linux-gnu=Q", t), None);
+}
+
+#[test]
+fn cpu_triples() {
+    assert!(is_cpu_triple("x86_64-unknown-linux-gnu"));
+    assert!(is_cpu_triple("aarch64-unknown-linux-gnu"));
+    assert!(!is_cpu_triple("amdgcn-amd-amdhsa"));
+    assert!(!is_cpu_triple("nvptx64-nvidia-cuda"));
+    assert!(!is_cpu_triple("spirv64-intel"));
+}
+
+#[test]
+fn commands_in_llvm_order() {
+    let host = vec![
+        HostArg::Verbatim("-pie".into()),
+        HostArg::Output("out".into()),
+        HostArg::Input("main.o".into()),
+        HostArg::LibraryPath("lib".into()),
+        HostArg::Library("omptarget".into()),
+        HostArg::Input("lib/libomptarget.so".into()),
+        HostArg::WholeArchive,
+        HostArg::Rpath {
+            dir: "/x".into(),
+            long: false,
+        },
+        HostArg::NoWholeArchive,
+        HostArg::LinkerArg("LA".into()),
+        HostArg::CompilerArg("CA".into()),
+    ];
+    let link = DeviceLink {
+        triple: "x86_64-unknown-linux-gnu".into(),
+        inputs: vec!["main-x.o".into()],
+        output: "out.x86_64..img".into(),
+        executable: executable(&host).into(),
+    };
+    let mut cmd = link.command(&host, |f| f.ends_with(".so"));
+    add_device_args(
+        &mut cmd,
+        &link.triple,
+        &host,
+        &["DL".into()],
+        &["x86_64-unknown-linux-gnu=DC".into()],
+    );
+    assert_eq!(
+        cmd.join(" "),
+        "--no-default-config -o out.x86_64..img -dumpdir out.x86_64..img. \
+         --target=x86_64-unknown-linux-gnu -Wl,--no-undefined main-x.o -Wl,-Bsymbolic \
+         -shared -L lib -l omptarget lib/libomptarget.so -Wl,--whole-archive -rpath /x \
+         -Wl,--no-whole-archive -Xlinker LA -Xlinker DL CA DC"
+    );
+    assert_eq!(
+        host_command(&host, &["w.o".into()]).join(" "),
+        "-pie -o out w.o main.o -L lib -l omptarget lib/libomptarget.so --whole-archive \
+         -rpath /x --no-whole-archive --linker-arg=LA --compiler-arg=CA"
+    );
+    assert_eq!(
+        print_command("/usr/bin/ld", &["-o".into(), "a".into()]),
+        " \"/usr/bin/ld\" -o a"
+    );
+}
+
+#[test]
+fn packed_image_reads_back() {
+    let img = b"\x7fELF linked image".to_vec();
+    let spec = linked_image_spec("x86_64-unknown-linux-gnu", img.len() as u64);
+    let mut out = Vec::new();
+    offload_binary::layout_v1(&[spec])
+        .unwrap()
+        .write_to(&mut out, &[&img])
+        .unwrap();
+    let found = offload_binary::find_images(&out, &Limits::default()).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].image.triple(), b"x86_64-unknown-linux-gnu");
+    assert_eq!(found[0].image.arch(), b"");
+    assert_eq!(&found[0].image.image[..], &img[..]);
+}
+
+#[test]
+fn override_triples() {
+    let mut h = vec![0u8; 64];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 2;
+    h[5] = 1;
+    h[18] = 62;
+    assert_eq!(override_triple(&h).as_deref(), Some("x86_64--"));
+    h[18] = 183;
+    assert_eq!(override_triple(&h).as_deref(), Some("aarch64--"));
+    assert_eq!(override_triple(b"hello"), None);
+}
