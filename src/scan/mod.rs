@@ -388,3 +388,38 @@ impl Visit for NoVisit {
 
 #[cfg(test)]
 mod tests;
+
+/// An image for unit tests: `triple`, `target_id` (its processor and
+/// features split off), offload kind `offload` and image kind `content`;
+/// every other field empty.
+#[cfg(test)]
+pub(crate) fn test_image(
+    triple: &str,
+    target_id: &str,
+    offload: Offload,
+    content: Option<Content>,
+) -> Image {
+    let mut parts = target_id.split(':');
+    Image {
+        id: 0,
+        container: 0,
+        index: 0,
+        bundle_id: None,
+        offload_kind: offload,
+        image_kind: content,
+        triple: triple.into(),
+        arch: parts.next().unwrap_or_default().into(),
+        target_id: target_id.into(),
+        features: parts.map(str::to_string).collect(),
+        strings: Vec::new(),
+        section: None,
+        member: None,
+        offset: None,
+        relative_offset: 0,
+        size: 1,
+        uncompressed_size: None,
+        in_compressed: false,
+        hash: None,
+        nested: None,
+    }
+}

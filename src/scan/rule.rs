@@ -245,29 +245,12 @@ mod tests {
     use crate::scan::{Content, Offload};
 
     fn image(triple: &str, target_id: &str, kind: Option<ImageKind>) -> Image {
-        let mut parts = target_id.split(':');
-        Image {
-            id: 0,
-            container: 0,
-            index: 0,
-            bundle_id: None,
-            offload_kind: Offload::of_bundle_kind("hip"),
-            image_kind: kind.map(Content::Image),
-            triple: triple.into(),
-            arch: parts.next().unwrap_or_default().into(),
-            target_id: target_id.into(),
-            features: parts.map(str::to_string).collect(),
-            strings: Vec::new(),
-            section: None,
-            member: None,
-            offset: None,
-            relative_offset: 0,
-            size: 1,
-            uncompressed_size: None,
-            in_compressed: false,
-            hash: None,
-            nested: None,
-        }
+        crate::scan::test_image(
+            triple,
+            target_id,
+            Offload::of_bundle_kind("hip"),
+            kind.map(Content::Image),
+        )
     }
 
     #[test]

@@ -111,29 +111,12 @@ mod tests {
 
     fn image(triple: &str, target_id: &str, kind: &str) -> Image {
         use crate::offload_binary::ImageKind;
-        let mut parts = target_id.split(':');
-        Image {
-            id: 0,
-            container: 0,
-            index: 0,
-            bundle_id: None,
-            offload_kind: super::super::Offload::of_bundle_kind(kind),
-            image_kind: Some(super::super::Content::Image(ImageKind::IMG_Object)),
-            triple: triple.into(),
-            arch: parts.next().unwrap_or_default().into(),
-            target_id: target_id.into(),
-            features: parts.map(str::to_string).collect(),
-            strings: Vec::new(),
-            section: None,
-            member: None,
-            offset: None,
-            relative_offset: 0,
-            size: 1,
-            uncompressed_size: None,
-            in_compressed: false,
-            hash: None,
-            nested: None,
-        }
+        crate::scan::test_image(
+            triple,
+            target_id,
+            super::super::Offload::of_bundle_kind(kind),
+            Some(super::super::Content::Image(ImageKind::IMG_Object)),
+        )
     }
 
     #[test]
