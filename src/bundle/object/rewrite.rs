@@ -186,8 +186,10 @@ struct Sec<'d> {
 }
 
 impl<'d> Sec<'d> {
-    /// A section the rewrite adds (it has no place in the input): `(sh_type,
-    /// flags)` and `(align, entsize)` as given, nothing linked yet.
+    /// A section with `(sh_type, flags)` and `(align, entsize)` as given,
+    /// no place in the input and nothing linked yet: one the rewrite adds,
+    /// or the start of one read from the input (which then sets its
+    /// address, offset, link and info).
     fn created(
         name: Cow<'d, [u8]>,
         kind: Kind,
@@ -460,26 +462,17 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
         }
         let align: u64 = sh.sh_addralign(endian).into();
         secs.push(Sec {
-            name: Cow::Borrowed(name),
-            kind,
-            sh_type,
-            flags,
             addr: sh.sh_addr(endian).into(),
-            size,
             link: sh.sh_link(endian),
             info: sh.sh_info(endian),
-            align,
-            entsize: sh.sh_entsize(endian).into(),
             orig_offset: offset,
-            link_sec: None,
-            symtab_link: false,
-            target: None,
-            relocs: Vec::new(),
-            crel: Vec::new(),
-            group: None,
-            parent: None,
-            was_nobits: false,
-            removed: false,
+            ..Sec::created(
+                Cow::Borrowed(name),
+                kind,
+                (sh_type, flags),
+                size,
+                (align, sh.sh_entsize(endian).into()),
+            )
         });
     }
     // The input's alignments must not size the output.
