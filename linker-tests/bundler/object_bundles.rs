@@ -1450,6 +1450,90 @@ fn entsize_high_bits() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A section whose name offset is 0, in an object whose name table does
+/// not start with a NUL byte (a hostile or damaged object): LLVM reads the
+/// name as empty whatever the table holds at offset 0, so the section is
+/// no bundle entry, and its rewritten name is the empty one. Listed,
+/// bundled and extracted, LLVM's outcome and bytes.
+fn section_name_offset_zero() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    cc(
+        d,
+        "n.c",
+        "int f(void) { return 1; }\nint g = 2;\n",
+        "n.o",
+        &[],
+    )?;
+    let mut v = std::fs::read(d.join("n.o"))?;
+    let shnum = u16::from_le_bytes([v[0x3c], v[0x3d]]) as usize;
+    let shstrndx = u16::from_le_bytes([v[0x3e], v[0x3f]]) as usize;
+    let field = |v: &[u8], i, f| {
+        let at = shdr_field(v, i, f);
+        u64::from_le_bytes(v[at..at + 8].try_into().unwrap())
+    };
+    let (off, size) = (
+        field(&v, shstrndx, 24) as usize,
+        field(&v, shstrndx, 32) as usize,
+    );
+    // A new name table at the end of the file: a bundle entry's name at
+    // offset 0, then the old table, every name offset moved past it.
+    let prefix = b"__CLANG_OFFLOAD_BUNDLE__openmp-x86_64-unknown-linux-gnu-\0";
+    let mut table = prefix.to_vec();
+    table.extend_from_slice(&v[off..off + size]);
+    let mut renamed = 0;
+    for i in 1..shnum {
+        let at = shdr_field(&v, i, 0);
+        let name = u32::from_le_bytes(v[at..at + 4].try_into().unwrap());
+        let text = &v[off + name as usize..];
+        let is_data = text.starts_with(b".data\0");
+        let new = if is_data {
+            0
+        } else {
+            name + prefix.len() as u32
+        };
+        renamed += usize::from(is_data);
+        v[at..at + 4].copy_from_slice(&new.to_le_bytes());
+    }
+    same("sections named .data", renamed, 1)?;
+    let new_off = v.len() as u64;
+    v.extend_from_slice(&table);
+    let at = shdr_field(&v, shstrndx, 24);
+    v[at..at + 8].copy_from_slice(&new_off.to_le_bytes());
+    v[at + 8..at + 16].copy_from_slice(&(table.len() as u64).to_le_bytes());
+    std::fs::write(d.join("zero.o"), &v)?;
+    std::fs::write(d.join("dev"), b"DEVICE-IMAGE")?;
+    let cases: [(&str, Vec<String>); 3] = [
+        ("list", args(&["-type=o", "-list", "-input=zero.o"])),
+        (
+            "bundle",
+            args(&[
+                "-type=o",
+                "-targets=host-x86_64-unknown-linux-gnu,openmp-amdgcn-amd-amdhsa--gfx90a",
+                "-input=zero.o",
+                "-input=dev",
+                "-output=fat.o",
+            ]),
+        ),
+        (
+            "unbundle",
+            args(&[
+                "-type=o",
+                "-unbundle",
+                "-targets=host-x86_64-unknown-linux-gnu,openmp-x86_64-unknown-linux-gnu",
+                "-input=zero.o",
+                "-output=h.o",
+                "-output=d.bin",
+            ]),
+        ),
+    ];
+    for (what, a) in cases {
+        let (theirs, ours) = run_both(d, d, &format!("name0-{what}"), &a)?;
+        same_outcome(&format!("{what} of zero.o"), &theirs, &ours)?;
+    }
+    Ok(())
+}
+
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1527,6 +1611,11 @@ pub fn tests() -> Vec<Trial> {
         "bundler::object::entsize_high_bits",
         TOOLS,
         entsize_high_bits,
+    ));
+    t.push(trial(
+        "bundler::object::section_name_offset_zero",
+        TOOLS,
+        section_name_offset_zero,
     ));
     t.push(trial(
         "bundler::object::large_section_indices",

@@ -129,7 +129,7 @@ fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
         Ok(table
             .iter()
             .filter_map(|s| {
-                let name = table.section_name(endian, s).ok()?;
+                let name = llvm_section_name(&table, endian, s).ok()?;
                 Some((name, s.file_range(endian)))
             })
             .collect())
@@ -145,6 +145,21 @@ fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
                 .collect())
         }
     }
+}
+
+/// The name of ELF section `sh` as LLVM's object reader reads it: a name
+/// offset of 0 is the empty name whatever the name table holds there (a
+/// hostile table need not start with a NUL byte).
+pub(crate) fn llvm_section_name<'data, H: object::read::elf::FileHeader>(
+    table: &object::read::elf::SectionTable<'data, H>,
+    endian: H::Endian,
+    sh: &H::SectionHeader,
+) -> object::Result<&'data [u8]> {
+    use object::read::elf::SectionHeader;
+    if sh.sh_name(endian) == 0 {
+        return Ok(&[]);
+    }
+    table.section_name(endian, sh)
 }
 
 /// The entry IDs of the object file in `data`, in section order, without

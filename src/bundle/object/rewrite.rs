@@ -448,7 +448,7 @@ fn read<'d, Elf: FileHeader<Endian = Endianness>>(
             _ if flags & SHF_COMPRESSED != 0 => Kind::Opaque,
             _ => Kind::Plain,
         };
-        let name = table.section_name(endian, sh).map_err(read_err)?;
+        let name = super::llvm_section_name(&table, endian, sh).map_err(read_err)?;
         // Contents must lie in the file (llvm-objcopy reads them all).
         if sh_type != elf::SHT_NOBITS
             && offset
