@@ -97,14 +97,14 @@ pub(crate) fn elf_machine(data: &[u8]) -> Option<u16> {
     Some(u16::from_le_bytes([m[0], m[1]]))
 }
 
-/// The ELF section type of section `index`, for ELF files.
-fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<u32> {
+/// The ELF section type and name offset of section `index`, for ELF files.
+fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32, u32)> {
     fn of<'data, H: FileHeader>(
         f: &object::read::elf::ElfFile<'data, H>,
         index: object::SectionIndex,
-    ) -> Option<u32> {
+    ) -> Option<(u32, u32)> {
         let s = f.elf_section_table().section(index).ok()?;
-        Some(s.sh_type(f.endian()).0)
+        Some((s.sh_type(f.endian()).0, s.sh_name(f.endian())))
     }
     match file {
         object::File::Elf32(f) => of(f, index),
@@ -132,12 +132,20 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     let mut problems = Vec::new();
     let mut has_sections = false;
     for s in file.sections() {
-        let Ok(name) = s.name_bytes() else { continue };
+        let Ok(mut name) = s.name_bytes() else {
+            continue;
+        };
+        let elf = elf_type(&file, s.index());
+        if elf.is_some_and(|(_, offset)| offset == 0) {
+            // LLVM reads a name offset of 0 as the empty name, whatever
+            // the name table holds there.
+            name = &[];
+        }
         if !name.is_empty() {
             has_sections = true;
         }
-        let role = match elf_type(&file, s.index()) {
-            Some(SHT_LLVM_OFFLOADING) => Some(Role::OffloadBinaries),
+        let role = match elf {
+            Some((SHT_LLVM_OFFLOADING, _)) => Some(Role::OffloadBinaries),
             _ => role_by_name(name),
         };
         let Some(role) = role else { continue };
