@@ -24,6 +24,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_inspect_directory_header_and_all", inspect_directory),
         t("ci_unpack_and_unbundle_point_to_extract", point_to_extract),
         t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
+        t("ci_completions_and_manpages", completions_and_manpages),
     ]
 }
 
@@ -524,4 +525,72 @@ fn wrapper_in_archive() -> Result<(), Failed> {
         wrapper["wrapper"]["target"].clone(),
         fatbin["offset"].clone(),
     )
+}
+
+/// `completions SHELL` prints a script for each shell clap_complete knows
+/// (bash's passes `bash -n`), naming the commands and their options;
+/// `manpages DIR` writes one page for offload-kit and one per command, each
+/// titled with its name.
+fn completions_and_manpages() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let r = run(&ours(), &["completions", shell], d);
+        same(&format!("completions {shell}: exit"), r.code, 0)?;
+        let text = String::from_utf8_lossy(&r.stdout);
+        for word in ["inspect", "manpages", "require", "offload-arch"] {
+            if !text.contains(word) {
+                return Err(format!("completions {shell}: no '{word}'").into());
+            }
+        }
+        if shell == "bash" {
+            std::fs::write(d.join("c.bash"), &r.stdout)?;
+            let check = run(Path::new("/bin/bash"), &["-n", "c.bash"], d);
+            same("bash -n of the bash completions", check.code, 0)?;
+        }
+    }
+    let r = run(&ours(), &["completions", "tcsh"], d);
+    same("completions tcsh: exit", r.code, 2)?;
+
+    let r = run(&ours(), &["manpages", "man"], d);
+    same("manpages: exit", r.code, 0)?;
+    let commands = [
+        "pack",
+        "bundle",
+        "unbundle",
+        "unpack",
+        "list",
+        "install-links",
+        "wrap",
+        "inspect",
+        "extract",
+        "check",
+        "size",
+        "completions",
+        "manpages",
+    ];
+    let mut want: Vec<String> = commands
+        .iter()
+        .map(|c| format!("offload-kit-{c}.1"))
+        .collect();
+    want.push("offload-kit.1".into());
+    want.sort();
+    let got: Vec<String> = snapshot(&d.join("man")).into_iter().map(|f| f.0).collect();
+    same("man pages written", &got, &want)?;
+    let printed = String::from_utf8_lossy(&r.stdout).lines().count();
+    same("pages named on stdout", printed, want.len())?;
+    for c in commands {
+        let page = std::fs::read_to_string(d.join(format!("man/offload-kit-{c}.1")))?;
+        if !page.contains(&format!(".TH offload-kit-{c} 1")) {
+            return Err(format!("offload-kit-{c}.1: no .TH title").into());
+        }
+    }
+    let check = std::fs::read_to_string(d.join("man/offload-kit-check.1"))?;
+    if !check.contains("require") || !check.contains("offload\\-kit check") {
+        return Err("offload-kit-check.1: no --require or synopsis".into());
+    }
+    std::fs::write(d.join("file"), b"x")?;
+    let r = run(&ours(), &["manpages", "file"], d);
+    same("manpages into a file: exit", r.code, 1)?;
+    Ok(())
 }

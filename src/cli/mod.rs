@@ -8,6 +8,7 @@
 mod bundle;
 mod check;
 mod compat;
+mod docs;
 mod extract;
 mod inspect;
 mod io;
@@ -90,6 +91,8 @@ enum Command {
     Extract(extract::ExtractOpts),
     Check(check::CheckOpts),
     Size(size::SizeOpts),
+    Completions(docs::CompletionsOpts),
+    Manpages(docs::ManpagesOpts),
 }
 
 fn native(args: Vec<String>) -> ExitCode {
@@ -109,6 +112,8 @@ fn native(args: Vec<String>) -> ExitCode {
         Command::Extract(o) => return scanner(o.run()),
         Command::Check(o) => return scanner(o.run()),
         Command::Size(o) => return scanner(o.run()),
+        Command::Completions(o) => o.run(),
+        Command::Manpages(o) => o.run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
