@@ -2,10 +2,18 @@
 # Run the cargo-fuzz targets in scripts/fuzz/ on the stable toolchain.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]
+#   scripts/fuzz.sh --cpu CPU_SECONDS [TARGET ...]
 #   scripts/fuzz.sh --export [TARGET ...]
 #
 # Runs each target (default: all of them) for SECONDS (default 60) of
-# fuzzing, not counting the build. libFuzzer runs in fork mode and goes on
+# fuzzing, not counting the build. With --cpu, each target fuzzes until it
+# has used CPU_SECONDS of CPU time (user + system, its own and its
+# libFuzzer jobs'), in sessions of at most 300 wall seconds that share the
+# corpus: on a machine doing other work, CPU time is what counts, and wall
+# time cannot promise it. A target that needs more than 4 × CPU_SECONDS of
+# wall time stops there and counts as failed.
+#
+# libFuzzer runs in fork mode and goes on
 # past crashes, timeouts and out-of-memory inputs (-fork=1 -ignore_crashes=1
 # -ignore_timeouts=1 -ignore_ooms=1), so one run finds every crash it can,
 # not just the first; each one leaves its input in
@@ -40,10 +48,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ_DIR=$ROOT/scripts/fuzz
 SECONDS_PER_TARGET=60
+CPU_BUDGET=0
 EXPORT=0
 if [ "${1:-}" = --export ]; then
   EXPORT=1
   shift
+elif [ "${1:-}" = --cpu ]; then
+  [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --cpu needs a number of CPU seconds" >&2; exit 2; }
+  CPU_BUDGET=$2
+  SECONDS_PER_TARGET=$(( CPU_BUDGET < 300 ? CPU_BUDGET : 300 ))
+  shift 2
 elif [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   SECONDS_PER_TARGET=$1
   shift
@@ -199,13 +213,28 @@ for t in "${targets[@]}"; do
     -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
     -artifact_prefix="$artifacts/")
   [ -f "$FUZZ_DIR/dict/$t.dict" ] && args+=(-dict="$FUZZ_DIR/dict/$t.dict")
-  log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
+  if [ "$CPU_BUDGET" -gt 0 ]; then
+    log "$t: until ${CPU_BUDGET} CPU seconds, corpus $(find "$corpus" -type f | wc -l) file(s)"
+  else
+    log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
+  fi
   start=$(date +%s)
   cpu_before=$(children_cpu)
   status=0
-  cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
-  ran=$(( $(date +%s) - start ))
-  cpu=$(( $(children_cpu) - cpu_before ))
+  sessions=0
+  while :; do
+    sessions=$((sessions + 1))
+    cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
+    cpu=$(( $(children_cpu) - cpu_before ))
+    ran=$(( $(date +%s) - start ))
+    [ "$CPU_BUDGET" -gt 0 ] && [ "$status" = 0 ] && [ "$cpu" -lt "$CPU_BUDGET" ] || break
+    if [ "$ran" -ge $((4 * CPU_BUDGET)) ]; then
+      log "$t: only $cpu CPU seconds in ${ran}s of wall time; stopping"
+      status=124
+      break
+    fi
+    log "$t: $cpu of $CPU_BUDGET CPU seconds after session $sessions; going on"
+  done
   new=$(comm -13 <(printf '%s\n' "$before" | sed '/^$/d') <(artifacts_of "$t"))
   found=$(printf '%s\n' "$new" | sed '/^$/d' | wc -l)
   if [ "$found" -gt 0 ]; then
@@ -220,10 +249,10 @@ for t in "${targets[@]}"; do
   else
     log "$t: no crash"
   fi
-  summary+=("$(printf '%-22s %6ss %6ss  %s' "$t" "$ran" "$cpu" "$found")")
+  summary+=("$(printf '%-22s %6ss %6ss %4s  %s' "$t" "$ran" "$cpu" "$sessions" "$found")")
 done
 
-log "summary (target, seconds run, CPU seconds, new crash inputs):"
+log "summary (target, seconds run, CPU seconds, sessions, new crash inputs):"
 for line in "${summary[@]}"; do
   printf '    %s\n' "$line" >&2
 done
@@ -231,4 +260,8 @@ if [ ${#failed[@]} -gt 0 ]; then
   log "failed: ${failed[*]}; inputs in $FUZZ_DIR/artifacts/"
   exit 1
 fi
-log "all ${#targets[@]} target(s) ran ${SECONDS_PER_TARGET}s without a crash"
+if [ "$CPU_BUDGET" -gt 0 ]; then
+  log "all ${#targets[@]} target(s) used ${CPU_BUDGET} CPU seconds without a crash"
+else
+  log "all ${#targets[@]} target(s) ran ${SECONDS_PER_TARGET}s without a crash"
+fi
