@@ -208,7 +208,7 @@ fn many_inputs() -> Result<(), Failed> {
     same(
         "list schema",
         v["schema"].clone(),
-        "offload-kit/list/1".into(),
+        "offload-kit/list/2".into(),
     )?;
     same("list files", v["files"].as_array().map(Vec::len), Some(3))?;
     if !v["files"][1]["error"].is_string() || v["files"][2]["images"].as_array().is_none() {
@@ -402,6 +402,34 @@ fn list_words() -> Result<(), Failed> {
     let out = String::from_utf8_lossy(&r.stdout);
     if !out.contains("bitcode") || out.contains("llvm ir") {
         return Err(format!("list words: {out}").into());
+    }
+    // The same words in list's and inspect's JSON, image by image.
+    let kinds = |cmd: &str| -> Result<Vec<String>, Failed> {
+        let r = run(&k, &[cmd, "--json", &path("omp_gfx.o")?], &b.dir).ok()?;
+        let v = json(&r.stdout)?;
+        // One file: list prints its document alone; inspect wraps it.
+        let doc = if v["files"].is_array() {
+            &v["files"][0]
+        } else {
+            &v
+        };
+        let mut words: Vec<String> = doc["images"]
+            .as_array()
+            .ok_or_else(|| format!("{cmd} --json: no images"))?
+            .iter()
+            .map(|i| i["image_kind"].as_str().unwrap_or("?").to_string())
+            .collect();
+        words.sort();
+        Ok(words)
+    };
+    let (listed, inspected) = (kinds("list")?, kinds("inspect")?);
+    same(
+        "image kinds of list --json and inspect --json",
+        &listed,
+        &inspected,
+    )?;
+    if !listed.iter().any(|w| w == "bitcode") {
+        return Err(format!("list --json kinds: {listed:?}").into());
     }
     for f in ["hip.exe", "hipc.exe"] {
         let r = run(&k, &["list", &path(f)?], &b.dir).ok()?;

@@ -14,7 +14,7 @@ use offload_kit::scan;
 #[derive(clap::Args)]
 #[command(
     after_help = "With several inputs, each table follows a line naming its file, and \
-    --json prints {\"schema\": \"offload-kit/list/1\", \"files\": [...]} with one document per \
+    --json prints {\"schema\": \"offload-kit/list/2\", \"files\": [...]} with one document per \
     file (or {\"file\", \"error\"}). Every readable input is listed; each one that cannot be \
     read gets one error line. Exit codes: 0 success, 2 an input could not be read or parsed."
 )]
@@ -63,7 +63,7 @@ impl Opts {
         if self.json {
             writeln!(
                 out,
-                "{{\n\"schema\": \"offload-kit/list/1\",\n\"files\": [\n{}\n]\n}}",
+                "{{\n\"schema\": \"offload-kit/list/2\",\n\"files\": [\n{}\n]\n}}",
                 docs.iter()
                     .map(|d| d.trim_end())
                     .collect::<Vec<_>>()

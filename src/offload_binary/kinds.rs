@@ -79,6 +79,23 @@ impl ImageKind {
         }
     }
 
+    /// The name offload-kit's own reports give the kind (the tables and
+    /// JSON of `list`, `inspect`, `size` and `check`): `none`, `object`,
+    /// `bitcode`, `cubin`, `fatbinary`, `ptx`, `spirv`, or `unknown-N`.
+    /// [`name`](Self::name) is LLVM's wording, for the drop-ins.
+    pub fn report_name(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
+            Self::IMG_None => "none",
+            Self::IMG_Object => "object",
+            Self::IMG_Bitcode => "bitcode",
+            Self::IMG_Cubin => "cubin",
+            Self::IMG_Fatbinary => "fatbinary",
+            Self::IMG_PTX => "ptx",
+            Self::IMG_SPIRV => "spirv",
+            Self(n) => return std::borrow::Cow::Owned(format!("unknown-{n}")),
+        })
+    }
+
     /// A descriptive name (as `llvm-objdump --offloading` prints it).
     pub fn name(self) -> &'static str {
         match self {

@@ -38,8 +38,9 @@ pub struct Row {
     /// The offload kind, as its `Display` names it.
     #[serde(serialize_with = "as_text")]
     pub offload_kind: OffloadKind,
-    /// The image kind, as its `Display` names it.
-    #[serde(serialize_with = "as_text")]
+    /// The image kind, named as every report of offload-kit names it
+    /// ([`ImageKind::report_name`]).
+    #[serde(serialize_with = "as_report_name")]
     pub image_kind: ImageKind,
     /// The `triple` string (lossily decoded).
     pub triple: String,
@@ -223,6 +224,10 @@ fn as_text<T: std::fmt::Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S:
     s.collect_str(v)
 }
 
+fn as_report_name<S: Serializer>(v: &ImageKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&v.report_name())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +256,6 @@ mod tests {
         );
         let json = serde_json::to_value(r).unwrap();
         assert_eq!(json["offload_kind"], "openmp");
-        assert_eq!(json["image_kind"], r.image_kind.to_string());
+        assert_eq!(json["image_kind"], r.image_kind.report_name().as_ref());
     }
 }

@@ -101,16 +101,7 @@ impl fmt::Display for Content {
     /// `offload-binary`, `bundle`, `ccob`, `unknown`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match *self {
-            Content::Image(k) => match k {
-                ImageKind::IMG_None => "none",
-                ImageKind::IMG_Object => "object",
-                ImageKind::IMG_Bitcode => "bitcode",
-                ImageKind::IMG_Cubin => "cubin",
-                ImageKind::IMG_Fatbinary => "fatbinary",
-                ImageKind::IMG_PTX => "ptx",
-                ImageKind::IMG_SPIRV => "spirv",
-                ImageKind(n) => return write!(f, "unknown-{n}"),
-            },
+            Content::Image(k) => return f.write_str(&k.report_name()),
             Content::FatbinEntry(n) => return write!(f, "unknown-{n}"),
             Content::Archive => "archive",
             Content::OffloadBinary => "offload-binary",
