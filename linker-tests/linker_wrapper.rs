@@ -549,6 +549,67 @@ fn dry_run_save_temps() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `--wrapper-jobs=N` runs the device links of different triples at once
+/// (N = 2: both start before either ends), and one after another without
+/// it; the links are a stand-in `clang` next to the wrapper, which logs
+/// when each starts and ends. The host link is `true`.
+fn wrapper_jobs() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let obj = d.join("two-triples.o");
+    let out = Command::new(llvm("clang"))
+        .args([
+            "-fopenmp",
+            "-fopenmp-targets=x86_64-unknown-linux-gnu,aarch64-unknown-linux-gnu",
+            "-c",
+        ])
+        .arg(src("app.c"))
+        .arg("-o")
+        .arg(&obj)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("clang: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin)?;
+    std::os::unix::fs::symlink(crate::util::ours(), bin.join("clang-linker-wrapper"))?;
+    let log = d.join("log");
+    let script = format!(
+        "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n\
+         echo start >> '{log}'\nsleep 2\nprintf IMAGE > \"$out\"\necho end >> '{log}'\n",
+        log = log.display()
+    );
+    std::fs::write(bin.join("clang"), script)?;
+    std::fs::set_permissions(
+        bin.join("clang"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )?;
+    for (jobs, want) in [
+        (Some("--wrapper-jobs=2"), "start start end end"),
+        (None, "start end start end"),
+        (Some("--wrapper-jobs=1"), "start end start end"),
+    ] {
+        let _ = std::fs::remove_file(&log);
+        let mut args: Vec<String> = vec![
+            "--host-triple=x86_64-pc-linux-gnu".into(),
+            "--linker-path=/bin/true".into(),
+            "-o".into(),
+            "out".into(),
+        ];
+        args.extend(jobs.map(String::from));
+        args.push(obj.to_string_lossy().into_owned());
+        let r = exec(&bin.join("clang-linker-wrapper"), &args, d, &[]);
+        same(&format!("{jobs:?}: exit ({})", r.stderr), r.code, 0)?;
+        let got = std::fs::read_to_string(&log)?;
+        same(
+            &format!("{jobs:?}: device links"),
+            got.split_whitespace().collect::<Vec<_>>().join(" "),
+            want.to_string(),
+        )?;
+    }
+    Ok(())
+}
+
 /// `libapp.a` (app.o, two.o) in a new directory.
 fn static_library() -> Result<tempfile::TempDir, Failed> {
     let fx = fixture()?;
@@ -645,6 +706,7 @@ pub fn tests() -> Vec<Trial> {
             refused(&["-mllvm", "-x"])
         }),
         trial("linker_wrapper::missing_library", TOOLS, missing_library),
+        trial("linker_wrapper::wrapper_jobs", TOOLS, wrapper_jobs),
         trial("linker_wrapper::dry_run_direct", TOOLS, dry_run_direct),
         trial(
             "linker_wrapper::dry_run_save_temps",

@@ -19,6 +19,8 @@ pub(crate) struct Opts {
     pub device_compiler: Vec<String>,
     pub dry_run: bool,
     pub verbose: bool,
+    /// `--wrapper-jobs`: how many device links may run at once (0: one).
+    pub jobs: usize,
     pub save_temps: bool,
     /// `--override-image=openmp=<file>` files, in order.
     pub override_images: Vec<String>,
@@ -166,11 +168,19 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             }
             "wrapper-jobs" => {
                 let n = value(&mut it, v, arg)?;
-                if n != "jobserver" && !n.parse::<u32>().is_ok_and(|n| n > 0) {
-                    return Err(Fail::new(format!(
-                        "invalid value for --wrapper-jobs: '{n}'"
-                    )));
-                }
+                o.jobs = if n == "jobserver" {
+                    // No make jobserver protocol: as many as there are CPUs.
+                    std::thread::available_parallelism().map_or(1, usize::from)
+                } else {
+                    match n.parse::<u32>() {
+                        Ok(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
+                        _ => {
+                            return Err(Fail::new(format!(
+                                "invalid value for --wrapper-jobs: '{n}'"
+                            )));
+                        }
+                    }
+                };
             }
             // Names GPU architectures to extract: nothing for CPU targets.
             "should-extract" => drop(value(&mut it, v, arg)?),
@@ -242,7 +252,8 @@ fn help_text() -> String {
      \x20 -o <path>               Path to file to write output\n\
      \x20 --save-temps            Save intermediate results\n\
      \x20 --should-extract=<arch> Accepted (GPU architectures: no effect)\n\
-     \x20 --wrapper-jobs=<number> Accepted (device links run one after another)\n\
+     \x20 --wrapper-jobs=<number> Run up to <number> device links at once (one per\n\
+     \x20                         target triple; `jobserver`: one per CPU)\n\
      \x20 --wrapper-verbose       Verbose output from tools\n\
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\

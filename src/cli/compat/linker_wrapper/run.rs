@@ -135,6 +135,43 @@ fn execute(o: &Opts, name: &str, program: &str, args: &[String]) -> Result<(), F
     ))
 }
 
+/// Runs the device links `commands` (of `clang`), up to `--wrapper-jobs`
+/// of them at once. Every link runs to its end; the first failure in
+/// command order is the one reported, whatever order they ended in.
+fn run_all(o: &Opts, clang: &str, commands: &[Vec<String>]) -> Result<(), Fail> {
+    let jobs = o.jobs.clamp(1, commands.len().max(1));
+    if jobs == 1 || o.dry_run {
+        return commands
+            .iter()
+            .try_for_each(|cmd| execute(o, "clang", clang, cmd));
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<(), Fail>>> = Vec::new();
+    results.resize_with(commands.len(), || None);
+    let results = std::sync::Mutex::new(results);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(cmd) = commands.get(i) else { break };
+                    let r = execute(o, "clang", clang, cmd);
+                    if let Ok(mut all) = results.lock() {
+                        all[i] = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    let results = results
+        .into_inner()
+        .map_err(|_| Fail::new("a device link thread panicked"))?;
+    for r in results {
+        r.unwrap_or_else(|| Err(Fail::new("a device link did not run")))?;
+    }
+    Ok(())
+}
+
 /// The whole job. `Ok` holds the exit code.
 pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     let host_triple = o
@@ -158,6 +195,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 "put clang next to clang-linker-wrapper or on PATH",
             )
         })?;
+        let mut commands = Vec::new();
         let mut triples: Vec<&str> = Vec::new();
         for e in &images {
             if !triples.contains(&e.triple.as_str()) {
@@ -186,9 +224,10 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 &o.device_linker,
                 &o.device_compiler,
             );
-            execute(o, "clang", &clang, &cmd)?;
+            commands.push(cmd);
             linked.push(dl);
         }
+        run_all(o, &clang, &commands)?;
     }
     if !linked.is_empty() || !o.override_images.is_empty() {
         let object = wrap_images(&host_triple, &linked, &o.override_images, o.dry_run)?;
