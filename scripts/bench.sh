@@ -663,7 +663,7 @@ check_extracted() {
 # peak RSS is at most the input size plus 32 MiB. Notes: the speed-up over
 # LLVM (goal: at least 50x) and the time relative to ld.lld (goal: 1.5x).
 # shellcheck disable=SC2034 # read through ${!var} in check_llvm
-NEEDS_wrapper="llvm-offload-binary llvm-offload-wrapper llc ld.lld llvm-readelf"
+NEEDS_wrapper="llvm-offload-binary llvm-offload-wrapper llc ld.lld llvm-readelf clang clang-linker-wrapper"
 WRAP_TRIPLE=x86_64-unknown-linux-gnu
 
 step_wrapper() {
@@ -688,10 +688,12 @@ step_wrapper() {
     # (cat ends on SIGPIPE once head has enough: not an error here.)
     { cat "${src[@]}" | head -c "$n" >"$O/dev.bin"; } || true
     [ "$(stat -c %s "$O/dev.bin")" = "$n" ] || die "could not cut a $tag image from ${src[*]}"
+    # Named .o so the image kind is "object", as a linked CPU image's is.
+    mv "$O/dev.bin" "$O/dev.o"
     "$LLVM/llvm-offload-binary" -o "$O/dev.ob" \
-      "--image=file=$O/dev.bin,triple=$WRAP_TRIPLE,arch=generic,kind=openmp" ||
+      "--image=file=$O/dev.o,triple=$WRAP_TRIPLE,arch=generic,kind=openmp" ||
       die "llvm-offload-binary failed to pack the $tag wrapper input"
-    rm -f "$O/dev.bin"
+    rm -f "$O/dev.o"
     local ob=$O/dev.ob bytes
     bytes=$(stat -c %s "$ob")
     cat "$ob" >/dev/null
@@ -732,6 +734,32 @@ step_wrapper() {
         row_note "ours = ${r}x ld.lld's time (goal: 1.5x)"
       else
         row_note "ours = ${r}x ld.lld's time, over the 1.5x goal"
+      fi
+    fi
+
+    # clang-linker-wrapper --dry-run (as clang runs it) over a host object
+    # carrying the image in .llvm.offloading: extraction of the image to a
+    # temporary file and the wrapper object (LLVM: through its code
+    # generator); the device and host link commands are printed, not run.
+    printf '\t.section .llvm.offloading,"e",@llvm_offloading\n\t.p2align 3\n\t.incbin "%s"\n' \
+      "$ob" >"$O/dev.s"
+    printf 'int main(void) { return 0; }\n' >"$O/main.c"
+    "$LLVM/clang" -c "$O/dev.s" -o "$O/dev-host.o" && "$LLVM/clang" -c "$O/main.c" -o "$O/main.o" ||
+      die "clang failed to make the $tag host objects"
+    local lw_args=(--dry-run "--host-triple=$WRAP_TRIPLE" --linker-path=/usr/bin/ld
+      -o "$O/a.out" "$O/main.o" "$O/dev-host.o")
+    llvm=("$LLVM/clang-linker-wrapper" "${lw_args[@]}")
+    llvm_rm=()
+    ours=(env "PATH=$LLVM:$PATH" "$LINKS/clang-linker-wrapper" "${lw_args[@]}")
+    ours_rm=()
+    bench_row "wrap.linker-wrapper.$tag" "clang-linker-wrapper --dry-run, $tag image in a host object" \
+      "$bytes" llvm ours
+    if ran llvm && ran ours; then
+      local lw=$W/raw/wrap.linker-wrapper.$tag
+      if [ "$(sed 's/-[0-9a-f]\{6\}\././g' "$lw.llvm.stderr")" = "$(sed 's/-[0-9a-f]\{6\}\././g' "$lw.ours.stderr")" ]; then
+        row_note "same commands (temporary names aside)"
+      else
+        row_fail "the printed commands differ from LLVM's"
       fi
     fi
     [ "$KEEP" = 1 ] || rm -rf "$O"

@@ -150,6 +150,15 @@ impl Input {
         }
     }
 
+    /// The open file, kept for file-to-file copies when the input is a
+    /// mapped file of at least [`KEEP_FILE_FROM`] bytes.
+    pub fn file(&self) -> Option<&File> {
+        match self.data {
+            Data::Map(_) => self.file.as_ref(),
+            Data::Owned(_) => None,
+        }
+    }
+
     /// The contents, owned by a box: what a scan gets for a thin archive's
     /// member.
     pub fn boxed(self) -> Box<dyn AsRef<[u8]>> {

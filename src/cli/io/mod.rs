@@ -14,7 +14,7 @@ mod output;
 mod text;
 
 pub use cleanup::clean_up_on_signals;
-pub use input::Input;
+pub use input::{Input, copy_file_range_all};
 pub use output::Output;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 

@@ -4,8 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use std::io::Write;
+
 use super::super::Fail;
-use crate::cli::io::open_input;
+use crate::cli::io::{Input, copy_file_range_all, open_input};
 use offload_kit::link::resolve::{Resolver, Sym, symbols};
 use offload_kit::link::{self, HostArg};
 use offload_kit::offload_binary::{self, FoundImage, ImageKind, Limits, OffloadKind};
@@ -29,7 +31,51 @@ pub(super) struct Extracted {
     pub input: String,
     pub triple: String,
     pub arch: String,
-    pub bytes: Vec<u8>,
+    /// Where its bytes are.
+    source: Source,
+}
+
+/// Where an extracted image's bytes are: a slice of one of the mapped
+/// inputs (the usual case: they are never copied into memory), or owned
+/// (decompressed from a compressed OffloadBinary).
+enum Source {
+    Slice {
+        file: usize,
+        start: usize,
+        len: usize,
+    },
+    Owned(Vec<u8>),
+}
+
+/// What the link takes: the device images, the mapped inputs their bytes
+/// lie in, and which inputs are libraries (shared objects and archives),
+/// which go to the device link.
+pub(super) struct Extraction {
+    files: Vec<Input>,
+    pub images: Vec<Extracted>,
+    pub shared: Vec<String>,
+}
+
+impl Extraction {
+    /// The bytes of `e`.
+    fn bytes<'a>(files: &'a [Input], e: &'a Extracted) -> &'a [u8] {
+        match &e.source {
+            Source::Slice { file, start, len } => &files[*file].bytes()[*start..*start + *len],
+            Source::Owned(v) => v,
+        }
+    }
+
+    /// Writes the bytes of `e` to `out`, file to file where they lie in a
+    /// mapped input.
+    pub fn write(&self, e: &Extracted, out: &mut std::fs::File) -> std::io::Result<()> {
+        match &e.source {
+            Source::Slice { file, start, len } => match self.files[*file].file() {
+                Some(f) => copy_file_range_all(f, *start as u64, *len as u64, out),
+                None => out.write_all(Self::bytes(&self.files, e)),
+            },
+            Source::Owned(v) => out.write_all(v),
+        }
+    }
 }
 
 /// Finds `-l<name>` along the `-L` directories as the host linker would.
@@ -84,6 +130,7 @@ pub(super) fn host_files(host: &[HostArg]) -> Result<Vec<(String, bool)>, Fail> 
 fn images_of(
     name: &str,
     found: Vec<FoundImage<'_>>,
+    (file, base): (usize, &[u8]),
     skip_openmp: bool,
 ) -> Result<Vec<Extracted>, Fail> {
     let mut out = Vec::new();
@@ -116,33 +163,40 @@ fn images_of(
                 "'{name}': {triple} device code for arch '{arch}' is not supported yet"
             )));
         }
+        let source = match &img.image {
+            std::borrow::Cow::Borrowed(b) => match slice_at(base, b) {
+                Some(start) => Source::Slice {
+                    file,
+                    start,
+                    len: b.len(),
+                },
+                None => Source::Owned(b.to_vec()),
+            },
+            std::borrow::Cow::Owned(v) => Source::Owned(v.clone()),
+        };
         out.push(Extracted {
             input: name.to_string(),
             triple,
             arch,
-            bytes: img.image.to_vec(),
+            source,
         });
     }
     Ok(out)
 }
 
-fn find(name: &str, bytes: &[u8]) -> Result<Vec<FoundImage<'static>>, Fail> {
-    offload_binary::find_images(bytes, &Limits::default())
-        .map(|v| {
-            v.into_iter()
-                .map(|f| FoundImage {
-                    member: f.member,
-                    section: f.section,
-                    image: f.image.into_owned(),
-                })
-                .collect()
-        })
-        .map_err(|e| {
-            Fail::with_note(
-                format!("'{name}': invalid offloading data: {e}"),
-                "the .llvm.offloading section does not hold a valid OffloadBinary",
-            )
-        })
+/// Where `sub` starts in `base`, if it is a slice of it.
+fn slice_at(base: &[u8], sub: &[u8]) -> Option<usize> {
+    let start = (sub.as_ptr() as usize).checked_sub(base.as_ptr() as usize)?;
+    (start.checked_add(sub.len())? <= base.len()).then_some(start)
+}
+
+fn find<'a>(name: &str, bytes: &'a [u8]) -> Result<Vec<FoundImage<'a>>, Fail> {
+    offload_binary::find_images(bytes, &Limits::default()).map_err(|e| {
+        Fail::with_note(
+            format!("'{name}': invalid offloading data: {e}"),
+            "the .llvm.offloading section does not hold a valid OffloadBinary",
+        )
+    })
 }
 
 /// An archive member that is an object.
@@ -158,15 +212,25 @@ impl Member {
     }
 }
 
-fn device_symbols(images: &[Extracted]) -> Vec<(String, Vec<Sym>)> {
+fn device_symbols(base: &[u8], images: &[Extracted]) -> Vec<(String, Vec<Sym>)> {
     images
         .iter()
-        .map(|e| (e.triple.clone(), symbols(&e.bytes)))
+        .map(|e| {
+            let bytes = match &e.source {
+                Source::Slice { start, len, .. } => &base[*start..*start + *len],
+                Source::Owned(v) => v,
+            };
+            (e.triple.clone(), symbols(bytes))
+        })
         .collect()
 }
 
 /// The object members of a (regular) archive, with their device images.
-fn members(name: &str, bytes: &[u8], skip_openmp: bool) -> Result<Vec<Member>, Fail> {
+fn members(
+    name: &str,
+    (file, bytes): (usize, &[u8]),
+    skip_openmp: bool,
+) -> Result<Vec<Member>, Fail> {
     let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
     let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
     let mut out = Vec::new();
@@ -178,9 +242,9 @@ fn members(name: &str, bytes: &[u8], skip_openmp: bool) -> Result<Vec<Member>, F
         }
         let mname = String::from_utf8_lossy(m.name()).into_owned();
         let full = format!("{name}({mname})");
-        let images = images_of(&mname, find(&full, data)?, skip_openmp)?;
+        let images = images_of(&mname, find(&full, data)?, (file, bytes), skip_openmp)?;
         out.push(Member {
-            device: device_symbols(&images),
+            device: device_symbols(bytes, &images),
             images,
             taken: false,
         });
@@ -220,21 +284,21 @@ fn take(
 /// them; notes which inputs are libraries (shared objects and archives),
 /// which go to the device link. With `skip_openmp`
 /// (`--override-image=openmp=`), OpenMP images are not taken, as LLVM does.
-pub(super) fn extract(
-    files: &[(String, bool)],
-    skip_openmp: bool,
-) -> Result<(Vec<Extracted>, Vec<String>), Fail> {
+pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Extraction, Fail> {
     let mut out = Vec::new();
     let mut shared = Vec::new();
     let mut resolver = Resolver::default();
     let mut archives = Vec::new();
+    let mut inputs = Vec::new();
     for (name, whole) in files {
         if !Path::new(name).is_file() {
             continue; // Not a file: the host linker's business.
         }
         let input = open_input(name)
             .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
-        let bytes = input.bytes();
+        inputs.push(input);
+        let file = inputs.len() - 1;
+        let bytes = inputs[file].bytes();
         if bytes.starts_with(b"!<thin>\n") || bytes.starts_with(b"!<arch>\n") {
             // Archives go to the device link too, as LLVM passes them.
             shared.push(name.clone());
@@ -248,7 +312,7 @@ pub(super) fn extract(
             continue;
         }
         if bytes.starts_with(b"!<arch>\n") {
-            let mut members = members(name, bytes, skip_openmp)?;
+            let mut members = members(name, (file, bytes), skip_openmp)?;
             take(&mut members, *whole, &mut resolver, &mut out);
             archives.push((members, *whole));
             continue;
@@ -256,8 +320,8 @@ pub(super) fn extract(
         match elf_type(bytes) {
             Some(3) => shared.push(name.clone()),
             Some(1) => {
-                let images = images_of(name, find(name, bytes)?, skip_openmp)?;
-                for (t, syms) in device_symbols(&images) {
+                let images = images_of(name, find(name, bytes)?, (file, bytes), skip_openmp)?;
+                for (t, syms) in device_symbols(bytes, &images) {
                     resolver.add(&t, &syms);
                 }
                 out.extend(images);
@@ -270,5 +334,9 @@ pub(super) fn extract(
         .iter_mut()
         .any(|(m, whole)| take(m, *whole, &mut resolver, &mut out))
     {}
-    Ok((out, shared))
+    Ok(Extraction {
+        files: inputs,
+        images: out,
+        shared,
+    })
 }

@@ -3,12 +3,15 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use super::super::Fail;
 use super::Opts;
 use super::extract::{extract, host_files};
+use crate::cli::io::{Input, copy_file_range_all};
+use offload_kit::layout::{Layout, Piece, write_zeros};
 use offload_kit::link::{self, DeviceLink};
 use offload_kit::llvm::path::{file_name, stem};
 use offload_kit::offload_binary;
@@ -41,12 +44,26 @@ impl Temps {
         self.create(prefix, suffix, b"")
     }
 
-    /// A new file: `<prefix><suffix>` in the current directory with
-    /// `--save-temps` (LLVM's names), else `<tmp>/<prefix>-XXXXXX<suffix>`.
+    /// A new file holding `bytes`: see [`Temps::create_with`].
     fn create(&mut self, prefix: &str, suffix: &str, bytes: &[u8]) -> Result<String, Fail> {
+        self.create_with(prefix, suffix, |f, name| {
+            f.write_all(bytes).map_err(|e| io_fail(name, &e))
+        })
+    }
+
+    /// A new file that `write` fills (given the file and its name):
+    /// `<prefix><suffix>` in the current directory with `--save-temps`
+    /// (LLVM's names), else `<tmp>/<prefix>-XXXXXX<suffix>`.
+    fn create_with(
+        &mut self,
+        prefix: &str,
+        suffix: &str,
+        write: impl FnOnce(&mut std::fs::File, &str) -> Result<(), Fail>,
+    ) -> Result<String, Fail> {
         if self.keep {
             let name = format!("{prefix}{suffix}");
-            std::fs::write(&name, bytes).map_err(|e| io_fail(&name, &e))?;
+            let mut f = std::fs::File::create(&name).map_err(|e| io_fail(&name, &e))?;
+            write(&mut f, &name)?;
             return Ok(name);
         }
         let dir = std::env::temp_dir();
@@ -62,8 +79,7 @@ impl Temps {
             {
                 Ok(mut f) => {
                     self.files.push(path.clone());
-                    std::io::Write::write_all(&mut f, bytes)
-                        .map_err(|e| io_fail(&path.to_string_lossy(), &e))?;
+                    write(&mut f, &path.to_string_lossy())?;
                     return Ok(path.to_string_lossy().into_owned());
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -179,7 +195,8 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         .clone()
         .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
     let files = host_files(&o.host)?;
-    let (images, shared) = extract(&files, !o.override_images.is_empty())?;
+    let found = extract(&files, !o.override_images.is_empty())?;
+    let (images, shared) = (&found.images, &found.shared);
     let exe = link::executable(&o.host).to_string();
     let exe_name = file_name(&exe).to_string();
     let mut temps = Temps {
@@ -197,7 +214,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         })?;
         let mut commands = Vec::new();
         let mut triples: Vec<&str> = Vec::new();
-        for e in &images {
+        for e in images {
             if !triples.contains(&e.triple.as_str()) {
                 triples.push(&e.triple);
             }
@@ -206,7 +223,9 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             let mut inputs = Vec::new();
             for e in images.iter().filter(|e| e.triple == triple) {
                 let prefix = format!("{}-{}-{}", stem(&e.input), e.triple, e.arch);
-                inputs.push(temps.create(&prefix, ".o", &e.bytes)?);
+                inputs.push(temps.create_with(&prefix, ".o", |f, name| {
+                    found.write(e, f).map_err(|err| io_fail(name, &err))
+                })?);
             }
             let mut dl = DeviceLink {
                 triple: triple.to_string(),
@@ -230,9 +249,17 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         run_all(o, &clang, &commands)?;
     }
     if !linked.is_empty() || !o.override_images.is_empty() {
-        let object = wrap_images(&host_triple, &linked, &o.override_images, o.dry_run)?;
         let prefix = format!("{exe_name}.openmp.image.wrapper");
-        wrapper_objects.push(temps.create(&prefix, ".o", &object)?);
+        let object = temps.create_with(&prefix, ".o", |f, name| {
+            wrap_images(
+                &host_triple,
+                &linked,
+                &o.override_images,
+                o.dry_run,
+                (f, name),
+            )
+        })?;
+        wrapper_objects.push(object);
     }
     let Some(linker) = &o.linker_path else {
         return Err(Fail::new("linker path missing, must pass 'linker-path'"));
@@ -242,40 +269,67 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Packs one image as an OffloadBinary.
-fn pack(name: &str, spec: offload_binary::ImageSpec, img: &[u8]) -> Result<Vec<u8>, Fail> {
-    let mut bin = Vec::new();
+/// Packs one image as an OffloadBinary, into an unnamed temporary file
+/// (the image copied file to file), and maps it.
+fn pack(name: &str, spec: offload_binary::ImageSpec, img: &Input) -> Result<Input, Fail> {
     let layout =
         offload_binary::layout_v1(&[spec]).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
-    layout
-        .write_to(&mut bin, &[img])
-        .map_err(|e| io_fail(name, &e))?;
-    Ok(bin)
+    let io = |e: std::io::Error| io_fail(name, &e);
+    let mut file = tempfile::NamedTempFile::new().map_err(io)?;
+    write_pieces(&layout, &[(img, img.bytes())], file.as_file_mut()).map_err(io)?;
+    Input::open(&file.path().to_string_lossy()).map_err(io)
+}
+
+/// Writes `layout` to `out`, payload `i` from `payloads[i]` (file to file
+/// where it lies in a mapped input).
+fn write_pieces(
+    layout: &Layout,
+    payloads: &[(&Input, &[u8])],
+    out: &mut std::fs::File,
+) -> std::io::Result<()> {
+    for piece in &layout.pieces {
+        match piece {
+            Piece::Bytes(b) => out.write_all(b)?,
+            Piece::Zeros(n) => write_zeros(out, *n)?,
+            Piece::Image(i) => {
+                let (input, bytes) = payloads
+                    .get(*i)
+                    .ok_or_else(|| std::io::Error::other("internal error: no such payload"))?;
+                match (input.file(), input.file_offset(bytes)) {
+                    (Some(f), Some(off)) => copy_file_range_all(f, off, bytes.len() as u64, out)?,
+                    _ => out.write_all(bytes)?,
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Packs each linked image (then each `--override-image`) as LLVM does and
-/// writes the wrapper object (for empty images with `--dry-run`, as LLVM).
+/// writes the wrapper object to `out` (for empty images with `--dry-run`,
+/// as LLVM). Image bytes go file to file: memory does not grow with them.
 fn wrap_images(
     host_triple: &str,
     linked: &[DeviceLink],
     overrides: &[String],
     dry_run: bool,
-) -> Result<Vec<u8>, Fail> {
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
     let mut packed = Vec::new();
     for dl in linked {
         // With --dry-run nothing was linked: LLVM wraps empty images.
         let img = if dry_run {
-            Vec::new()
+            Input::from_vec(Vec::new())
         } else {
-            std::fs::read(&dl.output).map_err(|e| io_fail(&dl.output, &e))?
+            open(&dl.output)?
         };
-        let spec = link::linked_image_spec(&dl.triple, img.len() as u64);
+        let spec = link::linked_image_spec(&dl.triple, img.bytes().len() as u64);
         packed.push(pack(&dl.output, spec, &img)?);
     }
     for name in overrides {
-        let img = std::fs::read(name).map_err(|e| io_fail(name, &e))?;
-        let Some(triple) = link::override_triple(&img) else {
-            let llvm = if img.starts_with(b"\x7fELF") {
+        let img = open(name)?;
+        let Some(triple) = link::override_triple(img.bytes()) else {
+            let llvm = if img.bytes().starts_with(b"\x7fELF") {
                 "Unsupported ELF machine"
             } else {
                 "Invalid ELF class"
@@ -285,12 +339,12 @@ fn wrap_images(
                 format!("'{name}': --override-image needs an ELF image of a CPU target"),
             ));
         };
-        let spec = link::override_image_spec(&triple, img.len() as u64);
+        let spec = link::override_image_spec(&triple, img.bytes().len() as u64);
         packed.push(pack(name, spec, &img)?);
     }
     let images = packed
         .iter()
-        .map(|b| Image::new(b))
+        .map(|b| Image::new(b.bytes()))
         .collect::<offload_kit::Result<Vec<_>>>()
         .map_err(|e| Fail::new(e.to_string()))?;
     let opts = Options {
@@ -299,9 +353,16 @@ fn wrap_images(
         triple: host_triple.to_string(),
         llc_layout: false,
     };
-    wrap::to_vec(&opts, &images).map_err(|e| {
+    let layout = wrap::layout(&opts, &images).map_err(|e| {
         Fail::new(format!(
             "cannot write the wrapper object for --host-triple={host_triple}: {e}"
         ))
-    })
+    })?;
+    let payloads: Vec<(&Input, &[u8])> = packed.iter().map(|p| (p, p.bytes())).collect();
+    write_pieces(&layout, &payloads, out).map_err(|e| io_fail(out_name, &e))
+}
+
+/// Opens (maps) a file the wrapper reads.
+fn open(name: &str) -> Result<Input, Fail> {
+    Input::open(name).map_err(|e| io_fail(name, &e))
 }
