@@ -501,16 +501,68 @@ fn override_image() -> Result<(), Failed> {
 /// the same bytes, and the same commands.
 fn dry_run_save_temps() -> Result<(), Failed> {
     let fx = fixture()?;
-    let args: Vec<String> = vec![
+    save_temps_like_llvm(&[
+        fx.join("main.o").to_string_lossy().into_owned(),
+        fx.join("app.o").to_string_lossy().into_owned(),
+    ])
+}
+
+/// Images larger than 1 MiB, which go file to file (not through memory):
+/// one extracted from a host object's `.llvm.offloading`, and one given as
+/// `--override-image=openmp=` (packed and wrapped); `--dry-run
+/// --save-temps` leaves the same files with the same bytes as LLVM's.
+fn large_images() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let fx = fixture()?;
+    let big: Vec<u8> = (0..3_000_007u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(d.join("dev.o"), &big)?;
+    let pack = Command::new(llvm("llvm-offload-binary"))
+        .current_dir(d)
+        .args([
+            "-o",
+            "dev.ob",
+            "--image=file=dev.o,triple=x86_64-unknown-linux-gnu,arch=generic,kind=openmp",
+        ])
+        .output()?;
+    same("llvm-offload-binary", pack.status.code(), Some(0))?;
+    std::fs::write(
+        d.join("dev.s"),
+        "\t.section .llvm.offloading,\"e\",@llvm_offloading\n\t.p2align 3\n\t.incbin \"dev.ob\"\n",
+    )?;
+    let asm = Command::new(llvm("clang"))
+        .current_dir(d)
+        .args(["-c", "dev.s", "-o", "big-host.o"])
+        .output()?;
+    same("clang -c dev.s", asm.status.code(), Some(0))?;
+    // An ELF file of 3 MiB: a host object with bytes after its end.
+    let mut elf = std::fs::read(fx.join("main.o"))?;
+    elf.extend_from_slice(&big);
+    std::fs::write(d.join("big.elf"), &elf)?;
+    let main = fx.join("main.o").to_string_lossy().into_owned();
+    save_temps_like_llvm(&[
+        main.clone(),
+        d.join("big-host.o").to_string_lossy().into_owned(),
+    ])?;
+    save_temps_like_llvm(&[
+        format!("--override-image=openmp={}", d.join("big.elf").display()),
+        main,
+    ])
+}
+
+/// Runs ours and LLVM's wrapper with `--dry-run --save-temps` and
+/// `inputs`, each in a new directory: the same commands, the same files
+/// left (bitcode aside), the same bytes.
+fn save_temps_like_llvm(inputs: &[String]) -> Result<(), Failed> {
+    let mut args: Vec<String> = vec![
         "--host-triple=x86_64-pc-linux-gnu".into(),
         "--linker-path=/usr/bin/ld".into(),
         "--dry-run".into(),
         "--save-temps".into(),
         "-o".into(),
         "sub/out".into(),
-        fx.join("main.o").to_string_lossy().into_owned(),
-        fx.join("app.o").to_string_lossy().into_owned(),
     ];
+    args.extend_from_slice(inputs);
     let path = format!(
         "{}:{}",
         crate::util::LLVM_BIN,
@@ -707,6 +759,7 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::missing_library", TOOLS, missing_library),
         trial("linker_wrapper::wrapper_jobs", TOOLS, wrapper_jobs),
+        trial("linker_wrapper::large_images", TOOLS, large_images),
         trial("linker_wrapper::dry_run_direct", TOOLS, dry_run_direct),
         trial(
             "linker_wrapper::dry_run_save_temps",

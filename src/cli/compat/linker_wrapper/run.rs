@@ -351,7 +351,9 @@ fn wrap_images(
         kind: Kind::OpenMp,
         abi: Abi::Llvm,
         triple: host_triple.to_string(),
-        llc_layout: false,
+        // LLVM's bytes, which --save-temps shows (large images placed as
+        // llc places them, not page-aligned).
+        llc_layout: true,
     };
     let layout = wrap::layout(&opts, &images).map_err(|e| {
         Fail::new(format!(
