@@ -25,6 +25,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_unpack_and_unbundle_point_to_extract", point_to_extract),
         t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
         t("ci_completions_and_manpages", completions_and_manpages),
+        t("ci_list_columns_fit_long_triples", list_columns),
     ]
 }
 
@@ -620,5 +621,41 @@ fn completions_and_manpages() -> Result<(), Failed> {
     std::fs::write(d.join("file"), b"x")?;
     let r = run(&ours(), &["manpages", "file"], d);
     same("manpages into a file: exit", r.code, 1)?;
+    Ok(())
+}
+
+/// `list`'s columns widen to their longest value: with a 25-character
+/// triple (aarch64-unknown-linux-gnu) every row's arch starts where the
+/// header's does.
+fn list_columns() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.c"),
+        "int f(void) {\n#pragma omp target\n{}\nreturn 0; }\n",
+    )?;
+    let cc = run(
+        &crate::util::llvm("clang"),
+        &[
+            "-fopenmp",
+            "-fopenmp-targets=x86_64-unknown-linux-gnu,aarch64-unknown-linux-gnu",
+            "-c",
+            "a.c",
+        ],
+        d,
+    );
+    same(&format!("clang: {}", cc.stderr), cc.code, 0)?;
+    let r = run(&ours(), &["list", "a.o"], d).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    same("rows", lines.len(), 3)?;
+    let at = lines[0].find("arch").ok_or("no arch header")?;
+    for row in &lines[1..] {
+        same(
+            &format!("arch column of '{row}'"),
+            row.find("generic"),
+            Some(at),
+        )?;
+    }
     Ok(())
 }

@@ -112,10 +112,18 @@ impl Opts {
             );
             return print_scanned(out, name, &report);
         }
+        // Columns as wide as their longest value (at least the usual).
+        let tw = rows
+            .iter()
+            .map(|r| r.triple.len())
+            .max()
+            .unwrap_or(0)
+            .max(24);
+        let aw = rows.iter().map(|r| r.arch.len()).max().unwrap_or(0).max(14);
         print_line(
             &mut out,
             &format!(
-                "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  other",
+                "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  other",
                 "#", "offload", "image", "version", "triple", "arch", "size"
             ),
         )?;
@@ -133,7 +141,7 @@ impl Opts {
             print_line(
                 &mut out,
                 &format!(
-                    "{:<3} {:<7} {:<10} {:<9} {:<24} {:<14} {:>12}  {}{where_}",
+                    "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  {}{where_}",
                     r.path,
                     r.offload_kind.to_string(),
                     // The scanners' words (object, bitcode), not LLVM's.
@@ -302,10 +310,24 @@ fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<(
          `offload-kit inspect` finds them (it says more)",
         r.images.len()
     );
+    let tw = r
+        .images
+        .iter()
+        .map(|i| i.triple.len())
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    let aw = r
+        .images
+        .iter()
+        .map(|i| i.target_id.len())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     print_line(
         &mut *out,
         &format!(
-            "{:<3} {:<7} {:<10} {:<14} {:<24} {:<14} {:>12}  where",
+            "{:<3} {:<7} {:<10} {:<14} {:<tw$} {:<aw$} {:>12}  where",
             "#", "offload", "image", "container", "triple", "arch", "size"
         ),
     )?;
@@ -320,7 +342,7 @@ fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<(
         print_line(
             &mut *out,
             &format!(
-                "{:<3} {:<7} {:<10} {:<14} {:<24} {:<14} {:>12}  {where_}",
+                "{:<3} {:<7} {:<10} {:<14} {:<tw$} {:<aw$} {:>12}  {where_}",
                 i.id,
                 i.offload_kind.to_string(),
                 kind,
