@@ -26,6 +26,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
         t("ci_completions_and_manpages", completions_and_manpages),
         t("ci_list_columns_fit_long_triples", list_columns),
+        t("ci_list_misaligned_offload_binary", list_misaligned),
     ]
 }
 
@@ -656,6 +657,61 @@ fn list_columns() -> Result<(), Failed> {
             row.find("generic"),
             Some(at),
         )?;
+    }
+    Ok(())
+}
+
+/// An OffloadBinary in a section at an odd file offset (llvm-objcopy
+/// --add-section, alignment 1): LLVM's readers skip it (llvm-objdump
+/// --offloading lists nothing); `list` shows the scanner's image and says
+/// that LLVM does not read it.
+fn list_misaligned() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("dev.o"), vec![7u8; 1001])?;
+    std::fs::write(d.join("m.c"), "int main(void) { return 0; }\n")?;
+    let steps: [(&str, Vec<&str>); 3] = [
+        (
+            "llvm-offload-binary",
+            vec![
+                "-o",
+                "dev.ob",
+                "--image=file=dev.o,triple=x86_64-unknown-linux-gnu,arch=generic,kind=openmp",
+            ],
+        ),
+        ("clang", vec!["-c", "m.c", "-o", "m.o"]),
+        (
+            "llvm-objcopy",
+            vec![
+                "--add-section",
+                ".llvm.offloading=dev.ob",
+                "--set-section-type",
+                ".llvm.offloading=0x6fff4c08",
+                "m.o",
+                "host.o",
+            ],
+        ),
+    ];
+    for (tool, args) in steps {
+        let r = run(&crate::util::llvm(tool), &args, d);
+        same(&format!("{tool}: {}", r.stderr), r.code, 0)?;
+    }
+    let objdump = run(
+        &crate::util::llvm("llvm-objdump"),
+        &["--offloading", "host.o"],
+        d,
+    );
+    if String::from_utf8_lossy(&objdump.stdout).contains("OFFLOADING IMAGE") {
+        return Err("llvm-objdump reads the misaligned binary: the premise is wrong".into());
+    }
+    let r = run(&ours(), &["list", "host.o"], d);
+    same("list: exit", r.code, 0)?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains("offload-binary") || !out.contains("1001") {
+        return Err(format!("list: no scanned image: {out}").into());
+    }
+    if !r.stderr.contains("no OffloadBinary as LLVM reads them") {
+        return Err(format!("list: no note that LLVM skips it: {}", r.stderr).into());
     }
     Ok(())
 }

@@ -305,11 +305,30 @@ fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<(
         );
         return Ok(());
     }
-    eprintln!(
-        "'{name}': no OffloadBinary; {} image(s) in bundles or fatbins, as \
-         `offload-kit inspect` finds them (it says more)",
-        r.images.len()
-    );
+    let in_binaries = r
+        .images
+        .iter()
+        .filter(|i| {
+            r.containers
+                .get(i.container)
+                .is_some_and(|c| c.kind == scan::ContainerKind::OffloadBinary)
+        })
+        .count();
+    if in_binaries > 0 {
+        // The scanner accepts what LLVM's reader refuses (an OffloadBinary
+        // in a section that is not 8-byte aligned, say).
+        eprintln!(
+            "'{name}': no OffloadBinary as LLVM reads them (misplaced or damaged: \
+             `offload-kit inspect` says more); {} image(s) as the scanner finds them",
+            r.images.len()
+        );
+    } else {
+        eprintln!(
+            "'{name}': no OffloadBinary; {} image(s) in bundles or fatbins, as \
+             `offload-kit inspect` finds them (it says more)",
+            r.images.len()
+        );
+    }
     let tw = r
         .images
         .iter()
