@@ -106,7 +106,8 @@ pub(super) fn build(
         local_symbols(&mut obj, cpu, &fl, &s, &at, &p)
     };
     if let Some(list) = s.arch_list {
-        syms.infos = image_infos(&mut obj, cpu, images, list, &s, &at, &syms.labels)?;
+        let by_symbol = syms.labels.is_some();
+        syms.infos = image_infos(&mut obj, cpu, images, list, &syms.info_syms, by_symbol, &at)?;
     }
     let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
     data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
@@ -317,6 +318,9 @@ struct Locals {
     data: SymbolId,
     /// The image infos (ROCm).
     infos: Vec<Info>,
+    /// The image infos' symbols (ROCm), listed where the constructor first
+    /// refers to them.
+    info_syms: Vec<SymbolId>,
     /// Each input's symbol (`.omp_offloading.device_image`, `.1`, …).
     images: Vec<SymbolId>,
     /// `.omp_offloading.device_images`.
@@ -334,9 +338,6 @@ struct Labels {
     /// (the ROCm image infos, then the descriptor) and in the destructor
     /// (the descriptor), in code order.
     pcrel: [Vec<SymbolId>; 2],
-    /// The ROCm image infos' symbols (listed with the constructor's
-    /// labels, where its code first refers to them).
-    infos: Vec<SymbolId>,
 }
 
 /// The local symbols up to `.data.rel.ro`'s, in the order LLVM's object
@@ -357,6 +358,15 @@ fn local_symbols(
     if maps {
         mapping(obj, b"$x", s.startup);
     }
+    // ROCm: the image infos, which the constructor registers first.
+    let n_infos = if fl.image_info { at.n } else { 0 };
+    let info_syms = (0..n_infos)
+        .map(|i| {
+            let name = format!(".offload_image_info_{i}");
+            let off = at.info + STRUCT_SIZE * i;
+            local(obj, name.as_bytes(), s.data, off, STRUCT_SIZE, object)
+        })
+        .collect();
     let desc_name = b".omp_offloading.descriptor";
     // Listed here when the code refers to it; else with the merged data.
     let desc = (!at.merged).then(|| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object));
@@ -436,6 +446,7 @@ fn local_symbols(
         offloading,
         data,
         infos: Vec::new(),
+        info_syms,
         images,
         array,
         labels: None,
@@ -555,32 +566,34 @@ fn local_symbols_by_name(
         offloading: array,
         data: array,
         infos: Vec::new(),
+        info_syms: infos,
         images,
         array,
         labels: Some(Labels {
             starts: [reg_start, unreg_start],
             pcrel: [reg_pcrel, unreg_pcrel],
-            infos,
         }),
     })
 }
 
 /// ROCm: each image's target ID in `.offload_arch_list` (section
-/// `s.arch_list`), and a symbol for each image info (already made, with
-/// the labels, on CPUs that relocate against symbols), the first at
-/// `at.info` in `.data.rel.ro`.
+/// `list`), each aligned as llc aligns a byte array, with the symbol and
+/// mapping symbol llc lists after the first (the section symbol, unless
+/// the CPU relocates against symbols); and the image infos, whose symbols
+/// `info_syms` were made with the code's, the first at `at.info` in
+/// `.data.rel.ro`.
 fn image_infos(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     images: &[Image<'_>],
     list: SectionId,
-    s: &Sections,
+    info_syms: &[SymbolId],
+    by_symbol: bool,
     at: &DataLayout,
-    labels: &Option<Labels>,
 ) -> Result<Vec<Info>> {
     let mut strings = Vec::new();
-    let mut arch_offs = Vec::new();
-    let mut arch_syms = Vec::new();
+    let mut targets = Vec::new();
+    let mut list_sym = None;
     for (i, img) in images.iter().enumerate() {
         let Some(arch) = &img.arch else {
             return Err(Error::usage(format!(
@@ -588,7 +601,6 @@ fn image_infos(
             )));
         };
         let size = len64(arch.as_bytes()) + 1;
-        // Each string aligned as llc aligns the byte array.
         let off = align_up(len64(&strings), byte_array_align(cpu, size))?;
         strings.resize(
             usize::try_from(off).map_err(|_| Error::usage("too many images"))?,
@@ -597,58 +609,33 @@ fn image_infos(
         strings.extend_from_slice(arch.as_bytes());
         strings.push(0);
         let name = format!("__offload_arch_{i}");
-        arch_syms.push(local(
-            obj,
-            name.as_bytes(),
-            list,
-            off,
-            size,
-            elf::STT_OBJECT,
-        ));
-        // By symbol, LLVM marks the data at its first byte, after the
-        // first string's symbol.
-        if labels.is_some() && i == 0 {
-            mapping(obj, b"$d", list);
+        let sym = local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT);
+        if i == 0 {
+            if !by_symbol {
+                list_sym = Some(obj.section_symbol(list));
+            }
+            // LLVM marks the data at its first byte.
+            if cpu.mapping_symbols {
+                mapping(obj, b"$d", list);
+            }
         }
-        arch_offs.push(off);
-    }
-    obj.set_bytes(list, strings);
-    if let Some(labels) = labels {
-        return Ok((labels.infos.iter().zip(arch_syms))
-            .zip(0..)
-            .map(|((&sym, list_sym), i)| Info {
-                sym,
-                off: at.info + STRUCT_SIZE * i,
-                list_sym,
-                arch_off: 0,
-            })
-            .collect());
-    }
-    let list_sym = obj.section_symbol(list);
-    if cpu.mapping_symbols {
-        mapping(obj, b"$d", list);
-    }
-    let mut infos = Vec::with_capacity(arch_offs.len());
-    for (i, arch_off) in arch_offs.into_iter().enumerate() {
-        let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
-        let off = at.info + STRUCT_SIZE * i64_;
-        let name = format!(".offload_image_info_{i}");
-        let sym = local(
-            obj,
-            name.as_bytes(),
-            s.data,
-            off,
-            STRUCT_SIZE,
-            elf::STT_OBJECT,
-        );
-        infos.push(Info {
-            sym,
-            off,
-            list_sym,
-            arch_off,
+        targets.push(match list_sym {
+            Some(section) => (section, off),
+            None => (sym, 0),
         });
     }
-    Ok(infos)
+    obj.set_bytes(list, strings);
+    Ok(info_syms
+        .iter()
+        .zip(targets)
+        .zip(0..)
+        .map(|((&sym, (list_sym, arch_off)), i)| Info {
+            sym,
+            off: at.info + STRUCT_SIZE * i,
+            list_sym,
+            arch_off,
+        })
+        .collect())
 }
 
 /// The global symbols: the runtime's functions and the entry table's

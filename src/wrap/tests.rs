@@ -679,6 +679,26 @@ fn rocm_abi() {
         32
     )));
     assert!(sections(&out).iter().any(|s| s.0 == ".fini_array.1"));
+    // Listed as llc lists them: the infos where the constructor first
+    // refers to them, the target IDs' section symbol after the first.
+    let names: Vec<&str> = syms.iter().map(|s| s.0.as_str()).collect();
+    let at = |n: &str| names.iter().position(|&m| m == n).unwrap();
+    assert_eq!(
+        at(".offload_image_info_0"),
+        at(".omp_offloading.descriptor_reg") + 1
+    );
+    assert_eq!(
+        at(".offload_image_info_1") + 1,
+        at(".omp_offloading.descriptor")
+    );
+    assert_eq!(
+        names[at("__offload_arch_0")..=at("__offload_arch_1")],
+        [
+            "__offload_arch_0",
+            "[.offload_arch_list]",
+            "__offload_arch_1"
+        ]
+    );
 }
 
 /// riscv64 relocates against symbols: in the legacy and ROCm objects the
