@@ -113,8 +113,8 @@ const HOSTS: &[Host] = &[
     Host {
         triple: "riscv64-unknown-linux-gnu",
         lld_emulation: "elf64lriscv",
-        legacy_abis: false,
-        rocm: false,
+        legacy_abis: true,
+        rocm: true,
         readelf_known: None,
     },
 ];
@@ -875,13 +875,20 @@ fn llvm_wrap_for(
         "-o",
         out,
     ];
-    // riscv64: the ABI of Debian's objects and of clang's default (RVC,
-    // double-float), which plain llc does not use.
-    if triple.starts_with("riscv64") {
-        pic.extend(["-mattr=+m,+a,+f,+d,+c", "-target-abi=lp64d"]);
-    }
+    pic.extend(llc_cpu_flags(triple));
     sh(d, llvm("llc"), &pic)?;
     std::fs::read(d.join(out)).map_err(|e| e.to_string().into())
+}
+
+/// llc's options for `triple` besides the relocation model. riscv64: the
+/// ABI of Debian's objects and of clang's default (RVC, double-float),
+/// which plain llc does not use.
+fn llc_cpu_flags(triple: &str) -> &'static [&'static str] {
+    if triple.starts_with("riscv64") {
+        &["-mattr=+m,+a,+f,+d,+c", "-target-abi=lp64d"]
+    } else {
+        &[]
+    }
 }
 
 /// The raw (not OffloadBinary) device-image fixture.
@@ -1224,6 +1231,7 @@ fn legacy_like_llc() -> Result<(), Failed> {
             let pic = ["-filetype=obj", "-relocation-model=pic", "legacy.ll", "-o"];
             let mut a = pic.to_vec();
             a.push(&theirs);
+            a.extend(llc_cpu_flags(host.triple));
             sh(d, llvm("llc"), &a)?;
             let ours = format!("{}-{i}.o", host.arch());
             let mut a = vec!["--abi=legacy", "-o", &ours[..]];
@@ -1232,6 +1240,112 @@ fn legacy_like_llc() -> Result<(), Failed> {
             let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| e.to_string());
             if read(&ours)? != read(&theirs)? {
                 return Err(format!("{ours}: differs from llc's {theirs} ({inputs:?})").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The ROCm IR (the AMD clang-offload-wrapper's shape, wrapper-abi.md
+/// §7.3) made from the legacy IR `ll` ([`legacy_ir`]) and each image's
+/// target ID: per image, after the descriptor, its target ID in
+/// `.offload_arch_list` (`__offload_arch_N`) and an internal
+/// `__tgt_image_info` pointing at it (`.offload_image_info_N`), each
+/// passed to `__tgt_register_image_info` before `__tgt_register_lib`.
+fn rocm_ir(ll: &str, archs: &[&str]) -> Result<String, Failed> {
+    let n = archs.len();
+    let mut out = Vec::new();
+    let mut found = 0;
+    for l in ll.lines() {
+        if l.starts_with("  call void @__tgt_register_lib(") {
+            found += 1;
+            for i in 0..n {
+                out.push(format!(
+                    "  call void @__tgt_register_image_info(ptr @.offload_image_info_{i})"
+                ));
+            }
+        } else if l.starts_with("declare void @__tgt_register_lib(") {
+            found += 1;
+            out.push("declare void @__tgt_register_image_info(ptr)\n".into());
+        }
+        out.push(l.to_string());
+        if l.starts_with("%__tgt_bin_desc = type") {
+            found += 1;
+            out.push("%__tgt_image_info = type { i32, i32, i32, ptr, ptr }".into());
+        } else if l.starts_with("@.omp_offloading.descriptor = ") {
+            found += 1;
+            for (i, arch) in archs.iter().enumerate() {
+                out.push(format!(
+                    "@__offload_arch_{i} = internal constant [{} x i8] c\"{arch}\\00\", \
+                     section \".offload_arch_list\"",
+                    arch.len() + 1
+                ));
+                out.push(format!(
+                    "@.offload_image_info_{i} = internal constant %__tgt_image_info \
+                     {{ i32 1, i32 {i}, i32 {n}, ptr @__offload_arch_{i}, ptr null }}"
+                ));
+            }
+        }
+    }
+    if found != 4 {
+        return Err("the legacy module is not shaped as expected".into());
+    }
+    Ok(out.join("\n") + "\n")
+}
+
+/// `--abi=rocm` on every host that writes it: llc 22's object for the
+/// ROCm IR ([`rocm_ir`]) for one image, several (an empty one among them),
+/// and target IDs of more than 16 bytes (which llc aligns to 16).
+fn rocm_like_llc() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let t = tempdir();
+    let d = t.path();
+    let ob = fx.path("app-dev.ob");
+    let raw = raw_fixture();
+    std::fs::write(d.join("s3.bin"), b"abc").map_err(|e| e.to_string())?;
+    std::fs::write(d.join("empty.bin"), b"").map_err(|e| e.to_string())?;
+    let sets: [Vec<(&str, &str)>; 3] = [
+        vec![(&ob, "gfx90a:xnack+")],
+        vec![
+            ("s3.bin", "gfx906"),
+            ("empty.bin", "gfx1030"),
+            (&raw, "gfx90a"),
+        ],
+        vec![
+            (&raw, "gfx90a:sramecc+:xnack+"),
+            ("s3.bin", "gfx9"),
+            (&ob, "gfx940:sramecc-:xnack-"),
+        ],
+    ];
+    for host in HOSTS.iter().filter(|h| h.legacy_abis && h.rocm) {
+        for (i, set) in sets.iter().enumerate() {
+            let inputs: Vec<&str> = set.iter().map(|s| s.0).collect();
+            let archs: Vec<&str> = set.iter().map(|s| s.1).collect();
+            let mut a = vec!["--kind=openmp", "--triple", host.triple, "-o", "r.bc"];
+            a.extend(&inputs);
+            sh(d, llvm("llvm-offload-wrapper"), &a)?;
+            sh(d, llvm("llvm-dis"), &["r.bc", "-o", "r.ll"])?;
+            let ll = std::fs::read_to_string(d.join("r.ll")).map_err(|e| e.to_string())?;
+            let ir = rocm_ir(&legacy_ir(&ll)?, &archs)?;
+            std::fs::write(d.join("rocm.ll"), ir).map_err(|e| e.to_string())?;
+            let theirs = format!("{}-rocm-{i}.llvm.o", host.arch());
+            let mut a = vec!["-filetype=obj", "-relocation-model=pic", "rocm.ll", "-o"];
+            a.push(&theirs);
+            a.extend(llc_cpu_flags(host.triple));
+            sh(d, llvm("llc"), &a)?;
+            let ours = format!("{}-rocm-{i}.o", host.arch());
+            let flags: Vec<String> = archs
+                .iter()
+                .map(|a| format!("--offload-arch={a}"))
+                .collect();
+            let mut a = vec!["--abi=rocm", "-o", &ours[..]];
+            for (flag, input) in flags.iter().zip(&inputs) {
+                a.extend([&flag[..], input]);
+            }
+            wrap_for(d, "openmp", host.triple, &a)?;
+            let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| e.to_string());
+            if read(&ours)? != read(&theirs)? {
+                return Err(format!("{ours}: differs from llc's {theirs} ({set:?})").into());
             }
         }
     }
@@ -1498,6 +1612,11 @@ pub fn tests() -> Vec<Trial> {
         "wrap::legacy_like_llc",
         &base(&["llvm-offload-wrapper", "llvm-dis", "llc"]),
         legacy_like_llc,
+    ));
+    v.push(trial(
+        "wrap::rocm_like_llc",
+        &base(&["llvm-offload-wrapper", "llvm-dis", "llc"]),
+        rocm_like_llc,
     ));
     v.push(trial(
         "wrap::other_oses",

@@ -89,6 +89,13 @@ const FATBIN_ALIGN: u64 = 16;
 
 /// The fatbin section's alignment for a fatbin of `len` bytes.
 fn fatbin_align(cpu: &CpuInfo, len: u64) -> u64 {
+    byte_array_align(cpu, len)
+}
+
+/// llc's alignment for an internal constant byte array of `len` bytes
+/// without an explicit alignment (a fatbin, a ROCm target ID): 16 for more
+/// than 16 bytes, else the data layout's preferred alignment for `i8`.
+fn byte_array_align(cpu: &CpuInfo, len: u64) -> u64 {
     if len > 16 {
         FATBIN_ALIGN
     } else {

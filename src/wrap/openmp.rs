@@ -10,7 +10,7 @@ use super::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
     Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
-    finish_object, function, local, mapping, new_object, reloc, undefined,
+    byte_array_align, finish_object, function, local, mapping, new_object, reloc, undefined,
 };
 use crate::error::{Error, Result};
 use crate::num::len64;
@@ -84,13 +84,7 @@ pub(super) fn build(
     let fl = Flavour::of(abi);
     let at = DataLayout::new(&fl, cpu, images.len())?;
     // GlobalMerge would merge the ROCm image infos with the descriptor
-    // too (not modelled); riscv64's labels are laid out for the LLVM ABI.
-    if cpu.symbol_relocs && abi != Abi::Llvm {
-        return Err(Error::usage(format!(
-            "--abi=legacy and --abi=rocm are not supported yet for {}",
-            cpu.names[0]
-        )));
-    }
+    // too (not modelled).
     if at.merged && abi == Abi::Rocm {
         return Err(Error::usage(format!(
             "--abi=rocm is not supported yet for {}",
@@ -98,14 +92,22 @@ pub(super) fn build(
         )));
     }
     let placed = p.placed.clone();
-    let (mut obj, s) = sections(cpu, os, &fl, &p, &at, file_align);
+    // The target IDs' section is aligned for its most aligned string.
+    let arch_align = images
+        .iter()
+        .filter_map(|i| i.arch.as_ref())
+        .map(|a| byte_array_align(cpu, len64(a.as_bytes()) + 1))
+        .max()
+        .unwrap_or(1);
+    let (mut obj, s) = sections(cpu, os, &fl, &p, &at, (file_align, arch_align));
     let mut syms = if cpu.symbol_relocs {
-        local_symbols_by_name(&mut obj, &fl, &s, &at, &p)
+        local_symbols_by_name(&mut obj, &fl, &s, &at, &p)?
     } else {
         local_symbols(&mut obj, cpu, &fl, &s, &at, &p)
     };
     if let Some(list) = s.arch_list {
-        syms.infos = image_infos(&mut obj, cpu, images, list, s.data, at.info)?;
+        let by_symbol = syms.labels.is_some();
+        syms.infos = image_infos(&mut obj, cpu, images, list, &syms.info_syms, by_symbol, &at)?;
     }
     let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
     data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
@@ -116,14 +118,13 @@ pub(super) fn build(
     reloc(&mut obj, s.ctor, 0, syms.startup, 0, cpu.abs64);
     if let Some(dtor) = s.dtor {
         obj.set_bytes(dtor, vec![0; 8]);
-        reloc(
-            &mut obj,
-            dtor,
-            0,
-            syms.startup,
-            addend(unreg_off)?,
-            cpu.abs64,
-        );
+        // Against the destructor's own symbol where llc relocates against
+        // symbols, else the code section's.
+        let (target, off) = match syms.labels {
+            Some(_) => (syms.unreg, 0),
+            None => (syms.startup, unreg_off),
+        };
+        reloc(&mut obj, dtor, 0, target, addend(off)?, cpu.abs64);
     }
 
     let data: Vec<SectionId> = [Some(s.ctor), s.dtor].into_iter().flatten().collect();
@@ -164,7 +165,8 @@ struct Sections {
 }
 
 /// A new object with its sections: the inputs at `placed` in the image
-/// section, which starts at a multiple of `file_align` in the file.
+/// section, which starts at a multiple of `file_align` in the file; the
+/// ROCm target IDs' section aligned to `arch_align`.
 ///
 /// A section whose contents are all merged globals comes after the
 /// constructor and destructor pointers: llc writes the merged globals
@@ -175,7 +177,7 @@ fn sections(
     fl: &Flavour,
     p: &Placement,
     at: &DataLayout,
-    file_align: u64,
+    (file_align, arch_align): (u64, u64),
 ) -> (Relocatable, Sections) {
     let (mut obj, startup) = new_object(cpu, os);
     let a = elf::SHF_ALLOC;
@@ -199,7 +201,7 @@ fn sections(
     let early_data = (!at.merged).then(|| add_data(&mut obj));
     let arch_list = fl
         .image_info
-        .then(|| obj.add_section(b".offload_arch_list", progbits, a, 1));
+        .then(|| obj.add_section(b".offload_arch_list", progbits, a, arch_align));
     let ctor = obj.add_section(fl.ctor, elf::SHT_INIT_ARRAY, wa, 8);
     let dtor = fl
         .dtor
@@ -286,8 +288,9 @@ impl DataLayout {
 }
 
 /// A ROCm `__tgt_image_info`: its symbol and offset in `.data.rel.ro`, and
-/// where its target ID lies in `.offload_arch_list` (section symbol,
-/// offset).
+/// where its target ID lies in `.offload_arch_list` (the section symbol
+/// and the offset, or, on CPUs that relocate against symbols, the string's
+/// own symbol and 0).
 struct Info {
     sym: SymbolId,
     off: u64,
@@ -315,6 +318,9 @@ struct Locals {
     data: SymbolId,
     /// The image infos (ROCm).
     infos: Vec<Info>,
+    /// The image infos' symbols (ROCm), listed where the constructor first
+    /// refers to them.
+    info_syms: Vec<SymbolId>,
     /// Each input's symbol (`.omp_offloading.device_image`, `.1`, …).
     images: Vec<SymbolId>,
     /// `.omp_offloading.device_images`.
@@ -328,9 +334,10 @@ struct Labels {
     /// `.L0 ` at the start of the constructor and of the destructor, for
     /// their FDEs.
     starts: [SymbolId; 2],
-    /// `.Lpcrel_hiN` at the `auipc` of the descriptor's address in the
-    /// constructor and in the destructor.
-    pcrel: [SymbolId; 2],
+    /// `.Lpcrel_hiN` at each `auipc` of a data address in the constructor
+    /// (the ROCm image infos, then the descriptor) and in the destructor
+    /// (the descriptor), in code order.
+    pcrel: [Vec<SymbolId>; 2],
 }
 
 /// The local symbols up to `.data.rel.ro`'s, in the order LLVM's object
@@ -351,6 +358,15 @@ fn local_symbols(
     if maps {
         mapping(obj, b"$x", s.startup);
     }
+    // ROCm: the image infos, which the constructor registers first.
+    let n_infos = if fl.image_info { at.n } else { 0 };
+    let info_syms = (0..n_infos)
+        .map(|i| {
+            let name = format!(".offload_image_info_{i}");
+            let off = at.info + STRUCT_SIZE * i;
+            local(obj, name.as_bytes(), s.data, off, STRUCT_SIZE, object)
+        })
+        .collect();
     let desc_name = b".omp_offloading.descriptor";
     // Listed here when the code refers to it; else with the merged data.
     let desc = (!at.merged).then(|| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object));
@@ -430,6 +446,7 @@ fn local_symbols(
         offloading,
         data,
         infos: Vec::new(),
+        info_syms,
         images,
         array,
         labels: None,
@@ -440,17 +457,19 @@ fn local_symbols(
 /// sections (riscv64), in the order LLVM's object writer lists them: as
 /// the code first mentions them, with the labels llc keeps (`.L0 ` at
 /// each function for `.eh_frame`, `.Lpcrel_hiN` at each `auipc` whose low
-/// half is relocated) and the mapping symbols. Only the LLVM ABI's
-/// functions (one call with a data argument in each, `atexit` after the
-/// constructor's) are laid out; their labels' offsets are set with the
-/// code.
+/// half is relocated) and the mapping symbols. The functions each pass
+/// data addresses (the constructor: the ROCm image infos, then the
+/// descriptor; the destructor: the descriptor) and, with the LLVM ABI, the
+/// constructor then `atexit`s the destructor; the labels' offsets are set
+/// with the code. The ROCm target IDs' symbols come with
+/// [`image_infos`].
 fn local_symbols_by_name(
     obj: &mut Relocatable,
     fl: &Flavour,
     s: &Sections,
     at: &DataLayout,
     p: &Placement,
-) -> Locals {
+) -> Result<Locals> {
     let object = elf::STT_OBJECT;
     let notype = elf::STT_NOTYPE;
     obj.add_file_symbol(fl.file);
@@ -465,10 +484,33 @@ fn local_symbols_by_name(
     );
     let reg_start = local(obj, b".L0 ", s.startup, 0, 0, notype);
     mapping(obj, b"$x", s.startup);
-    // The constructor's labels are numbered from 0, one per address
-    // computed (the second, `atexit`'s argument, is resolved in place and
-    // not listed); the destructor's continue the count.
-    let reg_pcrel = local(obj, b".Lpcrel_hi0", s.startup, 0, 0, notype);
+    // llc numbers the labels from 0 in code order, one per address
+    // computed; the constructor's `atexit` argument (LLVM ABI) is resolved
+    // in place and not listed, but counted.
+    let mut number = 0u32;
+    let mut label = |obj: &mut Relocatable, skip: u32| {
+        number += skip;
+        let name = format!(".Lpcrel_hi{number}");
+        number += 1;
+        local(obj, name.as_bytes(), s.startup, 0, 0, notype)
+    };
+    let n_infos = if fl.image_info { at.n } else { 0 };
+    let mut reg_pcrel = Vec::new();
+    let mut infos = Vec::new();
+    for i in 0..n_infos {
+        reg_pcrel.push(label(obj, 0));
+        let name = format!(".offload_image_info_{i}");
+        let off = at.info + STRUCT_SIZE * i;
+        infos.push(local(
+            obj,
+            name.as_bytes(),
+            s.data,
+            off,
+            STRUCT_SIZE,
+            object,
+        ));
+    }
+    reg_pcrel.push(label(obj, 0));
     let desc = local(
         obj,
         b".omp_offloading.descriptor",
@@ -477,6 +519,8 @@ fn local_symbols_by_name(
         STRUCT_SIZE,
         object,
     );
+    // `atexit`'s argument, counted before the destructor's label.
+    let atexit_arg = u32::from(fl.dtor.is_none());
     let unreg = local(
         obj,
         b".omp_offloading.descriptor_unreg",
@@ -486,7 +530,7 @@ fn local_symbols_by_name(
         func,
     );
     let unreg_start = local(obj, b".L0 ", s.startup, 0, 0, notype);
-    let unreg_pcrel = local(obj, b".Lpcrel_hi2", s.startup, 0, 0, notype);
+    let unreg_pcrel = vec![label(obj, atexit_arg)];
     if !fl.dummy_global {
         local(obj, fl.dummy, s.entries, 0, 0, object);
     }
@@ -514,7 +558,7 @@ fn local_symbols_by_name(
         object,
     );
     mapping(obj, b"$d", s.data);
-    Locals {
+    Ok(Locals {
         startup: reg,
         reg,
         desc,
@@ -522,67 +566,76 @@ fn local_symbols_by_name(
         offloading: array,
         data: array,
         infos: Vec::new(),
+        info_syms: infos,
         images,
         array,
         labels: Some(Labels {
             starts: [reg_start, unreg_start],
             pcrel: [reg_pcrel, unreg_pcrel],
         }),
-    }
+    })
 }
 
-/// ROCm: each image's target ID in `.offload_arch_list` (section `list`),
-/// and a symbol for each image info, the first at `info_off` in `data`.
+/// ROCm: each image's target ID in `.offload_arch_list` (section
+/// `list`), each aligned as llc aligns a byte array, with the symbol and
+/// mapping symbol llc lists after the first (the section symbol, unless
+/// the CPU relocates against symbols); and the image infos, whose symbols
+/// `info_syms` were made with the code's, the first at `at.info` in
+/// `.data.rel.ro`.
 fn image_infos(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     images: &[Image<'_>],
     list: SectionId,
-    data: SectionId,
-    info_off: u64,
+    info_syms: &[SymbolId],
+    by_symbol: bool,
+    at: &DataLayout,
 ) -> Result<Vec<Info>> {
     let mut strings = Vec::new();
-    let mut arch_offs = Vec::new();
+    let mut targets = Vec::new();
+    let mut list_sym = None;
     for (i, img) in images.iter().enumerate() {
         let Some(arch) = &img.arch else {
             return Err(Error::usage(format!(
                 "image {i} has no offload arch (--abi=rocm needs one per image)"
             )));
         };
-        let off = len64(&strings);
+        let size = len64(arch.as_bytes()) + 1;
+        let off = align_up(len64(&strings), byte_array_align(cpu, size))?;
+        strings.resize(
+            usize::try_from(off).map_err(|_| Error::usage("too many images"))?,
+            0,
+        );
         strings.extend_from_slice(arch.as_bytes());
         strings.push(0);
-        let size = len64(arch.as_bytes()) + 1;
         let name = format!("__offload_arch_{i}");
-        local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT);
-        arch_offs.push(off);
-    }
-    obj.set_bytes(list, strings);
-    let list_sym = obj.section_symbol(list);
-    if cpu.mapping_symbols {
-        mapping(obj, b"$d", list);
-    }
-    let mut infos = Vec::with_capacity(arch_offs.len());
-    for (i, arch_off) in arch_offs.into_iter().enumerate() {
-        let i64_ = u64::try_from(i).map_err(|_| Error::usage("too many images"))?;
-        let off = info_off + STRUCT_SIZE * i64_;
-        let name = format!(".offload_image_info_{i}");
-        let sym = local(
-            obj,
-            name.as_bytes(),
-            data,
-            off,
-            STRUCT_SIZE,
-            elf::STT_OBJECT,
-        );
-        infos.push(Info {
-            sym,
-            off,
-            list_sym,
-            arch_off,
+        let sym = local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT);
+        if i == 0 {
+            if !by_symbol {
+                list_sym = Some(obj.section_symbol(list));
+            }
+            // LLVM marks the data at its first byte.
+            if cpu.mapping_symbols {
+                mapping(obj, b"$d", list);
+            }
+        }
+        targets.push(match list_sym {
+            Some(section) => (section, off),
+            None => (sym, 0),
         });
     }
-    Ok(infos)
+    obj.set_bytes(list, strings);
+    Ok(info_syms
+        .iter()
+        .zip(targets)
+        .zip(0..)
+        .map(|((&sym, (list_sym, arch_off)), i)| Info {
+            sym,
+            off: at.info + STRUCT_SIZE * i,
+            list_sym,
+            arch_off,
+        })
+        .collect())
 }
 
 /// The global symbols: the runtime's functions and the entry table's
@@ -794,10 +847,10 @@ fn functions(
             let symbol = match (r.target, rt.toc, &syms.labels) {
                 (Target::Symbol(sym), _, _) => sym,
                 (Target::Runtime(name), Some((toc, sym)), _) if name == toc => sym,
-                // The one `.Lpcrel_hiN` laid out for this function.
-                (Target::Label(at, _), _, Some(labels)) if pcrel == 0 => {
+                // The next `.Lpcrel_hiN` laid out for this function.
+                (Target::Label(at, _), _, Some(labels)) if pcrel < labels.pcrel[k].len() => {
+                    let sym = labels.pcrel[k][pcrel];
                     pcrel += 1;
-                    let sym = labels.pcrel[k];
                     obj.set_extent(sym, base + at, 0);
                     sym
                 }

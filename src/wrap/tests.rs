@@ -679,6 +679,153 @@ fn rocm_abi() {
         32
     )));
     assert!(sections(&out).iter().any(|s| s.0 == ".fini_array.1"));
+    // Listed as llc lists them: the infos where the constructor first
+    // refers to them, the target IDs' section symbol after the first.
+    let names: Vec<&str> = syms.iter().map(|s| s.0.as_str()).collect();
+    let at = |n: &str| names.iter().position(|&m| m == n).unwrap();
+    assert_eq!(
+        at(".offload_image_info_0"),
+        at(".omp_offloading.descriptor_reg") + 1
+    );
+    assert_eq!(
+        at(".offload_image_info_1") + 1,
+        at(".omp_offloading.descriptor")
+    );
+    assert_eq!(
+        names[at("__offload_arch_0")..=at("__offload_arch_1")],
+        [
+            "__offload_arch_0",
+            "[.offload_arch_list]",
+            "__offload_arch_1"
+        ]
+    );
+}
+
+/// riscv64 relocates against symbols: in the legacy and ROCm objects the
+/// constructor's `.Lpcrel_hiN` labels are numbered in code order (no
+/// `atexit` address in between), the destructor pointer refers to the
+/// destructor's own symbol, each image info is listed where the
+/// constructor first refers to it, and each target ID is relocated
+/// against its own symbol, the one longer than 16 bytes aligned to 16
+/// (llc 22's bytes; `wrap::legacy_like_llc` and `wrap::rocm_like_llc`
+/// compare whole objects).
+#[test]
+fn riscv64_legacy_and_rocm() {
+    let (hi20, lo12, call, abs64) = (23, 24, 19, 2);
+    let a = filler(13, 300);
+    let b = filler(14, 3);
+    let riscv = |abi: Abi| Options {
+        triple: "riscv64-unknown-linux-gnu".into(),
+        ..opts(abi)
+    };
+    let out = to_vec(&riscv(Abi::Legacy), &[Image::raw(&a)]).unwrap();
+    assert_eq!(
+        relocs(&out, ".text.startup"),
+        [
+            r(0x4, hi20, ".omp_offloading.descriptor", 0),
+            r(0x8, lo12, ".Lpcrel_hi0", 0),
+            r(0xc, call, "__tgt_register_lib", 0),
+            r(0x1e, hi20, ".omp_offloading.descriptor", 0),
+            r(0x22, lo12, ".Lpcrel_hi1", 0),
+            r(0x26, call, "__tgt_unregister_lib", 0),
+        ]
+    );
+    assert_eq!(
+        relocs(&out, ".init_array.1"),
+        [r(0, abs64, ".omp_offloading.descriptor_reg", 0)]
+    );
+    assert_eq!(
+        relocs(&out, ".fini_array.1"),
+        [r(0, abs64, ".omp_offloading.descriptor_unreg", 0)]
+    );
+    let names: Vec<String> = symbols(&out).into_iter().map(|s| s.0).collect();
+    assert_eq!(
+        names[..9],
+        [
+            "offload.wrapper.object",
+            ".omp_offloading.descriptor_reg",
+            ".L0 ",
+            "$x",
+            ".Lpcrel_hi0",
+            ".omp_offloading.descriptor",
+            ".omp_offloading.descriptor_unreg",
+            ".L0 ",
+            ".Lpcrel_hi1",
+        ]
+    );
+    assert!(!names.iter().any(|n| n == "atexit"));
+
+    let long = "gfx90a:sramecc+:xnack+";
+    let mut imgs = [Image::raw(&a), Image::raw(&b)];
+    imgs[0].arch = Some("gfx906".into());
+    imgs[1].arch = Some(long.into());
+    let out = to_vec(&riscv(Abi::Rocm), &imgs).unwrap();
+    let calls: Vec<(u64, u32, String)> = relocs(&out, ".text.startup")
+        .into_iter()
+        .map(|r| (r.0, r.1, r.2))
+        .collect();
+    let c = |off: u64, ty: u32, name: &str| (off, ty, name.to_string());
+    assert_eq!(
+        calls,
+        [
+            c(0x4, hi20, ".offload_image_info_0"),
+            c(0x8, lo12, ".Lpcrel_hi0"),
+            c(0xc, call, "__tgt_register_image_info"),
+            c(0x14, hi20, ".offload_image_info_1"),
+            c(0x18, lo12, ".Lpcrel_hi1"),
+            c(0x1c, call, "__tgt_register_image_info"),
+            c(0x24, hi20, ".omp_offloading.descriptor"),
+            c(0x28, lo12, ".Lpcrel_hi2"),
+            c(0x2c, call, "__tgt_register_lib"),
+            c(0x3e, hi20, ".omp_offloading.descriptor"),
+            c(0x42, lo12, ".Lpcrel_hi3"),
+            c(0x46, call, "__tgt_unregister_lib"),
+        ]
+    );
+    let syms = symbols(&out);
+    let names: Vec<&str> = syms.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names[4..13],
+        [
+            ".Lpcrel_hi0",
+            ".offload_image_info_0",
+            ".Lpcrel_hi1",
+            ".offload_image_info_1",
+            ".Lpcrel_hi2",
+            ".omp_offloading.descriptor",
+            ".omp_offloading.descriptor_unreg",
+            ".L0 ",
+            ".Lpcrel_hi3",
+        ]
+    );
+    let arch1 = names.iter().position(|&n| n == "__offload_arch_1").unwrap();
+    assert_eq!(names[arch1 - 2..arch1], ["__offload_arch_0", "$d"]);
+    assert_eq!(
+        syms[arch1],
+        sym(
+            "__offload_arch_1",
+            LOCAL,
+            OBJECT,
+            DEFAULT,
+            ".offload_arch_list",
+            16,
+            23
+        )
+    );
+    let rel = relocs(&out, ".data.rel.ro");
+    assert_eq!(
+        rel[rel.len() - 2..],
+        [
+            r(0x70, abs64, "__offload_arch_0", 0),
+            r(0x90, abs64, "__offload_arch_1", 0),
+        ]
+    );
+    let list = contents(&out, ".offload_arch_list");
+    assert_eq!(
+        list,
+        [&b"gfx906\0\0\0\0\0\0\0\0\0\0"[..], long.as_bytes(), b"\0"].concat()
+    );
+    assert_eq!(section(&sections(&out), ".offload_arch_list").3, 16);
 }
 
 /// The layout refers to the image instead of holding its bytes.
@@ -718,14 +865,15 @@ fn errors() {
     let img = || Image::new(&raw).unwrap();
     let err = |o: Options, imgs: &[Image]| to_vec(&o, imgs).unwrap_err().to_string();
     assert!(err(opts(Abi::Llvm), &[]).contains("no input"));
-    // riscv64: the LLVM ABI only, so far.
+    // riscv64 writes every ABI (see `riscv64_legacy_and_rocm`).
     let mut o = opts(Abi::Llvm);
     o.triple = "riscv64-unknown-linux-gnu".into();
-    assert!(to_vec(&o, &[img()]).is_ok());
-    for abi in [Abi::Legacy, Abi::Rocm] {
+    for abi in [Abi::Llvm, Abi::Legacy] {
         o.abi = abi;
-        assert!(err(o.clone(), &[img()]).contains("not supported yet for riscv64"));
+        assert!(to_vec(&o, &[img()]).is_ok());
     }
+    o.abi = Abi::Rocm;
+    assert!(err(o.clone(), &[img()]).contains("image 0 has no offload arch"));
 
     assert_eq!(Kind::parse("cuda").unwrap(), Kind::Cuda);
     assert_eq!(Kind::parse("hip").unwrap(), Kind::Hip);
