@@ -1114,6 +1114,21 @@ fn hostile_objects() -> Vec<(&'static str, Corrupt, &'static [&'static str])> {
             DEV,
         ),
         (
+            // LLVM reads no name from such a table ("is non-null
+            // terminated"), so neither lists nor extracts anything.
+            "name_table_not_null_terminated",
+            |d| {
+                let mut v = d.to_vec();
+                let names = u16::from_le_bytes([v[0x3e], v[0x3f]]) as usize;
+                let at = |f: usize| shdr_field(&v, names, f);
+                let off = u64::from_le_bytes(v[at(24)..at(24) + 8].try_into().unwrap());
+                let size = u64::from_le_bytes(v[at(32)..at(32) + 8].try_into().unwrap());
+                v[(off + size - 1) as usize] = b'x';
+                v
+            },
+            HOST,
+        ),
+        (
             "host_strip_with_symbol_table_link_out_of_range",
             |d| {
                 let mut v = d.to_vec();

@@ -126,6 +126,15 @@ fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
         let header = H::parse(view).map_err(read_err)?;
         let endian = header.endian().map_err(read_err)?;
         let table = header.sections(endian, view).map_err(read_err)?;
+        // LLVM checks the section-name table before it reads any name (an
+        // escaped index of 0 means no table, as LLVM reads it).
+        let names = header.shstrndx(endian, view).unwrap_or(0);
+        if names != 0 && !table.is_empty() {
+            let sh = table
+                .section(object::SectionIndex(names as usize))
+                .map_err(read_err)?;
+            check_string_table(sh.data(endian, view).ok(), names as usize)?;
+        }
         Ok(table
             .iter()
             .filter_map(|s| {
@@ -145,6 +154,22 @@ fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
                 .collect())
         }
     }
+}
+
+/// LLVM's check of an ELF string table it reads names from (`bytes`, or
+/// `None` when they lie outside the file): not empty, and ending in a null
+/// byte, so that no name runs past the table. LLVM's words.
+pub(crate) fn check_string_table(bytes: Option<&[u8]>, index: usize) -> Result<()> {
+    let fault = match bytes {
+        Some([.., 0]) => return Ok(()),
+        Some([]) => "is empty",
+        Some(_) => "is non-null terminated",
+        None => "lies outside the file",
+    };
+    Err(Error::invalid(
+        "object file",
+        format!("SHT_STRTAB string table section [index {index}] {fault}"),
+    ))
 }
 
 /// The name of ELF section `sh` as LLVM's object reader reads it: a name

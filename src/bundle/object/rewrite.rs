@@ -359,26 +359,14 @@ fn valid_reserved(index: u16, machine: elf::Machine) -> bool {
     }
 }
 
-/// llvm-objcopy's check of a string table it reads names from: not empty,
-/// and ending in a null byte (names read from an unterminated table would
-/// run into whatever follows it).
+/// llvm-objcopy's check of a string table it reads names from
+/// ([`super::check_string_table`]).
 fn check_string_table(data: &[u8], sec: &Sec<'_>, index: usize) -> Result<()> {
     let bytes = usize::try_from(sec.orig_offset)
         .ok()
         .zip(usize::try_from(sec.size).ok())
         .and_then(|(at, len)| data.get(at..at.checked_add(len)?));
-    match bytes {
-        Some([]) => Err(invalid(format!(
-            "SHT_STRTAB string table section [index {index}] is empty"
-        ))),
-        Some([.., 0]) => Ok(()),
-        Some(_) => Err(invalid(format!(
-            "SHT_STRTAB string table section [index {index}] is non-null terminated"
-        ))),
-        None => Err(invalid(format!(
-            "SHT_STRTAB string table section [index {index}] lies outside the file"
-        ))),
-    }
+    super::check_string_table(bytes, index)
 }
 
 fn read<'d, Elf: FileHeader<Endian = Endianness>>(
