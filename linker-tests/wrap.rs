@@ -1374,28 +1374,55 @@ fn other_oses() -> Result<(), Failed> {
 }
 
 /// Hundreds of inputs with a low limit on open files: small inputs are only
-/// mapped, so the wrap succeeds, and gives LLVM's bytes.
+/// mapped, so the wrap succeeds, and gives LLVM's bytes. Then more than
+/// 1022 inputs for powerpc64le, where the image array and the descriptor
+/// no longer fit in one merged global (GlobalMerge's 0x7fff bytes): llc's
+/// bytes for the LLVM and the legacy ABI.
 fn many_inputs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let mut names = Vec::new();
-    for i in 0..600u32 {
-        let name = format!("i{i:03}.bin");
+    for i in 0..1100u32 {
+        let name = format!("i{i:04}.bin");
         let bytes = [b"img\0\0".as_slice(), &i.to_le_bytes(), b"tail"].concat();
         std::fs::write(d.join(&name), bytes).map_err(|e| e.to_string())?;
         names.push(name);
     }
-    let inputs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    let inputs = &all[..600];
     let script = format!(
         "ulimit -n 64 && exec \"$0\" wrap --kind=openmp --triple={TRIPLE} -o many.o {}",
         inputs.join(" ")
     );
     let ours_bin = ours();
     sh(d, "bash", &["-c", &script, ours_bin.to_str().unwrap()])?;
-    let theirs = llvm_wrap(d, "many.llvm.o", &inputs)?;
+    let theirs = llvm_wrap(d, "many.llvm.o", inputs)?;
     let ours = std::fs::read(d.join("many.o")).map_err(|e| e.to_string())?;
     if ours != theirs {
         return Err("600 inputs: ours differs from LLVM's".into());
+    }
+    let ppc = "powerpc64le-unknown-linux-gnu";
+    for n in [1023, 1100] {
+        same_as_llvm(d, "openmp", ppc, &format!("ppc-{n}"), &[], &all[..n])?;
+    }
+    let mut a = vec!["--kind=openmp", "--triple", ppc, "-o", "l.bc"];
+    a.extend(&all);
+    sh(d, llvm("llvm-offload-wrapper"), &a)?;
+    sh(d, llvm("llvm-dis"), &["l.bc", "-o", "l.ll"])?;
+    let ll = std::fs::read_to_string(d.join("l.ll")).map_err(|e| e.to_string())?;
+    std::fs::write(d.join("legacy.ll"), legacy_ir(&ll)?).map_err(|e| e.to_string())?;
+    let pic = ["-filetype=obj", "-relocation-model=pic", "legacy.ll"];
+    sh(
+        d,
+        llvm("llc"),
+        &[&pic[..], &["-o", "legacy.llvm.o"]].concat(),
+    )?;
+    let mut a = vec!["--abi=legacy", "-o", "legacy.o"];
+    a.extend(&all);
+    wrap_for(d, "openmp", ppc, &a)?;
+    let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| e.to_string());
+    if read("legacy.o")? != read("legacy.llvm.o")? {
+        return Err("1100 inputs, legacy ABI, powerpc64le: ours differs from llc's".into());
     }
     Ok(())
 }

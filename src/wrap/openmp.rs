@@ -85,7 +85,7 @@ pub(super) fn build(
     let at = DataLayout::new(&fl, cpu, images.len())?;
     // GlobalMerge would merge the ROCm image infos with the descriptor
     // too (not modelled).
-    if at.merged && abi == Abi::Rocm {
+    if cpu.merge_constants.is_some() && abi == Abi::Rocm {
         return Err(Error::usage(format!(
             "--abi=rocm is not supported yet for {}",
             cpu.names[0]
@@ -111,7 +111,8 @@ pub(super) fn build(
     }
     let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
     data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
-    let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &s, &syms, &rt, at.desc)?;
+    let (reg_fn, unreg_fn, unreg_off) =
+        functions(&mut obj, cpu, &s, &syms, &rt, (at.desc, at.merged))?;
 
     // Constructor (and destructor) pointers.
     obj.set_bytes(s.ctor, vec![0; 8]);
@@ -249,25 +250,45 @@ impl DataLayout {
     fn new(fl: &Flavour, cpu: &CpuInfo, images: usize) -> Result<DataLayout> {
         let n = u64::try_from(images).map_err(|_| Error::usage("too many images"))?;
         if let Some(limit) = cpu.merge_constants {
-            let array = STRUCT_SIZE * n;
-            let consts = [(array, cpu.data_align), (STRUCT_SIZE, cpu.data_align)];
+            // The image array, the descriptor, then (ROCm) the image infos,
+            // in the module's order.
+            let mut consts = vec![
+                (STRUCT_SIZE * n, cpu.data_align),
+                (STRUCT_SIZE, cpu.data_align),
+            ];
+            if fl.image_info {
+                consts.extend((0..images).map(|_| (STRUCT_SIZE, cpu.data_align)));
+            }
             let groups = super::merge::groups(&consts, limit);
-            let Some(g) = groups.first() else {
-                return Err(Error::usage(format!(
-                    "more than {} images are not supported yet for {}",
-                    (limit - STRUCT_SIZE) / STRUCT_SIZE,
-                    cpu.names[0]
-                )));
-            };
-            let off = |k: usize| g.members.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
-            return Ok(DataLayout {
-                n,
-                images: off(0),
-                desc: off(1),
-                merged: true,
-                info: g.size,
-                len: g.size,
-            });
+            match groups.first() {
+                // All in one merged global: the descriptor and the infos
+                // (equal sizes keep the module's order) before the array,
+                // unless there is one image.
+                Some(g) if groups.len() == 1 && g.members.len() == consts.len() => {
+                    let off = |k: usize| g.members.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
+                    return Ok(DataLayout {
+                        n,
+                        images: off(0),
+                        desc: off(1),
+                        merged: true,
+                        info: off(2),
+                        len: g.size,
+                    });
+                }
+                // More than 1022 images: the array and the descriptor do
+                // not fit together under the limit, so nothing merges and
+                // they lie as on other CPUs.
+                None if !fl.image_info => {}
+                // ROCm with more than 511 images: the array, then the infos
+                // too, fall out of the merged global (not modelled).
+                _ => {
+                    return Err(Error::usage(format!(
+                        "more than {} images with --abi=rocm are not supported yet for {}",
+                        (limit - STRUCT_SIZE) / (2 * STRUCT_SIZE),
+                        cpu.names[0]
+                    )));
+                }
+            }
         }
         let desc = STRUCT_SIZE * n;
         let info = desc + STRUCT_SIZE;
@@ -402,36 +423,44 @@ fn local_symbols(
             data_mapped = true;
         }
     }
-    let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
     let images_name = b".omp_offloading.device_images";
     let array_len = STRUCT_SIZE * at.n;
+    // The merged globals' aliases, after the section symbols, in the
+    // merged order.
+    let aliases = |obj: &mut Relocatable, images: &mut [SymbolId]| {
+        for &i in &p.merged {
+            let (off, len) = p.placed[i];
+            images[i] = local(obj, &name(i), s.offloading, off, len, object);
+        }
+    };
     let array;
-    let desc = match desc {
+    let (desc, offloading) = match desc {
         Some(desc) => {
             array = local(obj, images_name, s.data, at.images, array_len, object);
-            desc
+            obj.section_symbol(s.data);
+            let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
+            aliases(obj, &mut images);
+            (desc, offloading)
         }
         None => {
-            // The merged globals' aliases, after the section symbols: the
-            // images, then the array and the descriptor by offset.
+            // Then the array and the descriptor by offset.
+            let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
             obj.section_symbol(s.data);
-            for &i in &p.merged {
-                let (off, len) = p.placed[i];
-                images[i] = local(obj, &name(i), s.offloading, off, len, object);
-            }
+            aliases(obj, &mut images);
             let add_array = |obj: &mut Relocatable| {
                 local(obj, images_name, s.data, at.images, array_len, object)
             };
             let descriptor =
                 |obj: &mut Relocatable| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
-            if at.desc < at.images {
+            let desc = if at.desc < at.images {
                 let d = descriptor(obj);
                 array = add_array(obj);
                 d
             } else {
                 array = add_array(obj);
                 descriptor(obj)
-            }
+            };
+            (desc, offloading)
         }
     };
     let data = obj.section_symbol(s.data);
@@ -774,20 +803,22 @@ fn data(
 }
 
 /// The constructor (at 0) and destructor of `.text.startup`, their
-/// relocations and symbols' extents; returns them and the destructor's
-/// offset.
+/// relocations and symbols' extents, the descriptor at `desc_off` in
+/// `.data.rel.ro` (in llc's merged global if `merged`); returns them and
+/// the destructor's offset.
 fn functions(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     s: &Sections,
     syms: &Locals,
     rt: &Runtime,
-    desc_off: u64,
+    (desc_off, merged): (u64, bool),
 ) -> Result<(Function, Function, u64)> {
     let desc_arg = Arg::Data {
         symbol: syms.desc,
         section: syms.data,
         offset: desc_off,
+        merged,
     };
     let mut reg_calls: Vec<Call> = syms
         .infos
@@ -799,6 +830,7 @@ fn functions(
                     symbol: info.sym,
                     section: syms.data,
                     offset: info.off,
+                    merged,
                 },
             })
         })

@@ -52,6 +52,10 @@ pub(crate) enum Arg {
         section: SymbolId,
         /// Its offset in that section.
         offset: u64,
+        /// Whether it lies in a global of several that LLVM's GlobalMerge
+        /// made, at the start of the section (powerpc64le): addressed
+        /// from the section's start, then its offset added.
+        merged: bool,
     },
     /// A function in the same code section, at this offset from the start
     /// of the section, whose section symbol is `section`.
@@ -538,8 +542,9 @@ pub(crate) fn addend(x: u64) -> Result<i64> {
 }
 
 /// The calls of an OpenMP constructor, as the CPU tests give them:
-/// register the descriptor at `data + desc` (relocated against `data`),
-/// then `atexit` of the handler at `text + handler`.
+/// register the descriptor at `data + desc` (relocated against `data`;
+/// in a merged global on CPUs that merge constants), then `atexit` of the
+/// handler at `text + handler`.
 #[cfg(test)]
 pub(crate) fn register_calls(
     (register, atexit): (super::relocatable::SymbolId, super::relocatable::SymbolId),
@@ -553,6 +558,7 @@ pub(crate) fn register_calls(
                 symbol: data,
                 section: data,
                 offset: desc,
+                merged: true,
             },
         },
         Call {

@@ -81,6 +81,13 @@ const BGE: u32 = 0x4080_0000;
 
 impl Cpu for Ppc64 {
     fn function(&self, _at: u64, calls: &[Call]) -> Result<Function> {
+        let merged = calls
+            .iter()
+            .filter(|c| matches!(c.arg, Arg::Data { merged: true, .. }))
+            .count();
+        if merged >= 2 {
+            return based_function(calls);
+        }
         let mut a = Asm::default();
         a.begin(0);
         a.toc();
@@ -88,20 +95,25 @@ impl Cpu for Ppc64 {
         a.prologue(32, &[]);
         for call in calls {
             match call.arg {
-                // Data lies in a merged global at the start of its section
+                // Data in a merged global at the start of its section
                 // (wrapper-abi.md: llc's GlobalMerge on this CPU): its
                 // address, then the member's offset added.
                 Arg::Data {
-                    section, offset, ..
+                    section,
+                    offset,
+                    merged: true,
+                    ..
                 } => {
                     a.address(Target::Symbol(section), 0);
                     if offset != 0 {
-                        let imm = i16::try_from(offset)
-                            .map_err(|_| internal("a data offset does not fit addi"))?;
                         // addi 3, 3, imm
-                        a.w(ADDI_R3 | u32::from(imm.cast_unsigned()));
+                        a.w(ADDI_R3 | imm16(offset)?);
                     }
                 }
+                // A global of its own: its address.
+                Arg::Data {
+                    section, offset, ..
+                } => a.address(Target::Symbol(section), addend(offset)?),
                 Arg::Code { section, offset } => {
                     a.address(Target::Symbol(section), addend(offset)?);
                 }
@@ -195,6 +207,68 @@ impl asm::Fixup for Branch {
         word.copy_from_slice(&(old | field).to_le_bytes());
         Ok(())
     }
+}
+
+/// An offset in a merged global as the 16-bit immediate of an `addi`.
+fn imm16(offset: u64) -> Result<u32> {
+    let imm = i16::try_from(offset).map_err(|_| internal("a data offset does not fit addi"))?;
+    Ok(u32::from(imm.cast_unsigned()))
+}
+
+/// A function whose calls take several members of one merged global
+/// (the ROCm constructor: each image info, then the descriptor), as llc
+/// lays it out: the global's address computed once into r30 (saved below
+/// the 48-byte frame), each argument `addi 3, 30, offset` (`mr 3, 30` at
+/// offset 0).
+fn based_function(calls: &[Call]) -> Result<Function> {
+    let mut a = Asm::default();
+    a.begin(0);
+    a.toc();
+    a.w(MFLR);
+    a.prologue(48, &[(Reg::R30, -16)]);
+    a.w(0xfbc1_fff0); // std 30, -16(1)
+    a.w(0xf821_ffd1); // stdu 1, -48(1)
+    let mut base = None;
+    for call in calls {
+        let Arg::Data {
+            section,
+            offset,
+            merged: true,
+            ..
+        } = call.arg
+        else {
+            return Err(internal("a call of another kind among merged arguments"));
+        };
+        match base {
+            None => {
+                a.rel(ADDIS_R3, elf::R_PPC64_TOC16_HA, Target::Symbol(section), 0);
+                a.w(0xf801_0040); // std 0, 64(1)
+                // addi 30, 3, 0
+                a.rel(
+                    0x3bc3_0000,
+                    elf::R_PPC64_TOC16_LO,
+                    Target::Symbol(section),
+                    0,
+                );
+                base = Some(section);
+            }
+            Some(s) if s != section => {
+                return Err(internal("merged arguments in two sections"));
+            }
+            Some(_) => {}
+        }
+        if offset == 0 {
+            a.w(MR_R3_R30);
+        } else {
+            a.w(0x387e_0000 | imm16(offset)?); // addi 3, 30, imm
+        }
+        a.call(Target::Symbol(call.callee));
+    }
+    a.w(0x3821_0030); // addi 1, 1, 48
+    a.w(LD_LR);
+    a.w(0xebc1_fff0); // ld 30, -16(1)
+    a.ret();
+    a.function()
 }
 
 /// The shared assembler core with PowerPC's branches.

@@ -590,6 +590,7 @@ mod tests {
                     symbol: desc,
                     section: desc,
                     offset: 0x20,
+                    merged: false,
                 },
             },
             Call {
