@@ -219,13 +219,17 @@ for t in "${targets[@]}"; do
     log "$t: ${SECONDS_PER_TARGET}s, corpus $(find "$corpus" -type f | wc -l) file(s)"
   fi
   start=$(date +%s)
-  cpu_before=$(children_cpu)
   status=0
   sessions=0
+  cpu=0
   while :; do
     sessions=$((sessions + 1))
+    # A source change since the last session rebuilds the target here, so
+    # that compiling is never counted as fuzzing.
+    cargo fuzz build "${fuzz_flags[@]}" "$t" >/dev/null 2>&1 || die "$t: cargo fuzz build failed"
+    session_before=$(children_cpu)
     cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
-    cpu=$(( $(children_cpu) - cpu_before ))
+    cpu=$(( cpu + $(children_cpu) - session_before ))
     ran=$(( $(date +%s) - start ))
     [ "$CPU_BUDGET" -gt 0 ] && [ "$status" = 0 ] && [ "$cpu" -lt "$CPU_BUDGET" ] || break
     if [ "$ran" -ge $((4 * CPU_BUDGET)) ]; then
