@@ -222,12 +222,7 @@ fn imm16(offset: u64) -> Result<u32> {
 /// offset 0).
 fn based_function(calls: &[Call]) -> Result<Function> {
     let mut a = Asm::default();
-    a.begin(0);
-    a.toc();
-    a.w(MFLR);
-    a.prologue(48, &[(Reg::R30, -16)]);
-    a.w(0xfbc1_fff0); // std 30, -16(1)
-    a.w(0xf821_ffd1); // stdu 1, -48(1)
+    r30_frame(&mut a);
     let mut base = None;
     for call in calls {
         let Arg::Data {
@@ -362,16 +357,22 @@ impl PpcAsm for Asm {
 // CUDA and HIP registration code (wrapper-abi.md §5)
 // ---------------------------------------------------------------------------
 
-/// The CUDA constructor (`.cuda.fatbin_reg`): register the fatbin, keep
-/// the handle (in r30 and in `.bss`), the entry loop, the end of
-/// registration, `atexit(unreg)`.
-fn cuda_constructor(a: &mut Asm, names: &Names, unreg: Label) -> Span {
+/// The start of a function that keeps a value in r30: the TOC prologue,
+/// the link register read, r30 saved below a 48-byte frame, the frame.
+fn r30_frame(a: &mut Asm) {
     a.begin(0);
     a.toc();
     a.w(MFLR);
     a.prologue(48, &[(Reg::R30, -16)]);
     a.w(0xfbc1_fff0); // std 30, -16(1)
     a.w(0xf821_ffd1); // stdu 1, -48(1)
+}
+
+/// The CUDA constructor (`.cuda.fatbin_reg`): register the fatbin, keep
+/// the handle (in r30 and in `.bss`), the entry loop, the end of
+/// registration, `atexit(unreg)`.
+fn cuda_constructor(a: &mut Asm, names: &Names, unreg: Label) -> Span {
+    r30_frame(a);
     a.rel(ADDIS_R3, elf::R_PPC64_TOC16_HA, Target::Wrapper, 0);
     a.w(0xf801_0040); // std 0, 64(1)
     a.rel(ADDI_R3, elf::R_PPC64_TOC16_LO, Target::Wrapper, 0);
