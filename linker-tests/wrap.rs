@@ -1457,11 +1457,11 @@ fn bad_input() -> Result<(), Failed> {
         (
             &[
                 "--kind=openmp",
-                "--abi=legacy",
-                "--triple=riscv64-unknown-linux-gnu",
+                "--abi=rocm",
+                "--triple=powerpc64le-unknown-linux-gnu",
                 &good,
             ],
-            "riscv64",
+            "powerpc64le",
         ),
         (
             &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],
