@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::scan::{Common, Scanned, exit, par_map, report_unreadable, scan_file};
+use super::scan::{Common, Scanned, exit_code_after_inputs, par_map, scan_file};
 use offload_kit::scan::{self, HashAlgo, json};
 use table::print_table;
 
@@ -83,12 +83,7 @@ impl InspectOpts {
             }
         }
         out.flush()?;
-        let code = if report_unreadable(&scanned) {
-            exit::INPUT_ERROR
-        } else {
-            exit::OK
-        };
-        Ok(code.into())
+        Ok(exit_code_after_inputs(&scanned).into())
     }
 }
 

@@ -157,32 +157,21 @@ impl Source {
 /// to directories are not (no loops). A directory that cannot be listed is
 /// an input with its error.
 fn walk(dir: &Path, out: &mut Vec<Source>) {
+    let unreadable = |e: std::io::Error| Source {
+        error: Some(format!(
+            "cannot read the directory: {}",
+            super::io::strerror(&e)
+        )),
+        ..Source::new(dir.to_path_buf())
+    };
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
-        Err(e) => {
-            out.push(Source {
-                error: Some(format!(
-                    "cannot read the directory: {}",
-                    super::io::strerror(&e)
-                )),
-                ..Source::new(dir.to_path_buf())
-            });
-            return;
-        }
+        Err(e) => return out.push(unreadable(e)),
     };
     for e in rd {
         let e = match e {
             Ok(e) => e,
-            Err(e) => {
-                out.push(Source {
-                    error: Some(format!(
-                        "cannot read the directory: {}",
-                        super::io::strerror(&e)
-                    )),
-                    ..Source::new(dir.to_path_buf())
-                });
-                return;
-            }
+            Err(e) => return out.push(unreadable(e)),
         };
         let p = e.path();
         let Ok(ft) = e.file_type() else {
@@ -321,6 +310,17 @@ pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
         }
     }
     any
+}
+
+/// Reports every unreadable input (as [`report_unreadable`]) and gives the
+/// exit code of a command that has no requirement to fail: success, or an
+/// input error when any input could not be read.
+pub(super) fn exit_code_after_inputs(scanned: &[Scanned]) -> u8 {
+    if report_unreadable(scanned) {
+        exit::INPUT_ERROR
+    } else {
+        exit::OK
+    }
 }
 
 /// The exit code of a scanner command: 0 success, 1 a `check`

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::io::print_line;
-use super::scan::{Common, exit, par_map, report_unreadable, scan_file};
+use super::scan::{Common, exit_code_after_inputs, par_map, scan_file};
 use offload_kit::scan::sort::natural_cmp;
 use offload_kit::scan::{self, SizeReport};
 
@@ -72,12 +72,7 @@ impl SizeOpts {
             }
         }
         out.flush()?;
-        let code = if report_unreadable(&scanned) {
-            exit::INPUT_ERROR
-        } else {
-            exit::OK
-        };
-        Ok(code.into())
+        Ok(exit_code_after_inputs(&scanned).into())
     }
 }
 
