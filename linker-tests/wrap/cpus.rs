@@ -9,7 +9,10 @@
 //! OpenMP: the host object is clang-22's for the CPU (`app.c`,
 //! `--offload-host-only`, so its 56-byte entries are real), linked with
 //! `wrap/stub.c`, `wrap/stub_main.c` and `wrap/omp_stubs.c` (the runtime
-//! calls `app.c` makes, never reached). CUDA and HIP: `wrap/fatbin_stub.c`,
+//! calls `app.c` makes, never reached). The legacy and ROCm ABIs run the
+//! same program with its entries rewritten in the 32-byte layout
+//! ([`super::legacy_entries`]) against `wrap/ref_wrapper.c` built for the
+//! CPU, as LLVM 22 writes neither ABI. CUDA and HIP: `wrap/fatbin_stub.c`,
 //! with the calls [`super::fatbin_want`] lists.
 //!
 //! And the real runtime on a second CPU: an aarch64 OpenMP program with
@@ -21,8 +24,8 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{
-    HOSTS, Host, Ran, check_app, check_log, clang, fatbin_input, fatbin_want, llvm_wrap_for, sh,
-    src,
+    HOSTS, Host, Ran, check_app, check_log, clang, fatbin_input, fatbin_want, legacy_entries,
+    llvm_wrap_for, sh, src,
 };
 use crate::util::{ours, tempdir, trial};
 
@@ -172,13 +175,44 @@ fn ours_for(d: &Path, kind: &str, triple: &str, out: &str, inputs: &[&str]) -> R
     sh(d, ours(), &a).map(|_| ())
 }
 
-/// OpenMP on `host`, linked by `ld`: the same log with our object and
-/// LLVM's, and the facts [`check_log`] requires.
-fn run_openmp(host: &Host, ld: &str) -> Result<(), Failed> {
+/// The OpenMP ABIs a program is run with on every CPU that writes them.
+#[derive(Clone, Copy, PartialEq)]
+enum OmpAbi {
+    /// `--abi=llvm`, against llvm-offload-wrapper + llc for the CPU.
+    Llvm,
+    /// `--abi=legacy`, against `wrap/ref_wrapper.c` built for the CPU
+    /// (LLVM 22 has no tool that writes it).
+    Legacy,
+    /// `--abi=rocm`, against `wrap/ref_wrapper.c` with `-DARCH`.
+    Rocm,
+}
+
+impl OmpAbi {
+    fn name(self) -> &'static str {
+        match self {
+            OmpAbi::Llvm => "openmp",
+            OmpAbi::Legacy => "openmp_legacy",
+            OmpAbi::Rocm => "openmp_rocm",
+        }
+    }
+}
+
+/// The target ID the ROCm runs register.
+const ROCM_ARCH: &str = "gfx90a:xnack+";
+
+/// OpenMP on `host` with `abi`, linked by `ld`: the same log with our
+/// object and the reference, and the facts [`check_log`] requires (for
+/// ROCm, the image info registered before the library).
+fn run_openmp(host: &Host, ld: &str, abi: OmpAbi) -> Result<(), Failed> {
     let r = runner(host).ok_or("no runner")?;
     let t = tempdir();
     let d = t.path();
     let offload = format!("-fopenmp-targets={}", r.offload_target);
+    let entry_size = if abi == OmpAbi::Llvm {
+        "-DENTRY_SIZE=56"
+    } else {
+        "-DENTRY_SIZE=32"
+    };
     compile(
         d,
         r,
@@ -188,11 +222,20 @@ fn run_openmp(host: &Host, ld: &str) -> Result<(), Failed> {
                 "app-host.o",
                 &["-fopenmp", &offload, "--offload-host-only"],
             ),
-            ("stub.c", "stub.o", &["-DENTRY_SIZE=56"]),
+            ("stub.c", "stub.o", &[entry_size]),
             ("stub_main.c", "stub_main.o", &[]),
             ("omp_stubs.c", "omp_stubs.o", &[]),
         ],
     )?;
+    let host_obj = std::fs::read(d.join("app-host.o"))?;
+    let entries = {
+        use object::{Object as _, ObjectSection as _};
+        let f = object::File::parse(&*host_obj).map_err(|e| e.to_string())?;
+        let s = f
+            .section_by_name("llvm_offload_entries")
+            .ok_or("no llvm_offload_entries in the host object")?;
+        usize::try_from(s.size()).unwrap() / 56
+    };
     // The device image: any ELF file does for the stand-in, packed as an
     // OffloadBinary as clang packs one.
     sh(
@@ -207,30 +250,75 @@ fn run_openmp(host: &Host, ld: &str) -> Result<(), Failed> {
             ),
         ],
     )?;
-    ours_for(d, "openmp", host.triple, "ours.o", &["dev.ob"])?;
-    llvm_wrap_for(d, "openmp", host.triple, "ref.o", &["dev.ob"])?;
+    let mut host_side = vec!["app-host.o"];
+    match abi {
+        OmpAbi::Llvm => {
+            ours_for(d, "openmp", host.triple, "ours.o", &["dev.ob"])?;
+            llvm_wrap_for(d, "openmp", host.triple, "ref.o", &["dev.ob"])?;
+        }
+        OmpAbi::Legacy | OmpAbi::Rocm => {
+            // The host object with its entries in the legacy layout.
+            std::fs::write(d.join("legacy-entries.s"), legacy_entries(&host_obj)?)?;
+            compile_asm(d, r, "legacy-entries.s", "legacy-entries.o")?;
+            sh(
+                d,
+                crate::util::llvm("llvm-objcopy"),
+                &[
+                    "--remove-section=llvm_offload_entries",
+                    "app-host.o",
+                    "app-host-legacy.o",
+                ],
+            )?;
+            host_side = vec!["app-host-legacy.o", "legacy-entries.o"];
+            let mut a = vec!["--abi=legacy"];
+            let arch = format!("--offload-arch={ROCM_ARCH}");
+            let define_arch = format!("-DARCH=\"{ROCM_ARCH}\"");
+            let image = format!("-DIMAGE=\"{}\"", d.join("omp_stubs.o").display());
+            let mut reference = vec![&image[..]];
+            if abi == OmpAbi::Rocm {
+                a = vec!["--abi=rocm", &arch];
+                reference.push(&define_arch);
+            }
+            a.push("dev.ob");
+            ours_for(d, "openmp", host.triple, "ours.o", &a)?;
+            compile(d, r, &[("ref_wrapper.c", "ref.o", &reference)])?;
+        }
+    }
     let mut logs = Vec::new();
     for (obj, exe) in [("ours.o", "prog-ours"), ("ref.o", "prog-ref")] {
-        let objects = ["app-host.o", "stub.o", "stub_main.o", "omp_stubs.o", obj];
+        let mut objects = host_side.clone();
+        objects.extend(["stub.o", "stub_main.o", "omp_stubs.o", obj]);
         logs.push(link_and_run(d, r, ld, &objects, exe)?);
     }
     if logs[0] != logs[1] {
         return Err(format!(
-            "{}: the stub saw different things:\n--- ours\n{}--- LLVM's\n{}",
+            "{}: the stub saw different things:\n--- ours\n{}--- the reference\n{}",
             r.arch, logs[0], logs[1]
         )
         .into());
     }
-    let host_obj = std::fs::read(d.join("app-host.o"))?;
-    let entries = {
-        use object::{Object as _, ObjectSection as _};
-        let f = object::File::parse(&*host_obj).map_err(|e| e.to_string())?;
-        let s = f
-            .section_by_name("llvm_offload_entries")
-            .ok_or("no llvm_offload_entries in the host object")?;
-        usize::try_from(s.size()).unwrap() / 56
-    };
-    check_log(&logs[0], 1, entries, &[0])
+    check_log(&logs[0], 1, entries, &[0])?;
+    if abi == OmpAbi::Rocm {
+        let want = format!(
+            "__tgt_register_image_info version=1 number=0 count=1 arch={ROCM_ARCH} opts=(null)\n"
+        );
+        let info = logs[0].find(&want);
+        let lib = logs[0].find("__tgt_register_lib");
+        if info.is_none() || info > lib {
+            return Err(format!(
+                "{}: want the image info registered before the library:\n{}",
+                r.arch, logs[0]
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Assembles `s` for `r` into `o` in `d`.
+fn compile_asm(d: &Path, r: &Runner, s: &str, o: &str) -> Result<(), Failed> {
+    let target = format!("--target={}", r.target);
+    clang(d, &[&target, "-c", s, "-o", o]).map(|_| ())
 }
 
 /// CUDA or HIP on `host`, linked by `ld`: with our object and with LLVM's,
@@ -415,11 +503,25 @@ pub(super) fn tests() -> Vec<Trial> {
         let Some(r) = runner(host) else { continue };
         for ld in ["lld", "bfd"] {
             let tools = tools(r, ld);
-            v.push(trial(
-                format!("wrap::cpus::{}::{ld}::openmp", r.arch),
-                &tools,
-                move || run_openmp(host, ld),
-            ));
+            for abi in [OmpAbi::Llvm, OmpAbi::Legacy, OmpAbi::Rocm] {
+                let writes = match abi {
+                    OmpAbi::Llvm => true,
+                    OmpAbi::Legacy => host.legacy_abis,
+                    OmpAbi::Rocm => host.legacy_abis && host.rocm,
+                };
+                if !writes {
+                    continue;
+                }
+                let mut tools = tools.clone();
+                if abi != OmpAbi::Llvm {
+                    tools.push("llvm-objcopy");
+                }
+                v.push(trial(
+                    format!("wrap::cpus::{}::{ld}::{}", r.arch, abi.name()),
+                    &tools,
+                    move || run_openmp(host, ld, abi),
+                ));
+            }
             for kind in ["cuda", "hip"] {
                 let mut tools = tools.clone();
                 tools.push("clang-offload-bundler");
