@@ -16,6 +16,7 @@ mod ccob;
 mod hostile;
 mod linker_wrapper;
 mod packager;
+mod packages;
 mod scan;
 mod scan_ci;
 mod util;
@@ -33,6 +34,7 @@ fn main() {
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());
+    trials.extend(packages::tests());
     trials.extend(hostile::tests());
     trials.extend(linker_wrapper::tests());
     libtest_mimic::run(&args, trials).exit();

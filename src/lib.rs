@@ -132,6 +132,7 @@ pub mod link;
 pub mod llvm;
 mod num;
 pub mod offload_binary;
+pub mod package;
 pub mod scan;
 mod sync;
 pub mod wrap;

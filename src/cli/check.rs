@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::io::print_line;
-use super::scan::{Common, Kinds, Scanned, list, par_map, scan_file};
+use super::scan::{Common, Kinds, Scanned, list, scan_files};
 use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
@@ -108,11 +108,11 @@ impl CheckOpts {
         let opts = self.common.options();
         let files = self.common.files()?;
         let needs_kinds = req.needs_kinds();
-        let scanned = par_map(&files, self.common.jobs(), |_, p| {
+        let scanned = scan_files(&files, self.common.jobs(), &opts, || {
             if needs_kinds {
-                scan_file(p, &opts, &mut Kinds)
+                Box::new(Kinds)
             } else {
-                scan_file(p, &opts, &mut scan::NoVisit)
+                Box::new(scan::NoVisit)
             }
         });
         let outcome = scan::check(
@@ -129,7 +129,7 @@ impl CheckOpts {
             let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
             // Files found walking a directory that hold no device code and
             // pass are not listed one by one (there may be thousands).
-            let walked: Vec<bool> = files.iter().map(|f| f.in_dir).collect();
+            let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
             print_outcome(&paths, &walked, &outcome, self.quiet)?;
         }
         Ok(outcome.exit_code().into())
@@ -210,7 +210,9 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
     if unlisted > 0 && !quiet {
         print_line(
             &mut out,
-            &format!("ok   {unlisted} other file(s) in the directories: no device images"),
+            &format!(
+                "ok   {unlisted} other file(s) in the directories and packages: no device images"
+            ),
         )?;
     }
     if outcome.no_device_code {

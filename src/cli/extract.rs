@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::io::{Input, print_line, printable, safe_component, write_bytes};
 use super::scan::{Common, ThinFiles, exit, list, par_map};
+use super::units;
 use offload_kit::scan::{self, Image, Selection};
 
 /// Write device images to files in a directory.
@@ -80,6 +81,21 @@ fn input_label(path: &Path, several: bool) -> String {
     safe_component(&s, 120)
 }
 
+/// The label of a file inside a package (`unit` is `package!/path`):
+/// the package's label and the member's path, `/` as `_`, unique among
+/// `taken`.
+fn member_label(package: &str, unit: &str, taken: &mut HashSet<String>) -> String {
+    let path = unit.split_once("!/").map_or(unit, |(_, p)| p);
+    let base = safe_component(&format!("{package}!{}", path.replace('/', "_")), 160);
+    let mut label = base.clone();
+    let mut n = 1;
+    while !taken.insert(label.clone()) {
+        n += 1;
+        label = format!("{base}-{n}");
+    }
+    label
+}
+
 /// The file name of an image.
 fn image_file_name(label: &str, img: &Image) -> String {
     let what = match &img.bundle_id {
@@ -146,36 +162,47 @@ impl ExtractOpts {
             bail!("two inputs would write files named '{dup}.*'; extract them separately");
         }
         let results = par_map(&files, self.common.jobs(), |i, src| {
-            let name = src.name();
-            let input = match src.open() {
-                Ok(i) => i,
-                Err(e) => return Extracted::unreadable(format!("'{name}': {e}")),
-            };
-            let mut ex = Extractor {
-                filter: &filter,
-                include_host: self.include_host,
-                dir: &self.output_dir,
-                label: labels[i].clone(),
-                input: &input,
-                written: Vec::new(),
-                errors: Vec::new(),
-            };
-            let report = scan::scan_with(
-                input.bytes(),
-                &opts,
-                &mut ThinFiles::new(&mut ex, &src.path),
-            );
-            let problems = report
-                .problems
-                .iter()
-                .map(|p| format!("'{name}': warning: {}", p.message))
-                .collect();
-            Extracted {
-                written: ex.written,
-                errors: ex.errors,
-                problems,
-            }
+            // Members of a package are named after the package and their
+            // path; a name met twice (a hostile zip) gets a number.
+            let mut member_labels = HashSet::new();
+            units::for_each(src, opts.max_uncompressed, &mut |unit, data| {
+                let name = &unit.name;
+                let data = match data {
+                    Ok(d) => d,
+                    Err(e) => return Extracted::unreadable(format!("'{name}': {e}")),
+                };
+                let label = if unit.thin_base.is_some() {
+                    labels[i].clone()
+                } else {
+                    member_label(&labels[i], &unit.name, &mut member_labels)
+                };
+                let mut ex = Extractor {
+                    filter: &filter,
+                    include_host: self.include_host,
+                    dir: &self.output_dir,
+                    label,
+                    input: data.input,
+                    written: Vec::new(),
+                    errors: Vec::new(),
+                };
+                let report = scan::scan_with(
+                    data.bytes,
+                    &opts,
+                    &mut ThinFiles::new(&mut ex, unit.thin_base),
+                );
+                let problems = report
+                    .problems
+                    .iter()
+                    .map(|p| format!("'{name}': warning: {}", p.message))
+                    .collect();
+                Extracted {
+                    written: ex.written,
+                    errors: ex.errors,
+                    problems,
+                }
+            })
         });
+        let results: Vec<Extracted> = results.into_iter().flatten().collect();
         let mut out = std::io::stdout().lock();
         let (mut failed, mut written) = (false, 0usize);
         for r in results {

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::scan::{Common, Scanned, exit_code_after_inputs, par_map, scan_file};
+use super::scan::{Common, Scanned, exit_code_after_inputs, scan_files};
 use offload_kit::scan::{self, HashAlgo, json};
 use table::print_table;
 
@@ -56,21 +56,20 @@ impl InspectOpts {
         });
         opts.report_rejects = self.rejects;
         let files = self.common.files()?;
-        let scanned = par_map(&files, self.common.jobs(), |_, p| {
-            scan_file(p, &opts, &mut scan::NoVisit)
+        let scanned = scan_files(&files, self.common.jobs(), &opts, || {
+            Box::new(scan::NoVisit)
         });
-        // A directory walk shows only the files with something to say.
+        // A directory walk or a package shows only the files with
+        // something to say.
         let scanned: Vec<Scanned> = scanned
             .into_iter()
-            .zip(&files)
-            .filter(|(s, src)| {
+            .filter(|s| {
                 self.all
-                    || !src.in_dir
+                    || !s.found
                     || s.result
                         .as_ref()
                         .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
             })
-            .map(|(s, _)| s)
             .collect();
         let mut out = std::io::stdout().lock();
         if self.json {

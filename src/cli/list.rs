@@ -77,6 +77,12 @@ impl Opts {
     fn one(&self, name: &str, mut out: &mut impl Write) -> Result<()> {
         // Opened once: standard input can be read only once.
         let input = open_input(name)?;
+        if let Some(kind) = offload_kit::package::detect(input.bytes()) {
+            anyhow::bail!(
+                "'{name}': a {kind}; `offload-kit inspect {name}` lists the device images of \
+                 the files inside it"
+            );
+        }
         if let Some(b) = bundle_listing(name, &input)? {
             return self.print_bundle(name, b, out);
         }

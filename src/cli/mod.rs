@@ -18,6 +18,7 @@ mod llvm_cl;
 mod pack;
 mod scan;
 mod size;
+mod units;
 mod unpack;
 mod wrap;
 

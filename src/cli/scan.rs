@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Result;
 
 use super::io::Input;
+use super::units;
 use offload_kit::scan::{self, Image, Mode, Options, Report};
 
 /// Options shared by the four commands.
@@ -217,12 +218,13 @@ pub(super) fn par_map<I: Sync, T: Send>(
 /// (named relative to the archive's directory, as `ar` and linkers do).
 pub(super) struct ThinFiles<'v> {
     inner: &'v mut dyn scan::Visit,
-    /// The file being scanned.
-    archive: &'v Path,
+    /// The file being scanned; `None` inside a package, where a thin
+    /// archive's members cannot be looked up.
+    archive: Option<&'v Path>,
 }
 
 impl<'v> ThinFiles<'v> {
-    pub(super) fn new(inner: &'v mut dyn scan::Visit, archive: &'v Path) -> ThinFiles<'v> {
+    pub(super) fn new(inner: &'v mut dyn scan::Visit, archive: Option<&'v Path>) -> ThinFiles<'v> {
         ThinFiles { inner, archive }
     }
 }
@@ -237,11 +239,16 @@ impl scan::Visit for ThinFiles<'_> {
     }
 
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
-        let path = super::io::thin_member_path(self.archive, name);
+        let Some(archive) = self.archive else {
+            return Some(Err(
+                "a thin archive's members are not looked up inside a package".into(),
+            ));
+        };
+        let path = super::io::thin_member_path(archive, name);
         let same = |a: &Path, b: &Path| {
             std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
         };
-        if same(&path, self.archive) {
+        if same(&path, archive) {
             return Some(Err("it is the archive itself".into()));
         }
         Some(
@@ -263,37 +270,43 @@ impl scan::Visit for Kinds {
     fn image(&mut self, _: &Image, _: &[u8]) {}
 }
 
-/// One scanned file.
+/// One scanned file, or file inside a package.
 pub(super) struct Scanned {
-    /// The path as given or found.
+    /// The path as given or found (`package!/member` inside a package).
     pub(super) path: String,
     /// The file's size.
     pub(super) size: u64,
+    /// Whether the user did not name it (found walking a directory or
+    /// inside a package): reports may leave it out when it holds nothing.
+    pub(super) found: bool,
     /// What was found, or why the file could not be read.
     pub(super) result: Result<Report, String>,
 }
 
-pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Scanned {
-    let name = src.name();
-    match src.open() {
-        Ok(input) => {
-            let data = input.bytes();
-            Scanned {
-                path: name,
-                size: data.len() as u64,
-                result: Ok(scan::scan_with(
-                    data,
-                    opts,
-                    &mut ThinFiles::new(visit, &src.path),
-                )),
-            }
-        }
-        Err(e) => Scanned {
-            path: name,
-            size: 0,
-            result: Err(e),
-        },
-    }
+/// Scans `src`: one [`Scanned`] for a file, one for each file inside a
+/// package ([`units`](super::units)).
+pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Vec<Scanned> {
+    units::for_each(src, opts.max_uncompressed, &mut |unit, data| Scanned {
+        path: unit.name.clone(),
+        size: data.as_ref().map_or(0, |d| d.bytes.len() as u64),
+        found: unit.found,
+        result: data
+            .map(|d| scan::scan_with(d.bytes, opts, &mut ThinFiles::new(visit, unit.thin_base))),
+    })
+}
+
+/// [`par_map`] of [`scan_file`] over `files`, flattened: every scanned
+/// unit in the inputs' order.
+pub(super) fn scan_files(
+    files: &[Source],
+    jobs: usize,
+    opts: &Options,
+    visit: impl Fn() -> Box<dyn scan::Visit> + Sync,
+) -> Vec<Scanned> {
+    par_map(files, jobs, |_, src| scan_file(src, opts, &mut *visit()))
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Prints one line on standard error for each input that could not be

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::io::print_line;
-use super::scan::{Common, exit_code_after_inputs, par_map, scan_file};
+use super::scan::{Common, exit_code_after_inputs, scan_files};
 use offload_kit::scan::sort::natural_cmp;
 use offload_kit::scan::{self, SizeReport};
 
@@ -34,8 +34,8 @@ impl SizeOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let opts = self.common.options();
         let files = self.common.files()?;
-        let scanned = par_map(&files, self.common.jobs(), |_, p| {
-            scan_file(p, &opts, &mut scan::NoVisit)
+        let scanned = scan_files(&files, self.common.jobs(), &opts, || {
+            Box::new(scan::NoVisit)
         });
         let reports: Vec<SizeReport> = scanned
             .iter()
@@ -64,8 +64,12 @@ impl SizeOpts {
             )?;
             writeln!(out)?;
         } else {
-            for r in reports.iter().filter(|r| r.error.is_none()) {
-                print_size(&mut out, r)?;
+            // Files found in directories or packages are shown only when
+            // they hold device code; the total counts every file.
+            for (r, s) in reports.iter().zip(&scanned) {
+                if r.error.is_none() && (!s.found || r.total.images > 0) {
+                    print_size(&mut out, r)?;
+                }
             }
             if several {
                 print_size(&mut out, &all)?;

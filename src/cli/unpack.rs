@@ -37,6 +37,13 @@ fn safe(s: &[u8]) -> String {
 impl Opts {
     pub fn run(self) -> Result<()> {
         let input = open_input(&self.input)?;
+        if let Some(kind) = offload_kit::package::detect(input.bytes()) {
+            anyhow::bail!(
+                "'{}': a {kind}; `offload-kit extract {0} -o DIR` writes the device images of \
+                 the files inside it",
+                self.input
+            );
+        }
         let found = offload_binary::find_images(input.bytes(), &Limits::default())
             .with_context(|| format!("'{}'", self.input))?;
         if found.is_empty() {

@@ -142,6 +142,19 @@ impl Input {
         }
     }
 
+    /// A file made to hold bytes too many for memory (a member inflated
+    /// out of a package), mapped. The file is kept for file-to-file copies.
+    pub fn from_temp_file(file: File) -> io::Result<Input> {
+        if file.metadata()?.len() == 0 {
+            return Ok(Input::from_vec(Vec::new()));
+        }
+        let map = map_file(&file)?;
+        Ok(Input {
+            file: Some(file),
+            data: Data::Map(map),
+        })
+    }
+
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.data {

@@ -1,0 +1,198 @@
+//! What the scanner commands scan: each input file, or, for a package (a
+//! wheel or other zip archive, a tar archive, a Debian package; see
+//! [`offload_kit::package`]), each regular file inside it, named
+//! `pkg.whl!/torch/lib/libtorch_hip.so`. Packages inside packages (a conda
+//! package's `pkg-*.tar.zst`) are opened in turn.
+//!
+//! Members stored as they are stay slices of the mapped package; a
+//! compressed member is inflated — into memory up to
+//! [`IN_MEMORY_MEMBER`] bytes, else into an unnamed temporary file that is
+//! mapped — one at a time, so memory never holds a whole package.
+
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use offload_kit::package::{self, Contents};
+
+use super::io::Input;
+use super::scan::Source;
+
+/// How deeply packages may nest.
+pub const MAX_PACKAGE_DEPTH: u32 = 4;
+
+/// Compressed members up to this size are inflated into memory; larger
+/// ones into a temporary file.
+pub const IN_MEMORY_MEMBER: u64 = 64 << 20;
+
+/// One thing to scan.
+pub(super) struct Unit<'a> {
+    /// The name reports show: the path, or `package!/member`.
+    pub(super) name: String,
+    /// Whether the user did not name it (found walking a directory, or
+    /// inside a package): then reports may leave it out when it holds
+    /// nothing.
+    pub(super) found: bool,
+    /// The file a thin archive's member names are relative to (`None`
+    /// inside a package, where they cannot be looked up).
+    pub(super) thin_base: Option<&'a Path>,
+}
+
+/// A unit's bytes.
+pub(super) struct Data<'a> {
+    /// What to scan.
+    pub(super) bytes: &'a [u8],
+    /// The input `bytes` lie in (for file-to-file copies out of it).
+    pub(super) input: &'a Input,
+}
+
+/// What a unit gives to a command.
+pub(super) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) -> T + 'f;
+
+/// Calls `f` for each unit of `src`, in order: the file itself, or each
+/// member of a package. What cannot be read (the file, a corrupt package, a
+/// member) is given to `f` as the error, in its place. `limit` bounds the
+/// bytes inflated out of one input (`--max-uncompressed`).
+pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec<T> {
+    let unit = Unit {
+        name: src.name(),
+        found: src.in_dir,
+        thin_base: Some(&src.path),
+    };
+    let mut out = Vec::new();
+    match src.open() {
+        Err(e) => out.push(f(&unit, Err(e))),
+        Ok(input) => {
+            let mut w = Walk {
+                f,
+                out: &mut out,
+                budget: limit,
+                limit,
+            };
+            w.unit(&unit, input.bytes(), &input, 0);
+        }
+    }
+    out
+}
+
+/// A walk through one input and the packages in it.
+struct Walk<'w, 'f, T> {
+    f: &'w mut Visit<'f, T>,
+    out: &'w mut Vec<T>,
+    /// Bytes that may still be inflated.
+    budget: u64,
+    /// The limit the budget started from, for messages.
+    limit: u64,
+}
+
+impl<T> Walk<'_, '_, T> {
+    fn unit(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input, depth: u32) {
+        let Some(kind) = package::detect(bytes) else {
+            let r = (self.f)(unit, Ok(Data { bytes, input }));
+            self.out.push(r);
+            return;
+        };
+        if depth >= MAX_PACKAGE_DEPTH {
+            let e = format!("packages nested more than {MAX_PACKAGE_DEPTH} deep");
+            let r = (self.f)(unit, Err(e));
+            self.out.push(r);
+            return;
+        }
+        let mut members = Members {
+            walk: self,
+            parent: unit,
+            input,
+            depth,
+        };
+        if let Err(e) = package::members(bytes, kind, &mut members) {
+            let r = (self.f)(unit, Err(e.to_string()));
+            self.out.push(r);
+        }
+    }
+}
+
+/// The members of one package, handed on to the walk.
+struct Members<'m, 'w, 'f, T> {
+    walk: &'m mut Walk<'w, 'f, T>,
+    parent: &'m Unit<'m>,
+    /// The package's input (stored members are slices of it).
+    input: &'m Input,
+    depth: u32,
+}
+
+impl<T> package::Members for Members<'_, '_, '_, T> {
+    fn member(
+        &mut self,
+        path: &str,
+        contents: Result<Contents<'_, '_>, String>,
+    ) -> offload_kit::error::Result<()> {
+        let unit = Unit {
+            name: format!("{}!/{}", self.parent.name, path.trim_start_matches('/')),
+            found: true,
+            thin_base: None,
+        };
+        let next = self.depth + 1;
+        match contents {
+            Ok(Contents::Stored(bytes)) => self.walk.unit(&unit, bytes, self.input, next),
+            Ok(Contents::Stream { reader, size }) => {
+                if size > self.walk.budget {
+                    return Err(io::Error::new(
+                        io::ErrorKind::FileTooLarge,
+                        format!(
+                            "its members inflate to more than {} bytes (--max-uncompressed)",
+                            self.walk.limit
+                        ),
+                    )
+                    .into());
+                }
+                match inflate(reader, size) {
+                    Ok(input) => {
+                        self.walk.budget -= size;
+                        self.walk.unit(&unit, input.bytes(), &input, next);
+                    }
+                    // A compressed stream that breaks breaks what follows
+                    // too: the package is the error.
+                    Err(e) => {
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("cannot inflate '{}': {e}", path.trim_start_matches('/')),
+                        )
+                        .into());
+                    }
+                }
+            }
+            Err(e) => {
+                let r = (self.walk.f)(&unit, Err(format!("cannot read: {e}")));
+                self.walk.out.push(r);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a member of `size` bytes from `reader`: into memory when small,
+/// else into an unnamed temporary file that is then mapped. A member that
+/// gives more or fewer bytes than its size is an error.
+fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
+    let mut r = reader.take(size.saturating_add(1));
+    let short = |n: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it gives {n} bytes where the package says {size}"),
+        )
+    };
+    if size <= IN_MEMORY_MEMBER {
+        let mut v = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        r.read_to_end(&mut v)?;
+        if v.len() as u64 != size {
+            return Err(short(v.len() as u64));
+        }
+        return Ok(Input::from_vec(v));
+    }
+    let mut file = tempfile::tempfile()?;
+    let n = io::copy(&mut r, &mut file)?;
+    if n != size {
+        return Err(short(n));
+    }
+    file.flush()?;
+    Input::from_temp_file(file)
+}

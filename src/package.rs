@@ -1,0 +1,433 @@
+//! Packages that ship files: zip archives (Python wheels, `.jar`, conda's
+//! `.conda`), tar archives (plain, or compressed with gzip, xz or zstd) and
+//! Debian packages (`.deb`: an `ar` archive whose `data.tar.*` holds the
+//! files).
+//!
+//! GPU code reaches most users inside such packages, so the scanners look
+//! into them: [`detect`] says whether bytes are a package, and
+//! [`members`] hands over each regular file it holds, one at a time — as a
+//! slice of the package's bytes where a member is stored as is, or as a
+//! stream that inflates it where it is compressed. Nothing here holds more
+//! than one member's buffers, and it never reads the whole package into
+//! memory. Members that are packages themselves (a conda package's
+//! `pkg-*.tar.zst`) are for the caller to open again.
+//!
+//! The formats are read by well-kept crates: `zip`, `tar`, `flate2`,
+//! `liblzma` and `zstd`; the Debian `ar` layer by `object`.
+
+use std::io::{self, Read};
+
+use crate::error::{Error, Result};
+use crate::num::usize_from;
+
+/// What kind of package bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A zip archive (a wheel, a `.jar`, a `.conda`).
+    Zip,
+    /// A tar archive, compressed or not.
+    Tar(Compression),
+    /// A Debian package.
+    Deb,
+}
+
+/// How a tar archive is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Not compressed.
+    None,
+    /// gzip (`.tar.gz`, `.tgz`).
+    Gzip,
+    /// xz (`.tar.xz`).
+    Xz,
+    /// zstd (`.tar.zst`).
+    Zstd,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Zip => "zip archive",
+            Kind::Tar(Compression::None) => "tar archive",
+            Kind::Tar(Compression::Gzip) => "gzip-compressed tar archive",
+            Kind::Tar(Compression::Xz) => "xz-compressed tar archive",
+            Kind::Tar(Compression::Zstd) => "zstd-compressed tar archive",
+            Kind::Deb => "Debian package",
+        })
+    }
+}
+
+/// A tar header block's size.
+const BLOCK: usize = 512;
+
+/// Whether `block` (at least 512 bytes) is a tar header: POSIX `ustar` or
+/// GNU magic, and a header checksum that adds up.
+fn is_tar_header(block: &[u8]) -> bool {
+    if block.len() < BLOCK || &block[257..262] != b"ustar" {
+        return false;
+    }
+    let stored = std::str::from_utf8(&block[148..156])
+        .ok()
+        .map(|s| s.trim_matches(|c: char| c == '\0' || c == ' '))
+        .and_then(|s| u32::from_str_radix(s, 8).ok());
+    // The checksum counts its own field as eight spaces.
+    let sum: u32 = block[..BLOCK]
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u32::from(b)
+            }
+        })
+        .sum();
+    stored == Some(sum)
+}
+
+/// The decompressing reader for a tar archive compressed by `c`.
+fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn Read + 'a>> {
+    Ok(match c {
+        Compression::None => Box::new(bytes),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
+        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(bytes)),
+        Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(bytes)?),
+    })
+}
+
+/// The compression whose magic `bytes` start with.
+fn compression_of(bytes: &[u8]) -> Option<Compression> {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        Some(Compression::Gzip)
+    } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Some(Compression::Xz)
+    } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some(Compression::Zstd)
+    } else {
+        None
+    }
+}
+
+/// The `ar` magic that starts a Debian package.
+const AR_MAGIC: &[u8] = b"!<arch>\n";
+
+/// What package `bytes` are, if any. A compressed file is a package only
+/// if what it decompresses to starts with a tar header (only that first
+/// block is decompressed here); an `ar` archive only if its first member
+/// is `debian-binary`.
+pub fn detect(bytes: &[u8]) -> Option<Kind> {
+    if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
+        return Some(Kind::Zip);
+    }
+    if bytes.starts_with(AR_MAGIC) && bytes.get(8..21) == Some(b"debian-binary") {
+        return Some(Kind::Deb);
+    }
+    if is_tar_header(bytes) {
+        return Some(Kind::Tar(Compression::None));
+    }
+    let c = compression_of(bytes)?;
+    // The first block; compressed data that fails to decompress (a
+    // truncated download) is taken for the package it most likely is, so
+    // that reading it reports the damage instead of finding nothing.
+    let mut first = Vec::with_capacity(BLOCK);
+    let read = decoder(bytes, c).and_then(|r| r.take(BLOCK as u64).read_to_end(&mut first));
+    match read {
+        Err(_) => Some(Kind::Tar(c)),
+        Ok(_) => is_tar_header(&first).then_some(Kind::Tar(c)),
+    }
+}
+
+/// A member's contents.
+pub enum Contents<'a, 'r> {
+    /// Stored as is: the bytes, within the package's.
+    Stored(&'a [u8]),
+    /// Compressed: a stream of the member's bytes, and how many it says
+    /// it has. The stream fails if the member is corrupt.
+    Stream {
+        /// Gives the member's bytes.
+        reader: &'r mut dyn Read,
+        /// The size the package declares.
+        size: u64,
+    },
+}
+
+/// What [`members`] does with each regular file of a package.
+pub trait Members {
+    /// One member: its path inside the package, and its contents or why
+    /// they cannot be read (the walk goes on with the next member). An
+    /// error returned here stops the walk and is returned by [`members`].
+    fn member(
+        &mut self,
+        path: &str,
+        contents: std::result::Result<Contents<'_, '_>, String>,
+    ) -> Result<()>;
+}
+
+/// Hands every regular file of the package `bytes` (of kind `kind`) to
+/// `to`, in the package's order. Directories, links and special files are
+/// skipped. A package whose structure is corrupt is an error, after the
+/// members before the corruption were handed over.
+pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
+    match kind {
+        Kind::Zip => zip_members(bytes, to),
+        Kind::Tar(c) => tar_members(bytes, c, "", to),
+        Kind::Deb => deb_members(bytes, to),
+    }
+}
+
+/// The error for a package whose structure cannot be read.
+fn corrupt(kind: Kind, what: impl std::fmt::Display) -> Error {
+    Error::invalid(kind.to_string(), what.to_string())
+}
+
+fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
+    let mut zip = zip::ZipArchive::new(io::Cursor::new(bytes))
+        .map_err(|e| corrupt(Kind::Zip, zip_error(&e)))?;
+    for i in 0..zip.len() {
+        // The entry's name from the central directory (read whole above),
+        // for a message about an entry that cannot be opened.
+        let name = match zip.name_for_index(i) {
+            Some(Ok(n)) => n.into_owned(),
+            _ => format!("entry {i}"),
+        };
+        let file = match zip.by_index(i) {
+            Ok(f) => f,
+            Err(e) => {
+                to.member(&name, Err(zip_error(&e)))?;
+                continue;
+            }
+        };
+        if !file.is_file() || file.is_symlink() {
+            continue;
+        }
+        let size = file.size();
+        let stored = file.compression() == zip::CompressionMethod::Stored && !file.encrypted();
+        if stored {
+            let slice = file
+                .data_start()
+                .filter(|_| file.compressed_size() == size)
+                .and_then(|start| {
+                    let start = usize_from(start);
+                    bytes.get(start..start.checked_add(usize_from(size))?)
+                });
+            match slice {
+                Some(s) => to.member(&name, Ok(Contents::Stored(s)))?,
+                None => to.member(&name, Err("its data lies outside the archive".into()))?,
+            }
+        } else {
+            let mut file = file;
+            to.member(
+                &name,
+                Ok(Contents::Stream {
+                    reader: &mut file,
+                    size,
+                }),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong, in a zip crate error, without its "invalid Zip archive"
+/// prefix (the messages say what the file is).
+fn zip_error(e: &zip::result::ZipError) -> String {
+    match e {
+        zip::result::ZipError::InvalidArchive(m) => m.to_string(),
+        zip::result::ZipError::Io(e) => e.to_string(),
+        e => e.to_string(),
+    }
+}
+
+/// The members of a tar archive; `prefix` goes before each path.
+fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members) -> Result<()> {
+    let kind = Kind::Tar(c);
+    let reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
+    let mut tar = tar::Archive::new(reader);
+    let entries = tar.entries().map_err(|e| corrupt(kind, e))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| corrupt(kind, e))?;
+        let t = entry.header().entry_type();
+        if !(t.is_file() || t.is_contiguous()) {
+            continue;
+        }
+        let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let path = format!("{prefix}{}", path.trim_start_matches("./"));
+        let size = entry.size();
+        if c == Compression::None {
+            let at = entry.raw_file_position();
+            let at = usize_from(at);
+            let slice = at
+                .checked_add(usize_from(size))
+                .and_then(|end| bytes.get(at..end));
+            match slice {
+                Some(s) => to.member(&path, Ok(Contents::Stored(s)))?,
+                None => return Err(corrupt(kind, format!("'{path}' ends past the archive"))),
+            }
+        } else {
+            to.member(
+                &path,
+                Ok(Contents::Stream {
+                    reader: &mut entry,
+                    size,
+                }),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A Debian package's files: the members of its `data.tar*`, as absolute
+/// paths (as `dpkg` installs them).
+fn deb_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
+    let ar = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| corrupt(Kind::Deb, e))?;
+    for m in ar.members() {
+        let m = m.map_err(|e| corrupt(Kind::Deb, e))?;
+        if !m.name().starts_with(b"data.tar") {
+            continue;
+        }
+        let data = m.data(bytes).map_err(|e| corrupt(Kind::Deb, e))?;
+        let c = if is_tar_header(data) {
+            Compression::None
+        } else {
+            compression_of(data).ok_or_else(|| {
+                corrupt(
+                    Kind::Deb,
+                    "its data.tar is neither a tar archive nor compressed",
+                )
+            })?
+        };
+        return tar_members(data, c, "/", to);
+    }
+    Err(corrupt(Kind::Deb, "it has no data.tar member"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the walk hands over.
+    #[derive(Default)]
+    struct Record(Vec<(String, std::result::Result<Vec<u8>, String>)>);
+
+    impl Members for Record {
+        fn member(
+            &mut self,
+            path: &str,
+            contents: std::result::Result<Contents<'_, '_>, String>,
+        ) -> Result<()> {
+            let got = contents.map(|c| match c {
+                Contents::Stored(b) => b.to_vec(),
+                Contents::Stream { reader, .. } => {
+                    let mut v = Vec::new();
+                    reader.read_to_end(&mut v).map(|_| v).unwrap_or_default()
+                }
+            });
+            self.0.push((path.to_string(), got));
+            Ok(())
+        }
+    }
+
+    fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, data) in files {
+            let mut h = tar::Header::new_ustar();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn plain_tar_members_are_slices() {
+        let t = tar_of(&[("a/one.so", b"ONE"), ("two", b"")]);
+        assert_eq!(detect(&t), Some(Kind::Tar(Compression::None)));
+        let mut r = Record::default();
+        members(&t, Kind::Tar(Compression::None), &mut r).unwrap();
+        assert_eq!(
+            r.0,
+            vec![
+                ("a/one.so".to_string(), Ok(b"ONE".to_vec())),
+                ("two".to_string(), Ok(Vec::new()))
+            ]
+        );
+    }
+
+    #[test]
+    fn compressed_tars_are_detected_and_streamed() {
+        let t = tar_of(&[("x", b"payload")]);
+        let gz = {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            io::Write::write_all(&mut e, &t).unwrap();
+            e.finish().unwrap()
+        };
+        let zst = zstd::encode_all(&t[..], 1).unwrap();
+        for (bytes, c) in [(gz, Compression::Gzip), (zst, Compression::Zstd)] {
+            assert_eq!(detect(&bytes), Some(Kind::Tar(c)));
+            let mut r = Record::default();
+            members(&bytes, Kind::Tar(c), &mut r).unwrap();
+            assert_eq!(r.0, vec![("x".to_string(), Ok(b"payload".to_vec()))]);
+        }
+    }
+
+    #[test]
+    fn not_packages() {
+        assert_eq!(detect(b""), None);
+        assert_eq!(detect(b"\x7fELF\x02\x01\x01"), None);
+        assert_eq!(detect(b"!<arch>\nfoo.o/          "), None);
+        // gzip of something that is not a tar archive.
+        let gz = {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            io::Write::write_all(&mut e, &[7u8; 2000]).unwrap();
+            e.finish().unwrap()
+        };
+        assert_eq!(detect(&gz), None);
+        // A block with the magic but a wrong checksum.
+        let mut t = tar_of(&[("x", b"1")]);
+        t[148] = b'7';
+        assert_eq!(detect(&t), None);
+    }
+
+    #[test]
+    fn truncated_compressed_tar_is_an_error() {
+        let t = tar_of(&[("x", &[1u8; 5000]), ("y", b"2")]);
+        let zst = zstd::encode_all(&t[..], 1).unwrap();
+        let cut = &zst[..zst.len() / 2];
+        assert_eq!(detect(cut), Some(Kind::Tar(Compression::Zstd)));
+        let mut r = Record::default();
+        assert!(members(cut, Kind::Tar(Compression::Zstd), &mut r).is_err());
+    }
+
+    #[test]
+    fn zip_members_stored_and_deflated() {
+        let mut w = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        let deflated = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        w.add_directory("lib/", stored).unwrap();
+        w.start_file("lib/a.so", stored).unwrap();
+        io::Write::write_all(&mut w, b"stored bytes").unwrap();
+        w.start_file("lib/b.so", deflated).unwrap();
+        io::Write::write_all(&mut w, &[9u8; 4000]).unwrap();
+        let z = w.finish().unwrap().into_inner();
+        assert_eq!(detect(&z), Some(Kind::Zip));
+        let mut r = Record::default();
+        members(&z, Kind::Zip, &mut r).unwrap();
+        assert_eq!(
+            r.0,
+            vec![
+                ("lib/a.so".to_string(), Ok(b"stored bytes".to_vec())),
+                ("lib/b.so".to_string(), Ok(vec![9u8; 4000]))
+            ]
+        );
+    }
+
+    #[test]
+    fn corrupt_zip_is_an_error() {
+        let mut r = Record::default();
+        let e = members(b"PK\x03\x04garbage", Kind::Zip, &mut r).unwrap_err();
+        assert!(e.to_string().starts_with("invalid zip archive: "), "{e}");
+    }
+}
