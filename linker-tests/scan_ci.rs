@@ -27,6 +27,11 @@ pub fn tests() -> Vec<Trial> {
         t("ci_completions_and_manpages", completions_and_manpages),
         t("ci_list_columns_fit_long_triples", list_columns),
         t("ci_list_misaligned_offload_binary", list_misaligned),
+        trial(
+            "scan::ci_progress_on_a_terminal_only",
+            &[TOOLS, &["script"]].concat(),
+            progress,
+        ),
     ]
 }
 
@@ -713,5 +718,35 @@ fn list_misaligned() -> Result<(), Failed> {
     if !r.stderr.contains("no OffloadBinary as LLVM reads them") {
         return Err(format!("list: no note that LLVM skips it: {}", r.stderr).into());
     }
+    Ok(())
+}
+
+/// A directory walk keeps a progress line on standard error when it is a
+/// terminal (run under `script`, which gives the command a pseudo-terminal),
+/// erased at the end; in a pipe standard error stays empty.
+fn progress() -> Result<(), Failed> {
+    let b = built()?;
+    let dir = b.dir.to_string_lossy().into_owned();
+    let cmd = format!("'{}' inspect '{dir}' >/dev/null", ours().display());
+    let r = run(
+        std::path::Path::new("script"),
+        &["-qec", &cmd, "/dev/null"],
+        &b.dir,
+    )
+    .ok()?;
+    let tty = String::from_utf8_lossy(&r.stdout);
+    // Every line counts the same files; the last has them all done.
+    let files = tty
+        .split(" of ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or("?");
+    let last = format!("scanned {files} of {files} files");
+    if !tty.starts_with("\r\x1b[Kscanned ") || !tty.contains(&last) || !tty.ends_with("\r\x1b[K")
+    {
+        return Err(format!("terminal output: {tty:?}, want {last:?}").into());
+    }
+    let r = run(&ours(), &["inspect", &dir], &b.dir).ok()?;
+    same("standard error in a pipe", r.stderr.as_str(), "")?;
     Ok(())
 }

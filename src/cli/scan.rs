@@ -188,30 +188,66 @@ fn walk(dir: &Path, out: &mut Vec<Source>) {
 }
 
 /// Runs `f` on every file, `jobs` at a time; the results come back in the
-/// files' order.
+/// files' order. When standard error is a terminal and there are several
+/// files, a progress line (`scanned N of M files`) is kept on it while
+/// they run, and erased at the end; in a pipe or a log nothing is printed.
 pub(super) fn par_map<I: Sync, T: Send>(
     files: &[I],
     jobs: usize,
     f: impl Fn(usize, &I) -> T + Sync,
 ) -> Vec<T> {
+    use std::io::IsTerminal;
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let finished = std::sync::atomic::AtomicBool::new(false);
     let slots: Vec<Mutex<Option<T>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let progress = files.len() > 1 && std::io::stderr().is_terminal();
     std::thread::scope(|s| {
-        for _ in 0..jobs.min(files.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = files.get(i) else { break };
-                    let r = f(i, path);
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                }
-            });
+        let workers: Vec<_> = (0..jobs.min(files.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = files.get(i) else { break };
+                        let r = f(i, path);
+                        *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        let shown = progress.then(|| s.spawn(|| show_progress(&done, &finished, files.len())));
+        for w in workers {
+            let _ = w.join();
+        }
+        finished.store(true, Ordering::Relaxed);
+        if let Some(p) = shown {
+            p.thread().unpark();
         }
     });
     slots
         .into_iter()
         .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
         .collect()
+}
+
+/// Keeps `scanned N of M files` on standard error (a terminal) until
+/// `finished`, then erases it.
+fn show_progress(done: &AtomicUsize, finished: &std::sync::atomic::AtomicBool, total: usize) {
+    use std::io::Write;
+    let mut err = std::io::stderr();
+    loop {
+        let n = done.load(Ordering::Relaxed);
+        let _ = write!(err, "\r\x1b[Kscanned {n} of {total} files");
+        let _ = err.flush();
+        if finished.load(Ordering::Relaxed) {
+            break;
+        }
+        // Woken early when the files are done.
+        std::thread::park_timeout(std::time::Duration::from_millis(100));
+    }
+    let _ = write!(err, "\r\x1b[K");
+    let _ = err.flush();
 }
 
 /// A visitor that also reads thin archives' members from their files
