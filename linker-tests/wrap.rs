@@ -60,9 +60,6 @@ struct Host {
     /// Whether `--abi=legacy` and `--abi=rocm` objects are written for it
     /// (LLVM 22 cannot write them, so they are read and linked only).
     legacy_abis: bool,
-    /// Whether `--abi=rocm` is written too (powerpc64le: GlobalMerge
-    /// would merge the image infos, not modelled).
-    rocm: bool,
     /// A warning llvm-readelf prints for LLVM's own objects of this CPU
     /// too, tolerated by [`readelf_ok`].
     readelf_known: Option<&'static str>,
@@ -84,28 +81,24 @@ const HOSTS: &[Host] = &[
         triple: "x86_64-unknown-linux-gnu",
         lld_emulation: "elf_x86_64",
         legacy_abis: true,
-        rocm: true,
         readelf_known: None,
     },
     Host {
         triple: "aarch64-unknown-linux-gnu",
         lld_emulation: "aarch64linux",
         legacy_abis: true,
-        rocm: true,
         readelf_known: None,
     },
     Host {
         triple: "powerpc64le-unknown-linux-gnu",
         lld_emulation: "elf64lppc",
         legacy_abis: true,
-        rocm: false,
         readelf_known: None,
     },
     Host {
         triple: "s390x-unknown-linux-gnu",
         lld_emulation: "elf64_s390",
         legacy_abis: true,
-        rocm: true,
         // llvm-readelf 22 cannot apply R_390_PC32 when it decodes
         // `.eh_frame` (llc's objects get the same warning).
         readelf_known: Some("warning: failed to compute relocation: R_390_PC32"),
@@ -114,7 +107,6 @@ const HOSTS: &[Host] = &[
         triple: "riscv64-unknown-linux-gnu",
         lld_emulation: "elf64lriscv",
         legacy_abis: true,
-        rocm: true,
         readelf_known: None,
     },
 ];
@@ -1022,7 +1014,7 @@ fn same_bytes_as_llc(host: &'static Host) -> Result<(), Failed> {
         ("legacy", "--abi=legacy"),
         ("rocm", "--abi=rocm"),
     ] {
-        if (name != "llvm" && !host.legacy_abis) || (name == "rocm" && !host.rocm) {
+        if name != "llvm" && !host.legacy_abis {
             continue;
         }
         let out = format!("{name}-abi.o");
@@ -1343,7 +1335,7 @@ fn rocm_like_llc() -> Result<(), Failed> {
             (&ob, "gfx940:sramecc-:xnack-"),
         ],
     ];
-    for host in HOSTS.iter().filter(|h| h.legacy_abis && h.rocm) {
+    for host in HOSTS.iter().filter(|h| h.legacy_abis) {
         for (i, set) in sets.iter().enumerate() {
             let inputs: Vec<&str> = set.iter().map(|s| s.0).collect();
             let archs: Vec<&str> = set.iter().map(|s| s.1).collect();
@@ -1403,12 +1395,14 @@ fn other_oses() -> Result<(), Failed> {
 /// mapped, so the wrap succeeds, and gives LLVM's bytes. Then more than
 /// 1022 inputs for powerpc64le, where the image array and the descriptor
 /// no longer fit in one merged global (GlobalMerge's 0x7fff bytes): llc's
-/// bytes for the LLVM and the legacy ABI.
+/// bytes for the LLVM and the legacy ABI. And the ROCm ABI on
+/// powerpc64le, whose image infos merge too, about each count where
+/// llc's layout changes: llc's bytes for the ROCm IR ([`rocm_ir`]).
 fn many_inputs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let mut names = Vec::new();
-    for i in 0..1100u32 {
+    for i in 0..2047u32 {
         let name = format!("i{i:04}.bin");
         let bytes = [b"img\0\0".as_slice(), &i.to_le_bytes(), b"tail"].concat();
         std::fs::write(d.join(&name), bytes).map_err(|e| e.to_string())?;
@@ -1431,8 +1425,9 @@ fn many_inputs() -> Result<(), Failed> {
     for n in [1023, 1100] {
         same_as_llvm(d, "openmp", ppc, &format!("ppc-{n}"), &[], &all[..n])?;
     }
+    let all = &all[..1100];
     let mut a = vec!["--kind=openmp", "--triple", ppc, "-o", "l.bc"];
-    a.extend(&all);
+    a.extend(all);
     sh(d, llvm("llvm-offload-wrapper"), &a)?;
     sh(d, llvm("llvm-dis"), &["l.bc", "-o", "l.ll"])?;
     let ll = std::fs::read_to_string(d.join("l.ll")).map_err(|e| e.to_string())?;
@@ -1444,11 +1439,51 @@ fn many_inputs() -> Result<(), Failed> {
         &[&pic[..], &["-o", "legacy.llvm.o"]].concat(),
     )?;
     let mut a = vec!["--abi=legacy", "-o", "legacy.o"];
-    a.extend(&all);
+    a.extend(all);
     wrap_for(d, "openmp", ppc, &a)?;
     let read = |f: &str| std::fs::read(d.join(f)).map_err(|e| e.to_string());
     if read("legacy.o")? != read("legacy.llvm.o")? {
         return Err("1100 inputs, legacy ABI, powerpc64le: ours differs from llc's".into());
+    }
+    // ROCm on powerpc64le. Up to 511 images the array, the descriptor and
+    // the infos make one merged global; from 512 the array is left alone;
+    // at 1023 the last info too; from 1024 (the array then too large to
+    // merge) the infos past the 1022nd fill further merged globals (a
+    // third at 2047, whose target IDs, two in three longer than 16 bytes,
+    // fill two).
+    let short = ["gfx906", "gfx90a:sramecc+:xnack-", "gfx1030"];
+    let long = [
+        "gfx90a:sramecc+:xnack-",
+        "gfx942:sramecc+:xnack+",
+        "gfx1030",
+    ];
+    let names: Vec<String> = (0..2047u32).map(|i| format!("i{i:04}.bin")).collect();
+    for n in [511, 512, 1022, 1023, 1024, 2047] {
+        let cycle = if n == 2047 { long } else { short };
+        let archs: Vec<&str> = (0..n).map(|i| cycle[i % 3]).collect();
+        let inputs: Vec<&str> = names[..n].iter().map(String::as_str).collect();
+        let mut a = vec!["--kind=openmp", "--triple", ppc, "-o", "r.bc"];
+        a.extend(&inputs);
+        sh(d, llvm("llvm-offload-wrapper"), &a)?;
+        sh(d, llvm("llvm-dis"), &["r.bc", "-o", "r.ll"])?;
+        let ll = std::fs::read_to_string(d.join("r.ll")).map_err(|e| e.to_string())?;
+        let ir = rocm_ir(&legacy_ir(&ll)?, &archs)?;
+        std::fs::write(d.join("rocm.ll"), ir).map_err(|e| e.to_string())?;
+        let pic = ["-filetype=obj", "-relocation-model=pic", "rocm.ll"];
+        sh(d, llvm("llc"), &[&pic[..], &["-o", "rocm.llvm.o"]].concat())?;
+        let flags: Vec<String> = archs
+            .iter()
+            .map(|a| format!("--offload-arch={a}"))
+            .collect();
+        let mut a = vec!["--abi=rocm", "-o", "rocm.o"];
+        for (flag, input) in flags.iter().zip(&inputs) {
+            a.extend([&flag[..], input]);
+        }
+        wrap_for(d, "openmp", ppc, &a)?;
+        if read("rocm.o")? != read("rocm.llvm.o")? {
+            let e = format!("{n} inputs, ROCm ABI, powerpc64le: ours differs from llc's");
+            return Err(e.into());
+        }
     }
     Ok(())
 }
@@ -1485,9 +1520,9 @@ fn bad_input() -> Result<(), Failed> {
                 "--kind=openmp",
                 "--abi=rocm",
                 "--triple=powerpc64le-unknown-linux-gnu",
-                &good,
+                &fx.path("app-dev.so"),
             ],
-            "powerpc64le",
+            "app-dev.so",
         ),
         (
             &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],

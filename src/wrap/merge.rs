@@ -8,6 +8,9 @@
 //! member a local alias into it. Constants left alone stay where they
 //! were.
 
+use super::align_up;
+use crate::error::{Error, Result};
+
 /// One merged global: its members and where each lies in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Group {
@@ -57,6 +60,82 @@ pub(crate) fn groups(consts: &[(u64, u64)], limit: u64) -> Vec<Group> {
     out
 }
 
+/// Where a section's constants lie once llc has merged them: those left
+/// alone first, in the module's order, each at its preferred alignment
+/// (llc emits them with the module's other globals); then each merged
+/// global, at its alignment, in the order GlobalMerge makes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Each constant's offset in the section.
+    pub at: Vec<u64>,
+    /// The merged global (an index into `groups`) each constant is in.
+    pub group: Vec<Option<usize>>,
+    /// Each merged global: its offset, and its members in its order.
+    pub groups: Vec<(u64, Vec<usize>)>,
+    /// The end of the last constant.
+    pub end: u64,
+    /// The largest alignment of them all (1 if there are none).
+    pub align: u64,
+}
+
+impl Layout {
+    /// Whether there are constants and every one is merged: the section
+    /// then holds only merged globals, which llc writes after the
+    /// module's other globals.
+    pub(crate) fn all_merged(&self) -> bool {
+        !self.group.is_empty() && self.group.iter().all(Option::is_some)
+    }
+
+    /// The constants llc merges, in the order of their merged globals and
+    /// of their members (the order of the aliases llc lists for them).
+    pub(crate) fn merged(&self) -> impl Iterator<Item = usize> + '_ {
+        self.groups
+            .iter()
+            .flat_map(|(_, members)| members.iter().copied())
+    }
+}
+
+/// The layout of the constants whose (size, preferred alignment) are
+/// `consts`, in the module's order, merged under `limit` bytes (none: no
+/// merging, each in turn).
+pub(crate) fn lay_out(consts: &[(u64, u64)], limit: Option<u64>) -> Result<Layout> {
+    let merged = limit.map_or_else(Vec::new, |limit| groups(consts, limit));
+    let mut group = vec![None; consts.len()];
+    for (g, m) in merged.iter().enumerate() {
+        for &(k, _) in &m.members {
+            group[k] = Some(g);
+        }
+    }
+    let too_large = || Error::usage("the wrapper object would be larger than 2^64 bytes");
+    let mut at = vec![0; consts.len()];
+    let mut end = 0u64;
+    let mut align = 1;
+    for (k, &(size, a)) in consts.iter().enumerate() {
+        if group[k].is_none() {
+            at[k] = align_up(end, a.max(1))?;
+            end = at[k].checked_add(size).ok_or_else(too_large)?;
+            align = align.max(a);
+        }
+    }
+    let mut groups = Vec::with_capacity(merged.len());
+    for m in merged {
+        let base = align_up(end, m.align)?;
+        for &(k, off) in &m.members {
+            at[k] = base + off;
+        }
+        groups.push((base, m.members.iter().map(|&(k, _)| k).collect()));
+        end = base.checked_add(m.size).ok_or_else(too_large)?;
+        align = align.max(m.align);
+    }
+    Ok(Layout {
+        at,
+        group,
+        groups,
+        end,
+        align,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +169,37 @@ mod tests {
         assert_eq!(g.len(), 2);
         assert_eq!(g[0].members.len(), 3);
         assert_eq!(g[1].members, [(3, 0), (4, 10000), (5, 20000)]);
+    }
+
+    /// The ROCm data of powerpc64le (the image array, the descriptor, the
+    /// infos, 32 bytes each, 16-aligned), as llc 22 lays it out.
+    #[test]
+    fn llc_powerpc64le_rocm_data() {
+        let data = |n: u64| {
+            let mut c = vec![(32 * n, 16), (32, 16)];
+            c.extend((0..n).map(|_| (32, 16)));
+            lay_out(&c, Some(0x7fff)).unwrap()
+        };
+        // One image: all three merged, in the module's order.
+        let l = data(1);
+        assert_eq!(l.at, [0, 32, 64]);
+        assert!(l.all_merged());
+        // 512 images: the array alone first, then the descriptor and
+        // the infos.
+        let l = data(512);
+        assert_eq!((l.at[0], l.at[1], l.at[2]), (0, 0x4000, 0x4020));
+        assert_eq!(l.groups.len(), 1);
+        assert!(!l.all_merged());
+        // 1023: the last info left alone, after the array.
+        let l = data(1023);
+        assert_eq!((l.at[1], l.at[1024]), (0x8000, 0x7fe0));
+        assert_eq!(l.group[1024], None);
+        // 1024: a second merged global of the last two infos.
+        let l = data(1024);
+        assert_eq!(l.groups[1], (0xffe0, vec![1024, 1025]));
+        assert_eq!(l.end, 0x10020);
+        // Nothing to merge: each in turn.
+        let l = lay_out(&[(7, 1), (23, 16), (5, 1)], None).unwrap();
+        assert_eq!((l.at, l.end, l.align), (vec![0, 16, 39], 44, 16));
     }
 }

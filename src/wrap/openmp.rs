@@ -83,36 +83,26 @@ pub(super) fn build(
 ) -> Result<Relocatable> {
     let fl = Flavour::of(abi);
     let at = DataLayout::new(&fl, cpu, images.len())?;
-    // GlobalMerge would merge the ROCm image infos with the descriptor
-    // too (not modelled).
-    if cpu.merge_constants.is_some() && abi == Abi::Rocm {
-        return Err(Error::usage(format!(
-            "--abi=rocm is not supported yet for {}",
-            cpu.names[0]
-        )));
-    }
+    let archs = match fl.image_info {
+        true => Some(ArchList::new(cpu, images)?),
+        false => None,
+    };
     let placed = p.placed.clone();
-    // The target IDs' section is aligned for its most aligned string.
-    let arch_align = images
-        .iter()
-        .filter_map(|i| i.arch.as_ref())
-        .map(|a| byte_array_align(cpu, len64(a.as_bytes()) + 1))
-        .max()
-        .unwrap_or(1);
-    let (mut obj, s) = sections(cpu, os, &fl, &p, &at, (file_align, arch_align));
+    let (mut obj, s) = sections(cpu, os, &fl, &p, &at, archs.as_ref(), file_align);
     let mut syms = if cpu.symbol_relocs {
         local_symbols_by_name(&mut obj, &fl, &s, &at, &p)?
     } else {
-        local_symbols(&mut obj, cpu, &fl, &s, &at, &p)
+        local_symbols(&mut obj, cpu, &fl, &s, &at, &p, archs.as_ref())?
     };
-    if let Some(list) = s.arch_list {
-        let by_symbol = syms.labels.is_some();
-        syms.infos = image_infos(&mut obj, cpu, images, list, &syms.info_syms, by_symbol, &at)?;
+    if let (Some(list), Some(archs)) = (s.arch_list, &archs) {
+        if cpu.symbol_relocs {
+            syms.infos = image_infos(&mut obj, cpu, archs, list, &syms.info_syms, &at);
+        }
+        obj.set_bytes(list, archs.bytes.clone());
     }
     let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
     data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
-    let (reg_fn, unreg_fn, unreg_off) =
-        functions(&mut obj, cpu, &s, &syms, &rt, (at.desc, at.merged))?;
+    let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &s, &syms, &rt, &at)?;
 
     // Constructor (and destructor) pointers.
     obj.set_bytes(s.ctor, vec![0; 8]);
@@ -167,10 +157,11 @@ struct Sections {
 
 /// A new object with its sections: the inputs at `placed` in the image
 /// section, which starts at a multiple of `file_align` in the file; the
-/// ROCm target IDs' section aligned to `arch_align`.
+/// ROCm target IDs' section (`archs`) aligned for its most aligned string.
 ///
 /// A section whose contents are all merged globals comes after the
-/// constructor and destructor pointers: llc writes the merged globals
+/// constructor and destructor pointers (images, data, target IDs: the
+/// order in which GlobalMerge makes them): llc writes the merged globals
 /// after the module's other globals.
 fn sections(
     cpu: &CpuInfo,
@@ -178,7 +169,8 @@ fn sections(
     fl: &Flavour,
     p: &Placement,
     at: &DataLayout,
-    (file_align, arch_align): (u64, u64),
+    archs: Option<&ArchList>,
+    file_align: u64,
 ) -> (Relocatable, Sections) {
     let (mut obj, startup) = new_object(cpu, os);
     let a = elf::SHF_ALLOC;
@@ -199,10 +191,13 @@ fn sections(
     let early = (!late_images).then(|| add_offloading(&mut obj));
     let add_data =
         |obj: &mut Relocatable| obj.add_section(b".data.rel.ro", progbits, wa, cpu.data_align);
-    let early_data = (!at.merged).then(|| add_data(&mut obj));
-    let arch_list = fl
-        .image_info
-        .then(|| obj.add_section(b".offload_arch_list", progbits, a, arch_align));
+    let early_data = (!at.all_merged()).then(|| add_data(&mut obj));
+    let add_list = |obj: &mut Relocatable, l: &ArchList| {
+        obj.add_section(b".offload_arch_list", progbits, a, l.at.align)
+    };
+    let early_list = archs
+        .filter(|l| !l.at.all_merged())
+        .map(|l| add_list(&mut obj, l));
     let ctor = obj.add_section(fl.ctor, elf::SHT_INIT_ARRAY, wa, 8);
     let dtor = fl
         .dtor
@@ -214,6 +209,11 @@ fn sections(
     let data = match early_data {
         Some(id) => id,
         None => add_data(&mut obj),
+    };
+    let arch_list = match (early_list, archs) {
+        (Some(id), _) => Some(id),
+        (None, Some(l)) => Some(add_list(&mut obj, l)),
+        (None, None) => None,
     };
     let s = Sections {
         startup,
@@ -228,83 +228,72 @@ fn sections(
 }
 
 /// Where the structures lie in `.data.rel.ro`: the image array, the
-/// descriptor, then (ROCm) the image infos.
+/// descriptor, then (ROCm) the image infos, in the module's order; on CPUs
+/// where llc merges constants ([`CpuInfo::merge_constants`]), those it
+/// merges after the others, in their merged globals (sorted by size: the
+/// descriptor and the infos before the array unless there is one image).
 struct DataLayout {
     /// Number of images.
     n: u64,
-    /// Offset of the image array.
-    images: u64,
-    /// Offset of `__tgt_bin_desc`.
-    desc: u64,
-    /// Whether llc merges the image array and the descriptor into one
-    /// global (then sorted by size: the descriptor first unless there is
-    /// one image).
-    merged: bool,
-    /// Offset of the first `__tgt_image_info`.
-    info: u64,
-    /// Size of the section.
-    len: u64,
+    /// Each constant's size: the image array ([`ARRAY`]), the descriptor
+    /// ([`DESC`]), then each image info.
+    sizes: Vec<u64>,
+    /// Where they lie, and which llc merges.
+    merge: super::merge::Layout,
 }
+
+/// The image array's index among [`DataLayout`]'s constants.
+const ARRAY: usize = 0;
+/// The descriptor's index among [`DataLayout`]'s constants.
+const DESC: usize = 1;
+/// The first image info's index among [`DataLayout`]'s constants.
+const INFO: usize = 2;
 
 impl DataLayout {
     fn new(fl: &Flavour, cpu: &CpuInfo, images: usize) -> Result<DataLayout> {
-        let n = u64::try_from(images).map_err(|_| Error::usage("too many images"))?;
-        if let Some(limit) = cpu.merge_constants {
-            // The image array, the descriptor, then (ROCm) the image infos,
-            // in the module's order.
-            let mut consts = vec![
-                (STRUCT_SIZE * n, cpu.data_align),
-                (STRUCT_SIZE, cpu.data_align),
-            ];
-            if fl.image_info {
-                consts.extend((0..images).map(|_| (STRUCT_SIZE, cpu.data_align)));
-            }
-            let groups = super::merge::groups(&consts, limit);
-            match groups.first() {
-                // All in one merged global: the descriptor and the infos
-                // (equal sizes keep the module's order) before the array,
-                // unless there is one image.
-                Some(g) if groups.len() == 1 && g.members.len() == consts.len() => {
-                    let off = |k: usize| g.members.iter().find(|m| m.0 == k).map_or(0, |m| m.1);
-                    return Ok(DataLayout {
-                        n,
-                        images: off(0),
-                        desc: off(1),
-                        merged: true,
-                        info: off(2),
-                        len: g.size,
-                    });
-                }
-                // More than 1022 images: the array and the descriptor do
-                // not fit together under the limit, so nothing merges and
-                // they lie as on other CPUs.
-                None if !fl.image_info => {}
-                // ROCm with more than 511 images: the array, then the infos
-                // too, fall out of the merged global (not modelled).
-                _ => {
-                    return Err(Error::usage(format!(
-                        "more than {} images with --abi=rocm are not supported yet for {}",
-                        (limit - STRUCT_SIZE) / (2 * STRUCT_SIZE),
-                        cpu.names[0]
-                    )));
-                }
-            }
+        let too_many = || Error::usage("too many images");
+        let n = u64::try_from(images).map_err(|_| too_many())?;
+        let mut sizes = vec![
+            STRUCT_SIZE.checked_mul(n).ok_or_else(too_many)?,
+            STRUCT_SIZE,
+        ];
+        if fl.image_info {
+            sizes.extend((0..images).map(|_| STRUCT_SIZE));
         }
-        let desc = STRUCT_SIZE * n;
-        let info = desc + STRUCT_SIZE;
-        let len = if fl.image_info {
-            info + STRUCT_SIZE * n
-        } else {
-            info
-        };
-        Ok(DataLayout {
-            n,
-            images: 0,
-            desc,
-            merged: false,
-            info,
-            len,
-        })
+        let consts: Vec<(u64, u64)> = sizes.iter().map(|&n| (n, cpu.data_align)).collect();
+        let merge = super::merge::lay_out(&consts, cpu.merge_constants)?;
+        Ok(DataLayout { n, sizes, merge })
+    }
+
+    /// Offset of the image array.
+    fn images(&self) -> u64 {
+        self.merge.at[ARRAY]
+    }
+
+    /// Offset of `__tgt_bin_desc`.
+    fn desc(&self) -> u64 {
+        self.merge.at[DESC]
+    }
+
+    /// Offset of the `i`th `__tgt_image_info`.
+    fn info(&self, i: usize) -> u64 {
+        self.merge.at[INFO + i]
+    }
+
+    /// Number of image infos (ROCm: one per image).
+    fn infos(&self) -> usize {
+        self.sizes.len() - INFO
+    }
+
+    /// Whether llc merges everything here (then `.data.rel.ro` comes after
+    /// the constructor's sections).
+    fn all_merged(&self) -> bool {
+        self.merge.all_merged()
+    }
+
+    /// Size of the section.
+    fn len(&self) -> u64 {
+        self.merge.end
     }
 }
 
@@ -348,6 +337,11 @@ struct Locals {
     array: SymbolId,
     /// The code's local labels, on CPUs that relocate against symbols.
     labels: Option<Labels>,
+    /// Each merged global of `.data.rel.ro` (CPUs with
+    /// [`CpuInfo::merge_constants`]): its first member's symbol, which
+    /// stands for it in the code's arguments, and its offset, which llc
+    /// adds to the section symbol it relocates against instead.
+    anchors: Vec<(SymbolId, u64)>,
 }
 
 /// The local labels llc keeps in the symbol table of riscv64 objects.
@@ -361,8 +355,12 @@ struct Labels {
     pcrel: [Vec<SymbolId>; 2],
 }
 
-/// The local symbols up to `.data.rel.ro`'s, in the order LLVM's object
-/// writer lists them (with the mapping symbols where LLVM puts them).
+/// The local symbols, in the order LLVM's object writer lists them (with
+/// the mapping symbols where LLVM puts them): first those the code refers
+/// to, as it does; then the module's globals that llc leaves alone, in
+/// the module's order, each section's symbol after its first; then the
+/// sections that hold only merged globals, as GlobalMerge makes them
+/// (images, data, target IDs), and the merged members' aliases.
 fn local_symbols(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
@@ -370,7 +368,8 @@ fn local_symbols(
     s: &Sections,
     at: &DataLayout,
     p: &Placement,
-) -> Locals {
+    archs: Option<&ArchList>,
+) -> Result<Locals> {
     let object = elf::STT_OBJECT;
     obj.add_file_symbol(fl.file);
     let startup = obj.section_symbol(s.startup);
@@ -379,18 +378,24 @@ fn local_symbols(
     if maps {
         mapping(obj, b"$x", s.startup);
     }
-    // ROCm: the image infos, which the constructor registers first.
-    let n_infos = if fl.image_info { at.n } else { 0 };
-    let info_syms = (0..n_infos)
-        .map(|i| {
-            let name = format!(".offload_image_info_{i}");
-            let off = at.info + STRUCT_SIZE * i;
-            local(obj, name.as_bytes(), s.data, off, STRUCT_SIZE, object)
-        })
-        .collect();
-    let desc_name = b".omp_offloading.descriptor";
-    // Listed here when the code refers to it; else with the merged data.
-    let desc = (!at.merged).then(|| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object));
+    let const_name = |k: usize| match k {
+        ARRAY => b".omp_offloading.device_images".to_vec(),
+        DESC => b".omp_offloading.descriptor".to_vec(),
+        _ => format!(".offload_image_info_{}", k - INFO).into_bytes(),
+    };
+    let define = |obj: &mut Relocatable, k: usize| {
+        let off = at.merge.at[k];
+        local(obj, &const_name(k), s.data, off, at.sizes[k], object)
+    };
+    let mut consts: Vec<Option<SymbolId>> = vec![None; at.sizes.len()];
+    // The constructor's arguments (ROCm: the image infos, then the
+    // descriptor), where it refers to them; a merged one is referred to
+    // through its merged global, which has no symbol.
+    for k in (INFO..at.sizes.len()).chain([DESC]) {
+        if at.merge.group[k].is_none() {
+            consts[k] = Some(define(obj, k));
+        }
+    }
     let unreg = function(
         obj,
         cpu,
@@ -423,62 +428,103 @@ fn local_symbols(
             data_mapped = true;
         }
     }
-    let images_name = b".omp_offloading.device_images";
-    let array_len = STRUCT_SIZE * at.n;
-    // The merged globals' aliases, after the section symbols, in the
-    // merged order.
-    let aliases = |obj: &mut Relocatable, images: &mut [SymbolId]| {
-        for &i in &p.merged {
-            let (off, len) = p.placed[i];
-            images[i] = local(obj, &name(i), s.offloading, off, len, object);
-        }
-    };
-    let array;
-    let (desc, offloading) = match desc {
-        Some(desc) => {
-            array = local(obj, images_name, s.data, at.images, array_len, object);
-            obj.section_symbol(s.data);
-            let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
-            aliases(obj, &mut images);
-            (desc, offloading)
-        }
-        None => {
-            // Then the array and the descriptor by offset.
-            let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
-            obj.section_symbol(s.data);
-            aliases(obj, &mut images);
-            let add_array = |obj: &mut Relocatable| {
-                local(obj, images_name, s.data, at.images, array_len, object)
-            };
-            let descriptor =
-                |obj: &mut Relocatable| local(obj, desc_name, s.data, at.desc, STRUCT_SIZE, object);
-            let desc = if at.desc < at.images {
-                let d = descriptor(obj);
-                array = add_array(obj);
-                d
-            } else {
-                array = add_array(obj);
-                descriptor(obj)
-            };
-            (desc, offloading)
-        }
-    };
-    let data = obj.section_symbol(s.data);
-    if maps {
-        mapping(obj, b"$d", s.data);
+    // The array and the descriptor, then each image's target ID and info,
+    // where llc leaves them alone.
+    let mut data_started = false;
+    let mut list_started = false;
+    let mut order = vec![(false, ARRAY), (false, DESC)];
+    for i in 0..at.infos() {
+        order.extend([(true, i), (false, INFO + i)]);
     }
-    Locals {
+    for (arch, k) in order {
+        match (arch, archs, s.arch_list) {
+            (true, Some(l), Some(list)) => {
+                if l.at.group.get(k).is_some_and(Option::is_none) {
+                    l.define(obj, list, k);
+                    section_start(obj, maps, list, &mut list_started);
+                }
+            }
+            (true, ..) => return Err(internal("an image info without a target ID")),
+            (false, ..) => {
+                if at.merge.group[k].is_none() {
+                    if consts[k].is_none() {
+                        consts[k] = Some(define(obj, k));
+                    }
+                    section_start(obj, maps, s.data, &mut data_started);
+                }
+            }
+        }
+    }
+    // The sections of the merged globals, in the order GlobalMerge makes
+    // them, then their members' aliases, in the merged order.
+    let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
+    section_start(obj, maps, s.data, &mut data_started);
+    if let (Some(l), Some(list)) = (archs, s.arch_list)
+        && !l.at.groups.is_empty()
+    {
+        obj.section_symbol(list);
+    }
+    for &i in &p.merged {
+        let (off, len) = p.placed[i];
+        images[i] = local(obj, &name(i), s.offloading, off, len, object);
+    }
+    for k in at.merge.merged() {
+        consts[k] = Some(define(obj, k));
+    }
+    if let (Some(l), Some(list)) = (archs, s.arch_list) {
+        for k in l.at.merged() {
+            l.define(obj, list, k);
+        }
+    }
+    let data = obj.section_symbol(s.data);
+    let consts: Vec<SymbolId> = consts
+        .into_iter()
+        .map(|c| c.ok_or_else(|| internal("a structure without a symbol")))
+        .collect::<Result<_>>()?;
+    let mut infos = Vec::with_capacity(at.infos());
+    if let (Some(l), Some(list)) = (archs, s.arch_list) {
+        let list_sym = obj.section_symbol(list);
+        for i in 0..at.infos() {
+            infos.push(Info {
+                sym: consts[INFO + i],
+                off: at.info(i),
+                list_sym,
+                arch_off: l.at.at[i],
+            });
+        }
+    }
+    let anchors = at
+        .merge
+        .groups
+        .iter()
+        .map(|(base, members)| (consts[members[0]], *base))
+        .collect();
+    Ok(Locals {
         startup,
         reg,
-        desc,
+        desc: consts[DESC],
         unreg,
         offloading,
         data,
-        infos: Vec::new(),
-        info_syms,
+        infos,
+        info_syms: Vec::new(),
         images,
-        array,
+        array: consts[ARRAY],
         labels: None,
+        anchors,
+    })
+}
+
+/// A section's symbol where its first global is listed, and on CPUs with
+/// mapping symbols `$d` (LLVM marks data where its first byte is
+/// emitted).
+fn section_start(obj: &mut Relocatable, maps: bool, section: SectionId, started: &mut bool) {
+    if !*started {
+        obj.section_symbol(section);
+        if maps {
+            mapping(obj, b"$d", section);
+        }
+        *started = true;
     }
 }
 
@@ -523,13 +569,12 @@ fn local_symbols_by_name(
         number += 1;
         local(obj, name.as_bytes(), s.startup, 0, 0, notype)
     };
-    let n_infos = if fl.image_info { at.n } else { 0 };
     let mut reg_pcrel = Vec::new();
     let mut infos = Vec::new();
-    for i in 0..n_infos {
+    for i in 0..at.infos() {
         reg_pcrel.push(label(obj, 0));
         let name = format!(".offload_image_info_{i}");
-        let off = at.info + STRUCT_SIZE * i;
+        let off = at.info(i);
         infos.push(local(
             obj,
             name.as_bytes(),
@@ -544,7 +589,7 @@ fn local_symbols_by_name(
         obj,
         b".omp_offloading.descriptor",
         s.data,
-        at.desc,
+        at.desc(),
         STRUCT_SIZE,
         object,
     );
@@ -582,7 +627,7 @@ fn local_symbols_by_name(
         obj,
         b".omp_offloading.device_images",
         s.data,
-        at.images,
+        at.images(),
         array_len,
         object,
     );
@@ -602,69 +647,85 @@ fn local_symbols_by_name(
             starts: [reg_start, unreg_start],
             pcrel: [reg_pcrel, unreg_pcrel],
         }),
+        anchors: Vec::new(),
     })
 }
 
-/// ROCm: each image's target ID in `.offload_arch_list` (section
-/// `list`), each aligned as llc aligns a byte array, with the symbol and
-/// mapping symbol llc lists after the first (the section symbol, unless
-/// the CPU relocates against symbols); and the image infos, whose symbols
-/// `info_syms` were made with the code's, the first at `at.info` in
-/// `.data.rel.ro`.
+/// ROCm: the images' target IDs in `.offload_arch_list`, each with its
+/// NUL and aligned as llc aligns a byte array; on CPUs where llc merges
+/// constants, those it merges after the others, in their merged globals
+/// (sorted by size).
+struct ArchList {
+    /// Each target ID's size, with its NUL.
+    sizes: Vec<u64>,
+    /// Where they lie, and which llc merges.
+    at: super::merge::Layout,
+    /// The section's contents.
+    bytes: Vec<u8>,
+}
+
+impl ArchList {
+    fn new(cpu: &CpuInfo, images: &[Image<'_>]) -> Result<ArchList> {
+        let mut ids = Vec::with_capacity(images.len());
+        for (i, img) in images.iter().enumerate() {
+            let Some(arch) = &img.arch else {
+                return Err(Error::usage(format!(
+                    "image {i} has no offload arch (--abi=rocm needs one per image)"
+                )));
+            };
+            ids.push(arch.as_bytes());
+        }
+        let sizes: Vec<u64> = ids.iter().map(|id| len64(id) + 1).collect();
+        let consts: Vec<(u64, u64)> = sizes
+            .iter()
+            .map(|&n| (n, byte_array_align(cpu, n)))
+            .collect();
+        let at = super::merge::lay_out(&consts, cpu.merge_constants)?;
+        let too_many = || Error::usage("too many images");
+        let mut bytes = vec![0; usize::try_from(at.end).map_err(|_| too_many())?];
+        for (id, &off) in ids.iter().zip(&at.at) {
+            let off = usize::try_from(off).map_err(|_| too_many())?;
+            bytes[off..off + id.len()].copy_from_slice(id);
+        }
+        Ok(ArchList { sizes, at, bytes })
+    }
+
+    /// The symbol of image `i`'s target ID, in `list`.
+    fn define(&self, obj: &mut Relocatable, list: SectionId, i: usize) -> SymbolId {
+        let name = format!("__offload_arch_{i}");
+        let (off, size) = (self.at.at[i], self.sizes[i]);
+        local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT)
+    }
+}
+
+/// ROCm on CPUs that relocate against symbols: each image's target ID's
+/// symbol in `.offload_arch_list` (section `list`), with the mapping
+/// symbol llc lists after the first; and the image infos, whose symbols
+/// `info_syms` were made with the code's, each relocated against its
+/// target ID's own symbol.
 fn image_infos(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
-    images: &[Image<'_>],
+    archs: &ArchList,
     list: SectionId,
     info_syms: &[SymbolId],
-    by_symbol: bool,
     at: &DataLayout,
-) -> Result<Vec<Info>> {
-    let mut strings = Vec::new();
-    let mut targets = Vec::new();
-    let mut list_sym = None;
-    for (i, img) in images.iter().enumerate() {
-        let Some(arch) = &img.arch else {
-            return Err(Error::usage(format!(
-                "image {i} has no offload arch (--abi=rocm needs one per image)"
-            )));
-        };
-        let size = len64(arch.as_bytes()) + 1;
-        let off = align_up(len64(&strings), byte_array_align(cpu, size))?;
-        strings.resize(
-            usize::try_from(off).map_err(|_| Error::usage("too many images"))?,
-            0,
-        );
-        strings.extend_from_slice(arch.as_bytes());
-        strings.push(0);
-        let name = format!("__offload_arch_{i}");
-        let sym = local(obj, name.as_bytes(), list, off, size, elf::STT_OBJECT);
-        if i == 0 {
-            if !by_symbol {
-                list_sym = Some(obj.section_symbol(list));
-            }
-            // LLVM marks the data at its first byte.
-            if cpu.mapping_symbols {
-                mapping(obj, b"$d", list);
-            }
+) -> Vec<Info> {
+    let mut infos = Vec::with_capacity(info_syms.len());
+    for (i, &sym) in info_syms.iter().enumerate() {
+        let list_sym = archs.define(obj, list, i);
+        // LLVM marks the data at its first byte.
+        if i == 0 && cpu.mapping_symbols {
+            mapping(obj, b"$d", list);
         }
-        targets.push(match list_sym {
-            Some(section) => (section, off),
-            None => (sym, 0),
+        infos.push(Info {
+            sym,
+            off: at.info(i),
+            list_sym,
+            arch_off: 0,
         });
     }
-    obj.set_bytes(list, strings);
-    Ok(info_syms
-        .iter()
-        .zip(targets)
-        .zip(0..)
-        .map(|((&sym, (list_sym, arch_off)), i)| Info {
-            sym,
-            off: at.info + STRUCT_SIZE * i,
-            list_sym,
-            arch_off,
-        })
-        .collect())
+    infos
 }
 
 /// The global symbols: the runtime's functions and the entry table's
@@ -744,50 +805,36 @@ fn data(
     use object::Endian as _;
     let too_many = || Error::usage("too many images");
     let n_i32 = i32::try_from(at.n).map_err(|_| too_many())?;
-    let mut bytes = vec![0u8; usize::try_from(at.len).map_err(|_| too_many())?];
+    let mut bytes = vec![0u8; usize::try_from(at.len()).map_err(|_| too_many())?];
     let mut put = |off: u64, field: &[u8]| {
         let off = usize::try_from(off).unwrap_or(usize::MAX);
         bytes[off..off + field.len()].copy_from_slice(field);
     };
-    let (abs, data, e) = (cpu.abs64, s.data, cpu.endian);
+    let e = cpu.endian;
     let by_symbol = syms.labels.is_some();
-    let descriptor = |obj: &mut Relocatable| -> Result<()> {
-        if by_symbol {
-            reloc(obj, data, at.desc + 8, syms.array, 0, abs);
-        } else {
-            reloc(obj, data, at.desc + 8, syms.data, addend(at.images)?, abs);
-        }
-        reloc(obj, data, at.desc + 16, rt.start, 0, abs);
-        reloc(obj, data, at.desc + 24, rt.stop, 0, abs);
-        Ok(())
-    };
-    // Relocations in offset order, as llc lists them.
-    if at.desc < at.images {
-        descriptor(obj)?;
+    // (offset, symbol, addend) of each pointer.
+    let mut relocs = Vec::with_capacity(4 * images.len() + 3 + syms.infos.len());
+    let desc = at.desc();
+    if by_symbol {
+        relocs.push((desc + 8, syms.array, 0));
+    } else {
+        relocs.push((desc + 8, syms.data, addend(at.images())?));
     }
+    relocs.push((desc + 16, rt.start, 0));
+    relocs.push((desc + 24, rt.stop, 0));
     for (i, (img, &(off, _))) in images.iter().zip(placed).enumerate() {
-        let base = at.images + STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
+        let base = at.images() + STRUCT_SIZE * u64::try_from(i).map_err(|_| too_many())?;
         // From the section's start, or from the image's own symbol.
         let (image, off) = match by_symbol {
             true => (syms.images[i], 0),
             false => (syms.offloading, off),
         };
-        reloc(obj, data, base, image, addend(off + img.image.start)?, abs);
-        reloc(
-            obj,
-            data,
-            base + 8,
-            image,
-            addend(off + img.image.end)?,
-            abs,
-        );
-        reloc(obj, data, base + 16, rt.start, 0, abs);
-        reloc(obj, data, base + 24, rt.stop, 0, abs);
+        relocs.push((base, image, addend(off + img.image.start)?));
+        relocs.push((base + 8, image, addend(off + img.image.end)?));
+        relocs.push((base + 16, rt.start, 0));
+        relocs.push((base + 24, rt.stop, 0));
     }
-    if at.desc > at.images {
-        descriptor(obj)?;
-    }
-    put(at.desc, &e.write_i32(n_i32));
+    put(desc, &e.write_i32(n_i32));
     for (i, info) in syms.infos.iter().enumerate() {
         let number = i32::try_from(i).map_err(|_| too_many())?;
         // __tgt_image_info: version 1, image number, image count, padding,
@@ -795,46 +842,66 @@ fn data(
         put(info.off, &e.write_i32(1));
         put(info.off + 4, &e.write_i32(number));
         put(info.off + 8, &e.write_i32(n_i32));
-        let arch = addend(info.arch_off)?;
-        reloc(obj, data, info.off + 16, info.list_sym, arch, abs);
+        relocs.push((info.off + 16, info.list_sym, addend(info.arch_off)?));
     }
-    obj.set_bytes(data, bytes);
+    obj.set_bytes(s.data, bytes);
+    // In offset order, as llc lists them, however the structures lie.
+    relocs.sort_by_key(|r| r.0);
+    for (off, symbol, add) in relocs {
+        reloc(obj, s.data, off, symbol, add, cpu.abs64);
+    }
     Ok(())
 }
 
 /// The constructor (at 0) and destructor of `.text.startup`, their
-/// relocations and symbols' extents, the descriptor at `desc_off` in
-/// `.data.rel.ro` (in llc's merged global if `merged`); returns them and
-/// the destructor's offset.
+/// relocations and symbols' extents, the structures as `at` lays them out
+/// in `.data.rel.ro`; returns them and the destructor's offset.
+///
+/// A structure in one of llc's merged globals is passed as an offset from
+/// the global's first member (its anchor, [`Locals::anchors`]); the
+/// relocations against an anchor are written against the section symbol,
+/// the global's offset added, as llc writes them.
 fn functions(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     s: &Sections,
     syms: &Locals,
     rt: &Runtime,
-    (desc_off, merged): (u64, bool),
+    at: &DataLayout,
 ) -> Result<(Function, Function, u64)> {
-    let desc_arg = Arg::Data {
-        symbol: syms.desc,
-        section: syms.data,
-        offset: desc_off,
-        merged,
-    };
-    let mut reg_calls: Vec<Call> = syms
-        .infos
-        .iter()
-        .filter_map(|info| {
-            Some(Call {
-                callee: rt.register_info?,
-                arg: Arg::Data {
-                    symbol: info.sym,
-                    section: syms.data,
-                    offset: info.off,
-                    merged,
-                },
-            })
+    let arg = |k: usize, symbol: SymbolId| -> Result<Arg> {
+        let off = at.merge.at[k];
+        Ok(match at.merge.group[k] {
+            Some(g) => {
+                let &(anchor, base) = syms
+                    .anchors
+                    .get(g)
+                    .ok_or_else(|| internal("a merged global without a symbol"))?;
+                Arg::Data {
+                    symbol,
+                    section: anchor,
+                    offset: off - base,
+                    merged: true,
+                }
+            }
+            None => Arg::Data {
+                symbol,
+                section: syms.data,
+                offset: off,
+                merged: false,
+            },
         })
-        .collect();
+    };
+    let desc_arg = arg(DESC, syms.desc)?;
+    let mut reg_calls = Vec::with_capacity(syms.infos.len() + 2);
+    if let Some(callee) = rt.register_info {
+        for (i, info) in syms.infos.iter().enumerate() {
+            reg_calls.push(Call {
+                callee,
+                arg: arg(INFO + i, info.sym)?,
+            });
+        }
+    }
     reg_calls.push(Call {
         callee: rt.register,
         arg: desc_arg,
@@ -876,8 +943,15 @@ fn functions(
         let mut pcrel = 0;
         for r in &f.relocs {
             let offset = base + r.offset;
+            let mut r_addend = r.addend;
             let symbol = match (r.target, rt.toc, &syms.labels) {
-                (Target::Symbol(sym), _, _) => sym,
+                (Target::Symbol(sym), _, _) => match syms.anchors.iter().find(|a| a.0 == sym) {
+                    Some(&(_, base)) => {
+                        r_addend += addend(base)?;
+                        syms.data
+                    }
+                    None => sym,
+                },
                 (Target::Runtime(name), Some((toc, sym)), _) if name == toc => sym,
                 // The next `.Lpcrel_hiN` laid out for this function.
                 (Target::Label(at, _), _, Some(labels)) if pcrel < labels.pcrel[k].len() => {
@@ -888,7 +962,7 @@ fn functions(
                 }
                 _ => return Err(internal("a function refers to a symbol the object lacks")),
             };
-            reloc(obj, s.startup, offset, symbol, r.addend, r.r_type);
+            reloc(obj, s.startup, offset, symbol, r_addend, r.r_type);
         }
     }
     obj.set_extent(syms.reg, 0, len64(&reg_fn.code));

@@ -1175,19 +1175,92 @@ fn powerpc64le_elfv2_and_merged_constants() {
     let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
     assert!(pos(".init_array.1") < pos(".fini_array.1"));
     assert!(pos(".fini_array.1") < pos(".data.rel.ro"));
-    // What is not modelled is refused: GlobalMerge would merge the ROCm
-    // image infos too.
+    // ROCm: GlobalMerge merges the image infos with the descriptor and the
+    // array (llc 22's bytes for the ROCm IR). One image: the three in the
+    // module's order; the one target ID left alone, before the
+    // constructor's sections.
     let rocm = Options {
         abi: Abi::Rocm,
         ..o.clone()
     };
     let mut img = Image::raw(&a);
     img.arch = Some("gfx90a".into());
-    let e = to_vec(&rocm, &[img]).unwrap_err().to_string();
-    assert!(
-        e.contains("--abi=rocm is not supported yet for powerpc64le"),
-        "{e}"
+    let out = to_vec(&rocm, std::slice::from_ref(&img)).unwrap();
+    let syms = symbols(&out);
+    let at = |name: &str| {
+        let s = syms.iter().find(|s| s.0 == name).unwrap();
+        (s.5, s.6)
+    };
+    assert_eq!(at(".omp_offloading.device_images"), (0, 32));
+    assert_eq!(at(".omp_offloading.descriptor"), (32, 32));
+    assert_eq!(at(".offload_image_info_0"), (64, 32));
+    let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
+    let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(pos(".offload_arch_list") < pos(".init_array.1"));
+    assert!(pos(".fini_array.1") < pos(".data.rel.ro"));
+    // Two images: the descriptor, the infos, then the array; the target
+    // IDs merged too, shortest first, their section last.
+    let mut img2 = Image::raw(&b);
+    img2.arch = Some("gfx1030:xnack+".into());
+    let mut img3 = Image::raw(&b);
+    img3.arch = Some("gfx906".into());
+    let out = to_vec(&rocm, &[img2, img3]).unwrap();
+    let syms = symbols(&out);
+    let at = |name: &str| {
+        let s = syms.iter().find(|s| s.0 == name).unwrap();
+        (s.5, s.6)
+    };
+    assert_eq!(at(".omp_offloading.descriptor"), (0, 32));
+    assert_eq!(at(".offload_image_info_0"), (32, 32));
+    assert_eq!(at(".offload_image_info_1"), (64, 32));
+    assert_eq!(at(".omp_offloading.device_images"), (96, 64));
+    assert_eq!(at("__offload_arch_1"), (0, 7));
+    assert_eq!(at("__offload_arch_0"), (7, 15));
+    assert_eq!(
+        contents(&out, ".offload_arch_list"),
+        b"gfx906\0gfx1030:xnack+\0"
     );
+    let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
+    let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
+    assert!(pos(".fini_array.1") < pos(".llvm.offloading"));
+    assert!(pos(".data.rel.ro") < pos(".offload_arch_list"));
+    assert!(pos(".offload_arch_list") < pos(".note.GNU-stack"));
+    // The constructor keeps the merged global's address in r30: each info,
+    // then the descriptor (`mr 3, 30`).
+    let code = contents(&out, ".text.startup");
+    let word = |at: usize| u32::from_le_bytes(code[at..at + 4].try_into().unwrap());
+    assert_eq!(word(0x1c), 0x3bc3_0000); // addi 30, 3, 0
+    assert_eq!(word(0x20), 0x387e_0020); // addi 3, 30, 32
+    assert_eq!(word(0x38), 0x7fc3_f378); // mr 3, 30
+    // 1024 images: the array (32 KiB) is too large to merge; the
+    // descriptor and 1022 infos fill one merged global, the last two infos
+    // another, whose address the constructor keeps in r29.
+    let mut many = vec![img; 1024];
+    for (i, img) in many.iter_mut().enumerate() {
+        img.arch = Some(["gfx906", "gfx1030"][i % 2].into());
+    }
+    let out = to_vec(&rocm, &many).unwrap();
+    let syms = symbols(&out);
+    let at = |name: &str| {
+        let s = syms.iter().find(|s| s.0 == name).unwrap();
+        (s.5, s.6)
+    };
+    assert_eq!(at(".omp_offloading.device_images"), (0, 0x8000));
+    assert_eq!(at(".omp_offloading.descriptor"), (0x8000, 32));
+    assert_eq!(at(".offload_image_info_1021"), (0xffc0, 32));
+    assert_eq!(at(".offload_image_info_1022"), (0xffe0, 32));
+    assert_eq!(at(".offload_image_info_1023"), (0x1_0000, 32));
+    let rel = relocs(&out, ".text.startup");
+    assert_eq!(
+        rel[2],
+        r(0x18, elf::R_PPC64_TOC16_HA.0, ".data.rel.ro", 0x8000)
+    );
+    assert!(rel.contains(&r(0x300c, elf::R_PPC64_TOC16_HA.0, ".data.rel.ro", 0xffe0)));
+    let code = contents(&out, ".text.startup");
+    let word = |at: usize| u32::from_le_bytes(code[at..at + 4].try_into().unwrap());
+    assert_eq!(word(0x0c), 0xfba1_ffe8); // std 29, -24(1)
+    assert_eq!(word(0x3010), 0x3ba3_0000); // addi 29, 3, 0
+    assert_eq!(word(0x3014), 0x7fa3_eb78); // mr 3, 29
     // More than 1022 images: the image array (32 × 1023 bytes) and the
     // descriptor no longer fit together in one merged global (0x7fff
     // bytes), so neither is merged and they lie as on other CPUs; the

@@ -31,9 +31,13 @@
 //! little-endian: this row serves `powerpc64le` only.
 //!
 //! llc runs LLVM's GlobalMerge pass for this CPU, so the OpenMP image
-//! array and descriptor are one private global at the start of
-//! `.data.rel.ro`: the descriptor's address is that global's (TOC-relative,
-//! against the section) plus an `addi` of its offset in it.
+//! array and descriptor (and the ROCm image infos) are merged into private
+//! globals of `.data.rel.ro`: a member's address is its global's
+//! (TOC-relative, against the section) plus an `addi` of its offset in it.
+//! A merged argument ([`Arg::Data`] with `merged`) names its global by the
+//! symbol in `section` (the caller's stand-in for the global, relocated
+//! against the section symbol plus the global's offset) and gives its
+//! `offset` from the global's start.
 
 use gimli::PowerPc64 as Reg;
 use object::elf;
@@ -95,9 +99,9 @@ impl Cpu for Ppc64 {
         a.prologue(32, &[]);
         for call in calls {
             match call.arg {
-                // Data in a merged global at the start of its section
-                // (wrapper-abi.md: llc's GlobalMerge on this CPU): its
-                // address, then the member's offset added.
+                // Data in a merged global (wrapper-abi.md: llc's
+                // GlobalMerge on this CPU): the global's address, then the
+                // member's offset added.
                 Arg::Data {
                     section,
                     offset,
@@ -215,53 +219,96 @@ fn imm16(offset: u64) -> Result<u32> {
     Ok(u32::from(imm.cast_unsigned()))
 }
 
-/// A function whose calls take several members of one merged global
-/// (the ROCm constructor: each image info, then the descriptor), as llc
-/// lays it out: the global's address computed once into r30 (saved below
-/// the 48-byte frame), each argument `addi 3, 30, offset` (`mr 3, 30` at
-/// offset 0).
+/// A function whose calls take several members of merged globals (the
+/// ROCm constructor: each image info, then the descriptor), as llc lays
+/// it out. Each merged global is named by the symbol its arguments give as
+/// `section` (their offsets are from its start). The global of the last
+/// call (the descriptor's) has its address computed once into r30, where
+/// it is first used (r30 saved below a 48-byte frame); each other merged
+/// global (past 1022 images) into r29 where its run of calls starts (r29
+/// saved too, below a 64-byte frame). Each argument is then `addi 3, r,
+/// offset` (`mr 3, r` at offset 0); one merged with nothing is addressed
+/// on its own.
 fn based_function(calls: &[Call]) -> Result<Function> {
-    let mut a = Asm::default();
-    r30_frame(&mut a);
-    let mut base = None;
-    for call in calls {
-        let Arg::Data {
+    let global = |c: &Call| match c.arg {
+        Arg::Data {
             section,
-            offset,
             merged: true,
             ..
-        } = call.arg
-        else {
-            return Err(internal("a call of another kind among merged arguments"));
+        } => Some(section),
+        _ => None,
+    };
+    let last = calls
+        .last()
+        .and_then(global)
+        .ok_or_else(|| internal("the last call's argument is not merged"))?;
+    let r29 = calls.iter().filter_map(global).any(|g| g != last);
+    let mut a = Asm::default();
+    saved_frame(&mut a, r29);
+    let mut lr_saved = false;
+    let mut r30_set = false;
+    let mut in_r29 = None;
+    for call in calls {
+        let (section, offset) = match call.arg {
+            Arg::Data {
+                section,
+                offset,
+                merged: true,
+                ..
+            } => (section, offset),
+            Arg::Data {
+                section, offset, ..
+            } if lr_saved => {
+                a.address(Target::Symbol(section), addend(offset)?);
+                a.call(Target::Symbol(call.callee));
+                continue;
+            }
+            _ => return Err(internal("a call of another kind among merged arguments")),
         };
-        match base {
-            None => {
-                a.rel(ADDIS_R3, elf::R_PPC64_TOC16_HA, Target::Symbol(section), 0);
-                a.w(0xf801_0040); // std 0, 64(1)
-                // addi 30, 3, 0
-                a.rel(
-                    0x3bc3_0000,
-                    elf::R_PPC64_TOC16_LO,
-                    Target::Symbol(section),
-                    0,
-                );
-                base = Some(section);
+        let reg = if section == last { 30 } else { 29 };
+        let set = match reg {
+            30 => r30_set,
+            _ => in_r29 == Some(section),
+        };
+        if !set {
+            a.rel(ADDIS_R3, elf::R_PPC64_TOC16_HA, Target::Symbol(section), 0);
+            if !lr_saved {
+                // std 0, 64(1) or 80(1): the link register, in the
+                // caller's frame.
+                a.w(if r29 { 0xf801_0050 } else { 0xf801_0040 });
+                lr_saved = true;
             }
-            Some(s) if s != section => {
-                return Err(internal("merged arguments in two sections"));
+            // addi reg, 3, 0
+            let target = Target::Symbol(section);
+            a.rel(0x3803_0000 | reg << 21, elf::R_PPC64_TOC16_LO, target, 0);
+            match reg {
+                30 => r30_set = true,
+                _ => in_r29 = Some(section),
             }
-            Some(_) => {}
         }
         if offset == 0 {
-            a.w(MR_R3_R30);
+            // mr 3, reg
+            a.w(0x7c03_0378 | reg << 21 | reg << 11);
         } else {
-            a.w(0x387e_0000 | imm16(offset)?); // addi 3, 30, imm
+            // addi 3, reg, imm
+            a.w(0x3860_0000 | reg << 16 | imm16(offset)?);
         }
         a.call(Target::Symbol(call.callee));
     }
-    a.w(0x3821_0030); // addi 1, 1, 48
-    a.w(LD_LR);
-    a.w(0xebc1_fff0); // ld 30, -16(1)
+    if r29 {
+        a.ws(&[
+            0x3821_0040, // addi 1, 1, 64
+            LD_LR,
+            0xebc1_fff0, // ld 30, -16(1)
+            0xeba1_ffe8, // ld 29, -24(1)
+        ]);
+    } else {
+        a.ws(&[
+            0x3821_0030, // addi 1, 1, 48
+            LD_LR,
+            0xebc1_fff0, // ld 30, -16(1)
+        ]);
+    }
     a.ret();
     a.function()
 }
@@ -360,12 +407,26 @@ impl PpcAsm for Asm {
 /// The start of a function that keeps a value in r30: the TOC prologue,
 /// the link register read, r30 saved below a 48-byte frame, the frame.
 fn r30_frame(a: &mut Asm) {
+    saved_frame(a, false);
+}
+
+/// The start of a function that keeps values in r30, and in r29 too if
+/// `r29`: the TOC prologue, the link register read, the registers saved
+/// below the frame (48 bytes, or 64 with r29), the frame.
+fn saved_frame(a: &mut Asm, r29: bool) {
     a.begin(0);
     a.toc();
     a.w(MFLR);
-    a.prologue(48, &[(Reg::R30, -16)]);
-    a.w(0xfbc1_fff0); // std 30, -16(1)
-    a.w(0xf821_ffd1); // stdu 1, -48(1)
+    if r29 {
+        a.prologue(64, &[(Reg::R29, -24), (Reg::R30, -16)]);
+        a.w(0xfba1_ffe8); // std 29, -24(1)
+        a.w(0xfbc1_fff0); // std 30, -16(1)
+        a.w(0xf821_ffc1); // stdu 1, -64(1)
+    } else {
+        a.prologue(48, &[(Reg::R30, -16)]);
+        a.w(0xfbc1_fff0); // std 30, -16(1)
+        a.w(0xf821_ffd1); // stdu 1, -48(1)
+    }
 }
 
 /// The CUDA constructor (`.cuda.fatbin_reg`): register the fatbin, keep
