@@ -742,8 +742,7 @@ fn progress() -> Result<(), Failed> {
         .and_then(|t| t.split(' ').next())
         .unwrap_or("?");
     let last = format!("scanned {files} of {files} files");
-    if !tty.starts_with("\r\x1b[Kscanned ") || !tty.contains(&last) || !tty.ends_with("\r\x1b[K")
-    {
+    if !tty.starts_with("\r\x1b[Kscanned ") || !tty.contains(&last) || !tty.ends_with("\r\x1b[K") {
         return Err(format!("terminal output: {tty:?}, want {last:?}").into());
     }
     let r = run(&ours(), &["inspect", &dir], &b.dir).ok()?;

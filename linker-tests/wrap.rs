@@ -1713,7 +1713,7 @@ pub fn tests() -> Vec<Trial> {
     ));
     v.push(trial(
         "wrap::many_inputs",
-        &["bash", "llvm-offload-wrapper", "llc"],
+        &["bash", "llvm-offload-wrapper", "llc", "llvm-dis"],
         many_inputs,
     ));
     v.extend(cpus::tests());

@@ -507,7 +507,7 @@ pub(super) fn tests() -> Vec<Trial> {
                 let writes = match abi {
                     OmpAbi::Llvm => true,
                     OmpAbi::Legacy => host.legacy_abis,
-                    OmpAbi::Rocm => host.legacy_abis && host.rocm,
+                    OmpAbi::Rocm => host.legacy_abis,
                 };
                 if !writes {
                     continue;
