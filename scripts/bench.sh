@@ -62,7 +62,7 @@ else
   SIZES=${SIZES:-"4 256"}
   RUNS=${RUNS:-5}
 fi
-STEPS=${STEPS:-"startup offload_binary bundler wrapper scan"}
+STEPS=${STEPS:-"startup offload_binary bundler wrapper scan scan_tree"}
 KEEP=${KEEP:-0}
 
 log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -862,6 +862,73 @@ step_scan() {
 
     [ "$KEEP" = 1 ] || rm -rf "$O"
   done
+}
+
+# A whole install tree, as CI scans an unpacked wheel set: TREE_FILES files
+# (default 2000; QUICK: 200) of at least TREE_MIB MiB in all (default 1024;
+# QUICK: 64): TREE_FAT fat executables (default 16; QUICK: 4), each carrying
+# 4 device images of TREE_MIB/TREE_FAT/4 MiB in .llvm.offloading (hard links
+# of one file), and shared libraries from the system without device code
+# for the rest. `inspect` of the directory (every core, only the files with
+# device code shown) against `find -exec llvm-objdump --offloading {} +`.
+NEEDS_scan_tree="llvm-offload-binary llvm-objdump"
+step_scan_tree() {
+  local files mib fat
+  if [ "$QUICK" = 1 ]; then
+    files=${TREE_FILES:-200} mib=${TREE_MIB:-64} fat=${TREE_FAT:-4}
+  else
+    files=${TREE_FILES:-2000} mib=${TREE_MIB:-1024} fat=${TREE_FAT:-16}
+  fi
+  local per=$((mib / fat / 4))
+  [ "$per" -ge 1 ] || die "TREE_MIB/TREE_FAT/4 must be at least 1 MiB"
+  local SIZE_LIST=("$per")
+  make_inputs
+  command -v cc >/dev/null || { log "no cc: skipping the scan_tree group"; return 0; }
+  local I=$IN/s$((4 * per))M O=$W/out/tree T=$W/out/tree/t k
+  rm -rf "$O"
+  mkdir -p "$T/bin" "$T/lib"
+  local packs=()
+  for k in 0 1 2 3; do
+    "$LLVM/llvm-offload-binary" -o "$O/p$k.bin" \
+      "--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp" ||
+      die "llvm-offload-binary failed"
+    packs+=("$O/p$k.bin")
+  done
+  printf 'int main(void) { return 0; }\n' >"$O/main.c"
+  "$OURS" wrap --kind=openmp -o "$O/w.o" "${packs[@]}" || die "offload-kit wrap failed"
+  cc -O2 "$O/main.c" "$O/w.o" -o "$O/fat.exe" -Wl,--unresolved-symbols=ignore-all ||
+    die "linking the fat executable failed"
+  rm -f "${packs[@]}" "$O/w.o"
+  for k in $(seq 1 "$fat"); do ln "$O/fat.exe" "$T/bin/fat$k.exe"; done
+  # The rest: the system's shared libraries (ELF files without device code),
+  # copied in turn until the tree has its files.
+  local libs=() n=$fat i=0
+  mapfile -t libs < <(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -name '*.so*' -size +8k -size -2M | sort | head -n 400)
+  [ ${#libs[@]} -gt 0 ] || die "no shared libraries in /usr/lib/x86_64-linux-gnu"
+  while [ "$n" -lt "$files" ]; do
+    local l=${libs[i % ${#libs[@]}]}
+    mkdir -p "$T/lib/d$((i / 100))"
+    cp "$l" "$T/lib/d$((i / 100))/$i-$(basename "$l")"
+    i=$((i + 1)) n=$((n + 1))
+  done
+  local bytes count
+  bytes=$(du -sb --count-links "$T" | cut -f1)
+  count=$(find "$T" -type f | wc -l)
+  find "$T" -type f -exec cat {} + >/dev/null
+  local tag="${count}files-$((bytes >> 20))MiB"
+  local llvm=(sh -c 'find "$1" -type f -exec "$2/llvm-objdump" --offloading {} + >/dev/null 2>&1 || true' sh "$T" "$LLVM")
+  local ours=("$OURS" inspect "$T")
+  bench_row "scan.tree.$tag" "inspect a tree of $count files, $((bytes >> 20)) MiB (LLVM: find -exec llvm-objdump --offloading)" "$bytes" llvm ours
+  if ran ours; then
+    local shown
+    shown=$(grep -c '^/.*fat[0-9]*\.exe: ' "$W/raw/scan.tree.$tag.ours.stdout" || true)
+    if [ "$shown" = "$fat" ] && ! grep -q '/lib/d' "$W/raw/scan.tree.$tag.ours.stdout"; then
+      row_note "shows the $fat files with device code, none of the others"
+    else
+      row_fail "shows $shown of the $fat files with device code (or files without)"
+    fi
+  fi
+  [ "$KEEP" = 1 ] || rm -rf "$O"
 }
 
 # scan_check_archs ROW_ID: our listing in that row shows the 4 archs.
