@@ -706,6 +706,54 @@ fn archive_members() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A shared library carrying device code: `app.c` (PIC) linked with
+/// `-shared` through each wrapper, and `main.o` linked against it (through
+/// the same wrapper): both programs run the library's four target regions
+/// on the offload device and print the same.
+fn shared_library() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let mut pic = omp_flags();
+    pic.extend([
+        "-fPIC".into(),
+        "-c".into(),
+        src("app.c").to_string_lossy().into_owned(),
+        "-o".into(),
+        "app-pic.o".into(),
+    ]);
+    let out = exec(&llvm("clang"), &pic, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling app.c with -fPIC: {}", out.stderr).into());
+    }
+    let mut outputs = Vec::new();
+    for (ours, who) in [(true, "ours"), (false, "llvm")] {
+        let sub = d.join(who);
+        std::fs::create_dir_all(&sub)?;
+        let lib = sub.join("libapp.so").to_string_lossy().into_owned();
+        let app = d.join("app-pic.o").to_string_lossy().into_owned();
+        let out = clang_link(ours, d, &["-shared", "-fPIC", &app, "-o", &lib])?;
+        if out.code != 0 {
+            return Err(format!("linking {lib}: exit {}: {}", out.code, out.stderr).into());
+        }
+        // The device image travels in the library (a registration
+        // constructor of its own), not in the program.
+        let bytes = std::fs::read(&lib)?;
+        let f = object::File::parse(&*bytes).map_err(|e| e.to_string())?;
+        if f.section_by_name(".llvm.offloading").is_none() {
+            return Err(format!("{who}: no .llvm.offloading in libapp.so").into());
+        }
+        let exe = sub.join("app").to_string_lossy().into_owned();
+        let search = format!("-L{}", sub.display());
+        let rpath = format!("-Wl,-rpath,{}", sub.display());
+        let out = clang_link(ours, d, &["main.o", &search, "-lapp", &rpath, "-o", &exe])?;
+        if out.code != 0 {
+            return Err(format!("linking {exe}: exit {}: {}", out.code, out.stderr).into());
+        }
+        outputs.push(run_program(Path::new(&exe), 4)?);
+    }
+    same("program output", &outputs[0], &outputs[1])
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
@@ -728,6 +776,7 @@ pub fn tests() -> Vec<Trial> {
         trial("linker_wrapper::no_pie", TOOLS, || {
             same_program(&["main.o", "app.o", "-no-pie"], 4)
         }),
+        trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::save_temps", TOOLS, save_temps),
         trial("linker_wrapper::archive_members", &with_ar, archive_members),
         trial("linker_wrapper::dry_run", TOOLS, || {
