@@ -754,6 +754,84 @@ fn shared_library() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
+/// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
+const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
+
+/// On a second CPU: `main.c` and `app.c` built by clang-22 for aarch64
+/// with an aarch64 offload target and linked (ld.lld) through each wrapper
+/// against Debian's arm64 libomp and libomptarget 22, then run under
+/// qemu-aarch64: the four regions run on the offload device with the same
+/// output for both, and four kernels are launched there.
+fn aarch64_qemu() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let lib = format!("{SYSROOT_ARM64}/usr/lib/aarch64-linux-gnu");
+    let llvm_lib = format!("{SYSROOT_ARM64}/usr/lib/llvm-22/lib");
+    // The unversioned name the link looks -lomptarget up by.
+    std::fs::create_dir_all(d.join("l"))?;
+    std::os::unix::fs::symlink(
+        format!("{llvm_lib}/libomptarget.so.22.1"),
+        d.join("l/libomptarget.so"),
+    )?;
+    let mut outputs = Vec::new();
+    for (ours, exe) in [(true, "app-ours"), (false, "app-llvm")] {
+        let mut a: Vec<String> = vec![
+            "--target=aarch64-linux-gnu".into(),
+            "-fopenmp".into(),
+            "-fopenmp-targets=aarch64-unknown-linux-gnu".into(),
+            "-fuse-ld=lld".into(),
+        ];
+        if ours {
+            let links = ours_as("clang-linker-wrapper");
+            a.push(format!("-B{}", links.parent().unwrap().display()));
+        }
+        a.extend([
+            src("main.c").to_string_lossy().into_owned(),
+            src("app.c").to_string_lossy().into_owned(),
+            format!("-L{}", d.join("l").display()),
+            format!("-L{lib}"),
+            format!("-Wl,-rpath-link,{lib}:{SYSROOT_ARM64}/lib/aarch64-linux-gnu"),
+            "-o".into(),
+            exe.into(),
+        ]);
+        let out = exec(&llvm("clang"), &a, d, &[]);
+        if out.code != 0 {
+            return Err(format!("linking {exe}: exit {}: {}", out.code, out.stderr).into());
+        }
+        let env = [
+            ("LD_LIBRARY_PATH", format!("{llvm_lib}:{lib}")),
+            ("LIBOMPTARGET_INFO", "16".into()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let run = exec(
+            Path::new("qemu-aarch64"),
+            &["-L".into(), SYSROOT_ARM64.into(), format!("./{exe}")],
+            d,
+            &env,
+        );
+        if run.code != 0 {
+            return Err(format!(
+                "{exe} under qemu-aarch64: exit {}:\n{}{}",
+                run.code, run.stdout, run.stderr
+            )
+            .into());
+        }
+        for r in 1..=4 {
+            if !run.stdout.contains(&format!("region {r} on_device=1\n")) {
+                return Err(format!("{exe}: region {r} not on the device:\n{}", run.stdout).into());
+            }
+        }
+        let launches = run
+            .stderr
+            .lines()
+            .filter(|l| l.contains("Launching kernel"))
+            .count();
+        same(&format!("{exe}: kernel launches"), launches, 4)?;
+        outputs.push(run.stdout);
+    }
+    same("program output", &outputs[0], &outputs[1])
+}
+
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
@@ -777,6 +855,18 @@ pub fn tests() -> Vec<Trial> {
             same_program(&["main.o", "app.o", "-no-pie"], 4)
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
+        trial(
+            "linker_wrapper::aarch64_qemu",
+            &[
+                "clang",
+                "clang-linker-wrapper",
+                "ld.lld",
+                "qemu-aarch64",
+                "/opt/offload-kit/sysroot-arm64/usr/lib/llvm-22/lib/libomptarget.so.22.1",
+                "/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu/libomp.so",
+            ],
+            aarch64_qemu,
+        ),
         trial("linker_wrapper::save_temps", TOOLS, save_temps),
         trial("linker_wrapper::archive_members", &with_ar, archive_members),
         trial("linker_wrapper::dry_run", TOOLS, || {
