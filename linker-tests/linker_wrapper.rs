@@ -754,6 +754,58 @@ fn shared_library() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
+/// `-foffload-lto`: the device code travels as LLVM bitcode, and the
+/// driver asks for `-flto=full` through `--device-compiler`. Both wrappers
+/// print the same commands (`--dry-run`), and the programs they link run
+/// the four regions on the offload device with the same output.
+fn lto() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    for c in ["app.c", "main.c"] {
+        let mut a = omp_flags();
+        a.extend([
+            "-foffload-lto".into(),
+            "-c".into(),
+            src(c).to_string_lossy().into_owned(),
+            "-o".into(),
+            c.replace(".c", "-lto.o"),
+        ]);
+        let out = exec(&llvm("clang"), &a, d, &[]);
+        if out.code != 0 {
+            return Err(format!("clang -foffload-lto {c}: {}", out.stderr).into());
+        }
+    }
+    let app = d.join("app-lto.o").to_string_lossy().into_owned();
+    let main = d.join("main-lto.o").to_string_lossy().into_owned();
+    let mut texts = Vec::new();
+    let mut outputs = Vec::new();
+    for (ours, exe) in [(true, "app-ours"), (false, "app-llvm")] {
+        let dry = clang_link(
+            ours,
+            d,
+            &["-foffload-lto", &main, &app, "-o", exe, "-Wl,--dry-run"],
+        )?;
+        if dry.code != 0 {
+            return Err(format!("--dry-run: exit {}: {}", dry.code, dry.stderr).into());
+        }
+        texts.push(mask_temps(&dry.stderr));
+        let out = clang_link(ours, d, &["-foffload-lto", &main, &app, "-o", exe])?;
+        if out.code != 0 {
+            return Err(format!("linking {exe}: exit {}: {}", out.code, out.stderr).into());
+        }
+        outputs.push(run_program(&d.join(exe), 4)?);
+    }
+    if !texts[1].contains("-flto=full") {
+        return Err(format!("LLVM's device link has no -flto=full:\n{}", texts[1]).into());
+    }
+    same(
+        "commands",
+        &texts[0],
+        &texts[1].replace("app-llvm", "app-ours"),
+    )?;
+    same("program output", &outputs[0], &outputs[1])
+}
+
 /// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -855,6 +907,7 @@ pub fn tests() -> Vec<Trial> {
             same_program(&["main.o", "app.o", "-no-pie"], 4)
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
+        trial("linker_wrapper::lto", TOOLS, lto),
         trial(
             "linker_wrapper::aarch64_qemu",
             &[

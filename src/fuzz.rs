@@ -576,7 +576,8 @@ pub fn package(data: &[u8]) {
                 Ok(Contents::Stored(b)) => {
                     let (base, start) = (self.data.as_ptr() as usize, b.as_ptr() as usize);
                     assert!(
-                        b.is_empty() || (start >= base && start + b.len() <= base + self.data.len()),
+                        b.is_empty()
+                            || (start >= base && start + b.len() <= base + self.data.len()),
                         "a stored member outside the package"
                     );
                 }

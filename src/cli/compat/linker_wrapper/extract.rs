@@ -152,10 +152,17 @@ fn images_of(
                 "'{name}': device code for {triple} (a GPU target) is not supported yet"
             )));
         }
-        if img.image_kind != ImageKind::IMG_Object {
+        // Objects, or LLVM bitcode (`-foffload-lto`): clang links both, as
+        // LLVM's wrapper hands them to it (`-flto=full` comes from the
+        // driver's `--device-compiler`).
+        if !matches!(
+            img.image_kind,
+            ImageKind::IMG_Object | ImageKind::IMG_Bitcode
+        ) {
             return Err(super::unsupported(&format!(
-                "'{name}': {triple} device code that is not an object (LTO bitcode?) is \
-                 not supported yet"
+                "'{name}': {triple} device code of image kind {} is not supported yet \
+                 (objects and LLVM bitcode are)",
+                img.image_kind
             )));
         }
         if !(arch.is_empty() || arch == "generic") {
