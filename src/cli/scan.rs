@@ -236,6 +236,10 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.image(image, bytes);
     }
 
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        self.inner.unavailable(image, why);
+    }
+
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let path = super::io::thin_member_path(self.archive, name);
         let same = |a: &Path, b: &Path| {

@@ -361,6 +361,12 @@ pub trait Visit {
     fn wants(&mut self, image: &Image) -> bool;
     /// The bytes of an image [`Visit::wants`] said yes to.
     fn image(&mut self, image: &Image, bytes: &[u8]);
+    /// An image [`Visit::wants`] said yes to whose bytes cannot be had (a
+    /// compressed CUDA fatbin entry that does not decompress), and why. The
+    /// default does nothing; the scan reports no [`Problem`] for it.
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        let _ = (image, why);
+    }
     /// The contents of a member of a thin archive, which records only the
     /// member's name (a path, relative to the archive's directory unless
     /// absolute) and size: `None` (the default) leaves it unread, reported
