@@ -10,7 +10,10 @@
 //!   `nvidia-cuda-nvcc` wheel) from cubins `ptxas` compiled, bare and in a
 //!   host object's `.nv_fatbin`, in every `--compress-mode`: what `extract`
 //!   writes equals what `cuobjdump -xelf all -xptx all` writes, byte for byte
-//!   (PTX: but the NUL that ends the entry's text, which cuobjdump drops).
+//!   (PTX: but the NUL that ends the entry's text, which cuobjdump drops);
+//! - NVIDIA's own build of a library, `libnvjpeg.so.12` from the 5 MB
+//!   `nvidia-nvjpeg-cu12` wheel, whose cubins are LZ4-compressed: every image
+//!   `extract` writes is one `cuobjdump` writes, and the other way round.
 //!
 //! `scripts/cuda-tools.sh` (run by `scripts/setup.sh`) unpacks the NVIDIA
 //! tools from their PyPI wheels.
@@ -27,6 +30,9 @@ use crate::util::{clean_failure_code, llvm, ours, run, same, same_bytes, tempdir
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
 const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
+/// NVIDIA's nvJPEG for CUDA 12 (nvidia-nvjpeg-cu12 12.4.0.76): its cubins
+/// are stored LZ4-compressed.
+const NVJPEG: &str = "/opt/offload-kit/cuda-tools/lib/libnvjpeg.so.12";
 
 const KIND_PTX: u16 = 1;
 const KIND_ELF: u16 = 2;
@@ -51,6 +57,11 @@ pub fn tests() -> Vec<Trial> {
             "fatbin_compressed::nvidia_fatbinary_against_cuobjdump",
             &[PTXAS, FATBINARY, CUOBJDUMP, "cc", "llvm-objcopy"],
             nvidia_fatbinary,
+        ),
+        trial(
+            "fatbin_compressed::nvjpeg_library_against_cuobjdump",
+            &[CUOBJDUMP, NVJPEG],
+            nvjpeg_library,
         ),
     ]
 }
@@ -555,6 +566,91 @@ fn nvidia_fatbinary() -> Result<(), Failed> {
                 )?;
             }
         }
+    }
+    Ok(())
+}
+
+/// (arch, extension, md5) of each file in `dir` whose name ends
+/// `<arch>.<ext>` (`arch` after the last `-` or `.` before it), with how
+/// many there are; PTX without the NULs that end it.
+fn tally(dir: &Path) -> BTreeMap<(String, String, String), usize> {
+    let mut out = BTreeMap::new();
+    for (name, bytes) in files(dir) {
+        let Some((stem, ext)) = name.rsplit_once('.') else {
+            continue;
+        };
+        let arch = stem.rsplit(['.', '-']).next().unwrap_or_default();
+        let end = if ext == "ptx" {
+            bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1)
+        } else {
+            bytes.len()
+        };
+        *out.entry((arch.to_string(), ext.to_string(), md5_hex(&bytes[..end])))
+            .or_default() += 1;
+    }
+    out
+}
+
+fn nvjpeg_library() -> Result<(), Failed> {
+    let d = tempdir();
+    let dir = d.path();
+    run(&ours(), &["extract", NVJPEG, "-o", "ours"], dir).ok()?;
+    std::fs::create_dir(dir.join("theirs"))?;
+    run(
+        Path::new(CUOBJDUMP),
+        &["-xelf", "all", "-xptx", "all", NVJPEG],
+        &dir.join("theirs"),
+    )
+    .ok()?;
+    let (ours_t, theirs) = (tally(&dir.join("ours")), tally(&dir.join("theirs")));
+    let count = |t: &BTreeMap<_, usize>| t.values().sum::<usize>();
+    if ours_t != theirs {
+        let only_ours: Vec<_> = ours_t.keys().filter(|k| !theirs.contains_key(*k)).collect();
+        let only_theirs: Vec<_> = theirs.keys().filter(|k| !ours_t.contains_key(*k)).collect();
+        return Err(format!(
+            "extract wrote {} images, cuobjdump {}; only ours: {only_ours:?}; only cuobjdump's: {only_theirs:?}",
+            count(&ours_t),
+            count(&theirs)
+        )
+        .into());
+    }
+    // The library holds compressed cubins, and they were among those compared.
+    let v = json(&["inspect", "--json", "--hash=md5", NVJPEG], dir)?;
+    let images = v["files"][0]["images"].as_array().ok_or("no images")?;
+    let compressed: Vec<&Value> = images
+        .iter()
+        .filter(|i| i["uncompressed_size"].is_u64() && i["image_kind"] == "cubin")
+        .collect();
+    if compressed.len() < 10 {
+        return Err(format!("only {} compressed cubins in {NVJPEG}", compressed.len()).into());
+    }
+    // --hash is of what extract wrote; size counts it decompressed.
+    let got = files(&dir.join("ours"));
+    let file = "libnvjpeg.so.12";
+    let mut total = 0u64;
+    for img in images {
+        let id = img["id"].as_u64().ok_or("no id")? as usize;
+        let bytes = extracted(&got, file, id)?;
+        total += bytes.len() as u64;
+        same(
+            &format!("image {id} hash"),
+            img["hash"].as_str().map(str::to_string),
+            Some(format!("md5:{}", md5_hex(bytes))),
+        )?;
+    }
+    let v = json(&["size", "--json", NVJPEG], dir)?;
+    same(
+        "size: bytes",
+        v["files"][0]["total"]["bytes"].as_u64(),
+        Some(total),
+    )?;
+    let stored = v["files"][0]["total"]["stored"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    if stored >= total {
+        return Err(
+            format!("size: stored {stored} is not below the {total} bytes decompressed").into(),
+        );
     }
     Ok(())
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Unpacks NVIDIA's CUDA tools that the compressed-fatbin tests run, from
-# NVIDIA's wheels on PyPI (the CUDA toolkit is no Debian package): ptxas and
-# fatbinary from nvidia-cuda-nvcc, cuobjdump from nvidia-cuda-cuobjdump.
-# They run on the CPU; no GPU or driver is needed. Nothing is installed:
-# the wheels are downloaded with Debian's pip (`pip download`, no install)
-# and only the three programs are unzipped, into DIR/bin.
+# Unpacks what the compressed-fatbin tests need from NVIDIA's wheels on PyPI
+# (the CUDA toolkit is no Debian package): ptxas and fatbinary from
+# nvidia-cuda-nvcc, cuobjdump from nvidia-cuda-cuobjdump (programs that run
+# on the CPU; no GPU or driver is needed), and libnvjpeg.so.12 from the
+# 5 MB nvidia-nvjpeg-cu12, a library NVIDIA built whose cubins are stored
+# LZ4-compressed. Nothing is installed: the wheels are downloaded with
+# Debian's pip (`pip download`, no install) and only those files are
+# unzipped, into DIR/bin and DIR/lib.
 #
 #   bash scripts/cuda-tools.sh [DIR]   # default /opt/offload-kit/cuda-tools
 #
@@ -13,11 +15,12 @@
 set -euo pipefail
 
 DIR=${1:-/opt/offload-kit/cuda-tools}
-# wheel==version:member inside the wheel
+# wheel==version:member inside the wheel:folder of DIR it goes to
 WHEELS=(
-  "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/ptxas"
-  "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/fatbinary"
-  "nvidia-cuda-cuobjdump==13.5.37:nvidia/cu13/bin/cuobjdump"
+  "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/ptxas:bin"
+  "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/fatbinary:bin"
+  "nvidia-cuda-cuobjdump==13.5.37:nvidia/cu13/bin/cuobjdump:bin"
+  "nvidia-nvjpeg-cu12==12.4.0.76:nvidia/nvjpeg/lib/libnvjpeg.so.12:lib"
 )
 STAMP=$(printf '%s\n' "${WHEELS[@]}")
 
@@ -29,10 +32,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rm -rf "$DIR.partial"
-mkdir -p "$DIR.partial/bin"
+mkdir -p "$DIR.partial/bin" "$DIR.partial/lib"
 for w in "${WHEELS[@]}"; do
-  req=${w%%:*}
-  member=${w#*:}
+  IFS=: read -r req member dest <<<"$w"
   name=${req%%==*}
   if [ ! -d "$work/$name" ]; then
     /usr/bin/python3 -m pip download -q --no-deps --only-binary=:all: \
@@ -40,14 +42,14 @@ for w in "${WHEELS[@]}"; do
       -d "$work/$name" "$req" >/dev/null
   fi
   whl=$(ls "$work/$name"/*.whl)
-  /usr/bin/python3 - "$whl" "$member" "$DIR.partial/bin" <<'EOF'
+  /usr/bin/python3 - "$whl" "$member" "$DIR.partial/$dest" <<'EOF'
 import os, shutil, sys, zipfile
 whl, member, out = sys.argv[1:]
 with zipfile.ZipFile(whl) as z, z.open(member) as src:
     dst = os.path.join(out, os.path.basename(member))
     with open(dst, "wb") as f:
         shutil.copyfileobj(src, f)
-os.chmod(dst, 0o755)
+os.chmod(dst, 0o755 if out.endswith("/bin") else 0o644)
 EOF
 done
 for t in ptxas fatbinary cuobjdump; do
