@@ -3,9 +3,9 @@
 # LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22, libomp-22-dev), the system zstd
 # library, the linkers the wrapper tests use, and qemu-user with the cross C
 # libraries and binutils of the other host CPUs the wrapper writes for, and
-# NVIDIA's ptxas, fatbinary and cuobjdump unpacked from their PyPI wheels
-# (scripts/cuda-tools.sh). Run as root (CI is), or with the packages already
-# present.
+# NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
+# wheels (scripts/cuda-tools.sh). Run as root (CI is), or with the packages
+# already present.
 #
 #   bash scripts/setup.sh          # install what is missing
 #   bash scripts/setup.sh --check  # only report; exit 1 if anything is missing
@@ -69,8 +69,8 @@ done
 # Debian's arm64 offloading runtime, unpacked (not installed) for the
 # tests that run aarch64 OpenMP programs under qemu-aarch64.
 bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
-# NVIDIA's ptxas, fatbinary and cuobjdump (from PyPI wheels, unpacked, not
-# installed), for the tests of compressed CUDA fatbin entries.
+# NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg (from PyPI wheels,
+# unpacked, not installed), for the tests of compressed CUDA fatbin entries.
 bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
 "$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
   echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2
