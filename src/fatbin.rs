@@ -706,6 +706,11 @@ mod tests {
         assert_eq!(lz4(&[0x20, b'h', b'i'], 2).unwrap(), b"hi");
         assert_eq!(lz4(&[0x00], 0).unwrap(), b"");
         // What an encoder writes decodes back, at every length.
+        // The most compressible data stays within the 255-fold ceiling.
+        let zeros = vec![0u8; 16 << 20];
+        let c = lz4_flex::block::compress(&zeros);
+        assert!(c.len() * 255 >= zeros.len() && c.len() * 250 < zeros.len());
+        assert!(lz4(&c, zeros.len() as u64).unwrap() == zeros);
         for n in [0usize, 1, 5, 64, 1000, 70_000] {
             let data: Vec<u8> = (0..n)
                 .map(|i| u8::try_from(i * 7 % 251).unwrap() ^ u8::try_from(i / 300 % 256).unwrap())
