@@ -40,6 +40,7 @@ owner() {
 }
 
 SYSROOT_ARM64=/opt/offload-kit/sysroot-arm64
+CUDA_TOOLS=/opt/offload-kit/cuda-tools
 fail=0
 checked=0
 while read -r tool; do
@@ -59,6 +60,12 @@ while read -r tool; do
   # The arm64 sysroot is unpacked by scripts/arm64-sysroot.sh (setup.sh
   # runs it), not installed: its files belong to no package here.
   if [[ $path == "$SYSROOT_ARM64"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # NVIDIA's CUDA tools come from PyPI wheels (scripts/cuda-tools.sh, which
+  # setup.sh runs): no Debian package has them.
+  if [[ $path == "$CUDA_TOOLS"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

@@ -2,8 +2,10 @@
 # Installs what offload-kit's tests need, on Debian, when it is missing:
 # LLVM 22 (clang-22, llvm-22, lld-22, liboffload-22, libomp-22-dev), the system zstd
 # library, the linkers the wrapper tests use, and qemu-user with the cross C
-# libraries and binutils of the other host CPUs the wrapper writes for. Run
-# as root (CI is), or with the packages already present.
+# libraries and binutils of the other host CPUs the wrapper writes for, and
+# NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
+# wheels (scripts/cuda-tools.sh). Run as root (CI is), or with the packages
+# already present.
 #
 #   bash scripts/setup.sh          # install what is missing
 #   bash scripts/setup.sh --check  # only report; exit 1 if anything is missing
@@ -11,7 +13,7 @@
 set -euo pipefail
 
 LLVM_BIN=/usr/lib/llvm-22/bin
-PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3)
+PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip)
 # Packers for the package-scanning tests (linker-tests/packages.rs).
 PKGS+=(zip tar gzip xz-utils zstd dpkg)
 # The wrapper's other host CPUs: qemu-user runs their programs, Debian's
@@ -41,6 +43,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: the arm64 sysroot (scripts/arm64-sysroot.sh) is missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/cuda-tools/.complete ]; then
+    echo "setup: NVIDIA's CUDA tools (scripts/cuda-tools.sh) are missing" >&2
+    exit 1
+  fi
   echo "setup: all packages present"
   exit 0
 fi
@@ -65,6 +71,9 @@ done
 # Debian's arm64 offloading runtime, unpacked (not installed) for the
 # tests that run aarch64 OpenMP programs under qemu-aarch64.
 bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
+# NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg (from PyPI wheels,
+# unpacked, not installed), for the tests of compressed CUDA fatbin entries.
+bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
 "$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
   echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2
   exit 1

@@ -32,19 +32,39 @@
 //! | 28 | 4 | SM architecture (52, 80, 90, …) |
 //! | 32 | 4 | object-name offset, from the entry start |
 //! | 36 | 4 | object-name length |
-//! | 40 | 8 | flags: 0x1 64-bit, 0x2 debug, 0x4 CUDA, 0x8 OpenCL, 0x10 Linux, 0x20 Mac, 0x40 Windows; compression 0x1000/0x2000 (NVIDIA's LZ variant) or 0x8000 (zstd) |
+//! | 40 | 8 | flags: 0x1 64-bit, 0x2 debug, 0x4 CUDA, 0x8 OpenCL, 0x10 Linux, 0x20 Mac, 0x40 Windows; compression 0x2000 (LZ4) or 0x8000 (zstd) |
 //! | 48 | 8 | reserved |
 //! | 56 | 8 | decompressed size (compressed entries) |
 //!
-//! Compressed payloads are reported, not expanded: the sources disagree on
-//! which flag means which scheme, so the stored bytes are what an entry
-//! holds here.
+//! # Compressed entries
+//!
+//! Found by experiment on what CUDA 13.0's `fatbinary` writes
+//! (`--compress-all`, each `--compress-mode`) and on the PTX of NVIDIA's
+//! CUDA 12 libraries, checked against `cuobjdump -xelf`/`-xptx`:
+//!
+//! - flag 0x2000 (`--compress-mode=speed`, and the PTX of CUDA 12
+//!   libraries): the payload is one raw LZ4 *block* (no frame header, no
+//!   checksum, no size prefix) of exactly the compressed size (offset 16),
+//!   which decodes to exactly the decompressed size (offset 56);
+//! - flag 0x8000 (`default`, `size`, `balance`): the payload is one zstd
+//!   frame of the compressed size, decoding to the decompressed size;
+//! - either way the stored payload is the compressed bytes padded with
+//!   zeros to a multiple of 8, and the payload size (offset 8) counts the
+//!   padding. The decompressed bytes are what cuobjdump writes for a cubin
+//!   (for PTX it drops the terminating NUL the entry holds).
+//!
+//! [`Entry::payload`] is the compressed bytes; [`Entry::contents`] (and
+//! [`decompress`]) give the image as the CUDA driver loads it. No other flag
+//! has been seen to mean compression.
 //!
 //! Wrapper (`.nvFatBinSegment` / `.hipFatBinSegment`, 24 bytes on 64-bit
 //! targets): u32 magic (CUDA 0x466243B1, HIP 0x48495046 "HIPF", rocm-kpack's
 //! externalised 0x4B504948 "HIPK"), u32 version, pointer to the fatbin data,
 //! pointer to a file name or (CUDA version 2) to an array of prelinked
 //! fatbins.
+
+use std::borrow::Cow;
+use std::io::Read;
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -122,10 +142,31 @@ pub const FLAG_64BIT: u64 = 0x1;
 pub const FLAG_CUDA: u64 = 0x4;
 /// Flag: OpenCL.
 pub const FLAG_OPENCL: u64 = 0x8;
-/// Flags that mark a compressed payload.
-pub const FLAGS_COMPRESSED: u64 = 0x1000 | 0x2000 | 0x8000;
-/// The compression flag that means zstd.
+/// Flag: the payload is an LZ4 block.
+pub const FLAG_LZ4: u64 = 0x2000;
+/// Flag: the payload is a zstd frame.
 pub const FLAG_ZSTD: u64 = 0x8000;
+/// Flags that mark a compressed payload.
+pub const FLAGS_COMPRESSED: u64 = FLAG_LZ4 | FLAG_ZSTD;
+
+/// How a compressed entry's payload is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// One raw LZ4 block (flag [`FLAG_LZ4`]).
+    Lz4,
+    /// One zstd frame (flag [`FLAG_ZSTD`]).
+    Zstd,
+}
+
+impl Method {
+    /// `lz4` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Lz4 => "lz4",
+            Method::Zstd => "zstd",
+        }
+    }
+}
 
 /// One entry of a fatbin container.
 #[derive(Debug, Clone)]
@@ -137,7 +178,8 @@ pub struct Entry<'data> {
     pub offset: u64,
     /// Offset of the payload from the container start.
     pub payload_offset: u64,
-    /// The payload as stored (compressed entries stay compressed).
+    /// The payload as stored: for a compressed entry, the compressed bytes
+    /// without the padding after them ([`Entry::contents`] decompresses).
     pub payload: &'data [u8],
     /// SM architecture number (80 for `sm_80`).
     pub arch: u32,
@@ -151,20 +193,37 @@ pub struct Entry<'data> {
     pub decompressed_size: Option<u64>,
 }
 
-impl Entry<'_> {
+impl<'data> Entry<'data> {
     /// Whether the payload is compressed.
     pub fn compressed(&self) -> bool {
         self.flags & FLAGS_COMPRESSED != 0
     }
 
-    /// The compression scheme, for compressed entries.
-    pub fn compression(&self) -> Option<&'static str> {
+    /// How the payload is compressed, for compressed entries.
+    pub fn method(&self) -> Option<Method> {
         if self.flags & FLAG_ZSTD != 0 {
-            Some("zstd")
-        } else if self.compressed() {
-            Some("nvidia-lz")
+            Some(Method::Zstd)
+        } else if self.flags & FLAG_LZ4 != 0 {
+            Some(Method::Lz4)
         } else {
             None
+        }
+    }
+
+    /// The compression scheme's name (`lz4`, `zstd`), for compressed
+    /// entries.
+    pub fn compression(&self) -> Option<&'static str> {
+        self.method().map(Method::name)
+    }
+
+    /// The image as the CUDA driver loads it: the payload, or for a
+    /// compressed entry the payload decompressed to exactly its declared
+    /// size, which may not exceed `limit` (checked before anything is
+    /// decompressed).
+    pub fn contents(&self, limit: u64) -> Result<Cow<'data, [u8]>> {
+        match (self.method(), self.decompressed_size) {
+            (Some(m), Some(size)) => Ok(Cow::Owned(decompress(m, self.payload, size, limit)?)),
+            _ => Ok(Cow::Borrowed(self.payload)),
         }
     }
 
@@ -340,6 +399,78 @@ pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
     })
 }
 
+/// Most bytes one byte of an LZ4 block can stand for: a match length byte
+/// of 255 adds 255 bytes of output.
+const LZ4_MAX_RATIO: u64 = 255;
+
+/// Decompresses the `data` of a compressed entry to exactly `size` bytes
+/// (the entry's declared decompressed size), refusing a size over `limit`
+/// before decompressing. Data that ends early, decodes to another size or
+/// is corrupt is an error ([`ErrorKind::Decompress`]); a size over `limit`
+/// is [`ErrorKind::LimitExceeded`].
+pub fn decompress(method: Method, data: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
+    let what = match method {
+        Method::Lz4 => "LZ4 data",
+        Method::Zstd => "zstd data",
+    };
+    let bad = |detail: String| -> Error { ErrorKind::Decompress { what, detail }.into() };
+    if size > limit {
+        return Err(ErrorKind::LimitExceeded {
+            what: format!("the declared decompressed size {size}"),
+            limit,
+        }
+        .into());
+    }
+    let want =
+        usize::try_from(size).map_err(|_| bad(format!("{size} bytes do not fit in memory")))?;
+    match method {
+        Method::Lz4 => {
+            // An LZ4 block cannot grow more than 255-fold: a larger size is a
+            // lie, refused before the buffer is made.
+            let most = len64(data).saturating_mul(LZ4_MAX_RATIO);
+            if size > most {
+                return Err(bad(format!(
+                    "{} bytes of LZ4 data cannot hold the {size} bytes the entry declares",
+                    data.len()
+                )));
+            }
+            let mut out = vec![0u8; want];
+            let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| match e {
+                lz4_flex::block::DecompressError::OutputTooSmall { .. } => bad(format!(
+                    "it decodes to more than the {size} bytes the entry declares"
+                )),
+                e => bad(e.to_string()),
+            })?;
+            if n != want {
+                return Err(bad(format!(
+                    "it decodes to {n} bytes, the entry declares {size}"
+                )));
+            }
+            Ok(out)
+        }
+        Method::Zstd => {
+            let err = |e: std::io::Error| bad(e.to_string());
+            let mut out = Vec::with_capacity(want.min(16 << 20));
+            let dec = zstd::stream::read::Decoder::with_buffer(data).map_err(err)?;
+            // One byte more than declared, to notice data that decodes further.
+            dec.take(size.saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(err)?;
+            if out.len() != want {
+                return Err(bad(if out.len() > want {
+                    format!("it decodes to more than the {size} bytes the entry declares")
+                } else {
+                    format!(
+                        "it decodes to {} bytes, the entry declares {size}",
+                        out.len()
+                    )
+                }));
+            }
+            Ok(out)
+        }
+    }
+}
+
 /// A fatbin wrapper (`{magic, version, data, filename}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wrapper {
@@ -458,14 +589,36 @@ pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
 /// is (kind, sm, flags, payload). Payloads are padded to 8 bytes.
 #[cfg(any(test, fuzzing))]
 pub fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
+    let all: Vec<_> = entries
+        .iter()
+        .map(|&(kind, sm, flags, payload)| (kind, sm, flags, payload, 0))
+        .collect();
+    build_compressed(&all)
+}
+
+/// [`build`] with compressed entries: each is (kind, sm, flags, payload,
+/// decompressed size); an entry whose flags say it is compressed records
+/// the payload's length as its compressed size and the decompressed size
+/// given (others record zeros, as `fatbinary` does).
+#[cfg(any(test, fuzzing))]
+pub fn build_compressed(entries: &[(u16, u32, u64, &[u8], u64)]) -> Vec<u8> {
     let mut body = Vec::new();
-    for &(kind, sm, flags, payload) in entries {
+    for &(kind, sm, flags, payload, decompressed) in entries {
         let padded = payload.len().div_ceil(8) * 8;
+        let compressed = flags & FLAGS_COMPRESSED != 0;
+        let (csize, dsize) = if compressed {
+            (
+                u32::try_from(payload.len()).expect("a test payload under 4 GiB"),
+                decompressed,
+            )
+        } else {
+            (0, 0)
+        };
         body.extend_from_slice(&kind.to_le_bytes());
         body.extend_from_slice(&0x0101u16.to_le_bytes());
         body.extend_from_slice(&64u32.to_le_bytes());
         body.extend_from_slice(&(padded as u64).to_le_bytes());
-        body.extend_from_slice(&0u32.to_le_bytes()); // compressed size
+        body.extend_from_slice(&csize.to_le_bytes()); // compressed size
         body.extend_from_slice(&0u32.to_le_bytes()); // options offset
         body.extend_from_slice(&0u16.to_le_bytes()); // minor
         body.extend_from_slice(&1u16.to_le_bytes()); // major
@@ -474,7 +627,7 @@ pub fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
         body.extend_from_slice(&0u32.to_le_bytes()); // name length
         body.extend_from_slice(&flags.to_le_bytes());
         body.extend_from_slice(&0u64.to_le_bytes());
-        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(&dsize.to_le_bytes()); // decompressed size
         body.extend_from_slice(payload);
         body.resize(body.len() + padded - payload.len(), 0);
     }
@@ -535,6 +688,134 @@ mod tests {
         let mut bad = fb;
         bad[4] = 2;
         assert!(read(&bad).is_err());
+    }
+
+    /// `abcabcabcabcxyz` as an LZ4 block, written by hand: three literals
+    /// and a 9-byte match 3 back, then three literals.
+    const LZ4_HAND: &[u8] = &[0x35, b'a', b'b', b'c', 3, 0, 0x30, b'x', b'y', b'z'];
+    const LZ4_HAND_OUT: &[u8] = b"abcabcabcabcxyz";
+
+    fn lz4(data: &[u8], size: u64) -> Result<Vec<u8>> {
+        decompress(Method::Lz4, data, size, u64::MAX)
+    }
+
+    #[test]
+    fn lz4_blocks_decode_to_the_declared_size() {
+        assert_eq!(lz4(LZ4_HAND, 15).unwrap(), LZ4_HAND_OUT);
+        // Literals only, and nothing at all.
+        assert_eq!(lz4(&[0x20, b'h', b'i'], 2).unwrap(), b"hi");
+        assert_eq!(lz4(&[0x00], 0).unwrap(), b"");
+        // What an encoder writes decodes back, at every length.
+        // The most compressible data stays within the 255-fold ceiling.
+        let zeros = vec![0u8; 16 << 20];
+        let c = lz4_flex::block::compress(&zeros);
+        assert!(c.len() * 255 >= zeros.len() && c.len() * 250 < zeros.len());
+        assert!(lz4(&c, zeros.len() as u64).unwrap() == zeros);
+        for n in [0usize, 1, 5, 64, 1000, 70_000] {
+            let data: Vec<u8> = (0..n)
+                .map(|i| u8::try_from(i * 7 % 251).unwrap() ^ u8::try_from(i / 300 % 256).unwrap())
+                .collect();
+            let c = lz4_flex::block::compress(&data);
+            assert_eq!(lz4(&c, n as u64).unwrap(), data, "{n} bytes");
+        }
+    }
+
+    #[test]
+    fn corrupt_or_lying_lz4_is_an_error() {
+        let err = |data: &[u8], size: u64| lz4(data, size).unwrap_err().to_string();
+        // A size larger or smaller than the data decodes to.
+        assert!(
+            err(LZ4_HAND, 16).contains("decodes to 15 bytes"),
+            "{}",
+            err(LZ4_HAND, 16)
+        );
+        assert!(
+            err(LZ4_HAND, 14).contains("more than the 14 bytes"),
+            "{}",
+            err(LZ4_HAND, 14)
+        );
+        // A size no LZ4 data that short can hold: refused before decoding.
+        let e = err(LZ4_HAND, 1 << 40);
+        assert!(e.contains("cannot hold"), "{e}");
+        // Over the caller's limit.
+        let e = decompress(Method::Lz4, LZ4_HAND, 15, 14).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
+        // Offset 0, an offset before the start, literals past the end.
+        assert!(lz4(&[0x10, b'a', 0, 0], 5).is_err());
+        assert!(lz4(&[0x10, b'a', 2, 0], 5).is_err());
+        assert!(lz4(&[0x50, b'a'], 5).is_err());
+        // Every truncation, and every byte changed: an error or the right
+        // size, never a panic.
+        for cut in 0..LZ4_HAND.len() {
+            assert!(lz4(&LZ4_HAND[..cut], 15).is_err(), "cut at {cut}");
+        }
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 13) as u8).collect();
+        let c = lz4_flex::block::compress(&data);
+        for i in 0..c.len() {
+            for flip in [0x01, 0x80, 0xFF] {
+                let mut bad = c.clone();
+                bad[i] ^= flip;
+                if let Ok(d) = lz4(&bad, 3000) {
+                    assert_eq!(d.len(), 3000);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zstd_frames_decode_to_the_declared_size() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 97) as u8).collect();
+        let z = zstd::bulk::compress(&data, 3).unwrap();
+        let dec = |d: &[u8], size: u64| decompress(Method::Zstd, d, size, u64::MAX);
+        assert_eq!(dec(&z, 5000).unwrap(), data);
+        let e = dec(&z, 5001).unwrap_err().to_string();
+        assert!(e.contains("decodes to 5000 bytes"), "{e}");
+        let e = dec(&z, 4999).unwrap_err().to_string();
+        assert!(e.contains("more than the 4999 bytes"), "{e}");
+        for cut in 0..z.len() {
+            assert!(dec(&z[..cut], 5000).is_err(), "cut at {cut}");
+        }
+        let mut bad = z.clone();
+        bad[0] ^= 0xFF;
+        assert!(dec(&bad, 5000).is_err());
+        // A bomb declared small stops there.
+        let bomb = zstd::bulk::compress(&vec![0u8; 32 << 20], 1).unwrap();
+        assert!(dec(&bomb, 100).is_err());
+        let e = decompress(Method::Zstd, &bomb, 32 << 20, 1 << 20).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
+    }
+
+    #[test]
+    fn compressed_entries_read_and_decompress() {
+        let cubin: Vec<u8> = b"\x7fELF"
+            .iter()
+            .copied()
+            .chain((0..900u32).map(|i| (i % 31) as u8))
+            .collect();
+        let ptx = b".version 8.0\n.target sm_80\n.target sm_80\n\0";
+        let lz = lz4_flex::block::compress(&cubin);
+        let zs = zstd::bulk::compress(ptx, 3).unwrap();
+        let fb = build_compressed(&[
+            (KIND_ELF, 80, 0x11 | FLAG_LZ4, &lz, cubin.len() as u64),
+            (KIND_PTX, 80, 0x11 | FLAG_ZSTD, &zs, ptx.len() as u64),
+            (KIND_ELF, 90, 0x11, b"\x7fELFplain", 0),
+        ]);
+        let f = read(&fb).unwrap();
+        let [a, b, c] = &f.entries[..] else {
+            panic!("three entries")
+        };
+        assert_eq!(
+            (a.compression(), b.compression(), c.compression()),
+            (Some("lz4"), Some("zstd"), None)
+        );
+        // The payload is the compressed bytes, without the padding.
+        assert_eq!(a.payload, &lz[..]);
+        assert_eq!(a.decompressed_size, Some(cubin.len() as u64));
+        assert_eq!(a.contents(u64::MAX).unwrap().as_ref(), &cubin[..]);
+        assert_eq!(b.contents(u64::MAX).unwrap().as_ref(), &ptx[..]);
+        // An entry that is not compressed is borrowed as it is.
+        assert!(matches!(c.contents(0).unwrap(), Cow::Borrowed(_)));
+        assert!(a.contents(10).is_err());
     }
 
     #[test]

@@ -19,11 +19,12 @@ input's file name (its path, with / as _, when several inputs are given), <image
 id `inspect` shows, <label> the bundle-entry ID or <offload kind>-<triple>-<target id>, and\n\
 <ext> comes from the image kind (o, bc, cubin, ptx, fatbin, spv; else bin). Characters other\n\
 than letters, digits and ._+- become _, so names taken from the file cannot leave DIR.\n\
-Images inside compressed bundles are decompressed to be written. A bundle's empty host\n\
+Images inside compressed bundles, and compressed CUDA fatbin entries (LZ4 or zstd), are\n\
+decompressed to be written. A bundle's empty host\n\
 entry is written only with --include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
-input could not be read or an image could not be written (every readable input is still\n\
-extracted; each error is one line on standard error)."
+input could not be read, or an image could not be decompressed or written (every readable\n\
+input is still extracted; each error is one line on standard error)."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
@@ -115,6 +116,8 @@ struct Extractor<'a> {
     include_host: bool,
     dir: &'a Path,
     label: String,
+    /// The input, as error messages name it.
+    name: String,
     input: &'a Input,
     written: Vec<String>,
     errors: Vec<String>,
@@ -136,6 +139,13 @@ impl scan::Visit for Extractor<'_> {
                 super::io::strerror(&e)
             )),
         }
+    }
+
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        self.errors.push(format!(
+            "'{}': image {} not written: {why}",
+            self.name, image.id
+        ));
     }
 }
 
@@ -181,6 +191,7 @@ impl ExtractOpts {
                     include_host: self.include_host,
                     dir: &self.output_dir,
                     label,
+                    name: name.to_string(),
                     input: data.input,
                     written: Vec::new(),
                     errors: Vec::new(),

@@ -31,7 +31,9 @@ pub struct InspectOpts {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Hash every image: `--hash` (xxh3-128) or `--hash=md5`.
+    /// Hash every image as its loader sees it, decompressed (images in
+    /// compressed bundles and OffloadBinaries, compressed CUDA fatbin
+    /// entries): `--hash` (xxh3-128) or `--hash=md5`.
     #[arg(long, value_name = "ALGO", num_args = 0..=1, require_equals = true,
           default_missing_value = "xxh3-128", value_parser = ["xxh3-128", "md5"])]
     hash: Option<String>,

@@ -274,6 +274,10 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.image(image, bytes);
     }
 
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        self.inner.unavailable(image, why);
+    }
+
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let Some(archive) = self.archive else {
             return Some(Err(

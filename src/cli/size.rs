@@ -16,9 +16,10 @@ use offload_kit::scan::{self, SizeReport};
 #[derive(clap::Args)]
 #[command(
     after_help = "Only innermost images count (an OffloadBinary image holding a fatbin is\n\
-counted through the fatbin's entries). `bytes` is the images' size; `stored` what they take\n\
-in the file: for images inside a compressed bundle, its compressed size shared out in\n\
-proportion to their sizes (an estimate: compression is not per image).\n\n\
+counted through the fatbin's entries). `bytes` is the images' size, decompressed; `stored`\n\
+what they take in the file: a compressed CUDA fatbin entry's compressed bytes, and for\n\
+images inside a compressed bundle, its compressed size shared out in proportion to their\n\
+sizes (an estimate: compression is not per image).\n\n\
 Every input that can be read is reported; each one that cannot gets a line on standard\n\
 error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input could not be read."
 )]

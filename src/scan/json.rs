@@ -58,8 +58,10 @@
 //!       "section": string | null, "member": string | null,
 //!       "offset": number | null,        // file offset; null inside decompressed data and thin archive members
 //!       "relative_offset": number,      // in its container
-//!       "size": number,                 // bytes (what extract writes)
-//!       "uncompressed_size": number | null,  // compressed CUDA fatbin entries
+//!       "size": number,                 // bytes at its offset (what extract writes, but for
+//!                                       // a compressed CUDA fatbin entry: its compressed bytes)
+//!       "uncompressed_size": number | null,  // compressed CUDA fatbin entries: the size its
+//!                                       // header declares (what extract writes)
 //!       "in_compressed": bool,
 //!       "hash": string | null,          // "xxh3-128:<hex>" or "md5:<hex>" with --hash
 //!       "nested": number | null         // first container found inside its bytes

@@ -33,6 +33,10 @@
 //! decompressed whole, one at a time, within [`Options::max_uncompressed`]
 //! (a budget for the whole file). Images of a CCOB that was only partly
 //! decompressed have no hash, no image kind and no nested containers.
+//! A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its own
+//! and within the same budget, only when [`Options::hash`] or a [`Visit`]
+//! asks for its bytes; one that does not decompress is a [`Problem`], or,
+//! when a visitor wanted it, [`Visit::unavailable`].
 //!
 //! # Operations on reports
 //!
@@ -107,7 +111,9 @@ pub struct Options {
     /// Decompress every compressed container whole and check its stored
     /// hash (a mismatch is a [`Problem`]).
     pub verify: bool,
-    /// Hash every image whose bytes are available.
+    /// Hash every image whose bytes are available, as its loader sees it:
+    /// decompressed (compressed CUDA fatbin entries are decompressed for
+    /// it).
     pub hash: Option<HashAlgo>,
     /// Report raw-scan candidates that turned out not to be containers
     /// (they are always reported inside sections that should hold
@@ -295,10 +301,12 @@ pub struct Image {
     pub offset: Option<u64>,
     /// Its offset in its container.
     pub relative_offset: u64,
-    /// Its size in bytes (what `extract` writes).
+    /// Its size in bytes: what lies at its offset, and what `extract`
+    /// writes unless the image is itself compressed.
     pub size: u64,
-    /// For an image that is itself compressed (CUDA fatbin entries): the
-    /// size it decompresses to.
+    /// For an image that is itself compressed (CUDA fatbin entries, LZ4 or
+    /// zstd): the size it decompresses to, as its header declares. Its
+    /// hash, and the bytes a [`Visit`] gets, are of the decompressed image.
     pub uncompressed_size: Option<u64>,
     /// Whether it lies inside compressed data.
     pub in_compressed: bool,
@@ -361,6 +369,12 @@ pub trait Visit {
     fn wants(&mut self, image: &Image) -> bool;
     /// The bytes of an image [`Visit::wants`] said yes to.
     fn image(&mut self, image: &Image, bytes: &[u8]);
+    /// An image [`Visit::wants`] said yes to whose bytes cannot be had (a
+    /// compressed CUDA fatbin entry that does not decompress), and why. The
+    /// default does nothing; the scan reports no [`Problem`] for it.
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        let _ = (image, why);
+    }
     /// The contents of a member of a thin archive, which records only the
     /// member's name (a path, relative to the archive's directory unless
     /// absolute) and size: `None` (the default) leaves it unread, reported

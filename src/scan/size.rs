@@ -12,7 +12,8 @@ use super::{Image, Parent, Report};
 pub struct Tally {
     /// How many images.
     pub images: u64,
-    /// Their size.
+    /// Their size (decompressed: a compressed CUDA fatbin entry counts
+    /// its uncompressed size).
     pub bytes: u64,
     /// What they take in the file (see [`stored_size`]).
     pub stored: u64,
@@ -85,7 +86,8 @@ impl SizeReport {
 
 /// What an image takes in the file: its share of the nearest compressed
 /// container around it (in proportion to its size: compression is not per
-/// image, so this is an estimate), else its size.
+/// image, so this is an estimate), else its size (for a compressed CUDA
+/// fatbin entry, its compressed size).
 pub fn stored_size(r: &Report, img: &Image) -> u64 {
     let mut c = Some(img.container);
     while let Some(id) = c {
@@ -120,6 +122,8 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
     };
     for img in r.images.iter().filter(|i| i.is_leaf()) {
         let stored = stored_size(r, img);
+        // A compressed CUDA fatbin entry counts what it decompresses to.
+        let bytes = img.uncompressed_size.unwrap_or(img.size);
         let target = if img.offload_kind.is_host() {
             format!("host {}", dash(&img.triple))
         } else {
@@ -130,15 +134,12 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
                 dash(&img.target_id)
             )
         };
-        rep.total.add(img.size, stored);
-        rep.by_target
-            .entry(target)
-            .or_default()
-            .add(img.size, stored);
+        rep.total.add(bytes, stored);
+        rep.by_target.entry(target).or_default().add(bytes, stored);
         rep.by_kind
             .entry(img.image_kind.map_or_else(|| "-".into(), |k| k.to_string()))
             .or_default()
-            .add(img.size, stored);
+            .add(bytes, stored);
     }
     rep
 }

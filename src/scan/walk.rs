@@ -922,7 +922,37 @@ impl Walker<'_> {
                 hash: None,
                 nested: None,
             };
-            self.push_image(image, Some(e.payload), &inner.at(e.payload_offset));
+            let at = inner.at(e.payload_offset);
+            if !e.compressed() {
+                self.push_image(image, Some(e.payload), &at);
+                continue;
+            }
+            // A compressed entry is decompressed (on its own, within the
+            // budget) only when its bytes are asked for.
+            if self.opts.hash.is_none() && !self.visit.wants(&image) {
+                self.push_image(image, None, &at);
+                continue;
+            }
+            match e.contents(self.budget) {
+                Ok(bytes) => {
+                    self.budget = self.budget.saturating_sub(len64(&bytes));
+                    self.push_image(image, Some(&bytes), &at);
+                }
+                Err(err) => {
+                    let wanted = self.visit.wants(&image);
+                    let img = self.push_image(image, None, &at);
+                    let why = format!(
+                        "CUDA fatbin entry {i} ({} {}): {err}",
+                        e.arch_name(),
+                        entry_kind(e.kind)
+                    );
+                    if wanted {
+                        self.visit.unavailable(&self.report.images[img], &why);
+                    } else {
+                        self.problem(&at, Some(id), why);
+                    }
+                }
+            }
         }
         Ok(f.size)
     }
@@ -954,6 +984,15 @@ impl Walker<'_> {
             }
         }
         id
+    }
+}
+
+/// A fatbin entry's kind, as messages name it.
+fn entry_kind(kind: u16) -> String {
+    match kind {
+        fatbin::KIND_PTX => "ptx".into(),
+        fatbin::KIND_ELF => "cubin".into(),
+        k => format!("kind {k}"),
     }
 }
 

@@ -183,7 +183,12 @@ impl<W: Write> TablePrinter<'_, W> {
             if let Some(h) = &i.hash {
                 row += &format!("  {h}");
             }
-            let other: Vec<String> = i.strings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut other: Vec<String> =
+                i.strings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            // A compressed CUDA fatbin entry: `size` is what it takes here.
+            if let Some(u) = i.uncompressed_size {
+                other.push(format!("uncompressed_size={u}"));
+            }
             if !other.is_empty() {
                 row += &format!("  {}", other.join(","));
             }
