@@ -554,7 +554,6 @@ pub fn archive(data: &[u8]) {
 /// A fuzz body: runs one input and panics on a broken invariant.
 pub type Body = fn(&[u8]);
 
-/// Every fuzz body, by the name of its cargo-fuzz target (scripts/fuzz/).
 /// Reads `data` as every kind of package ([`crate::package`]), the kind
 /// it is detected as first: every stored member must lie inside `data`, and
 /// compressed members are read to their end (at most 16 MiB each). Must
@@ -608,6 +607,7 @@ pub fn package(data: &[u8]) {
     }
 }
 
+/// Every fuzz body, by the name of its cargo-fuzz target (scripts/fuzz/).
 pub const TARGETS: &[(&str, Body)] = &[
     ("offload_binary_read", offload_binary_read),
     ("bundle_read", bundle_read),
