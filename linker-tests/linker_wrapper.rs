@@ -806,6 +806,158 @@ fn lto() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
+/// HIP with the new offload driver (`-fgpu-rdc`), for two AMDGPU
+/// architectures, linked (clang-22, GNU ld) through each wrapper with the
+/// recording runtime `hip_stub.c`: the same `--dry-run` commands (the
+/// bundler's path aside), the same `--save-temps` files with the same
+/// bytes (device images, fat binary, wrapper object, the program itself),
+/// and the same registration when the programs run; with
+/// `--offload-compress`, the fat binary is LLVM's compressed bundle.
+fn hip() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let archs = ["--offload-arch=gfx90a", "--offload-arch=gfx1030"];
+    let hip_src = src("hip.hip").to_string_lossy().into_owned();
+    let stub_src = src("hip_stub.c").to_string_lossy().into_owned();
+    let mut a: Vec<String> = [
+        "-x",
+        "hip",
+        "--offload-new-driver",
+        "-fgpu-rdc",
+        "-nogpulib",
+    ]
+    .iter()
+    .chain(&archs)
+    .chain(&["-nogpuinc", "-c", &hip_src, "-o", "hip.o"])
+    .map(|s| (*s).to_string())
+    .collect();
+    let out = exec(&llvm("clang"), &a, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling hip.hip: {}", out.stderr).into());
+    }
+    a = ["-c", &stub_src, "-o", "stub.o"].map(String::from).to_vec();
+    let out = exec(&llvm("clang"), &a, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling hip_stub.c: {}", out.stderr).into());
+    }
+    let hip_o = d.join("hip.o").to_string_lossy().into_owned();
+    let stub_o = d.join("stub.o").to_string_lossy().into_owned();
+    let link = |ours: bool, cwd: &Path, extra: &[&str]| -> Out {
+        let mut a: Vec<String> = vec![
+            "--offload-new-driver".into(),
+            "-fgpu-rdc".into(),
+            "--hip-link".into(),
+            "-no-hip-rt".into(),
+            "-nogpulib".into(),
+        ];
+        a.extend(archs.iter().map(|s| (*s).to_string()));
+        if ours {
+            let links = ours_as("clang-linker-wrapper");
+            a.push(format!("-B{}", links.parent().unwrap().display()));
+        }
+        a.extend([hip_o.clone(), stub_o.clone(), "-o".into(), "app".into()]);
+        a.extend(extra.iter().map(|s| (*s).to_string()));
+        exec(&llvm("clang"), &a, cwd, &[])
+    };
+    // --dry-run: the same commands, the bundler wherever it is found.
+    let mut texts = Vec::new();
+    for ours in [true, false] {
+        let out = link(ours, d, &["-Wl,--dry-run"]);
+        if out.code != 0 {
+            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
+        }
+        let text: String = mask_temps(&out.stderr)
+            .lines()
+            .map(|l| match l.split_once("clang-offload-bundler\" ") {
+                // Its file arguments are `-input=<file>`: masked one by one.
+                Some((_, rest)) => {
+                    let words: Vec<String> = rest
+                        .split(' ')
+                        .map(|w| match w.split_once('=') {
+                            Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
+                            None => w.to_string(),
+                        })
+                        .collect();
+                    format!("BUNDLER {}\n", words.join(" "))
+                }
+                None => format!("{l}\n"),
+            })
+            .collect();
+        texts.push(text);
+    }
+    if texts[1].lines().count() != 4 || !texts[1].contains("BUNDLER ") {
+        return Err(format!(
+            "LLVM printed not 2 links, a bundle and a link:\n{}",
+            texts[1]
+        )
+        .into());
+    }
+    same("commands", &texts[0], &texts[1])?;
+    for (variant, extra) in [
+        ("plain", &[][..]),
+        ("compressed", &["--offload-compress"][..]),
+    ] {
+        let mut listings = Vec::new();
+        let mut logs = Vec::new();
+        let mut dirs = Vec::new();
+        for ours in [true, false] {
+            let sub = d.join(format!("{variant}-{ours}"));
+            std::fs::create_dir_all(&sub)?;
+            let mut e = vec!["-Wl,--save-temps"];
+            e.extend_from_slice(extra);
+            let out = link(ours, &sub, &e);
+            if out.code != 0 {
+                return Err(format!("{variant}: exit {}: {}", out.code, out.stderr).into());
+            }
+            let mut names: Vec<String> = std::fs::read_dir(&sub)?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "app.hip.image.wrapper.bc")
+                .collect();
+            names.sort();
+            listings.push(names);
+            let run = exec(&sub.join("app"), &[], &sub, &[]);
+            if run.code != 0 {
+                return Err(format!("{variant}: app exited {}: {}", run.code, run.stderr).into());
+            }
+            logs.push(run.stdout);
+            dirs.push(sub);
+        }
+        same(&format!("{variant}: files"), &listings[0], &listings[1])?;
+        for name in &listings[0] {
+            let a = std::fs::read(dirs[0].join(name))?;
+            let b = std::fs::read(dirs[1].join(name))?;
+            same_bytes(&format!("{variant}: {name}"), &a, &b)?;
+        }
+        same(&format!("{variant}: registration"), &logs[0], &logs[1])?;
+        let fatbin = std::fs::read(dirs[0].join("app.hipfb"))?;
+        let want_magic: &[u8] = if extra.is_empty() {
+            b"__CLANG_OFFLOAD_BUNDLE__"
+        } else {
+            b"CCOB"
+        };
+        if !fatbin.starts_with(want_magic) {
+            return Err(
+                format!("{variant}: app.hipfb does not start with the bundle magic").into(),
+            );
+        }
+        for want in [
+            "__hipRegisterFatBinary magic=48495046",
+            "__hipRegisterFunction _Z4kernPi",
+            "__hipRegisterVar devvar size=16",
+            "__hipUnregisterFatBinary\n",
+        ] {
+            if !logs[0].contains(want) {
+                return Err(format!("{variant}: no '{want}' in:\n{}", logs[0]).into());
+            }
+        }
+        if extra.is_empty() && !logs[0].contains("entry hip-amdgcn-amd-amdhsa--gfx1030:") {
+            return Err(format!("{variant}: no gfx1030 entry in:\n{}", logs[0]).into());
+        }
+    }
+    Ok(())
+}
+
 /// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -908,6 +1060,17 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::lto", TOOLS, lto),
+        trial(
+            "linker_wrapper::hip",
+            &[
+                "clang",
+                "clang-linker-wrapper",
+                "clang-offload-bundler",
+                "ld.bfd",
+                "ld.lld",
+            ],
+            hip,
+        ),
         trial(
             "linker_wrapper::aarch64_qemu",
             &[

@@ -97,11 +97,22 @@ fn looks_like_triple(s: &str) -> bool {
     !s.starts_with('-') && s.contains('-') && !Triple::parse(s).arch_name().is_empty()
 }
 
+/// Whether a device triple is AMDGPU's (`amdgcn-amd-amdhsa`).
+pub fn is_amdgpu_triple(triple: &str) -> bool {
+    Triple::parse(triple).is_amdgpu()
+}
+
 /// One device link: the images of one triple and architecture.
 #[derive(Debug, Clone)]
 pub struct DeviceLink {
     /// The device triple.
     pub triple: String,
+    /// The architecture (an AMDGPU target ID such as `gfx90a:xnack+`);
+    /// empty for a CPU target's `generic`.
+    pub arch: String,
+    /// Whether the temporary files are kept (`--save-temps`): an AMDGPU
+    /// link then keeps its LTO stages too.
+    pub save_temps: bool,
     /// The extracted device objects, in the order of the inputs.
     pub inputs: Vec<String>,
     /// The linked image's file.
@@ -127,10 +138,32 @@ impl DeviceLink {
             "-o".into(),
             self.output.clone(),
             "-dumpdir".into(),
-            format!("{}.{}..img.", self.executable, self.arch_name()),
+            format!(
+                "{}.{}.{}.img.",
+                self.executable,
+                self.arch_name(),
+                self.arch
+            ),
             format!("--target={}", self.triple),
-            "-Wl,--no-undefined".into(),
         ];
+        if is_amdgpu_triple(&self.triple) {
+            // A GPU: the processor, LTO of the bitcode, nothing of the
+            // host's libraries.
+            cmd.push(format!("-mcpu={}", self.arch));
+            cmd.push("-flto".into());
+            cmd.push("-Wl,--no-undefined".into());
+            cmd.extend(self.inputs.iter().cloned());
+            if self.save_temps {
+                cmd.push("-Wl,--save-temps".into());
+            }
+            for arg in host {
+                if let HostArg::LinkerArg(v) = arg {
+                    cmd.extend(["-Xlinker".into(), v.clone()]);
+                }
+            }
+            return cmd;
+        }
+        cmd.push("-Wl,--no-undefined".into());
         cmd.extend(self.inputs.iter().cloned());
         cmd.push("-Wl,-Bsymbolic".into());
         cmd.push("-shared".into());

@@ -38,6 +38,8 @@ fn commands_in_llvm_order() {
         HostArg::CompilerArg("CA".into()),
     ];
     let link = DeviceLink {
+        arch: String::new(),
+        save_temps: false,
         triple: "x86_64-unknown-linux-gnu".into(),
         inputs: vec!["main-x.o".into()],
         output: "out.x86_64..img".into(),

@@ -31,6 +31,8 @@ pub(super) struct Extracted {
     pub input: String,
     pub triple: String,
     pub arch: String,
+    /// HIP device code (else OpenMP).
+    pub hip: bool,
     /// Where its bytes are.
     source: Source,
 }
@@ -141,15 +143,22 @@ fn images_of(
         if skip_openmp && img.offload_kind == OffloadKind::OFK_OpenMP {
             continue;
         }
-        if img.offload_kind != OffloadKind::OFK_OpenMP {
+        let hip = img.offload_kind == OffloadKind::OFK_HIP;
+        if img.offload_kind != OffloadKind::OFK_OpenMP && !hip {
             return Err(super::unsupported(&format!(
-                "'{name}': {triple} device code of kind {:?} is not supported yet (OpenMP only)",
+                "'{name}': {triple} device code of kind {:?} is not supported yet \
+                 (OpenMP and HIP only)",
                 img.offload_kind
             )));
         }
-        if !link::is_cpu_triple(&triple) {
+        if hip && !link::is_amdgpu_triple(&triple) {
             return Err(super::unsupported(&format!(
-                "'{name}': device code for {triple} (a GPU target) is not supported yet"
+                "'{name}': HIP device code for {triple} is not supported yet (AMDGPU only)"
+            )));
+        }
+        if !hip && !link::is_cpu_triple(&triple) {
+            return Err(super::unsupported(&format!(
+                "'{name}': OpenMP device code for {triple} (a GPU target) is not supported yet"
             )));
         }
         // Objects, or LLVM bitcode (`-foffload-lto`): clang links both, as
@@ -165,7 +174,7 @@ fn images_of(
                 img.image_kind
             )));
         }
-        if !(arch.is_empty() || arch == "generic") {
+        if !(hip || arch.is_empty() || arch == "generic") {
             return Err(super::unsupported(&format!(
                 "'{name}': {triple} device code for arch '{arch}' is not supported yet"
             )));
@@ -185,6 +194,7 @@ fn images_of(
             input: name.to_string(),
             triple,
             arch,
+            hip,
             source,
         });
     }

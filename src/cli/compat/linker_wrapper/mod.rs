@@ -1,5 +1,6 @@
 //! `clang-linker-wrapper`: LLVM 22's command line (the wrapper's options
-//! mixed with the host linker's), for OpenMP offloading to CPU targets.
+//! mixed with the host linker's), for OpenMP offloading to CPU targets and
+//! HIP to AMDGPU.
 //! What this slice does not do yet is refused with one error line.
 
 mod extract;
@@ -22,6 +23,10 @@ pub(crate) struct Opts {
     /// `--wrapper-jobs`: how many device links may run at once (0: one).
     pub jobs: usize,
     pub save_temps: bool,
+    /// `--compress`: HIP fat binaries are compressed bundles.
+    pub compress: bool,
+    /// `--compression-level=N`, passed to the bundler.
+    pub compression_level: Option<String>,
     /// `--override-image=openmp=<file>` files, in order.
     pub override_images: Vec<String>,
     /// The host link's arguments, in order.
@@ -43,11 +48,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     (
         "emit-fatbin-only",
         "--emit-fatbin-only is not supported yet (CUDA/HIP)",
-    ),
-    ("compress", "--compress is not supported yet (HIP)"),
-    (
-        "compression-level",
-        "--compression-level is not supported yet (HIP)",
     ),
     ("cuda-path", "--cuda-path is not supported yet (CUDA)"),
     ("mllvm", "-mllvm is not supported yet"),
@@ -80,8 +80,8 @@ fn split(arg: &str) -> Option<(&str, Option<&str>)> {
 fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
-        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU targets only \
-         (see the README)",
+        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU targets and HIP \
+         to AMDGPU only (see the README)",
     )
 }
 
@@ -155,6 +155,8 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             "dry-run" => o.dry_run = true,
             "wrapper-verbose" => o.verbose = true,
             "save-temps" => o.save_temps = true,
+            "compress" => o.compress = true,
+            "compression-level" => o.compression_level = Some(value(&mut it, v, arg)?),
             "override-image" => {
                 let v = value(&mut it, v, arg)?;
                 match v.split_once('=') {
@@ -231,14 +233,17 @@ fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
 fn help_text() -> String {
     "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
      \n\
-     Extracts the OpenMP device images of CPU offloading targets from the\n\
-     input objects, links them with clang, wraps them in process and runs\n\
-     the host linker.\n\
+     Extracts the OpenMP device images of CPU offloading targets (objects or\n\
+     LLVM bitcode) and the HIP device images of AMDGPU targets from the input\n\
+     objects, links them with clang (HIP: bundled into a fat binary by\n\
+     clang-offload-bundler), wraps them in process and runs the host linker.\n\
      \n\
      USAGE: clang-linker-wrapper [options] -- <options to passed to the linker>\n\
      \n\
      OPTIONS:\n\
      \x20 --compiler-arg=<value>  An extra argument for the device compiler\n\
+     \x20 --compress             Compress the HIP fat binary (a CCOB)\n\
+     \x20 --compression-level=<n> The HIP fat binary's compression level\n\
      \x20 --device-compiler=<value> or <triple>=<value>\n\
      \x20                         Arguments to pass to the device compiler invocation\n\
      \x20 --device-linker=<value> or <triple>=<value>\n\
@@ -258,8 +263,9 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm,\n\
-     CUDA/HIP options, LTO options, GPU targets, thin archives with device code.\n"
+     Not supported yet (refused): -r/--relocatable, -mllvm, CUDA, OpenMP for GPU\n\
+     targets, HIP and OpenMP in one link, --emit-fatbin-only, LTO options,\n\
+     thin archives with device code.\n"
         .to_string()
 }
 

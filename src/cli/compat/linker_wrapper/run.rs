@@ -212,16 +212,30 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 "put clang next to clang-linker-wrapper or on PATH",
             )
         })?;
-        let mut commands = Vec::new();
-        let mut triples: Vec<&str> = Vec::new();
+        // One device link per triple and architecture, in the order they
+        // are first met (LLVM's order); HIP and OpenMP are not mixed.
+        let mut groups: Vec<(&str, &str)> = Vec::new();
+        fn arch_of(e: &super::extract::Extracted) -> &str {
+            if e.arch == "generic" { "" } else { &e.arch }
+        }
         for e in images {
-            if !triples.contains(&e.triple.as_str()) {
-                triples.push(&e.triple);
+            let key = (e.triple.as_str(), arch_of(e));
+            if !groups.contains(&key) {
+                groups.push(key);
             }
         }
-        for triple in triples {
+        if images.iter().any(|e| e.hip) && images.iter().any(|e| !e.hip) {
+            return Err(super::unsupported(
+                "HIP and OpenMP device code in one link is not supported yet",
+            ));
+        }
+        let mut commands = Vec::new();
+        for (triple, arch) in groups {
             let mut inputs = Vec::new();
-            for e in images.iter().filter(|e| e.triple == triple) {
+            for e in images
+                .iter()
+                .filter(|e| e.triple == triple && arch_of(e) == arch)
+            {
                 let prefix = format!("{}-{}-{}", stem(&e.input), e.triple, e.arch);
                 inputs.push(temps.create_with(&prefix, ".o", |f, name| {
                     found.write(e, f).map_err(|err| io_fail(name, &err))
@@ -229,11 +243,13 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             }
             let mut dl = DeviceLink {
                 triple: triple.to_string(),
+                arch: arch.to_string(),
+                save_temps: o.save_temps,
                 inputs,
                 output: String::new(),
                 executable: exe.clone(),
             };
-            let prefix = format!("{exe_name}.{}.", dl.arch_name());
+            let prefix = format!("{exe_name}.{}.{arch}", dl.arch_name());
             dl.output = temps.reserve(&prefix, ".img")?;
             let mut cmd = dl.command(&o.host, |f| shared.iter().any(|s| s == f));
             link::add_device_args(
@@ -247,6 +263,24 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             linked.push(dl);
         }
         run_all(o, &clang, &commands)?;
+        if images.iter().any(|e| e.hip) {
+            // HIP: the images bundled into a fat binary (by the bundler,
+            // as LLVM runs it), which the wrapper object registers.
+            let hipfb = temps.reserve(&exe_name, ".hipfb")?;
+            let bundler = find_bundler(argv0, &clang);
+            execute(
+                o,
+                "clang-offload-bundler",
+                &bundler,
+                &bundle_command(o, &linked, &hipfb),
+            )?;
+            let prefix = format!("{exe_name}.hip.image.wrapper");
+            let object = temps.create_with(&prefix, ".o", |f, name| {
+                wrap_fatbin(&host_triple, &hipfb, o.dry_run, (f, name))
+            })?;
+            wrapper_objects.push(object);
+            linked.clear();
+        }
     }
     if !linked.is_empty() || !o.override_images.is_empty() {
         let prefix = format!("{exe_name}.openmp.image.wrapper");
@@ -267,6 +301,85 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     let cmd = link::host_command(&o.host, &wrapper_objects);
     execute(o, file_name(linker), linker, &cmd)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bundler LLVM runs for HIP: `clang-offload-bundler` next to the name
+/// we were run under (offload-kit's own, among the links
+/// `install-links` makes), else next to the device compiler, else on
+/// `PATH` (`clang-offload-bundler-22` too, Debian's name there).
+fn find_bundler(argv0: &str, clang: &str) -> String {
+    let mut candidates = Vec::new();
+    if argv0.contains('/') {
+        candidates.push(Path::new(argv0).with_file_name("clang-offload-bundler"));
+    }
+    candidates.push(Path::new(clang).with_file_name("clang-offload-bundler"));
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            candidates.push(d.join("clang-offload-bundler"));
+            candidates.push(d.join("clang-offload-bundler-22"));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).map_or_else(
+        || "clang-offload-bundler".into(),
+        |p| p.to_string_lossy().into_owned(),
+    )
+}
+
+/// LLVM 22's bundler command for HIP: a 4 KiB-aligned object bundle of
+/// an empty host entry and each linked image, the images in the reverse
+/// of their link order (as LLVM lists them).
+fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> {
+    let mut cmd = vec!["-type=o".to_string(), "-bundle-align=4096".to_string()];
+    if o.compress {
+        cmd.push("-compress".into());
+    }
+    if let Some(level) = &o.compression_level {
+        cmd.push(format!("-compression-level={level}"));
+    }
+    let mut targets = vec!["-targets=host-x86_64-unknown-linux-gnu".to_string()];
+    targets.extend(
+        linked
+            .iter()
+            .rev()
+            .map(|dl| format!("hip-amdgcn-amd-amdhsa--{}", dl.arch)),
+    );
+    cmd.push(targets.join(","));
+    cmd.push("-input=/dev/null".into());
+    cmd.extend(
+        linked
+            .iter()
+            .rev()
+            .map(|dl| format!("-input={}", dl.output)),
+    );
+    cmd.push(format!("-output={output}"));
+    cmd
+}
+
+/// Writes the wrapper object registering the HIP fat binary `fatbin`
+/// (with `--dry-run`, which made no fat binary, an empty one, as LLVM).
+fn wrap_fatbin(
+    host_triple: &str,
+    fatbin: &str,
+    dry_run: bool,
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
+    let bytes = if dry_run {
+        Input::from_vec(Vec::new())
+    } else {
+        open(fatbin)?
+    };
+    let opts = Options {
+        kind: Kind::Hip,
+        abi: Abi::Llvm,
+        triple: host_triple.to_string(),
+        llc_layout: true,
+    };
+    let layout = wrap::layout(&opts, &[Image::raw(bytes.bytes())]).map_err(|e| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    })?;
+    write_pieces(&layout, &[(&bytes, bytes.bytes())], out).map_err(|e| io_fail(out_name, &e))
 }
 
 /// Packs one image as an OffloadBinary, into an unnamed temporary file
