@@ -958,6 +958,90 @@ fn hip() -> Result<(), Failed> {
     Ok(())
 }
 
+/// OpenMP offloading to AMDGPU (`--offload-arch=gfx90a,gfx1030`, objects
+/// compiled first so that every file name is fixed), linked through each
+/// wrapper with the device runtime's symbols left unresolved (no ROCm
+/// here): the same `--dry-run` commands, and the same `--save-temps` files
+/// with the same bytes — device images, the wrapper object with its two
+/// OffloadBinaries in LLVM's order, and the program.
+fn openmp_amdgpu() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let gpu = ["-fopenmp", "--offload-arch=gfx90a,gfx1030", "-nogpulib"];
+    for c in ["app.c", "main.c"] {
+        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+        a.extend([
+            "-c".into(),
+            src(c).to_string_lossy().into_owned(),
+            "-o".into(),
+            d.join(c.replace(".c", ".o")).to_string_lossy().into_owned(),
+        ]);
+        let out = exec(&llvm("clang"), &a, d, &[]);
+        if out.code != 0 {
+            return Err(format!("compiling {c}: {}", out.stderr).into());
+        }
+    }
+    let fx = fixture()?;
+    let link = |ours: bool, cwd: &Path, extra: &str| -> Out {
+        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+        if ours {
+            let links = ours_as("clang-linker-wrapper");
+            a.push(format!("-B{}", links.parent().unwrap().display()));
+        }
+        a.extend([
+            d.join("main.o").to_string_lossy().into_owned(),
+            d.join("app.o").to_string_lossy().into_owned(),
+            "-Xoffload-linker".into(),
+            "--unresolved-symbols=ignore-all".into(),
+            format!("-L{}", fx.join("lib").display()),
+            "-o".into(),
+            "app".into(),
+            extra.into(),
+        ]);
+        exec(&llvm("clang"), &a, cwd, &[])
+    };
+    let mut texts = Vec::new();
+    for ours in [true, false] {
+        let out = link(ours, d, "-Wl,--dry-run");
+        if out.code != 0 {
+            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
+        }
+        texts.push(mask_temps(&out.stderr));
+    }
+    if !texts[1].contains("-mcpu=gfx1030 -flto") {
+        return Err(format!("LLVM's commands:\n{}", texts[1]).into());
+    }
+    same("commands", &texts[0], &texts[1])?;
+    let mut listings = Vec::new();
+    let mut dirs = Vec::new();
+    for ours in [true, false] {
+        let sub = d.join(if ours { "ours" } else { "llvm" });
+        std::fs::create_dir_all(&sub)?;
+        let out = link(ours, &sub, "-Wl,--save-temps");
+        if out.code != 0 {
+            return Err(format!("exit {}: {}", out.code, out.stderr).into());
+        }
+        let mut names: Vec<String> = std::fs::read_dir(&sub)?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "app.openmp.image.wrapper.bc")
+            .collect();
+        names.sort();
+        listings.push(names);
+        dirs.push(sub);
+    }
+    same("files", &listings[0], &listings[1])?;
+    if !listings[0].iter().any(|n| n == "app.amdgcn.gfx90a.img") {
+        return Err(format!("no gfx90a image among {:?}", listings[0]).into());
+    }
+    for name in &listings[0] {
+        let a = std::fs::read(dirs[0].join(name))?;
+        let b = std::fs::read(dirs[1].join(name))?;
+        same_bytes(name, &a, &b)?;
+    }
+    Ok(())
+}
+
 /// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -1060,6 +1144,7 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::lto", TOOLS, lto),
+        trial("linker_wrapper::openmp_amdgpu", TOOLS, openmp_amdgpu),
         trial(
             "linker_wrapper::hip",
             &[

@@ -187,6 +187,27 @@ impl DeviceLink {
     }
 }
 
+/// Puts linked images in the order LLVM 22 packs and bundles them: it
+/// sorts them (`llvm::sort`, an insertion sort for so few) with "a before
+/// b when a's triple is greater, or a's arch is greater", starting from
+/// the order its links finished. From the links' order that gives
+/// descending archs within a triple (`gfx942, gfx90a, gfx1030`) and
+/// descending triples (`x86_64…` before `aarch64…`).
+pub fn sort_like_llvm(linked: &mut [DeviceLink]) {
+    let before = |a: &DeviceLink, b: &DeviceLink| a.triple > b.triple || a.arch > b.arch;
+    for i in 1..linked.len() {
+        if before(&linked[i], &linked[0]) {
+            linked[..=i].rotate_right(1);
+        } else {
+            let mut j = i;
+            while before(&linked[j], &linked[j - 1]) {
+                linked.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+    }
+}
+
 /// Appends the `--device-linker` and `--device-compiler` arguments for
 /// `triple`, and the `--compiler-arg`s, to a device-link command line, in
 /// LLVM 22's order.
@@ -252,14 +273,14 @@ pub fn print_command(program: &str, args: &[String]) -> String {
 
 /// The OffloadBinary entry LLVM 22 packs a linked CPU image in before
 /// wrapping it: an OpenMP object with the `triple` and an empty `arch`.
-pub fn linked_image_spec(triple: &str, size: u64) -> ImageSpec {
+pub fn linked_image_spec(triple: &str, arch: &str, size: u64) -> ImageSpec {
     ImageSpec {
         image_kind: ImageKind::IMG_Object,
         offload_kind: OffloadKind::OFK_OpenMP,
         flags: 0,
         strings: vec![
             (b"triple".to_vec(), triple.as_bytes().to_vec()),
-            (b"arch".to_vec(), Vec::new()),
+            (b"arch".to_vec(), arch.as_bytes().to_vec()),
         ],
         size,
     }

@@ -74,7 +74,7 @@ fn commands_in_llvm_order() {
 #[test]
 fn packed_image_reads_back() {
     let img = b"\x7fELF linked image".to_vec();
-    let spec = linked_image_spec("x86_64-unknown-linux-gnu", img.len() as u64);
+    let spec = linked_image_spec("x86_64-unknown-linux-gnu", "", img.len() as u64);
     let mut out = Vec::new();
     offload_binary::layout_v1(&[spec])
         .unwrap()
@@ -98,4 +98,45 @@ fn override_triples() {
     h[18] = 183;
     assert_eq!(override_triple(&h).as_deref(), Some("aarch64--"));
     assert_eq!(override_triple(b"hello"), None);
+}
+
+#[test]
+fn images_sorted_like_llvm() {
+    let dl = |triple: &str, arch: &str| DeviceLink {
+        triple: triple.into(),
+        arch: arch.into(),
+        save_temps: false,
+        inputs: Vec::new(),
+        output: String::new(),
+        executable: String::new(),
+    };
+    let order = |v: &[DeviceLink]| -> Vec<String> {
+        v.iter()
+            .map(|d| format!("{}/{}", d.triple, d.arch))
+            .collect()
+    };
+    // What LLVM 22 bundled for links in the order gfx1030, gfx90a, gfx942.
+    let mut v = vec![
+        dl("amdgcn-amd-amdhsa", "gfx1030"),
+        dl("amdgcn-amd-amdhsa", "gfx90a"),
+        dl("amdgcn-amd-amdhsa", "gfx942"),
+    ];
+    sort_like_llvm(&mut v);
+    assert_eq!(
+        order(&v),
+        [
+            "amdgcn-amd-amdhsa/gfx942",
+            "amdgcn-amd-amdhsa/gfx90a",
+            "amdgcn-amd-amdhsa/gfx1030"
+        ]
+    );
+    let mut v = vec![
+        dl("aarch64-unknown-linux-gnu", ""),
+        dl("x86_64-unknown-linux-gnu", ""),
+    ];
+    sort_like_llvm(&mut v);
+    assert_eq!(
+        order(&v),
+        ["x86_64-unknown-linux-gnu/", "aarch64-unknown-linux-gnu/"]
+    );
 }

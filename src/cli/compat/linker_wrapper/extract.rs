@@ -156,11 +156,13 @@ fn images_of(
                 "'{name}': HIP device code for {triple} is not supported yet (AMDGPU only)"
             )));
         }
-        if !hip && !link::is_cpu_triple(&triple) {
+        if !hip && !link::is_cpu_triple(&triple) && !link::is_amdgpu_triple(&triple) {
             return Err(super::unsupported(&format!(
-                "'{name}': OpenMP device code for {triple} (a GPU target) is not supported yet"
+                "'{name}': OpenMP device code for {triple} is not supported yet \
+                 (CPU targets and AMDGPU only)"
             )));
         }
+        let gpu = link::is_amdgpu_triple(&triple);
         // Objects, or LLVM bitcode (`-foffload-lto`): clang links both, as
         // LLVM's wrapper hands them to it (`-flto=full` comes from the
         // driver's `--device-compiler`).
@@ -174,7 +176,7 @@ fn images_of(
                 img.image_kind
             )));
         }
-        if !(hip || arch.is_empty() || arch == "generic") {
+        if !(hip || gpu || arch.is_empty() || arch == "generic") {
             return Err(super::unsupported(&format!(
                 "'{name}': {triple} device code for arch '{arch}' is not supported yet"
             )));

@@ -80,8 +80,8 @@ fn split(arg: &str) -> Option<(&str, Option<&str>)> {
 fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
-        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU targets and HIP \
-         to AMDGPU only (see the README)",
+        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU and AMDGPU \
+         targets and HIP to AMDGPU only (see the README)",
     )
 }
 
@@ -233,8 +233,8 @@ fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
 fn help_text() -> String {
     "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
      \n\
-     Extracts the OpenMP device images of CPU offloading targets (objects or\n\
-     LLVM bitcode) and the HIP device images of AMDGPU targets from the input\n\
+     Extracts the OpenMP device images of CPU and AMDGPU offloading targets\n\
+     (objects or LLVM bitcode) and the HIP device images of AMDGPU from the input\n\
      objects, links them with clang (HIP: bundled into a fat binary by\n\
      clang-offload-bundler), wraps them in process and runs the host linker.\n\
      \n\
@@ -263,8 +263,8 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm, CUDA, OpenMP for GPU\n\
-     targets, HIP and OpenMP in one link, --emit-fatbin-only, LTO options,\n\
+     Not supported yet (refused): -r/--relocatable, -mllvm, CUDA, NVPTX and\n\
+     SPIR-V targets, HIP and OpenMP in one link, --emit-fatbin-only, LTO options,\n\
      thin archives with device code.\n"
         .to_string()
 }

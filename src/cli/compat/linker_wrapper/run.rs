@@ -263,6 +263,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             linked.push(dl);
         }
         run_all(o, &clang, &commands)?;
+        link::sort_like_llvm(&mut linked);
         if images.iter().any(|e| e.hip) {
             // HIP: the images bundled into a fat binary (by the bundler,
             // as LLVM runs it), which the wrapper object registers.
@@ -326,8 +327,8 @@ fn find_bundler(argv0: &str, clang: &str) -> String {
 }
 
 /// LLVM 22's bundler command for HIP: a 4 KiB-aligned object bundle of
-/// an empty host entry and each linked image, the images in the reverse
-/// of their link order (as LLVM lists them).
+/// an empty host entry and each linked image, in the order of `linked`
+/// ([`link::sort_like_llvm`]).
 fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> {
     let mut cmd = vec!["-type=o".to_string(), "-bundle-align=4096".to_string()];
     if o.compress {
@@ -340,17 +341,11 @@ fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> 
     targets.extend(
         linked
             .iter()
-            .rev()
             .map(|dl| format!("hip-amdgcn-amd-amdhsa--{}", dl.arch)),
     );
     cmd.push(targets.join(","));
     cmd.push("-input=/dev/null".into());
-    cmd.extend(
-        linked
-            .iter()
-            .rev()
-            .map(|dl| format!("-input={}", dl.output)),
-    );
+    cmd.extend(linked.iter().map(|dl| format!("-input={}", dl.output)));
     cmd.push(format!("-output={output}"));
     cmd
 }
@@ -436,7 +431,7 @@ fn wrap_images(
         } else {
             open(&dl.output)?
         };
-        let spec = link::linked_image_spec(&dl.triple, img.bytes().len() as u64);
+        let spec = link::linked_image_spec(&dl.triple, &dl.arch, img.bytes().len() as u64);
         packed.push(pack(&dl.output, spec, &img)?);
     }
     for name in overrides {
