@@ -806,58 +806,114 @@ fn lto() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
-/// HIP with the new offload driver (`-fgpu-rdc`), for two AMDGPU
-/// architectures, linked (clang-22, GNU ld) through each wrapper with the
-/// recording runtime `hip_stub.c`: the same `--dry-run` commands (the
-/// bundler's path aside), the same `--save-temps` files with the same
-/// bytes (device images, fat binary, wrapper object, the program itself),
-/// and the same registration when the programs run; with
-/// `--offload-compress`, the fat binary is LLVM's compressed bundle.
-fn hip() -> Result<(), Failed> {
+/// Where NVIDIA's tools are (scripts/cuda-tools.sh).
+const CUDA_TOOLS: &str = "/opt/offload-kit/cuda-tools/bin";
+
+/// A GPU language the drop-in links for.
+#[derive(Clone, Copy, PartialEq)]
+enum Gpu {
+    /// HIP for gfx90a and gfx1030.
+    Hip,
+    /// CUDA for sm_80 and sm_90, with NVIDIA's ptxas, nvlink and fatbinary.
+    Cuda,
+}
+
+/// HIP (two AMDGPU architectures) or CUDA (two NVIDIA ones) with the new
+/// offload driver (`-fgpu-rdc`), linked (clang-22, GNU ld) through each
+/// wrapper with the recording runtime `gpu_stub.c`: the same `--dry-run`
+/// commands (the bundler's path aside), the same `--save-temps` files
+/// with the same bytes (device images, fat binary, wrapper object, the
+/// program itself), and the same registration when the programs run. HIP
+/// with `--offload-compress` too: the fat binary is LLVM's compressed
+/// bundle. CUDA runs against a CUDA root the test makes: NVIDIA's tools
+/// and a `cuda.h` that gives clang the version (no headers are used).
+fn gpu_program(gpu: Gpu) -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
-    let archs = ["--offload-arch=gfx90a", "--offload-arch=gfx1030"];
-    let hip_src = src("hip.hip").to_string_lossy().into_owned();
-    let stub_src = src("hip_stub.c").to_string_lossy().into_owned();
-    let mut a: Vec<String> = [
-        "-x",
-        "hip",
-        "--offload-new-driver",
-        "-fgpu-rdc",
-        "-nogpulib",
-    ]
-    .iter()
-    .chain(&archs)
-    .chain(&["-nogpuinc", "-c", &hip_src, "-o", "hip.o"])
-    .map(|s| (*s).to_string())
-    .collect();
+    let cuda_root = d.join("cuda");
+    let path = format!(
+        "{}:{}",
+        cuda_root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = [("PATH", path.as_str())];
+    let (source, lang_args, link_args): (&str, Vec<String>, Vec<String>) = match gpu {
+        Gpu::Hip => {
+            let archs = [
+                "--offload-arch=gfx90a",
+                "--offload-arch=gfx1030",
+                "-nogpulib",
+            ];
+            let mut c = vec!["-x".to_string(), "hip".into(), "-nogpuinc".into()];
+            c.extend(archs.iter().map(|s| (*s).to_string()));
+            let mut l = vec!["--hip-link".to_string(), "-no-hip-rt".into()];
+            l.extend(archs.iter().map(|s| (*s).to_string()));
+            ("hip.hip", c, l)
+        }
+        Gpu::Cuda => {
+            std::fs::create_dir_all(cuda_root.join("bin"))?;
+            std::fs::create_dir_all(cuda_root.join("include"))?;
+            std::fs::create_dir_all(cuda_root.join("nvvm/libdevice"))?;
+            for t in ["ptxas", "nvlink", "fatbinary"] {
+                std::os::unix::fs::symlink(
+                    Path::new(CUDA_TOOLS).join(t),
+                    cuda_root.join("bin").join(t),
+                )?;
+            }
+            std::fs::write(
+                cuda_root.join("include/cuda.h"),
+                "#define CUDA_VERSION 12080\n",
+            )?;
+            let root = format!("--cuda-path={}", cuda_root.display());
+            let c = vec![
+                "-x".to_string(),
+                "cuda".into(),
+                root.clone(),
+                "--cuda-gpu-arch=sm_80".into(),
+                "--cuda-gpu-arch=sm_90".into(),
+                "-nocudainc".into(),
+                "-nocudalib".into(),
+            ];
+            ("cuda.cu", c, vec![root])
+        }
+    };
+    let mut a: Vec<String> = vec!["--offload-new-driver".into(), "-fgpu-rdc".into()];
+    a.extend(lang_args);
+    a.extend([
+        "-c".into(),
+        src(source).to_string_lossy().into_owned(),
+        "-o".into(),
+        "dev.o".into(),
+    ]);
+    let out = exec(&llvm("clang"), &a, d, &env);
+    if out.code != 0 {
+        return Err(format!("compiling {source}: {}", out.stderr).into());
+    }
+    let mut a = vec![
+        "-c".to_string(),
+        src("gpu_stub.c").to_string_lossy().into_owned(),
+        "-o".into(),
+        "stub.o".into(),
+    ];
+    if gpu == Gpu::Cuda {
+        a.push("-DCUDA".into());
+    }
     let out = exec(&llvm("clang"), &a, d, &[]);
     if out.code != 0 {
-        return Err(format!("compiling hip.hip: {}", out.stderr).into());
+        return Err(format!("compiling gpu_stub.c: {}", out.stderr).into());
     }
-    a = ["-c", &stub_src, "-o", "stub.o"].map(String::from).to_vec();
-    let out = exec(&llvm("clang"), &a, d, &[]);
-    if out.code != 0 {
-        return Err(format!("compiling hip_stub.c: {}", out.stderr).into());
-    }
-    let hip_o = d.join("hip.o").to_string_lossy().into_owned();
+    let dev_o = d.join("dev.o").to_string_lossy().into_owned();
     let stub_o = d.join("stub.o").to_string_lossy().into_owned();
     let link = |ours: bool, cwd: &Path, extra: &[&str]| -> Out {
-        let mut a: Vec<String> = vec![
-            "--offload-new-driver".into(),
-            "-fgpu-rdc".into(),
-            "--hip-link".into(),
-            "-no-hip-rt".into(),
-            "-nogpulib".into(),
-        ];
-        a.extend(archs.iter().map(|s| (*s).to_string()));
+        let mut a: Vec<String> = vec!["--offload-new-driver".into(), "-fgpu-rdc".into()];
+        a.extend(link_args.iter().cloned());
         if ours {
             let links = ours_as("clang-linker-wrapper");
             a.push(format!("-B{}", links.parent().unwrap().display()));
         }
-        a.extend([hip_o.clone(), stub_o.clone(), "-o".into(), "app".into()]);
+        a.extend([dev_o.clone(), stub_o.clone(), "-o".into(), "app".into()]);
         a.extend(extra.iter().map(|s| (*s).to_string()));
-        exec(&llvm("clang"), &a, cwd, &[])
+        exec(&llvm("clang"), &a, cwd, &env)
     };
     // --dry-run: the same commands, the bundler wherever it is found.
     let mut texts = Vec::new();
@@ -866,37 +922,49 @@ fn hip() -> Result<(), Failed> {
         if out.code != 0 {
             return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
         }
+        // File arguments such as `-input=<file>` and `--image3=…,file=<file>`
+        // are masked after their last `=`.
         let text: String = mask_temps(&out.stderr)
             .lines()
-            .map(|l| match l.split_once("clang-offload-bundler\" ") {
-                // Its file arguments are `-input=<file>`: masked one by one.
-                Some((_, rest)) => {
-                    let words: Vec<String> = rest
-                        .split(' ')
-                        .map(|w| match w.split_once('=') {
-                            Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
-                            None => w.to_string(),
-                        })
-                        .collect();
-                    format!("BUNDLER {}\n", words.join(" "))
+            .map(|l| {
+                let words: Vec<String> = l
+                    .split(' ')
+                    .map(|w| match w.rsplit_once('=') {
+                        Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
+                        None => w.to_string(),
+                    })
+                    .collect();
+                let l = words.join(" ");
+                match l.split_once("clang-offload-bundler\" ") {
+                    Some((_, rest)) => format!("BUNDLER {rest}\n"),
+                    None => format!("{l}\n"),
                 }
-                None => format!("{l}\n"),
             })
             .collect();
         texts.push(text);
     }
-    if texts[1].lines().count() != 4 || !texts[1].contains("BUNDLER ") {
+    let packer = if gpu == Gpu::Hip {
+        "BUNDLER "
+    } else {
+        "fatbinary\" -64 --create"
+    };
+    if texts[1].lines().count() != 4 || !texts[1].contains(packer) {
         return Err(format!(
-            "LLVM printed not 2 links, a bundle and a link:\n{}",
+            "LLVM printed not 2 links, a fat binary and a link:\n{}",
             texts[1]
         )
         .into());
     }
     same("commands", &texts[0], &texts[1])?;
-    for (variant, extra) in [
-        ("plain", &[][..]),
-        ("compressed", &["--offload-compress"][..]),
-    ] {
+    let variants: &[(&str, &[&str])] = match gpu {
+        Gpu::Hip => &[("plain", &[]), ("compressed", &["--offload-compress"])],
+        Gpu::Cuda => &[("plain", &[])],
+    };
+    let (fatbin, wrapper_ir) = match gpu {
+        Gpu::Hip => ("app.hipfb", "app.hip.image.wrapper.bc"),
+        Gpu::Cuda => ("app.fatbin", "app.cuda.image.wrapper.bc"),
+    };
+    for (variant, extra) in variants {
         let mut listings = Vec::new();
         let mut logs = Vec::new();
         let mut dirs = Vec::new();
@@ -912,7 +980,7 @@ fn hip() -> Result<(), Failed> {
             let mut names: Vec<String> = std::fs::read_dir(&sub)?
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n != "app.hip.image.wrapper.bc")
+                .filter(|n| n != wrapper_ir)
                 .collect();
             names.sort();
             listings.push(names);
@@ -930,28 +998,34 @@ fn hip() -> Result<(), Failed> {
             same_bytes(&format!("{variant}: {name}"), &a, &b)?;
         }
         same(&format!("{variant}: registration"), &logs[0], &logs[1])?;
-        let fatbin = std::fs::read(dirs[0].join("app.hipfb"))?;
-        let want_magic: &[u8] = if extra.is_empty() {
-            b"__CLANG_OFFLOAD_BUNDLE__"
-        } else {
-            b"CCOB"
+        let bytes = std::fs::read(dirs[0].join(fatbin))?;
+        let want_magic: &[u8] = match (gpu, extra.is_empty()) {
+            (Gpu::Cuda, _) => b"\x50\xed\x55\xba",
+            (Gpu::Hip, true) => b"__CLANG_OFFLOAD_BUNDLE__",
+            (Gpu::Hip, false) => b"CCOB",
         };
-        if !fatbin.starts_with(want_magic) {
-            return Err(
-                format!("{variant}: app.hipfb does not start with the bundle magic").into(),
-            );
+        if !bytes.starts_with(want_magic) {
+            return Err(format!("{variant}: {fatbin} does not start with its magic").into());
         }
+        let magic = if gpu == Gpu::Hip {
+            "48495046"
+        } else {
+            "466243b1"
+        };
         for want in [
-            "__hipRegisterFatBinary magic=48495046",
-            "__hipRegisterFunction _Z4kernPi",
-            "__hipRegisterVar devvar size=16",
-            "__hipUnregisterFatBinary\n",
+            &format!("RegisterFatBinary magic={magic}")[..],
+            "RegisterFunction _Z4kernPi",
+            "RegisterVar devvar size=16",
+            "UnregisterFatBinary\n",
         ] {
             if !logs[0].contains(want) {
                 return Err(format!("{variant}: no '{want}' in:\n{}", logs[0]).into());
             }
         }
-        if extra.is_empty() && !logs[0].contains("entry hip-amdgcn-amd-amdhsa--gfx1030:") {
+        if gpu == Gpu::Hip
+            && extra.is_empty()
+            && !logs[0].contains("entry hip-amdgcn-amd-amdhsa--gfx1030:")
+        {
             return Err(format!("{variant}: no gfx1030 entry in:\n{}", logs[0]).into());
         }
     }
@@ -1152,9 +1226,20 @@ pub fn tests() -> Vec<Trial> {
                 "clang-linker-wrapper",
                 "clang-offload-bundler",
                 "ld.bfd",
-                "ld.lld",
             ],
-            hip,
+            || gpu_program(Gpu::Hip),
+        ),
+        trial(
+            "linker_wrapper::cuda",
+            &[
+                "clang",
+                "clang-linker-wrapper",
+                "ld.bfd",
+                "/opt/offload-kit/cuda-tools/bin/ptxas",
+                "/opt/offload-kit/cuda-tools/bin/nvlink",
+                "/opt/offload-kit/cuda-tools/bin/fatbinary",
+            ],
+            || gpu_program(Gpu::Cuda),
         ),
         trial(
             "linker_wrapper::aarch64_qemu",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Unpacks what the compressed-fatbin tests need from NVIDIA's wheels on PyPI
-# (the CUDA toolkit is no Debian package): ptxas and fatbinary from
+# Unpacks what the compressed-fatbin and CUDA link tests need from NVIDIA's
+# wheels on PyPI (the CUDA toolkit is no Debian package): ptxas, nvlink and
+# fatbinary from
 # nvidia-cuda-nvcc, cuobjdump from nvidia-cuda-cuobjdump (programs that run
 # on the CPU; no GPU or driver is needed), and libnvjpeg.so.12 from the
 # 5 MB nvidia-nvjpeg-cu12, a library NVIDIA built whose cubins are stored
@@ -19,6 +20,7 @@ DIR=${1:-/opt/offload-kit/cuda-tools}
 WHEELS=(
   "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/ptxas:bin"
   "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/fatbinary:bin"
+  "nvidia-cuda-nvcc==13.0.88:nvidia/cu13/bin/nvlink:bin"
   "nvidia-cuda-cuobjdump==13.5.37:nvidia/cu13/bin/cuobjdump:bin"
   "nvidia-nvjpeg-cu12==12.4.0.76:nvidia/nvjpeg/lib/libnvjpeg.so.12:lib"
 )
@@ -52,7 +54,7 @@ with zipfile.ZipFile(whl) as z, z.open(member) as src:
 os.chmod(dst, 0o755 if out.endswith("/bin") else 0o644)
 EOF
 done
-for t in ptxas fatbinary cuobjdump; do
+for t in ptxas fatbinary nvlink cuobjdump; do
   "$DIR.partial/bin/$t" --version >/dev/null || {
     echo "cuda-tools: $t from the wheel does not run" >&2
     exit 1

@@ -97,6 +97,11 @@ fn looks_like_triple(s: &str) -> bool {
     !s.starts_with('-') && s.contains('-') && !Triple::parse(s).arch_name().is_empty()
 }
 
+/// Whether a device triple is NVIDIA's (`nvptx64-nvidia-cuda`).
+pub fn is_nvptx_triple(triple: &str) -> bool {
+    Triple::parse(triple).arch_name().starts_with("nvptx")
+}
+
 /// Whether a device triple is AMDGPU's (`amdgcn-amd-amdhsa`).
 pub fn is_amdgpu_triple(triple: &str) -> bool {
     Triple::parse(triple).is_amdgpu()
@@ -110,9 +115,11 @@ pub struct DeviceLink {
     /// The architecture (an AMDGPU target ID such as `gfx90a:xnack+`);
     /// empty for a CPU target's `generic`.
     pub arch: String,
-    /// Whether the temporary files are kept (`--save-temps`): an AMDGPU
-    /// link then keeps its LTO stages too.
+    /// Whether the temporary files are kept (`--save-temps`): a GPU link
+    /// then keeps its stages too.
     pub save_temps: bool,
+    /// Whether an input is LLVM bitcode (an NVPTX link is then LTO).
+    pub bitcode: bool,
     /// The extracted device objects, in the order of the inputs.
     pub inputs: Vec<String>,
     /// The linked image's file.
@@ -146,12 +153,22 @@ impl DeviceLink {
             ),
             format!("--target={}", self.triple),
         ];
-        if is_amdgpu_triple(&self.triple) {
-            // A GPU: the processor, LTO of the bitcode, nothing of the
+        let nvptx = is_nvptx_triple(&self.triple);
+        if is_amdgpu_triple(&self.triple) || nvptx {
+            // A GPU: the processor, LTO of bitcode (AMDGPU: always), the
+            // undefined-symbol check (not for NVPTX), nothing of the
             // host's libraries.
-            cmd.push(format!("-mcpu={}", self.arch));
-            cmd.push("-flto".into());
-            cmd.push("-Wl,--no-undefined".into());
+            if nvptx {
+                cmd.push(format!("-march={}", self.arch));
+            } else {
+                cmd.push(format!("-mcpu={}", self.arch));
+            }
+            if !nvptx || self.bitcode {
+                cmd.push("-flto".into());
+            }
+            if !nvptx {
+                cmd.push("-Wl,--no-undefined".into());
+            }
             cmd.extend(self.inputs.iter().cloned());
             if self.save_temps {
                 cmd.push("-Wl,--save-temps".into());

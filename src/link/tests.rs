@@ -40,6 +40,7 @@ fn commands_in_llvm_order() {
     let link = DeviceLink {
         arch: String::new(),
         save_temps: false,
+        bitcode: false,
         triple: "x86_64-unknown-linux-gnu".into(),
         inputs: vec!["main-x.o".into()],
         output: "out.x86_64..img".into(),
@@ -106,6 +107,7 @@ fn images_sorted_like_llvm() {
         triple: triple.into(),
         arch: arch.into(),
         save_temps: false,
+        bitcode: false,
         inputs: Vec::new(),
         output: String::new(),
         executable: String::new(),

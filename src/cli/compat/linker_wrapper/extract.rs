@@ -31,8 +31,10 @@ pub(super) struct Extracted {
     pub input: String,
     pub triple: String,
     pub arch: String,
-    /// HIP device code (else OpenMP).
-    pub hip: bool,
+    /// OpenMP, HIP or CUDA.
+    pub kind: OffloadKind,
+    /// Whether the image is LLVM bitcode (else an object).
+    pub bitcode: bool,
     /// Where its bytes are.
     source: Source,
 }
@@ -144,11 +146,17 @@ fn images_of(
             continue;
         }
         let hip = img.offload_kind == OffloadKind::OFK_HIP;
-        if img.offload_kind != OffloadKind::OFK_OpenMP && !hip {
+        let cuda = img.offload_kind == OffloadKind::OFK_Cuda;
+        if img.offload_kind != OffloadKind::OFK_OpenMP && !hip && !cuda {
             return Err(super::unsupported(&format!(
                 "'{name}': {triple} device code of kind {:?} is not supported yet \
-                 (OpenMP and HIP only)",
+                 (OpenMP, HIP and CUDA only)",
                 img.offload_kind
+            )));
+        }
+        if cuda && !link::is_nvptx_triple(&triple) {
+            return Err(super::unsupported(&format!(
+                "'{name}': CUDA device code for {triple} is not supported yet (NVPTX only)"
             )));
         }
         if hip && !link::is_amdgpu_triple(&triple) {
@@ -156,7 +164,7 @@ fn images_of(
                 "'{name}': HIP device code for {triple} is not supported yet (AMDGPU only)"
             )));
         }
-        if !hip && !link::is_cpu_triple(&triple) && !link::is_amdgpu_triple(&triple) {
+        if !hip && !cuda && !link::is_cpu_triple(&triple) && !link::is_amdgpu_triple(&triple) {
             return Err(super::unsupported(&format!(
                 "'{name}': OpenMP device code for {triple} is not supported yet \
                  (CPU targets and AMDGPU only)"
@@ -176,7 +184,7 @@ fn images_of(
                 img.image_kind
             )));
         }
-        if !(hip || gpu || arch.is_empty() || arch == "generic") {
+        if !(hip || cuda || gpu || arch.is_empty() || arch == "generic") {
             return Err(super::unsupported(&format!(
                 "'{name}': {triple} device code for arch '{arch}' is not supported yet"
             )));
@@ -196,7 +204,8 @@ fn images_of(
             input: name.to_string(),
             triple,
             arch,
-            hip,
+            kind: img.offload_kind,
+            bitcode: img.image_kind == ImageKind::IMG_Bitcode,
             source,
         });
     }

@@ -23,6 +23,8 @@ pub(crate) struct Opts {
     /// `--wrapper-jobs`: how many device links may run at once (0: one).
     pub jobs: usize,
     pub save_temps: bool,
+    /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
+    pub cuda_path: Option<String>,
     /// `--compress`: HIP fat binaries are compressed bundles.
     pub compress: bool,
     /// `--compression-level=N`, passed to the bundler.
@@ -49,7 +51,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "emit-fatbin-only",
         "--emit-fatbin-only is not supported yet (CUDA/HIP)",
     ),
-    ("cuda-path", "--cuda-path is not supported yet (CUDA)"),
     ("mllvm", "-mllvm is not supported yet"),
     ("offload-opt", "--offload-opt is not supported (no LTO)"),
     ("whole-program", "--whole-program is not supported (no LTO)"),
@@ -81,7 +82,7 @@ fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
         "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU and AMDGPU \
-         targets and HIP to AMDGPU only (see the README)",
+         targets, HIP to AMDGPU and CUDA to NVPTX only (see the README)",
     )
 }
 
@@ -156,6 +157,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             "wrapper-verbose" => o.verbose = true,
             "save-temps" => o.save_temps = true,
             "compress" => o.compress = true,
+            "cuda-path" => o.cuda_path = Some(value(&mut it, v, arg)?),
             "compression-level" => o.compression_level = Some(value(&mut it, v, arg)?),
             "override-image" => {
                 let v = value(&mut it, v, arg)?;
@@ -234,15 +236,17 @@ fn help_text() -> String {
     "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
      \n\
      Extracts the OpenMP device images of CPU and AMDGPU offloading targets\n\
-     (objects or LLVM bitcode) and the HIP device images of AMDGPU from the input\n\
-     objects, links them with clang (HIP: bundled into a fat binary by\n\
-     clang-offload-bundler), wraps them in process and runs the host linker.\n\
+     (objects or LLVM bitcode), the HIP device images of AMDGPU and the CUDA\n\
+     device images of NVPTX from the input objects, links them with clang (HIP:\n\
+     bundled by clang-offload-bundler; CUDA: packed by CUDA's fatbinary), wraps\n\
+     them in process and runs the host linker.\n\
      \n\
      USAGE: clang-linker-wrapper [options] -- <options to passed to the linker>\n\
      \n\
      OPTIONS:\n\
      \x20 --compiler-arg=<value>  An extra argument for the device compiler\n\
      \x20 --compress             Compress the HIP fat binary (a CCOB)\n\
+     \x20 --cuda-path=<dir>      The CUDA installation whose bin/fatbinary is run\n\
      \x20 --compression-level=<n> The HIP fat binary's compression level\n\
      \x20 --device-compiler=<value> or <triple>=<value>\n\
      \x20                         Arguments to pass to the device compiler invocation\n\
@@ -263,8 +267,8 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm, CUDA, NVPTX and\n\
-     SPIR-V targets, HIP and OpenMP in one link, --emit-fatbin-only, LTO options,\n\
+     Not supported yet (refused): -r/--relocatable, -mllvm, OpenMP for NVPTX,\n\
+     SPIR-V targets, two offload kinds in one link, --emit-fatbin-only, LTO options,\n\
      thin archives with device code.\n"
         .to_string()
 }

@@ -14,7 +14,7 @@ use crate::cli::io::{Input, copy_file_range_all};
 use offload_kit::layout::{Layout, Piece, write_zeros};
 use offload_kit::link::{self, DeviceLink};
 use offload_kit::llvm::path::{file_name, stem};
-use offload_kit::offload_binary;
+use offload_kit::offload_binary::{self, OffloadKind};
 use offload_kit::wrap::{self, Abi, Image, Kind, Options};
 
 /// Files to remove when the run ends (unless `--save-temps`).
@@ -224,9 +224,11 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 groups.push(key);
             }
         }
-        if images.iter().any(|e| e.hip) && images.iter().any(|e| !e.hip) {
+        let kind = images[0].kind;
+        if images.iter().any(|e| e.kind != kind) {
             return Err(super::unsupported(
-                "HIP and OpenMP device code in one link is not supported yet",
+                "device code of two offload kinds (OpenMP, HIP, CUDA) in one link is not \
+                 supported yet",
             ));
         }
         let mut commands = Vec::new();
@@ -241,10 +243,14 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                     found.write(e, f).map_err(|err| io_fail(name, &err))
                 })?);
             }
+            let bitcode = images
+                .iter()
+                .any(|e| e.triple == triple && arch_of(e) == arch && e.bitcode);
             let mut dl = DeviceLink {
                 triple: triple.to_string(),
                 arch: arch.to_string(),
                 save_temps: o.save_temps,
+                bitcode,
                 inputs,
                 output: String::new(),
                 executable: exe.clone(),
@@ -264,7 +270,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         }
         run_all(o, &clang, &commands)?;
         link::sort_like_llvm(&mut linked);
-        if images.iter().any(|e| e.hip) {
+        if kind == OffloadKind::OFK_HIP {
             // HIP: the images bundled into a fat binary (by the bundler,
             // as LLVM runs it), which the wrapper object registers.
             let hipfb = temps.reserve(&exe_name, ".hipfb")?;
@@ -277,7 +283,30 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             )?;
             let prefix = format!("{exe_name}.hip.image.wrapper");
             let object = temps.create_with(&prefix, ".o", |f, name| {
-                wrap_fatbin(&host_triple, &hipfb, o.dry_run, (f, name))
+                wrap_fatbin(&host_triple, Kind::Hip, &hipfb, o.dry_run, (f, name))
+            })?;
+            wrapper_objects.push(object);
+            linked.clear();
+        } else if kind == OffloadKind::OFK_Cuda {
+            // CUDA: the images packed by CUDA's fatbinary.
+            let fatbin = temps.reserve(&exe_name, ".fatbin")?;
+            let program = match &o.cuda_path {
+                Some(dir) => Path::new(dir)
+                    .join("bin")
+                    .join("fatbinary")
+                    .to_string_lossy()
+                    .into_owned(),
+                None => "fatbinary".to_string(),
+            };
+            execute(
+                o,
+                "fatbinary",
+                &program,
+                &fatbinary_command(&linked, &fatbin),
+            )?;
+            let prefix = format!("{exe_name}.cuda.image.wrapper");
+            let object = temps.create_with(&prefix, ".o", |f, name| {
+                wrap_fatbin(&host_triple, Kind::Cuda, &fatbin, o.dry_run, (f, name))
             })?;
             wrapper_objects.push(object);
             linked.clear();
@@ -350,10 +379,26 @@ fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> 
     cmd
 }
 
-/// Writes the wrapper object registering the HIP fat binary `fatbin`
-/// (with `--dry-run`, which made no fat binary, an empty one, as LLVM).
+/// LLVM 22's `fatbinary` command for CUDA: each linked image (a cubin) as
+/// `--image3=kind=elf,sm=<N>`, in the order of `linked`.
+fn fatbinary_command(linked: &[DeviceLink], output: &str) -> Vec<String> {
+    let mut cmd = vec![
+        "-64".to_string(),
+        "--create".to_string(),
+        output.to_string(),
+    ];
+    for dl in linked {
+        let sm = dl.arch.strip_prefix("sm_").unwrap_or(&dl.arch);
+        cmd.push(format!("--image3=kind=elf,sm={sm},file={}", dl.output));
+    }
+    cmd
+}
+
+/// Writes the wrapper object registering the HIP or CUDA fat binary
+/// `fatbin` (with `--dry-run`, which made none, an empty one, as LLVM).
 fn wrap_fatbin(
     host_triple: &str,
+    kind: Kind,
     fatbin: &str,
     dry_run: bool,
     (out, out_name): (&mut std::fs::File, &str),
@@ -364,7 +409,7 @@ fn wrap_fatbin(
         open(fatbin)?
     };
     let opts = Options {
-        kind: Kind::Hip,
+        kind,
         abi: Abi::Llvm,
         triple: host_triple.to_string(),
         llc_layout: true,
