@@ -1279,8 +1279,14 @@ pub fn tests() -> Vec<Trial> {
         trial("linker_wrapper::refuses_override_image_cuda", TOOLS, || {
             refused(&["--override-image=cuda=x.fatbin"])
         }),
-        trial("linker_wrapper::refuses_mllvm", TOOLS, || {
-            refused(&["-mllvm", "-x"])
+        trial("linker_wrapper::refuses_joined_mllvm", TOOLS, || {
+            refused(&["-mllvm=-x"])
+        }),
+        trial("linker_wrapper::dry_run_mllvm", TOOLS, || {
+            dry_run(&[
+                "-Wl,--dry-run",
+                "-Wl,-mllvm,-inline-threshold=5,-mllvm,-unroll-count=2",
+            ])
         }),
         trial("linker_wrapper::missing_library", TOOLS, missing_library),
         trial("linker_wrapper::wrapper_jobs", TOOLS, wrapper_jobs),

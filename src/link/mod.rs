@@ -120,6 +120,8 @@ pub struct DeviceLink {
     pub save_temps: bool,
     /// Whether an input is LLVM bitcode (an NVPTX link is then LTO).
     pub bitcode: bool,
+    /// `-mllvm` options, given to the link's LTO plugin and its linker.
+    pub mllvm: Vec<String>,
     /// The extracted device objects, in the order of the inputs.
     pub inputs: Vec<String>,
     /// The linked image's file.
@@ -166,10 +168,12 @@ impl DeviceLink {
             if !nvptx || self.bitcode {
                 cmd.push("-flto".into());
             }
+            self.plugin_opts(&mut cmd);
             if !nvptx {
                 cmd.push("-Wl,--no-undefined".into());
             }
             cmd.extend(self.inputs.iter().cloned());
+            self.linker_mllvm(&mut cmd);
             if self.save_temps {
                 cmd.push("-Wl,--save-temps".into());
             }
@@ -180,6 +184,7 @@ impl DeviceLink {
             }
             return cmd;
         }
+        self.plugin_opts(&mut cmd);
         cmd.push("-Wl,--no-undefined".into());
         cmd.extend(self.inputs.iter().cloned());
         cmd.push("-Wl,-Bsymbolic".into());
@@ -195,12 +200,29 @@ impl DeviceLink {
                 _ => {}
             }
         }
+        self.linker_mllvm(&mut cmd);
         for arg in host {
             if let HostArg::LinkerArg(v) = arg {
                 cmd.extend(["-Xlinker".into(), v.clone()]);
             }
         }
         cmd
+    }
+
+    /// `-mllvm` options for the LTO plugin (`-Xlinker --plugin-opt=<o>`),
+    /// as LLVM 22 puts them after the target.
+    fn plugin_opts(&self, cmd: &mut Vec<String>) {
+        for o in &self.mllvm {
+            cmd.extend(["-Xlinker".into(), format!("--plugin-opt={o}")]);
+        }
+    }
+
+    /// `-mllvm` options for the device linker (`-Xlinker -mllvm=<o>`),
+    /// as LLVM 22 puts them after the inputs and libraries.
+    fn linker_mllvm(&self, cmd: &mut Vec<String>) {
+        for o in &self.mllvm {
+            cmd.extend(["-Xlinker".into(), format!("-mllvm={o}")]);
+        }
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) struct Opts {
     /// `--wrapper-jobs`: how many device links may run at once (0: one).
     pub jobs: usize,
     pub save_temps: bool,
+    /// `-mllvm <option>` values, in order: passed to every device link.
+    pub mllvm: Vec<String>,
     /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
     pub cuda_path: Option<String>,
     /// `--compress`: HIP fat binaries are compressed bundles.
@@ -51,7 +53,10 @@ const UNSUPPORTED: &[(&str, &str)] = &[
         "emit-fatbin-only",
         "--emit-fatbin-only is not supported yet (CUDA/HIP)",
     ),
-    ("mllvm", "-mllvm is not supported yet"),
+    (
+        "mllvm",
+        "-mllvm=<option> is not supported yet (give -mllvm <option>)",
+    ),
     ("offload-opt", "--offload-opt is not supported (no LTO)"),
     ("whole-program", "--whole-program is not supported (no LTO)"),
     ("triple", "--triple is not supported yet"),
@@ -134,6 +139,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
         }
         if arg == "-o" {
             o.host.push(HostArg::Output(value(&mut it, None, "-o")?));
+            continue;
+        }
+        if arg == "-mllvm" {
+            o.mllvm.push(value(&mut it, None, "-mllvm")?);
             continue;
         }
         let Some((name, v)) = split(arg) else {
@@ -257,6 +266,8 @@ fn help_text() -> String {
      \x20 --linker-arg=<value>    An extra argument to be passed to the linker\n\
      \x20 --linker-path=<path>    The linker executable to invoke\n\
      \x20 -L <dir>                Add <dir> to the library search path\n\
+     \x20 -mllvm <option>         An LLVM option for the device links (not checked\n\
+     \x20                         against LLVM's options, as LLVM does)\n\
      \x20 -l <libname>            Search for library <libname>\n\
      \x20 -o <path>               Path to file to write output\n\
      \x20 --save-temps            Save intermediate results\n\
@@ -267,7 +278,7 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm, OpenMP for NVPTX,\n\
+     Not supported yet (refused): -r/--relocatable, -mllvm=<option>, OpenMP for NVPTX,\n\
      SPIR-V targets, two offload kinds in one link, --emit-fatbin-only, LTO options,\n\
      thin archives with device code.\n"
         .to_string()

@@ -251,6 +251,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 arch: arch.to_string(),
                 save_temps: o.save_temps,
                 bitcode,
+                mllvm: o.mllvm.clone(),
                 inputs,
                 output: String::new(),
                 executable: exe.clone(),
