@@ -825,7 +825,8 @@ enum Gpu {
 /// with the same bytes (device images, fat binary, wrapper object, the
 /// program itself), and the same registration when the programs run. HIP
 /// with `--offload-compress` too: the fat binary is LLVM's compressed
-/// bundle. CUDA runs against a CUDA root the test makes: NVIDIA's tools
+/// bundle. `--emit-fatbin-only` writes LLVM's fat binary and nothing
+/// else. CUDA runs against a CUDA root the test makes: NVIDIA's tools
 /// and a `cuda.h` that gives clang the version (no headers are used).
 fn gpu_program(gpu: Gpu) -> Result<(), Failed> {
     let dir = tempdir();
@@ -956,6 +957,44 @@ fn gpu_program(gpu: Gpu) -> Result<(), Failed> {
         .into());
     }
     same("commands", &texts[0], &texts[1])?;
+    // --emit-fatbin-only, the wrapper run as clang runs it: the fat binary
+    // is the output, LLVM's bytes, and nothing else is left.
+    let mut fatbins = Vec::new();
+    for (ours, who) in [(true, "ours"), (false, "llvm")] {
+        let sub = d.join(format!("fatbin-{who}"));
+        std::fs::create_dir_all(&sub)?;
+        let prog = if ours {
+            ours_as("clang-linker-wrapper")
+        } else {
+            llvm("clang-linker-wrapper")
+        };
+        let mut a = vec![
+            "--emit-fatbin-only".to_string(),
+            "--host-triple=x86_64-unknown-linux-gnu".into(),
+            "--linker-path=/usr/bin/ld".into(),
+            "-o".into(),
+            "out.fatbin".into(),
+            dev_o.clone(),
+        ];
+        if gpu == Gpu::Cuda {
+            a.push(format!("--cuda-path={}", cuda_root.display()));
+        }
+        let out = exec(&prog, &a, &sub, &env);
+        if out.code != 0 {
+            return Err(format!("--emit-fatbin-only ({who}): {}", out.stderr).into());
+        }
+        let names: Vec<String> = std::fs::read_dir(&sub)?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        same(
+            &format!("--emit-fatbin-only ({who}): files"),
+            names,
+            vec!["out.fatbin".to_string()],
+        )?;
+        fatbins.push(std::fs::read(sub.join("out.fatbin"))?);
+    }
+    same_bytes("--emit-fatbin-only output", &fatbins[0], &fatbins[1])?;
     let variants: &[(&str, &[&str])] = match gpu {
         Gpu::Hip => &[("plain", &[]), ("compressed", &["--offload-compress"])],
         Gpu::Cuda => &[("plain", &[])],

@@ -27,6 +27,9 @@ pub(crate) struct Opts {
     pub mllvm: Vec<String>,
     /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
     pub cuda_path: Option<String>,
+    /// `--emit-fatbin-only`: the HIP or CUDA fat binary is the output (no
+    /// wrapper object, no host link).
+    pub emit_fatbin_only: bool,
     /// `--compress`: HIP fat binaries are compressed bundles.
     pub compress: bool,
     /// `--compression-level=N`, passed to the bundler.
@@ -48,10 +51,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     (
         "print-wrapped-module",
         "--print-wrapped-module is not supported (no IR)",
-    ),
-    (
-        "emit-fatbin-only",
-        "--emit-fatbin-only is not supported yet (CUDA/HIP)",
     ),
     (
         "mllvm",
@@ -166,6 +165,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             "wrapper-verbose" => o.verbose = true,
             "save-temps" => o.save_temps = true,
             "compress" => o.compress = true,
+            "emit-fatbin-only" => o.emit_fatbin_only = true,
             "cuda-path" => o.cuda_path = Some(value(&mut it, v, arg)?),
             "compression-level" => o.compression_level = Some(value(&mut it, v, arg)?),
             "override-image" => {
@@ -262,6 +262,7 @@ fn help_text() -> String {
      \x20 --device-linker=<value> or <triple>=<value>\n\
      \x20                         Arguments to pass to the device linker invocation\n\
      \x20 --dry-run               Print program arguments without running\n\
+     \x20 --emit-fatbin-only      Write the CUDA or HIP fat binary to -o (no host link)\n\
      \x20 --host-triple=<triple>  Triple to use for the host compilation\n\
      \x20 --linker-arg=<value>    An extra argument to be passed to the linker\n\
      \x20 --linker-path=<path>    The linker executable to invoke\n\
@@ -279,7 +280,7 @@ fn help_text() -> String {
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
      Not supported yet (refused): -r/--relocatable, -mllvm=<option>, OpenMP for NVPTX,\n\
-     SPIR-V targets, two offload kinds in one link, --emit-fatbin-only, LTO options,\n\
+     SPIR-V targets, two offload kinds in one link, LTO options,\n\
      thin archives with device code.\n"
         .to_string()
 }

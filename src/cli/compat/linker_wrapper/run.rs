@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode};
 use super::super::Fail;
 use super::Opts;
 use super::extract::{extract, host_files};
-use crate::cli::io::{Input, copy_file_range_all};
+use crate::cli::io::{Input, Output, copy_file_range_all};
 use offload_kit::layout::{Layout, Piece, write_zeros};
 use offload_kit::link::{self, DeviceLink};
 use offload_kit::llvm::path::{file_name, stem};
@@ -282,6 +282,9 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 &bundler,
                 &bundle_command(o, &linked, &hipfb),
             )?;
+            if o.emit_fatbin_only {
+                return emit_fatbin(o, &hipfb, &exe);
+            }
             let prefix = format!("{exe_name}.hip.image.wrapper");
             let object = temps.create_with(&prefix, ".o", |f, name| {
                 wrap_fatbin(&host_triple, Kind::Hip, &hipfb, o.dry_run, (f, name))
@@ -305,6 +308,9 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 &program,
                 &fatbinary_command(&linked, &fatbin),
             )?;
+            if o.emit_fatbin_only {
+                return emit_fatbin(o, &fatbin, &exe);
+            }
             let prefix = format!("{exe_name}.cuda.image.wrapper");
             let object = temps.create_with(&prefix, ".o", |f, name| {
                 wrap_fatbin(&host_triple, Kind::Cuda, &fatbin, o.dry_run, (f, name))
@@ -312,6 +318,11 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
             wrapper_objects.push(object);
             linked.clear();
         }
+    }
+    if o.emit_fatbin_only {
+        return Err(Fail::new(
+            "--emit-fatbin-only: no CUDA or HIP device code in the inputs",
+        ));
     }
     if !linked.is_empty() || !o.override_images.is_empty() {
         let prefix = format!("{exe_name}.openmp.image.wrapper");
@@ -378,6 +389,20 @@ fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> 
     cmd.extend(linked.iter().map(|dl| format!("-input={}", dl.output)));
     cmd.push(format!("-output={output}"));
     cmd
+}
+
+/// `--emit-fatbin-only`: copies the fat binary to the output (`-o`),
+/// through a temporary file renamed at the end (nothing with `--dry-run`).
+fn emit_fatbin(o: &Opts, fatbin: &str, output: &str) -> Result<ExitCode, Fail> {
+    if o.dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let input = open(fatbin)?;
+    let io = |e: std::io::Error| io_fail(output, &e);
+    let mut out = Output::create(Path::new(output)).map_err(io)?;
+    input.copy_to(input.bytes(), &mut out).map_err(io)?;
+    out.commit().map_err(io)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// LLVM 22's `fatbinary` command for CUDA: each linked image (a cubin) as
