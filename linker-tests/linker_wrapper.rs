@@ -809,6 +809,67 @@ fn lto() -> Result<(), Failed> {
 /// Where NVIDIA's tools are (scripts/cuda-tools.sh).
 const CUDA_TOOLS: &str = "/opt/offload-kit/cuda-tools/bin";
 
+/// A CUDA root at `root` that clang-22 accepts: NVIDIA's ptxas, nvlink
+/// and fatbinary, and a `cuda.h` that only gives the version (12.8).
+fn make_cuda_root(root: &Path) -> Result<(), Failed> {
+    std::fs::create_dir_all(root.join("bin"))?;
+    std::fs::create_dir_all(root.join("include"))?;
+    std::fs::create_dir_all(root.join("nvvm/libdevice"))?;
+    for t in ["ptxas", "nvlink", "fatbinary"] {
+        std::os::unix::fs::symlink(Path::new(CUDA_TOOLS).join(t), root.join("bin").join(t))?;
+    }
+    std::fs::write(root.join("include/cuda.h"), "#define CUDA_VERSION 12080\n")?;
+    Ok(())
+}
+
+/// OpenMP offloading to NVPTX (`--offload-arch=sm_80,sm_90`): the same
+/// `--dry-run` commands as LLVM 22's (a real link needs the OpenMP device
+/// runtime for NVPTX, which is not here: LLVM's link fails the same way).
+fn openmp_nvptx() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let root = d.join("cuda");
+    make_cuda_root(&root)?;
+    let cuda = format!("--cuda-path={}", root.display());
+    let gpu = ["-fopenmp", "--offload-arch=sm_80,sm_90", &cuda, "-nogpulib"];
+    let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+    a.extend([
+        "-c".into(),
+        src("app.c").to_string_lossy().into_owned(),
+        "-o".into(),
+        "app.o".into(),
+    ]);
+    let out = exec(&llvm("clang"), &a, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling app.c: {}", out.stderr).into());
+    }
+    let fx = fixture()?;
+    let mut texts = Vec::new();
+    for ours in [true, false] {
+        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+        if ours {
+            let links = ours_as("clang-linker-wrapper");
+            a.push(format!("-B{}", links.parent().unwrap().display()));
+        }
+        a.extend([
+            "app.o".into(),
+            format!("-L{}", fx.join("lib").display()),
+            "-o".into(),
+            "app".into(),
+            "-Wl,--dry-run".into(),
+        ]);
+        let out = exec(&llvm("clang"), &a, d, &[]);
+        if out.code != 0 {
+            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
+        }
+        texts.push(mask_temps(&out.stderr));
+    }
+    if !texts[1].contains("-march=sm_90") || texts[1].lines().count() != 3 {
+        return Err(format!("LLVM's commands:\n{}", texts[1]).into());
+    }
+    same("commands", &texts[0], &texts[1])
+}
+
 /// A GPU language the drop-in links for.
 #[derive(Clone, Copy, PartialEq)]
 enum Gpu {
@@ -852,19 +913,7 @@ fn gpu_program(gpu: Gpu) -> Result<(), Failed> {
             ("hip.hip", c, l)
         }
         Gpu::Cuda => {
-            std::fs::create_dir_all(cuda_root.join("bin"))?;
-            std::fs::create_dir_all(cuda_root.join("include"))?;
-            std::fs::create_dir_all(cuda_root.join("nvvm/libdevice"))?;
-            for t in ["ptxas", "nvlink", "fatbinary"] {
-                std::os::unix::fs::symlink(
-                    Path::new(CUDA_TOOLS).join(t),
-                    cuda_root.join("bin").join(t),
-                )?;
-            }
-            std::fs::write(
-                cuda_root.join("include/cuda.h"),
-                "#define CUDA_VERSION 12080\n",
-            )?;
+            make_cuda_root(&cuda_root)?;
             let root = format!("--cuda-path={}", cuda_root.display());
             let c = vec![
                 "-x".to_string(),
@@ -1258,6 +1307,17 @@ pub fn tests() -> Vec<Trial> {
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::lto", TOOLS, lto),
         trial("linker_wrapper::openmp_amdgpu", TOOLS, openmp_amdgpu),
+        trial(
+            "linker_wrapper::openmp_nvptx",
+            &[
+                "clang",
+                "clang-linker-wrapper",
+                "/opt/offload-kit/cuda-tools/bin/ptxas",
+                "/opt/offload-kit/cuda-tools/bin/nvlink",
+                "/opt/offload-kit/cuda-tools/bin/fatbinary",
+            ],
+            openmp_nvptx,
+        ),
         trial(
             "linker_wrapper::hip",
             &[

@@ -118,8 +118,6 @@ pub struct DeviceLink {
     /// Whether the temporary files are kept (`--save-temps`): a GPU link
     /// then keeps its stages too.
     pub save_temps: bool,
-    /// Whether an input is LLVM bitcode (an NVPTX link is then LTO).
-    pub bitcode: bool,
     /// `-mllvm` options, given to the link's LTO plugin and its linker.
     pub mllvm: Vec<String>,
     /// The extracted device objects, in the order of the inputs.
@@ -157,15 +155,15 @@ impl DeviceLink {
         ];
         let nvptx = is_nvptx_triple(&self.triple);
         if is_amdgpu_triple(&self.triple) || nvptx {
-            // A GPU: the processor, LTO of bitcode (AMDGPU: always), the
-            // undefined-symbol check (not for NVPTX), nothing of the
-            // host's libraries.
+            // A GPU: the processor, LTO (AMDGPU; NVPTX links bitcode
+            // without asking), the undefined-symbol check (not for NVPTX),
+            // nothing of the host's libraries.
             if nvptx {
                 cmd.push(format!("-march={}", self.arch));
             } else {
                 cmd.push(format!("-mcpu={}", self.arch));
             }
-            if !nvptx || self.bitcode {
+            if !nvptx {
                 cmd.push("-flto".into());
             }
             self.plugin_opts(&mut cmd);

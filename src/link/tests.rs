@@ -40,7 +40,6 @@ fn commands_in_llvm_order() {
     let link = DeviceLink {
         arch: String::new(),
         save_temps: false,
-        bitcode: false,
         mllvm: Vec::new(),
         triple: "x86_64-unknown-linux-gnu".into(),
         inputs: vec!["main-x.o".into()],
@@ -108,7 +107,6 @@ fn images_sorted_like_llvm() {
         triple: triple.into(),
         arch: arch.into(),
         save_temps: false,
-        bitcode: false,
         mllvm: Vec::new(),
         inputs: Vec::new(),
         output: String::new(),

@@ -33,8 +33,6 @@ pub(super) struct Extracted {
     pub arch: String,
     /// OpenMP, HIP or CUDA.
     pub kind: OffloadKind,
-    /// Whether the image is LLVM bitcode (else an object).
-    pub bitcode: bool,
     /// Where its bytes are.
     source: Source,
 }
@@ -164,13 +162,13 @@ fn images_of(
                 "'{name}': HIP device code for {triple} is not supported yet (AMDGPU only)"
             )));
         }
-        if !hip && !cuda && !link::is_cpu_triple(&triple) && !link::is_amdgpu_triple(&triple) {
+        let gpu = link::is_amdgpu_triple(&triple) || link::is_nvptx_triple(&triple);
+        if !hip && !cuda && !link::is_cpu_triple(&triple) && !gpu {
             return Err(super::unsupported(&format!(
                 "'{name}': OpenMP device code for {triple} is not supported yet \
-                 (CPU targets and AMDGPU only)"
+                 (CPU targets, AMDGPU and NVPTX only)"
             )));
         }
-        let gpu = link::is_amdgpu_triple(&triple);
         // Objects, or LLVM bitcode (`-foffload-lto`): clang links both, as
         // LLVM's wrapper hands them to it (`-flto=full` comes from the
         // driver's `--device-compiler`).
@@ -205,7 +203,6 @@ fn images_of(
             triple,
             arch,
             kind: img.offload_kind,
-            bitcode: img.image_kind == ImageKind::IMG_Bitcode,
             source,
         });
     }

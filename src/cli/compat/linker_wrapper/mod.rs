@@ -85,8 +85,8 @@ fn split(arg: &str) -> Option<(&str, Option<&str>)> {
 fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
-        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU and AMDGPU \
-         targets, HIP to AMDGPU and CUDA to NVPTX only (see the README)",
+        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU, AMDGPU and \
+         NVPTX targets, HIP to AMDGPU and CUDA to NVPTX only (see the README)",
     )
 }
 
@@ -244,7 +244,7 @@ fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
 fn help_text() -> String {
     "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
      \n\
-     Extracts the OpenMP device images of CPU and AMDGPU offloading targets\n\
+     Extracts the OpenMP device images of CPU, AMDGPU and NVPTX offloading targets\n\
      (objects or LLVM bitcode), the HIP device images of AMDGPU and the CUDA\n\
      device images of NVPTX from the input objects, links them with clang (HIP:\n\
      bundled by clang-offload-bundler; CUDA: packed by CUDA's fatbinary), wraps\n\
@@ -279,7 +279,7 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm=<option>, OpenMP for NVPTX,\n\
+     Not supported yet (refused): -r/--relocatable, -mllvm=<option>,\n\
      SPIR-V targets, two offload kinds in one link, LTO options,\n\
      thin archives with device code.\n"
         .to_string()

@@ -243,14 +243,10 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                     found.write(e, f).map_err(|err| io_fail(name, &err))
                 })?);
             }
-            let bitcode = images
-                .iter()
-                .any(|e| e.triple == triple && arch_of(e) == arch && e.bitcode);
             let mut dl = DeviceLink {
                 triple: triple.to_string(),
                 arch: arch.to_string(),
                 save_temps: o.save_temps,
-                bitcode,
                 mllvm: o.mllvm.clone(),
                 inputs,
                 output: String::new(),
