@@ -762,6 +762,32 @@ step_wrapper() {
         row_fail "the printed commands differ from LLVM's"
       fi
     fi
+
+    # The same image given through --override-image=openmp=<ELF file> (no
+    # extraction, no device link): with --dry-run (the wrapping alone;
+    # goal: 10x faster, peak RSS under 64 MiB), and as a whole link, a
+    # shared library linked by ld.lld (goal: 4x faster).
+    "$LLVM/ld.lld" -m elf_x86_64 -r -b binary -o "$O/dev.elf" "$O/dev.ob" ||
+      die "ld.lld could not make the $tag override image"
+    "$LLVM/clang" -fPIC -c "$O/main.c" -o "$O/main-pic.o" || die "clang failed"
+    cat "$O/dev.elf" >/dev/null
+    local ov_args=("--override-image=openmp=$O/dev.elf" "--host-triple=$WRAP_TRIPLE")
+    llvm=("$LLVM/clang-linker-wrapper" --dry-run "${ov_args[@]}" --linker-path=/usr/bin/ld
+      -o "$O/a.out" "$O/main.o")
+    ours=(env "PATH=$LLVM:$PATH" "$LINKS/clang-linker-wrapper" --dry-run "${ov_args[@]}"
+      --linker-path=/usr/bin/ld -o "$O/a.out" "$O/main.o")
+    bench_row "wrap.lw-override-dry.$tag" "clang-linker-wrapper --dry-run --override-image, $tag image" \
+      "$bytes" llvm ours
+    lw_goal "wrap.lw-override-dry.$tag" 10 64
+    llvm=("$LLVM/clang-linker-wrapper" "${ov_args[@]}" "--linker-path=$LLVM/ld.lld" -shared
+      -o "$O/llvm.so" "$O/main-pic.o")
+    ours=(env "PATH=$LLVM:$PATH" "$LINKS/clang-linker-wrapper" "${ov_args[@]}"
+      "--linker-path=$LLVM/ld.lld" -shared -o "$O/ours.so" "$O/main-pic.o")
+    llvm_rm=("$O/llvm.so")
+    ours_rm=("$O/ours.so")
+    bench_row "wrap.lw-override-link.$tag" "clang-linker-wrapper --override-image, $tag image, whole link (ld.lld -shared)" \
+      "$bytes" llvm ours
+    lw_goal "wrap.lw-override-link.$tag" 4 ""
     [ "$KEEP" = 1 ] || rm -rf "$O"
   done
 }
@@ -929,6 +955,27 @@ step_scan_tree() {
     fi
   fi
   [ "$KEEP" = 1 ] || rm -rf "$O"
+}
+
+# lw_goal ROW_ID SPEEDUP [MAX_MIB]: notes whether our speed-up over LLVM in
+# that row reaches SPEEDUP, and fails the row if our peak RSS exceeds MAX_MIB.
+lw_goal() {
+  ran llvm && ran ours || return 0
+  local x
+  x=$(awk -v a="${ROW[$1.llvm.med]}" -v b="${ROW[$1.ours.med]}" 'BEGIN { printf "%.1f", a / b }')
+  if awk -v x="$x" -v g="$2" 'BEGIN { exit !(x >= g) }'; then
+    row_note "${x}x faster (goal: $2x)"
+  else
+    row_note "only ${x}x faster (goal: $2x)"
+  fi
+  if [ -n "${3:-}" ]; then
+    local peak=${ROW[$1.ours.peak]}
+    if awk -v p="$peak" -v m="$3" 'BEGIN { exit !(p < m) }'; then
+      row_note "peak RSS under $3 MiB"
+    else
+      row_fail "peak RSS $peak MiB, over $3 MiB"
+    fi
+  fi
 }
 
 # scan_check_archs ROW_ID: our listing in that row shows the 4 archs.
