@@ -38,18 +38,7 @@ pub fn tests() -> Vec<Trial> {
 
 /// Fails unless `prog args` (in `dir`) exits 0.
 fn must(prog: &Path, args: &[&str], dir: &Path) -> Result<(), Failed> {
-    let r = run(prog, args, dir);
-    if r.code != 0 {
-        return Err(format!(
-            "{} {}: exit {}: {}",
-            prog.display(),
-            args.join(" "),
-            r.code,
-            r.stderr
-        )
-        .into());
-    }
-    Ok(())
+    crate::scan::sh(dir, prog, args).map_err(Failed::from)
 }
 
 /// `sh -c SCRIPT` in `dir`.

@@ -198,7 +198,7 @@ for a in args:
 open(out, 'wb').write(struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(body)) + body)
 "#;
 
-fn sh(dir: &Path, prog: &Path, args: &[&str]) -> Result<(), String> {
+pub(crate) fn sh(dir: &Path, prog: &Path, args: &[&str]) -> Result<(), String> {
     let r = run(prog, args, dir);
     if r.code != 0 {
         return Err(format!(

@@ -828,19 +828,9 @@ step_scan() {
   for s in "${SIZE_LIST[@]}"; do
     local I=$IN/s$((4 * s))M O=$W/out/scan.$s tag=4x${s}MiB
     mkdir -p "$O"
-    local packs=() imgs=()
-    for k in 0 1 2 3; do
-      imgs+=("$I/img$k.bin")
-      "$LLVM/llvm-offload-binary" -o "$O/p$k.bin" \
-        "--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp" ||
-        die "llvm-offload-binary failed"
-      packs+=("$O/p$k.bin")
-    done
-    printf 'int main(void) { return 0; }\n' >"$O/main.c"
-    "$OURS" wrap --kind=openmp -o "$O/w.o" "${packs[@]}" || die "offload-kit wrap failed"
-    cc -O2 "$O/main.c" "$O/w.o" -o "$O/fat.exe" -Wl,--unresolved-symbols=ignore-all ||
-      die "linking the fat executable failed"
-    rm -f "${packs[@]}" "$O/w.o"
+    local imgs=()
+    for k in 0 1 2 3; do imgs+=("$I/img$k.bin"); done
+    make_fat_exe "$I" "$O"
     "$LLVM/llvm-objcopy" --strip-sections "$O/fat.exe" "$O/fat.stripped" || die "llvm-objcopy --strip-sections failed"
     cat "${imgs[@]}" >"$O/noise.bin"
     local exe_bytes noise_bytes
@@ -913,18 +903,7 @@ step_scan_tree() {
   local I=$IN/s$((4 * per))M O=$W/out/tree T=$W/out/tree/t k
   rm -rf "$O"
   mkdir -p "$T/bin" "$T/lib"
-  local packs=()
-  for k in 0 1 2 3; do
-    "$LLVM/llvm-offload-binary" -o "$O/p$k.bin" \
-      "--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp" ||
-      die "llvm-offload-binary failed"
-    packs+=("$O/p$k.bin")
-  done
-  printf 'int main(void) { return 0; }\n' >"$O/main.c"
-  "$OURS" wrap --kind=openmp -o "$O/w.o" "${packs[@]}" || die "offload-kit wrap failed"
-  cc -O2 "$O/main.c" "$O/w.o" -o "$O/fat.exe" -Wl,--unresolved-symbols=ignore-all ||
-    die "linking the fat executable failed"
-  rm -f "${packs[@]}" "$O/w.o"
+  make_fat_exe "$I" "$O"
   for k in $(seq 1 "$fat"); do ln "$O/fat.exe" "$T/bin/fat$k.exe"; done
   # The rest: the system's shared libraries (ELF files without device code),
   # copied in turn until the tree has its files.
@@ -976,6 +955,24 @@ lw_goal() {
       row_fail "peak RSS $peak MiB, over $3 MiB"
     fi
   fi
+}
+
+# make_fat_exe IN_DIR OUT_DIR: OUT_DIR/fat.exe, an executable carrying the 4
+# images of IN_DIR (img0..3.bin) as OpenMP images for ARCHS in
+# .llvm.offloading (packed by llvm-offload-binary, wrapped by us).
+make_fat_exe() {
+  local I=$1 O=$2 k packs=()
+  for k in 0 1 2 3; do
+    "$LLVM/llvm-offload-binary" -o "$O/p$k.bin" \
+      "--image=file=$I/img$k.bin,triple=$TRIPLE,arch=${ARCHS[k]},kind=openmp" ||
+      die "llvm-offload-binary failed"
+    packs+=("$O/p$k.bin")
+  done
+  printf 'int main(void) { return 0; }\n' >"$O/main.c"
+  "$OURS" wrap --kind=openmp -o "$O/w.o" "${packs[@]}" || die "offload-kit wrap failed"
+  cc -O2 "$O/main.c" "$O/w.o" -o "$O/fat.exe" -Wl,--unresolved-symbols=ignore-all ||
+    die "linking the fat executable failed"
+  rm -f "${packs[@]}" "$O/w.o"
 }
 
 # scan_check_archs ROW_ID: our listing in that row shows the 4 archs.

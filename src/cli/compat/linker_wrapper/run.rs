@@ -267,28 +267,17 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         }
         run_all(o, &clang, &commands)?;
         link::sort_like_llvm(&mut linked);
-        if kind == OffloadKind::OFK_HIP {
-            // HIP: the images bundled into a fat binary (by the bundler,
-            // as LLVM runs it), which the wrapper object registers.
+        // HIP and CUDA: the images packed into one fat binary, which the
+        // wrapper object registers (or which is the output).
+        let packed = if kind == OffloadKind::OFK_HIP {
+            // Bundled by the bundler, as LLVM runs it.
             let hipfb = temps.reserve(&exe_name, ".hipfb")?;
             let bundler = find_bundler(argv0, &clang);
-            execute(
-                o,
-                "clang-offload-bundler",
-                &bundler,
-                &bundle_command(o, &linked, &hipfb),
-            )?;
-            if o.emit_fatbin_only {
-                return emit_fatbin(o, &hipfb, &exe);
-            }
-            let prefix = format!("{exe_name}.hip.image.wrapper");
-            let object = temps.create_with(&prefix, ".o", |f, name| {
-                wrap_fatbin(&host_triple, Kind::Hip, &hipfb, o.dry_run, (f, name))
-            })?;
-            wrapper_objects.push(object);
-            linked.clear();
+            let args = bundle_command(o, &linked, &hipfb);
+            execute(o, "clang-offload-bundler", &bundler, &args)?;
+            Some((hipfb, Kind::Hip, "hip"))
         } else if kind == OffloadKind::OFK_Cuda {
-            // CUDA: the images packed by CUDA's fatbinary.
+            // Packed by CUDA's fatbinary.
             let fatbin = temps.reserve(&exe_name, ".fatbin")?;
             let program = match &o.cuda_path {
                 Some(dir) => Path::new(dir)
@@ -304,12 +293,17 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
                 &program,
                 &fatbinary_command(&linked, &fatbin),
             )?;
+            Some((fatbin, Kind::Cuda, "cuda"))
+        } else {
+            None
+        };
+        if let Some((fatbin, wrap_kind, kind_name)) = packed {
             if o.emit_fatbin_only {
                 return emit_fatbin(o, &fatbin, &exe);
             }
-            let prefix = format!("{exe_name}.cuda.image.wrapper");
+            let prefix = format!("{exe_name}.{kind_name}.image.wrapper");
             let object = temps.create_with(&prefix, ".o", |f, name| {
-                wrap_fatbin(&host_triple, Kind::Cuda, &fatbin, o.dry_run, (f, name))
+                wrap_fatbin(&host_triple, wrap_kind, &fatbin, o.dry_run, (f, name))
             })?;
             wrapper_objects.push(object);
             linked.clear();
