@@ -26,6 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         abi: Abi::Llvm,
         triple: "x86_64-unknown-linux-gnu".into(),
         llc_layout: true,
+        relocatable: false,
     };
     // Small inputs: in memory. Large ones would go through wrap::layout and
     // be copied file to file.

@@ -209,8 +209,11 @@ fn dry_run(extra: &[&str]) -> Result<(), Failed> {
         }
         texts.push(mask_temps(&out.stderr));
     }
-    if texts[1].lines().count() != 2 {
-        return Err(format!("LLVM printed not two commands:\n{}", texts[1]).into());
+    // The device link and the host link; and llvm-objcopy after a
+    // relocatable one.
+    let want = if extra.contains(&"-r") { 3 } else { 2 };
+    if texts[1].lines().count() != want {
+        return Err(format!("LLVM printed not {want} commands:\n{}", texts[1]).into());
     }
     same("commands", &texts[0], &texts[1])?;
     if dir.path().join("app").exists() {
@@ -704,6 +707,58 @@ fn archive_members() -> Result<(), Failed> {
         same("commands", &texts[0], &texts[1])?;
     }
     Ok(())
+}
+
+/// `clang -r` of two objects with target regions (the device link given
+/// the OpenMP runtime through `-Xoffload-linker`, as LLVM 22's needs it
+/// for a CPU target), then a final link of the program with that object:
+/// the relocatable object is LLVM's bytes (images in
+/// `.llvm.offloading.relocatable`, the entry table renamed by llvm-objcopy
+/// with the MD5 suffix), and both programs run the five regions on the
+/// offload device with the same output.
+fn relocatable() -> Result<(), Failed> {
+    let dir = tempdir();
+    let mut outputs = Vec::new();
+    let mut objects = Vec::new();
+    for (ours, who) in [(true, "ours"), (false, "llvm")] {
+        let sub = dir.path().join(who);
+        std::fs::create_dir_all(&sub)?;
+        let rel = sub.join("rel.o").to_string_lossy().into_owned();
+        let out = clang_link(
+            ours,
+            &sub,
+            &[
+                "-r",
+                "app.o",
+                "two.o",
+                "-o",
+                &rel,
+                "-Xoffload-linker",
+                "-L/usr/lib/llvm-22/lib",
+                "-Xoffload-linker",
+                "-lomp",
+            ],
+        )?;
+        if out.code != 0 {
+            return Err(format!("{who}: -r: exit {}: {}", out.code, out.stderr).into());
+        }
+        objects.push(std::fs::read(&rel)?);
+        let exe = sub.join("app").to_string_lossy().into_owned();
+        let out = clang_link(ours, &sub, &["main2.o", &rel, "-o", &exe])?;
+        if out.code != 0 {
+            return Err(format!("{who}: final link: exit {}: {}", out.code, out.stderr).into());
+        }
+        outputs.push(run_program(Path::new(&exe), 5)?);
+    }
+    same_bytes("rel.o", &objects[0], &objects[1])?;
+    let f = object::File::parse(&*objects[0]).map_err(|e| e.to_string())?;
+    if f.section_by_name(".llvm.offloading.relocatable").is_none()
+        || f.section_by_name(".llvm.offloading").is_some()
+        || f.section_by_name("llvm_offload_entries").is_some()
+    {
+        return Err("rel.o: not the sections of a relocatable link".into());
+    }
+    same("program output", &outputs[0], &outputs[1])
 }
 
 /// A shared library carrying device code: `app.c` (PIC) linked with
@@ -1371,8 +1426,9 @@ pub fn tests() -> Vec<Trial> {
             TOOLS,
             failing_device_link,
         ),
-        trial("linker_wrapper::refuses_relocatable", TOOLS, || {
-            refused(&["-r"])
+        trial("linker_wrapper::relocatable", TOOLS, relocatable),
+        trial("linker_wrapper::dry_run_relocatable", TOOLS, || {
+            dry_run(&["-Wl,--dry-run", "-r"])
         }),
         trial("linker_wrapper::override_image", TOOLS, override_image),
         trial("linker_wrapper::refuses_override_image_cuda", TOOLS, || {

@@ -112,6 +112,7 @@
 //!     abi: Abi::Llvm,
 //!     triple: "x86_64-unknown-linux-gnu".into(),
 //!     llc_layout: false,
+//!     relocatable: false,
 //! };
 //! let object = wrap::to_vec(&opts, &[Image::new(&device)?])?;
 //! assert_eq!(&object[..4], b"\x7fELF");

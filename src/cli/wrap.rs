@@ -71,6 +71,7 @@ impl Opts {
             abi: Abi::parse(&self.abi)?,
             triple: self.triple.clone(),
             llc_layout: self.llc_layout,
+            relocatable: false,
         };
         opts.check()?;
         if self.inputs.is_empty() {

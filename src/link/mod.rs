@@ -286,6 +286,28 @@ pub fn host_command(host: &[HostArg], objects: &[String]) -> Vec<String> {
     cmd
 }
 
+/// The `llvm-objcopy` arguments LLVM 22 runs on the output of a
+/// relocatable link (`-r`): its device images removed from
+/// `.llvm.offloading` (they were linked, and are registered by the wrapper
+/// object), and its entry table renamed with a suffix, so that a later
+/// link keeps this table apart from the program's. The suffix is
+/// `output_md5`: the first 8 bytes of the MD5 of the linked file (of no
+/// bytes under `--dry-run`), little-endian, in hex.
+pub fn relocatable_objcopy_args(output: &str, output_md5: u64) -> Vec<String> {
+    let table = "llvm_offload_entries";
+    vec![
+        output.to_string(),
+        "--remove-section".into(),
+        crate::offload_binary::container::SECTION.into(),
+        "--rename-section".into(),
+        format!("{table}={table}_{output_md5:x}"),
+        "--redefine-sym".into(),
+        format!("__start_{table}=__start_{table}_{output_md5:x}"),
+        "--redefine-sym".into(),
+        format!("__stop_{table}=__stop_{table}_{output_md5:x}"),
+    ]
+}
+
 /// The host link's output (the last `-o`; `a.out` without one).
 pub fn executable(host: &[HostArg]) -> &str {
     host.iter()

@@ -142,3 +142,17 @@ fn images_sorted_like_llvm() {
         ["x86_64-unknown-linux-gnu/", "aarch64-unknown-linux-gnu/"]
     );
 }
+
+#[test]
+fn relocatable_objcopy_suffix() {
+    // What LLVM 22 prints under --dry-run: the MD5 of no bytes.
+    let md5 = crate::bundle::ccob::truncated_md5(b"");
+    let args = relocatable_objcopy_args("rel.o", md5);
+    assert_eq!(
+        args.join(" "),
+        "rel.o --remove-section .llvm.offloading --rename-section \
+         llvm_offload_entries=llvm_offload_entries_4b2008fd98c1dd4 --redefine-sym \
+         __start_llvm_offload_entries=__start_llvm_offload_entries_4b2008fd98c1dd4 \
+         --redefine-sym __stop_llvm_offload_entries=__stop_llvm_offload_entries_4b2008fd98c1dd4"
+    );
+}

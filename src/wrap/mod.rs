@@ -188,6 +188,10 @@ pub struct Options {
     /// or more starts at a multiple of [`IMAGE_FILE_ALIGN`] in the file
     /// (faster to write, and shareable by reflink-capable filesystems).
     pub llc_layout: bool,
+    /// For a relocatable link (`clang -r`, OpenMP only): the images go to
+    /// `.llvm.offloading.relocatable`, as LLVM's wrapper puts them then
+    /// (a later link does not extract them again).
+    pub relocatable: bool,
 }
 
 impl Options {
@@ -307,7 +311,16 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
     } else {
         IMAGE_ALIGN
     };
-    openmp::build(opts.abi, cpu, os, images, placement, file_align)?.write()
+    openmp::build(
+        opts.abi,
+        opts.relocatable,
+        cpu,
+        os,
+        images,
+        placement,
+        file_align,
+    )?
+    .write()
 }
 
 /// What the host's OS changes in the object, as LLVM decides it: `EI_OSABI`
@@ -342,6 +355,8 @@ impl HostOs {
 
 /// Names and placement that differ between the ABIs.
 struct Flavour {
+    /// The section of the images.
+    images: &'static str,
     /// STT_FILE symbol (LLVM's module id).
     file: &'static [u8],
     /// Section of the host entry table, whose bounds the linker defines.
@@ -361,6 +376,7 @@ struct Flavour {
 impl Flavour {
     fn of(abi: Abi) -> Flavour {
         let legacy = Flavour {
+            images: crate::offload_binary::container::SECTION,
             file: b"offload.wrapper.object",
             entries: "omp_offloading_entries",
             dummy: b"__dummy.omp_offloading.entry",
@@ -371,6 +387,7 @@ impl Flavour {
         };
         match abi {
             Abi::Llvm => Flavour {
+                images: crate::offload_binary::container::SECTION,
                 file: b"offload.wrapper.module",
                 entries: "llvm_offload_entries",
                 dummy: b"__dummy.llvm_offload_entries",

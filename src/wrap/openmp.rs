@@ -75,13 +75,17 @@ pub(super) fn place(cpu: &CpuInfo, images: &[Image<'_>]) -> Result<Placement> {
 /// starts at a multiple of `file_align` in the file.
 pub(super) fn build(
     abi: Abi,
+    relocatable: bool,
     cpu: &'static CpuInfo,
     os: HostOs,
     images: &[Image<'_>],
     p: Placement,
     file_align: u64,
 ) -> Result<Relocatable> {
-    let fl = Flavour::of(abi);
+    let mut fl = Flavour::of(abi);
+    if relocatable {
+        fl.images = ".llvm.offloading.relocatable";
+    }
     let at = DataLayout::new(&fl, cpu, images.len())?;
     let archs = match fl.image_info {
         true => Some(ArchList::new(cpu, images)?),
@@ -179,7 +183,7 @@ fn sections(
     let entries = obj.add_section(fl.entries.as_bytes(), progbits, a, 8);
     let add_offloading = |obj: &mut Relocatable| {
         let id = obj.add_section(
-            crate::offload_binary::container::SECTION.as_bytes(),
+            fl.images.as_bytes(),
             elf::SectionType(SHT_LLVM_OFFLOADING),
             a,
             IMAGE_ALIGN,

@@ -15,6 +15,7 @@ fn opts(abi: Abi) -> Options {
         abi,
         triple: "x86_64-unknown-linux-gnu".into(),
         llc_layout: false,
+        relocatable: false,
     }
 }
 

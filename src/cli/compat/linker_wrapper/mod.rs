@@ -23,6 +23,9 @@ pub(crate) struct Opts {
     /// `--wrapper-jobs`: how many device links may run at once (0: one).
     pub jobs: usize,
     pub save_temps: bool,
+    /// `-r` / `--relocatable`: a relocatable host link, whose offloading
+    /// sections are then renamed as LLVM renames them.
+    pub relocatable: bool,
     /// `-mllvm <option>` values, in order: passed to every device link.
     pub mllvm: Vec<String>,
     /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
@@ -42,11 +45,6 @@ pub(crate) struct Opts {
 
 /// Options LLVM 22's tool has that this slice refuses, with why.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    (
-        "relocatable",
-        "relocatable links (-r) are not supported yet",
-    ),
-    ("r", "relocatable links (-r) are not supported yet"),
     ("embed-bitcode", "--embed-bitcode is not supported (no LTO)"),
     (
         "print-wrapped-module",
@@ -164,6 +162,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             "dry-run" => o.dry_run = true,
             "wrapper-verbose" => o.verbose = true,
             "save-temps" => o.save_temps = true,
+            "r" | "relocatable" => {
+                o.relocatable = true;
+                o.host.push(HostArg::Verbatim("--relocatable".into()));
+            }
             "compress" => o.compress = true,
             "emit-fatbin-only" => o.emit_fatbin_only = true,
             "cuda-path" => o.cuda_path = Some(value(&mut it, v, arg)?),
@@ -271,6 +273,8 @@ fn help_text() -> String {
      \x20                         against LLVM's options, as LLVM does)\n\
      \x20 -l <libname>            Search for library <libname>\n\
      \x20 -o <path>               Path to file to write output\n\
+     \x20 -r, --relocatable       Relocatable host link (OpenMP): the images are kept\n\
+     \x20                         in .llvm.offloading.relocatable, the entries renamed\n\
      \x20 --save-temps            Save intermediate results\n\
      \x20 --should-extract=<arch> Accepted (GPU architectures: no effect)\n\
      \x20 --wrapper-jobs=<number> Run up to <number> device links at once (one per\n\
@@ -279,7 +283,7 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r/--relocatable, -mllvm=<option>,\n\
+     Not supported yet (refused): -r for HIP and CUDA, -mllvm=<option>,\n\
      SPIR-V targets, two offload kinds in one link, LTO options,\n\
      thin archives with device code.\n"
         .to_string()

@@ -205,6 +205,11 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     };
     let mut wrapper_objects = Vec::new();
     let mut linked = Vec::new();
+    if o.relocatable && images.iter().any(|e| e.kind != OffloadKind::OFK_OpenMP) {
+        return Err(super::unsupported(
+            "relocatable links (-r) of HIP or CUDA device code are not supported yet",
+        ));
+    }
     if !images.is_empty() {
         let clang = find_clang(argv0).ok_or_else(|| {
             Fail::with_note(
@@ -317,13 +322,7 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     if !linked.is_empty() || !o.override_images.is_empty() {
         let prefix = format!("{exe_name}.openmp.image.wrapper");
         let object = temps.create_with(&prefix, ".o", |f, name| {
-            wrap_images(
-                &host_triple,
-                &linked,
-                &o.override_images,
-                o.dry_run,
-                (f, name),
-            )
+            wrap_images(o, &host_triple, &linked, (f, name))
         })?;
         wrapper_objects.push(object);
     }
@@ -332,7 +331,38 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     };
     let cmd = link::host_command(&o.host, &wrapper_objects);
     execute(o, file_name(linker), linker, &cmd)?;
+    if o.relocatable {
+        // As LLVM: the output's images and entry table renamed by
+        // llvm-objcopy, the suffix from the output's MD5.
+        let md5 = if o.dry_run {
+            offload_kit::bundle::ccob::truncated_md5(b"")
+        } else {
+            offload_kit::bundle::ccob::truncated_md5(open(&exe)?.bytes())
+        };
+        let objcopy = find_beside_clang(argv0, "llvm-objcopy");
+        let args = link::relocatable_objcopy_args(&exe, md5);
+        execute(o, "llvm-objcopy", &objcopy, &args)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An LLVM tool LLVM's wrapper runs from its own directory: beside the
+/// device compiler (clang), else on `PATH` (also as `<name>-22`).
+fn find_beside_clang(argv0: &str, name: &str) -> String {
+    let mut candidates = Vec::new();
+    if let Some(clang) = find_clang(argv0) {
+        candidates.push(Path::new(&clang).with_file_name(name));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            candidates.push(d.join(name));
+            candidates.push(d.join(format!("{name}-22")));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .map_or_else(|| name.to_string(), |p| p.to_string_lossy().into_owned())
 }
 
 /// The bundler LLVM runs for HIP: `clang-offload-bundler` next to the name
@@ -429,6 +459,7 @@ fn wrap_fatbin(
         abi: Abi::Llvm,
         triple: host_triple.to_string(),
         llc_layout: true,
+        relocatable: false,
     };
     let layout = wrap::layout(&opts, &[Image::raw(bytes.bytes())]).map_err(|e| {
         Fail::new(format!(
@@ -478,12 +509,12 @@ fn write_pieces(
 /// writes the wrapper object to `out` (for empty images with `--dry-run`,
 /// as LLVM). Image bytes go file to file: memory does not grow with them.
 fn wrap_images(
+    o: &Opts,
     host_triple: &str,
     linked: &[DeviceLink],
-    overrides: &[String],
-    dry_run: bool,
     (out, out_name): (&mut std::fs::File, &str),
 ) -> Result<(), Fail> {
+    let (overrides, dry_run) = (&o.override_images, o.dry_run);
     let mut packed = Vec::new();
     for dl in linked {
         // With --dry-run nothing was linked: LLVM wraps empty images.
@@ -523,6 +554,7 @@ fn wrap_images(
         // LLVM's bytes, which --save-temps shows (large images placed as
         // llc places them, not page-aligned).
         llc_layout: true,
+        relocatable: o.relocatable,
     };
     let layout = wrap::layout(&opts, &images).map_err(|e| {
         Fail::new(format!(
