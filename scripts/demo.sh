@@ -17,7 +17,7 @@ bash scripts/wrap-demo.sh
 echo
 echo "######## 2. the packager"
 cargo build --release --locked -q
-ok=target/release/offload-kit
+ok=${CARGO_TARGET_DIR:-target}/release/offload-kit
 B=/usr/lib/llvm-22/bin
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
