@@ -27,6 +27,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_completions_and_manpages", completions_and_manpages),
         t("ci_list_columns_fit_long_triples", list_columns),
         t("ci_list_misaligned_offload_binary", list_misaligned),
+        t("ci_ccob_kinds_without_verify", ccob_kinds),
         trial(
             "scan::ci_progress_on_a_terminal_only",
             &[TOOLS, &["script"]].concat(),
@@ -747,5 +748,61 @@ fn progress() -> Result<(), Failed> {
     }
     let r = run(&ours(), &["inspect", &dir], &b.dir).ok()?;
     same("standard error in a pipe", r.stderr.as_str(), "")?;
+    Ok(())
+}
+
+/// The kind of every image in a compressed bundle is known without
+/// `--verify` (from each entry's first bytes, read from the decompressed
+/// stream): the same kinds as with it, and `check --forbid-kind object`,
+/// `--require-kind object` and `extract --kind object` see them.
+fn ccob_kinds() -> Result<(), Failed> {
+    let b = built()?;
+    let k = ours();
+    let exe = path("hipc.exe")?;
+    let kinds = |extra: &[&str]| -> Result<Vec<String>, Failed> {
+        let mut a = vec!["inspect", "--json"];
+        a.extend_from_slice(extra);
+        a.push(&exe);
+        let doc = json(&run(&k, &a, &b.dir).ok()?.stdout)?;
+        Ok(doc["files"][0]["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["image_kind"].to_string())
+            .collect())
+    };
+    let plain = kinds(&[])?;
+    same(
+        "kinds without and with --verify",
+        &plain,
+        &kinds(&["--verify"])?,
+    )?;
+    if plain.iter().filter(|k| *k == "\"object\"").count() != 4 {
+        return Err(format!("kinds: {plain:?}").into());
+    }
+    let r = run(&k, &["check", "--forbid-kind", "object", &exe], &b.dir);
+    same("check --forbid-kind object exit", r.code, 1)?;
+    let r = run(&k, &["check", "--require-kind", "object", &exe], &b.dir);
+    same("check --require-kind object exit", r.code, 0)?;
+    let dir = tempdir();
+    let out = dir.path().join("x");
+    let r = run(
+        &k,
+        &[
+            "extract",
+            "--kind",
+            "object",
+            "-o",
+            &out.to_string_lossy(),
+            &exe,
+        ],
+        &b.dir,
+    )
+    .ok()?;
+    same(
+        "extract --kind object: files",
+        String::from_utf8_lossy(&r.stdout).lines().count(),
+        4,
+    )?;
     Ok(())
 }

@@ -116,6 +116,10 @@ fn split_target_id(t: &str) -> (String, Vec<String>) {
 }
 
 /// What the bytes of a bundle entry are.
+/// The bytes [`sniff`] needs to tell every kind it knows (the longest
+/// magic, a bundle's, is 24 bytes; an ELF machine is at 18).
+const SNIFF_HEAD: usize = 24;
+
 fn sniff(b: &[u8]) -> Content {
     if b.is_empty() {
         Content::Image(ImageKind::IMG_None)
@@ -759,11 +763,22 @@ impl Walker<'_> {
                 parent: Some(Parent::Container(id)),
                 ..inner
             };
-            let drafts: Vec<Image> = records
+            let mut drafts: Vec<Image> = records
                 .iter()
                 .enumerate()
                 .map(|(i, r)| self.bundle_image(0, i, &r.id, r.offset, r.size, None, &inner))
                 .collect();
+            // Each entry's kind from its first bytes, read in one pass over
+            // the decompressed stream (nothing of it kept).
+            let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
+            let limit = self.budget.min(c.header.uncompressed_size);
+            let heads = c.peek(&offsets, SNIFF_HEAD, limit);
+            for ((d, r), head) in drafts.iter_mut().zip(&records).zip(heads) {
+                if let Some(mut head) = head {
+                    head.truncate(usize_from(r.size));
+                    d.image_kind = Some(sniff(&head));
+                }
+            }
             let mut wanted = false;
             for d in &drafts {
                 wanted |= self.visit.wants(d);

@@ -92,6 +92,7 @@
 mod fault;
 mod frames;
 mod header;
+mod peek;
 mod raw;
 mod read;
 mod stream;
@@ -101,6 +102,7 @@ mod write;
 
 pub use fault::*;
 pub use header::*;
+pub use peek::*;
 pub use raw::*;
 pub use read::*;
 pub use stream::*;
