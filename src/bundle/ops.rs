@@ -233,6 +233,43 @@ pub fn unbundle<'a>(
         .collect())
 }
 
+/// What one request gets from a binary bundle known by its records alone
+/// (the contents of a compressed bundle, decompressed as far as the bundle
+/// header): see [`unbundle_records`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// The data of this record (an index into the records given).
+    Record(usize),
+    /// No entry: an empty file when missing entries are allowed.
+    Missing,
+    /// No entry, and no request got one: the whole bundle goes to this
+    /// host request when missing entries are allowed.
+    MissingHost,
+}
+
+/// [`unbundle`] for a binary bundle known by its `records` (in file
+/// order): which record each request gets, by the same rules and order.
+pub fn unbundle_records(
+    records: &[super::binary::Record],
+    requests: &[BundleId],
+    hip_openmp_compatible: bool,
+) -> Result<Vec<Pick>> {
+    let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+    let order = super::binary::llvm_order(&ids);
+    let ordered: Vec<&[u8]> = order.iter().map(|&i| ids[i]).collect();
+    let got = select::assign(&ordered, requests, hip_openmp_compatible)?;
+    let none_found = got.iter().all(Option::is_none);
+    Ok(got
+        .iter()
+        .zip(requests)
+        .map(|(g, r)| match g {
+            Some(e) => Pick::Record(order[*e]),
+            None if none_found && r.is_host() => Pick::MissingHost,
+            None => Pick::Missing,
+        })
+        .collect())
+}
+
 /// What an entry found in a bundle of `format` extracts to.
 pub fn extract<'a>(found: &Found<'a>, format: Format) -> Extract<'a> {
     if format == Format::Object && found.data == HOST_MARKER {

@@ -1,8 +1,17 @@
-//! Reading a CCOB's contents only as far as needed: the bundle header (to
-//! list a bomb without inflating it), or the end of a version 1 zlib stream.
+//! Reading a CCOB's contents as a stream: only as far as needed (the
+//! bundle header, to list a bomb without inflating it; the end of a version
+//! 1 zlib stream), or chunk by chunk into writers, in constant memory
+//! ([`Ccob::stream_to`]).
 
+use std::io::{Read, Write};
+
+use md5::{Digest, Md5};
+use zstd::zstd_safe;
+
+use super::fault::Fault;
+use super::header::*;
 use super::raw::*;
-use super::read::Ccob;
+use super::read::{Ccob, HashCheck, ReadOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, usize_from};
 
@@ -120,4 +129,299 @@ impl Ccob<'_> {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Streaming the contents to writers
+
+/// How far [`Ccob::stream_to`] decompresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamEnd {
+    /// Stop after the last wanted byte when the hash is not wanted and the
+    /// payload is zstd frames whose content sizes (in their headers) add up
+    /// to the declared size; otherwise to the end.
+    #[default]
+    LastWanted,
+    /// Always to the end, so that every error in the payload is found.
+    Whole,
+}
+
+/// One wanted range of a CCOB's contents and where it goes.
+pub struct Wanted<'w> {
+    /// The bytes of the uncompressed bundle to write.
+    pub range: std::ops::Range<u64>,
+    /// Where they go.
+    pub out: &'w mut dyn Write,
+}
+
+/// What [`Ccob::stream_to`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Streamed {
+    /// The CCOB's header.
+    pub header: Header,
+    /// Size of the compressed data.
+    pub compressed_size: u64,
+    /// Bytes decompressed (the declared size when it went to the end).
+    pub decompressed: u64,
+    /// The truncated MD5 of the contents, unless [`HashCheck::Skip`].
+    pub computed_hash: Option<u64>,
+}
+
+impl Streamed {
+    /// Whether the stored hash matches, if it was computed.
+    pub fn hash_matches(&self) -> Option<bool> {
+        self.computed_hash.map(|h| h == self.header.hash)
+    }
+}
+
+/// Bytes decompressed at a time.
+const CHUNK: usize = 2 << 20;
+
+/// Chunks in flight while another thread hashes them.
+const CHUNKS_HASHED: usize = 4;
+
+/// The sum of the content sizes the zstd frames of `payload` declare in
+/// their headers, if every frame declares one and they end exactly at the
+/// end of `payload`. Only block headers are read, nothing is decoded.
+pub(super) fn zstd_frames_content_size(payload: &[u8]) -> Option<u64> {
+    let mut rest = payload;
+    let mut sum = 0u64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = zstd_safe::find_frame_compressed_size(rest).ok()?;
+        let (frame, tail) = (rest.get(..n)?, rest.get(n..)?);
+        if n == 0 {
+            return None;
+        }
+        let size = zstd_safe::get_frame_content_size(frame).ok()??;
+        sum = sum.checked_add(size)?;
+        rest = tail;
+    }
+    Some(sum)
+}
+
+/// Why the stream stopped short of a clean end.
+enum Irregular {
+    /// The decoder failed (or the data ended early, or went on too long):
+    /// the whole-buffer decoder then names the fault as LLVM would.
+    Data(String),
+    /// Writing an output failed.
+    Write(std::io::Error),
+}
+
+impl Ccob<'_> {
+    /// Decompresses the contents as a stream and writes each [`Wanted`]
+    /// range to its writer as the bytes come (ranges may overlap, and come
+    /// in any order). Memory stays at the decoder's window (zstd: the
+    /// frame's, 128 MiB for LLVM's; zlib: 32 KiB) plus a few fixed buffers,
+    /// whatever the size.
+    ///
+    /// With `end` = [`StreamEnd::LastWanted`] and [`HashCheck::Skip`],
+    /// decompression stops after the last wanted byte when the zstd frame
+    /// headers confirm the declared size; bytes after it are not checked
+    /// (LLVM would find a corrupt block there). Otherwise every byte is
+    /// decompressed (and hashed, on another thread, when asked), and the
+    /// result must be exactly the declared size, as in [`Ccob::decompress`].
+    ///
+    /// Errors are those of [`Ccob::decompress`], with the same
+    /// [`Fault::llvm_message`]: when the stream fails, the payload is
+    /// decompressed again the whole-buffer way (within `opts.limits`) to
+    /// name the fault as LLVM does. Some bytes may have been written when
+    /// an error is returned; the caller discards its outputs.
+    pub fn stream_to(
+        &self,
+        wanted: &mut [Wanted<'_>],
+        opts: &ReadOptions,
+        end: StreamEnd,
+    ) -> Result<Streamed> {
+        let h = self.header;
+        let declared = h.uncompressed_size;
+        let limit = opts.limits.max_uncompressed;
+        if declared > limit {
+            return Err(Fault::TooLarge { declared, limit }.at(0));
+        }
+        self.check_declared_size()?;
+        if let Some(w) = wanted.iter().find(|w| w.range.end > declared) {
+            return Err(Error::invalid(
+                "wanted range",
+                format!(
+                    "{}..{} is past the end of the {declared} bytes the compressed bundle holds",
+                    w.range.start, w.range.end
+                ),
+            ));
+        }
+        let last = wanted
+            .iter()
+            .filter(|w| !w.range.is_empty())
+            .map(|w| w.range.end)
+            .max()
+            .unwrap_or(0);
+        let stop = (opts.hash == HashCheck::Skip
+            && end == StreamEnd::LastWanted
+            && h.method == Method::ZSTD
+            && zstd_frames_content_size(self.payload) == Some(declared))
+        .then_some(last);
+        let run = if opts.hash == HashCheck::Skip {
+            self.pump(wanted, stop, &mut |b, _| b).map(|n| (n, None))
+        } else {
+            pump_hashing(self, wanted)
+        };
+        let (decompressed, computed_hash) = match run {
+            Ok(r) => r,
+            Err(Irregular::Write(e)) => return Err(e.into()),
+            Err(Irregular::Data(detail)) => return Err(self.name_fault(opts, detail)),
+        };
+        if opts.hash == HashCheck::Enforce && computed_hash != Some(h.hash) {
+            return Err(Fault::HashMismatch {
+                stored: h.hash,
+                computed: computed_hash.unwrap_or_default(),
+            }
+            .at(0));
+        }
+        Ok(Streamed {
+            header: h,
+            compressed_size: len64(self.payload),
+            decompressed,
+            computed_hash,
+        })
+    }
+
+    /// The fault LLVM's whole-buffer call reports for a payload whose
+    /// stream failed with `detail`.
+    fn name_fault(&self, opts: &ReadOptions, detail: String) -> Error {
+        let lenient = ReadOptions {
+            hash: HashCheck::Skip,
+            ..*opts
+        };
+        match super::read::decompress_ccob(self, &lenient, opts.limits.max_uncompressed) {
+            Err(f) => f.at(0),
+            // The one-shot decoder took what the stream refused.
+            Ok(_) => Fault::Decompress {
+                method: self.header.method,
+                llvm: detail.clone(),
+                detail,
+            }
+            .at(0),
+        }
+    }
+
+    /// Decodes into chunks, writes the wanted parts of each and hands it to
+    /// `seen`; stops after byte `stop` if given, else checks the end.
+    /// Returns the bytes decoded.
+    fn pump(
+        &self,
+        wanted: &mut [Wanted<'_>],
+        stop: Option<u64>,
+        seen: &mut dyn FnMut(Vec<u8>, usize) -> Vec<u8>,
+    ) -> Result<u64, Irregular> {
+        let declared = self.header.uncompressed_size;
+        let mut buf = vec![0u8; CHUNK];
+        let zlib = self.header.method == Method::ZLIB;
+        // zstd: frames one after another, with any window LLVM's one-shot
+        // call accepts. zlib: one stream, whose consumed input is checked
+        // at the end.
+        let mut zlib_dec = None;
+        let mut zstd_dec;
+        let dec: &mut dyn Read = if zlib {
+            zlib_dec.insert(flate2::read::ZlibDecoder::new(self.payload))
+        } else {
+            let data = |e: std::io::Error| Irregular::Data(e.to_string());
+            zstd_dec = zstd::stream::read::Decoder::with_buffer(self.payload).map_err(data)?;
+            zstd_dec.window_log_max(31).map_err(data)?;
+            &mut zstd_dec
+        };
+        // One byte past the declared size is read to catch data that
+        // inflates further.
+        let goal = stop.unwrap_or(declared.saturating_add(1));
+        let mut at = 0u64;
+        while at < goal {
+            let room = usize::try_from(goal - at).unwrap_or(usize::MAX).min(CHUNK);
+            let n = fill(dec, &mut buf[..room]).map_err(|e| Irregular::Data(e.to_string()))?;
+            if n == 0 {
+                break;
+            }
+            let end = at + len64(&buf[..n]);
+            if end > declared {
+                return Err(Irregular::Data("more data than declared".into()));
+            }
+            for w in wanted.iter_mut() {
+                let from = w.range.start.max(at);
+                let to = w.range.end.min(end);
+                if from < to {
+                    let slice = &buf[usize_from(from - at)..usize_from(to - at)];
+                    w.out.write_all(slice).map_err(Irregular::Write)?;
+                }
+            }
+            buf = seen(buf, n);
+            if buf.len() < CHUNK {
+                buf.resize(CHUNK, 0);
+            }
+            at = end;
+        }
+        match stop {
+            Some(s) if at == s => {}
+            Some(_) => return Err(Irregular::Data("the data ends early".into())),
+            None if at != declared => return Err(Irregular::Data("size mismatch".into())),
+            None => {
+                if zlib_dec.is_some_and(|d| d.total_in() != len64(self.payload)) {
+                    return Err(Irregular::Data("bytes after the zlib stream".into()));
+                }
+            }
+        }
+        Ok(at)
+    }
+}
+
+/// [`Ccob::pump`] to the end, hashing the chunks on another thread.
+fn pump_hashing(
+    ccob: &Ccob<'_>,
+    wanted: &mut [Wanted<'_>],
+) -> Result<(u64, Option<u64>), Irregular> {
+    use std::sync::mpsc;
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(CHUNKS_HASHED);
+        let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(CHUNKS_HASHED);
+        let hasher = scope.spawn(move || {
+            let mut md5 = Md5::new();
+            for (chunk, n) in full_rx {
+                md5.update(&chunk[..n]);
+                // The pump may have stopped; then the buffer is dropped.
+                let _ = empty_tx.try_send(chunk);
+            }
+            truncated(md5)
+        });
+        let mut spare = CHUNKS_HASHED;
+        let mut seen = |chunk: Vec<u8>, n: usize| -> Vec<u8> {
+            if full_tx.send((chunk, n)).is_err() {
+                return Vec::new();
+            }
+            if spare > 0 {
+                spare -= 1;
+                return vec![0; CHUNK];
+            }
+            empty_rx.recv().unwrap_or_default()
+        };
+        let n = ccob.pump(wanted, None, &mut seen);
+        drop(full_tx);
+        let hash = hasher
+            .join()
+            .map_err(|_| Irregular::Data("the hashing thread failed".into()))?;
+        n.map(|n| (n, Some(hash)))
+    })
+}
+
+/// Reads into `buf` until it is full or the reader ends; the bytes read.
+fn fill(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }

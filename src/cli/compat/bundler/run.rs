@@ -4,7 +4,7 @@
 
 use super::archive_unbundle::unbundle_archive;
 use super::objcopy::{TempFile, print_bundle_command, print_command};
-use super::verbose::{compress_report, decompress_report};
+use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use super::{Fail, Job};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
@@ -124,7 +124,9 @@ struct Bundle {
 
 impl Bundle {
     fn open(job: &Job, name: &str) -> Result<Bundle, Fail> {
-        let input = open(name)?;
+        Bundle::from_input(job, name, open(name)?)
+    }
+    fn from_input(job: &Job, name: &str, input: Input) -> Result<Bundle, Fail> {
         let inflated = decompress(job, name, input.bytes())?.map(Input::from_vec);
         if inflated.is_none() && job.comp.verbose {
             eprintln!("Uncompressed bundle.");
@@ -163,7 +165,11 @@ fn list(job: &Job) -> Result<(), Fail> {
 fn unbundle(job: &Job) -> Result<(), Fail> {
     let requests = targets(job)?;
     let name = &job.inputs[0];
-    let b = Bundle::open(job, name)?;
+    let input = open(name)?;
+    if let Some(done) = unbundle_streaming(job, name, &input, &requests) {
+        return done;
+    }
+    let b = Bundle::from_input(job, name, input)?;
     let handler = handler(&job.file_type, b.bytes())?;
     let found = ops::entries(b.bytes(), handler).map_err(|e| {
         if job.allow_missing {
@@ -242,6 +248,146 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
+/// Unbundles a CCOB holding a binary bundle as a stream (see
+/// [`ccob::Ccob::stream_to`]): the bundle header is decompressed first,
+/// then the contents once, each wanted entry written to its output as it
+/// comes, in memory that does not grow with the bundle. The hash is
+/// computed (and must match) only with `-verbose`, where LLVM computes it;
+/// without, decompression stops after the last wanted byte. Outputs are
+/// renamed into place only once the stream has ended well.
+///
+/// `None` when the input is something else (or anything looks wrong
+/// before decompressing): the whole-buffer path then reads it, and reports
+/// any fault in LLVM's order.
+fn unbundle_streaming(
+    job: &Job,
+    name: &str,
+    input: &Input,
+    requests: &[BundleId],
+) -> Option<Result<(), Fail>> {
+    use crate::cli::io::Output;
+    use offload_kit::bundle::ccob::{Ccob, StreamEnd, Wanted};
+    use offload_kit::bundle::{Format, SNIFF_LEN};
+    let data = input.bytes();
+    if !ccob::llvm_treats_as_compressed(data) {
+        return None;
+    }
+    let c = Ccob::parse_whole(data).ok()?;
+    let opts = ReadOptions {
+        hash: if job.comp.verbose {
+            HashCheck::Enforce
+        } else {
+            HashCheck::Skip
+        },
+        ..ReadOptions::default()
+    };
+    if c.header.uncompressed_size > opts.limits.max_uncompressed {
+        return None;
+    }
+    c.check_declared_size().ok()?;
+    let prefix = c.decompress_prefix(SNIFF_LEN).ok()?;
+    if Format::for_type(&job.file_type, &prefix) != Some(Format::Binary) {
+        return None;
+    }
+    let records = c.bundle_records().ok()??;
+    let picks = ops::unbundle_records(&records, requests, job.hip_openmp).ok()?;
+    let run = || -> Result<(), Fail> {
+        let start = std::time::Instant::now();
+        let failed = |out: &str, e: &std::io::Error| Fail::new(format!("'{out}': {}", strerror(e)));
+        // The outputs that get bytes of the contents, in request order,
+        // and the bytes each gets.
+        let mut outs: Vec<(usize, Output)> = Vec::new();
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+        for (i, p) in picks.iter().enumerate() {
+            let range = match *p {
+                ops::Pick::Record(r) => records[r].offset..records[r].offset + records[r].size,
+                // No entry matched: LLVM takes the input for the host's code.
+                ops::Pick::MissingHost if job.allow_missing => 0..c.header.uncompressed_size,
+                _ => continue,
+            };
+            let out = &job.outputs[i];
+            let o = Output::create(std::path::Path::new(out)).map_err(|e| failed(out, &e))?;
+            outs.push((i, o));
+            ranges.push(range);
+        }
+        let mut errors: Vec<Option<std::io::Error>> = Vec::new();
+        errors.resize_with(outs.len(), || None);
+        let mut sinks: Vec<Noting<'_>> = outs
+            .iter_mut()
+            .zip(&mut errors)
+            .map(|((_, o), e)| Noting { out: o, error: e })
+            .collect();
+        let mut wanted: Vec<Wanted<'_>> = sinks
+            .iter_mut()
+            .zip(&ranges)
+            .map(|(s, r)| Wanted {
+                range: r.clone(),
+                out: s,
+            })
+            .collect();
+        let streamed = c.stream_to(&mut wanted, &opts, StreamEnd::LastWanted);
+        drop(wanted);
+        drop(sinks);
+        let streamed = match streamed {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some((k, e)) = errors
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(k, e)| e.take().map(|e| (k, e)))
+                {
+                    return Err(failed(&job.outputs[outs[k].0], &e));
+                }
+                return Err(decompress_fail(name, &e));
+            }
+        };
+        if job.comp.verbose {
+            eprint!("{}", decompress_report_streamed(&streamed, start.elapsed()));
+        }
+        for (i, o) in outs {
+            o.commit().map_err(|e| failed(&job.outputs[i], &e))?;
+        }
+        let missing: Vec<usize> = (0..requests.len())
+            .filter(|&i| !matches!(picks[i], ops::Pick::Record(_)))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if !job.allow_missing {
+            let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
+            return Err(Fail::new(format!(
+                "Can't find bundles for {}",
+                select::missing_list(ids)
+            )));
+        }
+        for &i in missing.iter().filter(|&&i| picks[i] == ops::Pick::Missing) {
+            let out = &job.outputs[i];
+            let o = Output::create(std::path::Path::new(out)).map_err(|e| failed(out, &e))?;
+            o.commit().map_err(|e| failed(out, &e))?;
+        }
+        Ok(())
+    };
+    Some(run())
+}
+
+/// A writer that keeps its first error, to tell which output failed.
+struct Noting<'a> {
+    out: &'a mut crate::cli::io::Output,
+    error: &'a mut Option<std::io::Error>,
+}
+
+impl std::io::Write for Noting<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf).inspect_err(|e| {
+            self.error
+                .get_or_insert_with(|| std::io::Error::new(e.kind(), e.to_string()));
+        })
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// Writes an object made by `offload_kit::bundle::object` (see
 /// [`crate::cli::io::write_object`]).
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
@@ -268,25 +414,28 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
         hash: HashCheck::Enforce,
         ..ReadOptions::default()
     };
-    let d = ops::open(data, &opts).map_err(|e| {
-        // LLVM's line, then ours where it says more; for faults LLVM does
-        // not detect (it goes on with garbage), ours alone, naming the file.
-        let own = ccob::fault(&e).map(ToString::to_string);
-        match ccob::llvm_message(&e) {
-            Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
-                format!("Failed to decompress input: {llvm}"),
-                format!("'{name}'"),
-            ),
-            Some(llvm) => Fail::with_note(
-                format!("Failed to decompress input: {llvm}"),
-                format!("'{name}': {e}"),
-            ),
-            None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
-        }
-    })?;
+    let d = ops::open(data, &opts).map_err(|e| decompress_fail(name, &e))?;
     let Some(d) = d else { return Ok(None) };
     if job.comp.verbose {
         eprint!("{}", decompress_report(&d, start.elapsed()));
     }
     Ok(Some(d.data))
+}
+
+/// LLVM's line for a CCOB that fails to decompress, then ours where it says
+/// more; for faults LLVM does not detect (it goes on with garbage), ours
+/// alone, naming the file.
+fn decompress_fail(name: &str, e: &offload_kit::Error) -> Fail {
+    let own = ccob::fault(e).map(ToString::to_string);
+    match ccob::llvm_message(e) {
+        Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
+            format!("Failed to decompress input: {llvm}"),
+            format!("'{name}'"),
+        ),
+        Some(llvm) => Fail::with_note(
+            format!("Failed to decompress input: {llvm}"),
+            format!("'{name}': {e}"),
+        ),
+        None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
+    }
 }
