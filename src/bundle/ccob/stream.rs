@@ -3,10 +3,9 @@
 //! 1 zlib stream), or chunk by chunk into writers, in constant memory
 //! ([`Ccob::stream_to`]).
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use md5::{Digest, Md5};
-use zstd::zstd_safe;
 
 use super::fault::Fault;
 use super::header::*;
@@ -180,26 +179,86 @@ const CHUNK: usize = 2 << 20;
 /// Chunks in flight while another thread hashes them.
 const CHUNKS_HASHED: usize = 4;
 
-/// The sum of the content sizes the zstd frames of `payload` declare in
-/// their headers, if every frame declares one and they end exactly at the
-/// end of `payload`. Only block headers are read, nothing is decoded.
-pub(super) fn zstd_frames_content_size(payload: &[u8]) -> Option<u64> {
-    let mut rest = payload;
+/// The sum of the content sizes the zstd frames of a payload of `len`
+/// bytes (read from `r`, whose positions count from the payload's start)
+/// declare in their headers, if every frame declares one and they end
+/// exactly at the end of the payload; skippable frames count 0. Only the
+/// frame and block headers are read (RFC 8878 §3.1), nothing is decoded,
+/// and a damaged header gives `None`.
+pub(super) fn zstd_frames_content_size<R: Read + Seek>(r: &mut R, len: u64) -> Option<u64> {
+    const FRAME_MAGIC: u32 = 0xFD2F_B528;
+    const SKIPPABLE_MAGIC: u32 = 0x184D_2A50; // the low 4 bits vary
+    let mut read_at = |at: u64, buf: &mut [u8]| -> Option<()> {
+        r.seek(SeekFrom::Start(at)).ok()?;
+        r.read_exact(buf).ok()
+    };
+    let mut at = 0u64;
     let mut sum = 0u64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = zstd_safe::find_frame_compressed_size(rest).ok()?;
-        let (frame, tail) = (rest.get(..n)?, rest.get(n..)?);
-        if n == 0 {
+    while at < len {
+        let mut word = [0u8; 4];
+        read_at(at, &mut word)?;
+        let magic = u32::from_le_bytes(word);
+        if magic & !0xF == SKIPPABLE_MAGIC {
+            read_at(at + 4, &mut word)?;
+            at = at.checked_add(8 + u64::from(u32::from_le_bytes(word)))?;
+            continue;
+        }
+        if magic != FRAME_MAGIC {
             return None;
         }
-        let size = zstd_safe::get_frame_content_size(frame).ok()??;
+        // The frame header descriptor: content size flag (bits 7-6),
+        // single segment (5), reserved (3), checksum (2), dictionary ID
+        // size (1-0).
+        let mut fhd = [0u8; 1];
+        read_at(at + 4, &mut fhd)?;
+        let fhd = fhd[0];
+        if fhd & 0x08 != 0 {
+            return None;
+        }
+        let single = fhd & 0x20 != 0;
+        let window_descriptor = u64::from(!single);
+        let dict_id = [0u64, 1, 2, 4][usize::from(fhd & 3)];
+        let fcs_size: usize = match fhd >> 6 {
+            0 if single => 1,
+            0 => return None, // no content size
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let fcs_at = at + 5 + window_descriptor + dict_id;
+        let mut fcs = [0u8; 8];
+        read_at(fcs_at, &mut fcs[..fcs_size])?;
+        let mut size = u64::from_le_bytes(fcs);
+        if fcs_size == 2 {
+            size += 256;
+        }
+        // Blocks: a 3-byte header (last flag, type, size), then the body
+        // (raw and compressed: size bytes; RLE: one byte).
+        let mut block = fcs_at + fcs_size as u64;
+        loop {
+            let mut bh = [0u8; 4];
+            read_at(block, &mut bh[..3])?;
+            let h = u32::from_le_bytes(bh);
+            let body = match (h >> 1) & 3 {
+                0 | 2 => u64::from(h >> 3),
+                1 => 1,
+                _ => return None,
+            };
+            block = block.checked_add(3 + body)?;
+            if h & 1 != 0 {
+                break;
+            }
+        }
+        if fhd & 0x04 != 0 {
+            block += 4; // the checksum
+        }
+        if block > len {
+            return None;
+        }
         sum = sum.checked_add(size)?;
-        rest = tail;
+        at = block;
     }
-    Some(sum)
+    (at == len && len > 0).then_some(sum)
 }
 
 /// Why the stream stopped short of a clean end.
@@ -236,6 +295,22 @@ impl Ccob<'_> {
         opts: &ReadOptions,
         end: StreamEnd,
     ) -> Result<Streamed> {
+        self.stream_from(std::io::Cursor::new(self.payload), wanted, opts, end)
+    }
+
+    /// [`Ccob::stream_to`] reading the compressed data from `payload`
+    /// instead of the slice: the same bytes (say, read from the file whose
+    /// mapping the CCOB was parsed from, so that the pages read need not
+    /// stay in memory), positions counting from the payload's start. Only
+    /// the payload's length is read. The slice itself is read again only to
+    /// name a fault.
+    pub fn stream_from<R: Read + Seek>(
+        &self,
+        mut payload: R,
+        wanted: &mut [Wanted<'_>],
+        opts: &ReadOptions,
+        end: StreamEnd,
+    ) -> Result<Streamed> {
         let h = self.header;
         let declared = h.uncompressed_size;
         let limit = opts.limits.max_uncompressed;
@@ -261,12 +336,17 @@ impl Ccob<'_> {
         let stop = (opts.hash == HashCheck::Skip
             && end == StreamEnd::LastWanted
             && h.method == Method::ZSTD
-            && zstd_frames_content_size(self.payload) == Some(declared))
+            && zstd_frames_content_size(&mut payload, len64(self.payload)) == Some(declared))
         .then_some(last);
+        if payload.seek(SeekFrom::Start(0)).is_err() {
+            return Err(self.name_fault(opts, "cannot read the compressed data".into()));
+        }
+        let payload = payload.take(len64(self.payload));
         let run = if opts.hash == HashCheck::Skip {
-            self.pump(wanted, stop, &mut |b, _| b).map(|n| (n, None))
+            self.pump(payload, wanted, stop, &mut |b, _| b)
+                .map(|n| (n, None))
         } else {
-            pump_hashing(self, wanted)
+            pump_hashing(self, payload, wanted)
         };
         let (decompressed, computed_hash) = match run {
             Ok(r) => r,
@@ -310,8 +390,9 @@ impl Ccob<'_> {
     /// Decodes into chunks, writes the wanted parts of each and hands it to
     /// `seen`; stops after byte `stop` if given, else checks the end.
     /// Returns the bytes decoded.
-    fn pump(
+    fn pump<R: Read>(
         &self,
+        payload: R,
         wanted: &mut [Wanted<'_>],
         stop: Option<u64>,
         seen: &mut dyn FnMut(Vec<u8>, usize) -> Vec<u8>,
@@ -325,10 +406,10 @@ impl Ccob<'_> {
         let mut zlib_dec = None;
         let mut zstd_dec;
         let dec: &mut dyn Read = if zlib {
-            zlib_dec.insert(flate2::read::ZlibDecoder::new(self.payload))
+            zlib_dec.insert(flate2::read::ZlibDecoder::new(payload))
         } else {
             let data = |e: std::io::Error| Irregular::Data(e.to_string());
-            zstd_dec = zstd::stream::read::Decoder::with_buffer(self.payload).map_err(data)?;
+            zstd_dec = zstd::stream::read::Decoder::new(payload).map_err(data)?;
             zstd_dec.window_log_max(31).map_err(data)?;
             &mut zstd_dec
         };
@@ -375,8 +456,9 @@ impl Ccob<'_> {
 }
 
 /// [`Ccob::pump`] to the end, hashing the chunks on another thread.
-fn pump_hashing(
+fn pump_hashing<R: Read>(
     ccob: &Ccob<'_>,
+    payload: R,
     wanted: &mut [Wanted<'_>],
 ) -> Result<(u64, Option<u64>), Irregular> {
     use std::sync::mpsc;
@@ -403,7 +485,7 @@ fn pump_hashing(
             }
             empty_rx.recv().unwrap_or_default()
         };
-        let n = ccob.pump(wanted, None, &mut seen);
+        let n = ccob.pump(payload, wanted, None, &mut seen);
         drop(full_tx);
         let hash = hasher
             .join()

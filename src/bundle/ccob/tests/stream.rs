@@ -315,3 +315,75 @@ fn write_errors_are_io_errors() {
         assert!(matches!(e.kind(), ErrorKind::Io(_)), "{e}");
     }
 }
+
+/// zstd's own walk over the frames (which needs them in memory), as the
+/// oracle for [`super::stream::zstd_frames_content_size`].
+fn frames_content_size_by_zstd(payload: &[u8]) -> Option<u64> {
+    let mut rest = payload;
+    let mut sum = 0u64;
+    while !rest.is_empty() {
+        let n = zstd_safe::find_frame_compressed_size(rest).ok()?;
+        if n == 0 {
+            return None;
+        }
+        let size = zstd_safe::get_frame_content_size(&rest[..n]).ok()??;
+        sum = sum.checked_add(size)?;
+        rest = &rest[n..];
+    }
+    (!payload.is_empty()).then_some(sum)
+}
+
+#[test]
+fn frame_headers_are_walked_as_zstd_walks_them() {
+    let u = sample(600_000);
+    let mut payloads: Vec<Vec<u8>> = Vec::new();
+    for threads in [0, 2] {
+        for level in [1, 3, 19] {
+            let c = compress_to_vec(
+                &u,
+                &CompressOptions {
+                    threads,
+                    level,
+                    ..CompressOptions::default()
+                },
+            )
+            .unwrap()
+            .0;
+            payloads.push(c[32..].to_vec());
+        }
+    }
+    // Frames without a content size, with a checksum, skippable frames,
+    // an empty frame, raw and RLE blocks.
+    let mut streamed = Vec::new();
+    let mut enc = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(&u[..100_000]).unwrap();
+    enc.finish().unwrap();
+    payloads.push(streamed.clone());
+    let with_size = |data: &[u8], checksum: bool| {
+        let mut cctx = zstd_safe::CCtx::create();
+        cctx.set_parameter(zstd_safe::CParameter::ChecksumFlag(checksum))
+            .unwrap();
+        let mut out = vec![0u8; zstd_safe::compress_bound(data.len())];
+        let n = cctx.compress2(&mut out[..], data).unwrap();
+        out.truncate(n);
+        out
+    };
+    let mut mixed = with_size(&noise(9, 300_000), true);
+    mixed.extend([0x5A, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
+    mixed.extend(with_size(b"", false));
+    mixed.extend(with_size(&[7u8; 1000], false));
+    mixed.extend(with_size(&[7u8; 300], false));
+    payloads.push(mixed);
+    for p in &payloads {
+        let cut = p[..p.len() - 1].to_vec();
+        let mut longer = p.clone();
+        longer.push(0);
+        for q in [p, &cut, &longer, &Vec::new()] {
+            assert_eq!(
+                super::stream::zstd_frames_content_size(&mut io::Cursor::new(q), q.len() as u64),
+                frames_content_size_by_zstd(q),
+            );
+        }
+    }
+}

@@ -325,7 +325,12 @@ fn unbundle_streaming(
                 out: s,
             })
             .collect();
-        let streamed = c.stream_to(&mut wanted, &opts, StreamEnd::LastWanted);
+        // Read from the file rather than its mapping where possible, so
+        // the compressed bytes do not stay resident.
+        let streamed = match input.reader(c.payload) {
+            Some(r) => c.stream_from(r, &mut wanted, &opts, StreamEnd::LastWanted),
+            None => c.stream_to(&mut wanted, &opts, StreamEnd::LastWanted),
+        };
         drop(wanted);
         drop(sinks);
         let streamed = match streamed {
