@@ -123,9 +123,6 @@ struct Bundle {
 }
 
 impl Bundle {
-    fn open(job: &Job, name: &str) -> Result<Bundle, Fail> {
-        Bundle::from_input(job, name, open(name)?)
-    }
     fn from_input(job: &Job, name: &str, input: Input) -> Result<Bundle, Fail> {
         let inflated = decompress(job, name, input.bytes())?.map(Input::from_vec);
         if inflated.is_none() && job.comp.verbose {
@@ -143,15 +140,50 @@ impl Bundle {
 
 fn list(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
-    let b = Bundle::open(job, name)?;
+    let input = open(name)?;
+    if let Some(ids) = list_streaming(job, name, &input) {
+        return print_ids(ids?);
+    }
+    let b = Bundle::from_input(job, name, input)?;
     let handler = handler(&job.file_type, b.bytes())?;
+    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+    print_ids(ids)
+}
+
+/// Lists a CCOB holding a binary bundle from its bundle header (see
+/// [`streaming`]). The rest is decompressed only as far as LLVM's faults
+/// need: with `-verbose`, all of it (for the hash); without, nothing more
+/// when the zstd frame headers confirm the declared size.
+fn list_streaming<'a>(
+    job: &Job,
+    name: &str,
+    input: &'a Input,
+) -> Option<Result<Vec<Vec<u8>>, Fail>> {
+    let Streaming { c, opts, records } = streaming(job, input)?;
+    let start = std::time::Instant::now();
+    let run = || -> Result<Vec<Vec<u8>>, Fail> {
+        let streamed = stream(&c, input, &mut [], &opts).map_err(|e| decompress_fail(name, &e))?;
+        if job.comp.verbose {
+            eprint!("{}", decompress_report_streamed(&streamed, start.elapsed()));
+        }
+        let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+        Ok(offload_kit::bundle::binary::llvm_order(&ids)
+            .into_iter()
+            .map(|i| records[i].id.clone())
+            .collect())
+    };
+    Some(run())
+}
+
+/// Prints `-list`'s IDs.
+fn print_ids<I: AsRef<[u8]>>(ids: Vec<I>) -> Result<(), Fail> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
     // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
     // the file could send it commands, so it is shown escaped there.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    for id in ids {
+    for id in &ids {
+        let id = id.as_ref();
         if terminal {
             let _ = crate::cli::io::print_line(&mut out, &String::from_utf8_lossy(id));
         } else {
@@ -251,14 +283,11 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
 /// Unbundles a CCOB holding a binary bundle as a stream (see
 /// [`ccob::Ccob::stream_to`]): the bundle header is decompressed first,
 /// then the contents once, each wanted entry written to its output as it
-/// comes, in memory that does not grow with the bundle. The hash is
-/// computed (and must match) only with `-verbose`, where LLVM computes it;
-/// without, decompression stops after the last wanted byte. Outputs are
-/// renamed into place only once the stream has ended well.
+/// comes, in memory that does not grow with the bundle. Without the hash
+/// (`-verbose`), decompression stops after the last wanted byte. Outputs
+/// are renamed into place only once the stream has ended well.
 ///
-/// `None` when the input is something else (or anything looks wrong
-/// before decompressing): the whole-buffer path then reads it, and reports
-/// any fault in LLVM's order.
+/// `None` when the input cannot be streamed (see [`streaming`]).
 fn unbundle_streaming(
     job: &Job,
     name: &str,
@@ -266,30 +295,8 @@ fn unbundle_streaming(
     requests: &[BundleId],
 ) -> Option<Result<(), Fail>> {
     use crate::cli::io::Output;
-    use offload_kit::bundle::ccob::{Ccob, StreamEnd, Wanted};
-    use offload_kit::bundle::{Format, SNIFF_LEN};
-    let data = input.bytes();
-    if !ccob::llvm_treats_as_compressed(data) {
-        return None;
-    }
-    let c = Ccob::parse_whole(data).ok()?;
-    let opts = ReadOptions {
-        hash: if job.comp.verbose {
-            HashCheck::Enforce
-        } else {
-            HashCheck::Skip
-        },
-        ..ReadOptions::default()
-    };
-    if c.header.uncompressed_size > opts.limits.max_uncompressed {
-        return None;
-    }
-    c.check_declared_size().ok()?;
-    let prefix = c.decompress_prefix(SNIFF_LEN).ok()?;
-    if Format::for_type(&job.file_type, &prefix) != Some(Format::Binary) {
-        return None;
-    }
-    let records = c.bundle_records().ok()??;
+    use offload_kit::bundle::ccob::Wanted;
+    let Streaming { c, opts, records } = streaming(job, input)?;
     let picks = ops::unbundle_records(&records, requests, job.hip_openmp).ok()?;
     let run = || -> Result<(), Fail> {
         let start = std::time::Instant::now();
@@ -325,12 +332,7 @@ fn unbundle_streaming(
                 out: s,
             })
             .collect();
-        // Read from the file rather than its mapping where possible, so
-        // the compressed bytes do not stay resident.
-        let streamed = match input.reader(c.payload) {
-            Some(r) => c.stream_from(r, &mut wanted, &opts, StreamEnd::LastWanted),
-            None => c.stream_to(&mut wanted, &opts, StreamEnd::LastWanted),
-        };
+        let streamed = stream(&c, input, &mut wanted, &opts);
         drop(wanted);
         drop(sinks);
         let streamed = match streamed {
@@ -373,6 +375,62 @@ fn unbundle_streaming(
         Ok(())
     };
     Some(run())
+}
+
+/// A CCOB input that can be read as a stream: it holds a binary bundle
+/// (for the `-type` given) whose header reads well.
+struct Streaming<'a> {
+    c: ccob::Ccob<'a>,
+    opts: ReadOptions,
+    records: Vec<offload_kit::bundle::binary::Record>,
+}
+
+/// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
+/// `None` when it is anything else, or when anything looks wrong before
+/// decompressing (the whole-buffer path then reports it in LLVM's order).
+/// The hash is computed (and must match) only with `-verbose`, where LLVM
+/// computes it.
+fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
+    use offload_kit::bundle::{Format, SNIFF_LEN};
+    let data = input.bytes();
+    if !ccob::llvm_treats_as_compressed(data) {
+        return None;
+    }
+    let c = ccob::Ccob::parse_whole(data).ok()?;
+    let opts = ReadOptions {
+        hash: if job.comp.verbose {
+            HashCheck::Enforce
+        } else {
+            HashCheck::Skip
+        },
+        ..ReadOptions::default()
+    };
+    if c.header.uncompressed_size > opts.limits.max_uncompressed {
+        return None;
+    }
+    c.check_declared_size().ok()?;
+    let prefix = c.decompress_prefix(SNIFF_LEN).ok()?;
+    if Format::for_type(&job.file_type, &prefix) != Some(Format::Binary) {
+        return None;
+    }
+    let records = c.bundle_records().ok()??;
+    Some(Streaming { c, opts, records })
+}
+
+/// Streams `c` (the CCOB of `input`) into `wanted`, reading the compressed
+/// bytes from the file rather than its mapping where possible, so that
+/// they do not stay resident.
+fn stream(
+    c: &ccob::Ccob<'_>,
+    input: &Input,
+    wanted: &mut [ccob::Wanted<'_>],
+    opts: &ReadOptions,
+) -> offload_kit::Result<ccob::Streamed> {
+    use offload_kit::bundle::ccob::StreamEnd;
+    match input.reader(c.payload) {
+        Some(r) => c.stream_from(r, wanted, opts, StreamEnd::LastWanted),
+        None => c.stream_to(wanted, opts, StreamEnd::LastWanted),
+    }
 }
 
 /// A writer that keeps its first error, to tell which output failed.
