@@ -319,10 +319,10 @@ fn unbundle_streaming(
         }
         let mut errors: Vec<Option<std::io::Error>> = Vec::new();
         errors.resize_with(outs.len(), || None);
-        let mut sinks: Vec<Noting<'_>> = outs
+        let mut sinks: Vec<crate::cli::io::Noting<'_>> = outs
             .iter_mut()
             .zip(&mut errors)
-            .map(|((_, o), e)| Noting { out: o, error: e })
+            .map(|((_, o), e)| crate::cli::io::Noting::new(o, e))
             .collect();
         let mut wanted: Vec<Wanted<'_>> = sinks
             .iter_mut()
@@ -430,24 +430,6 @@ fn stream(
     match input.reader(c.payload) {
         Some(r) => c.stream_from(r, wanted, opts, StreamEnd::LastWanted),
         None => c.stream_to(wanted, opts, StreamEnd::LastWanted),
-    }
-}
-
-/// A writer that keeps its first error, to tell which output failed.
-struct Noting<'a> {
-    out: &'a mut crate::cli::io::Output,
-    error: &'a mut Option<std::io::Error>,
-}
-
-impl std::io::Write for Noting<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.out.write(buf).inspect_err(|e| {
-            self.error
-                .get_or_insert_with(|| std::io::Error::new(e.kind(), e.to_string()));
-        })
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 
