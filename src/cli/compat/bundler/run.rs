@@ -154,11 +154,7 @@ fn list(job: &Job) -> Result<(), Fail> {
 /// [`streaming`]). The rest is decompressed only as far as LLVM's faults
 /// need: with `-verbose`, all of it (for the hash); without, nothing more
 /// when the zstd frame headers confirm the declared size.
-fn list_streaming<'a>(
-    job: &Job,
-    name: &str,
-    input: &'a Input,
-) -> Option<Result<Vec<Vec<u8>>, Fail>> {
+fn list_streaming(job: &Job, name: &str, input: &Input) -> Option<Result<Vec<Vec<u8>>, Fail>> {
     let Streaming { c, opts, records } = streaming(job, input)?;
     let start = std::time::Instant::now();
     let run = || -> Result<Vec<Vec<u8>>, Fail> {
@@ -388,8 +384,7 @@ struct Streaming<'a> {
 /// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
 /// `None` when it is anything else, or when anything looks wrong before
 /// decompressing (the whole-buffer path then reports it in LLVM's order).
-/// The hash is computed (and must match) only with `-verbose`, where LLVM
-/// computes it.
+/// The hash is computed only with `-verbose` ([`hash_policy`]).
 fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
     use offload_kit::bundle::{Format, SNIFF_LEN};
     let data = input.bytes();
@@ -398,11 +393,7 @@ fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
     }
     let c = ccob::Ccob::parse_whole(data).ok()?;
     let opts = ReadOptions {
-        hash: if job.comp.verbose {
-            HashCheck::Enforce
-        } else {
-            HashCheck::Skip
-        },
+        hash: hash_policy(job),
         ..ReadOptions::default()
     };
     if c.header.uncompressed_size > opts.limits.max_uncompressed {
@@ -451,12 +442,23 @@ fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
     Ok(packed)
 }
 
-/// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
-/// not), printing LLVM's report when verbose.
+/// The hash policy of the drop-in: LLVM computes the hash only for
+/// `-verbose`, and so do we, but a mismatch is then an error (LLVM only
+/// prints `Hashes match: No`).
+pub(super) fn hash_policy(job: &Job) -> HashCheck {
+    if job.comp.verbose {
+        HashCheck::Enforce
+    } else {
+        HashCheck::Skip
+    }
+}
+
+/// Decompresses `data` whole if it is a CCOB (checking its hash where LLVM
+/// computes it: see [`hash_policy`]), printing LLVM's report when verbose.
 fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
     let start = std::time::Instant::now();
     let opts = ReadOptions {
-        hash: HashCheck::Enforce,
+        hash: hash_policy(job),
         ..ReadOptions::default()
     };
     let d = ops::open(data, &opts).map_err(|e| decompress_fail(name, &e))?;
