@@ -483,7 +483,8 @@ fn v1_and_bad_hash_reports() -> Result<(), Failed> {
 fn streamed_unbundle() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
-    let u = make_inputs(d, 3_000_000, 21)?;
+    // Large enough (over 1 MiB compressed) to be read through the file.
+    let u = make_inputs(d, 6_000_000, 21)?;
     bundler(&bundle_args("z.ccob", &["-compress"]), &[], d).ok()?;
     let threaded = CompressOptions {
         threads: 2,
@@ -497,6 +498,13 @@ fn streamed_unbundle() -> Result<(), Failed> {
     };
     std::fs::write(d.join("zlib.ccob"), ccob::compress_to_vec(&u, &zlib)?.0)?;
     let z = std::fs::read(d.join("z.ccob"))?;
+    if z.len() < 1 << 20 {
+        return Err(format!(
+            "z.ccob: {} bytes, too few to be read through the file",
+            z.len()
+        )
+        .into());
+    }
     let n = u.len() as u64;
     let lie = |at: usize, v: u64| {
         let mut c = z.clone();
