@@ -399,14 +399,16 @@ impl Ccob<'_> {
     ) -> Result<u64, Irregular> {
         let declared = self.header.uncompressed_size;
         let mut buf = vec![0u8; CHUNK];
-        let zlib = self.header.method == Method::ZLIB;
         // zstd: frames one after another, with any window LLVM's one-shot
-        // call accepts. zlib: one stream, whose consumed input is checked
-        // at the end.
+        // call accepts (no frame at all is no data, as for that call).
+        // zlib: one stream, which must end, and end the payload.
         let mut zlib_dec = None;
         let mut zstd_dec;
-        let dec: &mut dyn Read = if zlib {
-            zlib_dec.insert(flate2::read::ZlibDecoder::new(payload))
+        let mut nothing = std::io::empty();
+        let dec: &mut dyn Read = if self.header.method == Method::ZLIB {
+            zlib_dec.insert(ZlibStream::new(payload))
+        } else if self.payload.is_empty() {
+            &mut nothing
         } else {
             let data = |e: std::io::Error| Irregular::Data(e.to_string());
             zstd_dec = zstd::stream::read::Decoder::new(payload).map_err(data)?;
@@ -446,7 +448,7 @@ impl Ccob<'_> {
             Some(_) => return Err(Irregular::Data("the data ends early".into())),
             None if at != declared => return Err(Irregular::Data("size mismatch".into())),
             None => {
-                if zlib_dec.is_some_and(|d| d.total_in() != len64(self.payload)) {
+                if zlib_dec.is_some_and(|d| !d.ended || d.z.total_in() != len64(self.payload)) {
                     return Err(Irregular::Data("bytes after the zlib stream".into()));
                 }
             }
@@ -492,6 +494,54 @@ fn pump_hashing<R: Read>(
             .map_err(|_| Irregular::Data("the hashing thread failed".into()))?;
         n.map(|n| (n, Some(hash)))
     })
+}
+
+/// A zlib stream as a reader, which fails when its input ends before the
+/// stream does (and records whether it ended).
+struct ZlibStream<R> {
+    input: std::io::BufReader<R>,
+    z: flate2::Decompress,
+    ended: bool,
+}
+
+impl<R: Read> ZlibStream<R> {
+    fn new(input: R) -> Self {
+        ZlibStream {
+            input: std::io::BufReader::with_capacity(64 << 10, input),
+            z: flate2::Decompress::new(true),
+            ended: false,
+        }
+    }
+}
+
+impl<R: Read> Read for ZlibStream<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::BufRead;
+        while !self.ended && !buf.is_empty() {
+            let input = self.input.fill_buf()?;
+            let (in0, out0) = (self.z.total_in(), self.z.total_out());
+            let status = self
+                .z
+                .decompress(input, buf, flate2::FlushDecompress::None)
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            let used = usize::try_from(self.z.total_in() - in0).unwrap_or(usize::MAX);
+            let made = usize::try_from(self.z.total_out() - out0).unwrap_or(usize::MAX);
+            let at_end = input.is_empty();
+            self.input.consume(used);
+            self.ended = status == flate2::Status::StreamEnd;
+            if made > 0 {
+                return Ok(made);
+            }
+            if at_end && !self.ended {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            if used == 0 && !self.ended {
+                // Input and room, and no progress: never loop on it.
+                return Err(std::io::ErrorKind::InvalidData.into());
+            }
+        }
+        Ok(0)
+    }
 }
 
 /// Reads into `buf` until it is full or the reader ends; the bytes read.
