@@ -474,6 +474,114 @@ fn v1_and_bad_hash_reports() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Unbundling compressed bundles, which our drop-in streams: LLVM's CCOB,
+/// ours on two threads (several frames) and a zlib one, each target alone
+/// and both, with and without `-verbose`: the same files, exit codes and
+/// reports as LLVM's. A hash mismatch passes without `-verbose`, as in
+/// LLVM, and fails with it; a CCOB whose sizes lie fails and leaves no
+/// output behind.
+fn streamed_unbundle() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    // Large enough (over 1 MiB compressed) to be read through the file.
+    let u = make_inputs(d, 6_000_000, 21)?;
+    bundler(&bundle_args("z.ccob", &["-compress"]), &[], d).ok()?;
+    let threaded = CompressOptions {
+        threads: 2,
+        ..CompressOptions::default()
+    };
+    std::fs::write(d.join("mt.ccob"), ccob::compress_to_vec(&u, &threaded)?.0)?;
+    let zlib = CompressOptions {
+        method: Method::ZLIB,
+        level: 6,
+        ..CompressOptions::default()
+    };
+    std::fs::write(d.join("zlib.ccob"), ccob::compress_to_vec(&u, &zlib)?.0)?;
+    let z = std::fs::read(d.join("z.ccob"))?;
+    if z.len() < 1 << 20 {
+        return Err(format!(
+            "z.ccob: {} bytes, too few to be read through the file",
+            z.len()
+        )
+        .into());
+    }
+    let n = u.len() as u64;
+    let lie = |at: usize, v: u64| {
+        let mut c = z.clone();
+        c[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        c
+    };
+    let mut bad_hash = z.clone();
+    bad_hash[24] ^= 1;
+    std::fs::write(d.join("bad-hash.ccob"), &bad_hash)?;
+    let host = "host-x86_64-unknown-linux-gnu";
+    let dev = "hip-amdgcn-amd-amdhsa--gfx90a";
+    let unbundle = |file: &str, targets: &[&str], tag: &str| -> Vec<String> {
+        let mut a = vec![
+            "-type=bc".to_string(),
+            "-unbundle".into(),
+            format!("-targets={}", targets.join(",")),
+            format!("-input={file}"),
+        ];
+        a.extend((0..targets.len()).map(|i| format!("-output={tag}.{i}")));
+        a
+    };
+    let verbose = [("OFFLOAD_BUNDLER_VERBOSE", "1")];
+    for file in ["z.ccob", "mt.ccob", "zlib.ccob", "bad-hash.ccob"] {
+        for targets in [&[host][..], &[dev], &[dev, host]] {
+            for env in [&[][..], &verbose] {
+                let what = format!("{file} {targets:?} {env:?}");
+                let theirs = bundler(&unbundle(file, targets, "llvm"), env, d);
+                let mine = our_bundler(&unbundle(file, targets, "ours"), env, d);
+                if file == "bad-hash.ccob" && !env.is_empty() {
+                    // LLVM reports the mismatch and goes on; we refuse.
+                    same(&format!("{what}: our exit code"), mine.code, 1)?;
+                    for i in 0..targets.len() {
+                        if d.join(format!("ours.{i}")).exists() {
+                            return Err(format!("{what}: ours.{i} written").into());
+                        }
+                    }
+                    continue;
+                }
+                same(&format!("{what}: exit code"), mine.code, theirs.code)?;
+                same(
+                    &format!("{what}: reports"),
+                    timeless(&llvm_report(&mine.stderr).join("\n")),
+                    timeless(&llvm_report(&theirs.stderr).join("\n")),
+                )?;
+                for i in 0..targets.len() {
+                    let ours = std::fs::read(d.join(format!("ours.{i}")))?;
+                    let llvm = std::fs::read(d.join(format!("llvm.{i}")))?;
+                    same_bytes(&format!("{what}: output {i}"), &ours, &llvm)?;
+                    std::fs::remove_file(d.join(format!("ours.{i}")))?;
+                    std::fs::remove_file(d.join(format!("llvm.{i}")))?;
+                }
+            }
+        }
+    }
+    // Declared sizes that lie (and a cut payload): an error, nothing
+    // written, whichever target is wanted.
+    let mut cut = z[..z.len() - 9].to_vec();
+    let len = cut.len() as u64;
+    cut[8..16].copy_from_slice(&len.to_le_bytes());
+    for (name, data) in [
+        ("short", lie(16, n - 1)),
+        ("long", lie(16, n + 1)),
+        ("cut", cut),
+    ] {
+        let file = format!("{name}.ccob");
+        std::fs::write(d.join(&file), &data)?;
+        for targets in [&[host][..], &[dev]] {
+            let mine = our_bundler(&unbundle(&file, targets, "ours"), &[], d);
+            same(&format!("{name} {targets:?}: our exit code"), mine.code, 1)?;
+            if d.join("ours.0").exists() {
+                return Err(format!("{name} {targets:?}: output written").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The environment rules: our drop-in's warnings are LLVM's, and it writes
 /// the bytes LLVM writes (so the version, level and compression it picks
 /// are LLVM's).
@@ -565,5 +673,6 @@ pub fn tests() -> Vec<Trial> {
         v1_and_bad_hash_reports,
     ));
     v.push(trial("ccob::environment", &[TOOL], environment));
+    v.push(trial("ccob::streamed_unbundle", &[TOOL], streamed_unbundle));
     v
 }

@@ -378,8 +378,31 @@ pub fn ccob_read(data: &[u8]) {
         assert!(c.size <= data.len() as u64);
         assert_eq!(c.header.size() + c.payload.len() as u64, c.size);
     }
-    if let Ok(d) = ccob::decompress(data, &opts) {
+    let whole = ccob::decompress(data, &opts);
+    if let Ok(d) = &whole {
         assert_eq!(d.size, data.len() as u64);
+    }
+    // Streamed, the same bytes or the same fault (LLVM's message).
+    if let Ok(c) = ccob::Ccob::parse_whole(data) {
+        let n = c.header.uncompressed_size.min(1 << 24);
+        let mut got = Vec::new();
+        let mut wanted = [ccob::Wanted {
+            range: 0..n,
+            out: &mut got,
+        }];
+        let streamed = c.stream_to(&mut wanted, &opts, ccob::StreamEnd::Whole);
+        match (&whole, streamed) {
+            (Ok(d), Ok(s)) => {
+                assert_eq!(got, d.data);
+                assert_eq!(s.computed_hash, d.computed_hash);
+            }
+            (Err(a), Err(b)) => assert_eq!(ccob::llvm_message(a), ccob::llvm_message(&b)),
+            (a, b) => panic!(
+                "whole {:?}, streamed {:?}",
+                a.as_ref().map(|d| d.data.len()),
+                b.map_err(|e| e.to_string())
+            ),
+        }
     }
     let Ok(all) = ccob::decompress_all(data, &opts) else {
         return;

@@ -266,12 +266,18 @@ pub fn header_size(entries: &[Entry<'_>]) -> u64 {
 /// entry of each ID is found through a hash map, not by a search per entry.
 pub fn in_llvm_order<'a, 'data>(entries: &'a [Entry<'data>]) -> Vec<&'a Entry<'data>> {
     let ids: Vec<&[u8]> = entries.iter().map(|e| e.id).collect();
+    llvm_order(&ids).into_iter().map(|i| &entries[i]).collect()
+}
+
+/// [`in_llvm_order`] for entries known by their IDs alone (in file order):
+/// the indices of the entries LLVM 22 iterates, in its order.
+pub fn llvm_order(ids: &[&[u8]]) -> Vec<usize> {
     // The last entry with each ID wins.
     let last: std::collections::HashMap<&[u8], usize> =
         ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    string_map::order_of(&ids)
+    string_map::order_of(ids)
         .into_iter()
-        .map(|first| &entries[last.get(entries[first].id).copied().unwrap_or(first)])
+        .map(|first| last.get(ids[first]).copied().unwrap_or(first))
         .collect()
 }
 

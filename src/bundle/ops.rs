@@ -233,6 +233,43 @@ pub fn unbundle<'a>(
         .collect())
 }
 
+/// What one request gets from a binary bundle known by its records alone
+/// (the contents of a compressed bundle, decompressed as far as the bundle
+/// header): see [`unbundle_records`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// The data of this record (an index into the records given).
+    Record(usize),
+    /// No entry: an empty file when missing entries are allowed.
+    Missing,
+    /// No entry, and no request got one: the whole bundle goes to this
+    /// host request when missing entries are allowed.
+    MissingHost,
+}
+
+/// [`unbundle`] for a binary bundle known by its `records` (in file
+/// order): which record each request gets, by the same rules and order.
+pub fn unbundle_records(
+    records: &[super::binary::Record],
+    requests: &[BundleId],
+    hip_openmp_compatible: bool,
+) -> Result<Vec<Pick>> {
+    let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+    let order = super::binary::llvm_order(&ids);
+    let ordered: Vec<&[u8]> = order.iter().map(|&i| ids[i]).collect();
+    let got = select::assign(&ordered, requests, hip_openmp_compatible)?;
+    let none_found = got.iter().all(Option::is_none);
+    Ok(got
+        .iter()
+        .zip(requests)
+        .map(|(g, r)| match g {
+            Some(e) => Pick::Record(order[*e]),
+            None if none_found && r.is_host() => Pick::MissingHost,
+            None => Pick::Missing,
+        })
+        .collect())
+}
+
 /// What an entry found in a bundle of `format` extracts to.
 pub fn extract<'a>(found: &Found<'a>, format: Format) -> Extract<'a> {
     if format == Format::Object && found.data == HOST_MARKER {
@@ -247,4 +284,95 @@ pub fn extract<'a>(found: &Found<'a>, format: Format) -> Extract<'a> {
 /// `data`.
 pub fn host_object(data: &[u8]) -> Result<Written> {
     object::strip(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::binary;
+
+    /// A binary bundle of `ids`, entry `i` holding `i` as its one byte
+    /// (so an entry's data tells which record it is).
+    fn bundle_of(ids: &[&str]) -> Vec<u8> {
+        let header: u64 = 32 + ids.iter().map(|id| 24 + id.len() as u64).sum::<u64>();
+        let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+        b.extend((ids.len() as u64).to_le_bytes());
+        for (i, id) in ids.iter().enumerate() {
+            b.extend((header + i as u64).to_le_bytes());
+            b.extend(1u64.to_le_bytes());
+            b.extend((id.len() as u64).to_le_bytes());
+            b.extend(id.as_bytes());
+        }
+        b.extend((0..ids.len()).map(|i| u8::try_from(i).unwrap()));
+        b
+    }
+
+    #[test]
+    fn records_are_picked_as_whole_bundles_are() {
+        let hip = |a: &str| format!("hip-amdgcn-amd-amdhsa--{a}");
+        let ids: Vec<String> = vec![
+            "host-x86_64-unknown-linux-gnu-".into(),
+            hip("gfx90a"),
+            hip("gfx90a:xnack+"),
+            hip("gfx906"),
+            // A duplicate ID: LLVM keeps the later data in the earlier place.
+            hip("gfx90a"),
+            "openmp-amdgcn-amd-amdhsa--gfx1030".into(),
+        ];
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let data = bundle_of(&ids);
+        let found = entries(&data, Format::Binary).unwrap();
+        let records: Vec<binary::Record> = binary::read(&data)
+            .unwrap()
+            .iter()
+            .map(|e| binary::Record {
+                id: e.id.to_vec(),
+                offset: e.offset,
+                size: e.data.len() as u64,
+            })
+            .collect();
+        let request_sets: [&[&str]; 6] = [
+            &["hip-amdgcn-amd-amdhsa-gfx90a"],
+            &[
+                "hip-amdgcn-amd-amdhsa-gfx90a:xnack+",
+                "hip-amdgcn-amd-amdhsa-gfx90a:xnack-",
+            ],
+            &[
+                "host-x86_64-unknown-linux-gnu",
+                "openmp-amdgcn-amd-amdhsa-gfx1030",
+            ],
+            &[
+                "hip-amdgcn-amd-amdhsa-gfx1100",
+                "host-aarch64-unknown-linux-gnu",
+            ],
+            &[
+                "openmp-amdgcn-amd-amdhsa-gfx906",
+                "hip-amdgcn-amd-amdhsa-gfx906",
+            ],
+            &[
+                "hip-amdgcn-amd-amdhsa-gfx1100",
+                "hip-amdgcn-amd-amdhsa-gfx906",
+            ],
+        ];
+        for requests in request_sets {
+            let requests: Vec<String> = requests.iter().map(|s| s.to_string()).collect();
+            let requests = crate::bundle::id::check_targets(&requests, false).unwrap();
+            for compat in [false, true] {
+                let whole = unbundle(&found, Format::Binary, &requests, compat).unwrap();
+                let picks = unbundle_records(&records, &requests, compat).unwrap();
+                let as_whole: Vec<Extract<'_>> = picks
+                    .iter()
+                    .map(|p| match *p {
+                        Pick::Record(i) => {
+                            let off = usize::try_from(records[i].offset).unwrap();
+                            Extract::Entry(&data[off..off + 1])
+                        }
+                        Pick::Missing => Extract::Missing,
+                        Pick::MissingHost => Extract::MissingHost,
+                    })
+                    .collect();
+                assert_eq!(as_whole, whole, "{requests:?} {compat}");
+            }
+        }
+    }
 }

@@ -180,20 +180,156 @@ pub struct UnbundleOpts {
     max_uncompressed: u64,
 }
 
+impl UnbundleOpts {
+    /// Unbundles a CCOB holding a binary bundle as a stream: the bundle
+    /// header is decompressed first, then all the contents once (the hash
+    /// is checked), each entry written to its file as it comes, in memory
+    /// that does not grow with the bundle (see
+    /// [`ccob::Ccob::stream_from`]). The files are renamed into place only
+    /// once the whole stream has been read and its hash matched.
+    ///
+    /// `None` when the input is anything else, or anything looks wrong
+    /// before decompressing: the whole-buffer path then reports it.
+    fn run_streaming(&self, input: &Input) -> Option<Result<()>> {
+        use super::io::{Noting, Output};
+        use offload_kit::bundle::binary;
+        use offload_kit::bundle::ccob::{Ccob, StreamEnd, Wanted};
+        let data = input.bytes();
+        if !ccob::llvm_treats_as_compressed(data) {
+            return None;
+        }
+        let c = Ccob::parse_whole(data).ok()?;
+        if c.header.uncompressed_size > self.max_uncompressed {
+            return None;
+        }
+        c.check_declared_size().ok()?;
+        let prefix = c.decompress_prefix(bundle::SNIFF_LEN).ok()?;
+        let format = match &self.file_type {
+            Some(t) => Format::for_type(t, &prefix)?,
+            None => Format::detect(&prefix)?,
+        };
+        if format != Format::Binary {
+            return None;
+        }
+        let records = c.bundle_records().ok()??;
+        // (file name, bytes of the contents; none for an empty file)
+        let mut plan: Vec<(String, Option<std::ops::Range<u64>>)> = Vec::new();
+        let range = |r: &binary::Record| Some(r.offset..r.offset + r.size);
+        let mut missing = Vec::new();
+        if self.targets.is_empty() {
+            let base = safe(stem(&self.input));
+            let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+            for (n, i) in binary::llvm_order(&ids).into_iter().enumerate() {
+                let id = safe(&String::from_utf8_lossy(&records[i].id));
+                plan.push((format!("{base}-{id}.{n}"), range(&records[i])));
+            }
+        } else {
+            let (names, outs): (Vec<String>, Vec<Option<String>>) = self
+                .targets
+                .iter()
+                .map(|t| match t.split_once('=') {
+                    Some((a, b)) => (a.to_string(), Some(b.to_string())),
+                    None => (t.clone(), None),
+                })
+                .unzip();
+            let requests = match bundle::id::check_targets(&names, false) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(anyhow::anyhow!("{e}"))),
+            };
+            let picks =
+                ops::unbundle_records(&records, &requests, self.hip_openmp_compatible).ok()?;
+            for ((p, r), out) in picks.iter().zip(&requests).zip(outs) {
+                let name = out.unwrap_or_else(|| safe(&r.normalized()));
+                match *p {
+                    ops::Pick::Record(i) => plan.push((name, range(&records[i]))),
+                    // Missing, when allowed: an empty file.
+                    _ => {
+                        missing.push(r.normalized());
+                        plan.push((name, None));
+                    }
+                }
+            }
+        }
+        let opts = ReadOptions {
+            hash: HashCheck::Enforce,
+            limits: ccob::Limits {
+                max_uncompressed: self.max_uncompressed,
+            },
+        };
+        let stream = |wanted: &mut [Wanted<'_>]| -> Result<()> {
+            match input.reader(c.payload) {
+                Some(r) => c.stream_from(r, wanted, &opts, StreamEnd::Whole),
+                None => c.stream_to(wanted, &opts, StreamEnd::Whole),
+            }
+            .map(|_| ())
+            .with_context(|| format!("'{}'", self.input))
+        };
+        let run = || -> Result<()> {
+            std::fs::create_dir_all(&self.output_dir).with_context(|| {
+                format!("'{}': cannot create directory", self.output_dir.display())
+            })?;
+            if !missing.is_empty() && !self.allow_missing {
+                // The contents are checked first, as the whole-buffer path
+                // does.
+                stream(&mut [])?;
+                bail!(
+                    "'{}': no entry for {}",
+                    self.input,
+                    select::missing_list(missing)
+                );
+            }
+            let shown: Vec<String> = plan
+                .iter()
+                .map(|(name, _)| self.output_dir.join(name).to_string_lossy().into_owned())
+                .collect();
+            let mut outs = Vec::new();
+            for path in &shown {
+                let o = Output::create(std::path::Path::new(path))
+                    .with_context(|| format!("'{path}': cannot write"))?;
+                outs.push(o);
+            }
+            let mut errors: Vec<Option<std::io::Error>> = Vec::new();
+            errors.resize_with(outs.len(), || None);
+            let mut sinks: Vec<Noting<'_>> = outs
+                .iter_mut()
+                .zip(&mut errors)
+                .map(|(o, e)| Noting::new(o, e))
+                .collect();
+            let mut wanted: Vec<Wanted<'_>> = sinks
+                .iter_mut()
+                .zip(&plan)
+                .filter_map(|(s, (_, r))| {
+                    Some(Wanted {
+                        range: r.clone()?,
+                        out: s,
+                    })
+                })
+                .collect();
+            let streamed = stream(&mut wanted);
+            drop(wanted);
+            drop(sinks);
+            if let Some((k, e)) = errors
+                .iter_mut()
+                .enumerate()
+                .find_map(|(k, e)| e.take().map(|e| (k, e)))
+            {
+                return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
+            }
+            streamed?;
+            for (o, path) in outs.into_iter().zip(&shown) {
+                o.commit()
+                    .with_context(|| format!("'{path}': cannot write"))?;
+                println!("{}", super::io::printable(path));
+            }
+            Ok(())
+        };
+        Some(run())
+    }
+}
+
 /// A file-name component made from a bundle ID or the input's name.
 fn safe(s: &str) -> String {
     safe_component(s, 100)
-}
-
-/// The input's bytes, inflated if it is a CCOB (to at most
-/// `max_uncompressed` bytes).
-pub fn open_bundle(
-    name: &str,
-    max_uncompressed: u64,
-) -> Result<(Input, Option<ccob::Decompressed>)> {
-    let input = open_input(name)?;
-    let d = inflate(name, &input, max_uncompressed)?;
-    Ok((input, d))
 }
 
 /// `input` (named `name`) decompressed if it is a CCOB (to at most
@@ -212,7 +348,11 @@ pub fn inflate(
 
 impl UnbundleOpts {
     pub fn run(self) -> Result<()> {
-        let (input, inflated) = open_bundle(&self.input, self.max_uncompressed)?;
+        let input = open_input(&self.input)?;
+        if let Some(done) = self.run_streaming(&input) {
+            return done;
+        }
+        let inflated = inflate(&self.input, &input, self.max_uncompressed)?;
         let holder = inflated.map(|d| Input::from_vec(d.data));
         let src = holder.as_ref().unwrap_or(&input);
         let data = src.bytes();

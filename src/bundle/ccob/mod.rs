@@ -58,7 +58,7 @@
 //! | uncompressed size larger than the data | accepted, output truncated | error ([`Fault::SizeMismatch`]) |
 //! | uncompressed size smaller than the data | error | error (LLVM's message) |
 //! | bytes after the end of a zlib stream | ignored | error |
-//! | hash mismatch | only `Hashes match: No` in verbose mode | error by default; [`HashCheck::Report`] only reports it, [`HashCheck::Skip`] does not compute it (LLVM's speed) |
+//! | hash mismatch | only `Hashes match: No` in verbose mode | error by default; [`HashCheck::Report`] only reports it, [`HashCheck::Skip`] does not compute it (LLVM's speed; the `clang-offload-bundler` drop-in computes it only for `-verbose`, as LLVM does) |
 //! | uncompressed size above the caller's limit | allocates it | error before allocating ([`Limits`]) |
 //!
 //! Decompression never writes more than the declared size: zstd decodes into
@@ -71,6 +71,29 @@
 //!
 //! A v1 CCOB has no total size: it ends where its zstd frame ends (frames are
 //! self-delimiting), or, for zlib, at the end of the data.
+//!
+//! # Streaming
+//!
+//! [`Ccob::stream_to`] (or [`Ccob::stream_from`], reading the compressed
+//! bytes from a file rather than its mapping) decompresses the contents
+//! chunk by chunk and writes wanted byte ranges to writers as they come:
+//! memory is the decoder's window (a zstd frame's, 128 MiB for LLVM's
+//! 1 GiB bundles, less for smaller ones; zlib's 32 KiB) plus a few 2 MiB
+//! buffers, whatever the size. The MD5, when asked for, is computed over
+//! the stream on another thread, and then every byte is decompressed and
+//! must come to exactly the declared size, as above. Without the hash,
+//! decompression stops after the last wanted byte, but only when the zstd
+//! frame headers (walked without decoding) add up to the declared size; a
+//! damaged block past that byte then goes unnoticed, where LLVM, which
+//! decompresses everything, fails. When the stream fails, the payload is
+//! decompressed again the whole-buffer way, only to name the fault as LLVM
+//! does (so on that error path memory is the declared size, within
+//! [`Limits`]).
+//!
+//! [`Ccob::bundle_records`] decompresses only as far as the bundle header,
+//! which tells the caller which ranges to ask for. Text and object bundles
+//! inside a CCOB are read from the whole contents (their entries can only
+//! be found by searching them), within [`Limits`].
 //!
 //! Every error is an [`ErrorKind::Ccob`] carrying a [`Fault`];
 //! [`Fault::llvm_message`] gives the text LLVM 22 prints for it (after

@@ -72,6 +72,22 @@ impl<'data> Ccob<'data> {
         parse_ccob(data).map_err(|f| f.at(0))
     }
 
+    /// Parses the one CCOB that `data` holds, as [`decompress`] reads it:
+    /// bytes after its end (by its total size) are an error, as they are
+    /// for LLVM.
+    pub fn parse_whole(data: &'data [u8]) -> Result<Ccob<'data>> {
+        let ccob = Ccob::parse(data)?;
+        if ccob.size < len64(data) {
+            return Err(Fault::TrailingBytes {
+                method: ccob.header.method,
+                at: ccob.size,
+                count: len64(data) - ccob.size,
+            }
+            .at(0));
+        }
+        Ok(ccob)
+    }
+
     /// Decompresses the payload, within `opts`' limits and hash policy.
     /// The result's `offset` is 0.
     pub fn decompress(&self, opts: &ReadOptions) -> Result<Decompressed> {
@@ -200,15 +216,7 @@ impl Decompressed {
 /// Decompresses the one CCOB that `data` holds. Bytes after its end (by its
 /// total size) are an error, as they are for LLVM.
 pub fn decompress(data: &[u8], opts: &ReadOptions) -> Result<Decompressed> {
-    let ccob = parse_ccob(data).map_err(|f| f.at(0))?;
-    if ccob.size < len64(data) {
-        return Err(Fault::TrailingBytes {
-            method: ccob.header.method,
-            at: ccob.size,
-            count: len64(data) - ccob.size,
-        }
-        .at(0));
-    }
+    let ccob = Ccob::parse_whole(data)?;
     decompress_ccob(&ccob, opts, opts.limits.max_uncompressed).map_err(|f| f.at(0))
 }
 

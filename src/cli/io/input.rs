@@ -190,6 +190,20 @@ impl Input {
         (start >= base && end <= base + self.bytes().len()).then(|| (start - base) as u64)
     }
 
+    /// A reader over `sub` (a slice of this input's mapping) that reads the
+    /// file instead, so that the pages read do not stay mapped into this
+    /// process (they count toward its resident memory as long as they are
+    /// mapped). `None` when the input keeps no file (see [`Input::file`])
+    /// or `sub` is not from its mapping.
+    pub fn reader(&self, sub: &[u8]) -> Option<FileRange<'_>> {
+        Some(FileRange {
+            file: self.file()?,
+            start: self.file_offset(sub)?,
+            len: sub.len() as u64,
+            pos: 0,
+        })
+    }
+
     /// Copies `sub` (a slice of this input, or any bytes) to `out`, with a
     /// kernel file-to-file copy when `sub` comes from a mapped file of at
     /// least [`KEEP_FILE_FROM`] bytes, so the bytes never pass through this
@@ -236,4 +250,40 @@ fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
     // the contents changing underneath only changes what we read, and every
     // read is bounds-checked against the length fixed at map time.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Part of a file, read with positional reads (see [`Input::reader`]):
+/// positions count from the start of the part, and reads end at its end.
+pub struct FileRange<'a> {
+    file: &'a File,
+    start: u64,
+    len: u64,
+    pos: u64,
+}
+
+impl io::Read for FileRange<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let left = self.len.saturating_sub(self.pos);
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        if n == 0 {
+            return Ok(0);
+        }
+        let got = self.file.read_at(&mut buf[..n], self.start + self.pos)?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+}
+
+impl io::Seek for FileRange<'_> {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            io::SeekFrom::End(d) => self.len.checked_add_signed(d),
+        };
+        self.pos = pos
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
 }

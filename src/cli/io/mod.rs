@@ -15,7 +15,7 @@ mod text;
 
 pub use cleanup::clean_up_on_signals;
 pub use input::{Input, copy_file_range_all};
-pub use output::Output;
+pub use output::{Noting, Output};
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 
 /// The file of a thin archive's member `name`: relative to the archive's

@@ -231,6 +231,34 @@ impl Write for Output {
     }
 }
 
+/// A writer to an [`Output`] that keeps its first error, to tell which of
+/// several outputs written together failed.
+pub struct Noting<'a> {
+    out: &'a mut Output,
+    error: &'a mut Option<io::Error>,
+}
+
+impl<'a> Noting<'a> {
+    /// Writes to `out`, keeping its first error in `error`.
+    pub fn new(out: &'a mut Output, error: &'a mut Option<io::Error>) -> Noting<'a> {
+        Noting { out, error }
+    }
+}
+
+impl Write for Noting<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf).inspect_err(|e| {
+            self.error.get_or_insert_with(|| match e.raw_os_error() {
+                Some(code) => io::Error::from_raw_os_error(code),
+                None => io::Error::new(e.kind(), e.to_string()),
+            });
+        })
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

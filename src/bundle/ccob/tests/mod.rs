@@ -347,6 +347,7 @@ fn v2_limits_have_llvm_messages() {
 }
 
 mod read;
+mod stream;
 
 #[test]
 fn hash_formatting() {

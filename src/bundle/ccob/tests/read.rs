@@ -566,5 +566,14 @@ fn fuzz_body_on_samples() {
             c[i] ^= 0x5a;
             crate::fuzz::ccob_read(&c);
         }
+        // Damage inside the compressed data too (where streaming and
+        // whole-buffer decoding must fail alike).
+        for i in (64..s.len()).step_by(3) {
+            for bit in [0x01, 0x80] {
+                let mut c = s.clone();
+                c[i] ^= bit;
+                crate::fuzz::ccob_read(&c);
+            }
+        }
     }
 }

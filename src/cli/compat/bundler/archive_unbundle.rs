@@ -2,7 +2,7 @@
 //! in an archive's members.
 
 use offload_kit::bundle::archive_unbundle::{self, Member};
-use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
+use offload_kit::bundle::ccob::{self, ReadOptions};
 use offload_kit::bundle::id::BundleId;
 use offload_kit::bundle::ops;
 use offload_kit::{ErrorKind, archive};
@@ -131,7 +131,7 @@ fn decompress_member(
 ) -> Result<Option<Vec<u8>>, Fail> {
     let start = std::time::Instant::now();
     let opts = ReadOptions {
-        hash: HashCheck::Enforce,
+        hash: super::run::hash_policy(job),
         ..ReadOptions::default()
     };
     let d = ops::open(m.data, &opts).map_err(|e| {

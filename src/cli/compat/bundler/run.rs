@@ -4,7 +4,7 @@
 
 use super::archive_unbundle::unbundle_archive;
 use super::objcopy::{TempFile, print_bundle_command, print_command};
-use super::verbose::{compress_report, decompress_report};
+use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use super::{Fail, Job};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
@@ -123,8 +123,7 @@ struct Bundle {
 }
 
 impl Bundle {
-    fn open(job: &Job, name: &str) -> Result<Bundle, Fail> {
-        let input = open(name)?;
+    fn from_input(job: &Job, name: &str, input: Input) -> Result<Bundle, Fail> {
         let inflated = decompress(job, name, input.bytes())?.map(Input::from_vec);
         if inflated.is_none() && job.comp.verbose {
             eprintln!("Uncompressed bundle.");
@@ -141,15 +140,46 @@ impl Bundle {
 
 fn list(job: &Job) -> Result<(), Fail> {
     let name = &job.inputs[0];
-    let b = Bundle::open(job, name)?;
+    let input = open(name)?;
+    if let Some(ids) = list_streaming(job, name, &input) {
+        return print_ids(ids?);
+    }
+    let b = Bundle::from_input(job, name, input)?;
     let handler = handler(&job.file_type, b.bytes())?;
+    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+    print_ids(ids)
+}
+
+/// Lists a CCOB holding a binary bundle from its bundle header (see
+/// [`streaming`]). The rest is decompressed only as far as LLVM's faults
+/// need: with `-verbose`, all of it (for the hash); without, nothing more
+/// when the zstd frame headers confirm the declared size.
+fn list_streaming(job: &Job, name: &str, input: &Input) -> Option<Result<Vec<Vec<u8>>, Fail>> {
+    let Streaming { c, opts, records } = streaming(job, input)?;
+    let start = std::time::Instant::now();
+    let run = || -> Result<Vec<Vec<u8>>, Fail> {
+        let streamed = stream(&c, input, &mut [], &opts).map_err(|e| decompress_fail(name, &e))?;
+        if job.comp.verbose {
+            eprint!("{}", decompress_report_streamed(&streamed, start.elapsed()));
+        }
+        let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+        Ok(offload_kit::bundle::binary::llvm_order(&ids)
+            .into_iter()
+            .map(|i| records[i].id.clone())
+            .collect())
+    };
+    Some(run())
+}
+
+/// Prints `-list`'s IDs.
+fn print_ids<I: AsRef<[u8]>>(ids: Vec<I>) -> Result<(), Fail> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let ids = ops::list(b.bytes(), handler).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
     // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
     // the file could send it commands, so it is shown escaped there.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    for id in ids {
+    for id in &ids {
+        let id = id.as_ref();
         if terminal {
             let _ = crate::cli::io::print_line(&mut out, &String::from_utf8_lossy(id));
         } else {
@@ -163,7 +193,11 @@ fn list(job: &Job) -> Result<(), Fail> {
 fn unbundle(job: &Job) -> Result<(), Fail> {
     let requests = targets(job)?;
     let name = &job.inputs[0];
-    let b = Bundle::open(job, name)?;
+    let input = open(name)?;
+    if let Some(done) = unbundle_streaming(job, name, &input, &requests) {
+        return done;
+    }
+    let b = Bundle::from_input(job, name, input)?;
     let handler = handler(&job.file_type, b.bytes())?;
     let found = ops::entries(b.bytes(), handler).map_err(|e| {
         if job.allow_missing {
@@ -242,6 +276,154 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
+/// Unbundles a CCOB holding a binary bundle as a stream (see
+/// [`ccob::Ccob::stream_to`]): the bundle header is decompressed first,
+/// then the contents once, each wanted entry written to its output as it
+/// comes, in memory that does not grow with the bundle. Without the hash
+/// (`-verbose`), decompression stops after the last wanted byte. Outputs
+/// are renamed into place only once the stream has ended well.
+///
+/// `None` when the input cannot be streamed (see [`streaming`]).
+fn unbundle_streaming(
+    job: &Job,
+    name: &str,
+    input: &Input,
+    requests: &[BundleId],
+) -> Option<Result<(), Fail>> {
+    use crate::cli::io::Output;
+    use offload_kit::bundle::ccob::Wanted;
+    let Streaming { c, opts, records } = streaming(job, input)?;
+    let picks = ops::unbundle_records(&records, requests, job.hip_openmp).ok()?;
+    let run = || -> Result<(), Fail> {
+        let start = std::time::Instant::now();
+        let failed = |out: &str, e: &std::io::Error| Fail::new(format!("'{out}': {}", strerror(e)));
+        // The outputs that get bytes of the contents, in request order,
+        // and the bytes each gets.
+        let mut outs: Vec<(usize, Output)> = Vec::new();
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+        for (i, p) in picks.iter().enumerate() {
+            let range = match *p {
+                ops::Pick::Record(r) => records[r].offset..records[r].offset + records[r].size,
+                // No entry matched: LLVM takes the input for the host's code.
+                ops::Pick::MissingHost if job.allow_missing => 0..c.header.uncompressed_size,
+                _ => continue,
+            };
+            let out = &job.outputs[i];
+            let o = Output::create(std::path::Path::new(out)).map_err(|e| failed(out, &e))?;
+            outs.push((i, o));
+            ranges.push(range);
+        }
+        let mut errors: Vec<Option<std::io::Error>> = Vec::new();
+        errors.resize_with(outs.len(), || None);
+        let mut sinks: Vec<crate::cli::io::Noting<'_>> = outs
+            .iter_mut()
+            .zip(&mut errors)
+            .map(|((_, o), e)| crate::cli::io::Noting::new(o, e))
+            .collect();
+        let mut wanted: Vec<Wanted<'_>> = sinks
+            .iter_mut()
+            .zip(&ranges)
+            .map(|(s, r)| Wanted {
+                range: r.clone(),
+                out: s,
+            })
+            .collect();
+        let streamed = stream(&c, input, &mut wanted, &opts);
+        drop(wanted);
+        drop(sinks);
+        let streamed = match streamed {
+            Ok(s) => s,
+            Err(e) => {
+                if let Some((k, e)) = errors
+                    .iter_mut()
+                    .enumerate()
+                    .find_map(|(k, e)| e.take().map(|e| (k, e)))
+                {
+                    return Err(failed(&job.outputs[outs[k].0], &e));
+                }
+                return Err(decompress_fail(name, &e));
+            }
+        };
+        if job.comp.verbose {
+            eprint!("{}", decompress_report_streamed(&streamed, start.elapsed()));
+        }
+        for (i, o) in outs {
+            o.commit().map_err(|e| failed(&job.outputs[i], &e))?;
+        }
+        let missing: Vec<usize> = (0..requests.len())
+            .filter(|&i| !matches!(picks[i], ops::Pick::Record(_)))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        if !job.allow_missing {
+            let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
+            return Err(Fail::new(format!(
+                "Can't find bundles for {}",
+                select::missing_list(ids)
+            )));
+        }
+        for &i in missing.iter().filter(|&&i| picks[i] == ops::Pick::Missing) {
+            let out = &job.outputs[i];
+            let o = Output::create(std::path::Path::new(out)).map_err(|e| failed(out, &e))?;
+            o.commit().map_err(|e| failed(out, &e))?;
+        }
+        Ok(())
+    };
+    Some(run())
+}
+
+/// A CCOB input that can be read as a stream: it holds a binary bundle
+/// (for the `-type` given) whose header reads well.
+struct Streaming<'a> {
+    c: ccob::Ccob<'a>,
+    opts: ReadOptions,
+    records: Vec<offload_kit::bundle::binary::Record>,
+}
+
+/// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
+/// `None` when it is anything else, or when anything looks wrong before
+/// decompressing (the whole-buffer path then reports it in LLVM's order).
+/// The hash is computed only with `-verbose` ([`hash_policy`]).
+fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
+    use offload_kit::bundle::{Format, SNIFF_LEN};
+    let data = input.bytes();
+    if !ccob::llvm_treats_as_compressed(data) {
+        return None;
+    }
+    let c = ccob::Ccob::parse_whole(data).ok()?;
+    let opts = ReadOptions {
+        hash: hash_policy(job),
+        ..ReadOptions::default()
+    };
+    if c.header.uncompressed_size > opts.limits.max_uncompressed {
+        return None;
+    }
+    c.check_declared_size().ok()?;
+    let prefix = c.decompress_prefix(SNIFF_LEN).ok()?;
+    if Format::for_type(&job.file_type, &prefix) != Some(Format::Binary) {
+        return None;
+    }
+    let records = c.bundle_records().ok()??;
+    Some(Streaming { c, opts, records })
+}
+
+/// Streams `c` (the CCOB of `input`) into `wanted`, reading the compressed
+/// bytes from the file rather than its mapping where possible, so that
+/// they do not stay resident.
+fn stream(
+    c: &ccob::Ccob<'_>,
+    input: &Input,
+    wanted: &mut [ccob::Wanted<'_>],
+    opts: &ReadOptions,
+) -> offload_kit::Result<ccob::Streamed> {
+    use offload_kit::bundle::ccob::StreamEnd;
+    match input.reader(c.payload) {
+        Some(r) => c.stream_from(r, wanted, opts, StreamEnd::LastWanted),
+        None => c.stream_to(wanted, opts, StreamEnd::LastWanted),
+    }
+}
+
 /// Writes an object made by `offload_kit::bundle::object` (see
 /// [`crate::cli::io::write_object`]).
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
@@ -260,33 +442,47 @@ fn compress(job: &Job, whole: &[u8]) -> Result<Vec<u8>, Fail> {
     Ok(packed)
 }
 
-/// Decompresses `data` if it is a CCOB (checking its hash, which LLVM does
-/// not), printing LLVM's report when verbose.
+/// The hash policy of the drop-in: LLVM computes the hash only for
+/// `-verbose`, and so do we, but a mismatch is then an error (LLVM only
+/// prints `Hashes match: No`).
+pub(super) fn hash_policy(job: &Job) -> HashCheck {
+    if job.comp.verbose {
+        HashCheck::Enforce
+    } else {
+        HashCheck::Skip
+    }
+}
+
+/// Decompresses `data` whole if it is a CCOB (checking its hash where LLVM
+/// computes it: see [`hash_policy`]), printing LLVM's report when verbose.
 fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fail> {
     let start = std::time::Instant::now();
     let opts = ReadOptions {
-        hash: HashCheck::Enforce,
+        hash: hash_policy(job),
         ..ReadOptions::default()
     };
-    let d = ops::open(data, &opts).map_err(|e| {
-        // LLVM's line, then ours where it says more; for faults LLVM does
-        // not detect (it goes on with garbage), ours alone, naming the file.
-        let own = ccob::fault(&e).map(ToString::to_string);
-        match ccob::llvm_message(&e) {
-            Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
-                format!("Failed to decompress input: {llvm}"),
-                format!("'{name}'"),
-            ),
-            Some(llvm) => Fail::with_note(
-                format!("Failed to decompress input: {llvm}"),
-                format!("'{name}': {e}"),
-            ),
-            None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
-        }
-    })?;
+    let d = ops::open(data, &opts).map_err(|e| decompress_fail(name, &e))?;
     let Some(d) = d else { return Ok(None) };
     if job.comp.verbose {
         eprint!("{}", decompress_report(&d, start.elapsed()));
     }
     Ok(Some(d.data))
+}
+
+/// LLVM's line for a CCOB that fails to decompress, then ours where it says
+/// more; for faults LLVM does not detect (it goes on with garbage), ours
+/// alone, naming the file.
+fn decompress_fail(name: &str, e: &offload_kit::Error) -> Fail {
+    let own = ccob::fault(e).map(ToString::to_string);
+    match ccob::llvm_message(e) {
+        Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
+            format!("Failed to decompress input: {llvm}"),
+            format!("'{name}'"),
+        ),
+        Some(llvm) => Fail::with_note(
+            format!("Failed to decompress input: {llvm}"),
+            format!("'{name}': {e}"),
+        ),
+        None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
+    }
 }

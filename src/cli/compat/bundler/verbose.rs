@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use offload_kit::bundle::ccob::{CompressReport, Decompressed, Method, hex_hash, truncated_md5};
+use offload_kit::bundle::ccob::{
+    CompressReport, Decompressed, Header, Method, Streamed, hex_hash, truncated_md5,
+};
 
 /// The lines LLVM 22 prints with `-verbose` after compressing, each ending
 /// in `\n`. `elapsed` is the time spent compressing (LLVM times the
@@ -45,7 +47,22 @@ pub fn compress_report(r: &CompressReport, elapsed: Duration) -> String {
 /// line). Computes the hash if it was skipped.
 pub fn decompress_report(d: &Decompressed, elapsed: Duration) -> String {
     let computed = d.computed_hash.unwrap_or_else(|| truncated_md5(&d.data));
-    let h = &d.header;
+    report(&d.header, d.compressed_size, computed, elapsed)
+}
+
+/// [`decompress_report`] for a CCOB decompressed as a stream, with its
+/// hash computed.
+pub fn decompress_report_streamed(s: &Streamed, elapsed: Duration) -> String {
+    report(
+        &s.header,
+        s.compressed_size,
+        s.computed_hash.unwrap_or_default(),
+        elapsed,
+    )
+}
+
+/// The lines of the decompression report.
+fn report(h: &Header, compressed_size: u64, computed: u64, elapsed: Duration) -> String {
     let mut s = format!("Compressed bundle format version: {}\n", h.version);
     if let Some(total) = h.total_size {
         s += &format!(
@@ -53,7 +70,7 @@ pub fn decompress_report(d: &Decompressed, elapsed: Duration) -> String {
             with_commas(total)
         );
     }
-    let rate = h.uncompressed_size as f64 / d.compressed_size as f64;
+    let rate = h.uncompressed_size as f64 / compressed_size as f64;
     s += &format!(
         "Decompression method: {}\n\
          Size before decompression: {} bytes\n\
@@ -69,7 +86,7 @@ pub fn decompress_report(d: &Decompressed, elapsed: Duration) -> String {
         } else {
             "zstd"
         },
-        with_commas(d.compressed_size),
+        with_commas(compressed_size),
         with_commas(h.uncompressed_size),
         printf_2f(rate),
         printf_2f(100.0 / rate),

@@ -1,0 +1,404 @@
+//! Streaming against whole-buffer decompression: for every method,
+//! version, frame count, choice of wanted entries, hash policy and place to
+//! stop, [`Ccob::stream_to`] writes exactly the bytes that slicing the
+//! result of [`decompress`] gives, and fails exactly where it fails, with
+//! the same LLVM message.
+
+use super::*;
+use crate::bundle::binary;
+
+/// A binary bundle of `entries` (ID, data), each entry's data aligned to
+/// 4096 as HIP bundles are.
+fn bundle_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let header: u64 = 32
+        + entries
+            .iter()
+            .map(|(id, _)| 24 + id.len() as u64)
+            .sum::<u64>();
+    let mut at = header;
+    let mut offsets = Vec::new();
+    for (_, d) in entries {
+        at = at.next_multiple_of(4096);
+        offsets.push(at);
+        at += d.len() as u64;
+    }
+    let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    b.extend((entries.len() as u64).to_le_bytes());
+    for ((id, d), off) in entries.iter().zip(&offsets) {
+        b.extend(off.to_le_bytes());
+        b.extend((d.len() as u64).to_le_bytes());
+        b.extend((id.len() as u64).to_le_bytes());
+        b.extend(id.as_bytes());
+    }
+    for ((_, d), off) in entries.iter().zip(&offsets) {
+        b.resize(usize::try_from(*off).unwrap(), 0);
+        b.extend(d);
+    }
+    b
+}
+
+/// Four entries: a small host one and three device images.
+fn sample(image: usize) -> Vec<u8> {
+    bundle_of(&[
+        (
+            "host-x86_64-unknown-linux-gnu-",
+            b"host code object".to_vec(),
+        ),
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", text(1, image)),
+        ("hipv4-amdgcn-amd-amdhsa--gfx942", noise(2, image / 3)),
+        ("hipv4-amdgcn-amd-amdhsa--gfx1100", text(3, image)),
+    ])
+}
+
+/// The CCOB `c` (v2/v3) rewritten as version 1 (no total size).
+fn as_v1(c: &[u8]) -> Vec<u8> {
+    let h = Header::parse(c).unwrap();
+    let mut v1 = Header {
+        version: 1,
+        total_size: None,
+        ..h
+    }
+    .to_bytes()
+    .unwrap();
+    v1.extend(&c[usize::try_from(h.size()).unwrap()..]);
+    v1
+}
+
+/// The CCOBs of the matrix: (name, bytes).
+fn ccobs(u: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let zlib = compress_to_vec(u, &zlib_opts(3)).unwrap().0;
+    let zlib2 = compress_to_vec(u, &zlib_opts(2)).unwrap().0;
+    let one = compress_to_vec(u, &CompressOptions::default()).unwrap().0;
+    let two = compress_to_vec(u, &v3(2)).unwrap().0;
+    let frames = compress_to_vec(
+        u,
+        &CompressOptions {
+            threads: 2,
+            ..CompressOptions::default()
+        },
+    )
+    .unwrap()
+    .0;
+    let h = Header::parse(&frames).unwrap();
+    let payload = &frames[32..];
+    let mut count = 0;
+    let mut rest = payload;
+    while !rest.is_empty() {
+        rest = &rest[zstd_safe::find_frame_compressed_size(rest).unwrap()..];
+        count += 1;
+    }
+    assert!(count > 1, "several frames");
+    assert_eq!(h.version, 3);
+    out.push(("zlib v3".into(), zlib.clone()));
+    out.push(("zlib v2".into(), zlib2));
+    out.push(("zlib v1".into(), as_v1(&zlib)));
+    out.push(("zstd v3".into(), one.clone()));
+    out.push(("zstd v2".into(), two));
+    out.push(("zstd v1".into(), as_v1(&one)));
+    out.push((format!("zstd v3 {count} frames"), frames.clone()));
+    // A v1 CCOB ends with its first frame: the others are trailing bytes.
+    out.push((format!("zstd v1 {count} frames"), as_v1(&frames)));
+    // No data at all: zstd's one-shot call makes nothing of it, zlib
+    // fails; a zlib stream without its checksum fails.
+    let empty = zstd_ccob(&[], 0, truncated_md5(b""));
+    let mut empty_zlib = empty.clone();
+    empty_zlib[6] = 0;
+    out.push(("zstd empty".into(), empty));
+    out.push(("zlib empty".into(), empty_zlib));
+    let mut unchecked = zlib[..zlib.len() - 4].to_vec();
+    let len = unchecked.len() as u64;
+    set_total(&mut unchecked, len);
+    out.push(("zlib without its checksum".into(), unchecked));
+    // Lies and damage.
+    for (name, base) in [("zstd", &one), ("zlib", &zlib), ("zstd frames", &frames)] {
+        let n = u.len() as u64;
+        for (what, size) in [("short", n - 1), ("long", n + 1)] {
+            let mut c = base.clone();
+            set_uncompressed(&mut c, size);
+            out.push((format!("{name} declares {what}"), c));
+        }
+        let mut bad = base.clone();
+        bad[24] ^= 1;
+        out.push((format!("{name} bad hash"), bad));
+        let mut cut = base[..base.len() - 7].to_vec();
+        let len = cut.len() as u64;
+        set_total(&mut cut, len);
+        out.push((format!("{name} cut"), cut));
+        // Damage near the end, after every entry's data but the last.
+        let mut hit = base.clone();
+        let at = hit.len() - 40;
+        hit[at] ^= 0x55;
+        out.push((format!("{name} damaged near the end"), hit));
+    }
+    out
+}
+
+/// The outcome of a read: the bytes of each range, or LLVM's message.
+type Outcome = std::result::Result<Vec<Vec<u8>>, String>;
+
+fn message(e: &Error) -> String {
+    llvm_message(e).unwrap_or_else(|| e.to_string())
+}
+
+fn whole(c: &[u8], ranges: &[std::ops::Range<u64>], hash: HashCheck) -> Outcome {
+    let d = decompress(c, &opts(hash)).map_err(|e| message(&e))?;
+    ranges
+        .iter()
+        .map(|r| {
+            let (start, end) = (usize::try_from(r.start), usize::try_from(r.end));
+            d.data
+                .get(start.unwrap()..end.unwrap())
+                .map(<[u8]>::to_vec)
+                .ok_or_else(|| "past the end".to_string())
+        })
+        .collect()
+}
+
+fn streamed(
+    c: &[u8],
+    ranges: &[std::ops::Range<u64>],
+    hash: HashCheck,
+    end: StreamEnd,
+) -> (Outcome, Option<Streamed>) {
+    let ccob = match Ccob::parse_whole(c) {
+        Ok(x) => x,
+        Err(e) => return (Err(message(&e)), None),
+    };
+    let mut outs: Vec<Vec<u8>> = vec![Vec::new(); ranges.len()];
+    let mut wanted: Vec<Wanted<'_>> = outs
+        .iter_mut()
+        .zip(ranges)
+        .map(|(o, r)| Wanted {
+            range: r.clone(),
+            out: o,
+        })
+        .collect();
+    let r = ccob.stream_to(&mut wanted, &opts(hash), end);
+    drop(wanted);
+    match r {
+        Ok(s) => (Ok(outs), Some(s)),
+        Err(e) => (Err(message(&e)), None),
+    }
+}
+
+#[test]
+fn streaming_gives_what_whole_buffers_give() {
+    let u = sample(700_000);
+    let entries = binary::read(&u).unwrap();
+    let range = |i: usize| {
+        let e = &entries[i];
+        e.offset..e.offset + e.data.len() as u64
+    };
+    let n = u.len() as u64;
+    let choices: Vec<(&str, Vec<std::ops::Range<u64>>)> = vec![
+        ("first", vec![range(0)]),
+        ("middle", vec![range(2)]),
+        ("last", vec![range(3)]),
+        ("all", (0..4).map(range).collect()),
+        ("all, last first", (0..4).rev().map(range).collect()),
+        ("whole bundle", std::iter::once(0..n).collect()),
+        ("overlapping", vec![range(1), 0..n, range(1)]),
+        ("none", vec![]),
+    ];
+    let mut stopped_early = 0;
+    for (name, c) in ccobs(&u) {
+        for (which, ranges) in &choices {
+            for hash in [HashCheck::Enforce, HashCheck::Report, HashCheck::Skip] {
+                for end in [StreamEnd::LastWanted, StreamEnd::Whole] {
+                    let what = format!("{name}, {which}, {hash:?}, {end:?}");
+                    let expected = whole(&c, ranges, hash);
+                    let (got, report) = streamed(&c, ranges, hash, end);
+                    let declared = Header::parse(&c).unwrap().uncompressed_size;
+                    if ranges.iter().any(|r| r.end > declared) {
+                        // The caller's mistake (bundle records are checked
+                        // against the declared size first): refused.
+                        assert!(got.is_err(), "{what}");
+                        continue;
+                    }
+                    let Some(s) = report else {
+                        assert_eq!(got, expected, "{what}");
+                        continue;
+                    };
+                    let early = s.decompressed < s.header.uncompressed_size;
+                    if early {
+                        stopped_early += 1;
+                        // Only without the hash, and only where the frame
+                        // headers vouch for the declared size.
+                        assert_eq!((hash, end), (HashCheck::Skip, StreamEnd::LastWanted));
+                        assert!(!name.contains("declares"), "{what}");
+                        // What lies past the last wanted byte is not read:
+                        // the whole-buffer read may find damage there.
+                        if expected.is_err() {
+                            assert!(name.contains("damaged"), "{what}");
+                            let d = decompress(&c, &opts(hash));
+                            assert!(d.is_err());
+                            continue;
+                        }
+                    } else {
+                        assert_eq!(s.decompressed, declared, "{what}");
+                    }
+                    assert_eq!(got, expected, "{what}");
+                    assert_eq!(s.computed_hash.is_some(), hash != HashCheck::Skip, "{what}");
+                    if let Ok(d) = decompress(&c, &opts(HashCheck::Report)) {
+                        if hash != HashCheck::Skip {
+                            assert_eq!(s.computed_hash, d.computed_hash, "{what}");
+                        }
+                        assert_eq!(s.compressed_size, d.compressed_size, "{what}");
+                        assert_eq!(s.header, d.header, "{what}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(stopped_early > 0);
+}
+
+#[test]
+fn streaming_stops_after_the_last_wanted_byte() {
+    let u = sample(2_000_000);
+    let entries = binary::read(&u).unwrap();
+    let first = entries[1].offset..entries[1].offset + entries[1].data.len() as u64;
+    let c = compress_to_vec(&u, &CompressOptions::default()).unwrap().0;
+    let (got, s) = streamed(
+        &c,
+        std::slice::from_ref(&first),
+        HashCheck::Skip,
+        StreamEnd::LastWanted,
+    );
+    assert_eq!(got.unwrap()[0], entries[1].data);
+    assert_eq!(s.unwrap().decompressed, first.end);
+    // A declared size the frame headers do not confirm: to the end (and
+    // the lie found).
+    let mut lie = c.clone();
+    set_uncompressed(&mut lie, u.len() as u64 + 10);
+    let (got, _) = streamed(&lie, &[first], HashCheck::Skip, StreamEnd::LastWanted);
+    assert_eq!(
+        got.unwrap_err(),
+        fault_of(decompress(&lie, &opts(HashCheck::Skip))).llvm_message()
+    );
+}
+
+#[test]
+fn streaming_refuses_bombs_and_ranges_past_the_end() {
+    let u = sample(10_000);
+    let c = compress_to_vec(&u, &CompressOptions::default()).unwrap().0;
+    let ccob = Ccob::parse_whole(&c).unwrap();
+    let mut sink = Vec::new();
+    let n = u.len() as u64;
+    let mut past = [Wanted {
+        range: 0..n + 1,
+        out: &mut sink,
+    }];
+    assert!(
+        ccob.stream_to(&mut past, &opts(HashCheck::Skip), StreamEnd::Whole)
+            .is_err()
+    );
+    let small = ReadOptions {
+        limits: Limits {
+            max_uncompressed: n - 1,
+        },
+        hash: HashCheck::Skip,
+    };
+    let f = fault_of(ccob.stream_to(&mut [], &small, StreamEnd::Whole));
+    assert!(matches!(f, Fault::TooLarge { .. }));
+}
+
+#[test]
+fn write_errors_are_io_errors() {
+    struct Full;
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from_raw_os_error(28))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let u = sample(10_000);
+    let c = compress_to_vec(&u, &CompressOptions::default()).unwrap().0;
+    let ccob = Ccob::parse_whole(&c).unwrap();
+    for hash in [HashCheck::Enforce, HashCheck::Skip] {
+        let mut full = Full;
+        let mut w = [Wanted {
+            range: 0..10,
+            out: &mut full,
+        }];
+        let e = ccob
+            .stream_to(&mut w, &opts(hash), StreamEnd::Whole)
+            .unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::Io(_)), "{e}");
+    }
+}
+
+/// zstd's own walk over the frames (which needs them in memory), as the
+/// oracle for [`super::stream::zstd_frames_content_size`].
+fn frames_content_size_by_zstd(payload: &[u8]) -> Option<u64> {
+    let mut rest = payload;
+    let mut sum = 0u64;
+    while !rest.is_empty() {
+        let n = zstd_safe::find_frame_compressed_size(rest).ok()?;
+        if n == 0 {
+            return None;
+        }
+        let size = zstd_safe::get_frame_content_size(&rest[..n]).ok()??;
+        sum = sum.checked_add(size)?;
+        rest = &rest[n..];
+    }
+    (!payload.is_empty()).then_some(sum)
+}
+
+#[test]
+fn frame_headers_are_walked_as_zstd_walks_them() {
+    let u = sample(600_000);
+    let mut payloads: Vec<Vec<u8>> = Vec::new();
+    for threads in [0, 2] {
+        for level in [1, 3, 19] {
+            let c = compress_to_vec(
+                &u,
+                &CompressOptions {
+                    threads,
+                    level,
+                    ..CompressOptions::default()
+                },
+            )
+            .unwrap()
+            .0;
+            payloads.push(c[32..].to_vec());
+        }
+    }
+    // Frames without a content size, with a checksum, skippable frames,
+    // an empty frame, raw and RLE blocks.
+    let mut streamed = Vec::new();
+    let mut enc = zstd::stream::write::Encoder::new(&mut streamed, 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(&u[..100_000]).unwrap();
+    enc.finish().unwrap();
+    payloads.push(streamed.clone());
+    let with_size = |data: &[u8], checksum: bool| {
+        let mut cctx = zstd_safe::CCtx::create();
+        cctx.set_parameter(zstd_safe::CParameter::ChecksumFlag(checksum))
+            .unwrap();
+        let mut out = vec![0u8; zstd_safe::compress_bound(data.len())];
+        let n = cctx.compress2(&mut out[..], data).unwrap();
+        out.truncate(n);
+        out
+    };
+    let mut mixed = with_size(&noise(9, 300_000), true);
+    mixed.extend([0x5A, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]);
+    mixed.extend(with_size(b"", false));
+    mixed.extend(with_size(&[7u8; 1000], false));
+    mixed.extend(with_size(&[7u8; 300], false));
+    payloads.push(mixed);
+    for p in &payloads {
+        let cut = p[..p.len() - 1].to_vec();
+        let mut longer = p.clone();
+        longer.push(0);
+        for q in [p, &cut, &longer, &Vec::new()] {
+            assert_eq!(
+                super::stream::zstd_frames_content_size(&mut io::Cursor::new(q), q.len() as u64),
+                frames_content_size_by_zstd(q),
+            );
+        }
+    }
+}
