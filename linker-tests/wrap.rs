@@ -1308,6 +1308,20 @@ fn rocm_ir(ll: &str, archs: &[&str]) -> Result<String, Failed> {
 /// `--abi=rocm` on every host that writes it: llc 22's object for the
 /// ROCm IR ([`rocm_ir`]) for one image, several (an empty one among them),
 /// and target IDs of more than 16 bytes (which llc aligns to 16).
+/// Writes `d/rocm.ll`: the ROCm IR for `triple` made from LLVM 22's
+/// wrapper module of `inputs` (through [`legacy_ir`] and [`rocm_ir`]), one
+/// target ID from `archs` per input.
+fn write_rocm_ll(d: &Path, triple: &str, inputs: &[&str], archs: &[&str]) -> Result<(), Failed> {
+    let mut a = vec!["--kind=openmp", "--triple", triple, "-o", "r.bc"];
+    a.extend(inputs);
+    sh(d, llvm("llvm-offload-wrapper"), &a)?;
+    sh(d, llvm("llvm-dis"), &["r.bc", "-o", "r.ll"])?;
+    let ll = std::fs::read_to_string(d.join("r.ll")).map_err(|e| e.to_string())?;
+    let ir = rocm_ir(&legacy_ir(&ll)?, archs)?;
+    std::fs::write(d.join("rocm.ll"), ir).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 fn rocm_like_llc() -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
@@ -1333,13 +1347,7 @@ fn rocm_like_llc() -> Result<(), Failed> {
         for (i, set) in sets.iter().enumerate() {
             let inputs: Vec<&str> = set.iter().map(|s| s.0).collect();
             let archs: Vec<&str> = set.iter().map(|s| s.1).collect();
-            let mut a = vec!["--kind=openmp", "--triple", host.triple, "-o", "r.bc"];
-            a.extend(&inputs);
-            sh(d, llvm("llvm-offload-wrapper"), &a)?;
-            sh(d, llvm("llvm-dis"), &["r.bc", "-o", "r.ll"])?;
-            let ll = std::fs::read_to_string(d.join("r.ll")).map_err(|e| e.to_string())?;
-            let ir = rocm_ir(&legacy_ir(&ll)?, &archs)?;
-            std::fs::write(d.join("rocm.ll"), ir).map_err(|e| e.to_string())?;
+            write_rocm_ll(d, host.triple, &inputs, &archs)?;
             let theirs = format!("{}-rocm-{i}.llvm.o", host.arch());
             let mut a = vec!["-filetype=obj", "-relocation-model=pic", "rocm.ll", "-o"];
             a.push(&theirs);
@@ -1456,13 +1464,7 @@ fn many_inputs() -> Result<(), Failed> {
         let cycle = if n == 2047 { long } else { short };
         let archs: Vec<&str> = (0..n).map(|i| cycle[i % 3]).collect();
         let inputs: Vec<&str> = names[..n].iter().map(String::as_str).collect();
-        let mut a = vec!["--kind=openmp", "--triple", ppc, "-o", "r.bc"];
-        a.extend(&inputs);
-        sh(d, llvm("llvm-offload-wrapper"), &a)?;
-        sh(d, llvm("llvm-dis"), &["r.bc", "-o", "r.ll"])?;
-        let ll = std::fs::read_to_string(d.join("r.ll")).map_err(|e| e.to_string())?;
-        let ir = rocm_ir(&legacy_ir(&ll)?, &archs)?;
-        std::fs::write(d.join("rocm.ll"), ir).map_err(|e| e.to_string())?;
+        write_rocm_ll(d, ppc, &inputs, &archs)?;
         let pic = ["-filetype=obj", "-relocation-model=pic", "rocm.ll"];
         sh(d, llvm("llc"), &[&pic[..], &["-o", "rocm.llvm.o"]].concat())?;
         let flags: Vec<String> = archs

@@ -181,6 +181,17 @@ pub struct UnbundleOpts {
 }
 
 impl UnbundleOpts {
+    /// The targets' IDs and, for `TARGET=FILE`, their files.
+    fn target_outputs(&self) -> (Vec<String>, Vec<Option<String>>) {
+        self.targets
+            .iter()
+            .map(|t| match t.split_once('=') {
+                Some((a, b)) => (a.to_string(), Some(b.to_string())),
+                None => (t.clone(), None),
+            })
+            .unzip()
+    }
+
     /// Unbundles a CCOB holding a binary bundle as a stream: the bundle
     /// header is decompressed first, then all the contents once (the hash
     /// is checked), each entry written to its file as it comes, in memory
@@ -224,14 +235,7 @@ impl UnbundleOpts {
                 plan.push((format!("{base}-{id}.{n}"), range(&records[i])));
             }
         } else {
-            let (names, outs): (Vec<String>, Vec<Option<String>>) = self
-                .targets
-                .iter()
-                .map(|t| match t.split_once('=') {
-                    Some((a, b)) => (a.to_string(), Some(b.to_string())),
-                    None => (t.clone(), None),
-                })
-                .unzip();
+            let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
             let requests = match bundle::id::check_targets(&names, false) {
                 Ok(r) => r,
                 Err(e) => return Some(Err(anyhow::anyhow!("{e}"))),
@@ -406,14 +410,7 @@ impl UnbundleOpts {
             }
             return Ok(());
         }
-        let (names, outs): (Vec<String>, Vec<Option<String>>) = self
-            .targets
-            .iter()
-            .map(|t| match t.split_once('=') {
-                Some((a, b)) => (a.to_string(), Some(b.to_string())),
-                None => (t.clone(), None),
-            })
-            .unzip();
+        let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
         let requests =
             bundle::id::check_targets(&names, false).map_err(|e| anyhow::anyhow!("{e}"))?;
         let got = ops::unbundle(&found, format, &requests, self.hip_openmp_compatible)

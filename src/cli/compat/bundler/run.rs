@@ -259,11 +259,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
         return Ok(());
     }
     if !job.allow_missing {
-        let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
-        return Err(Fail::new(format!(
-            "Can't find bundles for {}",
-            select::missing_list(ids)
-        )));
+        return Err(missing_bundles(&requests, &missing));
     }
     for &i in &missing {
         if got[i] == Extract::MissingHost {
@@ -357,11 +353,7 @@ fn unbundle_streaming(
             return Ok(());
         }
         if !job.allow_missing {
-            let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
-            return Err(Fail::new(format!(
-                "Can't find bundles for {}",
-                select::missing_list(ids)
-            )));
+            return Err(missing_bundles(requests, &missing));
         }
         for &i in missing.iter().filter(|&&i| picks[i] == ops::Pick::Missing) {
             let out = &job.outputs[i];
@@ -485,4 +477,14 @@ fn decompress_fail(name: &str, e: &offload_kit::Error) -> Fail {
         ),
         None => Fail::new(format!("'{name}': Failed to decompress input: {e}")),
     }
+}
+
+/// LLVM's error for the requested targets `missing` (indices into
+/// `requests`) that the bundle does not hold.
+fn missing_bundles(requests: &[offload_kit::bundle::id::BundleId], missing: &[usize]) -> Fail {
+    let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
+    Fail::new(format!(
+        "Can't find bundles for {}",
+        select::missing_list(ids)
+    ))
 }
