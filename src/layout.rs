@@ -53,6 +53,45 @@ impl Layout {
         self.pieces.push(p);
     }
 
+    /// How many payload references the layout holds.
+    pub fn image_count(&self) -> usize {
+        self.pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Image(_)))
+            .count()
+    }
+
+    /// This layout with payload `i` replaced by the pieces of `parts[i]`
+    /// (its size is assumed to be `parts[i].size`): a file that embeds
+    /// other files which are themselves layouts, written in one pass. The
+    /// parts' own payloads are numbered on: those of `parts[0]` first,
+    /// then those of `parts[1]`, and so on. `None` if a payload has no
+    /// part.
+    pub fn splice(&self, parts: &[Layout]) -> Option<Layout> {
+        let mut first = Vec::with_capacity(parts.len());
+        let mut n = 0;
+        for part in parts {
+            first.push(n);
+            n += part.image_count();
+        }
+        let mut out = Layout {
+            pieces: Vec::with_capacity(self.pieces.len() + 3 * parts.len()),
+            size: self.size,
+        };
+        for piece in &self.pieces {
+            let Piece::Image(i) = piece else {
+                out.pieces.push(piece.clone());
+                continue;
+            };
+            let part = parts.get(*i)?;
+            out.pieces.extend(part.pieces.iter().map(|p| match p {
+                Piece::Image(j) => Piece::Image(first[*i] + j),
+                other => other.clone(),
+            }));
+        }
+        Some(out)
+    }
+
     /// Writes the layout to `out`, taking image `i` from `images[i]`.
     pub fn write_to<W: Write>(&self, out: &mut W, images: &[&[u8]]) -> io::Result<()> {
         for p in &self.pieces {
@@ -75,4 +114,44 @@ pub fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
         n -= k as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(l: &Layout, images: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        l.write_to(&mut out, images).unwrap();
+        out
+    }
+
+    #[test]
+    fn splice_numbers_the_parts_payloads_on() {
+        let mut outer = Layout::default();
+        outer.push(Piece::Bytes(b"<".to_vec()), 1);
+        outer.push(Piece::Image(1), 4);
+        outer.push(Piece::Zeros(2), 2);
+        outer.push(Piece::Image(0), 3);
+        let mut a = Layout::default();
+        a.push(Piece::Bytes(b"a".to_vec()), 1);
+        a.push(Piece::Image(0), 2);
+        let mut b = Layout::default();
+        b.push(Piece::Image(0), 1);
+        b.push(Piece::Bytes(b"b".to_vec()), 1);
+        b.push(Piece::Image(1), 2);
+        let spliced = outer.splice(&[a, b]).unwrap();
+        assert_eq!(spliced.image_count(), 3);
+        // a's payload is 0; b's are 1 and 2.
+        let got = written(&spliced, &[b"AA", b"B", b"CC"]);
+        assert_eq!(got, b"<BbCC\0\0aAA".to_vec());
+        assert_eq!(spliced.size, got.len() as u64);
+    }
+
+    #[test]
+    fn splice_without_a_part_is_none() {
+        let mut outer = Layout::default();
+        outer.push(Piece::Image(2), 1);
+        assert!(outer.splice(&[Layout::default()]).is_none());
+    }
 }

@@ -38,4 +38,6 @@ pub use kinds::{ImageKind, OffloadKind};
 pub use read::{
     HeaderSummary, Limits, OffloadImage, has_magic, header_summary, read_all, read_binary,
 };
-pub use write::{Compression, ImageSpec, compress_v3, layout, layout_v1, layout_v2, layout_v3};
+pub use write::{
+    Compression, ImageSpec, compress_v3, layout, layout_v1, layout_v1_one, layout_v2, layout_v3,
+};

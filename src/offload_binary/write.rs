@@ -55,52 +55,69 @@ fn align8(x: u64) -> Result<u64> {
 pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
     let mut layout = Layout::default();
     for (i, img) in images.iter().enumerate() {
-        let table = StringTable::build(
-            img.strings
-                .iter()
-                .flat_map(|(k, v)| [k.as_slice(), v.as_slice()]),
-        );
-        let n = img.strings.len() as u64;
-        let strtab_at = HEADER_SIZE + ENTRY_SIZE + STRING_ENTRY_V1_SIZE * n;
-        let image_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
-        let size = align8(add(image_at, img.size)?)?;
-
-        let mut meta = Vec::with_capacity(usize_from(image_at));
-        let hdr = Header {
-            magic: MAGIC,
-            version: 1.into(),
-            size: size.into(),
-            entry_offset: HEADER_SIZE.into(),
-            entry_size_or_count: ENTRY_SIZE.into(),
-        };
-        meta.extend_from_slice(hdr.as_bytes());
-        let entry = Entry {
-            image_kind: img.image_kind.0.into(),
-            offload_kind: img.offload_kind.0.into(),
-            flags: img.flags.into(),
-            string_offset: (HEADER_SIZE + ENTRY_SIZE).into(),
-            num_strings: n.into(),
-            image_offset: image_at.into(),
-            image_size: img.size.into(),
-        };
-        meta.extend_from_slice(entry.as_bytes());
-        for (k, v) in &img.strings {
-            let se = StringEntryV1 {
-                key_offset: (strtab_at + table.offset(k).unwrap_or(0)).into(),
-                value_offset: (strtab_at + table.offset(v).unwrap_or(0)).into(),
-            };
-            meta.extend_from_slice(se.as_bytes());
-        }
-        meta.extend_from_slice(table.bytes());
-        meta.resize(usize_from(image_at), 0);
-        layout.push(Piece::Bytes(meta), image_at);
-        layout.push(Piece::Image(i), img.size);
-        layout.push(
-            Piece::Zeros(size - image_at - img.size),
-            size - image_at - img.size,
-        );
+        push_v1(&mut layout, i, img)?;
     }
     Ok(layout)
+}
+
+/// One image packed in a version 1 binary ([`layout_v1`] of `img` alone),
+/// and where the image lies in it: what a wrapper embedding the binary
+/// needs to point the runtime at the image without writing the binary out
+/// first.
+pub fn layout_v1_one(img: &ImageSpec) -> Result<(Layout, std::ops::Range<u64>)> {
+    let mut layout = Layout::default();
+    let image = push_v1(&mut layout, 0, img)?;
+    Ok((layout, image))
+}
+
+/// Appends the binary of image `i` to `layout`; returns where the image
+/// lies in that binary.
+fn push_v1(layout: &mut Layout, i: usize, img: &ImageSpec) -> Result<std::ops::Range<u64>> {
+    let table = StringTable::build(
+        img.strings
+            .iter()
+            .flat_map(|(k, v)| [k.as_slice(), v.as_slice()]),
+    );
+    let n = img.strings.len() as u64;
+    let strtab_at = HEADER_SIZE + ENTRY_SIZE + STRING_ENTRY_V1_SIZE * n;
+    let image_at = align8(add(strtab_at, table.bytes().len() as u64)?)?;
+    let size = align8(add(image_at, img.size)?)?;
+
+    let mut meta = Vec::with_capacity(usize_from(image_at));
+    let hdr = Header {
+        magic: MAGIC,
+        version: 1.into(),
+        size: size.into(),
+        entry_offset: HEADER_SIZE.into(),
+        entry_size_or_count: ENTRY_SIZE.into(),
+    };
+    meta.extend_from_slice(hdr.as_bytes());
+    let entry = Entry {
+        image_kind: img.image_kind.0.into(),
+        offload_kind: img.offload_kind.0.into(),
+        flags: img.flags.into(),
+        string_offset: (HEADER_SIZE + ENTRY_SIZE).into(),
+        num_strings: n.into(),
+        image_offset: image_at.into(),
+        image_size: img.size.into(),
+    };
+    meta.extend_from_slice(entry.as_bytes());
+    for (k, v) in &img.strings {
+        let se = StringEntryV1 {
+            key_offset: (strtab_at + table.offset(k).unwrap_or(0)).into(),
+            value_offset: (strtab_at + table.offset(v).unwrap_or(0)).into(),
+        };
+        meta.extend_from_slice(se.as_bytes());
+    }
+    meta.extend_from_slice(table.bytes());
+    meta.resize(usize_from(image_at), 0);
+    layout.push(Piece::Bytes(meta), image_at);
+    layout.push(Piece::Image(i), img.size);
+    layout.push(
+        Piece::Zeros(size - image_at - img.size),
+        size - image_at - img.size,
+    );
+    Ok(image_at..image_at + img.size)
 }
 
 /// Lays out version 2: one binary holding every image as an entry, as newer

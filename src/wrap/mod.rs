@@ -261,6 +261,41 @@ impl<'data> Image<'data> {
     }
 }
 
+impl Image<'_> {
+    /// What the writer needs of this input ([`layout_shapes`]).
+    pub fn shape(&self) -> InputShape {
+        InputShape {
+            size: len64(self.bytes),
+            image: self.image.clone(),
+            arch: self.arch.clone(),
+        }
+    }
+}
+
+/// What the object writer needs to know of one input, without its bytes:
+/// its size, where the device image lies in it, and its target ID. A
+/// caller that assembles an input from pieces (an OffloadBinary header it
+/// built and an image file) describes it this way and splices the pieces
+/// into the layout ([`Layout::splice`]), so the input is never written out
+/// on its own first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InputShape {
+    /// The input's size in bytes (all of it is embedded).
+    pub size: u64,
+    /// The device image within the input.
+    pub image: Range<u64>,
+    /// The target ID, as [`Image::arch`].
+    pub arch: Option<String>,
+}
+
+impl InputShape {
+    /// An input of `size` bytes whose device image is `image`.
+    pub fn new(size: u64, image: Range<u64>, arch: Option<String>) -> InputShape {
+        InputShape { size, image, arch }
+    }
+}
+
 fn align_up(x: u64, a: u64) -> Result<u64> {
     x.checked_next_multiple_of(a)
         .ok_or_else(|| Error::usage("the wrapper object would be larger than 2^64 bytes"))
@@ -279,6 +314,14 @@ pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
 /// Describes the wrapper object for `images`: everything but the image
 /// bytes as built pieces, and [`Piece::Image`](crate::layout::Piece::Image)`(i)` where input `i` goes.
 pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
+    let shapes: Vec<InputShape> = images.iter().map(Image::shape).collect();
+    layout_shapes(opts, &shapes)
+}
+
+/// [`layout`] for inputs known by their [`InputShape`] alone:
+/// [`Piece::Image`](crate::layout::Piece::Image)`(i)` is where input `i`
+/// goes.
+pub fn layout_shapes(opts: &Options, images: &[InputShape]) -> Result<Layout> {
     let cpu = arch::for_triple(&opts.triple)?;
     let os = HostOs::of(&opts.triple);
     if images.is_empty() {
@@ -296,7 +339,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
                 "CUDA / HIP offloading uses a single fatbinary or offload bundle",
             ));
         };
-        let len = len64(image.bytes);
+        let len = image.size;
         let file_align = if len >= IMAGE_FILE_ALIGN_FROM && !opts.llc_layout {
             IMAGE_FILE_ALIGN
         } else {

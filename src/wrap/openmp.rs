@@ -9,7 +9,7 @@ use object::elf;
 use super::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
-    Abi, Flavour, HostOs, IMAGE_ALIGN, Image, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
+    Abi, Flavour, HostOs, IMAGE_ALIGN, InputShape, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
     byte_array_align, finish_object, function, local, mapping, new_object, reloc, undefined,
 };
 use crate::error::{Error, Result};
@@ -30,9 +30,9 @@ pub(super) struct Placement {
 /// Places the inputs as llc does: each 8-aligned after the one before, in
 /// order; on CPUs where llc merges small constants, the merged ones after
 /// the others, in their merged globals.
-pub(super) fn place(cpu: &CpuInfo, images: &[Image<'_>]) -> Result<Placement> {
+pub(super) fn place(cpu: &CpuInfo, images: &[InputShape]) -> Result<Placement> {
     let too_large = || Error::usage("the images are larger than 2^64 bytes");
-    let lens: Vec<u64> = images.iter().map(|i| len64(i.bytes)).collect();
+    let lens: Vec<u64> = images.iter().map(|i| i.size).collect();
     let groups = match cpu.merge_constants {
         Some(limit) => {
             let consts: Vec<(u64, u64)> = lens.iter().map(|&n| (n, IMAGE_ALIGN)).collect();
@@ -78,7 +78,7 @@ pub(super) fn build(
     relocatable: bool,
     cpu: &'static CpuInfo,
     os: HostOs,
-    images: &[Image<'_>],
+    images: &[InputShape],
     p: Placement,
     file_align: u64,
 ) -> Result<Relocatable> {
@@ -669,7 +669,7 @@ struct ArchList {
 }
 
 impl ArchList {
-    fn new(cpu: &CpuInfo, images: &[Image<'_>]) -> Result<ArchList> {
+    fn new(cpu: &CpuInfo, images: &[InputShape]) -> Result<ArchList> {
         let mut ids = Vec::with_capacity(images.len());
         for (i, img) in images.iter().enumerate() {
             let Some(arch) = &img.arch else {
@@ -799,7 +799,7 @@ fn runtime_symbols(
 fn data(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
-    images: &[Image<'_>],
+    images: &[InputShape],
     placed: &[(u64, u64)],
     s: &Sections,
     syms: &Locals,

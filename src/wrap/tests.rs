@@ -1287,3 +1287,63 @@ fn powerpc64le_elfv2_and_merged_constants() {
         r(0x14, elf::R_PPC64_TOC16_HA.0, ".data.rel.ro", 32 * 1023)
     );
 }
+
+/// An object written from input shapes with the packed binaries spliced in
+/// (how the linker wrapper wraps without writing each binary out first)
+/// is the object written from the packed binaries themselves, for every
+/// ABI and relocatable or not.
+#[test]
+fn shapes_with_spliced_binaries_match_whole_inputs() {
+    let images = [filler(1, 100), filler(2, 4099), Vec::new()];
+    let specs: Vec<ImageSpec> = images
+        .iter()
+        .enumerate()
+        .map(|(i, img)| ImageSpec {
+            image_kind: ImageKind::IMG_Object,
+            offload_kind: OffloadKind::OFK_OpenMP,
+            flags: 0,
+            strings: vec![
+                (b"triple".to_vec(), b"x86_64-unknown-linux-gnu".to_vec()),
+                (b"arch".to_vec(), format!("gfx90{i}").into_bytes()),
+            ],
+            size: img.len() as u64,
+        })
+        .collect();
+    let packed: Vec<Vec<u8>> = images
+        .iter()
+        .enumerate()
+        .map(|(i, img)| offload_binary(img, &format!("gfx90{i}")))
+        .collect();
+    let parts: Vec<_> = specs
+        .iter()
+        .map(|s| crate::offload_binary::layout_v1_one(s).unwrap())
+        .collect();
+    let shapes: Vec<InputShape> = parts
+        .iter()
+        .zip(&specs)
+        .map(|((l, range), s)| {
+            let arch = String::from_utf8(s.strings[1].1.clone()).unwrap();
+            InputShape::new(l.size, range.clone(), Some(arch))
+        })
+        .collect();
+    let layouts: Vec<Layout> = parts.into_iter().map(|(l, _)| l).collect();
+    for abi in [Abi::Llvm, Abi::Legacy, Abi::Rocm] {
+        for relocatable in [false, true] {
+            let o = Options {
+                relocatable: relocatable && abi == Abi::Llvm,
+                llc_layout: true,
+                ..opts(abi)
+            };
+            let whole: Vec<Image<'_>> = packed.iter().map(|p| Image::new(p).unwrap()).collect();
+            let expected = to_vec(&o, &whole).unwrap();
+            let spliced = layout_shapes(&o, &shapes)
+                .unwrap()
+                .splice(&layouts)
+                .unwrap();
+            let mut got = Vec::new();
+            let payloads: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
+            spliced.write_to(&mut got, &payloads).unwrap();
+            assert_eq!(got, expected, "{abi:?}, relocatable {relocatable}");
+        }
+    }
+}

@@ -208,13 +208,31 @@ impl Input {
     /// kernel file-to-file copy when `sub` comes from a mapped file of at
     /// least [`KEEP_FILE_FROM`] bytes, so the bytes never pass through this
     /// process's memory (smaller ones are written from the mapping).
-    pub fn copy_to(&self, sub: &[u8], out: &mut Output) -> io::Result<()> {
-        if let (Some(off), Some(file), Some(dst)) =
-            (self.file_offset(sub), &self.file, out.file_mut())
+    pub fn copy_to<S: Sink>(&self, sub: &[u8], out: &mut S) -> io::Result<()> {
+        if let (Some(off), Some(file), Some(dst)) = (self.file_offset(sub), &self.file, out.file())
         {
             return copy_file_range_all(file, off, sub.len() as u64, dst);
         }
         out.write_all(sub)
+    }
+}
+
+/// Where pieces of output go: a writer, and the file under it (if any,
+/// with everything written so far flushed into it) for file-to-file copies.
+pub trait Sink: Write {
+    /// The file to copy into at the current position, if there is one.
+    fn file(&mut self) -> Option<&mut File>;
+}
+
+impl Sink for File {
+    fn file(&mut self) -> Option<&mut File> {
+        Some(self)
+    }
+}
+
+impl Sink for Output {
+    fn file(&mut self) -> Option<&mut File> {
+        self.file_mut()
     }
 }
 

@@ -3,7 +3,7 @@
 //! (`output.rs`) and their clean-up on signals (`cleanup.rs`), file-to-file
 //! copies of image ranges, and the text of names and errors (`text.rs`).
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -14,7 +14,7 @@ mod output;
 mod text;
 
 pub use cleanup::clean_up_on_signals;
-pub use input::{Input, copy_file_range_all};
+pub use input::{Input, Sink, copy_file_range_all};
 pub use output::{Noting, Output};
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 
@@ -37,19 +37,31 @@ pub fn write_layout<'a>(
     layout: &offload_kit::layout::Layout,
     payload: impl Fn(usize) -> (&'a Input, &'a [u8]),
 ) -> io::Result<()> {
-    use offload_kit::layout::{Piece, write_zeros};
     let mut out = Output::create(Path::new(path))?;
+    write_pieces(layout, |i| Some(payload(i)), &mut out)?;
+    out.commit()
+}
+
+/// Writes `layout` to `out` at its position, taking payload `i` from
+/// `payload(i)` as [`write_layout`] does (an error if it gives none).
+pub fn write_pieces<'a, S: Sink>(
+    layout: &offload_kit::layout::Layout,
+    payload: impl Fn(usize) -> Option<(&'a Input, &'a [u8])>,
+    out: &mut S,
+) -> io::Result<()> {
+    use offload_kit::layout::{Piece, write_zeros};
     for piece in &layout.pieces {
         match piece {
             Piece::Bytes(b) => out.write_all(b)?,
-            Piece::Zeros(n) => write_zeros(&mut out, *n)?,
+            Piece::Zeros(n) => write_zeros(out, *n)?,
             Piece::Image(i) => {
-                let (input, bytes) = payload(*i);
-                input.copy_to(bytes, &mut out)?;
+                let (input, bytes) = payload(*i)
+                    .ok_or_else(|| io::Error::other("internal error: no such payload"))?;
+                input.copy_to(bytes, out)?;
             }
         }
     }
-    out.commit()
+    Ok(())
 }
 
 /// Writes an object made by `offload_kit::bundle::object` to `path`:

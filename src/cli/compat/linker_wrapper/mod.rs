@@ -5,6 +5,7 @@
 
 mod extract;
 mod run;
+mod wrapping;
 
 use std::process::ExitCode;
 

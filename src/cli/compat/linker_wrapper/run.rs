@@ -10,12 +10,12 @@ use std::process::{Command, ExitCode};
 use super::super::Fail;
 use super::Opts;
 use super::extract::{extract, host_files};
-use crate::cli::io::{Input, Output, copy_file_range_all};
-use offload_kit::layout::{Layout, Piece, write_zeros};
+use super::wrapping::{wrap_fatbin, wrap_images};
+use crate::cli::io::{Input, Output};
 use offload_kit::link::{self, DeviceLink};
 use offload_kit::llvm::path::{file_name, stem};
-use offload_kit::offload_binary::{self, OffloadKind};
-use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+use offload_kit::offload_binary::OffloadKind;
+use offload_kit::wrap::Kind;
 
 /// Files to remove when the run ends (unless `--save-temps`).
 struct Temps {
@@ -89,7 +89,7 @@ impl Temps {
     }
 }
 
-fn io_fail(name: &str, e: &std::io::Error) -> Fail {
+pub(super) fn io_fail(name: &str, e: &std::io::Error) -> Fail {
     Fail::new(format!("'{name}': {}", crate::cli::io::strerror(e)))
 }
 
@@ -440,132 +440,7 @@ fn fatbinary_command(linked: &[DeviceLink], output: &str) -> Vec<String> {
     cmd
 }
 
-/// Writes the wrapper object registering the HIP or CUDA fat binary
-/// `fatbin` (with `--dry-run`, which made none, an empty one, as LLVM).
-fn wrap_fatbin(
-    host_triple: &str,
-    kind: Kind,
-    fatbin: &str,
-    dry_run: bool,
-    (out, out_name): (&mut std::fs::File, &str),
-) -> Result<(), Fail> {
-    let bytes = if dry_run {
-        Input::from_vec(Vec::new())
-    } else {
-        open(fatbin)?
-    };
-    let opts = Options {
-        kind,
-        abi: Abi::Llvm,
-        triple: host_triple.to_string(),
-        llc_layout: true,
-        relocatable: false,
-    };
-    let layout = wrap::layout(&opts, &[Image::raw(bytes.bytes())]).map_err(|e| {
-        Fail::new(format!(
-            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
-        ))
-    })?;
-    write_pieces(&layout, &[(&bytes, bytes.bytes())], out).map_err(|e| io_fail(out_name, &e))
-}
-
-/// Packs one image as an OffloadBinary, into an unnamed temporary file
-/// (the image copied file to file), and maps it.
-fn pack(name: &str, spec: offload_binary::ImageSpec, img: &Input) -> Result<Input, Fail> {
-    let layout =
-        offload_binary::layout_v1(&[spec]).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
-    let io = |e: std::io::Error| io_fail(name, &e);
-    let mut file = tempfile::NamedTempFile::new().map_err(io)?;
-    write_pieces(&layout, &[(img, img.bytes())], file.as_file_mut()).map_err(io)?;
-    Input::open(&file.path().to_string_lossy()).map_err(io)
-}
-
-/// Writes `layout` to `out`, payload `i` from `payloads[i]` (file to file
-/// where it lies in a mapped input).
-fn write_pieces(
-    layout: &Layout,
-    payloads: &[(&Input, &[u8])],
-    out: &mut std::fs::File,
-) -> std::io::Result<()> {
-    for piece in &layout.pieces {
-        match piece {
-            Piece::Bytes(b) => out.write_all(b)?,
-            Piece::Zeros(n) => write_zeros(out, *n)?,
-            Piece::Image(i) => {
-                let (input, bytes) = payloads
-                    .get(*i)
-                    .ok_or_else(|| std::io::Error::other("internal error: no such payload"))?;
-                match (input.file(), input.file_offset(bytes)) {
-                    (Some(f), Some(off)) => copy_file_range_all(f, off, bytes.len() as u64, out)?,
-                    _ => out.write_all(bytes)?,
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Packs each linked image (then each `--override-image`) as LLVM does and
-/// writes the wrapper object to `out` (for empty images with `--dry-run`,
-/// as LLVM). Image bytes go file to file: memory does not grow with them.
-fn wrap_images(
-    o: &Opts,
-    host_triple: &str,
-    linked: &[DeviceLink],
-    (out, out_name): (&mut std::fs::File, &str),
-) -> Result<(), Fail> {
-    let (overrides, dry_run) = (&o.override_images, o.dry_run);
-    let mut packed = Vec::new();
-    for dl in linked {
-        // With --dry-run nothing was linked: LLVM wraps empty images.
-        let img = if dry_run {
-            Input::from_vec(Vec::new())
-        } else {
-            open(&dl.output)?
-        };
-        let spec = link::linked_image_spec(&dl.triple, &dl.arch, img.bytes().len() as u64);
-        packed.push(pack(&dl.output, spec, &img)?);
-    }
-    for name in overrides {
-        let img = open(name)?;
-        let Some(triple) = link::override_triple(img.bytes()) else {
-            let llvm = if img.bytes().starts_with(b"\x7fELF") {
-                "Unsupported ELF machine"
-            } else {
-                "Invalid ELF class"
-            };
-            return Err(Fail::with_note(
-                llvm,
-                format!("'{name}': --override-image needs an ELF image of a CPU target"),
-            ));
-        };
-        let spec = link::override_image_spec(&triple, img.bytes().len() as u64);
-        packed.push(pack(name, spec, &img)?);
-    }
-    let images = packed
-        .iter()
-        .map(|b| Image::new(b.bytes()))
-        .collect::<offload_kit::Result<Vec<_>>>()
-        .map_err(|e| Fail::new(e.to_string()))?;
-    let opts = Options {
-        kind: Kind::OpenMp,
-        abi: Abi::Llvm,
-        triple: host_triple.to_string(),
-        // LLVM's bytes, which --save-temps shows (large images placed as
-        // llc places them, not page-aligned).
-        llc_layout: true,
-        relocatable: o.relocatable,
-    };
-    let layout = wrap::layout(&opts, &images).map_err(|e| {
-        Fail::new(format!(
-            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
-        ))
-    })?;
-    let payloads: Vec<(&Input, &[u8])> = packed.iter().map(|p| (p, p.bytes())).collect();
-    write_pieces(&layout, &payloads, out).map_err(|e| io_fail(out_name, &e))
-}
-
 /// Opens (maps) a file the wrapper reads.
-fn open(name: &str) -> Result<Input, Fail> {
+pub(super) fn open(name: &str) -> Result<Input, Fail> {
     Input::open(name).map_err(|e| io_fail(name, &e))
 }

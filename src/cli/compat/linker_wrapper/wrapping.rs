@@ -1,0 +1,116 @@
+//! The wrapper objects the linker wrapper adds to the host link: the
+//! OpenMP images packed as LLVM packs them, or the CUDA/HIP fat binary,
+//! registered by `offload_kit::wrap`'s object.
+
+use super::super::Fail;
+use super::Opts;
+use super::run::{io_fail, open};
+use crate::cli::io::{Input, write_pieces};
+use offload_kit::link::{self, DeviceLink};
+use offload_kit::offload_binary;
+use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+
+/// Writes the wrapper object registering the HIP or CUDA fat binary
+/// `fatbin` (with `--dry-run`, which made none, an empty one, as LLVM).
+pub(super) fn wrap_fatbin(
+    host_triple: &str,
+    kind: Kind,
+    fatbin: &str,
+    dry_run: bool,
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
+    let bytes = if dry_run {
+        Input::from_vec(Vec::new())
+    } else {
+        open(fatbin)?
+    };
+    let opts = Options {
+        kind,
+        abi: Abi::Llvm,
+        triple: host_triple.to_string(),
+        llc_layout: true,
+        relocatable: false,
+    };
+    let layout = wrap::layout(&opts, &[Image::raw(bytes.bytes())]).map_err(|e| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    })?;
+    write_pieces(&layout, |_| Some((&bytes, bytes.bytes())), out).map_err(|e| io_fail(out_name, &e))
+}
+
+/// Packs each linked image (then each `--override-image`) as LLVM does and
+/// writes the wrapper object to `out` (for empty images with `--dry-run`,
+/// as LLVM). The OffloadBinaries are never written on their own: their
+/// headers are spliced into the object's layout around each image, which
+/// is copied once, file to file, so memory does not grow with it.
+pub(super) fn wrap_images(
+    o: &Opts,
+    host_triple: &str,
+    linked: &[DeviceLink],
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
+    let (overrides, dry_run) = (&o.override_images, o.dry_run);
+    // (image file, its name, how it is packed)
+    let mut inputs: Vec<(Input, &str, offload_binary::ImageSpec)> = Vec::new();
+    for dl in linked {
+        // With --dry-run nothing was linked: LLVM wraps empty images.
+        let img = if dry_run {
+            Input::from_vec(Vec::new())
+        } else {
+            open(&dl.output)?
+        };
+        let spec = link::linked_image_spec(&dl.triple, &dl.arch, img.bytes().len() as u64);
+        inputs.push((img, &dl.output, spec));
+    }
+    for name in overrides {
+        let img = open(name)?;
+        let Some(triple) = link::override_triple(img.bytes()) else {
+            let llvm = if img.bytes().starts_with(b"\x7fELF") {
+                "Unsupported ELF machine"
+            } else {
+                "Invalid ELF class"
+            };
+            return Err(Fail::with_note(
+                llvm,
+                format!("'{name}': --override-image needs an ELF image of a CPU target"),
+            ));
+        };
+        let spec = link::override_image_spec(&triple, img.bytes().len() as u64);
+        inputs.push((img, name, spec));
+    }
+    let mut packs = Vec::with_capacity(inputs.len());
+    let mut shapes = Vec::with_capacity(inputs.len());
+    for (_, name, spec) in &inputs {
+        let (pack, image) =
+            offload_binary::layout_v1_one(spec).map_err(|e| Fail::new(format!("'{name}': {e}")))?;
+        // The arch string, as the wrapper reads it from the binary.
+        let arch = spec
+            .strings
+            .iter()
+            .find(|(k, v)| k == b"arch" && !v.is_empty())
+            .map(|(_, v)| String::from_utf8_lossy(v).into_owned());
+        shapes.push(wrap::InputShape::new(pack.size, image, arch));
+        packs.push(pack);
+    }
+    let opts = Options {
+        kind: Kind::OpenMp,
+        abi: Abi::Llvm,
+        triple: host_triple.to_string(),
+        // LLVM's bytes, which --save-temps shows (large images placed as
+        // llc places them, not page-aligned).
+        llc_layout: true,
+        relocatable: o.relocatable,
+    };
+    let cannot = |e: &dyn std::fmt::Display| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    };
+    let layout = wrap::layout_shapes(&opts, &shapes)
+        .map_err(|e| cannot(&e))?
+        .splice(&packs)
+        .ok_or_else(|| cannot(&"an image is missing from the layout"))?;
+    let payload = |i: usize| inputs.get(i).map(|(img, _, _)| (img, img.bytes()));
+    write_pieces(&layout, payload, out).map_err(|e| io_fail(out_name, &e))
+}
