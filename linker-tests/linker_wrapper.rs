@@ -1229,6 +1229,19 @@ fn openmp_amdgpu() -> Result<(), Failed> {
         return Err(format!("LLVM's commands:\n{}", texts[1]).into());
     }
     same("commands", &texts[0], &texts[1])?;
+    same_save_temps(d, &link, "app.amdgcn.gfx90a.img")?;
+    Ok(())
+}
+
+/// Links with `link` through each wrapper with `--save-temps` (in
+/// `d/ours` and `d/llvm`) and requires the same files with the same bytes
+/// (LLVM's bitcode of its wrapper module aside: ours has none), among them
+/// `expect`; returns the two directories.
+fn same_save_temps(
+    d: &Path,
+    link: &dyn Fn(bool, &Path, &str) -> Out,
+    expect: &str,
+) -> Result<[PathBuf; 2], Failed> {
     let mut listings = Vec::new();
     let mut dirs = Vec::new();
     for ours in [true, false] {
@@ -1248,15 +1261,192 @@ fn openmp_amdgpu() -> Result<(), Failed> {
         dirs.push(sub);
     }
     same("files", &listings[0], &listings[1])?;
-    if !listings[0].iter().any(|n| n == "app.amdgcn.gfx90a.img") {
-        return Err(format!("no gfx90a image among {:?}", listings[0]).into());
+    if !listings[0].iter().any(|n| n == expect) {
+        return Err(format!("no {expect} among {:?}", listings[0]).into());
     }
     for name in &listings[0] {
         let a = std::fs::read(dirs[0].join(name))?;
         let b = std::fs::read(dirs[1].join(name))?;
         same_bytes(name, &a, &b)?;
     }
+    let [ours, llvm] = <[PathBuf; 2]>::try_from(dirs).map_err(|_| "two directories")?;
+    Ok([ours, llvm])
+}
+
+/// A stand-in for the OpenMP device runtime on NVPTX (none is packaged
+/// here): every function the device code of `ptx_files` calls but does
+/// not define (`.extern .func`), defined with the same prototype and an
+/// empty body, assembled by NVIDIA's ptxas into a relocatable cubin for
+/// `arch` at `out`. nvlink then resolves the device link; nothing runs on
+/// a GPU here.
+fn nvptx_runtime_stub(ptx_files: &[PathBuf], arch: &str, out: &Path) -> Result<(), Failed> {
+    let mut header = String::new();
+    let mut names = std::collections::BTreeSet::new();
+    let mut body = String::new();
+    for f in ptx_files {
+        let text = std::fs::read_to_string(f)?;
+        if header.is_empty() {
+            header = text
+                .lines()
+                .filter(|l| {
+                    l.starts_with(".version")
+                        || l.starts_with(".target")
+                        || l.starts_with(".address_size")
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            let Some(decl) = line.strip_prefix(".extern .func") else {
+                continue;
+            };
+            let name = decl
+                .split_whitespace()
+                .last()
+                .unwrap_or_default()
+                .to_string();
+            let mut def = format!(".visible .func{decl}\n");
+            for l in lines.by_ref() {
+                if l.trim() == ";" {
+                    break;
+                }
+                def.push_str(l);
+                def.push('\n');
+            }
+            if names.insert(name) {
+                body.push_str(&def);
+                body.push_str("{\n\tret;\n}\n");
+            }
+        }
+    }
+    if names.is_empty() {
+        return Err("the device code calls no runtime function".into());
+    }
+    let ptx = out.with_extension("ptx");
+    std::fs::write(&ptx, format!("{header}\n{body}"))?;
+    let a: Vec<String> = vec![
+        format!("-arch={arch}"),
+        "-c".into(),
+        ptx.to_string_lossy().into_owned(),
+        "-o".into(),
+        out.to_string_lossy().into_owned(),
+    ];
+    let run = exec(
+        &Path::new(CUDA_TOOLS).join("ptxas"),
+        &a,
+        out.parent().unwrap(),
+        &[],
+    );
+    if run.code != 0 {
+        return Err(format!("ptxas: {}", run.stderr).into());
+    }
     Ok(())
+}
+
+/// OpenMP offloading to AMDGPU and NVPTX in one program
+/// (`--offload-arch=gfx90a,sm_80`), linked through each wrapper for real:
+/// the AMDGPU runtime's symbols left unresolved, NVPTX's given by a
+/// stand-in ([`nvptx_runtime_stub`]) through `-Xoffload-linker-<triple>`.
+/// The same `--dry-run` commands, the same `--save-temps` files with the
+/// same bytes (both device images, the wrapper object, the program), and
+/// the two programs print the same (their regions fall back to the host:
+/// no GPU here).
+fn openmp_amdgpu_nvptx() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let root = d.join("cuda");
+    make_cuda_root(&root)?;
+    let cuda = format!("--cuda-path={}", root.display());
+    let gpu = [
+        "-fopenmp",
+        "--offload-arch=gfx90a,sm_80",
+        &cuda,
+        "-nogpulib",
+    ];
+    let mut ptx = Vec::new();
+    for c in ["app.c", "main.c"] {
+        for device_only in [false, true] {
+            let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+            let out = match device_only {
+                false => d.join(c.replace(".c", ".o")),
+                true => d.join(c.replace(".c", ".ptx")),
+            };
+            if device_only {
+                a.extend([
+                    "--offload-device-only".into(),
+                    "--offload-arch=sm_80".into(),
+                    "-S".into(),
+                ]);
+                a.retain(|x| x != "--offload-arch=gfx90a,sm_80");
+                ptx.push(out.clone());
+            } else {
+                a.push("-c".into());
+            }
+            a.extend([
+                src(c).to_string_lossy().into_owned(),
+                "-o".into(),
+                out.to_string_lossy().into_owned(),
+            ]);
+            let run = exec(&llvm("clang"), &a, d, &[]);
+            if run.code != 0 {
+                return Err(format!("compiling {c}: {}", run.stderr).into());
+            }
+        }
+    }
+    let stub = d.join("omp-stub.cubin");
+    nvptx_runtime_stub(&ptx, "sm_80", &stub)?;
+    let fx = fixture()?;
+    let link = |ours: bool, cwd: &Path, extra: &str| -> Out {
+        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
+        if ours {
+            let links = ours_as("clang-linker-wrapper");
+            a.push(format!("-B{}", links.parent().unwrap().display()));
+        }
+        a.extend([
+            d.join("main.o").to_string_lossy().into_owned(),
+            d.join("app.o").to_string_lossy().into_owned(),
+            "-Xoffload-linker-amdgcn-amd-amdhsa".into(),
+            "--unresolved-symbols=ignore-all".into(),
+            "-Xoffload-linker-nvptx64-nvidia-cuda".into(),
+            stub.to_string_lossy().into_owned(),
+            format!("-L{}", fx.join("lib").display()),
+            "-o".into(),
+            "app".into(),
+            extra.into(),
+        ]);
+        exec(&llvm("clang"), &a, cwd, &[])
+    };
+    let mut texts = Vec::new();
+    for ours in [true, false] {
+        let out = link(ours, d, "-Wl,--dry-run");
+        if out.code != 0 {
+            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
+        }
+        texts.push(mask_temps(&out.stderr));
+    }
+    if !texts[1].contains("-march=sm_80") || !texts[1].contains("-mcpu=gfx90a") {
+        return Err(format!("LLVM's commands:\n{}", texts[1]).into());
+    }
+    same("commands", &texts[0], &texts[1])?;
+    let dirs = same_save_temps(d, &link, "app.nvptx64.sm_80.img")?;
+    let mut outputs = Vec::new();
+    for sub in &dirs {
+        let env = [("LD_LIBRARY_PATH", LLVM_LIB)];
+        let out = exec(&sub.join("app"), &[], sub, &env);
+        if !out.stdout.contains("sum=") {
+            return Err(format!(
+                "{}: exit {}: {}{}",
+                sub.display(),
+                out.code,
+                out.stdout,
+                out.stderr
+            )
+            .into());
+        }
+        outputs.push((out.code, out.stdout));
+    }
+    same("program output", &outputs[0], &outputs[1])
 }
 
 /// Debian's arm64 LLVM 22 runtime, unpacked by `scripts/arm64-sysroot.sh`.
@@ -1372,6 +1562,16 @@ pub fn tests() -> Vec<Trial> {
                 "/opt/offload-kit/cuda-tools/bin/fatbinary",
             ],
             openmp_nvptx,
+        ),
+        trial(
+            "linker_wrapper::openmp_amdgpu_nvptx",
+            &[
+                "clang",
+                "clang-linker-wrapper",
+                "/opt/offload-kit/cuda-tools/bin/ptxas",
+                "/opt/offload-kit/cuda-tools/bin/nvlink",
+            ],
+            openmp_amdgpu_nvptx,
         ),
         trial(
             "linker_wrapper::hip",
