@@ -1540,6 +1540,9 @@ pub fn tests() -> Vec<Trial> {
             let (m, a) = (src("main.c"), src("app.c"));
             same_program(&[m.to_str().unwrap(), a.to_str().unwrap()], 4)
         }),
+        trial("linker_wrapper::one_file", TOOLS, || {
+            same_program(&[src("one.c").to_str().unwrap()], 4)
+        }),
         trial("linker_wrapper::several_files", TOOLS, || {
             same_program(&["main2.o", "app.o", "two.o"], 5)
         }),
