@@ -13,7 +13,9 @@
 //!   version with a minor version of at least Y (`sm_86` code runs on
 //!   `sm_87` and `sm_89`, not on `sm_90`); arch-specific code (`sm_90a`)
 //!   only on its own version. PTX for `sm_XY` is compiled by the driver for
-//!   any device of at least that version (reported as such).
+//!   any device of at least that version (reported as such). An NVPTX
+//!   image packed as an `object` (as clang-linker-wrapper packs OpenMP's
+//!   linked NVPTX images) is a cubin.
 //! - Anything else (bitcode, objects, other processors) serves only its
 //!   own processor.
 //!
@@ -207,7 +209,10 @@ fn serves(img: &Image, want: &str) -> Meets {
         return Meets::No;
     }
     if let (Some((dev, _)), Some((code, suffix))) = (cuda_arch(want), cuda_arch(&img.arch)) {
-        let kind = img.image_kind.map(|k| k.to_string());
+        let kind = match super::select::is_nvptx_object(img) {
+            true => Some("cubin".to_string()),
+            false => img.image_kind.map(|k| k.to_string()),
+        };
         return match kind.as_deref() {
             Some("cubin") => yes_no(if suffix == Some('a') {
                 dev == code
@@ -373,7 +378,14 @@ mod tests {
         ("sm_120", "sm_100", CUBIN, Meets::No, Meets::No),
         ("*:ptx", "sm_50", PTX, Meets::Yes, Meets::Yes),
         ("*:cubin", "sm_50", PTX, Meets::No, Meets::No),
+        // OpenMP's NVPTX images are packed as objects: cubins.
+        ("sm_80:cubin", "sm_80", OBJECT, Meets::Yes, Meets::Yes),
+        ("sm_86", "sm_80", OBJECT, Meets::Yes, Meets::No),
+        ("sm_90", "sm_80", OBJECT, Meets::No, Meets::No),
+        ("sm_80:ptx", "sm_80", OBJECT, Meets::No, Meets::No),
     ];
+
+    const OBJECT: Option<ImageKind> = Some(ImageKind::IMG_Object);
 
     #[test]
     fn loader_compatible_matching() {

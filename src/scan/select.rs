@@ -66,9 +66,19 @@ fn components_start(have: &str, want: &str) -> bool {
 
 /// Whether `want` is the image's offload kind or image kind (`hipv4`
 /// names HIP, as the scanner reports both spellings as `hip`).
+/// An NVPTX image packed as an `object` (how clang-linker-wrapper packs
+/// OpenMP's linked NVPTX images) is NVIDIA machine code, so it is a
+/// `cubin` too.
 pub fn kind_matches(img: &Image, want: &str) -> bool {
     let want = if want == "hipv4" { "hip" } else { want };
-    img.offload_kind == want || img.image_kind.is_some_and(|k| k.to_string() == want)
+    img.offload_kind == want
+        || img.image_kind.is_some_and(|k| k.to_string() == want)
+        || (want == "cubin" && is_nvptx_object(img))
+}
+
+/// Whether `img` is an `object` image for an NVPTX triple: a cubin.
+pub(crate) fn is_nvptx_object(img: &Image) -> bool {
+    img.triple.starts_with("nvptx") && img.image_kind.is_some_and(|k| k.to_string() == "object")
 }
 
 /// Which images to take: each list that is not empty must have an entry
