@@ -1198,8 +1198,23 @@ fn openmp_amdgpu() -> Result<(), Failed> {
             return Err(format!("compiling {c}: {}", out.stderr).into());
         }
     }
+    let device = ["-Xoffload-linker", "--unresolved-symbols=ignore-all"].map(String::from);
+    let link = openmp_gpu_link(&gpu, d, &device)?;
+    same_dry_run(d, &link, &["-mcpu=gfx1030 -flto"])?;
+    same_save_temps(d, &link, "app.amdgcn.gfx90a.img")?;
+    Ok(())
+}
+
+/// Links `d/main.o` and `d/app.o` (built with the `gpu` flags) into `app`
+/// in a given directory, through our wrapper (`true`) or LLVM's, with the
+/// `device` arguments for the device links and one `extra` argument.
+fn openmp_gpu_link<'a>(
+    gpu: &'a [&'a str],
+    d: &'a Path,
+    device: &'a [String],
+) -> Result<impl Fn(bool, &Path, &str) -> Out + 'a, Failed> {
     let fx = fixture()?;
-    let link = |ours: bool, cwd: &Path, extra: &str| -> Out {
+    Ok(move |ours: bool, cwd: &Path, extra: &str| -> Out {
         let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
         if ours {
             let links = ours_as("clang-linker-wrapper");
@@ -1208,15 +1223,25 @@ fn openmp_amdgpu() -> Result<(), Failed> {
         a.extend([
             d.join("main.o").to_string_lossy().into_owned(),
             d.join("app.o").to_string_lossy().into_owned(),
-            "-Xoffload-linker".into(),
-            "--unresolved-symbols=ignore-all".into(),
+        ]);
+        a.extend(device.iter().cloned());
+        a.extend([
             format!("-L{}", fx.join("lib").display()),
             "-o".into(),
             "app".into(),
             extra.into(),
         ]);
         exec(&llvm("clang"), &a, cwd, &[])
-    };
+    })
+}
+
+/// `link` with `-Wl,--dry-run` through each wrapper in `d`: the same
+/// commands (temporary names aside), LLVM's holding each of `expect`.
+fn same_dry_run(
+    d: &Path,
+    link: &dyn Fn(bool, &Path, &str) -> Out,
+    expect: &[&str],
+) -> Result<(), Failed> {
     let mut texts = Vec::new();
     for ours in [true, false] {
         let out = link(ours, d, "-Wl,--dry-run");
@@ -1225,12 +1250,10 @@ fn openmp_amdgpu() -> Result<(), Failed> {
         }
         texts.push(mask_temps(&out.stderr));
     }
-    if !texts[1].contains("-mcpu=gfx1030 -flto") {
+    if expect.iter().any(|e| !texts[1].contains(e)) {
         return Err(format!("LLVM's commands:\n{}", texts[1]).into());
     }
-    same("commands", &texts[0], &texts[1])?;
-    same_save_temps(d, &link, "app.amdgcn.gfx90a.img")?;
-    Ok(())
+    same("commands", &texts[0], &texts[1])
 }
 
 /// Links with `link` through each wrapper with `--save-temps` (in
@@ -1396,39 +1419,14 @@ fn openmp_amdgpu_nvptx() -> Result<(), Failed> {
     }
     let stub = d.join("omp-stub.cubin");
     nvptx_runtime_stub(&ptx, "sm_80", &stub)?;
-    let fx = fixture()?;
-    let link = |ours: bool, cwd: &Path, extra: &str| -> Out {
-        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
-        if ours {
-            let links = ours_as("clang-linker-wrapper");
-            a.push(format!("-B{}", links.parent().unwrap().display()));
-        }
-        a.extend([
-            d.join("main.o").to_string_lossy().into_owned(),
-            d.join("app.o").to_string_lossy().into_owned(),
-            "-Xoffload-linker-amdgcn-amd-amdhsa".into(),
-            "--unresolved-symbols=ignore-all".into(),
-            "-Xoffload-linker-nvptx64-nvidia-cuda".into(),
-            stub.to_string_lossy().into_owned(),
-            format!("-L{}", fx.join("lib").display()),
-            "-o".into(),
-            "app".into(),
-            extra.into(),
-        ]);
-        exec(&llvm("clang"), &a, cwd, &[])
-    };
-    let mut texts = Vec::new();
-    for ours in [true, false] {
-        let out = link(ours, d, "-Wl,--dry-run");
-        if out.code != 0 {
-            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
-        }
-        texts.push(mask_temps(&out.stderr));
-    }
-    if !texts[1].contains("-march=sm_80") || !texts[1].contains("-mcpu=gfx90a") {
-        return Err(format!("LLVM's commands:\n{}", texts[1]).into());
-    }
-    same("commands", &texts[0], &texts[1])?;
+    let device = [
+        "-Xoffload-linker-amdgcn-amd-amdhsa".to_string(),
+        "--unresolved-symbols=ignore-all".into(),
+        "-Xoffload-linker-nvptx64-nvidia-cuda".into(),
+        stub.to_string_lossy().into_owned(),
+    ];
+    let link = openmp_gpu_link(&gpu, d, &device)?;
+    same_dry_run(d, &link, &["-march=sm_80", "-mcpu=gfx90a"])?;
     let dirs = same_save_temps(d, &link, "app.nvptx64.sm_80.img")?;
     let mut outputs = Vec::new();
     for sub in &dirs {
