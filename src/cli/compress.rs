@@ -11,7 +11,8 @@
 //! So the uncompressed bundle is written to an unlinked temporary file
 //! beside the output (entries copied file to file), mapped, and compressed
 //! straight into the output's temporary file, mapped as long as zstd's
-//! bound and cut to the CCOB's size afterwards. `ZSTD_compress2` says
+//! bound (its blocks reserved first, so that a full disk is an error, not
+//! a SIGBUS) and cut to the CCOB's size afterwards. `ZSTD_compress2` says
 //! nothing of its progress until it returns, so a helper thread gives back
 //! the resident pages of both mappings every 50 ms
 //! ([`Input::with_mapped_output`]): memory is what zstd touched in that
@@ -191,6 +192,13 @@ fn compress_to(
 ) -> Result<CompressReport, Failure> {
     let file = |e| Failure::File(shown.to_string(), e);
     out.set_len(bound).map_err(file)?;
+    // A write through the mapping that finds the disk full is a SIGBUS,
+    // not an error: the blocks are reserved first. A file system without
+    // fallocate is written anyway (tmpfs and the usual disk ones have it).
+    match rustix::fs::fallocate(out, rustix::fs::FallocateFlags::empty(), 0, bound) {
+        Err(e) if e != rustix::io::Errno::OPNOTSUPP => return Err(file(e.into())),
+        _ => {}
+    }
     let hash = || hash_file(bundle);
     let report = bundle
         .with_mapped_output(out, bound, |data, buf| {
