@@ -236,3 +236,91 @@ fn copy_out(mut spool: &File, out: &mut Output) -> io::Result<()> {
     io::copy(&mut spool, out)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use offload_kit::bundle::ccob::{ReadOptions, decompress};
+
+    /// A bundle layout over two inputs made in memory (no file to copy
+    /// from) and one mapped from a file of over 1 MiB (copied file to
+    /// file), with alignment padding between them.
+    fn setup(dir: &Path) -> (Layout, Vec<Input>, Vec<String>) {
+        let big: Vec<u8> = (0..3_000_000u32)
+            .map(|i| (i % 251).to_le_bytes()[0] ^ (i >> 13).to_le_bytes()[0])
+            .collect();
+        let path = dir.join("big.bin");
+        std::fs::write(&path, &big).unwrap();
+        let inputs = vec![
+            Input::from_vec(b"host code".to_vec()),
+            Input::from_vec(vec![7; 5000]),
+            Input::open(path.to_str().unwrap()).unwrap(),
+        ];
+        let names = vec!["h".to_string(), "small".to_string(), "big".to_string()];
+        let ids: Vec<(String, u64)> = [
+            "host-x86_64-unknown-linux-gnu-",
+            "hip-amdgcn-amd-amdhsa--gfx90a",
+            "hip-amdgcn-amd-amdhsa--gfx906",
+        ]
+        .iter()
+        .zip(&inputs)
+        .map(|(id, i)| (id.to_string(), i.bytes().len() as u64))
+        .collect();
+        let layout =
+            offload_kit::bundle::layout(offload_kit::bundle::Format::Binary, &ids, 4096).unwrap();
+        (layout, inputs, names)
+    }
+
+    #[test]
+    fn writes_the_bytes_of_the_whole_bundle_compressed_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (layout, inputs, names) = setup(dir.path());
+        let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+        for threads in [0, 2] {
+            let opts = CompressOptions {
+                threads,
+                ..CompressOptions::default()
+            };
+            let out = dir.path().join(format!("out{threads}.ccob"));
+            let out = out.to_str().unwrap();
+            let report = write_ccob(out, &layout, &inputs, &names, &opts).unwrap();
+            let written = std::fs::read(out).unwrap();
+            assert_eq!(report.header.total_size, Some(written.len() as u64));
+            let (whole, r) = ops::compress_layout(&layout, &views, &opts).unwrap();
+            let back = decompress(&written, &ReadOptions::default()).unwrap();
+            let mut bundle = Vec::new();
+            layout.write_to(&mut bundle, &views).unwrap();
+            assert_eq!(back.data, bundle);
+            assert_eq!(report.header.hash, r.header.hash);
+            if threads == 0 {
+                // LLVM's one call: the same bytes as in memory.
+                assert_eq!(written, whole);
+            }
+        }
+    }
+
+    #[test]
+    fn failures_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (layout, inputs, names) = setup(dir.path());
+        let out = dir.path().join("no/such/dir/out.ccob");
+        let out = out.to_str().unwrap();
+        match write_ccob(out, &layout, &inputs, &names, &CompressOptions::default()) {
+            Err(Failure::File(path, e)) => {
+                assert_eq!(path, out);
+                assert_eq!(e.kind(), io::ErrorKind::NotFound);
+            }
+            other => panic!("{other:?}"),
+        }
+        let v4 = CompressOptions {
+            version: 4,
+            ..CompressOptions::default()
+        };
+        let out = dir.path().join("v4.ccob");
+        assert!(matches!(
+            write_ccob(out.to_str().unwrap(), &layout, &inputs, &names, &v4),
+            Err(Failure::Ccob(_))
+        ));
+        assert!(!out.exists());
+    }
+}

@@ -400,3 +400,43 @@ impl io::Seek for FileRange<'_> {
         Ok(self.pos)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_given_back_read_the_same_and_writes_land_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3_000_000u32)
+            .map(|i| (i * 7 + (i >> 12)).to_le_bytes()[0])
+            .collect();
+        let path = dir.path().join("in");
+        std::fs::write(&path, &data).unwrap();
+        let input = Input::open(path.to_str().unwrap()).unwrap();
+        // Released ranges (page-aligned or not, and slices not from the
+        // mapping) read the same afterwards.
+        input.release(&input.bytes()[10..2_000_000]);
+        input.release(&data[..100]);
+        assert_eq!(input.bytes(), &data[..]);
+        let out = tempfile::tempfile().unwrap();
+        out.set_len(4_000_000).unwrap();
+        let sum = input
+            .with_mapped_output(&out, 4_000_000, |src, dst| {
+                // Long enough for the helper thread to give pages back
+                // between the copies.
+                for (k, chunk) in src.chunks(500_000).enumerate() {
+                    dst[k * 500_000..][..chunk.len()].copy_from_slice(chunk);
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+                dst[3_000_000..3_000_004].copy_from_slice(b"tail");
+                src.iter().map(|&b| u64::from(b)).sum::<u64>()
+            })
+            .unwrap();
+        assert_eq!(sum, data.iter().map(|&b| u64::from(b)).sum::<u64>());
+        let mut written = Vec::new();
+        (&out).read_to_end(&mut written).unwrap();
+        assert_eq!(&written[..3_000_000], &data[..]);
+        assert_eq!(&written[3_000_000..3_000_004], b"tail");
+    }
+}
