@@ -104,7 +104,7 @@ impl BundleOpts {
                 &self.compress_options(threads),
             )
             .map_err(|f| match f {
-                Failure::Ccob(e) => anyhow::Error::from(e),
+                Failure::Ccob(e) => anyhow::Error::from(e).context(format!("'{out}'")),
                 Failure::File(path, e) => anyhow::Error::from(e).context(format!("'{path}'")),
             })?;
             return Ok(());

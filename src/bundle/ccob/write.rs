@@ -189,7 +189,8 @@ pub fn compressed_bound(uncompressed_size: u64, opts: &CompressOptions) -> Resul
         }
         u64_from(bound)
     } else {
-        // Stored blocks: 5 bytes per 65,535, plus the stream's 6.
+        // Stored blocks cost 5 bytes per 65,535 and the stream 6; this
+        // leaves a wide margin over that.
         uncompressed_size
             .checked_add(uncompressed_size / 8192 + 64)
             .ok_or_else(too_large)?
