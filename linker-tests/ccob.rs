@@ -16,7 +16,7 @@ use offload_kit::bundle::ccob::{
     self as ccob, CompressOptions, Decompressed, HashCheck, Method, ReadOptions,
 };
 
-use crate::util::{Run, llvm, ours_as, run, same, same_bytes, same_messages, tempdir, trial};
+use crate::util::{Run, llvm, ours, ours_as, run, same, same_bytes, same_messages, tempdir, trial};
 
 const TOOL: &str = "clang-offload-bundler";
 const TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a";
@@ -205,6 +205,103 @@ fn identity(size: usize, level: Option<i32>, version: u16) -> Result<(), Failed>
         timeless(&llvm_report(&mine.stderr).join("\n")),
         timeless(&llvm_report(&listed.stderr).join("\n")),
     )?;
+    Ok(())
+}
+
+/// One case of the bundling matrix: LLVM's `-compress` against our
+/// drop-in and `offload-kit bundle --compress`, from the files.
+struct Case {
+    /// File type: `bc` (binary bundle) or `ll` (text).
+    file_type: &'static str,
+    /// Bytes of each entry's file, the host's first.
+    sizes: &'static [usize],
+    /// `-compression-level`, when given.
+    level: Option<i32>,
+    /// CCOB version (2 through `COMPRESSED_BUNDLE_FORMAT_VERSION`).
+    version: u16,
+    /// `-bundle-align`, when given.
+    align: Option<u64>,
+}
+
+/// Entry IDs for up to five entries, the host's first.
+const MATRIX_TARGETS: [&str; 5] = [
+    "host-x86_64-unknown-linux-gnu",
+    "hip-amdgcn-amd-amdhsa--gfx90a",
+    "hip-amdgcn-amd-amdhsa--gfx906",
+    "hipv4-amdgcn-amd-amdhsa--gfx1100",
+    "openmp-amdgcn-amd-amdhsa--gfx1030",
+];
+
+/// Every byte of LLVM's CCOB, for the case's entries: our drop-in's and
+/// our native command's, to a file and to standard output (written
+/// through a spool file), must be the same. Entry `i` holds filler of
+/// seed `i % 3`, so that later entries repeat earlier ones (from afar in
+/// the large cases, past zstd's window).
+fn matrix(case: &Case) -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    let targets = &MATRIX_TARGETS[..case.sizes.len()];
+    for (i, &size) in case.sizes.iter().enumerate() {
+        std::fs::write(d.join(format!("e{i}")), filler(i as u64 % 3, size))?;
+    }
+    let mut flags = vec![
+        format!("-type={}", case.file_type),
+        format!("-targets={}", targets.join(",")),
+        "-compress".into(),
+    ];
+    flags.extend((0..targets.len()).map(|i| format!("-input=e{i}")));
+    flags.extend(case.level.map(|l| format!("-compression-level={l}")));
+    flags.extend(case.align.map(|a| format!("-bundle-align={a}")));
+    let version = case.version.to_string();
+    let env: Vec<(&str, &str)> = if case.version == 3 {
+        vec![]
+    } else {
+        vec![("COMPRESSED_BUNDLE_FORMAT_VERSION", &version)]
+    };
+    let with_output = |out: &str| {
+        let mut a = flags.clone();
+        a.push(format!("-output={out}"));
+        a
+    };
+    bundler(&with_output("llvm.ccob"), &env, d).ok()?;
+    let theirs = std::fs::read(d.join("llvm.ccob"))?;
+    if ccob::Header::parse(&theirs)?.version != case.version {
+        return Err("LLVM wrote another version than the case's".into());
+    }
+    our_bundler(&with_output("ours.ccob"), &env, d).ok()?;
+    same_bytes(
+        "our drop-in's CCOB",
+        &std::fs::read(d.join("ours.ccob"))?,
+        &theirs,
+    )?;
+    let native = |out: &str| {
+        let mut a: Vec<String> = vec![
+            "bundle".into(),
+            "--type".into(),
+            case.file_type.into(),
+            "-o".into(),
+            out.into(),
+            "--compress".into(),
+            "--format-version".into(),
+            version.clone(),
+        ];
+        if let Some(l) = case.level {
+            a.extend(["--level".into(), l.to_string()]);
+        }
+        if let Some(al) = case.align {
+            a.extend(["--align".into(), al.to_string()]);
+        }
+        a.extend(targets.iter().enumerate().map(|(i, t)| format!("{t}=e{i}")));
+        a
+    };
+    run(&ours(), &native("native.ccob"), d).ok()?;
+    same_bytes(
+        "offload-kit bundle --compress",
+        &std::fs::read(d.join("native.ccob"))?,
+        &theirs,
+    )?;
+    let piped = run(&ours(), &native("-"), d).ok()?;
+    same_bytes("offload-kit bundle --compress -o -", &piped.stdout, &theirs)?;
     Ok(())
 }
 
@@ -664,6 +761,106 @@ pub fn tests() -> Vec<Trial> {
         })
         .with_ignored_flag(true),
     );
+    // The drop-in and `offload-kit bundle --compress` against LLVM's
+    // `-compress`, from the files: entry counts, binary and text bundles,
+    // levels (high and out of range), versions, alignment, and bundles
+    // past zstd's 128 MiB window, where only LLVM's one call on one buffer
+    // gives LLVM's frame. The largest run with --ignored (minutes, GBs).
+    const MIB: usize = 1 << 20;
+    let case = |file_type, sizes, level, version, align| Case {
+        file_type,
+        sizes,
+        level,
+        version,
+        align,
+    };
+    let cases = [
+        (
+            "2_bc_tiny",
+            case("bc", &[10, 300][..], None, 3, None),
+            false,
+        ),
+        (
+            "5_bc",
+            case(
+                "bc",
+                &[5000, 2 * MIB, 2 * MIB + 7, MIB, 3 * MIB],
+                None,
+                3,
+                None,
+            ),
+            false,
+        ),
+        (
+            "5_bc_v2_align4096",
+            case(
+                "bc",
+                &[5000, 2 * MIB, 2 * MIB + 7, MIB, 3 * MIB],
+                None,
+                2,
+                Some(4096),
+            ),
+            false,
+        ),
+        (
+            "3_ll_level9",
+            case("ll", &[100, MIB, 2 * MIB], Some(9), 3, None),
+            false,
+        ),
+        (
+            "3_bc_level19",
+            case("bc", &[100, MIB, MIB], Some(19), 3, None),
+            false,
+        ),
+        (
+            "2_bc_level22",
+            case("bc", &[100, 2 * MIB], Some(22), 3, None),
+            false,
+        ),
+        (
+            "3_bc_level_-5_v2",
+            case("bc", &[100, MIB, MIB], Some(-5), 2, None),
+            false,
+        ),
+        (
+            "4_bc_300m_align4096",
+            case(
+                "bc",
+                &[1000, 150 * MIB, 150 * MIB - 3, 5 * MIB],
+                None,
+                3,
+                Some(4096),
+            ),
+            false,
+        ),
+        (
+            "3_ll_160m_level1_v2",
+            case("ll", &[100, 100 * MIB, 60 * MIB], Some(1), 2, None),
+            false,
+        ),
+        (
+            "5_bc_600m_level9_v2",
+            case(
+                "bc",
+                &[1000, 200 * MIB, 150 * MIB, 150 * MIB, 100 * MIB],
+                Some(9),
+                2,
+                None,
+            ),
+            true,
+        ),
+        (
+            "2_bc_200m_level12",
+            case("bc", &[1000, 200 * MIB], Some(12), 3, None),
+            true,
+        ),
+    ];
+    for (name, c, slow) in cases {
+        v.push(
+            trial(format!("ccob::matrix_{name}"), &[TOOL], move || matrix(&c))
+                .with_ignored_flag(slow),
+        );
+    }
     v.push(trial("ccob::llvm_reads_ours", &[TOOL], llvm_reads_ours));
     v.push(trial("ccob::back_to_back", &[TOOL], back_to_back));
     v.push(trial("ccob::error_messages", &[TOOL], error_messages));

@@ -516,9 +516,12 @@ step_offload_binary() {
 # clang-offload-bundler, per SIZES entry, HIP style (a small host file and
 # four device images, 4 KiB alignment): bundle, list, unbundle one and all
 # (from LLVM's bundle), then compression: LLVM's single-threaded -compress
-# against ours in compat mode (byte-identical) and against
-# `offload-kit bundle --compress --threads 2` at the same level (zstd 3, LDM),
-# and unbundling the compressed bundle.
+# against ours in compat mode (goals: byte-identical, peak RSS at most
+# 320 MiB whatever the size), zstd's own `zstd -3 --long -T2` on LLVM's
+# uncompressed bundle (the reference for the next row), and
+# `offload-kit bundle --compress --threads 2` at the same level (zstd 3, LDM;
+# goals: at most 1.25x the zstd row's time, peak RSS at most 256 MiB), and
+# unbundling the compressed bundle.
 HIP_TARGETS=(host-x86_64-unknown-linux-gnu- hipv4-amdgcn-amd-amdhsa--gfx90a hipv4-amdgcn-amd-amdhsa--gfx942 hipv4-amdgcn-amd-amdhsa--gfx1100 hipv4-amdgcn-amd-amdhsa--gfx1201)
 step_bundler() {
   local s k
@@ -599,7 +602,21 @@ step_bundler() {
         row_fail "CCOB differs from LLVM's: $why"
       fi
     fi
+    rss_goal "bu.compress.$tag" 320
     rm -f "$O/ours.z"
+
+    # The reference for the multithreaded row: zstd's own two workers, same
+    # level and long-distance matching, on the same uncompressed bytes.
+    local zref=()
+    if command -v zstd >/dev/null; then
+      zref=(zstd -3 --long -T2 -q -f -o "$O/ref.zst" "$O/llvm.hipfb")
+      local zref_rm=("$O/ref.zst")
+      bench_row "bu.zstdT2.$tag" "reference: zstd -3 --long -T2 on the uncompressed $tag bundle" "$bytes" zref ""
+      rm -f "$O/ref.zst"
+      unset zref_rm
+    else
+      log "no zstd command: no reference row for --threads 2"
+    fi
 
     ours=("$OURS" bundle --type o --align 4096 --compress --threads 2 -o "$O/ours.mt.z" "${native[@]}")
     ours_rm=("$O/ours.mt.z")
@@ -617,7 +634,17 @@ step_bundler() {
       else
         row_fail "LLVM cannot unbundle our multithreaded CCOB"
       fi
+      local zt=${ROW[bu.zstdT2.$tag.llvm.med]:-n/a} r
+      if [ "$zt" != n/a ] && [ "$zt" != FAILED ]; then
+        r=$(awk -v a="${ROW[bu.compressT2.$tag.ours.med]}" -v b="$zt" 'BEGIN { printf "%.2f", a / b }')
+        if awk -v r="$r" 'BEGIN { exit !(r <= 1.25) }'; then
+          row_note "ours = ${r}x zstd -T2's time (goal: 1.25x)"
+        else
+          row_note "ours = ${r}x zstd -T2's time, over the 1.25x goal"
+        fi
+      fi
     fi
+    rss_goal "bu.compressT2.$tag" 256
     rm -f "$O/ours.mt.z" "$O/mt.check"
 
     [ -f "$O/llvm.z" ] || continue
@@ -954,6 +981,18 @@ lw_goal() {
     else
       row_fail "peak RSS $peak MiB, over $3 MiB"
     fi
+  fi
+}
+
+# rss_goal ROW_ID MAX_MIB: fails the row if our peak RSS in it exceeds
+# MAX_MIB, notes that it does not otherwise.
+rss_goal() {
+  ran ours || return 0
+  local peak=${ROW[$1.ours.peak]}
+  if awk -v p="$peak" -v m="$2" 'BEGIN { exit !(p <= m) }'; then
+    row_note "peak RSS within $2 MiB (goal)"
+  else
+    row_fail "peak RSS $peak MiB, over the $2 MiB goal"
   fi
 }
 

@@ -15,7 +15,7 @@ use super::id::{BundleId, TargetError};
 use super::object::{self, HOST_MARKER, NewSection, Written};
 use super::{Format, Found, select};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
+use crate::layout::{Layout, Piece};
 
 /// The checked targets of a bundling run, in the order given.
 #[derive(Debug, Clone)]
@@ -160,7 +160,10 @@ pub fn bundle(
 
 /// The whole uncompressed bundle of `layout` over `inputs`, compressed into a
 /// CCOB (the bytes LLVM's `-compress` writes), with what LLVM's verbose mode
-/// reports.
+/// reports. The bundle and the CCOB are built in memory: the command line
+/// writes the bundle to a mapped file and compresses it with
+/// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, streams
+/// [`pieces`] through [`ccob::compress_pieces`].
 pub fn compress_layout(
     layout: &Layout,
     inputs: &[&[u8]],
@@ -169,6 +172,30 @@ pub fn compress_layout(
     let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
     layout.write_to(&mut whole, inputs)?;
     ccob::compress_to_vec(&whole, opts)
+}
+
+/// The uncompressed bundle of `layout` over `inputs` as consecutive slices
+/// (the bytes built, zeros, the inputs themselves), nothing copied: what
+/// [`ccob::compress_pieces`] takes. Zeros come in slices of at most 64 KiB.
+/// `None` if the layout refers to an input that is not there.
+pub fn pieces<'a>(layout: &'a Layout, inputs: &[&'a [u8]]) -> Option<Vec<&'a [u8]>> {
+    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
+    let mut v = Vec::with_capacity(layout.pieces.len());
+    for p in &layout.pieces {
+        match p {
+            Piece::Bytes(b) => v.push(&b[..]),
+            Piece::Zeros(n) => {
+                let mut left = *n;
+                while left > 0 {
+                    let k = left.min(ZEROS.len() as u64);
+                    v.push(&ZEROS[..usize::try_from(k).ok()?]);
+                    left -= k;
+                }
+            }
+            Piece::Image(i) => v.push(*inputs.get(*i)?),
+        }
+    }
+    Some(v)
 }
 
 /// `data` decompressed when LLVM 22 would take it for a CCOB (`None`
@@ -305,6 +332,28 @@ mod tests {
         }
         b.extend((0..ids.len()).map(|i| u8::try_from(i).unwrap()));
         b
+    }
+
+    #[test]
+    fn pieces_are_the_layout_written_out() {
+        let layout = Layout {
+            pieces: vec![
+                Piece::Bytes(b"head".to_vec()),
+                Piece::Zeros(150_000),
+                Piece::Image(1),
+                Piece::Image(0),
+            ],
+            size: 4 + 150_000 + 3 + 2,
+        };
+        let inputs: [&[u8]; 2] = [b"ab", b"cde"];
+        let pieces = pieces(&layout, &inputs).unwrap();
+        let mut whole = Vec::new();
+        layout.write_to(&mut whole, &inputs).unwrap();
+        assert_eq!(pieces.concat(), whole);
+        assert!(pieces.iter().all(|p| p.len() <= 1 << 16));
+        // The inputs themselves, not copies.
+        assert_eq!(pieces[pieces.len() - 1].as_ptr(), inputs[0].as_ptr());
+        assert!(super::pieces(&layout, &inputs[..1]).is_none());
     }
 
     #[test]

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, Output, open_input, safe_component, write_bytes, write_layout};
+use super::compress::{Failure, write_ccob};
+use super::io::{Input, open_input, safe_component, write_bytes, write_layout};
 use offload_kit::bundle::ccob::{self, CompressOptions, HashCheck, Method, ReadOptions};
 use offload_kit::bundle::object::Written;
 use offload_kit::bundle::ops::{self, Extract};
 use offload_kit::bundle::{self, Format, select};
-use offload_kit::layout::Piece;
 use offload_kit::llvm::path::stem;
 
 /// Bundle per-target files into one clang offload bundle (the bytes
@@ -92,40 +92,22 @@ impl BundleOpts {
             }
             ops::Bundled::Layout(layout) => layout,
         };
-        if self.compress && self.threads > 1 {
-            // Stream the pieces into multithreaded zstd: the bundle is never
-            // assembled in memory.
-            let zeros = vec![
-                0u8;
-                layout
-                    .pieces
-                    .iter()
-                    .map(|p| match p {
-                        Piece::Zeros(n) => usize::try_from(*n).unwrap_or(0),
-                        _ => 0,
-                    })
-                    .max()
-                    .unwrap_or(0)
-            ];
-            let pieces: Vec<&[u8]> = layout
-                .pieces
-                .iter()
-                .map(|p| match p {
-                    Piece::Bytes(b) => b.as_slice(),
-                    Piece::Zeros(n) => &zeros[..usize::try_from(*n).unwrap_or(0)],
-                    Piece::Image(i) => views[*i],
-                })
-                .collect();
-            let mut o =
-                Output::create(&self.output).with_context(|| format!("'{out}': cannot write"))?;
-            ccob::compress_pieces(&pieces, &self.compress_options(self.threads), &mut o)?;
-            return o.commit().with_context(|| format!("'{out}': cannot write"));
-        }
         if self.compress {
-            let (packed, _) = ops::compress_layout(layout, &views, &self.compress_options(0))?;
-            let holder = Input::from_vec(packed);
-            return write_bytes(&out, &holder, holder.bytes())
-                .with_context(|| format!("'{out}': cannot write"));
+            // One thread: LLVM's bytes; more: frames compressed in parallel
+            // from the inputs where they lie.
+            let threads = if self.threads > 1 { self.threads } else { 0 };
+            write_ccob(
+                &out,
+                layout,
+                &inputs,
+                &files,
+                &self.compress_options(threads),
+            )
+            .map_err(|f| match f {
+                Failure::Ccob(e) => anyhow::Error::from(e).context(format!("'{out}'")),
+                Failure::File(path, e) => anyhow::Error::from(e).context(format!("'{path}'")),
+            })?;
+            return Ok(());
         }
         write_layout(&out, layout, |i| (&inputs[i], views[i]))
             .with_context(|| format!("'{out}': cannot write"))

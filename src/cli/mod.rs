@@ -8,6 +8,7 @@
 mod bundle;
 mod check;
 mod compat;
+mod compress;
 mod docs;
 mod extract;
 mod inspect;

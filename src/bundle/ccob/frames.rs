@@ -16,7 +16,9 @@
 //! pieces is streamed in, which makes zstd copy it into a window buffer of
 //! the frame's size. Each worker keeps one context, and the compressed
 //! frames wait for their turn in buffers that are reused, at most
-//! `2 × threads` of them at a time, so memory does not grow with the input.
+//! `2 × threads` of them at a time, so memory does not grow with the input;
+//! the caller hears of each part of the input once its frame is compressed,
+//! so that it can give back the pages of a mapped file.
 
 use std::io::Write;
 
@@ -133,11 +135,13 @@ fn worker_failed() -> crate::error::Error {
 }
 
 /// Compresses `pieces` (in order) as the frames of [`plan`] on
-/// `opts.threads` workers and writes them to `out` in order.
+/// `opts.threads` workers and writes them to `out` in order; `release`
+/// gets each part of a frame once the frame is compressed.
 pub(super) fn compress<W: Write>(
     pieces: &[&[u8]],
     opts: &CompressOptions,
     out: &mut W,
+    release: &(dyn Fn(&[u8]) + Sync),
 ) -> Result<()> {
     let frames = plan(pieces, opts.threads);
     let count = len64(&frames);
@@ -158,7 +162,7 @@ pub(super) fn compress<W: Write>(
             let (queue, frames) = (&queue, &frames);
             let spawned = std::thread::Builder::new()
                 .name(format!("ccob-zstd-{n}"))
-                .spawn_scoped(scope, move || work(queue, frames, ahead, opts));
+                .spawn_scoped(scope, move || work(queue, frames, ahead, opts, release));
             if spawned.is_err() {
                 let mut s = queue.lock();
                 s.stopped += 1;
@@ -206,8 +210,15 @@ fn write_in_order<W: Write>(queue: &Queue, count: u64, workers: u32, out: &mut W
 }
 
 /// One worker: takes the next frame when it may run ahead of the writer,
-/// compresses it into a spare buffer and hands it over.
-fn work(queue: &Queue, frames: &[Vec<&[u8]>], ahead: u64, opts: &CompressOptions) {
+/// compresses it into a spare buffer, releases its parts and hands it
+/// over.
+fn work(
+    queue: &Queue,
+    frames: &[Vec<&[u8]>],
+    ahead: u64,
+    opts: &CompressOptions,
+    release: &(dyn Fn(&[u8]) + Sync),
+) {
     let count = len64(frames);
     let _stopping = Stopping(queue);
     let mut cctx = match zstd_context(opts) {
@@ -229,7 +240,11 @@ fn work(queue: &Queue, frames: &[Vec<&[u8]>], ahead: u64, opts: &CompressOptions
         s.next += 1;
         let mut buf = s.spare.pop().unwrap_or_default();
         drop(s);
-        let res = compress_frame(&mut cctx, &frames[usize_from(i)], &mut buf);
+        let parts = &frames[usize_from(i)];
+        let res = compress_frame(&mut cctx, parts, &mut buf);
+        for part in parts {
+            release(part);
+        }
         let mut s = queue.lock();
         match res {
             Ok(()) => s.done.push((i, buf)),

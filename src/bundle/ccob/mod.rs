@@ -24,12 +24,20 @@
 //! window log becomes 27 because long-distance matching is on, and is then
 //! shrunk to fit the input; the frame carries the content size; no checksum;
 //! one thread. This equals `zstd -<level> --long=27 --no-check`. We make the
-//! same call with the same libzstd (1.5.4, linked from the system) and write
-//! the frame to the caller's `Write`; the output buffer is reserved at
-//! `ZSTD_compressBound` but only the compressed size is touched, and the
-//! input (typically a mapped file) is never copied. Byte identity depends
-//! on the libzstd version: another version may pick different matches, and
-//! any version decompresses the result.
+//! same call with the same libzstd (1.5.4, linked from the system), on the
+//! whole bundle in one buffer, into an output buffer of
+//! `ZSTD_compressBound` bytes of which only the compressed size is
+//! touched. Byte identity depends on the libzstd version: another version
+//! may pick different matches, and any version decompresses the result.
+//! It also needs the one call on one buffer: zstd's streaming calls copy
+//! their input into a window buffer of their own, and once the input
+//! passes the window (128 MiB) that buffer wraps and the frame differs.
+//!
+//! [`compress`] writes to any `Write + Seek`; [`compress_into`] writes into
+//! a caller's buffer of [`compressed_bound`] bytes and takes the hash from
+//! a caller's function, so that a caller can map both the bundle and the
+//! output from files and keep neither in memory (what the command line
+//! does: see `src/cli/compress.rs`).
 //!
 //! With [`CompressOptions::threads`] > 0 the input is cut into frames
 //! (32 MiB at most, their number a multiple of the workers) that are
@@ -38,7 +46,9 @@
 //! reads such a payload (its zstd call decodes every frame in turn); it
 //! is about 3 % larger than LLVM's single frame and, on two cores, about
 //! 2.7 times as fast. Inputs of 1 MiB or less stay one frame, identical to
-//! LLVM's. See `frames.rs`.
+//! LLVM's. See `frames.rs`. [`compress_pieces`] does this (or zlib) from
+//! the bundle's pieces where they lie, never assembling it, and tells the
+//! caller which bytes it is done with.
 //!
 //! zlib (method 0) is only what an LLVM built without zstd writes, at zlib's
 //! level 6. We write a valid zlib stream with `flate2`'s Rust backend, which

@@ -2,7 +2,8 @@
 //! devices read (bounded), every other kind of file refused without
 //! blocking; and file-to-file copies out of a mapped input.
 //!
-//! This is the only module with `unsafe`: mapping a file.
+//! This is the only module with `unsafe`: mapping a file, and giving back
+//! the resident pages of a mapping (`MADV_DONTNEED`) while it is in use.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -190,6 +191,82 @@ impl Input {
         (start >= base && end <= base + self.bytes().len()).then(|| (start - base) as u64)
     }
 
+    /// Gives back the pages of `sub` (a slice of this input's mapping;
+    /// anything else is ignored) that are mapped into this process, so
+    /// that they no longer count toward its resident memory; a later read
+    /// maps them again from the page cache (or the file). For memory only:
+    /// nothing fails, nothing changes what the bytes read.
+    pub fn release(&self, sub: &[u8]) {
+        if let (Data::Map(map), Some(off)) = (&self.data, self.file_offset(sub))
+            && let Ok(off) = usize::try_from(off)
+        {
+            dont_need(map, off, sub.len());
+        }
+    }
+
+    /// Runs `f` with the bytes of this input and the first `len` bytes of `out`
+    /// (a file at least that long, open for reading and writing) mapped shared
+    /// and writable, so that what `f` writes there lands in the file. While
+    /// `f` runs, a helper thread gives back the pages of both mappings that
+    /// are mapped into this process every 50 ms: `f` then holds in memory only
+    /// what it touched in the last 50 ms, whatever the sizes, rather than
+    /// everything it touched so far. (For one long library call, such as a
+    /// compressor reading a window of the input behind its position, that
+    /// gives no word of its progress.) Reading or writing a page given back
+    /// maps it again from the page cache, with the bytes it had.
+    ///
+    /// `out` must be a file this process created for itself (an output's
+    /// temporary file), as this input is under the contract of `map_file`.
+    #[expect(
+        unsafe_code,
+        reason = "the bytes of a writable mapping of a file this process made"
+    )]
+    pub fn with_mapped_output<R>(
+        &self,
+        out: &File,
+        len: u64,
+        f: impl FnOnce(&[u8], &mut [u8]) -> R,
+    ) -> io::Result<R> {
+        let len = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::FileTooLarge))?;
+        if len == 0 {
+            return Ok(f(self.bytes(), &mut []));
+        }
+        let raw = memmap2::MmapOptions::new().len(len).map_raw(out)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let map = match &self.data {
+            Data::Map(m) => Some(m),
+            Data::Owned(_) => None,
+        };
+        std::thread::scope(|scope| {
+            let raw = &raw;
+            let releaser = std::thread::Builder::new()
+                .name("release-pages".into())
+                .spawn_scoped(scope, move || {
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        stopped.recv_timeout(RELEASE_EVERY)
+                    {
+                        if let Some(m) = map {
+                            dont_need(m, 0, m.len());
+                        }
+                        release_shared(raw);
+                    }
+                });
+            // SAFETY: the pointer and length are those of a live mapping,
+            // readable and writable, which `raw` keeps alive until after the
+            // slice is gone. Only `f` gets the slice; the helper thread only
+            // advises the kernel about the pages (see `release_shared`), it
+            // never reads or writes them. The file is the caller's own new
+            // temporary, so no one else writes it (the contract of `map_file`).
+            let bytes = unsafe { std::slice::from_raw_parts_mut(raw.as_mut_ptr(), raw.len()) };
+            let r = f(self.bytes(), bytes);
+            drop(stop);
+            if let Ok(t) = releaser {
+                let _ = t.join();
+            }
+            Ok(r)
+        })
+    }
+
     /// A reader over `sub` (a slice of this input's mapping) that reads the
     /// file instead, so that the pages read do not stay mapped into this
     /// process (they count toward its resident memory as long as they are
@@ -270,6 +347,42 @@ fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+/// How often [`Input::with_mapped_output`] gives back resident pages.
+const RELEASE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `MADV_DONTNEED` on `len` bytes at `off` of `map` (the kernel widens the
+/// range to whole pages). Errors are ignored: the advice only saves memory.
+#[expect(
+    unsafe_code,
+    reason = "giving back the pages of a read-only mapping while it is borrowed"
+)]
+fn dont_need(map: &memmap2::Mmap, off: usize, len: usize) {
+    // SAFETY: memmap2 marks this advice unsafe because on a private
+    // mapping it throws away what was written to its pages. Ours are
+    // read-only (`map_file`): nothing was ever written, so the pages are
+    // only unmapped from this process, and the next read maps the same
+    // bytes again from the page cache. What a borrow of the mapping reads
+    // stays the same, under the contract of `map_file` (no one changes the
+    // file while we read it; if someone does, a read may see the change,
+    // as it could before).
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, off, len) };
+}
+
+/// `MADV_DONTNEED` on all of a shared file mapping. Errors are ignored: the
+/// advice only saves memory.
+#[expect(
+    unsafe_code,
+    reason = "giving back the pages of a shared mapping while it is written"
+)]
+fn release_shared(raw: &memmap2::MmapRaw) {
+    // SAFETY: on a shared file mapping the pages are the file's page-cache
+    // pages: the advice unmaps them from this process and loses nothing
+    // (written pages stay dirty in the page cache and reach the file). A
+    // write racing with it either lands before (and is kept) or faults the
+    // page back in and lands then; a read sees what was written either way.
+    let _ = unsafe { raw.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+}
+
 /// Part of a file, read with positional reads (see [`Input::reader`]):
 /// positions count from the start of the part, and reads end at its end.
 pub struct FileRange<'a> {
@@ -303,5 +416,45 @@ impl io::Seek for FileRange<'_> {
         self.pos = pos
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
         Ok(self.pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_given_back_read_the_same_and_writes_land_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3_000_000u32)
+            .map(|i| (i * 7 + (i >> 12)).to_le_bytes()[0])
+            .collect();
+        let path = dir.path().join("in");
+        std::fs::write(&path, &data).unwrap();
+        let input = Input::open(path.to_str().unwrap()).unwrap();
+        // Released ranges (page-aligned or not, and slices not from the
+        // mapping) read the same afterwards.
+        input.release(&input.bytes()[10..2_000_000]);
+        input.release(&data[..100]);
+        assert_eq!(input.bytes(), &data[..]);
+        let out = tempfile::tempfile().unwrap();
+        out.set_len(4_000_000).unwrap();
+        let sum = input
+            .with_mapped_output(&out, 4_000_000, |src, dst| {
+                // Long enough for the helper thread to give pages back
+                // between the copies.
+                for (k, chunk) in src.chunks(500_000).enumerate() {
+                    dst[k * 500_000..][..chunk.len()].copy_from_slice(chunk);
+                    std::thread::sleep(std::time::Duration::from_millis(30));
+                }
+                dst[3_000_000..3_000_004].copy_from_slice(b"tail");
+                src.iter().map(|&b| u64::from(b)).sum::<u64>()
+            })
+            .unwrap();
+        assert_eq!(sum, data.iter().map(|&b| u64::from(b)).sum::<u64>());
+        let mut written = Vec::new();
+        (&out).read_to_end(&mut written).unwrap();
+        assert_eq!(&written[..3_000_000], &data[..]);
+        assert_eq!(&written[3_000_000..3_000_004], b"tail");
     }
 }

@@ -170,6 +170,19 @@ impl Output {
         }
     }
 
+    /// The temporary file of an output to a path, flushed (for mapping it
+    /// and writing it in place; its length is the output's once
+    /// committed); `None` for standard output and devices.
+    pub fn temp_file(&mut self) -> Option<&File> {
+        match &mut self.inner {
+            OutInner::Temp(w) => {
+                w.flush().ok()?;
+                Some(w.get_ref().as_file())
+            }
+            OutInner::Device(_) | OutInner::Stdout(_) | OutInner::Done => None,
+        }
+    }
+
     /// Renames the finished file into place (and deletes the old file).
     pub fn commit(mut self) -> io::Result<()> {
         let inner = std::mem::replace(&mut self.inner, OutInner::Done);

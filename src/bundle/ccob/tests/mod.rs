@@ -346,6 +346,139 @@ fn v2_limits_have_llvm_messages() {
     assert!(c.over);
 }
 
+/// `compress_into` with the hash computed from the data.
+fn into_buffer(data: &[u8], o: &CompressOptions) -> Result<(Vec<u8>, CompressReport)> {
+    let mut buf = vec![0xee; usize::try_from(compressed_bound(data.len() as u64, o)?).unwrap()];
+    let r = compress_into(data, o, &mut buf, || Ok(truncated_md5(data)))?;
+    buf.truncate(usize::try_from(r.header.total_size.unwrap()).unwrap());
+    Ok((buf, r))
+}
+
+#[test]
+fn compress_into_writes_what_compress_writes() {
+    // On one thread, LLVM's own bytes; the rest as `compress` has them.
+    let mut cases = vec![(llvm_bundle(), v3(3)), (llvm_bundle(), v3(2))];
+    for len in [0usize, 1, 70_000, 3 << 20] {
+        let data = text(len as u64 + 1, len);
+        for o in [
+            v3(3),
+            v3(2),
+            zlib_opts(3),
+            CompressOptions { level: 19, ..v3(3) },
+            CompressOptions {
+                threads: 2,
+                ..v3(3)
+            },
+        ] {
+            cases.push((data.clone(), o));
+        }
+    }
+    for (data, o) in &cases {
+        let (whole, r) = compress_to_vec(data, o).unwrap();
+        let (into, r2) = into_buffer(data, o).unwrap();
+        assert_eq!(into, whole, "{o:?}, {} bytes", data.len());
+        assert_eq!(r2, r);
+    }
+    assert_eq!(into_buffer(&llvm_bundle(), &v3(3)).unwrap().0, llvm_v3());
+}
+
+#[test]
+fn compress_into_needs_the_bound_and_takes_the_callers_hash() {
+    let data = text(9, 5000);
+    let o = CompressOptions::default();
+    let bound = compressed_bound(5000, &o).unwrap();
+    assert_eq!(bound, 32 + zstd_safe::compress_bound(5000) as u64);
+    let mut short = vec![0u8; usize::try_from(bound).unwrap() - 1];
+    let f = fault_of(compress_into(&data, &o, &mut short, || Ok(0)));
+    assert!(matches!(f, Fault::Compress { .. }), "{f:?}");
+    // The hash is whatever the caller's function says; its error is the
+    // call's.
+    let mut buf = vec![0u8; usize::try_from(bound).unwrap()];
+    let r = compress_into(&data, &o, &mut buf, || Ok(0x1234)).unwrap();
+    assert_eq!(Header::parse(&buf).unwrap().hash, 0x1234);
+    assert_eq!(r.header.hash, 0x1234);
+    let e = compress_into(&data, &o, &mut buf, || {
+        Err(io::Error::other("no hash").into())
+    })
+    .unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Io(_)), "{e}");
+    // What cannot be written fails before anything is compressed.
+    assert_eq!(
+        fault_of(compressed_bound(1 << 32, &v3(2))),
+        Fault::UncompressedSizeLimit(2)
+    );
+    assert_eq!(
+        fault_of(compressed_bound(1, &v3(4))),
+        Fault::UnsupportedWriteVersion(4)
+    );
+    assert_eq!(
+        fault_of(compressed_bound(u64::MAX, &v3(3))),
+        Fault::UncompressedSizeLimit(3)
+    );
+}
+
+#[test]
+fn bundle_hasher_is_the_stored_hash() {
+    let data = text(4, 100_000);
+    let mut h = BundleHasher::new();
+    for chunk in data.chunks(777) {
+        h.write_all(chunk).unwrap();
+    }
+    assert_eq!(h.finish(), truncated_md5(&data));
+}
+
+#[test]
+fn pieces_compress_as_the_whole_and_are_released() {
+    use std::sync::Mutex;
+    let data = text(6, 5 << 20);
+    let pieces: Vec<&[u8]> = vec![&data[..10], &[], &data[10..3 << 20], &data[3 << 20..]];
+    for o in [
+        zlib_opts(3),
+        CompressOptions {
+            threads: 2,
+            ..v3(3)
+        },
+    ] {
+        let released = Mutex::new(Vec::new());
+        let release = |s: &[u8]| {
+            let start = s.as_ptr() as usize - data.as_ptr() as usize;
+            released.lock().unwrap().push(start..start + s.len());
+        };
+        let mut cur = io::Cursor::new(Vec::new());
+        let r = compress_pieces(&pieces, &o, &mut cur, &release).unwrap();
+        let c = cur.into_inner();
+        let (whole, r2) = compress_to_vec(&data, &o).unwrap();
+        if o.method == Method::ZLIB {
+            assert_eq!(c, whole);
+            assert_eq!(r, r2);
+        }
+        // zstd's frames follow the pieces: other bytes, the same bundle.
+        let d = decompress(&c, &ReadOptions::default()).unwrap();
+        assert_eq!(d.data, data, "{o:?}");
+        assert_eq!(r.header.hash, r2.header.hash);
+        // Every byte was given back twice: once hashed, once compressed.
+        let mut got = released.into_inner().unwrap();
+        assert_eq!(
+            got.iter().map(|r| r.len()).sum::<usize>(),
+            2 * data.len(),
+            "{o:?}"
+        );
+        got.sort_by_key(|r| r.start);
+        let covered = got.iter().fold(
+            0,
+            |end, r| if r.start <= end { end.max(r.end) } else { end },
+        );
+        assert_eq!(covered, data.len(), "{o:?}");
+    }
+    let f = fault_of(compress_pieces(
+        &pieces,
+        &v3(3),
+        &mut io::Cursor::new(Vec::new()),
+        &|_| {},
+    ));
+    assert!(matches!(f, Fault::Compress { .. }), "{f:?}");
+}
+
 mod read;
 mod stream;
 

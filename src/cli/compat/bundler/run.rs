@@ -6,6 +6,7 @@ use super::archive_unbundle::unbundle_archive;
 use super::objcopy::{TempFile, print_bundle_command, print_command};
 use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use super::{Fail, Job};
+use crate::cli::compress::{Failure, write_ccob};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
 use offload_kit::bundle::object::Written;
@@ -86,14 +87,19 @@ fn bundle(job: &Job) -> Result<(), Fail> {
         }
         ops::Bundled::Layout(layout) if job.comp.compress => {
             let start = std::time::Instant::now();
-            let (packed, report) = ops::compress_layout(layout, &views, &job.comp.options)
-                .map_err(|e| Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string())))?;
+            let report =
+                write_ccob(out, layout, &inputs, &job.inputs, &job.comp.options).map_err(|f| {
+                    match f {
+                        Failure::Ccob(e) => {
+                            Fail::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string()))
+                        }
+                        Failure::File(path, e) => Fail::new(format!("'{path}': {}", strerror(&e))),
+                    }
+                })?;
             if job.comp.verbose {
                 eprint!("{}", compress_report(&report, start.elapsed()));
             }
-            let holder = Input::from_vec(packed);
-            write_bytes(out, &holder, holder.bytes())
-                .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))
+            Ok(())
         }
         ops::Bundled::Layout(layout) => write_layout(out, layout, |i| (&inputs[i], views[i]))
             .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e)))),
