@@ -1,5 +1,6 @@
 //! File input and output at the binary's edge: mapped inputs
-//! (`input.rs`, the one `unsafe`: mapping a file), atomic outputs
+//! (`input.rs`, the one `unsafe`: mapping files and giving back their
+//! pages), atomic outputs
 //! (`output.rs`) and their clean-up on signals (`cleanup.rs`), file-to-file
 //! copies of image ranges, and the text of names and errors (`text.rs`).
 

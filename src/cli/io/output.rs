@@ -81,8 +81,26 @@ impl Output {
                 pending: 0,
             });
         }
+        // A symbolic link is written through, as LLVM's tools (which open
+        // the path) write it: the file it leads to is replaced, never the
+        // link. A link into /proc (`/dev/stdout`, `/dev/fd/N`) names an
+        // open file, which is written in place.
+        let resolved = follow_links(path)?;
+        let path = resolved.as_path();
         if path.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR
+        }
+        if path.starts_with("/proc") && path != Path::new("/proc") {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(path)?;
+            return Ok(Output {
+                path: path.into(),
+                inner: OutInner::Device(io::BufWriter::new(file)),
+                aside: None,
+                pending: 0,
+            });
         }
         // An existing path that is not a regular file is not renamed over
         // (as root, `-o /dev/null` replaced the device with a file): a
@@ -202,6 +220,41 @@ impl Output {
             OutInner::Done => Ok(()),
         }
     }
+}
+
+/// `path` with symbolic links followed to the path they lead to (which
+/// need not exist: a dangling link names the file to create); a link into
+/// `/proc` (such as `/dev/stdout`) is followed only to the `/proc` path.
+fn follow_links(path: &Path) -> io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    // As the kernel: at most 40 links.
+    for _ in 0..40 {
+        // In /proc (`/dev/fd/N` is `/proc/self/fd/N`), links name open
+        // files, not paths to follow.
+        if let (Some(dir), Some(name)) = (p.parent(), p.file_name()) {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            if let Ok(real) = std::fs::canonicalize(dir)
+                && real.starts_with("/proc")
+            {
+                return Ok(real.join(name));
+            }
+        }
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(io::Error::from_raw_os_error(40)) // ELOOP
 }
 
 impl Seek for Output {
@@ -348,5 +401,49 @@ mod tests {
         drop(out);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.o");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.o");
+        std::os::unix::fs::symlink("real.o", &link).unwrap();
+        let dangling = dir.path().join("dangling.o");
+        std::os::unix::fs::symlink("sub/new.o", &dangling).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        for (name, target) in [(&link, &real), (&dangling, &dir.path().join("sub/new.o"))] {
+            let mut out = Output::create(name).unwrap();
+            out.write_all(b"new").unwrap();
+            out.commit().unwrap();
+            assert!(
+                std::fs::symlink_metadata(name)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+            assert_eq!(std::fs::read(target).unwrap(), b"new");
+        }
+    }
+
+    #[test]
+    fn an_open_file_named_in_proc_is_written_in_place() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("f");
+        std::fs::write(&real, b"old contents").unwrap();
+        let held = std::fs::File::open(&real).unwrap();
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let before = inode(&real);
+        let name = PathBuf::from(format!("/dev/fd/{}", held.as_raw_fd()));
+        let mut out = Output::create(&name).unwrap();
+        out.write_all(b"new").unwrap();
+        out.commit().unwrap();
+        // The same file (not a new one renamed over it), truncated.
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert_eq!(inode(&real), before);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        drop(held);
     }
 }
