@@ -364,6 +364,33 @@ fn missing_library() -> Result<(), Failed> {
     fails(&ours, dir.path(), "-lno-such-library")
 }
 
+/// A thin archive whose member file is gone: LLVM's message (naming the
+/// member), a note with the path, exit 1, no output.
+fn thin_archive_missing_member() -> Result<(), Failed> {
+    let dir = tempdir();
+    std::fs::copy(fixture()?.join("app.o"), dir.path().join("gone.o"))?;
+    let ar: Vec<String> = ["rcsT", "libgone.a", "gone.o"].map(String::from).to_vec();
+    let made = exec(&llvm("llvm-ar"), &ar, dir.path(), &[]);
+    if made.code != 0 {
+        return Err(format!("llvm-ar: {}", made.stderr).into());
+    }
+    std::fs::remove_file(dir.path().join("gone.o"))?;
+    let mut args = base_args("out");
+    args.extend(["-L.".to_string(), "-lgone".into()]);
+    let ours = wrapper(&args, dir.path());
+    let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
+    let msg = |o: &Out| {
+        o.stderr
+            .lines()
+            .next()
+            .and_then(|l| l.split_once(": error: "))
+            .map(|(_, m)| m.to_string())
+    };
+    same("exit code", ours.code, theirs.code)?;
+    same("message", msg(&ours), msg(&theirs))?;
+    fails(&ours, dir.path(), "thin archive")
+}
+
 /// A host linker that fails: LLVM's message.
 fn failing_host_link() -> Result<(), Failed> {
     let dir = tempdir();
@@ -667,10 +694,15 @@ fn wrapper_jobs() -> Result<(), Failed> {
 
 /// `libapp.a` (app.o, two.o) in a new directory.
 fn static_library() -> Result<tempfile::TempDir, Failed> {
+    library_archive("rcs")
+}
+
+/// `libapp.a` made by `llvm-ar <ops>` from app.o and two.o.
+fn library_archive(ops: &str) -> Result<tempfile::TempDir, Failed> {
     let fx = fixture()?;
     let dir = tempdir();
     let args: Vec<String> = vec![
-        "rcs".into(),
+        ops.into(),
         "libapp.a".into(),
         fx.join("app.o").to_string_lossy().into_owned(),
         fx.join("two.o").to_string_lossy().into_owned(),
@@ -685,7 +717,21 @@ fn static_library() -> Result<tempfile::TempDir, Failed> {
 /// Device code in a static library: the members the link takes (app.o,
 /// not two.o; both under `--whole-archive`), as LLVM takes them.
 fn archive_members() -> Result<(), Failed> {
-    let lib = static_library()?;
+    archive_members_of(static_library()?)
+}
+
+/// [`archive_members`] with a thin archive (`llvm-ar rcsT`): the members
+/// read from their files.
+fn thin_archive_members() -> Result<(), Failed> {
+    let lib = library_archive("rcsT")?;
+    let head = std::fs::read(lib.path().join("libapp.a"))?;
+    if !head.starts_with(b"!<thin>\n") {
+        return Err("llvm-ar rcsT did not make a thin archive".into());
+    }
+    archive_members_of(lib)
+}
+
+fn archive_members_of(lib: tempfile::TempDir) -> Result<(), Failed> {
     let l = format!("-L{}", lib.path().display());
     same_program(&["main.o", &l, "-lapp"], 4)?;
     let whole = format!(
@@ -1610,6 +1656,16 @@ pub fn tests() -> Vec<Trial> {
         ),
         trial("linker_wrapper::save_temps", TOOLS, save_temps),
         trial("linker_wrapper::archive_members", &with_ar, archive_members),
+        trial(
+            "linker_wrapper::thin_archive_missing_member",
+            &with_ar,
+            thin_archive_missing_member,
+        ),
+        trial(
+            "linker_wrapper::thin_archive_members",
+            &with_ar,
+            thin_archive_members,
+        ),
         trial("linker_wrapper::dry_run", TOOLS, || {
             dry_run(&["-Wl,--dry-run,--wrapper-verbose"])
         }),

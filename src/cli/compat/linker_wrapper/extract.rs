@@ -267,12 +267,44 @@ fn members(
         }
         let mname = String::from_utf8_lossy(m.name()).into_owned();
         let full = format!("{name}({mname})");
-        let images = images_of(&mname, find(&full, data)?, (file, bytes), skip_openmp)?;
+        let found = find(&full, data)?;
+        let images = images_of(&mname, found, (file, bytes), skip_openmp)?;
         out.push(Member {
             device: device_symbols(bytes, &images),
             images,
             taken: false,
         });
+    }
+    Ok(out)
+}
+
+/// One object member whose bytes are all of input `file` (a thin
+/// archive's member file), with its device images.
+fn member(
+    mname: &str,
+    full: &str,
+    (file, data): (usize, &[u8]),
+    skip_openmp: bool,
+) -> Result<Member, Fail> {
+    let images = images_of(mname, find(full, data)?, (file, data), skip_openmp)?;
+    Ok(Member {
+        device: device_symbols(data, &images),
+        images,
+        taken: false,
+    })
+}
+
+/// The members of a thin archive: each name as stored, and the file it
+/// names (beside the archive unless absolute).
+fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, PathBuf)>, Fail> {
+    let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
+    let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
+    let mut out = Vec::new();
+    for m in archive.members() {
+        let m = m.map_err(|e| bad(&e))?;
+        let mname = String::from_utf8_lossy(m.name()).into_owned();
+        let path = crate::cli::io::thin_member_path(Path::new(name), &mname);
+        out.push((mname, path));
     }
     Ok(out)
 }
@@ -329,11 +361,31 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
             shared.push(name.clone());
         }
         if bytes.starts_with(b"!<thin>\n") {
-            if !find(name, bytes)?.is_empty() {
-                return Err(super::unsupported(&format!(
-                    "'{name}': device code in thin archives is not supported yet"
-                )));
+            // The members are files beside the archive, read (and mapped)
+            // as LLVM reads them.
+            let mut objects = Vec::new();
+            for (mname, path) in thin_members(name, bytes)? {
+                let path = path.to_string_lossy().into_owned();
+                // LLVM's line names the member; the note, where it was looked for.
+                let member = Input::open(&path).map_err(|e| {
+                    Fail::with_note(
+                        format!("'{mname}': {}", crate::cli::io::strerror(&e)),
+                        format!("'{path}': a member of the thin archive '{name}'"),
+                    )
+                })?;
+                if elf_type(member.bytes()) == Some(1) {
+                    inputs.push(member);
+                    objects.push((mname, inputs.len() - 1));
+                }
             }
+            let mut members = Vec::with_capacity(objects.len());
+            for (mname, file) in objects {
+                let data = inputs[file].bytes();
+                let full = format!("{name}({mname})");
+                members.push(member(&mname, &full, (file, data), skip_openmp)?);
+            }
+            take(&mut members, *whole, &mut resolver, &mut out);
+            archives.push((members, *whole));
             continue;
         }
         if bytes.starts_with(b"!<arch>\n") {

@@ -285,8 +285,7 @@ fn help_text() -> String {
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
      Not supported yet (refused): -r for HIP and CUDA, -mllvm=<option>,\n\
-     SPIR-V targets, two offload kinds in one link, LTO options,\n\
-     thin archives with device code.\n"
+     SPIR-V targets, two offload kinds in one link, LTO options.\n"
         .to_string()
 }
 
