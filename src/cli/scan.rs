@@ -278,6 +278,19 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.unavailable(image, why);
     }
 
+    fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
+        self.inner.sink(image)
+    }
+
+    fn streamed(
+        &mut self,
+        image: &Image,
+        sink: Box<dyn scan::ImageSink>,
+        end: Result<(), scan::SinkError>,
+    ) {
+        self.inner.streamed(image, sink, end);
+    }
+
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let Some(archive) = self.archive else {
             return Some(Err(

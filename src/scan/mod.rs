@@ -68,6 +68,7 @@ mod sections;
 pub mod select;
 pub mod size;
 pub mod sort;
+mod tap;
 mod walk;
 
 use std::fmt;
@@ -75,7 +76,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{Outcome, Requirements, RuleResult, Verdict, check};
-pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
+pub use kinds::{Content, Digest, HashAlgo, Hasher, Offload, StoredHash};
 pub use magic::{Finders, Magic};
 pub use rule::{Meets, Rule};
 pub use select::{Selection, select};
@@ -383,6 +384,48 @@ pub trait Visit {
         let _ = name;
         None
     }
+    /// Where to stream the bytes of an image inside a compressed bundle
+    /// that [`Visit::wants`] said yes to, as they are decompressed, instead
+    /// of handing them to [`Visit::image`] in one piece (which needs them
+    /// all in memory). `None` (the default): [`Visit::image`] gets them.
+    /// Every sink given is handed back through [`Visit::streamed`].
+    fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
+        let _ = image;
+        None
+    }
+    /// How the stream into a sink from [`Visit::sink`] ended: `Ok` when
+    /// every byte of the image was written and the compressed data held
+    /// together (its hash too, under [`Options::verify`]); the visitor
+    /// then [keeps](ImageSink::keep) what was written. The default keeps
+    /// it on success and drops it otherwise.
+    fn streamed(
+        &mut self,
+        image: &Image,
+        sink: Box<dyn ImageSink>,
+        end: std::result::Result<(), SinkError>,
+    ) {
+        let _ = image;
+        if end.is_ok() {
+            let _ = sink.keep();
+        }
+    }
+}
+
+/// What [`Visit::sink`] gives: a writer for an image's bytes.
+pub trait ImageSink: std::io::Write {
+    /// Keeps what was written (renames a temporary file into place, say).
+    /// A sink dropped without this call should leave nothing behind.
+    fn keep(self: Box<Self>) -> std::io::Result<()>;
+}
+
+/// Why a stream into an [`ImageSink`] did not end well.
+#[derive(Debug)]
+pub enum SinkError {
+    /// Writing to the sink failed (the stream went on for the others).
+    Write(std::io::Error),
+    /// The compressed data around the image is damaged, or its stored
+    /// hash does not match (under [`Options::verify`]): why.
+    Data(String),
 }
 
 /// What [`Visit::thin_member`] gives: nothing, why the member file could
