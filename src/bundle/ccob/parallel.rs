@@ -106,7 +106,10 @@ impl Ccob<'_> {
     /// The payload's zstd frames when they can be decoded in parallel:
     /// zstd, at least two frames, at most [`MAX_FRAMES`], each declaring a
     /// content size of at most [`MAX_FRAME`], together the declared size.
-    fn parallel_frames<R: Read + Seek>(&self, payload: &mut R) -> Option<Vec<FrameSpan>> {
+    pub(super) fn parallel_frames<R: Read + Seek>(
+        &self,
+        payload: &mut R,
+    ) -> Option<Vec<FrameSpan>> {
         if self.header.method != Method::ZSTD {
             return None;
         }
