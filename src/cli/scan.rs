@@ -27,7 +27,8 @@ pub struct Common {
     /// yield only what starts at byte 0).
     #[arg(long)]
     sections_only: bool,
-    /// Decompress every compressed bundle whole and check its stored hash
+    /// Decompress every compressed bundle to its end and check its stored
+    /// hash (streamed: a binary bundle inside is never held whole)
     /// (by default only the bundle header is decompressed).
     #[arg(long)]
     verify: bool,

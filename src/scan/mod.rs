@@ -29,10 +29,17 @@
 //! Image bytes are borrowed from the input, never copied. A CCOB is
 //! decompressed only as far as its bundle header (the entry IDs and sizes
 //! come first) unless [`Options::verify`] or [`Options::hash`] ask for the
-//! contents, or a [`Visit`] wants one of its images; then it is
-//! decompressed whole, one at a time, within [`Options::max_uncompressed`]
-//! (a budget for the whole file). Images of a CCOB that was only partly
-//! decompressed have no hash, no image kind and no nested containers.
+//! contents, or a [`Visit`] wants one of its images, within
+//! [`Options::max_uncompressed`] (a budget for the whole file). Then a
+//! binary bundle inside is streamed, not held: each entry's first bytes
+//! (its kind) and hash are taken as it passes, the stored hash is checked
+//! over the stream, and the images a visitor wants go to its
+//! [`Visit::sink`] as they come (or, for a visitor without sinks, to
+//! [`Visit::image`] from a buffer of that entry alone). Other contents,
+//! and a bundle with an entry that starts with a container's magic (whose
+//! containers are walked from memory), are decompressed whole. Images of
+//! a CCOB that was only partly decompressed have no hash and no nested
+//! containers.
 //! A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its own
 //! and within the same budget, only when [`Options::hash`] or a [`Visit`]
 //! asks for its bytes; one that does not decompress is a [`Problem`], or,
@@ -206,7 +213,8 @@ pub struct Compression {
     /// The stored hash (CCOB: the first 8 bytes of the MD5 of the contents,
     /// displayed as `0x`-prefixed LE64, as LLVM prints it).
     pub stored_hash: Option<StoredHash>,
-    /// Whether the contents were decompressed whole.
+    /// Whether the contents were decompressed to their end (streamed or
+    /// whole).
     pub decompressed: bool,
     /// Whether the stored hash matches the contents (when decompressed).
     pub hash_ok: Option<bool>,
