@@ -672,6 +672,28 @@ fn native_unbundle_threads() -> Result<(), Failed> {
             )?;
         }
     }
+    // `extract` streams the entries out of the CCOB: the inputs' bytes.
+    let extracted = |file: &str, out: &str| {
+        let _ = std::fs::remove_dir_all(d.join(out));
+        run(
+            &ours,
+            &args(&["extract", file, "-o", out, "--include-host"]),
+            d,
+        )
+    };
+    extracted("mt.ccob", "x").ok()?;
+    for (id, input) in [(host, "host.bc"), (dev, "dev.bc")] {
+        let name = std::fs::read_dir(d.join("x"))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.contains(id))
+            .ok_or_else(|| format!("extract wrote no file for {id}"))?;
+        same_bytes(
+            &format!("extract: {name}"),
+            &std::fs::read(d.join("x").join(&name))?,
+            &std::fs::read(d.join(input))?,
+        )?;
+    }
     // Cuts (the total size fixed up or not, at frame boundaries and
     // inside frames), lying sizes, damage.
     let n = header.uncompressed_size;
@@ -717,6 +739,51 @@ fn native_unbundle_threads() -> Result<(), Failed> {
             if !left.is_empty() {
                 return Err(format!("{what}, --threads {threads}: left {left:?}").into());
             }
+        }
+        // `extract` either fails for it (exit 2, naming the file, nothing
+        // left behind) or, where the damage leaves a valid stream (no zstd
+        // checksum; the stored hash is checked only with --verify), writes
+        // files; with --verify a damaged stream always fails.
+        let r = extracted("bad.ccob", "xb");
+        let left = std::fs::read_dir(d.join("xb")).map_or(0, |rd| rd.count());
+        if r.code != 0 && r.code != 2 {
+            return Err(format!("{what}: extract exit code {}: {}", r.code, r.stderr).into());
+        }
+        if r.code == 2 && (left != 0 || !r.stderr.contains("bad.ccob")) {
+            return Err(format!(
+                "{what}: extract failed but left {left} file(s): {}",
+                r.stderr
+            )
+            .into());
+        }
+        let _ = std::fs::remove_dir_all(d.join("xb"));
+        let v = run(
+            &ours,
+            &args(&[
+                "extract",
+                "bad.ccob",
+                "-o",
+                "xb",
+                "--include-host",
+                "--verify",
+            ]),
+            d,
+        );
+        let left = std::fs::read_dir(d.join("xb")).map_or(0, |rd| rd.count());
+        // With --verify, a lie is an error with nothing written; damage is
+        // that, or (if it still decodes) a warning that the stored hash
+        // does not match, as for a wrong hash (the images are extracted,
+        // as they always were under --verify).
+        let warned = v.stderr.contains("does not match the contents");
+        let fine = if what.starts_with("declares") {
+            left == 0
+        } else {
+            left == 0 || warned
+        };
+        if !fine || (what == "bad hash" && !warned) {
+            return Err(
+                format!("{what}: extract --verify left {left} file(s): {}", v.stderr).into(),
+            );
         }
     }
     Ok(())
