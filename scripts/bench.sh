@@ -622,8 +622,8 @@ step_bundler() {
 
     # Unbundling every entry of that multi-frame CCOB with `unbundle
     # --threads 1` (the "LLVM" column: decoding, writing and the MD5 on one
-    # thread) and `--threads 2` (the MD5 on its own thread, the frames
-    # decoded on the other). Goal: 2 threads at least 1.6x faster.
+    # thread) and `--threads 2` (the MD5 on its own thread, decoding and
+    # writing on the other). Goal: 2 threads at least 1.6x faster.
     if [ -f "$O/ours.mt.z" ]; then
       local t1=() t2=()
       for k in 0 1 2 3 4; do

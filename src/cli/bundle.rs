@@ -179,9 +179,9 @@ pub struct UnbundleOpts {
     #[arg(long, default_value = "16G", value_name = "SIZE", value_parser = super::scan::parse_size)]
     max_uncompressed: u64,
     /// Threads for a compressed binary bundle (default: the CPUs, at most
-    /// 4): the MD5 on one, the zstd frames of a CCOB written with
-    /// `bundle --compress --threads` decoded on the others; 1 does
-    /// everything on one thread.
+    /// 4): the MD5 on one, decompression on the others (from 3 threads on,
+    /// the zstd frames of a CCOB written with `bundle --compress --threads`
+    /// decoded in parallel); 1 does everything on one thread.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: Option<u32>,
 }
