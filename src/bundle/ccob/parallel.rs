@@ -13,11 +13,11 @@
 //! has just read from the processor's cache rather than from memory (on
 //! 256 MiB, about 15 % less CPU time in all than handing it whole frames).
 //!
-//! Memory is the frames in flight, at most [`ahead`] of them (the workers
-//! plus two: one being written, one being hashed), each no larger than
-//! [`MAX_FRAME`]: 128 MiB on two threads without the hash, 160 MiB on
-//! three with it, for 32 MiB frames. No zstd window is kept: a frame decoded in one call
-//! refers to its own output only.
+//! Memory is the frames in flight, at most the workers plus two of them
+//! (one being written, one being hashed; see `ahead`), each no larger
+//! than [`MAX_FRAME`]: 128 MiB on two threads without the hash, 160 MiB on
+//! three with it, for 32 MiB frames. No zstd window is kept: a frame
+//! decoded in one call refers to its own output only.
 //!
 //! Frames are decoded apart only when at least two threads are left for
 //! decoding (two threads without the hash, three with it). Anything else
