@@ -679,6 +679,213 @@ fn streamed_unbundle() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `offload-kit unbundle --threads N` on a CCOB of several zstd frames
+/// (ours, from `bundle --compress --threads 2`): the files are the same on
+/// one, two and three threads, and the same as LLVM's unbundling of it;
+/// every cut and every lying size is an error on every thread count, with
+/// no file (and no temporary) left in the output directory.
+fn native_unbundle_threads() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    make_inputs(d, 5_000_000, 33)?;
+    let host = "host-x86_64-unknown-linux-gnu";
+    let dev = "hip-amdgcn-amd-amdhsa--gfx90a";
+    let ours = crate::util::ours();
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    run(
+        &ours,
+        &args(&[
+            "bundle",
+            "--type",
+            "bc",
+            "--compress",
+            "--threads",
+            "2",
+            "-o",
+            "mt.ccob",
+            &format!("{host}=host.bc"),
+            &format!("{dev}=dev.bc"),
+        ]),
+        d,
+    )
+    .ok()?;
+    let mt = std::fs::read(d.join("mt.ccob"))?;
+    let header = ccob::Header::parse(&mt)?;
+    let mut frames = 0;
+    let mut rest = &mt[usize::try_from(header.size())?..];
+    while !rest.is_empty() {
+        let n = zstd::zstd_safe::find_frame_compressed_size(rest)
+            .map_err(|_| "mt.ccob: a frame that zstd cannot walk")?;
+        rest = &rest[n..];
+        frames += 1;
+    }
+    if frames < 2 {
+        return Err(format!("mt.ccob holds {frames} zstd frame(s), not several").into());
+    }
+    bundler(
+        &[
+            "-type=bc".to_string(),
+            "-unbundle".into(),
+            TARGETS.into(),
+            "-input=mt.ccob".into(),
+            "-output=llvm.0".into(),
+            "-output=llvm.1".into(),
+        ],
+        &[],
+        d,
+    )
+    .ok()?;
+    let unbundle = |file: &str, out: &str, threads: &str| {
+        run(
+            &ours,
+            &args(&[
+                "unbundle",
+                file,
+                &format!("{host}=h"),
+                &format!("{dev}=d"),
+                "-o",
+                out,
+                "--threads",
+                threads,
+            ]),
+            d,
+        )
+    };
+    for threads in ["1", "2", "3"] {
+        let out = format!("t{threads}");
+        unbundle("mt.ccob", &out, threads).ok()?;
+        for (name, llvm_file, input) in [("h", "llvm.0", "host.bc"), ("d", "llvm.1", "dev.bc")] {
+            let got = std::fs::read(d.join(&out).join(name))?;
+            let what = format!("--threads {threads}: {name}");
+            same_bytes(
+                &format!("{what} vs LLVM"),
+                &got,
+                &std::fs::read(d.join(llvm_file))?,
+            )?;
+            same_bytes(
+                &format!("{what} vs the input"),
+                &got,
+                &std::fs::read(d.join(input))?,
+            )?;
+        }
+    }
+    // `extract` streams the entries out of the CCOB: the inputs' bytes.
+    let extracted = |file: &str, out: &str| {
+        let _ = std::fs::remove_dir_all(d.join(out));
+        run(
+            &ours,
+            &args(&["extract", file, "-o", out, "--include-host"]),
+            d,
+        )
+    };
+    extracted("mt.ccob", "x").ok()?;
+    for (id, input) in [(host, "host.bc"), (dev, "dev.bc")] {
+        let name = std::fs::read_dir(d.join("x"))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.contains(id))
+            .ok_or_else(|| format!("extract wrote no file for {id}"))?;
+        same_bytes(
+            &format!("extract: {name}"),
+            &std::fs::read(d.join("x").join(&name))?,
+            &std::fs::read(d.join(input))?,
+        )?;
+    }
+    // Cuts (the total size fixed up or not, at frame boundaries and
+    // inside frames), lying sizes, damage.
+    let n = header.uncompressed_size;
+    let set = |c: &mut Vec<u8>, at: usize, v: u64| c[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    let mut bad: Vec<(String, Vec<u8>)> = Vec::new();
+    for k in 1..16 {
+        let keep = 32 + (mt.len() - 32) * k / 16;
+        let mut cut = mt[..keep].to_vec();
+        bad.push((format!("cut at {keep}"), cut.clone()));
+        set(&mut cut, 8, keep as u64);
+        bad.push((format!("cut at {keep}, total fixed"), cut));
+    }
+    for (what, v) in [("short", n - 1), ("long", n + 1), ("zero", 0)] {
+        let mut c = mt.clone();
+        set(&mut c, 16, v);
+        bad.push((format!("declares {what}"), c));
+    }
+    let mut hit = mt.clone();
+    let mid = mt.len() / 2;
+    hit[mid] ^= 0x40;
+    bad.push(("damaged in the middle".into(), hit));
+    let mut hash = mt.clone();
+    hash[24] ^= 1;
+    bad.push(("bad hash".into(), hash));
+    for (what, data) in bad {
+        std::fs::write(d.join("bad.ccob"), &data)?;
+        for threads in ["1", "2"] {
+            let out = d.join("bad");
+            let _ = std::fs::remove_dir_all(&out);
+            let r = unbundle("bad.ccob", "bad", threads);
+            if r.code == 0 {
+                return Err(format!("{what}, --threads {threads}: unbundled").into());
+            }
+            if !r.stderr.contains("bad.ccob") {
+                return Err(
+                    format!("{what}: the error does not name the file: {}", r.stderr).into(),
+                );
+            }
+            let left: Vec<_> = match std::fs::read_dir(&out) {
+                Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect(),
+                Err(_) => Vec::new(),
+            };
+            if !left.is_empty() {
+                return Err(format!("{what}, --threads {threads}: left {left:?}").into());
+            }
+        }
+        // `extract` either fails for it (exit 2, naming the file, nothing
+        // left behind) or, where the damage leaves a valid stream (no zstd
+        // checksum; the stored hash is checked only with --verify), writes
+        // files; with --verify a damaged stream always fails.
+        let r = extracted("bad.ccob", "xb");
+        let left = std::fs::read_dir(d.join("xb")).map_or(0, |rd| rd.count());
+        if r.code != 0 && r.code != 2 {
+            return Err(format!("{what}: extract exit code {}: {}", r.code, r.stderr).into());
+        }
+        if r.code == 2 && (left != 0 || !r.stderr.contains("bad.ccob")) {
+            return Err(format!(
+                "{what}: extract failed but left {left} file(s): {}",
+                r.stderr
+            )
+            .into());
+        }
+        let _ = std::fs::remove_dir_all(d.join("xb"));
+        let v = run(
+            &ours,
+            &args(&[
+                "extract",
+                "bad.ccob",
+                "-o",
+                "xb",
+                "--include-host",
+                "--verify",
+            ]),
+            d,
+        );
+        let left = std::fs::read_dir(d.join("xb")).map_or(0, |rd| rd.count());
+        // With --verify, a lie is an error with nothing written; damage is
+        // that, or (if it still decodes) a warning that the stored hash
+        // does not match, as for a wrong hash (the images are extracted,
+        // as they always were under --verify).
+        let warned = v.stderr.contains("does not match the contents");
+        let fine = if what.starts_with("declares") {
+            left == 0
+        } else {
+            left == 0 || warned
+        };
+        if !fine || (what == "bad hash" && !warned) {
+            return Err(
+                format!("{what}: extract --verify left {left} file(s): {}", v.stderr).into(),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The environment rules: our drop-in's warnings are LLVM's, and it writes
 /// the bytes LLVM writes (so the version, level and compression it picks
 /// are LLVM's).
@@ -871,5 +1078,10 @@ pub fn tests() -> Vec<Trial> {
     ));
     v.push(trial("ccob::environment", &[TOOL], environment));
     v.push(trial("ccob::streamed_unbundle", &[TOOL], streamed_unbundle));
+    v.push(trial(
+        "ccob::native_unbundle_threads",
+        &[TOOL],
+        native_unbundle_threads,
+    ));
     v
 }

@@ -425,6 +425,16 @@ pub fn decompress(method: Method, data: &[u8], size: u64, limit: u64) -> Result<
         usize::try_from(size).map_err(|_| bad(format!("{size} bytes do not fit in memory")))?;
     match method {
         Method::Lz4 => {
+            // Not streamed (nor the zstd case below): an LZ4 block has no
+            // framing of its own and its matches reach anywhere back into
+            // the output, which lz4_flex's block decoder needs as one
+            // slice, so the whole entry is decoded into memory; that is
+            // bounded by the entry (255 times its compressed size, within
+            // the caller's limit). A zstd entry could be streamed, but an
+            // entry is one cubin or PTX file (a few MiB; NVIDIA's largest
+            // libraries hold entries of tens of MiB), which the scanner's
+            // visitors and hashers take in one piece.
+            //
             // An LZ4 block cannot grow more than 255-fold: a larger size is a
             // lie, refused before the buffer is made.
             let most = len64(data).saturating_mul(LZ4_MAX_RATIO);

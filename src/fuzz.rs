@@ -382,15 +382,26 @@ pub fn ccob_read(data: &[u8]) {
     if let Ok(d) = &whole {
         assert_eq!(d.size, data.len() as u64);
     }
-    // Streamed, the same bytes or the same fault (LLVM's message).
-    if let Ok(c) = ccob::Ccob::parse_whole(data) {
+    // Streamed, on one thread and on two (frames decoded apart), the same
+    // bytes or the same fault (LLVM's message).
+    for threads in [None, Some(1), Some(2)] {
+        let Ok(c) = ccob::Ccob::parse_whole(data) else {
+            break;
+        };
         let n = c.header.uncompressed_size.min(1 << 24);
         let mut got = Vec::new();
         let mut wanted = [ccob::Wanted {
             range: 0..n,
             out: &mut got,
         }];
-        let streamed = c.stream_to(&mut wanted, &opts, ccob::StreamEnd::Whole);
+        let end = ccob::StreamEnd::Whole;
+        let streamed = match threads {
+            None => c.stream_to(&mut wanted, &opts, end),
+            Some(t) => {
+                let payload = std::io::Cursor::new(c.payload);
+                c.stream_parallel(payload, &mut wanted, &opts, end, t)
+            }
+        };
         match (&whole, streamed) {
             (Ok(d), Ok(s)) => {
                 assert_eq!(got, d.data);

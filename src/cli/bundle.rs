@@ -160,6 +160,12 @@ pub struct UnbundleOpts {
     /// G); a larger declared size is refused before decompressing.
     #[arg(long, default_value = "16G", value_name = "SIZE", value_parser = super::scan::parse_size)]
     max_uncompressed: u64,
+    /// Threads for a compressed binary bundle (default: the CPUs, at most
+    /// 4): the MD5 on one, decompression on the others (from 3 threads on,
+    /// the zstd frames of a CCOB written with `bundle --compress --threads`
+    /// decoded in parallel); 1 does everything on one thread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: Option<u32>,
 }
 
 impl UnbundleOpts {
@@ -242,10 +248,17 @@ impl UnbundleOpts {
                 max_uncompressed: self.max_uncompressed,
             },
         };
+        let threads = self.threads.unwrap_or_else(ccob::default_threads);
         let stream = |wanted: &mut [Wanted<'_>]| -> Result<()> {
             match input.reader(c.payload) {
-                Some(r) => c.stream_from(r, wanted, &opts, StreamEnd::Whole),
-                None => c.stream_to(wanted, &opts, StreamEnd::Whole),
+                Some(r) => c.stream_parallel(r, wanted, &opts, StreamEnd::Whole, threads),
+                None => c.stream_parallel(
+                    std::io::Cursor::new(c.payload),
+                    wanted,
+                    &opts,
+                    StreamEnd::Whole,
+                    threads,
+                ),
             }
             .map(|_| ())
             .with_context(|| format!("'{}'", self.input))

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, print_line, printable, safe_component, write_bytes};
+use super::io::{Input, Output, print_line, printable, safe_component, write_bytes};
 use super::scan::{Common, ThinFiles, exit, list, par_map};
 use super::units;
 use offload_kit::scan::{self, Image, Selection};
@@ -19,8 +19,9 @@ input's file name (its path, with / as _, when several inputs are given), <image
 id `inspect` shows, <label> the bundle-entry ID or <offload kind>-<triple>-<target id>, and\n\
 <ext> comes from the image kind (o, bc, cubin, ptx, fatbin, spv; else bin). Characters other\n\
 than letters, digits and ._+- become _, so names taken from the file cannot leave DIR.\n\
-Images inside compressed bundles, and compressed CUDA fatbin entries (LZ4 or zstd), are\n\
-decompressed to be written. A bundle's empty host\n\
+Images inside compressed bundles are written as they are decompressed (each to a\n\
+temporary file renamed into place once the whole stream has been read); compressed CUDA\n\
+fatbin entries (LZ4 or zstd) are decompressed to be written. A bundle's empty host\n\
 entry is written only with --include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
 input could not be read, or an image could not be decompressed or written (every readable\n\
@@ -146,6 +147,70 @@ impl scan::Visit for Extractor<'_> {
             "'{}': image {} not written: {why}",
             self.name, image.id
         ));
+    }
+
+    /// Images inside compressed bundles are written as they are
+    /// decompressed, to a temporary file renamed into place once the
+    /// stream has ended well.
+    fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
+        let path = self.dir.join(image_file_name(&self.label, image));
+        Some(Box::new(match Output::create(&path) {
+            Ok(out) => FileSink::Open(out),
+            Err(e) => FileSink::Failed(Some(e)),
+        }))
+    }
+
+    fn streamed(
+        &mut self,
+        image: &Image,
+        sink: Box<dyn scan::ImageSink>,
+        end: Result<(), scan::SinkError>,
+    ) {
+        let path = self.dir.join(image_file_name(&self.label, image));
+        let shown = path.to_string_lossy().into_owned();
+        let cannot_write =
+            |e: &std::io::Error| format!("'{shown}': cannot write: {}", super::io::strerror(e));
+        match end.and_then(|()| sink.keep().map_err(scan::SinkError::Write)) {
+            Ok(()) => self.written.push(shown),
+            Err(scan::SinkError::Write(e)) => self.errors.push(cannot_write(&e)),
+            Err(scan::SinkError::Data(why)) => self.unavailable(image, &why),
+        }
+    }
+}
+
+/// An image's output file while it is streamed into: a temporary file, or
+/// why it could not be created (the first write reports it).
+enum FileSink {
+    Open(Output),
+    Failed(Option<std::io::Error>),
+}
+
+impl std::io::Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            FileSink::Open(out) => out.write(buf),
+            FileSink::Failed(e) => Err(e
+                .take()
+                .unwrap_or_else(|| std::io::Error::other("the output could not be created"))),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            FileSink::Open(out) => out.flush(),
+            FileSink::Failed(_) => Ok(()),
+        }
+    }
+}
+
+impl scan::ImageSink for FileSink {
+    fn keep(self: Box<Self>) -> std::io::Result<()> {
+        match *self {
+            FileSink::Open(out) => out.commit(),
+            FileSink::Failed(e) => {
+                Err(e.unwrap_or_else(|| std::io::Error::other("the output could not be created")))
+            }
+        }
     }
 }
 

@@ -27,7 +27,8 @@ pub struct Common {
     /// yield only what starts at byte 0).
     #[arg(long)]
     sections_only: bool,
-    /// Decompress every compressed bundle whole and check its stored hash
+    /// Decompress every compressed bundle to its end and check its stored
+    /// hash (streamed: a binary bundle inside is never held whole)
     /// (by default only the bundle header is decompressed).
     #[arg(long)]
     verify: bool,
@@ -276,6 +277,19 @@ impl scan::Visit for ThinFiles<'_> {
 
     fn unavailable(&mut self, image: &Image, why: &str) {
         self.inner.unavailable(image, why);
+    }
+
+    fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
+        self.inner.sink(image)
+    }
+
+    fn streamed(
+        &mut self,
+        image: &Image,
+        sink: Box<dyn scan::ImageSink>,
+        end: Result<(), scan::SinkError>,
+    ) {
+        self.inner.streamed(image, sink, end);
     }
 
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {

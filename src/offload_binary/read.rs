@@ -305,6 +305,13 @@ fn is_zstd(compressed: &[u8]) -> bool {
 }
 
 /// Inflates zstd (by magic) or zlib data to exactly `want` bytes.
+///
+/// The body of a compressed version 3 binary is decompressed whole, not
+/// streamed: it is a complete OffloadBinary whose entry table and string
+/// table give offsets anywhere in it, so its images can only be found
+/// with the whole body at hand (newer LLVM writes the tables first, but
+/// the format does not promise it). `want` is checked against the
+/// caller's limit before this is called.
 fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
     let use_zstd = is_zstd(compressed);
     let what = if use_zstd { "zstd data" } else { "zlib data" };

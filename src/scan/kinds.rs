@@ -147,6 +147,49 @@ impl HashAlgo {
     pub fn hash(self, data: &[u8]) -> String {
         self.digest(data).to_string()
     }
+
+    /// A hasher fed piece by piece: [`Hasher::finish`] gives what
+    /// [`HashAlgo::digest`] gives for the pieces put together.
+    pub fn hasher(self) -> Hasher {
+        match self {
+            HashAlgo::Xxh3_128 => Hasher::Xxh3(Box::new(xxhash_rust::xxh3::Xxh3::new())),
+            HashAlgo::Md5 => Hasher::Md5(md5::Md5::default()),
+        }
+    }
+}
+
+/// A hash computed over bytes that come in pieces (an image streamed out
+/// of compressed data). See [`HashAlgo::hasher`].
+#[derive(Clone)]
+pub enum Hasher {
+    /// XXH3-128.
+    Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
+    /// MD5.
+    Md5(md5::Md5),
+}
+
+impl Hasher {
+    /// Adds the next piece.
+    pub fn update(&mut self, piece: &[u8]) {
+        match self {
+            Hasher::Xxh3(h) => h.update(piece),
+            Hasher::Md5(h) => md5::Digest::update(h, piece),
+        }
+    }
+
+    /// The digest of everything added.
+    pub fn finish(self) -> Digest {
+        match self {
+            Hasher::Xxh3(h) => Digest {
+                algo: HashAlgo::Xxh3_128,
+                bytes: h.digest128().to_be_bytes(),
+            },
+            Hasher::Md5(h) => Digest {
+                algo: HashAlgo::Md5,
+                bytes: md5::Digest::finalize(h).into(),
+            },
+        }
+    }
 }
 
 /// A content hash: the algorithm and the digest bytes (XXH3-128 as the
@@ -223,5 +266,19 @@ mod tests {
             HashAlgo::Md5.hash(b""),
             "md5:d41d8cd98f00b204e9800998ecf8427e"
         );
+        // Piece by piece, the same digests (XXH3 changes its method past
+        // 240 bytes and past its 1 KiB stripes).
+        let data: Vec<u8> = (0..5000u32)
+            .map(|i| u8::try_from(i * 7 % 251).unwrap())
+            .collect();
+        for algo in [HashAlgo::Xxh3_128, HashAlgo::Md5] {
+            for len in [0, 1, 16, 240, 241, 1024, 5000] {
+                let mut h = algo.hasher();
+                for piece in data[..len].chunks(97) {
+                    h.update(piece);
+                }
+                assert_eq!(h.finish(), algo.digest(&data[..len]), "{algo:?} {len}");
+            }
+        }
     }
 }

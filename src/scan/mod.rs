@@ -29,10 +29,17 @@
 //! Image bytes are borrowed from the input, never copied. A CCOB is
 //! decompressed only as far as its bundle header (the entry IDs and sizes
 //! come first) unless [`Options::verify`] or [`Options::hash`] ask for the
-//! contents, or a [`Visit`] wants one of its images; then it is
-//! decompressed whole, one at a time, within [`Options::max_uncompressed`]
-//! (a budget for the whole file). Images of a CCOB that was only partly
-//! decompressed have no hash, no image kind and no nested containers.
+//! contents, or a [`Visit`] wants one of its images, within
+//! [`Options::max_uncompressed`] (a budget for the whole file). Then a
+//! binary bundle inside is streamed, not held: each entry's first bytes
+//! (its kind) and hash are taken as it passes, the stored hash is checked
+//! over the stream, and the images a visitor wants go to its
+//! [`Visit::sink`] as they come (or, for a visitor without sinks, to
+//! [`Visit::image`] from a buffer of that entry alone). Other contents,
+//! and a bundle with an entry that starts with a container's magic (whose
+//! containers are walked from memory), are decompressed whole. Images of
+//! a CCOB that was only partly decompressed have no hash and no nested
+//! containers.
 //! A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its own
 //! and within the same budget, only when [`Options::hash`] or a [`Visit`]
 //! asks for its bytes; one that does not decompress is a [`Problem`], or,
@@ -68,6 +75,7 @@ mod sections;
 pub mod select;
 pub mod size;
 pub mod sort;
+mod tap;
 mod walk;
 
 use std::fmt;
@@ -75,7 +83,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub use check::{Outcome, Requirements, RuleResult, Verdict, check};
-pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
+pub use kinds::{Content, Digest, HashAlgo, Hasher, Offload, StoredHash};
 pub use magic::{Finders, Magic};
 pub use rule::{Meets, Rule};
 pub use select::{Selection, select};
@@ -205,7 +213,8 @@ pub struct Compression {
     /// The stored hash (CCOB: the first 8 bytes of the MD5 of the contents,
     /// displayed as `0x`-prefixed LE64, as LLVM prints it).
     pub stored_hash: Option<StoredHash>,
-    /// Whether the contents were decompressed whole.
+    /// Whether the contents were decompressed to their end (streamed or
+    /// whole).
     pub decompressed: bool,
     /// Whether the stored hash matches the contents (when decompressed).
     pub hash_ok: Option<bool>,
@@ -383,6 +392,48 @@ pub trait Visit {
         let _ = name;
         None
     }
+    /// Where to stream the bytes of an image inside a compressed bundle
+    /// that [`Visit::wants`] said yes to, as they are decompressed, instead
+    /// of handing them to [`Visit::image`] in one piece (which needs them
+    /// all in memory). `None` (the default): [`Visit::image`] gets them.
+    /// Every sink given is handed back through [`Visit::streamed`].
+    fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
+        let _ = image;
+        None
+    }
+    /// How the stream into a sink from [`Visit::sink`] ended: `Ok` when
+    /// every byte of the image was written and the compressed data held
+    /// together (its hash too, under [`Options::verify`]); the visitor
+    /// then [keeps](ImageSink::keep) what was written. The default keeps
+    /// it on success and drops it otherwise.
+    fn streamed(
+        &mut self,
+        image: &Image,
+        sink: Box<dyn ImageSink>,
+        end: std::result::Result<(), SinkError>,
+    ) {
+        let _ = image;
+        if end.is_ok() {
+            let _ = sink.keep();
+        }
+    }
+}
+
+/// What [`Visit::sink`] gives: a writer for an image's bytes.
+pub trait ImageSink: std::io::Write {
+    /// Keeps what was written (renames a temporary file into place, say).
+    /// A sink dropped without this call should leave nothing behind.
+    fn keep(self: Box<Self>) -> std::io::Result<()>;
+}
+
+/// Why a stream into an [`ImageSink`] did not end well.
+#[derive(Debug)]
+pub enum SinkError {
+    /// Writing to the sink failed (the stream went on for the others).
+    Write(std::io::Error),
+    /// The compressed data around the image is damaged, or its stored
+    /// hash does not match (under [`Options::verify`]): why.
+    Data(String),
 }
 
 /// What [`Visit::thin_member`] gives: nothing, why the member file could

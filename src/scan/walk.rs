@@ -5,9 +5,10 @@ use object::read::archive::ArchiveFile;
 
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
+use super::tap::{Tap, TapOut, ZeroTail};
 use super::{
     Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
-    Problem, Report, StoredHash, Visit, WrapperInfo,
+    Problem, Report, SinkError, StoredHash, Visit, WrapperInfo,
 };
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
@@ -732,7 +733,13 @@ impl Walker<'_> {
         // produce is still caught.
         c.check_declared_size()?;
         let full = self.opts.verify || self.opts.hash.is_some();
-        let records = if full { None } else { c.bundle_records()? };
+        // When everything is decompressed anyway, a bundle header that
+        // cannot be read is left to the whole-buffer read to name.
+        let records = match c.bundle_records() {
+            Ok(r) => r,
+            Err(_) if full => None,
+            Err(e) => return Err(e),
+        };
         if !full && records.is_none() {
             // Not a binary bundle: a text or object bundle is listed from
             // the whole contents; anything else is none, and a bomb of
@@ -756,7 +763,13 @@ impl Walker<'_> {
             in_compressed: true,
             ..loc.clone()
         };
-        if let Some(records) = records {
+        if let Some(records) = &records
+            && full
+            && self.ccob_streamed_whole(&c, loc, rel, &inner, records)?
+        {
+            return Ok(c.size);
+        }
+        if let Some(records) = records.filter(|_| !full) {
             // Header only, unless the visitor wants an image.
             let id = self.push_ccob(&c, loc, rel);
             let inner = Loc {
@@ -773,9 +786,11 @@ impl Walker<'_> {
             let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
             let limit = self.budget.min(c.header.uncompressed_size);
             let heads = c.peek(&offsets, SNIFF_HEAD, limit);
+            let mut nested = false;
             for ((d, r), head) in drafts.iter_mut().zip(&records).zip(heads) {
                 if let Some(mut head) = head {
                     head.truncate(usize_from(r.size));
+                    nested |= Magic::at_start(&head).is_some();
                     d.image_kind = Some(sniff(&head));
                 }
             }
@@ -801,9 +816,15 @@ impl Walker<'_> {
                 }
                 return Ok(c.size);
             }
+            // The wanted entries stream to the visitor, unless an entry
+            // holds containers of its own, which are walked from memory.
+            if !nested && inner.depth < self.opts.max_depth {
+                self.ccob_streamed_wanted(&c, id, &inner, &records, drafts);
+                return Ok(c.size);
+            }
             match self.decompress(&c) {
                 Ok(d) => {
-                    self.note_decompressed(id, &d);
+                    self.note_decompressed(id, d.header.hash, d.computed_hash);
                     self.region(&d.data, &inner, Expect::Sequence { whole: true });
                 }
                 Err(e) => self.problem(loc, Some(id), format!("cannot decompress: {e}")),
@@ -812,13 +833,268 @@ impl Walker<'_> {
         }
         let d = self.decompress(&c)?;
         let id = self.push_ccob(&c, loc, rel);
-        self.note_decompressed(id, &d);
+        self.note_decompressed(id, d.header.hash, d.computed_hash);
         let inner = Loc {
             parent: Some(Parent::Container(id)),
             ..inner
         };
         self.region(&d.data, &inner, Expect::Sequence { whole: true });
         Ok(c.size)
+    }
+
+    /// [`Options::verify`] or [`Options::hash`] on a CCOB holding a binary
+    /// bundle: the contents are streamed once (the stored hash checked
+    /// under `verify`), each entry's first bytes and hash taken as it
+    /// passes, and the entries a visitor wants streamed to it in a second
+    /// pass, so the contents are never in memory. The report is the one
+    /// the whole-buffer walk makes. `false` (nothing reported) when an
+    /// entry holds containers of its own or the nesting is too deep: the
+    /// caller then walks the whole contents.
+    fn ccob_streamed_whole(
+        &mut self,
+        c: &Ccob<'_>,
+        loc: &Loc,
+        rel: u64,
+        inner: &Loc,
+        records: &[binary::Record],
+    ) -> Result<bool> {
+        if inner.depth >= self.opts.max_depth {
+            return Ok(false);
+        }
+        let mut taps: Vec<Tap> = records
+            .iter()
+            .map(|r| {
+                let mut t = Tap::new(r.offset..r.offset + r.size, SNIFF_HEAD);
+                t.hasher = self.opts.hash.map(|h| h.hasher());
+                t
+            })
+            .collect();
+        let extent = bundle_extent(records);
+        let hash = if self.opts.verify {
+            HashCheck::Report
+        } else {
+            HashCheck::Skip
+        };
+        let limit = self.budget;
+        let (streamed, tail) = self.tap(c, &mut taps, extent, hash, limit)?;
+        if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
+            return Ok(false);
+        }
+        self.budget = self.budget.saturating_sub(streamed.decompressed);
+        let id = self.push_ccob(c, loc, rel);
+        if let Some(z) = &mut self.report.containers[id].compression {
+            z.decompressed = true;
+        }
+        self.note_decompressed(id, streamed.header.hash, streamed.computed_hash);
+        let inner = Loc {
+            parent: Some(Parent::Container(id)),
+            ..inner.clone()
+        };
+        let declared = c.header.uncompressed_size;
+        let ids = self.push_streamed_bundle(&inner, records, extent, declared, taps, tail);
+        let wanted: Vec<usize> = ids
+            .into_iter()
+            .filter(|&i| {
+                let img = &self.report.images[i];
+                self.visit.wants(img)
+            })
+            .collect();
+        if !wanted.is_empty() {
+            let mut taps = self.visitor_taps(&wanted);
+            // The same bytes again: within the same budget.
+            let run = self
+                .tap(c, &mut taps, u64::MAX, HashCheck::Skip, limit)
+                .map(|_| ());
+            self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
+        }
+        Ok(true)
+    }
+
+    /// Without [`Options::verify`] and [`Options::hash`], a visitor wants
+    /// entries of a CCOB holding a binary bundle (CCOB container `id`,
+    /// entries `drafts` with their kinds): the entries are reported and
+    /// the wanted ones streamed to the visitor; a stream that fails is a
+    /// problem of the CCOB, and each wanted image unavailable.
+    fn ccob_streamed_wanted(
+        &mut self,
+        c: &Ccob<'_>,
+        id: usize,
+        inner: &Loc,
+        records: &[binary::Record],
+        drafts: Vec<Image>,
+    ) {
+        let extent = bundle_extent(records);
+        let b = self.new_container(ContainerKind::Bundle, None, inner, 0, extent);
+        let entries = Loc {
+            depth: inner.depth + 1,
+            ..inner.clone()
+        };
+        let mut ids = Vec::new();
+        for (mut d, r) in drafts.into_iter().zip(records) {
+            d.container = b;
+            ids.push(self.push_image(d, None, &entries.at(r.offset)));
+        }
+        let wanted: Vec<usize> = ids
+            .into_iter()
+            .filter(|&i| {
+                let img = &self.report.images[i];
+                self.visit.wants(img)
+            })
+            .collect();
+        let mut taps = self.visitor_taps(&wanted);
+        let run = self.tap(c, &mut taps, extent, HashCheck::Skip, self.budget);
+        let why = match run {
+            Ok((streamed, tail)) => {
+                self.budget = self.budget.saturating_sub(streamed.decompressed);
+                if let Some(z) = &mut self.report.containers[id].compression {
+                    z.decompressed = true;
+                }
+                self.tail_problem(inner, streamed.decompressed, tail);
+                Ok(())
+            }
+            Err(e) => {
+                let at = Loc {
+                    abs: self.report.containers[id].offset,
+                    ..inner.clone()
+                };
+                self.problem(&at, Some(id), format!("cannot decompress: {e}"));
+                Err(e.to_string())
+            }
+        };
+        self.hand_over(&wanted, taps, why);
+    }
+
+    /// Streams `c`'s contents once into `taps` (each its range), producing
+    /// at most `limit` bytes, and checks the bytes from `tail` on for
+    /// zeros; returns what the stream found and the first non-zero byte
+    /// after `tail`.
+    fn tap(
+        &self,
+        c: &Ccob<'_>,
+        taps: &mut [Tap],
+        tail: u64,
+        hash: HashCheck,
+        limit: u64,
+    ) -> Result<(ccob::Streamed, Option<u64>)> {
+        let declared = c.header.uncompressed_size;
+        let mut zeros = ZeroTail::new(tail.min(declared));
+        let mut wanted: Vec<ccob::Wanted<'_>> = taps
+            .iter_mut()
+            .map(|t| ccob::Wanted {
+                range: t.range.clone(),
+                out: t,
+            })
+            .collect();
+        if tail < declared {
+            wanted.push(ccob::Wanted {
+                range: tail..declared,
+                out: &mut zeros,
+            });
+        }
+        let opts = ReadOptions {
+            limits: ccob::Limits {
+                max_uncompressed: limit,
+            },
+            hash,
+        };
+        // Two threads: the MD5 apart from the decoding, or our multi-frame
+        // CCOBs decoded a frame per thread.
+        let streamed = c.stream_parallel(
+            std::io::Cursor::new(c.payload),
+            &mut wanted,
+            &opts,
+            ccob::StreamEnd::Whole,
+            2,
+        )?;
+        drop(wanted);
+        Ok((streamed, zeros.first_non_zero))
+    }
+
+    /// Reports the entries of a bundle streamed from a CCOB (`inner`: the
+    /// CCOB's inside), as the walk of the whole contents would: a bundle
+    /// container of `extent` bytes, each entry with the kind its first
+    /// bytes show and its hash, and non-zero bytes at `tail` after it
+    /// (the contents being `declared` bytes). Returns the images' ids.
+    fn push_streamed_bundle(
+        &mut self,
+        inner: &Loc,
+        records: &[binary::Record],
+        extent: u64,
+        declared: u64,
+        taps: Vec<Tap>,
+        tail: Option<u64>,
+    ) -> Vec<usize> {
+        let b = self.new_container(ContainerKind::Bundle, None, inner, 0, extent);
+        let entries = Loc {
+            depth: inner.depth + 1,
+            ..inner.clone()
+        };
+        let mut ids = Vec::new();
+        for (i, (r, t)) in records.iter().zip(taps).enumerate() {
+            let mut image = self.bundle_image(b, i, &r.id, r.offset, r.size, None, &entries);
+            image.image_kind = Some(sniff(&t.head));
+            image.hash = t.hasher.map(super::Hasher::finish);
+            ids.push(self.push_image(image, None, &entries.at(r.offset)));
+        }
+        self.tail_problem(inner, declared, tail);
+        ids
+    }
+
+    /// The problem the whole-buffer walk reports for non-zero bytes at
+    /// `tail` after a bundle, up to `end`, the end of the contents.
+    fn tail_problem(&mut self, inner: &Loc, end: u64, tail: Option<u64>) {
+        let Some(at) = tail else { return };
+        let n = end.saturating_sub(at);
+        self.problem(
+            &inner.at(at),
+            None,
+            format!("{n} bytes of unrecognized data where containers were expected"),
+        );
+    }
+
+    /// A tap for each of `images` (bundle entries inside a CCOB), to the
+    /// visitor's sink where it gives one, else into memory.
+    fn visitor_taps(&mut self, images: &[usize]) -> Vec<Tap> {
+        images
+            .iter()
+            .map(|&i| {
+                let img = &self.report.images[i];
+                let mut t = Tap::new(img.relative_offset..img.relative_offset + img.size, 0);
+                t.out = match self.visit.sink(img) {
+                    Some(s) => TapOut::Sink(s, None),
+                    None => TapOut::Buffer(Vec::new()),
+                };
+                t
+            })
+            .collect()
+    }
+
+    /// Hands what `taps` (one per image of `images`) got to the visitor:
+    /// each sink back with how its stream ended, bytes in memory to
+    /// [`Visit::image`]; when the stream failed (`why`), every image is
+    /// unavailable.
+    fn hand_over(
+        &mut self,
+        images: &[usize],
+        taps: Vec<Tap>,
+        why: std::result::Result<(), String>,
+    ) {
+        for (&i, t) in images.iter().zip(taps) {
+            let img = &self.report.images[i];
+            match (t.out, &why) {
+                (TapOut::Sink(sink, error), Ok(())) => {
+                    let end = error.map_or(Ok(()), |e| Err(SinkError::Write(e)));
+                    self.visit.streamed(img, sink, end);
+                }
+                (TapOut::Sink(sink, _), Err(w)) => {
+                    self.visit
+                        .streamed(img, sink, Err(SinkError::Data(w.clone())));
+                }
+                (TapOut::Buffer(bytes), Ok(())) => self.visit.image(img, &bytes),
+                (TapOut::Buffer(_), Err(w)) => self.visit.unavailable(img, w),
+                (TapOut::Nowhere, _) => {}
+            }
+        }
     }
 
     fn push_ccob(&mut self, c: &Ccob<'_>, loc: &Loc, rel: u64) -> usize {
@@ -856,8 +1132,10 @@ impl Walker<'_> {
         Ok(d)
     }
 
-    fn note_decompressed(&mut self, id: usize, d: &ccob::Decompressed) {
-        let ok = d.hash_matches();
+    /// Records that CCOB `id` (stored hash `stored`) was decompressed,
+    /// and whether the hash computed over its contents matches.
+    fn note_decompressed(&mut self, id: usize, stored: u64, computed: Option<u64>) {
+        let ok = computed.map(|h| h == stored);
         if let Some(c) = &mut self.report.containers[id].compression {
             c.decompressed = true;
             c.hash_ok = ok;
@@ -874,8 +1152,8 @@ impl Walker<'_> {
                 Some(id),
                 format!(
                     "the stored hash {} does not match the contents ({})",
-                    ccob::hex_hash(d.header.hash),
-                    ccob::hex_hash(d.computed_hash.unwrap_or_default())
+                    ccob::hex_hash(stored),
+                    ccob::hex_hash(computed.unwrap_or_default())
                 ),
             );
         }
@@ -1000,6 +1278,16 @@ impl Walker<'_> {
         }
         id
     }
+}
+
+/// Where a binary bundle with these records ends: after its header or
+/// its last entry's data, whichever is later.
+fn bundle_extent(records: &[binary::Record]) -> u64 {
+    let header = 32 + records.iter().map(|r| 24 + len64(&r.id)).sum::<u64>();
+    records
+        .iter()
+        .map(|r| r.offset + r.size)
+        .fold(header, u64::max)
 }
 
 /// A fatbin entry's kind, as messages name it.

@@ -100,6 +100,13 @@
 //! does (so on that error path memory is the declared size, within
 //! [`Limits`]).
 //!
+//! [`Ccob::stream_parallel`] does the same on several threads: a payload of
+//! several zstd frames (ours, from [`CompressOptions::threads`]) is decoded
+//! a frame per worker, in one call each, and written in order while
+//! another thread hashes it; memory is a few frames (32 MiB each from our
+//! writer, at most [`MAX_FRAME`]) instead of a window. A single frame
+//! (LLVM's) or zlib streams as above. See `parallel.rs`.
+//!
 //! [`Ccob::bundle_records`] decompresses only as far as the bundle header,
 //! which tells the caller which ranges to ask for. Text and object bundles
 //! inside a CCOB are read from the whole contents (their entries can only
@@ -125,6 +132,7 @@
 mod fault;
 mod frames;
 mod header;
+mod parallel;
 mod peek;
 mod raw;
 mod read;
@@ -135,6 +143,7 @@ mod write;
 
 pub use fault::*;
 pub use header::*;
+pub use parallel::*;
 pub use peek::*;
 pub use raw::*;
 pub use read::*;

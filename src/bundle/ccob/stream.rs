@@ -186,6 +186,36 @@ const CHUNKS_HASHED: usize = 4;
 /// frame and block headers are read (RFC 8878 §3.1), nothing is decoded,
 /// and a damaged header gives `None`.
 pub(super) fn zstd_frames_content_size<R: Read + Seek>(r: &mut R, len: u64) -> Option<u64> {
+    let mut sum = 0u64;
+    walk_zstd_frames(r, len, &mut |f| {
+        sum = sum.checked_add(f.size)?;
+        Some(())
+    })?;
+    Some(sum)
+}
+
+/// One zstd frame of a payload, from its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FrameSpan {
+    /// Where it starts in the payload.
+    pub(super) at: u64,
+    /// Its compressed bytes (header, blocks and checksum).
+    pub(super) len: u64,
+    /// The content size its header declares.
+    pub(super) size: u64,
+}
+
+/// Walks the zstd frames of a payload of `len` bytes (read from `r`,
+/// positions counting from the payload's start), handing each frame
+/// (skippable frames left out) to `each`, which stops the walk with
+/// `None`. `Some` only if every frame declares its content size and the
+/// frames end exactly at the end of a non-empty payload. Only the frame
+/// and block headers are read (RFC 8878 §3.1), nothing is decoded.
+pub(super) fn walk_zstd_frames<R: Read + Seek>(
+    r: &mut R,
+    len: u64,
+    each: &mut dyn FnMut(FrameSpan) -> Option<()>,
+) -> Option<()> {
     const FRAME_MAGIC: u32 = 0xFD2F_B528;
     const SKIPPABLE_MAGIC: u32 = 0x184D_2A50; // the low 4 bits vary
     let mut read_at = |at: u64, buf: &mut [u8]| -> Option<()> {
@@ -193,7 +223,6 @@ pub(super) fn zstd_frames_content_size<R: Read + Seek>(r: &mut R, len: u64) -> O
         r.read_exact(buf).ok()
     };
     let mut at = 0u64;
-    let mut sum = 0u64;
     while at < len {
         let mut word = [0u8; 4];
         read_at(at, &mut word)?;
@@ -255,14 +284,28 @@ pub(super) fn zstd_frames_content_size<R: Read + Seek>(r: &mut R, len: u64) -> O
         if block > len {
             return None;
         }
-        sum = sum.checked_add(size)?;
+        each(FrameSpan {
+            at,
+            len: block - at,
+            size,
+        })?;
         at = block;
     }
-    (at == len && len > 0).then_some(sum)
+    (at == len && len > 0).then_some(())
+}
+
+/// The end of the last non-empty wanted range (0 if none).
+pub(super) fn last_wanted(wanted: &[Wanted<'_>]) -> u64 {
+    wanted
+        .iter()
+        .filter(|w| !w.range.is_empty())
+        .map(|w| w.range.end)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Why the stream stopped short of a clean end.
-enum Irregular {
+pub(super) enum Irregular {
     /// The decoder failed (or the data ended early, or went on too long):
     /// the whole-buffer decoder then names the fault as LLVM would.
     Data(String),
@@ -306,13 +349,20 @@ impl Ccob<'_> {
     /// name a fault.
     pub fn stream_from<R: Read + Seek>(
         &self,
-        mut payload: R,
+        payload: R,
         wanted: &mut [Wanted<'_>],
         opts: &ReadOptions,
         end: StreamEnd,
     ) -> Result<Streamed> {
-        let h = self.header;
-        let declared = h.uncompressed_size;
+        self.check_stream(wanted, opts)?;
+        self.stream_serial(payload, wanted, opts, end, true)
+    }
+
+    /// What every stream checks first: the declared size against the
+    /// limit and against what the payload can produce, the wanted ranges
+    /// against the declared size.
+    pub(super) fn check_stream(&self, wanted: &[Wanted<'_>], opts: &ReadOptions) -> Result<()> {
+        let declared = self.header.uncompressed_size;
         let limit = opts.limits.max_uncompressed;
         if declared > limit {
             return Err(Fault::TooLarge { declared, limit }.at(0));
@@ -327,12 +377,23 @@ impl Ccob<'_> {
                 ),
             ));
         }
-        let last = wanted
-            .iter()
-            .filter(|w| !w.range.is_empty())
-            .map(|w| w.range.end)
-            .max()
-            .unwrap_or(0);
+        Ok(())
+    }
+
+    /// The stream on this thread, the MD5 (when asked for) on another one
+    /// if `hash_thread`, else on this one too. [`Ccob::check_stream`] has
+    /// passed.
+    pub(super) fn stream_serial<R: Read + Seek>(
+        &self,
+        mut payload: R,
+        wanted: &mut [Wanted<'_>],
+        opts: &ReadOptions,
+        end: StreamEnd,
+        hash_thread: bool,
+    ) -> Result<Streamed> {
+        let h = self.header;
+        let declared = h.uncompressed_size;
+        let last = last_wanted(wanted);
         let stop = (opts.hash == HashCheck::Skip
             && end == StreamEnd::LastWanted
             && h.method == Method::ZSTD
@@ -345,9 +406,26 @@ impl Ccob<'_> {
         let run = if opts.hash == HashCheck::Skip {
             self.pump(payload, wanted, stop, &mut |b, _| b)
                 .map(|n| (n, None))
-        } else {
+        } else if hash_thread {
             pump_hashing(self, payload, wanted)
+        } else {
+            let mut md5 = Md5::new();
+            let run = self.pump(payload, wanted, None, &mut |b, n| {
+                md5.update(&b[..n]);
+                b
+            });
+            run.map(|n| (n, Some(truncated(md5))))
         };
+        self.end_stream(opts, run)
+    }
+
+    /// The outcome of a stream that ran: errors named, the hash checked.
+    pub(super) fn end_stream(
+        &self,
+        opts: &ReadOptions,
+        run: Result<(u64, Option<u64>), Irregular>,
+    ) -> Result<Streamed> {
+        let h = self.header;
         let (decompressed, computed_hash) = match run {
             Ok(r) => r,
             Err(Irregular::Write(e)) => return Err(e.into()),
@@ -370,7 +448,7 @@ impl Ccob<'_> {
 
     /// The fault LLVM's whole-buffer call reports for a payload whose
     /// stream failed with `detail`.
-    fn name_fault(&self, opts: &ReadOptions, detail: String) -> Error {
+    pub(super) fn name_fault(&self, opts: &ReadOptions, detail: String) -> Error {
         let lenient = ReadOptions {
             hash: HashCheck::Skip,
             ..*opts

@@ -130,6 +130,10 @@ fn ccobs(u: &[u8]) -> Vec<(String, Vec<u8>)> {
         let at = hit.len() - 40;
         hit[at] ^= 0x55;
         out.push((format!("{name} damaged near the end"), hit));
+        // Damage in the first block (the first frame of several).
+        let mut hit = base.clone();
+        hit[60] ^= 0x55;
+        out.push((format!("{name} damaged at the start"), hit));
     }
     out
 }
@@ -161,6 +165,18 @@ fn streamed(
     hash: HashCheck,
     end: StreamEnd,
 ) -> (Outcome, Option<Streamed>) {
+    streamed_on(c, ranges, hash, end, None)
+}
+
+/// [`streamed`] through [`Ccob::stream_to`] (`threads` `None`) or
+/// [`Ccob::stream_parallel`] on that many threads.
+fn streamed_on(
+    c: &[u8],
+    ranges: &[std::ops::Range<u64>],
+    hash: HashCheck,
+    end: StreamEnd,
+    threads: Option<u32>,
+) -> (Outcome, Option<Streamed>) {
     let ccob = match Ccob::parse_whole(c) {
         Ok(x) => x,
         Err(e) => return (Err(message(&e)), None),
@@ -174,7 +190,13 @@ fn streamed(
             out: o,
         })
         .collect();
-    let r = ccob.stream_to(&mut wanted, &opts(hash), end);
+    let r = match threads {
+        None => ccob.stream_to(&mut wanted, &opts(hash), end),
+        Some(n) => {
+            let payload = io::Cursor::new(ccob.payload);
+            ccob.stream_parallel(payload, &mut wanted, &opts(hash), end, n)
+        }
+    };
     drop(wanted);
     match r {
         Ok(s) => (Ok(outs), Some(s)),
@@ -209,6 +231,30 @@ fn streaming_gives_what_whole_buffers_give() {
                     let what = format!("{name}, {which}, {hash:?}, {end:?}");
                     let expected = whole(&c, ranges, hash);
                     let (got, report) = streamed(&c, ranges, hash, end);
+                    // On one thread, on two (our frames: one decoding, or
+                    // two without the hash) and on three, the same
+                    // outcome; stopping early may end on a frame boundary
+                    // rather than on the last wanted byte.
+                    for threads in [1, 2, 3] {
+                        let (t_got, t_report) = streamed_on(&c, ranges, hash, end, Some(threads));
+                        let what = format!("{what}, {threads} threads");
+                        if t_got != got {
+                            // A damaged frame holding the last wanted byte
+                            // is decoded whole on threads, so its damage is
+                            // found, as the whole-buffer read finds it.
+                            assert!(name.contains("damaged"), "{what}");
+                            assert_eq!((hash, end), (HashCheck::Skip, StreamEnd::LastWanted));
+                            assert_eq!(t_got, expected, "{what}");
+                            continue;
+                        }
+                        if let (Some(a), Some(b)) = (&report, &t_report) {
+                            assert_eq!(a.computed_hash, b.computed_hash, "{what}");
+                            assert_eq!(a.header, b.header, "{what}");
+                            assert!(b.decompressed >= a.decompressed, "{what}");
+                            assert!(b.decompressed <= a.header.uncompressed_size, "{what}");
+                        }
+                        assert_eq!(report.is_some(), t_report.is_some(), "{what}");
+                    }
                     let declared = Header::parse(&c).unwrap().uncompressed_size;
                     if ranges.iter().any(|r| r.end > declared) {
                         // The caller's mistake (bundle records are checked
@@ -399,6 +445,238 @@ fn frame_headers_are_walked_as_zstd_walks_them() {
                 super::stream::zstd_frames_content_size(&mut io::Cursor::new(q), q.len() as u64),
                 frames_content_size_by_zstd(q),
             );
+        }
+    }
+}
+
+/// Every entry of a bundle streamed out, for bundles of no entry, one
+/// empty entry, one of one byte, empty entries among full ones, fifty
+/// small ones and one of 3 MB (several frames on threads), compressed
+/// every way (zlib and zstd, versions 1 to 3, one frame or several),
+/// streamed on one thread or several: the bytes whole-buffer reading gives.
+#[test]
+fn streams_every_entry_of_every_shape() {
+    let ids: Vec<String> = (0..50)
+        .map(|i| format!("hipv4-amdgcn-amd-amdhsa--gfx{}", 900 + i))
+        .collect();
+    let host = "host-x86_64-unknown-linux-gnu-";
+    let gfx = |i: usize| ids[i].as_str();
+    let shapes: Vec<Vec<(&str, Vec<u8>)>> = vec![
+        vec![],
+        vec![(host, vec![])],
+        vec![(gfx(0), vec![7])],
+        vec![
+            (host, vec![]),
+            (gfx(0), text(5, 3000)),
+            (gfx(1), vec![]),
+            (gfx(2), noise(6, 5000)),
+        ],
+        (0..50).map(|i| (gfx(i), text(i as u64, i * 37))).collect(),
+        vec![(host, vec![]), (gfx(3), text(7, 3_000_000))],
+    ];
+    let mut several_frames = 0;
+    for entries in &shapes {
+        let u = bundle_of(entries);
+        let found = binary::read(&u).unwrap();
+        let ranges: Vec<std::ops::Range<u64>> = found
+            .iter()
+            .map(|e| e.offset..e.offset + e.data.len() as u64)
+            .collect();
+        let expected: Vec<Vec<u8>> = found.iter().map(|e| e.data.to_vec()).collect();
+        let threaded = CompressOptions {
+            threads: 2,
+            ..CompressOptions::default()
+        };
+        let mut cs = Vec::new();
+        for o in [
+            CompressOptions::default(),
+            threaded,
+            v3(2),
+            zlib_opts(3),
+            zlib_opts(2),
+        ] {
+            let c = compress_to_vec(&u, &o).unwrap().0;
+            if o.threads == 0 {
+                cs.push(as_v1(&c));
+            }
+            cs.push(c);
+        }
+        for c in &cs {
+            let payload = &c[usize::try_from(Header::parse(c).unwrap().size()).unwrap()..];
+            let ccob = Ccob::parse_whole(c).unwrap();
+            if ccob
+                .parallel_frames(&mut io::Cursor::new(payload))
+                .is_some()
+            {
+                several_frames += 1;
+            }
+            for threads in [None, Some(1), Some(2), Some(4)] {
+                for hash in [HashCheck::Enforce, HashCheck::Skip] {
+                    let (got, s) = streamed_on(c, &ranges, hash, StreamEnd::Whole, threads);
+                    let what = format!("{} entries, {threads:?} threads, {hash:?}", entries.len());
+                    assert_eq!(got.as_ref(), Ok(&expected), "{what}");
+                    assert_eq!(s.unwrap().decompressed, u.len() as u64, "{what}");
+                }
+            }
+        }
+    }
+    assert!(several_frames > 0);
+}
+
+/// CCOBs one after another (zero padding between them, as in a section):
+/// each parsed where the previous one ends and streamed gives what
+/// [`decompress_all`] gives.
+#[test]
+fn concatenated_ccobs_stream_one_by_one() {
+    let (a, b) = (sample(50_000), sample(1_500_000));
+    let threaded = CompressOptions {
+        threads: 2,
+        ..CompressOptions::default()
+    };
+    let mut cat = compress_to_vec(&a, &CompressOptions::default()).unwrap().0;
+    cat.extend([0u8; 8]);
+    cat.extend(compress_to_vec(&b, &threaded).unwrap().0);
+    cat.extend(compress_to_vec(&a, &zlib_opts(2)).unwrap().0);
+    cat.extend(as_v1(
+        &compress_to_vec(&b, &CompressOptions::default()).unwrap().0,
+    ));
+    let all = decompress_all(&cat, &opts(HashCheck::Enforce)).unwrap();
+    assert_eq!(all.len(), 4);
+    for d in &all {
+        let at = usize::try_from(d.offset).unwrap();
+        let c = Ccob::parse(&cat[at..]).unwrap();
+        assert_eq!(c.size, d.size);
+        for threads in [1, 2] {
+            let mut out = Vec::new();
+            let mut w = [Wanted {
+                range: 0..d.data.len() as u64,
+                out: &mut out,
+            }];
+            let s = c
+                .stream_parallel(
+                    io::Cursor::new(c.payload),
+                    &mut w,
+                    &opts(HashCheck::Enforce),
+                    StreamEnd::Whole,
+                    threads,
+                )
+                .unwrap();
+            assert_eq!(out, d.data);
+            assert_eq!(s.computed_hash, d.computed_hash);
+        }
+    }
+}
+
+/// Counts the bytes written to it, and the non-zero ones.
+#[derive(Default)]
+struct Zeros {
+    len: u64,
+    non_zero: u64,
+}
+
+impl Write for Zeros {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.len += buf.len() as u64;
+        self.non_zero += buf.iter().filter(|&&b| b != 0).count() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A bundle of one entry of 4 GiB + 5 bytes of zeros (more than version
+/// 2 holds), compressed as one zstd frame and as frames of 32 MiB: the
+/// entry streams out whole on one thread and on two, in memory that does
+/// not grow with it (the test itself never holds the contents), and a
+/// declared size one byte short is an error.
+#[test]
+fn streams_more_than_4_gib() {
+    const FRAME: usize = 32 << 20;
+    let id = "hipv4-amdgcn-amd-amdhsa--gfx90a";
+    let size = (4u64 << 30) + 5;
+    let mut head = bundle_of(&[(id, vec![1])]);
+    let offset = head.len() as u64 - 1;
+    head.pop();
+    head[32..40].copy_from_slice(&offset.to_le_bytes());
+    head[40..48].copy_from_slice(&size.to_le_bytes());
+    let total = offset + size;
+    // The contents: `head`, then zeros, in pieces of at most FRAME bytes.
+    let mut zeros = vec![0u8; FRAME];
+    let mut pieces = |each: &mut dyn FnMut(&[u8])| {
+        let mut at = 0u64;
+        while at < total {
+            let n = usize::try_from((total - at).min(FRAME as u64)).unwrap();
+            let buf = &mut zeros[..n];
+            if at == 0 {
+                buf[..head.len()].copy_from_slice(&head);
+            }
+            each(buf);
+            if at == 0 {
+                buf[..head.len()].fill(0);
+            }
+            at += n as u64;
+        }
+    };
+    let mut framed = Vec::new();
+    let mut one = Vec::new();
+    {
+        let mut enc = zstd::stream::write::Encoder::new(&mut one, 1).unwrap();
+        enc.set_pledged_src_size(Some(total)).unwrap();
+        let mut cctx = zstd_safe::CCtx::create();
+        let mut out = Vec::with_capacity(zstd_safe::compress_bound(FRAME));
+        let mut each = |piece: &[u8]| {
+            enc.write_all(piece).unwrap();
+            out.clear();
+            cctx.compress2(&mut out, piece).unwrap();
+            framed.extend_from_slice(&out);
+        };
+        pieces(&mut each);
+        enc.finish().unwrap();
+    }
+    let mut start = Vec::new();
+    // A lie is named by decoding the payload whole (as LLVM would, to
+    // give its message): 4 GiB of memory, so only one of them here (the
+    // lies are tried on small bundles above).
+    let cases = [
+        ("one frame", &one, 0i64, [1, 2].as_slice()),
+        ("32 MiB frames", &framed, 0, &[1, 2]),
+        ("32 MiB frames", &framed, -1, &[2]),
+    ];
+    for (name, payload, lie, threads) in cases {
+        let declared = total.checked_add_signed(lie).unwrap();
+        let c = zstd_ccob(payload, declared, 0);
+        let ccob = Ccob::parse_whole(&c).unwrap();
+        {
+            for &threads in threads {
+                let what = format!("{name}, declared {lie:+}, {threads} threads");
+                let mut entry = Zeros::default();
+                start.clear();
+                let mut w = [
+                    Wanted {
+                        range: 0..offset,
+                        out: &mut start,
+                    },
+                    Wanted {
+                        range: offset..total.min(declared),
+                        out: &mut entry,
+                    },
+                ];
+                let r = ccob.stream_parallel(
+                    io::Cursor::new(ccob.payload),
+                    &mut w,
+                    &opts(HashCheck::Skip),
+                    StreamEnd::Whole,
+                    threads,
+                );
+                if lie != 0 {
+                    assert!(r.is_err(), "{what}");
+                    continue;
+                }
+                assert_eq!(r.unwrap().decompressed, total, "{what}");
+                assert_eq!(start, head, "{what}");
+                assert_eq!((entry.len, entry.non_zero), (size, 0), "{what}");
+            }
         }
     }
 }

@@ -416,9 +416,18 @@ fn stream(
     opts: &ReadOptions,
 ) -> offload_kit::Result<ccob::Streamed> {
     use offload_kit::bundle::ccob::StreamEnd;
+    // Our multi-frame CCOBs are decoded a frame per CPU; LLVM's single
+    // frame streams as before.
+    let threads = ccob::default_threads();
     match input.reader(c.payload) {
-        Some(r) => c.stream_from(r, wanted, opts, StreamEnd::LastWanted),
-        None => c.stream_to(wanted, opts, StreamEnd::LastWanted),
+        Some(r) => c.stream_parallel(r, wanted, opts, StreamEnd::LastWanted, threads),
+        None => c.stream_parallel(
+            std::io::Cursor::new(c.payload),
+            wanted,
+            opts,
+            StreamEnd::LastWanted,
+            threads,
+        ),
     }
 }
 
