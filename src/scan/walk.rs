@@ -892,13 +892,7 @@ impl Walker<'_> {
         };
         let declared = c.header.uncompressed_size;
         let ids = self.push_streamed_bundle(&inner, records, extent, declared, taps, tail);
-        let wanted: Vec<usize> = ids
-            .into_iter()
-            .filter(|&i| {
-                let img = &self.report.images[i];
-                self.visit.wants(img)
-            })
-            .collect();
+        let wanted = self.wanted(ids);
         if !wanted.is_empty() {
             let mut taps = self.visitor_taps(&wanted);
             // The same bytes again: within the same budget.
@@ -908,6 +902,13 @@ impl Walker<'_> {
             self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
         }
         Ok(true)
+    }
+
+    /// The images among `ids` the visitor wants.
+    fn wanted(&mut self, ids: Vec<usize>) -> Vec<usize> {
+        ids.into_iter()
+            .filter(|&i| self.visit.wants(&self.report.images[i]))
+            .collect()
     }
 
     /// Without [`Options::verify`] and [`Options::hash`], a visitor wants
@@ -934,13 +935,7 @@ impl Walker<'_> {
             d.container = b;
             ids.push(self.push_image(d, None, &entries.at(r.offset)));
         }
-        let wanted: Vec<usize> = ids
-            .into_iter()
-            .filter(|&i| {
-                let img = &self.report.images[i];
-                self.visit.wants(img)
-            })
-            .collect();
+        let wanted = self.wanted(ids);
         let mut taps = self.visitor_taps(&wanted);
         let run = self.tap(c, &mut taps, extent, HashCheck::Skip, self.budget);
         let why = match run {
