@@ -40,6 +40,7 @@ mod check;
 mod env;
 mod objcopy;
 mod run;
+mod streaming;
 mod verbose;
 
 use check::check;
