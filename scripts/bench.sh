@@ -972,7 +972,8 @@ step_scan_tree() {
   rm -rf "$O"
   mkdir -p "$T/bin" "$T/lib"
   make_fat_exe "$I" "$O"
-  for k in $(seq 1 "$fat"); do ln "$O/fat.exe" "$T/bin/fat$k.exe"; done
+  # Copies, not links: the tree holds as many distinct bytes as it claims.
+  for k in $(seq 1 "$fat"); do cp "$O/fat.exe" "$T/bin/fat$k.exe"; done
   # The rest: the system's shared libraries (ELF files without device code),
   # copied in turn until the tree has its files.
   local libs=() n=$fat i=0
@@ -985,7 +986,7 @@ step_scan_tree() {
     i=$((i + 1)) n=$((n + 1))
   done
   local bytes count
-  bytes=$(du -sb --count-links "$T" | cut -f1)
+  bytes=$(du -sb "$T" | cut -f1)
   count=$(find "$T" -type f | wc -l)
   find "$T" -type f -exec cat {} + >/dev/null
   local tag="${count}files-$((bytes >> 20))MiB"
