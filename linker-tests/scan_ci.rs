@@ -226,7 +226,8 @@ fn many_inputs() -> Result<(), Failed> {
 }
 
 /// A truncated or corrupt container fails `check` as an input error (2),
-/// never "ok"; `--allow-corrupt` checks what could be read.
+/// never "ok"; `--allow-corrupt` checks what could be read. `extract` of
+/// it is an input error too.
 fn corrupt() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
@@ -279,6 +280,21 @@ fn corrupt() -> Result<(), Failed> {
         if r.code == 2 {
             return Err(format!("{f}: --allow-corrupt still an input error").into());
         }
+        // extract: nothing to take from it is an input error too, naming
+        // the file, with nothing written.
+        let out = d.join(format!("{f}.out"));
+        let o = out.to_string_lossy().into_owned();
+        let r = run(&k, &["extract", &t, "-o", &o], d);
+        same(&format!("{f} truncated: extract exit"), r.code, 2)?;
+        let err = &r.stderr;
+        if !err
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.contains(".truncated"))
+        {
+            return Err(format!("{f}: no error line naming the file: {err}").into());
+        }
+        let left = std::fs::read_dir(&out).map_err(|e| e.to_string())?.count();
+        same(&format!("{f} truncated: files written"), left, 0)?;
     }
     Ok(())
 }

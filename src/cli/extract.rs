@@ -24,8 +24,9 @@ temporary file renamed into place once the whole stream has been read); compress
 fatbin entries (LZ4 or zstd) are decompressed to be written. A bundle's empty host\n\
 entry is written only with --include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
-input could not be read, or an image could not be decompressed or written (every readable\n\
-input is still extracted; each error is one line on standard error)."
+input could not be read, held damaged containers and no image, or an image could not be\n\
+decompressed or written (every readable input is still extracted; each error is one line\n\
+on standard error)."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
@@ -266,14 +267,23 @@ impl ExtractOpts {
                     &opts,
                     &mut ThinFiles::new(&mut ex, unit.thin_base),
                 );
-                let problems = report
+                let problems: Vec<String> = report
                     .problems
                     .iter()
                     .map(|p| format!("'{name}': warning: {}", p.message))
                     .collect();
+                let mut errors = ex.errors;
+                // Damaged containers and no image at all is no success:
+                // the input is an input error, as `check` has it.
+                if report.images.is_empty() && errors.is_empty() && !problems.is_empty() {
+                    errors.push(format!(
+                        "'{name}': nothing extracted: its device code is in a damaged container \
+                         (what is wrong is said above)"
+                    ));
+                }
                 Extracted {
                     written: ex.written,
-                    errors: ex.errors,
+                    errors,
                     problems,
                 }
             })
