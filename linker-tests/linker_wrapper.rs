@@ -924,8 +924,10 @@ fn make_cuda_root(root: &Path) -> Result<(), Failed> {
 }
 
 /// OpenMP offloading to NVPTX (`--offload-arch=sm_80,sm_90`): the same
-/// `--dry-run` commands as LLVM 22's (a real link needs the OpenMP device
-/// runtime for NVPTX, which is not here: LLVM's link fails the same way).
+/// `--dry-run` commands as LLVM 22's (two device links and the host link).
+/// Real links are tested with one NVPTX architecture
+/// ([`openmp_amdgpu_nvptx`]), whose runtime stand-in is built per
+/// architecture.
 fn openmp_nvptx() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
@@ -933,42 +935,35 @@ fn openmp_nvptx() -> Result<(), Failed> {
     make_cuda_root(&root)?;
     let cuda = format!("--cuda-path={}", root.display());
     let gpu = ["-fopenmp", "--offload-arch=sm_80,sm_90", &cuda, "-nogpulib"];
-    let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
-    a.extend([
-        "-c".into(),
-        src("app.c").to_string_lossy().into_owned(),
-        "-o".into(),
-        "app.o".into(),
-    ]);
-    let out = exec(&llvm("clang"), &a, d, &[]);
-    if out.code != 0 {
-        return Err(format!("compiling app.c: {}", out.stderr).into());
+    compile_gpu(&gpu, d, &["-c"], ".o")?;
+    let link = openmp_gpu_link(&gpu, d, &[])?;
+    let llvm_text = same_dry_run(d, &link, &["-march=sm_90"])?;
+    if llvm_text.lines().count() != 3 {
+        return Err(format!("LLVM's commands:\n{llvm_text}").into());
     }
-    let fx = fixture()?;
-    let mut texts = Vec::new();
-    for ours in [true, false] {
-        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
-        if ours {
-            let links = ours_as("clang-linker-wrapper");
-            a.push(format!("-B{}", links.parent().unwrap().display()));
-        }
+    Ok(())
+}
+
+/// Compiles `app.c` and `main.c` with `flags` and `mode` (`-c`, or
+/// `--offload-device-only -S`) to `d/app<ext>` and `d/main<ext>`; returns
+/// the two outputs.
+fn compile_gpu(flags: &[&str], d: &Path, mode: &[&str], ext: &str) -> Result<Vec<PathBuf>, Failed> {
+    let mut outs = Vec::new();
+    for c in ["app.c", "main.c"] {
+        let out = d.join(c.replace(".c", ext));
+        let mut a: Vec<String> = flags.iter().chain(mode).map(|s| (*s).to_string()).collect();
         a.extend([
-            "app.o".into(),
-            format!("-L{}", fx.join("lib").display()),
+            src(c).to_string_lossy().into_owned(),
             "-o".into(),
-            "app".into(),
-            "-Wl,--dry-run".into(),
+            out.to_string_lossy().into_owned(),
         ]);
-        let out = exec(&llvm("clang"), &a, d, &[]);
-        if out.code != 0 {
-            return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
+        let run = exec(&llvm("clang"), &a, d, &[]);
+        if run.code != 0 {
+            return Err(format!("compiling {c}: {}", run.stderr).into());
         }
-        texts.push(mask_temps(&out.stderr));
+        outs.push(out);
     }
-    if !texts[1].contains("-march=sm_90") || texts[1].lines().count() != 3 {
-        return Err(format!("LLVM's commands:\n{}", texts[1]).into());
-    }
-    same("commands", &texts[0], &texts[1])
+    Ok(outs)
 }
 
 /// A GPU language the drop-in links for.
@@ -1231,19 +1226,7 @@ fn openmp_amdgpu() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let gpu = ["-fopenmp", "--offload-arch=gfx90a,gfx1030", "-nogpulib"];
-    for c in ["app.c", "main.c"] {
-        let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
-        a.extend([
-            "-c".into(),
-            src(c).to_string_lossy().into_owned(),
-            "-o".into(),
-            d.join(c.replace(".c", ".o")).to_string_lossy().into_owned(),
-        ]);
-        let out = exec(&llvm("clang"), &a, d, &[]);
-        if out.code != 0 {
-            return Err(format!("compiling {c}: {}", out.stderr).into());
-        }
-    }
+    compile_gpu(&gpu, d, &["-c"], ".o")?;
     let device = ["-Xoffload-linker", "--unresolved-symbols=ignore-all"].map(String::from);
     let link = openmp_gpu_link(&gpu, d, &device)?;
     same_dry_run(d, &link, &["-mcpu=gfx1030 -flto"])?;
@@ -1282,12 +1265,13 @@ fn openmp_gpu_link<'a>(
 }
 
 /// `link` with `-Wl,--dry-run` through each wrapper in `d`: the same
-/// commands (temporary names aside), LLVM's holding each of `expect`.
+/// commands (temporary names aside), LLVM's holding each of `expect`;
+/// returns LLVM's.
 fn same_dry_run(
     d: &Path,
     link: &dyn Fn(bool, &Path, &str) -> Out,
     expect: &[&str],
-) -> Result<(), Failed> {
+) -> Result<String, Failed> {
     let mut texts = Vec::new();
     for ours in [true, false] {
         let out = link(ours, d, "-Wl,--dry-run");
@@ -1299,7 +1283,8 @@ fn same_dry_run(
     if expect.iter().any(|e| !texts[1].contains(e)) {
         return Err(format!("LLVM's commands:\n{}", texts[1]).into());
     }
-    same("commands", &texts[0], &texts[1])
+    same("commands", &texts[0], &texts[1])?;
+    Ok(texts.swap_remove(1))
 }
 
 /// Links with `link` through each wrapper with `--save-temps` (in
@@ -1433,36 +1418,10 @@ fn openmp_amdgpu_nvptx() -> Result<(), Failed> {
         &cuda,
         "-nogpulib",
     ];
-    let mut ptx = Vec::new();
-    for c in ["app.c", "main.c"] {
-        for device_only in [false, true] {
-            let mut a: Vec<String> = gpu.iter().map(|s| (*s).to_string()).collect();
-            let out = match device_only {
-                false => d.join(c.replace(".c", ".o")),
-                true => d.join(c.replace(".c", ".ptx")),
-            };
-            if device_only {
-                a.extend([
-                    "--offload-device-only".into(),
-                    "--offload-arch=sm_80".into(),
-                    "-S".into(),
-                ]);
-                a.retain(|x| x != "--offload-arch=gfx90a,sm_80");
-                ptx.push(out.clone());
-            } else {
-                a.push("-c".into());
-            }
-            a.extend([
-                src(c).to_string_lossy().into_owned(),
-                "-o".into(),
-                out.to_string_lossy().into_owned(),
-            ]);
-            let run = exec(&llvm("clang"), &a, d, &[]);
-            if run.code != 0 {
-                return Err(format!("compiling {c}: {}", run.stderr).into());
-            }
-        }
-    }
+    compile_gpu(&gpu, d, &["-c"], ".o")?;
+    // The NVPTX device code alone, as PTX, for the runtime stand-in.
+    let sm80 = ["-fopenmp", "--offload-arch=sm_80", &cuda, "-nogpulib"];
+    let ptx = compile_gpu(&sm80, d, &["--offload-device-only", "-S"], ".ptx")?;
     let stub = d.join("omp-stub.cubin");
     nvptx_runtime_stub(&ptx, "sm_80", &stub)?;
     let device = [
