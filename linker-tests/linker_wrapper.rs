@@ -312,7 +312,21 @@ fn corrupt_section() -> Result<(), Failed> {
     args.push("bad.o".into());
     let out = wrapper(&args, dir.path());
     clean_failure("corrupt .llvm.offloading", &to_run(&out), "bad.o")?;
+    // LLVM's line first.
+    let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
+    same("exit code", out.code, theirs.code)?;
+    same("message", first_error(&out), first_error(&theirs))?;
     fails(&out, dir.path(), "bad.o")
+}
+
+/// The message of the first line of `o`'s standard error, when it is an
+/// error line (`<tool>: error: <message>`).
+fn first_error(o: &Out) -> Option<String> {
+    o.stderr
+        .lines()
+        .next()
+        .and_then(|l| l.split_once(": error: "))
+        .map(|(_, m)| m.to_string())
 }
 
 fn to_run(out: &Out) -> crate::util::Run {
@@ -379,15 +393,8 @@ fn thin_archive_missing_member() -> Result<(), Failed> {
     args.extend(["-L.".to_string(), "-lgone".into()]);
     let ours = wrapper(&args, dir.path());
     let theirs = exec(&llvm("clang-linker-wrapper"), &args, dir.path(), &[]);
-    let msg = |o: &Out| {
-        o.stderr
-            .lines()
-            .next()
-            .and_then(|l| l.split_once(": error: "))
-            .map(|(_, m)| m.to_string())
-    };
     same("exit code", ours.code, theirs.code)?;
-    same("message", msg(&ours), msg(&theirs))?;
+    same("message", first_error(&ours), first_error(&theirs))?;
     fails(&ours, dir.path(), "thin archive")
 }
 

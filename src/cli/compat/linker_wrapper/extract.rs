@@ -216,10 +216,11 @@ fn slice_at(base: &[u8], sub: &[u8]) -> Option<usize> {
 }
 
 fn find<'a>(name: &str, bytes: &'a [u8]) -> Result<Vec<FoundImage<'a>>, Fail> {
+    // LLVM's line first, as the packager drop-in prints it; then ours.
     offload_binary::find_images(bytes, &Limits::default()).map_err(|e| {
         Fail::with_note(
+            e.llvm_message(),
             format!("'{name}': invalid offloading data: {e}"),
-            "the .llvm.offloading section does not hold a valid OffloadBinary",
         )
     })
 }
