@@ -26,6 +26,14 @@ enum Data {
 /// (and reflinks); smaller ones are only mapped.
 pub const KEEP_FILE_FROM: u64 = 1 << 20;
 
+/// File offsets that allow a reflink: [`Input::copy_to`] copies file to
+/// file in the kernel when both ends are multiples of this.
+pub const COPY_BLOCK: u64 = 4096;
+
+/// How many bytes [`Input::copy_to`] maps and writes at a time when it
+/// writes from the mapping.
+pub const COPY_CHUNK: usize = 8 << 20;
+
 /// Most bytes read from standard input (or from a regular file whose size
 /// reads as 0, as `/proc` files do), which cannot be mapped: 4 GiB. More is
 /// an error, so `/dev/zero` piped in cannot exhaust memory.
@@ -281,14 +289,38 @@ impl Input {
         })
     }
 
-    /// Copies `sub` (a slice of this input, or any bytes) to `out`, with a
-    /// kernel file-to-file copy when `sub` comes from a mapped file of at
-    /// least [`KEEP_FILE_FROM`] bytes, so the bytes never pass through this
-    /// process's memory (smaller ones are written from the mapping).
+    /// Copies `sub` (a slice of this input, or any bytes) to `out`. When
+    /// `sub` comes from a mapped file of at least [`KEEP_FILE_FROM`] bytes
+    /// and `out` is a file:
+    /// - if the source and destination offsets are both multiples of
+    ///   [`COPY_BLOCK`], with a kernel file-to-file copy (which a file
+    ///   system with shared extents makes a reflink);
+    /// - else from the mapping, [`COPY_CHUNK`] bytes at a time, each chunk's
+    ///   pages mapped in one call before it is written and given back after
+    ///   (see [`Input::release`]), so that memory holds one chunk. On Linux
+    ///   6 with ext4 this writes a misaligned 256 MiB in about 60% of the
+    ///   time the kernel's file-to-file copy takes, which goes a page at a
+    ///   time through a pipe.
+    ///
+    /// Smaller inputs are written from the mapping.
     pub fn copy_to<S: Sink>(&self, sub: &[u8], out: &mut S) -> io::Result<()> {
-        if let (Some(off), Some(file), Some(dst)) = (self.file_offset(sub), &self.file, out.file())
+        if let (Data::Map(map), Some(off), Some(file), Some(dst)) =
+            (&self.data, self.file_offset(sub), &self.file, out.file())
         {
-            return copy_file_range_all(file, off, sub.len() as u64, dst);
+            let pos = dst.stream_position()?;
+            if off % COPY_BLOCK == 0 && pos % COPY_BLOCK == 0 {
+                return copy_file_range_all(file, off, sub.len() as u64, dst);
+            }
+            let start = usize::try_from(off).map_err(io::Error::other)?;
+            let mut at = start;
+            for chunk in sub.chunks(COPY_CHUNK) {
+                // Errors only mean the pages are faulted in one by one.
+                let _ = map.advise_range(memmap2::Advice::PopulateRead, at, chunk.len());
+                dst.write_all(chunk)?;
+                dont_need(map, at, chunk.len());
+                at += chunk.len();
+            }
+            return Ok(());
         }
         out.write_all(sub)
     }
@@ -456,5 +488,40 @@ mod tests {
         (&out).read_to_end(&mut written).unwrap();
         assert_eq!(&written[..3_000_000], &data[..]);
         assert_eq!(&written[3_000_000..3_000_004], b"tail");
+    }
+
+    #[test]
+    fn copies_aligned_and_misaligned_ranges_across_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        // Over two chunks, with a tail that is not a whole page.
+        let len = 2 * COPY_CHUNK + 12_345;
+        let data: Vec<u8> = (0..len as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0])
+            .collect();
+        let path = dir.path().join("in");
+        std::fs::write(&path, &data).unwrap();
+        let input = Input::open(path.to_str().unwrap()).unwrap();
+        assert!(input.file().is_some());
+        // (source start, destination prefix): both aligned (file-to-file
+        // copy), either one misaligned (written from the mapping).
+        for (from, prefix) in [(0, 0), (4096, 8192), (4096, 100), (200, 4096), (13, 7)] {
+            let sub = &input.bytes()[from..];
+            let mut out = tempfile::tempfile().unwrap();
+            out.write_all(&vec![0xAB; prefix]).unwrap();
+            input.copy_to(sub, &mut out).unwrap();
+            out.write_all(b"end").unwrap();
+            let mut written = Vec::new();
+            out.seek(SeekFrom::Start(0)).unwrap();
+            out.read_to_end(&mut written).unwrap();
+            assert_eq!(written.len(), prefix + sub.len() + 3, "{from} {prefix}");
+            assert!(written[..prefix].iter().all(|&b| b == 0xAB));
+            assert!(
+                written[prefix..prefix + sub.len()] == data[from..],
+                "{from} {prefix}"
+            );
+            assert_eq!(&written[prefix + sub.len()..], b"end");
+        }
+        // The input reads the same after its pages were given back.
+        assert!(input.bytes() == &data[..]);
     }
 }

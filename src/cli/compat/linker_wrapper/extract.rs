@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::io::Write;
 
 use super::super::Fail;
-use crate::cli::io::{Input, copy_file_range_all, open_input};
+use crate::cli::io::{Input, open_input};
 use offload_kit::link::resolve::{Resolver, Sym, symbols};
 use offload_kit::link::{self, HostArg};
 use offload_kit::offload_binary::{self, FoundImage, ImageKind, Limits, OffloadKind};
@@ -71,10 +71,9 @@ impl Extraction {
     /// mapped input.
     pub fn write(&self, e: &Extracted, out: &mut std::fs::File) -> std::io::Result<()> {
         match &e.source {
-            Source::Slice { file, start, len } => match self.files[*file].file() {
-                Some(f) => copy_file_range_all(f, *start as u64, *len as u64, out),
-                None => out.write_all(Self::bytes(&self.files, e)),
-            },
+            Source::Slice { file, .. } => {
+                self.files[*file].copy_to(Self::bytes(&self.files, e), out)
+            }
             Source::Owned(v) => out.write_all(v),
         }
     }
