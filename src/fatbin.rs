@@ -68,7 +68,7 @@ use std::borrow::Cow;
 use std::io::Read;
 
 mod decompress;
-mod lz4;
+pub(crate) mod lz4;
 
 pub use decompress::{decoder, decompress};
 

@@ -335,14 +335,14 @@ impl Read for BlockDecoder<'_> {
     }
 }
 
-/// The [`Fault`] an error from a [`BlockDecoder`] carries.
-pub(crate) fn fault_of(e: &io::Error) -> Option<Fault> {
-    e.get_ref()?.downcast_ref::<Fault>().copied()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The [`Fault`] an error from a [`BlockDecoder`] carries.
+    fn fault_of(e: &io::Error) -> Option<Fault> {
+        e.get_ref()?.downcast_ref::<Fault>().copied()
+    }
 
     /// Decodes `block` with ours, reading `chunk` bytes at a time.
     fn ours(block: &[u8], declared: u64, chunk: usize) -> Result<Vec<u8>, Fault> {
