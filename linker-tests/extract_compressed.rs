@@ -61,16 +61,15 @@ fn packed(images: &[Vec<u8>], how: Compression) -> Result<Vec<u8>, Failed> {
     let specs: Vec<ImageSpec> = images
         .iter()
         .zip(archs)
-        .map(|(img, arch)| {
-            let mut s = ImageSpec::default();
-            s.image_kind = ImageKind::IMG_Object;
-            s.offload_kind = OffloadKind::OFK_OpenMP;
-            s.strings = vec![
+        .map(|(img, arch)| ImageSpec {
+            image_kind: ImageKind::IMG_Object,
+            offload_kind: OffloadKind::OFK_OpenMP,
+            strings: vec![
                 (b"triple".to_vec(), b"amdgcn-amd-amdhsa".to_vec()),
                 (b"arch".to_vec(), arch.as_bytes().to_vec()),
-            ];
-            s.size = img.len() as u64;
-            s
+            ],
+            size: img.len() as u64,
+            ..ImageSpec::default()
         })
         .collect();
     let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();

@@ -336,6 +336,10 @@ impl Read for BlockDecoder<'_> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the test data takes the low bits of a random generator"
+)]
 mod tests {
     use super::*;
 

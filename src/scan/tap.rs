@@ -155,7 +155,9 @@ mod tests {
 
     #[test]
     fn pump_writes_each_range_and_checks_the_size() {
-        let data: Vec<u8> = (0..3 * CHUNK + 17).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..3 * CHUNK + 17)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
         let n = len64(&data);
         let ranges = [
             0..0,

@@ -453,7 +453,7 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
     for (i, e) in parsed.entries.iter().enumerate().take(5) {
         let at = usize_from(e.offset);
         let declared = e.decompressed_size.unwrap();
-        let csize = e.payload.len() as u32;
+        let csize = u32::try_from(e.payload.len()).unwrap();
         let mut cases = Vec::new();
         for lie in [declared + 1, declared.wrapping_sub(1)] {
             let mut bad = f.clone();
