@@ -13,6 +13,7 @@ mod bundle_ids;
 mod bundle_native;
 mod bundler;
 mod ccob;
+mod extract_compressed;
 mod fatbin_compressed;
 mod hostile;
 mod linker_wrapper;
@@ -33,6 +34,7 @@ fn main() {
     trials.extend(bundle_ids::tests());
     trials.extend(ccob::tests());
     trials.extend(fatbin_compressed::tests());
+    trials.extend(extract_compressed::tests());
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());

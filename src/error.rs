@@ -196,6 +196,26 @@ impl Error {
         ErrorKind::Usage(msg.into()).into()
     }
 
+    /// This error inside an `io::Error`, for a [`Read`](io::Read) of
+    /// decompressed bytes whose failures are ours; [`Error::from_io`] takes
+    /// it out again.
+    pub(crate) fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, self)
+    }
+
+    /// The error an `io::Error` carries: ours when [`Error::into_io`] put
+    /// it there, else [`ErrorKind::Io`].
+    pub(crate) fn from_io(e: io::Error) -> Error {
+        if !e.get_ref().is_some_and(|r| r.is::<Error>()) {
+            return e.into();
+        }
+        match e.into_inner().map(|b| b.downcast::<Error>()) {
+            Some(Ok(ours)) => *ours,
+            Some(Err(other)) => io::Error::new(io::ErrorKind::InvalidData, other).into(),
+            None => io::Error::from(io::ErrorKind::InvalidData).into(),
+        }
+    }
+
     /// [`ErrorKind::Write`]: `what` could not be encoded, for `detail`.
     pub(crate) fn write(what: &'static str, detail: impl fmt::Display) -> Error {
         ErrorKind::Write {

@@ -53,9 +53,10 @@
 //!   padding. The decompressed bytes are what cuobjdump writes for a cubin
 //!   (for PTX it drops the terminating NUL the entry holds).
 //!
-//! [`Entry::payload`] is the compressed bytes; [`Entry::contents`] (and
-//! [`decompress`]) give the image as the CUDA driver loads it. No other flag
-//! has been seen to mean compression.
+//! [`Entry::payload`] is the compressed bytes; [`Entry::reader`] (and
+//! [`decoder`]) stream the image as the CUDA driver loads it, in constant
+//! memory, and [`Entry::contents`] (and [`decompress`]) give it in one
+//! piece. No other flag has been seen to mean compression.
 //!
 //! Wrapper (`.nvFatBinSegment` / `.hipFatBinSegment`, 24 bytes on 64-bit
 //! targets): u32 magic (CUDA 0x466243B1, HIP 0x48495046 "HIPF", rocm-kpack's
@@ -65,6 +66,11 @@
 
 use std::borrow::Cow;
 use std::io::Read;
+
+mod decompress;
+pub(crate) mod lz4;
+
+pub use decompress::{decoder, decompress};
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -224,6 +230,17 @@ impl<'data> Entry<'data> {
         match (self.method(), self.decompressed_size) {
             (Some(m), Some(size)) => Ok(Cow::Owned(decompress(m, self.payload, size, limit)?)),
             _ => Ok(Cow::Borrowed(self.payload)),
+        }
+    }
+
+    /// The image as the CUDA driver loads it, as a stream: the payload, or
+    /// for a compressed entry its [`decoder`], which yields exactly the
+    /// declared size (at most `limit`, checked before anything is
+    /// decompressed) or fails the read.
+    pub fn reader(&self, limit: u64) -> Result<Box<dyn Read + 'data>> {
+        match (self.method(), self.decompressed_size) {
+            (Some(m), Some(size)) => decoder(m, self.payload, size, limit),
+            _ => Ok(Box::new(self.payload)),
         }
     }
 
@@ -397,88 +414,6 @@ pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
         size: end,
         entries,
     })
-}
-
-/// Most bytes one byte of an LZ4 block can stand for: a match length byte
-/// of 255 adds 255 bytes of output.
-const LZ4_MAX_RATIO: u64 = 255;
-
-/// Decompresses the `data` of a compressed entry to exactly `size` bytes
-/// (the entry's declared decompressed size), refusing a size over `limit`
-/// before decompressing. Data that ends early, decodes to another size or
-/// is corrupt is an error ([`ErrorKind::Decompress`]); a size over `limit`
-/// is [`ErrorKind::LimitExceeded`].
-pub fn decompress(method: Method, data: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
-    let what = match method {
-        Method::Lz4 => "LZ4 data",
-        Method::Zstd => "zstd data",
-    };
-    let bad = |detail: String| -> Error { ErrorKind::Decompress { what, detail }.into() };
-    if size > limit {
-        return Err(ErrorKind::LimitExceeded {
-            what: format!("the declared decompressed size {size}"),
-            limit,
-        }
-        .into());
-    }
-    let want =
-        usize::try_from(size).map_err(|_| bad(format!("{size} bytes do not fit in memory")))?;
-    match method {
-        Method::Lz4 => {
-            // Not streamed (nor the zstd case below): an LZ4 block has no
-            // framing of its own and its matches reach anywhere back into
-            // the output, which lz4_flex's block decoder needs as one
-            // slice, so the whole entry is decoded into memory; that is
-            // bounded by the entry (255 times its compressed size, within
-            // the caller's limit). A zstd entry could be streamed, but an
-            // entry is one cubin or PTX file (a few MiB; NVIDIA's largest
-            // libraries hold entries of tens of MiB), which the scanner's
-            // visitors and hashers take in one piece.
-            //
-            // An LZ4 block cannot grow more than 255-fold: a larger size is a
-            // lie, refused before the buffer is made.
-            let most = len64(data).saturating_mul(LZ4_MAX_RATIO);
-            if size > most {
-                return Err(bad(format!(
-                    "{} bytes of LZ4 data cannot hold the {size} bytes the entry declares",
-                    data.len()
-                )));
-            }
-            let mut out = vec![0u8; want];
-            let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| match e {
-                lz4_flex::block::DecompressError::OutputTooSmall { .. } => bad(format!(
-                    "it decodes to more than the {size} bytes the entry declares"
-                )),
-                e => bad(e.to_string()),
-            })?;
-            if n != want {
-                return Err(bad(format!(
-                    "it decodes to {n} bytes, the entry declares {size}"
-                )));
-            }
-            Ok(out)
-        }
-        Method::Zstd => {
-            let err = |e: std::io::Error| bad(e.to_string());
-            let mut out = Vec::with_capacity(want.min(16 << 20));
-            let dec = zstd::stream::read::Decoder::with_buffer(data).map_err(err)?;
-            // One byte more than declared, to notice data that decodes further.
-            dec.take(size.saturating_add(1))
-                .read_to_end(&mut out)
-                .map_err(err)?;
-            if out.len() != want {
-                return Err(bad(if out.len() > want {
-                    format!("it decodes to more than the {size} bytes the entry declares")
-                } else {
-                    format!(
-                        "it decodes to {} bytes, the entry declares {size}",
-                        out.len()
-                    )
-                }));
-            }
-            Ok(out)
-        }
-    }
 }
 
 /// A fatbin wrapper (`{magic, version, data, filename}`).

@@ -126,6 +126,7 @@
 pub mod archive;
 pub mod bundle;
 mod bytes;
+mod decoded;
 pub mod error;
 pub mod fatbin;
 pub mod layout;

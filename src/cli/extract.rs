@@ -19,10 +19,11 @@ input's file name (its path, with / as _, when several inputs are given), <image
 id `inspect` shows, <label> the bundle-entry ID or <offload kind>-<triple>-<target id>, and\n\
 <ext> comes from the image kind (o, bc, cubin, ptx, fatbin, spv; else bin). Characters other\n\
 than letters, digits and ._+- become _, so names taken from the file cannot leave DIR.\n\
-Images inside compressed bundles are written as they are decompressed (each to a\n\
-temporary file renamed into place once the whole stream has been read); compressed CUDA\n\
-fatbin entries (LZ4 or zstd) are decompressed to be written. A bundle's empty host\n\
-entry is written only with --include-host. An input `-` is standard input (named stdin).\n\n\
+Images inside compressed data (compressed bundles, compressed OffloadBinaries, compressed\n\
+CUDA fatbin entries, LZ4 or zstd) are written as they are decompressed, each to a\n\
+temporary file renamed into place once the whole stream has been read and checked (a\n\
+damaged or lying one leaves nothing). A bundle's empty host entry is written only with\n\
+--include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
 input could not be read, held damaged containers and no image, or an image could not be\n\
 decompressed or written (every readable input is still extracted; each error is one line\n\
@@ -150,7 +151,7 @@ impl scan::Visit for Extractor<'_> {
         ));
     }
 
-    /// Images inside compressed bundles are written as they are
+    /// Images inside compressed data are written as they are
     /// decompressed, to a temporary file renamed into place once the
     /// stream has ended well.
     fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {

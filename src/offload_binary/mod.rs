@@ -26,6 +26,7 @@
 
 pub mod args;
 pub mod container;
+pub mod inflating;
 pub mod kinds;
 pub mod listing;
 pub mod raw;
@@ -34,6 +35,7 @@ pub mod write;
 
 pub use args::ImageArgs;
 pub use container::{FoundImage, find_images};
+pub use inflating::{Inflating, PendingImage, read_inflating};
 pub use kinds::{ImageKind, OffloadKind};
 pub use read::{
     HeaderSummary, Limits, OffloadImage, has_magic, header_summary, read_all, read_binary,

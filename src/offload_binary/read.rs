@@ -18,6 +18,7 @@ use super::raw::{
     STRING_ENTRY_V1_SIZE, STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
 };
 use crate::bytes::Bytes;
+use crate::decoded::Exact;
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, usize_from};
 
@@ -135,6 +136,32 @@ pub fn read_binary<'data>(
     limits: &Limits,
     out: &mut Vec<OffloadImage<'data>>,
 ) -> Result<u64> {
+    let Located {
+        bin,
+        header,
+        compressed,
+    } = locate(data, at)?;
+    let size = len64(bin);
+    if let Some(h3) = compressed {
+        out.extend(read_compressed(bin, &h3, at, limits)?);
+        return Ok(size);
+    }
+    read_uncompressed(bin, &header, at, size, false, out)?;
+    Ok(size)
+}
+
+/// The OffloadBinary at some offset of a buffer, its header checked.
+pub(super) struct Located<'data> {
+    /// Its bytes, as stored.
+    pub(super) bin: &'data [u8],
+    pub(super) header: Header,
+    /// The version 3 header of a compressed binary.
+    pub(super) compressed: Option<HeaderV3>,
+}
+
+/// Finds the OffloadBinary at `at` in `data`: checks its magic, alignment,
+/// version and size.
+pub(super) fn locate(data: &[u8], at: u64) -> Result<Located<'_>> {
     let rest = tail(data, at);
     if !has_magic(rest) {
         return Err(ErrorKind::BadMagic {
@@ -191,6 +218,7 @@ pub fn read_binary<'data>(
     }
     // `size <= rest.len()`, so it fits in usize.
     let bin = &rest[..usize_from(size)];
+    let mut compressed = None;
     if version == 3 {
         let Ok((h3, _)) = HeaderV3::read_from_prefix(bin) else {
             return Err(truncated(
@@ -201,13 +229,14 @@ pub fn read_binary<'data>(
             ));
         };
         if h3.inflated_size.get() != 0 {
-            let images = read_compressed(bin, &h3, at, limits)?;
-            out.extend(images);
-            return Ok(size);
+            compressed = Some(h3);
         }
     }
-    read_uncompressed(bin, &hdr, at, size, false, out)?;
-    Ok(size)
+    Ok(Located {
+        bin,
+        header: hdr,
+        compressed,
+    })
 }
 
 fn read_compressed(
@@ -216,6 +245,50 @@ fn read_compressed(
     at: u64,
     limits: &Limits,
 ) -> Result<Vec<OffloadImage<'static>>> {
+    let (body_at, inflated) = compressed_body(bin, h3, at, limits)?;
+    let body = inflate(tail(bin, body_at), inflated - body_at)?;
+    // The uncompressed binary: its header and what lies before the
+    // compressed data, then the body.
+    let mut whole = inflated_head(bin, h3, body_at);
+    whole.reserve_exact(body.len());
+    whole.extend_from_slice(&body);
+    drop(body);
+    let mut images = Vec::new();
+    let hdr = whole_header(h3);
+    read_uncompressed(&whole, &hdr, at, len64(bin), true, &mut images)?;
+    Ok(images.into_iter().map(OffloadImage::into_owned).collect())
+}
+
+/// The header of a compressed binary `h3` once inflated: its size the
+/// inflated size, and no inflated size.
+pub(super) fn whole_header(h3: &HeaderV3) -> Header {
+    let mut hdr = h3.base;
+    hdr.size.set(h3.inflated_size.get());
+    hdr
+}
+
+/// The first `body_at` bytes of the compressed binary `bin` (header `h3`)
+/// once inflated: the header as the uncompressed binary has it (size =
+/// inflated size, no inflated size), then the bytes before the
+/// compressed data.
+pub(super) fn inflated_head(bin: &[u8], h3: &HeaderV3, body_at: u64) -> Vec<u8> {
+    let mut hdr = *h3;
+    hdr.base = whole_header(h3);
+    hdr.inflated_size.set(0);
+    let mut head = zerocopy::IntoBytes::as_bytes(&hdr).to_vec();
+    head.extend_from_slice(&bin[usize_from(HEADER_V3_SIZE)..usize_from(body_at)]);
+    head
+}
+
+/// Checks where a compressed binary's data starts (`body_at`, returned)
+/// and the size it inflates to (returned), against the binary and
+/// `limits`.
+pub(super) fn compressed_body(
+    bin: &[u8],
+    h3: &HeaderV3,
+    at: u64,
+    limits: &Limits,
+) -> Result<(u64, u64)> {
     let size = len64(bin);
     let body_at = h3.base.entry_offset.get();
     let inflated = h3.inflated_size.get();
@@ -242,22 +315,7 @@ fn read_compressed(
         }
         .into());
     }
-    let compressed = tail(bin, body_at);
-    let want = inflated - body_at;
-    let body = inflate(compressed, want)?;
-    // Rebuild the uncompressed binary: the header with size = inflated size
-    // and no inflated size, then the body.
-    let mut whole = Vec::with_capacity(body.len() + usize_from(body_at));
-    let mut hdr = *h3;
-    hdr.base.size.set(inflated);
-    hdr.inflated_size.set(0);
-    whole.extend_from_slice(zerocopy::IntoBytes::as_bytes(&hdr));
-    whole.extend_from_slice(&bin[usize_from(HEADER_V3_SIZE)..usize_from(body_at)]);
-    whole.extend_from_slice(&body);
-    drop(body);
-    let mut images = Vec::new();
-    read_uncompressed(&whole, &hdr.base, at, len64(bin), true, &mut images)?;
-    Ok(images.into_iter().map(OffloadImage::into_owned).collect())
+    Ok((body_at, inflated))
 }
 
 /// What the header of an OffloadBinary says about its form, for reports:
@@ -304,51 +362,48 @@ fn is_zstd(compressed: &[u8]) -> bool {
     compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD])
 }
 
-/// Inflates zstd (by magic) or zlib data to exactly `want` bytes.
+/// Inflates zstd (by magic) or zlib data to exactly `want` bytes, in
+/// memory: [`body_reader`] read to its end.
 ///
-/// The body of a compressed version 3 binary is decompressed whole, not
-/// streamed: it is a complete OffloadBinary whose entry table and string
-/// table give offsets anywhere in it, so its images can only be found
-/// with the whole body at hand (newer LLVM writes the tables first, but
-/// the format does not promise it). `want` is checked against the
-/// caller's limit before this is called.
+/// [`read_all`] and [`read_binary`] inflate the body of a compressed
+/// version 3 binary whole: it is a complete OffloadBinary whose entry
+/// table and string table give offsets anywhere in it. The scanner streams
+/// it instead where the tables come first, as LLVM writes them
+/// ([`read_inflating`](super::read_inflating)). `want` is checked against
+/// the caller's limit before this is called.
 fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
-    let use_zstd = is_zstd(compressed);
-    let what = if use_zstd { "zstd data" } else { "zlib data" };
-    let cap = usize::try_from(want).map_err(|_| ErrorKind::LimitExceeded {
-        what: "inflated size".into(),
-        limit: usize::MAX as u64,
-    })?;
-    let mut out = Vec::with_capacity(cap.min(1 << 20));
-    let err = |e: std::io::Error| ErrorKind::Decompress {
-        what,
-        detail: e.to_string(),
-    };
-    // Read one byte more than allowed, to notice data that inflates further.
-    let n = if use_zstd {
-        let dec = zstd::stream::read::Decoder::with_buffer(compressed).map_err(err)?;
-        dec.take(want + 1).read_to_end(&mut out).map_err(err)?
-    } else {
-        flate2::read::ZlibDecoder::new(compressed)
-            .take(want + 1)
-            .read_to_end(&mut out)
-            .map_err(err)?
-    };
-    if len64(&out[..n]) != want {
-        return Err(ErrorKind::Decompress {
-            what,
-            detail: format!(
-                "inflates to {} bytes, the header says {want}",
-                if n as u64 > want {
-                    format!("more than {want}")
-                } else {
-                    n.to_string()
-                }
-            ),
+    if usize::try_from(want).is_err() {
+        return Err(ErrorKind::LimitExceeded {
+            what: "inflated size".into(),
+            limit: usize::MAX as u64,
         }
         .into());
     }
-    Ok(out)
+    crate::decoded::read_all(body_reader(compressed, want)?, want)
+}
+
+/// The zstd (by magic) or zlib data of a compressed binary as a stream of
+/// exactly `want` bytes; data that ends early, inflates further or is
+/// corrupt fails the read ([`ErrorKind::Decompress`] inside the
+/// `io::Error`).
+pub(super) fn body_reader(compressed: &[u8], want: u64) -> Result<Box<dyn Read + '_>> {
+    fn says(got: Option<u64>, want: u64) -> String {
+        let got = got.map_or_else(|| format!("more than {want}"), |n| n.to_string());
+        format!("inflates to {got} bytes, the header says {want}")
+    }
+    if is_zstd(compressed) {
+        let what = "zstd data";
+        let dec = zstd::stream::read::Decoder::with_buffer(compressed).map_err(|e| {
+            ErrorKind::Decompress {
+                what,
+                detail: e.to_string(),
+            }
+        })?;
+        Ok(Box::new(Exact::new(dec, what, want, says)))
+    } else {
+        let dec = flate2::read::ZlibDecoder::new(compressed);
+        Ok(Box::new(Exact::new(dec, "zlib data", want, says)))
+    }
 }
 
 /// A named byte range, for overlap checks.
@@ -379,7 +434,85 @@ fn read_uncompressed<'data>(
     compressed: bool,
     out: &mut Vec<OffloadImage<'data>>,
 ) -> Result<()> {
-    let size = len64(bin);
+    let entries = match read_tables(bin, len64(bin), hdr, at) {
+        Ok(e) => e,
+        Err(Tables::Bad(e)) => return Err(e),
+        // The whole binary is at hand.
+        Err(Tables::Beyond) => return Err(Error::invalid("OffloadBinary", "tables past its end")),
+    };
+    for (i, e) in entries.into_iter().enumerate() {
+        let (start, end) = e.image;
+        let bytes = Cow::Borrowed(&bin[usize_from(start)..usize_from(end)]);
+        out.push(e.into_image(i, at, stored_size, compressed, bytes));
+    }
+    Ok(())
+}
+
+/// Why the tables of a binary were not read.
+pub(super) enum Tables {
+    /// They are malformed.
+    Bad(Error),
+    /// One lies (partly) past the bytes at hand, a prefix of the binary.
+    Beyond,
+}
+
+impl From<Error> for Tables {
+    fn from(e: Error) -> Tables {
+        Tables::Bad(e)
+    }
+}
+
+/// One entry of a binary, as its tables describe it.
+pub(super) struct Described<'data> {
+    version: u32,
+    entry: Entry,
+    strings: Vec<KeyValue<'data>>,
+    /// Where its image lies in the binary.
+    pub(super) image: (u64, u64),
+}
+
+impl<'data> Described<'data> {
+    /// Entry `index` of the binary at `at` (stored in `stored_size` bytes)
+    /// with its image's bytes.
+    pub(super) fn into_image<'b>(
+        self,
+        index: usize,
+        at: u64,
+        stored_size: u64,
+        compressed: bool,
+        image: Cow<'b, [u8]>,
+    ) -> OffloadImage<'b>
+    where
+        'data: 'b,
+    {
+        let e = self.entry;
+        OffloadImage {
+            version: self.version,
+            binary_offset: at,
+            binary_size: stored_size,
+            index: index as u64,
+            compressed,
+            image_kind: ImageKind(e.image_kind.get()),
+            offload_kind: OffloadKind(e.offload_kind.get()),
+            flags: e.flags.get(),
+            strings: self.strings,
+            image_offset: self.image.0,
+            image,
+        }
+    }
+}
+
+/// Reads the tables of a binary of `size` bytes (header `hdr`, at `at` in
+/// the caller's buffer) from `bin`, its first bytes: the whole binary, or a
+/// prefix of it (its first bytes inflated), when a table that lies past
+/// the prefix is [`Tables::Beyond`]. Every check is made against `size`, so
+/// a prefix that holds the tables gives what the whole binary gives.
+pub(super) fn read_tables<'data>(
+    bin: &'data [u8],
+    size: u64,
+    hdr: &Header,
+    at: u64,
+) -> Result<Vec<Described<'data>>, Tables> {
     let version = hdr.version.get();
     let hdr_size = if version >= 3 {
         HEADER_V3_SIZE
@@ -392,7 +525,8 @@ fn read_uncompressed<'data>(
             at,
             hdr_size + ENTRY_SIZE,
             size,
-        ));
+        )
+        .into());
     }
     let entry_offset = hdr.entry_offset.get();
     let count = if version == 1 {
@@ -401,7 +535,8 @@ fn read_uncompressed<'data>(
             return Err(Error::invalid(
                 format!("entry size of the OffloadBinary at {at:#x}"),
                 format!("{entry_size} (an entry is {ENTRY_SIZE} bytes, the binary {size})"),
-            ));
+            )
+            .into());
         }
         1
     } else {
@@ -417,7 +552,8 @@ fn read_uncompressed<'data>(
             )
         })?;
     let header = Region::new("header".into(), 0, hdr_size);
-    let table = checked_region(bin, "entry table", entry_offset, table_len)?;
+    let table = checked_region(size, "entry table", entry_offset, table_len)?;
+    at_hand(bin, &table)?;
     let mut fixed = Regions::default();
     fixed.push_disjoint(header)?;
     fixed.push_disjoint(table)?;
@@ -441,18 +577,19 @@ fn read_uncompressed<'data>(
             )
         })?;
         let se = checked_region(
-            bin,
+            size,
             &format!("string entries of entry {i}"),
             e.string_offset.get(),
             se_len,
         )?;
+        at_hand(bin, &se)?;
         fixed.push_disjoint(se)?;
         entries.push(e);
     }
     let mut images: Vec<(u64, u64)> = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let img = checked_region(
-            bin,
+            size,
             &format!("image of entry {i}"),
             e.image_offset.get(),
             e.image_size.get(),
@@ -460,97 +597,105 @@ fn read_uncompressed<'data>(
         images.push((img.start, img.end));
         fixed.push_disjoint(img)?;
     }
-    for (i, (e, img)) in entries.iter().zip(images).enumerate() {
-        let strings = read_strings(bin, e, version, i)?;
-        out.push(OffloadImage {
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, (e, image)) in entries.into_iter().zip(images).enumerate() {
+        let strings = read_strings(bin, size, &e, version, i)?;
+        out.push(Described {
             version,
-            binary_offset: at,
-            binary_size: stored_size,
-            index: i as u64,
-            compressed,
-            image_kind: ImageKind(e.image_kind.get()),
-            offload_kind: OffloadKind(e.offload_kind.get()),
-            flags: e.flags.get(),
+            entry: e,
             strings,
-            image_offset: img.0,
-            image: Cow::Borrowed(&bin[usize_from(img.0)..usize_from(img.1)]),
+            image,
         });
+    }
+    Ok(out)
+}
+
+/// Fails with [`Tables::Beyond`] unless region `r` lies inside `bin`.
+fn at_hand(bin: &[u8], r: &Region) -> Result<(), Tables> {
+    if r.end > len64(bin) {
+        return Err(Tables::Beyond);
     }
     Ok(())
 }
 
 fn read_strings<'data>(
     bin: &'data [u8],
+    size: u64,
     e: &Entry,
     version: u32,
     i: usize,
-) -> Result<Vec<KeyValue<'data>>> {
+) -> Result<Vec<KeyValue<'data>>, Tables> {
     let n = e.num_strings.get();
     let base = e.string_offset.get();
     let mut strings = Vec::new();
     for j in 0..n {
+        // The string entries were checked to lie in `bin`.
         let (key_at, value) = if version == 1 {
             let at = base + j * STRING_ENTRY_V1_SIZE;
             let (s, _) = StringEntryV1::read_from_prefix(tail(bin, at)).map_err(|_| {
-                let have = len64(bin).saturating_sub(at);
+                let have = size.saturating_sub(at);
                 truncated("string entry", at, STRING_ENTRY_V1_SIZE, have)
             })?;
             (
                 s.key_offset.get(),
-                c_string(bin, s.value_offset.get(), || {
+                c_string(bin, size, s.value_offset.get(), || {
                     format!("value {j} of entry {i}")
                 })?,
             )
         } else {
             let at = base + j * STRING_ENTRY_V2_SIZE;
             let (s, _) = StringEntryV2::read_from_prefix(tail(bin, at)).map_err(|_| {
-                let have = len64(bin).saturating_sub(at);
+                let have = size.saturating_sub(at);
                 truncated("string entry", at, STRING_ENTRY_V2_SIZE, have)
             })?;
             let r = checked_region(
-                bin,
+                size,
                 &format!("value {j} of entry {i}"),
                 s.value_offset.get(),
                 s.value_size.get(),
             )?;
+            at_hand(bin, &r)?;
             (
                 s.key_offset.get(),
                 &bin[usize_from(r.start)..usize_from(r.end)],
             )
         };
-        let key = c_string(bin, key_at, || format!("key {j} of entry {i}"))?;
+        let key = c_string(bin, size, key_at, || format!("key {j} of entry {i}"))?;
         strings.push((Cow::Borrowed(key), Cow::Borrowed(value)));
     }
     Ok(strings)
 }
 
-/// The NUL-terminated string at `at`, which must end inside `bin`.
-fn c_string(bin: &[u8], at: u64, what: impl Fn() -> String) -> Result<&[u8]> {
-    let rest = usize::try_from(at)
-        .ok()
-        .and_then(|a| bin.get(a..))
-        .ok_or_else(|| ErrorKind::OutOfBounds {
-            what: what(),
+/// The NUL-terminated string at `at`, which must end inside the binary of
+/// `size` bytes whose first bytes are `bin`.
+fn c_string(bin: &[u8], size: u64, at: u64, what: impl Fn() -> String) -> Result<&[u8], Tables> {
+    let out_of_bounds = |what: String, len: u64| -> Tables {
+        Error::from(ErrorKind::OutOfBounds {
+            what,
             offset: at,
-            size: 1,
+            size: len,
             within: "binary",
-            limit: len64(bin),
-        })?;
+            limit: size,
+        })
+        .into()
+    };
+    if at >= size {
+        return Err(out_of_bounds(what(), 1));
+    }
+    let Some(rest) = usize::try_from(at).ok().and_then(|a| bin.get(a..)) else {
+        return Err(Tables::Beyond);
+    };
     match memchr::memchr(0, rest) {
         Some(n) => Ok(&rest[..n]),
-        None => Err(ErrorKind::OutOfBounds {
-            what: format!("{} (no terminating NUL)", what()),
-            offset: at,
-            size: len64(rest),
-            within: "binary",
-            limit: len64(bin),
-        }
-        .into()),
+        None if len64(bin) < size => Err(Tables::Beyond),
+        None => Err(out_of_bounds(
+            format!("{} (no terminating NUL)", what()),
+            len64(rest),
+        )),
     }
 }
 
-fn checked_region(bin: &[u8], what: &str, offset: u64, len: u64) -> Result<Region> {
-    let size = len64(bin);
+fn checked_region(size: u64, what: &str, offset: u64, len: u64) -> Result<Region> {
     match offset.checked_add(len) {
         Some(end) if end <= size => Ok(Region::new(what.to_string(), offset, len)),
         _ => Err(ErrorKind::OutOfBounds {

@@ -26,24 +26,39 @@
 //!
 //! # Memory and decompression
 //!
-//! Image bytes are borrowed from the input, never copied. A CCOB is
-//! decompressed only as far as its bundle header (the entry IDs and sizes
-//! come first) unless [`Options::verify`] or [`Options::hash`] ask for the
-//! contents, or a [`Visit`] wants one of its images, within
-//! [`Options::max_uncompressed`] (a budget for the whole file). Then a
-//! binary bundle inside is streamed, not held: each entry's first bytes
-//! (its kind) and hash are taken as it passes, the stored hash is checked
-//! over the stream, and the images a visitor wants go to its
-//! [`Visit::sink`] as they come (or, for a visitor without sinks, to
-//! [`Visit::image`] from a buffer of that entry alone). Other contents,
-//! and a bundle with an entry that starts with a container's magic (whose
-//! containers are walked from memory), are decompressed whole. Images of
-//! a CCOB that was only partly decompressed have no hash and no nested
-//! containers.
-//! A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its own
-//! and within the same budget, only when [`Options::hash`] or a [`Visit`]
-//! asks for its bytes; one that does not decompress is a [`Problem`], or,
-//! when a visitor wanted it, [`Visit::unavailable`].
+//! Image bytes are borrowed from the input, never copied. Compressed data
+//! is decompressed within [`Options::max_uncompressed`] (a budget for the
+//! whole file) and streamed, not held: each image's first bytes (its kind)
+//! and hash are taken as it passes, and the images a visitor wants go to
+//! its [`Visit::sink`] as they come (or, for a visitor without sinks, to
+//! [`Visit::image`] from a buffer of that image alone); a stream that
+//! fails hands each sink back through [`Visit::streamed`] with the
+//! failure, so that nothing of it is kept. Memory stays at the
+//! decompressor's window and a few fixed buffers.
+//!
+//! - A CCOB is decompressed only as far as its bundle header (the entry
+//!   IDs and sizes come first) unless [`Options::verify`] or
+//!   [`Options::hash`] ask for the contents, or a [`Visit`] wants one of
+//!   its images. Then a binary bundle inside is streamed, its stored hash
+//!   checked over the stream. Other contents are decompressed whole.
+//!   Images of a CCOB that was only partly decompressed have no hash and
+//!   no nested containers.
+//! - A compressed (version 3) OffloadBinary is streamed once to check it
+//!   and take its images' first bytes and hashes, and once more when a
+//!   visitor wants images. Its tables are read from the first bytes of the
+//!   inflated binary (where LLVM writes them); one whose tables lie past
+//!   the first 16 MiB is decompressed whole.
+//! - A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its
+//!   own, only when [`Options::hash`] or a [`Visit`] asks for its bytes,
+//!   and streamed once through both; one that does not decompress is a
+//!   [`Problem`], or, when a visitor wanted it, its failure
+//!   ([`Visit::streamed`] or [`Visit::unavailable`]).
+//!
+//! The containers inside an image are found from its bytes in memory: a
+//! CCOB or compressed OffloadBinary with an image that starts with a
+//! container's magic (a bundle inside a bundle, an OffloadBinary inside an
+//! OffloadBinary) is decompressed whole instead, within the same budget,
+//! and its containers walked from there.
 //!
 //! # Operations on reports
 //!
@@ -371,16 +386,19 @@ pub struct Report {
 
 /// A caller that wants the bytes of some images (to extract them, say).
 /// The bytes are only valid during the call: images inside compressed data
-/// are decompressed into a buffer that is dropped afterwards.
+/// are streamed to a [sink](Visit::sink), or decompressed into a buffer
+/// that is dropped afterwards.
 pub trait Visit {
     /// Whether [`Visit::image`] should get this image's bytes. Asked before
     /// anything is decompressed for it, so `image_kind` may be `None`.
     fn wants(&mut self, image: &Image) -> bool;
     /// The bytes of an image [`Visit::wants`] said yes to.
     fn image(&mut self, image: &Image, bytes: &[u8]);
-    /// An image [`Visit::wants`] said yes to whose bytes cannot be had (a
-    /// compressed CUDA fatbin entry that does not decompress), and why. The
-    /// default does nothing; the scan reports no [`Problem`] for it.
+    /// An image [`Visit::wants`] said yes to whose bytes cannot be had
+    /// (compressed data that does not decompress), and why, when it was to
+    /// go to [`Visit::image`] (a sink's failure comes through
+    /// [`Visit::streamed`]). The default does nothing; the scan reports no
+    /// [`Problem`] for it.
     fn unavailable(&mut self, image: &Image, why: &str) {
         let _ = (image, why);
     }
@@ -392,11 +410,14 @@ pub trait Visit {
         let _ = name;
         None
     }
-    /// Where to stream the bytes of an image inside a compressed bundle
-    /// that [`Visit::wants`] said yes to, as they are decompressed, instead
-    /// of handing them to [`Visit::image`] in one piece (which needs them
-    /// all in memory). `None` (the default): [`Visit::image`] gets them.
-    /// Every sink given is handed back through [`Visit::streamed`].
+    /// Where to stream the bytes of an image inside compressed data (a
+    /// CCOB's bundle, a compressed OffloadBinary, a compressed CUDA fatbin
+    /// entry) that [`Visit::wants`] said yes to, as they are decompressed,
+    /// instead of handing them to [`Visit::image`] in one piece (which
+    /// needs them all in memory). `None` (the default): [`Visit::image`]
+    /// gets them. Every sink given is handed back through
+    /// [`Visit::streamed`]. The image's hash, if asked for, may not be
+    /// known yet when the sink is asked for.
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
         let _ = image;
         None
@@ -431,8 +452,9 @@ pub trait ImageSink: std::io::Write {
 pub enum SinkError {
     /// Writing to the sink failed (the stream went on for the others).
     Write(std::io::Error),
-    /// The compressed data around the image is damaged, or its stored
-    /// hash does not match (under [`Options::verify`]): why.
+    /// The compressed data around the image is damaged (it ends early,
+    /// decodes further than declared or is corrupt), or its stored hash
+    /// does not match (under [`Options::verify`]): why.
     Data(String),
 }
 

@@ -1,12 +1,19 @@
-//! Taps on a compressed bundle's stream: what the walker takes from each
-//! entry while the contents stream past (its first bytes, its hash, its
-//! bytes for a visitor) and a check that nothing but zeros follows the
-//! bundle, so that the contents are never held whole in memory.
+//! Taps on a stream of decompressed bytes (a compressed bundle's contents,
+//! a compressed OffloadBinary, a compressed CUDA fatbin entry): what the
+//! walker takes from each image while the stream passes (its first bytes,
+//! its hash, its bytes for a visitor) and a check that nothing but zeros
+//! follows a bundle, so that the decompressed bytes are never held whole
+//! in memory.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 use super::{Hasher, ImageSink};
-use crate::num::len64;
+use crate::bundle::ccob::{Wanted, write_wanted};
+use crate::error::{Error, Result};
+use crate::num::{len64, usize_from};
+
+/// Bytes [`pump`] reads at a time.
+const CHUNK: usize = 1 << 20;
 
 /// Where a tapped entry's bytes go.
 pub(super) enum TapOut {
@@ -106,5 +113,74 @@ impl Write for ZeroTail {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Reads `r`, decompressed data that is exactly `declared` bytes or fails,
+/// to its end, writing each [`Wanted`] range to its writer as the bytes
+/// pass (in [`CHUNK`]s); returns the bytes read. Data of another size is an
+/// error here too.
+pub(super) fn pump(r: &mut dyn Read, declared: u64, wanted: &mut [Wanted<'_>]) -> Result<u64> {
+    let mut buf = vec![0u8; usize_from(declared).saturating_add(1).min(CHUNK)];
+    let mut at = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::from_io(e)),
+        };
+        let chunk = &buf[..n];
+        if at + len64(chunk) > declared {
+            return Err(Error::invalid(
+                "decompressed data",
+                format!("more than the {declared} bytes declared"),
+            ));
+        }
+        write_wanted(wanted, at, chunk)?;
+        at += len64(chunk);
+    }
+    if at != declared {
+        return Err(Error::invalid(
+            "decompressed data",
+            format!("{at} bytes, {declared} declared"),
+        ));
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pump_writes_each_range_and_checks_the_size() {
+        let data: Vec<u8> = (0..3 * CHUNK + 17)
+            .map(|i| u8::try_from(i % 251).unwrap())
+            .collect();
+        let n = len64(&data);
+        let ranges = [
+            0..0,
+            0..5,
+            5..n,
+            (CHUNK as u64 - 3)..(CHUNK as u64 + 3),
+            n..n,
+        ];
+        let mut outs: Vec<Vec<u8>> = vec![Vec::new(); ranges.len()];
+        let mut wanted: Vec<Wanted<'_>> = ranges
+            .iter()
+            .zip(outs.iter_mut())
+            .map(|(r, o)| Wanted {
+                range: r.clone(),
+                out: o,
+            })
+            .collect();
+        assert_eq!(pump(&mut &data[..], n, &mut wanted).unwrap(), n);
+        drop(wanted);
+        for (r, o) in ranges.iter().zip(&outs) {
+            assert_eq!(o[..], data[usize_from(r.start)..usize_from(r.end)]);
+        }
+        assert!(pump(&mut &data[..], n - 1, &mut []).is_err());
+        assert!(pump(&mut &data[..], n + 1, &mut []).is_err());
     }
 }

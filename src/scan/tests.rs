@@ -10,6 +10,8 @@ use crate::bundle::ccob::{self as ccob, CompressOptions};
 use crate::fatbin;
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
+mod streamed;
+
 pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
     let specs: Vec<ImageSpec> = images
         .iter()

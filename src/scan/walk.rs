@@ -5,7 +5,7 @@ use object::read::archive::ArchiveFile;
 
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
-use super::tap::{Tap, TapOut, ZeroTail};
+use super::tap::{self, Tap, TapOut, ZeroTail};
 use super::{
     Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
     Problem, Report, SinkError, StoredHash, Visit, WrapperInfo,
@@ -84,6 +84,25 @@ impl Expect {
             Expect::Sequence { whole: true } | Expect::Raw { whole: true }
         )
     }
+}
+
+/// Where the bytes [`Walker::tap`] streams come from.
+enum Source<'s> {
+    /// A CCOB's contents, its stored hash checked as asked.
+    Ccob(&'s Ccob<'s>, HashCheck),
+    /// Decompressed data that is exactly this many bytes or fails the
+    /// read (a compressed OffloadBinary, a compressed CUDA fatbin entry).
+    Decoded(Box<dyn std::io::Read + 's>, u64),
+}
+
+/// What a [`Walker::tap`] found.
+struct Tapped {
+    /// Bytes decompressed.
+    decompressed: u64,
+    /// A CCOB's truncated MD5, when its hash was asked for.
+    computed_hash: Option<u64>,
+    /// The first non-zero byte after the tail (a bundle's end).
+    first_non_zero: Option<u64>,
 }
 
 struct Walker<'a> {
@@ -561,13 +580,105 @@ impl Walker<'_> {
         let limits = offload_binary::Limits {
             max_inflated: self.budget,
         };
+        if let Some(inflating) = offload_binary::read_inflating(sub, 0, &limits)?
+            && let Some(size) = self.offload_binary_streamed(&inflating, sub, loc, rel)?
+        {
+            return Ok(size);
+        }
         let mut imgs: Vec<OffloadImage<'_>> = Vec::new();
         let size = offload_binary::read_binary(sub, 0, &limits, &mut imgs)?;
+        let compressed = imgs.first().is_some_and(|i| i.compressed);
+        let (id, inner) = self.push_offload_binary(size, compressed, sub, loc, rel)?;
+        for (i, img) in imgs.iter().enumerate() {
+            let image = self.offload_image(id, i, img, len64(&img.image), loc, &inner);
+            let at = if compressed {
+                Loc {
+                    abs: None,
+                    ..inner.clone()
+                }
+            } else {
+                inner.at(img.image_offset)
+            };
+            self.push_image(image, Some(&img.image), &at);
+        }
+        Ok(size)
+    }
+
+    /// A compressed OffloadBinary whose tables come first, as LLVM writes
+    /// them: the inflated binary is streamed once, each image's first
+    /// bytes and hash taken as it passes, and the images a visitor wants
+    /// streamed to it in a second pass, so the binary is never in memory.
+    /// The report is the one the whole-buffer walk makes. `None` (nothing
+    /// reported) when an image starts with a container's magic: the caller
+    /// then inflates the binary whole and walks the containers inside from
+    /// memory, as for a CCOB.
+    fn offload_binary_streamed(
+        &mut self,
+        b: &offload_binary::Inflating<'_>,
+        sub: &[u8],
+        loc: &Loc,
+        rel: u64,
+    ) -> Result<Option<u64>> {
+        let mut taps: Vec<Tap> = b
+            .images
+            .iter()
+            .map(|p| {
+                let start = p.meta.image_offset;
+                let mut t = Tap::new(start..start + p.size, SNIFF_HEAD);
+                t.hasher = self.opts.hash.map(|h| h.hasher());
+                t
+            })
+            .collect();
+        let declared = b.inflated_size;
+        let limit = self.budget;
+        let source = Source::Decoded(b.reader()?, declared);
+        self.tap(source, &mut taps, declared, limit)?;
+        if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
+            return Ok(None);
+        }
+        let (id, inner) = self.push_offload_binary(b.size, true, sub, loc, rel)?;
+        let at = Loc {
+            abs: None,
+            ..inner.clone()
+        };
+        let mut ids = Vec::new();
+        for (i, (p, t)) in b.images.iter().zip(taps).enumerate() {
+            let mut image = self.offload_image(id, i, &p.meta, p.size, loc, &inner);
+            image.hash = t.hasher.map(super::Hasher::finish);
+            ids.push(self.push_image(image, None, &at));
+        }
+        let wanted = self.wanted(ids);
+        if !wanted.is_empty() {
+            let mut taps = self.visitor_taps(&wanted);
+            // The same bytes again: within the same budget.
+            let run = b
+                .reader()
+                .and_then(|r| self.tap(Source::Decoded(r, declared), &mut taps, declared, limit));
+            self.hand_over(&wanted, taps, run.map(|_| ()).map_err(|e| e.to_string()));
+        }
+        Ok(Some(b.size))
+    }
+
+    /// Reports the OffloadBinary `sub` starts with (`size` bytes as
+    /// stored, `compressed` or not), its inflated size taken from the
+    /// budget; returns its id and where its images lie.
+    fn push_offload_binary(
+        &mut self,
+        size: u64,
+        compressed: bool,
+        sub: &[u8],
+        loc: &Loc,
+        rel: u64,
+    ) -> Result<(usize, Loc)> {
         let head = offload_binary::header_summary(sub)
             .ok_or_else(|| Error::invalid("OffloadBinary header", "shorter than its 32 bytes"))?;
-        let version = head.version;
-        let id = self.new_container(ContainerKind::OffloadBinary, Some(version), loc, rel, size);
-        let compressed = imgs.first().is_some_and(|i| i.compressed);
+        let id = self.new_container(
+            ContainerKind::OffloadBinary,
+            Some(head.version),
+            loc,
+            rel,
+            size,
+        );
         if compressed {
             let inflated = head.inflated_size;
             let body_at = head.body_offset;
@@ -586,52 +697,54 @@ impl Walker<'_> {
             in_compressed: loc.in_compressed || compressed,
             ..loc.clone()
         };
-        for (i, img) in imgs.iter().enumerate() {
-            let arch_full = lossy(img.arch());
-            let (arch, features) = split_target_id(&arch_full);
-            let strings = img
-                .strings
-                .iter()
-                .filter(|(k, _)| &**k != b"triple" && &**k != b"arch")
-                .map(|(k, v)| (lossy(k), lossy(v)))
-                .collect();
-            let image = Image {
-                id: 0,
-                container: id,
-                index: i,
-                bundle_id: None,
-                offload_kind: Offload::Kind(img.offload_kind),
-                image_kind: Some(Content::Image(img.image_kind)),
-                triple: lossy(img.triple()),
-                arch,
-                target_id: arch_full,
-                features,
-                strings,
-                section: loc.section.clone(),
-                member: loc.member.clone(),
-                offset: if compressed {
-                    None
-                } else {
-                    loc.abs.and_then(|a| a.checked_add(img.image_offset))
-                },
-                relative_offset: img.image_offset,
-                size: len64(&img.image),
-                uncompressed_size: None,
-                in_compressed: inner.in_compressed,
-                hash: None,
-                nested: None,
-            };
-            let at = if compressed {
-                Loc {
-                    abs: None,
-                    ..inner.clone()
-                }
+        Ok((id, inner))
+    }
+
+    /// Image `i` (`size` bytes) of OffloadBinary container `id` at `loc`,
+    /// its inside `inner`.
+    fn offload_image(
+        &self,
+        id: usize,
+        i: usize,
+        img: &OffloadImage<'_>,
+        size: u64,
+        loc: &Loc,
+        inner: &Loc,
+    ) -> Image {
+        let arch_full = lossy(img.arch());
+        let (arch, features) = split_target_id(&arch_full);
+        let strings = img
+            .strings
+            .iter()
+            .filter(|(k, _)| &**k != b"triple" && &**k != b"arch")
+            .map(|(k, v)| (lossy(k), lossy(v)))
+            .collect();
+        Image {
+            id: 0,
+            container: id,
+            index: i,
+            bundle_id: None,
+            offload_kind: Offload::Kind(img.offload_kind),
+            image_kind: Some(Content::Image(img.image_kind)),
+            triple: lossy(img.triple()),
+            arch,
+            target_id: arch_full,
+            features,
+            strings,
+            section: loc.section.clone(),
+            member: loc.member.clone(),
+            offset: if img.compressed {
+                None
             } else {
-                inner.at(img.image_offset)
-            };
-            self.push_image(image, Some(&img.image), &at);
+                loc.abs.and_then(|a| a.checked_add(img.image_offset))
+            },
+            relative_offset: img.image_offset,
+            size,
+            uncompressed_size: None,
+            in_compressed: inner.in_compressed,
+            hash: None,
+            nested: None,
         }
-        Ok(size)
     }
 
     fn bundle(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
@@ -876,28 +989,29 @@ impl Walker<'_> {
             HashCheck::Skip
         };
         let limit = self.budget;
-        let (streamed, tail) = self.tap(c, &mut taps, extent, hash, limit)?;
+        let tapped = self.tap(Source::Ccob(c, hash), &mut taps, extent, limit)?;
         if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
             return Ok(false);
         }
-        self.budget = self.budget.saturating_sub(streamed.decompressed);
+        self.budget = self.budget.saturating_sub(tapped.decompressed);
         let id = self.push_ccob(c, loc, rel);
         if let Some(z) = &mut self.report.containers[id].compression {
             z.decompressed = true;
         }
-        self.note_decompressed(id, streamed.header.hash, streamed.computed_hash);
+        self.note_decompressed(id, c.header.hash, tapped.computed_hash);
         let inner = Loc {
             parent: Some(Parent::Container(id)),
             ..inner.clone()
         };
         let declared = c.header.uncompressed_size;
+        let tail = tapped.first_non_zero;
         let ids = self.push_streamed_bundle(&inner, records, extent, declared, taps, tail);
         let wanted = self.wanted(ids);
         if !wanted.is_empty() {
             let mut taps = self.visitor_taps(&wanted);
             // The same bytes again: within the same budget.
             let run = self
-                .tap(c, &mut taps, u64::MAX, HashCheck::Skip, limit)
+                .tap(Source::Ccob(c, HashCheck::Skip), &mut taps, u64::MAX, limit)
                 .map(|_| ());
             self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
         }
@@ -937,14 +1051,15 @@ impl Walker<'_> {
         }
         let wanted = self.wanted(ids);
         let mut taps = self.visitor_taps(&wanted);
-        let run = self.tap(c, &mut taps, extent, HashCheck::Skip, self.budget);
+        let source = Source::Ccob(c, HashCheck::Skip);
+        let run = self.tap(source, &mut taps, extent, self.budget);
         let why = match run {
-            Ok((streamed, tail)) => {
-                self.budget = self.budget.saturating_sub(streamed.decompressed);
+            Ok(t) => {
+                self.budget = self.budget.saturating_sub(t.decompressed);
                 if let Some(z) = &mut self.report.containers[id].compression {
                     z.decompressed = true;
                 }
-                self.tail_problem(inner, streamed.decompressed, tail);
+                self.tail_problem(inner, t.decompressed, t.first_non_zero);
                 Ok(())
             }
             Err(e) => {
@@ -959,19 +1074,14 @@ impl Walker<'_> {
         self.hand_over(&wanted, taps, why);
     }
 
-    /// Streams `c`'s contents once into `taps` (each its range), producing
-    /// at most `limit` bytes, and checks the bytes from `tail` on for
-    /// zeros; returns what the stream found and the first non-zero byte
-    /// after `tail`.
-    fn tap(
-        &self,
-        c: &Ccob<'_>,
-        taps: &mut [Tap],
-        tail: u64,
-        hash: HashCheck,
-        limit: u64,
-    ) -> Result<(ccob::Streamed, Option<u64>)> {
-        let declared = c.header.uncompressed_size;
+    /// Streams `source` once into `taps` (each its range), producing at
+    /// most `limit` bytes, and checks the bytes from `tail` on for zeros.
+    /// The one way every compressed container's images are streamed.
+    fn tap(&self, source: Source<'_>, taps: &mut [Tap], tail: u64, limit: u64) -> Result<Tapped> {
+        let declared = match &source {
+            Source::Ccob(c, _) => c.header.uncompressed_size,
+            Source::Decoded(_, n) => *n,
+        };
         let mut zeros = ZeroTail::new(tail.min(declared));
         let mut wanted: Vec<ccob::Wanted<'_>> = taps
             .iter_mut()
@@ -986,23 +1096,42 @@ impl Walker<'_> {
                 out: &mut zeros,
             });
         }
-        let opts = ReadOptions {
-            limits: ccob::Limits {
-                max_uncompressed: limit,
-            },
-            hash,
+        let (decompressed, computed_hash) = match source {
+            Source::Ccob(c, hash) => {
+                let opts = ReadOptions {
+                    limits: ccob::Limits {
+                        max_uncompressed: limit,
+                    },
+                    hash,
+                };
+                // Two threads: the MD5 apart from the decoding, or our
+                // multi-frame CCOBs decoded a frame per thread.
+                let streamed = c.stream_parallel(
+                    std::io::Cursor::new(c.payload),
+                    &mut wanted,
+                    &opts,
+                    ccob::StreamEnd::Whole,
+                    2,
+                )?;
+                (streamed.decompressed, streamed.computed_hash)
+            }
+            Source::Decoded(mut r, n) => {
+                if n > limit {
+                    return Err(ErrorKind::LimitExceeded {
+                        what: format!("decompressed data of {n} bytes"),
+                        limit,
+                    }
+                    .into());
+                }
+                (tap::pump(&mut *r, n, &mut wanted)?, None)
+            }
         };
-        // Two threads: the MD5 apart from the decoding, or our multi-frame
-        // CCOBs decoded a frame per thread.
-        let streamed = c.stream_parallel(
-            std::io::Cursor::new(c.payload),
-            &mut wanted,
-            &opts,
-            ccob::StreamEnd::Whole,
-            2,
-        )?;
         drop(wanted);
-        Ok((streamed, zeros.first_non_zero))
+        Ok(Tapped {
+            decompressed,
+            computed_hash,
+            first_non_zero: zeros.first_non_zero,
+        })
     }
 
     /// Reports the entries of a bundle streamed from a CCOB (`inner`: the
@@ -1047,21 +1176,29 @@ impl Walker<'_> {
         );
     }
 
-    /// A tap for each of `images` (bundle entries inside a CCOB), to the
-    /// visitor's sink where it gives one, else into memory.
+    /// A tap for each of `images` (bundle entries inside a CCOB, images of
+    /// a compressed OffloadBinary: their bytes in the decompressed data),
+    /// to the visitor's sink where it gives one, else into memory.
     fn visitor_taps(&mut self, images: &[usize]) -> Vec<Tap> {
         images
             .iter()
             .map(|&i| {
                 let img = &self.report.images[i];
-                let mut t = Tap::new(img.relative_offset..img.relative_offset + img.size, 0);
-                t.out = match self.visit.sink(img) {
-                    Some(s) => TapOut::Sink(s, None),
-                    None => TapOut::Buffer(Vec::new()),
-                };
-                t
+                let range = img.relative_offset..img.relative_offset + img.size;
+                self.visitor_tap(i, range)
             })
             .collect()
+    }
+
+    /// A tap on `range` of a stream for image `i`, to the visitor's sink
+    /// where it gives one, else into memory.
+    fn visitor_tap(&mut self, i: usize, range: std::ops::Range<u64>) -> Tap {
+        let mut t = Tap::new(range, 0);
+        t.out = match self.visit.sink(&self.report.images[i]) {
+            Some(s) => TapOut::Sink(s, None),
+            None => TapOut::Buffer(Vec::new()),
+        };
+        t
     }
 
     /// Hands what `taps` (one per image of `images`) got to the visitor:
@@ -1215,34 +1352,55 @@ impl Walker<'_> {
                 self.push_image(image, Some(e.payload), &at);
                 continue;
             }
-            // A compressed entry is decompressed (on its own, within the
-            // budget) only when its bytes are asked for.
-            if self.opts.hash.is_none() && !self.visit.wants(&image) {
-                self.push_image(image, None, &at);
-                continue;
-            }
-            match e.contents(self.budget) {
-                Ok(bytes) => {
-                    self.budget = self.budget.saturating_sub(len64(&bytes));
-                    self.push_image(image, Some(&bytes), &at);
-                }
-                Err(err) => {
-                    let wanted = self.visit.wants(&image);
-                    let img = self.push_image(image, None, &at);
-                    let why = format!(
-                        "CUDA fatbin entry {i} ({} {}): {err}",
-                        e.arch_name(),
-                        entry_kind(e.kind)
-                    );
-                    if wanted {
-                        self.visit.unavailable(&self.report.images[img], &why);
-                    } else {
-                        self.problem(&at, Some(id), why);
-                    }
-                }
-            }
+            let img = self.push_image(image, None, &at);
+            self.fatbin_entry_streamed(e, i, img, id, &at);
         }
         Ok(f.size)
+    }
+
+    /// A compressed entry (`e`, entry `i` of fatbin container `id`, image
+    /// `img`): decompressed on its own, within the budget, only when its
+    /// bytes are asked for, and then streamed once, through the hasher and
+    /// to the visitor. An entry that does not decompress is a problem, or
+    /// when the visitor wanted it, its failure (nothing kept).
+    fn fatbin_entry_streamed(
+        &mut self,
+        e: &fatbin::Entry<'_>,
+        i: usize,
+        img: usize,
+        id: usize,
+        at: &Loc,
+    ) {
+        let wanted = self.visit.wants(&self.report.images[img]);
+        if self.opts.hash.is_none() && !wanted {
+            return;
+        }
+        let size = e.decompressed_size.unwrap_or(0);
+        let mut taps = vec![if wanted {
+            self.visitor_tap(img, 0..size)
+        } else {
+            Tap::new(0..size, 0)
+        }];
+        taps[0].hasher = self.opts.hash.map(|h| h.hasher());
+        let run = e
+            .reader(self.budget)
+            .and_then(|r| self.tap(Source::Decoded(r, size), &mut taps, size, self.budget));
+        let why = match run {
+            Ok(t) => {
+                self.budget = self.budget.saturating_sub(t.decompressed);
+                self.report.images[img].hash = taps[0].hasher.take().map(super::Hasher::finish);
+                Ok(())
+            }
+            Err(err) => Err(format!(
+                "CUDA fatbin entry {i} ({} {}): {err}",
+                e.arch_name(),
+                entry_kind(e.kind)
+            )),
+        };
+        match why {
+            Err(why) if !wanted => self.problem(at, Some(id), why),
+            why => self.hand_over(&[img], taps, why),
+        }
     }
 
     /// Records an image, hashes it, hands it to the visitor, and walks the

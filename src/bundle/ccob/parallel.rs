@@ -36,7 +36,7 @@ use zstd::zstd_safe;
 use super::header::truncated;
 use super::raw::Method;
 use super::read::{Ccob, HashCheck, ReadOptions};
-use super::stream::{FrameSpan, Irregular, StreamEnd, Streamed, Wanted, last_wanted};
+use super::stream::{FrameSpan, Irregular, StreamEnd, Streamed, Wanted, last_wanted, write_wanted};
 use crate::error::Result;
 use crate::num::{len64, usize_from};
 use crate::sync::Monitor;
@@ -304,15 +304,8 @@ fn write_frames(
         // An empty frame is one empty piece, so that it is released.
         while let Some(f) = held.take() {
             let to = (from + PIECE).min(len);
-            let (start, end) = (at + len64(&f[..from]), at + len64(&f[..to]));
-            for w in wanted.iter_mut() {
-                let a = w.range.start.max(start);
-                let b = w.range.end.min(end);
-                if a < b {
-                    let slice = &f[usize_from(a - at)..usize_from(b - at)];
-                    w.out.write_all(slice).map_err(Irregular::Write)?;
-                }
-            }
+            let start = at + len64(&f[..from]);
+            write_wanted(wanted, start, &f[from..to]).map_err(Irregular::Write)?;
             let last = to == len;
             let piece = |frame| Piece {
                 frame,

@@ -145,7 +145,8 @@ pub enum StreamEnd {
     Whole,
 }
 
-/// One wanted range of a CCOB's contents and where it goes.
+/// One wanted range of a CCOB's contents (or of other decompressed data
+/// the scanner streams) and where it goes.
 pub struct Wanted<'w> {
     /// The bytes of the uncompressed bundle to write.
     pub range: std::ops::Range<u64>,
@@ -302,6 +303,25 @@ pub(super) fn last_wanted(wanted: &[Wanted<'_>]) -> u64 {
         .map(|w| w.range.end)
         .max()
         .unwrap_or(0)
+}
+
+/// Writes the parts of `chunk`, the bytes of the contents from offset
+/// `at` on, that the `wanted` ranges take, each to its writer.
+pub(crate) fn write_wanted(
+    wanted: &mut [Wanted<'_>],
+    at: u64,
+    chunk: &[u8],
+) -> std::io::Result<()> {
+    let end = at + len64(chunk);
+    for w in wanted.iter_mut() {
+        let from = w.range.start.max(at);
+        let to = w.range.end.min(end);
+        if from < to {
+            w.out
+                .write_all(&chunk[usize_from(from - at)..usize_from(to - at)])?;
+        }
+    }
+    Ok(())
 }
 
 /// Why the stream stopped short of a clean end.
@@ -507,14 +527,7 @@ impl Ccob<'_> {
             if end > declared {
                 return Err(Irregular::Data("more data than declared".into()));
             }
-            for w in wanted.iter_mut() {
-                let from = w.range.start.max(at);
-                let to = w.range.end.min(end);
-                if from < to {
-                    let slice = &buf[usize_from(from - at)..usize_from(to - at)];
-                    w.out.write_all(slice).map_err(Irregular::Write)?;
-                }
-            }
+            write_wanted(wanted, at, &buf[..n]).map_err(Irregular::Write)?;
             buf = seen(buf, n);
             if buf.len() < CHUNK {
                 buf.resize(CHUNK, 0);

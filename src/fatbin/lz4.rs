@@ -1,0 +1,577 @@
+//! A streaming decoder of one raw LZ4 block: what a compressed CUDA fatbin
+//! entry with flag 0x2000 holds (no frame, no checksum, no size prefix).
+//!
+//! The block format (lz4's `doc/lz4_Block_format.md`) is a run of
+//! *sequences*, each:
+//!
+//! | field | size | meaning |
+//! |---|---|---|
+//! | token | 1 | high nibble: literal count; low nibble: match length − 4 |
+//! | literal count, continued | 0+ | only when the nibble is 15: bytes added to it, each 255 meaning another follows |
+//! | literals | count | copied to the output |
+//! | offset | 2 | little-endian: how far back in the output the match starts (1..=65535) |
+//! | match length, continued | 0+ | only when the nibble is 15, as for the literal count |
+//!
+//! The last sequence stops after its literals, where the block ends. A
+//! match copies `length` bytes from `offset` bytes back and may overlap the
+//! bytes it writes (offset 1 repeats one byte). The offset is 16 bits, so
+//! only the last 65,535 bytes of output can ever be referred to: the
+//! decoder keeps those and hands everything else out through [`Read`], so
+//! an entry of any size decodes in constant memory (the history, plus one
+//! step of output waiting to be read).
+//!
+//! It accepts what lz4_flex's block decoder accepts when given an output
+//! buffer of the declared size, and then requires the output to be exactly
+//! that size (the tests hold it to that):
+//! - a block has at least one token, and ends only where the input ends
+//!   right after a sequence's literals; input that ends elsewhere
+//!   (after a match, inside a length or an offset) is truncated;
+//! - literals past the end of the input, an offset of 0 and an offset
+//!   further back than the output reaches are corrupt;
+//! - a length that would take the output past the declared size is an
+//!   error before anything of it is written.
+
+use std::fmt;
+use std::io::{self, Read};
+
+use crate::num::u64_from;
+
+/// The output kept for matches: the longest offset a block can encode.
+const HISTORY: usize = 0xFFFF;
+
+/// Bytes decoded at a time, before they are handed out.
+const STEP: usize = 256 << 10;
+
+/// A match is at least this long (the token's low nibble adds to it).
+const MIN_MATCH: u64 = 4;
+
+/// What is wrong with a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The input ends inside a sequence, or after a match (no block ends
+    /// there), or holds no token at all: `at` is where another byte was
+    /// needed.
+    Truncated { at: usize },
+    /// Literals that run past the end of the input.
+    LiteralsPastEnd { at: usize, count: u64 },
+    /// A match offset of 0, at input byte `at`.
+    OffsetZero { at: usize },
+    /// A match that starts before the first byte of the output.
+    OffsetBeforeStart { at: usize, offset: u16, output: u64 },
+    /// The output would grow past the declared size.
+    TooLong { declared: u64 },
+    /// The block ends with fewer bytes than declared.
+    TooShort { got: u64, declared: u64 },
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Fault::Truncated { at } => write!(f, "the block ends inside a sequence (byte {at})"),
+            Fault::LiteralsPastEnd { at, count } => write!(
+                f,
+                "{count} literals at byte {at} run past the end of the block"
+            ),
+            Fault::OffsetZero { at } => write!(f, "a match offset of 0 at byte {at}"),
+            Fault::OffsetBeforeStart { at, offset, output } => write!(
+                f,
+                "the match at byte {at} reaches {offset} bytes back, before the start of the \
+                 output ({output} bytes so far)"
+            ),
+            Fault::TooLong { declared } => write!(f, "{}", too_long(declared)),
+            Fault::TooShort { got, declared } => write!(f, "{}", too_short(got, declared)),
+        }
+    }
+}
+
+impl std::error::Error for Fault {}
+
+/// How an entry that decodes further than declared is told (by either
+/// method).
+pub(super) fn too_long(declared: u64) -> String {
+    format!("it decodes to more than the {declared} bytes the entry declares")
+}
+
+/// How an entry that decodes to fewer bytes than declared is told.
+pub(super) fn too_short(got: u64, declared: u64) -> String {
+    format!("it decodes to {got} bytes, the entry declares {declared}")
+}
+
+/// Where the decoder stands in the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// At a token.
+    Token,
+    /// Copying literals (`left` more, all inside the input); `nibble` is
+    /// the token's match nibble, for the match that may follow.
+    Literals { left: usize, nibble: u8 },
+    /// Copying a match of `left` more bytes from `offset` back.
+    Match { offset: usize, left: u64 },
+    /// The block has ended.
+    End,
+    /// The block is faulty; every later read says so again.
+    Failed(Fault),
+}
+
+/// Decodes one raw LZ4 block, which must decode to exactly `declared`
+/// bytes, as a [`Read`] of its output. Errors are [`io::ErrorKind::InvalidData`]
+/// carrying a [`Fault`].
+pub(crate) struct BlockDecoder<'d> {
+    input: &'d [u8],
+    /// The next input byte.
+    pos: usize,
+    declared: u64,
+    /// Output: up to [`HISTORY`] bytes already handed out, then the bytes
+    /// not handed out yet.
+    out: Vec<u8>,
+    /// Where in `out` the bytes not handed out yet start.
+    handed: usize,
+    /// Bytes decoded so far.
+    total: u64,
+    state: State,
+}
+
+impl<'d> BlockDecoder<'d> {
+    pub(crate) fn new(input: &'d [u8], declared: u64) -> BlockDecoder<'d> {
+        let room = usize::try_from(declared).map_or(HISTORY + STEP, |d| d.min(HISTORY + STEP));
+        BlockDecoder {
+            input,
+            pos: 0,
+            declared,
+            out: Vec::with_capacity(room),
+            handed: 0,
+            total: 0,
+            state: State::Token,
+        }
+    }
+
+    /// The next input byte.
+    fn byte(&mut self) -> Result<u8, Fault> {
+        let b = *self
+            .input
+            .get(self.pos)
+            .ok_or(Fault::Truncated { at: self.pos })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// A length from a token's nibble: 15 continues in the bytes after.
+    fn length(&mut self, nibble: u8) -> Result<u64, Fault> {
+        let mut n = u64::from(nibble);
+        if nibble == 15 {
+            loop {
+                let b = self.byte()?;
+                // At most 255 per input byte: far from overflowing.
+                n = n.saturating_add(u64::from(b));
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Fails unless `n` more bytes of output stay within the declared size.
+    fn room_for(&self, n: u64) -> Result<(), Fault> {
+        match self.total.checked_add(n) {
+            Some(end) if end <= self.declared => Ok(()),
+            _ => Err(Fault::TooLong {
+                declared: self.declared,
+            }),
+        }
+    }
+
+    /// Decodes up to [`STEP`] more bytes of output onto `out`.
+    fn decode(&mut self) -> Result<(), Fault> {
+        let goal = self.out.len() + STEP;
+        while self.out.len() < goal {
+            match self.state {
+                State::Token => {
+                    let token = self.byte()?;
+                    let at = self.pos;
+                    let count = self.length(token >> 4)?;
+                    let rest = self.input.len() - self.pos;
+                    let left = usize::try_from(count)
+                        .ok()
+                        .filter(|&c| c <= rest)
+                        .ok_or(Fault::LiteralsPastEnd { at, count })?;
+                    self.room_for(count)?;
+                    self.state = State::Literals {
+                        left,
+                        nibble: token & 15,
+                    };
+                }
+                State::Literals { left, nibble } => {
+                    let n = left.min(goal - self.out.len());
+                    // `left` was checked against the input.
+                    self.out
+                        .extend_from_slice(&self.input[self.pos..self.pos + n]);
+                    self.pos += n;
+                    self.total += u64_from(n);
+                    if n < left {
+                        self.state = State::Literals {
+                            left: left - n,
+                            nibble,
+                        };
+                        continue;
+                    }
+                    if self.pos == self.input.len() {
+                        self.state = State::End;
+                        break;
+                    }
+                    self.state = self.match_header(nibble)?;
+                }
+                State::Match { offset, left } => {
+                    let copied = self.copy_match(offset, left, goal);
+                    self.state = if copied < left {
+                        State::Match {
+                            offset,
+                            left: left - copied,
+                        }
+                    } else {
+                        State::Token
+                    };
+                }
+                State::End | State::Failed(_) => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a match's offset and length (after the literals of a token
+    /// whose low nibble is `nibble`).
+    fn match_header(&mut self, nibble: u8) -> Result<State, Fault> {
+        let at = self.pos;
+        let offset = u16::from_le_bytes([self.byte()?, self.byte()?]);
+        if offset == 0 {
+            return Err(Fault::OffsetZero { at });
+        }
+        if u64::from(offset) > self.total {
+            return Err(Fault::OffsetBeforeStart {
+                at,
+                offset,
+                output: self.total,
+            });
+        }
+        let length = MIN_MATCH + self.length(nibble)?;
+        self.room_for(length)?;
+        Ok(State::Match {
+            offset: usize::from(offset),
+            left: length,
+        })
+    }
+
+    /// Copies up to `left` bytes of a match from `offset` back, stopping at
+    /// `goal` bytes of `out`; returns the bytes copied. `out` holds at least
+    /// `offset` bytes: the offset is within the output decoded so far, and
+    /// [`HISTORY`] bytes of it are kept.
+    fn copy_match(&mut self, offset: usize, left: u64, goal: usize) -> u64 {
+        let start = self.out.len() - offset;
+        let mut copied = 0u64;
+        // The bytes from `start` repeat with period `offset`; each copy
+        // takes all of them so far (a whole number of periods, so the next
+        // copy continues the pattern), doubling the span, until `left` or
+        // `goal` cuts one short, which is then the last.
+        while copied < left && self.out.len() < goal {
+            let span = self.out.len() - start;
+            let n = usize::try_from(left - copied)
+                .unwrap_or(usize::MAX)
+                .min(span)
+                .min(goal - self.out.len());
+            self.out.extend_from_within(start..start + n);
+            copied += u64_from(n);
+            if n < span {
+                break;
+            }
+        }
+        self.total += copied;
+        copied
+    }
+
+    /// Drops handed-out output older than the history (called when all of
+    /// `out` has been handed out).
+    fn compact(&mut self) {
+        if self.handed > HISTORY {
+            self.out.drain(..self.handed - HISTORY);
+            self.handed = HISTORY;
+        }
+    }
+
+    fn fail(&mut self, f: Fault) -> io::Error {
+        self.state = State::Failed(f);
+        io::Error::new(io::ErrorKind::InvalidData, f)
+    }
+}
+
+impl Read for BlockDecoder<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.handed < self.out.len() {
+                let n = buf.len().min(self.out.len() - self.handed);
+                buf[..n].copy_from_slice(&self.out[self.handed..self.handed + n]);
+                self.handed += n;
+                return Ok(n);
+            }
+            match self.state {
+                State::End if self.total == self.declared => return Ok(0),
+                State::End => {
+                    let f = Fault::TooShort {
+                        got: self.total,
+                        declared: self.declared,
+                    };
+                    return Err(self.fail(f));
+                }
+                State::Failed(f) => return Err(self.fail(f)),
+                _ => {}
+            }
+            self.compact();
+            if let Err(f) = self.decode() {
+                return Err(self.fail(f));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the test data takes the low bits of a random generator"
+)]
+mod tests {
+    use super::*;
+
+    /// The [`Fault`] an error from a [`BlockDecoder`] carries.
+    fn fault_of(e: &io::Error) -> Option<Fault> {
+        e.get_ref()?.downcast_ref::<Fault>().copied()
+    }
+
+    /// Decodes `block` with ours, reading `chunk` bytes at a time.
+    fn ours(block: &[u8], declared: u64, chunk: usize) -> Result<Vec<u8>, Fault> {
+        let mut d = BlockDecoder::new(block, declared);
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; chunk];
+        loop {
+            match d.read(&mut buf) {
+                Ok(0) => return Ok(out),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(fault_of(&e).expect("a fault")),
+            }
+        }
+    }
+
+    /// lz4_flex's whole-block decoder into a buffer of the declared size,
+    /// and the exact-size rule on top.
+    fn reference(block: &[u8], declared: usize) -> Option<Vec<u8>> {
+        let mut out = vec![0u8; declared];
+        match lz4_flex::block::decompress_into(block, &mut out) {
+            Ok(n) if n == declared => Some(out),
+            _ => None,
+        }
+    }
+
+    /// Ours (at several read sizes) agrees with the reference: the same
+    /// bytes, or both refuse.
+    fn agree(block: &[u8], declared: usize) -> Option<Vec<u8>> {
+        let want = reference(block, declared);
+        for chunk in [1, 7, 4096, 1 << 20] {
+            let got = ours(block, declared as u64, chunk).ok();
+            assert_eq!(
+                got.as_ref().map(Vec::len),
+                want.as_ref().map(Vec::len),
+                "block {:02x?} declared {declared}, read {chunk} at a time: ours {:?}",
+                &block[..block.len().min(64)],
+                ours(block, declared as u64, chunk).err()
+            );
+            assert!(got == want, "different bytes, read {chunk} at a time");
+        }
+        want
+    }
+
+    /// A small deterministic generator (xorshift64*), so failures repeat.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n.max(1)
+        }
+    }
+
+    /// Data with runs, repeats near and far (up to 70,000 bytes back, past
+    /// the history) and noise, so that encoders use every kind of match.
+    fn data(rng: &mut Rng, len: usize) -> Vec<u8> {
+        let mut v: Vec<u8> = Vec::with_capacity(len);
+        while v.len() < len {
+            let n = 1 + rng.below(300) as usize;
+            match rng.below(4) {
+                0 => v.extend((0..n).map(|_| rng.next() as u8)),
+                1 => v.extend(std::iter::repeat_n(rng.next() as u8, n)),
+                _ if !v.is_empty() => {
+                    let back = 1 + rng.below((v.len() as u64).min(70_000)) as usize;
+                    let from = v.len() - back;
+                    for i in 0..n {
+                        v.push(v[from + i % back]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        v.truncate(len);
+        v
+    }
+
+    #[test]
+    fn hand_made_blocks() {
+        // `abc`, then a 9-byte match 3 back (overlapping), then `xyz`.
+        let abc = [0x35, b'a', b'b', b'c', 3, 0, 0x30, b'x', b'y', b'z'];
+        assert_eq!(agree(&abc, 15).unwrap(), b"abcabcabcabcxyz");
+        assert_eq!(agree(&[0x20, b'h', b'i'], 2).unwrap(), b"hi");
+        // A block of one empty sequence is empty output.
+        assert_eq!(agree(&[0x00], 0).unwrap(), b"");
+        // A literal count continued over three bytes: 15 + 255 + 255 + 2.
+        let mut long = vec![0xF0, 255, 255, 2];
+        long.extend((0..527u32).map(|i| i as u8));
+        assert_eq!(agree(&long, 527).unwrap().len(), 527);
+        // A match length continued: 4 + 15 + 255 + 0 = 274 bytes of `a`.
+        let run = [0x1F, b'a', 1, 0, 255, 0, 0x00];
+        assert_eq!(agree(&run, 275).unwrap(), vec![b'a'; 275]);
+        // A match ending exactly where the block does is not a block end
+        // (another token must follow), nor is a trailing offset.
+        assert_eq!(agree(&[0x10, b'a', 1, 0], 5), None);
+        assert_eq!(agree(&[0x10, b'a', 1], 5), None);
+        // No token at all.
+        assert_eq!(agree(&[], 0), None);
+        assert!(matches!(ours(&[], 0, 8), Err(Fault::Truncated { at: 0 })));
+    }
+
+    #[test]
+    fn faults_are_named() {
+        let f = |b: &[u8], d: u64| ours(b, d, 64).unwrap_err();
+        assert_eq!(f(&[0x10, b'a', 0, 0, 0x00], 5), Fault::OffsetZero { at: 2 });
+        assert_eq!(
+            f(&[0x10, b'a', 2, 0, 0x00], 5),
+            Fault::OffsetBeforeStart {
+                at: 2,
+                offset: 2,
+                output: 1
+            }
+        );
+        assert_eq!(
+            f(&[0x50, b'a'], 5),
+            Fault::LiteralsPastEnd { at: 1, count: 5 }
+        );
+        assert_eq!(f(&[0x10, b'a', 1, 0], 5), Fault::Truncated { at: 4 });
+        assert_eq!(f(&[0x1F, b'a', 1, 0], 50), Fault::Truncated { at: 4 });
+        assert_eq!(f(&[0x20, b'h', b'i'], 1), Fault::TooLong { declared: 1 });
+        assert_eq!(
+            f(&[0x20, b'h', b'i'], 3),
+            Fault::TooShort {
+                got: 2,
+                declared: 3
+            }
+        );
+        // A match past the declared size is refused before it is copied:
+        // a run of 5 MiB declared as 100.
+        let mut bomb = vec![0x1F, 0, 1, 0];
+        bomb.extend(std::iter::repeat_n(255u8, 20_000));
+        bomb.extend([0, 0x00]);
+        assert_eq!(f(&bomb, 100), Fault::TooLong { declared: 100 });
+        // The fault is said again by every later read.
+        let mut d = BlockDecoder::new(&[0x50, b'a'], 5);
+        let mut buf = [0u8; 8];
+        for _ in 0..2 {
+            let e = d.read(&mut buf).unwrap_err();
+            assert!(matches!(fault_of(&e), Some(Fault::LiteralsPastEnd { .. })));
+        }
+    }
+
+    #[test]
+    fn what_an_encoder_writes_decodes_back_at_every_read_size() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for len in [0usize, 1, 4, 15, 16, 300, 65_535, 65_536, 200_000, 700_000] {
+            let d = data(&mut rng, len);
+            let c = lz4_flex::block::compress(&d);
+            assert_eq!(agree(&c, len).as_deref(), Some(&d[..]), "{len} bytes");
+        }
+        // A long run: one sequence whose match is 16 MiB long.
+        let zeros = vec![0u8; 16 << 20];
+        let c = lz4_flex::block::compress(&zeros);
+        assert!(ours(&c, zeros.len() as u64, 1 << 16).unwrap() == zeros);
+    }
+
+    #[test]
+    fn random_blocks_and_damaged_blocks_agree_with_lz4_flex() {
+        let mut rng = Rng(0x0123_4567_89AB_CDEF);
+        for round in 0..400 {
+            let len = rng.below(if round % 10 == 0 { 150_000 } else { 3000 }) as usize;
+            let d = data(&mut rng, len);
+            let c = lz4_flex::block::compress(&d);
+            // Declared sizes around the truth.
+            for declared in [len, len.saturating_sub(1), len + 1] {
+                agree(&c, declared);
+            }
+            // Cuts, and bytes changed (a token, a length, an offset, a
+            // literal: wherever the dice fall).
+            let cut = rng.below(c.len() as u64 + 1) as usize;
+            agree(&c[..cut], len);
+            let mut bad = c.clone();
+            for _ in 0..1 + rng.below(3) {
+                if !bad.is_empty() {
+                    let i = rng.below(bad.len() as u64) as usize;
+                    bad[i] ^= 1 << rng.below(8);
+                }
+            }
+            agree(&bad, len);
+        }
+        // Random bytes, which are seldom a block, and random sequences
+        // made by hand: tokens of every nibble, offsets near the output's
+        // start, lengths near the declared size.
+        for _ in 0..3000 {
+            let n = rng.below(40) as usize;
+            let junk: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+            agree(&junk, rng.below(600) as usize);
+            let mut block = Vec::new();
+            let mut out = 0u64;
+            for _ in 0..1 + rng.below(6) {
+                let lit = rng.below(20);
+                let mat = rng.below(20);
+                block.push((lit.min(15) as u8) << 4 | mat.min(15) as u8);
+                if lit >= 15 {
+                    block.push((lit - 15) as u8);
+                }
+                block.extend((0..lit).map(|_| rng.next() as u8));
+                out += lit;
+                let offset = rng.below(out + 3) as u16;
+                block.extend(offset.to_le_bytes());
+                if mat >= 15 {
+                    block.push((mat - 15) as u8);
+                }
+                out += mat + 4;
+            }
+            block.push(0x10);
+            block.push(b'!');
+            let declared = (out + 1) as i64 + rng.below(3) as i64 - 1;
+            agree(&block, declared.max(0) as usize);
+        }
+    }
+
+    #[test]
+    fn memory_stays_at_the_history_and_a_step() {
+        let zeros = vec![0u8; 8 << 20];
+        let c = lz4_flex::block::compress(&zeros);
+        let mut d = BlockDecoder::new(&c, zeros.len() as u64);
+        let mut buf = vec![0u8; 1 << 20];
+        let mut most = 0;
+        while d.read(&mut buf).unwrap() > 0 {
+            most = most.max(d.out.capacity());
+        }
+        assert!(most <= 2 * (HISTORY + STEP), "{most} bytes held");
+    }
+}
