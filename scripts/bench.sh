@@ -846,7 +846,7 @@ step_wrapper() {
       --linker-path=/usr/bin/ld -o "$O/a.out" "$O/main.o")
     bench_row "wrap.lw-override-dry.$tag" "clang-linker-wrapper --dry-run --override-image, $tag image" \
       "$bytes" llvm ours
-    lw_goal "wrap.lw-override-dry.$tag" 10 64
+    lw_goal "wrap.lw-override-dry.$tag" 10 64 "$s"
     llvm=("$LLVM/clang-linker-wrapper" "${ov_args[@]}" "--linker-path=$LLVM/ld.lld" -shared
       -o "$O/llvm.so" "$O/main-pic.o")
     ours=(env "PATH=$LLVM:$PATH" "$LINKS/clang-linker-wrapper" "${ov_args[@]}"
@@ -855,7 +855,7 @@ step_wrapper() {
     ours_rm=("$O/ours.so")
     bench_row "wrap.lw-override-link.$tag" "clang-linker-wrapper --override-image, $tag image, whole link (ld.lld -shared)" \
       "$bytes" llvm ours
-    lw_goal "wrap.lw-override-link.$tag" 4 ""
+    lw_goal "wrap.lw-override-link.$tag" 4 "" "$s"
     [ "$KEEP" = 1 ] || rm -rf "$O"
   done
 }
@@ -1005,16 +1005,22 @@ step_scan_tree() {
   [ "$KEEP" = 1 ] || rm -rf "$O"
 }
 
-# lw_goal ROW_ID SPEEDUP [MAX_MIB]: notes whether our speed-up over LLVM in
-# that row reaches SPEEDUP, and fails the row if our peak RSS exceeds MAX_MIB.
+# lw_goal ROW_ID SPEEDUP [MAX_MIB [IMAGE_MIB]]: notes whether our speed-up
+# over LLVM in that row reaches SPEEDUP (a goal set for a 256 MiB image:
+# the note says so for a smaller IMAGE_MIB), and fails the row if our peak
+# RSS exceeds MAX_MIB.
 lw_goal() {
   ran llvm && ran ours || return 0
   local x
   x=$(awk -v a="${ROW[$1.llvm.med]}" -v b="${ROW[$1.ours.med]}" 'BEGIN { printf "%.1f", a / b }')
+  local goal="goal: $2x"
+  # #14 sets the goals for a 256 MiB image; smaller ones are bound by
+  # process start-up and LLVM's fixed costs.
+  [ "${4:-256}" -ge 256 ] || goal="goal for 256 MiB: $2x"
   if awk -v x="$x" -v g="$2" 'BEGIN { exit !(x >= g) }'; then
-    row_note "${x}x faster (goal: $2x)"
+    row_note "${x}x faster ($goal)"
   else
-    row_note "only ${x}x faster (goal: $2x)"
+    row_note "only ${x}x faster ($goal)"
   fi
   if [ -n "${3:-}" ]; then rss_goal "$1" "$3" under; fi
 }
