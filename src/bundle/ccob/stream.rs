@@ -177,6 +177,10 @@ impl Streamed {
 /// Bytes decompressed at a time.
 const CHUNK: usize = 2 << 20;
 
+/// Largest declared size for which a failing stream's fault is named by
+/// LLVM's whole-buffer call (see [`Ccob::name_fault`]): 256 MiB.
+pub const NAME_FAULT_IN_MEMORY: u64 = 256 << 20;
+
 /// Chunks in flight while another thread hashes them.
 const CHUNKS_HASHED: usize = 4;
 
@@ -467,13 +471,26 @@ impl Ccob<'_> {
     }
 
     /// The fault LLVM's whole-buffer call reports for a payload whose
-    /// stream failed with `detail`.
+    /// stream failed with `detail`: that call is made again, into a buffer
+    /// of the declared size, when the declared size is at most
+    /// [`NAME_FAULT_IN_MEMORY`]; a larger one is named from the stream
+    /// (`detail`), so that a failing stream never needs its contents in
+    /// memory.
     pub(super) fn name_fault(&self, opts: &ReadOptions, detail: String) -> Error {
         let lenient = ReadOptions {
             hash: HashCheck::Skip,
             ..*opts
         };
-        match super::read::decompress_ccob(self, &lenient, opts.limits.max_uncompressed) {
+        let limit = opts.limits.max_uncompressed.min(NAME_FAULT_IN_MEMORY);
+        if self.header.uncompressed_size > limit {
+            return Fault::Decompress {
+                method: self.header.method,
+                llvm: detail.clone(),
+                detail,
+            }
+            .at(0);
+        }
+        match super::read::decompress_ccob(self, &lenient, limit) {
             Err(f) => f.at(0),
             // The one-shot decoder took what the stream refused.
             Ok(_) => Fault::Decompress {

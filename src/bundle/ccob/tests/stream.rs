@@ -350,6 +350,44 @@ fn streaming_refuses_bombs_and_ranges_past_the_end() {
     assert!(matches!(f, Fault::TooLarge { .. }));
 }
 
+/// `c` (v2/v3) with its last `k` bytes cut off and its total size
+/// following.
+fn cut(c: &[u8], k: usize) -> Vec<u8> {
+    let mut v = c[..c.len() - k].to_vec();
+    let h = Header::parse(c).unwrap();
+    let n = v.len();
+    if h.version == 3 {
+        v[8..16].copy_from_slice(&(n as u64).to_le_bytes());
+    } else {
+        v[8..12].copy_from_slice(&u32::try_from(n).unwrap().to_le_bytes());
+    }
+    v
+}
+
+#[test]
+fn a_cut_stream_is_named_by_llvm_call_only_when_small() {
+    let fault = |n: usize| {
+        let c = compress_to_vec(&vec![0u8; n], &CompressOptions::default())
+            .unwrap()
+            .0;
+        let c = cut(&c, 3);
+        let ccob = Ccob::parse_whole(&c).unwrap();
+        fault_of(ccob.stream_to(&mut [], &opts(HashCheck::Skip), StreamEnd::Whole))
+    };
+    // Small: LLVM's whole-buffer call again, for its words.
+    let Fault::Decompress { llvm, .. } = fault(1 << 20) else {
+        panic!("not a decompression fault")
+    };
+    assert_eq!(llvm, "Src size is incorrect");
+    // Over NAME_FAULT_IN_MEMORY: named from the stream, nothing held.
+    let big = usize::try_from(NAME_FAULT_IN_MEMORY).unwrap() + 4096;
+    let Fault::Decompress { llvm, detail, .. } = fault(big) else {
+        panic!("not a decompression fault")
+    };
+    assert_eq!(llvm, detail);
+    assert_ne!(llvm, "Src size is incorrect");
+}
+
 #[test]
 fn write_errors_are_io_errors() {
     struct Full;
