@@ -660,6 +660,8 @@ fn target_checks_like_llvm(lists: Vec<Vec<String>>) -> Result<(), Failed> {
     std::fs::write(dir.path().join("in.bin"), b"payload").map_err(|e| e.to_string())?;
     let prog = llvm(TOOL);
     let mut wrong = String::new();
+    let mut undefined = 0usize;
+    let total = lists.len();
     for list in lists {
         let mut args = vec![
             "-type=bc".to_owned(),
@@ -671,6 +673,14 @@ fn target_checks_like_llvm(lists: Vec<Vec<String>>) -> Result<(), Failed> {
         let ours = check_targets(&list, true);
         let agree = match &ours {
             Ok(_) => r.code == 0,
+            // LLVM 22 reads a target ID that does not parse through an
+            // empty std::optional: a segfault on some machines, a
+            // conflict or a bundle on others. Ours is an error either way
+            // (its text is checked by the unit tests).
+            Err(TargetError::InvalidTargetId { .. }) => {
+                undefined += 1;
+                true
+            }
             Err(e) => r.code == 1 && r.stderr == expected_stderr(&prog, e),
         };
         if !agree {
@@ -685,6 +695,12 @@ fn target_checks_like_llvm(lists: Vec<Vec<String>>) -> Result<(), Failed> {
     }
     if !wrong.is_empty() {
         return Err(format!("target checks differ:\n{wrong}").into());
+    }
+    // Most lists must be compared with LLVM, not waved through.
+    if undefined * 4 > total {
+        return Err(
+            format!("{undefined} of {total} lists hold target IDs that do not parse").into(),
+        );
     }
     Ok(())
 }

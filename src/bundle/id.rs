@@ -68,6 +68,18 @@ pub enum TargetError {
     /// `hip`/`hipv4`), or more than one when unbundling:
     /// `expecting exactly one host target but got N`.
     HostCount(usize),
+    /// A target ID whose features do not parse (a feature without `+` or
+    /// `-`, an empty one, one named twice, features without a processor).
+    /// LLVM 22's conflict check reads such an ID through an empty
+    /// `std::optional`: it crashes (a segfault) or goes on with whatever
+    /// that memory holds, from machine to machine. Ours is an error:
+    /// `invalid target ID 'I' in target 'T'; …`.
+    InvalidTargetId {
+        /// The whole target (kind, triple as given, target ID).
+        target: String,
+        /// Its target ID.
+        id: String,
+    },
     /// A `dxil` triple with OS `shadermodel6.Y`, Y ≥ 10, which LLVM 22
     /// cannot normalize: it prints `LLVM ERROR: Unsupported Shader Model
     /// version` (with no `<argv0>: error:` prefix) and exits with 1. Displays
@@ -101,6 +113,11 @@ impl fmt::Display for TargetError {
             TargetError::HostCount(n) => {
                 write!(f, "expecting exactly one host target but got {n}")
             }
+            TargetError::InvalidTargetId { target, id } => write!(
+                f,
+                "invalid target ID '{id}' in target '{target}'; a target ID is a processor \
+                 and features, each ':name+' or ':name-' and named once"
+            ),
             TargetError::UnsupportedShaderModel => f.write_str("Unsupported Shader Model version"),
         }
     }
@@ -344,7 +361,9 @@ fn starts_with_hip(kind: &str) -> bool {
 /// normalization ([`TargetError::UnsupportedShaderModel`]), then kind and
 /// architecture ([`TargetError::Invalid`]). Then the
 /// target-ID conflict check over kind+triple groups in sorted order
-/// ([`TargetError::Conflict`], [`conflicting_target_ids`]). Last the host
+/// ([`TargetError::Conflict`], [`conflicting_target_ids`]), where a target
+/// ID that does not parse is [`TargetError::InvalidTargetId`] (LLVM 22's
+/// undefined behaviour there). Last the host
 /// count ([`TargetError::HostCount`]): when `bundling`, exactly one `host`
 /// unless every kind is `hip` or `hipv4`; when unbundling, at most one.
 pub fn check_targets<S: AsRef<str>>(
@@ -387,6 +406,12 @@ pub fn check_targets<S: AsRef<str>>(
         ids.push(id);
     }
     for (group, target_ids) in &groups {
+        if let Some(bad) = target_ids.iter().find(|t| split_target_id(t).is_err()) {
+            return Err(TargetError::InvalidTargetId {
+                target: format!("{group}-{bad}"),
+                id: bad.clone(),
+            });
+        }
         if let Some((first, second)) = conflicting_target_ids(target_ids.iter().map(String::as_str))
         {
             return Err(TargetError::Conflict {
@@ -1027,12 +1052,30 @@ mod tests {
         assert!(run(&["gfx906:xnack-", "gfx906:xnack+"]).is_ok());
         // Sorted order decides the reference, not the command line.
         assert!(run(&["gfx906:xnack+", "gfx906"]).is_err());
-        // Malformed features: processor "" with the features read so far.
-        assert!(run(&["gfx906:xnack", "gfx906:xnack+"]).is_ok());
-        assert!(run(&["gfx906:sramecc+:foo", "gfx90a:xnack+:foo"]).is_err());
-        assert!(run(&["gfx906:aa+:foo", "gfx906:aa-:bar:cc+"]).is_ok());
-        assert!(run(&["", "gfx906:xnack+:xnack+"]).is_err());
-        assert!(run(&["gfx906:", "gfx906:xnack+"]).is_err());
+        // Malformed features (LLVM 22: undefined behaviour) are an error
+        // naming the first such ID in sorted order.
+        let invalid = |id: &str| {
+            format!(
+                "invalid target ID '{id}' in target 'hip-amdgcn-amd-amdhsa--{id}'; a target ID \
+                 is a processor and features, each ':name+' or ':name-' and named once"
+            )
+        };
+        assert_eq!(
+            run(&["gfx906:xnack+", "gfx906:xnack"]).unwrap_err(),
+            invalid("gfx906:xnack")
+        );
+        assert_eq!(
+            run(&["gfx906:sramecc+:foo", "gfx90a:xnack+:foo"]).unwrap_err(),
+            invalid("gfx906:sramecc+:foo")
+        );
+        assert_eq!(run(&["", "gfx906::"]).unwrap_err(), invalid("gfx906::"));
+        assert_eq!(
+            run(&["gfx906:xnack+:xnack-"]).unwrap_err(),
+            invalid("gfx906:xnack+:xnack-")
+        );
+        // One trailing ':' and an empty ID parse.
+        assert!(run(&["gfx906:", "gfx906:xnack+"]).is_err_and(|e| e.starts_with("Cannot")));
+        assert!(run(&["", "gfx906"]).is_ok());
         // The message shows the triple as given.
         assert_eq!(
             check(&[
