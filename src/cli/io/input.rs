@@ -495,7 +495,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Over two chunks, with a tail that is not a whole page.
         let len = 2 * COPY_CHUNK + 12_345;
-        let data: Vec<u8> = (0..len as u32)
+        let data: Vec<u8> = (0..u32::try_from(len).unwrap())
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0])
             .collect();
         let path = dir.path().join("in");
