@@ -25,11 +25,11 @@ use std::io::Write;
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
 use super::fault::Fault;
+use super::pool::{Missing, Pool};
 use super::raw::Method;
 use super::write::{CompressOptions, zstd_context, zstd_error};
 use crate::error::Result;
 use crate::num::{len64, usize_from};
-use crate::sync::Monitor;
 
 /// The largest frame. zstd's long-distance window at level 3 is 128 MiB,
 /// but a frame's window is only the frame: bigger frames find more
@@ -91,41 +91,6 @@ fn plan<'a>(pieces: &[&'a [u8]], threads: u32) -> Vec<Vec<&'a [u8]>> {
     frames
 }
 
-/// What the workers and the writer share.
-struct Shared {
-    /// Next frame to hand out.
-    next: u64,
-    /// Frames written so far.
-    written: u64,
-    /// Compressed frames waiting for their turn, by frame number.
-    done: Vec<(u64, Vec<u8>)>,
-    /// Buffers the writer has emptied, for the workers to reuse.
-    spare: Vec<Vec<u8>>,
-    /// Workers that have stopped, for any reason.
-    stopped: u32,
-    /// The first failure; everyone stops when it is set.
-    failed: Option<crate::error::Error>,
-}
-
-type Queue = Monitor<Shared>;
-
-/// Marks its worker stopped when dropped, even by a panic, so the writer
-/// never waits for a frame nobody will make.
-struct Stopping<'a>(&'a Queue);
-
-impl Drop for Stopping<'_> {
-    fn drop(&mut self) {
-        let mut s = self.0.lock();
-        s.stopped += 1;
-        if std::thread::panicking() {
-            // Its frame will never come: everyone stops.
-            s.failed.get_or_insert_with(worker_failed);
-        }
-        drop(s);
-        self.0.notify();
-    }
-}
-
 fn worker_failed() -> crate::error::Error {
     Fault::Compress {
         method: Method::ZSTD,
@@ -148,33 +113,20 @@ pub(super) fn compress<W: Write>(
     let workers = u32::try_from(count)
         .unwrap_or(u32::MAX)
         .min(opts.threads.max(1));
-    let ahead = 2 * u64::from(workers);
-    let queue = Queue::new(Shared {
-        next: 0,
-        written: 0,
-        done: Vec::new(),
-        spare: Vec::new(),
-        stopped: 0,
-        failed: None,
-    });
+    let pool = Pool::new(count, workers, 2 * u64::from(workers));
     std::thread::scope(|scope| {
         for n in 0..workers {
-            let (queue, frames) = (&queue, &frames);
+            let (pool, frames) = (&pool, &frames);
             let spawned = std::thread::Builder::new()
                 .name(format!("ccob-zstd-{n}"))
-                .spawn_scoped(scope, move || work(queue, frames, ahead, opts, release));
+                .spawn_scoped(scope, move || work(pool, frames, opts, release));
             if spawned.is_err() {
-                let mut s = queue.lock();
-                s.stopped += 1;
-                s.failed.get_or_insert_with(worker_failed);
+                pool.not_started();
             }
         }
-        let res = write_in_order(&queue, count, workers, out);
+        let res = write_in_order(&pool, count, out);
         if res.is_err() {
-            let mut s = queue.lock();
-            s.failed.get_or_insert_with(worker_failed);
-            drop(s);
-            queue.notify();
+            pool.quit();
         }
         res
     })
@@ -182,29 +134,18 @@ pub(super) fn compress<W: Write>(
 
 /// The writer's side: frames in order as they come, buffers back to the
 /// workers.
-fn write_in_order<W: Write>(queue: &Queue, count: u64, workers: u32, out: &mut W) -> Result<()> {
-    let mut s = queue.lock();
-    while s.written < count {
-        if let Some(e) = s.failed.take() {
-            return Err(e);
-        }
-        let want = s.written;
-        let Some(k) = s.done.iter().position(|(i, _)| *i == want) else {
-            if s.stopped == workers {
-                return Err(worker_failed());
-            }
-            s = queue.wait(s);
-            continue;
-        };
-        let (_, mut buf) = s.done.swap_remove(k);
-        drop(s);
-        let res = out.write_all(&buf);
-        buf.clear();
-        s = queue.lock();
-        res?;
-        s.spare.push(buf);
-        s.written += 1;
-        queue.notify();
+fn write_in_order<W: Write>(
+    pool: &Pool<crate::error::Error>,
+    count: u64,
+    out: &mut W,
+) -> Result<()> {
+    for i in 0..count {
+        let buf = pool.frame(i).map_err(|m| match m {
+            Missing::Failed(e) => e,
+            Missing::Stopped => worker_failed(),
+        })?;
+        out.write_all(&buf)?;
+        pool.release(buf);
     }
     Ok(())
 }
@@ -213,47 +154,23 @@ fn write_in_order<W: Write>(queue: &Queue, count: u64, workers: u32, out: &mut W
 /// compresses it into a spare buffer, releases its parts and hands it
 /// over.
 fn work(
-    queue: &Queue,
+    pool: &Pool<crate::error::Error>,
     frames: &[Vec<&[u8]>],
-    ahead: u64,
     opts: &CompressOptions,
     release: &(dyn Fn(&[u8]) + Sync),
 ) {
-    let count = len64(frames);
-    let _stopping = Stopping(queue);
+    let _stopping = pool.stopping(worker_failed);
     let mut cctx = match zstd_context(opts) {
         Ok(c) => c,
-        Err(e) => {
-            queue.lock().failed.get_or_insert(e);
-            return;
-        }
+        Err(e) => return pool.fail(e),
     };
-    loop {
-        let mut s = queue.lock();
-        while s.failed.is_none() && s.next < count && s.next >= s.written + ahead {
-            s = queue.wait(s);
-        }
-        if s.failed.is_some() || s.next >= count {
-            return;
-        }
-        let i = s.next;
-        s.next += 1;
-        let mut buf = s.spare.pop().unwrap_or_default();
-        drop(s);
+    while let Some((i, mut buf)) = pool.take() {
         let parts = &frames[usize_from(i)];
         let res = compress_frame(&mut cctx, parts, &mut buf);
         for part in parts {
             release(part);
         }
-        let mut s = queue.lock();
-        match res {
-            Ok(()) => s.done.push((i, buf)),
-            Err(e) => {
-                s.failed.get_or_insert(e);
-            }
-        }
-        drop(s);
-        queue.notify();
+        pool.finish(i, res.map(|()| buf));
     }
 }
 

@@ -134,6 +134,7 @@ mod frames;
 mod header;
 mod parallel;
 mod peek;
+mod pool;
 mod raw;
 mod read;
 mod stream;

@@ -34,12 +34,12 @@ use md5::{Digest, Md5};
 use zstd::zstd_safe;
 
 use super::header::truncated;
+use super::pool::{Missing, Pool};
 use super::raw::Method;
 use super::read::{Ccob, HashCheck, ReadOptions};
 use super::stream::{FrameSpan, Irregular, StreamEnd, Streamed, Wanted, last_wanted, write_wanted};
 use crate::error::Result;
 use crate::num::{len64, usize_from};
-use crate::sync::Monitor;
 
 /// The largest frame decoded in one call; a payload with a larger frame
 /// streams through one decoder (its window is then the frame's).
@@ -138,42 +138,10 @@ impl Ccob<'_> {
     }
 }
 
-/// What the workers, the writer and the hasher share.
-struct Shared {
-    /// The next frame to decode.
-    next: u64,
-    /// Frames done with (written, and hashed when hashing): a worker may
-    /// take frame `next` only while `next < released + ahead`.
-    released: u64,
-    /// Decoded frames waiting to be written: (number, contents).
-    done: Vec<(u64, Vec<u8>)>,
-    /// Buffers to reuse.
-    spare: Vec<Vec<u8>>,
-    /// Workers that have stopped, for any reason.
-    stopped: u32,
-    /// The first decoding failure.
-    failed: Option<String>,
-    /// Set when the writer gives up: everyone stops.
-    quit: bool,
-}
+type FramePool = Pool<String>;
 
-type Pool = Monitor<Shared>;
-
-/// Marks its worker stopped when dropped, even by a panic, so the writer
-/// never waits for a frame nobody will decode.
-struct Stopping<'a>(&'a Pool);
-
-impl Drop for Stopping<'_> {
-    fn drop(&mut self) {
-        let mut s = self.0.lock();
-        s.stopped += 1;
-        if std::thread::panicking() {
-            s.failed
-                .get_or_insert_with(|| "a decompression thread failed".into());
-        }
-        drop(s);
-        self.0.notify();
-    }
+fn decoder_failed() -> String {
+    "a decompression thread failed".into()
 }
 
 /// Decodes `frames` (the payload's, from the first, in order) on
@@ -191,25 +159,16 @@ fn run_frames<R: Read + Seek + Send>(
     let workers = u32::try_from(count)
         .unwrap_or(u32::MAX)
         .min(decoders.max(1));
-    let ahead = ahead(workers);
-    let pool = Pool::new(Shared {
-        next: 0,
-        released: 0,
-        done: Vec::new(),
-        spare: Vec::new(),
-        stopped: 0,
-        failed: None,
-        quit: false,
-    });
+    let pool = FramePool::new(count, workers, ahead(workers));
     let reader = Mutex::new(payload);
     std::thread::scope(|scope| {
         for n in 0..workers {
             let (pool, reader) = (&pool, &reader);
             let spawned = std::thread::Builder::new()
                 .name(format!("ccob-unzstd-{n}"))
-                .spawn_scoped(scope, move || decode_frames(pool, reader, frames, ahead));
+                .spawn_scoped(scope, move || decode_frames(pool, reader, frames));
             if spawned.is_err() {
-                pool.lock().stopped += 1;
+                pool.not_started();
             }
         }
         let (full_tx, full_rx) = mpsc::sync_channel::<Piece>(PIECES_AHEAD);
@@ -222,17 +181,16 @@ fn run_frames<R: Read + Seek + Send>(
                     if piece.last {
                         // The writer has let go of the frame with its last
                         // piece, and earlier pieces are gone: it is ours.
-                        release(pool, Arc::try_unwrap(piece.frame).unwrap_or_default());
+                        pool.release(Arc::try_unwrap(piece.frame).unwrap_or_default());
                     }
                 }
                 truncated(md5)
             })
         });
-        let written = write_frames(&pool, frames, wanted, workers, hashing.then_some(&full_tx));
+        let written = write_frames(&pool, frames, wanted, hashing.then_some(&full_tx));
         drop(full_tx);
         if written.is_err() {
-            pool.lock().quit = true;
-            pool.notify();
+            pool.quit();
         }
         let hash = match hasher {
             Some(h) => Some(
@@ -262,42 +220,23 @@ const PIECE: usize = 1 << 20;
 /// Pieces the writer may be ahead of the hasher.
 const PIECES_AHEAD: usize = 4;
 
-/// Hands a buffer back for reuse: its frame is done with.
-fn release(pool: &Pool, mut buf: Vec<u8>) {
-    buf.clear();
-    let mut s = pool.lock();
-    s.spare.push(buf);
-    s.released += 1;
-    drop(s);
-    pool.notify();
-}
-
 /// The writer: frames in order as they are decoded, the wanted parts of
 /// each written a [`PIECE`] at a time, each piece then to the hasher (the
 /// frame released after its last piece, by the hasher or here).
 fn write_frames(
-    pool: &Pool,
+    pool: &FramePool,
     frames: &[FrameSpan],
     wanted: &mut [Wanted<'_>],
-    workers: u32,
     hasher: Option<&mpsc::SyncSender<Piece>>,
 ) -> std::result::Result<u64, Irregular> {
     let mut at = 0u64;
     for (i, span) in (0u64..).zip(frames) {
-        let mut s = pool.lock();
-        let buf = loop {
-            if let Some(k) = s.done.iter().position(|(n, _)| *n == i) {
-                break s.done.swap_remove(k).1;
-            }
-            if let Some(e) = &s.failed {
-                return Err(Irregular::Data(e.clone()));
-            }
-            if s.stopped == workers {
-                return Err(Irregular::Data("the decompression threads stopped".into()));
-            }
-            s = pool.wait(s);
-        };
-        drop(s);
+        let buf = pool.frame(i).map_err(|m| {
+            Irregular::Data(match m {
+                Missing::Failed(e) => e,
+                Missing::Stopped => "the decompression threads stopped".into(),
+            })
+        })?;
         let len = buf.len();
         let mut held = Some(Arc::new(buf));
         let mut from = 0usize;
@@ -320,7 +259,7 @@ fn write_frames(
                     tx.send(piece(f))
                         .map_err(|_| Irregular::Data("the hashing thread failed".into()))?;
                 }
-                None if last => release(pool, Arc::try_unwrap(f).unwrap_or_default()),
+                None if last => pool.release(Arc::try_unwrap(f).unwrap_or_default()),
                 None => held = Some(f),
             }
             from = to;
@@ -333,44 +272,16 @@ fn write_frames(
 /// One worker: takes the next frame while it may run ahead, reads its
 /// compressed bytes, decodes it into a buffer of its content size and
 /// hands it over.
-fn decode_frames<R: Read + Seek>(pool: &Pool, reader: &Mutex<R>, frames: &[FrameSpan], ahead: u64) {
-    let count = len64(frames);
-    let _stopping = Stopping(pool);
+fn decode_frames<R: Read + Seek>(pool: &FramePool, reader: &Mutex<R>, frames: &[FrameSpan]) {
+    let _stopping = pool.stopping(decoder_failed);
     let Some(mut dctx) = zstd_safe::DCtx::try_create() else {
-        pool.lock()
-            .failed
-            .get_or_insert_with(|| "cannot create a zstd context".into());
-        return;
+        return pool.fail("cannot create a zstd context".into());
     };
     let mut input = Vec::new();
-    loop {
-        let mut s = pool.lock();
-        while !s.quit && s.failed.is_none() && s.next < count && s.next >= s.released + ahead {
-            s = pool.wait(s);
-        }
-        if s.quit || s.failed.is_some() || s.next >= count {
-            return;
-        }
-        let i = s.next;
-        s.next += 1;
-        let mut out = s.spare.pop().unwrap_or_default();
-        drop(s);
-        let res = decode_frame(
-            &mut dctx,
-            reader,
-            &frames[usize_from(i)],
-            &mut input,
-            &mut out,
-        );
-        let mut s = pool.lock();
-        match res {
-            Ok(()) => s.done.push((i, out)),
-            Err(e) => {
-                s.failed.get_or_insert(e);
-            }
-        }
-        drop(s);
-        pool.notify();
+    while let Some((i, mut out)) = pool.take() {
+        let f = &frames[usize_from(i)];
+        let res = decode_frame(&mut dctx, reader, f, &mut input, &mut out);
+        pool.finish(i, res.map(|()| out));
     }
 }
 
