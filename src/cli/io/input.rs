@@ -307,8 +307,10 @@ impl Input {
         if let (Data::Map(map), Some(off), Some(file), Some(dst)) =
             (&self.data, self.file_offset(sub), &self.file, out.file())
         {
-            let pos = dst.stream_position()?;
-            if off % COPY_BLOCK == 0 && pos % COPY_BLOCK == 0 {
+            // (A pipe or terminal has no position: written from the mapping.)
+            let aligned = off % COPY_BLOCK == 0
+                && dst.stream_position().is_ok_and(|p| p % COPY_BLOCK == 0);
+            if aligned {
                 return copy_file_range_all(file, off, sub.len() as u64, dst);
             }
             let start = usize::try_from(off).map_err(io::Error::other)?;
@@ -316,7 +318,12 @@ impl Input {
             for chunk in sub.chunks(COPY_CHUNK) {
                 // Errors only mean the pages are faulted in one by one.
                 let _ = map.advise_range(memmap2::Advice::PopulateRead, at, chunk.len());
-                dst.write_all(chunk)?;
+                // Pages past the end of a file that shrank after it was
+                // mapped make the kernel's read of them fail (EFAULT).
+                dst.write_all(chunk).map_err(|e| match e.raw_os_error() {
+                    Some(EFAULT) => shrank(),
+                    _ => e,
+                })?;
                 dont_need(map, at, chunk.len());
                 at += chunk.len();
             }
@@ -358,12 +365,20 @@ pub fn copy_file_range_all(src: &File, off: u64, len: u64, dst: &mut File) -> io
     // std's io::copy uses copy_file_range/sendfile between files on Linux.
     let n = io::copy(&mut src.take(len), dst)?;
     if n != len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "input file shrank while reading",
-        ));
+        return Err(shrank());
     }
     Ok(())
+}
+
+/// `EFAULT` on Linux: a system call was given memory it cannot read.
+const EFAULT: i32 = 14;
+
+/// The error for an input file that shrank while it was read.
+fn shrank() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "input file shrank while reading",
+    )
 }
 
 #[expect(
@@ -488,6 +503,54 @@ mod tests {
         (&out).read_to_end(&mut written).unwrap();
         assert_eq!(&written[..3_000_000], &data[..]);
         assert_eq!(&written[3_000_000..3_000_004], b"tail");
+    }
+
+    #[test]
+    fn copies_to_a_pipe() {
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
+        let input = Input::open(path.to_str().unwrap()).unwrap();
+        assert!(input.file().is_some());
+        let mut child = Command::new("wc")
+            .arg("-c")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&stdin);
+        // As `-o /dev/stdout` on a pipe reaches it: written in place.
+        let mut out = Output::create(Path::new(&format!("/proc/self/fd/{fd}"))).unwrap();
+        // Aligned source, and misaligned.
+        input.copy_to(input.bytes(), &mut out).unwrap();
+        input.copy_to(&input.bytes()[1..], &mut out).unwrap();
+        out.commit().unwrap();
+        drop(stdin);
+        let got = child.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&got.stdout).trim(), "4194303");
+    }
+
+    #[test]
+    fn an_input_that_shrinks_is_an_error_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
+        let input = Input::open(path.to_str().unwrap()).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        // Written from the mapping (misaligned), and copied file to file.
+        for (from, prefix) in [(1, 1), (0, 0)] {
+            let mut out = tempfile::tempfile().unwrap();
+            out.write_all(&b"x"[..prefix]).unwrap();
+            let e = input.copy_to(&input.bytes()[from..], &mut out).unwrap_err();
+            assert_eq!(e.to_string(), "input file shrank while reading", "{from}");
+        }
     }
 
     #[test]
