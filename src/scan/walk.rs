@@ -632,7 +632,8 @@ impl Walker<'_> {
         let declared = b.inflated_size;
         let limit = self.budget;
         let source = Source::Decoded(b.reader()?, declared);
-        self.tap(source, &mut taps, declared, limit)?;
+        let run = self.tap(source, &mut taps, declared, limit);
+        self.charge_failure(run, declared)?;
         if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
             return Ok(None);
         }
@@ -989,7 +990,8 @@ impl Walker<'_> {
             HashCheck::Skip
         };
         let limit = self.budget;
-        let tapped = self.tap(Source::Ccob(c, hash), &mut taps, extent, limit)?;
+        let tapped = self.tap(Source::Ccob(c, hash), &mut taps, extent, limit);
+        let tapped = self.charge_failure(tapped, c.header.uncompressed_size)?;
         if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
             return Ok(false);
         }
@@ -1053,6 +1055,7 @@ impl Walker<'_> {
         let mut taps = self.visitor_taps(&wanted);
         let source = Source::Ccob(c, HashCheck::Skip);
         let run = self.tap(source, &mut taps, extent, self.budget);
+        let run = self.charge_failure(run, c.header.uncompressed_size);
         let why = match run {
             Ok(t) => {
                 self.budget = self.budget.saturating_sub(t.decompressed);
@@ -1132,6 +1135,18 @@ impl Walker<'_> {
             computed_hash,
             first_non_zero: zeros.first_non_zero,
         })
+    }
+
+    /// Passes on the outcome of a stream of `declared` bytes, charging the
+    /// budget with them when it failed after it was let start (within
+    /// the budget): its decoding was done, and without the charge many
+    /// containers each failing at their last byte could decode the budget
+    /// over and over. A success is charged by the caller.
+    fn charge_failure<T>(&mut self, run: Result<T>, declared: u64) -> Result<T> {
+        if run.is_err() && declared <= self.budget {
+            self.budget -= declared;
+        }
+        run
     }
 
     /// Reports the entries of a bundle streamed from a CCOB (`inner`: the
@@ -1385,6 +1400,7 @@ impl Walker<'_> {
         let run = e
             .reader(self.budget)
             .and_then(|r| self.tap(Source::Decoded(r, size), &mut taps, size, self.budget));
+        let run = self.charge_failure(run, size);
         let why = match run {
             Ok(t) => {
                 self.budget = self.budget.saturating_sub(t.decompressed);

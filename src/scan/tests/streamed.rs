@@ -512,3 +512,32 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
         }
     }
 }
+
+#[test]
+fn failing_streams_use_up_the_budget() {
+    // Three zstd entries that each decode to one byte less than declared:
+    // each failure is charged its declared size, so that a file of many
+    // cannot decode the budget over and over; the third finds it spent.
+    let n = 100_000usize;
+    let payload = zstd::bulk::compress(&noise(n, 7), 3).unwrap();
+    let lie = n as u64 + 1;
+    let entries: Vec<(u16, u32, u64, &[u8], u64)> = (0..3)
+        .map(|_| (2, 80, 0x11 | fatbin::FLAG_ZSTD, payload.as_slice(), lie))
+        .collect();
+    let f = fatbin::build_compressed(&entries);
+    let opts = Options {
+        hash: Some(HashAlgo::Md5),
+        max_uncompressed: 2 * lie + 10,
+        ..Options::default()
+    };
+    let r = scan(&f, &opts);
+    let messages: Vec<&str> = r.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(messages.len(), 3, "{messages:?}");
+    assert!(
+        messages[..2]
+            .iter()
+            .all(|m| !m.contains("exceeds the limit")),
+        "{messages:?}"
+    );
+    assert!(messages[2].contains("exceeds the limit"), "{messages:?}");
+}
