@@ -124,11 +124,8 @@ pub(super) fn compress<W: Write>(
                 pool.not_started();
             }
         }
-        let res = write_in_order(&pool, count, out);
-        if res.is_err() {
-            pool.quit();
-        }
-        res
+        let _writing = pool.writing();
+        write_in_order(&pool, count, out)
     })
 }
 

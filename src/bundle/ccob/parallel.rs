@@ -187,11 +187,10 @@ fn run_frames<R: Read + Seek + Send>(
                 truncated(md5)
             })
         });
+        let writing = pool.writing();
         let written = write_frames(&pool, frames, wanted, hashing.then_some(&full_tx));
         drop(full_tx);
-        if written.is_err() {
-            pool.quit();
-        }
+        drop(writing);
         let hash = match hasher {
             Some(h) => Some(
                 h.join()

@@ -160,6 +160,22 @@ impl<E> Pool<E> {
         self.state.lock().quit = true;
         self.state.notify();
     }
+
+    /// The writer's guard: quits when dropped, however the writer ends
+    /// (a panic too), so no worker waits for it forever and the threads'
+    /// scope can end.
+    pub(super) fn writing(&self) -> Writing<'_, E> {
+        Writing(self)
+    }
+}
+
+/// See [`Pool::writing`].
+pub(super) struct Writing<'a, E>(&'a Pool<E>);
+
+impl<E> Drop for Writing<'_, E> {
+    fn drop(&mut self) {
+        self.0.quit();
+    }
 }
 
 /// See [`Pool::stopping`].

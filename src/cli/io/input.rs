@@ -308,8 +308,8 @@ impl Input {
             (&self.data, self.file_offset(sub), &self.file, out.file())
         {
             // (A pipe or terminal has no position: written from the mapping.)
-            let aligned = off % COPY_BLOCK == 0
-                && dst.stream_position().is_ok_and(|p| p % COPY_BLOCK == 0);
+            let aligned =
+                off % COPY_BLOCK == 0 && dst.stream_position().is_ok_and(|p| p % COPY_BLOCK == 0);
             if aligned {
                 return copy_file_range_all(file, off, sub.len() as u64, dst);
             }
