@@ -320,9 +320,12 @@ impl Input {
                 let _ = map.advise_range(memmap2::Advice::PopulateRead, at, chunk.len());
                 // Pages past the end of a file that shrank after it was
                 // mapped make the kernel's read of them fail (EFAULT).
-                dst.write_all(chunk).map_err(|e| match e.raw_os_error() {
-                    Some(EFAULT) => shrank(),
-                    _ => e,
+                dst.write_all(chunk).map_err(|e| {
+                    if e.raw_os_error() == Some(rustix::io::Errno::FAULT.raw_os_error()) {
+                        shrank()
+                    } else {
+                        e
+                    }
                 })?;
                 dont_need(map, at, chunk.len());
                 at += chunk.len();
@@ -369,9 +372,6 @@ pub fn copy_file_range_all(src: &File, off: u64, len: u64, dst: &mut File) -> io
     }
     Ok(())
 }
-
-/// `EFAULT` on Linux: a system call was given memory it cannot read.
-const EFAULT: i32 = 14;
 
 /// The error for an input file that shrank while it was read.
 fn shrank() -> io::Error {
@@ -470,15 +470,20 @@ impl io::Seek for FileRange<'_> {
 mod tests {
     use super::*;
 
+    /// `data` written to a file in `dir`, opened as an input.
+    fn mapped(dir: &tempfile::TempDir, data: &[u8]) -> Input {
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        Input::open(path.to_str().unwrap()).unwrap()
+    }
+
     #[test]
     fn pages_given_back_read_the_same_and_writes_land_in_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..3_000_000u32)
             .map(|i| (i * 7 + (i >> 12)).to_le_bytes()[0])
             .collect();
-        let path = dir.path().join("in");
-        std::fs::write(&path, &data).unwrap();
-        let input = Input::open(path.to_str().unwrap()).unwrap();
+        let input = mapped(&dir, &data);
         // Released ranges (page-aligned or not, and slices not from the
         // mapping) read the same afterwards.
         input.release(&input.bytes()[10..2_000_000]);
@@ -509,9 +514,7 @@ mod tests {
     fn copies_to_a_pipe() {
         use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in");
-        std::fs::write(&path, vec![7u8; 2 << 20]).unwrap();
-        let input = Input::open(path.to_str().unwrap()).unwrap();
+        let input = mapped(&dir, &vec![7u8; 2 << 20]);
         assert!(input.file().is_some());
         let mut child = Command::new("wc")
             .arg("-c")
@@ -535,12 +538,10 @@ mod tests {
     #[test]
     fn an_input_that_shrinks_is_an_error_saying_so() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("in");
-        std::fs::write(&path, vec![7u8; 4 << 20]).unwrap();
-        let input = Input::open(path.to_str().unwrap()).unwrap();
+        let input = mapped(&dir, &vec![7u8; 4 << 20]);
         std::fs::OpenOptions::new()
             .write(true)
-            .open(&path)
+            .open(dir.path().join("in"))
             .unwrap()
             .set_len(1 << 20)
             .unwrap();
@@ -561,9 +562,7 @@ mod tests {
         let data: Vec<u8> = (0..u32::try_from(len).unwrap())
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0])
             .collect();
-        let path = dir.path().join("in");
-        std::fs::write(&path, &data).unwrap();
-        let input = Input::open(path.to_str().unwrap()).unwrap();
+        let input = mapped(&dir, &data);
         assert!(input.file().is_some());
         // (source start, destination prefix): both aligned (file-to-file
         // copy), either one misaligned (written from the mapping).
