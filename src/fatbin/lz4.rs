@@ -342,6 +342,7 @@ impl Read for BlockDecoder<'_> {
 )]
 mod tests {
     use super::*;
+    use crate::tests::Rng;
 
     /// The [`Fault`] an error from a [`BlockDecoder`] carries.
     fn fault_of(e: &io::Error) -> Option<Fault> {
@@ -388,20 +389,6 @@ mod tests {
             assert!(got == want, "different bytes, read {chunk} at a time");
         }
         want
-    }
-
-    /// A small deterministic generator (xorshift64*), so failures repeat.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
     }
 
     /// Data with runs, repeats near and far (up to 70,000 bytes back, past

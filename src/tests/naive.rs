@@ -3,6 +3,7 @@
 //! every position, including across chunk boundaries and overlapping one
 //! another, must be found, in order, once.
 
+use super::Rng;
 use crate::scan::magic::{CHUNK, Finders, Magic};
 
 /// Every (offset, magic) in `hay`, by trying each magic at each offset.
@@ -18,21 +19,6 @@ fn naive(hay: &[u8]) -> Vec<(usize, Magic)> {
     out
 }
 
-/// xorshift64*: deterministic bytes without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % n as u64).unwrap_or(0)
-    }
-}
-
 /// A haystack of `len` bytes from a small alphabet (so partial magics occur
 /// often), with `seeds` magics planted at random places.
 fn haystack(rng: &mut Rng, len: usize, seeds: usize) -> Vec<u8> {
@@ -40,12 +26,12 @@ fn haystack(rng: &mut Rng, len: usize, seeds: usize) -> Vec<u8> {
         0x00, 0x10, 0xFF, 0xAD, b'C', b'O', b'B', b'_', 0x50, 0xED, 0x55, 0xBA,
     ];
     let mut hay: Vec<u8> = (0..len)
-        .map(|_| alphabet[rng.below(alphabet.len())])
+        .map(|_| alphabet[rng.index(alphabet.len())])
         .collect();
     for _ in 0..seeds {
-        let m = Magic::ALL[rng.below(4)].bytes();
+        let m = Magic::ALL[rng.index(4)].bytes();
         if len > m.len() {
-            let at = rng.below(len - m.len());
+            let at = rng.index(len - m.len());
             hay[at..at + m.len()].copy_from_slice(m);
         }
     }
@@ -57,8 +43,8 @@ fn random_haystacks_match_the_naive_search() {
     let finders = Finders::new();
     let mut rng = Rng(0x0ff1_0ad5_ca11_ab1e);
     for round in 0..200 {
-        let len = rng.below(3000) + usize::from(round % 10 == 0) * 2 * CHUNK;
-        let seeds = rng.below(20);
+        let len = rng.index(3000) + usize::from(round % 10 == 0) * 2 * CHUNK;
+        let seeds = rng.index(20);
         let hay = haystack(&mut rng, len, seeds);
         let got: Vec<_> = finders.candidates(&hay).collect();
         assert_eq!(got, naive(&hay), "round {round}, len {len}");
@@ -99,14 +85,14 @@ fn skip_to_agrees_with_filtering_the_naive_list() {
     let finders = Finders::new();
     let mut rng = Rng(42);
     for _ in 0..50 {
-        let len = 2 * CHUNK + rng.below(5000);
+        let len = 2 * CHUNK + rng.index(5000);
         let hay = haystack(&mut rng, len, 40);
         let mut c = finders.candidates(&hay);
         let (mut got, mut cursors) = (Vec::new(), Vec::new());
         while let Some((p, m)) = c.next() {
             got.push((p, m));
             // Skip a random distance, as a container's extent would.
-            let cursor = p + 1 + rng.below(CHUNK / 2);
+            let cursor = p + 1 + rng.index(CHUNK / 2);
             cursors.push(cursor);
             c.skip_to(cursor);
         }
