@@ -759,11 +759,19 @@ struct Sinks {
     failed: Vec<String>,
 }
 
-struct VecSink(String, Vec<u8>, Kept);
+/// A sink that collects what it is given and, when kept, hands it to its
+/// function.
+struct VecSink(Vec<u8>, Box<dyn FnOnce(Vec<u8>)>);
+
+impl VecSink {
+    fn boxed(keep: impl FnOnce(Vec<u8>) + 'static) -> Box<dyn ImageSink> {
+        Box::new(VecSink(Vec::new(), Box::new(keep)))
+    }
+}
 
 impl std::io::Write for VecSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.1.extend_from_slice(buf);
+        self.0.extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -773,8 +781,8 @@ impl std::io::Write for VecSink {
 
 impl ImageSink for VecSink {
     fn keep(self: Box<Self>) -> std::io::Result<()> {
-        let VecSink(name, bytes, kept) = *self;
-        kept.borrow_mut().push((name, bytes));
+        let VecSink(bytes, keep) = *self;
+        keep(bytes);
         Ok(())
     }
 }
@@ -789,11 +797,10 @@ impl Visit for Sinks {
             .push((image.target_id.clone(), bytes.to_vec()));
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
-        Some(Box::new(VecSink(
-            image.target_id.clone(),
-            Vec::new(),
-            self.kept.clone(),
-        )))
+        let (name, kept) = (image.target_id.clone(), self.kept.clone());
+        Some(VecSink::boxed(move |bytes| {
+            kept.borrow_mut().push((name, bytes));
+        }))
     }
     fn streamed(
         &mut self,

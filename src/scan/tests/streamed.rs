@@ -37,27 +37,6 @@ impl Record {
     }
 }
 
-/// Logs what it got when kept.
-struct LogSink(usize, Vec<u8>, Log);
-
-impl std::io::Write for LogSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.1.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl ImageSink for LogSink {
-    fn keep(self: Box<Self>) -> std::io::Result<()> {
-        let LogSink(id, bytes, log) = *self;
-        log.borrow_mut().push(Got::Streamed(id, bytes));
-        Ok(())
-    }
-}
-
 impl Visit for Record {
     fn wants(&mut self, _: &Image) -> bool {
         true
@@ -73,8 +52,12 @@ impl Visit for Record {
             .push(Got::Failed(image.id, why.into()));
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
-        let s = LogSink(image.id, Vec::new(), self.log.clone());
-        self.sinks.then(|| Box::new(s) as Box<dyn ImageSink>)
+        let (id, log) = (image.id, self.log.clone());
+        self.sinks.then(|| {
+            VecSink::boxed(move |bytes| {
+                log.borrow_mut().push(Got::Streamed(id, bytes));
+            })
+        })
     }
     fn streamed(
         &mut self,
