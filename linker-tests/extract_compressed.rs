@@ -5,7 +5,6 @@
 //! binary whose data is cut or whose inflated size lies makes `extract`
 //! fail naming the file, with nothing written.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
@@ -15,7 +14,7 @@ use offload_kit::offload_binary::{
 use offload_kit::scan::HashAlgo;
 use serde_json::Value;
 
-use crate::util::{llvm, ours, run, same, same_bytes, tempdir, trial};
+use crate::util::{files, llvm, ours, run, same, same_bytes, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -79,18 +78,6 @@ fn packed(images: &[Vec<u8>], how: Compression) -> Result<Vec<u8>, Failed> {
         .write_to(&mut plain, &refs)
         .map_err(|e| e.to_string())?;
     compress_v3(&plain, how, 3).map_err(|e| e.to_string().into())
-}
-
-/// What `extract` wrote into `dir`: file name → bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            out.insert(name, std::fs::read(e.path()).unwrap_or_default());
-        }
-    }
-    out
 }
 
 /// Extracts `file` into `out` and checks the files are `images`, in the

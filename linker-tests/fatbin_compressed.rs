@@ -25,7 +25,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{clean_failure_code, llvm, ours, run, same, same_bytes, tempdir, trial};
+use crate::util::{clean_failure_code, files, llvm, ours, run, same, same_bytes, tempdir, trial};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
@@ -134,18 +134,6 @@ fn md5_hex(b: &[u8]) -> String {
         .iter()
         .map(|x| format!("{x:02x}"))
         .collect()
-}
-
-/// What `extract` wrote into `dir`: file name → bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            out.insert(name, std::fs::read(e.path()).unwrap());
-        }
-    }
-    out
 }
 
 /// Runs `offload-kit ARGS` in `cwd` and parses its JSON output.

@@ -208,6 +208,15 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// What [`snapshot`] finds below `dir` by relative path; nothing when
+/// `dir` does not exist (a command that failed before making it).
+pub fn files(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    if !dir.exists() {
+        return std::collections::BTreeMap::new();
+    }
+    snapshot(dir).into_iter().collect()
+}
+
 /// Fails with a readable message when `a != b`.
 pub fn same<T: PartialEq + std::fmt::Debug>(what: &str, ours: T, llvm: T) -> Result<(), Failed> {
     if ours != llvm {
