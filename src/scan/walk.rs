@@ -95,6 +95,16 @@ enum Source<'s> {
     Decoded(Box<dyn std::io::Read + 's>, u64),
 }
 
+impl Source<'_> {
+    /// The bytes the stream declares.
+    fn declared(&self) -> u64 {
+        match self {
+            Source::Ccob(c, _) => c.header.uncompressed_size,
+            Source::Decoded(_, n) => *n,
+        }
+    }
+}
+
 /// What a [`Walker::tap`] found.
 struct Tapped {
     /// Bytes decompressed.
@@ -632,8 +642,7 @@ impl Walker<'_> {
         let declared = b.inflated_size;
         let limit = self.budget;
         let source = Source::Decoded(b.reader()?, declared);
-        let run = self.tap(source, &mut taps, declared, limit);
-        self.charge_failure(run, declared)?;
+        self.tap_charged(source, &mut taps, declared, limit)?;
         if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
             return Ok(None);
         }
@@ -990,8 +999,7 @@ impl Walker<'_> {
             HashCheck::Skip
         };
         let limit = self.budget;
-        let tapped = self.tap(Source::Ccob(c, hash), &mut taps, extent, limit);
-        let tapped = self.charge_failure(tapped, c.header.uncompressed_size)?;
+        let tapped = self.tap_charged(Source::Ccob(c, hash), &mut taps, extent, limit)?;
         if taps.iter().any(|t| Magic::at_start(&t.head).is_some()) {
             return Ok(false);
         }
@@ -1054,8 +1062,7 @@ impl Walker<'_> {
         let wanted = self.wanted(ids);
         let mut taps = self.visitor_taps(&wanted);
         let source = Source::Ccob(c, HashCheck::Skip);
-        let run = self.tap(source, &mut taps, extent, self.budget);
-        let run = self.charge_failure(run, c.header.uncompressed_size);
+        let run = self.tap_charged(source, &mut taps, extent, self.budget);
         let why = match run {
             Ok(t) => {
                 self.budget = self.budget.saturating_sub(t.decompressed);
@@ -1081,10 +1088,7 @@ impl Walker<'_> {
     /// most `limit` bytes, and checks the bytes from `tail` on for zeros.
     /// The one way every compressed container's images are streamed.
     fn tap(&self, source: Source<'_>, taps: &mut [Tap], tail: u64, limit: u64) -> Result<Tapped> {
-        let declared = match &source {
-            Source::Ccob(c, _) => c.header.uncompressed_size,
-            Source::Decoded(_, n) => *n,
-        };
+        let declared = source.declared();
         let mut zeros = ZeroTail::new(tail.min(declared));
         let mut wanted: Vec<ccob::Wanted<'_>> = taps
             .iter_mut()
@@ -1137,12 +1141,20 @@ impl Walker<'_> {
         })
     }
 
-    /// Passes on the outcome of a stream of `declared` bytes, charging the
-    /// budget with them when it failed after it was let start (within
-    /// the budget): its decoding was done, and without the charge many
-    /// containers each failing at their last byte could decode the budget
-    /// over and over. A success is charged by the caller.
-    fn charge_failure<T>(&mut self, run: Result<T>, declared: u64) -> Result<T> {
+    /// [`Walker::tap`] for a container's first stream, charging the budget
+    /// with the declared size when the stream fails after it was let start
+    /// (within the budget): its decoding was done, and without the charge
+    /// many containers each failing at their last byte could decode the
+    /// budget over and over. A success is charged by the caller.
+    fn tap_charged(
+        &mut self,
+        source: Source<'_>,
+        taps: &mut [Tap],
+        tail: u64,
+        limit: u64,
+    ) -> Result<Tapped> {
+        let declared = source.declared();
+        let run = self.tap(source, taps, tail, limit);
         if run.is_err() && declared <= self.budget {
             self.budget -= declared;
         }
@@ -1399,8 +1411,7 @@ impl Walker<'_> {
         taps[0].hasher = self.opts.hash.map(|h| h.hasher());
         let run = e
             .reader(self.budget)
-            .and_then(|r| self.tap(Source::Decoded(r, size), &mut taps, size, self.budget));
-        let run = self.charge_failure(run, size);
+            .and_then(|r| self.tap_charged(Source::Decoded(r, size), &mut taps, size, self.budget));
         let why = match run {
             Ok(t) => {
                 self.budget = self.budget.saturating_sub(t.decompressed);
