@@ -632,12 +632,7 @@ impl Walker<'_> {
         let mut taps: Vec<Tap> = b
             .images
             .iter()
-            .map(|p| {
-                let start = p.meta.image_offset;
-                let mut t = Tap::new(start..start + p.size, SNIFF_HEAD);
-                t.hasher = self.opts.hash.map(|h| h.hasher());
-                t
-            })
+            .map(|p| self.first_pass_tap(p.meta.image_offset, p.size))
             .collect();
         let declared = b.inflated_size;
         let limit = self.budget;
@@ -986,11 +981,7 @@ impl Walker<'_> {
         }
         let mut taps: Vec<Tap> = records
             .iter()
-            .map(|r| {
-                let mut t = Tap::new(r.offset..r.offset + r.size, SNIFF_HEAD);
-                t.hasher = self.opts.hash.map(|h| h.hasher());
-                t
-            })
+            .map(|r| self.first_pass_tap(r.offset, r.size))
             .collect();
         let extent = bundle_extent(records);
         let hash = if self.opts.verify {
@@ -1215,6 +1206,15 @@ impl Walker<'_> {
                 self.visitor_tap(i, range)
             })
             .collect()
+    }
+
+    /// A tap for the first pass over a compressed container's data, on the
+    /// `size` bytes of an image at `start`: its first bytes (for its kind)
+    /// and its hash, when asked for.
+    fn first_pass_tap(&self, start: u64, size: u64) -> Tap {
+        let mut t = Tap::new(start..start + size, SNIFF_HEAD);
+        t.hasher = self.opts.hash.map(|h| h.hasher());
+        t
     }
 
     /// A tap on `range` of a stream for image `i`, to the visitor's sink
