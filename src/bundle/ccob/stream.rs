@@ -482,18 +482,13 @@ impl Ccob<'_> {
             ..*opts
         };
         let limit = opts.limits.max_uncompressed.min(NAME_FAULT_IN_MEMORY);
-        if self.header.uncompressed_size > limit {
-            return Fault::Decompress {
-                method: self.header.method,
-                llvm: detail.clone(),
-                detail,
-            }
-            .at(0);
-        }
-        match super::read::decompress_ccob(self, &lenient, limit) {
-            Err(f) => f.at(0),
-            // The one-shot decoder took what the stream refused.
-            Ok(_) => Fault::Decompress {
+        let whole = (self.header.uncompressed_size <= limit)
+            .then(|| super::read::decompress_ccob(self, &lenient, limit));
+        match whole {
+            Some(Err(f)) => f.at(0),
+            // Too large to decode whole, or the one-shot decoder took what
+            // the stream refused: the stream's own words.
+            None | Some(Ok(_)) => Fault::Decompress {
                 method: self.header.method,
                 llvm: detail.clone(),
                 detail,
