@@ -405,3 +405,27 @@ pub fn run_within<S: AsRef<OsStr>>(
         stderr,
     })
 }
+
+/// Runs our binary with `args` in `cwd` like [`run_within`] (killed and
+/// failed after `secs` seconds), and returns what it did with its peak
+/// resident memory in KiB, read by a Python parent from `getrusage` of
+/// its children (the kernel's high-water mark of the process).
+pub fn ours_peak<S: AsRef<OsStr>>(secs: u64, args: &[S], cwd: &Path) -> Result<(Run, u64), Failed> {
+    const PARENT: &str = "import resource, subprocess, sys\n\
+        r = subprocess.run(sys.argv[1:])\n\
+        sys.stderr.write('\\npeak-rss-kib=%d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(r.returncode if r.returncode >= 0 else 128 - r.returncode)\n";
+    let mut a: Vec<std::ffi::OsString> = vec!["-c".into(), PARENT.into(), ours().into()];
+    a.extend(args.iter().map(|s| s.as_ref().to_os_string()));
+    let mut r = run_within(secs, Path::new("/usr/bin/python3"), &a, cwd)?;
+    let at = r
+        .stderr
+        .rfind("\npeak-rss-kib=")
+        .ok_or_else(|| format!("no peak RSS reported: {}", r.stderr))?;
+    let kib = r.stderr[at + 14..]
+        .trim()
+        .parse::<u64>()
+        .map_err(|e| format!("peak RSS: {e}"))?;
+    r.stderr.truncate(at);
+    Ok((r, kib))
+}
