@@ -14,6 +14,7 @@ mod bundle_native;
 mod bundler;
 mod ccob;
 mod extract_compressed;
+mod fan_out;
 mod fatbin_compressed;
 mod hostile;
 mod linker_wrapper;
@@ -35,6 +36,7 @@ fn main() {
     trials.extend(ccob::tests());
     trials.extend(fatbin_compressed::tests());
     trials.extend(extract_compressed::tests());
+    trials.extend(fan_out::tests());
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());

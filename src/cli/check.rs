@@ -66,10 +66,6 @@ pub struct CheckOpts {
     /// Requirements hold for all inputs together, not for each.
     #[arg(long)]
     any: bool,
-    /// Check the images that could be read in files with corrupt or
-    /// truncated containers, instead of failing them as input errors.
-    #[arg(long)]
-    allow_corrupt: bool,
     /// With --allow-corrupt, problems found while scanning fail the check
     /// (without it they are input errors anyway).
     #[arg(long)]
@@ -101,7 +97,7 @@ impl CheckOpts {
         req.exact = self.exact;
         req.any = self.any;
         req.strict = self.strict;
-        req.allow_corrupt = self.allow_corrupt;
+        req.allow_corrupt = self.common.allow_corrupt;
         if req.is_empty() {
             bail!("nothing to check: give --require or --forbid (or --require-arch, ...)");
         }

@@ -3,11 +3,12 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
 use super::io::{Input, Output, print_line, printable, safe_component, write_bytes};
-use super::scan::{Common, ThinFiles, exit, list, par_map};
+use super::scan::{Common, ThinFiles, exit, finished, for_size, list, par_map};
 use super::units;
 use offload_kit::scan::{self, Image, Selection};
 
@@ -25,9 +26,11 @@ temporary file renamed into place once the whole stream has been read and checke
 damaged or lying one leaves nothing). A bundle's empty host entry is written only with\n\
 --include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
-input could not be read, held damaged containers and no image, or an image could not be\n\
-decompressed or written (every readable input is still extracted; each error is one line\n\
-on standard error)."
+input could not be read, held damaged data (what could be read is still extracted;\n\
+--allow-corrupt: 0), went past a limit (--max-uncompressed, --max-images,\n\
+--max-containers: nothing of that input is kept; --max-files: the command stops writing),\n\
+or an image could not be decompressed or written (each error is one line on standard\n\
+error)."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
@@ -36,6 +39,10 @@ pub struct ExtractOpts {
     /// are several files).
     #[arg(short, long = "output-dir", value_name = "DIR")]
     output_dir: PathBuf,
+    /// Most files the command writes, all inputs together; past it each
+    /// input with more images is an error.
+    #[arg(long, default_value_t = 100_000, value_name = "N")]
+    max_files: usize,
     /// Also write bundles' empty host entries (0-byte files).
     #[arg(long)]
     include_host: bool,
@@ -124,12 +131,34 @@ struct Extractor<'a> {
     input: &'a Input,
     written: Vec<String>,
     errors: Vec<String>,
+    /// Files the command may still write ([`ExtractOpts::max_files`]).
+    files: &'a AtomicUsize,
+    /// The images a file was reserved for.
+    taken: HashSet<usize>,
+    /// Whether an image was left out for want of files.
+    over_limit: bool,
 }
 
 impl scan::Visit for Extractor<'_> {
     fn wants(&mut self, image: &Image) -> bool {
         let empty_host = image.offload_kind.is_host() && image.size == 0;
-        (self.include_host || !empty_host) && self.filter.matches(image)
+        if (empty_host && !self.include_host) || !self.filter.matches(image) {
+            return false;
+        }
+        if self.taken.contains(&image.id) {
+            return true;
+        }
+        // One file reserved per image, the first time it is wanted.
+        let reserved = self
+            .files
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if reserved {
+            self.taken.insert(image.id);
+        } else {
+            self.over_limit = true;
+        }
+        reserved
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
@@ -238,6 +267,8 @@ impl ExtractOpts {
         if let Some(dup) = labels.iter().find(|l| !seen.insert(*l)) {
             bail!("two inputs would write files named '{dup}.*'; extract them separately");
         }
+        // Files the whole command may still write, shared by the threads.
+        let files_left = AtomicUsize::new(self.max_files);
         let results = par_map(&files, self.common.jobs(), |i, src| {
             // Members of a package are named after the package and their
             // path; a name met twice (a hostile zip) gets a number.
@@ -262,12 +293,34 @@ impl ExtractOpts {
                     input: data.input,
                     written: Vec::new(),
                     errors: Vec::new(),
+                    files: &files_left,
+                    taken: HashSet::new(),
+                    over_limit: false,
                 };
+                let opts = for_size(&opts, data.bytes.len());
                 let report = scan::scan_with(
                     data.bytes,
                     &opts,
                     &mut ThinFiles::new(&mut ex, unit.thin_base),
                 );
+                let report = match finished(report) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // Nothing of an input whose scan stopped is kept.
+                        for w in &ex.written {
+                            let _ = std::fs::remove_file(w);
+                        }
+                        return Extracted::unreadable(format!("'{name}': {e}"));
+                    }
+                };
+                if ex.over_limit {
+                    ex.errors.push(format!(
+                        "'{name}': stopped: the command would write more than {} files \
+                         (--max-files)",
+                        self.max_files
+                    ));
+                }
+                let damaged = report.damaged();
                 let problems: Vec<String> = report
                     .problems
                     .iter()
@@ -286,6 +339,7 @@ impl ExtractOpts {
                     written: ex.written,
                     errors,
                     problems,
+                    damaged,
                 }
             })
         });
@@ -293,6 +347,7 @@ impl ExtractOpts {
         let mut out = std::io::stdout().lock();
         let (mut failed, mut written) = (false, 0usize);
         for r in results {
+            failed |= r.damaged && !self.common.allow_corrupt;
             written += r.written.len();
             for w in r.written {
                 print_line(&mut out, &w)?;
@@ -327,6 +382,8 @@ struct Extracted {
     errors: Vec<String>,
     /// Problems met in the scan (warnings).
     problems: Vec<String>,
+    /// Whether the input held damaged data.
+    damaged: bool,
 }
 
 impl Extracted {
@@ -335,6 +392,7 @@ impl Extracted {
             written: Vec::new(),
             errors: vec![error],
             problems: Vec::new(),
+            damaged: false,
         }
     }
 }

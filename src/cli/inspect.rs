@@ -24,7 +24,9 @@ mod table;
     A file found in a directory is reported only if it holds device code or problems\n\
     (--all: every file). Every input that can be read is reported; each one that cannot gets a line on\n\
     standard error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input\n\
-    could not be read.")]
+    could not be read, held damaged data (a problem is printed; everything readable is still\n\
+    reported; --allow-corrupt: 0) or went past a limit (--max-uncompressed, --max-images,\n\
+    --max-containers: the file is an error).")]
 pub struct InspectOpts {
     #[command(flatten)]
     common: Common,
@@ -84,7 +86,7 @@ impl InspectOpts {
             }
         }
         out.flush()?;
-        Ok(exit_code_after_inputs(&scanned).into())
+        Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
     }
 }
 

@@ -72,7 +72,8 @@ pub fn main() -> ExitCode {
         `offload-kit install-links`), this binary behaves as that LLVM 22 tool.",
     after_help = "Exit codes of list, inspect, extract, check and size: 0 success; 1 a \
         `check` requirement not met (or an `extract` selection that matched nothing); \
-        2 an input that could not be read or parsed, or another error. The other \
+        2 an input that could not be read or parsed, or held damaged data (unless \
+        --allow-corrupt; list: always), or went past a limit, or another error. The other \
         commands exit 0 or 1, as the LLVM tools they replace."
 )]
 struct Cli {

@@ -35,9 +35,23 @@ pub struct Common {
     /// How deeply containers may nest.
     #[arg(long, default_value_t = 8, value_name = "N")]
     max_depth: u32,
-    /// Most bytes decompression may produce per file (suffixes K, M, G).
-    #[arg(long, default_value = "16G", value_name = "SIZE", value_parser = parse_size)]
-    max_uncompressed: u64,
+    /// Most bytes all decompression of one file may produce together, at
+    /// every depth (suffixes K, M, G; default: 1024 times the file's size,
+    /// at least 256M and at most 16G). Past it the file is an error.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_uncompressed: Option<u64>,
+    /// Most images one file may hold, at every depth together. Past it the
+    /// file is an error.
+    #[arg(long, default_value_t = scan::DEFAULT_MAX_IMAGES, value_name = "N")]
+    max_images: usize,
+    /// Most containers one file may hold, at every depth together. Past it
+    /// the file is an error.
+    #[arg(long, default_value_t = scan::DEFAULT_MAX_CONTAINERS, value_name = "N")]
+    max_containers: usize,
+    /// Exit 0 although some input holds damaged data (it is still
+    /// reported; `check` then judges what could be read).
+    #[arg(long)]
+    pub(super) allow_corrupt: bool,
     /// Files scanned at once (default: the number of CPUs).
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
@@ -67,7 +81,9 @@ impl Common {
             Mode::Auto
         };
         opts.max_depth = self.max_depth;
-        opts.max_uncompressed = self.max_uncompressed;
+        opts.max_uncompressed = self.max_uncompressed.unwrap_or(BY_SIZE);
+        opts.max_images = self.max_images;
+        opts.max_containers = self.max_containers;
         opts.verify = self.verify;
         opts
     }
@@ -109,6 +125,30 @@ impl Common {
         self.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1)
+    }
+}
+
+/// [`Options::max_uncompressed`] when none was given: the budget of each
+/// file then follows its size ([`for_size`]).
+pub(super) const BY_SIZE: u64 = u64::MAX;
+
+/// `opts` for a file of `size` bytes: the decompression budget its size
+/// gives ([`scan::default_max_uncompressed`]) unless one was given.
+pub(super) fn for_size(opts: &Options, size: usize) -> std::borrow::Cow<'_, Options> {
+    if opts.max_uncompressed != BY_SIZE {
+        return std::borrow::Cow::Borrowed(opts);
+    }
+    let mut o = opts.clone();
+    o.max_uncompressed = scan::default_max_uncompressed(size as u64);
+    std::borrow::Cow::Owned(o)
+}
+
+/// The outcome of one scan for a command: its report, or, when a limit
+/// stopped it, the error naming the limit.
+pub(super) fn finished(report: Report) -> Result<Report, String> {
+    match report.stopped {
+        Some(limit) => Err(format!("the scan stopped: {limit}")),
+        None => Ok(report),
     }
 }
 
@@ -344,8 +384,14 @@ pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visi
         path: unit.name.clone(),
         size: data.as_ref().map_or(0, |d| d.bytes.len() as u64),
         found: unit.found,
-        result: data
-            .map(|d| scan::scan_with(d.bytes, opts, &mut ThinFiles::new(visit, unit.thin_base))),
+        result: data.and_then(|d| {
+            let opts = for_size(opts, d.bytes.len());
+            finished(scan::scan_with(
+                d.bytes,
+                &opts,
+                &mut ThinFiles::new(visit, unit.thin_base),
+            ))
+        }),
     })
 }
 
@@ -381,9 +427,14 @@ pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
 
 /// Reports every unreadable input (as [`report_unreadable`]) and gives the
 /// exit code of a command that has no requirement to fail: success, or an
-/// input error when any input could not be read.
-pub(super) fn exit_code_after_inputs(scanned: &[Scanned]) -> u8 {
-    if report_unreadable(scanned) {
+/// input error when any input could not be read or, unless
+/// `allow_corrupt`, holds damaged data ([`Report::damaged`]).
+pub(super) fn exit_code_after_inputs(scanned: &[Scanned], allow_corrupt: bool) -> u8 {
+    let unreadable = report_unreadable(scanned);
+    let damaged = scanned
+        .iter()
+        .any(|s| s.result.as_ref().is_ok_and(Report::damaged));
+    if unreadable || (damaged && !allow_corrupt) {
         exit::INPUT_ERROR
     } else {
         exit::OK

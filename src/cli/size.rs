@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::io::print_line;
+use super::io::{print_line, printable};
 use super::scan::{Common, exit_code_after_inputs, scan_files};
 use offload_kit::scan::sort::natural_cmp;
 use offload_kit::scan::{self, SizeReport};
@@ -21,7 +21,9 @@ what they take in the file: a compressed CUDA fatbin entry's compressed bytes, a
 images inside a compressed bundle, its compressed size shared out in proportion to their\n\
 sizes (an estimate: compression is not per image).\n\n\
 Every input that can be read is reported; each one that cannot gets a line on standard\n\
-error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input could not be read."
+error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input could not be read,\n\
+held damaged data (everything readable is still reported; --allow-corrupt: 0) or went past a\n\
+limit (--max-uncompressed, --max-images, --max-containers: the file is an error)."
 )]
 pub struct SizeOpts {
     #[command(flatten)]
@@ -77,7 +79,19 @@ impl SizeOpts {
             }
         }
         out.flush()?;
-        Ok(exit_code_after_inputs(&scanned).into())
+        // What was damaged, which the sums do not show (inspect shows
+        // where).
+        for s in &scanned {
+            for p in s.result.iter().flat_map(|r| &r.problems) {
+                if p.kind == scan::ProblemKind::Damage {
+                    eprintln!(
+                        "{}",
+                        printable(&format!("'{}': warning: {}", s.path, p.message))
+                    );
+                }
+            }
+        }
+        Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
     }
 }
 

@@ -51,7 +51,10 @@ pub(super) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) ->
 /// Calls `f` for each unit of `src`, in order: the file itself, or each
 /// member of a package. What cannot be read (the file, a corrupt package, a
 /// member) is given to `f` as the error, in its place. `limit` bounds the
-/// bytes inflated out of one input (`--max-uncompressed`).
+/// bytes inflated out of one input (`--max-uncompressed`; [`BY_SIZE`]:
+/// the input's size decides, as for a scan).
+///
+/// [`BY_SIZE`]: super::scan::BY_SIZE
 pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec<T> {
     let unit = Unit {
         name: src.name(),
@@ -62,6 +65,11 @@ pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
     match src.open() {
         Err(e) => out.push(f(&unit, Err(e))),
         Ok(input) => {
+            let limit = if limit == super::scan::BY_SIZE {
+                offload_kit::scan::default_max_uncompressed(input.bytes().len() as u64)
+            } else {
+                limit
+            };
             let mut w = Walk {
                 f,
                 out: &mut out,

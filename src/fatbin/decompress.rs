@@ -50,6 +50,14 @@ pub fn decoder<'d>(
         }
         .into()
     };
+    // An LZ4 block cannot grow more than 255-fold: a larger size is a lie
+    // (damage, whatever the limit), refused before decoding.
+    if method == Method::Lz4 && size > len64(data).saturating_mul(LZ4_MAX_RATIO) {
+        return Err(bad(format!(
+            "{} bytes of LZ4 data cannot hold the {size} bytes the entry declares",
+            data.len()
+        )));
+    }
     if size > limit {
         return Err(ErrorKind::LimitExceeded {
             what: format!("the declared decompressed size {size}"),
@@ -58,22 +66,12 @@ pub fn decoder<'d>(
         .into());
     }
     Ok(match method {
-        Method::Lz4 => {
-            // An LZ4 block cannot grow more than 255-fold: a larger size
-            // is a lie, refused before decoding.
-            if size > len64(data).saturating_mul(LZ4_MAX_RATIO) {
-                return Err(bad(format!(
-                    "{} bytes of LZ4 data cannot hold the {size} bytes the entry declares",
-                    data.len()
-                )));
-            }
-            Box::new(Exact::new(
-                BlockDecoder::new(data, size),
-                what(method),
-                size,
-                entry_says,
-            ))
-        }
+        Method::Lz4 => Box::new(Exact::new(
+            BlockDecoder::new(data, size),
+            what(method),
+            size,
+            entry_says,
+        )),
         Method::Zstd => {
             let dec =
                 zstd::stream::read::Decoder::with_buffer(data).map_err(|e| bad(e.to_string()))?;

@@ -314,9 +314,9 @@ pub fn check<'a>(
                 continue;
             }
         };
-        if !req.allow_corrupt && !r.problems.is_empty() {
+        if !req.allow_corrupt && r.damaged() {
             files.push(Verdict::Corrupt {
-                problems: r.problems.iter().map(|p| p.message.clone()).collect(),
+                problems: damage(r).collect(),
             });
             continue;
         }
@@ -343,11 +343,7 @@ pub fn check<'a>(
             rules.push(res);
         }
         if req.strict && req.allow_corrupt {
-            failures.extend(
-                r.problems
-                    .iter()
-                    .map(|p| Failure::Problem(p.message.clone())),
-            );
+            failures.extend(damage(r).map(Failure::Problem));
         }
         let mut present: Vec<String> = imgs
             .iter()
@@ -383,6 +379,17 @@ pub fn check<'a>(
     }
 }
 
+/// The messages of what was damaged in `r`: its problems of kind
+/// [`ProblemKind::Damage`](super::ProblemKind::Damage), and the limit
+/// that stopped it.
+fn damage(r: &Report) -> impl Iterator<Item = String> + '_ {
+    r.problems
+        .iter()
+        .filter(|p| p.kind == super::ProblemKind::Damage)
+        .map(|p| p.message.clone())
+        .chain(r.stopped.map(|l| format!("the scan stopped: {l}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,6 +403,7 @@ mod tests {
                 member: None,
                 container: None,
                 message: "invalid bundle: truncated".into(),
+                kind: crate::scan::ProblemKind::Damage,
             }],
             ..Report::default()
         }

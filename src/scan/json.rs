@@ -64,11 +64,15 @@
 //!                                       // header declares (what extract writes)
 //!       "in_compressed": bool,
 //!       "hash": string | null,          // "xxh3-128:<hex>" or "md5:<hex>" with --hash
-//!       "nested": number | null         // first container found inside its bytes
+//!       "nested": number | null,        // first container found inside its bytes
+//!       "overlaps": number | null       // index of an earlier entry of its container whose
+//!                                       // bytes it overlaps (damage: it was not read)
 //!     }],
 //!     "problems": [{
 //!       "offset": number | null, "section": string | null, "member": string | null,
-//!       "container": number | null, "message": string
+//!       "container": number | null, "message": string,
+//!       "kind": string                  // damage | rejected (a raw-scan candidate
+//!                                       // that was no container, with --rejects)
 //!     }]
 //!   }]
 //! }

@@ -120,6 +120,21 @@ pub enum Mode {
     Raw,
 }
 
+/// The default of [`Options::max_images`]: ten times the 200,000 entries
+/// of the largest fatbins seen, about 200 MiB of report at most.
+pub const DEFAULT_MAX_IMAGES: usize = 500_000;
+
+/// The default of [`Options::max_containers`].
+pub const DEFAULT_MAX_CONTAINERS: usize = 200_000;
+
+/// A decompression budget for a file of `size` bytes, where none is
+/// given: 1024 times its size, at least 256 MiB and at most 16 GiB. Real
+/// device code compresses 3 to 20 times, so real files never reach it,
+/// while a small crafted file can never make more than 256 MiB of work.
+pub fn default_max_uncompressed(size: u64) -> u64 {
+    size.saturating_mul(1024).clamp(256 << 20, 16 << 30)
+}
+
 /// What to do, and the bounds. Start from [`Options::default`] and set
 /// fields: more may be added.
 #[derive(Debug, Clone)]
@@ -129,8 +144,17 @@ pub struct Options {
     pub mode: Mode,
     /// How many containers may nest (a file's own container is level 1).
     pub max_depth: u32,
-    /// Bytes all decompression of one file may produce together.
+    /// Bytes all decompression of one file may produce together (every
+    /// stream at every depth counts; a second pass over the same stream,
+    /// for a visitor, does not count again). Past it the scan stops
+    /// ([`Report::stopped`]).
     pub max_uncompressed: u64,
+    /// Images one file may hold, at every depth together. Past it the scan
+    /// stops ([`Report::stopped`]).
+    pub max_images: usize,
+    /// Containers one file may hold, at every depth together (fatbin
+    /// wrappers included). Past it the scan stops ([`Report::stopped`]).
+    pub max_containers: usize,
     /// Decompress every compressed container whole and check its stored
     /// hash (a mismatch is a [`Problem`]).
     pub verify: bool,
@@ -150,6 +174,8 @@ impl Default for Options {
             mode: Mode::Auto,
             max_depth: 8,
             max_uncompressed: 16 << 30,
+            max_images: DEFAULT_MAX_IMAGES,
+            max_containers: DEFAULT_MAX_CONTAINERS,
             verify: false,
             hash: None,
             report_rejects: false,
@@ -338,6 +364,11 @@ pub struct Image {
     pub hash: Option<Digest>,
     /// The container found inside its bytes, if any.
     pub nested: Option<usize>,
+    /// For an entry whose bytes overlap an earlier entry's of the same
+    /// container (damage, reported as a [`Problem`]): that entry's index.
+    /// Such an entry is not read (no hash, no containers inside, never
+    /// handed to a [`Visit`]) and counts nowhere.
+    pub overlaps: Option<usize>,
 }
 
 impl Image {
@@ -345,6 +376,12 @@ impl Image {
     /// again in that container's images).
     pub fn is_leaf(&self) -> bool {
         self.nested.is_none()
+    }
+
+    /// Whether its bytes were read: not an entry that overlaps an earlier
+    /// one ([`Image::overlaps`]).
+    pub fn is_read(&self) -> bool {
+        self.overlaps.is_none()
     }
 }
 
@@ -362,6 +399,56 @@ pub struct Problem {
     pub container: Option<usize>,
     /// What is wrong.
     pub message: String,
+    /// Damaged data, or a raw-scan candidate that was no container.
+    pub kind: ProblemKind,
+}
+
+/// What a [`Problem`] is. Serializes as `damage` or `rejected`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Something that should be a container, or hold one, is damaged or
+    /// cannot be read (a malformed container, overlapping entries,
+    /// compressed data that does not decompress, a hash that does not
+    /// match, a thin archive's member that cannot be read).
+    Damage,
+    /// A raw-scan candidate that is no container
+    /// ([`Options::report_rejects`]): noise, not damage.
+    Rejected,
+}
+
+/// A limit of [`Options`] that stopped a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`Options::max_images`].
+    Images(usize),
+    /// [`Options::max_containers`].
+    Containers(usize),
+    /// [`Options::max_uncompressed`]: the bytes a stream declared, and
+    /// what was left of the budget.
+    Uncompressed {
+        /// The whole budget.
+        limit: u64,
+        /// What the stream that did not fit declared.
+        declared: u64,
+    },
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Images(n) => write!(f, "it holds more than {n} images (--max-images)"),
+            Limit::Containers(n) => {
+                write!(f, "it holds more than {n} containers (--max-containers)")
+            }
+            Limit::Uncompressed { limit, declared } => write!(
+                f,
+                "its compressed data would decompress to more than {limit} bytes in all \
+                 (--max-uncompressed; the stream that did not fit declares {declared})"
+            ),
+        }
+    }
 }
 
 /// Everything found in one file. Serializes as the `format`, `scan`,
@@ -382,6 +469,21 @@ pub struct Report {
     pub images: Vec<Image>,
     /// Problems.
     pub problems: Vec<Problem>,
+    /// The limit that stopped the scan early, if one did: the report is
+    /// then incomplete, and a command should treat the file as unreadable.
+    pub stopped: Option<Limit>,
+    /// Bytes produced by decompression, every pass counted (the work the
+    /// scan did beyond reading the file).
+    pub decompressed: u64,
+}
+
+impl Report {
+    /// Whether anything read was damaged: a [`Problem`] of kind
+    /// [`ProblemKind::Damage`], or a scan [stopped](Report::stopped) at a
+    /// limit.
+    pub fn damaged(&self) -> bool {
+        self.stopped.is_some() || self.problems.iter().any(|p| p.kind == ProblemKind::Damage)
+    }
 }
 
 /// A caller that wants the bytes of some images (to extract them, say).
@@ -508,5 +610,6 @@ pub(crate) fn test_image(
         in_compressed: false,
         hash: None,
         nested: None,
+        overlaps: None,
     }
 }

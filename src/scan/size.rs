@@ -120,7 +120,7 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
         file_size,
         ..SizeReport::default()
     };
-    for img in r.images.iter().filter(|i| i.is_leaf()) {
+    for img in r.images.iter().filter(|i| i.is_leaf() && i.is_read()) {
         let stored = stored_size(r, img);
         // A compressed CUDA fatbin entry counts what it decompresses to.
         let bytes = img.uncompressed_size.unwrap_or(img.size);

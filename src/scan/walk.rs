@@ -7,8 +7,8 @@ use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::tap::{self, Tap, TapOut, ZeroTail};
 use super::{
-    Compression, Container, ContainerKind, Content, Image, Mode, NoVisit, Offload, Options, Parent,
-    Problem, Report, SinkError, StoredHash, Visit, WrapperInfo,
+    Compression, Container, ContainerKind, Content, Image, Limit, Mode, NoVisit, Offload, Options,
+    Parent, Problem, ProblemKind, Report, SinkError, StoredHash, Visit, WrapperInfo,
 };
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
@@ -40,6 +40,11 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
     };
     w.report.format = w.file(data, &top, 0);
     w.resolve_wrappers();
+    if w.report.stopped.is_some() {
+        // Incomplete, and possibly large: what was found is not kept.
+        w.report.images = Vec::new();
+        w.report.containers = Vec::new();
+    }
     w.report
 }
 
@@ -178,13 +183,53 @@ fn sniff(b: &[u8]) -> Content {
 
 impl Walker<'_> {
     fn problem(&mut self, loc: &Loc, container: Option<usize>, message: String) {
+        self.problem_of(ProblemKind::Damage, loc, container, message);
+    }
+
+    fn problem_of(
+        &mut self,
+        kind: ProblemKind,
+        loc: &Loc,
+        container: Option<usize>,
+        message: String,
+    ) {
+        if self.stopped() {
+            return;
+        }
         self.report.problems.push(Problem {
             offset: loc.abs,
             section: loc.section.clone(),
             member: loc.member.clone(),
             container,
             message,
+            kind,
         });
+    }
+
+    /// Whether a limit stopped the scan: every walk returns at once.
+    fn stopped(&self) -> bool {
+        self.report.stopped.is_some()
+    }
+
+    /// Stops the scan at `limit` (the first limit reached is the one
+    /// reported).
+    fn stop(&mut self, limit: Limit) {
+        if self.report.stopped.is_none() {
+            self.report.stopped = Some(limit);
+        }
+    }
+
+    /// Whether a stream declaring `declared` bytes may be decompressed
+    /// whole within what is left of the budget; stops the scan when not.
+    fn fits(&mut self, declared: u64) -> bool {
+        if declared > self.budget {
+            self.stop(Limit::Uncompressed {
+                limit: self.opts.max_uncompressed,
+                declared,
+            });
+            return false;
+        }
+        true
     }
 
     /// Scans a whole file (or archive member); returns what it is.
@@ -258,6 +303,9 @@ impl Walker<'_> {
             }
         };
         for m in ar.members() {
+            if self.stopped() {
+                return;
+            }
             let m = match m {
                 Ok(m) => m,
                 Err(e) => {
@@ -361,6 +409,9 @@ impl Walker<'_> {
     fn object(&mut self, o: &ObjectFile<'_>, loc: &Loc) {
         let mut bundle_sections = Vec::new();
         for sec in &o.sections {
+            if self.stopped() {
+                break;
+            }
             let l = Loc {
                 section: Some(sec.name.clone()),
                 ..loc.at(sec.offset)
@@ -387,6 +438,9 @@ impl Walker<'_> {
         let id = self.new_container(ContainerKind::ObjectBundle, None, loc, 0, size);
         self.report.containers[id].offset = None;
         for (i, (name, sec, l)) in bundle_sections.into_iter().enumerate() {
+            if self.stopped() {
+                break;
+            }
             let inner = Loc {
                 depth: loc.depth + 1,
                 ..l
@@ -421,6 +475,9 @@ impl Walker<'_> {
             fatbin::WRAPPER_SIZE_32
         } as u64;
         for (at, w) in list {
+            if self.stopped() {
+                break;
+            }
             let target = o
                 .resolve_pointer(sec, at + ptr_at, w.data)
                 .and_then(|t| t.checked_add(base.unwrap_or(0)));
@@ -442,22 +499,20 @@ impl Walker<'_> {
     }
 
     fn resolve_wrappers(&mut self) {
-        let found: Vec<(usize, Option<usize>)> =
-            self.report
-                .containers
-                .iter()
-                .filter_map(|c| {
-                    let t = c.wrapper.as_ref()?.target?;
-                    let hit =
-                        self.report.containers.iter().find(|d| {
-                            d.offset == Some(t) && d.kind != ContainerKind::FatbinWrapper
-                        });
-                    Some((c.id, hit.map(|d| d.id)))
-                })
-                .collect();
-        for (id, hit) in found {
-            if let Some(w) = &mut self.report.containers[id].wrapper {
-                w.target_container = hit;
+        // The first container that is no wrapper at each file offset.
+        let mut at: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+        for c in &self.report.containers {
+            if let Some(o) = c.offset
+                && c.kind != ContainerKind::FatbinWrapper
+            {
+                at.entry(o).or_insert(c.id);
+            }
+        }
+        for c in &mut self.report.containers {
+            if let Some(w) = &mut c.wrapper
+                && let Some(t) = w.target
+            {
+                w.target_container = at.get(&t).copied();
             }
         }
     }
@@ -471,6 +526,9 @@ impl Walker<'_> {
         size: u64,
     ) -> usize {
         let id = self.report.containers.len();
+        if id >= self.opts.max_containers {
+            self.stop(Limit::Containers(self.opts.max_containers));
+        }
         self.report.containers.push(Container {
             id,
             kind,
@@ -496,6 +554,9 @@ impl Walker<'_> {
             let mut explained = true;
             let sequence = matches!(expect, Expect::Sequence { .. });
             while let Some((pos, magic)) = cands.next() {
+                if self.stopped() {
+                    return;
+                }
                 if pos < cursor {
                     continue;
                 }
@@ -527,17 +588,20 @@ impl Walker<'_> {
                         // to the next container; later candidates in them are
                         // noise.
                         if (sequence && explained) || self.opts.report_rejects {
-                            let what = if sequence {
-                                format!("invalid {}", kind_of(magic))
+                            let (kind, what) = if sequence {
+                                (ProblemKind::Damage, format!("invalid {}", kind_of(magic)))
                             } else {
-                                format!("not a valid {} (raw-scan candidate)", kind_of(magic))
+                                (
+                                    ProblemKind::Rejected,
+                                    format!("not a valid {} (raw-scan candidate)", kind_of(magic)),
+                                )
                             };
                             // The reader's offsets are the candidate's; make
                             // them the file's (or the region's, inside
                             // decompressed data).
                             let here = loc.at(pos as u64);
                             let e = e.rebased(here.abs.unwrap_or(pos as u64));
-                            self.problem(&here, None, format!("{what}: {e}"));
+                            self.problem_of(kind, &here, None, format!("{what}: {e}"));
                         }
                         explained = false;
                     }
@@ -587,6 +651,12 @@ impl Walker<'_> {
     }
 
     fn offload_binary(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
+        if let Some(head) = offload_binary::header_summary(sub)
+            && head.method.is_some()
+            && !self.fits(head.inflated_size)
+        {
+            return Err(over_budget(head.inflated_size, self.budget));
+        }
         let limits = offload_binary::Limits {
             max_inflated: self.budget,
         };
@@ -598,8 +668,14 @@ impl Walker<'_> {
         let mut imgs: Vec<OffloadImage<'_>> = Vec::new();
         let size = offload_binary::read_binary(sub, 0, &limits, &mut imgs)?;
         let compressed = imgs.first().is_some_and(|i| i.compressed);
+        if compressed && let Some(head) = offload_binary::header_summary(sub) {
+            self.report.decompressed = self.report.decompressed.saturating_add(head.inflated_size);
+        }
         let (id, inner) = self.push_offload_binary(size, compressed, sub, loc, rel)?;
         for (i, img) in imgs.iter().enumerate() {
+            if self.stopped() {
+                break;
+            }
             let image = self.offload_image(id, i, img, len64(&img.image), loc, &inner);
             let at = if compressed {
                 Loc {
@@ -648,6 +724,9 @@ impl Walker<'_> {
         };
         let mut ids = Vec::new();
         for (i, (p, t)) in b.images.iter().zip(taps).enumerate() {
+            if self.stopped() {
+                break;
+            }
             let mut image = self.offload_image(id, i, &p.meta, p.size, loc, &inner);
             image.hash = t.hasher.map(super::Hasher::finish);
             ids.push(self.push_image(image, None, &at));
@@ -749,6 +828,7 @@ impl Walker<'_> {
             in_compressed: inner.in_compressed,
             hash: None,
             nested: None,
+            overlaps: None,
         }
     }
 
@@ -764,8 +844,22 @@ impl Walker<'_> {
             depth: loc.depth + 1,
             ..loc.clone()
         };
+        let mut ranges = Ranges::default();
         for (i, e) in entries.iter().enumerate() {
-            self.bundle_entry(id, i, e.id, e.offset, len64(e.data), Some(e.data), &inner);
+            if self.stopped() {
+                break;
+            }
+            let size = len64(e.data);
+            if let Some(j) = ranges.take(e.offset, e.offset + size, i) {
+                self.problem(
+                    &inner.at(e.offset),
+                    Some(id),
+                    overlap_message(i, j, e.offset, e.offset + size),
+                );
+                self.overlapping_entry(id, i, j, e.id, e.offset, e.data, &inner);
+                continue;
+            }
+            self.bundle_entry(id, i, e.id, e.offset, size, Some(e.data), &inner);
         }
         Ok(extent)
     }
@@ -780,6 +874,9 @@ impl Walker<'_> {
                 };
                 let base = bytes.as_ptr() as usize;
                 for (i, e) in entries.iter().enumerate() {
+                    if self.stopped() {
+                        break;
+                    }
                     let off = (e.data.as_ptr() as usize).saturating_sub(base) as u64;
                     self.bundle_entry(id, i, e.id, off, len64(e.data), Some(e.data), &inner);
                 }
@@ -802,6 +899,27 @@ impl Walker<'_> {
     ) {
         let image = self.bundle_image(container, index, id, offset, size, bytes, loc);
         self.push_image(image, bytes, &loc.at(offset));
+    }
+
+    /// Pushes bundle entry `index` of container `container` whose bytes
+    /// overlap an earlier entry's: its kind from its first bytes, nothing
+    /// else read (no hash, no visitor, no containers inside).
+    #[allow(clippy::too_many_arguments)]
+    fn overlapping_entry(
+        &mut self,
+        container: usize,
+        index: usize,
+        overlaps: usize,
+        id: &[u8],
+        offset: u64,
+        bytes: &[u8],
+        loc: &Loc,
+    ) {
+        let head = &bytes[..bytes.len().min(SNIFF_HEAD)];
+        let mut image = self.bundle_image(container, index, id, offset, len64(bytes), None, loc);
+        image.image_kind = Some(sniff(head));
+        image.overlaps = Some(overlaps);
+        self.push_image(image, None, &loc.at(offset));
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -841,6 +959,7 @@ impl Walker<'_> {
             in_compressed: loc.in_compressed,
             hash: None,
             nested: None,
+            overlaps: None,
         }
     }
 
@@ -904,6 +1023,18 @@ impl Walker<'_> {
             let offsets: Vec<u64> = records.iter().map(|r| r.offset).collect();
             let limit = self.budget.min(c.header.uncompressed_size);
             let heads = c.peek(&offsets, SNIFF_HEAD, limit);
+            // What the peek decoded, at most: up to the last entry's head.
+            let reach = offsets
+                .iter()
+                .max()
+                .map_or(0, |&o| o.saturating_add(SNIFF_HEAD as u64));
+            let peeked = len64(c.payload)
+                .saturating_mul(ccob::PEEK_RATIO)
+                .max(ccob::PEEK_FLOOR)
+                .min(limit)
+                .min(reach);
+            self.budget = self.budget.saturating_sub(peeked);
+            self.report.decompressed = self.report.decompressed.saturating_add(peeked);
             let mut nested = false;
             for ((d, r), head) in drafts.iter_mut().zip(&records).zip(heads) {
                 if let Some(mut head) = head {
@@ -928,10 +1059,15 @@ impl Walker<'_> {
                     0,
                     c.header.uncompressed_size,
                 );
+                let mut ids = Vec::new();
                 for mut d in drafts {
+                    if self.stopped() {
+                        break;
+                    }
                     d.container = b;
-                    self.push_image(d, None, &inner);
+                    ids.push(self.push_image(d, None, &inner));
                 }
+                self.mark_overlaps(b, &ids, &inner);
                 return Ok(c.size);
             }
             // The wanted entries stream to the visitor, unless an entry
@@ -979,9 +1115,17 @@ impl Walker<'_> {
         if inner.depth >= self.opts.max_depth {
             return Ok(false);
         }
+        let mut ranges = Ranges::default();
         let mut taps: Vec<Tap> = records
             .iter()
-            .map(|r| self.first_pass_tap(r.offset, r.size))
+            .enumerate()
+            .map(
+                |(i, r)| match ranges.take(r.offset, r.offset.saturating_add(r.size), i) {
+                    // Not hashed: its bytes are another entry's.
+                    Some(_) => Tap::new(r.offset..r.offset + r.size, SNIFF_HEAD),
+                    None => self.first_pass_tap(r.offset, r.size),
+                },
+            )
             .collect();
         let extent = bundle_extent(records);
         let hash = if self.opts.verify {
@@ -1019,10 +1163,12 @@ impl Walker<'_> {
         Ok(true)
     }
 
-    /// The images among `ids` the visitor wants.
+    /// The images among `ids` the visitor wants (never one left unread).
     fn wanted(&mut self, ids: Vec<usize>) -> Vec<usize> {
         ids.into_iter()
-            .filter(|&i| self.visit.wants(&self.report.images[i]))
+            .filter(|&i| {
+                self.report.images[i].is_read() && self.visit.wants(&self.report.images[i])
+            })
             .collect()
     }
 
@@ -1047,9 +1193,13 @@ impl Walker<'_> {
         };
         let mut ids = Vec::new();
         for (mut d, r) in drafts.into_iter().zip(records) {
+            if self.stopped() {
+                break;
+            }
             d.container = b;
             ids.push(self.push_image(d, None, &entries.at(r.offset)));
         }
+        self.mark_overlaps(b, &ids, &entries);
         let wanted = self.wanted(ids);
         let mut taps = self.visitor_taps(&wanted);
         let source = Source::Ccob(c, HashCheck::Skip);
@@ -1078,8 +1228,16 @@ impl Walker<'_> {
     /// Streams `source` once into `taps` (each its range), producing at
     /// most `limit` bytes, and checks the bytes from `tail` on for zeros.
     /// The one way every compressed container's images are streamed.
-    fn tap(&self, source: Source<'_>, taps: &mut [Tap], tail: u64, limit: u64) -> Result<Tapped> {
+    fn tap(
+        &mut self,
+        source: Source<'_>,
+        taps: &mut [Tap],
+        tail: u64,
+        limit: u64,
+    ) -> Result<Tapped> {
         let declared = source.declared();
+        // Counted before it runs: a stream that fails counts whole.
+        self.report.decompressed = self.report.decompressed.saturating_add(declared);
         let mut zeros = ZeroTail::new(tail.min(declared));
         let mut wanted: Vec<ccob::Wanted<'_>> = taps
             .iter_mut()
@@ -1145,11 +1303,37 @@ impl Walker<'_> {
         limit: u64,
     ) -> Result<Tapped> {
         let declared = source.declared();
+        if !self.fits(declared) {
+            return Err(over_budget(declared, self.budget));
+        }
         let run = self.tap(source, taps, tail, limit);
         if run.is_err() && declared <= self.budget {
             self.budget -= declared;
         }
         run
+    }
+
+    /// Marks the images `ids` of bundle `container` (entries whose data
+    /// lie in decompressed contents, `inner`) that overlap an earlier one
+    /// as unread, each with its problem, and drops their hashes.
+    fn mark_overlaps(&mut self, container: usize, ids: &[usize], inner: &Loc) {
+        let mut ranges = Ranges::default();
+        for (i, &id) in ids.iter().enumerate() {
+            let img = &self.report.images[id];
+            let (start, end) = (
+                img.relative_offset,
+                img.relative_offset.saturating_add(img.size),
+            );
+            if let Some(j) = ranges.take(start, end, i) {
+                self.report.images[id].hash = None;
+                self.report.images[id].overlaps = Some(j);
+                self.problem(
+                    &inner.at(start),
+                    Some(container),
+                    overlap_message(i, j, start, end),
+                );
+            }
+        }
     }
 
     /// Reports the entries of a bundle streamed from a CCOB (`inner`: the
@@ -1173,11 +1357,15 @@ impl Walker<'_> {
         };
         let mut ids = Vec::new();
         for (i, (r, t)) in records.iter().zip(taps).enumerate() {
+            if self.stopped() {
+                break;
+            }
             let mut image = self.bundle_image(b, i, &r.id, r.offset, r.size, None, &entries);
             image.image_kind = Some(sniff(&t.head));
             image.hash = t.hasher.map(super::Hasher::finish);
             ids.push(self.push_image(image, None, &entries.at(r.offset)));
         }
+        self.mark_overlaps(b, &ids, &entries);
         self.tail_problem(inner, declared, tail);
         ids
     }
@@ -1276,6 +1464,11 @@ impl Walker<'_> {
     }
 
     fn decompress(&mut self, c: &Ccob<'_>) -> Result<ccob::Decompressed> {
+        let declared = c.header.uncompressed_size;
+        if !self.fits(declared) {
+            return Err(over_budget(declared, self.budget));
+        }
+        self.report.decompressed = self.report.decompressed.saturating_add(declared);
         let opts = ReadOptions {
             limits: ccob::Limits {
                 max_uncompressed: self.budget,
@@ -1332,6 +1525,9 @@ impl Walker<'_> {
             ..loc.clone()
         };
         for (i, e) in f.entries.iter().enumerate() {
+            if self.stopped() {
+                break;
+            }
             let arch = e.arch_name();
             let mut strings = Vec::new();
             if let Some(n) = e.name {
@@ -1373,6 +1569,7 @@ impl Walker<'_> {
                 in_compressed: loc.in_compressed,
                 hash: None,
                 nested: None,
+                overlaps: None,
             };
             let at = inner.at(e.payload_offset);
             if !e.compressed() {
@@ -1403,14 +1600,19 @@ impl Walker<'_> {
             return;
         }
         let size = e.decompressed_size.unwrap_or(0);
+        // A size its data cannot hold is damage, told apart before the
+        // budget is asked.
+        let reader = e.reader(u64::MAX);
+        if reader.is_ok() && !self.fits(size) {
+            return;
+        }
         let mut taps = vec![if wanted {
             self.visitor_tap(img, 0..size)
         } else {
             Tap::new(0..size, 0)
         }];
         taps[0].hasher = self.opts.hash.map(|h| h.hasher());
-        let run = e
-            .reader(self.budget)
+        let run = reader
             .and_then(|r| self.tap_charged(Source::Decoded(r, size), &mut taps, size, self.budget));
         let why = match run {
             Ok(t) => {
@@ -1434,6 +1636,12 @@ impl Walker<'_> {
     /// containers inside it. `loc` is where its bytes lie.
     fn push_image(&mut self, mut image: Image, bytes: Option<&[u8]>, loc: &Loc) -> usize {
         let id = self.report.images.len();
+        if id >= self.opts.max_images {
+            self.stop(Limit::Images(self.opts.max_images));
+        }
+        // Past a limit the image is recorded (its id is used) but nothing
+        // more is done for it.
+        let bytes = bytes.filter(|_| !self.stopped());
         image.id = id;
         if let (Some(h), Some(b)) = (self.opts.hash, bytes) {
             image.hash = Some(h.digest(b));
@@ -1486,4 +1694,49 @@ fn kind_of(m: Magic) -> &'static str {
         Magic::Ccob => "compressed bundle (CCOB)",
         Magic::Fatbin => "CUDA fatbin",
     }
+}
+
+/// Byte ranges of one container's entries, walked at most once each: an
+/// entry whose non-empty range overlaps one accepted before it is damage
+/// (no tool writes such entries; they are how a few kilobytes fan out to
+/// millions of images), reported and left unread.
+#[derive(Debug, Default)]
+struct Ranges {
+    /// Accepted ranges by start: (end, entry).
+    taken: std::collections::BTreeMap<u64, (u64, usize)>,
+}
+
+impl Ranges {
+    /// Accepts `start..end` for entry `entry`, or returns the earlier entry
+    /// it overlaps.
+    fn take(&mut self, start: u64, end: u64, entry: usize) -> Option<usize> {
+        if end <= start {
+            return None;
+        }
+        if let Some((_, &(e, j))) = self.taken.range(..end).next_back()
+            && e > start
+        {
+            return Some(j);
+        }
+        self.taken.insert(start, (end, entry));
+        None
+    }
+}
+
+/// The problem message for entry `i` (`start..end`) overlapping entry `j`.
+fn overlap_message(i: usize, j: usize, start: u64, end: u64) -> String {
+    format!(
+        "entry {i} (bytes {start:#x}..{end:#x}) overlaps entry {j}: entries of one container \
+         never share bytes, so entry {i} is not read"
+    )
+}
+
+/// The error of a stream declaring `declared` bytes where `left` remain of
+/// the budget (the scan has stopped; it is never reported).
+fn over_budget(declared: u64, left: u64) -> Error {
+    ErrorKind::LimitExceeded {
+        what: format!("decompressed data of {declared} bytes"),
+        limit: left,
+    }
+    .into()
 }
