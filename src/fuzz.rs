@@ -442,6 +442,12 @@ pub fn ccob_read(data: &[u8]) {
     assert!(total <= 1 << 24);
 }
 
+/// The decompression budget of the [`scan`] body.
+const WORK_BYTES: u64 = 1 << 24;
+
+/// The image and container limits of the [`scan`] body.
+const WORK_IMAGES: usize = 20_000;
+
 /// Scans `data` in every mode, listing only and decompressing everything,
 /// with a visitor that takes every image: the report must be consistent
 /// (ranges inside the file, parents before children, image counts) and the
@@ -451,12 +457,15 @@ pub fn scan(data: &[u8]) {
 
     struct Check<'d> {
         data: &'d [u8],
+        /// Images handed over.
+        given: usize,
     }
     impl Visit for Check<'_> {
         fn wants(&mut self, _: &Image) -> bool {
             true
         }
         fn image(&mut self, img: &Image, bytes: &[u8]) {
+            self.given += 1;
             assert_eq!(bytes.len() as u64, img.size);
             if let Some(o) = img.offset {
                 let o = usize::try_from(o).expect("offset fits");
@@ -472,15 +481,35 @@ pub fn scan(data: &[u8]) {
                 mode,
                 verify: full,
                 hash: full.then_some(HashAlgo::Xxh3_128),
-                max_uncompressed: 1 << 24,
+                max_uncompressed: WORK_BYTES,
+                max_images: WORK_IMAGES,
+                max_containers: WORK_IMAGES,
                 report_rejects: true,
                 ..Options::default()
             };
+            let mut check = Check { data, given: 0 };
             let r = if full {
-                scan::scan_with(data, &opts, &mut Check { data })
+                scan::scan_with(data, &opts, &mut check)
             } else {
                 scan::scan(data, &opts)
             };
+            // The work one input may cause, whatever its bytes: within the
+            // limits, each stream decoded at most twice (once to list and
+            // hash, once for the visitor), each image handed over once.
+            assert!(r.images.len() <= WORK_IMAGES && r.containers.len() <= WORK_IMAGES);
+            assert!(
+                check.given <= WORK_IMAGES,
+                "{} images handed over",
+                check.given
+            );
+            assert!(
+                r.decompressed <= 2 * WORK_BYTES,
+                "{} bytes decompressed",
+                r.decompressed
+            );
+            if r.stopped.is_some() {
+                assert!(r.images.is_empty() && r.containers.is_empty());
+            }
             for c in &r.containers {
                 if let Some(o) = c.offset {
                     assert!(o.checked_add(c.size).is_some_and(|e| e <= len));

@@ -1426,6 +1426,12 @@ impl Walker<'_> {
         taps: Vec<Tap>,
         why: std::result::Result<(), String>,
     ) {
+        // Past a limit nothing more is handed over: each sink comes back
+        // failed, each image is unavailable.
+        let why = match self.report.stopped {
+            Some(limit) => Err(format!("the scan stopped: {limit}")),
+            None => why,
+        };
         for (&i, t) in images.iter().zip(taps) {
             let img = &self.report.images[i];
             match (t.out, &why) {

@@ -246,3 +246,36 @@ fn the_default_budget_follows_the_file_size() {
     assert_eq!(default_max_uncompressed(1 << 20), 1 << 30);
     assert_eq!(default_max_uncompressed(1 << 40), 16 << 30);
 }
+
+/// The fan-out shapes above, as seeds of the fuzz targets
+/// (`fixtures/fuzz/scan/fanout-*`; `scripts/fuzz.sh` copies every fixture
+/// into every corpus): written with `OFFLOAD_KIT_WRITE_SEEDS=1`, checked
+/// against the generators otherwise, so they stay what they say.
+#[test]
+fn fan_out_seeds_are_committed() {
+    let seeds: [(&str, Vec<u8>); 5] = [
+        ("fanout-shared-k10-d9.bin", fan_out(10, 9)),
+        ("fanout-shared-k4-d4.ccob", ccob(&fan_out(4, 4))),
+        ("fanout-compressed-k4-d17.ob", compressed_fan_out(4, 17)),
+        ("fanout-compressed-k8-d5.ob", compressed_fan_out(8, 5)),
+        (
+            "fanout-shared-in-ob.ob",
+            offload_binary(&[("amdgcn-amd-amdhsa", "gfx90a", &fan_out(3, 5))]),
+        ),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fuzz/scan");
+    for (name, bytes) in seeds {
+        let path = dir.join(name);
+        if std::env::var_os("OFFLOAD_KIT_WRITE_SEEDS").is_some() {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let committed = std::fs::read(&path).unwrap_or_default();
+        assert!(committed == bytes, "{name} differs from its generator");
+        // Each stays cheap to scan.
+        let r = scan(&bytes, &Options::default());
+        assert!(
+            r.images.len() < 100_000 && r.decompressed < 1 << 30,
+            "{name}"
+        );
+    }
+}
