@@ -154,7 +154,16 @@ fn thin_archives() -> Result<(), Failed> {
     same("extracted from thin vs regular", xt, xf)?;
     // A member file gone: reported by name; the other members still read.
     std::fs::remove_file(d.join("hipc.o")).map_err(|e| e.to_string())?;
-    let gone = inspect(&d.join("thin.a"), &[])?;
+    let gone = inspect(&d.join("thin.a"), &["--allow-corrupt"])?;
+    // A member that cannot be read is damage: exit 2 without the option.
+    let r = run(
+        &ours(),
+        &["inspect", &d.join("thin.a").to_string_lossy()],
+        d,
+    );
+    if r.code != 2 {
+        return Err(format!("missing member: exit {}", r.code).into());
+    }
     let problems = gone["problems"].to_string();
     if !problems.contains("hipc.o") || gone["images"].as_array().is_none_or(|i| i.len() < 3) {
         return Err(format!("missing member: {gone}").into());
@@ -1027,13 +1036,24 @@ fn hostile() -> Result<(), Failed> {
     ] {
         let mut args: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
         args.push(dir.path().to_string_lossy().into_owned());
+        // Damaged data: exit 2, every file still reported. A raw scan
+        // only rejects candidates (noise, not damage): exit 0.
+        let want = if cmd.contains(&"--raw") { 0 } else { 2 };
+        let r = run(&ours(), &args, dir.path());
+        if r.code != want || r.stderr.contains("panicked") {
+            return Err(format!("{cmd:?}: exit {}: {}", r.code, r.stderr).into());
+        }
+        args.insert(1, "--allow-corrupt".into());
         let r = run(&ours(), &args, dir.path());
         if r.code != 0 || r.stderr.contains("panicked") {
-            return Err(format!("{cmd:?}: exit {}: {}", r.code, r.stderr).into());
+            return Err(format!("{cmd:?} --allow-corrupt: exit {}: {}", r.code, r.stderr).into());
         }
     }
     // The corrupt file's problems are reported, not fatal.
-    let f = inspect(&dir.path().join("corrupt.exe"), &["--verify"])?;
+    let f = inspect(
+        &dir.path().join("corrupt.exe"),
+        &["--verify", "--allow-corrupt"],
+    )?;
     if f["problems"].as_array().is_none_or(Vec::is_empty) {
         return Err("corrupt CCOBs reported no problem".into());
     }

@@ -37,7 +37,7 @@ pub struct Common {
     max_depth: u32,
     /// Most bytes all decompression of one file may produce together, at
     /// every depth (suffixes K, M, G; default: 1024 times the file's size,
-    /// at least 256M and at most 16G). Past it the file is an error.
+    /// at least 128M and at most 16G). Past it the file is an error.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_uncompressed: Option<u64>,
     /// Most images one file may hold, at every depth together. Past it the

@@ -128,11 +128,12 @@ pub const DEFAULT_MAX_IMAGES: usize = 500_000;
 pub const DEFAULT_MAX_CONTAINERS: usize = 200_000;
 
 /// A decompression budget for a file of `size` bytes, where none is
-/// given: 1024 times its size, at least 256 MiB and at most 16 GiB. Real
+/// given: 1024 times its size, at least 128 MiB and at most 16 GiB. Real
 /// device code compresses 3 to 20 times, so real files never reach it,
-/// while a small crafted file can never make more than 256 MiB of work.
+/// while a small crafted file can never make more than 128 MiB of
+/// decompression (which some containers need in memory).
 pub fn default_max_uncompressed(size: u64) -> u64 {
-    size.saturating_mul(1024).clamp(256 << 20, 16 << 30)
+    size.saturating_mul(1024).clamp(128 << 20, 16 << 30)
 }
 
 /// What to do, and the bounds. Start from [`Options::default`] and set

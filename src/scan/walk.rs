@@ -600,8 +600,10 @@ impl Walker<'_> {
                             // them the file's (or the region's, inside
                             // decompressed data).
                             let here = loc.at(pos as u64);
-                            let e = e.rebased(here.abs.unwrap_or(pos as u64));
-                            self.problem_of(kind, &here, None, format!("{what}: {e}"));
+                            let base = here.abs.unwrap_or(pos as u64);
+                            let e = e.rebased(base);
+                            let msg = rebase_at(&format!("{what}: {e}"), base);
+                            self.problem_of(kind, &here, None, msg);
                         }
                         explained = false;
                     }
@@ -1745,4 +1747,58 @@ fn over_budget(declared: u64, left: u64) -> Error {
         limit: left,
     }
     .into()
+}
+
+/// `msg` with every `at 0x…` offset moved on by `base`. The readers name
+/// the structures they meet by their offset in the bytes they were given
+/// (`OffloadBinary at 0x0`, `CUDA fatbin entry at 0x40`), which start at
+/// the candidate; `base` makes them the file's, as the problem's own
+/// offset is. (Offsets in an error's fields are moved by
+/// [`Error::rebased`].)
+fn rebase_at(msg: &str, base: u64) -> String {
+    const AT: &str = "at 0x";
+    if base == 0 {
+        return msg.to_string();
+    }
+    let mut out = String::with_capacity(msg.len() + 8);
+    let mut rest = msg;
+    while let Some(i) = rest.find(AT) {
+        let digits = rest[i + AT.len()..]
+            .bytes()
+            .take_while(u8::is_ascii_hexdigit)
+            .count();
+        let end = i + AT.len() + digits;
+        match u64::from_str_radix(&rest[i + AT.len()..end], 16) {
+            Ok(n) if digits > 0 => {
+                out.push_str(&rest[..i]);
+                out.push_str(&format!("at {:#x}", n.saturating_add(base)));
+            }
+            _ => out.push_str(&rest[..end]),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod rebase_tests {
+    #[test]
+    fn at_offsets_move_and_nothing_else_does() {
+        let m = "invalid CUDA fatbin: payload of the CUDA fatbin entry at 0x40 (offset 0x10, \
+                 size 0x8) lies outside; what at 0xzz, at 0x";
+        assert_eq!(
+            super::rebase_at(m, 0x1d0),
+            "invalid CUDA fatbin: payload of the CUDA fatbin entry at 0x210 (offset 0x10, \
+             size 0x8) lies outside; what at 0xzz, at 0x"
+        );
+        assert_eq!(
+            super::rebase_at("OffloadBinary at 0x0", 0),
+            "OffloadBinary at 0x0"
+        );
+        assert_eq!(
+            super::rebase_at("at 0xffffffffffffffff", 5),
+            "at 0xffffffffffffffff"
+        );
+    }
 }

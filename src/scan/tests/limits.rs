@@ -241,8 +241,8 @@ fn one_decompression_budget_covers_every_nested_stream() {
 
 #[test]
 fn the_default_budget_follows_the_file_size() {
-    assert_eq!(default_max_uncompressed(0), 256 << 20);
-    assert_eq!(default_max_uncompressed(5000), 256 << 20);
+    assert_eq!(default_max_uncompressed(0), 128 << 20);
+    assert_eq!(default_max_uncompressed(5000), 128 << 20);
     assert_eq!(default_max_uncompressed(1 << 20), 1 << 30);
     assert_eq!(default_max_uncompressed(1 << 40), 16 << 30);
 }
