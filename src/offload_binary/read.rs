@@ -263,9 +263,10 @@ fn read_compressed(
 ///
 /// [`read_all`] and [`read_binary`] inflate a compressed version 3 binary
 /// whole: it is a complete OffloadBinary whose entry table and string
-/// table give offsets anywhere in it. The scanner streams it instead where
-/// the tables come first, as LLVM writes them
-/// ([`read_inflating`](super::read_inflating)).
+/// table give offsets anywhere in it. The scanner and the commands stream
+/// it instead where the tables come first, as LLVM writes them
+/// ([`read_inflating`](super::read_inflating),
+/// [`find_images_streamed`](super::find_images_streamed)).
 pub(super) fn inflate_whole(
     bin: &[u8],
     h3: &HeaderV3,
