@@ -8,6 +8,10 @@ use std::io::{self, Read, Write};
 use super::io::{Input, Output, Sink};
 use offload_kit::offload_binary::{Budget, BudgetLimits, FoundImage, Pending, Streamed};
 
+/// The environment variable that sets `--max-uncompressed` for the
+/// drop-in tools, which have no such option (same syntax).
+pub const MAX_UNCOMPRESSED_ENV: &str = "OFFLOAD_KIT_MAX_UNCOMPRESSED";
+
 /// The `--max-uncompressed` help of the commands that read
 /// OffloadBinaries.
 pub const MAX_UNCOMPRESSED_HELP: &str = "Most bytes all the compressed OffloadBinaries read \
@@ -21,6 +25,19 @@ pub fn budget(max_uncompressed: Option<u64>) -> Budget {
         max_inflated: max_uncompressed,
         ..BudgetLimits::default()
     })
+}
+
+/// The budget of a drop-in tool: [`MAX_UNCOMPRESSED_ENV`] when set, else
+/// derived. `Err` for a value that is not a size.
+pub fn dropin_budget() -> Result<Budget, String> {
+    let given = match std::env::var(MAX_UNCOMPRESSED_ENV) {
+        Ok(v) => {
+            Some(super::scan::parse_size(&v).map_err(|e| format!("{MAX_UNCOMPRESSED_ENV}: {e}"))?)
+        }
+        Err(std::env::VarError::NotPresent) => None,
+        Err(e) => return Err(format!("{MAX_UNCOMPRESSED_ENV}: {e}")),
+    };
+    Ok(budget(given))
 }
 
 /// The hint that follows an error for going past a limit of `budget`: the
@@ -122,6 +139,20 @@ impl<'s, 'd> Streams<'s, 'd> {
         let mut out = Output::create(std::path::Path::new(path))?;
         self.copy_to(input, f, &mut out)?;
         out.commit()
+    }
+
+    /// The bytes of `f` (found in `input`) as an input of their own: for a
+    /// pending image, streamed into a new unlinked temporary file that is
+    /// then mapped, so that they are never in memory; `None` for the others,
+    /// whose bytes are at hand.
+    pub fn inflate_to_temp_file(&mut self, f: &FoundImage<'_>) -> io::Result<Option<Input>> {
+        let Some(p) = f.pending else {
+            return Ok(None);
+        };
+        let mut file = tempfile::tempfile()?;
+        self.stream(p, f.image.image_offset, &mut file)?;
+        file.flush()?;
+        Input::from_temp_file(file).map(Some)
     }
 }
 
