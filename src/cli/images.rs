@@ -156,6 +156,12 @@ impl<'s, 'd> Streams<'s, 'd> {
     }
 }
 
+/// The error of the data an `io::Error` of [`Streams`] carries, when it is
+/// one (damaged compressed data), not a failure to read or write a file.
+pub fn data_error(e: &io::Error) -> Option<&offload_kit::Error> {
+    e.get_ref()?.downcast_ref::<offload_kit::Error>()
+}
+
 /// Copies `r` to its end into `w`, `buf` at a time; the bytes copied.
 fn pump(r: &mut dyn Read, w: &mut dyn Write, buf: &mut [u8]) -> io::Result<u64> {
     let mut n = 0u64;
