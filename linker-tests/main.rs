@@ -16,6 +16,7 @@ mod ccob;
 mod extract_compressed;
 mod fatbin_compressed;
 mod hostile;
+mod hostile_ob;
 mod linker_wrapper;
 mod packager;
 mod packages;
@@ -40,6 +41,7 @@ fn main() {
     trials.extend(scan_ci::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
+    trials.extend(hostile_ob::tests());
     trials.extend(linker_wrapper::tests());
     libtest_mimic::run(&args, trials).exit();
 }
