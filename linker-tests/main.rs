@@ -17,6 +17,7 @@ mod extract_compressed;
 mod fan_out;
 mod fatbin_compressed;
 mod hostile;
+mod hostile_ob;
 mod linker_wrapper;
 mod packager;
 mod packages;
@@ -42,6 +43,7 @@ fn main() {
     trials.extend(scan_ci::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
+    trials.extend(hostile_ob::tests());
     trials.extend(linker_wrapper::tests());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -360,9 +360,21 @@ pub fn run_within<S: AsRef<OsStr>>(
     args: &[S],
     cwd: &Path,
 ) -> Result<Run, Failed> {
+    run_within_env(secs, prog, args, &[], cwd)
+}
+
+/// [`run_within`] with the variables `env` added to the environment.
+pub fn run_within_env<S: AsRef<OsStr>>(
+    secs: u64,
+    prog: &Path,
+    args: &[S],
+    env: &[(&str, &str)],
+    cwd: &Path,
+) -> Result<Run, Failed> {
     use std::io::Read;
     let mut child = Command::new(prog)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -411,13 +423,25 @@ pub fn run_within<S: AsRef<OsStr>>(
 /// resident memory in KiB, read by a Python parent from `getrusage` of
 /// its children (the kernel's high-water mark of the process).
 pub fn ours_peak<S: AsRef<OsStr>>(secs: u64, args: &[S], cwd: &Path) -> Result<(Run, u64), Failed> {
+    peak_of(secs, &ours(), args, &[], cwd)
+}
+
+/// [`ours_peak`] for `prog` (our binary under an LLVM tool's name, say),
+/// with the variables `env` added to its environment.
+pub fn peak_of<S: AsRef<OsStr>>(
+    secs: u64,
+    prog: &Path,
+    args: &[S],
+    env: &[(&str, &str)],
+    cwd: &Path,
+) -> Result<(Run, u64), Failed> {
     const PARENT: &str = "import resource, subprocess, sys\n\
         r = subprocess.run(sys.argv[1:])\n\
         sys.stderr.write('\\npeak-rss-kib=%d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
         sys.exit(r.returncode if r.returncode >= 0 else 128 - r.returncode)\n";
-    let mut a: Vec<std::ffi::OsString> = vec!["-c".into(), PARENT.into(), ours().into()];
+    let mut a: Vec<std::ffi::OsString> = vec!["-c".into(), PARENT.into(), prog.into()];
     a.extend(args.iter().map(|s| s.as_ref().to_os_string()));
-    let mut r = run_within(secs, Path::new("/usr/bin/python3"), &a, cwd)?;
+    let mut r = run_within_env(secs, Path::new("/usr/bin/python3"), &a, env, cwd)?;
     let at = r
         .stderr
         .rfind("\npeak-rss-kib=")

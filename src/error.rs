@@ -105,6 +105,18 @@ pub enum ErrorKind {
         /// The limit.
         limit: u64,
     },
+    /// One of a command's budgets ([`crate::offload_binary::Budget`]:
+    /// bytes decompressed, images read, files written, levels of nesting),
+    /// shared by every read the command makes, is spent.
+    #[error("{detail}: over this command's limit of {limit} {what}")]
+    BudgetExceeded {
+        /// What is counted ([`crate::offload_binary::Spent::unit`]).
+        what: crate::offload_binary::Spent,
+        /// The limit.
+        limit: u64,
+        /// What would have gone past it.
+        detail: String,
+    },
     /// Decompression failed.
     #[error("cannot decompress {what}: {detail}")]
     Decompress {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use super::io::{Input, open_input, print_line};
 use offload_kit::bundle::listing::{Compressed, Entry, Listing};
 use offload_kit::offload_binary::listing::{self, Document, RowsError};
-use offload_kit::offload_binary::{self, Limits};
+use offload_kit::offload_binary::{self, Budget, Inflate};
 use offload_kit::scan;
 
 /// List the device images in files.
@@ -16,7 +16,12 @@ use offload_kit::scan;
     after_help = "With several inputs, each table follows a line naming its file, and \
     --json prints {\"schema\": \"offload-kit/list/2\", \"files\": [...]} with one document per \
     file (or {\"file\", \"error\"}). Every readable input is listed; each one that cannot be \
-    read gets one error line. Exit codes: 0 success, 2 an input could not be read or parsed."
+    read gets one error line, as does each damaged container the scanner finds in a file \
+    without OffloadBinaries (after what could be listed). Compressed OffloadBinaries are \
+    streamed, never held in memory, within one budget for the whole command (bytes \
+    decompressed: --max-uncompressed; images: the inputs' size / 16, at least 65536; \
+    OffloadBinaries nested in images: 16 levels). Exit codes: 0 success, 2 an input could \
+    not be read or parsed, held damaged containers, or went past a limit."
 )]
 pub struct Opts {
     /// OffloadBinaries, ELF or COFF objects, executables, shared libraries
@@ -26,6 +31,9 @@ pub struct Opts {
     /// Print JSON (schema in the README) instead of a table.
     #[arg(long)]
     json: bool,
+    #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size,
+          help = super::images::MAX_UNCOMPRESSED_HELP)]
+    max_uncompressed: Option<u64>,
 }
 
 impl Opts {
@@ -34,9 +42,16 @@ impl Opts {
             anyhow::bail!("'-' (standard input) is given more than once");
         }
         let mut out = std::io::stdout().lock();
+        // One budget for the whole command: every input and every binary
+        // nested in an image spends from it.
+        let budget = super::images::budget(self.max_uncompressed);
         if let [one] = &self.inputs[..] {
-            self.one(one, &mut out)?;
-            return Ok(std::process::ExitCode::SUCCESS);
+            let damaged = self.one(one, &budget, &mut out)?;
+            return Ok(std::process::ExitCode::from(if damaged {
+                super::scan::exit::INPUT_ERROR
+            } else {
+                super::scan::exit::OK
+            }));
         }
         let mut failed = false;
         let mut docs = Vec::new();
@@ -45,9 +60,15 @@ impl Opts {
             if !self.json {
                 print_line(&mut out, &format!("{name}:"))?;
             }
-            match self.one(name, &mut buf) {
-                Ok(()) if self.json => docs.push(String::from_utf8_lossy(&buf).into_owned()),
-                Ok(()) => out.write_all(&buf)?,
+            match self.one(name, &budget, &mut buf) {
+                Ok(damaged) if self.json => {
+                    failed |= damaged;
+                    docs.push(String::from_utf8_lossy(&buf).into_owned());
+                }
+                Ok(damaged) => {
+                    failed |= damaged;
+                    out.write_all(&buf)?;
+                }
                 Err(e) => {
                     failed = true;
                     let text = super::io::error_text(&e);
@@ -70,32 +91,41 @@ impl Opts {
                     .join(",\n")
             )?;
         }
-        Ok(std::process::ExitCode::from(if failed { 2 } else { 0 }))
+        Ok(std::process::ExitCode::from(if failed {
+            super::scan::exit::INPUT_ERROR
+        } else {
+            super::scan::exit::OK
+        }))
     }
 
-    /// Lists one input to `out`.
-    fn one(&self, name: &str, mut out: &mut impl Write) -> Result<()> {
+    /// Lists one input to `out`, spending from `budget`; whether what was
+    /// listed was read from damaged data (the scanner's problems, printed).
+    fn one(&self, name: &str, budget: &Budget, mut out: &mut impl Write) -> Result<bool> {
         // Opened once: standard input can be read only once.
         let input = open_input(name)?;
+        budget.add_input(input.bytes().len() as u64);
         if let Some(kind) = offload_kit::package::detect(input.bytes()) {
             anyhow::bail!(
                 "'{name}': a {kind}; `offload-kit inspect {name}` lists the device images of \
                  the files inside it"
             );
         }
-        if let Some(b) = bundle_listing(name, &input)? {
-            return self.print_bundle(name, b, out);
+        if let Some(b) = bundle_listing(name, &input, budget)? {
+            self.print_bundle(name, b, out)?;
+            return Ok(false);
         }
-        let found = offload_binary::find_images(input.bytes(), &Limits::default())
-            .with_context(|| format!("'{name}'"))?;
-        let rows =
-            listing::rows(&found, &Limits::default(), &|b| input.file_offset(b)).map_err(|e| {
-                let msg = format!("'{name}': {e}");
-                match e {
-                    RowsError::Inner { error, .. } => anyhow::Error::new(error).context(msg),
-                    _ => anyhow::anyhow!(msg),
-                }
-            })?;
+        // The images of compressed binaries are streamed through once (to
+        // check them) and only those that are binaries themselves kept.
+        let found = offload_binary::find_images_streamed(input.bytes(), budget, Inflate::Nested)
+            .map_err(|e| read_error(format!("'{name}'"), e))?;
+        let rows = listing::rows(&found.images, budget, &|b| input.file_offset(b)).map_err(
+            |RowsError { path, error, .. }| {
+                read_error(
+                    format!("'{name}': the OffloadBinary inside image {path}"),
+                    error,
+                )
+            },
+        )?;
         if self.json {
             serde_json::to_writer_pretty(
                 &mut out,
@@ -106,16 +136,14 @@ impl Opts {
                 },
             )?;
             writeln!(out)?;
-            return Ok(());
+            return Ok(false);
         }
         if rows.is_empty() {
             // What the scanner finds where LLVM's reader finds nothing
             // (bundles in a .hip_fatbin section, CUDA fatbins, …).
-            let report = scan::scan_with(
-                input.bytes(),
-                &scan::Options::default(),
-                &mut super::scan::Kinds,
-            );
+            let mut opts = scan::Options::default();
+            opts.max_uncompressed = budget.left(offload_binary::Spent::Inflated);
+            let report = scan::scan_with(input.bytes(), &opts, &mut super::scan::Kinds);
             return print_scanned(out, name, &report);
         }
         // Columns as wide as their longest value (at least the usual).
@@ -160,13 +188,22 @@ impl Opts {
                 ),
             )?;
         }
-        Ok(())
+        Ok(false)
+    }
+}
+
+/// An error reading OffloadBinaries, after `prefix` (the file, and where in
+/// it), with the option that raises the limit it went past, if any.
+fn read_error(prefix: String, e: offload_kit::Error) -> anyhow::Error {
+    match super::images::raise_hint(&e, "--max-uncompressed SIZE") {
+        Some(hint) => anyhow::anyhow!("{prefix}: {e} ({hint})"),
+        None => anyhow::Error::new(e).context(prefix),
     }
 }
 
 /// The input as a clang offload bundle, if it is one (binary, text, object
 /// with bundle sections, or any of them compressed).
-fn bundle_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
+fn bundle_listing(name: &str, input: &Input, budget: &Budget) -> Result<Option<Listing>> {
     use offload_kit::bundle::{self, Format};
     if let Some(listing) = ccob_header_listing(name, input)? {
         return Ok(Some(listing));
@@ -182,8 +219,11 @@ fn bundle_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
         }
         return Ok(None);
     };
+    // (Only the tables are read, within what is left of the budget, which
+    // the listing spends again.)
     if format == Format::Object
-        && offload_binary::find_images(data, &Limits::default()).is_ok_and(|v| !v.is_empty())
+        && offload_binary::find_images_streamed(data, &budget.fork(), Inflate::Tables)
+            .is_ok_and(|v| !v.images.is_empty())
     {
         // An object carrying OffloadBinaries too: list those the usual way.
         return Ok(None);
@@ -301,9 +341,26 @@ impl Opts {
 
 /// The images the scanner finds in a file without OffloadBinaries or a
 /// bundle of its own (a shared library whose `.hip_fatbin` holds bundles,
-/// say), in `inspect`'s words; or a note that there are none.
-fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<()> {
+/// say), in `inspect`'s words; or a note that there are none. The
+/// problems the scanner met (damaged containers) follow, one `error:` line
+/// each on standard error; whether there were any.
+fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<bool> {
+    print_scanned_images(out, name, r)?;
+    for p in &r.problems {
+        eprintln!(
+            "error: '{}': {}",
+            super::io::printable(name),
+            super::io::printable(&p.message)
+        );
+    }
+    Ok(!r.problems.is_empty())
+}
+
+fn print_scanned_images(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<()> {
     if r.images.is_empty() {
+        if !r.problems.is_empty() {
+            return Ok(());
+        }
         // Not an error (LLVM lists nothing too), but say so.
         eprintln!(
             "'{name}': no device images here (no OffloadBinary, bundle or fatbin); \

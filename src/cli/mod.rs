@@ -11,6 +11,7 @@ mod compat;
 mod compress;
 mod docs;
 mod extract;
+mod images;
 mod inspect;
 mod io;
 mod links;

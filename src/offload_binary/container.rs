@@ -9,8 +9,14 @@ use object::read::archive::ArchiveFile;
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{FileKind, elf};
 
-use super::read::{Limits, OffloadImage, has_magic, read_all};
+use std::borrow::Cow;
+
+use super::budget::{Budget, Spent};
+use super::inflating::{Attempt, Inflating, attempt};
+use super::raw::{ALIGN, align_up};
+use super::read::{Limits, OffloadImage, has_magic, locate, read_all, read_binary};
 use crate::error::{Error, Result};
+use crate::num::len64;
 
 /// Section type of `.llvm.offloading` (`SHT_LLVM_OFFLOADING` in LLVM 22's
 /// `BinaryFormat/ELF.h`; older notes giving 0x6fff4c08 are wrong).
@@ -27,38 +33,71 @@ pub struct FoundImage<'data> {
     pub member: Option<String>,
     /// The section it came from, if any.
     pub section: Option<String>,
-    /// The image.
+    /// The image. When [`FoundImage::pending`] is set, its bytes are not
+    /// here (`image.image` is empty).
     pub image: OffloadImage<'data>,
+    /// For an image of a compressed binary that [`find_images_streamed`]
+    /// did not inflate: where its bytes are to be streamed from.
+    pub pending: Option<Pending>,
+}
+
+impl FoundImage<'_> {
+    /// The image's size in bytes, whether its bytes are at hand or pending.
+    pub fn size(&self) -> u64 {
+        self.pending.map_or(len64(&self.image.image), |p| p.size)
+    }
+}
+
+/// Where the bytes of an image that was not inflated are: image
+/// [`OffloadImage::index`] of the compressed binary [`Streamed::binaries`]
+/// `[binary]`, whose [`Inflating::stream`] gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pending {
+    /// The binary, by index in [`Streamed::binaries`].
+    pub binary: usize,
+    /// The image's size in bytes.
+    pub size: u64,
 }
 
 const MAX_DEPTH: u32 = 4;
 
-/// Every image in `data`, in file order.
+/// Every image in `data`, in file order. Compressed binaries are inflated
+/// in memory (each once, within `limits`); [`find_images_streamed`] reads
+/// them without inflating them.
 pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<FoundImage<'data>>> {
     let mut out = Vec::new();
-    find_in(data, limits, None, 0, &mut out)?;
+    find_in(data, None, 0, &mut |bytes, member, section| {
+        out.extend(
+            read_all(bytes, limits)?
+                .into_iter()
+                .map(|image| FoundImage {
+                    member: member.map(str::to_string),
+                    section: section.map(str::to_string),
+                    image,
+                    pending: None,
+                }),
+        );
+        Ok(())
+    })?;
     Ok(out)
 }
 
+/// What [`find_in`] calls with each run of OffloadBinaries it finds, and
+/// the archive member and section it is in.
+type ReadRun<'r, 'data> = dyn FnMut(&'data [u8], Option<&str>, Option<&str>) -> Result<()> + 'r;
+
+/// Calls `read` with each run of OffloadBinaries in `data` (the file
+/// itself, a section, an archive member's), and the archive member and
+/// section it is in.
 fn find_in<'data>(
     data: &'data [u8],
-    limits: &Limits,
     member: Option<&str>,
     depth: u32,
-    out: &mut Vec<FoundImage<'data>>,
+    read: &mut ReadRun<'_, 'data>,
 ) -> Result<()> {
-    let push = |out: &mut Vec<FoundImage<'data>>,
-                images: Vec<OffloadImage<'data>>,
-                section: Option<&str>| {
-        out.extend(images.into_iter().map(|image| FoundImage {
-            member: member.map(str::to_string),
-            section: section.map(str::to_string),
-            image,
-        }));
-    };
     if has_magic(data) {
-        push(out, read_all(data, limits)?, None);
-        return Ok(());
+        return read(data, member, None);
     }
     if super::kinds::is_bitcode(data) {
         return Err(Error::invalid(
@@ -67,16 +106,16 @@ fn find_in<'data>(
         ));
     }
     match FileKind::parse(data) {
-        Ok(FileKind::Elf32) => elf_sections::<elf::FileHeader32<object::Endianness>>(
-            data,
-            limits,
-            &mut |imgs, name| push(out, imgs, Some(name)),
-        ),
-        Ok(FileKind::Elf64) => elf_sections::<elf::FileHeader64<object::Endianness>>(
-            data,
-            limits,
-            &mut |imgs, name| push(out, imgs, Some(name)),
-        ),
+        Ok(FileKind::Elf32) => {
+            elf_sections::<elf::FileHeader32<object::Endianness>>(data, &mut |bytes, name| {
+                read(bytes, member, Some(name))
+            })
+        }
+        Ok(FileKind::Elf64) => {
+            elf_sections::<elf::FileHeader64<object::Endianness>>(data, &mut |bytes, name| {
+                read(bytes, member, Some(name))
+            })
+        }
         Ok(FileKind::Coff) => {
             use object::{Object, ObjectSection};
             let file = object::read::coff::CoffFile::<&[u8]>::parse(data)
@@ -85,7 +124,7 @@ fn find_in<'data>(
                 let name = s.name().map_err(|e| obj_err("COFF section name", e))?;
                 if name.starts_with(SECTION) {
                     let bytes = s.data().map_err(|e| obj_err("COFF section", e))?;
-                    push(out, read_all(bytes, limits)?, Some(name));
+                    read(bytes, member, Some(name))?;
                 }
             }
             Ok(())
@@ -100,7 +139,7 @@ fn find_in<'data>(
                     Some(outer) => format!("{outer}({name})"),
                     None => name,
                 };
-                find_in(bytes, limits, Some(&full), depth + 1, out)?;
+                find_in(bytes, Some(&full), depth + 1, read)?;
             }
             Ok(())
         }
@@ -110,8 +149,7 @@ fn find_in<'data>(
 
 fn elf_sections<'data, H: FileHeader<Endian = object::Endianness>>(
     data: &'data [u8],
-    limits: &Limits,
-    found: &mut dyn FnMut(Vec<OffloadImage<'data>>, &str),
+    found: &mut dyn FnMut(&'data [u8], &str) -> Result<()>,
 ) -> Result<()> {
     let hdr = H::parse(data).map_err(|e| obj_err("ELF header", e))?;
     let endian = hdr.endian().map_err(|e| obj_err("ELF header", e))?;
@@ -129,11 +167,349 @@ fn elf_sections<'data, H: FileHeader<Endian = object::Endianness>>(
         let bytes = s
             .data(endian, data)
             .map_err(|e| obj_err("ELF section", e))?;
-        found(read_all(bytes, limits)?, &name);
+        found(bytes, &name)?;
     }
     Ok(())
 }
 
 fn obj_err(what: &str, e: object::read::Error) -> Error {
     Error::invalid(what, e.to_string())
+}
+
+/// How much of a compressed binary [`find_images_streamed`] inflates
+/// beyond its tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Inflate {
+    /// Nothing: its images are [`Pending`], and whoever streams them
+    /// ([`Inflating::stream`]) finds out whether the rest of the data is
+    /// sound.
+    Tables,
+    /// All of it, as a stream, checked (it must inflate to exactly its
+    /// declared size, without a fault), and thrown away: its images are
+    /// [`Pending`].
+    Check,
+    /// As [`Inflate::Check`], and the images that are OffloadBinaries
+    /// themselves (they start with the magic) are kept in memory, to be
+    /// read in turn; the others are [`Pending`].
+    Nested,
+}
+
+/// What [`find_images_streamed`] found: the images, and the compressed
+/// binaries the bytes of [`Pending`] images are streamed from.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Streamed<'data> {
+    /// Every image, in file order.
+    pub images: Vec<FoundImage<'data>>,
+    /// The compressed binaries read for streaming ([`Pending::binary`]).
+    pub binaries: Vec<Inflating<'data>>,
+}
+
+/// Every image in `data`, in file order, as [`find_images`] finds them and
+/// with its errors, but spending from one command's `budget` (bytes
+/// inflated, images) and never holding a compressed binary in memory where
+/// its tables come first, as LLVM writes them: its tables are read from
+/// its first inflated bytes and its images are [`Pending`], streamed by
+/// the caller ([`Inflating::stream`]); how much is inflated now says
+/// `inflate`. A compressed binary whose tables lie further in is inflated
+/// whole into memory, once (within the budget).
+///
+/// A compressed binary spends its whole inflated size from the budget
+/// before anything of it is inflated, whatever `inflate` says, so a bomb
+/// fails at once.
+pub fn find_images_streamed<'data>(
+    data: &'data [u8],
+    budget: &Budget,
+    inflate: Inflate,
+) -> Result<Streamed<'data>> {
+    let mut out = Streamed::default();
+    find_in(data, None, 0, &mut |bytes, member, section| {
+        read_streamed(bytes, member, section, budget, inflate, &mut out)
+    })?;
+    Ok(out)
+}
+
+/// [`read_all`] for [`find_images_streamed`]: the binaries in `data`, in
+/// the archive member and section given, appended to `out`.
+fn read_streamed<'data>(
+    data: &'data [u8],
+    member: Option<&str>,
+    section: Option<&str>,
+    budget: &Budget,
+    inflate: Inflate,
+    out: &mut Streamed<'data>,
+) -> Result<()> {
+    let place = |at: u64| {
+        let mut s = format!("the OffloadBinary at {at:#x}");
+        if let Some(sec) = section {
+            s.push_str(&format!(" of section {sec}"));
+        }
+        if let Some(m) = member {
+            s.push_str(&format!(" in member {m}"));
+        }
+        s
+    };
+    let found = |image, pending| FoundImage {
+        member: member.map(str::to_string),
+        section: section.map(str::to_string),
+        image,
+        pending,
+    };
+    let unlimited = Limits {
+        max_inflated: u64::MAX,
+    };
+    let mut at = 0u64;
+    while at < len64(data) {
+        let located = locate(data, at)?;
+        let size = len64(located.bin);
+        let mut images = Vec::new();
+        if let Some(h3) = located.compressed {
+            let inflated = h3.inflated_size.get();
+            budget.spend(Spent::Inflated, inflated, || {
+                format!("{} inflates to {inflated} bytes", place(at))
+            })?;
+            match attempt(data, at, &unlimited)? {
+                Attempt::Ready(inf) => {
+                    let n = len64(&inf.images);
+                    budget.spend(Spent::Images, n, || {
+                        format!("{} holds {n} images", place(at))
+                    })?;
+                    let mut kept = match inflate {
+                        Inflate::Tables => Vec::new(),
+                        Inflate::Check => keep_nested(&inf, false)?,
+                        Inflate::Nested => keep_nested(&inf, true)?,
+                    };
+                    let binary = out.binaries.len();
+                    for (i, p) in inf.images.iter().enumerate() {
+                        out.images
+                            .push(match kept.get_mut(i).and_then(Option::take) {
+                                Some(bytes) => {
+                                    let image = OffloadImage {
+                                        image: Cow::Owned(bytes),
+                                        ..p.meta.clone()
+                                    };
+                                    found(image, None)
+                                }
+                                None => found(
+                                    p.meta.clone(),
+                                    Some(Pending {
+                                        binary,
+                                        size: p.size,
+                                    }),
+                                ),
+                            });
+                    }
+                    out.binaries.push(inf);
+                }
+                Attempt::Bad(e) => return Err(e),
+                // Its tables lie past the first bytes: whole, in memory.
+                Attempt::Beyond | Attempt::Plain => {
+                    read_binary(data, at, &unlimited, &mut images)?;
+                }
+            }
+        } else {
+            read_binary(data, at, &unlimited, &mut images)?;
+        }
+        let n = len64(&images);
+        if n > 0 {
+            budget.spend(Spent::Images, n, || {
+                format!("{} holds {n} images", place(at))
+            })?;
+        }
+        out.images
+            .extend(images.into_iter().map(|image| found(image, None)));
+        // `at + size` is within `data`, so neither step overflows.
+        at = align_up(at + size, ALIGN).unwrap_or(u64::MAX);
+    }
+    Ok(())
+}
+
+/// Streams the compressed binary `inf` through, checking it, and keeps
+/// the bytes of each image that is an OffloadBinary itself when `nested`
+/// (by index; `None` for the others).
+fn keep_nested(inf: &Inflating<'_>, nested: bool) -> Result<Vec<Option<Vec<u8>>>> {
+    use std::io::Read;
+    let mut kept: Vec<Option<Vec<u8>>> = vec![None; inf.images.len()];
+    inf.stream(&mut |_| nested, &mut |i, r| {
+        let mut magic = Vec::with_capacity(4);
+        r.take(4).read_to_end(&mut magic)?;
+        if !has_magic(&magic) {
+            return Ok(());
+        }
+        // Within the inflated size, which the budget allowed.
+        let size = inf.images[i].size;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(usize::try_from(size).unwrap_or(usize::MAX))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        bytes.extend_from_slice(&magic);
+        r.read_to_end(&mut bytes)?;
+        kept[i] = Some(bytes);
+        Ok(())
+    })
+    .map_err(Error::from_io)?;
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+    use crate::offload_binary::{BudgetLimits, Compression, ImageSpec, compress_v3, layout};
+
+    /// An uncompressed version 3 binary of `images`.
+    fn plain(images: &[&[u8]]) -> Vec<u8> {
+        let specs: Vec<ImageSpec> = images
+            .iter()
+            .map(|b| ImageSpec {
+                strings: vec![(b"triple".to_vec(), b"x86_64-unknown-linux-gnu".to_vec())],
+                size: len64(b),
+                ..ImageSpec::default()
+            })
+            .collect();
+        let mut out = Vec::new();
+        layout(&specs, 3)
+            .unwrap()
+            .write_to(&mut out, images)
+            .unwrap();
+        out
+    }
+
+    /// The bytes of every image of `s`, pending ones streamed.
+    fn bytes_of(s: &Streamed<'_>) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = s.images.iter().map(|f| f.image.image.to_vec()).collect();
+        for (b, inf) in s.binaries.iter().enumerate() {
+            let at: Vec<usize> = (0..s.images.len())
+                .filter(|&i| s.images[i].pending.is_some_and(|p| p.binary == b))
+                .collect();
+            inf.stream(&mut |_| true, &mut |i, r| {
+                let k = at
+                    .iter()
+                    .copied()
+                    .find(|&k| s.images[k].image.index == i as u64);
+                let mut v = Vec::new();
+                r.read_to_end(&mut v)?;
+                if let Some(k) = k {
+                    out[k] = v;
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_images_are_those_read_whole() {
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let inner = plain(&[b"inner"]);
+        let images: [&[u8]; 4] = [b"one", &big, &[], &inner];
+        for how in [Compression::Zstd, Compression::Zlib] {
+            let mut data = compress_v3(&plain(&images), how, 3).unwrap();
+            data.extend(plain(&[b"plain"]));
+            let whole = find_images(&data, &Limits::default()).unwrap();
+            let want: Vec<Vec<u8>> = whole.iter().map(|f| f.image.image.to_vec()).collect();
+            for inflate in [Inflate::Tables, Inflate::Check, Inflate::Nested] {
+                let budget = Budget::default();
+                let s = find_images_streamed(&data, &budget, inflate).unwrap();
+                assert_eq!(s.images.len(), 5);
+                assert_eq!(s.binaries.len(), 1);
+                assert_eq!(bytes_of(&s), want, "{how:?} {inflate:?}");
+                for (f, w) in s.images.iter().zip(&whole) {
+                    assert_eq!(f.size(), len64(&w.image.image));
+                    assert_eq!(f.image.strings, w.image.strings);
+                    assert_eq!(f.image.compressed, w.image.compressed);
+                }
+                // Only the nested binary is in memory, and only when asked.
+                let kept: Vec<bool> = s.images.iter().map(|f| f.pending.is_none()).collect();
+                let nested = inflate == Inflate::Nested;
+                assert_eq!(kept, [false, false, false, nested, true], "{inflate:?}");
+                assert_eq!(budget.spent(Spent::Images), 5);
+                assert_eq!(
+                    budget.spent(Spent::Inflated),
+                    len64(&plain(&images)),
+                    "the inflated size, spent once"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_bomb_spends_its_budget_before_anything_is_inflated() {
+        let data = compress_v3(&plain(&[&[0u8; 4096]]), Compression::Zstd, 3).unwrap();
+        let budget = Budget::new(BudgetLimits {
+            max_inflated: Some(4096),
+            ..BudgetLimits::default()
+        });
+        let e = find_images_streamed(&data, &budget, Inflate::Tables).unwrap_err();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::BudgetExceeded {
+                    what: Spent::Inflated,
+                    limit: 4096,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(budget.spent(Spent::Inflated), 0);
+        // Two reads of one input share the budget: the second is refused.
+        let budget = Budget::new(BudgetLimits {
+            max_inflated: Some(len64(&plain(&[&[0u8; 4096]])) * 3 / 2),
+            ..BudgetLimits::default()
+        });
+        find_images_streamed(&data, &budget, Inflate::Check).unwrap();
+        assert!(find_images_streamed(&data, &budget, Inflate::Check).is_err());
+        // Images too.
+        let budget = Budget::new(BudgetLimits {
+            max_images: Some(1),
+            ..BudgetLimits::default()
+        });
+        let two = plain(&[b"a", b"b"]);
+        let e = find_images_streamed(&two, &budget, Inflate::Check).unwrap_err();
+        assert!(e.to_string().contains("limit of 1 images"), "{e}");
+    }
+
+    /// `bin` (a compressed binary) with its compressed data followed by
+    /// `extra` bytes inside the binary.
+    fn with_trailing(bin: &[u8], extra: &[u8]) -> Vec<u8> {
+        let stored = usize::try_from(u64::from_le_bytes(bin[8..16].try_into().unwrap())).unwrap();
+        let mut out = bin[..stored].to_vec();
+        out.extend_from_slice(extra);
+        let size = len64(&out);
+        out[8..16].copy_from_slice(&size.to_le_bytes());
+        out.resize(out.len().div_ceil(8) * 8, 0);
+        out
+    }
+
+    #[test]
+    fn check_finds_what_only_the_end_of_the_stream_shows() {
+        // Large enough that its tables are read without its end.
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        for how in [Compression::Zstd, Compression::Zlib] {
+            let good = compress_v3(&plain(&[&big]), how, 3).unwrap();
+            let bad = with_trailing(&good, b"GARBAGE!");
+            let budget = Budget::default();
+            // The tables alone look fine; the whole stream does not.
+            let s = find_images_streamed(&bad, &budget, Inflate::Tables).unwrap();
+            assert!(
+                s.binaries[0]
+                    .stream(&mut |_| false, &mut |_, _| Ok(()))
+                    .is_err()
+            );
+            for inflate in [Inflate::Check, Inflate::Nested] {
+                let e = find_images_streamed(&bad, &budget, inflate).unwrap_err();
+                assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+            }
+            // As read whole.
+            let e = find_images(&bad, &Limits::default()).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+            // A small one, inflated in its first read.
+            let small = with_trailing(&compress_v3(&plain(&[b"x"]), how, 3).unwrap(), b"GARBAGE!");
+            let e = find_images_streamed(&small, &budget, Inflate::Check).unwrap_err();
+            assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+        }
+    }
 }

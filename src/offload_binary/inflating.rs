@@ -11,7 +11,7 @@
 //! ([`read_binary`](super::read_binary)).
 
 use std::borrow::Cow;
-use std::io::Read;
+use std::io::{self, Read};
 
 use super::read::{
     Described, Limits, OffloadImage, Tables, body_reader, compressed_body, inflated_head, locate,
@@ -53,6 +53,9 @@ pub struct Inflating<'data> {
     head: Vec<u8>,
     /// The compressed data.
     compressed: &'data [u8],
+    /// The whole inflated binary, checked, when the first read of its
+    /// tables took all of it (a small binary).
+    whole: Option<Vec<u8>>,
 }
 
 impl Inflating<'_> {
@@ -62,8 +65,63 @@ impl Inflating<'_> {
     /// fails the read with the error [`read_binary`](super::read_binary)
     /// gives for it, inside the `io::Error`.
     pub fn reader(&self) -> Result<Box<dyn Read + '_>> {
+        if let Some(whole) = &self.whole {
+            return Ok(Box::new(whole.as_slice()));
+        }
         let body = body_reader(self.compressed, self.inflated_size - len64(&self.head))?;
         Ok(Box::new(self.head.as_slice().chain(body)))
+    }
+
+    /// Streams the inflated binary once, from its first byte to its last,
+    /// and hands `visit` a reader of the bytes of each image (by index in
+    /// [`Inflating::images`]) that `want` asks for, in the order of their
+    /// offsets; what `visit` leaves unread is skipped. The stream must come
+    /// to exactly [`Inflating::inflated_size`] bytes: data that ends early,
+    /// inflates further, or is corrupt fails with the error
+    /// [`read_binary`](super::read_binary) gives for it, inside the
+    /// `io::Error` (as for [`Inflating::reader`]); an error of `visit` is
+    /// passed on as it is.
+    pub fn stream(
+        &self,
+        want: &mut dyn FnMut(usize) -> bool,
+        visit: &mut dyn FnMut(usize, &mut dyn Read) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut order: Vec<usize> = (0..self.images.len())
+            .filter(|&i| self.images[i].size > 0 && want(i))
+            .collect();
+        order.sort_by_key(|&i| self.images[i].meta.image_offset);
+        let mut r = self.reader().map_err(crate::Error::into_io)?;
+        // (A small binary gets a small buffer: nested ones are many.)
+        let mut buf =
+            vec![0u8; usize::try_from(self.inflated_size).map_or(CHUNK, |n| n.clamp(1, CHUNK))];
+        let mut at = 0u64;
+        for i in order {
+            let img = &self.images[i];
+            let start = img.meta.image_offset;
+            // The images are disjoint, so sorted they follow each other.
+            skip(&mut (&mut r).take(start.saturating_sub(at)), &mut buf)?;
+            let mut bytes = (&mut r).take(img.size);
+            visit(i, &mut bytes)?;
+            skip(&mut bytes, &mut buf)?;
+            at = at.max(start.saturating_add(img.size));
+        }
+        // To the end, which checks the size.
+        skip(&mut r, &mut buf)
+    }
+}
+
+/// Bytes read at a time when streaming.
+const CHUNK: usize = 256 << 10;
+
+/// Reads `r` to its end, throwing the bytes away.
+fn skip(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<()> {
+    loop {
+        match r.read(buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -80,9 +138,37 @@ pub fn read_inflating<'data>(
     at: u64,
     limits: &Limits,
 ) -> Result<Option<Inflating<'data>>> {
+    Ok(match attempt(data, at, limits)? {
+        Attempt::Ready(inflating) => Some(inflating),
+        Attempt::Plain | Attempt::Beyond | Attempt::Bad(_) => None,
+    })
+}
+
+/// What reading a binary's tables from the first bytes of its inflated
+/// form gave.
+pub(super) enum Attempt<'data> {
+    /// The tables, read.
+    Ready(Inflating<'data>),
+    /// The binary is not compressed.
+    Plain,
+    /// The tables lie past the first [`MAX_TABLES`] bytes: the binary must
+    /// be inflated whole to read them.
+    Beyond,
+    /// The tables, or the data before them, are damaged: what reading the
+    /// binary whole fails with too (every check is made against the whole
+    /// binary's size, and the stream fails at the same byte).
+    Bad(crate::Error),
+}
+
+/// [`read_inflating`], telling why the tables were not read.
+pub(super) fn attempt<'data>(
+    data: &'data [u8],
+    at: u64,
+    limits: &Limits,
+) -> Result<Attempt<'data>> {
     let located = locate(data, at)?;
     let Some(h3) = located.compressed else {
-        return Ok(None);
+        return Ok(Attempt::Plain);
     };
     let bin = located.bin;
     let (body_at, inflated) = compressed_body(bin, &h3, at, limits)?;
@@ -93,28 +179,35 @@ pub fn read_inflating<'data>(
     let mut want = most.min(body_at.saturating_add(FIRST_READ));
     loop {
         let mut prefix = head.clone();
-        let Ok(body) = body_reader(compressed, inflated - body_at) else {
-            return Ok(None);
+        let mut body = match body_reader(compressed, inflated - body_at) {
+            Ok(body) => body,
+            Err(e) => return Ok(Attempt::Bad(e)),
         };
-        if body.take(want - body_at).read_to_end(&mut prefix).is_err() {
-            return Ok(None);
+        if let Err(e) = (&mut body).take(want - body_at).read_to_end(&mut prefix) {
+            return Ok(Attempt::Bad(crate::Error::from_io(e)));
         }
+        // A binary read whole by now (a small one) is kept, when its
+        // stream ends right there, so that it is not inflated again.
+        let complete = want == inflated && matches!(body.read(&mut [0u8; 1]), Ok(0));
         match read_tables(&prefix, inflated, &hdr, at) {
             Ok(entries) => {
                 let images = entries
                     .into_iter()
                     .enumerate()
-                    .map(|(i, e)| pending(e, i, at, bin));
-                return Ok(Some(Inflating {
-                    images: images.collect(),
+                    .map(|(i, e)| pending(e, i, at, bin))
+                    .collect();
+                return Ok(Attempt::Ready(Inflating {
+                    images,
                     size: len64(bin),
                     inflated_size: inflated,
                     head,
                     compressed,
+                    whole: complete.then_some(prefix),
                 }));
             }
             Err(Tables::Beyond) if want < most => want = want.saturating_mul(2).min(most),
-            Err(_) => return Ok(None),
+            Err(Tables::Beyond) => return Ok(Attempt::Beyond),
+            Err(Tables::Bad(e)) => return Ok(Attempt::Bad(e)),
         }
     }
 }

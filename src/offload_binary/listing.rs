@@ -5,7 +5,10 @@
 
 use serde::{Serialize, Serializer};
 
-use super::{FoundImage, ImageKind, Limits, OffloadImage, OffloadKind, has_magic, read_all};
+use super::{
+    Budget, FoundImage, ImageKind, Inflate, OffloadImage, OffloadKind, find_images_streamed,
+    has_magic,
+};
 use crate::bundle::listing::Listing;
 
 /// One image, as `list` prints it.
@@ -54,12 +57,14 @@ pub struct Row {
 }
 
 impl Row {
-    /// The row of `image`, found as `found` (or inside it), at `path` among
-    /// nested binaries, holding `nested` images itself; `file_offset` is
-    /// where the image's bytes lie in the file, if they are a slice of it.
+    /// The row of `image` (of `size` bytes), found as `found` (or inside
+    /// it), at `path` among nested binaries, holding `nested` images
+    /// itself; `file_offset` is where the image's bytes lie in the file, if
+    /// they are a slice of it.
     pub fn new(
         found: &FoundImage<'_>,
         image: &OffloadImage<'_>,
+        size: u64,
         index: usize,
         path: String,
         nested: usize,
@@ -81,7 +86,7 @@ impl Row {
             image_kind: image.image_kind,
             triple: lossy(image.triple()),
             arch: lossy(image.arch()),
-            size: image.image.len() as u64,
+            size,
             strings: image
                 .strings
                 .iter()
@@ -91,55 +96,43 @@ impl Row {
     }
 }
 
-/// How deep [`rows`] follows OffloadBinaries inside images.
-pub const MAX_NESTING: usize = 16;
-
-/// Why [`rows`] failed.
+/// Why [`rows`] failed: an image that starts with the OffloadBinary magic
+/// is no valid OffloadBinary, or reading it would go past the command's
+/// budget (nesting too deep, too many bytes inflated or images).
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum RowsError {
-    /// OffloadBinaries nested more than [`MAX_NESTING`] deep.
-    TooDeep,
-    /// An image that starts with the OffloadBinary magic is no valid
-    /// OffloadBinary.
-    Inner {
-        /// The image's path among nested binaries ([`Row::path`]).
-        path: String,
-        /// What is wrong with it.
-        error: crate::Error,
-    },
+pub struct RowsError {
+    /// The image's path among nested binaries ([`Row::path`]).
+    pub path: String,
+    /// What is wrong with it.
+    pub error: crate::Error,
 }
 
 impl std::fmt::Display for RowsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RowsError::TooDeep => {
-                write!(f, "OffloadBinaries nested more than {MAX_NESTING} deep")
-            }
-            RowsError::Inner { path, .. } => {
-                write!(f, "the OffloadBinary inside image {path}")
-            }
-        }
+        write!(f, "the OffloadBinary inside image {}", self.path)
     }
 }
 
 impl std::error::Error for RowsError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RowsError::TooDeep => None,
-            RowsError::Inner { error, .. } => Some(error),
-        }
+        Some(&self.error)
     }
 }
 
-/// The rows of the images `found` in a file: each image, followed, when
-/// it is an OffloadBinary itself, by the rows of the images inside it
-/// (`2.0`, `2.1`, …), as newer LLVM lists them. `file_offset` tells where
-/// a slice of the file lies in it (`None` for bytes that are not a slice
-/// of the file, or when the file is not at hand).
+/// The rows of the images `found` in a file (by
+/// [`find_images_streamed`] with [`Inflate::Nested`], or
+/// [`find_images`](super::find_images)): each image, followed, when it is
+/// an OffloadBinary itself, by the rows of the images inside it (`2.0`,
+/// `2.1`, …), as newer LLVM lists them. Nested binaries are read with the
+/// same `budget` (their depth checked against it), their compressed data
+/// streamed through once and only their nested binaries kept in memory.
+/// `file_offset` tells where a slice of the file lies in it (`None` for
+/// bytes that are not a slice of the file, or when the file is not at
+/// hand).
 pub fn rows(
     found: &[FoundImage<'_>],
-    limits: &Limits,
+    budget: &Budget,
     file_offset: &dyn Fn(&[u8]) -> Option<u64>,
 ) -> Result<Vec<Row>, RowsError> {
     let mut out = Vec::new();
@@ -149,14 +142,7 @@ pub fn rows(
             index,
             depth: 0,
         };
-        push_rows(
-            &at,
-            &f.image,
-            index.to_string(),
-            limits,
-            file_offset,
-            &mut out,
-        )?;
+        push_rows(&at, f, index.to_string(), budget, file_offset, &mut out)?;
     }
     Ok(out)
 }
@@ -165,44 +151,49 @@ pub fn rows(
 struct Place<'a, 'd> {
     found: &'a FoundImage<'d>,
     index: usize,
-    depth: usize,
+    depth: u64,
 }
 
 /// Appends the row of `image` (at `path` among nested binaries) and the
 /// rows of the images inside it.
 fn push_rows(
     at: &Place<'_, '_>,
-    image: &OffloadImage<'_>,
+    image: &FoundImage<'_>,
     path: String,
-    limits: &Limits,
+    budget: &Budget,
     file_offset: &dyn Fn(&[u8]) -> Option<u64>,
     out: &mut Vec<Row>,
 ) -> Result<(), RowsError> {
-    let inner = if has_magic(&image.image) {
-        if at.depth >= MAX_NESTING {
-            return Err(RowsError::TooDeep);
-        }
-        read_all(&image.image, limits).map_err(|error| RowsError::Inner {
+    let bytes = &image.image.image;
+    let inner = if has_magic(bytes) {
+        let fail = |error| RowsError {
             path: path.clone(),
             error,
-        })?
+        };
+        budget
+            .check_depth(at.depth + 1, || format!("nested {} deep", at.depth + 1))
+            .map_err(fail)?;
+        find_images_streamed(bytes, budget, Inflate::Nested)
+            .map_err(fail)?
+            .images
     } else {
         Vec::new()
     };
     out.push(Row::new(
         at.found,
-        image,
+        &image.image,
+        image.size(),
         at.index,
         path.clone(),
         inner.len(),
-        file_offset(&image.image),
+        file_offset(bytes),
     ));
     let deeper = Place {
         depth: at.depth + 1,
         ..*at
     };
     for (k, i) in inner.iter().enumerate() {
-        push_rows(&deeper, i, format!("{path}.{k}"), limits, file_offset, out)?;
+        push_rows(&deeper, i, format!("{path}.{k}"), budget, file_offset, out)?;
     }
     Ok(())
 }
@@ -231,7 +222,7 @@ fn as_report_name<S: Serializer>(v: &ImageKind, s: S) -> Result<S::Ok, S::Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::find_images;
+    use crate::offload_binary::{Limits, find_images};
 
     #[test]
     fn rows_of_a_file() {
@@ -239,7 +230,7 @@ mod tests {
         let found = find_images(data, &Limits::default()).unwrap();
         let base = data.as_ptr() as usize;
         let offset = |b: &[u8]| Some((b.as_ptr() as usize - base) as u64);
-        let rows = rows(&found, &Limits::default(), &offset).unwrap();
+        let rows = rows(&found, &Budget::default(), &offset).unwrap();
         assert_eq!(rows.len(), 1);
         let r = &rows[0];
         assert_eq!(

@@ -25,6 +25,7 @@
 //! newer upstream; behaviour checked against the installed LLVM 22 tools.
 
 pub mod args;
+pub mod budget;
 pub mod container;
 pub mod inflating;
 pub mod kinds;
@@ -34,7 +35,8 @@ pub mod read;
 pub mod write;
 
 pub use args::ImageArgs;
-pub use container::{FoundImage, find_images};
+pub use budget::{Budget, BudgetLimits, Spent};
+pub use container::{FoundImage, Inflate, Pending, Streamed, find_images, find_images_streamed};
 pub use inflating::{Inflating, PendingImage, read_inflating};
 pub use kinds::{ImageKind, OffloadKind};
 pub use read::{

@@ -246,17 +246,54 @@ fn read_compressed(
     limits: &Limits,
 ) -> Result<Vec<OffloadImage<'static>>> {
     let (body_at, inflated) = compressed_body(bin, h3, at, limits)?;
-    let body = inflate(tail(bin, body_at), inflated - body_at)?;
-    // The uncompressed binary: its header and what lies before the
-    // compressed data, then the body.
-    let mut whole = inflated_head(bin, h3, body_at);
-    whole.reserve_exact(body.len());
-    whole.extend_from_slice(&body);
-    drop(body);
+    // The uncompressed binary, in one buffer of its exact size: its header
+    // and what lies before the compressed data, then the body inflated
+    // straight after them (never a second copy).
+    let whole = inflate_whole(bin, h3, body_at, inflated)?;
     let mut images = Vec::new();
     let hdr = whole_header(h3);
     read_uncompressed(&whole, &hdr, at, len64(bin), true, &mut images)?;
     Ok(images.into_iter().map(OffloadImage::into_owned).collect())
+}
+
+/// The compressed binary `bin` (header `h3`, data from `body_at`) inflated
+/// whole into one buffer of exactly `inflated` bytes, allocated once:
+/// [`inflated_head`], then [`body_reader`] read to its end. `inflated` is
+/// checked against the caller's limit before this is called.
+///
+/// [`read_all`] and [`read_binary`] inflate a compressed version 3 binary
+/// whole: it is a complete OffloadBinary whose entry table and string
+/// table give offsets anywhere in it. The scanner and the commands stream
+/// it instead where the tables come first, as LLVM writes them
+/// ([`read_inflating`](super::read_inflating),
+/// [`find_images_streamed`](super::find_images_streamed)).
+pub(super) fn inflate_whole(
+    bin: &[u8],
+    h3: &HeaderV3,
+    body_at: u64,
+    inflated: u64,
+) -> Result<Vec<u8>> {
+    let Ok(cap) = usize::try_from(inflated) else {
+        return Err(ErrorKind::LimitExceeded {
+            what: "inflated size".into(),
+            limit: usize::MAX as u64,
+        }
+        .into());
+    };
+    let head = inflated_head(bin, h3, body_at);
+    let mut whole = Vec::new();
+    whole.try_reserve_exact(cap).map_err(|_| {
+        Error::from(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("no memory for the {inflated} bytes a compressed OffloadBinary inflates to"),
+        ))
+    })?;
+    whole.extend_from_slice(&head);
+    let mut body = body_reader(tail(bin, body_at), inflated - body_at)?;
+    // The vector is exactly as large as the data: `read_to_end` probes for
+    // the end with a small read on the stack, never growing it.
+    body.read_to_end(&mut whole).map_err(Error::from_io)?;
+    Ok(whole)
 }
 
 /// The header of a compressed binary `h3` once inflated: its size the
@@ -362,26 +399,6 @@ fn is_zstd(compressed: &[u8]) -> bool {
     compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD])
 }
 
-/// Inflates zstd (by magic) or zlib data to exactly `want` bytes, in
-/// memory: [`body_reader`] read to its end.
-///
-/// [`read_all`] and [`read_binary`] inflate the body of a compressed
-/// version 3 binary whole: it is a complete OffloadBinary whose entry
-/// table and string table give offsets anywhere in it. The scanner streams
-/// it instead where the tables come first, as LLVM writes them
-/// ([`read_inflating`](super::read_inflating)). `want` is checked against
-/// the caller's limit before this is called.
-fn inflate(compressed: &[u8], want: u64) -> Result<Vec<u8>> {
-    if usize::try_from(want).is_err() {
-        return Err(ErrorKind::LimitExceeded {
-            what: "inflated size".into(),
-            limit: usize::MAX as u64,
-        }
-        .into());
-    }
-    crate::decoded::read_all(body_reader(compressed, want)?, want)
-}
-
 /// The zstd (by magic) or zlib data of a compressed binary as a stream of
 /// exactly `want` bytes; data that ends early, inflates further or is
 /// corrupt fails the read ([`ErrorKind::Decompress`] inside the
@@ -401,8 +418,27 @@ pub(super) fn body_reader(compressed: &[u8], want: u64) -> Result<Box<dyn Read +
         })?;
         Ok(Box::new(Exact::new(dec, what, want, says)))
     } else {
-        let dec = flate2::read::ZlibDecoder::new(compressed);
+        let dec = ZlibToEnd(flate2::bufread::ZlibDecoder::new(compressed));
         Ok(Box::new(Exact::new(dec, "zlib data", want, says)))
+    }
+}
+
+/// A zlib stream that must fill its compressed data: bytes after the end
+/// of the stream are an error when it ends, as zstd refuses bytes after
+/// its last frame.
+struct ZlibToEnd<'a>(flate2::bufread::ZlibDecoder<&'a [u8]>);
+
+impl Read for ZlibToEnd<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        // What the decoder has not consumed when the stream has ended.
+        let rest = self.0.get_ref().len();
+        if n == 0 && !buf.is_empty() && rest != 0 {
+            return Err(std::io::Error::other(format!(
+                "{rest} bytes after the end of the zlib stream"
+            )));
+        }
+        Ok(n)
     }
 }
 
@@ -858,6 +894,26 @@ mod tests {
             bad[32..40].copy_from_slice(&inflated.wrapping_add_signed(delta).to_le_bytes());
             let e = read_all(&bad, &Limits::default()).unwrap_err();
             assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
+        }
+    }
+
+    #[test]
+    fn bytes_after_the_compressed_stream_are_an_error_for_zlib_as_for_zstd() {
+        for how in [Compression::Zstd, Compression::Zlib] {
+            let packed = compress_v3(&write(3), how, 3).unwrap();
+            let stored = usize_from(u64::from_le_bytes(packed[8..16].try_into().unwrap()));
+            let mut bad = packed[..stored].to_vec();
+            bad.extend_from_slice(b"GARBAGE!");
+            let size = len64(&bad);
+            bad[8..16].copy_from_slice(&size.to_le_bytes());
+            let e = read_all(&bad, &Limits::default()).unwrap_err();
+            assert!(
+                matches!(e.kind(), ErrorKind::Decompress { .. }),
+                "{how:?}: {e}"
+            );
+            if how == Compression::Zlib {
+                assert!(e.to_string().contains("8 bytes after the end"), "{e}");
+            }
         }
     }
 

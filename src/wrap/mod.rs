@@ -239,16 +239,18 @@ impl<'data> Image<'data> {
         if !offload_binary::has_magic(bytes) {
             return Ok(whole);
         }
+        // A compressed binary is refused from its header: inflating it only
+        // to refuse it would cost what it inflates to.
+        if offload_binary::header_summary(bytes).is_some_and(|h| h.method.is_some()) {
+            return Err(Error::usage(COMPRESSED));
+        }
         let mut found = Vec::new();
         offload_binary::read_binary(bytes, 0, &Limits::default(), &mut found)?;
         let Some(first) = found.into_iter().next() else {
             return Err(Error::invalid("OffloadBinary", "it holds no image"));
         };
         let Cow::Borrowed(inner) = first.image else {
-            return Err(Error::usage(
-                "the OffloadBinary is compressed; the runtime needs the image \
-                 uncompressed in place (unpack it first)",
-            ));
+            return Err(Error::usage(COMPRESSED));
         };
         // The reader checked that the image lies within the binary.
         let start = first.binary_offset + first.image_offset;
@@ -260,6 +262,10 @@ impl<'data> Image<'data> {
         })
     }
 }
+
+/// Why a compressed OffloadBinary cannot be wrapped.
+const COMPRESSED: &str = "the OffloadBinary is compressed; the runtime needs the image \
+     uncompressed in place (unpack it first)";
 
 impl Image<'_> {
     /// What the writer needs of this input ([`layout_shapes`]).

@@ -21,12 +21,13 @@
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
+use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use offload_kit::archive;
 use offload_kit::llvm::path::stem as llvm_stem;
 use offload_kit::offload_binary::{
-    self, Compression, FoundImage, ImageArgs, Limits, OffloadImage, has_magic, read_all,
+    self, Budget, Compression, FoundImage, ImageArgs, Inflate, Spent, Streamed, has_magic,
 };
 
 const SPECS: &[OptSpec] = &[
@@ -63,7 +64,12 @@ fn help_text(prog: &str) -> String {
          (member=<name> picks an archive member); without --image,\n                                \
          every image is extracted\n  \
          -o <file>                   - Pack into <file>\n  \
-         --version                   - Show the version\n",
+         --version                   - Show the version\n\
+         \n\
+         ENVIRONMENT:\n  \
+         OFFLOAD_KIT_MAX_UNCOMPRESSED=<size> - Most bytes the compressed OffloadBinaries of the\n                                \
+         input may inflate to, in all (suffixes K, M, G; default 1024\n                                \
+         times the input's size, at least 128M)\n",
         ver = super::LLVM_VERSION
     )
 }
@@ -113,12 +119,6 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
 fn io_fail(path: &str, e: &std::io::Error) -> Fail {
     let text = strerror(e);
     Fail::with_note(text.clone(), format!("'{path}': {text}"))
-}
-
-/// A file that is not a valid OffloadBinary (or holds an invalid one):
-/// LLVM's message for the class of fault, then exactly what is wrong where.
-fn parse_fail(path: &str, e: &offload_kit::Error) -> Fail {
-    Fail::with_note(e.llvm_message(), format!("'{path}': {e}"))
 }
 
 /// The compression asked for with `--compress`, checked as newer LLVM
@@ -214,19 +214,65 @@ fn member_name(path: &str) -> &str {
     }
 }
 
+/// A file that is not a valid OffloadBinary (or holds an invalid one),
+/// `what` naming it (and where in it): LLVM's message for the class of
+/// fault, then exactly what is wrong where; or, past a limit of the
+/// command's budget (which LLVM does not have), our line naming the file
+/// and the limit, and how to raise it.
+fn read_fail(what: &str, e: &offload_kit::Error) -> Fail {
+    match images::raise_hint(e, &format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV)) {
+        Some(hint) => Fail::with_note(format!("{what}: {e}"), hint),
+        None if matches!(e.kind(), offload_kit::ErrorKind::BudgetExceeded { .. }) => {
+            Fail::new(format!("{what}: {e}"))
+        }
+        None => Fail::with_note(e.llvm_message(), format!("{what}: {e}")),
+    }
+}
+
 fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
     // LLVM names the input here (and only here).
     let input = Input::open(name).map_err(|e| Fail::new(format!("'{name}': {}", strerror(&e))))?;
-    let limits = Limits::default();
-    let found =
-        offload_binary::find_images(input.bytes(), &limits).map_err(|e| parse_fail(name, &e))?;
+    let budget = images::dropin_budget().map_err(Fail::new)?;
+    budget.add_input(input.bytes().len() as u64);
     let filters = parsed.all("image").collect::<Vec<_>>();
+    // Compressed binaries are checked whole (streamed through) before
+    // anything is written, and their images streamed to their files;
+    // without filters, the images that are binaries themselves are kept to
+    // be read in turn.
+    let inflate = if filters.is_empty() {
+        Inflate::Nested
+    } else {
+        Inflate::Check
+    };
+    let found = offload_binary::find_images_streamed(input.bytes(), &budget, inflate)
+        .map_err(|e| read_fail(&format!("'{name}'"), &e))?;
     if filters.is_empty() {
-        return extract_all(name, &input, &found, &limits);
+        return extract_all(name, &input, &found, &budget);
     }
-    for filter in filters {
-        let args = ImageArgs::parse(filter);
-        let matched: Vec<&FoundImage<'_>> = found.iter().filter(|f| matches(&args, f)).collect();
+    let chosen: Vec<(ImageArgs, Vec<&FoundImage<'_>>)> = filters
+        .iter()
+        .map(|filter| {
+            let args = ImageArgs::parse(filter);
+            let matched = found.images.iter().filter(|f| matches(&args, f)).collect();
+            (args, matched)
+        })
+        .collect();
+    // Every file counted before the first is written.
+    let files: u64 = chosen
+        .iter()
+        .map(|(args, matched)| match matched.len() {
+            0 => 0,
+            n if !parsed.flag("archive") && args.get("file").is_none() => n as u64,
+            _ => 1,
+        })
+        .sum();
+    budget
+        .spend(Spent::Files, files, || {
+            format!("'{name}': {files} files would be written")
+        })
+        .map_err(|e| Fail::new(e.to_string()))?;
+    let mut streams = Streams::new(&found);
+    for (args, matched) in chosen {
         if matched.is_empty() {
             continue;
         }
@@ -234,28 +280,46 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
             let Some(file) = args.get("file") else {
                 return Err(Fail::new("Image must have a 'file' argument."));
             };
+            // The bytes of images of compressed binaries, streamed into
+            // temporary files: the archive copies them file to file.
+            let mut inflated = Vec::new();
+            for f in &matched {
+                inflated.push(
+                    streams
+                        .inflate_to_temp_file(f)
+                        .map_err(|e| io_fail(name, &e))?,
+                );
+            }
+            let bytes = |k: usize| -> (&Input, &[u8]) {
+                match &inflated[k] {
+                    Some(temp) => (temp, temp.bytes()),
+                    None => (&input, &matched[k].image.image),
+                }
+            };
             // LLVM names every member after the buffer the image was read
             // from: the archive member, or the input path as typed.
             let members: Vec<archive::Member<'_>> = matched
                 .iter()
-                .map(|f| archive::Member {
+                .enumerate()
+                .map(|(k, f)| archive::Member {
                     name: f
                         .member
                         .as_deref()
                         .map_or_else(|| name.to_string(), |m| member_name(m).to_string()),
-                    data: &f.image.image,
+                    data: bytes(k).1,
                 })
                 .collect();
             let layout = archive::layout_gnu(&members, true)
                 .map_err(|e| Fail::new(format!("'{file}': {e}")))?;
-            write_layout(file, &layout, |i| (&input, members[i].data))
-                .map_err(|e| io_fail(file, &e))?;
+            write_layout(file, &layout, bytes).map_err(|e| io_fail(file, &e))?;
         } else if let Some(file) = args.get("file") {
             if matched.len() > 1 {
                 eprintln!("{argv0}: warning: Multiple inputs match to a single file, '{file}'");
             }
             let last = matched[matched.len() - 1];
-            write_bytes(file, &input, &last.image.image).map_err(|e| io_fail(file, &e))?;
+            streams
+                .write(file, &input, last)
+                .map_err(|e| io_fail(file, &e))?;
         } else {
             for (i, f) in matched.iter().enumerate() {
                 let img = &f.image;
@@ -268,56 +332,43 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
                 );
                 // Names come from the file: keep them inside the directory.
                 let file = file.replace(['/', '\0'], "_");
-                write_bytes(&file, &input, &img.image).map_err(|e| io_fail(&file, &e))?;
+                streams
+                    .write(&file, &input, f)
+                    .map_err(|e| io_fail(&file, &e))?;
             }
         }
     }
     Ok(())
 }
 
-/// How deep OffloadBinaries nested in images are followed.
-const MAX_NESTING: usize = 16;
-
 /// Extracts every image, as newer LLVM does without `--image`: an image that
 /// is itself an OffloadBinary is replaced by its images (a malformed one is
 /// an error), the others are written to `<stem>-<triple>[-<arch>].<n>.<ext>`
 /// with `n` counting the written images, each announced on stdout.
+///
+/// Two passes: the first reads every nested binary and counts the files
+/// (all within the command's budget), so that nothing is written from an
+/// input that cannot be read whole or would write too many files; the
+/// second reads the nested binaries again and writes.
 fn extract_all(
     name: &str,
     input: &Input,
-    found: &[FoundImage<'_>],
-    limits: &Limits,
+    found: &Streamed<'_>,
+    budget: &Budget,
 ) -> Result<(), Fail> {
-    fn walk(
-        name: &str,
-        input: &Input,
-        img: &OffloadImage<'_>,
-        limits: &Limits,
-        depth: usize,
-        n: &mut u64,
-    ) -> Result<(), Fail> {
-        if has_magic(&img.image) {
-            if depth >= MAX_NESTING {
-                return Err(Fail::with_note(
-                    "Invalid data was encountered while parsing the file",
-                    format!("'{name}': OffloadBinaries nested more than {MAX_NESTING} deep"),
-                ));
-            }
-            let inner = read_all(&img.image, limits).map_err(|e| {
-                Fail::with_note(
-                    e.llvm_message(),
-                    format!(
-                        "'{name}': the OffloadBinary inside image '{}-{}': {e}",
-                        String::from_utf8_lossy(img.triple()),
-                        String::from_utf8_lossy(img.arch())
-                    ),
-                )
-            })?;
-            for i in &inner {
-                walk(name, input, i, limits, depth + 1, n)?;
-            }
-            return Ok(());
-        }
+    let mut files = 0u64;
+    walk(name, found, budget, 0, &mut |_, _| {
+        files += 1;
+        Ok(())
+    })?;
+    budget
+        .spend(Spent::Files, files, || {
+            format!("'{name}': {files} files would be written")
+        })
+        .map_err(|e| Fail::new(e.to_string()))?;
+    let mut n = 0u64;
+    walk(name, found, &budget.renewed(), 0, &mut |streams, f| {
+        let img = &f.image;
         let mut file = format!(
             "{}-{}",
             llvm_stem(name),
@@ -328,16 +379,47 @@ fn extract_all(
             file.push_str(&String::from_utf8_lossy(img.arch()));
         }
         file.push_str(&format!(".{n}.{}", img.image_kind.extension()));
-        *n += 1;
+        n += 1;
         // Names come from the file: keep them inside the directory.
         let file = file.replace(['/', '\0'], "_");
-        write_bytes(&file, input, &img.image).map_err(|e| io_fail(&file, &e))?;
+        streams
+            .write(&file, input, f)
+            .map_err(|e| io_fail(&file, &e))?;
         println!("Extracted: {file}");
         Ok(())
-    }
-    let mut n = 0;
-    for f in found {
-        walk(name, input, &f.image, limits, 0, &mut n)?;
+    })
+}
+
+/// Calls `leaf` with each image of `found` that is not an OffloadBinary
+/// itself, in order, and the streams its bytes come from; reads the
+/// images that are (`depth` levels deep in the file's) with `budget` and
+/// goes on into theirs.
+fn walk(
+    name: &str,
+    found: &Streamed<'_>,
+    budget: &Budget,
+    depth: u64,
+    leaf: &mut dyn FnMut(&mut Streams<'_, '_>, &FoundImage<'_>) -> Result<(), Fail>,
+) -> Result<(), Fail> {
+    let mut streams = Streams::new(found);
+    for f in &found.images {
+        let img = &f.image;
+        if !has_magic(&img.image) {
+            leaf(&mut streams, f)?;
+            continue;
+        }
+        let what = format!(
+            "'{name}': the OffloadBinary inside image '{}-{}'",
+            String::from_utf8_lossy(img.triple()),
+            String::from_utf8_lossy(img.arch())
+        );
+        let inner = budget
+            .check_depth(depth + 1, || format!("nested {} deep", depth + 1))
+            .and_then(|()| {
+                offload_binary::find_images_streamed(&img.image, budget, Inflate::Nested)
+            })
+            .map_err(|e| read_fail(&what, &e))?;
+        walk(name, &inner, budget, depth + 1, leaf)?;
     }
     Ok(())
 }

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::io::Write;
 
 use super::super::Fail;
+use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, open_input};
 use offload_kit::link::resolve::{Resolver, Sym, symbols};
 use offload_kit::link::{self, HostArg};
-use offload_kit::offload_binary::{self, FoundImage, ImageKind, Limits, OffloadKind};
+use offload_kit::offload_binary::{self, Budget, ImageKind, Inflate, OffloadKind, Streamed};
 
 /// An ELF file's type (`e_type`), if it is ELF.
 fn elf_type(b: &[u8]) -> Option<u16> {
@@ -38,14 +39,17 @@ pub(super) struct Extracted {
 }
 
 /// Where an extracted image's bytes are: a slice of one of the mapped
-/// inputs (the usual case: they are never copied into memory), or owned
-/// (decompressed from a compressed OffloadBinary).
+/// inputs (the usual case: they are never copied into memory), the whole
+/// of a mapped temporary file (an image of a compressed OffloadBinary,
+/// streamed into it), or owned (an image whose bytes are not a slice of
+/// its input, kept in memory with the binary it came from).
 enum Source {
     Slice {
         file: usize,
         start: usize,
         len: usize,
     },
+    Inflated(usize),
     Owned(Vec<u8>),
 }
 
@@ -54,25 +58,24 @@ enum Source {
 /// which go to the device link.
 pub(super) struct Extraction {
     files: Vec<Input>,
+    /// The temporary files images of compressed binaries were streamed to.
+    inflated: Vec<Input>,
     pub images: Vec<Extracted>,
     pub shared: Vec<String>,
 }
 
 impl Extraction {
-    /// The bytes of `e`.
-    fn bytes<'a>(files: &'a [Input], e: &'a Extracted) -> &'a [u8] {
-        match &e.source {
-            Source::Slice { file, start, len } => &files[*file].bytes()[*start..*start + *len],
-            Source::Owned(v) => v,
-        }
-    }
-
     /// Writes the bytes of `e` to `out`, file to file where they lie in a
-    /// mapped input.
+    /// mapped input or temporary file.
     pub fn write(&self, e: &Extracted, out: &mut std::fs::File) -> std::io::Result<()> {
         match &e.source {
-            Source::Slice { file, .. } => {
-                self.files[*file].copy_to(Self::bytes(&self.files, e), out)
+            Source::Slice { file, start, len } => {
+                let input = &self.files[*file];
+                input.copy_to(&input.bytes()[*start..*start + *len], out)
+            }
+            Source::Inflated(k) => {
+                let temp = &self.inflated[*k];
+                temp.copy_to(temp.bytes(), out)
             }
             Source::Owned(v) => out.write_all(v),
         }
@@ -127,15 +130,18 @@ pub(super) fn host_files(host: &[HostArg]) -> Result<Vec<(String, bool)>, Fail> 
 }
 
 /// The device images of one object, checked: `Err` for what this slice
-/// does not link.
+/// does not link. The bytes of images of compressed binaries are streamed
+/// into temporary files, pushed to `inflated`.
 fn images_of(
     name: &str,
-    found: Vec<FoundImage<'_>>,
+    found: &Streamed<'_>,
     (file, base): (usize, &[u8]),
     skip_openmp: bool,
+    inflated: &mut Vec<Input>,
 ) -> Result<Vec<Extracted>, Fail> {
     let mut out = Vec::new();
-    for f in found {
+    let mut streams = Streams::new(found);
+    for f in &found.images {
         let img = &f.image;
         let triple = String::from_utf8_lossy(img.triple()).into_owned();
         let arch = String::from_utf8_lossy(img.arch()).into_owned();
@@ -186,8 +192,21 @@ fn images_of(
                 "'{name}': {triple} device code for arch '{arch}' is not supported yet"
             )));
         }
-        let source = match &img.image {
-            std::borrow::Cow::Borrowed(b) => match slice_at(base, b) {
+        let temp = streams
+            .inflate_to_temp_file(f)
+            .map_err(|e| match images::data_error(&e) {
+                Some(bad) => bad_data(name, bad),
+                None => Fail::new(format!(
+                    "'{name}': cannot write a temporary file: {}",
+                    crate::cli::io::strerror(&e)
+                )),
+            })?;
+        let source = match (temp, &img.image) {
+            (Some(temp), _) => {
+                inflated.push(temp);
+                Source::Inflated(inflated.len() - 1)
+            }
+            (None, std::borrow::Cow::Borrowed(b)) => match slice_at(base, b) {
                 Some(start) => Source::Slice {
                     file,
                     start,
@@ -195,7 +214,7 @@ fn images_of(
                 },
                 None => Source::Owned(b.to_vec()),
             },
-            std::borrow::Cow::Owned(v) => Source::Owned(v.clone()),
+            (None, std::borrow::Cow::Owned(v)) => Source::Owned(v.clone()),
         };
         out.push(Extracted {
             input: name.to_string(),
@@ -214,14 +233,29 @@ fn slice_at(base: &[u8], sub: &[u8]) -> Option<usize> {
     (start.checked_add(sub.len())? <= base.len()).then_some(start)
 }
 
-fn find<'a>(name: &str, bytes: &'a [u8]) -> Result<Vec<FoundImage<'a>>, Fail> {
-    // LLVM's line first, as the packager drop-in prints it; then ours.
-    offload_binary::find_images(bytes, &Limits::default()).map_err(|e| {
-        Fail::with_note(
+/// The images in `bytes` (of the object `name`), spending from `budget`;
+/// those of compressed binaries pending, their data checked (streamed
+/// through), and streamed again by [`images_of`].
+fn find<'a>(name: &str, bytes: &'a [u8], budget: &Budget) -> Result<Streamed<'a>, Fail> {
+    offload_binary::find_images_streamed(bytes, budget, Inflate::Check)
+        .map_err(|e| bad_data(name, &e))
+}
+
+/// Offloading data of the object `name` that cannot be read: LLVM's line
+/// first, as the packager drop-in prints it, then ours; past a limit of
+/// the budget (LLVM has none), ours, naming the limit and how to raise it.
+fn bad_data(name: &str, e: &offload_kit::Error) -> Fail {
+    let env = format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV);
+    match images::raise_hint(e, &env) {
+        Some(hint) => Fail::with_note(format!("'{name}': {e}"), hint),
+        None if matches!(e.kind(), offload_kit::ErrorKind::BudgetExceeded { .. }) => {
+            Fail::new(format!("'{name}': {e}"))
+        }
+        None => Fail::with_note(
             e.llvm_message(),
             format!("'{name}': invalid offloading data: {e}"),
-        )
-    })
+        ),
+    }
 }
 
 /// An archive member that is an object.
@@ -237,12 +271,19 @@ impl Member {
     }
 }
 
-fn device_symbols(base: &[u8], images: &[Extracted]) -> Vec<(String, Vec<Sym>)> {
+/// The symbols of the device images `images` of one object whose bytes
+/// are `base` (with the temporary files in `inflated`).
+fn device_symbols(
+    base: &[u8],
+    inflated: &[Input],
+    images: &[Extracted],
+) -> Vec<(String, Vec<Sym>)> {
     images
         .iter()
         .map(|e| {
             let bytes = match &e.source {
                 Source::Slice { start, len, .. } => &base[*start..*start + *len],
+                Source::Inflated(k) => inflated[*k].bytes(),
                 Source::Owned(v) => v,
             };
             (e.triple.clone(), symbols(bytes))
@@ -255,6 +296,8 @@ fn members(
     name: &str,
     (file, bytes): (usize, &[u8]),
     skip_openmp: bool,
+    budget: &Budget,
+    inflated: &mut Vec<Input>,
 ) -> Result<Vec<Member>, Fail> {
     let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
     let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
@@ -267,10 +310,10 @@ fn members(
         }
         let mname = String::from_utf8_lossy(m.name()).into_owned();
         let full = format!("{name}({mname})");
-        let found = find(&full, data)?;
-        let images = images_of(&mname, found, (file, bytes), skip_openmp)?;
+        let found = find(&full, data, budget)?;
+        let images = images_of(&mname, &found, (file, bytes), skip_openmp, inflated)?;
         out.push(Member {
-            device: device_symbols(bytes, &images),
+            device: device_symbols(bytes, inflated, &images),
             images,
             taken: false,
         });
@@ -285,10 +328,13 @@ fn member(
     full: &str,
     (file, data): (usize, &[u8]),
     skip_openmp: bool,
+    budget: &Budget,
+    inflated: &mut Vec<Input>,
 ) -> Result<Member, Fail> {
-    let images = images_of(mname, find(full, data)?, (file, data), skip_openmp)?;
+    let found = find(full, data, budget)?;
+    let images = images_of(mname, &found, (file, data), skip_openmp, inflated)?;
     Ok(Member {
-        device: device_symbols(data, &images),
+        device: device_symbols(data, inflated, &images),
         images,
         taken: false,
     })
@@ -347,12 +393,16 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
     let mut resolver = Resolver::default();
     let mut archives = Vec::new();
     let mut inputs = Vec::new();
+    let mut inflated = Vec::new();
+    // One budget for every input and every binary in them.
+    let budget = images::dropin_budget().map_err(Fail::new)?;
     for (name, whole) in files {
         if !Path::new(name).is_file() {
             continue; // Not a file: the host linker's business.
         }
         let input = open_input(name)
             .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
+        budget.add_input(input.bytes().len() as u64);
         inputs.push(input);
         let file = inputs.len() - 1;
         let bytes = inputs[file].bytes();
@@ -374,6 +424,7 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
                     )
                 })?;
                 if elf_type(member.bytes()) == Some(1) {
+                    budget.add_input(member.bytes().len() as u64);
                     inputs.push(member);
                     objects.push((mname, inputs.len() - 1));
                 }
@@ -382,14 +433,21 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
             for (mname, file) in objects {
                 let data = inputs[file].bytes();
                 let full = format!("{name}({mname})");
-                members.push(member(&mname, &full, (file, data), skip_openmp)?);
+                members.push(member(
+                    &mname,
+                    &full,
+                    (file, data),
+                    skip_openmp,
+                    &budget,
+                    &mut inflated,
+                )?);
             }
             take(&mut members, *whole, &mut resolver, &mut out);
             archives.push((members, *whole));
             continue;
         }
         if bytes.starts_with(b"!<arch>\n") {
-            let mut members = members(name, (file, bytes), skip_openmp)?;
+            let mut members = members(name, (file, bytes), skip_openmp, &budget, &mut inflated)?;
             take(&mut members, *whole, &mut resolver, &mut out);
             archives.push((members, *whole));
             continue;
@@ -397,8 +455,9 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
         match elf_type(bytes) {
             Some(3) => shared.push(name.clone()),
             Some(1) => {
-                let images = images_of(name, find(name, bytes)?, (file, bytes), skip_openmp)?;
-                for (t, syms) in device_symbols(bytes, &images) {
+                let found = find(name, bytes, &budget)?;
+                let images = images_of(name, &found, (file, bytes), skip_openmp, &mut inflated)?;
+                for (t, syms) in device_symbols(bytes, &inflated, &images) {
                     resolver.add(&t, &syms);
                 }
                 out.extend(images);
@@ -413,6 +472,7 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
     {}
     Ok(Extraction {
         files: inputs,
+        inflated,
         images: out,
         shared,
     })

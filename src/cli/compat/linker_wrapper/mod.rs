@@ -285,7 +285,13 @@ fn help_text() -> String {
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
      Not supported yet (refused): -r for HIP and CUDA, -mllvm=<option>,\n\
-     SPIR-V targets, two offload kinds in one link, LTO options.\n"
+     SPIR-V targets, two offload kinds in one link, LTO options.\n\
+     \n\
+     ENVIRONMENT:\n\
+     \x20 OFFLOAD_KIT_MAX_UNCOMPRESSED=<size>\n\
+     \x20                         Most bytes the compressed OffloadBinaries of the\n\
+     \x20                         inputs may inflate to, in all (suffixes K, M, G;\n\
+     \x20                         default 1024 times the inputs' size, at least 128M)\n"
         .to_string()
 }
 
