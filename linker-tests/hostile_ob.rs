@@ -46,6 +46,7 @@ pub fn tests() -> Vec<Trial> {
         t("nesting_too_deep_is_one_error", too_deep),
         t("bytes_after_the_compressed_stream_are_an_error", trailing),
         t("list_of_damaged_data_exits_2", damaged),
+        t("scanners_of_a_3_gib_image_stream_it", scanners_big),
     ]
 }
 
@@ -473,4 +474,84 @@ fn damaged() -> Result<(), Failed> {
         return Err(format!("list lying.fatbin: {}", r.stderr).into());
     }
     Ok(())
+}
+
+/// `inspect`, `size`, `check` and `extract` of the bomb: the default budget
+/// (1024 times the file's size, at least 128 MiB) stops it with one error
+/// naming the file and the option; a budget that allows it lists, hashes
+/// and extracts the image streamed, in bounded memory.
+fn scanners_big() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::write(d.join("bomb.bin"), bomb(BIG))?;
+    std::fs::write(d.join("written.bin"), bomb(WRITTEN))?;
+    for args in [
+        &["inspect", "--hash", "bomb.bin"][..],
+        &["size", "bomb.bin"],
+        &["check", "--require", "generic", "bomb.bin"],
+        &["extract", "-o", "out", "bomb.bin"],
+    ] {
+        let (r, kib) = ours_peak(10, args, d)?;
+        let what = format!("{args:?}");
+        bounded(&what, &r, kib)?;
+        let said = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+        let naming = said
+            .lines()
+            .filter(|l| l.contains("bomb.bin") && l.contains("(--max-uncompressed"))
+            .count();
+        if r.code != 2 || naming != 1 {
+            return Err(format!(
+                "{what}: exit {}, {naming} lines name the limit: {said}",
+                r.code
+            )
+            .into());
+        }
+    }
+    if d.join("out")
+        .read_dir()
+        .is_ok_and(|mut e| e.next().is_some())
+    {
+        return Err("extract wrote files past its budget".into());
+    }
+    // Allowed: listed from the tables, hashed as a stream, extracted.
+    let (r, kib) = ours_peak(60, &["inspect", "--max-uncompressed", "4G", "bomb.bin"], d)?;
+    let r = r.ok()?;
+    bounded("inspect --max-uncompressed 4G", &r, kib)?;
+    if !String::from_utf8_lossy(&r.stdout).contains(&BIG.to_string()) {
+        return Err(format!(
+            "inspect: no 3 GiB image: {}",
+            String::from_utf8_lossy(&r.stdout)
+        )
+        .into());
+    }
+    let args = [
+        "inspect",
+        "--hash",
+        "--max-uncompressed",
+        "2G",
+        "written.bin",
+    ];
+    let (r, kib) = ours_peak(60, &args, d)?;
+    bounded("inspect --hash of 1 GiB", &r.ok()?, kib)?;
+    let args = [
+        "extract",
+        "--max-uncompressed",
+        "2G",
+        "written.bin",
+        "-o",
+        "out",
+    ];
+    let (r, kib) = ours_peak(120, &args, d)?;
+    let r = r.ok()?;
+    bounded("extract --max-uncompressed 2G", &r, kib)?;
+    let files: Vec<_> = d
+        .join("out")
+        .read_dir()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    match &files[..] {
+        [one] => zeros_file(one, WRITTEN),
+        _ => Err(format!("extract wrote {files:?}").into()),
+    }
 }

@@ -124,6 +124,11 @@ pub enum Mode {
 /// of the largest fatbins seen, about 200 MiB of report at most.
 pub const DEFAULT_MAX_IMAGES: usize = 500_000;
 
+/// The most decompressed bytes a scan holds in memory at once: compressed
+/// data that cannot be streamed (see [`Limit::Whole`]) and declares more
+/// stops the scan. Everything else is streamed, whatever its size.
+pub const MAX_WHOLE: u64 = 128 << 20;
+
 /// The default of [`Options::max_containers`].
 pub const DEFAULT_MAX_CONTAINERS: usize = 200_000;
 
@@ -426,6 +431,11 @@ pub enum Limit {
     Images(usize),
     /// [`Options::max_containers`].
     Containers(usize),
+    /// Compressed data that is only read whole (contents that are not a
+    /// binary bundle, images that hold containers of their own, a
+    /// compressed OffloadBinary whose tables lie past its first 16 MiB)
+    /// declaring more than [`MAX_WHOLE`] bytes: what it declares.
+    Whole(u64),
     /// [`Options::max_uncompressed`]: the bytes a stream declared, and
     /// what was left of the budget.
     Uncompressed {
@@ -443,6 +453,11 @@ impl fmt::Display for Limit {
             Limit::Containers(n) => {
                 write!(f, "it holds more than {n} containers (--max-containers)")
             }
+            Limit::Whole(n) => write!(
+                f,
+                "compressed data that can only be read whole would need {n} bytes in memory \
+                 (the scan holds at most {MAX_WHOLE} at once)"
+            ),
             Limit::Uncompressed { limit, declared } => write!(
                 f,
                 "its compressed data would decompress to more than {limit} bytes in all \

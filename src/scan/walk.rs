@@ -7,8 +7,9 @@ use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::tap::{self, Tap, TapOut, ZeroTail};
 use super::{
-    Compression, Container, ContainerKind, Content, Image, Limit, Mode, NoVisit, Offload, Options,
-    Parent, Problem, ProblemKind, Report, SinkError, StoredHash, Visit, WrapperInfo,
+    Compression, Container, ContainerKind, Content, Image, Limit, MAX_WHOLE, Mode, NoVisit,
+    Offload, Options, Parent, Problem, ProblemKind, Report, SinkError, StoredHash, Visit,
+    WrapperInfo,
 };
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary, text};
@@ -217,6 +218,16 @@ impl Walker<'_> {
         if self.report.stopped.is_none() {
             self.report.stopped = Some(limit);
         }
+    }
+
+    /// Whether compressed data declaring `declared` bytes may be held in
+    /// memory whole ([`MAX_WHOLE`]); stops the scan when not.
+    fn whole(&mut self, declared: u64) -> bool {
+        if declared > MAX_WHOLE {
+            self.stop(Limit::Whole(declared));
+            return false;
+        }
+        true
     }
 
     /// Whether a stream declaring `declared` bytes may be decompressed
@@ -666,6 +677,12 @@ impl Walker<'_> {
             && let Some(size) = self.offload_binary_streamed(&inflating, sub, loc, rel)?
         {
             return Ok(size);
+        }
+        if let Some(head) = offload_binary::header_summary(sub)
+            && head.method.is_some()
+            && !self.whole(head.inflated_size)
+        {
+            return Err(over_budget(head.inflated_size, MAX_WHOLE));
         }
         let mut imgs: Vec<OffloadImage<'_>> = Vec::new();
         let size = offload_binary::read_binary(sub, 0, &limits, &mut imgs)?;
@@ -1473,7 +1490,7 @@ impl Walker<'_> {
 
     fn decompress(&mut self, c: &Ccob<'_>) -> Result<ccob::Decompressed> {
         let declared = c.header.uncompressed_size;
-        if !self.fits(declared) {
+        if !self.whole(declared) || !self.fits(declared) {
             return Err(over_budget(declared, self.budget));
         }
         self.report.decompressed = self.report.decompressed.saturating_add(declared);

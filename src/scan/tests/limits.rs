@@ -4,6 +4,7 @@
 //! files, made here in a few lines).
 
 use super::*;
+use crate::num::usize_from;
 use crate::offload_binary::{Compression, compress_v3};
 
 /// A binary bundle of `k` entries that all point at the same `inner`
@@ -278,4 +279,32 @@ fn fan_out_seeds_are_committed() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn what_can_only_be_read_whole_is_bounded_in_memory() {
+    // A compressed OffloadBinary whose image is a bundle (so it is read
+    // whole, to walk the bundle) of more than MAX_WHOLE bytes.
+    let mut image = shared_bundle(b"\x7fELF", 1);
+    image.resize(usize_from(MAX_WHOLE) + 4096, 0);
+    let spec = ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        flags: 0,
+        strings: vec![(b"arch".to_vec(), b"gfx90a".to_vec())],
+        size: image.len() as u64,
+    };
+    let layout = crate::offload_binary::layout(&[spec], 3).unwrap();
+    let mut plain = Vec::new();
+    layout.write_to(&mut plain, &[&image[..]]).unwrap();
+    drop(image);
+    let file = compress_v3(&plain, Compression::Zstd, 1).unwrap();
+    drop(plain);
+    let r = scan(&file, &Options::default());
+    assert!(
+        matches!(r.stopped, Some(Limit::Whole(n)) if n > MAX_WHOLE),
+        "{:?}",
+        r.stopped
+    );
+    assert!(r.damaged() && r.images.is_empty());
 }
