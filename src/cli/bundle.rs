@@ -1,6 +1,7 @@
 //! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
 //! ordinary options, on the same library code as the drop-in.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -315,11 +316,13 @@ impl UnbundleOpts {
                 return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
             }
             streamed?;
+            let mut listing = super::io::Report::stdout();
             for (o, path) in outs.into_iter().zip(&shown) {
                 o.commit()
                     .with_context(|| format!("'{path}': cannot write"))?;
-                println!("{}", super::io::printable(path));
+                writeln!(listing, "{}", super::io::printable(path))?;
             }
+            listing.flush()?;
             Ok(())
         };
         Some(run())
@@ -372,7 +375,8 @@ impl UnbundleOpts {
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
         // The host object of an object bundle is stripped once, if asked for.
         let host_object = std::cell::OnceCell::new();
-        let write = |name: &str, x: Extract<'_>| -> Result<()> {
+        let mut listing = super::io::Report::stdout();
+        let mut write = |name: &str, x: Extract<'_>| -> Result<()> {
             let path = self.output_dir.join(name);
             let shown = path.to_string_lossy().into_owned();
             match x {
@@ -392,7 +396,7 @@ impl UnbundleOpts {
                 Extract::Missing | Extract::MissingHost => write_bytes(&shown, src, &[])
                     .with_context(|| format!("'{shown}': cannot write"))?,
             }
-            println!("{}", super::io::printable(&shown));
+            writeln!(listing, "{}", super::io::printable(&shown))?;
             Ok(())
         };
         if self.targets.is_empty() {
@@ -403,6 +407,7 @@ impl UnbundleOpts {
                     ops::extract(f, format),
                 )?;
             }
+            listing.flush()?;
             return Ok(());
         }
         let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
@@ -431,6 +436,7 @@ impl UnbundleOpts {
             // too, where the drop-in writes the whole input as LLVM does).
             write(&name, x)?;
         }
+        listing.flush()?;
         Ok(())
     }
 }

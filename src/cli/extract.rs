@@ -290,7 +290,7 @@ impl ExtractOpts {
             })
         });
         let results: Vec<Extracted> = results.into_iter().flatten().collect();
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         let (mut failed, mut written) = (false, 0usize);
         for r in results {
             written += r.written.len();
@@ -305,6 +305,7 @@ impl ExtractOpts {
                 failed = true;
             }
         }
+        std::io::Write::flush(&mut out)?;
         if failed {
             return Ok(exit::INPUT_ERROR.into());
         }

@@ -33,9 +33,10 @@ impl Opts {
         if self.inputs.iter().filter(|i| *i == "-").count() > 1 {
             anyhow::bail!("'-' (standard input) is given more than once");
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         if let [one] = &self.inputs[..] {
             self.one(one, &mut out)?;
+            out.flush()?;
             return Ok(std::process::ExitCode::SUCCESS);
         }
         let mut failed = false;
@@ -70,6 +71,7 @@ impl Opts {
                     .join(",\n")
             )?;
         }
+        out.flush()?;
         Ok(std::process::ExitCode::from(if failed { 2 } else { 0 }))
     }
 

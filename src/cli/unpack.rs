@@ -1,6 +1,7 @@
 //! `offload-kit unpack`: images out of an OffloadBinary, an object file or an
 //! archive, into a directory, under names built from their metadata.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -63,6 +64,7 @@ impl Opts {
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
         let base = safe(stem(&self.input).as_bytes());
+        let mut listing = super::io::Report::stdout();
         for (n, f) in found.iter().enumerate() {
             if !filters.is_empty() && !filters.iter().any(|flt| flt.matches(&f.image)) {
                 continue;
@@ -81,8 +83,9 @@ impl Opts {
             let shown = path.to_string_lossy();
             write_bytes(&shown, &input, &img.image)
                 .with_context(|| format!("'{shown}': cannot write"))?;
-            println!("{}", super::io::printable(&shown));
+            writeln!(listing, "{}", super::io::printable(&shown))?;
         }
+        listing.flush()?;
         Ok(())
     }
 }
