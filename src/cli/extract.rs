@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 
@@ -27,7 +28,8 @@ damaged or lying one leaves nothing). A bundle's empty host entry is written onl
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
 input could not be read, held damaged containers and no image, or an image could not be\n\
 decompressed or written (every readable input is still extracted; each error is one line\n\
-on standard error)."
+on standard error). The first image that cannot be written (a full disk, a directory\n\
+gone) stops the extraction: one error names its file, and no image is written after it."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
@@ -124,23 +126,43 @@ struct Extractor<'a> {
     input: &'a Input,
     written: Vec<String>,
     errors: Vec<String>,
+    /// Set by the first image that cannot be written, on any thread: no
+    /// image is written after it (every other would fail alike on a full
+    /// disk or a directory gone), and its error is the only one.
+    stopped: &'a AtomicBool,
+}
+
+impl Extractor<'_> {
+    /// An image could not be written: the first such error stops the
+    /// extraction and is reported; any later one (on another thread) is
+    /// not.
+    fn write_failed(&mut self, shown: &str, e: &std::io::Error) {
+        if !self.stopped.swap(true, Ordering::Relaxed) {
+            self.errors.push(format!(
+                "'{shown}': cannot write: {}; no further image written",
+                super::io::strerror(e)
+            ));
+        }
+    }
 }
 
 impl scan::Visit for Extractor<'_> {
     fn wants(&mut self, image: &Image) -> bool {
         let empty_host = image.offload_kind.is_host() && image.size == 0;
-        (self.include_host || !empty_host) && self.filter.matches(image)
+        !self.stopped.load(Ordering::Relaxed)
+            && (self.include_host || !empty_host)
+            && self.filter.matches(image)
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
         let path = self.dir.join(image_file_name(&self.label, image));
         let shown = path.to_string_lossy().into_owned();
+        if self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
         match write_bytes(&shown, self.input, bytes) {
             Ok(()) => self.written.push(shown),
-            Err(e) => self.errors.push(format!(
-                "'{shown}': cannot write: {}",
-                super::io::strerror(&e)
-            )),
+            Err(e) => self.write_failed(&shown, &e),
         }
     }
 
@@ -156,6 +178,9 @@ impl scan::Visit for Extractor<'_> {
     /// stream has ended well.
     fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
         let path = self.dir.join(image_file_name(&self.label, image));
+        if self.stopped.load(Ordering::Relaxed) {
+            return Some(Box::new(FileSink::Failed(None)));
+        }
         Some(Box::new(match Output::create(&path) {
             Ok(out) => FileSink::Open(out),
             Err(e) => FileSink::Failed(Some(e)),
@@ -170,11 +195,9 @@ impl scan::Visit for Extractor<'_> {
     ) {
         let path = self.dir.join(image_file_name(&self.label, image));
         let shown = path.to_string_lossy().into_owned();
-        let cannot_write =
-            |e: &std::io::Error| format!("'{shown}': cannot write: {}", super::io::strerror(e));
         match end.and_then(|()| sink.keep().map_err(scan::SinkError::Write)) {
             Ok(()) => self.written.push(shown),
-            Err(scan::SinkError::Write(e)) => self.errors.push(cannot_write(&e)),
+            Err(scan::SinkError::Write(e)) => self.write_failed(&shown, &e),
             Err(scan::SinkError::Data(why)) => self.unavailable(image, &why),
         }
     }
@@ -238,11 +261,15 @@ impl ExtractOpts {
         if let Some(dup) = labels.iter().find(|l| !seen.insert(*l)) {
             bail!("two inputs would write files named '{dup}.*'; extract them separately");
         }
+        let stopped = AtomicBool::new(false);
         let results = par_map(&files, self.common.jobs(), |i, src| {
             // Members of a package are named after the package and their
             // path; a name met twice (a hostile zip) gets a number.
             let mut member_labels = HashSet::new();
             units::for_each(src, opts.max_uncompressed, &mut |unit, data| {
+                if stopped.load(Ordering::Relaxed) {
+                    return Extracted::default();
+                }
                 let name = &unit.name;
                 let data = match data {
                     Ok(d) => d,
@@ -262,6 +289,7 @@ impl ExtractOpts {
                     input: data.input,
                     written: Vec::new(),
                     errors: Vec::new(),
+                    stopped: &stopped,
                 };
                 let report = scan::scan_with(
                     data.bytes,
@@ -321,6 +349,7 @@ impl ExtractOpts {
 }
 
 /// What extracting one input gave.
+#[derive(Default)]
 struct Extracted {
     /// The files written.
     written: Vec<String>,
