@@ -1,6 +1,7 @@
 //! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
 //! ordinary options, on the same library code as the drop-in.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -42,8 +43,9 @@ pub struct BundleOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(2..=3))]
     format_version: u16,
     /// Compress with N threads (output differs from LLVM's single-threaded
-    /// bytes; LLVM reads it back to the same bundle).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// bytes; LLVM reads it back to the same bundle). At most 16: a larger
+    /// N is taken as 16 (each thread holds frames of up to 32 MiB).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = parse_threads)]
     threads: u32,
 }
 
@@ -163,8 +165,9 @@ pub struct UnbundleOpts {
     /// Threads for a compressed binary bundle (default: the CPUs, at most
     /// 4): the MD5 on one, decompression on the others (from 3 threads on,
     /// the zstd frames of a CCOB written with `bundle --compress --threads`
-    /// decoded in parallel); 1 does everything on one thread.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// decoded in parallel); 1 does everything on one thread. At most 16: a
+    /// larger N is taken as 16 (each thread holds frames of up to 64 MiB).
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     threads: Option<u32>,
 }
 
@@ -315,15 +318,38 @@ impl UnbundleOpts {
                 return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
             }
             streamed?;
+            let mut listing = super::io::Report::stdout();
             for (o, path) in outs.into_iter().zip(&shown) {
                 o.commit()
                     .with_context(|| format!("'{path}': cannot write"))?;
-                println!("{}", super::io::printable(path));
+                writeln!(listing, "{}", super::io::printable(path))?;
             }
+            listing.flush()?;
             Ok(())
         };
         Some(run())
     }
+}
+
+/// The most threads `bundle --threads` and `unbundle --threads` use: each
+/// holds compressed or decompressed frames of up to 32 or 64 MiB, and the
+/// writer and the MD5 stay one thread each, so more would buy memory, not
+/// speed.
+pub const MAX_THREADS: u32 = 16;
+
+/// `--threads N`: a decimal N of at least 1, taken as [`MAX_THREADS`]
+/// when larger (however large: never an error).
+fn parse_threads(s: &str) -> Result<u32, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'{s}' is not a number of threads"));
+    }
+    if s.bytes().all(|b| b == b'0') {
+        return Err("at least 1 thread is needed".into());
+    }
+    // Past u64 (more than 19 digits), a number of threads is only larger.
+    Ok(s.parse::<u64>().map_or(MAX_THREADS, |n| {
+        u32::try_from(n.min(u64::from(MAX_THREADS))).unwrap_or(MAX_THREADS)
+    }))
 }
 
 /// A file-name component made from a bundle ID or the input's name.
@@ -372,7 +398,8 @@ impl UnbundleOpts {
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
         // The host object of an object bundle is stripped once, if asked for.
         let host_object = std::cell::OnceCell::new();
-        let write = |name: &str, x: Extract<'_>| -> Result<()> {
+        let mut listing = super::io::Report::stdout();
+        let mut write = |name: &str, x: Extract<'_>| -> Result<()> {
             let path = self.output_dir.join(name);
             let shown = path.to_string_lossy().into_owned();
             match x {
@@ -392,7 +419,7 @@ impl UnbundleOpts {
                 Extract::Missing | Extract::MissingHost => write_bytes(&shown, src, &[])
                     .with_context(|| format!("'{shown}': cannot write"))?,
             }
-            println!("{}", super::io::printable(&shown));
+            writeln!(listing, "{}", super::io::printable(&shown))?;
             Ok(())
         };
         if self.targets.is_empty() {
@@ -403,6 +430,7 @@ impl UnbundleOpts {
                     ops::extract(f, format),
                 )?;
             }
+            listing.flush()?;
             return Ok(());
         }
         let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
@@ -431,6 +459,26 @@ impl UnbundleOpts {
             // too, where the drop-in writes the whole input as LLVM does).
             write(&name, x)?;
         }
+        listing.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_THREADS, parse_threads};
+
+    #[test]
+    fn threads_are_clamped_never_refused_for_being_many() {
+        assert_eq!(parse_threads("1"), Ok(1));
+        assert_eq!(parse_threads("4"), Ok(4));
+        assert_eq!(parse_threads("16"), Ok(MAX_THREADS));
+        assert_eq!(parse_threads("17"), Ok(MAX_THREADS));
+        assert_eq!(parse_threads("4294967296"), Ok(MAX_THREADS));
+        assert_eq!(parse_threads(&"9".repeat(40)), Ok(MAX_THREADS));
+        assert_eq!(parse_threads("007"), Ok(7));
+        for bad in ["0", "00", "", "-1", "+3", " 2", "2x", "1e3"] {
+            assert!(parse_threads(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -118,9 +118,10 @@ impl CheckOpts {
             &req,
         );
         if self.json {
-            let mut out = std::io::stdout().lock();
+            let mut out = super::io::Report::stdout();
             serde_json::to_writer_pretty(&mut out, &json_outcome(&req, &scanned, &outcome))?;
             writeln!(out)?;
+            out.flush()?;
         } else {
             let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
             // Files found walking a directory that hold no device code and
@@ -157,7 +158,7 @@ fn jit_note(rules: &[RuleResult]) -> String {
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
 fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::io::Report::stdout();
     let mut unlisted = 0usize;
     for ((path, verdict), walked) in paths.iter().zip(&outcome.files).zip(walked) {
         match verdict {
@@ -230,6 +231,7 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
     } else if failures > 0 {
         print_line(&mut out, &format!("check failed: {failures} failure(s)"))?;
     }
+    out.flush()?;
     Ok(())
 }
 

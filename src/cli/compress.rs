@@ -30,7 +30,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::io::{Input, Output, copy_file_range_all};
 use offload_kit::bundle::ccob::{self, BundleHasher, CompressOptions, CompressReport, Method};
@@ -86,21 +86,24 @@ pub fn write_ccob(
     let bound = ccob::compressed_bound(layout.size, opts).map_err(Failure::Ccob)?;
     let mut out = Output::create(Path::new(out_path)).map_err(file(out_path))?;
     let mapped = out.temp_file().is_some();
-    // The system's temporary directory serves outputs that are not files.
+    // The system's temporary directory serves outputs that are not files
+    // (messages name the output and that directory).
     let spool_dir = std::env::temp_dir();
+    let spooled = format!("{out_path}' through '{}", spool_dir.display());
+    let spool = || tempfile::tempfile_in(&spool_dir).map_err(file(&spooled));
     let report = if opts.method == Method::ZSTD && opts.threads == 0 {
-        let dir = match Path::new(out_path).parent() {
-            _ if !mapped => spool_dir.clone(),
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
+        // The uncompressed bundle goes beside the output (a file with no
+        // name in its directory, through the output's handle on it), and
+        // errors name the output, whose disk it fills.
+        let bundle = match out.scratch_file() {
+            Some(f) => write_bundle(f.map_err(file(out_path))?, out_path, layout, inputs, names)?,
+            None => write_bundle(spool()?, &spooled, layout, inputs, names)?,
         };
-        let bundle = write_bundle(&dir, layout, inputs, names)?;
         match out.temp_file() {
             Some(f) => compress_to(&bundle, f, bound, opts, out_path)?,
             None => {
-                let shown = spool_dir.display().to_string();
-                let spool = tempfile::tempfile_in(&spool_dir).map_err(file(&shown))?;
-                let report = compress_to(&bundle, &spool, bound, opts, &shown)?;
+                let spool = spool()?;
+                let report = compress_to(&bundle, &spool, bound, opts, &spooled)?;
                 copy_out(&spool, &mut out).map_err(file(out_path))?;
                 report
             }
@@ -118,10 +121,9 @@ pub fn write_ccob(
             ccob::compress_pieces(&pieces, opts, &mut out, &release)
                 .map_err(|e| failed_writing(out_path, e))?
         } else {
-            let shown = spool_dir.display().to_string();
-            let mut spool = tempfile::tempfile_in(&spool_dir).map_err(file(&shown))?;
+            let mut spool = spool()?;
             let report = ccob::compress_pieces(&pieces, opts, &mut spool, &release)
-                .map_err(|e| failed_writing(&shown, e))?;
+                .map_err(|e| failed_writing(&spooled, e))?;
             copy_out(&spool, &mut out).map_err(file(out_path))?;
             report
         }
@@ -130,26 +132,26 @@ pub fn write_ccob(
     Ok(report)
 }
 
-/// Writes the uncompressed bundle of `layout` to a new unlinked file in
-/// `dir` and maps it. Entries from files are copied file to file; smaller
-/// ones, written from their mappings, are given back at once.
+/// Writes the uncompressed bundle of `layout` to `file` (new, unlinked;
+/// named `shown` in messages: the output it serves) and maps it. Entries
+/// from files are copied file to file; smaller ones, written from their
+/// mappings, are given back at once.
 fn write_bundle(
-    dir: &Path,
+    file: File,
+    shown: &str,
     layout: &Layout,
     inputs: &[Input],
     names: &[String],
 ) -> Result<Input, Failure> {
-    let shown = dir.display().to_string();
-    let in_dir = |e: io::Error| Failure::File(shown.clone(), e);
-    let mut tmp =
-        io::BufWriter::with_capacity(1 << 16, tempfile::tempfile_in(dir).map_err(in_dir)?);
+    let failed = |e: io::Error| Failure::File(shown.to_string(), e);
+    let mut tmp = io::BufWriter::with_capacity(1 << 16, file);
     for piece in &layout.pieces {
         match piece {
-            Piece::Bytes(b) => tmp.write_all(b).map_err(in_dir)?,
-            Piece::Zeros(n) => write_zeros(&mut tmp, *n).map_err(in_dir)?,
+            Piece::Bytes(b) => tmp.write_all(b).map_err(failed)?,
+            Piece::Zeros(n) => write_zeros(&mut tmp, *n).map_err(failed)?,
             Piece::Image(i) => {
                 let (Some(input), Some(name)) = (inputs.get(*i), names.get(*i)) else {
-                    return Err(in_dir(io::Error::other(
+                    return Err(failed(io::Error::other(
                         "internal error: the layout refers to a missing input",
                     )));
                 };
@@ -176,8 +178,8 @@ fn write_bundle(
     }
     let tmp = tmp
         .into_inner()
-        .map_err(|e| Failure::File(shown.clone(), e.into_error()))?;
-    Input::from_temp_file(tmp).map_err(|e| Failure::File(shown, e))
+        .map_err(|e| Failure::File(shown.to_string(), e.into_error()))?;
+    Input::from_temp_file(tmp).map_err(|e| Failure::File(shown.to_string(), e))
 }
 
 /// Compresses the mapped uncompressed `bundle` into `out` (a file named

@@ -72,10 +72,10 @@ impl ManpagesOpts {
             written.push(path);
         }
         // Named once all are written, so a closed pipe loses no page.
-        let mut stdout = std::io::stdout().lock();
+        let mut stdout = super::io::Report::stdout();
         for path in written {
             writeln!(stdout, "{}", path.display()).context("cannot write to stdout")?;
         }
-        Ok(())
+        stdout.flush().context("cannot write to stdout")
     }
 }

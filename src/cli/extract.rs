@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
@@ -30,7 +30,8 @@ input could not be read, held damaged data (what could be read is still extracte
 --allow-corrupt: 0), went past a limit (--max-uncompressed, --max-images,\n\
 --max-containers: nothing of that input is kept; --max-files: the command stops writing),\n\
 or an image could not be decompressed or written (each error is one line on standard\n\
-error)."
+error). The first image that cannot be written (a full disk, a directory gone) stops the\n\
+extraction: one error names its file, and no image is written after it."
 )]
 pub struct ExtractOpts {
     #[command(flatten)]
@@ -135,14 +136,35 @@ struct Extractor<'a> {
     files: &'a AtomicUsize,
     /// The images a file was reserved for.
     taken: HashSet<usize>,
-    /// Whether an image was left out for want of files.
+    /// Whether this input was the one to find the command's files spent.
     over_limit: bool,
+    /// Set by the first image that cannot be written, on any thread: no
+    /// image is written after it (every other would fail alike on a full
+    /// disk or a directory gone), and its error is the only one.
+    stopped: &'a AtomicBool,
+}
+
+impl Extractor<'_> {
+    /// An image could not be written: the first such error stops the
+    /// extraction and is reported; any later one (on another thread) is
+    /// not.
+    fn write_failed(&mut self, shown: &str, e: &std::io::Error) {
+        if !self.stopped.swap(true, Ordering::Relaxed) {
+            self.errors.push(format!(
+                "'{shown}': cannot write: {}; no further image written",
+                super::io::strerror(e)
+            ));
+        }
+    }
 }
 
 impl scan::Visit for Extractor<'_> {
     fn wants(&mut self, image: &Image) -> bool {
         let empty_host = image.offload_kind.is_host() && image.size == 0;
-        if (empty_host && !self.include_host) || !self.filter.matches(image) {
+        if self.stopped.load(Ordering::Relaxed)
+            || (empty_host && !self.include_host)
+            || !self.filter.matches(image)
+        {
             return false;
         }
         if self.taken.contains(&image.id) {
@@ -156,7 +178,9 @@ impl scan::Visit for Extractor<'_> {
         if reserved {
             self.taken.insert(image.id);
         } else {
-            self.over_limit = true;
+            // The command's files are spent: it stops, as after a write
+            // failure, with this input's one error.
+            self.over_limit = !self.stopped.swap(true, Ordering::Relaxed);
         }
         reserved
     }
@@ -164,12 +188,12 @@ impl scan::Visit for Extractor<'_> {
     fn image(&mut self, image: &Image, bytes: &[u8]) {
         let path = self.dir.join(image_file_name(&self.label, image));
         let shown = path.to_string_lossy().into_owned();
+        if self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
         match write_bytes(&shown, self.input, bytes) {
             Ok(()) => self.written.push(shown),
-            Err(e) => self.errors.push(format!(
-                "'{shown}': cannot write: {}",
-                super::io::strerror(&e)
-            )),
+            Err(e) => self.write_failed(&shown, &e),
         }
     }
 
@@ -185,6 +209,9 @@ impl scan::Visit for Extractor<'_> {
     /// stream has ended well.
     fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
         let path = self.dir.join(image_file_name(&self.label, image));
+        if self.stopped.load(Ordering::Relaxed) {
+            return Some(Box::new(FileSink::Failed(None)));
+        }
         Some(Box::new(match Output::create(&path) {
             Ok(out) => FileSink::Open(out),
             Err(e) => FileSink::Failed(Some(e)),
@@ -199,11 +226,9 @@ impl scan::Visit for Extractor<'_> {
     ) {
         let path = self.dir.join(image_file_name(&self.label, image));
         let shown = path.to_string_lossy().into_owned();
-        let cannot_write =
-            |e: &std::io::Error| format!("'{shown}': cannot write: {}", super::io::strerror(e));
         match end.and_then(|()| sink.keep().map_err(scan::SinkError::Write)) {
             Ok(()) => self.written.push(shown),
-            Err(scan::SinkError::Write(e)) => self.errors.push(cannot_write(&e)),
+            Err(scan::SinkError::Write(e)) => self.write_failed(&shown, &e),
             Err(scan::SinkError::Data(why)) => self.unavailable(image, &why),
         }
     }
@@ -269,11 +294,15 @@ impl ExtractOpts {
         }
         // Files the whole command may still write, shared by the threads.
         let files_left = AtomicUsize::new(self.max_files);
+        let stopped = AtomicBool::new(false);
         let results = par_map(&files, self.common.jobs(), |i, src| {
             // Members of a package are named after the package and their
             // path; a name met twice (a hostile zip) gets a number.
             let mut member_labels = HashSet::new();
             units::for_each(src, opts.max_uncompressed, &mut |unit, data| {
+                if stopped.load(Ordering::Relaxed) {
+                    return Extracted::default();
+                }
                 let name = &unit.name;
                 let data = match data {
                     Ok(d) => d,
@@ -296,6 +325,7 @@ impl ExtractOpts {
                     files: &files_left,
                     taken: HashSet::new(),
                     over_limit: false,
+                    stopped: &stopped,
                 };
                 let opts = for_size(&opts, data.bytes.len());
                 let report = scan::scan_with(
@@ -344,7 +374,7 @@ impl ExtractOpts {
             })
         });
         let results: Vec<Extracted> = results.into_iter().flatten().collect();
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         let (mut failed, mut written) = (false, 0usize);
         for r in results {
             failed |= r.damaged && !self.common.allow_corrupt;
@@ -360,6 +390,7 @@ impl ExtractOpts {
                 failed = true;
             }
         }
+        std::io::Write::flush(&mut out)?;
         if failed {
             return Ok(exit::INPUT_ERROR.into());
         }
@@ -375,6 +406,7 @@ impl ExtractOpts {
 }
 
 /// What extracting one input gave.
+#[derive(Default)]
 struct Extracted {
     /// The files written.
     written: Vec<String>,

@@ -75,7 +75,7 @@ impl InspectOpts {
                         .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
             })
             .collect();
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         if self.json {
             let files: Vec<json::File<'_>> = scanned.iter().map(json_file).collect();
             serde_json::to_writer_pretty(&mut out, &json::Document { files: &files })?;

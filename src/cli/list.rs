@@ -41,12 +41,13 @@ impl Opts {
         if self.inputs.iter().filter(|i| *i == "-").count() > 1 {
             anyhow::bail!("'-' (standard input) is given more than once");
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         // One budget for the whole command: every input and every binary
         // nested in an image spends from it.
         let budget = super::images::budget(self.max_uncompressed);
         if let [one] = &self.inputs[..] {
             let damaged = self.one(one, &budget, &mut out)?;
+            out.flush()?;
             return Ok(std::process::ExitCode::from(if damaged {
                 super::scan::exit::INPUT_ERROR
             } else {
@@ -91,6 +92,7 @@ impl Opts {
                     .join(",\n")
             )?;
         }
+        out.flush()?;
         Ok(std::process::ExitCode::from(if failed {
             super::scan::exit::INPUT_ERROR
         } else {

@@ -49,7 +49,7 @@ impl SizeOpts {
             .collect();
         let all = SizeReport::sum("(all inputs)", &reports);
         let several = reports.iter().filter(|r| r.error.is_none()).count() > 1;
-        let mut out = std::io::stdout().lock();
+        let mut out = super::io::Report::stdout();
         if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {

@@ -1,6 +1,7 @@
 //! `offload-kit unpack`: images out of an OffloadBinary, an object file or an
 //! archive, into a directory, under names built from their metadata.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -94,6 +95,7 @@ impl Opts {
             .spend(Spent::Files, n, || format!("{n} images would be written"))
             .with_context(|| format!("'{}'", self.input))?;
         let mut streams = Streams::new(&found);
+        let mut listing = super::io::Report::stdout();
         for (n, f) in chosen {
             let img = &f.image;
             let ext = match img.image_kind.extension() {
@@ -110,8 +112,9 @@ impl Opts {
             streams
                 .write(&shown, &input, f)
                 .with_context(|| format!("'{shown}': cannot write"))?;
-            println!("{}", super::io::printable(&shown));
+            writeln!(listing, "{}", super::io::printable(&shown))?;
         }
+        listing.flush()?;
         Ok(())
     }
 }

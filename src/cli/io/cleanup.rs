@@ -2,15 +2,20 @@
 //! process: no temporary file and no old file moved aside outlives an
 //! interrupted command.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 /// An output being written, for the signal handler: its temporary file,
-/// and the old file moved aside (to be put back at `path`).
+/// and the old file moved aside (to be put back at `name`), both in the
+/// directory handle `dir` that the output opened when it began (the
+/// directory may have been renamed or moved since).
 pub(super) struct Pending {
     pub(super) id: u64,
-    pub(super) temp: PathBuf,
-    pub(super) aside: Option<PathBuf>,
-    pub(super) path: PathBuf,
+    pub(super) dir: Arc<OwnedFd>,
+    pub(super) temp: OsString,
+    pub(super) aside: Option<OsString>,
+    pub(super) name: OsString,
 }
 
 /// Every output being written now (outputs are written on several threads
@@ -23,10 +28,9 @@ pub(super) fn pending() -> std::sync::MutexGuard<'static, Vec<Pending>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub(super) fn unregister(id: u64) {
-    if id != 0 {
-        pending().retain(|p| p.id != id);
-    }
+/// Removes output `id` from `list` (the pending outputs, locked).
+pub(super) fn unregister_locked(list: &mut Vec<Pending>, id: u64) {
+    list.retain(|p| p.id != id);
 }
 
 /// Starts a thread that, on SIGINT, SIGTERM or SIGHUP, removes every
@@ -44,9 +48,10 @@ pub fn clean_up_on_signals() {
             // after the clean-up.
             let list = pending();
             for p in list.iter() {
-                let _ = std::fs::remove_file(&p.temp);
+                let dir = &*p.dir;
+                let _ = rustix::fs::unlinkat(dir, &p.temp, rustix::fs::AtFlags::empty());
                 if let Some(old) = &p.aside {
-                    let _ = std::fs::rename(old, &p.path);
+                    let _ = rustix::fs::renameat(dir, old, dir, &p.name);
                 }
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);

@@ -2,7 +2,8 @@
 //! (`input.rs`, the one `unsafe`: mapping files and giving back their
 //! pages), atomic outputs
 //! (`output.rs`) and their clean-up on signals (`cleanup.rs`), file-to-file
-//! copies of image ranges, and the text of names and errors (`text.rs`).
+//! copies of image ranges, the text of names and errors (`text.rs`), and
+//! standard output for reports, buffered (`report.rs`).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -12,11 +13,13 @@ use anyhow::{Context, Result};
 mod cleanup;
 mod input;
 mod output;
+mod report;
 mod text;
 
 pub use cleanup::clean_up_on_signals;
 pub use input::{Input, Sink, copy_file_range_all};
 pub use output::{Noting, Output};
+pub use report::Report;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 
 /// The file of a thin archive's member `name`: relative to the archive's

@@ -1,11 +1,23 @@
 //! Outputs written atomically: a temporary file in the same directory,
 //! renamed into place on commit; devices and FIFOs written in place.
+//!
+//! Every step after the start works inside a handle on the output's
+//! directory, opened once when the output begins (`openat`, `renameat`,
+//! `unlinkat`), never by its path again: a directory renamed or moved
+//! while the command runs gets its file under its name (in the
+//! directory where it now is), and no temporary file is left anywhere,
+//! committed, dropped or interrupted by a signal alike.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use super::cleanup::{Pending, pending, unregister};
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+
+use super::cleanup::{Pending, pending, unregister_locked};
 use super::input::{O_NONBLOCK, not_regular};
 
 /// An output file written atomically: to a temporary file in the same
@@ -21,16 +33,28 @@ use super::input::{O_NONBLOCK, not_regular};
 /// not. Between the two renames the path briefly does not exist, but it never
 /// holds a partial file.
 pub struct Output {
-    path: PathBuf,
     inner: OutInner,
-    aside: Option<PathBuf>,
-    /// Its entry in the list of pending outputs (`cleanup.rs`; 0 for
-    /// standard output).
-    pending: u64,
+    /// Where a temporary file goes (none for standard output and
+    /// devices).
+    place: Option<Place>,
+}
+
+/// The names of an output written through a temporary file, all in one
+/// directory handle, and its entry in the list of pending outputs
+/// (`cleanup.rs`).
+struct Place {
+    dir: Arc<OwnedFd>,
+    /// The temporary file.
+    temp: OsString,
+    /// The output's file name.
+    name: OsString,
+    /// The old file moved aside, to put back at `name` unless committed.
+    aside: Option<OsString>,
+    id: u64,
 }
 
 enum OutInner {
-    Temp(io::BufWriter<tempfile::NamedTempFile>),
+    Temp(io::BufWriter<File>),
     /// A character device (`/dev/null`, a terminal) or a FIFO with a
     /// reader, written in place.
     Device(io::BufWriter<File>),
@@ -40,33 +64,109 @@ enum OutInner {
 
 impl Drop for Output {
     fn drop(&mut self) {
-        // Not committed: put the old file back (the temporary file removes
-        // itself).
-        if let Some(old) = self.aside.take() {
-            let _ = std::fs::rename(old, &self.path);
+        // Not committed: the temporary file is removed and the old file
+        // put back, under the lock, so that a signal finds either both
+        // still to do or both done.
+        if let Some(p) = self.place.take() {
+            let mut list = pending();
+            let _ = rustix::fs::unlinkat(&*p.dir, &p.temp, AtFlags::empty());
+            if let Some(old) = &p.aside {
+                let _ = rustix::fs::renameat(&*p.dir, old, &*p.dir, &p.name);
+            }
+            unregister_locked(&mut list, p.id);
         }
-        unregister(self.pending);
     }
 }
 
-/// A name in `dir` that no file has now, for moving an old output aside.
-fn free_name(dir: &Path) -> io::Result<PathBuf> {
+/// A name in `dir` that no file has now, starting `prefix`: a temporary
+/// file's (created with `O_EXCL`, so a name taken meanwhile is never
+/// used) or an old output's moved aside.
+fn fresh_name(prefix: &str, attempt: u32) -> OsString {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    for n in 0..100u32 {
-        let p = dir.join(format!(
-            ".offload-kit-old-{}-{stamp:08x}-{n}",
-            std::process::id()
-        ));
-        if std::fs::symlink_metadata(&p).is_err() {
-            return Ok(p);
+    format!(
+        "{prefix}{}-{n}-{:08x}",
+        std::process::id(),
+        stamp.wrapping_add(attempt)
+    )
+    .into()
+}
+
+/// How many names [`fresh_name`] may try before giving up.
+const ATTEMPTS: u32 = 100;
+
+fn no_free_name() -> io::Error {
+    io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name")
+}
+
+/// The directory handle of the output begun last, for the next ones in
+/// the same directory: `extract` may hold thousands of outputs open at
+/// once in one directory, each with one descriptor, not two.
+static LAST_DIR: Mutex<Option<(PathBuf, Weak<OwnedFd>)>> = Mutex::new(None);
+
+/// A handle on the directory `dir` (`O_PATH`), shared with the outputs
+/// being written there that opened the same directory.
+fn open_dir(dir: &Path) -> io::Result<Arc<OwnedFd>> {
+    let now = rustix::fs::stat(dir)?;
+    let mut last = LAST_DIR.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((p, weak)) = &*last
+        && p == dir
+        && let Some(fd) = weak.upgrade()
+        && let Ok(st) = rustix::fs::fstat(&*fd)
+        && (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)
+    {
+        return Ok(fd);
+    }
+    let fd = Arc::new(rustix::fs::openat(
+        CWD,
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    *last = Some((dir.to_path_buf(), Arc::downgrade(&fd)));
+    Ok(fd)
+}
+
+/// Creates a new file in `dir` under a fresh name starting
+/// `.offload-kit-`, for reading and writing, with `mode` less the umask.
+fn create_temp(dir: &OwnedFd, mode: u32) -> io::Result<(File, OsString)> {
+    for attempt in 0..ATTEMPTS {
+        let name = fresh_name(".offload-kit-", attempt);
+        match rustix::fs::openat(
+            dir,
+            &name,
+            OFlags::CREATE | OFlags::EXCL | OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        ) {
+            Ok(fd) => return Ok((File::from(fd), name)),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "no free temporary name",
-    ))
+    Err(no_free_name())
+}
+
+/// A file with no name in `dir`, for reading and writing: `O_TMPFILE`, or
+/// where the file system has none, a file created and removed at once.
+fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
+    use rustix::io::Errno;
+    match rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    ) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOENT | Errno::INVAL) => {
+            let (file, name) = create_temp(dir, 0o600)?;
+            rustix::fs::unlinkat(dir, &name, AtFlags::empty())?;
+            Ok(file)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Output {
@@ -74,12 +174,7 @@ impl Output {
     pub fn create(path: &Path) -> io::Result<Output> {
         if path.as_os_str() == "-" {
             let inner = OutInner::Stdout(io::stdout().lock());
-            return Ok(Output {
-                path: path.into(),
-                inner,
-                aside: None,
-                pending: 0,
-            });
+            return Ok(Output { inner, place: None });
         }
         // A symbolic link is written through, as LLVM's tools (which open
         // the path) write it: the file it leads to is replaced, never the
@@ -87,7 +182,8 @@ impl Output {
         // open file, which is written in place.
         let resolved = follow_links(path)?;
         let path = resolved.as_path();
-        if path.is_dir() {
+        // A name ending in a slash names a directory (to open(2) too).
+        if path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/") {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR
         }
         if path.starts_with("/proc") && path != Path::new("/proc") {
@@ -96,10 +192,8 @@ impl Output {
                 .truncate(true)
                 .open(path)?;
             return Ok(Output {
-                path: path.into(),
                 inner: OutInner::Device(io::BufWriter::new(file)),
-                aside: None,
-                pending: 0,
+                place: None,
             });
         }
         // An existing path that is not a regular file is not renamed over
@@ -111,9 +205,12 @@ impl Output {
         {
             use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
             let t = meta.file_type();
-            if t.is_fifo() {
-                // Without a reader, a plain open would wait for one.
-                std::fs::OpenOptions::new()
+            let file = if t.is_fifo() {
+                // Without a reader, a plain open would wait for one. The
+                // descriptor that found the reader is the one written
+                // (blocking again): closed and opened anew, it would let a
+                // reader such as `cat` see the end of its input first.
+                let file = std::fs::OpenOptions::new()
                     .write(true)
                     .custom_flags(O_NONBLOCK)
                     .open(path)
@@ -124,63 +221,88 @@ impl Output {
                         ),
                         _ => e,
                     })?;
-            } else if !t.is_char_device() {
+                let flags = rustix::fs::fcntl_getfl(&file)?;
+                rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK)?;
+                file
+            } else if t.is_char_device() {
+                std::fs::OpenOptions::new().write(true).open(path)?
+            } else {
                 return Err(not_regular(&meta));
-            }
-            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            };
             return Ok(Output {
-                path: path.into(),
                 inner: OutInner::Device(io::BufWriter::new(file)),
-                aside: None,
-                pending: 0,
+                place: None,
             });
         }
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+        let (dir, name) = match (path.parent(), path.file_name()) {
+            (Some(p), Some(n)) if !p.as_os_str().is_empty() => (p, n),
+            (_, Some(n)) => (Path::new("."), n),
+            (_, None) => return Err(io::Error::from_raw_os_error(21)), // EISDIR
         };
+        let dir = open_dir(dir)?;
         // Registered under the lock, so a signal finds every temporary.
         let mut list = pending();
-        // Created with mode 0666, which the kernel reduces by the umask: the
-        // mode a tool's output gets (tempfile's default is 0600).
-        let tmp = tempfile::Builder::new()
-            .prefix(".offload-kit-")
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-            .tempfile_in(dir)?;
+        // Created with mode 0666, which the kernel reduces by the umask:
+        // the mode a tool's output gets.
+        let (file, temp) = create_temp(&dir, 0o666)?;
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let aside = match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_file() => {
-                let name = free_name(dir)?;
-                std::fs::rename(path, &name)?;
-                Some(name)
-            }
-            _ => None,
-        };
         list.push(Pending {
             id,
-            temp: tmp.path().to_path_buf(),
-            aside: aside.clone(),
-            path: path.into(),
+            dir: Arc::clone(&dir),
+            temp: temp.clone(),
+            aside: None,
+            name: name.to_os_string(),
         });
         drop(list);
-        let inner = OutInner::Temp(io::BufWriter::with_capacity(1 << 16, tmp));
-        Ok(Output {
-            path: path.into(),
-            inner,
-            aside,
-            pending: id,
-        })
+        // From here on, dropping `out` removes the temporary file.
+        let mut out = Output {
+            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
+            place: Some(Place {
+                dir,
+                temp,
+                name: name.to_os_string(),
+                aside: None,
+                id,
+            }),
+        };
+        out.move_old_aside()?;
+        Ok(out)
+    }
+
+    /// Moves an old regular file at the output's name to a fresh name, to
+    /// be deleted on commit (or put back).
+    fn move_old_aside(&mut self) -> io::Result<()> {
+        let Some(p) = &mut self.place else {
+            return Ok(());
+        };
+        let is_file = |name: &OsStr| {
+            rustix::fs::statat(&*p.dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
+        };
+        if !is_file(&p.name).unwrap_or(false) {
+            return Ok(());
+        }
+        let mut list = pending();
+        for attempt in 0..ATTEMPTS {
+            let aside = fresh_name(".offload-kit-old-", attempt);
+            if rustix::fs::statat(&*p.dir, &aside, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+                continue;
+            }
+            rustix::fs::renameat(&*p.dir, &p.name, &*p.dir, &aside)?;
+            if let Some(entry) = list.iter_mut().find(|e| e.id == p.id) {
+                entry.aside = Some(aside.clone());
+            }
+            p.aside = Some(aside);
+            return Ok(());
+        }
+        Err(no_free_name())
     }
 
     /// The underlying file, flushed, for direct file-to-file copies.
     pub(super) fn file_mut(&mut self) -> Option<&mut File> {
         match &mut self.inner {
-            OutInner::Temp(w) => {
-                w.flush().ok()?;
-                Some(w.get_mut().as_file_mut())
-            }
-            OutInner::Device(w) => {
+            OutInner::Temp(w) | OutInner::Device(w) => {
                 w.flush().ok()?;
                 Some(w.get_mut())
             }
@@ -195,10 +317,18 @@ impl Output {
         match &mut self.inner {
             OutInner::Temp(w) => {
                 w.flush().ok()?;
-                Some(w.get_ref().as_file())
+                Some(w.get_ref())
             }
             OutInner::Device(_) | OutInner::Stdout(_) | OutInner::Done => None,
         }
+    }
+
+    /// A new file with no name in the output's directory (through the
+    /// handle the output holds), for scratch data as large as the output:
+    /// `None` for standard output and devices, which have no directory of
+    /// their own.
+    pub fn scratch_file(&self) -> Option<io::Result<File>> {
+        self.place.as_ref().map(|p| unnamed_file(&p.dir))
     }
 
     /// Renames the finished file into place (and deletes the old file).
@@ -206,12 +336,23 @@ impl Output {
         let inner = std::mem::replace(&mut self.inner, OutInner::Done);
         match inner {
             OutInner::Temp(w) => {
-                let tmp = w.into_inner().map_err(|e| e.into_error())?;
-                tmp.persist(&self.path).map_err(|e| e.error)?;
+                // Written and closed before the rename; on an error, `self`
+                // dropped removes the temporary file.
+                drop(w.into_inner().map_err(|e| e.into_error())?);
+                let Some(p) = self.place.take() else {
+                    return Ok(());
+                };
+                let mut list = pending();
+                if let Err(e) = rustix::fs::renameat(&*p.dir, &p.temp, &*p.dir, &p.name) {
+                    drop(list);
+                    self.place = Some(p);
+                    return Err(e.into());
+                }
                 // In place: a signal from now on leaves it there.
-                unregister(std::mem::take(&mut self.pending));
-                if let Some(old) = self.aside.take() {
-                    let _ = std::fs::remove_file(old);
+                unregister_locked(&mut list, p.id);
+                drop(list);
+                if let Some(old) = &p.aside {
+                    let _ = rustix::fs::unlinkat(&*p.dir, old, AtFlags::empty());
                 }
                 Ok(())
             }
@@ -425,6 +566,76 @@ mod tests {
             );
             assert_eq!(std::fs::read(target).unwrap(), b"new");
         }
+    }
+
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_directory_moved_meanwhile_gets_the_file_and_keeps_no_temporary() {
+        let top = tempfile::tempdir().unwrap();
+        let (before, after) = (top.path().join("d"), top.path().join("moved"));
+        for commit in [true, false] {
+            std::fs::create_dir(&before).unwrap();
+            std::fs::write(before.join("out.o"), b"old").unwrap();
+            let mut out = Output::create(&before.join("out.o")).unwrap();
+            out.write_all(b"new").unwrap();
+            // Scratch data in the same directory, which has no name.
+            let scratch = out.scratch_file().unwrap().unwrap();
+            // The temporary file and the old file moved aside.
+            assert_eq!(names(&before).len(), 2, "{:?}", names(&before));
+            std::fs::rename(&before, &after).unwrap();
+            // A new directory at the old name gets nothing.
+            std::fs::create_dir(&before).unwrap();
+            if commit {
+                out.commit().unwrap();
+                assert_eq!(std::fs::read(after.join("out.o")).unwrap(), b"new");
+            } else {
+                drop(out);
+                assert_eq!(std::fs::read(after.join("out.o")).unwrap(), b"old");
+            }
+            drop(scratch);
+            assert_eq!(names(&after), ["out.o"]);
+            assert!(names(&before).is_empty());
+            std::fs::remove_dir_all(&after).unwrap();
+            std::fs::remove_dir(&before).unwrap();
+        }
+    }
+
+    #[test]
+    fn outputs_in_one_directory_share_its_handle_and_a_new_directory_gets_its_own() {
+        let top = tempfile::tempdir().unwrap();
+        let d = top.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        let a = Output::create(&d.join("a")).unwrap();
+        let b = Output::create(&d.join("b")).unwrap();
+        let dir = |o: &Output| Arc::clone(&o.place.as_ref().unwrap().dir);
+        assert!(Arc::ptr_eq(&dir(&a), &dir(&b)));
+        // Another directory now at the same path: not the old handle.
+        std::fs::rename(&d, top.path().join("old")).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        let c = Output::create(&d.join("c")).unwrap();
+        assert!(!Arc::ptr_eq(&dir(&a), &dir(&c)));
+        c.commit().unwrap();
+        assert_eq!(names(&d), ["c"]);
+        drop((a, b));
+        assert!(names(&top.path().join("old")).is_empty());
+    }
+
+    #[test]
+    fn a_name_ending_in_a_slash_is_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("{}/new/", dir.path().display());
+        let e = Output::create(Path::new(&name)).err().unwrap();
+        assert_eq!(e.raw_os_error(), Some(21));
+        assert!(names(dir.path()).is_empty());
     }
 
     #[test]

@@ -182,7 +182,7 @@ fn list_streaming(job: &Job, name: &str, input: &Input) -> Option<Result<Vec<Vec
 /// Prints `-list`'s IDs.
 fn print_ids<I: AsRef<[u8]>>(ids: Vec<I>) -> Result<(), Fail> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::cli::io::Report::stdout();
     // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
     // the file could send it commands, so it is shown escaped there.
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -195,6 +195,7 @@ fn print_ids<I: AsRef<[u8]>>(ids: Vec<I>) -> Result<(), Fail> {
             let _ = out.write_all(b"\n");
         }
     }
+    let _ = out.flush();
     Ok(())
 }
 
