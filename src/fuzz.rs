@@ -7,6 +7,7 @@ use crate::offload_binary::{self, ImageSpec, Limits};
 /// Reads `data` as OffloadBinaries; whatever is read must survive a write
 /// and a second read unchanged. Must never panic.
 pub fn offload_binary_read(data: &[u8]) {
+    offload_binary_budget(data);
     let limits = Limits {
         max_inflated: 1 << 24,
     };
@@ -61,6 +62,26 @@ pub fn offload_binary_read(data: &[u8]) {
             assert_eq!(a.strings, b.strings);
         }
     }
+}
+
+/// Reads `data` as `list` and the packager do, within one budget for the
+/// whole read (nested binaries included): however the binaries nest and
+/// whatever they declare, no more is inflated, and no more images read,
+/// than the budget allows.
+fn offload_binary_budget(data: &[u8]) {
+    use crate::offload_binary::{Budget, BudgetLimits, Inflate, Spent, find_images_streamed};
+    let budget = Budget::new(BudgetLimits {
+        max_inflated: Some(1 << 24),
+        max_images: Some(10_000),
+        max_files: Some(10_000),
+        max_depth: Some(8),
+    });
+    budget.add_input(data.len() as u64);
+    if let Ok(found) = find_images_streamed(data, &budget, Inflate::Nested) {
+        let _ = offload_binary::listing::rows(&found.images, &budget, &|_| None);
+    }
+    assert!(budget.spent(Spent::Inflated) <= 1 << 24);
+    assert!(budget.spent(Spent::Images) <= 10_000);
 }
 
 /// Reads `data` as a clang offload bundle in every layout (binary, each
