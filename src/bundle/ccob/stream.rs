@@ -516,6 +516,7 @@ impl Ccob<'_> {
         let mut zstd_dec;
         let mut nothing = std::io::empty();
         let dec: &mut dyn Read = if self.header.method == Method::ZLIB {
+            check_zlib_start(self.payload, declared)?;
             zlib_dec.insert(ZlibStream::new(payload))
         } else if self.payload.is_empty() {
             &mut nothing
@@ -597,6 +598,23 @@ fn pump_hashing<R: Read>(
             .map_err(|_| Irregular::Data("the hashing thread failed".into()))?;
         n.map(|n| (n, Some(hash)))
     })
+}
+
+/// Checks the start of a zlib stream as zlib's `uncompress` (LLVM's call)
+/// reads it: its first 32 KiB of output decoded into a buffer that does
+/// not wrap, so that a match reaching back before the first byte ("invalid
+/// distance too far back") is an error. The streaming decoder keeps a
+/// wrapping 32 KiB window and would read such a match as zeros; past the
+/// first 32 KiB no match can reach back that far.
+fn check_zlib_start(payload: &[u8], declared: u64) -> Result<(), Irregular> {
+    const WINDOW: u64 = 32 << 10;
+    // One match more than the window: whatever starts inside it is checked.
+    let room = declared.min(WINDOW + 258);
+    let mut out = Vec::with_capacity(usize_from(room));
+    flate2::Decompress::new(true)
+        .decompress_vec(payload, &mut out, flate2::FlushDecompress::Finish)
+        .map(|_| ())
+        .map_err(|e| Irregular::Data(format!("corrupt data ({e})")))
 }
 
 /// A zlib stream as a reader, which fails when its input ends before the
