@@ -178,7 +178,7 @@ impl Streamed {
 const CHUNK: usize = 2 << 20;
 
 /// Largest declared size for which a failing stream's fault is named by
-/// LLVM's whole-buffer call (see [`Ccob::name_fault`]): 256 MiB.
+/// LLVM's whole-buffer call (see `Ccob::name_fault`): 256 MiB.
 pub const NAME_FAULT_IN_MEMORY: u64 = 256 << 20;
 
 /// Chunks in flight while another thread hashes them.
