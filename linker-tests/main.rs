@@ -25,6 +25,7 @@ mod scan;
 mod scan_ci;
 mod util;
 mod wrap;
+mod wrapper_select;
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
@@ -45,5 +46,6 @@ fn main() {
     trials.extend(hostile::tests());
     trials.extend(hostile_ob::tests());
     trials.extend(linker_wrapper::tests());
+    trials.extend(wrapper_select::tests());
     libtest_mimic::run(&args, trials).exit();
 }

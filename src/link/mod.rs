@@ -1,16 +1,21 @@
-//! The plan of `clang-linker-wrapper`'s job, as LLVM 22's tool does it for
-//! OpenMP offloading to CPU targets: which device images go into which
-//! device link, the device-link and host-link command lines (argument for
-//! argument as LLVM 22 renders them), and how a linked device image is
-//! packed before it is wrapped.
+//! The plan of `clang-linker-wrapper`'s job, as LLVM 22's tool does it:
+//! which files hold the link's device code ([`inputs`]), which device
+//! binaries go into which device link ([`select`]), which offload kinds
+//! are bundled and wrapped in which order ([`plan`]), the device-link and
+//! host-link command lines (argument for argument as LLVM 22 renders
+//! them), and how a linked device image is packed before it is wrapped.
 //!
-//! This module only computes: the caller extracts the images (with
-//! [`crate::offload_binary::find_images`]), writes the files, runs the
-//! commands and wraps the packed images with [`crate::wrap`].
+//! This module only computes: the caller reads the files (with
+//! [`crate::offload_binary::find_images_streamed`]), writes the device
+//! inputs, runs the commands and wraps the packed images with
+//! [`crate::wrap`]. How LLVM 22 decides each step is written up in
+//! `docs/linker-wrapper-inputs.md`.
 
-pub mod resolve;
+pub mod inputs;
+pub mod plan;
+pub mod select;
 
-use crate::llvm::triple::Triple;
+use crate::llvm::triple::{Arch, Triple};
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
 /// One argument of the host link, as the wrapper understood it. The
@@ -72,34 +77,29 @@ impl HostArg {
 /// Whether a device triple is a CPU target (device code linked into a
 /// shared library by the host toolchain) rather than a GPU.
 pub fn is_cpu_triple(triple: &str) -> bool {
-    let t = Triple::parse(triple);
-    let arch = t.arch_name();
-    !(arch.is_empty()
-        || t.is_amdgpu()
-        || arch.starts_with("nvptx")
-        || arch.starts_with("spirv")
-        || arch.starts_with("spir"))
+    !plan::is_gpu(triple) && Triple::parse(triple).arch() != Arch::Unknown
 }
 
-/// The value of a `--device-linker=` / `--device-compiler=` argument for a
-/// device triple: `<triple>=<value>` applies to that triple only, anything
-/// else (whose part before the first `=` is not a triple) to every triple.
+/// The value of a `--device-linker=` / `--device-compiler=` argument for
+/// the device link of `triple`, as LLVM 22 decides it: an argument whose
+/// part before the first `=` is not a triple with a known architecture
+/// applies whole to every link; a triple with nothing after `=` (or no
+/// `=`) applies *the triple itself* to every link (LLVM's quirk); else the
+/// value applies to the links whose triple is exactly that string.
 pub fn for_triple<'a>(arg: &'a str, triple: &str) -> Option<&'a str> {
-    if let Some((prefix, value)) = arg.split_once('=')
-        && looks_like_triple(prefix)
-    {
-        return (Triple::parse(prefix).as_str() == Triple::parse(triple).as_str()).then_some(value);
+    let (prefix, value) = arg.split_once('=').unwrap_or((arg, ""));
+    if Triple::parse(prefix).arch() == Arch::Unknown {
+        return Some(arg);
     }
-    Some(arg)
-}
-
-fn looks_like_triple(s: &str) -> bool {
-    !s.starts_with('-') && s.contains('-') && !Triple::parse(s).arch_name().is_empty()
+    if value.is_empty() {
+        return Some(prefix);
+    }
+    (prefix == triple).then_some(value)
 }
 
 /// Whether a device triple is NVIDIA's (`nvptx64-nvidia-cuda`).
 pub fn is_nvptx_triple(triple: &str) -> bool {
-    Triple::parse(triple).arch_name().starts_with("nvptx")
+    matches!(Triple::parse(triple).arch(), Arch::Nvptx | Arch::Nvptx64)
 }
 
 /// Whether a device triple is AMDGPU's (`amdgcn-amd-amdhsa`).
@@ -107,20 +107,35 @@ pub fn is_amdgpu_triple(triple: &str) -> bool {
     Triple::parse(triple).is_amdgpu()
 }
 
-/// One device link: the images of one triple and architecture.
-#[derive(Debug, Clone)]
+/// Whether a device triple is SPIR-V's (`spirv64-intel`).
+pub fn is_spirv_triple(triple: &str) -> bool {
+    matches!(
+        Triple::parse(triple).arch(),
+        Arch::Spirv | Arch::Spirv32 | Arch::Spirv64
+    )
+}
+
+/// One device link: the images of one target.
+#[derive(Debug, Clone, Default)]
 pub struct DeviceLink {
     /// The device triple.
     pub triple: String,
     /// The architecture (an AMDGPU target ID such as `gfx90a:xnack+`);
-    /// empty for a CPU target's `generic`.
+    /// empty for `generic` or none.
     pub arch: String,
-    /// Whether the temporary files are kept (`--save-temps`): a GPU link
-    /// then keeps its stages too.
-    pub save_temps: bool,
-    /// `-mllvm` options, given to the link's LTO plugin and its linker.
+    /// `-Wl,--save-temps`: `--save-temps` for a link whose linker does
+    /// LTO (AMDGPU, NVPTX, or a CPU target linked by an `lld`).
+    pub lto_save_temps: bool,
+    /// `-mllvm` and `--offload-opt=` values, in command-line order: each
+    /// goes to the link's LTO plugin.
+    pub plugin_opts: Vec<String>,
+    /// `-mllvm` values, in order: each goes to the device linker too.
     pub mllvm: Vec<String>,
-    /// The extracted device objects, in the order of the inputs.
+    /// `--embed-bitcode`: the link writes LLVM IR.
+    pub embed_bitcode: bool,
+    /// The link's images are SYCL's (linked by `clang-sycl-linker`).
+    pub sycl: bool,
+    /// The extracted device objects, in order.
     pub inputs: Vec<String>,
     /// The linked image's file.
     pub output: String,
@@ -136,10 +151,12 @@ impl DeviceLink {
     }
 
     /// The device link's command line, after the program: LLVM 22's
-    /// `clang` invocation for a CPU target. `is_shared` says whether an
-    /// input of the host link is a library, a shared object or an archive
-    /// (those go to the device link, as LLVM does).
-    pub fn command(&self, host: &[HostArg], is_shared: impl Fn(&str) -> bool) -> Vec<String> {
+    /// `clang` invocation (`generic::clang`). `is_library` says whether an
+    /// input of the host link is an archive or a shared object (those go to
+    /// a CPU target's device link, as LLVM passes them). The
+    /// `--device-linker`/`--device-compiler` values come after, from
+    /// [`add_device_args`].
+    pub fn command(&self, host: &[HostArg], is_library: impl Fn(&str) -> bool) -> Vec<String> {
         let mut cmd: Vec<String> = vec![
             "--no-default-config".into(),
             "-o".into(),
@@ -153,52 +170,56 @@ impl DeviceLink {
             ),
             format!("--target={}", self.triple),
         ];
+        let amdgpu = is_amdgpu_triple(&self.triple);
         let nvptx = is_nvptx_triple(&self.triple);
-        if is_amdgpu_triple(&self.triple) || nvptx {
-            // A GPU: the processor, LTO (AMDGPU; NVPTX links bitcode
-            // without asking), the undefined-symbol check (not for NVPTX),
-            // nothing of the host's libraries.
-            if nvptx {
-                cmd.push(format!("-march={}", self.arch));
-            } else {
-                cmd.push(format!("-mcpu={}", self.arch));
-            }
-            if !nvptx {
-                cmd.push("-flto".into());
-            }
-            self.plugin_opts(&mut cmd);
-            if !nvptx {
-                cmd.push("-Wl,--no-undefined".into());
-            }
-            cmd.extend(self.inputs.iter().cloned());
-            self.linker_mllvm(&mut cmd);
-            if self.save_temps {
-                cmd.push("-Wl,--save-temps".into());
-            }
-            for arg in host {
-                if let HostArg::LinkerArg(v) = arg {
-                    cmd.extend(["-Xlinker".into(), v.clone()]);
-                }
-            }
-            return cmd;
+        let spirv = is_spirv_triple(&self.triple);
+        if !self.arch.is_empty() {
+            let flag = if amdgpu { "-mcpu" } else { "-march" };
+            cmd.push(format!("{flag}={}", self.arch));
         }
-        self.plugin_opts(&mut cmd);
-        cmd.push("-Wl,--no-undefined".into());
+        if amdgpu {
+            cmd.push("-flto".into());
+        }
+        for o in &self.plugin_opts {
+            cmd.extend(["-Xlinker".into(), format!("--plugin-opt={o}")]);
+        }
+        if !nvptx && !spirv {
+            cmd.push("-Wl,--no-undefined".into());
+        }
         cmd.extend(self.inputs.iter().cloned());
-        cmd.push("-Wl,-Bsymbolic".into());
-        cmd.push("-shared".into());
-        for arg in host {
-            match arg {
-                HostArg::Input(f) if is_shared(f) => cmd.push(f.clone()),
-                HostArg::LibraryPath(_) | HostArg::Library(_) | HostArg::Rpath { .. } => {
-                    cmd.extend(arg.render());
+        if !plan::is_gpu(&self.triple) {
+            cmd.push("-Wl,-Bsymbolic".into());
+            cmd.push("-shared".into());
+            for arg in host {
+                match arg {
+                    HostArg::Input(f) if is_library(f) => cmd.push(f.clone()),
+                    HostArg::LibraryPath(_) | HostArg::Library(_) | HostArg::Rpath { .. } => {
+                        cmd.extend(arg.render());
+                    }
+                    HostArg::WholeArchive => cmd.push("-Wl,--whole-archive".into()),
+                    HostArg::NoWholeArchive => cmd.push("-Wl,--no-whole-archive".into()),
+                    _ => {}
                 }
-                HostArg::WholeArchive => cmd.push("-Wl,--whole-archive".into()),
-                HostArg::NoWholeArchive => cmd.push("-Wl,--no-whole-archive".into()),
-                _ => {}
             }
         }
-        self.linker_mllvm(&mut cmd);
+        for o in &self.mllvm {
+            cmd.extend(["-Xlinker".into(), format!("-mllvm={o}")]);
+        }
+        if self.lto_save_temps {
+            cmd.push("-Wl,--save-temps".into());
+        }
+        if self.embed_bitcode {
+            cmd.push("-Wl,--lto-emit-llvm".into());
+        }
+        if self.sycl {
+            cmd.extend([
+                "--sycl-link".into(),
+                "-Xlinker".into(),
+                format!("-triple={}", self.triple),
+                "-Xlinker".into(),
+                format!("-arch={}", self.arch),
+            ]);
+        }
         for arg in host {
             if let HostArg::LinkerArg(v) = arg {
                 cmd.extend(["-Xlinker".into(), v.clone()]);
@@ -206,22 +227,15 @@ impl DeviceLink {
         }
         cmd
     }
+}
 
-    /// `-mllvm` options for the LTO plugin (`-Xlinker --plugin-opt=<o>`),
-    /// as LLVM 22 puts them after the target.
-    fn plugin_opts(&self, cmd: &mut Vec<String>) {
-        for o in &self.mllvm {
-            cmd.extend(["-Xlinker".into(), format!("--plugin-opt={o}")]);
-        }
-    }
-
-    /// `-mllvm` options for the device linker (`-Xlinker -mllvm=<o>`),
-    /// as LLVM 22 puts them after the inputs and libraries.
-    fn linker_mllvm(&self, cmd: &mut Vec<String>) {
-        for o in &self.mllvm {
-            cmd.extend(["-Xlinker".into(), format!("-mllvm={o}")]);
-        }
-    }
+/// Whether LLVM 22 gives a device link `-Wl,--save-temps` under
+/// `--save-temps` (`linkerSupportsLTO`): for AMDGPU and NVPTX, and for
+/// other non-GPU targets when the host linker's path ends in `lld`.
+pub fn linker_does_lto(triple: &str, linker_path: &str) -> bool {
+    is_amdgpu_triple(triple)
+        || is_nvptx_triple(triple)
+        || (!plan::is_gpu(triple) && linker_path.ends_with("lld"))
 }
 
 /// Puts linked images in the order LLVM 22 packs and bundles them: it
@@ -255,6 +269,7 @@ pub fn add_device_args(
     device_linker: &[String],
     device_compiler: &[String],
 ) {
+    // After the explicit --linker-arg values (in the command).
     for a in device_linker {
         if let Some(v) = for_triple(a, triple) {
             cmd.extend(["-Xlinker".into(), v.to_string()]);
@@ -273,17 +288,26 @@ pub fn add_device_args(
 }
 
 /// The host link's command line, after the program: the arguments in their
-/// order, with `objects` (the wrapper object) right after `-o <file>`, as
-/// LLVM 22 places them.
+/// order, with `objects` (the wrapper objects) right after `-o <file>` or
+/// lld-link's `-out:<file>`, as LLVM 22 places them (nowhere without
+/// either: LLVM's quirk).
 pub fn host_command(host: &[HostArg], objects: &[String]) -> Vec<String> {
     let mut cmd = Vec::new();
     for arg in host {
         cmd.extend(arg.render());
-        if matches!(arg, HostArg::Output(_)) {
+        if matches!(arg, HostArg::Output(_)) || lld_link_out(arg).is_some() {
             cmd.extend(objects.iter().cloned());
         }
     }
     cmd
+}
+
+/// The file of lld-link's `-out:<file>` (`/out:`).
+fn lld_link_out(arg: &HostArg) -> Option<&str> {
+    match arg {
+        HostArg::Verbatim(v) => v.strip_prefix("-out:").or_else(|| v.strip_prefix("/out:")),
+        _ => None,
+    }
 }
 
 /// The `llvm-objcopy` arguments LLVM 22 runs on the output of a
@@ -308,7 +332,8 @@ pub fn relocatable_objcopy_args(output: &str, output_md5: u64) -> Vec<String> {
     ]
 }
 
-/// The host link's output (the last `-o`; `a.out` without one).
+/// The host link's output: the last `-o`, else lld-link's `-out:`, else
+/// `a.out`.
 pub fn executable(host: &[HostArg]) -> &str {
     host.iter()
         .rev()
@@ -316,6 +341,7 @@ pub fn executable(host: &[HostArg]) -> &str {
             HostArg::Output(o) => Some(o.as_str()),
             _ => None,
         })
+        .or_else(|| host.iter().rev().find_map(lld_link_out))
         .unwrap_or("a.out")
 }
 
@@ -330,11 +356,16 @@ pub fn print_command(program: &str, args: &[String]) -> String {
     line
 }
 
-/// The OffloadBinary entry LLVM 22 packs a linked CPU image in before
-/// wrapping it: an OpenMP object with the `triple` and an empty `arch`.
-pub fn linked_image_spec(triple: &str, arch: &str, size: u64) -> ImageSpec {
+/// The OffloadBinary entry LLVM 22 packs a linked OpenMP image in before
+/// wrapping it: an object (LLVM IR under `--embed-bitcode`) with the
+/// link's `triple` and `arch` (empty for `generic`).
+pub fn linked_image_spec(triple: &str, arch: &str, bitcode: bool, size: u64) -> ImageSpec {
     ImageSpec {
-        image_kind: ImageKind::IMG_Object,
+        image_kind: if bitcode {
+            ImageKind::IMG_Bitcode
+        } else {
+            ImageKind::IMG_Object
+        },
         offload_kind: OffloadKind::OFK_OpenMP,
         flags: 0,
         strings: vec![

@@ -8,6 +8,80 @@ fn device_args_for_triples() {
     assert_eq!(for_triple("DL", t), Some("DL"));
     assert_eq!(for_triple("x86_64-unknown-linux-gnu=-a=b", t), Some("-a=b"));
     assert_eq!(for_triple("aarch64-unknown-linux-gnu=Q", t), None);
+    // Exact strings: a triple LLVM would normalize to the same is not it.
+    assert_eq!(for_triple("x86_64-unknown-linux=Q", t), None);
+    // LLVM's quirk: a triple with no value applies itself to every link.
+    assert_eq!(
+        for_triple("amdgcn-amd-amdhsa=", t),
+        Some("amdgcn-amd-amdhsa")
+    );
+    assert_eq!(
+        for_triple("amdgcn-amd-amdhsa", t),
+        Some("amdgcn-amd-amdhsa")
+    );
+    assert_eq!(for_triple("k=v", t), Some("k=v"));
+    assert_eq!(for_triple("-Lx", t), Some("-Lx"));
+}
+
+#[test]
+fn gpu_link_commands() {
+    let mut link = DeviceLink {
+        triple: "amdgcn-amd-amdhsa".into(),
+        arch: "gfx90a:xnack+".into(),
+        plugin_opts: vec!["-a".into(), "-b".into()],
+        mllvm: vec!["-a".into()],
+        lto_save_temps: true,
+        inputs: vec!["m.o".into()],
+        output: "o.img".into(),
+        executable: "x".into(),
+        ..DeviceLink::default()
+    };
+    let host = [
+        HostArg::Input("lib.a".into()),
+        HostArg::LinkerArg("LA".into()),
+    ];
+    assert_eq!(
+        link.command(&host, |_| true).join(" "),
+        "--no-default-config -o o.img -dumpdir x.amdgcn.gfx90a:xnack+.img. \
+         --target=amdgcn-amd-amdhsa -mcpu=gfx90a:xnack+ -flto -Xlinker --plugin-opt=-a \
+         -Xlinker --plugin-opt=-b -Wl,--no-undefined m.o -Xlinker -mllvm=-a \
+         -Wl,--save-temps -Xlinker LA"
+    );
+    // SPIR-V for SYCL: no --no-undefined, the sycl linker's arguments.
+    link.triple = "spirv64-unknown-unknown".into();
+    link.arch = String::new();
+    link.plugin_opts.clear();
+    link.mllvm.clear();
+    link.lto_save_temps = false;
+    link.sycl = true;
+    link.embed_bitcode = true;
+    assert_eq!(
+        link.command(&[], |_| true).join(" "),
+        "--no-default-config -o o.img -dumpdir x.spirv64..img. \
+         --target=spirv64-unknown-unknown m.o -Wl,--lto-emit-llvm --sycl-link \
+         -Xlinker -triple=spirv64-unknown-unknown -Xlinker -arch="
+    );
+    assert!(linker_does_lto("nvptx64-nvidia-cuda", "/usr/bin/ld"));
+    assert!(!linker_does_lto("x86_64-unknown-linux-gnu", "/usr/bin/ld"));
+    assert!(linker_does_lto(
+        "x86_64-unknown-linux-gnu",
+        "/usr/bin/ld.lld"
+    ));
+    assert!(!linker_does_lto("spirv64-intel", "/usr/bin/ld.lld"));
+}
+
+#[test]
+fn lld_link_output() {
+    let host = [
+        HostArg::Verbatim("-out:a.exe".into()),
+        HostArg::Input("m.obj".into()),
+    ];
+    assert_eq!(executable(&host), "a.exe");
+    assert_eq!(
+        host_command(&host, &["w.o".into()]).join(" "),
+        "-out:a.exe w.o m.obj"
+    );
+    assert_eq!(executable(&[]), "a.out");
 }
 
 #[test]
@@ -38,13 +112,11 @@ fn commands_in_llvm_order() {
         HostArg::CompilerArg("CA".into()),
     ];
     let link = DeviceLink {
-        arch: String::new(),
-        save_temps: false,
-        mllvm: Vec::new(),
         triple: "x86_64-unknown-linux-gnu".into(),
         inputs: vec!["main-x.o".into()],
         output: "out.x86_64..img".into(),
         executable: executable(&host).into(),
+        ..DeviceLink::default()
     };
     let mut cmd = link.command(&host, |f| f.ends_with(".so"));
     add_device_args(
@@ -75,7 +147,7 @@ fn commands_in_llvm_order() {
 #[test]
 fn packed_image_reads_back() {
     let img = b"\x7fELF linked image".to_vec();
-    let spec = linked_image_spec("x86_64-unknown-linux-gnu", "", img.len() as u64);
+    let spec = linked_image_spec("x86_64-unknown-linux-gnu", "", false, img.len() as u64);
     let mut out = Vec::new();
     offload_binary::layout_v1(&[spec])
         .unwrap()
@@ -106,11 +178,7 @@ fn images_sorted_like_llvm() {
     let dl = |triple: &str, arch: &str| DeviceLink {
         triple: triple.into(),
         arch: arch.into(),
-        save_temps: false,
-        mllvm: Vec::new(),
-        inputs: Vec::new(),
-        output: String::new(),
-        executable: String::new(),
+        ..DeviceLink::default()
     };
     let order = |v: &[DeviceLink]| -> Vec<String> {
         v.iter()

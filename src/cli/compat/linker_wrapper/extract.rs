@@ -1,17 +1,21 @@
-//! Which device images the link takes: those of the input objects, and of
-//! the archive members the link takes under LLVM 22's rules
-//! ([`offload_kit::link::resolve`]).
-
-use std::path::{Path, PathBuf};
+//! Reading the link's device binaries: every file the link names
+//! ([`offload_kit::link::inputs`]), in order, read as LLVM 22 reads it —
+//! ELF objects and executables, COFF objects, LLVM bitcode, raw
+//! OffloadBinaries, archives (regular, thin, nested) — each binary with
+//! its target, offload kind, and whether it is an archive's (taken only
+//! for a linked target: [`offload_kit::link::select`]).
 
 use std::io::Write;
+use std::path::Path;
 
 use super::super::Fail;
 use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, open_input};
-use offload_kit::link::resolve::{Resolver, Sym, symbols};
-use offload_kit::link::{self, HostArg};
-use offload_kit::offload_binary::{self, Budget, ImageKind, Inflate, OffloadKind, Streamed};
+use offload_kit::link::HostArg;
+use offload_kit::link::inputs::{HostFile, host_files};
+use offload_kit::link::plan::Binary;
+use offload_kit::link::select::TargetId;
+use offload_kit::offload_binary::{self, Budget, Inflate, Streamed};
 
 /// An ELF file's type (`e_type`), if it is ELF.
 fn elf_type(b: &[u8]) -> Option<u16> {
@@ -26,14 +30,36 @@ fn elf_type(b: &[u8]) -> Option<u16> {
     })
 }
 
-/// One extracted device image.
+/// `ET_DYN`: a shared object.
+const ET_DYN: u16 = 3;
+
+fn is_archive(b: &[u8]) -> bool {
+    b.starts_with(b"!<arch>\n") || b.starts_with(b"!<thin>\n")
+}
+
+/// Whether the file `path` is an archive or a shared object by its magic:
+/// what LLVM 22 copies from the host link into a CPU target's device link.
+pub(super) fn is_library(path: &str) -> bool {
+    use std::io::Read;
+    let p = Path::new(path);
+    if !p.is_file() {
+        return false;
+    }
+    let mut head = [0u8; 20];
+    let n = std::fs::File::open(p)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = &head[..n];
+    is_archive(head) || elf_type(head) == Some(ET_DYN)
+}
+
+/// One device binary of the link.
 pub(super) struct Extracted {
-    /// The object it came from (an archive member's name for members).
+    /// The file it came from (an archive member's name for members),
+    /// whose stem names its temporary file.
     pub input: String,
-    pub triple: String,
-    pub arch: String,
-    /// OpenMP, HIP or CUDA.
-    pub kind: OffloadKind,
+    /// What the plan needs: target, kind, from an archive.
+    pub binary: Binary,
     /// Where its bytes are.
     source: Source,
 }
@@ -42,7 +68,7 @@ pub(super) struct Extracted {
 /// inputs (the usual case: they are never copied into memory), the whole
 /// of a mapped temporary file (an image of a compressed OffloadBinary,
 /// streamed into it), or owned (an image whose bytes are not a slice of
-/// its input, kept in memory with the binary it came from).
+/// its input, such as one decoded from LLVM bitcode).
 enum Source {
     Slice {
         file: usize,
@@ -53,15 +79,12 @@ enum Source {
     Owned(Vec<u8>),
 }
 
-/// What the link takes: the device images, the mapped inputs their bytes
-/// lie in, and which inputs are libraries (shared objects and archives),
-/// which go to the device link.
+/// The link's device binaries, and the mapped inputs their bytes lie in.
 pub(super) struct Extraction {
     files: Vec<Input>,
     /// The temporary files images of compressed binaries were streamed to.
     inflated: Vec<Input>,
     pub images: Vec<Extracted>,
-    pub shared: Vec<String>,
 }
 
 impl Extraction {
@@ -80,118 +103,41 @@ impl Extraction {
             Source::Owned(v) => out.write_all(v),
         }
     }
-}
 
-/// Finds `-l<name>` along the `-L` directories as the host linker would.
-fn find_library(name: &str, dirs: &[&str], static_only: bool) -> Option<PathBuf> {
-    let names: Vec<String> = if let Some(exact) = name.strip_prefix(':') {
-        vec![exact.to_string()]
-    } else if static_only {
-        vec![format!("lib{name}.a")]
-    } else {
-        vec![format!("lib{name}.so"), format!("lib{name}.a")]
-    };
-    dirs.iter()
-        .flat_map(|d| names.iter().map(move |n| Path::new(d).join(n)))
-        .find(|p| p.is_file())
-}
-
-/// The files the host link reads (inputs and found libraries), in order,
-/// each with whether `--whole-archive` is on for it.
-pub(super) fn host_files(host: &[HostArg]) -> Result<Vec<(String, bool)>, Fail> {
-    let dirs: Vec<&str> = host
-        .iter()
-        .filter_map(|a| match a {
-            HostArg::LibraryPath(d) => Some(d.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut static_only = false;
-    let mut whole = false;
-    let mut files = Vec::new();
-    for arg in host {
-        match arg {
-            HostArg::Verbatim(v) => match v.as_str() {
-                "-Bstatic" | "-static" | "-dn" | "-non_shared" => static_only = true,
-                "-Bdynamic" | "-dy" | "-call_shared" => static_only = false,
-                _ => {}
-            },
-            HostArg::WholeArchive => whole = true,
-            HostArg::NoWholeArchive => whole = false,
-            HostArg::Input(f) => files.push((f.clone(), whole)),
-            HostArg::Library(l) => match find_library(l, &dirs, static_only) {
-                Some(p) => files.push((p.to_string_lossy().into_owned(), whole)),
-                None => return Err(Fail::new(format!("unable to find library -l{l}"))),
-            },
-            _ => {}
-        }
+    /// The binaries, as the plan takes them.
+    pub fn binaries(&self) -> Vec<Binary> {
+        self.images.iter().map(|e| e.binary.clone()).collect()
     }
-    Ok(files)
 }
 
-/// The device images of one object, checked: `Err` for what this slice
-/// does not link. The bytes of images of compressed binaries are streamed
-/// into temporary files, pushed to `inflated`.
+/// The innermost archive member of a found image's member path
+/// (`outer.a(inner.o)` → `inner.o`).
+fn innermost(member: &str) -> &str {
+    match (member.rfind('('), member.strip_suffix(')')) {
+        (Some(open), Some(_)) if open + 2 < member.len() => &member[open + 1..member.len() - 1],
+        _ => member,
+    }
+}
+
+/// The device binaries of one file (or thin archive member) `name`,
+/// mapped as input `file`; `lazy` for an archive's not under
+/// `--whole-archive`. Images of compressed binaries are streamed into
+/// temporary files, pushed to `inflated`.
 fn images_of(
     name: &str,
     found: &Streamed<'_>,
     (file, base): (usize, &[u8]),
-    skip_openmp: bool,
+    lazy: bool,
     inflated: &mut Vec<Input>,
 ) -> Result<Vec<Extracted>, Fail> {
     let mut out = Vec::new();
     let mut streams = Streams::new(found);
     for f in &found.images {
         let img = &f.image;
-        let triple = String::from_utf8_lossy(img.triple()).into_owned();
-        let arch = String::from_utf8_lossy(img.arch()).into_owned();
-        if skip_openmp && img.offload_kind == OffloadKind::OFK_OpenMP {
-            continue;
-        }
-        let hip = img.offload_kind == OffloadKind::OFK_HIP;
-        let cuda = img.offload_kind == OffloadKind::OFK_Cuda;
-        if img.offload_kind != OffloadKind::OFK_OpenMP && !hip && !cuda {
-            return Err(super::unsupported(&format!(
-                "'{name}': {triple} device code of kind {:?} is not supported yet \
-                 (OpenMP, HIP and CUDA only)",
-                img.offload_kind
-            )));
-        }
-        if cuda && !link::is_nvptx_triple(&triple) {
-            return Err(super::unsupported(&format!(
-                "'{name}': CUDA device code for {triple} is not supported yet (NVPTX only)"
-            )));
-        }
-        if hip && !link::is_amdgpu_triple(&triple) {
-            return Err(super::unsupported(&format!(
-                "'{name}': HIP device code for {triple} is not supported yet (AMDGPU only)"
-            )));
-        }
-        let gpu = link::is_amdgpu_triple(&triple) || link::is_nvptx_triple(&triple);
-        if !hip && !cuda && !link::is_cpu_triple(&triple) && !gpu {
-            return Err(super::unsupported(&format!(
-                "'{name}': OpenMP device code for {triple} is not supported yet \
-                 (CPU targets, AMDGPU and NVPTX only)"
-            )));
-        }
-        // Objects, or LLVM bitcode (`-foffload-lto`): clang links both, as
-        // LLVM's wrapper hands them to it (`-flto=full` comes from the
-        // driver's `--device-compiler`).
-        if !matches!(
-            img.image_kind,
-            ImageKind::IMG_Object | ImageKind::IMG_Bitcode
-        ) {
-            return Err(super::unsupported(&format!(
-                "'{name}': {triple} device code of image kind {} is not supported yet \
-                 (objects and LLVM bitcode are)",
-                img.image_kind
-            )));
-        }
-        if !(hip || cuda || gpu || arch.is_empty() || arch == "generic") {
-            return Err(super::unsupported(&format!(
-                "'{name}': {triple} device code for arch '{arch}' is not supported yet"
-            )));
-        }
+        let target = TargetId::new(
+            String::from_utf8_lossy(img.triple()),
+            String::from_utf8_lossy(img.arch()),
+        );
         let temp = streams
             .inflate_to_temp_file(f)
             .map_err(|e| match images::data_error(&e) {
@@ -216,11 +162,14 @@ fn images_of(
             },
             (None, std::borrow::Cow::Owned(v)) => Source::Owned(v.clone()),
         };
+        let input = f.member.as_deref().map_or(name, innermost).to_string();
         out.push(Extracted {
-            input: name.to_string(),
-            triple,
-            arch,
-            kind: img.offload_kind,
+            input,
+            binary: Binary {
+                target,
+                kind: img.offload_kind,
+                lazy,
+            },
             source,
         });
     }
@@ -233,7 +182,7 @@ fn slice_at(base: &[u8], sub: &[u8]) -> Option<usize> {
     (start.checked_add(sub.len())? <= base.len()).then_some(start)
 }
 
-/// The images in `bytes` (of the object `name`), spending from `budget`;
+/// The images in `bytes` (of the file `name`), spending from `budget`;
 /// those of compressed binaries pending, their data checked (streamed
 /// through), and streamed again by [`images_of`].
 fn find<'a>(name: &str, bytes: &'a [u8], budget: &Budget) -> Result<Streamed<'a>, Fail> {
@@ -241,7 +190,7 @@ fn find<'a>(name: &str, bytes: &'a [u8], budget: &Budget) -> Result<Streamed<'a>
         .map_err(|e| bad_data(name, &e))
 }
 
-/// Offloading data of the object `name` that cannot be read: LLVM's line
+/// Offloading data of the file `name` that cannot be read: LLVM's line
 /// first, as the packager drop-in prints it, then ours; past a limit of
 /// the budget (LLVM has none), ours, naming the limit and how to raise it.
 fn bad_data(name: &str, e: &offload_kit::Error) -> Fail {
@@ -258,91 +207,9 @@ fn bad_data(name: &str, e: &offload_kit::Error) -> Fail {
     }
 }
 
-/// An archive member that is an object.
-struct Member {
-    device: Vec<(String, Vec<Sym>)>,
-    images: Vec<Extracted>,
-    taken: bool,
-}
-
-impl Member {
-    fn wanted(&self, r: &Resolver) -> bool {
-        self.device.iter().any(|(t, s)| r.wanted(t, s))
-    }
-}
-
-/// The symbols of the device images `images` of one object whose bytes
-/// are `base` (with the temporary files in `inflated`).
-fn device_symbols(
-    base: &[u8],
-    inflated: &[Input],
-    images: &[Extracted],
-) -> Vec<(String, Vec<Sym>)> {
-    images
-        .iter()
-        .map(|e| {
-            let bytes = match &e.source {
-                Source::Slice { start, len, .. } => &base[*start..*start + *len],
-                Source::Inflated(k) => inflated[*k].bytes(),
-                Source::Owned(v) => v,
-            };
-            (e.triple.clone(), symbols(bytes))
-        })
-        .collect()
-}
-
-/// The object members of a (regular) archive, with their device images.
-fn members(
-    name: &str,
-    (file, bytes): (usize, &[u8]),
-    skip_openmp: bool,
-    budget: &Budget,
-    inflated: &mut Vec<Input>,
-) -> Result<Vec<Member>, Fail> {
-    let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
-    let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
-    let mut out = Vec::new();
-    for m in archive.members() {
-        let m = m.map_err(|e| bad(&e))?;
-        let data = m.data(bytes).map_err(|e| bad(&e))?;
-        if elf_type(data) != Some(1) {
-            continue;
-        }
-        let mname = String::from_utf8_lossy(m.name()).into_owned();
-        let full = format!("{name}({mname})");
-        let found = find(&full, data, budget)?;
-        let images = images_of(&mname, &found, (file, bytes), skip_openmp, inflated)?;
-        out.push(Member {
-            device: device_symbols(bytes, inflated, &images),
-            images,
-            taken: false,
-        });
-    }
-    Ok(out)
-}
-
-/// One object member whose bytes are all of input `file` (a thin
-/// archive's member file), with its device images.
-fn member(
-    mname: &str,
-    full: &str,
-    (file, data): (usize, &[u8]),
-    skip_openmp: bool,
-    budget: &Budget,
-    inflated: &mut Vec<Input>,
-) -> Result<Member, Fail> {
-    let found = find(full, data, budget)?;
-    let images = images_of(mname, &found, (file, data), skip_openmp, inflated)?;
-    Ok(Member {
-        device: device_symbols(data, inflated, &images),
-        images,
-        taken: false,
-    })
-}
-
 /// The members of a thin archive: each name as stored, and the file it
 /// names (beside the archive unless absolute).
-fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, PathBuf)>, Fail> {
+fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, Fail> {
     let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
     let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
     let mut out = Vec::new();
@@ -350,72 +217,42 @@ fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, PathBuf)>, Fail
         let m = m.map_err(|e| bad(&e))?;
         let mname = String::from_utf8_lossy(m.name()).into_owned();
         let path = crate::cli::io::thin_member_path(Path::new(name), &mname);
-        out.push((mname, path));
+        out.push((mname, path.to_string_lossy().into_owned()));
     }
     Ok(out)
 }
 
-/// Takes the members of one archive the link takes, until none more is;
-/// whether any was.
-fn take(
-    members: &mut [Member],
-    whole: bool,
-    resolver: &mut Resolver,
-    out: &mut Vec<Extracted>,
-) -> bool {
-    let mut any = false;
-    loop {
-        let mut more = false;
-        for m in members.iter_mut().filter(|m| !m.taken) {
-            if whole || m.wanted(resolver) {
-                m.taken = true;
-                more = true;
-                for (t, syms) in &m.device {
-                    resolver.add(t, syms);
-                }
-                out.append(&mut m.images);
-            }
-        }
-        if !more {
-            return any;
-        }
-        any = true;
-    }
-}
-
-/// Reads the device images the link takes, in the order the link takes
-/// them; notes which inputs are libraries (shared objects and archives),
-/// which go to the device link. With `skip_openmp`
-/// (`--override-image=openmp=`), OpenMP images are not taken, as LLVM does.
-pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Extraction, Fail> {
+/// Reads the device binaries of every file the link names, in order, as
+/// LLVM 22's wrapper does: shared objects are skipped, a library that is
+/// not found is fatal where it is met, anything unreadable in a file that
+/// holds offloading data is fatal.
+pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
     let mut out = Vec::new();
-    let mut shared = Vec::new();
-    let mut resolver = Resolver::default();
-    let mut archives = Vec::new();
     let mut inputs = Vec::new();
     let mut inflated = Vec::new();
     // One budget for every input and every binary in them.
     let budget = images::dropin_budget().map_err(Fail::new)?;
-    for (name, whole) in files {
-        if !Path::new(name).is_file() {
-            continue; // Not a file: the host linker's business.
-        }
-        let input = open_input(name)
+    for f in host_files(host) {
+        let (name, whole) = match f {
+            HostFile::File { path, whole } => (path, whole),
+            HostFile::Missing(l) => {
+                return Err(Fail::new(format!("unable to find library -l{l}")));
+            }
+        };
+        let input = open_input(&name)
             .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
+        if elf_type(input.bytes()) == Some(ET_DYN) {
+            continue; // LLVM takes no device code from shared objects.
+        }
         budget.add_input(input.bytes().len() as u64);
         inputs.push(input);
         let file = inputs.len() - 1;
         let bytes = inputs[file].bytes();
-        if bytes.starts_with(b"!<thin>\n") || bytes.starts_with(b"!<arch>\n") {
-            // Archives go to the device link too, as LLVM passes them.
-            shared.push(name.clone());
-        }
+        let lazy = is_archive(bytes) && !whole;
         if bytes.starts_with(b"!<thin>\n") {
             // The members are files beside the archive, read (and mapped)
             // as LLVM reads them.
-            let mut objects = Vec::new();
-            for (mname, path) in thin_members(name, bytes)? {
-                let path = path.to_string_lossy().into_owned();
+            for (mname, path) in thin_members(&name, bytes)? {
                 // LLVM's line names the member; the note, where it was looked for.
                 let member = Input::open(&path).map_err(|e| {
                     Fail::with_note(
@@ -423,57 +260,62 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
                         format!("'{path}': a member of the thin archive '{name}'"),
                     )
                 })?;
-                if elf_type(member.bytes()) == Some(1) {
-                    budget.add_input(member.bytes().len() as u64);
-                    inputs.push(member);
-                    objects.push((mname, inputs.len() - 1));
+                if elf_type(member.bytes()) == Some(ET_DYN) {
+                    continue;
                 }
-            }
-            let mut members = Vec::with_capacity(objects.len());
-            for (mname, file) in objects {
+                budget.add_input(member.bytes().len() as u64);
+                inputs.push(member);
+                let file = inputs.len() - 1;
                 let data = inputs[file].bytes();
                 let full = format!("{name}({mname})");
-                members.push(member(
+                let found = find(&full, data, &budget)?;
+                out.extend(images_of(
                     &mname,
-                    &full,
+                    &found,
                     (file, data),
-                    skip_openmp,
-                    &budget,
+                    lazy,
                     &mut inflated,
                 )?);
             }
-            take(&mut members, *whole, &mut resolver, &mut out);
-            archives.push((members, *whole));
             continue;
         }
-        if bytes.starts_with(b"!<arch>\n") {
-            let mut members = members(name, (file, bytes), skip_openmp, &budget, &mut inflated)?;
-            take(&mut members, *whole, &mut resolver, &mut out);
-            archives.push((members, *whole));
-            continue;
-        }
-        match elf_type(bytes) {
-            Some(3) => shared.push(name.clone()),
-            Some(1) => {
-                let found = find(name, bytes, &budget)?;
-                let images = images_of(name, &found, (file, bytes), skip_openmp, &mut inflated)?;
-                for (t, syms) in device_symbols(bytes, &inflated, &images) {
-                    resolver.add(&t, &syms);
-                }
-                out.extend(images);
-            }
-            _ => {}
-        }
+        let found = find(&name, bytes, &budget)?;
+        out.extend(images_of(
+            &name,
+            &found,
+            (file, bytes),
+            lazy,
+            &mut inflated,
+        )?);
     }
-    // LLVM scans the archives again while any member is taken.
-    while archives
-        .iter_mut()
-        .any(|(m, whole)| take(m, *whole, &mut resolver, &mut out))
-    {}
     Ok(Extraction {
         files: inputs,
         inflated,
         images: out,
-        shared,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_names() {
+        assert_eq!(innermost("m.o"), "m.o");
+        assert_eq!(innermost("lib.a(m.o)"), "m.o");
+        assert_eq!(innermost("b.a(c.a)(d.o)"), "d.o");
+        assert_eq!(innermost("x()"), "x()");
+    }
+
+    #[test]
+    fn kinds_of_files() {
+        assert!(is_archive(b"!<arch>\nxyz"));
+        assert!(is_archive(b"!<thin>\n"));
+        let mut elf = vec![0x7f, b'E', b'L', b'F', 2, 1];
+        elf.resize(20, 0);
+        elf[16] = 1;
+        assert_eq!(elf_type(&elf), Some(1));
+        elf[16] = 3;
+        assert_eq!(elf_type(&elf), Some(ET_DYN));
+    }
 }

@@ -1,7 +1,8 @@
 //! `clang-linker-wrapper`: LLVM 22's command line (the wrapper's options
-//! mixed with the host linker's), for OpenMP offloading to CPU targets and
-//! HIP to AMDGPU.
-//! What this slice does not do yet is refused with one error line.
+//! mixed with the host linker's) and its job, run in LLVM's three phases:
+//! read the device input ([`extract`], with the library's
+//! `link::inputs`), link and wrap ([`run`], planned by `link::plan`), run
+//! the host linker. What it does not do is refused with one error line.
 
 mod extract;
 mod run;
@@ -29,6 +30,14 @@ pub(crate) struct Opts {
     pub relocatable: bool,
     /// `-mllvm <option>` values, in order: passed to every device link.
     pub mllvm: Vec<String>,
+    /// `-mllvm` and `--offload-opt=` values, in command-line order: the
+    /// device links' LTO plugin options.
+    pub plugin_opts: Vec<String>,
+    /// `--should-extract=<arch>[,<arch>…]`: archive members of these
+    /// archs are linked even when no object has their target.
+    pub should_extract: Vec<String>,
+    /// `--embed-bitcode`: the device links write LLVM IR, packed as such.
+    pub embed_bitcode: bool,
     /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
     pub cuda_path: Option<String>,
     /// `--emit-fatbin-only`: the HIP or CUDA fat binary is the output (no
@@ -46,19 +55,11 @@ pub(crate) struct Opts {
 
 /// Options LLVM 22's tool has that this slice refuses, with why.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("embed-bitcode", "--embed-bitcode is not supported (no LTO)"),
     (
         "print-wrapped-module",
-        "--print-wrapped-module is not supported (no IR)",
+        "--print-wrapped-module is not supported (offload-kit writes the wrapper object \
+         directly, with no LLVM IR to print)",
     ),
-    (
-        "mllvm",
-        "-mllvm=<option> is not supported yet (give -mllvm <option>)",
-    ),
-    ("offload-opt", "--offload-opt is not supported (no LTO)"),
-    ("whole-program", "--whole-program is not supported (no LTO)"),
-    ("triple", "--triple is not supported yet"),
-    ("arch", "--arch is not supported yet"),
     (
         "wrapper-time-trace",
         "--wrapper-time-trace is not supported",
@@ -84,8 +85,8 @@ fn split(arg: &str) -> Option<(&str, Option<&str>)> {
 fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
-        "offload-kit's clang-linker-wrapper does OpenMP offloading to CPU, AMDGPU and \
-         NVPTX targets, HIP to AMDGPU and CUDA to NVPTX only (see the README)",
+        "offload-kit's clang-linker-wrapper wraps OpenMP, HIP and CUDA device code for \
+         ELF hosts (see the README)",
     )
 }
 
@@ -109,6 +110,12 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
         if arg == "--" {
             // LLVM 22 forwards the `--` itself to the host linker.
             after_dashes = true;
+            o.host.push(HostArg::Verbatim(arg.clone()));
+            continue;
+        }
+        // lld-link's forms (Windows hosts) go to the host linker as they
+        // are; `-libpath:` is a search directory too.
+        if lld_link_style(arg) {
             o.host.push(HostArg::Verbatim(arg.clone()));
             continue;
         }
@@ -140,7 +147,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             continue;
         }
         if arg == "-mllvm" {
-            o.mllvm.push(value(&mut it, None, "-mllvm")?);
+            let v = value(&mut it, None, "-mllvm")?;
+            o.mllvm.push(v.clone());
+            o.plugin_opts.push(v);
             continue;
         }
         let Some((name, v)) = split(arg) else {
@@ -198,8 +207,16 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
                     }
                 };
             }
-            // Names GPU architectures to extract: nothing for CPU targets.
-            "should-extract" => drop(value(&mut it, v, arg)?),
+            "should-extract" => {
+                let v = value(&mut it, v, arg)?;
+                o.should_extract.extend(v.split(',').map(str::to_string));
+            }
+            "offload-opt" => o.plugin_opts.push(value(&mut it, v, arg)?),
+            "embed-bitcode" => o.embed_bitcode = true,
+            // LTO visibility, and the device target of the derived
+            // arguments: no effect on what LLVM 22 runs.
+            "whole-program" => {}
+            "triple" | "arch" => drop(value(&mut it, v, arg)?),
             "output" => o.host.push(HostArg::Output(value(&mut it, v, arg)?)),
             "library-path" | "library" => {
                 o.host.push(HostArg::LibraryPath(value(&mut it, v, arg)?));
@@ -227,6 +244,22 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
     Ok(Some(o))
 }
 
+/// Whether `arg` is one of lld-link's `-name:value` options that the
+/// wrapper's own parser would misread (`-libpath:` as `-l ibpath:`,
+/// `-out:` as an unknown option is fine but named here for clarity).
+fn lld_link_style(arg: &str) -> bool {
+    [
+        "-libpath:",
+        "/libpath:",
+        "-out:",
+        "/out:",
+        "-wholearchive",
+        "/wholearchive",
+    ]
+    .iter()
+    .any(|p| arg.starts_with(p))
+}
+
 /// An argument after `--`: the host linker's, still sorted so that the
 /// device link gets what LLVM gives it.
 fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
@@ -247,11 +280,11 @@ fn classify_host(arg: &str, it: &mut std::slice::Iter<'_, String>) -> HostArg {
 fn help_text() -> String {
     "OVERVIEW: offload-kit as clang-linker-wrapper (LLVM 22 compatible)\n\
      \n\
-     Extracts the OpenMP device images of CPU, AMDGPU and NVPTX offloading targets\n\
-     (objects or LLVM bitcode), the HIP device images of AMDGPU and the CUDA\n\
-     device images of NVPTX from the input objects, links them with clang (HIP:\n\
-     bundled by clang-offload-bundler; CUDA: packed by CUDA's fatbinary), wraps\n\
-     them in process and runs the host linker.\n\
+     Reads the device images of the inputs (ELF and COFF objects, LLVM bitcode,\n\
+     raw OffloadBinaries, archive members for a linked target), links each device\n\
+     target with clang, bundles each offload kind (OpenMP: OffloadBinaries; HIP:\n\
+     clang-offload-bundler; CUDA: CUDA's fatbinary), wraps each kind in process\n\
+     and runs the host linker.\n\
      \n\
      USAGE: clang-linker-wrapper [options] -- <options to passed to the linker>\n\
      \n\
@@ -265,27 +298,31 @@ fn help_text() -> String {
      \x20 --device-linker=<value> or <triple>=<value>\n\
      \x20                         Arguments to pass to the device linker invocation\n\
      \x20 --dry-run               Print program arguments without running\n\
-     \x20 --emit-fatbin-only      Write the CUDA or HIP fat binary to -o (no host link)\n\
+     \x20 --embed-bitcode         The device links write LLVM IR (packed as such)\n\
+     \x20 --emit-fatbin-only      Write the bundled device code to -o (no host link)\n\
      \x20 --host-triple=<triple>  Triple to use for the host compilation\n\
      \x20 --linker-arg=<value>    An extra argument to be passed to the linker\n\
      \x20 --linker-path=<path>    The linker executable to invoke\n\
      \x20 -L <dir>                Add <dir> to the library search path\n\
      \x20 -mllvm <option>         An LLVM option for the device links (not checked\n\
      \x20                         against LLVM's options, as LLVM does)\n\
+     \x20 --offload-opt=<option>  An LLVM option for the device links' LTO\n\
      \x20 -l <libname>            Search for library <libname>\n\
      \x20 -o <path>               Path to file to write output\n\
-     \x20 -r, --relocatable       Relocatable host link (OpenMP): the images are kept\n\
-     \x20                         in .llvm.offloading.relocatable, the entries renamed\n\
+     \x20 -r, --relocatable       Relocatable host link: the entry table renamed\n\
      \x20 --save-temps            Save intermediate results\n\
-     \x20 --should-extract=<arch> Accepted (GPU architectures: no effect)\n\
-     \x20 --wrapper-jobs=<number> Run up to <number> device links at once (one per\n\
-     \x20                         target triple; `jobserver`: one per CPU)\n\
+     \x20 --should-extract=<arch> Link archive members of <arch> even when no\n\
+     \x20                         object has that target\n\
+     \x20 --sysroot=<dir>         Where -L=<dir> directories are\n\
+     \x20 --wrapper-jobs=<number> Run up to <number> device links at once\n\
+     \x20                         (`jobserver`: one per CPU)\n\
      \x20 --wrapper-verbose       Verbose output from tools\n\
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported yet (refused): -r for HIP and CUDA, -mllvm=<option>,\n\
-     SPIR-V targets, two offload kinds in one link, LTO options.\n\
+     Not supported (refused): SYCL images (no SYCL registration object),\n\
+     --print-wrapped-module (no IR), --override-image of other kinds,\n\
+     non-ELF hosts, --wrapper-time-trace.\n\
      \n\
      ENVIRONMENT:\n\
      \x20 OFFLOAD_KIT_MAX_UNCOMPRESSED=<size>\n\
@@ -302,7 +339,7 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Ok(None) => return ExitCode::SUCCESS,
         Err(f) => return f.report(argv0),
     };
-    match run::run(argv0, &opts) {
+    match run::run(&opts) {
         Ok(code) => code,
         Err(f) => f.report(argv0),
     }

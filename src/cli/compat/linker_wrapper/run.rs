@@ -9,11 +9,12 @@ use std::process::{Command, ExitCode};
 
 use super::super::Fail;
 use super::Opts;
-use super::extract::{extract, host_files};
-use super::wrapping::{wrap_fatbin, wrap_images};
+use super::extract::{extract, is_library};
+use super::wrapping::{pack_image, wrap_fatbin, wrap_images};
 use crate::cli::io::{Input, Output};
-use offload_kit::link::{self, DeviceLink};
+use offload_kit::link::{self, DeviceLink, plan};
 use offload_kit::llvm::path::{file_name, stem};
+use offload_kit::llvm::triple::{Arch, ObjectFormat, Triple};
 use offload_kit::offload_binary::OffloadKind;
 use offload_kit::wrap::Kind;
 
@@ -93,34 +94,49 @@ pub(super) fn io_fail(name: &str, e: &std::io::Error) -> Fail {
     Fail::new(format!("'{name}': {}", crate::cli::io::strerror(e)))
 }
 
-/// The device compiler: `clang` next to the name we were run under, else
-/// the clang that ran us (our parent process), else `clang` next to our
-/// executable or on `PATH`, as LLVM looks for it; last, `clang-22` on
-/// `PATH` (Debian puts only the versioned name there).
-fn find_clang(argv0: &str) -> Option<String> {
+/// A program LLVM 22's wrapper runs (`clang`, `clang-offload-bundler`,
+/// `llvm-objcopy`), found as LLVM finds it — in the directory of the
+/// running executable (symlinks resolved), then on `PATH` — with the
+/// directory LLVM's own wrapper would run from in between: that of the
+/// clang that ran us (our parent process, as `clang -B<dir>` runs the
+/// wrapper), since offload-kit is seldom installed beside clang. Last,
+/// `<name>-22` on `PATH` (Debian puts only the versioned names there).
+fn find_program(name: &str) -> Option<String> {
     let mut candidates = Vec::new();
-    if argv0.contains('/') {
-        candidates.push(Path::new(argv0).with_file_name("clang"));
+    if let Ok(me) = std::env::current_exe() {
+        let me = me.canonicalize().unwrap_or(me);
+        candidates.push(me.with_file_name(name));
     }
+    // Where LLVM's own wrapper would be: beside the clang that ran us.
     let parent = format!("/proc/{}/exe", std::os::unix::process::parent_id());
     if let Ok(p) = std::fs::read_link(parent)
         && file_name(&p.to_string_lossy()).starts_with("clang")
         && !file_name(&p.to_string_lossy()).contains("linker-wrapper")
         && std::env::current_exe().ok().as_ref() != Some(&p)
     {
-        candidates.push(p);
+        candidates.push(p.with_file_name(name));
     }
-    if let Ok(me) = std::env::current_exe() {
-        candidates.push(me.with_file_name("clang"));
+    let path = std::env::var_os("PATH");
+    if let Some(path) = &path {
+        candidates.extend(std::env::split_paths(path).map(|d| d.join(name)));
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang")));
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("clang-22")));
+    if let Some(path) = &path {
+        candidates.extend(std::env::split_paths(path).map(|d| d.join(format!("{name}-22"))));
     }
     candidates
         .into_iter()
         .find(|p| p.is_file())
         .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// [`find_program`], or under `--dry-run` the bare name (as LLVM prints
+/// it), or LLVM's error.
+fn program(o: &Opts, name: &str) -> Result<String, Fail> {
+    match find_program(name) {
+        Some(p) => Ok(p),
+        None if o.dry_run => Ok(name.to_string()),
+        None => Err(Fail::new(format!("Unable to find '{name}' in path"))),
+    }
 }
 
 /// Runs (or with `--dry-run` only prints) one command; a failure is
@@ -188,143 +204,154 @@ fn run_all(o: &Opts, clang: &str, commands: &[Vec<String>]) -> Result<(), Fail> 
     Ok(())
 }
 
-/// The whole job. `Ok` holds the exit code.
-pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
+/// The whole job, in LLVM 22's three phases: read the device input, link
+/// each target and bundle and wrap each offload kind, run the host
+/// linker. `Ok` holds the exit code.
+pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
     let host_triple = o
         .host_triple
         .clone()
         .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
-    let files = host_files(&o.host)?;
-    let found = extract(&files, !o.override_images.is_empty())?;
-    let (images, shared) = (&found.images, &found.shared);
     let exe = link::executable(&o.host).to_string();
     let exe_name = file_name(&exe).to_string();
     let mut temps = Temps {
         files: Vec::new(),
         keep: o.save_temps,
     };
-    let mut wrapper_objects = Vec::new();
+    // With --override-image, LLVM reads no device input at all.
+    let found = if o.override_images.is_empty() {
+        Some(extract(&o.host)?)
+    } else {
+        None
+    };
+    let binaries = found.as_ref().map(|f| f.binaries()).unwrap_or_default();
+    let links = plan::links(&binaries, &o.should_extract);
+    let mut commands = Vec::new();
     let mut linked = Vec::new();
-    if o.relocatable && images.iter().any(|e| e.kind != OffloadKind::OFK_OpenMP) {
-        return Err(super::unsupported(
-            "relocatable links (-r) of HIP or CUDA device code are not supported yet",
-        ));
-    }
-    if !images.is_empty() {
-        let clang = find_clang(argv0).ok_or_else(|| {
-            Fail::with_note(
-                "unable to find 'clang' for the device link",
-                "put clang next to clang-linker-wrapper or on PATH",
-            )
-        })?;
-        // One device link per triple and architecture, in the order they
-        // are first met (LLVM's order); HIP and OpenMP are not mixed.
-        let mut groups: Vec<(&str, &str)> = Vec::new();
-        fn arch_of(e: &super::extract::Extracted) -> &str {
-            if e.arch == "generic" { "" } else { &e.arch }
+    let clang = if links.is_empty() {
+        String::new()
+    } else {
+        program(o, "clang")?
+    };
+    let linker_path = o.linker_path.as_deref().unwrap_or("");
+    for l in &links {
+        if let Err(msg) = plan::check(l, &binaries) {
+            // The links before it have run, as LLVM runs them in order.
+            run_all(o, &clang, &commands)?;
+            return Err(Fail::new(msg));
         }
-        for e in images {
-            let key = (e.triple.as_str(), arch_of(e));
-            if !groups.contains(&key) {
-                groups.push(key);
-            }
-        }
-        let kind = images[0].kind;
-        if images.iter().any(|e| e.kind != kind) {
-            return Err(super::unsupported(
-                "device code of two offload kinds (OpenMP, HIP, CUDA) in one link is not \
-                 supported yet",
-            ));
-        }
-        let mut commands = Vec::new();
-        for (triple, arch) in groups {
-            let mut inputs = Vec::new();
-            for e in images
-                .iter()
-                .filter(|e| e.triple == triple && arch_of(e) == arch)
-            {
-                let prefix = format!("{}-{}-{}", stem(&e.input), e.triple, e.arch);
+        let mut inputs = Vec::new();
+        if let Some(found) = &found {
+            for &i in &l.members {
+                let e = &found.images[i];
+                let t = &e.binary.target;
+                let prefix = format!("{}-{}-{}", stem(&e.input), t.triple, t.arch);
                 inputs.push(temps.create_with(&prefix, ".o", |f, name| {
                     found.write(e, f).map_err(|err| io_fail(name, &err))
                 })?);
             }
-            let mut dl = DeviceLink {
-                triple: triple.to_string(),
-                arch: arch.to_string(),
-                save_temps: o.save_temps,
-                mllvm: o.mllvm.clone(),
-                inputs,
-                output: String::new(),
-                executable: exe.clone(),
-            };
-            let prefix = format!("{exe_name}.{}.{arch}", dl.arch_name());
-            dl.output = temps.reserve(&prefix, ".img")?;
-            let mut cmd = dl.command(&o.host, |f| shared.iter().any(|s| s == f));
-            link::add_device_args(
-                &mut cmd,
-                triple,
-                &o.host,
-                &o.device_linker,
-                &o.device_compiler,
-            );
-            commands.push(cmd);
-            linked.push(dl);
         }
-        run_all(o, &clang, &commands)?;
-        link::sort_like_llvm(&mut linked);
-        // HIP and CUDA: the images packed into one fat binary, which the
-        // wrapper object registers (or which is the output).
-        let packed = if kind == OffloadKind::OFK_HIP {
-            // Bundled by the bundler, as LLVM runs it.
-            let hipfb = temps.reserve(&exe_name, ".hipfb")?;
-            let bundler = find_bundler(argv0, &clang);
-            let args = bundle_command(o, &linked, &hipfb);
-            execute(o, "clang-offload-bundler", &bundler, &args)?;
-            Some((hipfb, Kind::Hip, "hip"))
-        } else if kind == OffloadKind::OFK_Cuda {
-            // Packed by CUDA's fatbinary.
-            let fatbin = temps.reserve(&exe_name, ".fatbin")?;
-            let program = match &o.cuda_path {
-                Some(dir) => Path::new(dir)
-                    .join("bin")
-                    .join("fatbinary")
-                    .to_string_lossy()
-                    .into_owned(),
-                None => "fatbinary".to_string(),
-            };
-            execute(
-                o,
-                "fatbinary",
-                &program,
-                &fatbinary_command(&linked, &fatbin),
-            )?;
-            Some((fatbin, Kind::Cuda, "cuda"))
-        } else {
-            None
+        let triple = l.target.triple.clone();
+        let mut dl = DeviceLink {
+            lto_save_temps: o.save_temps && link::linker_does_lto(&triple, linker_path),
+            plugin_opts: o.plugin_opts.clone(),
+            mllvm: o.mllvm.clone(),
+            embed_bitcode: o.embed_bitcode,
+            sycl: l.kinds.contains(&OffloadKind::OFK_SYCL),
+            inputs,
+            executable: exe.clone(),
+            arch: l.arch().to_string(),
+            triple,
+            output: String::new(),
         };
-        if let Some((fatbin, wrap_kind, kind_name)) = packed {
-            if o.emit_fatbin_only {
-                return emit_fatbin(o, &fatbin, &exe);
+        let prefix = format!("{exe_name}.{}.{}", dl.arch_name(), dl.arch);
+        dl.output = temps.reserve(&prefix, ".img")?;
+        let mut cmd = dl.command(&o.host, is_library);
+        link::add_device_args(
+            &mut cmd,
+            &dl.triple,
+            &o.host,
+            &o.device_linker,
+            &o.device_compiler,
+        );
+        commands.push(cmd);
+        linked.push(dl);
+    }
+    run_all(o, &clang, &commands)?;
+    // Each kind's images bundled, then wrapped (or written out with
+    // --emit-fatbin-only), in the order the kinds were first recorded.
+    let mut wrapper_objects = Vec::new();
+    for kind in plan::kind_order(&links) {
+        let mut images: Vec<DeviceLink> = links
+            .iter()
+            .zip(&linked)
+            .filter(|(l, _)| l.kinds.contains(&kind))
+            .map(|(_, dl)| dl.clone())
+            .collect();
+        link::sort_like_llvm(&mut images);
+        let (bundle, wrap_kind) = match kind {
+            OffloadKind::OFK_OpenMP => {
+                if o.emit_fatbin_only {
+                    if images.len() != 1 {
+                        return Err(Fail::new(
+                            "Expected a single bundled image for direct fat binary output",
+                        ));
+                    }
+                    let packed = temps.create_with(&exe_name, ".openmp.bundle", |f, name| {
+                        pack_image(o, &images[0], (f, name))
+                    })?;
+                    emit_fatbin(o, &packed, &exe)?;
+                    continue;
+                }
+                let prefix = format!("{exe_name}.openmp.image.wrapper");
+                let object = temps.create_with(&prefix, ".o", |f, name| {
+                    wrap_images(o, &host_triple, &images, (f, name))
+                })?;
+                wrapper_objects.push(object);
+                continue;
             }
-            let prefix = format!("{exe_name}.{kind_name}.image.wrapper");
-            let object = temps.create_with(&prefix, ".o", |f, name| {
-                wrap_fatbin(&host_triple, wrap_kind, &fatbin, o.dry_run, (f, name))
-            })?;
-            wrapper_objects.push(object);
-            linked.clear();
+            OffloadKind::OFK_HIP => {
+                // Bundled by the bundler, as LLVM runs it.
+                let hipfb = temps.reserve(&exe_name, ".hipfb")?;
+                let bundler = program(o, "clang-offload-bundler")?;
+                let args = bundle_command(o, &images, &hipfb);
+                execute(o, "clang-offload-bundler", &bundler, &args)?;
+                (hipfb, Kind::Hip)
+            }
+            OffloadKind::OFK_Cuda => {
+                // Packed by CUDA's fatbinary.
+                let fatbin = temps.reserve(&exe_name, ".fatbin")?;
+                let program = find_fatbinary(o)?;
+                let args = fatbinary_command(&host_triple, &images, &fatbin);
+                execute(o, "fatbinary", &program, &args)?;
+                (fatbin, Kind::Cuda)
+            }
+            _ => {
+                return Err(super::unsupported(&format!(
+                    "device code of offload kind {kind} (SYCL) cannot be wrapped yet: \
+                     offload-kit has no SYCL registration object"
+                )));
+            }
+        };
+        if o.emit_fatbin_only {
+            emit_fatbin(o, &bundle, &exe)?;
+            continue;
         }
-    }
-    if o.emit_fatbin_only {
-        return Err(Fail::new(
-            "--emit-fatbin-only: no CUDA or HIP device code in the inputs",
-        ));
-    }
-    if !linked.is_empty() || !o.override_images.is_empty() {
-        let prefix = format!("{exe_name}.openmp.image.wrapper");
+        let prefix = format!("{exe_name}.{}.image.wrapper", kind.name());
         let object = temps.create_with(&prefix, ".o", |f, name| {
-            wrap_images(o, &host_triple, &linked, (f, name))
+            wrap_fatbin(&host_triple, wrap_kind, &bundle, o.dry_run, (f, name))
         })?;
         wrapper_objects.push(object);
+    }
+    if !o.override_images.is_empty() {
+        let prefix = format!("{exe_name}.openmp.image.wrapper");
+        let object = temps.create_with(&prefix, ".o", |f, name| {
+            wrap_images(o, &host_triple, &[], (f, name))
+        })?;
+        wrapper_objects.push(object);
+    }
+    if o.emit_fatbin_only {
+        return Ok(ExitCode::SUCCESS);
     }
     let Some(linker) = &o.linker_path else {
         return Err(Fail::new("linker path missing, must pass 'linker-path'"));
@@ -332,6 +359,11 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
     let cmd = link::host_command(&o.host, &wrapper_objects);
     execute(o, file_name(linker), linker, &cmd)?;
     if o.relocatable {
+        if Triple::parse(&host_triple).object_format() == ObjectFormat::Coff {
+            return Err(Fail::new(
+                "Relocatable linking is not supported on COFF targets",
+            ));
+        }
         // As LLVM: the output's images and entry table renamed by
         // llvm-objcopy, the suffix from the output's MD5.
         let md5 = if o.dry_run {
@@ -339,52 +371,32 @@ pub(super) fn run(argv0: &str, o: &Opts) -> Result<ExitCode, Fail> {
         } else {
             offload_kit::bundle::ccob::truncated_md5(open(&exe)?.bytes())
         };
-        let objcopy = find_beside_clang(argv0, "llvm-objcopy");
+        let objcopy = program(o, "llvm-objcopy")?;
         let args = link::relocatable_objcopy_args(&exe, md5);
         execute(o, "llvm-objcopy", &objcopy, &args)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// An LLVM tool LLVM's wrapper runs from its own directory: beside the
-/// device compiler (clang), else on `PATH` (also as `<name>-22`).
-fn find_beside_clang(argv0: &str, name: &str) -> String {
-    let mut candidates = Vec::new();
-    if let Some(clang) = find_clang(argv0) {
-        candidates.push(Path::new(&clang).with_file_name(name));
+/// CUDA's `fatbinary`, as LLVM 22 finds it: in `--cuda-path`'s `bin`,
+/// then on `PATH` (the bare name under `--dry-run`).
+fn find_fatbinary(o: &Opts) -> Result<String, Fail> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(root) = &o.cuda_path {
+        dirs.push(Path::new(root).join("bin"));
     }
     if let Some(path) = std::env::var_os("PATH") {
-        for d in std::env::split_paths(&path) {
-            candidates.push(d.join(name));
-            candidates.push(d.join(format!("{name}-22")));
-        }
+        dirs.extend(std::env::split_paths(&path));
     }
-    candidates
-        .into_iter()
+    match dirs
+        .iter()
+        .map(|d| d.join("fatbinary"))
         .find(|p| p.is_file())
-        .map_or_else(|| name.to_string(), |p| p.to_string_lossy().into_owned())
-}
-
-/// The bundler LLVM runs for HIP: `clang-offload-bundler` next to the name
-/// we were run under (offload-kit's own, among the links
-/// `install-links` makes), else next to the device compiler, else on
-/// `PATH` (`clang-offload-bundler-22` too, Debian's name there).
-fn find_bundler(argv0: &str, clang: &str) -> String {
-    let mut candidates = Vec::new();
-    if argv0.contains('/') {
-        candidates.push(Path::new(argv0).with_file_name("clang-offload-bundler"));
+    {
+        Some(p) => Ok(p.to_string_lossy().into_owned()),
+        None if o.dry_run => Ok("fatbinary".into()),
+        None => Err(Fail::new("Unable to find 'fatbinary' in path")),
     }
-    candidates.push(Path::new(clang).with_file_name("clang-offload-bundler"));
-    if let Some(path) = std::env::var_os("PATH") {
-        for d in std::env::split_paths(&path) {
-            candidates.push(d.join("clang-offload-bundler"));
-            candidates.push(d.join("clang-offload-bundler-22"));
-        }
-    }
-    candidates.into_iter().find(|p| p.is_file()).map_or_else(
-        || "clang-offload-bundler".into(),
-        |p| p.to_string_lossy().into_owned(),
-    )
 }
 
 /// LLVM 22's bundler command for HIP: a 4 KiB-aligned object bundle of
@@ -402,7 +414,7 @@ fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> 
     targets.extend(
         linked
             .iter()
-            .map(|dl| format!("hip-amdgcn-amd-amdhsa--{}", dl.arch)),
+            .map(|dl| format!("hip-{}--{}", dl.triple, dl.arch)),
     );
     cmd.push(targets.join(","));
     cmd.push("-input=/dev/null".into());
@@ -413,23 +425,39 @@ fn bundle_command(o: &Opts, linked: &[DeviceLink], output: &str) -> Vec<String> 
 
 /// `--emit-fatbin-only`: copies the fat binary to the output (`-o`),
 /// through a temporary file renamed at the end (nothing with `--dry-run`).
-fn emit_fatbin(o: &Opts, fatbin: &str, output: &str) -> Result<ExitCode, Fail> {
+fn emit_fatbin(o: &Opts, fatbin: &str, output: &str) -> Result<(), Fail> {
     if o.dry_run {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let input = open(fatbin)?;
     let io = |e: std::io::Error| io_fail(output, &e);
     let mut out = Output::create(Path::new(output)).map_err(io)?;
     input.copy_to(input.bytes(), &mut out).map_err(io)?;
-    out.commit().map_err(io)?;
-    Ok(ExitCode::SUCCESS)
+    out.commit().map_err(io)
 }
 
-/// LLVM 22's `fatbinary` command for CUDA: each linked image (a cubin) as
-/// `--image3=kind=elf,sm=<N>`, in the order of `linked`.
-fn fatbinary_command(linked: &[DeviceLink], output: &str) -> Vec<String> {
+/// LLVM 22's `fatbinary` command for CUDA: `-64` or `-32` as the host
+/// is, and each linked image (a cubin) as `--image3=kind=elf,sm=<N>`, in
+/// the order of `linked`.
+fn fatbinary_command(host_triple: &str, linked: &[DeviceLink], output: &str) -> Vec<String> {
+    let bits32 = matches!(
+        Triple::parse(host_triple).arch(),
+        Arch::X86
+            | Arch::Arm
+            | Arch::Armeb
+            | Arch::Thumb
+            | Arch::Thumbeb
+            | Arch::Ppc
+            | Arch::Ppcle
+            | Arch::Mips
+            | Arch::Mipsel
+            | Arch::Riscv32
+            | Arch::Sparc
+            | Arch::Sparcel
+            | Arch::Wasm32
+    );
     let mut cmd = vec![
-        "-64".to_string(),
+        if bits32 { "-32" } else { "-64" }.to_string(),
         "--create".to_string(),
         output.to_string(),
     ];

@@ -60,7 +60,12 @@ pub(super) fn wrap_images(
         } else {
             open(&dl.output)?
         };
-        let spec = link::linked_image_spec(&dl.triple, &dl.arch, img.bytes().len() as u64);
+        let spec = link::linked_image_spec(
+            &dl.triple,
+            &dl.arch,
+            o.embed_bitcode,
+            img.bytes().len() as u64,
+        );
         inputs.push((img, &dl.output, spec));
     }
     for name in overrides {
@@ -113,4 +118,27 @@ pub(super) fn wrap_images(
         .ok_or_else(|| cannot(&"an image is missing from the layout"))?;
     let payload = |i: usize| inputs.get(i).map(|(img, _, _)| (img, img.bytes()));
     write_pieces(&layout, payload, out).map_err(|e| io_fail(out_name, &e))
+}
+
+/// `--emit-fatbin-only` for OpenMP: the one linked image packed as LLVM
+/// packs it (an OffloadBinary), written to `out`.
+pub(super) fn pack_image(
+    o: &Opts,
+    dl: &DeviceLink,
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
+    let img = if o.dry_run {
+        Input::from_vec(Vec::new())
+    } else {
+        open(&dl.output)?
+    };
+    let spec = link::linked_image_spec(
+        &dl.triple,
+        &dl.arch,
+        o.embed_bitcode,
+        img.bytes().len() as u64,
+    );
+    let (layout, _) = offload_binary::layout_v1_one(&spec)
+        .map_err(|e| Fail::new(format!("'{out_name}': {e}")))?;
+    write_pieces(&layout, |_| Some((&img, img.bytes())), out).map_err(|e| io_fail(out_name, &e))
 }
