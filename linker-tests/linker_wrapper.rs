@@ -987,6 +987,118 @@ fn lto_static_library() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
+/// OpenMP and HIP device code in one program: OpenMP objects for the
+/// host CPU and a HIP object for gfx90a (with the recording HIP runtime),
+/// linked by plain `clang -fopenmp` through each wrapper. The same
+/// commands (an x86_64 link, a gfx90a link, the bundler, the host link
+/// with an OpenMP and a HIP wrapper object), the same program bytes, and
+/// when run: the HIP fat binary and its kernel registered, the four
+/// target regions run on the offload device, the same output.
+fn mixed_openmp_hip() -> Result<(), Failed> {
+    let fx = fixture()?;
+    let dir = tempdir();
+    let d = dir.path();
+    let hip = [
+        "--offload-new-driver",
+        "-fgpu-rdc",
+        "-x",
+        "hip",
+        "-nogpuinc",
+        "--offload-arch=gfx90a",
+        "-nogpulib",
+        "-c",
+    ];
+    let mut a: Vec<String> = hip.iter().map(|s| (*s).to_string()).collect();
+    a.extend([
+        src("hip.hip").to_string_lossy().into_owned(),
+        "-o".into(),
+        "dev.o".into(),
+    ]);
+    let out = exec(&llvm("clang"), &a, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling hip.hip: {}", out.stderr).into());
+    }
+    // The recording runtime's own main is renamed: the program's is main.c's.
+    let a = [
+        "-c".to_string(),
+        "-Dmain=gpu_stub_main".into(),
+        src("gpu_stub.c").to_string_lossy().into_owned(),
+        "-o".into(),
+        "stub.o".into(),
+    ];
+    let out = exec(&llvm("clang"), &a, d, &[]);
+    if out.code != 0 {
+        return Err(format!("compiling gpu_stub.c: {}", out.stderr).into());
+    }
+    let inputs = [
+        fx.join("main.o"),
+        fx.join("app.o"),
+        d.join("dev.o"),
+        d.join("stub.o"),
+    ];
+    let inputs: Vec<String> = inputs
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let mut texts = Vec::new();
+    let mut programs = Vec::new();
+    let mut outputs = Vec::new();
+    for (ours, who) in [(true, "ours"), (false, "llvm")] {
+        let sub = d.join(who);
+        std::fs::create_dir_all(&sub)?;
+        let mut args: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        args.extend(["-o", "app", "-Wl,--dry-run"]);
+        let out = clang_link(ours, &sub, &args)?;
+        if out.code != 0 {
+            return Err(format!("--dry-run ({who}): {}", out.stderr).into());
+        }
+        // `-input=<file>` and `-output=<file>` masked after their `=` too.
+        let text: String = mask_temps(&out.stderr)
+            .lines()
+            .map(|l| {
+                let words: Vec<String> = l
+                    .split(' ')
+                    .map(|w| match w.rsplit_once('=') {
+                        Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
+                        None => w.to_string(),
+                    })
+                    .collect();
+                words.join(" ") + "\n"
+            })
+            .collect();
+        texts.push(text);
+        args.pop();
+        let out = clang_link(ours, &sub, &args)?;
+        if out.code != 0 {
+            return Err(format!("linking ({who}): {}", out.stderr).into());
+        }
+        programs.push(std::fs::read(sub.join("app"))?);
+        outputs.push(run_program(&sub.join("app"), 4)?);
+    }
+    for want in [
+        "--target=amdgcn-amd-amdhsa -mcpu=gfx90a",
+        "hip-amdgcn-amd-amdhsa--gfx90a",
+        "app.openmp.image.wrapper",
+        "app.hip.image.wrapper",
+    ] {
+        if !texts[1].contains(want) {
+            return Err(format!("LLVM's commands lack {want}:\n{}", texts[1]).into());
+        }
+    }
+    same("commands", &texts[0], &texts[1])?;
+    same_bytes("program", &programs[0], &programs[1])?;
+    for want in [
+        "RegisterFatBinary magic=48495046",
+        "entry hip-amdgcn-amd-amdhsa--gfx90a",
+        "RegisterFunction _Z4kernPi",
+    ] {
+        if !outputs[0].contains(want) {
+            return Err(format!("no '{want}' in:\n{}", outputs[0]).into());
+        }
+    }
+    same("program output", &outputs[0], &outputs[1])
+}
+
 /// Where NVIDIA's tools are (scripts/cuda-tools.sh).
 const CUDA_TOOLS: &str = "/opt/offload-kit/cuda-tools/bin";
 
@@ -1637,6 +1749,7 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::lto", TOOLS, lto),
+        trial("linker_wrapper::mixed_openmp_hip", TOOLS, mixed_openmp_hip),
         trial(
             "linker_wrapper::lto_static_library",
             &with_ar,
