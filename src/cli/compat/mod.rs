@@ -15,6 +15,7 @@ pub mod packager;
 /// A failure of a drop-in tool: LLVM's message, printed as
 /// `<argv0>: error: <llvm>`, and what we know more, printed after it as
 /// `<argv0>: note: <note>`.
+#[derive(Debug)]
 pub(crate) struct Fail {
     /// LLVM 22's text for the case (or ours where LLVM has none).
     pub llvm: String,

@@ -241,6 +241,30 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             }
         }
     }
+    // LLVM's wrapper parses these values itself (its LTO options), so
+    // `-mllvm --help` lists LLVM's options and a pass plugin that cannot be
+    // loaded is fatal before anything runs. Ours passes them on unread: the
+    // list is LLVM's `opt`'s, and a plugin must at least exist.
+    if let Some(flag) = o.plugin_opts.iter().find(|v| {
+        matches!(
+            v.trim_start_matches('-'),
+            "help" | "help-hidden" | "help-list" | "help-list-hidden"
+        )
+    }) {
+        llvm_help(flag);
+        return Ok(None);
+    }
+    for v in &o.plugin_opts {
+        let plugin = v.trim_start_matches('-').strip_prefix("load-pass-plugin=");
+        if let Some(path) = plugin
+            && !std::path::Path::new(path).is_file()
+        {
+            return Err(Fail::new(format!(
+                "Could not load library '{path}': {path}: cannot open shared object file: \
+                 No such file or directory"
+            )));
+        }
+    }
     Ok(Some(o))
 }
 
@@ -258,6 +282,22 @@ fn lld_link_style(arg: &str) -> bool {
     ]
     .iter()
     .any(|p| arg.starts_with(p))
+}
+
+/// `-mllvm --help` (or `--offload-opt=--help`…): LLVM's options, as LLVM
+/// 22's `opt` lists them (the values are passed to the device links, which
+/// read them), after a note saying so; only the note without `opt`.
+fn llvm_help(flag: &str) {
+    eprintln!(
+        "clang-linker-wrapper: note: offload-kit passes -mllvm and --offload-opt values on to \
+         the device links unread; the options they take are LLVM 22's, listed by its opt"
+    );
+    match run::find_program("opt") {
+        Some(opt) => {
+            let _ = std::process::Command::new(opt).arg(flag).status();
+        }
+        None => eprintln!("clang-linker-wrapper: note: LLVM 22's opt was not found"),
+    }
 }
 
 /// An argument after `--`: the host linker's, still sorted so that the
@@ -342,5 +382,58 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     match run::run(&opts) {
         Ok(code) => code,
         Err(f) => f.report(argv0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn options_as_llvm_reads_them() {
+        let o = parse(&args(&[
+            "--should-extract=gfx90a,sm_70",
+            "--should-extract",
+            "gfx1030",
+            "-libpath:./lib",
+            "-lfoo",
+            "-out:a.exe",
+            "-mllvm",
+            "-x",
+            "--offload-opt=-y",
+            "-mllvm=-z",
+            "--embed-bitcode",
+            "--whole-program",
+            "--triple=amdgcn-amd-amdhsa",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(o.should_extract, ["gfx90a", "sm_70", "gfx1030"]);
+        assert_eq!(o.mllvm, ["-x"]);
+        assert_eq!(o.plugin_opts, ["-x", "-y"]);
+        assert!(o.embed_bitcode);
+        assert_eq!(
+            o.host,
+            [
+                HostArg::Verbatim("-libpath:./lib".into()),
+                HostArg::Library("foo".into()),
+                HostArg::Verbatim("-out:a.exe".into()),
+                // Not the wrapper's option: the host linker's.
+                HostArg::Verbatim("-mllvm=-z".into()),
+            ]
+        );
+        // Help for LLVM's options: a note, nothing run.
+        assert!(parse(&args(&["-mllvm", "--help"])).unwrap().is_none());
+        assert!(parse(&args(&["--print-wrapped-module"])).is_err());
+        let bad = parse(&args(&["--offload-opt=-load-pass-plugin=/nonexistent.so"]));
+        assert!(
+            bad.unwrap_err()
+                .llvm
+                .contains("Could not load library '/nonexistent.so'")
+        );
     }
 }

@@ -101,7 +101,7 @@ pub(super) fn io_fail(name: &str, e: &std::io::Error) -> Fail {
 /// clang that ran us (our parent process, as `clang -B<dir>` runs the
 /// wrapper), since offload-kit is seldom installed beside clang. Last,
 /// `<name>-22` on `PATH` (Debian puts only the versioned names there).
-fn find_program(name: &str) -> Option<String> {
+pub(super) fn find_program(name: &str) -> Option<String> {
     let mut candidates = Vec::new();
     if let Ok(me) = std::env::current_exe() {
         let me = me.canonicalize().unwrap_or(me);
