@@ -140,6 +140,7 @@ fn make_fixture() -> Result<PathBuf, String> {
     // and a static library of two of them.
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests");
     let clang = llvm("clang");
+    let src = src.as_path();
     for (c, o, lto) in [
         ("wrap/main.c", "main.o", false),
         ("wrap/app.c", "app.o", false),
@@ -162,6 +163,66 @@ fn make_fixture() -> Result<PathBuf, String> {
     }
     run_ok(&ar, &["rcs", "libfg.a", "app.o", "two.o"], d)?;
     run_ok(&ar, &["rcs", "liblto.a", "app-lto.o"], d)?;
+    // Members whose device code only has symbols of one kind each (weak,
+    // hidden, protected, common, undefined), as ELF and as bitcode
+    // (-foffload-lto): LLVM 22 takes them all for a linked target, whatever
+    // they define.
+    let kinds = [
+        ("weak", "__attribute__((weak)) int s_weak = 1;"),
+        (
+            "hidden",
+            "__attribute__((visibility(\"hidden\"))) int s_hidden = 1;",
+        ),
+        (
+            "protected",
+            "__attribute__((visibility(\"protected\"))) int s_protected = 1;",
+        ),
+        ("common", "int s_common;"),
+        (
+            "undef",
+            "extern int s_undef; int use_undef(void) { return s_undef; }",
+        ),
+    ];
+    let mut elf = vec!["rcs".to_string(), "libsyms.a".into()];
+    let mut bc = vec!["rcs".to_string(), "libsyms-lto.a".into()];
+    for (name, decl) in kinds {
+        let c = format!("sym_{name}.c");
+        let text = format!("#pragma omp declare target\n{decl}\n#pragma omp end declare target\n");
+        std::fs::write(d.join(&c), text).map_err(|e| e.to_string())?;
+        for (lto, list) in [(false, &mut elf), (true, &mut bc)] {
+            let o = format!("sym_{name}{}.o", if lto { "-lto" } else { "" });
+            let mut args = vec![
+                "-fopenmp",
+                "-fopenmp-targets=x86_64-unknown-linux-gnu",
+                "-fcommon",
+                "-c",
+                &c,
+                "-o",
+                &o,
+            ];
+            if lto {
+                args.push("-foffload-lto");
+            }
+            run_ok(&clang, &args, d)?;
+            list.push(o);
+        }
+    }
+    for list in [&elf, &bc] {
+        let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+        run_ok(&ar, &refs, d)?;
+    }
+    // Real AMDGPU device objects with target IDs (no device library).
+    for (arch, o) in [
+        ("gfx90a:xnack+", "amd-on.o"),
+        ("gfx90a:xnack-", "amd-off.o"),
+        ("gfx90a", "amd-plain.o"),
+        ("gfx908", "amd-908.o"),
+    ] {
+        let c = src.join("wrap/app.c").to_string_lossy().into_owned();
+        let a = format!("--offload-arch={arch}");
+        run_ok(&clang, &["-fopenmp", &a, "-nogpulib", "-c", &c, "-o", o], d)?;
+    }
+    run_ok(&ar, &["rcs", "libamd.a", "amd-plain.o", "amd-908.o"], d)?;
     Ok(dir)
 }
 
@@ -345,6 +406,18 @@ const SCENARIOS: &[(&str, &str)] = &[
     ("object_and_library", "main.o libfg.a -o a.out"),
     ("object_and_lto_member", "main.o liblto.a -o a.out"),
     ("library_of_objects_first", "libfg.a main.o -o a.out"),
+    ("symbol_kinds", "main.o libsyms.a -o a.out"),
+    ("symbol_kinds_bitcode", "main.o libsyms-lto.a -o a.out"),
+    (
+        "symbol_kinds_whole_archive",
+        "main.o --whole-archive libsyms.a --no-whole-archive -o a.out",
+    ),
+    // Real AMDGPU objects: target IDs against an archive's members.
+    ("amdgpu_target_ids", "amd-on.o amd-off.o libamd.a -o a.out"),
+    (
+        "amdgpu_plain_first",
+        "amd-plain.o amd-on.o libamd.a -o a.out",
+    ),
 ];
 
 pub fn tests() -> Vec<Trial> {
