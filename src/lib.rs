@@ -124,6 +124,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+mod bitcode;
 pub mod bundle;
 mod bytes;
 mod decoded;
