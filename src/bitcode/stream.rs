@@ -11,8 +11,6 @@
 //! and by a nesting limit. Errors are static strings naming what is wrong;
 //! callers add where.
 
-#![allow(dead_code, reason = "the embedded-object reader, next, uses the rest")]
-
 use std::collections::HashMap;
 use std::rc::Rc;
 
