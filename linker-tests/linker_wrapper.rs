@@ -544,6 +544,27 @@ fn dry_run_save_temps() -> Result<(), Failed> {
     ])
 }
 
+/// A host object compiled with `-flto` is LLVM bitcode, its device code
+/// in `llvm.embedded.objects`: the same commands and files as LLVM's.
+fn dry_run_bitcode_host() -> Result<(), Failed> {
+    let dir = tempdir();
+    let obj = dir.path().join("lto.o");
+    let out = Command::new(llvm("clang"))
+        .args(omp_flags())
+        .args(["-flto", "-c"])
+        .arg(src("app.c"))
+        .arg("-o")
+        .arg(&obj)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("clang: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    if !std::fs::read(&obj)?.starts_with(b"BC\xc0\xde") {
+        return Err("clang -flto did not write bitcode".into());
+    }
+    save_temps_like_llvm(&[obj.to_string_lossy().into_owned()])
+}
+
 /// Images larger than 1 MiB, which go file to file (not through memory):
 /// one extracted from a host object's `.llvm.offloading`, and one given as
 /// `--override-image=openmp=` (packed and wrapped); `--dry-run
@@ -1674,6 +1695,11 @@ pub fn tests() -> Vec<Trial> {
             "linker_wrapper::dry_run_save_temps",
             TOOLS,
             dry_run_save_temps,
+        ),
+        trial(
+            "linker_wrapper::dry_run_bitcode_host",
+            TOOLS,
+            dry_run_bitcode_host,
         ),
         trial(
             "linker_wrapper::failing_host_link",

@@ -26,6 +26,13 @@ fn elf_type(b: &[u8]) -> Option<u16> {
     })
 }
 
+/// Whether `b` is an object whose device images the link takes: an ELF
+/// relocatable object, or LLVM bitcode (a `-flto` host object, whose
+/// images `llvm.embedded.objects` lists).
+fn host_object(b: &[u8]) -> bool {
+    elf_type(b) == Some(1) || offload_binary::kinds::is_bitcode(b)
+}
+
 /// One extracted device image.
 pub(super) struct Extracted {
     /// The object it came from (an archive member's name for members).
@@ -305,7 +312,7 @@ fn members(
     for m in archive.members() {
         let m = m.map_err(|e| bad(&e))?;
         let data = m.data(bytes).map_err(|e| bad(&e))?;
-        if elf_type(data) != Some(1) {
+        if !host_object(data) {
             continue;
         }
         let mname = String::from_utf8_lossy(m.name()).into_owned();
@@ -423,7 +430,7 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
                         format!("'{path}': a member of the thin archive '{name}'"),
                     )
                 })?;
-                if elf_type(member.bytes()) == Some(1) {
+                if host_object(member.bytes()) {
                     budget.add_input(member.bytes().len() as u64);
                     inputs.push(member);
                     objects.push((mname, inputs.len() - 1));
@@ -454,7 +461,7 @@ pub(super) fn extract(files: &[(String, bool)], skip_openmp: bool) -> Result<Ext
         }
         match elf_type(bytes) {
             Some(3) => shared.push(name.clone()),
-            Some(1) => {
+            _ if host_object(bytes) => {
                 let found = find(name, bytes, &budget)?;
                 let images = images_of(name, &found, (file, bytes), skip_openmp, &mut inflated)?;
                 for (t, syms) in device_symbols(bytes, &inflated, &images) {
