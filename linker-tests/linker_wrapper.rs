@@ -544,6 +544,37 @@ fn dry_run_save_temps() -> Result<(), Failed> {
     ])
 }
 
+/// A host object compiled with `-flto` is LLVM bitcode, its device code
+/// in `llvm.embedded.objects`: the same commands and files as LLVM's.
+fn dry_run_bitcode_host() -> Result<(), Failed> {
+    let dir = tempdir();
+    let obj = dir.path().join("lto.o");
+    let out = Command::new(llvm("clang"))
+        .args(omp_flags())
+        .args(["-flto", "-c"])
+        .arg(src("app.c"))
+        .arg("-o")
+        .arg(&obj)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("clang: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    if !std::fs::read(&obj)?.starts_with(b"BC\xc0\xde") {
+        return Err("clang -flto did not write bitcode".into());
+    }
+    save_temps_like_llvm(&[obj.to_string_lossy().into_owned()])
+}
+
+/// A program whose host is built with `-flto` (its objects LLVM bitcode,
+/// linked by ld with LLVM's plugin): built through both wrappers, both run
+/// their four regions on the offload device with the same output. Before
+/// the bitcode reader the device code was silently dropped.
+fn flto_host() -> Result<(), Failed> {
+    let main = src("main.c").to_string_lossy().into_owned();
+    let app = src("app.c").to_string_lossy().into_owned();
+    same_program(&["-flto", &main, &app], 4)
+}
+
 /// Images larger than 1 MiB, which go file to file (not through memory):
 /// one extracted from a host object's `.llvm.offloading`, and one given as
 /// `--override-image=openmp=` (packed and wrapped); `--dry-run
@@ -1749,6 +1780,7 @@ pub fn tests() -> Vec<Trial> {
         }),
         trial("linker_wrapper::shared_library", TOOLS, shared_library),
         trial("linker_wrapper::lto", TOOLS, lto),
+        trial("linker_wrapper::flto_host", TOOLS, flto_host),
         trial("linker_wrapper::mixed_openmp_hip", TOOLS, mixed_openmp_hip),
         trial(
             "linker_wrapper::lto_static_library",
@@ -1867,6 +1899,11 @@ pub fn tests() -> Vec<Trial> {
             "linker_wrapper::dry_run_save_temps",
             TOOLS,
             dry_run_save_temps,
+        ),
+        trial(
+            "linker_wrapper::dry_run_bitcode_host",
+            TOOLS,
+            dry_run_bitcode_host,
         ),
         trial(
             "linker_wrapper::failing_host_link",

@@ -9,6 +9,7 @@
 )]
 
 mod archive;
+mod bitcode;
 mod bundle_ids;
 mod bundle_native;
 mod bundler;
@@ -32,6 +33,7 @@ fn main() {
     let mut trials = Vec::new();
     trials.extend(packager::tests());
     trials.extend(archive::tests());
+    trials.extend(bitcode::tests());
     trials.extend(bundler::tests());
     trials.extend(bundle_native::tests());
     trials.extend(bundle_ids::tests());

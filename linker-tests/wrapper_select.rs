@@ -146,6 +146,7 @@ fn make_fixture() -> Result<PathBuf, String> {
         ("wrap/app.c", "app.o", false),
         ("linker_wrapper/two.c", "two.o", false),
         ("wrap/app.c", "app-lto.o", true),
+        ("wrap/main.c", "main-flto.o", false),
     ] {
         let c = src.join(c).to_string_lossy().into_owned();
         let mut args = vec![
@@ -159,9 +160,14 @@ fn make_fixture() -> Result<PathBuf, String> {
         if lto {
             args.push("-foffload-lto");
         }
+        if o == "main-flto.o" {
+            // A host built with -flto: LLVM bitcode.
+            args.push("-flto");
+        }
         run_ok(&clang, &args, d)?;
     }
     run_ok(&ar, &["rcs", "libfg.a", "app.o", "two.o"], d)?;
+    run_ok(&ar, &["rcs", "libflto.a", "main-flto.o"], d)?;
     run_ok(&ar, &["rcs", "liblto.a", "app-lto.o"], d)?;
     // Members whose device code only has symbols of one kind each (weak,
     // hidden, protected, common, undefined), as ELF and as bitcode
@@ -406,6 +412,11 @@ const SCENARIOS: &[(&str, &str)] = &[
     ("object_and_library", "main.o libfg.a -o a.out"),
     ("object_and_lto_member", "main.o liblto.a -o a.out"),
     ("library_of_objects_first", "libfg.a main.o -o a.out"),
+    ("bitcode_host", "main-flto.o app.o -o a.out"),
+    (
+        "bitcode_member",
+        "app.o --whole-archive libflto.a --no-whole-archive -o a.out",
+    ),
     ("symbol_kinds", "main.o libsyms.a -o a.out"),
     ("symbol_kinds_bitcode", "main.o libsyms-lto.a -o a.out"),
     (

@@ -26,6 +26,8 @@
 //! - [`link`]: the plan of `clang-linker-wrapper`'s job for CPU offloading
 //!   targets (device-link and host-link command lines, image packing).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
+//! - [`bitcode`]: the device code embedded in LLVM bitcode host objects
+//!   (`-flto` builds), read from the bitstream without an IR reader.
 //! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
 //! - [`layout`]: outputs described as pieces, so that image bytes go file to
 //!   file and are never gathered in memory.
@@ -124,6 +126,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod bitcode;
 pub mod bundle;
 mod bytes;
 mod decoded;

@@ -5,7 +5,7 @@
 //! than its limits, however its parts are arranged.
 //!
 //! Four things are counted: bytes inflated out of compressed (version 3)
-//! binaries, images read, files written (counted by the caller, which
+//! binaries (and decoded out of LLVM bitcode), images read, files written (counted by the caller, which
 //! writes them) and levels of binaries nested in images. Each limit is
 //! either given or derived from the size of the command's inputs
 //! ([`Budget::add_input`]), so that real files (libraries with thousands of
@@ -46,7 +46,8 @@ pub const DEFAULT_DEPTH: u64 = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Spent {
-    /// Bytes inflated out of compressed binaries.
+    /// Bytes inflated out of compressed binaries, and bytes of objects
+    /// decoded from LLVM bitcode's bitstream.
     Inflated,
     /// Images read (nested ones included).
     Images,

@@ -2,7 +2,10 @@
 //! `extractOffloadBinaries` looks for them: a file that is itself a sequence
 //! of binaries; ELF objects, executables and shared libraries, in sections of
 //! type `SHT_LLVM_OFFLOADING`; COFF objects, in sections named
-//! `.llvm.offloading*`; and the members of `ar` archives. Other files hold
+//! `.llvm.offloading*`; LLVM bitcode, in the global variables its named
+//! metadata `llvm.embedded.objects` lists for `.llvm.offloading`
+//! ([`crate::bitcode`]; the bytes are decoded from the bitstream, so such
+//! images are owned); and the members of `ar` archives. Other files hold
 //! none.
 
 use object::read::archive::ArchiveFile;
@@ -15,7 +18,8 @@ use super::budget::{Budget, Spent};
 use super::inflating::{Attempt, Inflating, attempt};
 use super::raw::{ALIGN, align_up};
 use super::read::{Limits, OffloadImage, has_magic, locate, read_all, read_binary};
-use crate::error::{Error, Result};
+use crate::bitcode::{EmbeddedObject, EmbeddedObjects};
+use crate::error::{Error, ErrorKind, Result};
 use crate::num::len64;
 
 /// Section type of `.llvm.offloading` (`SHT_LLVM_OFFLOADING` in LLVM 22's
@@ -65,27 +69,66 @@ const MAX_DEPTH: u32 = 4;
 /// Every image in `data`, in file order. Compressed binaries are inflated
 /// in memory (each once, within `limits`); [`find_images_streamed`] reads
 /// them without inflating them.
+///
+/// An object embedded in LLVM bitcode is decoded into memory; one larger
+/// than `limits.max_inflated` is an error.
 pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<FoundImage<'data>>> {
     let mut out = Vec::new();
-    find_in(data, None, 0, &mut |bytes, member, section| {
-        out.extend(
-            read_all(bytes, limits)?
-                .into_iter()
-                .map(|image| FoundImage {
-                    member: member.map(str::to_string),
-                    section: section.map(str::to_string),
-                    image,
-                    pending: None,
-                }),
-        );
+    find_in(data, None, 0, &mut |run, member, section| {
+        let found = |image| FoundImage {
+            member: member.map(str::to_string),
+            section: section.map(str::to_string),
+            image,
+            pending: None,
+        };
+        match run {
+            Run::Data(bytes) => out.extend(read_all(bytes, limits)?.into_iter().map(found)),
+            Run::Bitcode(objects, object) => {
+                if object.size > limits.max_inflated {
+                    return Err(ErrorKind::LimitExceeded {
+                        what: bitcode_object(object, member),
+                        limit: limits.max_inflated,
+                    }
+                    .into());
+                }
+                let bytes = objects.bytes(object)?;
+                out.extend(
+                    read_all(&bytes, limits)?
+                        .into_iter()
+                        .map(|image| found(image.into_owned())),
+                );
+            }
+        }
         Ok(())
     })?;
     Ok(out)
 }
 
+/// How a message names the object `object` of LLVM bitcode (in archive
+/// member `member`).
+fn bitcode_object(object: &EmbeddedObject, member: Option<&str>) -> String {
+    let mut s = format!(
+        "the object @{} embedded in LLVM bitcode ({} bytes)",
+        object.global, object.size
+    );
+    if let Some(m) = member {
+        s.push_str(&format!(" in member {m}"));
+    }
+    s
+}
+
+/// A run of OffloadBinaries that [`find_in`] found.
+enum Run<'r, 'data> {
+    /// In the input (the file, a section, an archive member).
+    Data(&'data [u8]),
+    /// The initializer of a global variable of LLVM bitcode, to be decoded.
+    Bitcode(&'r EmbeddedObjects<'data>, &'r EmbeddedObject),
+}
+
 /// What [`find_in`] calls with each run of OffloadBinaries it finds, and
 /// the archive member and section it is in.
-type ReadRun<'r, 'data> = dyn FnMut(&'data [u8], Option<&str>, Option<&str>) -> Result<()> + 'r;
+type ReadRun<'r, 'data> =
+    dyn for<'o> FnMut(Run<'o, 'data>, Option<&str>, Option<&str>) -> Result<()> + 'r;
 
 /// Calls `read` with each run of OffloadBinaries in `data` (the file
 /// itself, a section, an archive member's), and the archive member and
@@ -97,23 +140,24 @@ fn find_in<'data>(
     read: &mut ReadRun<'_, 'data>,
 ) -> Result<()> {
     if has_magic(data) {
-        return read(data, member, None);
+        return read(Run::Data(data), member, None);
     }
     if super::kinds::is_bitcode(data) {
-        return Err(Error::invalid(
-            "input",
-            "LLVM bitcode is not supported: offload-kit does not read `llvm.embedded.objects`",
-        ));
+        let objects = crate::bitcode::offloading_objects(data)?;
+        for object in &objects.objects {
+            read(Run::Bitcode(&objects, object), member, Some(SECTION))?;
+        }
+        return Ok(());
     }
     match FileKind::parse(data) {
         Ok(FileKind::Elf32) => {
             elf_sections::<elf::FileHeader32<object::Endianness>>(data, &mut |bytes, name| {
-                read(bytes, member, Some(name))
+                read(Run::Data(bytes), member, Some(name))
             })
         }
         Ok(FileKind::Elf64) => {
             elf_sections::<elf::FileHeader64<object::Endianness>>(data, &mut |bytes, name| {
-                read(bytes, member, Some(name))
+                read(Run::Data(bytes), member, Some(name))
             })
         }
         Ok(FileKind::Coff) => {
@@ -124,7 +168,7 @@ fn find_in<'data>(
                 let name = s.name().map_err(|e| obj_err("COFF section name", e))?;
                 if name.starts_with(SECTION) {
                     let bytes = s.data().map_err(|e| obj_err("COFF section", e))?;
-                    read(bytes, member, Some(name))?;
+                    read(Run::Data(bytes), member, Some(name))?;
                 }
             }
             Ok(())
@@ -217,15 +261,38 @@ pub struct Streamed<'data> {
 ///
 /// A compressed binary spends its whole inflated size from the budget
 /// before anything of it is inflated, whatever `inflate` says, so a bomb
-/// fails at once.
+/// fails at once. An object embedded in LLVM bitcode spends its size
+/// ([`Spent::Inflated`]) before it is decoded into memory.
 pub fn find_images_streamed<'data>(
     data: &'data [u8],
     budget: &Budget,
     inflate: Inflate,
 ) -> Result<Streamed<'data>> {
     let mut out = Streamed::default();
-    find_in(data, None, 0, &mut |bytes, member, section| {
-        read_streamed(bytes, member, section, budget, inflate, &mut out)
+    find_in(data, None, 0, &mut |run, member, section| match run {
+        Run::Data(bytes) => read_streamed(bytes, member, section, budget, inflate, &mut out),
+        Run::Bitcode(objects, object) => {
+            let size = object.size;
+            budget.spend(Spent::Inflated, size, || bitcode_object(object, member))?;
+            let bytes = objects.bytes(object)?;
+            let mut found = Streamed::default();
+            read_streamed(&bytes, member, section, budget, inflate, &mut found)?;
+            // Owned now, the binaries renumbered after those before.
+            let base = out.binaries.len();
+            out.images
+                .extend(found.images.into_iter().map(|f| FoundImage {
+                    member: f.member,
+                    section: f.section,
+                    image: f.image.into_owned(),
+                    pending: f.pending.map(|p| Pending {
+                        binary: p.binary + base,
+                        ..p
+                    }),
+                }));
+            out.binaries
+                .extend(found.binaries.into_iter().map(|b| b.into_owned()));
+            Ok(())
+        }
     })?;
     Ok(out)
 }
@@ -511,5 +578,140 @@ mod tests {
             let e = find_images_streamed(&small, &budget, Inflate::Check).unwrap_err();
             assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
         }
+    }
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        std::fs::read(p.join(name)).unwrap()
+    }
+
+    /// What a found image is, to compare.
+    fn summary(f: &FoundImage<'_>) -> (Option<String>, Option<String>, Vec<u8>, Vec<String>) {
+        let strings = f
+            .image
+            .strings
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}={}",
+                    String::from_utf8_lossy(k),
+                    String::from_utf8_lossy(v)
+                )
+            })
+            .collect();
+        (
+            f.member.clone(),
+            f.section.clone(),
+            f.image.image.to_vec(),
+            strings,
+        )
+    }
+
+    #[test]
+    fn bitcode_holds_the_images_of_its_embedded_objects() {
+        let bc = fixture("bitcode/embedded.bc");
+        let multi = fixture("offload_binary/multi.bin");
+        let one = fixture("offload_binary/one.bin");
+        let mut want = Vec::new();
+        for bin in [&multi, &one, &one] {
+            for f in find_images(bin, &Limits::default()).unwrap() {
+                let (_, _, image, strings) = summary(&f);
+                want.push((None, Some(SECTION.to_string()), image, strings));
+            }
+        }
+        assert_eq!(want.len(), 7);
+        let whole = find_images(&bc, &Limits::default()).unwrap();
+        let got: Vec<_> = whole.iter().map(summary).collect();
+        assert_eq!(got, want);
+        assert!(whole.iter().all(|f| matches!(f.image.image, Cow::Owned(_))));
+        let budget = Budget::default();
+        let s = find_images_streamed(&bc, &budget, Inflate::Nested).unwrap();
+        let got: Vec<_> = s.images.iter().map(summary).collect();
+        assert_eq!(got, want);
+        // The decoded bytes were spent.
+        assert_eq!(budget.spent(Spent::Inflated), 880 + 176 + 176);
+        assert_eq!(budget.spent(Spent::Images), 7);
+        // In an archive, with the member named; after an ELF object.
+        let ar = fixture("bitcode/archive.a");
+        let ar = find_images(&ar, &Limits::default()).unwrap();
+        let members: Vec<_> = ar.iter().map(|f| f.member.as_deref().unwrap()).collect();
+        let mut names = vec!["embedded.bc"; 7];
+        names.push("openmp.o");
+        assert_eq!(members, names);
+        assert_eq!(&ar[7].image.image[..], fixture("bitcode/openmp.o.image"));
+    }
+
+    #[test]
+    fn bitcode_objects_spend_their_size_before_they_are_decoded() {
+        let bc = fixture("bitcode/embedded.bc");
+        let budget = Budget::new(BudgetLimits {
+            max_inflated: Some(1000),
+            ..BudgetLimits::default()
+        });
+        let e = find_images_streamed(&bc, &budget, Inflate::Check).unwrap_err();
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::BudgetExceeded {
+                    what: Spent::Inflated,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("@one embedded in LLVM bitcode"),
+            "{e}"
+        );
+        assert_eq!(budget.spent(Spent::Inflated), 880);
+        let e = find_images(&bc, &Limits { max_inflated: 500 }).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
+    }
+
+    #[test]
+    fn compressed_binaries_in_bitcode_stream_from_owned_bytes() {
+        // Two modules in an archive, each embedding a compressed binary:
+        // decoded into memory, each is read like one in a file, its images
+        // pending, numbered after the binaries before it.
+        let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let first = compress_v3(&plain(&[b"one", &big]), Compression::Zstd, 3).unwrap();
+        let second = compress_v3(&plain(&[&big[..5000], b"two"]), Compression::Zlib, 6).unwrap();
+        let (a, b) = (
+            crate::bitcode::tests::module_holding(&first),
+            crate::bitcode::tests::module_holding(&second),
+        );
+        let members = [
+            crate::archive::Member {
+                name: "a.bc".into(),
+                data: &a,
+            },
+            crate::archive::Member {
+                name: "b.bc".into(),
+                data: &b,
+            },
+        ];
+        let mut ar = Vec::new();
+        crate::archive::layout_gnu(&members, false)
+            .unwrap()
+            .write_to(&mut ar, &[&a, &b])
+            .unwrap();
+        let whole = find_images(&ar, &Limits::default()).unwrap();
+        let want: Vec<Vec<u8>> = whole.iter().map(|f| f.image.image.to_vec()).collect();
+        assert_eq!(want.len(), 4);
+        let budget = Budget::default();
+        let s = find_images_streamed(&ar, &budget, Inflate::Tables).unwrap();
+        assert_eq!(s.binaries.len(), 2);
+        let pending: Vec<Option<usize>> = s
+            .images
+            .iter()
+            .map(|f| f.pending.map(|p| p.binary))
+            .collect();
+        assert_eq!(pending, [Some(0), Some(0), Some(1), Some(1)]);
+        assert_eq!(bytes_of(&s), want);
+        let members: Vec<_> = s.images.iter().map(|f| f.member.as_deref()).collect();
+        assert_eq!(
+            members,
+            [Some("a.bc"), Some("a.bc"), Some("b.bc"), Some("b.bc")]
+        );
     }
 }

@@ -51,14 +51,26 @@ pub struct Inflating<'data> {
     pub inflated_size: u64,
     /// The inflated binary's first bytes, up to the compressed data.
     head: Vec<u8>,
-    /// The compressed data.
-    compressed: &'data [u8],
+    /// The compressed data (owned when it was decoded from LLVM bitcode).
+    compressed: Cow<'data, [u8]>,
     /// The whole inflated binary, checked, when the first read of its
     /// tables took all of it (a small binary).
     whole: Option<Vec<u8>>,
 }
 
 impl Inflating<'_> {
+    /// A copy that owns its compressed data.
+    pub(crate) fn into_owned(self) -> Inflating<'static> {
+        Inflating {
+            images: self.images,
+            size: self.size,
+            inflated_size: self.inflated_size,
+            head: self.head,
+            compressed: Cow::Owned(self.compressed.into_owned()),
+            whole: self.whole,
+        }
+    }
+
     /// The inflated binary as a stream of exactly [`Inflating::inflated_size`]
     /// bytes: its header as the uncompressed binary has it, then the
     /// inflated data. Data that ends early, inflates further or is corrupt
@@ -68,7 +80,7 @@ impl Inflating<'_> {
         if let Some(whole) = &self.whole {
             return Ok(Box::new(whole.as_slice()));
         }
-        let body = body_reader(self.compressed, self.inflated_size - len64(&self.head))?;
+        let body = body_reader(&self.compressed, self.inflated_size - len64(&self.head))?;
         Ok(Box::new(self.head.as_slice().chain(body)))
     }
 
@@ -201,7 +213,7 @@ pub(super) fn attempt<'data>(
                     size: len64(bin),
                     inflated_size: inflated,
                     head,
-                    compressed,
+                    compressed: Cow::Borrowed(compressed),
                     whole: complete.then_some(prefix),
                 }));
             }
