@@ -23,6 +23,7 @@ mod packager;
 mod packages;
 mod scan;
 mod scan_ci;
+mod scan_rules;
 mod util;
 mod wrap;
 
@@ -41,6 +42,7 @@ fn main() {
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());
+    trials.extend(scan_rules::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
     trials.extend(hostile_ob::tests());
