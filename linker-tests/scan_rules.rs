@@ -8,7 +8,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{files, ours, run, same, tempdir, trial};
+use crate::util::{files, llvm, ours, run, same, tempdir, trial};
 use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind};
 
 pub fn tests() -> Vec<Trial> {
@@ -17,6 +17,16 @@ pub fn tests() -> Vec<Trial> {
             "scan_rules::walks_skip_links_and_scan_each_file_once",
             &[],
             walks,
+        ),
+        trial(
+            "scan_rules::rules_naming_nothing_known_are_usage_errors",
+            &[],
+            unknown_rules,
+        ),
+        trial(
+            "scan_rules::amdgpu_processors_are_llc_s",
+            &["llc"],
+            llc_processors,
         ),
     ]
 }
@@ -181,5 +191,98 @@ fn walks() -> Result<(), Failed> {
         paths(&v),
         owned(&["lib/zz-hard.so", "lib/other.so"]),
     )?;
+    Ok(())
+}
+
+/// A rule (or `extract` filter) naming no known arch or kind: exit 2 and
+/// one line on standard error naming the option, the rule and the closest
+/// known names; nothing on standard output. Known names and wildcards
+/// still work.
+fn unknown_rules() -> Result<(), Failed> {
+    let d = tempdir();
+    let dir = d.path();
+    std::fs::write(dir.join("f.ob"), hip("gfx90a:xnack+"))?;
+    let cases: &[(&[&str], &str)] = &[
+        (&["check", "--forbid", "sm90"], "--forbid 'sm90'"),
+        (&["check", "--forbid", "sm_90:cubn"], "did you mean cubin?"),
+        (&["check", "--forbid", "gfx90A"], "did you mean gfx90a?"),
+        (&["check", "--require", "sm90"], "did you mean sm_90?"),
+        (&["check", "--require", "gfx9999"], "--require 'gfx9999'"),
+        (
+            &["check", "--require", "gfx90a,gfx90A"],
+            "did you mean gfx90a?",
+        ),
+        (
+            &["check", "--require-arch", "GFX90A"],
+            "did you mean gfx90a?",
+        ),
+        (&["check", "--forbid-kind", "cubn"], "did you mean cubin?"),
+        (
+            &["extract", "-o", "out", "--arch", "gfx90A"],
+            "did you mean gfx90a?",
+        ),
+        (
+            &["extract", "-o", "out", "--kind", "objekt"],
+            "did you mean object?",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = args.to_vec();
+        all.push("f.ob");
+        let r = run(&ours(), &all, dir);
+        same(&format!("{args:?}: exit"), r.code, 2)?;
+        if r.stderr.lines().count() != 1 || !r.stderr.contains(says) || !r.stdout.is_empty() {
+            return Err(format!("{args:?}: stderr {:?}, stdout {:?}", r.stderr, r.stdout).into());
+        }
+    }
+    if dir.join("out").exists() {
+        return Err("extract wrote a directory for a bad --arch".into());
+    }
+    for args in [
+        &["check", "--require", "gfx90a:xnack+", "--forbid", "*:ptx"][..],
+        &[
+            "check",
+            "--require",
+            "*:object",
+            "--forbid",
+            "gfx9-4-generic,sm_100f",
+        ],
+        &["check", "--forbid", "tahiti,x86_64,gfx940"],
+    ] {
+        let mut all = args.to_vec();
+        all.push("f.ob");
+        run(&ours(), &all, dir).ok()?;
+    }
+    Ok(())
+}
+
+/// Our table of AMDGCN processors (canonical names, aliases and generic
+/// targets) is exactly what LLVM 22's `llc` offers for amdgcn, but for
+/// llc's own `generic` and `generic-hsa`, which are no target IDs.
+fn llc_processors() -> Result<(), Failed> {
+    let r = run(
+        &llvm("llc"),
+        &["-march=amdgcn", "-mcpu=help"],
+        Path::new("/"),
+    );
+    // llc prints the list on standard error or output, by version.
+    let text = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+    let mut theirs: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" - Select the "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "generic" && *n != "generic-hsa")
+        .map(str::to_string)
+        .collect();
+    theirs.sort();
+    if theirs.len() < 50 {
+        return Err(format!("llc listed {} processors:\n{text}", theirs.len()).into());
+    }
+    let mut ours: Vec<String> = offload_kit::targets::AMDGCN
+        .iter()
+        .map(|g| g.name.to_string())
+        .collect();
+    ours.sort();
+    same("AMDGCN processors: ours vs llc", ours, theirs)?;
     Ok(())
 }

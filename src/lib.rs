@@ -26,6 +26,8 @@
 //! - [`link`]: the plan of `clang-linker-wrapper`'s job for CPU offloading
 //!   targets (device-link and host-link command lines, image packing).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
+//! - [`targets`]: the AMDGPU processors, CUDA archs and kinds the scanners
+//!   know by name, and what generic AMDGPU targets cover.
 //! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
 //! - [`layout`]: outputs described as pieces, so that image bytes go file to
 //!   file and are never gathered in memory.
@@ -137,6 +139,7 @@ pub mod offload_binary;
 pub mod package;
 pub mod scan;
 mod sync;
+pub mod targets;
 pub mod wrap;
 
 #[cfg(any(test, fuzzing))]

@@ -18,8 +18,11 @@ use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 #[command(
     after_help = "A rule is ARCH[:KIND]: sm_90:cubin, gfx942, gfx90a:xnack+, gfx90a:xnack-:object,\n\
 *:ptx (`*`: any arch). KIND is an image kind (object, bitcode, cubin, ptx, fatbinary,\n\
-spirv) or an offload kind (hip, openmp, cuda, ...). A --require rule must be met by one\n\
-image; a --forbid rule must match none.\n\n\
+spirv) or an offload kind (hip, openmp, cuda, ...). ARCH is spelt as LLVM spells it,\n\
+case included: an AMDGPU processor LLVM 22 knows (or its alias, or a generic target such\n\
+as gfx9-4-generic), a CUDA sm_XY (sm_90a, sm_100f where those exist) or a CPU arch; a\n\
+rule naming no known arch or kind is a usage error (exit 2) that names the closest known\n\
+names. A --require rule must be met by one image; a --forbid rule must match none.\n\n\
 Matching follows the loaders (--exact: as strings): an AMDGPU image that leaves xnack\n\
 unset serves xnack+ and xnack- devices, an xnack+ image only xnack+ ones, so a plain\n\
 gfx90a requirement needs an image that leaves every feature unset; a CUDA cubin for\n\
@@ -78,22 +81,38 @@ pub struct CheckOpts {
     json: bool,
 }
 
-fn rules(values: &[String]) -> Result<Vec<Rule>> {
+/// The rules of option `--{option}`, each parsed by `parse`; one naming
+/// nothing known is a usage error naming the option and the rule.
+fn rules(
+    option: &str,
+    values: &[String],
+    parse: fn(&str) -> Result<Rule, String>,
+) -> Result<Vec<Rule>> {
     list(values)
         .iter()
-        .map(|r| Rule::parse(r).map_err(anyhow::Error::msg))
+        .map(|r| parse(r).map_err(|e| anyhow::anyhow!("--{option} {e}")))
         .collect()
+}
+
+/// The values of a shorthand option, each checked as `parse` checks it.
+fn shorthands(
+    option: &str,
+    values: &[String],
+    parse: fn(&str) -> Result<Rule, String>,
+) -> Result<Vec<String>> {
+    rules(option, values, parse)?;
+    Ok(list(values))
 }
 
 impl CheckOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let mut req = Requirements::default();
-        req.require = rules(&self.require)?;
-        req.forbid = rules(&self.forbid)?;
-        req.require_arch = list(&self.require_arch);
-        req.forbid_arch = list(&self.forbid_arch);
-        req.require_kind = list(&self.require_kind);
-        req.forbid_kind = list(&self.forbid_kind);
+        req.require = rules("require", &self.require, Rule::parse)?;
+        req.forbid = rules("forbid", &self.forbid, Rule::parse)?;
+        req.require_arch = shorthands("require-arch", &self.require_arch, Rule::parse_arch)?;
+        req.forbid_arch = shorthands("forbid-arch", &self.forbid_arch, Rule::parse_arch)?;
+        req.require_kind = shorthands("require-kind", &self.require_kind, Rule::parse_kind)?;
+        req.forbid_kind = shorthands("forbid-kind", &self.forbid_kind, Rule::parse_kind)?;
         req.exact = self.exact;
         req.any = self.any;
         req.strict = self.strict;

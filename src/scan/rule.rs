@@ -30,6 +30,7 @@ use std::fmt;
 use super::Image;
 use super::select::{arch_matches, kind_matches, same_processor};
 use crate::bundle::id::TargetId;
+use crate::targets;
 
 /// One rule: an architecture (a target ID; `None` for `*`, any) and, if
 /// given, a kind (an offload kind such as `hip`, or an image kind such as
@@ -82,11 +83,18 @@ impl Rule {
                 kind.unwrap_or("KIND")
             ));
         }
-        if arch != "*" && TargetId::parse(arch).is_none() {
-            return Err(format!(
-                "'{text}': '{arch}' is not an architecture or target ID (gfx90a, \
-                 gfx90a:xnack+, sm_90)"
-            ));
+        if let Some(k) = kind {
+            // `gfx90a:xnack` reads as a kind; it is a feature without its
+            // sign.
+            if ["xnack", "sramecc"].contains(&k) {
+                return Err(format!(
+                    "'{text}': the feature '{k}' needs a sign: {k}+ or {k}-"
+                ));
+            }
+            check_kind(k).map_err(|e| format!("'{text}': {e}"))?;
+        }
+        if arch != "*" {
+            check_arch(arch).map_err(|e| format!("'{text}': {e}"))?;
         }
         Ok(Rule {
             text: t.to_string(),
@@ -95,7 +103,29 @@ impl Rule {
         })
     }
 
-    /// A rule on the architecture alone (`--require-arch`).
+    /// Parses a rule on the architecture alone (`--require-arch`): a
+    /// target ID [`check_arch`] accepts, or `*`.
+    pub fn parse_arch(arch: &str) -> Result<Rule, String> {
+        let arch = arch.trim();
+        if arch != "*" {
+            check_arch(arch).map_err(|e| format!("'{arch}': {e}"))?;
+        }
+        Ok(Rule {
+            text: arch.to_string(),
+            arch: (arch != "*").then(|| arch.to_string()),
+            kind: None,
+        })
+    }
+
+    /// Parses a rule on the kind alone (`--require-kind`): a kind
+    /// [`check_kind`] accepts.
+    pub fn parse_kind(kind: &str) -> Result<Rule, String> {
+        let kind = kind.trim();
+        check_kind(kind).map_err(|e| format!("'{kind}': {e}"))?;
+        Ok(Rule::kind(kind))
+    }
+
+    /// A rule on the architecture alone (`--require-arch`), unchecked.
     pub fn arch(arch: &str) -> Rule {
         Rule {
             text: arch.to_string(),
@@ -104,7 +134,7 @@ impl Rule {
         }
     }
 
-    /// A rule on the kind alone (`--require-kind`).
+    /// A rule on the kind alone (`--require-kind`), unchecked.
     pub fn kind(kind: &str) -> Rule {
         Rule {
             text: format!("*:{kind}"),
@@ -162,6 +192,63 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
+}
+
+/// Whether `arch` is a target ID naming something known: a processor
+/// [`targets::is_known_arch`] knows, spelt as LLVM spells it (case
+/// included), with only features that processor has. The error says what
+/// is wrong and names the closest known names.
+pub fn check_arch(arch: &str) -> Result<(), String> {
+    let Some(id) = TargetId::parse(arch) else {
+        return Err(format!(
+            "'{arch}' is not an architecture or target ID (gfx90a, gfx90a:xnack+, sm_90)"
+        ));
+    };
+    let p = id.processor;
+    if !targets::is_known_arch(p) {
+        let suggestions = match p.strip_prefix("compute_") {
+            // PTX is named by its SM and the kind.
+            Some(n) => vec![format!("sm_{n}:ptx")],
+            None => targets::suggest(p, &targets::arch_names()),
+        };
+        return Err(format!(
+            "unknown architecture '{p}'{}",
+            targets::did_you_mean(&suggestions)
+        ));
+    }
+    let allowed = targets::amdgpu(p).map_or(&[][..], |g| g.features());
+    if let Some(f) = id.features.keys().find(|f| !allowed.contains(f)) {
+        return Err(if allowed.is_empty() {
+            format!("{p} has no target-ID features ('{f}')")
+        } else {
+            format!(
+                "{p} has no feature '{f}'{} (its features: {})",
+                targets::did_you_mean(&targets::suggest(f, allowed)),
+                allowed.join(", ")
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Whether `kind` is a kind rules may name ([`targets::is_known_kind`]);
+/// the error names the closest known kinds.
+pub fn check_kind(kind: &str) -> Result<(), String> {
+    if targets::is_known_kind(kind) {
+        return Ok(());
+    }
+    let suggestions = targets::suggest(kind, targets::KINDS);
+    Err(if suggestions.is_empty() {
+        format!(
+            "unknown kind '{kind}' (kinds: {})",
+            targets::KINDS.join(", ")
+        )
+    } else {
+        format!(
+            "unknown kind '{kind}'{}",
+            targets::did_you_mean(&suggestions)
+        )
+    })
 }
 
 fn yes_no(b: bool) -> Meets {
@@ -277,6 +364,40 @@ mod tests {
         assert!(Rule::parse(":ptx").is_err());
         assert!(Rule::parse("gfx90a:xnack+:xnack-").is_err());
         assert!(Rule::parse("").is_err());
+        assert!(Rule::parse("gfx9-4-generic:sramecc+:xnack-").is_ok());
+        assert!(Rule::parse("sm_100f:ptx").is_ok());
+        assert!(Rule::parse("tahiti").is_ok());
+        assert!(Rule::parse("x86_64").is_ok());
+    }
+
+    /// Rules naming nothing known are errors that name the closest known
+    /// names.
+    #[test]
+    fn unknown_names_are_errors_with_suggestions() {
+        for (rule, says) in [
+            ("sm90", "did you mean sm_90?"),
+            ("sm_90:cubn", "did you mean cubin?"),
+            ("gfx90A", "did you mean gfx90a?"),
+            ("GFX942", "did you mean gfx942?"),
+            ("gfx9999", "gfx909"),
+            ("sm_91", "sm_90"),
+            ("sm_86a", "unknown architecture 'sm_86a'"),
+            ("compute_90", "did you mean sm_90:ptx?"),
+            ("gfx90a:xnak+", "did you mean xnack?"),
+            ("gfx1030:xnack+", "no target-ID features"),
+            ("gfx942:xnak+", "did you mean xnack?"),
+            ("sm_90:xnack-", "no target-ID features"),
+            ("gfx90a:xnack", "needs a sign"),
+            ("*:objekt", "did you mean object?"),
+        ] {
+            let e = Rule::parse(rule).unwrap_err();
+            assert!(e.contains(says) && e.contains(rule), "{rule}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        assert!(Rule::parse_arch("gfx90A").is_err());
+        assert!(Rule::parse_arch("*").unwrap().arch.is_none());
+        assert!(Rule::parse_kind("cubn").is_err());
+        assert_eq!(Rule::parse_kind("ptx").unwrap().text, "*:ptx");
     }
 
     /// (rule, image target ID, image kind, served_by, built_for)
@@ -309,7 +430,6 @@ mod tests {
             Meets::Yes,
         ),
         ("gfx942", "gfx90a", None, Meets::No, Meets::No),
-        ("GFX942", "gfx942", None, Meets::Yes, Meets::Yes),
         ("tahiti", "gfx600", None, Meets::Yes, Meets::Yes),
         (
             "gfx90a:object",
@@ -359,7 +479,7 @@ mod tests {
         ("sm_100", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
         ("sm_80", "sm_90", PTX, Meets::No, Meets::No),
         ("sm_90", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
-        ("sm_91", "sm_90a", CUBIN, Meets::No, Meets::No),
+        ("sm_100", "sm_90a", CUBIN, Meets::No, Meets::No),
         ("sm_100", "sm_90a", PTX, Meets::No, Meets::No),
         (
             "sm_52",
