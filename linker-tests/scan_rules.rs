@@ -24,6 +24,11 @@ pub fn tests() -> Vec<Trial> {
             unknown_rules,
         ),
         trial(
+            "scan_rules::require_counts_coverage_as_loaders_do",
+            &[],
+            coverage,
+        ),
+        trial(
             "scan_rules::amdgpu_processors_are_llc_s",
             &["llc"],
             llc_processors,
@@ -253,6 +258,130 @@ fn unknown_rules() -> Result<(), Failed> {
         all.push("f.ob");
         run(&ours(), &all, dir).ok()?;
     }
+    Ok(())
+}
+
+/// `--require` is met when the images together serve every device
+/// configuration the rule names, and the report says which images serve
+/// it, or which configurations nothing serves.
+fn coverage() -> Result<(), Failed> {
+    let d = tempdir();
+    let dir = d.path();
+    let amd = |arch| {
+        (
+            OffloadKind::OFK_HIP,
+            "amdgcn-amd-amdhsa",
+            arch,
+            ImageKind::IMG_Object,
+        )
+    };
+    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
+    std::fs::write(
+        dir.join("both.ob"),
+        offload_binary(&[amd("gfx90a:xnack+"), amd("gfx90a:xnack-")]),
+    )?;
+    std::fs::write(dir.join("plus.ob"), offload_binary(&[amd("gfx90a:xnack+")]))?;
+    std::fs::write(
+        dir.join("generic.ob"),
+        offload_binary(&[amd("gfx9-4-generic")]),
+    )?;
+    std::fs::write(
+        dir.join("cuda.ob"),
+        offload_binary(&[
+            cuda("sm_90", ImageKind::IMG_Cubin),
+            cuda("sm_100a", ImageKind::IMG_Cubin),
+            cuda("sm_103a", ImageKind::IMG_Cubin),
+            cuda("sm_100f", ImageKind::IMG_PTX),
+        ]),
+    )?;
+    // (args, exit, what stdout says)
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["--require", "gfx90a", "both.ob"],
+            0,
+            "(gfx90a: gfx90a:xnack+ gfx90a:xnack-)",
+        ),
+        (
+            &["--require", "gfx90a", "plus.ob"],
+            1,
+            "missing arch gfx90a for gfx90a:sramecc+:xnack- gfx90a:sramecc-:xnack- \
+             (the rest served by gfx90a:xnack+)",
+        ),
+        (&["--require", "gfx90a:xnack+", "plus.ob"], 0, "ok"),
+        (
+            &["--require", "gfx942,gfx950", "generic.ob"],
+            0,
+            "gfx942: gfx9-4-generic; gfx950: gfx9-4-generic",
+        ),
+        (
+            &["--require", "gfx90a", "generic.ob"],
+            1,
+            "missing arch gfx90a",
+        ),
+        (
+            &["--require", "sm_90a", "cuda.ob"],
+            1,
+            "missing arch sm_90a",
+        ),
+        (
+            &["--require", "sm_100f:cubin", "cuda.ob"],
+            0,
+            "sm_100f:cubin: sm_100a:cubin sm_103a:cubin",
+        ),
+        (
+            &["--require", "sm_103", "cuda.ob"],
+            0,
+            "sm_103: sm_100f:ptx sm_103a:cubin",
+        ),
+        // sm_100f PTX is for the sm_10x family only.
+        (
+            &["--require", "sm_120:ptx", "cuda.ob"],
+            1,
+            "missing sm_120:ptx",
+        ),
+        (
+            &["--require", "sm_100:ptx", "cuda.ob"],
+            0,
+            "sm_100:ptx: sm_100f:ptx",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let mut all = vec!["check"];
+        all.extend_from_slice(args);
+        let r = run(&ours(), &all, dir);
+        let out = String::from_utf8_lossy(&r.stdout);
+        if r.code != *code || !out.contains(says) {
+            return Err(format!(
+                "{args:?}: exit {}, want {code} and {says:?}:\n{out}{}",
+                r.code, r.stderr
+            )
+            .into());
+        }
+        if out.contains("missing arch gfx90a (has: gfx90a") {
+            return Err(format!("{args:?}: contradictory report:\n{out}").into());
+        }
+    }
+    // JSON: what serves the rule, and what nothing serves.
+    let v = json(&["check", "--json", "--require", "gfx90a", "plus.ob"], dir).or_else(|_| {
+        // Exit 1 is a failed check, not a failed run: read it anyway.
+        let r = run(
+            &ours(),
+            &["check", "--json", "--require", "gfx90a", "plus.ob"],
+            dir,
+        );
+        serde_json::from_slice(&r.stdout).map_err(|e| Failed::from(e.to_string()))
+    })?;
+    let rule = &v["files"][0]["rules"][0];
+    same(
+        "json serving",
+        rule["serving"].clone(),
+        serde_json::json!(["gfx90a:xnack+"]),
+    )?;
+    same(
+        "json unserved",
+        rule["unserved"].clone(),
+        serde_json::json!(["gfx90a:sramecc+:xnack-", "gfx90a:sramecc-:xnack-"]),
+    )?;
     Ok(())
 }
 

@@ -284,6 +284,11 @@ pub const CUDA_SMS: &[CudaSm] = &[
     sm(121, true, true),
 ];
 
+/// Numbers of [`CUDA_SMS`] no device reports under CUDA 13.0: sm_101 was
+/// renamed sm_110, sm_107 is newer. A family rule (`sm_100f`) does not ask
+/// for them.
+pub const NO_DEVICE_SMS: &[u32] = &[101, 107];
+
 /// `sm_XY`, `sm_XYa` or `sm_XYf` with any number: (XY, suffix). The name
 /// need not be in [`CUDA_SMS`] (images are named as they come).
 pub fn parse_sm(name: &str) -> Option<(u32, Option<char>)> {
