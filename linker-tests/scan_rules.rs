@@ -29,6 +29,11 @@ pub fn tests() -> Vec<Trial> {
             coverage,
         ),
         trial(
+            "scan_rules::reports_count_device_images_in_arch_order",
+            &[],
+            reports,
+        ),
+        trial(
             "scan_rules::amdgpu_processors_are_llc_s",
             &["llc"],
             llc_processors,
@@ -381,6 +386,136 @@ fn coverage() -> Result<(), Failed> {
         "json unserved",
         rule["unserved"].clone(),
         serde_json::json!(["gfx90a:sramecc+:xnack-", "gfx90a:sramecc-:xnack-"]),
+    )?;
+    Ok(())
+}
+
+/// A binary bundle of `(entry ID, bytes)`, entries 8-aligned.
+fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    use offload_kit::bundle::binary::{EntrySpec, layout};
+    let specs: Vec<EntrySpec> = entries
+        .iter()
+        .map(|(id, d)| EntrySpec {
+            id: id.to_string(),
+            size: d.len() as u64,
+        })
+        .collect();
+    let bytes: Vec<&[u8]> = entries.iter().map(|e| e.1).collect();
+    let mut out = Vec::new();
+    layout(&specs, 8)
+        .unwrap()
+        .write_to(&mut out, &bytes)
+        .unwrap();
+    out
+}
+
+/// Reports count device images only (a bundle's host entry apart), give
+/// `size` a row per arch and kind, in arch order, list the same files in
+/// text and JSON, and `--raw` names an ELF file's format.
+fn reports() -> Result<(), Failed> {
+    let d = tempdir();
+    let dir = d.path();
+    // 7 device images and the host entry.
+    let archs = [
+        "gfx1030",
+        "gfx90a",
+        "gfx803",
+        "gfx900",
+        "gfx942",
+        "gfx1100",
+        "gfx9-generic",
+    ];
+    let ids: Vec<String> = archs
+        .iter()
+        .map(|a| format!("hipv4-amdgcn-amd-amdhsa--{a}"))
+        .collect();
+    let code = b"\x7fELF device code".to_vec();
+    let mut entries: Vec<(&str, &[u8])> = vec![("host-x86_64-unknown-linux-gnu-", b"")];
+    entries.extend(ids.iter().map(|i| (i.as_str(), &code[..])));
+    std::fs::create_dir_all(dir.join("d/none"))?;
+    std::fs::write(dir.join("d/b.hipfb"), bundle(&entries))?;
+    std::fs::write(dir.join("d/none/empty.txt"), b"no device code here")?;
+    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
+    std::fs::write(
+        dir.join("d/c.ob"),
+        offload_binary(&[
+            cuda("sm_90", ImageKind::IMG_PTX),
+            cuda("sm_100", ImageKind::IMG_Cubin),
+            cuda("sm_90", ImageKind::IMG_Cubin),
+            cuda("sm_50", ImageKind::IMG_Cubin),
+        ]),
+    )?;
+    let r = run(&ours(), &["size", "d/b.hipfb"], dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !out.contains("in 7 image(s)") || !out.contains("1 bundle host entry") {
+        return Err(format!("size counts the host entry as an image:\n{out}").into());
+    }
+    let rows: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|a| a.starts_with("gfx"))
+        .collect();
+    same(
+        "size rows in arch order",
+        rows,
+        vec![
+            "gfx803",
+            "gfx9-generic",
+            "gfx900",
+            "gfx90a",
+            "gfx942",
+            "gfx1030",
+            "gfx1100",
+        ],
+    )?;
+    let r = run(&ours(), &["inspect", "d/b.hipfb"], dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !out.contains("1 container(s), 7 device image(s), 1 bundle host entry")
+        || !out.contains("host entry (#0)")
+    {
+        return Err(format!("inspect's header or host entry:\n{out}").into());
+    }
+    // Cubins and PTX of one arch are separate rows.
+    let r = run(&ours(), &["size", "d/c.ob"], dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    let rows: Vec<String> = out
+        .lines()
+        .filter(|l| l.contains("nvptx64"))
+        .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" "))
+        .collect();
+    same(
+        "size rows per arch and kind",
+        rows,
+        owned(&[
+            "cuda nvptx64-nvidia-cuda sm_50 cubin",
+            "cuda nvptx64-nvidia-cuda sm_90 cubin",
+            "cuda nvptx64-nvidia-cuda sm_90 ptx",
+            "cuda nvptx64-nvidia-cuda sm_100 cubin",
+        ]),
+    )?;
+    // size DIR: the same files in text and JSON.
+    let r = run(&ours(), &["size", "d"], dir).ok()?;
+    let text: Vec<String> = String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .filter(|l| l.starts_with("d/"))
+        .filter_map(|l| l.split(':').next())
+        .map(str::to_string)
+        .collect();
+    let v = json(&["size", "--json", "d"], dir)?;
+    same("size DIR: text vs JSON files", paths(&v), text.clone())?;
+    same("size DIR: files", text, owned(&["d/b.hipfb", "d/c.ob"]))?;
+    // --raw: an ELF file is named as such.
+    let r = run(
+        &ours(),
+        &["inspect", "--raw", "--json", &ours().to_string_lossy()],
+        dir,
+    )
+    .ok()?;
+    let v: Value = serde_json::from_slice(&r.stdout)?;
+    same(
+        "--raw format",
+        v["files"][0]["format"].as_str().map(str::to_string),
+        Some("ELF64".to_string()),
     )?;
     Ok(())
 }

@@ -974,3 +974,27 @@ fn damaged_compressed_bundles_keep_nothing_streamed() {
         }
     }
 }
+
+/// A raw scan still names what the file is: an ELF object is `ELF64`, an
+/// archive `archive`, only bytes of no known format are `data`.
+#[test]
+fn raw_scans_name_the_format() {
+    use object::write::Object as WObject;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let s = o.add_section(Vec::new(), b".data".to_vec(), SectionKind::Data);
+    o.append_section_data(
+        s,
+        &offload_binary(&[("amdgcn-amd-amdhsa", "gfx90a", b"x")]),
+        8,
+    );
+    let elf = o.write().unwrap();
+    let r = scan(&elf, &raw());
+    assert_eq!(r.format, "ELF64");
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(scan(&elf, &Options::default()).format, "ELF64");
+    let mut ar = crate::archive::MAGIC.to_vec();
+    ar.extend_from_slice(&noise(64, 3));
+    assert_eq!(scan(&ar, &raw()).format, "archive");
+    assert_eq!(scan(&noise(256, 1), &raw()).format, "data");
+}

@@ -251,7 +251,13 @@ impl Walker<'_> {
             Some(Magic::Bundle) => "bundle",
             Some(Magic::Ccob) => "ccob",
             Some(Magic::Fatbin) => "cuda-fatbin",
-            None => "data",
+            // What the file is, even when its structure is not used.
+            None if data.starts_with(crate::archive::MAGIC)
+                || data.starts_with(crate::archive::THIN_MAGIC) =>
+            {
+                "archive"
+            }
+            None => sections::format_of(data).unwrap_or("data"),
         };
         if self.opts.mode == Mode::Raw {
             self.report.used_raw_scan = true;
