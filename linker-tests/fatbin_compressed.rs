@@ -10,7 +10,7 @@
 //!   `nvidia-cuda-nvcc` wheel) from cubins `ptxas` compiled, bare and in a
 //!   host object's `.nv_fatbin`, in every `--compress-mode`: what `extract`
 //!   writes equals what `cuobjdump -xelf all -xptx all` writes, byte for byte
-//!   (PTX: but the NUL that ends the entry's text, which cuobjdump drops);
+//!   (PTX too: its text, without the NUL the entry stores after it);
 //! - NVIDIA's own build of a library, `libnvjpeg.so.12` from the 5 MB
 //!   `nvidia-nvjpeg-cu12` wheel, whose cubins are LZ4-compressed: every image
 //!   `extract` writes is one `cuobjdump` writes, and the other way round.
@@ -197,7 +197,9 @@ fn written_here() -> Result<(), Failed> {
         },
     ]);
     std::fs::write(dir.join("f.fatbin"), &f)?;
-    let want: [&[u8]; 4] = [&cubin80, ptx, &cubin90, ptx];
+    // PTX is its text: the NUL the entry stores is no part of it.
+    let text = &ptx[..ptx.len() - 1];
+    let want: [&[u8]; 4] = [&cubin80, text, &cubin90, text];
 
     // extract: the decompressed images.
     run(&ours(), &["extract", "f.fatbin", "-o", "out"], dir).ok()?;
@@ -269,15 +271,15 @@ fn written_here() -> Result<(), Failed> {
             kinds["ptx"]["stored"].as_u64(),
         ),
         (
-            Some(2 * ptx.len() as u64),
+            Some(2 * text.len() as u64),
             Some((zs.len() + lz_ptx.len()) as u64),
         ),
     )?;
     let r = run(&ours(), &["size", "f.fatbin"], dir).ok()?;
-    let text = String::from_utf8_lossy(&r.stdout);
-    let total = cubin80.len() + cubin90.len() + 2 * ptx.len();
-    if !text.contains(&format!("device code {total} bytes in 4 image(s)")) {
-        return Err(format!("size does not count the decompressed bytes:\n{text}").into());
+    let total = cubin80.len() + cubin90.len() + 2 * text.len();
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains(&format!("device code {total} bytes in 4 image(s)")) {
+        return Err(format!("size does not count the decompressed bytes:\n{out}").into());
     }
     Ok(())
 }
@@ -545,18 +547,13 @@ fn nvidia_fatbinary() -> Result<(), Failed> {
                     let sm = &key.0[3..];
                     let ptxas = std::fs::read(dir.join(format!("k{sm}.cubin")))?;
                     same_bytes(&format!("{what}: ours vs ptxas"), bytes, &ptxas)?;
-                } else if method == "none" {
-                    // Stored as it is: the text, its NUL and the padding.
-                    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-                    same_bytes(
-                        &format!("{what}: ours vs cuobjdump -xptx"),
-                        &bytes[..end],
-                        want,
-                    )?;
                 } else {
-                    // The entry's PTX ends with a NUL that cuobjdump drops.
-                    let text = bytes.strip_suffix(b"\0").ok_or("PTX without its NUL")?;
-                    same_bytes(&format!("{what}: ours vs cuobjdump -xptx"), text, want)?;
+                    // PTX, compressed or not: its text, as cuobjdump
+                    // writes it (without the NUL and padding stored).
+                    same_bytes(&format!("{what}: ours vs cuobjdump -xptx"), bytes, want)?;
+                    if bytes.contains(&0) {
+                        return Err(format!("{what}: a NUL in the PTX written").into());
+                    }
                 }
                 same(
                     &format!("{what}: --hash"),
@@ -571,7 +568,7 @@ fn nvidia_fatbinary() -> Result<(), Failed> {
 
 /// (arch, extension, md5) of each file in `dir` whose name ends
 /// `<arch>.<ext>` (`arch` after the last `-` or `.` before it), with how
-/// many there are; PTX without the NULs that end it.
+/// many there are.
 fn tally(dir: &Path) -> BTreeMap<(String, String, String), usize> {
     let mut out = BTreeMap::new();
     for (name, bytes) in files(dir) {
@@ -579,12 +576,7 @@ fn tally(dir: &Path) -> BTreeMap<(String, String, String), usize> {
             continue;
         };
         let arch = stem.rsplit(['.', '-']).next().unwrap_or_default();
-        let end = if ext == "ptx" {
-            bytes.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1)
-        } else {
-            bytes.len()
-        };
-        *out.entry((arch.to_string(), ext.to_string(), md5_hex(&bytes[..end])))
+        *out.entry((arch.to_string(), ext.to_string(), md5_hex(&bytes)))
             .or_default() += 1;
     }
     out

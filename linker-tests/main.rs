@@ -24,6 +24,7 @@ mod packager;
 mod packages;
 mod scan;
 mod scan_ci;
+mod scan_rules;
 mod util;
 mod wrap;
 mod wrapper_select;
@@ -44,6 +45,7 @@ fn main() {
     trials.extend(wrap::tests());
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());
+    trials.extend(scan_rules::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
     trials.extend(hostile_ob::tests());

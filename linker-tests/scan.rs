@@ -987,7 +987,8 @@ fn size() -> Result<(), Failed> {
     let f = &v["files"][0];
     let t = &f["by_target"];
     for arch in ["gfx90a", "gfx1030"] {
-        let row = &t[format!("openmp amdgcn-amd-amdhsa {arch}")];
+        // A row per target and image kind: the arch's one object.
+        let row = &t[format!("openmp amdgcn-amd-amdhsa {arch} object")];
         same(&format!("{arch} images"), row["images"].as_u64(), Some(1))?;
         if row["bytes"].as_u64().unwrap_or(0) == 0 {
             return Err(format!("{arch}: no bytes").into());

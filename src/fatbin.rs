@@ -50,8 +50,9 @@
 //!   frame of the compressed size, decoding to the decompressed size;
 //! - either way the stored payload is the compressed bytes padded with
 //!   zeros to a multiple of 8, and the payload size (offset 8) counts the
-//!   padding. The decompressed bytes are what cuobjdump writes for a cubin
-//!   (for PTX it drops the terminating NUL the entry holds).
+//!   padding. The decompressed bytes are what cuobjdump writes for a cubin;
+//!   for PTX it writes the text before the first NUL ([`ptx_text`]), not
+//!   the NUL that ends it nor the padding after it.
 //!
 //! [`Entry::payload`] is the compressed bytes; [`Entry::reader`] (and
 //! [`decoder`]) stream the image as the CUDA driver loads it, in constant
@@ -141,6 +142,17 @@ const MAX_ENTRY_HEADER: u64 = 4096;
 pub const KIND_PTX: u16 = 1;
 /// Entry kind: an ELF cubin.
 pub const KIND_ELF: u16 = 2;
+
+/// The PTX text of a PTX entry's (decompressed) payload: its bytes before
+/// the first NUL, which is what `cuobjdump -xptx` writes (the entry stores
+/// the text NUL-terminated, and uncompressed entries are padded with zeros
+/// to a multiple of 8). A payload without a NUL is all text.
+pub fn ptx_text(payload: &[u8]) -> &[u8] {
+    match memchr::memchr(0, payload) {
+        Some(end) => &payload[..end],
+        None => payload,
+    }
+}
 
 /// Flag: 64-bit code.
 pub const FLAG_64BIT: u64 = 0x1;

@@ -28,6 +28,8 @@
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`bitcode`]: the device code embedded in LLVM bitcode host objects
 //!   (`-flto` builds), read from the bitstream without an IR reader.
+//! - [`targets`]: the AMDGPU processors, CUDA archs and kinds the scanners
+//!   know by name, and what generic AMDGPU targets cover.
 //! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
 //! - [`layout`]: outputs described as pieces, so that image bytes go file to
 //!   file and are never gathered in memory.
@@ -140,6 +142,7 @@ pub mod offload_binary;
 pub mod package;
 pub mod scan;
 mod sync;
+pub mod targets;
 pub mod wrap;
 
 #[cfg(any(test, fuzzing))]

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::llvm::triple::{CanonicalForm, Os, Triple, UnsupportedShaderModel};
+use crate::targets::{self, AmdGpu};
 
 /// The message LLVM prints for a target that does not have 5 or 6 dash
 /// separated parts.
@@ -666,152 +667,14 @@ const OFFLOAD_ARCHS: &[&str] = &[
     "sm_90a",
 ];
 
-/// An AMDGPU processor name from LLVM's table.
-#[derive(Clone, Copy, Debug)]
-struct AmdGpu {
-    /// The name as written (a canonical name or an alias).
-    name: &'static str,
-    /// The canonical `gfx…` (or R600 family) name.
-    canonical: &'static str,
-    /// Has the `xnack` target feature.
-    xnack: bool,
-    /// Has the `sramecc` target feature.
-    sramecc: bool,
-}
-
-impl AmdGpu {
-    /// The target-ID features the processor accepts, alphabetically.
-    fn features(&self) -> &'static [&'static str] {
-        match (self.sramecc, self.xnack) {
-            (true, true) => &["sramecc", "xnack"],
-            (true, false) => &["sramecc"],
-            (false, true) => &["xnack"],
-            (false, false) => &[],
-        }
-    }
-}
-
-const fn gpu(name: &'static str, canonical: &'static str, sramecc: bool, xnack: bool) -> AmdGpu {
-    AmdGpu {
-        name,
-        canonical,
-        xnack,
-        sramecc,
-    }
-}
-
-/// LLVM 22's AMDGCN processors and aliases with their target-ID features
-/// (`FEATURE_SRAMECC`, `FEATURE_XNACK` of `getArchAttrAMDGCN`; gfx1250's
-/// always-on XNACK is not a target-ID feature). Dumped from `libLLVM-22`
-/// (`fillValidArchListAMDGCN`, `getArchAttrAMDGCN`).
-const AMDGCN: &[AmdGpu] = &[
-    gpu("gfx600", "gfx600", false, false),
-    gpu("tahiti", "gfx600", false, false),
-    gpu("gfx601", "gfx601", false, false),
-    gpu("pitcairn", "gfx601", false, false),
-    gpu("verde", "gfx601", false, false),
-    gpu("gfx602", "gfx602", false, false),
-    gpu("hainan", "gfx602", false, false),
-    gpu("oland", "gfx602", false, false),
-    gpu("gfx700", "gfx700", false, false),
-    gpu("kaveri", "gfx700", false, false),
-    gpu("gfx701", "gfx701", false, false),
-    gpu("hawaii", "gfx701", false, false),
-    gpu("gfx702", "gfx702", false, false),
-    gpu("gfx703", "gfx703", false, false),
-    gpu("kabini", "gfx703", false, false),
-    gpu("mullins", "gfx703", false, false),
-    gpu("gfx704", "gfx704", false, false),
-    gpu("bonaire", "gfx704", false, false),
-    gpu("gfx705", "gfx705", false, false),
-    gpu("gfx801", "gfx801", false, true),
-    gpu("carrizo", "gfx801", false, true),
-    gpu("gfx802", "gfx802", false, false),
-    gpu("iceland", "gfx802", false, false),
-    gpu("tonga", "gfx802", false, false),
-    gpu("gfx803", "gfx803", false, false),
-    gpu("fiji", "gfx803", false, false),
-    gpu("polaris10", "gfx803", false, false),
-    gpu("polaris11", "gfx803", false, false),
-    gpu("gfx805", "gfx805", false, false),
-    gpu("tongapro", "gfx805", false, false),
-    gpu("gfx810", "gfx810", false, true),
-    gpu("stoney", "gfx810", false, true),
-    gpu("gfx900", "gfx900", false, true),
-    gpu("gfx902", "gfx902", false, true),
-    gpu("gfx904", "gfx904", false, true),
-    gpu("gfx906", "gfx906", true, true),
-    gpu("gfx908", "gfx908", true, true),
-    gpu("gfx909", "gfx909", false, true),
-    gpu("gfx90a", "gfx90a", true, true),
-    gpu("gfx90c", "gfx90c", false, true),
-    gpu("gfx942", "gfx942", true, true),
-    gpu("gfx950", "gfx950", true, true),
-    gpu("gfx1010", "gfx1010", false, true),
-    gpu("gfx1011", "gfx1011", false, true),
-    gpu("gfx1012", "gfx1012", false, true),
-    gpu("gfx1013", "gfx1013", false, true),
-    gpu("gfx1030", "gfx1030", false, false),
-    gpu("gfx1031", "gfx1031", false, false),
-    gpu("gfx1032", "gfx1032", false, false),
-    gpu("gfx1033", "gfx1033", false, false),
-    gpu("gfx1034", "gfx1034", false, false),
-    gpu("gfx1035", "gfx1035", false, false),
-    gpu("gfx1036", "gfx1036", false, false),
-    gpu("gfx1100", "gfx1100", false, false),
-    gpu("gfx1101", "gfx1101", false, false),
-    gpu("gfx1102", "gfx1102", false, false),
-    gpu("gfx1103", "gfx1103", false, false),
-    gpu("gfx1150", "gfx1150", false, false),
-    gpu("gfx1151", "gfx1151", false, false),
-    gpu("gfx1152", "gfx1152", false, false),
-    gpu("gfx1153", "gfx1153", false, false),
-    gpu("gfx1200", "gfx1200", false, false),
-    gpu("gfx1201", "gfx1201", false, false),
-    gpu("gfx1250", "gfx1250", false, false),
-    gpu("gfx1251", "gfx1251", false, false),
-    gpu("gfx9-generic", "gfx9-generic", false, true),
-    gpu("gfx10-1-generic", "gfx10-1-generic", false, true),
-    gpu("gfx10-3-generic", "gfx10-3-generic", false, false),
-    gpu("gfx11-generic", "gfx11-generic", false, false),
-    gpu("gfx12-generic", "gfx12-generic", false, false),
-    gpu("gfx9-4-generic", "gfx9-4-generic", true, true),
-];
-
-/// LLVM 22's R600 processors and aliases (none has target-ID features).
-const R600: &[AmdGpu] = &[
-    gpu("r600", "r600", false, false),
-    gpu("rv630", "r600", false, false),
-    gpu("rv635", "r600", false, false),
-    gpu("r630", "r630", false, false),
-    gpu("rs780", "rs880", false, false),
-    gpu("rs880", "rs880", false, false),
-    gpu("rv610", "rs880", false, false),
-    gpu("rv620", "rs880", false, false),
-    gpu("rv670", "rv670", false, false),
-    gpu("rv710", "rv710", false, false),
-    gpu("rv730", "rv730", false, false),
-    gpu("rv740", "rv770", false, false),
-    gpu("rv770", "rv770", false, false),
-    gpu("cedar", "cedar", false, false),
-    gpu("palm", "cedar", false, false),
-    gpu("cypress", "cypress", false, false),
-    gpu("hemlock", "cypress", false, false),
-    gpu("juniper", "juniper", false, false),
-    gpu("redwood", "redwood", false, false),
-    gpu("sumo", "sumo", false, false),
-    gpu("sumo2", "sumo", false, false),
-    gpu("barts", "barts", false, false),
-    gpu("caicos", "caicos", false, false),
-    gpu("aruba", "cayman", false, false),
-    gpu("cayman", "cayman", false, false),
-    gpu("turks", "turks", false, false),
-];
-
 /// `AMDGPU::parseArchAMDGCN` / `parseArchR600` by the triple's architecture
 /// (exact, case-sensitive names).
 fn amdgpu_processor(triple: &Triple, name: &str) -> Option<&'static AmdGpu> {
-    let table = if triple.is_amdgcn() { AMDGCN } else { R600 };
+    let table = if triple.is_amdgcn() {
+        targets::AMDGCN
+    } else {
+        targets::R600
+    };
     table.iter().find(|g| g.name == name)
 }
 

@@ -18,15 +18,27 @@ use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 #[command(
     after_help = "A rule is ARCH[:KIND]: sm_90:cubin, gfx942, gfx90a:xnack+, gfx90a:xnack-:object,\n\
 *:ptx (`*`: any arch). KIND is an image kind (object, bitcode, cubin, ptx, fatbinary,\n\
-spirv) or an offload kind (hip, openmp, cuda, ...). A --require rule must be met by one\n\
-image; a --forbid rule must match none.\n\n\
-Matching follows the loaders (--exact: as strings): an AMDGPU image that leaves xnack\n\
-unset serves xnack+ and xnack- devices, an xnack+ image only xnack+ ones, so a plain\n\
-gfx90a requirement needs an image that leaves every feature unset; a CUDA cubin for\n\
-sm_86 runs on sm_87 and sm_89 but not sm_90 (sm_90a code only on sm_90); PTX meets any\n\
-newer arch through the driver's JIT (reported as such). --forbid ARCH matches images\n\
-built for that processor (with no feature set against the rule's). An image whose kind\n\
-is not known fails a rule that needs it (compressed bundles are decompressed to tell).\n\n\
+spirv) or an offload kind (hip, openmp, cuda, ...). ARCH is spelt as LLVM spells it,\n\
+case included: an AMDGPU processor LLVM 22 knows (or its alias, or a generic target such\n\
+as gfx9-4-generic), a CUDA sm_XY (sm_90a, sm_100f where those exist) or a CPU arch; a\n\
+rule naming no known arch or kind is a usage error (exit 2) that names the closest known\n\
+names. A --require rule must be covered by the images; a --forbid rule must match none.\n\n\
+Coverage follows the loaders (--exact: one image, archs compared as strings). A rule\n\
+names device configurations, each to be served by some image. AMDGPU: a device has\n\
+xnack (and sramecc) on or off; an image that leaves a feature unset serves both, an\n\
+xnack+ image only xnack-on devices. So gfx90a is covered by a gfx90a image, or by\n\
+gfx90a:xnack+ and gfx90a:xnack- together; gfx90a:xnack- by gfx90a or gfx90a:xnack-\n\
+images. A generic target's image (gfx9-4-generic) serves the processors it covers (not\n\
+gfx908 or gfx90a). CUDA: a cubin for sm_86 runs on sm_87 and sm_89, not sm_90;\n\
+sm_90a asks for arch-specific code and is met only by sm_90a code (a plain sm_90 cubin\n\
+does not meet it); sm_100f names the family's devices from 10.0 on (10.0, 10.3), each to\n\
+be served. PTX counts for the devices the driver can compile it for, reported as\n\
+'through PTX JIT' when it is not for the rule's own arch: plain PTX for every newer\n\
+arch, sm_XYf PTX for its family's devices from X.Y on, sm_XYa PTX for X.Y only;\n\
+sm_90:cubin counts no PTX. An ok line says which images serve each rule; a FAIL line\n\
+which configurations nothing serves. --forbid ARCH matches images built for that\n\
+processor (with no feature set against the rule's). An image whose kind is not known\n\
+fails a rule that needs it (compressed bundles are decompressed to tell).\n\n\
 By default every input that carries device images must meet each --require rule on its\n\
 own (host-only files are listed and pass), and at least one input must carry device\n\
 images. With --any, the inputs together must meet them. Host entries of bundles count\n\
@@ -78,22 +90,38 @@ pub struct CheckOpts {
     json: bool,
 }
 
-fn rules(values: &[String]) -> Result<Vec<Rule>> {
+/// The rules of option `--{option}`, each parsed by `parse`; one naming
+/// nothing known is a usage error naming the option and the rule.
+fn rules(
+    option: &str,
+    values: &[String],
+    parse: fn(&str) -> Result<Rule, String>,
+) -> Result<Vec<Rule>> {
     list(values)
         .iter()
-        .map(|r| Rule::parse(r).map_err(anyhow::Error::msg))
+        .map(|r| parse(r).map_err(|e| anyhow::anyhow!("--{option} {e}")))
         .collect()
+}
+
+/// The values of a shorthand option, each checked as `parse` checks it.
+fn shorthands(
+    option: &str,
+    values: &[String],
+    parse: fn(&str) -> Result<Rule, String>,
+) -> Result<Vec<String>> {
+    rules(option, values, parse)?;
+    Ok(list(values))
 }
 
 impl CheckOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let mut req = Requirements::default();
-        req.require = rules(&self.require)?;
-        req.forbid = rules(&self.forbid)?;
-        req.require_arch = list(&self.require_arch);
-        req.forbid_arch = list(&self.forbid_arch);
-        req.require_kind = list(&self.require_kind);
-        req.forbid_kind = list(&self.forbid_kind);
+        req.require = rules("require", &self.require, Rule::parse)?;
+        req.forbid = rules("forbid", &self.forbid, Rule::parse)?;
+        req.require_arch = shorthands("require-arch", &self.require_arch, Rule::parse_arch)?;
+        req.forbid_arch = shorthands("forbid-arch", &self.forbid_arch, Rule::parse_arch)?;
+        req.require_kind = shorthands("require-kind", &self.require_kind, Rule::parse_kind)?;
+        req.forbid_kind = shorthands("forbid-kind", &self.forbid_kind, Rule::parse_kind)?;
         req.exact = self.exact;
         req.any = self.any;
         req.strict = self.strict;
@@ -141,17 +169,21 @@ fn joined(failures: &[scan::check::Failure]) -> String {
         .join("; ")
 }
 
-/// The rules met only through PTX JIT, as a note.
-fn jit_note(rules: &[RuleResult]) -> String {
-    let jit: Vec<&str> = rules
+/// What serves each required rule, as a note: `(gfx90a: gfx90a:xnack+
+/// gfx90a:xnack-; sm_90 through PTX JIT: sm_80:ptx)`.
+fn serving_note(rules: &[RuleResult]) -> String {
+    let notes: Vec<String> = rules
         .iter()
-        .filter(|r| r.required && r.by_ptx_jit)
-        .map(|r| r.rule.text.as_str())
+        .filter(|r| r.required && r.passed)
+        .map(|r| {
+            let jit = if r.by_ptx_jit { " through PTX JIT" } else { "" };
+            format!("{}{jit}: {}", r.rule.text, r.serving.join(" "))
+        })
         .collect();
-    if jit.is_empty() {
+    if notes.is_empty() {
         String::new()
     } else {
-        format!(" ({} through PTX JIT)", jit.join(", "))
+        format!(" ({})", notes.join("; "))
     }
 }
 
@@ -187,7 +219,7 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
                     } else {
                         print_line(
                             &mut out,
-                            &format!("ok   {path}: {}{}", present.join(" "), jit_note(rules)),
+                            &format!("ok   {path}: {}{}", present.join(" "), serving_note(rules)),
                         )?;
                     }
                 } else {
@@ -253,6 +285,8 @@ fn json_result(r: &RuleResult) -> Value {
         "images": r.images,
         "by_ptx_jit": r.by_ptx_jit,
         "undetermined": r.undetermined,
+        "serving": r.serving,
+        "unserved": r.unserved,
     })
 }
 

@@ -279,6 +279,13 @@ impl ExtractOpts {
         filter.triples = list(&self.triple);
         filter.archs = list(&self.arch);
         filter.kinds = list(&self.kind);
+        // A name that is no known arch or kind would select nothing.
+        for a in &filter.archs {
+            scan::rule::check_arch(a).map_err(|e| anyhow::anyhow!("--arch '{a}': {e}"))?;
+        }
+        for k in &filter.kinds {
+            scan::rule::check_kind(k).map_err(|e| anyhow::anyhow!("--kind '{k}': {e}"))?;
+        }
         let opts = self.common.options();
         let files = self.common.files()?;
         std::fs::create_dir_all(&self.output_dir)

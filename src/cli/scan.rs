@@ -16,10 +16,21 @@ use offload_kit::scan::{self, Image, Mode, Options, Report};
 /// Options shared by the four commands.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
-    /// Files to scan; directories are walked (regular files only); `-` is
-    /// standard input.
+    /// What to scan: files (ELF, COFF and Mach-O executables, shared
+    /// libraries and objects; static and thin archives; bare bundles,
+    /// binary or text, CCOBs, OffloadBinaries and CUDA fatbins; any other
+    /// file, such as a core dump, is raw-scanned), directories (walked),
+    /// packages, recognised by their contents (wheels, .conda and other zip
+    /// archives; tar archives, plain or gzip-, xz- or zstd-compressed;
+    /// Debian .deb packages), and `-` for standard input. A path named here
+    /// is always read, even through a symbolic link.
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
+    /// Follow symbolic links met walking a directory (by default they are
+    /// skipped). Either way a file reached twice (through a link, or a hard
+    /// link: the same device and inode) is scanned once.
+    #[arg(long)]
+    follow: bool,
     /// Ignore section headers and scan every byte for container magics.
     #[arg(long, conflicts_with = "sections_only")]
     raw: bool,
@@ -91,10 +102,14 @@ impl Common {
     /// The inputs, in a stable order: each argument in turn (`-` is
     /// standard input, at most once), a directory's files sorted by path.
     /// A path that cannot be read is kept, with why, so that it is reported
-    /// in its place while the others are scanned.
+    /// in its place while the others are scanned. Symbolic links met in a
+    /// walk are skipped unless `--follow`; a walked file already reached
+    /// (the same device and inode: a link, a hard link, a named file) is
+    /// left out. Named files are always kept.
     pub(super) fn files(&self) -> Result<Vec<Source>> {
         let mut out = Vec::new();
         let mut stdin = false;
+        let mut seen = Seen::default();
         for p in &self.paths {
             if p.as_os_str() == "-" {
                 if stdin {
@@ -107,11 +122,15 @@ impl Common {
             match std::fs::metadata(p) {
                 Ok(meta) if meta.is_dir() => {
                     let mut found = Vec::new();
-                    walk(p, &mut found);
-                    found.sort_by(|a, b| a.path.cmp(&b.path));
-                    out.extend(found);
+                    let mut dirs = Seen::default();
+                    dirs.insert(&meta);
+                    walk(p, self.follow, &mut dirs, &mut found);
+                    out.extend(seen.first_of_each(found));
                 }
-                Ok(_) => out.push(Source::new(p.clone())),
+                Ok(meta) => {
+                    seen.insert(&meta);
+                    out.push(Source::new(p.clone()));
+                }
                 Err(e) => out.push(Source {
                     error: Some(format!("cannot open: {}", super::io::strerror(&e))),
                     ..Source::new(p.clone())
@@ -195,16 +214,66 @@ impl Source {
     }
 }
 
-/// Regular files below `dir`. Symbolic links to files are followed; links
-/// to directories are not (no loops). A directory that cannot be listed is
-/// an input with its error.
-fn walk(dir: &Path, out: &mut Vec<Source>) {
-    let unreadable = |e: std::io::Error| Source {
-        error: Some(format!(
-            "cannot read the directory: {}",
-            super::io::strerror(&e)
-        )),
-        ..Source::new(dir.to_path_buf())
+/// Files and directories already reached, by device and inode.
+#[derive(Default)]
+struct Seen(std::collections::HashSet<(u64, u64)>);
+
+impl Seen {
+    /// Records the file of `meta`; whether it is new.
+    fn insert(&mut self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.0.insert((meta.dev(), meta.ino()))
+    }
+
+    /// The files of `found` (a directory's walk) not reached before, each
+    /// once, sorted by path: of several paths to one file, its own name
+    /// (not a symbolic link) is kept if the walk met it, else the first
+    /// path.
+    fn first_of_each(&mut self, mut found: Vec<Walked>) -> Vec<Source> {
+        found.sort_by(|a, b| a.source.path.cmp(&b.source.path));
+        // Own names first, then links, each in path order; the survivors
+        // go back in path order.
+        let mut order: Vec<usize> = (0..found.len()).collect();
+        order.sort_by_key(|&i| found[i].link);
+        let mut keep = vec![false; found.len()];
+        for i in order {
+            keep[i] = match &found[i].meta {
+                Some(meta) => self.insert(meta),
+                None => true,
+            };
+        }
+        found
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(w, k)| k.then_some(w.source))
+            .collect()
+    }
+}
+
+/// A file met walking a directory.
+struct Walked {
+    source: Source,
+    /// Whether it was reached through a symbolic link.
+    link: bool,
+    /// What it is (after the link), when that could be read.
+    meta: Option<std::fs::Metadata>,
+}
+
+/// Regular files below `dir`. Symbolic links are skipped unless `follow`,
+/// when links to files are taken and links to directories walked (each
+/// directory once: `dirs` holds those reached, so a loop ends). A
+/// directory that cannot be listed is an input with its error.
+fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
+    let unreadable = |e: std::io::Error| Walked {
+        source: Source {
+            error: Some(format!(
+                "cannot read the directory: {}",
+                super::io::strerror(&e)
+            )),
+            ..Source::new(dir.to_path_buf())
+        },
+        link: false,
+        meta: None,
     };
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -217,13 +286,32 @@ fn walk(dir: &Path, out: &mut Vec<Source>) {
         };
         let p = e.path();
         let Ok(ft) = e.file_type() else {
-            out.push(Source::found(p));
+            out.push(Walked {
+                source: Source::found(p),
+                link: false,
+                meta: None,
+            });
             continue;
         };
-        if ft.is_dir() {
-            walk(&p, out);
-        } else if ft.is_file() || (ft.is_symlink() && p.is_file()) {
-            out.push(Source::found(p));
+        let link = ft.is_symlink();
+        if link && !follow {
+            continue;
+        }
+        // What the entry is: itself, or what its link leads to (a broken
+        // link leads nowhere and is skipped).
+        let Ok(meta) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if dirs.insert(&meta) {
+                walk(&p, follow, dirs, out);
+            }
+        } else if meta.is_file() {
+            out.push(Walked {
+                source: Source::found(p),
+                link,
+                meta: Some(meta),
+            });
         }
     }
 }

@@ -9,14 +9,18 @@ use serde::Serialize;
 
 use super::io::{print_line, printable};
 use super::scan::{Common, exit_code_after_inputs, scan_files};
-use offload_kit::scan::sort::natural_cmp;
+use offload_kit::scan::sort::{arch_cmp, natural_cmp};
 use offload_kit::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Only innermost images count (an OffloadBinary image holding a fatbin is\n\
-counted through the fatbin's entries). `bytes` is the images' size, decompressed; `stored`\n\
+    after_help = "Only innermost device images count (an OffloadBinary image holding a fatbin\n\
+is counted through the fatbin's entries); a bundle's host entry is no device image and is\n\
+counted apart. The target table has a row per offload kind, triple, target and image kind\n\
+(an arch's cubins and PTX apart), archs in version order (gfx900 < gfx90a < gfx1030,\n\
+sm_90 < sm_100). Files found in directories or packages are listed, in the table and in\n\
+the JSON alike, only when they hold device code; the total counts every file. `bytes` is the images' size, decompressed; `stored`\n\
 what they take in the file: a compressed CUDA fatbin entry's compressed bytes, and for\n\
 images inside a compressed bundle, its compressed size shared out in proportion to their\n\
 sizes (an estimate: compression is not per image).\n\n\
@@ -49,6 +53,15 @@ impl SizeOpts {
             .collect();
         let all = SizeReport::sum("(all inputs)", &reports);
         let several = reports.iter().filter(|r| r.error.is_none()).count() > 1;
+        // Files found in directories or packages are shown only when they
+        // hold device code (or could not be read), in the table and the
+        // JSON alike; the total counts every file.
+        let shown: Vec<SizeReport> = reports
+            .iter()
+            .zip(&scanned)
+            .filter(|(r, s)| !s.found || r.total.images > 0 || r.error.is_some())
+            .map(|(r, _)| r.clone())
+            .collect();
         let mut out = super::io::Report::stdout();
         if self.json {
             #[derive(Serialize)]
@@ -61,18 +74,14 @@ impl SizeOpts {
                 &mut out,
                 &Doc {
                     schema: "offload-kit/size/1",
-                    files: &reports,
+                    files: &shown,
                     total: several.then_some(&all),
                 },
             )?;
             writeln!(out)?;
         } else {
-            // Files found in directories or packages are shown only when
-            // they hold device code; the total counts every file.
-            for (r, s) in reports.iter().zip(&scanned) {
-                if r.error.is_none() && (!s.found || r.total.images > 0) {
-                    print_size(&mut out, r)?;
-                }
+            for r in shown.iter().filter(|r| r.error.is_none()) {
+                print_size(&mut out, r)?;
             }
             if several {
                 print_size(&mut out, &all)?;
@@ -101,10 +110,18 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
     } else {
         0.0
     };
+    let host = match r.host.images {
+        0 => String::new(),
+        n => format!(
+            "; {n} bundle host entr{} ({} bytes) not counted",
+            if n == 1 { "y" } else { "ies" },
+            r.host.bytes
+        ),
+    };
     print_line(
         &mut out,
         &format!(
-            "{}: {} bytes; device code {} bytes in {} image(s), {} stored ({pct:.1}% of the file)",
+            "{}: {} bytes; device code {} bytes in {} image(s), {} stored ({pct:.1}% of the file){host}",
             r.path, r.file_size, r.total.bytes, r.total.images, r.total.stored
         ),
     )?;
@@ -123,9 +140,10 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
                 "images", "bytes", "stored"
             ),
         )?;
-        // Archs in natural order: sm_50 before sm_100.
+        // Archs in arch order (sm_50 before sm_100, gfx900 before gfx90a
+        // before gfx1030), within each offload kind and triple.
         let mut rows: Vec<_> = rows.iter().collect();
-        rows.sort_by(|a, b| natural_cmp(a.0, b.0));
+        rows.sort_by(|a, b| row_cmp(a.0, b.0));
         for (k, t) in rows {
             print_line(
                 &mut out,
@@ -137,4 +155,47 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Orders `<offload kind> <triple> <target ID> <image kind>` rows (or
+/// kind names): by offload kind and triple, then the target ID in
+/// [arch order](arch_cmp), then the kind.
+fn row_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (x, y): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
+    if x.len() != 4 || y.len() != 4 {
+        return natural_cmp(a, b);
+    }
+    x[..2]
+        .cmp(&y[..2])
+        .then_with(|| arch_cmp(x[2], y[2]))
+        .then_with(|| x[3].cmp(y[3]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_in_arch_order() {
+        let mut rows = vec![
+            "hip amdgcn-amd-amdhsa gfx1030 object",
+            "hip amdgcn-amd-amdhsa gfx90a object",
+            "hip amdgcn-amd-amdhsa gfx803 object",
+            "cuda nvptx64-nvidia-cuda sm_100 cubin",
+            "cuda nvptx64-nvidia-cuda sm_90 ptx",
+            "cuda nvptx64-nvidia-cuda sm_90 cubin",
+        ];
+        rows.sort_by(|a, b| row_cmp(a, b));
+        assert_eq!(
+            rows,
+            [
+                "cuda nvptx64-nvidia-cuda sm_90 cubin",
+                "cuda nvptx64-nvidia-cuda sm_90 ptx",
+                "cuda nvptx64-nvidia-cuda sm_100 cubin",
+                "hip amdgcn-amd-amdhsa gfx803 object",
+                "hip amdgcn-amd-amdhsa gfx90a object",
+                "hip amdgcn-amd-amdhsa gfx1030 object",
+            ]
+        );
+    }
 }

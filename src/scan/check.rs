@@ -93,33 +93,51 @@ pub struct RuleResult {
     /// Images whose kind is not known that the rule could concern (they
     /// never meet a required rule, and fail a forbidding one).
     pub undetermined: Vec<usize>,
+    /// Required: what the images in [`RuleResult::images`] are built for,
+    /// sorted and each once ([`image_label`]: `gfx90a:xnack+`,
+    /// `sm_80:ptx`).
+    pub serving: Vec<String>,
+    /// Required: the device configurations the rule names that no image
+    /// serves (`gfx90a:sramecc+:xnack-`, `sm_103`); empty when it passes.
+    pub unserved: Vec<String>,
+}
+
+/// What an image is built for, as reports name it: its target ID, and for
+/// CUDA images their kind too (`sm_80:cubin`, `sm_80:ptx`).
+pub fn image_label(img: &Image) -> String {
+    match img.image_kind {
+        Some(k) if img.triple.starts_with("nvptx") => {
+            let kind = if super::select::is_nvptx_object(img) {
+                "cubin".to_string()
+            } else {
+                k.to_string()
+            };
+            format!("{}:{kind}", img.target_id)
+        }
+        _ => img.target_id.clone(),
+    }
 }
 
 impl RuleResult {
     fn required(rule: Rule, imgs: &[&Image], exact: bool) -> RuleResult {
-        let mut r = RuleResult {
+        let c = rule.coverage(imgs, exact);
+        let mut serving: Vec<String> = imgs
+            .iter()
+            .filter(|i| c.images.contains(&i.id))
+            .map(|i| image_label(i))
+            .collect();
+        super::sort::arch_sort(&mut serving);
+        serving.dedup();
+        RuleResult {
             rule,
             required: true,
-            passed: false,
-            images: Vec::new(),
-            by_ptx_jit: false,
-            undetermined: Vec::new(),
-        };
-        let mut native = false;
-        for i in imgs {
-            match r.rule.served_by(i, exact) {
-                Meets::Yes => {
-                    native = true;
-                    r.images.push(i.id);
-                }
-                Meets::ByPtxJit => r.images.push(i.id),
-                Meets::Undetermined => r.undetermined.push(i.id),
-                Meets::No => {}
-            }
+            passed: c.passed,
+            images: c.images,
+            by_ptx_jit: c.by_ptx_jit,
+            undetermined: c.undetermined,
+            serving,
+            unserved: c.unserved,
         }
-        r.passed = !r.images.is_empty();
-        r.by_ptx_jit = r.passed && !native;
-        r
     }
 
     fn forbidden(rule: Rule, imgs: &[&Image], exact: bool) -> RuleResult {
@@ -130,6 +148,8 @@ impl RuleResult {
             images: Vec::new(),
             by_ptx_jit: false,
             undetermined: Vec::new(),
+            serving: Vec::new(),
+            unserved: Vec::new(),
         };
         for i in imgs {
             match r.rule.built_for(i, exact) {
@@ -176,6 +196,16 @@ impl fmt::Display for Failure {
         match self {
             Failure::Missing(r) => {
                 write!(f, "missing {}", what(&r.rule))?;
+                // Partly served: say what is missing, and what serves the
+                // rest.
+                if !r.serving.is_empty() {
+                    write!(
+                        f,
+                        " for {} (the rest served by {})",
+                        r.unserved.join(" "),
+                        r.serving.join(" ")
+                    )?;
+                }
                 if !r.undetermined.is_empty() {
                     write!(
                         f,
@@ -220,7 +250,8 @@ pub enum Verdict {
     Checked {
         /// How many device images it carries.
         device_images: usize,
-        /// The target IDs present, sorted naturally, each once.
+        /// The target IDs present, in [arch order](super::sort::arch_cmp),
+        /// each once.
         present: Vec<String>,
         /// Every rule's result (required rules only when it carries device
         /// code and without [`Requirements::any`]).
@@ -350,7 +381,7 @@ pub fn check<'a>(
             .filter(|i| !i.target_id.is_empty())
             .map(|i| i.target_id.clone())
             .collect();
-        super::sort::natural_sort(&mut present);
+        super::sort::arch_sort(&mut present);
         present.dedup();
         files.push(Verdict::Checked {
             device_images: imgs.len(),

@@ -50,7 +50,8 @@
 //!   the first 16 MiB is decompressed whole.
 //! - A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its
 //!   own, only when [`Options::hash`] or a [`Visit`] asks for its bytes,
-//!   and streamed once through both; one that does not decompress is a
+//!   or when it is PTX (whose text's size only its bytes tell), and
+//!   streamed once through both; one that does not decompress is a
 //!   [`Problem`], or, when a visitor wanted it, its failure
 //!   ([`Visit::streamed`] or [`Visit::unavailable`]).
 //!
@@ -358,11 +359,17 @@ pub struct Image {
     /// Its offset in its container.
     pub relative_offset: u64,
     /// Its size in bytes: what lies at its offset, and what `extract`
-    /// writes unless the image is itself compressed.
+    /// writes unless the image is itself compressed. A CUDA fatbin's PTX
+    /// entry is its text, as `cuobjdump -xptx` writes it: the bytes before
+    /// the first NUL (the NUL that ends the text and the padding after it
+    /// are left out, of the size, the hash and the bytes a [`Visit`] gets).
     pub size: u64,
     /// For an image that is itself compressed (CUDA fatbin entries, LZ4 or
-    /// zstd): the size it decompresses to, as its header declares. Its
-    /// hash, and the bytes a [`Visit`] gets, are of the decompressed image.
+    /// zstd): the size it decompresses to, as its header declares; for PTX,
+    /// the size of its text (up to the first NUL) once decompressed, which
+    /// a scan always does for compressed PTX entries (the declared size
+    /// when that fails). Its hash, and the bytes a [`Visit`] gets, are of
+    /// the decompressed image.
     pub uncompressed_size: Option<u64>,
     /// Whether it lies inside compressed data.
     pub in_compressed: bool,

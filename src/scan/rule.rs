@@ -1,21 +1,32 @@
-//! The rules of `check`: `ARCH[:KIND]` ([`Rule`]), and whether an image
-//! meets one ([`Rule::served_by`], for `--require`) or is built for one
-//! ([`Rule::built_for`], for `--forbid`), as the loaders match code to
-//! devices:
+//! The rules of `check`: `ARCH[:KIND]` ([`Rule`]), whether a set of
+//! images covers one ([`Rule::coverage`], for `--require`) and whether an
+//! image is built for one ([`Rule::built_for`], for `--forbid`), as the
+//! loaders match code to devices. A rule names a set of device
+//! configurations, and images cover it when each configuration is served
+//! by one of them:
 //!
-//! - **AMDGPU target IDs**: an image's feature left unset (xnack-any)
-//!   serves devices with the feature on and off; an image with `xnack+`
-//!   serves only `xnack+` devices. A rule names a set of devices: `gfx90a`
-//!   is every gfx90a, so only an image that leaves every feature unset
-//!   serves it; `gfx90a:xnack-` is the gfx90a devices with xnack off,
-//!   served by `gfx90a` and `gfx90a:xnack-` images.
-//! - **CUDA**: a cubin for `sm_XY` runs on devices of the same major
-//!   version with a minor version of at least Y (`sm_86` code runs on
-//!   `sm_87` and `sm_89`, not on `sm_90`); arch-specific code (`sm_90a`)
-//!   only on its own version. PTX for `sm_XY` is compiled by the driver for
-//!   any device of at least that version (reported as such). An NVPTX
-//!   image packed as an `object` (as clang-linker-wrapper packs OpenMP's
-//!   linked NVPTX images) is a cubin.
+//! - **AMDGPU target IDs**: a device runs in a definite mode for each
+//!   target-ID feature its processor has (`xnack`, `sramecc`). An image
+//!   that leaves a feature unset serves both modes; `xnack+` only devices
+//!   with xnack on. `gfx90a` names every gfx90a configuration (four: two
+//!   features), so a `gfx90a` image covers it, and so do a `gfx90a:xnack+`
+//!   and a `gfx90a:xnack-` image together; `gfx90a:xnack-` names the two
+//!   with xnack off. A generic target's image (`gfx9-4-generic`) serves
+//!   the processors it covers ([`targets::GENERICS`]).
+//! - **CUDA**: a cubin for `sm_XY` (or `sm_XYf`) runs on devices of the
+//!   same major version with a minor version of at least Y (`sm_86` code
+//!   runs on `sm_87` and `sm_89`, not on `sm_90`); arch-specific code
+//!   (`sm_90a`) only on its own version. A rule `sm_XY` names the device
+//!   X.Y; `sm_XYa` asks for arch-specific code for it, met only by `sm_XYa`
+//!   code (a plain `sm_90` cubin does not meet `sm_90a`); `sm_XYf` names
+//!   the family's devices from X.Y on (`sm_100f`: 10.0 and 10.3), each to
+//!   be served. PTX counts for the devices the driver can compile it for
+//!   (reported as through PTX JIT when it is not for that very arch):
+//!   plain `compute_XY` PTX for every device of at least X.Y, `XYf` PTX
+//!   for the family's devices from X.Y on, `XYa` PTX for X.Y only. A rule
+//!   with the kind `cubin` counts no PTX. An NVPTX image packed as an
+//!   `object` (as clang-linker-wrapper packs OpenMP's linked NVPTX images)
+//!   is a cubin.
 //! - Anything else (bitcode, objects, other processors) serves only its
 //!   own processor.
 //!
@@ -23,13 +34,15 @@
 //! as far as its header) never meets a rule that names a kind: it is
 //! *undetermined*, which fails a `--forbid` rule it could match.
 //! With `exact`, architectures are compared as strings: the processor, and
-//! the rule's features present with the same sign.
+//! the rule's features present with the same sign, and one image must
+//! meet the rule.
 
 use std::fmt;
 
 use super::Image;
 use super::select::{arch_matches, kind_matches, same_processor};
 use crate::bundle::id::TargetId;
+use crate::targets;
 
 /// One rule: an architecture (a target ID; `None` for `*`, any) and, if
 /// given, a kind (an offload kind such as `hip`, or an image kind such as
@@ -82,11 +95,18 @@ impl Rule {
                 kind.unwrap_or("KIND")
             ));
         }
-        if arch != "*" && TargetId::parse(arch).is_none() {
-            return Err(format!(
-                "'{text}': '{arch}' is not an architecture or target ID (gfx90a, \
-                 gfx90a:xnack+, sm_90)"
-            ));
+        if let Some(k) = kind {
+            // `gfx90a:xnack` reads as a kind; it is a feature without its
+            // sign.
+            if ["xnack", "sramecc"].contains(&k) {
+                return Err(format!(
+                    "'{text}': the feature '{k}' needs a sign: {k}+ or {k}-"
+                ));
+            }
+            check_kind(k).map_err(|e| format!("'{text}': {e}"))?;
+        }
+        if arch != "*" {
+            check_arch(arch).map_err(|e| format!("'{text}': {e}"))?;
         }
         Ok(Rule {
             text: t.to_string(),
@@ -95,7 +115,29 @@ impl Rule {
         })
     }
 
-    /// A rule on the architecture alone (`--require-arch`).
+    /// Parses a rule on the architecture alone (`--require-arch`): a
+    /// target ID [`check_arch`] accepts, or `*`.
+    pub fn parse_arch(arch: &str) -> Result<Rule, String> {
+        let arch = arch.trim();
+        if arch != "*" {
+            check_arch(arch).map_err(|e| format!("'{arch}': {e}"))?;
+        }
+        Ok(Rule {
+            text: arch.to_string(),
+            arch: (arch != "*").then(|| arch.to_string()),
+            kind: None,
+        })
+    }
+
+    /// Parses a rule on the kind alone (`--require-kind`): a kind
+    /// [`check_kind`] accepts.
+    pub fn parse_kind(kind: &str) -> Result<Rule, String> {
+        let kind = kind.trim();
+        check_kind(kind).map_err(|e| format!("'{kind}': {e}"))?;
+        Ok(Rule::kind(kind))
+    }
+
+    /// A rule on the architecture alone (`--require-arch`), unchecked.
     pub fn arch(arch: &str) -> Rule {
         Rule {
             text: arch.to_string(),
@@ -104,7 +146,7 @@ impl Rule {
         }
     }
 
-    /// A rule on the kind alone (`--require-kind`).
+    /// A rule on the kind alone (`--require-kind`), unchecked.
     pub fn kind(kind: &str) -> Rule {
         Rule {
             text: format!("*:{kind}"),
@@ -122,13 +164,135 @@ impl Rule {
         }
     }
 
-    /// Whether `img` serves every device the rule names (see the
-    /// [module docs](self)); `exact` compares architectures as strings.
+    /// Whether `img` alone serves every device configuration the rule
+    /// names (see the [module docs](self)); `exact` compares architectures
+    /// as strings.
     pub fn served_by(&self, img: &Image, exact: bool) -> Meets {
-        let arch = match &self.arch {
-            None => Meets::Yes,
-            Some(a) if exact => yes_no(arch_matches(img, a)),
-            Some(a) => serves(img, a),
+        self.devices(exact)
+            .iter()
+            .map(|d| self.serves(img, d, exact))
+            .fold(Meets::Yes, both)
+    }
+
+    /// Whether `images` together serve every device configuration the
+    /// rule names, and which of them do (see the [module docs](self));
+    /// `exact` compares architectures as strings (one image must then
+    /// meet the rule).
+    pub fn coverage(&self, images: &[&Image], exact: bool) -> Coverage {
+        let mut c = Coverage {
+            passed: true,
+            images: Vec::new(),
+            by_ptx_jit: false,
+            undetermined: Vec::new(),
+            unserved: Vec::new(),
+        };
+        for d in self.devices(exact) {
+            let (mut native, mut jit) = (false, false);
+            for img in images {
+                match self.serves(img, &d, exact) {
+                    Meets::Yes => native = true,
+                    Meets::ByPtxJit => jit = true,
+                    Meets::Undetermined => {
+                        if !c.undetermined.contains(&img.id) {
+                            c.undetermined.push(img.id);
+                        }
+                        continue;
+                    }
+                    Meets::No => continue,
+                }
+                if !c.images.contains(&img.id) {
+                    c.images.push(img.id);
+                }
+            }
+            if !native && !jit {
+                c.passed = false;
+                c.unserved.push(d.to_string());
+            } else if !native {
+                c.by_ptx_jit = true;
+            }
+        }
+        c.images.sort_unstable();
+        c.undetermined.sort_unstable();
+        c.by_ptx_jit &= c.passed;
+        c
+    }
+
+    /// The device configurations the rule names.
+    fn devices(&self, exact: bool) -> Vec<Device> {
+        let Some(arch) = self.arch.as_deref().filter(|_| !exact) else {
+            return vec![Device::Named(self.arch.clone().unwrap_or_default())];
+        };
+        if let Some((n, suffix)) = targets::parse_sm(arch) {
+            return match suffix {
+                Some('a') => vec![Device::Cuda { sm: n, a: true }],
+                Some('f') => {
+                    let family: Vec<Device> = targets::CUDA_SMS
+                        .iter()
+                        .map(|c| c.number)
+                        .filter(|&m| m / 10 == n / 10 && m % 10 >= n % 10)
+                        .filter(|m| !targets::NO_DEVICE_SMS.contains(m))
+                        .map(|sm| Device::Cuda { sm, a: false })
+                        .collect();
+                    if family.is_empty() {
+                        vec![Device::Cuda { sm: n, a: false }]
+                    } else {
+                        family
+                    }
+                }
+                _ => vec![Device::Cuda { sm: n, a: false }],
+            };
+        }
+        let Some(id) = TargetId::parse(arch) else {
+            return vec![Device::Named(arch.to_string())];
+        };
+        let gpu = targets::amdgpu(id.processor)
+            .or_else(|| targets::amdgpu(&id.processor.to_ascii_lowercase()));
+        let (processor, features): (String, &[&str]) = match gpu {
+            Some(g) => (g.canonical.to_string(), g.features()),
+            None if targets::RETIRED_AMDGCN.contains(&id.processor) => {
+                (id.processor.to_string(), &["sramecc", "xnack"])
+            }
+            None => return vec![Device::Named(arch.to_string())],
+        };
+        // Every on/off assignment of the processor's features that agrees
+        // with the rule's.
+        let mut configs: Vec<Vec<(&'static str, bool)>> = vec![Vec::new()];
+        for &f in features {
+            let modes: Vec<bool> = match id.features.get(f) {
+                Some(&on) => vec![on],
+                None => vec![true, false],
+            };
+            configs = configs
+                .into_iter()
+                .flat_map(|c| {
+                    modes.iter().map(move |&on| {
+                        let mut c = c.clone();
+                        c.push((f, on));
+                        c
+                    })
+                })
+                .collect();
+        }
+        configs
+            .into_iter()
+            .map(|features| Device::Amd {
+                processor: processor.clone(),
+                features,
+            })
+            .collect()
+    }
+
+    /// Whether `img` serves the device configuration `d`.
+    fn serves(&self, img: &Image, d: &Device, exact: bool) -> Meets {
+        let arch = match d {
+            _ if self.arch.is_none() => Meets::Yes,
+            Device::Named(a) if exact => yes_no(arch_matches(img, a)),
+            Device::Named(a) => serves(img, a),
+            Device::Cuda { sm, a } => serves_cuda(img, *sm, *a),
+            Device::Amd {
+                processor,
+                features,
+            } => yes_no(serves_amd(img, processor, features)),
         };
         both(arch, self.kind_meets(img))
     }
@@ -149,8 +313,8 @@ impl Rule {
                             .features
                             .iter()
                             .all(|(f, on)| feature(img, f).is_none_or(|g| g == *on))
-                }) || cuda_arch(a)
-                    .zip(cuda_arch(&img.arch))
+                }) || targets::parse_sm(a)
+                    .zip(targets::parse_sm(&img.arch))
                     .is_some_and(|((n, _), (m, _))| n == m),
             ),
         };
@@ -158,10 +322,178 @@ impl Rule {
     }
 }
 
+/// Whether a set of images covers a rule, and how ([`Rule::coverage`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Coverage {
+    /// Whether every device configuration the rule names is served.
+    pub passed: bool,
+    /// The images that serve one or more of them (ids, ascending).
+    pub images: Vec<usize>,
+    /// Whether some configuration is served only through PTX the driver
+    /// compiles (only when the rule passes).
+    pub by_ptx_jit: bool,
+    /// Images whose kind is not known that could serve one.
+    pub undetermined: Vec<usize>,
+    /// The configurations no image serves (`gfx90a:sramecc+:xnack-`,
+    /// `sm_103`).
+    pub unserved: Vec<String>,
+}
+
+/// One device configuration a rule names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Device {
+    /// An AMDGPU processor (canonical) with a mode for each of its
+    /// target-ID features.
+    Amd {
+        processor: String,
+        features: Vec<(&'static str, bool)>,
+    },
+    /// A CUDA device of compute capability `sm` (major × 10 + minor);
+    /// with `a`, arch-specific code for it is asked for.
+    Cuda { sm: u32, a: bool },
+    /// Anything else: the rule's architecture as written (matched as
+    /// one image's before).
+    Named(String),
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Amd {
+                processor,
+                features,
+            } => {
+                f.write_str(processor)?;
+                for (name, on) in features {
+                    write!(f, ":{name}{}", if *on { '+' } else { '-' })?;
+                }
+                Ok(())
+            }
+            Device::Cuda { sm, a } => write!(f, "sm_{sm}{}", if *a { "a" } else { "" }),
+            Device::Named(a) => f.write_str(a),
+        }
+    }
+}
+
+/// The canonical AMDGPU processor `arch` names (case and aliases aside),
+/// or `arch` lowercased.
+fn canonical_amdgpu(arch: &str) -> String {
+    let lower = arch.to_ascii_lowercase();
+    targets::amdgpu(&lower).map_or(lower, |g| g.canonical.to_string())
+}
+
+/// Whether `img` serves AMDGPU `processor` in the modes `features`: it is
+/// for that processor (or a generic target covering it), and every
+/// feature it sets is one of the modes.
+fn serves_amd(img: &Image, processor: &str, features: &[(&str, bool)]) -> bool {
+    if img.arch.is_empty() || !targets::runs_on(&canonical_amdgpu(&img.arch), processor) {
+        return false;
+    }
+    img.features.iter().all(|g| {
+        let (name, on) = match (g.strip_suffix('+'), g.strip_suffix('-')) {
+            (Some(n), _) => (n, true),
+            (_, Some(n)) => (n, false),
+            _ => return false,
+        };
+        features.contains(&(name, on))
+    })
+}
+
+/// Whether `img` serves a CUDA device of compute capability `dev` (with
+/// `a`: with arch-specific code for it).
+fn serves_cuda(img: &Image, dev: u32, a: bool) -> Meets {
+    let Some((code, suffix)) = targets::parse_sm(&img.arch) else {
+        return Meets::No;
+    };
+    let kind = match super::select::is_nvptx_object(img) {
+        true => Some("cubin".to_string()),
+        false => img.image_kind.map(|k| k.to_string()),
+    };
+    let same_family = code / 10 == dev / 10 && dev % 10 >= code % 10;
+    let ptx = |ok: bool| match ok {
+        true if code == dev => Meets::Yes,
+        true => Meets::ByPtxJit,
+        false => Meets::No,
+    };
+    match kind.as_deref() {
+        None => Meets::Undetermined,
+        // Arch-specific code is asked for: only that arch's `a` code.
+        _ if a => yes_no(code == dev && suffix == Some('a')),
+        Some("cubin") => yes_no(match suffix {
+            Some('a') => code == dev,
+            _ => same_family,
+        }),
+        Some("ptx") => ptx(match suffix {
+            Some('a') => code == dev,
+            Some('f') => same_family,
+            _ => dev >= code,
+        }),
+        Some(_) => yes_no(code == dev),
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
+}
+
+/// Whether `arch` is a target ID naming something known: a processor
+/// [`targets::is_known_arch`] knows, spelt as LLVM spells it (case
+/// included), with only features that processor has. The error says what
+/// is wrong and names the closest known names.
+pub fn check_arch(arch: &str) -> Result<(), String> {
+    let Some(id) = TargetId::parse(arch) else {
+        return Err(format!(
+            "'{arch}' is not an architecture or target ID (gfx90a, gfx90a:xnack+, sm_90)"
+        ));
+    };
+    let p = id.processor;
+    if !targets::is_known_arch(p) {
+        let suggestions = match p.strip_prefix("compute_") {
+            // PTX is named by its SM and the kind.
+            Some(n) => vec![format!("sm_{n}:ptx")],
+            None => targets::suggest(p, &targets::arch_names()),
+        };
+        return Err(format!(
+            "unknown architecture '{p}'{}",
+            targets::did_you_mean(&suggestions)
+        ));
+    }
+    let allowed = targets::amdgpu(p).map_or(&[][..], |g| g.features());
+    if let Some(f) = id.features.keys().find(|f| !allowed.contains(f)) {
+        return Err(if allowed.is_empty() {
+            format!("{p} has no target-ID features ('{f}')")
+        } else {
+            format!(
+                "{p} has no feature '{f}'{} (its features: {})",
+                targets::did_you_mean(&targets::suggest(f, allowed)),
+                allowed.join(", ")
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Whether `kind` is a kind rules may name ([`targets::is_known_kind`]);
+/// the error names the closest known kinds.
+pub fn check_kind(kind: &str) -> Result<(), String> {
+    if targets::is_known_kind(kind) {
+        return Ok(());
+    }
+    let suggestions = targets::suggest(kind, targets::KINDS);
+    Err(if suggestions.is_empty() {
+        format!(
+            "unknown kind '{kind}' (kinds: {})",
+            targets::KINDS.join(", ")
+        )
+    } else {
+        format!(
+            "unknown kind '{kind}'{}",
+            targets::did_you_mean(&suggestions)
+        )
+    })
 }
 
 fn yes_no(b: bool) -> Meets {
@@ -192,38 +524,12 @@ fn feature(img: &Image, name: &str) -> Option<bool> {
     })
 }
 
-/// `sm_86` → (86, None); `sm_90a` → (90, Some('a')); `sm_100f` → (100,
-/// Some('f')); anything else `None`.
-fn cuda_arch(a: &str) -> Option<(u32, Option<char>)> {
-    let rest = a.strip_prefix("sm_")?;
-    let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let n: u32 = rest[..digits].parse().ok()?;
-    let mut suffix = rest[digits..].chars();
-    let s = suffix.next();
-    (suffix.next().is_none() && s.is_none_or(|c| c.is_ascii_lowercase())).then_some((n, s))
-}
-
-/// Whether `img` serves every device `want` names.
+/// Whether `img` serves every device `want` (no AMDGPU processor or CUDA
+/// arch: the table does not know it) names: the same processor, and every
+/// feature the image sets set the same way by `want`.
 fn serves(img: &Image, want: &str) -> Meets {
     if img.arch.is_empty() {
         return Meets::No;
-    }
-    if let (Some((dev, _)), Some((code, suffix))) = (cuda_arch(want), cuda_arch(&img.arch)) {
-        let kind = match super::select::is_nvptx_object(img) {
-            true => Some("cubin".to_string()),
-            false => img.image_kind.map(|k| k.to_string()),
-        };
-        return match kind.as_deref() {
-            Some("cubin") => yes_no(if suffix == Some('a') {
-                dev == code
-            } else {
-                dev / 10 == code / 10 && dev % 10 >= code % 10
-            }),
-            Some("ptx") if dev == code => Meets::Yes,
-            Some("ptx") if suffix != Some('a') && dev > code => Meets::ByPtxJit,
-            Some(_) => yes_no(dev == code),
-            None => Meets::Undetermined,
-        };
     }
     let Some(id) = TargetId::parse(want) else {
         return Meets::No;
@@ -231,7 +537,6 @@ fn serves(img: &Image, want: &str) -> Meets {
     if !same_processor(img, id.processor) {
         return Meets::No;
     }
-    // Every feature the image sets must be set the same way by the rule.
     let ok = img.features.iter().all(|g| {
         let (name, on) = match (g.strip_suffix('+'), g.strip_suffix('-')) {
             (Some(n), _) => (n, true),
@@ -277,6 +582,40 @@ mod tests {
         assert!(Rule::parse(":ptx").is_err());
         assert!(Rule::parse("gfx90a:xnack+:xnack-").is_err());
         assert!(Rule::parse("").is_err());
+        assert!(Rule::parse("gfx9-4-generic:sramecc+:xnack-").is_ok());
+        assert!(Rule::parse("sm_100f:ptx").is_ok());
+        assert!(Rule::parse("tahiti").is_ok());
+        assert!(Rule::parse("x86_64").is_ok());
+    }
+
+    /// Rules naming nothing known are errors that name the closest known
+    /// names.
+    #[test]
+    fn unknown_names_are_errors_with_suggestions() {
+        for (rule, says) in [
+            ("sm90", "did you mean sm_90?"),
+            ("sm_90:cubn", "did you mean cubin?"),
+            ("gfx90A", "did you mean gfx90a?"),
+            ("GFX942", "did you mean gfx942?"),
+            ("gfx9999", "gfx909"),
+            ("sm_91", "sm_90"),
+            ("sm_86a", "unknown architecture 'sm_86a'"),
+            ("compute_90", "did you mean sm_90:ptx?"),
+            ("gfx90a:xnak+", "did you mean xnack?"),
+            ("gfx1030:xnack+", "no target-ID features"),
+            ("gfx942:xnak+", "did you mean xnack?"),
+            ("sm_90:xnack-", "no target-ID features"),
+            ("gfx90a:xnack", "needs a sign"),
+            ("*:objekt", "did you mean object?"),
+        ] {
+            let e = Rule::parse(rule).unwrap_err();
+            assert!(e.contains(says) && e.contains(rule), "{rule}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        assert!(Rule::parse_arch("gfx90A").is_err());
+        assert!(Rule::parse_arch("*").unwrap().arch.is_none());
+        assert!(Rule::parse_kind("cubn").is_err());
+        assert_eq!(Rule::parse_kind("ptx").unwrap().text, "*:ptx");
     }
 
     /// (rule, image target ID, image kind, served_by, built_for)
@@ -309,7 +648,6 @@ mod tests {
             Meets::Yes,
         ),
         ("gfx942", "gfx90a", None, Meets::No, Meets::No),
-        ("GFX942", "gfx942", None, Meets::Yes, Meets::Yes),
         ("tahiti", "gfx600", None, Meets::Yes, Meets::Yes),
         (
             "gfx90a:object",
@@ -357,9 +695,26 @@ mod tests {
         ("sm_90", "sm_80", PTX, Meets::ByPtxJit, Meets::No),
         ("sm_90:ptx", "sm_80", PTX, Meets::ByPtxJit, Meets::No),
         ("sm_100", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
+        // Family PTX: its family's devices from its own on, no further.
+        ("sm_103", "sm_100f", PTX, Meets::ByPtxJit, Meets::No),
+        ("sm_100", "sm_100f", PTX, Meets::Yes, Meets::Yes),
+        ("sm_120", "sm_100f", PTX, Meets::No, Meets::No),
+        ("sm_110", "sm_100f", PTX, Meets::No, Meets::No),
+        // Arch-specific rules: only arch-specific code for that arch.
+        ("sm_90a", "sm_90", CUBIN, Meets::No, Meets::Yes),
+        ("sm_90a", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
+        ("sm_90a", "sm_90a", PTX, Meets::Yes, Meets::Yes),
+        ("sm_90a", "sm_80", PTX, Meets::No, Meets::No),
+        ("sm_100a", "sm_100f", CUBIN, Meets::No, Meets::Yes),
+        // Family rules: every device of the family from its own on.
+        ("sm_100f", "sm_100", CUBIN, Meets::Yes, Meets::Yes),
+        ("sm_100f", "sm_100a", CUBIN, Meets::No, Meets::Yes),
+        ("sm_100f", "sm_103", CUBIN, Meets::No, Meets::No),
+        ("sm_120f", "sm_120f", CUBIN, Meets::Yes, Meets::Yes),
+        ("sm_100f", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
         ("sm_80", "sm_90", PTX, Meets::No, Meets::No),
         ("sm_90", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
-        ("sm_91", "sm_90a", CUBIN, Meets::No, Meets::No),
+        ("sm_100", "sm_90a", CUBIN, Meets::No, Meets::No),
         ("sm_100", "sm_90a", PTX, Meets::No, Meets::No),
         (
             "sm_52",
@@ -401,6 +756,105 @@ mod tests {
                 assert_eq!(r.built_for(&img, false), built, "{rule} built for {target}");
             }
         }
+    }
+
+    fn ids(imgs: &mut [Image]) -> Vec<&Image> {
+        for (i, img) in imgs.iter_mut().enumerate() {
+            img.id = i;
+        }
+        imgs.iter().collect()
+    }
+
+    /// Sets of images cover a rule when each device configuration it names
+    /// is served by one of them (docs/target-rules.md §2.3).
+    #[test]
+    fn coverage_of_sets() {
+        let amd = |t: &str| image("amdgcn-amd-amdhsa", t, None);
+        // (rule, images, passes, unserved)
+        let cases: &[(&str, &[&str], bool, &[&str])] = &[
+            ("gfx90a", &["gfx90a"], true, &[]),
+            ("gfx90a", &["gfx90a:xnack+", "gfx90a:xnack-"], true, &[]),
+            ("gfx90a", &["gfx90a:sramecc+", "gfx90a:sramecc-"], true, &[]),
+            (
+                "gfx90a",
+                &[
+                    "gfx90a:sramecc+:xnack+",
+                    "gfx90a:sramecc+:xnack-",
+                    "gfx90a:sramecc-",
+                ],
+                true,
+                &[],
+            ),
+            (
+                "gfx90a",
+                &["gfx90a:xnack+", "gfx90a:sramecc-:xnack-"],
+                false,
+                &["gfx90a:sramecc+:xnack-"],
+            ),
+            (
+                "gfx90a",
+                &["gfx90a:xnack+"],
+                false,
+                &["gfx90a:sramecc+:xnack-", "gfx90a:sramecc-:xnack-"],
+            ),
+            ("gfx90a:xnack-", &["gfx90a:xnack-"], true, &[]),
+            ("gfx1010", &["gfx1010:xnack+", "gfx1010:xnack-"], true, &[]),
+            ("gfx1030", &["gfx1030"], true, &[]),
+            // Generic targets serve the processors they cover.
+            ("gfx942", &["gfx9-4-generic"], true, &[]),
+            ("gfx906", &["gfx9-generic"], true, &[]),
+            ("gfx950:xnack+", &["gfx9-4-generic:xnack+"], true, &[]),
+            (
+                "gfx942",
+                &["gfx9-4-generic:xnack-"],
+                false,
+                &["gfx942:sramecc+:xnack+", "gfx942:sramecc-:xnack+"],
+            ),
+            (
+                "gfx90a",
+                &["gfx9-generic"],
+                false,
+                &[
+                    "gfx90a:sramecc+:xnack+",
+                    "gfx90a:sramecc+:xnack-",
+                    "gfx90a:sramecc-:xnack+",
+                    "gfx90a:sramecc-:xnack-",
+                ],
+            ),
+            ("gfx1100", &["gfx11-generic"], true, &[]),
+            ("tahiti", &["gfx600"], true, &[]),
+        ];
+        for &(rule, targets, passes, unserved) in cases {
+            let mut imgs: Vec<Image> = targets.iter().map(|t| amd(t)).collect();
+            let c = Rule::parse(rule).unwrap().coverage(&ids(&mut imgs), false);
+            assert_eq!(c.passed, passes, "{rule} by {targets:?}");
+            assert_eq!(c.unserved, unserved, "{rule} by {targets:?}");
+            if passes {
+                assert_eq!(c.images.len(), targets.len(), "{rule} by {targets:?}");
+            }
+        }
+        // CUDA: a family rule wants each of its devices served.
+        let nv = |t: &str, k| image("nvptx64-nvidia-cuda", t, k);
+        let mut imgs = vec![nv("sm_100a", CUBIN), nv("sm_103a", CUBIN)];
+        let c = Rule::parse("sm_100f")
+            .unwrap()
+            .coverage(&ids(&mut imgs), false);
+        assert!(c.passed && !c.by_ptx_jit, "{c:?}");
+        let mut imgs = vec![nv("sm_100a", CUBIN)];
+        let c = Rule::parse("sm_100f")
+            .unwrap()
+            .coverage(&ids(&mut imgs), false);
+        assert_eq!(c.unserved, ["sm_103"]);
+        // A rule met natively for one device and through PTX for another.
+        let mut imgs = vec![nv("sm_100", CUBIN), nv("sm_90", PTX)];
+        let c = Rule::parse("sm_120f")
+            .unwrap()
+            .coverage(&ids(&mut imgs), false);
+        assert!(c.passed && c.by_ptx_jit && c.images == [1], "{c:?}");
+        let c = Rule::parse("sm_120f:cubin")
+            .unwrap()
+            .coverage(&ids(&mut imgs), false);
+        assert_eq!(c.unserved, ["sm_120", "sm_121"]);
     }
 
     #[test]

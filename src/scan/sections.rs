@@ -114,16 +114,22 @@ fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32
 }
 
 /// Parses `data` as an object file, or `None` if it is not one.
-pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
+/// What object format `data` starts as (`ELF64`, `COFF`, `PE`, `Mach-O`),
+/// from its header alone.
+pub(super) fn format_of(data: &[u8]) -> Option<&'static str> {
     use object::FileKind as K;
-    let format = match K::parse(data).ok()? {
+    Some(match K::parse(data).ok()? {
         K::Elf32 => "ELF32",
         K::Elf64 => "ELF64",
         K::Coff | K::CoffBig => "COFF",
         K::Pe32 | K::Pe64 => "PE",
         K::MachO32 | K::MachO64 => "Mach-O",
         _ => return None,
-    };
+    })
+}
+
+pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
+    let format = format_of(data)?;
     let file = match object::File::parse(data) {
         Ok(f) => f,
         Err(e) => return Some(Err(e.to_string())),

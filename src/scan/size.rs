@@ -43,13 +43,18 @@ pub struct SizeReport {
     pub path: String,
     /// Its size.
     pub file_size: u64,
-    /// Every innermost image.
+    /// Every innermost device image (bundles' host entries are no device
+    /// images: they are counted in [`SizeReport::host`]).
     pub total: Tally,
-    /// Per target: `host <triple>` or `<offload kind> <triple> <target ID>`
-    /// (`-` for an empty part).
+    /// Per target and kind: `<offload kind> <triple> <target ID> <image
+    /// kind>` (`-` for an empty or unknown part), so a CUDA arch's cubins
+    /// and PTX are separate rows.
     pub by_target: BTreeMap<String, Tally>,
     /// Per image kind (`-` when not known).
     pub by_kind: BTreeMap<String, Tally>,
+    /// Bundles' host entries (what a bundle holds for the host: usually
+    /// empty), counted apart from the device images.
+    pub host: Tally,
     /// Why the file could not be read (then nothing else is counted).
     pub error: Option<String>,
 }
@@ -79,6 +84,7 @@ impl SizeReport {
                 all.by_kind.entry(k.clone()).or_default().merge(t);
             }
             all.total.merge(&r.total);
+            all.host.merge(&r.host);
         }
         all
     }
@@ -124,22 +130,20 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
         let stored = stored_size(r, img);
         // A compressed CUDA fatbin entry counts what it decompresses to.
         let bytes = img.uncompressed_size.unwrap_or(img.size);
-        let target = if img.offload_kind.is_host() {
-            format!("host {}", dash(&img.triple))
-        } else {
-            format!(
-                "{} {} {}",
-                img.offload_kind,
-                dash(&img.triple),
-                dash(&img.target_id)
-            )
-        };
+        if img.offload_kind.is_host() {
+            rep.host.add(bytes, stored);
+            continue;
+        }
+        let kind = img.image_kind.map_or_else(|| "-".into(), |k| k.to_string());
+        let target = format!(
+            "{} {} {} {kind}",
+            img.offload_kind,
+            dash(&img.triple),
+            dash(&img.target_id)
+        );
         rep.total.add(bytes, stored);
         rep.by_target.entry(target).or_default().add(bytes, stored);
-        rep.by_kind
-            .entry(img.image_kind.map_or_else(|| "-".into(), |k| k.to_string()))
-            .or_default()
-            .add(bytes, stored);
+        rep.by_kind.entry(kind).or_default().add(bytes, stored);
     }
     rep
 }

@@ -38,6 +38,14 @@ pub(super) struct Tap {
     pub(super) hasher: Option<Hasher>,
     /// Its bytes.
     pub(super) out: TapOut,
+    /// Whether only the bytes before the first NUL count (PTX text, as
+    /// `cuobjdump -xptx` writes it): the rest reaches neither the hash
+    /// nor the output.
+    text: bool,
+    /// Bytes that counted so far (with `text`: up to the first NUL).
+    pub(super) taken: u64,
+    /// Whether a NUL has ended the text.
+    ended: bool,
 }
 
 impl Tap {
@@ -48,14 +56,36 @@ impl Tap {
             head_len,
             hasher: None,
             out: TapOut::Nowhere,
+            text: false,
+            taken: 0,
+            ended: false,
         }
+    }
+
+    /// The same tap, taking only the bytes before the first NUL (the text
+    /// of a PTX entry).
+    pub(super) fn text(mut self) -> Tap {
+        self.text = true;
+        self
     }
 }
 
 impl Write for Tap {
     /// Never fails: a sink's error is kept and the stream goes on for the
     /// other entries.
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+    fn write(&mut self, all: &[u8]) -> io::Result<usize> {
+        let buf = match self.text {
+            _ if self.ended => &[][..],
+            true => match memchr::memchr(0, all) {
+                Some(i) => {
+                    self.ended = true;
+                    &all[..i]
+                }
+                None => all,
+            },
+            false => all,
+        };
+        self.taken += len64(buf);
         let room = self.head_len.saturating_sub(self.head.len());
         self.head.extend_from_slice(&buf[..room.min(buf.len())]);
         if let Some(h) = &mut self.hasher {
@@ -71,7 +101,7 @@ impl Write for Tap {
             TapOut::Sink(_, Some(_)) => {}
             TapOut::Buffer(v) => v.extend_from_slice(buf),
         }
-        Ok(buf.len())
+        Ok(all.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {

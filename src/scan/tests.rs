@@ -630,12 +630,18 @@ impl Visit for CollectAll {
 #[test]
 fn compressed_fatbin_entries_are_hashed_and_visited_decompressed() {
     let (f, cubin, ptx) = compressed_fatbin();
-    // Listing decompresses nothing, and reports both sizes.
+    // PTX is its text, without the NUL that ends it (as cuobjdump -xptx
+    // writes it).
+    let text = &ptx[..ptx.len() - 1];
+    // Listing decompresses no cubin, only PTX (for its text's size), and
+    // reports both sizes.
     let r = scan(&f, &Options::default());
     sane(&r, f.len());
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     assert_eq!(r.images[0].uncompressed_size, Some(cubin.len() as u64));
     assert!(r.images[0].size < cubin.len() as u64);
+    assert_eq!(r.images[1].uncompressed_size, Some(text.len() as u64));
+    assert_eq!(r.decompressed, ptx.len() as u64);
     assert_eq!(r.images[2].uncompressed_size, None);
     // Hashes are of the decompressed bytes.
     let opts = Options {
@@ -652,22 +658,90 @@ fn compressed_fatbin_entries_are_hashed_and_visited_decompressed() {
         hashes,
         [
             HashAlgo::Md5.hash(&cubin),
-            HashAlgo::Md5.hash(&ptx),
+            HashAlgo::Md5.hash(text),
             HashAlgo::Md5.hash(b"\x7fELF-plain\0\0\0\0\0\0")
         ]
     );
     // So are the bytes a visitor gets.
     let mut v = CollectAll(Vec::new(), Vec::new());
     scan_with(&f, &Options::default(), &mut v);
-    assert_eq!(v.0[..2], [cubin.clone(), ptx.clone()]);
+    assert_eq!(v.0[..2], [cubin.clone(), text.to_vec()]);
     assert!(v.1.is_empty());
     // `size` counts the decompressed bytes, and the compressed ones as stored.
     let s = size("f", f.len() as u64, &r);
     let c = &s.by_kind["cubin"];
     assert_eq!(c.bytes, cubin.len() as u64 + 16);
     assert_eq!(c.stored, r.images[0].size + 16);
-    assert_eq!(s.by_kind["ptx"].bytes, ptx.len() as u64);
+    assert_eq!(s.by_kind["ptx"].bytes, text.len() as u64);
     assert_eq!(s.by_kind["ptx"].stored, r.images[1].size);
+}
+
+/// PTX entries stored as they are: the text before the first NUL, in the
+/// size, the hash and the bytes a visitor gets; the NUL, the padding and
+/// anything after a NUL are left out, as `cuobjdump -xptx` leaves them.
+#[test]
+fn plain_ptx_entries_are_their_text() {
+    let text = b".version 8.0\n.target sm_90\n.address_size 64\n// 45 bytes";
+    let mut stored = text.to_vec();
+    stored.extend_from_slice(b"\0//after the NUL\n");
+    let f = fatbin::build_compressed(&[
+        (1, 90, 0x11, &stored, 0),
+        (1, 80, 0x11, text, 0), // no NUL at all: all text
+    ]);
+    let opts = Options {
+        hash: Some(HashAlgo::Md5),
+        ..Options::default()
+    };
+    let r = scan(&f, &opts);
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.images[0].size, text.len() as u64);
+    assert_eq!(
+        r.images[0].hash.as_ref().unwrap().to_string(),
+        HashAlgo::Md5.hash(text)
+    );
+    // The padding (to 8 bytes) is zeros: left out too.
+    assert_eq!(r.images[1].size, text.len() as u64);
+    let mut v = CollectAll(Vec::new(), Vec::new());
+    scan_with(&f, &Options::default(), &mut v);
+    assert_eq!(v.0, [text.to_vec(), text.to_vec()]);
+    let s = size("f", f.len() as u64, &r);
+    assert_eq!(s.by_kind["ptx"].bytes, 2 * text.len() as u64);
+}
+
+/// A compressed PTX entry whose text ends before its last byte: the size
+/// (known without --hash), the hash and the visitor's bytes all stop at
+/// the first NUL.
+#[test]
+fn compressed_ptx_stops_at_its_first_nul() {
+    let text = b".version 8.0\n.target sm_100\n";
+    let mut data = text.to_vec();
+    data.extend_from_slice(b"\0\0tail\0");
+    let lz = lz4_flex::block::compress(&data);
+    let f = fatbin::build_compressed(&[(1, 100, 0x11 | fatbin::FLAG_LZ4, &lz, data.len() as u64)]);
+    let r = scan(&f, &Options::default());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.images[0].uncompressed_size, Some(text.len() as u64));
+    let s = size("f", f.len() as u64, &r);
+    assert_eq!(s.by_kind["ptx"].bytes, text.len() as u64);
+    let opts = Options {
+        hash: Some(HashAlgo::Md5),
+        ..Options::default()
+    };
+    let r = scan(&f, &opts);
+    assert_eq!(
+        r.images[0].hash.as_ref().unwrap().to_string(),
+        HashAlgo::Md5.hash(text)
+    );
+    let mut v = CollectAll(Vec::new(), Vec::new());
+    scan_with(&f, &Options::default(), &mut v);
+    assert_eq!(v.0, [text.to_vec()]);
+    // A compressed PTX entry that does not decompress is damage, found
+    // without --hash (its size cannot be told otherwise).
+    let f =
+        fatbin::build_compressed(&[(1, 100, 0x11 | fatbin::FLAG_LZ4, &lz, data.len() as u64 + 1)]);
+    let r = scan(&f, &Options::default());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert_eq!(r.images[0].uncompressed_size, Some(data.len() as u64 + 1));
 }
 
 #[test]
@@ -899,4 +973,28 @@ fn damaged_compressed_bundles_keep_nothing_streamed() {
             assert_eq!(v.failed.len(), 3, "{:?}", v.failed);
         }
     }
+}
+
+/// A raw scan still names what the file is: an ELF object is `ELF64`, an
+/// archive `archive`, only bytes of no known format are `data`.
+#[test]
+fn raw_scans_name_the_format() {
+    use object::write::Object as WObject;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let s = o.add_section(Vec::new(), b".data".to_vec(), SectionKind::Data);
+    o.append_section_data(
+        s,
+        &offload_binary(&[("amdgcn-amd-amdhsa", "gfx90a", b"x")]),
+        8,
+    );
+    let elf = o.write().unwrap();
+    let r = scan(&elf, &raw());
+    assert_eq!(r.format, "ELF64");
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(scan(&elf, &Options::default()).format, "ELF64");
+    let mut ar = crate::archive::MAGIC.to_vec();
+    ar.extend_from_slice(&noise(64, 3));
+    assert_eq!(scan(&ar, &raw()).format, "archive");
+    assert_eq!(scan(&noise(256, 1), &raw()).format, "data");
 }

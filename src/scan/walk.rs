@@ -251,7 +251,13 @@ impl Walker<'_> {
             Some(Magic::Bundle) => "bundle",
             Some(Magic::Ccob) => "ccob",
             Some(Magic::Fatbin) => "cuda-fatbin",
-            None => "data",
+            // What the file is, even when its structure is not used.
+            None if data.starts_with(crate::archive::MAGIC)
+                || data.starts_with(crate::archive::THIN_MAGIC) =>
+            {
+                "archive"
+            }
+            None => sections::format_of(data).unwrap_or("data"),
         };
         if self.opts.mode == Mode::Raw {
             self.report.used_raw_scan = true;
@@ -1598,7 +1604,17 @@ impl Walker<'_> {
             };
             let at = inner.at(e.payload_offset);
             if !e.compressed() {
-                self.push_image(image, Some(e.payload), &at);
+                // PTX is its text, as cuobjdump writes it: not the NUL that
+                // ends it nor the padding after it.
+                let bytes = match e.kind {
+                    fatbin::KIND_PTX => fatbin::ptx_text(e.payload),
+                    _ => e.payload,
+                };
+                let image = Image {
+                    size: len64(bytes),
+                    ..image
+                };
+                self.push_image(image, Some(bytes), &at);
                 continue;
             }
             let img = self.push_image(image, None, &at);
@@ -1621,7 +1637,10 @@ impl Walker<'_> {
         at: &Loc,
     ) {
         let wanted = self.visit.wants(&self.report.images[img]);
-        if self.opts.hash.is_none() && !wanted {
+        // PTX is always decompressed: its size is its text's (before the
+        // first NUL), which only the decompressed bytes tell.
+        let ptx = e.kind == fatbin::KIND_PTX;
+        if self.opts.hash.is_none() && !wanted && !ptx {
             return;
         }
         let size = e.decompressed_size.unwrap_or(0);
@@ -1631,18 +1650,25 @@ impl Walker<'_> {
         if reader.is_ok() && !self.fits(size) {
             return;
         }
-        let mut taps = vec![if wanted {
+        let mut tap = if wanted {
             self.visitor_tap(img, 0..size)
         } else {
             Tap::new(0..size, 0)
-        }];
-        taps[0].hasher = self.opts.hash.map(|h| h.hasher());
+        };
+        if ptx {
+            tap = tap.text();
+        }
+        tap.hasher = self.opts.hash.map(|h| h.hasher());
+        let mut taps = vec![tap];
         let run = reader
             .and_then(|r| self.tap_charged(Source::Decoded(r, size), &mut taps, size, self.budget));
         let why = match run {
             Ok(t) => {
                 self.budget = self.budget.saturating_sub(t.decompressed);
                 self.report.images[img].hash = taps[0].hasher.take().map(super::Hasher::finish);
+                if ptx {
+                    self.report.images[img].uncompressed_size = Some(taps[0].taken);
+                }
                 Ok(())
             }
             Err(err) => Err(format!(

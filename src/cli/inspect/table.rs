@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::super::io::print_line;
 use super::super::scan::Scanned;
-use offload_kit::scan::{Image, Parent, Report};
+use offload_kit::scan::{ContainerKind, Image, Parent, Report};
 
 fn hex(o: Option<u64>) -> String {
     o.map_or_else(|| "-".into(), |o| format!("{o:#x}"))
@@ -31,18 +31,33 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
         (false, true) => "raw scan",
         (false, false) => "file header",
     };
-    print_line(
-        &mut out,
-        &format!(
-            "{}: {}, {} bytes, {}; {} container(s), {} image(s)",
-            s.path,
-            r.format,
-            s.size,
-            how,
-            r.containers.len(),
-            r.images.len()
-        ),
-    )?;
+    // Fatbin wrappers are records pointing at a container, bundles' host
+    // entries no device images: both are counted apart.
+    let wrappers = r
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::FatbinWrapper)
+        .count();
+    let hosts = r.images.iter().filter(|i| i.offload_kind.is_host()).count();
+    let mut header = format!(
+        "{}: {}, {} bytes, {}; {} container(s), {} device image(s)",
+        s.path,
+        r.format,
+        s.size,
+        how,
+        r.containers.len() - wrappers,
+        r.images.len() - hosts
+    );
+    if wrappers > 0 {
+        header += &format!(", {wrappers} fatbin wrapper(s)");
+    }
+    if hosts > 0 {
+        header += &format!(
+            ", {hosts} bundle host entr{}",
+            if hosts == 1 { "y" } else { "ies" }
+        );
+    }
+    print_line(&mut out, &header)?;
     // Column widths over this file's images.
     let w = |f: &dyn Fn(&Image) -> usize, min: usize| r.images.iter().map(f).fold(min, usize::max);
     let widths = [
@@ -169,6 +184,10 @@ impl<W: Write> TablePrinter<'_, W> {
             .map(|v| v.iter().map(|&k| &r.images[k]).collect())
             .unwrap_or_default();
         let [wi, wo, wk, wt, wa, ws] = self.widths;
+        // A bundle's host entry is no device image: a line of its own,
+        // after the images.
+        let (hosts, images): (Vec<&Image>, Vec<&Image>) =
+            images.into_iter().partition(|i| i.offload_kind.is_host());
         for i in images {
             let mut row = format!(
                 "{pad}  {:>wi$}  {:<wo$}  {:<wk$}  {:<wt$}  {:<wa$}  {:>ws$}  {}",
@@ -197,6 +216,18 @@ impl<W: Write> TablePrinter<'_, W> {
             for n in nested {
                 self.container(n, depth + 2)?;
             }
+        }
+        for h in hosts {
+            print_line(
+                &mut self.out,
+                &format!(
+                    "{pad}  host entry (#{}): {}, {} bytes{}",
+                    h.id,
+                    dash(&h.triple),
+                    h.size,
+                    h.offset.map_or_else(String::new, |o| format!(" @{o:#x}"))
+                ),
+            )?;
         }
         let inside = self.tree.in_container.get(&id).cloned().unwrap_or_default();
         for n in inside {
