@@ -228,7 +228,15 @@ for t in "${targets[@]}"; do
     # that compiling is never counted as fuzzing.
     cargo fuzz build "${fuzz_flags[@]}" "$t" >/dev/null 2>&1 || die "$t: cargo fuzz build failed"
     session_before=$(children_cpu)
-    cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
+    # libFuzzer's fork mode has been seen to hang past -max_total_time
+    # with no job left (its parent idle); a session that overstays is
+    # killed and counts as ended, not as a failure.
+    timeout --kill-after=30 $((SECONDS_PER_TARGET + 120)) \
+      cargo fuzz run "${fuzz_flags[@]}" "$t" "$corpus" -- "${args[@]}" "${EXTRA[@]}" || status=$?
+    if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+      log "$t: session $sessions overstayed its time and was stopped"
+      status=0
+    fi
     cpu=$(( cpu + $(children_cpu) - session_before ))
     ran=$(( $(date +%s) - start ))
     [ "$CPU_BUDGET" -gt 0 ] && [ "$status" = 0 ] && [ "$cpu" -lt "$CPU_BUDGET" ] || break
