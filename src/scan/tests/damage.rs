@@ -108,7 +108,11 @@ fn a_ccob_failing_its_hash_hands_nothing_over() {
     );
     assert!(v.kept.borrow().is_empty());
     assert_eq!(v.failed.len(), 2, "{:?}", v.failed);
-    assert!(v.failed.iter().all(|w| w.contains("stored hash")), "{:?}", v.failed);
+    assert!(
+        v.failed.iter().all(|w| w.contains("stored hash")),
+        "{:?}",
+        v.failed
+    );
     assert_eq!(r.images.len(), 3);
     assert!(r.in_damaged_data().iter().all(|&d| d));
 }
