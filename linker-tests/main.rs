@@ -14,6 +14,7 @@ mod bundle_ids;
 mod bundle_native;
 mod bundler;
 mod ccob;
+mod damaged;
 mod extract_compressed;
 mod fan_out;
 mod fatbin_compressed;
@@ -40,6 +41,7 @@ fn main() {
     trials.extend(bundle_ids::tests());
     trials.extend(ccob::tests());
     trials.extend(fatbin_compressed::tests());
+    trials.extend(damaged::tests());
     trials.extend(extract_compressed::tests());
     trials.extend(fan_out::tests());
     trials.extend(wrap::tests());

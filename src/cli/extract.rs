@@ -22,12 +22,14 @@ id `inspect` shows, <label> the bundle-entry ID or <offload kind>-<triple>-<targ
 than letters, digits and ._+- become _, so names taken from the file cannot leave DIR.\n\
 Images inside compressed data (compressed bundles, compressed OffloadBinaries, compressed\n\
 CUDA fatbin entries, LZ4 or zstd) are written as they are decompressed, each to a\n\
-temporary file renamed into place once the whole stream has been read and checked (a\n\
-damaged or lying one leaves nothing). A bundle's empty host entry is written only with\n\
+temporary file renamed into place once the whole stream has been read and checked.\n\
+Everything is checked as --verify checks it, and nothing is kept from a container that\n\
+holds damaged data (a stream that does not decode, a stored hash that does not match):\n\
+what was written of it is removed. A bundle's empty host entry is written only with\n\
 --include-host. An input `-` is standard input (named stdin).\n\n\
 Exit codes: 0 success; 1 the filters (--triple, --arch, --kind) matched no image; 2 an\n\
-input could not be read, held damaged data (what could be read is still extracted;\n\
---allow-corrupt: 0), went past a limit (--max-uncompressed, --max-images,\n\
+input could not be read, held damaged data (the other containers are still extracted;\n\
+--allow-corrupt: 0 unless an image was not written), went past a limit (--max-uncompressed, --max-images,\n\
 --max-containers: nothing of that input is kept; --max-files: the command stops writing),\n\
 or an image could not be decompressed or written (each error is one line on standard\n\
 error). The first image that cannot be written (a full disk, a directory gone) stops the\n\
@@ -130,7 +132,8 @@ struct Extractor<'a> {
     /// The input, as error messages name it.
     name: String,
     input: &'a Input,
-    written: Vec<String>,
+    /// The files written, with their images' ids.
+    written: Vec<(usize, String)>,
     errors: Vec<String>,
     /// Files the command may still write ([`ExtractOpts::max_files`]).
     files: &'a AtomicUsize,
@@ -192,7 +195,7 @@ impl scan::Visit for Extractor<'_> {
             return;
         }
         match write_bytes(&shown, self.input, bytes) {
-            Ok(()) => self.written.push(shown),
+            Ok(()) => self.written.push((image.id, shown)),
             Err(e) => self.write_failed(&shown, &e),
         }
     }
@@ -227,7 +230,7 @@ impl scan::Visit for Extractor<'_> {
         let path = self.dir.join(image_file_name(&self.label, image));
         let shown = path.to_string_lossy().into_owned();
         match end.and_then(|()| sink.keep().map_err(scan::SinkError::Write)) {
-            Ok(()) => self.written.push(shown),
+            Ok(()) => self.written.push((image.id, shown)),
             Err(scan::SinkError::Write(e)) => self.write_failed(&shown, &e),
             Err(scan::SinkError::Data(why)) => self.unavailable(image, &why),
         }
@@ -286,7 +289,10 @@ impl ExtractOpts {
         for k in &filter.kinds {
             scan::rule::check_kind(k).map_err(|e| anyhow::anyhow!("--kind '{k}': {e}"))?;
         }
-        let opts = self.common.options();
+        // Everything written is checked: every compressed stream decoded
+        // to its end, every stored hash compared.
+        let mut opts = self.common.options();
+        opts.verify = true;
         let files = self.common.files()?;
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
@@ -344,7 +350,7 @@ impl ExtractOpts {
                     Ok(r) => r,
                     Err(e) => {
                         // Nothing of an input whose scan stopped is kept.
-                        for w in &ex.written {
+                        for (_, w) in &ex.written {
                             let _ = std::fs::remove_file(w);
                         }
                         return Extracted::unreadable(format!("'{name}': {e}"));
@@ -364,6 +370,24 @@ impl ExtractOpts {
                     .map(|p| format!("'{name}': warning: {}", p.message))
                     .collect();
                 let mut errors = ex.errors;
+                // Nothing that lies in damaged data is kept (what was
+                // written of it before the damage was found is removed).
+                let in_damage = report.in_damaged_data();
+                let (dropped, written): (Vec<_>, Vec<_>) = ex
+                    .written
+                    .into_iter()
+                    .partition(|(id, _)| in_damage.get(*id).copied().unwrap_or(true));
+                for (_, w) in &dropped {
+                    let _ = std::fs::remove_file(w);
+                }
+                if !dropped.is_empty() {
+                    errors.push(format!(
+                        "'{name}': {} image(s) not kept: they lie in a damaged container \
+                         (what is wrong is said above)",
+                        dropped.len()
+                    ));
+                }
+                let written = written.into_iter().map(|(_, w)| w).collect();
                 // Damaged containers and no image at all is no success:
                 // the input is an input error, as `check` has it.
                 if report.images.is_empty() && errors.is_empty() && !problems.is_empty() {
@@ -373,7 +397,7 @@ impl ExtractOpts {
                     ));
                 }
                 Extracted {
-                    written: ex.written,
+                    written,
                     errors,
                     problems,
                     damaged,

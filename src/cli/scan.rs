@@ -38,9 +38,11 @@ pub struct Common {
     /// yield only what starts at byte 0).
     #[arg(long)]
     sections_only: bool,
-    /// Decompress every compressed bundle to its end and check its stored
-    /// hash (streamed: a binary bundle inside is never held whole)
-    /// (by default only the bundle header is decompressed).
+    /// Decode every compressed thing to its end (compressed bundles,
+    /// compressed OffloadBinaries, LZ4 and zstd CUDA fatbin entries) and
+    /// check every stored hash; whatever fails is damaged data (by default
+    /// only what a listing needs is decoded, such as a compressed bundle's
+    /// header). `extract` always does this.
     #[arg(long)]
     verify: bool,
     /// How deeply containers may nest.

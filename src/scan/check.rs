@@ -282,7 +282,8 @@ impl Verdict {
 pub struct Outcome {
     /// One verdict per input, in the order given.
     pub files: Vec<Verdict>,
-    /// Something is required but no input carries device images.
+    /// Something is required but no input carries device images (never
+    /// concluded when an input could not be judged: an input error).
     pub no_device_code: bool,
     /// With [`Requirements::any`]: the required rules over all inputs.
     pub all_inputs_rules: Vec<RuleResult>,
@@ -391,9 +392,13 @@ pub fn check<'a>(
         });
         all.extend(imgs);
     }
+    // What all inputs together carry is not known when one of them could
+    // not be judged (unreadable, or damaged): nothing is concluded from
+    // the others, and the input error is the outcome.
+    let judged = !files.iter().any(Verdict::is_input_error);
     let mut all_inputs_rules = Vec::new();
     let mut all_inputs = Vec::new();
-    if req.any {
+    if req.any && judged {
         for rule in &require {
             let res = RuleResult::required(rule.clone(), &all, req.exact);
             if !res.passed {
@@ -404,7 +409,7 @@ pub fn check<'a>(
     }
     Outcome {
         files,
-        no_device_code: !require.is_empty() && !any_device,
+        no_device_code: judged && !require.is_empty() && !any_device,
         all_inputs_rules,
         all_inputs,
     }
@@ -435,6 +440,7 @@ mod tests {
                 container: None,
                 message: "invalid bundle: truncated".into(),
                 kind: crate::scan::ProblemKind::Damage,
+                within: None,
             }],
             ..Report::default()
         }
@@ -453,6 +459,24 @@ mod tests {
         // An unreadable one too, and it wins over a rule not met.
         let o = check([Err("no such file"), Ok(&empty)], &req);
         assert_eq!(o.exit_code(), 2);
+        // Neither says that no input carries device code: the damaged or
+        // unreadable one may, and the input error is the outcome.
+        for o in [
+            check([Ok(&bad)], &req),
+            check([Err("no such file"), Ok(&empty)], &req),
+        ] {
+            assert!(!o.no_device_code, "{o:?}");
+            assert_eq!(o.failures(), 1, "{o:?}");
+        }
+        let mut any = req.clone();
+        any.any = true;
+        let o = check([Ok(&bad), Ok(&empty)], &any);
+        assert!(o.all_inputs.is_empty() && o.all_inputs_rules.is_empty() && !o.no_device_code);
+        assert_eq!(o.exit_code(), 2);
+        // Once every input is read, nothing anywhere is a failure.
+        let o = check([Ok(&empty)], &req);
+        assert!(o.no_device_code);
+        assert_eq!(o.exit_code(), 1);
         // --allow-corrupt: checked on what could be read (nothing here).
         req.allow_corrupt = true;
         let o = check([Ok(&bad)], &req);

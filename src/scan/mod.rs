@@ -49,11 +49,17 @@
 //!   inflated binary (where LLVM writes them); one whose tables lie past
 //!   the first 16 MiB is decompressed whole.
 //! - A compressed CUDA fatbin entry (LZ4 or zstd) is decompressed, on its
-//!   own, only when [`Options::hash`] or a [`Visit`] asks for its bytes,
-//!   or when it is PTX (whose text's size only its bytes tell), and
-//!   streamed once through both; one that does not decompress is a
-//!   [`Problem`], or, when a visitor wanted it, its failure
-//!   ([`Visit::streamed`] or [`Visit::unavailable`]).
+//!   own, only when [`Options::verify`], [`Options::hash`] or a [`Visit`]
+//!   asks for its bytes, or when it is PTX (whose text's size only its
+//!   bytes tell), and streamed once through both; one that does not
+//!   decompress is a [`Problem`], and, when a visitor wanted it, also its
+//!   failure ([`Visit::streamed`] or [`Visit::unavailable`]).
+//!
+//! Under [`Options::verify`] every compressed thing is decoded to its end
+//! and every stored hash checked (a CCOB's; the decoders check the
+//! checksums a zlib or zstd stream carries): whatever fails is a
+//! [`Problem`] of kind [`ProblemKind::Damage`], and a CCOB that fails its
+//! hash hands none of its images to a visitor.
 //!
 //! The containers inside an image are found from its bytes in memory: a
 //! CCOB or compressed OffloadBinary with an image that starts with a
@@ -162,8 +168,9 @@ pub struct Options {
     /// Containers one file may hold, at every depth together (fatbin
     /// wrappers included). Past it the scan stops ([`Report::stopped`]).
     pub max_containers: usize,
-    /// Decompress every compressed container whole and check its stored
-    /// hash (a mismatch is a [`Problem`]).
+    /// Decompress every compressed container and compressed CUDA fatbin
+    /// entry to its end and check every stored hash: whatever fails is a
+    /// [`Problem`] of kind [`ProblemKind::Damage`].
     pub verify: bool,
     /// Hash every image whose bytes are available, as its loader sees it:
     /// decompressed (compressed CUDA fatbin entries are decompressed for
@@ -414,6 +421,11 @@ pub struct Problem {
     pub message: String,
     /// Damaged data, or a raw-scan candidate that was no container.
     pub kind: ProblemKind,
+    /// What the bytes it concerns lie in, when that is not the file, a
+    /// section or an archive member (the `inspect --json` document leaves
+    /// it out).
+    #[serde(skip)]
+    pub within: Option<Parent>,
 }
 
 /// What a [`Problem`] is. Serializes as `damage` or `rejected`.
@@ -507,6 +519,81 @@ impl Report {
     pub fn damaged(&self) -> bool {
         self.stopped.is_some() || self.problems.iter().any(|p| p.kind == ProblemKind::Damage)
     }
+
+    /// For each image (by id), whether it lies in damaged data: in a
+    /// container with a [`ProblemKind::Damage`] problem (or in the
+    /// decompressed contents of one), in a container inside such an image
+    /// or container at any depth, or holding, at any depth, a container
+    /// that is damaged or damaged data that is no container. `extract`
+    /// keeps none of them.
+    pub fn in_damaged_data(&self) -> Vec<bool> {
+        let n = self.containers.len();
+        let mut damaged = vec![false; n];
+        let mut bad = vec![false; self.images.len()];
+        for p in self
+            .problems
+            .iter()
+            .filter(|p| p.kind == ProblemKind::Damage)
+        {
+            match (p.container, p.within) {
+                (Some(c), _) | (None, Some(Parent::Container(c))) => {
+                    if let Some(d) = damaged.get_mut(c) {
+                        *d = true;
+                    }
+                }
+                (None, Some(Parent::Image(i))) => {
+                    if let Some(b) = bad.get_mut(i) {
+                        *b = true;
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+        // Upward: what holds damage, through the images whose bytes hold
+        // it. Containers come after what they lie in.
+        let container_of = |i: usize| self.images.get(i).map(|img| img.container);
+        let mut holds = damaged.clone();
+        for (i, &b) in bad.iter().enumerate() {
+            if let Some(h) = container_of(i).filter(|_| b).and_then(|c| holds.get_mut(c)) {
+                *h = true;
+            }
+        }
+        for c in (0..n).rev() {
+            if !holds[c] {
+                continue;
+            }
+            let up = match self.containers[c].parent {
+                Some(Parent::Image(i)) => {
+                    if let Some(b) = bad.get_mut(i) {
+                        *b = true;
+                    }
+                    container_of(i)
+                }
+                Some(Parent::Container(p)) => Some(p),
+                None => None,
+            };
+            if let Some(h) = up.filter(|&u| u < c).and_then(|u| holds.get_mut(u)) {
+                *h = true;
+            }
+        }
+        // Downward: everything inside a damaged container.
+        let mut tainted = damaged;
+        for c in 0..n {
+            let up = match self.containers[c].parent {
+                Some(Parent::Image(i)) => container_of(i),
+                Some(Parent::Container(p)) => Some(p),
+                None => None,
+            };
+            if up.is_some_and(|u| u < c && tainted[u]) {
+                tainted[c] = true;
+            }
+        }
+        self.images
+            .iter()
+            .zip(bad)
+            .map(|(img, b)| b || tainted.get(img.container).copied().unwrap_or(false))
+            .collect()
+    }
 }
 
 /// A caller that wants the bytes of some images (to extract them, say).
@@ -520,10 +607,10 @@ pub trait Visit {
     /// The bytes of an image [`Visit::wants`] said yes to.
     fn image(&mut self, image: &Image, bytes: &[u8]);
     /// An image [`Visit::wants`] said yes to whose bytes cannot be had
-    /// (compressed data that does not decompress), and why, when it was to
-    /// go to [`Visit::image`] (a sink's failure comes through
-    /// [`Visit::streamed`]). The default does nothing; the scan reports no
-    /// [`Problem`] for it.
+    /// (compressed data that does not decompress, or fails its stored
+    /// hash), and why, when no sink was streamed into (a sink's failure
+    /// comes through [`Visit::streamed`]). The default does nothing; the
+    /// damage is also a [`Problem`] of the report.
     fn unavailable(&mut self, image: &Image, why: &str) {
         let _ = (image, why);
     }

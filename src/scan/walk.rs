@@ -204,6 +204,7 @@ impl Walker<'_> {
             container,
             message,
             kind,
+            within: loc.parent,
         });
     }
 
@@ -763,6 +764,9 @@ impl Walker<'_> {
             let run = b
                 .reader()
                 .and_then(|r| self.tap(Source::Decoded(r, declared), &mut taps, declared, limit));
+            if let Err(e) = &run {
+                self.problem(loc, Some(id), format!("cannot decompress: {e}"));
+            }
             self.hand_over(&wanted, taps, run.map(|_| ()).map_err(|e| e.to_string()));
         }
         Ok(Some(b.size))
@@ -1177,14 +1181,31 @@ impl Walker<'_> {
         let tail = tapped.first_non_zero;
         let ids = self.push_streamed_bundle(&inner, records, extent, declared, taps, tail);
         let wanted = self.wanted(ids);
-        if !wanted.is_empty() {
-            let mut taps = self.visitor_taps(&wanted);
-            // The same bytes again: within the same budget.
-            let run = self
-                .tap(Source::Ccob(c, HashCheck::Skip), &mut taps, u64::MAX, limit)
-                .map(|_| ());
-            self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
+        if wanted.is_empty() {
+            return Ok(true);
         }
+        if tapped.computed_hash.is_some_and(|h| h != c.header.hash) {
+            // Contents that fail their stored hash are damaged: nothing of
+            // them is handed over (the problem is reported above), and no
+            // sink is asked for.
+            let why = format!(
+                "the compressed bundle's stored hash {} does not match its contents",
+                ccob::hex_hash(c.header.hash)
+            );
+            for i in wanted {
+                self.visit.unavailable(&self.report.images[i], &why);
+            }
+            return Ok(true);
+        }
+        let mut taps = self.visitor_taps(&wanted);
+        // The same bytes again: within the same budget.
+        let run = self
+            .tap(Source::Ccob(c, HashCheck::Skip), &mut taps, u64::MAX, limit)
+            .map(|_| ());
+        if let Err(e) = &run {
+            self.problem(loc, Some(id), format!("cannot decompress: {e}"));
+        }
+        self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
         Ok(true)
     }
 
@@ -1625,9 +1646,11 @@ impl Walker<'_> {
 
     /// A compressed entry (`e`, entry `i` of fatbin container `id`, image
     /// `img`): decompressed on its own, within the budget, only when its
-    /// bytes are asked for, and then streamed once, through the hasher and
-    /// to the visitor. An entry that does not decompress is a problem, or
-    /// when the visitor wanted it, its failure (nothing kept).
+    /// bytes are asked for (a hash, a visitor, [`Options::verify`], or
+    /// PTX), and then streamed once, through the hasher and to the
+    /// visitor. An entry that does not decompress is a problem of the
+    /// fatbin, and when the visitor wanted it, also its failure (nothing
+    /// kept).
     fn fatbin_entry_streamed(
         &mut self,
         e: &fatbin::Entry<'_>,
@@ -1640,7 +1663,7 @@ impl Walker<'_> {
         // PTX is always decompressed: its size is its text's (before the
         // first NUL), which only the decompressed bytes tell.
         let ptx = e.kind == fatbin::KIND_PTX;
-        if self.opts.hash.is_none() && !wanted && !ptx {
+        if self.opts.hash.is_none() && !self.opts.verify && !wanted && !ptx {
             return;
         }
         let size = e.decompressed_size.unwrap_or(0);
@@ -1677,9 +1700,13 @@ impl Walker<'_> {
                 entry_kind(e.kind)
             )),
         };
-        match why {
-            Err(why) if !wanted => self.problem(at, Some(id), why),
-            why => self.hand_over(&[img], taps, why),
+        // Damage is a problem of the fatbin whether or not the visitor
+        // wanted the entry (it also gets the failure).
+        if let Err(why) = &why {
+            self.problem(at, Some(id), why.clone());
+        }
+        if wanted {
+            self.hand_over(&[img], taps, why);
         }
     }
 

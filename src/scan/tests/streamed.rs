@@ -456,7 +456,6 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
             for sinks in [true, false] {
                 let mut v = Record::new(sinks);
                 let r = scan_with(&bad, &Options::default(), &mut v);
-                assert!(r.problems.is_empty(), "{what}: {:?}", r.problems);
                 if r.stopped.is_some() {
                     // A size past the whole budget (a lie of 2^64 - 1
                     // bytes) stops the scan: nothing of it is read.
@@ -472,10 +471,15 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
                     .iter()
                     .filter(|g| matches!(g, Got::Streamed(id, _) | Got::Piece(id, _) | Got::Failed(id, _) if *id == i))
                     .collect();
+                // A failure the visitor gets is also the fatbin's problem.
+                let problems = usize::from(whole.is_err());
+                assert_eq!(r.problems.len(), problems, "{what}: {:?}", r.problems);
+                assert!(r.problems.iter().all(|p| p.container == Some(0)), "{what}");
                 match &whole {
                     Err(e) => {
                         let ok = matches!(mine[..], [Got::Failed(_, why)] if says(why, e));
                         assert!(ok, "{what}: {mine:?} / {e}");
+                        assert!(says(&r.problems[0].message, e), "{what}");
                     }
                     // An empty LZ4 block declared as 4294967295 bytes, say,
                     // cannot decode; any that does gives the same bytes.

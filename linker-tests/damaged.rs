@@ -1,0 +1,298 @@
+//! Damaged data, one rule for every scanner command: a CUDA fatbin with a
+//! corrupt LZ4 or zstd entry, a compressed bundle (CCOB) whose stored hash
+//! or stream is damaged, a compressed OffloadBinary whose stream is
+//! damaged. `--verify` decodes every compressed thing and checks every
+//! stored hash; whatever fails makes `inspect`, `size`, `check` and
+//! `extract` exit 2 naming the file; `extract` always verifies and leaves
+//! no file of the damaged container; `check` blames the damage, never "no
+//! input carries device images".
+
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+use offload_kit::offload_binary::{
+    self as ob, Compression, ImageKind, ImageSpec, OffloadKind, compress_v3,
+};
+
+use crate::util::{Run, bytes, files, ours, run, tempdir, trial};
+
+pub fn tests() -> Vec<Trial> {
+    vec![trial(
+        "damaged::every_command_fails_on_damaged_data_and_extract_keeps_nothing",
+        &[],
+        every_command,
+    )]
+}
+
+/// Fails unless `r` is the exit 2 of damaged data: no panic, and a line
+/// naming `file`.
+pub fn damage_failure(what: &str, r: &Run, file: &str) -> Result<(), Failed> {
+    if r.code != 2 {
+        return Err(format!(
+            "{what}: exit code {} (want 2); stderr: {}",
+            r.code, r.stderr
+        )
+        .into());
+    }
+    if r.stderr.contains("panicked") || r.stderr.contains("RUST_BACKTRACE") {
+        return Err(format!("{what}: panicked: {}", r.stderr).into());
+    }
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    if !r.stderr.contains(file) && !stdout.contains(file) {
+        return Err(format!("{what}: nothing names '{file}': {}{stdout}", r.stderr).into());
+    }
+    Ok(())
+}
+
+/// A CUDA fatbin: a cubin for sm_80, compressed with `method` (0x2000
+/// LZ4, 0x8000 zstd) and then damaged, and a good plain cubin for sm_90.
+fn fatbin(method: u64) -> Vec<u8> {
+    let mut cubin = b"\x7fELF\x02\x01\x01\x41".to_vec();
+    cubin.extend(bytes(5, 4000).iter().map(|b| b % 8));
+    let mut payload = if method == 0x2000 {
+        lz4_flex::block::compress(&cubin)
+    } else {
+        zstd::bulk::compress(&cubin, 3).expect("zstd compresses")
+    };
+    if method == 0x2000 {
+        // A match reaching before the start of the output.
+        payload.splice(0..0, [0x10, b'x', 0xFF, 0x7F]);
+    } else {
+        // No zstd frame magic any more.
+        payload[1] ^= 0xff;
+    }
+    let plain = b"\x7fELF\x02\x01\x01\x41plain-cubin-90\0\0".to_vec();
+    let entries: [(u32, u64, &[u8], u64); 2] = [
+        (80, 0x11 | method, &payload, cubin.len() as u64),
+        (90, 0x11, &plain, 0),
+    ];
+    let mut body = Vec::new();
+    for (sm, flags, data, declared) in entries {
+        let padded = data.len().div_ceil(8) * 8;
+        let (csize, dsize) = if declared > 0 {
+            (data.len() as u32, declared)
+        } else {
+            (0, 0)
+        };
+        body.extend_from_slice(&2u16.to_le_bytes()); // cubin
+        body.extend_from_slice(&0x0101u16.to_le_bytes());
+        body.extend_from_slice(&64u32.to_le_bytes());
+        body.extend_from_slice(&(padded as u64).to_le_bytes());
+        body.extend_from_slice(&csize.to_le_bytes());
+        body.extend_from_slice(&0u32.to_le_bytes());
+        body.extend_from_slice(&8u16.to_le_bytes());
+        body.extend_from_slice(&1u16.to_le_bytes());
+        body.extend_from_slice(&sm.to_le_bytes());
+        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(&flags.to_le_bytes());
+        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(&dsize.to_le_bytes());
+        body.extend_from_slice(data);
+        body.resize(body.len() + padded - data.len(), 0);
+    }
+    let mut out = vec![0x50, 0xED, 0x55, 0xBA, 1, 0, 16, 0];
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A compressed bundle of a host entry and two gfx images, made by
+/// `offload-kit bundle --compress` (CCOB version 3).
+fn ccob(dir: &Path) -> Result<Vec<u8>, Failed> {
+    for (name, seed) in [("a.o", 1), ("b.o", 2)] {
+        let mut elf = b"\x7fELF".to_vec();
+        elf.extend(bytes(seed, 20_000).iter().map(|b| b % 8));
+        std::fs::write(dir.join(name), elf)?;
+    }
+    std::fs::write(dir.join("h.o"), b"")?;
+    run(
+        &ours(),
+        &[
+            "bundle",
+            "--type",
+            "o",
+            "--compress",
+            "-o",
+            "c.ccob",
+            "host-x86_64-unknown-linux-gnu=h.o",
+            "hip-amdgcn-amd-amdhsa--gfx90a=a.o",
+            "hip-amdgcn-amd-amdhsa--gfx942=b.o",
+        ],
+        dir,
+    )
+    .ok()?;
+    Ok(std::fs::read(dir.join("c.ccob"))?)
+}
+
+/// A zlib-compressed version 3 OffloadBinary of two gfx90a images.
+fn compressed_offload_binary() -> Result<Vec<u8>, Failed> {
+    let images: Vec<Vec<u8>> = (1..3)
+        .map(|seed| {
+            let mut v = b"\x7fELF".to_vec();
+            v.extend(bytes(seed, 30_000).iter().map(|b| b % 8));
+            v
+        })
+        .collect();
+    let specs: Vec<ImageSpec> = images
+        .iter()
+        .map(|img| ImageSpec {
+            image_kind: ImageKind::IMG_Object,
+            offload_kind: OffloadKind::OFK_OpenMP,
+            strings: vec![
+                (b"triple".to_vec(), b"amdgcn-amd-amdhsa".to_vec()),
+                (b"arch".to_vec(), b"gfx90a".to_vec()),
+            ],
+            size: img.len() as u64,
+            ..ImageSpec::default()
+        })
+        .collect();
+    let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
+    let mut plain = Vec::new();
+    ob::layout_v3(&specs)
+        .map_err(|e| e.to_string())?
+        .write_to(&mut plain, &refs)
+        .map_err(|e| e.to_string())?;
+    compress_v3(&plain, Compression::Zlib, 6).map_err(|e| e.to_string().into())
+}
+
+/// One damaged input: its file, the rule `check` is given, and whether the
+/// damage is seen without `--verify` (a stream read to list the file).
+struct Case {
+    file: &'static str,
+    require: &'static str,
+    seen_listing: bool,
+}
+
+fn every_command() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("lz4.fatbin"), fatbin(0x2000))?;
+    std::fs::write(d.join("zstd.fatbin"), fatbin(0x8000))?;
+    let c = ccob(d)?;
+    // The stored hash is the last 8 bytes of the 32-byte header.
+    let mut hash = c.clone();
+    hash[31] ^= 0x5a;
+    std::fs::write(d.join("hash.ccob"), hash)?;
+    // Its stream damaged in its middle, inside the last entry's data, past
+    // what listing decodes (up to each entry's first bytes): it no longer
+    // decodes, or decodes to bytes that fail the hash.
+    let mut stream = c.clone();
+    let mid = 32 + (stream.len() - 32) / 2;
+    stream[mid] ^= 0x55;
+    std::fs::write(d.join("stream.ccob"), stream)?;
+    let mut o = compressed_offload_binary()?;
+    // The zlib stream, after the header, damaged in its middle.
+    let mid = o.len() / 2;
+    o[mid] ^= 0x55;
+    std::fs::write(d.join("ob.bin"), o)?;
+    let cases = [
+        Case {
+            file: "lz4.fatbin",
+            require: "sm_80",
+            seen_listing: false,
+        },
+        Case {
+            file: "zstd.fatbin",
+            require: "sm_80",
+            seen_listing: false,
+        },
+        Case {
+            file: "hash.ccob",
+            require: "gfx90a",
+            seen_listing: false,
+        },
+        Case {
+            file: "stream.ccob",
+            require: "gfx90a",
+            seen_listing: false,
+        },
+        Case {
+            file: "ob.bin",
+            require: "gfx90a",
+            seen_listing: true,
+        },
+    ];
+    for case in &cases {
+        let f = case.file;
+        let req = format!("--require={}", case.require);
+        let commands: [(&str, Vec<&str>, bool); 6] = [
+            ("inspect", vec!["inspect", f], case.seen_listing),
+            ("inspect --verify", vec!["inspect", "--verify", f], true),
+            ("size", vec!["size", f], case.seen_listing),
+            ("size --verify", vec!["size", "--verify", f], true),
+            ("check", vec!["check", &req, f], case.seen_listing),
+            ("check --verify", vec!["check", "--verify", &req, f], true),
+        ];
+        for (what, args, seen) in commands {
+            let what = format!("{what} {f}");
+            let r = run(&ours(), &args, d);
+            if seen {
+                damage_failure(&what, &r, f)?;
+            } else if r.code != 0 {
+                // Not decoded when only listing: nothing is known wrong.
+                return Err(format!("{what}: exit {} (want 0): {}", r.code, r.stderr).into());
+            }
+            let stdout = String::from_utf8_lossy(&r.stdout);
+            if stdout.contains("no input carries device images") {
+                return Err(format!("{what}: blames no device code: {stdout}").into());
+            }
+            if seen && what.starts_with("check") && !stdout.contains(&format!("ERROR {f}: corrupt"))
+            {
+                return Err(format!("{what}: does not blame the damage: {stdout}").into());
+            }
+        }
+        // --allow-corrupt: the damage is reported, the exit is 0.
+        let r = run(&ours(), &["inspect", "--verify", "--allow-corrupt", f], d);
+        let stdout = String::from_utf8_lossy(&r.stdout);
+        if r.code != 0 || !stdout.contains("problem") {
+            return Err(format!("inspect --allow-corrupt {f}: {} {stdout}", r.code).into());
+        }
+        // extract always verifies: exit 2, and no file of the damaged
+        // container left (nor a temporary one).
+        for verify in [false, true] {
+            let out = format!("out-{f}-{verify}");
+            let mut args = vec!["extract", f, "-o", &out];
+            if verify {
+                args.push("--verify");
+            }
+            let r = run(&ours(), &args, d);
+            damage_failure(&format!("{args:?}"), &r, f)?;
+            let left = files(&d.join(&out));
+            if !left.is_empty() {
+                return Err(format!("{args:?}: left {:?}", left.keys()).into());
+            }
+        }
+    }
+    // The same damage beside a good input: the good one is still extracted
+    // and checked, the command still exits 2, and check does not say that no
+    // input carries device code.
+    std::fs::write(d.join("good.ccob"), &c)?;
+    let r = run(
+        &ours(),
+        &["extract", "good.ccob", "hash.ccob", "-o", "both"],
+        d,
+    );
+    damage_failure("extract good.ccob hash.ccob", &r, "hash.ccob")?;
+    let left = files(&d.join("both"));
+    let names: Vec<&String> = left.keys().collect();
+    if left.len() != 2 || !names.iter().all(|n| n.starts_with("good.ccob.")) {
+        return Err(format!("extract good.ccob hash.ccob: left {names:?}").into());
+    }
+    let r = run(
+        &ours(),
+        &[
+            "check",
+            "--verify",
+            "--require=gfx90a",
+            "hash.ccob",
+            "good.ccob",
+        ],
+        d,
+    );
+    damage_failure("check hash.ccob good.ccob", &r, "hash.ccob")?;
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    if !stdout.contains("ok   good.ccob") || stdout.contains("no input carries") {
+        return Err(format!("check hash.ccob good.ccob: {stdout}").into());
+    }
+    Ok(())
+}
