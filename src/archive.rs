@@ -123,6 +123,13 @@ pub fn layout_gnu_with_threshold(
         }
         // An empty name would be written as `/`, the symbol table's name,
         // and the member lost to every reader.
+        // A long name ends at "/\n" in the name table: a name holding a
+        // newline cannot be stored so that it reads back.
+        if m.name.contains('\n') {
+            return Err(Error::usage(format!(
+                "archive member {i} has a name with a newline, which a GNU archive cannot store"
+            )));
+        }
         if m.name.is_empty() {
             return Err(Error::usage(format!(
                 "archive member {i} has an empty name"
