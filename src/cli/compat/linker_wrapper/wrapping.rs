@@ -50,22 +50,11 @@ pub(super) fn wrap_images(
     linked: &[DeviceLink],
     (out, out_name): (&mut std::fs::File, &str),
 ) -> Result<(), Fail> {
-    let (overrides, dry_run) = (&o.override_images, o.dry_run);
+    let overrides = &o.override_images;
     // (image file, its name, how it is packed)
     let mut inputs: Vec<(Input, &str, offload_binary::ImageSpec)> = Vec::new();
     for dl in linked {
-        // With --dry-run nothing was linked: LLVM wraps empty images.
-        let img = if dry_run {
-            Input::from_vec(Vec::new())
-        } else {
-            open(&dl.output)?
-        };
-        let spec = link::linked_image_spec(
-            &dl.triple,
-            &dl.arch,
-            o.embed_bitcode,
-            img.bytes().len() as u64,
-        );
+        let (img, spec) = linked_image(o, dl)?;
         inputs.push((img, &dl.output, spec));
     }
     for name in overrides {
@@ -127,6 +116,15 @@ pub(super) fn pack_image(
     dl: &DeviceLink,
     (out, out_name): (&mut std::fs::File, &str),
 ) -> Result<(), Fail> {
+    let (img, spec) = linked_image(o, dl)?;
+    let (layout, _) = offload_binary::layout_v1_one(&spec)
+        .map_err(|e| Fail::new(format!("'{out_name}': {e}")))?;
+    write_pieces(&layout, |_| Some((&img, img.bytes())), out).map_err(|e| io_fail(out_name, &e))
+}
+
+/// A linked image and how LLVM packs it. With `--dry-run` nothing was
+/// linked: LLVM packs an empty image.
+fn linked_image(o: &Opts, dl: &DeviceLink) -> Result<(Input, offload_binary::ImageSpec), Fail> {
     let img = if o.dry_run {
         Input::from_vec(Vec::new())
     } else {
@@ -138,7 +136,5 @@ pub(super) fn pack_image(
         o.embed_bitcode,
         img.bytes().len() as u64,
     );
-    let (layout, _) = offload_binary::layout_v1_one(&spec)
-        .map_err(|e| Fail::new(format!("'{out_name}': {e}")))?;
-    write_pieces(&layout, |_| Some((&img, img.bytes())), out).map_err(|e| io_fail(out_name, &e))
+    Ok((img, spec))
 }
