@@ -905,13 +905,9 @@ fn shared_library() -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
-/// `-foffload-lto`: the device code travels as LLVM bitcode, and the
-/// driver asks for `-flto=full` through `--device-compiler`. Both wrappers
-/// print the same commands (`--dry-run`), and the programs they link run
-/// the four regions on the offload device with the same output.
-fn lto() -> Result<(), Failed> {
-    let dir = tempdir();
-    let d = dir.path();
+/// `app.c` and `main.c` compiled with `-foffload-lto` to `d/app-lto.o` and
+/// `d/main-lto.o`.
+fn compile_offload_lto(d: &Path) -> Result<(), Failed> {
     for c in ["app.c", "main.c"] {
         let mut a = omp_flags();
         a.extend([
@@ -926,6 +922,17 @@ fn lto() -> Result<(), Failed> {
             return Err(format!("clang -foffload-lto {c}: {}", out.stderr).into());
         }
     }
+    Ok(())
+}
+
+/// `-foffload-lto`: the device code travels as LLVM bitcode, and the
+/// driver asks for `-flto=full` through `--device-compiler`. Both wrappers
+/// print the same commands (`--dry-run`), and the programs they link run
+/// the four regions on the offload device with the same output.
+fn lto() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    compile_offload_lto(d)?;
     let app = d.join("app-lto.o").to_string_lossy().into_owned();
     let main = d.join("main-lto.o").to_string_lossy().into_owned();
     let mut texts = Vec::new();
@@ -965,20 +972,7 @@ fn lto() -> Result<(), Failed> {
 fn lto_static_library() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
-    for c in ["app.c", "main.c"] {
-        let mut a = omp_flags();
-        a.extend([
-            "-foffload-lto".into(),
-            "-c".into(),
-            src(c).to_string_lossy().into_owned(),
-            "-o".into(),
-            c.replace(".c", "-lto.o"),
-        ]);
-        let out = exec(&llvm("clang"), &a, d, &[]);
-        if out.code != 0 {
-            return Err(format!("clang -foffload-lto {c}: {}", out.stderr).into());
-        }
-    }
+    compile_offload_lto(d)?;
     let ar = exec(
         &llvm("llvm-ar"),
         &["rcs".into(), "libapp.a".into(), "app-lto.o".into()],
