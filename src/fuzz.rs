@@ -549,6 +549,15 @@ pub fn scan(data: &[u8]) {
             }
             let held: usize = r.containers.iter().map(|c| c.images).sum();
             assert_eq!(held, r.images.len());
+            // CUDA fatbin entries decoded on several threads: the same
+            // report.
+            if full && mode == Mode::Auto {
+                let threads = Options { threads: 3, ..opts };
+                let mut again = Check { data, given: 0 };
+                let r3 = scan::scan_with(data, &threads, &mut again);
+                assert_eq!(format!("{r3:?}"), format!("{r:?}"));
+                assert_eq!(again.given, check.given);
+            }
         }
     }
 }

@@ -294,6 +294,7 @@ impl ExtractOpts {
         let mut opts = self.common.options();
         opts.verify = true;
         let files = self.common.files()?;
+        let opts = super::scan::with_threads(&opts, self.common.jobs(), files.len());
         std::fs::create_dir_all(&self.output_dir)
             .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
         let several = files.len() > 1;
@@ -387,6 +388,10 @@ impl ExtractOpts {
                         dropped.len()
                     ));
                 }
+                // In image order, whatever the order of the threads that
+                // wrote them.
+                let mut written = written;
+                written.sort_by_key(|(id, _)| *id);
                 let written = written.into_iter().map(|(_, w)| w).collect();
                 // Damaged containers and no image at all is no success:
                 // the input is an input error, as `check` has it.

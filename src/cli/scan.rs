@@ -65,7 +65,8 @@ pub struct Common {
     /// reported; `check` then judges what could be read).
     #[arg(long)]
     pub(super) allow_corrupt: bool,
-    /// Files scanned at once (default: the number of CPUs).
+    /// Threads: files scanned at once, and the compressed CUDA fatbin
+    /// entries of one file decoded at once (default: the number of CPUs).
     #[arg(short, long, value_name = "N")]
     jobs: Option<usize>,
 }
@@ -485,6 +486,15 @@ pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visi
     })
 }
 
+/// `opts` for `files` inputs scanned by `jobs` threads: the threads each
+/// file's scan may use for itself ([`Options::threads`]), so that the
+/// command uses about `jobs` in all.
+pub(super) fn with_threads(opts: &Options, jobs: usize, files: usize) -> Options {
+    let mut o = opts.clone();
+    o.threads = (jobs / files.clamp(1, jobs.max(1))).max(1);
+    o
+}
+
 /// [`par_map`] of [`scan_file`] over `files`, flattened: every scanned
 /// unit in the inputs' order.
 pub(super) fn scan_files(
@@ -493,6 +503,7 @@ pub(super) fn scan_files(
     opts: &Options,
     visit: impl Fn() -> Box<dyn scan::Visit> + Sync,
 ) -> Vec<Scanned> {
+    let opts = &with_threads(opts, jobs, files.len());
     par_map(files, jobs, |_, src| scan_file(src, opts, &mut *visit()))
         .into_iter()
         .flatten()

@@ -180,6 +180,11 @@ pub struct Options {
     /// (they are always reported inside sections that should hold
     /// containers).
     pub report_rejects: bool,
+    /// Threads that decode a CUDA fatbin's compressed entries together
+    /// (1 or 0: the calling thread alone). The report is the same
+    /// whatever the number; a [`Visit`]'s sinks are then written from
+    /// those threads.
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -193,6 +198,7 @@ impl Default for Options {
             verify: false,
             hash: None,
             report_rejects: false,
+            threads: 1,
         }
     }
 }
@@ -653,7 +659,7 @@ pub trait Visit {
 }
 
 /// What [`Visit::sink`] gives: a writer for an image's bytes.
-pub trait ImageSink: std::io::Write {
+pub trait ImageSink: std::io::Write + Send {
     /// Keeps what was written (renames a temporary file into place, say).
     /// A sink dropped without this call should leave nothing behind.
     fn keep(self: Box<Self>) -> std::io::Result<()>;

@@ -836,7 +836,7 @@ fn facts(r: &Report) -> (Vec<String>, Vec<String>) {
 }
 
 /// Images kept by [`Sinks`]: (target ID, bytes).
-type Kept = std::rc::Rc<std::cell::RefCell<Vec<(String, Vec<u8>)>>>;
+type Kept = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
 
 /// Streams images to sinks, keeping what each got once told to keep it.
 #[derive(Default)]
@@ -847,10 +847,10 @@ struct Sinks {
 
 /// A sink that collects what it is given and, when kept, hands it to its
 /// function.
-struct VecSink(Vec<u8>, Box<dyn FnOnce(Vec<u8>)>);
+struct VecSink(Vec<u8>, Box<dyn FnOnce(Vec<u8>) + Send>);
 
 impl VecSink {
-    fn boxed(keep: impl FnOnce(Vec<u8>) + 'static) -> Box<dyn ImageSink> {
+    fn boxed(keep: impl FnOnce(Vec<u8>) + Send + 'static) -> Box<dyn ImageSink> {
         Box::new(VecSink(Vec::new(), Box::new(keep)))
     }
 }
@@ -879,7 +879,8 @@ impl Visit for Sinks {
     }
     fn image(&mut self, image: &Image, bytes: &[u8]) {
         self.kept
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .push((image.target_id.clone(), bytes.to_vec()));
     }
     fn unavailable(&mut self, image: &Image, why: &str) {
@@ -888,7 +889,7 @@ impl Visit for Sinks {
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
         let (name, kept) = (image.target_id.clone(), self.kept.clone());
         Some(VecSink::boxed(move |bytes| {
-            kept.borrow_mut().push((name, bytes));
+            kept.lock().unwrap().push((name, bytes));
         }))
     }
     fn streamed(
@@ -946,8 +947,12 @@ fn compressed_bundles_stream_to_what_plain_ones_give() {
                     let mut v = Sinks::default();
                     scan_with(&c, &opts, &mut v);
                     assert!(v.failed.is_empty(), "{what}");
-                    assert_eq!(*v.kept.borrow(), *plain_v.kept.borrow(), "{what}");
-                    assert_eq!(v.kept.borrow().len(), 3, "{what}");
+                    assert_eq!(
+                        *v.kept.lock().unwrap(),
+                        *plain_v.kept.lock().unwrap(),
+                        "{what}"
+                    );
+                    assert_eq!(v.kept.lock().unwrap().len(), 3, "{what}");
                 }
             }
         }
@@ -971,7 +976,7 @@ fn damaged_compressed_bundles_keep_nothing_streamed() {
         };
         let mut v = Sinks::default();
         let r = scan_with(&c, &opts, &mut v);
-        assert!(v.kept.borrow().is_empty(), "{verify}");
+        assert!(v.kept.lock().unwrap().is_empty(), "{verify}");
         assert!(!r.problems.is_empty(), "{verify}");
         if !verify {
             // Listed from the bundle header; each wanted image failed.

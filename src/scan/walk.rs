@@ -3,6 +3,8 @@
 
 use object::read::archive::ArchiveFile;
 
+mod cuda_fatbin;
+
 use super::magic::{Finders, Magic};
 use super::sections::{self, ObjectFile, Role};
 use super::tap::{self, Tap, TapOut, ZeroTail};
@@ -16,7 +18,7 @@ use crate::bundle::{self, binary, text};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fatbin;
 use crate::num::{len64, usize_from};
-use crate::offload_binary::{self, ImageKind, OffloadImage, OffloadKind};
+use crate::offload_binary::{self, ImageKind, OffloadImage};
 
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
 pub fn scan(data: &[u8], opts: &Options) -> Report {
@@ -1560,153 +1562,6 @@ impl Walker<'_> {
                     ccob::hex_hash(computed.unwrap_or_default())
                 ),
             );
-        }
-    }
-
-    fn fatbin(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
-        let f = fatbin::read(sub)?;
-        let id = self.new_container(
-            ContainerKind::CudaFatbin,
-            Some(u32::from(f.version)),
-            loc,
-            rel,
-            f.size,
-        );
-        let inner = Loc {
-            depth: loc.depth + 1,
-            ..loc.clone()
-        };
-        for (i, e) in f.entries.iter().enumerate() {
-            if self.stopped() {
-                break;
-            }
-            let arch = e.arch_name();
-            let mut strings = Vec::new();
-            if let Some(n) = e.name {
-                strings.push(("name".to_string(), lossy(n)));
-            }
-            strings.push((
-                "code_version".to_string(),
-                format!("{}.{}", e.version.0, e.version.1),
-            ));
-            if let Some(m) = e.compression() {
-                strings.push(("compression".to_string(), m.to_string()));
-            }
-            let image = Image {
-                id: 0,
-                container: id,
-                index: i,
-                bundle_id: None,
-                offload_kind: if e.is_opencl() {
-                    Offload::OpenCl
-                } else {
-                    Offload::Kind(OffloadKind::OFK_Cuda)
-                },
-                image_kind: Some(match e.kind {
-                    fatbin::KIND_PTX => Content::Image(ImageKind::IMG_PTX),
-                    fatbin::KIND_ELF => Content::Image(ImageKind::IMG_Cubin),
-                    k => Content::FatbinEntry(k),
-                }),
-                triple: e.triple().into(),
-                arch: arch.clone(),
-                target_id: arch,
-                features: Vec::new(),
-                strings,
-                section: loc.section.clone(),
-                member: loc.member.clone(),
-                offset: loc.abs.and_then(|a| a.checked_add(e.payload_offset)),
-                relative_offset: e.payload_offset,
-                size: len64(e.payload),
-                uncompressed_size: e.decompressed_size,
-                in_compressed: loc.in_compressed,
-                hash: None,
-                nested: None,
-                overlaps: None,
-            };
-            let at = inner.at(e.payload_offset);
-            if !e.compressed() {
-                // PTX is its text, as cuobjdump writes it: not the NUL that
-                // ends it nor the padding after it.
-                let bytes = match e.kind {
-                    fatbin::KIND_PTX => fatbin::ptx_text(e.payload),
-                    _ => e.payload,
-                };
-                let image = Image {
-                    size: len64(bytes),
-                    ..image
-                };
-                self.push_image(image, Some(bytes), &at);
-                continue;
-            }
-            let img = self.push_image(image, None, &at);
-            self.fatbin_entry_streamed(e, i, img, id, &at);
-        }
-        Ok(f.size)
-    }
-
-    /// A compressed entry (`e`, entry `i` of fatbin container `id`, image
-    /// `img`): decompressed on its own, within the budget, only when its
-    /// bytes are asked for (a hash, a visitor, [`Options::verify`], or
-    /// PTX), and then streamed once, through the hasher and to the
-    /// visitor. An entry that does not decompress is a problem of the
-    /// fatbin, and when the visitor wanted it, also its failure (nothing
-    /// kept).
-    fn fatbin_entry_streamed(
-        &mut self,
-        e: &fatbin::Entry<'_>,
-        i: usize,
-        img: usize,
-        id: usize,
-        at: &Loc,
-    ) {
-        let wanted = self.visit.wants(&self.report.images[img]);
-        // PTX is always decompressed: its size is its text's (before the
-        // first NUL), which only the decompressed bytes tell.
-        let ptx = e.kind == fatbin::KIND_PTX;
-        if self.opts.hash.is_none() && !self.opts.verify && !wanted && !ptx {
-            return;
-        }
-        let size = e.decompressed_size.unwrap_or(0);
-        // A size its data cannot hold is damage, told apart before the
-        // budget is asked.
-        let reader = e.reader(u64::MAX);
-        if reader.is_ok() && !self.fits(size) {
-            return;
-        }
-        let mut tap = if wanted {
-            self.visitor_tap(img, 0..size)
-        } else {
-            Tap::new(0..size, 0)
-        };
-        if ptx {
-            tap = tap.text();
-        }
-        tap.hasher = self.opts.hash.map(|h| h.hasher());
-        let mut taps = vec![tap];
-        let run = reader
-            .and_then(|r| self.tap_charged(Source::Decoded(r, size), &mut taps, size, self.budget));
-        let why = match run {
-            Ok(t) => {
-                self.budget = self.budget.saturating_sub(t.decompressed);
-                self.report.images[img].hash = taps[0].hasher.take().map(super::Hasher::finish);
-                if ptx {
-                    self.report.images[img].uncompressed_size = Some(taps[0].taken);
-                }
-                Ok(())
-            }
-            Err(err) => Err(format!(
-                "CUDA fatbin entry {i} ({} {}): {err}",
-                e.arch_name(),
-                entry_kind(e.kind)
-            )),
-        };
-        // Damage is a problem of the fatbin whether or not the visitor
-        // wanted the entry (it also gets the failure).
-        if let Err(why) = &why {
-            self.problem(at, Some(id), why.clone());
-        }
-        if wanted {
-            self.hand_over(&[img], taps, why);
         }
     }
 

@@ -58,7 +58,10 @@ enum OutInner {
     /// A character device (`/dev/null`, a terminal) or a FIFO with a
     /// reader, written in place.
     Device(io::BufWriter<File>),
-    Stdout(io::StdoutLock<'static>),
+    /// Standard output, locked for each write (not for the whole output:
+    /// an output may be written from another thread than the one that
+    /// created it).
+    Stdout(io::Stdout),
     Done,
 }
 
@@ -173,7 +176,7 @@ impl Output {
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Output> {
         if path.as_os_str() == "-" {
-            let inner = OutInner::Stdout(io::stdout().lock());
+            let inner = OutInner::Stdout(io::stdout());
             return Ok(Output { inner, place: None });
         }
         // A symbolic link is written through, as LLVM's tools (which open

@@ -86,7 +86,7 @@ fn a_ccob_failing_its_hash_hands_nothing_over() {
     let mut v = Sinks::default();
     let r = scan_with(&c, &Options::default(), &mut v);
     assert!(!r.damaged(), "{:?}", r.problems);
-    assert_eq!(v.kept.borrow().len(), 2);
+    assert_eq!(v.kept.lock().unwrap().len(), 2);
     // Under verify: damage of the CCOB, nothing handed over (each wanted
     // image is unavailable, naming the hash), every entry in damaged data.
     let mut v = Sinks::default();
@@ -106,7 +106,7 @@ fn a_ccob_failing_its_hash_hands_nothing_over() {
         "{:?}",
         r.problems
     );
-    assert!(v.kept.borrow().is_empty());
+    assert!(v.kept.lock().unwrap().is_empty());
     assert_eq!(v.failed.len(), 2, "{:?}", v.failed);
     assert!(
         v.failed.iter().all(|w| w.contains("stored hash")),

@@ -15,7 +15,7 @@ enum Got {
     Failed(usize, String),
 }
 
-type Log = std::rc::Rc<std::cell::RefCell<Vec<Got>>>;
+type Log = std::sync::Arc<std::sync::Mutex<Vec<Got>>>;
 
 /// Takes every image; with `sinks`, streamed to sinks.
 #[derive(Default)]
@@ -33,7 +33,7 @@ impl Record {
     }
 
     fn got(&self) -> Vec<Got> {
-        self.log.borrow().clone()
+        self.log.lock().unwrap().clone()
     }
 }
 
@@ -43,19 +43,21 @@ impl Visit for Record {
     }
     fn image(&mut self, image: &Image, bytes: &[u8]) {
         self.log
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .push(Got::Piece(image.id, bytes.to_vec()));
     }
     fn unavailable(&mut self, image: &Image, why: &str) {
         self.log
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .push(Got::Failed(image.id, why.into()));
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
         let (id, log) = (image.id, self.log.clone());
         self.sinks.then(|| {
             VecSink::boxed(move |bytes| {
-                log.borrow_mut().push(Got::Streamed(id, bytes));
+                log.lock().unwrap().push(Got::Streamed(id, bytes));
             })
         })
     }
@@ -400,10 +402,38 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
         let bytes = if e.compressed() { bytes } else { e.payload };
         assert_eq!(img.hash, Some(HashAlgo::Md5.digest(bytes)), "{}", img.id);
     }
-    for sinks in [true, false] {
+    // Entries decoded on several threads: the same report, the same bytes
+    // (an uncompressed entry may come before the compressed ones ahead of
+    // it).
+    let one = format!(
+        "{:?}",
+        scan(
+            &f,
+            &Options {
+                verify: true,
+                ..Options::default()
+            }
+        )
+    );
+    for threads in [2, 4] {
+        let o = Options {
+            verify: true,
+            threads,
+            ..Options::default()
+        };
+        assert_eq!(format!("{:?}", scan(&f, &o)), one, "{threads} threads");
+    }
+    for (sinks, threads) in [(true, 1), (false, 1), (true, 3), (false, 3)] {
         let mut v = Record::new(sinks);
-        scan_with(&f, &Options::default(), &mut v);
-        let got = v.got();
+        let o = Options {
+            threads,
+            ..Options::default()
+        };
+        scan_with(&f, &o, &mut v);
+        let mut got = v.got();
+        got.sort_by_key(|g| match g {
+            Got::Streamed(id, _) | Got::Piece(id, _) | Got::Failed(id, ..) => *id,
+        });
         assert_eq!(got.len(), images.len());
         for (i, (g, want)) in got.iter().zip(&images).enumerate() {
             // The plain entry is handed over from the input (padded to 8).
@@ -413,7 +443,7 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
                 Got::Piece(id, b) => !sinks && *id == i && b == want,
                 Got::Failed(..) => false,
             };
-            assert!(ok, "entry {i}, sinks {sinks}: {g:?}");
+            assert!(ok, "entry {i}, sinks {sinks}, {threads} threads: {g:?}");
         }
     }
 }
