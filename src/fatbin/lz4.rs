@@ -113,6 +113,15 @@ enum State {
     Failed(Fault),
 }
 
+/// Slack after the window's output room: copies move 16 bytes at a time
+/// and may write up to 15 bytes past what they need (later output
+/// overwrites them; they are never handed out).
+const SLACK: usize = 32;
+
+/// Copies shorter than this go 16 bytes at a time (a few register moves
+/// each), longer ones in one `memcpy`.
+const SHORT: usize = 64;
+
 /// Decodes one raw LZ4 block, which must decode to exactly `declared`
 /// bytes, as a [`Read`] of its output. Errors are [`io::ErrorKind::InvalidData`]
 /// carrying a [`Fault`].
@@ -121,11 +130,16 @@ pub(crate) struct BlockDecoder<'d> {
     /// The next input byte.
     pos: usize,
     declared: u64,
-    /// Output: up to [`HISTORY`] bytes already handed out, then the bytes
-    /// not handed out yet.
-    out: Vec<u8>,
-    /// Where in `out` the bytes not handed out yet start.
+    /// The window, a fixed size: `win[..len]` is output, up to [`HISTORY`]
+    /// bytes already handed out and then the bytes not handed out yet;
+    /// after `room` come [`SLACK`] bytes no output reaches.
+    win: Vec<u8>,
+    /// Output bytes in `win`.
+    len: usize,
+    /// Where in `win` the bytes not handed out yet start.
     handed: usize,
+    /// Bytes of `win` output may fill.
+    room: usize,
     /// Bytes decoded so far.
     total: u64,
     state: State,
@@ -138,8 +152,10 @@ impl<'d> BlockDecoder<'d> {
             input,
             pos: 0,
             declared,
-            out: Vec::with_capacity(room),
+            win: vec![0; room + SLACK],
+            len: 0,
             handed: 0,
+            room,
             total: 0,
             state: State::Token,
         }
@@ -181,12 +197,20 @@ impl<'d> BlockDecoder<'d> {
         }
     }
 
-    /// Decodes up to [`STEP`] more bytes of output onto `out`.
+    /// Decodes up to [`STEP`] more bytes of output into the window (the
+    /// window then holds at most [`HISTORY`] handed-out bytes before them,
+    /// so it has room).
     fn decode(&mut self) -> Result<(), Fault> {
-        let goal = self.out.len() + STEP;
-        while self.out.len() < goal {
+        let goal = (self.len + STEP).min(self.room);
+        // With all the declared output decoded, what is left of the block
+        // is still read: sequences without output up to its end, or the
+        // first that would go past the size.
+        while self.len < goal || self.total == self.declared {
             match self.state {
                 State::Token => {
+                    if self.fast_sequences(goal)? {
+                        continue;
+                    }
                     let token = self.byte()?;
                     let at = self.pos;
                     let count = self.length(token >> 4)?;
@@ -202,12 +226,8 @@ impl<'d> BlockDecoder<'d> {
                     };
                 }
                 State::Literals { left, nibble } => {
-                    let n = left.min(goal - self.out.len());
-                    // `left` was checked against the input.
-                    self.out
-                        .extend_from_slice(&self.input[self.pos..self.pos + n]);
-                    self.pos += n;
-                    self.total += u64_from(n);
+                    let n = left.min(goal - self.len);
+                    self.copy_literals(n);
                     if n < left {
                         self.state = State::Literals {
                             left: left - n,
@@ -238,6 +258,67 @@ impl<'d> BlockDecoder<'d> {
         Ok(())
     }
 
+    /// Decodes whole sequences while they are short and far from the ends
+    /// of the input and of the output room (`goal`): the common case, with
+    /// none of the steps' bookkeeping. Returns whether it decoded any; it
+    /// leaves anything else (long lengths, the block's end, a size the
+    /// output cannot take) to the steps, which report it. Offsets are
+    /// checked as [`BlockDecoder::match_header`] checks them.
+    fn fast_sequences(&mut self, goal: usize) -> Result<bool, Fault> {
+        let mut any = false;
+        // A token, 14 literals, an offset: within 17 bytes; 16 literals
+        // are read at once.
+        while self.pos + 20 <= self.input.len() && self.len + 2 * SHORT <= goal {
+            let token = self.input[self.pos];
+            let (lit, nibble) = (usize::from(token >> 4), token & 15);
+            let length = MIN_MATCH + u64::from(nibble);
+            if lit == 15 || nibble == 15 || self.room_for(u64_from(lit) + length).is_err() {
+                break;
+            }
+            let from = self.pos + 1;
+            self.win[self.len..self.len + 16].copy_from_slice(&self.input[from..from + 16]);
+            self.len += lit;
+            self.total += u64_from(lit);
+            self.pos = from + lit;
+            any = true;
+            let at = self.pos;
+            let offset = u16::from_le_bytes([self.input[at], self.input[at + 1]]);
+            self.pos += 2;
+            if offset == 0 {
+                return Err(Fault::OffsetZero { at });
+            }
+            if u64::from(offset) > self.total {
+                return Err(Fault::OffsetBeforeStart {
+                    at,
+                    offset,
+                    output: self.total,
+                });
+            }
+            self.copy_match(usize::from(offset), length, goal);
+        }
+        Ok(any)
+    }
+
+    /// Copies `n` literals (all inside the input, all within the window's
+    /// room) to the output.
+    fn copy_literals(&mut self, n: usize) {
+        let (from, to) = (self.pos, self.len);
+        if n <= SHORT && from + SHORT <= self.input.len() {
+            // 16 at a time, reading ahead in the input and writing into
+            // the slack.
+            let mut i = 0;
+            while i < n {
+                self.win[to + i..to + i + 16].copy_from_slice(&self.input[from + i..from + i + 16]);
+                i += 16;
+            }
+        } else {
+            self.win[to..to + n].copy_from_slice(&self.input[from..from + n]);
+        }
+        self.pos += n;
+        self.len += n;
+        self.total += u64_from(n);
+    }
+
     /// Reads a match's offset and length (after the literals of a token
     /// whose low nibble is `nibble`).
     fn match_header(&mut self, nibble: u8) -> Result<State, Fault> {
@@ -262,37 +343,51 @@ impl<'d> BlockDecoder<'d> {
     }
 
     /// Copies up to `left` bytes of a match from `offset` back, stopping at
-    /// `goal` bytes of `out`; returns the bytes copied. `out` holds at least
-    /// `offset` bytes: the offset is within the output decoded so far, and
-    /// [`HISTORY`] bytes of it are kept.
+    /// `goal` bytes of output; returns the bytes copied. The window holds
+    /// at least `offset` bytes: the offset is within the output decoded so
+    /// far, and [`HISTORY`] bytes of it are kept.
     fn copy_match(&mut self, offset: usize, left: u64, goal: usize) -> u64 {
-        let start = self.out.len() - offset;
-        let mut copied = 0u64;
-        // The bytes from `start` repeat with period `offset`; each copy
-        // takes all of them so far (a whole number of periods, so the next
-        // copy continues the pattern), doubling the span, until `left` or
-        // `goal` cuts one short, which is then the last.
-        while copied < left && self.out.len() < goal {
-            let span = self.out.len() - start;
-            let n = usize::try_from(left - copied)
-                .unwrap_or(usize::MAX)
-                .min(span)
-                .min(goal - self.out.len());
-            self.out.extend_from_within(start..start + n);
-            copied += u64_from(n);
-            if n < span {
-                break;
+        let n = usize::try_from(left)
+            .unwrap_or(usize::MAX)
+            .min(goal - self.len);
+        let start = self.len - offset;
+        if offset >= 16 && n <= SHORT {
+            // 16 at a time: each piece's source ends at or before where
+            // it is written (the offset is at least 16), so the bytes a
+            // piece reads were written by the pieces before it, as the
+            // format means; the last may write into the slack.
+            let mut i = 0;
+            while i < n {
+                let (done, rest) = self.win.split_at_mut(self.len + i);
+                rest[..16].copy_from_slice(&done[start + i..start + i + 16]);
+                i += 16;
+            }
+        } else if offset >= n {
+            self.win.copy_within(start..start + n, self.len);
+        } else {
+            // The bytes from `start` repeat with period `offset`; each copy
+            // takes all of them so far (a whole number of periods, so the
+            // next copy continues the pattern), doubling the span.
+            let mut copied = 0;
+            while copied < n {
+                let span = self.len + copied - start;
+                let k = (n - copied).min(span);
+                self.win.copy_within(start..start + k, self.len + copied);
+                copied += k;
             }
         }
-        self.total += copied;
-        copied
+        self.len += n;
+        self.total += u64_from(n);
+        u64_from(n)
     }
 
     /// Drops handed-out output older than the history (called when all of
-    /// `out` has been handed out).
+    /// the output has been handed out).
     fn compact(&mut self) {
         if self.handed > HISTORY {
-            self.out.drain(..self.handed - HISTORY);
+            let from = self.handed - HISTORY;
+            self.win.copy_within(from..self.len, 0);
+            self.len -= from;
             self.handed = HISTORY;
         }
     }
@@ -309,9 +404,9 @@ impl Read for BlockDecoder<'_> {
             return Ok(0);
         }
         loop {
-            if self.handed < self.out.len() {
-                let n = buf.len().min(self.out.len() - self.handed);
-                buf[..n].copy_from_slice(&self.out[self.handed..self.handed + n]);
+            if self.handed < self.len {
+                let n = buf.len().min(self.len - self.handed);
+                buf[..n].copy_from_slice(&self.win[self.handed..self.handed + n]);
                 self.handed += n;
                 return Ok(n);
             }
@@ -557,7 +652,7 @@ mod tests {
         let mut buf = vec![0u8; 1 << 20];
         let mut most = 0;
         while d.read(&mut buf).unwrap() > 0 {
-            most = most.max(d.out.capacity());
+            most = most.max(d.win.capacity());
         }
         assert!(most <= 2 * (HISTORY + STEP), "{most} bytes held");
     }
