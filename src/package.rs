@@ -90,9 +90,75 @@ fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn Read + 'a>
     Ok(match c {
         Compression::None => Box::new(bytes),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
-        Compression::Xz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(bytes)),
+        Compression::Xz => Box::new(XzStreams::new(bytes)?),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(bytes)?),
     })
+}
+
+/// Memory liblzma's threaded decoder may use for its threads' buffers
+/// (each holds one block); past it, it decodes on one thread.
+const XZ_THREADS_MEMORY: u64 = 192 << 20;
+
+/// The xz streams of `bytes`, one after another, each decoded on every CPU
+/// when it was written in several blocks (as `xz -T`, and so `dpkg-deb`,
+/// write them), and the stream padding between them skipped.
+struct XzStreams<'a> {
+    bytes: &'a [u8],
+    /// Where the current stream starts.
+    at: usize,
+    current: liblzma::bufread::XzDecoder<&'a [u8]>,
+}
+
+impl<'a> XzStreams<'a> {
+    fn new(bytes: &'a [u8]) -> io::Result<XzStreams<'a>> {
+        Ok(XzStreams {
+            bytes,
+            at: 0,
+            current: Self::stream(bytes)?,
+        })
+    }
+
+    /// A threaded decoder of the one stream `bytes` start with.
+    fn stream(bytes: &'a [u8]) -> io::Result<liblzma::bufread::XzDecoder<&'a [u8]>> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let stream = liblzma::stream::MtStreamBuilder::new()
+            .threads(u32::try_from(threads).unwrap_or(1))
+            .memlimit_threading(XZ_THREADS_MEMORY)
+            .memlimit_stop(u64::MAX)
+            .decoder()
+            .map_err(io::Error::other)?;
+        Ok(liblzma::bufread::XzDecoder::new_stream(bytes, stream))
+    }
+}
+
+impl Read for XzStreams<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = self.current.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The stream has ended: another may follow, after padding
+            // (zero bytes, a multiple of four).
+            let end = self
+                .at
+                .saturating_add(usize_from(self.current.total_in()))
+                .min(self.bytes.len());
+            let rest = &self.bytes[end..];
+            let pad = rest.iter().take_while(|&&b| b == 0).count();
+            if pad == rest.len() {
+                return Ok(0);
+            }
+            if pad % 4 != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "xz stream padding that is not a multiple of four bytes",
+                ));
+            }
+            self.at = end + pad;
+            self.current = Self::stream(&self.bytes[self.at..])?;
+        }
+    }
 }
 
 /// The compression whose magic `bytes` start with.
@@ -368,6 +434,53 @@ mod tests {
             let mut r = Record::default();
             members(&bytes, Kind::Tar(c), &mut r).unwrap();
             assert_eq!(r.0, vec![("x".to_string(), Ok(b"payload".to_vec()))]);
+        }
+    }
+
+    /// `data` as one xz stream written in blocks of `block` bytes.
+    fn xz_blocks(data: &[u8], block: u64) -> Vec<u8> {
+        let stream = liblzma::stream::MtStreamBuilder::new()
+            .threads(2)
+            .block_size(block)
+            .preset(1)
+            .encoder()
+            .unwrap();
+        let mut out = Vec::new();
+        liblzma::read::XzEncoder::new_stream(data, stream)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn xz_streams_in_blocks_and_one_after_another() {
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let t = tar_of(&[("x", &big), ("y", b"2")]);
+        let (a, b) = t.split_at(70_000);
+        let mut two = xz_blocks(a, 16 << 10);
+        assert!(two.len() > 12 + 12);
+        two.extend_from_slice(&[0; 8]);
+        two.extend_from_slice(&xz_blocks(b, 1 << 20));
+        assert_eq!(detect(&two), Some(Kind::Tar(Compression::Xz)));
+        let mut r = Record::default();
+        members(&two, Kind::Tar(Compression::Xz), &mut r).unwrap();
+        assert_eq!(
+            r.0,
+            vec![
+                ("x".to_string(), Ok(big.clone())),
+                ("y".to_string(), Ok(b"2".to_vec()))
+            ]
+        );
+        // Padding that is no multiple of four, and bytes that are no
+        // stream, after the first stream: errors.
+        for bad in [&[0u8; 3][..], b"garbage!"] {
+            let mut x = xz_blocks(a, 16 << 10);
+            x.extend_from_slice(bad);
+            x.extend_from_slice(&xz_blocks(b, 1 << 20));
+            let mut r = Record::default();
+            let read = members(&x, Kind::Tar(Compression::Xz), &mut r);
+            let whole = r.0.first().is_some_and(|(_, got)| got.as_ref() == Ok(&big));
+            assert!(read.is_err() || !whole, "{bad:?}");
         }
     }
 
