@@ -27,6 +27,7 @@ pub fn tests() -> Vec<Trial> {
         t("same_images_as_loose_files", same_images),
         t("extract_gives_the_same_bytes", extract_same_bytes),
         t("standard_input", standard_input),
+        t("large_standard_input_is_spooled", large_standard_input),
         t("corrupt_packages_are_input_errors", corrupt),
         t("member_names_cannot_leave_the_directory", hostile_names),
         t(
@@ -311,6 +312,55 @@ fn standard_input() -> Result<(), Failed> {
             by_path,
         )?;
     }
+    Ok(())
+}
+
+/// A large input on standard input (a HIP library given a 200 MiB
+/// section) is spooled to a temporary file, not held in memory: through a
+/// pipe, `inspect` finds what it finds in the file, at well under the
+/// input's size of memory; redirected from the file (`< FILE`), the file
+/// is read in place.
+fn large_standard_input() -> Result<(), Failed> {
+    let d = fixture()?;
+    std::fs::write(d.join("zeros.bin"), vec![0u8; 200 << 20])?;
+    let objcopy = llvm("llvm-objcopy");
+    must(
+        &objcopy,
+        &[
+            "--add-section=.filler=zeros.bin",
+            "root/usr/lib/libhipk.so",
+            "big.so",
+        ],
+        d,
+    )?;
+    std::fs::remove_file(d.join("zeros.bin"))?;
+    let by_path = images_by_file(&inspect(d, &["big.so"])?);
+    if by_path.values().all(Vec::is_empty) {
+        return Err("big.so: no images found".into());
+    }
+    for (how, script) in [
+        ("a pipe", "cat big.so | \"$0\" inspect --json --hash -"),
+        ("a redirection", "\"$0\" inspect --json --hash - < big.so"),
+    ] {
+        let ours = ours();
+        let (r, kib) = crate::util::peak_of(
+            120,
+            Path::new("/bin/sh"),
+            &["-c", script, &ours.to_string_lossy()],
+            &[],
+            d,
+        )?;
+        let r = r.ok()?;
+        let doc: Value = serde_json::from_slice(&r.stdout).map_err(|e| e.to_string())?;
+        let got: Vec<Vec<String>> = images_by_file(&doc).into_values().collect();
+        let want: Vec<Vec<String>> = by_path.values().cloned().collect();
+        same(&format!("big.so through {how}"), got, want)?;
+        // 64 MiB read before spooling, and the program itself.
+        if kib > 120 << 10 {
+            return Err(format!("big.so through {how}: {kib} KiB resident").into());
+        }
+    }
+    std::fs::remove_file(d.join("big.so"))?;
     Ok(())
 }
 

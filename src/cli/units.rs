@@ -177,9 +177,6 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
     }
 }
 
-/// Bytes read and written at a time when a member is copied to a file.
-const COPY_PIECE: usize = 128 << 10;
-
 /// Reads a member of `size` bytes from `reader`: into memory when small,
 /// else into an unnamed temporary file that is then mapped. A member that
 /// gives more or fewer bytes than its size is an error.
@@ -200,19 +197,7 @@ fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
         return Ok(Input::from_vec(v));
     }
     let mut file = tempfile::tempfile()?;
-    // Large writes: `io::copy`'s 8 KiB pieces cost a system call each.
-    let mut buf = vec![0u8; COPY_PIECE];
-    let mut n = 0u64;
-    loop {
-        let k = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(k) => k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        file.write_all(&buf[..k])?;
-        n += k as u64;
-    }
+    let n = super::io::copy_in_pieces(&mut r, &mut file)?;
     if n != size {
         return Err(short(n));
     }

@@ -75,15 +75,45 @@ fn read_bounded(r: impl Read, max: u64, what: &str) -> io::Result<Vec<u8>> {
     let mut v = Vec::new();
     r.take(max + 1).read_to_end(&mut v)?;
     if v.len() as u64 > max {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!(
-                "{what} that gives more than {} MiB (the most read into memory)",
-                max >> 20
-            ),
-        ));
+        return Err(too_much(what, max));
     }
     Ok(v)
+}
+
+/// The error for `what` giving more than `max` bytes.
+fn too_much(what: &str, max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "{what} that gives more than {} MiB (the most read)",
+            max >> 20
+        ),
+    )
+}
+
+/// Standard input up to this size is read into memory; from it on, into a
+/// temporary file.
+pub const SPOOL_IN_MEMORY: u64 = 64 << 20;
+
+/// Bytes [`copy_in_pieces`] reads and writes at a time: large enough that
+/// system calls cost little, small enough to stay in the CPU's caches.
+const PIECE: usize = 128 << 10;
+
+/// Copies all of `r` to `w` in [`PIECE`]s (`io::copy` takes 8 KiB at a
+/// time, a system call each); returns the bytes copied.
+pub fn copy_in_pieces(r: &mut dyn Read, w: &mut dyn Write) -> io::Result<u64> {
+    let mut buf = vec![0u8; PIECE];
+    let mut n = 0u64;
+    loop {
+        let k = match r.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        w.write_all(&buf[..k])?;
+        n += k as u64;
+    }
 }
 
 /// Opens `path` for reading without blocking (a FIFO without a writer
@@ -105,11 +135,7 @@ impl Input {
     /// is an error. Opening never blocks.
     pub fn open(name: &str) -> io::Result<Input> {
         if name == "-" {
-            let v = read_bounded(io::stdin().lock(), MAX_STREAM_BYTES, "standard input")?;
-            return Ok(Input {
-                file: None,
-                data: Data::Owned(v),
-            });
+            return Input::stdin();
         }
         let (file, meta) = open_nonblocking(Path::new(name))?;
         if meta.is_dir() {
@@ -141,6 +167,40 @@ impl Input {
             file: keep.then_some(file),
             data: Data::Map(map),
         })
+    }
+
+    /// Standard input: mapped when it is a regular file read from its
+    /// start (`< FILE`); else read, up to [`SPOOL_IN_MEMORY`] bytes into
+    /// memory and the rest, with what came before, into an unlinked
+    /// temporary file that is then mapped, so that memory does not grow
+    /// with the input. More than [`MAX_STREAM_BYTES`] is an error.
+    fn stdin() -> io::Result<Input> {
+        use std::os::fd::AsFd;
+        let fd = io::stdin().as_fd().try_clone_to_owned()?;
+        let mut file = File::from(fd);
+        let meta = file.metadata()?;
+        if meta.is_file() && meta.len() > 0 && file.stream_position()? == 0 {
+            let map = map_file(&file)?;
+            let keep = meta.len() >= KEEP_FILE_FROM;
+            return Ok(Input {
+                file: keep.then_some(file),
+                data: Data::Map(map),
+            });
+        }
+        let mut r = io::stdin().lock().take(MAX_STREAM_BYTES + 1);
+        let mut head = Vec::new();
+        (&mut r).take(SPOOL_IN_MEMORY).read_to_end(&mut head)?;
+        if (head.len() as u64) < SPOOL_IN_MEMORY {
+            return Ok(Input::from_vec(head));
+        }
+        let mut spool = tempfile::tempfile()?;
+        spool.write_all(&head)?;
+        drop(head);
+        let n = SPOOL_IN_MEMORY + copy_in_pieces(&mut r, &mut spool)?;
+        if n > MAX_STREAM_BYTES {
+            return Err(too_much("standard input", MAX_STREAM_BYTES));
+        }
+        Input::from_temp_file(spool)
     }
 
     /// Bytes made in memory (a decompressed bundle, say), as an input.
