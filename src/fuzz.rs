@@ -204,7 +204,16 @@ fn bundle_objects_and_archives(data: &[u8]) {
                 .expect("spans of the stripped object resolve");
             assert_eq!(stripped.len() as u64, w.layout.size);
             if let Ok(left) = object::entries(&stripped) {
-                assert!(left.is_empty(), "bundle sections survived stripping");
+                // llvm-objcopy writes segments' bytes over the sections
+                // they cover, so in a file with program headers a segment
+                // over the name table brings the old names back: a bundle
+                // section's name can survive (byte-identical to
+                // llvm-objcopy 22 on two fuzz inputs, replayed from
+                // fixtures/fuzz/bundle_read).
+                assert!(
+                    left.is_empty() || has_program_headers(data),
+                    "bundle sections survived stripping"
+                );
             }
         }
         let extra = object::NewSection {
@@ -487,6 +496,12 @@ pub fn scan(data: &[u8]) {
         }
         fn image(&mut self, img: &Image, bytes: &[u8]) {
             self.given += 1;
+            // A compressed image (a CUDA fatbin entry) is handed over
+            // decompressed.
+            if let Some(n) = img.uncompressed_size {
+                assert_eq!(bytes.len() as u64, n);
+                return;
+            }
             assert_eq!(bytes.len() as u64, img.size);
             if let Some(o) = img.offset {
                 let o = usize::try_from(o).expect("offset fits");
@@ -617,7 +632,9 @@ pub fn archive(data: &[u8]) {
             true
         }
         fn image(&mut self, img: &Image, bytes: &[u8]) {
-            assert_eq!(bytes.len() as u64, img.size);
+            // A compressed image is handed over decompressed.
+            let n = img.uncompressed_size.unwrap_or(img.size);
+            assert_eq!(bytes.len() as u64, n);
         }
         fn thin_member(&mut self, name: &str) -> ThinMember {
             let n = name.len().min(self.0.len());
