@@ -23,6 +23,7 @@ mod hostile_ob;
 mod linker_wrapper;
 mod packager;
 mod packages;
+mod real_libs;
 mod scan;
 mod scan_ci;
 mod scan_rules;
@@ -34,6 +35,7 @@ fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = Vec::new();
     trials.extend(packager::tests());
+    trials.extend(real_libs::tests());
     trials.extend(archive::tests());
     trials.extend(bitcode::tests());
     trials.extend(bundler::tests());

@@ -1,0 +1,278 @@
+//! The scanners on real libraries built by others, downloaded at test time
+//! from the package registries and cached (`scripts/real-libs.sh`): a HIP
+//! library from Debian's ROCm packages (librocrand1, a `.deb`) and a CUDA
+//! library from NVIDIA's PyPI wheels (libcurand, a `.whl`). Each is read
+//! as it ships (the package) and unpacked, and checked against the
+//! reference tools: LLVM 22's `clang-offload-bundler` for the HIP bundle,
+//! NVIDIA's `cuobjdump` for the CUDA fatbins, image for image and byte for
+//! byte. A download that fails fails the trials.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Failed, Trial};
+use serde_json::Value;
+
+use crate::util::{llvm, ours, run, same, tempdir, trial};
+
+const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
+const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
+const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
+
+pub fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "scan::real_libs::rocrand_deb_against_clang_offload_bundler",
+            &[
+                "bash",
+                "/usr/bin/python3",
+                "dpkg-deb",
+                "clang-offload-bundler",
+                "llvm-objcopy",
+            ],
+            rocrand,
+        ),
+        trial(
+            "scan::real_libs::curand_wheel_against_cuobjdump",
+            &["bash", "/usr/bin/python3", CUOBJDUMP],
+            curand,
+        ),
+    ]
+}
+
+/// The cache of downloaded libraries, filled by `scripts/real-libs.sh`.
+fn downloads() -> Result<PathBuf, Failed> {
+    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
+        let r = run(Path::new("/bin/bash"), &[script], Path::new("/"));
+        if r.code != 0 {
+            return Err(format!("scripts/real-libs.sh failed: {}", r.stderr));
+        }
+        Ok(PathBuf::from(String::from_utf8_lossy(&r.stdout).trim()))
+    })
+    .clone()
+    .map_err(Failed::from)
+}
+
+/// `offload-kit ARGS` in `dir`, its JSON output.
+fn json(dir: &Path, args: &[&str]) -> Result<Value, Failed> {
+    let r = run(&ours(), args, dir).ok()?;
+    serde_json::from_slice(&r.stdout).map_err(|e| format!("{args:?}: json: {e}").into())
+}
+
+/// The device images of an `inspect --json --hash=md5` document, per file
+/// name (after its last `/`): (bundle ID or target, md5) for each.
+fn images(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out = BTreeMap::new();
+    for f in doc["files"].as_array().into_iter().flatten() {
+        let path = f["path"].as_str().unwrap_or_default();
+        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+        let mut v: Vec<(String, String)> = f["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| i["offload_kind"] != "host")
+            .map(|i| {
+                let what = i["bundle_id"].as_str().map_or_else(
+                    || format!("{} {}", i["target_id"], i["image_kind"]),
+                    str::to_string,
+                );
+                let hash = i["hash"].as_str().unwrap_or_default();
+                (what, hash.trim_start_matches("md5:").to_string())
+            })
+            .collect();
+        v.sort();
+        if !v.is_empty() {
+            out.insert(name, v);
+        }
+    }
+    out
+}
+
+fn md5_hex(b: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// `check ARGS FILE`'s exit code.
+fn check(dir: &Path, args: &[&str], file: &str) -> i32 {
+    let mut a = vec!["check"];
+    a.extend(args);
+    a.push(file);
+    run(&ours(), &a, dir).code
+}
+
+/// librocrand1 from Debian: the `.deb` and its unpacked tree (where
+/// `librocrand.so.1` is a symbolic link to `librocrand.so.1.1`) hold the
+/// same seven code objects, counted once; each is what
+/// `clang-offload-bundler -unbundle` gives for its bundle ID, byte for
+/// byte, and the IDs are those `-list` gives; a gfx90a device is served by
+/// the xnack+ and xnack- builds together.
+fn rocrand() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let deb = cache.join(DEB);
+    let deb = deb.to_string_lossy();
+    let r = run(Path::new("/usr/bin/dpkg-deb"), &["-x", &deb, "root"], d).ok()?;
+    drop(r);
+    let so = "root/usr/lib/x86_64-linux-gnu/librocrand.so.1.1";
+    let from_deb = images(&json(d, &["inspect", "--json", "--hash=md5", &deb])?);
+    let from_tree = images(&json(d, &["inspect", "--json", "--hash=md5", "root"])?);
+    same(
+        "images of the .deb and of its unpacked tree",
+        &from_deb,
+        &from_tree,
+    )?;
+    let ours_images = from_tree
+        .get("librocrand.so.1.1")
+        .ok_or("no images in librocrand.so.1.1")?
+        .clone();
+    same("device images", ours_images.len(), 7)?;
+    let size = json(d, &["size", "--json", "root"])?;
+    same(
+        "size: images counted",
+        size["total"]["total"]["images"].as_u64(),
+        Some(7),
+    )?;
+
+    // LLVM's view of the bundle in .hip_fatbin.
+    let objcopy = llvm("llvm-objcopy");
+    let dump = format!("--dump-section=.hip_fatbin=fatbin.bin");
+    run(&objcopy, &[dump.as_str(), so, "copy.so"], d).ok()?;
+    // clang-offload-bundler 22 refuses ROCm 5's host entry ID, whose triple
+    // has three parts ("invalid bundle id read from the bundle"); we read
+    // it. For LLVM, the ID is given a fourth part of the same length.
+    let mut fb = std::fs::read(d.join("fatbin.bin"))?;
+    let (old, new): (&[u8], &[u8]) = (b"host-x86_64-unknown-linux", b"host-x86_64-unknown-lin-g");
+    let at = fb[..fb.len().min(4096)]
+        .windows(old.len())
+        .position(|w| w == old)
+        .ok_or("no ROCm 5 host entry ID in the bundle's header")?;
+    fb[at..at + old.len()].copy_from_slice(new);
+    std::fs::write(d.join("fatbin.bin"), fb)?;
+    let bundler = llvm("clang-offload-bundler");
+    let list = run(&bundler, &["-list", "-type=o", "-input=fatbin.bin"], d).ok()?;
+    let mut ids: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("host-"))
+        .map(str::to_string)
+        .collect();
+    ids.sort();
+    let ours_ids: Vec<String> = ours_images.iter().map(|(id, _)| id.clone()).collect();
+    same("bundle IDs", ours_ids, ids.clone())?;
+    let mut llvm_images = Vec::new();
+    for id in &ids {
+        let target = format!("-targets={id}");
+        let out = format!("-output={id}.o");
+        run(
+            &bundler,
+            &["-unbundle", "-type=o", "-input=fatbin.bin", &target, &out],
+            d,
+        )
+        .ok()?;
+        llvm_images.push((
+            id.clone(),
+            md5_hex(&std::fs::read(d.join(format!("{id}.o")))?),
+        ));
+    }
+    same("code objects (md5)", &ours_images, &llvm_images)?;
+
+    // Coverage as the loader decides it.
+    for (args, code) in [
+        (&["--require", "gfx90a"][..], 0),
+        (&["--require", "gfx90a:xnack+", "--require", "gfx803"], 0),
+        (&["--require", "gfx1100"], 1),
+        (&["--forbid", "gfx90A"], 2),
+        (&["--require", "gfx9999"], 2),
+    ] {
+        same(&format!("check {args:?}"), check(d, args, &deb), code)?;
+    }
+    Ok(())
+}
+
+/// libcurand from NVIDIA's wheel: the wheel and the library hold the same
+/// images; cuobjdump lists as many, for the same SM versions; and the files
+/// `extract` writes are those `cuobjdump -xelf all -xptx all` writes, byte
+/// for byte.
+fn curand() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let wheel = cache.join(WHEEL);
+    let wheel = wheel.to_string_lossy();
+    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen('libcurand.so.10', 'wb').write(z.read('nvidia/curand/lib/libcurand.so.10'))\n";
+    run(Path::new("/usr/bin/python3"), &["-c", unzip, &wheel], d).ok()?;
+    let from_wheel = images(&json(d, &["inspect", "--json", "--hash=md5", &wheel])?);
+    let from_lib = images(&json(
+        d,
+        &["inspect", "--json", "--hash=md5", "libcurand.so.10"],
+    )?);
+    same(
+        "images of the wheel and of the library",
+        &from_wheel,
+        &from_lib,
+    )?;
+    let ours_images = from_lib.get("libcurand.so.10").ok_or("no images")?;
+
+    // cuobjdump's list: one line per image, with its arch.
+    let list = run(
+        Path::new(CUOBJDUMP),
+        &["-lelf", "-lptx", "libcurand.so.10"],
+        d,
+    )
+    .ok()?;
+    let mut theirs: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.split('.')
+                .find(|p| p.starts_with("sm_"))
+                .map(str::to_string)
+        })
+        .collect();
+    theirs.sort();
+    let mut archs: Vec<String> = ours_images
+        .iter()
+        .map(|(what, _)| what.split('"').nth(1).unwrap_or_default().to_string())
+        .collect();
+    archs.sort();
+    same("images per SM (cuobjdump -lelf -lptx)", archs, theirs)?;
+
+    // The extracted bytes.
+    std::fs::create_dir(d.join("cuobjdump"))?;
+    run(
+        Path::new(CUOBJDUMP),
+        &["-xelf", "all", "-xptx", "all", "../libcurand.so.10"],
+        &d.join("cuobjdump"),
+    )
+    .ok()?;
+    run(&ours(), &["extract", "-o", "ours", "libcurand.so.10"], d).ok()?;
+    let hashes = |dir: &Path| -> Result<Vec<String>, Failed> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            v.push(md5_hex(&std::fs::read(e?.path())?));
+        }
+        v.sort();
+        Ok(v)
+    };
+    let ours_files = hashes(&d.join("ours"))?;
+    same("files extracted", ours_files.len(), ours_images.len())?;
+    same(
+        "extracted bytes (md5 of every file)",
+        ours_files,
+        hashes(&d.join("cuobjdump"))?,
+    )?;
+
+    for (args, code) in [
+        (&["--require", "sm_90"][..], 0),
+        (&["--require", "sm_90a"], 1),
+        (&["--forbid", "sm90"], 2),
+    ] {
+        same(&format!("check {args:?}"), check(d, args, &wheel), code)?;
+    }
+    Ok(())
+}

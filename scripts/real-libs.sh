@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Downloads the real third-party libraries the scanner tests read
+# (linker-tests/real_libs.rs), pinned by version and SHA-256, into a cache
+# that later runs reuse:
+#   - librocrand1 5.3.3-4 from Debian bookworm (an 8 MB .deb: a HIP library
+#     whose .hip_fatbin bundle holds code objects for seven AMD GPUs, among
+#     them gfx90a:xnack+ and gfx90a:xnack-);
+#   - nvidia-curand-cu12 10.3.7.77 from PyPI (a 56 MB wheel: libcurand with
+#     98 cubins for eight SM versions).
+# Nothing is installed. A download that fails or does not match its hash is
+# an error (exit 1), and nothing of it is kept.
+#
+#   bash scripts/real-libs.sh [DIR]   # default $OFFLOAD_KIT_CACHE/real-libs,
+#                                     # else /var/cache/offload-kit/real-libs
+set -euo pipefail
+
+DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
+# file|sha256|how: a deb.debian.org pool path, or pip:REQUIREMENT
+FILES=(
+  "librocrand1_5.3.3-4_amd64.deb|b145d4e47a26ce14da5f8550a092db8d3c7e2d84174c68885336de40f51b7b81|pool/main/r/rocrand/librocrand1_5.3.3-4_amd64.deb"
+  "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl|99f1a32f1ac2bd134897fc7a203f779303261268a65762a623bf30cc9fe79117|pip:nvidia-curand-cu12==10.3.7.77"
+)
+
+mkdir -p "$DIR"
+for f in "${FILES[@]}"; do
+  IFS='|' read -r name sum how <<<"$f"
+  if [ -e "$DIR/$name" ] && echo "$sum  $DIR/$name" | sha256sum -c --status; then
+    continue
+  fi
+  work=$(mktemp -d "$DIR/.partial.XXXXXX")
+  if [[ $how == pip:* ]]; then
+    python3 -m pip download --quiet --no-deps --only-binary=:all: \
+      --platform manylinux2014_x86_64 --python-version 3.12 \
+      -d "$work" "${how#pip:}" >&2 || { rm -rf "$work"; echo "real-libs: cannot download ${how#pip:}" >&2; exit 1; }
+  else
+    python3 - "https://deb.debian.org/debian/$how" "$work/$name" <<'EOF' || { rm -rf "$work"; echo "real-libs: cannot download $how" >&2; exit 1; }
+import shutil, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=120) as r, open(sys.argv[2], "wb") as out:
+    shutil.copyfileobj(r, out, 1 << 20)
+EOF
+  fi
+  if [ ! -e "$work/$name" ] || ! echo "$sum  $work/$name" | sha256sum -c --status; then
+    rm -rf "$work"
+    echo "real-libs: $name does not match its SHA-256 $sum" >&2
+    exit 1
+  fi
+  mv "$work/$name" "$DIR/$name"
+  rm -rf "$work"
+done
+echo "$DIR"
