@@ -142,8 +142,8 @@ fn rocrand() -> Result<(), Failed> {
 
     // LLVM's view of the bundle in .hip_fatbin.
     let objcopy = llvm("llvm-objcopy");
-    let dump = format!("--dump-section=.hip_fatbin=fatbin.bin");
-    run(&objcopy, &[dump.as_str(), so, "copy.so"], d).ok()?;
+    let dump = "--dump-section=.hip_fatbin=fatbin.bin";
+    run(&objcopy, &[dump, so, "copy.so"], d).ok()?;
     // clang-offload-bundler 22 refuses ROCm 5's host entry ID, whose triple
     // has three parts ("invalid bundle id read from the bundle"); we read
     // it. For LLVM, the ID is given a fourth part of the same length.
