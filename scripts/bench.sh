@@ -11,7 +11,8 @@
 #   STEPS=offload_binary SIZES="64" RUNS=3 scripts/bench.sh
 #
 # Environment:
-#   STEPS       groups to run, in order (default "startup offload_binary")
+#   STEPS       groups to run, in order (default "startup offload_binary bundler
+#               wrapper scan scan_tree"; also real_libs, on downloaded libraries)
 #   SIZES       MiB per device image; each size makes one set of rows over 4
 #               images (default "4 256"; QUICK: "1")
 #   WRAP_SIZES  MiB of the one device image each wrapper row wraps (default
@@ -144,7 +145,7 @@ check_llvm() {
 TIMER=$W/timeit.py
 {
   cat >"$TIMER" <<'PY'
-import argparse, os, statistics, subprocess, time
+import argparse, os, shutil, statistics, subprocess, time
 ap = argparse.ArgumentParser()
 ap.add_argument('-n', type=int, default=5)
 ap.add_argument('--warmup', type=int, default=1)
@@ -160,7 +161,10 @@ for i in range(a.warmup + a.n):
         break
     for path in a.remove:
         try:
-            os.unlink(path)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
         except FileNotFoundError:
             pass
     t0 = time.monotonic()
@@ -1073,6 +1077,59 @@ scan_check_archs() {
   else
     row_fail "inspect does not list the 4 archs"
   fi
+}
+
+# Real libraries (downloaded once by scripts/real-libs.sh --bench, cached):
+# `extract` of libcusparse (1,862 images, most LZ4-compressed cubins) against
+# `cuobjdump -xelf all -xptx all` (scripts/cuda-tools.sh), the same bytes
+# checked; and reading librocsparse0's .deb (`size`) against the fastest
+# plain decompression of its data.tar.xz (`xz -dc -T0`), and a .tar.zst of
+# the same files against `zstd -dc`. Not in the default STEPS (460 MB of
+# downloads): STEPS=real_libs scripts/bench.sh.
+NEEDS_real_libs=""
+step_real_libs() {
+  local cache cuobjdump=/opt/offload-kit/cuda-tools/bin/cuobjdump O=$W/out/real
+  cache=$(bash "$ROOT/scripts/real-libs.sh" --bench) || die "scripts/real-libs.sh --bench failed"
+  [ -x "$cuobjdump" ] || die "no cuobjdump: run scripts/cuda-tools.sh"
+  mkdir -p "$O"
+  python3 - "$cache"/nvidia_cusparse_cu12-12.5.10.65-*.whl "$O/libcusparse.so.12" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open("nvidia/cusparse/lib/libcusparse.so.12") as src, open(sys.argv[2], "wb") as out:
+    shutil.copyfileobj(src, out, 1 << 20)
+PY
+  local lib=$O/libcusparse.so.12 bytes
+  bytes=$(stat -c %s "$lib")
+  cat "$lib" >/dev/null
+  local llvm=(sh -c 'mkdir -p "$1" && cd "$1" && exec "$2" -xelf all -xptx all "$3" >/dev/null' sh "$O/cx" "$cuobjdump" "$lib")
+  local ours=("$OURS" extract -o "$O/ox" "$lib")
+  local llvm_rm=("$O/cx") ours_rm=("$O/ox")
+  bench_row "real.extract.cusparse" "extract libcusparse.so.12 (1,862 images, LZ4; LLVM column: cuobjdump -xelf all -xptx all)" "$bytes" llvm ours
+  unset llvm_rm ours_rm
+  if ran llvm && ran ours; then
+    local a b
+    a=$(cd "$O/cx" && md5sum -- * | cut -d' ' -f1 | sort | md5sum)
+    b=$(cd "$O/ox" && md5sum -- * | cut -d' ' -f1 | sort | md5sum)
+    if [ "$a" = "$b" ]; then
+      row_note "same files as cuobjdump ($(find "$O/ox" -type f | wc -l) files, bytes compared)"
+    else
+      row_fail "extract and cuobjdump wrote different bytes"
+    fi
+  fi
+  rm -rf "$O/cx" "$O/ox" "$lib"
+
+  local deb=$cache/librocsparse0_5.3.0+dfsg-2_amd64.deb
+  (cd "$O" && ar p "$deb" data.tar.xz >data.tar.xz)
+  xz -dc -T0 "$O/data.tar.xz" | zstd -q -T0 -3 -o "$O/data.tar.zst"
+  bytes=$(stat -c %s "$deb")
+  cat "$deb" "$O/data.tar.xz" "$O/data.tar.zst" >/dev/null
+  llvm=(sh -c 'xz -dc -T0 "$1" >/dev/null' sh "$O/data.tar.xz")
+  ours=("$OURS" size "$deb")
+  bench_row "real.deb.rocsparse" "size of librocsparse0 .deb (1.3 GB library in data.tar.xz; LLVM column: xz -dc -T0 of data.tar.xz)" "$bytes" llvm ours
+  bytes=$(stat -c %s "$O/data.tar.zst")
+  llvm=(sh -c 'zstd -q -dc "$1" >/dev/null' sh "$O/data.tar.zst")
+  ours=("$OURS" size "$O/data.tar.zst")
+  bench_row "real.tarzst.rocsparse" "size of librocsparse0's files as .tar.zst (LLVM column: zstd -dc)" "$bytes" llvm ours
+  [ "$KEEP" = 1 ] || rm -rf "$O"
 }
 
 # ================================================================ main

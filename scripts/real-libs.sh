@@ -7,19 +7,36 @@
 #     them gfx90a:xnack+ and gfx90a:xnack-);
 #   - nvidia-curand-cu12 10.3.7.77 from PyPI (a 56 MB wheel: libcurand with
 #     98 cubins for eight SM versions).
+# With --bench, also the two large ones scripts/bench.sh's real_libs group
+# times (its step downloads them):
+#   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
+#     data.tar.xz, 53 xz blocks, unpacks to a 1.3 GB library);
+#   - nvidia-cusparse-cu12 12.5.10.65 from PyPI (a 366 MB wheel: libcusparse,
+#     1,862 images, most of them LZ4-compressed cubins).
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [DIR]   # default $OFFLOAD_KIT_CACHE/real-libs,
-#                                     # else /var/cache/offload-kit/real-libs
+#   bash scripts/real-libs.sh [--bench] [DIR]   # default $OFFLOAD_KIT_CACHE/real-libs,
+#                                               # else /var/cache/offload-kit/real-libs
 set -euo pipefail
 
+BENCH=0
+if [ "${1:-}" = --bench ]; then
+  BENCH=1
+  shift
+fi
 DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
 # file|sha256|how: a deb.debian.org pool path, or pip:REQUIREMENT
 FILES=(
   "librocrand1_5.3.3-4_amd64.deb|b145d4e47a26ce14da5f8550a092db8d3c7e2d84174c68885336de40f51b7b81|pool/main/r/rocrand/librocrand1_5.3.3-4_amd64.deb"
   "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl|99f1a32f1ac2bd134897fc7a203f779303261268a65762a623bf30cc9fe79117|pip:nvidia-curand-cu12==10.3.7.77"
 )
+if [ "$BENCH" = 1 ]; then
+  FILES+=(
+    "librocsparse0_5.3.0+dfsg-2_amd64.deb|688878bb8cb9ec7970e7b632828d91336a6819860fb0c306372eb6a7199b3b8e|pool/main/r/rocsparse/librocsparse0_5.3.0+dfsg-2_amd64.deb"
+    "nvidia_cusparse_cu12-12.5.10.65-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|73060ce019ac064a057267c585bf1fd5a353734151f87472ff02b2c5c9984e78|pip:nvidia-cusparse-cu12==12.5.10.65"
+  )
+fi
 
 mkdir -p "$DIR"
 for f in "${FILES[@]}"; do
