@@ -464,7 +464,11 @@ fn our_view(file: &Path) -> Result<Vec<(String, String)>, Failed> {
         bytes.insert(id, std::fs::read(e.path()).unwrap());
     }
     let containers = f["containers"].as_array().cloned().unwrap_or_default();
-    let images = f["images"].as_array().cloned().unwrap_or_default();
+    // Device images and host entries (LLVM lists both), in id order: the
+    // position in the list is the id.
+    let mut images = f["images"].as_array().cloned().unwrap_or_default();
+    images.extend(f["host_entries"].as_array().cloned().unwrap_or_default());
+    images.sort_by_key(|i| i["id"].as_u64());
     // The outermost container of each container, and the position of each
     // outermost bundle/CCOB in its section (llvm-objdump's file numbering).
     let top = |mut id: usize| loop {

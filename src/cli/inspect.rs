@@ -1,7 +1,7 @@
 //! `offload-kit inspect`: every device image inside files, as a table or
 //! JSON.
 //!
-//! The `--json` document (schema `offload-kit/inspect/1`) is the library's
+//! The `--json` document (schema `offload-kit/inspect/2`) is the library's
 //! [`offload_kit::scan::json::Document`]; its module documents the schema.
 
 use std::io::Write;
@@ -20,7 +20,7 @@ mod table;
     offload-kit inspect libtorch_hip.so\n  \
     offload-kit inspect --json --hash build/ > images.json\n  \
     offload-kit inspect --raw --verify core.dump\n\n\
-    The --json schema is documented in the README (schema \"offload-kit/inspect/1\").\n\n\
+    The --json schema is documented in the README (schema \"offload-kit/inspect/2\").\n\n\
     A file found in a directory is reported only if it holds device code or problems\n\
     (--all: every file). Every input that can be read is reported; each one that cannot gets a line on\n\
     standard error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input\n\

@@ -3,11 +3,11 @@
 //! Serializing a [`Document`] with `serde_json::to_writer_pretty` gives
 //! exactly what `offload-kit inspect --json` prints.
 //!
-//! # Schema (version 1)
+//! # Schema (version 2)
 //!
 //! ```text
 //! {
-//!   "schema": "offload-kit/inspect/1",
+//!   "schema": "offload-kit/inspect/2",
 //!   "files": [{
 //!     "path": string,              // as given, or joined below a directory given
 //!     "size": number,              // file size in bytes
@@ -44,7 +44,8 @@
 //!         "target_container": number | null   // the container there
 //!       } | null
 //!     }],
-//!     "images": [{
+//!     "images": [{                   // device images, in id order (ids of
+//!                                       // host entries are missing here)
 //!       "id": number, "container": number, "index": number,
 //!       "bundle_id": string | null,     // bundle entries
 //!       "offload_kind": string,         // openmp cuda hip sycl host opencl none ...
@@ -68,6 +69,9 @@
 //!       "overlaps": number | null       // index of an earlier entry of its container whose
 //!                                       // bytes it overlaps (damage: it was not read)
 //!     }],
+//!     "host_entries": [...],          // bundles' host entries (offload_kind
+//!                                     // "host"), as images are written;
+//!                                     // never counted as images
 //!     "problems": [{
 //!       "offset": number | null, "section": string | null, "member": string | null,
 //!       "container": number | null, "message": string,
@@ -79,7 +83,8 @@
 //! ```
 //!
 //! New fields may be added to objects; existing ones keep their meaning.
-//! A change that breaks a consumer bumps the version in `schema`.
+//! A change that breaks a consumer bumps the version in `schema`: version 2
+//! moved bundles' host entries out of `images` into `host_entries`.
 
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
@@ -87,7 +92,7 @@ use serde::ser::{SerializeStruct, Serializer};
 use super::Report;
 
 /// The `schema` of the document.
-pub const SCHEMA: &str = "offload-kit/inspect/1";
+pub const SCHEMA: &str = "offload-kit/inspect/2";
 
 /// The whole `inspect --json` document: the [`SCHEMA`] and the files.
 #[derive(Debug, Clone, Copy)]
@@ -150,11 +155,26 @@ impl Serialize for Report {
     }
 }
 
-/// The `containers`, `images` and `problems` fields of `r`.
+/// The `containers`, `images`, `host_entries` and `problems` fields of `r`.
 fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Error> {
     st.serialize_field("containers", &r.containers)?;
-    st.serialize_field("images", &r.images)?;
+    st.serialize_field("images", &Images(r, false))?;
+    st.serialize_field("host_entries", &Images(r, true))?;
     st.serialize_field("problems", &r.problems)
+}
+
+/// The device images of a report, or (`true`) its bundles' host entries.
+struct Images<'a>(&'a Report, bool);
+
+impl Serialize for Images<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.0
+                .images
+                .iter()
+                .filter(|i| i.offload_kind.is_host() == self.1),
+        )
+    }
 }
 
 /// How a report's images were found: `["sections"]`, `["raw"]`, both or
@@ -201,9 +221,9 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&Document { files: &[f] }).unwrap(),
-            r#"{"schema":"offload-kit/inspect/1","files":[{"path":"x.o","size":3,"#.to_owned()
+            r#"{"schema":"offload-kit/inspect/2","files":[{"path":"x.o","size":3,"#.to_owned()
                 + r#""format":null,"scan":[],"error":"no such file","containers":[],"#
-                + r#""images":[],"problems":[]}]}"#
+                + r#""images":[],"host_entries":[],"problems":[]}]}"#
         );
     }
 
