@@ -1533,7 +1533,16 @@ impl Walker<'_> {
                 HashCheck::Skip
             },
         };
-        let d = c.decompress(&opts)?;
+        let d = match c.decompress(&opts) {
+            Ok(d) => d,
+            Err(e) => {
+                // A stream that fails counts whole, as in `tap_charged`:
+                // else candidates each failing at their last byte could
+                // decode the budget over and over.
+                self.budget = self.budget.saturating_sub(declared);
+                return Err(e);
+            }
+        };
         self.budget = self.budget.saturating_sub(len64(&d.data));
         Ok(d)
     }
