@@ -20,6 +20,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -q
 echo "== the library alone: no command-line dependencies, bundled zstd"
 cargo build --locked --lib --no-default-features -q
 echo "== cargo test"
