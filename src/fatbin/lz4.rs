@@ -152,7 +152,9 @@ impl<'d> BlockDecoder<'d> {
             input,
             pos: 0,
             declared,
-            win: vec![0; room + SLACK],
+            // Allocated on the first read: a decoder made only to be
+            // checked, or never read, costs nothing.
+            win: Vec::new(),
             len: 0,
             handed: 0,
             room,
@@ -201,6 +203,9 @@ impl<'d> BlockDecoder<'d> {
     /// window then holds at most [`HISTORY`] handed-out bytes before them,
     /// so it has room).
     fn decode(&mut self) -> Result<(), Fault> {
+        if self.win.is_empty() {
+            self.win = vec![0; self.room + SLACK];
+        }
         let goal = (self.len + STEP).min(self.room);
         // With all the declared output decoded, what is left of the block
         // is still read: sequences without output up to its end, or the
@@ -275,26 +280,14 @@ impl<'d> BlockDecoder<'d> {
             if lit == 15 || nibble == 15 || self.room_for(u64_from(lit) + length).is_err() {
                 break;
             }
-            let from = self.pos + 1;
-            self.win[self.len..self.len + 16].copy_from_slice(&self.input[from..from + 16]);
-            self.len += lit;
-            self.total += u64_from(lit);
-            self.pos = from + lit;
+            self.pos += 1;
+            self.copy_literals(lit);
             any = true;
             let at = self.pos;
             let offset = u16::from_le_bytes([self.input[at], self.input[at + 1]]);
             self.pos += 2;
-            if offset == 0 {
-                return Err(Fault::OffsetZero { at });
-            }
-            if u64::from(offset) > self.total {
-                return Err(Fault::OffsetBeforeStart {
-                    at,
-                    offset,
-                    output: self.total,
-                });
-            }
-            self.copy_match(usize::from(offset), length, goal);
+            let offset = self.check_offset(at, offset)?;
+            self.copy_match(offset, length, goal);
         }
         Ok(any)
     }
@@ -303,7 +296,7 @@ impl<'d> BlockDecoder<'d> {
     /// room) to the output.
     fn copy_literals(&mut self, n: usize) {
         let (from, to) = (self.pos, self.len);
-        if n <= SHORT && from + SHORT <= self.input.len() {
+        if n <= SHORT && from + n.next_multiple_of(16) <= self.input.len() {
             // 16 at a time, reading ahead in the input and writing into
             // the slack.
             let mut i = 0;
@@ -324,6 +317,18 @@ impl<'d> BlockDecoder<'d> {
     fn match_header(&mut self, nibble: u8) -> Result<State, Fault> {
         let at = self.pos;
         let offset = u16::from_le_bytes([self.byte()?, self.byte()?]);
+        let offset = self.check_offset(at, offset)?;
+        let length = MIN_MATCH + self.length(nibble)?;
+        self.room_for(length)?;
+        Ok(State::Match {
+            offset,
+            left: length,
+        })
+    }
+
+    /// A match offset read at input byte `at`: not 0, and not before the
+    /// start of the output decoded so far.
+    fn check_offset(&self, at: usize, offset: u16) -> Result<usize, Fault> {
         if offset == 0 {
             return Err(Fault::OffsetZero { at });
         }
@@ -334,12 +339,7 @@ impl<'d> BlockDecoder<'d> {
                 output: self.total,
             });
         }
-        let length = MIN_MATCH + self.length(nibble)?;
-        self.room_for(length)?;
-        Ok(State::Match {
-            offset: usize::from(offset),
-            left: length,
-        })
+        Ok(usize::from(offset))
     }
 
     /// Copies up to `left` bytes of a match from `offset` back, stopping at
