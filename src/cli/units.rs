@@ -6,7 +6,7 @@
 //!
 //! Members stored as they are stay slices of the mapped package; a
 //! compressed member is inflated — into memory up to
-//! [`IN_MEMORY_MEMBER`] bytes, else into an unnamed temporary file that is
+//! [`SPOOL_IN_MEMORY`] bytes (as standard input), else into an unnamed temporary file that is
 //! mapped — one at a time, so memory never holds a whole package.
 
 use std::io::{self, Read, Write};
@@ -14,15 +14,11 @@ use std::path::Path;
 
 use offload_kit::package::{self, Contents};
 
-use super::io::Input;
+use super::io::{Input, SPOOL_IN_MEMORY};
 use super::scan::Source;
 
 /// How deeply packages may nest.
 pub const MAX_PACKAGE_DEPTH: u32 = 4;
-
-/// Compressed members up to this size are inflated into memory; larger
-/// ones into a temporary file.
-pub const IN_MEMORY_MEMBER: u64 = 64 << 20;
 
 /// One thing to scan.
 pub(super) struct Unit<'a> {
@@ -188,7 +184,7 @@ fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
             format!("it gives {n} bytes where the package says {size}"),
         )
     };
-    if size <= IN_MEMORY_MEMBER {
+    if size <= SPOOL_IN_MEMORY {
         let mut v = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         r.read_to_end(&mut v)?;
         if v.len() as u64 != size {

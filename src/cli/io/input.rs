@@ -91,8 +91,8 @@ fn too_much(what: &str, max: u64) -> io::Error {
     )
 }
 
-/// Standard input up to this size is read into memory; from it on, into a
-/// temporary file.
+/// Standard input, and a package member, up to this size is read into
+/// memory; past it, into a temporary file.
 pub const SPOOL_IN_MEMORY: u64 = 64 << 20;
 
 /// Bytes [`copy_in_pieces`] reads and writes at a time: large enough that
@@ -158,11 +158,16 @@ impl Input {
                 data: Data::Owned(v),
             });
         }
+        Input::mapped(file, meta.len())
+    }
+
+    /// The regular file `file` of `len` bytes, mapped.
+    fn mapped(file: File, len: u64) -> io::Result<Input> {
         let map = map_file(&file)?;
         // The mapping outlives the descriptor; keeping the descriptor only
         // for large files (copied file to file) lets a command take
         // thousands of small inputs without running out of descriptors.
-        let keep = meta.len() >= KEEP_FILE_FROM;
+        let keep = len >= KEEP_FILE_FROM;
         Ok(Input {
             file: keep.then_some(file),
             data: Data::Map(map),
@@ -180,12 +185,7 @@ impl Input {
         let mut file = File::from(fd);
         let meta = file.metadata()?;
         if meta.is_file() && meta.len() > 0 && file.stream_position()? == 0 {
-            let map = map_file(&file)?;
-            let keep = meta.len() >= KEEP_FILE_FROM;
-            return Ok(Input {
-                file: keep.then_some(file),
-                data: Data::Map(map),
-            });
+            return Input::mapped(file, meta.len());
         }
         let mut r = io::stdin().lock().take(MAX_STREAM_BYTES + 1);
         let mut head = Vec::new();

@@ -17,7 +17,7 @@ mod report;
 mod text;
 
 pub use cleanup::clean_up_on_signals;
-pub use input::{Input, Sink, copy_file_range_all, copy_in_pieces};
+pub use input::{Input, SPOOL_IN_MEMORY, Sink, copy_file_range_all, copy_in_pieces};
 pub use output::{Noting, Output};
 pub use report::Report;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
