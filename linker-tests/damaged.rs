@@ -10,9 +10,7 @@
 use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
-use offload_kit::offload_binary::{
-    self as ob, Compression, ImageKind, ImageSpec, OffloadKind, compress_v3,
-};
+use offload_kit::offload_binary::Compression;
 
 use crate::util::{Run, bytes, files, ours, run, tempdir, trial};
 
@@ -133,26 +131,7 @@ fn compressed_offload_binary() -> Result<Vec<u8>, Failed> {
             v
         })
         .collect();
-    let specs: Vec<ImageSpec> = images
-        .iter()
-        .map(|img| ImageSpec {
-            image_kind: ImageKind::IMG_Object,
-            offload_kind: OffloadKind::OFK_OpenMP,
-            strings: vec![
-                (b"triple".to_vec(), b"amdgcn-amd-amdhsa".to_vec()),
-                (b"arch".to_vec(), b"gfx90a".to_vec()),
-            ],
-            size: img.len() as u64,
-            ..ImageSpec::default()
-        })
-        .collect();
-    let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
-    let mut plain = Vec::new();
-    ob::layout_v3(&specs)
-        .map_err(|e| e.to_string())?
-        .write_to(&mut plain, &refs)
-        .map_err(|e| e.to_string())?;
-    compress_v3(&plain, Compression::Zlib, 6).map_err(|e| e.to_string().into())
+    crate::extract_compressed::openmp_v3(&images, &["gfx90a"; 2], Compression::Zlib, 6)
 }
 
 /// One damaged input: its file, the rule `check` is given, and whether the

@@ -56,7 +56,17 @@ fn images() -> Vec<Vec<u8>> {
 
 /// A compressed version 3 binary of `images`, for gfx90a, gfx942, gfx1100.
 fn packed(images: &[Vec<u8>], how: Compression) -> Result<Vec<u8>, Failed> {
-    let archs = ["gfx90a", "gfx942", "gfx1100"];
+    openmp_v3(images, &["gfx90a", "gfx942", "gfx1100"], how, 3)
+}
+
+/// A version 3 OffloadBinary of OpenMP object `images` for amdgcn, image
+/// `i` for `archs[i]`, compressed by `how` at `level`.
+pub(crate) fn openmp_v3(
+    images: &[Vec<u8>],
+    archs: &[&str],
+    how: Compression,
+    level: i32,
+) -> Result<Vec<u8>, Failed> {
     let specs: Vec<ImageSpec> = images
         .iter()
         .zip(archs)
@@ -77,7 +87,7 @@ fn packed(images: &[Vec<u8>], how: Compression) -> Result<Vec<u8>, Failed> {
         .map_err(|e| e.to_string())?
         .write_to(&mut plain, &refs)
         .map_err(|e| e.to_string())?;
-    compress_v3(&plain, how, 3).map_err(|e| e.to_string().into())
+    compress_v3(&plain, how, level).map_err(|e| e.to_string().into())
 }
 
 /// Extracts `file` into `out` and checks the files are `images`, in the

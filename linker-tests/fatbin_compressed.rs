@@ -25,7 +25,10 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{clean_failure_code, files, llvm, ours, run, same, same_bytes, tempdir, trial};
+use crate::util::{
+    clean_failure_code, files, llvm, md5_hex, ours, ours_json as json, run, same, same_bytes,
+    tempdir, trial,
+};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
@@ -126,20 +129,6 @@ fn cubin_like(seed: u64, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
-}
-
-fn md5_hex(b: &[u8]) -> String {
-    use md5::Digest;
-    md5::Md5::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
-/// Runs `offload-kit ARGS` in `cwd` and parses its JSON output.
-fn json(args: &[&str], cwd: &Path) -> Result<Value, Failed> {
-    let r = run(&ours(), args, cwd).ok()?;
-    serde_json::from_slice(&r.stdout).map_err(|e| format!("{args:?}: bad JSON: {e}").into())
 }
 
 /// The bytes `extract` wrote for image `id` of `file` (its names start

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
 const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
@@ -55,12 +55,6 @@ fn downloads() -> Result<PathBuf, Failed> {
     .map_err(Failed::from)
 }
 
-/// `offload-kit ARGS` in `dir`, its JSON output.
-fn json(dir: &Path, args: &[&str]) -> Result<Value, Failed> {
-    let r = run(&ours(), args, dir).ok()?;
-    serde_json::from_slice(&r.stdout).map_err(|e| format!("{args:?}: json: {e}").into())
-}
-
 /// The device images of an `inspect --json --hash=md5` document, per file
 /// name (after its last `/`): (bundle ID or target, md5) for each.
 fn images(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
@@ -90,14 +84,6 @@ fn images(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
     out
 }
 
-fn md5_hex(b: &[u8]) -> String {
-    use md5::Digest;
-    md5::Md5::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
 /// `check ARGS FILE`'s exit code.
 fn check(dir: &Path, args: &[&str], file: &str) -> i32 {
     let mut a = vec!["check"];
@@ -121,8 +107,8 @@ fn rocrand() -> Result<(), Failed> {
     let r = run(Path::new("/usr/bin/dpkg-deb"), &["-x", &deb, "root"], d).ok()?;
     drop(r);
     let so = "root/usr/lib/x86_64-linux-gnu/librocrand.so.1.1";
-    let from_deb = images(&json(d, &["inspect", "--json", "--hash=md5", &deb])?);
-    let from_tree = images(&json(d, &["inspect", "--json", "--hash=md5", "root"])?);
+    let from_deb = images(&ours_json(&["inspect", "--json", "--hash=md5", &deb], d)?);
+    let from_tree = images(&ours_json(&["inspect", "--json", "--hash=md5", "root"], d)?);
     same(
         "images of the .deb and of its unpacked tree",
         &from_deb,
@@ -133,7 +119,7 @@ fn rocrand() -> Result<(), Failed> {
         .ok_or("no images in librocrand.so.1.1")?
         .clone();
     same("device images", ours_images.len(), 7)?;
-    let size = json(d, &["size", "--json", "root"])?;
+    let size = ours_json(&["size", "--json", "root"], d)?;
     same(
         "size: images counted",
         size["total"]["total"]["images"].as_u64(),
@@ -207,10 +193,10 @@ fn curand() -> Result<(), Failed> {
     let wheel = wheel.to_string_lossy();
     let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen('libcurand.so.10', 'wb').write(z.read('nvidia/curand/lib/libcurand.so.10'))\n";
     run(Path::new("/usr/bin/python3"), &["-c", unzip, &wheel], d).ok()?;
-    let from_wheel = images(&json(d, &["inspect", "--json", "--hash=md5", &wheel])?);
-    let from_lib = images(&json(
-        d,
+    let from_wheel = images(&ours_json(&["inspect", "--json", "--hash=md5", &wheel], d)?);
+    let from_lib = images(&ours_json(
         &["inspect", "--json", "--hash=md5", "libcurand.so.10"],
+        d,
     )?);
     same(
         "images of the wheel and of the library",

@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, run, same, tempdir, trial};
 
 pub(crate) const TOOLS: &[&str] = &[
     "clang",
@@ -422,14 +422,6 @@ fn s(v: &Value) -> String {
         Value::Null => String::new(),
         v => v.to_string(),
     }
-}
-
-fn md5_hex(b: &[u8]) -> String {
-    use md5::Digest;
-    md5::Md5::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
 }
 
 /// Our view of `file`: one (key, md5 of the bytes `extract` wrote) per

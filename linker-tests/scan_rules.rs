@@ -8,7 +8,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{files, llvm, ours, run, same, tempdir, trial};
+use crate::util::{files, llvm, ours, ours_json as json, run, same, tempdir, trial};
 use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind};
 
 pub fn tests() -> Vec<Trial> {
@@ -79,11 +79,6 @@ fn hip(arch: &str) -> Vec<u8> {
         arch,
         ImageKind::IMG_Object,
     )])
-}
-
-fn json(args: &[&str], cwd: &Path) -> Result<Value, Failed> {
-    let r = run(&ours(), args, cwd).ok()?;
-    serde_json::from_slice(&r.stdout).map_err(|e| format!("{args:?}: bad JSON: {e}").into())
 }
 
 /// The `path` of each file of an `inspect --json` or `size --json`

@@ -85,6 +85,22 @@ pub fn ours() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_offload-kit"))
 }
 
+/// Runs our binary with `args` in `cwd`; its standard output, parsed as
+/// JSON (a failed run or bad JSON fails).
+pub fn ours_json(args: &[&str], cwd: &Path) -> Result<serde_json::Value, Failed> {
+    let r = run(&ours(), args, cwd).ok()?;
+    serde_json::from_slice(&r.stdout).map_err(|e| format!("{args:?}: bad JSON: {e}").into())
+}
+
+/// The MD5 of `b` in lowercase hex, as `md5sum` prints it.
+pub fn md5_hex(b: &[u8]) -> String {
+    use md5::Digest;
+    md5::Md5::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
 /// Our binary under the LLVM tool name `tool` (a link made once per run).
 pub fn ours_as(tool: &str) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
