@@ -61,6 +61,7 @@ mod fatbin;
 mod merge;
 mod openmp;
 mod relocatable;
+mod sycl;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -75,6 +76,7 @@ use arch::{CpuInfo, Fatbin};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
 pub use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
+pub use sycl::{SyclImage, sycl_layout};
 
 /// Size of `__tgt_device_image`, `__tgt_bin_desc` and `__tgt_image_info` on
 /// LP64 targets.

@@ -91,6 +91,8 @@ struct Section {
     align: u64,
     /// Alignment of the section's start in the file (at least `align`).
     file_align: u64,
+    /// `sh_entsize`: the size of each entry of a mergeable section.
+    entsize: u64,
     contents: Contents,
     relocs: Vec<Reloc>,
     symbol: Option<SymbolId>,
@@ -182,11 +184,17 @@ impl Relocatable {
             sh_flags,
             align,
             file_align: align,
+            entsize: 0,
             contents: Contents::Bytes(Vec::new()),
             relocs: Vec::new(),
             symbol: None,
         });
         SectionId(self.sections.len() - 1)
+    }
+
+    /// Sets `sh_entsize` (a mergeable section's entry size).
+    pub(crate) fn set_entsize(&mut self, id: SectionId, entsize: u64) {
+        self.sections[id.0].entsize = entsize;
     }
 
     /// Sets the section's contents.
@@ -505,7 +513,7 @@ impl Relocatable {
                     sh_link: 0,
                     sh_info: 0,
                     sh_addralign: s.align,
-                    sh_entsize: 0,
+                    sh_entsize: s.entsize,
                 },
             );
             if let Some(rela) = &plan.rela_names[i] {
