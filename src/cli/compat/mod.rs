@@ -42,9 +42,13 @@ impl Fail {
 
     /// Prints the failure and gives the exit code (1, as LLVM).
     pub fn report(self, argv0: &str) -> std::process::ExitCode {
+        // Several failures: LLVM's banner once, then each message on its
+        // own line (as LLVM logs joined errors); each note line prefixed.
         eprintln!("{argv0}: error: {}", self.llvm);
         if let Some(note) = self.note {
-            eprintln!("{argv0}: note: {note}");
+            for line in note.lines() {
+                eprintln!("{argv0}: note: {line}");
+            }
         }
         std::process::ExitCode::FAILURE
     }

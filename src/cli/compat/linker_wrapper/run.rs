@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode};
 use super::super::Fail;
 use super::Opts;
 use super::extract::{extract, is_library};
-use super::wrapping::{pack_image, wrap_fatbin, wrap_images};
+use super::wrapping::{pack_image, wrap_fatbin, wrap_images, wrap_sycl};
 use crate::cli::io::{Input, Output};
 use offload_kit::link::{self, DeviceLink, plan};
 use offload_kit::llvm::path::{file_name, stem};
@@ -129,6 +129,18 @@ pub(super) fn find_program(name: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
+/// LLVM 22's `opt`: beside the clang the device links run (its real
+/// directory), else as [`find_program`] finds it. Its option list must be
+/// LLVM 22's, and a plain `opt` on `PATH` may be another release's.
+pub(super) fn find_opt() -> Option<String> {
+    find_program("clang")
+        .and_then(|clang| std::fs::canonicalize(clang).ok())
+        .map(|clang| clang.with_file_name("opt"))
+        .filter(|opt| opt.is_file())
+        .map(|opt| opt.to_string_lossy().into_owned())
+        .or_else(|| find_program("opt"))
+}
+
 /// [`find_program`], or under `--dry-run` the bare name (as LLVM prints
 /// it), or LLVM's error.
 fn program(o: &Opts, name: &str) -> Result<String, Fail> {
@@ -168,40 +180,56 @@ fn execute(o: &Opts, name: &str, program: &str, args: &[String]) -> Result<(), F
 }
 
 /// Runs the device links `commands` (of `clang`), up to `--wrapper-jobs`
-/// of them at once. Every link runs to its end; the first failure in
-/// command order is the one reported, whatever order they ended in.
+/// of them at once. Every link runs to its end, as in LLVM 22, and every
+/// failure is reported, in command order: LLVM's one `'clang' failed` line
+/// for each, then our note for each.
 fn run_all(o: &Opts, clang: &str, commands: &[Vec<String>]) -> Result<(), Fail> {
     let jobs = o.jobs.clamp(1, commands.len().max(1));
-    if jobs == 1 || o.dry_run {
-        return commands
+    let results: Vec<Result<(), Fail>> = if jobs == 1 || o.dry_run {
+        commands
             .iter()
-            .try_for_each(|cmd| execute(o, "clang", clang, cmd));
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<(), Fail>>> = Vec::new();
-    results.resize_with(commands.len(), || None);
-    let results = std::sync::Mutex::new(results);
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(cmd) = commands.get(i) else { break };
-                    let r = execute(o, "clang", clang, cmd);
-                    if let Ok(mut all) = results.lock() {
-                        all[i] = Some(r);
+            .map(|cmd| execute(o, "clang", clang, cmd))
+            .collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut results: Vec<Option<Result<(), Fail>>> = Vec::new();
+        results.resize_with(commands.len(), || None);
+        let results = std::sync::Mutex::new(results);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(cmd) = commands.get(i) else { break };
+                        let r = execute(o, "clang", clang, cmd);
+                        if let Ok(mut all) = results.lock() {
+                            all[i] = Some(r);
+                        }
                     }
-                }
-            });
-        }
-    });
-    let results = results
-        .into_inner()
-        .map_err(|_| Fail::new("a device link thread panicked"))?;
-    for r in results {
-        r.unwrap_or_else(|| Err(Fail::new("a device link did not run")))?;
+                });
+            }
+        });
+        results
+            .into_inner()
+            .map_err(|_| Fail::new("a device link thread panicked"))?
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Fail::new("a device link did not run"))))
+            .collect()
+    };
+    let failed: Vec<Fail> = results.into_iter().filter_map(Result::err).collect();
+    if failed.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let llvm = failed
+        .iter()
+        .map(|f| f.llvm.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let notes: Vec<&str> = failed.iter().filter_map(|f| f.note.as_deref()).collect();
+    Err(Fail {
+        llvm,
+        note: (!notes.is_empty()).then(|| notes.join("\n")),
+    })
 }
 
 /// The whole job, in LLVM 22's three phases: read the device input, link
@@ -326,10 +354,19 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
                 execute(o, "fatbinary", &program, &args)?;
                 (fatbin, Kind::Cuda)
             }
+            OffloadKind::OFK_SYCL => {
+                // LLVM 22 wraps the images of the first SYCL link only.
+                let prefix = format!("{exe_name}.sycl.image.wrapper");
+                let object = temps.create_with(&prefix, ".o", |f, name| {
+                    wrap_sycl(o, &host_triple, &images[0], (f, name))
+                })?;
+                wrapper_objects.push(object);
+                continue;
+            }
             _ => {
-                return Err(super::unsupported(&format!(
-                    "device code of offload kind {kind} (SYCL) cannot be wrapped yet: \
-                     offload-kit has no SYCL registration object"
+                return Err(Fail::new(format!(
+                    "{} wrapping is not supported",
+                    kind.name()
                 )));
             }
         };

@@ -7,8 +7,17 @@ use super::Opts;
 use super::run::{io_fail, open};
 use crate::cli::io::{Input, write_pieces};
 use offload_kit::link::{self, DeviceLink};
+use offload_kit::llvm::triple::{ObjectFormat, Triple};
 use offload_kit::offload_binary;
-use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+use offload_kit::wrap::{self, Abi, Image, Kind, Options, SyclImage};
+
+/// Whether a `--dry-run` for a host whose objects are not ELF (COFF):
+/// offload-kit writes only ELF wrapper objects, so the object is left
+/// empty; the dry run prints the same commands as LLVM's, which is all it
+/// is for.
+fn empty_under_dry_run(dry_run: bool, host_triple: &str) -> bool {
+    dry_run && Triple::parse(host_triple).object_format() != ObjectFormat::Elf
+}
 
 /// Writes the wrapper object registering the HIP or CUDA fat binary
 /// `fatbin` (with `--dry-run`, which made none, an empty one, as LLVM).
@@ -19,6 +28,9 @@ pub(super) fn wrap_fatbin(
     dry_run: bool,
     (out, out_name): (&mut std::fs::File, &str),
 ) -> Result<(), Fail> {
+    if empty_under_dry_run(dry_run, host_triple) {
+        return Ok(());
+    }
     let bytes = if dry_run {
         Input::from_vec(Vec::new())
     } else {
@@ -39,6 +51,45 @@ pub(super) fn wrap_fatbin(
     write_pieces(&layout, |_| Some((&bytes, bytes.bytes())), out).map_err(|e| io_fail(out_name, &e))
 }
 
+/// Writes the SYCL wrapper object registering the images of the device
+/// link `dl` (its output: OffloadBinaries, as `clang-sycl-linker` writes
+/// them); with `--dry-run`, LLVM's stand-in image.
+pub(super) fn wrap_sycl(
+    o: &Opts,
+    host_triple: &str,
+    dl: &DeviceLink,
+    (out, out_name): (&mut std::fs::File, &str),
+) -> Result<(), Fail> {
+    if empty_under_dry_run(o.dry_run, host_triple) {
+        return Ok(());
+    }
+    let input = if o.dry_run {
+        Input::from_vec(Vec::new())
+    } else {
+        open(&dl.output)?
+    };
+    let images = if o.dry_run {
+        vec![(SyclImage::dry_run(), 0..0)]
+    } else {
+        SyclImage::read_all(input.bytes())
+            .map_err(|e| Fail::new(format!("'{}': {e}", dl.output)))?
+    };
+    let shapes: Vec<SyclImage> = images.iter().map(|(i, _)| i.clone()).collect();
+    let layout = wrap::sycl_layout(host_triple, &shapes).map_err(|e| {
+        Fail::new(format!(
+            "cannot write the wrapper object for --host-triple={host_triple}: {e}"
+        ))
+    })?;
+    // The reader checked that each image lies within the input.
+    let payload = |i: usize| {
+        let r = &images.get(i)?.1;
+        let start = usize::try_from(r.start).ok()?;
+        let end = usize::try_from(r.end).ok()?;
+        Some((&input, input.bytes().get(start..end)?))
+    };
+    write_pieces(&layout, payload, out).map_err(|e| io_fail(out_name, &e))
+}
+
 /// Packs each linked image (then each `--override-image`) as LLVM does and
 /// writes the wrapper object to `out` (for empty images with `--dry-run`,
 /// as LLVM). The OffloadBinaries are never written on their own: their
@@ -50,6 +101,9 @@ pub(super) fn wrap_images(
     linked: &[DeviceLink],
     (out, out_name): (&mut std::fs::File, &str),
 ) -> Result<(), Fail> {
+    if empty_under_dry_run(o.dry_run, host_triple) {
+        return Ok(());
+    }
     let overrides = &o.override_images;
     // (image file, its name, how it is packed)
     let mut inputs: Vec<(Input, &str, offload_binary::ImageSpec)> = Vec::new();
