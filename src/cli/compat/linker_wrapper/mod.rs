@@ -5,6 +5,7 @@
 //! the host linker. What it does not do is refused with one error line.
 
 mod extract;
+mod llvm_options;
 mod run;
 mod wrapping;
 
@@ -243,8 +244,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
     }
     // LLVM's wrapper parses these values itself (its LTO options), so
     // `-mllvm --help` lists LLVM's options and a pass plugin that cannot be
-    // loaded is fatal before anything runs. Ours passes them on unread: the
-    // list is LLVM's `opt`'s, and a plugin must at least exist.
+    // loaded is fatal before anything runs. Ours lists LLVM's `opt`'s
+    // options, and a plugin must at least exist; `main` has the values
+    // checked by `opt` (`llvm_options`).
     if let Some(flag) = o.plugin_opts.iter().find(|v| {
         matches!(
             v.trim_start_matches('-'),
@@ -289,10 +291,11 @@ fn lld_link_style(arg: &str) -> bool {
 /// read them), after a note saying so; only the note without `opt`.
 fn llvm_help(flag: &str) {
     eprintln!(
-        "clang-linker-wrapper: note: offload-kit passes -mllvm and --offload-opt values on to \
-         the device links unread; the options they take are LLVM 22's, listed by its opt"
+        "clang-linker-wrapper: note: offload-kit has LLVM 22's opt check -mllvm and \
+         --offload-opt values, and passes them to the device links; the options they take \
+         are LLVM 22's, listed by its opt"
     );
-    match run::find_program("opt") {
+    match run::find_opt() {
         Some(opt) => {
             let _ = std::process::Command::new(opt).arg(flag).status();
         }
@@ -344,8 +347,8 @@ fn help_text() -> String {
      \x20 --linker-arg=<value>    An extra argument to be passed to the linker\n\
      \x20 --linker-path=<path>    The linker executable to invoke\n\
      \x20 -L <dir>                Add <dir> to the library search path\n\
-     \x20 -mllvm <option>         An LLVM option for the device links (not checked\n\
-     \x20                         against LLVM's options, as LLVM does)\n\
+     \x20 -mllvm <option>         An LLVM option for the device links (checked by\n\
+     \x20                         LLVM 22's opt first, as LLVM checks it)\n\
      \x20 --offload-opt=<option>  An LLVM option for the device links' LTO\n\
      \x20 -l <libname>            Search for library <libname>\n\
      \x20 -o <path>               Path to file to write output\n\
@@ -379,6 +382,13 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Ok(None) => return ExitCode::SUCCESS,
         Err(f) => return f.report(argv0),
     };
+    let refused = llvm_options::check(argv0, &opts.plugin_opts);
+    if !refused.is_empty() {
+        for line in refused {
+            eprintln!("{line}");
+        }
+        return ExitCode::FAILURE;
+    }
     match run::run(&opts) {
         Ok(code) => code,
         Err(f) => f.report(argv0),
