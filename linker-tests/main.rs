@@ -29,6 +29,7 @@ mod scan_ci;
 mod scan_rules;
 mod util;
 mod wrap;
+mod wrapper_parity;
 mod wrapper_select;
 
 fn main() {
@@ -55,5 +56,6 @@ fn main() {
     trials.extend(hostile_ob::tests());
     trials.extend(linker_wrapper::tests());
     trials.extend(wrapper_select::tests());
+    trials.extend(wrapper_parity::tests());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -342,6 +342,8 @@ const SCENARIOS: &[(&str, &str)] = &[
     ("hip_and_cuda", "hip90a.ob c52.ob m70.ob -o a.out"),
     ("cuda_sorted", "c70.ob c80.ob -o a.out"),
     ("hip_spirv", "hipspv.ob hip90a.ob -o a.out"),
+    ("sycl", "sycl.ob -o a.out"),
+    ("sycl_with_openmp", "sycl.ob plain.ob -o a.out"),
     ("cpu_generic", "cpu.ob -o a.out"),
     ("cpu_no_arch", "cpunoarch.ob -o a.out"),
     (
@@ -388,6 +390,13 @@ const SCENARIOS: &[(&str, &str)] = &[
     // lld-link style arguments (offload-kit writes ELF wrapper objects
     // only, so the host stays Linux: what is tested is the parsing).
     ("lld_link", "main70.ob -libpath:./d2 -out:a.exe"),
+    // A Windows host: the dry run prints LLVM's commands (offload-kit
+    // writes no COFF wrapper object, and refuses one outside a dry run).
+    (
+        "coff_host",
+        "--host-triple=x86_64-unknown-windows-msvc --linker-path=/usr/bin/lld-link main70.ob \
+         -libpath:./d2 -out:a.exe",
+    ),
     (
         "lld_link_wholearchive",
         "main70.ob -wholearchive lib.a -out:a.exe",

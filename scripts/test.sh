@@ -26,6 +26,11 @@ echo "== the library alone: no command-line dependencies, bundled zstd"
 cargo build --locked --lib --no-default-features -q
 echo "== cargo test"
 mkdir -p target
+# The tests' temporary files (and those LLVM's tools leave behind when they
+# fail) go to a directory of their own, removed at the end.
+TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/offload-kit-tests.XXXXXX")
+trap 'rm -rf "$TEST_TMP"' EXIT
+export TMPDIR=$TEST_TMP
 cargo test --locked --release 2>&1 | tee target/test.log
 echo "== the README's first command"
 bash scripts/demo.sh >target/demo.log 2>&1 || { cat target/demo.log; echo "demo failed"; exit 1; }
