@@ -115,8 +115,13 @@ fn sycl_host(d: &Path) -> Result<PathBuf, Failed> {
 
 /// The arguments of a SYCL link of `host` that keeps its files.
 fn sycl_link_args(host: &Path) -> Vec<String> {
+    sycl_link_args_for(host, "x86_64-unknown-linux-gnu")
+}
+
+/// [`sycl_link_args`] for the host CPU of `triple`.
+fn sycl_link_args_for(host: &Path, triple: &str) -> Vec<String> {
     [
-        "--host-triple=x86_64-unknown-linux-gnu",
+        &format!("--host-triple={triple}"),
         "--linker-path=/bin/true",
         "--save-temps",
         &host.to_string_lossy(),
@@ -173,9 +178,9 @@ fn sycl_real_link() -> Result<(), Failed> {
 /// Device-link outputs LLVM's wrapper registers as they are: several
 /// binaries, no symbols and many, the same name in two images (LLVM's
 /// unique names), short and long triples, an image of another kind, no
-/// triple. A stand-in `clang` beside a copy of LLVM's wrapper, and first
-/// on `PATH` for ours, writes the output; the wrapper objects must be the
-/// same bytes.
+/// triple; for each host CPU written (x86-64, AArch64, IBM Z). A stand-in
+/// `clang` beside a copy of LLVM's wrapper, and first on `PATH` for ours,
+/// writes the output; the wrapper objects must be the same bytes.
 fn sycl_images() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
@@ -220,7 +225,12 @@ fn sycl_images() -> Result<(), Failed> {
         ("symbols", &["lines"]),
         ("all", &["none", "lines", "again", "bare"]),
     ];
-    for (case, parts) in cases {
+    let hosts = [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "s390x-unknown-linux-gnu",
+    ];
+    for ((case, parts), triple) in cases.iter().flat_map(|c| hosts.iter().map(move |h| (c, h))) {
         let mut out = Vec::new();
         for p in *parts {
             out.extend(std::fs::read(d.join(format!("{p}.ob")))?);
@@ -232,7 +242,7 @@ fn sycl_images() -> Result<(), Failed> {
             ("ours", ours_as("clang-linker-wrapper")),
             ("llvm", bin.join("clang-linker-wrapper")),
         ] {
-            let w = d.join(format!("{case}-{who}"));
+            let w = d.join(format!("{case}-{triple}-{who}"));
             std::fs::create_dir(&w)?;
             let path = format!(
                 "{}:{}",
@@ -240,7 +250,7 @@ fn sycl_images() -> Result<(), Failed> {
                 std::env::var("PATH").unwrap_or_default()
             );
             let out = Command::new(&prog)
-                .args(sycl_link_args(&host))
+                .args(sycl_link_args_for(&host, triple))
                 .env("PATH", path)
                 .env("SYCL_IMAGE", &image)
                 .current_dir(&w)
