@@ -261,6 +261,26 @@ fn sycl_images() -> Result<(), Failed> {
                 return Err(format!("{case}, {who}: {err}").into());
             }
             objects.push(std::fs::read(w.join("a.out.sycl.image.wrapper.o"))?);
+            // --emit-fatbin-only writes the device link's output as it is.
+            let mut args = sycl_link_args_for(&host, triple);
+            args.retain(|a| a != "--save-temps");
+            args.push("--emit-fatbin-only".into());
+            let path = format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let out = Command::new(&prog)
+                .args(&args)
+                .env("PATH", path)
+                .env("SYCL_IMAGE", &image)
+                .current_dir(&w)
+                .stdin(Stdio::null())
+                .output()?;
+            let written = std::fs::read(w.join("a.out")).unwrap_or_default();
+            if !out.status.success() || written != std::fs::read(&image)? {
+                return Err(format!("{case}, {who}: --emit-fatbin-only wrote another file").into());
+            }
         }
         same_bytes(
             &format!("{case}: the SYCL wrapper object"),

@@ -326,8 +326,8 @@ fn help_text() -> String {
      Reads the device images of the inputs (ELF and COFF objects, LLVM bitcode,\n\
      raw OffloadBinaries, archive members for a linked target), links each device\n\
      target with clang, bundles each offload kind (OpenMP: OffloadBinaries; HIP:\n\
-     clang-offload-bundler; CUDA: CUDA's fatbinary), wraps each kind in process\n\
-     and runs the host linker.\n\
+     clang-offload-bundler; CUDA: CUDA's fatbinary; SYCL: as clang-sycl-linker\n\
+     wrote it), wraps each kind in process and runs the host linker.\n\
      \n\
      USAGE: clang-linker-wrapper [options] -- <options to passed to the linker>\n\
      \n\
@@ -363,9 +363,10 @@ fn help_text() -> String {
      \x20 --override-image=openmp=<file>\n\
      \x20                         Use <file> as the linked OpenMP image\n\
      \n\
-     Not supported (refused): SYCL images (no SYCL registration object),\n\
+     Not supported (refused): wrapper objects for non-ELF hosts (a dry run\n\
+     prints LLVM's commands), SYCL on powerpc64le and riscv64 hosts,\n\
      --print-wrapped-module (no IR), --override-image of other kinds,\n\
-     non-ELF hosts, --wrapper-time-trace.\n\
+     --wrapper-time-trace.\n\
      \n\
      ENVIRONMENT:\n\
      \x20 OFFLOAD_KIT_MAX_UNCOMPRESSED=<size>\n\

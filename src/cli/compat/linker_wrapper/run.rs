@@ -355,7 +355,12 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
                 (fatbin, Kind::Cuda)
             }
             OffloadKind::OFK_SYCL => {
-                // LLVM 22 wraps the images of the first SYCL link only.
+                // LLVM 22 wraps (or writes out) the first SYCL link's
+                // output only.
+                if o.emit_fatbin_only {
+                    emit_fatbin(o, &images[0].output, &exe)?;
+                    continue;
+                }
                 let prefix = format!("{exe_name}.sycl.image.wrapper");
                 let object = temps.create_with(&prefix, ".o", |f, name| {
                     wrap_sycl(o, &host_triple, &images[0], (f, name))
