@@ -246,6 +246,20 @@ impl Walker<'_> {
         true
     }
 
+    /// Charges the budget for setting up one decoder (of a compressed
+    /// container or entry, before any byte is decoded): [`DECODER_SETUP`]
+    /// bytes, what decoding that much costs. Without it, many small
+    /// candidates that each fail at once (a stream of repeated compressed
+    /// headers, a few KiB of file) would each set up a decoder for free.
+    /// `false` (the scan stopped) when the budget cannot pay.
+    fn setup(&mut self) -> bool {
+        if !self.fits(DECODER_SETUP) {
+            return false;
+        }
+        self.budget -= DECODER_SETUP;
+        true
+    }
+
     /// Scans a whole file (or archive member); returns what it is.
     fn file(&mut self, data: &[u8], loc: &Loc, nest: u32) -> &'static str {
         let starts = Magic::at_start(data);
@@ -675,7 +689,7 @@ impl Walker<'_> {
     fn offload_binary(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         if let Some(head) = offload_binary::header_summary(sub)
             && head.method.is_some()
-            && !self.fits(head.inflated_size)
+            && (!self.fits(head.inflated_size) || !self.setup())
         {
             return Err(over_budget(head.inflated_size, self.budget));
         }
@@ -996,6 +1010,9 @@ impl Walker<'_> {
 
     fn ccob(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let mut c = Ccob::parse(sub)?;
+        if !self.setup() {
+            return Err(over_budget(c.header.uncompressed_size, self.budget));
+        }
         c.end_v1_zlib_stream(c.header.uncompressed_size.min(self.budget))?;
         // Listing reads only the bundle header; a size the payload cannot
         // produce is still caught.
@@ -1675,6 +1692,11 @@ fn overlap_message(i: usize, j: usize, start: u64, end: u64) -> String {
 
 /// The error of a stream declaring `declared` bytes where `left` remain of
 /// the budget (the scan has stopped; it is never reported).
+/// What setting up one decoder costs the budget, in decompressed bytes:
+/// about what decoding this much takes (zstd's context alone is some
+/// 100 KiB to set up).
+pub(super) const DECODER_SETUP: u64 = 32 << 10;
+
 fn over_budget(declared: u64, left: u64) -> Error {
     ErrorKind::LimitExceeded {
         what: format!("decompressed data of {declared} bytes"),

@@ -308,3 +308,70 @@ fn what_can_only_be_read_whole_is_bounded_in_memory() {
     );
     assert!(r.damaged() && r.images.is_empty());
 }
+
+/// A compressed OffloadBinary whose stream is damaged past its header,
+/// padded to 8 bytes: a candidate that sets a decoder up and fails at
+/// once.
+fn failing_candidate(how: Compression) -> Vec<u8> {
+    let spec = ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        strings: vec![(b"arch".to_vec(), b"gfx90a".to_vec())],
+        size: 64,
+        ..ImageSpec::default()
+    };
+    let mut plain = Vec::new();
+    crate::offload_binary::layout_v3(&[spec])
+        .unwrap()
+        .write_to(&mut plain, &[&[7u8; 64]])
+        .unwrap();
+    let mut c = compress_v3(&plain, how, 6).unwrap();
+    let n = c.len();
+    c[n - 16..].fill(0xff);
+    c.resize(c.len().next_multiple_of(8), 0);
+    c
+}
+
+#[test]
+fn each_decoder_set_up_is_paid_from_the_budget() {
+    // 16 MiB of failing candidates, inside a compressed binary of a few
+    // KiB: ~130,000 decoders to set up. Each is charged DECODER_SETUP, so
+    // the scan stops at the budget instead of setting them all up.
+    for how in [Compression::Zlib, Compression::Zstd] {
+        let one = failing_candidate(how);
+        let blob: Vec<u8> = one.iter().copied().cycle().take(16 << 20).collect();
+        let outer = compress_v3(&offload_binary_of(&blob), Compression::Zstd, 19).unwrap();
+        assert!(outer.len() < 64 << 10, "{}", outer.len());
+        let opts = Options {
+            max_uncompressed: 256 << 20,
+            ..Options::default()
+        };
+        let r = scan(&outer, &opts);
+        let Some(Limit::Uncompressed { declared, .. }) = r.stopped else {
+            panic!("{how:?}: not stopped by the budget: {:?}", r.stopped);
+        };
+        assert_eq!(declared, super::super::walk::DECODER_SETUP, "{how:?}");
+        // A few legitimate compressed binaries stay well inside it.
+        let r = scan(
+            &compress_v3(&offload_binary_of(&[9; 4096]), how, 6).unwrap(),
+            &opts,
+        );
+        assert!(r.stopped.is_none() && r.images.len() == 1, "{how:?}: {r:?}");
+    }
+}
+
+/// An uncompressed v3 OffloadBinary holding `image`.
+fn offload_binary_of(image: &[u8]) -> Vec<u8> {
+    let spec = ImageSpec {
+        image_kind: ImageKind::IMG_Object,
+        offload_kind: OffloadKind::OFK_OpenMP,
+        size: image.len() as u64,
+        ..ImageSpec::default()
+    };
+    let mut out = Vec::new();
+    crate::offload_binary::layout_v3(&[spec])
+        .unwrap()
+        .write_to(&mut out, &[image])
+        .unwrap();
+    out
+}
