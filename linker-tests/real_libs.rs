@@ -1,7 +1,8 @@
 //! The scanners on real libraries built by others, downloaded at test time
 //! from the package registries and cached (`scripts/real-libs.sh`): a HIP
-//! library from Debian's ROCm packages (librocrand1, a `.deb`) and a CUDA
-//! library from NVIDIA's PyPI wheels (libcurand, a `.whl`). Each is read
+//! library from Debian's ROCm packages (librocrand1, a `.deb`), a CUDA
+//! library from NVIDIA's PyPI wheels (libcurand, a `.whl`) and one of
+//! CuPy's extension modules from its wheel. Each is read
 //! as it ships (the package) and unpacked, and checked against the
 //! reference tools: LLVM 22's `clang-offload-bundler` for the HIP bundle,
 //! NVIDIA's `cuobjdump` for the CUDA fatbins, image for image and byte for
@@ -18,6 +19,7 @@ use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
 const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
+const CUPY: &str = "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -36,6 +38,11 @@ pub fn tests() -> Vec<Trial> {
             "scan::real_libs::curand_wheel_against_cuobjdump",
             &["bash", "/usr/bin/python3", CUOBJDUMP],
             curand,
+        ),
+        trial(
+            "scan::real_libs::cupy_wheel_against_cuobjdump",
+            &["bash", "/usr/bin/python3", CUOBJDUMP],
+            cupy,
         ),
     ]
 }
@@ -181,37 +188,65 @@ fn rocrand() -> Result<(), Failed> {
     Ok(())
 }
 
-/// libcurand from NVIDIA's wheel: the wheel and the library hold the same
-/// images; cuobjdump lists as many, for the same SM versions; and the files
-/// `extract` writes are those `cuobjdump -xelf all -xptx all` writes, byte
-/// for byte.
+/// libcurand from NVIDIA's wheel: see [`cuda_wheel`]; sm_90 cubins
+/// serve `--require sm_90`, not the arch-specific `sm_90a`.
 fn curand() -> Result<(), Failed> {
+    cuda_wheel(
+        WHEEL,
+        "nvidia/curand/lib/libcurand.so.10",
+        &[
+            (&["--require", "sm_90"][..], 0),
+            (&["--require", "sm_90a"], 1),
+            (&["--forbid", "sm90"], 2),
+        ],
+    )
+}
+
+/// One of CuPy's extension modules from its wheel (zstd-compressed cubins,
+/// sm_120 also as PTX): see [`cuda_wheel`].
+fn cupy() -> Result<(), Failed> {
+    cuda_wheel(
+        CUPY,
+        "cupy/random/_generator_api.cpython-312-x86_64-linux-gnu.so",
+        &[
+            (&["--require", "sm_89"][..], 0),
+            (&["--forbid", "sm_75:cubin"], 1),
+            (&["--require", "sm_90a"], 1),
+            (&["--require", "sm89"], 2),
+        ],
+    )
+}
+
+/// A library `member` of the wheel `wheel` (from the cache): the wheel
+/// and the library hold the same images; cuobjdump lists as many, for the
+/// same SM versions; the files `extract` writes are those `cuobjdump
+/// -xelf all -xptx all` writes, byte for byte; and `check` with each of
+/// `rules` exits as given.
+fn cuda_wheel(wheel: &str, member: &str, rules: &[(&[&str], i32)]) -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
-    let wheel = cache.join(WHEEL);
+    let wheel = cache.join(wheel);
     let wheel = wheel.to_string_lossy();
-    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen('libcurand.so.10', 'wb').write(z.read('nvidia/curand/lib/libcurand.so.10'))\n";
-    run(Path::new("/usr/bin/python3"), &["-c", unzip, &wheel], d).ok()?;
-    let from_wheel = images(&ours_json(&["inspect", "--json", "--hash=md5", &wheel], d)?);
-    let from_lib = images(&ours_json(
-        &["inspect", "--json", "--hash=md5", "libcurand.so.10"],
-        d,
-    )?);
-    same(
-        "images of the wheel and of the library",
-        &from_wheel,
-        &from_lib,
-    )?;
-    let ours_images = from_lib.get("libcurand.so.10").ok_or("no images")?;
-
-    // cuobjdump's list: one line per image, with its arch.
-    let list = run(
-        Path::new(CUOBJDUMP),
-        &["-lelf", "-lptx", "libcurand.so.10"],
+    let lib = member.rsplit('/').next().unwrap_or(member);
+    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
+    run(
+        Path::new("/usr/bin/python3"),
+        &["-c", unzip, &wheel, member, lib],
         d,
     )
     .ok()?;
+    let from_wheel = images(&ours_json(&["inspect", "--json", "--hash=md5", &wheel], d)?);
+    let from_lib = images(&ours_json(&["inspect", "--json", "--hash=md5", lib], d)?);
+    let ours_images = from_lib.get(lib).ok_or("no images")?;
+    same(
+        "images of the wheel and of the library",
+        from_wheel.get(lib),
+        Some(ours_images),
+    )?;
+
+    // cuobjdump's list: one line per image, with its arch.
+    let list = run(Path::new(CUOBJDUMP), &["-lelf", "-lptx", lib], d).ok()?;
     let mut theirs: Vec<String> = String::from_utf8_lossy(&list.stdout)
         .lines()
         .filter_map(|l| {
@@ -230,13 +265,14 @@ fn curand() -> Result<(), Failed> {
 
     // The extracted bytes.
     std::fs::create_dir(d.join("cuobjdump"))?;
+    let up = format!("../{lib}");
     run(
         Path::new(CUOBJDUMP),
-        &["-xelf", "all", "-xptx", "all", "../libcurand.so.10"],
+        &["-xelf", "all", "-xptx", "all", &up],
         &d.join("cuobjdump"),
     )
     .ok()?;
-    run(&ours(), &["extract", "-o", "ours", "libcurand.so.10"], d).ok()?;
+    run(&ours(), &["extract", "-o", "ours", lib], d).ok()?;
     let hashes = |dir: &Path| -> Result<Vec<String>, Failed> {
         let mut v = Vec::new();
         for e in std::fs::read_dir(dir)? {
@@ -253,12 +289,8 @@ fn curand() -> Result<(), Failed> {
         hashes(&d.join("cuobjdump"))?,
     )?;
 
-    for (args, code) in [
-        (&["--require", "sm_90"][..], 0),
-        (&["--require", "sm_90a"], 1),
-        (&["--forbid", "sm90"], 2),
-    ] {
-        same(&format!("check {args:?}"), check(d, args, &wheel), code)?;
+    for (args, code) in rules {
+        same(&format!("check {args:?}"), check(d, args, &wheel), *code)?;
     }
     Ok(())
 }

@@ -6,7 +6,11 @@
 #     whose .hip_fatbin bundle holds code objects for seven AMD GPUs, among
 #     them gfx90a:xnack+ and gfx90a:xnack-);
 #   - nvidia-curand-cu12 10.3.7.77 from PyPI (a 56 MB wheel: libcurand with
-#     98 cubins for eight SM versions).
+#     98 cubins for eight SM versions);
+#   - cupy-cuda13x 13.6.0 from PyPI (a 52 MB wheel: CuPy's extension modules,
+#     each with a fatbin of zstd-compressed cubins for sm_75 to sm_120 and
+#     sm_120 PTX; CuPy's CUDA 12 wheels hold sm_50 cubins, which cuobjdump 13
+#     refuses to read).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -30,6 +34,7 @@ DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
 FILES=(
   "librocrand1_5.3.3-4_amd64.deb|b145d4e47a26ce14da5f8550a092db8d3c7e2d84174c68885336de40f51b7b81|pool/main/r/rocrand/librocrand1_5.3.3-4_amd64.deb"
   "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl|99f1a32f1ac2bd134897fc7a203f779303261268a65762a623bf30cc9fe79117|pip:nvidia-curand-cu12==10.3.7.77"
+  "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl|f06b2585b68639fdf3975be06a91e3106b1306a43d77848b6c28df7f8ea98299|pip:cupy-cuda13x==13.6.0"
 )
 if [ "$BENCH" = 1 ]; then
   FILES+=(
