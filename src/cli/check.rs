@@ -129,7 +129,10 @@ impl CheckOpts {
         if req.is_empty() {
             bail!("nothing to check: give --require or --forbid (or --require-arch, ...)");
         }
-        let opts = self.common.options();
+        // A gate never passes damaged data: everything compressed is
+        // decoded and every stored hash checked, `--verify` or not.
+        let mut opts = self.common.options();
+        opts.verify = true;
         let files = self.common.files()?;
         let needs_kinds = req.needs_kinds();
         let scanned = scan_files(&files, self.common.jobs(), &opts, || {

@@ -42,7 +42,7 @@ pub struct Common {
     /// compressed OffloadBinaries, LZ4 and zstd CUDA fatbin entries) and
     /// check every stored hash; whatever fails is damaged data (by default
     /// only what a listing needs is decoded, such as a compressed bundle's
-    /// header). `extract` always does this.
+    /// header). `extract` and `check` always do this.
     #[arg(long)]
     verify: bool,
     /// How deeply containers may nest.
