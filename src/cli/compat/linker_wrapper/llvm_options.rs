@@ -12,7 +12,7 @@
 
 use std::process::{Command, Stdio};
 
-use super::run::find_opt;
+use super::run::find_llvm_tool;
 use offload_kit::llvm::path::file_name;
 
 /// The options LLVM 22's `opt` takes that its `clang-linker-wrapper` does
@@ -113,7 +113,7 @@ pub(super) fn check(argv0: &str, values: &[String]) -> Vec<String> {
         .partition(|v| v.starts_with('-') && OPT_ONLY.contains(&option_name(v)));
     let mut lines = Vec::new();
     if !checked.is_empty()
-        && let Some(opt) = find_opt()
+        && let Some(opt) = find_llvm_tool("opt")
         && let Ok(out) = Command::new(&opt)
             .args(&checked)
             .arg("--version")

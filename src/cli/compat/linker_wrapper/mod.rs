@@ -295,7 +295,7 @@ fn llvm_help(flag: &str) {
          --offload-opt values, and passes them to the device links; the options they take \
          are LLVM 22's, listed by its opt"
     );
-    match run::find_opt() {
+    match run::find_llvm_tool("opt") {
         Some(opt) => {
             let _ = std::process::Command::new(opt).arg(flag).status();
         }

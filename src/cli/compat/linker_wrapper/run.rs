@@ -129,16 +129,19 @@ pub(super) fn find_program(name: &str) -> Option<String> {
         .map(|p| p.to_string_lossy().into_owned())
 }
 
-/// LLVM 22's `opt`: beside the clang the device links run (its real
-/// directory), else as [`find_program`] finds it. Its option list must be
-/// LLVM 22's, and a plain `opt` on `PATH` may be another release's.
-pub(super) fn find_opt() -> Option<String> {
+/// An LLVM tool whose release matters (`opt`, whose option list must be
+/// LLVM 22's; `llvm-objcopy`): beside the clang the device links run (its
+/// real directory), where LLVM's own wrapper would find it beside itself,
+/// else as [`find_program`] finds it. A plain `opt` or `llvm-objcopy` on
+/// `PATH` may be another release's (Debian's unversioned names are the
+/// default LLVM's).
+pub(super) fn find_llvm_tool(name: &str) -> Option<String> {
     find_program("clang")
         .and_then(|clang| std::fs::canonicalize(clang).ok())
-        .map(|clang| clang.with_file_name("opt"))
-        .filter(|opt| opt.is_file())
-        .map(|opt| opt.to_string_lossy().into_owned())
-        .or_else(|| find_program("opt"))
+        .map(|clang| clang.with_file_name(name))
+        .filter(|tool| tool.is_file())
+        .map(|tool| tool.to_string_lossy().into_owned())
+        .or_else(|| find_program(name))
 }
 
 /// [`find_program`], or under `--dry-run` the bare name (as LLVM prints
@@ -413,7 +416,10 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
         } else {
             offload_kit::bundle::ccob::truncated_md5(open(&exe)?.bytes())
         };
-        let objcopy = program(o, "llvm-objcopy")?;
+        let objcopy = match find_llvm_tool("llvm-objcopy") {
+            Some(p) => p,
+            None => program(o, "llvm-objcopy")?,
+        };
         let args = link::relocatable_objcopy_args(&exe, md5);
         execute(o, "llvm-objcopy", &objcopy, &args)?;
     }
