@@ -6,7 +6,7 @@
 //! clang-offload-bundler, a CUDA new-driver object (sm_50/sm_52), and a CUDA
 //! object with a `.nv_fatbin` made through stand-in ptxas/fatbinary tools
 //! (no CUDA toolkit here; the stand-in writes the container layout of
-//! users.md §5.5).
+//! docs/formats/cuda-fatbin.md).
 //!
 //! For each file, every image LLVM finds (`llvm-objdump --offloading`, which
 //! also writes bundle entries to files; `clang-offload-bundler -list` and
@@ -187,7 +187,7 @@ const MAIN_C: &str = "int main(void) { return 0; }\n";
 
 /// Stand-in for NVIDIA's ptxas: an "ELF" naming its input.
 const FAKE_PTXAS: &str = "#!/bin/sh\nout=\"\"; in=\"\"\nwhile [ $# -gt 0 ]; do case \"$1\" in -o|--output-file) out=$2; shift;; *.s|*.ptx) in=$1;; esac; shift; done\nprintf '\\177ELFcubin-from-%s' \"$(basename \"$in\")\" > \"$out\"\n";
-/// Stand-in for NVIDIA's fatbinary: the container layout of users.md §5.5,
+/// Stand-in for NVIDIA's fatbinary: the container layout of docs/formats/cuda-fatbin.md,
 /// each input padded to 8 bytes, and a copy of each input for the test.
 const FAKE_FATBINARY: &str = r#"#!/usr/bin/python3
 import os, shutil, struct, sys

@@ -1,7 +1,7 @@
 //! `offload-kit wrap` with the real LLVM 22 toolchain and runtime.
 //!
 //! An OpenMP program (`wrap/app.c`: four target regions, declare-target
-//! globals) is built as wrapper-abi.md §10.1 builds it: device image and host
+//! globals) is built as docs/formats/wrapper-objects.md builds it: device image and host
 //! object by clang-22, the device image packed by llvm-offload-binary. Our
 //! object replaces llvm-offload-wrapper + llc, the program is linked with
 //! libomptarget 22 by each linker (GNU ld, ld.lld, gold, mold) in each shape
@@ -320,7 +320,7 @@ fn build_fixture() -> Result<Fixture, Failed> {
 
 /// The host entries of `host` (an object clang 22 wrote: 56-byte entries in
 /// `llvm_offload_entries`) as assembly defining the same entries in the
-/// legacy layout (wrapper-abi.md §7.1) in `omp_offloading_entries`.
+/// legacy layout (docs/formats/wrapper-objects.md) in `omp_offloading_entries`.
 fn legacy_entries(host: &[u8]) -> Result<String, Failed> {
     let f = object::File::parse(host).map_err(|e| e.to_string())?;
     let sec = f
@@ -1049,7 +1049,7 @@ fn default_layout_moves_only_the_image(d: &Path, triple: &str, raw: &str) -> Res
 /// `--kind=cuda|hip` with a recording stand-in for the runtime
 /// (`wrap/fatbin_stub.c`, which also holds one host entry of every kind,
 /// type and flag the registration loop tells apart): the program built with
-/// our object prints exactly the calls wrapper-abi.md §5 describes, and the
+/// our object prints exactly the calls docs/formats/wrapper-objects.md describes, and the
 /// same as with LLVM's object.
 fn run_fatbin(kind: &'static str, ld: &'static str) -> Result<(), Failed> {
     let t = tempdir();
@@ -1112,7 +1112,7 @@ fn fatbin_input(d: &Path, kind: &str) -> Result<&'static str, Failed> {
 }
 
 /// What `wrap/fatbin_stub.c` prints for a program whose wrapper object
-/// registers [`fatbin_input`] (wrapper-abi.md §5).
+/// registers [`fatbin_input`] (docs/formats/wrapper-objects.md).
 fn fatbin_want(hip: bool) -> String {
     let (magic, starts) = if hip {
         ("0x48495046", "5f 5f 43 4c")
@@ -1258,7 +1258,7 @@ fn legacy_like_llc() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The ROCm IR (the AMD clang-offload-wrapper's shape, wrapper-abi.md
+/// The ROCm IR (the AMD clang-offload-wrapper's shape, docs/formats/wrapper-objects.md
 /// §7.3) made from the legacy IR `ll` ([`legacy_ir`]) and each image's
 /// target ID: per image, after the descriptor, its target ID in
 /// `.offload_arch_list` (`__offload_arch_N`) and an internal

@@ -2,7 +2,7 @@
 //! `.nvFatBinSegment` wrapper points at), and the CUDA/HIP fatbin wrappers.
 //!
 //! NVIDIA does not document the layout; these facts come from the public
-//! readers listed in `../shared/spec/users.md` §5.5 (n-eiling's
+//! readers listed in `docs/formats/cuda-fatbin.md` (n-eiling's
 //! cuda-fatbin-decompression, jiegec/fatbinary, nvopen-tools), cross-checked
 //! there against the `.quad` data of nvcc-generated `*.fatbin.c` files. All
 //! integers are little-endian.
@@ -454,7 +454,7 @@ impl Wrapper {
 }
 
 /// The bytes of a fatbin wrapper of a 64-bit target as a compiler emits it
-/// before relocation (`__fatBinC_Wrapper_t`, wrapper-abi.md §5.1): `magic`,
+/// before relocation (`__fatBinC_Wrapper_t`, docs/formats/cuda-fatbin.md): `magic`,
 /// `version`, then the data pointer and the second pointer as zeros (a
 /// relocation fills the data pointer in). `big_endian` picks the byte order
 /// of the two 32-bit fields.

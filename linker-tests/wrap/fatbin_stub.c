@@ -2,7 +2,7 @@
  * HIP), linked with a wrapper object made by `offload-kit wrap --kind=cuda`
  * (or hip) or by llvm-offload-wrapper + llc. It also defines the host entry
  * table the registration loop walks: one entry of each type, flag and kind
- * the loop distinguishes (wrapper-abi.md §5.3), in the section whose bounds
+ * the loop distinguishes (docs/formats/wrapper-objects.md), in the section whose bounds
  * the linker defines. Every registration call is printed with its
  * arguments, names resolved to the entries they came from. */
 #include <stddef.h>

@@ -1,4 +1,4 @@
-// A reference wrapper written in C from wrapper-abi.md §7 (legacy and ROCm
+// A reference wrapper written in C from docs/formats/wrapper-objects.md (legacy and ROCm
 // flavours), to compare offload-kit's object with where LLVM 22 has no tool
 // that writes these ABIs. Build with -DIMAGE='"path"' (the raw device image)
 // and, for ROCm, -DARCH='"gfx..."'.

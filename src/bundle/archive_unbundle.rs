@@ -3,7 +3,7 @@
 //!
 //! What LLVM 22 does (`OffloadBundler::UnbundleArchive` and
 //! `CheckHeterogeneousArchive` in `clang/lib/Driver/OffloadBundler.cpp`,
-//! checked against the installed tools; ../shared/spec/offload-formats.md
+//! checked against the installed tools; docs/formats/bundles.md
 //! §8):
 //!
 //! - Members are read in archive order. A compressed member (CCOB) is

@@ -294,8 +294,8 @@ pub struct EntrySpec {
 /// Lays out a binary bundle of `entries`, in order, each entry's data at the
 /// running position rounded up to a multiple of `align` (any value ≥ 1; no
 /// padding after the last entry), as LLVM 22 does. When two entries have the
-/// same ID, LLVM writes offsets that point at the wrong data (offload-formats
-/// §1.5); callers reject duplicate normalized IDs before calling this.
+/// same ID, LLVM writes offsets that point at the wrong data (docs/formats/bundles.md
+/// §1); callers reject duplicate normalized IDs before calling this.
 pub fn layout(entries: &[EntrySpec], align: u64) -> Result<Layout> {
     if align == 0 {
         return Err(Error::usage("bundle alignment must be at least 1"));
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn matches_the_spec_example() {
-        // offload-formats.md §1.1: header ends at 0xc6, data follow.
+        // docs/formats/bundles.md §1: header ends at 0xc6, data follow.
         let specs = [
             spec("host-x86_64-unknown-linux-gnu-", 8),
             spec("hip-amdgcn-amd-amdhsa--gfx906", 4),

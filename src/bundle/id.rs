@@ -1,7 +1,7 @@
 //! Bundle-entry IDs: `<kind>-<arch>-<vendor>-<os>-<env>[-<target id>]`, as
 //! `clang-offload-bundler` 22 parses, normalizes, matches and checks them.
 //!
-//! Spec: ../shared/spec/offload-formats.md §5 (syntax, normalization, kinds,
+//! Spec: docs/formats/bundles.md §5 (syntax, normalization, kinds,
 //! code-object compatibility, conflicts) and §6 (messages). LLVM sources:
 //! `OffloadTargetInfo` and `isCodeObjectCompatible` in
 //! `clang/lib/Driver/OffloadBundler.cpp`, the target checks in

@@ -16,7 +16,7 @@
 //! either layout. Entry IDs are `<kind>-<triple>-<target id>`, normalized.
 //!
 //! Sources: `clang/lib/Driver/OffloadBundler.cpp` (LLVM 22), and experiments
-//! with the installed LLVM 22 tools (../shared/spec/offload-formats.md §1–8).
+//! with the installed LLVM 22 tools (docs/formats/bundles.md).
 
 pub mod archive_unbundle;
 pub mod binary;

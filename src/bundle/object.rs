@@ -22,7 +22,7 @@
 //!
 //! Sources: `clang/lib/Driver/OffloadBundler.cpp` (`ObjectFileHandler`) and
 //! `llvm/lib/BinaryFormat/Magic.cpp` in LLVM 22, and experiments with the
-//! installed LLVM 22 tools (../shared/spec/offload-formats.md §3).
+//! installed LLVM 22 tools (docs/formats/bundles.md §3).
 //!
 //! # How the object is rewritten
 //!

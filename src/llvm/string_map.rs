@@ -110,7 +110,7 @@ mod tests {
 
     #[test]
     fn spec_example_host_hip_openmp() {
-        // offload-formats.md §1.4: host, hip, openmp lists as hip, openmp, host.
+        // docs/formats/bundles.md §1: host, hip, openmp lists as hip, openmp, host.
         let ids = [
             "host-x86_64-unknown-linux-gnu-",
             "hip-amdgcn-amd-amdhsa--gfx906",

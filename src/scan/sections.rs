@@ -3,11 +3,11 @@
 //!
 //! | section | holds | source |
 //! |---|---|---|
-//! | type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), or named `.llvm.offloading*` (COFF, and ELF written by other tools); Mach-O `__offloading` | OffloadBinaries, back to back | LLVM 22 `BinaryFormat/ELF.h`, users.md §5.6 |
-//! | `.hip_fatbin` (COFF `.hip_fat`, Mach-O `__hip_fatbin`) | clang bundles and CCOBs, back to back, 4096-aligned | users.md §5.1, §5.6 |
-//! | `.nv_fatbin`, `__nv_relfatbin` (Mach-O `__nv_fatbin`) | CUDA fatbin containers | users.md §5.5, wrapper-abi.md §9 |
-//! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | users.md §5.4 |
-//! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | offload-formats.md §3 |
+//! | type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), or named `.llvm.offloading*` (COFF, and ELF written by other tools); Mach-O `__offloading` | OffloadBinaries, back to back | LLVM 22 `BinaryFormat/ELF.h`, docs/formats/sections.md |
+//! | `.hip_fatbin` (COFF `.hip_fat`, Mach-O `__hip_fatbin`) | clang bundles and CCOBs, back to back, 4096-aligned | docs/formats/bundles.md, docs/formats/sections.md |
+//! | `.nv_fatbin`, `__nv_relfatbin` (Mach-O `__nv_fatbin`) | CUDA fatbin containers | docs/formats/cuda-fatbin.md |
+//! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | docs/formats/cuda-fatbin.md |
+//! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | docs/formats/bundles.md §3 |
 //!
 //! Sections are recognised by type (ELF) or name, whatever their flags:
 //! `.llvm.offloading` is `SHF_EXCLUDE` in relocatable objects and allocated

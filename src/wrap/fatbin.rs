@@ -1,4 +1,4 @@
-//! The CUDA and HIP object (wrapper-abi.md §5): the fatbin, its wrapper
+//! The CUDA and HIP object (docs/formats/wrapper-objects.md): the fatbin, its wrapper
 //! struct, the handle, and the constructor, the `atexit` handler and the
 //! entry loop, with everything in llc's order. [`build`] is the whole;
 //! each step below adds one part.

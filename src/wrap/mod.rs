@@ -4,7 +4,7 @@
 //! produce with LLVM 22, without LLVM).
 //!
 //! For `--kind=openmp` and the default ABI ([`Abi::Llvm`], LLVM 20–22
-//! runtimes), with N inputs (wrapper-abi.md §4 and Appendix A):
+//! runtimes), with N inputs (docs/formats/wrapper-objects.md):
 //!
 //! | section | type, flags, align | contents |
 //! |---|---|---|

@@ -1,4 +1,4 @@
-//! The OpenMP object (wrapper-abi.md §4, §7): the images, the descriptor
+//! The OpenMP object (docs/formats/wrapper-objects.md): the images, the descriptor
 //! and image array in `.data.rel.ro`, the constructor and destructor, in
 //! the order llc writes them. [`build`] is the whole; each step below adds
 //! one part, and everything it adds lands where llc puts it (sections in

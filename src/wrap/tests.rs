@@ -1,5 +1,5 @@
 //! The wrapper object read back with `object::read` and `gimli::read`, and
-//! checked against the facts of wrapper-abi.md (LLVM 22's PIC output).
+//! checked against the facts of docs/formats/wrapper-objects.md (LLVM 22's PIC output).
 
 use object::elf;
 use object::read::elf::{ElfFile64, FileHeader as _, SectionHeader as _};
@@ -947,7 +947,7 @@ fn errors() {
     }
 }
 
-/// The CUDA and HIP objects hold what wrapper-abi.md §5 lists: the fatbin
+/// The CUDA and HIP objects hold what docs/formats/wrapper-objects.md lists: the fatbin
 /// unchanged, its wrapper struct pointing at it, the handle in `.bss`, the
 /// three functions of the documented sizes, the constructor at priority
 /// 101, and the runtime functions each kind calls.

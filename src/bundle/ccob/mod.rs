@@ -127,7 +127,7 @@
 //! Sources: `llvm/lib/Object/OffloadBundle.cpp`,
 //! `clang/lib/Driver/OffloadBundler.cpp`, `llvm/lib/Support/Compression.cpp`
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
-//! (../shared/spec/offload-formats.md §4).
+//! (docs/formats/bundles.md §4).
 
 mod fault;
 mod frames;

@@ -1,5 +1,5 @@
 //! AArch64 (AAPCS64, LP64, little-endian), as LLVM 22's `llc
-//! -relocation-model=pic` encodes the wrapper's functions (wrapper-abi.md
+//! -relocation-model=pic` encodes the wrapper's functions (docs/formats/wrapper-objects.md
 //! §4.4):
 //!
 //! ```text
@@ -193,7 +193,7 @@ impl A64Asm for Asm {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// CUDA and HIP registration code (docs/formats/wrapper-objects.md)
 // ---------------------------------------------------------------------------
 
 /// `b.eq`, `b.ne`, `b.gt`: `b.cond` with the condition.
@@ -463,7 +463,7 @@ mod tests {
     use super::*;
     use crate::wrap::relocatable::SymbolId;
 
-    /// LLVM 22's constructor for one image (wrapper-abi.md §4.4): register
+    /// LLVM 22's constructor for one image (docs/formats/wrapper-objects.md): register
     /// the descriptor at `.data.rel.ro + 0x20`, then `atexit` the function
     /// at 0x24, each address an adrp/add pair with its relocations.
     #[test]

@@ -20,7 +20,7 @@
 //!
 //! Only position-independent code is written (PC-relative addresses, calls
 //! through the PLT), because static-model code cannot link into a PIE
-//! (wrapper-abi.md §3).
+//! (docs/formats/wrapper-objects.md).
 
 mod aarch64;
 mod asm;

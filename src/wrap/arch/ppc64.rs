@@ -1,5 +1,5 @@
 //! 64-bit PowerPC, little-endian (ELFv2 ABI), as LLVM 22's `llc
-//! -relocation-model=pic` encodes the wrapper's functions (wrapper-abi.md
+//! -relocation-model=pic` encodes the wrapper's functions (docs/formats/wrapper-objects.md
 //! §3, Appendix B).
 //!
 //! Every function has a global entry point that computes the TOC pointer
@@ -99,7 +99,7 @@ impl Cpu for Ppc64 {
         a.prologue(32, &[]);
         for call in calls {
             match call.arg {
-                // Data in a merged global (wrapper-abi.md: llc's
+                // Data in a merged global (docs/formats/wrapper-objects.md: llc's
                 // GlobalMerge on this CPU): the global's address, then the
                 // member's offset added.
                 Arg::Data {
@@ -401,7 +401,7 @@ impl PpcAsm for Asm {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// CUDA and HIP registration code (docs/formats/wrapper-objects.md)
 // ---------------------------------------------------------------------------
 
 /// The start of a function that keeps a value in r30: the TOC prologue,

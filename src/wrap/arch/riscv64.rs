@@ -200,7 +200,7 @@ impl RvAsm for Asm {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// CUDA and HIP registration code (docs/formats/wrapper-objects.md)
 // ---------------------------------------------------------------------------
 
 /// One step of the CUDA/HIP code as llc lays it out.

@@ -201,7 +201,7 @@ fn prologue(a: &mut Asm, save: &[u8], saved: &[(Register, i32)], frame: i32) {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// CUDA and HIP registration code (docs/formats/wrapper-objects.md)
 // ---------------------------------------------------------------------------
 
 /// The CUDA constructor (`.cuda.fatbin_reg`): the handle kept in r13.

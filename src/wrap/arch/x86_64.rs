@@ -1,5 +1,5 @@
 //! x86-64 (System V psABI, LP64), as LLVM 22's `llc -relocation-model=pic`
-//! encodes the wrapper's functions (wrapper-abi.md §4.4, Appendix A):
+//! encodes the wrapper's functions (docs/formats/wrapper-objects.md):
 //!
 //! ```text
 //! push rax                     ; 16-byte stack alignment at each call
@@ -220,7 +220,7 @@ impl X86Asm for Asm {
 }
 
 // ---------------------------------------------------------------------------
-// CUDA and HIP registration code (wrapper-abi.md §5)
+// CUDA and HIP registration code (docs/formats/wrapper-objects.md)
 // ---------------------------------------------------------------------------
 
 /// `struct __tgt_offload_entry` fields the loop reads (56-byte entries).
