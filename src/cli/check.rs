@@ -297,8 +297,8 @@ fn strings(failures: &[scan::check::Failure]) -> Vec<String> {
     failures.iter().map(ToString::to_string).collect()
 }
 
-/// The `check --json` document (schema `offload-kit/check/1`, in the
-/// README).
+/// The `check --json` document (schema `offload-kit/check/1`, in
+/// docs/scanners.md).
 fn json_outcome(req: &Requirements, scanned: &[Scanned], outcome: &Outcome) -> Value {
     let mut rules: Vec<Value> = req
         .require_rules()

@@ -20,7 +20,7 @@ mod table;
     offload-kit inspect libtorch_hip.so\n  \
     offload-kit inspect --json --hash build/ > images.json\n  \
     offload-kit inspect --raw --verify core.dump\n\n\
-    The --json schema is documented in the README (schema \"offload-kit/inspect/2\").\n\n\
+    The --json schema is documented in docs/scanners.md (schema \"offload-kit/inspect/2\").\n\n\
     A file found in a directory is reported only if it holds device code or problems\n\
     (--all: every file). Every input that can be read is reported; each one that cannot gets a line on\n\
     standard error (and its \"error\" in the JSON). Exit codes: 0 success, 2 an input\n\

@@ -28,7 +28,7 @@ pub struct Opts {
     /// or archives (`-`: standard input).
     #[arg(required = true, value_name = "IN")]
     inputs: Vec<String>,
-    /// Print JSON (schema in the README) instead of a table.
+    /// Print JSON (schema in docs/scanners.md) instead of a table.
     #[arg(long)]
     json: bool,
     #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size,

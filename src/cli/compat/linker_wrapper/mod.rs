@@ -86,8 +86,8 @@ fn split(arg: &str) -> Option<(&str, Option<&str>)> {
 fn unsupported(msg: &str) -> Fail {
     Fail::with_note(
         msg,
-        "offload-kit's clang-linker-wrapper wraps OpenMP, HIP and CUDA device code for \
-         ELF hosts (see the README)",
+        "offload-kit's clang-linker-wrapper wraps OpenMP, HIP, CUDA and SYCL device code \
+         for ELF hosts (see docs/compatibility.md)",
     )
 }
 
