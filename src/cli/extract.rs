@@ -215,10 +215,11 @@ impl scan::Visit for Extractor<'_> {
         if self.stopped.load(Ordering::Relaxed) {
             return Some(Box::new(FileSink::Failed(None)));
         }
-        Some(Box::new(match Output::create(&path) {
-            Ok(out) => FileSink::Open(out),
-            Err(e) => FileSink::Failed(Some(e)),
-        }))
+        // Created at the first write, on the thread that decodes the
+        // image: creating a file is most of what writing a small one costs
+        // (the filesystem's inode allocation), and this way it runs on
+        // every core instead of one at a time on the walker's thread.
+        Some(Box::new(FileSink::Pending(path)))
     }
 
     fn streamed(
@@ -237,16 +238,38 @@ impl scan::Visit for Extractor<'_> {
     }
 }
 
-/// An image's output file while it is streamed into: a temporary file, or
-/// why it could not be created (the first write reports it).
+/// An image's output file while it is streamed into: not created yet (its
+/// path), a temporary file, or why it could not be created (the first
+/// write reports it).
 enum FileSink {
+    Pending(std::path::PathBuf),
     Open(Output),
     Failed(Option<std::io::Error>),
+}
+
+impl FileSink {
+    /// The temporary file, created now if it was not yet.
+    fn open(&mut self) -> std::io::Result<&mut Output> {
+        if let FileSink::Pending(path) = self {
+            *self = match Output::create(path) {
+                Ok(out) => FileSink::Open(out),
+                Err(e) => FileSink::Failed(Some(e)),
+            };
+        }
+        match self {
+            FileSink::Open(out) => Ok(out),
+            FileSink::Failed(e) => Err(e
+                .take()
+                .unwrap_or_else(|| std::io::Error::other("the output could not be created"))),
+            FileSink::Pending(_) => Err(std::io::Error::other("the output could not be created")),
+        }
+    }
 }
 
 impl std::io::Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
+            FileSink::Pending(_) => self.open()?.write(buf),
             FileSink::Open(out) => out.write(buf),
             FileSink::Failed(e) => Err(e
                 .take()
@@ -257,15 +280,18 @@ impl std::io::Write for FileSink {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             FileSink::Open(out) => out.flush(),
-            FileSink::Failed(_) => Ok(()),
+            FileSink::Pending(_) | FileSink::Failed(_) => Ok(()),
         }
     }
 }
 
 impl scan::ImageSink for FileSink {
-    fn keep(self: Box<Self>) -> std::io::Result<()> {
+    fn keep(mut self: Box<Self>) -> std::io::Result<()> {
+        // An empty image was never written to: its file is made now.
+        self.open()?;
         match *self {
             FileSink::Open(out) => out.commit(),
+            FileSink::Pending(_) => Err(std::io::Error::other("the output could not be created")),
             FileSink::Failed(e) => {
                 Err(e.unwrap_or_else(|| std::io::Error::other("the output could not be created")))
             }
