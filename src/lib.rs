@@ -1,7 +1,7 @@
 //! offload-kit: read and write the files that glue GPU offloading code to
 //! host programs, without LLVM.
 //!
-//! Compilers for OpenMP target regions, CUDA and HIP make one device code
+//! Compilers for OpenMP target regions, CUDA, HIP and SYCL make one device code
 //! object per GPU target; LLVM's glue tools pack them, bundle them and embed
 //! them in the host program. This crate does the same jobs, byte for byte as
 //! LLVM 22 where LLVM is deterministic, and finds every embedded image in
@@ -18,13 +18,14 @@
 //!   `CCOB` bundles ([`bundle::ccob`]), bundle-entry IDs and LLVM's
 //!   rules for matching them, archives of bundles.
 //! - [`wrap`]: the host relocatable object that registers device images
-//!   with the OpenMP, CUDA or HIP runtime (what `llvm-offload-wrapper` and
-//!   `llc` make together).
+//!   with the OpenMP, CUDA, HIP or SYCL runtime (what `llvm-offload-wrapper`
+//!   and `llc` make together, and `clang-linker-wrapper` for SYCL).
 //! - [`scan`]: finds every device image in executables, shared libraries,
 //!   objects, archives and raw files, nested to any depth, and answers CI's
 //!   questions about them ([`scan::check()`], [`scan::size()`]).
-//! - [`link`]: the plan of `clang-linker-wrapper`'s job for CPU offloading
-//!   targets (device-link and host-link command lines, image packing).
+//! - [`link`]: the plan of `clang-linker-wrapper`'s job (which inputs and
+//!   archive members each device link takes, the device-link and host-link
+//!   command lines, which kinds are wrapped in which order, image packing).
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`bitcode`]: the device code embedded in LLVM bitcode host objects
 //!   (`-flto` builds), read from the bitstream without an IR reader.

@@ -1,5 +1,6 @@
-//! The `offload-kit` command (also `llvm-offload-binary` and
-//! `clang-offload-packager` when run under those names).
+//! The `offload-kit` command (also `llvm-offload-binary`,
+//! `clang-offload-packager`, `clang-offload-bundler` and
+//! `clang-linker-wrapper` when run under those names).
 
 mod cli;
 

@@ -1,7 +1,8 @@
 //! The command-line front ends. clap, anyhow and memmap2 are used only here.
 //!
-//! The binary is multi-call: run as `llvm-offload-binary` or
-//! `clang-offload-packager` (a link or a copy under that name, optionally
+//! The binary is multi-call: run as `llvm-offload-binary`,
+//! `clang-offload-packager`, `clang-offload-bundler` or
+//! `clang-linker-wrapper` (a link or a copy under that name, optionally
 //! with a version suffix such as `-22`), it is that LLVM 22 tool; otherwise it
 //! is `offload-kit` with its own subcommands.
 
