@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, Output, print_line, printable, safe_component, write_bytes};
+use super::io::{Input, Output, print_line, printable, safe_component};
 use super::scan::{Common, ThinFiles, exit, finished, for_size, list, par_map};
 use super::units;
 use offload_kit::scan::{self, Image, Selection};
@@ -189,12 +189,17 @@ impl scan::Visit for Extractor<'_> {
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
-        let path = self.dir.join(image_file_name(&self.label, image));
-        let shown = path.to_string_lossy().into_owned();
+        let name = image_file_name(&self.label, image);
+        let shown = self.dir.join(&name).to_string_lossy().into_owned();
         if self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        match write_bytes(&shown, self.input, bytes) {
+        let write = || -> std::io::Result<()> {
+            let mut out = Output::create_in(self.dir, name.as_ref())?;
+            self.input.copy_to(bytes, &mut out)?;
+            out.commit()
+        };
+        match write() {
             Ok(()) => self.written.push((image.id, shown)),
             Err(e) => self.write_failed(&shown, &e),
         }
@@ -211,7 +216,7 @@ impl scan::Visit for Extractor<'_> {
     /// decompressed, to a temporary file renamed into place once the
     /// stream has ended well.
     fn sink(&mut self, image: &Image) -> Option<Box<dyn scan::ImageSink>> {
-        let path = self.dir.join(image_file_name(&self.label, image));
+        let name = std::ffi::OsString::from(image_file_name(&self.label, image));
         if self.stopped.load(Ordering::Relaxed) {
             return Some(Box::new(FileSink::Failed(None)));
         }
@@ -219,7 +224,7 @@ impl scan::Visit for Extractor<'_> {
         // image: creating a file is most of what writing a small one costs
         // (the filesystem's inode allocation), and this way it runs on
         // every core instead of one at a time on the walker's thread.
-        Some(Box::new(FileSink::Pending(path)))
+        Some(Box::new(FileSink::Pending(self.dir.to_path_buf(), name)))
     }
 
     fn streamed(
@@ -242,7 +247,7 @@ impl scan::Visit for Extractor<'_> {
 /// path), a temporary file, or why it could not be created (the first
 /// write reports it).
 enum FileSink {
-    Pending(std::path::PathBuf),
+    Pending(std::path::PathBuf, std::ffi::OsString),
     Open(Output),
     Failed(Option<std::io::Error>),
 }
@@ -250,8 +255,8 @@ enum FileSink {
 impl FileSink {
     /// The temporary file, created now if it was not yet.
     fn open(&mut self) -> std::io::Result<&mut Output> {
-        if let FileSink::Pending(path) = self {
-            *self = match Output::create(path) {
+        if let FileSink::Pending(dir, name) = self {
+            *self = match Output::create_in(dir, name) {
                 Ok(out) => FileSink::Open(out),
                 Err(e) => FileSink::Failed(Some(e)),
             };
@@ -261,7 +266,7 @@ impl FileSink {
             FileSink::Failed(e) => Err(e
                 .take()
                 .unwrap_or_else(|| std::io::Error::other("the output could not be created"))),
-            FileSink::Pending(_) => Err(std::io::Error::other("the output could not be created")),
+            FileSink::Pending(..) => Err(std::io::Error::other("the output could not be created")),
         }
     }
 }
@@ -269,7 +274,7 @@ impl FileSink {
 impl std::io::Write for FileSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
-            FileSink::Pending(_) => self.open()?.write(buf),
+            FileSink::Pending(..) => self.open()?.write(buf),
             FileSink::Open(out) => out.write(buf),
             FileSink::Failed(e) => Err(e
                 .take()
@@ -280,7 +285,7 @@ impl std::io::Write for FileSink {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             FileSink::Open(out) => out.flush(),
-            FileSink::Pending(_) | FileSink::Failed(_) => Ok(()),
+            FileSink::Pending(..) | FileSink::Failed(_) => Ok(()),
         }
     }
 }
@@ -291,7 +296,7 @@ impl scan::ImageSink for FileSink {
         self.open()?;
         match *self {
             FileSink::Open(out) => out.commit(),
-            FileSink::Pending(_) => Err(std::io::Error::other("the output could not be created")),
+            FileSink::Pending(..) => Err(std::io::Error::other("the output could not be created")),
             FileSink::Failed(e) => {
                 Err(e.unwrap_or_else(|| std::io::Error::other("the output could not be created")))
             }

@@ -172,7 +172,46 @@ fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
     }
 }
 
+/// A new id for an output's entry in the list of pending temporaries.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Output {
+    /// Starts writing the file `name` (one path component, which the
+    /// caller made) in the existing directory `dir`, for a caller that
+    /// writes many files there (`extract`). Unlike [`Output::create`], no
+    /// link is followed and no special file is written in place: the
+    /// temporary file is renamed over whatever holds the name (a directory
+    /// there makes the commit fail). `dir` is still looked up each time
+    /// (two system calls, its handle kept between calls), so a directory
+    /// moved away meanwhile is an error, not written into where it went.
+    pub fn create_in(dir: &Path, name: &OsStr) -> io::Result<Output> {
+        let dir = open_dir(dir)?;
+        let mut list = pending();
+        let (file, temp) = create_temp(&dir, 0o666)?;
+        let id = next_id();
+        list.push(Pending {
+            id,
+            dir: Arc::clone(&dir),
+            temp: temp.clone(),
+            aside: None,
+            name: name.to_os_string(),
+        });
+        drop(list);
+        Ok(Output {
+            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
+            place: Some(Place {
+                dir,
+                temp,
+                name: name.to_os_string(),
+                aside: None,
+                id,
+            }),
+        })
+    }
+
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Output> {
         if path.as_os_str() == "-" {
@@ -248,8 +287,7 @@ impl Output {
         // Created with mode 0666, which the kernel reduces by the umask:
         // the mode a tool's output gets.
         let (file, temp) = create_temp(&dir, 0o666)?;
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = next_id();
         list.push(Pending {
             id,
             dir: Arc::clone(&dir),
