@@ -291,18 +291,19 @@ fn sycl_images() -> Result<(), Failed> {
     Ok(())
 }
 
-/// Standard error's lines with each wrapper's path as `W`, without our
-/// notes and the lines of the programs it ran.
+/// The wrapper's own lines of standard error, with its path as `W`: those
+/// it prints under its path (`W: error: …`) or its name (LLVM's
+/// command-line parser: `clang-linker-wrapper: …`), and LLVM's further
+/// `'clang' failed` lines; not our notes, nor the lines of the programs it
+/// ran (which, from links run at once, may be interleaved).
 fn wrapper_lines(text: &str, prog: &Path) -> Vec<String> {
     let me = prog.to_string_lossy();
     text.lines()
-        .filter(|l| !l.contains(": note: ") && !l.starts_with(' ') && !l.starts_with(">>>"))
-        .filter(|l| {
-            !["ld.lld", "clang:", "clang-22:"]
-                .iter()
-                .any(|p| l.starts_with(p))
-        })
         .map(|l| l.replace(&*me, "W"))
+        .filter(|l| !l.contains(": note: "))
+        .filter(|l| {
+            l.starts_with("W: ") || l.starts_with("clang-linker-wrapper: ") || l == "'clang' failed"
+        })
         .collect()
 }
 
