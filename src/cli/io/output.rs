@@ -188,8 +188,16 @@ impl Output {
     /// (two system calls, its handle kept between calls), so a directory
     /// moved away meanwhile is an error, not written into where it went.
     pub fn create_in(dir: &Path, name: &OsStr) -> io::Result<Output> {
-        let dir = open_dir(dir)?;
+        Output::temporary(open_dir(dir)?, name)
+    }
+
+    /// A new temporary file in `dir`, registered to be removed on a signal
+    /// and on drop, to be renamed to `name` on commit.
+    fn temporary(dir: Arc<OwnedFd>, name: &OsStr) -> io::Result<Output> {
+        // Registered under the lock, so a signal finds every temporary.
         let mut list = pending();
+        // Created with mode 0666, which the kernel reduces by the umask:
+        // the mode a tool's output gets.
         let (file, temp) = create_temp(&dir, 0o666)?;
         let id = next_id();
         list.push(Pending {
@@ -200,6 +208,7 @@ impl Output {
             name: name.to_os_string(),
         });
         drop(list);
+        // From here on, dropping the output removes the temporary file.
         Ok(Output {
             inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
             place: Some(Place {
@@ -281,32 +290,7 @@ impl Output {
             (_, Some(n)) => (Path::new("."), n),
             (_, None) => return Err(io::Error::from_raw_os_error(21)), // EISDIR
         };
-        let dir = open_dir(dir)?;
-        // Registered under the lock, so a signal finds every temporary.
-        let mut list = pending();
-        // Created with mode 0666, which the kernel reduces by the umask:
-        // the mode a tool's output gets.
-        let (file, temp) = create_temp(&dir, 0o666)?;
-        let id = next_id();
-        list.push(Pending {
-            id,
-            dir: Arc::clone(&dir),
-            temp: temp.clone(),
-            aside: None,
-            name: name.to_os_string(),
-        });
-        drop(list);
-        // From here on, dropping `out` removes the temporary file.
-        let mut out = Output {
-            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
-            place: Some(Place {
-                dir,
-                temp,
-                name: name.to_os_string(),
-                aside: None,
-                id,
-            }),
-        };
+        let mut out = Output::temporary(open_dir(dir)?, name)?;
         out.move_old_aside()?;
         Ok(out)
     }
