@@ -36,7 +36,7 @@
 //! (powerpc64le merges the constants and riscv64 relocates against
 //! symbols; neither is written yet).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use object::{Endian, elf};
@@ -182,7 +182,7 @@ impl Names {
 }
 
 /// What a global of the module is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum What {
     /// Image `i`'s triple (0), compile options (1) or link options (2).
     Str(usize, u8),
@@ -227,6 +227,8 @@ struct Global {
 struct Module {
     secs: Vec<Sec>,
     globals: Vec<Global>,
+    /// Where each global is in `globals`.
+    index: HashMap<What, usize>,
 }
 
 impl Module {
@@ -234,6 +236,7 @@ impl Module {
         let mut m = Module {
             secs: Vec::new(),
             globals: Vec::new(),
+            index: HashMap::new(),
         };
         let mut names = Names::default();
         let progbits = elf::SHT_PROGBITS;
@@ -340,6 +343,7 @@ impl Module {
             .checked_add(size)
             .ok_or_else(|| Error::usage("the SYCL object would be larger than 2^64 bytes"))?;
         sec.align = sec.align.max(align);
+        self.index.insert(what, self.globals.len());
         self.globals.push(Global {
             what,
             name,
@@ -351,9 +355,9 @@ impl Module {
     }
 
     fn find(&self, what: What) -> Result<&Global> {
-        self.globals
-            .iter()
-            .find(|g| g.what == what)
+        self.index
+            .get(&what)
+            .and_then(|&i| self.globals.get(i))
             .ok_or_else(|| internal("a SYCL global is missing"))
     }
 }
