@@ -251,9 +251,14 @@ impl Walker<'_> {
     /// bytes, what decoding that much costs. Without it, many small
     /// candidates that each fail at once (a stream of repeated compressed
     /// headers, a few KiB of file) would each set up a decoder for free.
-    /// `false` (the scan stopped) when the budget cannot pay.
-    fn setup(&mut self) -> bool {
-        if !self.fits(DECODER_SETUP) {
+    /// `false` (the scan stopped, naming the stream's own `declared`
+    /// size) when the budget cannot pay.
+    fn setup(&mut self, declared: u64) -> bool {
+        if DECODER_SETUP > self.budget {
+            self.stop(Limit::Uncompressed {
+                limit: self.opts.max_uncompressed,
+                declared,
+            });
             return false;
         }
         self.budget -= DECODER_SETUP;
@@ -689,7 +694,7 @@ impl Walker<'_> {
     fn offload_binary(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         if let Some(head) = offload_binary::header_summary(sub)
             && head.method.is_some()
-            && (!self.fits(head.inflated_size) || !self.setup())
+            && (!self.fits(head.inflated_size) || !self.setup(head.inflated_size))
         {
             return Err(over_budget(head.inflated_size, self.budget));
         }
@@ -1010,7 +1015,7 @@ impl Walker<'_> {
 
     fn ccob(&mut self, sub: &[u8], loc: &Loc, rel: u64) -> Result<u64> {
         let mut c = Ccob::parse(sub)?;
-        if !self.setup() {
+        if !self.setup(c.header.uncompressed_size) {
             return Err(over_budget(c.header.uncompressed_size, self.budget));
         }
         c.end_v1_zlib_stream(c.header.uncompressed_size.min(self.budget))?;

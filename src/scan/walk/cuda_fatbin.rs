@@ -130,7 +130,7 @@ impl Walker<'_> {
             }
             return None;
         }
-        if !self.fits(size) || !self.setup() {
+        if !self.fits(size) || !self.setup(size) {
             return None;
         }
         // Counted before it runs: a stream that fails counts whole.
