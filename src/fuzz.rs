@@ -736,7 +736,12 @@ pub fn lz4_block(data: &[u8]) {
         Ok(n) if n == declared => Some(reference),
         _ => None,
     };
-    // Read sizes from the block's first byte: 1 to 256 bytes, and 1 MiB.
+    // The whole-block path on its own, into exactly the declared size.
+    let mut whole = vec![0u8; declared];
+    let whole = crate::fatbin::lz4::decode_whole(block, &mut whole).then_some(whole);
+    assert!(whole == reference, "decode_whole and lz4_flex differ");
+    // Read sizes from the block's first byte: 1 to 256 bytes, and 1 MiB
+    // (which takes a block of up to 1 MiB whole).
     let small = 1 + usize::from(block.first().copied().unwrap_or(0));
     for chunk in [small, 1 << 20] {
         let mut d = crate::fatbin::lz4::BlockDecoder::new(block, declared as u64);

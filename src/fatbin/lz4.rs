@@ -45,6 +45,9 @@ const STEP: usize = 256 << 10;
 /// A match is at least this long (the token's low nibble adds to it).
 const MIN_MATCH: u64 = 4;
 
+/// [`MIN_MATCH`], for lengths counted in memory.
+const MIN_MATCH_USIZE: usize = 4;
+
 /// What is wrong with a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fault {
@@ -213,7 +216,7 @@ impl<'d> BlockDecoder<'d> {
         while self.len < goal || self.total == self.declared {
             match self.state {
                 State::Token => {
-                    if self.fast_sequences(goal)? {
+                    if self.fast_sequences(goal) {
                         continue;
                     }
                     let token = self.byte()?;
@@ -263,33 +266,71 @@ impl<'d> BlockDecoder<'d> {
         Ok(())
     }
 
-    /// Decodes whole sequences while they are short and far from the ends
-    /// of the input and of the output room (`goal`): the common case, with
-    /// none of the steps' bookkeeping. Returns whether it decoded any; it
-    /// leaves anything else (long lengths, the block's end, a size the
-    /// output cannot take) to the steps, which report it. Offsets are
-    /// checked as [`BlockDecoder::match_header`] checks them.
-    fn fast_sequences(&mut self, goal: usize) -> Result<bool, Fault> {
-        let mut any = false;
-        // A token, 14 literals, an offset: within 17 bytes; 16 literals
-        // are read at once.
-        while self.pos + 20 <= self.input.len() && self.len + 2 * SHORT <= goal {
-            let token = self.input[self.pos];
-            let (lit, nibble) = (usize::from(token >> 4), token & 15);
-            let length = MIN_MATCH + u64::from(nibble);
-            if lit == 15 || nibble == 15 || self.room_for(u64_from(lit) + length).is_err() {
+    /// Decodes whole sequences while each fits in the window's room and
+    /// within the declared size, and the block goes on after it: the
+    /// common case, in one tight loop with none of the steps' bookkeeping,
+    /// stopping once the output reaches `goal`. Returns whether it decoded
+    /// any. It leaves the sequence it stops at untouched (a match that
+    /// must be split over steps, the block's end, anything faulty) to the
+    /// steps, which decode it or name its fault.
+    fn fast_sequences(&mut self, goal: usize) -> bool {
+        let input = self.input;
+        let ilen = input.len();
+        let (mut ip, mut op) = (self.pos, self.len);
+        let start_len = self.len;
+        // Output this loop may add: up to the room, and the declared size.
+        let allowed = usize::try_from(self.declared - self.total).unwrap_or(usize::MAX);
+        let end = self.room.min(start_len.saturating_add(allowed));
+        let win = &mut self.win[..];
+        while op < goal {
+            let mut p = ip;
+            let Some(&token) = input.get(p) else { break };
+            p += 1;
+            let mut lit = usize::from(token >> 4);
+            if lit == 15 {
+                let Some(n) = more_length(input, &mut p) else {
+                    break;
+                };
+                lit = lit.saturating_add(n);
+            }
+            // The literals, then an offset, all inside the input (a block
+            // ends after literals only where the input ends: the steps
+            // take that sequence).
+            if lit >= ilen - p || ilen - p - lit < 2 || lit > end - op {
                 break;
             }
-            self.pos += 1;
-            self.copy_literals(lit);
-            any = true;
-            let at = self.pos;
-            let offset = u16::from_le_bytes([self.input[at], self.input[at + 1]]);
-            self.pos += 2;
-            let offset = self.check_offset(at, offset)?;
-            self.copy_match(offset, length, goal);
+            let lit_at = p;
+            p += lit;
+            let offset = usize::from(u16::from_le_bytes([input[p], input[p + 1]]));
+            p += 2;
+            let mut len = usize::from(token & 15);
+            if len == 15 {
+                let Some(n) = more_length(input, &mut p) else {
+                    break;
+                };
+                len = len.saturating_add(n);
+            }
+            let len = len.saturating_add(MIN_MATCH_USIZE);
+            // `op + lit` bytes of the window are output, and the history
+            // holds every byte the offset may reach.
+            if offset == 0 || offset > op + lit || len > end - op - lit {
+                break;
+            }
+            if lit <= WILD && lit_at + WILD <= ilen {
+                // One copy of 16 (the window's slack takes the excess).
+                win[op..op + WILD].copy_from_slice(&input[lit_at..lit_at + WILD]);
+            } else {
+                win[op..op + lit].copy_from_slice(&input[lit_at..lit_at + lit]);
+            }
+            op += lit;
+            copy_match(win, op, offset, len);
+            op += len;
+            ip = p;
         }
-        Ok(any)
+        self.pos = ip;
+        self.len = op;
+        self.total += u64_from(op - start_len);
+        op > start_len
     }
 
     /// Copies `n` literals (all inside the input, all within the window's
@@ -403,6 +444,21 @@ impl Read for BlockDecoder<'_> {
         if buf.is_empty() {
             return Ok(0);
         }
+        // A first read that can take the whole output decodes straight
+        // into it. Anything [`decode_whole`] does not accept is decoded
+        // again below, step by step, which names the fault (the bytes it
+        // left in `buf` are not handed out).
+        if self.total == 0
+            && self.state == State::Token
+            && let Ok(declared) = usize::try_from(self.declared)
+            && let Some(out) = buf.get_mut(..declared)
+            && decode_whole(self.input, out)
+        {
+            self.total = self.declared;
+            self.pos = self.input.len();
+            self.state = State::End;
+            return Ok(declared);
+        }
         loop {
             if self.handed < self.len {
                 let n = buf.len().min(self.len - self.handed);
@@ -426,6 +482,112 @@ impl Read for BlockDecoder<'_> {
             if let Err(f) = self.decode() {
                 return Err(self.fail(f));
             }
+        }
+    }
+}
+
+/// Bytes a short literal run or a short match copies at once (the first
+/// of them only; the rest, when the run is longer, are copied after).
+const WILD: usize = 16;
+
+/// A length continued past a token's nibble of 15: the bytes from `*ip`
+/// on, each 255 meaning another follows. `None` when the input ends
+/// first.
+fn more_length(input: &[u8], ip: &mut usize) -> Option<usize> {
+    let mut n = 0usize;
+    loop {
+        let b = *input.get(*ip)?;
+        *ip += 1;
+        // At most 255 per input byte: far from overflowing.
+        n = n.saturating_add(usize::from(b));
+        if b != 255 {
+            return Some(n);
+        }
+    }
+}
+
+/// Decodes the whole block `input` into `out`, which it must fill
+/// exactly: the fast path for an output held whole in memory, with none
+/// of [`BlockDecoder`]'s stepping. Returns whether the block is good; it
+/// accepts exactly what [`BlockDecoder`] accepts (the tests hold the two
+/// to each other) but does not say what is wrong: the decoder, run again,
+/// does. On `false`, `out` holds garbage.
+pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
+    let (mut ip, mut op) = (0usize, 0usize);
+    let (ilen, olen) = (input.len(), out.len());
+    loop {
+        let Some(&token) = input.get(ip) else {
+            return false;
+        };
+        ip += 1;
+        let mut lit = usize::from(token >> 4);
+        if lit < 15 && ip + WILD <= ilen && op + WILD <= olen {
+            // Up to 14 literals: one copy of 16, the rest overwritten by
+            // what follows (or never handed out).
+            out[op..op + WILD].copy_from_slice(&input[ip..ip + WILD]);
+        } else {
+            if lit == 15 {
+                let Some(n) = more_length(input, &mut ip) else {
+                    return false;
+                };
+                lit = lit.saturating_add(n);
+            }
+            if lit > ilen - ip || lit > olen - op {
+                return false;
+            }
+            out[op..op + lit].copy_from_slice(&input[ip..ip + lit]);
+        }
+        ip += lit;
+        op += lit;
+        if ip == ilen {
+            return op == olen;
+        }
+        let Some(&[lo, hi]) = input.get(ip..ip + 2) else {
+            return false;
+        };
+        ip += 2;
+        let offset = usize::from(u16::from_le_bytes([lo, hi]));
+        if offset == 0 || offset > op {
+            return false;
+        }
+        let mut len = usize::from(token & 15);
+        if len == 15 {
+            let Some(n) = more_length(input, &mut ip) else {
+                return false;
+            };
+            len = len.saturating_add(n);
+        }
+        let len = len.saturating_add(MIN_MATCH_USIZE);
+        if len > olen - op {
+            return false;
+        }
+        copy_match(out, op, offset, len);
+        op += len;
+    }
+}
+
+/// Copies a match of `len` bytes from `offset` back to `out[op..]`
+/// (`offset` ≤ `op`, `len` bytes of room). A short match with an offset of
+/// at least 16 goes in two copies of 16 when `out` has room for them, the
+/// second possibly past the match into bytes later output overwrites.
+#[inline(always)]
+fn copy_match(out: &mut [u8], op: usize, offset: usize, len: usize) {
+    let start = op - offset;
+    if offset >= WILD && len <= 2 * WILD && op + 2 * WILD <= out.len() {
+        // Each copy reads bytes already written: the offset is at least
+        // 16.
+        out.copy_within(start..start + WILD, op);
+        out.copy_within(start + WILD..start + 2 * WILD, op + WILD);
+    } else if offset >= len {
+        out.copy_within(start..start + len, op);
+    } else {
+        // The bytes from `start` repeat with period `offset`: each copy
+        // takes all of them so far, doubling the span.
+        let mut done = 0;
+        while done < len {
+            let k = (len - done).min(op + done - start);
+            out.copy_within(start..start + k, op + done);
+            done += k;
         }
     }
 }
@@ -472,6 +634,24 @@ mod tests {
     /// bytes, or both refuse.
     fn agree(block: &[u8], declared: usize) -> Option<Vec<u8>> {
         let want = reference(block, declared);
+        // The whole-block path on its own, into a buffer of exactly the
+        // declared size and into one with room to spare.
+        let mut out = vec![0u8; declared];
+        let whole = decode_whole(block, &mut out).then_some(out);
+        assert!(
+            whole == want,
+            "decode_whole differs: block {:02x?} declared {declared}",
+            &block[..block.len().min(64)]
+        );
+        // A good block read into room for all of it comes in one read.
+        if let Some(w) = &want
+            && !w.is_empty()
+        {
+            let mut roomy = vec![0u8; declared + 100];
+            let n = BlockDecoder::new(block, declared as u64).read(&mut roomy);
+            assert_eq!(n.ok(), Some(declared), "not in one read");
+            assert!(roomy[..declared] == w[..]);
+        }
         for chunk in [1, 7, 4096, 1 << 20] {
             let got = ours(block, declared as u64, chunk).ok();
             assert_eq!(

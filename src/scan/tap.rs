@@ -12,8 +12,10 @@ use crate::bundle::ccob::{Wanted, write_wanted};
 use crate::error::{Error, Result};
 use crate::num::{len64, usize_from};
 
-/// Bytes [`pump`] reads at a time.
-const CHUNK: usize = 1 << 20;
+/// Bytes [`pump`] reads at a time: a quarter of a MiB. Writing a file
+/// from a buffer the CPU's cache holds costs a fraction of writing it from
+/// one it does not (0.4 s against 1.6 s or more for 1.5 GB here).
+const CHUNK: usize = 256 << 10;
 
 /// Where a tapped entry's bytes go.
 pub(super) enum TapOut {
@@ -148,13 +150,25 @@ impl Write for ZeroTail {
 
 /// Reads `r`, decompressed data that is exactly `declared` bytes or fails,
 /// to its end, writing each [`Wanted`] range to its writer as the bytes
-/// pass (in [`CHUNK`]s); returns the bytes read. Data of another size is an
-/// error here too.
-pub(super) fn pump(r: &mut dyn Read, declared: u64, wanted: &mut [Wanted<'_>]) -> Result<u64> {
-    let mut buf = vec![0u8; usize_from(declared).saturating_add(1).min(CHUNK)];
+/// pass; returns the bytes read. Data of another size is an error here
+/// too. The bytes pass through `buf` in [`CHUNK`]s, small enough to stay
+/// in the CPU's cache between the decoder that writes them and the
+/// writers that copy them on (callers keep one `buf` per thread, so that
+/// it is allocated once).
+pub(super) fn pump(
+    r: &mut dyn Read,
+    declared: u64,
+    wanted: &mut [Wanted<'_>],
+    buf: &mut Vec<u8>,
+) -> Result<u64> {
+    let size = usize_from(declared).clamp(1, CHUNK);
+    if buf.len() < size {
+        buf.resize(size, 0);
+    }
+    let buf = &mut buf[..size];
     let mut at = 0u64;
     loop {
-        let n = match r.read(&mut buf) {
+        let n = match r.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -205,12 +219,15 @@ mod tests {
                 out: o,
             })
             .collect();
-        assert_eq!(pump(&mut &data[..], n, &mut wanted).unwrap(), n);
+        assert_eq!(
+            pump(&mut &data[..], n, &mut wanted, &mut Vec::new()).unwrap(),
+            n
+        );
         drop(wanted);
         for (r, o) in ranges.iter().zip(&outs) {
             assert_eq!(o[..], data[usize_from(r.start)..usize_from(r.end)]);
         }
-        assert!(pump(&mut &data[..], n - 1, &mut []).is_err());
-        assert!(pump(&mut &data[..], n + 1, &mut []).is_err());
+        assert!(pump(&mut &data[..], n - 1, &mut [], &mut Vec::new()).is_err());
+        assert!(pump(&mut &data[..], n + 1, &mut [], &mut Vec::new()).is_err());
     }
 }

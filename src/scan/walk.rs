@@ -1349,7 +1349,7 @@ impl Walker<'_> {
                     }
                     .into());
                 }
-                (tap::pump(&mut *r, n, &mut wanted)?, None)
+                (tap::pump(&mut *r, n, &mut wanted, &mut Vec::new())?, None)
             }
         };
         drop(wanted);

@@ -256,7 +256,7 @@ fn entry_damage(e: &fatbin::Entry<'_>, i: usize, err: &crate::error::Error) -> S
 /// Decodes each entry of `batch` into its tap, on up to `threads` threads
 /// taking entries in turn (the calling thread alone for one).
 fn decode_all(entries: &[fatbin::Entry<'_>], batch: &mut [Pending], threads: usize) {
-    let decode = |p: &mut Pending| {
+    let decode = |p: &mut Pending, buf: &mut Vec<u8>| {
         let size = p.size;
         let outcome = entries[p.entry].reader(u64::MAX).and_then(|mut r| {
             let mut wanted: Vec<_> = p
@@ -267,23 +267,25 @@ fn decode_all(entries: &[fatbin::Entry<'_>], batch: &mut [Pending], threads: usi
                     out: t,
                 })
                 .collect();
-            tap::pump(&mut *r, size, &mut wanted)
+            tap::pump(&mut *r, size, &mut wanted, buf)
         });
         p.outcome = Some(outcome);
     };
     let threads = threads.min(batch.len());
     if threads <= 1 {
-        batch.iter_mut().for_each(decode);
+        let mut buf = Vec::new();
+        batch.iter_mut().for_each(|p| decode(p, &mut buf));
         return;
     }
     let next = Mutex::new(batch.iter_mut());
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
+                let mut buf = Vec::new();
                 loop {
                     let p = next.lock().unwrap_or_else(|e| e.into_inner()).next();
                     let Some(p) = p else { break };
-                    decode(p);
+                    decode(p, &mut buf);
                 }
             });
         }
