@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::mpsc;
 
 use super::output::Output;
 
@@ -97,23 +98,58 @@ pub const SPOOL_IN_MEMORY: u64 = 64 << 20;
 
 /// Bytes [`copy_in_pieces`] reads and writes at a time: large enough that
 /// system calls cost little, small enough to stay in the CPU's caches.
-const PIECE: usize = 128 << 10;
+const PIECE: usize = 512 << 10;
+
+/// Pieces [`copy_in_pieces`] lets wait for the writer.
+const IN_FLIGHT: usize = 2;
 
 /// Copies all of `r` to `w` in [`PIECE`]s (`io::copy` takes 8 KiB at a
-/// time, a system call each); returns the bytes copied.
-pub fn copy_in_pieces(r: &mut dyn Read, w: &mut dyn Write) -> io::Result<u64> {
-    let mut buf = vec![0u8; PIECE];
-    let mut n = 0u64;
-    loop {
-        let k = match r.read(&mut buf) {
-            Ok(0) => return Ok(n),
-            Ok(k) => k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        w.write_all(&buf[..k])?;
-        n += k as u64;
+/// time, a system call each); returns the bytes copied. Reading (most
+/// often decompressing) and writing overlap: a second thread writes each
+/// piece while the next is read, and hands the buffer back. A failed
+/// read or write stops both; the read's error is told first.
+pub fn copy_in_pieces(r: &mut dyn Read, w: &mut (dyn Write + Send)) -> io::Result<u64> {
+    let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(IN_FLIGHT);
+    let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
+    for _ in 0..=IN_FLIGHT {
+        // Cannot fail: the receiver is alive.
+        let _ = empty_tx.send(vec![0u8; PIECE]);
     }
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> io::Result<()> {
+            for (buf, k) in full_rx {
+                w.write_all(&buf[..k])?;
+                // The reader may have stopped: then nobody wants it.
+                let _ = empty_tx.send(buf);
+            }
+            Ok(())
+        });
+        let mut n = 0u64;
+        let read = loop {
+            // No buffer back means the writer stopped (its error follows).
+            let Ok(mut buf) = empty_rx.recv() else {
+                break Ok(());
+            };
+            let k = match r.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(k) => k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    let _ = full_tx.send((buf, 0));
+                    continue;
+                }
+                Err(e) => break Err(e),
+            };
+            n += k as u64;
+            if full_tx.send((buf, k)).is_err() {
+                break Ok(());
+            }
+        };
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read.and(written).map(|()| n)
+    })
 }
 
 /// Opens `path` for reading without blocking (a FIFO without a writer
@@ -529,6 +565,73 @@ impl io::Seek for FileRange<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Gives `data`, in reads of odd sizes, then fails when `fail` says.
+    struct Source<'a> {
+        data: &'a [u8],
+        at: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl Read for Source<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.fail_at.is_some_and(|f| self.at >= f) {
+                return Err(io::Error::other("the read broke"));
+            }
+            let n = buf.len().min(77_777).min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    /// Takes `room` bytes, then fails.
+    struct Full {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.got.len() + buf.len() > self.room {
+                return Err(io::Error::other("the disk is full"));
+            }
+            self.got.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn pieces_are_copied_in_order_and_either_side_failing_stops_both() {
+        let data: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
+        let src = |fail_at| Source {
+            data: &data,
+            at: 0,
+            fail_at,
+        };
+        let mut out = Full {
+            got: Vec::new(),
+            room: usize::MAX,
+        };
+        assert_eq!(copy_in_pieces(&mut src(None), &mut out).unwrap(), 5_000_000);
+        assert!(out.got == data);
+        let mut out = Full {
+            got: Vec::new(),
+            room: usize::MAX,
+        };
+        let e = copy_in_pieces(&mut src(Some(1_000_000)), &mut out).unwrap_err();
+        assert_eq!(e.to_string(), "the read broke");
+        let mut out = Full {
+            got: Vec::new(),
+            room: 2_000_000,
+        };
+        let e = copy_in_pieces(&mut src(None), &mut out).unwrap_err();
+        assert_eq!(e.to_string(), "the disk is full");
+        assert!(out.got.len() <= 2_000_000);
+    }
 
     /// `data` written to a file in `dir`, opened as an input.
     fn mapped(dir: &tempfile::TempDir, data: &[u8]) -> Input {
