@@ -132,6 +132,7 @@ pub mod archive;
 pub mod bitcode;
 pub mod bundle;
 mod bytes;
+pub mod container;
 mod decoded;
 pub mod error;
 pub mod fatbin;

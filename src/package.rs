@@ -17,6 +17,7 @@
 
 use std::io::{self, Read};
 
+use crate::container::ar::Archive;
 use crate::error::{Error, Result};
 use crate::num::usize_from;
 
@@ -345,13 +346,13 @@ fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members)
 /// A Debian package's files: the members of its `data.tar*`, as absolute
 /// paths (as `dpkg` installs them).
 fn deb_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
-    let ar = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| corrupt(Kind::Deb, e))?;
+    let ar = Archive::parse(bytes).map_err(|e| corrupt(Kind::Deb, e))?;
     for m in ar.members() {
         let m = m.map_err(|e| corrupt(Kind::Deb, e))?;
         if !m.name().starts_with(b"data.tar") {
             continue;
         }
-        let data = m.data(bytes).map_err(|e| corrupt(Kind::Deb, e))?;
+        let data = m.data().map_err(|e| corrupt(Kind::Deb, e))?;
         let c = if is_tar_header(data) {
             Compression::None
         } else {

@@ -30,6 +30,7 @@ use std::rc::Rc;
 use super::id::{BundleId, conflicting_target_ids};
 use super::object::{self, Aligned, HOST_MARKER};
 use super::{Format, Found};
+use crate::container::ar::{self, ArError, Archive};
 use crate::error::{Error, Result};
 
 /// The message LLVM's archive reader gives for anything that does not start
@@ -49,18 +50,18 @@ pub struct Member<'a> {
 /// archive's directory unless absolute), or `None` for a regular archive:
 /// the files the caller reads for [`members`].
 pub fn thin_member_names(data: &[u8]) -> Result<Option<Vec<String>>> {
-    if !data.starts_with(crate::archive::THIN_MAGIC) {
+    if !ar::is_thin(data) {
         return Ok(None);
     }
-    let file = ::object::read::archive::ArchiveFile::parse(data).map_err(malformed)?;
+    let file = Archive::parse(data).map_err(malformed)?;
     let mut names = Vec::new();
     for m in file.members() {
-        names.push(String::from_utf8_lossy(m.map_err(malformed)?.name()).into_owned());
+        names.push(m.map_err(malformed)?.name_lossy());
     }
     Ok(Some(names))
 }
 
-fn malformed(e: ::object::read::Error) -> Error {
+fn malformed(e: ArError) -> Error {
     Error::invalid("archive", format!("truncated or malformed archive ({e})"))
 }
 
@@ -71,50 +72,27 @@ fn malformed(e: ::object::read::Error) -> Error {
 /// are `thin`, the contents of the files [`thin_member_names`] names, in
 /// order; each must have the size the archive records.
 pub fn members<'a>(data: &'a [u8], thin: &[&'a [u8]]) -> Result<Vec<Member<'a>>> {
-    let known = [
-        &crate::archive::MAGIC[..],
-        crate::archive::THIN_MAGIC,
-        b"<bigaf>\n",
-    ];
-    if !known.iter().any(|m| data.starts_with(m)) {
+    if !ar::is_archive(data) {
         return Err(Error::usage(NOT_AN_ARCHIVE));
     }
-    let file = ::object::read::archive::ArchiveFile::parse(data).map_err(malformed)?;
+    let file = Archive::parse(data).map_err(malformed)?;
     let mut out = Vec::new();
     for (i, m) in file.members().enumerate() {
         let m = m.map_err(malformed)?;
-        let name = String::from_utf8_lossy(m.name());
         let bytes = if m.is_thin() {
             let bytes = *thin.get(i).ok_or_else(|| {
                 Error::invalid(
                     "archive",
-                    format!("the thin archive's member file '{name}' was not read"),
+                    format!(
+                        "the thin archive's member file '{}' was not read",
+                        m.name_lossy()
+                    ),
                 )
             })?;
-            if bytes.len() as u64 != m.size() {
-                return Err(Error::invalid(
-                    "archive",
-                    format!(
-                        "the thin archive's member file '{name}' has {} bytes, the archive \
-                         says {}",
-                        bytes.len(),
-                        m.size()
-                    ),
-                ));
-            }
-            bytes
+            m.thin_data(bytes)
+                .map_err(|e| Error::invalid("archive", e.to_string()))?
         } else {
-            m.data(data).map_err(|_| {
-                let (offset, size) = m.file_range();
-                Error::invalid(
-                    "archive",
-                    format!(
-                        "truncated or malformed archive (member '{name}' at offset \
-                         {offset:#x} has {size} bytes, but only {} remain)",
-                        (data.len() as u64).saturating_sub(offset)
-                    ),
-                )
-            })?
+            m.data().map_err(malformed)?
         };
         out.push(Member {
             name: m.name(),

@@ -380,16 +380,9 @@ pub fn linked_image_spec(triple: &str, arch: &str, bitcode: bool, size: u64) -> 
 /// header (`x86_64--`: the architecture only). `None` for a file that is
 /// not ELF or a machine this slice does not know.
 pub fn override_triple(elf: &[u8]) -> Option<String> {
-    if elf.len() < 20 || &elf[..4] != b"\x7fELF" {
-        return None;
-    }
-    let (class64, big) = (elf[4] == 2, elf[5] == 2);
-    let m = [elf[18], elf[19]];
-    let machine = if big {
-        u16::from_be_bytes(m)
-    } else {
-        u16::from_le_bytes(m)
-    };
+    let p = crate::container::elf::peek(elf)?;
+    let (class64, big) = (p.is_64(), p.is_big_endian());
+    let machine = p.machine()?.0;
     let arch = match (machine, class64, big) {
         (62, true, false) => "x86_64",
         (3, false, false) => "i386",

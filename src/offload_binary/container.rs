@@ -8,7 +8,7 @@
 //! images are owned); and the members of `ar` archives. Other files hold
 //! none.
 
-use object::read::archive::ArchiveFile;
+use crate::container::ar::{ArError, Archive};
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{FileKind, elf};
 
@@ -174,11 +174,11 @@ fn find_in<'data>(
             Ok(())
         }
         Ok(FileKind::Archive) if depth < MAX_DEPTH => {
-            let ar = ArchiveFile::parse(data).map_err(|e| obj_err("archive", e))?;
+            let ar = Archive::parse(data).map_err(|e| ar_err("archive", e))?;
             for m in ar.members() {
-                let m = m.map_err(|e| obj_err("archive member", e))?;
-                let name = String::from_utf8_lossy(m.name()).into_owned();
-                let bytes = m.data(data).map_err(|e| obj_err("archive member", e))?;
+                let m = m.map_err(|e| ar_err("archive member", e))?;
+                let name = m.name_lossy();
+                let bytes = m.data().map_err(|e| ar_err("archive member", e))?;
                 let full = match member {
                     Some(outer) => format!("{outer}({name})"),
                     None => name,
@@ -217,6 +217,10 @@ fn elf_sections<'data, H: FileHeader<Endian = object::Endianness>>(
 }
 
 fn obj_err(what: &str, e: object::read::Error) -> Error {
+    Error::invalid(what, e.to_string())
+}
+
+fn ar_err(what: &str, e: ArError) -> Error {
     Error::invalid(what, e.to_string())
 }
 

@@ -90,13 +90,6 @@ fn role_by_name(name: &[u8]) -> Option<Role> {
     }
 }
 
-/// The `e_machine` field of the ELF header `data` starts with, read
-/// little-endian (as every GPU code object is), without parsing the rest.
-pub(crate) fn elf_machine(data: &[u8]) -> Option<u16> {
-    let m = data.get(18..20)?;
-    Some(u16::from_le_bytes([m[0], m[1]]))
-}
-
 /// The ELF section type and name offset of section `index`, for ELF files.
 fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32, u32)> {
     fn of<'data, H: FileHeader>(

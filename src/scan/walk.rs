@@ -1,7 +1,8 @@
 //! The recursive walk: files, archive members, sections, byte ranges that
 //! hold containers, containers and their images.
 
-use object::read::archive::ArchiveFile;
+use crate::container::ar::{self, Archive};
+use crate::container::elf;
 
 mod cuda_fatbin;
 
@@ -162,7 +163,7 @@ fn sniff(b: &[u8]) -> Content {
     if b.is_empty() {
         Content::Image(ImageKind::IMG_None)
     } else if b.starts_with(&object::elf::ELFMAG) {
-        if sections::elf_machine(b) == Some(object::elf::EM_CUDA.0) {
+        if elf::peek(b).and_then(|p| p.machine()) == Some(object::elf::EM_CUDA) {
             Content::Image(ImageKind::IMG_Cubin)
         } else {
             Content::Image(ImageKind::IMG_Object)
@@ -334,7 +335,7 @@ impl Walker<'_> {
             self.problem(loc, None, "archives nested too deeply".into());
             return;
         }
-        let ar = match ArchiveFile::parse(data) {
+        let ar = match Archive::parse(data) {
             Ok(ar) => ar,
             Err(e) => {
                 self.problem(loc, None, format!("cannot read the archive: {e}"));
@@ -353,7 +354,7 @@ impl Walker<'_> {
                 }
             };
             let name = lossy(m.name());
-            let (off, _) = m.file_range();
+            let (off, _) = m.range();
             let member = match &loc.member {
                 Some(outer) => format!("{outer}({name})"),
                 None => name.clone(),
@@ -366,7 +367,7 @@ impl Walker<'_> {
                 member: Some(member),
                 ..loc.at(off)
             };
-            match m.data(data) {
+            match m.data() {
                 Ok(bytes) => {
                     self.file(bytes, &l, nest + 1);
                 }
@@ -379,7 +380,7 @@ impl Walker<'_> {
     /// can (it has no offset in this file).
     fn thin_member(
         &mut self,
-        m: &object::read::archive::ArchiveMember<'_>,
+        m: &ar::Member<'_>,
         name: &str,
         member: String,
         loc: &Loc,
@@ -426,17 +427,8 @@ impl Walker<'_> {
             ),
             Some(Ok(held)) => {
                 let bytes = (*held).as_ref();
-                if bytes.len() as u64 != m.size() {
-                    self.problem(
-                        &l,
-                        None,
-                        format!(
-                            "the thin archive's member file '{name}' has {} bytes, the \
-                             archive says {}",
-                            bytes.len(),
-                            m.size()
-                        ),
-                    );
+                if let Err(e) = m.thin_data(bytes) {
+                    self.problem(&l, None, e.to_string());
                 }
                 self.thin_chain.push(name.to_string());
                 self.file(bytes, &l, nest + 1);

@@ -6,7 +6,7 @@
 //! standard output for reports, buffered (`report.rs`).
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -22,11 +22,7 @@ pub use output::{Noting, Output};
 pub use report::Report;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 
-/// The file of a thin archive's member `name`: relative to the archive's
-/// directory unless absolute, as `ar`, linkers and LLVM resolve it.
-pub fn thin_member_path(archive: &Path, name: &str) -> PathBuf {
-    archive.parent().unwrap_or(Path::new("")).join(name)
-}
+pub use offload_kit::container::ar::thin_member_path;
 
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {

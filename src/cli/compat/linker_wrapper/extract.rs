@@ -11,31 +11,12 @@ use std::path::Path;
 use super::super::Fail;
 use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, open_input};
+use offload_kit::container::{ar, elf};
 use offload_kit::link::HostArg;
 use offload_kit::link::inputs::{HostFile, host_files};
 use offload_kit::link::plan::Binary;
 use offload_kit::link::select::TargetId;
 use offload_kit::offload_binary::{self, Budget, Inflate, Streamed};
-
-/// An ELF file's type (`e_type`), if it is ELF.
-fn elf_type(b: &[u8]) -> Option<u16> {
-    if b.len() < 18 || &b[..4] != b"\x7fELF" {
-        return None;
-    }
-    let t = [b[16], b[17]];
-    Some(if b[5] == 2 {
-        u16::from_be_bytes(t)
-    } else {
-        u16::from_le_bytes(t)
-    })
-}
-
-/// `ET_DYN`: a shared object.
-const ET_DYN: u16 = 3;
-
-fn is_archive(b: &[u8]) -> bool {
-    b.starts_with(b"!<arch>\n") || b.starts_with(b"!<thin>\n")
-}
 
 /// Whether the file `path` is an archive or a shared object by its magic:
 /// what LLVM 22 copies from the host link into a CPU target's device link.
@@ -50,7 +31,7 @@ pub(super) fn is_library(path: &str) -> bool {
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
     let head = &head[..n];
-    is_archive(head) || elf_type(head) == Some(ET_DYN)
+    ar::is_archive(head) || elf::is_shared_object(head)
 }
 
 /// One device binary of the link.
@@ -211,12 +192,12 @@ fn bad_data(name: &str, e: &offload_kit::Error) -> Fail {
 /// names (beside the archive unless absolute).
 fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, Fail> {
     let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
-    let archive = object::read::archive::ArchiveFile::parse(bytes).map_err(|e| bad(&e))?;
+    let archive = ar::Archive::parse(bytes).map_err(|e| bad(&e))?;
     let mut out = Vec::new();
     for m in archive.members() {
         let m = m.map_err(|e| bad(&e))?;
-        let mname = String::from_utf8_lossy(m.name()).into_owned();
-        let path = crate::cli::io::thin_member_path(Path::new(name), &mname);
+        let mname = m.name_lossy();
+        let path = ar::thin_member_path(Path::new(name), &mname);
         out.push((mname, path.to_string_lossy().into_owned()));
     }
     Ok(out)
@@ -241,15 +222,15 @@ pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
         };
         let input = open_input(&name)
             .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
-        if elf_type(input.bytes()) == Some(ET_DYN) {
+        if elf::is_shared_object(input.bytes()) {
             continue; // LLVM takes no device code from shared objects.
         }
         budget.add_input(input.bytes().len() as u64);
         inputs.push(input);
         let file = inputs.len() - 1;
         let bytes = inputs[file].bytes();
-        let lazy = is_archive(bytes) && !whole;
-        if bytes.starts_with(b"!<thin>\n") {
+        let lazy = ar::is_archive(bytes) && !whole;
+        if ar::is_thin(bytes) {
             // The members are files beside the archive, read (and mapped)
             // as LLVM reads them.
             for (mname, path) in thin_members(&name, bytes)? {
@@ -260,7 +241,7 @@ pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
                         format!("'{path}': a member of the thin archive '{name}'"),
                     )
                 })?;
-                if elf_type(member.bytes()) == Some(ET_DYN) {
+                if elf::is_shared_object(member.bytes()) {
                     continue;
                 }
                 budget.add_input(member.bytes().len() as u64);
@@ -305,17 +286,5 @@ mod tests {
         assert_eq!(innermost("lib.a(m.o)"), "m.o");
         assert_eq!(innermost("b.a(c.a)(d.o)"), "d.o");
         assert_eq!(innermost("x()"), "x()");
-    }
-
-    #[test]
-    fn kinds_of_files() {
-        assert!(is_archive(b"!<arch>\nxyz"));
-        assert!(is_archive(b"!<thin>\n"));
-        let mut elf = vec![0x7f, b'E', b'L', b'F', 2, 1];
-        elf.resize(20, 0);
-        elf[16] = 1;
-        assert_eq!(elf_type(&elf), Some(1));
-        elf[16] = 3;
-        assert_eq!(elf_type(&elf), Some(ET_DYN));
     }
 }

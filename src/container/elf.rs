@@ -1,0 +1,102 @@
+//! What the first bytes of an ELF file say (class, byte order, type,
+//! machine), read through `object::elf`'s constants without parsing the
+//! rest of the file: enough to pass over shared objects, name a host
+//! triple or tell a CUDA cubin from an AMDGPU code object.
+
+use object::elf;
+
+/// An ELF file's identification and the header fields after it, as far
+/// as the bytes given hold them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peek<'data> {
+    head: &'data [u8],
+}
+
+/// Where `EI_CLASS` and `EI_DATA` lie.
+const CLASS: usize = std::mem::offset_of!(elf::Ident, class);
+const DATA: usize = std::mem::offset_of!(elf::Ident, data);
+/// `e_type`'s and `e_machine`'s offsets in the header (the same in both
+/// classes).
+const E_TYPE: usize = std::mem::offset_of!(elf::FileHeader64<object::LittleEndian>, e_type);
+const E_MACHINE: usize = std::mem::offset_of!(elf::FileHeader64<object::LittleEndian>, e_machine);
+
+/// The header `data` starts with, if it starts with the ELF magic.
+pub fn peek(data: &[u8]) -> Option<Peek<'_>> {
+    data.starts_with(&elf::ELFMAG)
+        .then_some(Peek { head: data })
+}
+
+impl Peek<'_> {
+    /// Whether it is a 64-bit file (`ELFCLASS64`).
+    pub fn is_64(&self) -> bool {
+        self.head.get(CLASS) == Some(&elf::ELFCLASS64.0)
+    }
+
+    /// Whether it is big-endian (`ELFDATA2MSB`).
+    pub fn is_big_endian(&self) -> bool {
+        self.head.get(DATA) == Some(&elf::ELFDATA2MSB.0)
+    }
+
+    /// A 16-bit field at `at`, in the file's byte order.
+    fn half(&self, at: usize) -> Option<u16> {
+        let b: [u8; 2] = self.head.get(at..at + 2)?.try_into().ok()?;
+        Some(if self.is_big_endian() {
+            u16::from_be_bytes(b)
+        } else {
+            u16::from_le_bytes(b)
+        })
+    }
+
+    /// `e_type` (`ET_REL`, `ET_EXEC`, `ET_DYN` …), if the bytes reach it.
+    pub fn file_type(&self) -> Option<elf::FileType> {
+        self.half(E_TYPE).map(elf::FileType)
+    }
+
+    /// `e_machine` (`EM_X86_64`, `EM_AMDGPU`, `EM_CUDA` …), if the bytes
+    /// reach it.
+    pub fn machine(&self) -> Option<elf::Machine> {
+        self.half(E_MACHINE).map(elf::Machine)
+    }
+
+    /// Whether it is a shared object (`ET_DYN`).
+    pub fn is_shared_object(&self) -> bool {
+        self.file_type() == Some(elf::ET_DYN)
+    }
+}
+
+/// Whether `data` is an ELF shared object (`ET_DYN`).
+pub fn is_shared_object(data: &[u8]) -> bool {
+    peek(data).is_some_and(|p| p.is_shared_object())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_in_the_files_byte_order() {
+        let mut h = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0];
+        h.resize(20, 0);
+        h[16] = 3;
+        h[18] = 62;
+        let p = peek(&h).unwrap();
+        assert!(p.is_64() && !p.is_big_endian());
+        assert_eq!(
+            (p.file_type(), p.machine()),
+            (Some(elf::ET_DYN), Some(elf::EM_X86_64))
+        );
+        assert!(is_shared_object(&h));
+        // Big-endian: the same bytes read the other way.
+        h[5] = 2;
+        h[16..20].copy_from_slice(&[0, 1, 0, 22]);
+        let p = peek(&h).unwrap();
+        assert_eq!(
+            (p.file_type(), p.machine()),
+            (Some(elf::ET_REL), Some(elf::EM_S390))
+        );
+        // Short headers say what they hold, and no more.
+        assert_eq!(peek(&h[..18]).unwrap().machine(), None);
+        assert_eq!(peek(&h[..17]).unwrap().file_type(), None);
+        assert!(peek(b"\x7fEL").is_none() && peek(b"!<arch>\n").is_none());
+    }
+}

@@ -1,0 +1,13 @@
+//! The host files device code lives in, read in one place: `ar` archives
+//! ([`ar`]: regular and thin, members named by LLVM's rules) and ELF
+//! headers ([`elf`]: what the first bytes say, without parsing the rest).
+//!
+//! Every reader of the project goes through here: the scanner (which
+//! reports a damaged member and goes on), [`crate::offload_binary`]'s
+//! `find_images` and the bundler's archive unbundling (which stop with
+//! LLVM's messages), the Debian package reader and the linker wrapper.
+//! What is wrong with an archive is one type, [`ar::ArError`]; each caller
+//! only words where it stood.
+
+pub mod ar;
+pub mod elf;
