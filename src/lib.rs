@@ -142,6 +142,7 @@ pub mod llvm;
 mod num;
 pub mod offload_binary;
 pub mod package;
+pub mod prune;
 pub mod scan;
 mod sync;
 pub mod targets;

@@ -174,6 +174,25 @@ impl Rule {
             .fold(Meets::Yes, both)
     }
 
+    /// Whether some device the rule names would load `img`: it serves at
+    /// least one of the rule's device configurations (`prune --keep
+    /// gfx90a` keeps a `gfx90a:xnack+` image: gfx90a devices with xnack on
+    /// load it). The best answer over the configurations: [`Meets::Yes`]
+    /// before [`Meets::ByPtxJit`] before [`Meets::Undetermined`].
+    pub fn loaded_by_some(&self, img: &Image, exact: bool) -> Meets {
+        let rank = |m: Meets| match m {
+            Meets::Yes => 3,
+            Meets::ByPtxJit => 2,
+            Meets::Undetermined => 1,
+            Meets::No => 0,
+        };
+        self.devices(exact)
+            .iter()
+            .map(|d| self.serves(img, d, exact))
+            .max_by_key(|&m| rank(m))
+            .unwrap_or(Meets::No)
+    }
+
     /// Whether `images` together serve every device configuration the
     /// rule names, and which of them do (see the [module docs](self));
     /// `exact` compares architectures as strings (one image must then

@@ -1,0 +1,176 @@
+//! Pruning: keeping only the device images the GPUs a user ships to would
+//! load, container by container (`offload-kit prune`, issue #28).
+//!
+//! Two halves, apart so that each can be checked on its own:
+//! - [`Selection`] decides, image by image of a scan [`Report`], what
+//!   stays: with `--keep` rules an image stays when a device the rules name
+//!   would load it ([`Rule::loaded_by_some`]: `gfx90a` keeps gfx90a,
+//!   `gfx90a:xnack+` and `gfx90a:xnack-` images and generic images that
+//!   cover gfx90a; `sm_90` keeps sm_90 and sm_90a cubins and the older
+//!   cubins of the 9.x line an sm_90 device runs), and PTX as [`Ptx`]
+//!   says; with `--drop` rules an image goes when it is built for a target
+//!   a rule names ([`Rule::built_for`]). Bundles' host entries always stay.
+//! - [`containers`] rewrites one container with only the entries that stay:
+//!   a CUDA fatbin (entries kept as stored, compressed or not), a binary
+//!   clang offload bundle (laid out as LLVM's bundler lays out the same
+//!   entries), a run of OffloadBinaries. Each result is a
+//!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
+//!   the input: the kept entries are copied, never decoded.
+
+pub mod containers;
+
+use crate::offload_binary::ImageKind;
+use crate::scan::rule::{Meets, Rule};
+use crate::scan::{Content, Image, Report};
+use crate::targets;
+
+/// Which PTX a `--keep` selection keeps, per container and per rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ptx {
+    /// The newest PTX a device the rule names can compile (what the
+    /// driver JIT-compiles when no cubin runs, and what runs on GPUs newer
+    /// than any cubin).
+    #[default]
+    Newest,
+    /// Every PTX a device the rule names can compile.
+    All,
+    /// None.
+    None,
+}
+
+/// The rules of a selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rules {
+    /// Keep what devices of these targets load; drop the rest.
+    Keep(Vec<Rule>),
+    /// Drop what is built for these targets; keep the rest.
+    Drop(Vec<Rule>),
+}
+
+/// What stays of a report's images.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Selection {
+    /// The rules.
+    pub rules: Rules,
+    /// PTX, for [`Rules::Keep`].
+    pub ptx: Ptx,
+}
+
+/// What happens to one image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It stays: a rule selects it.
+    Keep,
+    /// It goes.
+    Drop,
+    /// It stays whatever the rules say: a bundle's host entry, an empty
+    /// placeholder, or an image whose kind the scan could not tell (a rule
+    /// naming a kind cannot say it is not needed).
+    Always,
+}
+
+impl Verdict {
+    /// Whether the image stays.
+    pub fn stays(self) -> bool {
+        self != Verdict::Drop
+    }
+}
+
+fn is_ptx(img: &Image) -> bool {
+    img.image_kind == Some(Content::Image(ImageKind::IMG_PTX))
+}
+
+/// The SM number of a CUDA image's arch (`sm_90a` → 90), for ordering PTX.
+fn sm_number(img: &Image) -> u32 {
+    targets::parse_sm(&img.arch).map_or(0, |(n, _)| n)
+}
+
+impl Selection {
+    /// The verdict on each image of `report`, by image id.
+    pub fn decide(&self, report: &Report) -> Vec<Verdict> {
+        let mut out: Vec<Verdict> = report
+            .images
+            .iter()
+            .map(|img| {
+                if img.offload_kind.is_host() || (img.size == 0 && img.arch.is_empty()) {
+                    Verdict::Always
+                } else {
+                    Verdict::Drop
+                }
+            })
+            .collect();
+        match &self.rules {
+            Rules::Drop(rules) => {
+                for img in &report.images {
+                    if out[img.id] == Verdict::Always {
+                        continue;
+                    }
+                    let m = rules
+                        .iter()
+                        .map(|r| r.built_for(img, false))
+                        .find(|m| *m != Meets::No)
+                        .unwrap_or(Meets::No);
+                    out[img.id] = match m {
+                        Meets::No => Verdict::Keep,
+                        Meets::Undetermined => Verdict::Always,
+                        Meets::Yes | Meets::ByPtxJit => Verdict::Drop,
+                    };
+                }
+            }
+            Rules::Keep(rules) => self.decide_keep(report, rules, &mut out),
+        }
+        out
+    }
+
+    fn decide_keep(&self, report: &Report, rules: &[Rule], out: &mut [Verdict]) {
+        for img in &report.images {
+            if out[img.id] == Verdict::Always || is_ptx(img) {
+                continue;
+            }
+            let m = rules
+                .iter()
+                .map(|r| r.loaded_by_some(img, false))
+                .find(|m| *m != Meets::No)
+                .unwrap_or(Meets::No);
+            out[img.id] = match m {
+                Meets::Yes | Meets::ByPtxJit => Verdict::Keep,
+                Meets::Undetermined => Verdict::Always,
+                Meets::No => Verdict::Drop,
+            };
+        }
+        if self.ptx == Ptx::None {
+            return;
+        }
+        // PTX, container by container: for each rule, the PTX images a
+        // device it names can compile; all of them, or the newest.
+        for c in &report.containers {
+            let ptx: Vec<&Image> = report
+                .images
+                .iter()
+                .filter(|i| i.container == c.id && is_ptx(i) && out[i.id] != Verdict::Always)
+                .collect();
+            for rule in rules {
+                let usable: Vec<&Image> = ptx
+                    .iter()
+                    .copied()
+                    .filter(|i| rule.loaded_by_some(i, false).yes())
+                    .collect();
+                let chosen: Vec<&Image> = match self.ptx {
+                    Ptx::All => usable,
+                    Ptx::Newest => usable
+                        .into_iter()
+                        .max_by_key(|i| sm_number(i))
+                        .into_iter()
+                        .collect(),
+                    Ptx::None => Vec::new(),
+                };
+                for i in chosen {
+                    out[i.id] = Verdict::Keep;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+use super::containers::{self, Pruned};
+use super::{Ptx, Rules, Selection, Verdict};
+use crate::bundle::binary::{self, EntrySpec};
+use crate::fatbin;
+use crate::scan::rule::Rule;
+use crate::scan::{self, Options};
+
+/// A binary bundle of `entries` (ID, data) at `align`.
+fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
+    let specs: Vec<EntrySpec> = entries
+        .iter()
+        .map(|(id, d)| EntrySpec {
+            id: id.to_string(),
+            size: d.len() as u64,
+        })
+        .collect();
+    let layout = binary::layout(&specs, align).unwrap();
+    let bytes: Vec<&[u8]> = entries.iter().map(|e| e.1).collect();
+    let mut out = Vec::new();
+    layout.write_to(&mut out, &bytes).unwrap();
+    out
+}
+
+/// An AMDGPU code object's first bytes (enough for the scanner to call it
+/// an ELF object), then `fill`.
+fn code_object(fill: u8) -> Vec<u8> {
+    let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 64];
+    v.resize(18, 0);
+    v.extend_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+    v.resize(300, fill);
+    v
+}
+
+fn keep(rules: &[&str], ptx: Ptx) -> Selection {
+    Selection {
+        rules: Rules::Keep(rules.iter().map(|r| Rule::parse(r).unwrap()).collect()),
+        ptx,
+    }
+}
+
+fn drop(rules: &[&str]) -> Selection {
+    Selection {
+        rules: Rules::Drop(rules.iter().map(|r| Rule::parse(r).unwrap()).collect()),
+        ptx: Ptx::Newest,
+    }
+}
+
+/// The verdicts on a file's images, by their arch (`host` for the host
+/// entry), in file order.
+fn verdicts(data: &[u8], sel: &Selection) -> Vec<(String, Verdict)> {
+    let r = scan::scan(data, &Options::default());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let v = sel.decide(&r);
+    r.images
+        .iter()
+        .map(|i| {
+            let name = if i.offload_kind.is_host() {
+                "host".to_string()
+            } else if i.image_kind
+                == Some(scan::Content::Image(
+                    crate::offload_binary::ImageKind::IMG_PTX,
+                ))
+            {
+                format!("ptx:{}", i.arch)
+            } else {
+                i.target_id.clone()
+            };
+            (name, v[i.id])
+        })
+        .collect()
+}
+
+fn hip_bundle() -> Vec<u8> {
+    let host = b"host object".to_vec();
+    let (a, b, c, d) = (
+        code_object(1),
+        code_object(2),
+        code_object(3),
+        code_object(4),
+    );
+    bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", &host),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", &a),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", &b),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", &c),
+            ("hipv4-amdgcn-amd-amdhsa--gfx942", &d),
+        ],
+        4096,
+    )
+}
+
+#[test]
+fn keeping_a_processor_keeps_every_feature_variant_and_the_host_entry() {
+    use Verdict::*;
+    let got = verdicts(&hip_bundle(), &keep(&["gfx90a"], Ptx::Newest));
+    let want = [
+        ("host", Always),
+        ("gfx90a:xnack+", Keep),
+        ("gfx90a:xnack-", Keep),
+        ("gfx1030", Drop),
+        ("gfx942", Drop),
+    ];
+    assert_eq!(got, want.map(|(a, v)| (a.to_string(), v)));
+    // A feature in the rule keeps what those devices load.
+    let got = verdicts(
+        &hip_bundle(),
+        &keep(&["gfx90a:xnack-", "gfx942"], Ptx::Newest),
+    );
+    let stays: Vec<bool> = got.iter().map(|(_, v)| v.stays()).collect();
+    assert_eq!(stays, [true, false, true, false, true]);
+    // Dropping is the other way round.
+    let got = verdicts(&hip_bundle(), &drop(&["gfx90a:xnack+", "gfx1030"]));
+    let stays: Vec<bool> = got.iter().map(|(_, v)| v.stays()).collect();
+    assert_eq!(stays, [true, false, true, false, true]);
+}
+
+/// A fatbin: cubins for sm_80, sm_86, sm_90 and sm_90a, PTX for 52, 80
+/// and 90.
+fn cuda_fatbin() -> Vec<u8> {
+    let cubin = |sm: u32| {
+        let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0x33];
+        v.resize(18, 0);
+        v.extend_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+        v.resize(200 + sm as usize, u8::try_from(sm).unwrap());
+        v
+    };
+    let ptx = |sm: u32| format!(".version 8.0\n.target sm_{sm}\n").into_bytes();
+    let flags = 0x1 | 0x4 | 0x10;
+    let (c80, c86, c90, c90a) = (cubin(80), cubin(86), cubin(90), cubin(90));
+    let (p52, p80, p90) = (ptx(52), ptx(80), ptx(90));
+    fatbin::build(&[
+        (fatbin::KIND_ELF, 80, flags, &c80),
+        (fatbin::KIND_ELF, 86, flags, &c86),
+        (fatbin::KIND_ELF, 90, flags, &c90),
+        (fatbin::KIND_ELF, 90, flags | 0x100_0000, &c90a),
+        (fatbin::KIND_PTX, 52, flags, &p52),
+        (fatbin::KIND_PTX, 80, flags, &p80),
+        (fatbin::KIND_PTX, 90, flags, &p90),
+    ])
+}
+
+#[test]
+fn keeping_an_sm_keeps_what_its_devices_run_and_the_newest_ptx() {
+    let fb = cuda_fatbin();
+    let stays = |sel: &Selection| -> Vec<bool> {
+        verdicts(&fb, sel).iter().map(|(_, v)| v.stays()).collect()
+    };
+    // An sm_86 device runs sm_80 and sm_86 cubins, not sm_90; of the PTX
+    // it could compile (52, 80) the newest is 80.
+    assert_eq!(
+        stays(&keep(&["sm_86"], Ptx::Newest)),
+        [true, true, false, false, false, true, false]
+    );
+    assert_eq!(
+        stays(&keep(&["sm_86"], Ptx::All)),
+        [true, true, false, false, true, true, false]
+    );
+    assert_eq!(
+        stays(&keep(&["sm_86"], Ptx::None)),
+        [true, true, false, false, false, false, false]
+    );
+    // sm_90 runs only 9.x cubins.
+    let v = stays(&keep(&["sm_90"], Ptx::Newest));
+    assert_eq!(&v[..3], [false, false, true]);
+    assert_eq!(&v[4..], [false, false, true]);
+    // Dropping sm_80 takes its cubin and its PTX.
+    assert_eq!(
+        stays(&drop(&["sm_80"])),
+        [false, true, true, true, true, false, true]
+    );
+}
+
+/// The container `p` made of `data`, read back.
+fn bytes(p: &Pruned, data: &[u8]) -> Vec<u8> {
+    let out = p.to_vec(data);
+    assert_eq!(out.len() as u64, p.layout.size);
+    out
+}
+
+#[test]
+fn a_pruned_fatbin_holds_the_kept_entries_as_stored() {
+    let fb = cuda_fatbin();
+    let before = fatbin::read(&fb).unwrap();
+    let stays = [false, true, false, true, false, false, true];
+    let p = containers::fatbin(&fb, &stays).unwrap();
+    assert_eq!((p.kept, p.dropped), (3, 4));
+    let out = bytes(&p, &fb);
+    let after = fatbin::read(&out).unwrap();
+    assert_eq!(after.size, out.len() as u64);
+    let kept: Vec<_> = before
+        .entries
+        .iter()
+        .zip(stays)
+        .filter_map(|(e, s)| s.then_some(e))
+        .collect();
+    assert_eq!(after.entries.len(), 3);
+    for (a, b) in after.entries.iter().zip(kept) {
+        assert_eq!(
+            (a.kind, a.arch, a.flags, a.payload),
+            (b.kind, b.arch, b.flags, b.payload)
+        );
+    }
+    // Keeping everything gives the container back, byte for byte; keeping
+    // nothing is refused (no reader takes a fatbin without entries), and so
+    // is a verdict count that is not the entry count.
+    let all = containers::fatbin(&fb, &[true; 7]).unwrap();
+    assert!(bytes(&all, &fb) == fb);
+    assert!(containers::fatbin(&fb, &[false; 7]).is_err());
+    assert!(containers::fatbin(&fb, &[true; 3]).is_err());
+}
+
+#[test]
+fn compressed_fatbin_entries_stay_compressed() {
+    let text = b".version 8.0\n.target sm_80\n".repeat(40);
+    let lz4 = lz4_flex::block::compress(&text);
+    let flags = 0x1 | 0x4 | 0x10 | 0x2000;
+    let fb = fatbin::build_compressed(&[
+        (fatbin::KIND_PTX, 80, flags, &lz4, text.len() as u64),
+        (fatbin::KIND_PTX, 90, flags, &lz4, text.len() as u64),
+    ]);
+    let out = bytes(&containers::fatbin(&fb, &[false, true]).unwrap(), &fb);
+    let e = &fatbin::read(&out).unwrap().entries[0];
+    assert_eq!((e.arch, e.compression()), (90, Some("lz4")));
+    assert_eq!(&e.contents(1 << 20).unwrap()[..], &text[..]);
+}
+
+#[test]
+fn a_pruned_bundle_is_laid_out_as_the_bundler_lays_out_the_kept_entries() {
+    let b = hip_bundle();
+    let stays = [true, true, true, false, false];
+    let p = containers::bundle(&b, &stays).unwrap();
+    assert_eq!((p.kept, p.dropped), (3, 2));
+    let out = bytes(&p, &b);
+    let entries = binary::read(&b).unwrap();
+    let ids: Vec<String> = entries.iter().map(|e| e.id_str().into_owned()).collect();
+    let want = bundle(
+        &entries[..3]
+            .iter()
+            .zip(&ids)
+            .map(|(e, id)| (id.as_str(), e.data))
+            .collect::<Vec<_>>(),
+        4096,
+    );
+    assert!(
+        out == want,
+        "not what the bundler writes for the kept entries"
+    );
+    // The alignment is read from the input: a bundle at 8 stays at 8.
+    let small = bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", b"h"),
+            ("openmp-amdgcn-amd-amdhsa--gfx90a", b"12345678"),
+            ("openmp-amdgcn-amd-amdhsa--gfx1030", b"abc"),
+        ],
+        8,
+    );
+    let out = bytes(
+        &containers::bundle(&small, &[true, false, true]).unwrap(),
+        &small,
+    );
+    let got = binary::read(&out).unwrap();
+    assert_eq!(got.iter().map(|e| e.offset % 8).collect::<Vec<_>>(), [0, 0]);
+    assert_eq!(got[1].data, b"abc");
+}
+
+#[test]
+fn a_sequence_keeps_its_containers_aligned() {
+    let data = b"AAAAAAAAAAAABBBBCCCCCCCCCC";
+    let spans = [(0, 12), (12, 4), (16, 10)];
+    let p = containers::sequence(data, &spans, &[true, false, true], 8).unwrap();
+    let out = bytes(&p, data);
+    assert_eq!(&out[..12], b"AAAAAAAAAAAA");
+    assert_eq!(&out[12..16], [0; 4]);
+    assert_eq!(&out[16..], b"CCCCCCCCCC");
+    assert!(containers::sequence(data, &[(20, 10)], &[true], 8).is_err());
+}
