@@ -19,6 +19,7 @@ mod links;
 mod list;
 mod llvm_cl;
 mod pack;
+mod prune;
 mod scan;
 mod size;
 mod units;
@@ -96,6 +97,7 @@ enum Command {
     Extract(extract::ExtractOpts),
     Check(check::CheckOpts),
     Size(size::SizeOpts),
+    Prune(prune::PruneOpts),
     Completions(docs::CompletionsOpts),
     Manpages(docs::ManpagesOpts),
 }
@@ -117,6 +119,7 @@ fn native(args: Vec<String>) -> ExitCode {
         Command::Extract(o) => return scanner(o.run()),
         Command::Check(o) => return scanner(o.run()),
         Command::Size(o) => return scanner(o.run()),
+        Command::Prune(o) => return scanner(o.run()),
         Command::Completions(o) => o.run(),
         Command::Manpages(o) => o.run(),
     };

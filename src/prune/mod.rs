@@ -18,6 +18,7 @@
 //!   the input: the kept entries are copied, never decoded.
 
 pub mod containers;
+pub mod plan;
 
 use crate::offload_binary::ImageKind;
 use crate::scan::rule::{Meets, Rule};

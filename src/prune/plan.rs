@@ -1,0 +1,179 @@
+//! What pruning one file does: each container that loses entries,
+//! rewritten where it lies ([`Edit`]), worked out from the file's scan
+//! [`Report`] and the [`Verdict`]s on its images, before anything is
+//! written. A container is rewritten in place: its new bytes start where
+//! it started (so whatever points at it, a fatbin wrapper or a
+//! registration call, still does) and the bytes it frees up to its old end
+//! are zeros (and, in a file on disk, holes).
+//!
+//! What this part does not rewrite, it refuses, naming the container,
+//! rather than leave a file that says less than it seems to: compressed
+//! bundles (CCOB), containers inside other images or inside compressed
+//! data, the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
+//! OffloadBinaries in a linked program (their images are registered by a
+//! descriptor that points at them one by one).
+
+use super::Verdict;
+use super::containers::{self, Pruned};
+use crate::error::{Error, Result};
+use crate::num::usize_from;
+use crate::scan::{ContainerKind, Report};
+
+/// One container rewritten where it lies.
+#[derive(Debug, Clone)]
+pub struct Edit {
+    /// The container's id in the report.
+    pub container: usize,
+    /// Where it starts in the file.
+    pub offset: u64,
+    /// Bytes it occupied.
+    pub size: u64,
+    /// What it becomes (its ranges are of the container's bytes, from
+    /// `offset`).
+    pub pruned: Pruned,
+}
+
+impl Edit {
+    /// Bytes the rewrite frees (zeros after the new container).
+    pub fn freed(&self) -> u64 {
+        self.size - self.pruned.layout.size
+    }
+}
+
+/// What pruning a file does.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The containers rewritten, in file order.
+    pub edits: Vec<Edit>,
+}
+
+impl Plan {
+    /// Whether the file stays as it is.
+    pub fn is_empty(&self) -> bool {
+        self.edits.is_empty()
+    }
+
+    /// Bytes freed in all.
+    pub fn freed(&self) -> u64 {
+        self.edits.iter().map(Edit::freed).sum()
+    }
+}
+
+/// A container that cannot be pruned here.
+fn refuse(kind: ContainerKind, at: Option<u64>, why: &str) -> Error {
+    let at = at.map_or(String::new(), |o| format!(" at {o:#x}"));
+    Error::usage(format!(
+        "the {}{at} would lose images, but {why}",
+        kind.name()
+    ))
+}
+
+/// The edits that prune `data` (scanned as `report`) to the images whose
+/// verdict says they stay. `linked`: the file is a linked program or
+/// shared library (OffloadBinaries there are registered one by one and
+/// stay). `allow_empty`: a container may lose every device image (a bundle
+/// then keeps its host entry alone).
+pub fn plan(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    linked: bool,
+    allow_empty: bool,
+) -> Result<Plan> {
+    if report.damaged() {
+        return Err(Error::invalid(
+            "file",
+            "it holds damaged data (see `offload-kit inspect`): nothing is pruned",
+        ));
+    }
+    if verdicts.len() != report.images.len() {
+        return Err(Error::usage("one verdict per image is needed"));
+    }
+    let mut plan = Plan::default();
+    for c in &report.containers {
+        let images: Vec<_> = {
+            let mut v: Vec<_> = report
+                .images
+                .iter()
+                .filter(|i| i.container == c.id)
+                .collect();
+            v.sort_by_key(|i| i.index);
+            v
+        };
+        let stays: Vec<bool> = images.iter().map(|i| verdicts[i.id].stays()).collect();
+        if stays.iter().all(|&s| s) {
+            continue;
+        }
+        let device_left = images
+            .iter()
+            .zip(&stays)
+            .any(|(i, &s)| s && !i.offload_kind.is_host());
+        if !device_left && !allow_empty {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "no device image of it would stay (--allow-empty allows that)",
+            ));
+        }
+        let (Some(offset), None) = (c.offset, c.parent) else {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "it lies inside another image or compressed data",
+            ));
+        };
+        let end = offset
+            .checked_add(c.size)
+            .filter(|&e| e <= data.len() as u64)
+            .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
+        let bytes = &data[usize_from(offset)..usize_from(end)];
+        let pruned = match c.kind {
+            ContainerKind::Bundle => containers::bundle(bytes, &stays)?,
+            ContainerKind::CudaFatbin => containers::fatbin(bytes, &stays)?,
+            ContainerKind::OffloadBinary if linked => {
+                return Err(refuse(
+                    c.kind,
+                    c.offset,
+                    "a linked program registers its OffloadBinary images one by one: \
+                     pruning them would mean editing that registration (not done)",
+                ));
+            }
+            ContainerKind::OffloadBinary => {
+                return Err(refuse(
+                    c.kind,
+                    c.offset,
+                    "OffloadBinaries hold one image each: drop the whole binary instead (not done yet)",
+                ));
+            }
+            ContainerKind::Ccob => {
+                return Err(refuse(
+                    c.kind,
+                    c.offset,
+                    "compressed bundles are not pruned yet",
+                ));
+            }
+            other => {
+                return Err(refuse(
+                    other,
+                    c.offset,
+                    "this kind of container is not pruned yet",
+                ));
+            }
+        };
+        if pruned.layout.size > c.size {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "its pruned form would be larger than it is",
+            ));
+        }
+        plan.edits.push(Edit {
+            container: c.id,
+            offset,
+            size: c.size,
+            pruned,
+        });
+    }
+    plan.edits.sort_by_key(|e| e.offset);
+    Ok(plan)
+}
