@@ -23,6 +23,7 @@ mod hostile_ob;
 mod linker_wrapper;
 mod packager;
 mod packages;
+mod prune;
 mod real_libs;
 mod scan;
 mod scan_ci;
@@ -37,6 +38,7 @@ fn main() {
     let mut trials = Vec::new();
     trials.extend(packager::tests());
     trials.extend(real_libs::tests());
+    trials.extend(prune::tests());
     trials.extend(archive::tests());
     trials.extend(bitcode::tests());
     trials.extend(bundler::tests());

@@ -16,9 +16,9 @@ use serde_json::Value;
 
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
-const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
-const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
-const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
+pub const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
+pub const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
+pub const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
 const CUPY: &str = "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
@@ -48,7 +48,7 @@ pub fn tests() -> Vec<Trial> {
 }
 
 /// The cache of downloaded libraries, filled by `scripts/real-libs.sh`.
-fn downloads() -> Result<PathBuf, Failed> {
+pub fn downloads() -> Result<PathBuf, Failed> {
     static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
@@ -64,7 +64,7 @@ fn downloads() -> Result<PathBuf, Failed> {
 
 /// The device images of an `inspect --json --hash=md5` document, per file
 /// name (after its last `/`): (bundle ID or target, md5) for each.
-fn images(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
+pub fn images(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
     let mut out = BTreeMap::new();
     for f in doc["files"].as_array().into_iter().flatten() {
         let path = f["path"].as_str().unwrap_or_default();

@@ -1,0 +1,358 @@
+//! `offload-kit prune` on real libraries (the ones `real_libs` downloads and
+//! caches): librocrand from Debian (one HIP bundle of 7 code objects in
+//! `.hip_fatbin`) pruned to gfx90a, libcurand from NVIDIA's wheel (11 CUDA
+//! fatbins in `.nv_fatbin`) pruned to sm_80. After pruning, the kept images
+//! are the original bytes, the reference tools read the result
+//! (`clang-offload-bundler -list`/`-unbundle`, `cuobjdump`, `llvm-readelf`
+//! without a warning), nothing outside the fat-binary section changed, the
+//! library still loads, and the disk usage drops by at least 90 % of the
+//! dropped bytes. Refusals leave no output.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+
+use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+
+pub fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "prune::real_libs::rocrand_to_gfx90a",
+            &[
+                "bash",
+                "/usr/bin/python3",
+                "dpkg-deb",
+                "clang-offload-bundler",
+                "llvm-objcopy",
+                "llvm-readelf",
+            ],
+            rocrand,
+        ),
+        trial(
+            "prune::real_libs::curand_to_sm_80",
+            &[
+                "bash",
+                "/usr/bin/python3",
+                CUOBJDUMP,
+                "llvm-objcopy",
+                "llvm-readelf",
+            ],
+            curand,
+        ),
+    ]
+}
+
+/// Bytes a file takes on disk.
+fn disk(p: &Path) -> Result<u64, Failed> {
+    Ok(std::fs::metadata(p)?.blocks() * 512)
+}
+
+/// `llvm-readelf -a` reads `file` without a warning.
+fn readelf_clean(dir: &Path, file: &str) -> Result<(), Failed> {
+    let r = run(&llvm("llvm-readelf"), &["-a", file], dir);
+    same("llvm-readelf exit code", r.code, 0)?;
+    same("llvm-readelf warnings", r.stderr.as_str(), "")
+}
+
+/// `a` and `b` are the same outside `section` (llvm-objcopy removes it
+/// from both, and the results are compared).
+fn same_outside(dir: &Path, section: &str, a: &str, b: &str) -> Result<(), Failed> {
+    for (i, f) in [a, b].iter().enumerate() {
+        run(
+            &llvm("llvm-objcopy"),
+            &["-R", section, f, &format!("without.{i}")],
+            dir,
+        )
+        .ok()?;
+    }
+    let read = |i: usize| std::fs::read(dir.join(format!("without.{i}")));
+    same(
+        &format!("the files without {section}"),
+        md5_hex(&read(0)?),
+        md5_hex(&read(1)?),
+    )
+}
+
+/// The device images of `file` (target or bundle ID, md5).
+fn hashed(dir: &Path, file: &str) -> Result<Vec<(String, String)>, Failed> {
+    let doc = ours_json(&["inspect", "--json", "--hash=md5", file], dir)?;
+    Ok(images(&doc).into_values().next().unwrap_or_default())
+}
+
+/// Bytes of the images `prune --json` says it dropped.
+fn dropped_bytes(doc: &serde_json::Value) -> u64 {
+    doc["files"][0]["dropped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| g["bytes"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+fn rocrand() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let deb = cache.join(DEB);
+    run(
+        Path::new("/usr/bin/dpkg-deb"),
+        &[&*"-x".to_string(), &*deb.to_string_lossy(), "root"],
+        d,
+    )
+    .ok()?;
+    std::fs::copy(
+        d.join("root/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"),
+        d.join("lib.so"),
+    )?;
+    let before = hashed(d, "lib.so")?;
+    same("device images before", before.len(), 7)?;
+
+    // A dry run says the same and writes nothing.
+    let dry = ours_json(
+        &["prune", "--keep", "gfx90a", "--dry-run", "--json", "lib.so"],
+        d,
+    )?;
+    let doc = ours_json(
+        &[
+            "prune", "--keep", "gfx90a", "-o", "out.so", "--json", "lib.so",
+        ],
+        d,
+    )?;
+    same(
+        "dropped, dry run and real",
+        &dry["files"][0]["dropped"],
+        &doc["files"][0]["dropped"],
+    )?;
+    let after = hashed(d, "out.so")?;
+    let want: Vec<_> = before
+        .iter()
+        .filter(|(id, _)| id.contains("gfx90a"))
+        .cloned()
+        .collect();
+    same("images kept, with their original bytes", &after, &want)?;
+    same("images kept", after.len(), 2)?;
+    same(
+        "size (a linked file keeps its size)",
+        std::fs::metadata(d.join("out.so"))?.len(),
+        std::fs::metadata(d.join("lib.so"))?.len(),
+    )?;
+    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
+    let dropped = dropped_bytes(&doc);
+    if freed * 10 < dropped * 9 {
+        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
+    }
+    readelf_clean(d, "out.so")?;
+    same_outside(d, ".hip_fatbin", "lib.so", "out.so")?;
+
+    // LLVM's bundler reads the pruned bundle: the host entry and the two
+    // kept IDs, each unbundled to its original bytes.
+    run(
+        &llvm("llvm-objcopy"),
+        &["-O", "binary", "--only-section=.hip_fatbin", "out.so", "fb"],
+        d,
+    )
+    .ok()?;
+    let list = run(
+        &llvm("clang-offload-bundler"),
+        &["-list", "-type=o", "-input=fb"],
+        d,
+    )
+    .ok()?;
+    let mut ids: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ids.sort();
+    same(
+        "clang-offload-bundler -list",
+        ids.iter().map(String::as_str).collect::<Vec<_>>(),
+        vec![
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
+            "host-x86_64-unknown-linux",
+        ],
+    )?;
+    // Each kept ID unbundles as it did from the original section: LLVM 22
+    // stops at this bundle's three-part host ID (`host-x86_64-unknown-linux`)
+    // when it meets it before the ID it looks for, in both; what it does
+    // unbundle is the original code object.
+    run(
+        &llvm("llvm-objcopy"),
+        &[
+            "-O",
+            "binary",
+            "--only-section=.hip_fatbin",
+            "lib.so",
+            "fb0",
+        ],
+        d,
+    )
+    .ok()?;
+    let originals: BTreeMap<_, _> = before.into_iter().collect();
+    let mut unbundled = 0;
+    for id in ids.iter().filter(|i| i.starts_with("hipv4")) {
+        let unbundle = |input: &str, out: &str| {
+            run(
+                &llvm("clang-offload-bundler"),
+                &[
+                    "-unbundle",
+                    "-type=o",
+                    &format!("-input={input}"),
+                    &format!("-targets={id}"),
+                    &format!("-output={out}"),
+                ],
+                d,
+            )
+        };
+        let (old, new) = (unbundle("fb0", "one.0"), unbundle("fb", "one.1"));
+        same(
+            &format!("{id}: LLVM's unbundle exit code"),
+            new.code,
+            old.code,
+        )?;
+        same(
+            &format!("{id}: LLVM's unbundle messages"),
+            &new.stderr,
+            &old.stderr,
+        )?;
+        if new.code == 0 {
+            unbundled += 1;
+            same(
+                &format!("{id} unbundled by LLVM"),
+                Some(&md5_hex(&std::fs::read(d.join("one.1"))?)),
+                originals.get(id),
+            )?;
+        }
+    }
+    same("IDs LLVM unbundles", unbundled, 1)?;
+
+    // --in-place keeps the mode and the times; a target no image serves
+    // leaves a bundle empty (refused, file untouched); a typo is a usage
+    // error; keeping every target leaves nothing to do.
+    std::fs::copy(d.join("lib.so"), d.join("inplace.so"))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = d.join("inplace.so");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o751))?;
+        let then = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
+        std::fs::File::options().write(true).open(&p)?.set_times(
+            std::fs::FileTimes::new()
+                .set_modified(then)
+                .set_accessed(then),
+        )?;
+    }
+
+    let m0 = std::fs::metadata(d.join("inplace.so"))?;
+    run(
+        &ours(),
+        &["prune", "--keep", "gfx1030", "--in-place", "inplace.so"],
+        d,
+    )
+    .ok()?;
+    let m1 = std::fs::metadata(d.join("inplace.so"))?;
+    same("mode kept", m1.mode() & 0o7777, 0o751)?;
+    same("mtime kept", m1.mtime(), m0.mtime())?;
+    same(
+        "in place: one image left",
+        hashed(d, "inplace.so")?.len(),
+        1,
+    )?;
+
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx1100", "-o", "none.so", "lib.so"],
+        d,
+    );
+    same("a bundle left without device images: exit code", r.code, 2)?;
+    same("  and no output", d.join("none.so").exists(), false)?;
+    if !r.stderr.contains("no device image") {
+        return Err(format!("unexpected message: {}", r.stderr).into());
+    }
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx9999", "-o", "typo.so", "lib.so"],
+        d,
+    );
+    same("a rule naming nothing known: exit code", r.code, 2)?;
+    let r = run(
+        &ours(),
+        &[
+            "prune",
+            "--keep",
+            "gfx803,gfx900,gfx906,gfx908,gfx90a,gfx1030",
+            "--dry-run",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    if !String::from_utf8_lossy(&r.stdout).contains("nothing to remove") {
+        return Err("keeping every target should leave nothing to remove".into());
+    }
+    Ok(())
+}
+
+fn curand() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let wheel = cache.join(WHEEL);
+    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
+    run(
+        Path::new("/usr/bin/python3"),
+        &[
+            "-c",
+            unzip,
+            &wheel.to_string_lossy(),
+            "nvidia/curand/lib/libcurand.so.10",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    let before = hashed(d, "lib.so")?;
+    let doc = ours_json(
+        &[
+            "prune", "--keep", "sm_80", "-o", "out.so", "--json", "lib.so",
+        ],
+        d,
+    )?;
+    let after = hashed(d, "out.so")?;
+    let want: Vec<_> = before
+        .iter()
+        .filter(|(what, _)| what.contains("\"sm_80\""))
+        .cloned()
+        .collect();
+    same("images kept, with their original bytes", &after, &want)?;
+    if after.is_empty() {
+        return Err("no sm_80 image kept".into());
+    }
+    // cuobjdump lists only the kept cubins (no PTX an 8.0 device could
+    // compile: libcurand's is for sm_90).
+    let list = run(Path::new(CUOBJDUMP), &["-lelf", "-lptx", "out.so"], d).ok()?;
+    let text = String::from_utf8_lossy(&list.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("file")).collect();
+    same("cuobjdump's list", lines.len(), after.len())?;
+    if let Some(l) = lines.iter().find(|l| !l.contains("sm_80")) {
+        return Err(format!("cuobjdump lists {l}").into());
+    }
+    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
+    let dropped = dropped_bytes(&doc);
+    if freed * 10 < dropped * 9 {
+        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
+    }
+    readelf_clean(d, "out.so")?;
+    same_outside(d, ".nv_fatbin", "lib.so", "out.so")?;
+    // It still loads and answers.
+    let load = "import ctypes, sys\nl = ctypes.CDLL(sys.argv[1])\nv = ctypes.c_int()\nprint(l.curandGetVersion(ctypes.byref(v)), v.value)\n";
+    let a = run(Path::new("/usr/bin/python3"), &["-c", load, "./lib.so"], d).ok()?;
+    let b = run(Path::new("/usr/bin/python3"), &["-c", load, "./out.so"], d).ok()?;
+    same(
+        "curandGetVersion through the pruned library",
+        b.stdout,
+        a.stdout,
+    )
+}
