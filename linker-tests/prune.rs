@@ -42,7 +42,184 @@ pub fn tests() -> Vec<Trial> {
             ],
             curand,
         ),
+        trial(
+            "prune::hip_programs_register_only_the_kept_images",
+            &["clang", "clang++", "cc", "ld.bfd", "ld.lld", "ld.mold"],
+            hip_programs,
+        ),
     ]
+}
+
+/// A file of `linker-tests/prune/`.
+fn src(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("linker-tests/prune")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Runs `prog` in `dir`; its standard output, or a failure with what it
+/// said.
+fn output(dir: &Path, prog: &str, env: &[(&str, &str)]) -> Result<String, Failed> {
+    let out = std::process::Command::new(dir.join(prog))
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!("{prog} failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// HIP built here by clang-22 for gfx90a, gfx1030 and gfx942 (two
+/// translation units: two bundles, each registered at start-up), linked by
+/// GNU ld, lld and mold into a shared library and into PIE and non-PIE
+/// executables, run with a stand-in runtime that prints what each
+/// registration hands it (every bundle entry's ID, size and a hash of its
+/// bytes, and the kernels). Pruned to gfx90a, each program prints exactly
+/// what it printed before less the gfx1030 and gfx942 entries: the same
+/// bundles, at the same addresses, the kept code objects unchanged.
+fn hip_programs() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    for k in ["k1", "k2"] {
+        run(
+            &llvm("clang++"),
+            &[
+                "-x",
+                "hip",
+                "--offload-arch=gfx90a",
+                "--offload-arch=gfx1030",
+                "--offload-arch=gfx942",
+                "-nogpulib",
+                "-nogpuinc",
+                "-fPIC",
+                "-c",
+                &src(&format!("{k}.hip")),
+                "-o",
+                &format!("{k}.o"),
+            ],
+            d,
+        )
+        .ok()?;
+    }
+    let cc = Path::new("/usr/bin/cc");
+    run(
+        cc,
+        &[
+            "-shared",
+            "-fPIC",
+            &src("hip_stub.c"),
+            "-o",
+            "libhipstub.so",
+        ],
+        d,
+    )
+    .ok()?;
+    let rpath = "-Wl,-rpath,$ORIGIN";
+    let main = src("main.c");
+    std::fs::create_dir(d.join("pruned"))?;
+    std::fs::copy(d.join("libhipstub.so"), d.join("pruned/libhipstub.so"))?;
+    for ld in ["bfd", "lld", "mold"] {
+        let fuse = format!("-fuse-ld={ld}");
+        let lib = format!("libk{ld}.so");
+        let clang = llvm("clang");
+        run(
+            &clang,
+            &[
+                &fuse,
+                "-shared",
+                "k1.o",
+                "k2.o",
+                "-L.",
+                "-lhipstub",
+                "-o",
+                &lib,
+            ],
+            d,
+        )
+        .ok()?;
+        let shared = format!("app-{ld}");
+        let link_lib = format!("-lk{ld}");
+        run(
+            &clang,
+            &[
+                &fuse,
+                &main,
+                "-L.",
+                &link_lib,
+                "-lhipstub",
+                rpath,
+                "-o",
+                &shared,
+            ],
+            d,
+        )
+        .ok()?;
+        let pie = format!("pie-{ld}");
+        run(
+            &clang,
+            &[
+                &fuse,
+                &main,
+                "k1.o",
+                "k2.o",
+                "-L.",
+                "-lhipstub",
+                rpath,
+                "-o",
+                &pie,
+            ],
+            d,
+        )
+        .ok()?;
+        let nopie = format!("nopie-{ld}");
+        run(
+            &clang,
+            &[
+                &fuse,
+                "-no-pie",
+                &main,
+                "k1.o",
+                "k2.o",
+                "-L.",
+                "-lhipstub",
+                rpath,
+                "-o",
+                &nopie,
+            ],
+            d,
+        )
+        .ok()?;
+        // The library is pruned in the copy the program beside it loads;
+        // the executables, into the same directory.
+        std::fs::copy(d.join(&shared), d.join("pruned").join(&shared))?;
+        for f in [&lib, &pie, &nopie] {
+            run(
+                &ours(),
+                &["prune", "--keep", "gfx90a", "-d", "pruned", f.as_str()],
+                d,
+            )
+            .ok()?;
+        }
+        for prog in [&shared, &pie, &nopie] {
+            let before = output(d, prog, &[])?;
+            let dropped_gone: String = before
+                .lines()
+                .filter(|l| !l.contains("gfx1030") && !l.contains("gfx942"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            if before.matches("entry hipv4").count() != 6 || !before.contains("run 3") {
+                return Err(format!("{prog} before pruning printed:\n{before}").into());
+            }
+            // A pruned program keeps its mode: it runs as it is.
+            let exe = format!("pruned/{prog}");
+            let after = output(d, &exe, &[])?;
+            same(&format!("{prog} ({ld}) after pruning"), after, dropped_gone)?;
+        }
+    }
+    Ok(())
 }
 
 /// Bytes a file takes on disk.

@@ -34,7 +34,7 @@ clang offload bundles (uncompressed) and CUDA fatbins, in linked programs and sh
 or on their own. Refused with an error, the file untouched: compressed bundles, \
 OffloadBinaries, host objects and archives, containers inside others.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
-the file's mode, owner and times. Exit codes: 0 success, 2 an input that could not be read, \
+the file's mode, owner and times (a new file gets the input's mode). Exit codes: 0 success, 2 an input that could not be read, \
 held damaged data or cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
@@ -278,6 +278,10 @@ impl PruneOpts {
             .with_context(|| format!("'{}': cannot write", dest.display()))?;
         if self.in_place {
             keep_metadata(&mut out, &meta)?;
+        } else if let Some(f) = out.temp_file() {
+            // A pruned program stays a program: the input's mode, as
+            // `install` gives it (owner and times are the new file's).
+            f.set_permissions(meta.permissions())?;
         }
         out.commit()
             .with_context(|| format!("'{}': cannot write", dest.display()))?;
