@@ -44,7 +44,16 @@ pub fn tests() -> Vec<Trial> {
         ),
         trial(
             "prune::hip_programs_register_only_the_kept_images",
-            &["clang", "clang++", "cc", "ld.bfd", "ld.lld", "ld.mold"],
+            &[
+                "clang",
+                "clang++",
+                "cc",
+                "ld.bfd",
+                "ld.lld",
+                "ld.mold",
+                "/usr/lib/x86_64-linux-gnu/libzstd.so",
+                "/usr/include/zstd.h",
+            ],
             hip_programs,
         ),
     ]
@@ -73,47 +82,45 @@ fn output(dir: &Path, prog: &str, env: &[(&str, &str)]) -> Result<String, Failed
 }
 
 /// HIP built here by clang-22 for gfx90a, gfx1030 and gfx942 (two
-/// translation units: two bundles, each registered at start-up), linked by
+/// translation units: two bundles, each registered at start-up, the first
+/// compressed with `--offload-compress`), linked by
 /// GNU ld, lld and mold into a shared library and into PIE and non-PIE
 /// executables, run with a stand-in runtime that prints what each
 /// registration hands it (every bundle entry's ID, size and a hash of its
-/// bytes, and the kernels). Pruned to gfx90a, each program prints exactly
+/// bytes, a CCOB decompressed first, and the kernels). Pruned to gfx90a, each program prints exactly
 /// what it printed before less the gfx1030 and gfx942 entries: the same
 /// bundles, at the same addresses, the kept code objects unchanged.
 fn hip_programs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
-    for k in ["k1", "k2"] {
-        run(
-            &llvm("clang++"),
-            &[
-                "-x",
-                "hip",
-                "--offload-arch=gfx90a",
-                "--offload-arch=gfx1030",
-                "--offload-arch=gfx942",
-                "-nogpulib",
-                "-nogpuinc",
-                "-fPIC",
-                "-c",
-                &src(&format!("{k}.hip")),
-                "-o",
-                &format!("{k}.o"),
-            ],
-            d,
-        )
-        .ok()?;
+    // k1's bundle compressed (a CCOB, rebuilt when pruned), k2's plain.
+    for (k, compress) in [("k1", true), ("k2", false)] {
+        let source = src(&format!("{k}.hip"));
+        let object = format!("{k}.o");
+        let mut args = vec![
+            "-x",
+            "hip",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx1030",
+            "--offload-arch=gfx942",
+            "-nogpulib",
+            "-nogpuinc",
+            "-fPIC",
+            "-c",
+            &source,
+            "-o",
+            &object,
+        ];
+        if compress {
+            args.push("--offload-compress");
+        }
+        run(&llvm("clang++"), &args, d).ok()?;
     }
     let cc = Path::new("/usr/bin/cc");
+    let stub = src("hip_stub.c");
     run(
         cc,
-        &[
-            "-shared",
-            "-fPIC",
-            &src("hip_stub.c"),
-            "-o",
-            "libhipstub.so",
-        ],
+        &["-shared", "-fPIC", &stub, "-lzstd", "-o", "libhipstub.so"],
         d,
     )
     .ok()?;
@@ -210,7 +217,10 @@ fn hip_programs() -> Result<(), Failed> {
                 .filter(|l| !l.contains("gfx1030") && !l.contains("gfx942"))
                 .map(|l| format!("{l}\n"))
                 .collect();
-            if before.matches("entry hipv4").count() != 6 || !before.contains("run 3") {
+            if before.matches("entry hipv4").count() != 6
+                || !before.contains("ccob v3")
+                || !before.contains("run 3")
+            {
                 return Err(format!("{prog} before pruning printed:\n{before}").into());
             }
             // A pruned program keeps its mode: it runs as it is.

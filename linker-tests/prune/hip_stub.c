@@ -1,9 +1,12 @@
 /* A stand-in HIP runtime that records what a program registers: for each
    fat binary, the entries of its clang offload bundle (ID, size, FNV-1a
-   hash of the bytes); for each kernel, its name. */
+   hash of the bytes), decompressed first when it is a zstd CCOB (version
+   2 or 3); for each kernel, its name. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 struct wrapper { uint32_t magic, version; const unsigned char *binary; const void *unused; };
 
@@ -20,6 +23,25 @@ static int nhandles;
 void **__hipRegisterFatBinary(const struct wrapper *w) {
   const unsigned char *b = w->binary;
   printf("fatbin %08x v%u\n", w->magic, w->version);
+  if (memcmp(b, "CCOB", 4) == 0) {
+    uint16_t version, method;
+    memcpy(&version, b + 4, 2);
+    memcpy(&method, b + 6, 2);
+    uint64_t total, size, header;
+    if (version == 3) {
+      total = u64(b + 8); size = u64(b + 16); header = 32;
+    } else {
+      uint32_t t, s; memcpy(&t, b + 8, 4); memcpy(&s, b + 12, 4);
+      total = t; size = s; header = 24;
+    }
+    printf("  ccob v%u method %u\n", version, method);
+    unsigned char *plain = malloc(size);
+    if (method != 1 || ZSTD_decompress(plain, size, b + header, total - header) != size) {
+      printf("  cannot decompress\n");
+      return &handles[nhandles++];
+    }
+    b = plain; /* kept for the program's life, as a runtime would */
+  }
   if (memcmp(b, "__CLANG_OFFLOAD_BUNDLE__", 24) != 0) { printf("  not a bundle\n"); return &handles[nhandles++]; }
   uint64_t n = u64(b + 24), at = 32;
   for (uint64_t i = 0; i < n; i++) {

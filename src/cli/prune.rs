@@ -30,9 +30,10 @@ newest PTX it can compile, per fat binary. With --drop an image goes when it is 
 target named. A bundle's host entry always stays.\n\n\
 Each container that loses entries is rewritten where it lies, so whatever points at it still \
 does; the bytes it frees are zeros, and holes on disk (the file keeps its size). Handled today: \
-clang offload bundles (uncompressed) and CUDA fatbins, in linked programs and shared libraries \
-or on their own. Refused with an error, the file untouched: compressed bundles, \
-OffloadBinaries, host objects and archives, containers inside others.\n\n\
+clang offload bundles (plain, and compressed: recompressed with the same method at LLVM's \
+default level) and CUDA fatbins, in linked programs and shared libraries or on their own. \
+Refused with an error, the file untouched: OffloadBinaries, host objects and archives, \
+containers inside others.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode). Exit codes: 0 success, 2 an input that could not be read, \
 held damaged data or cannot be pruned, or a usage error."
@@ -166,7 +167,13 @@ fn write(data: &[u8], plan: &Plan, out: &mut Output) -> Result<()> {
                 Piece::Zeros(n) => zeros(out, *n)?,
                 Piece::Image(i) => {
                     let r = &e.pruned.ranges[*i];
-                    out.write_all(slice(e.offset + r.start, e.offset + r.end))?;
+                    match &e.built {
+                        Some(b) => out.write_all(
+                            &b[usize::try_from(r.start).unwrap_or(0)
+                                ..usize::try_from(r.end).unwrap_or(0)],
+                        )?,
+                        None => out.write_all(slice(e.offset + r.start, e.offset + r.end))?,
+                    }
                 }
             }
         }

@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use crate::bundle::binary::{self, EntrySpec};
+use crate::bundle::ccob;
 use crate::error::{Error, Result};
 use crate::fatbin;
 use crate::layout::{Layout, Piece};
@@ -179,4 +180,38 @@ pub fn sequence(data: &[u8], spans: &[(u64, u64)], stays: &[bool], align: u64) -
         kept,
         dropped: spans.len() - kept,
     })
+}
+
+/// The compressed bundle (CCOB) in `data` with only the entries of its
+/// bundle that stay (`stays[i]` for entry `i`): decompressed (its stored
+/// hash checked), pruned as [`bundle`] prunes, and compressed again with
+/// the same method and format version (version 1, which this crate does
+/// not write, becomes 2) at LLVM's default level for the method (a CCOB
+/// does not record its level), on `threads` threads (0: one, as LLVM).
+/// The result is built in memory: one payload, the whole new CCOB.
+pub fn ccob(data: &[u8], stays: &[bool], threads: u32) -> Result<(Pruned, Vec<u8>)> {
+    let dec = ccob::decompress(data, &ccob::ReadOptions::default())?;
+    let inner = bundle(&dec.data, stays)?;
+    let plain = inner.to_vec(&dec.data);
+    let method = dec.header.method;
+    let opts = ccob::CompressOptions {
+        version: dec.header.version.max(2),
+        method,
+        level: if method == ccob::Method::ZSTD {
+            ccob::ZSTD_DEFAULT_LEVEL
+        } else {
+            ccob::ZLIB_DEFAULT_LEVEL
+        },
+        threads,
+    };
+    let (bytes, _) = ccob::compress_to_vec(&plain, &opts)?;
+    let mut layout = Layout::default();
+    layout.push(Piece::Image(0), len64(&bytes));
+    let pruned = Pruned {
+        layout,
+        ranges: std::iter::once(0..len64(&bytes)).collect(),
+        kept: inner.kept,
+        dropped: inner.dropped,
+    };
+    Ok((pruned, bytes))
 }

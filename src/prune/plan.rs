@@ -7,9 +7,9 @@
 //! are zeros (and, in a file on disk, holes).
 //!
 //! What this part does not rewrite, it refuses, naming the container,
-//! rather than leave a file that says less than it seems to: compressed
-//! bundles (CCOB), containers inside other images or inside compressed
-//! data, the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
+//! rather than leave a file that says less than it seems to: containers
+//! inside other images or inside compressed data (a compressed bundle's
+//! own bundle excepted: the CCOB is rebuilt around it), the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
 //! OffloadBinaries in a linked program (their images are registered by a
 //! descriptor that points at them one by one).
 
@@ -17,7 +17,7 @@ use super::Verdict;
 use super::containers::{self, Pruned};
 use crate::error::{Error, Result};
 use crate::num::usize_from;
-use crate::scan::{ContainerKind, Report};
+use crate::scan::{Container, ContainerKind, Parent, Report};
 
 /// One container rewritten where it lies.
 #[derive(Debug, Clone)]
@@ -28,9 +28,12 @@ pub struct Edit {
     pub offset: u64,
     /// Bytes it occupied.
     pub size: u64,
-    /// What it becomes (its ranges are of the container's bytes, from
-    /// `offset`).
+    /// What it becomes: its ranges are of the container's bytes (from
+    /// `offset`), or of `built` when the new container was built whole.
     pub pruned: Pruned,
+    /// The new container's bytes, when built in memory (a recompressed
+    /// CCOB).
+    pub built: Option<Vec<u8>>,
 }
 
 impl Edit {
@@ -90,7 +93,19 @@ pub fn plan(
         return Err(Error::usage("one verdict per image is needed"));
     }
     let mut plan = Plan::default();
+    // Bundles inside a CCOB that the CCOB's edit takes care of.
+    let mut inside_ccob = vec![false; report.containers.len()];
     for c in &report.containers {
+        if inside_ccob[c.id] {
+            continue;
+        }
+        if c.kind == ContainerKind::Ccob {
+            if let Some((edit, inner)) = ccob_edit(data, report, verdicts, c, allow_empty)? {
+                inside_ccob[inner] = true;
+                plan.edits.push(edit);
+            }
+            continue;
+        }
         let images: Vec<_> = {
             let mut v: Vec<_> = report
                 .images
@@ -172,8 +187,82 @@ pub fn plan(
             offset,
             size: c.size,
             pruned,
+            built: None,
         });
     }
     plan.edits.sort_by_key(|e| e.offset);
     Ok(plan)
+}
+
+/// The edit of CCOB `c` when the bundle it holds loses entries, and that
+/// bundle's container id; `None` when every entry stays.
+fn ccob_edit(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    c: &Container,
+    allow_empty: bool,
+) -> Result<Option<(Edit, usize)>> {
+    let Some(inner) = report
+        .containers
+        .iter()
+        .find(|k| k.parent == Some(Parent::Container(c.id)) && k.kind == ContainerKind::Bundle)
+    else {
+        return Ok(None);
+    };
+    let mut images: Vec<_> = report
+        .images
+        .iter()
+        .filter(|i| i.container == inner.id)
+        .collect();
+    images.sort_by_key(|i| i.index);
+    let stays: Vec<bool> = images.iter().map(|i| verdicts[i.id].stays()).collect();
+    if stays.iter().all(|&s| s) {
+        return Ok(None);
+    }
+    let device_left = images
+        .iter()
+        .zip(&stays)
+        .any(|(i, &s)| s && !i.offload_kind.is_host());
+    if !device_left && !allow_empty {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "no device image of it would stay (--allow-empty allows that)",
+        ));
+    }
+    let (Some(offset), None) = (c.offset, c.parent) else {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "it lies inside another image or compressed data",
+        ));
+    };
+    let end = offset
+        .checked_add(c.size)
+        .filter(|&e| e <= data.len() as u64)
+        .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (pruned, bytes) = containers::ccob(
+        &data[usize_from(offset)..usize_from(end)],
+        &stays,
+        u32::try_from(threads).unwrap_or(1),
+    )?;
+    if pruned.layout.size > c.size {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "compressed again, it would be larger than it is",
+        ));
+    }
+    Ok(Some((
+        Edit {
+            container: c.id,
+            offset,
+            size: c.size,
+            pruned,
+            built: Some(bytes),
+        },
+        inner.id,
+    )))
 }

@@ -275,3 +275,25 @@ fn a_sequence_keeps_its_containers_aligned() {
     assert_eq!(&out[16..], b"CCCCCCCCCC");
     assert!(containers::sequence(data, &[(20, 10)], &[true], 8).is_err());
 }
+
+#[test]
+fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
+    use crate::bundle::ccob;
+    let plain = hip_bundle();
+    for (method, version) in [(ccob::Method::ZSTD, 3), (ccob::Method::ZLIB, 2)] {
+        let opts = ccob::CompressOptions {
+            version,
+            method,
+            ..ccob::CompressOptions::default()
+        };
+        let (packed, _) = ccob::compress_to_vec(&plain, &opts).unwrap();
+        let stays = [true, true, true, false, false];
+        let (p, bytes) = containers::ccob(&packed, &stays, 0).unwrap();
+        assert_eq!((p.kept, p.dropped), (3, 2));
+        assert!(p.to_vec(&bytes) == bytes && p.layout.size == bytes.len() as u64);
+        let dec = ccob::decompress(&bytes, &ccob::ReadOptions::default()).unwrap();
+        assert_eq!((dec.header.method, dec.header.version), (method, version));
+        let want = containers::bundle(&plain, &stays).unwrap().to_vec(&plain);
+        assert!(dec.data == want, "the bundle inside is not the pruned bundle");
+    }
+}
