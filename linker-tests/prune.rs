@@ -43,6 +43,11 @@ pub fn tests() -> Vec<Trial> {
             curand,
         ),
         trial(
+            "prune::real_libs::curand_wheel_installs_with_pip",
+            &["/usr/bin/python3"],
+            curand_wheel,
+        ),
+        trial(
             "prune::hip_programs_register_only_the_kept_images",
             &[
                 "clang",
@@ -541,5 +546,88 @@ fn curand() -> Result<(), Failed> {
         "curandGetVersion through the pruned library",
         b.stdout,
         a.stdout,
+    )
+}
+
+/// NVIDIA's cuRAND wheel pruned to sm_80: smaller, every RECORD line
+/// matches its file (hash and size, checked here), `pip install` takes it
+/// into a fresh virtual environment, and the library installed is the
+/// pruned one (only sm_80 cubins, the same bytes as before).
+fn curand_wheel() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    std::fs::copy(cache.join(WHEEL), d.join("in.whl"))?;
+    // pip wants a wheel's own name.
+    run(
+        &ours(),
+        &["prune", "--keep", "sm_80", "-o", WHEEL, "in.whl"],
+        d,
+    )
+    .ok()?;
+    let (before, after) = (
+        std::fs::metadata(d.join("in.whl"))?.len(),
+        std::fs::metadata(d.join(WHEEL))?.len(),
+    );
+    if after >= before {
+        return Err(format!("the wheel did not shrink: {before} -> {after} bytes").into());
+    }
+    let verify = "import base64, csv, hashlib, io, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]
+n = 0
+for row in csv.reader(io.StringIO(z.read(rec).decode())):
+    if not row or not row[1]:
+        continue
+    algo, want = row[1].split('=', 1)
+    data = z.read(row[0])
+    got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b'=').decode()
+    assert got == want and int(row[2]) == len(data), row[0]
+    n += 1
+print(n)
+";
+    let r = run(Path::new("/usr/bin/python3"), &["-c", verify, WHEEL], d).ok()?;
+    if String::from_utf8_lossy(&r.stdout)
+        .trim()
+        .parse::<u32>()
+        .unwrap_or(0)
+        < 2
+    {
+        return Err("RECORD lists too few files".into());
+    }
+    run(Path::new("/usr/bin/python3"), &["-m", "venv", "venv"], d).ok()?;
+    run(
+        &d.join("venv/bin/pip"),
+        &["install", "-q", "--no-index", WHEEL],
+        d,
+    )
+    .ok()?;
+    let site = std::fs::read_dir(d.join("venv/lib"))?
+        .next()
+        .ok_or("no site-packages")??
+        .path()
+        .join("site-packages/nvidia/curand/lib/libcurand.so.10");
+    let installed = site.to_string_lossy();
+    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
+    run(
+        Path::new("/usr/bin/python3"),
+        &[
+            "-c",
+            unzip,
+            "in.whl",
+            "nvidia/curand/lib/libcurand.so.10",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    let want: Vec<_> = hashed(d, "lib.so")?
+        .into_iter()
+        .filter(|(what, _)| what.contains("\"sm_80\""))
+        .collect();
+    same(
+        "images of the installed library",
+        hashed(d, &installed)?,
+        want,
     )
 }

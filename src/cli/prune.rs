@@ -10,9 +10,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+use std::io::Read as _;
+
 use super::io::{Input, Output, print_line, printable};
 use offload_kit::container::elf;
 use offload_kit::layout::Piece;
+use offload_kit::package;
 use offload_kit::prune::plan::{self, Plan};
 use offload_kit::prune::{Ptx, Rules, Selection, Verdict};
 use offload_kit::scan::rule::Rule;
@@ -32,7 +37,8 @@ Each container that loses entries is rewritten where it lies, so whatever points
 does; the bytes it frees are zeros, and holes on disk (the file keeps its size). Handled today: \
 clang offload bundles (plain, and compressed: recompressed with the same method at LLVM's \
 default level) and CUDA fatbins, in linked programs and shared libraries or on their own. \
-Refused with an error, the file untouched: OffloadBinaries, host objects and archives, \
+Wheels: each ELF member pruned, RECORD updated. Refused with an error, the file untouched: \
+ OffloadBinaries, host objects and archives, \
 containers inside others.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode). Exit codes: 0 success, 2 an input that could not be read, \
@@ -144,11 +150,12 @@ fn groups<'a>(images: impl Iterator<Item = &'a Image>) -> Vec<Group> {
     v
 }
 
-/// Writes `data` with `plan`'s edits to `out`, then punches the freed
-/// ranges out of the file (they read as zeros either way).
-fn write(data: &[u8], plan: &Plan, out: &mut Output) -> Result<()> {
+/// Writes `data` with `plan`'s edits to `out`: the bytes around the
+/// containers as they are, each rewritten container, zeros up to its old
+/// end.
+fn write_pruned(data: &[u8], plan: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
     static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-    let zeros = |out: &mut Output, mut n: u64| -> std::io::Result<()> {
+    let zeros = |out: &mut dyn Write, mut n: u64| -> std::io::Result<()> {
         while n > 0 {
             let k = n.min(ZEROS.len() as u64);
             out.write_all(&ZEROS[..usize::try_from(k).unwrap_or(ZEROS.len())])?;
@@ -156,11 +163,10 @@ fn write(data: &[u8], plan: &Plan, out: &mut Output) -> Result<()> {
         }
         Ok(())
     };
-    let slice =
-        |a: u64, b: u64| &data[usize::try_from(a).unwrap_or(0)..usize::try_from(b).unwrap_or(0)];
+    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
     let mut pos = 0u64;
     for e in &plan.edits {
-        out.write_all(slice(pos, e.offset))?;
+        out.write_all(&data[at(pos)..at(e.offset)])?;
         for p in &e.pruned.layout.pieces {
             match p {
                 Piece::Bytes(b) => out.write_all(b)?,
@@ -168,11 +174,10 @@ fn write(data: &[u8], plan: &Plan, out: &mut Output) -> Result<()> {
                 Piece::Image(i) => {
                     let r = &e.pruned.ranges[*i];
                     match &e.built {
-                        Some(b) => out.write_all(
-                            &b[usize::try_from(r.start).unwrap_or(0)
-                                ..usize::try_from(r.end).unwrap_or(0)],
-                        )?,
-                        None => out.write_all(slice(e.offset + r.start, e.offset + r.end))?,
+                        Some(b) => out.write_all(&b[at(r.start)..at(r.end)])?,
+                        None => {
+                            out.write_all(&data[at(e.offset + r.start)..at(e.offset + r.end)])?
+                        }
                     }
                 }
             }
@@ -180,20 +185,56 @@ fn write(data: &[u8], plan: &Plan, out: &mut Output) -> Result<()> {
         zeros(out, e.freed())?;
         pos = e.offset + e.size;
     }
-    out.write_all(slice(pos, data.len() as u64))?;
-    if let Some(f) = out.temp_file() {
-        for e in &plan.edits {
-            let start = (e.offset + e.pruned.layout.size).next_multiple_of(4096);
-            let end = (e.offset + e.size) / 4096 * 4096;
-            if end > start {
-                let flags =
-                    rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
-                // A filesystem without holes keeps the zeros written.
-                let _ = rustix::fs::fallocate(f, flags, start, end - start);
-            }
+    out.write_all(&data[at(pos)..])
+}
+
+/// Punches the whole pages of each range `plan` frees out of `file` (they
+/// read as zeros either way; a filesystem without holes keeps the zeros).
+fn punch(file: &std::fs::File, plan: &Plan) {
+    for e in &plan.edits {
+        let start = (e.offset + e.pruned.layout.size).next_multiple_of(4096);
+        let end = (e.offset + e.size) / 4096 * 4096;
+        if end > start {
+            let flags =
+                rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+            let _ = rustix::fs::fallocate(file, flags, start, end - start);
         }
     }
-    Ok(())
+}
+
+/// One file's bytes pruned: what the scan found, the verdicts, the edits.
+struct Pruning {
+    report: Report,
+    verdicts: Vec<Verdict>,
+    plan: Plan,
+}
+
+impl Pruning {
+    /// Scans `data` (the file `name`) and plans its pruning.
+    fn of(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
+        let mut opts = Options::default();
+        opts.max_uncompressed = scan::default_max_uncompressed(data.len() as u64);
+        let report: Report = scan::scan(data, &opts);
+        let verdicts = sel.decide(&report);
+        let linked = elf::peek(data)
+            .and_then(|p| p.file_type())
+            .is_some_and(|t| t != object::elf::ET_REL);
+        let plan = plan::plan(data, &report, &verdicts, linked, allow_empty)
+            .map_err(|e| anyhow!("'{name}': {e}"))?;
+        Ok(Pruning {
+            report,
+            verdicts,
+            plan,
+        })
+    }
+
+    /// The device images kept (`true`) or dropped, by target and kind.
+    fn groups(&self, kept: bool) -> Vec<Group> {
+        groups(self.report.images.iter().filter(|i| {
+            let v = self.verdicts[i.id];
+            v != Verdict::Always && v.stays() == kept
+        }))
+    }
 }
 
 /// Copies the input's mode, owner and times to the file about to replace
@@ -238,64 +279,188 @@ impl PruneOpts {
         let meta = std::fs::metadata(input).with_context(|| format!("'{name}': cannot open"))?;
         let file = Input::open(&name).with_context(|| format!("'{name}': cannot open"))?;
         let data = file.bytes();
-        let mut opts = Options::default();
-        opts.max_uncompressed = scan::default_max_uncompressed(data.len() as u64);
-        let report: Report = scan::scan(data, &opts);
-        let verdicts = sel.decide(&report);
-        let linked = elf::peek(data)
-            .and_then(|p| p.file_type())
-            .is_some_and(|t| t != object::elf::ET_REL);
-        let plan = plan::plan(data, &report, &verdicts, linked, self.allow_empty)
-            .map_err(|e| anyhow!("'{name}': {e}"))?;
-        let device = |v: Verdict, stays: bool| v != Verdict::Always && v.stays() == stays;
-        let kept = groups(
-            report
-                .images
-                .iter()
-                .filter(|i| device(verdicts[i.id], true)),
-        );
-        let dropped = groups(
-            report
-                .images
-                .iter()
-                .filter(|i| device(verdicts[i.id], false)),
-        );
+        if package::detect(data) == Some(package::Kind::Zip) {
+            return self.wheel(sel, input, &meta, data);
+        }
+        let p = Pruning::of(sel, &name, data, self.allow_empty)?;
         let mut rep = FileReport {
             path: name.clone(),
             output: None,
-            containers_rewritten: plan.edits.len(),
+            containers_rewritten: p.plan.edits.len(),
             bytes_before: data.len() as u64,
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
-            freed: plan.freed(),
-            kept,
-            dropped,
+            freed: p.plan.freed(),
+            kept: p.groups(true),
+            dropped: p.groups(false),
         };
         let Some(dest) = self.destination(input)? else {
             return Ok(rep);
         };
-        if plan.is_empty() && self.in_place {
+        if p.plan.is_empty() && self.in_place {
             rep.disk_after = Some(rep.disk_before);
             return Ok(rep);
         }
-        let mut out =
-            Output::create(&dest).with_context(|| format!("'{}': cannot write", dest.display()))?;
-        write(data, &plan, &mut out)
-            .with_context(|| format!("'{}': cannot write", dest.display()))?;
+        let cannot = || format!("'{}': cannot write", dest.display());
+        let mut out = Output::create(&dest).with_context(cannot)?;
+        write_pruned(data, &p.plan, &mut out).with_context(cannot)?;
+        if let Some(f) = out.temp_file() {
+            punch(f, &p.plan);
+        }
+        self.finish(out, &meta, &dest, &mut rep)?;
+        Ok(rep)
+    }
+
+    /// Gives the output the input's metadata (all of it in place, the mode
+    /// otherwise: a pruned program stays a program), renames it into
+    /// place and notes its sizes.
+    fn finish(
+        &self,
+        mut out: Output,
+        meta: &std::fs::Metadata,
+        dest: &Path,
+        rep: &mut FileReport,
+    ) -> Result<()> {
         if self.in_place {
-            keep_metadata(&mut out, &meta)?;
+            keep_metadata(&mut out, meta)?;
         } else if let Some(f) = out.temp_file() {
-            // A pruned program stays a program: the input's mode, as
-            // `install` gives it (owner and times are the new file's).
             f.set_permissions(meta.permissions())?;
         }
         out.commit()
             .with_context(|| format!("'{}': cannot write", dest.display()))?;
-        let after = std::fs::metadata(&dest)?;
+        let after = std::fs::metadata(dest)?;
         rep.output = Some(dest.to_string_lossy().into_owned());
         rep.bytes_after = after.len();
         rep.disk_after = Some(after.blocks() * 512);
+        Ok(())
+    }
+
+    /// A wheel (any zip): each ELF member pruned, every other member
+    /// copied as it is stored, and the `.dist-info/RECORD` given the new
+    /// hash and size of each pruned member, so that pip installs it.
+    fn wheel(
+        &self,
+        sel: &Selection,
+        input: &Path,
+        meta: &std::fs::Metadata,
+        data: &[u8],
+    ) -> Result<FileReport> {
+        let name = input.to_string_lossy().into_owned();
+        let bad = |e: zip::result::ZipError| anyhow!("'{name}': {e}");
+        let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(bad)?;
+        let mut rep = FileReport {
+            path: name.clone(),
+            output: None,
+            containers_rewritten: 0,
+            bytes_before: data.len() as u64,
+            bytes_after: data.len() as u64,
+            disk_before: meta.blocks() * 512,
+            disk_after: None,
+            freed: 0,
+            kept: Vec::new(),
+            dropped: Vec::new(),
+        };
+        // Pass 1: prune each ELF member into a temporary file.
+        let mut pruned: BTreeMap<usize, (std::fs::File, u64, String)> = BTreeMap::new();
+        let mut record = None;
+        for i in 0..zin.len() {
+            let mut f = zin.by_index(i).map_err(bad)?;
+            let mname = f.name().map_err(bad)?.to_string();
+            if mname.ends_with(".dist-info/RECORD") {
+                record = Some(i);
+            }
+            let mut head = [0u8; 4];
+            if f.is_dir()
+                || f.size() < 64
+                || f.read_exact(&mut head).is_err()
+                || head != *b"\x7fELF"
+            {
+                continue;
+            }
+            // The member, spooled: its head, then the rest.
+            let mut spool = tempfile::tempfile()?;
+            spool.write_all(&head)?;
+            super::io::copy_in_pieces(&mut f, &mut spool)
+                .with_context(|| format!("'{name}!/{mname}': cannot inflate"))?;
+            drop(f);
+            let member = Input::from_temp_file(spool)?;
+            let full = format!("{name}!/{mname}");
+            let p = Pruning::of(sel, &full, member.bytes(), self.allow_empty)?;
+            rep.kept.extend(p.groups(true));
+            rep.dropped.extend(p.groups(false));
+            if p.plan.is_empty() {
+                continue;
+            }
+            rep.containers_rewritten += p.plan.edits.len();
+            rep.freed += p.plan.freed();
+            let mut hasher = Hashing {
+                out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+                sha: Sha256::new(),
+                n: 0,
+            };
+            write_pruned(member.bytes(), &p.plan, &mut hasher)?;
+            let Hashing { out, n, sha } = hasher;
+            let out = out
+                .into_inner()
+                .map_err(std::io::IntoInnerError::into_error)?;
+            let sha = sha.finalize();
+            let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+            pruned.insert(i, (out, n, b64));
+        }
+        rep.kept = merge(rep.kept);
+        rep.dropped = merge(rep.dropped);
+        let Some(dest) = self.destination(input)? else {
+            return Ok(rep);
+        };
+        if pruned.is_empty() && self.in_place {
+            rep.disk_after = Some(rep.disk_before);
+            return Ok(rep);
+        }
+        // Pass 2: the new zip, members in their order.
+        let cannot = || format!("'{}': cannot write", dest.display());
+        let mut out = Output::create(&dest).with_context(cannot)?;
+        {
+            let file = out.temp_file().ok_or_else(|| anyhow!("{}", cannot()))?;
+            let mut zout = zip::ZipWriter::new(file);
+            for i in 0..zin.len() {
+                if let Some((tmp, n, _)) = pruned.get_mut(&i) {
+                    let f = zin.by_index_raw(i).map_err(bad)?;
+                    let opts = zip::write::SimpleFileOptions::default()
+                        .compression_method(f.compression())
+                        .unix_permissions(f.unix_mode().unwrap_or(0o644))
+                        .large_file(*n >= u64::from(u32::MAX));
+                    let mname = f.name().map_err(bad)?.to_string();
+                    drop(f);
+                    zout.start_file(mname, opts).map_err(bad)?;
+                    use std::io::Seek;
+                    tmp.seek(std::io::SeekFrom::Start(0))?;
+                    std::io::copy(tmp, &mut zout)?;
+                } else if Some(i) == record {
+                    let mut f = zin.by_index(i).map_err(bad)?;
+                    let mut text = String::new();
+                    f.read_to_string(&mut text)
+                        .with_context(|| format!("'{name}': its RECORD is not text"))?;
+                    let opts = zip::write::SimpleFileOptions::default()
+                        .compression_method(f.compression())
+                        .unix_permissions(f.unix_mode().unwrap_or(0o644));
+                    let mname = f.name().map_err(bad)?.to_string();
+                    drop(f);
+                    let mut changed = BTreeMap::new();
+                    for (k, (_, n, sha)) in &pruned {
+                        let m = zin.by_index_raw(*k).map_err(bad)?;
+                        changed.insert(m.name().map_err(bad)?.to_string(), (*n, sha.clone()));
+                    }
+                    zout.start_file(mname, opts).map_err(bad)?;
+                    zout.write_all(new_record(&text, &changed).as_bytes())?;
+                } else {
+                    let f = zin.by_index_raw(i).map_err(bad)?;
+                    zout.raw_copy_file(f).map_err(bad)?;
+                }
+            }
+            zout.finish().map_err(bad)?;
+        }
+        self.finish(out, meta, &dest, &mut rep)?;
         Ok(rep)
     }
 
@@ -377,4 +542,76 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<W: Write> {
+    out: W,
+    sha: Sha256,
+    n: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.sha.update(&buf[..k]);
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Groups of several members merged: one row per target and kind.
+fn merge(gs: Vec<Group>) -> Vec<Group> {
+    let mut m: BTreeMap<(String, String), Group> = BTreeMap::new();
+    for g in gs {
+        let e = m
+            .entry((g.target.clone(), g.kind.clone()))
+            .or_insert(Group {
+                images: 0,
+                bytes: 0,
+                ..g.clone()
+            });
+        e.images += g.images;
+        e.bytes += g.bytes;
+    }
+    let mut v: Vec<Group> = m.into_values().collect();
+    v.sort_by(|a, b| arch_cmp(&a.target, &b.target).then_with(|| a.kind.cmp(&b.kind)));
+    v
+}
+
+/// A wheel's RECORD (`path,sha256=HASH,size` per line) with the hash and
+/// size of each file in `changed` replaced; every other line as it was.
+fn new_record(text: &str, changed: &BTreeMap<String, (u64, String)>) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let path = body.rsplitn(3, ',').nth(2).unwrap_or(body);
+        match changed.get(path) {
+            Some((n, sha)) => {
+                out.push_str(&format!("{path},sha256={sha},{n}"));
+                out.push_str(&line[body.len()..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_lines_of_pruned_files_are_replaced() {
+        let text = "a/x.so,sha256=old,10\r\nb.py,sha256=keep,3\r\npkg.dist-info/RECORD,,\r\n";
+        let mut changed = BTreeMap::new();
+        changed.insert("a/x.so".to_string(), (7u64, "new".to_string()));
+        assert_eq!(
+            new_record(text, &changed),
+            "a/x.so,sha256=new,7\r\nb.py,sha256=keep,3\r\npkg.dist-info/RECORD,,\r\n"
+        );
+    }
 }

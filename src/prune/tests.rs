@@ -294,6 +294,9 @@ fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
         let dec = ccob::decompress(&bytes, &ccob::ReadOptions::default()).unwrap();
         assert_eq!((dec.header.method, dec.header.version), (method, version));
         let want = containers::bundle(&plain, &stays).unwrap().to_vec(&plain);
-        assert!(dec.data == want, "the bundle inside is not the pruned bundle");
+        assert!(
+            dec.data == want,
+            "the bundle inside is not the pruned bundle"
+        );
     }
 }
