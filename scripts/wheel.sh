@@ -80,7 +80,7 @@ for arch in "${ARCHES[@]}"; do
   [ -f "$whl" ] || { echo "wheel: maturin did not write $whl" >&2; exit 1; }
   # auditwheel wraps its sentences: read them as one line.
   show=$("$TOOLS/bin/auditwheel" show "$whl")
-  tr '\n' ' ' <<<"$show" | grep -q "consistent with the following platform tag: \"${TAG}_$arch\"" || {
+  [[ ${show//$'\n'/ } == *"consistent with the following platform tag: \"${TAG}_$arch\""* ]] || {
     printf '%s\n' "$show" >&2
     echo "wheel: auditwheel does not find $whl consistent with ${TAG}_$arch" >&2
     exit 1
