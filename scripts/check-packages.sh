@@ -41,6 +41,7 @@ owner() {
 
 SYSROOT_ARM64=/opt/offload-kit/sysroot-arm64
 CUDA_TOOLS=/opt/offload-kit/cuda-tools
+WHEEL_TOOLS=/opt/offload-kit/maturin
 fail=0
 checked=0
 while read -r tool; do
@@ -66,6 +67,12 @@ while read -r tool; do
   # NVIDIA's CUDA tools come from PyPI wheels (scripts/cuda-tools.sh, which
   # setup.sh runs): no Debian package has them.
   if [[ $path == "$CUDA_TOOLS"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # maturin and auditwheel are installed from PyPI into a venv of their own
+  # (scripts/wheel-tools.sh, which setup.sh runs).
+  if [[ $path == "$WHEEL_TOOLS"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

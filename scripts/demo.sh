@@ -16,8 +16,11 @@ echo "######## 1. the wrapper"
 bash scripts/wrap-demo.sh
 echo
 echo "######## 2. the packager"
-cargo build --release --locked -q
-ok=${CARGO_TARGET_DIR:-target}/release/offload-kit
+# The shipped binary (`--release`); scripts/test.sh names its own cargo
+# profile in OFFLOAD_KIT_PROFILE, to reuse what its tests built.
+profile=${OFFLOAD_KIT_PROFILE:-release}
+cargo build --profile "$profile" --locked -q
+ok=${CARGO_TARGET_DIR:-target}/$([ "$profile" = dev ] && echo debug || echo "$profile")/offload-kit
 B=/usr/lib/llvm-22/bin
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT

@@ -4,8 +4,10 @@
 # library, the linkers the wrapper tests use, and qemu-user with the cross C
 # libraries and binutils of the other host CPUs the wrapper writes for, and
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
-# wheels (scripts/cuda-tools.sh). Run as root (CI is), or with the packages
-# already present.
+# wheels (scripts/cuda-tools.sh), maturin and auditwheel from PyPI in a venv
+# of their own (scripts/wheel-tools.sh), and Rust's aarch64 target for the
+# cross-built wheel (scripts/wheel.sh). Run as root (CI is), or with the
+# packages already present.
 #
 #   bash scripts/setup.sh          # install what is missing
 #   bash scripts/setup.sh --check  # only report; exit 1 if anything is missing
@@ -13,7 +15,7 @@
 set -euo pipefail
 
 LLVM_BIN=/usr/lib/llvm-22/bin
-PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip)
+PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip python3-venv)
 # Packers for the package-scanning tests (linker-tests/packages.rs).
 PKGS+=(zip tar gzip xz-utils zstd dpkg)
 # The wrapper's other host CPUs: qemu-user runs their programs, Debian's
@@ -47,6 +49,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: NVIDIA's CUDA tools (scripts/cuda-tools.sh) are missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/maturin/.complete ]; then
+    echo "setup: maturin and auditwheel (scripts/wheel-tools.sh) are missing" >&2
+    exit 1
+  fi
   echo "setup: all packages present"
   exit 0
 fi
@@ -74,6 +80,18 @@ bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg (from PyPI wheels,
 # unpacked, not installed), for the tests of compressed CUDA fatbin entries.
 bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
+# maturin and auditwheel (pinned, from PyPI, in their own venv), which
+# build and check the wheel (scripts/wheel.sh; scripts/test.sh installs it).
+bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
+# Rust's standard library for aarch64, for the cross-built aarch64 wheel
+# (scripts/wheel.sh links it with clang-22 and lld against Debian's arm64
+# cross libc above). The tests do not need it: a rustup that cannot fetch it
+# only warns.
+if command -v rustup >/dev/null 2>&1 &&
+  ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+  rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 ||
+    echo "setup: warning: rustup could not add aarch64-unknown-linux-gnu (only scripts/wheel.sh aarch64 needs it)" >&2
+fi
 "$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
   echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2
   exit 1

@@ -33,10 +33,33 @@ mkdir -p target
 TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/offload-kit-tests.XXXXXX")
 trap 'rm -rf "$TEST_TMP"' EXIT
 export TMPDIR=$TEST_TMP
-cargo test --locked --release 2>&1 | tee target/test.log
+# The `ci` profile (Cargo.toml): release's optimizations without the
+# shipped binary's LTO, which would take minutes per test binary.
+cargo test --locked --profile ci 2>&1 | tee target/test.log
 echo "== the README's first command"
-bash scripts/demo.sh >target/demo.log 2>&1 || { cat target/demo.log; echo "demo failed"; exit 1; }
+OFFLOAD_KIT_PROFILE=ci bash scripts/demo.sh >target/demo.log 2>&1 || { cat target/demo.log; echo "demo failed"; exit 1; }
 echo "demo: ok (log in target/demo.log)"
+echo "== the wheel: built, installed into a fresh venv, run"
+# scripts/wheel.sh with the tests' profile (it reuses their build; the
+# wheel's own features add zstd's bundled copy), then pip, offline, from the
+# file, into a venv of Debian's python3.
+wheel_start=$SECONDS
+PROFILE=ci bash scripts/wheel.sh "$TEST_TMP/dist" x86_64 >target/wheel.log 2>&1 ||
+  { cat target/wheel.log; echo "wheel: scripts/wheel.sh failed"; exit 1; }
+/usr/bin/python3 -m venv "$TEST_TMP/venv"
+"$TEST_TMP/venv/bin/python" -m pip install -q --no-index --disable-pip-version-check \
+  "$TEST_TMP"/dist/offload_kit-*_x86_64.whl
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
+got=$("$TEST_TMP/venv/bin/offload-kit" --version)
+[ "$got" = "offload-kit $version" ] ||
+  { echo "wheel: the installed offload-kit --version says '$got', not 'offload-kit $version'"; exit 1; }
+# An object holding five OffloadBinary images; the listing names each.
+inspect=$("$TEST_TMP/venv/bin/offload-kit" inspect fixtures/offload_binary/embedded.o)
+for want in "5 device image(s)" "gfx90a:xnack+" "sm_80" "sm_70" "x86_64-unknown-linux-gnu" "spirv64-intel-unknown"; do
+  grep -qF -- "$want" <<<"$inspect" ||
+    { printf '%s\n' "$inspect"; echo "wheel: the installed offload-kit inspect does not list '$want'"; exit 1; }
+done
+echo "wheel: ok, $(basename "$TEST_TMP"/dist/offload_kit-*_x86_64.whl) installed and run ($((SECONDS - wheel_start)) s; log in target/wheel.log)"
 # One closing line with the totals of every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' target/test.log

@@ -9,8 +9,11 @@
 # so must the two objects, byte for byte.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-cargo build --release --locked -q
-ok=${CARGO_TARGET_DIR:-target}/release/offload-kit
+# The shipped binary (`--release`); scripts/test.sh names its own cargo
+# profile in OFFLOAD_KIT_PROFILE, to reuse what its tests built.
+profile=${OFFLOAD_KIT_PROFILE:-release}
+cargo build --profile "$profile" --locked -q
+ok=${CARGO_TARGET_DIR:-target}/$([ "$profile" = dev ] && echo debug || echo "$profile")/offload-kit
 cc=${CC:-cc}
 B=/usr/lib/llvm-22/bin
 T=x86_64-unknown-linux-gnu
