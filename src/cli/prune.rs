@@ -188,6 +188,71 @@ fn write_pruned(data: &[u8], plan: &Plan, out: &mut dyn Write) -> std::io::Resul
     out.write_all(&data[at(pos)..])
 }
 
+/// Writes `data` (the mapping of `input`) with `plan`'s edits into `out`,
+/// in place: the bytes around the containers copied file to file by the
+/// kernel (`copy_file_range`, as `cp` does), each rewritten container
+/// written at its offset, and nothing where a container's freed bytes lie:
+/// the file is sized at the end, so they are holes from the start.
+fn write_pruned_at(
+    input: &std::fs::File,
+    data: &[u8],
+    plan: &Plan,
+    out: &std::fs::File,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
+    let mut pos = 0u64;
+    for e in &plan.edits {
+        copy_range(input, pos, out, pos, e.offset - pos)?;
+        let mut w = e.offset;
+        for p in &e.pruned.layout.pieces {
+            match p {
+                Piece::Bytes(b) => out.write_all_at(b, w)?,
+                // Zeros inside a container are written: it is read whole.
+                Piece::Zeros(n) => out.write_all_at(&vec![0; at(*n)], w)?,
+                Piece::Image(i) => {
+                    let r = &e.pruned.ranges[*i];
+                    match &e.built {
+                        Some(b) => out.write_all_at(&b[at(r.start)..at(r.end)], w)?,
+                        None => copy_range(input, e.offset + r.start, out, w, r.end - r.start)?,
+                    }
+                }
+            }
+            w += match p {
+                Piece::Bytes(b) => b.len() as u64,
+                Piece::Zeros(n) => *n,
+                Piece::Image(i) => e.pruned.ranges[*i].end - e.pruned.ranges[*i].start,
+            };
+        }
+        pos = e.offset + e.size;
+    }
+    copy_range(input, pos, out, pos, data.len() as u64 - pos)?;
+    out.set_len(data.len() as u64)
+}
+
+/// Copies `len` bytes of `input` from `from` to `out` at `to`, by the
+/// kernel (`copy_file_range`: no copy through memory, and shared blocks
+/// where the filesystem has them).
+fn copy_range(
+    input: &std::fs::File,
+    from: u64,
+    out: &std::fs::File,
+    to: u64,
+    len: u64,
+) -> std::io::Result<()> {
+    let (mut src, mut dst, end) = (from, to, from + len);
+    while src < end {
+        let want = usize::try_from(end - src)
+            .unwrap_or(usize::MAX)
+            .min(1 << 30);
+        if rustix::fs::copy_file_range(input, Some(&mut src), out, Some(&mut dst), want)? == 0 {
+            // The input shrank under us.
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+    }
+    Ok(())
+}
+
 /// Punches the whole pages of each range `plan` frees out of `file` (they
 /// read as zeros either way; a filesystem without holes keeps the zeros).
 fn punch(file: &std::fs::File, plan: &Plan) {
@@ -304,9 +369,16 @@ impl PruneOpts {
         }
         let cannot = || format!("'{}': cannot write", dest.display());
         let mut out = Output::create(&dest).with_context(cannot)?;
-        write_pruned(data, &p.plan, &mut out).with_context(cannot)?;
-        if let Some(f) = out.temp_file() {
-            punch(f, &p.plan);
+        match (file.file(), out.temp_file()) {
+            (Some(input), Some(f)) => {
+                write_pruned_at(input, data, &p.plan, f).with_context(cannot)?
+            }
+            _ => {
+                write_pruned(data, &p.plan, &mut out).with_context(cannot)?;
+                if let Some(f) = out.temp_file() {
+                    punch(f, &p.plan);
+                }
+            }
         }
         self.finish(out, &meta, &dest, &mut rep)?;
         Ok(rep)
