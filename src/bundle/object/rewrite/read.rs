@@ -165,6 +165,7 @@ fn read_sections<'d, Elf: FileHeader<Endian = Endianness>>(
             _ => {}
         }
         let name = super::llvm_section_name(table, endian, sh).map_err(read_err)?;
+        // Contents must lie in the file (llvm-objcopy reads them all).
         if sh_type != elf::SHT_NOBITS
             && offset
                 .checked_add(size)
