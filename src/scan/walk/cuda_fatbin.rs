@@ -14,7 +14,7 @@
 
 use std::sync::Mutex;
 
-use super::{Loc, Walker, entry_kind, lossy};
+use super::{Loc, Walker, lossy};
 use crate::error::Result;
 use crate::fatbin;
 use crate::num::len64;
@@ -290,4 +290,13 @@ fn decode_all(entries: &[fatbin::Entry<'_>], batch: &mut [Pending], threads: usi
             });
         }
     });
+}
+
+/// A fatbin entry's kind, as messages name it.
+fn entry_kind(kind: u16) -> String {
+    match kind {
+        fatbin::KIND_PTX => "ptx".into(),
+        fatbin::KIND_ELF => "cubin".into(),
+        k => format!("kind {k}"),
+    }
 }
