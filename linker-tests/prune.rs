@@ -463,6 +463,23 @@ fn rocrand() -> Result<(), Failed> {
     if !r.stderr.contains("no device image") {
         return Err(format!("unexpected message: {}", r.stderr).into());
     }
+    // Damaged data (the first entry's offset made absurd): an error, and
+    // nothing written.
+    let inspect = ours_json(&["inspect", "--json", "lib.so"], d)?;
+    let at = inspect["files"][0]["containers"][0]["offset"]
+        .as_u64()
+        .ok_or("no bundle offset")?;
+    let mut bad = std::fs::read(d.join("lib.so"))?;
+    let field = usize::try_from(at + 32)?;
+    bad[field..field + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    std::fs::write(d.join("bad.so"), &bad)?;
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "-o", "badout.so", "bad.so"],
+        d,
+    );
+    same("damaged data: exit code", r.code, 2)?;
+    same("  and no output", d.join("badout.so").exists(), false)?;
     let r = run(
         &ours(),
         &["prune", "--keep", "gfx9999", "-o", "typo.so", "lib.so"],
