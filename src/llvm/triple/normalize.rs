@@ -62,85 +62,9 @@ impl std::error::Error for UnsupportedShaderModel {}
 /// [`normalize`], failing where LLVM 22 aborts (see
 /// [`UnsupportedShaderModel`]).
 pub fn try_normalize(text: &str, form: CanonicalForm) -> Result<String, UnsupportedShaderModel> {
-    let mut unsupported = false;
     let mut comps: Vec<String> = text.split('-').map(str::to_owned).collect();
-
-    // The current parse of each position, as LLVM keeps them: each attempt
-    // below overwrites them, and later special cases read the last value.
-    let mut arch = comps.first().map_or(Arch::Unknown, |c| parse_arch(c));
-    let mut vendor = comps.get(1).map_or(Vendor::Unknown, |c| parse_vendor(c));
-    let mut os = Os::Unknown;
-    let mut is_cygwin = false;
-    let mut is_mingw = false;
-    if let Some(c) = comps.get(2) {
-        os = parse_os(c);
-        is_cygwin = c.starts_with("cygwin");
-        is_mingw = c.starts_with("mingw");
-    }
-    let mut environment = comps
-        .get(3)
-        .map_or(Environment::Unknown, |c| parse_environment(c));
-    let mut object_format = comps
-        .get(4)
-        .map_or(ObjectFormat::Unknown, |c| parse_object_format(c));
-
-    let mut found = [
-        arch != Arch::Unknown,
-        vendor != Vendor::Unknown,
-        os != Os::Unknown,
-        environment != Environment::Unknown,
-    ];
-    let fixed = |found: &[bool; 4], i: usize| i < 4 && found[i];
-
-    for pos in 0..4 {
-        if found[pos] {
-            continue;
-        }
-        let mut idx = 0;
-        while idx < comps.len() {
-            if fixed(&found, idx) {
-                idx += 1;
-                continue;
-            }
-            let comp = comps[idx].clone();
-            let valid = match pos {
-                0 => {
-                    arch = parse_arch(&comp);
-                    arch != Arch::Unknown
-                }
-                1 => {
-                    vendor = parse_vendor(&comp);
-                    vendor != Vendor::Unknown
-                }
-                2 => {
-                    os = parse_os(&comp);
-                    is_cygwin = comp.starts_with("cygwin");
-                    is_mingw = comp.starts_with("mingw");
-                    os != Os::Unknown || is_cygwin || is_mingw
-                }
-                _ => {
-                    environment = parse_environment(&comp);
-                    if environment != Environment::Unknown {
-                        true
-                    } else {
-                        object_format = parse_object_format(&comp);
-                        object_format != ObjectFormat::Unknown
-                    }
-                }
-            };
-            if !valid {
-                idx += 1;
-                continue;
-            }
-            if pos < idx {
-                move_left(&mut comps, &found, idx, pos);
-            } else if pos > idx {
-                move_right(&mut comps, &found, idx, pos);
-            }
-            found[pos] = true;
-            break;
-        }
-    }
+    let mut parses = Parses::of(&comps);
+    let found = place_components(&mut comps, &mut parses);
 
     // "arch-none-env": `none` is the OS, not the vendor.
     if found[0]
@@ -159,16 +83,175 @@ pub fn try_normalize(text: &str, form: CanonicalForm) -> Result<String, Unsuppor
         }
     }
 
-    if environment == Environment::Android
+    rename_environment(&mut comps, &parses);
+    windows_components(&mut comps, &parses);
+    let unsupported = version_dxil(&mut comps, parses.os);
+
+    let width = match form {
+        CanonicalForm::Any => None,
+        CanonicalForm::ThreeIdent => Some(3),
+        CanonicalForm::FourIdent => Some(4),
+        CanonicalForm::FiveIdent => Some(5),
+    };
+    if let Some(width) = width {
+        comps.resize(width, "unknown".to_owned());
+    }
+    let normalized = comps.join("-");
+    if unsupported {
+        Err(UnsupportedShaderModel { normalized })
+    } else {
+        Ok(normalized)
+    }
+}
+
+/// The current parse of each position, as LLVM keeps them: each attempt of
+/// [`place_components`] overwrites them, and the special cases after it
+/// read the last value.
+struct Parses {
+    /// The architecture (position 0).
+    arch: Arch,
+    /// The vendor (position 1).
+    vendor: Vendor,
+    /// The OS (position 2).
+    os: Os,
+    /// Whether the OS text starts with `cygwin`.
+    is_cygwin: bool,
+    /// Whether the OS text starts with `mingw`.
+    is_mingw: bool,
+    /// The environment (position 3).
+    environment: Environment,
+    /// The object format: of the fifth component at first, then of the
+    /// last component tried as an environment.
+    object_format: ObjectFormat,
+}
+
+impl Parses {
+    /// Each component parsed in the position it stands in.
+    fn of(comps: &[String]) -> Parses {
+        let mut p = Parses {
+            arch: comps.first().map_or(Arch::Unknown, |c| parse_arch(c)),
+            vendor: comps.get(1).map_or(Vendor::Unknown, |c| parse_vendor(c)),
+            os: Os::Unknown,
+            is_cygwin: false,
+            is_mingw: false,
+            environment: comps
+                .get(3)
+                .map_or(Environment::Unknown, |c| parse_environment(c)),
+            object_format: comps
+                .get(4)
+                .map_or(ObjectFormat::Unknown, |c| parse_object_format(c)),
+        };
+        if let Some(c) = comps.get(2) {
+            p.os = parse_os(c);
+            p.is_cygwin = c.starts_with("cygwin");
+            p.is_mingw = c.starts_with("mingw");
+        }
+        p
+    }
+
+    /// Which of the four positions parse where they stand.
+    fn found(&self) -> [bool; 4] {
+        [
+            self.arch != Arch::Unknown,
+            self.vendor != Vendor::Unknown,
+            self.os != Os::Unknown,
+            self.environment != Environment::Unknown,
+        ]
+    }
+
+    /// Parses `comp` as the component of position `pos`, keeping the
+    /// result; whether it is valid there (an environment position also
+    /// takes an object format).
+    fn try_position(&mut self, pos: usize, comp: &str) -> bool {
+        match pos {
+            0 => {
+                self.arch = parse_arch(comp);
+                self.arch != Arch::Unknown
+            }
+            1 => {
+                self.vendor = parse_vendor(comp);
+                self.vendor != Vendor::Unknown
+            }
+            2 => {
+                self.os = parse_os(comp);
+                self.is_cygwin = comp.starts_with("cygwin");
+                self.is_mingw = comp.starts_with("mingw");
+                self.os != Os::Unknown || self.is_cygwin || self.is_mingw
+            }
+            _ => {
+                self.environment = parse_environment(comp);
+                if self.environment != Environment::Unknown {
+                    true
+                } else {
+                    self.object_format = parse_object_format(comp);
+                    self.object_format != ObjectFormat::Unknown
+                }
+            }
+        }
+    }
+}
+
+/// Moves the components to their positions, one position at a time
+/// (architecture, vendor, OS, environment): a position whose component does
+/// not parse takes the first movable component that does. Returns which
+/// positions hold a component that parses.
+fn place_components(comps: &mut Vec<String>, parses: &mut Parses) -> [bool; 4] {
+    let mut found = parses.found();
+    let fixed = |found: &[bool; 4], i: usize| i < 4 && found[i];
+
+    for pos in 0..4 {
+        if found[pos] {
+            continue;
+        }
+        let mut idx = 0;
+        while idx < comps.len() {
+            if fixed(&found, idx) {
+                idx += 1;
+                continue;
+            }
+            let comp = comps[idx].clone();
+            if !parses.try_position(pos, &comp) {
+                idx += 1;
+                continue;
+            }
+            if pos < idx {
+                move_left(comps, &found, idx, pos);
+            } else if pos > idx {
+                move_right(comps, &found, idx, pos);
+            }
+            found[pos] = true;
+            break;
+        }
+    }
+    found
+}
+
+/// Environment spellings LLVM rewrites: `androideabi` becomes `android`
+/// (keeping a version), and SUSE's `gnueabi` means `gnueabihf`.
+fn rename_environment(comps: &mut [String], parses: &Parses) {
+    if parses.environment == Environment::Android
         && let Some(version) = comps.get(3).and_then(|c| c.strip_prefix("androideabi"))
     {
         comps[3] = format!("android{version}");
     }
 
-    if vendor == Vendor::Suse && environment == Environment::GnuEabi {
-        set_component(&mut comps, 3, "gnueabihf");
+    if parses.vendor == Vendor::Suse && parses.environment == Environment::GnuEabi {
+        set_component(comps, 3, "gnueabihf");
     }
+}
 
+/// Windows triples: the OS becomes `windows` with an environment (`msvc`
+/// or the object format for Windows, `gnu` for MinGW, `cygnus` for
+/// Cygwin), and an object format other than COFF is a fifth component.
+fn windows_components(comps: &mut Vec<String>, parses: &Parses) {
+    let Parses {
+        os,
+        is_cygwin,
+        is_mingw,
+        environment,
+        object_format,
+        ..
+    } = *parses;
     if os == Os::Win32 {
         comps.resize(4, String::new());
         comps[2] = "windows".to_owned();
@@ -194,7 +277,12 @@ pub fn try_normalize(text: &str, form: CanonicalForm) -> Result<String, Unsuppor
         comps.resize(5, String::new());
         comps[4] = object_format.name().to_owned();
     }
+}
 
+/// A `dxil` triple keeps at most four components and takes its version
+/// from a shader-model OS. True where LLVM 22 aborts on that shader model.
+fn version_dxil(comps: &mut Vec<String>, os: Os) -> bool {
+    let mut unsupported = false;
     if comps.first().is_some_and(|c| c == "dxil") {
         comps.truncate(4);
         if os == Os::ShaderModel {
@@ -205,22 +293,7 @@ pub fn try_normalize(text: &str, form: CanonicalForm) -> Result<String, Unsuppor
             }
         }
     }
-
-    let width = match form {
-        CanonicalForm::Any => None,
-        CanonicalForm::ThreeIdent => Some(3),
-        CanonicalForm::FourIdent => Some(4),
-        CanonicalForm::FiveIdent => Some(5),
-    };
-    if let Some(width) = width {
-        comps.resize(width, "unknown".to_owned());
-    }
-    let normalized = comps.join("-");
-    if unsupported {
-        Err(UnsupportedShaderModel { normalized })
-    } else {
-        Ok(normalized)
-    }
+    unsupported
 }
 
 /// Sets component `i` to `value` where there is one.
