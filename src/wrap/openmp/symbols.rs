@@ -36,22 +36,13 @@ pub(super) fn local_symbols(
     if maps {
         mapping(obj, b"$x", s.startup);
     }
-    let const_name = |k: usize| match k {
-        ARRAY => b".omp_offloading.device_images".to_vec(),
-        DESC => b".omp_offloading.descriptor".to_vec(),
-        _ => format!(".offload_image_info_{}", k - INFO).into_bytes(),
-    };
-    let define = |obj: &mut Relocatable, k: usize| {
-        let off = at.merge.at[k];
-        local(obj, &const_name(k), s.data, off, at.sizes[k], object)
-    };
     let mut consts: Vec<Option<SymbolId>> = vec![None; at.sizes.len()];
     // The constructor's arguments (ROCm: the image infos, then the
     // descriptor), where it refers to them; a merged one is referred to
     // through its merged global, which has no symbol.
     for k in (INFO..at.sizes.len()).chain([DESC]) {
         if at.merge.group[k].is_none() {
-            consts[k] = Some(define(obj, k));
+            consts[k] = Some(define_structure(obj, s, at, k));
         }
     }
     let unreg = function(
@@ -65,92 +56,21 @@ pub(super) fn local_symbols(
     if !fl.dummy_global {
         local(obj, fl.dummy, s.entries, 0, 0, object);
     }
-    let mut offloading = None;
-    let mut data_mapped = false;
     let mut images = vec![unreg; p.placed.len()];
-    let name = |i: usize| match i {
-        0 => b".omp_offloading.device_image".to_vec(),
-        _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
-    };
-    for (i, &(off, len)) in p.placed.iter().enumerate() {
-        if p.merged.contains(&i) {
-            continue;
-        }
-        images[i] = local(obj, &name(i), s.offloading, off, len, object);
-        if offloading.is_none() {
-            offloading = Some(obj.section_symbol(s.offloading));
-        }
-        // LLVM marks data where the first byte of it is emitted.
-        if maps && !data_mapped && len > 0 {
-            mapping(obj, b"$d", s.offloading);
-            data_mapped = true;
-        }
-    }
-    // The array and the descriptor, then each image's target ID and info,
-    // where llc leaves them alone.
+    let offloading = unmerged_images(obj, maps, s, p, &mut images);
     let mut data_started = false;
-    let mut list_started = false;
-    let mut order = vec![(false, ARRAY), (false, DESC)];
-    for i in 0..at.infos() {
-        order.extend([(true, i), (false, INFO + i)]);
-    }
-    for (arch, k) in order {
-        match (arch, archs, s.arch_list) {
-            (true, Some(l), Some(list)) => {
-                if l.at.group.get(k).is_some_and(Option::is_none) {
-                    l.define(obj, list, k);
-                    section_start(obj, maps, list, &mut list_started);
-                }
-            }
-            (true, ..) => return Err(internal("an image info without a target ID")),
-            (false, ..) => {
-                if at.merge.group[k].is_none() {
-                    if consts[k].is_none() {
-                        consts[k] = Some(define(obj, k));
-                    }
-                    section_start(obj, maps, s.data, &mut data_started);
-                }
-            }
-        }
-    }
+    unmerged_structures(obj, maps, s, at, archs, &mut consts, &mut data_started)?;
     // The sections of the merged globals, in the order GlobalMerge makes
     // them, then their members' aliases, in the merged order.
     let offloading = offloading.unwrap_or_else(|| obj.section_symbol(s.offloading));
     section_start(obj, maps, s.data, &mut data_started);
-    if let (Some(l), Some(list)) = (archs, s.arch_list)
-        && !l.at.groups.is_empty()
-    {
-        obj.section_symbol(list);
-    }
-    for &i in &p.merged {
-        let (off, len) = p.placed[i];
-        images[i] = local(obj, &name(i), s.offloading, off, len, object);
-    }
-    for k in at.merge.merged() {
-        consts[k] = Some(define(obj, k));
-    }
-    if let (Some(l), Some(list)) = (archs, s.arch_list) {
-        for k in l.at.merged() {
-            l.define(obj, list, k);
-        }
-    }
+    merged_globals(obj, s, at, p, archs, &mut consts, &mut images);
     let data = obj.section_symbol(s.data);
     let consts: Vec<SymbolId> = consts
         .into_iter()
         .map(|c| c.ok_or_else(|| internal("a structure without a symbol")))
         .collect::<Result<_>>()?;
-    let mut infos = Vec::with_capacity(at.infos());
-    if let (Some(l), Some(list)) = (archs, s.arch_list) {
-        let list_sym = obj.section_symbol(list);
-        for i in 0..at.infos() {
-            infos.push(Info {
-                sym: consts[INFO + i],
-                off: at.info(i),
-                list_sym,
-                arch_off: l.at.at[i],
-            });
-        }
-    }
+    let infos = section_image_infos(obj, s, at, archs, &consts);
     let anchors = at
         .merge
         .groups
@@ -171,6 +91,149 @@ pub(super) fn local_symbols(
         labels: None,
         anchors,
     })
+}
+
+/// The name of input `i`'s symbol: `.omp_offloading.device_image`, then
+/// `.1`, `.2`, ….
+fn image_name(i: usize) -> Vec<u8> {
+    match i {
+        0 => b".omp_offloading.device_image".to_vec(),
+        _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
+    }
+}
+
+/// The symbol of structure `k` of `.data.rel.ro` (the image array, the
+/// descriptor, an image info), where [`DataLayout`] puts it.
+fn define_structure(obj: &mut Relocatable, s: &Sections, at: &DataLayout, k: usize) -> SymbolId {
+    let name = match k {
+        ARRAY => b".omp_offloading.device_images".to_vec(),
+        DESC => b".omp_offloading.descriptor".to_vec(),
+        _ => format!(".offload_image_info_{}", k - INFO).into_bytes(),
+    };
+    let off = at.merge.at[k];
+    local(obj, &name, s.data, off, at.sizes[k], elf::STT_OBJECT)
+}
+
+/// The symbols of the inputs llc does not merge, into `images`, with the
+/// image section's symbol after the first (returned) and its `$d`.
+fn unmerged_images(
+    obj: &mut Relocatable,
+    maps: bool,
+    s: &Sections,
+    p: &Placement,
+    images: &mut [SymbolId],
+) -> Option<SymbolId> {
+    let mut offloading = None;
+    let mut data_mapped = false;
+    for (i, &(off, len)) in p.placed.iter().enumerate() {
+        if p.merged.contains(&i) {
+            continue;
+        }
+        images[i] = local(obj, &image_name(i), s.offloading, off, len, elf::STT_OBJECT);
+        if offloading.is_none() {
+            offloading = Some(obj.section_symbol(s.offloading));
+        }
+        // LLVM marks data where the first byte of it is emitted.
+        if maps && !data_mapped && len > 0 {
+            mapping(obj, b"$d", s.offloading);
+            data_mapped = true;
+        }
+    }
+    offloading
+}
+
+/// The array and the descriptor, then each image's target ID and info,
+/// where llc leaves them alone (not merged), each section's symbol after
+/// its first; the structures' symbols go into `consts`.
+fn unmerged_structures(
+    obj: &mut Relocatable,
+    maps: bool,
+    s: &Sections,
+    at: &DataLayout,
+    archs: Option<&ArchList>,
+    consts: &mut [Option<SymbolId>],
+    data_started: &mut bool,
+) -> Result<()> {
+    let mut list_started = false;
+    let mut order = vec![(false, ARRAY), (false, DESC)];
+    for i in 0..at.infos() {
+        order.extend([(true, i), (false, INFO + i)]);
+    }
+    for (arch, k) in order {
+        match (arch, archs, s.arch_list) {
+            (true, Some(l), Some(list)) => {
+                if l.at.group.get(k).is_some_and(Option::is_none) {
+                    l.define(obj, list, k);
+                    section_start(obj, maps, list, &mut list_started);
+                }
+            }
+            (true, ..) => return Err(internal("an image info without a target ID")),
+            (false, ..) => {
+                if at.merge.group[k].is_none() {
+                    if consts[k].is_none() {
+                        consts[k] = Some(define_structure(obj, s, at, k));
+                    }
+                    section_start(obj, maps, s.data, data_started);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The merged globals' symbols: the target IDs' section symbol where it
+/// holds merged ones, then the merged members' aliases in the merged
+/// order (images, structures, target IDs) into `images` and `consts`.
+fn merged_globals(
+    obj: &mut Relocatable,
+    s: &Sections,
+    at: &DataLayout,
+    p: &Placement,
+    archs: Option<&ArchList>,
+    consts: &mut [Option<SymbolId>],
+    images: &mut [SymbolId],
+) {
+    if let (Some(l), Some(list)) = (archs, s.arch_list)
+        && !l.at.groups.is_empty()
+    {
+        obj.section_symbol(list);
+    }
+    for &i in &p.merged {
+        let (off, len) = p.placed[i];
+        images[i] = local(obj, &image_name(i), s.offloading, off, len, elf::STT_OBJECT);
+    }
+    for k in at.merge.merged() {
+        consts[k] = Some(define_structure(obj, s, at, k));
+    }
+    if let (Some(l), Some(list)) = (archs, s.arch_list) {
+        for k in l.at.merged() {
+            l.define(obj, list, k);
+        }
+    }
+}
+
+/// ROCm on CPUs that relocate against sections: each image info, relocated
+/// against the target IDs' section symbol at its target ID's offset.
+fn section_image_infos(
+    obj: &mut Relocatable,
+    s: &Sections,
+    at: &DataLayout,
+    archs: Option<&ArchList>,
+    consts: &[SymbolId],
+) -> Vec<Info> {
+    let mut infos = Vec::with_capacity(at.infos());
+    if let (Some(l), Some(list)) = (archs, s.arch_list) {
+        let list_sym = obj.section_symbol(list);
+        for i in 0..at.infos() {
+            infos.push(Info {
+                sym: consts[INFO + i],
+                off: at.info(i),
+                list_sym,
+                arch_off: l.at.at[i],
+            });
+        }
+    }
+    infos
 }
 
 /// A section's symbol where its first global is listed, and on CPUs with
@@ -269,11 +332,7 @@ pub(super) fn local_symbols_by_name(
     let mut images = Vec::with_capacity(p.placed.len());
     let mut data_mapped = false;
     for (i, &(off, len)) in p.placed.iter().enumerate() {
-        let name = match i {
-            0 => b".omp_offloading.device_image".to_vec(),
-            _ => format!(".omp_offloading.device_image.{i}").into_bytes(),
-        };
-        images.push(local(obj, &name, s.offloading, off, len, object));
+        images.push(local(obj, &image_name(i), s.offloading, off, len, object));
         // LLVM marks data where the first byte of it is emitted.
         if !data_mapped && len > 0 {
             mapping(obj, b"$d", s.offloading);
