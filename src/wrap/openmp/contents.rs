@@ -2,7 +2,7 @@
 //! descriptor, the image infos) and `.text.startup` (the constructor and
 //! destructor), with their relocations.
 
-use super::{DESC, DataLayout, INFO, Locals, Runtime, Sections};
+use super::{DESC, INFO, Parts};
 use crate::error::{Error, Result};
 use crate::num::len64;
 use crate::wrap::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
@@ -11,20 +11,14 @@ use crate::wrap::{InputShape, STRUCT_SIZE, align_up, reloc};
 
 /// `.data.rel.ro`'s contents (in the CPU's byte order) and relocations:
 /// the image array, the descriptor, the image infos.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the parts built before, each named"
-)]
 pub(super) fn data(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
     images: &[InputShape],
     placed: &[(u64, u64)],
-    s: &Sections,
-    syms: &Locals,
-    rt: &Runtime,
-    at: &DataLayout,
+    parts: &Parts<'_>,
 ) -> Result<()> {
+    let Parts { s, syms, rt, at } = *parts;
     use object::Endian as _;
     let too_many = || Error::usage("too many images");
     let n_i32 = i32::try_from(at.n).map_err(|_| too_many())?;
@@ -87,11 +81,9 @@ pub(super) fn data(
 pub(super) fn functions(
     obj: &mut Relocatable,
     cpu: &CpuInfo,
-    s: &Sections,
-    syms: &Locals,
-    rt: &Runtime,
-    at: &DataLayout,
+    parts: &Parts<'_>,
 ) -> Result<(Function, Function, u64)> {
+    let Parts { s, syms, rt, at } = *parts;
     let arg = |k: usize, symbol: SymbolId| -> Result<Arg> {
         let off = at.merge.at[k];
         Ok(match at.merge.group[k] {

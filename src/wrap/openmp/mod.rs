@@ -114,8 +114,14 @@ pub(super) fn build(
         obj.set_bytes(list, archs.bytes.clone());
     }
     let rt = runtime_symbols(&mut obj, cpu, &fl, s.entries);
-    data(&mut obj, cpu, images, &placed, &s, &syms, &rt, &at)?;
-    let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &s, &syms, &rt, &at)?;
+    let parts = Parts {
+        s: &s,
+        syms: &syms,
+        rt: &rt,
+        at: &at,
+    };
+    data(&mut obj, cpu, images, &placed, &parts)?;
+    let (reg_fn, unreg_fn, unreg_off) = functions(&mut obj, cpu, &parts)?;
 
     // Constructor (and destructor) pointers.
     obj.set_bytes(s.ctor, vec![0; 8]);
@@ -432,4 +438,17 @@ struct Runtime {
     start: SymbolId,
     /// `__stop_<entries>`.
     stop: SymbolId,
+}
+
+/// What the steps before the contents built, which the data and the code
+/// refer to.
+struct Parts<'a> {
+    /// The sections.
+    s: &'a Sections,
+    /// The local symbols.
+    syms: &'a Locals,
+    /// The global symbols.
+    rt: &'a Runtime,
+    /// Where the structures lie in `.data.rel.ro`.
+    at: &'a DataLayout,
 }
