@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// riscv64's relocation types: `R_RISCV_PCREL_HI20`, `R_RISCV_PCREL_LO12_I`,
+/// `R_RISCV_CALL_PLT`, `R_RISCV_64`.
+const RISCV_RELOCS: (u32, u32, u32, u32) = (23, 24, 19, 2);
+
+/// Options for a riscv64 host with `abi`.
+fn riscv(abi: Abi) -> Options {
+    Options {
+        triple: "riscv64-unknown-linux-gnu".into(),
+        ..opts(abi)
+    }
+}
+
 /// riscv64 relocates against symbols: in the legacy and ROCm objects the
 /// constructor's `.Lpcrel_hiN` labels are numbered in code order (no
 /// `atexit` address in between), the destructor pointer refers to the
@@ -12,14 +24,9 @@ use super::*;
 /// (llc 22's bytes; `wrap::legacy_like_llc` and `wrap::rocm_like_llc`
 /// compare whole objects).
 #[test]
-fn riscv64_legacy_and_rocm() {
-    let (hi20, lo12, call, abs64) = (23, 24, 19, 2);
+fn riscv64_legacy() {
+    let (hi20, lo12, call, abs64) = RISCV_RELOCS;
     let a = filler(13, 300);
-    let b = filler(14, 3);
-    let riscv = |abi: Abi| Options {
-        triple: "riscv64-unknown-linux-gnu".into(),
-        ..opts(abi)
-    };
     let out = to_vec(&riscv(Abi::Legacy), &[Image::raw(&a)]).unwrap();
     assert_eq!(
         relocs(&out, ".text.startup"),
@@ -56,7 +63,14 @@ fn riscv64_legacy_and_rocm() {
         ]
     );
     assert!(!names.iter().any(|n| n == "atexit"));
+}
 
+/// riscv64's ROCm object: see [`riscv64_legacy`].
+#[test]
+fn riscv64_rocm() {
+    let (hi20, lo12, call, abs64) = RISCV_RELOCS;
+    let a = filler(13, 300);
+    let b = filler(14, 3);
     let long = "gfx90a:sramecc+:xnack+";
     let mut imgs = [Image::raw(&a), Image::raw(&b)];
     imgs[0].arch = Some("gfx906".into());
@@ -198,10 +212,7 @@ fn powerpc64le_elfv2_and_merged_constants() {
     let big = filler(41, 40000);
     let (a, b) = (filler(42, 100), filler(43, 50));
     let imgs = [Image::raw(&big), Image::raw(&a), Image::raw(&b)];
-    let o = Options {
-        triple: "powerpc64le-unknown-linux-gnu".into(),
-        ..opts(Abi::Llvm)
-    };
+    let o = ppc64le(Abi::Llvm);
     let out = to_vec(&o, &imgs).unwrap();
     let f = ElfFile64::<LE>::parse(&*out).unwrap();
     assert_eq!(f.elf_header().e_machine(LE), elf::EM_PPC64);
@@ -238,25 +249,40 @@ fn powerpc64le_elfv2_and_merged_constants() {
     let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
     let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
     assert!(pos(".init_array.101") < pos(".llvm.offloading"));
+}
+
+/// Options for a powerpc64le host with `abi`.
+fn ppc64le(abi: Abi) -> Options {
+    Options {
+        triple: "powerpc64le-unknown-linux-gnu".into(),
+        ..opts(abi)
+    }
+}
+
+/// powerpc64le, legacy ABI: see [`powerpc64le_elfv2_and_merged_constants`].
+#[test]
+fn powerpc64le_legacy_merged_layout() {
+    let a = filler(42, 100);
     // The legacy ABI: the same merged layout, its priority-1 sections
     // before the merged data (llc 22's bytes for the legacy IR).
-    let legacy = Options {
-        abi: Abi::Legacy,
-        ..o.clone()
-    };
+    let legacy = ppc64le(Abi::Legacy);
     let out = to_vec(&legacy, &[Image::raw(&a)]).unwrap();
     let names: Vec<String> = sections(&out).into_iter().map(|s| s.0).collect();
     let pos = |n: &str| names.iter().position(|s| s == n).unwrap();
     assert!(pos(".init_array.1") < pos(".fini_array.1"));
     assert!(pos(".fini_array.1") < pos(".data.rel.ro"));
+}
+
+/// powerpc64le, ROCm ABI, one and two images: see
+/// [`powerpc64le_elfv2_and_merged_constants`].
+#[test]
+fn powerpc64le_rocm_merged_infos() {
+    let (a, b) = (filler(42, 100), filler(43, 50));
     // ROCm: GlobalMerge merges the image infos with the descriptor and the
     // array (llc 22's bytes for the ROCm IR). One image: the three in the
     // module's order; the one target ID left alone, before the
     // constructor's sections.
-    let rocm = Options {
-        abi: Abi::Rocm,
-        ..o.clone()
-    };
+    let rocm = ppc64le(Abi::Rocm);
     let mut img = Image::raw(&a);
     img.arch = Some("gfx90a".into());
     let out = to_vec(&rocm, std::slice::from_ref(&img)).unwrap();
@@ -306,6 +332,15 @@ fn powerpc64le_elfv2_and_merged_constants() {
     assert_eq!(word(0x1c), 0x3bc3_0000); // addi 30, 3, 0
     assert_eq!(word(0x20), 0x387e_0020); // addi 3, 30, 32
     assert_eq!(word(0x38), 0x7fc3_f378); // mr 3, 30
+}
+
+/// powerpc64le, ROCm ABI, 1024 images: two merged globals.
+#[test]
+fn powerpc64le_rocm_1024_images() {
+    let a = filler(42, 100);
+    let rocm = ppc64le(Abi::Rocm);
+    let mut img = Image::raw(&a);
+    img.arch = Some("gfx90a".into());
     // 1024 images: the array (32 KiB) is too large to merge; the
     // descriptor and 1022 infos fill one merged global, the last two infos
     // another, whose address the constructor keeps in r29.
@@ -335,6 +370,14 @@ fn powerpc64le_elfv2_and_merged_constants() {
     assert_eq!(word(0x0c), 0xfba1_ffe8); // std 29, -24(1)
     assert_eq!(word(0x3010), 0x3ba3_0000); // addi 29, 3, 0
     assert_eq!(word(0x3014), 0x7fa3_eb78); // mr 3, 29
+}
+
+/// powerpc64le, LLVM ABI, 1023 images: the image array and the descriptor
+/// too large to merge.
+#[test]
+fn powerpc64le_large_arrays_are_not_merged() {
+    let b = filler(43, 50);
+    let o = ppc64le(Abi::Llvm);
     // More than 1022 images: the image array (32 × 1023 bytes) and the
     // descriptor no longer fit together in one merged global (0x7fff
     // bytes), so neither is merged and they lie as on other CPUs; the

@@ -87,27 +87,26 @@ fn cuda_and_hip_objects() {
             .collect();
         assert_eq!(undefined, calls, "{p}");
         // The unwind table reads back: one FDE per function.
-        let f = object::File::parse(&*out).unwrap();
-        let eh = f
-            .section_by_name(".eh_frame")
-            .unwrap()
-            .data()
-            .unwrap()
-            .to_vec();
+        let eh = contents(&out, ".eh_frame");
         assert_eq!(eh.len() % 8, 0, "{p}: .eh_frame ends on 8 bytes");
-        use gimli::UnwindSection as _;
-        let frame = gimli::EhFrame::new(&eh, gimli::LittleEndian);
-        let bases = gimli::BaseAddresses::default().set_eh_frame(0);
-        let mut entries = frame.entries(&bases);
-        let mut fdes = 0;
-        while let Some(e) = entries.next().unwrap() {
-            if let gimli::CieOrFde::Fde(partial) = e {
-                partial
-                    .parse(|_, b, o| frame.cie_from_offset(b, o))
-                    .unwrap();
-                fdes += 1;
-            }
-        }
-        assert_eq!(fdes, 3, "{p}");
+        assert_eq!(fdes(&eh), 3, "{p}");
     }
+}
+
+/// The FDEs of a little-endian `.eh_frame`, each parsed with its CIE.
+fn fdes(eh: &[u8]) -> usize {
+    use gimli::UnwindSection as _;
+    let frame = gimli::EhFrame::new(eh, gimli::LittleEndian);
+    let bases = gimli::BaseAddresses::default().set_eh_frame(0);
+    let mut entries = frame.entries(&bases);
+    let mut fdes = 0;
+    while let Some(e) = entries.next().unwrap() {
+        if let gimli::CieOrFde::Fde(partial) = e {
+            partial
+                .parse(|_, b, o| frame.cie_from_offset(b, o))
+                .unwrap();
+            fdes += 1;
+        }
+    }
+    fdes
 }
