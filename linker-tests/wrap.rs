@@ -17,7 +17,7 @@
 //! This file holds the fixture and the helpers that build, wrap, link and
 //! run; `runs.rs` has the programs run on libomptarget, `stub.rs` the
 //! differential trials, `llc.rs` the objects compared byte for byte with
-//! llc's, `cpus.rs` every host CPU.
+//! llc's, `cpus.rs` every host CPU, `inputs.rs` bad inputs and outputs.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,11 +29,11 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use crate::util::{llvm, ours, tempdir, trial};
 
+mod cpus;
+mod inputs;
 mod llc;
 mod runs;
 mod stub;
-
-mod cpus;
 
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -669,126 +669,6 @@ fn fatbin_want(hip: bool) -> String {
     want
 }
 
-/// Bad input: one clear error naming the file, exit 1, no output.
-fn bad_input() -> Result<(), Failed> {
-    let fx = fixture()?;
-    let t = tempdir();
-    let d = t.path();
-    let ob = std::fs::read(fx.path("app-dev.ob")).map_err(|e| e.to_string())?;
-    std::fs::write(d.join("truncated.ob"), &ob[..ob.len() / 2]).map_err(|e| e.to_string())?;
-    std::fs::write(d.join("header.ob"), &ob[..20]).map_err(|e| e.to_string())?;
-    std::fs::create_dir(d.join("adir")).map_err(|e| e.to_string())?;
-    let good = fx.path("app-dev.ob");
-    let cases: &[(&[&str], &str)] = &[
-        (&["--kind=openmp", "missing.ob"], "missing.ob"),
-        (&["--kind=openmp", "adir"], "adir"),
-        (&["--kind=openmp", &good, "truncated.ob"], "truncated.ob"),
-        (&["--kind=openmp", "header.ob"], "header.ob"),
-        (&["--kind=sycl", &good], "sycl"),
-        (&["--kind=cuda", &good, &good], "single fatbinary"),
-        (
-            &["--kind=hip", "--abi=legacy", &good],
-            "only for --kind=openmp",
-        ),
-        (&["--kind=hip", "missing.hipfb"], "missing.hipfb"),
-        (
-            &["--kind=cuda", "--abi=rocm", &fx.path("app-dev.so")],
-            "only for --kind=openmp",
-        ),
-        (&["--kind=openmp", "--abi=new", &good], "new"),
-        (
-            &[
-                "--kind=openmp",
-                "--abi=rocm",
-                "--triple=powerpc64le-unknown-linux-gnu",
-                &fx.path("app-dev.so"),
-            ],
-            "app-dev.so",
-        ),
-        (
-            &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],
-            "windows",
-        ),
-        (&["--kind=openmp", "--triple=bogus", &good], "bogus"),
-        (
-            &["--kind=openmp", "--abi=rocm", &fx.path("app-dev.so")],
-            "app-dev.so",
-        ),
-        (&["--kind=openmp"], "no input"),
-        (&[&good], "--kind"),
-    ];
-    for (args, mention) in cases {
-        let mut all = vec!["wrap", "-o", "out.o"];
-        all.extend_from_slice(args);
-        let o = Command::new(ours())
-            .args(&all)
-            .current_dir(d)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        let lines: Vec<&str> = stderr.lines().collect();
-        let ok = o.status.code() == Some(1)
-            && lines.len() == 1
-            && lines[0].starts_with("error: ")
-            && lines[0].contains(mention)
-            && !stderr.contains("panicked");
-        if !ok {
-            return Err(format!("{all:?}: exit {:?}, stderr:\n{stderr}", o.status.code()).into());
-        }
-        let left: Vec<_> = std::fs::read_dir(d)
-            .map_err(|e| e.to_string())?
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n == "out.o" || n.starts_with(".offload-kit"))
-            .collect();
-        if !left.is_empty() {
-            return Err(format!("{all:?} left {left:?} behind").into());
-        }
-    }
-    Ok(())
-}
-
-/// Writing over an existing output replaces it (no temporary file left
-/// behind); `-o -` writes the same bytes to standard output; the output does
-/// not depend on the run.
-fn outputs() -> Result<(), Failed> {
-    let t = tempdir();
-    let d = t.path();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let dev = fixtures.join("wrap/device.ob");
-    let gpu = fixtures.join("offload_binary/one.bin");
-    let (dev, gpu) = (dev.to_str().unwrap(), gpu.to_str().unwrap());
-    wrap(d, &["-o", "out.o", gpu])?;
-    let first = std::fs::read(d.join("out.o")).map_err(|e| e.to_string())?;
-    wrap(d, &["-o", "out.o", dev])?;
-    let second = std::fs::read(d.join("out.o")).map_err(|e| e.to_string())?;
-    if first == second || !second.windows(8).any(|w| w == b"generic\0") {
-        return Err("the second wrap did not replace the output".into());
-    }
-    wrap(d, &["-o", "again.o", dev])?;
-    if std::fs::read(d.join("again.o")).map_err(|e| e.to_string())? != second {
-        return Err("two runs wrote different bytes".into());
-    }
-    let o = Command::new(ours())
-        .args(["wrap", "--kind=openmp", "--triple", TRIPLE, "-o", "-", dev])
-        .current_dir(d)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !o.status.success() || o.stdout != second {
-        return Err(format!("-o - wrote {} bytes, want {}", o.stdout.len(), second.len()).into());
-    }
-    let names: Vec<String> = std::fs::read_dir(d)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    if names.iter().any(|n| n.starts_with('.') || n == "-") {
-        return Err(format!("left behind: {names:?}").into());
-    }
-    Ok(())
-}
-
 /// The tools every trial needs, then `extra`.
 fn base(extra: &[&'static str]) -> Vec<&'static str> {
     let mut t = BUILD_TOOLS.to_vec();
@@ -802,7 +682,7 @@ pub fn tests() -> Vec<Trial> {
     v.extend(stub::tests());
     v.extend(llc::tests());
     v.extend(cpus::tests());
-    v.push(trial("wrap::bad_input", &base(&[]), bad_input));
-    v.push(trial("wrap::outputs", &[], outputs));
+    v.push(trial("wrap::bad_input", &base(&[]), inputs::bad_input));
+    v.push(trial("wrap::outputs", &[], inputs::outputs));
     v
 }
