@@ -204,236 +204,268 @@ const TARGET_ID_SHAPES: &[&str] = &[
     "generic:x+",
 ];
 
-fn add(list: &mut Vec<String>, seen: &mut HashSet<String>, t: String) {
-    if t != HOST && !t.contains(',') && seen.insert(t.clone()) {
-        list.push(t);
+/// The generated targets as they are made: each added once, in order.
+#[derive(Default)]
+struct Corpus {
+    /// The targets, in the order they were made.
+    all: Vec<String>,
+    /// The targets made so far.
+    seen: HashSet<String>,
+    /// How many kinds [`Corpus::next_kind`] has given.
+    made: usize,
+}
+
+/// The offload kind for the `i`th target: `openmp`, `hip` and `hipv4` in
+/// turn.
+fn kind(i: usize) -> &'static str {
+    KINDS[i % KINDS.len()]
+}
+
+impl Corpus {
+    /// Adds `t` unless it is the default host, holds a comma or was made
+    /// before.
+    fn add(&mut self, t: String) {
+        if t != HOST && !t.contains(',') && self.seen.insert(t.clone()) {
+            self.all.push(t);
+        }
+    }
+
+    /// The next offload kind in turn.
+    fn next_kind(&mut self) -> &'static str {
+        self.made += 1;
+        kind(self.made)
+    }
+
+    /// Every architecture name and spelling, and the bad ones.
+    fn arches(&mut self) {
+        // Every architecture name and spelling, with a plain and an empty rest.
+        let arches: Vec<&str> = Arch::ALL[1..].iter().map(|a| a.name()).collect();
+        for a in arches.iter().chain(ARCH_SPELLINGS) {
+            let k = self.next_kind();
+            self.add(format!("{k}-{a}-unknown-linux-gnu"));
+            let k = self.next_kind();
+            self.add(format!("{k}-{a}---"));
+        }
+        // (Rejected ones cost a process each: one form only.)
+        for a in BAD_ARCHES {
+            let k = self.next_kind();
+            self.add(format!("{k}-{a}-unknown-linux-gnu"));
+        }
+    }
+
+    /// Vendors in place and out of place.
+    fn vendors(&mut self) {
+        for v in Vendor::ALL
+            .iter()
+            .map(|v| v.name())
+            .chain(["", "sie", "w64", "none", "foo"])
+        {
+            self.add(format!("openmp-x86_64-{v}-linux-gnu"));
+            self.add(format!("hip-aarch64-linux-{v}-"));
+            self.add(format!("hipv4-riscv64--gnu-{v}"));
+        }
+    }
+
+    /// Operating systems, with versions, in and out of place.
+    fn oses(&mut self) {
+        let extra_os = [
+            "linux5.0",
+            "macosx10.15",
+            "macos",
+            "ios17.0",
+            "win32",
+            "mingw32",
+            "cygwin",
+            "visionos",
+            "shadermodel6.3",
+            "shadermodel6.x",
+            "vulkan1.3",
+            "amdhsa5",
+            "none",
+            "foo",
+        ];
+        for o in Os::ALL.iter().map(|o| o.name()).chain(extra_os) {
+            self.add(format!("openmp-x86_64-unknown-{o}-"));
+            self.add(format!("hip-x86_64-unknown-{o}9.1-gnu"));
+            self.add(format!("hipv4-aarch64-{o}-gnu-"));
+            self.add(format!("openmp-i686--musl-{o}"));
+        }
+    }
+
+    /// Environments and object formats, in and out of place.
+    fn environments(&mut self) {
+        let extra_env = [
+            "elf",
+            "coff",
+            "xcoff",
+            "macho",
+            "goff",
+            "wasm",
+            "spirv",
+            "dxcontainer",
+            "gnuelf",
+            "msvccoff",
+            "androideabi",
+            "androideabi21",
+            "gnueabi",
+            "eabihf5",
+            "foo",
+        ];
+        for e in Environment::ALL.iter().map(|e| e.name()).chain(extra_env) {
+            self.add(format!("openmp-x86_64-pc-linux-{e}"));
+            self.add(format!("hip-armv7-{e}-linux-"));
+            self.add(format!("hipv4-aarch64-{e}--"));
+            self.add(format!("openmp-x86_64-unknown-windows-{e}"));
+            self.add(format!("openmp-armv7-suse-linux-{e}"));
+        }
+    }
+
+    /// Whole triples in unusual orders.
+    fn whole_triples(&mut self) {
+        for t in [
+            "x86_64-linux-gnu-",
+            "x86_64--linux-gnu",
+            "aarch64-none-elf-",
+            "arm-none-eabi-",
+            "x86_64-gnu-linux-pc",
+            "x86_64-pc-gnu-linux",
+            "x86_64-w64-mingw32-",
+            "x86_64-pc-cygwin-",
+            "i686-pc-windows-elf",
+            "i686-pc-win32-macho",
+            "dxil-unknown-shadermodel6.0-pixel",
+            "dxil-shadermodel6.9-compute-",
+            "dxilv1.2-unknown-shadermodel6.3-library",
+            "spirv64-intel-unknown-",
+            "spirv-unknown-vulkan1.3-compute",
+            "wasm32-unknown-wasip2-",
+            "nvptx64-nvidia-cuda-",
+            "nvptx64-cuda-nvidia-",
+            "amdgcn-amdhsa-amd-",
+            "x86_64-apple-darwin-",
+            "arm64-apple-ios17.0-simulator",
+            "x86_64-sie-ps5-",
+            "mips64-unknown-linux-gnuabi64",
+            "powerpc64-ibm-aix7.2-",
+            "s390x-ibm-zos-",
+        ] {
+            for k in ["openmp", "hip"] {
+                self.add(format!("{k}-{t}"));
+            }
+        }
+    }
+
+    /// amdhsa targets, with and without target IDs.
+    fn amdhsa(&mut self) {
+        // amdhsa: whatever sits in the environment slot is dropped.
+        for (j, env) in ["", "unknown", "gnu", "elf", "gfx906", "foo", "amdhsa"]
+            .iter()
+            .enumerate()
+        {
+            for arch in ["amdgcn", "spirv64", "x86_64", "r600"] {
+                self.add(format!("{}-{arch}-amd-amdhsa-{env}-gfx90a", kind(j)));
+            }
+            self.add(format!("hip-amdgcn-amd-amdhsa-{env}"));
+            self.add(format!("hip-amdgcn-unknown-amdhsa-{env}-gfx906"));
+        }
+    }
+
+    /// Target IDs: every known processor, then the odd shapes.
+    fn target_ids(&mut self) {
+        // Target IDs: every known processor, then the odd shapes. Each target
+        // gets its own environment word so no two share a conflict group.
+        // (A sweep of candidate names, independent of our own table.)
+        let mut procs: Vec<String> = (600..1300)
+            .map(|n| format!("gfx{n}"))
+            .chain(
+                (0..130).flat_map(|n| [format!("sm_{n}"), format!("sm_{n}a"), format!("sm_{n}f")]),
+            )
+            .collect();
+        for p in [
+            "gfx9-generic",
+            "gfx9-4-generic",
+            "gfx10-1-generic",
+            "gfx10-3-generic",
+            "gfx11-generic",
+            "gfx12-generic",
+            "gfx13-generic",
+            "gfx90a",
+            "gfx90c",
+            "gfx94a",
+            "amdgcnspirv",
+            "generic",
+            "graniterapids",
+            "bmg_g21",
+            "pvc",
+            "native",
+            "compute_70",
+            "sm_",
+            "gfx",
+        ] {
+            procs.push(p.to_owned());
+        }
+        procs.extend(TARGET_ID_SHAPES.iter().map(|s| (*s).to_owned()));
+        for (j, p) in procs.iter().enumerate() {
+            let triple = match j % 3 {
+                0 => "amdgcn-amd-amdhsa",
+                1 => "nvptx64-nvidia-cuda",
+                _ => "spirv64-amd-amdhsa",
+            };
+            self.add(format!("{}-{triple}-e{j}-{p}", kind(j)));
+        }
+    }
+
+    /// A few host targets, then malformed and invalid ones.
+    fn hosts_and_malformed(&mut self) {
+        // A few host targets (each bundle call can hold only one).
+        for t in [
+            "host-x86_64-unknown-linux-",
+            "host-x86_64-pc-linux-gnu",
+            "host-aarch64-linux-gnu-",
+            "host-x86_64-apple-darwin-",
+            "host-x86_64-unknown-linux-gnu-foo",
+            "host-powerpc64le-unknown-linux-gnu-sm_70",
+        ] {
+            self.add(t.to_owned());
+        }
+        // Malformed and invalid ones.
+        for t in [
+            "openmp-nvptx64-nvidia-cuda",
+            "host-x86_64-unknown-linux",
+            "openmp",
+            "",
+            "-",
+            "----",
+            "hip-amdgcn-amd-amdhsa",
+            "cuda-nvptx64-nvidia-cuda--sm_70",
+            "sycl-spir64-unknown-unknown-",
+            "HIP-amdgcn-amd-amdhsa--gfx906",
+            "Host-x86_64-unknown-linux-gnu",
+            "-x86_64-unknown-linux-gnu",
+            "hip-X86_64-Unknown-Linux-GNU",
+            "cuda-foo-bar-baz-",
+            "openmp-dxil-unknown-shadermodel6.10-pixel",
+            "cuda-dxil-unknown-shadermodel6.12-",
+            "hip-dxil-shadermodel6.10-pixel-",
+        ] {
+            self.add(t.to_owned());
+        }
     }
 }
 
 /// The generated targets: (those `check_targets` accepts next to a host,
 /// those it rejects).
 fn corpus() -> (Vec<String>, Vec<String>) {
-    let mut all = Vec::new();
-    let mut seen = HashSet::new();
-    let kind = |i: usize| KINDS[i % KINDS.len()];
-    let mut i = 0usize;
-    let mut next = || {
-        i += 1;
-        i
-    };
-
-    // Every architecture name and spelling, with a plain and an empty rest.
-    let arches: Vec<&str> = Arch::ALL[1..].iter().map(|a| a.name()).collect();
-    for a in arches.iter().chain(ARCH_SPELLINGS) {
-        add(
-            &mut all,
-            &mut seen,
-            format!("{}-{a}-unknown-linux-gnu", kind(next())),
-        );
-        add(&mut all, &mut seen, format!("{}-{a}---", kind(next())));
-    }
-    // (Rejected ones cost a process each: one form only.)
-    for a in BAD_ARCHES {
-        add(
-            &mut all,
-            &mut seen,
-            format!("{}-{a}-unknown-linux-gnu", kind(next())),
-        );
-    }
-    // Vendors in place and out of place.
-    for v in Vendor::ALL
-        .iter()
-        .map(|v| v.name())
-        .chain(["", "sie", "w64", "none", "foo"])
-    {
-        add(&mut all, &mut seen, format!("openmp-x86_64-{v}-linux-gnu"));
-        add(&mut all, &mut seen, format!("hip-aarch64-linux-{v}-"));
-        add(&mut all, &mut seen, format!("hipv4-riscv64--gnu-{v}"));
-    }
-    // Operating systems, with versions, in and out of place.
-    let extra_os = [
-        "linux5.0",
-        "macosx10.15",
-        "macos",
-        "ios17.0",
-        "win32",
-        "mingw32",
-        "cygwin",
-        "visionos",
-        "shadermodel6.3",
-        "shadermodel6.x",
-        "vulkan1.3",
-        "amdhsa5",
-        "none",
-        "foo",
-    ];
-    for o in Os::ALL.iter().map(|o| o.name()).chain(extra_os) {
-        add(&mut all, &mut seen, format!("openmp-x86_64-unknown-{o}-"));
-        add(
-            &mut all,
-            &mut seen,
-            format!("hip-x86_64-unknown-{o}9.1-gnu"),
-        );
-        add(&mut all, &mut seen, format!("hipv4-aarch64-{o}-gnu-"));
-        add(&mut all, &mut seen, format!("openmp-i686--musl-{o}"));
-    }
-    // Environments and object formats, in and out of place.
-    let extra_env = [
-        "elf",
-        "coff",
-        "xcoff",
-        "macho",
-        "goff",
-        "wasm",
-        "spirv",
-        "dxcontainer",
-        "gnuelf",
-        "msvccoff",
-        "androideabi",
-        "androideabi21",
-        "gnueabi",
-        "eabihf5",
-        "foo",
-    ];
-    for e in Environment::ALL.iter().map(|e| e.name()).chain(extra_env) {
-        add(&mut all, &mut seen, format!("openmp-x86_64-pc-linux-{e}"));
-        add(&mut all, &mut seen, format!("hip-armv7-{e}-linux-"));
-        add(&mut all, &mut seen, format!("hipv4-aarch64-{e}--"));
-        add(
-            &mut all,
-            &mut seen,
-            format!("openmp-x86_64-unknown-windows-{e}"),
-        );
-        add(&mut all, &mut seen, format!("openmp-armv7-suse-linux-{e}"));
-    }
-    // Whole triples in unusual orders.
-    for t in [
-        "x86_64-linux-gnu-",
-        "x86_64--linux-gnu",
-        "aarch64-none-elf-",
-        "arm-none-eabi-",
-        "x86_64-gnu-linux-pc",
-        "x86_64-pc-gnu-linux",
-        "x86_64-w64-mingw32-",
-        "x86_64-pc-cygwin-",
-        "i686-pc-windows-elf",
-        "i686-pc-win32-macho",
-        "dxil-unknown-shadermodel6.0-pixel",
-        "dxil-shadermodel6.9-compute-",
-        "dxilv1.2-unknown-shadermodel6.3-library",
-        "spirv64-intel-unknown-",
-        "spirv-unknown-vulkan1.3-compute",
-        "wasm32-unknown-wasip2-",
-        "nvptx64-nvidia-cuda-",
-        "nvptx64-cuda-nvidia-",
-        "amdgcn-amdhsa-amd-",
-        "x86_64-apple-darwin-",
-        "arm64-apple-ios17.0-simulator",
-        "x86_64-sie-ps5-",
-        "mips64-unknown-linux-gnuabi64",
-        "powerpc64-ibm-aix7.2-",
-        "s390x-ibm-zos-",
-    ] {
-        for k in ["openmp", "hip"] {
-            add(&mut all, &mut seen, format!("{k}-{t}"));
-        }
-    }
-    // amdhsa: whatever sits in the environment slot is dropped.
-    for (j, env) in ["", "unknown", "gnu", "elf", "gfx906", "foo", "amdhsa"]
-        .iter()
-        .enumerate()
-    {
-        for arch in ["amdgcn", "spirv64", "x86_64", "r600"] {
-            add(
-                &mut all,
-                &mut seen,
-                format!("{}-{arch}-amd-amdhsa-{env}-gfx90a", kind(j)),
-            );
-        }
-        add(&mut all, &mut seen, format!("hip-amdgcn-amd-amdhsa-{env}"));
-        add(
-            &mut all,
-            &mut seen,
-            format!("hip-amdgcn-unknown-amdhsa-{env}-gfx906"),
-        );
-    }
-    // Target IDs: every known processor, then the odd shapes. Each target
-    // gets its own environment word so no two share a conflict group.
-    // (A sweep of candidate names, independent of our own table.)
-    let mut procs: Vec<String> = (600..1300)
-        .map(|n| format!("gfx{n}"))
-        .chain((0..130).flat_map(|n| [format!("sm_{n}"), format!("sm_{n}a"), format!("sm_{n}f")]))
-        .collect();
-    for p in [
-        "gfx9-generic",
-        "gfx9-4-generic",
-        "gfx10-1-generic",
-        "gfx10-3-generic",
-        "gfx11-generic",
-        "gfx12-generic",
-        "gfx13-generic",
-        "gfx90a",
-        "gfx90c",
-        "gfx94a",
-        "amdgcnspirv",
-        "generic",
-        "graniterapids",
-        "bmg_g21",
-        "pvc",
-        "native",
-        "compute_70",
-        "sm_",
-        "gfx",
-    ] {
-        procs.push(p.to_owned());
-    }
-    procs.extend(TARGET_ID_SHAPES.iter().map(|s| (*s).to_owned()));
-    for (j, p) in procs.iter().enumerate() {
-        let triple = match j % 3 {
-            0 => "amdgcn-amd-amdhsa",
-            1 => "nvptx64-nvidia-cuda",
-            _ => "spirv64-amd-amdhsa",
-        };
-        add(
-            &mut all,
-            &mut seen,
-            format!("{}-{triple}-e{j}-{p}", kind(j)),
-        );
-    }
-    // A few host targets (each bundle call can hold only one).
-    for t in [
-        "host-x86_64-unknown-linux-",
-        "host-x86_64-pc-linux-gnu",
-        "host-aarch64-linux-gnu-",
-        "host-x86_64-apple-darwin-",
-        "host-x86_64-unknown-linux-gnu-foo",
-        "host-powerpc64le-unknown-linux-gnu-sm_70",
-    ] {
-        add(&mut all, &mut seen, t.to_owned());
-    }
-    // Malformed and invalid ones.
-    for t in [
-        "openmp-nvptx64-nvidia-cuda",
-        "host-x86_64-unknown-linux",
-        "openmp",
-        "",
-        "-",
-        "----",
-        "hip-amdgcn-amd-amdhsa",
-        "cuda-nvptx64-nvidia-cuda--sm_70",
-        "sycl-spir64-unknown-unknown-",
-        "HIP-amdgcn-amd-amdhsa--gfx906",
-        "Host-x86_64-unknown-linux-gnu",
-        "-x86_64-unknown-linux-gnu",
-        "hip-X86_64-Unknown-Linux-GNU",
-        "cuda-foo-bar-baz-",
-        "openmp-dxil-unknown-shadermodel6.10-pixel",
-        "cuda-dxil-unknown-shadermodel6.12-",
-        "hip-dxil-shadermodel6.10-pixel-",
-    ] {
-        add(&mut all, &mut seen, t.to_owned());
-    }
-
+    let mut c = Corpus::default();
+    c.arches();
+    c.vendors();
+    c.oses();
+    c.environments();
+    c.whole_triples();
+    c.amdhsa();
+    c.target_ids();
+    c.hosts_and_malformed();
+    let all = c.all;
     all.into_iter().partition(|t| {
         let list: Vec<&str> = if t.starts_with("host-") {
             vec![t]

@@ -80,8 +80,16 @@ fn stored_entries() -> Vec<String> {
         ]
         .map(str::to_owned),
     );
-    // Sweeps: every environment, OS, vendor and architecture name, so the
-    // parsed enums (not the text) decide.
+    v.extend(sweeps());
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Stored IDs that sweep every environment, OS, vendor and architecture
+/// name, so the parsed enums (not the text) decide.
+fn sweeps() -> Vec<String> {
+    let mut v = Vec::new();
     for e in Environment::ALL
         .iter()
         .map(|e| e.name())
@@ -106,8 +114,6 @@ fn stored_entries() -> Vec<String> {
     {
         v.push(format!("openmp-{a}-unknown-linux-gnu-"));
     }
-    v.sort();
-    v.dedup();
     v
 }
 
