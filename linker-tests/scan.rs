@@ -42,8 +42,7 @@ pub(crate) const TOOLS: &[&str] = &[
 ];
 
 pub fn tests() -> Vec<Trial> {
-    let mut trials = vec![];
-    trials.extend(views::tests());
+    let mut trials = views::tests();
     trials.extend(others::tests());
     trials
 }
