@@ -112,8 +112,18 @@ fn build() -> Result<Built, String> {
         Path::new(crate::util::LLVM_BIN).join("../lib/libomptarget.so.22.1"),
         dir.join("lib/libomptarget.so"),
     );
+    build_openmp(&dir)?;
+    build_hip(&dir)?;
+    build_cuda(&dir)?;
+    build_bare_bundles(&dir)?;
+    build_cuda_fatbin(&dir)?;
+    Ok(Built { dir })
+}
+
+/// The OpenMP executables (host offload, gfx90a and gfx1030) and object.
+fn build_openmp(dir: &Path) -> Result<(), String> {
     let clang = llvm("clang");
-    let c = |args: &[&str]| sh(&dir, &clang, args);
+    let c = |args: &[&str]| sh(dir, &clang, args);
     c(&[
         "-O2",
         "-fopenmp",
@@ -142,6 +152,14 @@ fn build() -> Result<Built, String> {
     ]
     .concat())?;
     c(&[&omp_gfx[..], &["-c", "omp.c", "-o", "omp_gfx.o"]].concat())?;
+    Ok(())
+}
+
+/// The HIP objects (plain, compressed, `-fgpu-rdc`), their executables and
+/// the archive of mixed objects.
+fn build_hip(dir: &Path) -> Result<(), String> {
+    let clang = llvm("clang");
+    let c = |args: &[&str]| sh(dir, &clang, args);
     let hip = [
         "-x",
         "hip",
@@ -183,7 +201,7 @@ fn build() -> Result<Built, String> {
     ]
     .concat())?;
     sh(
-        &dir,
+        dir,
         &llvm("llvm-ar"),
         &[
             "rcs",
@@ -194,6 +212,13 @@ fn build() -> Result<Built, String> {
             "omp_gfx.o",
         ],
     )?;
+    Ok(())
+}
+
+/// The CUDA new-driver object (sm_50 and sm_52).
+fn build_cuda(dir: &Path) -> Result<(), String> {
+    let clang = llvm("clang");
+    let c = |args: &[&str]| sh(dir, &clang, args);
     c(&[
         "-x",
         "cuda",
@@ -209,17 +234,21 @@ fn build() -> Result<Built, String> {
         "-o",
         "cuda.o",
     ])?;
-    // Bare bundles: binary, and compressed by the bundler.
+    Ok(())
+}
+
+/// Bare bundles: binary, and compressed by the bundler.
+fn build_bare_bundles(dir: &Path) -> Result<(), String> {
     let bundler = llvm("clang-offload-bundler");
     let targets = "-targets=host-x86_64-unknown-linux-gnu-,hip-amdgcn-amd-amdhsa--gfx90a:xnack+,hip-amdgcn-amd-amdhsa--gfx1030";
     let inputs = ["-input=main.o", "-input=hip.o", "-input=k.hip"];
     sh(
-        &dir,
+        dir,
         &bundler,
         &[&["-type=bc", targets, "-output=bare.bundle"][..], &inputs].concat(),
     )?;
     sh(
-        &dir,
+        dir,
         &bundler,
         &[
             &["-type=bc", targets, "-output=bare.ccob", "-compress"][..],
@@ -227,7 +256,12 @@ fn build() -> Result<Built, String> {
         ]
         .concat(),
     )?;
-    // CUDA with a .nv_fatbin, through the stand-in tools.
+    Ok(())
+}
+
+/// CUDA with a `.nv_fatbin`, through the stand-in tools.
+fn build_cuda_fatbin(dir: &Path) -> Result<(), String> {
+    let clang = llvm("clang");
     let fake = dir.join("fakebin");
     let inputs_dir = dir.join("fatbin-inputs");
     std::fs::create_dir_all(&fake).map_err(|e| e.to_string())?;
@@ -258,7 +292,7 @@ fn build() -> Result<Built, String> {
             "-o",
             "cuda_fb.o",
         ])
-        .current_dir(&dir)
+        .current_dir(dir)
         .env("PATH", path)
         .env("FAKE_FATBIN_INPUTS", &inputs_dir)
         .output()
@@ -269,7 +303,7 @@ fn build() -> Result<Built, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    Ok(Built { dir })
+    Ok(())
 }
 
 pub(crate) fn built() -> Result<&'static Built, Failed> {
