@@ -112,17 +112,26 @@ const SETS: &[(&str, &[&str])] = &[
 ];
 
 fn cases() -> Vec<Case> {
-    let mut v = Vec::new();
     let mut seed = 0;
-    // Binary types: every set, with alignments 1, 8, 4096 and 3 spread over them.
+    let mut v = binary_cases(&mut seed);
+    v.extend(text_cases(&mut seed));
+    v.extend(size_cases());
+    v.extend(compressed_cases(&mut seed));
+    v
+}
+
+/// Binary types: every set, with alignments 1, 8, 4096 and 3 spread over
+/// them; `seed` numbers the contents.
+fn binary_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for ft in ["bc", "gch", "ast", "o"] {
         for (si, (set, targets)) in SETS.iter().enumerate() {
             let align = ["1", "8", "4096", "3", "16", "1", "64"][(si + ft.len()) % 7];
             let contents = targets
                 .iter()
                 .map(|_| {
-                    seed += 1;
-                    bytes(seed, 100 + (seed as usize * 37) % 900)
+                    *seed += 1;
+                    bytes(*seed, 100 + (*seed as usize * 37) % 900)
                 })
                 .collect();
             let extra = if align == "1" {
@@ -145,7 +154,12 @@ fn cases() -> Vec<Case> {
             });
         }
     }
-    // Text types.
+    v
+}
+
+/// Text types, each with every other set; `seed` numbers the contents.
+fn text_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for (ti, ft) in ["i", "ii", "cui", "hipi", "d", "ll", "s"]
         .into_iter()
         .enumerate()
@@ -155,8 +169,8 @@ fn cases() -> Vec<Case> {
                 .iter()
                 .enumerate()
                 .map(|(i, _)| {
-                    seed += 1;
-                    text(seed, 1 + (si + i) % 4, (i + ti) % 2 == 0)
+                    *seed += 1;
+                    text(*seed, 1 + (si + i) % 4, (i + ti) % 2 == 0)
                 })
                 .collect();
             v.push(Case {
@@ -168,7 +182,12 @@ fn cases() -> Vec<Case> {
             });
         }
     }
-    // Sizes: empty host (HIP style), empty device entry, one large entry.
+    v
+}
+
+/// Sizes: empty host (HIP style), empty device entry, one large entry.
+fn size_cases() -> Vec<Case> {
+    let mut v = Vec::new();
     let set = SETS[1].1;
     v.push(Case {
         name: "bc_empty_host".into(),
@@ -212,7 +231,13 @@ fn cases() -> Vec<Case> {
         contents: vec![b"a\r\nb\r\n".to_vec(), b"c\r\n".to_vec(), b"d".to_vec()],
         extra: vec![],
     });
-    // Compressed bundles (CCOB v3, zstd with long-distance matching).
+    v
+}
+
+/// Compressed bundles (CCOB v3, zstd with long-distance matching); `seed`
+/// numbers the contents.
+fn compressed_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for (name, ft, set, extra) in [
         ("bc_compressed", "bc", 1, vec!["-compress"]),
         (
@@ -246,11 +271,11 @@ fn cases() -> Vec<Case> {
             .iter()
             .enumerate()
             .map(|(i, _)| {
-                seed += 1;
+                *seed += 1;
                 if ft == "bc" || ft == "o" {
-                    text(seed, 200 + i * 50, true)
+                    text(*seed, 200 + i * 50, true)
                 } else {
-                    text(seed, 3 + i, i % 2 == 0)
+                    text(*seed, 3 + i, i % 2 == 0)
                 }
             })
             .collect();

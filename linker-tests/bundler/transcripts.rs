@@ -8,6 +8,10 @@ struct Transcript {
     args: &'static [&'static str],
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the transcripts, one command line each"
+)]
 fn transcripts() -> Vec<Transcript> {
     let t = |name, args| Transcript { name, args };
     const H: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906";

@@ -31,6 +31,10 @@ fn word(seed: u64, len: usize) -> String {
         .collect()
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the interop cases, one entry each"
+)]
 fn cases() -> Vec<Case> {
     let amd = "triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp";
     let mut v = vec![

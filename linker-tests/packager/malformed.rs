@@ -46,6 +46,10 @@ const SAME_REASON_AS_LLVM: &[&str] = &[
 type Corrupt = Box<dyn Fn() -> Vec<u8> + Send + Sync>;
 
 /// Malformed inputs: name and the corruption.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the corruptions, one closure each"
+)]
 fn malformed() -> Vec<(&'static str, Corrupt)> {
     let second = valid_pack().len() / 2; // both binaries have the same size
     vec![

@@ -174,6 +174,10 @@ fn run_case(c: &Case) -> Result<(), Failed> {
 
 // Transcripts
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the transcripts, one command line each"
+)]
 fn transcripts() -> Vec<(&'static str, Vec<String>)> {
     vec![
         (
