@@ -377,7 +377,7 @@ fn corrupt_entry_is_refused(dir: &Path, c: &Corrupt<'_>, good: &[u8]) -> Result<
                 kind: KIND_ELF,
                 sm: 90,
                 flags: FLAGS | LZ4,
-                payload: &lz4_flex::block::compress(&good),
+                payload: &lz4_flex::block::compress(good),
                 decompressed: good.len() as u64,
             },
         ]),
@@ -415,7 +415,7 @@ fn corrupt_entry_is_refused(dir: &Path, c: &Corrupt<'_>, good: &[u8]) -> Result<
     same(
         &format!("{name}: image 1 hash"),
         f["images"][1]["hash"].as_str().map(str::to_string),
-        Some(format!("md5:{}", md5_hex(&good))),
+        Some(format!("md5:{}", md5_hex(good))),
     )?;
     let problems = f["problems"].as_array().map_or(0, Vec::len);
     let msg = f["problems"][0]["message"].as_str().unwrap_or_default();
