@@ -3,11 +3,17 @@
 //! mixes and sizes; each tool unbundling the other's output to the same files;
 //! the same `-list` output; LLVM's messages for bad command lines; and clean
 //! errors for hostile bundles.
+//!
+//! The messages are in `transcripts.rs`, the hostile bundles in
+//! `hostile.rs`; object bundles and archives in `object_bundles.rs` and
+//! `archives.rs`.
 
 use libtest_mimic::{Failed, Trial};
 
 mod archives;
+mod hostile;
 mod object_bundles;
+mod transcripts;
 
 use crate::util::{
     Expected, bytes, clean_failure, committed_transcript, llvm, ours_as, run, same, same_bytes,
@@ -106,17 +112,26 @@ const SETS: &[(&str, &[&str])] = &[
 ];
 
 fn cases() -> Vec<Case> {
-    let mut v = Vec::new();
     let mut seed = 0;
-    // Binary types: every set, with alignments 1, 8, 4096 and 3 spread over them.
+    let mut v = binary_cases(&mut seed);
+    v.extend(text_cases(&mut seed));
+    v.extend(size_cases());
+    v.extend(compressed_cases(&mut seed));
+    v
+}
+
+/// Binary types: every set, with alignments 1, 8, 4096 and 3 spread over
+/// them; `seed` numbers the contents.
+fn binary_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for ft in ["bc", "gch", "ast", "o"] {
         for (si, (set, targets)) in SETS.iter().enumerate() {
             let align = ["1", "8", "4096", "3", "16", "1", "64"][(si + ft.len()) % 7];
             let contents = targets
                 .iter()
                 .map(|_| {
-                    seed += 1;
-                    bytes(seed, 100 + (seed as usize * 37) % 900)
+                    *seed += 1;
+                    bytes(*seed, 100 + (*seed as usize * 37) % 900)
                 })
                 .collect();
             let extra = if align == "1" {
@@ -139,7 +154,12 @@ fn cases() -> Vec<Case> {
             });
         }
     }
-    // Text types.
+    v
+}
+
+/// Text types, each with every other set; `seed` numbers the contents.
+fn text_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for (ti, ft) in ["i", "ii", "cui", "hipi", "d", "ll", "s"]
         .into_iter()
         .enumerate()
@@ -149,8 +169,8 @@ fn cases() -> Vec<Case> {
                 .iter()
                 .enumerate()
                 .map(|(i, _)| {
-                    seed += 1;
-                    text(seed, 1 + (si + i) % 4, (i + ti) % 2 == 0)
+                    *seed += 1;
+                    text(*seed, 1 + (si + i) % 4, (i + ti) % 2 == 0)
                 })
                 .collect();
             v.push(Case {
@@ -162,7 +182,12 @@ fn cases() -> Vec<Case> {
             });
         }
     }
-    // Sizes: empty host (HIP style), empty device entry, one large entry.
+    v
+}
+
+/// Sizes: empty host (HIP style), empty device entry, one large entry.
+fn size_cases() -> Vec<Case> {
+    let mut v = Vec::new();
     let set = SETS[1].1;
     v.push(Case {
         name: "bc_empty_host".into(),
@@ -206,7 +231,13 @@ fn cases() -> Vec<Case> {
         contents: vec![b"a\r\nb\r\n".to_vec(), b"c\r\n".to_vec(), b"d".to_vec()],
         extra: vec![],
     });
-    // Compressed bundles (CCOB v3, zstd with long-distance matching).
+    v
+}
+
+/// Compressed bundles (CCOB v3, zstd with long-distance matching); `seed`
+/// numbers the contents.
+fn compressed_cases(seed: &mut u64) -> Vec<Case> {
+    let mut v = Vec::new();
     for (name, ft, set, extra) in [
         ("bc_compressed", "bc", 1, vec!["-compress"]),
         (
@@ -240,11 +271,11 @@ fn cases() -> Vec<Case> {
             .iter()
             .enumerate()
             .map(|(i, _)| {
-                seed += 1;
+                *seed += 1;
                 if ft == "bc" || ft == "o" {
-                    text(seed, 200 + i * 50, true)
+                    text(*seed, 200 + i * 50, true)
                 } else {
-                    text(seed, 3 + i, i % 2 == 0)
+                    text(*seed, 3 + i, i % 2 == 0)
                 }
             })
             .collect();
@@ -436,679 +467,6 @@ fn unbundle_selection() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A command line whose messages and effects must match LLVM's.
-struct Transcript {
-    name: &'static str,
-    args: &'static [&'static str],
-}
-
-fn transcripts() -> Vec<Transcript> {
-    let t = |name, args| Transcript { name, args };
-    const H: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906";
-    let _ = H;
-    vec![
-        t(
-            "no_type",
-            &[
-                "-targets=host-x86_64-unknown-linux-gnu",
-                "-input=h",
-                "-output=x",
-            ],
-        ),
-        t("unknown_option", &["--bogus"]),
-        t(
-            "extra_positional",
-            &["-type=bc", "-list", "-input=b.bc", "foo", "bar"],
-        ),
-        t(
-            "misspelt_option_keeps_value",
-            &["-typ=bc", "-list", "-input=b.bc"],
-        ),
-        t(
-            "input_and_inputs",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-inputs=h,d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "output_and_outputs",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-output=x",
-                "-outputs=y",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "inputs_deprecated",
-            &[
-                "-type=bc",
-                "-inputs=h,d",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-                "-output=x",
-            ],
-        ),
-        t(
-            "outputs_deprecated",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=b.bc",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-                "-outputs=o1,o2",
-            ],
-        ),
-        t(
-            "list_and_unbundle",
-            &["-type=bc", "-list", "-unbundle", "-input=b.bc"],
-        ),
-        t(
-            "list_two_inputs",
-            &["-type=bc", "-list", "-input=b.bc", "-input=b.bc"],
-        ),
-        t(
-            "list_with_output",
-            &["-type=bc", "-list", "-input=b.bc", "-output=x"],
-        ),
-        t(
-            "list_with_targets",
-            &[
-                "-type=bc",
-                "-list",
-                "-input=b.bc",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "check_archive_bundling",
-            &[
-                "-type=a",
-                "-check-input-archive",
-                "-input=h",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "check_archive_not_a",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-check-input-archive",
-                "-input=b.bc",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "no_output",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t("no_targets", &["-type=bc", "-input=h", "-output=x"]),
-        t(
-            "unbundle_two_inputs",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=b.bc",
-                "-input=b.bc",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "unbundle_outputs_mismatch",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=b.bc",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-            ],
-        ),
-        t(
-            "bundle_archive",
-            &[
-                "-type=a",
-                "-input=h",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "bundle_two_outputs",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-output=x",
-                "-output=y",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "bundle_inputs_mismatch",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "duplicate_targets",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "three_field_triple",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,openmp-nvptx64-nvidia-cuda",
-            ],
-        ),
-        t(
-            "bad_kind",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,cuda-nvptx64-nvidia-cuda-",
-            ],
-        ),
-        t(
-            "bad_kind_and_triple",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,foo-bar-baz-qux-quux",
-            ],
-        ),
-        t(
-            "bad_triple",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,openmp-foo-bar-baz-qux",
-            ],
-        ),
-        t(
-            "conflicting_target_ids",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa--gfx906:xnack+",
-            ],
-        ),
-        t(
-            "two_hosts",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu,host-aarch64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "no_host",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-input=d",
-                "-output=x",
-                "-targets=openmp-nvptx64-nvidia-cuda--sm_70,hip-amdgcn-amd-amdhsa--gfx906",
-            ],
-        ),
-        t(
-            "invalid_type",
-            &[
-                "-type=zz",
-                "-input=h",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "missing_input",
-            &[
-                "-type=bc",
-                "-input=nonexist",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "output_dir_missing",
-            &[
-                "-type=bc",
-                "-input=h",
-                "-output=nodir/x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "bad_align",
-            &[
-                "-type=bc",
-                "-bundle-align=abc",
-                "-input=h",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "bad_level",
-            &[
-                "-type=bc",
-                "-compression-level=abc",
-                "-input=h",
-                "-output=x",
-                "-targets=host-x86_64-unknown-linux-gnu",
-            ],
-        ),
-        t(
-            "missing_bundles_three",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=h",
-                "-output=a",
-                "-output=b",
-                "-output=c",
-                "-targets=hip-amdgcn-amd-amdhsa--gfx906,openmp-amdgcn-amd-amdhsa--gfx90a,openmp-nvptx64-nvidia-cuda--sm_70",
-            ],
-        ),
-        t(
-            "missing_bundles_two",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=b.bc",
-                "-output=a",
-                "-output=b",
-                "-targets=openmp-amdgcn-amd-amdhsa--gfx90a,openmp-nvptx64-nvidia-cuda--sm_70",
-            ],
-        ),
-        t(
-            "non_bundle_allow_missing",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-allow-missing-bundles",
-                "-input=h",
-                "-output=a",
-                "-output=b",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-            ],
-        ),
-        t(
-            "all_mismatch_allow_missing",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-allow-missing-bundles",
-                "-input=b.bc",
-                "-output=a",
-                "-output=b",
-                "-targets=host-aarch64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx1030",
-            ],
-        ),
-        t("list_non_bundle", &["-type=bc", "-list", "-input=h"]),
-        t("list_wrong_type", &["-type=ll", "-list", "-input=b.bc"]),
-        t(
-            "separate_values",
-            &[
-                "-type",
-                "bc",
-                "-targets",
-                "host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-                "-input",
-                "h",
-                "-input",
-                "d",
-                "-output",
-                "sep.bc",
-            ],
-        ),
-        t(
-            "double_dash",
-            &[
-                "--type=bc",
-                "--targets=host-x86_64-unknown-linux-gnu",
-                "--targets=hip-amdgcn-amd-amdhsa--gfx906",
-                "--input=h",
-                "--input=d",
-                "--output=dd.bc",
-            ],
-        ),
-        t("stdin_stdout", &["-type=bc", "-list", "-input=-"]),
-        t(
-            "output_to_stdout",
-            &[
-                "-type=bc",
-                "-unbundle",
-                "-input=b.bc",
-                "-output=-",
-                "-targets=hip-amdgcn-amd-amdhsa--gfx906",
-            ],
-        ),
-    ]
-}
-
-fn run_transcript(t: Transcript) -> Result<(), Failed> {
-    let mut results = Vec::new();
-    for prog in [llvm(TOOL), ours_as(TOOL)] {
-        let dir = tempdir();
-        let d = dir.path();
-        std::fs::write(d.join("h"), b"HOSTDATA")?;
-        std::fs::write(d.join("d"), b"DEV1")?;
-        run(
-            &llvm(TOOL),
-            &[
-                "-type=bc",
-                "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-                "-input=h",
-                "-input=d",
-                "-output=b.bc",
-            ],
-            d,
-        )
-        .ok()?;
-        let r = run(&prog, t.args, d);
-        let stderr = r
-            .stderr
-            .replace(&prog.display().to_string(), "TOOL")
-            .replace(TOOL, "TOOL");
-        results.push((r.code, stderr, r.stdout, snapshot(d)));
-    }
-    let (ours, theirs) = (results.pop().unwrap(), results.pop().unwrap());
-    committed_transcript(
-        TOOL,
-        t.name,
-        &Expected {
-            code: theirs.0,
-            stderr: theirs.1.clone(),
-        },
-    )?;
-    same("exit code", ours.0, theirs.0)?;
-    same_messages(&ours.1, &theirs.1, None)?;
-    same("stdout", ours.2, theirs.2)?;
-    same("files", ours.3, theirs.3)
-}
-
-/// A valid bundle to corrupt: host and two device entries.
-fn valid_bundle() -> Vec<u8> {
-    use offload_kit::bundle::binary::{EntrySpec, layout};
-    let specs = [
-        EntrySpec {
-            id: "host-x86_64-unknown-linux-gnu-".into(),
-            size: 16,
-        },
-        EntrySpec {
-            id: "hip-amdgcn-amd-amdhsa--gfx906".into(),
-            size: 16,
-        },
-        EntrySpec {
-            id: "hip-amdgcn-amd-amdhsa--gfx90a".into(),
-            size: 16,
-        },
-    ];
-    let mut out = Vec::new();
-    layout(&specs, 1)
-        .unwrap()
-        .write_to(&mut out, &[&[1; 16], &[2; 16], &[3; 16]])
-        .unwrap();
-    out
-}
-
-fn put64(v: &mut [u8], at: usize, x: u64) {
-    v[at..at + 8].copy_from_slice(&x.to_le_bytes());
-}
-
-type Corrupt = Box<dyn Fn() -> Vec<u8> + Send + Sync>;
-
-fn hostile() -> Vec<(&'static str, &'static str, Corrupt)> {
-    let text_no_end: Corrupt = Box::new(|| {
-        b"\n// __CLANG_OFFLOAD_BUNDLE____START__ host-x86_64-unknown-linux-gnu-\nint x;\n".to_vec()
-    });
-    vec![
-        (
-            "truncated_count",
-            "bc",
-            Box::new(|| valid_bundle()[..28].to_vec()),
-        ),
-        (
-            "truncated_record",
-            "bc",
-            Box::new(|| valid_bundle()[..50].to_vec()),
-        ),
-        (
-            "truncated_id",
-            "bc",
-            Box::new(|| valid_bundle()[..70].to_vec()),
-        ),
-        (
-            "truncated_in_data",
-            "bc",
-            Box::new(|| {
-                let v = valid_bundle();
-                v[..v.len() - 5].to_vec()
-            }),
-        ),
-        (
-            "absurd_count",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 24, u64::MAX);
-                v
-            }),
-        ),
-        (
-            "offset_past_end",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 32, 1 << 40);
-                v
-            }),
-        ),
-        (
-            "size_past_end",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 40, 1 << 40);
-                v
-            }),
-        ),
-        (
-            "offset_plus_size_overflows",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 32, u64::MAX - 4);
-                v
-            }),
-        ),
-        (
-            "id_length_overflows",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 48, u64::MAX);
-                v
-            }),
-        ),
-        (
-            "zero_offset",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 32, 0);
-                v
-            }),
-        ),
-        (
-            "data_inside_header",
-            "bc",
-            Box::new(|| {
-                let mut v = valid_bundle();
-                put64(&mut v, 32, 8);
-                v
-            }),
-        ),
-        ("text_without_end_marker", "i", text_no_end),
-    ]
-}
-
-fn run_hostile(name: &'static str, file_type: &'static str, data: Vec<u8>) -> Result<(), Failed> {
-    let dir = tempdir();
-    let d = dir.path();
-    let file = format!("{name}.bundle");
-    std::fs::write(d.join(&file), &data)?;
-    let before = snapshot(d);
-    let ty = format!("-type={file_type}");
-    let input = format!("-input={file}");
-    let r = run(
-        &ours_as(TOOL),
-        &[
-            ty.as_str(),
-            "-unbundle",
-            input.as_str(),
-            "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-            "-output=o1",
-            "-output=o2",
-        ],
-        d,
-    );
-    clean_failure("unbundle", &r, &file)?;
-    // Where LLVM 22 fails cleanly too (rather than crashing), ours starts
-    // with its line, character for character.
-    let l = run(
-        &llvm(TOOL),
-        &[
-            ty.as_str(),
-            "-unbundle",
-            input.as_str(),
-            "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx906",
-            "-output=l1",
-            "-output=l2",
-        ],
-        d,
-    );
-    for f in ["l1", "l2"] {
-        let _ = std::fs::remove_file(d.join(f));
-    }
-    let crashed = l.code != 1
-        || ["Stack dump", "PLEASE", "LLVM ERROR"]
-            .iter()
-            .any(|c| l.stderr.contains(c));
-    if !crashed {
-        let first = |s: &str, p: &std::path::Path| {
-            s.lines()
-                .next()
-                .unwrap_or_default()
-                .replace(&p.display().to_string(), "TOOL")
-        };
-        same(
-            "first line",
-            first(&r.stderr, &ours_as(TOOL)),
-            first(&l.stderr, &llvm(TOOL)),
-        )?;
-    }
-    if file_type == "bc" {
-        let r = run(&ours_as(TOOL), &[ty.as_str(), "-list", input.as_str()], d);
-        clean_failure("list", &r, &file)?;
-    }
-    same("files after the failures", snapshot(d), before)
-}
-
-/// Two targets that normalize to one ID: LLVM 22 writes a bundle whose first
-/// entry points at the wrong bytes (spec §1.5); we refuse, naming both.
-fn duplicate_after_normalization() -> Result<(), Failed> {
-    let dir = tempdir();
-    let d = dir.path();
-    std::fs::write(d.join("a"), b"DEV1")?;
-    std::fs::write(d.join("b"), b"DEVI")?;
-    let args = [
-        "-type=bc",
-        "-targets=hip-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa-unknown-gfx906",
-        "-input=a",
-        "-input=b",
-        "-output=x",
-    ];
-    let r = run(&ours_as(TOOL), &args, d);
-    clean_failure("bundle", &r, "hip-amdgcn-amd-amdhsa-unknown-gfx906")?;
-    if d.join("x").exists() {
-        return Err("an output was written".into());
-    }
-    // LLVM accepts it and writes a bundle where neither record holds the
-    // second input's bytes (the first points at zero padding).
-    run(&llvm(TOOL), &args, d).ok()?;
-    let x = std::fs::read(d.join("x"))?;
-    let entries = offload_kit::bundle::binary::read(&x)?;
-    if entries.iter().any(|e| e.data == b"DEVI") {
-        return Err("LLVM 22 no longer mis-writes this case: revisit the rejection".into());
-    }
-    Ok(())
-}
-
-/// A damaged CCOB member of an archive: LLVM's line, then a note naming the
-/// archive, the member and the fault.
-fn archive_member_ccob_fault() -> Result<(), Failed> {
-    let dir = tempdir();
-    let d = dir.path();
-    std::fs::write(d.join("m1.bc"), b"CCOB\x03\x00\x01\x00")?;
-    run(&llvm("llvm-ar"), &["rc", "bad.a", "m1.bc"], d).ok()?;
-    let args = [
-        "-unbundle",
-        "-type=a",
-        "-input=bad.a",
-        "-targets=hip-amdgcn-amd-amdhsa--gfx906",
-        "-output=o.a",
-    ];
-    let l = run(&llvm(TOOL), &args, d);
-    let r = run(&ours_as(TOOL), &args, d);
-    same("exit code", r.code, l.code)?;
-    let mask = |s: &str, p: &std::path::Path| s.replace(&p.display().to_string(), "TOOL");
-    same_messages(
-        &mask(&r.stderr, &ours_as(TOOL)),
-        &mask(&l.stderr, &llvm(TOOL)),
-        Some("bad.a"),
-    )?;
-    if !r.stderr.contains("member 'm1.bc'") {
-        return Err(format!("the note does not name the member: {}", r.stderr).into());
-    }
-    Ok(())
-}
-
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
@@ -1124,24 +482,15 @@ pub fn tests() -> Vec<Trial> {
     t.push(trial(
         "bundler::interop::duplicate_after_normalization",
         &[TOOL],
-        duplicate_after_normalization,
+        hostile::duplicate_after_normalization,
     ));
     t.push(trial(
         "bundler::archive_member_ccob_fault",
         &[TOOL, "llvm-ar"],
-        archive_member_ccob_fault,
+        hostile::archive_member_ccob_fault,
     ));
-    for tr in transcripts() {
-        let name = format!("bundler::transcript::{}", tr.name);
-        t.push(trial(name, &[TOOL], move || run_transcript(tr)));
-    }
-    for (name, ft, f) in hostile() {
-        t.push(trial(
-            format!("bundler::hostile::{name}"),
-            &[TOOL],
-            move || run_hostile(name, ft, f()),
-        ));
-    }
+    t.extend(transcripts::tests());
+    t.extend(hostile::tests());
     t.extend(object_bundles::tests());
     t.extend(archives::tests());
     t

@@ -146,6 +146,16 @@ struct Case {
 fn every_command() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
+    let c = damaged_inputs(d)?;
+    for case in &CASES {
+        every_command_on(d, case)?;
+    }
+    beside_a_good_input(d, &c)
+}
+
+/// The damaged inputs of [`CASES`], written in `d`; returns the good CCOB
+/// the damaged ones were made from.
+fn damaged_inputs(d: &Path) -> Result<Vec<u8>, Failed> {
     std::fs::write(d.join("lz4.fatbin"), fatbin(0x2000))?;
     std::fs::write(d.join("zstd.fatbin"), fatbin(0x8000))?;
     let c = ccob(d)?;
@@ -165,89 +175,99 @@ fn every_command() -> Result<(), Failed> {
     let mid = o.len() / 2;
     o[mid] ^= 0x55;
     std::fs::write(d.join("ob.bin"), o)?;
-    let cases = [
-        Case {
-            file: "lz4.fatbin",
-            require: "sm_80",
-            seen_listing: false,
-        },
-        Case {
-            file: "zstd.fatbin",
-            require: "sm_80",
-            seen_listing: false,
-        },
-        Case {
-            file: "hash.ccob",
-            require: "gfx90a",
-            seen_listing: false,
-        },
-        Case {
-            file: "stream.ccob",
-            require: "gfx90a",
-            seen_listing: false,
-        },
-        Case {
-            file: "ob.bin",
-            require: "gfx90a",
-            seen_listing: true,
-        },
+    Ok(c)
+}
+
+/// The damaged inputs and what is expected of them.
+const CASES: [Case; 5] = [
+    Case {
+        file: "lz4.fatbin",
+        require: "sm_80",
+        seen_listing: false,
+    },
+    Case {
+        file: "zstd.fatbin",
+        require: "sm_80",
+        seen_listing: false,
+    },
+    Case {
+        file: "hash.ccob",
+        require: "gfx90a",
+        seen_listing: false,
+    },
+    Case {
+        file: "stream.ccob",
+        require: "gfx90a",
+        seen_listing: false,
+    },
+    Case {
+        file: "ob.bin",
+        require: "gfx90a",
+        seen_listing: true,
+    },
+];
+
+/// Every command on one damaged input in `d`: `inspect`, `size` and `check`
+/// fail for the damage where they see it (and blame it), `--allow-corrupt`
+/// reports it with exit 0, and `extract` fails leaving nothing behind.
+fn every_command_on(d: &Path, case: &Case) -> Result<(), Failed> {
+    let f = case.file;
+    let req = format!("--require={}", case.require);
+    let commands: [(&str, Vec<&str>, bool); 6] = [
+        ("inspect", vec!["inspect", f], case.seen_listing),
+        ("inspect --verify", vec!["inspect", "--verify", f], true),
+        ("size", vec!["size", f], case.seen_listing),
+        ("size --verify", vec!["size", "--verify", f], true),
+        // A gate always verifies.
+        ("check", vec!["check", &req, f], true),
+        ("check --verify", vec!["check", "--verify", &req, f], true),
     ];
-    for case in &cases {
-        let f = case.file;
-        let req = format!("--require={}", case.require);
-        let commands: [(&str, Vec<&str>, bool); 6] = [
-            ("inspect", vec!["inspect", f], case.seen_listing),
-            ("inspect --verify", vec!["inspect", "--verify", f], true),
-            ("size", vec!["size", f], case.seen_listing),
-            ("size --verify", vec!["size", "--verify", f], true),
-            // A gate always verifies.
-            ("check", vec!["check", &req, f], true),
-            ("check --verify", vec!["check", "--verify", &req, f], true),
-        ];
-        for (what, args, seen) in commands {
-            let what = format!("{what} {f}");
-            let r = run(&ours(), &args, d);
-            if seen {
-                damage_failure(&what, &r, f)?;
-            } else if r.code != 0 {
-                // Not decoded when only listing: nothing is known wrong.
-                return Err(format!("{what}: exit {} (want 0): {}", r.code, r.stderr).into());
-            }
-            let stdout = String::from_utf8_lossy(&r.stdout);
-            if stdout.contains("no input carries device images") {
-                return Err(format!("{what}: blames no device code: {stdout}").into());
-            }
-            if seen && what.starts_with("check") && !stdout.contains(&format!("ERROR {f}: corrupt"))
-            {
-                return Err(format!("{what}: does not blame the damage: {stdout}").into());
-            }
+    for (what, args, seen) in commands {
+        let what = format!("{what} {f}");
+        let r = run(&ours(), &args, d);
+        if seen {
+            damage_failure(&what, &r, f)?;
+        } else if r.code != 0 {
+            // Not decoded when only listing: nothing is known wrong.
+            return Err(format!("{what}: exit {} (want 0): {}", r.code, r.stderr).into());
         }
-        // --allow-corrupt: the damage is reported, the exit is 0.
-        let r = run(&ours(), &["inspect", "--verify", "--allow-corrupt", f], d);
         let stdout = String::from_utf8_lossy(&r.stdout);
-        if r.code != 0 || !stdout.contains("problem") {
-            return Err(format!("inspect --allow-corrupt {f}: {} {stdout}", r.code).into());
+        if stdout.contains("no input carries device images") {
+            return Err(format!("{what}: blames no device code: {stdout}").into());
         }
-        // extract always verifies: exit 2, and no file of the damaged
-        // container left (nor a temporary one).
-        for verify in [false, true] {
-            let out = format!("out-{f}-{verify}");
-            let mut args = vec!["extract", f, "-o", &out];
-            if verify {
-                args.push("--verify");
-            }
-            let r = run(&ours(), &args, d);
-            damage_failure(&format!("{args:?}"), &r, f)?;
-            let left = files(&d.join(&out));
-            if !left.is_empty() {
-                return Err(format!("{args:?}: left {:?}", left.keys()).into());
-            }
+        if seen && what.starts_with("check") && !stdout.contains(&format!("ERROR {f}: corrupt")) {
+            return Err(format!("{what}: does not blame the damage: {stdout}").into());
         }
     }
-    // The same damage beside a good input: the good one is still extracted
-    // and checked, the command still exits 2, and check does not say that no
-    // input carries device code.
-    std::fs::write(d.join("good.ccob"), &c)?;
+    // --allow-corrupt: the damage is reported, the exit is 0.
+    let r = run(&ours(), &["inspect", "--verify", "--allow-corrupt", f], d);
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    if r.code != 0 || !stdout.contains("problem") {
+        return Err(format!("inspect --allow-corrupt {f}: {} {stdout}", r.code).into());
+    }
+    // extract always verifies: exit 2, and no file of the damaged
+    // container left (nor a temporary one).
+    for verify in [false, true] {
+        let out = format!("out-{f}-{verify}");
+        let mut args = vec!["extract", f, "-o", &out];
+        if verify {
+            args.push("--verify");
+        }
+        let r = run(&ours(), &args, d);
+        damage_failure(&format!("{args:?}"), &r, f)?;
+        let left = files(&d.join(&out));
+        if !left.is_empty() {
+            return Err(format!("{args:?}: left {:?}", left.keys()).into());
+        }
+    }
+    Ok(())
+}
+
+/// The same damage beside a good input (`c`, written in `d`): the good one
+/// is still extracted and checked, the command still exits 2, and `check`
+/// does not say that no input carries device code.
+fn beside_a_good_input(d: &Path, c: &[u8]) -> Result<(), Failed> {
+    std::fs::write(d.join("good.ccob"), c)?;
     let r = run(
         &ours(),
         &["extract", "good.ccob", "hash.ccob", "-o", "both"],

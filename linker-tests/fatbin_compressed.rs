@@ -198,10 +198,21 @@ fn written_here() -> Result<(), Failed> {
         same_bytes(&format!("image {id}"), extracted(&got, "f.fatbin", id)?, w)?;
     }
 
-    // inspect --hash: of the decompressed bytes; size: as stored.
+    let stored: [usize; 4] = [lz.len(), zs.len(), cubin90.len(), lz_ptx.len()];
+    inspect_hashes_decompressed(dir, &want, stored)?;
+    size_counts_decompressed(dir, &want, stored)
+}
+
+/// `inspect --hash` of `f.fatbin` in `dir`: each image's hash is of its
+/// decompressed bytes (`want`), its size as `stored`, and its compression
+/// method named.
+fn inspect_hashes_decompressed(
+    dir: &Path,
+    want: &[&[u8]; 4],
+    stored: [usize; 4],
+) -> Result<(), Failed> {
     let v = json(&["inspect", "--json", "--hash=md5", "f.fatbin"], dir)?;
     let images = v["files"][0]["images"].as_array().ok_or("no images")?;
-    let stored: [usize; 4] = [lz.len(), zs.len(), cubin90.len(), lz_ptx.len()];
     for (id, img) in images.iter().enumerate() {
         same(
             &format!("image {id} hash"),
@@ -239,7 +250,16 @@ fn written_here() -> Result<(), Failed> {
         vec!["lz4".into(), "zstd".into(), "-".into(), "lz4".into()],
     )?;
 
-    // size: bytes decompressed, stored as compressed.
+    Ok(())
+}
+
+/// `size` of `f.fatbin` in `dir`: the bytes decompressed (`want`), stored
+/// as compressed (`stored`).
+fn size_counts_decompressed(
+    dir: &Path,
+    want: &[&[u8]; 4],
+    stored: [usize; 4],
+) -> Result<(), Failed> {
     let v = json(&["size", "--json", "f.fatbin"], dir)?;
     let kinds = &v["files"][0]["by_kind"];
     same(
@@ -249,8 +269,8 @@ fn written_here() -> Result<(), Failed> {
             kinds["cubin"]["stored"].as_u64(),
         ),
         (
-            Some((cubin80.len() + cubin90.len()) as u64),
-            Some((lz.len() + cubin90.len()) as u64),
+            Some((want[0].len() + want[2].len()) as u64),
+            Some((stored[0] + stored[2]) as u64),
         ),
     )?;
     same(
@@ -260,12 +280,12 @@ fn written_here() -> Result<(), Failed> {
             kinds["ptx"]["stored"].as_u64(),
         ),
         (
-            Some(2 * text.len() as u64),
-            Some((zs.len() + lz_ptx.len()) as u64),
+            Some((want[1].len() + want[3].len()) as u64),
+            Some((stored[1] + stored[3]) as u64),
         ),
     )?;
     let r = run(&ours(), &["size", "f.fatbin"], dir).ok()?;
-    let total = cubin80.len() + cubin90.len() + 2 * text.len();
+    let total: usize = want.iter().map(|w| w.len()).sum();
     let out = String::from_utf8_lossy(&r.stdout);
     if !out.contains(&format!("device code {total} bytes in 4 image(s)")) {
         return Err(format!("size does not count the decompressed bytes:\n{out}").into());
@@ -308,74 +328,107 @@ fn corrupt_entries() -> Result<(), Failed> {
             "zstd",
         ),
     ];
-    for (name, method, payload, declared, says) in &cases {
-        let file = format!("{name}.fatbin");
-        std::fs::write(
-            dir.join(&file),
-            fatbin(&[
-                Entry {
-                    kind: KIND_ELF,
-                    sm: 80,
-                    flags: FLAGS | method,
-                    payload,
-                    decompressed: *declared,
-                },
-                Entry {
-                    kind: KIND_ELF,
-                    sm: 90,
-                    flags: FLAGS | LZ4,
-                    payload: &lz4_flex::block::compress(&good),
-                    decompressed: good.len() as u64,
-                },
-            ]),
-        )?;
-        // extract: errors naming the file, exit 2; nothing of the damaged
-        // fatbin is kept, not even its good entry (no partial or temporary
-        // file either).
-        let out = format!("out-{name}");
-        let r = run(&ours(), &["extract", &file, "-o", &out], dir);
-        crate::damaged::damage_failure(&format!("extract {name}"), &r, &file)?;
-        if !r.stderr.contains(says) || !r.stderr.contains("image 0") {
-            return Err(format!("extract {name}: the error does not say why: {}", r.stderr).into());
-        }
-        let got = files(&dir.join(&out));
-        same(&format!("{name}: files left"), got.len(), 0)?;
-        // inspect --hash: a problem, no hash for that image, and exit 2
-        // (damaged data; --allow-corrupt: 0).
-        let r = run(&ours(), &["inspect", "--json", "--hash=md5", &file], dir);
-        if r.code != 2 {
-            return Err(format!("inspect --hash {name}: exit {}", r.code).into());
-        }
-        run(
-            &ours(),
-            &["inspect", "--json", "--hash=md5", "--allow-corrupt", &file],
-            dir,
-        )
-        .ok()?;
-        let v: Value = serde_json::from_slice(&r.stdout)?;
-        let f = &v["files"][0];
-        same(
-            &format!("{name}: image 0 hash"),
-            &f["images"][0]["hash"],
-            &Value::Null,
-        )?;
-        same(
-            &format!("{name}: image 1 hash"),
-            f["images"][1]["hash"].as_str().map(str::to_string),
-            Some(format!("md5:{}", md5_hex(&good))),
-        )?;
-        let problems = f["problems"].as_array().map_or(0, Vec::len);
-        let msg = f["problems"][0]["message"].as_str().unwrap_or_default();
-        if problems != 1
-            || !msg.contains("CUDA fatbin entry 0 (sm_80 cubin)")
-            || !msg.contains(says)
-        {
-            return Err(format!("inspect --hash {name}: problems {}", f["problems"]).into());
-        }
-        // size decompresses nothing: it counts what the headers declare.
-        run(&ours(), &["size", &file], dir).ok()?;
+    for (name, method, payload, declared, says) in cases {
+        let c = Corrupt {
+            name,
+            method,
+            payload,
+            declared,
+            says,
+        };
+        corrupt_entry_is_refused(dir, &c, &good)?;
     }
-    // The scan's budget bounds what one file may decompress.
+    budget_bounds_decompression(dir)
+}
+
+/// A fatbin entry damaged one way: its compression method, its payload,
+/// the size it declares and what the error must say.
+struct Corrupt<'a> {
+    /// The case's name (and file name).
+    name: &'a str,
+    /// The compression flag.
+    method: u64,
+    /// The stored bytes.
+    payload: Vec<u8>,
+    /// The decompressed size the entry declares.
+    declared: u64,
+    /// What the error names.
+    says: &'a str,
+}
+
+/// A fatbin of the damaged entry `c` and a good one (`good`, compressed):
+/// `extract` fails naming it and keeps nothing of the fatbin, `inspect
+/// --hash` reports one problem, hashes the good entry and exits 2 (0 with
+/// `--allow-corrupt`), and `size` counts what the headers declare.
+fn corrupt_entry_is_refused(dir: &Path, c: &Corrupt<'_>, good: &[u8]) -> Result<(), Failed> {
+    let (name, says) = (c.name, c.says);
+    let file = format!("{name}.fatbin");
+    std::fs::write(
+        dir.join(&file),
+        fatbin(&[
+            Entry {
+                kind: KIND_ELF,
+                sm: 80,
+                flags: FLAGS | c.method,
+                payload: &c.payload,
+                decompressed: c.declared,
+            },
+            Entry {
+                kind: KIND_ELF,
+                sm: 90,
+                flags: FLAGS | LZ4,
+                payload: &lz4_flex::block::compress(good),
+                decompressed: good.len() as u64,
+            },
+        ]),
+    )?;
+    // extract: errors naming the file, exit 2; nothing of the damaged
+    // fatbin is kept, not even its good entry (no partial or temporary
+    // file either).
+    let out = format!("out-{name}");
+    let r = run(&ours(), &["extract", &file, "-o", &out], dir);
+    crate::damaged::damage_failure(&format!("extract {name}"), &r, &file)?;
+    if !r.stderr.contains(says) || !r.stderr.contains("image 0") {
+        return Err(format!("extract {name}: the error does not say why: {}", r.stderr).into());
+    }
+    let got = files(&dir.join(&out));
+    same(&format!("{name}: files left"), got.len(), 0)?;
+    // inspect --hash: a problem, no hash for that image, and exit 2
+    // (damaged data; --allow-corrupt: 0).
+    let r = run(&ours(), &["inspect", "--json", "--hash=md5", &file], dir);
+    if r.code != 2 {
+        return Err(format!("inspect --hash {name}: exit {}", r.code).into());
+    }
+    run(
+        &ours(),
+        &["inspect", "--json", "--hash=md5", "--allow-corrupt", &file],
+        dir,
+    )
+    .ok()?;
+    let v: Value = serde_json::from_slice(&r.stdout)?;
+    let f = &v["files"][0];
+    same(
+        &format!("{name}: image 0 hash"),
+        &f["images"][0]["hash"],
+        &Value::Null,
+    )?;
+    same(
+        &format!("{name}: image 1 hash"),
+        f["images"][1]["hash"].as_str().map(str::to_string),
+        Some(format!("md5:{}", md5_hex(good))),
+    )?;
+    let problems = f["problems"].as_array().map_or(0, Vec::len);
+    let msg = f["problems"][0]["message"].as_str().unwrap_or_default();
+    if problems != 1 || !msg.contains("CUDA fatbin entry 0 (sm_80 cubin)") || !msg.contains(says) {
+        return Err(format!("inspect --hash {name}: problems {}", f["problems"]).into());
+    }
+    // size decompresses nothing: it counts what the headers declare.
+    run(&ours(), &["size", &file], dir).ok()?;
+    Ok(())
+}
+
+/// The scan's budget bounds what one file may decompress.
+fn budget_bounds_decompression(dir: &Path) -> Result<(), Failed> {
     let r = run(
         &ours(),
         &[

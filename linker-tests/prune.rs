@@ -129,81 +129,10 @@ fn hip_programs() -> Result<(), Failed> {
         d,
     )
     .ok()?;
-    let rpath = "-Wl,-rpath,$ORIGIN";
-    let main = src("main.c");
     std::fs::create_dir(d.join("pruned"))?;
     std::fs::copy(d.join("libhipstub.so"), d.join("pruned/libhipstub.so"))?;
     for ld in ["bfd", "lld", "mold"] {
-        let fuse = format!("-fuse-ld={ld}");
-        let lib = format!("libk{ld}.so");
-        let clang = llvm("clang");
-        run(
-            &clang,
-            &[
-                &fuse,
-                "-shared",
-                "k1.o",
-                "k2.o",
-                "-L.",
-                "-lhipstub",
-                "-o",
-                &lib,
-            ],
-            d,
-        )
-        .ok()?;
-        let shared = format!("app-{ld}");
-        let link_lib = format!("-lk{ld}");
-        run(
-            &clang,
-            &[
-                &fuse,
-                &main,
-                "-L.",
-                &link_lib,
-                "-lhipstub",
-                rpath,
-                "-o",
-                &shared,
-            ],
-            d,
-        )
-        .ok()?;
-        let pie = format!("pie-{ld}");
-        run(
-            &clang,
-            &[
-                &fuse,
-                &main,
-                "k1.o",
-                "k2.o",
-                "-L.",
-                "-lhipstub",
-                rpath,
-                "-o",
-                &pie,
-            ],
-            d,
-        )
-        .ok()?;
-        let nopie = format!("nopie-{ld}");
-        run(
-            &clang,
-            &[
-                &fuse,
-                "-no-pie",
-                &main,
-                "k1.o",
-                "k2.o",
-                "-L.",
-                "-lhipstub",
-                rpath,
-                "-o",
-                &nopie,
-            ],
-            d,
-        )
-        .ok()?;
+        let [lib, shared, pie, nopie] = link_programs(d, ld)?;
         // The library is pruned in the copy the program beside it loads;
         // the executables, into the same directory.
         std::fs::copy(d.join(&shared), d.join("pruned").join(&shared))?;
@@ -235,6 +164,85 @@ fn hip_programs() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// Links the HIP objects of [`hip_programs`] with `-fuse-ld=ld` into a
+/// shared library, a program that loads it, and PIE and non-PIE programs
+/// holding them; returns their names in that order.
+fn link_programs(d: &Path, ld: &str) -> Result<[String; 4], Failed> {
+    let rpath = "-Wl,-rpath,$ORIGIN";
+    let main = src("main.c");
+    let fuse = format!("-fuse-ld={ld}");
+    let lib = format!("libk{ld}.so");
+    let clang = llvm("clang");
+    run(
+        &clang,
+        &[
+            &fuse,
+            "-shared",
+            "k1.o",
+            "k2.o",
+            "-L.",
+            "-lhipstub",
+            "-o",
+            &lib,
+        ],
+        d,
+    )
+    .ok()?;
+    let shared = format!("app-{ld}");
+    let link_lib = format!("-lk{ld}");
+    run(
+        &clang,
+        &[
+            &fuse,
+            &main,
+            "-L.",
+            &link_lib,
+            "-lhipstub",
+            rpath,
+            "-o",
+            &shared,
+        ],
+        d,
+    )
+    .ok()?;
+    let pie = format!("pie-{ld}");
+    run(
+        &clang,
+        &[
+            &fuse,
+            &main,
+            "k1.o",
+            "k2.o",
+            "-L.",
+            "-lhipstub",
+            rpath,
+            "-o",
+            &pie,
+        ],
+        d,
+    )
+    .ok()?;
+    let nopie = format!("nopie-{ld}");
+    run(
+        &clang,
+        &[
+            &fuse,
+            "-no-pie",
+            &main,
+            "k1.o",
+            "k2.o",
+            "-L.",
+            "-lhipstub",
+            rpath,
+            "-o",
+            &nopie,
+        ],
+        d,
+    )
+    .ok()?;
+    Ok([lib, shared, pie, nopie])
 }
 
 /// Bytes a file takes on disk.
@@ -339,169 +347,8 @@ fn rocrand() -> Result<(), Failed> {
     readelf_clean(d, "out.so")?;
     same_outside(d, ".hip_fatbin", "lib.so", "out.so")?;
 
-    // LLVM's bundler reads the pruned bundle: the host entry and the two
-    // kept IDs, each unbundled to its original bytes.
-    run(
-        &llvm("llvm-objcopy"),
-        &["-O", "binary", "--only-section=.hip_fatbin", "out.so", "fb"],
-        d,
-    )
-    .ok()?;
-    let list = run(
-        &llvm("clang-offload-bundler"),
-        &["-list", "-type=o", "-input=fb"],
-        d,
-    )
-    .ok()?;
-    let mut ids: Vec<String> = String::from_utf8_lossy(&list.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect();
-    ids.sort();
-    same(
-        "clang-offload-bundler -list",
-        ids.iter().map(String::as_str).collect::<Vec<_>>(),
-        vec![
-            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
-            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
-            "host-x86_64-unknown-linux",
-        ],
-    )?;
-    // Each kept ID unbundles as it did from the original section: LLVM 22
-    // stops at this bundle's three-part host ID (`host-x86_64-unknown-linux`)
-    // when it meets it before the ID it looks for, in both; what it does
-    // unbundle is the original code object.
-    run(
-        &llvm("llvm-objcopy"),
-        &[
-            "-O",
-            "binary",
-            "--only-section=.hip_fatbin",
-            "lib.so",
-            "fb0",
-        ],
-        d,
-    )
-    .ok()?;
-    let originals: BTreeMap<_, _> = before.into_iter().collect();
-    let mut unbundled = 0;
-    for id in ids.iter().filter(|i| i.starts_with("hipv4")) {
-        let unbundle = |input: &str, out: &str| {
-            run(
-                &llvm("clang-offload-bundler"),
-                &[
-                    "-unbundle",
-                    "-type=o",
-                    &format!("-input={input}"),
-                    &format!("-targets={id}"),
-                    &format!("-output={out}"),
-                ],
-                d,
-            )
-        };
-        let (old, new) = (unbundle("fb0", "one.0"), unbundle("fb", "one.1"));
-        same(
-            &format!("{id}: LLVM's unbundle exit code"),
-            new.code,
-            old.code,
-        )?;
-        same(
-            &format!("{id}: LLVM's unbundle messages"),
-            &new.stderr,
-            &old.stderr,
-        )?;
-        if new.code == 0 {
-            unbundled += 1;
-            same(
-                &format!("{id} unbundled by LLVM"),
-                Some(&md5_hex(&std::fs::read(d.join("one.1"))?)),
-                originals.get(id),
-            )?;
-        }
-    }
-    same("IDs LLVM unbundles", unbundled, 1)?;
-
-    // --in-place keeps the mode and the times; a target no image serves
-    // leaves a bundle empty (refused, file untouched); a typo is a usage
-    // error; keeping every target leaves nothing to do.
-    std::fs::copy(d.join("lib.so"), d.join("inplace.so"))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let p = d.join("inplace.so");
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o751))?;
-        let then = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
-        std::fs::File::options().write(true).open(&p)?.set_times(
-            std::fs::FileTimes::new()
-                .set_modified(then)
-                .set_accessed(then),
-        )?;
-    }
-
-    let m0 = std::fs::metadata(d.join("inplace.so"))?;
-    run(
-        &ours(),
-        &["prune", "--keep", "gfx1030", "--in-place", "inplace.so"],
-        d,
-    )
-    .ok()?;
-    let m1 = std::fs::metadata(d.join("inplace.so"))?;
-    same("mode kept", m1.mode() & 0o7777, 0o751)?;
-    same("mtime kept", m1.mtime(), m0.mtime())?;
-    same(
-        "in place: one image left",
-        hashed(d, "inplace.so")?.len(),
-        1,
-    )?;
-
-    let r = run(
-        &ours(),
-        &["prune", "--keep", "gfx1100", "-o", "none.so", "lib.so"],
-        d,
-    );
-    same("a bundle left without device images: exit code", r.code, 2)?;
-    same("  and no output", d.join("none.so").exists(), false)?;
-    if !r.stderr.contains("no device image") {
-        return Err(format!("unexpected message: {}", r.stderr).into());
-    }
-    // Damaged data (the first entry's offset made absurd): an error, and
-    // nothing written.
-    let inspect = ours_json(&["inspect", "--json", "lib.so"], d)?;
-    let at = inspect["files"][0]["containers"][0]["offset"]
-        .as_u64()
-        .ok_or("no bundle offset")?;
-    let mut bad = std::fs::read(d.join("lib.so"))?;
-    let field = usize::try_from(at + 32)?;
-    bad[field..field + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
-    std::fs::write(d.join("bad.so"), &bad)?;
-    let r = run(
-        &ours(),
-        &["prune", "--keep", "gfx90a", "-o", "badout.so", "bad.so"],
-        d,
-    );
-    same("damaged data: exit code", r.code, 2)?;
-    same("  and no output", d.join("badout.so").exists(), false)?;
-    let r = run(
-        &ours(),
-        &["prune", "--keep", "gfx9999", "-o", "typo.so", "lib.so"],
-        d,
-    );
-    same("a rule naming nothing known: exit code", r.code, 2)?;
-    let r = run(
-        &ours(),
-        &[
-            "prune",
-            "--keep",
-            "gfx803,gfx900,gfx906,gfx908,gfx90a,gfx1030",
-            "--dry-run",
-            "lib.so",
-        ],
-        d,
-    )
-    .ok()?;
-    if !String::from_utf8_lossy(&r.stdout).contains("nothing to remove") {
-        return Err("keeping every target should leave nothing to remove".into());
-    }
-    Ok(())
+    llvm_reads_the_pruned_bundle(d, before)?;
+    refusals_and_in_place(d)
 }
 
 fn curand() -> Result<(), Failed> {
@@ -647,4 +494,177 @@ print(n)
         hashed(d, &installed)?,
         want,
     )
+}
+
+/// LLVM's bundler reads the `.hip_fatbin` of `out.so` as it reads that of
+/// `lib.so` (whose images are `before`).
+fn llvm_reads_the_pruned_bundle(d: &Path, before: Vec<(String, String)>) -> Result<(), Failed> {
+    // LLVM's bundler reads the pruned bundle: the host entry and the two
+    // kept IDs, each unbundled to its original bytes.
+    run(
+        &llvm("llvm-objcopy"),
+        &["-O", "binary", "--only-section=.hip_fatbin", "out.so", "fb"],
+        d,
+    )
+    .ok()?;
+    let list = run(
+        &llvm("clang-offload-bundler"),
+        &["-list", "-type=o", "-input=fb"],
+        d,
+    )
+    .ok()?;
+    let mut ids: Vec<String> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    ids.sort();
+    same(
+        "clang-offload-bundler -list",
+        ids.iter().map(String::as_str).collect::<Vec<_>>(),
+        vec![
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
+            "host-x86_64-unknown-linux",
+        ],
+    )?;
+    // Each kept ID unbundles as it did from the original section: LLVM 22
+    // stops at this bundle's three-part host ID (`host-x86_64-unknown-linux`)
+    // when it meets it before the ID it looks for, in both; what it does
+    // unbundle is the original code object.
+    run(
+        &llvm("llvm-objcopy"),
+        &[
+            "-O",
+            "binary",
+            "--only-section=.hip_fatbin",
+            "lib.so",
+            "fb0",
+        ],
+        d,
+    )
+    .ok()?;
+    let originals: BTreeMap<_, _> = before.into_iter().collect();
+    let mut unbundled = 0;
+    for id in ids.iter().filter(|i| i.starts_with("hipv4")) {
+        let unbundle = |input: &str, out: &str| {
+            run(
+                &llvm("clang-offload-bundler"),
+                &[
+                    "-unbundle",
+                    "-type=o",
+                    &format!("-input={input}"),
+                    &format!("-targets={id}"),
+                    &format!("-output={out}"),
+                ],
+                d,
+            )
+        };
+        let (old, new) = (unbundle("fb0", "one.0"), unbundle("fb", "one.1"));
+        same(
+            &format!("{id}: LLVM's unbundle exit code"),
+            new.code,
+            old.code,
+        )?;
+        same(
+            &format!("{id}: LLVM's unbundle messages"),
+            &new.stderr,
+            &old.stderr,
+        )?;
+        if new.code == 0 {
+            unbundled += 1;
+            same(
+                &format!("{id} unbundled by LLVM"),
+                Some(&md5_hex(&std::fs::read(d.join("one.1"))?)),
+                originals.get(id),
+            )?;
+        }
+    }
+    same("IDs LLVM unbundles", unbundled, 1)?;
+
+    Ok(())
+}
+
+/// `--in-place`, and the cases that write nothing, on `lib.so`.
+fn refusals_and_in_place(d: &Path) -> Result<(), Failed> {
+    // --in-place keeps the mode and the times; a target no image serves
+    // leaves a bundle empty (refused, file untouched); a typo is a usage
+    // error; keeping every target leaves nothing to do.
+    std::fs::copy(d.join("lib.so"), d.join("inplace.so"))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = d.join("inplace.so");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o751))?;
+        let then = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
+        std::fs::File::options().write(true).open(&p)?.set_times(
+            std::fs::FileTimes::new()
+                .set_modified(then)
+                .set_accessed(then),
+        )?;
+    }
+
+    let m0 = std::fs::metadata(d.join("inplace.so"))?;
+    run(
+        &ours(),
+        &["prune", "--keep", "gfx1030", "--in-place", "inplace.so"],
+        d,
+    )
+    .ok()?;
+    let m1 = std::fs::metadata(d.join("inplace.so"))?;
+    same("mode kept", m1.mode() & 0o7777, 0o751)?;
+    same("mtime kept", m1.mtime(), m0.mtime())?;
+    same(
+        "in place: one image left",
+        hashed(d, "inplace.so")?.len(),
+        1,
+    )?;
+
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx1100", "-o", "none.so", "lib.so"],
+        d,
+    );
+    same("a bundle left without device images: exit code", r.code, 2)?;
+    same("  and no output", d.join("none.so").exists(), false)?;
+    if !r.stderr.contains("no device image") {
+        return Err(format!("unexpected message: {}", r.stderr).into());
+    }
+    // Damaged data (the first entry's offset made absurd): an error, and
+    // nothing written.
+    let inspect = ours_json(&["inspect", "--json", "lib.so"], d)?;
+    let at = inspect["files"][0]["containers"][0]["offset"]
+        .as_u64()
+        .ok_or("no bundle offset")?;
+    let mut bad = std::fs::read(d.join("lib.so"))?;
+    let field = usize::try_from(at + 32)?;
+    bad[field..field + 8].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    std::fs::write(d.join("bad.so"), &bad)?;
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "-o", "badout.so", "bad.so"],
+        d,
+    );
+    same("damaged data: exit code", r.code, 2)?;
+    same("  and no output", d.join("badout.so").exists(), false)?;
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx9999", "-o", "typo.so", "lib.so"],
+        d,
+    );
+    same("a rule naming nothing known: exit code", r.code, 2)?;
+    let r = run(
+        &ours(),
+        &[
+            "prune",
+            "--keep",
+            "gfx803,gfx900,gfx906,gfx908,gfx90a,gfx1030",
+            "--dry-run",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    if !String::from_utf8_lossy(&r.stdout).contains("nothing to remove") {
+        return Err("keeping every target should leave nothing to remove".into());
+    }
+    Ok(())
 }

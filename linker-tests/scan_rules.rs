@@ -267,85 +267,8 @@ fn unknown_rules() -> Result<(), Failed> {
 fn coverage() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
-    let amd = |arch| {
-        (
-            OffloadKind::OFK_HIP,
-            "amdgcn-amd-amdhsa",
-            arch,
-            ImageKind::IMG_Object,
-        )
-    };
-    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
-    std::fs::write(
-        dir.join("both.ob"),
-        offload_binary(&[amd("gfx90a:xnack+"), amd("gfx90a:xnack-")]),
-    )?;
-    std::fs::write(dir.join("plus.ob"), offload_binary(&[amd("gfx90a:xnack+")]))?;
-    std::fs::write(
-        dir.join("generic.ob"),
-        offload_binary(&[amd("gfx9-4-generic")]),
-    )?;
-    std::fs::write(
-        dir.join("cuda.ob"),
-        offload_binary(&[
-            cuda("sm_90", ImageKind::IMG_Cubin),
-            cuda("sm_100a", ImageKind::IMG_Cubin),
-            cuda("sm_103a", ImageKind::IMG_Cubin),
-            cuda("sm_100f", ImageKind::IMG_PTX),
-        ]),
-    )?;
-    // (args, exit, what stdout says)
-    let cases: &[(&[&str], i32, &str)] = &[
-        (
-            &["--require", "gfx90a", "both.ob"],
-            0,
-            "(gfx90a: gfx90a:xnack+ gfx90a:xnack-)",
-        ),
-        (
-            &["--require", "gfx90a", "plus.ob"],
-            1,
-            "missing arch gfx90a for gfx90a:sramecc+:xnack- gfx90a:sramecc-:xnack- \
-             (the rest served by gfx90a:xnack+)",
-        ),
-        (&["--require", "gfx90a:xnack+", "plus.ob"], 0, "ok"),
-        (
-            &["--require", "gfx942,gfx950", "generic.ob"],
-            0,
-            "gfx942: gfx9-4-generic; gfx950: gfx9-4-generic",
-        ),
-        (
-            &["--require", "gfx90a", "generic.ob"],
-            1,
-            "missing arch gfx90a",
-        ),
-        (
-            &["--require", "sm_90a", "cuda.ob"],
-            1,
-            "missing arch sm_90a",
-        ),
-        (
-            &["--require", "sm_100f:cubin", "cuda.ob"],
-            0,
-            "sm_100f:cubin: sm_100a:cubin sm_103a:cubin",
-        ),
-        (
-            &["--require", "sm_103", "cuda.ob"],
-            0,
-            "sm_103: sm_100f:ptx sm_103a:cubin",
-        ),
-        // sm_100f PTX is for the sm_10x family only.
-        (
-            &["--require", "sm_120:ptx", "cuda.ob"],
-            1,
-            "missing sm_120:ptx",
-        ),
-        (
-            &["--require", "sm_100:ptx", "cuda.ob"],
-            0,
-            "sm_100:ptx: sm_100f:ptx",
-        ),
-    ];
-    for (args, code, says) in cases {
+    coverage_inputs(dir)?;
+    for (args, code, says) in COVERAGE {
         let mut all = vec!["check"];
         all.extend_from_slice(args);
         let r = run(&ours(), &all, dir);
@@ -385,6 +308,91 @@ fn coverage() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The binaries [`COVERAGE`] checks, written in `dir`: gfx90a with xnack
+/// on and off, on only, a generic target, and CUDA cubins and PTX.
+fn coverage_inputs(dir: &Path) -> Result<(), Failed> {
+    let amd = |arch| {
+        (
+            OffloadKind::OFK_HIP,
+            "amdgcn-amd-amdhsa",
+            arch,
+            ImageKind::IMG_Object,
+        )
+    };
+    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
+    std::fs::write(
+        dir.join("both.ob"),
+        offload_binary(&[amd("gfx90a:xnack+"), amd("gfx90a:xnack-")]),
+    )?;
+    std::fs::write(dir.join("plus.ob"), offload_binary(&[amd("gfx90a:xnack+")]))?;
+    std::fs::write(
+        dir.join("generic.ob"),
+        offload_binary(&[amd("gfx9-4-generic")]),
+    )?;
+    std::fs::write(
+        dir.join("cuda.ob"),
+        offload_binary(&[
+            cuda("sm_90", ImageKind::IMG_Cubin),
+            cuda("sm_100a", ImageKind::IMG_Cubin),
+            cuda("sm_103a", ImageKind::IMG_Cubin),
+            cuda("sm_100f", ImageKind::IMG_PTX),
+        ]),
+    )?;
+    Ok(())
+}
+
+/// `check`'s arguments, its exit code, and what its standard output says.
+const COVERAGE: &[(&[&str], i32, &str)] = &[
+    (
+        &["--require", "gfx90a", "both.ob"],
+        0,
+        "(gfx90a: gfx90a:xnack+ gfx90a:xnack-)",
+    ),
+    (
+        &["--require", "gfx90a", "plus.ob"],
+        1,
+        "missing arch gfx90a for gfx90a:sramecc+:xnack- gfx90a:sramecc-:xnack- \
+         (the rest served by gfx90a:xnack+)",
+    ),
+    (&["--require", "gfx90a:xnack+", "plus.ob"], 0, "ok"),
+    (
+        &["--require", "gfx942,gfx950", "generic.ob"],
+        0,
+        "gfx942: gfx9-4-generic; gfx950: gfx9-4-generic",
+    ),
+    (
+        &["--require", "gfx90a", "generic.ob"],
+        1,
+        "missing arch gfx90a",
+    ),
+    (
+        &["--require", "sm_90a", "cuda.ob"],
+        1,
+        "missing arch sm_90a",
+    ),
+    (
+        &["--require", "sm_100f:cubin", "cuda.ob"],
+        0,
+        "sm_100f:cubin: sm_100a:cubin sm_103a:cubin",
+    ),
+    (
+        &["--require", "sm_103", "cuda.ob"],
+        0,
+        "sm_103: sm_100f:ptx sm_103a:cubin",
+    ),
+    // sm_100f PTX is for the sm_10x family only.
+    (
+        &["--require", "sm_120:ptx", "cuda.ob"],
+        1,
+        "missing sm_120:ptx",
+    ),
+    (
+        &["--require", "sm_100:ptx", "cuda.ob"],
+        0,
+        "sm_100:ptx: sm_100f:ptx",
+    ),
+];
+
 /// A binary bundle of `(entry ID, bytes)`, entries 8-aligned.
 fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
     use offload_kit::bundle::binary::{EntrySpec, layout};
@@ -410,66 +418,8 @@ fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
 fn reports() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
-    // 7 device images and the host entry.
-    let archs = [
-        "gfx1030",
-        "gfx90a",
-        "gfx803",
-        "gfx900",
-        "gfx942",
-        "gfx1100",
-        "gfx9-generic",
-    ];
-    let ids: Vec<String> = archs
-        .iter()
-        .map(|a| format!("hipv4-amdgcn-amd-amdhsa--{a}"))
-        .collect();
-    let code = b"\x7fELF device code".to_vec();
-    let mut entries: Vec<(&str, &[u8])> = vec![("host-x86_64-unknown-linux-gnu-", b"")];
-    entries.extend(ids.iter().map(|i| (i.as_str(), &code[..])));
-    std::fs::create_dir_all(dir.join("d/none"))?;
-    std::fs::write(dir.join("d/b.hipfb"), bundle(&entries))?;
-    std::fs::write(dir.join("d/none/empty.txt"), b"no device code here")?;
-    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
-    std::fs::write(
-        dir.join("d/c.ob"),
-        offload_binary(&[
-            cuda("sm_90", ImageKind::IMG_PTX),
-            cuda("sm_100", ImageKind::IMG_Cubin),
-            cuda("sm_90", ImageKind::IMG_Cubin),
-            cuda("sm_50", ImageKind::IMG_Cubin),
-        ]),
-    )?;
-    let r = run(&ours(), &["size", "d/b.hipfb"], dir).ok()?;
-    let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    if !out.contains("in 7 image(s)") || !out.contains("1 bundle host entry") {
-        return Err(format!("size counts the host entry as an image:\n{out}").into());
-    }
-    let rows: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .filter(|a| a.starts_with("gfx"))
-        .collect();
-    same(
-        "size rows in arch order",
-        rows,
-        vec![
-            "gfx803",
-            "gfx9-generic",
-            "gfx900",
-            "gfx90a",
-            "gfx942",
-            "gfx1030",
-            "gfx1100",
-        ],
-    )?;
-    let r = run(&ours(), &["inspect", "d/b.hipfb"], dir).ok()?;
-    let out = String::from_utf8_lossy(&r.stdout).into_owned();
-    if !out.contains("1 container(s), 7 device image(s), 1 bundle host entry")
-        || !out.contains("host entry (#0)")
-    {
-        return Err(format!("inspect's header or host entry:\n{out}").into());
-    }
+    report_inputs(dir)?;
+    bundle_reports(dir)?;
     // Cubins and PTX of one arch are separate rows.
     let r = run(&ours(), &["size", "d/c.ob"], dir).ok()?;
     let out = String::from_utf8_lossy(&r.stdout).into_owned();
@@ -512,6 +462,79 @@ fn reports() -> Result<(), Failed> {
         v["files"][0]["format"].as_str().map(str::to_string),
         Some("ELF64".to_string()),
     )?;
+    Ok(())
+}
+
+/// The inputs of [`reports`], written in `dir`: `d/b.hipfb`, a bundle of
+/// 7 device images and the host entry; `d/c.ob`, CUDA cubins and PTX;
+/// `d/none/empty.txt`, no device code.
+fn report_inputs(dir: &Path) -> Result<(), Failed> {
+    // 7 device images and the host entry.
+    let archs = [
+        "gfx1030",
+        "gfx90a",
+        "gfx803",
+        "gfx900",
+        "gfx942",
+        "gfx1100",
+        "gfx9-generic",
+    ];
+    let ids: Vec<String> = archs
+        .iter()
+        .map(|a| format!("hipv4-amdgcn-amd-amdhsa--{a}"))
+        .collect();
+    let code = b"\x7fELF device code".to_vec();
+    let mut entries: Vec<(&str, &[u8])> = vec![("host-x86_64-unknown-linux-gnu-", b"")];
+    entries.extend(ids.iter().map(|i| (i.as_str(), &code[..])));
+    std::fs::create_dir_all(dir.join("d/none"))?;
+    std::fs::write(dir.join("d/b.hipfb"), bundle(&entries))?;
+    std::fs::write(dir.join("d/none/empty.txt"), b"no device code here")?;
+    let cuda = |arch, kind| (OffloadKind::OFK_Cuda, "nvptx64-nvidia-cuda", arch, kind);
+    std::fs::write(
+        dir.join("d/c.ob"),
+        offload_binary(&[
+            cuda("sm_90", ImageKind::IMG_PTX),
+            cuda("sm_100", ImageKind::IMG_Cubin),
+            cuda("sm_90", ImageKind::IMG_Cubin),
+            cuda("sm_50", ImageKind::IMG_Cubin),
+        ]),
+    )?;
+    Ok(())
+}
+
+/// `size` and `inspect` of the bundle: 7 images and the host entry apart,
+/// `size`'s rows in arch order.
+fn bundle_reports(dir: &Path) -> Result<(), Failed> {
+    let r = run(&ours(), &["size", "d/b.hipfb"], dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !out.contains("in 7 image(s)") || !out.contains("1 bundle host entry") {
+        return Err(format!("size counts the host entry as an image:\n{out}").into());
+    }
+    let rows: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|a| a.starts_with("gfx"))
+        .collect();
+    same(
+        "size rows in arch order",
+        rows,
+        vec![
+            "gfx803",
+            "gfx9-generic",
+            "gfx900",
+            "gfx90a",
+            "gfx942",
+            "gfx1030",
+            "gfx1100",
+        ],
+    )?;
+    let r = run(&ours(), &["inspect", "d/b.hipfb"], dir).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !out.contains("1 container(s), 7 device image(s), 1 bundle host entry")
+        || !out.contains("host entry (#0)")
+    {
+        return Err(format!("inspect's header or host entry:\n{out}").into());
+    }
     Ok(())
 }
 

@@ -185,6 +185,27 @@ fn sycl_images() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let host = sycl_host(d)?;
+    let bin = sycl_stand_ins(d)?;
+    sycl_binaries(d)?;
+    let cases: &[(&str, &[&str])] = &[
+        ("one", &["none"]),
+        ("symbols", &["lines"]),
+        ("all", &["none", "lines", "again", "bare"]),
+    ];
+    let hosts = [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "s390x-unknown-linux-gnu",
+    ];
+    for ((case, parts), triple) in cases.iter().flat_map(|c| hosts.iter().map(move |h| (c, h))) {
+        same_sycl_object(d, &bin, &host, (case, parts), triple)?;
+    }
+    Ok(())
+}
+
+/// The directory `d/bin` of the stand-ins: a copy of LLVM's wrapper, and
+/// a `clang` that writes `$SYCL_IMAGE` as the device link's output.
+fn sycl_stand_ins(d: &Path) -> Result<PathBuf, Failed> {
     let bin = d.join("bin");
     std::fs::create_dir(&bin)?;
     std::fs::copy(
@@ -196,6 +217,12 @@ fn sycl_images() -> Result<(), Failed> {
     std::fs::write(bin.join("clang"), fake)?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(bin.join("clang"), std::fs::Permissions::from_mode(0o755))?;
+    Ok(bin)
+}
+
+/// The device-link outputs' parts in `d`: one OffloadBinary each
+/// (`<name>.ob`).
+fn sycl_binaries(d: &Path) -> Result<(), Failed> {
     std::fs::write(d.join("x1"), [b'A'; 57])?;
     std::fs::write(d.join("x2"), [b'B'; 71])?;
     std::fs::write(d.join("x3"), b"0123456789abcdefXYZ")?;
@@ -220,75 +247,77 @@ fn sycl_images() -> Result<(), Failed> {
             d,
         )?;
     }
-    let cases: &[(&str, &[&str])] = &[
-        ("one", &["none"]),
-        ("symbols", &["lines"]),
-        ("all", &["none", "lines", "again", "bare"]),
-    ];
-    let hosts = [
-        "x86_64-unknown-linux-gnu",
-        "aarch64-unknown-linux-gnu",
-        "s390x-unknown-linux-gnu",
-    ];
-    for ((case, parts), triple) in cases.iter().flat_map(|c| hosts.iter().map(move |h| (c, h))) {
-        let mut out = Vec::new();
-        for p in *parts {
-            out.extend(std::fs::read(d.join(format!("{p}.ob")))?);
-        }
-        let image = d.join(format!("{case}.img"));
-        std::fs::write(&image, out)?;
-        let mut objects = Vec::new();
-        for (who, prog) in [
-            ("ours", ours_as("clang-linker-wrapper")),
-            ("llvm", bin.join("clang-linker-wrapper")),
-        ] {
-            let w = d.join(format!("{case}-{triple}-{who}"));
-            std::fs::create_dir(&w)?;
-            let path = format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let out = Command::new(&prog)
-                .args(sycl_link_args_for(&host, triple))
-                .env("PATH", path)
-                .env("SYCL_IMAGE", &image)
-                .current_dir(&w)
-                .stdin(Stdio::null())
-                .output()?;
-            if !out.status.success() {
-                let err = String::from_utf8_lossy(&out.stderr);
-                return Err(format!("{case}, {who}: {err}").into());
-            }
-            objects.push(std::fs::read(w.join("a.out.sycl.image.wrapper.o"))?);
-            // --emit-fatbin-only writes the device link's output as it is.
-            let mut args = sycl_link_args_for(&host, triple);
-            args.retain(|a| a != "--save-temps");
-            args.push("--emit-fatbin-only".into());
-            let path = format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            );
-            let out = Command::new(&prog)
-                .args(&args)
-                .env("PATH", path)
-                .env("SYCL_IMAGE", &image)
-                .current_dir(&w)
-                .stdin(Stdio::null())
-                .output()?;
-            let written = std::fs::read(w.join("a.out")).unwrap_or_default();
-            if !out.status.success() || written != std::fs::read(&image)? {
-                return Err(format!("{case}, {who}: --emit-fatbin-only wrote another file").into());
-            }
-        }
-        same_bytes(
-            &format!("{case}: the SYCL wrapper object"),
-            &objects[0],
-            &objects[1],
-        )?;
-    }
     Ok(())
+}
+
+/// One case (its name and the binaries its device-link output holds) for
+/// the host `triple`: both wrappers write the same SYCL wrapper object, and
+/// `--emit-fatbin-only` writes the output as it is.
+fn same_sycl_object(
+    d: &Path,
+    bin: &Path,
+    host: &Path,
+    (case, parts): (&str, &[&str]),
+    triple: &str,
+) -> Result<(), Failed> {
+    let mut out = Vec::new();
+    for p in parts {
+        out.extend(std::fs::read(d.join(format!("{p}.ob")))?);
+    }
+    let image = d.join(format!("{case}.img"));
+    std::fs::write(&image, out)?;
+    let mut objects = Vec::new();
+    for (who, prog) in [
+        ("ours", ours_as("clang-linker-wrapper")),
+        ("llvm", bin.join("clang-linker-wrapper")),
+    ] {
+        let w = d.join(format!("{case}-{triple}-{who}"));
+        std::fs::create_dir(&w)?;
+        let out = run_sycl_wrapper(&prog, &sycl_link_args_for(host, triple), bin, &image, &w)?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(format!("{case}, {who}: {err}").into());
+        }
+        objects.push(std::fs::read(w.join("a.out.sycl.image.wrapper.o"))?);
+        // --emit-fatbin-only writes the device link's output as it is.
+        let mut args = sycl_link_args_for(host, triple);
+        args.retain(|a| a != "--save-temps");
+        args.push("--emit-fatbin-only".into());
+        let out = run_sycl_wrapper(&prog, &args, bin, &image, &w)?;
+        let written = std::fs::read(w.join("a.out")).unwrap_or_default();
+        if !out.status.success() || written != std::fs::read(&image)? {
+            return Err(format!("{case}, {who}: --emit-fatbin-only wrote another file").into());
+        }
+    }
+    same_bytes(
+        &format!("{case}: the SYCL wrapper object"),
+        &objects[0],
+        &objects[1],
+    )?;
+    Ok(())
+}
+
+/// Runs the wrapper `prog` in `w` with `args`, the stand-ins of `bin`
+/// first on `PATH` and `$SYCL_IMAGE` naming `image`.
+fn run_sycl_wrapper(
+    prog: &Path,
+    args: &[String],
+    bin: &Path,
+    image: &Path,
+    w: &Path,
+) -> Result<std::process::Output, Failed> {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Ok(Command::new(prog)
+        .args(args)
+        .env("PATH", path)
+        .env("SYCL_IMAGE", image)
+        .current_dir(w)
+        .stdin(Stdio::null())
+        .output()?)
 }
 
 /// The wrapper's own lines of standard error, with its path as `W`: those

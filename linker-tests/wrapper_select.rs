@@ -54,6 +54,22 @@ fn run_ok(prog: &Path, args: &[&str], cwd: &Path) -> Result<(), String> {
 fn make_fixture() -> Result<PathBuf, String> {
     let dir = tempdir().keep();
     let d = dir.as_path();
+    packed_binaries(d)?;
+    archives(d)?;
+    host_objects(d)?;
+    symbol_members(d)?;
+    amdgpu_objects(d)?;
+    Ok(dir)
+}
+
+/// Where the test sources are.
+fn sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests")
+}
+
+/// OffloadBinaries of one image each, for every target the trials select
+/// among (`<name>.ob`), and one file holding three of them (E6).
+fn packed_binaries(d: &Path) -> Result<(), String> {
     std::fs::write(d.join("a.img"), b"x").map_err(|e| e.to_string())?;
     let binaries: &[(&str, &str)] = &[
         ("m70", "kind=openmp,triple=nvptx64-nvidia-cuda,arch=sm_70"),
@@ -114,6 +130,12 @@ fn make_fixture() -> Result<PathBuf, String> {
         three.extend(std::fs::read(d.join(format!("{n}.ob"))).map_err(|e| e.to_string())?);
     }
     std::fs::write(d.join("three.ob"), three).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Archives (regular, thin, nested) of the binaries, and the `-l` lookup:
+/// `d1/libfoo.so` (not a library, but found first), `d2/libfoo.a`.
+fn archives(d: &Path) -> Result<(), String> {
     let ar = llvm("llvm-ar");
     for (archive, flags, members) in [
         ("lib.a", "rcs", &["m70.ob", "c52.ob"][..]),
@@ -128,7 +150,6 @@ fn make_fixture() -> Result<PathBuf, String> {
         run_ok(&ar, &args, d)?;
     }
     run_ok(&ar, &["rcs", "nest.a", "lib.a"], d)?;
-    // -l lookup: d1/libfoo.so (not a library, but found first), d2/libfoo.a.
     for sub in ["d1", "d2"] {
         std::fs::create_dir(d.join(sub)).map_err(|e| e.to_string())?;
     }
@@ -136,10 +157,13 @@ fn make_fixture() -> Result<PathBuf, String> {
     std::fs::copy(d.join("lib.a"), d.join("d2/libfoo.a")).map_err(|e| e.to_string())?;
     std::fs::copy(d.join("lib.a"), d.join("d2/oo.lib")).map_err(|e| e.to_string())?;
     std::fs::copy(d.join("lib.a"), d.join("d2/libbar.a")).map_err(|e| e.to_string())?;
-    // Real OpenMP objects for the host CPU, plain and with -foffload-lto,
-    // and a static library of two of them.
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests");
-    let clang = llvm("clang");
+    Ok(())
+}
+
+/// Real OpenMP objects for the host CPU, plain and with -foffload-lto, and
+/// static libraries of them.
+fn host_objects(d: &Path) -> Result<(), String> {
+    let (src, clang, ar) = (sources(), llvm("clang"), llvm("llvm-ar"));
     let src = src.as_path();
     for (c, o, lto) in [
         ("wrap/main.c", "main.o", false),
@@ -169,10 +193,15 @@ fn make_fixture() -> Result<PathBuf, String> {
     run_ok(&ar, &["rcs", "libfg.a", "app.o", "two.o"], d)?;
     run_ok(&ar, &["rcs", "libflto.a", "main-flto.o"], d)?;
     run_ok(&ar, &["rcs", "liblto.a", "app-lto.o"], d)?;
-    // Members whose device code only has symbols of one kind each (weak,
-    // hidden, protected, common, undefined), as ELF and as bitcode
-    // (-foffload-lto): LLVM 22 takes them all for a linked target, whatever
-    // they define.
+    Ok(())
+}
+
+/// Members whose device code only has symbols of one kind each (weak,
+/// hidden, protected, common, undefined), as ELF and as bitcode
+/// (-foffload-lto): LLVM 22 takes them all for a linked target, whatever
+/// they define.
+fn symbol_members(d: &Path) -> Result<(), String> {
+    let (clang, ar) = (llvm("clang"), llvm("llvm-ar"));
     let kinds = [
         ("weak", "__attribute__((weak)) int s_weak = 1;"),
         (
@@ -217,7 +246,13 @@ fn make_fixture() -> Result<PathBuf, String> {
         let refs: Vec<&str> = list.iter().map(String::as_str).collect();
         run_ok(&ar, &refs, d)?;
     }
-    // Real AMDGPU device objects with target IDs (no device library).
+    Ok(())
+}
+
+/// Real AMDGPU device objects with target IDs (no device library), and a
+/// static library of two of them.
+fn amdgpu_objects(d: &Path) -> Result<(), String> {
+    let (src, clang, ar) = (sources(), llvm("clang"), llvm("llvm-ar"));
     for (arch, o) in [
         ("gfx90a:xnack+", "amd-on.o"),
         ("gfx90a:xnack-", "amd-off.o"),
@@ -229,7 +264,7 @@ fn make_fixture() -> Result<PathBuf, String> {
         run_ok(&clang, &["-fopenmp", &a, "-nogpulib", "-c", &c, "-o", o], d)?;
     }
     run_ok(&ar, &["rcs", "libamd.a", "amd-plain.o", "amd-908.o"], d)?;
-    Ok(dir)
+    Ok(())
 }
 
 /// Error lines with the program's name masked, our notes dropped, and the

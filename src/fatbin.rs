@@ -299,6 +299,24 @@ pub fn has_magic(data: &[u8]) -> bool {
 /// against the container and the container against `data`; bytes after it
 /// are not looked at.
 pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
+    let (version, hsize, end) = read_header(data)?;
+    let mut entries = Vec::new();
+    let mut at = hsize;
+    while at < end {
+        let (entry, entry_end) = read_entry(data, at, end)?;
+        entries.push(entry);
+        at = entry_end;
+    }
+    Ok(Fatbin {
+        version,
+        size: end,
+        entries,
+    })
+}
+
+/// The container header at the start of `data`, checked against `data`:
+/// the version, the header's size and where the entries end.
+fn read_header(data: &[u8]) -> Result<(u16, u64, u64)> {
     let len = len64(data);
     if !has_magic(data) {
         return Err(ErrorKind::BadMagic {
@@ -347,85 +365,91 @@ pub fn read(data: &[u8]) -> Result<Fatbin<'_>> {
     if body == 0 {
         return Err(Error::invalid("CUDA fatbin", "no entries"));
     }
-    let mut entries = Vec::new();
-    let mut at = hsize;
-    while at < end {
-        let room = end - at;
-        // `at < end <= len`, so the slice start is in range.
-        let Ok((e, _)) = EntryHeader::read_from_prefix(&data[usize_from(at)..usize_from(end)])
-        else {
-            return Err(ErrorKind::Truncated {
-                what: "CUDA fatbin entry header",
-                offset: at,
-                need: ENTRY_HEADER_SIZE,
-                have: room,
-            }
-            .into());
-        };
-        let ehsize = u64::from(e.header_size.get());
-        if !(ENTRY_HEADER_SIZE..=MAX_ENTRY_HEADER).contains(&ehsize) || ehsize > room {
-            return Err(Error::invalid(
-                format!("header size of the CUDA fatbin entry at {at:#x}"),
-                format!("{ehsize} (at least 64, and {room} bytes remain)"),
-            ));
-        }
-        let psize = e.payload_size.get();
-        let payload_at = at + ehsize;
-        let payload_end = payload_at
-            .checked_add(psize)
-            .filter(|&p| p <= end)
-            .ok_or_else(|| ErrorKind::OutOfBounds {
-                what: format!("payload of the CUDA fatbin entry at {at:#x}"),
-                offset: payload_at,
-                size: psize,
-                within: "container",
-                limit: end,
-            })?;
-        let kind = e.kind.get();
-        if kind == 0 {
-            return Err(Error::invalid(
-                format!("CUDA fatbin entry at {at:#x}"),
-                "kind 0",
-            ));
-        }
-        let entry_end = payload_end;
-        let name = {
-            let off = u64::from(e.name_offset.get());
-            let n = u64::from(e.name_len.get());
-            at.checked_add(off)
-                .and_then(|s| Some((s, s.checked_add(n)?)))
-                .filter(|&(s, t)| n > 0 && off >= ENTRY_HEADER_SIZE && t <= entry_end && s < t)
-                .map(|(s, t)| &data[usize_from(s)..usize_from(t)])
-                .map(|b| b.split(|&c| c == 0).next().unwrap_or_default())
-                .filter(|b| !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic()))
-        };
-        let flags = e.flags.get();
-        let compressed = flags & FLAGS_COMPRESSED != 0;
-        let stored = if compressed {
-            // The compressed bytes, when the size is believable.
-            let c = u64::from(e.compressed_size.get());
-            if c > 0 && c <= psize { c } else { psize }
-        } else {
-            psize
-        };
-        entries.push(Entry {
-            kind,
+    Ok((version, hsize, end))
+}
+
+/// The entry at `at`, checked against the entries, which end at `end`
+/// (`at < end <= data.len()`); and where the next entry starts.
+fn read_entry(data: &[u8], at: u64, end: u64) -> Result<(Entry<'_>, u64)> {
+    let room = end - at;
+    // `at < end <= len`, so the slice start is in range.
+    let Ok((e, _)) = EntryHeader::read_from_prefix(&data[usize_from(at)..usize_from(end)]) else {
+        return Err(ErrorKind::Truncated {
+            what: "CUDA fatbin entry header",
             offset: at,
-            payload_offset: payload_at,
-            payload: &data[usize_from(payload_at)..usize_from(payload_at + stored)],
-            arch: e.arch.get(),
-            version: (e.major.get(), e.minor.get()),
-            flags,
-            name,
-            decompressed_size: compressed.then(|| e.decompressed_size.get()),
-        });
-        at = entry_end;
+            need: ENTRY_HEADER_SIZE,
+            have: room,
+        }
+        .into());
+    };
+    let ehsize = u64::from(e.header_size.get());
+    if !(ENTRY_HEADER_SIZE..=MAX_ENTRY_HEADER).contains(&ehsize) || ehsize > room {
+        return Err(Error::invalid(
+            format!("header size of the CUDA fatbin entry at {at:#x}"),
+            format!("{ehsize} (at least 64, and {room} bytes remain)"),
+        ));
     }
-    Ok(Fatbin {
-        version,
-        size: end,
-        entries,
-    })
+    let psize = e.payload_size.get();
+    let payload_at = at + ehsize;
+    let payload_end = payload_at
+        .checked_add(psize)
+        .filter(|&p| p <= end)
+        .ok_or_else(|| ErrorKind::OutOfBounds {
+            what: format!("payload of the CUDA fatbin entry at {at:#x}"),
+            offset: payload_at,
+            size: psize,
+            within: "container",
+            limit: end,
+        })?;
+    let kind = e.kind.get();
+    if kind == 0 {
+        return Err(Error::invalid(
+            format!("CUDA fatbin entry at {at:#x}"),
+            "kind 0",
+        ));
+    }
+    let entry_end = payload_end;
+    let name = entry_name(data, &e, at, entry_end);
+    let flags = e.flags.get();
+    let compressed = flags & FLAGS_COMPRESSED != 0;
+    let stored = if compressed {
+        // The compressed bytes, when the size is believable.
+        let c = u64::from(e.compressed_size.get());
+        if c > 0 && c <= psize { c } else { psize }
+    } else {
+        psize
+    };
+    let entry = Entry {
+        kind,
+        offset: at,
+        payload_offset: payload_at,
+        payload: &data[usize_from(payload_at)..usize_from(payload_at + stored)],
+        arch: e.arch.get(),
+        version: (e.major.get(), e.minor.get()),
+        flags,
+        name,
+        decompressed_size: compressed.then(|| e.decompressed_size.get()),
+    };
+    Ok((entry, entry_end))
+}
+
+/// The object name the header `e` of the entry at `at` points at, when it
+/// lies in the entry (ending at `entry_end`) after the 64-byte header: up
+/// to its first NUL, and only if that is printable ASCII.
+fn entry_name<'data>(
+    data: &'data [u8],
+    e: &EntryHeader,
+    at: u64,
+    entry_end: u64,
+) -> Option<&'data [u8]> {
+    let off = u64::from(e.name_offset.get());
+    let n = u64::from(e.name_len.get());
+    at.checked_add(off)
+        .and_then(|s| Some((s, s.checked_add(n)?)))
+        .filter(|&(s, t)| n > 0 && off >= ENTRY_HEADER_SIZE && t <= entry_end && s < t)
+        .map(|(s, t)| &data[usize_from(s)..usize_from(t)])
+        .map(|b| b.split(|&c| c == 0).next().unwrap_or_default())
+        .filter(|b| !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic()))
 }
 
 /// A fatbin wrapper (`{magic, version, data, filename}`).
@@ -598,210 +622,4 @@ pub fn build_compressed(entries: &[(u16, u32, u64, &[u8], u64)]) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_what_build_writes() {
-        let fb = build(&[
-            (KIND_ELF, 80, FLAG_64BIT | FLAG_CUDA | 0x10, b"\x7fELFcubin"),
-            (KIND_PTX, 80, FLAG_64BIT | FLAG_CUDA, b".version 7.0\0"),
-        ]);
-        let f = read(&fb).unwrap();
-        assert_eq!(f.size, fb.len() as u64);
-        assert_eq!(f.entries.len(), 2);
-        assert_eq!(f.entries[0].kind, KIND_ELF);
-        assert_eq!(f.entries[0].arch_name(), "sm_80");
-        assert_eq!(&f.entries[0].payload[..9], b"\x7fELFcubin");
-        assert_eq!(f.entries[0].payload.len(), 16);
-        assert_eq!(f.entries[1].payload_offset, 16 + 64 + 16 + 64);
-        assert_eq!(f.entries[1].triple(), "nvptx64-nvidia-cuda");
-        assert!(!f.entries[1].compressed());
-    }
-
-    #[test]
-    fn lying_sizes_are_errors() {
-        let fb = build(&[(KIND_ELF, 52, 1, b"abcdefgh")]);
-        // Container size past the end.
-        let mut bad = fb.clone();
-        bad[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(read(&bad).is_err());
-        // Entry payload past the container.
-        let mut bad = fb.clone();
-        bad[16 + 8..16 + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        assert!(read(&bad).is_err());
-        // Entry header size too small, or too large.
-        let mut bad = fb.clone();
-        bad[16 + 4..16 + 8].copy_from_slice(&8u32.to_le_bytes());
-        assert!(read(&bad).is_err());
-        let mut bad = fb.clone();
-        bad[16 + 4..16 + 8].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(read(&bad).is_err());
-        // Every truncation.
-        for cut in 0..fb.len() {
-            assert!(read(&fb[..cut]).is_err(), "cut at {cut}");
-        }
-        // Wrong version.
-        let mut bad = fb;
-        bad[4] = 2;
-        assert!(read(&bad).is_err());
-    }
-
-    /// `abcabcabcabcxyz` as an LZ4 block, written by hand: three literals
-    /// and a 9-byte match 3 back, then three literals.
-    const LZ4_HAND: &[u8] = &[0x35, b'a', b'b', b'c', 3, 0, 0x30, b'x', b'y', b'z'];
-    const LZ4_HAND_OUT: &[u8] = b"abcabcabcabcxyz";
-
-    fn lz4(data: &[u8], size: u64) -> Result<Vec<u8>> {
-        decompress(Method::Lz4, data, size, u64::MAX)
-    }
-
-    #[test]
-    fn lz4_blocks_decode_to_the_declared_size() {
-        assert_eq!(lz4(LZ4_HAND, 15).unwrap(), LZ4_HAND_OUT);
-        // Literals only, and nothing at all.
-        assert_eq!(lz4(&[0x20, b'h', b'i'], 2).unwrap(), b"hi");
-        assert_eq!(lz4(&[0x00], 0).unwrap(), b"");
-        // What an encoder writes decodes back, at every length.
-        // The most compressible data stays within the 255-fold ceiling.
-        let zeros = vec![0u8; 16 << 20];
-        let c = lz4_flex::block::compress(&zeros);
-        assert!(c.len() * 255 >= zeros.len() && c.len() * 250 < zeros.len());
-        assert!(lz4(&c, zeros.len() as u64).unwrap() == zeros);
-        for n in [0usize, 1, 5, 64, 1000, 70_000] {
-            let data: Vec<u8> = (0..n)
-                .map(|i| u8::try_from(i * 7 % 251).unwrap() ^ u8::try_from(i / 300 % 256).unwrap())
-                .collect();
-            let c = lz4_flex::block::compress(&data);
-            assert_eq!(lz4(&c, n as u64).unwrap(), data, "{n} bytes");
-        }
-    }
-
-    #[test]
-    fn corrupt_or_lying_lz4_is_an_error() {
-        let err = |data: &[u8], size: u64| lz4(data, size).unwrap_err().to_string();
-        // A size larger or smaller than the data decodes to.
-        assert!(
-            err(LZ4_HAND, 16).contains("decodes to 15 bytes"),
-            "{}",
-            err(LZ4_HAND, 16)
-        );
-        assert!(
-            err(LZ4_HAND, 14).contains("more than the 14 bytes"),
-            "{}",
-            err(LZ4_HAND, 14)
-        );
-        // A size no LZ4 data that short can hold: refused before decoding.
-        let e = err(LZ4_HAND, 1 << 40);
-        assert!(e.contains("cannot hold"), "{e}");
-        // Over the caller's limit.
-        let e = decompress(Method::Lz4, LZ4_HAND, 15, 14).unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
-        // Offset 0, an offset before the start, literals past the end.
-        assert!(lz4(&[0x10, b'a', 0, 0], 5).is_err());
-        assert!(lz4(&[0x10, b'a', 2, 0], 5).is_err());
-        assert!(lz4(&[0x50, b'a'], 5).is_err());
-        // Every truncation, and every byte changed: an error or the right
-        // size, never a panic.
-        for cut in 0..LZ4_HAND.len() {
-            assert!(lz4(&LZ4_HAND[..cut], 15).is_err(), "cut at {cut}");
-        }
-        let data: Vec<u8> = (0..3000u32).map(|i| (i % 13) as u8).collect();
-        let c = lz4_flex::block::compress(&data);
-        for i in 0..c.len() {
-            for flip in [0x01, 0x80, 0xFF] {
-                let mut bad = c.clone();
-                bad[i] ^= flip;
-                if let Ok(d) = lz4(&bad, 3000) {
-                    assert_eq!(d.len(), 3000);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn zstd_frames_decode_to_the_declared_size() {
-        let data: Vec<u8> = (0..5000u32).map(|i| (i % 97) as u8).collect();
-        let z = zstd::bulk::compress(&data, 3).unwrap();
-        let dec = |d: &[u8], size: u64| decompress(Method::Zstd, d, size, u64::MAX);
-        assert_eq!(dec(&z, 5000).unwrap(), data);
-        let e = dec(&z, 5001).unwrap_err().to_string();
-        assert!(e.contains("decodes to 5000 bytes"), "{e}");
-        let e = dec(&z, 4999).unwrap_err().to_string();
-        assert!(e.contains("more than the 4999 bytes"), "{e}");
-        for cut in 0..z.len() {
-            assert!(dec(&z[..cut], 5000).is_err(), "cut at {cut}");
-        }
-        let mut bad = z.clone();
-        bad[0] ^= 0xFF;
-        assert!(dec(&bad, 5000).is_err());
-        // A bomb declared small stops there.
-        let bomb = zstd::bulk::compress(&vec![0u8; 32 << 20], 1).unwrap();
-        assert!(dec(&bomb, 100).is_err());
-        let e = decompress(Method::Zstd, &bomb, 32 << 20, 1 << 20).unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
-    }
-
-    #[test]
-    fn compressed_entries_read_and_decompress() {
-        let cubin: Vec<u8> = b"\x7fELF"
-            .iter()
-            .copied()
-            .chain((0..900u32).map(|i| (i % 31) as u8))
-            .collect();
-        let ptx = b".version 8.0\n.target sm_80\n.target sm_80\n\0";
-        let lz = lz4_flex::block::compress(&cubin);
-        let zs = zstd::bulk::compress(ptx, 3).unwrap();
-        let fb = build_compressed(&[
-            (KIND_ELF, 80, 0x11 | FLAG_LZ4, &lz, cubin.len() as u64),
-            (KIND_PTX, 80, 0x11 | FLAG_ZSTD, &zs, ptx.len() as u64),
-            (KIND_ELF, 90, 0x11, b"\x7fELFplain", 0),
-        ]);
-        let f = read(&fb).unwrap();
-        let [a, b, c] = &f.entries[..] else {
-            panic!("three entries")
-        };
-        assert_eq!(
-            (a.compression(), b.compression(), c.compression()),
-            (Some("lz4"), Some("zstd"), None)
-        );
-        // The payload is the compressed bytes, without the padding.
-        assert_eq!(a.payload, &lz[..]);
-        assert_eq!(a.decompressed_size, Some(cubin.len() as u64));
-        assert_eq!(a.contents(u64::MAX).unwrap().as_ref(), &cubin[..]);
-        assert_eq!(b.contents(u64::MAX).unwrap().as_ref(), &ptx[..]);
-        // An entry that is not compressed is borrowed as it is.
-        assert!(matches!(c.contents(0).unwrap(), Cow::Borrowed(_)));
-        assert!(a.contents(10).is_err());
-    }
-
-    #[test]
-    fn wrappers() {
-        let mut seg = Vec::new();
-        for (magic, ptr) in [(WRAPPER_HIP, 0x3000u64), (WRAPPER_CUDA, 0x4000)] {
-            seg.extend_from_slice(&magic.to_le_bytes());
-            seg.extend_from_slice(&1u32.to_le_bytes());
-            seg.extend_from_slice(&ptr.to_le_bytes());
-            seg.extend_from_slice(&0u64.to_le_bytes());
-        }
-        let w = read_wrappers(&seg, true).unwrap();
-        assert_eq!(w.len(), 2);
-        assert_eq!(w[0].1.flavor(), "hip");
-        assert_eq!(w[1].0, 24);
-        assert_eq!(w[1].1.data, 0x4000);
-        seg[24] ^= 0xFF;
-        assert!(read_wrappers(&seg, true).is_err());
-        assert!(read_wrappers(&seg[..30], true).is_err());
-    }
-
-    #[test]
-    fn write_wrapper_reads_back() {
-        let le = write_wrapper(WRAPPER_CUDA, 1, false);
-        let w = read_wrappers(&le, true).unwrap();
-        assert_eq!(w[0].1.magic, WRAPPER_CUDA);
-        assert_eq!(w[0].1.version, 1);
-        assert_eq!(w[0].1.data, 0);
-        let be = write_wrapper(WRAPPER_HIP, 1, true);
-        assert_eq!(&be[..8], &[0x48, 0x49, 0x50, 0x46, 0, 0, 0, 1]);
-    }
-}
+mod tests;

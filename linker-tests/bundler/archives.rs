@@ -188,6 +188,10 @@ const ALL: &[&str] = &[
     "openmp-amdgcn-amd-amdhsa--gfx906:xnack-",
 ];
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of the archive scenarios, one entry each"
+)]
 fn scenarios() -> Vec<(&'static str, Vec<String>)> {
     let hip_omp = [
         "openmp-amdgcn-amd-amdhsa--gfx906",

@@ -228,14 +228,7 @@ fn run_openmp(host: &Host, ld: &str, abi: OmpAbi) -> Result<(), Failed> {
         ],
     )?;
     let host_obj = std::fs::read(d.join("app-host.o"))?;
-    let entries = {
-        use object::{Object as _, ObjectSection as _};
-        let f = object::File::parse(&*host_obj).map_err(|e| e.to_string())?;
-        let s = f
-            .section_by_name("llvm_offload_entries")
-            .ok_or("no llvm_offload_entries in the host object")?;
-        usize::try_from(s.size()).unwrap() / 56
-    };
+    let entries = offload_entries(&host_obj)?;
     // The device image: any ELF file does for the stand-in, packed as an
     // OffloadBinary as clang packs one.
     sh(
@@ -250,6 +243,48 @@ fn run_openmp(host: &Host, ld: &str, abi: OmpAbi) -> Result<(), Failed> {
             ),
         ],
     )?;
+    let host_side = wrap_both(d, r, host, abi, &host_obj)?;
+    let mut logs = Vec::new();
+    for (obj, exe) in [("ours.o", "prog-ours"), ("ref.o", "prog-ref")] {
+        let mut objects = host_side.clone();
+        objects.extend(["stub.o", "stub_main.o", "omp_stubs.o", obj]);
+        logs.push(link_and_run(d, r, ld, &objects, exe)?);
+    }
+    if logs[0] != logs[1] {
+        return Err(format!(
+            "{}: the stub saw different things:\n--- ours\n{}--- the reference\n{}",
+            r.arch, logs[0], logs[1]
+        )
+        .into());
+    }
+    check_log(&logs[0], 1, entries, &[0])?;
+    if abi == OmpAbi::Rocm {
+        info_before_library(r, &logs[0])?;
+    }
+    Ok(())
+}
+
+/// How many offload entries (of 56 bytes) the host object holds.
+fn offload_entries(host_obj: &[u8]) -> Result<usize, Failed> {
+    use object::{Object as _, ObjectSection as _};
+    let f = object::File::parse(host_obj).map_err(|e| e.to_string())?;
+    let s = f
+        .section_by_name("llvm_offload_entries")
+        .ok_or("no llvm_offload_entries in the host object")?;
+    Ok(usize::try_from(s.size()).unwrap() / 56)
+}
+
+/// Our wrapper object (`ours.o`) and the reference (`ref.o`, LLVM's or
+/// `ref_wrapper.c`) for `abi`, in `d`; returns the host objects to link
+/// with them (for the legacy and ROCm ABIs, the host object with its
+/// entries in the legacy layout).
+fn wrap_both(
+    d: &Path,
+    r: &Runner,
+    host: &Host,
+    abi: OmpAbi,
+    host_obj: &[u8],
+) -> Result<Vec<&'static str>, Failed> {
     let mut host_side = vec!["app-host.o"];
     match abi {
         OmpAbi::Llvm => {
@@ -258,7 +293,7 @@ fn run_openmp(host: &Host, ld: &str, abi: OmpAbi) -> Result<(), Failed> {
         }
         OmpAbi::Legacy | OmpAbi::Rocm => {
             // The host object with its entries in the legacy layout.
-            std::fs::write(d.join("legacy-entries.s"), legacy_entries(&host_obj)?)?;
+            std::fs::write(d.join("legacy-entries.s"), legacy_entries(host_obj)?)?;
             compile_asm(d, r, "legacy-entries.s", "legacy-entries.o")?;
             sh(
                 d,
@@ -284,33 +319,22 @@ fn run_openmp(host: &Host, ld: &str, abi: OmpAbi) -> Result<(), Failed> {
             compile(d, r, &[("ref_wrapper.c", "ref.o", &reference)])?;
         }
     }
-    let mut logs = Vec::new();
-    for (obj, exe) in [("ours.o", "prog-ours"), ("ref.o", "prog-ref")] {
-        let mut objects = host_side.clone();
-        objects.extend(["stub.o", "stub_main.o", "omp_stubs.o", obj]);
-        logs.push(link_and_run(d, r, ld, &objects, exe)?);
-    }
-    if logs[0] != logs[1] {
+    Ok(host_side)
+}
+
+/// ROCm: the image info is registered before the library.
+fn info_before_library(r: &Runner, log: &str) -> Result<(), Failed> {
+    let want = format!(
+        "__tgt_register_image_info version=1 number=0 count=1 arch={ROCM_ARCH} opts=(null)\n"
+    );
+    let info = log.find(&want);
+    let lib = log.find("__tgt_register_lib");
+    if info.is_none() || info > lib {
         return Err(format!(
-            "{}: the stub saw different things:\n--- ours\n{}--- the reference\n{}",
-            r.arch, logs[0], logs[1]
+            "{}: want the image info registered before the library:\n{}",
+            r.arch, log
         )
         .into());
-    }
-    check_log(&logs[0], 1, entries, &[0])?;
-    if abi == OmpAbi::Rocm {
-        let want = format!(
-            "__tgt_register_image_info version=1 number=0 count=1 arch={ROCM_ARCH} opts=(null)\n"
-        );
-        let info = logs[0].find(&want);
-        let lib = logs[0].find("__tgt_register_lib");
-        if info.is_none() || info > lib {
-            return Err(format!(
-                "{}: want the image info registered before the library:\n{}",
-                r.arch, logs[0]
-            )
-            .into());
-        }
     }
     Ok(())
 }
@@ -355,20 +379,52 @@ const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
-    let triple = "aarch64-unknown-linux-gnu";
-    let target = "--target=aarch64-linux-gnu";
+    let s = Arm64::new();
+    aarch64_device_image(d, &s)?;
+    aarch64_program(d, &s, ld)?;
+    check_app(&run_under_qemu(d, &s)?)
+}
+
+/// The aarch64 target, as triples spell it.
+const AARCH64_TRIPLE: &str = "aarch64-unknown-linux-gnu";
+/// clang's `--target` for Debian's arm64 libraries.
+const AARCH64_TARGET: &str = "--target=aarch64-linux-gnu";
+
+/// Where the arm64 sysroot's libraries are, as the aarch64 links take them.
+struct Arm64 {
+    /// The system libraries.
+    lib: String,
+    /// LLVM 22's libraries.
+    llvm_lib: String,
+    /// `-L` for the system libraries.
+    search: String,
+    /// Where the runtime's own dependencies are (zlib and liblzma, for GNU
+    /// ld, which follows them, are in /lib of the sysroot).
+    rpath_link: String,
+}
+
+impl Arm64 {
+    /// The paths under [`SYSROOT_ARM64`].
+    fn new() -> Arm64 {
+        let lib = format!("{SYSROOT_ARM64}/usr/lib/aarch64-linux-gnu");
+        Arm64 {
+            llvm_lib: format!("{SYSROOT_ARM64}/usr/lib/llvm-22/lib"),
+            search: format!("-L{lib}"),
+            rpath_link: format!("-Wl,-rpath-link,{lib}:{SYSROOT_ARM64}/lib/aarch64-linux-gnu"),
+            lib,
+        }
+    }
+}
+
+/// The device image in `d`, `app-dev.ob`: built as clang-linker-wrapper
+/// builds it for a CPU target (its device link uses ld.lld: GNU ld here
+/// links x86_64 only) and packed as an OffloadBinary.
+fn aarch64_device_image(d: &Path, s: &Arm64) -> Result<(), Failed> {
+    let (triple, target) = (AARCH64_TRIPLE, AARCH64_TARGET);
     let offload = format!("-fopenmp-targets={triple}");
-    let lib = format!("{SYSROOT_ARM64}/usr/lib/aarch64-linux-gnu");
-    let llvm_lib = format!("{SYSROOT_ARM64}/usr/lib/llvm-22/lib");
-    let search = format!("-L{lib}");
-    // Where the runtime's own dependencies are (zlib and liblzma, for GNU
-    // ld, which follows them, are in /lib of the sysroot).
-    let rpath_link = format!("-Wl,-rpath-link,{lib}:{SYSROOT_ARM64}/lib/aarch64-linux-gnu");
+    let (search, rpath_link) = (&s.search, &s.rpath_link);
     let app = src("app.c");
     let app = app.to_str().unwrap();
-    let main = src("main.c");
-    // Device side, as clang-linker-wrapper does it for a CPU target (its
-    // device link uses ld.lld: GNU ld here links x86_64 only).
     clang(
         d,
         &[
@@ -391,8 +447,8 @@ fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
             "-shared",
             "-Wl,-Bsymbolic",
             "app-dev.o",
-            &search,
-            &rpath_link,
+            search,
+            rpath_link,
             "-lomp",
             "-o",
             "app-dev.so",
@@ -407,7 +463,19 @@ fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
             &format!("--image=file=app-dev.so,triple={triple},arch=generic,kind=openmp"),
         ],
     )?;
-    // Host side, with our object in the place of LLVM's.
+    Ok(())
+}
+
+/// The program in `d`, `app`: the host object, with our object in the
+/// place of LLVM's, linked by `ld` against Debian's arm64 libomp and
+/// libomptarget 22, without a warning.
+fn aarch64_program(d: &Path, s: &Arm64, ld: &str) -> Result<(), Failed> {
+    let (triple, target) = (AARCH64_TRIPLE, AARCH64_TARGET);
+    let offload = format!("-fopenmp-targets={triple}");
+    let (search, rpath_link, llvm_lib) = (&s.search, &s.rpath_link, &s.llvm_lib);
+    let app = src("app.c");
+    let app = app.to_str().unwrap();
+    let main = src("main.c");
     clang(
         d,
         &[
@@ -433,8 +501,8 @@ fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
             "main.o",
             "app-host.o",
             "wrap.o",
-            &search,
-            &rpath_link,
+            search,
+            rpath_link,
             "-lomp",
             &omptarget,
             "-o",
@@ -444,6 +512,12 @@ fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
     if stderr.to_lowercase().contains("warning") {
         return Err(format!("linking with {ld} warned:\n{stderr}").into());
     }
+    Ok(())
+}
+
+/// Runs `app` in `d` under `qemu-aarch64 -L SYSROOT`.
+fn run_under_qemu(d: &Path, s: &Arm64) -> Result<Ran, Failed> {
+    let (lib, llvm_lib) = (&s.lib, &s.llvm_lib);
     let out = std::process::Command::new("qemu-aarch64")
         .args(["-L", SYSROOT_ARM64, "./app"])
         .env("LD_LIBRARY_PATH", format!("{llvm_lib}:{lib}"))
@@ -463,7 +537,7 @@ fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
         )
         .into());
     }
-    check_app(&ran)
+    Ok(ran)
 }
 
 /// Every CPU the wrapper writes objects for has a way to run here.

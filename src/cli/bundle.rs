@@ -7,8 +7,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::compress::{Failure, write_ccob};
-use super::io::{Input, open_input, safe_component, write_bytes, write_layout};
-use offload_kit::bundle::ccob::{self, CompressOptions, HashCheck, Method, ReadOptions};
+use super::io::{Input, Noting, Output, open_input, safe_component, write_bytes, write_layout};
+use offload_kit::bundle::binary;
+use offload_kit::bundle::ccob::{
+    self, Ccob, CompressOptions, HashCheck, Method, ReadOptions, StreamEnd, Wanted,
+};
 use offload_kit::bundle::object::Written;
 use offload_kit::bundle::ops::{self, Extract};
 use offload_kit::bundle::{self, Format, select};
@@ -193,9 +196,6 @@ impl UnbundleOpts {
     /// `None` when the input is anything else, or anything looks wrong
     /// before decompressing: the whole-buffer path then reports it.
     fn run_streaming(&self, input: &Input) -> Option<Result<()>> {
-        use super::io::{Noting, Output};
-        use offload_kit::bundle::binary;
-        use offload_kit::bundle::ccob::{Ccob, StreamEnd, Wanted};
         let data = input.bytes();
         if !ccob::llvm_treats_as_compressed(data) {
             return None;
@@ -214,37 +214,10 @@ impl UnbundleOpts {
             return None;
         }
         let records = c.bundle_records().ok()??;
-        // (file name, bytes of the contents; none for an empty file)
-        let mut plan: Vec<(String, Option<std::ops::Range<u64>>)> = Vec::new();
-        let range = |r: &binary::Record| Some(r.offset..r.offset + r.size);
-        let mut missing = Vec::new();
-        if self.targets.is_empty() {
-            let base = safe(stem(&self.input));
-            let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
-            for (n, i) in binary::llvm_order(&ids).into_iter().enumerate() {
-                let id = safe(&String::from_utf8_lossy(&records[i].id));
-                plan.push((format!("{base}-{id}.{n}"), range(&records[i])));
-            }
-        } else {
-            let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
-            let requests = match bundle::id::check_targets(&names, false) {
-                Ok(r) => r,
-                Err(e) => return Some(Err(anyhow::anyhow!("{e}"))),
-            };
-            let picks =
-                ops::unbundle_records(&records, &requests, self.hip_openmp_compatible).ok()?;
-            for ((p, r), out) in picks.iter().zip(&requests).zip(outs) {
-                let name = out.unwrap_or_else(|| safe(&r.normalized()));
-                match *p {
-                    ops::Pick::Record(i) => plan.push((name, range(&records[i]))),
-                    // Missing, when allowed: an empty file.
-                    _ => {
-                        missing.push(r.normalized());
-                        plan.push((name, None));
-                    }
-                }
-            }
-        }
+        let (plan, missing) = match self.stream_plan(&records)? {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
         let opts = ReadOptions {
             hash: HashCheck::Enforce,
             limits: ccob::Limits {
@@ -266,70 +239,122 @@ impl UnbundleOpts {
             .map(|_| ())
             .with_context(|| format!("'{}'", self.input))
         };
-        let run = || -> Result<()> {
-            std::fs::create_dir_all(&self.output_dir).with_context(|| {
-                format!("'{}': cannot create directory", self.output_dir.display())
-            })?;
-            if !missing.is_empty() && !self.allow_missing {
-                // The contents are checked first, as the whole-buffer path
-                // does.
-                stream(&mut [])?;
-                bail!(
-                    "'{}': no entry for {}",
-                    self.input,
-                    select::missing_list(missing)
-                );
+        Some(self.write_streamed(&plan, missing, &stream))
+    }
+
+    /// The files a streamed unbundling writes, in order: (file name, the
+    /// range of its entry's bytes in the bundle; `None` for an empty file),
+    /// and the requested entries that are missing. `None` where the
+    /// whole-buffer path must decide (an entry it would refuse).
+    fn stream_plan(&self, records: &[binary::Record]) -> Option<Result<(StreamPlan, Vec<String>)>> {
+        let mut plan: StreamPlan = Vec::new();
+        let range = |r: &binary::Record| Some(r.offset..r.offset + r.size);
+        let mut missing = Vec::new();
+        if self.targets.is_empty() {
+            let base = safe(stem(&self.input));
+            let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
+            for (n, i) in binary::llvm_order(&ids).into_iter().enumerate() {
+                let id = safe(&String::from_utf8_lossy(&records[i].id));
+                plan.push((format!("{base}-{id}.{n}"), range(&records[i])));
             }
-            let shown: Vec<String> = plan
-                .iter()
-                .map(|(name, _)| self.output_dir.join(name).to_string_lossy().into_owned())
-                .collect();
-            let mut outs = Vec::new();
-            for path in &shown {
-                let o = Output::create(std::path::Path::new(path))
-                    .with_context(|| format!("'{path}': cannot write"))?;
-                outs.push(o);
+        } else {
+            let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
+            let requests = match bundle::id::check_targets(&names, false) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(anyhow::anyhow!("{e}"))),
+            };
+            let picks =
+                ops::unbundle_records(records, &requests, self.hip_openmp_compatible).ok()?;
+            for ((p, r), out) in picks.iter().zip(&requests).zip(outs) {
+                let name = out.unwrap_or_else(|| safe(&r.normalized()));
+                match *p {
+                    ops::Pick::Record(i) => plan.push((name, range(&records[i]))),
+                    // Missing, when allowed: an empty file.
+                    _ => {
+                        missing.push(r.normalized());
+                        plan.push((name, None));
+                    }
+                }
             }
-            let mut errors: Vec<Option<std::io::Error>> = Vec::new();
-            errors.resize_with(outs.len(), || None);
-            let mut sinks: Vec<Noting<'_>> = outs
-                .iter_mut()
-                .zip(&mut errors)
-                .map(|(o, e)| Noting::new(o, e))
-                .collect();
-            let mut wanted: Vec<Wanted<'_>> = sinks
-                .iter_mut()
-                .zip(&plan)
-                .filter_map(|(s, (_, r))| {
-                    Some(Wanted {
-                        range: r.clone()?,
-                        out: s,
-                    })
+        }
+        Some(Ok((plan, missing)))
+    }
+
+    /// Writes the files of `plan` in the output directory from the bundle's
+    /// stream (`stream` decompresses it into the entries' writers), each
+    /// renamed into place only once the whole stream has been read and its
+    /// hash matched, and lists them; with `missing` entries not allowed,
+    /// checks the contents and fails naming them.
+    fn write_streamed(
+        &self,
+        plan: &StreamPlan,
+        missing: Vec<String>,
+        stream: &dyn Fn(&mut [Wanted<'_>]) -> Result<()>,
+    ) -> Result<()> {
+        std::fs::create_dir_all(&self.output_dir)
+            .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
+        if !missing.is_empty() && !self.allow_missing {
+            // The contents are checked first, as the whole-buffer path
+            // does.
+            stream(&mut [])?;
+            bail!(
+                "'{}': no entry for {}",
+                self.input,
+                select::missing_list(missing)
+            );
+        }
+        let shown: Vec<String> = plan
+            .iter()
+            .map(|(name, _)| self.output_dir.join(name).to_string_lossy().into_owned())
+            .collect();
+        let mut outs = Vec::new();
+        for path in &shown {
+            let o = Output::create(std::path::Path::new(path))
+                .with_context(|| format!("'{path}': cannot write"))?;
+            outs.push(o);
+        }
+        let mut errors: Vec<Option<std::io::Error>> = Vec::new();
+        errors.resize_with(outs.len(), || None);
+        let mut sinks: Vec<Noting<'_>> = outs
+            .iter_mut()
+            .zip(&mut errors)
+            .map(|(o, e)| Noting::new(o, e))
+            .collect();
+        let mut wanted: Vec<Wanted<'_>> = sinks
+            .iter_mut()
+            .zip(plan)
+            .filter_map(|(s, (_, r))| {
+                Some(Wanted {
+                    range: r.clone()?,
+                    out: s,
                 })
-                .collect();
-            let streamed = stream(&mut wanted);
-            drop(wanted);
-            drop(sinks);
-            if let Some((k, e)) = errors
-                .iter_mut()
-                .enumerate()
-                .find_map(|(k, e)| e.take().map(|e| (k, e)))
-            {
-                return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
-            }
-            streamed?;
-            let mut listing = super::io::Report::stdout();
-            for (o, path) in outs.into_iter().zip(&shown) {
-                o.commit()
-                    .with_context(|| format!("'{path}': cannot write"))?;
-                writeln!(listing, "{}", super::io::printable(path))?;
-            }
-            listing.flush()?;
-            Ok(())
-        };
-        Some(run())
+            })
+            .collect();
+        let streamed = stream(&mut wanted);
+        drop(wanted);
+        drop(sinks);
+        if let Some((k, e)) = errors
+            .iter_mut()
+            .enumerate()
+            .find_map(|(k, e)| e.take().map(|e| (k, e)))
+        {
+            return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
+        }
+        streamed?;
+        let mut listing = super::io::Report::stdout();
+        for (o, path) in outs.into_iter().zip(&shown) {
+            o.commit()
+                .with_context(|| format!("'{path}': cannot write"))?;
+            writeln!(listing, "{}", super::io::printable(path))?;
+        }
+        listing.flush()?;
+        Ok(())
     }
 }
+
+/// The files a streamed unbundling writes: (file name, the range of its
+/// entry's bytes in the bundle; `None` for an empty file).
+type StreamPlan = Vec<(String, Option<std::ops::Range<u64>>)>;
 
 /// The most threads `bundle --threads` and `unbundle --threads` use: each
 /// holds compressed or decompressed frames of up to 32 or 64 MiB, and the

@@ -309,17 +309,7 @@ impl ExtractOpts {
         if self.output_dir.as_os_str() == "-" {
             bail!("'-o -': extract writes a directory of files, not one output; give a directory");
         }
-        let mut filter = Selection::default();
-        filter.triples = list(&self.triple);
-        filter.archs = list(&self.arch);
-        filter.kinds = list(&self.kind);
-        // A name that is no known arch or kind would select nothing.
-        for a in &filter.archs {
-            scan::rule::check_arch(a).map_err(|e| anyhow::anyhow!("--arch '{a}': {e}"))?;
-        }
-        for k in &filter.kinds {
-            scan::rule::check_kind(k).map_err(|e| anyhow::anyhow!("--kind '{k}': {e}"))?;
-        }
+        let filter = self.selection()?;
         // Everything written is checked: every compressed stream decoded
         // to its end, every stored hash compared.
         let mut opts = self.common.options();
@@ -358,7 +348,7 @@ impl ExtractOpts {
                 } else {
                     member_label(&labels[i], &unit.name, &mut member_labels)
                 };
-                let mut ex = Extractor {
+                let ex = Extractor {
                     filter: &filter,
                     include_host: self.include_host,
                     dir: &self.output_dir,
@@ -372,75 +362,112 @@ impl ExtractOpts {
                     over_limit: false,
                     stopped: &stopped,
                 };
-                let opts = for_size(&opts, data.bytes.len());
-                let report = scan::scan_with(
-                    data.bytes,
-                    &opts,
-                    &mut ThinFiles::new(&mut ex, unit.thin_base),
-                );
-                let report = match finished(report) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        // Nothing of an input whose scan stopped is kept.
-                        for (_, w) in &ex.written {
-                            let _ = std::fs::remove_file(w);
-                        }
-                        return Extracted::unreadable(format!("'{name}': {e}"));
-                    }
-                };
-                if ex.over_limit {
-                    ex.errors.push(format!(
-                        "'{name}': stopped: the command would write more than {} files \
-                         (--max-files)",
-                        self.max_files
-                    ));
-                }
-                let damaged = report.damaged();
-                let problems: Vec<String> = report
-                    .problems
-                    .iter()
-                    .map(|p| format!("'{name}': warning: {}", p.message))
-                    .collect();
-                let mut errors = ex.errors;
-                // Nothing that lies in damaged data is kept (what was
-                // written of it before the damage was found is removed).
-                let in_damage = report.in_damaged_data();
-                let (dropped, written): (Vec<_>, Vec<_>) = ex
-                    .written
-                    .into_iter()
-                    .partition(|(id, _)| in_damage.get(*id).copied().unwrap_or(true));
-                for (_, w) in &dropped {
-                    let _ = std::fs::remove_file(w);
-                }
-                if !dropped.is_empty() {
-                    errors.push(format!(
-                        "'{name}': {} image(s) not kept: they lie in a damaged container \
-                         (what is wrong is said above)",
-                        dropped.len()
-                    ));
-                }
-                // In image order, whatever the order of the threads that
-                // wrote them.
-                let mut written = written;
-                written.sort_by_key(|(id, _)| *id);
-                let written = written.into_iter().map(|(_, w)| w).collect();
-                // Damaged containers and no image at all is no success:
-                // the input is an input error, as `check` has it.
-                if report.images.is_empty() && errors.is_empty() && !problems.is_empty() {
-                    errors.push(format!(
-                        "'{name}': nothing extracted: its device code is in a damaged container \
-                         (what is wrong is said above)"
-                    ));
-                }
-                Extracted {
-                    written,
-                    errors,
-                    problems,
-                    damaged,
-                }
+                self.extract_unit(ex, data.bytes, unit.thin_base, &opts)
             })
         });
         let results: Vec<Extracted> = results.into_iter().flatten().collect();
+        self.report(results, &filter)
+    }
+
+    /// The selection `--triple`, `--arch` and `--kind` make, each arch and
+    /// kind checked: a name that is no known arch or kind would select
+    /// nothing.
+    fn selection(&self) -> Result<Selection> {
+        let mut filter = Selection::default();
+        filter.triples = list(&self.triple);
+        filter.archs = list(&self.arch);
+        filter.kinds = list(&self.kind);
+        for a in &filter.archs {
+            scan::rule::check_arch(a).map_err(|e| anyhow::anyhow!("--arch '{a}': {e}"))?;
+        }
+        for k in &filter.kinds {
+            scan::rule::check_kind(k).map_err(|e| anyhow::anyhow!("--kind '{k}': {e}"))?;
+        }
+        Ok(filter)
+    }
+
+    /// Scans one unit's `bytes` (thin archive members found beside
+    /// `thin_base`), `ex` writing the selected images; then keeps only what
+    /// lies outside damaged data, in image order.
+    fn extract_unit(
+        &self,
+        mut ex: Extractor<'_>,
+        bytes: &[u8],
+        thin_base: Option<&Path>,
+        opts: &scan::Options,
+    ) -> Extracted {
+        let name = ex.name.clone();
+        let opts = for_size(opts, bytes.len());
+        let report = scan::scan_with(bytes, &opts, &mut ThinFiles::new(&mut ex, thin_base));
+        let report = match finished(report) {
+            Ok(r) => r,
+            Err(e) => {
+                // Nothing of an input whose scan stopped is kept.
+                for (_, w) in &ex.written {
+                    let _ = std::fs::remove_file(w);
+                }
+                return Extracted::unreadable(format!("'{name}': {e}"));
+            }
+        };
+        if ex.over_limit {
+            ex.errors.push(format!(
+                "'{name}': stopped: the command would write more than {} files \
+                 (--max-files)",
+                self.max_files
+            ));
+        }
+        let damaged = report.damaged();
+        let problems: Vec<String> = report
+            .problems
+            .iter()
+            .map(|p| format!("'{name}': warning: {}", p.message))
+            .collect();
+        let mut errors = ex.errors;
+        // Nothing that lies in damaged data is kept (what was
+        // written of it before the damage was found is removed).
+        let in_damage = report.in_damaged_data();
+        let (dropped, written): (Vec<_>, Vec<_>) = ex
+            .written
+            .into_iter()
+            .partition(|(id, _)| in_damage.get(*id).copied().unwrap_or(true));
+        for (_, w) in &dropped {
+            let _ = std::fs::remove_file(w);
+        }
+        if !dropped.is_empty() {
+            errors.push(format!(
+                "'{name}': {} image(s) not kept: they lie in a damaged container \
+                 (what is wrong is said above)",
+                dropped.len()
+            ));
+        }
+        // In image order, whatever the order of the threads that
+        // wrote them.
+        let mut written = written;
+        written.sort_by_key(|(id, _)| *id);
+        let written = written.into_iter().map(|(_, w)| w).collect();
+        // Damaged containers and no image at all is no success:
+        // the input is an input error, as `check` has it.
+        if report.images.is_empty() && errors.is_empty() && !problems.is_empty() {
+            errors.push(format!(
+                "'{name}': nothing extracted: its device code is in a damaged container \
+                 (what is wrong is said above)"
+            ));
+        }
+        Extracted {
+            written,
+            errors,
+            problems,
+            damaged,
+        }
+    }
+
+    /// Lists the files written, prints the problems and errors, and says
+    /// how the command ends: an input error, nothing selected, or success.
+    fn report(
+        &self,
+        results: Vec<Extracted>,
+        filter: &Selection,
+    ) -> Result<std::process::ExitCode> {
         let mut out = super::io::Report::stdout();
         let (mut failed, mut written) = (false, 0usize);
         for r in results {

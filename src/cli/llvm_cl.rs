@@ -148,41 +148,58 @@ pub fn parse(
             }
             continue;
         };
-        match spec.takes {
-            Takes::Flag => {
-                let v = match inline {
-                    None => "true",
-                    Some("true" | "TRUE" | "True" | "1") => "true",
-                    Some("false" | "FALSE" | "False" | "0") => "false",
-                    Some(v) => {
-                        errors.push(format!(
-                            "{prog}: for the {} option: '{v}' is invalid value for boolean argument! Try 0 or 1",
-                            dashed(spec.name)
-                        ));
-                        continue;
-                    }
-                };
-                parsed.opts.push((spec.name, v.to_string()));
-            }
-            Takes::Value => {
-                let v = match inline {
-                    Some(v) => v.to_string(),
-                    None if i < args.len() => {
-                        i += 1;
-                        args[i - 1].clone()
-                    }
-                    None => {
-                        errors.push(format!(
-                            "{prog}: for the {} option: requires a value!",
-                            dashed(spec.name)
-                        ));
-                        continue;
-                    }
-                };
-                parsed.opts.push((spec.name, v));
-            }
+        match option_value(prog, spec, inline, &args, &mut i) {
+            Ok(v) => parsed.opts.push((spec.name, v)),
+            Err(e) => errors.push(e),
         }
     }
+    finish(prog, argv0, parsed, errors, max_positionals, required)
+}
+
+/// The value of option `spec`: `inline` (after `=`), else `true` for a
+/// flag, else the next argument (at `*i`, which it then moves past). The
+/// error line where a value option has none or a flag's is no boolean.
+fn option_value(
+    prog: &str,
+    spec: &OptSpec,
+    inline: Option<&str>,
+    args: &[String],
+    i: &mut usize,
+) -> Result<String, String> {
+    match spec.takes {
+        Takes::Flag => match inline {
+            None | Some("true" | "TRUE" | "True" | "1") => Ok("true".to_string()),
+            Some("false" | "FALSE" | "False" | "0") => Ok("false".to_string()),
+            Some(v) => Err(format!(
+                "{prog}: for the {} option: '{v}' is invalid value for boolean argument! Try 0 or 1",
+                dashed(spec.name)
+            )),
+        },
+        Takes::Value => match inline {
+            Some(v) => Ok(v.to_string()),
+            None if *i < args.len() => {
+                *i += 1;
+                Ok(args[*i - 1].clone())
+            }
+            None => Err(format!(
+                "{prog}: for the {} option: requires a value!",
+                dashed(spec.name)
+            )),
+        },
+    }
+}
+
+/// The checks once the whole line is read: too many positional arguments;
+/// then, unless `--help` or `--version` acts (as soon as LLVM sees them),
+/// each option in `required` that did not occur.
+fn finish(
+    prog: &str,
+    argv0: &str,
+    parsed: Parsed,
+    mut errors: Vec<String>,
+    max_positionals: usize,
+    required: &[&str],
+) -> Result<Parsed, Vec<String>> {
     if parsed.positionals.len() > max_positionals {
         let mut m = format!("{prog}: Too many positional arguments specified!\n");
         let _ = write!(

@@ -434,7 +434,37 @@ impl PruneOpts {
             dropped: Vec::new(),
         };
         // Pass 1: prune each ELF member into a temporary file.
-        let mut pruned: BTreeMap<usize, (std::fs::File, u64, String)> = BTreeMap::new();
+        let (mut pruned, record) = self.prune_members(sel, &name, &mut zin, &mut rep)?;
+        rep.kept = merge(rep.kept);
+        rep.dropped = merge(rep.dropped);
+        let Some(dest) = self.destination(input)? else {
+            return Ok(rep);
+        };
+        if pruned.is_empty() && self.in_place {
+            rep.disk_after = Some(rep.disk_before);
+            return Ok(rep);
+        }
+        // Pass 2: the new zip, members in their order.
+        let cannot = || format!("'{}': cannot write", dest.display());
+        let mut out = Output::create(&dest).with_context(cannot)?;
+        let file = out.temp_file().ok_or_else(|| anyhow!("{}", cannot()))?;
+        write_wheel(&name, &mut zin, &mut pruned, record, file)?;
+        self.finish(out, meta, &dest, &mut rep)?;
+        Ok(rep)
+    }
+
+    /// Prunes each ELF member of the wheel `zin` (the file `name`) into a
+    /// temporary file, noting what it did in `rep`; returns the pruned
+    /// members by index, and the index of the RECORD.
+    fn prune_members(
+        &self,
+        sel: &Selection,
+        name: &str,
+        zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
+        rep: &mut FileReport,
+    ) -> Result<(BTreeMap<usize, PrunedMember>, Option<usize>)> {
+        let bad = |e: zip::result::ZipError| anyhow!("'{name}': {e}");
+        let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
         let mut record = None;
         for i in 0..zin.len() {
             let mut f = zin.by_index(i).map_err(bad)?;
@@ -480,60 +510,7 @@ impl PruneOpts {
             let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
             pruned.insert(i, (out, n, b64));
         }
-        rep.kept = merge(rep.kept);
-        rep.dropped = merge(rep.dropped);
-        let Some(dest) = self.destination(input)? else {
-            return Ok(rep);
-        };
-        if pruned.is_empty() && self.in_place {
-            rep.disk_after = Some(rep.disk_before);
-            return Ok(rep);
-        }
-        // Pass 2: the new zip, members in their order.
-        let cannot = || format!("'{}': cannot write", dest.display());
-        let mut out = Output::create(&dest).with_context(cannot)?;
-        {
-            let file = out.temp_file().ok_or_else(|| anyhow!("{}", cannot()))?;
-            let mut zout = zip::ZipWriter::new(file);
-            for i in 0..zin.len() {
-                if let Some((tmp, n, _)) = pruned.get_mut(&i) {
-                    let f = zin.by_index_raw(i).map_err(bad)?;
-                    let opts = zip::write::SimpleFileOptions::default()
-                        .compression_method(f.compression())
-                        .unix_permissions(f.unix_mode().unwrap_or(0o644))
-                        .large_file(*n >= u64::from(u32::MAX));
-                    let mname = f.name().map_err(bad)?.to_string();
-                    drop(f);
-                    zout.start_file(mname, opts).map_err(bad)?;
-                    use std::io::Seek;
-                    tmp.seek(std::io::SeekFrom::Start(0))?;
-                    std::io::copy(tmp, &mut zout)?;
-                } else if Some(i) == record {
-                    let mut f = zin.by_index(i).map_err(bad)?;
-                    let mut text = String::new();
-                    f.read_to_string(&mut text)
-                        .with_context(|| format!("'{name}': its RECORD is not text"))?;
-                    let opts = zip::write::SimpleFileOptions::default()
-                        .compression_method(f.compression())
-                        .unix_permissions(f.unix_mode().unwrap_or(0o644));
-                    let mname = f.name().map_err(bad)?.to_string();
-                    drop(f);
-                    let mut changed = BTreeMap::new();
-                    for (k, (_, n, sha)) in &pruned {
-                        let m = zin.by_index_raw(*k).map_err(bad)?;
-                        changed.insert(m.name().map_err(bad)?.to_string(), (*n, sha.clone()));
-                    }
-                    zout.start_file(mname, opts).map_err(bad)?;
-                    zout.write_all(new_record(&text, &changed).as_bytes())?;
-                } else {
-                    let f = zin.by_index_raw(i).map_err(bad)?;
-                    zout.raw_copy_file(f).map_err(bad)?;
-                }
-            }
-            zout.finish().map_err(bad)?;
-        }
-        self.finish(out, meta, &dest, &mut rep)?;
-        Ok(rep)
+        Ok((pruned, record))
     }
 
     pub fn run(self) -> Result<std::process::ExitCode> {
@@ -670,6 +647,63 @@ fn new_record(text: &str, changed: &BTreeMap<String, (u64, String)>) -> String {
         }
     }
     out
+}
+
+/// A member pruned into a temporary file: the file, its size, its SHA-256
+/// in a RECORD's form.
+type PrunedMember = (std::fs::File, u64, String);
+
+/// Writes the wheel `zin` (the file `name`) to `file`, members in their
+/// order: those in `pruned` from their temporary files (with their own
+/// compression method and mode), the RECORD at index `record` with the
+/// pruned members' new hashes and sizes, every other member copied as it
+/// is stored.
+fn write_wheel(
+    name: &str,
+    zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
+    pruned: &mut BTreeMap<usize, PrunedMember>,
+    record: Option<usize>,
+    file: &std::fs::File,
+) -> Result<()> {
+    let bad = |e: zip::result::ZipError| anyhow!("'{name}': {e}");
+    let mut changed = BTreeMap::new();
+    for (k, (_, n, sha)) in pruned.iter() {
+        let m = zin.by_index_raw(*k).map_err(bad)?;
+        changed.insert(m.name().map_err(bad)?.to_string(), (*n, sha.clone()));
+    }
+    let mut zout = zip::ZipWriter::new(file);
+    for i in 0..zin.len() {
+        if let Some((tmp, n, _)) = pruned.get_mut(&i) {
+            let f = zin.by_index_raw(i).map_err(bad)?;
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(f.compression())
+                .unix_permissions(f.unix_mode().unwrap_or(0o644))
+                .large_file(*n >= u64::from(u32::MAX));
+            let mname = f.name().map_err(bad)?.to_string();
+            drop(f);
+            zout.start_file(mname, opts).map_err(bad)?;
+            use std::io::Seek;
+            tmp.seek(std::io::SeekFrom::Start(0))?;
+            std::io::copy(tmp, &mut zout)?;
+        } else if Some(i) == record {
+            let mut f = zin.by_index(i).map_err(bad)?;
+            let mut text = String::new();
+            f.read_to_string(&mut text)
+                .with_context(|| format!("'{name}': its RECORD is not text"))?;
+            let opts = zip::write::SimpleFileOptions::default()
+                .compression_method(f.compression())
+                .unix_permissions(f.unix_mode().unwrap_or(0o644));
+            let mname = f.name().map_err(bad)?.to_string();
+            drop(f);
+            zout.start_file(mname, opts).map_err(bad)?;
+            zout.write_all(new_record(&text, &changed).as_bytes())?;
+        } else {
+            let f = zin.by_index_raw(i).map_err(bad)?;
+            zout.raw_copy_file(f).map_err(bad)?;
+        }
+    }
+    zout.finish().map_err(bad)?;
+    Ok(())
 }
 
 #[cfg(test)]

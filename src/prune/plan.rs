@@ -17,7 +17,7 @@ use super::Verdict;
 use super::containers::{self, Pruned};
 use crate::error::{Error, Result};
 use crate::num::usize_from;
-use crate::scan::{Container, ContainerKind, Parent, Report};
+use crate::scan::{Container, ContainerKind, Image, Parent, Report};
 
 /// One container rewritten where it lies.
 #[derive(Debug, Clone)]
@@ -99,130 +99,45 @@ pub fn plan(
         if inside_ccob[c.id] {
             continue;
         }
-        if c.kind == ContainerKind::Ccob {
-            if let Some((edit, inner)) = ccob_edit(data, report, verdicts, c, allow_empty)? {
+        let edit = if c.kind == ContainerKind::Ccob {
+            ccob_edit(data, report, verdicts, c, allow_empty)?.map(|(edit, inner)| {
                 inside_ccob[inner] = true;
-                plan.edits.push(edit);
-            }
-            continue;
-        }
-        let images: Vec<_> = {
-            let mut v: Vec<_> = report
-                .images
-                .iter()
-                .filter(|i| i.container == c.id)
-                .collect();
-            v.sort_by_key(|i| i.index);
-            v
+                edit
+            })
+        } else {
+            container_edit(data, report, verdicts, c, linked, allow_empty)?
         };
-        let stays: Vec<bool> = images.iter().map(|i| verdicts[i.id].stays()).collect();
-        if stays.iter().all(|&s| s) {
-            continue;
-        }
-        let device_left = images
-            .iter()
-            .zip(&stays)
-            .any(|(i, &s)| s && !i.offload_kind.is_host());
-        if !device_left && !allow_empty {
-            return Err(refuse(
-                c.kind,
-                c.offset,
-                "no device image of it would stay (--allow-empty allows that)",
-            ));
-        }
-        let (Some(offset), None) = (c.offset, c.parent) else {
-            return Err(refuse(
-                c.kind,
-                c.offset,
-                "it lies inside another image or compressed data",
-            ));
-        };
-        let end = offset
-            .checked_add(c.size)
-            .filter(|&e| e <= data.len() as u64)
-            .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
-        let bytes = &data[usize_from(offset)..usize_from(end)];
-        let pruned = match c.kind {
-            ContainerKind::Bundle => containers::bundle(bytes, &stays)?,
-            ContainerKind::CudaFatbin => containers::fatbin(bytes, &stays)?,
-            ContainerKind::OffloadBinary if linked => {
-                return Err(refuse(
-                    c.kind,
-                    c.offset,
-                    "a linked program registers its OffloadBinary images one by one: \
-                     pruning them would mean editing that registration (not done)",
-                ));
-            }
-            ContainerKind::OffloadBinary => {
-                return Err(refuse(
-                    c.kind,
-                    c.offset,
-                    "OffloadBinaries hold one image each: drop the whole binary instead (not done yet)",
-                ));
-            }
-            ContainerKind::Ccob => {
-                return Err(refuse(
-                    c.kind,
-                    c.offset,
-                    "compressed bundles are not pruned yet",
-                ));
-            }
-            other => {
-                return Err(refuse(
-                    other,
-                    c.offset,
-                    "this kind of container is not pruned yet",
-                ));
-            }
-        };
-        if pruned.layout.size > c.size {
-            return Err(refuse(
-                c.kind,
-                c.offset,
-                "its pruned form would be larger than it is",
-            ));
-        }
-        plan.edits.push(Edit {
-            container: c.id,
-            offset,
-            size: c.size,
-            pruned,
-            built: None,
-        });
+        plan.edits.extend(edit);
     }
     plan.edits.sort_by_key(|e| e.offset);
     Ok(plan)
 }
 
-/// The edit of CCOB `c` when the bundle it holds loses entries, and that
-/// bundle's container id; `None` when every entry stays.
-fn ccob_edit(
-    data: &[u8],
-    report: &Report,
+/// The entries of container `id` in order, and whether each stays; `None`
+/// when all of them do.
+fn stays_of<'r>(
+    report: &'r Report,
     verdicts: &[Verdict],
-    c: &Container,
-    allow_empty: bool,
-) -> Result<Option<(Edit, usize)>> {
-    let Some(inner) = report
-        .containers
-        .iter()
-        .find(|k| k.parent == Some(Parent::Container(c.id)) && k.kind == ContainerKind::Bundle)
-    else {
-        return Ok(None);
-    };
-    let mut images: Vec<_> = report
-        .images
-        .iter()
-        .filter(|i| i.container == inner.id)
-        .collect();
+    id: usize,
+) -> Option<(Vec<&'r Image>, Vec<bool>)> {
+    let mut images: Vec<&Image> = report.images.iter().filter(|i| i.container == id).collect();
     images.sort_by_key(|i| i.index);
     let stays: Vec<bool> = images.iter().map(|i| verdicts[i.id].stays()).collect();
-    if stays.iter().all(|&s| s) {
-        return Ok(None);
-    }
+    (!stays.iter().all(|&s| s)).then_some((images, stays))
+}
+
+/// Container `c`'s bytes and offset, once checked that some device image
+/// stays (unless `allow_empty`) and that it lies in the file itself.
+fn container_bytes<'d>(
+    data: &'d [u8],
+    c: &Container,
+    images: &[&Image],
+    stays: &[bool],
+    allow_empty: bool,
+) -> Result<(u64, &'d [u8])> {
     let device_left = images
         .iter()
-        .zip(&stays)
+        .zip(stays)
         .any(|(i, &s)| s && !i.offload_kind.is_host());
     if !device_left && !allow_empty {
         return Err(refuse(
@@ -242,12 +157,86 @@ fn ccob_edit(
         .checked_add(c.size)
         .filter(|&e| e <= data.len() as u64)
         .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
+    Ok((offset, &data[usize_from(offset)..usize_from(end)]))
+}
+
+/// The edit of container `c` (not a CCOB) when it loses entries.
+fn container_edit(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    c: &Container,
+    linked: bool,
+    allow_empty: bool,
+) -> Result<Option<Edit>> {
+    let Some((images, stays)) = stays_of(report, verdicts, c.id) else {
+        return Ok(None);
+    };
+    let (offset, bytes) = container_bytes(data, c, &images, &stays, allow_empty)?;
+    let pruned = match c.kind {
+        ContainerKind::Bundle => containers::bundle(bytes, &stays)?,
+        ContainerKind::CudaFatbin => containers::fatbin(bytes, &stays)?,
+        ContainerKind::OffloadBinary if linked => {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "a linked program registers its OffloadBinary images one by one: \
+                 pruning them would mean editing that registration (not done)",
+            ));
+        }
+        ContainerKind::OffloadBinary => {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "OffloadBinaries hold one image each: dropping whole binaries is not done yet",
+            ));
+        }
+        other => {
+            return Err(refuse(
+                other,
+                c.offset,
+                "this kind of container is not pruned yet",
+            ));
+        }
+    };
+    if pruned.layout.size > c.size {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "its pruned form would be larger than it is",
+        ));
+    }
+    Ok(Some(Edit {
+        container: c.id,
+        offset,
+        size: c.size,
+        pruned,
+        built: None,
+    }))
+}
+
+/// The edit of CCOB `c` when the bundle it holds loses entries, and that
+/// bundle's container id; `None` when every entry stays.
+fn ccob_edit(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    c: &Container,
+    allow_empty: bool,
+) -> Result<Option<(Edit, usize)>> {
+    let Some(inner) = report
+        .containers
+        .iter()
+        .find(|k| k.parent == Some(Parent::Container(c.id)) && k.kind == ContainerKind::Bundle)
+    else {
+        return Ok(None);
+    };
+    let Some((images, stays)) = stays_of(report, verdicts, inner.id) else {
+        return Ok(None);
+    };
+    let (offset, bytes) = container_bytes(data, c, &images, &stays, allow_empty)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (pruned, bytes) = containers::ccob(
-        &data[usize_from(offset)..usize_from(end)],
-        &stays,
-        u32::try_from(threads).unwrap_or(1),
-    )?;
+    let (pruned, built) = containers::ccob(bytes, &stays, u32::try_from(threads).unwrap_or(1))?;
     if pruned.layout.size > c.size {
         return Err(refuse(
             c.kind,
@@ -261,7 +250,7 @@ fn ccob_edit(
             offset,
             size: c.size,
             pruned,
-            built: Some(bytes),
+            built: Some(built),
         },
         inner.id,
     )))

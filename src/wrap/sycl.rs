@@ -41,7 +41,7 @@ use std::ops::Range;
 
 use object::{Endian, elf};
 
-use super::arch::{self, Arg, Call, CpuInfo, Target, addend, internal};
+use super::arch::{self, Arg, Call, CpuInfo, Function, Target, addend, internal};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use super::{
     HostOs, SHT_LLVM_OFFLOADING, align_up, byte_array_align, finish_object, function, local,
@@ -379,6 +379,60 @@ const ENTRY_NAME: u64 = 24;
 fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relocatable> {
     let m = Module::plan(cpu, images)?;
     let (mut obj, startup_sec) = new_object(cpu, os);
+    let secs = add_sections(&mut obj, &m, images.len());
+    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
+    let ctor = obj.add_section(b".init_array.1", elf::SHT_INIT_ARRAY, wa, 8);
+    let dtor = obj.add_section(b".fini_array.1", elf::SHT_FINI_ARRAY, wa, 8);
+    let syms = local_symbols(&mut obj, cpu, &m, &secs, startup_sec)?;
+    let register = undefined(&mut obj, b"__sycl_register_lib", false);
+    let unregister = undefined(&mut obj, b"__sycl_unregister_lib", false);
+    entry_symbols(&mut obj, &m, &secs);
+
+    let w = Contents {
+        cpu,
+        m: &m,
+        images,
+        secs: &secs,
+        sec_syms: &syms.sections,
+    };
+    w.write(&mut obj)?;
+    let (reg_fn, unreg_fn, unreg_off) =
+        w.functions(&mut obj, startup_sec, syms.desc, [register, unregister])?;
+    obj.set_extent(syms.reg, 0, len64(&reg_fn.code));
+    obj.set_extent(syms.unreg, unreg_off, len64(&unreg_fn.code));
+    obj.set_bytes(ctor, vec![0; 8]);
+    reloc(&mut obj, ctor, 0, syms.startup, 0, cpu.abs64);
+    obj.set_bytes(dtor, vec![0; 8]);
+    reloc(
+        &mut obj,
+        dtor,
+        0,
+        syms.startup,
+        addend(unreg_off)?,
+        cpu.abs64,
+    );
+    let fdes = [
+        super::eh_frame::Fde {
+            offset: 0,
+            len: len64(&reg_fn.code),
+            cfi: &reg_fn.cfi,
+            anchor: None,
+        },
+        super::eh_frame::Fde {
+            offset: unreg_off,
+            len: len64(&unreg_fn.code),
+            cfi: &unreg_fn.cfi,
+            anchor: None,
+        },
+    ];
+    finish_object(&mut obj, cpu, os, syms.startup, &fdes, &[ctor, dtor])?;
+    Ok(obj)
+}
+
+/// Adds the sections of the module's globals, in the order they were first
+/// used; the images' section holds the `n` images where the plan puts
+/// them.
+fn add_sections(obj: &mut Relocatable, m: &Module, n: usize) -> Vec<SectionId> {
     let mut secs: Vec<SectionId> = Vec::with_capacity(m.secs.len());
     for (k, s) in m.secs.iter().enumerate() {
         let id = obj.add_section(&s.name, s.sh_type, s.flags, s.align);
@@ -386,7 +440,7 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
             obj.set_entsize(id, s.entsize);
         }
         if s.sh_type == elf::SectionType(SHT_LLVM_OFFLOADING) {
-            let mut placed = vec![(0, 0); images.len()];
+            let mut placed = vec![(0, 0); n];
             for g in m.globals.iter().filter(|g| g.sec == k) {
                 if let What::Data(i) = g.what {
                     placed[i] = (g.at, g.size);
@@ -396,31 +450,44 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
         }
         secs.push(id);
     }
-    let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
-    let ctor = obj.add_section(b".init_array.1", elf::SHT_INIT_ARRAY, wa, 8);
-    let dtor = obj.add_section(b".fini_array.1", elf::SHT_FINI_ARRAY, wa, 8);
+    secs
+}
 
-    // Local symbols: the code's first (the section, the constructor, the
-    // descriptor it passes, the destructor), then the module's globals in
-    // order, each section's symbol after its first.
+/// The local symbols the code and the data refer to.
+struct Locals {
+    /// Section symbol of `.text.startup`.
+    startup: SymbolId,
+    /// `sycl.descriptor_reg` (its extent set with the code).
+    reg: SymbolId,
+    /// `sycl.descriptor_unreg` (its extent set with the code).
+    unreg: SymbolId,
+    /// The descriptor's symbol.
+    desc: SymbolId,
+    /// Each module section's symbol, where relocations refer to it.
+    sections: Vec<Option<SymbolId>>,
+}
+
+/// The local symbols: the code's first (the section, the constructor, the
+/// descriptor it passes, the destructor), then the module's globals in
+/// order, each section's symbol after its first.
+fn local_symbols(
+    obj: &mut Relocatable,
+    cpu: &CpuInfo,
+    m: &Module,
+    secs: &[SectionId],
+    startup_sec: SectionId,
+) -> Result<Locals> {
     let object = elf::STT_OBJECT;
     obj.add_file_symbol(b"offload.wrapper.module");
     let startup = obj.section_symbol(startup_sec);
-    let reg = function(&mut obj, cpu, b"sycl.descriptor_reg", startup_sec, 0, 0);
+    let reg = function(obj, cpu, b"sycl.descriptor_reg", startup_sec, 0, 0);
     let maps = cpu.mapping_symbols;
     if maps {
-        mapping(&mut obj, b"$x", startup_sec);
+        mapping(obj, b"$x", startup_sec);
     }
     let desc = m.find(What::Desc)?;
-    let desc_sym = local(
-        &mut obj,
-        &desc.name,
-        secs[desc.sec],
-        desc.at,
-        desc.size,
-        object,
-    );
-    let unreg = function(&mut obj, cpu, b"sycl.descriptor_unreg", startup_sec, 0, 0);
+    let desc_sym = local(obj, &desc.name, secs[desc.sec], desc.at, desc.size, object);
+    let unreg = function(obj, cpu, b"sycl.descriptor_unreg", startup_sec, 0, 0);
     // On CPUs with mapping symbols, a `$d` where a section's first byte of
     // data is emitted (after its section symbol).
     let mut sec_syms: Vec<Option<SymbolId>> = vec![None; m.secs.len()];
@@ -429,7 +496,7 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
         match g.what {
             What::Entry(..) | What::Desc => {}
             _ => {
-                local(&mut obj, &g.name, secs[g.sec], g.at, g.size, object);
+                local(obj, &g.name, secs[g.sec], g.at, g.size, object);
             }
         }
         if !matches!(g.what, What::Entry(..))
@@ -439,12 +506,22 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
             sec_syms[g.sec] = Some(obj.section_symbol(secs[g.sec]));
         }
         if maps && g.size > 0 && !mapped[g.sec] {
-            mapping(&mut obj, b"$d", secs[g.sec]);
+            mapping(obj, b"$d", secs[g.sec]);
             mapped[g.sec] = true;
         }
     }
-    let register = undefined(&mut obj, b"__sycl_register_lib", false);
-    let unregister = undefined(&mut obj, b"__sycl_unregister_lib", false);
+    Ok(Locals {
+        startup,
+        reg,
+        unreg,
+        desc: desc_sym,
+        sections: sec_syms,
+    })
+}
+
+/// The entries' weak globals (`.offloading.entry.<name>`), in the module's
+/// order.
+fn entry_symbols(obj: &mut Relocatable, m: &Module, secs: &[SectionId]) {
     let weak = elf::SymbolInfo::new(elf::STB_WEAK, elf::STT_OBJECT);
     for g in m
         .globals
@@ -460,94 +537,107 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
             g.size,
         );
     }
+}
 
-    // Contents and relocations, in the module's order.
-    let sym_of =
-        |g: &Global| sec_syms[g.sec].ok_or_else(|| internal("a SYCL section without a symbol"));
-    let mut bytes: Vec<Vec<u8>> = m.secs.iter().map(|_| Vec::new()).collect();
-    let put = |bytes: &mut Vec<Vec<u8>>, g: &Global, b: &[u8]| {
-        let buf = &mut bytes[g.sec];
-        let at = usize::try_from(g.at).unwrap_or(usize::MAX);
-        if buf.len() < at {
-            buf.resize(at, 0);
+/// What the contents and the code are written from: the plan, the inputs,
+/// the sections and their symbols.
+struct Contents<'a> {
+    /// The CPU.
+    cpu: &'a CpuInfo,
+    /// The module's globals.
+    m: &'a Module,
+    /// The images.
+    images: &'a [SyclImage],
+    /// Each module section.
+    secs: &'a [SectionId],
+    /// Each module section's symbol, where relocations refer to it.
+    sec_syms: &'a [Option<SymbolId>],
+}
+
+impl Contents<'_> {
+    /// The section symbol relocations against `g` use.
+    fn sym_of(&self, g: &Global) -> Result<SymbolId> {
+        self.sec_syms[g.sec].ok_or_else(|| internal("a SYCL section without a symbol"))
+    }
+
+    /// Adds a pointer-sized relocation at `at` in `g`'s section, to
+    /// `target` plus `off`.
+    fn pointer(
+        &self,
+        obj: &mut Relocatable,
+        g: &Global,
+        at: u64,
+        target: &Global,
+        off: u64,
+    ) -> Result<()> {
+        reloc(
+            obj,
+            self.secs[g.sec],
+            at,
+            self.sym_of(target)?,
+            addend(target.at + off)?,
+            self.cpu.abs64,
+        );
+        Ok(())
+    }
+
+    /// The contents of the module's sections (but the images') and their
+    /// relocations, in the module's order.
+    fn write(&self, obj: &mut Relocatable) -> Result<()> {
+        let m = self.m;
+        let mut bytes: Vec<Vec<u8>> = m.secs.iter().map(|_| Vec::new()).collect();
+        for g in &m.globals {
+            let Some(b) = self.global(obj, g)? else {
+                continue;
+            };
+            let buf = &mut bytes[g.sec];
+            let at = usize::try_from(g.at).unwrap_or(usize::MAX);
+            if buf.len() < at {
+                buf.resize(at, 0);
+            }
+            buf.truncate(at);
+            buf.extend_from_slice(&b);
         }
-        buf.truncate(at);
-        buf.extend_from_slice(b);
-    };
-    let e = cpu.endian;
-    for g in &m.globals {
-        match g.what {
+        for (k, b) in bytes.into_iter().enumerate() {
+            if m.secs[k].sh_type != elf::SectionType(SHT_LLVM_OFFLOADING) {
+                let mut b = b;
+                b.resize(usize::try_from(m.secs[k].size).unwrap_or(0), 0);
+                obj.set_bytes(self.secs[k], b);
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes of global `g`, its relocations added; `None` for an
+    /// image, whose bytes are the input's.
+    fn global(&self, obj: &mut Relocatable, g: &Global) -> Result<Option<Vec<u8>>> {
+        let (m, images, e) = (self.m, self.images, self.cpu.endian);
+        Ok(Some(match g.what {
             What::Str(i, which) => {
                 let s: &[u8] = match which {
                     0 => &images[i].triple,
                     _ => b"",
                 };
-                put(&mut bytes, g, &[s, b"\0"].concat());
+                [s, b"\0"].concat()
             }
-            What::Data(_) => {}
-            What::Name(i, k) => put(&mut bytes, g, &[&images[i].symbols[k][..], b"\0"].concat()),
+            What::Data(_) => return Ok(None),
+            What::Name(i, k) => [&images[i].symbols[k][..], b"\0"].concat(),
             What::Entry(i, k) => {
-                put(&mut bytes, g, &entry_bytes(cpu));
                 let name = m.find(What::Name(i, k))?;
-                reloc(
-                    &mut obj,
-                    secs[g.sec],
-                    g.at + ENTRY_NAME,
-                    sym_of(name)?,
-                    addend(name.at)?,
-                    cpu.abs64,
-                );
+                self.pointer(obj, g, g.at + ENTRY_NAME, name, 0)?;
+                entry_bytes(self.cpu)
             }
             What::Array(i) => {
                 let mut b = Vec::new();
                 for k in 0..images[i].symbols.len() {
                     let name = m.find(What::Name(i, k))?;
                     let at = g.at + len64(&b) + ENTRY_NAME;
-                    b.extend(entry_bytes(cpu));
-                    reloc(
-                        &mut obj,
-                        secs[g.sec],
-                        at,
-                        sym_of(name)?,
-                        addend(name.at)?,
-                        cpu.abs64,
-                    );
+                    b.extend(entry_bytes(self.cpu));
+                    self.pointer(obj, g, at, name, 0)?;
                 }
-                put(&mut bytes, g, &b);
+                b
             }
-            What::Images => {
-                let mut b = Vec::new();
-                for (i, img) in images.iter().enumerate() {
-                    let base = g.at + len64(&b);
-                    b.extend(e.write_u16(IMAGE_VERSION));
-                    b.extend([img.offload_kind, img.image_kind]);
-                    b.resize(b.len() + 4, 0);
-                    let data = m.find(What::Data(i))?;
-                    let array = m.find(What::Array(i))?;
-                    let mut ptrs: Vec<(&Global, u64)> = Vec::new();
-                    for which in 0..3 {
-                        ptrs.push((m.find(What::Str(i, which))?, 0));
-                    }
-                    ptrs.extend([
-                        (data, 0),
-                        (data, data.size),
-                        (array, 0),
-                        (array, array.size),
-                    ]);
-                    for (k, (target, off)) in (0u64..).zip(ptrs) {
-                        reloc(
-                            &mut obj,
-                            secs[g.sec],
-                            base + 8 + 8 * k,
-                            sym_of(target)?,
-                            addend(target.at + off)?,
-                            cpu.abs64,
-                        );
-                    }
-                    b.resize(b.len() + 72, 0);
-                }
-                put(&mut bytes, g, &b);
-            }
+            What::Images => self.image_descriptions(obj, g)?,
             What::Desc => {
                 let mut b = Vec::new();
                 b.extend(e.write_u16(DESC_VERSION));
@@ -555,194 +645,88 @@ fn build(cpu: &'static CpuInfo, os: HostOs, images: &[SyclImage]) -> Result<Relo
                 b.extend(e.write_u16(n));
                 b.resize(usize::try_from(DESC_SIZE).unwrap_or(32), 0);
                 let array = m.find(What::Images)?;
-                reloc(
-                    &mut obj,
-                    secs[g.sec],
-                    g.at + 8,
-                    sym_of(array)?,
-                    addend(array.at)?,
-                    cpu.abs64,
-                );
-                put(&mut bytes, g, &b);
+                self.pointer(obj, g, g.at + 8, array, 0)?;
+                b
             }
-        }
-    }
-    for (k, b) in bytes.into_iter().enumerate() {
-        if m.secs[k].sh_type != elf::SectionType(SHT_LLVM_OFFLOADING) {
-            let mut b = b;
-            b.resize(usize::try_from(m.secs[k].size).unwrap_or(0), 0);
-            obj.set_bytes(secs[k], b);
-        }
+        }))
     }
 
-    // The constructor and destructor: each passes the descriptor.
-    let data_sym = sym_of(desc)?;
-    let call = |callee: SymbolId| {
-        [Call {
-            callee,
-            arg: Arg::Data {
-                symbol: desc_sym,
-                section: data_sym,
-                offset: desc.at,
-                merged: false,
-            },
-        }]
-    };
-    let reg_fn = cpu.code.function(0, &call(register))?;
-    let unreg_off = align_up(len64(&reg_fn.code), cpu.code_align)?;
-    let unreg_fn = cpu.code.function(unreg_off, &call(unregister))?;
-    let mut code = reg_fn.code.clone();
-    let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
-    code.extend(cpu.code.padding(pad));
-    code.extend_from_slice(&unreg_fn.code);
-    obj.set_bytes(startup_sec, code);
-    for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
-        for r in &f.relocs {
-            let Target::Symbol(sym) = r.target else {
-                return Err(internal(
-                    "a SYCL function refers to a symbol the object lacks",
-                ));
-            };
-            reloc(
-                &mut obj,
-                startup_sec,
-                base + r.offset,
-                sym,
-                r.addend,
-                r.r_type,
-            );
+    /// The `__sycl.tgt_device_image`s of global `g`, one per image, with
+    /// their pointers' relocations.
+    fn image_descriptions(&self, obj: &mut Relocatable, g: &Global) -> Result<Vec<u8>> {
+        let (m, e) = (self.m, self.cpu.endian);
+        let mut b = Vec::new();
+        for (i, img) in self.images.iter().enumerate() {
+            let base = g.at + len64(&b);
+            b.extend(e.write_u16(IMAGE_VERSION));
+            b.extend([img.offload_kind, img.image_kind]);
+            b.resize(b.len() + 4, 0);
+            let data = m.find(What::Data(i))?;
+            let array = m.find(What::Array(i))?;
+            let mut ptrs: Vec<(&Global, u64)> = Vec::new();
+            for which in 0..3 {
+                ptrs.push((m.find(What::Str(i, which))?, 0));
+            }
+            ptrs.extend([
+                (data, 0),
+                (data, data.size),
+                (array, 0),
+                (array, array.size),
+            ]);
+            for (k, (target, off)) in (0u64..).zip(ptrs) {
+                self.pointer(obj, g, base + 8 + 8 * k, target, off)?;
+            }
+            b.resize(b.len() + 72, 0);
         }
+        Ok(b)
     }
-    obj.set_extent(reg, 0, len64(&reg_fn.code));
-    obj.set_extent(unreg, unreg_off, len64(&unreg_fn.code));
-    obj.set_bytes(ctor, vec![0; 8]);
-    reloc(&mut obj, ctor, 0, startup, 0, cpu.abs64);
-    obj.set_bytes(dtor, vec![0; 8]);
-    reloc(&mut obj, dtor, 0, startup, addend(unreg_off)?, cpu.abs64);
-    let fdes = [
-        super::eh_frame::Fde {
-            offset: 0,
-            len: len64(&reg_fn.code),
-            cfi: &reg_fn.cfi,
-            anchor: None,
-        },
-        super::eh_frame::Fde {
-            offset: unreg_off,
-            len: len64(&unreg_fn.code),
-            cfi: &unreg_fn.cfi,
-            anchor: None,
-        },
-    ];
-    finish_object(&mut obj, cpu, os, startup, &fdes, &[ctor, dtor])?;
-    Ok(obj)
+
+    /// The constructor (at 0) and the destructor in `.text.startup`
+    /// (`startup_sec`), each passing the descriptor (`desc_sym`) to its
+    /// runtime function (`runtime`: register, unregister), and their
+    /// relocations; returns them and the destructor's offset.
+    fn functions(
+        &self,
+        obj: &mut Relocatable,
+        startup_sec: SectionId,
+        desc_sym: SymbolId,
+        runtime: [SymbolId; 2],
+    ) -> Result<(Function, Function, u64)> {
+        let cpu = self.cpu;
+        let desc = self.m.find(What::Desc)?;
+        let data_sym = self.sym_of(desc)?;
+        let call = |callee: SymbolId| {
+            [Call {
+                callee,
+                arg: Arg::Data {
+                    symbol: desc_sym,
+                    section: data_sym,
+                    offset: desc.at,
+                    merged: false,
+                },
+            }]
+        };
+        let reg_fn = cpu.code.function(0, &call(runtime[0]))?;
+        let unreg_off = align_up(len64(&reg_fn.code), cpu.code_align)?;
+        let unreg_fn = cpu.code.function(unreg_off, &call(runtime[1]))?;
+        let mut code = reg_fn.code.clone();
+        let pad = usize::try_from(unreg_off - len64(&code)).unwrap_or(0);
+        code.extend(cpu.code.padding(pad));
+        code.extend_from_slice(&unreg_fn.code);
+        obj.set_bytes(startup_sec, code);
+        for (f, base) in [(&reg_fn, 0), (&unreg_fn, unreg_off)] {
+            for r in &f.relocs {
+                let Target::Symbol(sym) = r.target else {
+                    return Err(internal(
+                        "a SYCL function refers to a symbol the object lacks",
+                    ));
+                };
+                reloc(obj, startup_sec, base + r.offset, sym, r.addend, r.r_type);
+            }
+        }
+        Ok((reg_fn, unreg_fn, unreg_off))
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::offload_binary::{ImageKind, ImageSpec, layout_v1};
-    use object::read::elf::{ElfFile64, SectionHeader};
-    use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
-
-    /// The bytes of `r` in `b`.
-    fn at<'b>(b: &'b [u8], r: &Range<u64>) -> &'b [u8] {
-        &b[usize::try_from(r.start).unwrap()..usize::try_from(r.end).unwrap()]
-    }
-
-    #[test]
-    fn names_are_made_unique_as_llvm_does() {
-        let mut n = Names::default();
-        assert_eq!(n.unique(b".a"), b".a");
-        assert_eq!(n.unique(b".a"), b".a.1");
-        assert_eq!(n.unique(b".b"), b".b");
-        // One counter for the whole module.
-        assert_eq!(n.unique(b".b"), b".b.2");
-        assert_eq!(n.unique(b".a"), b".a.3");
-    }
-
-    /// Two OffloadBinaries as a SYCL device link writes them.
-    fn linked() -> (Vec<u8>, Vec<(SyclImage, Range<u64>)>) {
-        let spec = |symbols: &[u8], size| ImageSpec {
-            image_kind: ImageKind(0),
-            offload_kind: OffloadKind::OFK_SYCL,
-            flags: 0,
-            strings: vec![
-                (b"triple".to_vec(), b"spirv64-unknown-unknown".to_vec()),
-                (b"symbols".to_vec(), symbols.to_vec()),
-            ],
-            size,
-        };
-        let images: [&[u8]; 2] = [&[0x11; 40], &[0x22; 24]];
-        let layout = layout_v1(&[spec(b"k1\nk2", 40), spec(b"\nk1\n", 24)]).unwrap();
-        let mut bytes = Vec::new();
-        layout.write_to(&mut bytes, &images).unwrap();
-        let read = SyclImage::read_all(&bytes).unwrap();
-        (bytes, read)
-    }
-
-    #[test]
-    fn reads_the_device_link_output() {
-        let (bytes, read) = linked();
-        assert_eq!(read.len(), 2);
-        assert_eq!(read[0].0.symbols, [b"k1".to_vec(), b"k2".to_vec()]);
-        // Empty lines are no names.
-        assert_eq!(read[1].0.symbols, [b"k1".to_vec()]);
-        assert_eq!(read[0].0.offload_kind, 8);
-        let r = &read[1].1;
-        assert!(at(&bytes, r).iter().all(|&b| b == 0x22));
-        assert!(SyclImage::read_all(b"not an offload binary").is_err());
-        assert!(SyclImage::read_all(&bytes[..bytes.len() - 1]).is_err());
-    }
-
-    #[test]
-    fn object_registers_each_image_and_entry() {
-        let (bytes, read) = linked();
-        let shapes: Vec<SyclImage> = read.iter().map(|(s, _)| s.clone()).collect();
-        let layout = sycl_layout("x86_64-unknown-linux-gnu", &shapes).unwrap();
-        let slices: Vec<&[u8]> = read.iter().map(|(_, r)| at(&bytes, r)).collect();
-        let mut obj = Vec::new();
-        layout.write_to(&mut obj, &slices).unwrap();
-        let file = ElfFile64::<object::Endianness>::parse(&obj[..]).unwrap();
-        let sym = |name: &str| file.symbols().find(|s| s.name() == Ok(name));
-        // The second image's k1 gets LLVM's unique name (its entry name took .2).
-        for weak in [
-            ".offloading.entry.k1",
-            ".offloading.entry.k2",
-            ".offloading.entry.k1.3",
-        ] {
-            let s = sym(weak).unwrap_or_else(|| panic!("{weak} missing"));
-            assert!(s.is_weak() && s.kind() == SymbolKind::Data, "{weak}");
-            assert_eq!(s.size(), ENTRY_SIZE);
-        }
-        for undefined in ["__sycl_register_lib", "__sycl_unregister_lib"] {
-            assert!(sym(undefined).unwrap().is_undefined());
-        }
-        let images = file.section_by_name(".llvm.offloading").unwrap();
-        assert_eq!(
-            images.elf_section_header().sh_type(file.endian()),
-            elf::SectionType(SHT_LLVM_OFFLOADING)
-        );
-        let data = images.data().unwrap();
-        assert_eq!(&data[..40], &[0x11; 40]);
-        assert_eq!(&data[48..72], &[0x22; 24]);
-        let desc = sym(".sycl_offloading.descriptor").unwrap();
-        assert_eq!(desc.size(), DESC_SIZE);
-        let rodata = file
-            .section_by_name(".data.rel.ro")
-            .unwrap()
-            .data()
-            .unwrap();
-        let off = usize::try_from(desc.address()).unwrap();
-        // Version 1, two images.
-        assert_eq!(&rodata[off..off + 4], &[1, 0, 2, 0]);
-        assert!(file.section_by_name(".init_array.1").is_some());
-        assert!(file.section_by_name(".fini_array.1").is_some());
-        // Nor yet powerpc64le and riscv64 hosts.
-        for host in ["powerpc64le-unknown-linux-gnu", "riscv64-unknown-linux-gnu"] {
-            let e = sycl_layout(host, &shapes).unwrap_err();
-            assert!(e.to_string().contains("not yet"), "{e}");
-        }
-        assert!(sycl_layout("aarch64-unknown-linux-gnu", &shapes).is_ok());
-        assert!(sycl_layout("x86_64-unknown-linux-gnu", &[]).is_err());
-    }
-}
+mod tests;

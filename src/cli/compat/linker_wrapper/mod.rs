@@ -96,13 +96,6 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
     let mut o = Opts::default();
     let mut it = args.iter();
     let mut after_dashes = false;
-    let value = |it: &mut std::slice::Iter<'_, String>, v: Option<&str>, name: &str| match v {
-        Some(v) => Ok(v.to_string()),
-        None => it
-            .next()
-            .cloned()
-            .ok_or_else(|| Fail::new(format!("missing argument to '{name}'"))),
-    };
     while let Some(arg) = it.next() {
         if after_dashes {
             o.host.push(classify_host(arg, &mut it));
@@ -120,133 +113,183 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             o.host.push(HostArg::Verbatim(arg.clone()));
             continue;
         }
-        // Short joined forms first: -L<dir>, -l<name>, -o<file>.
-        if let Some(rest) = arg.strip_prefix("-L")
-            && !arg.starts_with("--")
-        {
-            let dir = if rest.is_empty() {
-                value(&mut it, None, "-L")?
-            } else {
-                rest.to_string()
-            };
-            o.host.push(HostArg::LibraryPath(dir));
-            continue;
-        }
-        if let Some(rest) = arg.strip_prefix("-l")
-            && !arg.starts_with("--")
-        {
-            let name = if rest.is_empty() {
-                value(&mut it, None, "-l")?
-            } else {
-                rest.to_string()
-            };
-            o.host.push(HostArg::Library(name));
-            continue;
-        }
-        if arg == "-o" {
-            o.host.push(HostArg::Output(value(&mut it, None, "-o")?));
-            continue;
-        }
-        if arg == "-mllvm" {
-            let v = value(&mut it, None, "-mllvm")?;
-            o.mllvm.push(v.clone());
-            o.plugin_opts.push(v);
+        if short_option(&mut o, arg, &mut it)? {
             continue;
         }
         let Some((name, v)) = split(arg) else {
             o.host.push(HostArg::Input(arg.clone()));
             continue;
         };
-        match name {
-            "help" | "help-hidden" => {
-                print!("{}", help_text());
-                return Ok(None);
-            }
-            "version" => {
-                print!("{}", super::version_text("clang-linker-wrapper"));
-                return Ok(None);
-            }
-            "host-triple" => o.host_triple = Some(value(&mut it, v, arg)?),
-            "linker-path" => o.linker_path = Some(value(&mut it, v, arg)?),
-            "device-linker" => o.device_linker.push(value(&mut it, v, arg)?),
-            "device-compiler" => o.device_compiler.push(value(&mut it, v, arg)?),
-            "dry-run" => o.dry_run = true,
-            "wrapper-verbose" => o.verbose = true,
-            "save-temps" => o.save_temps = true,
-            "r" | "relocatable" => {
-                o.relocatable = true;
-                o.host.push(HostArg::Verbatim("--relocatable".into()));
-            }
-            "compress" => o.compress = true,
-            "emit-fatbin-only" => o.emit_fatbin_only = true,
-            "cuda-path" => o.cuda_path = Some(value(&mut it, v, arg)?),
-            "compression-level" => o.compression_level = Some(value(&mut it, v, arg)?),
-            "override-image" => {
-                let v = value(&mut it, v, arg)?;
-                match v.split_once('=') {
-                    Some(("openmp", file)) => o.override_images.push(file.to_string()),
-                    _ => {
-                        return Err(unsupported(&format!(
-                            "--override-image={v}: kinds other than openmp are not supported yet"
-                        )));
-                    }
-                }
-            }
-            "wrapper-jobs" => {
-                let n = value(&mut it, v, arg)?;
-                o.jobs = if n == "jobserver" {
-                    // No make jobserver protocol: as many as there are CPUs.
-                    std::thread::available_parallelism().map_or(1, usize::from)
-                } else {
-                    match n.parse::<u32>() {
-                        Ok(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
-                        _ => {
-                            return Err(Fail::new(format!(
-                                "invalid value for --wrapper-jobs: '{n}'"
-                            )));
-                        }
-                    }
-                };
-            }
-            "should-extract" => {
-                let v = value(&mut it, v, arg)?;
-                o.should_extract.extend(v.split(',').map(str::to_string));
-            }
-            "offload-opt" => o.plugin_opts.push(value(&mut it, v, arg)?),
-            "embed-bitcode" => o.embed_bitcode = true,
-            // LTO visibility, and the device target of the derived
-            // arguments: no effect on what LLVM 22 runs.
-            "whole-program" => {}
-            "triple" | "arch" => drop(value(&mut it, v, arg)?),
-            "output" => o.host.push(HostArg::Output(value(&mut it, v, arg)?)),
-            "library-path" | "library" => {
-                o.host.push(HostArg::LibraryPath(value(&mut it, v, arg)?));
-            }
-            "rpath" => {
-                let long = arg.starts_with("--") || v.is_some();
-                let dir = value(&mut it, v, arg)?;
-                o.host.push(HostArg::Rpath { dir, long });
-            }
-            "whole-archive" if arg.starts_with("--") => o.host.push(HostArg::WholeArchive),
-            "no-whole-archive" if arg.starts_with("--") => o.host.push(HostArg::NoWholeArchive),
-            "linker-arg" => o.host.push(HostArg::LinkerArg(value(&mut it, v, arg)?)),
-            "compiler-arg" => o.host.push(HostArg::CompilerArg(value(&mut it, v, arg)?)),
-            _ => {
-                if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
-                    return Err(unsupported(why));
-                }
-                if name.starts_with("wrapper-") || name.starts_with("device-") {
-                    return Err(Fail::new(format!("unknown option '{arg}'")));
-                }
-                o.host.push(HostArg::Verbatim(arg.clone()));
-            }
+        if !long_option(&mut o, name, v, arg, &mut it)? {
+            return Ok(None);
         }
     }
-    // LLVM's wrapper parses these values itself (its LTO options), so
-    // `-mllvm --help` lists LLVM's options and a pass plugin that cannot be
-    // loaded is fatal before anything runs. Ours lists LLVM's `opt`'s
-    // options, and a plugin must at least exist; `main` has the values
-    // checked by `opt` (`llvm_options`).
+    if !check_plugin_opts(&o)? {
+        return Ok(None);
+    }
+    Ok(Some(o))
+}
+
+/// An option's value: the joined `v`, else the next argument (an error
+/// naming the option `name` where there is none).
+fn value(
+    it: &mut std::slice::Iter<'_, String>,
+    v: Option<&str>,
+    name: &str,
+) -> Result<String, Fail> {
+    match v {
+        Some(v) => Ok(v.to_string()),
+        None => it
+            .next()
+            .cloned()
+            .ok_or_else(|| Fail::new(format!("missing argument to '{name}'"))),
+    }
+}
+
+/// The short options (`-L`, `-l`, `-o`, joined or not, and `-mllvm`) into
+/// `o`; whether `arg` was one.
+fn short_option(
+    o: &mut Opts,
+    arg: &str,
+    it: &mut std::slice::Iter<'_, String>,
+) -> Result<bool, Fail> {
+    // Short joined forms first: -L<dir>, -l<name>, -o<file>.
+    if let Some(rest) = arg.strip_prefix("-L")
+        && !arg.starts_with("--")
+    {
+        let dir = if rest.is_empty() {
+            value(it, None, "-L")?
+        } else {
+            rest.to_string()
+        };
+        o.host.push(HostArg::LibraryPath(dir));
+        return Ok(true);
+    }
+    if let Some(rest) = arg.strip_prefix("-l")
+        && !arg.starts_with("--")
+    {
+        let name = if rest.is_empty() {
+            value(it, None, "-l")?
+        } else {
+            rest.to_string()
+        };
+        o.host.push(HostArg::Library(name));
+        return Ok(true);
+    }
+    if arg == "-o" {
+        o.host.push(HostArg::Output(value(it, None, "-o")?));
+        return Ok(true);
+    }
+    if arg == "-mllvm" {
+        let v = value(it, None, "-mllvm")?;
+        o.mllvm.push(v.clone());
+        o.plugin_opts.push(v);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// The option `arg`, named `name` with the joined value `v`, into `o`;
+/// `false` when it printed the help or the version.
+fn long_option(
+    o: &mut Opts,
+    name: &str,
+    v: Option<&str>,
+    arg: &str,
+    it: &mut std::slice::Iter<'_, String>,
+) -> Result<bool, Fail> {
+    match name {
+        "help" | "help-hidden" => {
+            print!("{}", help_text());
+            return Ok(false);
+        }
+        "version" => {
+            print!("{}", super::version_text("clang-linker-wrapper"));
+            return Ok(false);
+        }
+        "host-triple" => o.host_triple = Some(value(it, v, arg)?),
+        "linker-path" => o.linker_path = Some(value(it, v, arg)?),
+        "device-linker" => o.device_linker.push(value(it, v, arg)?),
+        "device-compiler" => o.device_compiler.push(value(it, v, arg)?),
+        "dry-run" => o.dry_run = true,
+        "wrapper-verbose" => o.verbose = true,
+        "save-temps" => o.save_temps = true,
+        "r" | "relocatable" => {
+            o.relocatable = true;
+            o.host.push(HostArg::Verbatim("--relocatable".into()));
+        }
+        "compress" => o.compress = true,
+        "emit-fatbin-only" => o.emit_fatbin_only = true,
+        "cuda-path" => o.cuda_path = Some(value(it, v, arg)?),
+        "compression-level" => o.compression_level = Some(value(it, v, arg)?),
+        "override-image" => {
+            let v = value(it, v, arg)?;
+            match v.split_once('=') {
+                Some(("openmp", file)) => o.override_images.push(file.to_string()),
+                _ => {
+                    return Err(unsupported(&format!(
+                        "--override-image={v}: kinds other than openmp are not supported yet"
+                    )));
+                }
+            }
+        }
+        "wrapper-jobs" => o.jobs = wrapper_jobs(&value(it, v, arg)?)?,
+        "should-extract" => {
+            let v = value(it, v, arg)?;
+            o.should_extract.extend(v.split(',').map(str::to_string));
+        }
+        "offload-opt" => o.plugin_opts.push(value(it, v, arg)?),
+        "embed-bitcode" => o.embed_bitcode = true,
+        // LTO visibility, and the device target of the derived
+        // arguments: no effect on what LLVM 22 runs.
+        "whole-program" => {}
+        "triple" | "arch" => drop(value(it, v, arg)?),
+        "output" => o.host.push(HostArg::Output(value(it, v, arg)?)),
+        "library-path" | "library" => {
+            o.host.push(HostArg::LibraryPath(value(it, v, arg)?));
+        }
+        "rpath" => {
+            let long = arg.starts_with("--") || v.is_some();
+            let dir = value(it, v, arg)?;
+            o.host.push(HostArg::Rpath { dir, long });
+        }
+        "whole-archive" if arg.starts_with("--") => o.host.push(HostArg::WholeArchive),
+        "no-whole-archive" if arg.starts_with("--") => o.host.push(HostArg::NoWholeArchive),
+        "linker-arg" => o.host.push(HostArg::LinkerArg(value(it, v, arg)?)),
+        "compiler-arg" => o.host.push(HostArg::CompilerArg(value(it, v, arg)?)),
+        _ => {
+            if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                return Err(unsupported(why));
+            }
+            if name.starts_with("wrapper-") || name.starts_with("device-") {
+                return Err(Fail::new(format!("unknown option '{arg}'")));
+            }
+            o.host.push(HostArg::Verbatim(arg.to_string()));
+        }
+    }
+    Ok(true)
+}
+
+/// `--wrapper-jobs`' value `n`: a positive count, or `jobserver`.
+fn wrapper_jobs(n: &str) -> Result<usize, Fail> {
+    if n == "jobserver" {
+        // No make jobserver protocol: as many as there are CPUs.
+        return Ok(std::thread::available_parallelism().map_or(1, usize::from));
+    }
+    match n.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        _ => Err(Fail::new(format!(
+            "invalid value for --wrapper-jobs: '{n}'"
+        ))),
+    }
+}
+
+/// LLVM's wrapper parses the `-mllvm` and `--offload-opt` values itself
+/// (its LTO options), so `-mllvm --help` lists LLVM's options and a pass
+/// plugin that cannot be loaded is fatal before anything runs. Ours lists
+/// LLVM's `opt`'s options (`false`: listed), and a plugin must at least
+/// exist; `main` has the values checked by `opt` (`llvm_options`).
+fn check_plugin_opts(o: &Opts) -> Result<bool, Fail> {
     if let Some(flag) = o.plugin_opts.iter().find(|v| {
         matches!(
             v.trim_start_matches('-'),
@@ -254,7 +297,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
         )
     }) {
         llvm_help(flag);
-        return Ok(None);
+        return Ok(false);
     }
     for v in &o.plugin_opts {
         let plugin = v.trim_start_matches('-').strip_prefix("load-pass-plugin=");
@@ -267,7 +310,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
             )));
         }
     }
-    Ok(Some(o))
+    Ok(true)
 }
 
 /// Whether `arg` is one of lld-link's `-name:value` options that the

@@ -245,10 +245,68 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
         .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH));
     let exe = link::executable(&o.host).to_string();
     let exe_name = file_name(&exe).to_string();
+    let job = Job {
+        o,
+        host_triple,
+        exe,
+        exe_name,
+    };
     let mut temps = Temps {
         files: Vec::new(),
         keep: o.save_temps,
     };
+    let (links, linked) = device_links(&job, &mut temps)?;
+    // Each kind's images bundled, then wrapped (or written out with
+    // --emit-fatbin-only), in the order the kinds were first recorded.
+    let mut wrapper_objects = Vec::new();
+    for kind in plan::kind_order(&links) {
+        let mut images: Vec<DeviceLink> = links
+            .iter()
+            .zip(&linked)
+            .filter(|(l, _)| l.kinds.contains(&kind))
+            .map(|(_, dl)| dl.clone())
+            .collect();
+        link::sort_like_llvm(&mut images);
+        if let Some(object) = bundle_kind(&job, &mut temps, kind, &images)? {
+            wrapper_objects.push(object);
+        }
+    }
+    if !o.override_images.is_empty() {
+        let prefix = format!("{}.openmp.image.wrapper", job.exe_name);
+        let object = temps.create_with(&prefix, ".o", |f, name| {
+            wrap_images(o, &job.host_triple, &[], (f, name))
+        })?;
+        wrapper_objects.push(object);
+    }
+    if o.emit_fatbin_only {
+        return Ok(ExitCode::SUCCESS);
+    }
+    host_link(&job, &wrapper_objects)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What every phase of a run needs: the options and the names made of them.
+struct Job<'a> {
+    /// The command line.
+    o: &'a Opts,
+    /// The host's triple (`--host-triple`, else this machine's Linux).
+    host_triple: String,
+    /// The host link's output.
+    exe: String,
+    /// Its file name, the prefix of the temporary files' names.
+    exe_name: String,
+}
+
+/// The device links: the images of the inputs (none with
+/// `--override-image`) grouped into links as LLVM plans them, each link's
+/// inputs written to temporary files and its command run (all of them, in
+/// order, before an error is reported for a link LLVM refuses). Returns
+/// the links and what each produced.
+fn device_links(
+    job: &Job<'_>,
+    temps: &mut Temps,
+) -> Result<(Vec<plan::Link>, Vec<DeviceLink>), Fail> {
+    let o = job.o;
     // With --override-image, LLVM reads no device input at all.
     let found = if o.override_images.is_empty() {
         Some(extract(&o.host)?)
@@ -290,12 +348,12 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
             embed_bitcode: o.embed_bitcode,
             sycl: l.kinds.contains(&OffloadKind::OFK_SYCL),
             inputs,
-            executable: exe.clone(),
+            executable: job.exe.clone(),
             arch: l.arch().to_string(),
             triple,
             output: String::new(),
         };
-        let prefix = format!("{exe_name}.{}.{}", dl.arch_name(), dl.arch);
+        let prefix = format!("{}.{}.{}", job.exe_name, dl.arch_name(), dl.arch);
         dl.output = temps.reserve(&prefix, ".img")?;
         let mut cmd = dl.command(&o.host, is_library);
         link::add_device_args(
@@ -309,102 +367,99 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
         linked.push(dl);
     }
     run_all(o, &clang, &commands)?;
-    // Each kind's images bundled, then wrapped (or written out with
-    // --emit-fatbin-only), in the order the kinds were first recorded.
-    let mut wrapper_objects = Vec::new();
-    for kind in plan::kind_order(&links) {
-        let mut images: Vec<DeviceLink> = links
-            .iter()
-            .zip(&linked)
-            .filter(|(l, _)| l.kinds.contains(&kind))
-            .map(|(_, dl)| dl.clone())
-            .collect();
-        link::sort_like_llvm(&mut images);
-        let (bundle, wrap_kind) = match kind {
-            OffloadKind::OFK_OpenMP => {
-                if o.emit_fatbin_only {
-                    if images.len() != 1 {
-                        return Err(Fail::new(
-                            "Expected a single bundled image for direct fat binary output",
-                        ));
-                    }
-                    let packed = temps.create_with(&exe_name, ".openmp.bundle", |f, name| {
-                        pack_image(o, &images[0], (f, name))
-                    })?;
-                    emit_fatbin(o, &packed, &exe)?;
-                    continue;
+    Ok((links, linked))
+}
+
+/// The images of one offload kind bundled (OpenMP: packed; HIP: by the
+/// bundler; CUDA: by `fatbinary`; SYCL: the first link's output), then
+/// wrapped: returns the wrapper object, or `None` where the bundle was
+/// written out instead (`--emit-fatbin-only`).
+fn bundle_kind(
+    job: &Job<'_>,
+    temps: &mut Temps,
+    kind: OffloadKind,
+    images: &[DeviceLink],
+) -> Result<Option<String>, Fail> {
+    let (o, host_triple, exe, exe_name) = (job.o, &job.host_triple, &job.exe, &job.exe_name);
+    let (bundle, wrap_kind) = match kind {
+        OffloadKind::OFK_OpenMP => {
+            if o.emit_fatbin_only {
+                if images.len() != 1 {
+                    return Err(Fail::new(
+                        "Expected a single bundled image for direct fat binary output",
+                    ));
                 }
-                let prefix = format!("{exe_name}.openmp.image.wrapper");
-                let object = temps.create_with(&prefix, ".o", |f, name| {
-                    wrap_images(o, &host_triple, &images, (f, name))
+                let packed = temps.create_with(exe_name, ".openmp.bundle", |f, name| {
+                    pack_image(o, &images[0], (f, name))
                 })?;
-                wrapper_objects.push(object);
-                continue;
+                emit_fatbin(o, &packed, exe)?;
+                return Ok(None);
             }
-            OffloadKind::OFK_HIP => {
-                // Bundled by the bundler, as LLVM runs it.
-                let hipfb = temps.reserve(&exe_name, ".hipfb")?;
-                let bundler = program(o, "clang-offload-bundler")?;
-                let args = bundle_command(o, &images, &hipfb);
-                execute(o, "clang-offload-bundler", &bundler, &args)?;
-                (hipfb, Kind::Hip)
-            }
-            OffloadKind::OFK_Cuda => {
-                // Packed by CUDA's fatbinary.
-                let fatbin = temps.reserve(&exe_name, ".fatbin")?;
-                let program = find_fatbinary(o)?;
-                let args = fatbinary_command(&host_triple, &images, &fatbin);
-                execute(o, "fatbinary", &program, &args)?;
-                (fatbin, Kind::Cuda)
-            }
-            OffloadKind::OFK_SYCL => {
-                // LLVM 22 wraps (or writes out) the first SYCL link's
-                // output only.
-                if o.emit_fatbin_only {
-                    emit_fatbin(o, &images[0].output, &exe)?;
-                    continue;
-                }
-                let prefix = format!("{exe_name}.sycl.image.wrapper");
-                let object = temps.create_with(&prefix, ".o", |f, name| {
-                    wrap_sycl(o, &host_triple, &images[0], (f, name))
-                })?;
-                wrapper_objects.push(object);
-                continue;
-            }
-            _ => {
-                return Err(Fail::new(format!(
-                    "{} wrapping is not supported",
-                    kind.name()
-                )));
-            }
-        };
-        if o.emit_fatbin_only {
-            emit_fatbin(o, &bundle, &exe)?;
-            continue;
+            let prefix = format!("{exe_name}.openmp.image.wrapper");
+            let object = temps.create_with(&prefix, ".o", |f, name| {
+                wrap_images(o, host_triple, images, (f, name))
+            })?;
+            return Ok(Some(object));
         }
-        let prefix = format!("{exe_name}.{}.image.wrapper", kind.name());
-        let object = temps.create_with(&prefix, ".o", |f, name| {
-            wrap_fatbin(&host_triple, wrap_kind, &bundle, o.dry_run, (f, name))
-        })?;
-        wrapper_objects.push(object);
-    }
-    if !o.override_images.is_empty() {
-        let prefix = format!("{exe_name}.openmp.image.wrapper");
-        let object = temps.create_with(&prefix, ".o", |f, name| {
-            wrap_images(o, &host_triple, &[], (f, name))
-        })?;
-        wrapper_objects.push(object);
-    }
+        OffloadKind::OFK_HIP => {
+            // Bundled by the bundler, as LLVM runs it.
+            let hipfb = temps.reserve(exe_name, ".hipfb")?;
+            let bundler = program(o, "clang-offload-bundler")?;
+            let args = bundle_command(o, images, &hipfb);
+            execute(o, "clang-offload-bundler", &bundler, &args)?;
+            (hipfb, Kind::Hip)
+        }
+        OffloadKind::OFK_Cuda => {
+            // Packed by CUDA's fatbinary.
+            let fatbin = temps.reserve(exe_name, ".fatbin")?;
+            let program = find_fatbinary(o)?;
+            let args = fatbinary_command(host_triple, images, &fatbin);
+            execute(o, "fatbinary", &program, &args)?;
+            (fatbin, Kind::Cuda)
+        }
+        OffloadKind::OFK_SYCL => {
+            // LLVM 22 wraps (or writes out) the first SYCL link's
+            // output only.
+            if o.emit_fatbin_only {
+                emit_fatbin(o, &images[0].output, exe)?;
+                return Ok(None);
+            }
+            let prefix = format!("{exe_name}.sycl.image.wrapper");
+            let object = temps.create_with(&prefix, ".o", |f, name| {
+                wrap_sycl(o, host_triple, &images[0], (f, name))
+            })?;
+            return Ok(Some(object));
+        }
+        _ => {
+            return Err(Fail::new(format!(
+                "{} wrapping is not supported",
+                kind.name()
+            )));
+        }
+    };
     if o.emit_fatbin_only {
-        return Ok(ExitCode::SUCCESS);
+        emit_fatbin(o, &bundle, exe)?;
+        return Ok(None);
     }
+    let prefix = format!("{exe_name}.{}.image.wrapper", kind.name());
+    let object = temps.create_with(&prefix, ".o", |f, name| {
+        wrap_fatbin(host_triple, wrap_kind, &bundle, o.dry_run, (f, name))
+    })?;
+    Ok(Some(object))
+}
+
+/// The host link of the wrapper objects and the host's inputs; for a
+/// relocatable link, then the output's images and entry table renamed by
+/// llvm-objcopy as LLVM renames them.
+fn host_link(job: &Job<'_>, wrapper_objects: &[String]) -> Result<(), Fail> {
+    let (o, exe) = (job.o, &job.exe);
     let Some(linker) = &o.linker_path else {
         return Err(Fail::new("linker path missing, must pass 'linker-path'"));
     };
-    let cmd = link::host_command(&o.host, &wrapper_objects);
+    let cmd = link::host_command(&o.host, wrapper_objects);
     execute(o, file_name(linker), linker, &cmd)?;
     if o.relocatable {
-        if Triple::parse(&host_triple).object_format() == ObjectFormat::Coff {
+        if Triple::parse(&job.host_triple).object_format() == ObjectFormat::Coff {
             return Err(Fail::new(
                 "Relocatable linking is not supported on COFF targets",
             ));
@@ -414,16 +469,16 @@ pub(super) fn run(o: &Opts) -> Result<ExitCode, Fail> {
         let md5 = if o.dry_run {
             offload_kit::bundle::ccob::truncated_md5(b"")
         } else {
-            offload_kit::bundle::ccob::truncated_md5(open(&exe)?.bytes())
+            offload_kit::bundle::ccob::truncated_md5(open(exe)?.bytes())
         };
         let objcopy = match find_llvm_tool("llvm-objcopy") {
             Some(p) => p,
             None => program(o, "llvm-objcopy")?,
         };
-        let args = link::relocatable_objcopy_args(&exe, md5);
+        let args = link::relocatable_objcopy_args(exe, md5);
         execute(o, "llvm-objcopy", &objcopy, &args)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// CUDA's `fatbinary`, as LLVM 22 finds it: in `--cuda-path`'s `bin`,

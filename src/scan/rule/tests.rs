@@ -1,0 +1,317 @@
+//! Unit tests of `check`'s rules: parsing, suggestions for unknown names,
+//! loader-compatible matching, coverage of sets, exact matching.
+
+use super::*;
+use crate::offload_binary::ImageKind;
+use crate::scan::{Content, Offload};
+
+fn image(triple: &str, target_id: &str, kind: Option<ImageKind>) -> Image {
+    crate::scan::test_image(
+        triple,
+        target_id,
+        Offload::of_bundle_kind("hip"),
+        kind.map(Content::Image),
+    )
+}
+
+#[test]
+fn parsing() {
+    let r = Rule::parse("gfx90a:xnack+").unwrap();
+    assert_eq!(
+        (r.arch.as_deref(), r.kind.as_deref()),
+        (Some("gfx90a:xnack+"), None)
+    );
+    let r = Rule::parse("sm_90:cubin").unwrap();
+    assert_eq!(
+        (r.arch.as_deref(), r.kind.as_deref()),
+        (Some("sm_90"), Some("cubin"))
+    );
+    let r = Rule::parse("*:ptx").unwrap();
+    assert_eq!((r.arch, r.kind.as_deref()), (None, Some("ptx")));
+    let r = Rule::parse("gfx90a:xnack-:object").unwrap();
+    assert_eq!(r.arch.as_deref(), Some("gfx90a:xnack-"));
+    assert!(Rule::parse(":ptx").is_err());
+    assert!(Rule::parse("gfx90a:xnack+:xnack-").is_err());
+    assert!(Rule::parse("").is_err());
+    assert!(Rule::parse("gfx9-4-generic:sramecc+:xnack-").is_ok());
+    assert!(Rule::parse("sm_100f:ptx").is_ok());
+    assert!(Rule::parse("tahiti").is_ok());
+    assert!(Rule::parse("x86_64").is_ok());
+}
+
+/// Rules naming nothing known are errors that name the closest known
+/// names.
+#[test]
+fn unknown_names_are_errors_with_suggestions() {
+    for (rule, says) in [
+        ("sm90", "did you mean sm_90?"),
+        ("sm_90:cubn", "did you mean cubin?"),
+        ("gfx90A", "did you mean gfx90a?"),
+        ("GFX942", "did you mean gfx942?"),
+        ("gfx9999", "gfx909"),
+        ("sm_91", "sm_90"),
+        ("sm_86a", "unknown architecture 'sm_86a'"),
+        ("compute_90", "did you mean sm_90:ptx?"),
+        ("gfx90a:xnak+", "did you mean xnack?"),
+        ("gfx1030:xnack+", "no target-ID features"),
+        ("gfx942:xnak+", "did you mean xnack?"),
+        ("sm_90:xnack-", "no target-ID features"),
+        ("gfx90a:xnack", "needs a sign"),
+        ("*:objekt", "did you mean object?"),
+    ] {
+        let e = Rule::parse(rule).unwrap_err();
+        assert!(e.contains(says) && e.contains(rule), "{rule}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+    assert!(Rule::parse_arch("gfx90A").is_err());
+    assert!(Rule::parse_arch("*").unwrap().arch.is_none());
+    assert!(Rule::parse_kind("cubn").is_err());
+    assert_eq!(Rule::parse_kind("ptx").unwrap().text, "*:ptx");
+}
+
+/// (rule, image target ID, image kind, served_by, built_for)
+const AMD: &[(&str, &str, Option<ImageKind>, Meets, Meets)] = &[
+    ("gfx90a", "gfx90a", None, Meets::Yes, Meets::Yes),
+    ("gfx90a", "gfx90a:xnack+", None, Meets::No, Meets::Yes),
+    ("gfx90a:xnack-", "gfx90a", None, Meets::Yes, Meets::Yes),
+    ("gfx90a:xnack+", "gfx90a", None, Meets::Yes, Meets::Yes),
+    (
+        "gfx90a:xnack+",
+        "gfx90a:xnack+",
+        None,
+        Meets::Yes,
+        Meets::Yes,
+    ),
+    ("gfx90a:xnack+", "gfx90a:xnack-", None, Meets::No, Meets::No),
+    ("gfx90a:xnack-", "gfx90a:xnack+", None, Meets::No, Meets::No),
+    (
+        "gfx90a:xnack+",
+        "gfx90a:sramecc+:xnack+",
+        None,
+        Meets::No,
+        Meets::Yes,
+    ),
+    (
+        "gfx90a:sramecc+:xnack+",
+        "gfx90a:xnack+",
+        None,
+        Meets::Yes,
+        Meets::Yes,
+    ),
+    ("gfx942", "gfx90a", None, Meets::No, Meets::No),
+    ("tahiti", "gfx600", None, Meets::Yes, Meets::Yes),
+    (
+        "gfx90a:object",
+        "gfx90a",
+        Some(ImageKind::IMG_Object),
+        Meets::Yes,
+        Meets::Yes,
+    ),
+    (
+        "gfx90a:object",
+        "gfx90a",
+        None,
+        Meets::Undetermined,
+        Meets::Undetermined,
+    ),
+    (
+        "gfx90a:bitcode",
+        "gfx90a",
+        Some(ImageKind::IMG_Object),
+        Meets::No,
+        Meets::No,
+    ),
+    ("gfx90a:hip", "gfx90a", None, Meets::Yes, Meets::Yes),
+    (
+        "*:object",
+        "gfx1030",
+        Some(ImageKind::IMG_Object),
+        Meets::Yes,
+        Meets::Yes,
+    ),
+];
+
+const CUBIN: Option<ImageKind> = Some(ImageKind::IMG_Cubin);
+const PTX: Option<ImageKind> = Some(ImageKind::IMG_PTX);
+
+/// (rule, image arch, image kind, served_by, built_for)
+const CUDA: &[(&str, &str, Option<ImageKind>, Meets, Meets)] = &[
+    ("sm_86", "sm_86", CUBIN, Meets::Yes, Meets::Yes),
+    ("sm_87", "sm_86", CUBIN, Meets::Yes, Meets::No),
+    ("sm_89", "sm_86", CUBIN, Meets::Yes, Meets::No),
+    ("sm_90", "sm_86", CUBIN, Meets::No, Meets::No),
+    ("sm_80", "sm_86", CUBIN, Meets::No, Meets::No),
+    ("sm_90:cubin", "sm_90", PTX, Meets::No, Meets::No),
+    ("sm_90:cubin", "sm_80", CUBIN, Meets::No, Meets::No),
+    ("sm_90", "sm_80", PTX, Meets::ByPtxJit, Meets::No),
+    ("sm_90:ptx", "sm_80", PTX, Meets::ByPtxJit, Meets::No),
+    ("sm_100", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
+    // Family PTX: its family's devices from its own on, no further.
+    ("sm_103", "sm_100f", PTX, Meets::ByPtxJit, Meets::No),
+    ("sm_100", "sm_100f", PTX, Meets::Yes, Meets::Yes),
+    ("sm_120", "sm_100f", PTX, Meets::No, Meets::No),
+    ("sm_110", "sm_100f", PTX, Meets::No, Meets::No),
+    // Arch-specific rules: only arch-specific code for that arch.
+    ("sm_90a", "sm_90", CUBIN, Meets::No, Meets::Yes),
+    ("sm_90a", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
+    ("sm_90a", "sm_90a", PTX, Meets::Yes, Meets::Yes),
+    ("sm_90a", "sm_80", PTX, Meets::No, Meets::No),
+    ("sm_100a", "sm_100f", CUBIN, Meets::No, Meets::Yes),
+    // Family rules: every device of the family from its own on.
+    ("sm_100f", "sm_100", CUBIN, Meets::Yes, Meets::Yes),
+    ("sm_100f", "sm_100a", CUBIN, Meets::No, Meets::Yes),
+    ("sm_100f", "sm_103", CUBIN, Meets::No, Meets::No),
+    ("sm_120f", "sm_120f", CUBIN, Meets::Yes, Meets::Yes),
+    ("sm_100f", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
+    ("sm_80", "sm_90", PTX, Meets::No, Meets::No),
+    ("sm_90", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
+    ("sm_100", "sm_90a", CUBIN, Meets::No, Meets::No),
+    ("sm_100", "sm_90a", PTX, Meets::No, Meets::No),
+    (
+        "sm_52",
+        "sm_52",
+        Some(ImageKind::IMG_Bitcode),
+        Meets::Yes,
+        Meets::Yes,
+    ),
+    (
+        "sm_53",
+        "sm_52",
+        Some(ImageKind::IMG_Bitcode),
+        Meets::No,
+        Meets::No,
+    ),
+    ("sm_120", "sm_100", CUBIN, Meets::No, Meets::No),
+    ("*:ptx", "sm_50", PTX, Meets::Yes, Meets::Yes),
+    ("*:cubin", "sm_50", PTX, Meets::No, Meets::No),
+    // OpenMP's NVPTX images are packed as objects: cubins.
+    ("sm_80:cubin", "sm_80", OBJECT, Meets::Yes, Meets::Yes),
+    ("sm_86", "sm_80", OBJECT, Meets::Yes, Meets::No),
+    ("sm_90", "sm_80", OBJECT, Meets::No, Meets::No),
+    ("sm_80:ptx", "sm_80", OBJECT, Meets::No, Meets::No),
+];
+
+const OBJECT: Option<ImageKind> = Some(ImageKind::IMG_Object);
+
+#[test]
+fn loader_compatible_matching() {
+    for (triple, table) in [("amdgcn-amd-amdhsa", AMD), ("nvptx64-nvidia-cuda", CUDA)] {
+        for &(rule, target, kind, served, built) in table {
+            let r = Rule::parse(rule).unwrap();
+            let img = image(triple, target, kind);
+            assert_eq!(
+                r.served_by(&img, false),
+                served,
+                "{rule} served by {target}"
+            );
+            assert_eq!(r.built_for(&img, false), built, "{rule} built for {target}");
+        }
+    }
+}
+
+fn ids(imgs: &mut [Image]) -> Vec<&Image> {
+    for (i, img) in imgs.iter_mut().enumerate() {
+        img.id = i;
+    }
+    imgs.iter().collect()
+}
+
+/// Sets of images cover a rule when each device configuration it names
+/// is served by one of them (docs/target-rules.md §2.3).
+#[test]
+fn coverage_of_sets() {
+    let amd = |t: &str| image("amdgcn-amd-amdhsa", t, None);
+    // (rule, images, passes, unserved)
+    let cases: &[(&str, &[&str], bool, &[&str])] = &[
+        ("gfx90a", &["gfx90a"], true, &[]),
+        ("gfx90a", &["gfx90a:xnack+", "gfx90a:xnack-"], true, &[]),
+        ("gfx90a", &["gfx90a:sramecc+", "gfx90a:sramecc-"], true, &[]),
+        (
+            "gfx90a",
+            &[
+                "gfx90a:sramecc+:xnack+",
+                "gfx90a:sramecc+:xnack-",
+                "gfx90a:sramecc-",
+            ],
+            true,
+            &[],
+        ),
+        (
+            "gfx90a",
+            &["gfx90a:xnack+", "gfx90a:sramecc-:xnack-"],
+            false,
+            &["gfx90a:sramecc+:xnack-"],
+        ),
+        (
+            "gfx90a",
+            &["gfx90a:xnack+"],
+            false,
+            &["gfx90a:sramecc+:xnack-", "gfx90a:sramecc-:xnack-"],
+        ),
+        ("gfx90a:xnack-", &["gfx90a:xnack-"], true, &[]),
+        ("gfx1010", &["gfx1010:xnack+", "gfx1010:xnack-"], true, &[]),
+        ("gfx1030", &["gfx1030"], true, &[]),
+        // Generic targets serve the processors they cover.
+        ("gfx942", &["gfx9-4-generic"], true, &[]),
+        ("gfx906", &["gfx9-generic"], true, &[]),
+        ("gfx950:xnack+", &["gfx9-4-generic:xnack+"], true, &[]),
+        (
+            "gfx942",
+            &["gfx9-4-generic:xnack-"],
+            false,
+            &["gfx942:sramecc+:xnack+", "gfx942:sramecc-:xnack+"],
+        ),
+        (
+            "gfx90a",
+            &["gfx9-generic"],
+            false,
+            &[
+                "gfx90a:sramecc+:xnack+",
+                "gfx90a:sramecc+:xnack-",
+                "gfx90a:sramecc-:xnack+",
+                "gfx90a:sramecc-:xnack-",
+            ],
+        ),
+        ("gfx1100", &["gfx11-generic"], true, &[]),
+        ("tahiti", &["gfx600"], true, &[]),
+    ];
+    for &(rule, targets, passes, unserved) in cases {
+        let mut imgs: Vec<Image> = targets.iter().map(|t| amd(t)).collect();
+        let c = Rule::parse(rule).unwrap().coverage(&ids(&mut imgs), false);
+        assert_eq!(c.passed, passes, "{rule} by {targets:?}");
+        assert_eq!(c.unserved, unserved, "{rule} by {targets:?}");
+        if passes {
+            assert_eq!(c.images.len(), targets.len(), "{rule} by {targets:?}");
+        }
+    }
+    // CUDA: a family rule wants each of its devices served.
+    let nv = |t: &str, k| image("nvptx64-nvidia-cuda", t, k);
+    let mut imgs = vec![nv("sm_100a", CUBIN), nv("sm_103a", CUBIN)];
+    let c = Rule::parse("sm_100f")
+        .unwrap()
+        .coverage(&ids(&mut imgs), false);
+    assert!(c.passed && !c.by_ptx_jit, "{c:?}");
+    let mut imgs = vec![nv("sm_100a", CUBIN)];
+    let c = Rule::parse("sm_100f")
+        .unwrap()
+        .coverage(&ids(&mut imgs), false);
+    assert_eq!(c.unserved, ["sm_103"]);
+    // A rule met natively for one device and through PTX for another.
+    let mut imgs = vec![nv("sm_100", CUBIN), nv("sm_90", PTX)];
+    let c = Rule::parse("sm_120f")
+        .unwrap()
+        .coverage(&ids(&mut imgs), false);
+    assert!(c.passed && c.by_ptx_jit && c.images == [1], "{c:?}");
+    let c = Rule::parse("sm_120f:cubin")
+        .unwrap()
+        .coverage(&ids(&mut imgs), false);
+    assert_eq!(c.unserved, ["sm_120", "sm_121"]);
+}
+
+#[test]
+fn exact_is_string_matching() {
+    let img = image("amdgcn-amd-amdhsa", "gfx90a:xnack+", None);
+    assert_eq!(Rule::arch("gfx90a").served_by(&img, true), Meets::Yes);
+    let img = image("nvptx64-nvidia-cuda", "sm_86", CUBIN);
+    assert_eq!(Rule::arch("sm_87").served_by(&img, true), Meets::No);
+}

@@ -1,0 +1,336 @@
+//! Hostile inputs: truncation, lying sizes, compression bombs, magics in
+//! noise, nesting bombs, unexplained bytes, impossible sizes, sections
+//! past the end, thin archives naming each other.
+
+use super::*;
+
+#[test]
+fn truncation_never_panics() {
+    let (blob, _) = mixed();
+    for mode in [Mode::Auto, Mode::Raw, Mode::Sections] {
+        let opts = Options {
+            mode,
+            verify: mode == Mode::Raw,
+            report_rejects: true,
+            ..Options::default()
+        };
+        for cut in (0..blob.len()).step_by(3) {
+            let r = scan(&blob[..cut], &opts);
+            sane(&r, cut);
+        }
+    }
+}
+
+#[test]
+fn lying_sizes_are_skipped_in_a_raw_scan_and_reported_in_a_sequence() {
+    let mut b = bundle(&[(GFX90A, b"\x7fELF")], 1);
+    // The entry's size claims far more than the file has.
+    b[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let mut blob = noise(100, 3);
+    blob.extend_from_slice(&b);
+    let r = scan(&blob, &raw());
+    assert!(r.images.is_empty() && r.problems.is_empty());
+    let r = scan(
+        &blob,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert_eq!(r.problems.len(), 1);
+    assert!(r.problems[0].message.contains("raw-scan candidate"));
+    // The same bundle as a whole file: a problem.
+    let r = scan(&b, &Options::default());
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1);
+
+    // An OffloadBinary whose size field lies, a CCOB whose total size lies,
+    // a fatbin whose entry size lies.
+    let mut ob = offload_binary(&[("t", "a", b"data")]);
+    ob[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut c = ccob(&bundle(&[(GFX90A, b"x")], 1));
+    c[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let mut f = fatbin::build(&[(2, 80, 1, b"abc")]);
+    f[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+    for bad in [ob, c, f] {
+        let r = scan(&bad, &Options::default());
+        assert!(r.images.is_empty());
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+        let r = scan(&bad, &raw());
+        assert!(r.images.is_empty() && r.problems.is_empty());
+    }
+}
+
+#[test]
+fn compression_bombs_are_refused() {
+    // 64 MiB of zeros in a bundle compresses to a few KiB.
+    let zeros = vec![0u8; 64 << 20];
+    let bomb = ccob(&bundle(&[(GFX90A, &zeros)], 1));
+    drop(zeros);
+    assert!(bomb.len() < 1 << 20);
+    // Listing reads only the bundle header: fine, and cheap.
+    let r = scan(&bomb, &Options::default());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.images[0].size, 64 << 20);
+    // Decompressing it whole is refused beyond the limit, before allocating.
+    let opts = Options {
+        verify: true,
+        max_uncompressed: 1 << 20,
+        ..Options::default()
+    };
+    let r = scan(&bomb, &opts);
+    assert!(r.images.is_empty());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert!(
+        matches!(r.stopped, Some(Limit::Uncompressed { limit, declared })
+            if limit == 1 << 20 && declared > 64 << 20),
+        "{:?}",
+        r.stopped
+    );
+    // A declared size smaller than what the data expands to: refused while
+    // decompressing, with no more than the declared size allocated.
+    let mut liar = bomb.clone();
+    liar[16..24].copy_from_slice(&1000u64.to_le_bytes());
+    for verify in [false, true] {
+        let r = scan(
+            &liar,
+            &Options {
+                verify,
+                ..Options::default()
+            },
+        );
+        assert!(r.images.is_empty());
+        assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    }
+    // Zero bytes declared as 16 GiB: impossible for the compressed size.
+    let mut huge = bomb;
+    huge[16..24].copy_from_slice(&(16u64 << 30).to_le_bytes());
+    let r = scan(
+        &huge,
+        &Options {
+            verify: true,
+            ..Options::default()
+        },
+    );
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1);
+}
+
+#[test]
+fn magics_sprinkled_in_noise_are_skipped() {
+    let mut blob = noise(1 << 20, 9);
+    let mut x = 12345usize;
+    for i in 0..5000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let m = magic::Magic::ALL[i % 4].bytes();
+        let at = (x >> 20) % (blob.len() - 64);
+        blob[at..at + m.len()].copy_from_slice(m);
+    }
+    let r = scan(&blob, &raw());
+    sane(&r, blob.len());
+    assert!(r.containers.is_empty());
+    assert!(r.problems.is_empty());
+    let r = scan(
+        &blob,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert!(r.containers.is_empty());
+    assert!(r.problems.len() > 4000, "{}", r.problems.len());
+    // A real container among them is still found.
+    let ob = offload_binary(&[("amdgcn-amd-amdhsa", "gfx1030", b"code")]);
+    blob.truncate(1 << 19);
+    blob.extend_from_slice(&ob);
+    blob.extend_from_slice(&noise(4096, 10));
+    let r = scan(&blob, &raw());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.images[0].arch, "gfx1030");
+}
+
+#[test]
+fn nesting_bombs_stop_at_the_depth_limit() {
+    let mut inner = offload_binary(&[("t", "leaf", b"\x7fELF")]);
+    for _ in 0..30 {
+        inner = offload_binary(&[("t", "wrap", &inner)]);
+    }
+    let r = scan(&inner, &Options::default());
+    assert_eq!(r.containers.len(), 8);
+    assert_eq!(r.images.len(), 8);
+    assert_eq!(r.problems.len(), 1);
+    assert!(
+        r.problems[0].message.contains("nesting"),
+        "{:?}",
+        r.problems
+    );
+    // A depth, not a size.
+    assert!(
+        r.problems[0]
+            .message
+            .ends_with("container nesting exceeds the limit of 8 levels"),
+        "{}",
+        r.problems[0].message
+    );
+    // Nested images point at their containers.
+    assert_eq!(r.images[0].nested, Some(1));
+    assert_eq!(r.containers[1].parent, Some(Parent::Image(0)));
+}
+
+#[test]
+fn ccob_holding_garbage_is_reported() {
+    let c = ccob(b"this is not a bundle at all, just text");
+    let r = scan(&c, &Options::default());
+    assert_eq!(r.containers.len(), 1);
+    assert!(r.images.is_empty());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+}
+
+#[test]
+fn sequences_report_unexplained_bytes() {
+    let mut b = bundle(&[(GFX90A, b"\x7fELF")], 1);
+    b.extend_from_slice(&[0; 16]);
+    b.extend_from_slice(b"garbage");
+    let r = scan(&b, &Options::default());
+    assert_eq!(r.images.len(), 1);
+    assert_eq!(r.problems.len(), 1);
+    assert!(r.problems[0].message.contains("unrecognized"));
+}
+
+#[test]
+fn rejected_candidates_name_file_offsets() {
+    // A CCOB magic with an unknown version, 0x1234 bytes into noise.
+    let mut data = vec![0x11u8; 0x2000];
+    data[0x1234..0x1234 + 8].copy_from_slice(b"CCOB\x09\x00\x01\x00");
+    let r = scan(
+        &data,
+        &Options {
+            report_rejects: true,
+            ..raw()
+        },
+    );
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    let p = &r.problems[0];
+    assert_eq!(p.offset, Some(0x1234));
+    assert!(p.message.contains("at offset 0x1234"), "{}", p.message);
+}
+
+#[test]
+fn impossible_declared_sizes_are_caught_when_only_listing() {
+    // Listing reads just the bundle header inside a CCOB; a declared size
+    // its payload cannot produce must not be listed as a huge bundle.
+    let mut c = ccob(&bundle(&[(GFX90A, b"x")], 1));
+    c[16..24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let r = scan(&c, &Options::default());
+    assert!(r.images.is_empty() && r.containers.is_empty(), "{r:?}");
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert!(
+        r.problems[0].message.contains("cannot hold"),
+        "{}",
+        r.problems[0].message
+    );
+}
+
+/// An ELF object with an empty `__CLANG_OFFLOAD_BUNDLE__` section and an
+/// empty `.llvm.offloading` section, both with `sh_offset` 0x800000006f:
+/// the reader does not check the offset of an empty section.
+fn empty_sections_far_away() -> Vec<u8> {
+    use object::write::Object as WObject;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    for name in [
+        &b"__CLANG_OFFLOAD_BUNDLE__hip-amdgcn-amd-amdhsa--gfx90a"[..],
+        b".llvm.offloading",
+    ] {
+        o.add_section(Vec::new(), name.to_vec(), SectionKind::Other);
+    }
+    let mut elf = o.write().unwrap();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let shoff = usize::try_from(u64_at(&elf, 0x28)).unwrap();
+    let shnum = usize::from(u16::from_le_bytes([elf[0x3C], elf[0x3D]]));
+    for i in 1..shnum {
+        let h = shoff + i * 64;
+        let size = u64_at(&elf, h + 0x20);
+        if size == 0 {
+            elf[h + 0x18..h + 0x20].copy_from_slice(&0x80_0000_006f_u64.to_le_bytes());
+        }
+    }
+    elf
+}
+
+#[test]
+fn empty_sections_past_the_end_place_no_image_there() {
+    // The fuzz finding: an image reported at offset 0x800000006f of a
+    // file of a few hundred bytes.
+    let elf = empty_sections_far_away();
+    let r = scan(&elf, &Options::default());
+    sane(&r, elf.len());
+    assert!(r.images.is_empty(), "{:?}", r.images);
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.message.contains("lies outside the file")),
+        "{:?}",
+        r.problems
+    );
+    crate::fuzz::scan(&elf);
+}
+
+/// A GNU thin archive naming `members` (each claiming `size` bytes).
+fn thin_archive(members: &[&str], size: usize) -> Vec<u8> {
+    let mut table = String::new();
+    let mut offsets = Vec::new();
+    for m in members {
+        offsets.push(table.len());
+        table += &format!("{m}/\n");
+    }
+    if table.len() % 2 == 1 {
+        table.push('\n');
+    }
+    let header = |name: &str, size: usize| {
+        format!("{name:<16}{:<12}{:<6}{:<6}{:<8}{size:<10}`\n", 0, 0, 0, 644)
+    };
+    let mut a = String::from("!<thin>\n") + &header("//", table.len()) + &table;
+    for off in offsets {
+        a += &header(&format!("/{off}"), size);
+    }
+    a.into_bytes()
+}
+
+/// Hands out files by name, counting the reads.
+struct Files(Vec<(&'static str, Vec<u8>)>, usize);
+
+impl Visit for Files {
+    fn wants(&mut self, _: &Image) -> bool {
+        false
+    }
+    fn image(&mut self, _: &Image, _: &[u8]) {}
+    fn thin_member(&mut self, name: &str) -> ThinMember {
+        self.1 += 1;
+        let (_, bytes) = self.0.iter().find(|(n, _)| *n == name)?;
+        Some(Ok(Box::new(bytes.clone())))
+    }
+}
+
+#[test]
+fn thin_archives_naming_each_other_are_read_once() {
+    // b.a names c.a five times, c.a names b.a five times: read blindly to
+    // the depth limit, that was 5^8 files and 5^8 identical problems.
+    // Sizes are fixed-width fields: the lengths do not depend on them.
+    let len = thin_archive(&["c.a"; 5], 0).len();
+    let b = thin_archive(&["c.a"; 5], len);
+    let c = thin_archive(&["b.a"; 5], len);
+    let mut files = Files(vec![("b.a", b.clone()), ("c.a", c)], 0);
+    let r = scan_with(&b, &Options::default(), &mut files);
+    // c.a five times, in each b.a five times, whose members are cycles.
+    assert_eq!(files.1, 5 + 25);
+    let cycles = r
+        .problems
+        .iter()
+        .filter(|p| p.message.contains("a cycle"))
+        .count();
+    assert_eq!(cycles, 125, "{:?}", r.problems);
+    assert!(r.problems.iter().all(|p| !p.message.contains("too deeply")));
+}
