@@ -35,10 +35,12 @@ impl Walker<'_> {
                     Some(id),
                     overlap_message(i, j, e.offset, e.offset + size),
                 );
-                self.overlapping_entry(id, i, j, e.id, e.offset, e.data, &inner);
+                let at = EntryAt::new(id, i, e.id, e.offset, len64(e.data));
+                self.overlapping_entry(&at, j, e.data, &inner);
                 continue;
             }
-            self.bundle_entry(id, i, e.id, e.offset, size, Some(e.data), &inner);
+            let at = EntryAt::new(id, i, e.id, e.offset, size);
+            self.bundle_entry(&at, Some(e.data), &inner);
         }
         Ok(extent)
     }
@@ -58,7 +60,8 @@ impl Walker<'_> {
                         break;
                     }
                     let off = (e.data.as_ptr() as usize).saturating_sub(base) as u64;
-                    self.bundle_entry(id, i, e.id, off, len64(e.data), Some(e.data), &inner);
+                    let at = EntryAt::new(id, i, e.id, off, len64(e.data));
+                    self.bundle_entry(&at, Some(e.data), &inner);
                 }
             }
             Err(e) => self.problem(loc, None, format!("invalid text bundle: {e}")),
@@ -66,55 +69,32 @@ impl Walker<'_> {
     }
 
     /// Pushes one bundle entry; `loc` is its container's inside.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn bundle_entry(
-        &mut self,
-        container: usize,
-        index: usize,
-        id: &[u8],
-        offset: u64,
-        size: u64,
-        bytes: Option<&[u8]>,
-        loc: &Loc,
-    ) {
-        let image = self.bundle_image(container, index, id, offset, size, bytes, loc);
-        self.push_image(image, bytes, &loc.at(offset));
+    pub(super) fn bundle_entry(&mut self, e: &EntryAt<'_>, bytes: Option<&[u8]>, loc: &Loc) {
+        let image = self.bundle_image(e, bytes, loc);
+        self.push_image(image, bytes, &loc.at(e.offset));
     }
 
-    /// Pushes bundle entry `index` of container `container` whose bytes
-    /// overlap an earlier entry's: its kind from its first bytes, nothing
-    /// else read (no hash, no visitor, no containers inside).
-    #[allow(clippy::too_many_arguments)]
-    fn overlapping_entry(
-        &mut self,
-        container: usize,
-        index: usize,
-        overlaps: usize,
-        id: &[u8],
-        offset: u64,
-        bytes: &[u8],
-        loc: &Loc,
-    ) {
+    /// Pushes bundle entry `e` whose bytes overlap those of entry
+    /// `overlaps`: its kind from its first bytes, nothing else read (no
+    /// hash, no visitor, no containers inside).
+    fn overlapping_entry(&mut self, e: &EntryAt<'_>, overlaps: usize, bytes: &[u8], loc: &Loc) {
         let head = &bytes[..bytes.len().min(SNIFF_HEAD)];
-        let mut image = self.bundle_image(container, index, id, offset, len64(bytes), None, loc);
+        let mut image = self.bundle_image(e, None, loc);
         image.image_kind = Some(sniff(head));
         image.overlaps = Some(overlaps);
-        self.push_image(image, None, &loc.at(offset));
+        self.push_image(image, None, &loc.at(e.offset));
     }
 
-    /// The image of bundle entry `index` of container `container`: what its
-    /// ID says, and its kind from `bytes` when they are read.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn bundle_image(
-        &self,
-        container: usize,
-        index: usize,
-        id: &[u8],
-        offset: u64,
-        size: u64,
-        bytes: Option<&[u8]>,
-        loc: &Loc,
-    ) -> Image {
+    /// The image of bundle entry `e`: what its ID says, and its kind from
+    /// `bytes` when they are read.
+    pub(super) fn bundle_image(&self, e: &EntryAt<'_>, bytes: Option<&[u8]>, loc: &Loc) -> Image {
+        let EntryAt {
+            container,
+            index,
+            id,
+            offset,
+            size,
+        } = *e;
         let text = lossy(id);
         let d = bundle::id::describe(&text);
         let kind = Offload::of_bundle_kind(&d.kind);
@@ -154,4 +134,33 @@ pub(super) fn bundle_extent(records: &[binary::Record]) -> u64 {
         .iter()
         .map(|r| r.offset + r.size)
         .fold(header, u64::max)
+}
+
+/// Where a bundle entry lies: its container, its index there, its ID, and
+/// its offset and size inside the container.
+#[derive(Clone, Copy)]
+pub(super) struct EntryAt<'b> {
+    pub(super) container: usize,
+    pub(super) index: usize,
+    pub(super) id: &'b [u8],
+    pub(super) offset: u64,
+    pub(super) size: u64,
+}
+
+impl<'b> EntryAt<'b> {
+    pub(super) fn new(
+        container: usize,
+        index: usize,
+        id: &'b [u8],
+        offset: u64,
+        size: u64,
+    ) -> Self {
+        EntryAt {
+            container,
+            index,
+            id,
+            offset,
+            size,
+        }
+    }
 }

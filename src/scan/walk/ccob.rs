@@ -102,7 +102,10 @@ impl Walker<'_> {
         let mut drafts: Vec<Image> = records
             .iter()
             .enumerate()
-            .map(|(i, r)| self.bundle_image(0, i, &r.id, r.offset, r.size, None, &inner))
+            .map(|(i, r)| {
+                let at = super::bundle::EntryAt::new(0, i, &r.id, r.offset, r.size);
+                self.bundle_image(&at, None, &inner)
+            })
             .collect();
         let nested = self.peek_kinds(c, records, &mut drafts);
         let mut wanted = false;
@@ -369,7 +372,8 @@ impl Walker<'_> {
             if self.stopped() {
                 break;
             }
-            let mut image = self.bundle_image(b, i, &r.id, r.offset, r.size, None, &entries);
+            let at = super::bundle::EntryAt::new(b, i, &r.id, r.offset, r.size);
+            let mut image = self.bundle_image(&at, None, &entries);
             image.image_kind = Some(sniff(&t.head));
             image.hash = t.hasher.map(crate::scan::Hasher::finish);
             ids.push(self.push_image(image, None, &entries.at(r.offset)));

@@ -49,7 +49,8 @@ impl Walker<'_> {
                 depth: loc.depth + 1,
                 ..l
             };
-            self.bundle_entry(id, i, &name, 0, len64(sec.data), Some(sec.data), &inner);
+            let at = super::bundle::EntryAt::new(id, i, &name, 0, len64(sec.data));
+            self.bundle_entry(&at, Some(sec.data), &inner);
         }
     }
 }
