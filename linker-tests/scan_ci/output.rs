@@ -102,6 +102,7 @@ fn completions_and_manpages() -> Result<(), Failed> {
         "extract",
         "check",
         "size",
+        "prune",
         "completions",
         "manpages",
     ];
