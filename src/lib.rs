@@ -153,5 +153,44 @@ pub mod fuzz;
 
 pub use error::{Error, ErrorKind, Result};
 
+/// `eprintln!`, which never panics: with standard error closed (its
+/// reader gone, as in `2>&1 | head -1`) the line is lost, where the
+/// standard macro panics (exit 101). Defined before `mod cli` so that every
+/// message of the command line goes through it.
+#[cfg(feature = "cli")]
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// `eprint!`, which never panics (see `eprintln!`).
+#[cfg(feature = "cli")]
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+// The options types are `#[non_exhaustive]` for library users; the command
+// line fills them field by field, as a user outside the crate has to.
+#[cfg(feature = "cli")]
+#[allow(clippy::field_reassign_with_default)]
+mod cli;
+
+/// Runs the `offload-kit` command line: what the `offload-kit` binary
+/// runs. The arguments (and the program name, which picks a drop-in LLVM
+/// tool such as `clang-offload-bundler`) come from the environment
+/// ([`std::env::args_os`]); messages go to standard output and error, and
+/// the exit code is the returned one. Needs the `cli` feature (on by
+/// default).
+#[cfg(feature = "cli")]
+#[must_use]
+pub fn run_cli() -> std::process::ExitCode {
+    cli::main()
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,14 +8,14 @@ use anyhow::{Context, Result, bail};
 
 use super::compress::{Failure, write_ccob};
 use super::io::{Input, Noting, Output, open_input, safe_component, write_bytes, write_layout};
-use offload_kit::bundle::binary;
-use offload_kit::bundle::ccob::{
+use crate::bundle::binary;
+use crate::bundle::ccob::{
     self, Ccob, CompressOptions, HashCheck, Method, ReadOptions, StreamEnd, Wanted,
 };
-use offload_kit::bundle::object::Written;
-use offload_kit::bundle::ops::{self, Extract};
-use offload_kit::bundle::{self, Format, select};
-use offload_kit::llvm::path::stem;
+use crate::bundle::object::Written;
+use crate::bundle::ops::{self, Extract};
+use crate::bundle::{self, Format, select};
+use crate::llvm::path::stem;
 
 /// Bundle per-target files into one clang offload bundle (the bytes
 /// clang-offload-bundler 22 writes).

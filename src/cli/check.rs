@@ -1,6 +1,6 @@
 //! `offload-kit check`: a CI gate over the architectures and kinds of the
 //! device code in files. The rules and their matching are
-//! `offload_kit::scan::{rule, check}`'s; this file maps the options to
+//! `crate::scan::{rule, check}`'s; this file maps the options to
 //! [`Requirements`] and prints the [`Outcome`] as text or JSON (schema
 //! `offload-kit/check/1`).
 
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::io::print_line;
 use super::scan::{Common, Kinds, Scanned, list, scan_files};
-use offload_kit::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
+use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
 #[derive(clap::Args)]

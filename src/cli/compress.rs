@@ -33,23 +33,23 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::io::{Input, Output, copy_file_range_all};
-use offload_kit::bundle::ccob::{self, BundleHasher, CompressOptions, CompressReport, Method};
-use offload_kit::bundle::ops;
-use offload_kit::layout::{Layout, Piece, write_zeros};
+use crate::bundle::ccob::{self, BundleHasher, CompressOptions, CompressReport, Method};
+use crate::bundle::ops;
+use crate::layout::{Layout, Piece, write_zeros};
 
 /// Why [`write_ccob`] failed.
 #[derive(Debug)]
 pub enum Failure {
     /// The compressor refused or failed (LLVM's message, where it has
     /// one, through [`ccob::llvm_message`]).
-    Ccob(offload_kit::Error),
+    Ccob(crate::Error),
     /// A file (named) could not be created, read or written.
     File(String, io::Error),
 }
 
 /// The I/O error inside a library error, if that is what it is.
-fn io_error(e: &offload_kit::Error) -> Option<io::Error> {
-    let offload_kit::ErrorKind::Io(io) = e.kind() else {
+fn io_error(e: &crate::Error) -> Option<io::Error> {
+    let crate::ErrorKind::Io(io) = e.kind() else {
         return None;
     };
     Some(match io.raw_os_error() {
@@ -60,7 +60,7 @@ fn io_error(e: &offload_kit::Error) -> Option<io::Error> {
 
 /// A library error while writing `path`: the file's when it is an I/O
 /// error, the compressor's otherwise.
-fn failed_writing(path: &str, e: offload_kit::Error) -> Failure {
+fn failed_writing(path: &str, e: crate::Error) -> Failure {
     match io_error(&e) {
         Some(io) => Failure::File(path.to_string(), io),
         None => Failure::Ccob(e),
@@ -215,7 +215,7 @@ fn compress_to(
 
 /// The stored hash of `bundle`, read from its file with positional reads
 /// (its mapping stays untouched), or from its bytes when it has no file.
-fn hash_file(bundle: &Input) -> offload_kit::Result<u64> {
+fn hash_file(bundle: &Input) -> crate::Result<u64> {
     let mut hasher = BundleHasher::new();
     let Some(mut r) = bundle.reader(bundle.bytes()) else {
         hasher.update(bundle.bytes());
@@ -242,7 +242,7 @@ fn copy_out(mut spool: &File, out: &mut Output) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use offload_kit::bundle::ccob::{ReadOptions, decompress};
+    use crate::bundle::ccob::{ReadOptions, decompress};
 
     /// A bundle layout over two inputs made in memory (no file to copy
     /// from) and one mapped from a file of over 1 MiB (copied file to
@@ -268,8 +268,7 @@ mod tests {
         .zip(&inputs)
         .map(|(id, i)| (id.to_string(), i.bytes().len() as u64))
         .collect();
-        let layout =
-            offload_kit::bundle::layout(offload_kit::bundle::Format::Binary, &ids, 4096).unwrap();
+        let layout = crate::bundle::layout(crate::bundle::Format::Binary, &ids, 4096).unwrap();
         (layout, inputs, names)
     }
 

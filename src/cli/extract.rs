@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use super::io::{Input, Output, print_line, printable, safe_component};
 use super::scan::{Common, ThinFiles, exit, finished, for_size, list, par_map};
 use super::units;
-use offload_kit::scan::{self, Image, Selection};
+use crate::scan::{self, Image, Selection};
 
 /// Write device images to files in a directory.
 #[derive(clap::Args)]

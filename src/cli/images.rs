@@ -6,7 +6,7 @@
 use std::io::{self, Read, Write};
 
 use super::io::{Input, Output, Sink};
-use offload_kit::offload_binary::{Budget, BudgetLimits, FoundImage, Pending, Streamed};
+use crate::offload_binary::{Budget, BudgetLimits, FoundImage, Pending, Streamed};
 
 /// The environment variable that sets `--max-uncompressed` for the
 /// drop-in tools, which have no such option (same syntax).
@@ -42,9 +42,9 @@ pub fn dropin_budget() -> Result<Budget, String> {
 
 /// The hint that follows an error for going past a limit of `budget`: the
 /// option, or the environment variable, that raises it.
-pub fn raise_hint(e: &offload_kit::Error, how: &str) -> Option<String> {
-    use offload_kit::ErrorKind;
-    use offload_kit::offload_binary::Spent;
+pub fn raise_hint(e: &crate::Error, how: &str) -> Option<String> {
+    use crate::ErrorKind;
+    use crate::offload_binary::Spent;
     match e.kind() {
         ErrorKind::BudgetExceeded {
             what: Spent::Inflated,
@@ -158,8 +158,8 @@ impl<'s, 'd> Streams<'s, 'd> {
 
 /// The error of the data an `io::Error` of [`Streams`] carries, when it is
 /// one (damaged compressed data), not a failure to read or write a file.
-pub fn data_error(e: &io::Error) -> Option<&offload_kit::Error> {
-    e.get_ref()?.downcast_ref::<offload_kit::Error>()
+pub fn data_error(e: &io::Error) -> Option<&crate::Error> {
+    e.get_ref()?.downcast_ref::<crate::Error>()
 }
 
 /// Copies `r` to its end into `w`, `buf` at a time; the bytes copied.
@@ -181,7 +181,7 @@ fn pump(r: &mut dyn Read, w: &mut dyn Write, buf: &mut [u8]) -> io::Result<u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use offload_kit::offload_binary::{
+    use crate::offload_binary::{
         Compression, ImageSpec, Inflate, compress_v3, find_images_streamed, layout,
     };
 

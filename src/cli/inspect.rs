@@ -2,14 +2,14 @@
 //! JSON.
 //!
 //! The `--json` document (schema `offload-kit/inspect/2`) is the library's
-//! [`offload_kit::scan::json::Document`]; its module documents the schema.
+//! [`crate::scan::json::Document`]; its module documents the schema.
 
 use std::io::Write;
 
 use anyhow::Result;
 
 use super::scan::{Common, Scanned, exit_code_after_inputs, scan_files};
-use offload_kit::scan::{self, HashAlgo, json};
+use crate::scan::{self, HashAlgo, json};
 use table::print_table;
 
 mod table;

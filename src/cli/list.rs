@@ -5,10 +5,10 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use super::io::{Input, open_input, print_line};
-use offload_kit::bundle::listing::{Compressed, Entry, Listing};
-use offload_kit::offload_binary::listing::{self, Document, RowsError};
-use offload_kit::offload_binary::{self, Budget, Inflate};
-use offload_kit::scan;
+use crate::bundle::listing::{Compressed, Entry, Listing};
+use crate::offload_binary::listing::{self, Document, RowsError};
+use crate::offload_binary::{self, Budget, Inflate};
+use crate::scan;
 
 /// List the device images in files.
 #[derive(clap::Args)]
@@ -106,7 +106,7 @@ impl Opts {
         // Opened once: standard input can be read only once.
         let input = open_input(name)?;
         budget.add_input(input.bytes().len() as u64);
-        if let Some(kind) = offload_kit::package::detect(input.bytes()) {
+        if let Some(kind) = crate::package::detect(input.bytes()) {
             anyhow::bail!(
                 "'{name}': a {kind}; `offload-kit inspect {name}` lists the device images of \
                  the files inside it"
@@ -196,7 +196,7 @@ impl Opts {
 
 /// An error reading OffloadBinaries, after `prefix` (the file, and where in
 /// it), with the option that raises the limit it went past, if any.
-fn read_error(prefix: String, e: offload_kit::Error) -> anyhow::Error {
+fn read_error(prefix: String, e: crate::Error) -> anyhow::Error {
     match super::images::raise_hint(&e, "--max-uncompressed SIZE") {
         Some(hint) => anyhow::anyhow!("{prefix}: {e} ({hint})"),
         None => anyhow::Error::new(e).context(prefix),
@@ -206,11 +206,11 @@ fn read_error(prefix: String, e: offload_kit::Error) -> anyhow::Error {
 /// The input as a clang offload bundle, if it is one (binary, text, object
 /// with bundle sections, or any of them compressed).
 fn bundle_listing(name: &str, input: &Input, budget: &Budget) -> Result<Option<Listing>> {
-    use offload_kit::bundle::{self, Format};
+    use crate::bundle::{self, Format};
     if let Some(listing) = ccob_header_listing(name, input)? {
         return Ok(Some(listing));
     }
-    let limit = offload_kit::bundle::ccob::Limits::default().max_uncompressed;
+    let limit = crate::bundle::ccob::Limits::default().max_uncompressed;
     let inflated = super::bundle::inflate(name, input, limit)?;
     let data = inflated
         .as_ref()
@@ -250,7 +250,7 @@ fn bundle_listing(name: &str, input: &Input, budget: &Budget) -> Result<Option<L
 /// `None` for anything else, listed from the whole contents; an error for
 /// contents whose first bytes show they are no bundle at all.
 fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
-    use offload_kit::bundle::{self, binary, ccob};
+    use crate::bundle::{self, binary, ccob};
     let data = input.bytes();
     if !ccob::llvm_treats_as_compressed(data) {
         return Ok(None);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::io::{open_input, write_layout};
-use offload_kit::offload_binary::{self, ImageArgs};
+use crate::offload_binary::{self, ImageArgs};
 
 /// Pack device images into an OffloadBinary (the bytes llvm-offload-binary 22 writes).
 #[derive(clap::Args)]

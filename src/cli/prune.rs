@@ -1,6 +1,6 @@
 //! `offload-kit prune`: keeps only the device images the GPUs named would
 //! load, rewriting each container that loses entries where it lies; the
-//! selection and the rewrite are `offload_kit::prune`'s.
+//! selection and the rewrite are `crate::prune`'s.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,14 +15,14 @@ use sha2::{Digest as _, Sha256};
 use std::io::Read as _;
 
 use super::io::{Input, Output, print_line, printable};
-use offload_kit::container::elf;
-use offload_kit::layout::Piece;
-use offload_kit::package;
-use offload_kit::prune::plan::{self, Plan};
-use offload_kit::prune::{Ptx, Rules, Selection, Verdict};
-use offload_kit::scan::rule::Rule;
-use offload_kit::scan::sort::arch_cmp;
-use offload_kit::scan::{self, Image, Options, Report};
+use crate::container::elf;
+use crate::layout::Piece;
+use crate::package;
+use crate::prune::plan::{self, Plan};
+use crate::prune::{Ptx, Rules, Selection, Verdict};
+use crate::scan::rule::Rule;
+use crate::scan::sort::arch_cmp;
+use crate::scan::{self, Image, Options, Report};
 
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]

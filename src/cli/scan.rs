@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::io::Input;
 use super::units;
-use offload_kit::scan::{self, Image, Mode, Options, Report};
+use crate::scan::{self, Image, Mode, Options, Report};
 
 /// Options shared by the four commands.
 #[derive(clap::Args, Debug, Clone)]

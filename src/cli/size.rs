@@ -1,6 +1,6 @@
 //! `offload-kit size`: bytes of device code per target and per kind, as a
 //! table or JSON (schema `offload-kit/size/1`). The counting is
-//! `offload_kit::scan::size`'s.
+//! `crate::scan::size`'s.
 
 use std::io::Write;
 
@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::io::{print_line, printable};
 use super::scan::{Common, exit_code_after_inputs, scan_files};
-use offload_kit::scan::sort::{arch_cmp, natural_cmp};
-use offload_kit::scan::{self, SizeReport};
+use crate::scan::sort::{arch_cmp, natural_cmp};
+use crate::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
 #[derive(clap::Args)]

@@ -1,6 +1,6 @@
 //! What the scanner commands scan: each input file, or, for a package (a
 //! wheel or other zip archive, a tar archive, a Debian package; see
-//! [`offload_kit::package`]), each regular file inside it, named
+//! [`crate::package`]), each regular file inside it, named
 //! `pkg.whl!/torch/lib/libtorch_hip.so`. Packages inside packages (a conda
 //! package's `pkg-*.tar.zst`) are opened in turn.
 //!
@@ -12,7 +12,7 @@
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use offload_kit::package::{self, Contents};
+use crate::package::{self, Contents};
 
 use super::io::{Input, SPOOL_IN_MEMORY};
 use super::scan::Source;
@@ -62,7 +62,7 @@ pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
         Err(e) => out.push(f(&unit, Err(e))),
         Ok(input) => {
             let limit = if limit == super::scan::BY_SIZE {
-                offload_kit::scan::default_max_uncompressed(input.bytes().len() as u64)
+                crate::scan::default_max_uncompressed(input.bytes().len() as u64)
             } else {
                 limit
             };
@@ -128,7 +128,7 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
         &mut self,
         path: &str,
         contents: Result<Contents<'_, '_>, String>,
-    ) -> offload_kit::error::Result<()> {
+    ) -> crate::error::Result<()> {
         let unit = Unit {
             name: format!("{}!/{}", self.parent.name, path.trim_start_matches('/')),
             found: true,

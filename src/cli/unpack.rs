@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 
 use super::images::Streams;
 use super::io::{open_input, safe_component};
-use offload_kit::llvm::path::stem;
-use offload_kit::offload_binary::{self, FoundImage, ImageArgs, Inflate, Spent};
+use crate::llvm::path::stem;
+use crate::offload_binary::{self, FoundImage, ImageArgs, Inflate, Spent};
 
 /// Extract device images (all of them, or those matching --image filters).
 #[derive(clap::Args)]
@@ -47,7 +47,7 @@ fn safe(s: &[u8]) -> String {
 impl Opts {
     pub fn run(self) -> Result<()> {
         let input = open_input(&self.input)?;
-        if let Some(kind) = offload_kit::package::detect(input.bytes()) {
+        if let Some(kind) = crate::package::detect(input.bytes()) {
             anyhow::bail!(
                 "'{}': a {kind}; `offload-kit extract {0} -o DIR` writes the device images of \
                  the files inside it",
@@ -68,9 +68,9 @@ impl Opts {
         if found.images.is_empty() {
             // Device code in another container (a .hip_fatbin's bundles, a
             // CUDA fatbin): say which command writes it, and write nothing.
-            let mut opts = offload_kit::scan::Options::default();
+            let mut opts = crate::scan::Options::default();
             opts.max_uncompressed = budget.left(Spent::Inflated);
-            let report = offload_kit::scan::scan(input.bytes(), &opts);
+            let report = crate::scan::scan(input.bytes(), &opts);
             if !report.images.is_empty() {
                 anyhow::bail!(
                     "'{}': no OffloadBinary here, but {} device image(s) in bundles or fatbins; \

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 
 use super::io::{open_input, write_layout};
-use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+use crate::wrap::{self, Abi, Image, Kind, Options};
 
 /// Write the host object that registers device images with the offloading
 /// runtime (OpenMP, CUDA or HIP) at program start: what `llvm-offload-wrapper` followed by

@@ -15,7 +15,7 @@
 //! one).
 //!
 //! Object bundles (`-type=o`, and `-type=a` members) are edited in process
-//! (see `offload_kit::bundle::object`), ELF only. Further differences: an
+//! (see `crate::bundle::object`), ELF only. Further differences: an
 //! object file that does not parse is an error naming it (LLVM falls back to
 //! the binary format and finds no bundle); HIP-only targets with an object
 //! input are an error (LLVM 22 segfaults); the host object of a compressed

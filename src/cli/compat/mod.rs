@@ -114,5 +114,5 @@ pub struct Cl<'a> {
 
 /// The base name of `argv0` (what LLVM's `cl` uses as the message prefix).
 pub fn prog_name(argv0: &str) -> &str {
-    offload_kit::llvm::path::file_name(argv0)
+    crate::llvm::path::file_name(argv0)
 }

@@ -21,12 +21,12 @@
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
+use crate::archive;
 use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
-use offload_kit::archive;
-use offload_kit::llvm::path::stem as llvm_stem;
-use offload_kit::offload_binary::{
+use crate::llvm::path::stem as llvm_stem;
+use crate::offload_binary::{
     self, Budget, Compression, FoundImage, ImageArgs, Inflate, Spent, Streamed, has_magic,
 };
 
@@ -219,10 +219,10 @@ fn member_name(path: &str) -> &str {
 /// fault, then exactly what is wrong where; or, past a limit of the
 /// command's budget (which LLVM does not have), our line naming the file
 /// and the limit, and how to raise it.
-fn read_fail(what: &str, e: &offload_kit::Error) -> Fail {
+fn read_fail(what: &str, e: &crate::Error) -> Fail {
     match images::raise_hint(e, &format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV)) {
         Some(hint) => Fail::with_note(format!("{what}: {e}"), hint),
-        None if matches!(e.kind(), offload_kit::ErrorKind::BudgetExceeded { .. }) => {
+        None if matches!(e.kind(), crate::ErrorKind::BudgetExceeded { .. }) => {
             Fail::new(format!("{what}: {e}"))
         }
         None => Fail::with_note(e.llvm_message(), format!("{what}: {e}")),

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::super::io::print_line;
 use super::super::scan::Scanned;
-use offload_kit::scan::{ContainerKind, Image, Parent, Report};
+use crate::scan::{ContainerKind, Image, Parent, Report};
 
 fn hex(o: Option<u64>) -> String {
     o.map_or_else(|| "-".into(), |o| format!("{o:#x}"))

@@ -22,7 +22,7 @@ pub use output::{Noting, Output};
 pub use report::Report;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
 
-pub use offload_kit::container::ar::thin_member_path;
+pub use crate::container::ar::thin_member_path;
 
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {
@@ -34,7 +34,7 @@ pub fn open_input(name: &str) -> Result<Input> {
 /// when they are a slice of that input's mapping).
 pub fn write_layout<'a>(
     path: &str,
-    layout: &offload_kit::layout::Layout,
+    layout: &crate::layout::Layout,
     payload: impl Fn(usize) -> (&'a Input, &'a [u8]),
 ) -> io::Result<()> {
     let mut out = Output::create(Path::new(path))?;
@@ -45,11 +45,11 @@ pub fn write_layout<'a>(
 /// Writes `layout` to `out` at its position, taking payload `i` from
 /// `payload(i)` as [`write_layout`] does (an error if it gives none).
 pub fn write_pieces<'a, S: Sink>(
-    layout: &offload_kit::layout::Layout,
+    layout: &crate::layout::Layout,
     payload: impl Fn(usize) -> Option<(&'a Input, &'a [u8])>,
     out: &mut S,
 ) -> io::Result<()> {
-    use offload_kit::layout::{Piece, write_zeros};
+    use crate::layout::{Piece, write_zeros};
     for piece in &layout.pieces {
         match piece {
             Piece::Bytes(b) => out.write_all(b)?,
@@ -64,12 +64,12 @@ pub fn write_pieces<'a, S: Sink>(
     Ok(())
 }
 
-/// Writes an object made by `offload_kit::bundle::object` to `path`:
+/// Writes an object made by `crate::bundle::object` to `path`:
 /// `sources[k]` is span source `k` and the input its bytes lie in, so the
 /// spans are copied file to file.
 pub fn write_object(
     path: &str,
-    w: &offload_kit::bundle::object::Written,
+    w: &crate::bundle::object::Written,
     sources: &[(&Input, &[u8])],
 ) -> io::Result<()> {
     let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();

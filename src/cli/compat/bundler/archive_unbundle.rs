@@ -1,11 +1,11 @@
 //! `-unbundle -type=a`: one device archive per target, from the bundles
 //! in an archive's members.
 
-use offload_kit::bundle::archive_unbundle::{self, Member};
-use offload_kit::bundle::ccob::{self, ReadOptions};
-use offload_kit::bundle::id::BundleId;
-use offload_kit::bundle::ops;
-use offload_kit::{ErrorKind, archive};
+use crate::bundle::archive_unbundle::{self, Member};
+use crate::bundle::ccob::{self, ReadOptions};
+use crate::bundle::id::BundleId;
+use crate::bundle::ops;
+use crate::{ErrorKind, archive};
 
 use super::objcopy::{TempFile, print_command};
 use super::run::{open, targets};
@@ -20,7 +20,7 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     let input = open(name)?;
     // A member that fails to decompress leaves its full report here.
     let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
-    let message = |e: offload_kit::Error| {
+    let message = |e: crate::Error| {
         if let Some(f) = member_fail.take() {
             return f;
         }
@@ -42,9 +42,9 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     if job.check_archive {
         archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
     }
-    let inflate = |m: &Member<'_>| -> offload_kit::Result<Option<Vec<u8>>> {
+    let inflate = |m: &Member<'_>| -> crate::Result<Option<Vec<u8>>> {
         decompress_member(job, name, m).map_err(|f| {
-            let e = offload_kit::Error::from(ErrorKind::Usage(f.llvm.clone()));
+            let e = crate::Error::from(ErrorKind::Usage(f.llvm.clone()));
             member_fail.replace(Some(f));
             e
         })

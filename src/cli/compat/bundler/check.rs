@@ -3,8 +3,8 @@
 
 use super::env::EnvSettings;
 use super::{Fail, Job, comma_list};
+use crate::bundle::ccob::Method;
 use crate::cli::llvm_cl::Parsed;
-use offload_kit::bundle::ccob::Method;
 
 /// LLVM's checks, in LLVM's order.
 pub(super) fn check(argv0: &str, p: &Parsed, align: u64, level: Option<i32>) -> Result<Job, Fail> {

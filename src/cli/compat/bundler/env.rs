@@ -1,7 +1,7 @@
 //! LLVM 22's environment variables for the bundler: `OFFLOAD_BUNDLER_*`
 //! and `COMPRESSED_BUNDLE_FORMAT_VERSION`, with LLVM's warning texts.
 
-use offload_kit::bundle::ccob::{CompressOptions, DEFAULT_VERSION, Method};
+use crate::bundle::ccob::{CompressOptions, DEFAULT_VERSION, Method};
 
 // ---------------------------------------------------------------------------
 // Environment variables

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Fail, Job};
+use crate::bundle::object::HOST_MARKER;
+use crate::bundle::{self, ops};
 use crate::cli::io::{Input, strerror, write_bytes};
-use offload_kit::bundle::object::HOST_MARKER;
-use offload_kit::bundle::{self, ops};
 
 /// `-###` when bundling into an object: the output is created empty and
 /// the llvm-objcopy command LLVM would run is printed (the host target's

@@ -8,12 +8,12 @@ use super::objcopy::{TempFile, print_bundle_command, print_command};
 use super::streaming::{Streaming, stream, streaming, unbundle_streaming};
 use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use super::{Fail, Job};
+use crate::bundle::ccob::{self, HashCheck, ReadOptions};
+use crate::bundle::object::Written;
+use crate::bundle::ops::Extract;
+use crate::bundle::{Format, id::BundleId, ops, select};
 use crate::cli::compress::{Failure, write_ccob};
 use crate::cli::io::{Input, strerror, write_bytes, write_layout};
-use offload_kit::bundle::ccob::{self, HashCheck, ReadOptions};
-use offload_kit::bundle::object::Written;
-use offload_kit::bundle::ops::Extract;
-use offload_kit::bundle::{Format, id::BundleId, ops, select};
 
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Fail> {
@@ -42,7 +42,7 @@ pub(super) fn run(job: Job) -> Result<(), Fail> {
 
 /// The targets, checked and normalized (LLVM's target checks, in its order).
 pub(super) fn targets(job: &Job) -> Result<Vec<BundleId>, Fail> {
-    offload_kit::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
+    crate::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
         .map_err(|e| Fail::new(e.to_string()))
 }
 
@@ -171,7 +171,7 @@ fn list_streaming(job: &Job, name: &str, input: &Input) -> Option<Result<Vec<Vec
             eprint!("{}", decompress_report_streamed(&streamed, start.elapsed()));
         }
         let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
-        Ok(offload_kit::bundle::binary::llvm_order(&ids)
+        Ok(crate::bundle::binary::llvm_order(&ids)
             .into_iter()
             .map(|i| records[i].id.clone())
             .collect())
@@ -281,7 +281,7 @@ fn unbundle(job: &Job) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Writes an object made by `offload_kit::bundle::object` (see
+/// Writes an object made by `crate::bundle::object` (see
 /// [`crate::cli::io::write_object`]).
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<(), Fail> {
     crate::cli::io::write_object(out, w, sources)
@@ -329,7 +329,7 @@ fn decompress(job: &Job, name: &str, data: &[u8]) -> Result<Option<Vec<u8>>, Fai
 /// LLVM's line for a CCOB that fails to decompress, then ours where it says
 /// more; for faults LLVM does not detect (it goes on with garbage), ours
 /// alone, naming the file.
-pub(super) fn decompress_fail(name: &str, e: &offload_kit::Error) -> Fail {
+pub(super) fn decompress_fail(name: &str, e: &crate::Error) -> Fail {
     let own = ccob::fault(e).map(ToString::to_string);
     match ccob::llvm_message(e) {
         Some(llvm) if own.as_ref() == Some(&llvm) => Fail::with_note(
@@ -346,10 +346,7 @@ pub(super) fn decompress_fail(name: &str, e: &offload_kit::Error) -> Fail {
 
 /// LLVM's error for the requested targets `missing` (indices into
 /// `requests`) that the bundle does not hold.
-pub(super) fn missing_bundles(
-    requests: &[offload_kit::bundle::id::BundleId],
-    missing: &[usize],
-) -> Fail {
+pub(super) fn missing_bundles(requests: &[crate::bundle::id::BundleId], missing: &[usize]) -> Fail {
     let ids = missing.iter().map(|&i| requests[i].normalized()).collect();
     Fail::new(format!(
         "Can't find bundles for {}",

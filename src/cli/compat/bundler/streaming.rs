@@ -5,9 +5,9 @@
 use super::run::{decompress_fail, hash_policy, missing_bundles};
 use super::verbose::decompress_report_streamed;
 use super::{Fail, Job};
+use crate::bundle::ccob::{self, ReadOptions};
+use crate::bundle::{id::BundleId, ops};
 use crate::cli::io::{Input, strerror};
-use offload_kit::bundle::ccob::{self, ReadOptions};
-use offload_kit::bundle::{id::BundleId, ops};
 
 /// Unbundles a CCOB holding a binary bundle as a stream (see
 /// [`ccob::Ccob::stream_to`]): the bundle header is decompressed first,
@@ -23,8 +23,8 @@ pub(super) fn unbundle_streaming(
     input: &Input,
     requests: &[BundleId],
 ) -> Option<Result<(), Fail>> {
+    use crate::bundle::ccob::Wanted;
     use crate::cli::io::Output;
-    use offload_kit::bundle::ccob::Wanted;
     let Streaming { c, opts, records } = streaming(job, input)?;
     let picks = ops::unbundle_records(&records, requests, job.hip_openmp).ok()?;
     let run = || -> Result<(), Fail> {
@@ -107,7 +107,7 @@ pub(super) fn unbundle_streaming(
 pub(super) struct Streaming<'a> {
     pub c: ccob::Ccob<'a>,
     pub opts: ReadOptions,
-    pub records: Vec<offload_kit::bundle::binary::Record>,
+    pub records: Vec<crate::bundle::binary::Record>,
 }
 
 /// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
@@ -115,7 +115,7 @@ pub(super) struct Streaming<'a> {
 /// decompressing (the whole-buffer path then reports it in LLVM's order).
 /// The hash is computed only with `-verbose` ([`hash_policy`]).
 pub(super) fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
-    use offload_kit::bundle::{Format, SNIFF_LEN};
+    use crate::bundle::{Format, SNIFF_LEN};
     let data = input.bytes();
     if !ccob::llvm_treats_as_compressed(data) {
         return None;
@@ -145,8 +145,8 @@ pub(super) fn stream(
     input: &Input,
     wanted: &mut [ccob::Wanted<'_>],
     opts: &ReadOptions,
-) -> offload_kit::Result<ccob::Streamed> {
-    use offload_kit::bundle::ccob::StreamEnd;
+) -> crate::Result<ccob::Streamed> {
+    use crate::bundle::ccob::StreamEnd;
     // Our multi-frame CCOBs are decoded a frame per CPU; LLVM's single
     // frame streams as before.
     let threads = ccob::default_threads();

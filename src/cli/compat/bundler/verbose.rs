@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use offload_kit::bundle::ccob::{
+use crate::bundle::ccob::{
     CompressReport, Decompressed, Header, Method, Streamed, hex_hash, truncated_md5,
 };
 
@@ -133,7 +133,7 @@ fn speed(bytes: u64, elapsed: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use offload_kit::bundle::ccob::Header;
+    use crate::bundle::ccob::Header;
 
     /// The facts of the CCOB `clang-offload-bundler` 22 makes from a
     /// 257-byte bundle (see the library's CCOB tests).

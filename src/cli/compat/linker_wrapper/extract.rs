@@ -1,9 +1,9 @@
 //! Reading the link's device binaries: every file the link names
-//! ([`offload_kit::link::inputs`]), in order, read as LLVM 22 reads it —
+//! ([`crate::link::inputs`]), in order, read as LLVM 22 reads it —
 //! ELF objects and executables, COFF objects, LLVM bitcode, raw
 //! OffloadBinaries, archives (regular, thin, nested) — each binary with
 //! its target, offload kind, and whether it is an archive's (taken only
-//! for a linked target: [`offload_kit::link::select`]).
+//! for a linked target: [`crate::link::select`]).
 
 use std::io::Write;
 use std::path::Path;
@@ -11,12 +11,12 @@ use std::path::Path;
 use super::super::Fail;
 use crate::cli::images::{self, Streams};
 use crate::cli::io::{Input, open_input};
-use offload_kit::container::{ar, elf};
-use offload_kit::link::HostArg;
-use offload_kit::link::inputs::{HostFile, host_files};
-use offload_kit::link::plan::Binary;
-use offload_kit::link::select::TargetId;
-use offload_kit::offload_binary::{self, Budget, Inflate, Streamed};
+use crate::container::{ar, elf};
+use crate::link::HostArg;
+use crate::link::inputs::{HostFile, host_files};
+use crate::link::plan::Binary;
+use crate::link::select::TargetId;
+use crate::offload_binary::{self, Budget, Inflate, Streamed};
 
 /// Whether the file `path` is an archive or a shared object by its magic:
 /// what LLVM 22 copies from the host link into a CPU target's device link.
@@ -174,11 +174,11 @@ fn find<'a>(name: &str, bytes: &'a [u8], budget: &Budget) -> Result<Streamed<'a>
 /// Offloading data of the file `name` that cannot be read: LLVM's line
 /// first, as the packager drop-in prints it, then ours; past a limit of
 /// the budget (LLVM has none), ours, naming the limit and how to raise it.
-fn bad_data(name: &str, e: &offload_kit::Error) -> Fail {
+fn bad_data(name: &str, e: &crate::Error) -> Fail {
     let env = format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV);
     match images::raise_hint(e, &env) {
         Some(hint) => Fail::with_note(format!("'{name}': {e}"), hint),
-        None if matches!(e.kind(), offload_kit::ErrorKind::BudgetExceeded { .. }) => {
+        None if matches!(e.kind(), crate::ErrorKind::BudgetExceeded { .. }) => {
             Fail::new(format!("'{name}': {e}"))
         }
         None => Fail::with_note(

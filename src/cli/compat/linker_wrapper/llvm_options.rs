@@ -13,7 +13,7 @@
 use std::process::{Command, Stdio};
 
 use super::run::find_llvm_tool;
-use offload_kit::llvm::path::file_name;
+use crate::llvm::path::file_name;
 
 /// The options LLVM 22's `opt` takes that its `clang-linker-wrapper` does
 /// not: `opt`'s own (`opt --help-list-hidden` less `clang-linker-wrapper

@@ -12,7 +12,7 @@ mod wrapping;
 use std::process::ExitCode;
 
 use super::Fail;
-use offload_kit::link::HostArg;
+use crate::link::HostArg;
 
 /// The wrapper's own settings (the options it does not forward).
 #[derive(Debug, Default)]

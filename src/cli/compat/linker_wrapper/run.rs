@@ -12,11 +12,11 @@ use super::Opts;
 use super::extract::{extract, is_library};
 use super::wrapping::{pack_image, wrap_fatbin, wrap_images, wrap_sycl};
 use crate::cli::io::{Input, Output};
-use offload_kit::link::{self, DeviceLink, plan};
-use offload_kit::llvm::path::{file_name, stem};
-use offload_kit::llvm::triple::{Arch, ObjectFormat, Triple};
-use offload_kit::offload_binary::OffloadKind;
-use offload_kit::wrap::Kind;
+use crate::link::{self, DeviceLink, plan};
+use crate::llvm::path::{file_name, stem};
+use crate::llvm::triple::{Arch, ObjectFormat, Triple};
+use crate::offload_binary::OffloadKind;
+use crate::wrap::Kind;
 
 /// Files to remove when the run ends (unless `--save-temps`).
 struct Temps {
@@ -467,9 +467,9 @@ fn host_link(job: &Job<'_>, wrapper_objects: &[String]) -> Result<(), Fail> {
         // As LLVM: the output's images and entry table renamed by
         // llvm-objcopy, the suffix from the output's MD5.
         let md5 = if o.dry_run {
-            offload_kit::bundle::ccob::truncated_md5(b"")
+            crate::bundle::ccob::truncated_md5(b"")
         } else {
-            offload_kit::bundle::ccob::truncated_md5(open(exe)?.bytes())
+            crate::bundle::ccob::truncated_md5(open(exe)?.bytes())
         };
         let objcopy = match find_llvm_tool("llvm-objcopy") {
             Some(p) => p,

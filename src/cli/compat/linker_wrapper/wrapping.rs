@@ -1,15 +1,15 @@
 //! The wrapper objects the linker wrapper adds to the host link: the
 //! OpenMP images packed as LLVM packs them, or the CUDA/HIP fat binary,
-//! registered by `offload_kit::wrap`'s object.
+//! registered by `crate::wrap`'s object.
 
 use super::super::Fail;
 use super::Opts;
 use super::run::{io_fail, open};
 use crate::cli::io::{Input, write_pieces};
-use offload_kit::link::{self, DeviceLink};
-use offload_kit::llvm::triple::{ObjectFormat, Triple};
-use offload_kit::offload_binary;
-use offload_kit::wrap::{self, Abi, Image, Kind, Options, SyclImage};
+use crate::link::{self, DeviceLink};
+use crate::llvm::triple::{ObjectFormat, Triple};
+use crate::offload_binary;
+use crate::wrap::{self, Abi, Image, Kind, Options, SyclImage};
 
 /// Whether a `--dry-run` for a host whose objects are not ELF (COFF):
 /// offload-kit writes only ELF wrapper objects, so the object is left
