@@ -6,7 +6,7 @@
 //!     host-x86_64-unknown-linux-gnu=host.bc hip-amdgcn-amd-amdhsa--gfx90a=dev.o
 //! ```
 
-use offload_kit::bundle::{self, Format, id::BundleId};
+use offload_kit::bundle::{self, BundleId, Format};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

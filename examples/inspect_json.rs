@@ -8,19 +8,19 @@
 
 use std::io::Write;
 
-use offload_kit::scan::{self, json};
+use offload_kit::scan::{self, JsonDocument, JsonFile};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: inspect_json FILE")?;
     let data = std::fs::read(&path)?;
     let report = scan::scan(&data, &scan::Options::default());
-    let files = [json::File {
+    let files = [JsonFile {
         path: &path,
         size: data.len() as u64,
         result: Ok(&report),
     }];
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, &json::Document { files: &files })?;
+    serde_json::to_writer_pretty(&mut out, &JsonDocument { files: &files })?;
     writeln!(out)?;
     Ok(())
 }

@@ -25,8 +25,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
-use offload_kit::bundle::id::{BundleId, TargetError, check_targets};
-use offload_kit::llvm::triple::{Arch, Environment, Os, Vendor};
+use offload_kit::bundle::{BundleId, TargetError, check_targets};
+use offload_kit::triple::{Arch, Environment, Os, Vendor};
 
 use crate::util::{llvm, run, same, tempdir, trial};
 

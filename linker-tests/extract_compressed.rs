@@ -9,7 +9,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 use offload_kit::offload_binary::{
-    self as ob, Compression, ImageKind, ImageSpec, OffloadKind, compress_v3,
+    self as ob, Compression, ImageKind, ImageSpec, OffloadKind, compress,
 };
 use offload_kit::scan::HashAlgo;
 use serde_json::Value;
@@ -83,11 +83,11 @@ pub(crate) fn openmp_v3(
         .collect();
     let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
     let mut plain = Vec::new();
-    ob::layout_v3(&specs)
+    ob::layout(&specs, ob::Version::V3)
         .map_err(|e| e.to_string())?
         .write_to(&mut plain, &refs)
         .map_err(|e| e.to_string())?;
-    compress_v3(&plain, how, level).map_err(|e| e.to_string().into())
+    compress(&plain, how, level).map_err(|e| e.to_string().into())
 }
 
 /// Extracts `file` into `out` and checks the files are `images`, in the

@@ -60,7 +60,7 @@ fn compressed_copies_file(k: usize, depth: usize, pad: usize) -> Vec<u8> {
                 size: p.len() as u64,
             })
             .collect();
-        let layout = ob::layout(&specs, 3).unwrap();
+        let layout = ob::layout(&specs, ob::Version::V3).unwrap();
         let mut plain = Vec::new();
         layout.write_to(&mut plain, &parts).unwrap();
         let how = if level % 2 == 0 {
@@ -68,7 +68,7 @@ fn compressed_copies_file(k: usize, depth: usize, pad: usize) -> Vec<u8> {
         } else {
             Compression::Zlib
         };
-        x = ob::compress_v3(&plain, how, 19).unwrap();
+        x = ob::compress(&plain, how, 19).unwrap();
     }
     x
 }

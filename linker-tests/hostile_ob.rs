@@ -10,7 +10,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 use offload_kit::offload_binary::{
-    Compression, ImageKind, ImageSpec, OffloadKind, compress_v3, layout_v3,
+    Compression, ImageKind, ImageSpec, OffloadKind, Version, compress, layout,
 };
 
 use crate::util::{Run, ours_as, ours_peak, peak_of, tempdir, trial};
@@ -83,7 +83,7 @@ fn compressed(images: &[(Content<'_>, ImageKind)]) -> Vec<u8> {
             spec(size, *kind)
         })
         .collect();
-    let layout = layout_v3(&specs).unwrap();
+    let layout = layout(&specs, Version::V3).unwrap();
     let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
     let mut header = Vec::new();
     let zeros = vec![0u8; 1 << 20];
@@ -96,14 +96,14 @@ fn compressed(images: &[(Content<'_>, ImageKind)]) -> Vec<u8> {
     };
     for piece in &layout.pieces {
         match piece {
-            offload_kit::layout::Piece::Bytes(b) if header.is_empty() => {
+            offload_kit::Piece::Bytes(b) if header.is_empty() => {
                 // The 40-byte header stays uncompressed.
                 header = b[..40].to_vec();
                 enc.write_all(&b[40..]).unwrap();
             }
-            offload_kit::layout::Piece::Bytes(b) => enc.write_all(b).unwrap(),
-            offload_kit::layout::Piece::Zeros(n) => write_zeros(&mut enc, *n),
-            offload_kit::layout::Piece::Image(i) => match &images[*i].0 {
+            offload_kit::Piece::Bytes(b) => enc.write_all(b).unwrap(),
+            offload_kit::Piece::Zeros(n) => write_zeros(&mut enc, *n),
+            offload_kit::Piece::Image(i) => match &images[*i].0 {
                 Content::Zeros(n) => write_zeros(&mut enc, *n),
                 Content::Bytes(b) => enc.write_all(b).unwrap(),
             },
@@ -425,7 +425,7 @@ fn trailing() -> Result<(), Failed> {
     let plain = {
         let specs = [spec(5, ImageKind::IMG_Object)];
         let mut v = Vec::new();
-        layout_v3(&specs)
+        layout(&specs, Version::V3)
             .unwrap()
             .write_to(&mut v, &[b"hello".as_slice()])
             .unwrap();
@@ -434,7 +434,7 @@ fn trailing() -> Result<(), Failed> {
     let ours = crate::util::ours();
     let tool = ours_as("llvm-offload-binary");
     for (how, name) in [(Compression::Zlib, "zlib"), (Compression::Zstd, "zstd")] {
-        let good = compress_v3(&plain, how, 6).unwrap();
+        let good = compress(&plain, how, 6).unwrap();
         std::fs::write(d.join(format!("{name}.bin")), &good)?;
         crate::util::run(&ours, &["list", &format!("{name}.bin")], d).ok()?;
         // Eight bytes of garbage after the stream, inside the binary.

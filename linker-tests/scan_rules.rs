@@ -64,7 +64,7 @@ pub(crate) fn offload_binary(images: &[(OffloadKind, &str, &str, ImageKind)]) ->
         .collect();
     let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
     let mut out = Vec::new();
-    offload_binary::layout_v1(&specs)
+    offload_binary::layout(&specs, offload_binary::Version::V1)
         .unwrap()
         .write_to(&mut out, &refs)
         .unwrap();
@@ -395,17 +395,14 @@ const COVERAGE: &[(&[&str], i32, &str)] = &[
 
 /// A binary bundle of `(entry ID, bytes)`, entries 8-aligned.
 fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    use offload_kit::bundle::binary::{EntrySpec, layout};
-    let specs: Vec<EntrySpec> = entries
+    use offload_kit::bundle::{self, Format};
+    let specs: Vec<(String, u64)> = entries
         .iter()
-        .map(|(id, d)| EntrySpec {
-            id: id.to_string(),
-            size: d.len() as u64,
-        })
+        .map(|(id, d)| (id.to_string(), d.len() as u64))
         .collect();
     let bytes: Vec<&[u8]> = entries.iter().map(|e| e.1).collect();
     let mut out = Vec::new();
-    layout(&specs, 8)
+    bundle::layout(Format::Binary, &specs, 8)
         .unwrap()
         .write_to(&mut out, &bytes)
         .unwrap();

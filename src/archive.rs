@@ -26,7 +26,7 @@
 //!   `name/`. Any other name goes to the `//` table, once per distinct name,
 //!   and the header holds `/` and its offset in that table.
 //! - **Symbol table.** Written only if at least one member is an object to
-//!   LLVM ([`member_symbols`] returns `Some`). If such members exist but
+//!   LLVM (`member_symbols` returns `Some`). If such members exist but
 //!   define no symbols, the table still appears, holding a zero count and
 //!   NUL padding (8 bytes, 12 for `/SYM64/`). An archive of raw members only
 //!   has no symbol table; an empty archive is the 8 magic bytes.
@@ -53,6 +53,25 @@
 //! other formats, and bitcode whose symbol table it cannot read, rather than
 //! write an archive that differs from LLVM's. Member names are written as
 //! given; like LLVM, the writer does not check them.
+//!
+//! # Examples
+//!
+//! An archive of two raw members (an object member also gets its symbols
+//! in the symbol table):
+//!
+//! ```
+//! use offload_kit::archive::{self, Member};
+//!
+//! let members = [
+//!     Member { name: "a.bin".into(), data: b"first" },
+//!     Member { name: "a-long-member-name.bin".into(), data: b"second" },
+//! ];
+//! let mut out = Vec::new();
+//! let data: Vec<&[u8]> = members.iter().map(|m| m.data).collect();
+//! archive::layout_gnu(&members, true)?.write_to(&mut out, &data)?;
+//! assert!(out.starts_with(b"!<arch>\n//"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::collections::HashMap;
 
@@ -68,15 +87,15 @@ use crate::num::len64;
 mod bitcode;
 
 /// The magic at the start of every archive.
-pub const MAGIC: &[u8; 8] = b"!<arch>\n";
+pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
 /// The magic of a thin archive (GNU `ar rcT`).
-pub const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
+pub(crate) const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
 
 /// Size of a member header.
 const HEADER_SIZE: u64 = 60;
 
 /// The largest member LLVM writes: its size must fit the 10-digit field.
-pub const MAX_MEMBER_SIZE: u64 = 9_999_999_999;
+pub(crate) const MAX_MEMBER_SIZE: u64 = 9_999_999_999;
 
 /// Where LLVM switches to the `/SYM64/` symbol table: the offset of the last
 /// member header, with a 32-bit table, at or beyond this.
@@ -183,8 +202,9 @@ fn symbol_names(members: &[Member<'_>], symtab: bool) -> Result<(Vec<u8>, Vec<u6
 }
 
 /// [`layout_gnu`] with the `/SYM64/` switch at `sym64_threshold` instead of
-/// 4 GiB, like LLVM with the `SYM64_THRESHOLD` environment variable set. Only
-/// for tests.
+/// [`SYM64_THRESHOLD`] (4 GiB), as LLVM does with its `SYM64_THRESHOLD`
+/// environment variable set: what tests use to get the 64-bit symbol
+/// table from small archives.
 pub fn layout_gnu_with_threshold(
     members: &[Member<'_>],
     symtab: bool,
@@ -277,7 +297,8 @@ pub fn layout_gnu_with_threshold(
 /// Fails for members LLVM reads symbols from in formats other than ELF and
 /// LLVM bitcode, for bitcode without a readable symbol table, and for ELF
 /// files that do not parse.
-pub fn member_symbols(data: &[u8]) -> Result<Option<Vec<&[u8]>>> {
+#[cfg(any(test, fuzzing))]
+pub(crate) fn member_symbols(data: &[u8]) -> Result<Option<Vec<&[u8]>>> {
     symbols_of(data).map_err(|d| Error::invalid("archive member", d))
 }
 
@@ -497,7 +518,7 @@ fn field(out: &mut Vec<u8>, value: &[u8], width: usize) -> Result<()> {
 }
 
 fn too_large() -> Error {
-    Error::usage("the archive would be larger than 2^64 bytes")
+    Error::too_large("the archive")
 }
 
 fn add(a: u64, b: u64) -> Result<u64> {

@@ -11,7 +11,23 @@ use std::io;
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What went wrong.
+/// What went wrong, by class, for callers that branch on it:
+///
+/// - not this format: [`ErrorKind::BadMagic`];
+/// - damaged data: [`ErrorKind::Truncated`], [`ErrorKind::OutOfBounds`],
+///   [`ErrorKind::Misaligned`], [`ErrorKind::Overlap`],
+///   [`ErrorKind::Invalid`], [`ErrorKind::Decompress`], [`ErrorKind::Ccob`];
+/// - a format version this library does not read:
+///   [`ErrorKind::UnsupportedVersion`];
+/// - a limit reached: [`ErrorKind::LimitExceeded`],
+///   [`ErrorKind::DepthExceeded`], [`ErrorKind::BudgetExceeded`];
+/// - input this library does not handle, which LLVM's tools may:
+///   [`ErrorKind::Unsupported`], [`ErrorKind::UnsupportedTriple`];
+/// - a bad request: [`ErrorKind::Usage`], [`ErrorKind::Target`]; an output
+///   too large to write: [`ErrorKind::TooLarge`], [`ErrorKind::Write`];
+/// - [`ErrorKind::Io`].
+///
+/// The messages (`Display`) are the command line's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -135,6 +151,33 @@ pub enum ErrorKind {
         /// What is wrong.
         fault: crate::bundle::ccob::Fault,
     },
+    /// A bundle-entry ID or a list of targets fails LLVM's checks (its
+    /// message).
+    #[error(transparent)]
+    Target(#[from] crate::bundle::TargetError),
+    /// Input that its format allows but this library does not handle: an
+    /// object file other than ELF to edit, a compressed OffloadBinary to
+    /// wrap. LLVM's tools may take it.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A host triple the wrapper has no code for (not an ELF target, or a
+    /// CPU it does not know).
+    #[error("unsupported triple '{triple}': {detail}")]
+    UnsupportedTriple {
+        /// The triple as given.
+        triple: String,
+        /// Why it is not supported.
+        detail: String,
+    },
+    /// An output would be larger than its format's fields (or the address
+    /// space) can hold.
+    #[error("{what} would be larger than {limit}")]
+    TooLarge {
+        /// The output.
+        what: &'static str,
+        /// The most it can be (`2^64 bytes`).
+        limit: &'static str,
+    },
     /// A request that cannot be carried out (bad arguments).
     #[error("{0}")]
     Usage(String),
@@ -206,6 +249,20 @@ impl Error {
 
     pub(crate) fn usage(msg: impl Into<String>) -> Error {
         ErrorKind::Usage(msg.into()).into()
+    }
+
+    /// [`ErrorKind::Unsupported`].
+    pub(crate) fn unsupported(msg: impl Into<String>) -> Error {
+        ErrorKind::Unsupported(msg.into()).into()
+    }
+
+    /// [`ErrorKind::TooLarge`]: `what` would be larger than 2^64 bytes.
+    pub(crate) fn too_large(what: &'static str) -> Error {
+        ErrorKind::TooLarge {
+            what,
+            limit: "2^64 bytes",
+        }
+        .into()
     }
 
     /// This error inside an `io::Error`, for a [`Read`](io::Read) of

@@ -54,16 +54,48 @@
 //!   for PTX it writes the text before the first NUL ([`ptx_text`]), not
 //!   the NUL that ends it nor the padding after it.
 //!
-//! [`Entry::payload`] is the compressed bytes; [`Entry::reader`] (and
-//! [`decoder`]) stream the image as the CUDA driver loads it, in constant
-//! memory, and [`Entry::contents`] (and [`decompress`]) give it in one
-//! piece. No other flag has been seen to mean compression.
+//! [`Entry::payload`] is the compressed bytes; [`Entry::reader`] streams
+//! the image as the CUDA driver loads it, in constant memory, and
+//! [`Entry::contents`] gives it in one piece. No other flag has been seen to mean compression.
 //!
 //! Wrapper (`.nvFatBinSegment` / `.hipFatBinSegment`, 24 bytes on 64-bit
 //! targets): u32 magic (CUDA 0x466243B1, HIP 0x48495046 "HIPF", rocm-kpack's
 //! externalised 0x4B504948 "HIPK"), u32 version, pointer to the fatbin data,
 //! pointer to a file name or (CUDA version 2) to an array of prelinked
 //! fatbins.
+//!
+//! # Examples
+//!
+//! Read a fatbin container (here built by hand: one uncompressed 64-bit
+//! CUDA cubin for sm_80):
+//!
+//! ```
+//! use offload_kit::fatbin::{self, KIND_ELF};
+//!
+//! let payload = *b"\x7fELF...";
+//! let mut entry = Vec::new();
+//! entry.extend_from_slice(&(KIND_ELF as u16).to_le_bytes()); // kind
+//! entry.extend_from_slice(&0x0101u16.to_le_bytes());
+//! entry.extend_from_slice(&64u32.to_le_bytes()); // header size
+//! entry.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+//! entry.extend_from_slice(&[0; 8]); // compressed size, options offset
+//! entry.extend_from_slice(&[0, 0, 0, 0]); // code version
+//! entry.extend_from_slice(&80u32.to_le_bytes()); // sm_80
+//! entry.extend_from_slice(&[0; 8]); // no object name
+//! entry.extend_from_slice(&(0x1u64 | 0x4).to_le_bytes()); // 64-bit, CUDA
+//! entry.extend_from_slice(&[0; 16]); // reserved, decompressed size
+//! entry.extend_from_slice(&payload);
+//! let mut data = vec![0x50, 0xED, 0x55, 0xBA, 1, 0, 16, 0];
+//! data.extend_from_slice(&(entry.len() as u64).to_le_bytes());
+//! data.extend_from_slice(&entry);
+//!
+//! assert!(fatbin::has_magic(&data));
+//! let fb = fatbin::read(&data)?;
+//! let e = &fb.entries[0];
+//! assert_eq!((e.kind, e.arch_name(), e.triple()), (KIND_ELF, "sm_80".to_string(), "nvptx64-nvidia-cuda"));
+//! assert_eq!(&e.contents(1 << 20)?[..], &payload[..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -71,7 +103,7 @@ use std::io::Read;
 mod decompress;
 pub(crate) mod lz4;
 
-pub use decompress::{decoder, decompress};
+pub(crate) use decompress::{decoder, decompress};
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U16, U32, U64};
@@ -82,24 +114,24 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, u64_from, usize_from};
 
 /// The four bytes that start a fatbin container (0xBA55ED50 little-endian).
-pub const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
+pub(crate) const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 
 /// The section clang gives a CUDA fatbin in an ELF host object.
-pub const SECTION_CUDA: &[u8] = b".nv_fatbin";
+pub(crate) const SECTION_CUDA: &[u8] = b".nv_fatbin";
 /// The section clang gives a HIP fatbin in an ELF host object.
-pub const SECTION_HIP: &[u8] = b".hip_fatbin";
+pub(crate) const SECTION_HIP: &[u8] = b".hip_fatbin";
 /// The section of the CUDA fatbin wrapper in an ELF host object.
-pub const WRAPPER_SECTION_CUDA: &[u8] = b".nvFatBinSegment";
+pub(crate) const WRAPPER_SECTION_CUDA: &[u8] = b".nvFatBinSegment";
 /// The section of the HIP fatbin wrapper in an ELF host object.
-pub const WRAPPER_SECTION_HIP: &[u8] = b".hipFatBinSegment";
+pub(crate) const WRAPPER_SECTION_HIP: &[u8] = b".hipFatBinSegment";
 
 /// Magic of a CUDA fatbin wrapper (`__cudaFatBinaryWrapper`).
-pub const WRAPPER_CUDA: u32 = 0x4662_43B1;
+pub(crate) const WRAPPER_CUDA: u32 = 0x4662_43B1;
 /// Magic of a HIP fatbin wrapper ("HIPF" read as a little-endian u32).
-pub const WRAPPER_HIP: u32 = 0x4849_5046;
+pub(crate) const WRAPPER_HIP: u32 = 0x4849_5046;
 /// Magic rocm-kpack writes in place of [`WRAPPER_HIP`] when it moved the
 /// device code out of the file ("HIPK").
-pub const WRAPPER_HIPK: u32 = 0x4B50_4948;
+pub(crate) const WRAPPER_HIPK: u32 = 0x4B50_4948;
 
 /// Container header.
 #[derive(Debug, Clone, Copy, FromBytes, KnownLayout, Immutable, Unaligned)]
@@ -155,24 +187,24 @@ pub fn ptx_text(payload: &[u8]) -> &[u8] {
 }
 
 /// Flag: 64-bit code.
-pub const FLAG_64BIT: u64 = 0x1;
+pub(crate) const FLAG_64BIT: u64 = 0x1;
 /// Flag: CUDA (as opposed to OpenCL, [`FLAG_OPENCL`]).
-pub const FLAG_CUDA: u64 = 0x4;
+pub(crate) const FLAG_CUDA: u64 = 0x4;
 /// Flag: OpenCL.
-pub const FLAG_OPENCL: u64 = 0x8;
+pub(crate) const FLAG_OPENCL: u64 = 0x8;
 /// Flag: the payload is an LZ4 block.
-pub const FLAG_LZ4: u64 = 0x2000;
+pub(crate) const FLAG_LZ4: u64 = 0x2000;
 /// Flag: the payload is a zstd frame.
-pub const FLAG_ZSTD: u64 = 0x8000;
+pub(crate) const FLAG_ZSTD: u64 = 0x8000;
 /// Flags that mark a compressed payload.
-pub const FLAGS_COMPRESSED: u64 = FLAG_LZ4 | FLAG_ZSTD;
+pub(crate) const FLAGS_COMPRESSED: u64 = FLAG_LZ4 | FLAG_ZSTD;
 
 /// How a compressed entry's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
-    /// One raw LZ4 block (flag [`FLAG_LZ4`]).
+    /// One raw LZ4 block (flag 0x2000).
     Lz4,
-    /// One zstd frame (flag [`FLAG_ZSTD`]).
+    /// One zstd frame (flag 0x8000).
     Zstd,
 }
 
@@ -246,7 +278,7 @@ impl<'data> Entry<'data> {
     }
 
     /// The image as the CUDA driver loads it, as a stream: the payload, or
-    /// for a compressed entry its [`decoder`], which yields exactly the
+    /// for a compressed entry its decoder, which yields exactly the
     /// declared size (at most `limit`, checked before anything is
     /// decompressed) or fails the read.
     pub fn reader(&self, limit: u64) -> Result<Box<dyn Read + 'data>> {
@@ -455,7 +487,8 @@ fn entry_name<'data>(
 /// A fatbin wrapper (`{magic, version, data, filename}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wrapper {
-    /// The magic, one of [`WRAPPER_CUDA`], [`WRAPPER_HIP`], [`WRAPPER_HIPK`].
+    /// The magic: CUDA's 0x466243B1, HIP's 0x48495046 ("HIPF") or
+    /// rocm-kpack's 0x4B504948 ("HIPK"); see [`Wrapper::flavor`].
     pub magic: u32,
     /// The version field.
     pub version: u32,
@@ -482,7 +515,7 @@ impl Wrapper {
 /// `version`, then the data pointer and the second pointer as zeros (a
 /// relocation fills the data pointer in). `big_endian` picks the byte order
 /// of the two 32-bit fields.
-pub fn write_wrapper(magic: u32, version: u32, big_endian: bool) -> [u8; WRAPPER_SIZE_64] {
+pub(crate) fn write_wrapper(magic: u32, version: u32, big_endian: bool) -> [u8; WRAPPER_SIZE_64] {
     let mut out = [0u8; WRAPPER_SIZE_64];
     let (m, v) = if big_endian {
         (magic.to_be_bytes(), version.to_be_bytes())
@@ -495,11 +528,11 @@ pub fn write_wrapper(magic: u32, version: u32, big_endian: bool) -> [u8; WRAPPER
 }
 
 /// Bytes of a fatbin wrapper on a 64-bit target (two u32, two pointers).
-pub const WRAPPER_SIZE_64: usize = 24;
+pub(crate) const WRAPPER_SIZE_64: usize = 24;
 /// Bytes of a fatbin wrapper on a 32-bit target.
-pub const WRAPPER_SIZE_32: usize = 16;
+pub(crate) const WRAPPER_SIZE_32: usize = 16;
 /// Offset of the data pointer in a fatbin wrapper.
-pub const WRAPPER_DATA_OFFSET: u64 = 8;
+pub(crate) const WRAPPER_DATA_OFFSET: u64 = 8;
 
 /// Reads the wrappers in a `.nvFatBinSegment` / `.hipFatBinSegment` section
 /// of a 64-bit (`wide`) or 32-bit file: one every 24 (or 16) bytes, with
@@ -566,10 +599,10 @@ pub fn read_wrappers(data: &[u8], wide: bool) -> Result<Vec<(u64, Wrapper)>> {
     Ok(out)
 }
 
-/// Builds a fatbin container in memory (tests and fuzz seeds): each entry
+/// Builds a fatbin container in memory (for tests): each entry
 /// is (kind, sm, flags, payload). Payloads are padded to 8 bytes.
-#[cfg(any(test, fuzzing))]
-pub fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
     let all: Vec<_> = entries
         .iter()
         .map(|&(kind, sm, flags, payload)| (kind, sm, flags, payload, 0))
@@ -581,8 +614,8 @@ pub fn build(entries: &[(u16, u32, u64, &[u8])]) -> Vec<u8> {
 /// decompressed size); an entry whose flags say it is compressed records
 /// the payload's length as its compressed size and the decompressed size
 /// given (others record zeros, as `fatbinary` does).
-#[cfg(any(test, fuzzing))]
-pub fn build_compressed(entries: &[(u16, u32, u64, &[u8], u64)]) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn build_compressed(entries: &[(u16, u32, u64, &[u8], u64)]) -> Vec<u8> {
     let mut body = Vec::new();
     for &(kind, sm, flags, payload, decompressed) in entries {
         let padded = payload.len().div_ceil(8) * 8;

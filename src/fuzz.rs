@@ -49,6 +49,7 @@ pub fn offload_binary_read(data: &[u8]) {
         {
             continue;
         }
+        let version = offload_binary::Version::try_from(version).expect("a version read");
         let layout = offload_binary::layout(&specs, version).expect("layout of read images");
         let mut out = Vec::new();
         layout.write_to(&mut out, &bytes).expect("write to memory");

@@ -14,32 +14,31 @@
 //!   compressed too), write, and find in objects and archives.
 //! - [`bundle`]: clang offload bundles of `clang-offload-bundler`: the
 //!   binary and text layouts, bundles kept in sections of a host object
-//!   ([`bundle::object`], an llvm-objcopy-exact ELF editor), compressed
-//!   `CCOB` bundles ([`bundle::ccob`]), bundle-entry IDs and LLVM's
-//!   rules for matching them, archives of bundles.
+//!   (written as llvm-objcopy writes them), bundle-entry IDs and LLVM's
+//!   rules for matching them, archives of bundles; compressed `CCOB`
+//!   bundles in [`bundle::ccob`].
+//! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
 //! - [`wrap`]: the host relocatable object that registers device images
 //!   with the OpenMP, CUDA, HIP or SYCL runtime (what `llvm-offload-wrapper`
 //!   and `llc` make together, and `clang-linker-wrapper` for SYCL).
 //! - [`scan`]: finds every device image in executables, shared libraries,
 //!   objects, archives and raw files, nested to any depth, and answers CI's
 //!   questions about them ([`scan::check()`], [`scan::size()`]).
-//! - [`link`]: the plan of `clang-linker-wrapper`'s job (which inputs and
-//!   archive members each device link takes, the device-link and host-link
-//!   command lines, which kinds are wrapped in which order, image packing).
-//! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
-//! - [`bitcode`]: the device code embedded in LLVM bitcode host objects
-//!   (`-flto` builds), read from the bitstream without an IR reader.
+//! - [`prune`]: keeps only the device images chosen GPUs would load,
+//!   rewriting each container where it lies.
+//! - [`archive`]: the GNU `ar` writer, byte for byte as LLVM's.
 //! - [`targets`]: the AMDGPU processors, CUDA archs and kinds the scanners
 //!   know by name, and what generic AMDGPU targets cover.
-//! - [`archive`]: the GNU `ar` writer (and reader helpers) the tools share.
-//! - [`layout`]: outputs described as pieces, so that image bytes go file to
-//!   file and are never gathered in memory.
-//! - [`llvm`]: emulations of LLVM behaviour that decides bytes in LLVM's
-//!   outputs (hash-table orders, `StringTableBuilder`, `Triple`, paths). They
-//!   are public for tools that need the same orders, and are emulations:
-//!   they follow LLVM 22, not a specification.
-//! - [`error`]: the one error type; [`Error::llvm_message`] gives LLVM's text
-//!   for the same class of fault.
+//! - [`triple`]: target triples as LLVM parses, normalizes and compares
+//!   them (an emulation of LLVM 22).
+//! - At the root: the one [`Error`] (what went wrong is its [`ErrorKind`];
+//!   [`Error::llvm_message`] gives LLVM's text for the same class of
+//!   fault), the [`Layout`] of [`Piece`]s the writers describe outputs
+//!   with, so that image bytes go file to file and are never gathered in
+//!   memory, and [`run_cli`], the command line.
+//!
+//! Each module re-exports its public items at its root: every item has one
+//! path, and docs/public-api.txt lists them all.
 //!
 //! The library never prints, never exits and never opens files: it works on
 //! byte slices (typically mapped files) and describes what to write, so the
@@ -53,7 +52,7 @@
 //! them) and read them back:
 //!
 //! ```
-//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind};
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
 //!
 //! let gfx90a = b"device code for gfx90a".to_vec();
 //! let sm_80 = b"device code for sm_80".to_vec();
@@ -73,7 +72,7 @@
 //! ];
 //! // The layout refers to the images by index; write it to any `Write`.
 //! let mut packed = Vec::new();
-//! offload_binary::layout_v1(&specs)?.write_to(&mut packed, &[&gfx90a, &sm_80])?;
+//! offload_binary::layout(&specs, Version::V1)?.write_to(&mut packed, &[&gfx90a, &sm_80])?;
 //!
 //! let images = offload_binary::find_images(&packed, &Limits::default())?;
 //! assert_eq!(images.len(), 2);
@@ -127,31 +126,45 @@
 //! More in `examples/` (`cargo run --example list_images -- FILE`).
 
 #![warn(missing_docs)]
+// A public item's types are public too: nothing a caller gets back is a type
+// it cannot name (docs/public-api.txt lists the API).
+#![warn(unnameable_types)]
+// Without the command line, the helpers only it uses (and their
+// crate-internal re-exports) are unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
 
+// The API: the format modules, and at the root the error, the layouts the
+// writers return and the command line's entry. Each module re-exports its
+// public items at its root; its files are private (`pub(crate)` where the
+// rest of the crate uses them), so every item has one path.
 pub mod archive;
-pub mod bitcode;
 pub mod bundle;
-mod bytes;
-pub mod container;
-mod decoded;
-pub mod error;
 pub mod fatbin;
-pub mod layout;
-pub mod link;
-pub mod llvm;
-mod num;
 pub mod offload_binary;
-pub mod package;
 pub mod prune;
 pub mod scan;
-mod sync;
 pub mod targets;
+pub mod triple;
 pub mod wrap;
+
+pub use error::{Error, ErrorKind, Result};
+pub use layout::{Layout, Piece};
+
+// The internals.
+pub(crate) mod bitcode;
+mod bytes;
+pub(crate) mod container;
+mod decoded;
+mod error;
+pub(crate) mod layout;
+pub(crate) mod link;
+pub(crate) mod llvm;
+mod num;
+pub(crate) mod package;
+mod sync;
 
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;
-
-pub use error::{Error, ErrorKind, Result};
 
 /// `eprintln!`, which never panics: with standard error closed (its
 /// reader gone, as in `2>&1 | head -1`) the line is lost, where the

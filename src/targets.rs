@@ -8,7 +8,8 @@
 //! - [`CUDA_SMS`]: the CUDA compute capabilities a fatbin can hold, with
 //!   their `a` (architecture-specific) and `f` (family) variants;
 //! - [`KINDS`]: the offload kinds and image kinds reports name;
-//! - [`suggest`]: the known names closest to a misspelt one.
+//! - [`is_known_arch`] and [`is_known_kind`]: whether a rule names
+//!   something real.
 //!
 //! Names are case-sensitive, as LLVM and the loaders compare them.
 
@@ -208,7 +209,7 @@ pub const GENERICS: &[Generic] = &[
 ];
 
 /// The AMDGCN processor (or alias) `name`, exactly as LLVM spells it.
-pub fn amdgcn(name: &str) -> Option<&'static AmdGpu> {
+pub(crate) fn amdgcn(name: &str) -> Option<&'static AmdGpu> {
     AMDGCN.iter().find(|g| g.name == name)
 }
 
@@ -287,7 +288,7 @@ pub const CUDA_SMS: &[CudaSm] = &[
 /// Numbers of [`CUDA_SMS`] no device reports under CUDA 13.0: sm_101 was
 /// renamed sm_110, sm_107 is newer. A family rule (`sm_100f`) does not ask
 /// for them.
-pub const NO_DEVICE_SMS: &[u32] = &[101, 107];
+pub(crate) const NO_DEVICE_SMS: &[u32] = &[101, 107];
 
 /// `sm_XY`, `sm_XYa` or `sm_XYf` with any number: (XY, suffix). The name
 /// need not be in [`CUDA_SMS`] (images are named as they come).
@@ -308,7 +309,7 @@ pub fn parse_sm(name: &str) -> Option<(u32, Option<char>)> {
 
 /// Whether `name` is a known CUDA arch: `sm_XY` of [`CUDA_SMS`], with an
 /// `a` or `f` where that variant exists.
-pub fn is_cuda_sm(name: &str) -> bool {
+pub(crate) fn is_cuda_sm(name: &str) -> bool {
     parse_sm(name).is_some_and(|(n, s)| {
         CUDA_SMS.iter().any(|c| {
             c.number == n
@@ -322,7 +323,7 @@ pub fn is_cuda_sm(name: &str) -> bool {
 }
 
 /// Every known CUDA arch name, in [`CUDA_SMS`] order.
-pub fn cuda_names() -> impl Iterator<Item = String> {
+pub(crate) fn cuda_names() -> impl Iterator<Item = String> {
     CUDA_SMS.iter().flat_map(|c| {
         let n = c.number;
         std::iter::once(format!("sm_{n}"))
@@ -333,13 +334,14 @@ pub fn cuda_names() -> impl Iterator<Item = String> {
 
 /// Other architectures an offload image may name: clang 22's offload
 /// archs that are neither AMDGPU nor CUDA processors.
-pub const OTHER_ARCHS: &[&str] = &["amdgcnspirv", "bmg_g21", "generic", "graniterapids"];
+pub(crate) const OTHER_ARCHS: &[&str] = &["amdgcnspirv", "bmg_g21", "generic", "graniterapids"];
 
 /// Whether `name` is an architecture the scanners know: an AMDGPU
 /// processor, alias or generic target of LLVM 22 (or a
-/// [retired](RETIRED_AMDGCN) one), a [CUDA arch](is_cuda_sm), a CPU
-/// architecture LLVM's triples name (`x86_64`, `aarch64`, …) or one of
-/// [`OTHER_ARCHS`].
+/// [retired](RETIRED_AMDGCN) one), a CUDA arch (`sm_XY` of [`CUDA_SMS`],
+/// with an `a` or `f` where that variant exists), a CPU architecture LLVM's
+/// triples name (`x86_64`, `aarch64`, …) or one of clang 22's other offload
+/// archs (`amdgcnspirv`, `bmg_g21`, `generic`, `graniterapids`).
 pub fn is_known_arch(name: &str) -> bool {
     amdgpu(name).is_some()
         || RETIRED_AMDGCN.contains(&name)
@@ -383,7 +385,7 @@ pub fn is_known_kind(kind: &str) -> bool {
 
 /// Every known architecture name (AMDGPU, CUDA, other offload archs),
 /// for [`suggest`].
-pub fn arch_names() -> Vec<String> {
+pub(crate) fn arch_names() -> Vec<String> {
     AMDGCN
         .iter()
         .chain(R600)
@@ -403,7 +405,7 @@ pub fn arch_names() -> Vec<String> {
 /// case if there is one, else those at the least edit distance (ignoring
 /// case), if that distance is small for the name's length; at most three,
 /// in `known`'s order.
-pub fn suggest<S: AsRef<str>>(name: &str, known: &[S]) -> Vec<String> {
+pub(crate) fn suggest<S: AsRef<str>>(name: &str, known: &[S]) -> Vec<String> {
     let lower = name.to_ascii_lowercase();
     if let Some(k) = known.iter().find(|k| k.as_ref().eq_ignore_ascii_case(name)) {
         return vec![k.as_ref().to_string()];
@@ -440,7 +442,7 @@ pub fn suggest<S: AsRef<str>>(name: &str, known: &[S]) -> Vec<String> {
 }
 
 /// " (did you mean a, b?)" for suggestions, or nothing.
-pub fn did_you_mean(suggestions: &[String]) -> String {
+pub(crate) fn did_you_mean(suggestions: &[String]) -> String {
     if suggestions.is_empty() {
         String::new()
     } else {

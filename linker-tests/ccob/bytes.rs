@@ -26,7 +26,7 @@ fn identity(size: usize, level: Option<i32>, version: u16) -> Result<(), Failed>
 
     let opts = CompressOptions {
         version,
-        level: level.unwrap_or(ccob::ZSTD_DEFAULT_LEVEL),
+        level: level.unwrap_or(Method::ZSTD.default_level()),
         ..CompressOptions::default()
     };
     let (ours, report) = ccob::compress_to_vec(&u, &opts)?;

@@ -2,6 +2,20 @@
 //! environment warnings and error messages against LLVM's.
 
 use super::*;
+use offload_kit::{Error, ErrorKind};
+
+/// LLVM 22's message for a CCOB error (see [`ccob::Fault::llvm_message`]).
+fn llvm_message(e: &Error) -> Option<String> {
+    match e.kind() {
+        ErrorKind::Ccob { fault, .. } => Some(fault.llvm_message()),
+        _ => None,
+    }
+}
+
+/// A hash as LLVM's `-verbose` prints it (`format_hex(h, 16)`).
+fn hex_hash(h: u64) -> String {
+    format!("{h:#016x}")
+}
 
 /// LLVM unbundles `file` in `dir`; the outputs must be the inputs.
 fn llvm_unbundles(dir: &Path, file: &str) -> Result<(), Failed> {
@@ -62,7 +76,7 @@ fn llvm_reads_ours() -> Result<(), Failed> {
             "zlib",
             CompressOptions {
                 method: Method::ZLIB,
-                level: ccob::ZLIB_DEFAULT_LEVEL,
+                level: Method::ZLIB.default_level(),
                 ..CompressOptions::default()
             },
         ),
@@ -98,7 +112,7 @@ fn back_to_back() -> Result<(), Failed> {
     let r = run(&llvm(TOOL), &["-list", "-type=bc", "-input=two.ccob"], d);
     let fault = ccob::decompress(&two, &ReadOptions::default())
         .err()
-        .and_then(|e| ccob::llvm_message(&e))
+        .and_then(|e| llvm_message(&e))
         .ok_or("a single read of two CCOBs must fail")?;
     same(
         "LLVM's error",
@@ -186,7 +200,7 @@ fn error_messages() -> Result<(), Failed> {
         );
         let ours = ccob::decompress(&data, &lenient)
             .err()
-            .and_then(|e| ccob::llvm_message(&e))
+            .and_then(|e| llvm_message(&e))
             .ok_or_else(|| format!("{name}: we read it"))?;
         same(
             &format!("{name}: message"),
@@ -258,8 +272,8 @@ fn v1_and_bad_hash_reports() -> Result<(), Failed> {
             &format!("{name}: hash lines"),
             theirs[theirs.len().saturating_sub(3)..].to_vec(),
             vec![
-                &format!("Stored hash: {}", ccob::hex_hash(ours.header.hash))[..],
-                &format!("Recalculated hash: {}", ccob::hex_hash(computed)),
+                &format!("Stored hash: {}", hex_hash(ours.header.hash))[..],
+                &format!("Recalculated hash: {}", hex_hash(computed)),
                 "Hashes match: No",
             ],
         )?;

@@ -4,7 +4,7 @@ use super::*;
 
 /// A valid two-image pack, to corrupt.
 fn valid_pack() -> Vec<u8> {
-    use offload_kit::offload_binary::{ImageSpec, OffloadKind, layout_v1};
+    use offload_kit::offload_binary::{ImageSpec, OffloadKind, Version, layout};
     let specs: Vec<ImageSpec> = (0..2)
         .map(|i| ImageSpec {
             offload_kind: OffloadKind::OFK_OpenMP,
@@ -19,7 +19,7 @@ fn valid_pack() -> Vec<u8> {
     let imgs = [bytes(1, 24), bytes(2, 24)];
     let refs: Vec<&[u8]> = imgs.iter().map(|v| v.as_slice()).collect();
     let mut out = Vec::new();
-    layout_v1(&specs)
+    layout(&specs, Version::V1)
         .unwrap()
         .write_to(&mut out, &refs)
         .unwrap();

@@ -19,7 +19,7 @@ mod embedded;
 #[cfg(test)]
 pub(crate) use embedded::tests;
 
-pub use embedded::{EmbeddedObject, EmbeddedObjects, OFFLOADING_SECTION, offloading_objects};
+pub use embedded::{EmbeddedObject, EmbeddedObjects, offloading_objects};
 
 use crate::bytes::Bytes;
 

@@ -150,7 +150,10 @@ enum Blob<'a> {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Extracted<'a> {
-    /// Its name (see [`entry_member_name`]).
+    /// Its name, as LLVM names the entries it extracts:
+    /// `<stem>-<entry ID><stem><ext>` with every `:` as `_`, where `<stem>`
+    /// is the archive member's, and `<ext>` `.bc` for an AMDGPU target ID,
+    /// `.cubin` for a CUDA one, else the member's extension.
     pub name: String,
     data: Blob<'a>,
 }
@@ -176,7 +179,8 @@ impl<'a> Extracted<'a> {
 /// How each archive member's bytes are to be read.
 pub trait Inflate {
     /// The member decompressed if it is a compressed bundle (LLVM's test:
-    /// [`super::ccob::llvm_treats_as_compressed`]), or `None`.
+    /// it starts with the `CCOB` magic and holds a whole common header), or
+    /// `None`.
     fn inflate(&mut self, member: &Member<'_>) -> Result<Option<Vec<u8>>>;
 }
 

@@ -300,7 +300,7 @@ pub fn layout(entries: &[EntrySpec], align: u64) -> Result<Layout> {
     if align == 0 {
         return Err(Error::usage("bundle alignment must be at least 1"));
     }
-    let overflow = || Error::usage("the bundle would be larger than 2^64 bytes");
+    let overflow = || Error::too_large("the bundle");
     let mut header_len = 32u64;
     for e in entries {
         header_len = header_len

@@ -15,18 +15,57 @@
 //! with `<C>` the file type's comment prefix. Compressed bundles (CCOB) wrap
 //! either layout. Entry IDs are `<kind>-<triple>-<target id>`, normalized.
 //!
+//! # Examples
+//!
+//! Bundle a host file and a device file as `clang-offload-bundler -type=bc`
+//! does, then unbundle the device entry for a requested target:
+//!
+//! ```
+//! use offload_kit::bundle::{self, BundleId, Extract, Format};
+//!
+//! let host = b"host bitcode".to_vec();
+//! let device = b"gfx90a code".to_vec();
+//! // LLVM writes IDs normalized (the host's with its empty target ID).
+//! let ids = ["host-x86_64-unknown-linux-gnu", "hip-amdgcn-amd-amdhsa--gfx90a"];
+//! let entries: Vec<(String, u64)> = ids
+//!     .iter()
+//!     .zip([host.len(), device.len()])
+//!     .map(|(id, n)| Ok((BundleId::parse(id)?.normalized(), n as u64)))
+//!     .collect::<Result<_, bundle::TargetError>>()?;
+//! assert_eq!(entries[0].0, "host-x86_64-unknown-linux-gnu-");
+//! let mut fat = Vec::new();
+//! bundle::layout(Format::Binary, &entries, 1)?.write_to(&mut fat, &[&host, &device])?;
+//!
+//! // Read it back: the format from the bytes, the entries in LLVM's order,
+//! // and what a request for gfx90a:xnack+ code gets by LLVM's rules.
+//! let format = Format::detect(&fat).ok_or("not a bundle")?;
+//! let found = bundle::entries(&fat, format)?;
+//! let request = BundleId::parse("hip-amdgcn-amd-amdhsa--gfx90a:xnack+")?;
+//! let got = bundle::unbundle(&found, format, &[request], false)?;
+//! assert_eq!(got, [Extract::Entry(&device[..])]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Sources: `clang/lib/Driver/OffloadBundler.cpp` (LLVM 22), and experiments
 //! with the installed LLVM 22 tools (docs/formats/bundles.md).
 
-pub mod archive_unbundle;
-pub mod binary;
+pub(crate) mod archive_unbundle;
+pub(crate) mod binary;
 pub mod ccob;
-pub mod id;
-pub mod listing;
-pub mod object;
-pub mod ops;
-pub mod select;
-pub mod text;
+pub(crate) mod id;
+pub(crate) mod listing;
+pub(crate) mod object;
+pub(crate) mod ops;
+pub(crate) mod select;
+pub(crate) mod text;
+
+pub use archive_unbundle::{
+    Extracted, Inflate as InflateMember, Member as ArchiveMember, unbundle as unbundle_archive,
+};
+pub use binary::Record;
+pub use id::{BundleId, TargetError, TargetId, check_targets};
+pub use object::{HOST_MARKER, NewSection, Span, Written, bundle as bundle_object};
+pub use ops::{Extract, Pick, host_object, unbundle, unbundle_records};
 
 use crate::error::{Error, Result};
 use crate::num::usize_from;
@@ -87,18 +126,18 @@ impl Format {
 
 /// How many first bytes of a file (or of a CCOB's contents) tell a text
 /// bundle from binary data: a NUL byte in them rules out a text bundle.
-pub const SNIFF_LEN: u64 = 4096;
+pub(crate) const SNIFF_LEN: u64 = 4096;
 
 /// Whether the first bytes of some contents, `prefix` (at most
 /// [`SNIFF_LEN`] of them), may start a text or object bundle, which only
 /// the whole contents can list. Anything else that is not a binary bundle
 /// is no bundle at all, and need not be decompressed further.
-pub fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
+pub(crate) fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
     is_object(prefix) || memchr::memchr(0, prefix).is_none()
 }
 
 /// Whether LLVM would open `data` as an object file.
-pub fn is_object(data: &[u8]) -> bool {
+pub(crate) fn is_object(data: &[u8]) -> bool {
     use ::object::FileKind as K;
     matches!(
         K::parse(data),
@@ -157,14 +196,14 @@ pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
 
 /// Entries kept in `__CLANG_OFFLOAD_BUNDLE__<ID>` sections, in section order
 /// (see [`object::entries`]).
-pub fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
+pub(crate) fn object_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
     object::entries(data)
 }
 
 /// The first two entries (indices, earlier first) whose normalized IDs are
 /// equal. LLVM 22 accepts such targets and writes a bundle whose offsets
 /// point at the wrong data, so the bundlers refuse them.
-pub fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
+pub(crate) fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
     let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     normalized
         .iter()

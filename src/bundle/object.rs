@@ -279,11 +279,13 @@ fn with_aligned<T>(data: &[u8], f: impl FnOnce(&[u8]) -> Result<T>) -> Result<T>
 // Written output
 // ---------------------------------------------------------------------------
 
-/// A byte range of one of the inputs given to [`bundle`] or [`strip`].
+/// A byte range of one of the inputs given to [`bundle`] or
+/// [`host_object`](super::host_object).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
     /// Which input: for [`bundle`] 0 is the host object and `i + 1` the data
-    /// of section `i`; for [`strip`] 0 is the object.
+    /// of section `i`; for [`host_object`](super::host_object) 0 is the
+    /// object.
     pub source: usize,
     /// Offset in that input.
     pub offset: usize,
@@ -304,7 +306,8 @@ pub struct Written {
 
 impl Written {
     /// The bytes image piece `k` stands for, taken from `sources` (the same
-    /// inputs, in the same order, as given to [`bundle`] or [`strip`]).
+    /// inputs, in the same order, as given to [`bundle`] or
+    /// [`host_object`](super::host_object)).
     pub fn image<'a>(&self, k: usize, sources: &[&'a [u8]]) -> Option<&'a [u8]> {
         let s = self.spans.get(k)?;
         sources
@@ -352,7 +355,7 @@ fn format_name(kind: FileKind) -> &'static str {
 }
 
 fn unsupported(kind: FileKind, doing: &str) -> Error {
-    Error::usage(format!(
+    Error::unsupported(format!(
         "{doing} {} object files is not supported by offload-kit (only ELF)",
         format_name(kind)
     ))

@@ -10,7 +10,7 @@
 //! ([`Layout`]s and [`Written`] objects whose images are byte ranges of the
 //! inputs); image bytes are copied only when a bundle is compressed.
 
-use super::ccob::{self, CompressOptions, CompressReport, Decompressed, ReadOptions};
+use super::ccob::{self, Decompressed, ReadOptions};
 use super::id::{BundleId, TargetError};
 use super::object::{self, HOST_MARKER, NewSection, Written};
 use super::{Format, Found, select};
@@ -164,11 +164,12 @@ pub fn bundle(
 /// writes the bundle to a mapped file and compresses it with
 /// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, streams
 /// [`pieces`] through [`ccob::compress_pieces`].
+#[cfg(test)]
 pub fn compress_layout(
     layout: &Layout,
     inputs: &[&[u8]],
-    opts: &CompressOptions,
-) -> Result<(Vec<u8>, CompressReport)> {
+    opts: &ccob::CompressOptions,
+) -> Result<(Vec<u8>, ccob::CompressReport)> {
     let mut whole = Vec::with_capacity(usize::try_from(layout.size).unwrap_or(0));
     layout.write_to(&mut whole, inputs)?;
     ccob::compress_to_vec(&whole, opts)

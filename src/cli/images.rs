@@ -182,7 +182,7 @@ fn pump(r: &mut dyn Read, w: &mut dyn Write, buf: &mut [u8]) -> io::Result<u64> 
 mod tests {
     use super::*;
     use crate::offload_binary::{
-        Compression, ImageSpec, Inflate, compress_v3, find_images_streamed, layout,
+        Compression, ImageSpec, Inflate, compress, find_images_streamed, layout,
     };
 
     #[test]
@@ -199,11 +199,11 @@ mod tests {
             .collect();
         let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
         let mut plain = Vec::new();
-        layout(&specs, 3)
+        layout(&specs, crate::offload_binary::Version::V3)
             .unwrap()
             .write_to(&mut plain, &refs)
             .unwrap();
-        let data = compress_v3(&plain, Compression::Zstd, 3).unwrap();
+        let data = compress(&plain, Compression::Zstd, 3).unwrap();
         let budget = budget(None);
         let found = find_images_streamed(&data, &budget, Inflate::Check).unwrap();
         let mut streams = Streams::new(&found);

@@ -42,7 +42,8 @@ impl Opts {
                 inputs.push(input);
             }
         }
-        let layout = offload_binary::layout(&specs, self.format_version)?;
+        let version = offload_binary::Version::try_from(self.format_version)?;
+        let layout = offload_binary::layout(&specs, version)?;
         let out = self.output.to_string_lossy();
         write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
             .with_context(|| format!("'{out}': cannot write"))

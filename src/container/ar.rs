@@ -118,6 +118,7 @@ impl<'data> Archive<'data> {
 
     /// Whether it is a thin archive (its members' bytes are files beside
     /// it).
+    #[cfg(test)]
     pub fn is_thin(&self) -> bool {
         self.file.is_thin()
     }

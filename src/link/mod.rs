@@ -76,6 +76,7 @@ impl HostArg {
 
 /// Whether a device triple is a CPU target (device code linked into a
 /// shared library by the host toolchain) rather than a GPU.
+#[cfg(test)]
 pub fn is_cpu_triple(triple: &str) -> bool {
     !plan::is_gpu(triple) && Triple::parse(triple).arch() != Arch::Unknown
 }

@@ -42,11 +42,6 @@ impl ImageArgs {
         ImageArgs { pairs }
     }
 
-    /// All keys and values, in map order.
-    pub fn pairs(&self) -> &[(String, String)] {
-        &self.pairs
-    }
-
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs.iter().find(|p| p.0 == key).map(|p| p.1.as_str())

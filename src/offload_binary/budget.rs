@@ -1,28 +1,5 @@
-//! One command's budget for reading OffloadBinaries: every read it makes,
-//! of every input and of every binary nested in an image, spends from the
-//! same [`Budget`], so that no input — a compressed binary that inflates
-//! to gigabytes, binaries nested in each other that fan out — costs more
-//! than its limits, however its parts are arranged.
-//!
-//! Four things are counted: bytes inflated out of compressed (version 3)
-//! binaries (and decoded out of LLVM bitcode), images read, files written (counted by the caller, which
-//! writes them) and levels of binaries nested in images. Each limit is
-//! either given or derived from the size of the command's inputs
-//! ([`Budget::add_input`]), so that real files (libraries with thousands of
-//! images, device code that compresses well) pass while a file of a few
-//! kilobytes can cost no more than a fraction of a second and a bounded
-//! amount of memory:
-//!
-//! | limit | default |
-//! |---|---|
-//! | bytes inflated | 1024 × the inputs' size, at least [`MIN_INFLATED`] (128 MiB), at most [`MAX_INFLATED`] (16 GiB) |
-//! | images | the inputs' size / 16, at least [`MIN_IMAGES`] (65,536) |
-//! | files written | the inputs' size / 1024, at least [`MIN_FILES`] (4,096) |
-//! | levels of nesting | [`DEFAULT_DEPTH`] (16) |
-//!
-//! zlib cannot compress beyond about 1032 to 1, and device code compresses
-//! far less, so 1024 × is reached only by data made to do it (zstd
-//! compresses runs of zeros much further).
+//! One command's budget for reading OffloadBinaries ([`Budget`], whose
+//! documentation says what is counted and the default limits).
 
 use std::cell::Cell;
 use std::fmt;
@@ -76,7 +53,7 @@ impl fmt::Display for Spent {
 }
 
 /// The limits of a [`Budget`]; `None` derives the limit from the inputs'
-/// size (see the [module](self) documentation).
+/// size (see [`Budget`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BudgetLimits {
     /// Most bytes inflated out of compressed binaries, in all.
@@ -89,6 +66,32 @@ pub struct BudgetLimits {
     pub max_depth: Option<u64>,
 }
 
+/// One command's budget for reading OffloadBinaries: every read it makes,
+/// of every input and of every binary nested in an image, spends from the
+/// same budget, so that no input — a compressed binary that inflates
+/// to gigabytes, binaries nested in each other that fan out — costs more
+/// than its limits, however its parts are arranged.
+///
+/// Four things are counted: bytes inflated out of compressed (version 3)
+/// binaries (and decoded out of LLVM bitcode), images read, files written (counted by the caller, which
+/// writes them) and levels of binaries nested in images. Each limit is
+/// either given or derived from the size of the command's inputs
+/// ([`Budget::add_input`]), so that real files (libraries with thousands of
+/// images, device code that compresses well) pass while a file of a few
+/// kilobytes can cost no more than a fraction of a second and a bounded
+/// amount of memory:
+///
+/// | limit | default |
+/// |---|---|
+/// | bytes inflated | 1024 × the inputs' size, at least 128 MiB, at most 16 GiB |
+/// | images | the inputs' size / 16, at least 65,536 |
+/// | files written | the inputs' size / 1024, at least 4,096 |
+/// | levels of nesting | 16 |
+///
+/// zlib cannot compress beyond about 1032 to 1, and device code compresses
+/// far less, so 1024 × is reached only by data made to do it (zstd
+/// compresses runs of zeros much further).
+///
 /// What one command may still spend ([`Spent`]); shared by reference by
 /// every read it makes. Not for several threads at once (the counters are
 /// [`Cell`]s).

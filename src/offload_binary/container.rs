@@ -427,7 +427,7 @@ fn keep_nested(inf: &Inflating<'_>, nested: bool) -> Result<Vec<Option<Vec<u8>>>
 mod tests {
     use super::*;
     use crate::ErrorKind;
-    use crate::offload_binary::{BudgetLimits, Compression, ImageSpec, compress_v3, layout};
+    use crate::offload_binary::{BudgetLimits, Compression, ImageSpec, compress, layout};
 
     /// An uncompressed version 3 binary of `images`.
     fn plain(images: &[&[u8]]) -> Vec<u8> {
@@ -440,7 +440,7 @@ mod tests {
             })
             .collect();
         let mut out = Vec::new();
-        layout(&specs, 3)
+        layout(&specs, crate::offload_binary::Version::V3)
             .unwrap()
             .write_to(&mut out, images)
             .unwrap();
@@ -477,7 +477,7 @@ mod tests {
         let inner = plain(&[b"inner"]);
         let images: [&[u8]; 4] = [b"one", &big, &[], &inner];
         for how in [Compression::Zstd, Compression::Zlib] {
-            let mut data = compress_v3(&plain(&images), how, 3).unwrap();
+            let mut data = compress(&plain(&images), how, 3).unwrap();
             data.extend(plain(&[b"plain"]));
             let whole = find_images(&data, &Limits::default()).unwrap();
             let want: Vec<Vec<u8>> = whole.iter().map(|f| f.image.image.to_vec()).collect();
@@ -508,7 +508,7 @@ mod tests {
 
     #[test]
     fn a_bomb_spends_its_budget_before_anything_is_inflated() {
-        let data = compress_v3(&plain(&[&[0u8; 4096]]), Compression::Zstd, 3).unwrap();
+        let data = compress(&plain(&[&[0u8; 4096]]), Compression::Zstd, 3).unwrap();
         let budget = Budget::new(BudgetLimits {
             max_inflated: Some(4096),
             ..BudgetLimits::default()
@@ -560,7 +560,7 @@ mod tests {
         // Large enough that its tables are read without its end.
         let big: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         for how in [Compression::Zstd, Compression::Zlib] {
-            let good = compress_v3(&plain(&[&big]), how, 3).unwrap();
+            let good = compress(&plain(&[&big]), how, 3).unwrap();
             let bad = with_trailing(&good, b"GARBAGE!");
             let budget = Budget::default();
             // The tables alone look fine; the whole stream does not.
@@ -578,7 +578,7 @@ mod tests {
             let e = find_images(&bad, &Limits::default()).unwrap_err();
             assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
             // A small one, inflated in its first read.
-            let small = with_trailing(&compress_v3(&plain(&[b"x"]), how, 3).unwrap(), b"GARBAGE!");
+            let small = with_trailing(&compress(&plain(&[b"x"]), how, 3).unwrap(), b"GARBAGE!");
             let e = find_images_streamed(&small, &budget, Inflate::Check).unwrap_err();
             assert!(matches!(e.kind(), ErrorKind::Decompress { .. }), "{e}");
         }
@@ -678,8 +678,8 @@ mod tests {
         // decoded into memory, each is read like one in a file, its images
         // pending, numbered after the binaries before it.
         let big: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
-        let first = compress_v3(&plain(&[b"one", &big]), Compression::Zstd, 3).unwrap();
-        let second = compress_v3(&plain(&[&big[..5000], b"two"]), Compression::Zlib, 6).unwrap();
+        let first = compress(&plain(&[b"one", &big]), Compression::Zstd, 3).unwrap();
+        let second = compress(&plain(&[&big[..5000], b"two"]), Compression::Zlib, 6).unwrap();
         let (a, b) = (
             crate::bitcode::tests::module_holding(&first),
             crate::bitcode::tests::module_holding(&second),

@@ -39,7 +39,7 @@ pub struct PendingImage {
 }
 
 /// A compressed version 3 OffloadBinary whose tables were read from the
-/// first bytes of its inflated form ([`read_inflating`]).
+/// first bytes of its inflated form ([`find_images_streamed`](super::find_images_streamed)).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Inflating<'data> {
@@ -74,7 +74,7 @@ impl Inflating<'_> {
     /// The inflated binary as a stream of exactly [`Inflating::inflated_size`]
     /// bytes: its header as the uncompressed binary has it, then the
     /// inflated data. Data that ends early, inflates further or is corrupt
-    /// fails the read with the error [`read_binary`](super::read_binary)
+    /// fails the read with the error [`read_all`](super::read_all)
     /// gives for it, inside the `io::Error`.
     pub fn reader(&self) -> Result<Box<dyn Read + '_>> {
         if let Some(whole) = &self.whole {
@@ -90,7 +90,7 @@ impl Inflating<'_> {
     /// offsets; what `visit` leaves unread is skipped. The stream must come
     /// to exactly [`Inflating::inflated_size`] bytes: data that ends early,
     /// inflates further, or is corrupt fails with the error
-    /// [`read_binary`](super::read_binary) gives for it, inside the
+    /// [`read_all`](super::read_all) gives for it, inside the
     /// `io::Error` (as for [`Inflating::reader`]); an error of `visit` is
     /// passed on as it is.
     pub fn stream(

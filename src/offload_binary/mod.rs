@@ -21,27 +21,67 @@
 //! string entries), and in version 3 the header grows to 40 bytes with an
 //! inflated size: when non-zero, everything after the header is zlib or zstd.
 //!
+//! # Examples
+//!
+//! Pack two images as `llvm-offload-binary` does (version 1), then find them
+//! again, here in the packed bytes themselves (an object file's
+//! `.llvm.offloading` section or an archive of objects would do as well):
+//!
+//! ```
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
+//!
+//! let images = [b"gfx90a code".to_vec(), b"sm_80 code".to_vec()];
+//! let spec = |triple: &str, arch: &str, image: &[u8]| ImageSpec {
+//!     image_kind: ImageKind::IMG_Object,
+//!     offload_kind: OffloadKind::OFK_OpenMP,
+//!     strings: vec![
+//!         (b"triple".to_vec(), triple.as_bytes().to_vec()),
+//!         (b"arch".to_vec(), arch.as_bytes().to_vec()),
+//!     ],
+//!     size: image.len() as u64,
+//!     ..ImageSpec::default()
+//! };
+//! let specs = [
+//!     spec("amdgcn-amd-amdhsa", "gfx90a", &images[0]),
+//!     spec("nvptx64-nvidia-cuda", "sm_80", &images[1]),
+//! ];
+//! let mut packed = Vec::new();
+//! offload_binary::layout(&specs, Version::V1)?.write_to(&mut packed, &[&images[0], &images[1]])?;
+//! assert!(offload_binary::has_magic(&packed));
+//!
+//! let found = offload_binary::find_images(&packed, &Limits::default())?;
+//! assert_eq!(found.len(), 2);
+//! assert_eq!(found[0].image.triple(), b"amdgcn-amd-amdhsa");
+//! assert_eq!(&found[1].image.image[..], &images[1][..]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Version 3 binaries may be compressed ([`compress`]); reading inflates
+//! them within [`Limits`], or [`find_images_streamed`] streams them within a
+//! [`Budget`].
+//!
 //! Sources: `llvm/include/llvm/Object/OffloadBinary.h` of LLVM 22.1.8 and of
 //! newer upstream; behaviour checked against the installed LLVM 22 tools.
 
-pub mod args;
-pub mod budget;
-pub mod container;
-pub mod inflating;
-pub mod kinds;
-pub mod listing;
-pub mod raw;
-pub mod read;
-pub mod write;
+pub(crate) mod args;
+pub(crate) mod budget;
+pub(crate) mod container;
+pub(crate) mod inflating;
+pub(crate) mod kinds;
+pub(crate) mod listing;
+pub(crate) mod raw;
+pub(crate) mod read;
+pub(crate) mod write;
 
-pub use args::ImageArgs;
 pub use budget::{Budget, BudgetLimits, Spent};
 pub use container::{FoundImage, Inflate, Pending, Streamed, find_images, find_images_streamed};
-pub use inflating::{Inflating, PendingImage, read_inflating};
+pub use inflating::{Inflating, PendingImage};
 pub use kinds::{ImageKind, OffloadKind};
-pub use read::{
-    HeaderSummary, Limits, OffloadImage, has_magic, header_summary, read_all, read_binary,
-};
-pub use write::{
-    Compression, ImageSpec, compress_v3, layout, layout_v1, layout_v1_one, layout_v2, layout_v3,
-};
+pub use read::{KeyValue, Limits, OffloadImage, has_magic, read_all};
+pub use write::{Compression, ImageSpec, Version, compress, layout};
+
+// What the rest of the crate (the scanner, the command line) uses besides.
+pub(crate) use args::ImageArgs;
+pub(crate) use inflating::read_inflating;
+pub(crate) use read::{header_summary, read_binary};
+pub(crate) use write::{layout_v1, layout_v1_one, layout_v3};

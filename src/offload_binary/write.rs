@@ -20,7 +20,7 @@ use super::raw::{
     STRING_ENTRY_V2_SIZE, StringEntryV1, StringEntryV2, align_up,
 };
 use crate::error::{Error, Result};
-pub use crate::layout::{Layout, Piece};
+use crate::layout::{Layout, Piece};
 use crate::llvm::string_table::StringTable;
 use crate::num::usize_from;
 
@@ -40,7 +40,7 @@ pub struct ImageSpec {
 }
 
 fn too_large() -> Error {
-    Error::usage("the OffloadBinary would be larger than 2^64 bytes")
+    Error::too_large("the OffloadBinary")
 }
 
 fn add(a: u64, b: u64) -> Result<u64> {
@@ -52,7 +52,7 @@ fn align8(x: u64) -> Result<u64> {
 }
 
 /// Lays out version 1: one binary per image, in order, as LLVM 22 writes them.
-pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
+pub(crate) fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
     let mut layout = Layout::default();
     for (i, img) in images.iter().enumerate() {
         push_v1(&mut layout, i, img)?;
@@ -64,7 +64,7 @@ pub fn layout_v1(images: &[ImageSpec]) -> Result<Layout> {
 /// and where the image lies in it: what a wrapper embedding the binary
 /// needs to point the runtime at the image without writing the binary out
 /// first.
-pub fn layout_v1_one(img: &ImageSpec) -> Result<(Layout, std::ops::Range<u64>)> {
+pub(crate) fn layout_v1_one(img: &ImageSpec) -> Result<(Layout, std::ops::Range<u64>)> {
     let mut layout = Layout::default();
     let image = push_v1(&mut layout, 0, img)?;
     Ok((layout, image))
@@ -122,13 +122,13 @@ fn push_v1(layout: &mut Layout, i: usize, img: &ImageSpec) -> Result<std::ops::R
 
 /// Lays out version 2: one binary holding every image as an entry, as newer
 /// LLVM writes it (32-byte header, 24-byte string entries with value sizes).
-pub fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
+pub(crate) fn layout_v2(images: &[ImageSpec]) -> Result<Layout> {
     layout_multi(images, 2)
 }
 
 /// Lays out version 3 without compression: version 2 with the 40-byte header
-/// (inflated size 0). See [`compress_v3`] for the compressed form.
-pub fn layout_v3(images: &[ImageSpec]) -> Result<Layout> {
+/// (inflated size 0). See [`compress`] for the compressed form.
+pub(crate) fn layout_v3(images: &[ImageSpec]) -> Result<Layout> {
     layout_multi(images, 3)
 }
 
@@ -210,15 +210,55 @@ fn layout_multi(images: &[ImageSpec], version: u32) -> Result<Layout> {
     Ok(layout)
 }
 
-/// Lays out `images` in format `version` (1, 2 or 3 uncompressed).
-pub fn layout(images: &[ImageSpec], version: u32) -> Result<Layout> {
+/// An OffloadBinary format version to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Version {
+    /// Version 1, what LLVM 22 writes: one binary per image, concatenated.
+    #[default]
+    V1,
+    /// Version 2 (newer LLVM): one binary holding every image as an entry,
+    /// 24-byte string entries with value sizes.
+    V2,
+    /// Version 3: version 2 with the 40-byte header, uncompressed as laid
+    /// out; [`compress`] compresses it.
+    V3,
+}
+
+impl Version {
+    /// The number the header stores.
+    pub fn number(self) -> u32 {
+        match self {
+            Version::V1 => 1,
+            Version::V2 => 2,
+            Version::V3 => 3,
+        }
+    }
+}
+
+impl TryFrom<u32> for Version {
+    type Error = Error;
+
+    /// The version numbered `n`: 1, 2 or 3; any other is an error.
+    fn try_from(n: u32) -> Result<Version> {
+        match n {
+            1 => Ok(Version::V1),
+            2 => Ok(Version::V2),
+            3 => Ok(Version::V3),
+            v => Err(Error::usage(format!(
+                "cannot write OffloadBinary version {v}: only 1, 2 and 3 are written"
+            ))),
+        }
+    }
+}
+
+/// Lays out `images` as OffloadBinaries of `version` (version 3
+/// uncompressed: see [`compress`]). The layout refers to the images by
+/// index; [`Layout::write_to`] writes it.
+pub fn layout(images: &[ImageSpec], version: Version) -> Result<Layout> {
     match version {
-        1 => layout_v1(images),
-        2 => layout_v2(images),
-        3 => layout_v3(images),
-        v => Err(Error::usage(format!(
-            "cannot write OffloadBinary version {v}: only 1, 2 and 3 are written"
-        ))),
+        Version::V1 => layout_v1(images),
+        Version::V2 => layout_v2(images),
+        Version::V3 => layout_v3(images),
     }
 }
 
@@ -231,17 +271,18 @@ pub enum Compression {
     Zstd,
 }
 
-/// Compresses an uncompressed version 3 binary (as [`layout_v3`] writes it):
+/// Compresses an uncompressed version 3 binary (as [`layout`] writes it for
+/// [`Version::V3`]):
 /// everything after the header is compressed, the header gets the inflated
 /// size, and the result is padded to 8 bytes (the padding is not counted in
 /// the header's size), as newer LLVM does. This holds the whole binary in
 /// memory, which compression needs anyway.
-pub fn compress_v3(binary: &[u8], how: Compression, level: i32) -> Result<Vec<u8>> {
+pub fn compress(binary: &[u8], how: Compression, level: i32) -> Result<Vec<u8>> {
     use std::io::Write as _;
     let hdr_len = usize_from(HEADER_V3_SIZE);
     if binary.len() < hdr_len || binary[4..8] != 3u32.to_le_bytes() {
         return Err(Error::usage(
-            "compress_v3 needs an uncompressed version 3 binary",
+            "compress needs an uncompressed version 3 binary",
         ));
     }
     let body = &binary[hdr_len..];

@@ -10,15 +10,61 @@
 //!   cubins of the 9.x line an sm_90 device runs), and PTX as [`Ptx`]
 //!   says; with `--drop` rules an image goes when it is built for a target
 //!   a rule names ([`Rule::built_for`]). Bundles' host entries always stay.
-//! - [`containers`] rewrites one container with only the entries that stay:
+//! - `containers` rewrites one container with only the entries that stay:
 //!   a CUDA fatbin (entries kept as stored, compressed or not), a binary
 //!   clang offload bundle (laid out as LLVM's bundler lays out the same
 //!   entries), a run of OffloadBinaries. Each result is a
 //!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
 //!   the input: the kept entries are copied, never decoded.
+//!
+//! # Examples
+//!
+//! Keep only what a gfx90a loads of a HIP bundle built for two GPUs: the
+//! plan rewrites the bundle where it lies, and the file keeps its size (the
+//! freed bytes are zeros):
+//!
+//! ```
+//! use offload_kit::bundle::{self, Format};
+//! use offload_kit::prune::{self, Ptx, Rules, Selection};
+//! use offload_kit::scan::{self, Options, Rule};
+//!
+//! let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+//! let entries = [
+//!     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+//!     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+//!     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+//! ];
+//! let mut file = Vec::new();
+//! bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+//!
+//! let report = scan::scan(&file, &Options::default());
+//! let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+//! let verdicts = keep.decide(&report);
+//! let plan = prune::plan(&file, &report, &verdicts, false, false)?;
+//! assert_eq!(plan.edits.len(), 1);
+//!
+//! // Apply the edits in memory.
+//! let mut pruned = file.clone();
+//! for edit in &plan.edits {
+//!     let at = edit.offset as usize;
+//!     let new = edit.pruned.to_vec(&file[at..]);
+//!     pruned[at..at + edit.size as usize].fill(0);
+//!     pruned[at..at + new.len()].copy_from_slice(&new);
+//! }
+//! let left = bundle::entries(&pruned[..file.len() - plan.freed() as usize], Format::Binary)?;
+//! let ids: Vec<&[u8]> = left.iter().map(|e| e.id).collect();
+//! assert_eq!(ids.len(), 2);
+//! assert!(!ids.contains(&&b"hip-amdgcn-amd-amdhsa--gfx942"[..]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-pub mod containers;
-pub mod plan;
+// `containers::sequence` has no caller but the tests yet.
+#[allow(dead_code)]
+pub(crate) mod containers;
+pub(crate) mod plan;
+
+pub use containers::Pruned;
+pub use plan::{Edit, Plan, plan};
 
 use crate::offload_binary::ImageKind;
 use crate::scan::rule::{Meets, Rule};

@@ -94,8 +94,8 @@ pub struct RuleResult {
     /// never meet a required rule, and fail a forbidding one).
     pub undetermined: Vec<usize>,
     /// Required: what the images in [`RuleResult::images`] are built for,
-    /// sorted and each once ([`image_label`]: `gfx90a:xnack+`,
-    /// `sm_80:ptx`).
+    /// sorted and each once (target IDs, and for CUDA images their kind
+    /// too: `gfx90a:xnack+`, `sm_80:ptx`).
     pub serving: Vec<String>,
     /// Required: the device configurations the rule names that no image
     /// serves (`gfx90a:sramecc+:xnack-`, `sm_103`); empty when it passes.
@@ -250,7 +250,8 @@ pub enum Verdict {
     Checked {
         /// How many device images it carries.
         device_images: usize,
-        /// The target IDs present, in [arch order](super::sort::arch_cmp),
+        /// The target IDs present, in architecture order (AMDGPU by ISA version, then CUDA by
+        /// number, then the others),
         /// each once.
         present: Vec<String>,
         /// Every rule's result (required rules only when it carries device

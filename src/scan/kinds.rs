@@ -150,7 +150,7 @@ impl HashAlgo {
 
     /// A hasher fed piece by piece: [`Hasher::finish`] gives what
     /// [`HashAlgo::digest`] gives for the pieces put together.
-    pub fn hasher(self) -> Hasher {
+    pub(crate) fn hasher(self) -> Hasher {
         match self {
             HashAlgo::Xxh3_128 => Hasher::Xxh3(Box::new(xxhash_rust::xxh3::Xxh3::new())),
             HashAlgo::Md5 => Hasher::Md5(md5::Md5::default()),

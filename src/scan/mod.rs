@@ -18,7 +18,7 @@
 //! 2. **Raw scan** ([`Mode::Raw`], and [`Mode::Auto`] for a file with no
 //!    section table or that is not an object file): the whole file is
 //!    searched for the magics of the four container formats with
-//!    `memchr::memmem` ([`magic`]); every candidate is validated by the
+//!    `memchr::memmem`; every candidate is validated by the
 //!    format's own reader, and the scan skips to the end of each container
 //!    it accepts, so the inside of a large container is never searched.
 //! 3. **Recursion**: a container's images that start with a container magic
@@ -71,15 +71,15 @@
 //!
 //! [`select()`] picks images by triple, architecture and kind (what
 //! `extract` writes), [`check()`] judges reports against [`Requirements`]
-//! (rules matched as the loaders match code to devices: [`rule`]) and
+//! (rules matched as the loaders match code to devices: [`Rule`]) and
 //! returns an [`Outcome`], and [`size()`] sums a report's device code
 //! per target and kind into a [`SizeReport`]. None of them prints.
 //!
 //! # JSON
 //!
 //! The report types implement [`serde::Serialize`]: a [`Report`] serializes
-//! as one file of the `inspect --json` document, and [`json`] has the whole
-//! document and its schema.
+//! as one file of the `inspect --json` document, and [`JsonDocument`] is the
+//! whole document (schema [`JSON_SCHEMA`]).
 //!
 //! # Content hashes
 //!
@@ -87,16 +87,54 @@
 //! hex) or [`HashAlgo::Md5`] (what `md5sum` prints, for comparing with
 //! files on disk). Hashes are only computed on request: hashing reads every
 //! byte, while listing reads headers.
+//!
+//! # Examples
+//!
+//! Scan a file's bytes (here an OffloadBinary made on the spot; a mapped
+//! executable in practice), then ask CI's question: is there code for
+//! gfx90a?
+//!
+//! ```
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind, Version};
+//! use offload_kit::scan::{self, Options, Requirements, Rule};
+//!
+//! let code = b"gfx90a code".to_vec();
+//! let spec = ImageSpec {
+//!     image_kind: ImageKind::IMG_Object,
+//!     offload_kind: OffloadKind::OFK_HIP,
+//!     strings: vec![
+//!         (b"triple".to_vec(), b"amdgcn-amd-amdhsa".to_vec()),
+//!         (b"arch".to_vec(), b"gfx90a:xnack+".to_vec()),
+//!     ],
+//!     size: code.len() as u64,
+//!     ..ImageSpec::default()
+//! };
+//! let mut file = Vec::new();
+//! offload_binary::layout(&[spec], Version::V1)?.write_to(&mut file, &[&code])?;
+//!
+//! let report = scan::scan(&file, &Options::default());
+//! assert!(report.problems.is_empty());
+//! let image = &report.images[0];
+//! assert_eq!((image.arch.as_str(), image.target_id.as_str()), ("gfx90a", "gfx90a:xnack+"));
+//!
+//! let mut req = Requirements::default();
+//! req.require.push(Rule::parse("gfx90a")?);
+//! req.forbid.push(Rule::parse("sm_80")?);
+//! let outcome = scan::check([Ok(&report)], &req);
+//! // gfx90a:xnack+ code does not run on a gfx90a with xnack off.
+//! assert!(!outcome.passed());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-pub mod check;
-pub mod json;
-pub mod kinds;
-pub mod magic;
-pub mod rule;
+pub(crate) mod check;
+pub(crate) mod json;
+pub(crate) mod kinds;
+pub(crate) mod magic;
+pub(crate) mod rule;
 mod sections;
-pub mod select;
-pub mod size;
-pub mod sort;
+pub(crate) mod select;
+pub(crate) mod size;
+pub(crate) mod sort;
 mod tap;
 mod walk;
 
@@ -104,12 +142,14 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use check::{Outcome, Requirements, RuleResult, Verdict, check};
-pub use kinds::{Content, Digest, HashAlgo, Hasher, Offload, StoredHash};
-pub use magic::{Finders, Magic};
-pub use rule::{Meets, Rule};
+pub use check::{Failure, Outcome, Requirements, RuleResult, Verdict, check};
+pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA};
+pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
+
+pub(crate) use kinds::Hasher;
+pub use rule::{Coverage, Meets, Rule};
 pub use select::{Selection, select};
-pub use size::{SizeReport, size};
+pub use size::{SizeReport, Tally, size};
 pub use walk::{scan, scan_with};
 
 /// How images are found in a file.
@@ -129,15 +169,15 @@ pub enum Mode {
 
 /// The default of [`Options::max_images`]: ten times the 200,000 entries
 /// of the largest fatbins seen, about 200 MiB of report at most.
-pub const DEFAULT_MAX_IMAGES: usize = 500_000;
+pub(crate) const DEFAULT_MAX_IMAGES: usize = 500_000;
 
 /// The most decompressed bytes a scan holds in memory at once: compressed
 /// data that cannot be streamed (see [`Limit::Whole`]) and declares more
 /// stops the scan. Everything else is streamed, whatever its size.
-pub const MAX_WHOLE: u64 = 128 << 20;
+pub(crate) const MAX_WHOLE: u64 = 128 << 20;
 
 /// The default of [`Options::max_containers`].
-pub const DEFAULT_MAX_CONTAINERS: usize = 200_000;
+pub(crate) const DEFAULT_MAX_CONTAINERS: usize = 200_000;
 
 /// A decompression budget for a file of `size` bytes, where none is
 /// given: 1024 times its size, at least 128 MiB and at most 16 GiB. Real
@@ -300,7 +340,7 @@ pub struct WrapperInfo {
 }
 
 /// One container found in the file. Serializes as an element of
-/// `containers` in the `inspect --json` schema ([`json`]).
+/// `containers` in the `inspect --json` schema ([`JsonDocument`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Container {
@@ -333,7 +373,7 @@ pub struct Container {
 }
 
 /// One device image (or bundle entry). Serializes as an element of
-/// `images` in the `inspect --json` schema ([`json`]).
+/// `images` in the `inspect --json` schema ([`JsonDocument`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Image {
@@ -459,7 +499,7 @@ pub enum Limit {
     /// Compressed data that is only read whole (contents that are not a
     /// binary bundle, images that hold containers of their own, a
     /// compressed OffloadBinary whose tables lie past its first 16 MiB)
-    /// declaring more than [`MAX_WHOLE`] bytes: what it declares.
+    /// declaring more than 128 MiB: what it declares.
     Whole(u64),
     /// [`Options::max_uncompressed`]: the bytes a stream declared, and
     /// what was left of the budget.
@@ -494,7 +534,7 @@ impl fmt::Display for Limit {
 
 /// Everything found in one file. Serializes as the `format`, `scan`,
 /// `containers`, `images` and `problems` of one file in the
-/// `inspect --json` schema ([`json`]).
+/// `inspect --json` schema ([`JsonDocument`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {

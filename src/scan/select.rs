@@ -82,8 +82,14 @@ pub(crate) fn is_nvptx_object(img: &Image) -> bool {
 }
 
 /// Which images to take: each list that is not empty must have an entry
-/// matching the image (see [`triple_matches`], [`arch_matches`],
-/// [`kind_matches`]).
+/// matching the image. A triple matches when its dash-separated components
+/// start the image's (also compared in LLVM's normalized form, ignoring
+/// case: `x86_64-linux-gnu` matches `x86_64-unknown-linux-gnu`); an
+/// architecture is a target ID whose processor is the image's (ignoring
+/// case; an LLVM alias such as `tahiti` names its `gfx` processor) and whose
+/// features the image has with the same sign (`gfx90a` matches
+/// `gfx90a:xnack+`, not the other way round); a kind is the image's offload
+/// kind or image kind (`hipv4` is `hip`; an NVPTX `object` is a `cubin`).
 /// Start from [`Selection::default`] and set fields: more may be added.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]

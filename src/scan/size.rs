@@ -15,7 +15,8 @@ pub struct Tally {
     /// Their size (decompressed: a compressed CUDA fatbin entry counts
     /// its uncompressed size).
     pub bytes: u64,
-    /// What they take in the file (see [`stored_size`]).
+    /// What they take in the file: each image's share of the nearest
+    /// compressed container around it (an estimate), else its size.
     pub stored: u64,
 }
 

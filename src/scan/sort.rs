@@ -124,6 +124,7 @@ pub fn natural_cmp(a: &str, b: &str) -> Ordering {
 }
 
 /// Sorts `v` in [natural order](natural_cmp).
+#[cfg(test)]
 pub fn natural_sort(v: &mut [String]) {
     v.sort_by(|a, b| natural_cmp(a, b));
 }

@@ -35,7 +35,7 @@ pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
             size: data.len() as u64,
         })
         .collect();
-    let layout = crate::offload_binary::layout(&specs, 1).unwrap();
+    let layout = crate::offload_binary::layout(&specs, crate::offload_binary::Version::V1).unwrap();
     let bytes: Vec<&[u8]> = images.iter().map(|i| i.2).collect();
     let mut out = Vec::new();
     layout.write_to(&mut out, &bytes).unwrap();

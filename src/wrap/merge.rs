@@ -106,7 +106,7 @@ pub(crate) fn lay_out(consts: &[(u64, u64)], limit: Option<u64>) -> Result<Layou
             group[k] = Some(g);
         }
     }
-    let too_large = || Error::usage("the wrapper object would be larger than 2^64 bytes");
+    let too_large = || Error::too_large("the wrapper object");
     let mut at = vec![0; consts.len()];
     let mut end = 0u64;
     let mut align = 1;

@@ -54,6 +54,32 @@
 //! the one plain section (real OffloadBinaries are never like that). Image
 //! bytes are never copied: the object is described as a [`Layout`] whose
 //! image pieces the caller copies file to file.
+//!
+//! # Examples
+//!
+//! The object that registers a CUDA fatbin with the CUDA runtime, for an
+//! x86-64 host (link it into the host program); [`layout`] describes the
+//! same object without copying the fatbin, for large ones:
+//!
+//! ```
+//! use offload_kit::wrap::{self, Abi, Image, Kind, Options};
+//!
+//! let fatbin = b"a CUDA fatbin".to_vec();
+//! let opts = Options {
+//!     kind: Kind::Cuda,
+//!     abi: Abi::Llvm,
+//!     triple: "x86_64-unknown-linux-gnu".into(),
+//!     llc_layout: true,
+//!     relocatable: false,
+//! };
+//! let object = wrap::to_vec(&opts, &[Image::raw(&fatbin)])?;
+//! assert_eq!(&object[..4], b"\x7fELF");
+//! // An unknown host is an error of its own kind.
+//! let arm = Options { triple: "armv7-apple-ios".into(), ..opts };
+//! let e = wrap::to_vec(&arm, &[Image::raw(&fatbin)]).unwrap_err();
+//! assert!(matches!(e.kind(), offload_kit::ErrorKind::UnsupportedTriple { .. }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod arch;
 mod eh_frame;
@@ -75,7 +101,7 @@ use crate::offload_binary::{self, Limits};
 use arch::{CpuInfo, Fatbin};
 use relocatable::{Place, Reloc, Relocatable, SectionId, SymbolId};
 
-pub use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
+pub(crate) use crate::offload_binary::container::SHT_LLVM_OFFLOADING;
 pub use sycl::{SyclImage, sycl_layout};
 
 /// Size of `__tgt_device_image`, `__tgt_bin_desc` and `__tgt_image_info` on
@@ -112,11 +138,11 @@ fn byte_array_align(cpu: &CpuInfo, len: u64) -> u64 {
 /// and filesystems that share blocks between files (XFS, btrfs) can share
 /// the image's blocks instead of copying them. Only the file offset
 /// changes; `sh_addralign` stays `IMAGE_ALIGN` (8).
-pub const IMAGE_FILE_ALIGN: u64 = 64 << 10;
+pub(crate) const IMAGE_FILE_ALIGN: u64 = 64 << 10;
 
 /// Image sections at least this large get [`IMAGE_FILE_ALIGN`]; smaller
 /// objects stay compact.
-pub const IMAGE_FILE_ALIGN_FROM: u64 = 1 << 20;
+pub(crate) const IMAGE_FILE_ALIGN_FROM: u64 = 1 << 20;
 
 /// The offloading model whose runtime registers the images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,8 +212,8 @@ pub struct Options {
     /// Place the image section right after the sections before it, as llc
     /// does, whatever its size: the object is then byte-identical to
     /// `llvm-offload-wrapper` + `llc -relocation-model=pic` for every
-    /// input. Otherwise an image section of [`IMAGE_FILE_ALIGN_FROM`] bytes
-    /// or more starts at a multiple of [`IMAGE_FILE_ALIGN`] in the file
+    /// input. Otherwise an image section of 1 MiB or more starts at a
+    /// multiple of 64 KiB in the file
     /// (faster to write, and shareable by reflink-capable filesystems).
     pub llc_layout: bool,
     /// For a relocatable link (`clang -r`, OpenMP only): the images go to
@@ -244,7 +270,7 @@ impl<'data> Image<'data> {
         // A compressed binary is refused from its header: inflating it only
         // to refuse it would cost what it inflates to.
         if offload_binary::header_summary(bytes).is_some_and(|h| h.method.is_some()) {
-            return Err(Error::usage(COMPRESSED));
+            return Err(Error::unsupported(COMPRESSED));
         }
         let mut found = Vec::new();
         offload_binary::read_binary(bytes, 0, &Limits::default(), &mut found)?;
@@ -252,7 +278,7 @@ impl<'data> Image<'data> {
             return Err(Error::invalid("OffloadBinary", "it holds no image"));
         };
         let Cow::Borrowed(inner) = first.image else {
-            return Err(Error::usage(COMPRESSED));
+            return Err(Error::unsupported(COMPRESSED));
         };
         // The reader checked that the image lies within the binary.
         let start = first.binary_offset + first.image_offset;
@@ -271,7 +297,7 @@ const COMPRESSED: &str = "the OffloadBinary is compressed; the runtime needs the
 
 impl Image<'_> {
     /// What the writer needs of this input ([`layout_shapes`]).
-    pub fn shape(&self) -> InputShape {
+    pub(crate) fn shape(&self) -> InputShape {
         InputShape {
             size: len64(self.bytes),
             image: self.image.clone(),
@@ -288,7 +314,7 @@ impl Image<'_> {
 /// on its own first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct InputShape {
+pub(crate) struct InputShape {
     /// The input's size in bytes (all of it is embedded).
     pub size: u64,
     /// The device image within the input.
@@ -306,7 +332,7 @@ impl InputShape {
 
 fn align_up(x: u64, a: u64) -> Result<u64> {
     x.checked_next_multiple_of(a)
-        .ok_or_else(|| Error::usage("the wrapper object would be larger than 2^64 bytes"))
+        .ok_or_else(|| Error::too_large("the wrapper object"))
 }
 
 /// Writes the wrapper object for `images` (in memory; for tests and small
@@ -329,7 +355,7 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
 /// [`layout`] for inputs known by their [`InputShape`] alone:
 /// [`Piece::Image`](crate::layout::Piece::Image)`(i)` is where input `i`
 /// goes.
-pub fn layout_shapes(opts: &Options, images: &[InputShape]) -> Result<Layout> {
+pub(crate) fn layout_shapes(opts: &Options, images: &[InputShape]) -> Result<Layout> {
     let cpu = arch::for_triple(&opts.triple)?;
     let os = HostOs::of(&opts.triple);
     if images.is_empty() {

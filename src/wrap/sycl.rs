@@ -243,7 +243,7 @@ impl Module {
         let a = elf::SHF_ALLOC;
         let wa = elf::SHF_WRITE | elf::SHF_ALLOC;
         let ams = elf::SHF_ALLOC | elf::SHF_MERGE | elf::SHF_STRINGS;
-        let too_large = || Error::usage("the SYCL object would be larger than 2^64 bytes");
+        let too_large = || Error::too_large("the SYCL object");
         for (i, img) in images.iter().enumerate() {
             for (which, base, len) in [
                 (0, "target", len64(&img.triple) + 1),
@@ -341,7 +341,7 @@ impl Module {
         let at = align_up(sec.size, align)?;
         sec.size = at
             .checked_add(size)
-            .ok_or_else(|| Error::usage("the SYCL object would be larger than 2^64 bytes"))?;
+            .ok_or_else(|| Error::too_large("the SYCL object"))?;
         sec.align = sec.align.max(align);
         self.index.insert(what, self.globals.len());
         self.globals.push(Global {

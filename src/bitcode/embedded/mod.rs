@@ -140,6 +140,7 @@ pub struct EmbeddedObjects<'data> {
 
 impl EmbeddedObjects<'_> {
     /// The total size of the objects' bytes.
+    #[cfg(test)]
     pub fn total_size(&self) -> u64 {
         self.objects
             .iter()

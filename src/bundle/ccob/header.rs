@@ -9,9 +9,6 @@ use super::raw::*;
 use crate::error::Result;
 use crate::num::len64;
 
-/// bytes or more that is not compressed.
-pub const VERBOSE_UNCOMPRESSED: &str = "Uncompressed bundle.\n";
-
 /// A parsed CCOB header, any version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {

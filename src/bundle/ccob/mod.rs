@@ -33,11 +33,11 @@
 //! their input into a window buffer of their own, and once the input
 //! passes the window (128 MiB) that buffer wraps and the frame differs.
 //!
-//! [`compress`] writes to any `Write + Seek`; [`compress_into`] writes into
-//! a caller's buffer of [`compressed_bound`] bytes and takes the hash from
-//! a caller's function, so that a caller can map both the bundle and the
-//! output from files and keep neither in memory (what the command line
-//! does: see `src/cli/compress.rs`).
+//! [`compress`] writes to any `Write + Seek` ([`compress_to_vec`] to
+//! memory). The command line writes into a mapped output of the largest
+//! size the CCOB can have, with the hash from its own function, so that it
+//! keeps neither the bundle nor the CCOB in memory (`compress_into`, see
+//! `src/cli/compress.rs`).
 //!
 //! With [`CompressOptions::threads`] > 0 the input is cut into frames
 //! (32 MiB at most, their number a multiple of the workers) that are
@@ -46,7 +46,7 @@
 //! reads such a payload (its zstd call decodes every frame in turn); it
 //! is about 3 % larger than LLVM's single frame and, on two cores, about
 //! 2.7 times as fast. Inputs of 1 MiB or less stay one frame, identical to
-//! LLVM's. See `frames.rs`. [`compress_pieces`] does this (or zlib) from
+//! LLVM's. See `frames.rs`. The command line (`compress_pieces`) does this (or zlib) from
 //! the bundle's pieces where they lie, never assembling it, and tells the
 //! caller which bytes it is done with.
 //!
@@ -104,7 +104,7 @@
 //! several zstd frames (ours, from [`CompressOptions::threads`]) is decoded
 //! a frame per worker, in one call each, and written in order while
 //! another thread hashes it; memory is a few frames (32 MiB each from our
-//! writer, at most [`MAX_FRAME`]) instead of a window. A single frame
+//! writer, at most 64 MiB) instead of a window. A single frame
 //! (LLVM's) or zlib streams as above. See `parallel.rs`.
 //!
 //! [`Ccob::bundle_records`] decompresses only as far as the bundle header,
@@ -124,6 +124,26 @@
 //! `COMPRESSED_BUNDLE_FORMAT_VERSION` environment variables, belong to the
 //! `clang-offload-bundler` front end of the command line.
 //!
+//! # Examples
+//!
+//! Compress a bundle as `clang-offload-bundler -compress` does (version 3,
+//! zstd level 3) and read it back, the stored hash checked:
+//!
+//! ```
+//! use offload_kit::bundle::ccob::{self, CompressOptions, ReadOptions};
+//!
+//! let bundle = b"__CLANG_OFFLOAD_BUNDLE__ and the rest of a bundle".repeat(100);
+//! let (compressed, report) = ccob::compress_to_vec(&bundle, &CompressOptions::default())?;
+//! assert!(ccob::has_magic(&compressed));
+//! assert_eq!(report.header.version, 3);
+//! assert_eq!(report.header.uncompressed_size, bundle.len() as u64);
+//!
+//! let back = ccob::decompress(&compressed, &ReadOptions::default())?;
+//! assert_eq!(back.data, bundle);
+//! assert_eq!(back.hash_matches(), Some(true));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Sources: `llvm/lib/Object/OffloadBundle.cpp`,
 //! `clang/lib/Driver/OffloadBundler.cpp`, `llvm/lib/Support/Compression.cpp`
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
@@ -142,19 +162,28 @@ mod stream;
 mod tests;
 mod write;
 
-pub use fault::*;
-pub use header::*;
-pub use parallel::*;
-pub use peek::*;
-pub use raw::*;
-pub use read::*;
-pub use stream::*;
-pub use write::*;
+pub use fault::Fault;
+pub use header::Header;
+pub use raw::{Method, has_magic};
+pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};
+pub use stream::{StreamEnd, Streamed, Wanted};
+pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
+
+// What the rest of the crate (the scanner, the command line) uses besides.
+pub(crate) use header::truncated_md5;
+pub(crate) use parallel::default_threads;
+pub(crate) use peek::{PEEK_FLOOR, PEEK_RATIO};
+pub(crate) use raw::{
+    DEFAULT_VERSION, MAGIC, ZLIB_DEFAULT_LEVEL, ZSTD_DEFAULT_LEVEL, hex_hash,
+    llvm_treats_as_compressed,
+};
+pub(crate) use stream::write_wanted;
+pub(crate) use write::{BundleHasher, compress_into, compress_pieces, compressed_bound};
 
 use crate::error::{Error, ErrorKind};
 
 /// The CCOB fault inside `err`, if it is one.
-pub fn fault(err: &Error) -> Option<&Fault> {
+pub(crate) fn fault(err: &Error) -> Option<&Fault> {
     match err.kind() {
         ErrorKind::Ccob { fault, .. } => Some(fault),
         _ => None,
@@ -163,7 +192,7 @@ pub fn fault(err: &Error) -> Option<&Fault> {
 
 /// LLVM 22's message for `err` if it is a CCOB error (see
 /// [`Fault::llvm_message`]).
-pub fn llvm_message(err: &Error) -> Option<String> {
+pub(crate) fn llvm_message(err: &Error) -> Option<String> {
     fault(err).map(Fault::llvm_message)
 }
 

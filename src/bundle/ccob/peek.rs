@@ -23,7 +23,7 @@ impl Ccob<'_> {
     /// compressed size (at least [`PEEK_FLOOR`]), past the end of the
     /// contents, or after a decompression error — gives `None`. Fewer than `n` bytes are given where the
     /// contents end first. The stored hash is not checked.
-    pub fn peek(&self, offsets: &[u64], n: usize, limit: u64) -> Vec<Option<Vec<u8>>> {
+    pub(crate) fn peek(&self, offsets: &[u64], n: usize, limit: u64) -> Vec<Option<Vec<u8>>> {
         let mut out = vec![None; offsets.len()];
         let cap = (self.payload.len() as u64)
             .saturating_mul(PEEK_RATIO)

@@ -28,7 +28,7 @@ fn stream_error(what: &'static str, e: &std::io::Error) -> Error {
 impl Ccob<'_> {
     /// The records of the binary bundle this CCOB holds, in file order,
     /// decompressing only as far as the bundle header (at most
-    /// [`MAX_BUNDLE_HEADER`] bytes of it); `None` when the contents are not
+    /// 1 MiB of it); `None` when the contents are not
     /// a binary bundle. The stored hash is not checked.
     pub fn bundle_records(&self) -> Result<Option<Vec<crate::bundle::binary::Record>>> {
         use crate::bundle::binary::{Prefix, read_prefix};
@@ -88,7 +88,7 @@ impl Ccob<'_> {
     /// (and the CCOB) where its zlib stream ends, inflating into a scratch
     /// buffer and producing at most `limit` bytes. Other CCOBs are left as
     /// they are.
-    pub fn end_v1_zlib_stream(&mut self, limit: u64) -> Result<()> {
+    pub(crate) fn end_v1_zlib_stream(&mut self, limit: u64) -> Result<()> {
         if self.header.version != 1 || self.header.method != Method::ZLIB {
             return Ok(());
         }

@@ -50,7 +50,8 @@ pub const FORMAT_MESSAGE: &str = "Targets need to follow the format '<offload ki
 pub enum TargetError {
     /// The same target text appears twice: `Duplicate targets are not allowed`.
     Duplicate,
-    /// Not 5 or 6 dash-separated parts: [`FORMAT_MESSAGE`].
+    /// Not 5 or 6 dash-separated parts: `Targets need to follow the format
+    /// '<offload kind>-<target triple>'…`, LLVM's message.
     Format,
     /// Unknown offload kind and/or unknown architecture:
     /// `invalid target 'X', unknown offloading kind 'K', unknown target triple 'T'`
@@ -133,13 +134,6 @@ impl fmt::Display for TargetError {
 }
 
 impl std::error::Error for TargetError {}
-
-impl From<TargetError> for crate::Error {
-    #[cold]
-    fn from(e: TargetError) -> crate::Error {
-        crate::Error::usage(e.to_string())
-    }
-}
 
 /// A bundle-entry ID (LLVM's `OffloadTargetInfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -370,7 +364,7 @@ fn starts_with_hip(kind: &str) -> bool {
 /// normalization ([`TargetError::UnsupportedShaderModel`]), then kind and
 /// architecture ([`TargetError::Invalid`]). Then the
 /// target-ID conflict check over kind+triple groups in sorted order
-/// ([`TargetError::Conflict`], [`conflicting_target_ids`]), where a target
+/// ([`TargetError::Conflict`]), where a target
 /// ID that does not parse is [`TargetError::InvalidTargetId`] (LLVM 22's
 /// undefined behaviour there). Last the host
 /// count ([`TargetError::HostCount`]): when `bundling`, exactly one `host`

@@ -186,7 +186,7 @@ fn pack(parsed: &Parsed, output: &str) -> Result<(), Fail> {
         .write_to(&mut plain, &sources)
         .map_err(|e| io_fail(output, &e))?;
     let packed =
-        offload_binary::compress_v3(&plain, how, level).map_err(|e| Fail::new(e.to_string()))?;
+        offload_binary::compress(&plain, how, level).map_err(|e| Fail::new(e.to_string()))?;
     drop(plain);
     let packed = Input::from_vec(packed);
     write_bytes(output, &packed, packed.bytes()).map_err(|e| io_fail(output, &e))

@@ -8,7 +8,8 @@ use super::{
     parse_object_format, parse_os, parse_vendor,
 };
 
-/// How many components [`normalize`] returns (`Triple::CanonicalForm`).
+/// How many components [`Triple::normalize`](super::Triple::normalize)
+/// returns (`Triple::CanonicalForm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CanonicalForm {
     /// As many components as the normalized triple has.
@@ -43,8 +44,9 @@ pub fn normalize(text: &str, form: CanonicalForm) -> String {
 
 /// LLVM 22 aborts normalization ("LLVM ERROR: Unsupported Shader Model
 /// version", exit code 1) for a `dxil` triple whose OS is `shadermodel6.Y`
-/// with Y ≥ 10. [`try_normalize`] reports that case with this error;
-/// [`normalize`] instead returns the text with `dxil` left unversioned.
+/// with Y ≥ 10. [`Triple::try_normalize`](super::Triple::try_normalize)
+/// reports that case with this error; [`Triple::normalize`](super::Triple::normalize)
+/// instead returns the text with `dxil` left unversioned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnsupportedShaderModel {
     /// The normalization with the architecture left as `dxil`.

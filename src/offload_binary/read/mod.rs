@@ -25,8 +25,8 @@ use crate::num::{len64, usize_from};
 
 mod compressed;
 
+pub(crate) use compressed::header_summary;
 use compressed::read_compressed;
-pub use compressed::{HeaderSummary, header_summary};
 pub(super) use compressed::{body_reader, compressed_body, inflated_head, whole_header};
 
 /// Bounds applied while reading.

@@ -2,7 +2,7 @@
 //! compressed binaries and bombs, overlaps, truncations and hostile counts.
 
 use super::*;
-use crate::offload_binary::write::{Compression, ImageSpec, compress_v3, layout};
+use crate::offload_binary::write::{Compression, ImageSpec, compress, layout};
 
 fn specs() -> (Vec<ImageSpec>, Vec<Vec<u8>>) {
     let images: Vec<Vec<u8>> = vec![
@@ -32,10 +32,13 @@ fn write(version: u32) -> Vec<u8> {
     let (specs, images) = specs();
     let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
     let mut out = Vec::new();
-    layout(&specs, version)
-        .unwrap()
-        .write_to(&mut out, &refs)
-        .unwrap();
+    layout(
+        &specs,
+        crate::offload_binary::Version::try_from(version).unwrap(),
+    )
+    .unwrap()
+    .write_to(&mut out, &refs)
+    .unwrap();
     out
 }
 
@@ -70,7 +73,7 @@ fn every_version_round_trips() {
 #[test]
 fn compressed_v3_reads_with_zstd_and_zlib() {
     for how in [Compression::Zstd, Compression::Zlib] {
-        let packed = compress_v3(&write(3), how, 3).unwrap();
+        let packed = compress(&write(3), how, 3).unwrap();
         assert!(packed.len() < write(3).len());
         // Two compressed binaries back to back: the padding is skipped.
         let mut two = packed.clone();
@@ -83,7 +86,7 @@ fn compressed_v3_reads_with_zstd_and_zlib() {
 
 #[test]
 fn compressed_v3_with_wrong_inflated_size_is_rejected() {
-    let packed = compress_v3(&write(3), Compression::Zstd, 3).unwrap();
+    let packed = compress(&write(3), Compression::Zstd, 3).unwrap();
     for delta in [-8i64, 8, 1 << 20] {
         let mut bad = packed.clone();
         let inflated = u64::from_le_bytes(bad[32..40].try_into().unwrap());
@@ -96,7 +99,7 @@ fn compressed_v3_with_wrong_inflated_size_is_rejected() {
 #[test]
 fn bytes_after_the_compressed_stream_are_an_error_for_zlib_as_for_zstd() {
     for how in [Compression::Zstd, Compression::Zlib] {
-        let packed = compress_v3(&write(3), how, 3).unwrap();
+        let packed = compress(&write(3), how, 3).unwrap();
         let stored = usize_from(u64::from_le_bytes(packed[8..16].try_into().unwrap()));
         let mut bad = packed[..stored].to_vec();
         bad.extend_from_slice(b"GARBAGE!");
@@ -115,7 +118,7 @@ fn bytes_after_the_compressed_stream_are_an_error_for_zlib_as_for_zstd() {
 
 #[test]
 fn inflating_past_the_limit_is_refused_before_decompressing() {
-    let packed = compress_v3(&write(3), Compression::Zstd, 3).unwrap();
+    let packed = compress(&write(3), Compression::Zstd, 3).unwrap();
     let e = read_all(&packed, &Limits { max_inflated: 1000 }).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
 }
@@ -160,7 +163,7 @@ fn a_binary_of_100k_images_reads_in_linear_time() {
     let bytes = vec![7u8; n];
     let refs: Vec<&[u8]> = bytes.chunks(1).collect();
     let mut out = Vec::new();
-    layout(&specs, 2)
+    layout(&specs, crate::offload_binary::Version::V2)
         .unwrap()
         .write_to(&mut out, &refs)
         .unwrap();

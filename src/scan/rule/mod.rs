@@ -1,41 +1,7 @@
 //! The rules of `check`: `ARCH[:KIND]` ([`Rule`]), whether a set of
 //! images covers one ([`Rule::coverage`], for `--require`) and whether an
 //! image is built for one ([`Rule::built_for`], for `--forbid`), as the
-//! loaders match code to devices. A rule names a set of device
-//! configurations, and images cover it when each configuration is served
-//! by one of them:
-//!
-//! - **AMDGPU target IDs**: a device runs in a definite mode for each
-//!   target-ID feature its processor has (`xnack`, `sramecc`). An image
-//!   that leaves a feature unset serves both modes; `xnack+` only devices
-//!   with xnack on. `gfx90a` names every gfx90a configuration (four: two
-//!   features), so a `gfx90a` image covers it, and so do a `gfx90a:xnack+`
-//!   and a `gfx90a:xnack-` image together; `gfx90a:xnack-` names the two
-//!   with xnack off. A generic target's image (`gfx9-4-generic`) serves
-//!   the processors it covers ([`targets::GENERICS`]).
-//! - **CUDA**: a cubin for `sm_XY` (or `sm_XYf`) runs on devices of the
-//!   same major version with a minor version of at least Y (`sm_86` code
-//!   runs on `sm_87` and `sm_89`, not on `sm_90`); arch-specific code
-//!   (`sm_90a`) only on its own version. A rule `sm_XY` names the device
-//!   X.Y; `sm_XYa` asks for arch-specific code for it, met only by `sm_XYa`
-//!   code (a plain `sm_90` cubin does not meet `sm_90a`); `sm_XYf` names
-//!   the family's devices from X.Y on (`sm_100f`: 10.0 and 10.3), each to
-//!   be served. PTX counts for the devices the driver can compile it for
-//!   (reported as through PTX JIT when it is not for that very arch):
-//!   plain `compute_XY` PTX for every device of at least X.Y, `XYf` PTX
-//!   for the family's devices from X.Y on, `XYa` PTX for X.Y only. A rule
-//!   with the kind `cubin` counts no PTX. An NVPTX image packed as an
-//!   `object` (as clang-linker-wrapper packs OpenMP's linked NVPTX images)
-//!   is a cubin.
-//! - Anything else (bitcode, objects, other processors) serves only its
-//!   own processor.
-//!
-//! An image whose kind is not known (inside a compressed bundle read only
-//! as far as its header) never meets a rule that names a kind: it is
-//! *undetermined*, which fails a `--forbid` rule it could match.
-//! With `exact`, architectures are compared as strings: the processor, and
-//! the rule's features present with the same sign, and one image must
-//! meet the rule.
+//! loaders match code to devices: how, [`Rule`] says.
 
 use std::fmt;
 
@@ -47,6 +13,42 @@ use crate::targets;
 /// One rule: an architecture (a target ID; `None` for `*`, any) and, if
 /// given, a kind (an offload kind such as `hip`, or an image kind such as
 /// `cubin`).
+///
+/// Rules are matched as the loaders match code to devices. A rule names a
+/// set of device configurations, and images cover it when each
+/// configuration is served by one of them:
+///
+/// - **AMDGPU target IDs**: a device runs in a definite mode for each
+///   target-ID feature its processor has (`xnack`, `sramecc`). An image
+///   that leaves a feature unset serves both modes; `xnack+` only devices
+///   with xnack on. `gfx90a` names every gfx90a configuration (four: two
+///   features), so a `gfx90a` image covers it, and so do a `gfx90a:xnack+`
+///   and a `gfx90a:xnack-` image together; `gfx90a:xnack-` names the two
+///   with xnack off. A generic target's image (`gfx9-4-generic`) serves
+///   the processors it covers ([`targets::GENERICS`]).
+/// - **CUDA**: a cubin for `sm_XY` (or `sm_XYf`) runs on devices of the
+///   same major version with a minor version of at least Y (`sm_86` code
+///   runs on `sm_87` and `sm_89`, not on `sm_90`); arch-specific code
+///   (`sm_90a`) only on its own version. A rule `sm_XY` names the device
+///   X.Y; `sm_XYa` asks for arch-specific code for it, met only by `sm_XYa`
+///   code (a plain `sm_90` cubin does not meet `sm_90a`); `sm_XYf` names
+///   the family's devices from X.Y on (`sm_100f`: 10.0 and 10.3), each to
+///   be served. PTX counts for the devices the driver can compile it for
+///   (reported as through PTX JIT when it is not for that very arch):
+///   plain `compute_XY` PTX for every device of at least X.Y, `XYf` PTX
+///   for the family's devices from X.Y on, `XYa` PTX for X.Y only. A rule
+///   with the kind `cubin` counts no PTX. An NVPTX image packed as an
+///   `object` (as clang-linker-wrapper packs OpenMP's linked NVPTX images)
+///   is a cubin.
+/// - Anything else (bitcode, objects, other processors) serves only its
+///   own processor.
+///
+/// An image whose kind is not known (inside a compressed bundle read only
+/// as far as its header) never meets a rule that names a kind: it is
+/// *undetermined*, which fails a `--forbid` rule it could match.
+/// With `exact`, architectures are compared as strings: the processor, and
+/// the rule's features present with the same sign, and one image must
+/// meet the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Rule {
@@ -116,7 +118,8 @@ impl Rule {
     }
 
     /// Parses a rule on the architecture alone (`--require-arch`): a
-    /// target ID [`check_arch`] accepts, or `*`.
+    /// target ID naming a processor [`targets::is_known_arch`] knows, spelt
+    /// as LLVM spells it, with only features that processor has; or `*`.
     pub fn parse_arch(arch: &str) -> Result<Rule, String> {
         let arch = arch.trim();
         if arch != "*" {
@@ -130,7 +133,7 @@ impl Rule {
     }
 
     /// Parses a rule on the kind alone (`--require-kind`): a kind
-    /// [`check_kind`] accepts.
+    /// [`targets::is_known_kind`] knows.
     pub fn parse_kind(kind: &str) -> Result<Rule, String> {
         let kind = kind.trim();
         check_kind(kind).map_err(|e| format!("'{kind}': {e}"))?;
@@ -165,7 +168,7 @@ impl Rule {
     }
 
     /// Whether `img` alone serves every device configuration the rule
-    /// names (see the [module docs](self)); `exact` compares architectures
+    /// names (see [`Rule`]); `exact` compares architectures
     /// as strings.
     pub fn served_by(&self, img: &Image, exact: bool) -> Meets {
         self.devices(exact)
@@ -194,7 +197,7 @@ impl Rule {
     }
 
     /// Whether `images` together serve every device configuration the
-    /// rule names, and which of them do (see the [module docs](self));
+    /// rule names, and which of them do (see [`Rule`]);
     /// `exact` compares architectures as strings (one image must then
     /// meet the rule).
     pub fn coverage(&self, images: &[&Image], exact: bool) -> Coverage {

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::num::usize_from;
-use crate::offload_binary::{Compression, compress_v3};
+use crate::offload_binary::{Compression, compress};
 
 /// A binary bundle of `k` entries that all point at the same `inner`
 /// bytes.
@@ -62,7 +62,8 @@ pub(crate) fn compressed_fan_out(k: usize, depth: usize) -> Vec<u8> {
                 size: d.len() as u64,
             })
             .collect();
-        let layout = crate::offload_binary::layout(&specs, 3).unwrap();
+        let layout =
+            crate::offload_binary::layout(&specs, crate::offload_binary::Version::V3).unwrap();
         let bytes: Vec<&[u8]> = copies.iter().map(|c| c.2).collect();
         let mut plain = Vec::new();
         layout.write_to(&mut plain, &bytes).unwrap();
@@ -71,7 +72,7 @@ pub(crate) fn compressed_fan_out(k: usize, depth: usize) -> Vec<u8> {
         } else {
             Compression::Zlib
         };
-        x = compress_v3(&plain, how, 19).unwrap();
+        x = compress(&plain, how, 19).unwrap();
     }
     x
 }
@@ -294,11 +295,12 @@ fn what_can_only_be_read_whole_is_bounded_in_memory() {
         strings: vec![(b"arch".to_vec(), b"gfx90a".to_vec())],
         size: image.len() as u64,
     };
-    let layout = crate::offload_binary::layout(&[spec], 3).unwrap();
+    let layout =
+        crate::offload_binary::layout(&[spec], crate::offload_binary::Version::V3).unwrap();
     let mut plain = Vec::new();
     layout.write_to(&mut plain, &[&image[..]]).unwrap();
     drop(image);
-    let file = compress_v3(&plain, Compression::Zstd, 1).unwrap();
+    let file = compress(&plain, Compression::Zstd, 1).unwrap();
     drop(plain);
     let r = scan(&file, &Options::default());
     assert!(
@@ -325,7 +327,7 @@ fn failing_candidate(how: Compression) -> (Vec<u8>, u64) {
         .unwrap()
         .write_to(&mut plain, &[&[7u8; 64]])
         .unwrap();
-    let mut c = compress_v3(&plain, how, 6).unwrap();
+    let mut c = compress(&plain, how, 6).unwrap();
     let n = c.len();
     c[n - 16..].fill(0xff);
     c.resize(c.len().next_multiple_of(8), 0);
@@ -340,7 +342,7 @@ fn each_decoder_set_up_is_paid_from_the_budget() {
     for how in [Compression::Zlib, Compression::Zstd] {
         let (one, inflated) = failing_candidate(how);
         let blob: Vec<u8> = one.iter().copied().cycle().take(16 << 20).collect();
-        let outer = compress_v3(&offload_binary_of(&blob), Compression::Zstd, 19).unwrap();
+        let outer = compress(&offload_binary_of(&blob), Compression::Zstd, 19).unwrap();
         assert!(outer.len() < 64 << 10, "{}", outer.len());
         let opts = Options {
             max_uncompressed: 256 << 20,
@@ -354,7 +356,7 @@ fn each_decoder_set_up_is_paid_from_the_budget() {
         assert_eq!(declared, inflated, "{how:?}");
         // A few legitimate compressed binaries stay well inside it.
         let r = scan(
-            &compress_v3(&offload_binary_of(&[9; 4096]), how, 6).unwrap(),
+            &compress(&offload_binary_of(&[9; 4096]), how, 6).unwrap(),
             &opts,
         );
         assert!(r.stopped.is_none() && r.images.len() == 1, "{how:?}: {r:?}");

@@ -142,7 +142,7 @@ fn compressed_offload_binaries_stream_to_what_whole_inflation_gives() {
         let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
         let plain = v3(&refs);
         for how in [Packing::Zstd, Packing::Zlib] {
-            let packed = ob::compress_v3(&plain, how, 3).unwrap();
+            let packed = ob::compress(&plain, how, 3).unwrap();
             let what = format!("{} images, {how:?}", images.len());
             // The whole-buffer reader's images.
             let whole = ob::read_all(&packed, &ob::Limits::default()).unwrap();
@@ -198,7 +198,7 @@ fn compressed_offload_binaries_that_lie_or_are_cut_keep_nothing() {
     let refs: Vec<&[u8]> = images.iter().map(Vec::as_slice).collect();
     let plain = v3(&refs);
     for how in [Packing::Zstd, Packing::Zlib] {
-        let packed = ob::compress_v3(&plain, how, 3).unwrap();
+        let packed = ob::compress(&plain, how, 3).unwrap();
         let stored = u64::from_le_bytes(packed[8..16].try_into().unwrap());
         let inflated = u64::from_le_bytes(packed[32..40].try_into().unwrap());
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
@@ -297,7 +297,7 @@ fn tables_past_the_first_bytes_are_read_from_more_or_from_the_whole() {
             ob::read_all(&plain, &ob::Limits::default()).unwrap()[0].image,
             image
         );
-        let packed = ob::compress_v3(&plain, Packing::Zstd, 1).unwrap();
+        let packed = ob::compress(&plain, Packing::Zstd, 1).unwrap();
         let inf = ob::read_inflating(&packed, 0, &ob::Limits::default()).unwrap();
         assert_eq!(inf.is_some(), streamed, "{len}");
         let opts = Options {
@@ -324,7 +324,7 @@ fn a_compressed_offload_binary_holding_containers_is_walked_from_memory() {
     // as in the plain binary, and the visitor gets every image (whole).
     let inner = super::offload_binary(&[("nvptx64-nvidia-cuda", "sm_80", b"cubin")]);
     let plain = v3(&[b"\x7fELFhost", &inner]);
-    let packed = ob::compress_v3(&plain, Packing::Zlib, 6).unwrap();
+    let packed = ob::compress(&plain, Packing::Zlib, 6).unwrap();
     let z = scan(&packed, &Options::default());
     let p = scan(&plain, &Options::default());
     assert_eq!(ob_facts(&z), ob_facts(&p));

@@ -36,7 +36,7 @@ use object::elf::{self, RelocationType};
 
 use super::relocatable::SymbolId;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::llvm::triple::{Arch, CanonicalForm, Environment, ObjectFormat, Os, Triple, normalize};
 
 /// The pointer argument of a call.
@@ -488,7 +488,13 @@ pub(crate) fn for_triple(text: &str) -> Result<&'static CpuInfo> {
     // `cygwin` (`windows`). The architecture and the object format are
     // taken as written, as llc takes them.
     let normal = Triple::parse(&normalize(text, CanonicalForm::Any));
-    let unsupported = |why: &str| Err(Error::usage(format!("unsupported triple '{text}': {why}")));
+    let unsupported = |why: &str| {
+        Err(ErrorKind::UnsupportedTriple {
+            triple: text.to_string(),
+            detail: why.to_string(),
+        }
+        .into())
+    };
     let arch = triple.arch_name();
     if arch.is_empty() {
         return unsupported("empty");
@@ -538,7 +544,13 @@ pub(crate) fn internal(what: &str) -> Error {
 
 /// Converts a section offset or length to an addend.
 pub(crate) fn addend(x: u64) -> Result<i64> {
-    i64::try_from(x).map_err(|_| Error::usage("the wrapper object would be larger than 2^63 bytes"))
+    i64::try_from(x).map_err(|_| {
+        ErrorKind::TooLarge {
+            what: "the wrapper object",
+            limit: "2^63 bytes",
+        }
+        .into()
+    })
 }
 
 /// The calls of an OpenMP constructor, as the CPU tests give them:

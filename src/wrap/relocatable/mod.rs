@@ -151,7 +151,7 @@ fn write_error(detail: impl std::fmt::Display) -> Error {
 
 fn align_up(x: u64, a: u64) -> Result<u64> {
     x.checked_next_multiple_of(a.max(1))
-        .ok_or_else(|| Error::usage("the wrapper object would be larger than 2^64 bytes"))
+        .ok_or_else(|| Error::too_large("the wrapper object"))
 }
 
 impl Relocatable {

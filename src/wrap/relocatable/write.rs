@@ -113,7 +113,7 @@ impl Relocatable {
     /// The file offsets of `plan`: the sections' contents in order, then
     /// `.symtab`, the `.rela` sections, `.strtab` and the section headers.
     fn place(&self, enc: &Encoder<Endianness>, plan: &mut Plan) -> Result<()> {
-        let too_large = || Error::usage("the wrapper object would be larger than 2^64 bytes");
+        let too_large = || Error::too_large("the wrapper object");
         let add = |a: u64, b: u64| a.checked_add(b).ok_or_else(too_large);
         let mut at = enc.file_header_size();
         for s in &self.sections {

@@ -104,13 +104,12 @@ fn errors() {
         size: 64,
     };
     let mut v3 = Vec::new();
-    crate::offload_binary::layout(&[spec], 3)
+    crate::offload_binary::layout(&[spec], crate::offload_binary::Version::V3)
         .unwrap()
         .write_to(&mut v3, &[&filler(13, 64)])
         .unwrap();
     let packed =
-        crate::offload_binary::compress_v3(&v3, crate::offload_binary::Compression::Zlib, 6)
-            .unwrap();
+        crate::offload_binary::compress(&v3, crate::offload_binary::Compression::Zlib, 6).unwrap();
     assert_eq!(
         Image::new(&v3).unwrap().image.end - Image::new(&v3).unwrap().image.start,
         64

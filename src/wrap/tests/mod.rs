@@ -47,7 +47,8 @@ fn offload_binary(image: &[u8], arch: &str) -> Vec<u8> {
         ],
         size: image.len() as u64,
     };
-    let layout = crate::offload_binary::layout(&[spec], 1).unwrap();
+    let layout =
+        crate::offload_binary::layout(&[spec], crate::offload_binary::Version::V1).unwrap();
     let mut out = Vec::new();
     layout.write_to(&mut out, &[image]).unwrap();
     out

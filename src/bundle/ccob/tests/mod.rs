@@ -8,9 +8,11 @@ use std::io::{self, Write};
 
 use zstd::zstd_safe;
 
+use super::fault::*;
 use super::header::*;
 use super::raw::*;
 use super::read::*;
+use super::stream::*;
 use super::write::*;
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
