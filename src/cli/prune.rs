@@ -15,11 +15,12 @@ use sha2::{Digest as _, Sha256};
 use std::io::Read as _;
 
 use super::io::{Input, Output, print_line, printable};
-use offload_kit::container::elf;
+use offload_kit::container::{ar, elf};
 use offload_kit::layout::Piece;
 use offload_kit::package;
-use offload_kit::prune::plan::{self, Plan};
-use offload_kit::prune::{Ptx, Rules, Selection, Verdict};
+use offload_kit::prune::output::Output as NewFile;
+use offload_kit::prune::plan::{self, Host};
+use offload_kit::prune::{self, Ptx, Rules, Selection, Verdict};
 use offload_kit::scan::rule::Rule;
 use offload_kit::scan::sort::arch_cmp;
 use offload_kit::scan::{self, Image, Options, Report};
@@ -150,84 +151,40 @@ fn groups<'a>(images: impl Iterator<Item = &'a Image>) -> Vec<Group> {
     v
 }
 
-/// Writes `data` with `plan`'s edits to `out`: the bytes around the
-/// containers as they are, each rewritten container, zeros up to its old
-/// end.
-fn write_pruned(data: &[u8], plan: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
-    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-    let zeros = |out: &mut dyn Write, mut n: u64| -> std::io::Result<()> {
-        while n > 0 {
-            let k = n.min(ZEROS.len() as u64);
-            out.write_all(&ZEROS[..usize::try_from(k).unwrap_or(ZEROS.len())])?;
-            n -= k;
-        }
-        Ok(())
-    };
-    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
-    let mut pos = 0u64;
-    for e in &plan.edits {
-        out.write_all(&data[at(pos)..at(e.offset)])?;
-        for p in &e.pruned.layout.pieces {
-            match p {
-                Piece::Bytes(b) => out.write_all(b)?,
-                Piece::Zeros(n) => zeros(out, *n)?,
-                Piece::Image(i) => {
-                    let r = &e.pruned.ranges[*i];
-                    match &e.built {
-                        Some(b) => out.write_all(&b[at(r.start)..at(r.end)])?,
-                        None => {
-                            out.write_all(&data[at(e.offset + r.start)..at(e.offset + r.end)])?
-                        }
-                    }
-                }
-            }
-        }
-        zeros(out, e.freed())?;
-        pos = e.offset + e.size;
-    }
-    out.write_all(&data[at(pos)..])
-}
-
-/// Writes `data` (the mapping of `input`) with `plan`'s edits into `out`,
-/// in place: the bytes around the containers copied file to file by the
-/// kernel (`copy_file_range`, as `cp` does), each rewritten container
-/// written at its offset, and nothing where a container's freed bytes lie:
-/// the file is sized at the end, so they are holes from the start.
-fn write_pruned_at(
+/// Writes `output` (`data` pruned, `input` being its file) into the new
+/// file `out` by position: ranges of the input copied file to file by the
+/// kernel (`copy_file_range`, as `cp` does), built pieces written, and
+/// nothing where zeros lie: the file is sized at the end, so they are
+/// holes from the start.
+fn write_at(
     input: &std::fs::File,
     data: &[u8],
-    plan: &Plan,
+    output: &NewFile,
     out: &std::fs::File,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
-    let mut pos = 0u64;
-    for e in &plan.edits {
-        copy_range(input, pos, out, pos, e.offset - pos)?;
-        let mut w = e.offset;
-        for p in &e.pruned.layout.pieces {
-            match p {
-                Piece::Bytes(b) => out.write_all_at(b, w)?,
-                // Zeros inside a container are written: it is read whole.
-                Piece::Zeros(n) => out.write_all_at(&vec![0; at(*n)], w)?,
-                Piece::Image(i) => {
-                    let r = &e.pruned.ranges[*i];
-                    match &e.built {
-                        Some(b) => out.write_all_at(&b[at(r.start)..at(r.end)], w)?,
-                        None => copy_range(input, e.offset + r.start, out, w, r.end - r.start)?,
-                    }
-                }
-            }
-            w += match p {
-                Piece::Bytes(b) => b.len() as u64,
-                Piece::Zeros(n) => *n,
-                Piece::Image(i) => e.pruned.ranges[*i].end - e.pruned.ranges[*i].start,
-            };
+    let mut w = 0u64;
+    for p in &output.layout.pieces {
+        match p {
+            Piece::Bytes(b) => out.write_all_at(b, w)?,
+            Piece::Zeros(_) => {}
+            Piece::Image(k) => match output.spans[*k] {
+                s if s.source == 0 => copy_range(input, s.offset as u64, out, w, s.len as u64)?,
+                _ => out.write_all_at(output.span_bytes(*k, data).unwrap_or_default(), w)?,
+            },
         }
-        pos = e.offset + e.size;
+        w += piece_len(output, p);
     }
-    copy_range(input, pos, out, pos, data.len() as u64 - pos)?;
-    out.set_len(data.len() as u64)
+    out.set_len(w)
+}
+
+/// Bytes a piece of `output` stands for.
+fn piece_len(output: &NewFile, p: &Piece) -> u64 {
+    match p {
+        Piece::Bytes(b) => b.len() as u64,
+        Piece::Zeros(n) => *n,
+        Piece::Image(k) => output.spans[*k].len as u64,
+    }
 }
 
 /// Copies `len` bytes of `input` from `from` to `out` at `to`, by the
@@ -253,52 +210,115 @@ fn copy_range(
     Ok(())
 }
 
-/// Punches the whole pages of each range `plan` frees out of `file` (they
-/// read as zeros either way; a filesystem without holes keeps the zeros).
-fn punch(file: &std::fs::File, plan: &Plan) {
-    for e in &plan.edits {
-        let start = (e.offset + e.pruned.layout.size).next_multiple_of(4096);
-        let end = (e.offset + e.size) / 4096 * 4096;
-        if end > start {
-            let flags =
-                rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
-            let _ = rustix::fs::fallocate(file, flags, start, end - start);
+/// Punches the whole pages of each run of zeros in `output` out of `file`
+/// (they read as zeros either way; a filesystem without holes keeps them).
+fn punch(file: &std::fs::File, output: &NewFile) {
+    let mut at = 0u64;
+    for p in &output.layout.pieces {
+        let n = piece_len(output, p);
+        if let Piece::Zeros(_) = p {
+            let start = at.next_multiple_of(4096);
+            let end = (at + n) / 4096 * 4096;
+            if end > start {
+                let flags =
+                    rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+                let _ = rustix::fs::fallocate(file, flags, start, end - start);
+            }
         }
+        at += n;
     }
 }
 
-/// One file's bytes pruned: what the scan found, the verdicts, the edits.
+/// One file's bytes pruned: what stays and goes, and the file to write.
+#[derive(Default)]
 struct Pruning {
-    report: Report,
-    verdicts: Vec<Verdict>,
-    plan: Plan,
+    kept: Vec<Group>,
+    dropped: Vec<Group>,
+    /// Containers rewritten (sections removed count one each).
+    rewritten: usize,
+    /// Bytes freed: zeroed in place, or cut out.
+    freed: u64,
+    /// The pruned file; `None` when nothing changes.
+    output: Option<NewFile>,
 }
 
 impl Pruning {
-    /// Scans `data` (the file `name`) and plans its pruning.
+    /// Scans `data` (the file `name`) and works out its pruned form: a
+    /// static archive member by member, a relocatable object with its
+    /// sections shrunk, a linked program or library rewritten where each
+    /// container lies, anything else (a bare container) with the freed
+    /// bytes cut out.
     fn of(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
+        if ar::is_archive(data) {
+            return Pruning::of_archive(sel, name, data, allow_empty);
+        }
         let mut opts = Options::default();
         opts.max_uncompressed = scan::default_max_uncompressed(data.len() as u64);
         let report: Report = scan::scan(data, &opts);
         let verdicts = sel.decide(&report);
-        let linked = elf::peek(data)
-            .and_then(|p| p.file_type())
-            .is_some_and(|t| t != object::elf::ET_REL);
-        let plan = plan::plan(data, &report, &verdicts, linked, allow_empty)
-            .map_err(|e| anyhow!("'{name}': {e}"))?;
-        Ok(Pruning {
-            report,
-            verdicts,
-            plan,
-        })
+        let groups = |kept: bool| {
+            groups(report.images.iter().filter(|i| {
+                let v = verdicts[i.id];
+                v != Verdict::Always && v.stays() == kept
+            }))
+        };
+        let mut p = Pruning {
+            kept: groups(true),
+            dropped: groups(false),
+            ..Pruning::default()
+        };
+        let in_file = |e: offload_kit::Error| anyhow!("'{name}': {e}");
+        let host = match elf::peek(data).and_then(|p| p.file_type()) {
+            Some(object::elf::ET_REL) => Host::Relocatable,
+            Some(_) => Host::Linked,
+            None => Host::Raw,
+        };
+        if host == Host::Relocatable {
+            if let Some(o) = prune::object::prune(data, &report, &verdicts, allow_empty)
+                .map_err(in_file)?
+            {
+                p.rewritten = o.rewritten;
+                p.freed = (data.len() as u64).saturating_sub(o.output.size());
+                p.output = Some(o.output);
+            }
+            return Ok(p);
+        }
+        let mut plan =
+            plan::plan(data, &report, &verdicts, host, allow_empty).map_err(in_file)?;
+        if plan.is_empty() {
+            return Ok(p);
+        }
+        p.rewritten = plan.edits.len();
+        p.freed = plan.freed();
+        p.output = Some(if host == Host::Linked {
+            NewFile::in_place(data.len() as u64, &mut plan)
+        } else {
+            NewFile::cut(data.len() as u64, &mut plan)
+        });
+        Ok(p)
     }
 
-    /// The device images kept (`true`) or dropped, by target and kind.
-    fn groups(&self, kept: bool) -> Vec<Group> {
-        groups(self.report.images.iter().filter(|i| {
-            let v = self.verdicts[i.id];
-            v != Verdict::Always && v.stays() == kept
-        }))
+    /// A static archive: each member pruned as a file of its own would be.
+    fn of_archive(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
+        if ar::is_thin(data) {
+            bail!(
+                "'{name}': a thin archive's members are files of their own: prune them \
+                 (the archive follows their sizes when rebuilt with ar)"
+            );
+        }
+        let mut p = Pruning::default();
+        let output = prune::archive::prune(data, |member, bytes| -> Result<Option<NewFile>> {
+            let m = Pruning::of(sel, &format!("{name}({member})"), bytes, allow_empty)?;
+            p.kept.extend(m.kept);
+            p.dropped.extend(m.dropped);
+            p.rewritten += m.rewritten;
+            p.freed += m.freed;
+            Ok(m.output)
+        })?;
+        p.kept = merge(std::mem::take(&mut p.kept));
+        p.dropped = merge(std::mem::take(&mut p.dropped));
+        p.output = output;
+        Ok(p)
     }
 }
 
@@ -351,32 +371,33 @@ impl PruneOpts {
         let mut rep = FileReport {
             path: name.clone(),
             output: None,
-            containers_rewritten: p.plan.edits.len(),
+            containers_rewritten: p.rewritten,
             bytes_before: data.len() as u64,
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
-            freed: p.plan.freed(),
-            kept: p.groups(true),
-            dropped: p.groups(false),
+            freed: p.freed,
+            kept: p.kept,
+            dropped: p.dropped,
         };
         let Some(dest) = self.destination(input)? else {
             return Ok(rep);
         };
-        if p.plan.is_empty() && self.in_place {
+        if p.output.is_none() && self.in_place {
             rep.disk_after = Some(rep.disk_before);
             return Ok(rep);
         }
+        let pruned = p
+            .output
+            .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
         let cannot = || format!("'{}': cannot write", dest.display());
         let mut out = Output::create(&dest).with_context(cannot)?;
         match (file.file(), out.temp_file()) {
-            (Some(input), Some(f)) => {
-                write_pruned_at(input, data, &p.plan, f).with_context(cannot)?
-            }
+            (Some(input), Some(f)) => write_at(input, data, &pruned, f).with_context(cannot)?,
             _ => {
-                write_pruned(data, &p.plan, &mut out).with_context(cannot)?;
+                pruned.write_to(data, &mut out).with_context(cannot)?;
                 if let Some(f) = out.temp_file() {
-                    punch(f, &p.plan);
+                    punch(f, &pruned);
                 }
             }
         }
@@ -489,19 +510,19 @@ impl PruneOpts {
             let member = Input::from_temp_file(spool)?;
             let full = format!("{name}!/{mname}");
             let p = Pruning::of(sel, &full, member.bytes(), self.allow_empty)?;
-            rep.kept.extend(p.groups(true));
-            rep.dropped.extend(p.groups(false));
-            if p.plan.is_empty() {
+            rep.kept.extend(p.kept);
+            rep.dropped.extend(p.dropped);
+            let Some(new_member) = p.output else {
                 continue;
-            }
-            rep.containers_rewritten += p.plan.edits.len();
-            rep.freed += p.plan.freed();
+            };
+            rep.containers_rewritten += p.rewritten;
+            rep.freed += p.freed;
             let mut hasher = Hashing {
                 out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
                 sha: Sha256::new(),
                 n: 0,
             };
-            write_pruned(member.bytes(), &p.plan, &mut hasher)?;
+            new_member.write_to(member.bytes(), &mut hasher)?;
             let Hashing { out, n, sha } = hasher;
             let out = out
                 .into_inner()

@@ -16,8 +16,17 @@
 //!   entries), a run of OffloadBinaries. Each result is a
 //!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
 //!   the input: the kept entries are copied, never decoded.
+//! - [`plan`] finds the containers of a file that lose entries and
+//!   rewrites each; [`output`] describes the file then written, by its
+//!   kind: a linked program or library rewritten where each container lies
+//!   (nothing moves), a relocatable object whose sections shrink
+//!   ([`object`]), a static archive of them ([`archive`]), or a bare
+//!   container file with the freed bytes cut out.
 
+pub mod archive;
 pub mod containers;
+pub mod object;
+pub mod output;
 pub mod plan;
 
 use crate::offload_binary::ImageKind;

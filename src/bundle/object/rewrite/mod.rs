@@ -58,8 +58,8 @@
 use object::{Endianness, elf};
 
 use super::{
-    MAGIC, NewSection, Span, Written, check_alignments, check_string_table, is_bundle_section,
-    llvm_section_name,
+    MAGIC, NewSection, Part, Span, Update, Written, check_alignments, check_string_table,
+    is_bundle_section, llvm_section_name,
 };
 use crate::error::{Error, Result};
 
@@ -86,6 +86,13 @@ pub(super) struct Edit<'e> {
     pub remove_bundles: bool,
     /// Sections to add, in order; span source `i + 1` is `add[i].data`.
     pub add: &'e [NewSection<'e>],
+    /// Sections removed besides the bundles, by index (`--remove-section`).
+    pub remove: &'e [usize],
+    /// Sections given new contents (`--update-section`).
+    pub update: &'e [Update<'e>],
+    /// More span sources for the updates' parts: `extra[j]` is source
+    /// `add.len() + 1 + j`.
+    pub extra: &'e [&'e [u8]],
 }
 
 /// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
@@ -97,12 +104,14 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         other => return Err(super::unsupported(other, doing(edit))),
     };
     model.edit(edit)?;
-    model.write(data, edit.add)
+    model.write(data, edit)
 }
 
 /// What the edit is doing, for the error naming a format it cannot write.
 fn doing(edit: &Edit<'_>) -> &'static str {
-    if edit.remove_bundles {
+    if !edit.update.is_empty() || !edit.remove.is_empty() {
+        "pruning"
+    } else if edit.remove_bundles {
         "extracting the host object from"
     } else {
         "bundling into"

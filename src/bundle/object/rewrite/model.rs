@@ -70,6 +70,8 @@ pub(super) struct Sec<'d> {
     /// An `SHT_NOBITS` section made `SHT_PROGBITS`: room, but no contents.
     pub(super) was_nobits: bool,
     pub(super) removed: bool,
+    /// New contents: the edit's update with this index.
+    pub(super) update: Option<usize>,
 }
 
 impl<'d> Sec<'d> {
@@ -105,6 +107,7 @@ impl<'d> Sec<'d> {
             parent: None,
             was_nobits: false,
             removed: false,
+            update: None,
         }
     }
 }

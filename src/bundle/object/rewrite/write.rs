@@ -13,7 +13,7 @@ use super::crel::{self, Crel};
 use super::layout::{Numbering, Placement};
 use super::model::{Def, Kind, Model, Sec, Seg, Symbol};
 use super::read::reloc_with_symbol;
-use super::{GRP_COMDAT, NewSection, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
+use super::{Edit, GRP_COMDAT, Part, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
 use crate::error::Result;
 use crate::layout::Piece;
 use crate::llvm::string_table::StringTable;
@@ -28,6 +28,8 @@ pub(super) enum Body {
     Span(usize, usize, usize),
     /// Bytes built here.
     Bytes(Vec<u8>),
+    /// The parts of the edit's update `.0`.
+    Parts(usize),
     /// Nothing (`SHT_NOBITS`, or a former one).
     None,
 }
@@ -47,8 +49,9 @@ pub(super) struct Out {
 
 impl Model<'_> {
     /// Lays the file out and writes it: span source 0 is `data`, source
-    /// `k + 1` is `add[k]`.
-    pub(super) fn write(&self, data: &[u8], add: &[NewSection<'_>]) -> Result<Written> {
+    /// `k + 1` is `edit.add[k]`, then come `edit.extra`'s.
+    pub(super) fn write(&self, data: &[u8], edit: &Edit<'_>) -> Result<Written> {
+        let add = edit.add;
         let num = self.numbering()?;
         let tables = self.string_tables(&num.live);
         let outs = num
@@ -73,6 +76,7 @@ impl Model<'_> {
                 Body::None => {}
                 Body::Bytes(b) => c.put(at, Chunk::Bytes(b.clone())),
                 Body::Span(source, off, len) => c.put(at, Chunk::Span(*source, *off, *len)),
+                Body::Parts(k) => put_parts(&mut c, at, &edit.update[*k].parts, add.len()),
             }
         }
         if self.names.is_some() {
@@ -83,10 +87,10 @@ impl Model<'_> {
             if source == 0 {
                 return Ok(data);
             }
-            source
-                .checked_sub(1)
-                .and_then(|k| add.get(k))
+            let k = source - 1;
+            add.get(k)
                 .map(|s| s.data)
+                .or_else(|| edit.extra.get(k - add.len()).copied())
                 .ok_or_else(|| bug("added section without data"))
         };
         c.finish(place.total, sources)
@@ -230,6 +234,9 @@ impl Model<'_> {
                 o.body = Body::Bytes(self.extended_indices(num, o.size));
             }
             Kind::Added(k) => o.body = Body::Span(k, 0, usize_from(s.size)),
+        }
+        if let Some(k) = s.update {
+            o.body = Body::Parts(k);
         }
         Ok(o)
     }
@@ -630,6 +637,30 @@ struct ShdrFields {
     info: u32,
     align: u64,
     entsize: u64,
+}
+
+/// An update's parts, one after the other from `at`; their span source
+/// `j + 1` (an extra source) is the rewrite's `added + 1 + j`.
+fn put_parts(c: &mut Canvas, mut at: u64, parts: &[Part], added: usize) {
+    for p in parts {
+        let chunk = match p {
+            Part::Span {
+                source: 0,
+                offset,
+                len,
+            } => Chunk::Span(0, *offset, *len),
+            Part::Span {
+                source,
+                offset,
+                len,
+            } => Chunk::Span(added + source, *offset, *len),
+            Part::Bytes(b) => Chunk::Bytes(b.clone()),
+            Part::Zeros(n) => Chunk::Zeros(*n),
+        };
+        let n = chunk.len();
+        c.put(at, chunk);
+        at += n;
+    }
 }
 
 /// One piece of the file being written.
