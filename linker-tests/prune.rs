@@ -17,8 +17,10 @@ use libtest_mimic::{Failed, Trial};
 use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
+mod objects;
+
 pub fn tests() -> Vec<Trial> {
-    vec![
+    let mut trials = vec![
         trial(
             "prune::real_libs::rocrand_to_gfx90a",
             &[
@@ -61,7 +63,9 @@ pub fn tests() -> Vec<Trial> {
             ],
             hip_programs,
         ),
-    ]
+    ];
+    trials.extend(objects::tests());
+    trials
 }
 
 /// A file of `linker-tests/prune/`.

@@ -274,8 +274,8 @@ impl Pruning {
             None => Host::Raw,
         };
         if host == Host::Relocatable {
-            if let Some(o) = prune::object::prune(data, &report, &verdicts, allow_empty)
-                .map_err(in_file)?
+            if let Some(o) =
+                prune::object::prune(data, &report, &verdicts, allow_empty).map_err(in_file)?
             {
                 p.rewritten = o.rewritten;
                 p.freed = (data.len() as u64).saturating_sub(o.output.size());
@@ -283,8 +283,7 @@ impl Pruning {
             }
             return Ok(p);
         }
-        let mut plan =
-            plan::plan(data, &report, &verdicts, host, allow_empty).map_err(in_file)?;
+        let mut plan = plan::plan(data, &report, &verdicts, host, allow_empty).map_err(in_file)?;
         if plan.is_empty() {
             return Ok(p);
         }

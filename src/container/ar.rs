@@ -145,7 +145,10 @@ pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
             .ok()
             .and_then(|t| t.trim_end().parse().ok())
             .ok_or_else(|| bad("has no size"))?;
-        let name_end = h[..16].iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
+        let name_end = h[..16]
+            .iter()
+            .rposition(|&b| b != b' ')
+            .map_or(0, |p| p + 1);
         let name = &h[..name_end];
         if name.starts_with(b"#1/") {
             return Err(bad("has a BSD name (not rewritten)"));

@@ -149,7 +149,10 @@ mod tests {
     #[test]
     fn long_names_and_gnu_names() {
         let table = b"a_rather_long_member_name.o/\nb.o/\n";
-        assert_eq!(member_name(b"/0", Some(table)), "a_rather_long_member_name.o");
+        assert_eq!(
+            member_name(b"/0", Some(table)),
+            "a_rather_long_member_name.o"
+        );
         assert_eq!(member_name(b"/29", Some(table)), "b.o");
         assert_eq!(member_name(b"c.o/", None), "c.o");
         assert_eq!(member_name(b"/999", Some(table)), "/999");

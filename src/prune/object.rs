@@ -146,7 +146,11 @@ fn removed_bundle_sections(
         .iter()
         .filter(|c| c.kind == ContainerKind::ObjectBundle && c.parent.is_none())
     {
-        let images: Vec<_> = report.images.iter().filter(|i| i.container == c.id).collect();
+        let images: Vec<_> = report
+            .images
+            .iter()
+            .filter(|i| i.container == c.id)
+            .collect();
         let device_left = images
             .iter()
             .any(|i| verdicts[i.id].stays() && !i.offload_kind.is_host());
@@ -195,7 +199,7 @@ fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Res
         }
     };
     for e in edits.iter_mut() {
-        if shift % sec.align != 0 && e.offset > cursor {
+        if !shift.is_multiple_of(sec.align) && e.offset > cursor {
             return Err(misaligned(sec));
         }
         span(&mut parts, 0, cursor, e.offset - cursor);
@@ -220,7 +224,7 @@ fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Res
         cursor = e.offset + e.size;
     }
     let end = sec.start + sec.size;
-    if end > cursor && shift % sec.align != 0 {
+    if end > cursor && !shift.is_multiple_of(sec.align) {
         return Err(misaligned(sec));
     }
     span(&mut parts, 0, cursor, end - cursor);

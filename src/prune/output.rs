@@ -139,9 +139,14 @@ impl Output {
             match p {
                 Piece::Bytes(b) => out.write_all(b)?,
                 Piece::Zeros(n) => write_zeros(out, *n)?,
-                Piece::Image(k) => out.write_all(self.span_bytes(*k, input).ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidInput, "a piece lies outside its input")
-                })?)?,
+                Piece::Image(k) => {
+                    out.write_all(self.span_bytes(*k, input).ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "a piece lies outside its input",
+                        )
+                    })?)?
+                }
             }
         }
         Ok(())

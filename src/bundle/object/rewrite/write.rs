@@ -28,8 +28,6 @@ pub(super) enum Body {
     Span(usize, usize, usize),
     /// Bytes built here.
     Bytes(Vec<u8>),
-    /// The parts of the edit's update `.0`.
-    Parts(usize),
     /// Nothing (`SHT_NOBITS`, or a former one).
     None,
 }
@@ -72,11 +70,14 @@ impl Model<'_> {
             if self.secs[o.sec].parent.is_some() {
                 continue;
             }
+            if let Some(k) = self.secs[o.sec].update {
+                put_parts(&mut c, at, edit.update[k].parts, add.len());
+                continue;
+            }
             match &o.body {
                 Body::None => {}
                 Body::Bytes(b) => c.put(at, Chunk::Bytes(b.clone())),
                 Body::Span(source, off, len) => c.put(at, Chunk::Span(*source, *off, *len)),
-                Body::Parts(k) => put_parts(&mut c, at, &edit.update[*k].parts, add.len()),
             }
         }
         if self.names.is_some() {
@@ -234,9 +235,6 @@ impl Model<'_> {
                 o.body = Body::Bytes(self.extended_indices(num, o.size));
             }
             Kind::Added(k) => o.body = Body::Span(k, 0, usize_from(s.size)),
-        }
-        if let Some(k) = s.update {
-            o.body = Body::Parts(k);
         }
         Ok(o)
     }
