@@ -17,6 +17,7 @@ use libtest_mimic::{Failed, Trial};
 use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
+mod cuda;
 mod objects;
 
 pub fn tests() -> Vec<Trial> {
@@ -65,6 +66,7 @@ pub fn tests() -> Vec<Trial> {
         ),
     ];
     trials.extend(objects::tests());
+    trials.extend(cuda::tests());
     trials
 }
 
