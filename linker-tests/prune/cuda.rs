@@ -86,6 +86,17 @@ fn listing(d: &Path, file: &str) -> Result<String, Failed> {
 fn cuda() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
+    build(d)?;
+    objects_and_archive(d)?;
+    for ld in ["bfd", "lld", "mold"] {
+        programs(d, ld)?;
+    }
+    Ok(())
+}
+
+/// The cubins, PTX and fatbins, the wrapper objects `lz4.o` and `plain.o`,
+/// the archive `libfat.a` of both, the stand-in runtime, and `pruned/`.
+fn build(d: &Path) -> Result<(), Failed> {
     for sm in [75, 80, 86, 90] {
         std::fs::write(d.join(format!("k{sm}.ptx")), kernel_ptx(sm))?;
         let (arch, ptx, cubin) = (
@@ -134,8 +145,11 @@ fn cuda() -> Result<(), Failed> {
     .ok()?;
     std::fs::create_dir(d.join("pruned"))?;
     std::fs::copy(d.join("libcudastub.so"), d.join("pruned/libcudastub.so"))?;
+    Ok(())
+}
 
-    // Objects and the archive: smaller, and cuobjdump lists the kept entries.
+/// Objects and the archive: smaller, and cuobjdump lists the kept entries.
+fn objects_and_archive(d: &Path) -> Result<(), Failed> {
     for f in ["lz4.o", "plain.o", "libfat.a"] {
         run(&ours(), &["prune", "--keep", "sm_86", "-d", "pruned", f], d).ok()?;
         let p = format!("pruned/{f}");
@@ -156,10 +170,13 @@ fn cuda() -> Result<(), Failed> {
             readelf_clean(d, &p)?;
         }
     }
+    Ok(())
+}
 
-    // Programs: linked from the objects, then pruned; and linked from the
-    // pruned archive.
-    for ld in ["bfd", "lld", "mold"] {
+/// Programs linked by `ld`: from the objects, then pruned; and from the
+/// pruned archive.
+fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
+    {
         let fuse = format!("-fuse-ld={ld}");
         let link = |args: &[&str], out: &str| -> Result<(), Failed> {
             let mut all = vec![fuse.as_str()];
@@ -208,11 +225,7 @@ fn cuda() -> Result<(), Failed> {
                 want.clone(),
             )?;
             if prog == &pie {
-                same(
-                    &format!("{from_archive}"),
-                    output(d, &from_archive, &[])?,
-                    want,
-                )?;
+                same(&from_archive, output(d, &from_archive, &[])?, want)?;
             }
         }
     }
