@@ -176,57 +176,55 @@ fn objects_and_archive(d: &Path) -> Result<(), Failed> {
 /// Programs linked by `ld`: from the objects, then pruned; and from the
 /// pruned archive.
 fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
-    {
-        let fuse = format!("-fuse-ld={ld}");
-        let link = |args: &[&str], out: &str| -> Result<(), Failed> {
-            let mut all = vec![fuse.as_str()];
-            all.extend(args);
-            all.extend(["-L.", "-lcudastub", "-Wl,-rpath,$ORIGIN", "-o", out]);
-            run(&llvm("clang"), &all, d).ok()?;
-            Ok(())
-        };
-        let lib = format!("libfat-{ld}.so");
-        link(&["-shared", "lz4.o", "plain.o"], &lib)?;
-        let shared = format!("shared-{ld}");
-        link(&["main.c", &format!("-lfat-{ld}")], &shared)?;
-        let pie = format!("pie-{ld}");
-        link(&["main.c", "lz4.o", "plain.o"], &pie)?;
-        let nopie = format!("nopie-{ld}");
-        link(&["-no-pie", "main.c", "lz4.o", "plain.o"], &nopie)?;
-        std::fs::copy(d.join(&shared), d.join("pruned").join(&shared))?;
-        for f in [&lib, &pie, &nopie] {
-            run(
-                &ours(),
-                &["prune", "--keep", "sm_86", "-d", "pruned", f.as_str()],
-                d,
-            )
-            .ok()?;
+    let fuse = format!("-fuse-ld={ld}");
+    let link = |args: &[&str], out: &str| -> Result<(), Failed> {
+        let mut all = vec![fuse.as_str()];
+        all.extend(args);
+        all.extend(["-L.", "-lcudastub", "-Wl,-rpath,$ORIGIN", "-o", out]);
+        run(&llvm("clang"), &all, d).ok()?;
+        Ok(())
+    };
+    let lib = format!("libfat-{ld}.so");
+    link(&["-shared", "lz4.o", "plain.o"], &lib)?;
+    let shared = format!("shared-{ld}");
+    link(&["main.c", &format!("-lfat-{ld}")], &shared)?;
+    let pie = format!("pie-{ld}");
+    link(&["main.c", "lz4.o", "plain.o"], &pie)?;
+    let nopie = format!("nopie-{ld}");
+    link(&["-no-pie", "main.c", "lz4.o", "plain.o"], &nopie)?;
+    std::fs::copy(d.join(&shared), d.join("pruned").join(&shared))?;
+    for f in [&lib, &pie, &nopie] {
+        run(
+            &ours(),
+            &["prune", "--keep", "sm_86", "-d", "pruned", f.as_str()],
+            d,
+        )
+        .ok()?;
+    }
+    let from_archive = format!("pruned/archive-{ld}");
+    // Nothing in main.c calls into the members: all of them are linked.
+    link(
+        &[
+            "main.c",
+            "-Wl,--whole-archive",
+            "pruned/libfat.a",
+            "-Wl,--no-whole-archive",
+        ],
+        &from_archive,
+    )?;
+    for prog in [&shared, &pie, &nopie] {
+        let before = output(d, prog, &[])?;
+        if before.matches("entry kind").count() != 12 || !before.contains("flags 0x2000") {
+            return Err(format!("{prog} printed:\n{before}").into());
         }
-        let from_archive = format!("pruned/archive-{ld}");
-        // Nothing in main.c calls into the members: all of them are linked.
-        link(
-            &[
-                "main.c",
-                "-Wl,--whole-archive",
-                "pruned/libfat.a",
-                "-Wl,--no-whole-archive",
-            ],
-            &from_archive,
+        let want = without_dropped(&before);
+        same(
+            &format!("{prog} pruned"),
+            output(d, &format!("pruned/{prog}"), &[])?,
+            want.clone(),
         )?;
-        for prog in [&shared, &pie, &nopie] {
-            let before = output(d, prog, &[])?;
-            if before.matches("entry kind").count() != 12 || !before.contains("flags 0x2000") {
-                return Err(format!("{prog} printed:\n{before}").into());
-            }
-            let want = without_dropped(&before);
-            same(
-                &format!("{prog} pruned"),
-                output(d, &format!("pruned/{prog}"), &[])?,
-                want.clone(),
-            )?;
-            if prog == &pie {
-                same(&from_archive, output(d, &from_archive, &[])?, want)?;
-            }
+        if prog == &pie {
+            same(&from_archive, output(d, &from_archive, &[])?, want)?;
         }
     }
     Ok(())
