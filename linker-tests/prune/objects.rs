@@ -51,6 +51,11 @@ pub fn tests() -> Vec<Trial> {
             openmp_cpu_offload,
         ),
         trial(
+            "prune::objects::hard_links_split_unless_kept",
+            &["clang++"],
+            hard_links,
+        ),
+        trial(
             "prune::objects::refusals_leave_no_output",
             &["clang++", "ld.bfd", "ar"],
             refusals,
@@ -408,6 +413,69 @@ fn refusals() -> Result<(), Failed> {
         }
         if d.join("out").exists() {
             return Err(format!("{input}: an output was written").into());
+        }
+    }
+    Ok(())
+}
+
+/// `--in-place` on a file with another hard link: by default the file
+/// becomes a new one and the other link keeps the old bytes; with
+/// `--keep-hard-links` both names see the pruned file (one inode), with
+/// the old times. The pruned bytes are the same either way.
+fn hard_links() -> Result<(), Failed> {
+    use std::os::unix::fs::MetadataExt;
+    let t = tempdir();
+    let d = t.path();
+    hip(d, "k2.hip", "k2.o", &[])?;
+    run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "-o", "want.o", "k2.o"],
+        d,
+    )
+    .ok()?;
+    let want = std::fs::read(d.join("want.o"))?;
+    let old = std::fs::read(d.join("k2.o"))?;
+    for keep in [false, true] {
+        std::fs::copy(d.join("k2.o"), d.join("a.o"))?;
+        let _ = std::fs::remove_file(d.join("b.o"));
+        std::fs::hard_link(d.join("a.o"), d.join("b.o"))?;
+        let mtime =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(d.join("a.o"))?
+            .set_modified(mtime)?;
+        let mut args = vec!["prune", "--keep", "gfx90a", "--in-place", "--json", "a.o"];
+        if keep {
+            args.push("--keep-hard-links");
+        }
+        let r = run(&ours(), &args, d).ok()?;
+        let doc: serde_json::Value = serde_json::from_slice(&r.stdout)?;
+        same(
+            "hard_links reported",
+            doc["files"][0]["hard_links"].as_u64(),
+            Some(2),
+        )?;
+        same("a.o pruned", std::fs::read(d.join("a.o"))? == want, true)?;
+        let (a, b) = (
+            std::fs::metadata(d.join("a.o"))?,
+            std::fs::metadata(d.join("b.o"))?,
+        );
+        same("a.o's modification time", a.modified()?, mtime)?;
+        if keep {
+            same("one inode", a.ino(), b.ino())?;
+            same(
+                "b.o pruned through the link",
+                std::fs::read(d.join("b.o"))? == want,
+                true,
+            )?;
+        } else {
+            same("two inodes", a.ino() == b.ino(), false)?;
+            same(
+                "b.o kept the old bytes",
+                std::fs::read(d.join("b.o"))? == old,
+                true,
+            )?;
         }
     }
     Ok(())

@@ -15,15 +15,14 @@ use sha2::{Digest as _, Sha256};
 use std::io::Read as _;
 
 use super::io::{Input, Output, print_line, printable};
-use offload_kit::container::{ar, elf};
+use offload_kit::container::ar;
 use offload_kit::layout::Piece;
 use offload_kit::package;
 use offload_kit::prune::output::Output as NewFile;
-use offload_kit::prune::plan::{self, Host};
 use offload_kit::prune::{self, Ptx, Rules, Selection, Verdict};
+use offload_kit::scan::Image;
 use offload_kit::scan::rule::Rule;
 use offload_kit::scan::sort::arch_cmp;
-use offload_kit::scan::{self, Image, Options, Report};
 
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]
@@ -34,15 +33,20 @@ gfx90a keeps gfx90a, gfx90a:xnack+ and gfx90a:xnack- images and generic ones tha
 gfx90a; sm_86 keeps the sm_80 and sm_86 cubins an 8.6 device runs, and (--ptx newest) the \
 newest PTX it can compile, per fat binary. With --drop an image goes when it is built for a \
 target named. A bundle's host entry always stays.\n\n\
-Each container that loses entries is rewritten where it lies, so whatever points at it still \
-does; the bytes it frees are zeros, and holes on disk (the file keeps its size). Handled today: \
-clang offload bundles (plain, and compressed: recompressed with the same method at LLVM's \
-default level) and CUDA fatbins, in linked programs and shared libraries or on their own. \
-Wheels: each ELF member pruned, RECORD updated. Refused with an error, the file untouched: \
- OffloadBinaries, host objects and archives, \
-containers inside others.\n\n\
+What is rewritten depends on the file. A linked program or shared library: each container \
+that loses entries is rewritten where it lies, so whatever points at it still does; the bytes it \
+frees are zeros, and holes on disk (the file keeps its size). A relocatable object: the sections \
+holding them shrink, as llvm-objcopy --update-section/--remove-section writes them (bundle \
+sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static archive: each \
+member pruned so, the symbol table following. A bare bundle or fatbin: the freed bytes cut out. \
+Wheels: each ELF member pruned, RECORD updated. Containers: clang offload bundles (plain, and \
+compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
+fatbins (entries kept as stored) and OffloadBinaries. Refused with an error, the file untouched: \
+OpenMP images registered in a linked program, containers inside others, thin archives, objects \
+where something points past a container that would shrink.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
-the file's mode, owner and times (a new file gets the input's mode). Exit codes: 0 success, 2 an input that could not be read, \
+the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
+links becomes a new file, the others keeping the old one, unless --keep-hard-links. Exit codes: 0 success, 2 an input that could not be read, \
 held damaged data or cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
@@ -70,6 +74,14 @@ pub struct PruneOpts {
     /// Let a container lose every device image (a bundle keeps its host entry).
     #[arg(long)]
     allow_empty: bool,
+    /// With --in-place, rewrite a file that has other hard links through
+    /// them, so that every link sees the pruned file (by default it is
+    /// replaced by a new file, and the other links keep the old one).
+    #[arg(long, requires = "in_place")]
+    keep_hard_links: bool,
+    /// Threads that compress a rebuilt compressed bundle (default: every CPU).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    threads: u32,
     /// Say what would be removed; write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -123,6 +135,9 @@ struct FileReport {
     bytes_after: u64,
     disk_before: u64,
     disk_after: Option<u64>,
+    /// Links the input had (with --in-place and more than one, the others
+    /// keep the old file unless --keep-hard-links).
+    hard_links: u64,
     freed: u64,
     kept: Vec<Group>,
     dropped: Vec<Group>,
@@ -248,57 +263,33 @@ impl Pruning {
     /// sections shrunk, a linked program or library rewritten where each
     /// container lies, anything else (a bare container) with the freed
     /// bytes cut out.
-    fn of(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
+    fn of(sel: &Selection, name: &str, data: &[u8], opts: &prune::Options) -> Result<Pruning> {
         if ar::is_archive(data) {
-            return Pruning::of_archive(sel, name, data, allow_empty);
+            return Pruning::of_archive(sel, name, data, opts);
         }
-        let mut opts = Options::default();
-        opts.max_uncompressed = scan::default_max_uncompressed(data.len() as u64);
-        let report: Report = scan::scan(data, &opts);
-        let verdicts = sel.decide(&report);
+        let f = prune::prune_file(data, sel, opts).map_err(|e| anyhow!("'{name}': {e}"))?;
         let groups = |kept: bool| {
-            groups(report.images.iter().filter(|i| {
-                let v = verdicts[i.id];
+            groups(f.report.images.iter().filter(|i| {
+                let v = f.verdicts[i.id];
                 v != Verdict::Always && v.stays() == kept
             }))
         };
-        let mut p = Pruning {
+        Ok(Pruning {
             kept: groups(true),
             dropped: groups(false),
-            ..Pruning::default()
-        };
-        let in_file = |e: offload_kit::Error| anyhow!("'{name}': {e}");
-        let host = match elf::peek(data).and_then(|p| p.file_type()) {
-            Some(object::elf::ET_REL) => Host::Relocatable,
-            Some(_) => Host::Linked,
-            None => Host::Raw,
-        };
-        if host == Host::Relocatable {
-            if let Some(o) =
-                prune::object::prune(data, &report, &verdicts, allow_empty).map_err(in_file)?
-            {
-                p.rewritten = o.rewritten;
-                p.freed = (data.len() as u64).saturating_sub(o.output.size());
-                p.output = Some(o.output);
-            }
-            return Ok(p);
-        }
-        let mut plan = plan::plan(data, &report, &verdicts, host, allow_empty).map_err(in_file)?;
-        if plan.is_empty() {
-            return Ok(p);
-        }
-        p.rewritten = plan.edits.len();
-        p.freed = plan.freed();
-        p.output = Some(if host == Host::Linked {
-            NewFile::in_place(data.len() as u64, &mut plan)
-        } else {
-            NewFile::cut(data.len() as u64, &mut plan)
-        });
-        Ok(p)
+            rewritten: f.rewritten,
+            freed: f.freed,
+            output: f.output,
+        })
     }
 
     /// A static archive: each member pruned as a file of its own would be.
-    fn of_archive(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
+    fn of_archive(
+        sel: &Selection,
+        name: &str,
+        data: &[u8],
+        opts: &prune::Options,
+    ) -> Result<Pruning> {
         if ar::is_thin(data) {
             bail!(
                 "'{name}': a thin archive's members are files of their own: prune them \
@@ -307,7 +298,7 @@ impl Pruning {
         }
         let mut p = Pruning::default();
         let output = prune::archive::prune(data, |member, bytes| -> Result<Option<NewFile>> {
-            let m = Pruning::of(sel, &format!("{name}({member})"), bytes, allow_empty)?;
+            let m = Pruning::of(sel, &format!("{name}({member})"), bytes, opts)?;
             p.kept.extend(m.kept);
             p.dropped.extend(m.dropped);
             p.rewritten += m.rewritten;
@@ -341,6 +332,14 @@ fn keep_metadata(out: &mut Output, meta: &std::fs::Metadata) -> Result<()> {
 }
 
 impl PruneOpts {
+    /// The library's options.
+    fn options(&self) -> prune::Options {
+        let mut o = prune::Options::default();
+        o.allow_empty = self.allow_empty;
+        o.threads = self.threads;
+        o
+    }
+
     /// Where the pruned form of `input` goes.
     fn destination(&self, input: &Path) -> Result<Option<PathBuf>> {
         if self.dry_run {
@@ -366,7 +365,7 @@ impl PruneOpts {
         if package::detect(data) == Some(package::Kind::Zip) {
             return self.wheel(sel, input, &meta, data);
         }
-        let p = Pruning::of(sel, &name, data, self.allow_empty)?;
+        let p = Pruning::of(sel, &name, data, &self.options())?;
         let mut rep = FileReport {
             path: name.clone(),
             output: None,
@@ -375,6 +374,7 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            hard_links: meta.nlink(),
             freed: p.freed,
             kept: p.kept,
             dropped: p.dropped,
@@ -390,6 +390,7 @@ impl PruneOpts {
             .output
             .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
         let cannot = || format!("'{}': cannot write", dest.display());
+        let through = self.write_through(input, &meta)?;
         let mut out = Output::create(&dest).with_context(cannot)?;
         match (file.file(), out.temp_file()) {
             (Some(input), Some(f)) => write_at(input, data, &pruned, f).with_context(cannot)?,
@@ -400,8 +401,25 @@ impl PruneOpts {
                 }
             }
         }
-        self.finish(out, &meta, &dest, &mut rep)?;
+        self.finish(out, &meta, &dest, &mut rep, through)?;
         Ok(rep)
+    }
+
+    /// With --keep-hard-links, the input opened for writing when it has
+    /// other links (before the output moves it aside).
+    fn write_through(
+        &self,
+        input: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<Option<std::fs::File>> {
+        if !(self.in_place && self.keep_hard_links && meta.nlink() > 1) {
+            return Ok(None);
+        }
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(input)
+            .with_context(|| format!("'{}': cannot write", input.display()))?;
+        Ok(Some(f))
     }
 
     /// Gives the output the input's metadata (all of it in place, the mode
@@ -413,14 +431,34 @@ impl PruneOpts {
         meta: &std::fs::Metadata,
         dest: &Path,
         rep: &mut FileReport,
+        through: Option<std::fs::File>,
     ) -> Result<()> {
-        if self.in_place {
-            keep_metadata(&mut out, meta)?;
-        } else if let Some(f) = out.temp_file() {
-            f.set_permissions(meta.permissions())?;
+        let cannot = || format!("'{}': cannot write", dest.display());
+        if let Some(mut target) = through {
+            // Every link is to see the pruned file: the whole of it, made in
+            // the temporary file, is copied over the file's old contents.
+            // (The output moved the file aside while it was written, and
+            // puts it back when dropped.)
+            let tmp = out
+                .temp_file()
+                .ok_or_else(|| anyhow!("{}: no temporary file", cannot()))?;
+            let len = tmp.metadata()?.len();
+            super::io::copy_file_range_all(tmp, 0, len, &mut target).with_context(cannot)?;
+            target.set_len(len).with_context(cannot)?;
+            let times = std::fs::FileTimes::new()
+                .set_accessed(meta.accessed()?)
+                .set_modified(meta.modified()?);
+            target.set_times(times)?;
+            target.sync_all().with_context(cannot)?;
+            drop(out);
+        } else {
+            if self.in_place {
+                keep_metadata(&mut out, meta)?;
+            } else if let Some(f) = out.temp_file() {
+                f.set_permissions(meta.permissions())?;
+            }
+            out.commit().with_context(cannot)?;
         }
-        out.commit()
-            .with_context(|| format!("'{}': cannot write", dest.display()))?;
         let after = std::fs::metadata(dest)?;
         rep.output = Some(dest.to_string_lossy().into_owned());
         rep.bytes_after = after.len();
@@ -449,6 +487,7 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
             dropped: Vec::new(),
@@ -466,10 +505,11 @@ impl PruneOpts {
         }
         // Pass 2: the new zip, members in their order.
         let cannot = || format!("'{}': cannot write", dest.display());
+        let through = self.write_through(input, meta)?;
         let mut out = Output::create(&dest).with_context(cannot)?;
         let file = out.temp_file().ok_or_else(|| anyhow!("{}", cannot()))?;
         write_wheel(&name, &mut zin, &mut pruned, record, file)?;
-        self.finish(out, meta, &dest, &mut rep)?;
+        self.finish(out, meta, &dest, &mut rep, through)?;
         Ok(rep)
     }
 
@@ -508,7 +548,7 @@ impl PruneOpts {
             drop(f);
             let member = Input::from_temp_file(spool)?;
             let full = format!("{name}!/{mname}");
-            let p = Pruning::of(sel, &full, member.bytes(), self.allow_empty)?;
+            let p = Pruning::of(sel, &full, member.bytes(), &self.options())?;
             rep.kept.extend(p.kept);
             rep.dropped.extend(p.dropped);
             let Some(new_member) = p.output else {
@@ -571,7 +611,7 @@ impl PruneOpts {
             writeln!(out)?;
         } else {
             for r in &reports {
-                print_text(&mut out, r, self.dry_run)?;
+                print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
             }
         }
         out.flush()?;
@@ -579,7 +619,7 @@ impl PruneOpts {
     }
 }
 
-fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool) -> Result<()> {
+fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: bool) -> Result<()> {
     let verb = if dry_run { "would free" } else { "freed" };
     let what = if r.containers_rewritten == 0 {
         "nothing to remove".to_string()
@@ -596,6 +636,20 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool) -> Result<()>
             &format!(
                 "  {o}: {} bytes ({} before); on disk {} bytes ({} before)",
                 r.bytes_after, r.bytes_before, d, r.disk_before
+            ),
+        )?;
+    }
+    if r.hard_links > 1 && r.output.as_deref() == Some(r.path.as_str()) {
+        print_line(
+            out,
+            &format!(
+                "  it had {} hard links: {}",
+                r.hard_links,
+                if keep_links {
+                    "rewritten through them, every link sees the pruned file"
+                } else {
+                    "the others keep the old file (--keep-hard-links rewrites through them)"
+                }
             ),
         )?;
     }

@@ -25,14 +25,40 @@
 
 pub mod archive;
 pub mod containers;
+mod file;
 pub mod object;
 pub mod output;
 pub mod plan;
+
+pub use file::{FilePruning, prune_file};
 
 use crate::offload_binary::ImageKind;
 use crate::scan::rule::{Meets, Rule};
 use crate::scan::{Content, Image, Report};
 use crate::targets;
+
+/// How a file is pruned, besides the selection.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// A container may lose every device image (a bundle then keeps its
+    /// host entry alone), and a section or file every OffloadBinary.
+    pub allow_empty: bool,
+    /// Threads that compress a rebuilt CCOB (0: as many as the machine
+    /// has).
+    pub threads: u32,
+}
+
+impl Options {
+    /// The threads to compress with.
+    pub fn threads(&self) -> u32 {
+        match self.threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
+            n => n,
+        }
+    }
+}
 
 /// Which PTX a `--keep` selection keeps, per container and per rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

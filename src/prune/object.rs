@@ -16,9 +16,9 @@
 
 use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
 
-use super::Verdict;
 use super::output::Output;
 use super::plan::{self, Edit, Host};
+use super::{Options, Verdict};
 use crate::bundle::object::{Aligned, Part, Update, edit_sections, is_aligned};
 use crate::error::{Error, Result};
 use crate::layout::Piece;
@@ -54,14 +54,15 @@ fn invalid(detail: impl Into<String>) -> Error {
 }
 
 /// The relocatable object `data` (scanned as `report`) pruned to the
-/// images whose verdict says they stay; `None` when every image stays.
+/// images whose verdict says they stay, as `opts` say; `None` when every
+/// image stays.
 pub fn prune(
     data: &[u8],
     report: &Report,
     verdicts: &[Verdict],
-    allow_empty: bool,
+    opts: &Options,
 ) -> Result<Option<ObjectPruned>> {
-    let mut plan = plan::plan(data, report, verdicts, Host::Relocatable, allow_empty)?;
+    let mut plan = plan::plan(data, report, verdicts, Host::Relocatable, opts)?;
     let copy;
     let view = if is_aligned(data) {
         data
@@ -83,7 +84,7 @@ pub fn prune(
             })
         })
         .collect();
-    let remove = removed_bundle_sections(report, verdicts, &secs, allow_empty)?;
+    let remove = removed_bundle_sections(report, verdicts, &secs, opts.allow_empty)?;
     if plan.is_empty() && remove.is_empty() {
         return Ok(None);
     }

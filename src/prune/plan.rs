@@ -13,8 +13,8 @@
 //! OffloadBinaries in a linked program (their images are registered by a
 //! descriptor that points at them one by one).
 
-use super::Verdict;
 use super::containers::{self, Pruned};
+use super::{Options, Verdict};
 use crate::error::{Error, Result};
 use crate::num::usize_from;
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
@@ -87,16 +87,15 @@ fn refuse(kind: ContainerKind, at: Option<u64>, why: &str) -> Error {
 }
 
 /// The edits that prune `data` (scanned as `report`) to the images whose
-/// verdict says they stay, in a file that is a `host`. `allow_empty`: a
-/// container may lose every device image (a bundle then keeps its host
-/// entry alone), and a section or file every OffloadBinary.
+/// verdict says they stay, in a file that is a `host`, as `opts` say.
 pub fn plan(
     data: &[u8],
     report: &Report,
     verdicts: &[Verdict],
     host: Host,
-    allow_empty: bool,
+    opts: &Options,
 ) -> Result<Plan> {
+    let allow_empty = opts.allow_empty;
     if report.damaged() {
         return Err(Error::invalid(
             "file",
@@ -114,7 +113,7 @@ pub fn plan(
             continue;
         }
         let edit = if c.kind == ContainerKind::Ccob {
-            ccob_edit(data, report, verdicts, c, allow_empty)?.map(|(edit, inner)| {
+            ccob_edit(data, report, verdicts, c, opts)?.map(|(edit, inner)| {
                 inside_ccob[inner] = true;
                 edit
             })
@@ -290,7 +289,7 @@ fn ccob_edit(
     report: &Report,
     verdicts: &[Verdict],
     c: &Container,
-    allow_empty: bool,
+    opts: &Options,
 ) -> Result<Option<(Edit, usize)>> {
     let Some(inner) = report
         .containers
@@ -302,9 +301,8 @@ fn ccob_edit(
     let Some((images, stays)) = stays_of(report, verdicts, inner.id) else {
         return Ok(None);
     };
-    let (offset, bytes) = container_bytes(data, c, &images, &stays, allow_empty)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (pruned, built) = containers::ccob(bytes, &stays, u32::try_from(threads).unwrap_or(1))?;
+    let (offset, bytes) = container_bytes(data, c, &images, &stays, opts.allow_empty)?;
+    let (pruned, built) = containers::ccob(bytes, &stays, opts.threads())?;
     if pruned.layout.size > c.size {
         return Err(refuse(
             c.kind,
