@@ -290,6 +290,56 @@ fn archives() -> Result<(), Failed> {
             same(&format!("{pexe} output"), output(d, &pexe, &[])?, want)?;
         }
     }
+    thin_archive(d)
+}
+
+/// A thin archive pruned in place: its member files are pruned where they
+/// lie, the archive records their new sizes, and a program links from it.
+fn thin_archive(d: &Path) -> Result<(), Failed> {
+    std::fs::create_dir(d.join("thin"))?;
+    for o in ["k1.o", "k2.o"] {
+        std::fs::copy(d.join(o), d.join("thin").join(o))?;
+    }
+    let t = d.join("thin");
+    run(
+        Path::new("/usr/bin/ar"),
+        &["rcsT", "libthin.a", "k1.o", "k2.o"],
+        &t,
+    )
+    .ok()?;
+    run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "--in-place", "libthin.a"],
+        &t,
+    )
+    .ok()?;
+    for o in ["k1.o", "k2.o"] {
+        if std::fs::read(t.join(o))? != std::fs::read(d.join(format!("p-{o}")))? {
+            return Err(format!("thin/{o} is not {o} pruned on its own").into());
+        }
+    }
+    run(
+        &llvm("clang"),
+        &[
+            &src("main.c"),
+            "-Wl,--whole-archive",
+            "thin/libthin.a",
+            "-Wl,--no-whole-archive",
+            "-L.",
+            "-lhipstub",
+            "-Wl,-rpath,$ORIGIN",
+            "-o",
+            "thin-app",
+        ],
+        d,
+    )
+    .ok()?;
+    let got = output(d, "thin-app", &[])?;
+    if got.matches("entry hipv4").count() != 2 || got.contains("gfx1030") {
+        return Err(
+            format!("the program linked from the pruned thin archive printed:\n{got}").into(),
+        );
+    }
     Ok(())
 }
 
@@ -380,7 +430,7 @@ fn openmp_cpu_offload() -> Result<(), Failed> {
 
 /// Refused, nothing written: a relocatable object whose second bundle is
 /// pointed at past the first (two objects merged by `ld -r`: pruning the
-/// first would move the second), and a thin archive.
+/// first would move the second), and a thin archive without --in-place.
 fn refusals() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();

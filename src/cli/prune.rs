@@ -42,8 +42,8 @@ member pruned so, the symbol table following. A bare bundle or fatbin: the freed
 Wheels: each ELF member pruned, RECORD updated. Containers: clang offload bundles (plain, and \
 compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
 fatbins (entries kept as stored) and OffloadBinaries. Refused with an error, the file untouched: \
-OpenMP images registered in a linked program, containers inside others, thin archives, objects \
-where something points past a container that would shrink.\n\n\
+OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
+member files are pruned where they lie), objects where something points past a container that would shrink.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
 links becomes a new file, the others keeping the old one, unless --keep-hard-links. Exit codes: 0 success, 2 an input that could not be read, \
@@ -365,6 +365,9 @@ impl PruneOpts {
         if package::detect(data) == Some(package::Kind::Zip) {
             return self.wheel(sel, input, &meta, data);
         }
+        if ar::is_thin(data) {
+            return self.thin(sel, input, &meta, data);
+        }
         let p = Pruning::of(sel, &name, data, &self.options())?;
         let mut rep = FileReport {
             path: name.clone(),
@@ -464,6 +467,69 @@ impl PruneOpts {
         rep.bytes_after = after.len();
         rep.disk_after = Some(after.blocks() * 512);
         Ok(())
+    }
+
+    /// A thin archive: its members are pruned where they lie (with
+    /// --in-place; every one worked out first, so that a refusal leaves all
+    /// of them as they were), then the archive is given their new sizes.
+    fn thin(
+        &self,
+        sel: &Selection,
+        input: &Path,
+        meta: &std::fs::Metadata,
+        data: &[u8],
+    ) -> Result<FileReport> {
+        let name = input.to_string_lossy().into_owned();
+        if !self.in_place && !self.dry_run {
+            bail!(
+                "'{name}': a thin archive's members are files of their own: --in-place prunes \
+                 them where they lie (and the archive follows their sizes)"
+            );
+        }
+        let members = prune::archive::thin_members(data).map_err(|e| anyhow!("'{name}': {e}"))?;
+        let paths: Vec<PathBuf> = members
+            .iter()
+            .map(|m| ar::thin_member_path(input, m))
+            .collect();
+        for p in &paths {
+            let pname = p.to_string_lossy();
+            let f = Input::open(&pname).with_context(|| format!("'{pname}': cannot open"))?;
+            Pruning::of(sel, &pname, f.bytes(), &self.options())?;
+        }
+        let mut rep = FileReport {
+            path: name.clone(),
+            output: None,
+            containers_rewritten: 0,
+            bytes_before: data.len() as u64,
+            bytes_after: data.len() as u64,
+            disk_before: meta.blocks() * 512,
+            disk_after: None,
+            hard_links: meta.nlink(),
+            freed: 0,
+            kept: Vec::new(),
+            dropped: Vec::new(),
+        };
+        let mut sizes = Vec::with_capacity(paths.len());
+        for p in &paths {
+            let r = self.one(sel, p)?;
+            rep.containers_rewritten += r.containers_rewritten;
+            rep.freed += r.freed;
+            rep.kept.extend(r.kept);
+            rep.dropped.extend(r.dropped);
+            sizes.push(r.bytes_after);
+        }
+        rep.kept = merge(std::mem::take(&mut rep.kept));
+        rep.dropped = merge(std::mem::take(&mut rep.dropped));
+        if self.dry_run {
+            return Ok(rep);
+        }
+        let new =
+            prune::archive::resize_thin(data, &sizes).map_err(|e| anyhow!("'{name}': {e}"))?;
+        let cannot = || format!("'{name}': cannot write");
+        let mut out = Output::create(input).with_context(cannot)?;
+        new.write_to(data, &mut out).with_context(cannot)?;
+        self.finish(out, meta, input, &mut rep, self.write_through(input, meta)?)?;
+        Ok(rep)
     }
 
     /// A wheel (any zip): each ELF member pruned, every other member

@@ -115,19 +115,27 @@ pub struct RawEntry<'data> {
     pub data: u64,
     /// How many bytes its header says it has.
     pub size: u64,
+    /// Whether those bytes are in the archive: always, except for a thin
+    /// archive's members (files of their own).
+    pub in_file: bool,
 }
 
 /// The size of an archive member header.
 pub const HEADER_LEN: u64 = 60;
 
-/// Every entry of the regular archive `data` (`!<arch>\n`), in order, with
-/// the symbol and long-name tables: where each header and each entry's
-/// bytes lie. BSD names (`#1/N`, whose bytes start the entry's data) and
-/// anything that is not a regular archive are errors.
+/// Every entry of the regular or thin archive `data` (`!<arch>\n`,
+/// `!<thin>\n`), in order, with the symbol and long-name tables: where
+/// each header and each entry's bytes lie. BSD names (`#1/N`, whose bytes
+/// start the entry's data) and other kinds of archive are errors.
 pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
-    let magic = &crate::archive::MAGIC[..];
+    let thin = is_thin(data);
+    let magic: &[u8] = if thin {
+        crate::archive::THIN_MAGIC
+    } else {
+        &crate::archive::MAGIC[..]
+    };
     if !data.starts_with(magic) {
-        return Err(ArError::Malformed("not a regular archive".into()));
+        return Err(ArError::Malformed("not a GNU or System V archive".into()));
     }
     let mut out = Vec::new();
     let mut at = magic.len() as u64;
@@ -154,7 +162,8 @@ pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
             return Err(bad("has a BSD name (not rewritten)"));
         }
         let start = at + HEADER_LEN;
-        if size > len - start.min(len) {
+        let in_file = !thin || matches!(name, b"/" | b"//" | b"/SYM64/");
+        if in_file && size > len - start.min(len) {
             return Err(ArError::Truncated {
                 name: String::from_utf8_lossy(name).into_owned(),
                 offset: start,
@@ -167,8 +176,13 @@ pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
             name,
             data: start,
             size,
+            in_file,
         });
-        at = start + size + size % 2;
+        at = if in_file {
+            start + size + size % 2
+        } else {
+            start
+        };
     }
     Ok(out)
 }
@@ -297,7 +311,11 @@ mod tests {
         let mut cut = a.clone();
         cut.truncate(a.len() - 1);
         assert!(matches!(entries(&cut), Err(ArError::Truncated { .. })));
-        assert!(entries(b"!<thin>\n").is_err());
+        assert_eq!(entries(b"!<thin>\n").unwrap(), vec![]);
+        assert!(entries(b"<bigaf>\n").is_err());
+        let thin = archive(b"!<thin>\n", &[("a.o", b"abc"), ("b.o", b"wxyz")], true);
+        let e = entries(&thin).unwrap();
+        assert_eq!((e[1].header, e[1].size, e[1].in_file), (68, 4, false));
         let mut bad = a.clone();
         bad[8 + 58] = b'x';
         assert!(entries(&bad).is_err());

@@ -26,6 +26,11 @@ pub fn prune<E: From<Error>>(
         .iter()
         .find(|e| e.name == b"//")
         .map(|e| slice(data, e.data, e.size));
+    if ar::is_thin(data) {
+        return Err(
+            invalid("a thin archive's members are files of their own (see `resize_thin`)").into(),
+        );
+    }
     let mut new: Vec<Option<Output>> = Vec::with_capacity(entries.len());
     for e in &entries {
         if is_table(e.name) {
@@ -68,6 +73,42 @@ pub fn prune<E: From<Error>>(
         }
     }
     Ok(Some(out))
+}
+
+/// The names of a thin archive's members, in order (paths relative to the
+/// archive's directory unless absolute).
+pub fn thin_members(data: &[u8]) -> Result<Vec<String>> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let long_names = entries
+        .iter()
+        .find(|e| e.name == b"//")
+        .map(|e| slice(data, e.data, e.size));
+    Ok(entries
+        .iter()
+        .filter(|e| !e.in_file)
+        .map(|e| member_name(e.name, long_names))
+        .collect())
+}
+
+/// The thin archive `data` with each member's recorded size set to
+/// `sizes[i]` (members in order, as [`thin_members`] names them): its
+/// members were pruned where they lie. Nothing moves in a thin archive, so
+/// the symbol table stays as it is.
+pub fn resize_thin(data: &[u8], sizes: &[u64]) -> Result<Output> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let members: Vec<&RawEntry<'_>> = entries.iter().filter(|e| !e.in_file).collect();
+    if members.len() != sizes.len() {
+        return Err(invalid("one size per member is needed"));
+    }
+    let mut out = Output::default();
+    let mut at = 0;
+    for (e, &size) in members.into_iter().zip(sizes) {
+        out.span(0, at, e.header - at);
+        out.piece(Piece::Bytes(header_with_size(data, e, size)?));
+        at = e.header + HEADER_LEN;
+    }
+    out.span(0, at, data.len() as u64 - at);
+    Ok(out)
 }
 
 fn slice(data: &[u8], at: u64, size: u64) -> &[u8] {
