@@ -14,7 +14,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
+use crate::real_libs::{CUOBJDUMP, CUPY, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
 mod cuda;
@@ -44,6 +44,11 @@ pub fn tests() -> Vec<Trial> {
                 "llvm-readelf",
             ],
             curand,
+        ),
+        trial(
+            "prune::real_libs::cupy_wheel_to_sm_86",
+            &["/usr/bin/python3"],
+            cupy_wheel,
         ),
         trial(
             "prune::real_libs::curand_wheel_installs_with_pip",
@@ -423,6 +428,96 @@ fn curand() -> Result<(), Failed> {
 /// matches its file (hash and size, checked here), `pip install` takes it
 /// into a fresh virtual environment, and the library installed is the
 /// pruned one (only sm_80 cubins, the same bytes as before).
+/// Checks every line of `wheel`'s RECORD as pip does (hash and size of
+/// each file); returns how many files it lists with a hash.
+fn record_checks(d: &Path, wheel: &str) -> Result<u32, Failed> {
+    let verify = "import base64, csv, hashlib, io, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]
+n = 0
+for row in csv.reader(io.StringIO(z.read(rec).decode())):
+    if not row or not row[1]:
+        continue
+    algo, want = row[1].split('=', 1)
+    data = z.read(row[0])
+    got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b'=').decode()
+    assert got == want and int(row[2]) == len(data), row[0]
+    n += 1
+print(n)
+";
+    let r = run(Path::new("/usr/bin/python3"), &["-c", verify, wheel], d).ok()?;
+    Ok(String::from_utf8_lossy(&r.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0))
+}
+
+/// CuPy's wheel (CUDA 13; zstd-compressed cubins for sm_75 to sm_120 and
+/// PTX, in several extension modules) pruned to sm_86: smaller, its RECORD
+/// right, and each module holding its sm_80 and sm_86 cubins with their
+/// bytes and no other cubin (no PTX an 8.6 device could compile is left
+/// out: the newest such of each fat binary stays).
+fn cupy_wheel() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    std::fs::copy(cache.join(CUPY), d.join("in.whl"))?;
+    run(
+        &ours(),
+        &["prune", "--keep", "sm_86", "-o", CUPY, "in.whl"],
+        d,
+    )
+    .ok()?;
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    if size(CUPY)? >= size("in.whl")? {
+        return Err("the wheel did not shrink".into());
+    }
+    if record_checks(d, CUPY)? < 10 {
+        return Err("RECORD lists too few files".into());
+    }
+    let before = images(&ours_json(
+        &["inspect", "--json", "--hash=md5", "in.whl"],
+        d,
+    )?);
+    let after = images(&ours_json(&["inspect", "--json", "--hash=md5", CUPY], d)?);
+    let mut modules = 0;
+    for (member, imgs) in &before {
+        // `"sm_100" "cubin"` → 100.
+        let sm = |what: &str| -> u32 {
+            let digits: String = what
+                .split("\"sm_")
+                .nth(1)
+                .unwrap_or_default()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().unwrap_or(0)
+        };
+        let cubins: Vec<_> = imgs
+            .iter()
+            .filter(|(w, _)| w.contains("cubin") && [80, 86].contains(&sm(w)))
+            .cloned()
+            .collect();
+        let got = after.get(member).cloned().unwrap_or_default();
+        let got_cubins: Vec<_> = got
+            .iter()
+            .filter(|(w, _)| w.contains("cubin"))
+            .cloned()
+            .collect();
+        same(&format!("{member}: cubins kept"), got_cubins, cubins)?;
+        for ptx in got.iter().filter(|(w, _)| w.contains("ptx")) {
+            if !imgs.contains(ptx) || sm(&ptx.0) > 86 {
+                return Err(format!("{member}: PTX {ptx:?} kept").into());
+            }
+        }
+        modules += 1;
+    }
+    if modules < 3 {
+        return Err(format!("only {modules} modules with device code").into());
+    }
+    Ok(())
+}
+
 fn curand_wheel() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
@@ -442,27 +537,7 @@ fn curand_wheel() -> Result<(), Failed> {
     if after >= before {
         return Err(format!("the wheel did not shrink: {before} -> {after} bytes").into());
     }
-    let verify = "import base64, csv, hashlib, io, sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]
-n = 0
-for row in csv.reader(io.StringIO(z.read(rec).decode())):
-    if not row or not row[1]:
-        continue
-    algo, want = row[1].split('=', 1)
-    data = z.read(row[0])
-    got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b'=').decode()
-    assert got == want and int(row[2]) == len(data), row[0]
-    n += 1
-print(n)
-";
-    let r = run(Path::new("/usr/bin/python3"), &["-c", verify, WHEEL], d).ok()?;
-    if String::from_utf8_lossy(&r.stdout)
-        .trim()
-        .parse::<u32>()
-        .unwrap_or(0)
-        < 2
-    {
+    if record_checks(d, WHEEL)? < 2 {
         return Err("RECORD lists too few files".into());
     }
     run(Path::new("/usr/bin/python3"), &["-m", "venv", "venv"], d).ok()?;
