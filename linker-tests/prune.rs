@@ -154,6 +154,13 @@ fn hip_programs() -> Result<(), Failed> {
                 d,
             )
             .ok()?;
+            // Shrunk: whole pages of the section removed, the segment split.
+            let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+            let pruned = format!("pruned/{f}");
+            if size(&pruned)? + 8192 > size(f)? {
+                return Err(format!("{f} ({ld}) did not shrink by two pages").into());
+            }
+            readelf_clean(d, &pruned)?;
         }
         for prog in [&shared, &pie, &nopie] {
             let before = output(d, prog, &[])?;
@@ -303,6 +310,56 @@ fn dropped_bytes(doc: &serde_json::Value) -> u64 {
         .sum()
 }
 
+/// `out` is smaller than `input` by at least 90 % of the `dropped` image
+/// bytes, on disk and in its apparent size (the file itself shrank).
+fn shrunk_by(d: &Path, input: &str, out: &str, dropped: u64) -> Result<(), Failed> {
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    let apparent = size(input)?.saturating_sub(size(out)?);
+    let on_disk = disk(&d.join(input))?.saturating_sub(disk(&d.join(out))?);
+    for (what, freed) in [("apparent size", apparent), ("disk usage", on_disk)] {
+        if freed * 10 < dropped * 9 {
+            return Err(format!("{what} dropped by {freed} bytes, under 90 % of {dropped}").into());
+        }
+    }
+    Ok(())
+}
+
+/// `--no-shrink` (`lib.so` to `inplace-keep.so`, keeping `rule`): the file
+/// keeps its size and everything outside `section`, and the freed bytes
+/// are holes (disk usage drops by 90 % of `dropped`).
+fn kept_in_place(d: &Path, rule: &str, section: &str, dropped: u64) -> Result<(), Failed> {
+    let r = run(
+        &ours(),
+        &[
+            "prune",
+            "--no-shrink",
+            "--keep",
+            rule,
+            "-o",
+            "inplace-keep.so",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    same(
+        "--no-shrink says nothing of shrinking",
+        String::from_utf8_lossy(&r.stdout).contains("not shrunk"),
+        false,
+    )?;
+    same(
+        "size with --no-shrink",
+        std::fs::metadata(d.join("inplace-keep.so"))?.len(),
+        std::fs::metadata(d.join("lib.so"))?.len(),
+    )?;
+    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("inplace-keep.so"))?);
+    if freed * 10 < dropped * 9 {
+        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
+    }
+    readelf_clean(d, "inplace-keep.so")?;
+    same_outside(d, section, "lib.so", "inplace-keep.so")
+}
+
 fn rocrand() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
@@ -345,19 +402,10 @@ fn rocrand() -> Result<(), Failed> {
         .collect();
     same("images kept, with their original bytes", &after, &want)?;
     same("images kept", after.len(), 2)?;
-    same(
-        "size (a linked file keeps its size)",
-        std::fs::metadata(d.join("out.so"))?.len(),
-        std::fs::metadata(d.join("lib.so"))?.len(),
-    )?;
-    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
     let dropped = dropped_bytes(&doc);
-    if freed * 10 < dropped * 9 {
-        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
-    }
+    shrunk_by(d, "lib.so", "out.so", dropped)?;
     readelf_clean(d, "out.so")?;
-    same_outside(d, ".hip_fatbin", "lib.so", "out.so")?;
-
+    kept_in_place(d, "gfx90a", ".hip_fatbin", dropped)?;
     llvm_reads_the_pruned_bundle(d, before)?;
     refusals_and_in_place(d)
 }
@@ -406,13 +454,10 @@ fn curand() -> Result<(), Failed> {
     if let Some(l) = lines.iter().find(|l| !l.contains("sm_80")) {
         return Err(format!("cuobjdump lists {l}").into());
     }
-    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
     let dropped = dropped_bytes(&doc);
-    if freed * 10 < dropped * 9 {
-        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
-    }
+    shrunk_by(d, "lib.so", "out.so", dropped)?;
     readelf_clean(d, "out.so")?;
-    same_outside(d, ".nv_fatbin", "lib.so", "out.so")?;
+    kept_in_place(d, "sm_80", ".nv_fatbin", dropped)?;
     // It still loads and answers.
     let load = "import ctypes, sys\nl = ctypes.CDLL(sys.argv[1])\nv = ctypes.c_int()\nprint(l.curandGetVersion(ctypes.byref(v)), v.value)\n";
     let a = run(Path::new("/usr/bin/python3"), &["-c", load, "./lib.so"], d).ok()?;

@@ -79,6 +79,10 @@ pub struct PruneOpts {
     /// replaced by a new file, and the other links keep the old one).
     #[arg(long, requires = "in_place")]
     keep_hard_links: bool,
+    /// Rewrite a linked program or library only where each fat binary lies
+    /// (the file keeps its layout and size), instead of shrinking it.
+    #[arg(long)]
+    no_shrink: bool,
     /// Threads that compress a rebuilt compressed bundle (default: every CPU).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     threads: u32,
@@ -135,6 +139,9 @@ struct FileReport {
     bytes_after: u64,
     disk_before: u64,
     disk_after: Option<u64>,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_shrunk: Option<String>,
     /// Links the input had (with --in-place and more than one, the others
     /// keep the old file unless --keep-hard-links).
     hard_links: u64,
@@ -251,6 +258,8 @@ struct Pruning {
     dropped: Vec<Group>,
     /// Containers rewritten (sections removed count one each).
     rewritten: usize,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    not_shrunk: Option<String>,
     /// Bytes freed: zeroed in place, or cut out.
     freed: u64,
     /// The pruned file; `None` when nothing changes.
@@ -280,6 +289,7 @@ impl Pruning {
             rewritten: f.rewritten,
             freed: f.freed,
             output: f.output,
+            not_shrunk: f.not_shrunk,
         })
     }
 
@@ -337,6 +347,7 @@ impl PruneOpts {
         let mut o = prune::Options::default();
         o.allow_empty = self.allow_empty;
         o.threads = self.threads;
+        o.no_shrink = self.no_shrink;
         o
     }
 
@@ -377,6 +388,7 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            not_shrunk: p.not_shrunk,
             hard_links: meta.nlink(),
             freed: p.freed,
             kept: p.kept,
@@ -504,6 +516,7 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            not_shrunk: None,
             hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
@@ -553,6 +566,7 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            not_shrunk: None,
             hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
@@ -704,6 +718,9 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: b
                 r.bytes_after, r.bytes_before, d, r.disk_before
             ),
         )?;
+    }
+    if let Some(why) = &r.not_shrunk {
+        print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;
     }
     if r.hard_links > 1 && r.output.as_deref() == Some(r.path.as_str()) {
         print_line(

@@ -24,6 +24,8 @@ pub struct FilePruning {
     pub freed: u64,
     /// The pruned file; `None` when nothing changes.
     pub output: Option<Output>,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    pub not_shrunk: Option<String>,
 }
 
 /// Scans `data` and works out its pruned form: a relocatable object with
@@ -44,6 +46,7 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         rewritten: 0,
         freed: 0,
         output: None,
+        not_shrunk: None,
     };
     let host = match elf::peek(data).and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
@@ -64,10 +67,20 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     }
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
-    p.output = Some(if host == Host::Linked {
-        Output::in_place(data.len() as u64, &mut plan)
-    } else {
-        Output::cut(data.len() as u64, &mut plan)
+    let len = data.len() as u64;
+    p.output = Some(match host {
+        Host::Linked if !opts.no_shrink => match super::shrink::shrink(data, &p.report, &plan) {
+            Ok(o) => {
+                p.freed = len.saturating_sub(o.size());
+                o
+            }
+            Err(why) => {
+                p.not_shrunk = Some(why);
+                Output::in_place(len, &mut plan)
+            }
+        },
+        Host::Linked => Output::in_place(len, &mut plan),
+        _ => Output::cut(len, &mut plan),
     });
     Ok(p)
 }

@@ -29,6 +29,7 @@ mod file;
 pub mod object;
 pub mod output;
 pub mod plan;
+pub mod shrink;
 
 pub use file::{FilePruning, prune_file};
 
@@ -47,6 +48,9 @@ pub struct Options {
     /// Threads that compress a rebuilt CCOB (0: as many as the machine
     /// has).
     pub threads: u32,
+    /// Rewrite a linked program or library only where each container lies
+    /// (the file keeps its layout and size), rather than shrink it.
+    pub no_shrink: bool,
 }
 
 impl Options {
