@@ -99,6 +99,7 @@ struct Shdr {
     /// Where the header lies.
     at: u64,
     sh_type: u32,
+    flags: u64,
     addr: u64,
     offset: u64,
     size: u64,
@@ -111,6 +112,7 @@ impl Shdr {
         Some(Shdr {
             at,
             sh_type: u32_at(d, at + 4)?,
+            flags: u64_at(d, at + 8)?,
             addr: u64_at(d, at + 16)?,
             offset: u64_at(d, at + 24)?,
             size: u64_at(d, at + 32)?,
@@ -290,26 +292,41 @@ impl Hole {
     }
 
     /// The new program headers: the segment cut at the hole (in two when
-    /// it goes on after it), the header table's own entry where the table
-    /// now lies, every later offset moved down.
+    /// it goes on after it, each part executable only if it holds code),
+    /// the header table's own entry where the table now lies, every later
+    /// offset moved down.
     fn program_headers(&self, elf: &Elf, pack_end: u64) -> Vec<Phdr> {
         let (l, a, b) = (self.l, self.a, self.b);
+        // Whether file range [from, to) holds an executable section.
+        let code = |from: u64, to: u64| {
+            elf.shdrs.iter().any(|h| {
+                h.flags & u64::from(elf::SHF_EXECINSTR.0) != 0
+                    && h.sh_type != elf::SHT_NOBITS.0
+                    && h.offset < to
+                    && h.offset + h.size > from
+            })
+        };
+        let flags = |from: u64, to: u64| {
+            if code(from, to) { l.flags } else { l.flags & !elf::PF_X.0 }
+        };
         let mut out = Vec::with_capacity(elf.phdrs.len() + 1);
         for (i, p) in elf.phdrs.iter().enumerate() {
             let mut q = *p;
             if i == self.li && self.splits {
-                let tail = l.offset + l.filesz - b;
+                let end = l.offset + l.filesz;
                 out.push(Phdr {
+                    flags: flags(l.offset, a),
                     filesz: a - l.offset,
                     memsz: a - l.offset,
                     ..l
                 });
                 q = Phdr {
+                    flags: flags(b, end),
                     offset: self.moved(b),
                     vaddr: l.vaddr + (b - l.offset),
                     paddr: l.paddr + (b - l.offset),
-                    filesz: tail,
-                    memsz: tail,
+                    filesz: end - b,
+                    memsz: end - b,
                     ..l
                 };
             } else if i == self.li {
