@@ -15,7 +15,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{output, readelf_clean, src};
-use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{llvm, ours_json, run, same, tempdir, trial};
 
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -161,7 +161,7 @@ fn shrink(cpu: &Cpu) -> Result<(), Failed> {
             format!("libk{ld}.so"),
             format!("app-{ld}"),
         );
-        let mut with = |first: &[&str], out: &str| {
+        let with = |first: &[&str], out: &str| {
             let mut a = first.to_vec();
             a.extend(objects);
             link(&a, out)

@@ -300,14 +300,18 @@ impl Hole {
         // Whether file range [from, to) holds an executable section.
         let code = |from: u64, to: u64| {
             elf.shdrs.iter().any(|h| {
-                h.flags & u64::from(elf::SHF_EXECINSTR.0) != 0
+                h.flags & elf::SHF_EXECINSTR.0 != 0
                     && h.sh_type != elf::SHT_NOBITS.0
                     && h.offset < to
                     && h.offset + h.size > from
             })
         };
         let flags = |from: u64, to: u64| {
-            if code(from, to) { l.flags } else { l.flags & !elf::PF_X.0 }
+            if code(from, to) {
+                l.flags
+            } else {
+                l.flags & !elf::PF_X.0
+            }
         };
         let mut out = Vec::with_capacity(elf.phdrs.len() + 1);
         for (i, p) in elf.phdrs.iter().enumerate() {

@@ -262,7 +262,8 @@ impl<'d> Model<'d> {
     /// a `gone` section (symbol 0 names none).
     fn check_relocations(&self, i: usize, gone: &[bool]) -> Result<()> {
         let s = &self.secs[i];
-        for &(_, sym, r_offset) in &s.relocs {
+        for r in &s.relocs {
+            let (sym, r_offset) = (r.r_sym, r.r_offset);
             let Some(symbol) = self.symbols.get(sym as usize).filter(|_| sym != 0) else {
                 continue;
             };

@@ -52,14 +52,17 @@
 //! The phases, one file each: [`read`] builds the [`model`] from the input
 //! (refusing what llvm-objcopy refuses), [`edit`] removes and adds
 //! sections, [`layout`] numbers and places what stays, and [`write`](mod@write) builds
-//! the contents and headers and puts the file together; [`crel`] is the
-//! compact relocation format.
+//! the contents and headers and puts the file together, the ELF structures
+//! encoded by `object`'s ELF `Encoder` as the wrapper object's are;
+//! [`crel`] is the compact relocation format.
 
 use object::{Endianness, elf};
 
+// `read_err` is the bundler's one mapping of the `object` crate's read
+// errors (an invalid object file), here as in the bundle listing.
 use super::{
     MAGIC, NewSection, Part, Span, Update, Written, check_alignments, check_string_table,
-    is_bundle_section, llvm_section_name,
+    is_bundle_section, llvm_section_name, read_err,
 };
 use crate::error::{Error, Result};
 
@@ -116,11 +119,6 @@ fn doing(edit: &Edit<'_>) -> &'static str {
     } else {
         "bundling into"
     }
-}
-
-/// An error of the `object` crate's reader, as an invalid object file.
-fn read_err(e: object::read::Error) -> Error {
-    Error::invalid("object file", e.to_string())
 }
 
 /// An invalid object file, `detail` saying how.
