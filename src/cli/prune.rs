@@ -33,9 +33,11 @@ gfx90a keeps gfx90a, gfx90a:xnack+ and gfx90a:xnack- images and generic ones tha
 gfx90a; sm_86 keeps the sm_80 and sm_86 cubins an 8.6 device runs, and (--ptx newest) the \
 newest PTX it can compile, per fat binary. With --drop an image goes when it is built for a \
 target named. A bundle's host entry always stays.\n\n\
-What is rewritten depends on the file. A linked program or shared library: each container \
-that loses entries is rewritten where it lies, so whatever points at it still does; the bytes it \
-frees are zeros, and holes on disk (the file keeps its size). A relocatable object: the sections \
+What is rewritten depends on the file. A linked program or shared library: the containers of \
+its fat-binary section are packed together, every reference to one that moved is fixed, and the \
+freed pages are cut out of the file, every address the code uses unchanged; where that cannot \
+be done safely (or with --no-shrink) each container is rewritten where it lies and the bytes it \
+frees are zeros and holes on disk, and the report says why. A relocatable object: the sections \
 holding them shrink, as llvm-objcopy --update-section/--remove-section writes them (bundle \
 sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static archive: each \
 member pruned so, the symbol table following. A bare bundle or fatbin: the freed bytes cut out. \
