@@ -312,6 +312,74 @@ fn dropped_bytes(doc: &serde_json::Value) -> u64 {
         .sum()
 }
 
+/// `lib.so` (librocrand) and the shrunk `out.so` loaded (`dlopen`, through
+/// Python's ctypes) against a stand-in `libamdhip64.so.5`: `hip_stub.c`,
+/// which prints every bundle entry registered, plus a function returning 0
+/// for each other HIP symbol the library imports, all in the `hip_4.2`
+/// version node they are imported from. The pruned library loads and
+/// registers what the original does less the entries of other GPUs.
+fn loads_with_a_stand_in_hip_runtime(d: &Path) -> Result<(), Failed> {
+    let nm = run(&llvm("llvm-nm"), &["-D", "--undefined-only", "lib.so"], d).ok()?;
+    let stub = std::fs::read_to_string(src("hip_stub.c"))?;
+    let mut extra = String::new();
+    for line in String::from_utf8_lossy(&nm.stdout).lines() {
+        let Some((name, "hip_4.2")) = line
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.split_once('@'))
+        else {
+            continue;
+        };
+        if !stub.contains(&format!("{name}(")) {
+            extra.push_str(&format!("int {name}(void) {{ return 0; }}\n"));
+        }
+    }
+    std::fs::write(d.join("hip_rest.c"), extra)?;
+    std::fs::write(d.join("hip.map"), "hip_4.2 { global: *; };\n")?;
+    std::fs::create_dir_all(d.join("hip"))?;
+    run(
+        Path::new("/usr/bin/cc"),
+        &[
+            "-shared",
+            "-fPIC",
+            &src("hip_stub.c"),
+            "hip_rest.c",
+            "-lzstd",
+            "-Wl,--version-script=hip.map",
+            "-Wl,-soname,libamdhip64.so.5",
+            "-o",
+            "hip/libamdhip64.so.5",
+        ],
+        d,
+    )
+    .ok()?;
+    let load = |lib: &str| -> Result<String, Failed> {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", lib])
+            .env("LD_LIBRARY_PATH", d.join("hip"))
+            .current_dir(d)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("loading {lib}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let before = load("./lib.so")?;
+    if before.matches("entry hipv4").count() != 7 {
+        return Err(format!("librocrand registered:\n{before}").into());
+    }
+    let want: String = before
+        .lines()
+        .filter(|l| !l.contains("entry hipv4") || l.contains("gfx90a"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    same(
+        "what the pruned librocrand registers",
+        load("./out.so")?,
+        want,
+    )
+}
+
 /// `out` is smaller than `input` by at least 90 % of the `dropped` image
 /// bytes, on disk and in its apparent size (the file itself shrank).
 fn shrunk_by(d: &Path, input: &str, out: &str, dropped: u64) -> Result<(), Failed> {
@@ -409,6 +477,7 @@ fn rocrand() -> Result<(), Failed> {
     readelf_clean(d, "out.so")?;
     kept_in_place(d, "gfx90a", ".hip_fatbin", dropped)?;
     llvm_reads_the_pruned_bundle(d, before)?;
+    loads_with_a_stand_in_hip_runtime(d)?;
     refusals_and_in_place(d)
 }
 
