@@ -144,6 +144,9 @@ struct FileReport {
     /// For a linked file rewritten in place rather than shrunk: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shrunk: Option<prune::shrink::Shrunk>,
     /// Links the input had (with --in-place and more than one, the others
     /// keep the old file unless --keep-hard-links).
     hard_links: u64,
@@ -262,6 +265,8 @@ struct Pruning {
     rewritten: usize,
     /// For a linked file rewritten in place rather than shrunk: why.
     not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    shrunk: Option<prune::shrink::Shrunk>,
     /// Bytes freed: zeroed in place, or cut out.
     freed: u64,
     /// The pruned file; `None` when nothing changes.
@@ -292,6 +297,7 @@ impl Pruning {
             freed: f.freed,
             output: f.output,
             not_shrunk: f.not_shrunk,
+            shrunk: f.shrunk,
         })
     }
 
@@ -391,6 +397,7 @@ impl PruneOpts {
             disk_before: meta.blocks() * 512,
             disk_after: None,
             not_shrunk: p.not_shrunk,
+            shrunk: p.shrunk,
             hard_links: meta.nlink(),
             freed: p.freed,
             kept: p.kept,
@@ -519,6 +526,7 @@ impl PruneOpts {
             disk_before: meta.blocks() * 512,
             disk_after: None,
             not_shrunk: None,
+            shrunk: None,
             hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
@@ -569,6 +577,7 @@ impl PruneOpts {
             disk_before: meta.blocks() * 512,
             disk_after: None,
             not_shrunk: None,
+            shrunk: None,
             hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
@@ -720,6 +729,25 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: b
                 r.bytes_after, r.bytes_before, d, r.disk_before
             ),
         )?;
+    }
+    if let Some(s) = &r.shrunk {
+        let seg = |p: prune::shrink::Segment| {
+            format!(
+                "offset {:#x} address {:#x} size {:#x}",
+                p.offset, p.address, p.size
+            )
+        };
+        print_line(
+            out,
+            &format!(
+                "  {} packed from {} to {} bytes; file bytes {:#x}..{:#x} removed",
+                s.section, s.section_size.0, s.section_size.1, s.removed.0, s.removed.1
+            ),
+        )?;
+        print_line(out, &format!("  load segment {}", seg(s.segment)))?;
+        for p in &s.segments {
+            print_line(out, &format!("    becomes {}", seg(*p)))?;
+        }
     }
     if let Some(why) = &r.not_shrunk {
         print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;

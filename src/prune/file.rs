@@ -26,6 +26,8 @@ pub struct FilePruning {
     pub output: Option<Output>,
     /// For a linked file rewritten in place rather than shrunk: why.
     pub not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    pub shrunk: Option<super::shrink::Shrunk>,
 }
 
 /// Scans `data` and works out its pruned form: a relocatable object with
@@ -47,6 +49,7 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         freed: 0,
         output: None,
         not_shrunk: None,
+        shrunk: None,
     };
     let host = match elf::peek(data).and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
@@ -70,8 +73,9 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     let len = data.len() as u64;
     p.output = Some(match host {
         Host::Linked if !opts.no_shrink => match super::shrink::shrink(data, &p.report, &plan) {
-            Ok(o) => {
+            Ok((o, shrunk)) => {
                 p.freed = len.saturating_sub(o.size());
+                p.shrunk = Some(shrunk);
                 o
             }
             Err(why) => {

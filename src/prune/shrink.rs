@@ -153,6 +153,32 @@ struct Packed<'p> {
     edit: Option<&'p Edit>,
 }
 
+/// What shrinking did to the file's layout (what `--dry-run` shows).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Shrunk {
+    /// The fat-binary section.
+    pub section: String,
+    /// Its size before and after packing.
+    pub section_size: (u64, u64),
+    /// The file range removed (whole pages).
+    pub removed: (u64, u64),
+    /// The load segment that held the section.
+    pub segment: Segment,
+    /// What it became: one segment, or two around the hole.
+    pub segments: Vec<Segment>,
+}
+
+/// Where a load segment lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Segment {
+    /// Its file offset.
+    pub offset: u64,
+    /// Its address.
+    pub address: u64,
+    /// Its size in the file (and in memory).
+    pub size: u64,
+}
+
 /// The headers of a 64-bit little-endian ELF file.
 struct Elf {
     phoff: u64,
@@ -352,8 +378,9 @@ impl Hole {
 }
 
 /// The shrunk form of the linked file `data` (scanned as `report`) that
-/// `plan` prunes in place, or why there is none.
-pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<Output, Refusal> {
+/// `plan` prunes in place, with what became of its layout, or why there is
+/// none.
+pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shrunk), Refusal> {
     let elf = Elf::read(data)?;
     // The one section holding every container that changes.
     let s_index = elf
@@ -389,11 +416,23 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<Output, Refus
     fix_wrappers(data, report, &in_s, &new_vaddr, &mut patches)?;
     fix_symbols(data, &elf.shdrs, s_index, &in_s, &new_vaddr, &mut patches)?;
     fix_headers(&elf, s_index, &hole, pack_end, &mut patches)?;
-    let table: Vec<u8> = hole
-        .program_headers(&elf, pack_end)
-        .iter()
-        .flat_map(Phdr::bytes)
-        .collect();
+    let new_phdrs = hole.program_headers(&elf, pack_end);
+    let table: Vec<u8> = new_phdrs.iter().flat_map(Phdr::bytes).collect();
+    let part = |p: &Phdr| Segment {
+        offset: p.offset,
+        address: p.vaddr,
+        size: p.filesz,
+    };
+    let shrunk = Shrunk {
+        section: section_name(data, &elf, s_index),
+        section_size: (s.size, pack_end - s.offset),
+        removed: (hole.a, hole.b),
+        segment: part(&hole.l),
+        segments: new_phdrs[hole.li..=hole.li + usize::from(hole.splits)]
+            .iter()
+            .map(part)
+            .collect(),
+    };
     if hole.splits {
         patches.put(32, hole.table.to_le_bytes().to_vec());
         let n = u16::try_from(elf.phdrs.len() + 1).map_err(|_| "too many program headers")?;
@@ -422,7 +461,20 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<Output, Refus
     }
     out.piece(Piece::Zeros(hole.a - at));
     patches.copy(&mut out, hole.b, data.len() as u64);
-    Ok(out)
+    Ok((out, shrunk))
+}
+
+/// Section `i`'s name, from the section-name table.
+fn section_name(data: &[u8], elf: &Elf, i: usize) -> String {
+    let name = || -> Option<String> {
+        let strndx = usize::from(u16_at(data, 62)?);
+        let table = elf.shdrs.get(strndx)?;
+        let at = usize_from(table.offset + u64::from(u32_at(data, elf.shdrs.get(i)?.at)?));
+        let bytes = data.get(at..)?;
+        let end = bytes.iter().position(|&b| b == 0)?;
+        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    };
+    name().unwrap_or_default()
 }
 
 /// Section headers after the hole move down, the section ends where its
