@@ -682,6 +682,25 @@ fn curand_wheel() -> Result<(), Failed> {
         d,
     )
     .ok()?;
+    // Smaller by about the dropped images, compressed: each deflated on its
+    // own (zlib level 6), within 10 %.
+    run(&ours(), &["extract", "lib.so", "-o", "images"], d).ok()?;
+    let deflate = "import os, sys, zlib
+print(sum(len(zlib.compress(open(os.path.join(sys.argv[1], f), 'rb').read(), 6))
+          for f in os.listdir(sys.argv[1]) if 'sm_80' not in f))
+";
+    let r = run(Path::new("/usr/bin/python3"), &["-c", deflate, "images"], d).ok()?;
+    let dropped: u64 = String::from_utf8_lossy(&r.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let shrank = before - after;
+    if dropped == 0 || shrank.abs_diff(dropped) * 10 > dropped {
+        return Err(format!(
+            "the wheel shrank by {shrank} bytes; the dropped images deflate to {dropped}"
+        )
+        .into());
+    }
     let want: Vec<_> = hashed(d, "lib.so")?
         .into_iter()
         .filter(|(what, _)| what.contains("\"sm_80\""))
