@@ -36,16 +36,19 @@ const PHENT: u64 = 56;
 const SHENT: u64 = 64;
 
 fn u16_at(d: &[u8], at: u64) -> Option<u16> {
-    let a = usize_from(at);
-    Some(u16::from_le_bytes(d.get(a..a + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(
+        d.get(usize_from(at)..)?.get(..2)?.try_into().ok()?,
+    ))
 }
 fn u32_at(d: &[u8], at: u64) -> Option<u32> {
-    let a = usize_from(at);
-    Some(u32::from_le_bytes(d.get(a..a + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        d.get(usize_from(at)..)?.get(..4)?.try_into().ok()?,
+    ))
 }
 fn u64_at(d: &[u8], at: u64) -> Option<u64> {
-    let a = usize_from(at);
-    Some(u64::from_le_bytes(d.get(a..a + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(
+        d.get(usize_from(at)..)?.get(..8)?.try_into().ok()?,
+    ))
 }
 
 /// A program header's fields.
@@ -63,15 +66,16 @@ struct Phdr {
 
 impl Phdr {
     fn read(d: &[u8], at: u64) -> Option<Phdr> {
+        let d = d.get(usize_from(at)..)?.get(..56)?;
         Some(Phdr {
-            p_type: u32_at(d, at)?,
-            flags: u32_at(d, at + 4)?,
-            offset: u64_at(d, at + 8)?,
-            vaddr: u64_at(d, at + 16)?,
-            paddr: u64_at(d, at + 24)?,
-            filesz: u64_at(d, at + 32)?,
-            memsz: u64_at(d, at + 40)?,
-            align: u64_at(d, at + 48)?,
+            p_type: u32_at(d, 0)?,
+            flags: u32_at(d, 4)?,
+            offset: u64_at(d, 8)?,
+            vaddr: u64_at(d, 16)?,
+            paddr: u64_at(d, 24)?,
+            filesz: u64_at(d, 32)?,
+            memsz: u64_at(d, 40)?,
+            align: u64_at(d, 48)?,
         })
     }
 
@@ -108,16 +112,17 @@ struct Shdr {
 }
 
 impl Shdr {
-    fn read(d: &[u8], at: u64) -> Option<Shdr> {
+    fn read(data: &[u8], at: u64) -> Option<Shdr> {
+        let d = data.get(usize_from(at)..)?.get(..64)?;
         Some(Shdr {
             at,
-            sh_type: u32_at(d, at + 4)?,
-            flags: u64_at(d, at + 8)?,
-            addr: u64_at(d, at + 16)?,
-            offset: u64_at(d, at + 24)?,
-            size: u64_at(d, at + 32)?,
-            align: u64_at(d, at + 48)?,
-            entsize: u64_at(d, at + 56)?,
+            sh_type: u32_at(d, 4)?,
+            flags: u64_at(d, 8)?,
+            addr: u64_at(d, 16)?,
+            offset: u64_at(d, 24)?,
+            size: u64_at(d, 32)?,
+            align: u64_at(d, 48)?,
+            entsize: u64_at(d, 56)?,
         })
     }
 }
@@ -212,14 +217,26 @@ impl Elf {
         if shnum == 0 || phnum == 0 {
             return Err("the file has no section or program headers".into());
         }
-        let phdrs = (0..phnum)
-            .map(|i| Phdr::read(data, phoff + i * PHENT))
+        let phdrs: Vec<Phdr> = (0..phnum)
+            .map(|i| Phdr::read(data, phoff.checked_add(i * PHENT)?))
             .collect::<Option<_>>()
             .ok_or_else(bad)?;
-        let shdrs = (0..shnum)
-            .map(|i| Shdr::read(data, shoff + i * SHENT))
+        let shdrs: Vec<Shdr> = (0..shnum)
+            .map(|i| Shdr::read(data, shoff.checked_add(i * SHENT)?))
             .collect::<Option<_>>()
             .ok_or_else(bad)?;
+        // Every range the headers give lies in the file (so no sum below
+        // overflows and no slice runs past the end).
+        let len = data.len() as u64;
+        let inside = |off: u64, size: u64| off.checked_add(size).is_some_and(|e| e <= len);
+        let vm = |addr: u64, size: u64| addr.checked_add(size).is_some();
+        if !phdrs.iter().all(|p: &Phdr| {
+            inside(p.offset, p.filesz) && vm(p.vaddr, p.memsz) && vm(p.paddr, p.memsz)
+        }) || !shdrs.iter().all(|h| {
+            (h.sh_type == elf::SHT_NOBITS.0 || inside(h.offset, h.size)) && vm(h.addr, h.size)
+        }) {
+            return Err("the headers point outside the file".into());
+        }
         Ok(Elf {
             phoff,
             shoff,
@@ -541,9 +558,10 @@ fn pack<'p>(
     let align = s.align.clamp(8, 1 << 16);
     let mut out = Vec::with_capacity(found.len());
     let (mut seen, mut cursor) = (s.offset, s.offset);
+    let end = s.offset + s.size;
     for (old, size) in found {
-        if old < seen {
-            return Err("containers overlap in the section".into());
+        if old < seen || old.saturating_add(size) > end {
+            return Err("containers overlap, or run past their section".into());
         }
         let gap = &data[usize_from(seen)..usize_from(old)];
         if gap.iter().any(|&b| b != 0) {
@@ -562,8 +580,7 @@ fn pack<'p>(
             edit,
         });
     }
-    let end = s.offset + s.size;
-    if data[usize_from(seen)..usize_from(end.min(data.len() as u64))]
+    if data[usize_from(seen)..usize_from(end)]
         .iter()
         .any(|&b| b != 0)
     {
@@ -576,7 +593,11 @@ fn pack<'p>(
 fn file_offset(phdrs: &[Phdr], v: u64) -> Option<u64> {
     phdrs
         .iter()
-        .find(|p| p.p_type == elf::PT_LOAD.0 && p.vaddr <= v && v + 8 <= p.vaddr + p.filesz)
+        .find(|p| {
+            p.p_type == elf::PT_LOAD.0
+                && p.vaddr <= v
+                && v.checked_add(8).is_some_and(|e| e <= p.vaddr + p.filesz)
+        })
         .map(|p| p.offset + (v - p.vaddr))
 }
 
@@ -623,14 +644,14 @@ fn fix_relocations(
                     u64_at(data, h.offset + k * 8).ok_or("a RELR entry runs past the file")?;
                 if entry & 1 == 0 {
                     stored(patches, entry)?;
-                    base = entry + 8;
+                    base = entry.wrapping_add(8);
                 } else {
                     for bit in 1..64 {
                         if entry >> bit & 1 == 1 {
-                            stored(patches, base + (bit - 1) * 8)?;
+                            stored(patches, base.wrapping_add((bit - 1) * 8))?;
                         }
                     }
-                    base += 63 * 8;
+                    base = base.wrapping_add(63 * 8);
                 }
             }
         }
