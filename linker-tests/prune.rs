@@ -14,11 +14,15 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
+use crate::real_libs::{CUOBJDUMP, CUPY, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
+mod cuda;
+mod objects;
+mod shrink;
+
 pub fn tests() -> Vec<Trial> {
-    vec![
+    let mut trials = vec![
         trial(
             "prune::real_libs::rocrand_to_gfx90a",
             &[
@@ -43,6 +47,11 @@ pub fn tests() -> Vec<Trial> {
             curand,
         ),
         trial(
+            "prune::real_libs::cupy_wheel_to_sm_86",
+            &["/usr/bin/python3"],
+            cupy_wheel,
+        ),
+        trial(
             "prune::real_libs::curand_wheel_installs_with_pip",
             &["/usr/bin/python3"],
             curand_wheel,
@@ -61,7 +70,11 @@ pub fn tests() -> Vec<Trial> {
             ],
             hip_programs,
         ),
-    ]
+    ];
+    trials.extend(objects::tests());
+    trials.extend(cuda::tests());
+    trials.extend(shrink::tests());
+    trials
 }
 
 /// A file of `linker-tests/prune/`.
@@ -143,6 +156,13 @@ fn hip_programs() -> Result<(), Failed> {
                 d,
             )
             .ok()?;
+            // Shrunk: whole pages of the section removed, the segment split.
+            let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+            let pruned = format!("pruned/{f}");
+            if size(&pruned)? + 8192 > size(f)? {
+                return Err(format!("{f} ({ld}) did not shrink by two pages").into());
+            }
+            readelf_clean(d, &pruned)?;
         }
         for prog in [&shared, &pie, &nopie] {
             let before = output(d, prog, &[])?;
@@ -292,6 +312,124 @@ fn dropped_bytes(doc: &serde_json::Value) -> u64 {
         .sum()
 }
 
+/// `lib.so` (librocrand) and the shrunk `out.so` loaded (`dlopen`, through
+/// Python's ctypes) against a stand-in `libamdhip64.so.5`: `hip_stub.c`,
+/// which prints every bundle entry registered, plus a function returning 0
+/// for each other HIP symbol the library imports, all in the `hip_4.2`
+/// version node they are imported from. The pruned library loads and
+/// registers what the original does less the entries of other GPUs.
+fn loads_with_a_stand_in_hip_runtime(d: &Path) -> Result<(), Failed> {
+    let nm = run(&llvm("llvm-nm"), &["-D", "--undefined-only", "lib.so"], d).ok()?;
+    let stub = std::fs::read_to_string(src("hip_stub.c"))?;
+    let mut extra = String::new();
+    for line in String::from_utf8_lossy(&nm.stdout).lines() {
+        let Some((name, "hip_4.2")) = line
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.split_once('@'))
+        else {
+            continue;
+        };
+        if !stub.contains(&format!("{name}(")) {
+            extra.push_str(&format!("int {name}(void) {{ return 0; }}\n"));
+        }
+    }
+    std::fs::write(d.join("hip_rest.c"), extra)?;
+    std::fs::write(d.join("hip.map"), "hip_4.2 { global: *; };\n")?;
+    std::fs::create_dir_all(d.join("hip"))?;
+    run(
+        Path::new("/usr/bin/cc"),
+        &[
+            "-shared",
+            "-fPIC",
+            &src("hip_stub.c"),
+            "hip_rest.c",
+            "-lzstd",
+            "-Wl,--version-script=hip.map",
+            "-Wl,-soname,libamdhip64.so.5",
+            "-o",
+            "hip/libamdhip64.so.5",
+        ],
+        d,
+    )
+    .ok()?;
+    let load = |lib: &str| -> Result<String, Failed> {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", lib])
+            .env("LD_LIBRARY_PATH", d.join("hip"))
+            .current_dir(d)
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("loading {lib}: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let before = load("./lib.so")?;
+    if before.matches("entry hipv4").count() != 7 {
+        return Err(format!("librocrand registered:\n{before}").into());
+    }
+    let want: String = before
+        .lines()
+        .filter(|l| !l.contains("entry hipv4") || l.contains("gfx90a"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    same(
+        "what the pruned librocrand registers",
+        load("./out.so")?,
+        want,
+    )
+}
+
+/// `out` is smaller than `input` by at least 90 % of the `dropped` image
+/// bytes, on disk and in its apparent size (the file itself shrank).
+fn shrunk_by(d: &Path, input: &str, out: &str, dropped: u64) -> Result<(), Failed> {
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    let apparent = size(input)?.saturating_sub(size(out)?);
+    let on_disk = disk(&d.join(input))?.saturating_sub(disk(&d.join(out))?);
+    for (what, freed) in [("apparent size", apparent), ("disk usage", on_disk)] {
+        if freed * 10 < dropped * 9 {
+            return Err(format!("{what} dropped by {freed} bytes, under 90 % of {dropped}").into());
+        }
+    }
+    Ok(())
+}
+
+/// `--no-shrink` (`lib.so` to `inplace-keep.so`, keeping `rule`): the file
+/// keeps its size and everything outside `section`, and the freed bytes
+/// are holes (disk usage drops by 90 % of `dropped`).
+fn kept_in_place(d: &Path, rule: &str, section: &str, dropped: u64) -> Result<(), Failed> {
+    let r = run(
+        &ours(),
+        &[
+            "prune",
+            "--no-shrink",
+            "--keep",
+            rule,
+            "-o",
+            "inplace-keep.so",
+            "lib.so",
+        ],
+        d,
+    )
+    .ok()?;
+    same(
+        "--no-shrink says nothing of shrinking",
+        String::from_utf8_lossy(&r.stdout).contains("not shrunk"),
+        false,
+    )?;
+    same(
+        "size with --no-shrink",
+        std::fs::metadata(d.join("inplace-keep.so"))?.len(),
+        std::fs::metadata(d.join("lib.so"))?.len(),
+    )?;
+    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("inplace-keep.so"))?);
+    if freed * 10 < dropped * 9 {
+        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
+    }
+    readelf_clean(d, "inplace-keep.so")?;
+    same_outside(d, section, "lib.so", "inplace-keep.so")
+}
+
 fn rocrand() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
@@ -334,20 +472,12 @@ fn rocrand() -> Result<(), Failed> {
         .collect();
     same("images kept, with their original bytes", &after, &want)?;
     same("images kept", after.len(), 2)?;
-    same(
-        "size (a linked file keeps its size)",
-        std::fs::metadata(d.join("out.so"))?.len(),
-        std::fs::metadata(d.join("lib.so"))?.len(),
-    )?;
-    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
     let dropped = dropped_bytes(&doc);
-    if freed * 10 < dropped * 9 {
-        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
-    }
+    shrunk_by(d, "lib.so", "out.so", dropped)?;
     readelf_clean(d, "out.so")?;
-    same_outside(d, ".hip_fatbin", "lib.so", "out.so")?;
-
+    kept_in_place(d, "gfx90a", ".hip_fatbin", dropped)?;
     llvm_reads_the_pruned_bundle(d, before)?;
+    loads_with_a_stand_in_hip_runtime(d)?;
     refusals_and_in_place(d)
 }
 
@@ -395,13 +525,10 @@ fn curand() -> Result<(), Failed> {
     if let Some(l) = lines.iter().find(|l| !l.contains("sm_80")) {
         return Err(format!("cuobjdump lists {l}").into());
     }
-    let freed = disk(&d.join("lib.so"))?.saturating_sub(disk(&d.join("out.so"))?);
     let dropped = dropped_bytes(&doc);
-    if freed * 10 < dropped * 9 {
-        return Err(format!("disk usage dropped by {freed} bytes, under 90 % of {dropped}").into());
-    }
+    shrunk_by(d, "lib.so", "out.so", dropped)?;
     readelf_clean(d, "out.so")?;
-    same_outside(d, ".nv_fatbin", "lib.so", "out.so")?;
+    kept_in_place(d, "sm_80", ".nv_fatbin", dropped)?;
     // It still loads and answers.
     let load = "import ctypes, sys\nl = ctypes.CDLL(sys.argv[1])\nv = ctypes.c_int()\nprint(l.curandGetVersion(ctypes.byref(v)), v.value)\n";
     let a = run(Path::new("/usr/bin/python3"), &["-c", load, "./lib.so"], d).ok()?;
@@ -417,6 +544,96 @@ fn curand() -> Result<(), Failed> {
 /// matches its file (hash and size, checked here), `pip install` takes it
 /// into a fresh virtual environment, and the library installed is the
 /// pruned one (only sm_80 cubins, the same bytes as before).
+/// Checks every line of `wheel`'s RECORD as pip does (hash and size of
+/// each file); returns how many files it lists with a hash.
+fn record_checks(d: &Path, wheel: &str) -> Result<u32, Failed> {
+    let verify = "import base64, csv, hashlib, io, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]
+n = 0
+for row in csv.reader(io.StringIO(z.read(rec).decode())):
+    if not row or not row[1]:
+        continue
+    algo, want = row[1].split('=', 1)
+    data = z.read(row[0])
+    got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b'=').decode()
+    assert got == want and int(row[2]) == len(data), row[0]
+    n += 1
+print(n)
+";
+    let r = run(Path::new("/usr/bin/python3"), &["-c", verify, wheel], d).ok()?;
+    Ok(String::from_utf8_lossy(&r.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0))
+}
+
+/// CuPy's wheel (CUDA 13; zstd-compressed cubins for sm_75 to sm_120 and
+/// PTX, in several extension modules) pruned to sm_86: smaller, its RECORD
+/// right, and each module holding its sm_80 and sm_86 cubins with their
+/// bytes and no other cubin (no PTX an 8.6 device could compile is left
+/// out: the newest such of each fat binary stays).
+fn cupy_wheel() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    std::fs::copy(cache.join(CUPY), d.join("in.whl"))?;
+    run(
+        &ours(),
+        &["prune", "--keep", "sm_86", "-o", CUPY, "in.whl"],
+        d,
+    )
+    .ok()?;
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    if size(CUPY)? >= size("in.whl")? {
+        return Err("the wheel did not shrink".into());
+    }
+    if record_checks(d, CUPY)? < 10 {
+        return Err("RECORD lists too few files".into());
+    }
+    let before = images(&ours_json(
+        &["inspect", "--json", "--hash=md5", "in.whl"],
+        d,
+    )?);
+    let after = images(&ours_json(&["inspect", "--json", "--hash=md5", CUPY], d)?);
+    let mut modules = 0;
+    for (member, imgs) in &before {
+        // `"sm_100" "cubin"` → 100.
+        let sm = |what: &str| -> u32 {
+            let digits: String = what
+                .split("\"sm_")
+                .nth(1)
+                .unwrap_or_default()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().unwrap_or(0)
+        };
+        let cubins: Vec<_> = imgs
+            .iter()
+            .filter(|(w, _)| w.contains("cubin") && [80, 86].contains(&sm(w)))
+            .cloned()
+            .collect();
+        let got = after.get(member).cloned().unwrap_or_default();
+        let got_cubins: Vec<_> = got
+            .iter()
+            .filter(|(w, _)| w.contains("cubin"))
+            .cloned()
+            .collect();
+        same(&format!("{member}: cubins kept"), got_cubins, cubins)?;
+        for ptx in got.iter().filter(|(w, _)| w.contains("ptx")) {
+            if !imgs.contains(ptx) || sm(&ptx.0) > 86 {
+                return Err(format!("{member}: PTX {ptx:?} kept").into());
+            }
+        }
+        modules += 1;
+    }
+    if modules < 3 {
+        return Err(format!("only {modules} modules with device code").into());
+    }
+    Ok(())
+}
+
 fn curand_wheel() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
@@ -436,27 +653,7 @@ fn curand_wheel() -> Result<(), Failed> {
     if after >= before {
         return Err(format!("the wheel did not shrink: {before} -> {after} bytes").into());
     }
-    let verify = "import base64, csv, hashlib, io, sys, zipfile
-z = zipfile.ZipFile(sys.argv[1])
-rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]
-n = 0
-for row in csv.reader(io.StringIO(z.read(rec).decode())):
-    if not row or not row[1]:
-        continue
-    algo, want = row[1].split('=', 1)
-    data = z.read(row[0])
-    got = base64.urlsafe_b64encode(hashlib.new(algo, data).digest()).rstrip(b'=').decode()
-    assert got == want and int(row[2]) == len(data), row[0]
-    n += 1
-print(n)
-";
-    let r = run(Path::new("/usr/bin/python3"), &["-c", verify, WHEEL], d).ok()?;
-    if String::from_utf8_lossy(&r.stdout)
-        .trim()
-        .parse::<u32>()
-        .unwrap_or(0)
-        < 2
-    {
+    if record_checks(d, WHEEL)? < 2 {
         return Err("RECORD lists too few files".into());
     }
     run(Path::new("/usr/bin/python3"), &["-m", "venv", "venv"], d).ok()?;
@@ -485,6 +682,25 @@ print(n)
         d,
     )
     .ok()?;
+    // Smaller by about the dropped images, compressed: each deflated on its
+    // own (zlib level 6), within 10 %.
+    run(&ours(), &["extract", "lib.so", "-o", "images"], d).ok()?;
+    let deflate = "import os, sys, zlib
+print(sum(len(zlib.compress(open(os.path.join(sys.argv[1], f), 'rb').read(), 6))
+          for f in os.listdir(sys.argv[1]) if 'sm_80' not in f))
+";
+    let r = run(Path::new("/usr/bin/python3"), &["-c", deflate, "images"], d).ok()?;
+    let dropped: u64 = String::from_utf8_lossy(&r.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let shrank = before - after;
+    if dropped == 0 || shrank.abs_diff(dropped) * 10 > dropped {
+        return Err(format!(
+            "the wheel shrank by {shrank} bytes; the dropped images deflate to {dropped}"
+        )
+        .into());
+    }
     let want: Vec<_> = hashed(d, "lib.so")?
         .into_iter()
         .filter(|(what, _)| what.contains("\"sm_80\""))

@@ -19,7 +19,7 @@ use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 pub const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
 pub const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
-const CUPY: &str = "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl";
+pub const CUPY: &str = "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
     vec![

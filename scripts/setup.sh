@@ -18,6 +18,8 @@ LLVM_BIN=/usr/lib/llvm-22/bin
 PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip python3-venv)
 # Packers for the package-scanning tests (linker-tests/packages.rs).
 PKGS+=(zip tar gzip xz-utils zstd dpkg)
+# eu-elflint checks the files prune shrinks (linker-tests/prune/shrink.rs).
+PKGS+=(elfutils)
 # The wrapper's other host CPUs: qemu-user runs their programs, Debian's
 # cross C libraries link them, and GNU ld for each (binutils-<triple>).
 CROSS=(arm64:aarch64 ppc64el:powerpc64le s390x:s390x riscv64:riscv64)

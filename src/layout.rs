@@ -106,7 +106,7 @@ impl Layout {
 }
 
 /// Writes `n` zero bytes.
-pub fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
+pub fn write_zeros<W: Write + ?Sized>(out: &mut W, mut n: u64) -> io::Result<()> {
     const Z: [u8; 4096] = [0; 4096];
     while n > 0 {
         let k = usize_from(n.min(Z.len() as u64));

@@ -13,7 +13,7 @@
 //! objects) are shared with the archive tests; so are the host objects of
 //! many shapes. The interop cases and transcripts are in `interop.rs`, the
 //! printed llvm-objcopy commands in `commands.rs`, the hostile objects in
-//! `hostile.rs`.
+//! `hostile.rs`, other machines and header fields in `encoding.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +22,7 @@ use libtest_mimic::{Failed, Trial};
 use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
 mod commands;
+mod encoding;
 mod hostile;
 mod interop;
 
@@ -518,6 +519,7 @@ pub fn tests() -> Vec<Trial> {
         ));
     }
     t.extend(commands::tests());
+    t.extend(encoding::tests());
     t.extend(hostile::tests());
     t
 }

@@ -436,6 +436,9 @@ fn bundle_aligned(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
         &rewrite::Edit {
             remove_bundles: false,
             add: sections,
+            remove: &[],
+            update: &[],
+            extra: &[],
         },
     )
 }
@@ -450,6 +453,78 @@ pub fn strip(object: &[u8]) -> Result<Written> {
             &rewrite::Edit {
                 remove_bundles: true,
                 add: &[],
+                remove: &[],
+                update: &[],
+                extra: &[],
+            },
+        )
+    })
+}
+
+/// One piece of a section's new contents.
+#[derive(Debug, Clone)]
+pub(crate) enum Part {
+    /// `len` bytes of span source `source` (0: the object; `j + 1`: the
+    /// `j`th extra source of [`edit_sections`]) from `offset`.
+    Span {
+        /// The source.
+        source: usize,
+        /// Offset in it.
+        offset: usize,
+        /// Length.
+        len: usize,
+    },
+    /// Bytes built by the caller.
+    Bytes(Vec<u8>),
+    /// Zeros.
+    Zeros(u64),
+}
+
+impl Part {
+    fn len(&self) -> u64 {
+        match self {
+            Part::Span { len, .. } => *len as u64,
+            Part::Bytes(b) => b.len() as u64,
+            Part::Zeros(n) => *n,
+        }
+    }
+}
+
+/// New contents for one section (`llvm-objcopy --update-section`).
+#[derive(Debug, Clone)]
+pub(crate) struct Update<'a> {
+    /// The section's index in the section header table.
+    pub index: usize,
+    /// Its new contents, in order.
+    pub parts: &'a [Part],
+}
+
+impl Update<'_> {
+    /// The new size.
+    pub(crate) fn size(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
+    }
+}
+
+/// The relocatable object `object` with the sections `remove` (indices)
+/// removed and those `update` names given new contents: what
+/// `llvm-objcopy --remove-section=… --update-section=…` writes. In the
+/// result, span source 0 is `object` and source `j + 1` is `extra[j]`.
+pub(crate) fn edit_sections(
+    object: &[u8],
+    remove: &[usize],
+    update: &[Update<'_>],
+    extra: &[&[u8]],
+) -> Result<Written> {
+    with_aligned(object, |view| {
+        rewrite::rewrite(
+            view,
+            &rewrite::Edit {
+                remove_bundles: false,
+                add: &[],
+                remove,
+                update,
+                extra,
             },
         )
     })

@@ -15,14 +15,14 @@ use sha2::{Digest as _, Sha256};
 use std::io::Read as _;
 
 use super::io::{Input, Output, print_line, printable};
-use crate::container::elf;
+use crate::container::ar;
 use crate::layout::Piece;
 use crate::package;
-use crate::prune::plan::{self, Plan};
-use crate::prune::{Ptx, Rules, Selection, Verdict};
+use crate::prune::output::Output as NewFile;
+use crate::prune::{self, Ptx, Rules, Selection, Verdict};
+use crate::scan::Image;
 use crate::scan::rule::Rule;
 use crate::scan::sort::arch_cmp;
-use crate::scan::{self, Image, Options, Report};
 
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]
@@ -33,15 +33,22 @@ gfx90a keeps gfx90a, gfx90a:xnack+ and gfx90a:xnack- images and generic ones tha
 gfx90a; sm_86 keeps the sm_80 and sm_86 cubins an 8.6 device runs, and (--ptx newest) the \
 newest PTX it can compile, per fat binary. With --drop an image goes when it is built for a \
 target named. A bundle's host entry always stays.\n\n\
-Each container that loses entries is rewritten where it lies, so whatever points at it still \
-does; the bytes it frees are zeros, and holes on disk (the file keeps its size). Handled today: \
-clang offload bundles (plain, and compressed: recompressed with the same method at LLVM's \
-default level) and CUDA fatbins, in linked programs and shared libraries or on their own. \
-Wheels: each ELF member pruned, RECORD updated. Refused with an error, the file untouched: \
- OffloadBinaries, host objects and archives, \
-containers inside others.\n\n\
+What is rewritten depends on the file. A linked program or shared library: the containers of \
+its fat-binary section are packed together, every reference to one that moved is fixed, and the \
+freed pages are cut out of the file, every address the code uses unchanged; where that cannot \
+be done safely (or with --no-shrink) each container is rewritten where it lies and the bytes it \
+frees are zeros and holes on disk, and the report says why. A relocatable object: the sections \
+holding them shrink, as llvm-objcopy --update-section/--remove-section writes them (bundle \
+sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static archive: each \
+member pruned so, the symbol table following. A bare bundle or fatbin: the freed bytes cut out. \
+Wheels: each ELF member pruned, RECORD updated. Containers: clang offload bundles (plain, and \
+compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
+fatbins (entries kept as stored) and OffloadBinaries. Refused with an error, the file untouched: \
+OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
+member files are pruned where they lie), objects where something points past a container that would shrink.\n\n\
 The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
-the file's mode, owner and times (a new file gets the input's mode). Exit codes: 0 success, 2 an input that could not be read, \
+the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
+links becomes a new file, the others keeping the old one, unless --keep-hard-links. Exit codes: 0 success, 2 an input that could not be read, \
 held damaged data or cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
@@ -69,6 +76,18 @@ pub struct PruneOpts {
     /// Let a container lose every device image (a bundle keeps its host entry).
     #[arg(long)]
     allow_empty: bool,
+    /// With --in-place, rewrite a file that has other hard links through
+    /// them, so that every link sees the pruned file (by default it is
+    /// replaced by a new file, and the other links keep the old one).
+    #[arg(long, requires = "in_place")]
+    keep_hard_links: bool,
+    /// Rewrite a linked program or library only where each fat binary lies
+    /// (the file keeps its layout and size), instead of shrinking it.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Threads that compress a rebuilt compressed bundle (default: every CPU).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    threads: u32,
     /// Say what would be removed; write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -122,6 +141,15 @@ struct FileReport {
     bytes_after: u64,
     disk_before: u64,
     disk_after: Option<u64>,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shrunk: Option<prune::shrink::Shrunk>,
+    /// Links the input had (with --in-place and more than one, the others
+    /// keep the old file unless --keep-hard-links).
+    hard_links: u64,
     freed: u64,
     kept: Vec<Group>,
     dropped: Vec<Group>,
@@ -150,84 +178,40 @@ fn groups<'a>(images: impl Iterator<Item = &'a Image>) -> Vec<Group> {
     v
 }
 
-/// Writes `data` with `plan`'s edits to `out`: the bytes around the
-/// containers as they are, each rewritten container, zeros up to its old
-/// end.
-fn write_pruned(data: &[u8], plan: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
-    static ZEROS: [u8; 1 << 16] = [0; 1 << 16];
-    let zeros = |out: &mut dyn Write, mut n: u64| -> std::io::Result<()> {
-        while n > 0 {
-            let k = n.min(ZEROS.len() as u64);
-            out.write_all(&ZEROS[..usize::try_from(k).unwrap_or(ZEROS.len())])?;
-            n -= k;
-        }
-        Ok(())
-    };
-    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
-    let mut pos = 0u64;
-    for e in &plan.edits {
-        out.write_all(&data[at(pos)..at(e.offset)])?;
-        for p in &e.pruned.layout.pieces {
-            match p {
-                Piece::Bytes(b) => out.write_all(b)?,
-                Piece::Zeros(n) => zeros(out, *n)?,
-                Piece::Image(i) => {
-                    let r = &e.pruned.ranges[*i];
-                    match &e.built {
-                        Some(b) => out.write_all(&b[at(r.start)..at(r.end)])?,
-                        None => {
-                            out.write_all(&data[at(e.offset + r.start)..at(e.offset + r.end)])?
-                        }
-                    }
-                }
-            }
-        }
-        zeros(out, e.freed())?;
-        pos = e.offset + e.size;
-    }
-    out.write_all(&data[at(pos)..])
-}
-
-/// Writes `data` (the mapping of `input`) with `plan`'s edits into `out`,
-/// in place: the bytes around the containers copied file to file by the
-/// kernel (`copy_file_range`, as `cp` does), each rewritten container
-/// written at its offset, and nothing where a container's freed bytes lie:
-/// the file is sized at the end, so they are holes from the start.
-fn write_pruned_at(
+/// Writes `output` (`data` pruned, `input` being its file) into the new
+/// file `out` by position: ranges of the input copied file to file by the
+/// kernel (`copy_file_range`, as `cp` does), built pieces written, and
+/// nothing where zeros lie: the file is sized at the end, so they are
+/// holes from the start.
+fn write_at(
     input: &std::fs::File,
     data: &[u8],
-    plan: &Plan,
+    output: &NewFile,
     out: &std::fs::File,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let at = |x: u64| usize::try_from(x).unwrap_or(usize::MAX);
-    let mut pos = 0u64;
-    for e in &plan.edits {
-        copy_range(input, pos, out, pos, e.offset - pos)?;
-        let mut w = e.offset;
-        for p in &e.pruned.layout.pieces {
-            match p {
-                Piece::Bytes(b) => out.write_all_at(b, w)?,
-                // Zeros inside a container are written: it is read whole.
-                Piece::Zeros(n) => out.write_all_at(&vec![0; at(*n)], w)?,
-                Piece::Image(i) => {
-                    let r = &e.pruned.ranges[*i];
-                    match &e.built {
-                        Some(b) => out.write_all_at(&b[at(r.start)..at(r.end)], w)?,
-                        None => copy_range(input, e.offset + r.start, out, w, r.end - r.start)?,
-                    }
-                }
-            }
-            w += match p {
-                Piece::Bytes(b) => b.len() as u64,
-                Piece::Zeros(n) => *n,
-                Piece::Image(i) => e.pruned.ranges[*i].end - e.pruned.ranges[*i].start,
-            };
+    let mut w = 0u64;
+    for p in &output.layout.pieces {
+        match p {
+            Piece::Bytes(b) => out.write_all_at(b, w)?,
+            Piece::Zeros(_) => {}
+            Piece::Image(k) => match output.spans[*k] {
+                s if s.source == 0 => copy_range(input, s.offset as u64, out, w, s.len as u64)?,
+                _ => out.write_all_at(output.span_bytes(*k, data).unwrap_or_default(), w)?,
+            },
         }
-        pos = e.offset + e.size;
+        w += piece_len(output, p);
     }
-    copy_range(input, pos, out, pos, data.len() as u64 - pos)?;
-    out.set_len(data.len() as u64)
+    out.set_len(w)
+}
+
+/// Bytes a piece of `output` stands for.
+fn piece_len(output: &NewFile, p: &Piece) -> u64 {
+    match p {
+        Piece::Bytes(b) => b.len() as u64,
+        Piece::Zeros(n) => *n,
+        Piece::Image(k) => output.spans[*k].len as u64,
+    }
 }
 
 /// Copies `len` bytes of `input` from `from` to `out` at `to`, by the
@@ -253,52 +237,96 @@ fn copy_range(
     Ok(())
 }
 
-/// Punches the whole pages of each range `plan` frees out of `file` (they
-/// read as zeros either way; a filesystem without holes keeps the zeros).
-fn punch(file: &std::fs::File, plan: &Plan) {
-    for e in &plan.edits {
-        let start = (e.offset + e.pruned.layout.size).next_multiple_of(4096);
-        let end = (e.offset + e.size) / 4096 * 4096;
-        if end > start {
-            let flags =
-                rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
-            let _ = rustix::fs::fallocate(file, flags, start, end - start);
+/// Punches the whole pages of each run of zeros in `output` out of `file`
+/// (they read as zeros either way; a filesystem without holes keeps them).
+fn punch(file: &std::fs::File, output: &NewFile) {
+    let mut at = 0u64;
+    for p in &output.layout.pieces {
+        let n = piece_len(output, p);
+        if let Piece::Zeros(_) = p {
+            let start = at.next_multiple_of(4096);
+            let end = (at + n) / 4096 * 4096;
+            if end > start {
+                let flags =
+                    rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+                let _ = rustix::fs::fallocate(file, flags, start, end - start);
+            }
         }
+        at += n;
     }
 }
 
-/// One file's bytes pruned: what the scan found, the verdicts, the edits.
+/// One file's bytes pruned: what stays and goes, and the file to write.
+#[derive(Default)]
 struct Pruning {
-    report: Report,
-    verdicts: Vec<Verdict>,
-    plan: Plan,
+    kept: Vec<Group>,
+    dropped: Vec<Group>,
+    /// Containers rewritten (sections removed count one each).
+    rewritten: usize,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    shrunk: Option<prune::shrink::Shrunk>,
+    /// Bytes freed: zeroed in place, or cut out.
+    freed: u64,
+    /// The pruned file; `None` when nothing changes.
+    output: Option<NewFile>,
 }
 
 impl Pruning {
-    /// Scans `data` (the file `name`) and plans its pruning.
-    fn of(sel: &Selection, name: &str, data: &[u8], allow_empty: bool) -> Result<Pruning> {
-        let mut opts = Options::default();
-        opts.max_uncompressed = scan::default_max_uncompressed(data.len() as u64);
-        let report: Report = scan::scan(data, &opts);
-        let verdicts = sel.decide(&report);
-        let linked = elf::peek(data)
-            .and_then(|p| p.file_type())
-            .is_some_and(|t| t != object::elf::ET_REL);
-        let plan = plan::plan(data, &report, &verdicts, linked, allow_empty)
-            .map_err(|e| anyhow!("'{name}': {e}"))?;
+    /// Scans `data` (the file `name`) and works out its pruned form: a
+    /// static archive member by member, a relocatable object with its
+    /// sections shrunk, a linked program or library rewritten where each
+    /// container lies, anything else (a bare container) with the freed
+    /// bytes cut out.
+    fn of(sel: &Selection, name: &str, data: &[u8], opts: &prune::Options) -> Result<Pruning> {
+        if ar::is_archive(data) {
+            return Pruning::of_archive(sel, name, data, opts);
+        }
+        let f = prune::prune_file(data, sel, opts).map_err(|e| anyhow!("'{name}': {e}"))?;
+        let groups = |kept: bool| {
+            groups(f.report.images.iter().filter(|i| {
+                let v = f.verdicts[i.id];
+                v != Verdict::Always && v.stays() == kept
+            }))
+        };
         Ok(Pruning {
-            report,
-            verdicts,
-            plan,
+            kept: groups(true),
+            dropped: groups(false),
+            rewritten: f.rewritten,
+            freed: f.freed,
+            output: f.output,
+            not_shrunk: f.not_shrunk,
+            shrunk: f.shrunk,
         })
     }
 
-    /// The device images kept (`true`) or dropped, by target and kind.
-    fn groups(&self, kept: bool) -> Vec<Group> {
-        groups(self.report.images.iter().filter(|i| {
-            let v = self.verdicts[i.id];
-            v != Verdict::Always && v.stays() == kept
-        }))
+    /// A static archive: each member pruned as a file of its own would be.
+    fn of_archive(
+        sel: &Selection,
+        name: &str,
+        data: &[u8],
+        opts: &prune::Options,
+    ) -> Result<Pruning> {
+        if ar::is_thin(data) {
+            bail!(
+                "'{name}': a thin archive's members are files of their own: prune them \
+                 (the archive follows their sizes when rebuilt with ar)"
+            );
+        }
+        let mut p = Pruning::default();
+        let output = prune::archive::prune(data, |member, bytes| -> Result<Option<NewFile>> {
+            let m = Pruning::of(sel, &format!("{name}({member})"), bytes, opts)?;
+            p.kept.extend(m.kept);
+            p.dropped.extend(m.dropped);
+            p.rewritten += m.rewritten;
+            p.freed += m.freed;
+            Ok(m.output)
+        })?;
+        p.kept = merge(std::mem::take(&mut p.kept));
+        p.dropped = merge(std::mem::take(&mut p.dropped));
+        p.output = output;
+        Ok(p)
     }
 }
 
@@ -322,6 +350,15 @@ fn keep_metadata(out: &mut Output, meta: &std::fs::Metadata) -> Result<()> {
 }
 
 impl PruneOpts {
+    /// The library's options.
+    fn options(&self) -> prune::Options {
+        let mut o = prune::Options::default();
+        o.allow_empty = self.allow_empty;
+        o.threads = self.threads;
+        o.no_shrink = self.no_shrink;
+        o
+    }
+
     /// Where the pruned form of `input` goes.
     fn destination(&self, input: &Path) -> Result<Option<PathBuf>> {
         if self.dry_run {
@@ -347,41 +384,66 @@ impl PruneOpts {
         if package::detect(data) == Some(package::Kind::Zip) {
             return self.wheel(sel, input, &meta, data);
         }
-        let p = Pruning::of(sel, &name, data, self.allow_empty)?;
+        if ar::is_thin(data) {
+            return self.thin(sel, input, &meta, data);
+        }
+        let p = Pruning::of(sel, &name, data, &self.options())?;
         let mut rep = FileReport {
             path: name.clone(),
             output: None,
-            containers_rewritten: p.plan.edits.len(),
+            containers_rewritten: p.rewritten,
             bytes_before: data.len() as u64,
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
-            freed: p.plan.freed(),
-            kept: p.groups(true),
-            dropped: p.groups(false),
+            not_shrunk: p.not_shrunk,
+            shrunk: p.shrunk,
+            hard_links: meta.nlink(),
+            freed: p.freed,
+            kept: p.kept,
+            dropped: p.dropped,
         };
         let Some(dest) = self.destination(input)? else {
             return Ok(rep);
         };
-        if p.plan.is_empty() && self.in_place {
+        if p.output.is_none() && self.in_place {
             rep.disk_after = Some(rep.disk_before);
             return Ok(rep);
         }
+        let pruned = p
+            .output
+            .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
         let cannot = || format!("'{}': cannot write", dest.display());
+        let through = self.write_through(input, &meta)?;
         let mut out = Output::create(&dest).with_context(cannot)?;
         match (file.file(), out.temp_file()) {
-            (Some(input), Some(f)) => {
-                write_pruned_at(input, data, &p.plan, f).with_context(cannot)?
-            }
+            (Some(input), Some(f)) => write_at(input, data, &pruned, f).with_context(cannot)?,
             _ => {
-                write_pruned(data, &p.plan, &mut out).with_context(cannot)?;
+                pruned.write_to(data, &mut out).with_context(cannot)?;
                 if let Some(f) = out.temp_file() {
-                    punch(f, &p.plan);
+                    punch(f, &pruned);
                 }
             }
         }
-        self.finish(out, &meta, &dest, &mut rep)?;
+        self.finish(out, &meta, &dest, &mut rep, through)?;
         Ok(rep)
+    }
+
+    /// With --keep-hard-links, the input opened for writing when it has
+    /// other links (before the output moves it aside).
+    fn write_through(
+        &self,
+        input: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<Option<std::fs::File>> {
+        if !(self.in_place && self.keep_hard_links && meta.nlink() > 1) {
+            return Ok(None);
+        }
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(input)
+            .with_context(|| format!("'{}': cannot write", input.display()))?;
+        Ok(Some(f))
     }
 
     /// Gives the output the input's metadata (all of it in place, the mode
@@ -393,19 +455,104 @@ impl PruneOpts {
         meta: &std::fs::Metadata,
         dest: &Path,
         rep: &mut FileReport,
+        through: Option<std::fs::File>,
     ) -> Result<()> {
-        if self.in_place {
-            keep_metadata(&mut out, meta)?;
-        } else if let Some(f) = out.temp_file() {
-            f.set_permissions(meta.permissions())?;
+        let cannot = || format!("'{}': cannot write", dest.display());
+        if let Some(mut target) = through {
+            // Every link is to see the pruned file: the whole of it, made in
+            // the temporary file, is copied over the file's old contents.
+            // (The output moved the file aside while it was written, and
+            // puts it back when dropped.)
+            let tmp = out
+                .temp_file()
+                .ok_or_else(|| anyhow!("{}: no temporary file", cannot()))?;
+            let len = tmp.metadata()?.len();
+            super::io::copy_file_range_all(tmp, 0, len, &mut target).with_context(cannot)?;
+            target.set_len(len).with_context(cannot)?;
+            let times = std::fs::FileTimes::new()
+                .set_accessed(meta.accessed()?)
+                .set_modified(meta.modified()?);
+            target.set_times(times)?;
+            target.sync_all().with_context(cannot)?;
+            drop(out);
+        } else {
+            if self.in_place {
+                keep_metadata(&mut out, meta)?;
+            } else if let Some(f) = out.temp_file() {
+                f.set_permissions(meta.permissions())?;
+            }
+            out.commit().with_context(cannot)?;
         }
-        out.commit()
-            .with_context(|| format!("'{}': cannot write", dest.display()))?;
         let after = std::fs::metadata(dest)?;
         rep.output = Some(dest.to_string_lossy().into_owned());
         rep.bytes_after = after.len();
         rep.disk_after = Some(after.blocks() * 512);
         Ok(())
+    }
+
+    /// A thin archive: its members are pruned where they lie (with
+    /// --in-place; every one worked out first, so that a refusal leaves all
+    /// of them as they were), then the archive is given their new sizes.
+    fn thin(
+        &self,
+        sel: &Selection,
+        input: &Path,
+        meta: &std::fs::Metadata,
+        data: &[u8],
+    ) -> Result<FileReport> {
+        let name = input.to_string_lossy().into_owned();
+        if !self.in_place && !self.dry_run {
+            bail!(
+                "'{name}': a thin archive's members are files of their own: --in-place prunes \
+                 them where they lie (and the archive follows their sizes)"
+            );
+        }
+        let members = prune::archive::thin_members(data).map_err(|e| anyhow!("'{name}': {e}"))?;
+        let paths: Vec<PathBuf> = members
+            .iter()
+            .map(|m| ar::thin_member_path(input, m))
+            .collect();
+        for p in &paths {
+            let pname = p.to_string_lossy();
+            let f = Input::open(&pname).with_context(|| format!("'{pname}': cannot open"))?;
+            Pruning::of(sel, &pname, f.bytes(), &self.options())?;
+        }
+        let mut rep = FileReport {
+            path: name.clone(),
+            output: None,
+            containers_rewritten: 0,
+            bytes_before: data.len() as u64,
+            bytes_after: data.len() as u64,
+            disk_before: meta.blocks() * 512,
+            disk_after: None,
+            not_shrunk: None,
+            shrunk: None,
+            hard_links: meta.nlink(),
+            freed: 0,
+            kept: Vec::new(),
+            dropped: Vec::new(),
+        };
+        let mut sizes = Vec::with_capacity(paths.len());
+        for p in &paths {
+            let r = self.one(sel, p)?;
+            rep.containers_rewritten += r.containers_rewritten;
+            rep.freed += r.freed;
+            rep.kept.extend(r.kept);
+            rep.dropped.extend(r.dropped);
+            sizes.push(r.bytes_after);
+        }
+        rep.kept = merge(std::mem::take(&mut rep.kept));
+        rep.dropped = merge(std::mem::take(&mut rep.dropped));
+        if self.dry_run {
+            return Ok(rep);
+        }
+        let new =
+            prune::archive::resize_thin(data, &sizes).map_err(|e| anyhow!("'{name}': {e}"))?;
+        let cannot = || format!("'{name}': cannot write");
+        let mut out = Output::create(input).with_context(cannot)?;
+        new.write_to(data, &mut out).with_context(cannot)?;
+        self.finish(out, meta, input, &mut rep, self.write_through(input, meta)?)?;
+        Ok(rep)
     }
 
     /// A wheel (any zip): each ELF member pruned, every other member
@@ -429,6 +576,9 @@ impl PruneOpts {
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,
             disk_after: None,
+            not_shrunk: None,
+            shrunk: None,
+            hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),
             dropped: Vec::new(),
@@ -446,10 +596,11 @@ impl PruneOpts {
         }
         // Pass 2: the new zip, members in their order.
         let cannot = || format!("'{}': cannot write", dest.display());
+        let through = self.write_through(input, meta)?;
         let mut out = Output::create(&dest).with_context(cannot)?;
         let file = out.temp_file().ok_or_else(|| anyhow!("{}", cannot()))?;
         write_wheel(&name, &mut zin, &mut pruned, record, file)?;
-        self.finish(out, meta, &dest, &mut rep)?;
+        self.finish(out, meta, &dest, &mut rep, through)?;
         Ok(rep)
     }
 
@@ -488,20 +639,20 @@ impl PruneOpts {
             drop(f);
             let member = Input::from_temp_file(spool)?;
             let full = format!("{name}!/{mname}");
-            let p = Pruning::of(sel, &full, member.bytes(), self.allow_empty)?;
-            rep.kept.extend(p.groups(true));
-            rep.dropped.extend(p.groups(false));
-            if p.plan.is_empty() {
+            let p = Pruning::of(sel, &full, member.bytes(), &self.options())?;
+            rep.kept.extend(p.kept);
+            rep.dropped.extend(p.dropped);
+            let Some(new_member) = p.output else {
                 continue;
-            }
-            rep.containers_rewritten += p.plan.edits.len();
-            rep.freed += p.plan.freed();
+            };
+            rep.containers_rewritten += p.rewritten;
+            rep.freed += p.freed;
             let mut hasher = Hashing {
                 out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
                 sha: Sha256::new(),
                 n: 0,
             };
-            write_pruned(member.bytes(), &p.plan, &mut hasher)?;
+            new_member.write_to(member.bytes(), &mut hasher)?;
             let Hashing { out, n, sha } = hasher;
             let out = out
                 .into_inner()
@@ -551,7 +702,7 @@ impl PruneOpts {
             writeln!(out)?;
         } else {
             for r in &reports {
-                print_text(&mut out, r, self.dry_run)?;
+                print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
             }
         }
         out.flush()?;
@@ -559,7 +710,7 @@ impl PruneOpts {
     }
 }
 
-fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool) -> Result<()> {
+fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: bool) -> Result<()> {
     let verb = if dry_run { "would free" } else { "freed" };
     let what = if r.containers_rewritten == 0 {
         "nothing to remove".to_string()
@@ -576,6 +727,42 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool) -> Result<()>
             &format!(
                 "  {o}: {} bytes ({} before); on disk {} bytes ({} before)",
                 r.bytes_after, r.bytes_before, d, r.disk_before
+            ),
+        )?;
+    }
+    if let Some(s) = &r.shrunk {
+        let seg = |p: prune::shrink::Segment| {
+            format!(
+                "offset {:#x} address {:#x} size {:#x}",
+                p.offset, p.address, p.size
+            )
+        };
+        print_line(
+            out,
+            &format!(
+                "  {} packed from {} to {} bytes; file bytes {:#x}..{:#x} removed",
+                s.section, s.section_size.0, s.section_size.1, s.removed.0, s.removed.1
+            ),
+        )?;
+        print_line(out, &format!("  load segment {}", seg(s.segment)))?;
+        for p in &s.segments {
+            print_line(out, &format!("    becomes {}", seg(*p)))?;
+        }
+    }
+    if let Some(why) = &r.not_shrunk {
+        print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;
+    }
+    if r.hard_links > 1 && r.output.as_deref() == Some(r.path.as_str()) {
+        print_line(
+            out,
+            &format!(
+                "  it had {} hard links: {}",
+                r.hard_links,
+                if keep_links {
+                    "rewritten through them, every link sees the pruned file"
+                } else {
+                    "the others keep the old file (--keep-hard-links rewrites through them)"
+                }
             ),
         )?;
     }

@@ -101,6 +101,92 @@ pub fn thin_member_path(archive: &Path, name: &str) -> PathBuf {
     archive.parent().unwrap_or(Path::new("")).join(name)
 }
 
+/// One entry of a regular (GNU or System V) archive as it lies in the
+/// file, tables included: what a writer that keeps the archive's layout
+/// needs ([`entries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawEntry<'data> {
+    /// Where its 60-byte header starts.
+    pub header: u64,
+    /// The header's name field, trailing spaces removed (`/` is the symbol
+    /// table, `/SYM64/` the 64-bit one, `//` the long-name table).
+    pub name: &'data [u8],
+    /// Where its bytes start.
+    pub data: u64,
+    /// How many bytes its header says it has.
+    pub size: u64,
+    /// Whether those bytes are in the archive: always, except for a thin
+    /// archive's members (files of their own).
+    pub in_file: bool,
+}
+
+/// The size of an archive member header.
+pub const HEADER_LEN: u64 = 60;
+
+/// Every entry of the regular or thin archive `data` (`!<arch>\n`,
+/// `!<thin>\n`), in order, with the symbol and long-name tables: where
+/// each header and each entry's bytes lie. BSD names (`#1/N`, whose bytes
+/// start the entry's data) and other kinds of archive are errors.
+pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
+    let thin = is_thin(data);
+    let magic: &[u8] = if thin {
+        crate::archive::THIN_MAGIC
+    } else {
+        &crate::archive::MAGIC[..]
+    };
+    if !data.starts_with(magic) {
+        return Err(ArError::Malformed("not a GNU or System V archive".into()));
+    }
+    let mut out = Vec::new();
+    let mut at = magic.len() as u64;
+    let len = data.len() as u64;
+    while at < len {
+        let bad = |what: &str| ArError::Malformed(format!("the member header at {at:#x} {what}"));
+        let h = data
+            .get(usize::try_from(at).unwrap_or(usize::MAX)..)
+            .and_then(|d| d.get(..60))
+            .ok_or_else(|| bad("is cut short"))?;
+        if &h[58..60] != b"`\n" {
+            return Err(bad("does not end as a header does"));
+        }
+        let size: u64 = std::str::from_utf8(&h[48..58])
+            .ok()
+            .and_then(|t| t.trim_end().parse().ok())
+            .ok_or_else(|| bad("has no size"))?;
+        let name_end = h[..16]
+            .iter()
+            .rposition(|&b| b != b' ')
+            .map_or(0, |p| p + 1);
+        let name = &h[..name_end];
+        if name.starts_with(b"#1/") {
+            return Err(bad("has a BSD name (not rewritten)"));
+        }
+        let start = at + HEADER_LEN;
+        let in_file = !thin || matches!(name, b"/" | b"//" | b"/SYM64/");
+        if in_file && size > len - start.min(len) {
+            return Err(ArError::Truncated {
+                name: String::from_utf8_lossy(name).into_owned(),
+                offset: start,
+                size,
+                remaining: len.saturating_sub(start),
+            });
+        }
+        out.push(RawEntry {
+            header: at,
+            name,
+            data: start,
+            size,
+            in_file,
+        });
+        at = if in_file {
+            start + size + size % 2
+        } else {
+            start
+        };
+    }
+    Ok(out)
+}
+
 /// An archive being read.
 pub struct Archive<'data> {
     data: &'data [u8],
@@ -213,6 +299,28 @@ impl<'data> Member<'data> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_lie_where_the_headers_say() {
+        let a = archive(b"!<arch>\n", &[("a.o", b"abc"), ("b.o", b"wxyz")], false);
+        let e = entries(&a).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].header, e[0].data, e[0].size), (8, 68, 3));
+        assert_eq!(e[0].name, b"a.o/");
+        // Odd sizes are padded to even.
+        assert_eq!((e[1].header, e[1].data, e[1].size), (72, 132, 4));
+        let mut cut = a.clone();
+        cut.truncate(a.len() - 1);
+        assert!(matches!(entries(&cut), Err(ArError::Truncated { .. })));
+        assert_eq!(entries(b"!<thin>\n").unwrap(), vec![]);
+        assert!(entries(b"<bigaf>\n").is_err());
+        let thin = archive(b"!<thin>\n", &[("a.o", b"abc"), ("b.o", b"wxyz")], true);
+        let e = entries(&thin).unwrap();
+        assert_eq!((e[1].header, e[1].size, e[1].in_file), (68, 4, false));
+        let mut bad = a.clone();
+        bad[8 + 58] = b'x';
+        assert!(entries(&bad).is_err());
+    }
 
     fn header(name: &str, size: usize) -> Vec<u8> {
         let mut h =

@@ -16,17 +16,23 @@
 //!   entries), a run of OffloadBinaries. Each result is a
 //!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
 //!   the input: the kept entries are copied, never decoded.
+//! - [`plan`] finds the containers of a file that lose entries and
+//!   rewrites each; [`Output`] describes the file then written, by its
+//!   kind: a linked program or library rewritten where each container lies
+//!   (nothing moves), a relocatable object whose sections shrink
+//!   (`object`), a static archive of them ([`prune_archive`]), or a bare
+//!   container file with the freed bytes cut out.
 //!
 //! # Examples
 //!
-//! Keep only what a gfx90a loads of a HIP bundle built for two GPUs: the
-//! plan rewrites the bundle where it lies, and the file keeps its size (the
-//! freed bytes are zeros):
+//! Keep only what a gfx90a loads of a HIP bundle built for two GPUs
+//! ([`prune_file`] scans, decides and describes the pruned file; a bare
+//! container loses the freed bytes, a linked program keeps its layout):
 //!
 //! ```
 //! use offload_kit::bundle::{self, Format};
-//! use offload_kit::prune::{self, Ptx, Rules, Selection};
-//! use offload_kit::scan::{self, Options, Rule};
+//! use offload_kit::prune::{self, Options, Ptx, Rules, Selection};
+//! use offload_kit::scan::Rule;
 //!
 //! let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
 //! let entries = [
@@ -37,39 +43,65 @@
 //! let mut file = Vec::new();
 //! bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
 //!
-//! let report = scan::scan(&file, &Options::default());
 //! let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
-//! let verdicts = keep.decide(&report);
-//! let plan = prune::plan(&file, &report, &verdicts, false, false)?;
-//! assert_eq!(plan.edits.len(), 1);
+//! let pruning = prune::prune_file(&file, &keep, &Options::default())?;
+//! let pruned = pruning.output.ok_or("nothing to prune")?.to_vec(&file)?;
+//! assert_eq!(pruned.len() as u64, file.len() as u64 - pruning.freed);
 //!
-//! // Apply the edits in memory.
-//! let mut pruned = file.clone();
-//! for edit in &plan.edits {
-//!     let at = edit.offset as usize;
-//!     let new = edit.pruned.to_vec(&file[at..]);
-//!     pruned[at..at + edit.size as usize].fill(0);
-//!     pruned[at..at + new.len()].copy_from_slice(&new);
-//! }
-//! let left = bundle::entries(&pruned[..file.len() - plan.freed() as usize], Format::Binary)?;
+//! let left = bundle::entries(&pruned, Format::Binary)?;
 //! let ids: Vec<&[u8]> = left.iter().map(|e| e.id).collect();
 //! assert_eq!(ids.len(), 2);
 //! assert!(!ids.contains(&&b"hip-amdgcn-amd-amdhsa--gfx942"[..]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub(crate) mod archive;
 // `containers::sequence` has no caller but the tests yet.
 #[allow(dead_code)]
 pub(crate) mod containers;
+mod file;
+pub(crate) mod object;
+pub(crate) mod output;
 pub(crate) mod plan;
+pub(crate) mod shrink;
 
+pub use archive::prune as prune_archive;
 pub use containers::Pruned;
-pub use plan::{Edit, Plan, plan};
+pub use file::{FilePruning, prune_file};
+pub use output::Output;
+pub use plan::{Edit, Host, Plan, plan};
+pub use shrink::{Segment, Shrunk};
 
 use crate::offload_binary::ImageKind;
 use crate::scan::rule::{Meets, Rule};
 use crate::scan::{Content, Image, Report};
 use crate::targets;
+
+/// How a file is pruned, besides the selection.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Options {
+    /// A container may lose every device image (a bundle then keeps its
+    /// host entry alone), and a section or file every OffloadBinary.
+    pub allow_empty: bool,
+    /// Threads that compress a rebuilt CCOB (0: as many as the machine
+    /// has).
+    pub threads: u32,
+    /// Rewrite a linked program or library only where each container lies
+    /// (the file keeps its layout and size), rather than shrink it.
+    pub no_shrink: bool,
+}
+
+impl Options {
+    /// The threads to compress with.
+    pub fn threads(&self) -> u32 {
+        match self.threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX)),
+            n => n,
+        }
+    }
+}
 
 /// Which PTX a `--keep` selection keeps, per container and per rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,8 +13,8 @@
 //! OffloadBinaries in a linked program (their images are registered by a
 //! descriptor that points at them one by one).
 
-use super::Verdict;
 use super::containers::{self, Pruned};
+use super::{Options, Verdict};
 use crate::error::{Error, Result};
 use crate::num::usize_from;
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
@@ -62,6 +62,21 @@ impl Plan {
     }
 }
 
+/// What holds the containers, which decides what can be done with them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// A linked program or shared library: containers are rewritten where
+    /// they lie (OffloadBinaries there are registered one by one and stay).
+    Linked,
+    /// A relocatable object: sections are rewritten, so OffloadBinaries can
+    /// go whole, and a host object's bundle sections are the object
+    /// rewrite's to remove (no edit here).
+    Relocatable,
+    /// A bare container file (or a run of OffloadBinaries): the freed bytes
+    /// are cut out, so OffloadBinaries can go whole.
+    Raw,
+}
+
 /// A container that cannot be pruned here.
 fn refuse(kind: ContainerKind, at: Option<u64>, why: &str) -> Error {
     let at = at.map_or(String::new(), |o| format!(" at {o:#x}"));
@@ -72,17 +87,15 @@ fn refuse(kind: ContainerKind, at: Option<u64>, why: &str) -> Error {
 }
 
 /// The edits that prune `data` (scanned as `report`) to the images whose
-/// verdict says they stay. `linked`: the file is a linked program or
-/// shared library (OffloadBinaries there are registered one by one and
-/// stay). `allow_empty`: a container may lose every device image (a bundle
-/// then keeps its host entry alone).
+/// verdict says they stay, in a file that is a `host`, as `opts` say.
 pub fn plan(
     data: &[u8],
     report: &Report,
     verdicts: &[Verdict],
-    linked: bool,
-    allow_empty: bool,
+    host: Host,
+    opts: &Options,
 ) -> Result<Plan> {
+    let allow_empty = opts.allow_empty;
     if report.damaged() {
         return Err(Error::invalid(
             "file",
@@ -100,12 +113,16 @@ pub fn plan(
             continue;
         }
         let edit = if c.kind == ContainerKind::Ccob {
-            ccob_edit(data, report, verdicts, c, allow_empty)?.map(|(edit, inner)| {
+            ccob_edit(data, report, verdicts, c, opts)?.map(|(edit, inner)| {
                 inside_ccob[inner] = true;
                 edit
             })
+        } else if c.kind == ContainerKind::OffloadBinary && host != Host::Linked {
+            whole_binary_edit(data, report, verdicts, c, allow_empty)?
+        } else if c.kind == ContainerKind::ObjectBundle && host == Host::Relocatable {
+            None
         } else {
-            container_edit(data, report, verdicts, c, linked, allow_empty)?
+            container_edit(data, report, verdicts, c, host == Host::Linked, allow_empty)?
         };
         plan.edits.extend(edit);
     }
@@ -184,13 +201,6 @@ fn container_edit(
                  pruning them would mean editing that registration (not done)",
             ));
         }
-        ContainerKind::OffloadBinary => {
-            return Err(refuse(
-                c.kind,
-                c.offset,
-                "OffloadBinaries hold one image each: dropping whole binaries is not done yet",
-            ));
-        }
         other => {
             return Err(refuse(
                 other,
@@ -215,6 +225,63 @@ fn container_edit(
     }))
 }
 
+/// The edit that drops OffloadBinary `c` whole when its image goes
+/// (its bytes cut out of the section or file); refused when it is the
+/// last OffloadBinary of its section with an image that stays, unless
+/// `allow_empty`.
+fn whole_binary_edit(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    c: &Container,
+    allow_empty: bool,
+) -> Result<Option<Edit>> {
+    if stays_of(report, verdicts, c.id).is_none() {
+        return Ok(None);
+    }
+    let (Some(offset), None) = (c.offset, c.parent) else {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "it lies inside another image or compressed data",
+        ));
+    };
+    if offset
+        .checked_add(c.size)
+        .is_none_or(|e| e > data.len() as u64)
+    {
+        return Err(Error::invalid("file", "a container runs past its end"));
+    }
+    let sibling_stays = report.containers.iter().any(|k| {
+        k.kind == ContainerKind::OffloadBinary
+            && k.parent.is_none()
+            && k.section == c.section
+            && k.member == c.member
+            && stays_of(report, verdicts, k.id).is_none()
+            && report.images.iter().any(|i| i.container == k.id)
+    });
+    if !sibling_stays && !allow_empty {
+        return Err(refuse(
+            c.kind,
+            c.offset,
+            "no OffloadBinary of its section would stay (--allow-empty allows that)",
+        ));
+    }
+    let images = report.images.iter().filter(|i| i.container == c.id).count();
+    Ok(Some(Edit {
+        container: c.id,
+        offset,
+        size: c.size,
+        pruned: Pruned {
+            layout: crate::layout::Layout::default(),
+            ranges: Vec::new(),
+            kept: 0,
+            dropped: images,
+        },
+        built: None,
+    }))
+}
+
 /// The edit of CCOB `c` when the bundle it holds loses entries, and that
 /// bundle's container id; `None` when every entry stays.
 fn ccob_edit(
@@ -222,7 +289,7 @@ fn ccob_edit(
     report: &Report,
     verdicts: &[Verdict],
     c: &Container,
-    allow_empty: bool,
+    opts: &Options,
 ) -> Result<Option<(Edit, usize)>> {
     let Some(inner) = report
         .containers
@@ -234,9 +301,8 @@ fn ccob_edit(
     let Some((images, stays)) = stays_of(report, verdicts, inner.id) else {
         return Ok(None);
     };
-    let (offset, bytes) = container_bytes(data, c, &images, &stays, allow_empty)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (pruned, built) = containers::ccob(bytes, &stays, u32::try_from(threads).unwrap_or(1))?;
+    let (offset, bytes) = container_bytes(data, c, &images, &stays, opts.allow_empty)?;
+    let (pruned, built) = containers::ccob(bytes, &stays, opts.threads())?;
     if pruned.layout.size > c.size {
         return Err(refuse(
             c.kind,

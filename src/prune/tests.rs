@@ -300,3 +300,92 @@ fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
         );
     }
 }
+
+/// A bare bundle file is cut: the pruned bundle alone, as `containers`
+/// makes it; the same bundle in place keeps the file's size, zeros after.
+#[test]
+fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
+    let b = hip_bundle();
+    let mut data = vec![0xee; 100];
+    data.extend_from_slice(&b);
+    data.extend_from_slice(&[0xdd; 50]);
+    let sel = keep(&["gfx90a"], Ptx::Newest);
+    let f = super::prune_file(&b, &sel, &super::Options::default()).unwrap();
+    let out = f
+        .output
+        .expect("the bundle loses entries")
+        .to_vec(&b)
+        .unwrap();
+    assert!(out.len() < b.len());
+    assert_eq!(f.freed, (b.len() - out.len()) as u64);
+    let listed: Vec<String> = binary::read(&out)
+        .unwrap()
+        .iter()
+        .map(|e| e.id_str().into_owned())
+        .collect();
+    assert!(
+        listed
+            .iter()
+            .all(|id| id.starts_with("host") || id.contains("gfx90a")),
+        "{listed:?}"
+    );
+
+    // The same edit made in place in a larger file.
+    let report = scan::scan(&data, &Options::default());
+    let verdicts = sel.decide(&report);
+    let mut plan = super::plan::plan(
+        &data,
+        &report,
+        &verdicts,
+        super::plan::Host::Linked,
+        &super::Options::default(),
+    )
+    .unwrap();
+    let freed = plan.freed();
+    let whole = super::output::Output::in_place(data.len() as u64, &mut plan)
+        .to_vec(&data)
+        .unwrap();
+    assert_eq!(whole.len(), data.len());
+    assert_eq!(&whole[..100], &data[..100]);
+    assert_eq!(&whole[100..100 + out.len()], &out[..]);
+    let zeros = usize::try_from(freed).unwrap();
+    assert!(
+        whole[100 + out.len()..100 + out.len() + zeros]
+            .iter()
+            .all(|&x| x == 0)
+    );
+    assert_eq!(&whole[whole.len() - 50..], &data[data.len() - 50..]);
+}
+
+/// An archive member's output is moved to the member's place; its built
+/// containers follow it.
+#[test]
+fn appended_outputs_refer_to_the_whole_input() {
+    use super::output::Output;
+    let input: Vec<u8> = (0..64u8).collect();
+    let mut member = Output::default();
+    member.span(0, 2, 3);
+    member.built.push(vec![9, 9]);
+    member.span(1, 0, 2);
+    let mut whole = Output::default();
+    whole.span(0, 0, 1);
+    whole.append_at(10, member);
+    assert_eq!(whole.to_vec(&input).unwrap(), vec![0, 12, 13, 14, 9, 9]);
+}
+
+/// Shrinking refuses what it does not know, saying why.
+#[test]
+fn shrinking_refuses_files_it_does_not_know() {
+    let plan = super::plan::Plan::default();
+    let report = scan::scan(b"", &Options::default());
+    for (data, says) in [
+        (&b"not an ELF file at all"[..], "64-bit little-endian"),
+        (
+            &b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0"[..],
+            "64-bit little-endian",
+        ),
+    ] {
+        let why = super::shrink::shrink(data, &report, &plan).unwrap_err();
+        assert!(why.contains(says), "{why}");
+    }
+}

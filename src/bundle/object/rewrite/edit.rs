@@ -17,15 +17,48 @@ use crate::error::{Error, Result};
 impl<'d> Model<'d> {
     /// Removes and adds sections as llvm-objcopy does for `edit`.
     pub(super) fn edit(&mut self, edit: &Edit<'d>) -> Result<()> {
-        let doomed: Vec<bool> = self
+        let mut doomed: Vec<bool> = self
             .secs
             .iter()
             .map(|s| edit.remove_bundles && is_bundle_section(&s.name))
             .collect();
+        for &i in edit.remove {
+            *doomed
+                .get_mut(i.wrapping_sub(1))
+                .ok_or_else(|| invalid(format!("there is no section {i} to remove")))? = true;
+        }
+        self.update_sections(edit)?;
         self.remove_sections(&doomed)?;
         self.order_symbols();
         self.add_sections(edit);
         self.settle_extended_indices()
+    }
+
+    /// `--update-section`: each updated section takes its new size; its
+    /// contents are the update's parts when written. Only sections whose
+    /// contents are copied as they are can be given new ones, and none
+    /// that a segment holds.
+    fn update_sections(&mut self, edit: &Edit<'d>) -> Result<()> {
+        for (k, u) in edit.update.iter().enumerate() {
+            let s = self
+                .secs
+                .get_mut(u.index.wrapping_sub(1))
+                .ok_or_else(|| invalid(format!("there is no section {} to update", u.index)))?;
+            let name = lossy(&s.name);
+            if s.sh_type == elf::SHT_NOBITS || !matches!(s.kind, Kind::Plain | Kind::Opaque) {
+                return Err(invalid(format!(
+                    "section '{name}' cannot be given new contents"
+                )));
+            }
+            if s.parent.is_some() {
+                return Err(invalid(format!(
+                    "section '{name}' is part of a segment: its size cannot change"
+                )));
+            }
+            s.size = u.size();
+            s.update = Some(k);
+        }
+        Ok(())
     }
 
     /// The symbols that stay, locals first, each group keeping its order.
@@ -229,7 +262,8 @@ impl<'d> Model<'d> {
     /// a `gone` section (symbol 0 names none).
     fn check_relocations(&self, i: usize, gone: &[bool]) -> Result<()> {
         let s = &self.secs[i];
-        for &(_, sym, r_offset) in &s.relocs {
+        for r in &s.relocs {
+            let (sym, r_offset) = (r.r_sym, r.r_offset);
             let Some(symbol) = self.symbols.get(sym as usize).filter(|_| sym != 0) else {
                 continue;
             };

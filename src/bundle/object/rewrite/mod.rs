@@ -52,14 +52,17 @@
 //! The phases, one file each: [`read`] builds the [`model`] from the input
 //! (refusing what llvm-objcopy refuses), [`edit`] removes and adds
 //! sections, [`layout`] numbers and places what stays, and [`write`](mod@write) builds
-//! the contents and headers and puts the file together; [`crel`] is the
-//! compact relocation format.
+//! the contents and headers and puts the file together, the ELF structures
+//! encoded by `object`'s ELF `Encoder` as the wrapper object's are;
+//! [`crel`] is the compact relocation format.
 
 use object::{Endianness, elf};
 
+// `read_err` is the bundler's one mapping of the `object` crate's read
+// errors (an invalid object file), here as in the bundle listing.
 use super::{
-    MAGIC, NewSection, Span, Written, check_alignments, check_string_table, is_bundle_section,
-    llvm_section_name,
+    MAGIC, NewSection, Part, Span, Update, Written, check_alignments, check_string_table,
+    is_bundle_section, llvm_section_name, read_err,
 };
 use crate::error::{Error, Result};
 
@@ -86,6 +89,13 @@ pub(super) struct Edit<'e> {
     pub remove_bundles: bool,
     /// Sections to add, in order; span source `i + 1` is `add[i].data`.
     pub add: &'e [NewSection<'e>],
+    /// Sections removed besides the bundles, by index (`--remove-section`).
+    pub remove: &'e [usize],
+    /// Sections given new contents (`--update-section`).
+    pub update: &'e [Update<'e>],
+    /// More span sources for the updates' parts: `extra[j]` is source
+    /// `add.len() + 1 + j`.
+    pub extra: &'e [&'e [u8]],
 }
 
 /// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
@@ -97,21 +107,18 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         other => return Err(super::unsupported(other, doing(edit))),
     };
     model.edit(edit)?;
-    model.write(data, edit.add)
+    model.write(data, edit)
 }
 
 /// What the edit is doing, for the error naming a format it cannot write.
 fn doing(edit: &Edit<'_>) -> &'static str {
-    if edit.remove_bundles {
+    if !edit.update.is_empty() || !edit.remove.is_empty() {
+        "pruning"
+    } else if edit.remove_bundles {
         "extracting the host object from"
     } else {
         "bundling into"
     }
-}
-
-/// An error of the `object` crate's reader, as an invalid object file.
-fn read_err(e: object::read::Error) -> Error {
-    Error::invalid("object file", e.to_string())
 }
 
 /// An invalid object file, `detail` saying how.

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use object::write::elf::{Encoder, Rel};
 use object::{Endianness, elf};
 
 use super::SHF_ALLOC;
@@ -58,9 +59,9 @@ pub(super) struct Sec<'d> {
     pub(super) symtab_link: bool,
     /// Relocation sections: the section they apply to.
     pub(super) target: Option<usize>,
-    /// Relocation sections: (entry offset in the input, symbol index,
-    /// `r_offset`).
-    pub(super) relocs: Vec<(usize, u32, u64)>,
+    /// Relocation sections: the entries as read (for compact ones, without
+    /// their addends, which [`Sec::crel`] holds).
+    pub(super) relocs: Vec<Rel>,
     /// Compact relocation sections: the decoded entries.
     pub(super) crel: Vec<Crel>,
     /// Groups: flag word, members (model indices), signature symbol.
@@ -70,6 +71,8 @@ pub(super) struct Sec<'d> {
     /// An `SHT_NOBITS` section made `SHT_PROGBITS`: room, but no contents.
     pub(super) was_nobits: bool,
     pub(super) removed: bool,
+    /// New contents: the edit's update with this index.
+    pub(super) update: Option<usize>,
 }
 
 impl<'d> Sec<'d> {
@@ -105,6 +108,7 @@ impl<'d> Sec<'d> {
             parent: None,
             was_nobits: false,
             removed: false,
+            update: None,
         }
     }
 }
@@ -186,7 +190,6 @@ pub(super) struct Symbol<'d> {
 pub(super) struct Model<'d> {
     pub(super) is_64: bool,
     pub(super) endian: Endianness,
-    pub(super) mips64el: bool,
     pub(super) os_abi: u8,
     pub(super) abi_version: u8,
     pub(super) e_type: u16,
@@ -210,23 +213,24 @@ pub(super) struct Model<'d> {
 }
 
 impl Model<'_> {
+    /// The encoder of the file's ELF structures (class, byte order, and
+    /// the machine for MIPS64 little-endian relocations).
+    pub(super) fn encoder(&self) -> Encoder<Endianness> {
+        Encoder::new(self.endian, self.is_64, elf::Machine(self.e_machine))
+    }
+
     /// The word size in bytes: 8 for ELF64, 4 for ELF32.
     pub(super) fn word(&self) -> u64 {
-        if self.is_64 { 8 } else { 4 }
+        self.encoder().address_size()
     }
 
     /// The size of the ELF header.
     pub(super) fn ehsize(&self) -> u64 {
-        if self.is_64 { 64 } else { 52 }
-    }
-
-    /// The size of one program header.
-    pub(super) fn phentsize(&self) -> u64 {
-        if self.is_64 { 56 } else { 32 }
+        self.encoder().file_header_size()
     }
 
     /// The size of one section header.
     pub(super) fn shentsize(&self) -> u64 {
-        if self.is_64 { 64 } else { 40 }
+        self.encoder().section_header_size()
     }
 }

@@ -6,7 +6,8 @@
 use std::borrow::Cow;
 
 use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader, SectionTable, Sym as _};
-use object::{Endianness, U32, U64, elf, pod};
+use object::write::elf::{Encoder, Rel};
+use object::{Endianness, U32, elf, pod};
 
 use super::crel::{self, Crel};
 use super::model::{Def, Kind, Model, Sec, Seg, Symbol};
@@ -92,7 +93,6 @@ pub(super) fn read<'d, Elf: FileHeader<Endian = Endianness>>(
     Ok(Model {
         is_64,
         endian,
-        mips64el,
         os_abi: ident.os_abi.0,
         abi_version: ident.abi_version,
         e_type: header.e_type(endian).0,
@@ -263,7 +263,7 @@ fn read_symbols<'d, Elf: FileHeader<Endian = Endianness>>(
     shndx: Option<usize>,
 ) -> Result<Vec<Symbol<'d>>> {
     let Input { data, endian, .. } = *input;
-    let sym_size = if input.is_64 { 24 } else { 16 };
+    let sym_size = Encoder::new(endian, input.is_64, elf::EM_NONE).sym_size();
     let sh = table
         .section(object::SectionIndex(st + 1))
         .map_err(read_err)?;
@@ -465,17 +465,9 @@ fn link_and_target(
 }
 
 /// The entries of compact relocation section `s`, decoded, and as
-/// [`Sec::relocs`] (no entry offsets); each symbol index must be below
-/// `symbols`.
-#[allow(
-    clippy::type_complexity,
-    reason = "the two forms of the same entries, stored in two fields of `Sec`"
-)]
-fn read_crel(
-    input: &Input<'_>,
-    s: &Sec<'_>,
-    symbols: usize,
-) -> Result<(Vec<(usize, u32, u64)>, Vec<Crel>)> {
+/// [`Sec::relocs`] (offsets, symbols and types); each symbol index must be
+/// below `symbols`.
+fn read_crel(input: &Input<'_>, s: &Sec<'_>, symbols: usize) -> Result<(Vec<Rel>, Vec<Crel>)> {
     let entries = crel::decode(input.contents(s), input.is_64)
         .map_err(|e| invalid(format!("section '{}': {e}", lossy(&s.name))))?;
     let mut relocs = Vec::with_capacity(entries.len());
@@ -483,7 +475,12 @@ fn read_crel(
         if e.sym != 0 && e.sym as usize >= symbols {
             return Err(invalid(format!("invalid symbol index: {}", e.sym)));
         }
-        relocs.push((0, e.sym, e.offset));
+        relocs.push(Rel {
+            r_offset: e.offset,
+            r_sym: e.sym,
+            r_type: elf::RelocationType(e.ty),
+            r_addend: 0,
+        });
     }
     Ok((relocs, entries))
 }
@@ -497,31 +494,19 @@ fn read_rel(
     s: &Sec<'_>,
     symtab: Option<usize>,
     symbols: usize,
-) -> Result<Vec<(usize, u32, u64)>> {
-    let Input {
-        data,
-        is_64,
-        endian,
-        ..
-    } = *input;
+) -> Result<Vec<Rel>> {
     let name = lossy(&s.name);
-    let (rel_size, rela_size) = if is_64 { (16, 24) } else { (8, 12) };
-    let entsize = if s.sh_type == elf::SHT_RELA {
-        rela_size
-    } else {
-        rel_size
-    };
+    let is_rela = s.sh_type == elf::SHT_RELA;
+    let entsize = Encoder::new(input.endian, input.is_64, elf::EM_NONE).rel_size(is_rela);
     if s.entsize != entsize || !s.size.is_multiple_of(entsize) {
         return Err(invalid(format!(
             "section '{name}' has an invalid sh_entsize: {}",
             s.entsize
         )));
     }
-    let start = usize_from(s.orig_offset);
-    let mut relocs = Vec::new();
-    for k in 0..usize_from(s.size / entsize) {
-        let at = start + k * usize_from(entsize);
-        let sym = reloc_symbol(data, at, is_64, endian, mips64el)?;
+    let relocs = decode_relocations(input, s, is_rela, mips64el)?;
+    for r in &relocs {
+        let sym = r.r_sym;
         if sym != 0 {
             if symtab.is_none() {
                 return Err(invalid(format!(
@@ -533,16 +518,44 @@ fn read_rel(
                 return Err(invalid(format!("invalid symbol index: {sym}")));
             }
         }
-        let r_offset = if is_64 {
-            let b: [u8; 8] = data[at..at + 8].try_into().unwrap_or_default();
-            U64::<Endianness>::from_bytes(b).get(endian)
-        } else {
-            let b: [u8; 4] = data[at..at + 4].try_into().unwrap_or_default();
-            u64::from(U32::<Endianness>::from_bytes(b).get(endian))
-        };
-        relocs.push((at, sym, r_offset));
     }
     Ok(relocs)
+}
+
+/// The entries of relocation section `s` (`SHT_RELA` ones if `is_rela`),
+/// as llvm-objcopy reads them: on MIPS64 little-endian (`mips64el`) the
+/// `r_info` word of `SHT_REL` entries too has that machine's layout, which
+/// the `object` crate reads only for `SHT_RELA` entries; an `SHT_REL` entry
+/// there is read as one with a zero addend.
+fn decode_relocations(
+    input: &Input<'_>,
+    s: &Sec<'_>,
+    is_rela: bool,
+    mips64el: bool,
+) -> Result<Vec<Rel>> {
+    use elf::{Rel32, Rel64, Rela32, Rela64};
+    fn all<T: pod::Pod>(b: &[u8]) -> Result<&[T]> {
+        pod::slice_from_all_bytes(b).map_err(|()| invalid("relocations do not fill their section"))
+    }
+    let (bytes, endian) = (input.contents(s), input.endian);
+    Ok(match (input.is_64, is_rela) {
+        (true, true) => all(bytes)?
+            .iter()
+            .map(|r: &Rela64<Endianness>| Rel::from_rela(endian, r, mips64el))
+            .collect(),
+        (true, false) => all(bytes)?
+            .iter()
+            .map(|&r: &Rel64<Endianness>| Rel::from_rela(endian, &Rela64::from(r), mips64el))
+            .collect(),
+        (false, true) => all(bytes)?
+            .iter()
+            .map(|r: &Rela32<Endianness>| Rel::from_rela(endian, r, false))
+            .collect(),
+        (false, false) => all(bytes)?
+            .iter()
+            .map(|r: &Rel32<Endianness>| Rel::from_rel(endian, r))
+            .collect(),
+    })
 }
 
 /// Group section `s` as [`Sec::group`]: its flag word, its members and its
@@ -691,55 +704,4 @@ fn set_parent(segs: &mut [Seg], real: usize, child: usize) {
             segs[child].parent = Some(p);
         }
     }
-}
-
-/// The symbol index of the relocation entry at `at`.
-fn reloc_symbol(
-    data: &[u8],
-    at: usize,
-    is_64: bool,
-    endian: Endianness,
-    mips64el: bool,
-) -> Result<u32> {
-    let field = |off: usize| -> Result<[u8; 4]> {
-        data.get(at + off..at + off + 4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| invalid("relocation outside the file"))
-    };
-    Ok(if !is_64 {
-        U32::<Endianness>::from_bytes(field(4)?).get(endian) >> 8
-    } else if mips64el {
-        u32::from_le_bytes(field(8)?)
-    } else if endian == Endianness::Little {
-        u32::from_le_bytes(field(12)?)
-    } else {
-        u32::from_be_bytes(field(8)?)
-    })
-}
-
-/// The relocation entry at `at` with its symbol index set to `sym`.
-pub(super) fn reloc_with_symbol(
-    data: &[u8],
-    at: usize,
-    len: usize,
-    is_64: bool,
-    endian: Endianness,
-    mips64el: bool,
-    sym: u32,
-) -> Vec<u8> {
-    let mut e = data[at..at + len].to_vec();
-    if !is_64 {
-        let mut f = [0u8; 4];
-        f.copy_from_slice(&e[4..8]);
-        let info = U32::<Endianness>::from_bytes(f).get(endian);
-        let new = U32::new(endian, (sym << 8) | (info & 0xff));
-        e[4..8].copy_from_slice(pod::bytes_of(&new));
-    } else if mips64el {
-        e[8..12].copy_from_slice(&sym.to_le_bytes());
-    } else if endian == Endianness::Little {
-        e[12..16].copy_from_slice(&sym.to_le_bytes());
-    } else {
-        e[8..12].copy_from_slice(&sym.to_be_bytes());
-    }
-    e
 }

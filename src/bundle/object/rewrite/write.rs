@@ -1,19 +1,28 @@
 //! Writing the edited model: each live section's contents and header
 //! values ([`Out`]: tables rebuilt, relocations and groups renumbered,
 //! other contents byte ranges of the inputs), then the file put together
-//! on a [`Canvas`] in llvm-objcopy's order, with the ELF header, program
-//! headers and section headers encoded for the file's class and byte
-//! order.
+//! on a [`Canvas`] in llvm-objcopy's order.
+//!
+//! The ELF structures (the ELF header, program and section headers,
+//! symbols, relocations) are encoded by `object`'s ELF [`Encoder`], the
+//! one the wrapper object is written with too, for the file's class, byte
+//! order and machine; where it cannot write what llvm-objcopy writes, a
+//! small step here says why ([`put_version`], [`put_relocation`]). The
+//! 32-bit encodings truncate, so values for them are checked first
+//! ([`Model::fits`]).
 
 use std::collections::BTreeMap;
 
-use object::{Endianness, U16, U32, U64, elf, pod};
+use object::write::WritableBufferExt as _;
+use object::write::elf::{
+    Encoder, FileHeader, FileHeaderLayout, ProgramHeader, Rel, SectionHeader, Sym,
+};
+use object::{Endianness, U32, elf, pod};
 
 use super::crel::{self, Crel};
 use super::layout::{Numbering, Placement};
-use super::model::{Def, Kind, Model, Sec, Seg, Symbol};
-use super::read::reloc_with_symbol;
-use super::{GRP_COMDAT, NewSection, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
+use super::model::{Def, Kind, Model, Sec};
+use super::{Edit, GRP_COMDAT, Part, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
 use crate::error::Result;
 use crate::layout::Piece;
 use crate::llvm::string_table::StringTable;
@@ -47,14 +56,15 @@ pub(super) struct Out {
 
 impl Model<'_> {
     /// Lays the file out and writes it: span source 0 is `data`, source
-    /// `k + 1` is `add[k]`.
-    pub(super) fn write(&self, data: &[u8], add: &[NewSection<'_>]) -> Result<Written> {
+    /// `k + 1` is `edit.add[k]`, then come `edit.extra`'s.
+    pub(super) fn write(&self, data: &[u8], edit: &Edit<'_>) -> Result<Written> {
+        let add = edit.add;
         let num = self.numbering()?;
         let tables = self.string_tables(&num.live);
         let outs = num
             .live
             .iter()
-            .map(|&i| self.output(data, &num, &tables, i))
+            .map(|&i| self.output(&num, &tables, i))
             .collect::<Result<Vec<Out>>>()?;
         let place = self.place(&outs)?;
 
@@ -67,6 +77,10 @@ impl Model<'_> {
         self.put_file_headers(&mut c, &num, &place)?;
         for (o, &at) in outs.iter().zip(&place.placed) {
             if self.secs[o.sec].parent.is_some() {
+                continue;
+            }
+            if let Some(k) = self.secs[o.sec].update {
+                put_parts(&mut c, at, edit.update[k].parts, add.len());
                 continue;
             }
             match &o.body {
@@ -83,10 +97,10 @@ impl Model<'_> {
             if source == 0 {
                 return Ok(data);
             }
-            source
-                .checked_sub(1)
-                .and_then(|k| add.get(k))
+            let k = source - 1;
+            add.get(k)
                 .map(|s| s.data)
+                .or_else(|| edit.extra.get(k - add.len()).copied())
                 .ok_or_else(|| bug("added section without data"))
         };
         c.finish(place.total, sources)
@@ -122,7 +136,6 @@ impl Model<'_> {
     /// relocations and groups rebuilt, other contents a span of the input.
     fn output(
         &self,
-        data: &[u8],
         num: &Numbering,
         tables: &BTreeMap<usize, StringTable>,
         i: usize,
@@ -188,7 +201,7 @@ impl Model<'_> {
                 o.body = Body::Bytes(t.bytes().to_vec());
             }
             Kind::SymTab => {
-                let sym_size = if self.is_64 { 24 } else { 16 };
+                let sym_size = self.encoder().sym_size();
                 o.entsize = sym_size;
                 o.size = self.order.len() as u64 * sym_size;
                 o.align = self.word();
@@ -209,7 +222,7 @@ impl Model<'_> {
                     o.info = renumber(s.target);
                 }
                 if self.indices_changed {
-                    o.body = Body::Bytes(self.relocations(data, s, num));
+                    o.body = Body::Bytes(self.relocations(s, num));
                 }
             }
             Kind::Group => {
@@ -242,6 +255,7 @@ impl Model<'_> {
         strtab: Option<&StringTable>,
         size: u64,
     ) -> Result<(Vec<u8>, u32)> {
+        let enc = self.encoder();
         let mut bytes = Vec::with_capacity(usize_from(size));
         let mut last_local = 0;
         for (new, &k) in self.order.iter().enumerate() {
@@ -255,34 +269,41 @@ impl Model<'_> {
                     .ok_or_else(|| bug("symbol name not in its table"))?,
                 None => 0,
             };
-            let st_shndx = match sym.def {
-                Def::Undef => 0,
-                Def::Reserved(x) => x,
-                // Large indices are in the extended table.
-                Def::Section(d) => u16::try_from(num.index[d])
-                    .ok()
-                    .filter(|&x| x < elf::SHN_LORESERVE)
-                    .unwrap_or(elf::SHN_XINDEX.0),
+            // The encoder puts indices of SHN_LORESERVE and more in the
+            // extended table's care (SHN_XINDEX).
+            let (section, st_shndx) = match sym.def {
+                Def::Undef => (None, elf::SHN_UNDEF),
+                Def::Reserved(x) => (None, elf::SymbolSection(x)),
+                Def::Section(d) => (Some(num.index[d]), elf::SHN_UNDEF),
             };
-            self.put_sym(&mut bytes, st_name, sym, st_shndx)?;
+            enc.symbol(
+                &mut bytes,
+                &Sym {
+                    section,
+                    st_name: u32::try_from(st_name)
+                        .map_err(|_| invalid("string table larger than 4 GiB"))?,
+                    st_info: elf::SymbolInfo(sym.info),
+                    st_other: elf::SymbolOther(sym.other),
+                    st_shndx,
+                    st_value: self.fits(sym.value)?,
+                    st_size: self.fits(sym.size)?,
+                },
+            );
         }
         Ok((bytes, to_u32(last_local + 1)?))
     }
 
     /// Relocation section `s`'s entries with their new symbol indices.
-    fn relocations(&self, data: &[u8], s: &Sec<'_>, num: &Numbering) -> Vec<u8> {
+    fn relocations(&self, s: &Sec<'_>, num: &Numbering) -> Vec<u8> {
+        let enc = self.encoder();
+        let is_rela = s.sh_type == elf::SHT_RELA;
         let mut bytes = Vec::with_capacity(usize_from(s.size));
-        for &(at, sym, _) in &s.relocs {
-            let new = num.sym_index.get(sym as usize).copied().unwrap_or(0);
-            bytes.extend(reloc_with_symbol(
-                data,
-                at,
-                usize_from(s.entsize),
-                self.is_64,
-                self.endian,
-                self.mips64el,
-                new,
-            ));
+        for r in &s.relocs {
+            let r = Rel {
+                r_sym: num.sym_index.get(r.r_sym as usize).copied().unwrap_or(0),
+                ..r.clone()
+            };
+            put_relocation(enc, &mut bytes, is_rela, &r);
         }
         bytes
     }
@@ -298,7 +319,7 @@ impl Model<'_> {
         }
         let mut bytes = Vec::new();
         for w in std::iter::once(flag).chain(members.iter().map(|&m| num.index[m])) {
-            bytes.extend_from_slice(pod::bytes_of(&U32::new(self.endian, w)));
+            bytes.write_u32(self.endian, w);
         }
         bytes
     }
@@ -312,7 +333,7 @@ impl Model<'_> {
                 Def::Section(d) if num.index[d] >= u32::from(elf::SHN_LORESERVE) => num.index[d],
                 _ => 0,
             };
-            bytes.extend_from_slice(pod::bytes_of(&U32::new(self.endian, x)));
+            bytes.write_u32(self.endian, x);
         }
         bytes
     }
@@ -340,31 +361,63 @@ impl Model<'_> {
     /// table (or without sections) the header names no section header
     /// table.
     fn put_file_headers(&self, c: &mut Canvas, num: &Numbering, place: &Placement) -> Result<()> {
+        let enc = self.encoder();
         let real = place.real();
-        let shnum = num.live.len() as u64 + 1;
         let with_table = self.names.is_some() && !num.live.is_empty();
-        let phoff = if real == 0 { 0 } else { place.seg_at[real + 1] };
-        c.put(
-            0,
-            Chunk::Bytes(self.ehdr(&EhdrFields {
-                phoff,
-                phnum: real,
-                shoff: if with_table { place.shoff } else { 0 },
-                shnum: if with_table { shnum } else { 0 },
-                shstrndx: if with_table {
-                    self.names.map_or(0, |n| num.index[n])
-                } else {
-                    0
+        let table_at = place.seg_at[real + 1];
+        let layout = FileHeaderLayout {
+            e_phoff: if real == 0 { 0 } else { self.fits(table_at)? },
+            // No more than 65534 (read refuses more): no PN_XNUM.
+            segment_num: to_u32(real)?,
+            e_shoff: if with_table {
+                self.fits(place.shoff)?
+            } else {
+                0
+            },
+            section_num: if with_table {
+                to_u32(num.live.len() + 1)?
+            } else {
+                0
+            },
+            shstrtab_index: if with_table {
+                self.names.map_or(0, |n| num.index[n])
+            } else {
+                0
+            },
+        };
+        let header = FileHeader {
+            os_abi: elf::OsAbi(self.os_abi),
+            abi_version: self.abi_version,
+            e_type: elf::FileType(self.e_type),
+            e_machine: elf::Machine(self.e_machine),
+            e_entry: self.fits(self.e_entry)?,
+            e_flags: elf::FileFlags(self.e_flags),
+        };
+        let mut bytes = Vec::new();
+        enc.file_header(&mut bytes, &header, &layout)
+            .map_err(|e| bug(&e.to_string()))?;
+        put_version(&mut bytes, self.endian, self.e_version);
+        c.put(0, Chunk::Bytes(bytes));
+        let mut bytes = Vec::new();
+        for (seg, &offset) in place.segs[..real].iter().zip(&place.seg_at) {
+            enc.program_header(
+                &mut bytes,
+                &ProgramHeader {
+                    p_type: elf::ProgramType(seg.p_type),
+                    p_flags: elf::ProgramFlags(seg.p_flags),
+                    p_offset: self.fits(offset)?,
+                    p_vaddr: self.fits(seg.vaddr)?,
+                    p_paddr: self.fits(seg.paddr)?,
+                    p_filesz: self.fits(seg.filesz)?,
+                    p_memsz: self.fits(seg.memsz)?,
+                    p_align: self.fits(seg.align)?,
                 },
-                shentsize: if with_table { self.shentsize() } else { 0 },
-            })),
-        );
-        for (i, seg) in place.segs[..real].iter().enumerate() {
-            let at = place.seg_at[real + 1]
-                .checked_add(i as u64 * self.phentsize())
-                .ok_or_else(|| invalid("program headers past the end"))?;
-            c.put(at, Chunk::Bytes(self.phdr(seg, place.seg_at[i])?));
+            );
         }
+        if table_at.checked_add(bytes.len() as u64).is_none() {
+            return Err(invalid("program headers past the end"));
+        }
+        c.put(table_at, Chunk::Bytes(bytes));
         Ok(())
     }
 
@@ -378,39 +431,36 @@ impl Model<'_> {
         place: &Placement,
         tables: &BTreeMap<usize, StringTable>,
     ) -> Result<Vec<u8>> {
-        let reserve = u64::from(elf::SHN_LORESERVE);
-        let shnum = num.live.len() as u64 + 1;
-        let names_index = self.names.map_or(0, |n| num.index[n]);
-        let mut bytes = self.shdr(&ShdrFields {
-            name: 0,
-            sh_type: elf::SHT_NULL,
-            flags: 0,
-            addr: 0,
-            offset: 0,
-            size: if shnum >= reserve { shnum } else { 0 },
-            link: if u64::from(names_index) >= reserve {
-                names_index
-            } else {
-                0
+        let enc = self.encoder();
+        let mut bytes = Vec::new();
+        enc.null_section_header(
+            &mut bytes,
+            &FileHeaderLayout {
+                section_num: to_u32(num.live.len() + 1)?,
+                shstrtab_index: self.names.map_or(0, |n| num.index[n]),
+                ..FileHeaderLayout::default()
             },
-            info: 0,
-            align: 0,
-            entsize: 0,
-        })?;
+        );
         for (o, &offset) in outs.iter().zip(&place.placed) {
             let s = &self.secs[o.sec];
-            bytes.extend(self.shdr(&ShdrFields {
-                name: self.name_offset(tables, o.sec)?,
-                sh_type: s.sh_type,
-                flags: s.flags,
-                addr: s.addr,
-                offset,
-                size: o.size,
-                link: o.link,
-                info: o.info,
-                align: o.align,
-                entsize: o.entsize,
-            })?);
+            if !self.is_64 && u32::try_from(s.flags).is_err() {
+                return Err(invalid("section flags do not fit 32 bits"));
+            }
+            enc.section_header(
+                &mut bytes,
+                &SectionHeader {
+                    sh_name: self.name_offset(tables, o.sec)?,
+                    sh_type: s.sh_type,
+                    sh_flags: elf::SectionFlags(s.flags),
+                    sh_addr: self.fits(s.addr)?,
+                    sh_offset: self.fits(offset)?,
+                    sh_size: self.fits(o.size)?,
+                    sh_link: o.link,
+                    sh_info: o.info,
+                    sh_addralign: self.fits(o.align)?,
+                    sh_entsize: self.fits(o.entsize)?,
+                },
+            );
         }
         Ok(bytes)
     }
@@ -425,211 +475,67 @@ impl Model<'_> {
         u32::try_from(off).map_err(|_| invalid("string table larger than 4 GiB"))
     }
 
-    /// Appends `sym` to `out` as a symbol table entry with name offset
-    /// `name` and section index `shndx`.
-    fn put_sym(&self, out: &mut Vec<u8>, name: u64, sym: &Symbol<'_>, shndx: u16) -> Result<()> {
-        let e = self.endian;
-        let name = u32::try_from(name).map_err(|_| invalid("string table larger than 4 GiB"))?;
-        if self.is_64 {
-            let s = elf::Sym64 {
-                st_name: U32::new(e, name),
-                st_info: elf::SymbolInfo(sym.info),
-                st_other: elf::SymbolOther(sym.other),
-                st_shndx: U16::new(e, elf::SymbolSection(shndx)),
-                st_value: U64::new(e, sym.value),
-                st_size: U64::new(e, sym.size),
-            };
-            out.extend_from_slice(pod::bytes_of(&s));
-        } else {
-            let s = elf::Sym32 {
-                st_name: U32::new(e, name),
-                st_value: U32::new(e, narrow(sym.value)?),
-                st_size: U32::new(e, narrow(sym.size)?),
-                st_info: elf::SymbolInfo(sym.info),
-                st_other: elf::SymbolOther(sym.other),
-                st_shndx: U16::new(e, elf::SymbolSection(shndx)),
-            };
-            out.extend_from_slice(pod::bytes_of(&s));
+    /// `v`, for a field that is 32 bits wide in ELF32 files, where the
+    /// encoder would truncate it: an error when it does not fit.
+    fn fits(&self, v: u64) -> Result<u64> {
+        if !self.is_64 {
+            narrow(v)?;
         }
-        Ok(())
-    }
-
-    /// The ELF header: the input's identity with the layout's values `f`.
-    fn ehdr(&self, f: &EhdrFields) -> Vec<u8> {
-        let EhdrFields {
-            phoff,
-            phnum,
-            shoff,
-            shnum,
-            shstrndx,
-            shentsize,
-        } = *f;
-        let e = self.endian;
-        let ident = elf::Ident {
-            magic: elf::ELFMAG,
-            class: if self.is_64 {
-                elf::ELFCLASS64
-            } else {
-                elf::ELFCLASS32
-            },
-            data: if e == Endianness::Big {
-                elf::ELFDATA2MSB
-            } else {
-                elf::ELFDATA2LSB
-            },
-            version: elf::EV_CURRENT,
-            os_abi: elf::OsAbi(self.os_abi),
-            abi_version: self.abi_version,
-            padding: [0; 7],
-        };
-        // No program headers: no entry size either. (More than 65534
-        // program headers are refused when reading.)
-        let (phnum, phentsize) = match u16::try_from(phnum) {
-            Ok(0) | Err(_) => (0, 0),
-            Ok(n) => (n, if self.is_64 { 56 } else { 32 }),
-        };
-        // Values past SHN_LORESERVE go to section 0.
-        let shnum = u16::try_from(shnum)
-            .ok()
-            .filter(|&n| n < elf::SHN_LORESERVE)
-            .unwrap_or(0);
-        let shstrndx = elf::SymbolSection(
-            u16::try_from(shstrndx)
-                .ok()
-                .filter(|&n| n < elf::SHN_LORESERVE)
-                .unwrap_or(elf::SHN_XINDEX.0),
-        );
-        let shentsize = u16::try_from(shentsize).unwrap_or(0);
-        if self.is_64 {
-            let h = elf::FileHeader64 {
-                e_ident: ident,
-                e_type: U16::new(e, elf::FileType(self.e_type)),
-                e_machine: U16::new(e, elf::Machine(self.e_machine)),
-                e_version: U32::new(e, self.e_version),
-                e_entry: U64::new(e, self.e_entry),
-                e_phoff: U64::new(e, phoff),
-                e_shoff: U64::new(e, shoff),
-                e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
-                e_ehsize: U16::new(e, 64),
-                e_phentsize: U16::new(e, phentsize),
-                e_phnum: U16::new(e, phnum),
-                e_shentsize: U16::new(e, shentsize),
-                e_shnum: U16::new(e, shnum),
-                e_shstrndx: U16::new(e, shstrndx),
-            };
-            pod::bytes_of(&h).to_vec()
-        } else {
-            let h = elf::FileHeader32 {
-                e_ident: ident,
-                e_type: U16::new(e, elf::FileType(self.e_type)),
-                e_machine: U16::new(e, elf::Machine(self.e_machine)),
-                e_version: U32::new(e, self.e_version),
-                e_entry: U32::new(e, narrow(self.e_entry).unwrap_or(0)),
-                e_phoff: U32::new(e, narrow(phoff).unwrap_or(0)),
-                e_shoff: U32::new(e, narrow(shoff).unwrap_or(0)),
-                e_flags: U32::new(e, elf::FileFlags(self.e_flags)),
-                e_ehsize: U16::new(e, 52),
-                e_phentsize: U16::new(e, phentsize),
-                e_phnum: U16::new(e, phnum),
-                e_shentsize: U16::new(e, shentsize),
-                e_shnum: U16::new(e, shnum),
-                e_shstrndx: U16::new(e, shstrndx),
-            };
-            pod::bytes_of(&h).to_vec()
-        }
-    }
-
-    /// A program header: the segment's own values at its new offset.
-    fn phdr(&self, seg: &Seg, offset: u64) -> Result<Vec<u8>> {
-        let e = self.endian;
-        let p_type = elf::ProgramType(seg.p_type);
-        let p_flags = elf::ProgramFlags(seg.p_flags);
-        Ok(if self.is_64 {
-            let h = elf::ProgramHeader64 {
-                p_type: U32::new(e, p_type),
-                p_flags: U32::new(e, p_flags),
-                p_offset: U64::new(e, offset),
-                p_vaddr: U64::new(e, seg.vaddr),
-                p_paddr: U64::new(e, seg.paddr),
-                p_filesz: U64::new(e, seg.filesz),
-                p_memsz: U64::new(e, seg.memsz),
-                p_align: U64::new(e, seg.align),
-            };
-            pod::bytes_of(&h).to_vec()
-        } else {
-            let h = elf::ProgramHeader32 {
-                p_type: U32::new(e, p_type),
-                p_offset: U32::new(e, narrow(offset)?),
-                p_vaddr: U32::new(e, narrow(seg.vaddr)?),
-                p_paddr: U32::new(e, narrow(seg.paddr)?),
-                p_filesz: U32::new(e, narrow(seg.filesz)?),
-                p_memsz: U32::new(e, narrow(seg.memsz)?),
-                p_flags: U32::new(e, p_flags),
-                p_align: U32::new(e, narrow(seg.align)?),
-            };
-            pod::bytes_of(&h).to_vec()
-        })
-    }
-
-    /// A section header with the values `f`.
-    fn shdr(&self, f: &ShdrFields) -> Result<Vec<u8>> {
-        let e = self.endian;
-        Ok(if self.is_64 {
-            let h = elf::SectionHeader64 {
-                sh_name: U32::new(e, f.name),
-                sh_type: U32::new(e, f.sh_type),
-                sh_flags: U64::new(e, elf::SectionFlags(f.flags)),
-                sh_addr: U64::new(e, f.addr),
-                sh_offset: U64::new(e, f.offset),
-                sh_size: U64::new(e, f.size),
-                sh_link: U32::new(e, f.link),
-                sh_info: U32::new(e, f.info),
-                sh_addralign: U64::new(e, f.align),
-                sh_entsize: U64::new(e, f.entsize),
-            };
-            pod::bytes_of(&h).to_vec()
-        } else {
-            let h = elf::SectionHeader32 {
-                sh_name: U32::new(e, f.name),
-                sh_type: U32::new(e, f.sh_type),
-                sh_flags: U32::new_u64(e, elf::SectionFlags(f.flags))
-                    .map_err(|_| invalid("section flags do not fit 32 bits"))?,
-                sh_addr: U32::new(e, narrow(f.addr)?),
-                sh_offset: U32::new(e, narrow(f.offset)?),
-                sh_size: U32::new(e, narrow(f.size)?),
-                sh_link: U32::new(e, f.link),
-                sh_info: U32::new(e, f.info),
-                sh_addralign: U32::new(e, narrow(f.align)?),
-                sh_entsize: U32::new(e, narrow(f.entsize)?),
-            };
-            pod::bytes_of(&h).to_vec()
-        })
+        Ok(v)
     }
 }
 
-/// The ELF header's values that depend on the layout.
-#[derive(Clone, Copy)]
-struct EhdrFields {
-    phoff: u64,
-    phnum: usize,
-    shoff: u64,
-    shnum: u64,
-    shstrndx: u32,
-    shentsize: u64,
+/// Sets `e_version` in the ELF header `ehdr` to the input's `version`.
+/// llvm-objcopy copies the field; the encoder always writes `EV_CURRENT`
+/// (1), so any other value (which readers accept: only `EI_VERSION` is
+/// checked) is put in afterwards, at its offset, the same in both classes.
+fn put_version(ehdr: &mut [u8], endian: Endianness, version: u32) {
+    const AT: usize = std::mem::offset_of!(elf::FileHeader64<Endianness>, e_version);
+    const _: () = assert!(AT == std::mem::offset_of!(elf::FileHeader32<Endianness>, e_version));
+    if version != u32::from(elf::EV_CURRENT.0) {
+        ehdr[AT..AT + 4].copy_from_slice(pod::bytes_of(&U32::new(endian, version)));
+    }
 }
 
-/// One section header's values.
-struct ShdrFields {
-    name: u32,
-    sh_type: elf::SectionType,
-    flags: u64,
-    addr: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    info: u32,
-    align: u64,
-    entsize: u64,
+/// Appends relocation `r` to `out`, an `SHT_RELA` entry if `is_rela`.
+///
+/// On MIPS64 little-endian, llvm-objcopy writes the machine's own `r_info`
+/// layout (symbol first, then the three type bytes reversed) for `SHT_REL`
+/// entries too, where the encoder uses it for `SHT_RELA` entries only: such
+/// an entry is encoded as an `SHT_RELA` one, whose first two fields are the
+/// same, and the addend (zero, as read) dropped.
+fn put_relocation(enc: Encoder<Endianness>, out: &mut Vec<u8>, is_rela: bool, r: &Rel) {
+    if enc.is_mips64el() && !is_rela {
+        let end = out.len() + usize_from(enc.rel_size(false));
+        enc.relocation(out, true, r);
+        out.truncate(end);
+    } else {
+        enc.relocation(out, is_rela, r);
+    }
+}
+
+/// An update's parts, one after the other from `at`; their span source
+/// `j + 1` (an extra source) is the rewrite's `added + 1 + j`.
+fn put_parts(c: &mut Canvas, mut at: u64, parts: &[Part], added: usize) {
+    for p in parts {
+        let chunk = match p {
+            Part::Span {
+                source: 0,
+                offset,
+                len,
+            } => Chunk::Span(0, *offset, *len),
+            Part::Span {
+                source,
+                offset,
+                len,
+            } => Chunk::Span(added + source, *offset, *len),
+            Part::Bytes(b) => Chunk::Bytes(b.clone()),
+            Part::Zeros(n) => Chunk::Zeros(*n),
+        };
+        let n = chunk.len();
+        c.put(at, chunk);
+        at += n;
+    }
 }
 
 /// One piece of the file being written.

@@ -1,0 +1,230 @@
+//! Linked programs and libraries that `prune` makes smaller (issue #29):
+//! three HIP translation units for gfx90a, gfx1030 and gfx942 (one
+//! compressed, one with an 800 KB table in each code object), linked by GNU
+//! ld, lld and mold into PIE and non-PIE programs and shared libraries, for
+//! x86-64 and for AArch64 (run under qemu-aarch64, whose 64 KiB load
+//! alignment makes the hole coarser). Pruned to gfx90a, each file is
+//! smaller by at least 95 % of the dropped image bytes; it runs and
+//! registers exactly what it did less the dropped entries, with the
+//! loader's view of its program headers intact (`prune/main.c` checks them
+//! through `dl_iterate_phdr`); `llvm-readelf -a` gives no warning and
+//! `eu-elflint --gnu-ld` nothing it did not say of the original.
+
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+
+use super::{output, readelf_clean, src};
+use crate::util::{llvm, ours_json, run, same, tempdir, trial};
+
+const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
+
+pub fn tests() -> Vec<Trial> {
+    let tools = [
+        "clang",
+        "clang++",
+        "ld.bfd",
+        "ld.lld",
+        "ld.mold",
+        "eu-elflint",
+        "llvm-readelf",
+        "/usr/lib/x86_64-linux-gnu/libzstd.so",
+    ];
+    let mut arm = tools.to_vec();
+    arm.extend(["qemu-aarch64", "aarch64-linux-gnu-ld"]);
+    vec![
+        trial(
+            "prune::shrink::x86_64_programs_and_libraries_get_smaller",
+            &tools,
+            || shrink(&X86_64),
+        ),
+        trial(
+            "prune::shrink::aarch64_programs_and_libraries_get_smaller",
+            &arm,
+            || shrink(&AARCH64),
+        ),
+    ]
+}
+
+/// How programs for one host CPU are built and run.
+struct Cpu {
+    /// clang's `--target`, if not this machine's.
+    target: Option<&'static str>,
+    /// The C library's zstd for the stand-in runtime, and link flags.
+    zstd: &'static str,
+    link: &'static [&'static str],
+    /// The program that runs them, if not this machine.
+    qemu: Option<&'static str>,
+}
+
+const X86_64: Cpu = Cpu {
+    target: None,
+    zstd: "-lzstd",
+    link: &[],
+    qemu: None,
+};
+
+const AARCH64: Cpu = Cpu {
+    target: Some("--target=aarch64-linux-gnu"),
+    zstd: "/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu/libzstd.so.1",
+    link: &["-Wl,-rpath-link,/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu"],
+    qemu: Some("qemu-aarch64"),
+};
+
+impl Cpu {
+    fn clang(&self, d: &Path, cxx: bool, args: &[&str]) -> Result<(), Failed> {
+        let mut all: Vec<&str> = self.target.into_iter().collect();
+        all.extend(args);
+        run(&llvm(if cxx { "clang++" } else { "clang" }), &all, d).ok()?;
+        Ok(())
+    }
+
+    /// What `prog` in `dir` prints.
+    fn output(&self, dir: &Path, prog: &str) -> Result<String, Failed> {
+        match self.qemu {
+            None => output(dir, prog, &[]),
+            Some(q) => {
+                let r = run(
+                    Path::new(q),
+                    &["-L", SYSROOT_ARM64, &format!("./{prog}")],
+                    dir,
+                )
+                .ok()?;
+                Ok(String::from_utf8_lossy(&r.stdout).into_owned())
+            }
+        }
+    }
+}
+
+/// eu-elflint's complaints about `file`, with segment numbers left out
+/// (splitting a segment renumbers those after it).
+fn elflint(d: &Path, file: &str) -> Vec<String> {
+    let r = run(Path::new("/usr/bin/eu-elflint"), &["--gnu-ld", file], d);
+    String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .map(|l| {
+            l.split("program header entry ")
+                .next()
+                .unwrap_or(l)
+                .to_string()
+        })
+        .collect()
+}
+
+fn shrink(cpu: &Cpu) -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    for (k, extra) in [
+        ("k1", Some("--offload-compress")),
+        ("k2", None),
+        ("k3", None),
+    ] {
+        let source = src(&format!("{k}.hip"));
+        let object = format!("{k}.o");
+        let mut args = vec![
+            "-x",
+            "hip",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx1030",
+            "--offload-arch=gfx942",
+            "-nogpulib",
+            "-nogpuinc",
+            "-fPIC",
+            "-c",
+            &source,
+            "-o",
+            &object,
+        ];
+        args.extend(extra);
+        cpu.clang(d, true, &args)?;
+    }
+    let stub = src("hip_stub.c");
+    let mut args = vec!["-fuse-ld=lld", "-shared", "-fPIC", &stub, cpu.zstd];
+    args.extend(["-o", "libhipstub.so"]);
+    cpu.clang(d, false, &args)?;
+    std::fs::create_dir(d.join("pruned"))?;
+    std::fs::copy(d.join("libhipstub.so"), d.join("pruned/libhipstub.so"))?;
+    let main = src("main.c");
+    let objects = ["k1.o", "k2.o", "k3.o"];
+    for ld in ["bfd", "lld", "mold"] {
+        let fuse = format!("-fuse-ld={ld}");
+        let link = |args: &[&str], out: &str| -> Result<(), Failed> {
+            let mut all = vec![fuse.as_str()];
+            all.extend(args);
+            all.extend(cpu.link);
+            all.extend(["-L.", "-lhipstub", "-Wl,-rpath,$ORIGIN", "-o", out]);
+            cpu.clang(d, false, &all)
+        };
+        let (pie, nopie, lib, app) = (
+            format!("pie-{ld}"),
+            format!("nopie-{ld}"),
+            format!("libk{ld}.so"),
+            format!("app-{ld}"),
+        );
+        let with = |first: &[&str], out: &str| {
+            let mut a = first.to_vec();
+            a.extend(objects);
+            link(&a, out)
+        };
+        with(&[&main], &pie)?;
+        with(&["-no-pie", &main], &nopie)?;
+        with(&["-shared"], &lib)?;
+        link(&[&main, &format!("-lk{ld}")], &app)?;
+        std::fs::copy(d.join(&app), d.join("pruned").join(&app))?;
+        for f in [&pie, &nopie, &lib] {
+            check_shrunk(d, f)?;
+        }
+        for prog in [&pie, &nopie, &app] {
+            let before = cpu.output(d, prog)?;
+            if before.matches("entry hipv4").count() != 9 || !before.contains("program headers ok")
+            {
+                return Err(format!("{prog} printed:\n{before}").into());
+            }
+            let want: String = before
+                .lines()
+                .filter(|l| !l.contains("gfx1030") && !l.contains("gfx942"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            same(
+                &format!("{prog} pruned"),
+                cpu.output(&d.join("pruned"), prog)?,
+                want,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Prunes `f` into `pruned/`: it shrinks by 95 % of the dropped bytes and
+/// the ELF checkers find nothing new.
+fn check_shrunk(d: &Path, f: &str) -> Result<(), Failed> {
+    let doc = ours_json(
+        &["prune", "--keep", "gfx90a", "--json", "-d", "pruned", f],
+        d,
+    )?;
+    let file = &doc["files"][0];
+    if let Some(why) = file["not_shrunk"].as_str() {
+        return Err(format!("{f} was not shrunk: {why}").into());
+    }
+    let dropped: u64 = file["dropped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| g["bytes"].as_u64().unwrap_or(0))
+        .sum();
+    let size = |p: &str| std::fs::metadata(d.join(p)).map(|m| m.len());
+    let pruned = format!("pruned/{f}");
+    let freed = size(f)?.saturating_sub(size(&pruned)?);
+    if freed * 100 < dropped * 95 {
+        return Err(
+            format!("{f}: {freed} bytes smaller, under 95 % of the {dropped} dropped").into(),
+        );
+    }
+    readelf_clean(d, &pruned)?;
+    let (before, after) = (elflint(d, f), elflint(d, &pruned));
+    let new: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
+    if !new.is_empty() {
+        return Err(format!("eu-elflint on the pruned {f}: {new:?}").into());
+    }
+    Ok(())
+}

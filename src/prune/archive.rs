@@ -1,0 +1,212 @@
+//! Pruning a static archive: each member the caller prunes takes its new
+//! size, every other entry is copied as it is, and the symbol table (GNU
+//! `/`, or `/SYM64/`) is given the members' new header offsets, so a
+//! linker still finds each symbol's member. The archive keeps its entries'
+//! order, names, dates, owners and modes: only sizes and offsets change.
+
+use super::output::Output;
+use crate::container::ar::{self, HEADER_LEN, RawEntry};
+use crate::error::{Error, Result};
+use crate::layout::Piece;
+use crate::num::usize_from;
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::invalid("archive", detail)
+}
+
+/// The regular archive `data` with each member that `prune_member` (given
+/// the member's name and bytes) returns a new form for replaced by it;
+/// `None` when no member changes. The caller's errors pass through.
+pub fn prune<E: From<Error>>(
+    data: &[u8],
+    mut prune_member: impl FnMut(&str, &[u8]) -> std::result::Result<Option<Output>, E>,
+) -> std::result::Result<Option<Output>, E> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let long_names = entries
+        .iter()
+        .find(|e| e.name == b"//")
+        .map(|e| slice(data, e.data, e.size));
+    if ar::is_thin(data) {
+        return Err(
+            invalid("a thin archive's members are files of their own (see `resize_thin`)").into(),
+        );
+    }
+    let mut new: Vec<Option<Output>> = Vec::with_capacity(entries.len());
+    for e in &entries {
+        if is_table(e.name) {
+            new.push(None);
+            continue;
+        }
+        let name = member_name(e.name, long_names);
+        new.push(prune_member(&name, slice(data, e.data, e.size))?);
+    }
+    if new.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    // Each entry's new header offset.
+    let mut at = crate::archive::MAGIC.len() as u64;
+    let mut moved = Vec::with_capacity(entries.len());
+    for (e, n) in entries.iter().zip(&new) {
+        moved.push((e.header, at));
+        let size = n.as_ref().map_or(e.size, Output::size);
+        at += HEADER_LEN + size + size % 2;
+    }
+    let mut out = Output::default();
+    out.span(0, 0, crate::archive::MAGIC.len() as u64);
+    for (e, n) in entries.iter().zip(new) {
+        match n {
+            Some(member) => {
+                let size = member.size();
+                out.piece(Piece::Bytes(header_with_size(data, e, size)?));
+                out.append_at(e.data, member);
+                if size % 2 == 1 {
+                    out.piece(Piece::Bytes(b"\n".to_vec()));
+                }
+            }
+            None if e.name == b"/" || e.name == b"/SYM64/" => {
+                out.span(0, e.header, HEADER_LEN);
+                let table = symbol_table(slice(data, e.data, e.size), e.name != b"/", &moved)?;
+                out.piece(Piece::Bytes(table));
+                out.span(0, e.data + e.size, e.size % 2);
+            }
+            None => out.span(0, e.header, HEADER_LEN + e.size + e.size % 2),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The names of a thin archive's members, in order (paths relative to the
+/// archive's directory unless absolute).
+pub fn thin_members(data: &[u8]) -> Result<Vec<String>> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let long_names = entries
+        .iter()
+        .find(|e| e.name == b"//")
+        .map(|e| slice(data, e.data, e.size));
+    Ok(entries
+        .iter()
+        .filter(|e| !e.in_file)
+        .map(|e| member_name(e.name, long_names))
+        .collect())
+}
+
+/// The thin archive `data` with each member's recorded size set to
+/// `sizes[i]` (members in order, as [`thin_members`] names them): its
+/// members were pruned where they lie. Nothing moves in a thin archive, so
+/// the symbol table stays as it is.
+pub fn resize_thin(data: &[u8], sizes: &[u64]) -> Result<Output> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let members: Vec<&RawEntry<'_>> = entries.iter().filter(|e| !e.in_file).collect();
+    if members.len() != sizes.len() {
+        return Err(invalid("one size per member is needed"));
+    }
+    let mut out = Output::default();
+    let mut at = 0;
+    for (e, &size) in members.into_iter().zip(sizes) {
+        out.span(0, at, e.header - at);
+        out.piece(Piece::Bytes(header_with_size(data, e, size)?));
+        at = e.header + HEADER_LEN;
+    }
+    out.span(0, at, data.len() as u64 - at);
+    Ok(out)
+}
+
+fn slice(data: &[u8], at: u64, size: u64) -> &[u8] {
+    &data[usize_from(at)..usize_from(at + size)]
+}
+
+/// Whether an entry is one of the archive's tables, not a member.
+fn is_table(name: &[u8]) -> bool {
+    name == b"/" || name == b"//" || name == b"/SYM64/"
+}
+
+/// A member's name: `name/` (GNU), `/N` (offset `N` into the long-name
+/// table, up to its `/\n`), or the field as it is (System V without the
+/// slash).
+fn member_name(field: &[u8], long_names: Option<&[u8]>) -> String {
+    let resolved = field
+        .strip_prefix(b"/")
+        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
+        .and_then(|k| {
+            let t = long_names?.get(k..)?;
+            let end = t.windows(2).position(|w| w == b"/\n").unwrap_or(t.len());
+            Some(&t[..end])
+        });
+    let name = resolved.unwrap_or_else(|| field.strip_suffix(b"/").unwrap_or(field));
+    String::from_utf8_lossy(name).into_owned()
+}
+
+/// Entry `e`'s header with its size field set to `size`.
+fn header_with_size(data: &[u8], e: &RawEntry<'_>, size: u64) -> Result<Vec<u8>> {
+    let mut h = slice(data, e.header, HEADER_LEN).to_vec();
+    let field = format!("{size:<10}");
+    if field.len() != 10 {
+        return Err(invalid(format!(
+            "a member of {size} bytes does not fit an archive header"
+        )));
+    }
+    h[48..58].copy_from_slice(field.as_bytes());
+    Ok(h)
+}
+
+/// A GNU symbol table (`/`: 32-bit big-endian count and offsets;
+/// `/SYM64/`: 64-bit) with each member offset moved as `moved` says (old
+/// header offset, new).
+fn symbol_table(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8>> {
+    let w = if wide { 8 } else { 4 };
+    let read = |at: usize| -> Option<u64> {
+        let b = table.get(at..at + w)?;
+        Some(b.iter().fold(0u64, |v, &x| (v << 8) | u64::from(x)))
+    };
+    let short = || invalid("the symbol table is cut short");
+    let count = usize_from(read(0).ok_or_else(short)?);
+    if count.checked_mul(w).is_none_or(|n| n > table.len() - w) {
+        return Err(short());
+    }
+    let mut out = table.to_vec();
+    for k in 0..count {
+        let at = w + k * w;
+        let old = read(at).ok_or_else(short)?;
+        let new = moved
+            .binary_search_by_key(&old, |&(o, _)| o)
+            .map(|i| moved[i].1)
+            .map_err(|_| {
+                invalid(format!(
+                    "the symbol table points at {old:#x}, where no member starts"
+                ))
+            })?;
+        if !wide && new > u64::from(u32::MAX) {
+            return Err(invalid("a member would lie past 4 GiB"));
+        }
+        out[at..at + w].copy_from_slice(&new.to_be_bytes()[8 - w..]);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_and_gnu_names() {
+        let table = b"a_rather_long_member_name.o/\nb.o/\n";
+        assert_eq!(
+            member_name(b"/0", Some(table)),
+            "a_rather_long_member_name.o"
+        );
+        assert_eq!(member_name(b"/29", Some(table)), "b.o");
+        assert_eq!(member_name(b"c.o/", None), "c.o");
+        assert_eq!(member_name(b"/999", Some(table)), "/999");
+    }
+
+    #[test]
+    fn symbol_offsets_follow_their_members() {
+        let mut t = vec![0, 0, 0, 2, 0, 0, 0, 8, 0, 0, 1, 0];
+        t.extend_from_slice(b"f\0g\0");
+        let out = symbol_table(&t, false, &[(8, 8), (0x100, 0x80)]).unwrap();
+        assert_eq!(&out[8..12], &[0, 0, 0, 0x80]);
+        assert_eq!(&out[12..], b"f\0g\0");
+        assert!(symbol_table(&t, false, &[(8, 8)]).is_err());
+        assert!(symbol_table(&t[..10], false, &[(8, 8)]).is_err());
+    }
+}

@@ -1,0 +1,303 @@
+//! Pruning a relocatable object: its sections really shrink. Each section
+//! holding containers that lose entries gets new contents (the containers
+//! pruned, what lies around them as it was) and the bundle sections of a
+//! host object (`-fgpu-rdc`, old driver) whose entries go are removed: the
+//! file llvm-objcopy writes for `--update-section` and `--remove-section`
+//! with those arguments, byte for byte.
+//!
+//! Contents that move must not be pointed at. Containers are pruned from
+//! their start, so a reference to a container's first byte still finds it;
+//! a reference past that point (a symbol defined there, a relocation
+//! against a symbol of the section whose target lies there, a relocation
+//! applied there) would be stale, and such an object is refused. Clang's
+//! and nvcc's objects point at a fat binary's start only (through the
+//! section symbol, from the fatbin wrapper), and nothing points into
+//! `.llvm.offloading`.
+
+use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
+
+use super::output::Output;
+use super::plan::{self, Edit, Host};
+use super::{Options, Verdict};
+use crate::bundle::object::{Aligned, Part, Update, edit_sections, is_aligned};
+use crate::error::{Error, Result};
+use crate::layout::Piece;
+use crate::num::usize_from;
+use crate::scan::{ContainerKind, Report};
+
+/// What pruning a relocatable object makes.
+#[derive(Debug)]
+pub struct ObjectPruned {
+    /// The new object.
+    pub output: Output,
+    /// Containers rewritten (bundle sections removed count one each).
+    pub rewritten: usize,
+}
+
+/// A section of the input, as far as pruning needs it.
+struct Sec {
+    index: usize,
+    name: String,
+    start: u64,
+    size: u64,
+    align: u64,
+}
+
+impl Sec {
+    fn holds(&self, offset: u64, size: u64) -> bool {
+        self.start <= offset && offset + size <= self.start + self.size
+    }
+}
+
+fn invalid(detail: impl Into<String>) -> Error {
+    Error::invalid("object file", detail)
+}
+
+/// The relocatable object `data` (scanned as `report`) pruned to the
+/// images whose verdict says they stay, as `opts` say; `None` when every
+/// image stays.
+pub fn prune(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    opts: &Options,
+) -> Result<Option<ObjectPruned>> {
+    let mut plan = plan::plan(data, report, verdicts, Host::Relocatable, opts)?;
+    let copy;
+    let view = if is_aligned(data) {
+        data
+    } else {
+        copy = Aligned::copy_of(data);
+        copy.bytes()
+    };
+    let file = object::File::parse(view).map_err(|e| invalid(e.to_string()))?;
+    let secs: Vec<Sec> = file
+        .sections()
+        .filter_map(|s| {
+            let (start, size) = s.file_range()?;
+            Some(Sec {
+                index: s.index().0,
+                name: String::from_utf8_lossy(s.name_bytes().ok()?).into_owned(),
+                start,
+                size,
+                align: s.align().max(1),
+            })
+        })
+        .collect();
+    let remove = removed_bundle_sections(report, verdicts, &secs, opts.allow_empty)?;
+    if plan.is_empty() && remove.is_empty() {
+        return Ok(None);
+    }
+    let rewritten = plan.edits.len() + remove.len();
+    // The edits, section by section.
+    let mut by_section: Vec<(usize, Vec<Edit>)> = Vec::new();
+    for e in std::mem::take(&mut plan.edits) {
+        let s = secs
+            .iter()
+            .position(|s| s.holds(e.offset, e.size))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "the container at {:#x} does not lie in one section",
+                    e.offset
+                ))
+            })?;
+        match by_section.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, v)) => v.push(e),
+            None => by_section.push((s, vec![e])),
+        }
+    }
+    let mut built: Vec<Vec<u8>> = Vec::new();
+    let mut parts: Vec<(usize, Vec<Part>)> = Vec::new();
+    for (s, mut edits) in by_section {
+        edits.sort_by_key(|e| e.offset);
+        let sec = &secs[s];
+        check_references(&file, sec, &edits)?;
+        parts.push((sec.index, section_parts(sec, &mut edits, &mut built)?));
+    }
+    let updates: Vec<Update<'_>> = parts
+        .iter()
+        .map(|(index, parts)| Update {
+            index: *index,
+            parts,
+        })
+        .collect();
+    let extra: Vec<&[u8]> = built.iter().map(Vec::as_slice).collect();
+    let written = edit_sections(data, &remove, &updates, &extra)?;
+    Ok(Some(ObjectPruned {
+        output: Output {
+            layout: written.layout,
+            spans: written.spans,
+            built,
+        },
+        rewritten,
+    }))
+}
+
+/// The bundle sections of a host object (`__CLANG_OFFLOAD_BUNDLE__…`)
+/// whose entries go, by section index.
+fn removed_bundle_sections(
+    report: &Report,
+    verdicts: &[Verdict],
+    secs: &[Sec],
+    allow_empty: bool,
+) -> Result<Vec<usize>> {
+    let mut remove = Vec::new();
+    for c in report
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::ObjectBundle && c.parent.is_none())
+    {
+        let images: Vec<_> = report
+            .images
+            .iter()
+            .filter(|i| i.container == c.id)
+            .collect();
+        let device_left = images
+            .iter()
+            .any(|i| verdicts[i.id].stays() && !i.offload_kind.is_host());
+        let gone: Vec<_> = images.iter().filter(|i| !verdicts[i.id].stays()).collect();
+        if gone.is_empty() {
+            continue;
+        }
+        if !device_left && !allow_empty {
+            return Err(Error::usage(
+                "no device entry of the object's bundle sections would stay \
+                 (--allow-empty allows that)",
+            ));
+        }
+        for i in gone {
+            let s = secs
+                .iter()
+                .find(|s| Some(s.start) == i.offset && Some(&s.name) == i.section.as_ref())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "the bundle entry {} is not a section of its own",
+                        i.bundle_id.as_deref().unwrap_or("?")
+                    ))
+                })?;
+            remove.push(s.index);
+        }
+    }
+    Ok(remove)
+}
+
+/// Section `sec`'s new contents: what lies between the containers as it
+/// was, each container as its edit makes it (containers built in memory
+/// moved to `built`, span source `j + 1` for `built[j]`). Contents after
+/// a container that shrinks must move by a multiple of the section's
+/// alignment, or their alignment would be lost.
+fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Result<Vec<Part>> {
+    let mut parts = Vec::new();
+    let mut cursor = sec.start;
+    let mut shift = 0u64;
+    let span = |parts: &mut Vec<Part>, source: usize, offset: u64, len: u64| {
+        if len > 0 {
+            parts.push(Part::Span {
+                source,
+                offset: usize_from(offset),
+                len: usize_from(len),
+            });
+        }
+    };
+    for e in edits.iter_mut() {
+        if !shift.is_multiple_of(sec.align) && e.offset > cursor {
+            return Err(misaligned(sec));
+        }
+        span(&mut parts, 0, cursor, e.offset - cursor);
+        let (source, base) = match e.built.take() {
+            Some(b) => {
+                built.push(b);
+                (built.len(), 0)
+            }
+            None => (0, e.offset),
+        };
+        for p in &e.pruned.layout.pieces {
+            match p {
+                Piece::Image(i) => {
+                    let r = &e.pruned.ranges[*i];
+                    span(&mut parts, source, base + r.start, r.end - r.start);
+                }
+                Piece::Bytes(b) => parts.push(Part::Bytes(b.clone())),
+                Piece::Zeros(n) => parts.push(Part::Zeros(*n)),
+            }
+        }
+        shift += e.freed();
+        cursor = e.offset + e.size;
+    }
+    let end = sec.start + sec.size;
+    if end > cursor && !shift.is_multiple_of(sec.align) {
+        return Err(misaligned(sec));
+    }
+    span(&mut parts, 0, cursor, end - cursor);
+    Ok(parts)
+}
+
+fn misaligned(sec: &Sec) -> Error {
+    Error::usage(format!(
+        "section '{}': pruning would move what follows a container off its {}-byte \
+         alignment (not done)",
+        sec.name, sec.align
+    ))
+}
+
+/// Refuses when something points at a byte of `sec` that the edits move:
+/// past the start of a container that shrinks, or at or past the start of
+/// one that goes whole.
+fn check_references(file: &object::File<'_>, sec: &Sec, edits: &[Edit]) -> Result<()> {
+    let pivot = edits
+        .iter()
+        .map(|e| {
+            let r = e.offset - sec.start;
+            if e.pruned.layout.size == 0 { r } else { r + 1 }
+        })
+        .min()
+        .unwrap_or(u64::MAX);
+    let moved = |x: u64| x >= pivot;
+    let refuse = |what: String| {
+        Error::usage(format!(
+            "section '{}': {what}, and pruning would move what it points at (not done)",
+            sec.name
+        ))
+    };
+    let in_sec = |s: &object::Symbol<'_, '_>| s.section_index().map(|i| i.0) == Some(sec.index);
+    for s in file.symbols() {
+        if in_sec(&s) && moved(s.address()) {
+            return Err(refuse(format!(
+                "symbol '{}' is defined at {:#x} in it",
+                s.name().unwrap_or("?"),
+                s.address()
+            )));
+        }
+    }
+    for section in file.sections() {
+        let applies_here = section.index().0 == sec.index;
+        for (offset, r) in section.relocations() {
+            if applies_here && moved(offset) {
+                return Err(refuse(format!("a relocation applies at {offset:#x}")));
+            }
+            let RelocationTarget::Symbol(k) = r.target() else {
+                continue;
+            };
+            let Ok(sym) = file.symbol_by_index(k) else {
+                continue;
+            };
+            if !in_sec(&sym) {
+                continue;
+            }
+            let target = sym.address().wrapping_add_signed(r.addend());
+            if r.has_implicit_addend() || moved(target) {
+                return Err(refuse(format!(
+                    "section '{}' has a relocation against '{}'{}",
+                    section.name().unwrap_or("?"),
+                    sym.name().unwrap_or("?"),
+                    if r.has_implicit_addend() {
+                        " with an addend stored in place".to_string()
+                    } else {
+                        format!(" + {:#x}", r.addend())
+                    }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
