@@ -352,7 +352,7 @@ pub(super) fn par_map<I: Sync, T: Send>(
         for w in workers {
             let _ = w.join();
         }
-        finished.store(true, Ordering::Relaxed);
+        finished.store(true, Ordering::Release);
         if let Some(p) = shown {
             p.thread().unpark();
         }
@@ -369,10 +369,14 @@ fn show_progress(done: &AtomicUsize, finished: &std::sync::atomic::AtomicBool, t
     use std::io::Write;
     let mut err = std::io::stderr();
     loop {
+        // `finished` first: once it is set every file is counted, so the
+        // last line written says so (read after `done`, the workers could
+        // finish in between and the last line say fewer).
+        let last = finished.load(Ordering::Acquire);
         let n = done.load(Ordering::Relaxed);
         let _ = write!(err, "\r\x1b[Kscanned {n} of {total} files");
         let _ = err.flush();
-        if finished.load(Ordering::Relaxed) {
+        if last {
             break;
         }
         // Woken early when the files are done.
