@@ -147,41 +147,6 @@ pub fn bundle(data: &[u8], stays: &[bool]) -> Result<Pruned> {
     })
 }
 
-/// A run of containers lying back to back in `data` (OffloadBinaries in an
-/// `.llvm.offloading` section), each `spans[i]` (its start and size), with
-/// only those that stay, packed from the start, each at the next multiple
-/// of `align` (OffloadBinaries need 8).
-pub fn sequence(data: &[u8], spans: &[(u64, u64)], stays: &[bool], align: u64) -> Result<Pruned> {
-    check_count("the section", spans.len(), stays)?;
-    if align == 0 {
-        return Err(Error::usage("alignment must be at least 1"));
-    }
-    let mut layout = Layout::default();
-    let mut ranges = Vec::new();
-    for (&(start, size), _) in spans.iter().zip(stays).filter(|(_, s)| **s) {
-        let end = start
-            .checked_add(size)
-            .filter(|&e| e <= len64(data))
-            .ok_or_else(|| {
-                Error::invalid(
-                    "section",
-                    format!("a container at {start:#x} of {size} bytes runs past its end"),
-                )
-            })?;
-        let pad = layout.size.next_multiple_of(align) - layout.size;
-        layout.push(Piece::Zeros(pad), pad);
-        layout.push(Piece::Image(ranges.len()), size);
-        ranges.push(start..end);
-    }
-    let kept = ranges.len();
-    Ok(Pruned {
-        layout,
-        ranges,
-        kept,
-        dropped: spans.len() - kept,
-    })
-}
-
 /// The compressed bundle (CCOB) in `data` with only the entries of its
 /// bundle that stay (`stays[i]` for entry `i`): decompressed (its stored
 /// hash checked), pruned as [`bundle`] prunes, and compressed again with

@@ -13,7 +13,8 @@
 //! - `containers` rewrites one container with only the entries that stay:
 //!   a CUDA fatbin (entries kept as stored, compressed or not), a binary
 //!   clang offload bundle (laid out as LLVM's bundler lays out the same
-//!   entries), a run of OffloadBinaries. Each result is a
+//!   entries), a compressed one (rebuilt around its pruned bundle); an
+//!   OffloadBinary, holding one image, stays or goes whole. Each result is a
 //!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
 //!   the input: the kept entries are copied, never decoded.
 //! - [`plan`] finds the containers of a file that lose entries and
@@ -56,8 +57,6 @@
 //! ```
 
 pub(crate) mod archive;
-// `containers::sequence` has no caller but the tests yet.
-#[allow(dead_code)]
 pub(crate) mod containers;
 mod file;
 pub(crate) mod object;

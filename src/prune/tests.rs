@@ -265,18 +265,6 @@ fn a_pruned_bundle_is_laid_out_as_the_bundler_lays_out_the_kept_entries() {
 }
 
 #[test]
-fn a_sequence_keeps_its_containers_aligned() {
-    let data = b"AAAAAAAAAAAABBBBCCCCCCCCCC";
-    let spans = [(0, 12), (12, 4), (16, 10)];
-    let p = containers::sequence(data, &spans, &[true, false, true], 8).unwrap();
-    let out = bytes(&p, data);
-    assert_eq!(&out[..12], b"AAAAAAAAAAAA");
-    assert_eq!(&out[12..16], [0; 4]);
-    assert_eq!(&out[16..], b"CCCCCCCCCC");
-    assert!(containers::sequence(data, &[(20, 10)], &[true], 8).is_err());
-}
-
-#[test]
 fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
     use crate::bundle::ccob;
     let plain = hip_bundle();
