@@ -16,7 +16,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use super::{output, readelf_clean, src};
+use super::{dropped_bytes, output, readelf_clean, src};
 use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
@@ -226,12 +226,7 @@ fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
         if let Some(why) = file["not_shrunk"].as_str() {
             return Err(format!("{f} ({ld}) was not shrunk: {why}").into());
         }
-        let dropped: u64 = file["dropped"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|g| g["bytes"].as_u64().unwrap_or(0))
-            .sum();
+        let dropped = dropped_bytes(&doc);
         let size = |p: &str| std::fs::metadata(d.join(p)).map(|m| m.len());
         let freed = size(f)?.saturating_sub(size(&format!("pruned/{f}"))?);
         if freed * 100 < dropped * 95 {

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use super::{output, readelf_clean, src};
+use super::{dropped_bytes, output, readelf_clean, src};
 use crate::util::{llvm, ours_json, run, same, tempdir, trial};
 
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
@@ -206,12 +206,7 @@ fn check_shrunk(d: &Path, f: &str) -> Result<(), Failed> {
     if let Some(why) = file["not_shrunk"].as_str() {
         return Err(format!("{f} was not shrunk: {why}").into());
     }
-    let dropped: u64 = file["dropped"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|g| g["bytes"].as_u64().unwrap_or(0))
-        .sum();
+    let dropped = dropped_bytes(&doc);
     let size = |p: &str| std::fs::metadata(d.join(p)).map(|m| m.len());
     let pruned = format!("pruned/{f}");
     let freed = size(f)?.saturating_sub(size(&pruned)?);

@@ -153,6 +153,28 @@ struct FileReport {
     dropped: Vec<Group>,
 }
 
+impl FileReport {
+    /// The report on `data` (the file `name`, with `meta`) before anything
+    /// is pruned: nothing rewritten, nothing written yet.
+    fn new(name: &str, data: &[u8], meta: &std::fs::Metadata) -> FileReport {
+        FileReport {
+            path: name.to_string(),
+            output: None,
+            containers_rewritten: 0,
+            bytes_before: data.len() as u64,
+            bytes_after: data.len() as u64,
+            disk_before: meta.blocks() * 512,
+            disk_after: None,
+            not_shrunk: None,
+            shrunk: None,
+            hard_links: meta.nlink(),
+            freed: 0,
+            kept: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+}
+
 fn groups<'a>(images: impl Iterator<Item = &'a Image>) -> Vec<Group> {
     let mut m: BTreeMap<(String, String), Group> = BTreeMap::new();
     for i in images {
@@ -387,19 +409,13 @@ impl PruneOpts {
         }
         let p = Pruning::of(sel, &name, data, &self.options())?;
         let mut rep = FileReport {
-            path: name.clone(),
-            output: None,
             containers_rewritten: p.rewritten,
-            bytes_before: data.len() as u64,
-            bytes_after: data.len() as u64,
-            disk_before: meta.blocks() * 512,
-            disk_after: None,
             not_shrunk: p.not_shrunk,
             shrunk: p.shrunk,
-            hard_links: meta.nlink(),
             freed: p.freed,
             kept: p.kept,
             dropped: p.dropped,
+            ..FileReport::new(&name, data, &meta)
         };
         let Some(dest) = self.destination(input)? else {
             return Ok(rep);
@@ -515,21 +531,7 @@ impl PruneOpts {
             let f = Input::open(&pname).with_context(|| format!("'{pname}': cannot open"))?;
             Pruning::of(sel, &pname, f.bytes(), &self.options())?;
         }
-        let mut rep = FileReport {
-            path: name.clone(),
-            output: None,
-            containers_rewritten: 0,
-            bytes_before: data.len() as u64,
-            bytes_after: data.len() as u64,
-            disk_before: meta.blocks() * 512,
-            disk_after: None,
-            not_shrunk: None,
-            shrunk: None,
-            hard_links: meta.nlink(),
-            freed: 0,
-            kept: Vec::new(),
-            dropped: Vec::new(),
-        };
+        let mut rep = FileReport::new(&name, data, meta);
         let mut sizes = Vec::with_capacity(paths.len());
         for p in &paths {
             let r = self.one(sel, p)?;

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
@@ -29,21 +28,7 @@ impl PruneOpts {
         let name = input.to_string_lossy().into_owned();
         let bad = |e: zip::result::ZipError| anyhow!("'{name}': {e}");
         let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(bad)?;
-        let mut rep = FileReport {
-            path: name.clone(),
-            output: None,
-            containers_rewritten: 0,
-            bytes_before: data.len() as u64,
-            bytes_after: data.len() as u64,
-            disk_before: meta.blocks() * 512,
-            disk_after: None,
-            not_shrunk: None,
-            shrunk: None,
-            hard_links: meta.nlink(),
-            freed: 0,
-            kept: Vec::new(),
-            dropped: Vec::new(),
-        };
+        let mut rep = FileReport::new(&name, data, meta);
         // Pass 1: prune each ELF member into a temporary file.
         let (mut pruned, record) = self.prune_members(sel, &name, &mut zin, &mut rep)?;
         rep.kept = merge(rep.kept);
