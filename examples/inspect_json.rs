@@ -18,6 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         path: &path,
         size: data.len() as u64,
         result: Ok(&report),
+        kernels: None,
     }];
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &JsonDocument { files: &files })?;

@@ -18,6 +18,9 @@
 //!   rules for matching them, archives of bundles; compressed `CCOB`
 //!   bundles in [`bundle::ccob`].
 //! - [`fatbin`]: CUDA fatbin containers and the CUDA/HIP fatbin wrapper.
+//! - [`kernels`]: what is inside a device image: its kernels with the
+//!   registers and memory each one uses, and its other exported symbols
+//!   (AMDGPU code objects, CUDA cubins, PTX, CPU images).
 //! - [`wrap`]: the host relocatable object that registers device images
 //!   with the OpenMP, CUDA, HIP or SYCL runtime (what `llvm-offload-wrapper`
 //!   and `llc` make together, and `clang-linker-wrapper` for SYCL).
@@ -140,6 +143,7 @@
 pub mod archive;
 pub mod bundle;
 pub mod fatbin;
+pub mod kernels;
 pub mod offload_binary;
 pub mod prune;
 pub mod scan;

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::scan::{Common, Scanned, exit_code_after_inputs, scan_files};
+use super::scan::{Common, Scanned, exit, exit_code_after_inputs, scan_files, scan_files_kernels};
 use crate::scan::{self, HashAlgo, json};
 use table::print_table;
 
@@ -46,6 +46,14 @@ pub struct InspectOpts {
     /// (by default only those with containers or problems are).
     #[arg(long)]
     all: bool,
+    /// List each image's kernels, with the registers and memory each one
+    /// uses, and its other exported symbols (AMDGPU code objects, CUDA
+    /// cubins, PTX, CPU images; compressed ones too).
+    #[arg(long)]
+    kernels: bool,
+    /// Show C++ kernel and symbol names demangled (with --kernels).
+    #[arg(long, requires = "kernels")]
+    demangle: bool,
 }
 
 impl InspectOpts {
@@ -60,9 +68,22 @@ impl InspectOpts {
         });
         opts.report_rejects = self.rejects;
         let files = self.common.files()?;
-        let scanned = scan_files(&files, self.common.jobs(), &opts, || {
-            Box::new(scan::NoVisit)
-        });
+        let mut scanned = if self.kernels {
+            scan_files_kernels(&files, self.common.jobs(), &opts)
+        } else {
+            scan_files(&files, self.common.jobs(), &opts, || {
+                Box::new(scan::NoVisit)
+            })
+        };
+        if self.demangle {
+            for s in &mut scanned {
+                for k in &mut s.kernels {
+                    if let Ok(l) = &mut k.listing {
+                        l.demangle();
+                    }
+                }
+            }
+        }
         // A directory walk or a package shows only the files with
         // something to say.
         let scanned: Vec<Scanned> = scanned
@@ -77,24 +98,52 @@ impl InspectOpts {
             .collect();
         let mut out = super::io::Report::stdout();
         if self.json {
-            let files: Vec<json::File<'_>> = scanned.iter().map(json_file).collect();
+            let files: Vec<json::File<'_>> =
+                scanned.iter().map(|s| json_file(s, self.kernels)).collect();
             serde_json::to_writer_pretty(&mut out, &json::Document { files: &files })?;
             writeln!(out)?;
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
-                print_table(&mut out, s)?;
+                print_table(&mut out, s, self.kernels)?;
             }
         }
         out.flush()?;
-        Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
+        let code = exit_code_after_inputs(&scanned, self.common.allow_corrupt);
+        Ok(match kernel_errors(&scanned) {
+            true if code == exit::OK && !self.common.allow_corrupt => exit::INPUT_ERROR,
+            _ => code,
+        }
+        .into())
     }
 }
 
-/// The JSON entry of one scanned file.
-fn json_file(s: &Scanned) -> json::File<'_> {
+/// Prints a line on standard error for each image whose kernels could
+/// not be read (it is damaged); whether there was one.
+pub(super) fn kernel_errors(scanned: &[Scanned]) -> bool {
+    let mut any = false;
+    for s in scanned {
+        for k in &s.kernels {
+            if let Err(e) = &k.listing {
+                eprintln!(
+                    "{}",
+                    super::io::printable(&format!(
+                        "error: '{}': image {}: cannot read its symbols: {e}",
+                        s.path, k.image
+                    ))
+                );
+                any = true;
+            }
+        }
+    }
+    any
+}
+
+/// The JSON entry of one scanned file (its kernels when `kernels`).
+fn json_file(s: &Scanned, kernels: bool) -> json::File<'_> {
     json::File {
         path: &s.path,
         size: s.size,
         result: s.result.as_ref().map_err(String::as_str),
+        kernels: kernels.then_some(&s.kernels[..]),
     }
 }

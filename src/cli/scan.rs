@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use super::io::Input;
 use super::units;
+use crate::kernels;
 use crate::scan::{self, Image, Mode, Options, Report};
 
 /// Options shared by the four commands.
@@ -470,23 +471,50 @@ pub(super) struct Scanned {
     pub(super) found: bool,
     /// What was found, or why the file could not be read.
     pub(super) result: Result<Report, String>,
+    /// The kernels of its images, when they were asked for
+    /// ([`scan_files_kernels`]).
+    pub(super) kernels: Vec<kernels::ImageKernels>,
 }
 
 /// Scans `src`: one [`Scanned`] for a file, one for each file inside a
 /// package ([`units`](super::units)).
 pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Vec<Scanned> {
-    units::for_each(src, opts.max_uncompressed, &mut |unit, data| Scanned {
-        path: unit.name.clone(),
-        size: data.as_ref().map_or(0, |d| d.bytes.len() as u64),
-        found: unit.found,
-        result: data.and_then(|d| {
+    scan_units(src, opts, visit, |v| v, |_| Vec::new())
+}
+
+/// [`scan_file`], the kernels of every image read too
+/// ([`Scanned::kernels`]).
+pub(super) fn scan_file_kernels(src: &Source, opts: &Options) -> Vec<Scanned> {
+    let mut collect = kernels::Collect::default();
+    scan_units(src, opts, &mut collect, |v| v, kernels::Collect::take)
+}
+
+/// Scans each unit of `src` with `visit` (as `as_visit` gives it), then
+/// asks `kernels` what the visitor read of that unit's kernels.
+fn scan_units<V: ?Sized>(
+    src: &Source,
+    opts: &Options,
+    visit: &mut V,
+    as_visit: fn(&mut V) -> &mut dyn scan::Visit,
+    kernels: fn(&mut V) -> Vec<kernels::ImageKernels>,
+) -> Vec<Scanned> {
+    units::for_each(src, opts.max_uncompressed, &mut |unit, data| {
+        let size = data.as_ref().map_or(0, |d| d.bytes.len() as u64);
+        let result = data.and_then(|d| {
             let opts = for_size(opts, d.bytes.len());
             finished(scan::scan_with(
                 d.bytes,
                 &opts,
-                &mut ThinFiles::new(visit, unit.thin_base),
+                &mut ThinFiles::new(as_visit(visit), unit.thin_base),
             ))
-        }),
+        });
+        Scanned {
+            path: unit.name.clone(),
+            size,
+            found: unit.found,
+            kernels: kernels(visit),
+            result,
+        }
     })
 }
 
@@ -509,6 +537,16 @@ pub(super) fn scan_files(
 ) -> Vec<Scanned> {
     let opts = &with_threads(opts, jobs, files.len());
     par_map(files, jobs, |_, src| scan_file(src, opts, &mut *visit()))
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// [`scan_files`] with the kernels of every image read
+/// ([`Scanned::kernels`]).
+pub(super) fn scan_files_kernels(files: &[Source], jobs: usize, opts: &Options) -> Vec<Scanned> {
+    let opts = &with_threads(opts, jobs, files.len());
+    par_map(files, jobs, |_, src| scan_file_kernels(src, opts))
         .into_iter()
         .flatten()
         .collect()

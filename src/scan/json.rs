@@ -77,6 +77,29 @@
 //!       "container": number | null, "message": string,
 //!       "kind": string                  // damage | rejected (a raw-scan candidate
 //!                                       // that was no container, with --rejects)
+//!     }],
+//!     "kernels": [{                     // only with --kernels: one per image whose
+//!                                       // symbols were read, by image id
+//!       "image": number,                // the image's id
+//!       "error": string,                // the image is damaged (nothing else is set), or:
+//!       "format": string,               // amdgpu cubin ptx elf
+//!       "target": string,               // absent when the image names none
+//!       "version": string,              // code object "v5", PTX ISA "8.0"; may be absent
+//!       "kernels": [{
+//!         "name": string,               // the symbol name, mangled
+//!         "demangled": string,          // with --demangle, for C++ names
+//!         "resources": {                // what the image records; absent keys: not recorded
+//!           // AMDGPU, the metadata's keys: sgpr_count vgpr_count agpr_count
+//!           //   sgpr_spill_count vgpr_spill_count group_segment_fixed_size
+//!           //   private_segment_fixed_size kernarg_segment_size wavefront_size
+//!           //   max_flat_workgroup_size (numbers), uses_dynamic_stack (bool)
+//!           // CUDA, cuobjdump -res-usage's figures: registers stack shared local
+//!           //   texture surface sampler max_threads (numbers),
+//!           //   constant: [{"bank": number, "size": number}]
+//!         }
+//!       }],
+//!       "symbols": [{"name": string, "demangled": string, "kind": string,  // function | variable
+//!                    "size": number}]
 //!     }]
 //!   }]
 //! }
@@ -120,11 +143,14 @@ pub struct File<'a> {
     pub size: u64,
     /// What the scan found, or why the file could not be read.
     pub result: Result<&'a Report, &'a str>,
+    /// The kernels of its images (`inspect --kernels`): serialized as
+    /// `kernels` when given.
+    pub kernels: Option<&'a [crate::kernels::ImageKernels]>,
 }
 
 impl Serialize for File<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("File", 8)?;
+        let mut st = s.serialize_struct("File", 9)?;
         st.serialize_field("path", self.path)?;
         st.serialize_field("size", &self.size)?;
         match self.result {
@@ -140,6 +166,9 @@ impl Serialize for File<'_> {
                 st.serialize_field("error", e)?;
                 report_lists(&mut st, &Report::default())?;
             }
+        }
+        if let Some(k) = self.kernels {
+            st.serialize_field("kernels", k)?;
         }
         st.end()
     }
@@ -218,6 +247,7 @@ mod tests {
             path: "x.o",
             size: 3,
             result: Err("no such file"),
+            kernels: None,
         };
         assert_eq!(
             serde_json::to_string(&Document { files: &[f] }).unwrap(),
@@ -234,6 +264,7 @@ mod tests {
             path: "p",
             size: 19,
             result: Ok(&r),
+            kernels: None,
         })
         .unwrap();
         let mut report = serde_json::to_value(&r).unwrap();

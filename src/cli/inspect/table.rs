@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use super::super::io::print_line;
 use super::super::scan::Scanned;
+use crate::kernels::{Listing, SymbolKind};
 use crate::scan::{ContainerKind, Image, Parent, Report};
 
 fn hex(o: Option<u64>) -> String {
@@ -17,7 +18,7 @@ fn dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
-pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
+pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) -> Result<()> {
     let r = match &s.result {
         Ok(r) => r,
         Err(e) => {
@@ -98,6 +99,7 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned) -> Result<()> {
         out,
         widths,
         tree,
+        kernels: kernels.then(|| s.kernels.iter().map(|k| (k.image, &k.listing)).collect()),
     };
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
@@ -134,6 +136,8 @@ struct TablePrinter<'a, W: Write> {
     out: &'a mut W,
     widths: [usize; 6],
     tree: Tree,
+    /// With `--kernels`: what was read of each image, by id.
+    kernels: Option<HashMap<usize, &'a std::result::Result<Listing, String>>>,
 }
 
 impl<W: Write> TablePrinter<'_, W> {
@@ -212,6 +216,10 @@ impl<W: Write> TablePrinter<'_, W> {
                 row += &format!("  {}", other.join(","));
             }
             print_line(&mut self.out, row.trim_end())?;
+            if let Some(l) = self.kernels.as_ref().and_then(|k| k.get(&i.id)).copied() {
+                let pad = format!("{pad}{}", " ".repeat(wi + 4));
+                print_listing(&mut self.out, &pad, l)?;
+            }
             let nested = self.tree.in_image.get(&i.id).cloned().unwrap_or_default();
             for n in nested {
                 self.container(n, depth + 2)?;
@@ -235,6 +243,61 @@ impl<W: Write> TablePrinter<'_, W> {
         }
         Ok(())
     }
+}
+
+/// An image's kernels and symbols, one per line under its row: a summary
+/// line, then `kernel NAME  figure=value …`, `function NAME`, `variable
+/// NAME (N bytes)`.
+fn print_listing(
+    out: &mut impl Write,
+    pad: &str,
+    l: &std::result::Result<Listing, String>,
+) -> Result<()> {
+    let l = match l {
+        Ok(l) => l,
+        Err(e) => {
+            print_line(out, &format!("{pad}error: cannot read its symbols: {e}"))?;
+            return Ok(());
+        }
+    };
+    let mut head = format!("{pad}{}", l.format.name());
+    if let Some(v) = &l.version {
+        head += &format!(" {v}");
+    }
+    if let Some(t) = &l.target {
+        head += &format!(" {t}");
+    }
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    head += &format!(
+        ": {}, {}",
+        plural(l.kernels.len(), "kernel", "kernels"),
+        plural(l.symbols.len(), "other symbol", "other symbols")
+    );
+    print_line(out, &head)?;
+    let shown =
+        |name: &str, demangled: &Option<String>| demangled.clone().unwrap_or_else(|| name.into());
+    for k in &l.kernels {
+        let mut line = format!("{pad}  kernel {}", shown(&k.name, &k.demangled));
+        let figures = k.resources.figures();
+        if !figures.is_empty() {
+            let f: Vec<String> = figures.iter().map(|(n, v)| format!("{n}={v}")).collect();
+            line += &format!("  {}", f.join(" "));
+        }
+        print_line(out, &line)?;
+    }
+    for s in &l.symbols {
+        let kind = match s.kind {
+            SymbolKind::Function => "function",
+            SymbolKind::Variable => "variable",
+        };
+        let mut line = format!("{pad}  {kind} {}", shown(&s.name, &s.demangled));
+        if s.kind == SymbolKind::Variable && s.size > 0 {
+            line += &format!(" ({} bytes)", s.size);
+        }
+        print_line(out, &line)?;
+    }
+    Ok(())
 }
 
 /// The image kind's name, `-` when it was not read.

@@ -1,0 +1,172 @@
+//! The parts of an ELF image the symbol readers need, read once through
+//! `object`'s ELF reader: the header fields, every section (name, type,
+//! flags, `sh_info`, size, contents), the symbol table and the notes.
+//! Both classes and both byte orders; a file whose headers, names or
+//! tables lie outside it is an error.
+
+use object::elf;
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::{Endianness, read::StringTable};
+
+use crate::error::{Error, Result};
+
+/// One section.
+// The cubin reader (next) reads sections; the others only symbols.
+#[allow(dead_code)]
+pub(super) struct Section<'a> {
+    /// Its name.
+    pub name: &'a [u8],
+    /// `sh_type`.
+    pub kind: u32,
+    /// `sh_info`.
+    pub info: u32,
+    /// `sh_size` (of `SHT_NOBITS` sections too).
+    pub size: u64,
+    /// Its contents (empty for `SHT_NOBITS`).
+    pub data: &'a [u8],
+}
+
+/// One symbol.
+pub(super) struct Symbol<'a> {
+    /// Its name.
+    pub name: &'a [u8],
+    /// `STT_*`.
+    pub kind: u8,
+    /// `STB_*`.
+    pub bind: u8,
+    /// `STV_*`.
+    pub visibility: u8,
+    /// `st_other` (CUDA keeps `STO_ENTRY` there).
+    pub other: u8,
+    /// Whether it is defined (`st_shndx` is not `SHN_UNDEF`).
+    pub defined: bool,
+    /// `st_size`.
+    pub size: u64,
+}
+
+impl Symbol<'_> {
+    /// Whether another module can see it: global or weak, and not hidden
+    /// or internal.
+    pub(super) fn exported(&self) -> bool {
+        self.defined
+            && matches!(self.bind, b if b == elf::STB_GLOBAL.0 || b == elf::STB_WEAK.0)
+            && self.visibility != elf::STV_HIDDEN.0
+            && self.visibility != elf::STV_INTERNAL.0
+    }
+}
+
+/// One note: its name (without the NUL), type and descriptor.
+pub(super) struct Note<'a> {
+    pub name: &'a [u8],
+    pub kind: u32,
+    pub desc: &'a [u8],
+}
+
+/// An ELF file, read.
+#[allow(dead_code)]
+pub(super) struct Parsed<'a> {
+    /// `EI_OSABI`.
+    pub os_abi: u8,
+    /// `EI_ABIVERSION`.
+    pub abi_version: u8,
+    /// `e_flags`.
+    pub flags: u32,
+    /// The sections, in order (index 0, the null section, included).
+    pub sections: Vec<Section<'a>>,
+    /// `.symtab`'s symbols, or `.dynsym`'s in a file without one (the
+    /// null symbol left out).
+    pub symbols: Vec<Symbol<'a>>,
+    /// The notes of every `SHT_NOTE` section.
+    pub notes: Vec<Note<'a>>,
+}
+
+fn bad(e: object::read::Error) -> Error {
+    Error::invalid("ELF image", e.to_string())
+}
+
+/// Runs `f` on `data` read as an ELF file. `data` is copied to an aligned
+/// buffer first when it does not start at an 8-byte boundary (`object`
+/// reads headers in place).
+pub(super) fn with_parsed<T>(data: &[u8], f: impl FnOnce(&Parsed<'_>) -> Result<T>) -> Result<T> {
+    if crate::bundle::object::is_aligned(data) {
+        f(&parse(data)?)
+    } else {
+        let copy = crate::bundle::object::Aligned::copy_of(data);
+        f(&parse(copy.bytes())?)
+    }
+}
+
+fn parse(data: &[u8]) -> Result<Parsed<'_>> {
+    match crate::container::elf::peek(data) {
+        Some(p) if p.is_64() => parse_as::<elf::FileHeader64<Endianness>>(data),
+        Some(_) => parse_as::<elf::FileHeader32<Endianness>>(data),
+        None => Err(Error::invalid("ELF image", "no ELF magic")),
+    }
+}
+
+fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_>> {
+    let header = H::parse(data).map_err(bad)?;
+    let endian = header.endian().map_err(bad)?;
+    let table = header.sections(endian, data).map_err(bad)?;
+    let mut sections = Vec::with_capacity(table.len());
+    let mut notes = Vec::new();
+    for s in table.iter() {
+        let name = table.section_name(endian, s).map_err(bad)?;
+        let kind = s.sh_type(endian).0;
+        let contents = if kind == elf::SHT_NOBITS.0 {
+            &[][..]
+        } else {
+            s.data(endian, data).map_err(bad)?
+        };
+        if kind == elf::SHT_NOTE.0
+            && let Some(mut it) = s.notes(endian, data).map_err(bad)?
+        {
+            while let Some(n) = it.next().map_err(bad)? {
+                notes.push(Note {
+                    name: n.name(),
+                    kind: n.n_type(endian).0,
+                    desc: n.desc(),
+                });
+            }
+        }
+        sections.push(Section {
+            name,
+            kind,
+            info: s.sh_info(endian),
+            size: s.sh_size(endian).into(),
+            data: contents,
+        });
+    }
+    let mut symbols = Vec::new();
+    let mut tab = table.symbols(endian, data, elf::SHT_SYMTAB).map_err(bad)?;
+    if tab.is_empty() {
+        tab = table.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
+    }
+    let strings: StringTable<'_> = tab.strings();
+    for sym in tab.iter().skip(1) {
+        symbols.push(Symbol {
+            name: sym.name(endian, strings).map_err(bad)?,
+            kind: sym.st_type().0,
+            bind: sym.st_bind().0,
+            visibility: sym.st_visibility().0,
+            other: sym.st_other().0,
+            defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
+            size: sym.st_size(endian).into(),
+        });
+    }
+    let ident = header.e_ident();
+    Ok(Parsed {
+        os_abi: ident.os_abi.0,
+        abi_version: ident.abi_version,
+        flags: header.e_flags(endian).0,
+        sections,
+        symbols,
+        notes,
+    })
+}
+
+/// A symbol name as text (names are bytes; a name that is not UTF-8 is
+/// shown with replacement characters).
+pub(super) fn text(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}

@@ -1,0 +1,39 @@
+//! ELF images for CPUs (OpenMP offloading to the host's architecture):
+//! the functions and variables they define and export. OpenMP names each
+//! target region's outlined function `__omp_offloading_<device>_<file>_<function>_l<line>`:
+//! those are the kernels.
+
+use super::elf::{self, Parsed};
+use super::{Format, Kernel, Listing, Symbol, SymbolKind};
+use crate::error::Result;
+
+/// The prefix of OpenMP kernels' names.
+const OMP_KERNEL: &[u8] = b"__omp_offloading_";
+
+pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
+    elf::with_parsed(bytes, |p| Ok(from_parsed(p)))
+}
+
+fn from_parsed(p: &Parsed<'_>) -> Listing {
+    let mut l = Listing::new(Format::Elf);
+    for s in p.symbols.iter().filter(|s| s.exported()) {
+        let kind = if s.kind == object::elf::STT_FUNC.0 {
+            SymbolKind::Function
+        } else if s.kind == object::elf::STT_OBJECT.0 {
+            SymbolKind::Variable
+        } else {
+            continue;
+        };
+        if kind == SymbolKind::Function && s.name.starts_with(OMP_KERNEL) {
+            l.kernels.push(Kernel::new(elf::text(s.name)));
+        } else {
+            l.symbols.push(Symbol {
+                name: elf::text(s.name),
+                demangled: None,
+                kind,
+                size: s.size,
+            });
+        }
+    }
+    l
+}

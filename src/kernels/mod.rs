@@ -1,0 +1,446 @@
+//! What is inside a device image: its kernels, the resources each kernel
+//! uses, and the other symbols the image exports.
+//!
+//! [`read`] takes the bytes of one image (as a [scan](crate::scan) hands
+//! them to a visitor) and tells its format from them:
+//!
+//! - **AMDGPU code objects** (ELF, `EM_AMDGPU`, code object v4 to v6, v3
+//!   too): the kernels come from the HSA metadata note (`NT_AMDGPU_METADATA`,
+//!   a MessagePack map; see docs/formats/kernels.md), each with its register
+//!   counts, LDS and scratch sizes, wavefront size and workgroup limit; the
+//!   kernel descriptors (`NAME.kd` symbols) name kernels the note leaves out.
+//! - **CUDA cubins** (ELF, `EM_CUDA`): the entry functions and, from each
+//!   kernel's `.nv.info.NAME` section and its own sections, the figures
+//!   `cuobjdump -res-usage` prints.
+//! - **PTX**: the `.entry` names, `.target` and `.version`.
+//! - **Other ELF files** (OpenMP images for CPUs): the functions and
+//!   variables they define and export; `__omp_offloading_*` functions are
+//!   the kernels.
+//!
+//! Other bytes (bitcode, SPIR-V, containers) give `None`. Every size and
+//! offset is checked: damaged bytes give an [`Error`], never a panic, and
+//! the work is bounded by the image's size.
+//!
+//! [`Collect`] is a [`Visit`] that reads every image a scan finds,
+//! compressed ones included (each handed over alone, decompressed within
+//! the scan's budget).
+//!
+//! # Examples
+//!
+//! ```
+//! use offload_kit::kernels::{self, Format};
+//!
+//! let ptx = b".version 8.0\n.target sm_80\n.address_size 64\n\
+//!             .visible .entry _Z4fillPfi(\n.param .u64 p0,\n.param .u32 p1\n)\n{\nret;\n}\n";
+//! let listing = kernels::read(ptx)?.expect("PTX");
+//! assert_eq!(listing.format, Format::Ptx);
+//! assert_eq!(listing.target.as_deref(), Some("sm_80"));
+//! assert_eq!(listing.kernels[0].name, "_Z4fillPfi");
+//! # Ok::<(), offload_kit::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::scan::{Content, Image, Visit};
+
+mod amdgpu;
+mod cubin;
+mod elf;
+mod host;
+mod msgpack;
+mod ptx;
+mod rule;
+#[cfg(test)]
+mod tests;
+
+pub use crate::error::Error;
+pub use rule::{KernelRule, KernelRuleResult, check, combine};
+
+/// What kind of image a [`Listing`] was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Format {
+    /// An AMDGPU code object.
+    Amdgpu,
+    /// A CUDA cubin.
+    Cubin,
+    /// PTX text.
+    Ptx,
+    /// Another ELF file (an OpenMP image for a CPU).
+    Elf,
+}
+
+impl Format {
+    /// The name reports use: `amdgpu`, `cubin`, `ptx`, `elf`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Amdgpu => "amdgpu",
+            Format::Cubin => "cubin",
+            Format::Ptx => "ptx",
+            Format::Elf => "elf",
+        }
+    }
+}
+
+/// The kernels and other exported symbols of one image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Listing {
+    /// What the image is.
+    pub format: Format,
+    /// The target the image names for itself: an AMDGPU code object's
+    /// `amdhsa.target`, a cubin's `sm_NN`, PTX's `.target`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Its format's version: `v5` (AMDGPU code object), `8.0` (PTX ISA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Its kernels, by name.
+    pub kernels: Vec<Kernel>,
+    /// The other symbols it defines and exports (device functions and
+    /// variables), by name.
+    pub symbols: Vec<Symbol>,
+}
+
+impl Listing {
+    fn new(format: Format) -> Listing {
+        Listing {
+            format,
+            target: None,
+            version: None,
+            kernels: Vec::new(),
+            symbols: Vec::new(),
+        }
+    }
+
+    /// Sorts the kernels and symbols by name (a name that appears twice
+    /// is kept once: the first one read).
+    fn sorted(mut self) -> Listing {
+        self.kernels.sort_by(|a, b| a.name.cmp(&b.name));
+        self.kernels.dedup_by(|a, b| a.name == b.name);
+        self.symbols.sort_by(|a, b| a.name.cmp(&b.name));
+        self.symbols.dedup_by(|a, b| a.name == b.name);
+        self
+    }
+
+    /// Fills in the demangled names of the kernels and symbols
+    /// ([`demangle`]).
+    pub fn demangle(&mut self) {
+        for k in &mut self.kernels {
+            k.demangled = demangle(&k.name);
+        }
+        for s in &mut self.symbols {
+            s.demangled = demangle(&s.name);
+        }
+    }
+
+    /// The kernel named `name`.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels
+            .binary_search_by(|k| k.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.kernels[i])
+    }
+}
+
+/// One kernel: its (mangled) name and what it uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Kernel {
+    /// Its symbol name, as the compiler mangled it.
+    pub name: String,
+    /// Its name demangled, once [`Listing::demangle`] asked for it (and
+    /// the name is a mangled C++ name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
+    /// The resources its image records for it (none for PTX and ELF).
+    pub resources: Resources,
+}
+
+impl Kernel {
+    fn new(name: impl Into<String>) -> Kernel {
+        Kernel {
+            name: name.into(),
+            demangled: None,
+            resources: Resources::default(),
+        }
+    }
+}
+
+/// What a [`Symbol`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SymbolKind {
+    /// A device function that is not a kernel.
+    Function,
+    /// A variable (a `__device__` or declare-target global).
+    Variable,
+}
+
+/// An exported symbol that is not a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Symbol {
+    /// Its name.
+    pub name: String,
+    /// Its name demangled, once [`Listing::demangle`] asked for it (and
+    /// the name is a mangled C++ name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
+    /// A function or a variable.
+    pub kind: SymbolKind,
+    /// Its size in bytes, as its symbol records it.
+    pub size: u64,
+}
+
+/// A constant bank a CUDA kernel uses, and how many bytes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ConstantBank {
+    /// The bank (`CONSTANT[n]` in `cuobjdump -res-usage`).
+    pub bank: u32,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The resources a kernel uses, as its image records them: the AMDGPU
+/// fields carry the HSA metadata's key names, the CUDA fields
+/// `cuobjdump -res-usage`'s figures. A field the image does not record is
+/// `None` (and left out of JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Resources {
+    /// AMDGPU: scalar registers (`.sgpr_count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sgpr_count: Option<u64>,
+    /// AMDGPU: vector registers (`.vgpr_count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpr_count: Option<u64>,
+    /// AMDGPU: accumulation registers (`.agpr_count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agpr_count: Option<u64>,
+    /// AMDGPU: scalar registers spilled (`.sgpr_spill_count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sgpr_spill_count: Option<u64>,
+    /// AMDGPU: vector registers spilled (`.vgpr_spill_count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vgpr_spill_count: Option<u64>,
+    /// AMDGPU: LDS bytes (`.group_segment_fixed_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_segment_fixed_size: Option<u64>,
+    /// AMDGPU: scratch bytes per work-item
+    /// (`.private_segment_fixed_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_segment_fixed_size: Option<u64>,
+    /// AMDGPU: kernel argument bytes (`.kernarg_segment_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernarg_segment_size: Option<u64>,
+    /// AMDGPU: work-items per wavefront (`.wavefront_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wavefront_size: Option<u64>,
+    /// AMDGPU: the largest workgroup (`.max_flat_workgroup_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_flat_workgroup_size: Option<u64>,
+    /// AMDGPU: whether the stack grows at run time
+    /// (`.uses_dynamic_stack`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uses_dynamic_stack: Option<bool>,
+    /// CUDA: registers per thread (`REG`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registers: Option<u64>,
+    /// CUDA: stack bytes per thread (`STACK`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<u64>,
+    /// CUDA: static shared memory bytes (`SHARED`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<u64>,
+    /// CUDA: local memory bytes per thread (`LOCAL`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<u64>,
+    /// CUDA: the constant banks used (`CONSTANT[n]`), by bank.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub constant: Vec<ConstantBank>,
+    /// CUDA: textures (`TEXTURE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub texture: Option<u64>,
+    /// CUDA: surfaces (`SURFACE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surface: Option<u64>,
+    /// CUDA: samplers (`SAMPLER`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<u64>,
+    /// CUDA: the most threads per block the kernel was built for
+    /// (`.maxntid`), when it was given one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_threads: Option<u64>,
+}
+
+impl Resources {
+    /// Every figure recorded, by a short name, in a fixed order: what
+    /// tables print and [`diff`](crate::kernels) compares. AMDGPU: `sgpr`,
+    /// `vgpr`, `agpr`, `sgpr_spill`, `vgpr_spill`, `lds`, `scratch`,
+    /// `kernarg`, `wavefront`, `max_workgroup`, `dynamic_stack` (0 or 1);
+    /// CUDA: `reg`, `stack`, `shared`, `local`, `constant[N]`, `texture`,
+    /// `surface`, `sampler`, `max_threads`.
+    pub fn figures(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let mut put = |name: &str, v: Option<u64>| {
+            if let Some(v) = v {
+                out.push((name.to_string(), v));
+            }
+        };
+        put("sgpr", self.sgpr_count);
+        put("vgpr", self.vgpr_count);
+        put("agpr", self.agpr_count);
+        put("sgpr_spill", self.sgpr_spill_count);
+        put("vgpr_spill", self.vgpr_spill_count);
+        put("lds", self.group_segment_fixed_size);
+        put("scratch", self.private_segment_fixed_size);
+        put("kernarg", self.kernarg_segment_size);
+        put("wavefront", self.wavefront_size);
+        put("max_workgroup", self.max_flat_workgroup_size);
+        put("dynamic_stack", self.uses_dynamic_stack.map(u64::from));
+        put("reg", self.registers);
+        put("stack", self.stack);
+        put("shared", self.shared);
+        put("local", self.local);
+        for c in &self.constant {
+            out.push((format!("constant[{}]", c.bank), c.size));
+        }
+        let mut put = |name: &str, v: Option<u64>| {
+            if let Some(v) = v {
+                out.push((name.to_string(), v));
+            }
+        };
+        put("texture", self.texture);
+        put("surface", self.surface);
+        put("sampler", self.sampler);
+        put("max_threads", self.max_threads);
+        out
+    }
+}
+
+/// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of
+/// no format read here (bitcode, SPIR-V, a container, anything else),
+/// an error for an image of a known format that is damaged.
+pub fn read(bytes: &[u8]) -> Result<Option<Listing>> {
+    if let Some(peek) = crate::container::elf::peek(bytes) {
+        let listing = match peek.machine() {
+            Some(object::elf::EM_AMDGPU) => amdgpu::read(bytes)?,
+            Some(object::elf::EM_CUDA) => cubin::read(bytes)?,
+            _ => host::read(bytes)?,
+        };
+        return Ok(Some(listing.sorted()));
+    }
+    if ptx::looks_like_ptx(bytes) {
+        return Ok(Some(ptx::read(bytes)?.sorted()));
+    }
+    Ok(None)
+}
+
+/// What [`Collect`] found in one image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ImageKernels {
+    /// The image's id in the scan's [`Report`](crate::scan::Report).
+    pub image: usize,
+    /// What was read, or why it could not be (the image is damaged).
+    #[serde(flatten, serialize_with = "listing_or_error")]
+    pub listing: std::result::Result<Listing, String>,
+}
+
+fn listing_or_error<S: serde::Serializer>(
+    l: &std::result::Result<Listing, String>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    match l {
+        Ok(l) => l.serialize(s),
+        Err(e) => {
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry("error", e)?;
+            m.end()
+        }
+    }
+}
+
+/// A [`Visit`] that reads the kernels of every device image a scan hands
+/// it ([`read`]); images of no format read here are left out.
+///
+/// ```
+/// use offload_kit::{kernels, scan};
+///
+/// # let bytes = b"not a binary";
+/// let mut collect = kernels::Collect::default();
+/// let report = scan::scan_with(bytes, &scan::Options::default(), &mut collect);
+/// let found = collect.take();
+/// assert!(found.len() <= report.images.len());
+/// ```
+#[derive(Debug, Default)]
+pub struct Collect {
+    found: BTreeMap<usize, std::result::Result<Listing, String>>,
+}
+
+impl Collect {
+    /// What was found so far, by image id; the collector starts empty
+    /// again (for the next file).
+    pub fn take(&mut self) -> Vec<ImageKernels> {
+        std::mem::take(&mut self.found)
+            .into_iter()
+            .map(|(image, listing)| ImageKernels { image, listing })
+            .collect()
+    }
+}
+
+/// Whether an image of this kind may hold symbols read here: anything but
+/// a container or a kind that is not code (`None`: not known yet).
+fn may_hold_symbols(kind: Option<Content>) -> bool {
+    use crate::offload_binary::ImageKind;
+    match kind {
+        None | Some(Content::Unknown) => true,
+        Some(Content::Image(k)) => matches!(
+            k,
+            ImageKind::IMG_Object | ImageKind::IMG_Cubin | ImageKind::IMG_PTX
+        ),
+        Some(_) => false,
+    }
+}
+
+impl Visit for Collect {
+    fn wants(&mut self, image: &Image) -> bool {
+        image.is_read() && !image.offload_kind.is_host() && may_hold_symbols(image.image_kind)
+    }
+
+    fn image(&mut self, image: &Image, bytes: &[u8]) {
+        match read(bytes) {
+            Ok(Some(l)) => {
+                self.found.insert(image.id, Ok(l));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.found.insert(image.id, Err(e.to_string()));
+            }
+        }
+    }
+
+    fn unavailable(&mut self, image: &Image, why: &str) {
+        self.found.insert(image.id, Err(why.to_string()));
+    }
+}
+
+/// The demangled form of an Itanium-mangled C++ name (`_Z…`, as CUDA and
+/// HIP kernels are named), or `None` for a name that is not one. Bounded:
+/// names nested past the demangler's recursion limits are left as they
+/// are.
+pub fn demangle(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    let parse = cpp_demangle::ParseOptions::default().recursion_limit(256);
+    let sym = cpp_demangle::Symbol::new_with_options(name, &parse).ok()?;
+    let show = cpp_demangle::DemangleOptions::new().recursion_limit(256);
+    sym.demangle_with_options(&show).ok()
+}

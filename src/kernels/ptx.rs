@@ -1,0 +1,155 @@
+//! PTX text: its `.version`, its `.target` and, at the top level (outside
+//! function bodies), the kernels (`.entry`), functions (`.func`) and
+//! variables (`.global`, `.const`) it defines and exports (`.visible`,
+//! `.weak` or `.common`; an `.extern` is a declaration, not a definition).
+//!
+//! The text is split into tokens once, comments (`//` to the end of the
+//! line, `/* … */`) left out, so the work is linear in its size.
+
+use super::{Format, Kernel, Listing, Symbol, SymbolKind};
+use crate::error::Result;
+
+/// Whether `bytes` look like PTX: after blank space and comments, the
+/// first thing is the `.version` directive, which every PTX module starts
+/// with.
+pub(super) fn looks_like_ptx(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(64 << 10)];
+    let mut t = Tokens::new(head);
+    t.next() == Some(&b".version"[..])
+}
+
+pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
+    let mut l = Listing::new(Format::Ptx);
+    let mut t = Tokens::new(bytes).peekable();
+    let mut depth = 0usize;
+    // The linking directives seen since the last statement.
+    let (mut exported, mut external) = (false, false);
+    while let Some(tok) = t.next() {
+        match tok {
+            b"{" => depth += 1,
+            b"}" => depth = depth.saturating_sub(1),
+            b";" => (exported, external) = (false, false),
+            _ if depth > 0 => {}
+            b".version" => l.version = t.next().map(text),
+            b".target" => l.target = t.next().map(text),
+            b".visible" | b".weak" | b".common" => exported = true,
+            b".extern" => external = true,
+            b".entry" => {
+                if let Some(name) = t.next().filter(|_| !external) {
+                    l.kernels.push(Kernel::new(text(name)));
+                }
+                (exported, external) = (false, false);
+            }
+            b".func" => {
+                // `.func (.param .b32 retval) name(…)`: the return values
+                // come first, in parentheses.
+                if t.peek() == Some(&&b"("[..]) {
+                    let mut open = 0usize;
+                    for tok in t.by_ref() {
+                        match tok {
+                            b"(" => open += 1,
+                            b")" => {
+                                open -= 1;
+                                if open == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if let Some(name) = t.next().filter(|_| exported && !external) {
+                    l.symbols.push(Symbol {
+                        name: text(name),
+                        demangled: None,
+                        kind: SymbolKind::Function,
+                        size: 0,
+                    });
+                }
+                (exported, external) = (false, false);
+            }
+            b".global" | b".const" if exported && !external => {
+                // The name is the last word before `;`, `=` or `[`.
+                let mut name = None;
+                while let Some(&tok) = t.peek() {
+                    if matches!(tok, b";" | b"=" | b"[" | b"{") {
+                        break;
+                    }
+                    name = Some(tok);
+                    t.next();
+                }
+                if let Some(name) = name.filter(|n| !n.starts_with(b".")) {
+                    l.symbols.push(Symbol {
+                        name: text(name),
+                        demangled: None,
+                        kind: SymbolKind::Variable,
+                        size: 0,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(l)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// PTX's tokens: words (identifiers, directives, numbers, types), and the
+/// punctuation `{ } ( ) [ ] ; , =` one character each; comments and blank
+/// space between them.
+struct Tokens<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(data: &'a [u8]) -> Tokens<'a> {
+        Tokens { data, pos: 0 }
+    }
+}
+
+fn is_punct(b: u8) -> bool {
+    matches!(
+        b,
+        b'{' | b'}' | b'(' | b')' | b'[' | b']' | b';' | b',' | b'=' | b'"'
+    )
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let d = self.data;
+        loop {
+            while self.pos < d.len() && (d[self.pos].is_ascii_whitespace() || d[self.pos] == 0) {
+                self.pos += 1;
+            }
+            let rest = &d[self.pos..];
+            if rest.starts_with(b"//") {
+                self.pos += memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            } else if rest.starts_with(b"/*") {
+                self.pos += memchr::memmem::find(&rest[2..], b"*/").map_or(rest.len(), |e| e + 4);
+            } else {
+                break;
+            }
+        }
+        let start = self.pos;
+        let first = *d.get(start)?;
+        if is_punct(first) {
+            self.pos += 1;
+            return Some(&d[start..self.pos]);
+        }
+        while self.pos < d.len() {
+            let b = d[self.pos];
+            if b.is_ascii_whitespace() || b == 0 || is_punct(b) || d[self.pos..].starts_with(b"//")
+            {
+                break;
+            }
+            self.pos += 1;
+        }
+        Some(&d[start..self.pos])
+    }
+}
