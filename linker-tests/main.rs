@@ -15,11 +15,13 @@ mod bundle_native;
 mod bundler;
 mod ccob;
 mod damaged;
+mod diff;
 mod extract_compressed;
 mod fan_out;
 mod fatbin_compressed;
 mod hostile;
 mod hostile_ob;
+mod kernels;
 mod linker_wrapper;
 mod packager;
 mod packages;
@@ -59,5 +61,7 @@ fn main() {
     trials.extend(linker_wrapper::tests());
     trials.extend(wrapper_select::tests());
     trials.extend(wrapper_parity::tests());
+    trials.extend(kernels::tests());
+    trials.extend(diff::tests());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -1,0 +1,7 @@
+//! `offload-kit diff`: two builds compared.
+
+use libtest_mimic::Trial;
+
+pub fn tests() -> Vec<Trial> {
+    Vec::new()
+}

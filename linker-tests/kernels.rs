@@ -1,0 +1,15 @@
+//! `inspect --kernels`, `check --require-kernel` / `--forbid-kernel`:
+//! kernel lists and resource figures of code built here, held to the
+//! reference tools (llvm-readelf and llvm-nm for AMDGPU code objects,
+//! cuobjdump for cubins).
+
+use libtest_mimic::Trial;
+
+mod amdgpu;
+mod cuda;
+
+pub fn tests() -> Vec<Trial> {
+    let mut v = amdgpu::tests();
+    v.extend(cuda::tests());
+    v
+}
