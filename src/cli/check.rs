@@ -10,7 +10,8 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 
 use super::io::print_line;
-use super::scan::{Common, Kinds, Scanned, list, scan_files};
+use super::scan::{Common, Kinds, Scanned, list, scan_files, scan_files_kernels};
+use crate::kernels::{self, KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
@@ -44,9 +45,16 @@ own (host-only files are listed and pass), and at least one input must carry dev
 images. With --any, the inputs together must meet them. Host entries of bundles count\n\
 for no architecture. --require-arch A is --require A; --require-kind K is --require '*:K'\n\
 (the same for --forbid-*).\n\n\
+--require-kernel NAME[@TARGET] needs a kernel whose name matches the glob pattern NAME\n\
+(mangled, demangled, or demangled up to its parameters: 'gemm*', '*ns::gemm<float>') in\n\
+an image a device of TARGET would load (any image without @TARGET); --forbid-kernel\n\
+NAME[@TARGET] fails if an image built for TARGET holds one. An image whose kernels\n\
+cannot be listed (bitcode, SPIR-V) fails a forbidding kernel rule, and counts for no\n\
+required one; one whose symbols are damaged is an input error.\n\n\
 Exit codes: 0 every rule holds; 1 a rule does not hold; 2 an input could not be read or\n\
 holds a corrupt or truncated container (unless --allow-corrupt).\n\n\
-Example (CI):\n  offload-kit check dist/ --require gfx90a,gfx942 --require sm_90:cubin --forbid gfx803"
+Examples (CI):\n  offload-kit check dist/ --require gfx90a,gfx942 --require sm_90:cubin --forbid gfx803\n  \
+offload-kit check libfoo.so --require-kernel 'gemm_kernel*@gfx942' --forbid-kernel '*debug*'"
 )]
 pub struct CheckOpts {
     #[command(flatten)]
@@ -71,6 +79,14 @@ pub struct CheckOpts {
     /// Offload kinds (or image kinds) that must not be present.
     #[arg(long, value_name = "KIND")]
     forbid_kind: Vec<String>,
+    /// A kernel that must be present: NAME[@TARGET], NAME a glob pattern
+    /// matched against mangled and demangled names (repeatable; not
+    /// comma-separated, as C++ names hold commas).
+    #[arg(long, value_name = "NAME[@TARGET]")]
+    require_kernel: Vec<String>,
+    /// A kernel that must not be present: NAME[@TARGET].
+    #[arg(long, value_name = "NAME[@TARGET]")]
+    forbid_kernel: Vec<String>,
     /// Compare architectures as strings (processor, and the rule's
     /// features present with the same sign), not as the loaders do.
     #[arg(long)]
@@ -126,8 +142,20 @@ impl CheckOpts {
         req.any = self.any;
         req.strict = self.strict;
         req.allow_corrupt = self.common.allow_corrupt;
-        if req.is_empty() {
-            bail!("nothing to check: give --require or --forbid (or --require-arch, ...)");
+        let kernel_rules = |option: &str, values: &[String]| -> Result<Vec<KernelRule>> {
+            values
+                .iter()
+                .map(|v| KernelRule::parse(v).map_err(|e| anyhow::anyhow!("--{option} {e}")))
+                .collect()
+        };
+        let require_kernel = kernel_rules("require-kernel", &self.require_kernel)?;
+        let forbid_kernel = kernel_rules("forbid-kernel", &self.forbid_kernel)?;
+        let with_kernels = !require_kernel.is_empty() || !forbid_kernel.is_empty();
+        if req.is_empty() && !with_kernels {
+            bail!(
+                "nothing to check: give --require or --forbid (or --require-arch, \
+                 --require-kernel, ...)"
+            );
         }
         // A gate never passes damaged data: everything compressed is
         // decoded and every stored hash checked, `--verify` or not.
@@ -135,22 +163,28 @@ impl CheckOpts {
         opts.verify = true;
         let files = self.common.files()?;
         let needs_kinds = req.needs_kinds();
-        let scanned = scan_files(&files, self.common.jobs(), &opts, || {
-            if needs_kinds {
-                Box::new(Kinds)
-            } else {
-                Box::new(scan::NoVisit)
-            }
-        });
+        let scanned = if with_kernels {
+            scan_files_kernels(&files, self.common.jobs(), &opts)
+        } else {
+            scan_files(&files, self.common.jobs(), &opts, || {
+                if needs_kinds {
+                    Box::new(Kinds)
+                } else {
+                    Box::new(scan::NoVisit)
+                }
+            })
+        };
         let outcome = scan::check(
             scanned
                 .iter()
                 .map(|s| s.result.as_ref().map_err(String::as_str)),
             &req,
         );
+        let kernels = Kernels::judge(&scanned, &outcome, &require_kernel, &forbid_kernel, &req);
         if self.json {
             let mut out = super::io::Report::stdout();
-            serde_json::to_writer_pretty(&mut out, &json_outcome(&req, &scanned, &outcome))?;
+            let doc = json_outcome(&req, &scanned, &outcome, &kernels);
+            serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
             out.flush()?;
         } else {
@@ -158,18 +192,123 @@ impl CheckOpts {
             // Files found walking a directory that hold no device code and
             // pass are not listed one by one (there may be thousands).
             let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
-            print_outcome(&paths, &walked, &outcome, self.quiet)?;
+            print_outcome(&paths, &walked, &outcome, &kernels, self.quiet)?;
         }
-        Ok(outcome.exit_code().into())
+        Ok(kernels.exit_code(&outcome).into())
     }
 }
 
-fn joined(failures: &[scan::check::Failure]) -> String {
-    failures
+/// The kernel rules' results: per input, and over all of them (`--any`).
+struct Kernels {
+    /// Per input (empty for one not checked: unreadable or corrupt).
+    files: Vec<Vec<KernelRuleResult>>,
+    /// Per input: the images whose symbols are damaged (an input error
+    /// unless `--allow-corrupt`), as messages.
+    damaged: Vec<Vec<String>>,
+    /// With `--any`: the rules over all inputs together.
+    all_inputs: Vec<KernelRuleResult>,
+    /// Whether `--any` was given.
+    any: bool,
+    /// The rules.
+    require: Vec<KernelRule>,
+    forbid: Vec<KernelRule>,
+}
+
+impl Kernels {
+    fn judge(
+        scanned: &[Scanned],
+        outcome: &Outcome,
+        require: &[KernelRule],
+        forbid: &[KernelRule],
+        req: &Requirements,
+    ) -> Kernels {
+        let mut k = Kernels {
+            files: Vec::new(),
+            damaged: Vec::new(),
+            all_inputs: Vec::new(),
+            any: req.any,
+            require: require.to_vec(),
+            forbid: forbid.to_vec(),
+        };
+        if require.is_empty() && forbid.is_empty() {
+            return k;
+        }
+        for (s, v) in scanned.iter().zip(&outcome.files) {
+            let damaged: Vec<String> = s
+                .kernels
+                .iter()
+                .filter_map(|ik| ik.listing.as_ref().err().map(|e| (ik.image, e)))
+                .map(|(i, e)| format!("image {i}: cannot read its symbols: {e}"))
+                .collect();
+            let results = match (v, &s.result) {
+                (Verdict::Checked { .. }, Ok(r)) => {
+                    kernels::check(r, &s.kernels, require, forbid, req.exact)
+                }
+                _ => Vec::new(),
+            };
+            k.damaged.push(if req.allow_corrupt {
+                Vec::new()
+            } else {
+                damaged
+            });
+            k.files.push(results);
+        }
+        if req.any {
+            let checked: Vec<Vec<KernelRuleResult>> =
+                k.files.iter().filter(|f| !f.is_empty()).cloned().collect();
+            k.all_inputs = kernels::combine(&checked);
+        }
+        k
+    }
+
+    /// The failed rules of input `i` (none with `--any`: those are judged
+    /// over all inputs).
+    fn failures(&self, i: usize) -> Vec<String> {
+        if self.any {
+            return Vec::new();
+        }
+        self.files.get(i).map_or_else(Vec::new, |f| {
+            f.iter()
+                .filter(|r| !r.passed)
+                .map(KernelRuleResult::summary)
+                .collect()
+        })
+    }
+
+    /// The failed rules over all inputs (`--any`).
+    fn all_inputs_failures(&self) -> Vec<String> {
+        self.all_inputs
+            .iter()
+            .filter(|r| !r.passed)
+            .map(KernelRuleResult::summary)
+            .collect()
+    }
+
+    /// The exit code: `outcome`'s, made 2 by damaged symbols, 1 by a
+    /// failed kernel rule.
+    fn exit_code(&self, outcome: &Outcome) -> u8 {
+        let code = outcome.exit_code();
+        if code == 2 || self.damaged.iter().any(|d| !d.is_empty()) {
+            2
+        } else if code == 1
+            || (0..self.files.len()).any(|i| !self.failures(i).is_empty())
+            || !self.all_inputs_failures().is_empty()
+        {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// What the required kernel rules found, as a note: `; kernel
+/// gemm*@gfx942 found in image(s) 3 4`.
+fn kernel_note(results: &[KernelRuleResult]) -> String {
+    results
         .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+        .filter(|r| r.required)
+        .map(|r| format!("; {}", r.summary()))
+        .collect()
 }
 
 /// What serves each required rule, as a note: `(gfx90a: gfx90a:xnack+
@@ -192,10 +331,20 @@ fn serving_note(rules: &[RuleResult]) -> String {
 
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
-fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool) -> Result<()> {
+fn print_outcome(
+    paths: &[&str],
+    walked: &[bool],
+    outcome: &Outcome,
+    kernels: &Kernels,
+    quiet: bool,
+) -> Result<()> {
     let mut out = super::io::Report::stdout();
     let mut unlisted = 0usize;
-    for ((path, verdict), walked) in paths.iter().zip(&outcome.files).zip(walked) {
+    for (i, ((path, verdict), walked)) in paths.iter().zip(&outcome.files).zip(walked).enumerate() {
+        if let Some(d) = kernels.damaged.get(i).filter(|d| !d.is_empty()) {
+            print_line(&mut out, &format!("ERROR {path}: {}", d.join("; ")))?;
+            continue;
+        }
         match verdict {
             Verdict::Unreadable(e) => print_line(&mut out, &format!("ERROR {path}: {e}"))?,
             Verdict::Corrupt { problems } => print_line(
@@ -211,7 +360,9 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
                 rules,
                 failures,
             } => {
-                if failures.is_empty() {
+                let mut failed: Vec<String> = failures.iter().map(ToString::to_string).collect();
+                failed.extend(kernels.failures(i));
+                if failed.is_empty() {
                     if quiet {
                         continue;
                     }
@@ -220,9 +371,13 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
                     } else if *device_images == 0 {
                         print_line(&mut out, &format!("ok   {path}: no device images"))?;
                     } else {
+                        let mut note = serving_note(rules);
+                        if let Some(k) = kernels.files.get(i).filter(|_| !kernels.any) {
+                            note += &kernel_note(k);
+                        }
                         print_line(
                             &mut out,
-                            &format!("ok   {path}: {}{}", present.join(" "), serving_note(rules)),
+                            &format!("ok   {path}: {}{note}", present.join(" ")),
                         )?;
                     }
                 } else {
@@ -233,7 +388,7 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
                     };
                     print_line(
                         &mut out,
-                        &format!("FAIL {path}: {} (has: {has})", joined(failures)),
+                        &format!("FAIL {path}: {} (has: {has})", failed.join("; ")),
                     )?;
                 }
             }
@@ -250,14 +405,22 @@ fn print_outcome(paths: &[&str], walked: &[bool], outcome: &Outcome, quiet: bool
     if outcome.no_device_code {
         print_line(&mut out, "FAIL: no input carries device images")?;
     }
-    if !outcome.all_inputs.is_empty() {
-        print_line(
-            &mut out,
-            &format!("FAIL (all inputs): {}", joined(&outcome.all_inputs)),
-        )?;
+    let mut all: Vec<String> = outcome.all_inputs.iter().map(ToString::to_string).collect();
+    all.extend(kernels.all_inputs_failures());
+    if !all.is_empty() {
+        print_line(&mut out, &format!("FAIL (all inputs): {}", all.join("; ")))?;
     }
-    let errors = outcome.files.iter().filter(|v| v.is_input_error()).count();
-    let failures = outcome.failures() - errors;
+    // Per input: an error (unreadable, corrupt, damaged symbols) or a
+    // failure (a rule that does not hold); then what concerns them all.
+    let mut errors = 0usize;
+    let mut failures = usize::from(outcome.no_device_code) + usize::from(!all.is_empty());
+    for (i, v) in outcome.files.iter().enumerate() {
+        if v.is_input_error() || kernels.damaged.get(i).is_some_and(|d| !d.is_empty()) {
+            errors += 1;
+        } else if v.failed() || !kernels.failures(i).is_empty() {
+            failures += 1;
+        }
+    }
     if errors > 0 {
         print_line(
             &mut out,
@@ -299,20 +462,48 @@ fn strings(failures: &[scan::check::Failure]) -> Vec<String> {
 
 /// The `check --json` document (schema `offload-kit/check/1`, in
 /// docs/scanners.md).
-fn json_outcome(req: &Requirements, scanned: &[Scanned], outcome: &Outcome) -> Value {
+fn json_outcome(
+    req: &Requirements,
+    scanned: &[Scanned],
+    outcome: &Outcome,
+    kernels: &Kernels,
+) -> Value {
     let mut rules: Vec<Value> = req
         .require_rules()
         .iter()
         .map(|r| json_rule(r, true))
         .collect();
     rules.extend(req.forbid_rules().iter().map(|r| json_rule(r, false)));
+    for (rs, ty) in [
+        (&kernels.require, "require-kernel"),
+        (&kernels.forbid, "forbid-kernel"),
+    ] {
+        rules.extend(rs.iter().map(|r| {
+            json!({
+                "rule": r.text,
+                "type": ty,
+                "pattern": r.pattern.as_str(),
+                "target": r.target.as_ref().map(|t| t.text.clone()),
+            })
+        }));
+    }
     let files: Vec<Value> = scanned
         .iter()
         .zip(&outcome.files)
-        .map(|(s, v)| {
+        .enumerate()
+        .map(|(i, (s, v))| {
+            let damaged = kernels.damaged.get(i).filter(|d| !d.is_empty());
+            let kernel_failures = kernels.failures(i);
+            let status = if v.is_input_error() || damaged.is_some() {
+                "error"
+            } else if v.failed() || !kernel_failures.is_empty() {
+                "fail"
+            } else {
+                "ok"
+            };
             let mut f = json!({
                 "path": s.path,
-                "status": if v.is_input_error() { "error" } else if v.failed() { "fail" } else { "ok" },
+                "status": status,
                 "error": null,
                 "problems": [],
                 "device_images": 0,
@@ -335,8 +526,16 @@ fn json_outcome(req: &Requirements, scanned: &[Scanned], outcome: &Outcome) -> V
                     f["device_images"] = json!(device_images);
                     f["present"] = json!(present);
                     f["rules"] = rules.iter().map(json_result).collect();
-                    f["failures"] = json!(strings(failures));
+                    let mut all = strings(failures);
+                    all.extend(kernel_failures);
+                    f["failures"] = json!(all);
                 }
+            }
+            if let Some(d) = damaged {
+                f["error"] = json!(d.join("; "));
+            }
+            if let Some(k) = kernels.files.get(i).filter(|k| !k.is_empty()) {
+                f["kernel_rules"] = k.iter().map(json_kernel_result).collect();
             }
             f
         })
@@ -344,16 +543,33 @@ fn json_outcome(req: &Requirements, scanned: &[Scanned], outcome: &Outcome) -> V
     let all_inputs = req.any.then(|| {
         json!({
             "rules": outcome.all_inputs_rules.iter().map(json_result).collect::<Vec<_>>(),
-            "failures": strings(&outcome.all_inputs),
+            "failures": strings(&outcome.all_inputs)
+                .into_iter()
+                .chain(kernels.all_inputs_failures())
+                .collect::<Vec<_>>(),
+            "kernel_rules": kernels.all_inputs.iter().map(json_kernel_result).collect::<Vec<_>>(),
         })
     });
+    let exit_code = kernels.exit_code(outcome);
     json!({
         "schema": "offload-kit/check/1",
-        "passed": outcome.passed(),
-        "exit_code": outcome.exit_code(),
+        "passed": exit_code == 0,
+        "exit_code": exit_code,
         "rules": rules,
         "files": files,
         "no_device_code": outcome.no_device_code,
         "all_inputs": all_inputs,
+    })
+}
+
+/// A kernel rule's result as JSON.
+fn json_kernel_result(r: &KernelRuleResult) -> Value {
+    json!({
+        "rule": r.rule.text,
+        "type": if r.required { "require-kernel" } else { "forbid-kernel" },
+        "passed": r.passed,
+        "images": r.images,
+        "found": r.found.iter().map(|(i, n)| json!({"image": i, "name": n})).collect::<Vec<_>>(),
+        "unlisted": r.unlisted,
     })
 }

@@ -9,6 +9,9 @@ use crate::error::Result;
 
 /// The prefix of OpenMP kernels' names.
 const OMP_KERNEL: &[u8] = b"__omp_offloading_";
+/// The prefix of the offload entry table's own symbols (one per kernel
+/// and declare-target global): bookkeeping, not what the image exports.
+const ENTRY: &[u8] = b".offloading.entry.";
 
 pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
     elf::with_parsed(bytes, |p| Ok(from_parsed(p)))
@@ -16,7 +19,11 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
 
 fn from_parsed(p: &Parsed<'_>) -> Listing {
     let mut l = Listing::new(Format::Elf);
-    for s in p.symbols.iter().filter(|s| s.exported()) {
+    for s in p
+        .symbols
+        .iter()
+        .filter(|s| s.exported() && !s.name.starts_with(ENTRY))
+    {
         let kind = if s.kind == object::elf::STT_FUNC.0 {
             SymbolKind::Function
         } else if s.kind == object::elf::STT_OBJECT.0 {

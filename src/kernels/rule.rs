@@ -113,7 +113,10 @@ pub struct KernelRuleResult {
 impl KernelRuleResult {
     /// One line on why it failed (or what it found).
     pub fn summary(&self) -> String {
-        let mut s = if self.required && self.found.is_empty() {
+        let target = self.rule.target.as_ref().map_or("", |t| t.text.as_str());
+        let mut s = if self.images == 0 && !target.is_empty() {
+            format!("kernel {}: no image for {target}", self.rule.text)
+        } else if self.required && self.found.is_empty() {
             format!(
                 "kernel {} not found in {} image(s)",
                 self.rule.text, self.images
