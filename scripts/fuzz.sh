@@ -132,6 +132,28 @@ seed_offload_binary_read() {
   rm -rf "$tmp"
 }
 
+# kernels: small HIP code objects (default code object version and v4) and
+# a CPU ELF built by clang-22, plus PTX text.
+seed_kernels() {
+  local corpus=$1 cc=$LLVM/clang tmp f sum
+  [ -x "$cc" ] || return 0
+  tmp=$(mktemp -d)
+  printf '#define __global__ __attribute__((global))\n__attribute__((device)) int g;\n__global__ void k(int *p) { __attribute__((shared)) int s[64]; s[*p & 63] = *p; *p = s[(*p + 1) & 63] + g; }\n' >"$tmp/k.hip"
+  for v in 4 5 6; do
+    "$cc" -x hip --cuda-device-only -nogpulib -nogpuinc --offload-arch=gfx90a -mcode-object-version=$v -O2 \
+      "$tmp/k.hip" -o "$tmp/k$v.co" 2>/dev/null || true
+  done
+  printf 'int g = 1;\nint __omp_offloading_10_20_f_l3(int x) { return x + g; }\n' >"$tmp/h.c"
+  "$cc" -O2 -fPIC -shared "$tmp/h.c" -o "$tmp/h.so" 2>/dev/null || true
+  printf '.version 8.0\n.target sm_80\n.address_size 64\n.visible .global .align 4 .u32 g;\n.visible .entry k(\n.param .u64 p\n)\n.maxntid 128, 1, 1\n{\nret;\n}\n' >"$tmp/k.ptx"
+  for f in "$tmp"/*.co "$tmp"/*.so "$tmp"/*.ptx; do
+    [ -e "$f" ] || continue
+    sum=$(sha1sum <"$f" | cut -d' ' -f1)
+    [ -e "$corpus/$sum" ] || cp "$f" "$corpus/$sum"
+  done
+  rm -rf "$tmp"
+}
+
 # object_rewrite: host objects compiled by clang-22 (C and C++ with groups,
 # 64- and 32-bit, big-endian), a shared object, and LLVM's object bundles of
 # the objects.

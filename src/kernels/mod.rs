@@ -18,7 +18,7 @@
 //!   the kernels.
 //!
 //! Other bytes (bitcode, SPIR-V, containers) give `None`. Every size and
-//! offset is checked: damaged bytes give an [`Error`], never a panic, and
+//! offset is checked: damaged bytes give an [`Error`](crate::Error), never a panic, and
 //! the work is bounded by the image's size.
 //!
 //! [`Collect`] is a [`Visit`] that reads every image a scan finds,
@@ -56,7 +56,6 @@ mod rule;
 #[cfg(test)]
 mod tests;
 
-pub use crate::error::Error;
 pub use rule::{KernelRule, KernelRuleResult, check, combine};
 
 /// What kind of image a [`Listing`] was read from.
