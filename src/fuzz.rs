@@ -680,8 +680,10 @@ pub fn kernels(data: &[u8]) {
         assert!(kernels.len() + symbols.len() <= data.len());
     }
     let mut collect = kernels::Collect::default();
-    let mut opts = crate::scan::Options::default();
-    opts.max_uncompressed = 1 << 24;
+    let opts = crate::scan::Options {
+        max_uncompressed: 1 << 24,
+        ..Default::default()
+    };
     let report = crate::scan::scan_with(data, &opts, &mut collect);
     for k in collect.take() {
         assert!(k.image < report.images.len());
