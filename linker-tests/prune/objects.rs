@@ -449,6 +449,7 @@ fn refusals() -> Result<(), Failed> {
     )
     .ok()?;
     for (input, says) in [
+        ("both.o", "the section symbol of '.hip_fatbin'"),
         ("both.o", "pruning would move what it points at"),
         ("thin.a", "thin archive"),
     ] {

@@ -240,6 +240,19 @@ fn misaligned(sec: &Sec) -> Error {
     ))
 }
 
+/// How a message names a symbol of `sec`: `symbol 'NAME'`, or for the
+/// nameless section symbol (what `ld -r` relocates against), `the section
+/// symbol of 'SECTION'`.
+fn symbol_label(s: &object::Symbol<'_, '_>, sec: &Sec) -> String {
+    match s.name() {
+        Ok(n) if !n.is_empty() => format!("symbol '{n}'"),
+        _ if s.kind() == object::SymbolKind::Section => {
+            format!("the section symbol of '{}'", sec.name)
+        }
+        _ => format!("symbol #{}", s.index().0),
+    }
+}
+
 /// Refuses when something points at a byte of `sec` that the edits move:
 /// past the start of a container that shrinks, or at or past the start of
 /// one that goes whole.
@@ -263,8 +276,8 @@ fn check_references(file: &object::File<'_>, sec: &Sec, edits: &[Edit]) -> Resul
     for s in file.symbols() {
         if in_sec(&s) && moved(s.address()) {
             return Err(refuse(format!(
-                "symbol '{}' is defined at {:#x} in it",
-                s.name().unwrap_or("?"),
+                "{} is defined at {:#x} in it",
+                symbol_label(&s, sec),
                 s.address()
             )));
         }
@@ -287,9 +300,9 @@ fn check_references(file: &object::File<'_>, sec: &Sec, edits: &[Edit]) -> Resul
             let target = sym.address().wrapping_add_signed(r.addend());
             if r.has_implicit_addend() || moved(target) {
                 return Err(refuse(format!(
-                    "section '{}' has a relocation against '{}'{}",
+                    "section '{}' has a relocation against {}{}",
                     section.name().unwrap_or("?"),
-                    sym.name().unwrap_or("?"),
+                    symbol_label(&sym, sec),
                     if r.has_implicit_addend() {
                         " with an addend stored in place".to_string()
                     } else {
