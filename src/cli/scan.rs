@@ -479,7 +479,7 @@ pub(super) struct Scanned {
 /// Scans `src`: one [`Scanned`] for a file, one for each file inside a
 /// package ([`units`](super::units)).
 pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Vec<Scanned> {
-    scan_units(src, opts, visit, |v| v, |_| Vec::new())
+    scan_units(src, opts, visit, |v| v, |_, _| Vec::new())
 }
 
 /// [`scan_file`], the kernels of every image read too
@@ -496,7 +496,7 @@ fn scan_units<V: ?Sized>(
     opts: &Options,
     visit: &mut V,
     as_visit: fn(&mut V) -> &mut dyn scan::Visit,
-    kernels: fn(&mut V) -> Vec<kernels::ImageKernels>,
+    kernels: fn(&mut V, Option<&Report>) -> Vec<kernels::ImageKernels>,
 ) -> Vec<Scanned> {
     units::for_each(src, opts.max_uncompressed, &mut |unit, data| {
         let size = data.as_ref().map_or(0, |d| d.bytes.len() as u64);
@@ -512,7 +512,7 @@ fn scan_units<V: ?Sized>(
             path: unit.name.clone(),
             size,
             found: unit.found,
-            kernels: kernels(visit),
+            kernels: kernels(visit, result.as_ref().ok()),
             result,
         }
     })

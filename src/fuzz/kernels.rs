@@ -23,7 +23,7 @@ pub fn kernels(data: &[u8]) {
         ..Default::default()
     };
     let report = crate::scan::scan_with(data, &opts, &mut collect);
-    for k in collect.take() {
+    for k in collect.take(Some(&report)) {
         assert!(k.image < report.images.len());
     }
 }

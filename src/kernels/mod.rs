@@ -375,7 +375,7 @@ fn listing_or_error<S: serde::Serializer>(
 /// # let bytes = b"not a binary";
 /// let mut collect = kernels::Collect::default();
 /// let report = scan::scan_with(bytes, &scan::Options::default(), &mut collect);
-/// let found = collect.take();
+/// let found = collect.take(Some(&report));
 /// assert!(found.len() <= report.images.len());
 /// ```
 #[derive(Debug, Default)]
@@ -384,11 +384,19 @@ pub struct Collect {
 }
 
 impl Collect {
-    /// What was found so far, by image id; the collector starts empty
-    /// again (for the next file).
-    pub fn take(&mut self) -> Vec<ImageKernels> {
-        std::mem::take(&mut self.found)
+    /// What was found in the scan that gave `report`, by image id (none
+    /// when the scan [stopped](crate::scan::Report::stopped) at a limit:
+    /// its images are not kept); the collector starts empty again, for
+    /// the next file. `None`: the file could not be read, and what was
+    /// collected is dropped.
+    pub fn take(&mut self, report: Option<&crate::scan::Report>) -> Vec<ImageKernels> {
+        let found = std::mem::take(&mut self.found);
+        let Some(r) = report.filter(|r| r.stopped.is_none()) else {
+            return Vec::new();
+        };
+        found
             .into_iter()
+            .filter(|&(image, _)| image < r.images.len())
             .map(|(image, listing)| ImageKernels { image, listing })
             .collect()
     }
