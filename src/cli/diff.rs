@@ -95,12 +95,11 @@ struct Compared {
 impl Compared {
     /// The name the table shows.
     fn name(&self) -> String {
-        if self.path.is_empty() {
-            let side =
-                |s: Option<&Scanned>| s.map_or_else(|| "(none)".to_string(), |s| s.path.clone());
-            format!("{} -> {}", side(self.old.as_ref()), side(self.new.as_ref()))
-        } else {
-            self.path.clone()
+        match (&self.old, &self.new) {
+            _ if !self.path.is_empty() => self.path.clone(),
+            (Some(o), Some(n)) => format!("{} -> {}", o.path, n.path),
+            (Some(s), None) | (None, Some(s)) => s.path.clone(),
+            (None, None) => String::new(),
         }
     }
 

@@ -34,23 +34,25 @@ fn img(arch: &str, size: u64, seed: u8) -> Image {
 }
 
 fn report(images: Vec<Image>) -> Report {
-    let mut r = Report::default();
-    r.images = images
-        .into_iter()
-        .enumerate()
-        .map(|(id, i)| Image { id, ..i })
-        .collect();
-    r
+    Report {
+        images: images
+            .into_iter()
+            .enumerate()
+            .map(|(id, i)| Image { id, ..i })
+            .collect(),
+        ..Report::default()
+    }
 }
 
 fn kernel(name: &str, lds: u64, vgpr: u64) -> Kernel {
-    let mut resources = Resources::default();
-    resources.group_segment_fixed_size = Some(lds);
-    resources.vgpr_count = Some(vgpr);
     Kernel {
         name: name.into(),
         demangled: None,
-        resources,
+        resources: Resources {
+            group_segment_fixed_size: Some(lds),
+            vgpr_count: Some(vgpr),
+            ..Resources::default()
+        },
     }
 }
 

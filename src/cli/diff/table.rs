@@ -66,10 +66,7 @@ pub(super) fn print(out: &mut impl Write, compared: &[Compared]) -> Result<()> {
             }
         }
         let files = if s.files == 1 { "file" } else { "files" };
-        print_line(
-            out,
-            &format!("{} {files} compared: {}", s.files, parts.join(", ")),
-        )?;
+        print_line(out, &format!("{} {files}: {}", s.files, parts.join(", ")))?;
     }
     Ok(())
 }
