@@ -38,7 +38,8 @@ kind) by their content hashes (xxh3-128): images of the same contents pair first
 pair in scan order (changed), the rest are added or removed. With --kernels, the kernels of \
 each target key on both sides are compared by name: added, removed, or changed when a \
 resource figure (registers, LDS, scratch, ...) differs. Files found in directories or \
-packages are reported only when they hold device code (--all: every file). The matching \
+packages are reported only when they hold device code (--all: also those on one side only \
+ without device code). The matching \
 rules and the --json schema (\"offload-kit/diff/1\") are documented in docs/diff.md.\n\n\
 Examples:\n  \
 offload-kit diff build-old/libfoo.so build-new/libfoo.so\n  \
@@ -116,6 +117,9 @@ impl DiffOpts {
         let [old_root, new_root] = &roots[..] else {
             anyhow::bail!("diff compares two paths (OLD NEW), not {}", roots.len());
         };
+        if old_root.as_os_str() == "-" && new_root.as_os_str() == "-" {
+            anyhow::bail!("'-' (standard input) is given for both sides");
+        }
         let mut items = Vec::new();
         for (side, root) in [(0, old_root), (1, new_root)] {
             items.extend(self.common.files_of(root)?.into_iter().map(|s| (side, s)));
