@@ -313,6 +313,10 @@ impl GroupKey {
             .then_with(|| a.triple.cmp(&b.triple))
             .then_with(|| arch_cmp(&a.target_id, &b.target_id))
             .then_with(|| kind(a).cmp(&kind(b)))
+            // Keys that display alike (an unknown image kind `unknown-9`
+            // declared by an OffloadBinary or a fatbin entry): a total
+            // order all the same, whatever the map's.
+            .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
     }
 }
 
