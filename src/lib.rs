@@ -27,6 +27,9 @@
 //! - [`scan`]: finds every device image in executables, shared libraries,
 //!   objects, archives and raw files, nested to any depth, and answers CI's
 //!   questions about them ([`scan::check()`], [`scan::size()`]).
+//! - [`diff`]: two builds' device code compared: images added, removed
+//!   and changed per target, with their bytes, and kernels whose resources
+//!   changed.
 //! - [`prune`]: keeps only the device images chosen GPUs would load,
 //!   rewriting each container where it lies.
 //! - [`archive`]: the GNU `ar` writer, byte for byte as LLVM's.
@@ -142,6 +145,7 @@
 // rest of the crate uses them), so every item has one path.
 pub mod archive;
 pub mod bundle;
+pub mod diff;
 pub mod fatbin;
 pub mod kernels;
 pub mod offload_binary;

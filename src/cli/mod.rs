@@ -10,6 +10,7 @@ mod bundle;
 mod check;
 mod compat;
 mod compress;
+mod diff;
 mod docs;
 mod extract;
 mod images;
@@ -73,11 +74,12 @@ pub fn main() -> ExitCode {
     long_about = "Pack, unpack and inspect GPU offloading binaries, without LLVM.\n\n\
         Run under the name llvm-offload-binary or clang-offload-packager (see \
         `offload-kit install-links`), this binary behaves as that LLVM 22 tool.",
-    after_help = "Exit codes of list, inspect, extract, check and size: 0 success; 1 a \
-        `check` requirement not met (or an `extract` selection that matched nothing); \
-        2 an input that could not be read or parsed, or held damaged data (unless \
-        --allow-corrupt; list: always), or went past a limit, or another error. The other \
-        commands exit 0 or 1, as the LLVM tools they replace."
+    after_help = "Exit codes of list, inspect, extract, check, size and diff: 0 success \
+        (diff: no differences); 1 a `check` requirement not met (or an `extract` selection \
+        that matched nothing; diff: differences); 2 an input that could not be read or \
+        parsed, or held damaged data (unless --allow-corrupt; list: always), or went past a \
+        limit, or another error. The other commands exit 0 or 1, as the LLVM tools they \
+        replace."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -98,6 +100,7 @@ enum Command {
     Check(check::CheckOpts),
     Size(size::SizeOpts),
     Prune(prune::PruneOpts),
+    Diff(diff::DiffOpts),
     Completions(docs::CompletionsOpts),
     Manpages(docs::ManpagesOpts),
 }
@@ -120,6 +123,7 @@ fn native(args: Vec<String>) -> ExitCode {
         Command::Check(o) => return scanner(o.run()),
         Command::Size(o) => return scanner(o.run()),
         Command::Prune(o) => return scanner(o.run()),
+        Command::Diff(o) => return scanner(o.run()),
         Command::Completions(o) => o.run(),
         Command::Manpages(o) => o.run(),
     };

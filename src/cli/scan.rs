@@ -144,6 +144,20 @@ impl Common {
         Ok(out)
     }
 
+    /// The paths given, in order.
+    pub(super) fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// [`Common::files`] of `path` alone (`diff` walks each side apart).
+    pub(super) fn files_of(&self, path: &Path) -> Result<Vec<Source>> {
+        Common {
+            paths: vec![path.to_path_buf()],
+            ..self.clone()
+        }
+        .files()
+    }
+
     pub(super) fn jobs(&self) -> usize {
         self.jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
