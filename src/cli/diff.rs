@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::io::{print_line, printable};
 use super::scan::{
-    Common, Scanned, Source, exit, exit_code_after_inputs, par_map, scan_file, scan_file_kernels,
-    with_threads,
+    Common, Scanned, Source, demangle, exit, exit_code_after_inputs, kernel_errors, par_map,
+    scan_file, scan_file_kernels, with_threads,
 };
 use crate::diff::{self, FileDiff, Side};
 use crate::scan::{self, HashAlgo, Report};
@@ -218,7 +218,7 @@ impl DiffOpts {
         let damaged = report_damage(&scanned, self.common.allow_corrupt);
         let owned: Vec<Scanned> = scanned.iter().filter_map(|s| unreadable(s)).collect();
         let mut code = exit_code_after_inputs(&owned, self.common.allow_corrupt);
-        if self.kernels && kernel_errors(&scanned) && !self.common.allow_corrupt {
+        if self.kernels && kernel_errors(scanned.iter().copied()) && !self.common.allow_corrupt {
             code = exit::INPUT_ERROR;
         }
         if damaged && !self.common.allow_corrupt {
@@ -279,34 +279,6 @@ fn report_damage(scanned: &[&Scanned], allow_corrupt: bool) -> bool {
         }
     }
     any
-}
-
-/// Prints a line on standard error for each image whose kernels could not
-/// be read (it is damaged); whether there was one.
-fn kernel_errors(scanned: &[&Scanned]) -> bool {
-    let mut any = false;
-    for s in scanned {
-        for k in &s.kernels {
-            if let Err(e) = &k.listing {
-                let line = format!(
-                    "error: '{}': image {}: cannot read its symbols: {e}",
-                    s.path, k.image
-                );
-                eprintln!("{}", printable(&line));
-                any = true;
-            }
-        }
-    }
-    any
-}
-
-/// Fills in the demangled names of `s`'s kernels.
-fn demangle(s: &mut Scanned) {
-    for k in &mut s.kernels {
-        if let Ok(l) = &mut k.listing {
-            l.demangle();
-        }
-    }
 }
 
 /// The path a unit is paired by: its path below `root` (the path given

@@ -8,7 +8,10 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::scan::{Common, Scanned, exit, exit_code_after_inputs, scan_files, scan_files_kernels};
+use super::scan::{
+    Common, Scanned, demangle, exit, exit_code_after_inputs, kernel_errors, scan_files,
+    scan_files_kernels,
+};
 use crate::scan::{self, HashAlgo, json};
 use table::print_table;
 
@@ -76,13 +79,7 @@ impl InspectOpts {
             })
         };
         if self.demangle {
-            for s in &mut scanned {
-                for k in &mut s.kernels {
-                    if let Ok(l) = &mut k.listing {
-                        l.demangle();
-                    }
-                }
-            }
+            scanned.iter_mut().for_each(demangle);
         }
         // A directory walk or a package shows only the files with
         // something to say.
@@ -115,27 +112,6 @@ impl InspectOpts {
         }
         .into())
     }
-}
-
-/// Prints a line on standard error for each image whose kernels could
-/// not be read (it is damaged); whether there was one.
-pub(super) fn kernel_errors(scanned: &[Scanned]) -> bool {
-    let mut any = false;
-    for s in scanned {
-        for k in &s.kernels {
-            if let Err(e) = &k.listing {
-                eprintln!(
-                    "{}",
-                    super::io::printable(&format!(
-                        "error: '{}': image {}: cannot read its symbols: {e}",
-                        s.path, k.image
-                    ))
-                );
-                any = true;
-            }
-        }
-    }
-    any
 }
 
 /// The JSON entry of one scanned file (its kernels when `kernels`).

@@ -566,6 +566,36 @@ pub(super) fn scan_files_kernels(files: &[Source], jobs: usize, opts: &Options) 
         .collect()
 }
 
+/// Prints a line on standard error for each image whose kernels could not
+/// be read (it is damaged); whether there was one.
+pub(super) fn kernel_errors<'a>(scanned: impl IntoIterator<Item = &'a Scanned>) -> bool {
+    let mut any = false;
+    for s in scanned {
+        for k in &s.kernels {
+            if let Err(e) = &k.listing {
+                eprintln!(
+                    "{}",
+                    super::io::printable(&format!(
+                        "error: '{}': image {}: cannot read its symbols: {e}",
+                        s.path, k.image
+                    ))
+                );
+                any = true;
+            }
+        }
+    }
+    any
+}
+
+/// Fills in the demangled names of the kernels and symbols read of `s`.
+pub(super) fn demangle(s: &mut Scanned) {
+    for k in &mut s.kernels {
+        if let Ok(l) = &mut k.listing {
+            l.demangle();
+        }
+    }
+}
+
 /// Prints one line on standard error for each input that could not be
 /// read; returns whether there was one.
 pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
