@@ -35,6 +35,18 @@ pub fn tests() -> Vec<Trial> {
             check_rules,
         ),
         trial(
+            "kernels::amdgpu::rocrand_from_debian_matches_readelf_and_nm",
+            &[
+                "clang",
+                "llvm-readelf",
+                "llvm-nm",
+                "bash",
+                "/usr/bin/python3",
+                "dpkg-deb",
+            ],
+            rocrand,
+        ),
+        trial(
             "kernels::amdgpu::damaged_metadata_is_an_error_and_mutations_never_panic",
             TOOLS,
             damaged,
@@ -439,6 +451,30 @@ fn openmp() -> Result<(), Failed> {
                 return Err(format!("{file}: offload entries listed as symbols: {syms:?}").into());
             }
         }
+    }
+    Ok(())
+}
+
+/// A real library: Debian's librocrand (code object v4, seven targets,
+/// xnack+ and xnack- for gfx90a), every image held to readelf and nm.
+fn rocrand() -> Result<(), Failed> {
+    let deb = crate::real_libs::downloads()?.join(crate::real_libs::DEB);
+    let t = tempdir();
+    let d = t.path();
+    run(
+        Path::new("/usr/bin/dpkg-deb"),
+        &["-x", &*deb.to_string_lossy(), "root"],
+        d,
+    )
+    .ok()?;
+    std::fs::copy(
+        d.join("root/usr/lib/x86_64-linux-gnu/librocrand.so.1.1"),
+        d.join("rocrand.so"),
+    )
+    .map_err(|e| e.to_string())?;
+    let n = compare_file(d, "rocrand.so", Some("v4"))?;
+    if n < 100 {
+        return Err(format!("only {n} kernels compared").into());
     }
     Ok(())
 }
