@@ -344,3 +344,17 @@ fn cubin_mutations_never_panic() {
         }
     }
 }
+
+#[test]
+fn ptx_bodies_are_passed_over_with_their_comments_and_blocks() {
+    let ptx = b".version 8.0\n.target sm_80\n.address_size 64\n\
+        .visible .entry first(.param .u64 p)\n{\n.reg .b32 %r<2>;\n// } not the end\n\
+        /* { nor a start */\n{\n.reg .pred %p;\n{ ret; }\n}\n.entry not_me;\nret;\n}\n\
+        .visible .global .align 4 .b32 t[2] = {1, 2};\n\
+        .visible .entry second()\n{\nret;\n}\n.visible .entry cut()\n{\n{\nret;\n";
+    let l = read(ptx).unwrap().unwrap();
+    let names: Vec<&str> = l.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["cut", "first", "second"]);
+    assert_eq!(l.symbols.len(), 1);
+    assert_eq!(l.symbols[0].name, "t");
+}
