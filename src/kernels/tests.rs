@@ -90,6 +90,10 @@ fn sval(attr: u8, words: &[u32]) -> Vec<u8> {
     v
 }
 
+/// A section header of [`cubin`]: type, `sh_info`, `sh_link`,
+/// `sh_entsize`, size, contents.
+type Header<'a> = (u32, u32, u32, u64, u64, &'a [u8]);
+
 /// A little-endian ELF64 cubin (`EM_CUDA`) of `EI_ABIVERSION` `abi` and
 /// `e_flags` `flags`: sections 1 to 3 are `.shstrtab`, `.strtab` and
 /// `.symtab`, then `secs` from index 4; `syms` are (name, `st_info`,
@@ -101,14 +105,14 @@ fn cubin(abi: u8, flags: u32, secs: &[Sec], syms: &[(&str, u8, u8, u16, u64)]) -
         .into_iter()
         .chain(secs.iter().map(|s| s.name))
     {
-        names.push(shstr.len() as u32);
+        names.push(u32::try_from(shstr.len()).unwrap());
         shstr.extend_from_slice(n.as_bytes());
         shstr.push(0);
     }
     let mut strtab = vec![0u8];
     let mut symtab = vec![0u8; 24];
     for (name, info, other, shndx, size) in syms {
-        let at = strtab.len() as u32;
+        let at = u32::try_from(strtab.len()).unwrap();
         strtab.extend_from_slice(name.as_bytes());
         strtab.push(0);
         symtab.extend_from_slice(&at.to_le_bytes());
@@ -118,8 +122,7 @@ fn cubin(abi: u8, flags: u32, secs: &[Sec], syms: &[(&str, u8, u8, u16, u64)]) -
         symtab.extend_from_slice(&size.to_le_bytes());
     }
     let mut out = vec![0u8; 64];
-    // (type, info, link, entsize, size, data) of every section after null.
-    let mut all: Vec<(u32, u32, u32, u64, u64, &[u8])> = vec![
+    let mut all: Vec<Header<'_>> = vec![
         (3, 0, 0, 0, shstr.len() as u64, &shstr),
         (3, 0, 0, 0, strtab.len() as u64, &strtab),
         (2, 1, 2, 24, symtab.len() as u64, &symtab),
@@ -130,15 +133,11 @@ fn cubin(abi: u8, flags: u32, secs: &[Sec], syms: &[(&str, u8, u8, u16, u64)]) -
     );
     let mut offsets = Vec::new();
     for (_, _, _, _, _, data) in &all {
-        while out.len() % 8 != 0 {
-            out.push(0);
-        }
+        out.resize(out.len().next_multiple_of(8), 0);
         offsets.push(out.len() as u64);
         out.extend_from_slice(data);
     }
-    while out.len() % 8 != 0 {
-        out.push(0);
-    }
+    out.resize(out.len().next_multiple_of(8), 0);
     let shoff = out.len() as u64;
     out.extend_from_slice(&[0u8; 64]);
     for (i, (kind, info, link, entsize, size, _)) in all.iter().enumerate() {
@@ -163,7 +162,7 @@ fn cubin(abi: u8, flags: u32, secs: &[Sec], syms: &[(&str, u8, u8, u16, u64)]) -
     h[48..52].copy_from_slice(&flags.to_le_bytes());
     h[52..54].copy_from_slice(&64u16.to_le_bytes());
     h[58..60].copy_from_slice(&64u16.to_le_bytes());
-    h[60..62].copy_from_slice(&(all.len() as u16 + 1).to_le_bytes());
+    h[60..62].copy_from_slice(&(u16::try_from(all.len()).unwrap() + 1).to_le_bytes());
     h[62..64].copy_from_slice(&1u16.to_le_bytes());
     out
 }
