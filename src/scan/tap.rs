@@ -222,13 +222,41 @@ pub(super) fn pump(
 
 /// [`pump`] into one tap that [`takes_whole`](Tap::takes_whole) the
 /// stream: the bytes are read straight into one buffer of the declared
-/// size (a decoder given room for the whole output decodes in one pass),
-/// which the tap keeps, so that they are neither chunked nor copied. The
+/// size (the tap's own when it has room; a decoder given room for the
+/// whole output decodes in one pass), which the tap keeps, so that they
+/// are neither chunked nor copied. The
 /// caller has reserved `declared` bytes of its budget for them.
 pub(super) fn pump_whole(r: &mut dyn Read, declared: u64, tap: &mut Tap) -> Result<u64> {
     let size = usize::try_from(declared)
         .map_err(|_| Error::invalid("decompressed data", format!("{declared} bytes declared")))?;
-    let mut bytes = vec![0u8; size];
+    // The tap's buffer, empty, may be one that held an earlier image.
+    let mut bytes = match std::mem::replace(&mut tap.out, TapOut::Nowhere) {
+        TapOut::Buffer(b) if b.capacity() >= size => b,
+        _ => Vec::new(),
+    };
+    if bytes.capacity() >= size {
+        bytes.resize(size, 0);
+    } else {
+        bytes = vec![0u8; size];
+    }
+    match read_exactly(r, &mut bytes, declared) {
+        Ok(()) => {
+            tap.keep_whole(bytes);
+            Ok(declared)
+        }
+        Err(e) => {
+            // The tap keeps nothing, and still tells the visitor.
+            bytes.clear();
+            tap.out = TapOut::Buffer(bytes);
+            Err(e)
+        }
+    }
+}
+
+/// Fills `bytes` from `r`, which must end right after them (`declared`
+/// is their number, for messages).
+fn read_exactly(r: &mut dyn Read, bytes: &mut [u8], declared: u64) -> Result<()> {
+    let size = bytes.len();
     let mut at = 0usize;
     loop {
         let n = match bytes.get_mut(at..).filter(|rest| !rest.is_empty()) {
@@ -255,8 +283,7 @@ pub(super) fn pump_whole(r: &mut dyn Read, declared: u64, tap: &mut Tap) -> Resu
             format!("{at} bytes, {declared} declared"),
         ));
     }
-    tap.keep_whole(bytes);
-    Ok(declared)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -164,7 +164,7 @@ impl Walker<'_> {
         let mut t = Tap::new(range, 0);
         t.out = match self.visit.sink(&self.report.images[i]) {
             Some(s) => TapOut::Sink(s, None),
-            None => TapOut::Buffer(Vec::new()),
+            None => TapOut::Buffer(self.spare.pop().unwrap_or_default()),
         };
         t
     }
@@ -196,10 +196,32 @@ impl Walker<'_> {
                     self.visit
                         .streamed(img, sink, Err(SinkError::Data(w.clone())));
                 }
-                (TapOut::Buffer(bytes), Ok(())) => self.visit.image(img, &bytes),
-                (TapOut::Buffer(_), Err(w)) => self.visit.unavailable(img, w),
+                (TapOut::Buffer(bytes), Ok(())) => {
+                    self.visit.image(img, &bytes);
+                    keep_spare(&mut self.spare, bytes);
+                }
+                (TapOut::Buffer(bytes), Err(w)) => {
+                    self.visit.unavailable(img, w);
+                    keep_spare(&mut self.spare, bytes);
+                }
                 (TapOut::Nowhere, _) => {}
             }
         }
+    }
+}
+
+/// Buffers kept for images to come, at most: enough for a batch of
+/// compressed fatbin entries decoded at once.
+const SPARE_BUFFERS: usize = 64;
+/// The largest buffer kept.
+const SPARE_MAX: usize = 64 << 20;
+
+/// Keeps `bytes`, a buffer whose image the visitor is done with, emptied,
+/// for the next image taken into memory: a fresh buffer for each image
+/// would cost the kernel fresh pages (and their zeroing) every time.
+fn keep_spare(spare: &mut Vec<Vec<u8>>, mut bytes: Vec<u8>) {
+    if spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX {
+        bytes.clear();
+        spare.push(bytes);
     }
 }
