@@ -48,6 +48,10 @@ pub(super) struct Tap {
     pub(super) taken: u64,
     /// Whether a NUL has ended the text.
     ended: bool,
+    /// A buffer [`pump_whole`] may fill instead of allocating one: it held
+    /// an earlier image, whose bytes it overwrites (its length is how many
+    /// of them are there, so that it need not zero them first).
+    pub(super) spare: Vec<u8>,
 }
 
 impl Tap {
@@ -61,6 +65,7 @@ impl Tap {
             text: false,
             taken: 0,
             ended: false,
+            spare: Vec::new(),
         }
     }
 
@@ -222,35 +227,24 @@ pub(super) fn pump(
 
 /// [`pump`] into one tap that [`takes_whole`](Tap::takes_whole) the
 /// stream: the bytes are read straight into one buffer of the declared
-/// size (the tap's own when it has room; a decoder given room for the
-/// whole output decodes in one pass), which the tap keeps, so that they
-/// are neither chunked nor copied. The
+/// size (the tap's spare one, when it has one; a decoder given room for
+/// the whole output decodes in one pass), which the tap keeps, so that
+/// they are neither chunked nor copied. The
 /// caller has reserved `declared` bytes of its budget for them.
 pub(super) fn pump_whole(r: &mut dyn Read, declared: u64, tap: &mut Tap) -> Result<u64> {
     let size = usize::try_from(declared)
         .map_err(|_| Error::invalid("decompressed data", format!("{declared} bytes declared")))?;
-    // The tap's buffer, empty, may be one that held an earlier image.
-    let mut bytes = match std::mem::replace(&mut tap.out, TapOut::Nowhere) {
-        TapOut::Buffer(b) if b.capacity() >= size => b,
-        _ => Vec::new(),
-    };
-    if bytes.capacity() >= size {
-        bytes.resize(size, 0);
+    // Every byte of the buffer is written before the tap keeps it (or it
+    // is dropped): the spare's old bytes are never handed out.
+    let mut bytes = std::mem::take(&mut tap.spare);
+    if bytes.len() >= size {
+        bytes.truncate(size);
     } else {
-        bytes = vec![0u8; size];
+        bytes.resize(size, 0);
     }
-    match read_exactly(r, &mut bytes, declared) {
-        Ok(()) => {
-            tap.keep_whole(bytes);
-            Ok(declared)
-        }
-        Err(e) => {
-            // The tap keeps nothing, and still tells the visitor.
-            bytes.clear();
-            tap.out = TapOut::Buffer(bytes);
-            Err(e)
-        }
-    }
+    read_exactly(r, &mut bytes, declared)?;
+    tap.keep_whole(bytes);
+    Ok(declared)
 }
 
 /// Fills `bytes` from `r`, which must end right after them (`declared`
