@@ -1080,6 +1080,47 @@ scan_check_archs() {
   fi
 }
 
+# kernels_check CUOBJDUMP_OUT OURS_OUT: the kernels `cuobjdump -res-usage`
+# lists and those of the cubins in `inspect --kernels`'s table, each with its
+# figures (REG, STACK, SHARED, LOCAL, CONSTANT[n], TEXTURE, SURFACE,
+# SAMPLER), compared as multisets; prints what it found, fails on a
+# difference.
+kernels_check() {
+  python3 - "$1" "$2" <<'PY'
+import collections, re, sys
+theirs, fn = collections.Counter(), None
+for line in open(sys.argv[1], errors="replace"):
+    if line.startswith(" Function "):
+        fn = line[len(" Function "):].rstrip().rstrip(":")
+    elif fn is not None and line.startswith("  REG:"):
+        theirs[(fn, tuple(sorted(line.split())))] += 1
+        fn = None
+names = {"reg": "REG", "stack": "STACK", "shared": "SHARED", "local": "LOCAL",
+         "texture": "TEXTURE", "surface": "SURFACE", "sampler": "SAMPLER"}
+ours, cubin = collections.Counter(), False
+for line in open(sys.argv[2], errors="replace"):
+    words = line.split()
+    if len(words) >= 2 and words[0] in ("cubin", "ptx", "amdgpu", "elf") and re.search(r": \d+ kernels?, ", line):
+        cubin = words[0] == "cubin"
+    elif cubin and len(words) >= 2 and words[0] == "kernel":
+        figs = dict(w.split("=", 1) for w in words[2:])
+        figs.pop("max_threads", None)
+        figs.setdefault("stack", "UNKNOWN")
+        out = []
+        for k, v in figs.items():
+            m = re.fullmatch(r"constant\[(\d+)\]", k)
+            out.append(f"CONSTANT[{m.group(1)}]:{v}" if m else f"{names.get(k, k)}:{v}")
+        ours[(words[1], tuple(sorted(out)))] += 1
+n = sum(theirs.values())
+if n and ours == theirs:
+    print(f"same {n} kernels and figures as cuobjdump")
+    sys.exit(0)
+a, b = theirs - ours, ours - theirs
+print(f"{sum(a.values())} of cuobjdump's {n} kernel lines not ours, {sum(b.values())} of ours not its; e.g. {next(iter(a or b), None)}")
+sys.exit(1)
+PY
+}
+
 # Real libraries (downloaded once by scripts/real-libs.sh --bench, cached):
 # `extract` of libcusparse (1,862 images, most LZ4-compressed cubins) against
 # `cuobjdump -xelf all -xptx all` (scripts/cuda-tools.sh), the same bytes
@@ -1126,6 +1167,20 @@ PY
       row_note "same files as cuobjdump ($(find "$X/ox" -type f | wc -l) files, bytes compared; written to $(stat -f -c %T "$X"))"
     else
       row_fail "extract and cuobjdump wrote different bytes"
+    fi
+  fi
+  # The kernels of the same library, each with its registers, stack,
+  # shared memory and constant banks, against `cuobjdump -res-usage`; both
+  # print a table. The check compares every kernel's name and figures.
+  llvm=("$cuobjdump" -res-usage "$lib")
+  ours=("$OURS" inspect --kernels "$lib")
+  bench_row "real.kernels.cusparse" "inspect --kernels libcusparse.so.12 (1,862 images, LZ4; LLVM column: cuobjdump -res-usage)" "$bytes" llvm ours
+  if ran llvm && ran ours; then
+    local verdict
+    if verdict=$(kernels_check "$W/raw/real.kernels.cusparse.llvm.stdout" "$W/raw/real.kernels.cusparse.ours.stdout"); then
+      row_note "$verdict"
+    else
+      row_fail "$verdict"
     fi
   fi
   rm -rf "$X/cx" "$X/ox" "$lib"

@@ -2,7 +2,11 @@
 //! `object`'s ELF reader: the header fields, every section (name, type,
 //! flags, `sh_info`, size, contents), the symbol table and the notes.
 //! Both classes and both byte orders; a file whose headers, names or
-//! tables lie outside it is an error.
+//! tables lie outside it is an error. A section's contents are checked
+//! only by the reader that uses them ([`Section::data`] is `None` when they
+//! lie outside the file): CUDA's relocatable cubins give their
+//! shared-memory and global sections types of their own that hold no
+//! bytes, with sizes the file need not have room for.
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
@@ -11,19 +15,16 @@ use object::{Endianness, read::StringTable};
 use crate::error::{Error, Result};
 
 /// One section.
-// The cubin reader (next) reads sections; the others only symbols.
-#[allow(dead_code)]
 pub(super) struct Section<'a> {
     /// Its name.
     pub name: &'a [u8],
-    /// `sh_type`.
-    pub kind: u32,
     /// `sh_info`.
     pub info: u32,
     /// `sh_size` (of `SHT_NOBITS` sections too).
     pub size: u64,
-    /// Its contents (empty for `SHT_NOBITS`).
-    pub data: &'a [u8],
+    /// Its contents: empty for `SHT_NOBITS`, `None` when `sh_offset` and
+    /// `sh_size` reach past the end of the file.
+    pub data: Option<&'a [u8]>,
 }
 
 /// One symbol.
@@ -40,6 +41,11 @@ pub(super) struct Symbol<'a> {
     pub other: u8,
     /// Whether it is defined (`st_shndx` is not `SHN_UNDEF`).
     pub defined: bool,
+    /// The index of the section it is defined in (`None` for undefined,
+    /// absolute and common symbols).
+    pub section: Option<usize>,
+    /// Its index in the symbol table (the null symbol is 0).
+    pub index: usize,
     /// `st_size`.
     pub size: u64,
 }
@@ -63,7 +69,6 @@ pub(super) struct Note<'a> {
 }
 
 /// An ELF file, read.
-#[allow(dead_code)]
 pub(super) struct Parsed<'a> {
     /// `EI_OSABI`.
     pub os_abi: u8,
@@ -114,9 +119,9 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         let name = table.section_name(endian, s).map_err(bad)?;
         let kind = s.sh_type(endian).0;
         let contents = if kind == elf::SHT_NOBITS.0 {
-            &[][..]
+            Some(&[][..])
         } else {
-            s.data(endian, data).map_err(bad)?
+            s.data(endian, data).ok()
         };
         if kind == elf::SHT_NOTE.0
             && let Some(mut it) = s.notes(endian, data).map_err(bad)?
@@ -131,7 +136,6 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         }
         sections.push(Section {
             name,
-            kind,
             info: s.sh_info(endian),
             size: s.sh_size(endian).into(),
             data: contents,
@@ -143,7 +147,12 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         tab = table.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
     }
     let strings: StringTable<'_> = tab.strings();
-    for sym in tab.iter().skip(1) {
+    for (index, sym) in tab.enumerate().skip(1) {
+        let section = tab
+            .symbol_section(endian, sym, index)
+            .ok()
+            .flatten()
+            .map(|i| i.0);
         symbols.push(Symbol {
             name: sym.name(endian, strings).map_err(bad)?,
             kind: sym.st_type().0,
@@ -151,6 +160,8 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
             visibility: sym.st_visibility().0,
             other: sym.st_other().0,
             defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
+            section,
+            index: index.0,
             size: sym.st_size(endian).into(),
         });
     }

@@ -95,7 +95,8 @@ pub struct Listing {
     /// `amdhsa.target`, a cubin's `sm_NN`, PTX's `.target`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// Its format's version: `v5` (AMDGPU code object), `8.0` (PTX ISA).
+    /// Its format's version: `v5` (AMDGPU code object), `8.0` (PTX ISA);
+    /// for a cubin, the CUDA release that built it (`12.9`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Its kernels, by name.

@@ -48,6 +48,10 @@ pub(super) struct Tap {
     pub(super) taken: u64,
     /// Whether a NUL has ended the text.
     ended: bool,
+    /// A buffer [`pump_whole`] may fill instead of allocating one: it held
+    /// an earlier image, whose bytes it overwrites (its length is how many
+    /// of them are there, so that it need not zero them first).
+    pub(super) spare: Vec<u8>,
 }
 
 impl Tap {
@@ -61,6 +65,7 @@ impl Tap {
             text: false,
             taken: 0,
             ended: false,
+            spare: Vec::new(),
         }
     }
 
@@ -69,6 +74,38 @@ impl Tap {
     pub(super) fn text(mut self) -> Tap {
         self.text = true;
         self
+    }
+
+    /// Whether the tap keeps the bytes of `0..size` in memory and has
+    /// taken none yet: [`pump_whole`] may fill it.
+    pub(super) fn takes_whole(&self, size: u64) -> bool {
+        self.range == (0..size)
+            && self.taken == 0
+            && matches!(&self.out, TapOut::Buffer(b) if b.is_empty())
+    }
+
+    /// Counts `buf`, bytes that count: the head, the hash.
+    fn account(&mut self, buf: &[u8]) {
+        self.taken += len64(buf);
+        let room = self.head_len.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&buf[..room.min(buf.len())]);
+        if let Some(h) = &mut self.hasher {
+            h.update(buf);
+        }
+    }
+
+    /// Takes `bytes`, the whole stream of a tap that
+    /// [`takes_whole`](Tap::takes_whole) them, as [`Write::write`] of them
+    /// would, keeping the buffer instead of copying it.
+    fn keep_whole(&mut self, mut bytes: Vec<u8>) {
+        if self.text
+            && let Some(i) = memchr::memchr(0, &bytes)
+        {
+            bytes.truncate(i);
+            self.ended = true;
+        }
+        self.account(&bytes);
+        self.out = TapOut::Buffer(bytes);
     }
 }
 
@@ -87,12 +124,7 @@ impl Write for Tap {
             },
             false => all,
         };
-        self.taken += len64(buf);
-        let room = self.head_len.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&buf[..room.min(buf.len())]);
-        if let Some(h) = &mut self.hasher {
-            h.update(buf);
-        }
+        self.account(buf);
         match &mut self.out {
             TapOut::Nowhere => {}
             TapOut::Sink(sink, error @ None) => {
@@ -193,6 +225,61 @@ pub(super) fn pump(
     Ok(at)
 }
 
+/// [`pump`] into one tap that [`takes_whole`](Tap::takes_whole) the
+/// stream: the bytes are read straight into one buffer of the declared
+/// size (the tap's spare one, when it has one; a decoder given room for
+/// the whole output decodes in one pass), which the tap keeps, so that
+/// they are neither chunked nor copied. The
+/// caller has reserved `declared` bytes of its budget for them.
+pub(super) fn pump_whole(r: &mut dyn Read, declared: u64, tap: &mut Tap) -> Result<u64> {
+    let size = usize::try_from(declared)
+        .map_err(|_| Error::invalid("decompressed data", format!("{declared} bytes declared")))?;
+    // Every byte of the buffer is written before the tap keeps it (or it
+    // is dropped): the spare's old bytes are never handed out.
+    let mut bytes = std::mem::take(&mut tap.spare);
+    if bytes.len() >= size {
+        bytes.truncate(size);
+    } else {
+        bytes.resize(size, 0);
+    }
+    read_exactly(r, &mut bytes, declared)?;
+    tap.keep_whole(bytes);
+    Ok(declared)
+}
+
+/// Fills `bytes` from `r`, which must end right after them (`declared`
+/// is their number, for messages).
+fn read_exactly(r: &mut dyn Read, bytes: &mut [u8], declared: u64) -> Result<()> {
+    let size = bytes.len();
+    let mut at = 0usize;
+    loop {
+        let n = match bytes.get_mut(at..).filter(|rest| !rest.is_empty()) {
+            Some(rest) => r.read(rest),
+            // Full: anything more is too much.
+            None => r.read(&mut [0u8; 1]),
+        };
+        match n {
+            Ok(0) => break,
+            Ok(_) if at == size => {
+                return Err(Error::invalid(
+                    "decompressed data",
+                    format!("more than the {declared} bytes declared"),
+                ));
+            }
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::from_io(e)),
+        }
+    }
+    if at != size {
+        return Err(Error::invalid(
+            "decompressed data",
+            format!("{at} bytes, {declared} declared"),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +316,34 @@ mod tests {
         }
         assert!(pump(&mut &data[..], n - 1, &mut [], &mut Vec::new()).is_err());
         assert!(pump(&mut &data[..], n + 1, &mut [], &mut Vec::new()).is_err());
+    }
+
+    #[test]
+    fn pump_whole_keeps_the_bytes_and_checks_the_size() {
+        let data: Vec<u8> = (0..CHUNK + 5)
+            .map(|i| u8::try_from(i % 7 + 1).unwrap())
+            .collect();
+        let n = len64(&data);
+        let whole = |n: u64| {
+            let mut t = Tap::new(0..n, 4);
+            t.out = TapOut::Buffer(Vec::new());
+            t
+        };
+        let mut t = whole(n);
+        assert!(t.takes_whole(n));
+        assert_eq!(pump_whole(&mut &data[..], n, &mut t).unwrap(), n);
+        assert!(matches!(&t.out, TapOut::Buffer(b) if *b == data));
+        assert_eq!((t.taken, &t.head[..]), (n, &data[..4]));
+        assert!(pump_whole(&mut &data[..], n - 1, &mut whole(n - 1)).is_err());
+        assert!(pump_whole(&mut &data[..], n + 1, &mut whole(n + 1)).is_err());
+        // Text: up to the first NUL.
+        let text = b"abc\0def".to_vec();
+        let mut t = whole(7).text();
+        pump_whole(&mut &text[..], 7, &mut t).unwrap();
+        assert!(matches!(&t.out, TapOut::Buffer(b) if b == b"abc"));
+        assert_eq!(t.taken, 3);
+        // A tap that already took bytes, or writes elsewhere, is not one.
+        assert!(!Tap::new(0..n, 0).takes_whole(n));
+        assert!(!whole(n).takes_whole(n + 1));
     }
 }

@@ -48,6 +48,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         budget: opts.max_uncompressed,
         thin_chain: Vec::new(),
         thin_reads: MAX_THIN_READS,
+        spare: Vec::new(),
     };
     let top = Loc {
         abs: Some(0),
@@ -124,6 +125,9 @@ struct Walker<'a> {
     /// (archives of many members naming each other would otherwise fan
     /// out exponentially up to the depth limit).
     thin_reads: u32,
+    /// Buffers that held images handed to the visitor, emptied, for the
+    /// next ones (see `stream.rs`).
+    spare: Vec<Vec<u8>>,
 }
 
 /// A name or string of the input as text.

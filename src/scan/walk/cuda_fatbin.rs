@@ -259,6 +259,11 @@ fn decode_all(entries: &[fatbin::Entry<'_>], batch: &mut [Pending], threads: usi
     let decode = |p: &mut Pending, buf: &mut Vec<u8>| {
         let size = p.size;
         let outcome = entries[p.entry].reader(u64::MAX).and_then(|mut r| {
+            if let [tap] = &mut p.taps[..]
+                && tap.takes_whole(size)
+            {
+                return tap::pump_whole(&mut *r, size, tap);
+            }
             let mut wanted: Vec<_> = p
                 .taps
                 .iter_mut()

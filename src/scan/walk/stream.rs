@@ -161,10 +161,13 @@ impl Walker<'_> {
     /// A tap on `range` of a stream for image `i`, to the visitor's sink
     /// where it gives one, else into memory.
     pub(super) fn visitor_tap(&mut self, i: usize, range: std::ops::Range<u64>) -> Tap {
-        let mut t = Tap::new(range, 0);
+        let mut t = Tap::new(range.clone(), 0);
         t.out = match self.visit.sink(&self.report.images[i]) {
             Some(s) => TapOut::Sink(s, None),
-            None => TapOut::Buffer(Vec::new()),
+            None => {
+                t.spare = take_spare(&mut self.spare, range.end - range.start);
+                TapOut::Buffer(Vec::new())
+            }
         };
         t
     }
@@ -196,10 +199,52 @@ impl Walker<'_> {
                     self.visit
                         .streamed(img, sink, Err(SinkError::Data(w.clone())));
                 }
-                (TapOut::Buffer(bytes), Ok(())) => self.visit.image(img, &bytes),
-                (TapOut::Buffer(_), Err(w)) => self.visit.unavailable(img, w),
+                (TapOut::Buffer(bytes), Ok(())) => {
+                    self.visit.image(img, &bytes);
+                    keep_spare(&mut self.spare, bytes);
+                }
+                (TapOut::Buffer(bytes), Err(w)) => {
+                    self.visit.unavailable(img, w);
+                    keep_spare(&mut self.spare, bytes);
+                }
                 (TapOut::Nowhere, _) => {}
             }
         }
     }
+}
+
+/// Buffers kept for images to come, at most: enough for a batch of
+/// compressed fatbin entries decoded at once.
+const SPARE_BUFFERS: usize = 32;
+/// The largest buffer kept.
+const SPARE_MAX: usize = 64 << 20;
+
+/// Keeps `bytes`, a buffer whose image the visitor is done with, for the
+/// next image taken into memory (its bytes stay, to be overwritten): a
+/// fresh buffer for each image would cost the kernel fresh pages, and
+/// their zeroing, every time.
+fn keep_spare(spare: &mut Vec<Vec<u8>>, bytes: Vec<u8>) {
+    if spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX && !bytes.is_empty() {
+        spare.push(bytes);
+    }
+}
+
+/// The kept buffer best for an image of `size` bytes: the shortest that
+/// holds it, else the longest (which then grows).
+fn take_spare(spare: &mut Vec<Vec<u8>>, size: u64) -> Vec<u8> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let fits = spare
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.len() >= size)
+        .min_by_key(|(_, b)| b.len())
+        .map(|(i, _)| i);
+    let pick = fits.or_else(|| {
+        spare
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, b)| b.len())
+            .map(|(i, _)| i)
+    });
+    pick.map(|i| spare.swap_remove(i)).unwrap_or_default()
 }
