@@ -218,13 +218,21 @@ impl Walker<'_> {
 const SPARE_BUFFERS: usize = 32;
 /// The largest buffer kept.
 const SPARE_MAX: usize = 64 << 20;
+/// The most bytes all kept buffers may hold together: memory a scan
+/// keeps for speed stays small whatever the images' sizes.
+const SPARE_TOTAL: usize = 256 << 20;
 
 /// Keeps `bytes`, a buffer whose image the visitor is done with, for the
 /// next image taken into memory (its bytes stay, to be overwritten): a
 /// fresh buffer for each image would cost the kernel fresh pages, and
 /// their zeroing, every time.
 fn keep_spare(spare: &mut Vec<Vec<u8>>, bytes: Vec<u8>) {
-    if spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX && !bytes.is_empty() {
+    let kept: usize = spare.iter().map(Vec::capacity).sum();
+    if spare.len() < SPARE_BUFFERS
+        && bytes.capacity() <= SPARE_MAX
+        && kept.saturating_add(bytes.capacity()) <= SPARE_TOTAL
+        && !bytes.is_empty()
+    {
         spare.push(bytes);
     }
 }
