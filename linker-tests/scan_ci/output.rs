@@ -103,6 +103,7 @@ fn completions_and_manpages() -> Result<(), Failed> {
         "check",
         "size",
         "prune",
+        "diff",
         "completions",
         "manpages",
     ];
