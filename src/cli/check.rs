@@ -284,16 +284,26 @@ impl Kernels {
             .collect()
     }
 
+    /// Input `i` (its verdict `v`): `error` (unreadable, corrupt, or its
+    /// symbols damaged), `fail` (a rule does not hold) or `ok`.
+    fn status(&self, i: usize, v: &Verdict) -> &'static str {
+        if v.is_input_error() || self.damaged.get(i).is_some_and(|d| !d.is_empty()) {
+            "error"
+        } else if v.failed() || !self.failures(i).is_empty() {
+            "fail"
+        } else {
+            "ok"
+        }
+    }
+
     /// The exit code: `outcome`'s, made 2 by damaged symbols, 1 by a
     /// failed kernel rule.
     fn exit_code(&self, outcome: &Outcome) -> u8 {
         let code = outcome.exit_code();
-        if code == 2 || self.damaged.iter().any(|d| !d.is_empty()) {
+        let status = |s| (0..outcome.files.len()).any(|i| self.status(i, &outcome.files[i]) == s);
+        if code == 2 || status("error") {
             2
-        } else if code == 1
-            || (0..self.files.len()).any(|i| !self.failures(i).is_empty())
-            || !self.all_inputs_failures().is_empty()
-        {
+        } else if code == 1 || status("fail") || !self.all_inputs_failures().is_empty() {
             1
         } else {
             0
@@ -415,10 +425,10 @@ fn print_outcome(
     let mut errors = 0usize;
     let mut failures = usize::from(outcome.no_device_code) + usize::from(!all.is_empty());
     for (i, v) in outcome.files.iter().enumerate() {
-        if v.is_input_error() || kernels.damaged.get(i).is_some_and(|d| !d.is_empty()) {
-            errors += 1;
-        } else if v.failed() || !kernels.failures(i).is_empty() {
-            failures += 1;
+        match kernels.status(i, v) {
+            "error" => errors += 1,
+            "fail" => failures += 1,
+            _ => {}
         }
     }
     if errors > 0 {
@@ -494,16 +504,9 @@ fn json_outcome(
         .map(|(i, (s, v))| {
             let damaged = kernels.damaged.get(i).filter(|d| !d.is_empty());
             let kernel_failures = kernels.failures(i);
-            let status = if v.is_input_error() || damaged.is_some() {
-                "error"
-            } else if v.failed() || !kernel_failures.is_empty() {
-                "fail"
-            } else {
-                "ok"
-            };
             let mut f = json!({
                 "path": s.path,
-                "status": status,
+                "status": kernels.status(i, v),
                 "error": null,
                 "problems": [],
                 "device_images": 0,

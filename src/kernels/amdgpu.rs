@@ -13,9 +13,11 @@
 //! function symbol `NAME`. Kernels named by a descriptor but missing from
 //! the note (or in a file without one) are listed without resources.
 
+use std::collections::HashSet;
+
 use super::elf::{self, Parsed};
 use super::msgpack::{self, Value};
-use super::{Format, Kernel, Listing, Resources, Symbol, SymbolKind};
+use super::{Format, Kernel, Listing, Resources, Symbol, SymbolKind, text};
 use crate::error::{Error, Result};
 
 /// `ELFOSABI_AMDGPU_HSA`.
@@ -53,48 +55,35 @@ fn from_parsed(p: &Parsed<'_>) -> Result<Listing> {
             }
         }
     }
-    let described: std::collections::HashSet<&str> =
-        l.kernels.iter().map(|k| k.name.as_str()).collect();
-    let mut from_symbols = Vec::new();
-    let mut kernel_code = std::collections::HashSet::new();
-    for s in p.symbols.iter().filter(|s| s.exported()) {
-        if s.kind == object::elf::STT_OBJECT.0
-            && let Some(name) = s.name.strip_suffix(b".kd")
+    // Every kernel's name: the metadata's, then those of descriptors
+    // (and v2 kernel symbols) it leaves out, listed without figures.
+    let mut kernels: HashSet<Vec<u8>> = l
+        .kernels
+        .iter()
+        .map(|k| k.name.as_bytes().to_vec())
+        .collect();
+    let exported = || p.symbols.iter().filter(|s| s.exported());
+    for s in exported() {
+        let name = match s.kind {
+            k if k == object::elf::STT_OBJECT.0 => s.name.strip_suffix(b".kd"),
+            STT_HSA_KERNEL => Some(s.name),
+            _ => None,
+        };
+        if let Some(name) = name
+            && kernels.insert(name.to_vec())
         {
-            kernel_code.insert(name);
-            let name = elf::text(name);
-            if !described.contains(name.as_str()) {
-                from_symbols.push(Kernel::new(name));
-            }
-        } else if s.kind == STT_HSA_KERNEL {
-            kernel_code.insert(s.name);
-            let name = elf::text(s.name);
-            if !described.contains(name.as_str()) {
-                from_symbols.push(Kernel::new(name));
-            }
+            l.kernels.push(Kernel::new(text(name)));
         }
     }
-    let described_names: std::collections::HashSet<Vec<u8>> =
-        described.iter().map(|n| n.as_bytes().to_vec()).collect();
-    l.kernels.extend(from_symbols);
-    for s in p.symbols.iter().filter(|s| s.exported()) {
-        let kind = if s.kind == object::elf::STT_FUNC.0 {
-            SymbolKind::Function
-        } else if s.kind == object::elf::STT_OBJECT.0 {
-            SymbolKind::Variable
-        } else {
+    // The other functions and variables: not a kernel's code, nor a
+    // descriptor.
+    for s in exported() {
+        let Some(kind) = s.function_or_variable() else {
             continue;
         };
-        let is_kernel = kernel_code.contains(s.name)
-            || described_names.contains(s.name)
-            || (kind == SymbolKind::Variable && s.name.ends_with(b".kd"));
-        if !is_kernel {
-            l.symbols.push(Symbol {
-                name: elf::text(s.name),
-                demangled: None,
-                kind,
-                size: s.size,
-            });
+        let descriptor = kind == SymbolKind::Variable && s.name.ends_with(b".kd");
+        if !descriptor && !kernels.contains(s.name) {
+            l.symbols.push(Symbol::new(s.name, kind, s.size));
         }
     }
     Ok(l)

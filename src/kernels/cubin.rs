@@ -47,7 +47,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::elf::{self, Parsed, Section};
-use super::{ConstantBank, Format, Kernel, Listing, Resources, Symbol, SymbolKind};
+use super::{ConstantBank, Format, Kernel, Listing, Resources, Symbol, SymbolKind, text};
 use crate::error::{Error, Result};
 
 /// `STO_CUDA_ENTRY` in `st_other`: the function is a kernel.
@@ -169,7 +169,7 @@ fn records<'a>(s: &Section<'a>) -> Result<Records<'a>> {
     let data = s.data.ok_or_else(|| {
         damaged(format!(
             "the contents of {} lie outside the file",
-            elf::text(s.name)
+            text(s.name)
         ))
     })?;
     Ok(Records { data, pos: 0 })
@@ -227,7 +227,7 @@ fn add(total: &mut u64, s: &Section<'_>) -> Result<()> {
     *total = total.checked_add(s.size).ok_or_else(|| {
         damaged(format!(
             "the sizes of the sections like {} overflow",
-            elf::text(s.name)
+            text(s.name)
         ))
     })?;
     Ok(())
@@ -370,22 +370,18 @@ fn from_parsed(p: &Parsed<'_>) -> Result<Listing> {
                 .and_then(|i| u32::try_from(i).ok())
                 .and_then(|i| own.get(&i));
             let g = global.get(&s.index).copied().unwrap_or_default();
-            let mut k = Kernel::new(elf::text(s.name));
+            let mut k = Kernel::new(text(s.name));
             k.resources = resources(p, s, g, mine, textures);
             l.kernels.push(k);
         } else if s.exported()
             && (func || s.kind == object::elf::STT_OBJECT.0 || s.kind == STT_CUDA_OBJECT)
         {
-            l.symbols.push(Symbol {
-                name: elf::text(s.name),
-                demangled: None,
-                kind: if func {
-                    SymbolKind::Function
-                } else {
-                    SymbolKind::Variable
-                },
-                size: s.size,
-            });
+            let kind = if func {
+                SymbolKind::Function
+            } else {
+                SymbolKind::Variable
+            };
+            l.symbols.push(Symbol::new(s.name, kind, s.size));
         }
     }
     Ok(l)

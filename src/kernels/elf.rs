@@ -59,6 +59,16 @@ impl Symbol<'_> {
             && self.visibility != elf::STV_HIDDEN.0
             && self.visibility != elf::STV_INTERNAL.0
     }
+
+    /// A function (`STT_FUNC`) or a variable (`STT_OBJECT`); `None` for
+    /// other types.
+    pub(super) fn function_or_variable(&self) -> Option<super::SymbolKind> {
+        match self.kind {
+            k if k == elf::STT_FUNC.0 => Some(super::SymbolKind::Function),
+            k if k == elf::STT_OBJECT.0 => Some(super::SymbolKind::Variable),
+            _ => None,
+        }
+    }
 }
 
 /// One note: its name (without the NUL), type and descriptor.
@@ -174,10 +184,4 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         symbols,
         notes,
     })
-}
-
-/// A symbol name as text (names are bytes; a name that is not UTF-8 is
-/// shown with replacement characters).
-pub(super) fn text(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).into_owned()
 }

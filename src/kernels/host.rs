@@ -4,7 +4,7 @@
 //! those are the kernels.
 
 use super::elf::{self, Parsed};
-use super::{Format, Kernel, Listing, Symbol, SymbolKind};
+use super::{Format, Kernel, Listing, Symbol, SymbolKind, text};
 use crate::error::Result;
 
 /// The prefix of OpenMP kernels' names.
@@ -24,22 +24,13 @@ fn from_parsed(p: &Parsed<'_>) -> Listing {
         .iter()
         .filter(|s| s.exported() && !s.name.starts_with(ENTRY))
     {
-        let kind = if s.kind == object::elf::STT_FUNC.0 {
-            SymbolKind::Function
-        } else if s.kind == object::elf::STT_OBJECT.0 {
-            SymbolKind::Variable
-        } else {
+        let Some(kind) = s.function_or_variable() else {
             continue;
         };
         if kind == SymbolKind::Function && s.name.starts_with(OMP_KERNEL) {
-            l.kernels.push(Kernel::new(elf::text(s.name)));
+            l.kernels.push(Kernel::new(text(s.name)));
         } else {
-            l.symbols.push(Symbol {
-                name: elf::text(s.name),
-                demangled: None,
-                kind,
-                size: s.size,
-            });
+            l.symbols.push(Symbol::new(s.name, kind, s.size));
         }
     }
     l

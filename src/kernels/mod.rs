@@ -197,6 +197,17 @@ pub struct Symbol {
     pub size: u64,
 }
 
+impl Symbol {
+    fn new(name: &[u8], kind: SymbolKind, size: u64) -> Symbol {
+        Symbol {
+            name: text(name),
+            demangled: None,
+            kind,
+            size,
+        }
+    }
+}
+
 /// A constant bank a CUDA kernel uses, and how many bytes of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ConstantBank {
@@ -286,41 +297,49 @@ impl Resources {
     /// CUDA: `reg`, `stack`, `shared`, `local`, `constant[N]`, `texture`,
     /// `surface`, `sampler`, `max_threads`.
     pub fn figures(&self) -> Vec<(String, u64)> {
-        let mut out = Vec::new();
-        let mut put = |name: &str, v: Option<u64>| {
-            if let Some(v) = v {
-                out.push((name.to_string(), v));
-            }
+        let amdgpu_and_cuda = [
+            ("sgpr", self.sgpr_count),
+            ("vgpr", self.vgpr_count),
+            ("agpr", self.agpr_count),
+            ("sgpr_spill", self.sgpr_spill_count),
+            ("vgpr_spill", self.vgpr_spill_count),
+            ("lds", self.group_segment_fixed_size),
+            ("scratch", self.private_segment_fixed_size),
+            ("kernarg", self.kernarg_segment_size),
+            ("wavefront", self.wavefront_size),
+            ("max_workgroup", self.max_flat_workgroup_size),
+            ("dynamic_stack", self.uses_dynamic_stack.map(u64::from)),
+            ("reg", self.registers),
+            ("stack", self.stack),
+            ("shared", self.shared),
+            ("local", self.local),
+        ];
+        let after_constants = [
+            ("texture", self.texture),
+            ("surface", self.surface),
+            ("sampler", self.sampler),
+            ("max_threads", self.max_threads),
+        ];
+        let present = |list: &[(&str, Option<u64>)]| -> Vec<(String, u64)> {
+            list.iter()
+                .filter_map(|&(name, v)| Some((name.to_string(), v?)))
+                .collect()
         };
-        put("sgpr", self.sgpr_count);
-        put("vgpr", self.vgpr_count);
-        put("agpr", self.agpr_count);
-        put("sgpr_spill", self.sgpr_spill_count);
-        put("vgpr_spill", self.vgpr_spill_count);
-        put("lds", self.group_segment_fixed_size);
-        put("scratch", self.private_segment_fixed_size);
-        put("kernarg", self.kernarg_segment_size);
-        put("wavefront", self.wavefront_size);
-        put("max_workgroup", self.max_flat_workgroup_size);
-        put("dynamic_stack", self.uses_dynamic_stack.map(u64::from));
-        put("reg", self.registers);
-        put("stack", self.stack);
-        put("shared", self.shared);
-        put("local", self.local);
-        for c in &self.constant {
-            out.push((format!("constant[{}]", c.bank), c.size));
-        }
-        let mut put = |name: &str, v: Option<u64>| {
-            if let Some(v) = v {
-                out.push((name.to_string(), v));
-            }
-        };
-        put("texture", self.texture);
-        put("surface", self.surface);
-        put("sampler", self.sampler);
-        put("max_threads", self.max_threads);
+        let mut out = present(&amdgpu_and_cuda);
+        out.extend(
+            self.constant
+                .iter()
+                .map(|c| (format!("constant[{}]", c.bank), c.size)),
+        );
+        out.extend(present(&after_constants));
         out
     }
+}
+
+/// A symbol name as text (names are bytes; a name that is not UTF-8 is
+/// shown with replacement characters).
+fn text(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
 }
 
 /// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of

@@ -115,6 +115,12 @@ impl<'a> Reader<'a> {
         usize::try_from(n).map_err(|_| damaged("a length too large for this machine"))
     }
 
+    /// A length of `width` bytes, then that many bytes.
+    fn sized(&mut self, width: usize) -> Result<&'a [u8]> {
+        let n = self.len(width)?;
+        self.take(n)
+    }
+
     fn value(&mut self, depth: usize) -> Result<Value<'a>> {
         if depth > MAX_DEPTH {
             return Err(damaged(format!("nested more than {MAX_DEPTH} levels")));
@@ -138,38 +144,20 @@ impl<'a> Reader<'a> {
             Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.be()?))),
             Marker::F64 => Value::Float(f64::from_be_bytes(self.be()?)),
             Marker::FixStr(n) => Value::Str(self.take(usize::from(n))?),
-            Marker::Str8 | Marker::Bin8 | Marker::Str16 | Marker::Bin16 => {
-                let wide = matches!(marker, Marker::Str16 | Marker::Bin16);
-                let n = self.len(if wide { 2 } else { 1 })?;
-                let b = self.take(n)?;
-                if matches!(marker, Marker::Str8 | Marker::Str16) {
-                    Value::Str(b)
-                } else {
-                    Value::Bytes(b)
-                }
-            }
-            Marker::Str32 => {
-                let n = self.len(4)?;
-                Value::Str(self.take(n)?)
-            }
-            Marker::Bin32 => {
-                let n = self.len(4)?;
-                Value::Bytes(self.take(n)?)
-            }
+            Marker::Str8 => Value::Str(self.sized(1)?),
+            Marker::Str16 => Value::Str(self.sized(2)?),
+            Marker::Str32 => Value::Str(self.sized(4)?),
+            Marker::Bin8 => Value::Bytes(self.sized(1)?),
+            Marker::Bin16 => Value::Bytes(self.sized(2)?),
+            Marker::Bin32 => Value::Bytes(self.sized(4)?),
             Marker::FixExt1 => self.ext(1)?,
             Marker::FixExt2 => self.ext(2)?,
             Marker::FixExt4 => self.ext(4)?,
             Marker::FixExt8 => self.ext(8)?,
             Marker::FixExt16 => self.ext(16)?,
-            Marker::Ext8 | Marker::Ext16 | Marker::Ext32 => {
-                let w = match marker {
-                    Marker::Ext8 => 1,
-                    Marker::Ext16 => 2,
-                    _ => 4,
-                };
-                let n = self.len(w)?;
-                self.ext(n)?
-            }
+            Marker::Ext8 => self.ext_sized(1)?,
+            Marker::Ext16 => self.ext_sized(2)?,
+            Marker::Ext32 => self.ext_sized(4)?,
             Marker::FixArray(n) => self.array(usize::from(n), depth)?,
             Marker::Array16 => {
                 let n = self.len(2)?;
@@ -196,6 +184,12 @@ impl<'a> Reader<'a> {
     fn ext(&mut self, n: usize) -> Result<Value<'a>> {
         self.take(1)?;
         Ok(Value::Bytes(self.take(n)?))
+    }
+
+    /// An extension value whose data length takes `width` bytes.
+    fn ext_sized(&mut self, width: usize) -> Result<Value<'a>> {
+        let n = self.len(width)?;
+        self.ext(n)
     }
 
     /// Room for `n` elements of at least `min` bytes each, as far as the

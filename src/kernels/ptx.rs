@@ -10,7 +10,7 @@
 //! instructions, the bulk of the text, are passed over at `memchr`'s
 //! speed.
 
-use super::{Format, Kernel, Listing, Symbol, SymbolKind};
+use super::{Format, Kernel, Listing, Symbol, SymbolKind, text};
 use crate::error::Result;
 
 /// Whether `bytes` look like PTX: after blank space and comments, the
@@ -63,12 +63,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
                     }
                 }
                 if let Some(name) = t.next().filter(|_| exported && !external) {
-                    l.symbols.push(Symbol {
-                        name: text(name),
-                        demangled: None,
-                        kind: SymbolKind::Function,
-                        size: 0,
-                    });
+                    l.symbols.push(Symbol::new(name, SymbolKind::Function, 0));
                 }
                 (exported, external) = (false, false);
             }
@@ -83,22 +78,13 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
                     t.next();
                 }
                 if let Some(name) = name.filter(|n| !n.starts_with(b".")) {
-                    l.symbols.push(Symbol {
-                        name: text(name),
-                        demangled: None,
-                        kind: SymbolKind::Variable,
-                        size: 0,
-                    });
+                    l.symbols.push(Symbol::new(name, SymbolKind::Variable, 0));
                 }
             }
             _ => {}
         }
     }
     Ok(l)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// PTX's tokens: words (identifiers, directives, numbers, types), and the

@@ -2,6 +2,8 @@
 //! `NAME[@TARGET]`, where NAME is a glob pattern and TARGET a
 //! [`Rule`](crate::scan::Rule) (`gfx942`, `sm_90`, `gfx90a:xnack+`).
 
+use std::cell::OnceCell;
+
 use super::{ImageKernels, Listing};
 use crate::scan::{Image, Meets, Report, Rule};
 
@@ -57,13 +59,17 @@ impl KernelRule {
     /// Whether the kernel named `name` matches the pattern (mangled, or
     /// demangled whole or up to its parameters).
     pub fn matches_name(&self, name: &str) -> bool {
-        if self.pattern.matches(name) {
-            return true;
-        }
-        match super::demangle(name) {
-            Some(d) => self.pattern.matches(&d) || self.pattern.matches(without_params(&d)),
-            None => false,
-        }
+        self.matches(name, || super::demangle(name))
+    }
+
+    /// [`KernelRule::matches_name`], the demangled name (`None`: not a
+    /// mangled name) from `demangled`, asked only when the mangled name
+    /// does not match.
+    fn matches(&self, name: &str, demangled: impl FnOnce() -> Option<String>) -> bool {
+        self.pattern.matches(name)
+            || demangled().is_some_and(|d| {
+                self.pattern.matches(&d) || self.pattern.matches(without_params(&d))
+            })
     }
 }
 
@@ -169,11 +175,16 @@ pub fn check(
     forbid: &[KernelRule],
     exact: bool,
 ) -> Vec<KernelRuleResult> {
-    let listing = |id: usize| -> Option<&Listing> {
-        kernels
-            .binary_search_by_key(&id, |k| k.image)
-            .ok()
-            .and_then(|i| kernels[i].listing.as_ref().ok())
+    // An image's listing, with its kernels' demangled names, made once
+    // whatever the number of rules that ask.
+    let demangled: Vec<OnceCell<Vec<Option<String>>>> =
+        kernels.iter().map(|_| OnceCell::new()).collect();
+    let listing = |id: usize| -> Option<(&Listing, &[Option<String>])> {
+        let i = kernels.binary_search_by_key(&id, |k| k.image).ok()?;
+        let l = kernels[i].listing.as_ref().ok()?;
+        let names = demangled[i]
+            .get_or_init(|| l.kernels.iter().map(|k| super::demangle(&k.name)).collect());
+        Some((l, names))
     };
     let devices: Vec<&Image> = report
         .images
@@ -194,20 +205,17 @@ pub fn check(
         let mut unlisted = Vec::new();
         for img in &candidates {
             match listing(img.id) {
-                Some(l) => found.extend(
+                Some((l, names)) => found.extend(
                     l.kernels
                         .iter()
-                        .filter(|k| rule.matches_name(&k.name))
-                        .map(|k| (img.id, k.name.clone())),
+                        .zip(names)
+                        .filter(|(k, d)| rule.matches(&k.name, || (*d).clone()))
+                        .map(|(k, _)| (img.id, k.name.clone())),
                 ),
                 None => unlisted.push(img.id),
             }
         }
-        let passed = if required {
-            !found.is_empty()
-        } else {
-            found.is_empty() && unlisted.is_empty()
-        };
+        let passed = passes(required, &found, &unlisted);
         KernelRuleResult {
             rule: rule.clone(),
             required,
@@ -240,11 +248,18 @@ pub fn combine(per_file: &[Vec<KernelRuleResult>]) -> Vec<KernelRuleResult> {
         }
     }
     for r in &mut out {
-        r.passed = if r.required {
-            !r.found.is_empty()
-        } else {
-            r.found.is_empty() && r.unlisted.is_empty()
-        };
+        r.passed = passes(r.required, &r.found, &r.unlisted);
     }
     out
+}
+
+/// Whether a rule holds: a required kernel was found; a forbidden one was
+/// not, and no image the rule looked at had kernels that could not be
+/// listed.
+fn passes(required: bool, found: &[(usize, String)], unlisted: &[usize]) -> bool {
+    if required {
+        !found.is_empty()
+    } else {
+        found.is_empty() && unlisted.is_empty()
+    }
 }
