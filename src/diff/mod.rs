@@ -204,8 +204,8 @@ pub struct TargetDiff {
     /// Images paired across the sides whose contents differ, in the old
     /// side's scan order.
     pub changed: Vec<Change<ImageRef>>,
-    /// The kernels compared, when both sides' kernels were read and the
-    /// key is on both sides.
+    /// The kernels compared, when both sides' kernels were read, the key
+    /// is on both sides and none of its images has damaged symbols.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernels: Option<KernelDiff>,
 }
@@ -275,13 +275,14 @@ fn bytes_of(img: &Image) -> u64 {
     img.uncompressed_size.unwrap_or(img.size)
 }
 
-/// The listings of a side's images by image id (`None`: kernels not read).
-fn listings<'a>(side: &Side<'a>) -> Option<HashMap<usize, &'a Listing>> {
+/// The listings of a side's images by image id (`None` for the whole
+/// side: kernels not read; for one image: its symbols are damaged).
+fn listings<'a>(side: &Side<'a>) -> Option<HashMap<usize, Option<&'a Listing>>> {
     let kernels = side.kernels?;
     Some(
         kernels
             .iter()
-            .filter_map(|k| k.listing.as_ref().ok().map(|l| (k.image, l)))
+            .map(|k| (k.image, k.listing.as_ref().ok()))
             .collect(),
     )
 }
@@ -375,7 +376,7 @@ fn unpaired<'r>(old: &[&'r Image], new: &[&'r Image]) -> (Vec<&'r Image>, Vec<&'
 fn compare_group(
     key: GroupKey,
     g: &Group<'_>,
-    listings: &[Option<HashMap<usize, &Listing>>; 2],
+    listings: &[Option<HashMap<usize, Option<&Listing>>>; 2],
 ) -> TargetDiff {
     let [old, new] = &g.images;
     let mut t = TargetDiff {
@@ -411,9 +412,16 @@ fn compare_group(
         _ if old_left.is_empty() && new_left.is_empty() => Status::Same,
         _ => Status::Changed,
     };
+    // An image whose symbols are damaged would make its kernels look
+    // removed or added: such a key's kernels are not compared.
+    let readable = |imgs: &[&Image], l: &HashMap<usize, Option<&Listing>>| {
+        imgs.iter().all(|i| !matches!(l.get(&i.id), Some(None)))
+    };
     if let [Some(lo), Some(ln)] = listings
         && !old.is_empty()
         && !new.is_empty()
+        && readable(old, lo)
+        && readable(new, ln)
     {
         t.kernels = Some(compare_kernels(&kernels_of(old, lo), &kernels_of(new, ln)));
     }
@@ -424,11 +432,12 @@ fn compare_group(
 /// first image's.
 fn kernels_of<'a>(
     images: &[&Image],
-    listings: &HashMap<usize, &'a Listing>,
+    listings: &HashMap<usize, Option<&'a Listing>>,
 ) -> BTreeMap<&'a str, &'a Kernel> {
     let mut out = BTreeMap::new();
     for img in images {
-        for k in listings.get(&img.id).iter().flat_map(|l| &l.kernels) {
+        let listing = listings.get(&img.id).copied().flatten();
+        for k in listing.iter().flat_map(|l| &l.kernels) {
             out.entry(k.name.as_str()).or_insert(k);
         }
     }

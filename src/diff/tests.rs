@@ -278,6 +278,19 @@ fn a_kernel_change_alone_is_a_difference() {
 }
 
 #[test]
+fn damaged_symbols_are_no_kernels_removed() {
+    let r = report(vec![img("gfx90a", 10, 1)]);
+    let a = [listing(0, vec![kernel("k", 0, 4)])];
+    let damaged = [ImageKernels {
+        image: 0,
+        listing: Err("invalid ELF image".into()),
+    }];
+    let d = compare(Side::with_kernels(&r, &a), Side::with_kernels(&r, &damaged));
+    assert_eq!(d.targets[0].kernels, None);
+    assert!(!d.differs());
+}
+
+#[test]
 fn json_names() {
     let old = report(vec![img("gfx90a", 10, 1)]);
     let new = report(vec![img("gfx90a", 11, 2)]);
