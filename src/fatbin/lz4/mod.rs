@@ -512,31 +512,42 @@ fn more_length(input: &[u8], ip: &mut usize) -> Option<usize> {
 /// accepts exactly what [`BlockDecoder`] accepts (the tests hold the two
 /// to each other) but does not say what is wrong: the decoder, run again,
 /// does. On `false`, `out` holds garbage.
+///
+/// Most sequences are decoded by [`fast_sequence`], which may read and
+/// write fixed-size pieces past what a sequence needs; the loop hands it
+/// only sequences that start at least [`FAST_IN`] bytes before the end of
+/// the input and [`FAST_OUT`] before the end of the output, and decodes
+/// the rest (long literal runs, the block's last sequences) one by one,
+/// each byte checked.
+// Compiled on its own: inlined into its callers, its loop lost registers
+// to their state and ran half as fast.
+#[inline(never)]
 pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
     let (mut ip, mut op) = (0usize, 0usize);
     let (ilen, olen) = (input.len(), out.len());
     loop {
+        while ilen - ip >= FAST_IN && olen - op >= FAST_OUT {
+            match fast_sequence(input, out, ip, op) {
+                Fast::Done(i, o) => (ip, op) = (i, o),
+                Fast::Slow => break,
+                Fast::Bad => return false,
+            }
+        }
         let Some(&token) = input.get(ip) else {
             return false;
         };
         ip += 1;
         let mut lit = usize::from(token >> 4);
-        if lit < 15 && ip + WILD <= ilen && op + WILD <= olen {
-            // Up to 14 literals: one copy of 16, the rest overwritten by
-            // what follows (or never handed out).
-            out[op..op + WILD].copy_from_slice(&input[ip..ip + WILD]);
-        } else {
-            if lit == 15 {
-                let Some(n) = more_length(input, &mut ip) else {
-                    return false;
-                };
-                lit = lit.saturating_add(n);
-            }
-            if lit > ilen - ip || lit > olen - op {
+        if lit == 15 {
+            let Some(n) = more_length(input, &mut ip) else {
                 return false;
-            }
-            out[op..op + lit].copy_from_slice(&input[ip..ip + lit]);
+            };
+            lit = lit.saturating_add(n);
         }
+        if lit > ilen - ip || lit > olen - op {
+            return false;
+        }
+        out[op..op + lit].copy_from_slice(&input[ip..ip + lit]);
         ip += lit;
         op += lit;
         if ip == ilen {
@@ -566,18 +577,102 @@ pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
     }
 }
 
+/// Input [`fast_sequence`] needs from a sequence's token on: the token,
+/// up to 14 literals and the offset fit, with room to read 16 literals at
+/// once.
+const FAST_IN: usize = 32;
+/// Output [`fast_sequence`] needs from a sequence's first byte on: 16
+/// literals written at once, then a match of up to 18 bytes written 16 at
+/// a time.
+const FAST_OUT: usize = 64;
+
+/// What [`fast_sequence`] did.
+enum Fast {
+    /// It decoded the sequence: where the next starts in the input and the
+    /// output.
+    Done(usize, usize),
+    /// It left it (15 or more literals) to the careful loop, having
+    /// written nothing that counts.
+    Slow,
+    /// The block is damaged.
+    Bad,
+}
+
+/// Decodes the sequence at `input[ip..]` into `out[op..]`, which hold at
+/// least [`FAST_IN`] and [`FAST_OUT`] bytes: fewer than 15 literals go in
+/// one copy of 16, a match whose offset is at least 16 in copies of 16
+/// (the bytes past the sequence are overwritten by the next).
+#[inline(always)]
+fn fast_sequence(input: &[u8], out: &mut [u8], ip: usize, op: usize) -> Fast {
+    let w: &[u8; FAST_IN] = match input[ip..ip + FAST_IN].try_into() {
+        Ok(w) => w,
+        Err(_) => return Fast::Bad,
+    };
+    let token = w[0];
+    let lit = usize::from(token >> 4);
+    if lit == 15 {
+        return Fast::Slow;
+    }
+    piece(out, op, w, 1);
+    let o = op + lit;
+    // At most 16: inside the window (the mask tells the compiler so).
+    let offset = usize::from(u16::from_le_bytes([
+        w[(1 + lit) & (FAST_IN - 1)],
+        w[(2 + lit) & (FAST_IN - 1)],
+    ]));
+    if offset == 0 || offset > o {
+        return Fast::Bad;
+    }
+    let mut p = ip + 3 + lit;
+    let mut len = usize::from(token & 15);
+    if len == 15 {
+        let Some(n) = more_length(input, &mut p) else {
+            return Fast::Bad;
+        };
+        len = len.saturating_add(n);
+    }
+    let len = len.saturating_add(MIN_MATCH_USIZE);
+    if len > out.len() - o {
+        return Fast::Bad;
+    }
+    copy_match(out, o, offset, len);
+    Fast::Done(p, o + len)
+}
+
+/// Copies 16 bytes of `from`, starting at `at`, to `out[to..]`.
+#[inline(always)]
+fn piece(out: &mut [u8], to: usize, from: &[u8], at: usize) {
+    let c: [u8; WILD] = from[at..at + WILD].try_into().unwrap_or([0; WILD]);
+    out[to..to + WILD].copy_from_slice(&c);
+}
+
 /// Copies a match of `len` bytes from `offset` back to `out[op..]`
-/// (`offset` ≤ `op`, `len` bytes of room). A short match with an offset of
-/// at least 16 goes in two copies of 16 when `out` has room for them, the
-/// second possibly past the match into bytes later output overwrites.
+/// (`offset` ≤ `op`, `len` bytes of room). With an offset of at least 16
+/// and room for it, the match goes in copies of 16, each from bytes
+/// already written, the last possibly past the match into bytes later
+/// output overwrites; a copy of 16 is a register's load and store, where
+/// a copy of any other length is a call.
 #[inline(always)]
 fn copy_match(out: &mut [u8], op: usize, offset: usize, len: usize) {
     let start = op - offset;
-    if offset >= WILD && len <= 2 * WILD && op + 2 * WILD <= out.len() {
-        // Each copy reads bytes already written: the offset is at least
-        // 16.
-        out.copy_within(start..start + WILD, op);
-        out.copy_within(start + WILD..start + 2 * WILD, op + WILD);
+    if offset >= WILD && len <= 2 * WILD && out.len() - op >= 2 * WILD {
+        let c: [u8; WILD] = out[start..start + WILD].try_into().unwrap_or([0; WILD]);
+        out[op..op + WILD].copy_from_slice(&c);
+        if len > WILD {
+            let c: [u8; WILD] = out[start + WILD..start + 2 * WILD]
+                .try_into()
+                .unwrap_or([0; WILD]);
+            out[op + WILD..op + 2 * WILD].copy_from_slice(&c);
+        }
+    } else if offset >= WILD && len <= LONG && out.len() - op >= len + WILD {
+        let mut i = 0;
+        while i < len {
+            let c: [u8; WILD] = out[start + i..start + i + WILD]
+                .try_into()
+                .unwrap_or([0; WILD]);
+            out[op + i..op + i + WILD].copy_from_slice(&c);
+            i += WILD;
+        }
     } else if offset >= len {
         out.copy_within(start..start + len, op);
     } else {
@@ -591,6 +686,9 @@ fn copy_match(out: &mut [u8], op: usize, offset: usize, len: usize) {
         }
     }
 }
+
+/// Matches up to this long go in copies of 16; longer ones in one call.
+const LONG: usize = 256;
 
 #[cfg(test)]
 #[allow(
