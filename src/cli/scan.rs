@@ -442,6 +442,14 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.streamed(image, sink, end);
     }
 
+    fn reader(&mut self, image: &Image) -> Option<Box<dyn scan::ImageReader>> {
+        self.inner.reader(image)
+    }
+
+    fn read(&mut self, image: &Image, reader: Box<dyn scan::ImageReader>, end: Result<(), String>) {
+        self.inner.read(image, reader, end);
+    }
+
     fn thin_member(&mut self, name: &str) -> scan::ThinMember {
         let Some(archive) = self.archive else {
             return Some(Err(

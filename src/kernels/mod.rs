@@ -40,11 +40,12 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::scan::{Content, Image, Visit};
+use crate::scan::{Content, Image, ImageReader, Visit};
 
 mod amdgpu;
 mod cubin;
@@ -297,6 +298,13 @@ impl Resources {
     /// CUDA: `reg`, `stack`, `shared`, `local`, `constant[N]`, `texture`,
     /// `surface`, `sampler`, `max_threads`.
     pub fn figures(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        self.each_figure(|name, v| out.push((name.to_string(), v)));
+        out
+    }
+
+    /// [`Resources::figures`] one at a time, with no text made for them.
+    pub(crate) fn each_figure(&self, mut f: impl FnMut(Figure, u64)) {
         let amdgpu_and_cuda = [
             ("sgpr", self.sgpr_count),
             ("vgpr", self.vgpr_count),
@@ -320,19 +328,36 @@ impl Resources {
             ("sampler", self.sampler),
             ("max_threads", self.max_threads),
         ];
-        let present = |list: &[(&str, Option<u64>)]| -> Vec<(String, u64)> {
-            list.iter()
-                .filter_map(|&(name, v)| Some((name.to_string(), v?)))
-                .collect()
-        };
-        let mut out = present(&amdgpu_and_cuda);
-        out.extend(
-            self.constant
-                .iter()
-                .map(|c| (format!("constant[{}]", c.bank), c.size)),
-        );
-        out.extend(present(&after_constants));
-        out
+        fn present(list: &[(&'static str, Option<u64>)], f: &mut impl FnMut(Figure, u64)) {
+            for &(name, v) in list {
+                if let Some(v) = v {
+                    f(Figure::Named(name), v);
+                }
+            }
+        }
+        present(&amdgpu_and_cuda, &mut f);
+        for c in &self.constant {
+            f(Figure::Constant(c.bank), c.size);
+        }
+        present(&after_constants, &mut f);
+    }
+}
+
+/// The name of one of [`Resources::figures`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Figure {
+    /// A figure of its own: `sgpr`, `reg`, …
+    Named(&'static str),
+    /// CUDA's constant bank N: `constant[N]`.
+    Constant(u32),
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Figure::Named(n) => f.write_str(n),
+            Figure::Constant(b) => write!(f, "constant[{b}]"),
+        }
     }
 }
 
@@ -442,19 +467,57 @@ impl Visit for Collect {
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
-        match read(bytes) {
-            Ok(Some(l)) => {
-                self.found.insert(image.id, Ok(l));
-            }
-            Ok(None) => {}
-            Err(e) => {
-                self.found.insert(image.id, Err(e.to_string()));
-            }
-        }
+        let mut r = Reader::default();
+        r.read(bytes);
+        self.keep(image, r);
     }
 
     fn unavailable(&mut self, image: &Image, why: &str) {
         self.found.insert(image.id, Err(why.to_string()));
+    }
+
+    /// Images are read where the scan has their bytes: a compressed
+    /// CUDA fatbin's entries on the threads that decode them.
+    fn reader(&mut self, _: &Image) -> Option<Box<dyn ImageReader>> {
+        Some(Box::new(Reader::default()))
+    }
+
+    fn read(
+        &mut self,
+        image: &Image,
+        reader: Box<dyn ImageReader>,
+        end: std::result::Result<(), String>,
+    ) {
+        let reader: Box<dyn std::any::Any> = reader;
+        match (end, reader.downcast::<Reader>()) {
+            (Ok(()), Ok(r)) => self.keep(image, *r),
+            (Err(why), _) => self.unavailable(image, &why),
+            // Only this collector's readers come back to it.
+            (Ok(()), Err(_)) => {}
+        }
+    }
+}
+
+impl Collect {
+    /// Keeps what `r` found in `image`.
+    fn keep(&mut self, image: &Image, r: Reader) {
+        if let Some(found) = r.found {
+            self.found.insert(image.id, found);
+        }
+    }
+}
+
+/// [`Collect`]'s work on one image: [`read`] its bytes.
+#[derive(Debug, Default)]
+struct Reader {
+    /// The listing, or why the image's symbols cannot be read; `None` for
+    /// bytes of no format read here.
+    found: Option<std::result::Result<Listing, String>>,
+}
+
+impl ImageReader for Reader {
+    fn read(&mut self, bytes: &[u8]) {
+        self.found = read(bytes).map_err(|e| e.to_string()).transpose();
     }
 }
 

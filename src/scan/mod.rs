@@ -696,6 +696,39 @@ pub trait Visit {
             let _ = sink.keep();
         }
     }
+    /// A reader for the bytes of an image [`Visit::wants`] said yes to,
+    /// asked before [`Visit::sink`]: given one, the scan runs it on the
+    /// image's bytes in place of [`Visit::image`] (and of any sink), then
+    /// hands it back through [`Visit::read`]. A compressed CUDA fatbin
+    /// entry is read on the thread that decompressed it, several at once
+    /// under [`Options::threads`], each from a buffer that thread keeps;
+    /// any other image on the scan's own thread. `None` (the default):
+    /// [`Visit::image`] or the sink gets the bytes.
+    fn reader(&mut self, image: &Image) -> Option<Box<dyn ImageReader>> {
+        let _ = image;
+        None
+    }
+    /// A reader from [`Visit::reader`] back, in the scan's order: `Ok`
+    /// when it has read all of the image's bytes, `Err(why)` when they
+    /// could not be had (as [`Visit::unavailable`] says) or the scan
+    /// stopped at a limit, and what it read must not be used.
+    fn read(
+        &mut self,
+        image: &Image,
+        reader: Box<dyn ImageReader>,
+        end: std::result::Result<(), String>,
+    ) {
+        let _ = (image, reader, end);
+    }
+}
+
+/// What [`Visit::reader`] gives: work on one image's bytes that may run on
+/// another thread. It is `Any`, so that the visitor can take its own type
+/// back from the `Box<dyn ImageReader>` that [`Visit::read`] gets (as
+/// `Box<dyn Any>`, then `downcast`).
+pub trait ImageReader: std::any::Any + Send {
+    /// Reads the image's bytes: all of them, in one piece, once.
+    fn read(&mut self, bytes: &[u8]);
 }
 
 /// What [`Visit::sink`] gives: a writer for an image's bytes.

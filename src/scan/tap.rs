@@ -7,7 +7,7 @@
 
 use std::io::{self, Read, Write};
 
-use super::{Hasher, ImageSink};
+use super::{Hasher, ImageReader, ImageSink};
 use crate::bundle::ccob::{Wanted, write_wanted};
 use crate::error::{Error, Result};
 use crate::num::{len64, usize_from};
@@ -27,6 +27,12 @@ pub(super) enum TapOut {
     /// Memory: for a visitor that takes bytes in one piece (the entry's
     /// size is within the decompression budget).
     Buffer(Vec<u8>),
+    /// A visitor's reader, and the bytes for it, collected in memory as
+    /// for [`TapOut::Buffer`]: it reads them when they are all there.
+    Reader(Box<dyn ImageReader>, Vec<u8>),
+    /// A visitor's reader that has read the bytes ([`pump_whole`] ran it
+    /// on the thread that decoded them).
+    Read(Box<dyn ImageReader>),
 }
 
 /// One entry's bytes as they stream past.
@@ -81,7 +87,7 @@ impl Tap {
     pub(super) fn takes_whole(&self, size: u64) -> bool {
         self.range == (0..size)
             && self.taken == 0
-            && matches!(&self.out, TapOut::Buffer(b) if b.is_empty())
+            && matches!(&self.out, TapOut::Buffer(b) | TapOut::Reader(_, b) if b.is_empty())
     }
 
     /// Counts `buf`, bytes that count: the head, the hash.
@@ -98,14 +104,22 @@ impl Tap {
     /// [`takes_whole`](Tap::takes_whole) them, as [`Write::write`] of them
     /// would, keeping the buffer instead of copying it.
     fn keep_whole(&mut self, mut bytes: Vec<u8>) {
-        if self.text
-            && let Some(i) = memchr::memchr(0, &bytes)
-        {
-            bytes.truncate(i);
-            self.ended = true;
-        }
-        self.account(&bytes);
+        let n = self.take_whole(&bytes);
+        bytes.truncate(n);
         self.out = TapOut::Buffer(bytes);
+    }
+
+    /// Counts `bytes`, the whole stream, as [`Write::write`] of them
+    /// would, and returns how many of them count (with `text`: those
+    /// before the first NUL).
+    fn take_whole(&mut self, bytes: &[u8]) -> usize {
+        let n = match self.text {
+            true => memchr::memchr(0, bytes).inspect(|_| self.ended = true),
+            false => None,
+        }
+        .unwrap_or(bytes.len());
+        self.account(&bytes[..n]);
+        n
     }
 }
 
@@ -133,7 +147,9 @@ impl Write for Tap {
                 }
             }
             TapOut::Sink(_, Some(_)) => {}
-            TapOut::Buffer(v) => v.extend_from_slice(buf),
+            TapOut::Buffer(v) | TapOut::Reader(_, v) => v.extend_from_slice(buf),
+            // Never written to: it is made after the whole stream.
+            TapOut::Read(_) => {}
         }
         Ok(all.len())
     }
@@ -231,20 +247,45 @@ pub(super) fn pump(
 /// the whole output decodes in one pass), which the tap keeps, so that
 /// they are neither chunked nor copied. The
 /// caller has reserved `declared` bytes of its budget for them.
-pub(super) fn pump_whole(r: &mut dyn Read, declared: u64, tap: &mut Tap) -> Result<u64> {
+///
+/// A tap with a reader ([`TapOut::Reader`]) has it read the bytes here,
+/// from `own` instead (a buffer the calling thread keeps from entry to
+/// entry, overwritten each time, so that it stays in the CPU's cache),
+/// and then holds the reader ([`TapOut::Read`]).
+pub(super) fn pump_whole(
+    r: &mut dyn Read,
+    declared: u64,
+    tap: &mut Tap,
+    own: &mut Vec<u8>,
+) -> Result<u64> {
     let size = usize::try_from(declared)
         .map_err(|_| Error::invalid("decompressed data", format!("{declared} bytes declared")))?;
-    // Every byte of the buffer is written before the tap keeps it (or it
-    // is dropped): the spare's old bytes are never handed out.
+    if matches!(tap.out, TapOut::Reader(..)) {
+        fill(r, own, size, declared)?;
+        let n = tap.take_whole(own);
+        if let TapOut::Reader(mut reader, _) = std::mem::replace(&mut tap.out, TapOut::Nowhere) {
+            reader.read(&own[..n]);
+            tap.out = TapOut::Read(reader);
+        }
+        return Ok(declared);
+    }
     let mut bytes = std::mem::take(&mut tap.spare);
+    fill(r, &mut bytes, size, declared)?;
+    tap.keep_whole(bytes);
+    Ok(declared)
+}
+
+/// Makes `bytes` `size` long (keeping what it held, not zeroing it again)
+/// and fills it from `r`, which must end right after: every byte is
+/// written before the bytes are used, so an earlier image's are never
+/// handed out.
+fn fill(r: &mut dyn Read, bytes: &mut Vec<u8>, size: usize, declared: u64) -> Result<()> {
     if bytes.len() >= size {
         bytes.truncate(size);
     } else {
         bytes.resize(size, 0);
     }
-    read_exactly(r, &mut bytes, declared)?;
-    tap.keep_whole(bytes);
-    Ok(declared)
+    read_exactly(r, bytes, declared)
 }
 
 /// Fills `bytes` from `r`, which must end right after them (`declared`
@@ -331,15 +372,18 @@ mod tests {
         };
         let mut t = whole(n);
         assert!(t.takes_whole(n));
-        assert_eq!(pump_whole(&mut &data[..], n, &mut t).unwrap(), n);
+        assert_eq!(
+            pump_whole(&mut &data[..], n, &mut t, &mut Vec::new()).unwrap(),
+            n
+        );
         assert!(matches!(&t.out, TapOut::Buffer(b) if *b == data));
         assert_eq!((t.taken, &t.head[..]), (n, &data[..4]));
-        assert!(pump_whole(&mut &data[..], n - 1, &mut whole(n - 1)).is_err());
-        assert!(pump_whole(&mut &data[..], n + 1, &mut whole(n + 1)).is_err());
+        assert!(pump_whole(&mut &data[..], n - 1, &mut whole(n - 1), &mut Vec::new()).is_err());
+        assert!(pump_whole(&mut &data[..], n + 1, &mut whole(n + 1), &mut Vec::new()).is_err());
         // Text: up to the first NUL.
         let text = b"abc\0def".to_vec();
         let mut t = whole(7).text();
-        pump_whole(&mut &text[..], 7, &mut t).unwrap();
+        pump_whole(&mut &text[..], 7, &mut t, &mut Vec::new()).unwrap();
         assert!(matches!(&t.out, TapOut::Buffer(b) if b == b"abc"));
         assert_eq!(t.taken, 3);
         // A tap that already took bytes, or writes elsewhere, is not one.

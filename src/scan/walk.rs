@@ -49,6 +49,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         thin_chain: Vec::new(),
         thin_reads: MAX_THIN_READS,
         spare: Vec::new(),
+        decoding: Vec::new(),
     };
     let top = Loc {
         abs: Some(0),
@@ -128,6 +129,10 @@ struct Walker<'a> {
     /// Buffers that held images handed to the visitor, emptied, for the
     /// next ones (see `stream.rs`).
     spare: Vec<Vec<u8>>,
+    /// The buffers of each thread that decodes compressed CUDA fatbin
+    /// entries, kept from one batch of entries to the next (see
+    /// `cuda_fatbin.rs`).
+    decoding: Vec<cuda_fatbin::Buffers>,
 }
 
 /// A name or string of the input as text.
@@ -371,7 +376,14 @@ impl Walker<'_> {
         self.report.images.push(image);
         let Some(b) = bytes else { return id };
         if self.visit.wants(&self.report.images[id]) {
-            self.visit.image(&self.report.images[id], b);
+            let img = &self.report.images[id];
+            match self.visit.reader(img) {
+                Some(mut r) => {
+                    r.read(b);
+                    self.visit.read(img, r, Ok(()));
+                }
+                None => self.visit.image(img, b),
+            }
         }
         if !leafy && Magic::at_start(b).is_some() {
             let before = self.report.containers.len();

@@ -17,18 +17,38 @@ enum Got {
 
 type Log = std::sync::Arc<std::sync::Mutex<Vec<Got>>>;
 
-/// Takes every image; with `sinks`, streamed to sinks.
+/// Takes every image; with `sinks`, streamed to sinks; with `readers`,
+/// read by readers of its own ([`Visit::reader`]), which log what they
+/// read as a [`Got::Piece`] when they come back.
 #[derive(Default)]
 struct Record {
     sinks: bool,
+    readers: bool,
     log: Log,
+}
+
+/// [`Record`]'s reader: keeps the bytes it reads.
+struct Keep(Option<Vec<u8>>);
+
+impl ImageReader for Keep {
+    fn read(&mut self, bytes: &[u8]) {
+        assert!(self.0.is_none(), "read twice");
+        self.0 = Some(bytes.to_vec());
+    }
 }
 
 impl Record {
     fn new(sinks: bool) -> Record {
         Record {
             sinks,
-            log: Log::default(),
+            ..Record::default()
+        }
+    }
+
+    fn readers() -> Record {
+        Record {
+            readers: true,
+            ..Record::default()
         }
     }
 
@@ -42,10 +62,30 @@ impl Visit for Record {
         true
     }
     fn image(&mut self, image: &Image, bytes: &[u8]) {
-        self.log
-            .lock()
-            .unwrap()
-            .push(Got::Piece(image.id, bytes.to_vec()));
+        let got = match self.readers {
+            false => Got::Piece(image.id, bytes.to_vec()),
+            true => Got::Failed(image.id, "handed over, not read".into()),
+        };
+        self.log.lock().unwrap().push(got);
+    }
+    fn reader(&mut self, _: &Image) -> Option<Box<dyn ImageReader>> {
+        self.readers
+            .then(|| Box::new(Keep(None)) as Box<dyn ImageReader>)
+    }
+    fn read(
+        &mut self,
+        image: &Image,
+        reader: Box<dyn ImageReader>,
+        end: std::result::Result<(), String>,
+    ) {
+        let reader: Box<dyn std::any::Any> = reader;
+        let keep = reader.downcast::<Keep>().expect("our own reader back");
+        let got = match (end, keep.0) {
+            (Ok(()), Some(bytes)) => Got::Piece(image.id, bytes),
+            (Ok(()), None) => Got::Failed(image.id, "back unread".into()),
+            (Err(why), _) => Got::Failed(image.id, why),
+        };
+        self.log.lock().unwrap().push(got);
     }
     fn unavailable(&mut self, image: &Image, why: &str) {
         self.log
@@ -170,9 +210,12 @@ fn compressed_offload_binaries_stream_to_what_whole_inflation_gives() {
                     }
                 }
                 // Streamed to sinks, or in one piece from a buffer of the
-                // image alone.
-                for sinks in [true, false] {
-                    let mut v = Record::new(sinks);
+                // image alone (handed over, or to a reader).
+                for (sinks, readers) in [(true, false), (false, false), (false, true)] {
+                    let mut v = match readers {
+                        true => Record::readers(),
+                        false => Record::new(sinks),
+                    };
                     scan_with(&packed, &opts, &mut v);
                     let want: Vec<Got> = whole
                         .iter()
@@ -220,9 +263,21 @@ fn compressed_offload_binaries_that_lie_or_are_cut_keep_nothing() {
         cases.push(("torn".into(), torn));
         for (what, bad) in cases {
             let whole = ob::read_all(&bad, &ob::Limits::default());
-            for sinks in [true, false] {
-                let mut v = Record::new(sinks);
-                let r = scan_with(&bad, &Options::default(), &mut v);
+            for (sinks, readers, threads) in [
+                (true, false, 1),
+                (false, false, 1),
+                (false, true, 1),
+                (false, true, 2),
+            ] {
+                let mut v = match readers {
+                    true => Record::readers(),
+                    false => Record::new(sinks),
+                };
+                let o = Options {
+                    threads,
+                    ..Options::default()
+                };
+                let r = scan_with(&bad, &o, &mut v);
                 let what = format!("{how:?} {what}, sinks {sinks}");
                 // What the whole-buffer reader says, or (damage that still
                 // inflates to the declared size: zlib's check caught it,
@@ -423,8 +478,18 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
         };
         assert_eq!(format!("{:?}", scan(&f, &o)), one, "{threads} threads");
     }
-    for (sinks, threads) in [(true, 1), (false, 1), (true, 3), (false, 3)] {
-        let mut v = Record::new(sinks);
+    for (sinks, readers, threads) in [
+        (true, false, 1),
+        (false, false, 1),
+        (false, true, 1),
+        (true, false, 3),
+        (false, false, 3),
+        (false, true, 3),
+    ] {
+        let mut v = match readers {
+            true => Record::readers(),
+            false => Record::new(sinks),
+        };
         let o = Options {
             threads,
             ..Options::default()
@@ -443,7 +508,10 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
                 Got::Piece(id, b) => !sinks && *id == i && b == want,
                 Got::Failed(..) => false,
             };
-            assert!(ok, "entry {i}, sinks {sinks}, {threads} threads: {g:?}");
+            assert!(
+                ok,
+                "entry {i}, sinks {sinks}, readers {readers}, {threads} threads: {g:?}"
+            );
         }
     }
 }
@@ -483,9 +551,21 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
             // Within the scan's default budget.
             let whole = b.entries[i].contents(Options::default().max_uncompressed);
             let what = format!("entry {i}: {what}");
-            for sinks in [true, false] {
-                let mut v = Record::new(sinks);
-                let r = scan_with(&bad, &Options::default(), &mut v);
+            for (sinks, readers, threads) in [
+                (true, false, 1),
+                (false, false, 1),
+                (false, true, 1),
+                (false, true, 2),
+            ] {
+                let mut v = match readers {
+                    true => Record::readers(),
+                    false => Record::new(sinks),
+                };
+                let o = Options {
+                    threads,
+                    ..Options::default()
+                };
+                let r = scan_with(&bad, &o, &mut v);
                 if r.stopped.is_some() {
                     // A size past the whole budget (a lie of 2^64 - 1
                     // bytes) stops the scan: nothing of it is read.

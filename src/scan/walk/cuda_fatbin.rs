@@ -12,7 +12,8 @@
 //! the number of threads; with more than one, the visitor may get an
 //! uncompressed entry's bytes before the compressed entries ahead of it.
 
-use std::sync::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, mpsc};
 
 use super::{Loc, Walker, lossy};
 use crate::error::Result;
@@ -27,6 +28,10 @@ use crate::scan::{ContainerKind, Content, Image, Offload};
 /// once (temporary files, for `extract`) stay well under a process's file
 /// limit.
 const BATCH_PER_THREAD: usize = 8;
+
+/// The largest buffer a decoding thread keeps from one entry to the next
+/// for the visitor's readers ([`tap::pump_whole`]).
+const OWN_MAX: usize = 64 << 20;
 
 /// A compressed entry whose decoding has been set up and not yet run.
 struct Pending {
@@ -62,42 +67,55 @@ impl Walker<'_> {
             ..loc.clone()
         };
         let threads = self.opts.threads.max(1);
-        // One thread decodes each entry as it comes, as the walk does
-        // everything else.
-        let cap = match threads {
-            1 => 1,
-            n => n.saturating_mul(BATCH_PER_THREAD),
-        };
-        let mut batch = Vec::new();
-        for (i, e) in f.entries.iter().enumerate() {
-            if self.stopped() {
-                break;
-            }
-            let image = entry_image(e, i, id, loc);
-            let at = inner.at(e.payload_offset);
-            if !e.compressed() {
-                // PTX is its text, as cuobjdump writes it: not the NUL that
-                // ends it nor the padding after it.
-                let bytes = match e.kind {
-                    fatbin::KIND_PTX => fatbin::ptx_text(e.payload),
-                    _ => e.payload,
-                };
-                let image = Image {
-                    size: len64(bytes),
-                    ..image
-                };
-                self.push_image(image, Some(bytes), &at);
-                continue;
-            }
-            let img = self.push_image(image, None, &at);
-            if let Some(p) = self.entry_pending(e, i, img, id, at) {
-                batch.push(p);
-            }
-            if batch.len() >= cap {
-                self.entries_decoded(&f.entries, id, std::mem::take(&mut batch), threads);
-            }
+        // Each thread keeps its buffers from fatbin to fatbin.
+        let mut bufs = std::mem::take(&mut self.decoding);
+        if bufs.len() < threads {
+            bufs.resize_with(threads, Buffers::default);
         }
-        self.entries_decoded(&f.entries, id, batch, threads);
+        let panicked = Mutex::new(None);
+        std::thread::scope(|scope| {
+            let mut flight = Flight::start(scope, &f.entries, &mut bufs[..threads], &panicked);
+            for (i, e) in f.entries.iter().enumerate() {
+                if self.stopped() {
+                    break;
+                }
+                let image = entry_image(e, i, id, loc);
+                let at = inner.at(e.payload_offset);
+                if !e.compressed() {
+                    // PTX is its text, as cuobjdump writes it: not the NUL
+                    // that ends it nor the padding after it.
+                    let bytes = match e.kind {
+                        fatbin::KIND_PTX => fatbin::ptx_text(e.payload),
+                        _ => e.payload,
+                    };
+                    let image = Image {
+                        size: len64(bytes),
+                        ..image
+                    };
+                    self.push_image(image, Some(bytes), &at);
+                    continue;
+                }
+                let img = self.push_image(image, None, &at);
+                if let Some(p) = self.entry_pending(e, i, img, id, at) {
+                    flight.send(p);
+                }
+                // Those decoded so far, in order; the oldest waited for
+                // while as many as the threads may hold are under way.
+                while let Some(p) = flight.next(flight.full()) {
+                    self.entry_decoded(&f.entries, id, p);
+                }
+            }
+            flight.close();
+            while let Some(p) = flight.next(true) {
+                self.entry_decoded(&f.entries, id, p);
+            }
+        });
+        self.decoding = bufs;
+        // A reader or sink of the visitor's that panicked on a decoding
+        // thread panics here, as it would have on this one.
+        if let Some(payload) = panicked.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            std::panic::resume_unwind(payload);
+        }
         Ok(f.size)
     }
 
@@ -156,42 +174,32 @@ impl Walker<'_> {
         })
     }
 
-    /// Decodes `batch` (entries of `entries`, fatbin container `id`) on up
-    /// to `threads` threads, then records each outcome and hands each
-    /// image to the visitor, in entry order.
-    fn entries_decoded(
-        &mut self,
-        entries: &[fatbin::Entry<'_>],
-        id: usize,
-        mut batch: Vec<Pending>,
-        threads: usize,
-    ) {
-        decode_all(entries, &mut batch, threads);
-        for p in batch {
-            let e = &entries[p.entry];
-            let mut taps = p.taps;
-            let why = match p.outcome.unwrap_or(Ok(p.size)) {
-                Ok(n) => {
-                    // The reservation was the declared size; what was
-                    // decoded is exactly that (else the read failed).
-                    self.budget = self.budget.saturating_add(p.size.saturating_sub(n));
-                    self.report.images[p.img].hash =
-                        taps[0].hasher.take().map(crate::scan::Hasher::finish);
-                    if e.kind == fatbin::KIND_PTX {
-                        self.report.images[p.img].uncompressed_size = Some(taps[0].taken);
-                    }
-                    Ok(())
+    /// Records how the decoding of `p` (an entry of `entries`, fatbin
+    /// container `id`) went and hands its image to the visitor.
+    fn entry_decoded(&mut self, entries: &[fatbin::Entry<'_>], id: usize, p: Pending) {
+        let e = &entries[p.entry];
+        let mut taps = p.taps;
+        let why = match p.outcome.unwrap_or(Ok(p.size)) {
+            Ok(n) => {
+                // The reservation was the declared size; what was decoded
+                // is exactly that (else the read failed).
+                self.budget = self.budget.saturating_add(p.size.saturating_sub(n));
+                self.report.images[p.img].hash =
+                    taps[0].hasher.take().map(crate::scan::Hasher::finish);
+                if e.kind == fatbin::KIND_PTX {
+                    self.report.images[p.img].uncompressed_size = Some(taps[0].taken);
                 }
-                Err(err) => Err(entry_damage(e, p.entry, &err)),
-            };
-            // Damage is a problem of the fatbin whether or not the visitor
-            // wanted the entry (it also gets the failure).
-            if let Err(why) = &why {
-                self.problem(&p.at, Some(id), why.clone());
+                Ok(())
             }
-            if p.wanted {
-                self.hand_over(&[p.img], taps, why);
-            }
+            Err(err) => Err(entry_damage(e, p.entry, &err)),
+        };
+        // Damage is a problem of the fatbin whether or not the visitor
+        // wanted the entry (it also gets the failure).
+        if let Err(why) = &why {
+            self.problem(&p.at, Some(id), why.clone());
+        }
+        if p.wanted {
+            self.hand_over(&[p.img], taps, why);
         }
     }
 }
@@ -253,48 +261,190 @@ fn entry_damage(e: &fatbin::Entry<'_>, i: usize, err: &crate::error::Error) -> S
     )
 }
 
-/// Decodes each entry of `batch` into its tap, on up to `threads` threads
-/// taking entries in turn (the calling thread alone for one).
-fn decode_all(entries: &[fatbin::Entry<'_>], batch: &mut [Pending], threads: usize) {
-    let decode = |p: &mut Pending, buf: &mut Vec<u8>| {
-        let size = p.size;
-        let outcome = entries[p.entry].reader(u64::MAX).and_then(|mut r| {
-            if let [tap] = &mut p.taps[..]
-                && tap.takes_whole(size)
-            {
-                return tap::pump_whole(&mut *r, size, tap);
+/// What one decoding thread keeps from entry to entry.
+#[derive(Default)]
+pub(super) struct Buffers {
+    /// Decoded bytes on their way to the taps ([`tap::pump`]).
+    chunk: Vec<u8>,
+    /// A whole entry, for a visitor's reader ([`tap::pump_whole`]).
+    whole: Vec<u8>,
+}
+
+/// Decodes entry `p` of `entries` into its tap (or taps), with `b`.
+fn decode(entries: &[fatbin::Entry<'_>], p: &mut Pending, b: &mut Buffers) {
+    let size = p.size;
+    let outcome = entries[p.entry].reader(u64::MAX).and_then(|mut r| {
+        if let [tap] = &mut p.taps[..]
+            && tap.takes_whole(size)
+        {
+            let n = tap::pump_whole(&mut *r, size, tap, &mut b.whole);
+            // The buffer is kept for the next entry, unless it grew past
+            // what the scan keeps for speed.
+            if b.whole.capacity() > OWN_MAX {
+                b.whole = Vec::new();
             }
-            let mut wanted: Vec<_> = p
-                .taps
-                .iter_mut()
-                .map(|t| crate::bundle::ccob::Wanted {
-                    range: t.range.clone(),
-                    out: t,
-                })
-                .collect();
-            tap::pump(&mut *r, size, &mut wanted, buf)
-        });
-        p.outcome = Some(outcome);
-    };
-    let threads = threads.min(batch.len());
-    if threads <= 1 {
-        let mut buf = Vec::new();
-        batch.iter_mut().for_each(|p| decode(p, &mut buf));
-        return;
-    }
-    let next = Mutex::new(batch.iter_mut());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut buf = Vec::new();
+            return n;
+        }
+        let mut wanted: Vec<_> = p
+            .taps
+            .iter_mut()
+            .map(|t| crate::bundle::ccob::Wanted {
+                range: t.range.clone(),
+                out: t,
+            })
+            .collect();
+        tap::pump(&mut *r, size, &mut wanted, &mut b.chunk)
+    });
+    p.outcome = Some(outcome);
+}
+
+/// What a decoding thread's panic left: its payload, for the walk's
+/// thread to panic with.
+type Panicked = Mutex<Option<Box<dyn std::any::Any + Send>>>;
+
+/// Compressed entries on their way through the decoding: sent in entry
+/// order, decoded on the threads (or at once, with one), and given back
+/// in entry order again.
+struct Flight<'s, 'b> {
+    /// Where entries go to be decoded: `None` when closed, or when they
+    /// are decoded on the walk's own thread (with `inline`).
+    work: Option<mpsc::Sender<Pending>>,
+    /// The buffers of the walk's own thread, when it decodes alone.
+    inline: Option<&'b mut Buffers>,
+    /// The entries decoded, as they come.
+    done: mpsc::Receiver<Pending>,
+    /// The entries sent and not yet given back, in order.
+    order: VecDeque<usize>,
+    /// The entries decoded before their turn.
+    ahead: BTreeMap<usize, Pending>,
+    /// The most under way at once.
+    cap: usize,
+    entries: &'s [fatbin::Entry<'s>],
+}
+
+impl<'s, 'b> Flight<'s, 'b> {
+    /// One thread per buffer of `bufs` in `scope`, decoding entries of
+    /// `entries`; with one buffer, none (the walk's thread decodes each
+    /// entry as it is sent, as it does everything else).
+    fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        entries: &'s [fatbin::Entry<'s>],
+        bufs: &'b mut [Buffers],
+        panicked: &'scope Panicked,
+    ) -> Flight<'s, 'b>
+    where
+        'b: 'scope,
+        's: 'scope,
+    {
+        let (done_tx, done) = mpsc::channel::<Pending>();
+        let threads = bufs.len();
+        let mut flight = Flight {
+            work: None,
+            inline: None,
+            done,
+            order: VecDeque::new(),
+            ahead: BTreeMap::new(),
+            cap: threads.saturating_mul(BATCH_PER_THREAD),
+            entries,
+        };
+        if let [b] = bufs {
+            flight.inline = Some(b);
+            flight.cap = 1;
+            return flight;
+        }
+        let (work, work_rx) = mpsc::channel::<Pending>();
+        let work_rx = std::sync::Arc::new(Mutex::new(work_rx));
+        for b in bufs {
+            let (rx, tx) = (work_rx.clone(), done_tx.clone());
+            scope.spawn(move || {
                 loop {
-                    let p = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some(p) = p else { break };
-                    decode(p, &mut buf);
+                    let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok(mut p) = next else { break };
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        decode(entries, &mut p, b);
+                    }));
+                    if let Err(payload) = run {
+                        // Given back failed, so that the walk goes on to
+                        // its end, where it panics with this.
+                        p.outcome = Some(Err(crate::error::Error::invalid(
+                            "a decoding thread",
+                            "it panicked",
+                        )));
+                        let mut slot = panicked.lock().unwrap_or_else(|e| e.into_inner());
+                        slot.get_or_insert(payload);
+                    }
+                    if tx.send(p).is_err() {
+                        break;
+                    }
                 }
             });
         }
-    });
+        flight.work = Some(work);
+        flight
+    }
+
+    /// Sends `p` to be decoded.
+    fn send(&mut self, mut p: Pending) {
+        self.order.push_back(p.entry);
+        if let Some(b) = self.inline.as_deref_mut() {
+            decode(self.entries, &mut p, b);
+            self.ahead.insert(p.entry, p);
+            return;
+        }
+        if let Some(w) = &self.work
+            && let Err(mpsc::SendError(p)) = w.send(p)
+        {
+            // No thread is left to decode it (each gives back what it
+            // took before it ends): decoded here.
+            self.decode_here(p);
+        }
+    }
+
+    /// Decodes `p` on the walk's thread, with buffers of its own.
+    fn decode_here(&mut self, mut p: Pending) {
+        decode(self.entries, &mut p, &mut Buffers::default());
+        self.ahead.insert(p.entry, p);
+    }
+
+    /// Whether as many entries are under way as may be.
+    fn full(&self) -> bool {
+        self.order.len() >= self.cap
+    }
+
+    /// No more entries will be sent: the threads end once they have
+    /// decoded those sent.
+    fn close(&mut self) {
+        self.work = None;
+    }
+
+    /// The oldest entry sent, once decoded (waiting for it with `wait`):
+    /// `None` when it is not decoded yet, or none is under way.
+    fn next(&mut self, wait: bool) -> Option<Pending> {
+        let &first = self.order.front()?;
+        loop {
+            if let Some(p) = self.ahead.remove(&first) {
+                self.order.pop_front();
+                return Some(p);
+            }
+            let got = match wait {
+                true => self.done.recv().ok(),
+                false => self.done.try_recv().ok(),
+            };
+            match got {
+                Some(p) => {
+                    self.ahead.insert(p.entry, p);
+                }
+                // Every thread has ended, and this entry never came back:
+                // not possible (a thread gives back all it takes), but
+                // the walk must not wait for it forever.
+                None if wait => {
+                    self.order.pop_front();
+                    return None;
+                }
+                None => return None,
+            }
+        }
+    }
 }
 
 /// A fatbin entry's kind, as messages name it.

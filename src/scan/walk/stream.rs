@@ -162,20 +162,25 @@ impl Walker<'_> {
     /// where it gives one, else into memory.
     pub(super) fn visitor_tap(&mut self, i: usize, range: std::ops::Range<u64>) -> Tap {
         let mut t = Tap::new(range.clone(), 0);
-        t.out = match self.visit.sink(&self.report.images[i]) {
-            Some(s) => TapOut::Sink(s, None),
-            None => {
-                t.spare = take_spare(&mut self.spare, range.end - range.start);
-                TapOut::Buffer(Vec::new())
-            }
+        let img = &self.report.images[i];
+        t.out = match self.visit.reader(img) {
+            Some(r) => TapOut::Reader(r, Vec::new()),
+            None => match self.visit.sink(img) {
+                Some(s) => TapOut::Sink(s, None),
+                None => TapOut::Buffer(Vec::new()),
+            },
         };
+        if matches!(t.out, TapOut::Buffer(_)) {
+            t.spare = take_spare(&mut self.spare, range.end - range.start);
+        }
         t
     }
 
     /// Hands what `taps` (one per image of `images`) got to the visitor:
     /// each sink back with how its stream ended, bytes in memory to
-    /// [`Visit::image`](crate::scan::Visit::image); when the stream failed
-    /// (`why`), every image is unavailable.
+    /// [`Visit::image`](crate::scan::Visit::image) or to the image's
+    /// reader (which is then handed back), a reader that has read them
+    /// back; when the stream failed (`why`), every image is unavailable.
     pub(super) fn hand_over(
         &mut self,
         images: &[usize],
@@ -207,6 +212,17 @@ impl Walker<'_> {
                     self.visit.unavailable(img, w);
                     keep_spare(&mut self.spare, bytes);
                 }
+                (TapOut::Reader(mut r, bytes), Ok(())) => {
+                    r.read(&bytes);
+                    self.visit.read(img, r, Ok(()));
+                    keep_spare(&mut self.spare, bytes);
+                }
+                (TapOut::Read(r), Ok(())) => self.visit.read(img, r, Ok(())),
+                (TapOut::Reader(r, bytes), Err(w)) => {
+                    self.visit.read(img, r, Err(w.clone()));
+                    keep_spare(&mut self.spare, bytes);
+                }
+                (TapOut::Read(r), Err(w)) => self.visit.read(img, r, Err(w.clone())),
                 (TapOut::Nowhere, _) => {}
             }
         }
