@@ -30,7 +30,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
     while let Some(tok) = t.next() {
         match tok {
             b"{" => {
-                t.skip_block();
+                t.skip_group(b'{', b'}');
                 (exported, external) = (false, false);
             }
             b";" => (exported, external) = (false, false),
@@ -44,23 +44,14 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
                 }
                 (exported, external) = (false, false);
             }
+            // A parameter list: nothing in it is defined at the top level.
+            b"(" => t.skip_group(b'(', b')'),
             b".func" => {
                 // `.func (.param .b32 retval) name(…)`: the return values
                 // come first, in parentheses.
                 if t.peek() == Some(&b"("[..]) {
-                    let mut open = 0usize;
-                    for tok in t.by_ref() {
-                        match tok {
-                            b"(" => open += 1,
-                            b")" => {
-                                open -= 1;
-                                if open == 0 {
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
+                    t.next();
+                    t.skip_group(b'(', b')');
                 }
                 if let Some(name) = t.next().filter(|_| exported && !external) {
                     l.symbols.push(Symbol::new(name, SymbolKind::Function, 0));
@@ -106,22 +97,22 @@ impl<'a> Tokens<'a> {
         self.clone().next()
     }
 
-    /// Passes over the rest of a block whose `{` was just read: up to the
-    /// `}` that closes it (blocks inside it and comments counted), or to
-    /// the end of the text.
-    fn skip_block(&mut self) {
+    /// Passes over the rest of a group whose `open` (`{` of a block, `(`
+    /// of a parameter list) was just read: up to the `close` that ends it
+    /// (groups inside it and comments counted), or to the end of the text.
+    fn skip_group(&mut self, open: u8, close: u8) {
         let d = self.data;
         let mut depth = 1usize;
         while let Some(i) = d
             .get(self.pos..)
-            .and_then(|rest| memchr::memchr3(b'{', b'}', b'/', rest))
+            .and_then(|rest| memchr::memchr3(open, close, b'/', rest))
         {
             let at = self.pos + i;
             self.pos = at + 1;
             let rest = &d[at..];
             match rest[0] {
-                b'{' => depth += 1,
-                b'}' => {
+                b if b == open => depth += 1,
+                b if b == close => {
                     depth -= 1;
                     if depth == 0 {
                         return;
@@ -141,12 +132,26 @@ impl<'a> Tokens<'a> {
     }
 }
 
-fn is_punct(b: u8) -> bool {
+const fn is_punct(b: u8) -> bool {
     matches!(
         b,
         b'{' | b'}' | b'(' | b')' | b'[' | b']' | b';' | b',' | b'=' | b'"'
     )
 }
+
+/// Which bytes end a word: blank space, NUL, punctuation, and `/` (which
+/// may start a comment), one table lookup each.
+const ENDS_WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0u8;
+    loop {
+        t[c as usize] = c.is_ascii_whitespace() || c == 0 || c == b'/' || is_punct(c);
+        if c == u8::MAX {
+            break t;
+        }
+        c += 1;
+    }
+};
 
 impl<'a> Iterator for Tokens<'a> {
     type Item = &'a [u8];
@@ -172,13 +177,18 @@ impl<'a> Iterator for Tokens<'a> {
             self.pos += 1;
             return Some(&d[start..self.pos]);
         }
-        while self.pos < d.len() {
-            let b = d[self.pos];
-            if b.is_ascii_whitespace() || b == 0 || is_punct(b) || d[self.pos..].starts_with(b"//")
-            {
-                break;
+        loop {
+            self.pos += d[self.pos..]
+                .iter()
+                .position(|&b| ENDS_WORD[usize::from(b)])
+                .unwrap_or(d.len() - self.pos);
+            // A `/` ends the word only where a comment starts (the word
+            // does not start with one: comments were passed over above).
+            match (d.get(self.pos), d.get(self.pos + 1)) {
+                (Some(b'/'), Some(b'/' | b'*')) => break,
+                (Some(b'/'), _) => self.pos += 1,
+                _ => break,
             }
-            self.pos += 1;
         }
         Some(&d[start..self.pos])
     }

@@ -357,3 +357,25 @@ fn ptx_bodies_are_passed_over_with_their_comments_and_blocks() {
     assert_eq!(l.symbols.len(), 1);
     assert_eq!(l.symbols[0].name, "t");
 }
+
+#[test]
+fn ptx_parameter_lists_and_slashes() {
+    // Parameter lists are passed over whole (parentheses and comments
+    // inside them counted); a `/` inside a word does not end it unless a
+    // comment starts there; a lone `/` at the very end is a word.
+    let ptx = b".version 8.0\n.target sm_80\n\
+        .visible .entry a(.param .u64 p /* ) not the end */, // )\n.param .align 8 .b8 q[(16)]\n)\n{\nret;\n}\n\
+        .visible .func (.param .b32 r) f/g(.param .b32 x)\n{\nret;\n}\n\
+        .visible .global .b32 v/*c*/;\n\
+        .visible .entry b()\n{\nret;\n}\n/";
+    let l = read(ptx).unwrap().unwrap();
+    let names: Vec<&str> = l.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let syms: Vec<&str> = l.symbols.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(syms, ["f/g", "v"]);
+    // Cut anywhere, it still reads (a cut inside a list or a comment ends
+    // the text there).
+    for n in 0..ptx.len() {
+        let _ = read(&ptx[..n]);
+    }
+}

@@ -1,6 +1,7 @@
 //! `inspect`'s table: per file, its containers as a tree with their images.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::Result;
@@ -275,15 +276,21 @@ fn print_listing(
         plural(l.symbols.len(), "other symbol", "other symbols")
     );
     print_line(out, &head)?;
-    let shown =
-        |name: &str, demangled: &Option<String>| demangled.clone().unwrap_or_else(|| name.into());
+    // One line buffer for them all: a library's listings run to
+    // hundreds of thousands of lines.
+    let mut line = String::new();
     for k in &l.kernels {
-        let mut line = format!("{pad}  kernel {}", shown(&k.name, &k.demangled));
-        let figures = k.resources.figures();
-        if !figures.is_empty() {
-            let f: Vec<String> = figures.iter().map(|(n, v)| format!("{n}={v}")).collect();
-            line += &format!("  {}", f.join(" "));
-        }
+        line.clear();
+        let _ = write!(
+            line,
+            "{pad}  kernel {}",
+            k.demangled.as_ref().unwrap_or(&k.name)
+        );
+        let mut sep = "  ";
+        k.resources.each_figure(|name, v| {
+            let _ = write!(line, "{sep}{name}={v}");
+            sep = " ";
+        });
         print_line(out, &line)?;
     }
     for s in &l.symbols {
@@ -291,9 +298,14 @@ fn print_listing(
             SymbolKind::Function => "function",
             SymbolKind::Variable => "variable",
         };
-        let mut line = format!("{pad}  {kind} {}", shown(&s.name, &s.demangled));
+        line.clear();
+        let _ = write!(
+            line,
+            "{pad}  {kind} {}",
+            s.demangled.as_ref().unwrap_or(&s.name)
+        );
         if s.kind == SymbolKind::Variable && s.size > 0 {
-            line += &format!(" ({} bytes)", s.size);
+            let _ = write!(line, " ({} bytes)", s.size);
         }
         print_line(out, &line)?;
     }

@@ -33,7 +33,9 @@ pub fn safe_component(s: &str, max: usize) -> String {
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     let bad =
         |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !s.chars().any(bad) {
+    // Most text is printable ASCII, told byte by byte (which the compiler
+    // does many bytes at a time) before any character is decoded.
+    if s.bytes().all(|b| (b' '..b'\x7f').contains(&b)) || !s.chars().any(bad) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
