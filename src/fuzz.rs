@@ -573,6 +573,7 @@ pub fn scan(data: &[u8]) {
                 let r3 = scan::scan_with(data, &threads, &mut again);
                 assert_eq!(format!("{r3:?}"), format!("{r:?}"));
                 assert_eq!(again.given, check.given);
+                readers::readers_agree(data, &opts);
             }
         }
     }
@@ -779,6 +780,7 @@ pub const TARGETS: &[(&str, Body)] = &[
 ];
 
 mod kernels;
+mod readers;
 #[cfg(test)]
 mod tests;
 
