@@ -305,12 +305,21 @@ type Panicked = Mutex<Option<Box<dyn std::any::Any + Send>>>;
 /// Compressed entries on their way through the decoding: sent in entry
 /// order, decoded on the threads (or at once, with one), and given back
 /// in entry order again.
-struct Flight<'s, 'b> {
-    /// Where entries go to be decoded: `None` when closed, or when they
-    /// are decoded on the walk's own thread (with `inline`).
+struct Flight<'scope, 'env> {
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    entries: &'scope [fatbin::Entry<'scope>],
+    /// The decoding threads' buffers, until the threads start (at the
+    /// first entry sent: a fatbin with nothing to decode starts none).
+    bufs: Option<&'scope mut [Buffers]>,
+    panicked: &'scope Panicked,
+    /// Where entries go to be decoded: `None` before the threads start,
+    /// when closed, or when they are decoded on the walk's own thread
+    /// (with `inline`).
     work: Option<mpsc::Sender<Pending>>,
     /// The buffers of the walk's own thread, when it decodes alone.
-    inline: Option<&'b mut Buffers>,
+    inline: Option<&'scope mut Buffers>,
+    /// Where the threads give entries back, until they start.
+    done_tx: Option<mpsc::Sender<Pending>>,
     /// The entries decoded, as they come.
     done: mpsc::Receiver<Pending>,
     /// The entries sent and not yet given back, in order.
@@ -319,44 +328,54 @@ struct Flight<'s, 'b> {
     ahead: BTreeMap<usize, Pending>,
     /// The most under way at once.
     cap: usize,
-    entries: &'s [fatbin::Entry<'s>],
 }
 
-impl<'s, 'b> Flight<'s, 'b> {
-    /// One thread per buffer of `bufs` in `scope`, decoding entries of
-    /// `entries`; with one buffer, none (the walk's thread decodes each
-    /// entry as it is sent, as it does everything else).
-    fn start<'scope>(
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        entries: &'s [fatbin::Entry<'s>],
-        bufs: &'b mut [Buffers],
+impl<'scope, 'env> Flight<'scope, 'env> {
+    /// Entries of `entries` decoded on one thread per buffer of `bufs` in
+    /// `scope`; with one buffer, on the walk's thread as each is sent (as
+    /// it does everything else).
+    fn start(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        entries: &'scope [fatbin::Entry<'scope>],
+        bufs: &'scope mut [Buffers],
         panicked: &'scope Panicked,
-    ) -> Flight<'s, 'b>
-    where
-        'b: 'scope,
-        's: 'scope,
-    {
+    ) -> Flight<'scope, 'env> {
         let (done_tx, done) = mpsc::channel::<Pending>();
         let threads = bufs.len();
         let mut flight = Flight {
+            scope,
+            entries,
+            bufs: None,
+            panicked,
             work: None,
             inline: None,
+            done_tx: Some(done_tx),
             done,
             order: VecDeque::new(),
             ahead: BTreeMap::new(),
             cap: threads.saturating_mul(BATCH_PER_THREAD),
-            entries,
         };
-        if let [b] = bufs {
-            flight.inline = Some(b);
-            flight.cap = 1;
-            return flight;
+        match bufs {
+            [b] => {
+                flight.inline = Some(b);
+                flight.cap = 1;
+            }
+            bufs => flight.bufs = Some(bufs),
         }
+        flight
+    }
+
+    /// Starts the decoding threads.
+    fn spawn(&mut self, bufs: &'scope mut [Buffers]) {
+        let (Some(done_tx), entries, panicked) = (self.done_tx.take(), self.entries, self.panicked)
+        else {
+            return;
+        };
         let (work, work_rx) = mpsc::channel::<Pending>();
         let work_rx = std::sync::Arc::new(Mutex::new(work_rx));
         for b in bufs {
             let (rx, tx) = (work_rx.clone(), done_tx.clone());
-            scope.spawn(move || {
+            self.scope.spawn(move || {
                 loop {
                     let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok(mut p) = next else { break };
@@ -379,8 +398,7 @@ impl<'s, 'b> Flight<'s, 'b> {
                 }
             });
         }
-        flight.work = Some(work);
-        flight
+        self.work = Some(work);
     }
 
     /// Sends `p` to be decoded.
@@ -390,6 +408,9 @@ impl<'s, 'b> Flight<'s, 'b> {
             decode(self.entries, &mut p, b);
             self.ahead.insert(p.entry, p);
             return;
+        }
+        if let Some(bufs) = self.bufs.take() {
+            self.spawn(bufs);
         }
         if let Some(w) = &self.work
             && let Err(mpsc::SendError(p)) = w.send(p)
@@ -415,6 +436,7 @@ impl<'s, 'b> Flight<'s, 'b> {
     /// decoded those sent.
     fn close(&mut self) {
         self.work = None;
+        self.bufs = None;
     }
 
     /// The oldest entry sent, once decoded (waiting for it with `wait`):
