@@ -17,13 +17,23 @@ enum Got {
 
 type Log = std::sync::Arc<std::sync::Mutex<Vec<Got>>>;
 
-/// Takes every image; with `sinks`, streamed to sinks; with `readers`,
-/// read by readers of its own ([`Visit::reader`]), which log what they
-/// read as a [`Got::Piece`] when they come back.
+/// How a [`Record`] takes an image's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Take {
+    /// Handed over in one piece ([`Visit::image`]).
+    #[default]
+    Piece,
+    /// Streamed to a sink.
+    Sink,
+    /// Read by a reader of its own ([`Visit::reader`]), which logs what
+    /// it read as a [`Got::Piece`] when it comes back.
+    Read,
+}
+
+/// Takes every image, as `take` says.
 #[derive(Default)]
 struct Record {
-    sinks: bool,
-    readers: bool,
+    take: Take,
     log: Log,
 }
 
@@ -38,17 +48,10 @@ impl ImageReader for Keep {
 }
 
 impl Record {
-    fn new(sinks: bool) -> Record {
+    fn new(take: Take) -> Record {
         Record {
-            sinks,
-            ..Record::default()
-        }
-    }
-
-    fn readers() -> Record {
-        Record {
-            readers: true,
-            ..Record::default()
+            take,
+            log: Log::default(),
         }
     }
 
@@ -62,15 +65,14 @@ impl Visit for Record {
         true
     }
     fn image(&mut self, image: &Image, bytes: &[u8]) {
-        let got = match self.readers {
-            false => Got::Piece(image.id, bytes.to_vec()),
-            true => Got::Failed(image.id, "handed over, not read".into()),
+        let got = match self.take {
+            Take::Read => Got::Failed(image.id, "handed over, not read".into()),
+            _ => Got::Piece(image.id, bytes.to_vec()),
         };
         self.log.lock().unwrap().push(got);
     }
     fn reader(&mut self, _: &Image) -> Option<Box<dyn ImageReader>> {
-        self.readers
-            .then(|| Box::new(Keep(None)) as Box<dyn ImageReader>)
+        (self.take == Take::Read).then(|| Box::new(Keep(None)) as Box<dyn ImageReader>)
     }
     fn read(
         &mut self,
@@ -95,7 +97,7 @@ impl Visit for Record {
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
         let (id, log) = (image.id, self.log.clone());
-        self.sinks.then(|| {
+        (self.take == Take::Sink).then(|| {
             VecSink::boxed(move |bytes| {
                 log.lock().unwrap().push(Got::Streamed(id, bytes));
             })
@@ -211,11 +213,9 @@ fn compressed_offload_binaries_stream_to_what_whole_inflation_gives() {
                 }
                 // Streamed to sinks, or in one piece from a buffer of the
                 // image alone (handed over, or to a reader).
-                for (sinks, readers) in [(true, false), (false, false), (false, true)] {
-                    let mut v = match readers {
-                        true => Record::readers(),
-                        false => Record::new(sinks),
-                    };
+                for take in [Take::Sink, Take::Piece, Take::Read] {
+                    let sinks = take == Take::Sink;
+                    let mut v = Record::new(take);
                     scan_with(&packed, &opts, &mut v);
                     let want: Vec<Got> = whole
                         .iter()
@@ -228,7 +228,7 @@ fn compressed_offload_binaries_stream_to_what_whole_inflation_gives() {
                             }
                         })
                         .collect();
-                    assert!(v.got() == want, "{what}, sinks {sinks}");
+                    assert!(v.got() == want, "{what}, {take:?}");
                 }
             }
         }
@@ -263,22 +263,19 @@ fn compressed_offload_binaries_that_lie_or_are_cut_keep_nothing() {
         cases.push(("torn".into(), torn));
         for (what, bad) in cases {
             let whole = ob::read_all(&bad, &ob::Limits::default());
-            for (sinks, readers, threads) in [
-                (true, false, 1),
-                (false, false, 1),
-                (false, true, 1),
-                (false, true, 2),
+            for (take, threads) in [
+                (Take::Sink, 1),
+                (Take::Piece, 1),
+                (Take::Read, 1),
+                (Take::Read, 2),
             ] {
-                let mut v = match readers {
-                    true => Record::readers(),
-                    false => Record::new(sinks),
-                };
+                let mut v = Record::new(take);
                 let o = Options {
                     threads,
                     ..Options::default()
                 };
                 let r = scan_with(&bad, &o, &mut v);
-                let what = format!("{how:?} {what}, sinks {sinks}");
+                let what = format!("{how:?} {what}, {take:?}");
                 // What the whole-buffer reader says, or (damage that still
                 // inflates to the declared size: zlib's check caught it,
                 // zstd's frames have no checksum) the bytes it gives.
@@ -362,7 +359,7 @@ fn tables_past_the_first_bytes_are_read_from_more_or_from_the_whole() {
         let z = scan(&packed, &opts);
         assert!(z.problems.is_empty(), "{len}: {:?}", z.problems);
         assert_eq!(ob_facts(&z), ob_facts(&scan(&plain, &opts)), "{len}");
-        let mut v = Record::new(true);
+        let mut v = Record::new(Take::Sink);
         scan_with(&packed, &Options::default(), &mut v);
         let want = if streamed {
             Got::Streamed(0, image)
@@ -385,7 +382,7 @@ fn a_compressed_offload_binary_holding_containers_is_walked_from_memory() {
     assert_eq!(ob_facts(&z), ob_facts(&p));
     assert_eq!(z.containers.len(), 2);
     assert_eq!(z.images[1].nested, Some(1));
-    let mut v = Record::new(true);
+    let mut v = Record::new(Take::Sink);
     scan_with(&packed, &Options::default(), &mut v);
     let got = v.got();
     assert_eq!(got.len(), 3);
@@ -478,18 +475,16 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
         };
         assert_eq!(format!("{:?}", scan(&f, &o)), one, "{threads} threads");
     }
-    for (sinks, readers, threads) in [
-        (true, false, 1),
-        (false, false, 1),
-        (false, true, 1),
-        (true, false, 3),
-        (false, false, 3),
-        (false, true, 3),
+    for (take, threads) in [
+        (Take::Sink, 1),
+        (Take::Piece, 1),
+        (Take::Read, 1),
+        (Take::Sink, 3),
+        (Take::Piece, 3),
+        (Take::Read, 3),
     ] {
-        let mut v = match readers {
-            true => Record::readers(),
-            false => Record::new(sinks),
-        };
+        let sinks = take == Take::Sink;
+        let mut v = Record::new(take);
         let o = Options {
             threads,
             ..Options::default()
@@ -508,10 +503,7 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
                 Got::Piece(id, b) => !sinks && *id == i && b == want,
                 Got::Failed(..) => false,
             };
-            assert!(
-                ok,
-                "entry {i}, sinks {sinks}, readers {readers}, {threads} threads: {g:?}"
-            );
+            assert!(ok, "entry {i}, {take:?}, {threads} threads: {g:?}");
         }
     }
 }
@@ -551,16 +543,13 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
             // Within the scan's default budget.
             let whole = b.entries[i].contents(Options::default().max_uncompressed);
             let what = format!("entry {i}: {what}");
-            for (sinks, readers, threads) in [
-                (true, false, 1),
-                (false, false, 1),
-                (false, true, 1),
-                (false, true, 2),
+            for (take, threads) in [
+                (Take::Sink, 1),
+                (Take::Piece, 1),
+                (Take::Read, 1),
+                (Take::Read, 2),
             ] {
-                let mut v = match readers {
-                    true => Record::readers(),
-                    false => Record::new(sinks),
-                };
+                let mut v = Record::new(take);
                 let o = Options {
                     threads,
                     ..Options::default()

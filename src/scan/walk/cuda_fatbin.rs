@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, mpsc};
 
+use super::stream::SPARE_MAX;
 use super::{Loc, Walker, lossy};
 use crate::error::Result;
 use crate::fatbin;
@@ -28,10 +29,6 @@ use crate::scan::{ContainerKind, Content, Image, Offload};
 /// once (temporary files, for `extract`) stay well under a process's file
 /// limit.
 const BATCH_PER_THREAD: usize = 8;
-
-/// The largest buffer a decoding thread keeps from one entry to the next
-/// for the visitor's readers ([`tap::pump_whole`]).
-const OWN_MAX: usize = 64 << 20;
 
 /// A compressed entry whose decoding has been set up and not yet run.
 struct Pending {
@@ -280,7 +277,7 @@ fn decode(entries: &[fatbin::Entry<'_>], p: &mut Pending, b: &mut Buffers) {
             let n = tap::pump_whole(&mut *r, size, tap, &mut b.whole);
             // The buffer is kept for the next entry, unless it grew past
             // what the scan keeps for speed.
-            if b.whole.capacity() > OWN_MAX {
+            if b.whole.capacity() > SPARE_MAX {
                 b.whole = Vec::new();
             }
             return n;
@@ -308,18 +305,9 @@ type Panicked = Mutex<Option<Box<dyn std::any::Any + Send>>>;
 struct Flight<'scope, 'env> {
     scope: &'scope std::thread::Scope<'scope, 'env>,
     entries: &'scope [fatbin::Entry<'scope>],
-    /// The decoding threads' buffers, until the threads start (at the
-    /// first entry sent: a fatbin with nothing to decode starts none).
-    bufs: Option<&'scope mut [Buffers]>,
     panicked: &'scope Panicked,
-    /// Where entries go to be decoded: `None` before the threads start,
-    /// when closed, or when they are decoded on the walk's own thread
-    /// (with `inline`).
-    work: Option<mpsc::Sender<Pending>>,
-    /// The buffers of the walk's own thread, when it decodes alone.
-    inline: Option<&'scope mut Buffers>,
-    /// Where the threads give entries back, until they start.
-    done_tx: Option<mpsc::Sender<Pending>>,
+    /// Who decodes the entries sent.
+    run: Run<'scope>,
     /// The entries decoded, as they come.
     done: mpsc::Receiver<Pending>,
     /// The entries sent and not yet given back, in order.
@@ -328,6 +316,20 @@ struct Flight<'scope, 'env> {
     ahead: BTreeMap<usize, Pending>,
     /// The most under way at once.
     cap: usize,
+}
+
+/// Who decodes a [`Flight`]'s entries.
+enum Run<'scope> {
+    /// The walk's own thread, as each is sent, with these buffers.
+    Inline(&'scope mut Buffers),
+    /// Threads, one per buffer, not started yet (they start at the first
+    /// entry sent: a fatbin with nothing to decode starts none); where
+    /// they will give entries back.
+    Idle(&'scope mut [Buffers], mpsc::Sender<Pending>),
+    /// The threads, and where entries go to them.
+    Threads(mpsc::Sender<Pending>),
+    /// No more entries will be sent.
+    Closed,
 }
 
 impl<'scope, 'env> Flight<'scope, 'env> {
@@ -341,36 +343,33 @@ impl<'scope, 'env> Flight<'scope, 'env> {
         panicked: &'scope Panicked,
     ) -> Flight<'scope, 'env> {
         let (done_tx, done) = mpsc::channel::<Pending>();
-        let threads = bufs.len();
-        let mut flight = Flight {
+        let (run, cap) = match bufs {
+            [b] => (Run::Inline(b), 1),
+            bufs => {
+                let cap = bufs.len().saturating_mul(BATCH_PER_THREAD);
+                (Run::Idle(bufs, done_tx), cap)
+            }
+        };
+        Flight {
             scope,
             entries,
-            bufs: None,
             panicked,
-            work: None,
-            inline: None,
-            done_tx: Some(done_tx),
+            run,
             done,
             order: VecDeque::new(),
             ahead: BTreeMap::new(),
-            cap: threads.saturating_mul(BATCH_PER_THREAD),
-        };
-        match bufs {
-            [b] => {
-                flight.inline = Some(b);
-                flight.cap = 1;
-            }
-            bufs => flight.bufs = Some(bufs),
+            cap,
         }
-        flight
     }
 
-    /// Starts the decoding threads.
-    fn spawn(&mut self, bufs: &'scope mut [Buffers]) {
-        let (Some(done_tx), entries, panicked) = (self.done_tx.take(), self.entries, self.panicked)
-        else {
-            return;
-        };
+    /// Starts a decoding thread per buffer of `bufs`, each giving entries
+    /// back through `done_tx`; returns where to send them.
+    fn spawn(
+        &self,
+        bufs: &'scope mut [Buffers],
+        done_tx: &mpsc::Sender<Pending>,
+    ) -> mpsc::Sender<Pending> {
+        let (entries, panicked) = (self.entries, self.panicked);
         let (work, work_rx) = mpsc::channel::<Pending>();
         let work_rx = std::sync::Arc::new(Mutex::new(work_rx));
         for b in bufs {
@@ -398,26 +397,31 @@ impl<'scope, 'env> Flight<'scope, 'env> {
                 }
             });
         }
-        self.work = Some(work);
+        work
     }
 
     /// Sends `p` to be decoded.
     fn send(&mut self, mut p: Pending) {
         self.order.push_back(p.entry);
-        if let Some(b) = self.inline.as_deref_mut() {
-            decode(self.entries, &mut p, b);
-            self.ahead.insert(p.entry, p);
-            return;
-        }
-        if let Some(bufs) = self.bufs.take() {
-            self.spawn(bufs);
-        }
-        if let Some(w) = &self.work
-            && let Err(mpsc::SendError(p)) = w.send(p)
+        if let Run::Idle(..) = self.run
+            && let Run::Idle(bufs, done_tx) = std::mem::replace(&mut self.run, Run::Closed)
         {
-            // No thread is left to decode it (each gives back what it
-            // took before it ends): decoded here.
-            self.decode_here(p);
+            self.run = Run::Threads(self.spawn(bufs, &done_tx));
+        }
+        match &mut self.run {
+            Run::Inline(b) => {
+                decode(self.entries, &mut p, b);
+                self.ahead.insert(p.entry, p);
+            }
+            Run::Threads(w) => {
+                if let Err(mpsc::SendError(p)) = w.send(p) {
+                    // No thread is left to decode it (each gives back what
+                    // it took before it ends): decoded here.
+                    self.decode_here(p);
+                }
+            }
+            // Never: nothing is sent after `close`.
+            Run::Idle(..) | Run::Closed => self.decode_here(p),
         }
     }
 
@@ -435,8 +439,7 @@ impl<'scope, 'env> Flight<'scope, 'env> {
     /// No more entries will be sent: the threads end once they have
     /// decoded those sent.
     fn close(&mut self) {
-        self.work = None;
-        self.bufs = None;
+        self.run = Run::Closed;
     }
 
     /// The oldest entry sent, once decoded (waiting for it with `wait`):

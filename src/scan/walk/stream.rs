@@ -232,8 +232,9 @@ impl Walker<'_> {
 /// Buffers kept for images to come, at most: enough for a batch of
 /// compressed fatbin entries decoded at once.
 const SPARE_BUFFERS: usize = 32;
-/// The largest buffer kept.
-const SPARE_MAX: usize = 64 << 20;
+/// The largest buffer kept (here, and by each thread that decodes CUDA
+/// fatbin entries for the visitor's readers).
+pub(super) const SPARE_MAX: usize = 64 << 20;
 /// The most bytes all kept buffers may hold together: memory a scan
 /// keeps for speed stays small whatever the images' sizes.
 const SPARE_TOTAL: usize = 256 << 20;
