@@ -57,26 +57,15 @@ impl Visit for Take {
 /// reading them through readers on three: the same report, and the same
 /// bytes (or the same failures) for the same images.
 pub(super) fn readers_agree(data: &[u8], opts: &Options) {
-    let mut pieces = Take {
-        readers: false,
-        seen: Vec::new(),
+    let run = |readers: bool, threads: usize| {
+        let mut take = Take {
+            readers,
+            seen: Vec::new(),
+        };
+        let o = Options { threads, ..*opts };
+        let r = scan::scan_with(data, &o, &mut take);
+        take.seen.sort_unstable();
+        (format!("{r:?}"), take.seen)
     };
-    let one = Options {
-        threads: 1,
-        ..*opts
-    };
-    let r1 = scan::scan_with(data, &one, &mut pieces);
-    let mut read = Take {
-        readers: true,
-        seen: Vec::new(),
-    };
-    let three = Options {
-        threads: 3,
-        ..*opts
-    };
-    let r3 = scan::scan_with(data, &three, &mut read);
-    assert_eq!(format!("{r3:?}"), format!("{r1:?}"));
-    pieces.seen.sort_unstable();
-    read.seen.sort_unstable();
-    assert_eq!(pieces.seen, read.seen);
+    assert_eq!(run(true, 3), run(false, 1));
 }

@@ -117,6 +117,27 @@ impl Visit for Record {
     }
 }
 
+/// Scans `data` on `threads` threads with a [`Record`] that takes every
+/// image as `take`: what it got, and the report.
+fn recorded(data: &[u8], take: Take, threads: usize) -> (Vec<Got>, Report) {
+    let mut v = Record::new(take);
+    let o = Options {
+        threads,
+        ..Options::default()
+    };
+    let r = scan_with(data, &o, &mut v);
+    (v.got(), r)
+}
+
+/// The ways damaged images are taken: each way on one thread, and
+/// readers on two as well.
+const DAMAGED: [(Take, usize); 4] = [
+    (Take::Sink, 1),
+    (Take::Piece, 1),
+    (Take::Read, 1),
+    (Take::Read, 2),
+];
+
 /// A version 3 binary (uncompressed) of these images, each with its own
 /// triple and architecture.
 fn v3(images: &[&[u8]]) -> Vec<u8> {
@@ -263,32 +284,21 @@ fn compressed_offload_binaries_that_lie_or_are_cut_keep_nothing() {
         cases.push(("torn".into(), torn));
         for (what, bad) in cases {
             let whole = ob::read_all(&bad, &ob::Limits::default());
-            for (take, threads) in [
-                (Take::Sink, 1),
-                (Take::Piece, 1),
-                (Take::Read, 1),
-                (Take::Read, 2),
-            ] {
-                let mut v = Record::new(take);
-                let o = Options {
-                    threads,
-                    ..Options::default()
-                };
-                let r = scan_with(&bad, &o, &mut v);
+            for (take, threads) in DAMAGED {
+                let (got, r) = recorded(&bad, take, threads);
                 let what = format!("{how:?} {what}, {take:?}");
                 // What the whole-buffer reader says, or (damage that still
                 // inflates to the declared size: zlib's check caught it,
                 // zstd's frames have no checksum) the bytes it gives.
                 match &whole {
                     Err(e) => {
-                        assert!(v.got().is_empty(), "{what}: {:?}", v.got());
+                        assert!(got.is_empty(), "{what}: {got:?}");
                         assert_eq!(r.problems.len(), 1, "{what}: {:?}", r.problems);
                         let m = &r.problems[0].message;
                         assert!(m.contains(&e.to_string()), "{what}: {m} / {e}");
                     }
                     Ok(imgs) => {
-                        let got: Vec<Vec<u8>> = v
-                            .got()
+                        let got: Vec<Vec<u8>> = got
                             .into_iter()
                             .map(|g| match g {
                                 Got::Streamed(_, b) | Got::Piece(_, b) => b,
@@ -484,13 +494,7 @@ fn compressed_fatbin_entries_stream_to_what_whole_decompression_gives() {
         (Take::Read, 3),
     ] {
         let sinks = take == Take::Sink;
-        let mut v = Record::new(take);
-        let o = Options {
-            threads,
-            ..Options::default()
-        };
-        scan_with(&f, &o, &mut v);
-        let mut got = v.got();
+        let (mut got, _) = recorded(&f, take, threads);
         got.sort_by_key(|g| match g {
             Got::Streamed(id, _) | Got::Piece(id, _) | Got::Failed(id, ..) => *id,
         });
@@ -543,18 +547,8 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
             // Within the scan's default budget.
             let whole = b.entries[i].contents(Options::default().max_uncompressed);
             let what = format!("entry {i}: {what}");
-            for (take, threads) in [
-                (Take::Sink, 1),
-                (Take::Piece, 1),
-                (Take::Read, 1),
-                (Take::Read, 2),
-            ] {
-                let mut v = Record::new(take);
-                let o = Options {
-                    threads,
-                    ..Options::default()
-                };
-                let r = scan_with(&bad, &o, &mut v);
+            for (take, threads) in DAMAGED {
+                let (got, r) = recorded(&bad, take, threads);
                 if r.stopped.is_some() {
                     // A size past the whole budget (a lie of 2^64 - 1
                     // bytes) stops the scan: nothing of it is read.
@@ -565,7 +559,6 @@ fn compressed_fatbin_entries_that_lie_or_are_cut_keep_nothing() {
                     assert!(whole.is_err(), "{what}");
                     continue;
                 }
-                let got = v.got();
                 let mine: Vec<&Got> = got
                     .iter()
                     .filter(|g| matches!(g, Got::Streamed(id, _) | Got::Piece(id, _) | Got::Failed(id, _) if *id == i))
