@@ -106,11 +106,14 @@ impl InspectOpts {
         }
         out.flush()?;
         let code = exit_code_after_inputs(&scanned, self.common.allow_corrupt);
-        Ok(match kernel_errors(&scanned) {
+        let code = match kernel_errors(&scanned) {
             true if code == exit::OK && !self.common.allow_corrupt => exit::INPUT_ERROR,
             _ => code,
-        }
-        .into())
+        };
+        // The process ends next: freeing a library's hundreds of thousands
+        // of listed names one by one would only delay that.
+        std::mem::forget(scanned);
+        Ok(code.into())
     }
 }
 

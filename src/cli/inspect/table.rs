@@ -1,14 +1,13 @@
 //! `inspect`'s table: per file, its containers as a tree with their images.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::Result;
 
-use super::super::io::print_line;
+use super::super::io::{print_line, printable};
 use super::super::scan::Scanned;
-use crate::kernels::{Listing, SymbolKind};
+use crate::kernels::{Figure, Listing, SymbolKind};
 use crate::scan::{ContainerKind, Image, Parent, Report};
 
 fn hex(o: Option<u64>) -> String {
@@ -276,39 +275,50 @@ fn print_listing(
         plural(l.symbols.len(), "other symbol", "other symbols")
     );
     print_line(out, &head)?;
-    // One line buffer for them all: a library's listings run to
-    // hundreds of thousands of lines.
-    let mut line = String::new();
+    // The lines go into one buffer, written at once: a library's listings
+    // run to hundreds of thousands of lines, each with a dozen figures,
+    // and the formatting machinery is what printing them cost.
+    let mut text = String::new();
+    let mut number = itoa::Buffer::new();
     for k in &l.kernels {
-        line.clear();
-        let _ = write!(
-            line,
-            "{pad}  kernel {}",
-            k.demangled.as_ref().unwrap_or(&k.name)
-        );
+        text.push_str(pad);
+        text.push_str("  kernel ");
+        text.push_str(&printable(k.demangled.as_ref().unwrap_or(&k.name)));
         let mut sep = "  ";
         k.resources.each_figure(|name, v| {
-            let _ = write!(line, "{sep}{name}={v}");
+            text.push_str(sep);
+            match name {
+                Figure::Named(n) => text.push_str(n),
+                Figure::Constant(bank) => {
+                    text.push_str("constant[");
+                    text.push_str(number.format(bank));
+                    text.push(']');
+                }
+            }
+            text.push('=');
+            text.push_str(number.format(v));
             sep = " ";
         });
-        print_line(out, &line)?;
+        text.push('\n');
     }
     for s in &l.symbols {
         let kind = match s.kind {
             SymbolKind::Function => "function",
             SymbolKind::Variable => "variable",
         };
-        line.clear();
-        let _ = write!(
-            line,
-            "{pad}  {kind} {}",
-            s.demangled.as_ref().unwrap_or(&s.name)
-        );
+        text.push_str(pad);
+        text.push_str("  ");
+        text.push_str(kind);
+        text.push(' ');
+        text.push_str(&printable(s.demangled.as_ref().unwrap_or(&s.name)));
         if s.kind == SymbolKind::Variable && s.size > 0 {
-            let _ = write!(line, " ({} bytes)", s.size);
+            text.push_str(" (");
+            text.push_str(number.format(s.size));
+            text.push_str(" bytes)");
         }
-        print_line(out, &line)?;
+        text.push('\n');
     }
+    out.write_all(text.as_bytes())?;
     Ok(())
 }
 

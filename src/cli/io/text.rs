@@ -33,9 +33,13 @@ pub fn safe_component(s: &str, max: usize) -> String {
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     let bad =
         |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    // Most text is printable ASCII, told byte by byte (which the compiler
-    // does many bytes at a time) before any character is decoded.
-    if s.bytes().all(|b| (b' '..b'\x7f').contains(&b)) || !s.chars().any(bad) {
+    // Most text is printable ASCII, told byte by byte before any character
+    // is decoded: every byte is looked at (no early exit), which lets the
+    // compiler test many at a time.
+    let outside = s
+        .bytes()
+        .fold(0u8, |acc, b| acc | u8::from(b.wrapping_sub(b' ') >= 0x5f));
+    if outside == 0 || !s.chars().any(bad) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -150,6 +154,11 @@ mod printable_tests {
             printable("a\u{1b}]0;owned\u{7}b\u{1b}[2Jc\rd\ne\tf\u{7f}\u{9b}g\u{202e}h"),
             "a\\e]0;owned\\x07b\\e[2Jc\\rd\\ne\\tf\\x7f\\u{9b}g\\u{202e}h"
         );
+        // Past the bytes told many at a time: one bad byte at either end.
+        let long = "k".repeat(100);
+        assert_eq!(printable(&format!("{long}\u{7f}")), format!("{long}\\x7f"));
+        assert_eq!(printable(&format!("\u{1f}{long}")), format!("\\x1f{long}"));
+        assert_eq!(printable("~ "), "~ ");
         let mut v = Vec::new();
         print_line(&mut v, "id\nFAKE ROW").unwrap();
         assert_eq!(v, b"id\\nFAKE ROW\n");
