@@ -261,10 +261,16 @@ pub(super) fn pump_whole(
     let size = usize::try_from(declared)
         .map_err(|_| Error::invalid("decompressed data", format!("{declared} bytes declared")))?;
     if matches!(tap.out, TapOut::Reader(..)) {
-        fill(r, own, size, declared)?;
-        let n = tap.take_whole(own);
+        // The buffer keeps its length from entry to entry: only what it
+        // has never held is zeroed (once) before it is written.
+        if own.len() < size {
+            own.resize(size, 0);
+        }
+        let bytes = &mut own[..size];
+        read_exactly(r, bytes, declared)?;
+        let n = tap.take_whole(bytes);
         if let TapOut::Reader(mut reader, _) = std::mem::replace(&mut tap.out, TapOut::Nowhere) {
-            reader.read(&own[..n]);
+            reader.read(&bytes[..n]);
             tap.out = TapOut::Read(reader);
         }
         return Ok(declared);
@@ -389,5 +395,47 @@ mod tests {
         // A tap that already took bytes, or writes elsewhere, is not one.
         assert!(!Tap::new(0..n, 0).takes_whole(n));
         assert!(!whole(n).takes_whole(n + 1));
+    }
+
+    /// What a reader was given.
+    struct Seen(Vec<u8>);
+
+    impl crate::scan::ImageReader for Seen {
+        fn read(&mut self, bytes: &[u8]) {
+            self.0 = bytes.to_vec();
+        }
+    }
+
+    #[test]
+    fn pump_whole_gives_a_reader_exactly_the_entry_from_a_longer_buffer() {
+        // The thread's buffer is longer, and holds an earlier entry: the
+        // reader gets this entry's bytes and no more, and a short or long
+        // stream gives it nothing.
+        let mut own = vec![0xee; 100];
+        let reader = |n: u64| {
+            let mut t = Tap::new(0..n, 0);
+            t.out = TapOut::Reader(Box::new(Seen(Vec::new())), Vec::new());
+            t
+        };
+        let seen = |t: Tap| match t.out {
+            TapOut::Read(r) => {
+                let r: Box<dyn std::any::Any> = r;
+                r.downcast::<Seen>().map(|s| s.0).ok()
+            }
+            _ => None,
+        };
+        let mut t = reader(5);
+        assert!(t.takes_whole(5));
+        pump_whole(&mut &b"hello"[..], 5, &mut t, &mut own).unwrap();
+        assert_eq!(seen(t).as_deref(), Some(&b"hello"[..]));
+        assert_eq!(own.len(), 100);
+        let mut t = reader(6);
+        assert!(pump_whole(&mut &b"hello"[..], 6, &mut t, &mut own).is_err());
+        assert_eq!(seen(t), None);
+        let mut t = reader(150).text();
+        let long: Vec<u8> = (1..=150u8).collect();
+        pump_whole(&mut &long[..], 150, &mut t, &mut own).unwrap();
+        assert_eq!(seen(t).as_deref(), Some(&long[..]));
+        assert_eq!(own.len(), 150);
     }
 }

@@ -526,7 +526,12 @@ pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
     let (mut ip, mut op) = (0usize, 0usize);
     let (ilen, olen) = (input.len(), out.len());
     loop {
-        while ilen - ip >= FAST_IN && olen - op >= FAST_OUT {
+        // The last sequence starts that [`fast_sequence`] may take, when
+        // the block and the output are long enough for any. (Worked out
+        // here rather than once before the loop, which compiled to a
+        // slower loop.)
+        let (ilast, olast) = (ilen.saturating_sub(FAST_IN), olen.saturating_sub(FAST_OUT));
+        while ip <= ilast && op <= olast && ilen >= FAST_IN && olen >= FAST_OUT {
             match fast_sequence(input, out, ip, op) {
                 Fast::Done(i, o) => (ip, op) = (i, o),
                 Fast::Slow => break,
@@ -620,7 +625,8 @@ fn fast_sequence(input: &[u8], out: &mut [u8], ip: usize, op: usize) -> Fast {
         w[(1 + lit) & (FAST_IN - 1)],
         w[(2 + lit) & (FAST_IN - 1)],
     ]));
-    if offset == 0 || offset > o {
+    // 0 or past the start of the output, in one comparison.
+    if offset.wrapping_sub(1) >= o {
         return Fast::Bad;
     }
     let mut p = ip + 3 + lit;
