@@ -101,7 +101,7 @@ impl InspectOpts {
             writeln!(out)?;
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
-                print_table(&mut out, s, self.kernels, self.common.jobs())?;
+                print_table(&mut out, s, self.kernels)?;
             }
         }
         out.flush()?;

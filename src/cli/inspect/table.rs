@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use super::super::io::{print_line, printable};
 use super::super::scan::Scanned;
-use crate::kernels::{Figure, ImageKernels, Listing, SymbolKind};
+use crate::kernels::{Figure, Listing, SymbolKind};
 use crate::scan::{ContainerKind, Image, Parent, Report};
 
 fn hex(o: Option<u64>) -> String {
@@ -18,14 +18,7 @@ fn dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
-/// Prints `s` as a table; with `kernels`, each image's listing under its
-/// row (made into text on `jobs` threads first).
-pub(super) fn print_table(
-    mut out: &mut impl Write,
-    s: &Scanned,
-    kernels: bool,
-    jobs: usize,
-) -> Result<()> {
+pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) -> Result<()> {
     let r = match &s.result {
         Ok(r) => r,
         Err(e) => {
@@ -106,7 +99,7 @@ pub(super) fn print_table(
         out,
         widths,
         tree,
-        kernels: kernels.then(|| listings(&s.kernels, jobs)),
+        kernels: kernels.then(|| s.kernels.iter().map(|k| (k.image, &k.listing)).collect()),
     };
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
@@ -143,9 +136,8 @@ struct TablePrinter<'a, W: Write> {
     out: &'a mut W,
     widths: [usize; 6],
     tree: Tree,
-    /// With `--kernels`: what was read of each image, as the lines to
-    /// print under its row (not indented yet), by id.
-    kernels: Option<HashMap<usize, String>>,
+    /// With `--kernels`: what was read of each image, by id.
+    kernels: Option<HashMap<usize, &'a std::result::Result<Listing, String>>>,
 }
 
 impl<W: Write> TablePrinter<'_, W> {
@@ -224,12 +216,9 @@ impl<W: Write> TablePrinter<'_, W> {
                 row += &format!("  {}", other.join(","));
             }
             print_line(&mut self.out, row.trim_end())?;
-            if let Some(text) = self.kernels.as_ref().and_then(|k| k.get(&i.id)) {
+            if let Some(l) = self.kernels.as_ref().and_then(|k| k.get(&i.id)).copied() {
                 let pad = format!("{pad}{}", " ".repeat(wi + 4));
-                for line in text.split_inclusive('\n') {
-                    self.out.write_all(pad.as_bytes())?;
-                    self.out.write_all(line.as_bytes())?;
-                }
+                print_listing(&mut self.out, &pad, l)?;
             }
             let nested = self.tree.in_image.get(&i.id).cloned().unwrap_or_default();
             for n in nested {
@@ -256,67 +245,22 @@ impl<W: Write> TablePrinter<'_, W> {
     }
 }
 
-/// The listings of `found` as text ([`listing_text`]), by image id, made
-/// on `jobs` threads: a library's listings run to hundreds of thousands
-/// of lines, printed after the scan, with only one thread busy.
-fn listings(found: &[ImageKernels], jobs: usize) -> HashMap<usize, String> {
-    // Pieces of about the same number of lines, one per thread.
-    let lines = |k: &ImageKernels| {
-        1 + k
-            .listing
-            .as_ref()
-            .map_or(0, |l| l.kernels.len() + l.symbols.len())
-    };
-    let total: usize = found.iter().map(lines).sum();
-    let share = total.div_ceil(jobs.max(1)).max(1);
-    let mut pieces: Vec<&[ImageKernels]> = Vec::new();
-    let (mut start, mut count) = (0, 0);
-    for (i, k) in found.iter().enumerate() {
-        count += lines(k);
-        if count >= share {
-            pieces.push(&found[start..=i]);
-            (start, count) = (i + 1, 0);
-        }
-    }
-    pieces.push(&found[start..]);
-    let text = |piece: &[ImageKernels]| -> Vec<(usize, String)> {
-        piece
-            .iter()
-            .map(|k| {
-                let mut text = String::new();
-                listing_text(&mut text, &k.listing);
-                (k.image, text)
-            })
-            .collect()
-    };
-    if pieces.len() == 1 {
-        return pieces.iter().flat_map(|p| text(p)).collect();
-    }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = pieces
-            .iter()
-            .map(|p| scope.spawn(move || text(p)))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
-}
-
-/// An image's kernels and symbols as lines (each ending in a newline, not
-/// indented), added to `text`: a summary line, then `kernel NAME
-/// figure=value …`, `function NAME`, `variable NAME (N bytes)`.
-fn listing_text(text: &mut String, l: &std::result::Result<Listing, String>) {
+/// An image's kernels and symbols, one per line under its row: a summary
+/// line, then `kernel NAME  figure=value …`, `function NAME`, `variable
+/// NAME (N bytes)`.
+fn print_listing(
+    out: &mut impl Write,
+    pad: &str,
+    l: &std::result::Result<Listing, String>,
+) -> Result<()> {
     let l = match l {
         Ok(l) => l,
         Err(e) => {
-            text.push_str(&printable(&format!("error: cannot read its symbols: {e}")));
-            text.push('\n');
-            return;
+            print_line(out, &format!("{pad}error: cannot read its symbols: {e}"))?;
+            return Ok(());
         }
     };
-    let mut head = l.format.name().to_string();
+    let mut head = format!("{pad}{}", l.format.name());
     if let Some(v) = &l.version {
         head += &format!(" {v}");
     }
@@ -330,12 +274,14 @@ fn listing_text(text: &mut String, l: &std::result::Result<Listing, String>) {
         plural(l.kernels.len(), "kernel", "kernels"),
         plural(l.symbols.len(), "other symbol", "other symbols")
     );
-    text.push_str(&printable(&head));
-    text.push('\n');
-    // Pushed piece by piece, numbers through itoa: the formatting
-    // machinery was most of what printing a dozen figures a line cost.
+    print_line(out, &head)?;
+    // The lines go into one buffer, written at once: a library's listings
+    // run to hundreds of thousands of lines, each with a dozen figures,
+    // and the formatting machinery is what printing them cost.
+    let mut text = String::new();
     let mut number = itoa::Buffer::new();
     for k in &l.kernels {
+        text.push_str(pad);
         text.push_str("  kernel ");
         text.push_str(&printable(k.demangled.as_ref().unwrap_or(&k.name)));
         let mut sep = "  ";
@@ -360,6 +306,7 @@ fn listing_text(text: &mut String, l: &std::result::Result<Listing, String>) {
             SymbolKind::Function => "function",
             SymbolKind::Variable => "variable",
         };
+        text.push_str(pad);
         text.push_str("  ");
         text.push_str(kind);
         text.push(' ');
@@ -371,6 +318,8 @@ fn listing_text(text: &mut String, l: &std::result::Result<Listing, String>) {
         }
         text.push('\n');
     }
+    out.write_all(text.as_bytes())?;
+    Ok(())
 }
 
 /// The image kind's name, `-` when it was not read.
