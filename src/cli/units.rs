@@ -73,6 +73,7 @@ pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
                 limit,
             };
             w.unit(&unit, input.bytes(), &input, 0);
+            input.close();
         }
     }
     out

@@ -100,6 +100,7 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
         widths,
         tree,
         kernels: kernels.then(|| s.kernels.iter().map(|k| (k.image, &k.listing)).collect()),
+        text: String::new(),
     };
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
@@ -138,6 +139,8 @@ struct TablePrinter<'a, W: Write> {
     tree: Tree,
     /// With `--kernels`: what was read of each image, by id.
     kernels: Option<HashMap<usize, &'a std::result::Result<Listing, String>>>,
+    /// The text of a listing on its way out ([`print_listing`]).
+    text: String,
 }
 
 impl<W: Write> TablePrinter<'_, W> {
@@ -218,7 +221,7 @@ impl<W: Write> TablePrinter<'_, W> {
             print_line(&mut self.out, row.trim_end())?;
             if let Some(l) = self.kernels.as_ref().and_then(|k| k.get(&i.id)).copied() {
                 let pad = format!("{pad}{}", " ".repeat(wi + 4));
-                print_listing(&mut self.out, &pad, l)?;
+                print_listing(&mut self.out, &mut self.text, &pad, l)?;
             }
             let nested = self.tree.in_image.get(&i.id).cloned().unwrap_or_default();
             for n in nested {
@@ -250,6 +253,7 @@ impl<W: Write> TablePrinter<'_, W> {
 /// NAME (N bytes)`.
 fn print_listing(
     out: &mut impl Write,
+    text: &mut String,
     pad: &str,
     l: &std::result::Result<Listing, String>,
 ) -> Result<()> {
@@ -277,8 +281,11 @@ fn print_listing(
     print_line(out, &head)?;
     // The lines go into one buffer, written at once: a library's listings
     // run to hundreds of thousands of lines, each with a dozen figures,
-    // and the formatting machinery is what printing them cost.
-    let mut text = String::new();
+    // and the formatting machinery is what printing them cost. The buffer
+    // is the printer's, kept from listing to listing: printing allocates
+    // nothing once it is as long as the longest, and so does not wait for
+    // the input's pages being given back (`Input::close`).
+    text.clear();
     let mut number = itoa::Buffer::new();
     for k in &l.kernels {
         text.push_str(pad);
