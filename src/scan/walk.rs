@@ -195,6 +195,18 @@ impl Walker<'_> {
         if self.stopped() {
             return;
         }
+        self.record_problem(kind, loc, container, message);
+    }
+
+    /// Reports a problem of `kind` at `loc`, stopped or not: for work a
+    /// limit met later does not undo (see `cuda_fatbin.rs`).
+    fn record_problem(
+        &mut self,
+        kind: ProblemKind,
+        loc: &Loc,
+        container: Option<usize>,
+        message: String,
+    ) {
         self.report.problems.push(Problem {
             offset: loc.abs,
             section: loc.section.clone(),

@@ -639,3 +639,77 @@ fn failing_streams_use_up_the_budget() {
         })
     );
 }
+
+#[test]
+fn damaged_fatbin_entries_are_reported_in_entry_order_whatever_the_threads() {
+    // Entry 0 is long and fails at its end (it declares a byte more than
+    // it holds); entry 1 declares more than its data can hold (a problem
+    // found before anything is decoded); entry 2, stored, is a fatbin
+    // that does not parse (a problem of the walk into it); entry 3 is cut.
+    // With threads, entry 0 is still being decoded while the others are
+    // looked at: the report must still list them as one thread does.
+    let long: Vec<u8> = b"\x7fELF"
+        .iter()
+        .copied()
+        .chain(noise(3 << 20, 9).iter().map(|b| b % 4))
+        .collect();
+    let lz = lz4_flex::block::compress(&long);
+    let small = lz4_flex::block::compress(b"\x7fELF and more");
+    let mut nested = fatbin::build(&[(2, 80, 0x11, b"\x7fELF")]);
+    nested.truncate(24);
+    let cut = &small[..small.len() - 2];
+    let entries: Vec<(u16, u32, u64, &[u8], u64)> = vec![
+        (2, 80, 0x11 | fatbin::FLAG_LZ4, &lz, long.len() as u64 + 1),
+        (2, 86, 0x11 | fatbin::FLAG_LZ4, &small, 1 << 20),
+        (2, 89, 0x11, &nested, 0),
+        (2, 90, 0x11 | fatbin::FLAG_LZ4, cut, 17),
+    ];
+    let f = fatbin::build_compressed(&entries);
+    let report = |threads: usize| {
+        scan(
+            &f,
+            &Options {
+                verify: true,
+                threads,
+                ..Options::default()
+            },
+        )
+    };
+    let one = report(1);
+    let said: Vec<&str> = one.problems.iter().map(|p| p.message.as_str()).collect();
+    assert!(said.len() >= 4, "{said:?}");
+    for (i, m) in said.iter().enumerate().filter(|(i, _)| *i < 2) {
+        assert!(m.contains(&format!("CUDA fatbin entry {i} ")), "{said:?}");
+    }
+    assert!(
+        said.last().unwrap().contains("CUDA fatbin entry 3 "),
+        "{said:?}"
+    );
+    let one = format!("{one:?}");
+    for threads in [2, 3] {
+        for _ in 0..3 {
+            assert_eq!(format!("{:?}", report(threads)), one, "{threads} threads");
+        }
+    }
+    // A limit met at entry 3, while entry 0 is still being decoded: what
+    // was found of the entries before it is in the report, as with one
+    // thread.
+    let stopped = |threads: usize| {
+        scan(
+            &f,
+            &Options {
+                verify: true,
+                threads,
+                max_images: 3,
+                ..Options::default()
+            },
+        )
+    };
+    let one = stopped(1);
+    assert!(matches!(one.stopped, Some(Limit::Images(3))), "{one:?}");
+    assert_eq!(one.problems.len(), 3, "{:?}", one.problems);
+    let one = format!("{one:?}");
+    for threads in [2, 3] {
+        assert_eq!(format!("{:?}", stopped(threads)), one, "{threads} threads");
+    }
+}

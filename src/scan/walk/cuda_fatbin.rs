@@ -9,8 +9,11 @@
 //! the batch is decoded on the threads (each entry streamed once, through
 //! its hasher and into its sink); then, in entry order again, each outcome
 //! is recorded and handed to the visitor. The report is the same whatever
-//! the number of threads; with more than one, the visitor may get an
-//! uncompressed entry's bytes before the compressed entries ahead of it.
+//! the number of threads: its problems are put back in entry order (an
+//! entry's failure comes back after later entries were looked at), and a
+//! limit met while an entry was being decoded does not drop its failure.
+//! With more than one thread, the visitor may get an uncompressed entry's
+//! bytes before the compressed entries ahead of it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, mpsc};
@@ -22,7 +25,7 @@ use crate::fatbin;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
 use crate::scan::tap::{self, Tap};
-use crate::scan::{ContainerKind, Content, Image, Offload};
+use crate::scan::{ContainerKind, Content, Image, Offload, ProblemKind};
 
 /// Compressed entries decoded together, per thread: enough to keep every
 /// thread busy when entry sizes differ, few enough that the sinks open at
@@ -46,6 +49,10 @@ struct Pending {
     taps: Vec<Tap>,
     /// How the decoding went: `None` until it ran.
     outcome: Option<Result<u64>>,
+    /// Whether it was set up before the scan stopped at a limit: its
+    /// failure is then a problem even if the limit was met while it was
+    /// being decoded (as when one thread decodes each entry at once).
+    before_stop: bool,
 }
 
 impl Walker<'_> {
@@ -70,6 +77,12 @@ impl Walker<'_> {
             bufs.resize_with(threads, Buffers::default);
         }
         let panicked = Mutex::new(None);
+        // Each problem found from here on, with the entry it belongs to:
+        // with threads, an entry's outcome comes back after later entries
+        // were looked at, and the report then puts the problems back in
+        // entry order, as one thread finds them.
+        let first_problem = self.report.problems.len();
+        let mut problem_entries = Vec::new();
         std::thread::scope(|scope| {
             let mut flight = Flight::start(scope, &f.entries, &mut bufs[..threads], &panicked);
             for (i, e) in f.entries.iter().enumerate() {
@@ -90,23 +103,30 @@ impl Walker<'_> {
                         ..image
                     };
                     self.push_image(image, Some(bytes), &at);
+                    self.problems_of(i, first_problem, &mut problem_entries);
                     continue;
                 }
                 let img = self.push_image(image, None, &at);
                 if let Some(p) = self.entry_pending(e, i, img, id, at) {
                     flight.send(p);
                 }
+                self.problems_of(i, first_problem, &mut problem_entries);
                 // Those decoded so far, in order; the oldest waited for
                 // while as many as the threads may hold are under way.
                 while let Some(p) = flight.next(flight.full()) {
+                    let entry = p.entry;
                     self.entry_decoded(&f.entries, id, p);
+                    self.problems_of(entry, first_problem, &mut problem_entries);
                 }
             }
             flight.close();
             while let Some(p) = flight.next(true) {
+                let entry = p.entry;
                 self.entry_decoded(&f.entries, id, p);
+                self.problems_of(entry, first_problem, &mut problem_entries);
             }
         });
+        self.in_entry_order(first_problem, problem_entries);
         self.decoding = bufs;
         // A reader or sink of the visitor's that panicked on a decoding
         // thread panics here, as it would have on this one.
@@ -114,6 +134,31 @@ impl Walker<'_> {
             std::panic::resume_unwind(payload);
         }
         Ok(f.size)
+    }
+
+    /// Marks the problems found since the last call (those past
+    /// `first`, the fatbin's first, not yet in `entries`) as entry
+    /// `entry`'s.
+    fn problems_of(&self, entry: usize, first: usize, entries: &mut Vec<usize>) {
+        entries.resize(self.report.problems.len().saturating_sub(first), entry);
+    }
+
+    /// Puts the problems past `first` in the order of the entries they
+    /// belong to (`entries`, one per problem), keeping the order of each
+    /// entry's own.
+    fn in_entry_order(&mut self, first: usize, mut entries: Vec<usize>) {
+        entries.resize(self.report.problems.len().saturating_sub(first), usize::MAX);
+        if entries.is_sorted() {
+            return;
+        }
+        let mut found: Vec<_> = entries
+            .into_iter()
+            .zip(self.report.problems.drain(first..))
+            .collect();
+        found.sort_by_key(|&(entry, _)| entry);
+        self.report
+            .problems
+            .extend(found.into_iter().map(|(_, p)| p));
     }
 
     /// Sets up the decoding of compressed entry `e` (entry `i` of fatbin
@@ -168,6 +213,7 @@ impl Walker<'_> {
             wanted,
             taps: vec![tap],
             outcome: None,
+            before_stop: !self.stopped(),
         })
     }
 
@@ -192,8 +238,10 @@ impl Walker<'_> {
         };
         // Damage is a problem of the fatbin whether or not the visitor
         // wanted the entry (it also gets the failure).
-        if let Err(why) = &why {
-            self.problem(&p.at, Some(id), why.clone());
+        if let Err(why) = &why
+            && p.before_stop
+        {
+            self.record_problem(ProblemKind::Damage, &p.at, Some(id), why.clone());
         }
         if p.wanted {
             self.hand_over(&[p.img], taps, why);
