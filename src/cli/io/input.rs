@@ -178,20 +178,15 @@ impl Input {
     /// `mmap` and `brk` (a growing buffer) waiting until it is done. If
     /// the process ends first, the kernel finishes the job.
     pub fn close(self) {
-        if let Data::Map(m) = &self.data
-            && m.len() >= CLOSE_APART_FROM
-        {
+        if matches!(&self.data, Data::Map(m) if m.len() >= CLOSE_APART_FROM) {
             // A thread that cannot be started drops it here, with the
             // closure that owns it.
             let _ = std::thread::Builder::new()
                 .name("unmap".into())
                 .spawn(move || {
-                    if let Data::Map(m) = &self.data {
-                        for at in (0..m.len()).step_by(COPY_CHUNK) {
-                            dont_need(m, at, COPY_CHUNK.min(m.len() - at));
-                        }
+                    for chunk in self.bytes().chunks(COPY_CHUNK) {
+                        self.release(chunk);
                     }
-                    drop(self);
                 });
         }
     }
