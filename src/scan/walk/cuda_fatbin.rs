@@ -25,7 +25,7 @@ use crate::fatbin;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
 use crate::scan::tap::{self, Tap};
-use crate::scan::{ContainerKind, Content, Image, Offload, ProblemKind};
+use crate::scan::{ContainerKind, Content, Image, Offload, Problem, ProblemKind};
 
 /// Compressed entries decoded together, per thread: enough to keep every
 /// thread busy when entry sizes differ, few enough that the sinks open at
@@ -77,12 +77,7 @@ impl Walker<'_> {
             bufs.resize_with(threads, Buffers::default);
         }
         let panicked = Mutex::new(None);
-        // Each problem found from here on, with the entry it belongs to:
-        // with threads, an entry's outcome comes back after later entries
-        // were looked at, and the report then puts the problems back in
-        // entry order, as one thread finds them.
-        let first_problem = self.report.problems.len();
-        let mut problem_entries = Vec::new();
+        let mut found = EntryProblems::new(self.report.problems.len());
         std::thread::scope(|scope| {
             let mut flight = Flight::start(scope, &f.entries, &mut bufs[..threads], &panicked);
             for (i, e) in f.entries.iter().enumerate() {
@@ -103,30 +98,26 @@ impl Walker<'_> {
                         ..image
                     };
                     self.push_image(image, Some(bytes), &at);
-                    self.problems_of(i, first_problem, &mut problem_entries);
+                    found.mark(&self.report.problems, i);
                     continue;
                 }
                 let img = self.push_image(image, None, &at);
                 if let Some(p) = self.entry_pending(e, i, img, id, at) {
                     flight.send(p);
                 }
-                self.problems_of(i, first_problem, &mut problem_entries);
+                found.mark(&self.report.problems, i);
                 // Those decoded so far, in order; the oldest waited for
                 // while as many as the threads may hold are under way.
                 while let Some(p) = flight.next(flight.full()) {
-                    let entry = p.entry;
-                    self.entry_decoded(&f.entries, id, p);
-                    self.problems_of(entry, first_problem, &mut problem_entries);
+                    self.entry_decoded(&f.entries, id, p, &mut found);
                 }
             }
             flight.close();
             while let Some(p) = flight.next(true) {
-                let entry = p.entry;
-                self.entry_decoded(&f.entries, id, p);
-                self.problems_of(entry, first_problem, &mut problem_entries);
+                self.entry_decoded(&f.entries, id, p, &mut found);
             }
         });
-        self.in_entry_order(first_problem, problem_entries);
+        found.put_in_order(&mut self.report.problems);
         self.decoding = bufs;
         // A reader or sink of the visitor's that panicked on a decoding
         // thread panics here, as it would have on this one.
@@ -134,31 +125,6 @@ impl Walker<'_> {
             std::panic::resume_unwind(payload);
         }
         Ok(f.size)
-    }
-
-    /// Marks the problems found since the last call (those past
-    /// `first`, the fatbin's first, not yet in `entries`) as entry
-    /// `entry`'s.
-    fn problems_of(&self, entry: usize, first: usize, entries: &mut Vec<usize>) {
-        entries.resize(self.report.problems.len().saturating_sub(first), entry);
-    }
-
-    /// Puts the problems past `first` in the order of the entries they
-    /// belong to (`entries`, one per problem), keeping the order of each
-    /// entry's own.
-    fn in_entry_order(&mut self, first: usize, mut entries: Vec<usize>) {
-        entries.resize(self.report.problems.len().saturating_sub(first), usize::MAX);
-        if entries.is_sorted() {
-            return;
-        }
-        let mut found: Vec<_> = entries
-            .into_iter()
-            .zip(self.report.problems.drain(first..))
-            .collect();
-        found.sort_by_key(|&(entry, _)| entry);
-        self.report
-            .problems
-            .extend(found.into_iter().map(|(_, p)| p));
     }
 
     /// Sets up the decoding of compressed entry `e` (entry `i` of fatbin
@@ -218,8 +184,15 @@ impl Walker<'_> {
     }
 
     /// Records how the decoding of `p` (an entry of `entries`, fatbin
-    /// container `id`) went and hands its image to the visitor.
-    fn entry_decoded(&mut self, entries: &[fatbin::Entry<'_>], id: usize, p: Pending) {
+    /// container `id`) went, its problem marked as its entry's in `found`,
+    /// and hands its image to the visitor.
+    fn entry_decoded(
+        &mut self,
+        entries: &[fatbin::Entry<'_>],
+        id: usize,
+        p: Pending,
+        found: &mut EntryProblems,
+    ) {
         let e = &entries[p.entry];
         let mut taps = p.taps;
         let why = match p.outcome.unwrap_or(Ok(p.size)) {
@@ -243,9 +216,55 @@ impl Walker<'_> {
         {
             self.record_problem(ProblemKind::Damage, &p.at, Some(id), why.clone());
         }
+        found.mark(&self.report.problems, p.entry);
         if p.wanted {
             self.hand_over(&[p.img], taps, why);
         }
+    }
+}
+
+/// The problems a fatbin's walk finds, each with the entry it belongs to:
+/// with threads, an entry's outcome comes back after later entries were
+/// looked at, and the problems are then put back in entry order, as one
+/// thread finds them.
+struct EntryProblems {
+    /// The report's first problem found in this fatbin.
+    first: usize,
+    /// The entry of each problem from `first` on, as far as marked.
+    entries: Vec<usize>,
+}
+
+impl EntryProblems {
+    /// The problems of a fatbin whose first would be the report's
+    /// `first`.
+    fn new(first: usize) -> EntryProblems {
+        EntryProblems {
+            first,
+            entries: Vec::new(),
+        }
+    }
+
+    /// Marks the problems found since the last mark (the last ones of
+    /// `problems`) as entry `entry`'s.
+    fn mark(&mut self, problems: &[Problem], entry: usize) {
+        let n = problems.len().saturating_sub(self.first);
+        self.entries.resize(n, entry);
+    }
+
+    /// Puts `problems` from the first on in the order of the entries they
+    /// belong to, keeping the order of each entry's own.
+    fn put_in_order(mut self, problems: &mut Vec<Problem>) {
+        self.mark(problems, usize::MAX);
+        if self.entries.is_sorted() {
+            return;
+        }
+        let mut found: Vec<_> = self
+            .entries
+            .into_iter()
+            .zip(problems.drain(self.first..))
+            .collect();
+        found.sort_by_key(|&(entry, _)| entry);
+        problems.extend(found.into_iter().map(|(_, p)| p));
     }
 }
 
