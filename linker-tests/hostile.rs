@@ -28,7 +28,27 @@ pub fn tests() -> Vec<Trial> {
     trials
 }
 
-/// The `.offload-kit-*` files in `dir` (temporaries, old files aside).
+/// Whether process `pid` is writing an output in `dir`: it holds a file
+/// there open that has no name yet (`O_TMPFILE`, shown as `DIR/#INODE
+/// (deleted)`) or a `.offload-kit-*` temporary.
+fn writing_in(pid: u32, dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .any(|target| {
+            target.parent() == Some(dir.as_path())
+                && target.file_name().is_some_and(|n| {
+                    let n = n.to_string_lossy();
+                    n.starts_with('#') || n.starts_with(".offload-kit-")
+                })
+        })
+}
+
+/// The `.offload-kit-*` files in `dir` (temporaries left behind).
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()

@@ -3,8 +3,8 @@
 
 use super::*;
 
-/// SIGTERM or SIGINT while an output is being written: the temporary file
-/// is removed and the old output put back, before the process ends.
+/// SIGTERM or SIGINT while an output is being written: the old output
+/// stays as it was and no temporary file is left, before the process ends.
 fn signals() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -31,7 +31,7 @@ fn signals() -> Result<(), Failed> {
             .spawn()
             .unwrap();
         let start = std::time::Instant::now();
-        while leftovers(d).len() < 2 {
+        while !writing_in(child.id(), d) {
             if start.elapsed().as_secs() > LIMIT || child.try_wait().unwrap().is_some() {
                 let _ = child.kill();
                 return Err("no temporary output appeared".into());
@@ -139,10 +139,10 @@ fn rename_while_running(
         if child.try_wait().unwrap().is_some() {
             break;
         }
-        if d.join(from).is_dir() && !leftovers(&d.join(from)).is_empty() {
+        if d.join(from).is_dir() && writing_in(child.id(), &d.join(from)) {
             std::fs::rename(d.join(from), d.join(to)).unwrap();
-            // Temporaries still there after the rename: it came mid-run.
-            renamed_mid_run = !leftovers(&d.join(to)).is_empty();
+            // Still writing there after the rename: it came mid-run.
+            renamed_mid_run = writing_in(child.id(), &d.join(to));
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -314,8 +314,8 @@ fn renamed_mid_extract() -> Result<(), Failed> {
 }
 
 /// SIGTERM to `bundle --compress` after its output directory was renamed:
-/// the temporary output and the old file moved aside are found in the
-/// directory where it now is, the one removed and the other put back.
+/// the old file stays where it now is, and no temporary output is left in
+/// either directory.
 fn signals_after_a_move() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -341,7 +341,7 @@ fn signals_after_a_move() -> Result<(), Failed> {
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();
-    while leftovers(&d.join("sub")).len() < 2 {
+    while !writing_in(child.id(), &d.join("sub")) {
         if start.elapsed().as_secs() > LIMIT || child.try_wait().unwrap().is_some() {
             let _ = child.kill();
             return Err("no temporary output appeared".into());

@@ -1,21 +1,18 @@
 //! The outputs being written, and their removal when a signal ends the
-//! process: no temporary file and no old file moved aside outlives an
-//! interrupted command.
+//! process: no temporary file outlives an interrupted command.
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-/// An output being written, for the signal handler: its temporary file,
-/// and the old file moved aside (to be put back at `name`), both in the
+/// An output being written, for the signal handler: its temporary file's
+/// name (`None`: the file has none, and goes with the process) in the
 /// directory handle `dir` that the output opened when it began (the
 /// directory may have been renamed or moved since).
 pub(super) struct Pending {
     pub(super) id: u64,
     pub(super) dir: Arc<OwnedFd>,
-    pub(super) temp: OsString,
-    pub(super) aside: Option<OsString>,
-    pub(super) name: OsString,
+    pub(super) temp: Option<OsString>,
 }
 
 /// Every output being written now (outputs are written on several threads
@@ -34,7 +31,7 @@ pub(super) fn unregister_locked(list: &mut Vec<Pending>, id: u64) {
 }
 
 /// Starts a thread that, on SIGINT, SIGTERM or SIGHUP, removes every
-/// temporary output and puts back every old file moved aside, then ends the
+/// named temporary output, then ends the
 /// process as the signal would have (so no `.offload-kit-*` file outlives
 /// an interrupted command). Called once, at start.
 pub fn clean_up_on_signals() {
@@ -48,10 +45,8 @@ pub fn clean_up_on_signals() {
             // after the clean-up.
             let list = pending();
             for p in list.iter() {
-                let dir = &*p.dir;
-                let _ = rustix::fs::unlinkat(dir, &p.temp, rustix::fs::AtFlags::empty());
-                if let Some(old) = &p.aside {
-                    let _ = rustix::fs::renameat(dir, old, dir, &p.name);
+                if let Some(temp) = &p.temp {
+                    let _ = rustix::fs::unlinkat(&*p.dir, temp, rustix::fs::AtFlags::empty());
                 }
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);

@@ -1,37 +1,45 @@
-//! Outputs written atomically: a temporary file in the same directory,
-//! renamed into place on commit; devices and FIFOs written in place.
+//! Outputs written atomically: a file with no name in the output's
+//! directory (`O_TMPFILE`; a named temporary file where the file system has
+//! none), given its name on commit; devices and FIFOs written in place.
 //!
 //! Every step after the start works inside a handle on the output's
-//! directory, opened once when the output begins (`openat`, `renameat`,
-//! `unlinkat`), never by its path again: a directory renamed or moved
-//! while the command runs gets its file under its name (in the
+//! directory, opened once when the output begins (`openat`, `linkat`,
+//! `renameat`, `unlinkat`), never by its path again: a directory renamed or
+//! moved while the command runs gets its file under its name (in the
 //! directory where it now is), and no temporary file is left anywhere,
 //! committed, dropped or interrupted by a signal alike.
+//!
+//! The file at the output's path is the old one until the commit and the
+//! new one after it, with nothing in between: the new file takes the name
+//! by exchanging names with the old one (`renameat2(RENAME_EXCHANGE)`), and
+//! the old one is deleted afterwards. The path is never empty, not even for
+//! a process killed with SIGKILL at any instant, and two commands replacing
+//! the same file one after the other each find a file there. A rename
+//! over the old file would be as atomic, but ext4 then writes the new
+//! file's data back before the rename returns (its `auto_da_alloc`
+//! safeguard: over half a second per GiB); an exchange does not.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::fs::{AtFlags, CWD, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
 
 use super::cleanup::{Pending, pending, unregister_locked};
 use super::input::{O_NONBLOCK, not_regular};
 
 /// An output file written atomically: to a temporary file in the same
-/// directory, renamed into place by [`Output::commit`]. Dropped without
+/// directory, given its name by [`Output::commit`]. Dropped without
 /// commit, it leaves nothing behind and the old file as it was. `-` writes
 /// standard output.
 ///
-/// An existing file at the path is first moved aside (renamed to a fresh
-/// name), and deleted only once the new file is in place. The reason is
-/// ext4: renaming a file *over* an existing one makes it write the new
-/// file's data back first (its `auto_da_alloc` safeguard), which costs over a
-/// second per GiB, more than producing the file; a rename to a free name does
-/// not. Between the two renames the path briefly does not exist, but it never
-/// holds a partial file.
+/// An existing file at the path stays there, untouched, until the commit
+/// puts the new file in its place in one step (see the module's
+/// documentation).
 pub struct Output {
     inner: OutInner,
     /// Where a temporary file goes (none for standard output and
@@ -44,12 +52,11 @@ pub struct Output {
 /// (`cleanup.rs`).
 struct Place {
     dir: Arc<OwnedFd>,
-    /// The temporary file.
-    temp: OsString,
+    /// The temporary file's name: `None` for a file with no name
+    /// (`O_TMPFILE`), which a killed process leaves nowhere.
+    temp: Option<OsString>,
     /// The output's file name.
     name: OsString,
-    /// The old file moved aside, to put back at `name` unless committed.
-    aside: Option<OsString>,
     id: u64,
 }
 
@@ -67,14 +74,13 @@ enum OutInner {
 
 impl Drop for Output {
     fn drop(&mut self) {
-        // Not committed: the temporary file is removed and the old file
-        // put back, under the lock, so that a signal finds either both
-        // still to do or both done.
+        // Not committed: a named temporary file is removed, under the lock,
+        // so that a signal finds it either still to remove or removed. A
+        // file with no name goes with its descriptor.
         if let Some(p) = self.place.take() {
             let mut list = pending();
-            let _ = rustix::fs::unlinkat(&*p.dir, &p.temp, AtFlags::empty());
-            if let Some(old) = &p.aside {
-                let _ = rustix::fs::renameat(&*p.dir, old, &*p.dir, &p.name);
+            if let Some(temp) = &p.temp {
+                let _ = rustix::fs::unlinkat(&*p.dir, temp, AtFlags::empty());
             }
             unregister_locked(&mut list, p.id);
         }
@@ -82,8 +88,8 @@ impl Drop for Output {
 }
 
 /// A name in `dir` that no file has now, starting `prefix`: a temporary
-/// file's (created with `O_EXCL`, so a name taken meanwhile is never
-/// used) or an old output's moved aside.
+/// file's (created with `O_EXCL`, or linked, so a name taken meanwhile is
+/// never used).
 fn fresh_name(prefix: &str, attempt: u32) -> OsString {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -145,28 +151,77 @@ fn create_temp(dir: &OwnedFd, mode: u32) -> io::Result<(File, OsString)> {
             Mode::from_raw_mode(mode),
         ) {
             Ok(fd) => return Ok((File::from(fd), name)),
-            Err(rustix::io::Errno::EXIST) => continue,
+            Err(Errno::EXIST) => continue,
             Err(e) => return Err(e.into()),
         }
     }
     Err(no_free_name())
 }
 
-/// A file with no name in `dir`, for reading and writing: `O_TMPFILE`, or
-/// where the file system has none, a file created and removed at once.
-fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
-    use rustix::io::Errno;
+/// A file with no name in `dir` (`O_TMPFILE`) with `mode` less the umask,
+/// for reading and writing; `None` where the file system has none.
+fn tmpfile(dir: &OwnedFd, mode: u32) -> io::Result<Option<File>> {
     match rustix::fs::openat(
         dir,
         ".",
         OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(mode),
     ) {
-        Ok(fd) => Ok(File::from(fd)),
-        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOENT | Errno::INVAL) => {
-            let (file, name) = create_temp(dir, 0o600)?;
-            rustix::fs::unlinkat(dir, &name, AtFlags::empty())?;
-            Ok(file)
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOENT | Errno::INVAL) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A file with no name in `dir`, for reading and writing: `O_TMPFILE`, or
+/// where the file system has none, a file created and removed at once.
+fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
+    if let Some(f) = tmpfile(dir, 0o600)? {
+        return Ok(f);
+    }
+    let (file, name) = create_temp(dir, 0o600)?;
+    rustix::fs::unlinkat(dir, &name, AtFlags::empty())?;
+    Ok(file)
+}
+
+/// Whether a file with no name can be given one (`linkat` of its
+/// `/proc/self/fd` entry, which needs `/proc`): outputs are written with
+/// no name only then.
+fn can_link_unnamed() -> bool {
+    static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+}
+
+/// Gives `file` (with no name) the name `name` in `dir`; fails with
+/// `EEXIST` when the name is taken.
+fn link_unnamed(file: &File, dir: &OwnedFd, name: &OsStr) -> rustix::io::Result<()> {
+    let fd_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(CWD, fd_path.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+}
+
+/// Puts the file named `temp` in `dir` at `name` in one step: by exchanging
+/// the two names when `name` exists (then deleting the old file, now at
+/// `temp`), by a rename otherwise. A directory found at `name` is put back
+/// and the commit fails.
+fn replace(dir: &OwnedFd, temp: &OsStr, name: &OsStr) -> io::Result<()> {
+    match rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::EXCHANGE) {
+        Ok(()) => {
+            match rustix::fs::unlinkat(dir, temp, AtFlags::empty()) {
+                Ok(()) => Ok(()),
+                Err(Errno::ISDIR | Errno::PERM) => {
+                    // A directory was made at the path meanwhile: put it
+                    // back.
+                    let _ = rustix::fs::renameat_with(dir, temp, dir, name, RenameFlags::EXCHANGE);
+                    Err(io::Error::from_raw_os_error(21)) // EISDIR
+                }
+                // The new file is in place; the old one is only left over.
+                Err(_) => Ok(()),
+            }
+        }
+        // Nothing at `name`, or a file system without exchange: a rename
+        // (atomic too).
+        Err(Errno::NOENT | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+            Ok(rustix::fs::renameat(dir, temp, dir, name)?)
         }
         Err(e) => Err(e.into()),
     }
@@ -191,21 +246,28 @@ impl Output {
         Output::temporary(open_dir(dir)?, name)
     }
 
-    /// A new temporary file in `dir`, registered to be removed on a signal
-    /// and on drop, to be renamed to `name` on commit.
+    /// A new temporary file in `dir`, with no name where it can have
+    /// none, else registered to be removed on a signal and on drop; it
+    /// becomes `name` on commit.
     fn temporary(dir: Arc<OwnedFd>, name: &OsStr) -> io::Result<Output> {
         // Registered under the lock, so a signal finds every temporary.
         let mut list = pending();
         // Created with mode 0666, which the kernel reduces by the umask:
         // the mode a tool's output gets.
-        let (file, temp) = create_temp(&dir, 0o666)?;
+        let unnamed = if can_link_unnamed() {
+            tmpfile(&dir, 0o666)?
+        } else {
+            None
+        };
+        let (file, temp) = match unnamed {
+            Some(f) => (f, None),
+            None => create_temp(&dir, 0o666).map(|(f, n)| (f, Some(n)))?,
+        };
         let id = next_id();
         list.push(Pending {
             id,
             dir: Arc::clone(&dir),
             temp: temp.clone(),
-            aside: None,
-            name: name.to_os_string(),
         });
         drop(list);
         // From here on, dropping the output removes the temporary file.
@@ -215,7 +277,6 @@ impl Output {
                 dir,
                 temp,
                 name: name.to_os_string(),
-                aside: None,
                 id,
             }),
         })
@@ -290,38 +351,7 @@ impl Output {
             (_, Some(n)) => (Path::new("."), n),
             (_, None) => return Err(io::Error::from_raw_os_error(21)), // EISDIR
         };
-        let mut out = Output::temporary(open_dir(dir)?, name)?;
-        out.move_old_aside()?;
-        Ok(out)
-    }
-
-    /// Moves an old regular file at the output's name to a fresh name, to
-    /// be deleted on commit (or put back).
-    fn move_old_aside(&mut self) -> io::Result<()> {
-        let Some(p) = &mut self.place else {
-            return Ok(());
-        };
-        let is_file = |name: &OsStr| {
-            rustix::fs::statat(&*p.dir, name, AtFlags::SYMLINK_NOFOLLOW)
-                .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
-        };
-        if !is_file(&p.name).unwrap_or(false) {
-            return Ok(());
-        }
-        let mut list = pending();
-        for attempt in 0..ATTEMPTS {
-            let aside = fresh_name(".offload-kit-old-", attempt);
-            if rustix::fs::statat(&*p.dir, &aside, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
-                continue;
-            }
-            rustix::fs::renameat(&*p.dir, &p.name, &*p.dir, &aside)?;
-            if let Some(entry) = list.iter_mut().find(|e| e.id == p.id) {
-                entry.aside = Some(aside.clone());
-            }
-            p.aside = Some(aside);
-            return Ok(());
-        }
-        Err(no_free_name())
+        Output::temporary(open_dir(dir)?, name)
     }
 
     /// The underlying file, flushed, for direct file-to-file copies.
@@ -356,29 +386,31 @@ impl Output {
         self.place.as_ref().map(|p| unnamed_file(&p.dir))
     }
 
-    /// Renames the finished file into place (and deletes the old file).
+    /// Puts the finished file in place, in one step (the old file, if
+    /// any, is then deleted).
     pub fn commit(mut self) -> io::Result<()> {
         let inner = std::mem::replace(&mut self.inner, OutInner::Done);
         match inner {
             OutInner::Temp(w) => {
-                // Written and closed before the rename; on an error, `self`
-                // dropped removes the temporary file.
-                drop(w.into_inner().map_err(|e| e.into_error())?);
+                // Written before it is named; on an error, `self` dropped
+                // removes the temporary file.
+                let file = w.into_inner().map_err(|e| e.into_error())?;
                 let Some(p) = self.place.take() else {
                     return Ok(());
                 };
+                // Under the lock: a signal finds the output either still
+                // pending or in place.
                 let mut list = pending();
-                if let Err(e) = rustix::fs::renameat(&*p.dir, &p.temp, &*p.dir, &p.name) {
+                let placed = match &p.temp {
+                    Some(temp) => replace(&p.dir, temp, &p.name),
+                    None => place_unnamed(&file, &p.dir, &p.name),
+                };
+                if let Err(e) = placed {
                     drop(list);
                     self.place = Some(p);
-                    return Err(e.into());
+                    return Err(e);
                 }
-                // In place: a signal from now on leaves it there.
                 unregister_locked(&mut list, p.id);
-                drop(list);
-                if let Some(old) = &p.aside {
-                    let _ = rustix::fs::unlinkat(&*p.dir, old, AtFlags::empty());
-                }
                 Ok(())
             }
             OutInner::Stdout(mut s) => s.flush(),
@@ -386,6 +418,32 @@ impl Output {
             OutInner::Done => Ok(()),
         }
     }
+}
+
+/// Gives the unnamed `file` the name `name` in `dir`: linked there when
+/// the name is free, else linked under a fresh name that then replaces
+/// the old file ([`replace`]).
+fn place_unnamed(file: &File, dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    match link_unnamed(file, dir, name) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EXIST) => {}
+        Err(e) => return Err(e.into()),
+    }
+    for attempt in 0..ATTEMPTS {
+        let temp = fresh_name(".offload-kit-", attempt);
+        match link_unnamed(file, dir, &temp) {
+            Ok(()) => {
+                let r = replace(dir, &temp, name);
+                if r.is_err() {
+                    let _ = rustix::fs::unlinkat(dir, &temp, AtFlags::empty());
+                }
+                return r;
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(no_free_name())
 }
 
 /// `path` with symbolic links followed to the path they lead to (which
@@ -614,8 +672,10 @@ mod tests {
             out.write_all(b"new").unwrap();
             // Scratch data in the same directory, which has no name.
             let scratch = out.scratch_file().unwrap().unwrap();
-            // The temporary file and the old file moved aside.
-            assert_eq!(names(&before).len(), 2, "{:?}", names(&before));
+            // The old file stays at its name while the new one is written
+            // (with no name of its own: O_TMPFILE on this file system).
+            assert_eq!(names(&before), ["out.o"]);
+            assert_eq!(std::fs::read(before.join("out.o")).unwrap(), b"old");
             std::fs::rename(&before, &after).unwrap();
             // A new directory at the old name gets nothing.
             std::fs::create_dir(&before).unwrap();
@@ -681,5 +741,54 @@ mod tests {
         assert_eq!(inode(&real), before);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         drop(held);
+    }
+
+    #[test]
+    fn the_old_file_stays_at_its_path_until_the_new_one_replaces_it() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.so");
+        std::fs::write(&path, b"old").unwrap();
+        let before = std::fs::metadata(&path).unwrap().ino();
+        let mut out = Output::create(&path).unwrap();
+        out.write_all(b"new contents").unwrap();
+        out.flush().unwrap();
+        // Until the commit, the path holds the old file, the same inode.
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), before);
+        // A second output of the same path, begun and committed meanwhile,
+        // is replaced in turn: the last commit wins, and the path is never
+        // empty.
+        let mut second = Output::create(&path).unwrap();
+        second.write_all(b"second").unwrap();
+        second.commit().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new contents");
+        assert_eq!(names(dir.path()), ["lib.so"]);
+    }
+
+    #[test]
+    fn a_named_temporary_replaces_an_old_file_and_a_new_name_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = open_dir(dir.path()).unwrap();
+        for existing in [true, false] {
+            let name = OsStr::new("out");
+            if existing {
+                std::fs::write(dir.path().join("out"), b"old").unwrap();
+            }
+            let (mut f, temp) = create_temp(&fd, 0o644).unwrap();
+            f.write_all(b"new").unwrap();
+            replace(&fd, &temp, name).unwrap();
+            assert_eq!(std::fs::read(dir.path().join("out")).unwrap(), b"new");
+            assert_eq!(names(dir.path()), ["out"]);
+            std::fs::remove_file(dir.path().join("out")).unwrap();
+        }
+        // A directory at the name is not replaced.
+        std::fs::create_dir(dir.path().join("out")).unwrap();
+        let (_, temp) = create_temp(&fd, 0o644).unwrap();
+        let e = replace(&fd, &temp, OsStr::new("out")).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(21));
+        assert!(dir.path().join("out").is_dir());
     }
 }
