@@ -404,6 +404,12 @@ impl PruneOpts {
         if package::detect(data) == Some(package::Kind::Zip) {
             return self.wheel(sel, input, &meta, data);
         }
+        if let Some(what) = prune::package_not_pruned(data) {
+            bail!(
+                "'{name}': it is {what}: prune does not rewrite such archives (unpack it, \
+                 prune its files, pack it again)"
+            );
+        }
         if ar::is_thin(data) {
             return self.thin(sel, input, &meta, data);
         }
@@ -444,7 +450,7 @@ impl PruneOpts {
     }
 
     /// With --keep-hard-links, the input opened for writing when it has
-    /// other links (before the output moves it aside).
+    /// other links (the pruned file is copied into it once complete).
     fn write_through(
         &self,
         input: &Path,
@@ -473,13 +479,15 @@ impl PruneOpts {
     ) -> Result<()> {
         let cannot = || format!("'{}': cannot write", dest.display());
         if let Some(mut target) = through {
-            // Every link is to see the pruned file: the whole of it, made in
-            // the temporary file, is copied over the file's old contents.
-            // (The output moved the file aside while it was written, and
-            // puts it back when dropped.)
+            // Every link is to see the pruned file: the whole of it, made
+            // and synced in the temporary file, is copied over the file's
+            // old contents. Only while that copy runs does the file hold
+            // part of each (docs/prune.md); a failure before it leaves the
+            // old file whole.
             let tmp = out
                 .temp_file()
                 .ok_or_else(|| anyhow!("{}: no temporary file", cannot()))?;
+            tmp.sync_all().with_context(cannot)?;
             let len = tmp.metadata()?.len();
             super::io::copy_file_range_all(tmp, 0, len, &mut target).with_context(cannot)?;
             target.set_len(len).with_context(cannot)?;
