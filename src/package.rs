@@ -204,6 +204,28 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
     }
 }
 
+/// For a zip archive with bytes in front of it (a self-extracting archive,
+/// a zip appended to a program), how many: the bytes do not start with a
+/// zip record, yet the zip reader finds an archive from their end (its
+/// end-of-central-directory record lies in the last 64 KiB, as the format
+/// allows). The count is where its first member starts, whether the
+/// archive's offsets count from the file's start (`zip -A`) or from its
+/// own. `None` for a zip that starts at byte 0, or for no zip.
+pub fn zip_prefix(bytes: &[u8]) -> Option<u64> {
+    const EOCD: &[u8] = b"PK\x05\x06";
+    if bytes.starts_with(b"PK") {
+        return None;
+    }
+    let tail = &bytes[bytes.len().saturating_sub(22 + 0xffff)..];
+    memchr::memmem::rfind(tail, EOCD)?;
+    let mut zip = zip::ZipArchive::new(io::Cursor::new(bytes)).ok()?;
+    let first = (0..zip.len().min(1 << 16))
+        .filter_map(|i| zip.by_index_raw(i).ok().map(|f| f.header_start()))
+        .min()
+        .unwrap_or(0);
+    Some(zip.offset().saturating_add(first).max(1))
+}
+
 /// A member's contents.
 pub enum Contents<'a, 'r> {
     /// Stored as is: the bytes, within the package's.

@@ -7,7 +7,7 @@ use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
 use crate::container::elf;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scan::{self, Report};
 
 /// What pruning one file does.
@@ -32,9 +32,13 @@ pub struct FilePruning {
 
 /// Scans `data` and works out its pruned form: a relocatable object with
 /// its sections shrunk (`object`), a linked program or shared
-/// library with each container rewritten where it lies, anything else (a
-/// bare container) with the freed bytes cut out. Archives are the
-/// caller's to walk ([`super::archive::prune`]).
+/// library with each container rewritten where it lies, a bare container
+/// file (containers from its first byte to its last) with the freed bytes
+/// cut out. Archives are the caller's to walk ([`super::archive::prune`]).
+/// Any other file that would lose images is refused, naming what it is
+/// when that is known (a tar or cpio archive, a zip archive with bytes in
+/// front of it): bytes are cut only where a format says they are a
+/// container.
 pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<FilePruning> {
     let scan_opts = scan::Options {
         max_uncompressed: scan::default_max_uncompressed(data.len() as u64),
@@ -68,6 +72,11 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     if plan.is_empty() {
         return Ok(p);
     }
+    if host == Host::Raw
+        && let Some(why) = not_made_of_containers(data, &p.report)
+    {
+        return Err(Error::unsupported(why));
+    }
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
     let len = data.len() as u64;
@@ -87,4 +96,90 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         _ => Output::cut(len, &mut plan),
     });
     Ok(p)
+}
+
+/// What `data` is when it is an archive or package whose format says
+/// where its members lie, which prune does not rewrite: a tar archive
+/// (compressed or not), a Debian package, a cpio archive, a zip archive
+/// with bytes in front of it (a zip from its first byte is a wheel, pruned
+/// by the command line), in words; `None` otherwise.
+pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
+    use crate::package::{self, Kind};
+    match package::detect(data) {
+        Some(Kind::Tar(_)) => Some("a tar archive"),
+        Some(Kind::Deb) => Some("a Debian package"),
+        _ if is_cpio(data) => Some("a cpio archive"),
+        _ if package::zip_prefix(data).is_some() => {
+            Some("a zip archive with bytes in front of it (a self-extracting archive?)")
+        }
+        _ => None,
+    }
+}
+
+/// Why `data`, which is no ELF file, cannot have bytes cut out of it: it is
+/// a package or archive whose format says where its members lie, or bytes
+/// of a format not known here lie outside every container the scan found
+/// at its top level; `None` for a bare container file (top-level
+/// containers from offset 0 on, nothing but zeros between and after them).
+fn not_made_of_containers(data: &[u8], report: &Report) -> Option<String> {
+    if crate::package::detect(data) == Some(crate::package::Kind::Zip) {
+        return Some("it is a zip archive: prune rewrites zip archives as wheels".into());
+    }
+    if let Some(what) = package_not_pruned(data) {
+        return Some(format!(
+            "it is {what}: prune cuts bytes only out of bare container files, and does not \
+             rewrite such archives (unpack it, prune its files, pack it again)"
+        ));
+    }
+    let mut tops: Vec<(u64, u64)> = report
+        .containers
+        .iter()
+        .filter(|c| c.parent.is_none())
+        .filter_map(|c| Some((c.offset?, c.size)))
+        .collect();
+    tops.sort_unstable();
+    let mut at = 0u64;
+    for (offset, size) in tops {
+        if offset > at && !zeros(data, at, offset) {
+            return Some(unknown_bytes(at));
+        }
+        at = at.max(offset.saturating_add(size));
+    }
+    if !zeros(data, at.min(data.len() as u64), data.len() as u64) {
+        return Some(unknown_bytes(at));
+    }
+    None
+}
+
+/// The refusal of a file with bytes of an unknown format at `at`.
+fn unknown_bytes(at: u64) -> String {
+    format!(
+        "its format is not known (the bytes at {at:#x} belong to no container): prune cuts \
+         bytes only out of bare container files, ELF files, static archives and wheels"
+    )
+}
+
+/// Whether `data[from..to]` is all zeros (padding between containers); a
+/// range outside `data` is not.
+fn zeros(data: &[u8], from: u64, to: u64) -> bool {
+    let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
+        return false;
+    };
+    data.get(from..to)
+        .is_some_and(|b| b.iter().all(|&x| x == 0))
+}
+
+/// Whether `data` starts as a cpio archive does: the ASCII headers
+/// (`070701`, `070702`, `070707`) or the old binary one in either byte
+/// order.
+fn is_cpio(data: &[u8]) -> bool {
+    [
+        &b"070701"[..],
+        b"070702",
+        b"070707",
+        b"\xc7\x71",
+        b"\x71\xc7",
+    ]
+    .iter()
+    .any(|m| data.starts_with(m))
 }

@@ -66,6 +66,7 @@ pub(crate) mod shrink;
 
 pub use archive::prune as prune_archive;
 pub use containers::Pruned;
+pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, prune_file};
 pub use output::Output;
 pub use plan::{Edit, Host, Plan, plan};
