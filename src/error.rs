@@ -20,7 +20,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// - a format version this library does not read:
 ///   [`ErrorKind::UnsupportedVersion`];
 /// - a limit reached: [`ErrorKind::LimitExceeded`],
-///   [`ErrorKind::DepthExceeded`], [`ErrorKind::BudgetExceeded`];
+///   [`ErrorKind::DepthExceeded`], [`ErrorKind::BudgetExceeded`],
+///   [`ErrorKind::CountExceeded`];
 /// - input this library does not handle, which LLVM's tools may:
 ///   [`ErrorKind::Unsupported`], [`ErrorKind::UnsupportedTriple`];
 /// - a bad request: [`ErrorKind::Usage`], [`ErrorKind::Target`]; an output
@@ -117,6 +118,15 @@ pub enum ErrorKind {
     #[error("{what} exceeds the limit of {limit} bytes")]
     LimitExceeded {
         /// What grew too large.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+    /// A count limit was passed: kernels and symbols listed
+    /// ([`crate::kernels::Allowance`]).
+    #[error("more than {limit} {what}")]
+    CountExceeded {
+        /// What is counted, with the option that raises the limit.
         what: String,
         /// The limit.
         limit: u64,

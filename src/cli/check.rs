@@ -164,7 +164,7 @@ impl CheckOpts {
         let files = self.common.files()?;
         let needs_kinds = req.needs_kinds();
         let scanned = if with_kernels {
-            scan_files_kernels(&files, self.common.jobs(), &opts)
+            scan_files_kernels(&files, self.common.jobs(), &opts, &self.common.allowance())
         } else {
             scan_files(&files, self.common.jobs(), &opts, || {
                 if needs_kinds {

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::io::{print_line, printable};
 use super::scan::{
-    Common, Scanned, Source, demangle, exit, exit_code_after_inputs, kernel_errors, par_map,
-    scan_file, scan_file_kernels, with_threads,
+    Common, Scanned, Source, demangle, exit, exit_code_after_inputs, kernel_errors, over_allowance,
+    par_map, scan_file, scan_file_kernels, with_threads,
 };
 use crate::diff::{self, FileDiff, Side};
 use crate::scan::{self, HashAlgo, Report};
@@ -127,13 +127,15 @@ impl DiffOpts {
         let jobs = self.common.jobs();
         let sopts = with_threads(&opts, jobs, items.len());
         let kernels = self.kernels;
-        let results = par_map(&items, jobs, |_, (_, src)| {
+        let allowance = self.common.allowance();
+        let mut results = par_map(&items, jobs, |_, (_, src)| {
             if kernels {
-                scan_file_kernels(src, &sopts)
+                scan_file_kernels(src, &sopts, &allowance)
             } else {
                 scan_file(src, &sopts, &mut scan::NoVisit)
             }
         });
+        over_allowance(results.iter_mut().flatten(), &allowance);
         let mut sides: [Vec<(String, Scanned)>; 2] = [Vec::new(), Vec::new()];
         for ((side, src), scanned) in items.iter().zip(results) {
             let root = if *side == 0 { old_root } else { new_root };

@@ -72,7 +72,7 @@ impl InspectOpts {
         opts.report_rejects = self.rejects;
         let files = self.common.files()?;
         let mut scanned = if self.kernels {
-            scan_files_kernels(&files, self.common.jobs(), &opts)
+            scan_files_kernels(&files, self.common.jobs(), &opts, &self.common.allowance())
         } else {
             scan_files(&files, self.common.jobs(), &opts, || {
                 Box::new(scan::NoVisit)

@@ -62,6 +62,12 @@ pub struct Common {
     /// the file is an error.
     #[arg(long, default_value_t = scan::DEFAULT_MAX_CONTAINERS, value_name = "N")]
     max_containers: usize,
+    /// Most kernels and symbols the kernel listings of all inputs may hold
+    /// together (--kernels, --require-kernel, --forbid-kernel); past it
+    /// nothing is listed and every input is an error. About 400 bytes of
+    /// memory each.
+    #[arg(long, value_name = "N", default_value_t = kernels::DEFAULT_MAX_LISTED)]
+    max_kernels: u64,
     /// Exit 0 although some input holds damaged data (it is still
     /// reported; `check` then judges what could be read).
     #[arg(long)]
@@ -156,6 +162,11 @@ impl Common {
             ..self.clone()
         }
         .files()
+    }
+
+    /// The command's one allowance of kernels and symbols listed.
+    pub(super) fn allowance(&self) -> kernels::Allowance {
+        kernels::Allowance::new(self.max_kernels)
     }
 
     pub(super) fn jobs(&self) -> usize {
@@ -505,9 +516,14 @@ pub(super) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visi
 }
 
 /// [`scan_file`], the kernels of every image read too
-/// ([`Scanned::kernels`]).
-pub(super) fn scan_file_kernels(src: &Source, opts: &Options) -> Vec<Scanned> {
-    let mut collect = kernels::Collect::default();
+/// ([`Scanned::kernels`]), taken from the command's `allowance` (see
+/// [`over_allowance`]).
+pub(super) fn scan_file_kernels(
+    src: &Source,
+    opts: &Options,
+    allowance: &kernels::Allowance,
+) -> Vec<Scanned> {
+    let mut collect = kernels::Collect::within(allowance.clone());
     scan_units(src, opts, &mut collect, |v| v, kernels::Collect::take)
 }
 
@@ -565,13 +581,46 @@ pub(super) fn scan_files(
 }
 
 /// [`scan_files`] with the kernels of every image read
-/// ([`Scanned::kernels`]).
-pub(super) fn scan_files_kernels(files: &[Source], jobs: usize, opts: &Options) -> Vec<Scanned> {
+/// ([`Scanned::kernels`]), within `allowance` ([`over_allowance`]).
+pub(super) fn scan_files_kernels(
+    files: &[Source],
+    jobs: usize,
+    opts: &Options,
+    allowance: &kernels::Allowance,
+) -> Vec<Scanned> {
     let opts = &with_threads(opts, jobs, files.len());
-    par_map(files, jobs, |_, src| scan_file_kernels(src, opts))
-        .into_iter()
-        .flatten()
-        .collect()
+    let mut scanned: Vec<Scanned> = par_map(files, jobs, |_, src| {
+        scan_file_kernels(src, opts, allowance)
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    over_allowance(&mut scanned, allowance);
+    scanned
+}
+
+/// When the listings went past the command's `allowance`, every input is
+/// an error, its kernels not listed: which of several inputs scanned at
+/// once were cut depends on their timing, and a gate must not judge a
+/// listing that was cut, so nothing of any is kept (the outcome is the
+/// same whatever the timing).
+pub(super) fn over_allowance<'a>(
+    scanned: impl IntoIterator<Item = &'a mut Scanned>,
+    allowance: &kernels::Allowance,
+) {
+    if !allowance.exhausted() {
+        return;
+    }
+    for s in scanned {
+        s.kernels.clear();
+        if s.result.is_ok() {
+            s.result = Err(format!(
+                "its kernels are not listed: the listings of this command's inputs hold more \
+                 than {} kernels and symbols (--max-kernels)",
+                allowance.limit()
+            ));
+        }
+    }
 }
 
 /// Prints a line on standard error for each image whose kernels could not

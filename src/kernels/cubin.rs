@@ -47,7 +47,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::elf::{self, Parsed, Section};
-use super::{ConstantBank, Format, Kernel, Listing, Resources, Symbol, SymbolKind, text};
+use super::{
+    Allowance, ConstantBank, Format, Kernel, Listing, Resources, Symbol, SymbolKind, text,
+};
 use crate::error::{Error, Result};
 
 /// `STO_CUDA_ENTRY` in `st_other`: the function is a kernel.
@@ -79,8 +81,8 @@ fn damaged(detail: impl Into<String>) -> Error {
     Error::invalid("CUDA cubin", detail)
 }
 
-pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
-    elf::with_parsed(bytes, from_parsed)
+pub(super) fn read(bytes: &[u8], allowance: &Allowance) -> Result<Listing> {
+    elf::with_parsed(bytes, |p| from_parsed(p, allowance))
 }
 
 /// One attribute record: its format, attribute, and value (the two bytes
@@ -198,10 +200,10 @@ fn global_info(p: &Parsed<'_>) -> Result<HashMap<usize, Global>> {
                 continue;
             };
             let sym = usize::try_from(sym).unwrap_or(usize::MAX);
-            if sym == 0 || sym > p.symbols.len() {
+            if sym == 0 || sym > p.symbol_count() {
                 return Err(damaged(format!(
                     "a {what} record names symbol {sym}; the table has {}",
-                    p.symbols.len()
+                    p.symbol_count()
                 )));
             }
             *field(out.entry(sym).or_default()) = Some(value);
@@ -348,12 +350,11 @@ fn resources(
     }
 }
 
-fn from_parsed(p: &Parsed<'_>) -> Result<Listing> {
+fn from_parsed(p: &Parsed<'_>, allowance: &Allowance) -> Result<Listing> {
     let global = global_info(p)?;
     let own = own_sections(p)?;
     let textures = p
-        .symbols
-        .iter()
+        .symbols()
         .any(|s| STT_TEXTURE_TO_SURFACE.contains(&s.kind));
     let mut l = Listing::new(Format::Cubin);
     l.target = target(p);
@@ -362,16 +363,17 @@ fn from_parsed(p: &Parsed<'_>) -> Result<Listing> {
         .filter_map(|o| o.api_version)
         .max()
         .map(|v| format!("{}.{}", v / 10, v % 10));
-    for s in &p.symbols {
+    for s in p.symbols() {
         let func = s.kind == object::elf::STT_FUNC.0;
         if func && s.defined && s.other & STO_ENTRY != 0 {
+            allowance.spend(1)?;
             let mine = s
                 .section
                 .and_then(|i| u32::try_from(i).ok())
                 .and_then(|i| own.get(&i));
             let g = global.get(&s.index).copied().unwrap_or_default();
             let mut k = Kernel::new(text(s.name));
-            k.resources = resources(p, s, g, mine, textures);
+            k.resources = resources(p, &s, g, mine, textures);
             l.kernels.push(k);
         } else if s.exported()
             && (func || s.kind == object::elf::STT_OBJECT.0 || s.kind == STT_CUDA_OBJECT)
@@ -381,6 +383,7 @@ fn from_parsed(p: &Parsed<'_>) -> Result<Listing> {
             } else {
                 SymbolKind::Variable
             };
+            allowance.spend(1)?;
             l.symbols.push(Symbol::new(s.name, kind, s.size));
         }
     }

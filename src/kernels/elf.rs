@@ -9,8 +9,8 @@
 //! bytes, with sizes the file need not have room for.
 
 use object::elf;
-use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::{Endianness, read::StringTable};
+use object::read::elf::{FileHeader, NoteIterator, SectionHeader, Sym, SymbolTable};
+use object::{Endianness, SymbolIndex};
 
 use crate::error::{Error, Result};
 
@@ -78,7 +78,10 @@ pub(super) struct Note<'a> {
     pub desc: &'a [u8],
 }
 
-/// An ELF file, read.
+/// An ELF file, read: its headers and sections at once, its symbols and
+/// notes checked at once but decoded each time they are walked
+/// ([`Parsed::symbols`], [`Parsed::notes`]), so that what is held stays
+/// at one entry per section whatever the tables declare.
 pub(super) struct Parsed<'a> {
     /// `EI_OSABI`.
     pub os_abi: u8,
@@ -88,15 +91,84 @@ pub(super) struct Parsed<'a> {
     pub flags: u32,
     /// The sections, in order (index 0, the null section, included).
     pub sections: Vec<Section<'a>>,
-    /// `.symtab`'s symbols, or `.dynsym`'s in a file without one (the
-    /// null symbol left out).
-    pub symbols: Vec<Symbol<'a>>,
-    /// The notes of every `SHT_NOTE` section.
-    pub notes: Vec<Note<'a>>,
+    /// `.symtab`, or `.dynsym` in a file without one.
+    table: Table<'a>,
+    /// The `SHT_NOTE` sections: their alignment and contents.
+    note_sections: Vec<(u64, &'a [u8])>,
+    endian: Endianness,
+}
+
+/// A symbol table of either class.
+enum Table<'a> {
+    Elf32(SymbolTable<'a, elf::FileHeader32<Endianness>>),
+    Elf64(SymbolTable<'a, elf::FileHeader64<Endianness>>),
+}
+
+impl<'a> Parsed<'a> {
+    /// How many symbols the table holds, the null symbol left out.
+    pub(super) fn symbol_count(&self) -> usize {
+        match &self.table {
+            Table::Elf32(t) => t.len(),
+            Table::Elf64(t) => t.len(),
+        }
+        .saturating_sub(1)
+    }
+
+    /// The symbols, in table order (the null symbol left out); their
+    /// names were checked when the file was read.
+    pub(super) fn symbols(&self) -> impl Iterator<Item = Symbol<'a>> + '_ {
+        (1..=self.symbol_count()).filter_map(|i| match &self.table {
+            Table::Elf32(t) => symbol(t, self.endian, i).ok(),
+            Table::Elf64(t) => symbol(t, self.endian, i).ok(),
+        })
+    }
+
+    /// The notes of every `SHT_NOTE` section, in order (checked when the
+    /// file was read).
+    pub(super) fn notes(&self) -> impl Iterator<Item = Note<'a>> + '_ {
+        let endian = self.endian;
+        self.note_sections.iter().flat_map(move |&(align, data)| {
+            let mut it =
+                NoteIterator::<elf::FileHeader64<Endianness>>::new(endian, align, data).ok();
+            std::iter::from_fn(move || {
+                let n = it.as_mut()?.next().ok()??;
+                Some(Note {
+                    name: n.name(),
+                    kind: n.n_type(endian).0,
+                    desc: n.desc(),
+                })
+            })
+        })
+    }
 }
 
 fn bad(e: object::read::Error) -> Error {
     Error::invalid("ELF image", e.to_string())
+}
+
+/// Symbol `index` of `table`.
+fn symbol<'a, H: FileHeader<Endian = Endianness>>(
+    table: &SymbolTable<'a, H>,
+    endian: Endianness,
+    index: usize,
+) -> Result<Symbol<'a>> {
+    let sym = table.symbol(SymbolIndex(index)).map_err(bad)?;
+    let section = table
+        .symbol_section(endian, sym, SymbolIndex(index))
+        .ok()
+        .flatten()
+        .map(|i| i.0);
+    Ok(Symbol {
+        name: sym.name(endian, table.strings()).map_err(bad)?,
+        kind: sym.st_type().0,
+        bind: sym.st_bind().0,
+        visibility: sym.st_visibility().0,
+        other: sym.st_other().0,
+        defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
+        section,
+        index,
+        size: sym.st_size(endian).into(),
+    })
 }
 
 /// Runs `f` on `data` read as an ELF file. `data` is copied to an aligned
@@ -113,18 +185,21 @@ pub(super) fn with_parsed<T>(data: &[u8], f: impl FnOnce(&Parsed<'_>) -> Result<
 
 fn parse(data: &[u8]) -> Result<Parsed<'_>> {
     match crate::container::elf::peek(data) {
-        Some(p) if p.is_64() => parse_as::<elf::FileHeader64<Endianness>>(data),
-        Some(_) => parse_as::<elf::FileHeader32<Endianness>>(data),
+        Some(p) if p.is_64() => parse_as::<elf::FileHeader64<Endianness>>(data, Table::Elf64),
+        Some(_) => parse_as::<elf::FileHeader32<Endianness>>(data, Table::Elf32),
         None => Err(Error::invalid("ELF image", "no ELF magic")),
     }
 }
 
-fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_>> {
+fn parse_as<'a, H: FileHeader<Endian = Endianness>>(
+    data: &'a [u8],
+    wrap: fn(SymbolTable<'a, H>) -> Table<'a>,
+) -> Result<Parsed<'a>> {
     let header = H::parse(data).map_err(bad)?;
     let endian = header.endian().map_err(bad)?;
     let table = header.sections(endian, data).map_err(bad)?;
     let mut sections = Vec::with_capacity(table.len());
-    let mut notes = Vec::new();
+    let mut note_sections = Vec::new();
     for s in table.iter() {
         let name = table.section_name(endian, s).map_err(bad)?;
         let kind = s.sh_type(endian).0;
@@ -136,13 +211,10 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         if kind == elf::SHT_NOTE.0
             && let Some(mut it) = s.notes(endian, data).map_err(bad)?
         {
-            while let Some(n) = it.next().map_err(bad)? {
-                notes.push(Note {
-                    name: n.name(),
-                    kind: n.n_type(endian).0,
-                    desc: n.desc(),
-                });
-            }
+            // Checked now, read when asked for.
+            while it.next().map_err(bad)?.is_some() {}
+            let align: u64 = s.sh_addralign(endian).into();
+            note_sections.push((align, contents.unwrap_or_default()));
         }
         sections.push(Section {
             name,
@@ -151,29 +223,13 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
             data: contents,
         });
     }
-    let mut symbols = Vec::new();
     let mut tab = table.symbols(endian, data, elf::SHT_SYMTAB).map_err(bad)?;
     if tab.is_empty() {
         tab = table.symbols(endian, data, elf::SHT_DYNSYM).map_err(bad)?;
     }
-    let strings: StringTable<'_> = tab.strings();
-    for (index, sym) in tab.enumerate().skip(1) {
-        let section = tab
-            .symbol_section(endian, sym, index)
-            .ok()
-            .flatten()
-            .map(|i| i.0);
-        symbols.push(Symbol {
-            name: sym.name(endian, strings).map_err(bad)?,
-            kind: sym.st_type().0,
-            bind: sym.st_bind().0,
-            visibility: sym.st_visibility().0,
-            other: sym.st_other().0,
-            defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
-            section,
-            index: index.0,
-            size: sym.st_size(endian).into(),
-        });
+    // Every name is checked now; the symbols are decoded when walked.
+    for index in 1..tab.len() {
+        symbol(&tab, endian, index)?;
     }
     let ident = header.e_ident();
     Ok(Parsed {
@@ -181,7 +237,8 @@ fn parse_as<H: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Parsed<'_
         abi_version: ident.abi_version,
         flags: header.e_flags(endian).0,
         sections,
-        symbols,
-        notes,
+        table: wrap(tab),
+        note_sections,
+        endian,
     })
 }

@@ -367,20 +367,103 @@ fn text(name: &[u8]) -> String {
     String::from_utf8_lossy(name).into_owned()
 }
 
+/// The default limit of an [`Allowance`]: the kernels and symbols one
+/// command may list. A kernel takes about 400 bytes with its figures, so
+/// the listings stay under about 100 MiB; the largest library seen
+/// (libcusparse) lists about 70,000 kernels.
+pub const DEFAULT_MAX_LISTED: u64 = 250_000;
+
+/// How many kernels and symbols listings may hold in all: one allowance
+/// for a whole command, shared by every [`Collect`] and [`read_within`]
+/// of it, on every thread. Each kernel and symbol read is taken from it
+/// before it is kept; past the limit the reading stops with an
+/// [`ErrorKind::CountExceeded`](crate::ErrorKind::CountExceeded) error,
+/// so that no image, whatever counts its tables declare, makes listings
+/// larger than the limit. Clones share one count.
+///
+/// ```
+/// use offload_kit::kernels::{self, Allowance};
+///
+/// let ptx = b".version 8.0\n.target sm_80\n.entry a\n{\n}\n.entry b\n{\n}\n";
+/// let allowance = Allowance::new(1);
+/// assert!(kernels::read_within(ptx, &allowance).is_err());
+/// assert!(allowance.exhausted());
+/// assert_eq!(kernels::read_within(ptx, &Allowance::new(2))?.unwrap().kernels.len(), 2);
+/// # Ok::<(), offload_kit::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Allowance(std::sync::Arc<Spending>);
+
+/// An [`Allowance`]'s count, shared by its clones.
+#[derive(Debug)]
+struct Spending {
+    limit: u64,
+    spent: std::sync::atomic::AtomicU64,
+}
+
+impl Allowance {
+    /// An allowance of `limit` kernels and symbols.
+    pub fn new(limit: u64) -> Allowance {
+        Allowance(std::sync::Arc::new(Spending {
+            limit,
+            spent: std::sync::atomic::AtomicU64::new(0),
+        }))
+    }
+
+    /// The limit it started from.
+    pub fn limit(&self) -> u64 {
+        self.0.limit
+    }
+
+    /// Whether some reading went past the limit (and was stopped).
+    pub fn exhausted(&self) -> bool {
+        self.0.spent.load(std::sync::atomic::Ordering::Relaxed) > self.0.limit
+    }
+
+    /// Takes `n` entries; an error once the limit is passed.
+    fn spend(&self, n: u64) -> Result<()> {
+        let before = self
+            .0
+            .spent
+            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        if before.saturating_add(n) > self.0.limit {
+            return Err(crate::error::ErrorKind::CountExceeded {
+                what: "kernels and symbols listed (--max-kernels)".into(),
+                limit: self.0.limit,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for Allowance {
+    /// An allowance of [`DEFAULT_MAX_LISTED`].
+    fn default() -> Allowance {
+        Allowance::new(DEFAULT_MAX_LISTED)
+    }
+}
+
 /// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of
 /// no format read here (bitcode, SPIR-V, a container, anything else),
-/// an error for an image of a known format that is damaged.
+/// an error for an image of a known format that is damaged, or that
+/// lists more than [`DEFAULT_MAX_LISTED`] kernels and symbols.
 pub fn read(bytes: &[u8]) -> Result<Option<Listing>> {
+    read_within(bytes, &Allowance::default())
+}
+
+/// [`read`], taking the kernels and symbols read from `allowance`.
+pub fn read_within(bytes: &[u8], allowance: &Allowance) -> Result<Option<Listing>> {
     if let Some(peek) = crate::container::elf::peek(bytes) {
         let listing = match peek.machine() {
-            Some(object::elf::EM_AMDGPU) => amdgpu::read(bytes)?,
-            Some(object::elf::EM_CUDA) => cubin::read(bytes)?,
-            _ => host::read(bytes)?,
+            Some(object::elf::EM_AMDGPU) => amdgpu::read(bytes, allowance)?,
+            Some(object::elf::EM_CUDA) => cubin::read(bytes, allowance)?,
+            _ => host::read(bytes, allowance)?,
         };
         return Ok(Some(listing.sorted()));
     }
     if ptx::looks_like_ptx(bytes) {
-        return Ok(Some(ptx::read(bytes)?.sorted()));
+        return Ok(Some(ptx::read(bytes, allowance)?.sorted()));
     }
     Ok(None)
 }
@@ -426,9 +509,21 @@ fn listing_or_error<S: serde::Serializer>(
 #[derive(Debug, Default)]
 pub struct Collect {
     found: BTreeMap<usize, std::result::Result<Listing, String>>,
+    allowance: Allowance,
 }
 
 impl Collect {
+    /// A collector whose listings are taken from `allowance` (one for a
+    /// whole command: see [`Allowance`]). Once it is
+    /// [exhausted](Allowance::exhausted), what was collected is
+    /// incomplete.
+    pub fn within(allowance: Allowance) -> Collect {
+        Collect {
+            found: BTreeMap::new(),
+            allowance,
+        }
+    }
+
     /// What was found in the scan that gave `report`, by image id (none
     /// when the scan [stopped](crate::scan::Report::stopped) at a limit:
     /// its images are not kept); the collector starts empty again, for
@@ -467,7 +562,7 @@ impl Visit for Collect {
     }
 
     fn image(&mut self, image: &Image, bytes: &[u8]) {
-        let mut r = Reader::default();
+        let mut r = self.new_reader();
         r.read(bytes);
         self.keep(image, r);
     }
@@ -479,7 +574,7 @@ impl Visit for Collect {
     /// Images are read where the scan has their bytes: a compressed
     /// CUDA fatbin's entries on the threads that decode them.
     fn reader(&mut self, _: &Image) -> Option<Box<dyn ImageReader>> {
-        Some(Box::new(Reader::default()))
+        Some(Box::new(self.new_reader()))
     }
 
     fn read(
@@ -499,6 +594,14 @@ impl Visit for Collect {
 }
 
 impl Collect {
+    /// A reader that takes from this collector's allowance.
+    fn new_reader(&self) -> Reader {
+        Reader {
+            found: None,
+            allowance: self.allowance.clone(),
+        }
+    }
+
     /// Keeps what `r` found in `image`.
     fn keep(&mut self, image: &Image, r: Reader) {
         if let Some(found) = r.found {
@@ -507,17 +610,24 @@ impl Collect {
     }
 }
 
-/// [`Collect`]'s work on one image: [`read`] its bytes.
-#[derive(Debug, Default)]
+/// [`Collect`]'s work on one image: [`read_within`] its bytes.
+#[derive(Debug)]
 struct Reader {
     /// The listing, or why the image's symbols cannot be read; `None` for
     /// bytes of no format read here.
     found: Option<std::result::Result<Listing, String>>,
+    allowance: Allowance,
 }
 
 impl ImageReader for Reader {
     fn read(&mut self, bytes: &[u8]) {
-        self.found = read(bytes).map_err(|e| e.to_string()).transpose();
+        if self.allowance.exhausted() {
+            // Spent by another image: nothing more is read.
+            return;
+        }
+        self.found = read_within(bytes, &self.allowance)
+            .map_err(|e| e.to_string())
+            .transpose();
     }
 }
 

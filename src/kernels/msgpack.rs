@@ -1,9 +1,12 @@
-//! A MessagePack document read into a tree, as far as the AMDGPU metadata
-//! note needs: the markers come from `rmp`, the tree is built here with
-//! its bounds. Strings borrow from the input; a nesting depth over
-//! [`MAX_DEPTH`], a length past the end of the input or a reserved marker
-//! is an error, and no count declared by the input is trusted for an
-//! allocation before its elements have been read.
+//! A MessagePack document read as a stream of values, as far as the AMDGPU
+//! metadata note needs: the markers come from `rmp`, the walk is done here
+//! with its bounds. The caller asks for one value at a time
+//! ([`Reader::next`]): a scalar whole, a map or an array by its count, whose
+//! elements follow; what it does not need it skips ([`Reader::skip`]),
+//! checked as it goes. Nothing is built that grows with the document:
+//! whatever counts it declares, memory stays at what the caller keeps.
+//! Strings borrow from the input; a nesting depth over [`MAX_DEPTH`], a
+//! length past the end of the input or a reserved marker is an error.
 
 use rmp::Marker;
 
@@ -12,8 +15,8 @@ use crate::error::{Error, Result};
 /// How deep arrays and maps may nest (the metadata nests four levels).
 pub(super) const MAX_DEPTH: usize = 32;
 
-/// One value.
-#[derive(Debug, Clone, PartialEq)]
+/// One scalar value.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Value<'a> {
     Nil,
     Bool(bool),
@@ -24,22 +27,9 @@ pub(super) enum Value<'a> {
     Str(&'a [u8]),
     /// Binary data and extension types: their bytes.
     Bytes(&'a [u8]),
-    Array(Vec<Value<'a>>),
-    Map(Vec<(Value<'a>, Value<'a>)>),
 }
 
 impl<'a> Value<'a> {
-    /// The value of key `key` in a map whose keys are strings.
-    pub(super) fn get(&self, key: &str) -> Option<&Value<'a>> {
-        match self {
-            Value::Map(m) => m
-                .iter()
-                .find(|(k, _)| matches!(k, Value::Str(s) if *s == key.as_bytes()))
-                .map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
     /// A non-negative integer.
     pub(super) fn as_u64(&self) -> Option<u64> {
         match *self {
@@ -64,12 +54,25 @@ impl<'a> Value<'a> {
             _ => None,
         }
     }
+}
 
-    /// The elements of an array.
-    pub(super) fn as_array(&self) -> Option<&[Value<'a>]> {
+/// What [`Reader::next`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Next<'a> {
+    /// A scalar, read whole.
+    Scalar(Value<'a>),
+    /// An array of this many elements, which follow.
+    Array(usize),
+    /// A map of this many key-value pairs, which follow (key first).
+    Map(usize),
+}
+
+impl<'a> Next<'a> {
+    /// The scalar, or `None` for an array or a map.
+    pub(super) fn scalar(self) -> Option<Value<'a>> {
         match self {
-            Value::Array(a) => Some(a),
-            _ => None,
+            Next::Scalar(v) => Some(v),
+            Next::Array(_) | Next::Map(_) => None,
         }
     }
 }
@@ -78,18 +81,18 @@ fn damaged(detail: impl Into<String>) -> Error {
     Error::invalid("MessagePack metadata", detail)
 }
 
-/// Reads one value from the start of `data`; what follows it is ignored.
-pub(super) fn read(data: &[u8]) -> Result<Value<'_>> {
-    let mut r = Reader { data, pos: 0 };
-    r.value(0)
-}
-
-struct Reader<'a> {
+/// A position in a MessagePack document.
+pub(super) struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `data`.
+    pub(super) fn new(data: &'a [u8]) -> Reader<'a> {
+        Reader { data, pos: 0 }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self
             .pos
@@ -121,13 +124,12 @@ impl<'a> Reader<'a> {
         self.take(n)
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value<'a>> {
-        if depth > MAX_DEPTH {
-            return Err(damaged(format!("nested more than {MAX_DEPTH} levels")));
-        }
+    /// The next value: a scalar whole, or an array's or a map's count (the
+    /// elements are the next values).
+    pub(super) fn next(&mut self) -> Result<Next<'a>> {
         let at = self.pos;
         let marker = Marker::from_u8(self.be::<1>()?[0]);
-        Ok(match marker {
+        let scalar = match marker {
             Marker::Null => Value::Nil,
             Marker::True => Value::Bool(true),
             Marker::False => Value::Bool(false),
@@ -158,26 +160,40 @@ impl<'a> Reader<'a> {
             Marker::Ext8 => self.ext_sized(1)?,
             Marker::Ext16 => self.ext_sized(2)?,
             Marker::Ext32 => self.ext_sized(4)?,
-            Marker::FixArray(n) => self.array(usize::from(n), depth)?,
-            Marker::Array16 => {
-                let n = self.len(2)?;
-                self.array(n, depth)?
-            }
-            Marker::Array32 => {
-                let n = self.len(4)?;
-                self.array(n, depth)?
-            }
-            Marker::FixMap(n) => self.map(usize::from(n), depth)?,
-            Marker::Map16 => {
-                let n = self.len(2)?;
-                self.map(n, depth)?
-            }
-            Marker::Map32 => {
-                let n = self.len(4)?;
-                self.map(n, depth)?
-            }
+            Marker::FixArray(n) => return Ok(Next::Array(usize::from(n))),
+            Marker::Array16 => return Ok(Next::Array(self.len(2)?)),
+            Marker::Array32 => return Ok(Next::Array(self.len(4)?)),
+            Marker::FixMap(n) => return Ok(Next::Map(usize::from(n))),
+            Marker::Map16 => return Ok(Next::Map(self.len(2)?)),
+            Marker::Map32 => return Ok(Next::Map(self.len(4)?)),
             Marker::Reserved => return Err(damaged(format!("reserved marker at offset {at}"))),
-        })
+        };
+        Ok(Next::Scalar(scalar))
+    }
+
+    /// Skips the elements of `next` (a value [`Reader::next`] just read:
+    /// nothing for a scalar), `depth` levels deep, each checked.
+    pub(super) fn skip_rest(&mut self, next: Next<'a>, depth: usize) -> Result<()> {
+        let values = match next {
+            Next::Scalar(_) => return Ok(()),
+            Next::Array(n) => n,
+            Next::Map(n) => n
+                .checked_mul(2)
+                .ok_or_else(|| damaged("a map of more pairs than this machine counts"))?,
+        };
+        if depth >= MAX_DEPTH {
+            return Err(damaged(format!("nested more than {MAX_DEPTH} levels")));
+        }
+        for _ in 0..values {
+            self.skip(depth + 1)?;
+        }
+        Ok(())
+    }
+
+    /// Skips the next value whole, `depth` levels deep, checked.
+    pub(super) fn skip(&mut self, depth: usize) -> Result<()> {
+        let next = self.next()?;
+        self.skip_rest(next, depth)
     }
 
     /// An extension value of `n` data bytes after its type byte.
@@ -191,52 +207,45 @@ impl<'a> Reader<'a> {
         let n = self.len(width)?;
         self.ext(n)
     }
-
-    /// Room for `n` elements of at least `min` bytes each, as far as the
-    /// bytes left can hold them.
-    fn capacity(&self, n: usize, min: usize) -> usize {
-        n.min((self.data.len() - self.pos) / min)
-    }
-
-    fn array(&mut self, n: usize, depth: usize) -> Result<Value<'a>> {
-        let mut v = Vec::with_capacity(self.capacity(n, 1));
-        for _ in 0..n {
-            v.push(self.value(depth + 1)?);
-        }
-        Ok(Value::Array(v))
-    }
-
-    fn map(&mut self, n: usize, depth: usize) -> Result<Value<'a>> {
-        let mut v = Vec::with_capacity(self.capacity(n, 2));
-        for _ in 0..n {
-            let k = self.value(depth + 1)?;
-            v.push((k, self.value(depth + 1)?));
-        }
-        Ok(Value::Map(v))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Reads a whole document, every value checked.
+    fn check(doc: &[u8]) -> Result<()> {
+        Reader::new(doc).skip(0)
+    }
+
     #[test]
-    fn reads_maps_arrays_and_scalars() {
+    fn reads_maps_arrays_and_scalars_one_value_at_a_time() {
         // {"a": [1, -1, true, nil, "xy"], "b": {"c": 300}}
         let doc = [
             0x82, 0xa1, b'a', 0x95, 0x01, 0xff, 0xc3, 0xc0, 0xa2, b'x', b'y', 0xa1, b'b', 0x81,
             0xa1, b'c', 0xcd, 0x01, 0x2c,
         ];
-        let v = read(&doc).unwrap();
-        let a = v.get("a").and_then(Value::as_array).unwrap();
-        assert_eq!(a[0].as_u64(), Some(1));
-        assert_eq!(a[1], Value::Int(-1));
-        assert_eq!(a[2].as_bool(), Some(true));
-        assert_eq!(a[4].as_str(), Some("xy"));
+        let mut r = Reader::new(&doc);
+        assert_eq!(r.next().unwrap(), Next::Map(2));
         assert_eq!(
-            v.get("b").and_then(|b| b.get("c")).and_then(Value::as_u64),
-            Some(300)
+            r.next().unwrap().scalar().and_then(|v| v.as_str()),
+            Some("a")
         );
+        assert_eq!(r.next().unwrap(), Next::Array(5));
+        let mut scalars = Vec::new();
+        for _ in 0..5 {
+            scalars.push(r.next().unwrap().scalar().unwrap());
+        }
+        assert_eq!(scalars[0].as_u64(), Some(1));
+        assert_eq!(scalars[1], Value::Int(-1));
+        assert_eq!(scalars[2].as_bool(), Some(true));
+        assert_eq!(scalars[3], Value::Nil);
+        assert_eq!(scalars[4].as_str(), Some("xy"));
+        // "b" and its map skipped whole: nothing is left.
+        r.skip(1).unwrap();
+        r.skip(1).unwrap();
+        assert!(r.next().is_err());
+        assert!(check(&doc).is_ok());
     }
 
     #[test]
@@ -246,20 +255,28 @@ mod tests {
             &[0xdd, 0xff, 0xff, 0xff, 0xff][..],
             &[0xdb, 0xff, 0xff, 0xff, 0xff],
         ] {
-            assert!(read(doc).is_err());
+            assert!(check(doc).is_err());
         }
         // Every prefix of a good document is an error, never a panic.
         let doc = [0x81, 0xa1, b'k', 0x92, 0xcd, 0x01, 0x2c, 0xa1, b'v'];
         for n in 0..doc.len() {
-            assert!(read(&doc[..n]).is_err(), "prefix {n}");
+            assert!(check(&doc[..n]).is_err(), "prefix {n}");
         }
-        assert!(read(&doc).is_ok());
+        assert!(check(&doc).is_ok());
     }
 
     #[test]
     fn deep_nesting_is_an_error() {
         let doc = vec![0x91; 10_000];
-        let e = read(&doc).unwrap_err().to_string();
+        let e = check(&doc).unwrap_err().to_string();
         assert!(e.contains("nested more than"), "{e}");
+    }
+
+    #[test]
+    fn a_reserved_marker_in_a_skipped_value_is_an_error() {
+        // {"k": [1, 0xc1]}: 0xc1 is never used.
+        let doc = [0x81, 0xa1, b'k', 0x92, 0x01, 0xc1];
+        let e = check(&doc).unwrap_err().to_string();
+        assert!(e.contains("reserved marker at offset 5"), "{e}");
     }
 }

@@ -10,7 +10,7 @@
 //! instructions, the bulk of the text, are passed over at `memchr`'s
 //! speed.
 
-use super::{Format, Kernel, Listing, Symbol, SymbolKind, text};
+use super::{Allowance, Format, Kernel, Listing, Symbol, SymbolKind, text};
 use crate::error::Result;
 
 /// Whether `bytes` look like PTX: after blank space and comments, the
@@ -22,7 +22,7 @@ pub(super) fn looks_like_ptx(bytes: &[u8]) -> bool {
     t.next() == Some(&b".version"[..])
 }
 
-pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
+pub(super) fn read(bytes: &[u8], allowance: &Allowance) -> Result<Listing> {
     let mut l = Listing::new(Format::Ptx);
     let mut t = Tokens::new(bytes);
     // The linking directives seen since the last statement.
@@ -40,6 +40,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
             b".extern" => external = true,
             b".entry" => {
                 if let Some(name) = t.next().filter(|_| !external) {
+                    allowance.spend(1)?;
                     l.kernels.push(Kernel::new(text(name)));
                 }
                 (exported, external) = (false, false);
@@ -54,6 +55,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
                     t.skip_group(b'(', b')');
                 }
                 if let Some(name) = t.next().filter(|_| exported && !external) {
+                    allowance.spend(1)?;
                     l.symbols.push(Symbol::new(name, SymbolKind::Function, 0));
                 }
                 (exported, external) = (false, false);
@@ -69,6 +71,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Listing> {
                     t.next();
                 }
                 if let Some(name) = name.filter(|n| !n.starts_with(b".")) {
+                    allowance.spend(1)?;
                     l.symbols.push(Symbol::new(name, SymbolKind::Variable, 0));
                 }
             }

@@ -164,7 +164,7 @@ impl Walker<'_> {
         let mut t = Tap::new(range.clone(), 0);
         let img = &self.report.images[i];
         t.out = match self.visit.reader(img) {
-            Some(r) => TapOut::Reader(r, Vec::new()),
+            Some(r) => TapOut::Reader(r, reserved(range.end - range.start)),
             None => match self.visit.sink(img) {
                 Some(s) => TapOut::Sink(s, None),
                 None => TapOut::Buffer(Vec::new()),
@@ -227,6 +227,19 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// An empty buffer with room for `size` bytes (at most [`MAX_WHOLE`]; none
+/// when the memory cannot be had): an image collected in memory is then
+/// never copied to a larger buffer as it grows, which for a moment held
+/// it one and a half times. Pages are taken only as bytes arrive.
+///
+/// [`MAX_WHOLE`]: crate::scan::MAX_WHOLE
+fn reserved(size: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    let want = usize::try_from(size.min(crate::scan::MAX_WHOLE)).unwrap_or(0);
+    let _ = v.try_reserve_exact(want);
+    v
 }
 
 /// Buffers kept for images to come, at most: enough for a batch of
