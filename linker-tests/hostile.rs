@@ -16,6 +16,7 @@ use crate::util::{ours, ours_as, run_within, tempdir, trial};
 
 mod bombs;
 mod outputs;
+mod round4;
 mod special;
 
 /// Seconds any command gets before it counts as hung.
@@ -25,6 +26,7 @@ pub fn tests() -> Vec<Trial> {
     let mut trials = special::tests();
     trials.extend(bombs::tests());
     trials.extend(outputs::tests());
+    trials.extend(round4::tests());
     trials
 }
 
