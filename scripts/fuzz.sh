@@ -182,6 +182,82 @@ seed_object_rewrite() {
   rm -rf "$tmp"
 }
 
+# prune: the round-4 hostile inputs of issue #41 and what prune rewrites:
+# a bundle of two GPUs, plain, in a tar, in zips with and without bytes in
+# front, with unknown bytes around it, compressed; a relocatable object and
+# a shared library holding it in .hip_fatbin (linked by the system cc), an
+# archive of the object, a library whose section header table lies inside
+# the gfx942 entry, and one with its .hip_fatbin section listed twice.
+seed_prune() {
+  local corpus=$1 tmp f sum
+  command -v cc >/dev/null && command -v python3 >/dev/null || return 0
+  tmp=$(mktemp -d)
+  (
+    cd "$tmp"
+    printf 'host' >host
+    head -c 3000 /dev/urandom >a90
+    head -c 3000 /dev/urandom >a42
+    "$ROOT/target/ci/offload-kit" bundle --type o -o k.hipfb host-x86_64-unknown-linux-gnu=host \
+      hipv4-amdgcn-amd-amdhsa--gfx90a=a90 hipv4-amdgcn-amd-amdhsa--gfx942=a42 2>/dev/null ||
+      cargo run -q --manifest-path "$ROOT/Cargo.toml" -- bundle --type o -o k.hipfb \
+        host-x86_64-unknown-linux-gnu=host hipv4-amdgcn-amd-amdhsa--gfx90a=a90 \
+        hipv4-amdgcn-amd-amdhsa--gfx942=a42
+    "$ROOT/target/ci/offload-kit" bundle --type o --compress -o k.ccob host-x86_64-unknown-linux-gnu=host \
+      hipv4-amdgcn-amd-amdhsa--gfx90a=a90 hipv4-amdgcn-amd-amdhsa--gfx942=a42 2>/dev/null || true
+    tar cf k.tar k.hipfb
+    python3 - <<'PY'
+import zipfile, os
+k = open('k.hipfb', 'rb').read()
+for name, method in (('stored.zip', zipfile.ZIP_STORED), ('deflated.zip', zipfile.ZIP_DEFLATED)):
+    with zipfile.ZipFile(name, 'w', method) as z:
+        z.writestr('k.hipfb', k)
+        z.writestr('pkg-1.0.dist-info/RECORD', '"a,b.so",sha256=x,1\nk.hipfb,sha256=y,%d\n' % len(k))
+    open('sfx-' + name, 'wb').write(os.urandom(300) + open(name, 'rb').read())
+open('front.bin', 'wb').write(os.urandom(200) + k)
+open('behind.bin', 'wb').write(k + os.urandom(200))
+PY
+    printf '.section .hip_fatbin,"a"\n.p2align 12\n.incbin "k.hipfb"\n.data\nfb: .quad 0\n' >fb.s
+    cc -c fb.s -o fb.o && cc -shared fb.o -o libfb.so && ar rc libfb.a fb.o
+    python3 - <<'PY'
+import struct
+d = bytearray(open('libfb.so', 'rb').read())
+shoff, = struct.unpack_from('<Q', d, 0x28)
+shnum, = struct.unpack_from('<H', d, 0x3c)
+table = bytes(d[shoff:shoff + 64 * shnum])
+k = open('k.hipfb', 'rb').read()
+at = d.find(k)
+if at > 0:
+    # The table copied into the gfx942 entry's bytes, which prune drops.
+    inner = at + k.find(open('a42', 'rb').read()[:64])
+    moved = bytearray(d)
+    moved[inner:inner + len(table)] = table
+    struct.pack_into('<Q', moved, 0x28, inner)
+    open('libfb-shdrs-inside.so', 'wb').write(moved)
+# The .hip_fatbin header listed twice.
+names_hdr = struct.unpack_from('<H', d, 0x3e)[0]
+for i in range(shnum):
+    h = table[64 * i:64 * i + 64]
+    if struct.unpack_from('<I', h, 4)[0] == 1 and struct.unpack_from('<Q', h, 24)[0] == at - (at % 4096) + (at % 4096):
+        pass
+twice = bytearray(d) + table + table[64:128]
+struct.pack_into('<Q', twice, 0x28, len(d))
+struct.pack_into('<H', twice, 0x3c, shnum + 1)
+open('libfb-twice.so', 'wb').write(twice)
+PY
+  ) >/dev/null 2>&1 || true
+  for f in "$tmp"/*; do
+    [ -f "$f" ] || continue
+    sum=$(sha1sum <"$f" | cut -d' ' -f1)
+    [ -e "$corpus/$sum" ] || cp "$f" "$corpus/$sum"
+  done
+  rm -rf "$tmp"
+}
+
+# Per-target libFuzzer limits, when tighter than the defaults: prune's work
+# per input is held to 5 s and 512 MiB (issue #41's bound for each hostile
+# input).
+limits_prune() { printf '%s\n' -timeout=5 -rss_limit_mb=512; }
+
 # ---------------------------------------------------------------- build, then run
 log "building ${targets[*]} (sanitizer: $SANITIZER)"
 for t in "${targets[@]}"; do
@@ -235,6 +311,10 @@ for t in "${targets[@]}"; do
     -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
     -artifact_prefix="$artifacts/")
   [ -f "$FUZZ_DIR/dict/$t.dict" ] && args+=(-dict="$FUZZ_DIR/dict/$t.dict")
+  if declare -F "limits_$t" >/dev/null; then
+    mapfile -t tighter < <("limits_$t")
+    args+=("${tighter[@]}")
+  fi
   if [ "$CPU_BUDGET" -gt 0 ]; then
     log "$t: until ${CPU_BUDGET} CPU seconds, corpus $(find "$corpus" -type f | wc -l) file(s)"
   else

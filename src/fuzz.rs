@@ -766,6 +766,133 @@ pub fn lz4_block(data: &[u8]) {
     }
 }
 
+/// Bytes the scan of one pruned file may decompress, in the `prune` body.
+const PRUNE_WORK_BYTES: u64 = 1 << 24;
+
+/// Prunes `data` as `offload-kit prune` does (a static archive member by
+/// member, any other file whole), with rules that keep or drop AMDGPU and
+/// CUDA targets, shrinking linked files and not: whatever the bytes, no
+/// panic (every offset and size is checked, overflow included), and a file
+/// that is pruned comes out no larger than it went in, holding every image
+/// that stayed with its bytes unchanged, and stays as it is when pruned
+/// again by the same rules. The work is bounded by the scan's
+/// decompression budget ([`PRUNE_WORK_BYTES`]); the fuzzer's time and
+/// memory limits for this target (scripts/fuzz.sh) hold each input to it.
+pub fn prune(data: &[u8]) {
+    use crate::prune::{Options, Ptx, Rules, Selection};
+    use crate::scan::Rule;
+    let rule = |r: &str| Rule::parse(r).expect("a rule");
+    let selections = [
+        Selection {
+            rules: Rules::Keep(vec![rule("gfx90a")]),
+            ptx: Ptx::Newest,
+        },
+        Selection {
+            rules: Rules::Keep(vec![rule("sm_80")]),
+            ptx: Ptx::All,
+        },
+        Selection {
+            rules: Rules::Drop(vec![rule("gfx942"), rule("sm_70")]),
+            ptx: Ptx::None,
+        },
+    ];
+    let first = data.first().copied().unwrap_or(0);
+    for (k, sel) in selections.iter().enumerate() {
+        let mut opts = Options::default();
+        opts.threads = 1;
+        opts.max_uncompressed = Some(PRUNE_WORK_BYTES);
+        opts.allow_empty = first & (1 << k) != 0;
+        opts.no_shrink = first & 0x80 != 0;
+        let Some(out) = pruned(data, sel, &opts) else {
+            continue;
+        };
+        assert!(
+            out.len() <= data.len(),
+            "pruned to {} bytes from {}",
+            out.len(),
+            data.len()
+        );
+        kept_images_are_there(data, &out, sel);
+        assert!(
+            pruned(&out, sel, &opts).is_none(),
+            "pruned again, the file changes"
+        );
+    }
+}
+
+/// `data` pruned by `sel` as the command line prunes a file (an `ar`
+/// archive member by member), written out; `None` when nothing changes or
+/// it is refused.
+fn pruned(
+    data: &[u8],
+    sel: &crate::prune::Selection,
+    opts: &crate::prune::Options,
+) -> Option<Vec<u8>> {
+    let output = if crate::container::ar::is_archive(data) {
+        crate::prune::prune_archive(data, |_, member| {
+            crate::prune::prune_file(member, sel, opts).map(|p| p.output)
+        })
+        .ok()?
+    } else {
+        crate::prune::prune_file(data, sel, opts).ok()?.output
+    }?;
+    let bytes = output.to_vec(data).expect("write to memory");
+    assert_eq!(bytes.len() as u64, output.size());
+    Some(bytes)
+}
+
+/// Every image of `before` that `sel` keeps (by its target and hash) is an
+/// image of `after`, as many times.
+fn kept_images_are_there(before: &[u8], after: &[u8], sel: &crate::prune::Selection) {
+    use crate::scan::{self, HashAlgo, Options};
+    let opts = Options {
+        hash: Some(HashAlgo::Xxh3_128),
+        max_uncompressed: PRUNE_WORK_BYTES,
+        ..Options::default()
+    };
+    let (r0, r1) = (scan::scan(before, &opts), scan::scan(after, &opts));
+    if crate::container::ar::is_archive(before) || r0.stopped.is_some() {
+        // (An archive's members are pruned apart: their images are counted
+        // by member, which this does not follow.)
+        return;
+    }
+    let verdicts = sel.decide(&r0);
+    // An image stays when it and every image it lies in stay.
+    let survives = |i: &crate::scan::Image| {
+        let mut at = Some(i.id);
+        let mut steps = 0;
+        while let Some(id) = at {
+            let img = &r0.images[id];
+            if !verdicts[id].stays() || steps > r0.images.len() {
+                return false;
+            }
+            steps += 1;
+            let mut c = img.container;
+            at = loop {
+                match r0.containers[c].parent {
+                    Some(scan::Parent::Image(p)) => break Some(p),
+                    Some(scan::Parent::Container(p)) => c = p,
+                    None => break None,
+                }
+            };
+        }
+        true
+    };
+    let key = |i: &crate::scan::Image| (i.target_id.clone(), i.hash.clone());
+    let mut left: Vec<_> = r1.images.iter().map(key).collect();
+    for i in r0.images.iter().filter(|i| i.hash.is_some() && survives(i)) {
+        let k = key(i);
+        let at = left.iter().position(|l| *l == k);
+        assert!(
+            at.is_some(),
+            "image {} ({}) stayed, but is gone",
+            i.id,
+            i.target_id
+        );
+        left.swap_remove(at.unwrap_or_default());
+    }
+}
+
 /// Every fuzz body, by the name of its cargo-fuzz target (scripts/fuzz/).
 pub const TARGETS: &[(&str, Body)] = &[
     ("offload_binary_read", offload_binary_read),
@@ -777,6 +904,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("package", package),
     ("lz4_block", lz4_block),
     ("kernels", kernels),
+    ("prune", prune),
 ];
 
 mod kernels;

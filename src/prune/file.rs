@@ -41,7 +41,9 @@ pub struct FilePruning {
 /// container.
 pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<FilePruning> {
     let scan_opts = scan::Options {
-        max_uncompressed: scan::default_max_uncompressed(data.len() as u64),
+        max_uncompressed: opts
+            .max_uncompressed
+            .unwrap_or_else(|| scan::default_max_uncompressed(data.len() as u64)),
         ..scan::Options::default()
     };
     let report: Report = scan::scan(data, &scan_opts);

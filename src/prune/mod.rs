@@ -90,6 +90,11 @@ pub struct Options {
     /// Rewrite a linked program or library only where each container lies
     /// (the file keeps its layout and size), rather than shrink it.
     pub no_shrink: bool,
+    /// Bytes the scan of a file may decompress, in all
+    /// ([`scan::Options::max_uncompressed`](crate::scan::Options::max_uncompressed));
+    /// `None`: as the scanners derive it from the file's size
+    /// ([`default_max_uncompressed`](crate::scan::default_max_uncompressed)).
+    pub max_uncompressed: Option<u64>,
 }
 
 impl Options {
