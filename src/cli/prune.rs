@@ -83,6 +83,11 @@ pub struct PruneOpts {
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
     no_shrink: bool,
+    /// Most bytes the members of one wheel may inflate to together
+    /// (suffixes K, M, G; default: 1024 times the wheel's size, at least
+    /// 128M and at most 16G). Past it the wheel is an error.
+    #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size)]
+    max_uncompressed: Option<u64>,
     /// Threads that compress a rebuilt compressed bundle (default: every CPU).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     threads: u32,
