@@ -20,6 +20,7 @@ use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 mod cuda;
 mod objects;
 mod shrink;
+mod wheels;
 
 pub fn tests() -> Vec<Trial> {
     let mut trials = vec![
@@ -74,6 +75,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(objects::tests());
     trials.extend(cuda::tests());
     trials.extend(shrink::tests());
+    trials.extend(wheels::tests());
     trials
 }
 

@@ -83,6 +83,12 @@ pub struct PruneOpts {
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
     no_shrink: bool,
+    /// Most bytes decompressed: by the scan of each file (and of each wheel
+    /// member), and by the inflation of one wheel's members together
+    /// (suffixes K, M, G; default: 1024 times the file's size, at least
+    /// 128M and at most 16G). Past it the file is an error.
+    #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size)]
+    max_uncompressed: Option<u64>,
     /// Threads that compress a rebuilt compressed bundle (default: every CPU).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     threads: u32,
@@ -376,6 +382,7 @@ impl PruneOpts {
         o.allow_empty = self.allow_empty;
         o.threads = self.threads;
         o.no_shrink = self.no_shrink;
+        o.max_uncompressed = self.max_uncompressed;
         o
     }
 
