@@ -779,7 +779,7 @@ const PRUNE_WORK_BYTES: u64 = 1 << 24;
 /// decompression budget ([`PRUNE_WORK_BYTES`]); the fuzzer's time and
 /// memory limits for this target (scripts/fuzz.sh) hold each input to it.
 pub fn prune(data: &[u8]) {
-    use crate::prune::{Options, Ptx, Rules, Selection};
+    use crate::prune::{Ptx, Rules, Selection};
     use crate::scan::Rule;
     let rule = |r: &str| Rule::parse(r).expect("a rule");
     let selections = [
@@ -796,13 +796,25 @@ pub fn prune(data: &[u8]) {
             ptx: Ptx::None,
         },
     ];
+    let _ = crate::prune::package_not_pruned(data);
+    #[cfg(feature = "cli")]
+    if crate::package::detect(data) == Some(crate::package::Kind::Zip) {
+        wheel(data, &selections);
+    }
+    prune_with(data, &selections);
+}
+
+/// [`prune`]'s rules on one file (an archive, or any other file).
+fn prune_with(data: &[u8], selections: &[crate::prune::Selection]) {
+    use crate::prune::Options;
     let first = data.first().copied().unwrap_or(0);
     for (k, sel) in selections.iter().enumerate() {
-        let mut opts = Options::default();
-        opts.threads = 1;
-        opts.max_uncompressed = Some(PRUNE_WORK_BYTES);
-        opts.allow_empty = first & (1 << k) != 0;
-        opts.no_shrink = first & 0x80 != 0;
+        let opts = Options {
+            threads: 1,
+            max_uncompressed: Some(PRUNE_WORK_BYTES),
+            allow_empty: first & (1 << k) != 0,
+            no_shrink: first & 0x80 != 0,
+        };
         let Some(out) = pruned(data, sel, &opts) else {
             continue;
         };
@@ -817,6 +829,84 @@ pub fn prune(data: &[u8]) {
             pruned(&out, sel, &opts).is_none(),
             "pruned again, the file changes"
         );
+    }
+}
+
+/// A wheel's members (the first 32, up to 1 MiB each): each RECORD
+/// rewritten with new hashes for every other file it names
+/// ([`record_rewrite`]), each ELF member pruned as a file.
+#[cfg(feature = "cli")]
+fn wheel(data: &[u8], selections: &[crate::prune::Selection]) {
+    use std::io::Read;
+    let Ok(mut zip) = zip::ZipArchive::new(std::io::Cursor::new(data)) else {
+        return;
+    };
+    for i in 0..zip.len().min(32) {
+        let Ok(f) = zip.by_index(i) else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        if f.take(1 << 20).read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        record_rewrite(&bytes);
+        if bytes.starts_with(b"\x7fELF") {
+            prune_with(&bytes, selections);
+        }
+    }
+}
+
+/// `text` read as a wheel's RECORD, every other path it names given a new
+/// hash and size: the rewritten RECORD has the same rows, those named with
+/// their new hash and size, every other one as it was.
+#[cfg(feature = "cli")]
+fn record_rewrite(text: &[u8]) {
+    use std::collections::BTreeMap;
+    let rows = |t: &[u8]| -> Option<Vec<csv::ByteRecord>> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(t);
+        r.byte_records().collect::<Result<Vec<_>, _>>().ok()
+    };
+    let Some(before) = rows(text) else {
+        return;
+    };
+    let paths: Vec<String> = before
+        .iter()
+        .step_by(2)
+        .filter_map(|r| std::str::from_utf8(r.get(0)?).ok().map(str::to_string))
+        .collect();
+    let changed: BTreeMap<&str, (u64, &str)> = paths
+        .iter()
+        .map(|p| (p.as_str(), (p.len() as u64, "NEWHASH")))
+        .collect();
+    let Ok(new) = crate::cli::prune::wheel::new_record(text, &changed) else {
+        return;
+    };
+    let Some(new) = new else {
+        assert!(
+            changed.is_empty(),
+            "a RECORD naming {paths:?} was left as it was"
+        );
+        return;
+    };
+    let after = rows(&new).expect("the rewritten RECORD reads as CSV");
+    assert_eq!(after.len(), before.len(), "rows added or lost");
+    for (a, b) in before.iter().zip(&after) {
+        let path = std::str::from_utf8(a.get(0).unwrap_or_default()).ok();
+        match path.and_then(|p| changed.get(p)) {
+            Some((n, h)) => {
+                let want = [
+                    path.unwrap_or_default().to_string(),
+                    format!("sha256={h}"),
+                    n.to_string(),
+                ];
+                let got: Vec<&[u8]> = b.iter().collect();
+                assert_eq!(got, want.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+            }
+            None => assert_eq!(a, b, "a row not named changed"),
+        }
     }
 }
 
@@ -878,7 +968,7 @@ fn kept_images_are_there(before: &[u8], after: &[u8], sel: &crate::prune::Select
         }
         true
     };
-    let key = |i: &crate::scan::Image| (i.target_id.clone(), i.hash.clone());
+    let key = |i: &crate::scan::Image| (i.target_id.clone(), i.hash);
     let mut left: Vec<_> = r1.images.iter().map(key).collect();
     for i in r0.images.iter().filter(|i| i.hash.is_some() && survives(i)) {
         let k = key(i);

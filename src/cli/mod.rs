@@ -20,7 +20,7 @@ mod links;
 mod list;
 mod llvm_cl;
 mod pack;
-mod prune;
+pub(crate) mod prune;
 mod scan;
 mod size;
 mod units;

@@ -366,7 +366,10 @@ impl<W: Write> Write for Hashing<W> {
 /// base64) replaced; `None` when it names none of them. Every other byte
 /// stays as it was: rows not named, blank lines, and each row's own line
 /// terminator.
-fn new_record(text: &[u8], changed: &BTreeMap<&str, (u64, &str)>) -> csv::Result<Option<Vec<u8>>> {
+pub(crate) fn new_record(
+    text: &[u8],
+    changed: &BTreeMap<&str, (u64, &str)>,
+) -> csv::Result<Option<Vec<u8>>> {
     let is_break = |b: &u8| matches!(b, b'\r' | b'\n');
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
