@@ -45,7 +45,10 @@ struct Sec {
 
 impl Sec {
     fn holds(&self, offset: u64, size: u64) -> bool {
-        self.start <= offset && offset + size <= self.start + self.size
+        self.start <= offset
+            && offset
+                .checked_add(size)
+                .is_some_and(|end| Some(end) <= self.start.checked_add(self.size))
     }
 }
 
@@ -166,9 +169,17 @@ fn removed_bundle_sections(
             ));
         }
         for i in gone {
+            // Its own section: the same place, name and size, and not one
+            // taken by another entry already (a hostile object may hold two
+            // sections of one name at one offset).
             let s = secs
                 .iter()
-                .find(|s| Some(s.start) == i.offset && Some(&s.name) == i.section.as_ref())
+                .find(|s| {
+                    Some(s.start) == i.offset
+                        && s.size == i.size
+                        && Some(&s.name) == i.section.as_ref()
+                        && !remove.contains(&s.index)
+                })
                 .ok_or_else(|| {
                     invalid(format!(
                         "the bundle entry {} is not a section of its own",
