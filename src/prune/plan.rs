@@ -12,11 +12,14 @@
 //! own bundle excepted: the CCOB is rebuilt around it), the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
 //! OffloadBinaries in a linked program (their images are registered by a
 //! descriptor that points at them one by one).
+//!
+//! It refuses, too, a container listed twice or overlapping another (two
+//! section headers for one section), which would be rewritten twice.
 
 use super::containers::{self, Pruned};
 use super::{Options, Verdict};
 use crate::error::{Error, Result};
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
 
 /// One container rewritten where it lies.
@@ -37,13 +40,24 @@ pub struct Edit {
 }
 
 impl Edit {
-    /// Bytes the rewrite frees (zeros after the new container).
+    /// Bytes the rewrite frees (zeros after the new container). [`plan`]
+    /// makes no edit whose new container is larger than the old (0 for
+    /// one made otherwise).
     pub fn freed(&self) -> u64 {
-        self.size - self.pruned.layout.size
+        self.size.saturating_sub(self.pruned.layout.size)
+    }
+
+    /// Where it ends in the file, when that is in `len` bytes.
+    fn end_within(&self, len: u64) -> Option<u64> {
+        self.offset.checked_add(self.size).filter(|&e| e <= len)
     }
 }
 
 /// What pruning a file does.
+///
+/// A plan that [`plan`] makes holds its edits in file order, each inside
+/// the file, none overlapping another, and none larger after than before
+/// ([`Plan::check`]): what [`Output`](super::Output) relies on.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
     /// The containers rewritten, in file order.
@@ -56,9 +70,39 @@ impl Plan {
         self.edits.is_empty()
     }
 
-    /// Bytes freed in all.
+    /// Bytes freed in all. (The edits of a plan that [`plan`] makes lie
+    /// apart in the file, so the sum is at most its size: saturating
+    /// never changes it.)
     pub fn freed(&self) -> u64 {
-        self.edits.iter().map(Edit::freed).sum()
+        self.edits
+            .iter()
+            .map(Edit::freed)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Checks that the edits are in file order, inside a file of `len`
+    /// bytes, apart from one another, and no larger after than before.
+    pub fn check(&self, len: u64) -> Result<()> {
+        let mut pos = 0;
+        for e in &self.edits {
+            let end = e
+                .end_within(len)
+                .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
+            if e.offset < pos {
+                return Err(Error::unsupported(format!(
+                    "two containers to rewrite overlap at {:#x}: nothing is pruned",
+                    e.offset
+                )));
+            }
+            if e.pruned.layout.size > e.size {
+                return Err(Error::unsupported(format!(
+                    "the container at {:#x} would grow: nothing is pruned",
+                    e.offset
+                )));
+            }
+            pos = end;
+        }
+        Ok(())
     }
 }
 
@@ -127,7 +171,82 @@ pub fn plan(
         plan.edits.extend(edit);
     }
     plan.edits.sort_by_key(|e| e.offset);
+    check_apart(report, &plan)?;
+    plan.check(len64(data))?;
     Ok(plan)
+}
+
+/// Refuses a plan that edits a container whose bytes another container
+/// (not inside it) claims too: one container found twice, through two
+/// section headers for one section, would be rewritten twice and its
+/// freed bytes counted twice.
+///
+/// The containers are swept in file order, each against the one reaching
+/// furthest before it: when an edited container overlaps another, that
+/// pair is met (the one reaching furthest when the later of the two comes
+/// is the edited one, or one that overlaps it and comes first).
+fn check_apart(report: &Report, plan: &Plan) -> Result<()> {
+    let mut edited = vec![false; report.containers.len()];
+    for e in &plan.edits {
+        *edited
+            .get_mut(e.container)
+            .ok_or_else(|| Error::usage("an edit names no container of the report"))? = true;
+    }
+    // A container that claims bytes past 2^64 is cut there, where no file
+    // byte lies: it still covers every byte it claims.
+    let mut placed: Vec<(u64, u64, usize)> = report
+        .containers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let start = c.offset.filter(|_| c.parent.is_none())?;
+            Some((start, start.saturating_add(c.size), i))
+        })
+        .filter(|&(start, end, _)| start < end)
+        .collect();
+    placed.sort_unstable();
+    // The container reaching furthest so far: where it ends, and which.
+    let mut reach: Option<(u64, usize)> = None;
+    for &(start, end, i) in &placed {
+        if let Some((r_end, r)) = reach
+            && start < r_end
+            && (edited[i] || edited[r])
+        {
+            let (a, b) = (&report.containers[r], &report.containers[i]);
+            return Err(Error::unsupported(overlap(a, b)));
+        }
+        if reach.is_none_or(|(r_end, _)| end > r_end) {
+            reach = Some((end, i));
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with containers `a` and `b`, which overlap.
+fn overlap(a: &Container, b: &Container) -> String {
+    let at = |c: &Container| c.offset.unwrap_or(0);
+    if (at(a), a.size, a.kind) == (at(b), b.size, b.kind) {
+        let through = match (&a.section, &b.section) {
+            (Some(x), Some(y)) if x == y => {
+                format!(" through two section headers `{x}` (one section listed twice)")
+            }
+            (Some(x), Some(y)) => format!(" through sections `{x}` and `{y}`"),
+            _ => String::new(),
+        };
+        return format!(
+            "the {} at {:#x} is found twice{through}: nothing is pruned",
+            a.kind,
+            at(a)
+        );
+    }
+    format!(
+        "the {} at {:#x} ({} bytes) overlaps the {} at {:#x}: nothing is pruned",
+        a.kind,
+        at(a),
+        a.size,
+        b.kind,
+        at(b)
+    )
 }
 
 /// The entries of container `id` in order, and whether each stays; `None`

@@ -5,6 +5,8 @@ use crate::fatbin;
 use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
+mod linked;
+
 /// A binary bundle of `entries` (ID, data) at `align`.
 fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
     let specs: Vec<EntrySpec> = entries
