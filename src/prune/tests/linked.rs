@@ -2,9 +2,11 @@
 //! x86-64 shared library built here ([`library`]: the ELF header, one load
 //! segment, `.hip_fatbin` holding HIP bundles of gfx90a and gfx942 code
 //! objects, `.shstrtab`, the section header table), then made hostile
-//! with `object`'s ELF structures: the fat-binary section listed twice.
-//! Pruned to gfx90a, it is refused whole, shrunk or not; the library as it
-//! was is pruned and shrunk, so the refusal is the layout's doing.
+//! with `object`'s ELF structures: a header table, a segment or another
+//! section moved into a container's bytes, the fat-binary section listed
+//! twice or overlapped by another. Pruned to gfx90a, each is refused whole,
+//! shrunk or not, naming what lies where; the library as it was is pruned
+//! and shrunk, so each refusal is the layout's doing.
 
 use object::elf::{self, FileHeader64, ProgramHeader64, SectionHeader64};
 use object::pod::{bytes_of, bytes_of_slice, from_bytes_mut};
@@ -18,6 +20,11 @@ use crate::scan;
 
 /// Where `.hip_fatbin` starts, in the file and in memory.
 pub(super) const AT: usize = 0x1000;
+
+/// An offset of a test file, as an index.
+fn us(x: u64) -> usize {
+    usize::try_from(x).unwrap()
+}
 
 /// A HIP bundle (entries 4096-aligned, as clang writes them): a host
 /// entry, then gfx90a and gfx942 code objects of `len` bytes each.
@@ -140,6 +147,20 @@ fn section_table(f: &[u8]) -> Vec<u8> {
     bytes_of_slice(&sections(f)).to_vec()
 }
 
+/// `f` with `table` (header table bytes) copied to `at`.
+fn put(f: &[u8], at: usize, table: &[u8]) -> Vec<u8> {
+    let mut g = f.to_vec();
+    g[at..at + table.len()].copy_from_slice(table);
+    g
+}
+
+/// `f` with its section header table copied to `at`, `e_shoff` there.
+fn section_table_at(f: &[u8], at: usize) -> Vec<u8> {
+    let mut g = put(f, at, bytes_of_slice(&sections(f)));
+    header(&mut g).e_shoff.set(LE, at as u64);
+    g
+}
+
 /// `f` with its section header table and `extra` (one more header)
 /// appended, `e_shoff` and `e_shnum` saying so.
 fn with_section(f: &[u8], extra: SectionHeader64<LE>) -> Vec<u8> {
@@ -153,6 +174,13 @@ fn with_section(f: &[u8], extra: SectionHeader64<LE>) -> Vec<u8> {
     h.e_shoff.set(LE, at);
     h.e_shnum.set(LE, u16::try_from(table.len()).unwrap());
     g
+}
+
+/// The file offset of `f`'s gfx942 code object and its size.
+fn gfx942(f: &[u8]) -> (usize, usize) {
+    let r = scan::scan(f, &scan::Options::default());
+    let i = r.images.iter().find(|i| i.arch == "gfx942").unwrap();
+    (us(i.offset.unwrap()), us(i.size))
 }
 
 /// `f` pruned to gfx90a, shrunk (unless `no_shrink`) or not.
@@ -203,12 +231,74 @@ fn the_library_as_built_shrinks_and_prunes_in_place() {
     assert!(section_table(&out) == section_table(&f));
 }
 
+/// The section header table in the bytes that pruning frees (the dropped
+/// gfx942 code object) would be zeroed in place, or cut out: refused,
+/// naming the table and where it lies. Elsewhere in the file it is fine.
+#[test]
+fn a_section_header_table_in_freed_bytes_is_refused() {
+    let f = library(&hip_bundle(3 * 4096));
+    let (at, size) = gfx942(&f);
+    let inside = (at + size / 2).next_multiple_of(8);
+    let g = section_table_at(&f, inside);
+    let table = format!(
+        "the section header table ({inside:#x}..{:#x})",
+        inside + 3 * 64
+    );
+    refused(&g, &[&table, "would free", "bundle at 0x1000"]);
+    // The same table appended to the file is no problem.
+    let mut g = f.clone();
+    g.resize(f.len() + 3 * 64, 0);
+    let g = section_table_at(&g, f.len());
+    assert!(prune(&g, false).unwrap().not_shrunk.is_none());
+    assert!(prune(&g, true).is_ok());
+}
+
+/// The program header table, a segment or a section other than the
+/// fat-binary one in a container that pruning rewrites: refused, each
+/// named, shrunk or not.
+#[test]
+fn headers_segments_and_sections_in_a_rewritten_container_are_refused() {
+    let f = library(&hip_bundle(3 * 4096));
+    let (at, size) = gfx942(&f);
+    let inside = (at + size / 2).next_multiple_of(8);
+
+    // The program header table copied into the gfx942 code object.
+    let mut g = put(&f, inside, &f[64..120]);
+    header(&mut g).e_phoff.set(LE, inside as u64);
+    refused(&g, &["the program header table", "would free"]);
+
+    // A second segment (a note) whose bytes lie there.
+    let note = ProgramHeader64::<LE> {
+        p_type: U32::new(LE, elf::PT_NOTE),
+        p_flags: U32::new(LE, elf::PF_R),
+        p_offset: U64::new(LE, inside as u64),
+        p_vaddr: U64::new(LE, inside as u64),
+        p_paddr: U64::new(LE, inside as u64),
+        p_filesz: U64::new(LE, 16),
+        p_memsz: U64::new(LE, 16),
+        p_align: U64::new(LE, 4),
+    };
+    let mut g = put(&f, 120, bytes_of(&note));
+    header(&mut g).e_phnum.set(LE, 2);
+    refused(&g, &["segment 1 PT_NOTE", "would free"]);
+
+    // `.shstrtab` moved there.
+    let mut g = f.clone();
+    let strings = sections(&f)[2];
+    let (from, len) = (us(strings.sh_offset.get(LE)), us(strings.sh_size.get(LE)));
+    g.copy_within(from..from + len, inside);
+    let shoff = us(header(&mut g).e_shoff.get(LE));
+    let field = shoff + 2 * 64 + std::mem::offset_of!(SectionHeader64<LE>, sh_offset);
+    g[field..field + 8].copy_from_slice(&(inside as u64).to_le_bytes());
+    refused(&g, &["section 2 `.shstrtab`", "would free"]);
+}
+
 /// A fat-binary section listed twice (its header appended again) would
 /// have its containers rewritten twice, the freed bytes counted twice:
-/// refused, small file or large, shrunk or not; in any file, a container
-/// found twice is.
+/// refused, small file or large, shrunk or not. So is a section that
+/// overlaps it; and, in any file, a container found twice.
 #[test]
-fn a_section_listed_twice_is_refused() {
+fn a_section_listed_twice_or_overlapped_is_refused() {
     for len in [300, 3 * 4096, 1 << 20] {
         let f = library(&hip_bundle(len));
         assert!(prune(&f, true).unwrap().output.is_some());
@@ -234,5 +324,22 @@ fn a_section_listed_twice_is_refused() {
         .unwrap_err()
         .to_string();
         assert!(why.contains("the bundle at 0x1000 is found twice"), "{why}");
+
+        // A section (nameless, so not scanned) that holds it too: the same
+        // bytes, or more.
+        let mut same = fatbin;
+        same.sh_name.set(LE, 0);
+        refused(
+            &with_section(&f, same),
+            &[
+                "section 1 `.hip_fatbin` (0x1000..",
+                "listed twice in the section header table, again as section 3 ``",
+            ],
+        );
+        let mut wider = fatbin;
+        wider.sh_name.set(LE, 0);
+        wider.sh_offset.set(LE, AT as u64 - 8);
+        wider.sh_size.set(LE, fatbin.sh_size.get(LE) + 8);
+        refused(&with_section(&f, wider), &["overlap", "both holding"]);
     }
 }
