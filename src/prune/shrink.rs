@@ -506,6 +506,9 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
         let n = u16::try_from(elf.phdrs.len() + 1).map_err(|_| "too many program headers")?;
         patches.put(56, n.to_le_bytes().to_vec())?;
     } else {
+        // The table stays where it is, or moves down with what follows
+        // the hole.
+        patches.put(32, hole.moved(elf.phoff).to_le_bytes().to_vec())?;
         patches.put(elf.phoff, table.clone())?;
     }
     let out = assemble(data, &s, &packed, &hole, table, &patches)?;

@@ -293,6 +293,31 @@ fn headers_segments_and_sections_in_a_rewritten_container_are_refused() {
     refused(&g, &["section 2 `.shstrtab`", "would free"]);
 }
 
+/// A program header table after the pages that shrinking removes moves
+/// down with what follows them, and `e_phoff` with it: it still describes
+/// the load segment, which now ends where the packed section does.
+#[test]
+fn a_program_header_table_after_the_hole_moves_down_with_it() {
+    let f = library(&hip_bundle(3 * 4096));
+    let at = f.len();
+    let mut g = f.clone();
+    g.extend_from_slice(&f[64..120]);
+    header(&mut g).e_phoff.set(LE, at as u64);
+    let p = prune(&g, false).unwrap();
+    assert_eq!(p.not_shrunk, None);
+    let out = p.output.unwrap().to_vec(&g).unwrap();
+    let removed = g.len() - out.len();
+    assert!(removed >= 3 * 4096, "{removed}");
+    let h = FileHeader64::<LE>::parse(&*out).unwrap();
+    assert_eq!(h.e_phoff(LE), (at - removed) as u64);
+    let load = h.program_headers(LE, &*out).unwrap()[0];
+    let fatbin = sections(&out)[1];
+    assert_eq!(
+        load.p_filesz.get(LE),
+        fatbin.sh_offset.get(LE) + fatbin.sh_size.get(LE)
+    );
+}
+
 /// A fat-binary section listed twice (its header appended again) would
 /// have its containers rewritten twice, the freed bytes counted twice:
 /// refused, small file or large, shrunk or not. So is a section that
