@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use object::elf;
 
 use super::output::Output;
-use super::plan::{Edit, Plan};
+use super::plan::{Edit, Part, Plan};
 use crate::layout::Piece;
 use crate::num::{len64, usize_from};
 use crate::scan::{ContainerKind, Report};
@@ -464,6 +464,7 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
     let s = elf.shdrs[s_index];
     let (packed, pack_end) = pack(data, report, plan, &s)?;
     let hole = Hole::find(&elf, &s, pack_end)?;
+    keeps_fixed_parts(data, s_index, hole.li, s.offset, hole.b)?;
     let moved: BTreeMap<u64, u64> = packed
         .iter()
         .map(|p| {
@@ -513,6 +514,35 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
     }
     let out = assemble(data, &s, &packed, &hole, table, &patches)?;
     Ok((out, shrunk))
+}
+
+/// Refuses shrinking when a part of the file that must stay
+/// ([`super::plan::Fixed`]), other than section `s_index` and load segment
+/// `li`, has bytes in `[from, to)`: the bytes that shrinking rewrites (the
+/// containers packed, the new program header table) or removes. (The
+/// plan refused those in the containers that are rewritten, which a file
+/// rewritten in place changes alone: that file is safe to write.)
+fn keeps_fixed_parts(
+    data: &[u8],
+    s_index: usize,
+    li: usize,
+    from: u64,
+    to: u64,
+) -> Result<(), Refusal> {
+    let parts = super::plan::fixed_parts(data).map_err(|e| e.to_string())?;
+    for p in &parts {
+        let own = match p.part {
+            Part::Section(i) => i == s_index,
+            Part::Segment(i, _) => i == li,
+            Part::Header => false,
+        };
+        if !own && p.overlaps(from, to) {
+            return Err(format!(
+                "{p} lies in the bytes shrinking rewrites or removes ({from:#x}..{to:#x})"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The shrunk file: up to the section, the packed containers, the new

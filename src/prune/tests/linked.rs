@@ -293,6 +293,42 @@ fn headers_segments_and_sections_in_a_rewritten_container_are_refused() {
     refused(&g, &["section 2 `.shstrtab`", "would free"]);
 }
 
+/// The section header table in a bundle that stays whole but that
+/// shrinking would move down (after one that shrinks): the file is not
+/// shrunk, saying why, and is pruned in place, the table where it was.
+#[test]
+fn a_section_header_table_in_a_container_shrinking_moves_is_not_shrunk() {
+    let first = hip_bundle(3 * 4096);
+    let mut both = first.clone();
+    both.resize(first.len().next_multiple_of(4096), 0);
+    let second_at = AT + both.len();
+    // The second bundle holds gfx90a only: it stays whole.
+    let mut kept = super::code_object(3);
+    kept.resize(2 * 4096, 3);
+    both.extend_from_slice(&bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &kept),
+        ],
+        4096,
+    ));
+    let f = library(&both);
+    let p = prune(&f, false).unwrap();
+    assert_eq!(p.not_shrunk, None, "the library as built shrinks");
+
+    let inside = second_at + 4096 + 1024;
+    let g = section_table_at(&f, inside);
+    let p = prune(&g, false).unwrap();
+    let why = p.not_shrunk.expect("not shrunk");
+    assert!(
+        why.contains(&format!("the section header table ({inside:#x}..")),
+        "{why}"
+    );
+    let out = p.output.unwrap().to_vec(&g).unwrap();
+    assert_eq!(out.len(), g.len());
+    assert!(section_table(&out) == section_table(&g));
+}
+
 /// A program header table after the pages that shrinking removes moves
 /// down with what follows them, and `e_phoff` with it: it still describes
 /// the load segment, which now ends where the packed section does.
