@@ -46,7 +46,7 @@ pub fn tests() -> Vec<Trial> {
 /// that its cubin is large and hardly compresses, and pruning frees whole
 /// pages of a linked file).
 fn kernel_ptx(sm: u32) -> String {
-    let mut x = (u64::from(sm) * 0x9e37_79b9_7f4a_7c15) | 1;
+    let mut x = u64::from(sm).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let words: Vec<String> = (0..60_000)
         .map(|_| {
             x ^= x << 13;

@@ -9,13 +9,20 @@
 //! loader's view of its program headers intact (`prune/main.c` checks them
 //! through `dl_iterate_phdr`); `llvm-readelf -a` gives no warning and
 //! `eu-elflint --gnu-ld` nothing it did not say of the original.
+//!
+//! Libraries whose layout a rewrite would damage (issue #41) are refused
+//! whole: [`hostile_layouts`].
 
 use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
+use object::LittleEndian as LE;
+use object::elf::{FileHeader64, SectionHeader64};
+use object::pod::{bytes_of_slice, from_bytes_mut};
+use object::read::elf::{FileHeader as _, SectionHeader as _};
 
 use super::{dropped_bytes, output, readelf_clean, src};
-use crate::util::{llvm, ours_json, run, same, tempdir, trial};
+use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir, trial};
 
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -42,6 +49,11 @@ pub fn tests() -> Vec<Trial> {
             "prune::shrink::aarch64_programs_and_libraries_get_smaller",
             &arm,
             || shrink(&AARCH64),
+        ),
+        trial(
+            "prune::shrink::hostile_layouts_are_refused",
+            &["clang", "clang++", "ld.lld"],
+            hostile_layouts,
         ),
     ]
 }
@@ -220,6 +232,140 @@ fn check_shrunk(d: &Path, f: &str) -> Result<(), Failed> {
     let new: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
     if !new.is_empty() {
         return Err(format!("eu-elflint on the pruned {f}: {new:?}").into());
+    }
+    Ok(())
+}
+
+/// `f`'s section headers.
+fn section_headers(f: &[u8]) -> Result<Vec<SectionHeader64<LE>>, Failed> {
+    let h = FileHeader64::<LE>::parse(f)?;
+    Ok(h.section_headers(LE, f)?.to_vec())
+}
+
+/// `f` with its ELF header's `e_shoff` and `e_shnum` set.
+fn with_table_at(mut f: Vec<u8>, at: usize, count: usize) -> Result<Vec<u8>, Failed> {
+    let (h, _) = from_bytes_mut::<FileHeader64<LE>>(&mut f).map_err(|()| "no ELF header")?;
+    h.e_shoff.set(LE, u64::try_from(at)?);
+    h.e_shnum.set(LE, u16::try_from(count)?);
+    Ok(f)
+}
+
+/// `f` with its section header table copied into its gfx942 code object
+/// (`e_shoff` there), and the table's range.
+fn table_in_gfx942(f: &[u8]) -> Result<(Vec<u8>, String), Failed> {
+    let report = offload_kit::scan::scan(f, &offload_kit::scan::Options::default());
+    let image = report
+        .images
+        .iter()
+        .find(|i| i.arch == "gfx942")
+        .ok_or("no gfx942 image")?;
+    let at = usize::try_from(image.offset.ok_or("no offset")? + image.size / 2)?;
+    let at = at.next_multiple_of(8);
+    let headers = section_headers(f)?;
+    let table = bytes_of_slice(&headers);
+    let mut g = f.to_vec();
+    g[at..at + table.len()].copy_from_slice(table);
+    let range = format!("({at:#x}..{:#x})", at + table.len());
+    Ok((with_table_at(g, at, headers.len())?, range))
+}
+
+/// `f` with its `.hip_fatbin` section header listed twice: the table, and
+/// that header again, appended (`e_shoff` and `e_shnum` saying so).
+fn fatbin_listed_twice(f: &[u8]) -> Result<Vec<u8>, Failed> {
+    let h = FileHeader64::<LE>::parse(f)?;
+    let mut headers = section_headers(f)?;
+    let names = h.section_strings(LE, f, &headers)?;
+    let fatbin = *headers
+        .iter()
+        .find(|s| s.name(LE, names).is_ok_and(|n| n == b".hip_fatbin"))
+        .ok_or("no .hip_fatbin")?;
+    headers.push(fatbin);
+    let mut g = f.to_vec();
+    g.resize(g.len().next_multiple_of(8), 0);
+    let at = g.len();
+    g.extend_from_slice(bytes_of_slice(&headers));
+    with_table_at(g, at, headers.len())
+}
+
+/// Shared libraries that clang-22 and lld link from one HIP translation
+/// unit for gfx90a and gfx942 (`k2.hip`, small code objects; `k3.hip`,
+/// 800 KB ones), made hostile: their section header table copied into the
+/// gfx942 code object, the bytes pruning frees; their `.hip_fatbin`
+/// listed twice in the table (which counted the freed bytes twice: the
+/// small file failed to be written, the large one came out right only
+/// because the sums wrapped). `prune --keep gfx90a`, shrinking or with
+/// `--no-shrink`, to a new file or `--in-place`, exits 2 with one line
+/// that names the file and what lies where, writes nothing and leaves the
+/// file as it was. The libraries as linked are pruned and shrunk.
+fn hostile_layouts() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    for (k, lib) in [("k2", "libsmall.so"), ("k3", "liblarge.so")] {
+        let (source, object) = (src(&format!("{k}.hip")), format!("{k}.o"));
+        let args = [
+            "-x",
+            "hip",
+            "--offload-arch=gfx90a",
+            "--offload-arch=gfx942",
+            "-nogpulib",
+            "-nogpuinc",
+            "-fPIC",
+            "-c",
+            &source,
+            "-o",
+            &object,
+        ];
+        run(&llvm("clang++"), &args, d).ok()?;
+        let args = ["-fuse-ld=lld", "-shared", &object, "-o", lib];
+        run(&llvm("clang"), &args, d).ok()?;
+        let doc = ours_json(
+            &[
+                "prune",
+                "--keep",
+                "gfx90a",
+                "--json",
+                "-o",
+                "as-linked.so",
+                lib,
+            ],
+            d,
+        )?;
+        if let Some(why) = doc["files"][0]["not_shrunk"].as_str() {
+            return Err(format!("{lib} as linked was not shrunk: {why}").into());
+        }
+        let f = std::fs::read(d.join(lib))?;
+        let (in_gfx942, range) = table_in_gfx942(&f)?;
+        let table = format!("the section header table {range} lies inside the bytes");
+        let cases = [
+            ("table-in-gfx942.so", in_gfx942, table.as_str()),
+            (
+                "listed-twice.so",
+                fatbin_listed_twice(&f)?,
+                "the bundle at 0x1000 is found twice through two section headers \
+                 `.hip_fatbin` (one section listed twice)",
+            ),
+        ];
+        for (name, bytes, says) in cases {
+            std::fs::write(d.join(name), &bytes)?;
+            for how in [&[][..], &["--no-shrink"][..]] {
+                let what = format!("{k}: {name} {how:?}");
+                let mut args = vec!["prune", "--keep", "gfx90a", "-o", "out.so", name];
+                args.extend(how);
+                let r = run(&ours(), &args, d);
+                clean_failure_code(&what, &r, name, 2)?;
+                if !r.stderr.contains(says) {
+                    return Err(format!("{what}: want {says:?}, got {}", r.stderr).into());
+                }
+                same(&format!("{what}: output"), d.join("out.so").exists(), false)?;
+                let mut args = vec!["prune", "--keep", "gfx90a", "--in-place", name];
+                args.extend(how);
+                let r = run(&ours(), &args, d);
+                clean_failure_code(&format!("{what} --in-place"), &r, name, 2)?;
+                if std::fs::read(d.join(name))? != bytes {
+                    return Err(format!("{what}: --in-place changed the file").into());
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -20,6 +20,16 @@ use crate::bundle::object::Span;
 use crate::layout::{Layout, Piece, write_zeros};
 use crate::num::usize_from;
 
+/// Edit `e`'s place after `pos` in an input of `len` bytes: the bytes
+/// from `pos` to its start, and its end; `None` when it starts before
+/// `pos`, ends past `len` or would grow (no edit of a plan that
+/// [`plan`](super::plan::plan) makes: [`Plan::check`]).
+fn place(e: &Edit, pos: u64, len: u64) -> Option<(u64, u64)> {
+    let gap = e.offset.checked_sub(pos)?;
+    let end = e.offset.checked_add(e.size).filter(|&end| end <= len)?;
+    (e.pruned.layout.size <= e.size).then_some((gap, end))
+}
+
 /// A pruned file: `layout`'s image piece `k` is `spans[k]`, a range of the
 /// input (source 0) or of `built[j]` (source `j + 1`).
 #[derive(Debug, Clone, Default)]
@@ -73,7 +83,15 @@ impl Output {
             match p {
                 Piece::Image(i) => {
                     let r = &e.pruned.ranges[*i];
-                    self.span(source, base + r.start, r.end - r.start);
+                    // A range that ends before it starts is empty; one
+                    // whose start, moved to the container's, passes 2^64
+                    // becomes a span past any input, which writing refuses
+                    // ("a piece lies outside its input").
+                    self.span(
+                        source,
+                        base.saturating_add(r.start),
+                        r.end.saturating_sub(r.start),
+                    );
                 }
                 other => self.piece(other.clone()),
             }
@@ -83,31 +101,46 @@ impl Output {
     /// `data` with `plan`'s edits made where each container lies, zeros up
     /// to its old end: nothing moves.
     /// The containers built in memory move from the plan to the output.
+    ///
+    /// `plan` is one that [`plan`](super::plan::plan) made for an input of
+    /// `data_len` bytes ([`Plan::check`]); an edit that breaks that (out
+    /// of order, overlapping the one before, past the end, larger after)
+    /// is left out rather than written over other bytes.
     pub fn in_place(data_len: u64, plan: &mut Plan) -> Output {
         let mut out = Output::default();
         let mut pos = 0;
         for e in &mut plan.edits {
-            out.span(0, pos, e.offset - pos);
+            let Some((gap, end)) = place(e, pos, data_len) else {
+                continue;
+            };
+            out.span(0, pos, gap);
             out.container(e);
             out.piece(Piece::Zeros(e.freed()));
-            pos = e.offset + e.size;
+            pos = end;
         }
-        out.span(0, pos, data_len - pos);
+        // `place` keeps `pos` at most `data_len`.
+        out.span(0, pos, data_len.saturating_sub(pos));
         out
     }
 
     /// `data` with `plan`'s edits made and the bytes each frees cut out:
     /// what follows a container moves down.
     /// The containers built in memory move from the plan to the output.
+    ///
+    /// `plan` is one that [`plan`](super::plan::plan) made, as for
+    /// [`Output::in_place`].
     pub fn cut(data_len: u64, plan: &mut Plan) -> Output {
         let mut out = Output::default();
         let mut pos = 0;
         for e in &mut plan.edits {
-            out.span(0, pos, e.offset - pos);
+            let Some((gap, end)) = place(e, pos, data_len) else {
+                continue;
+            };
+            out.span(0, pos, gap);
             out.container(e);
-            pos = e.offset + e.size;
+            pos = end;
         }
-        out.span(0, pos, data_len - pos);
+        out.span(0, pos, data_len.saturating_sub(pos));
         out
     }
 
@@ -168,8 +201,10 @@ impl Output {
             match p {
                 Piece::Image(k) => {
                     let s = other.spans[k];
+                    // Past 2^64, a span past any input, which writing
+                    // refuses.
                     let (source, offset) = match s.source {
-                        0 => (0, base + s.offset as u64),
+                        0 => (0, base.saturating_add(s.offset as u64)),
                         j => (j + shift, s.offset as u64),
                     };
                     self.span(source, offset, s.len as u64);

@@ -12,11 +12,22 @@
 //! own bundle excepted: the CCOB is rebuilt around it), the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
 //! OffloadBinaries in a linked program (their images are registered by a
 //! descriptor that points at them one by one).
+//!
+//! It refuses, too, the layouts where a rewrite would overwrite what must
+//! stay: a container listed twice or overlapping another (two section
+//! headers for one section), and, in a linked file, a container whose
+//! bytes are also those of the ELF header, a header table, another section
+//! or a segment other than its load segment ([`Fixed`]).
+
+use std::fmt;
+
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::{Endianness, elf};
 
 use super::containers::{self, Pruned};
 use super::{Options, Verdict};
 use crate::error::{Error, Result};
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
 
 /// One container rewritten where it lies.
@@ -37,13 +48,24 @@ pub struct Edit {
 }
 
 impl Edit {
-    /// Bytes the rewrite frees (zeros after the new container).
+    /// Bytes the rewrite frees (zeros after the new container). [`plan`]
+    /// makes no edit whose new container is larger than the old (0 for
+    /// one made otherwise).
     pub fn freed(&self) -> u64 {
-        self.size - self.pruned.layout.size
+        self.size.saturating_sub(self.pruned.layout.size)
+    }
+
+    /// Where it ends in the file, when that is in `len` bytes.
+    fn end_within(&self, len: u64) -> Option<u64> {
+        self.offset.checked_add(self.size).filter(|&e| e <= len)
     }
 }
 
 /// What pruning a file does.
+///
+/// A plan that [`plan`] makes holds its edits in file order, each inside
+/// the file, none overlapping another, and none larger after than before
+/// ([`Plan::check`]): what [`Output`](super::Output) relies on.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
     /// The containers rewritten, in file order.
@@ -56,9 +78,39 @@ impl Plan {
         self.edits.is_empty()
     }
 
-    /// Bytes freed in all.
+    /// Bytes freed in all. (The edits of a plan that [`plan`] makes lie
+    /// apart in the file, so the sum is at most its size: saturating
+    /// never changes it.)
     pub fn freed(&self) -> u64 {
-        self.edits.iter().map(Edit::freed).sum()
+        self.edits
+            .iter()
+            .map(Edit::freed)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Checks that the edits are in file order, inside a file of `len`
+    /// bytes, apart from one another, and no larger after than before.
+    pub fn check(&self, len: u64) -> Result<()> {
+        let mut pos = 0;
+        for e in &self.edits {
+            let end = e
+                .end_within(len)
+                .ok_or_else(|| Error::invalid("file", "a container runs past its end"))?;
+            if e.offset < pos {
+                return Err(Error::unsupported(format!(
+                    "two containers to rewrite overlap at {:#x}: nothing is pruned",
+                    e.offset
+                )));
+            }
+            if e.pruned.layout.size > e.size {
+                return Err(Error::unsupported(format!(
+                    "the container at {:#x} would grow: nothing is pruned",
+                    e.offset
+                )));
+            }
+            pos = end;
+        }
+        Ok(())
     }
 }
 
@@ -127,7 +179,313 @@ pub fn plan(
         plan.edits.extend(edit);
     }
     plan.edits.sort_by_key(|e| e.offset);
+    check_apart(report, &plan)?;
+    plan.check(len64(data))?;
+    if host == Host::Linked && !plan.is_empty() {
+        check_linked(data, report, &plan)?;
+    }
     Ok(plan)
+}
+
+/// Refuses a plan that edits a container whose bytes another container
+/// (not inside it) claims too: one container found twice, through two
+/// section headers for one section, would be rewritten twice and its
+/// freed bytes counted twice.
+///
+/// The containers are swept in file order, each against the one reaching
+/// furthest before it: when an edited container overlaps another, that
+/// pair is met (the one reaching furthest when the later of the two comes
+/// is the edited one, or one that overlaps it and comes first).
+fn check_apart(report: &Report, plan: &Plan) -> Result<()> {
+    let mut edited = vec![false; report.containers.len()];
+    for e in &plan.edits {
+        *edited
+            .get_mut(e.container)
+            .ok_or_else(|| Error::usage("an edit names no container of the report"))? = true;
+    }
+    // A container that claims bytes past 2^64 is cut there, where no file
+    // byte lies: it still covers every byte it claims.
+    let mut placed: Vec<(u64, u64, usize)> = report
+        .containers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let start = c.offset.filter(|_| c.parent.is_none())?;
+            Some((start, start.saturating_add(c.size), i))
+        })
+        .filter(|&(start, end, _)| start < end)
+        .collect();
+    placed.sort_unstable();
+    // The container reaching furthest so far: where it ends, and which.
+    let mut reach: Option<(u64, usize)> = None;
+    for &(start, end, i) in &placed {
+        if let Some((r_end, r)) = reach
+            && start < r_end
+            && (edited[i] || edited[r])
+        {
+            let (a, b) = (&report.containers[r], &report.containers[i]);
+            return Err(Error::unsupported(overlap(a, b)));
+        }
+        if reach.is_none_or(|(r_end, _)| end > r_end) {
+            reach = Some((end, i));
+        }
+    }
+    Ok(())
+}
+
+/// What is wrong with containers `a` and `b`, which overlap.
+fn overlap(a: &Container, b: &Container) -> String {
+    let at = |c: &Container| c.offset.unwrap_or(0);
+    if (at(a), a.size, a.kind) == (at(b), b.size, b.kind) {
+        let through = match (&a.section, &b.section) {
+            (Some(x), Some(y)) if x == y => {
+                format!(" through two section headers `{x}` (one section listed twice)")
+            }
+            (Some(x), Some(y)) => format!(" through sections `{x}` and `{y}`"),
+            _ => String::new(),
+        };
+        return format!(
+            "the {} at {:#x} is found twice{through}: nothing is pruned",
+            a.kind,
+            at(a)
+        );
+    }
+    format!(
+        "the {} at {:#x} ({} bytes) overlaps the {} at {:#x}: nothing is pruned",
+        a.kind,
+        at(a),
+        a.size,
+        b.kind,
+        at(b)
+    )
+}
+
+/// What a part of a linked file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// The ELF header, or the program or section header table.
+    Header,
+    /// The section of this index.
+    Section(usize),
+    /// The segment of this index, and whether it is a load segment.
+    Segment(usize, bool),
+}
+
+/// A part of a linked file that pruning must leave as it is, where it is:
+/// the ELF header, a header table, a section with bytes in the file
+/// (`SHT_NOBITS` and the null section have none), a segment's file bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct Fixed {
+    /// What it is.
+    pub part: Part,
+    /// Its name in messages (`the section header table`, ``section 7
+    /// `.dynsym` ``, `segment 5 PT_DYNAMIC`).
+    pub what: String,
+    /// Its file bytes, `[start, end)`.
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Fixed {
+    /// Whether it shares a byte with `[start, end)`.
+    pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.start < end && start < self.end
+    }
+
+    /// Whether it holds all of `[start, end)`.
+    pub(crate) fn holds(&self, start: u64, end: u64) -> bool {
+        self.start <= start && end <= self.end
+    }
+}
+
+impl fmt::Display for Fixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:#x}..{:#x})", self.what, self.start, self.end)
+    }
+}
+
+/// The parts of the linked ELF file `data` that must stay ([`Fixed`]),
+/// read with `object`'s ELF reader; an error when its headers cannot be
+/// read (then what a rewrite would overwrite cannot be told).
+pub(crate) fn fixed_parts(data: &[u8]) -> Result<Vec<Fixed>> {
+    match object::FileKind::parse(data) {
+        Ok(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
+        Ok(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
+        _ => Err(Error::unsupported(
+            "its ELF header cannot be read: nothing is pruned",
+        )),
+    }
+}
+
+/// [`fixed_parts`] for a file of class `Elf`.
+fn fixed_parts_of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Fixed>> {
+    let bad = |e: object::read::Error| {
+        Error::unsupported(format!(
+            "its ELF headers cannot be read ({e}): nothing is pruned"
+        ))
+    };
+    let header = Elf::parse(data).map_err(bad)?;
+    let endian = header.endian().map_err(bad)?;
+    let phdrs = header.program_headers(endian, data).map_err(bad)?;
+    let shdrs = header.section_headers(endian, data).map_err(bad)?;
+    let names = header.section_strings(endian, data, shdrs).ok();
+    // The tables were read from `data`, so they end inside it: no sum
+    // below of a table's offset and length overflows.
+    let table = |what: &str, start: u64, len: usize| -> Result<Fixed> {
+        let end = start
+            .checked_add(crate::num::u64_from(len))
+            .ok_or_else(|| Error::invalid("file", format!("the {what} runs past its end")))?;
+        Ok(Fixed {
+            part: Part::Header,
+            what: format!("the {what}"),
+            start,
+            end,
+        })
+    };
+    let mut parts = vec![table("ELF header", 0, size_of::<Elf>())?];
+    if !phdrs.is_empty() {
+        let start = header.e_phoff(endian).into();
+        parts.push(table("program header table", start, size_of_val(phdrs))?);
+    }
+    if !shdrs.is_empty() {
+        let start = header.e_shoff(endian).into();
+        parts.push(table("section header table", start, size_of_val(shdrs))?);
+    }
+    // A section or segment may claim bytes up to past 2^64: its range is
+    // cut at 2^64, where no file byte lies, so it still covers every byte
+    // of the file it claims (saturating is safe for the overlap checks).
+    for (i, s) in shdrs.iter().enumerate() {
+        let Some((start, size)) = s.file_range(endian) else {
+            continue;
+        };
+        if size == 0 || s.sh_type(endian) == elf::SHT_NULL {
+            continue;
+        }
+        let name = names
+            .and_then(|t| s.name(endian, t).ok())
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        parts.push(Fixed {
+            part: Part::Section(i),
+            what: format!("section {i} `{name}`"),
+            start,
+            end: start.saturating_add(size),
+        });
+    }
+    for (i, p) in phdrs.iter().enumerate() {
+        let (start, size) = p.file_range(endian);
+        if size == 0 {
+            continue;
+        }
+        let ty = p.p_type(endian);
+        parts.push(Fixed {
+            part: Part::Segment(i, ty == elf::PT_LOAD),
+            what: format!("segment {i} {}", segment_type(ty)),
+            start,
+            end: start.saturating_add(size),
+        });
+    }
+    Ok(parts)
+}
+
+/// A segment type's name, for messages.
+fn segment_type(ty: elf::ProgramType) -> String {
+    let name = match ty {
+        elf::PT_LOAD => "PT_LOAD",
+        elf::PT_DYNAMIC => "PT_DYNAMIC",
+        elf::PT_INTERP => "PT_INTERP",
+        elf::PT_NOTE => "PT_NOTE",
+        elf::PT_PHDR => "PT_PHDR",
+        elf::PT_TLS => "PT_TLS",
+        elf::PT_GNU_EH_FRAME => "PT_GNU_EH_FRAME",
+        elf::PT_GNU_RELRO => "PT_GNU_RELRO",
+        elf::PT_GNU_PROPERTY => "PT_GNU_PROPERTY",
+        other => return format!("type {other:#x}"),
+    };
+    name.to_string()
+}
+
+/// Refuses a plan for the linked file `data` that would rewrite (or free,
+/// as zeros or by cutting them out) bytes that are also those of a part
+/// that must stay: the ELF header, a header table, a section other than
+/// the one that holds the container, a segment other than a load segment
+/// that holds it; and one whose container two sections hold (a section
+/// listed twice, or two that overlap).
+///
+/// The plan's edits are in file order and apart ([`Plan::check`]), so
+/// the edits a part shares bytes with are a run of them, found by binary
+/// search, and all but the first and the last of the run lie inside the
+/// part: those two tell whether the part holds them all.
+fn check_linked(data: &[u8], report: &Report, plan: &Plan) -> Result<()> {
+    let parts = fixed_parts(data)?;
+    let edits = &plan.edits;
+    let end = |e: &Edit| e.end_within(len64(data)).unwrap_or(u64::MAX);
+    // The run of edits each section that holds some holds, `[first, last)`.
+    let mut held: Vec<(usize, usize, &Fixed)> = Vec::new();
+    for p in &parts {
+        let first = edits.partition_point(|e| end(e) <= p.start);
+        let last = edits.partition_point(|e| e.offset < p.end);
+        if first >= last {
+            continue;
+        }
+        let may_hold = match p.part {
+            Part::Header => false,
+            Part::Section(_) => true,
+            Part::Segment(_, load) => load,
+        };
+        if let Some(e) = [&edits[first], &edits[last - 1]]
+            .into_iter()
+            .find(|e| !may_hold || !p.holds(e.offset, end(e)))
+        {
+            let kind = kind_of(report, e);
+            let freed_from = e.offset.saturating_add(e.pruned.layout.size);
+            let how = if p.overlaps(freed_from, end(e)) {
+                format!("inside the bytes the {kind} at {:#x} would free", e.offset)
+            } else {
+                format!(
+                    "inside the {kind} at {:#x}, which pruning rewrites",
+                    e.offset
+                )
+            };
+            return Err(Error::unsupported(format!(
+                "{p} lies {how}: nothing is pruned"
+            )));
+        }
+        if matches!(p.part, Part::Section(_)) {
+            held.push((first, last, p));
+        }
+    }
+    // Two runs that share an edit share it with the run before them in
+    // order of their first edits.
+    held.sort_unstable_by_key(|&(first, last, _)| (first, last));
+    for pair in held.windows(2) {
+        let ((_, a_last, a), (b_first, _, b)) = (pair[0], pair[1]);
+        if b_first < a_last {
+            let e = &edits[b_first];
+            let why = if (a.start, a.end) == (b.start, b.end) {
+                format!(
+                    "{a} is listed twice in the section header table, again as {}",
+                    b.what
+                )
+            } else {
+                format!(
+                    "{a} and {b} overlap, both holding the {} at {:#x}",
+                    kind_of(report, e),
+                    e.offset
+                )
+            };
+            return Err(Error::unsupported(format!("{why}: nothing is pruned")));
+        }
+    }
+    Ok(())
+}
+
+/// The kind of container edit `e` rewrites, for messages.
+fn kind_of(report: &Report, e: &Edit) -> &'static str {
+    report
+        .containers
+        .get(e.container)
+        .map_or("container", |c| c.kind.name())
 }
 
 /// The entries of container `id` in order, and whether each stays; `None`

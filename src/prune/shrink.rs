@@ -24,13 +24,32 @@ use std::collections::BTreeMap;
 use object::elf;
 
 use super::output::Output;
-use super::plan::{Edit, Plan};
+use super::plan::{Edit, Part, Plan};
 use crate::layout::Piece;
-use crate::num::usize_from;
+use crate::num::{len64, usize_from};
 use crate::scan::{ContainerKind, Report};
 
 /// Why a file was not shrunk.
 pub type Refusal = String;
+
+/// `a + b`, or a refusal when the sum passes 2^64.
+fn add(a: u64, b: u64) -> Result<u64, Refusal> {
+    a.checked_add(b)
+        .ok_or_else(|| format!("an offset or address overflows ({a:#x} + {b:#x})"))
+}
+
+/// `a - b`, or a refusal when `b` is the larger.
+fn sub(a: u64, b: u64) -> Result<u64, Refusal> {
+    a.checked_sub(b)
+        .ok_or_else(|| format!("an offset or address lies before another ({a:#x} - {b:#x})"))
+}
+
+/// `a` rounded up to a multiple of `m`, or a refusal when that passes
+/// 2^64 (or `m` is 0).
+fn round_up(a: u64, m: u64) -> Result<u64, Refusal> {
+    a.checked_next_multiple_of(m)
+        .ok_or_else(|| format!("{a:#x} rounded up to a multiple of {m:#x} overflows"))
+}
 
 const PHENT: u64 = 56;
 const SHENT: u64 = 64;
@@ -132,20 +151,40 @@ impl Shdr {
 struct Patches(BTreeMap<u64, Vec<u8>>);
 
 impl Patches {
-    fn put(&mut self, at: u64, bytes: Vec<u8>) {
+    /// Puts `bytes` at `at`; refused when they overlap other bytes put
+    /// before (the same bytes at the same place again are one edit: a
+    /// pointer both a relocation and a wrapper name).
+    fn put(&mut self, at: u64, bytes: Vec<u8>) -> Result<(), Refusal> {
+        let end = add(at, len64(&bytes))?;
+        if self.0.get(&at) == Some(&bytes) {
+            return Ok(());
+        }
+        // The patches lie apart: only the last one to start before `end`
+        // can reach into `[at, end)`.
+        if let Some((&p, b)) = self.0.range(..end).next_back()
+            && add(p, len64(b))? > at
+        {
+            return Err(format!(
+                "two edits of the file overlap at {:#x} (a relocation, symbol or \
+                 header in the bytes of another)",
+                p.max(at)
+            ));
+        }
         self.0.insert(at, bytes);
+        Ok(())
     }
 
     /// Appends the input's bytes `[from, to)` to `out`, patched.
-    fn copy(&self, out: &mut Output, from: u64, to: u64) {
+    fn copy(&self, out: &mut Output, from: u64, to: u64) -> Result<(), Refusal> {
         let mut pos = from;
         for (&at, b) in self.0.range(from..to) {
-            let end = (at + b.len() as u64).min(to);
-            out.span(0, pos, at - pos);
-            out.piece(Piece::Bytes(b[..usize_from(end - at)].to_vec()));
+            let end = add(at, len64(b))?.min(to);
+            out.span(0, pos, sub(at, pos)?);
+            out.piece(Piece::Bytes(b[..usize_from(sub(end, at)?)].to_vec()));
             pos = end;
         }
-        out.span(0, pos, to.saturating_sub(pos));
+        out.span(0, pos, sub(to, pos)?);
+        Ok(())
     }
 }
 
@@ -277,11 +316,13 @@ impl Hole {
             .max()
             .unwrap_or(4096)
             .max(4096);
-        let s_end = s.offset + s.size;
+        let s_end = add(s.offset, s.size)?;
         let li = phdrs
             .iter()
             .position(|p| {
-                p.p_type == elf::PT_LOAD.0 && p.offset <= s.offset && s_end <= p.offset + p.filesz
+                p.p_type == elf::PT_LOAD.0
+                    && p.offset <= s.offset
+                    && p.offset.checked_add(p.filesz).is_some_and(|e| s_end <= e)
             })
             .ok_or("the section is not in one load segment")?;
         let l = phdrs[li];
@@ -290,20 +331,21 @@ impl Hole {
                 "the section's load segment is writable or longer in memory than on disk".into(),
             );
         }
-        let splits = l.offset + l.filesz > s_end;
+        let splits = add(l.offset, l.filesz)? > s_end;
+        // At most 65,536 headers (e_phnum is 16 bits): no overflow.
         let need = if splits {
-            (phdrs.len() as u64 + 1) * PHENT
+            (len64(phdrs) + 1) * PHENT
         } else {
             0
         };
-        let table = pack_end.next_multiple_of(8);
-        let a = (table + need).next_multiple_of(page);
+        let table = round_up(pack_end, 8)?;
+        let a = round_up(add(table, need)?, page)?;
         let b = s_end / page * page;
         if b <= a {
             return Err("pruning frees less than a page at the section's end".into());
         }
         for (i, p) in phdrs.iter().enumerate() {
-            if i != li && p.filesz > 0 && p.offset < b && p.offset + p.filesz > a {
+            if i != li && p.filesz > 0 && p.offset < b && add(p.offset, p.filesz)? > a {
                 return Err(format!(
                     "a segment of type {:#x} covers the pages to remove",
                     p.p_type
@@ -321,14 +363,17 @@ impl Hole {
         })
     }
 
+    /// How far the bytes after the hole move down (`b > a`, as
+    /// [`Hole::find`] checks: saturating never changes it).
     fn shift(&self) -> u64 {
-        self.b - self.a
+        self.b.saturating_sub(self.a)
     }
 
-    /// Where a file offset goes.
+    /// Where a file offset goes (one past the hole is at least `b`, more
+    /// than the shift: saturating never changes it).
     fn moved(&self, off: u64) -> u64 {
         if off >= self.b {
-            off - self.shift()
+            off.saturating_sub(self.shift())
         } else {
             off
         }
@@ -338,7 +383,7 @@ impl Hole {
     /// it goes on after it, each part executable only if it holds code),
     /// the header table's own entry where the table now lies, every later
     /// offset moved down.
-    fn program_headers(&self, elf: &Elf, pack_end: u64) -> Vec<Phdr> {
+    fn program_headers(&self, elf: &Elf, pack_end: u64) -> Result<Vec<Phdr>, Refusal> {
         let (l, a, b) = (self.l, self.a, self.b);
         // Whether file range [from, to) holds an executable section.
         let code = |from: u64, to: u64| {
@@ -346,7 +391,7 @@ impl Hole {
                 h.flags & elf::SHF_EXECINSTR.0 != 0
                     && h.sh_type != elf::SHT_NOBITS.0
                     && h.offset < to
-                    && h.offset + h.size > from
+                    && h.offset.checked_add(h.size).is_some_and(|e| e > from)
             })
         };
         let flags = |from: u64, to: u64| {
@@ -360,29 +405,31 @@ impl Hole {
         for (i, p) in elf.phdrs.iter().enumerate() {
             let mut q = *p;
             if i == self.li && self.splits {
-                let end = l.offset + l.filesz;
+                let end = add(l.offset, l.filesz)?;
+                let (first, skipped) = (sub(a, l.offset)?, sub(b, l.offset)?);
                 out.push(Phdr {
                     flags: flags(l.offset, a),
-                    filesz: a - l.offset,
-                    memsz: a - l.offset,
+                    filesz: first,
+                    memsz: first,
                     ..l
                 });
                 q = Phdr {
                     flags: flags(b, end),
                     offset: self.moved(b),
-                    vaddr: l.vaddr + (b - l.offset),
-                    paddr: l.paddr + (b - l.offset),
-                    filesz: end - b,
-                    memsz: end - b,
+                    vaddr: add(l.vaddr, skipped)?,
+                    paddr: add(l.paddr, skipped)?,
+                    filesz: sub(end, b)?,
+                    memsz: sub(end, b)?,
                     ..l
                 };
             } else if i == self.li {
-                q.filesz = pack_end - l.offset;
+                q.filesz = sub(pack_end, l.offset)?;
                 q.memsz = q.filesz;
             } else if q.p_type == elf::PT_PHDR.0 && self.splits {
+                let into = sub(self.table, l.offset)?;
                 q.offset = self.table;
-                q.vaddr = l.vaddr + (self.table - l.offset);
-                q.paddr = l.paddr + (self.table - l.offset);
+                q.vaddr = add(l.vaddr, into)?;
+                q.paddr = add(l.paddr, into)?;
                 q.filesz = self.need;
                 q.memsz = self.need;
             } else {
@@ -390,7 +437,7 @@ impl Hole {
             }
             out.push(q);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -400,28 +447,33 @@ impl Hole {
 pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shrunk), Refusal> {
     let elf = Elf::read(data)?;
     // The one section holding every container that changes.
+    let holds = |s: &Shdr| -> Option<bool> {
+        let end = s.offset.checked_add(s.size)?;
+        Some(plan.edits.iter().all(|e| {
+            s.offset <= e.offset
+                && e.offset
+                    .checked_add(e.size)
+                    .is_some_and(|e_end| e_end <= end)
+        }))
+    };
     let s_index = elf
         .shdrs
         .iter()
-        .position(|s| {
-            s.sh_type != elf::SHT_NOBITS.0
-                && plan
-                    .edits
-                    .iter()
-                    .all(|e| s.offset <= e.offset && e.offset + e.size <= s.offset + s.size)
-        })
+        .position(|s| s.sh_type != elf::SHT_NOBITS.0 && holds(s) == Some(true))
         .ok_or("the containers lie in more than one section")?;
     let s = elf.shdrs[s_index];
-    let packed = pack(data, report, plan, &s)?;
-    let pack_end = packed.last().map_or(s.offset, |p| {
-        p.new + p.edit.map_or(p.size, |e| e.pruned.layout.size)
-    });
+    let (packed, pack_end) = pack(data, report, plan, &s)?;
     let hole = Hole::find(&elf, &s, pack_end)?;
+    keeps_fixed_parts(data, s_index, hole.li, s.offset, hole.b)?;
     let moved: BTreeMap<u64, u64> = packed
         .iter()
-        .map(|p| (s.addr + (p.old - s.offset), s.addr + (p.new - s.offset)))
-        .collect();
-    let in_s = |v: u64| s.addr <= v && v < s.addr + s.size;
+        .map(|p| {
+            let old = add(s.addr, sub(p.old, s.offset)?)?;
+            Ok((old, add(s.addr, sub(p.new, s.offset)?)?))
+        })
+        .collect::<Result<_, Refusal>>()?;
+    // Section addresses end by 2^64 (`Elf::read` checks).
+    let in_s = |v: u64| v.checked_sub(s.addr).is_some_and(|d| d < s.size);
     let new_vaddr = |v: u64| -> Result<u64, Refusal> {
         moved
             .get(&v)
@@ -433,7 +485,7 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
     fix_wrappers(data, report, &in_s, &new_vaddr, &mut patches)?;
     fix_symbols(data, &elf.shdrs, s_index, &in_s, &new_vaddr, &mut patches)?;
     fix_headers(&elf, s_index, &hole, pack_end, &mut patches)?;
-    let new_phdrs = hole.program_headers(&elf, pack_end);
+    let new_phdrs = hole.program_headers(&elf, pack_end)?;
     let table: Vec<u8> = new_phdrs.iter().flat_map(Phdr::bytes).collect();
     let part = |p: &Phdr| Segment {
         offset: p.offset,
@@ -442,7 +494,7 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
     };
     let shrunk = Shrunk {
         section: section_name(data, &elf, s_index),
-        section_size: (s.size, pack_end - s.offset),
+        section_size: (s.size, sub(pack_end, s.offset)?),
         removed: (hole.a, hole.b),
         segment: part(&hole.l),
         segments: new_phdrs[hole.li..=hole.li + usize::from(hole.splits)]
@@ -451,34 +503,78 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
             .collect(),
     };
     if hole.splits {
-        patches.put(32, hole.table.to_le_bytes().to_vec());
+        patches.put(32, hole.table.to_le_bytes().to_vec())?;
         let n = u16::try_from(elf.phdrs.len() + 1).map_err(|_| "too many program headers")?;
-        patches.put(56, n.to_le_bytes().to_vec());
+        patches.put(56, n.to_le_bytes().to_vec())?;
     } else {
-        patches.put(elf.phoff, table.clone());
+        // The table stays where it is, or moves down with what follows
+        // the hole.
+        patches.put(32, hole.moved(elf.phoff).to_le_bytes().to_vec())?;
+        patches.put(elf.phoff, table.clone())?;
     }
+    let out = assemble(data, &s, &packed, &hole, table, &patches)?;
+    Ok((out, shrunk))
+}
 
-    // The file: up to the section, the packed containers, the new program
-    // header table, zeros to the hole, and the rest moved down.
-    let mut out = Output::default();
-    patches.copy(&mut out, 0, s.offset);
-    let mut at = s.offset;
-    for p in &packed {
-        out.piece(Piece::Zeros(p.new - at));
-        match p.edit {
-            Some(e) => container(&mut out, e),
-            None => patches.copy(&mut out, p.old, p.old + p.size),
+/// Refuses shrinking when a part of the file that must stay
+/// ([`super::plan::Fixed`]), other than section `s_index` and load segment
+/// `li`, has bytes in `[from, to)`: the bytes that shrinking rewrites (the
+/// containers packed, the new program header table) or removes. (The
+/// plan refused those in the containers that are rewritten, which a file
+/// rewritten in place changes alone: that file is safe to write.)
+fn keeps_fixed_parts(
+    data: &[u8],
+    s_index: usize,
+    li: usize,
+    from: u64,
+    to: u64,
+) -> Result<(), Refusal> {
+    let parts = super::plan::fixed_parts(data).map_err(|e| e.to_string())?;
+    for p in &parts {
+        let own = match p.part {
+            Part::Section(i) => i == s_index,
+            Part::Segment(i, _) => i == li,
+            Part::Header => false,
+        };
+        if !own && p.overlaps(from, to) {
+            return Err(format!(
+                "{p} lies in the bytes shrinking rewrites or removes ({from:#x}..{to:#x})"
+            ));
         }
-        at = p.new + p.edit.map_or(p.size, |e| e.pruned.layout.size);
+    }
+    Ok(())
+}
+
+/// The shrunk file: up to the section, the packed containers, the new
+/// program header `table` (when the segment splits), zeros to the hole,
+/// and the rest moved down; `patches` made on the way.
+fn assemble(
+    data: &[u8],
+    s: &Shdr,
+    packed: &[Packed<'_>],
+    hole: &Hole,
+    table: Vec<u8>,
+    patches: &Patches,
+) -> Result<Output, Refusal> {
+    let mut out = Output::default();
+    patches.copy(&mut out, 0, s.offset)?;
+    let mut at = s.offset;
+    for p in packed {
+        out.piece(Piece::Zeros(sub(p.new, at)?));
+        match p.edit {
+            Some(e) => container(&mut out, e)?,
+            None => patches.copy(&mut out, p.old, add(p.old, p.size)?)?,
+        }
+        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
     }
     if hole.splits {
-        out.piece(Piece::Zeros(hole.table - at));
+        out.piece(Piece::Zeros(sub(hole.table, at)?));
         out.piece(Piece::Bytes(table));
-        at = hole.table + hole.need;
+        at = add(hole.table, hole.need)?;
     }
-    out.piece(Piece::Zeros(hole.a - at));
-    patches.copy(&mut out, hole.b, data.len() as u64);
-    Ok((out, shrunk))
+    out.piece(Piece::Zeros(sub(hole.a, at)?));
+    patches.copy(&mut out, hole.b, len64(data))?;
+    Ok(out)
 }
 
 /// Section `i`'s name, from the section-name table.
@@ -486,7 +582,8 @@ fn section_name(data: &[u8], elf: &Elf, i: usize) -> String {
     let name = || -> Option<String> {
         let strndx = usize::from(u16_at(data, 62)?);
         let table = elf.shdrs.get(strndx)?;
-        let at = usize_from(table.offset + u64::from(u32_at(data, elf.shdrs.get(i)?.at)?));
+        let name = u64::from(u32_at(data, elf.shdrs.get(i)?.at)?);
+        let at = usize_from(table.offset.checked_add(name)?);
         let bytes = data.get(at..)?;
         let end = bytes.iter().position(|&b| b == 0)?;
         Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
@@ -505,60 +602,71 @@ fn fix_headers(
 ) -> Result<(), Refusal> {
     for (i, h) in elf.shdrs.iter().enumerate() {
         if i == s_index {
-            patches.put(h.at + 32, (pack_end - h.offset).to_le_bytes().to_vec());
+            let size = sub(pack_end, h.offset)?;
+            patches.put(add(h.at, 32)?, size.to_le_bytes().to_vec())?;
         } else if h.offset >= hole.b {
-            patches.put(h.at + 24, hole.moved(h.offset).to_le_bytes().to_vec());
+            let offset = hole.moved(h.offset);
+            patches.put(add(h.at, 24)?, offset.to_le_bytes().to_vec())?;
         } else if h.sh_type != elf::SHT_NOBITS.0
             && h.size > 0
             && h.offset < hole.b
-            && h.offset + h.size > hole.a
+            && add(h.offset, h.size)? > hole.a
         {
             return Err("another section lies in the pages to remove".into());
         }
     }
-    patches.put(40, hole.moved(elf.shoff).to_le_bytes().to_vec());
-    Ok(())
+    patches.put(40, hole.moved(elf.shoff).to_le_bytes().to_vec())
 }
 
 /// Edit `e`'s new container, appended to `out` (its built bytes copied:
 /// the in-place form keeps them).
-fn container(out: &mut Output, e: &Edit) {
+fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
+    let bad = || {
+        format!(
+            "the new container at {:#x} names bytes it has not",
+            e.offset
+        )
+    };
     for p in &e.pruned.layout.pieces {
         match p {
             Piece::Image(i) => {
-                let r = &e.pruned.ranges[*i];
+                let r = e.pruned.ranges.get(*i).ok_or_else(bad)?;
                 match &e.built {
                     Some(b) => out.piece(Piece::Bytes(
-                        b[usize_from(r.start)..usize_from(r.end)].to_vec(),
+                        b.get(usize_from(r.start)..usize_from(r.end))
+                            .ok_or_else(bad)?
+                            .to_vec(),
                     )),
-                    None => out.span(0, e.offset + r.start, r.end - r.start),
+                    None => out.span(0, add(e.offset, r.start)?, sub(r.end, r.start)?),
                 }
             }
             other => out.piece(other.clone()),
         }
     }
+    Ok(())
 }
 
-/// The containers of section `s`, packed from its start at its alignment;
-/// refused when bytes other than zeros lie between them.
+/// The containers of section `s`, packed from its start at its alignment,
+/// and where the last of them ends; refused when bytes other than zeros
+/// lie between them.
 fn pack<'p>(
     data: &[u8],
     report: &Report,
     plan: &'p Plan,
     s: &Shdr,
-) -> Result<Vec<Packed<'p>>, Refusal> {
+) -> Result<(Vec<Packed<'p>>, u64), Refusal> {
+    let end = add(s.offset, s.size)?;
     let mut found: Vec<(u64, u64)> = report
         .containers
         .iter()
         .filter(|c| c.parent.is_none() && c.kind != ContainerKind::FatbinWrapper)
         .filter_map(|c| Some((c.offset?, c.size)))
-        .filter(|&(o, _)| s.offset <= o && o < s.offset + s.size)
+        .filter(|&(o, _)| s.offset <= o && o < end)
         .collect();
     found.sort_unstable();
     let align = s.align.clamp(8, 1 << 16);
     let mut out = Vec::with_capacity(found.len());
     let (mut seen, mut cursor) = (s.offset, s.offset);
-    let end = s.offset + s.size;
     for (old, size) in found {
         if old < seen || old.saturating_add(size) > end {
             return Err("containers overlap, or run past their section".into());
@@ -570,9 +678,9 @@ fn pack<'p>(
             ));
         }
         let edit = plan.edits.iter().find(|e| e.offset == old);
-        let new = (cursor - s.offset).next_multiple_of(align) + s.offset;
-        cursor = new + edit.map_or(size, |e| e.pruned.layout.size);
-        seen = old + size;
+        let new = add(round_up(sub(cursor, s.offset)?, align)?, s.offset)?;
+        cursor = add(new, edit.map_or(size, |e| e.pruned.layout.size))?;
+        seen = add(old, size)?;
         out.push(Packed {
             old,
             size,
@@ -586,19 +694,16 @@ fn pack<'p>(
     {
         return Err("bytes that belong to no container end the section".into());
     }
-    Ok(out)
+    Ok((out, cursor))
 }
 
 /// The file offset of address `v`, in a load segment's file bytes.
 fn file_offset(phdrs: &[Phdr], v: u64) -> Option<u64> {
-    phdrs
-        .iter()
-        .find(|p| {
-            p.p_type == elf::PT_LOAD.0
-                && p.vaddr <= v
-                && v.checked_add(8).is_some_and(|e| e <= p.vaddr + p.filesz)
-        })
-        .map(|p| p.offset + (v - p.vaddr))
+    phdrs.iter().find_map(|p| {
+        let into = v.checked_sub(p.vaddr)?;
+        let fits = into.checked_add(8).is_some_and(|e| e <= p.filesz);
+        (p.p_type == elf::PT_LOAD.0 && fits).then(|| p.offset.checked_add(into))?
+    })
 }
 
 /// Relative relocations (RELA and RELR) whose target is in the section:
@@ -617,23 +722,25 @@ fn fix_relocations(
         };
         let old = u64_at(data, at).unwrap_or(0);
         if in_s(old) {
-            patches.put(at, new_vaddr(old)?.to_le_bytes().to_vec());
+            patches.put(at, new_vaddr(old)?.to_le_bytes().to_vec())?;
         }
         Ok(())
     };
+    // `k * 24` and `k * 8` are at most the table's size: no overflow.
     for h in &elf.shdrs {
         if h.sh_type == elf::SHT_RELA.0 && h.entsize == 24 {
             for k in 0..h.size / 24 {
-                let at = h.offset + k * 24;
+                let at = add(h.offset, k * 24)?;
                 let (Some(r_offset), Some(info), Some(addend)) = (
                     u64_at(data, at),
-                    u64_at(data, at + 8),
-                    u64_at(data, at + 16),
+                    u64_at(data, add(at, 8)?),
+                    u64_at(data, add(at, 16)?),
                 ) else {
                     return Err("a relocation runs past the file".into());
                 };
                 if (info & 0xffff_ffff) as u32 == elf.relative && in_s(addend) {
-                    patches.put(at + 16, new_vaddr(addend)?.to_le_bytes().to_vec());
+                    let new = new_vaddr(addend)?;
+                    patches.put(add(at, 16)?, new.to_le_bytes().to_vec())?;
                     stored(patches, r_offset)?;
                 }
             }
@@ -641,17 +748,17 @@ fn fix_relocations(
             let mut base = 0u64;
             for k in 0..h.size / 8 {
                 let entry =
-                    u64_at(data, h.offset + k * 8).ok_or("a RELR entry runs past the file")?;
+                    u64_at(data, add(h.offset, k * 8)?).ok_or("a RELR entry runs past the file")?;
                 if entry & 1 == 0 {
                     stored(patches, entry)?;
-                    base = entry.wrapping_add(8);
+                    base = add(entry, 8)?;
                 } else {
                     for bit in 1..64 {
                         if entry >> bit & 1 == 1 {
-                            stored(patches, base.wrapping_add((bit - 1) * 8))?;
+                            stored(patches, add(base, (bit - 1) * 8)?)?;
                         }
                     }
-                    base = base.wrapping_add(63 * 8);
+                    base = add(base, 63 * 8)?;
                 }
             }
         }
@@ -672,12 +779,12 @@ fn fix_wrappers(
         if c.kind != ContainerKind::FatbinWrapper || c.parent.is_some() {
             continue;
         }
-        let Some(at) = c.offset.map(|o| o + 8) else {
+        let Some(at) = c.offset.and_then(|o| o.checked_add(8)) else {
             continue;
         };
         let v = u64_at(data, at).unwrap_or(0);
         if in_s(v) {
-            patches.put(at, new_vaddr(v)?.to_le_bytes().to_vec());
+            patches.put(at, new_vaddr(v)?.to_le_bytes().to_vec())?;
         }
     }
     Ok(())
@@ -697,12 +804,13 @@ fn fix_symbols(
         if (h.sh_type != elf::SHT_SYMTAB.0 && h.sh_type != elf::SHT_DYNSYM.0) || h.entsize != 24 {
             continue;
         }
+        // `k * 24` is at most the table's size: no overflow.
         for k in 0..h.size / 24 {
-            let at = h.offset + k * 24;
-            let shndx = u16_at(data, at + 6).ok_or("a symbol runs past the file")?;
-            let value = u64_at(data, at + 8).ok_or("a symbol runs past the file")?;
+            let at = add(h.offset, k * 24)?;
+            let shndx = u16_at(data, add(at, 6)?).ok_or("a symbol runs past the file")?;
+            let value = u64_at(data, add(at, 8)?).ok_or("a symbol runs past the file")?;
             if usize::from(shndx) == s_index && in_s(value) {
-                patches.put(at + 8, new_vaddr(value)?.to_le_bytes().to_vec());
+                patches.put(add(at, 8)?, new_vaddr(value)?.to_le_bytes().to_vec())?;
             }
         }
     }

@@ -5,6 +5,8 @@ use crate::fatbin;
 use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
+mod linked;
+
 /// A binary bundle of `entries` (ID, data) at `align`.
 fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
     let specs: Vec<EntrySpec> = entries
@@ -290,13 +292,13 @@ fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
 }
 
 /// A bare bundle file is cut: the pruned bundle alone, as `containers`
-/// makes it; the same bundle in place keeps the file's size, zeros after.
+/// makes it; the same bundle in a linked library, in place, keeps the
+/// file's size, zeros after.
 #[test]
 fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
     let b = hip_bundle();
-    let mut data = vec![0xee; 100];
-    data.extend_from_slice(&b);
-    data.extend_from_slice(&[0xdd; 50]);
+    let data = linked::library(&b);
+    let (at, tail) = (linked::AT, data.len() - linked::AT - b.len());
     let sel = keep(&["gfx90a"], Ptx::Newest);
     let f = super::prune_file(&b, &sel, &super::Options::default()).unwrap();
     let out = f
@@ -318,7 +320,7 @@ fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
         "{listed:?}"
     );
 
-    // The same edit made in place in a larger file.
+    // The same edit made in place in a linked library.
     let report = scan::scan(&data, &Options::default());
     let verdicts = sel.decide(&report);
     let mut plan = super::plan::plan(
@@ -334,15 +336,16 @@ fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
         .to_vec(&data)
         .unwrap();
     assert_eq!(whole.len(), data.len());
-    assert_eq!(&whole[..100], &data[..100]);
-    assert_eq!(&whole[100..100 + out.len()], &out[..]);
+    assert_eq!(&whole[..at], &data[..at]);
+    assert_eq!(&whole[at..at + out.len()], &out[..]);
     let zeros = usize::try_from(freed).unwrap();
+    assert_eq!(out.len() + zeros, b.len());
     assert!(
-        whole[100 + out.len()..100 + out.len() + zeros]
+        whole[at + out.len()..at + out.len() + zeros]
             .iter()
             .all(|&x| x == 0)
     );
-    assert_eq!(&whole[whole.len() - 50..], &data[data.len() - 50..]);
+    assert_eq!(&whole[whole.len() - tail..], &data[data.len() - tail..]);
 }
 
 /// An archive member's output is moved to the member's place; its built
