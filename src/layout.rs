@@ -49,7 +49,9 @@ impl Layout {
         if len == 0 && !matches!(p, Piece::Image(_)) {
             return;
         }
-        self.size += len;
+        // Saturating: a layout of more than 2^64 bytes cannot be written
+        // anyway, and the writer says so at its size check.
+        self.size = self.size.saturating_add(len);
         self.pieces.push(p);
     }
 

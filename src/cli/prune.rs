@@ -226,7 +226,7 @@ fn write_at(
                 _ => out.write_all_at(output.span_bytes(*k, data).unwrap_or_default(), w)?,
             },
         }
-        w += piece_len(output, p);
+        w = w.saturating_add(piece_len(output, p));
     }
     out.set_len(w)
 }
@@ -250,7 +250,7 @@ fn copy_range(
     to: u64,
     len: u64,
 ) -> std::io::Result<()> {
-    let (mut src, mut dst, end) = (from, to, from + len);
+    let (mut src, mut dst, end) = (from, to, from.saturating_add(len));
     while src < end {
         let want = usize::try_from(end - src)
             .unwrap_or(usize::MAX)
@@ -278,7 +278,7 @@ fn punch(file: &std::fs::File, output: &NewFile) {
                 let _ = rustix::fs::fallocate(file, flags, start, end - start);
             }
         }
-        at += n;
+        at = at.saturating_add(n);
     }
 }
 

@@ -49,7 +49,10 @@ pub fn prune<E: From<Error>>(
     for (e, n) in entries.iter().zip(&new) {
         moved.push((e.header, at));
         let size = n.as_ref().map_or(e.size, Output::size);
-        at += HEADER_LEN + size + size % 2;
+        at = [HEADER_LEN, size, size % 2]
+            .into_iter()
+            .try_fold(at, u64::checked_add)
+            .ok_or_else(|| invalid("the pruned archive would be larger than 2^64 bytes"))?;
     }
     let mut out = Output::default();
     out.span(0, 0, crate::archive::MAGIC.len() as u64);

@@ -81,8 +81,11 @@ pub fn fatbin(data: &[u8], stays: &[bool]) -> Result<Pruned> {
     for (i, e) in f.entries.iter().enumerate() {
         let end = f.entries.get(i + 1).map_or(f.size, |n| n.offset);
         if stays[i] {
+            let len = end
+                .checked_sub(e.offset)
+                .ok_or_else(|| Error::invalid("CUDA fatbin", "its entries are not in order"))?;
             ranges.push(e.offset..end);
-            body += end - e.offset;
+            body = body.saturating_add(len);
         }
     }
     // The size after the header, at offset 8.

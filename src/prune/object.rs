@@ -214,7 +214,13 @@ fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Res
         if !shift.is_multiple_of(sec.align) && e.offset > cursor {
             return Err(misaligned(sec));
         }
-        span(&mut parts, 0, cursor, e.offset - cursor);
+        let overlap = || invalid(format!("containers of {} overlap", sec.name));
+        span(
+            &mut parts,
+            0,
+            cursor,
+            e.offset.checked_sub(cursor).ok_or_else(overlap)?,
+        );
         let (source, base) = match e.built.take() {
             Some(b) => {
                 built.push(b);
@@ -226,20 +232,32 @@ fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Res
             match p {
                 Piece::Image(i) => {
                     let r = &e.pruned.ranges[*i];
-                    span(&mut parts, source, base + r.start, r.end - r.start);
+                    let len = r.end.checked_sub(r.start).ok_or_else(overlap)?;
+                    span(
+                        &mut parts,
+                        source,
+                        base.checked_add(r.start).ok_or_else(overlap)?,
+                        len,
+                    );
                 }
                 Piece::Bytes(b) => parts.push(Part::Bytes(b.clone())),
                 Piece::Zeros(n) => parts.push(Part::Zeros(*n)),
             }
         }
-        shift += e.freed();
-        cursor = e.offset + e.size;
+        shift = shift.checked_add(e.freed()).ok_or_else(overlap)?;
+        cursor = e.offset.checked_add(e.size).ok_or_else(overlap)?;
     }
-    let end = sec.start + sec.size;
+    let end = sec
+        .start
+        .checked_add(sec.size)
+        .ok_or_else(|| invalid(format!("{} ends past 2^64", sec.name)))?;
     if end > cursor && !shift.is_multiple_of(sec.align) {
         return Err(misaligned(sec));
     }
-    span(&mut parts, 0, cursor, end - cursor);
+    let rest = end
+        .checked_sub(cursor)
+        .ok_or_else(|| invalid(format!("a container runs past the end of {}", sec.name)))?;
+    span(&mut parts, 0, cursor, rest);
     Ok(parts)
 }
 
