@@ -38,15 +38,22 @@ be done safely (or with --no-shrink) each container is rewritten where it lies a
 frees are zeros and holes on disk, and the report says why. A relocatable object: the sections \
 holding them shrink, as llvm-objcopy --update-section/--remove-section writes them (bundle \
 sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static archive: each \
-member pruned so, the symbol table following. A bare bundle or fatbin: the freed bytes cut out. \
-Wheels: each ELF member pruned, RECORD updated. Containers: clang offload bundles (plain, and \
+member pruned so, the symbol table following. A bare bundle or fatbin (a file made of containers \
+from its first byte to its last): the freed bytes cut out. Wheels: each ELF member pruned (inflated \
+within --max-uncompressed), every RECORD naming it updated (a signed wheel that would change is \
+refused). Containers: clang offload bundles (plain, and \
 compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
 fatbins (entries kept as stored) and OffloadBinaries. Refused with an error, the file untouched: \
 OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
-member files are pruned where they lie), objects where something points past a container that would shrink.\n\n\
-The output appears whole or not at all (a temporary file renamed into place); --in-place keeps \
+member files are pruned where they lie), objects where something points past a container that would shrink, \
+tar archives, .deb and cpio packages and zips with bytes in front of them, files of an unknown format, \
+a container found twice (one section listed twice), a linked file whose headers or other sections lie \
+in the bytes a rewrite changes.\n\n\
+The output appears whole or not at all: written with no name, it takes the file's name in one step \
+(the old file until then, the new one after, even when killed); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
-links becomes a new file, the others keeping the old one, unless --keep-hard-links. Exit codes: 0 success, 2 an input that could not be read, \
+links becomes a new file, the others keeping the old one, unless --keep-hard-links (the pruned file \
+is then copied over the old one once complete). Exit codes: 0 success, 2 an input that could not be read, \
 held damaged data or cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
