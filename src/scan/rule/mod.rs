@@ -204,6 +204,31 @@ impl Rule {
             .unwrap_or(Meets::No)
     }
 
+    /// How a device the rule names loads `img`, in words for a report
+    /// (`prune` says why it keeps an image): a configuration that runs it
+    /// as it is before one that compiles it (PTX), and `None` when none
+    /// does. For `sm_90` and an `sm_90a` cubin: "sm_90 devices load sm_90a
+    /// code (arch-specific: sm_90 devices only)".
+    pub fn loading(&self, img: &Image) -> Option<String> {
+        let devices = self.devices(false);
+        let first = |want: Meets| devices.iter().find(|d| self.serves(img, d, false) == want);
+        let (d, jit) = match (first(Meets::Yes), first(Meets::ByPtxJit)) {
+            (Some(d), _) => (d, false),
+            (None, Some(d)) => (d, true),
+            (None, None) => return None,
+        };
+        Some(match d {
+            _ if self.arch.is_none() => "the rule takes any architecture".to_string(),
+            Device::Cuda { sm, a } => cuda_loading(img, *sm, *a, jit),
+            Device::Amd { processor, .. } if canonical_amdgpu(&img.arch) != *processor => format!(
+                "{d} devices load {} code (a generic target that covers {processor})",
+                img.target_id
+            ),
+            Device::Amd { .. } => format!("{d} devices load {} code", img.target_id),
+            Device::Named(a) => format!("built for {a}"),
+        })
+    }
+
     /// Whether `images` together serve every device configuration the
     /// rule names, and which of them do (see [`Rule`]);
     /// `exact` compares architectures as strings (one image must then
@@ -462,6 +487,31 @@ fn serves_cuda(img: &Image, dev: u32, a: bool) -> Meets {
             _ => dev >= code,
         }),
         Some(_) => yes_no(code == dev),
+    }
+}
+
+/// How a CUDA device of compute capability `dev` (asking for
+/// arch-specific code with `a`) loads `img`, which it does (compiling PTX
+/// with `jit`), in words ([`Rule::loading`]).
+fn cuda_loading(img: &Image, dev: u32, a: bool, jit: bool) -> String {
+    let code = img.code_arch();
+    let (n, suffix) = targets::parse_sm(code).unwrap_or((dev, None));
+    let ptx = img.image_kind.is_some_and(|k| k.to_string() == "ptx");
+    match suffix {
+        _ if jit => format!("sm_{dev} devices compile {code} PTX for themselves"),
+        _ if ptx => format!("{code} PTX, which sm_{dev} devices compile"),
+        _ if a => format!("arch-specific {code} code, for sm_{dev} devices"),
+        Some('a') => {
+            format!("sm_{dev} devices load {code} code (arch-specific: sm_{n} devices only)")
+        }
+        Some(_) => format!(
+            "sm_{dev} devices load {code} code (family: sm_{n} and the later {}.x devices)",
+            n / 10
+        ),
+        None if n == dev => format!("{code} code, for sm_{dev} devices"),
+        None => {
+            format!("sm_{dev} devices load {code} code (the same major version, an older minor)")
+        }
     }
 }
 
