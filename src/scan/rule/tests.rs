@@ -432,3 +432,40 @@ fn exact_is_string_matching() {
     let img = image("nvptx64-nvidia-cuda", "sm_86", CUBIN);
     assert_eq!(Rule::arch("sm_87").served_by(&img, true), Meets::No);
 }
+
+/// How a device of a rule loads an image, in words (`prune`'s report).
+#[test]
+fn loading_in_words() {
+    let says = |rule: &str, img: &Image| Rule::parse(rule).unwrap().loading(img);
+    assert_eq!(
+        says("sm_103", &cuda_entry("sm_100f", CUBIN)).as_deref(),
+        Some("sm_103 devices load sm_100f code (family: sm_100 and the later 10.x devices)")
+    );
+    assert_eq!(
+        says("sm_90a", &cuda_entry("sm_90a", CUBIN)).as_deref(),
+        Some("arch-specific sm_90a code, for sm_90 devices")
+    );
+    assert_eq!(
+        says("sm_100", &cuda_entry("sm_90", PTX)).as_deref(),
+        Some("sm_100 devices compile sm_90 PTX for themselves")
+    );
+    assert_eq!(says("sm_100", &cuda_entry("sm_90a", CUBIN)), None);
+    assert_eq!(says("sm_121", &cuda_entry("sm_120a", CUBIN)), None);
+    let generic = image("amdgcn-amd-amdhsa", "gfx9-4-generic", None);
+    assert_eq!(
+        says("gfx942", &generic).as_deref(),
+        Some(
+            "gfx942:sramecc+:xnack+ devices load gfx9-4-generic code \
+             (a generic target that covers gfx942)"
+        )
+    );
+    let xnack = image("amdgcn-amd-amdhsa", "gfx90a:xnack-", None);
+    assert_eq!(
+        says("gfx90a", &xnack).as_deref(),
+        Some("gfx90a:sramecc+:xnack- devices load gfx90a:xnack- code")
+    );
+    assert_eq!(
+        says("*:ptx", &cuda_entry("sm_80", PTX)).as_deref(),
+        Some("the rule takes any architecture")
+    );
+}
