@@ -14,6 +14,7 @@ mod bundle_ids;
 mod bundle_native;
 mod bundler;
 mod ccob;
+mod cuda_variants;
 mod damaged;
 mod diff;
 mod extract_compressed;
@@ -48,6 +49,7 @@ fn main() {
     trials.extend(bundle_ids::tests());
     trials.extend(ccob::tests());
     trials.extend(fatbin_compressed::tests());
+    trials.extend(cuda_variants::tests());
     trials.extend(damaged::tests());
     trials.extend(extract_compressed::tests());
     trials.extend(fan_out::tests());

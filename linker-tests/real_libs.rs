@@ -20,6 +20,9 @@ pub const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
 pub const WHEEL: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
 pub const CUPY: &str = "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl";
+/// A 256 MB wheel built with CUDA 12.8, downloaded apart
+/// (`scripts/real-libs.sh --onnxruntime`).
+pub const ONNXRUNTIME: &str = "onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -44,22 +47,40 @@ pub fn tests() -> Vec<Trial> {
             &["bash", "/usr/bin/python3", CUOBJDUMP],
             cupy,
         ),
+        trial(
+            "scan::real_libs::onnxruntime_arch_specific_cubins_against_cuobjdump",
+            &["bash", "/usr/bin/python3", CUOBJDUMP],
+            onnxruntime,
+        ),
     ]
 }
 
-/// The cache of downloaded libraries, filled by `scripts/real-libs.sh`.
-pub fn downloads() -> Result<PathBuf, Failed> {
-    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
+type Cache = std::sync::OnceLock<Result<PathBuf, String>>;
+
+/// The cache `scripts/real-libs.sh` fills when run with `args`, filled
+/// once per run of the tests (in `cell`).
+fn fetched(cell: &'static Cache, args: &[&str]) -> Result<PathBuf, Failed> {
+    cell.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
-        let r = run(Path::new("/bin/bash"), &[script], Path::new("/"));
+        let mut all = vec![script.to_string_lossy().into_owned()];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let r = run(Path::new("/bin/bash"), &all, Path::new("/"));
         if r.code != 0 {
-            return Err(format!("scripts/real-libs.sh failed: {}", r.stderr));
+            return Err(format!(
+                "scripts/real-libs.sh {args:?} failed: {}",
+                r.stderr
+            ));
         }
         Ok(PathBuf::from(String::from_utf8_lossy(&r.stdout).trim()))
     })
     .clone()
     .map_err(Failed::from)
+}
+
+/// The cache of downloaded libraries, filled by `scripts/real-libs.sh`.
+pub fn downloads() -> Result<PathBuf, Failed> {
+    static DIR: Cache = Cache::new();
+    fetched(&DIR, &[])
 }
 
 /// The device images of an `inspect --json --hash=md5` document, per file
@@ -293,4 +314,158 @@ fn cuda_wheel(wheel: &str, member: &str, rules: &[(&[&str], i32)]) -> Result<(),
         same(&format!("check {args:?}"), check(d, args, &wheel), *code)?;
     }
     Ok(())
+}
+
+/// `cuobjdump -lelf FILE`'s cubins, in its order: the arch of each.
+fn cuobjdump_cubins(dir: &Path, file: &str) -> Result<Vec<String>, Failed> {
+    let list = run(Path::new(CUOBJDUMP), &["-lelf", file], dir).ok()?;
+    Ok(String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit('.').nth(1).map(str::to_string))
+        .collect())
+}
+
+/// How many of `archs` each arch is.
+fn counted(archs: &[String]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for a in archs {
+        *m.entry(a.clone()).or_default() += 1;
+    }
+    m
+}
+
+/// onnxruntime-gpu's CUDA provider (CUDA 12.8, 2,058 zstd-compressed
+/// cubins of ELF ABI 8, 600 for sm_90a and 317 for sm_120a): every cubin
+/// named as `cuobjdump -lelf` names it, in its order (the arch-specific
+/// mark read from the entries' flags, cuobjdump's from the decompressed
+/// cubins); `size` counts as many per arch; the rules on `sm_90a` hold
+/// (an sm_90a cubin serves an sm_90 device, not an sm_100 one, and sm_120a
+/// code does not run on 12.1); `prune --keep sm_90` keeps the 600 sm_90a
+/// cubins and says why, once --allow-empty lets the 9 fatbins of sm_120a
+/// code alone stay whole.
+fn onnxruntime() -> Result<(), Failed> {
+    static DIR: Cache = Cache::new();
+    let wheel = fetched(&DIR, &["--onnxruntime"])?.join(ONNXRUNTIME);
+    let t = tempdir();
+    let d = t.path();
+    let member = "onnxruntime/capi/libonnxruntime_providers_cuda.so";
+    let lib = "libonnxruntime_providers_cuda.so";
+    let unzip = "import shutil, sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nshutil.copyfileobj(z.open(sys.argv[2]), open(sys.argv[3], 'wb'), 1 << 20)\n";
+    let wheel = wheel.to_string_lossy();
+    run(
+        Path::new("/usr/bin/python3"),
+        &["-c", unzip, &wheel, member, lib],
+        d,
+    )
+    .ok()?;
+
+    let theirs = cuobjdump_cubins(d, lib)?;
+    let doc = ours_json(&["inspect", "--json", lib], d)?;
+    let ours_archs: Vec<String> = doc["files"][0]["images"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| i["target_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    same("cubins in order (cuobjdump -lelf)", &ours_archs, &theirs)?;
+    let want: BTreeMap<String, usize> = [
+        ("sm_120a", 317),
+        ("sm_75", 217),
+        ("sm_80", 308),
+        ("sm_86", 308),
+        ("sm_89", 308),
+        ("sm_90a", 600),
+    ]
+    .map(|(a, n)| (a.to_string(), n))
+    .into();
+    same("cubins per arch", counted(&theirs), want.clone())?;
+    let size = ours_json(&["size", "--json", lib], d)?;
+    let by_target: BTreeMap<String, usize> = size["files"][0]["by_target"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| {
+            let arch = k.split(' ').nth(2).unwrap_or_default().to_string();
+            (
+                arch,
+                usize::try_from(v["images"].as_u64().unwrap_or(0)).unwrap_or(0),
+            )
+        })
+        .collect();
+    same("size: images per arch", by_target, want)?;
+
+    for (args, code) in [
+        (&["--require", "sm_90a"][..], 0),
+        (&["--forbid", "sm_90a"], 1),
+        (&["--require", "sm_90"], 0),
+        (&["--forbid", "sm_90"], 1),
+        (&["--require", "sm_100"], 1),
+        (&["--require", "sm_120"], 0),
+        (&["--require", "sm_121"], 1),
+        (&["--forbid", "sm_100a"], 0),
+        (&["--require-kernel", "*@sm_90a"], 0),
+    ] {
+        same(&format!("check {args:?}"), check(d, args, lib), code)?;
+    }
+
+    onnxruntime_prune(d, lib)
+}
+
+/// `prune --keep sm_90` on onnxruntime's `lib` (in `d`): refused while
+/// fatbins of sm_120a code alone would lose every entry; with
+/// --allow-empty those stay whole, and the 600 sm_90a cubins stay, with
+/// why.
+fn onnxruntime_prune(d: &Path, lib: &str) -> Result<(), Failed> {
+    let refused = run(
+        &ours(),
+        &["prune", "--keep", "sm_90", "-o", "out.so", lib],
+        d,
+    );
+    same("prune --keep sm_90 without --allow-empty", refused.code, 2)?;
+    if !refused.stderr.contains("--allow-empty") {
+        return Err(format!("no word of --allow-empty: {}", refused.stderr).into());
+    }
+    let doc = ours_json(
+        &[
+            "prune",
+            "--keep",
+            "sm_90",
+            "--allow-empty",
+            "--json",
+            "-o",
+            "out.so",
+            lib,
+        ],
+        d,
+    )?;
+    let kept: Vec<(String, u64, String)> = doc["files"][0]["kept"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            (
+                g["target"].as_str().unwrap_or_default().to_string(),
+                g["images"].as_u64().unwrap_or(0),
+                g["why"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let want = vec![
+        (
+            "sm_90a".to_string(),
+            600,
+            "sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90 devices only)".to_string(),
+        ),
+        (
+            "sm_120a".to_string(),
+            9,
+            offload_kit::prune::KEPT_WHOLE.to_string(),
+        ),
+    ];
+    same("prune --keep sm_90: kept, and why", kept, want)?;
+    let left = counted(&cuobjdump_cubins(d, "out.so")?);
+    let want: BTreeMap<String, usize> = [("sm_120a", 9), ("sm_90a", 600)]
+        .map(|(a, n)| (a.to_string(), n))
+        .into();
+    same("cuobjdump -lelf of the pruned library", left, want)
 }

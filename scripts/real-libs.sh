@@ -11,6 +11,11 @@
 #     each with a fatbin of zstd-compressed cubins for sm_75 to sm_120 and
 #     sm_120 PTX; CuPy's CUDA 12 wheels hold sm_50 cubins, which cuobjdump 13
 #     refuses to read).
+# With --onnxruntime, only this one (linker-tests/real_libs.rs reads it in a
+# trial of its own, so the others do not wait for it):
+#   - onnxruntime-gpu 1.31.1 from PyPI (a 256 MB manylinux_2_28 wheel built
+#     with CUDA 12.8: libonnxruntime_providers_cuda.so, 2,058 zstd-compressed
+#     cubins, 917 of them arch-specific, sm_90a and sm_120a).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -20,22 +25,31 @@
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [--bench] [DIR]   # default $OFFLOAD_KIT_CACHE/real-libs,
-#                                               # else /var/cache/offload-kit/real-libs
+#   bash scripts/real-libs.sh [--bench | --onnxruntime] [DIR]
+#                         # DIR: default $OFFLOAD_KIT_CACHE/real-libs,
+#                         # else /var/cache/offload-kit/real-libs
 set -euo pipefail
 
 BENCH=0
-if [ "${1:-}" = --bench ]; then
-  BENCH=1
-  shift
-fi
+ORT=0
+case "${1:-}" in
+  --bench) BENCH=1; shift ;;
+  --onnxruntime) ORT=1; shift ;;
+esac
 DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
-# file|sha256|how: a deb.debian.org pool path, or pip:REQUIREMENT
+# file|sha256|how[|platform]: a deb.debian.org pool path, or
+# pip:REQUIREMENT for the wheel of that platform (manylinux2014_x86_64 when
+# none is given)
 FILES=(
   "librocrand1_5.3.3-4_amd64.deb|b145d4e47a26ce14da5f8550a092db8d3c7e2d84174c68885336de40f51b7b81|pool/main/r/rocrand/librocrand1_5.3.3-4_amd64.deb"
   "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl|99f1a32f1ac2bd134897fc7a203f779303261268a65762a623bf30cc9fe79117|pip:nvidia-curand-cu12==10.3.7.77"
   "cupy_cuda13x-13.6.0-cp312-cp312-manylinux2014_x86_64.whl|f06b2585b68639fdf3975be06a91e3106b1306a43d77848b6c28df7f8ea98299|pip:cupy-cuda13x==13.6.0"
 )
+if [ "$ORT" = 1 ]; then
+  FILES=(
+    "onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28_x86_64.whl|05d548956197b9d01f59b625de740e0d6be3593f874e241a12dc0362650ecdf7|pip:onnxruntime-gpu==1.31.1|manylinux_2_28_x86_64"
+  )
+fi
 if [ "$BENCH" = 1 ]; then
   FILES+=(
     "librocsparse0_5.3.0+dfsg-2_amd64.deb|688878bb8cb9ec7970e7b632828d91336a6819860fb0c306372eb6a7199b3b8e|pool/main/r/rocsparse/librocsparse0_5.3.0+dfsg-2_amd64.deb"
@@ -45,14 +59,14 @@ fi
 
 mkdir -p "$DIR"
 for f in "${FILES[@]}"; do
-  IFS='|' read -r name sum how <<<"$f"
+  IFS='|' read -r name sum how platform <<<"$f"
   if [ -e "$DIR/$name" ] && echo "$sum  $DIR/$name" | sha256sum -c --status; then
     continue
   fi
   work=$(mktemp -d "$DIR/.partial.XXXXXX")
   if [[ $how == pip:* ]]; then
     python3 -m pip download --quiet --no-deps --only-binary=:all: \
-      --platform manylinux2014_x86_64 --python-version 3.12 \
+      --platform "${platform:-manylinux2014_x86_64}" --python-version 3.12 \
       -d "$work" "${how#pip:}" >&2 || { rm -rf "$work"; echo "real-libs: cannot download ${how#pip:}" >&2; exit 1; }
   else
     python3 - "https://deb.debian.org/debian/$how" "$work/$name" <<'EOF' || { rm -rf "$work"; echo "real-libs: cannot download $how" >&2; exit 1; }

@@ -32,9 +32,23 @@
 //! | 28 | 4 | SM architecture (52, 80, 90, …) |
 //! | 32 | 4 | object-name offset, from the entry start |
 //! | 36 | 4 | object-name length |
-//! | 40 | 8 | flags: 0x1 64-bit, 0x2 debug, 0x4 CUDA, 0x8 OpenCL, 0x10 Linux, 0x20 Mac, 0x40 Windows; compression 0x2000 (LZ4) or 0x8000 (zstd) |
+//! | 40 | 8 | flags: 0x1 64-bit, 0x2 debug, 0x4 CUDA, 0x8 OpenCL, 0x10 Linux, 0x20 Mac, 0x40 Windows; compression 0x2000 (LZ4) or 0x8000 (zstd); 0x100000 arch-specific code (`sm_90a`), 0x200000 family code (`sm_100f`); 0x1000000 a cubin of ELF ABI 8 (its header is longer) |
 //! | 48 | 8 | reserved |
 //! | 56 | 8 | decompressed size (compressed entries) |
+//!
+//! # Arch-specific and family code
+//!
+//! CUDA 12 and 13 build code for `sm_90a` (arch-specific: only a 9.0 device
+//! runs it) and `sm_100f` (family: 10.0 and the later 10.x run it).
+//! `fatbinary` marks such an entry with flag 0x100000 or 0x200000 when it
+//! is told the variant (`--image3=kind=elf,sm=90a,…`, as nvcc does).
+//! `cuobjdump` 13 names PTX entries from these flags (`sm_90a`,
+//! `sm_100f`; both flags: `a`), but cubins from the cubin itself (its
+//! `e_flags` and `.nv.compat` record 9: `sm_90a` even when the entry lacks
+//! the flag), and a family cubin without its `f` (`sm_100`): nothing in
+//! the cubin marks it. The [`Variant`] of an entry follows that: the flags
+//! for PTX and for compressed cubins (read without being decompressed),
+//! the cubin for the others, with the family flag kept for cubins too.
 //!
 //! # Compressed entries
 //!
@@ -100,6 +114,7 @@
 use std::borrow::Cow;
 use std::io::Read;
 
+pub(crate) mod cubin;
 mod decompress;
 pub(crate) mod lz4;
 
@@ -198,6 +213,39 @@ pub(crate) const FLAG_LZ4: u64 = 0x2000;
 pub(crate) const FLAG_ZSTD: u64 = 0x8000;
 /// Flags that mark a compressed payload.
 pub(crate) const FLAGS_COMPRESSED: u64 = FLAG_LZ4 | FLAG_ZSTD;
+/// Flag: architecture-specific code (`sm_90a`).
+pub(crate) const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
+/// Flag: family code (`sm_100f`).
+pub(crate) const FLAG_FAMILY: u64 = 0x20_0000;
+
+/// Which code for its SM an entry holds: what the `a` or `f` after the SM
+/// number says (`sm_90a`, `sm_100f`), and which devices run it
+/// (docs/target-rules.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// Plain code (`sm_90`): a cubin runs on devices of the same major
+    /// version and at least its minor, PTX is compiled for any device at
+    /// least as new.
+    #[default]
+    Plain,
+    /// Architecture-specific code (`sm_90a`): only devices of exactly that
+    /// SM run it (PTX too).
+    ArchSpecific,
+    /// Family code (`sm_100f`): devices of the same major version and at
+    /// least its minor run it (PTX too: it does not go past the family).
+    Family,
+}
+
+impl Variant {
+    /// The suffix the variant puts after the SM number: ``, `a` or `f`.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Variant::Plain => "",
+            Variant::ArchSpecific => "a",
+            Variant::Family => "f",
+        }
+    }
+}
 
 /// How a compressed entry's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,6 +281,8 @@ pub struct Entry<'data> {
     pub payload: &'data [u8],
     /// SM architecture number (80 for `sm_80`).
     pub arch: u32,
+    /// Which code for the SM it holds (see [`Entry::arch_name`]).
+    pub variant: Variant,
     /// Code version (major, minor).
     pub version: (u16, u16),
     /// Flags.
@@ -294,10 +344,22 @@ impl<'data> Entry<'data> {
         self.flags & FLAG_OPENCL != 0 && self.flags & FLAG_CUDA == 0
     }
 
-    /// The architecture name, `sm_<n>`, as cuobjdump prints it for cubin and
-    /// PTX entries alike.
+    /// The architecture name as `cuobjdump` prints it: `sm_<n>`, with `a`
+    /// for arch-specific code and, for PTX, `f` for family code (a family
+    /// cubin is named as a plain one, `sm_100`; [`Entry::code_arch`] says
+    /// `sm_100f`).
     pub fn arch_name(&self) -> String {
-        format!("sm_{}", self.arch)
+        match (self.variant, self.kind) {
+            (Variant::Family, k) if k != KIND_PTX => format!("sm_{}", self.arch),
+            (v, _) => format!("sm_{}{}", self.arch, v.suffix()),
+        }
+    }
+
+    /// The architecture the code is built for, as the compilers' `-arch`
+    /// names it with `sm_`: `sm_<n>` and the variant's suffix (`sm_100f`
+    /// for a family cubin, which [`Entry::arch_name`] calls `sm_100`).
+    pub fn code_arch(&self) -> String {
+        format!("sm_{}{}", self.arch, self.variant.suffix())
     }
 
     /// The target triple the code is for.
@@ -451,18 +513,42 @@ fn read_entry(data: &[u8], at: u64, end: u64) -> Result<(Entry<'_>, u64)> {
     } else {
         psize
     };
+    let payload = &data[usize_from(payload_at)..usize_from(payload_at + stored)];
     let entry = Entry {
         kind,
         offset: at,
         payload_offset: payload_at,
-        payload: &data[usize_from(payload_at)..usize_from(payload_at + stored)],
+        payload,
         arch: e.arch.get(),
+        variant: variant(kind, flags, (!compressed).then_some(payload)),
         version: (e.major.get(), e.minor.get()),
         flags,
         name,
         decompressed_size: compressed.then(|| e.decompressed_size.get()),
     };
     Ok((entry, entry_end))
+}
+
+/// The variant of an entry of kind `kind` with flags `flags`, whose
+/// payload is `cubin` when it is a cubin that can be read as it is stored:
+/// from the cubin where there is one that names its SM (`cuobjdump` names a
+/// cubin by its own marks, whatever the entry's flags say), else from the
+/// flags (arch-specific before family, as `cuobjdump` reads them); a
+/// cubin's family flag counts whatever the cubin says, since no cubin
+/// records it.
+fn variant(kind: u16, flags: u64, cubin: Option<&[u8]>) -> Variant {
+    let from_cubin = match kind {
+        KIND_ELF => cubin.and_then(cubin::read).map(|t| t.arch_specific),
+        _ => None,
+    };
+    let arch_specific = from_cubin.unwrap_or(flags & FLAG_ARCH_SPECIFIC != 0);
+    if arch_specific {
+        Variant::ArchSpecific
+    } else if flags & FLAG_FAMILY != 0 {
+        Variant::Family
+    } else {
+        Variant::Plain
+    }
 }
 
 /// The object name the header `e` of the entry at `at` points at, when it

@@ -32,13 +32,16 @@ gfx90a:xnack+ and gfx90a:xnack- together; gfx90a:xnack- by gfx90a or gfx90a:xnac
 images. A generic target's image (gfx9-4-generic) serves the processors it covers (not\n\
 gfx908 or gfx90a). CUDA: a cubin for sm_86 runs on sm_87 and sm_89, not sm_90;\n\
 sm_90a asks for arch-specific code and is met only by sm_90a code (a plain sm_90 cubin\n\
-does not meet it); sm_100f names the family's devices from 10.0 on (10.0, 10.3), each to\n\
-be served. PTX counts for the devices the driver can compile it for, reported as\n\
-'through PTX JIT' when it is not for the rule's own arch: plain PTX for every newer\n\
-arch, sm_XYf PTX for its family's devices from X.Y on, sm_XYa PTX for X.Y only;\n\
+does not meet it), while an sm_90a cubin meets sm_90 and nothing else (sm_120a code does\n\
+not run on sm_121); sm_100f names the family's devices from 10.0 on (10.0, 10.3), each to\n\
+be served. Images are named as cuobjdump names them (a family cubin is sm_100). PTX\n\
+counts for the devices the driver can compile it for, reported as 'through PTX JIT'\n\
+when it is not for the rule's own arch: plain PTX for every newer arch, sm_XYf PTX for\n\
+its family's devices from X.Y on, sm_XYa PTX for X.Y only;\n\
 sm_90:cubin counts no PTX. An ok line says which images serve each rule; a FAIL line\n\
 which configurations nothing serves. --forbid ARCH matches images built for that\n\
-processor (with no feature set against the rule's). An image whose kind is not known\n\
+processor (with no feature set against the rule's; sm_90 takes sm_90a images too, sm_90a\n\
+and sm_100f only arch-specific or family code). An image whose kind is not known\n\
 fails a rule that needs it (compressed bundles are decompressed to tell).\n\n\
 By default every input that carries device images must meet each --require rule on its\n\
 own (host-only files are listed and pass), and at least one input must carry device\n\

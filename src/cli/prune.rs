@@ -29,8 +29,10 @@ pub(crate) mod wheel;
 features, `*`). With --keep an image stays when a device of a kept target would load it: \
 gfx90a keeps gfx90a, gfx90a:xnack+ and gfx90a:xnack- images and generic ones that cover \
 gfx90a; sm_86 keeps the sm_80 and sm_86 cubins an 8.6 device runs, and (--ptx newest) the \
-newest PTX it can compile, per fat binary. With --drop an image goes when it is built for a \
-target named. A bundle's host entry always stays.\n\n\
+newest PTX it can compile, per fat binary; sm_90 keeps the sm_90a cubins a 9.0 device runs \
+(arch-specific code), and the report says which rule keeps each group and why. With --drop an \
+image goes when it is built for a target named (sm_90 takes sm_90a images too, sm_90a only \
+those). A bundle's host entry always stays.\n\n\
 What is rewritten depends on the file. A linked program or shared library: the containers of \
 its fat-binary section are packed together, every reference to one that moved is fixed, and the \
 freed pages are cut out of the file, every address the code uses unchanged; where that cannot \
@@ -78,7 +80,8 @@ pub struct PruneOpts {
     /// Which PTX --keep keeps: the newest a kept device can compile, all of them, or none.
     #[arg(long, value_name = "WHICH", default_value = "newest", value_parser = ["newest", "all", "none"])]
     ptx: String,
-    /// Let a container lose every device image (a bundle keeps its host entry).
+    /// Let a container lose every device image (a bundle keeps its host
+    /// entry; a CUDA fatbin, which needs an entry, is left whole).
     #[arg(long)]
     allow_empty: bool,
     /// With --in-place, rewrite a file that has other hard links through
@@ -140,6 +143,10 @@ struct Group {
     kind: String,
     images: usize,
     bytes: u64,
+    /// For kept images: the rule that keeps them, and how a device it
+    /// names loads them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
 }
 
 /// What pruning one file did (or would do).
@@ -188,27 +195,26 @@ impl FileReport {
     }
 }
 
-fn groups<'a>(images: impl Iterator<Item = &'a Image>) -> Vec<Group> {
-    let mut m: BTreeMap<(String, String), Group> = BTreeMap::new();
-    for i in images {
-        let kind = i
-            .image_kind
-            .as_ref()
-            .map_or("unknown".to_string(), |k| k.to_string());
-        let g = m
-            .entry((i.target_id.clone(), kind.clone()))
-            .or_insert(Group {
+/// The images, one group per target, kind and reason (`why`, for kept
+/// images).
+fn groups<'a>(
+    images: impl Iterator<Item = &'a Image>,
+    why: impl Fn(&Image) -> Option<String>,
+) -> Vec<Group> {
+    merge(
+        images
+            .map(|i| Group {
                 target: i.target_id.clone(),
-                kind,
-                images: 0,
-                bytes: 0,
-            });
-        g.images += 1;
-        g.bytes += i.size;
-    }
-    let mut v: Vec<Group> = m.into_values().collect();
-    v.sort_by(|a, b| arch_cmp(&a.target, &b.target).then_with(|| a.kind.cmp(&b.kind)));
-    v
+                kind: i
+                    .image_kind
+                    .as_ref()
+                    .map_or("unknown".to_string(), |k| k.to_string()),
+                images: 1,
+                bytes: i.size,
+                why: why(i),
+            })
+            .collect(),
+    )
 }
 
 /// Writes `output` (`data` pruned, `input` being its file) into the new
@@ -318,10 +324,20 @@ impl Pruning {
         }
         let f = prune::prune_file(data, sel, opts).map_err(|e| anyhow!("'{name}': {e}"))?;
         let groups = |kept: bool| {
-            groups(f.report.images.iter().filter(|i| {
-                let v = f.verdicts[i.id];
-                v != Verdict::Always && v.stays() == kept
-            }))
+            groups(
+                f.report.images.iter().filter(|i| {
+                    let v = f.verdicts[i.id];
+                    v != Verdict::Always && v.stays() == kept
+                }),
+                |i| match kept {
+                    true => sel.why(i).or_else(|| {
+                        f.kept_whole
+                            .contains(&i.container)
+                            .then(|| prune::KEPT_WHOLE.to_string())
+                    }),
+                    false => None,
+                },
+            )
         };
         Ok(Pruning {
             kept: groups(true),
@@ -681,10 +697,14 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: b
     }
     for (label, gs) in [("kept", &r.kept), ("dropped", &r.dropped)] {
         for g in gs {
+            let why = g
+                .why
+                .as_ref()
+                .map_or_else(String::new, |w| format!("  ({w})"));
             print_line(
                 out,
                 &format!(
-                    "  {label:<8} {:<28} {:<6} {:>5} image(s) {:>14} bytes",
+                    "  {label:<8} {:<28} {:<6} {:>5} image(s) {:>14} bytes{why}",
                     g.target, g.kind, g.images, g.bytes
                 ),
             )?;
@@ -693,12 +713,12 @@ fn print_text(out: &mut impl Write, r: &FileReport, dry_run: bool, keep_links: b
     Ok(())
 }
 
-/// Groups of several members merged: one row per target and kind.
+/// Groups merged: one row per target, kind and reason.
 fn merge(gs: Vec<Group>) -> Vec<Group> {
-    let mut m: BTreeMap<(String, String), Group> = BTreeMap::new();
+    let mut m: BTreeMap<(String, String, Option<String>), Group> = BTreeMap::new();
     for g in gs {
         let e = m
-            .entry((g.target.clone(), g.kind.clone()))
+            .entry((g.target.clone(), g.kind.clone(), g.why.clone()))
             .or_insert(Group {
                 images: 0,
                 bytes: 0,
@@ -708,6 +728,10 @@ fn merge(gs: Vec<Group>) -> Vec<Group> {
         e.bytes += g.bytes;
     }
     let mut v: Vec<Group> = m.into_values().collect();
-    v.sort_by(|a, b| arch_cmp(&a.target, &b.target).then_with(|| a.kind.cmp(&b.kind)));
+    v.sort_by(|a, b| {
+        arch_cmp(&a.target, &b.target)
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.why.cmp(&b.why))
+    });
     v
 }

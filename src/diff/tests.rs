@@ -16,6 +16,7 @@ fn img(arch: &str, size: u64, seed: u8) -> Image {
         arch: arch.into(),
         target_id: arch.into(),
         features: Vec::new(),
+        cuda_arch: None,
         strings: Vec::new(),
         section: None,
         member: None,

@@ -206,3 +206,98 @@ fn write_wrapper_reads_back() {
     let be = write_wrapper(WRAPPER_HIP, 1, true);
     assert_eq!(&be[..8], &[0x48, 0x49, 0x50, 0x46, 0, 0, 0, 1]);
 }
+
+/// A cubin of ELF ABI 8 for SM `sm`, whose `.nv.compat` record 9 holds
+/// `arch_specific` (`e_flags` as `ptxas` 13 writes them: the same for
+/// `sm_90` and `sm_90a`).
+fn abi8_cubin(sm: u32, arch_specific: u8) -> Vec<u8> {
+    use crate::kernels::tests::{cubin, sec};
+    let compat = vec![
+        2,
+        9,
+        arch_specific,
+        0,
+        2,
+        2,
+        1,
+        0,
+        4,
+        11,
+        8,
+        0,
+        9,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    cubin(
+        8,
+        0x0600_0004 | (sm << 8),
+        &[sec(".nv.compat", 0, compat)],
+        &[],
+    )
+}
+
+/// Names as `cuobjdump` 13 gives them: PTX by the entry's flags, a cubin
+/// by its own marks when it is stored as it is, else by the flags; a
+/// family cubin as the plain one, its variant kept.
+#[test]
+fn arch_specific_and_family_entries() {
+    let flags = FLAG_64BIT | FLAG_CUDA | 0x10;
+    let (a, f) = (FLAG_ARCH_SPECIFIC, FLAG_FAMILY);
+    let (c90a, c90, c100) = (abi8_cubin(90, 1), abi8_cubin(90, 0), abi8_cubin(100, 0));
+    let fb = build(&[
+        (KIND_PTX, 90, flags | a, b".target sm_90a\0"),
+        (KIND_PTX, 100, flags | f, b".target sm_100f\0"),
+        (KIND_PTX, 90, flags | a | f, b"x\0"),
+        (KIND_PTX, 90, flags, b".target sm_90a\0"),
+        (KIND_ELF, 90, flags, &c90a),
+        (KIND_ELF, 90, flags | a, &c90),
+        (KIND_ELF, 100, flags | f, &c100),
+        (KIND_ELF, 90, flags | a, b"\x7fELF, but no cubin"),
+        (KIND_ELF, 120, flags | a | FLAG_ZSTD, b"compressed"),
+        (KIND_ELF, 120, flags | f | FLAG_ZSTD, b"compressed"),
+        (KIND_ELF, 80, flags, &c90),
+    ]);
+    let f = read(&fb).unwrap();
+    let names: Vec<(String, String, Variant)> = f
+        .entries
+        .iter()
+        .map(|e| (e.arch_name(), e.code_arch(), e.variant))
+        .collect();
+    let want = [
+        ("sm_90a", "sm_90a", Variant::ArchSpecific),
+        ("sm_100f", "sm_100f", Variant::Family),
+        ("sm_90a", "sm_90a", Variant::ArchSpecific),
+        ("sm_90", "sm_90", Variant::Plain),
+        ("sm_90a", "sm_90a", Variant::ArchSpecific),
+        ("sm_90", "sm_90", Variant::Plain),
+        ("sm_100", "sm_100f", Variant::Family),
+        ("sm_90a", "sm_90a", Variant::ArchSpecific),
+        ("sm_120a", "sm_120a", Variant::ArchSpecific),
+        ("sm_120", "sm_120f", Variant::Family),
+        ("sm_80", "sm_80", Variant::Plain),
+    ]
+    .map(|(n, c, v)| (n.to_string(), c.to_string(), v));
+    assert_eq!(names, want);
+}
+
+/// A cubin is read wherever its bytes start (`object` reads unaligned
+/// headers).
+#[test]
+fn cubins_read_at_any_alignment() {
+    let c = abi8_cubin(100, 1);
+    let want = cubin::Target {
+        sm: 100,
+        arch_specific: true,
+    };
+    for shift in 0..8 {
+        let mut v = vec![0u8; shift];
+        v.extend_from_slice(&c);
+        assert_eq!(cubin::read(&v[shift..]), Some(want), "shift {shift}");
+    }
+}

@@ -37,10 +37,13 @@
 //! - Textures, surfaces and samplers are symbols of types 10, 12 and 11.
 //!   A cubin with none of them uses none (0); in one with some, which
 //!   kernel uses which is not recorded in a way read here (`None`).
-//! - The target is `sm_NN`: `NN` is the low byte of `e_flags` in the older
-//!   ABI (`EI_ABIVERSION` 7 and before) and the second byte in the newer
-//!   (8), where a `.nv.compat` record 9 of value 1 marks the
-//!   architecture-specific variant (`sm_90a`).
+//! - The target is `sm_NN`, or `sm_NNa` for architecture-specific code, as
+//!   `cuobjdump` names it ([`crate::fatbin::cubin`]): `NN` is the low byte
+//!   of `e_flags` in the older ABI (`EI_ABIVERSION` 7 and before, where
+//!   `e_flags` bit 0x800 marks `a`) and the second byte in the newer (8,
+//!   where a `.nv.compat` record 9 of value 1 marks `a`, or without that
+//!   record `e_flags` bit 0x8). A family cubin (`sm_100f`) is named as the
+//!   plain one: nothing in it but `ptxas`'s command line says otherwise.
 //!
 //! [`max_threads`]: super::Resources::max_threads
 
@@ -71,8 +74,6 @@ const ATTR_REQNTID: u8 = 0x10;
 const ATTR_MIN_STACK_SIZE: u8 = 0x12;
 const ATTR_REGCOUNT: u8 = 0x2f;
 const ATTR_CUDA_API_VERSION: u8 = 0x37;
-/// `.nv.compat`: the architecture-specific (`a`) variant.
-const COMPAT_ARCH_SPECIFIC: u8 = 9;
 
 /// The stack size that stands for "unknown".
 const STACK_UNKNOWN: u32 = u32::MAX;
@@ -291,28 +292,16 @@ fn own_sections(p: &Parsed<'_>) -> Result<HashMap<u32, Own>> {
     Ok(out)
 }
 
-/// `sm_NN` from `e_flags` (and `.nv.compat`), when it names one.
+/// `sm_NN` or `sm_NNa` from `e_flags` and `.nv.compat`, read as
+/// `cuobjdump` reads them ([`crate::fatbin::cubin`]), when they name one.
 fn target(p: &Parsed<'_>) -> Option<String> {
-    let sm = if p.abi_version >= 8 {
-        (p.flags >> 8) & 0xff
-    } else {
-        p.flags & 0xff
-    };
-    if sm == 0 {
-        return None;
-    }
-    let specific = p.abi_version >= 8
-        && p.sections
-            .iter()
-            .filter(|s| s.name == b".nv.compat")
-            .filter_map(|s| records(s).ok())
-            .flat_map(|r| r.map_while(Result::ok))
-            .any(|r| {
-                r.attr == COMPAT_ARCH_SPECIFIC
-                    && r.format == FMT_BVAL
-                    && r.value.first() == Some(&1)
-            });
-    Some(format!("sm_{sm}{}", if specific { "a" } else { "" }))
+    let compat = p
+        .sections
+        .iter()
+        .find(|s| s.name == b".nv.compat")
+        .map(|s| s.data.unwrap_or_default());
+    let t = crate::fatbin::cubin::target(p.abi_version, p.flags, compat);
+    (t.sm != 0).then(|| format!("sm_{}{}", t.sm, if t.arch_specific { "a" } else { "" }))
 }
 
 /// The resources of the kernel `s`.

@@ -55,7 +55,7 @@ mod msgpack;
 mod ptx;
 mod rule;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use rule::{KernelRule, KernelRuleResult, check, combine};
 

@@ -52,7 +52,7 @@ fn other_bytes_are_no_listing() {
 
 /// A section of a [`cubin`] made here: its name, type, `sh_info`, size
 /// (for `SHT_NOBITS`) and contents.
-struct Sec {
+pub(crate) struct Sec {
     name: &'static str,
     kind: u32,
     info: u32,
@@ -60,7 +60,7 @@ struct Sec {
     data: Vec<u8>,
 }
 
-fn sec(name: &'static str, info: u32, data: Vec<u8>) -> Sec {
+pub(crate) fn sec(name: &'static str, info: u32, data: Vec<u8>) -> Sec {
     Sec {
         name,
         kind: 1,
@@ -98,7 +98,12 @@ type Header<'a> = (u32, u32, u32, u64, u64, &'a [u8]);
 /// `e_flags` `flags`: sections 1 to 3 are `.shstrtab`, `.strtab` and
 /// `.symtab`, then `secs` from index 4; `syms` are (name, `st_info`,
 /// `st_other`, `st_shndx`, `st_size`), after the null symbol.
-fn cubin(abi: u8, flags: u32, secs: &[Sec], syms: &[(&str, u8, u8, u16, u64)]) -> Vec<u8> {
+pub(crate) fn cubin(
+    abi: u8,
+    flags: u32,
+    secs: &[Sec],
+    syms: &[(&str, u8, u8, u16, u64)],
+) -> Vec<u8> {
     let mut shstr = vec![0u8];
     let mut names = Vec::new();
     for n in [".shstrtab", ".strtab", ".symtab"]
@@ -306,6 +311,11 @@ fn cubin_unknown_stack_textures_and_arch_specific_target() {
     let l = read(&c).unwrap().unwrap();
     assert_eq!(l.target.as_deref(), Some("sm_100a"));
     assert_eq!(l.kernels[0].resources.registers, Some(0));
+    // Without the record, `e_flags` bit 0x8 (ABI 8), or 0x800 (ABI 7).
+    let target = |abi, flags| read(&sample_cubin(abi, flags)).unwrap().unwrap().target;
+    assert_eq!(target(8, 0x0500_6402 | 0x8).as_deref(), Some("sm_100a"));
+    assert_eq!(target(7, 0x005a_0d5a).as_deref(), Some("sm_90a"));
+    assert_eq!(target(7, 0x005a_055a).as_deref(), Some("sm_90"));
 }
 
 #[test]

@@ -67,7 +67,7 @@ pub(crate) mod shrink;
 pub use archive::prune as prune_archive;
 pub use containers::Pruned;
 pub(crate) use file::package_not_pruned;
-pub use file::{FilePruning, prune_file};
+pub use file::{FilePruning, KEPT_WHOLE, prune_file};
 pub use output::Output;
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
@@ -82,7 +82,9 @@ use crate::targets;
 #[non_exhaustive]
 pub struct Options {
     /// A container may lose every device image (a bundle then keeps its
-    /// host entry alone), and a section or file every OffloadBinary.
+    /// host entry alone), and a section or file every OffloadBinary; a
+    /// CUDA fatbin that would lose every entry is left whole
+    /// ([`FilePruning::kept_whole`]).
     pub allow_empty: bool,
     /// Threads that compress a rebuilt CCOB (0: as many as the machine
     /// has).
@@ -204,6 +206,21 @@ impl Selection {
             Rules::Keep(rules) => self.decide_keep(report, rules, &mut out),
         }
         out
+    }
+
+    /// Why `img` stays when [`Selection::decide`] keeps it, in words for a
+    /// report: with [`Rules::Keep`], the first rule a device of which loads
+    /// it, and how ([`Rule::loading`]:
+    /// `sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90
+    /// devices only)`); `None` with [`Rules::Drop`], or when no rule's
+    /// device loads it.
+    pub fn why(&self, img: &Image) -> Option<String> {
+        let Rules::Keep(rules) = &self.rules else {
+            return None;
+        };
+        rules
+            .iter()
+            .find_map(|r| Some(format!("{r}: {}", r.loading(img)?)))
     }
 
     fn decide_keep(&self, report: &Report, rules: &[Rule], out: &mut [Verdict]) {

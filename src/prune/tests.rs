@@ -135,7 +135,12 @@ fn cuda_fatbin() -> Vec<u8> {
         (fatbin::KIND_ELF, 80, flags, &c80),
         (fatbin::KIND_ELF, 86, flags, &c86),
         (fatbin::KIND_ELF, 90, flags, &c90),
-        (fatbin::KIND_ELF, 90, flags | 0x100_0000, &c90a),
+        (
+            fatbin::KIND_ELF,
+            90,
+            flags | fatbin::FLAG_ARCH_SPECIFIC,
+            &c90a,
+        ),
         (fatbin::KIND_PTX, 52, flags, &p52),
         (fatbin::KIND_PTX, 80, flags, &p80),
         (fatbin::KIND_PTX, 90, flags, &p90),
@@ -162,15 +167,80 @@ fn keeping_an_sm_keeps_what_its_devices_run_and_the_newest_ptx() {
         stays(&keep(&["sm_86"], Ptx::None)),
         [true, true, false, false, false, false, false]
     );
-    // sm_90 runs only 9.x cubins.
-    let v = stays(&keep(&["sm_90"], Ptx::Newest));
-    assert_eq!(&v[..3], [false, false, true]);
-    assert_eq!(&v[4..], [false, false, true]);
+    // sm_90 runs only 9.x cubins, arch-specific sm_90a ones too.
+    assert_eq!(
+        stays(&keep(&["sm_90"], Ptx::Newest)),
+        [false, false, true, true, false, false, true]
+    );
+    // Asked for arch-specific code, only that.
+    assert_eq!(
+        stays(&keep(&["sm_90a"], Ptx::Newest)),
+        [false, false, false, true, false, false, false]
+    );
     // Dropping sm_80 takes its cubin and its PTX.
     assert_eq!(
         stays(&drop(&["sm_80"])),
         [false, true, true, true, true, false, true]
     );
+    // Dropping sm_90 takes the sm_90a cubin too; sm_90a only that one.
+    assert_eq!(
+        stays(&drop(&["sm_90"])),
+        [true, true, false, false, true, true, false]
+    );
+    assert_eq!(
+        stays(&drop(&["sm_90a"])),
+        [true, true, true, false, true, true, true]
+    );
+    // Why each stays: the rule, and how its devices load it.
+    let r = scan::scan(&fb, &Options::default());
+    let sel = keep(&["sm_86", "sm_90"], Ptx::Newest);
+    let why: Vec<Option<String>> = r.images.iter().map(|i| sel.why(i)).collect();
+    assert_eq!(
+        why[0].as_deref(),
+        Some("sm_86: sm_86 devices load sm_80 code (the same major version, an older minor)")
+    );
+    assert_eq!(
+        why[3].as_deref(),
+        Some("sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90 devices only)")
+    );
+    assert_eq!(
+        why[5].as_deref(),
+        Some("sm_86: sm_86 devices compile sm_80 PTX for themselves")
+    );
+    assert_eq!(keep(&["sm_86"], Ptx::Newest).why(&r.images[2]), None);
+    assert_eq!(drop(&["sm_90"]).why(&r.images[0]), None);
+}
+
+/// A fatbin none of whose entries a rule keeps is refused, or with
+/// `allow_empty` left whole, its entries kept and said to be.
+#[test]
+fn a_fatbin_that_would_lose_every_entry_is_left_whole_if_allowed() {
+    let flags = 0x1 | 0x4 | 0x10;
+    let a = flags | fatbin::FLAG_ARCH_SPECIFIC;
+    let mut data = fatbin::build(&[
+        (fatbin::KIND_ELF, 90, a, b"\x7fELF sm_90a"),
+        (fatbin::KIND_ELF, 120, a, b"\x7fELF sm_120a"),
+    ]);
+    let second = data.len();
+    data.extend(fatbin::build(&[(
+        fatbin::KIND_ELF,
+        120,
+        a,
+        b"\x7fELF 120a",
+    )]));
+    let sel = keep(&["sm_90"], Ptx::Newest);
+    assert!(super::prune_file(&data, &sel, &super::Options::default()).is_err());
+    let opts = super::Options {
+        allow_empty: true,
+        ..super::Options::default()
+    };
+    let f = super::prune_file(&data, &sel, &opts).unwrap();
+    assert_eq!(f.kept_whole, [1]);
+    assert_eq!(f.verdicts, [Verdict::Keep, Verdict::Drop, Verdict::Keep]);
+    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let first = fatbin::read(&out).unwrap();
+    assert_eq!(first.entries.len(), 1);
+    assert!(out[usize::try_from(first.size).unwrap()..] == data[second..]);
 }
 
 /// The container `p` made of `data`, read back.

@@ -55,6 +55,9 @@
 //!       "arch": string,                 // processor: gfx90a, sm_80
 //!       "target_id": string,            // with features: gfx90a:xnack+
 //!       "features": [string],
+//!       "cuda_arch": string | null,     // CUDA fatbin entries: what the code is built
+//!                                       // for (sm_90, sm_90a, sm_100f); arch is
+//!                                       // cuobjdump's name, sm_100 for a family cubin
 //!       "strings": [{"key": string, "value": string}],  // other metadata
 //!       "section": string | null, "member": string | null,
 //!       "offset": number | null,        // file offset; null inside decompressed data and thin archive members

@@ -398,6 +398,12 @@ pub struct Image {
     pub target_id: String,
     /// The features of the target ID (`xnack+`).
     pub features: Vec<String>,
+    /// For a CUDA fatbin entry, the architecture its code is built for as
+    /// the compilers' `-arch` names it, with `sm_`: `sm_90`, `sm_90a`
+    /// (arch-specific), `sm_100f` (family). [`Image::arch`] is
+    /// `cuobjdump`'s name, the same but for a family cubin, which
+    /// `cuobjdump` calls `sm_100`. `None` for other images.
+    pub cuda_arch: Option<String>,
     /// Other metadata, in file order (OffloadBinary strings other than
     /// `triple` and `arch`; fatbin entry name and code version). Serialized
     /// as `{"key": …, "value": …}` objects.
@@ -438,6 +444,12 @@ pub struct Image {
 }
 
 impl Image {
+    /// The architecture its code is built for: [`Image::cuda_arch`] where
+    /// there is one (a family cubin's `sm_100f`), else [`Image::arch`].
+    pub fn code_arch(&self) -> &str {
+        self.cuda_arch.as_deref().unwrap_or(&self.arch)
+    }
+
     /// Whether some container was found inside it (its bytes are counted
     /// again in that container's images).
     pub fn is_leaf(&self) -> bool {
@@ -789,6 +801,7 @@ pub(crate) fn test_image(
         arch: parts.next().unwrap_or_default().into(),
         target_id: target_id.into(),
         features: parts.map(str::to_string).collect(),
+        cuda_arch: None,
         strings: Vec::new(),
         section: None,
         member: None,

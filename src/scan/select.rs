@@ -4,17 +4,22 @@
 use super::Image;
 use crate::bundle::id::{TargetId, canonical_amdgpu_processor};
 use crate::llvm::triple::{self, CanonicalForm, Triple};
+use crate::targets;
 
 /// Whether `want` names the image's architecture: the same processor
 /// (ignoring case; for AMDGPU triples an LLVM alias such as `tahiti` names
 /// its `gfx` processor), and every feature `want` gives present with the
 /// same sign (`gfx90a` matches `gfx90a:xnack+`; `gfx90a:xnack+` does not
-/// match `gfx90a`). `want` is read as a target ID
+/// match `gfx90a`). A CUDA name's `a` or `f` is read the same way: `sm_90`
+/// matches `sm_90a` images, `sm_90a` only those ([`cuda_code_matches`]). `want` is read as a target ID
 /// ([`TargetId::parse`]); one that is malformed (`gfx90a:xnack`) only
 /// matches an image whose features are written the same way.
 pub fn arch_matches(img: &Image, want: &str) -> bool {
     if img.arch.is_empty() {
         return false;
+    }
+    if let Some(m) = cuda_code_matches(img, want) {
+        return m;
     }
     let Some(id) = TargetId::parse(want) else {
         let mut parts = want.split(':');
@@ -28,6 +33,19 @@ pub fn arch_matches(img: &Image, want: &str) -> bool {
                 .iter()
                 .any(|g| g.strip_suffix(if *on { '+' } else { '-' }) == Some(name))
         })
+}
+
+/// Whether the CUDA name `want` (`sm_90`, `sm_90a`, `sm_100f`) names the
+/// image's code ([`Image::code_arch`]): the same SM, and the same variant
+/// when `want` gives one. `sm_90` names every sm_90 image, plain,
+/// arch-specific (`sm_90a`) and family, as `cuobjdump -arch sm_90` takes
+/// them all; `sm_90a` only arch-specific code, `sm_100f` only family code
+/// (a family cubin too, which `cuobjdump` names `sm_100`). `None` when
+/// `want` or the image's arch is no CUDA name.
+pub(super) fn cuda_code_matches(img: &Image, want: &str) -> Option<bool> {
+    let (n, s) = targets::parse_sm(want)?;
+    let (m, t) = targets::parse_sm(img.code_arch())?;
+    Some(n == m && (s.is_none() || s == t))
 }
 
 /// Whether `processor` is the image's processor: equal ignoring case, or

@@ -209,12 +209,7 @@ impl<W: Write> TablePrinter<'_, W> {
             if let Some(h) = &i.hash {
                 row += &format!("  {h}");
             }
-            let mut other: Vec<String> =
-                i.strings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            // A compressed CUDA fatbin entry: `size` is what it takes here.
-            if let Some(u) = i.uncompressed_size {
-                other.push(format!("uncompressed_size={u}"));
-            }
+            let other = extras(i);
             if !other.is_empty() {
                 row += &format!("  {}", other.join(","));
             }
@@ -330,6 +325,23 @@ fn print_listing(
 }
 
 /// The image kind's name, `-` when it was not read.
+/// The `key=value` notes after an image's row: what a family cubin's code
+/// is for (`cuobjdump` names it as the plain one), the image's strings,
+/// and what a compressed CUDA fatbin entry decompresses to (its `size` is
+/// what it takes here).
+fn extras(i: &Image) -> Vec<String> {
+    let family = i.cuda_arch.as_ref().filter(|c| **c != i.target_id);
+    family
+        .map(|c| format!("cuda_arch={c}"))
+        .into_iter()
+        .chain(i.strings.iter().map(|(k, v)| format!("{k}={v}")))
+        .chain(
+            i.uncompressed_size
+                .map(|u| format!("uncompressed_size={u}")),
+        )
+        .collect()
+}
+
 fn kind_name(i: &Image) -> String {
     i.image_kind.map_or_else(|| "-".into(), |k| k.to_string())
 }

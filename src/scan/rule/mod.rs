@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::Image;
-use super::select::{arch_matches, kind_matches, same_processor};
+use super::select::{arch_matches, cuda_code_matches, kind_matches, same_processor};
 use crate::bundle::id::TargetId;
 use crate::targets;
 
@@ -30,10 +30,13 @@ use crate::targets;
 ///   same major version with a minor version of at least Y (`sm_86` code
 ///   runs on `sm_87` and `sm_89`, not on `sm_90`); arch-specific code
 ///   (`sm_90a`) only on its own version. A rule `sm_XY` names the device
-///   X.Y; `sm_XYa` asks for arch-specific code for it, met only by `sm_XYa`
-///   code (a plain `sm_90` cubin does not meet `sm_90a`); `sm_XYf` names
-///   the family's devices from X.Y on (`sm_100f`: 10.0 and 10.3), each to
-///   be served. PTX counts for the devices the driver can compile it for
+///   X.Y, which an `sm_XYa` cubin serves too (a 9.0 device loads `sm_90a`
+///   code; a 10.3 device does not load `sm_100a` code); `sm_XYa` asks for
+///   arch-specific code for it, met only by `sm_XYa` code (a plain `sm_90`
+///   cubin does not meet `sm_90a`); `sm_XYf` names the family's devices
+///   from X.Y on (`sm_100f`: 10.0 and 10.3), each to be served. An image's
+///   code is what it is built for ([`Image::code_arch`]: `sm_100f` for a
+///   family cubin that `cuobjdump` names `sm_100`). PTX counts for the devices the driver can compile it for
 ///   (reported as through PTX JIT when it is not for that very arch):
 ///   plain `compute_XY` PTX for every device of at least X.Y, `XYf` PTX
 ///   for the family's devices from X.Y on, `XYa` PTX for X.Y only. A rule
@@ -42,6 +45,11 @@ use crate::targets;
 ///   is a cubin.
 /// - Anything else (bitcode, objects, other processors) serves only its
 ///   own processor.
+///
+/// Which images a rule takes ([`Rule::built_for`], `--forbid`, `prune
+/// --drop`) is the images built for its processor; a CUDA rule's `a` or
+/// `f` narrows it to that variant's code (`sm_90` takes plain and
+/// arch-specific sm_90 images, `sm_90a` arch-specific ones only).
 ///
 /// An image whose kind is not known (inside a compressed bundle read only
 /// as far as its header) never meets a rule that names a kind: it is
@@ -196,6 +204,31 @@ impl Rule {
             .unwrap_or(Meets::No)
     }
 
+    /// How a device the rule names loads `img`, in words for a report
+    /// (`prune` says why it keeps an image): a configuration that runs it
+    /// as it is before one that compiles it (PTX), and `None` when none
+    /// does. For `sm_90` and an `sm_90a` cubin: "sm_90 devices load sm_90a
+    /// code (arch-specific: sm_90 devices only)".
+    pub fn loading(&self, img: &Image) -> Option<String> {
+        let devices = self.devices(false);
+        let first = |want: Meets| devices.iter().find(|d| self.serves(img, d, false) == want);
+        let (d, jit) = match (first(Meets::Yes), first(Meets::ByPtxJit)) {
+            (Some(d), _) => (d, false),
+            (None, Some(d)) => (d, true),
+            (None, None) => return None,
+        };
+        Some(match d {
+            _ if self.arch.is_none() => "the rule takes any architecture".to_string(),
+            Device::Cuda { sm, a } => cuda_loading(img, *sm, *a, jit),
+            Device::Amd { processor, .. } if canonical_amdgpu(&img.arch) != *processor => format!(
+                "{d} devices load {} code (a generic target that covers {processor})",
+                img.target_id
+            ),
+            Device::Amd { .. } => format!("{d} devices load {} code", img.target_id),
+            Device::Named(a) => format!("built for {a}"),
+        })
+    }
+
     /// Whether `images` together serve every device configuration the
     /// rule names, and which of them do (see [`Rule`]);
     /// `exact` compares architectures as strings (one image must then
@@ -322,23 +355,25 @@ impl Rule {
     /// Whether `img` is built for a device the rule names: its processor,
     /// with no feature set against the rule's (`--forbid gfx90a` takes
     /// every gfx90a image; `gfx90a:xnack+` takes xnack+ and xnack-any
-    /// ones).
+    /// ones). A CUDA rule takes the code of its SM, of its variant when it
+    /// names one: `sm_90` every sm_90 image, plain, arch-specific and
+    /// family; `sm_90a` only arch-specific code, `sm_100f` only family
+    /// code ([`Image::code_arch`]).
     pub fn built_for(&self, img: &Image, exact: bool) -> Meets {
         let arch = match &self.arch {
             None => Meets::Yes,
             Some(a) if exact => yes_no(arch_matches(img, a)),
-            Some(a) => yes_no(
-                TargetId::parse(a).is_some_and(|id| {
+            Some(a) => yes_no(match cuda_code_matches(img, a) {
+                Some(m) => m,
+                None => TargetId::parse(a).is_some_and(|id| {
                     !img.arch.is_empty()
                         && same_processor(img, id.processor)
                         && id
                             .features
                             .iter()
                             .all(|(f, on)| feature(img, f).is_none_or(|g| g == *on))
-                }) || targets::parse_sm(a)
-                    .zip(targets::parse_sm(&img.arch))
-                    .is_some_and(|((n, _), (m, _))| n == m),
-            ),
+                }),
+            }),
         };
         both(arch, self.kind_meets(img))
     }
@@ -425,7 +460,7 @@ fn serves_amd(img: &Image, processor: &str, features: &[(&str, bool)]) -> bool {
 /// Whether `img` serves a CUDA device of compute capability `dev` (with
 /// `a`: with arch-specific code for it).
 fn serves_cuda(img: &Image, dev: u32, a: bool) -> Meets {
-    let Some((code, suffix)) = targets::parse_sm(&img.arch) else {
+    let Some((code, suffix)) = targets::parse_sm(img.code_arch()) else {
         return Meets::No;
     };
     let kind = match super::select::is_nvptx_object(img) {
@@ -452,6 +487,31 @@ fn serves_cuda(img: &Image, dev: u32, a: bool) -> Meets {
             _ => dev >= code,
         }),
         Some(_) => yes_no(code == dev),
+    }
+}
+
+/// How a CUDA device of compute capability `dev` (asking for
+/// arch-specific code with `a`) loads `img`, which it does (compiling PTX
+/// with `jit`), in words ([`Rule::loading`]).
+fn cuda_loading(img: &Image, dev: u32, a: bool, jit: bool) -> String {
+    let code = img.code_arch();
+    let (n, suffix) = targets::parse_sm(code).unwrap_or((dev, None));
+    let ptx = img.image_kind.is_some_and(|k| k.to_string() == "ptx");
+    match suffix {
+        _ if jit => format!("sm_{dev} devices compile {code} PTX for themselves"),
+        _ if ptx => format!("{code} PTX, which sm_{dev} devices compile"),
+        _ if a => format!("arch-specific {code} code, for sm_{dev} devices"),
+        Some('a') => {
+            format!("sm_{dev} devices load {code} code (arch-specific: sm_{n} devices only)")
+        }
+        Some(_) => format!(
+            "sm_{dev} devices load {code} code (family: sm_{n} and the later {}.x devices)",
+            n / 10
+        ),
+        None if n == dev => format!("{code} code, for sm_{dev} devices"),
+        None => {
+            format!("sm_{dev} devices load {code} code (the same major version, an older minor)")
+        }
     }
 }
 

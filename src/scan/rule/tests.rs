@@ -151,15 +151,17 @@ const CUDA: &[(&str, &str, Option<ImageKind>, Meets, Meets)] = &[
     ("sm_100", "sm_100f", PTX, Meets::Yes, Meets::Yes),
     ("sm_120", "sm_100f", PTX, Meets::No, Meets::No),
     ("sm_110", "sm_100f", PTX, Meets::No, Meets::No),
-    // Arch-specific rules: only arch-specific code for that arch.
-    ("sm_90a", "sm_90", CUBIN, Meets::No, Meets::Yes),
+    // Arch-specific rules: only arch-specific code for that arch, which
+    // is also all they take.
+    ("sm_90a", "sm_90", CUBIN, Meets::No, Meets::No),
     ("sm_90a", "sm_90a", CUBIN, Meets::Yes, Meets::Yes),
     ("sm_90a", "sm_90a", PTX, Meets::Yes, Meets::Yes),
     ("sm_90a", "sm_80", PTX, Meets::No, Meets::No),
-    ("sm_100a", "sm_100f", CUBIN, Meets::No, Meets::Yes),
-    // Family rules: every device of the family from its own on.
-    ("sm_100f", "sm_100", CUBIN, Meets::Yes, Meets::Yes),
-    ("sm_100f", "sm_100a", CUBIN, Meets::No, Meets::Yes),
+    ("sm_100a", "sm_100f", CUBIN, Meets::No, Meets::No),
+    // Family rules: every device of the family from its own on; they take
+    // family code only.
+    ("sm_100f", "sm_100", CUBIN, Meets::Yes, Meets::No),
+    ("sm_100f", "sm_100a", CUBIN, Meets::No, Meets::No),
     ("sm_100f", "sm_103", CUBIN, Meets::No, Meets::No),
     ("sm_120f", "sm_120f", CUBIN, Meets::Yes, Meets::Yes),
     ("sm_100f", "sm_90", PTX, Meets::ByPtxJit, Meets::No),
@@ -205,6 +207,121 @@ fn loader_compatible_matching() {
                 "{rule} served by {target}"
             );
             assert_eq!(r.built_for(&img, false), built, "{rule} built for {target}");
+        }
+    }
+}
+
+/// A CUDA fatbin entry's image for code `code` (`sm_90a`, `sm_100f`) of
+/// kind `kind`, named as the scanner names it: a family cubin as the
+/// plain one (`cuobjdump`'s name), its code kept in `cuda_arch`.
+fn cuda_entry(code: &str, kind: Option<ImageKind>) -> Image {
+    let name = match code.strip_suffix('f') {
+        Some(plain) if kind == CUBIN => plain,
+        _ => code,
+    };
+    let mut img = image("nvptx64-nvidia-cuda", name, kind);
+    img.cuda_arch = Some(code.to_string());
+    img
+}
+
+/// The devices of [`DEVICE_BY_IMAGE`]'s columns, as rules: a plain name is
+/// a device of that SM, an `a` name one that asks for arch-specific code.
+const DEVICES: &[&str] = &[
+    "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_103",
+    "sm_103a", "sm_110", "sm_120", "sm_120a", "sm_121", "sm_121a",
+];
+
+/// Which device runs which image, as NVIDIA's loader and JIT decide
+/// (docs/target-rules.md §3): per image (its code and kind), one mark per
+/// device of [`DEVICES`]: `Y` runs it, `J` compiles the PTX for itself,
+/// `.` neither. Written out by hand from the rules, not from the code.
+const DEVICE_BY_IMAGE: &[(&str, Option<ImageKind>, &str)] = &[
+    //                 75 80 86 89 90 90a 100 100a 103 103a 110 120 120a 121 121a
+    ("sm_80", CUBIN, ".YYY..........."),
+    ("sm_86", CUBIN, "..YY..........."),
+    ("sm_90", CUBIN, "....Y.........."),
+    ("sm_90a", CUBIN, "....YY........."),
+    ("sm_100", CUBIN, "......Y.Y......"),
+    ("sm_100a", CUBIN, "......YY......."),
+    ("sm_100f", CUBIN, "......Y.Y......"),
+    ("sm_103f", CUBIN, "........Y......"),
+    ("sm_103a", CUBIN, "........YY....."),
+    ("sm_110f", CUBIN, "..........Y...."),
+    ("sm_120", CUBIN, "...........Y.Y."),
+    ("sm_120a", CUBIN, "...........YY.."),
+    ("sm_120f", CUBIN, "...........Y.Y."),
+    ("sm_121a", CUBIN, ".............YY"),
+    ("sm_75", PTX, "YJJJJ.J.J.JJ.J."),
+    ("sm_80", PTX, ".YJJJ.J.J.JJ.J."),
+    ("sm_90", PTX, "....Y.J.J.JJ.J."),
+    ("sm_90a", PTX, "....YY........."),
+    ("sm_100a", PTX, "......YY......."),
+    ("sm_100f", PTX, "......Y.J......"),
+    ("sm_120f", PTX, "...........Y.J."),
+    ("sm_121f", PTX, ".............Y."),
+];
+
+/// Every device of [`DEVICES`] against every image of
+/// [`DEVICE_BY_IMAGE`]: `served_by` a rule naming the device, and
+/// `loaded_by_some` (what `prune --keep` keeps) the same.
+#[test]
+fn cuda_device_by_image() {
+    for &(code, kind, marks) in DEVICE_BY_IMAGE {
+        assert_eq!(marks.len(), DEVICES.len(), "{code}");
+        let img = cuda_entry(code, kind);
+        for (&dev, mark) in DEVICES.iter().zip(marks.chars()) {
+            let want = match mark {
+                'Y' => Meets::Yes,
+                'J' => Meets::ByPtxJit,
+                _ => Meets::No,
+            };
+            let r = Rule::parse(dev).unwrap();
+            assert_eq!(
+                r.served_by(&img, false),
+                want,
+                "{dev} device, {code} {kind:?}"
+            );
+            assert_eq!(
+                r.loaded_by_some(&img, false),
+                want,
+                "{dev} device, {code} {kind:?}"
+            );
+        }
+    }
+}
+
+/// The rules of `--forbid` and `prune --drop` per image: a CUDA rule
+/// takes its SM's code, of its variant when it names one (`Y`: taken).
+#[test]
+fn cuda_rules_take_their_variant() {
+    let rules = ["sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_120f"];
+    let table: &[(&str, Option<ImageKind>, &str)] = &[
+        ("sm_90", CUBIN, "Y....."),
+        ("sm_90a", CUBIN, "YY...."),
+        ("sm_100", CUBIN, "..Y..."),
+        ("sm_100a", CUBIN, "..YY.."),
+        ("sm_100f", CUBIN, "..Y.Y."),
+        ("sm_103f", CUBIN, "......"),
+        ("sm_120f", CUBIN, ".....Y"),
+        ("sm_90a", PTX, "YY...."),
+        ("sm_100f", PTX, "..Y.Y."),
+    ];
+    for &(code, kind, marks) in table {
+        let img = cuda_entry(code, kind);
+        for (rule, mark) in rules.iter().zip(marks.chars()) {
+            let r = Rule::parse(rule).unwrap();
+            let want = if mark == 'Y' { Meets::Yes } else { Meets::No };
+            assert_eq!(
+                r.built_for(&img, false),
+                want,
+                "{rule} takes {code} {kind:?}"
+            );
+            // As strings (`--exact`, `extract --arch`), the same.
+            assert_eq!(
+                crate::scan::select::arch_matches(&img, rule),
+                want == Meets::Yes,
+                "{rule} matches {code} {kind:?}"
+            );
         }
     }
 }
@@ -314,4 +431,41 @@ fn exact_is_string_matching() {
     assert_eq!(Rule::arch("gfx90a").served_by(&img, true), Meets::Yes);
     let img = image("nvptx64-nvidia-cuda", "sm_86", CUBIN);
     assert_eq!(Rule::arch("sm_87").served_by(&img, true), Meets::No);
+}
+
+/// How a device of a rule loads an image, in words (`prune`'s report).
+#[test]
+fn loading_in_words() {
+    let says = |rule: &str, img: &Image| Rule::parse(rule).unwrap().loading(img);
+    assert_eq!(
+        says("sm_103", &cuda_entry("sm_100f", CUBIN)).as_deref(),
+        Some("sm_103 devices load sm_100f code (family: sm_100 and the later 10.x devices)")
+    );
+    assert_eq!(
+        says("sm_90a", &cuda_entry("sm_90a", CUBIN)).as_deref(),
+        Some("arch-specific sm_90a code, for sm_90 devices")
+    );
+    assert_eq!(
+        says("sm_100", &cuda_entry("sm_90", PTX)).as_deref(),
+        Some("sm_100 devices compile sm_90 PTX for themselves")
+    );
+    assert_eq!(says("sm_100", &cuda_entry("sm_90a", CUBIN)), None);
+    assert_eq!(says("sm_121", &cuda_entry("sm_120a", CUBIN)), None);
+    let generic = image("amdgcn-amd-amdhsa", "gfx9-4-generic", None);
+    assert_eq!(
+        says("gfx942", &generic).as_deref(),
+        Some(
+            "gfx942:sramecc+:xnack+ devices load gfx9-4-generic code \
+             (a generic target that covers gfx942)"
+        )
+    );
+    let xnack = image("amdgcn-amd-amdhsa", "gfx90a:xnack-", None);
+    assert_eq!(
+        says("gfx90a", &xnack).as_deref(),
+        Some("gfx90a:sramecc+:xnack- devices load gfx90a:xnack- code")
+    );
+    assert_eq!(
+        says("*:ptx", &cuda_entry("sm_80", PTX)).as_deref(),
+        Some("the rule takes any architecture")
+    );
 }

@@ -200,3 +200,39 @@ fn corrupt_compressed_fatbin_entries_are_reported_once() {
         r.stopped
     );
 }
+
+/// Fatbin entries are named as `cuobjdump` names them, and say what their
+/// code is for: an arch-specific cubin `sm_90a`, a family cubin `sm_100`
+/// built for `sm_100f`, family PTX `sm_120f`.
+#[test]
+fn arch_specific_and_family_entries_are_named_as_cuobjdump_names_them() {
+    let (a, f) = (fatbin::FLAG_ARCH_SPECIFIC, fatbin::FLAG_FAMILY);
+    let data = fatbin::build(&[
+        (2, 90, 0x11 | a, b"\x7fELF"),
+        (2, 100, 0x11 | f, b"\x7fELF"),
+        (1, 120, 0x11 | f, b".target sm_120f\0"),
+        (2, 80, 0x11, b"\x7fELF"),
+    ]);
+    let r = scan(&data, &Options::default());
+    let got: Vec<(&str, &str, Option<&str>)> = r
+        .images
+        .iter()
+        .map(|i| {
+            (
+                i.arch.as_str(),
+                i.target_id.as_str(),
+                i.cuda_arch.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("sm_90a", "sm_90a", Some("sm_90a")),
+            ("sm_100", "sm_100", Some("sm_100f")),
+            ("sm_120f", "sm_120f", Some("sm_120f")),
+            ("sm_80", "sm_80", Some("sm_80")),
+        ]
+    );
+    assert_eq!(r.images[1].code_arch(), "sm_100f");
+}

@@ -111,6 +111,7 @@ impl Walker<'_> {
             arch,
             target_id,
             features,
+            cuda_arch: None,
             strings: Vec::new(),
             section: loc.section.clone(),
             member: loc.member.clone(),

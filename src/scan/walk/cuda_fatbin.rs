@@ -269,7 +269,9 @@ impl EntryProblems {
 }
 
 /// The image of fatbin entry `e` (entry `i` of container `id`, whose
-/// container lies at `loc`), before its bytes are known.
+/// container lies at `loc`), before its bytes are known: named as
+/// `cuobjdump` names it ([`fatbin::Entry::arch_name`]), with the
+/// architecture its code is for ([`fatbin::Entry::code_arch`]).
 fn entry_image(e: &fatbin::Entry<'_>, i: usize, id: usize, loc: &Loc) -> Image {
     let arch = e.arch_name();
     let mut strings = Vec::new();
@@ -302,6 +304,7 @@ fn entry_image(e: &fatbin::Entry<'_>, i: usize, id: usize, loc: &Loc) -> Image {
         arch: arch.clone(),
         target_id: arch,
         features: Vec::new(),
+        cuda_arch: Some(e.code_arch()),
         strings,
         section: loc.section.clone(),
         member: loc.member.clone(),

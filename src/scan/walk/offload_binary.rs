@@ -186,6 +186,7 @@ impl Walker<'_> {
             arch,
             target_id: arch_full,
             features,
+            cuda_arch: None,
             strings,
             section: loc.section.clone(),
             member: loc.member.clone(),

@@ -1,0 +1,440 @@
+//! Arch-specific (`sm_90a`) and family (`sm_100f`) CUDA code, built here:
+//! a kernel assembled by NVIDIA's `ptxas` for every arch of [`ARCHS`] it
+//! accepts (CUDA 13.0's: all of them), put with its PTX into fatbins by
+//! NVIDIA's `fatbinary`, told the variant (`sm=90a`, `sm=100f`, as nvcc
+//! tells it), in each way it stores entries: nothing compressed, its
+//! default (PTX compressed), every entry zstd-compressed, every entry
+//! LZ4-compressed. In each:
+//!
+//! - `inspect` names every cubin and PTX entry as `cuobjdump -lelf -lptx`
+//!   names it, in the same order (an arch-specific cubin `sm_90a`, a
+//!   family cubin `sm_100` as cuobjdump has it, family PTX `sm_100f`), and
+//!   says what each is built for (`cuda_arch`: `sm_100f` for the family
+//!   cubin);
+//! - `extract` writes the files `cuobjdump -xelf all -xptx all` writes,
+//!   with the same arch in their names and the same bytes;
+//! - `check --require-kernel k@ARCH` finds the kernel in the images of
+//!   each arch, by the same names.
+//!
+//! An arch-specific cubin that `fatbinary` was told is plain (`sm=90`,
+//! stored as it is) is still `sm_90a`, as cuobjdump reads the cubin.
+//!
+//! The rules, on a fatbin holding one arch's cubin alone: `check
+//! --require` for the same SM, its `a` form, the family's next member
+//! and the next major exits as NVIDIA's loader would run the cubin there
+//! (docs/target-rules.md §3: a plain or family cubin on its SM and the
+//! family's later ones, an arch-specific one on its SM only), and
+//! `--forbid` takes the SM's code whatever its variant, an `a` or `f`
+//! rule that variant's alone. `prune --keep sm_90` keeps the sm_90 and
+//! sm_90a cubins and says why; `--drop sm_90a` drops only the sm_90a one.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+use serde_json::Value;
+
+use crate::util::{md5_hex, ours, ours_json, run, same, tempdir, trial};
+
+const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
+const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
+const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
+
+/// The archs tried, plain ones among them: every arch-specific and family
+/// arch of the CUDA 13.0 toolkit, and plain ones around them.
+const ARCHS: &[&str] = &[
+    "sm_75", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_100f", "sm_103a",
+    "sm_103f", "sm_110a", "sm_110f", "sm_120", "sm_120a", "sm_120f", "sm_121a", "sm_121f",
+];
+
+/// How `fatbinary` is asked to store the entries.
+const STORAGE: &[(&str, &[&str])] = &[
+    ("plain", &["--compress=false"]),
+    ("default", &[]),
+    ("zstd", &["--compress-all"]),
+    ("lz4", &["--compress-all", "--compress-mode=speed"]),
+];
+
+pub fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "cuda_variants::ptxas_archs_named_as_cuobjdump_names_them",
+            &[PTXAS, FATBINARY, CUOBJDUMP],
+            named_as_cuobjdump,
+        ),
+        trial(
+            "cuda_variants::rules_follow_the_loader",
+            &[PTXAS, FATBINARY, CUOBJDUMP],
+            rules,
+        ),
+    ]
+}
+
+/// A kernel for `arch` in PTX ISA `version`.
+fn kernel_ptx(arch: &str, version: &str) -> String {
+    format!(
+        ".version {version}\n.target {arch}\n.address_size 64\n\n\
+         .visible .entry k(.param .u64 p)\n{{\n\tret;\n}}\n"
+    )
+}
+
+/// Assembles the kernel in `d` for each arch of [`ARCHS`] `ptxas` accepts
+/// (`k_ARCH.ptx`, `k_ARCH.cubin`), trying the newest PTX ISA first; the
+/// archs it accepted.
+fn assemble(d: &Path) -> Result<Vec<&'static str>, Failed> {
+    let mut accepted = Vec::new();
+    for arch in ARCHS {
+        for version in ["9.0", "8.8", "8.7", "8.0"] {
+            let ptx = format!("k_{arch}.ptx");
+            std::fs::write(d.join(&ptx), kernel_ptx(arch, version))?;
+            let out = format!("k_{arch}.cubin");
+            let arg = format!("-arch={arch}");
+            if run(Path::new(PTXAS), &[arg.as_str(), &ptx, "-o", &out], d).code == 0 {
+                accepted.push(*arch);
+                break;
+            }
+        }
+    }
+    // CUDA 12.0 and later build sm_90a; 12.8 sm_100a and sm_120a.
+    for must in ["sm_90a", "sm_100a", "sm_120a"] {
+        if !accepted.contains(&must) {
+            return Err(format!("ptxas does not build {must}: {accepted:?}").into());
+        }
+    }
+    Ok(accepted)
+}
+
+/// `fatbinary --create=OUT` with `images` (kind, `sm=` value, file) and
+/// `extra` options.
+fn fatbinary(
+    d: &Path,
+    out: &str,
+    images: &[(&str, String, String)],
+    extra: &[&str],
+) -> Result<(), Failed> {
+    let mut args: Vec<String> = vec![format!("--create={out}")];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    for (kind, sm, file) in images {
+        args.push(format!("--image3=kind={kind},sm={sm},file={file}"));
+    }
+    run(Path::new(FATBINARY), &args, d).ok()?;
+    Ok(())
+}
+
+/// `sm_90a` → `90a`, what `fatbinary`'s `sm=` takes.
+fn sm_value(arch: &str) -> String {
+    arch.trim_start_matches("sm_").to_string()
+}
+
+/// The arch `cuobjdump` (and `extract`) put in a file name: the part
+/// after the last `-` or `.` before the extension, `sm_…`.
+fn arch_in_name(name: &str) -> String {
+    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    stem.rsplit(['.', '-'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `cuobjdump -lelf -lptx FILE`'s names per kind (`cubin`, `ptx`), in its
+/// order: the arch of each line.
+fn cuobjdump_list(d: &Path, file: &str) -> Result<BTreeMap<String, Vec<String>>, Failed> {
+    let r = run(Path::new(CUOBJDUMP), &["-lelf", "-lptx", file], d).ok()?;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&r.stdout).lines() {
+        let kind = match line {
+            l if l.starts_with("ELF file") => "cubin",
+            l if l.starts_with("PTX file") => "ptx",
+            _ => continue,
+        };
+        let name = line.rsplit(' ').next().unwrap_or_default();
+        out.entry(kind.into()).or_default().push(arch_in_name(name));
+    }
+    Ok(out)
+}
+
+/// The images of an `inspect --json` document (one file), per kind in
+/// entry order: (target ID, `cuda_arch`).
+fn our_list(doc: &Value) -> BTreeMap<String, Vec<(String, String)>> {
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for i in doc["files"][0]["images"].as_array().into_iter().flatten() {
+        let kind = i["image_kind"].as_str().unwrap_or_default().to_string();
+        let name = i["target_id"].as_str().unwrap_or_default().to_string();
+        let code = i["cuda_arch"].as_str().unwrap_or_default().to_string();
+        out.entry(kind).or_default().push((name, code));
+    }
+    out
+}
+
+/// Each file written into `dir`, per kind (by its extension) in the
+/// order of its number (cuobjdump's `STEM.N.ARCH.EXT`, ours
+/// `FILE.ID.….EXT`): its arch and the md5 of its bytes.
+fn written(dir: &Path) -> Result<BTreeMap<String, Vec<(String, String)>>, Failed> {
+    let mut files: Vec<(String, u64, String, String)> = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let kind = name.rsplit('.').next().unwrap_or_default().to_string();
+        let number = name
+            .split('.')
+            .find_map(|p| p.parse::<u64>().ok())
+            .ok_or_else(|| format!("no number in {name}"))?;
+        let hash = md5_hex(&std::fs::read(e.path())?);
+        files.push((kind, number, arch_in_name(&name), hash));
+    }
+    files.sort();
+    let mut out: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for (kind, _, arch, hash) in files {
+        out.entry(kind).or_default().push((arch, hash));
+    }
+    Ok(out)
+}
+
+/// The names in each fatbin against cuobjdump's, what each is built for,
+/// the files extracted, and the kernels found by each name.
+fn named_as_cuobjdump() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let archs = assemble(d)?;
+    let mut images = Vec::new();
+    for arch in &archs {
+        images.push(("elf", sm_value(arch), format!("k_{arch}.cubin")));
+        images.push(("ptx", sm_value(arch), format!("k_{arch}.ptx")));
+    }
+    // The built-for arch of each cubin and each PTX, in entry order.
+    let code: Vec<String> = archs.iter().map(|a| a.to_string()).collect();
+    for (storage, extra) in STORAGE {
+        let fb = format!("{storage}.fatbin");
+        fatbinary(d, &fb, &images, extra)?;
+        let theirs = cuobjdump_list(d, &fb)?;
+        let mine = our_list(&ours_json(&["inspect", "--json", &fb], d)?);
+        for kind in ["cubin", "ptx"] {
+            let names: Vec<String> = mine[kind].iter().map(|(n, _)| n.clone()).collect();
+            same(
+                &format!("{storage}: {kind} names (cuobjdump -lelf -lptx)"),
+                &names,
+                &theirs[kind],
+            )?;
+            let built: Vec<String> = mine[kind].iter().map(|(_, c)| c.clone()).collect();
+            same(
+                &format!("{storage}: what each {kind} is built for"),
+                &built,
+                &code,
+            )?;
+        }
+        // A family cubin is named without its `f`, and built for it.
+        if archs.contains(&"sm_100f") {
+            let i = archs
+                .iter()
+                .position(|a| *a == "sm_100f")
+                .unwrap_or_default();
+            same(
+                &format!("{storage}: the sm_100f cubin"),
+                &mine["cubin"][i],
+                &("sm_100".to_string(), "sm_100f".to_string()),
+            )?;
+        }
+
+        // Extracted: the same arch in each file's name, the same bytes.
+        let (cdir, odir) = (format!("{storage}-cuobjdump"), format!("{storage}-ours"));
+        std::fs::create_dir(d.join(&cdir))?;
+        run(
+            Path::new(CUOBJDUMP),
+            &["-xelf", "all", "-xptx", "all", &format!("../{fb}")],
+            &d.join(&cdir),
+        )
+        .ok()?;
+        run(&ours(), &["extract", "-o", &odir, &fb], d).ok()?;
+        same(
+            &format!("{storage}: files extracted (arch in the name, md5)"),
+            written(&d.join(&odir))?,
+            written(&d.join(&cdir))?,
+        )?;
+
+        // The kernel, by each name.
+        for arch in &archs {
+            let name = |kind: &str| {
+                let i = archs.iter().position(|a| a == arch).unwrap_or_default();
+                mine[kind][i].0.clone()
+            };
+            for target in [name("cubin"), name("ptx"), arch.to_string()] {
+                let rule = format!("k@{target}");
+                let r = run(&ours(), &["check", "--require-kernel", &rule, &fb], d);
+                same(
+                    &format!("{storage}: check --require-kernel {rule}"),
+                    r.code,
+                    0,
+                )?;
+            }
+        }
+    }
+
+    // An arch-specific cubin packed as plain code is still named by the
+    // cubin, as cuobjdump names it.
+    let plain_sm = vec![("elf", "90".to_string(), "k_sm_90a.cubin".to_string())];
+    fatbinary(d, "told-plain.fatbin", &plain_sm, &["--compress=false"])?;
+    let mine = our_list(&ours_json(&["inspect", "--json", "told-plain.fatbin"], d)?);
+    same(
+        "an sm_90a cubin packed with sm=90",
+        (
+            &mine["cubin"][0].0,
+            &cuobjdump_list(d, "told-plain.fatbin")?["cubin"][0],
+        ),
+        (&"sm_90a".to_string(), &"sm_90a".to_string()),
+    )?;
+    Ok(())
+}
+
+/// Where NVIDIA's loader runs a cubin built for `code` (`sm_100f`):
+/// whether a device of compute capability `dev` runs it (asking for
+/// arch-specific code with `a`). Written from docs/target-rules.md §3,
+/// apart from the crate's own rules.
+fn loader_runs(code: &str, dev: u32, a: bool) -> bool {
+    let (digits, suffix) = match code.trim_start_matches("sm_") {
+        c if c.ends_with(['a', 'f']) => c.split_at(c.len() - 1),
+        c => (c, ""),
+    };
+    let n: u32 = digits.parse().unwrap_or_default();
+    match suffix {
+        "a" => dev == n,
+        _ if a => false,
+        _ => dev / 10 == n / 10 && dev % 10 >= n % 10,
+    }
+}
+
+/// `check` and `prune` on fatbins of the cubins.
+fn rules() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let archs = assemble(d)?;
+    check_rules(d, &archs)?;
+    prune_rules(d, &archs)
+}
+
+/// `check --require` and `--forbid` on a fatbin of each arch's cubin
+/// alone (assembled in `d`).
+fn check_rules(d: &Path, archs: &[&str]) -> Result<(), Failed> {
+    let check = |args: &[&str], file: &str| {
+        let mut a = vec!["check"];
+        a.extend(args);
+        a.push(file);
+        run(&ours(), &a, d).code
+    };
+    for arch in archs {
+        let fb = format!("{arch}.fatbin");
+        let image = vec![("elf", sm_value(arch), format!("k_{arch}.cubin"))];
+        fatbinary(d, &fb, &image, &["--compress-all"])?;
+        let n: u32 = arch
+            .trim_start_matches("sm_")
+            .trim_end_matches(['a', 'f'])
+            .parse()
+            .unwrap_or_default();
+        // The SM, the family's next member, the next major; each plain
+        // and asking for arch-specific code, where that can be named.
+        let next = match n {
+            100 => 103,
+            120 => 121,
+            m => m + 1,
+        };
+        for dev in [n, next, (n / 10 + 1) * 10] {
+            for a in [false, true] {
+                let rule = format!("sm_{dev}{}", if a { "a" } else { "" });
+                if !offload_kit::targets::is_known_arch(&rule) {
+                    continue;
+                }
+                let want = if loader_runs(arch, dev, a) { 0 } else { 1 };
+                same(
+                    &format!("check --require {rule} on an {arch} cubin"),
+                    check(&["--require", &rule], &fb),
+                    want,
+                )?;
+            }
+        }
+        // --forbid: the SM's code, or that variant's alone.
+        for variant in ["", "a", "f"] {
+            let rule = format!("sm_{n}{variant}");
+            if !offload_kit::targets::is_known_arch(&rule) {
+                continue;
+            }
+            let taken = variant.is_empty() || arch.ends_with(variant);
+            same(
+                &format!("check --forbid {rule} on an {arch} cubin"),
+                check(&["--forbid", &rule], &fb),
+                if taken { 1 } else { 0 },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `prune` on a fatbin of every arch's cubin (assembled in `d`): sm_90
+/// keeps the sm_90 and sm_90a cubins, and says why; dropping sm_90a
+/// drops that one alone.
+fn prune_rules(d: &Path, archs: &[&str]) -> Result<(), Failed> {
+    let images: Vec<_> = archs
+        .iter()
+        .map(|a| ("elf", sm_value(a), format!("k_{a}.cubin")))
+        .collect();
+    fatbinary(d, "all.fatbin", &images, &["--compress-all"])?;
+    let doc = ours_json(
+        &[
+            "prune",
+            "--keep",
+            "sm_90",
+            "--json",
+            "-o",
+            "kept.fatbin",
+            "all.fatbin",
+        ],
+        d,
+    )?;
+    let kept: Vec<(String, String)> = doc["files"][0]["kept"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            (
+                g["target"].as_str().unwrap_or_default().to_string(),
+                g["why"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("sm_90", "sm_90: sm_90 code, for sm_90 devices"),
+        (
+            "sm_90a",
+            "sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90 devices only)",
+        ),
+    ]
+    .map(|(a, b)| (a.to_string(), b.to_string()));
+    same("prune --keep sm_90: kept, and why", kept, want.to_vec())?;
+    same(
+        "cuobjdump -lelf of what prune --keep sm_90 kept",
+        cuobjdump_list(d, "kept.fatbin")?.get("cubin").cloned(),
+        Some(vec!["sm_90".to_string(), "sm_90a".to_string()]),
+    )?;
+    run(
+        &ours(),
+        &[
+            "prune",
+            "--drop",
+            "sm_90a",
+            "-o",
+            "dropped.fatbin",
+            "all.fatbin",
+        ],
+        d,
+    )
+    .ok()?;
+    let left = cuobjdump_list(d, "dropped.fatbin")?;
+    let want: Vec<String> = archs
+        .iter()
+        .filter(|a| **a != "sm_90a")
+        .map(|a| a.trim_end_matches('f').to_string())
+        .collect();
+    same(
+        "cuobjdump -lelf after prune --drop sm_90a",
+        left.get("cubin"),
+        Some(&want),
+    )
+}
