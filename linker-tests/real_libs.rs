@@ -467,5 +467,36 @@ fn onnxruntime_prune(d: &Path, lib: &str) -> Result<(), Failed> {
     let want: BTreeMap<String, usize> = [("sm_120a", 9), ("sm_90a", 600)]
         .map(|(a, n)| (a.to_string(), n))
         .into();
-    same("cuobjdump -lelf of the pruned library", left, want)
+    same("cuobjdump -lelf of the pruned library", left, want)?;
+
+    // diff keys its groups by the same names: the sm_90a group is the same
+    // on both sides, sm_120a keeps 9 of 317, the plain archs go.
+    let r = run(&ours(), &["diff", "--json", lib, "out.so"], d);
+    same("diff exit (files differ)", r.code, 1)?;
+    let diff: Value =
+        serde_json::from_slice(&r.stdout).map_err(|e| format!("diff: bad JSON: {e}"))?;
+    let groups: Vec<(String, String, u64, u64)> = diff["files"][0]["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            (
+                g["target_id"].as_str().unwrap_or_default().to_string(),
+                g["status"].as_str().unwrap_or_default().to_string(),
+                g["old"]["images"].as_u64().unwrap_or(0),
+                g["new"]["images"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, u64, u64)> = [
+        ("sm_75", "removed", 217, 0),
+        ("sm_80", "removed", 308, 0),
+        ("sm_86", "removed", 308, 0),
+        ("sm_89", "removed", 308, 0),
+        ("sm_90a", "same", 600, 600),
+        ("sm_120a", "changed", 317, 9),
+    ]
+    .map(|(t, s, o, n)| (t.to_string(), s.to_string(), o, n))
+    .into();
+    same("diff: groups by cuobjdump's names", groups, want)
 }
