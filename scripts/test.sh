@@ -24,6 +24,8 @@ echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -q
 echo "== the public API is the one listed in docs/public-api.txt"
 python3 scripts/public-api.py
+echo "== the modules form layers: no import circles, and only cli imports cli"
+python3 scripts/module-graph.py
 echo "== the library alone: no command-line dependencies, bundled zstd"
 cargo build --locked --lib --no-default-features -q
 echo "== cargo test"

@@ -164,6 +164,7 @@ mod bytes;
 pub(crate) mod container;
 mod decoded;
 mod error;
+mod kernel_listing;
 pub(crate) mod layout;
 pub(crate) mod link;
 pub(crate) mod llvm;

@@ -20,7 +20,7 @@ use crate::scan::Image;
 use crate::scan::rule::Rule;
 use crate::scan::sort::arch_cmp;
 
-pub(crate) mod wheel;
+mod wheel;
 
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]

@@ -2,9 +2,11 @@
 //! documentation says what is counted and the default limits).
 
 use std::cell::Cell;
-use std::fmt;
 
 use crate::error::{ErrorKind, Result};
+// What a budget counts lives in the leaf `error` module, which carries it in
+// `ErrorKind::BudgetExceeded`.
+pub use crate::error::spent::Spent;
 
 /// Least bytes a command may inflate when the limit is derived.
 pub const MIN_INFLATED: u64 = 128 << 20;
@@ -18,39 +20,6 @@ pub const MIN_IMAGES: u64 = 1 << 16;
 pub const MIN_FILES: u64 = 4096;
 /// How deep binaries may nest in images by default.
 pub const DEFAULT_DEPTH: u64 = 16;
-
-/// What a [`Budget`] counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Spent {
-    /// Bytes inflated out of compressed binaries, and bytes of objects
-    /// decoded from LLVM bitcode's bitstream.
-    Inflated,
-    /// Images read (nested ones included).
-    Images,
-    /// Files written.
-    Files,
-    /// Levels of binaries nested in images.
-    Depth,
-}
-
-impl Spent {
-    /// What is counted, as a message says it after a number.
-    pub fn unit(self) -> &'static str {
-        match self {
-            Spent::Inflated => "bytes decompressed",
-            Spent::Images => "images",
-            Spent::Files => "files written",
-            Spent::Depth => "levels of OffloadBinaries nested in images",
-        }
-    }
-}
-
-impl fmt::Display for Spent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.unit())
-    }
-}
 
 /// The limits of a [`Budget`]; `None` derives the limit from the inputs'
 /// size (see [`Budget`]).

@@ -63,6 +63,8 @@ pub(crate) mod object;
 pub(crate) mod output;
 pub(crate) mod plan;
 pub(crate) mod shrink;
+#[cfg(feature = "cli")]
+pub(crate) mod wheel;
 
 pub use archive::prune as prune_archive;
 pub use containers::Pruned;

@@ -148,7 +148,7 @@ pub struct File<'a> {
     pub result: Result<&'a Report, &'a str>,
     /// The kernels of its images (`inspect --kernels`): serialized as
     /// `kernels` when given.
-    pub kernels: Option<&'a [crate::kernels::ImageKernels]>,
+    pub kernels: Option<&'a [crate::kernel_listing::ImageKernels]>,
 }
 
 impl Serialize for File<'_> {

@@ -24,7 +24,7 @@ use std::io::Write;
 
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
-use super::fault::Fault;
+use super::Fault;
 use super::pool::{Missing, Pool};
 use super::raw::Method;
 use super::write::{CompressOptions, zstd_context, zstd_error};

@@ -4,7 +4,7 @@ use md5::{Digest, Md5};
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::fault::Fault;
+use super::Fault;
 use super::raw::*;
 use crate::error::Result;
 use crate::num::len64;

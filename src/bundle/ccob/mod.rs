@@ -149,7 +149,6 @@
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
 //! (docs/formats/bundles.md §4).
 
-mod fault;
 mod frames;
 mod header;
 mod parallel;
@@ -162,7 +161,7 @@ mod stream;
 mod tests;
 mod write;
 
-pub use fault::Fault;
+pub use crate::error::ccob::Fault;
 pub use header::Header;
 pub use raw::{Method, has_magic};
 pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};

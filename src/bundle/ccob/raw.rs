@@ -1,75 +1,18 @@
 //! The fixed part of the CCOB format: magic, versions, methods and the
 //! header layouts (see the table in the module docs).
 
-use std::fmt;
-
 use zerocopy::little_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+// The method, its levels and the hash's text live with the faults that name
+// them, in the leaf `error` module.
+pub use crate::error::ccob::{Method, ZLIB_DEFAULT_LEVEL, ZSTD_DEFAULT_LEVEL, hex_hash};
 
 /// The four bytes that start every CCOB.
 pub const MAGIC: [u8; 4] = *b"CCOB";
 
 /// The version LLVM 22 writes unless told otherwise.
 pub const DEFAULT_VERSION: u16 = 3;
-
-/// LLVM 22's zstd level (with long-distance matching on).
-pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
-
-/// LLVM's zlib level (`llvm::compression::zlib::DefaultCompression`).
-pub const ZLIB_DEFAULT_LEVEL: i32 = 6;
-
-/// The compression method field.
-///
-/// A newtype rather than an enum, so unknown values can be shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Method(pub u16);
-
-impl Method {
-    /// zlib (`compress2` output: a zlib stream with its 2-byte header).
-    pub const ZLIB: Method = Method(0);
-    /// zstd (one plain frame).
-    pub const ZSTD: Method = Method(1);
-
-    /// `"zlib"` or `"zstd"`, as verbose mode prints them; `None` if unknown.
-    pub fn name(self) -> Option<&'static str> {
-        match self {
-            Method::ZLIB => Some("zlib"),
-            Method::ZSTD => Some("zstd"),
-            _ => None,
-        }
-    }
-
-    /// The level LLVM uses for this method by default.
-    pub fn default_level(self) -> i32 {
-        if self == Method::ZLIB {
-            ZLIB_DEFAULT_LEVEL
-        } else {
-            ZSTD_DEFAULT_LEVEL
-        }
-    }
-
-    /// The largest factor by which this method can expand data (a bound
-    /// used to reject impossible sizes before allocating).
-    pub(super) fn max_expansion(self) -> u64 {
-        if self == Method::ZLIB {
-            // Deflate: a 258-byte match costs at least 2 bits.
-            1032
-        } else {
-            // zstd: a block makes at most 128 KiB and costs at least 4 bytes
-            // (3-byte block header and one RLE byte).
-            32768
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None => write!(f, "method {}", self.0),
-        }
-    }
-}
 
 /// The fields every version shares (8 bytes).
 #[derive(Debug, Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -148,10 +91,4 @@ pub fn has_magic(data: &[u8]) -> bool {
 /// uncompressed, and verbose mode prints [`VERBOSE_UNCOMPRESSED`](super::VERBOSE_UNCOMPRESSED).
 pub fn llvm_treats_as_compressed(data: &[u8]) -> bool {
     data.len() >= size_of::<CommonHeader>() && has_magic(data)
-}
-
-/// A hash as LLVM's `format_hex(h, 16)`: `0x` and at least 14 lowercase
-/// digits.
-pub fn hex_hash(h: u64) -> String {
-    format!("{h:#016x}")
 }

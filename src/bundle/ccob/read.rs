@@ -3,7 +3,7 @@
 use md5::{Digest, Md5};
 use zstd::zstd_safe;
 
-use super::fault::Fault;
+use super::Fault;
 use super::header::*;
 use super::raw::*;
 use crate::error::Result;

@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 
 use md5::{Digest, Md5};
 
-use super::fault::Fault;
+use super::Fault;
 use super::header::*;
 use super::raw::*;
 use super::read::{Ccob, HashCheck, ReadOptions};

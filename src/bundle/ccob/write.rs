@@ -5,7 +5,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use md5::{Digest, Md5};
 use zstd::zstd_safe;
 
-use super::fault::Fault;
+use super::Fault;
 use super::frames;
 use super::header::*;
 use super::raw::*;

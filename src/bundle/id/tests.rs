@@ -3,6 +3,7 @@
 
 use super::target_id::OFFLOAD_ARCHS;
 use super::*;
+use crate::error::target::FORMAT_MESSAGE;
 
 fn id(s: &str) -> BundleId {
     BundleId::parse(s).unwrap()

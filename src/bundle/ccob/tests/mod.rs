@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use zstd::zstd_safe;
 
-use super::fault::*;
+use super::Fault;
 use super::header::*;
 use super::raw::*;
 use super::read::*;

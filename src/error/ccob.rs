@@ -1,12 +1,74 @@
-//! What can be wrong with a CCOB. A leaf: it imports nothing from
-//! [`crate::error`], which carries it in [`crate::ErrorKind::Ccob`].
+//! What can be wrong with a CCOB ([`Fault`], carried by
+//! [`crate::ErrorKind::Ccob`]), with the compression [`Method`] its faults
+//! name, LLVM's default levels and its text for a hash. Here rather than in
+//! `bundle::ccob` (which re-exports them) so that `error` imports nothing.
 
 use std::fmt;
 
-use super::raw::{Method, hex_hash};
+/// LLVM 22's zstd level (with long-distance matching on).
+pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
 
-// ---------------------------------------------------------------------------
-// Errors
+/// LLVM's zlib level (`llvm::compression::zlib::DefaultCompression`).
+pub const ZLIB_DEFAULT_LEVEL: i32 = 6;
+
+/// The compression method field.
+///
+/// A newtype rather than an enum, so unknown values can be shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Method(pub u16);
+
+impl Method {
+    /// zlib (`compress2` output: a zlib stream with its 2-byte header).
+    pub const ZLIB: Method = Method(0);
+    /// zstd (one plain frame).
+    pub const ZSTD: Method = Method(1);
+
+    /// `"zlib"` or `"zstd"`, as verbose mode prints them; `None` if unknown.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Method::ZLIB => Some("zlib"),
+            Method::ZSTD => Some("zstd"),
+            _ => None,
+        }
+    }
+
+    /// The level LLVM uses for this method by default.
+    pub fn default_level(self) -> i32 {
+        if self == Method::ZLIB {
+            ZLIB_DEFAULT_LEVEL
+        } else {
+            ZSTD_DEFAULT_LEVEL
+        }
+    }
+
+    /// The largest factor by which this method can expand data (a bound
+    /// used to reject impossible sizes before allocating).
+    pub(crate) fn max_expansion(self) -> u64 {
+        if self == Method::ZLIB {
+            // Deflate: a 258-byte match costs at least 2 bits.
+            1032
+        } else {
+            // zstd: a block makes at most 128 KiB and costs at least 4 bytes
+            // (3-byte block header and one RLE byte).
+            32768
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "method {}", self.0),
+        }
+    }
+}
+
+/// A hash as LLVM's `format_hex(h, 16)`: `0x` and at least 14 lowercase
+/// digits.
+pub fn hex_hash(h: u64) -> String {
+    format!("{h:#016x}")
+}
 
 /// What is wrong with a CCOB (or with a request to write one).
 ///
@@ -46,7 +108,7 @@ pub enum Fault {
     },
     /// The declared uncompressed size exceeds the caller's limit.
     TooLarge {
-        /// The uncompressed size field (or, for [`decompress_all`](super::decompress_all), the sum).
+        /// The uncompressed size field (or, for [`decompress_all`](crate::bundle::ccob::decompress_all), the sum).
         declared: u64,
         /// The limit.
         limit: u64,

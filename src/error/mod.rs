@@ -8,6 +8,10 @@
 use std::fmt;
 use std::io;
 
+pub(crate) mod ccob;
+pub(crate) mod spent;
+pub(crate) mod target;
+
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -137,7 +141,7 @@ pub enum ErrorKind {
     #[error("{detail}: over this command's limit of {limit} {what}")]
     BudgetExceeded {
         /// What is counted ([`crate::offload_binary::Spent::unit`]).
-        what: crate::offload_binary::Spent,
+        what: spent::Spent,
         /// The limit.
         limit: u64,
         /// What would have gone past it.
@@ -159,12 +163,12 @@ pub enum ErrorKind {
         /// Where the CCOB starts in the buffer being read (0 when writing).
         offset: u64,
         /// What is wrong.
-        fault: crate::bundle::ccob::Fault,
+        fault: ccob::Fault,
     },
     /// A bundle-entry ID or a list of targets fails LLVM's checks (its
     /// message).
     #[error(transparent)]
-    Target(#[from] crate::bundle::TargetError),
+    Target(#[from] target::TargetError),
     /// Input that its format allows but this library does not handle: an
     /// object file other than ELF to edit, a compressed OffloadBinary to
     /// wrap. LLVM's tools may take it.
