@@ -334,3 +334,39 @@ fn thin_archives_naming_each_other_are_read_once() {
     assert_eq!(cycles, 125, "{:?}", r.problems);
     assert!(r.problems.iter().all(|p| !p.message.contains("too deeply")));
 }
+
+/// A sound CCOB (header and stream read) around a bundle whose header does
+/// not: a container with damage inside, whether or not the options
+/// decompress everything. It used to be a silently rejected raw-scan
+/// candidate without `hash`/`verify`, its compressed bytes scanned again
+/// as if loose (and a bundle stored verbatim in them then edited by prune).
+#[test]
+fn ccob_around_an_unreadable_bundle_header_is_damage_in_every_mode() {
+    let mut b = bundle(&[(GFX90A, b"\x7fELF")], 1);
+    // Entry 0's ID length reaches far past the contents.
+    b[48..56].copy_from_slice(&(1u64 << 32).to_le_bytes());
+    let c = ccob(&b);
+    for opts in [
+        Options::default(),
+        raw(),
+        Options {
+            hash: Some(crate::scan::HashAlgo::Xxh3_128),
+            ..Options::default()
+        },
+        Options {
+            verify: true,
+            ..Options::default()
+        },
+    ] {
+        let r = scan(&c, &opts);
+        assert_eq!(r.containers.len(), 1, "{opts:?}: {:?}", r.containers);
+        assert_eq!(r.containers[0].kind, ContainerKind::Ccob, "{opts:?}");
+        assert!(r.images.is_empty(), "{opts:?}: {:?}", r.images);
+        assert_eq!(r.problems.len(), 1, "{opts:?}: {:?}", r.problems);
+        assert!(
+            r.problems[0].message.contains("ID of bundle entry 0"),
+            "{opts:?}: {}",
+            r.problems[0].message
+        );
+    }
+}

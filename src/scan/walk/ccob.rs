@@ -26,13 +26,18 @@ impl Walker<'_> {
         // Listing reads only the bundle header; a size the payload cannot
         // produce is still caught.
         c.check_declared_size()?;
-        let full = self.opts.verify || self.opts.hash.is_some();
-        // When everything is decompressed anyway, a bundle header that
-        // cannot be read is left to the whole-buffer read to name.
+        let mut full = self.opts.verify || self.opts.hash.is_some();
+        // A bundle header that cannot be read is left to the whole-buffer
+        // read to name, with or without the options that decompress
+        // everything: the CCOB itself is sound (its header and stream
+        // read), so it is a container with damage inside, never a rejected
+        // raw-scan candidate whose bytes are scanned again as if loose.
         let records = match c.bundle_records() {
             Ok(r) => r,
-            Err(_) if full => None,
-            Err(e) => return Err(e),
+            Err(_) => {
+                full = true;
+                None
+            }
         };
         if !full && records.is_none() {
             // Not a binary bundle: a text or object bundle is listed from
