@@ -33,6 +33,8 @@
 //! - [`prune`]: keeps only the device images chosen GPUs would load,
 //!   rewriting each container where it lies.
 //! - [`archive`]: the GNU `ar` writer, byte for byte as LLVM's.
+//! - [`files`] (feature `files`): inputs mapped and outputs written
+//!   atomically, for programs that work on files.
 //! - [`targets`]: the AMDGPU processors, CUDA archs and kinds the scanners
 //!   know by name, and what generic AMDGPU targets cover.
 //! - [`triple`]: target triples as LLVM parses, normalizes and compares
@@ -46,11 +48,12 @@
 //! Each module re-exports its public items at its root: every item has one
 //! path, and docs/public-api.txt lists them all.
 //!
-//! The library never prints, never exits and never opens files: it works on
-//! byte slices (typically mapped files) and describes what to write, so the
-//! caller can stream image bytes file to file. The command-line tool is the
-//! `cli` feature (on by default); `default-features = false` builds the
-//! library without its dependencies.
+//! The library never prints and never exits. The format modules work on
+//! byte slices (typically mapped files) and describe what to write, so the
+//! caller can stream image bytes file to file; [`files`] does that for a
+//! caller that has paths. The command-line tool is the `cli` feature (on by
+//! default, with `files`); `default-features = false` builds the library
+//! without their dependencies.
 //!
 //! # Examples
 //!
@@ -147,6 +150,8 @@ pub mod archive;
 pub mod bundle;
 pub mod diff;
 pub mod fatbin;
+#[cfg(feature = "files")]
+pub mod files;
 pub mod kernels;
 pub mod offload_binary;
 pub mod prune;

@@ -45,7 +45,7 @@ impl Opts {
         let version = offload_binary::Version::try_from(self.format_version)?;
         let layout = offload_binary::layout(&specs, version)?;
         let out = self.output.to_string_lossy();
-        write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+        write_layout(&*out, &layout, |i| (&inputs[i], inputs[i].bytes()))
             .with_context(|| format!("'{out}': cannot write"))
     }
 }

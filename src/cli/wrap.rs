@@ -111,7 +111,7 @@ impl Opts {
         }
         let layout = wrap::layout(&opts, &images)?;
         let out = self.output.to_string_lossy();
-        write_layout(&out, &layout, |i| (&inputs[i], inputs[i].bytes()))
+        write_layout(&*out, &layout, |i| (&inputs[i], inputs[i].bytes()))
             .with_context(|| format!("'{out}': cannot write"))
     }
 }

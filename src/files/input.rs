@@ -13,6 +13,21 @@ use std::sync::mpsc;
 use super::output::Output;
 
 /// An input file, mapped (or read, for stdin and special files).
+///
+/// # Examples
+///
+/// ```
+/// use offload_kit::files::Input;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("lib.so");
+/// std::fs::write(&path, b"\x7fELF...")?;
+/// let input = Input::open(path.to_str().unwrap())?;
+/// assert!(input.bytes().starts_with(b"\x7fELF"));
+/// // Directories and FIFOs are refused, without blocking.
+/// assert!(Input::open(dir.path().to_str().unwrap()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Input {
     file: Option<File>,
     data: Data,
@@ -103,11 +118,24 @@ const PIECE: usize = 512 << 10;
 /// Pieces [`copy_in_pieces`] lets wait for the writer.
 const IN_FLIGHT: usize = 2;
 
-/// Copies all of `r` to `w` in [`PIECE`]s (`io::copy` takes 8 KiB at a
+/// Copies all of `r` to `w` in pieces of 512 KiB (`io::copy` takes 8 KiB at a
 /// time, a system call each); returns the bytes copied. Reading (most
 /// often decompressing) and writing overlap: a second thread writes each
 /// piece while the next is read, and hands the buffer back. A failed
 /// read or write stops both; the read's error is told first.
+///
+/// # Examples
+///
+/// ```
+/// use offload_kit::files::copy_in_pieces;
+///
+/// let data = vec![7u8; 3 << 20];
+/// let mut out = Vec::new();
+/// let n = copy_in_pieces(&mut &data[..], &mut out)?;
+/// assert_eq!(n, 3 << 20);
+/// assert_eq!(out, data);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn copy_in_pieces(r: &mut dyn Read, w: &mut (dyn Write + Send)) -> io::Result<u64> {
     let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
@@ -460,6 +488,35 @@ impl Input {
 
 /// Where pieces of output go: a writer, and the file under it (if any,
 /// with everything written so far flushed into it) for file-to-file copies.
+///
+/// # Examples
+///
+/// A writer with no file under it: every copy goes through `write`.
+///
+/// ```
+/// use offload_kit::files::{Input, Sink};
+///
+/// struct Counter(u64);
+/// impl std::io::Write for Counter {
+///     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+///         self.0 += b.len() as u64;
+///         Ok(b.len())
+///     }
+///     fn flush(&mut self) -> std::io::Result<()> {
+///         Ok(())
+///     }
+/// }
+/// impl Sink for Counter {
+///     fn file(&mut self) -> Option<&mut std::fs::File> {
+///         None
+///     }
+/// }
+/// let input = Input::from_vec(vec![1; 100]);
+/// let mut c = Counter(0);
+/// input.copy_to(&input.bytes()[10..], &mut c)?;
+/// assert_eq!(c.0, 90);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub trait Sink: Write {
     /// The file to copy into at the current position, if there is one.
     fn file(&mut self) -> Option<&mut File>;
@@ -483,7 +540,23 @@ impl AsRef<[u8]> for Input {
     }
 }
 
-/// Copies `len` bytes at `off` of `src` to the current position of `dst`.
+/// Copies `len` bytes at `off` of `src` to the current position of `dst`
+/// (in the kernel, as `copy_file_range`); fewer bytes there is an error.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::{Seek, Write};
+/// use offload_kit::files::copy_file_range_all;
+///
+/// let mut src = tempfile::tempfile()?;
+/// src.write_all(b"0123456789")?;
+/// let mut dst = tempfile::tempfile()?;
+/// copy_file_range_all(&src, 2, 5, &mut dst)?;
+/// assert_eq!(dst.stream_position()?, 5);
+/// assert!(copy_file_range_all(&src, 8, 5, &mut dst).is_err(), "only 2 bytes there");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn copy_file_range_all(src: &File, off: u64, len: u64, dst: &mut File) -> io::Result<()> {
     let mut src = src;
     src.seek(SeekFrom::Start(off))?;
@@ -554,6 +627,26 @@ fn release_shared(raw: &memmap2::MmapRaw) {
 
 /// Part of a file, read with positional reads (see [`Input::reader`]):
 /// positions count from the start of the part, and reads end at its end.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Read;
+/// use offload_kit::files::{Input, KEEP_FILE_FROM};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("big.bin");
+/// // Large enough that the input keeps its file for such reads.
+/// let mut data = vec![0u8; KEEP_FILE_FROM as usize];
+/// data[1000..1004].copy_from_slice(b"code");
+/// std::fs::write(&path, &data)?;
+/// let input = Input::open(path.to_str().unwrap())?;
+/// let mut r = input.reader(&input.bytes()[1000..1004]).expect("a slice of the mapping");
+/// let mut got = String::new();
+/// r.read_to_string(&mut got)?;
+/// assert_eq!(got, "code");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct FileRange<'a> {
     file: &'a File,
     start: u64,

@@ -34,6 +34,13 @@ pub(super) fn unregister_locked(list: &mut Vec<Pending>, id: u64) {
 /// named temporary output, then ends the
 /// process as the signal would have (so no `.offload-kit-*` file outlives
 /// an interrupted command). Called once, at start.
+///
+/// # Examples
+///
+/// ```no_run
+/// offload_kit::files::clean_up_on_signals();
+/// // ... write outputs; Ctrl-C now leaves no temporary file behind.
+/// ```
 pub fn clean_up_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {

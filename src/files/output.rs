@@ -40,6 +40,30 @@ use super::input::{O_NONBLOCK, not_regular};
 /// An existing file at the path stays there, untouched, until the commit
 /// puts the new file in its place in one step (see the module's
 /// documentation).
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use offload_kit::files::Output;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("report.txt");
+/// std::fs::write(&path, b"old")?;
+/// let mut out = Output::create(&path)?;
+/// out.write_all(b"new")?;
+/// assert_eq!(std::fs::read(&path)?, b"old");
+/// out.commit()?;
+/// assert_eq!(std::fs::read(&path)?, b"new");
+///
+/// // Dropped without a commit: the old file stays, nothing is left beside it.
+/// let mut out = Output::create(&path)?;
+/// out.write_all(b"half")?;
+/// drop(out);
+/// assert_eq!(std::fs::read(&path)?, b"new");
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Output {
     inner: OutInner,
     /// Where a temporary file goes (none for standard output and
@@ -523,6 +547,21 @@ impl Write for Output {
 
 /// A writer to an [`Output`] that keeps its first error, to tell which of
 /// several outputs written together failed.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use offload_kit::files::{Noting, Output};
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut out = Output::create(&dir.path().join("a.txt"))?;
+/// let mut error = None;
+/// writeln!(Noting::new(&mut out, &mut error), "line")?;
+/// assert!(error.is_none());
+/// out.commit()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Noting<'a> {
     out: &'a mut Output,
     error: &'a mut Option<io::Error>,
