@@ -169,6 +169,8 @@ mod bytes;
 pub(crate) mod container;
 mod decoded;
 mod error;
+#[cfg(feature = "files")]
+pub(crate) mod inputs;
 mod kernel_listing;
 pub(crate) mod layout;
 pub(crate) mod link;

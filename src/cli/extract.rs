@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use super::io::{Input, Output, print_line, printable, safe_component};
 use super::scan::{Common, ThinFiles, exit, finished, for_size, list, par_map};
-use super::units;
+use crate::inputs::units;
 use crate::scan::{self, Image, Selection};
 
 /// Write device images to files in a directory.

@@ -23,7 +23,6 @@ mod pack;
 pub(crate) mod prune;
 mod scan;
 mod size;
-mod units;
 mod unpack;
 mod wrap;
 

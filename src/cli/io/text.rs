@@ -3,6 +3,8 @@
 
 use std::io::{self, Write};
 
+use crate::files::strerror;
+
 /// A file-name component made safe: only `[A-Za-z0-9._+-]`, no leading dot,
 /// never empty, at most `max` bytes: what the commands that write files
 /// derive names from (triples, arches, bundle IDs, input stems) goes through
@@ -61,19 +63,6 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 /// commands print every human-readable line that holds text from a file.
 pub fn print_line<W: Write + ?Sized>(out: &mut W, line: &str) -> io::Result<()> {
     writeln!(out, "{}", printable(line))
-}
-
-/// The C library's text for an I/O error (what LLVM prints), without Rust's
-/// " (os error N)" suffix or any path a library added.
-pub fn strerror(e: &io::Error) -> String {
-    let s = match e.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code).to_string(),
-        None => e.to_string(),
-    };
-    match s.rfind(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// `e` as one line: its context chain joined by ": ", each I/O error as the

@@ -14,35 +14,35 @@ use std::path::Path;
 
 use crate::package::{self, Contents};
 
-use super::io::{Input, SPOOL_IN_MEMORY};
-use super::scan::Source;
+use super::Source;
+use crate::files::{Input, SPOOL_IN_MEMORY};
 
 /// How deeply packages may nest.
 pub const MAX_PACKAGE_DEPTH: u32 = 4;
 
 /// One thing to scan.
-pub(super) struct Unit<'a> {
+pub(crate) struct Unit<'a> {
     /// The name reports show: the path, or `package!/member`.
-    pub(super) name: String,
+    pub(crate) name: String,
     /// Whether the user did not name it (found walking a directory, or
     /// inside a package): then reports may leave it out when it holds
     /// nothing.
-    pub(super) found: bool,
+    pub(crate) found: bool,
     /// The file a thin archive's member names are relative to (`None`
     /// inside a package, where they cannot be looked up).
-    pub(super) thin_base: Option<&'a Path>,
+    pub(crate) thin_base: Option<&'a Path>,
 }
 
 /// A unit's bytes.
-pub(super) struct Data<'a> {
+pub(crate) struct Data<'a> {
     /// What to scan.
-    pub(super) bytes: &'a [u8],
+    pub(crate) bytes: &'a [u8],
     /// The input `bytes` lie in (for file-to-file copies out of it).
-    pub(super) input: &'a Input,
+    pub(crate) input: &'a Input,
 }
 
 /// What a unit gives to a command.
-pub(super) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) -> T + 'f;
+pub(crate) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) -> T + 'f;
 
 /// Calls `f` for each unit of `src`, in order: the file itself, or each
 /// member of a package. What cannot be read (the file, a corrupt package, a
@@ -50,8 +50,8 @@ pub(super) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) ->
 /// bytes inflated out of one input (`--max-uncompressed`; [`BY_SIZE`]:
 /// the input's size decides, as for a scan).
 ///
-/// [`BY_SIZE`]: super::scan::BY_SIZE
-pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec<T> {
+/// [`BY_SIZE`]: super::BY_SIZE
+pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec<T> {
     let unit = Unit {
         name: src.name(),
         found: src.in_dir,
@@ -61,7 +61,7 @@ pub(super) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
     match src.open() {
         Err(e) => out.push(f(&unit, Err(e))),
         Ok(input) => {
-            let limit = if limit == super::scan::BY_SIZE {
+            let limit = if limit == super::BY_SIZE {
                 crate::scan::default_max_uncompressed(input.bytes().len() as u64)
             } else {
                 limit
@@ -194,7 +194,7 @@ fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
         return Ok(Input::from_vec(v));
     }
     let mut file = tempfile::tempfile()?;
-    let n = super::io::copy_in_pieces(&mut r, &mut file)?;
+    let n = crate::files::copy_in_pieces(&mut r, &mut file)?;
     if n != size {
         return Err(short(n));
     }
