@@ -170,6 +170,8 @@ pub(crate) mod container;
 mod decoded;
 mod error;
 #[cfg(feature = "files")]
+pub(crate) mod extract;
+#[cfg(feature = "files")]
 pub(crate) mod inputs;
 mod kernel_listing;
 pub(crate) mod layout;

@@ -13,8 +13,7 @@ use anyhow::Result;
 
 use crate::inputs;
 pub(super) use crate::inputs::{
-    BY_SIZE, Kinds, Scanned, Source, ThinFiles, finished, for_size, over_allowance, scan_file,
-    scan_file_kernels, with_threads,
+    BY_SIZE, Kinds, Scanned, Source, over_allowance, scan_file, scan_file_kernels, with_threads,
 };
 use crate::kernels;
 use crate::scan::{self, Mode, Options, Report};
@@ -194,14 +193,21 @@ impl Drop for Progress {
     }
 }
 
+/// Runs `f` on `total` files with the progress line on a terminal: `f`
+/// hands the callback it is given to the library's work, which calls it
+/// as each file is done.
+pub(super) fn with_progress<T>(total: usize, f: impl FnOnce(&(dyn Fn(usize) + Sync)) -> T) -> T {
+    let p = Progress::new(total);
+    f(&|n| p.done(n))
+}
+
 /// [`inputs::par_map`], with the progress line on a terminal.
 pub(super) fn par_map<I: Sync, T: Send>(
     files: &[I],
     jobs: usize,
     f: impl Fn(usize, &I) -> T + Sync,
 ) -> Vec<T> {
-    let p = Progress::new(files.len());
-    inputs::par_map(files, jobs, &|n| p.done(n), f)
+    with_progress(files.len(), |done| inputs::par_map(files, jobs, done, f))
 }
 
 /// [`inputs::scan_files`], with the progress line on a terminal.
@@ -211,8 +217,9 @@ pub(super) fn scan_files(
     opts: &Options,
     visit: impl Fn() -> Box<dyn scan::Visit> + Sync,
 ) -> Vec<Scanned> {
-    let p = Progress::new(files.len());
-    inputs::scan_files(files, jobs, opts, &|n| p.done(n), visit)
+    with_progress(files.len(), |done| {
+        inputs::scan_files(files, jobs, opts, done, visit)
+    })
 }
 
 /// [`inputs::scan_files_kernels`], with the progress line on a terminal.
@@ -222,8 +229,9 @@ pub(super) fn scan_files_kernels(
     opts: &Options,
     allowance: &kernels::Allowance,
 ) -> Vec<Scanned> {
-    let p = Progress::new(files.len());
-    inputs::scan_files_kernels(files, jobs, opts, allowance, &|n| p.done(n))
+    with_progress(files.len(), |done| {
+        inputs::scan_files_kernels(files, jobs, opts, allowance, done)
+    })
 }
 
 /// Prints a line on standard error for each image whose kernels could not

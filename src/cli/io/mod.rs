@@ -10,13 +10,13 @@ use anyhow::{Context, Result};
 mod report;
 mod text;
 
-pub(crate) use crate::files::strerror;
 pub use crate::files::{
     Input, Noting, Output, SPOOL_IN_MEMORY, Sink, clean_up_on_signals, copy_file_range_all,
     copy_in_pieces, write_bytes, write_layout, write_pieces,
 };
+pub(crate) use crate::files::{safe_component, strerror};
 pub use report::Report;
-pub use text::{error_text, print_line, printable, safe_component};
+pub use text::{error_text, print_line, printable};
 
 pub use crate::container::ar::thin_member_path;
 

@@ -1,31 +1,9 @@
-//! Text at the binary's edge: names from files made safe for file names
-//! and terminals, and I/O errors as the C library words them.
+//! Text at the binary's edge: names from files made safe for terminals,
+//! and errors in one line.
 
 use std::io::{self, Write};
 
 use crate::files::strerror;
-
-/// A file-name component made safe: only `[A-Za-z0-9._+-]`, no leading dot,
-/// never empty, at most `max` bytes: what the commands that write files
-/// derive names from (triples, arches, bundle IDs, input stems) goes through
-/// this, whatever a file says.
-pub fn safe_component(s: &str, max: usize) -> String {
-    let mut t: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if t.starts_with('.') {
-        t.replace_range(..1, "_");
-    }
-    t.truncate(max);
-    if t.is_empty() { "none".into() } else { t }
-}
 
 /// `s` safe to show on a terminal or in a CI log: control characters (C0,
 /// DEL, C1, among them ESC, CR and LF) and the bidirectional-text controls
@@ -151,24 +129,5 @@ mod printable_tests {
         let mut v = Vec::new();
         print_line(&mut v, "id\nFAKE ROW").unwrap();
         assert_eq!(v, b"id\\nFAKE ROW\n");
-    }
-}
-
-#[cfg(test)]
-mod safe_component_tests {
-    use super::*;
-
-    #[test]
-    fn names_from_files_cannot_escape_or_hide() {
-        assert_eq!(
-            safe_component("amdgcn-amd-amdhsa", 100),
-            "amdgcn-amd-amdhsa"
-        );
-        assert_eq!(safe_component("gfx90a:xnack+", 100), "gfx90a_xnack+");
-        assert_eq!(safe_component("../../etc/passwd", 100), "_._.._etc_passwd");
-        assert_eq!(safe_component(".hidden", 100), "_hidden");
-        assert_eq!(safe_component("", 100), "none");
-        assert_eq!(safe_component("héllo wörld", 100), "h_llo_w_rld");
-        assert_eq!(safe_component(&"x".repeat(500), 100).len(), 100);
     }
 }
