@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::io::print_line;
 use super::scan::{Common, Kinds, Scanned, list, scan_files, scan_files_kernels};
-use crate::kernels::{self, KernelRule, KernelRuleResult};
+use crate::kernels::gate::Gate;
+use crate::kernels::{KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
@@ -183,7 +184,13 @@ impl CheckOpts {
                 .map(|s| s.result.as_ref().map_err(String::as_str)),
             &req,
         );
-        let kernels = Kernels::judge(&scanned, &outcome, &require_kernel, &forbid_kernel, &req);
+        let kernels = Gate::judge(
+            scanned.iter().map(|s| (&s.result, &s.kernels[..])),
+            &outcome,
+            &require_kernel,
+            &forbid_kernel,
+            &req,
+        );
         if self.json {
             let mut out = super::io::Report::stdout();
             let doc = json_outcome(&req, &scanned, &outcome, &kernels);
@@ -198,119 +205,6 @@ impl CheckOpts {
             print_outcome(&paths, &walked, &outcome, &kernels, self.quiet)?;
         }
         Ok(kernels.exit_code(&outcome).into())
-    }
-}
-
-/// The kernel rules' results: per input, and over all of them (`--any`).
-struct Kernels {
-    /// Per input (empty for one not checked: unreadable or corrupt).
-    files: Vec<Vec<KernelRuleResult>>,
-    /// Per input: the images whose symbols are damaged (an input error
-    /// unless `--allow-corrupt`), as messages.
-    damaged: Vec<Vec<String>>,
-    /// With `--any`: the rules over all inputs together.
-    all_inputs: Vec<KernelRuleResult>,
-    /// Whether `--any` was given.
-    any: bool,
-    /// The rules.
-    require: Vec<KernelRule>,
-    forbid: Vec<KernelRule>,
-}
-
-impl Kernels {
-    fn judge(
-        scanned: &[Scanned],
-        outcome: &Outcome,
-        require: &[KernelRule],
-        forbid: &[KernelRule],
-        req: &Requirements,
-    ) -> Kernels {
-        let mut k = Kernels {
-            files: Vec::new(),
-            damaged: Vec::new(),
-            all_inputs: Vec::new(),
-            any: req.any,
-            require: require.to_vec(),
-            forbid: forbid.to_vec(),
-        };
-        if require.is_empty() && forbid.is_empty() {
-            return k;
-        }
-        for (s, v) in scanned.iter().zip(&outcome.files) {
-            let damaged: Vec<String> = s
-                .kernels
-                .iter()
-                .filter_map(|ik| ik.listing.as_ref().err().map(|e| (ik.image, e)))
-                .map(|(i, e)| format!("image {i}: cannot read its symbols: {e}"))
-                .collect();
-            let results = match (v, &s.result) {
-                (Verdict::Checked { .. }, Ok(r)) => {
-                    kernels::check(r, &s.kernels, require, forbid, req.exact)
-                }
-                _ => Vec::new(),
-            };
-            k.damaged.push(if req.allow_corrupt {
-                Vec::new()
-            } else {
-                damaged
-            });
-            k.files.push(results);
-        }
-        if req.any {
-            let checked: Vec<Vec<KernelRuleResult>> =
-                k.files.iter().filter(|f| !f.is_empty()).cloned().collect();
-            k.all_inputs = kernels::combine(&checked);
-        }
-        k
-    }
-
-    /// The failed rules of input `i` (none with `--any`: those are judged
-    /// over all inputs).
-    fn failures(&self, i: usize) -> Vec<String> {
-        if self.any {
-            return Vec::new();
-        }
-        self.files.get(i).map_or_else(Vec::new, |f| {
-            f.iter()
-                .filter(|r| !r.passed)
-                .map(KernelRuleResult::summary)
-                .collect()
-        })
-    }
-
-    /// The failed rules over all inputs (`--any`).
-    fn all_inputs_failures(&self) -> Vec<String> {
-        self.all_inputs
-            .iter()
-            .filter(|r| !r.passed)
-            .map(KernelRuleResult::summary)
-            .collect()
-    }
-
-    /// Input `i` (its verdict `v`): `error` (unreadable, corrupt, or its
-    /// symbols damaged), `fail` (a rule does not hold) or `ok`.
-    fn status(&self, i: usize, v: &Verdict) -> &'static str {
-        if v.is_input_error() || self.damaged.get(i).is_some_and(|d| !d.is_empty()) {
-            "error"
-        } else if v.failed() || !self.failures(i).is_empty() {
-            "fail"
-        } else {
-            "ok"
-        }
-    }
-
-    /// The exit code: `outcome`'s, made 2 by damaged symbols, 1 by a
-    /// failed kernel rule.
-    fn exit_code(&self, outcome: &Outcome) -> u8 {
-        let code = outcome.exit_code();
-        let status = |s| (0..outcome.files.len()).any(|i| self.status(i, &outcome.files[i]) == s);
-        if code == 2 || status("error") {
-            2
-        } else if code == 1 || status("fail") || !self.all_inputs_failures().is_empty() {
-            1
-        } else {
-            0
-        }
     }
 }
 
@@ -348,7 +242,7 @@ fn print_outcome(
     paths: &[&str],
     walked: &[bool],
     outcome: &Outcome,
-    kernels: &Kernels,
+    kernels: &Gate,
     quiet: bool,
 ) -> Result<()> {
     let mut out = super::io::Report::stdout();
@@ -479,7 +373,7 @@ fn json_outcome(
     req: &Requirements,
     scanned: &[Scanned],
     outcome: &Outcome,
-    kernels: &Kernels,
+    kernels: &Gate,
 ) -> Value {
     let mut rules: Vec<Value> = req
         .require_rules()

@@ -52,6 +52,7 @@ use crate::scan::{Content, Image, ImageReader, Visit};
 mod amdgpu;
 mod cubin;
 mod elf;
+pub(crate) mod gate;
 mod host;
 mod msgpack;
 mod ptx;

@@ -11,7 +11,7 @@ mod report;
 mod text;
 
 pub use crate::files::{
-    Input, Noting, Output, SPOOL_IN_MEMORY, Sink, clean_up_on_signals, copy_file_range_all,
+    Input, Noting, Output, SPOOL_IN_MEMORY, clean_up_on_signals, copy_file_range_all,
     copy_in_pieces, write_bytes, write_layout, write_pieces,
 };
 pub(crate) use crate::files::{safe_component, strerror};

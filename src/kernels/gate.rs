@@ -1,0 +1,124 @@
+//! The verdicts of `check`'s kernel rules over a command's inputs.
+
+use crate::kernel_listing::ImageKernels;
+use crate::scan::{Outcome, Report, Requirements, Verdict};
+
+use super::{KernelRule, KernelRuleResult, check, combine};
+
+/// What the kernel rules of `check` (`--require-kernel`,
+/// `--forbid-kernel`) decide: their results per input and over all of
+/// them (`--any`), each input's status, and the command's exit code.
+pub(crate) struct Gate {
+    /// Per input (empty for one not checked: unreadable or corrupt).
+    pub(crate) files: Vec<Vec<KernelRuleResult>>,
+    /// Per input: the images whose symbols are damaged (an input error
+    /// unless `--allow-corrupt`), as messages.
+    pub(crate) damaged: Vec<Vec<String>>,
+    /// With `--any`: the rules over all inputs together.
+    pub(crate) all_inputs: Vec<KernelRuleResult>,
+    /// Whether `--any` was given.
+    pub(crate) any: bool,
+    /// The rules.
+    pub(crate) require: Vec<KernelRule>,
+    pub(crate) forbid: Vec<KernelRule>,
+}
+
+impl Gate {
+    /// The rules `require` and `forbid` judged on each input: its scan
+    /// (or why it could not be read) and the kernels read of its images,
+    /// beside its verdict in `outcome` (the other rules' judgement of the
+    /// same inputs, in the same order).
+    pub(crate) fn judge<'a>(
+        inputs: impl IntoIterator<Item = (&'a Result<Report, String>, &'a [ImageKernels])>,
+        outcome: &Outcome,
+        require: &[KernelRule],
+        forbid: &[KernelRule],
+        req: &Requirements,
+    ) -> Gate {
+        let mut k = Gate {
+            files: Vec::new(),
+            damaged: Vec::new(),
+            all_inputs: Vec::new(),
+            any: req.any,
+            require: require.to_vec(),
+            forbid: forbid.to_vec(),
+        };
+        if require.is_empty() && forbid.is_empty() {
+            return k;
+        }
+        for ((result, image_kernels), v) in inputs.into_iter().zip(&outcome.files) {
+            let damaged: Vec<String> = image_kernels
+                .iter()
+                .filter_map(|ik| ik.listing.as_ref().err().map(|e| (ik.image, e)))
+                .map(|(i, e)| format!("image {i}: cannot read its symbols: {e}"))
+                .collect();
+            let results = match (v, result) {
+                (Verdict::Checked { .. }, Ok(r)) => {
+                    check(r, image_kernels, require, forbid, req.exact)
+                }
+                _ => Vec::new(),
+            };
+            k.damaged.push(if req.allow_corrupt {
+                Vec::new()
+            } else {
+                damaged
+            });
+            k.files.push(results);
+        }
+        if req.any {
+            let checked: Vec<Vec<KernelRuleResult>> =
+                k.files.iter().filter(|f| !f.is_empty()).cloned().collect();
+            k.all_inputs = combine(&checked);
+        }
+        k
+    }
+
+    /// The failed rules of input `i` (none with `--any`: those are judged
+    /// over all inputs).
+    pub(crate) fn failures(&self, i: usize) -> Vec<String> {
+        if self.any {
+            return Vec::new();
+        }
+        self.files.get(i).map_or_else(Vec::new, |f| {
+            f.iter()
+                .filter(|r| !r.passed)
+                .map(KernelRuleResult::summary)
+                .collect()
+        })
+    }
+
+    /// The failed rules over all inputs (`--any`).
+    pub(crate) fn all_inputs_failures(&self) -> Vec<String> {
+        self.all_inputs
+            .iter()
+            .filter(|r| !r.passed)
+            .map(KernelRuleResult::summary)
+            .collect()
+    }
+
+    /// Input `i` (its verdict `v`): `error` (unreadable, corrupt, or its
+    /// symbols damaged), `fail` (a rule does not hold) or `ok`.
+    pub(crate) fn status(&self, i: usize, v: &Verdict) -> &'static str {
+        if v.is_input_error() || self.damaged.get(i).is_some_and(|d| !d.is_empty()) {
+            "error"
+        } else if v.failed() || !self.failures(i).is_empty() {
+            "fail"
+        } else {
+            "ok"
+        }
+    }
+
+    /// The exit code: `outcome`'s, made 2 by damaged symbols, 1 by a
+    /// failed kernel rule.
+    pub(crate) fn exit_code(&self, outcome: &Outcome) -> u8 {
+        let code = outcome.exit_code();
+        let status = |s| (0..outcome.files.len()).any(|i| self.status(i, &outcome.files[i]) == s);
+        if code == 2 || status("error") {
+            2
+        } else if code == 1 || status("fail") || !self.all_inputs_failures().is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+}
