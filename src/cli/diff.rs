@@ -3,7 +3,6 @@
 //! docs/diff.md). The files are paired here; what differs between two
 //! files is the library's [`crate::diff::compare`].
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,12 +10,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::io::{print_line, printable};
-use super::scan::{
-    Common, Scanned, Source, demangle, exit, exit_code_after_inputs, kernel_errors, over_allowance,
-    par_map, scan_file, scan_file_kernels, with_threads,
-};
-use crate::diff::{self, FileDiff, Side};
-use crate::scan::{self, HashAlgo, Report};
+use super::scan::{Common, Scanned, exit, exit_code_after_inputs, kernel_errors, with_progress};
+use crate::diff::FileDiff;
+use crate::diff::paths::{self, Compared, FileStatus, Summary, summary};
+use crate::scan::{self, HashAlgo};
 
 mod table;
 
@@ -69,46 +66,6 @@ pub struct DiffOpts {
     all: bool,
 }
 
-/// What happened to one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum FileStatus {
-    Same,
-    Changed,
-    Added,
-    Removed,
-    /// A side could not be read: nothing is compared.
-    Error,
-}
-
-/// One file, paired (or not) across the sides, and compared.
-struct Compared {
-    /// Its path below the roots given (`""`: the files given themselves).
-    path: String,
-    old: Option<Scanned>,
-    new: Option<Scanned>,
-    status: FileStatus,
-    diff: Option<FileDiff>,
-    /// Whether it is reported.
-    shown: bool,
-}
-
-impl Compared {
-    /// The name the table shows.
-    fn name(&self) -> String {
-        match (&self.old, &self.new) {
-            _ if !self.path.is_empty() => self.path.clone(),
-            (Some(o), Some(n)) => format!("{} -> {}", o.path, n.path),
-            (Some(s), None) | (None, Some(s)) => s.path.clone(),
-            (None, None) => String::new(),
-        }
-    }
-
-    fn differs(&self) -> bool {
-        self.shown && !matches!(self.status, FileStatus::Same | FileStatus::Error)
-    }
-}
-
 impl DiffOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let mut opts = self.common.options();
@@ -120,37 +77,22 @@ impl DiffOpts {
         if old_root.as_os_str() == "-" && new_root.as_os_str() == "-" {
             anyhow::bail!("'-' (standard input) is given for both sides");
         }
-        let mut items = Vec::new();
-        for (side, root) in [(0, old_root), (1, new_root)] {
-            items.extend(self.common.files_of(root)?.into_iter().map(|s| (side, s)));
-        }
-        let jobs = self.common.jobs();
-        let sopts = with_threads(&opts, jobs, items.len());
-        let kernels = self.kernels;
-        let allowance = self.common.allowance();
-        let mut results = par_map(&items, jobs, |_, (_, src)| {
-            if kernels {
-                scan_file_kernels(src, &sopts, &allowance)
-            } else {
-                scan_file(src, &sopts, &mut scan::NoVisit)
-            }
+        let sides = [
+            self.common.files_of(old_root)?,
+            self.common.files_of(new_root)?,
+        ];
+        let how = paths::Options {
+            scan: &opts,
+            jobs: self.common.jobs(),
+            allowance: &self.common.allowance(),
+            kernels: self.kernels,
+            demangle: self.demangle,
+            all: self.all,
+        };
+        let total = sides[0].len() + sides[1].len();
+        let compared = with_progress(total, |done| {
+            paths::compare_paths([old_root, new_root], sides, &how, done)
         });
-        over_allowance(results.iter_mut().flatten(), &allowance);
-        let mut sides: [Vec<(String, Scanned)>; 2] = [Vec::new(), Vec::new()];
-        for ((side, src), scanned) in items.iter().zip(results) {
-            let root = if *side == 0 { old_root } else { new_root };
-            for mut s in scanned {
-                if self.demangle {
-                    demangle(&mut s);
-                }
-                sides[*side].push((relative_key(root, src, &s.path), s));
-            }
-        }
-        let [old, new] = sides;
-        let compared: Vec<Compared> = pair(old, new)
-            .into_iter()
-            .map(|(path, o, n)| self.compare(path, o, n))
-            .collect();
         let mut out = super::io::Report::stdout();
         if self.json {
             write_json(&mut out, old_root, new_root, self.kernels, &compared)?;
@@ -159,53 +101,6 @@ impl DiffOpts {
         }
         out.flush()?;
         Ok(self.exit_code(&compared).into())
-    }
-
-    /// Compares the two sides of one path.
-    fn compare(&self, path: String, old: Option<Scanned>, new: Option<Scanned>) -> Compared {
-        let empty = Report::default();
-        let unreadable = [&old, &new]
-            .iter()
-            .any(|s| s.as_ref().is_some_and(|s| s.result.is_err()));
-        let (o, n) = (
-            side(old.as_ref(), self.kernels),
-            side(new.as_ref(), self.kernels),
-        );
-        let (status, d) = match (o, n) {
-            _ if unreadable => (FileStatus::Error, None),
-            (Some(o), Some(n)) => {
-                let d = diff::compare(o, n);
-                let status = if d.differs() {
-                    FileStatus::Changed
-                } else {
-                    FileStatus::Same
-                };
-                (status, Some(d))
-            }
-            (Some(o), None) => (
-                FileStatus::Removed,
-                Some(diff::compare(o, Side::new(&empty))),
-            ),
-            (None, Some(n)) => (FileStatus::Added, Some(diff::compare(Side::new(&empty), n))),
-            (None, None) => (FileStatus::Same, None),
-        };
-        let device_code = d.as_ref().is_some_and(|d| d.old.images + d.new.images > 0);
-        let named = [&old, &new]
-            .iter()
-            .any(|s| s.as_ref().is_some_and(|s| !s.found));
-        let shown = match status {
-            FileStatus::Error | FileStatus::Changed => true,
-            FileStatus::Same => device_code || named,
-            FileStatus::Added | FileStatus::Removed => device_code || named || self.all,
-        };
-        Compared {
-            path,
-            old,
-            new,
-            status,
-            diff: d,
-            shown,
-        }
     }
 
     /// 2 when an input could not be read, or held damaged data (unless
@@ -231,18 +126,6 @@ impl DiffOpts {
         }
         code
     }
-}
-
-/// What `s` compares: its report (and its kernels, with `kernels`);
-/// `None` when there is no such unit or it could not be read.
-fn side(s: Option<&Scanned>, kernels: bool) -> Option<Side<'_>> {
-    let s = s?;
-    let r = s.result.as_ref().ok()?;
-    Some(if kernels {
-        Side::with_kernels(r, &s.kernels)
-    } else {
-        Side::new(r)
-    })
 }
 
 /// A copy of `s` for [`exit_code_after_inputs`] when it could not be read
@@ -283,50 +166,6 @@ fn report_damage(scanned: &[&Scanned], allow_corrupt: bool) -> bool {
     any
 }
 
-/// The path a unit is paired by: its path below `root` (the path given
-/// for its side), then, inside a package, its member path. A file given
-/// itself is `""` (so two files given pair whatever their names), and a
-/// package given is its member paths.
-fn relative_key(root: &Path, src: &Source, unit: &str) -> String {
-    let base = src.name();
-    let member = unit.strip_prefix(base.as_str()).unwrap_or(unit);
-    let below = src
-        .path
-        .strip_prefix(root)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match member.strip_prefix("!/") {
-        Some(m) if below.is_empty() => m.to_string(),
-        _ => format!("{below}{member}"),
-    }
-}
-
-/// The units of both sides paired by key, in key order (units of the same
-/// key on one side, such as a package's duplicate member names, pair in
-/// order).
-fn pair(
-    old: Vec<(String, Scanned)>,
-    new: Vec<(String, Scanned)>,
-) -> Vec<(String, Option<Scanned>, Option<Scanned>)> {
-    let mut by_key: BTreeMap<String, [Vec<Scanned>; 2]> = BTreeMap::new();
-    for (side, units) in [(0, old), (1, new)] {
-        for (k, s) in units {
-            by_key.entry(k).or_default()[side].push(s);
-        }
-    }
-    let mut out = Vec::new();
-    for (k, [o, n]) in by_key {
-        let (mut o, mut n) = (o.into_iter(), n.into_iter());
-        loop {
-            match (o.next(), n.next()) {
-                (None, None) => break,
-                (a, b) => out.push((k.clone(), a, b)),
-            }
-        }
-    }
-    out
-}
-
 /// One file of the `--json` document.
 #[derive(Serialize)]
 struct JsonFile<'a> {
@@ -338,32 +177,6 @@ struct JsonFile<'a> {
     error: Option<String>,
     #[serde(flatten)]
     diff: Option<&'a FileDiff>,
-}
-
-/// How many files were compared, and what happened to them.
-#[derive(Serialize, Default)]
-struct Summary {
-    files: usize,
-    same: usize,
-    changed: usize,
-    added: usize,
-    removed: usize,
-    errors: usize,
-}
-
-fn summary(compared: &[Compared]) -> Summary {
-    let mut s = Summary::default();
-    for c in compared.iter().filter(|c| c.shown) {
-        s.files += 1;
-        *match c.status {
-            FileStatus::Same => &mut s.same,
-            FileStatus::Changed => &mut s.changed,
-            FileStatus::Added => &mut s.added,
-            FileStatus::Removed => &mut s.removed,
-            FileStatus::Error => &mut s.errors,
-        } += 1;
-    }
-    s
 }
 
 fn write_json(
@@ -419,6 +232,3 @@ fn error_of(c: &Compared) -> Option<String> {
         .collect();
     (!errors.is_empty()).then(|| errors.join("; "))
 }
-
-#[cfg(test)]
-mod tests;

@@ -9,8 +9,7 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::scan::{
-    Common, Scanned, demangle, exit, exit_code_after_inputs, kernel_errors, scan_files,
-    scan_files_kernels,
+    Common, Scanned, exit, exit_code_after_inputs, kernel_errors, scan_files, scan_files_kernels,
 };
 use crate::scan::{self, HashAlgo, json};
 use table::print_table;
@@ -79,7 +78,7 @@ impl InspectOpts {
             })
         };
         if self.demangle {
-            scanned.iter_mut().for_each(demangle);
+            scanned.iter_mut().for_each(Scanned::demangle);
         }
         // A directory walk or a package shows only the files with
         // something to say.

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::inputs;
-pub(super) use crate::inputs::{
-    BY_SIZE, Kinds, Scanned, Source, over_allowance, scan_file, scan_file_kernels, with_threads,
-};
+pub(super) use crate::inputs::{BY_SIZE, Kinds, Scanned, Source};
 use crate::kernels;
 use crate::scan::{self, Mode, Options, Report};
 
@@ -201,15 +199,6 @@ pub(super) fn with_progress<T>(total: usize, f: impl FnOnce(&(dyn Fn(usize) + Sy
     f(&|n| p.done(n))
 }
 
-/// [`inputs::par_map`], with the progress line on a terminal.
-pub(super) fn par_map<I: Sync, T: Send>(
-    files: &[I],
-    jobs: usize,
-    f: impl Fn(usize, &I) -> T + Sync,
-) -> Vec<T> {
-    with_progress(files.len(), |done| inputs::par_map(files, jobs, done, f))
-}
-
 /// [`inputs::scan_files`], with the progress line on a terminal.
 pub(super) fn scan_files(
     files: &[Source],
@@ -253,15 +242,6 @@ pub(super) fn kernel_errors<'a>(scanned: impl IntoIterator<Item = &'a Scanned>) 
         }
     }
     any
-}
-
-/// Fills in the demangled names of the kernels and symbols read of `s`.
-pub(super) fn demangle(s: &mut Scanned) {
-    for k in &mut s.kernels {
-        if let Ok(l) = &mut k.listing {
-            l.demangle();
-        }
-    }
 }
 
 /// Prints one line on standard error for each input that could not be

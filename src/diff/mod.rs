@@ -60,6 +60,8 @@ use crate::kernels::{ImageKernels, Kernel, Listing, Resources};
 use crate::scan::sort::arch_cmp;
 use crate::scan::{Content, Digest, Image, Offload, Report};
 
+#[cfg(feature = "files")]
+pub(crate) mod paths;
 #[cfg(test)]
 mod tests;
 

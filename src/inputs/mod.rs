@@ -354,6 +354,17 @@ pub(crate) struct Scanned {
     pub(crate) kernels: Vec<kernels::ImageKernels>,
 }
 
+impl Scanned {
+    /// Fills in the demangled names of the kernels and symbols read.
+    pub(crate) fn demangle(&mut self) {
+        for k in &mut self.kernels {
+            if let Ok(l) = &mut k.listing {
+                l.demangle();
+            }
+        }
+    }
+}
+
 /// Scans `src`: one [`Scanned`] for a file, one for each file inside a
 /// package ([`units`]).
 pub(crate) fn scan_file(src: &Source, opts: &Options, visit: &mut dyn scan::Visit) -> Vec<Scanned> {
