@@ -310,6 +310,15 @@ mod tests {
         let e = PathError::content(p, "dir/x.so", Error::invalid("bundle", "bad"));
         assert_eq!(chain(&e), "'dir/x.so': invalid bundle: bad");
         assert_eq!(e.path(), p);
+        // A member's I/O error stays an I/O error to its reader (the
+        // command line words it as the C library does).
+        let e = PathError::member(p, "m.so", "cannot be inflated", io::Error::other("short"));
+        assert_eq!(
+            chain(&e),
+            "'dir/x.so': member 'm.so' cannot be inflated: short"
+        );
+        let cause = std::error::Error::source(&e).unwrap();
+        assert!(cause.downcast_ref::<io::Error>().is_some());
     }
 
     #[test]
