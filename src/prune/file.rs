@@ -144,7 +144,7 @@ fn keep_whole_fatbins(report: &Report, verdicts: &mut [Verdict]) -> Vec<usize> {
 /// where its members lie, which prune does not rewrite: a tar archive
 /// (compressed or not), a Debian package, a cpio archive, a zip archive
 /// with bytes in front of it (a zip from its first byte is a wheel, pruned
-/// by the command line), in words; `None` otherwise.
+/// member by member by `prune_path`), in words; `None` otherwise.
 pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
     use crate::package::{self, Kind};
     match package::detect(data) {

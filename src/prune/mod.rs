@@ -23,6 +23,13 @@
 //!   (nothing moves), a relocatable object whose sections shrink
 //!   (`object`), a static archive of them ([`prune_archive`]), or a bare
 //!   container file with the freed bytes cut out.
+//! - With the `files` feature, [`prune_path`] does all of it to a file on
+//!   disk, as `offload-kit prune` does: reads it, prunes it by its kind
+//!   (static and thin archives, wheels, the rest as [`prune_file`]),
+//!   writes the result atomically where [`PathOptions`] says (a dry run,
+//!   a file, a directory, in place, keeping hard links or not) and
+//!   returns a [`PathReport`], or a [`PathError`] naming the file and
+//!   what failed.
 //!
 //! # Examples
 //!
@@ -61,9 +68,11 @@ pub(crate) mod containers;
 mod file;
 pub(crate) mod object;
 pub(crate) mod output;
+#[cfg(feature = "files")]
+mod path;
 pub(crate) mod plan;
 pub(crate) mod shrink;
-#[cfg(feature = "cli")]
+#[cfg(feature = "files")]
 pub(crate) mod wheel;
 
 pub use archive::prune as prune_archive;
@@ -71,6 +80,10 @@ pub use containers::Pruned;
 pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, KEPT_WHOLE, prune_file};
 pub use output::Output;
+#[cfg(feature = "files")]
+pub use path::{
+    Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, prune_path,
+};
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
 

@@ -6,6 +6,8 @@ use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
 mod linked;
+#[cfg(feature = "files")]
+mod path;
 
 /// A binary bundle of `entries` (ID, data) at `align`.
 fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {

@@ -1,181 +1,532 @@
-//! A pruned wheel's RECORD: each row naming a pruned member given the
-//! member's new hash and size, every other byte as it was, so that pip
-//! installs the wheel. The command line's `prune` reads and writes the
-//! wheel (a zip) and calls [`new_record`] for each RECORD. Built with the
-//! `cli` feature, whose `csv` dependency reads and writes the rows.
+//! Pruning a wheel (any zip): each ELF member pruned into a temporary
+//! file, every other member copied as it is stored, and each RECORD that
+//! names a pruned member given its new hash and size ([`new_record`]), so
+//! that pip installs it.
+//!
+//! Members are inflated within one decompression budget for the whole
+//! wheel, the one `inspect` gives a file of its size
+//! ([`crate::scan::default_max_uncompressed`], or
+//! [`Options::max_uncompressed`](super::Options::max_uncompressed)):
+//! each member's declared size is taken from it before anything is
+//! inflated, and a member that inflates to more or fewer bytes than it
+//! declares is an error.
 
 use std::collections::BTreeMap;
+use std::io::{Read, Seek as _, Write};
+use std::path::Path;
 
-/// A wheel's RECORD (CSV: `path,sha256=HASH,size` per row, the path
-/// quoted where it holds a comma, a quote or a line break) with the hash
-/// and size of each path in `changed` (the hash in unpadded URL-safe
-/// base64) replaced; `None` when it names none of them. Every other byte
-/// stays as it was: rows not named, blank lines, and each row's own line
-/// terminator.
-pub(crate) fn new_record(
-    text: &[u8],
-    changed: &BTreeMap<&str, (u64, &str)>,
-) -> csv::Result<Option<Vec<u8>>> {
-    let is_break = |b: &u8| matches!(b, b'\r' | b'\n');
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text);
-    let mut row = csv::ByteRecord::new();
-    let mut out = Vec::with_capacity(text.len());
-    let mut copied = 0;
-    loop {
-        // A row's bytes run from where the reader stood to where it stops:
-        // the line breaks before it (blank lines, or the LF of the CRLF
-        // before), the row, and its line terminator.
-        let start = usize::try_from(rdr.position().byte()).unwrap_or(text.len());
-        if !rdr.read_byte_record(&mut row)? {
-            break;
-        }
-        let end = usize::try_from(rdr.position().byte()).unwrap_or(text.len());
-        let path = row.get(0).and_then(|p| std::str::from_utf8(p).ok());
-        let Some((size, sha)) = path.and_then(|p| changed.get(p)) else {
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+
+use super::Selection;
+use super::path::{
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge, write_through,
+};
+use crate::files::{Input, Output, SPOOL_IN_MEMORY};
+
+mod record;
+
+pub(crate) use record::new_record;
+
+/// The wheel being read: its members, over the mapped bytes.
+type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
+
+/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF
+/// member pruned, every other member copied as it is stored, and each
+/// `.dist-info/RECORD` that names a pruned member given its new hash and
+/// size, so that pip installs it. A signed wheel (`RECORD.jws`,
+/// `RECORD.p7s`) that would change is refused: its signature would no
+/// longer verify.
+pub(crate) fn prune(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    data: &[u8],
+) -> Result<PathReport, PathError> {
+    let name = input.to_string_lossy().into_owned();
+    let mut zin =
+        zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
+    let mut rep = PathReport::new(&name, data, meta);
+    let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
+    // Pass 1: prune each ELF member into a temporary file.
+    let mut pruned = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
+    rep.kept = merge(rep.kept);
+    rep.dropped = merge(rep.dropped);
+    if !pruned.is_empty()
+        && let Some(sig) = signature(&zin)
+    {
+        let why = format!(
+            "it is signed ('{sig}'), and a pruned wheel's signature would not verify: remove \
+             the signature files from it first"
+        );
+        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+    }
+    let Some(dest) = opts.output_path(input)? else {
+        return Ok(rep);
+    };
+    if pruned.is_empty() && opts.destination == super::Destination::InPlace {
+        rep.disk_after = Some(rep.disk_before);
+        return Ok(rep);
+    }
+    let records = new_records(input, data, &mut zin, &pruned, &mut budget)?;
+    // Pass 2: the new zip, members in their order.
+    let through = write_through(opts, input, meta)?;
+    let mut out = Output::create(&dest).map_err(|e| PathError::write(&dest, e))?;
+    let file = out
+        .temp_file()
+        .ok_or_else(|| PathError::write(&dest, None))?;
+    write_wheel(input, &mut zin, &mut pruned, &records, file)?;
+    finish(opts, out, meta, &dest, &mut rep, through)?;
+    Ok(rep)
+}
+
+/// Prunes each ELF member of the wheel `zin` (the file `input`, whose
+/// bytes are `data`) into a temporary file, noting what it did in `rep`
+/// and inflating within `budget`; returns the pruned members by index.
+fn prune_members<'a>(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    data: &'a [u8],
+    zin: &mut Zip<'a>,
+    rep: &mut PathReport,
+    budget: &mut Budget,
+) -> Result<BTreeMap<usize, PrunedMember>, PathError> {
+    let name = input.to_string_lossy();
+    let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
+    let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
+    for i in 0..zin.len() {
+        let Some(member) = elf_member(input, data, zin, i, budget)? else {
             continue;
         };
-        let raw = &text[start..end];
-        let lead = raw.iter().take_while(|b| is_break(b)).count();
-        let trail = raw[lead..].iter().rev().take_while(|b| is_break(b)).count();
-        out.extend_from_slice(&text[copied..start + lead]);
-        let mut w = csv::WriterBuilder::new()
-            .terminator(csv::Terminator::Any(b'\n'))
-            .from_writer(Vec::new());
-        let (hash, size) = (format!("sha256={sha}"), size.to_string());
-        w.write_record([path.unwrap_or_default(), &hash, &size])?;
-        let mut line = w.into_inner().map_err(|e| e.into_error())?;
-        line.pop();
-        out.extend_from_slice(&line);
-        out.extend_from_slice(&raw[raw.len() - trail..]);
-        copied = end;
+        let mname = zin
+            .name_for_index(i)
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let full = format!("{name}!/{mname}");
+        let p = Pruning::of(sel, input, &full, member.bytes(), &opts.prune)?;
+        rep.kept.extend(p.kept);
+        rep.dropped.extend(p.dropped);
+        let Some(new_member) = p.output else {
+            continue;
+        };
+        rep.containers_rewritten += p.rewritten;
+        rep.freed += p.freed;
+        let mut hasher = Hashing {
+            out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile().map_err(scratch)?),
+            sha: Sha256::new(),
+            n: 0,
+        };
+        new_member
+            .write_to(member.bytes(), &mut hasher)
+            .map_err(scratch)?;
+        let Hashing { out, n, sha } = hasher;
+        let file = out.into_inner().map_err(|e| scratch(e.into_error()))?;
+        let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha.finalize());
+        let mname = mname.into_owned();
+        pruned.insert(
+            i,
+            PrunedMember {
+                name: mname,
+                file,
+                size: n,
+                sha,
+            },
+        );
     }
-    if copied == 0 {
+    Ok(pruned)
+}
+
+/// `'WHEEL': WHY` about the wheel `path` and what it holds.
+fn said(path: &Path, why: String) -> PathError {
+    PathError::said(PathErrorKind::Content, path, &path.to_string_lossy(), why)
+}
+
+/// The bytes the members of one wheel may still inflate to, together.
+struct Budget {
+    /// Bytes left.
+    left: u64,
+    /// Where the limit came from, for messages.
+    why: &'static str,
+}
+
+impl Budget {
+    /// The budget of a wheel of `size` bytes: `given` (`--max-uncompressed`),
+    /// else what a scan of a file that size gets.
+    fn new(size: u64, given: Option<u64>) -> Budget {
+        if let Some(left) = given {
+            return Budget {
+                left,
+                why: "--max-uncompressed",
+            };
+        }
+        let left = crate::scan::default_max_uncompressed(size);
+        let why = match size.checked_mul(1024) {
+            Some(n) if n == left => "1024 times the file's size; --max-uncompressed sets it",
+            _ if left == 128 << 20 => {
+                "128M, the least whatever the file's size; --max-uncompressed sets it"
+            }
+            _ => "16G, the most whatever the file's size; --max-uncompressed sets it",
+        };
+        Budget { left, why }
+    }
+
+    /// Takes the `size` bytes the member `member` of the wheel `path`
+    /// declares, or says that they are more than is left.
+    fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
+        if size > self.left {
+            return Err(said(
+                path,
+                format!(
+                    "member '{member}' inflates to {size} bytes, more than the {} left of the \
+                     decompression budget ({})",
+                    self.left, self.why
+                ),
+            ));
+        }
+        self.left -= size;
+        Ok(())
+    }
+}
+
+/// A member's bytes: a slice of the wheel where it is stored as is, else
+/// inflated.
+enum Member<'a> {
+    /// Stored: within the wheel's bytes.
+    Stored(&'a [u8]),
+    /// Deflated (or otherwise compressed): inflated into memory or a
+    /// temporary file.
+    Inflated(Input),
+}
+
+impl Member<'_> {
+    /// The member's bytes.
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Member::Stored(b) => b,
+            Member::Inflated(i) => i.bytes(),
+        }
+    }
+}
+
+/// Member `i` of the wheel `zin` (the file `path`, whose bytes are
+/// `data`) when it is an ELF file, its bytes read within `budget`;
+/// `None` for any other member.
+fn elf_member<'a>(
+    path: &Path,
+    data: &'a [u8],
+    zin: &mut Zip<'a>,
+    i: usize,
+    budget: &mut Budget,
+) -> Result<Option<Member<'a>>, PathError> {
+    let bad = |e| PathError::zip(path, e);
+    let mut f = zin.by_index(i).map_err(bad)?;
+    if f.is_dir() || f.size() < 64 {
         return Ok(None);
     }
-    out.extend_from_slice(&text[copied..]);
-    Ok(Some(out))
+    let mname = f.name().map_err(bad)?.into_owned();
+    let size = f.size();
+    if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
+        let bytes = stored(path, &mname, data, &f)?;
+        return Ok(bytes
+            .starts_with(b"\x7fELF")
+            .then_some(Member::Stored(bytes)));
+    }
+    let mut head = [0u8; 4];
+    if f.read_exact(&mut head).is_err() || head != *b"\x7fELF" {
+        return Ok(None);
+    }
+    budget.take(path, &mname, size)?;
+    inflate(path, &mname, &head, &mut f, size).map(|i| Some(Member::Inflated(i)))
+}
+
+/// The bytes of the stored member `f` (named `member`) of the wheel
+/// `path`, within its bytes `data`; an error unless they lie within them
+/// and match the member's CRC-32.
+fn stored<'a>(
+    path: &Path,
+    member: &str,
+    data: &'a [u8],
+    f: &zip::read::ZipFile<'_, std::io::Cursor<&'a [u8]>>,
+) -> Result<&'a [u8], PathError> {
+    let size = f.size();
+    let bytes = f
+        .data_start()
+        .filter(|_| f.compressed_size() == size)
+        .and_then(|start| {
+            let start = usize::try_from(start).ok()?;
+            data.get(start..start.checked_add(usize::try_from(size).ok()?)?)
+        })
+        .ok_or_else(|| {
+            said(
+                path,
+                format!("member '{member}': its data lies outside the file"),
+            )
+        })?;
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    if crc.sum() != f.crc32() {
+        let why = format!("member '{member}': its bytes do not match its CRC-32");
+        return Err(said(path, why));
+    }
+    Ok(bytes)
+}
+
+/// Inflates the member `member` of the wheel `path` from `reader`, whose
+/// first bytes, `head`, were already read: into memory up to
+/// [`SPOOL_IN_MEMORY`] bytes, else into a temporary file. It must give
+/// the `size` bytes it declares, no more and no fewer.
+fn inflate(
+    path: &Path,
+    member: &str,
+    head: &[u8],
+    reader: &mut dyn Read,
+    size: u64,
+) -> Result<Input, PathError> {
+    let cannot = |e: std::io::Error| PathError::member(path, member, "cannot be inflated", e);
+    let rest = size.saturating_sub(head.len() as u64);
+    let mut r = reader.take(rest.saturating_add(1));
+    let (input, n) = if size <= SPOOL_IN_MEMORY {
+        let mut v = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        v.extend_from_slice(head);
+        r.read_to_end(&mut v).map_err(cannot)?;
+        let n = v.len() as u64;
+        (Input::from_vec(v), n)
+    } else {
+        let mut spool = tempfile::tempfile().map_err(cannot)?;
+        spool.write_all(head).map_err(cannot)?;
+        let n = crate::files::copy_in_pieces(&mut r, &mut spool).map_err(cannot)?;
+        let spooled =
+            Input::from_temp_file(spool).map_err(|e| PathError::io(PathErrorKind::Io, path, e))?;
+        (spooled, n + head.len() as u64)
+    };
+    if n > size {
+        let why = format!("member '{member}' inflates to more than the {size} bytes it declares");
+        return Err(said(path, why));
+    }
+    if n < size {
+        let why =
+            format!("member '{member}' inflates to {n} bytes, fewer than the {size} it declares");
+        return Err(said(path, why));
+    }
+    Ok(input)
+}
+
+/// The first signature of a RECORD in `zin` (`….dist-info/RECORD.jws` or
+/// `RECORD.p7s`), if it has one.
+fn signature(zin: &Zip<'_>) -> Option<String> {
+    (0..zin.len())
+        .filter_map(|i| zin.name_for_index(i).and_then(Result::ok))
+        .find(|n| n.ends_with(".dist-info/RECORD.jws") || n.ends_with(".dist-info/RECORD.p7s"))
+        .map(std::borrow::Cow::into_owned)
+}
+
+/// The new contents of each RECORD (`….dist-info/RECORD`) of the wheel
+/// `zin` (the file `path`, whose bytes are `data`) that names a member of
+/// `pruned`, by index; each read within `budget`.
+fn new_records<'a>(
+    path: &Path,
+    data: &'a [u8],
+    zin: &mut Zip<'a>,
+    pruned: &BTreeMap<usize, PrunedMember>,
+    budget: &mut Budget,
+) -> Result<BTreeMap<usize, Vec<u8>>, PathError> {
+    let bad = |e| PathError::zip(path, e);
+    let mut out = BTreeMap::new();
+    if pruned.is_empty() {
+        return Ok(out);
+    }
+    let changed: BTreeMap<&str, (u64, &str)> = pruned
+        .values()
+        .map(|m| (m.name.as_str(), (m.size, m.sha.as_str())))
+        .collect();
+    for i in 0..zin.len() {
+        let mut f = zin.by_index(i).map_err(bad)?;
+        let rname = f.name().map_err(bad)?.into_owned();
+        if f.is_dir() || !rname.ends_with(".dist-info/RECORD") {
+            continue;
+        }
+        let size = f.size();
+        let text = if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
+            Member::Stored(stored(path, &rname, data, &f)?)
+        } else {
+            budget.take(path, &rname, size)?;
+            Member::Inflated(inflate(path, &rname, &[], &mut f, size)?)
+        };
+        let new = new_record(text.bytes(), &changed)
+            .map_err(|e| PathError::member(path, &rname, "cannot be read as CSV", e))?;
+        if let Some(new) = new {
+            out.insert(i, new);
+        }
+    }
+    Ok(out)
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<W: Write> {
+    out: W,
+    sha: Sha256,
+    n: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.sha.update(&buf[..k]);
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A member pruned into a temporary file.
+struct PrunedMember {
+    /// Its name in the wheel.
+    name: String,
+    /// The temporary file.
+    file: std::fs::File,
+    /// Its size.
+    size: u64,
+    /// Its SHA-256, as a RECORD gives it (unpadded URL-safe base64).
+    sha: String,
+}
+
+/// Writes the wheel `zin` (the file `path`) to `file`, members in their
+/// order: those in `pruned` from their temporary files (with their own
+/// compression method and mode), the RECORDs in `records` with their new
+/// contents, every other member copied as it is stored.
+fn write_wheel(
+    path: &Path,
+    zin: &mut Zip<'_>,
+    pruned: &mut BTreeMap<usize, PrunedMember>,
+    records: &BTreeMap<usize, Vec<u8>>,
+    file: &std::fs::File,
+) -> Result<(), PathError> {
+    let bad = |e| PathError::zip(path, e);
+    let bare = |e| PathError::io(PathErrorKind::Write, path, e);
+    let mut zout = zip::ZipWriter::new(file);
+    for i in 0..zin.len() {
+        let f = zin.by_index_raw(i).map_err(bad)?;
+        let mut record = records.get(&i).map(Vec::as_slice);
+        let new: Option<(&mut dyn Read, u64)> = match (pruned.get_mut(&i), &mut record) {
+            (Some(m), _) => {
+                m.file.seek(std::io::SeekFrom::Start(0)).map_err(bare)?;
+                Some((&mut m.file, m.size))
+            }
+            (None, Some(r)) => {
+                let n = r.len() as u64;
+                Some((r, n))
+            }
+            (None, None) => None,
+        };
+        let Some((from, n)) = new else {
+            zout.raw_copy_file(f).map_err(bad)?;
+            continue;
+        };
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(f.compression())
+            .unix_permissions(f.unix_mode().unwrap_or(0o644))
+            .large_file(n >= u64::from(u32::MAX));
+        let mname = f.name().map_err(bad)?.into_owned();
+        drop(f);
+        zout.start_file(mname, opts).map_err(bad)?;
+        std::io::copy(from, &mut zout).map_err(bare)?;
+    }
+    zout.finish().map_err(bad)?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `new_record` of `text` with `changed` as (path, size, hash) rows,
-    /// as text.
-    fn rewritten(text: &str, changed: &[(&str, u64, &str)]) -> Option<String> {
-        let changed = changed.iter().map(|(p, n, h)| (*p, (*n, *h))).collect();
-        new_record(text.as_bytes(), &changed)
-            .unwrap()
-            .map(|v| String::from_utf8(v).unwrap())
+    #[test]
+    fn the_budget_is_taken_before_inflating_and_named_in_the_error() {
+        let mut b = Budget::new(1_536_000, None);
+        assert_eq!(b.left, 1_572_864_000);
+        let x = Path::new("x.whl");
+        b.take(x, "pkg/a.so", 1_000).unwrap();
+        let e = b.take(x, "pkg/libbig.so", 1_610_612_800).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'x.whl': member 'pkg/libbig.so' inflates to 1610612800 bytes, more than the \
+             1572863000 left of the decompression budget (1024 times the file's size; \
+             --max-uncompressed sets it)"
+        );
+        // Nothing was taken by the refusal.
+        assert_eq!(b.left, 1_572_863_000);
+        assert!(Budget::new(10, None).why.starts_with("128M"));
+        assert!(Budget::new(1 << 40, None).why.starts_with("16G"));
+        let mut given = Budget::new(1 << 40, Some(100));
+        let e = given.take(x, "m", 101).unwrap_err().to_string();
+        assert!(e.ends_with("the 100 left of the decompression budget (--max-uncompressed)"));
+    }
+
+    /// A zip of one deflated member `m.so`: `bytes`.
+    fn zip_of(bytes: &[u8]) -> Vec<u8> {
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        z.start_file("m.so", opts).unwrap();
+        z.write_all(bytes).unwrap();
+        z.finish().unwrap().into_inner()
+    }
+
+    /// The ELF member of the wheel `data`: its bytes, or the error.
+    fn member_of(data: &[u8], budget: &mut Budget) -> Result<Vec<u8>, String> {
+        let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).unwrap();
+        elf_member(Path::new("x.whl"), data, &mut zin, 0, budget)
+            .map(|m| m.unwrap().bytes().to_vec())
+            .map_err(|e| chain(&e))
+    }
+
+    /// `e` and its causes joined by ": ".
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut parts = vec![e.to_string()];
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            parts.push(c.to_string());
+            cause = c.source();
+        }
+        parts.join(": ")
+    }
+
+    /// `data` with the uncompressed size of its one member, in the local
+    /// header and in the central directory, set to `size`.
+    fn declaring(data: &[u8], size: u32) -> Vec<u8> {
+        let mut d = data.to_vec();
+        d[22..26].copy_from_slice(&size.to_le_bytes());
+        let cd = d.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+        d[cd + 24..cd + 28].copy_from_slice(&size.to_le_bytes());
+        d
     }
 
     #[test]
-    fn record_rows_of_pruned_files_are_replaced() {
-        let text = "a/x.so,sha256=old,10\r\nb.py,sha256=keep,3\r\npkg.dist-info/RECORD,,\r\n";
-        assert_eq!(
-            rewritten(text, &[("a/x.so", 7, "new")]).as_deref(),
-            Some("a/x.so,sha256=new,7\r\nb.py,sha256=keep,3\r\npkg.dist-info/RECORD,,\r\n")
+    fn members_inflate_to_their_declared_size_within_the_budget() {
+        let mut elf = b"\x7fELF".to_vec();
+        elf.resize(1000, 7);
+        let data = zip_of(&elf);
+        let mut b = Budget::new(0, Some(2500));
+        assert_eq!(member_of(&data, &mut b).unwrap(), elf);
+        assert_eq!(member_of(&data, &mut b).unwrap(), elf);
+        assert_eq!(b.left, 500);
+        let e = member_of(&data, &mut b).unwrap_err();
+        assert!(
+            e.contains("member 'm.so' inflates to 1000 bytes, more than the 500 left"),
+            "{e}"
         );
-    }
-
-    #[test]
-    fn quoted_paths_are_read_and_written_as_csv() {
-        // A comma: the old code took `"pkg/a` for the path and kept the
-        // old hash.
-        let text = "\"pkg/a,b.so\",sha256=old,123\nb.py,sha256=keep,3\n";
+        // Declaring fewer bytes than it holds, or more.
+        let mut b = Budget::new(0, None);
+        let e = member_of(&declaring(&data, 900), &mut b).unwrap_err();
+        assert!(e.starts_with("'x.whl': member 'm.so'"), "{e}");
+        assert!(e.contains("more") || e.contains("larger"), "{e}");
+        let e = member_of(&declaring(&data, 1100), &mut b).unwrap_err();
         assert_eq!(
-            rewritten(text, &[("pkg/a,b.so", 9, "new")]).as_deref(),
-            Some("\"pkg/a,b.so\",sha256=new,9\nb.py,sha256=keep,3\n")
-        );
-        // A quote, doubled inside quotes.
-        let text = "\"pkg/a\"\"b.so\",sha256=old,5\n";
-        assert_eq!(
-            rewritten(text, &[("pkg/a\"b.so", 6, "new")]).as_deref(),
-            Some("\"pkg/a\"\"b.so\",sha256=new,6\n")
-        );
-        // A path quoted where CSV does not need it comes out unquoted, and
-        // one unquoted where it does comes out quoted.
-        let text = "\"pkg/plain.so\",sha256=old,5\r\n";
-        assert_eq!(
-            rewritten(text, &[("pkg/plain.so", 6, "new")]).as_deref(),
-            Some("pkg/plain.so,sha256=new,6\r\n")
-        );
-        // A line break in a path.
-        let text = "\"pkg/a\nb.so\",sha256=old,5\nx,,\n";
-        assert_eq!(
-            rewritten(text, &[("pkg/a\nb.so", 6, "new")]).as_deref(),
-            Some("\"pkg/a\nb.so\",sha256=new,6\nx,,\n")
-        );
-    }
-
-    #[test]
-    fn each_row_keeps_its_own_line_terminator() {
-        let text = "a.so,sha256=old,1\r\nb.so,sha256=old,2\nc.so,sha256=old,3\rd.so,sha256=old,4";
-        assert_eq!(
-            rewritten(
-                text,
-                &[
-                    ("a.so", 5, "A"),
-                    ("b.so", 6, "B"),
-                    ("c.so", 7, "C"),
-                    ("d.so", 8, "D")
-                ]
-            )
-            .as_deref(),
-            Some("a.so,sha256=A,5\r\nb.so,sha256=B,6\nc.so,sha256=C,7\rd.so,sha256=D,8")
-        );
-        // Blank lines between rows stay where they were.
-        let text = "a.so,sha256=old,1\r\n\r\n\nb.so,sha256=old,2\n\n";
-        assert_eq!(
-            rewritten(text, &[("b.so", 6, "B")]).as_deref(),
-            Some("a.so,sha256=old,1\r\n\r\n\nb.so,sha256=B,6\n\n")
-        );
-    }
-
-    #[test]
-    fn rows_with_no_hash() {
-        // A pruned file listed without a hash gets one; RECORD's own row
-        // (no hash, no size) stays.
-        let text = "a.so,,\npkg.dist-info/RECORD,,\n";
-        assert_eq!(
-            rewritten(text, &[("a.so", 5, "A")]).as_deref(),
-            Some("a.so,sha256=A,5\npkg.dist-info/RECORD,,\n")
-        );
-    }
-
-    #[test]
-    fn unchanged_rows_are_byte_for_byte() {
-        // Rows in forms the csv writer would not write (needless quotes,
-        // spaces, extra fields, no fields, bytes that are not UTF-8) are
-        // copied as they were.
-        let mut text =
-            b"\"b.py\",sha256=keep,3\r\nc.py , sha256=x ,4,extra\n,\n\xff\xfe,,\n".to_vec();
-        text.extend_from_slice(b"a.so,sha256=old,1\n\"e,f\",sha256=keep,2");
-        let changed = [("a.so", (7, "new"))].into_iter().collect();
-        let got = new_record(&text, &changed).unwrap().unwrap();
-        let mut want = text.clone();
-        let at = want
-            .windows(16)
-            .position(|w| w == b"a.so,sha256=old,")
-            .unwrap();
-        want.splice(at..at + 17, b"a.so,sha256=new,7".iter().copied());
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(&want)
-        );
-        // A RECORD naming no pruned file is not rewritten at all.
-        assert_eq!(rewritten("b.py,sha256=keep,3\n", &[("a.so", 1, "A")]), None);
-    }
-
-    #[test]
-    fn every_row_of_a_pruned_file_is_replaced() {
-        let text = "a.so,sha256=old,1\nb,,\na.so,sha256=old,1\n";
-        assert_eq!(
-            rewritten(text, &[("a.so", 2, "N")]).as_deref(),
-            Some("a.so,sha256=N,2\nb,,\na.so,sha256=N,2\n")
+            e,
+            "'x.whl': member 'm.so' inflates to 1000 bytes, fewer than the 1100 it declares"
         );
     }
 }

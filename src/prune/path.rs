@@ -1,0 +1,498 @@
+//! Pruning a file on disk, [`prune_path`]: read it, prune what it holds
+//! by its kind, and write the result where [`PathOptions`] says, whole or
+//! not at all, reporting what was kept and dropped ([`PathReport`]).
+//!
+//! By kind: a static archive member by member ([`super::archive`]), a
+//! thin archive's member files where they lie (in place only), a wheel
+//! (any zip) member by member with its RECORDs following
+//! ([`super::wheel`]), packages it cannot rewrite refused, anything else
+//! as [`prune_file`](super::prune_file) says. The output is written with
+//! no name and given it in one step ([`crate::files::Output`]), by
+//! position, the input's ranges copied file to file and freed bytes left
+//! as holes (`write.rs`); in place it keeps the input's mode, owner and
+//! times, and with [`PathOptions::keep_hard_links`] it is copied over the
+//! old file, which every link then shows.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::output::Output as NewFile;
+use super::{Options, Selection, Verdict};
+use crate::container::ar;
+use crate::error::Error;
+use crate::files::{Input, Output, copy_file_range_all};
+use crate::package;
+
+mod error;
+mod report;
+mod write;
+
+pub use error::{PathError, PathErrorKind};
+pub(crate) use report::merge;
+pub use report::{ImageGroup, PathReport};
+
+/// Where [`prune_path`] puts the pruned file.
+///
+/// # Examples
+///
+/// A dry run says what would go and writes nothing; in place, the file
+/// is replaced:
+///
+/// ```
+/// use offload_kit::prune::{Destination, PathOptions, prune_path};
+/// # use offload_kit::bundle::{self, Format};
+/// # use offload_kit::prune::{Ptx, Rules, Selection};
+/// # use offload_kit::scan::Rule;
+/// # let dir = tempfile::tempdir()?;
+/// # let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// # let entries = [
+/// #     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// # ];
+/// # let mut file = Vec::new();
+/// # bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// # let input = dir.path().join("kernels.hipfb");
+/// # std::fs::write(&input, &file)?;
+/// # let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+///
+/// let mut opts = PathOptions::default();
+/// assert_eq!(opts.destination, Destination::DryRun);
+/// let would = prune_path(&input, &keep, &opts)?;
+/// assert_eq!((would.output, std::fs::read(&input)?), (None, file.clone()));
+///
+/// opts.destination = Destination::InPlace;
+/// let did = prune_path(&input, &keep, &opts)?;
+/// assert_eq!(did.freed, would.freed);
+/// assert_eq!(std::fs::metadata(&input)?.len(), file.len() as u64 - did.freed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Destination {
+    /// Nowhere: say what would be removed, write nothing.
+    #[default]
+    DryRun,
+    /// This file (replaced whole if it exists).
+    File(PathBuf),
+    /// This directory, under the input's own file name.
+    Directory(PathBuf),
+    /// Over the input (a thin archive's members over themselves).
+    InPlace,
+}
+
+/// How [`prune_path`] prunes a file and where it writes it.
+///
+/// # Examples
+///
+/// In place, through every hard link of the file, letting the bundle
+/// lose every device image:
+///
+/// ```
+/// use offload_kit::prune::{Destination, PathOptions, prune_path};
+/// # use offload_kit::bundle::{self, Format};
+/// # use offload_kit::prune::{Ptx, Rules, Selection};
+/// # use offload_kit::scan::Rule;
+/// # let dir = tempfile::tempdir()?;
+/// # let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// # let entries = [
+/// #     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// # ];
+/// # let mut file = Vec::new();
+/// # bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// # let input = dir.path().join("kernels.hipfb");
+/// # std::fs::write(&input, &file)?;
+/// # let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+/// let link = dir.path().join("link.hipfb");
+/// std::fs::hard_link(&input, &link)?;
+///
+/// let mut opts = PathOptions::default();
+/// opts.destination = Destination::InPlace;
+/// opts.keep_hard_links = true;
+/// opts.prune.allow_empty = true;
+/// let none = Selection { rules: Rules::Keep(vec![Rule::parse("gfx1100")?]), ptx: Ptx::Newest };
+/// let report = prune_path(&input, &none, &opts)?;
+/// assert_eq!((report.hard_links, report.kept.len(), report.dropped.len()), (2, 0, 2));
+/// assert_eq!(std::fs::read(&link)?, std::fs::read(&input)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct PathOptions {
+    /// Where the pruned file goes.
+    pub destination: Destination,
+    /// In place, a file that has other hard links is rewritten through
+    /// them, so that every link sees the pruned file (the whole of it is
+    /// made first, then copied over the old contents); otherwise it is
+    /// replaced by a new file, and the other links keep the old one.
+    pub keep_hard_links: bool,
+    /// How the file's bytes are pruned.
+    pub prune: Options,
+}
+
+impl PathOptions {
+    fn in_place(&self) -> bool {
+        self.destination == Destination::InPlace
+    }
+
+    fn dry_run(&self) -> bool {
+        self.destination == Destination::DryRun
+    }
+
+    /// Where the pruned form of `input` goes; `None` in a dry run.
+    pub(crate) fn output_path(&self, input: &Path) -> Result<Option<PathBuf>, PathError> {
+        Ok(match &self.destination {
+            Destination::DryRun => None,
+            Destination::File(o) => Some(o.clone()),
+            Destination::Directory(d) => {
+                let name = input.file_name().ok_or_else(|| {
+                    let name = input.display().to_string();
+                    PathError::said(PathErrorKind::Refused, input, &name, "no file name")
+                })?;
+                Some(d.join(name))
+            }
+            Destination::InPlace => Some(input.to_path_buf()),
+        })
+    }
+}
+
+/// Prunes the file `input`: keeps only the device images `selection`
+/// keeps, rewriting each container that loses entries (see
+/// [`prune_file`](super::prune_file) for how each kind of file is
+/// rewritten), and writes the result where `opts` says, atomically: the
+/// path holds the old file until the new one takes its name in one step.
+/// Returns what it kept and dropped, and what it wrote.
+///
+/// Static archives are pruned member by member (the symbol table
+/// following), thin archives' member files where they lie (in place or
+/// in a dry run only; every member is worked out before any is written),
+/// and wheels (any zip) member by member, every `.dist-info/RECORD`
+/// naming a pruned member given its new hash and size (a signed wheel
+/// that would change is refused, and members are inflated within one
+/// decompression budget, [`Options::max_uncompressed`] or what a scan of
+/// a file that size gets). Tar archives, Debian and cpio packages, and
+/// zips with bytes in front of them are refused, the file untouched.
+///
+/// # Errors
+///
+/// A [`PathError`] naming the file and what failed: it cannot be opened,
+/// is of a kind not pruned, holds what cannot be pruned, or the output
+/// cannot be written (the old file then stays as it was).
+///
+/// # Examples
+///
+/// Keep only what a gfx90a loads of a HIP bundle file, into another file:
+///
+/// ```
+/// use offload_kit::bundle::{self, Format};
+/// use offload_kit::prune::{Destination, PathOptions, Ptx, Rules, Selection, prune_path};
+/// use offload_kit::scan::Rule;
+///
+/// let dir = tempfile::tempdir()?;
+/// let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// let entries = [
+///     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+///     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+///     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// ];
+/// let mut file = Vec::new();
+/// bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// let input = dir.path().join("kernels.hipfb");
+/// std::fs::write(&input, &file)?;
+///
+/// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+/// let mut opts = PathOptions::default();
+/// opts.destination = Destination::File(dir.path().join("pruned.hipfb"));
+/// let report = prune_path(&input, &keep, &opts)?;
+///
+/// assert_eq!((report.kept[0].target.as_str(), report.dropped[0].target.as_str()), ("gfx90a", "gfx942"));
+/// let pruned = std::fs::read(dir.path().join("pruned.hipfb"))?;
+/// assert_eq!(pruned.len() as u64, report.bytes_after);
+/// assert_eq!(report.bytes_after, report.bytes_before - report.freed);
+/// assert_eq!(bundle::entries(&pruned, Format::Binary)?.len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn prune_path(
+    input: &Path,
+    selection: &Selection,
+    opts: &PathOptions,
+) -> Result<PathReport, PathError> {
+    let name = input.to_string_lossy().into_owned();
+    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
+    let file = Input::open(&name).map_err(|e| PathError::open(input, e))?;
+    let data = file.bytes();
+    if package::detect(data) == Some(package::Kind::Zip) {
+        return super::wheel::prune(selection, opts, input, &meta, data);
+    }
+    if let Some(what) = super::package_not_pruned(data) {
+        let why = format!(
+            "it is {what}: prune does not rewrite such archives (unpack it, prune its files, \
+             pack it again)"
+        );
+        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+    }
+    if ar::is_thin(data) {
+        return thin(selection, opts, input, &meta, data);
+    }
+    let p = Pruning::of(selection, input, &name, data, &opts.prune)?;
+    let mut rep = PathReport {
+        containers_rewritten: p.rewritten,
+        not_shrunk: p.not_shrunk,
+        shrunk: p.shrunk,
+        freed: p.freed,
+        kept: p.kept,
+        dropped: p.dropped,
+        ..PathReport::new(&name, data, &meta)
+    };
+    let Some(dest) = opts.output_path(input)? else {
+        return Ok(rep);
+    };
+    if p.output.is_none() && opts.in_place() {
+        rep.disk_after = Some(rep.disk_before);
+        return Ok(rep);
+    }
+    let pruned = p
+        .output
+        .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
+    let cannot = |e| PathError::write(&dest, e);
+    let through = write_through(opts, input, &meta)?;
+    let mut out = Output::create(&dest).map_err(cannot)?;
+    match (file.file(), out.temp_file()) {
+        (Some(input), Some(f)) => write::write_at(input, data, &pruned, f).map_err(cannot)?,
+        _ => {
+            pruned.write_to(data, &mut out).map_err(cannot)?;
+            if let Some(f) = out.temp_file() {
+                write::punch(f, &pruned);
+            }
+        }
+    }
+    finish(opts, out, &meta, &dest, &mut rep, through)?;
+    Ok(rep)
+}
+
+/// One file's bytes pruned: what stays and goes, and the file to write.
+#[derive(Default)]
+pub(crate) struct Pruning {
+    pub(crate) kept: Vec<ImageGroup>,
+    pub(crate) dropped: Vec<ImageGroup>,
+    /// Containers rewritten (sections removed count one each).
+    pub(crate) rewritten: usize,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    shrunk: Option<super::Shrunk>,
+    /// Bytes freed: zeroed in place, or cut out.
+    pub(crate) freed: u64,
+    /// The pruned file; `None` when nothing changes.
+    pub(crate) output: Option<NewFile>,
+}
+
+/// A member's failure, or the archive's own, while a static archive is
+/// pruned.
+enum InArchive {
+    Member(PathError),
+    Archive(Error),
+}
+
+impl From<Error> for InArchive {
+    fn from(e: Error) -> InArchive {
+        InArchive::Archive(e)
+    }
+}
+
+impl Pruning {
+    /// Scans `data` (the file `name`: `path`, or a member of it) and works
+    /// out its pruned form: a static archive member by member, a
+    /// relocatable object with its sections shrunk, a linked program or
+    /// library rewritten where each container lies, anything else (a bare
+    /// container) with the freed bytes cut out.
+    pub(crate) fn of(
+        sel: &Selection,
+        path: &Path,
+        name: &str,
+        data: &[u8],
+        opts: &Options,
+    ) -> Result<Pruning, PathError> {
+        if ar::is_archive(data) {
+            return Pruning::of_archive(sel, path, name, data, opts);
+        }
+        let f =
+            super::prune_file(data, sel, opts).map_err(|e| PathError::content(path, name, e))?;
+        let groups = |kept: bool| {
+            report::groups(
+                f.report.images.iter().filter(|i| {
+                    let v = f.verdicts[i.id];
+                    v != Verdict::Always && v.stays() == kept
+                }),
+                |i| match kept {
+                    true => sel.why(i).or_else(|| {
+                        f.kept_whole
+                            .contains(&i.container)
+                            .then(|| super::KEPT_WHOLE.to_string())
+                    }),
+                    false => None,
+                },
+            )
+        };
+        Ok(Pruning {
+            kept: groups(true),
+            dropped: groups(false),
+            rewritten: f.rewritten,
+            freed: f.freed,
+            output: f.output,
+            not_shrunk: f.not_shrunk,
+            shrunk: f.shrunk,
+        })
+    }
+
+    /// A static archive: each member pruned as a file of its own would be.
+    fn of_archive(
+        sel: &Selection,
+        path: &Path,
+        name: &str,
+        data: &[u8],
+        opts: &Options,
+    ) -> Result<Pruning, PathError> {
+        if ar::is_thin(data) {
+            let why = "a thin archive's members are files of their own: prune them (the \
+                       archive follows their sizes when rebuilt with ar)";
+            return Err(PathError::said(PathErrorKind::Refused, path, name, why));
+        }
+        let mut p = Pruning::default();
+        let output = super::archive::prune(data, |member, bytes| {
+            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, opts)
+                .map_err(InArchive::Member)?;
+            p.kept.extend(m.kept);
+            p.dropped.extend(m.dropped);
+            p.rewritten += m.rewritten;
+            p.freed += m.freed;
+            Ok(m.output)
+        })
+        .map_err(|e| match e {
+            InArchive::Member(e) => e,
+            InArchive::Archive(e) => PathError::library(path, e),
+        })?;
+        p.kept = merge(std::mem::take(&mut p.kept));
+        p.dropped = merge(std::mem::take(&mut p.dropped));
+        p.output = output;
+        Ok(p)
+    }
+}
+
+/// With [`PathOptions::keep_hard_links`] in place, the input opened for
+/// writing when it has other links (the pruned file is copied into it
+/// once complete).
+pub(crate) fn write_through(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+) -> Result<Option<std::fs::File>, PathError> {
+    if !(opts.in_place() && opts.keep_hard_links && meta.nlink() > 1) {
+        return Ok(None);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(input)
+        .map_err(|e| PathError::write(input, e))?;
+    Ok(Some(f))
+}
+
+/// Gives the output the input's metadata (all of it in place, the mode
+/// otherwise: a pruned program stays a program), renames it into
+/// place and notes its sizes.
+pub(crate) fn finish(
+    opts: &PathOptions,
+    mut out: Output,
+    meta: &std::fs::Metadata,
+    dest: &Path,
+    rep: &mut PathReport,
+    through: Option<std::fs::File>,
+) -> Result<(), PathError> {
+    let cannot = |e| PathError::write(dest, e);
+    let bare = |e| PathError::io(PathErrorKind::Write, dest, e);
+    if let Some(mut target) = through {
+        // Every link is to see the pruned file: the whole of it, made
+        // and synced in the temporary file, is copied over the file's
+        // old contents. Only while that copy runs does the file hold
+        // part of each (docs/prune.md); a failure before it leaves the
+        // old file whole.
+        let tmp = out
+            .temp_file()
+            .ok_or_else(|| cannot(std::io::Error::other("no temporary file")))?;
+        tmp.sync_all().map_err(cannot)?;
+        let len = tmp.metadata().map_err(bare)?.len();
+        copy_file_range_all(tmp, 0, len, &mut target).map_err(cannot)?;
+        target.set_len(len).map_err(cannot)?;
+        let times = write::times(meta).map_err(bare)?;
+        target.set_times(times).map_err(bare)?;
+        target.sync_all().map_err(cannot)?;
+        drop(out);
+    } else {
+        if let Some(f) = out.temp_file() {
+            match opts.in_place() {
+                true => write::keep_metadata(f, meta),
+                false => f.set_permissions(meta.permissions()),
+            }
+            .map_err(bare)?;
+        }
+        out.commit().map_err(cannot)?;
+    }
+    let after = std::fs::metadata(dest).map_err(|e| PathError::io(PathErrorKind::Io, dest, e))?;
+    rep.output = Some(dest.to_string_lossy().into_owned());
+    rep.bytes_after = after.len();
+    rep.disk_after = Some(after.blocks() * 512);
+    Ok(())
+}
+
+/// A thin archive: its members are pruned where they lie (in place;
+/// every one worked out first, so that a refusal leaves all of them as
+/// they were), then the archive is given their new sizes.
+fn thin(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    data: &[u8],
+) -> Result<PathReport, PathError> {
+    let name = input.to_string_lossy().into_owned();
+    if !opts.in_place() && !opts.dry_run() {
+        let why = "a thin archive's members are files of their own: --in-place prunes them \
+                   where they lie (and the archive follows their sizes)";
+        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+    }
+    let members =
+        super::archive::thin_members(data).map_err(|e| PathError::content(input, &name, e))?;
+    let paths: Vec<PathBuf> = members
+        .iter()
+        .map(|m| ar::thin_member_path(input, m))
+        .collect();
+    for p in &paths {
+        let pname = p.to_string_lossy();
+        let f = Input::open(&pname).map_err(|e| PathError::open(p, e))?;
+        Pruning::of(sel, p, &pname, f.bytes(), &opts.prune)?;
+    }
+    let mut rep = PathReport::new(&name, data, meta);
+    let mut sizes = Vec::with_capacity(paths.len());
+    for p in &paths {
+        let r = prune_path(p, sel, opts)?;
+        rep.containers_rewritten += r.containers_rewritten;
+        rep.freed += r.freed;
+        rep.kept.extend(r.kept);
+        rep.dropped.extend(r.dropped);
+        sizes.push(r.bytes_after);
+    }
+    rep.kept = merge(std::mem::take(&mut rep.kept));
+    rep.dropped = merge(std::mem::take(&mut rep.dropped));
+    if opts.dry_run() {
+        return Ok(rep);
+    }
+    let new = super::archive::resize_thin(data, &sizes)
+        .map_err(|e| PathError::content(input, &name, e))?;
+    let cannot = |e| PathError::write(input, e);
+    let mut out = Output::create(input).map_err(cannot)?;
+    new.write_to(data, &mut out).map_err(cannot)?;
+    let through = write_through(opts, input, meta)?;
+    finish(opts, out, meta, input, &mut rep, through)?;
+    Ok(rep)
+}

@@ -1,0 +1,339 @@
+//! Why a file could not be pruned: [`PathError`], the file and what
+//! failed.
+//!
+//! Each error is its message's first part (`'lib.so': cannot write`) and,
+//! as its [`source`](std::error::Error::source), the cause (the I/O error,
+//! the library's [`Error`]); the command line joins the chain with ": ",
+//! every I/O error as the C library words it.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// What failed, for callers that branch on it ([`PathError::kind`]).
+///
+/// # Examples
+///
+/// A tar archive is not rewritten; it stays as it was:
+///
+/// ```
+/// use offload_kit::prune::{Destination, PathErrorKind, PathOptions, Ptx, Rules, Selection, prune_path};
+/// use offload_kit::scan::Rule;
+///
+/// let dir = tempfile::tempdir()?;
+/// let mut tar = tar::Builder::new(Vec::new());
+/// let mut header = tar::Header::new_gnu();
+/// header.set_size(4);
+/// tar.append_data(&mut header, "k.o", &b"\x7fELF"[..])?;
+/// let path = dir.path().join("k.tar");
+/// std::fs::write(&path, tar.into_inner()?)?;
+///
+/// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+/// let mut opts = PathOptions::default();
+/// opts.destination = Destination::InPlace;
+/// let e = prune_path(&path, &keep, &opts).unwrap_err();
+/// assert_eq!(e.kind(), PathErrorKind::Refused);
+/// assert!(e.to_string().ends_with("it is a tar archive: prune does not rewrite such archives \
+///                                  (unpack it, prune its files, pack it again)"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathErrorKind {
+    /// The file (or a thin archive's member) could not be opened or read.
+    Open,
+    /// The pruned file could not be written, or given the input's metadata,
+    /// or copied through the input's other hard links.
+    Write,
+    /// The file is of a kind that is not pruned (a tar archive, a `.deb`
+    /// or cpio package, a zip with bytes in front of it), or not as asked
+    /// (a thin archive but in place; a signed wheel that would change), or
+    /// an output name cannot be made from it.
+    Refused,
+    /// What the file holds could not be pruned: damaged data, a rewrite
+    /// the library refuses, a limit reached (the
+    /// [`source`](std::error::Error::source) says which, where it is the
+    /// library's [`Error`]).
+    Content,
+    /// Any other I/O failure (a temporary file, the metadata of a file
+    /// just written).
+    Io,
+}
+
+/// Why a file could not be pruned: which file, and what failed.
+///
+/// Its `Display` is the message's first part, naming the file (or the
+/// member of an archive or wheel, `lib.a(k.o)`, `w.whl!/pkg/k.so`) and
+/// what was being done; its source is the cause. Joined with ": " (each
+/// I/O error without Rust's ` (os error N)`), they make the line the
+/// command line prints after `error: `.
+///
+/// # Examples
+///
+/// ```
+/// use offload_kit::prune::{PathErrorKind, PathOptions, Ptx, Rules, Selection, prune_path};
+/// use offload_kit::scan::Rule;
+///
+/// let dir = tempfile::tempdir()?;
+/// let missing = dir.path().join("missing.hipfb");
+/// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+/// let e = prune_path(&missing, &keep, &PathOptions::default()).unwrap_err();
+/// assert_eq!(e.kind(), PathErrorKind::Open);
+/// assert_eq!(e.path(), missing);
+/// assert_eq!(e.to_string(), format!("'{}': cannot open", missing.display()));
+/// let cause = std::error::Error::source(&e).ok_or("no cause")?;
+/// assert!(cause.downcast_ref::<std::io::Error>().is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct PathError {
+    /// The file the failure is about.
+    path: PathBuf,
+    /// The message and its cause.
+    inner: Inner,
+}
+
+/// A [`PathError`]'s message and cause: each variant words one way of
+/// failing.
+#[derive(Debug, thiserror::Error)]
+enum Inner {
+    #[error("'{name}': cannot open")]
+    Open {
+        name: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("'{name}': cannot write")]
+    Write {
+        name: String,
+        #[source]
+        source: Option<io::Error>,
+    },
+    /// The library's error on the bytes of `name`.
+    #[error("'{name}'")]
+    Content {
+        name: String,
+        #[source]
+        source: Error,
+    },
+    /// The library's error, on its own (a static archive's own structure).
+    #[error(transparent)]
+    Library(Error),
+    /// A wheel the zip reader or writer fails on.
+    #[error("'{name}'")]
+    Zip {
+        name: String,
+        #[source]
+        source: zip::result::ZipError,
+    },
+    /// A wheel's member failing as `what` says (`cannot be inflated`).
+    #[error("'{name}': member '{member}' {what}")]
+    Member {
+        name: String,
+        member: String,
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An I/O error on its own, as the C library words it.
+    #[error("{}", OsText(.source))]
+    Io {
+        kind: PathErrorKind,
+        #[source]
+        source: io::Error,
+    },
+    /// `'NAME': WHY`, of the kind given.
+    #[error("'{name}': {why}")]
+    Said {
+        kind: PathErrorKind,
+        name: String,
+        why: String,
+    },
+}
+
+/// An I/O error as the C library words it: without Rust's ` (os error N)`
+/// or whatever a library added after it (the path of a temporary file).
+struct OsText<'a>(&'a io::Error);
+
+impl fmt::Display for OsText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self.0.raw_os_error() {
+            Some(code) => io::Error::from_raw_os_error(code).to_string(),
+            None => self.0.to_string(),
+        };
+        f.write_str(s.rfind(" (os error ").map_or(s.as_str(), |i| &s[..i]))
+    }
+}
+
+impl PathError {
+    /// The file the failure is about: the input, the output, or a thin
+    /// archive's member.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What failed.
+    pub fn kind(&self) -> PathErrorKind {
+        match &self.inner {
+            Inner::Open { .. } => PathErrorKind::Open,
+            Inner::Write { .. } => PathErrorKind::Write,
+            Inner::Content { .. } | Inner::Library(_) | Inner::Zip { .. } => PathErrorKind::Content,
+            Inner::Member { .. } => PathErrorKind::Content,
+            Inner::Io { kind, .. } | Inner::Said { kind, .. } => *kind,
+        }
+    }
+
+    fn new(path: &Path, inner: Inner) -> PathError {
+        PathError {
+            path: path.to_path_buf(),
+            inner,
+        }
+    }
+
+    /// `path` cannot be opened or read.
+    pub(crate) fn open(path: &Path, source: io::Error) -> PathError {
+        let name = path.to_string_lossy().into_owned();
+        PathError::new(path, Inner::Open { name, source })
+    }
+
+    /// `path` cannot be written (`source`: why, where there is an I/O
+    /// error to say it).
+    pub(crate) fn write(path: &Path, source: impl Into<Option<io::Error>>) -> PathError {
+        let name = path.display().to_string();
+        let source = source.into();
+        PathError::new(path, Inner::Write { name, source })
+    }
+
+    /// The library fails on the bytes of `name` (`path`, or a member of
+    /// it).
+    pub(crate) fn content(path: &Path, name: &str, source: Error) -> PathError {
+        let name = name.to_string();
+        PathError::new(path, Inner::Content { name, source })
+    }
+
+    /// The library fails on `path`, the error saying where.
+    pub(crate) fn library(path: &Path, source: Error) -> PathError {
+        PathError::new(path, Inner::Library(source))
+    }
+
+    /// The zip crate fails on the wheel `path`.
+    pub(crate) fn zip(path: &Path, source: zip::result::ZipError) -> PathError {
+        let name = path.to_string_lossy().into_owned();
+        PathError::new(path, Inner::Zip { name, source })
+    }
+
+    /// The member `member` of the wheel `path` fails as `what` says.
+    pub(crate) fn member(
+        path: &Path,
+        member: &str,
+        what: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> PathError {
+        let (name, member) = (path.to_string_lossy().into_owned(), member.to_string());
+        let source = source.into();
+        PathError::new(
+            path,
+            Inner::Member {
+                name,
+                member,
+                what,
+                source,
+            },
+        )
+    }
+
+    /// An I/O error about `path`, of the kind given, said on its own.
+    pub(crate) fn io(kind: PathErrorKind, path: &Path, source: io::Error) -> PathError {
+        PathError::new(path, Inner::Io { kind, source })
+    }
+
+    /// `'NAME': WHY`, about `path`, of the kind given (`name`: `path`, or
+    /// a member of it).
+    pub(crate) fn said(
+        kind: PathErrorKind,
+        path: &Path,
+        name: &str,
+        why: impl Into<String>,
+    ) -> PathError {
+        let (name, why) = (name.to_string(), why.into());
+        PathError::new(path, Inner::Said { kind, name, why })
+    }
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.inner, f)
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `e` and its causes joined by ": ", as the command line prints them.
+    fn chain(e: &PathError) -> String {
+        let mut parts = vec![e.to_string()];
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            parts.push(c.to_string());
+            cause = c.source();
+        }
+        parts.join(": ")
+    }
+
+    #[test]
+    fn each_error_names_its_file_and_what_failed() {
+        let p = Path::new("dir/x.so");
+        let e = PathError::open(p, io::Error::other("gone"));
+        assert_eq!(
+            (e.kind(), chain(&e).as_str()),
+            (PathErrorKind::Open, "'dir/x.so': cannot open: gone")
+        );
+        let e = PathError::write(p, None);
+        assert_eq!(
+            (e.kind(), chain(&e).as_str()),
+            (PathErrorKind::Write, "'dir/x.so': cannot write")
+        );
+        let e = PathError::said(PathErrorKind::Refused, p, "dir/x.so(m.o)", "no");
+        assert_eq!(
+            (e.kind(), chain(&e).as_str()),
+            (PathErrorKind::Refused, "'dir/x.so(m.o)': no")
+        );
+        let e = PathError::content(p, "dir/x.so", Error::invalid("bundle", "bad"));
+        assert_eq!(chain(&e), "'dir/x.so': invalid bundle: bad");
+        assert_eq!(e.path(), p);
+        // A member's I/O error stays an I/O error to its reader (the
+        // command line words it as the C library does).
+        let e = PathError::member(p, "m.so", "cannot be inflated", io::Error::other("short"));
+        assert_eq!(
+            chain(&e),
+            "'dir/x.so': member 'm.so' cannot be inflated: short"
+        );
+        let cause = std::error::Error::source(&e).unwrap();
+        assert!(cause.downcast_ref::<io::Error>().is_some());
+    }
+
+    #[test]
+    fn an_io_error_on_its_own_is_worded_as_the_c_library_words_it() {
+        let wrapped = io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} at path \"/d/.tmp1\"", io::Error::from_raw_os_error(2)),
+        );
+        let e = PathError::io(PathErrorKind::Io, Path::new("x"), wrapped);
+        assert_eq!(e.to_string(), "No such file or directory");
+        let e = PathError::io(
+            PathErrorKind::Io,
+            Path::new("x"),
+            io::Error::from_raw_os_error(13),
+        );
+        assert_eq!(e.to_string(), "Permission denied");
+    }
+}

@@ -1,0 +1,195 @@
+//! What pruning one file did (or would do): [`PathReport`], with the
+//! images kept and dropped in [`ImageGroup`]s, as `offload-kit prune`
+//! prints it (text, or JSON of schema `offload-kit/prune/1`).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+use serde::Serialize;
+
+use super::super::Shrunk;
+use crate::scan::Image;
+use crate::scan::sort::arch_cmp;
+
+/// Images kept or dropped, per target and kind.
+///
+/// # Examples
+///
+/// ```
+/// use offload_kit::prune::{PathOptions, prune_path};
+/// # use offload_kit::bundle::{self, Format};
+/// # use offload_kit::prune::{Ptx, Rules, Selection};
+/// # use offload_kit::scan::Rule;
+/// # let dir = tempfile::tempdir()?;
+/// # let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// # let entries = [
+/// #     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// # ];
+/// # let mut file = Vec::new();
+/// # bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// # let input = dir.path().join("kernels.hipfb");
+/// # std::fs::write(&input, &file)?;
+/// # let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+///
+/// let report = prune_path(&input, &keep, &PathOptions::default())?;
+/// let kept = &report.kept[0];
+/// assert_eq!((kept.target.as_str(), kept.images, kept.bytes), ("gfx90a", 1, 64));
+/// assert!(kept.why.as_deref().is_some_and(|w| w.starts_with("gfx90a: ")));
+/// assert_eq!((report.dropped[0].target.as_str(), &report.dropped[0].why), ("gfx942", &None));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ImageGroup {
+    /// The images' target ID (`gfx90a:xnack+`, `sm_86`).
+    pub target: String,
+    /// Their kind (`object`, `ptx`, `cubin`; `unknown` where the scan could
+    /// not tell).
+    pub kind: String,
+    /// How many.
+    pub images: usize,
+    /// Their bytes, together.
+    pub bytes: u64,
+    /// For kept images: the rule that keeps them, and how a device it
+    /// names loads them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// What pruning one file did (or, in a dry run, would do).
+///
+/// Its fields, serialized, are the command line's JSON (one element of
+/// `files` in a document of schema `offload-kit/prune/1`).
+///
+/// # Examples
+///
+/// ```
+/// use offload_kit::prune::{PathOptions, prune_path};
+/// # use offload_kit::bundle::{self, Format};
+/// # use offload_kit::prune::{Ptx, Rules, Selection};
+/// # use offload_kit::scan::Rule;
+/// # let dir = tempfile::tempdir()?;
+/// # let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// # let entries = [
+/// #     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// # ];
+/// # let mut file = Vec::new();
+/// # bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// # let input = dir.path().join("kernels.hipfb");
+/// # std::fs::write(&input, &file)?;
+/// # let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+///
+/// let report = prune_path(&input, &keep, &PathOptions::default())?;
+/// assert_eq!((report.containers_rewritten, report.bytes_before), (1, file.len() as u64));
+/// assert_eq!((report.output, report.disk_after), (None, None), "a dry run");
+/// let json = serde_json::to_value(&report.dropped)?;
+/// assert_eq!(json, serde_json::json!([
+///     { "target": "gfx942", "kind": "unknown", "images": 1, "bytes": 64 }
+/// ]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct PathReport {
+    /// The file pruned, as named.
+    pub path: String,
+    /// Where the pruned file went; `None` in a dry run, and in place when
+    /// nothing changed.
+    pub output: Option<String>,
+    /// Containers rewritten (bundle sections removed count one each).
+    pub containers_rewritten: usize,
+    /// The file's size.
+    pub bytes_before: u64,
+    /// The output's size (the file's, when nothing was written).
+    pub bytes_after: u64,
+    /// Bytes the file took on disk.
+    pub disk_before: u64,
+    /// Bytes the output takes on disk; `None` in a dry run.
+    pub disk_after: Option<u64>,
+    /// For a linked file rewritten in place rather than shrunk: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_shrunk: Option<String>,
+    /// For a linked file shrunk: what became of its layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shrunk: Option<Shrunk>,
+    /// Links the input had (in place and more than one, the others keep
+    /// the old file unless [`PathOptions::keep_hard_links`](super::PathOptions::keep_hard_links)).
+    pub hard_links: u64,
+    /// Bytes freed: zeroed where they lie, or cut out of the file.
+    pub freed: u64,
+    /// The images that stay.
+    pub kept: Vec<ImageGroup>,
+    /// The images that go.
+    pub dropped: Vec<ImageGroup>,
+}
+
+impl PathReport {
+    /// The report on `data` (the file `name`, with `meta`) before anything
+    /// is pruned: nothing rewritten, nothing written yet.
+    pub(crate) fn new(name: &str, data: &[u8], meta: &std::fs::Metadata) -> PathReport {
+        PathReport {
+            path: name.to_string(),
+            output: None,
+            containers_rewritten: 0,
+            bytes_before: data.len() as u64,
+            bytes_after: data.len() as u64,
+            disk_before: meta.blocks() * 512,
+            disk_after: None,
+            not_shrunk: None,
+            shrunk: None,
+            hard_links: meta.nlink(),
+            freed: 0,
+            kept: Vec::new(),
+            dropped: Vec::new(),
+        }
+    }
+}
+
+/// The images, one group per target, kind and reason (`why`, for kept
+/// images).
+pub(crate) fn groups<'a>(
+    images: impl Iterator<Item = &'a Image>,
+    why: impl Fn(&Image) -> Option<String>,
+) -> Vec<ImageGroup> {
+    merge(
+        images
+            .map(|i| ImageGroup {
+                target: i.target_id.clone(),
+                kind: i
+                    .image_kind
+                    .as_ref()
+                    .map_or("unknown".to_string(), |k| k.to_string()),
+                images: 1,
+                bytes: i.size,
+                why: why(i),
+            })
+            .collect(),
+    )
+}
+
+/// Groups merged: one row per target, kind and reason.
+pub(crate) fn merge(gs: Vec<ImageGroup>) -> Vec<ImageGroup> {
+    let mut m: BTreeMap<(String, String, Option<String>), ImageGroup> = BTreeMap::new();
+    for g in gs {
+        let e = m
+            .entry((g.target.clone(), g.kind.clone(), g.why.clone()))
+            .or_insert(ImageGroup {
+                images: 0,
+                bytes: 0,
+                ..g.clone()
+            });
+        e.images += g.images;
+        e.bytes += g.bytes;
+    }
+    let mut v: Vec<ImageGroup> = m.into_values().collect();
+    v.sort_by(|a, b| {
+        arch_cmp(&a.target, &b.target)
+            .then_with(|| a.kind.cmp(&b.kind))
+            .then_with(|| a.why.cmp(&b.why))
+    });
+    v
+}

@@ -1,0 +1,415 @@
+//! [`prune_path`] on files made here, without LLVM: where the pruned file
+//! goes (nowhere in a dry run, a new file, a directory, in place with the
+//! input's mode and times, through hard links or not), what is refused
+//! with the file left as it was (a tar archive, a thin archive but in
+//! place, a signed wheel that would change), and the messages, each
+//! naming the file and what failed.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::{Ptx, hip_bundle, keep};
+use crate::prune::{
+    Destination, PathError, PathErrorKind, PathOptions, PathReport, Selection, prune_path,
+};
+
+/// Keeps what a gfx90a loads.
+fn gfx90a() -> Selection {
+    keep(&["gfx90a"], Ptx::Newest)
+}
+
+/// Options writing to `destination`.
+fn to(destination: Destination) -> PathOptions {
+    PathOptions {
+        destination,
+        ..PathOptions::default()
+    }
+}
+
+/// `e` and its causes joined by ": ", as the command line prints them
+/// (but for the C library's wording of I/O errors).
+fn text(e: &PathError) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        parts.push(c.to_string());
+        cause = c.source();
+    }
+    parts.join(": ")
+}
+
+/// The names in `dir`.
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A directory holding `k.hipfb`, a HIP bundle (gfx90a, gfx1030, gfx942
+/// images), dated in 2001 and of mode 0o751.
+fn with_bundle() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.hipfb");
+    std::fs::write(&path, hip_bundle()).unwrap();
+    set_times(&path, 1_000_000_000);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+    (dir, path)
+}
+
+fn set_times(path: &Path, secs: u64) {
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
+}
+
+fn mtime(path: &Path) -> i64 {
+    std::fs::metadata(path).unwrap().mtime()
+}
+
+/// The report says what the gfx90a selection keeps of [`hip_bundle`].
+fn check_groups(r: &PathReport) {
+    let kept: Vec<&str> = r.kept.iter().map(|g| g.target.as_str()).collect();
+    let dropped: Vec<&str> = r.dropped.iter().map(|g| g.target.as_str()).collect();
+    assert_eq!(kept, ["gfx90a:xnack+", "gfx90a:xnack-"]);
+    assert_eq!(dropped, ["gfx942", "gfx1030"]);
+    assert!(r.kept.iter().all(|g| g.why.is_some()));
+    assert!(r.dropped.iter().all(|g| g.why.is_none() && g.images == 1));
+    assert_eq!(r.containers_rewritten, 1);
+}
+
+#[test]
+fn a_dry_run_writes_nothing() {
+    let (dir, path) = with_bundle();
+    let before = std::fs::read(&path).unwrap();
+    let r = prune_path(&path, &gfx90a(), &PathOptions::default()).unwrap();
+    check_groups(&r);
+    assert!(r.freed > 0);
+    assert_eq!((r.output.as_deref(), r.disk_after), (None, None));
+    assert_eq!(
+        (r.bytes_before, r.bytes_after),
+        (before.len() as u64, before.len() as u64)
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(names(dir.path()), BTreeSet::from(["k.hipfb".to_string()]));
+}
+
+#[test]
+fn a_new_file_replaces_the_old_whole_with_the_input_mode() {
+    let (dir, path) = with_bundle();
+    let out = dir.path().join("out.hipfb");
+    std::fs::write(&out, b"old").unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::File(out.clone()))).unwrap();
+    check_groups(&r);
+    let pruned = std::fs::read(&out).unwrap();
+    assert_eq!(pruned.len() as u64, r.bytes_after);
+    assert_eq!(r.bytes_after, r.bytes_before - r.freed);
+    assert_eq!(r.output.as_deref(), Some(out.to_str().unwrap()));
+    // The same bytes as the library's own pruning of the input.
+    let data = std::fs::read(&path).unwrap();
+    let f = crate::prune::prune_file(&data, &gfx90a(), &crate::prune::Options::default()).unwrap();
+    assert_eq!(pruned, f.output.unwrap().to_vec(&data).unwrap());
+    // Nothing else left in the directory; the mode is the input's, the
+    // time a new one.
+    assert_eq!(
+        names(dir.path()),
+        BTreeSet::from(["k.hipfb".into(), "out.hipfb".into()])
+    );
+    let meta = std::fs::metadata(&out).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o751);
+    assert_ne!(meta.mtime(), 1_000_000_000);
+
+    // Into a directory, under the input's name.
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::Directory(sub.clone()))).unwrap();
+    assert_eq!(
+        r.output.as_deref(),
+        Some(sub.join("k.hipfb").to_str().unwrap())
+    );
+    assert_eq!(std::fs::read(sub.join("k.hipfb")).unwrap(), pruned);
+}
+
+#[test]
+fn in_place_the_file_keeps_its_mode_and_times() {
+    let (dir, path) = with_bundle();
+    let before = std::fs::metadata(&path).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    check_groups(&r);
+    let after = std::fs::metadata(&path).unwrap();
+    assert_eq!(after.len(), r.bytes_after);
+    assert!(after.len() < before.len());
+    assert_eq!(after.permissions().mode(), before.permissions().mode());
+    assert_eq!(
+        (after.mtime(), after.atime()),
+        (1_000_000_000, 1_000_000_000)
+    );
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    assert_eq!(names(dir.path()), BTreeSet::from(["k.hipfb".to_string()]));
+    // Pruned again: nothing to remove, the file as it was.
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!((r.containers_rewritten, r.freed), (0, 0));
+    assert_eq!(r.output, None);
+    assert_eq!(r.disk_after, Some(r.disk_before));
+    assert_eq!(std::fs::metadata(&path).unwrap().ino(), after.ino());
+}
+
+#[test]
+fn other_hard_links_keep_the_old_file_unless_asked() {
+    let (dir, path) = with_bundle();
+    let before = std::fs::read(&path).unwrap();
+    let link = dir.path().join("link.hipfb");
+    std::fs::hard_link(&path, &link).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.hard_links, 2);
+    assert_eq!(std::fs::read(&link).unwrap(), before);
+    assert_eq!(std::fs::metadata(&link).unwrap().nlink(), 1);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), r.bytes_after);
+
+    // Through the links: one file, pruned, seen by both names.
+    let (dir, path) = with_bundle();
+    let link = dir.path().join("link.hipfb");
+    std::fs::hard_link(&path, &link).unwrap();
+    let ino = std::fs::metadata(&path).unwrap().ino();
+    let mut opts = to(Destination::InPlace);
+    opts.keep_hard_links = true;
+    let r = prune_path(&path, &gfx90a(), &opts).unwrap();
+    assert_eq!(r.hard_links, 2);
+    let (a, b) = (
+        std::fs::metadata(&path).unwrap(),
+        std::fs::metadata(&link).unwrap(),
+    );
+    assert_eq!((a.ino(), b.ino(), a.nlink()), (ino, ino, 2));
+    assert_eq!((a.len(), a.mtime()), (r.bytes_after, 1_000_000_000));
+    assert_eq!(std::fs::read(&link).unwrap(), std::fs::read(&path).unwrap());
+    assert_eq!(names(dir.path()).len(), 2);
+}
+
+#[test]
+fn a_tar_archive_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.tar");
+    let mut t = tar::Builder::new(Vec::new());
+    let bundle = hip_bundle();
+    let mut h = tar::Header::new_gnu();
+    h.set_size(bundle.len() as u64);
+    h.set_mode(0o644);
+    t.append_data(&mut h, "k.hipfb", &bundle[..]).unwrap();
+    let tar = t.into_inner().unwrap();
+    std::fs::write(&path, &tar).unwrap();
+    set_times(&path, 1_000_000_000);
+    let e = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Refused);
+    assert_eq!(e.path(), path);
+    assert_eq!(
+        text(&e),
+        format!(
+            "'{}': it is a tar archive: prune does not rewrite such archives (unpack it, prune \
+             its files, pack it again)",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), tar);
+    assert_eq!(mtime(&path), 1_000_000_000);
+    assert_eq!(names(dir.path()).len(), 1);
+}
+
+#[test]
+fn what_cannot_be_opened_or_written_is_named() {
+    let (dir, path) = with_bundle();
+    let missing = dir.path().join("missing");
+    let e = prune_path(&missing, &gfx90a(), &PathOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Open);
+    assert!(
+        text(&e).starts_with(&format!("'{}': cannot open: ", missing.display())),
+        "{}",
+        text(&e)
+    );
+    let e = std::error::Error::source(&e).unwrap();
+    assert_eq!(
+        e.downcast_ref::<std::io::Error>().map(|e| e.kind()),
+        Some(std::io::ErrorKind::NotFound)
+    );
+
+    let out = dir.path().join("no/such/dir/out");
+    let e = prune_path(&path, &gfx90a(), &to(Destination::File(out.clone()))).unwrap_err();
+    assert_eq!((e.kind(), e.path()), (PathErrorKind::Write, out.as_path()));
+    assert!(text(&e).starts_with(&format!("'{}': cannot write: ", out.display())));
+
+    // A file whose bytes cannot be pruned as asked: the library's error
+    // follows the file's name.
+    let e = prune_path(
+        &path,
+        &keep(&["sm_80"], Ptx::Newest),
+        &to(Destination::InPlace),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Content);
+    assert_eq!(
+        text(&e),
+        format!(
+            "'{}': the bundle at 0x0 would lose images, but no device image of it would stay \
+             (--allow-empty allows that)",
+            path.display()
+        )
+    );
+    let cause = std::error::Error::source(&e).unwrap();
+    assert!(cause.downcast_ref::<crate::Error>().is_some());
+}
+
+/// A thin archive of the files `members` (in the archive's directory).
+fn thin_archive(dir: &Path, members: &[&str]) -> Vec<u8> {
+    let mut a = crate::archive::THIN_MAGIC.to_vec();
+    for m in members {
+        let size = std::fs::metadata(dir.join(m)).unwrap().len();
+        let header = format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            format!("{m}/"),
+            0,
+            0,
+            0,
+            644,
+            size
+        );
+        assert_eq!(header.len(), 60);
+        a.extend_from_slice(header.as_bytes());
+    }
+    a
+}
+
+#[test]
+fn a_thin_archive_is_pruned_where_its_members_lie_and_only_in_place() {
+    let (dir, path) = with_bundle();
+    let archive = dir.path().join("k.a");
+    std::fs::write(&archive, thin_archive(dir.path(), &["k.hipfb"])).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let out = dir.path().join("out.a");
+    let e = prune_path(&archive, &gfx90a(), &to(Destination::File(out))).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Refused);
+    assert_eq!(
+        text(&e),
+        format!(
+            "'{}': a thin archive's members are files of their own: --in-place prunes them \
+             where they lie (and the archive follows their sizes)",
+            archive.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    let dry = prune_path(&archive, &gfx90a(), &PathOptions::default()).unwrap();
+    check_groups(&dry);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    let r = prune_path(&archive, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    check_groups(&r);
+    assert_eq!(r.freed, dry.freed);
+    let pruned = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(pruned, before.len() as u64 - r.freed);
+    assert_eq!(
+        std::fs::read(&archive).unwrap(),
+        thin_archive(dir.path(), &["k.hipfb"]),
+        "the member's new size in the archive"
+    );
+}
+
+#[test]
+fn a_static_archive_is_pruned_member_by_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = hip_bundle();
+    let members = [
+        crate::archive::Member {
+            name: "a.hipfb".into(),
+            data: &bundle,
+        },
+        crate::archive::Member {
+            name: "b.hipfb".into(),
+            data: &bundle,
+        },
+    ];
+    let mut data = Vec::new();
+    crate::archive::layout_gnu(&members, false)
+        .unwrap()
+        .write_to(&mut data, &[&bundle, &bundle])
+        .unwrap();
+    let path = dir.path().join("k.a");
+    std::fs::write(&path, &data).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.containers_rewritten, 2);
+    assert!(r.kept.iter().chain(&r.dropped).all(|g| g.images == 2));
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(after.len() as u64, r.bytes_after);
+    let entries = crate::container::ar::entries(&after).unwrap();
+    assert_eq!(entries.len(), 2);
+}
+
+/// A wheel holding `lib` (a shared library) as `pkg/lib.so`, deflated, and
+/// a RECORD naming it; with `signed`, a RECORD.jws too.
+fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    z.start_file("pkg/lib.so", deflated).unwrap();
+    z.write_all(lib).unwrap();
+    z.start_file("pkg-1.0.dist-info/RECORD", deflated).unwrap();
+    z.write_all(b"pkg/lib.so,sha256=old,1\r\npkg-1.0.dist-info/RECORD,,\r\n")
+        .unwrap();
+    if signed {
+        z.start_file("pkg-1.0.dist-info/RECORD.jws", deflated)
+            .unwrap();
+        z.write_all(b"{}").unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
+
+#[test]
+fn a_wheel_gets_its_record_rewritten_and_a_signed_one_is_refused() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let lib = super::linked::library(&super::linked::hip_bundle(4096));
+    let path = dir.path().join("pkg-1.0-py3-none-any.whl");
+    std::fs::write(&path, wheel(&lib, false)).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.containers_rewritten, 1);
+    let mut zin = zip::ZipArchive::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut new_lib = Vec::new();
+    zin.by_name("pkg/lib.so")
+        .unwrap()
+        .read_to_end(&mut new_lib)
+        .unwrap();
+    assert!(new_lib.len() < lib.len());
+    let mut record = String::new();
+    zin.by_name("pkg-1.0.dist-info/RECORD")
+        .unwrap()
+        .read_to_string(&mut record)
+        .unwrap();
+    let sha =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&new_lib));
+    assert_eq!(
+        record,
+        format!(
+            "pkg/lib.so,sha256={sha},{}\r\npkg-1.0.dist-info/RECORD,,\r\n",
+            new_lib.len()
+        )
+    );
+
+    let signed = wheel(&lib, true);
+    std::fs::write(&path, &signed).unwrap();
+    let e = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Refused);
+    assert_eq!(
+        text(&e),
+        format!(
+            "'{}': it is signed ('pkg-1.0.dist-info/RECORD.jws'), and a pruned wheel's \
+             signature would not verify: remove the signature files from it first",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), signed);
+    assert_eq!(names(dir.path()).len(), 1);
+}
