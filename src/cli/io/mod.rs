@@ -11,8 +11,8 @@ mod report;
 mod text;
 
 pub use crate::files::{
-    Input, Noting, Output, SPOOL_IN_MEMORY, clean_up_on_signals, copy_file_range_all,
-    copy_in_pieces, write_bytes, write_layout, write_pieces,
+    Input, Noting, Output, clean_up_on_signals, copy_file_range_all, write_bytes, write_layout,
+    write_pieces,
 };
 pub(crate) use crate::files::{safe_component, strerror};
 pub use report::Report;
