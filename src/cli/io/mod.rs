@@ -12,7 +12,7 @@ mod text;
 
 pub use crate::files::{
     Input, Noting, Output, SPOOL_IN_MEMORY, Sink, clean_up_on_signals, copy_file_range_all,
-    copy_in_pieces, write_bytes, write_layout, write_pieces,
+    copy_in_pieces, write_bytes, write_layout,
 };
 pub use report::Report;
 pub use text::{error_text, print_line, printable, safe_component, strerror};
