@@ -101,13 +101,7 @@ pub fn execute(
                 }
             }
             Step::RenameEntries { program, output } => {
-                let c = job::Command {
-                    name: "llvm-objcopy".into(),
-                    program: program.clone(),
-                    args: super::relocatable_objcopy_args(output, md5),
-                    output: output.clone(),
-                };
-                execute_one(o, &c, say)?;
+                execute_one(o, &job::rename_entries(program, output, md5), say)?;
             }
             Step::Fail(f) => return Err(f.clone()),
         }

@@ -71,15 +71,6 @@ pub struct Options {
     pub host: Vec<HostArg>,
 }
 
-impl Options {
-    /// The host's triple: `--host-triple`, else this machine's Linux.
-    pub fn host_triple(&self) -> String {
-        self.host_triple
-            .clone()
-            .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
-    }
-}
-
 /// A device binary of the link, as the plan takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
@@ -254,8 +245,7 @@ impl Plan {
                 Step::Run(c) => lines.push(c.line()),
                 Step::RenameEntries { program, output } => {
                     let md5 = crate::bundle::ccob::truncated_md5(b"");
-                    let args = super::relocatable_objcopy_args(output, md5);
-                    lines.push(super::print_command(program, &args));
+                    lines.push(rename_entries(program, output, md5).line());
                 }
                 _ => {}
             }
@@ -272,7 +262,10 @@ pub fn plan(o: &Options, found: &[Found], env: &mut dyn Env) -> Plan {
     let mut p = Planner {
         o,
         env,
-        host_triple: o.host_triple(),
+        host_triple: o
+            .host_triple
+            .clone()
+            .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH)),
         exe_name: file_name(&exe).to_string(),
         exe,
         steps: Vec::new(),
@@ -580,6 +573,17 @@ impl Planner<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// The `llvm-objcopy` command of [`Step::RenameEntries`], the suffix
+/// `md5` from [`Step::Checksum`].
+pub fn rename_entries(program: &str, output: &str, md5: u64) -> Command {
+    Command {
+        name: "llvm-objcopy".into(),
+        program: program.to_string(),
+        args: super::relocatable_objcopy_args(output, md5),
+        output: output.to_string(),
     }
 }
 
