@@ -343,3 +343,16 @@ impl std::error::Error for Error {
         }
     }
 }
+
+/// The C library's text for an I/O error (what LLVM prints), without Rust's
+/// " (os error N)" suffix or any path a library added.
+pub(crate) fn strerror(e: &io::Error) -> String {
+    let s = match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code).to_string(),
+        None => e.to_string(),
+    };
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}

@@ -45,6 +45,7 @@
 use std::io;
 use std::path::Path;
 
+pub(crate) use crate::error::strerror;
 use crate::layout::{Layout, Piece, write_zeros};
 
 mod cleanup;
@@ -146,19 +147,6 @@ pub fn write_bytes(path: impl AsRef<Path>, input: &Input, bytes: &[u8]) -> io::R
     let mut out = Output::create(path.as_ref())?;
     input.copy_to(bytes, &mut out)?;
     out.commit()
-}
-
-/// The C library's text for an I/O error (what LLVM prints), without Rust's
-/// " (os error N)" suffix or any path a library added.
-pub(crate) fn strerror(e: &io::Error) -> String {
-    let s = match e.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code).to_string(),
-        None => e.to_string(),
-    };
-    match s.rfind(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
-    }
 }
 
 /// A file-name component made safe: only `[A-Za-z0-9._+-]`, no leading dot,

@@ -1,19 +1,36 @@
-//! The plan of `clang-linker-wrapper`'s job, as LLVM 22's tool does it:
-//! which files hold the link's device code ([`inputs`]), which device
-//! binaries go into which device link ([`select`]), which offload kinds
-//! are bundled and wrapped in which order ([`plan`]), the device-link and
-//! host-link command lines (argument for argument as LLVM 22 renders
-//! them), and how a linked device image is packed before it is wrapped.
+//! `clang-linker-wrapper`'s job, as LLVM 22's tool does it: which files
+//! hold the link's device code ([`inputs`]), which device binaries go
+//! into which device link ([`select`]), which offload kinds are bundled
+//! and wrapped in which order ([`plan`]), the device-link and host-link
+//! command lines (argument for argument as LLVM 22 renders them, here),
+//! how a linked device image is packed before it is wrapped, and the
+//! whole job as a list of steps ([`job`]: the commands in order, with
+//! their arguments and the files each writes; what `--dry-run` prints).
+//! The `-mllvm` values are checked as LLVM checks them
+//! ([`llvm_options`]); failures carry LLVM's line ([`failure`]).
 //!
-//! This module only computes: the caller reads the files (with
-//! [`crate::offload_binary::find_images_streamed`]), writes the device
-//! inputs, runs the commands and wraps the packed images with
-//! [`crate::wrap`]. How LLVM 22 decides each step is written up in
-//! `docs/linker-wrapper-inputs.md`.
+//! Those compute; with the `files` feature the rest does the work: the
+//! device binaries read from the link's files (`extract`), the job run on
+//! this system (`exec`, with the temporary files and the programs of
+//! `system`), the wrapper objects written (`wrapping`, with
+//! [`crate::wrap`]). The command line's drop-in parses LLVM's options,
+//! calls `exec::run` and prints what it says. How LLVM 22 decides each
+//! step is written up in `docs/linker-wrapper-inputs.md`.
 
+#[cfg(feature = "files")]
+pub mod exec;
+#[cfg(feature = "files")]
+pub mod extract;
+pub mod failure;
 pub mod inputs;
+pub mod job;
+pub mod llvm_options;
 pub mod plan;
 pub mod select;
+#[cfg(feature = "files")]
+pub mod system;
+#[cfg(feature = "files")]
+pub mod wrapping;
 
 use crate::llvm::triple::{Arch, Triple};
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
@@ -117,7 +134,7 @@ pub fn is_spirv_triple(triple: &str) -> bool {
 }
 
 /// One device link: the images of one target.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceLink {
     /// The device triple.
     pub triple: String,

@@ -12,7 +12,6 @@ mod text;
 
 pub use crate::files::{
     Input, Noting, Output, clean_up_on_signals, copy_file_range_all, write_bytes, write_layout,
-    write_pieces,
 };
 pub(crate) use crate::files::{safe_component, strerror};
 pub use report::Report;

@@ -10,15 +10,12 @@
 //! the wrapper knows, and a few of its own ([`OPT_ONLY`]), which the
 //! wrapper does not take.
 
-use std::process::{Command, Stdio};
-
-use super::run::find_llvm_tool;
 use crate::llvm::path::file_name;
 
 /// The options LLVM 22's `opt` takes that its `clang-linker-wrapper` does
 /// not: `opt`'s own (`opt --help-list-hidden` less `clang-linker-wrapper
 /// -mllvm --help-list-hidden`; checked against both at test time).
-pub(crate) const OPT_ONLY: &[&str] = &[
+pub const OPT_ONLY: &[&str] = &[
     "O0",
     "O1",
     "O2",
@@ -101,7 +98,31 @@ fn option_name(arg: &str) -> &str {
 /// The lines LLVM 22's wrapper would print for `values`, or none when it
 /// takes them all. `argv0` is how we were run. Without `opt`, nothing is
 /// checked (the values still reach the device links, which read them).
-pub(super) fn check(argv0: &str, values: &[String]) -> Vec<String> {
+#[cfg(feature = "files")]
+pub fn check(argv0: &str, values: &[String]) -> Vec<String> {
+    use std::process::{Command, Stdio};
+    check_with(argv0, values, |checked| {
+        let opt = super::system::find_llvm_tool("opt")?;
+        let out = Command::new(&opt)
+            .args(checked)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .ok()?;
+        Some((opt, String::from_utf8_lossy(&out.stderr).into_owned()))
+    })
+}
+
+/// [`check`], with `opt` run by `run_opt`: given the values `opt` is to
+/// parse, it gives `opt`'s path and what it wrote on standard error
+/// (`None`: no `opt`, or it could not be run).
+pub fn check_with(
+    argv0: &str,
+    values: &[String],
+    run_opt: impl FnOnce(&[&String]) -> Option<(String, String)>,
+) -> Vec<String> {
     if values.is_empty() {
         return Vec::new();
     }
@@ -113,16 +134,8 @@ pub(super) fn check(argv0: &str, values: &[String]) -> Vec<String> {
         .partition(|v| v.starts_with('-') && OPT_ONLY.contains(&option_name(v)));
     let mut lines = Vec::new();
     if !checked.is_empty()
-        && let Some(opt) = find_llvm_tool("opt")
-        && let Ok(out) = Command::new(&opt)
-            .args(&checked)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
+        && let Some((opt, text)) = run_opt(&checked)
     {
-        let text = String::from_utf8_lossy(&out.stderr);
         let opt_try = format!("Try: '{opt} --help'");
         for line in text.lines() {
             let Some(rest) = line.strip_prefix("opt: ") else {
@@ -155,7 +168,7 @@ mod tests {
         // Sorted, so that the test against the tools can compare lists.
         assert!(OPT_ONLY.windows(2).all(|w| w[0] < w[1]));
         // opt's own options are refused without asking it.
-        let lines = check("/x/clang-linker-wrapper", &["-S".to_string()]);
+        let lines = check_with("/x/clang-linker-wrapper", &["-S".to_string()], |_| None);
         assert_eq!(
             lines,
             [
@@ -163,6 +176,33 @@ mod tests {
               Try: '/x/clang-linker-wrapper --help'"
             ]
         );
-        assert!(check("w", &[]).is_empty());
+        assert!(check_with("w", &[], |_| None).is_empty());
+    }
+
+    #[test]
+    fn opts_lines_as_the_wrappers() {
+        let values = ["--inline-thresold=5".to_string(), "-O2".to_string()];
+        let stderr = "opt: Unknown command line argument '--inline-thresold=5'.  \
+                      Try: '/l/bin/opt --help'\n\
+                      opt: Did you mean '--inline-threshold=5'?\n\
+                      opt: Did you mean '-O3'?\n\
+                      something else\n";
+        let mut asked = Vec::new();
+        let lines = check_with("bin/clang-linker-wrapper", &values, |checked| {
+            asked = checked.iter().map(|s| s.to_string()).collect();
+            Some(("/l/bin/opt".into(), stderr.into()))
+        });
+        // -O2 is opt's own: refused without asking opt.
+        assert_eq!(asked, ["--inline-thresold=5"]);
+        assert_eq!(
+            lines,
+            [
+                "clang-linker-wrapper: Unknown command line argument '--inline-thresold=5'.  \
+                 Try: 'bin/clang-linker-wrapper --help'",
+                "clang-linker-wrapper: Did you mean '--inline-threshold=5'?",
+                "clang-linker-wrapper: Unknown command line argument '-O2'.  \
+                 Try: 'bin/clang-linker-wrapper --help'",
+            ]
+        );
     }
 }

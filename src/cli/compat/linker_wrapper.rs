@@ -1,57 +1,26 @@
 //! `clang-linker-wrapper`: LLVM 22's command line (the wrapper's options
-//! mixed with the host linker's) and its job, run in LLVM's three phases:
-//! read the device input ([`extract`], with the library's
-//! `link::inputs`), link and wrap ([`run`], planned by `link::plan`), run
-//! the host linker. What it does not do is refused with one error line.
-
-mod extract;
-mod llvm_options;
-mod run;
-mod wrapping;
+//! mixed with the host linker's), parsed here into the library's
+//! `link::job::Options`; the job itself (read the device input, link and
+//! wrap, run the host linker) is the library's `link::exec::run`, whose
+//! command lines and failure this prints. What it does not do is refused
+//! with one error line.
 
 use std::process::ExitCode;
 
 use super::Fail;
+use crate::cli::images::{self, Streams};
 use crate::link::HostArg;
+use crate::link::extract::Reading;
+use crate::link::failure::Failure;
+use crate::link::job::Options;
 
-/// The wrapper's own settings (the options it does not forward).
-#[derive(Debug, Default)]
-pub(crate) struct Opts {
-    pub host_triple: Option<String>,
-    pub linker_path: Option<String>,
-    pub device_linker: Vec<String>,
-    pub device_compiler: Vec<String>,
-    pub dry_run: bool,
-    pub verbose: bool,
-    /// `--wrapper-jobs`: how many device links may run at once (0: one).
-    pub jobs: usize,
-    pub save_temps: bool,
-    /// `-r` / `--relocatable`: a relocatable host link, whose offloading
-    /// sections are then renamed as LLVM renames them.
-    pub relocatable: bool,
-    /// `-mllvm <option>` values, in order: passed to every device link.
-    pub mllvm: Vec<String>,
-    /// `-mllvm` and `--offload-opt=` values, in command-line order: the
-    /// device links' LTO plugin options.
-    pub plugin_opts: Vec<String>,
-    /// `--should-extract=<arch>[,<arch>…]`: archive members of these
-    /// archs are linked even when no object has their target.
-    pub should_extract: Vec<String>,
-    /// `--embed-bitcode`: the device links write LLVM IR, packed as such.
-    pub embed_bitcode: bool,
-    /// `--cuda-path=<dir>`: where CUDA's `bin/fatbinary` is.
-    pub cuda_path: Option<String>,
-    /// `--emit-fatbin-only`: the HIP or CUDA fat binary is the output (no
-    /// wrapper object, no host link).
-    pub emit_fatbin_only: bool,
-    /// `--compress`: HIP fat binaries are compressed bundles.
-    pub compress: bool,
-    /// `--compression-level=N`, passed to the bundler.
-    pub compression_level: Option<String>,
-    /// `--override-image=openmp=<file>` files, in order.
-    pub override_images: Vec<String>,
-    /// The host link's arguments, in order.
-    pub host: Vec<HostArg>,
+impl From<Failure> for Fail {
+    fn from(f: Failure) -> Fail {
+        Fail {
+            llvm: f.llvm,
+            note: f.note,
+        }
+    }
 }
 
 /// Options LLVM 22's tool has that this slice refuses, with why.
@@ -92,8 +61,8 @@ fn unsupported(msg: &str) -> Fail {
 }
 
 /// Parses LLVM 22's command line. `Ok(None)`: help or version was printed.
-pub(crate) fn parse(args: &[String]) -> Result<Option<Opts>, Fail> {
-    let mut o = Opts::default();
+pub(crate) fn parse(args: &[String]) -> Result<Option<Options>, Fail> {
+    let mut o = Options::default();
     let mut it = args.iter();
     let mut after_dashes = false;
     while let Some(arg) = it.next() {
@@ -149,7 +118,7 @@ fn value(
 /// The short options (`-L`, `-l`, `-o`, joined or not, and `-mllvm`) into
 /// `o`; whether `arg` was one.
 fn short_option(
-    o: &mut Opts,
+    o: &mut Options,
     arg: &str,
     it: &mut std::slice::Iter<'_, String>,
 ) -> Result<bool, Fail> {
@@ -192,7 +161,7 @@ fn short_option(
 /// The option `arg`, named `name` with the joined value `v`, into `o`;
 /// `false` when it printed the help or the version.
 fn long_option(
-    o: &mut Opts,
+    o: &mut Options,
     name: &str,
     v: Option<&str>,
     arg: &str,
@@ -288,8 +257,8 @@ fn wrapper_jobs(n: &str) -> Result<usize, Fail> {
 /// (its LTO options), so `-mllvm --help` lists LLVM's options and a pass
 /// plugin that cannot be loaded is fatal before anything runs. Ours lists
 /// LLVM's `opt`'s options (`false`: listed), and a plugin must at least
-/// exist; `main` has the values checked by `opt` (`llvm_options`).
-fn check_plugin_opts(o: &Opts) -> Result<bool, Fail> {
+/// exist; `main` has the values checked by `opt` (`link::llvm_options`).
+fn check_plugin_opts(o: &Options) -> Result<bool, Fail> {
     if let Some(flag) = o.plugin_opts.iter().find(|v| {
         matches!(
             v.trim_start_matches('-'),
@@ -338,7 +307,7 @@ fn llvm_help(flag: &str) {
          --offload-opt values, and passes them to the device links; the options they take \
          are LLVM 22's, listed by its opt"
     );
-    match run::find_llvm_tool("opt") {
+    match crate::link::system::find_llvm_tool("opt") {
         Some(opt) => {
             let _ = std::process::Command::new(opt).arg(flag).status();
         }
@@ -426,16 +395,32 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Ok(None) => return ExitCode::SUCCESS,
         Err(f) => return f.report(argv0),
     };
-    let refused = llvm_options::check(argv0, &opts.plugin_opts);
+    let refused = crate::link::llvm_options::check(argv0, &opts.plugin_opts);
     if !refused.is_empty() {
         for line in refused {
             eprintln!("{line}");
         }
         return ExitCode::FAILURE;
     }
-    match run::run(&opts) {
-        Ok(code) => code,
-        Err(f) => f.report(argv0),
+    // The inputs are read with the drop-ins' budget, the images of
+    // compressed binaries streamed into temporary files.
+    let hint = format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV);
+    let reading = Reading {
+        inflate: &mut |found| {
+            let mut streams = Streams::new(found);
+            found
+                .images
+                .iter()
+                .map(|f| streams.inflate_to_temp_file(f))
+                .collect()
+        },
+        data_error: &images::data_error,
+        raise_hint: &|e| images::raise_hint(e, &hint),
+    };
+    let say = |line: &str| eprintln!("{line}");
+    match crate::link::exec::run(&opts, images::dropin_budget(), reading, &say) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => Fail::from(f).report(argv0),
     }
 }
 

@@ -1,26 +1,42 @@
 //! Reading the link's device binaries: every file the link names
-//! ([`crate::link::inputs`]), in order, read as LLVM 22 reads it —
+//! ([`super::inputs`]), in order, read as LLVM 22 reads it —
 //! ELF objects and executables, COFF objects, LLVM bitcode, raw
 //! OffloadBinaries, archives (regular, thin, nested) — each binary with
 //! its target, offload kind, and whether it is an archive's (taken only
-//! for a linked target: [`crate::link::select`]).
+//! for a linked target: [`super::select`]).
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 
-use super::super::Fail;
-use crate::cli::images::{self, Streams};
-use crate::cli::io::{Input, open_input};
+use super::HostArg;
+use super::failure::{Failure, strerror};
+use super::inputs::{HostFile, host_files};
+use super::job::Found;
+use super::plan::Binary;
+use super::select::TargetId;
 use crate::container::{ar, elf};
-use crate::link::HostArg;
-use crate::link::inputs::{HostFile, host_files};
-use crate::link::plan::Binary;
-use crate::link::select::TargetId;
+use crate::files::Input;
 use crate::offload_binary::{self, Budget, Inflate, Streamed};
+
+/// How the caller's images of compressed binaries are streamed, and how
+/// its budget is raised.
+pub struct Reading<'a> {
+    /// The images of one file's compressed binaries that
+    /// [`offload_binary::find_images_streamed`] left pending, each
+    /// streamed into a temporary file of its own (mapped), in the order of
+    /// `images`; `None` for the others, whose bytes are at hand.
+    pub inflate: &'a mut dyn FnMut(&Streamed<'_>) -> io::Result<Vec<Option<Input>>>,
+    /// The damaged data an error of `inflate` says it met, if that is
+    /// what it says (else it could not write a temporary file).
+    pub data_error: &'a dyn Fn(&io::Error) -> Option<&crate::Error>,
+    /// The hint after an error for going past a limit of the budget: how
+    /// to raise it (`None` for other errors).
+    pub raise_hint: &'a dyn Fn(&crate::Error) -> Option<String>,
+}
 
 /// Whether the file `path` is an archive or a shared object by its magic:
 /// what LLVM 22 copies from the host link into a CPU target's device link.
-pub(super) fn is_library(path: &str) -> bool {
+pub fn is_library(path: &str) -> bool {
     use std::io::Read;
     let p = Path::new(path);
     if !p.is_file() {
@@ -35,12 +51,9 @@ pub(super) fn is_library(path: &str) -> bool {
 }
 
 /// One device binary of the link.
-pub(super) struct Extracted {
-    /// The file it came from (an archive member's name for members),
-    /// whose stem names its temporary file.
-    pub input: String,
-    /// What the plan needs: target, kind, from an archive.
-    pub binary: Binary,
+pub struct Extracted {
+    /// Where it came from and what it is, as the plan takes it.
+    pub found: Found,
     /// Where its bytes are.
     source: Source,
 }
@@ -61,17 +74,19 @@ enum Source {
 }
 
 /// The link's device binaries, and the mapped inputs their bytes lie in.
-pub(super) struct Extraction {
+#[derive(Default)]
+pub struct Extraction {
     files: Vec<Input>,
     /// The temporary files images of compressed binaries were streamed to.
     inflated: Vec<Input>,
+    /// The binaries, in the order LLVM reads them.
     pub images: Vec<Extracted>,
 }
 
 impl Extraction {
     /// Writes the bytes of `e` to `out`, file to file where they lie in a
     /// mapped input or temporary file.
-    pub fn write(&self, e: &Extracted, out: &mut std::fs::File) -> std::io::Result<()> {
+    pub fn write(&self, e: &Extracted, out: &mut std::fs::File) -> io::Result<()> {
         match &e.source {
             Source::Slice { file, start, len } => {
                 let input = &self.files[*file];
@@ -86,8 +101,8 @@ impl Extraction {
     }
 
     /// The binaries, as the plan takes them.
-    pub fn binaries(&self) -> Vec<Binary> {
-        self.images.iter().map(|e| e.binary.clone()).collect()
+    pub fn found(&self) -> Vec<Found> {
+        self.images.iter().map(|e| e.found.clone()).collect()
     }
 }
 
@@ -103,31 +118,28 @@ fn innermost(member: &str) -> &str {
 /// The device binaries of one file (or thin archive member) `name`,
 /// mapped as input `file`; `lazy` for an archive's not under
 /// `--whole-archive`. Images of compressed binaries are streamed into
-/// temporary files, pushed to `inflated`.
+/// temporary files (by `reading`), pushed to `inflated`.
 fn images_of(
     name: &str,
     found: &Streamed<'_>,
     (file, base): (usize, &[u8]),
     lazy: bool,
-    inflated: &mut Vec<Input>,
-) -> Result<Vec<Extracted>, Fail> {
+    (reading, inflated): (&mut Reading<'_>, &mut Vec<Input>),
+) -> Result<Vec<Extracted>, Failure> {
     let mut out = Vec::new();
-    let mut streams = Streams::new(found);
-    for f in &found.images {
+    let temps = (reading.inflate)(found).map_err(|e| match (reading.data_error)(&e) {
+        Some(bad) => bad_data(name, bad, reading),
+        None => Failure::new(format!(
+            "'{name}': cannot write a temporary file: {}",
+            strerror(&e)
+        )),
+    })?;
+    for (f, temp) in found.images.iter().zip(temps) {
         let img = &f.image;
         let target = TargetId::new(
             String::from_utf8_lossy(img.triple()),
             String::from_utf8_lossy(img.arch()),
         );
-        let temp = streams
-            .inflate_to_temp_file(f)
-            .map_err(|e| match images::data_error(&e) {
-                Some(bad) => bad_data(name, bad),
-                None => Fail::new(format!(
-                    "'{name}': cannot write a temporary file: {}",
-                    crate::cli::io::strerror(&e)
-                )),
-            })?;
         let source = match (temp, &img.image) {
             (Some(temp), _) => {
                 inflated.push(temp);
@@ -145,11 +157,13 @@ fn images_of(
         };
         let input = f.member.as_deref().map_or(name, innermost).to_string();
         out.push(Extracted {
-            input,
-            binary: Binary {
-                target,
-                kind: img.offload_kind,
-                lazy,
+            found: Found {
+                input,
+                binary: Binary {
+                    target,
+                    kind: img.offload_kind,
+                    lazy,
+                },
             },
             source,
         });
@@ -166,22 +180,26 @@ fn slice_at(base: &[u8], sub: &[u8]) -> Option<usize> {
 /// The images in `bytes` (of the file `name`), spending from `budget`;
 /// those of compressed binaries pending, their data checked (streamed
 /// through), and streamed again by [`images_of`].
-fn find<'a>(name: &str, bytes: &'a [u8], budget: &Budget) -> Result<Streamed<'a>, Fail> {
+fn find<'a>(
+    name: &str,
+    bytes: &'a [u8],
+    budget: &Budget,
+    reading: &Reading<'_>,
+) -> Result<Streamed<'a>, Failure> {
     offload_binary::find_images_streamed(bytes, budget, Inflate::Check)
-        .map_err(|e| bad_data(name, &e))
+        .map_err(|e| bad_data(name, &e, reading))
 }
 
 /// Offloading data of the file `name` that cannot be read: LLVM's line
 /// first, as the packager drop-in prints it, then ours; past a limit of
 /// the budget (LLVM has none), ours, naming the limit and how to raise it.
-fn bad_data(name: &str, e: &crate::Error) -> Fail {
-    let env = format!("{}=SIZE", images::MAX_UNCOMPRESSED_ENV);
-    match images::raise_hint(e, &env) {
-        Some(hint) => Fail::with_note(format!("'{name}': {e}"), hint),
+fn bad_data(name: &str, e: &crate::Error, reading: &Reading<'_>) -> Failure {
+    match (reading.raise_hint)(e) {
+        Some(hint) => Failure::with_note(format!("'{name}': {e}"), hint),
         None if matches!(e.kind(), crate::ErrorKind::BudgetExceeded { .. }) => {
-            Fail::new(format!("'{name}': {e}"))
+            Failure::new(format!("'{name}': {e}"))
         }
-        None => Fail::with_note(
+        None => Failure::with_note(
             e.llvm_message(),
             format!("'{name}': invalid offloading data: {e}"),
         ),
@@ -190,8 +208,8 @@ fn bad_data(name: &str, e: &crate::Error) -> Fail {
 
 /// The members of a thin archive: each name as stored, and the file it
 /// names (beside the archive unless absolute).
-fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, Fail> {
-    let bad = |e: &dyn std::fmt::Display| Fail::new(format!("'{name}': {e}"));
+fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, Failure> {
+    let bad = |e: &dyn std::fmt::Display| Failure::new(format!("'{name}': {e}"));
     let archive = ar::Archive::parse(bytes).map_err(|e| bad(&e))?;
     let mut out = Vec::new();
     for m in archive.members() {
@@ -203,25 +221,43 @@ fn thin_members(name: &str, bytes: &[u8]) -> Result<Vec<(String, String)>, Fail>
     Ok(out)
 }
 
+/// An input that cannot be opened: `'<name>': '<name>': cannot open:
+/// <the C library's text>`, as the command line has always worded it.
+fn cannot_open(name: &str, e: &io::Error) -> Failure {
+    let context = format!("'{name}': cannot open");
+    let text = strerror(e);
+    // A cause that repeats the context is not said twice.
+    let text = if context.ends_with(&text) {
+        context
+    } else {
+        format!("{context}: {text}")
+    };
+    Failure::new(format!("'{name}': {text}"))
+}
+
 /// Reads the device binaries of every file the link names, in order, as
 /// LLVM 22's wrapper does: shared objects are skipped, a library that is
 /// not found is fatal where it is met, anything unreadable in a file that
-/// holds offloading data is fatal.
-pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
+/// holds offloading data is fatal. `budget` is the one budget for every
+/// input and every binary in them, or why there is none (a wrong setting
+/// of the environment: an error here, not before).
+pub fn extract(
+    host: &[HostArg],
+    budget: Result<Budget, String>,
+    mut reading: Reading<'_>,
+) -> Result<Extraction, Failure> {
     let mut out = Vec::new();
     let mut inputs = Vec::new();
     let mut inflated = Vec::new();
-    // One budget for every input and every binary in them.
-    let budget = images::dropin_budget().map_err(Fail::new)?;
+    let budget = budget.map_err(Failure::new)?;
     for f in host_files(host) {
         let (name, whole) = match f {
             HostFile::File { path, whole } => (path, whole),
             HostFile::Missing(l) => {
-                return Err(Fail::new(format!("unable to find library -l{l}")));
+                return Err(Failure::new(format!("unable to find library -l{l}")));
             }
         };
-        let input = open_input(&name)
-            .map_err(|e| Fail::new(format!("'{name}': {}", crate::cli::io::error_text(&e))))?;
+        let input = Input::open(&name).map_err(|e| cannot_open(&name, &e))?;
         if elf::is_shared_object(input.bytes()) {
             continue; // LLVM takes no device code from shared objects.
         }
@@ -236,8 +272,8 @@ pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
             for (mname, path) in thin_members(&name, bytes)? {
                 // LLVM's line names the member; the note, where it was looked for.
                 let member = Input::open(&path).map_err(|e| {
-                    Fail::with_note(
-                        format!("'{mname}': {}", crate::cli::io::strerror(&e)),
+                    Failure::with_note(
+                        format!("'{mname}': {}", strerror(&e)),
                         format!("'{path}': a member of the thin archive '{name}'"),
                     )
                 })?;
@@ -249,24 +285,24 @@ pub(super) fn extract(host: &[HostArg]) -> Result<Extraction, Fail> {
                 let file = inputs.len() - 1;
                 let data = inputs[file].bytes();
                 let full = format!("{name}({mname})");
-                let found = find(&full, data, &budget)?;
+                let found = find(&full, data, &budget, &reading)?;
                 out.extend(images_of(
                     &mname,
                     &found,
                     (file, data),
                     lazy,
-                    &mut inflated,
+                    (&mut reading, &mut inflated),
                 )?);
             }
             continue;
         }
-        let found = find(&name, bytes, &budget)?;
+        let found = find(&name, bytes, &budget, &reading)?;
         out.extend(images_of(
             &name,
             &found,
             (file, bytes),
             lazy,
-            &mut inflated,
+            (&mut reading, &mut inflated),
         )?);
     }
     Ok(Extraction {
@@ -286,5 +322,81 @@ mod tests {
         assert_eq!(innermost("lib.a(m.o)"), "m.o");
         assert_eq!(innermost("b.a(c.a)(d.o)"), "d.o");
         assert_eq!(innermost("x()"), "x()");
+    }
+
+    /// Reads `host` as the drop-in does, with no compressed binaries to
+    /// stream.
+    fn read(host: &[HostArg]) -> Result<Extraction, Failure> {
+        let reading = Reading {
+            inflate: &mut |found| Ok(found.images.iter().map(|_| None).collect()),
+            data_error: &|_| None,
+            raise_hint: &|_| None,
+        };
+        extract(host, Ok(Budget::default()), reading)
+    }
+
+    #[test]
+    fn binaries_of_the_inputs_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        let img = b"\x7fELF device code".to_vec();
+        let spec =
+            super::super::linked_image_spec("amdgcn-amd-amdhsa", "gfx90a", false, img.len() as u64);
+        let mut bytes = Vec::new();
+        offload_binary::layout_v1(&[spec])
+            .unwrap()
+            .write_to(&mut bytes, &[&img])
+            .unwrap();
+        let a = t.path().join("a.o");
+        std::fs::write(&a, &bytes).unwrap();
+        let a = a.to_string_lossy().into_owned();
+        let x = read(&[
+            HostArg::Input(a.clone()),
+            HostArg::Input("nothere.o".into()),
+        ])
+        .unwrap();
+        assert_eq!(x.images.len(), 1);
+        let found = x.found();
+        assert_eq!(found[0].input, a);
+        assert_eq!(
+            found[0].binary.target,
+            TargetId::new("amdgcn-amd-amdhsa", "gfx90a")
+        );
+        assert!(!found[0].binary.lazy);
+        let mut out = tempfile::tempfile().unwrap();
+        x.write(&x.images[0], &mut out).unwrap();
+        let mut back = Vec::new();
+        use std::io::{Read, Seek};
+        out.rewind().unwrap();
+        out.read_to_end(&mut back).unwrap();
+        assert_eq!(back, img);
+        // Where LLVM stops: a library not found, an unreadable file.
+        let missing = read(&[HostArg::Library("nolib".into())]).err().unwrap();
+        assert_eq!(missing.llvm, "unable to find library -lnolib");
+        let damaged = t.path().join("d.o");
+        std::fs::write(&damaged, &bytes[..40]).unwrap();
+        let d = damaged.to_string_lossy().into_owned();
+        let bad = read(&[HostArg::Input(d.clone())]).err().unwrap();
+        assert!(
+            bad.note
+                .unwrap()
+                .starts_with(&format!("'{d}': invalid offloading data: "))
+        );
+        // A wrong budget setting is an error when the inputs are read.
+        let none = Reading {
+            inflate: &mut |_| Ok(Vec::new()),
+            data_error: &|_| None,
+            raise_hint: &|_| None,
+        };
+        let err = extract(&[], Err("BUDGET: bad".into()), none).err().unwrap();
+        assert_eq!(err.llvm, "BUDGET: bad");
+    }
+
+    #[test]
+    fn inputs_that_cannot_be_opened() {
+        let e = io::Error::from_raw_os_error(13);
+        assert_eq!(
+            cannot_open("x.o", &e).llvm,
+            "'x.o': 'x.o': cannot open: Permission denied"
+        );
     }
 }
