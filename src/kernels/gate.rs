@@ -122,3 +122,54 @@ impl Gate {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One input that cannot be read and one with no kernels: a required
+    /// kernel is missing from the second (fail), the first is an input
+    /// error, and the command's exit code is the input error's. Without the
+    /// unreadable input, the missing kernel alone makes it 1; with `--any`
+    /// the rule is judged over all inputs, not per input.
+    #[test]
+    fn statuses_and_exit_codes() {
+        let require = [KernelRule::parse("gemm*@gfx90a").unwrap()];
+        let empty = Report::default();
+        let unreadable: Result<Report, String> = Err("cannot open: No such file".into());
+        let readable: Result<Report, String> = Ok(empty.clone());
+        let judge = |inputs: &[&Result<Report, String>], req: &Requirements| {
+            let outcome = crate::scan::check(
+                inputs.iter().map(|r| r.as_ref().map_err(String::as_str)),
+                req,
+            );
+            let gate = Gate::judge(
+                inputs.iter().map(|r| (*r, &[][..])),
+                &outcome,
+                &require,
+                &[],
+                req,
+            );
+            let statuses: Vec<&str> = (0..inputs.len())
+                .map(|i| gate.status(i, &outcome.files[i]))
+                .collect();
+            (statuses, gate.exit_code(&outcome))
+        };
+        let req = Requirements::default();
+        assert_eq!(
+            judge(&[&unreadable, &readable], &req),
+            (vec!["error", "fail"], 2)
+        );
+        assert_eq!(judge(&[&readable], &req), (vec!["fail"], 1));
+        let any = Requirements {
+            any: true,
+            ..Requirements::default()
+        };
+        let (statuses, code) = judge(&[&readable, &readable], &any);
+        assert_eq!(
+            (statuses, code),
+            (vec!["ok", "ok"], 1),
+            "judged over all inputs"
+        );
+    }
+}
