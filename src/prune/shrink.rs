@@ -14,19 +14,30 @@
 //! of each fatbin wrapper (the only reference a non-PIE program has), and
 //! symbols defined at a container's start. A reference into a container
 //! other than at its start, a relocation of another kind against the
-//! section, or a layout this does not know (64-bit little-endian x86-64 and
-//! AArch64 only; one fat-binary section; the section in a read-only,
-//! file-backed load segment) makes [`shrink`] say why, and the caller
-//! rewrites the file in place instead.
+//! section, or a layout this does not know (a machine whose relative
+//! relocation is not known here, see [`relative_type`]; one fat-binary
+//! section; the section in a read-only, file-backed load segment) makes
+//! [`shrink`] say why, and the caller rewrites the file in place instead.
+//!
+//! The file is read with `object`'s ELF reader, in its class and byte
+//! order ([`Class`]), and what changes is written with `object`'s types
+//! in the same class and order: the program header table through its
+//! [`Encoder`], each field patched as its `U16`/`U32`/`U64`, where
+//! `offset_of!` on `object::elf`'s structures places it.
 
 use std::collections::BTreeMap;
+use std::mem::offset_of;
 
-use object::elf;
+use object::elf::{self, FileHeader32, FileHeader64};
+use object::pod::bytes_of;
+use object::read::elf::{FileHeader, Rel as _, Rela as _, Relr as _, SectionHeader as _, Sym as _};
+use object::write::elf::{Encoder, ProgramHeader as Phdr, SectionHeader as Shdr};
+use object::{Endianness, ReadRef as _, U16, U32, U64};
 
 use super::output::Output;
 use super::plan::{Edit, Part, Plan};
 use crate::layout::Piece;
-use crate::num::{len64, usize_from};
+use crate::num::{len64, u64_from, usize_from};
 use crate::scan::{ContainerKind, Report};
 
 /// Why a file was not shrunk.
@@ -51,98 +62,70 @@ fn round_up(a: u64, m: u64) -> Result<u64, Refusal> {
         .ok_or_else(|| format!("{a:#x} rounded up to a multiple of {m:#x} overflows"))
 }
 
-const PHENT: u64 = 56;
-const SHENT: u64 = 64;
+/// An ELF class, in either byte order, as shrinking reads and patches
+/// it: `object`'s reader for the class, and where the fields shrinking
+/// rewrites lie in its structures.
+trait Class: FileHeader<Endian = Endianness> {
+    /// `e_phoff`, `e_shoff` and `e_phnum` in the file header.
+    const E_PHOFF: usize;
+    const E_SHOFF: usize;
+    const E_PHNUM: usize;
+    /// `sh_offset` and `sh_size` in a section header.
+    const SH_OFFSET: usize;
+    const SH_SIZE: usize;
+    /// `r_addend` in a relocation with an addend.
+    const R_ADDEND: usize;
+    /// `st_value` in a symbol.
+    const ST_VALUE: usize;
+    /// The largest word (address, offset or size) of the class.
+    const WORD_MAX: u64;
 
-fn u16_at(d: &[u8], at: u64) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        d.get(usize_from(at)..)?.get(..2)?.try_into().ok()?,
-    ))
-}
-fn u32_at(d: &[u8], at: u64) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        d.get(usize_from(at)..)?.get(..4)?.try_into().ok()?,
-    ))
-}
-fn u64_at(d: &[u8], at: u64) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        d.get(usize_from(at)..)?.get(..8)?.try_into().ok()?,
-    ))
-}
+    /// `v` as a word of the class in byte order `endian` (`None` when it
+    /// does not fit).
+    fn word(endian: Endianness, v: u64) -> Option<Vec<u8>>;
 
-/// A program header's fields.
-#[derive(Debug, Clone, Copy)]
-struct Phdr {
-    p_type: u32,
-    flags: u32,
-    offset: u64,
-    vaddr: u64,
-    paddr: u64,
-    filesz: u64,
-    memsz: u64,
-    align: u64,
+    /// The word at file offset `at`, when `data` holds it.
+    fn word_at(endian: Endianness, data: &[u8], at: u64) -> Option<u64>;
 }
 
-impl Phdr {
-    fn read(d: &[u8], at: u64) -> Option<Phdr> {
-        let d = d.get(usize_from(at)..)?.get(..56)?;
-        Some(Phdr {
-            p_type: u32_at(d, 0)?,
-            flags: u32_at(d, 4)?,
-            offset: u64_at(d, 8)?,
-            vaddr: u64_at(d, 16)?,
-            paddr: u64_at(d, 24)?,
-            filesz: u64_at(d, 32)?,
-            memsz: u64_at(d, 40)?,
-            align: u64_at(d, 48)?,
-        })
+impl Class for FileHeader64<Endianness> {
+    const E_PHOFF: usize = offset_of!(FileHeader64<Endianness>, e_phoff);
+    const E_SHOFF: usize = offset_of!(FileHeader64<Endianness>, e_shoff);
+    const E_PHNUM: usize = offset_of!(FileHeader64<Endianness>, e_phnum);
+    const SH_OFFSET: usize = offset_of!(elf::SectionHeader64<Endianness>, sh_offset);
+    const SH_SIZE: usize = offset_of!(elf::SectionHeader64<Endianness>, sh_size);
+    const R_ADDEND: usize = offset_of!(elf::Rela64<Endianness>, r_addend);
+    const ST_VALUE: usize = offset_of!(elf::Sym64<Endianness>, st_value);
+    const WORD_MAX: u64 = u64::MAX;
+
+    fn word(endian: Endianness, v: u64) -> Option<Vec<u8>> {
+        Some(bytes_of(&U64::new(endian, v)).to_vec())
     }
 
-    fn bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(56);
-        b.extend_from_slice(&self.p_type.to_le_bytes());
-        b.extend_from_slice(&self.flags.to_le_bytes());
-        for v in [
-            self.offset,
-            self.vaddr,
-            self.paddr,
-            self.filesz,
-            self.memsz,
-            self.align,
-        ] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        b
+    fn word_at(endian: Endianness, data: &[u8], at: u64) -> Option<u64> {
+        let w: &U64<Endianness> = data.read_at(at).ok()?;
+        Some(w.get(endian))
     }
 }
 
-/// A section header's fields that matter here.
-#[derive(Debug, Clone, Copy)]
-struct Shdr {
-    /// Where the header lies.
-    at: u64,
-    sh_type: u32,
-    flags: u64,
-    addr: u64,
-    offset: u64,
-    size: u64,
-    align: u64,
-    entsize: u64,
-}
+impl Class for FileHeader32<Endianness> {
+    const E_PHOFF: usize = offset_of!(FileHeader32<Endianness>, e_phoff);
+    const E_SHOFF: usize = offset_of!(FileHeader32<Endianness>, e_shoff);
+    const E_PHNUM: usize = offset_of!(FileHeader32<Endianness>, e_phnum);
+    const SH_OFFSET: usize = offset_of!(elf::SectionHeader32<Endianness>, sh_offset);
+    const SH_SIZE: usize = offset_of!(elf::SectionHeader32<Endianness>, sh_size);
+    const R_ADDEND: usize = offset_of!(elf::Rela32<Endianness>, r_addend);
+    const ST_VALUE: usize = offset_of!(elf::Sym32<Endianness>, st_value);
+    const WORD_MAX: u64 = 0xffff_ffff;
 
-impl Shdr {
-    fn read(data: &[u8], at: u64) -> Option<Shdr> {
-        let d = data.get(usize_from(at)..)?.get(..64)?;
-        Some(Shdr {
-            at,
-            sh_type: u32_at(d, 4)?,
-            flags: u64_at(d, 8)?,
-            addr: u64_at(d, 16)?,
-            offset: u64_at(d, 24)?,
-            size: u64_at(d, 32)?,
-            align: u64_at(d, 48)?,
-            entsize: u64_at(d, 56)?,
-        })
+    fn word(endian: Endianness, v: u64) -> Option<Vec<u8>> {
+        let v = u32::try_from(v).ok()?;
+        Some(bytes_of(&U32::new(endian, v)).to_vec())
+    }
+
+    fn word_at(endian: Endianness, data: &[u8], at: u64) -> Option<u64> {
+        let w: &U32<Endianness> = data.read_at(at).ok()?;
+        Some(u64::from(w.get(endian)))
     }
 }
 
@@ -223,66 +206,124 @@ pub struct Segment {
     pub size: u64,
 }
 
-/// The headers of a 64-bit little-endian ELF file.
-struct Elf {
+/// A linked ELF file's headers, read with `object` in the file's class
+/// `H` and byte order.
+struct Elf<'data, H: Class> {
+    header: &'data H,
+    endian: Endianness,
+    /// Writes program headers in the file's class and byte order.
+    encoder: Encoder<Endianness>,
+    machine: elf::Machine,
     phoff: u64,
     shoff: u64,
-    /// The relative relocation type of the file's machine.
-    relative: u32,
     phdrs: Vec<Phdr>,
+    /// The section headers as they lie in the file, and their values.
+    sections: &'data [H::SectionHeader],
     shdrs: Vec<Shdr>,
 }
 
-impl Elf {
-    fn read(data: &[u8]) -> Result<Elf, Refusal> {
-        let bad = || "the ELF headers cannot be read".to_string();
-        if data.get(..6) != Some(b"\x7fELF\x02\x01") {
-            return Err("only 64-bit little-endian files are shrunk".into());
-        }
-        let machine = u16_at(data, 18).ok_or_else(bad)?;
-        let relative = match machine {
-            m if m == elf::EM_X86_64.0 => elf::R_X86_64_RELATIVE.0,
-            m if m == elf::EM_AARCH64.0 => elf::R_AARCH64_RELATIVE.0,
-            m => {
-                return Err(format!(
-                    "machine {m} is not shrunk (x86-64 and AArch64 are)"
-                ));
-            }
-        };
-        let phoff = u64_at(data, 32).ok_or_else(bad)?;
-        let shoff = u64_at(data, 40).ok_or_else(bad)?;
-        let phnum = u64::from(u16_at(data, 56).ok_or_else(bad)?);
-        let shnum = u64::from(u16_at(data, 60).ok_or_else(bad)?);
-        if shnum == 0 || phnum == 0 {
+/// The relative relocation type of machine `machine` in files of the
+/// class `is_64` says, for the machines whose files are shrunk: the
+/// relocation a position-independent file's pointers into the fat-binary
+/// section carry.
+fn relative_type(machine: elf::Machine, is_64: bool) -> Option<elf::RelocationType> {
+    match (machine, is_64) {
+        (elf::EM_X86_64, true) => Some(elf::R_X86_64_RELATIVE),
+        (elf::EM_AARCH64, true) => Some(elf::R_AARCH64_RELATIVE),
+        _ => None,
+    }
+}
+
+impl<'data, H: Class> Elf<'data, H> {
+    fn read(data: &'data [u8]) -> Result<Self, Refusal> {
+        let bad = |e: object::read::Error| format!("the ELF headers cannot be read ({e})");
+        let header = H::parse(data).map_err(bad)?;
+        let endian = header.endian().map_err(bad)?;
+        let phdrs = header.program_headers(endian, data).map_err(bad)?;
+        let sections = header.section_headers(endian, data).map_err(bad)?;
+        if sections.is_empty() || phdrs.is_empty() {
             return Err("the file has no section or program headers".into());
         }
-        let phdrs: Vec<Phdr> = (0..phnum)
-            .map(|i| Phdr::read(data, phoff.checked_add(i * PHENT)?))
-            .collect::<Option<_>>()
-            .ok_or_else(bad)?;
-        let shdrs: Vec<Shdr> = (0..shnum)
-            .map(|i| Shdr::read(data, shoff.checked_add(i * SHENT)?))
-            .collect::<Option<_>>()
-            .ok_or_else(bad)?;
+        let phdrs: Vec<Phdr> = phdrs.iter().map(|p| Phdr::from_raw(endian, p)).collect();
+        let shdrs: Vec<Shdr> = sections.iter().map(|s| Shdr::from_raw(endian, s)).collect();
         // Every range the headers give lies in the file (so no sum below
         // overflows and no slice runs past the end).
-        let len = data.len() as u64;
+        let len = len64(data);
         let inside = |off: u64, size: u64| off.checked_add(size).is_some_and(|e| e <= len);
         let vm = |addr: u64, size: u64| addr.checked_add(size).is_some();
-        if !phdrs.iter().all(|p: &Phdr| {
-            inside(p.offset, p.filesz) && vm(p.vaddr, p.memsz) && vm(p.paddr, p.memsz)
+        if !phdrs.iter().all(|p| {
+            inside(p.p_offset, p.p_filesz) && vm(p.p_vaddr, p.p_memsz) && vm(p.p_paddr, p.p_memsz)
         }) || !shdrs.iter().all(|h| {
-            (h.sh_type == elf::SHT_NOBITS.0 || inside(h.offset, h.size)) && vm(h.addr, h.size)
+            (h.sh_type == elf::SHT_NOBITS || inside(h.sh_offset, h.sh_size))
+                && vm(h.sh_addr, h.sh_size)
         }) {
             return Err("the headers point outside the file".into());
         }
+        let machine = header.e_machine(endian);
         Ok(Elf {
-            phoff,
-            shoff,
-            relative,
+            header,
+            endian,
+            encoder: Encoder::new(endian, header.is_type_64(), machine),
+            machine,
+            phoff: header.e_phoff(endian).into(),
+            shoff: header.e_shoff(endian).into(),
             phdrs,
+            sections,
             shdrs,
         })
+    }
+
+    /// The relative relocation type of the file's machine, or why files
+    /// like it are not shrunk.
+    fn relative(&self) -> Result<elf::RelocationType, Refusal> {
+        let is_64 = self.encoder.is_64();
+        let bits = if is_64 { 64 } else { 32 };
+        if self.endian == Endianness::Big {
+            return Err(format!(
+                "big-endian files are not shrunk (this one: {bits}-bit, machine {})",
+                self.machine.0
+            ));
+        }
+        relative_type(self.machine, is_64).ok_or_else(|| {
+            format!(
+                "machine {} in {bits}-bit files is not shrunk (64-bit x86-64 and AArch64 are)",
+                self.machine.0
+            )
+        })
+    }
+
+    /// `v` as a word of the file (a refusal when it does not fit).
+    fn word(&self, v: u64) -> Result<Vec<u8>, Refusal> {
+        H::word(self.endian, v).ok_or_else(|| format!("{v:#x} does not fit in a word of the file"))
+    }
+
+    /// The word of the file at offset `at`, when it lies in `data`.
+    fn word_at(&self, data: &[u8], at: u64) -> Option<u64> {
+        H::word_at(self.endian, data, at)
+    }
+
+    /// Where section `i`'s header lies in the file.
+    fn section_header_at(&self, i: usize) -> Result<u64, Refusal> {
+        // The table was read from the file: no product overflows.
+        add(self.shoff, u64_from(i * size_of::<H::SectionHeader>()))
+    }
+
+    /// The program header table `phdrs` in the file's class and byte
+    /// order (a refusal when a value does not fit its field).
+    fn program_header_table(&self, phdrs: &[Phdr]) -> Result<Vec<u8>, Refusal> {
+        let mut table = Vec::new();
+        for p in phdrs {
+            let values = [
+                p.p_offset, p.p_vaddr, p.p_paddr, p.p_filesz, p.p_memsz, p.p_align,
+            ];
+            if let Some(v) = values.into_iter().find(|&v| v > H::WORD_MAX) {
+                return Err(format!(
+                    "{v:#x} does not fit in a program header of the file"
+                ));
+            }
+            self.encoder.program_header(&mut table, p);
+        }
+        Ok(table)
     }
 }
 
@@ -306,46 +347,49 @@ struct Hole {
 impl Hole {
     /// The hole after `pack_end` in section `s`, in the load segment that
     /// holds it.
-    fn find(elf: &Elf, s: &Shdr, pack_end: u64) -> Result<Hole, Refusal> {
+    fn find<H: Class>(elf: &Elf<'_, H>, s: &Shdr, pack_end: u64) -> Result<Hole, Refusal> {
         let phdrs = &elf.phdrs;
-        let load = |p: &&Phdr| p.p_type == elf::PT_LOAD.0;
+        let load = |p: &&Phdr| p.p_type == elf::PT_LOAD;
         let page = phdrs
             .iter()
             .filter(load)
-            .map(|p| p.align)
+            .map(|p| p.p_align)
             .max()
             .unwrap_or(4096)
             .max(4096);
-        let s_end = add(s.offset, s.size)?;
+        let s_end = add(s.sh_offset, s.sh_size)?;
         let li = phdrs
             .iter()
             .position(|p| {
-                p.p_type == elf::PT_LOAD.0
-                    && p.offset <= s.offset
-                    && p.offset.checked_add(p.filesz).is_some_and(|e| s_end <= e)
+                p.p_type == elf::PT_LOAD
+                    && p.p_offset <= s.sh_offset
+                    && p.p_offset
+                        .checked_add(p.p_filesz)
+                        .is_some_and(|e| s_end <= e)
             })
             .ok_or("the section is not in one load segment")?;
-        let l = phdrs[li];
-        if l.memsz != l.filesz || l.flags & elf::PF_W.0 != 0 {
+        let l = phdrs[li].clone();
+        if l.p_memsz != l.p_filesz || l.p_flags.contains(elf::PF_W) {
             return Err(
                 "the section's load segment is writable or longer in memory than on disk".into(),
             );
         }
-        let splits = add(l.offset, l.filesz)? > s_end;
-        // At most 65,536 headers (e_phnum is 16 bits): no overflow.
+        let splits = add(l.p_offset, l.p_filesz)? > s_end;
+        // At most 65,536 headers (e_phnum is 16 bits) of at most 56
+        // bytes: no overflow.
         let need = if splits {
-            (len64(phdrs) + 1) * PHENT
+            (len64(phdrs) + 1) * elf.encoder.program_header_size()
         } else {
             0
         };
-        let table = round_up(pack_end, 8)?;
+        let table = round_up(pack_end, elf.encoder.address_size())?;
         let a = round_up(add(table, need)?, page)?;
         let b = s_end / page * page;
         if b <= a {
             return Err("pruning frees less than a page at the section's end".into());
         }
         for (i, p) in phdrs.iter().enumerate() {
-            if i != li && p.filesz > 0 && p.offset < b && add(p.offset, p.filesz)? > a {
+            if i != li && p.p_filesz > 0 && p.p_offset < b && add(p.p_offset, p.p_filesz)? > a {
                 return Err(format!(
                     "a segment of type {:#x} covers the pages to remove",
                     p.p_type
@@ -383,57 +427,61 @@ impl Hole {
     /// it goes on after it, each part executable only if it holds code),
     /// the header table's own entry where the table now lies, every later
     /// offset moved down.
-    fn program_headers(&self, elf: &Elf, pack_end: u64) -> Result<Vec<Phdr>, Refusal> {
-        let (l, a, b) = (self.l, self.a, self.b);
+    fn program_headers<H: Class>(
+        &self,
+        elf: &Elf<'_, H>,
+        pack_end: u64,
+    ) -> Result<Vec<Phdr>, Refusal> {
+        let (l, a, b) = (&self.l, self.a, self.b);
         // Whether file range [from, to) holds an executable section.
         let code = |from: u64, to: u64| {
             elf.shdrs.iter().any(|h| {
-                h.flags & elf::SHF_EXECINSTR.0 != 0
-                    && h.sh_type != elf::SHT_NOBITS.0
-                    && h.offset < to
-                    && h.offset.checked_add(h.size).is_some_and(|e| e > from)
+                h.sh_flags.contains(elf::SHF_EXECINSTR)
+                    && h.sh_type != elf::SHT_NOBITS
+                    && h.sh_offset < to
+                    && h.sh_offset.checked_add(h.sh_size).is_some_and(|e| e > from)
             })
         };
         let flags = |from: u64, to: u64| {
             if code(from, to) {
-                l.flags
+                l.p_flags
             } else {
-                l.flags & !elf::PF_X.0
+                l.p_flags.without(elf::PF_X)
             }
         };
         let mut out = Vec::with_capacity(elf.phdrs.len() + 1);
         for (i, p) in elf.phdrs.iter().enumerate() {
-            let mut q = *p;
+            let mut q = p.clone();
             if i == self.li && self.splits {
-                let end = add(l.offset, l.filesz)?;
-                let (first, skipped) = (sub(a, l.offset)?, sub(b, l.offset)?);
+                let end = add(l.p_offset, l.p_filesz)?;
+                let (first, skipped) = (sub(a, l.p_offset)?, sub(b, l.p_offset)?);
                 out.push(Phdr {
-                    flags: flags(l.offset, a),
-                    filesz: first,
-                    memsz: first,
-                    ..l
+                    p_flags: flags(l.p_offset, a),
+                    p_filesz: first,
+                    p_memsz: first,
+                    ..l.clone()
                 });
                 q = Phdr {
-                    flags: flags(b, end),
-                    offset: self.moved(b),
-                    vaddr: add(l.vaddr, skipped)?,
-                    paddr: add(l.paddr, skipped)?,
-                    filesz: sub(end, b)?,
-                    memsz: sub(end, b)?,
-                    ..l
+                    p_flags: flags(b, end),
+                    p_offset: self.moved(b),
+                    p_vaddr: add(l.p_vaddr, skipped)?,
+                    p_paddr: add(l.p_paddr, skipped)?,
+                    p_filesz: sub(end, b)?,
+                    p_memsz: sub(end, b)?,
+                    ..l.clone()
                 };
             } else if i == self.li {
-                q.filesz = sub(pack_end, l.offset)?;
-                q.memsz = q.filesz;
-            } else if q.p_type == elf::PT_PHDR.0 && self.splits {
-                let into = sub(self.table, l.offset)?;
-                q.offset = self.table;
-                q.vaddr = add(l.vaddr, into)?;
-                q.paddr = add(l.paddr, into)?;
-                q.filesz = self.need;
-                q.memsz = self.need;
+                q.p_filesz = sub(pack_end, l.p_offset)?;
+                q.p_memsz = q.p_filesz;
+            } else if q.p_type == elf::PT_PHDR && self.splits {
+                let into = sub(self.table, l.p_offset)?;
+                q.p_offset = self.table;
+                q.p_vaddr = add(l.p_vaddr, into)?;
+                q.p_paddr = add(l.p_paddr, into)?;
+                q.p_filesz = self.need;
+                q.p_memsz = self.need;
             } else {
-                q.offset = self.moved(q.offset);
+                q.p_offset = self.moved(q.p_offset);
             }
             out.push(q);
         }
@@ -445,12 +493,40 @@ impl Hole {
 /// `plan` prunes in place, with what became of its layout, or why there is
 /// none.
 pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shrunk), Refusal> {
-    let elf = Elf::read(data)?;
+    match object::FileKind::parse(data) {
+        Ok(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(data, report, plan),
+        Ok(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(data, report, plan),
+        _ => Err("the ELF header cannot be read".into()),
+    }
+}
+
+/// The program and section headers of `data` as [`shrink`] reads them,
+/// in the file's class and byte order.
+#[cfg(test)]
+pub(super) fn headers(data: &[u8]) -> Result<(Vec<Phdr>, Vec<Shdr>), Refusal> {
+    fn read<H: Class>(data: &[u8]) -> Result<(Vec<Phdr>, Vec<Shdr>), Refusal> {
+        Elf::<H>::read(data).map(|elf| (elf.phdrs, elf.shdrs))
+    }
+    match object::FileKind::parse(data) {
+        Ok(object::FileKind::Elf32) => read::<FileHeader32<Endianness>>(data),
+        Ok(object::FileKind::Elf64) => read::<FileHeader64<Endianness>>(data),
+        _ => Err("the ELF header cannot be read".into()),
+    }
+}
+
+/// [`shrink`] for a file of class `H`.
+fn shrink_as<H: Class>(
+    data: &[u8],
+    report: &Report,
+    plan: &Plan,
+) -> Result<(Output, Shrunk), Refusal> {
+    let elf = Elf::<H>::read(data)?;
+    let relative = elf.relative()?;
     // The one section holding every container that changes.
     let holds = |s: &Shdr| -> Option<bool> {
-        let end = s.offset.checked_add(s.size)?;
+        let end = s.sh_offset.checked_add(s.sh_size)?;
         Some(plan.edits.iter().all(|e| {
-            s.offset <= e.offset
+            s.sh_offset <= e.offset
                 && e.offset
                     .checked_add(e.size)
                     .is_some_and(|e_end| e_end <= end)
@@ -459,21 +535,21 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
     let s_index = elf
         .shdrs
         .iter()
-        .position(|s| s.sh_type != elf::SHT_NOBITS.0 && holds(s) == Some(true))
+        .position(|s| s.sh_type != elf::SHT_NOBITS && holds(s) == Some(true))
         .ok_or("the containers lie in more than one section")?;
-    let s = elf.shdrs[s_index];
-    let (packed, pack_end) = pack(data, report, plan, &s)?;
-    let hole = Hole::find(&elf, &s, pack_end)?;
-    keeps_fixed_parts(data, s_index, hole.li, s.offset, hole.b)?;
+    let s = &elf.shdrs[s_index];
+    let (packed, pack_end) = pack(data, report, plan, s)?;
+    let hole = Hole::find(&elf, s, pack_end)?;
+    keeps_fixed_parts(data, s_index, hole.li, s.sh_offset, hole.b)?;
     let moved: BTreeMap<u64, u64> = packed
         .iter()
         .map(|p| {
-            let old = add(s.addr, sub(p.old, s.offset)?)?;
-            Ok((old, add(s.addr, sub(p.new, s.offset)?)?))
+            let old = add(s.sh_addr, sub(p.old, s.sh_offset)?)?;
+            Ok((old, add(s.sh_addr, sub(p.new, s.sh_offset)?)?))
         })
         .collect::<Result<_, Refusal>>()?;
     // Section addresses end by 2^64 (`Elf::read` checks).
-    let in_s = |v: u64| v.checked_sub(s.addr).is_some_and(|d| d < s.size);
+    let in_s = |v: u64| v.checked_sub(s.sh_addr).is_some_and(|d| d < s.sh_size);
     let new_vaddr = |v: u64| -> Result<u64, Refusal> {
         moved
             .get(&v)
@@ -481,20 +557,20 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
             .ok_or_else(|| format!("something points at {v:#x}, inside a container"))
     };
     let mut patches = Patches::default();
-    fix_relocations(data, &elf, &in_s, &new_vaddr, &mut patches)?;
-    fix_wrappers(data, report, &in_s, &new_vaddr, &mut patches)?;
-    fix_symbols(data, &elf.shdrs, s_index, &in_s, &new_vaddr, &mut patches)?;
+    fix_relocations(data, &elf, relative, &in_s, &new_vaddr, &mut patches)?;
+    fix_wrappers(data, &elf, report, &in_s, &new_vaddr, &mut patches)?;
+    fix_symbols(data, &elf, s_index, &in_s, &new_vaddr, &mut patches)?;
     fix_headers(&elf, s_index, &hole, pack_end, &mut patches)?;
     let new_phdrs = hole.program_headers(&elf, pack_end)?;
-    let table: Vec<u8> = new_phdrs.iter().flat_map(Phdr::bytes).collect();
+    let table = elf.program_header_table(&new_phdrs)?;
     let part = |p: &Phdr| Segment {
-        offset: p.offset,
-        address: p.vaddr,
-        size: p.filesz,
+        offset: p.p_offset,
+        address: p.p_vaddr,
+        size: p.p_filesz,
     };
     let shrunk = Shrunk {
         section: section_name(data, &elf, s_index),
-        section_size: (s.size, sub(pack_end, s.offset)?),
+        section_size: (s.sh_size, sub(pack_end, s.sh_offset)?),
         removed: (hole.a, hole.b),
         segment: part(&hole.l),
         segments: new_phdrs[hole.li..=hole.li + usize::from(hole.splits)]
@@ -502,17 +578,23 @@ pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shru
             .map(part)
             .collect(),
     };
+    let e_phoff = u64_from(H::E_PHOFF);
     if hole.splits {
-        patches.put(32, hole.table.to_le_bytes().to_vec())?;
-        let n = u16::try_from(elf.phdrs.len() + 1).map_err(|_| "too many program headers")?;
-        patches.put(56, n.to_le_bytes().to_vec())?;
+        patches.put(e_phoff, elf.word(hole.table)?)?;
+        // A count of `PN_XNUM` or more would be read from section 0.
+        let n = u16::try_from(elf.phdrs.len() + 1)
+            .ok()
+            .filter(|&n| n < elf::PN_XNUM)
+            .ok_or("too many program headers")?;
+        let n = bytes_of(&U16::new(elf.endian, n)).to_vec();
+        patches.put(u64_from(H::E_PHNUM), n)?;
     } else {
         // The table stays where it is, or moves down with what follows
         // the hole.
-        patches.put(32, hole.moved(elf.phoff).to_le_bytes().to_vec())?;
+        patches.put(e_phoff, elf.word(hole.moved(elf.phoff))?)?;
         patches.put(elf.phoff, table.clone())?;
     }
-    let out = assemble(data, &s, &packed, &hole, table, &patches)?;
+    let out = assemble(data, s, &packed, &hole, table, &patches)?;
     Ok((out, shrunk))
 }
 
@@ -557,8 +639,8 @@ fn assemble(
     patches: &Patches,
 ) -> Result<Output, Refusal> {
     let mut out = Output::default();
-    patches.copy(&mut out, 0, s.offset)?;
-    let mut at = s.offset;
+    patches.copy(&mut out, 0, s.sh_offset)?;
+    let mut at = s.sh_offset;
     for p in packed {
         out.piece(Piece::Zeros(sub(p.new, at)?));
         match p.edit {
@@ -578,44 +660,45 @@ fn assemble(
 }
 
 /// Section `i`'s name, from the section-name table.
-fn section_name(data: &[u8], elf: &Elf, i: usize) -> String {
+fn section_name<H: Class>(data: &[u8], elf: &Elf<'_, H>, i: usize) -> String {
     let name = || -> Option<String> {
-        let strndx = usize::from(u16_at(data, 62)?);
-        let table = elf.shdrs.get(strndx)?;
-        let name = u64::from(u32_at(data, elf.shdrs.get(i)?.at)?);
-        let at = usize_from(table.offset.checked_add(name)?);
-        let bytes = data.get(at..)?;
-        let end = bytes.iter().position(|&b| b == 0)?;
-        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+        let strings = elf
+            .header
+            .section_strings(elf.endian, data, elf.sections)
+            .ok()?;
+        let name = elf.sections.get(i)?.name(elf.endian, strings).ok()?;
+        Some(String::from_utf8_lossy(name).into_owned())
     };
     name().unwrap_or_default()
 }
 
 /// Section headers after the hole move down, the section ends where its
 /// packed containers end, and so does the section header table.
-fn fix_headers(
-    elf: &Elf,
+fn fix_headers<H: Class>(
+    elf: &Elf<'_, H>,
     s_index: usize,
     hole: &Hole,
     pack_end: u64,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
     for (i, h) in elf.shdrs.iter().enumerate() {
+        let at = elf.section_header_at(i)?;
         if i == s_index {
-            let size = sub(pack_end, h.offset)?;
-            patches.put(add(h.at, 32)?, size.to_le_bytes().to_vec())?;
-        } else if h.offset >= hole.b {
-            let offset = hole.moved(h.offset);
-            patches.put(add(h.at, 24)?, offset.to_le_bytes().to_vec())?;
-        } else if h.sh_type != elf::SHT_NOBITS.0
-            && h.size > 0
-            && h.offset < hole.b
-            && add(h.offset, h.size)? > hole.a
+            let size = sub(pack_end, h.sh_offset)?;
+            patches.put(add(at, u64_from(H::SH_SIZE))?, elf.word(size)?)?;
+        } else if h.sh_offset >= hole.b {
+            let offset = hole.moved(h.sh_offset);
+            patches.put(add(at, u64_from(H::SH_OFFSET))?, elf.word(offset)?)?;
+        } else if h.sh_type != elf::SHT_NOBITS
+            && h.sh_size > 0
+            && h.sh_offset < hole.b
+            && add(h.sh_offset, h.sh_size)? > hole.a
         {
             return Err("another section lies in the pages to remove".into());
         }
     }
-    patches.put(40, hole.moved(elf.shoff).to_le_bytes().to_vec())
+    let e_shoff = u64_from(H::E_SHOFF);
+    patches.put(e_shoff, elf.word(hole.moved(elf.shoff))?)
 }
 
 /// Edit `e`'s new container, appended to `out` (its built bytes copied:
@@ -655,18 +738,18 @@ fn pack<'p>(
     plan: &'p Plan,
     s: &Shdr,
 ) -> Result<(Vec<Packed<'p>>, u64), Refusal> {
-    let end = add(s.offset, s.size)?;
+    let end = add(s.sh_offset, s.sh_size)?;
     let mut found: Vec<(u64, u64)> = report
         .containers
         .iter()
         .filter(|c| c.parent.is_none() && c.kind != ContainerKind::FatbinWrapper)
         .filter_map(|c| Some((c.offset?, c.size)))
-        .filter(|&(o, _)| s.offset <= o && o < end)
+        .filter(|&(o, _)| s.sh_offset <= o && o < end)
         .collect();
     found.sort_unstable();
-    let align = s.align.clamp(8, 1 << 16);
+    let align = s.sh_addralign.clamp(8, 1 << 16);
     let mut out = Vec::with_capacity(found.len());
-    let (mut seen, mut cursor) = (s.offset, s.offset);
+    let (mut seen, mut cursor) = (s.sh_offset, s.sh_offset);
     for (old, size) in found {
         if old < seen || old.saturating_add(size) > end {
             return Err("containers overlap, or run past their section".into());
@@ -678,7 +761,7 @@ fn pack<'p>(
             ));
         }
         let edit = plan.edits.iter().find(|e| e.offset == old);
-        let new = add(round_up(sub(cursor, s.offset)?, align)?, s.offset)?;
+        let new = add(round_up(sub(cursor, s.sh_offset)?, align)?, s.sh_offset)?;
         cursor = add(new, edit.map_or(size, |e| e.pruned.layout.size))?;
         seen = add(old, size)?;
         out.push(Packed {
@@ -697,68 +780,105 @@ fn pack<'p>(
     Ok((out, cursor))
 }
 
-/// The file offset of address `v`, in a load segment's file bytes.
-fn file_offset(phdrs: &[Phdr], v: u64) -> Option<u64> {
+/// The file offset of address `v`, in a load segment's file bytes that
+/// hold `size` bytes from there.
+fn file_offset(phdrs: &[Phdr], v: u64, size: u64) -> Option<u64> {
     phdrs.iter().find_map(|p| {
-        let into = v.checked_sub(p.vaddr)?;
-        let fits = into.checked_add(8).is_some_and(|e| e <= p.filesz);
-        (p.p_type == elf::PT_LOAD.0 && fits).then(|| p.offset.checked_add(into))?
+        let into = v.checked_sub(p.p_vaddr)?;
+        let fits = into.checked_add(size).is_some_and(|e| e <= p.p_filesz);
+        (p.p_type == elf::PT_LOAD && fits).then(|| p.p_offset.checked_add(into))?
     })
 }
 
-/// Relative relocations (RELA and RELR) whose target is in the section:
-/// given the target's new address. Relocations against a symbol follow the
-/// symbol, which [`fix_symbols`] moves.
-fn fix_relocations(
+/// The entries of table section `i` as `T`s, read with `object`; refused
+/// when the section cannot be read as such, or says its entries are of
+/// another size.
+fn entries<'data, H: Class, T: object::Pod>(
+    data: &'data [u8],
+    elf: &Elf<'data, H>,
+    i: usize,
+) -> Result<&'data [T], Refusal> {
+    let h = &elf.shdrs[i];
+    if h.sh_entsize != u64_from(size_of::<T>()) {
+        return Err(format!(
+            "section {i} (type {:#x}) has entries of {} bytes, not {}",
+            h.sh_type,
+            h.sh_entsize,
+            size_of::<T>()
+        ));
+    }
+    elf.sections[i]
+        .data_as_array(elf.endian, data)
+        .map_err(|e| format!("section {i} cannot be read ({e})"))
+}
+
+/// Relative relocations (REL, RELA and RELR) whose target is in the
+/// section: given the target's new address (a RELA's addend, and the
+/// address stored at the place relocated, which is the addend of the
+/// others). Relocations against a symbol follow the symbol, which
+/// [`fix_symbols`] moves.
+fn fix_relocations<H: Class>(
     data: &[u8],
-    elf: &Elf,
+    elf: &Elf<'_, H>,
+    relative: elf::RelocationType,
     in_s: &dyn Fn(u64) -> bool,
     new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
+    let (endian, word) = (elf.endian, u64_from(size_of::<H::Word>()));
     let stored = |patches: &mut Patches, v: u64| -> Result<(), Refusal> {
-        let Some(at) = file_offset(&elf.phdrs, v) else {
+        let Some(at) = file_offset(&elf.phdrs, v, word) else {
             return Ok(());
         };
-        let old = u64_at(data, at).unwrap_or(0);
+        let old = elf.word_at(data, at).unwrap_or(0);
         if in_s(old) {
-            patches.put(at, new_vaddr(old)?.to_le_bytes().to_vec())?;
+            patches.put(at, elf.word(new_vaddr(old)?)?)?;
         }
         Ok(())
     };
-    // `k * 24` and `k * 8` are at most the table's size: no overflow.
-    for h in &elf.shdrs {
-        if h.sh_type == elf::SHT_RELA.0 && h.entsize == 24 {
-            for k in 0..h.size / 24 {
-                let at = add(h.offset, k * 24)?;
-                let (Some(r_offset), Some(info), Some(addend)) = (
-                    u64_at(data, at),
-                    u64_at(data, add(at, 8)?),
-                    u64_at(data, add(at, 16)?),
-                ) else {
-                    return Err("a relocation runs past the file".into());
-                };
-                if (info & 0xffff_ffff) as u32 == elf.relative && in_s(addend) {
-                    let new = new_vaddr(addend)?;
-                    patches.put(add(at, 16)?, new.to_le_bytes().to_vec())?;
-                    stored(patches, r_offset)?;
+    let is_mips64el = elf.header.is_mips64el(endian);
+    for (i, h) in elf.shdrs.iter().enumerate() {
+        if h.sh_type == elf::SHT_REL {
+            for r in entries::<H, H::Rel>(data, elf, i)? {
+                if r.r_type(endian) == relative {
+                    stored(patches, r.r_offset(endian).into())?;
                 }
             }
-        } else if h.sh_type == elf::SHT_RELR.0 {
+        } else if h.sh_type == elf::SHT_RELA {
+            let size = size_of::<H::Rela>();
+            for (k, r) in entries::<H, H::Rela>(data, elf, i)?.iter().enumerate() {
+                // The addend of a relative relocation is an address: the
+                // field's bits as a word of the class.
+                let addend: i64 = r.r_addend(endian).into();
+                let addend = addend.cast_unsigned() & H::WORD_MAX;
+                if r.r_type(endian, is_mips64el) == relative && in_s(addend) {
+                    // `k * size` is at most the table's size: no overflow.
+                    let at = add(h.sh_offset, u64_from(k * size))?;
+                    let new = new_vaddr(addend)?;
+                    patches.put(add(at, u64_from(H::R_ADDEND))?, elf.word(new)?)?;
+                    stored(patches, r.r_offset(endian).into())?;
+                }
+            }
+        } else if h.sh_type == elf::SHT_RELR {
+            let relr: &[H::Relr] = elf.sections[i]
+                .data_as_array(endian, data)
+                .map_err(|e| format!("section {i} cannot be read ({e})"))?;
+            // An even entry is an address; an odd one, a bitmap of the
+            // `COUNT` words after the last address or bitmap.
+            let count = u64::from(<H::Relr as object::read::elf::Relr>::COUNT);
             let mut base = 0u64;
-            for k in 0..h.size / 8 {
-                let entry =
-                    u64_at(data, add(h.offset, k * 8)?).ok_or("a RELR entry runs past the file")?;
+            for r in relr {
+                let entry: u64 = r.get(endian).into();
                 if entry & 1 == 0 {
                     stored(patches, entry)?;
-                    base = add(entry, 8)?;
+                    base = add(entry, word)?;
                 } else {
-                    for bit in 1..64 {
+                    for bit in 1..=count {
                         if entry >> bit & 1 == 1 {
-                            stored(patches, add(base, (bit - 1) * 8)?)?;
+                            stored(patches, add(base, (bit - 1) * word)?)?;
                         }
                     }
-                    base = add(base, 63 * 8)?;
+                    base = add(base, count * word)?;
                 }
             }
         }
@@ -766,10 +886,12 @@ fn fix_relocations(
     Ok(())
 }
 
-/// Each fatbin wrapper's data pointer, where the file stores it (non-PIE
-/// programs, and some linkers' PIE output too).
-fn fix_wrappers(
+/// Each fatbin wrapper's data pointer (the word after its magic and
+/// version), where the file stores it (non-PIE programs, and some
+/// linkers' PIE output too).
+fn fix_wrappers<H: Class>(
     data: &[u8],
+    elf: &Elf<'_, H>,
     report: &Report,
     in_s: &dyn Fn(u64) -> bool,
     new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
@@ -782,9 +904,9 @@ fn fix_wrappers(
         let Some(at) = c.offset.and_then(|o| o.checked_add(8)) else {
             continue;
         };
-        let v = u64_at(data, at).unwrap_or(0);
+        let v = elf.word_at(data, at).unwrap_or(0);
         if in_s(v) {
-            patches.put(at, new_vaddr(v)?.to_le_bytes().to_vec())?;
+            patches.put(at, elf.word(new_vaddr(v)?)?)?;
         }
     }
     Ok(())
@@ -792,25 +914,26 @@ fn fix_wrappers(
 
 /// Symbols defined in the section (`.symtab`, `.dynsym`): moved with the
 /// container they start; one inside a container is refused.
-fn fix_symbols(
+fn fix_symbols<H: Class>(
     data: &[u8],
-    shdrs: &[Shdr],
+    elf: &Elf<'_, H>,
     s_index: usize,
     in_s: &dyn Fn(u64) -> bool,
     new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
-    for h in shdrs {
-        if (h.sh_type != elf::SHT_SYMTAB.0 && h.sh_type != elf::SHT_DYNSYM.0) || h.entsize != 24 {
+    let size = size_of::<H::Sym>();
+    for (i, h) in elf.shdrs.iter().enumerate() {
+        if h.sh_type != elf::SHT_SYMTAB && h.sh_type != elf::SHT_DYNSYM {
             continue;
         }
-        // `k * 24` is at most the table's size: no overflow.
-        for k in 0..h.size / 24 {
-            let at = add(h.offset, k * 24)?;
-            let shndx = u16_at(data, add(at, 6)?).ok_or("a symbol runs past the file")?;
-            let value = u64_at(data, add(at, 8)?).ok_or("a symbol runs past the file")?;
-            if usize::from(shndx) == s_index && in_s(value) {
-                patches.put(add(at, 8)?, new_vaddr(value)?.to_le_bytes().to_vec())?;
+        for (k, sym) in entries::<H, H::Sym>(data, elf, i)?.iter().enumerate() {
+            let value = sym.st_value(elf.endian).into();
+            if usize::from(sym.st_shndx(elf.endian).0) == s_index && in_s(value) {
+                // `k * size` is at most the table's size: no overflow.
+                let at = add(h.sh_offset, u64_from(k * size))?;
+                let new = new_vaddr(value)?;
+                patches.put(add(at, u64_from(H::ST_VALUE))?, elf.word(new)?)?;
             }
         }
     }

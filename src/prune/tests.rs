@@ -5,6 +5,7 @@ use crate::fatbin;
 use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
+mod classes;
 mod linked;
 
 /// A binary bundle of `entries` (ID, data) at `align`.
@@ -440,10 +441,13 @@ fn shrinking_refuses_files_it_does_not_know() {
     let plan = super::plan::Plan::default();
     let report = scan::scan(b"", &Options::default());
     for (data, says) in [
-        (&b"not an ELF file at all"[..], "64-bit little-endian"),
+        (
+            &b"not an ELF file at all"[..],
+            "the ELF header cannot be read",
+        ),
         (
             &b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0"[..],
-            "64-bit little-endian",
+            "the ELF headers cannot be read",
         ),
     ] {
         let why = super::shrink::shrink(data, &report, &plan).unwrap_err();

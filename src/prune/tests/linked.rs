@@ -28,7 +28,7 @@ fn us(x: u64) -> usize {
 
 /// A HIP bundle (entries 4096-aligned, as clang writes them): a host
 /// entry, then gfx90a and gfx942 code objects of `len` bytes each.
-fn hip_bundle(len: usize) -> Vec<u8> {
+pub(super) fn hip_bundle(len: usize) -> Vec<u8> {
     let object = |fill: u8| {
         let mut v = super::code_object(fill);
         v.resize(len, fill);
@@ -184,7 +184,7 @@ fn gfx942(f: &[u8]) -> (usize, usize) {
 }
 
 /// `f` pruned to gfx90a, shrunk (unless `no_shrink`) or not.
-fn prune(f: &[u8], no_shrink: bool) -> Result<FilePruning> {
+pub(super) fn prune(f: &[u8], no_shrink: bool) -> Result<FilePruning> {
     let opts = Options {
         no_shrink,
         ..Options::default()
