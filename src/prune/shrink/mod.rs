@@ -9,15 +9,17 @@
 //! longer, moves into the freed space the first part keeps.
 //!
 //! References are recognised by what they are: relative dynamic
-//! relocations (`R_X86_64_RELATIVE`, `R_AARCH64_RELATIVE`, and packed
-//! `SHT_RELR` ones) whose target is a container's start, the data pointer
-//! of each fatbin wrapper (the only reference a non-PIE program has), and
-//! symbols defined at a container's start. A reference into a container
-//! other than at its start, a relocation of another kind against the
-//! section, or a layout this does not know (a machine whose relative
-//! relocation is not known here, see [`file::relative_type`]; one fat-binary
-//! section; the section in a read-only, file-backed load segment) makes
-//! [`shrink`] say why, and the caller rewrites the file in place instead.
+//! relocations (`R_X86_64_RELATIVE`, `R_AARCH64_RELATIVE`,
+//! `R_386_RELATIVE`, `R_ARM_RELATIVE`, in `SHT_RELA` or `SHT_REL` tables,
+//! and packed `SHT_RELR` ones) whose target is a container's start, the
+//! data pointer of each fatbin wrapper (the only reference a non-PIE
+//! program has), and symbols defined at a container's start. A reference
+//! into a container other than at its start, a relocation of another kind
+//! against the section, or a layout this does not know (a machine whose
+//! relative relocation is not known here, see [`file::relative_type`]; a
+//! big-endian file; one fat-binary section; the section in a read-only,
+//! file-backed load segment) makes [`shrink`] say why, and the caller
+//! rewrites the file in place instead.
 //!
 //! The file is read with `object`'s ELF reader, in its class and byte
 //! order ([`file`]); the hole and the program headers around it are worked
