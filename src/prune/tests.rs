@@ -1,3 +1,7 @@
+use object::elf;
+use object::pod::bytes_of;
+use object::{LittleEndian as LE, U16};
+
 use super::containers::{self, Pruned};
 use super::{Ptx, Rules, Selection, Verdict};
 use crate::bundle::binary::{self, EntrySpec};
@@ -29,7 +33,7 @@ fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
 fn code_object(fill: u8) -> Vec<u8> {
     let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 64];
     v.resize(18, 0);
-    v.extend_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+    v.extend_from_slice(bytes_of(&U16::new(LE, elf::EM_AMDGPU)));
     v.resize(300, fill);
     v
 }
@@ -124,7 +128,7 @@ fn cuda_fatbin() -> Vec<u8> {
     let cubin = |sm: u32| {
         let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0x33];
         v.resize(18, 0);
-        v.extend_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+        v.extend_from_slice(bytes_of(&U16::new(LE, elf::EM_CUDA)));
         v.resize(200 + sm as usize, u8::try_from(sm).unwrap());
         v
     };
