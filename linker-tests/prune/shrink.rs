@@ -10,8 +10,9 @@
 //! through `dl_iterate_phdr`); `llvm-readelf -a` gives no warning and
 //! `eu-elflint --gnu-ld` nothing it did not say of the original.
 //!
-//! Libraries whose layout a rewrite would damage (issue #41) are refused
-//! whole: [`hostile_layouts`].
+//! 32-bit files shrink too (issue #42): [`shrink_32_bit`], for i686 and
+//! 32-bit Arm. Libraries whose layout a rewrite would damage (issue #41)
+//! are refused whole: [`hostile_layouts`].
 
 use std::path::Path;
 
@@ -49,6 +50,12 @@ pub fn tests() -> Vec<Trial> {
             "prune::shrink::aarch64_programs_and_libraries_get_smaller",
             &arm,
             || shrink(&AARCH64),
+        ),
+        // All but the C library's zstd: nothing is run.
+        trial(
+            "prune::shrink::i686_and_arm_programs_and_libraries_get_smaller",
+            &tools[..7],
+            shrink_32_bit,
         ),
         trial(
             "prune::shrink::hostile_layouts_are_refused",
@@ -234,6 +241,131 @@ fn check_shrunk(d: &Path, f: &str) -> Result<(), Failed> {
         return Err(format!("eu-elflint on the pruned {f}: {new:?}").into());
     }
     Ok(())
+}
+
+/// 32-bit little-endian files (issue #42): the three HIP translation
+/// units built for i686 and for 32-bit Arm, linked with `-nostdlib` (this
+/// machine has no C library for either, so nothing runs them) by lld and
+/// mold, and GNU ld for i686, into shared libraries (their pointers to the
+/// fat binaries relocated by `SHT_REL` relative relocations, or packed
+/// `SHT_RELR` ones), PIE programs and static ones, `nostdlib_stub.c`
+/// standing in for the HIP runtime. Pruned to gfx90a, each is smaller by
+/// at least 95 % of the dropped bytes, the ELF checkers find nothing new,
+/// and each fatbin wrapper points at the bundle it pointed at, which holds
+/// the gfx90a images it held, byte for byte.
+fn shrink_32_bit() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::create_dir(d.join("pruned"))?;
+    let cpus = [
+        ("i686-linux-gnu", &["bfd", "lld", "mold"][..]),
+        ("armv7a-linux-gnueabihf", &["lld", "mold"][..]),
+    ];
+    for (triple, linkers) in cpus {
+        let target = format!("--target={triple}");
+        let mut objects = Vec::new();
+        for (k, extra) in [
+            ("k1", Some("--offload-compress")),
+            ("k2", None),
+            ("k3", None),
+        ] {
+            let (source, object) = (src(&format!("{k}.hip")), format!("{triple}-{k}.o"));
+            let mut args = vec![
+                target.as_str(),
+                "-x",
+                "hip",
+                "--offload-arch=gfx90a",
+                "--offload-arch=gfx1030",
+                "--offload-arch=gfx942",
+                "-nogpulib",
+                "-nogpuinc",
+                "-fPIC",
+                "-c",
+                &source,
+                "-o",
+                &object,
+            ];
+            args.extend(extra);
+            run(&llvm("clang++"), &args, d).ok()?;
+            objects.push(object);
+        }
+        let stub = format!("{triple}-stub.o");
+        let args = [&target, "-fPIC", "-c", &src("nostdlib_stub.c"), "-o", &stub];
+        run(&llvm("clang"), &args, d).ok()?;
+        let kinds: [(&str, &[&str]); 4] = [
+            ("lib.so", &["-shared"]),
+            ("relr.so", &["-shared", "-Wl,-z,pack-relative-relocs"]),
+            ("pie", &["-pie", &stub]),
+            ("static", &["-static", &stub]),
+        ];
+        for ld in linkers {
+            for (kind, extra) in kinds {
+                let out = format!("{triple}-{ld}-{kind}");
+                let fuse = format!("-fuse-ld={ld}");
+                let mut args = vec![target.as_str(), &fuse, "-nostdlib"];
+                args.extend(extra);
+                args.extend(objects.iter().map(String::as_str));
+                args.extend(["-o", &out]);
+                run(&llvm("clang"), &args, d).ok()?;
+                check_shrunk(d, &out)?;
+                let want: Vec<Vec<(String, String)>> = wrapped(d, &out)?
+                    .into_iter()
+                    .map(|w| {
+                        w.into_iter()
+                            .filter(|(id, _)| id.ends_with("gfx90a"))
+                            .collect()
+                    })
+                    .collect();
+                same(
+                    &format!("{out}: what each wrapper points at"),
+                    wrapped(d, &format!("pruned/{out}"))?,
+                    want,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What each fatbin wrapper of `file` points at, in file order: the images
+/// (bundle ID, MD5) of the container its data pointer resolves to and of
+/// the containers inside that one, as `inspect --json` gives them.
+fn wrapped(d: &Path, file: &str) -> Result<Vec<Vec<(String, String)>>, Failed> {
+    let doc = ours_json(&["inspect", "--json", "--hash=md5", file], d)?;
+    let f = &doc["files"][0];
+    let containers = f["containers"].as_array().ok_or("no containers")?;
+    let images = f["images"].as_array().ok_or("no images")?;
+    // Whether container `c` is `top` or lies inside it (a parent comes
+    // before what it holds).
+    let within = |mut c: u64, top: u64| loop {
+        if c == top {
+            return true;
+        }
+        match containers.get(usize::try_from(c).unwrap_or(usize::MAX)) {
+            Some(k) if k["parent"]["container"].as_u64().is_some_and(|p| p < c) => {
+                c = k["parent"]["container"].as_u64().unwrap_or(top);
+            }
+            _ => return false,
+        }
+    };
+    let mut out = Vec::new();
+    for w in containers.iter().filter(|c| c["kind"] == "fatbin-wrapper") {
+        let top = w["wrapper"]["target_container"]
+            .as_u64()
+            .ok_or_else(|| format!("{file}: a wrapper points at no container"))?;
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        out.push(
+            images
+                .iter()
+                .filter(|i| i["container"].as_u64().is_some_and(|c| within(c, top)))
+                .map(|i| (text(&i["bundle_id"]), text(&i["hash"])))
+                .collect(),
+        );
+    }
+    if out.len() != 3 {
+        return Err(format!("{file}: {} fatbin wrappers, not 3", out.len()).into());
+    }
+    Ok(out)
 }
 
 /// `f`'s section headers.

@@ -1,3 +1,7 @@
+use object::elf;
+use object::pod::bytes_of;
+use object::{LittleEndian as LE, U16};
+
 use super::containers::{self, Pruned};
 use super::{Ptx, Rules, Selection, Verdict};
 use crate::bundle::binary::{self, EntrySpec};
@@ -5,6 +9,7 @@ use crate::fatbin;
 use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
+mod classes;
 mod linked;
 #[cfg(feature = "files")]
 mod path;
@@ -30,7 +35,7 @@ fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
 fn code_object(fill: u8) -> Vec<u8> {
     let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 64];
     v.resize(18, 0);
-    v.extend_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+    v.extend_from_slice(bytes_of(&U16::new(LE, elf::EM_AMDGPU)));
     v.resize(300, fill);
     v
 }
@@ -125,7 +130,7 @@ fn cuda_fatbin() -> Vec<u8> {
     let cubin = |sm: u32| {
         let mut v = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0x33];
         v.resize(18, 0);
-        v.extend_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+        v.extend_from_slice(bytes_of(&U16::new(LE, elf::EM_CUDA)));
         v.resize(200 + sm as usize, u8::try_from(sm).unwrap());
         v
     };
@@ -442,10 +447,13 @@ fn shrinking_refuses_files_it_does_not_know() {
     let plan = super::plan::Plan::default();
     let report = scan::scan(b"", &Options::default());
     for (data, says) in [
-        (&b"not an ELF file at all"[..], "64-bit little-endian"),
+        (
+            &b"not an ELF file at all"[..],
+            "the ELF header cannot be read",
+        ),
         (
             &b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0"[..],
-            "64-bit little-endian",
+            "the ELF headers cannot be read",
         ),
     ] {
         let why = super::shrink::shrink(data, &report, &plan).unwrap_err();

@@ -184,7 +184,7 @@ fn gfx942(f: &[u8]) -> (usize, usize) {
 }
 
 /// `f` pruned to gfx90a, shrunk (unless `no_shrink`) or not.
-fn prune(f: &[u8], no_shrink: bool) -> Result<FilePruning> {
+pub(super) fn prune(f: &[u8], no_shrink: bool) -> Result<FilePruning> {
     let opts = Options {
         no_shrink,
         ..Options::default()
@@ -288,8 +288,9 @@ fn headers_segments_and_sections_in_a_rewritten_container_are_refused() {
     let (from, len) = (us(strings.sh_offset.get(LE)), us(strings.sh_size.get(LE)));
     g.copy_within(from..from + len, inside);
     let shoff = us(header(&mut g).e_shoff.get(LE));
-    let field = shoff + 2 * 64 + std::mem::offset_of!(SectionHeader64<LE>, sh_offset);
-    g[field..field + 8].copy_from_slice(&(inside as u64).to_le_bytes());
+    let at = shoff + 2 * size_of::<SectionHeader64<LE>>();
+    let (strings, _) = from_bytes_mut::<SectionHeader64<LE>>(&mut g[at..]).unwrap();
+    strings.sh_offset.set(LE, inside as u64);
     refused(&g, &["section 2 `.shstrtab`", "would free"]);
 }
 
