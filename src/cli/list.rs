@@ -2,11 +2,11 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::io::{Input, open_input, print_line};
-use crate::bundle::listing::{Compressed, Entry, Listing};
-use crate::offload_binary::listing::{self, Document, RowsError};
+use super::io::{open_input, print_line};
+use crate::bundle::listing::Listing;
+use crate::offload_binary::listing::{self, BundleListingError, Document, RowsError};
 use crate::offload_binary::{self, Budget, Inflate};
 use crate::scan;
 
@@ -112,7 +112,13 @@ impl Opts {
                  the files inside it"
             );
         }
-        if let Some(b) = bundle_listing(name, &input, budget)? {
+        let bundle = listing::bundle_listing(input.bytes(), budget).map_err(|e| match e {
+            BundleListingError::Read(e) => anyhow::Error::new(e).context(format!("'{name}'")),
+            BundleListingError::NotABundle => {
+                anyhow::anyhow!("'{name}': the compressed data is not a bundle")
+            }
+        })?;
+        if let Some(b) = bundle {
             self.print_bundle(name, b, out)?;
             return Ok(false);
         }
@@ -201,104 +207,6 @@ fn read_error(prefix: String, e: crate::Error) -> anyhow::Error {
         Some(hint) => anyhow::anyhow!("{prefix}: {e} ({hint})"),
         None => anyhow::Error::new(e).context(prefix),
     }
-}
-
-/// The input as a clang offload bundle, if it is one (binary, text, object
-/// with bundle sections, or any of them compressed).
-fn bundle_listing(name: &str, input: &Input, budget: &Budget) -> Result<Option<Listing>> {
-    use crate::bundle::{self, Format};
-    if let Some(listing) = ccob_header_listing(name, input)? {
-        return Ok(Some(listing));
-    }
-    let limit = crate::bundle::ccob::Limits::default().max_uncompressed;
-    let inflated = super::bundle::inflate(name, input, limit)?;
-    let data = inflated
-        .as_ref()
-        .map_or(input.bytes(), |d| d.data.as_slice());
-    let Some(format) = Format::detect(data) else {
-        if inflated.is_some() {
-            anyhow::bail!("'{name}': the compressed data is not a bundle");
-        }
-        return Ok(None);
-    };
-    // (Only the tables are read, within what is left of the budget, which
-    // the listing spends again.)
-    if format == Format::Object
-        && offload_binary::find_images_streamed(data, &budget.fork(), Inflate::Tables)
-            .is_ok_and(|v| !v.images.is_empty())
-    {
-        // An object carrying OffloadBinaries too: list those the usual way.
-        return Ok(None);
-    }
-    let found = bundle::entries(data, format).with_context(|| format!("'{name}'"))?;
-    let base = data.as_ptr() as usize;
-    let entries = found
-        .iter()
-        .enumerate()
-        .map(|(index, f)| {
-            let offset = (f.data.as_ptr() as usize).saturating_sub(base) as u64;
-            Entry::new(index, f.id, offset, f.data.len() as u64)
-        })
-        .collect();
-    let compressed = inflated.map(|d| Compressed::new(&d.header, d.compressed_size));
-    Ok(Some(Listing::new(format, compressed, entries)))
-}
-
-/// The listing of a CCOB that holds a binary bundle, from the bundle
-/// header alone: the contents are streamed only that far, so a bomb costs
-/// nothing (the stored hash is not checked: `inspect --verify` does).
-/// `None` for anything else, listed from the whole contents; an error for
-/// contents whose first bytes show they are no bundle at all.
-fn ccob_header_listing(name: &str, input: &Input) -> Result<Option<Listing>> {
-    use crate::bundle::{self, binary, ccob};
-    let data = input.bytes();
-    if !ccob::llvm_treats_as_compressed(data) {
-        return Ok(None);
-    }
-    // Anything irregular is left to the full read, for its exact error.
-    let Ok(c) = ccob::Ccob::parse(data) else {
-        return Ok(None);
-    };
-    if c.size != data.len() as u64 || c.check_declared_size().is_err() {
-        return Ok(None);
-    }
-    let records = match c.bundle_records() {
-        Ok(Some(r)) => r,
-        Ok(None) => {
-            let prefix = c
-                .decompress_prefix(bundle::SNIFF_LEN)
-                .with_context(|| format!("'{name}'"))?;
-            if !bundle::may_be_text_or_object_bundle(&prefix) {
-                anyhow::bail!("'{name}': the compressed data is not a bundle");
-            }
-            return Ok(None);
-        }
-        Err(_) => return Ok(None),
-    };
-    // LLVM's order, by the records' IDs (the entry's `offset` holds its
-    // record index here).
-    let stand_ins: Vec<binary::Entry> = records
-        .iter()
-        .enumerate()
-        .map(|(i, r)| binary::Entry {
-            id: &r.id,
-            offset: i as u64,
-            data: &[],
-        })
-        .collect();
-    let entries = binary::in_llvm_order(&stand_ins)
-        .into_iter()
-        .enumerate()
-        .map(|(index, e)| {
-            let r = &records[usize::try_from(e.offset).unwrap_or_default()];
-            Entry::new(index, &r.id, r.offset, r.size)
-        })
-        .collect();
-    Ok(Some(Listing::new(
-        bundle::Format::Binary,
-        Some(Compressed::of(&c)),
-        entries,
-    )))
 }
 
 impl Opts {

@@ -9,7 +9,7 @@ use super::{
     Budget, FoundImage, ImageKind, Inflate, OffloadImage, OffloadKind, find_images_streamed,
     has_magic,
 };
-use crate::bundle::listing::Listing;
+use crate::bundle::listing::{Compressed, Entry, Listing};
 
 /// One image, as `list` prints it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -249,4 +249,121 @@ mod tests {
         assert_eq!(json["offload_kind"], "openmp");
         assert_eq!(json["image_kind"], r.image_kind.report_name().as_ref());
     }
+}
+
+/// Why a file that looks like a clang offload bundle cannot be listed.
+#[derive(Debug)]
+pub(crate) enum BundleListingError {
+    /// Its bytes (or its compressed contents) cannot be read.
+    Read(crate::Error),
+    /// It is compressed, and what it holds is no bundle.
+    NotABundle,
+}
+
+impl From<crate::Error> for BundleListingError {
+    fn from(e: crate::Error) -> BundleListingError {
+        BundleListingError::Read(e)
+    }
+}
+
+/// The input as a clang offload bundle, if it is one (binary, text, object
+/// with bundle sections, or any of them compressed).
+///
+/// An object that carries OffloadBinaries too is none: those are listed
+/// the usual way.
+pub(crate) fn bundle_listing(
+    input: &[u8],
+    budget: &Budget,
+) -> Result<Option<Listing>, BundleListingError> {
+    use crate::bundle::ccob::{HashCheck, ReadOptions};
+    use crate::bundle::{self, Format, ccob};
+    if let Some(listing) = ccob_header_listing(input)? {
+        return Ok(Some(listing));
+    }
+    let opts = ReadOptions {
+        hash: HashCheck::Enforce,
+        limits: ccob::Limits::default(),
+    };
+    let inflated = bundle::ops::open(input, &opts)?;
+    let data = inflated.as_ref().map_or(input, |d| d.data.as_slice());
+    let Some(format) = Format::detect(data) else {
+        if inflated.is_some() {
+            return Err(BundleListingError::NotABundle);
+        }
+        return Ok(None);
+    };
+    // (Only the tables are read, within what is left of the budget, which
+    // the listing spends again.)
+    if format == Format::Object
+        && find_images_streamed(data, &budget.fork(), Inflate::Tables)
+            .is_ok_and(|v| !v.images.is_empty())
+    {
+        return Ok(None);
+    }
+    let found = bundle::entries(data, format)?;
+    let base = data.as_ptr() as usize;
+    let entries = found
+        .iter()
+        .enumerate()
+        .map(|(index, f)| {
+            let offset = (f.data.as_ptr() as usize).saturating_sub(base) as u64;
+            Entry::new(index, f.id, offset, f.data.len() as u64)
+        })
+        .collect();
+    let compressed = inflated.map(|d| Compressed::new(&d.header, d.compressed_size));
+    Ok(Some(Listing::new(format, compressed, entries)))
+}
+
+/// The listing of a CCOB that holds a binary bundle, from the bundle
+/// header alone: the contents are streamed only that far, so a bomb costs
+/// nothing (the stored hash is not checked: `inspect --verify` does).
+/// `None` for anything else, listed from the whole contents; an error for
+/// contents whose first bytes show they are no bundle at all.
+fn ccob_header_listing(data: &[u8]) -> Result<Option<Listing>, BundleListingError> {
+    use crate::bundle::{self, binary, ccob};
+    if !ccob::llvm_treats_as_compressed(data) {
+        return Ok(None);
+    }
+    // Anything irregular is left to the full read, for its exact error.
+    let Ok(c) = ccob::Ccob::parse(data) else {
+        return Ok(None);
+    };
+    if c.size != data.len() as u64 || c.check_declared_size().is_err() {
+        return Ok(None);
+    }
+    let records = match c.bundle_records() {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            let prefix = c.decompress_prefix(bundle::SNIFF_LEN)?;
+            if !bundle::may_be_text_or_object_bundle(&prefix) {
+                return Err(BundleListingError::NotABundle);
+            }
+            return Ok(None);
+        }
+        Err(_) => return Ok(None),
+    };
+    // LLVM's order, by the records' IDs (the entry's `offset` holds its
+    // record index here).
+    let stand_ins: Vec<binary::Entry> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| binary::Entry {
+            id: &r.id,
+            offset: i as u64,
+            data: &[],
+        })
+        .collect();
+    let entries = binary::in_llvm_order(&stand_ins)
+        .into_iter()
+        .enumerate()
+        .map(|(index, e)| {
+            let r = &records[usize::try_from(e.offset).unwrap_or_default()];
+            Entry::new(index, &r.id, r.offset, r.size)
+        })
+        .collect();
+    Ok(Some(Listing::new(
+        bundle::Format::Binary,
+        Some(Compressed::of(&c)),
+        entries,
+    )))
 }
