@@ -52,6 +52,8 @@
 pub(crate) mod archive_unbundle;
 pub(crate) mod binary;
 pub mod ccob;
+#[cfg(feature = "files")]
+pub(crate) mod file;
 pub(crate) mod id;
 #[cfg(feature = "files")]
 pub(crate) mod job;

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::io::{Input, open_input, safe_component, write_bytes, write_layout};
+use super::io::{Input, open_input, safe_component, write_bytes};
 use crate::bundle::binary;
 use crate::bundle::ccob::{
     self, CompressOptions, Failure, HashCheck, Method, ReadOptions, StreamEnd, StreamFailure,
-    Streamable, Wanted, write_ccob,
+    Streamable, Wanted,
 };
+use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::object::{Written, write_object as write_object_to};
 use crate::bundle::ops::{self, Extract};
 use crate::bundle::{self, Format, select};
@@ -86,36 +87,27 @@ impl BundleOpts {
         let format = ops::bundle_format(&self.file_type, views[host]).map_err(fail)?;
         let bundled = ops::bundle(&targets, format, &views, self.align).map_err(fail)?;
         let out = self.output.to_string_lossy().into_owned();
-        let layout = match &bundled {
-            // An object bundle is the host object with sections added, as
-            // the drop-in (and LLVM) writes it, compressed or not.
-            ops::Bundled::Object { written, .. } => {
-                let sources = bundled.sources(&targets, &views);
-                let owners = std::iter::once(&inputs[host]).chain(&inputs);
-                let sources: Vec<(&Input, &[u8])> = owners.zip(sources).collect();
-                return write_object(&out, written, &sources);
-            }
-            ops::Bundled::Layout(layout) => layout,
-        };
-        if self.compress {
-            // One thread: LLVM's bytes; more: frames compressed in parallel
-            // from the inputs where they lie.
-            let threads = if self.threads > 1 { self.threads } else { 0 };
-            write_ccob(
-                &out,
-                layout,
-                &inputs,
-                &files,
-                &self.compress_options(threads),
-            )
-            .map_err(|f| match f {
-                Failure::Ccob(e) => anyhow::Error::from(e).context(format!("'{out}'")),
-                Failure::File(path, e) => anyhow::Error::from(e).context(format!("'{path}'")),
-            })?;
-            return Ok(());
-        }
-        write_layout(&out, layout, |i| (&inputs[i], views[i]))
-            .with_context(|| format!("'{out}': cannot write"))
+        // One thread: LLVM's bytes; more: frames compressed in parallel
+        // from the inputs where they lie.
+        let threads = if self.threads > 1 { self.threads } else { 0 };
+        let opts = self.compress_options(threads);
+        // An object bundle is the host object with sections added, as the
+        // drop-in (and LLVM) writes it, compressed or not.
+        let compress = self.compress.then_some(&opts);
+        write_bundled(&out, &bundled, &targets, &inputs, &files, compress).map_err(
+            |f| match f {
+                WriteFailure::Output(e) => {
+                    anyhow::Error::from(e).context(format!("'{out}': cannot write"))
+                }
+                WriteFailure::Ccob(Failure::Ccob(e)) => {
+                    anyhow::Error::from(e).context(format!("'{out}'"))
+                }
+                WriteFailure::Ccob(Failure::File(path, e)) => {
+                    anyhow::Error::from(e).context(format!("'{path}'"))
+                }
+            },
+        )?;
+        Ok(())
     }
 
     /// zstd at the level and version asked for, on `threads` threads.

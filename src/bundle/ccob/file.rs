@@ -447,4 +447,66 @@ mod tests {
         ));
         assert!(!out.exists());
     }
+
+    #[test]
+    fn binary_bundles_stream_into_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (layout, inputs, _) = setup(dir.path());
+        let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+        let (ccob, _) = ops::compress_layout(&layout, &views, &CompressOptions::default()).unwrap();
+        let text = |_: &[u8]| Some(Format::Text("//"));
+        assert!(streamable(&ccob, u64::MAX, text).is_none());
+        assert!(streamable(&ccob, 1000, Format::detect).is_none());
+        let s = streamable(&ccob, u64::MAX, Format::detect).unwrap();
+        assert_eq!(s.records.len(), 3);
+        let input = Input::from_vec(ccob.clone());
+        // Each entry to its file, and one empty file.
+        let mut plan: Vec<(std::path::PathBuf, Option<Range<u64>>)> = s
+            .records
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let range = r.offset..r.offset + r.size;
+                (dir.path().join(format!("entry{k}")), Some(range))
+            })
+            .collect();
+        plan.push((dir.path().join("empty"), None));
+        let opts = ReadOptions::default();
+        let (streamed, outs) = stream_to_files(&plan, |w| {
+            stream_input(&s.c, &input, w, &opts, StreamEnd::Whole, 1)
+        })
+        .unwrap();
+        assert_eq!(streamed.hash_matches(), Some(true));
+        assert!(
+            !plan[0].0.exists(),
+            "not renamed into place before the commit"
+        );
+        for o in outs {
+            o.commit().unwrap();
+        }
+        for (k, r) in s.records.iter().enumerate() {
+            let i = [
+                "host",
+                "hip-amdgcn-amd-amdhsa--gfx90a",
+                "hip-amdgcn-amd-amdhsa--gfx906",
+            ]
+            .iter()
+            .position(|id| r.id.starts_with(id.as_bytes()))
+            .unwrap();
+            assert!(
+                std::fs::read(&plan[k].0).unwrap() == inputs[i].bytes(),
+                "{k}"
+            );
+        }
+        assert_eq!(std::fs::read(&plan[3].0).unwrap(), b"");
+        // A file that cannot be created is named by its place in the plan.
+        let bad = [
+            (dir.path().join("ok"), None),
+            (dir.path().join("no/such/dir"), None),
+        ];
+        match stream_to_files(&bad, |_| Ok::<(), ()>(())) {
+            Err(StreamFailure::Create(1, e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
 }

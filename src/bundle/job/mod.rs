@@ -208,3 +208,6 @@ fn missing_bundles(requests: &[BundleId], missing: &[usize]) -> Failure {
         select::missing_list(ids)
     ))
 }
+
+#[cfg(test)]
+mod tests;

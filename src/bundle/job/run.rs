@@ -7,11 +7,12 @@ use super::objcopy::{TempFile, command, print_bundle_command};
 use super::stream::{Streaming, stream, streaming, unbundle_streaming};
 use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use super::{Failure, Job, Note, Say, decompress_fail, missing_bundles, read_options};
-use crate::bundle::ccob::{self, write_ccob};
+use crate::bundle::ccob;
+use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::object::write_object;
 use crate::bundle::ops::Extract;
 use crate::bundle::{Format, id::BundleId, ops, select};
-use crate::files::{Input, write_bytes, write_layout};
+use crate::files::{Input, write_bytes};
 
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Failure> {
@@ -83,25 +84,20 @@ fn bundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
     let bundled =
         ops::bundle(&targets, format, &views, job.align).map_err(|e| bundle_fail(job, host, e))?;
     let out = &job.outputs[0];
-    match &bundled {
-        ops::Bundled::Object { written, .. } => {
-            let sources = bundled.sources(&targets, &views);
-            let owners: Vec<&Input> = std::iter::once(&inputs[host]).chain(&inputs).collect();
-            let sources: Vec<(&Input, &[u8])> = owners.into_iter().zip(sources).collect();
-            write_object(out, written, &sources).map_err(|e| Failure::file(out, e))
-        }
-        ops::Bundled::Layout(layout) if job.comp.compress => {
-            let start = std::time::Instant::now();
-            let report = write_ccob(out, layout, &inputs, &job.inputs, &job.comp.options)?;
-            if job.comp.verbose {
-                say(Note::Text(compress_report(&report, start.elapsed())));
-            }
-            Ok(())
-        }
-        ops::Bundled::Layout(layout) => {
-            write_layout(out, layout, |i| (&inputs[i], views[i])).map_err(|e| Failure::file(out, e))
-        }
+    let compress = job.comp.compress.then_some(&job.comp.options);
+    let start = std::time::Instant::now();
+    let report = write_bundled(out, &bundled, &targets, &inputs, &job.inputs, compress).map_err(
+        |f| match f {
+            WriteFailure::Output(e) => Failure::file(out, e),
+            WriteFailure::Ccob(f) => f.into(),
+        },
+    )?;
+    if let Some(report) = report
+        && job.comp.verbose
+    {
+        say(Note::Text(compress_report(&report, start.elapsed())));
     }
+    Ok(())
 }
 
 /// LLVM's message (or ours, naming the file) for a failed bundling.
