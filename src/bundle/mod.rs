@@ -52,7 +52,11 @@
 pub(crate) mod archive_unbundle;
 pub(crate) mod binary;
 pub mod ccob;
+#[cfg(feature = "files")]
+pub(crate) mod file;
 pub(crate) mod id;
+#[cfg(feature = "files")]
+pub(crate) mod job;
 pub(crate) mod listing;
 pub(crate) mod object;
 pub(crate) mod ops;

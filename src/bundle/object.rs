@@ -40,7 +40,12 @@
 //! Only ELF (32- and 64-bit, either byte order) can be written; COFF,
 //! Mach-O and XCOFF hosts are read but not bundled into or stripped.
 
+#[cfg(feature = "files")]
+mod file;
 mod rewrite;
+
+#[cfg(feature = "files")]
+pub use file::write_object;
 
 use std::io::{self, Write};
 

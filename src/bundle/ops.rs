@@ -5,8 +5,9 @@
 //! selection, the host object of an object bundle, missing entries).
 //!
 //! Nothing here prints, reads the environment or opens files: the front ends
-//! open the inputs, call these in LLVM's order of checks, and render the
-//! typed results as their messages. The results describe what to write
+//! (`job` for the drop-in, the native commands) open the inputs, call these
+//! in LLVM's order of checks, and render the typed results as their
+//! messages; `file.rs` writes what [`bundle`] makes. The results describe what to write
 //! ([`Layout`]s and [`Written`] objects whose images are byte ranges of the
 //! inputs); image bytes are copied only when a bundle is compressed.
 
@@ -160,10 +161,10 @@ pub fn bundle(
 
 /// The whole uncompressed bundle of `layout` over `inputs`, compressed into a
 /// CCOB (the bytes LLVM's `-compress` writes), with what LLVM's verbose mode
-/// reports. The bundle and the CCOB are built in memory: the command line
-/// writes the bundle to a mapped file and compresses it with
-/// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, streams
-/// [`pieces`] through [`ccob::compress_pieces`].
+/// reports. The bundle and the CCOB are built in memory: writing a file
+/// (`ccob::write_ccob`), the bundle goes to a mapped file compressed with
+/// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, its
+/// [`pieces`] stream through [`ccob::compress_pieces`].
 #[cfg(test)]
 pub fn compress_layout(
     layout: &Layout,

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::compress::{Failure, write_ccob};
-use super::io::{Input, Noting, Output, open_input, safe_component, write_bytes, write_layout};
+use super::io::{Input, open_input, safe_component, write_bytes};
 use crate::bundle::binary;
 use crate::bundle::ccob::{
-    self, Ccob, CompressOptions, HashCheck, Method, ReadOptions, StreamEnd, Wanted,
+    self, CompressOptions, Failure, HashCheck, Method, ReadOptions, StreamEnd, StreamFailure,
+    Streamable, Wanted,
 };
-use crate::bundle::object::Written;
+use crate::bundle::file::{WriteFailure, write_bundled};
+use crate::bundle::object::{Written, write_object as write_object_to};
 use crate::bundle::ops::{self, Extract};
 use crate::bundle::{self, Format, select};
 use crate::llvm::path::stem;
@@ -86,36 +87,27 @@ impl BundleOpts {
         let format = ops::bundle_format(&self.file_type, views[host]).map_err(fail)?;
         let bundled = ops::bundle(&targets, format, &views, self.align).map_err(fail)?;
         let out = self.output.to_string_lossy().into_owned();
-        let layout = match &bundled {
-            // An object bundle is the host object with sections added, as
-            // the drop-in (and LLVM) writes it, compressed or not.
-            ops::Bundled::Object { written, .. } => {
-                let sources = bundled.sources(&targets, &views);
-                let owners = std::iter::once(&inputs[host]).chain(&inputs);
-                let sources: Vec<(&Input, &[u8])> = owners.zip(sources).collect();
-                return write_object(&out, written, &sources);
-            }
-            ops::Bundled::Layout(layout) => layout,
-        };
-        if self.compress {
-            // One thread: LLVM's bytes; more: frames compressed in parallel
-            // from the inputs where they lie.
-            let threads = if self.threads > 1 { self.threads } else { 0 };
-            write_ccob(
-                &out,
-                layout,
-                &inputs,
-                &files,
-                &self.compress_options(threads),
-            )
-            .map_err(|f| match f {
-                Failure::Ccob(e) => anyhow::Error::from(e).context(format!("'{out}'")),
-                Failure::File(path, e) => anyhow::Error::from(e).context(format!("'{path}'")),
-            })?;
-            return Ok(());
-        }
-        write_layout(&out, layout, |i| (&inputs[i], views[i]))
-            .with_context(|| format!("'{out}': cannot write"))
+        // One thread: LLVM's bytes; more: frames compressed in parallel
+        // from the inputs where they lie.
+        let threads = if self.threads > 1 { self.threads } else { 0 };
+        let opts = self.compress_options(threads);
+        // An object bundle is the host object with sections added, as the
+        // drop-in (and LLVM) writes it, compressed or not.
+        let compress = self.compress.then_some(&opts);
+        write_bundled(&out, &bundled, &targets, &inputs, &files, compress).map_err(
+            |f| match f {
+                WriteFailure::Output(e) => {
+                    anyhow::Error::from(e).context(format!("'{out}': cannot write"))
+                }
+                WriteFailure::Ccob(Failure::Ccob(e)) => {
+                    anyhow::Error::from(e).context(format!("'{out}'"))
+                }
+                WriteFailure::Ccob(Failure::File(path, e)) => {
+                    anyhow::Error::from(e).context(format!("'{path}'"))
+                }
+            },
+        )?;
+        Ok(())
     }
 
     /// zstd at the level and version asked for, on `threads` threads.
@@ -129,10 +121,9 @@ impl BundleOpts {
     }
 }
 
-/// Writes an object bundle or stripped host object (see
-/// [`super::io::write_object`]).
+/// Writes an object bundle or stripped host object.
 fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<()> {
-    super::io::write_object(out, w, sources).with_context(|| format!("'{out}': cannot write"))
+    write_object_to(out, w, sources).with_context(|| format!("'{out}': cannot write"))
 }
 
 /// Take a clang offload bundle apart: every entry, or the entries LLVM would
@@ -194,26 +185,16 @@ impl UnbundleOpts {
     /// once the whole stream has been read and its hash matched.
     ///
     /// `None` when the input is anything else, or anything looks wrong
-    /// before decompressing: the whole-buffer path then reports it.
+    /// before decompressing (see [`ccob::streamable`]): the whole-buffer
+    /// path then reports it.
     fn run_streaming(&self, input: &Input) -> Option<Result<()>> {
-        let data = input.bytes();
-        if !ccob::llvm_treats_as_compressed(data) {
-            return None;
-        }
-        let c = Ccob::parse_whole(data).ok()?;
-        if c.header.uncompressed_size > self.max_uncompressed {
-            return None;
-        }
-        c.check_declared_size().ok()?;
-        let prefix = c.decompress_prefix(bundle::SNIFF_LEN).ok()?;
-        let format = match &self.file_type {
-            Some(t) => Format::for_type(t, &prefix)?,
-            None => Format::detect(&prefix)?,
-        };
-        if format != Format::Binary {
-            return None;
-        }
-        let records = c.bundle_records().ok()??;
+        let Streamable { c, records } =
+            ccob::streamable(input.bytes(), self.max_uncompressed, |prefix| {
+                match &self.file_type {
+                    Some(t) => Format::for_type(t, prefix),
+                    None => Format::detect(prefix),
+                }
+            })?;
         let (plan, missing) = match self.stream_plan(&records)? {
             Ok(p) => p,
             Err(e) => return Some(Err(e)),
@@ -226,18 +207,9 @@ impl UnbundleOpts {
         };
         let threads = self.threads.unwrap_or_else(ccob::default_threads);
         let stream = |wanted: &mut [Wanted<'_>]| -> Result<()> {
-            match input.reader(c.payload) {
-                Some(r) => c.stream_parallel(r, wanted, &opts, StreamEnd::Whole, threads),
-                None => c.stream_parallel(
-                    std::io::Cursor::new(c.payload),
-                    wanted,
-                    &opts,
-                    StreamEnd::Whole,
-                    threads,
-                ),
-            }
-            .map(|_| ())
-            .with_context(|| format!("'{}'", self.input))
+            ccob::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads)
+                .map(|_| ())
+                .with_context(|| format!("'{}'", self.input))
         };
         Some(self.write_streamed(&plan, missing, &stream))
     }
@@ -303,46 +275,21 @@ impl UnbundleOpts {
                 select::missing_list(missing)
             );
         }
-        let shown: Vec<String> = plan
+        let shown: Vec<(String, Option<std::ops::Range<u64>>)> = plan
             .iter()
-            .map(|(name, _)| self.output_dir.join(name).to_string_lossy().into_owned())
-            .collect();
-        let mut outs = Vec::new();
-        for path in &shown {
-            let o = Output::create(std::path::Path::new(path))
-                .with_context(|| format!("'{path}': cannot write"))?;
-            outs.push(o);
-        }
-        let mut errors: Vec<Option<std::io::Error>> = Vec::new();
-        errors.resize_with(outs.len(), || None);
-        let mut sinks: Vec<Noting<'_>> = outs
-            .iter_mut()
-            .zip(&mut errors)
-            .map(|(o, e)| Noting::new(o, e))
-            .collect();
-        let mut wanted: Vec<Wanted<'_>> = sinks
-            .iter_mut()
-            .zip(plan)
-            .filter_map(|(s, (_, r))| {
-                Some(Wanted {
-                    range: r.clone()?,
-                    out: s,
-                })
+            .map(|(name, r)| {
+                let path = self.output_dir.join(name);
+                (path.to_string_lossy().into_owned(), r.clone())
             })
             .collect();
-        let streamed = stream(&mut wanted);
-        drop(wanted);
-        drop(sinks);
-        if let Some((k, e)) = errors
-            .iter_mut()
-            .enumerate()
-            .find_map(|(k, e)| e.take().map(|e| (k, e)))
-        {
-            return Err(e).with_context(|| format!("'{}': cannot write", shown[k]));
-        }
-        streamed?;
+        let ((), outs) = ccob::stream_to_files(&shown, stream).map_err(|f| match f {
+            StreamFailure::Create(k, e) | StreamFailure::Write(k, e) => {
+                anyhow::Error::from(e).context(format!("'{}': cannot write", shown[k].0))
+            }
+            StreamFailure::Stream(e) => e,
+        })?;
         let mut listing = super::io::Report::stdout();
-        for (o, path) in outs.into_iter().zip(&shown) {
+        for (o, (path, _)) in outs.into_iter().zip(&shown) {
             o.commit()
                 .with_context(|| format!("'{path}': cannot write"))?;
             writeln!(listing, "{}", super::io::printable(path))?;

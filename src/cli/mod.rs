@@ -9,7 +9,6 @@
 mod bundle;
 mod check;
 mod compat;
-mod compress;
 mod diff;
 mod docs;
 mod extract;

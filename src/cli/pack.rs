@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, anyhow};
 
-use super::io::{open_input, write_layout};
-use crate::offload_binary::{self, ImageArgs};
+use crate::offload_binary;
+use crate::offload_binary::packager::{self, PackError, Packing};
 
 /// Pack device images into an OffloadBinary (the bytes llvm-offload-binary 22 writes).
 #[derive(clap::Args)]
@@ -29,23 +29,18 @@ pub struct Opts {
 
 impl Opts {
     pub fn run(self) -> Result<()> {
-        let mut specs = Vec::new();
-        let mut inputs = Vec::new();
-        for image in &self.image {
-            let args = ImageArgs::parse(image);
-            let Some(files) = args.files() else {
-                bail!("--image '{image}': has no file=PATH");
-            };
-            for file in files {
-                let input = open_input(file)?;
-                specs.push(args.image_spec(file, input.bytes()));
-                inputs.push(input);
-            }
-        }
         let version = offload_binary::Version::try_from(self.format_version)?;
-        let layout = offload_binary::layout(&specs, version)?;
         let out = self.output.to_string_lossy();
-        write_layout(&*out, &layout, |i| (&inputs[i], inputs[i].bytes()))
-            .with_context(|| format!("'{out}': cannot write"))
+        let images = self.image.iter().map(String::as_str);
+        packager::pack_files(images, &out, Packing::Plain(version)).map_err(|e| match e {
+            PackError::NoFile(image) => anyhow!("--image '{image}': has no file=PATH"),
+            PackError::Open(file, e) => {
+                anyhow::Error::from(e).context(format!("'{file}': cannot open"))
+            }
+            PackError::Layout(e) => e.into(),
+            PackError::Write(file, e) => {
+                anyhow::Error::from(e).context(format!("'{file}': cannot write"))
+            }
+        })
     }
 }

@@ -69,6 +69,7 @@ pub(crate) mod container;
 pub(crate) mod inflating;
 pub(crate) mod kinds;
 pub(crate) mod listing;
+pub(crate) mod packager;
 pub(crate) mod raw;
 pub(crate) mod read;
 #[cfg(feature = "files")]
@@ -86,4 +87,6 @@ pub use write::{Compression, ImageSpec, Version, compress, layout};
 pub(crate) use args::ImageArgs;
 pub(crate) use inflating::read_inflating;
 pub(crate) use read::{header_summary, read_binary};
-pub(crate) use write::{layout_v1, layout_v1_one, layout_v3};
+#[cfg(test)]
+pub(crate) use write::layout_v1;
+pub(crate) use write::{layout_v1_one, layout_v3};

@@ -34,10 +34,10 @@
 //! passes the window (128 MiB) that buffer wraps and the frame differs.
 //!
 //! [`compress`] writes to any `Write + Seek` ([`compress_to_vec`] to
-//! memory). The command line writes into a mapped output of the largest
-//! size the CCOB can have, with the hash from its own function, so that it
-//! keeps neither the bundle nor the CCOB in memory (`compress_into`, see
-//! `src/cli/compress.rs`).
+//! memory). Written to a file (`file.rs`, with the `files` feature, for
+//! both bundler front ends), the CCOB goes into a mapped output of the
+//! largest size it can have, with the hash from its own function, so that
+//! neither the bundle nor the CCOB is kept in memory (`compress_into`).
 //!
 //! With [`CompressOptions::threads`] > 0 the input is cut into frames
 //! (32 MiB at most, their number a multiple of the workers) that are
@@ -46,7 +46,7 @@
 //! reads such a payload (its zstd call decodes every frame in turn); it
 //! is about 3 % larger than LLVM's single frame and, on two cores, about
 //! 2.7 times as fast. Inputs of 1 MiB or less stay one frame, identical to
-//! LLVM's. See `frames.rs`. The command line (`compress_pieces`) does this (or zlib) from
+//! LLVM's. See `frames.rs`. The file writer (`compress_pieces`) does this (or zlib) from
 //! the bundle's pieces where they lie, never assembling it, and tells the
 //! caller which bytes it is done with.
 //!
@@ -122,7 +122,7 @@
 //! `-verbose` lines print (sizes, level, stored and computed hash); the
 //! lines themselves, and LLVM's `OFFLOAD_BUNDLER_*` and
 //! `COMPRESSED_BUNDLE_FORMAT_VERSION` environment variables, belong to the
-//! `clang-offload-bundler` front end of the command line.
+//! `clang-offload-bundler` job (`bundle::job`, crate-visible).
 //!
 //! # Examples
 //!
@@ -149,6 +149,8 @@
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
 //! (docs/formats/bundles.md §4).
 
+#[cfg(feature = "files")]
+mod file;
 mod frames;
 mod header;
 mod parallel;
@@ -169,6 +171,10 @@ pub use stream::{StreamEnd, Streamed, Wanted};
 pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
 
 // What the rest of the crate (the scanner, the command line) uses besides.
+#[cfg(feature = "files")]
+pub(crate) use file::{
+    Failure, StreamFailure, Streamable, stream_input, stream_to_files, streamable, write_ccob,
+};
 pub(crate) use header::truncated_md5;
 pub(crate) use parallel::default_threads;
 pub(crate) use peek::{PEEK_FLOOR, PEEK_RATIO};

@@ -1,52 +1,19 @@
 //! `clang-offload-bundler` (LLVM 22): bundle, unbundle and list, with its
-//! option syntax, its checks in its order, and its messages.
+//! option syntax and its messages.
 //!
-//! Differences, all where LLVM crashes, writes wrong bytes or is vague: a
-//! truncated or inconsistent bundle, `-bundle-align=0`, a text entry without
-//! its end marker, and two targets that normalize to the same ID are errors
-//! naming the file (after LLVM's line for the case, where LLVM has one).
-//!
-//! `-###` prints the `llvm-objcopy` command lines LLVM 22 prints for object
-//! bundles, found where LLVM looks (beside the bundler as invoked, then on
-//! `PATH`; `unable to find 'llvm-objcopy' in path` when absent, checked
-//! first as LLVM does), and leaves what LLVM leaves: an empty output when
-//! bundling, an empty host output when unbundling. Without `-###`
-//! offload-kit needs no llvm-objcopy (LLVM 22 refuses every call without
-//! one).
-//!
-//! Object bundles (`-type=o`, and `-type=a` members) are edited in process
-//! (see `crate::bundle::object`), ELF only. Further differences: an
-//! object file that does not parse is an error naming it (LLVM falls back to
-//! the binary format and finds no bundle); HIP-only targets with an object
-//! input are an error (LLVM 22 segfaults); the host object of a compressed
-//! object bundle is extracted (LLVM 22 hands the compressed file to
-//! llvm-objcopy, which fails); an archive member whose size runs past the
-//! end of the archive is an error (LLVM 22 reads past its buffer); thin
-//! archives are refused.
-//!
-//! Here: the options, the help text and the checked command line ([`Job`]).
-//! `check.rs` makes a `Job` with LLVM's checks in its order and the
-//! environment variables of `env.rs`; `run.rs` carries it out (archives in
-//! `archive_unbundle.rs`, `-###` in `objcopy.rs`), printing the verbose
-//! reports of `verbose.rs`.
+//! Here: the options, the help text, the numeric options checked as LLVM's
+//! `cl` parses them, where llvm-objcopy is looked for, and the printing of
+//! what the job says and of `-list`'s IDs. The work, with LLVM's checks in
+//! its order and its differences from LLVM 22, is the library's
+//! `crate::bundle::job`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
+use crate::bundle::job::{self, Args, Failure, Note};
+use crate::cli::io::strerror;
 use crate::cli::llvm_cl::{OptSpec, Parsed};
-
-mod archive_unbundle;
-mod check;
-mod env;
-mod objcopy;
-mod run;
-mod streaming;
-mod verbose;
-
-use check::check;
-use env::BundlerCompression;
-use objcopy::find_objcopy;
-use run::run;
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("type"),
@@ -102,24 +69,6 @@ fn help_text(prog: &str) -> String {
     )
 }
 
-/// The checked command line (made by [`check()`], carried out by [`run()`]).
-struct Job {
-    file_type: String,
-    targets: Vec<String>,
-    inputs: Vec<String>,
-    outputs: Vec<String>,
-    unbundle: bool,
-    list: bool,
-    allow_missing: bool,
-    align: u64,
-    hip_openmp: bool,
-    comp: BundlerCompression,
-    check_archive: bool,
-    /// `-###`: the llvm-objcopy whose command lines are printed instead of
-    /// writing object bundles.
-    objcopy: Option<String>,
-}
-
 /// Runs the tool with `args` (argv without argv[0]).
 pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     let prog = prog_name(argv0);
@@ -139,9 +88,10 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Some(v) => match parse_uint(v) {
             Some(n) => n,
             None => {
-                return print_lines(&[format!(
+                eprintln!(
                     "{prog}: for the --bundle-align option: '{v}' value invalid for uint argument!"
-                )]);
+                );
+                return ExitCode::FAILURE;
             }
         },
     };
@@ -150,16 +100,17 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Some(v) => match v.parse::<i32>() {
             Ok(n) => Some(n),
             Err(_) => {
-                return print_lines(&[format!(
+                eprintln!(
                     "{prog}: for the --compression-level option: '{v}' value invalid for integer argument!"
-                )]);
+                );
+                return ExitCode::FAILURE;
             }
         },
     };
     // LLVM looks for llvm-objcopy before any other check; offload-kit only
     // needs it to print its command lines.
     let objcopy = if parsed.flag("###") {
-        match find_objcopy(argv0) {
+        match job::find_objcopy(argv0, std::env::var_os("PATH").as_deref()) {
             Some(p) => Some(p),
             None => {
                 eprintln!("{argv0}: error: unable to find 'llvm-objcopy' in path");
@@ -169,21 +120,70 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
     } else {
         None
     };
-    let job = check(argv0, &parsed, align, level).map(|mut j| {
+    let mut say = |n: Note| match n {
+        Note::Warning(w) => eprintln!("{argv0}: warning: {w}"),
+        Note::Text(t) => eprint!("{t}"),
+    };
+    let args = args_of(&parsed, align, level);
+    let done = job::check(&args, &|k| std::env::var_os(k), &mut say).and_then(|mut j| {
         j.objcopy = objcopy;
-        j
+        job::run(&j, &mut say)
     });
-    match job.and_then(run) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(f) => f.report(argv0),
+    match done {
+        Ok(ids) => {
+            print_ids(&ids);
+            ExitCode::SUCCESS
+        }
+        Err(f) => fail(f).report(argv0),
     }
 }
 
-fn print_lines(lines: &[String]) -> ExitCode {
-    for l in lines {
-        eprintln!("{l}");
+/// The command line as the library's job takes it.
+fn args_of(p: &Parsed, align: u64, level: Option<i32>) -> Args {
+    let all = |n: &str| p.all(n).map(str::to_string).collect();
+    let given = |n: &str| p.last(n).map(|v| v == "true");
+    Args {
+        file_type: p.last("type").unwrap_or_default().to_string(),
+        targets: all("targets"),
+        input: all("input"),
+        inputs: all("inputs"),
+        output: all("output"),
+        outputs: all("outputs"),
+        unbundle: p.flag("unbundle"),
+        list: p.flag("list"),
+        allow_missing: p.flag("allow-missing-bundles"),
+        hip_openmp: p.flag("hip-openmp-compatible"),
+        check_archive: p.flag("check-input-archive"),
+        compress: given("compress"),
+        verbose: given("verbose"),
+        align,
+        level,
     }
-    ExitCode::FAILURE
+}
+
+/// A failed job as the drop-ins print it.
+fn fail(f: Failure) -> Fail {
+    match f {
+        Failure::Said { llvm, note } => Fail { llvm, note },
+        Failure::File { path, error } => Fail::new(format!("'{path}': {}", strerror(&error))),
+    }
+}
+
+/// Prints `-list`'s IDs.
+fn print_ids(ids: &[Vec<u8>]) {
+    let mut out = crate::cli::io::Report::stdout();
+    // LLVM's bytes, raw, for scripts and logs; on a terminal, an ID from
+    // the file could send it commands, so it is shown escaped there.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    for id in ids {
+        if terminal {
+            let _ = crate::cli::io::print_line(&mut out, &String::from_utf8_lossy(id));
+        } else {
+            let _ = out.write_all(id);
+            let _ = out.write_all(b"\n");
+        }
+    }
+    let _ = out.flush();
 }
 
 /// LLVM's `uint` parser: decimal, `0x` hex or leading-`0` octal, 32 bits.
@@ -196,12 +196,4 @@ fn parse_uint(v: &str) -> Option<u64> {
         v.parse::<u32>().ok()?
     };
     Some(u64::from(n))
-}
-
-fn comma_list<'a>(parsed: &'a Parsed, name: &'a str) -> Vec<String> {
-    parsed
-        .all(name)
-        .flat_map(|v| v.split(','))
-        .map(str::to_string)
-        .collect()
 }

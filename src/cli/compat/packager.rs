@@ -17,17 +17,25 @@
 //!
 //! Errors print LLVM's line first; what offload-kit knows more (the file,
 //! the offset, what exactly is wrong) follows on a `note:` line.
+//!
+//! Here: the options, the help text, the messages, and the extraction's
+//! writing (images streamed to their files). Packing, the `--compress`
+//! options, which images a filter takes and the names of the files are the
+//! library's `crate::offload_binary::packager`.
 
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
 use crate::archive;
 use crate::cli::images::{self, Streams};
-use crate::cli::io::{Input, strerror, write_bytes, write_layout};
+use crate::cli::io::{Input, strerror, write_layout};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use crate::llvm::path::stem as llvm_stem;
+use crate::offload_binary::packager::{
+    self, PackError, Packing, extracted_name, files_to_write, matches, member_name,
+};
 use crate::offload_binary::{
-    self, Budget, Compression, FoundImage, ImageArgs, Inflate, Spent, Streamed, has_magic,
+    self, Budget, FoundImage, ImageArgs, Inflate, Spent, Streamed, Version, has_magic,
 };
 
 const SPECS: &[OptSpec] = &[
@@ -121,97 +129,21 @@ fn io_fail(path: &str, e: &std::io::Error) -> Fail {
     Fail::with_note(text.clone(), format!("'{path}': {text}"))
 }
 
-/// The compression asked for with `--compress`, checked as newer LLVM
-/// checks it.
-fn compression(parsed: &Parsed) -> Result<(Compression, i32), Fail> {
-    let how = match parsed.last("compression-format").unwrap_or("zstd") {
-        "zstd" => Compression::Zstd,
-        "zlib" => Compression::Zlib,
-        other => {
-            return Err(Fail::new(format!(
-                "invalid compression format '{other}'; expected 'zstd' or 'zlib'"
-            )));
-        }
-    };
-    let (name, default, range) = match how {
-        Compression::Zstd => ("zstd", 5, zstd::compression_level_range()),
-        Compression::Zlib => ("zlib", 6, 0..=9),
-    };
-    let level = match parsed.last("compression-level") {
-        None => default,
-        Some(v) => v.parse::<i32>().map_err(|_| {
-            Fail::new(format!(
-                "for the --compression-level option: '{v}' value invalid for integer argument!"
-            ))
-        })?,
-    };
-    if !range.contains(&level) {
-        return Err(Fail::new(format!(
-            "invalid {name} compression level {level}; expected a value in [{}, {}]",
-            range.start(),
-            range.end()
-        )));
-    }
-    Ok((how, level))
-}
-
 fn pack(parsed: &Parsed, output: &str) -> Result<(), Fail> {
-    let compress = parsed
-        .flag("compress")
-        .then(|| compression(parsed))
-        .transpose()?;
-    let mut specs = Vec::new();
-    let mut inputs = Vec::new();
-    for image in parsed.all("image") {
-        let args = ImageArgs::parse(image);
-        let Some(files) = args.files() else {
-            return Err(Fail::new("'file' is a required image arguments"));
-        };
-        for file in files {
-            let input = Input::open(file).map_err(|e| io_fail(file, &e))?;
-            specs.push(args.image_spec(file, input.bytes()));
-            inputs.push(input);
-        }
-    }
-    let Some((how, level)) = compress else {
-        let layout = offload_binary::layout_v1(&specs).map_err(|e| Fail::new(e.to_string()))?;
-        return write_layout(output, &layout, |i| (&inputs[i], inputs[i].bytes()))
-            .map_err(|e| io_fail(output, &e));
+    let packing = if parsed.flag("compress") {
+        let format = parsed.last("compression-format");
+        let (how, level) =
+            packager::compression(format, parsed.last("compression-level")).map_err(Fail::new)?;
+        Packing::Compressed(how, level)
+    } else {
+        Packing::Plain(Version::V1)
     };
-    // Compression reads the whole binary: build it in memory, then compress.
-    let layout = offload_binary::layout_v3(&specs).map_err(|e| Fail::new(e.to_string()))?;
-    let mut plain = Vec::new();
-    let sources: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
-    layout
-        .write_to(&mut plain, &sources)
-        .map_err(|e| io_fail(output, &e))?;
-    let packed =
-        offload_binary::compress(&plain, how, level).map_err(|e| Fail::new(e.to_string()))?;
-    drop(plain);
-    let packed = Input::from_vec(packed);
-    write_bytes(output, &packed, packed.bytes()).map_err(|e| io_fail(output, &e))
-}
-
-/// Whether `image` passes `filter`: LLVM 22's rules, plus `member=`, which
-/// compares the archive member the image came from (its own name, or the
-/// whole `outer(inner)` path) where there is one.
-fn matches(filter: &ImageArgs, found: &FoundImage<'_>) -> bool {
-    match (filter.get("member"), &found.member) {
-        (Some(want), Some(have)) => {
-            (have == want || member_name(have) == want)
-                && filter.matches_ignoring(&found.image, "member")
-        }
-        // Not from an archive: LLVM 22's rule, `member` is a string key.
-        _ => filter.matches(&found.image),
-    }
-}
-
-/// The innermost member name of an `outer(inner)` member path.
-fn member_name(path: &str) -> &str {
-    match path.rfind('(') {
-        Some(i) => path[i + 1..].strip_suffix(')').unwrap_or(&path[i + 1..]),
-        None => path,
-    }
+    packager::pack_files(parsed.all("image"), output, packing).map_err(|e| match e {
+        PackError::NoFile(_) => Fail::new("'file' is a required image arguments"),
+        PackError::Open(file, e) => io_fail(&file, &e),
+        PackError::Layout(e) => Fail::new(e.to_string()),
+        PackError::Write(file, e) => io_fail(&file, &e),
+    })
 }
 
 /// A file that is not a valid OffloadBinary (or holds an invalid one),
@@ -258,14 +190,7 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
         })
         .collect();
     // Every file counted before the first is written.
-    let files: u64 = chosen
-        .iter()
-        .map(|(args, matched)| match matched.len() {
-            0 => 0,
-            n if !parsed.flag("archive") && args.get("file").is_none() => n as u64,
-            _ => 1,
-        })
-        .sum();
+    let files = files_to_write(&chosen, parsed.flag("archive"));
     budget
         .spend(Spent::Files, files, || {
             format!("'{name}': {files} files would be written")
@@ -322,16 +247,7 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
                 .map_err(|e| io_fail(file, &e))?;
         } else {
             for (i, f) in matched.iter().enumerate() {
-                let img = &f.image;
-                let file = format!(
-                    "{}-{}-{}.{i}.{}",
-                    llvm_stem(name),
-                    String::from_utf8_lossy(img.triple()),
-                    String::from_utf8_lossy(img.arch()),
-                    img.image_kind.extension()
-                );
-                // Names come from the file: keep them inside the directory.
-                let file = file.replace(['/', '\0'], "_");
+                let file = extracted_name(name, &f.image, i as u64, false);
                 streams
                     .write(&file, &input, f)
                     .map_err(|e| io_fail(&file, &e))?;
@@ -368,20 +284,8 @@ fn extract_all(
         .map_err(|e| Fail::new(e.to_string()))?;
     let mut n = 0u64;
     walk(name, found, &budget.renewed(), 0, &mut |streams, f| {
-        let img = &f.image;
-        let mut file = format!(
-            "{}-{}",
-            llvm_stem(name),
-            String::from_utf8_lossy(img.triple())
-        );
-        if !img.arch().is_empty() {
-            file.push('-');
-            file.push_str(&String::from_utf8_lossy(img.arch()));
-        }
-        file.push_str(&format!(".{n}.{}", img.image_kind.extension()));
+        let file = extracted_name(name, &f.image, n, true);
         n += 1;
-        // Names come from the file: keep them inside the directory.
-        let file = file.replace(['/', '\0'], "_");
         streams
             .write(&file, input, f)
             .map_err(|e| io_fail(&file, &e))?;

@@ -1,7 +1,7 @@
 //! Tests of the CCOB reader and writer: shared samples and helpers and
 //! writing here; reading (faults, limits, frames) in `read.rs`. The verbose
-//! report texts and the environment variables are the command line's
-//! (`src/cli/compat/bundler/`).
+//! report texts and the environment variables are the bundler job's
+//! (`src/bundle/job/`), writing to files is `file.rs`'s.
 
 use std::fmt;
 use std::io::{self, Write};

@@ -1,5 +1,5 @@
-//! Writing the compressed bundle (CCOB) of a bundle layout, for both
-//! bundler front ends, in memory that does not grow with the bundle.
+//! Writing the compressed bundle (CCOB) of a bundle layout to a file, for
+//! both bundler front ends, in memory that does not grow with the bundle.
 //!
 //! On one thread with zstd (LLVM's bytes): LLVM makes one `ZSTD_compress2`
 //! call on the whole uncompressed bundle, and so do we, on the same bytes
@@ -27,14 +27,25 @@
 //! An output that cannot be mapped or seeked (standard output, a device, a
 //! FIFO) gets the CCOB through a temporary file in the system's temporary
 //! directory, copied out at the end.
+//!
+//! Reading, a CCOB holding a binary bundle is unbundled as a stream
+//! ([`streamable`], [`stream_input`], [`stream_to_files`]): the bundle
+//! header first, then the contents once, each wanted entry written to its
+//! file as it comes, the files renamed into place by the caller once the
+//! stream has ended well.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 use std::path::Path;
 
-use super::io::{Input, Output, copy_file_range_all};
-use crate::bundle::ccob::{self, BundleHasher, CompressOptions, CompressReport, Method};
-use crate::bundle::ops;
+use crate::bundle::binary::Record;
+use crate::bundle::ccob::{
+    self, BundleHasher, Ccob, CompressOptions, CompressReport, Method, ReadOptions, StreamEnd,
+    Streamed, Wanted,
+};
+use crate::bundle::{Format, SNIFF_LEN, ops};
+use crate::files::{Input, Noting, Output, copy_file_range_all};
 use crate::layout::{Layout, Piece, write_zeros};
 
 /// Why [`write_ccob`] failed.
@@ -239,6 +250,118 @@ fn copy_out(mut spool: &File, out: &mut Output) -> io::Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------
+// Unbundling as a stream
+
+/// A CCOB that can be unbundled as a stream: it holds a binary bundle
+/// whose header reads well.
+pub struct Streamable<'a> {
+    /// The CCOB.
+    pub c: Ccob<'a>,
+    /// The bundle's records, in file order.
+    pub records: Vec<Record>,
+}
+
+/// `data` as a [`Streamable`] CCOB, decompressing only its first bytes;
+/// `None` when it is anything else: not what LLVM takes for a CCOB, a
+/// declared size over `max_uncompressed` or that the payload cannot hold,
+/// contents that `format` (given their first bytes) does not take for a
+/// binary bundle, or a bundle header that does not read. The whole-buffer
+/// path then reports what is wrong, in LLVM's order.
+pub fn streamable(
+    data: &[u8],
+    max_uncompressed: u64,
+    format: impl FnOnce(&[u8]) -> Option<Format>,
+) -> Option<Streamable<'_>> {
+    if !ccob::llvm_treats_as_compressed(data) {
+        return None;
+    }
+    let c = Ccob::parse_whole(data).ok()?;
+    if c.header.uncompressed_size > max_uncompressed {
+        return None;
+    }
+    c.check_declared_size().ok()?;
+    let prefix = c.decompress_prefix(SNIFF_LEN).ok()?;
+    if format(&prefix) != Some(Format::Binary) {
+        return None;
+    }
+    let records = c.bundle_records().ok()??;
+    Some(Streamable { c, records })
+}
+
+/// Streams `c` (the CCOB of `input`) into `wanted` on `threads` threads
+/// (see [`Ccob::stream_parallel`]), reading the compressed bytes from the
+/// file rather than its mapping where possible, so that they do not stay
+/// resident.
+pub fn stream_input(
+    c: &Ccob<'_>,
+    input: &Input,
+    wanted: &mut [Wanted<'_>],
+    opts: &ReadOptions,
+    end: StreamEnd,
+    threads: u32,
+) -> crate::Result<Streamed> {
+    match input.reader(c.payload) {
+        Some(r) => c.stream_parallel(r, wanted, opts, end, threads),
+        None => c.stream_parallel(io::Cursor::new(c.payload), wanted, opts, end, threads),
+    }
+}
+
+/// Why [`stream_to_files`] failed.
+#[derive(Debug)]
+pub enum StreamFailure<E> {
+    /// File `k` of the plan could not be created.
+    Create(usize, io::Error),
+    /// Writing to file `k` failed (the first such failure, which stopped
+    /// the stream).
+    Write(usize, io::Error),
+    /// The stream failed.
+    Stream(E),
+}
+
+/// Creates the files of `plan` (path, and the bytes of the contents it
+/// gets: `None` for an empty file), in order, then calls `stream` with
+/// the wanted ranges writing into them. The files are returned with what
+/// `stream` returned, not committed: the caller renames them into place
+/// once it has checked the stream.
+pub fn stream_to_files<P: AsRef<Path>, T, E>(
+    plan: &[(P, Option<Range<u64>>)],
+    stream: impl FnOnce(&mut [Wanted<'_>]) -> Result<T, E>,
+) -> Result<(T, Vec<Output>), StreamFailure<E>> {
+    let mut outs = Vec::with_capacity(plan.len());
+    for (k, (path, _)) in plan.iter().enumerate() {
+        outs.push(Output::create(path.as_ref()).map_err(|e| StreamFailure::Create(k, e))?);
+    }
+    let mut errors: Vec<Option<io::Error>> = Vec::new();
+    errors.resize_with(outs.len(), || None);
+    let mut sinks: Vec<Noting<'_>> = outs
+        .iter_mut()
+        .zip(&mut errors)
+        .map(|(o, e)| Noting::new(o, e))
+        .collect();
+    let mut wanted: Vec<Wanted<'_>> = sinks
+        .iter_mut()
+        .zip(plan)
+        .filter_map(|(s, (_, r))| {
+            Some(Wanted {
+                range: r.clone()?,
+                out: s,
+            })
+        })
+        .collect();
+    let streamed = stream(&mut wanted);
+    drop(wanted);
+    drop(sinks);
+    if let Some((k, e)) = errors
+        .iter_mut()
+        .enumerate()
+        .find_map(|(k, e)| e.take().map(|e| (k, e)))
+    {
+        return Err(StreamFailure::Write(k, e));
+    }
+    Ok((streamed.map_err(StreamFailure::Stream)?, outs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +446,67 @@ mod tests {
             Err(Failure::Ccob(_))
         ));
         assert!(!out.exists());
+    }
+
+    #[test]
+    fn binary_bundles_stream_into_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (layout, inputs, _) = setup(dir.path());
+        let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+        let (ccob, _) = ops::compress_layout(&layout, &views, &CompressOptions::default()).unwrap();
+        let text = |_: &[u8]| Some(Format::Text("//"));
+        assert!(streamable(&ccob, u64::MAX, text).is_none());
+        assert!(streamable(&ccob, 1000, Format::detect).is_none());
+        let s = streamable(&ccob, u64::MAX, Format::detect).unwrap();
+        assert_eq!(s.records.len(), 3);
+        let input = Input::from_vec(ccob.clone());
+        // Each entry to its file, and one empty file.
+        let mut plan: Vec<(std::path::PathBuf, Option<Range<u64>>)> = s
+            .records
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let range = r.offset..r.offset + r.size;
+                (dir.path().join(format!("entry{k}")), Some(range))
+            })
+            .collect();
+        plan.push((dir.path().join("empty"), None));
+        let opts = ReadOptions::default();
+        let (streamed, outs) = stream_to_files(&plan, |w| {
+            stream_input(&s.c, &input, w, &opts, StreamEnd::Whole, 1)
+        })
+        .unwrap();
+        assert_eq!(streamed.hash_matches(), Some(true));
+        assert!(
+            !plan[0].0.exists(),
+            "not renamed into place before the commit"
+        );
+        for o in outs {
+            o.commit().unwrap();
+        }
+        for (k, r) in s.records.iter().enumerate() {
+            let i = [
+                "host",
+                "hip-amdgcn-amd-amdhsa--gfx90a",
+                "hip-amdgcn-amd-amdhsa--gfx906",
+            ]
+            .iter()
+            .position(|id| r.id.starts_with(id.as_bytes()))
+            .unwrap();
+            assert!(
+                std::fs::read(&plan[k].0).unwrap() == inputs[i].bytes(),
+                "{k}"
+            );
+        }
+        assert_eq!(std::fs::read(&plan[3].0).unwrap(), b"");
+        // A file that cannot be created is named by its place in the plan.
+        let bad = [
+            (dir.path().join("ok"), None),
+            (dir.path().join("no/such/dir"), None),
+        ];
+        match stream_to_files(&bad, |_| Ok::<(), ()>(())) {
+            Err(StreamFailure::Create(1, e)) => assert_eq!(e.kind(), io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
     }
 }

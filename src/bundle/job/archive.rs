@@ -1,33 +1,39 @@
 //! `-unbundle -type=a`: one device archive per target, from the bundles
 //! in an archive's members.
 
+use std::cell::RefCell;
+
 use crate::bundle::archive_unbundle::{self, Member};
-use crate::bundle::ccob::{self, ReadOptions};
+use crate::bundle::ccob;
 use crate::bundle::id::BundleId;
 use crate::bundle::ops;
+use crate::container::ar::thin_member_path;
+use crate::files::{Input, write_layout};
 use crate::{ErrorKind, archive};
 
-use super::objcopy::{TempFile, print_command};
+use super::objcopy::{TempFile, command};
 use super::run::{open, targets};
 use super::verbose::decompress_report;
-use super::{Fail, Job};
-use crate::cli::io::{Input, strerror, thin_member_path, write_layout};
+use super::{Failure, Job, Note, Say, read_options};
 
 /// `-unbundle -type=a`: one device archive per target.
-pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
+pub fn unbundle_archive(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
     let requests = targets(job)?;
     let name = &job.inputs[0];
     let input = open(name)?;
+    // What is said while the members are read goes on as it comes, as
+    // LLVM prints it.
+    let say = RefCell::new(say);
     // A member that fails to decompress leaves its full report here.
-    let member_fail: std::cell::RefCell<Option<Fail>> = std::cell::RefCell::new(None);
+    let member_fail: RefCell<Option<Failure>> = RefCell::new(None);
     let message = |e: crate::Error| {
         if let Some(f) = member_fail.take() {
             return f;
         }
         match e.kind() {
             // LLVM's own messages, printed as LLVM prints them.
-            ErrorKind::Usage(m) => Fail::new(m.clone()),
-            _ => Fail::new(format!("'{name}': {e}")),
+            ErrorKind::Usage(m) => Failure::new(m.clone()),
+            _ => Failure::new(format!("'{name}': {e}")),
         }
     };
     // A thin archive's members are files beside it (LLVM reads them too).
@@ -36,15 +42,16 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
         Some(names) => names
             .iter()
             .map(|m| open(&thin_member_path(std::path::Path::new(name), m).to_string_lossy()))
-            .collect::<Result<Vec<_>, Fail>>()?,
+            .collect::<Result<Vec<_>, Failure>>()?,
     };
     let thin: Vec<&[u8]> = thin_inputs.iter().map(Input::bytes).collect();
     if job.check_archive {
         archive_unbundle::check_archive(input.bytes(), &thin, name).map_err(message)?;
     }
     let inflate = |m: &Member<'_>| -> crate::Result<Option<Vec<u8>>> {
-        decompress_member(job, name, m).map_err(|f| {
-            let e = crate::Error::from(ErrorKind::Usage(f.llvm.clone()));
+        decompress_member(job, name, m, &mut **say.borrow_mut()).map_err(|f| {
+            // The failure's own text replaces this one (see `message`).
+            let e = crate::Error::usage("Failed to decompress code object");
             member_fail.replace(Some(f));
             e
         })
@@ -54,8 +61,9 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
     let mut temp_failure = None;
     let mut print = |_: &Member<'_>| {
         let Some(objcopy) = &job.objcopy else { return };
-        match (TempFile::create(b""), TempFile::create(b"")) {
-            (Ok(from), Ok(to)) => print_command(
+        let dir = &job.temp_dir;
+        match (TempFile::create(dir, b""), TempFile::create(dir, b"")) {
+            (Ok(from), Ok(to)) => say.borrow_mut()(Note::Text(command(
                 objcopy,
                 &[
                     "--regex",
@@ -64,7 +72,7 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
                     from.name(),
                     to.name(),
                 ],
-            ),
+            ))),
             (Err(e), _) | (_, Err(e)) => {
                 temp_failure.get_or_insert(e);
             }
@@ -97,7 +105,7 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
         .collect();
     for (i, list) in lists.iter().enumerate() {
         if list.is_empty() && !job.allow_missing {
-            return Err(Fail::new(format!(
+            return Err(Failure::new(format!(
                 "no compatible code object found for the target '{}' in heterogeneous \
                  archive library: {name}",
                 keys[i]
@@ -113,10 +121,10 @@ pub(super) fn unbundle_archive(job: &Job) -> Result<(), Fail> {
                 data: x.data(),
             })
             .collect();
-        let layout =
-            archive::layout_gnu(&members, true).map_err(|e| Fail::new(format!("'{out}': {e}")))?;
+        let layout = archive::layout_gnu(&members, true)
+            .map_err(|e| Failure::new(format!("'{out}': {e}")))?;
         write_layout(out, &layout, |k| (&input, list[k].data()))
-            .map_err(|e| Fail::new(format!("'{out}': {}", strerror(&e))))?;
+            .map_err(|e| Failure::file(out, e))?;
     }
     Ok(())
 }
@@ -128,33 +136,30 @@ fn decompress_member(
     job: &Job,
     archive_name: &str,
     m: &Member<'_>,
-) -> Result<Option<Vec<u8>>, Fail> {
+    say: &mut Say<'_>,
+) -> Result<Option<Vec<u8>>, Failure> {
     let start = std::time::Instant::now();
-    let opts = ReadOptions {
-        hash: super::run::hash_policy(job),
-        ..ReadOptions::default()
-    };
-    let d = ops::open(m.data, &opts).map_err(|e| {
+    let d = ops::open(m.data, &read_options(job)).map_err(|e| {
         let note = format!(
             "'{archive_name}', member '{}': {e}",
             String::from_utf8_lossy(m.name)
         );
         match ccob::llvm_message(&e) {
             Some(llvm) => {
-                Fail::with_note(format!("Failed to decompress code object: {llvm}"), note)
+                Failure::with_note(format!("Failed to decompress code object: {llvm}"), note)
             }
             // A fault LLVM does not detect: no line of its to keep.
-            None => Fail::new(format!("Failed to decompress code object: {note}")),
+            None => Failure::new(format!("Failed to decompress code object: {note}")),
         }
     })?;
     let Some(d) = d else {
         if job.comp.verbose {
-            eprintln!("Uncompressed bundle.");
+            say(Note::Text("Uncompressed bundle.\n".into()));
         }
         return Ok(None);
     };
     if job.comp.verbose {
-        eprint!("{}", decompress_report(&d, start.elapsed()));
+        say(Note::Text(decompress_report(&d, start.elapsed())));
     }
     Ok(Some(d.data))
 }

@@ -1,0 +1,53 @@
+//! A bundle written to a file, for both bundler front ends: an object
+//! bundle with its images copied file to file, a binary or text bundle
+//! laid out the same way, or compressed into a CCOB in memory that does
+//! not grow with the bundle.
+
+use std::io;
+
+use super::ccob::{self, CompressOptions, CompressReport};
+use super::object::write_object;
+use super::ops::{Bundled, Targets};
+use crate::files::{Input, write_layout};
+
+/// Why [`write_bundled`] failed.
+#[derive(Debug)]
+pub enum WriteFailure {
+    /// The output could not be written.
+    Output(io::Error),
+    /// The CCOB could not be made or written (see [`ccob::Failure`]).
+    Ccob(ccob::Failure),
+}
+
+/// Writes what [`super::ops::bundle`] made of `inputs` (one per target,
+/// named `names`) to `out`, atomically: compressed into a CCOB with
+/// `compress` (an object bundle is written as it is: LLVM compresses its
+/// empty bundle buffer, which llvm-objcopy's output then replaces), and
+/// what LLVM's verbose mode reports then.
+pub fn write_bundled(
+    out: &str,
+    bundled: &Bundled,
+    targets: &Targets,
+    inputs: &[Input],
+    names: &[String],
+    compress: Option<&CompressOptions>,
+) -> Result<Option<CompressReport>, WriteFailure> {
+    let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
+    match bundled {
+        Bundled::Object { host, written } => {
+            let sources = bundled.sources(targets, &views);
+            let owners = std::iter::once(&inputs[*host]).chain(inputs);
+            let sources: Vec<(&Input, &[u8])> = owners.zip(sources).collect();
+            write_object(out, written, &sources).map_err(WriteFailure::Output)?;
+            Ok(None)
+        }
+        Bundled::Layout(layout) => match compress {
+            Some(opts) => ccob::write_ccob(out, layout, inputs, names, opts)
+                .map(Some)
+                .map_err(WriteFailure::Ccob),
+            None => write_layout(out, layout, |i| (&inputs[i], views[i]))
+                .map(|()| None)
+                .map_err(WriteFailure::Output),
+        },
+    }
+}
