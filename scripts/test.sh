@@ -28,6 +28,8 @@ echo "== the modules form layers: no import circles, and only cli imports cli"
 python3 scripts/module-graph.py
 echo "== the library alone: no command-line dependencies, bundled zstd"
 cargo build --locked --lib --no-default-features -q
+echo "== the library with files alone: file-level operations, no command-line dependencies"
+cargo build --locked --lib --no-default-features --features files -q
 echo "== cargo test"
 mkdir -p target
 # The tests' temporary files (and those LLVM's tools leave behind when they
