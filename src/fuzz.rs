@@ -534,6 +534,11 @@ pub fn scan(data: &[u8]) {
             // limits, each stream decoded at most twice (once to list and
             // hash, once for the visitor), each image handed over once.
             assert!(r.images.len() <= WORK_IMAGES && r.containers.len() <= WORK_IMAGES);
+            // `size` and a sum of files: the sizes a file declares (near
+            // 2^64) add up without overflowing.
+            let one = scan::size("f", len, &r);
+            let all = scan::SizeReport::sum("all", [&one, &one]);
+            assert!(all.total.images == one.total.images.saturating_mul(2));
             assert!(
                 check.given <= WORK_IMAGES,
                 "{} images handed over",

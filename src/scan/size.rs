@@ -20,17 +20,20 @@ pub struct Tally {
     pub stored: u64,
 }
 
+// Sums saturate: a damaged or hostile file can declare sizes near 2^64
+// (a compressed fatbin entry's uncompressed size), and two of them must
+// not overflow the total.
 impl Tally {
     fn add(&mut self, bytes: u64, stored: u64) {
-        self.images += 1;
-        self.bytes += bytes;
-        self.stored += stored;
+        self.images = self.images.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(bytes);
+        self.stored = self.stored.saturating_add(stored);
     }
 
     fn merge(&mut self, t: &Tally) {
-        self.images += t.images;
-        self.bytes += t.bytes;
-        self.stored += t.stored;
+        self.images = self.images.saturating_add(t.images);
+        self.bytes = self.bytes.saturating_add(t.bytes);
+        self.stored = self.stored.saturating_add(t.stored);
     }
 }
 
@@ -77,7 +80,7 @@ impl SizeReport {
             ..SizeReport::default()
         };
         for r in reports {
-            all.file_size += r.file_size;
+            all.file_size = all.file_size.saturating_add(r.file_size);
             for (k, t) in &r.by_target {
                 all.by_target.entry(k.clone()).or_default().merge(t);
             }

@@ -182,8 +182,10 @@ pub(crate) fn merge(gs: Vec<ImageGroup>) -> Vec<ImageGroup> {
                 bytes: 0,
                 ..g.clone()
             });
-        e.images += g.images;
-        e.bytes += g.bytes;
+        // Saturating: the scan reports the sizes a file declares (near
+        // 2^64 in a hostile one), and a total must not overflow.
+        e.images = e.images.saturating_add(g.images);
+        e.bytes = e.bytes.saturating_add(g.bytes);
     }
     let mut v: Vec<ImageGroup> = m.into_values().collect();
     v.sort_by(|a, b| {

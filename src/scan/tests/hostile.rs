@@ -370,3 +370,26 @@ fn ccob_around_an_unreadable_bundle_header_is_damage_in_every_mode() {
         );
     }
 }
+
+/// A fuzz input whose two CUDA fatbin entries declare an uncompressed size
+/// near 2^64: `size` adds them up (and a sum of files adds those again)
+/// without overflowing, which panicked with the release build's overflow
+/// checks; the totals saturate.
+#[test]
+fn declared_sizes_near_2_64_saturate_the_size_totals() {
+    let data =
+        include_bytes!("../../../fixtures/fuzz/kernels/70a43014f7bf34a68168f958ff600b4694c9bdbf");
+    let r = scan(data, &Options::default());
+    let huge = r
+        .images
+        .iter()
+        .filter(|i| i.uncompressed_size.is_some_and(|u| u > u64::MAX / 2))
+        .count();
+    assert_eq!(huge, 2, "{:?}", r.images);
+    let one = crate::scan::size("f", data.len() as u64, &r);
+    let sm = one.by_target.values().map(|t| t.bytes).max();
+    assert_eq!(sm, Some(u64::MAX));
+    let both = crate::scan::SizeReport::sum("all", [&one, &one]);
+    assert!(both.by_target.values().any(|t| t.bytes == u64::MAX));
+    assert!(both.by_kind.values().any(|t| t.bytes == u64::MAX));
+}
