@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::files::{Input, Output, copy_file_range_all};
 use crate::package;
 
-mod error;
+pub(super) mod error;
 mod report;
 mod write;
 

@@ -275,11 +275,12 @@ impl std::error::Error for PathError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    /// `e` and its causes joined by ": ", as the command line prints them.
-    fn chain(e: &PathError) -> String {
+    /// `e` and its causes joined by ": ", as the command line prints them
+    /// (but for the C library's wording of I/O errors).
+    pub(crate) fn chain(e: &PathError) -> String {
         let mut parts = vec![e.to_string()];
         let mut cause = std::error::Error::source(e);
         while let Some(c) = cause {

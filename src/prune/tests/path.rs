@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::{Ptx, hip_bundle, keep};
-use crate::prune::{
-    Destination, PathError, PathErrorKind, PathOptions, PathReport, Selection, prune_path,
-};
+use crate::prune::path::error::tests::chain;
+use crate::prune::{Destination, PathErrorKind, PathOptions, PathReport, Selection, prune_path};
 
 /// Keeps what a gfx90a loads.
 fn gfx90a() -> Selection {
@@ -27,18 +26,6 @@ fn to(destination: Destination) -> PathOptions {
         destination,
         ..PathOptions::default()
     }
-}
-
-/// `e` and its causes joined by ": ", as the command line prints them
-/// (but for the C library's wording of I/O errors).
-fn text(e: &PathError) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        parts.push(c.to_string());
-        cause = c.source();
-    }
-    parts.join(": ")
 }
 
 /// The names in `dir`.
@@ -206,7 +193,7 @@ fn a_tar_archive_is_refused_and_left_as_it_was() {
     assert_eq!(e.kind(), PathErrorKind::Refused);
     assert_eq!(e.path(), path);
     assert_eq!(
-        text(&e),
+        chain(&e),
         format!(
             "'{}': it is a tar archive: prune does not rewrite such archives (unpack it, prune \
              its files, pack it again)",
@@ -225,9 +212,9 @@ fn what_cannot_be_opened_or_written_is_named() {
     let e = prune_path(&missing, &gfx90a(), &PathOptions::default()).unwrap_err();
     assert_eq!(e.kind(), PathErrorKind::Open);
     assert!(
-        text(&e).starts_with(&format!("'{}': cannot open: ", missing.display())),
+        chain(&e).starts_with(&format!("'{}': cannot open: ", missing.display())),
         "{}",
-        text(&e)
+        chain(&e)
     );
     let e = std::error::Error::source(&e).unwrap();
     assert_eq!(
@@ -238,7 +225,7 @@ fn what_cannot_be_opened_or_written_is_named() {
     let out = dir.path().join("no/such/dir/out");
     let e = prune_path(&path, &gfx90a(), &to(Destination::File(out.clone()))).unwrap_err();
     assert_eq!((e.kind(), e.path()), (PathErrorKind::Write, out.as_path()));
-    assert!(text(&e).starts_with(&format!("'{}': cannot write: ", out.display())));
+    assert!(chain(&e).starts_with(&format!("'{}': cannot write: ", out.display())));
 
     // A file whose bytes cannot be pruned as asked: the library's error
     // follows the file's name.
@@ -250,7 +237,7 @@ fn what_cannot_be_opened_or_written_is_named() {
     .unwrap_err();
     assert_eq!(e.kind(), PathErrorKind::Content);
     assert_eq!(
-        text(&e),
+        chain(&e),
         format!(
             "'{}': the bundle at 0x0 would lose images, but no device image of it would stay \
              (--allow-empty allows that)",
@@ -291,7 +278,7 @@ fn a_thin_archive_is_pruned_where_its_members_lie_and_only_in_place() {
     let e = prune_path(&archive, &gfx90a(), &to(Destination::File(out))).unwrap_err();
     assert_eq!(e.kind(), PathErrorKind::Refused);
     assert_eq!(
-        text(&e),
+        chain(&e),
         format!(
             "'{}': a thin archive's members are files of their own: --in-place prunes them \
              where they lie (and the archive follows their sizes)",
@@ -403,7 +390,7 @@ fn a_wheel_gets_its_record_rewritten_and_a_signed_one_is_refused() {
     let e = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap_err();
     assert_eq!(e.kind(), PathErrorKind::Refused);
     assert_eq!(
-        text(&e),
+        chain(&e),
         format!(
             "'{}': it is signed ('pkg-1.0.dist-info/RECORD.jws'), and a pruned wheel's \
              signature would not verify: remove the signature files from it first",
