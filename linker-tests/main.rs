@@ -32,6 +32,7 @@ mod scan;
 mod scan_ci;
 mod scan_rules;
 mod util;
+mod windows_libs;
 mod wrap;
 mod wrapper_parity;
 mod wrapper_select;
@@ -41,6 +42,7 @@ fn main() {
     let mut trials = Vec::new();
     trials.extend(packager::tests());
     trials.extend(real_libs::tests());
+    trials.extend(windows_libs::tests());
     trials.extend(prune::tests());
     trials.extend(archive::tests());
     trials.extend(bitcode::tests());

@@ -16,6 +16,14 @@
 #   - onnxruntime-gpu 1.31.1 from PyPI (a 256 MB manylinux_2_28 wheel built
 #     with CUDA 12.8: libonnxruntime_providers_cuda.so, 2,058 zstd-compressed
 #     cubins, 917 of them arch-specific, sm_90a and sm_120a).
+# With --windows, only these (linker-tests/windows_libs.rs), Windows wheels
+# and the same versions' Linux wheels they are compared with:
+#   - nvidia-curand-cu12 10.3.7.77 win_amd64 (a 56 MB wheel: curand64_10.dll,
+#     a PE image whose 11 fatbins sit in `.nv_fatb`, 98 cubins and PTX);
+#   - cupy-cuda12x 14.2.0 win_amd64 and manylinux2014_x86_64 (99 and 136 MB:
+#     three extension modules with fatbins, `.pyd` on Windows);
+#   - nvidia-nvjpeg-cu12 12.4.0.76 win_amd64 and manylinux2014_x86_64 (5 MB
+#     each: nvjpeg64_12.dll and libnvjpeg.so.12, 175 images each).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -25,15 +33,17 @@
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [--bench | --onnxruntime] [DIR]
+#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows] [DIR]
 #                         # DIR: default $OFFLOAD_KIT_CACHE/real-libs,
 #                         # else /var/cache/offload-kit/real-libs
 set -euo pipefail
 
 BENCH=0
 ORT=0
+WINDOWS=0
 case "${1:-}" in
   --bench) BENCH=1; shift ;;
+  --windows) WINDOWS=1; shift ;;
   --onnxruntime) ORT=1; shift ;;
 esac
 DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
@@ -48,6 +58,15 @@ FILES=(
 if [ "$ORT" = 1 ]; then
   FILES=(
     "onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28_x86_64.whl|05d548956197b9d01f59b625de740e0d6be3593f874e241a12dc0362650ecdf7|pip:onnxruntime-gpu==1.31.1|manylinux_2_28_x86_64"
+  )
+fi
+if [ "$WINDOWS" = 1 ]; then
+  FILES=(
+    "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl|6d6d935ffba0f3d439b7cd968192ff068fafd9018dbf1b85b37261b13cfc9905|pip:nvidia-curand-cu12==10.3.7.77|win_amd64"
+    "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl|c9571d3b5f2e65758137e210f7fb3c3b34767f0af6b6ca04035a244b6141ee12|pip:cupy-cuda12x==14.2.0|win_amd64"
+    "cupy_cuda12x-14.2.0-cp312-cp312-manylinux2014_x86_64.whl|f82141761f2c81905d49387464ae29438887956d99063381c93a1d5d1b7d32e8|pip:cupy-cuda12x==14.2.0"
+    "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-win_amd64.whl|21923726db667bd53050d0de88320983ff423322b7f376057dd943e487c40abc|pip:nvidia-nvjpeg-cu12==12.4.0.76|win_amd64"
+    "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
   )
 fi
 if [ "$BENCH" = 1 ]; then

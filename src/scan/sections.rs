@@ -79,6 +79,7 @@ fn role_by_name(name: &[u8]) -> Option<Role> {
         | b".hip_fat"
         | b"__hip_fatbin"
         | fatbin::SECTION_CUDA
+        | b".nv_fatb"
         | b"__nv_fatbin"
         | b"__nv_relfatbin" => Some(Role::Fatbins),
         fatbin::WRAPPER_SECTION_HIP
@@ -179,7 +180,10 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
             Err(e) => problems.push((name, e.to_string())),
         }
     }
-    let wide = file.is_64();
+    // A COFF object says it is not 64-bit whatever its machine (`object`
+    // reads the format's fields as 32-bit); its pointers are as wide as the
+    // machine's addresses.
+    let wide = file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
     Some(Ok(ObjectFile {
         file,
         format,

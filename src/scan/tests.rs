@@ -20,6 +20,7 @@ mod hostile;
 mod limits;
 mod sinks;
 mod streamed;
+mod windows;
 
 pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
     let specs: Vec<ImageSpec> = images

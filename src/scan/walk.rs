@@ -50,6 +50,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         thin_reads: MAX_THIN_READS,
         spare: Vec::new(),
         decoding: Vec::new(),
+        wrapper_checks: Vec::new(),
     };
     let top = Loc {
         abs: Some(0),
@@ -133,6 +134,9 @@ struct Walker<'a> {
     /// entries, kept from one batch of entries to the next (see
     /// `cuda_fatbin.rs`).
     decoding: Vec<cuda_fatbin::Buffers>,
+    /// The fatbin wrappers whose data pointer must lead to a container
+    /// the scan found (see `wrappers.rs`).
+    wrapper_checks: Vec<wrappers::Check>,
 }
 
 /// A name or string of the input as text.

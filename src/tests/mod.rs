@@ -2,6 +2,7 @@
 
 mod golden;
 mod naive;
+pub(crate) mod pe;
 
 /// xorshift64*: deterministic pseudo-random numbers for tests (so that a
 /// failure repeats), without a dependency.

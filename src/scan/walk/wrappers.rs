@@ -8,6 +8,23 @@ use crate::fatbin;
 use crate::scan::sections::{self, ObjectFile};
 use crate::scan::{ContainerKind, WrapperInfo};
 
+/// A wrapper whose data pointer must lead to a container the scan found:
+/// one of a file read whole (not a thin archive's member, whose pointers
+/// are left member-relative), and not a `hipk` wrapper (rocm-kpack moved
+/// its device code out of the file).
+pub(super) struct Check {
+    /// The wrapper's container id.
+    id: usize,
+    /// Where the wrapper lies.
+    loc: Loc,
+    /// The pointer as stored.
+    stored: u64,
+    /// Whether a pointer that leads to no file offset is wrong too: in a
+    /// linked PE image every pointer is an address in the image (an ELF
+    /// object may point at a symbol that another file defines).
+    must_resolve: bool,
+}
+
 impl Walker<'_> {
     /// The fatbin wrappers of section `sec`; `base` is the file offset of
     /// the object (an archive member's start), which their pointers'
@@ -48,6 +65,14 @@ impl Walker<'_> {
                 at,
                 size,
             );
+            if base.is_some() && w.flavor() != "hipk" {
+                self.wrapper_checks.push(Check {
+                    id,
+                    loc: loc.at(at),
+                    stored: w.data,
+                    must_resolve: o.format == "PE",
+                });
+            }
             self.report.containers[id].wrapper = Some(WrapperInfo {
                 flavor: w.flavor(),
                 magic: w.magic,
@@ -76,6 +101,26 @@ impl Walker<'_> {
             {
                 w.target_container = at.get(&t).copied();
             }
+        }
+        // A wrapper that leads nowhere is damage, never a silent zero: the
+        // runtime would register garbage, and the inventory would miss
+        // the device code it should have listed.
+        for check in std::mem::take(&mut self.wrapper_checks) {
+            let Some(w) = &self.report.containers[check.id].wrapper else {
+                continue;
+            };
+            let stored = check.stored;
+            let message = match w.target {
+                Some(t) if w.target_container.is_none() => format!(
+                    "the fatbin wrapper's data pointer {stored:#x} leads to file offset {t:#x}, \
+                     where no container was found"
+                ),
+                None if check.must_resolve => format!(
+                    "the fatbin wrapper's data pointer {stored:#x} lies in no section of the file"
+                ),
+                _ => continue,
+            };
+            self.problem(&check.loc, Some(check.id), message);
         }
     }
 }

@@ -1,0 +1,312 @@
+//! The scanners on real Windows libraries: NVIDIA's and CuPy's `win_amd64`
+//! wheels from PyPI (`scripts/real-libs.sh --windows`, cached), each read
+//! beside the same version's Linux wheel. NVIDIA's own `cuobjdump` refuses
+//! the DLLs, so the references are our raw scan (which reads no section
+//! table) and the Linux build: every DLL and `.pyd` must hold as many
+//! images of each target and kind as its Linux twin, the default scan must
+//! find what the raw scan finds, the kernels of cuRAND must be the Linux
+//! ones (up to the width of `long`), and `check` must answer as on Linux.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Failed, Trial};
+use serde_json::Value;
+
+use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
+
+pub const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl";
+pub const CUPY: &str = "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl";
+pub const CUPY_LINUX: &str = "cupy_cuda12x-14.2.0-cp312-cp312-manylinux2014_x86_64.whl";
+pub const NVJPEG: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-win_amd64.whl";
+pub const NVJPEG_LINUX: &str =
+    "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
+
+pub fn tests() -> Vec<Trial> {
+    let tools = &["bash", "/usr/bin/python3", "llvm-cxxfilt"];
+    vec![
+        trial(
+            "scan::windows::curand_dll_against_the_linux_build",
+            tools,
+            curand,
+        ),
+        trial(
+            "scan::windows::cupy_pyds_against_the_linux_wheel",
+            tools,
+            cupy,
+        ),
+        trial(
+            "scan::windows::nvjpeg_dll_against_the_linux_build",
+            tools,
+            nvjpeg,
+        ),
+    ]
+}
+
+/// The cache `scripts/real-libs.sh --windows` fills (once per run).
+pub fn windows_downloads() -> Result<PathBuf, Failed> {
+    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
+        let r = run(
+            Path::new("/bin/bash"),
+            &[script.to_string_lossy().as_ref(), "--windows"],
+            Path::new("/"),
+        );
+        if r.code != 0 {
+            return Err(format!(
+                "scripts/real-libs.sh --windows failed: {}",
+                r.stderr
+            ));
+        }
+        Ok(PathBuf::from(String::from_utf8_lossy(&r.stdout).trim()))
+    })
+    .clone()
+    .map_err(Failed::from)
+}
+
+/// Images of one (target, image kind): how many, and their bytes
+/// (uncompressed).
+type Inventory = BTreeMap<(String, String), (u64, u64)>;
+
+/// The inventory of each file of an `inspect --json` document that holds
+/// images, by its path inside the wheel (after `!/`); a file with problems
+/// fails.
+fn inventories(doc: &Value) -> Result<BTreeMap<String, Inventory>, Failed> {
+    let mut out = BTreeMap::new();
+    for f in doc["files"].as_array().into_iter().flatten() {
+        let path = f["path"].as_str().unwrap_or_default();
+        let member = path.rsplit("!/").next().unwrap_or(path).to_string();
+        if f["problems"].as_array().is_some_and(|p| !p.is_empty()) {
+            return Err(format!("{path}: problems {}", f["problems"]).into());
+        }
+        let mut inv = Inventory::new();
+        for i in f["images"].as_array().into_iter().flatten() {
+            let key = (
+                i["target_id"].as_str().unwrap_or_default().to_string(),
+                i["image_kind"].as_str().unwrap_or_default().to_string(),
+            );
+            let bytes = i["uncompressed_size"]
+                .as_u64()
+                .or_else(|| i["size"].as_u64())
+                .unwrap_or_default();
+            let e = inv.entry(key).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += bytes;
+        }
+        if !inv.is_empty() {
+            out.insert(member, inv);
+        }
+    }
+    Ok(out)
+}
+
+/// The (target, kind) → count part of an inventory: what a Windows file
+/// must share with its Linux twin (the bytes differ: other host
+/// compilers, other symbol names).
+fn counts(inv: &Inventory) -> BTreeMap<(String, String), u64> {
+    inv.iter().map(|(k, (n, _))| (k.clone(), *n)).collect()
+}
+
+/// The Windows wheel `win` against the Linux wheel `linux` (both in the
+/// cache), `pairs` naming each Windows member with images and its Linux
+/// twin: the default scan's inventory is the raw scan's, file for file;
+/// every pair holds as many images of each target and kind; nothing else
+/// in the Windows wheel holds images; `check` gives the same exit code on
+/// both wheels for each of `requires`, and each rule that fails names the
+/// target. Returns the cache directory.
+fn against_linux(
+    win: &str,
+    linux: &str,
+    pairs: &[(&str, &str)],
+    requires: &[&str],
+) -> Result<PathBuf, Failed> {
+    let cache = windows_downloads()?;
+    let w = cache.join(win);
+    let w = w.to_string_lossy();
+    let l = if linux == crate::real_libs::WHEEL {
+        crate::real_libs::downloads()?.join(linux)
+    } else {
+        cache.join(linux)
+    };
+    let l = l.to_string_lossy();
+    let d = Path::new("/");
+    let ours_inv = inventories(&ours_json(&["inspect", "--json", &w], d)?)?;
+    let raw_inv = inventories(&ours_json(&["inspect", "--json", "--raw", &w], d)?)?;
+    same(
+        "inventory of the section scan and the raw scan",
+        &ours_inv,
+        &raw_inv,
+    )?;
+    let linux_inv = inventories(&ours_json(&["inspect", "--json", &l], d)?)?;
+    let mut members: Vec<&str> = ours_inv.keys().map(String::as_str).collect();
+    members.sort_unstable();
+    let mut named: Vec<&str> = pairs.iter().map(|(w, _)| *w).collect();
+    named.sort_unstable();
+    same("the Windows files with device code", members, named)?;
+    for (wm, lm) in pairs {
+        let wi = ours_inv
+            .get(*wm)
+            .ok_or_else(|| format!("{wm}: no images"))?;
+        let li = linux_inv
+            .get(*lm)
+            .ok_or_else(|| format!("{lm}: no images"))?;
+        same(
+            &format!("images per target and kind, {wm} and {lm}"),
+            counts(wi),
+            counts(li),
+        )?;
+    }
+    for target in requires {
+        let args = ["check", "--require", target];
+        let on = |wheel: &str| run(&ours(), &[&args[..], &[wheel]].concat(), d);
+        let (rw, rl) = (on(&w), on(&l));
+        same(&format!("check --require {target}"), rw.code, rl.code)?;
+        let out = String::from_utf8_lossy(&rw.stdout);
+        if rw.code == 1 && !out.contains(target) {
+            return Err(format!("check --require {target} fails without naming it: {out}").into());
+        }
+    }
+    Ok(cache)
+}
+
+/// Copies `member` of the zip `wheel` to `dir`/`name`.
+fn unzip(wheel: &Path, member: &str, dir: &Path, name: &str) -> Result<(), Failed> {
+    let script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
+    run(
+        Path::new("/usr/bin/python3"),
+        &["-c", script, &wheel.to_string_lossy(), member, name],
+        dir,
+    )
+    .ok()
+    .map(|_| ())
+}
+
+/// The kernels `inspect --kernels` lists in `file`: (target, image kind,
+/// name demangled by `llvm-cxxfilt` with `long long` read as `long`) and
+/// how often. Their resources are not compared: NVIDIA's Windows and Linux
+/// builds of one version allocate registers differently for some
+/// kernels. Windows is LLP64: `size_t` is `unsigned long
+/// long` there and `unsigned long` on Linux, the one way the same kernel's
+/// mangled name differs.
+fn kernels(dir: &Path, file: &str) -> Result<BTreeMap<String, u64>, Failed> {
+    let doc = ours_json(&["inspect", "--kernels", "--json", file], dir)?;
+    let mut rows = Vec::new();
+    for image in doc["files"][0]["kernels"].as_array().into_iter().flatten() {
+        for k in image["kernels"].as_array().into_iter().flatten() {
+            rows.push((
+                format!("{} {}", image["target"], image["format"]),
+                k["name"].as_str().unwrap_or_default().to_string(),
+            ));
+        }
+    }
+    let names: String = rows.iter().map(|(_, n)| format!("{n}\n")).collect();
+    let r = crate::util::run_stdin(&llvm("llvm-cxxfilt"), &[] as &[&str], dir, names.as_bytes())
+        .ok()?;
+    let demangled = String::from_utf8_lossy(&r.stdout).into_owned();
+    let demangled: Vec<&str> = demangled.lines().collect();
+    same("names demangled", demangled.len(), rows.len())?;
+    let mut out = BTreeMap::new();
+    for ((what, _), name) in rows.iter().zip(demangled) {
+        let key = format!("{what} {}", name.replace("long long", "long"));
+        *out.entry(key).or_default() += 1;
+    }
+    Ok(out)
+}
+
+/// cuRAND's DLL (a PE image: 11 fatbins in `.nv_fatb`, wrappers in
+/// `.nvFatBi` holding absolute addresses): the inventory of the Linux
+/// build (98 images, eight SM versions, PTX for sm_90); the same kernels,
+/// image for image; `check --require
+/// sm_80` passes, `--require sm_100` passes through the sm_90 PTX and
+/// `--require sm_100:cubin` fails naming it, on both.
+fn curand() -> Result<(), Failed> {
+    let dll = "nvidia/curand/bin/curand64_10.dll";
+    let so = "nvidia/curand/lib/libcurand.so.10";
+    let cache = against_linux(
+        CURAND,
+        crate::real_libs::WHEEL,
+        &[(dll, so)],
+        &["sm_80", "sm_100", "sm_100:cubin", "sm_90a"],
+    )?;
+    let wheel = cache.join(CURAND);
+    for (target, code) in [("sm_80", 0), ("sm_100", 0), ("sm_100:cubin", 1)] {
+        let r = run(
+            &ours(),
+            &["check", "--require", target, &wheel.to_string_lossy()],
+            Path::new("/"),
+        );
+        same(
+            &format!("check --require {target} on the DLL"),
+            r.code,
+            code,
+        )?;
+    }
+    let t = tempdir();
+    unzip(&cache.join(CURAND), dll, t.path(), "curand64_10.dll")?;
+    let linux = crate::real_libs::downloads()?.join(crate::real_libs::WHEEL);
+    unzip(&linux, so, t.path(), "libcurand.so.10")?;
+    let (kw, kl) = (
+        kernels(t.path(), "curand64_10.dll")?,
+        kernels(t.path(), "libcurand.so.10")?,
+    );
+    if kw.values().sum::<u64>() < 1000 {
+        return Err(format!("only {} kernels in the DLL", kw.values().sum::<u64>()).into());
+    }
+    let differ = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| -> Vec<String> {
+        a.iter()
+            .filter(|(k, n)| b.get(*k) != Some(n))
+            .map(|(k, n)| format!("{n}× {k}"))
+            .take(5)
+            .collect()
+    };
+    let (only_w, only_l) = (differ(&kw, &kl), differ(&kl, &kw));
+    if only_w.is_empty() && only_l.is_empty() {
+        return Ok(());
+    }
+    Err(format!("kernels differ: in the DLL {only_w:#?}, in the Linux library {only_l:#?}").into())
+}
+
+/// CuPy's three extension modules with device code, `.pyd` on Windows
+/// (cub, thrust, the random generator API: 13 images each, sm_50 to
+/// sm_120 and sm_100 PTX).
+fn cupy() -> Result<(), Failed> {
+    let pairs: Vec<(String, String)> = [
+        "cupy/cuda/cub",
+        "cupy/cuda/thrust",
+        "cupy/random/_generator_api",
+    ]
+    .iter()
+    .map(|m| {
+        (
+            format!("{m}.cp312-win_amd64.pyd"),
+            format!("{m}.cpython-312-x86_64-linux-gnu.so"),
+        )
+    })
+    .collect();
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    against_linux(
+        CUPY,
+        CUPY_LINUX,
+        &pairs,
+        &["sm_80", "sm_100", "sm_90a", "sm_121"],
+    )
+    .map(|_| ())
+}
+
+/// nvJPEG's DLL: 175 images, sm_50 to sm_121 with sm_121 PTX.
+fn nvjpeg() -> Result<(), Failed> {
+    against_linux(
+        NVJPEG,
+        NVJPEG_LINUX,
+        &[(
+            "nvidia/nvjpeg/bin/nvjpeg64_12.dll",
+            "nvidia/nvjpeg/lib/libnvjpeg.so.12",
+        )],
+        &["sm_80", "sm_100", "sm_90a", "sm_110"],
+    )
+    .map(|_| ())
+}

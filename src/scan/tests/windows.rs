@@ -1,0 +1,207 @@
+//! PE images (Windows DLLs): fatbins found through the 8-byte section
+//! names, wrappers followed through their absolute addresses, and a
+//! wrapper that leads nowhere reported, never a silent zero.
+
+use super::*;
+use crate::tests::pe::{self, IMAGE_BASE};
+
+fn fatbins() -> Vec<Vec<u8>> {
+    vec![
+        fatbin::build(&[
+            (2, 80, 0x11, b"\x7fELF-sm80-cubin"),
+            (2, 90, 0x11, b"\x7fELF-sm90-cubin"),
+        ]),
+        fatbin::build(&[(1, 90, 0x11, b".version 8.0\n.target sm_90\0")]),
+    ]
+}
+
+/// The wrappers' containers' kinds and their targets' kinds.
+fn wrapped(r: &Report) -> Vec<Option<ContainerKind>> {
+    r.containers
+        .iter()
+        .filter_map(|c| c.wrapper.as_ref())
+        .map(|w| w.target_container.map(|t| r.containers[t].kind))
+        .collect()
+}
+
+#[test]
+fn a_cuda_dll_is_read_through_its_sections() {
+    for arm64 in [false, true] {
+        let dll = pe::cuda_dll(&fatbins(), arm64);
+        let r = scan(&dll.bytes, &Options::default());
+        sane(&r, dll.bytes.len());
+        assert_eq!(r.format, "PE");
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert!(r.used_sections && !r.used_raw_scan);
+        assert_eq!(r.images.len(), 3, "arm64 {arm64}");
+        assert_eq!(
+            wrapped(&r),
+            vec![
+                Some(ContainerKind::CudaFatbin),
+                Some(ContainerKind::CudaFatbin)
+            ]
+        );
+        let at: Vec<Option<u64>> = r
+            .containers
+            .iter()
+            .filter(|c| c.kind == ContainerKind::CudaFatbin)
+            .map(|c| c.offset)
+            .collect();
+        let want: Vec<Option<u64>> = dll.fatbins.iter().map(|&o| Some(u64::from(o))).collect();
+        assert_eq!(at, want);
+        // The raw scan, which reads no section table, finds the same.
+        let raw = scan(&dll.bytes, &raw());
+        assert_eq!(raw.images.len(), 3);
+    }
+}
+
+/// `dll` with wrapper `i`'s data pointer set to `va`.
+fn pointing(dll: &pe::CudaDll, i: usize, va: u64) -> Vec<u8> {
+    let mut b = dll.bytes.clone();
+    let at = dll.sections[2].file_offset as usize + 24 * i + 8;
+    b[at..at + 8].copy_from_slice(&va.to_le_bytes());
+    b
+}
+
+#[test]
+fn a_wrapper_that_leads_nowhere_is_damage() {
+    let dll = pe::cuda_dll(&fatbins(), false);
+    let text = IMAGE_BASE + u64::from(dll.sections[0].virtual_address);
+    for (va, says) in [
+        (text, "where no container was found"),
+        (0x1234, "lies in no section of the file"),
+        (IMAGE_BASE + 0x7fff_0000, "lies in no section of the file"),
+        (0, "lies in no section of the file"),
+    ] {
+        let bytes = pointing(&dll, 1, va);
+        let r = scan(&bytes, &Options::default());
+        sane(&r, bytes.len());
+        assert_eq!(r.problems.len(), 1, "{va:#x}: {:?}", r.problems);
+        let p = &r.problems[0];
+        assert!(p.message.contains(says), "{va:#x}: {}", p.message);
+        assert_eq!(p.section.as_deref(), Some(".nvFatBi"));
+        assert_eq!(p.offset, Some(u64::from(dll.sections[2].file_offset) + 24));
+        // The other wrapper and every image are still there.
+        assert_eq!(r.images.len(), 3);
+        assert_eq!(wrapped(&r)[0], Some(ContainerKind::CudaFatbin));
+    }
+}
+
+#[test]
+fn a_hostile_pe_header_is_one_problem_never_a_panic() {
+    let dll = pe::cuda_dll(&fatbins(), false);
+    let pe_at = u32::from_le_bytes(dll.bytes[0x3c..0x40].try_into().unwrap()) as usize;
+    let opt_at = pe_at + 4 + 20;
+    let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    // NumberOfSections far past what the file holds.
+    let mut b = dll.bytes.clone();
+    b[pe_at + 6..pe_at + 8].copy_from_slice(&0xffffu16.to_le_bytes());
+    cases.push(("section count", b));
+    // NumberOfRvaAndSizes huge (PE32+: at 108 in the optional header).
+    let mut b = dll.bytes.clone();
+    b[opt_at + 108..opt_at + 112].copy_from_slice(&u32::MAX.to_le_bytes());
+    cases.push(("data directories", b));
+    // The fatbin section's raw data past the end of the file.
+    let mut b = dll.bytes.clone();
+    let sh = opt_at + usize::from(u16::from_le_bytes([b[pe_at + 20], b[pe_at + 21]])) + 40;
+    b[sh + 20..sh + 24].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+    cases.push(("section data", b));
+    for (what, bytes) in cases {
+        let r = scan(&bytes, &Options::default());
+        sane(&r, bytes.len());
+        assert!(!r.problems.is_empty(), "{what}: no problem reported");
+    }
+    // e_lfanew past the end: no PE header, so no PE file; the bytes are
+    // scanned raw and their fatbins found.
+    let mut b = dll.bytes.clone();
+    b[0x3c..0x40].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let r = scan(&b, &Options::default());
+    assert_ne!(r.format, "PE");
+    assert!(r.used_raw_scan && r.images.len() == 3);
+    // Cut anywhere: no panic, and what is found lies in what is left.
+    for len in (0..dll.bytes.len()).step_by(7) {
+        let r = scan(&dll.bytes[..len], &Options::default());
+        sane(&r, len);
+    }
+}
+
+/// A COFF object as clang writes one for `x86_64-pc-windows-msvc` (or
+/// `aarch64`): `.nv_fatbin` with `fatbins` (each at a symbol), and one
+/// wrapper per fatbin in `.nvFatBinSegment`, whose pointer a relocation
+/// fills in.
+fn coff_object(fatbins: &[Vec<u8>], arm64: bool) -> Vec<u8> {
+    use object::write::{Object, Relocation, Symbol, SymbolSection};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags,
+        SymbolKind, SymbolScope,
+    };
+    let arch = if arm64 {
+        Architecture::Aarch64
+    } else {
+        Architecture::X86_64
+    };
+    let mut o = Object::new(BinaryFormat::Coff, arch, Endianness::Little);
+    let fat = o.add_section(
+        Vec::new(),
+        b".nv_fatbin".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    let seg = o.add_section(Vec::new(), b".nvFatBinSegment".to_vec(), SectionKind::Data);
+    for (i, f) in fatbins.iter().enumerate() {
+        let at = o.append_section_data(fat, f, 8);
+        let sym = o.add_symbol(Symbol {
+            name: format!("fatbin{i}").into_bytes(),
+            value: at,
+            size: 0,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(fat),
+            flags: SymbolFlags::None,
+        });
+        let wrapper = crate::fatbin::write_wrapper(crate::fatbin::WRAPPER_CUDA, 1, false);
+        let w = o.append_section_data(seg, &wrapper, 8);
+        let typ = if arm64 {
+            object::pe::IMAGE_REL_ARM64_ADDR64
+        } else {
+            object::pe::IMAGE_REL_AMD64_ADDR64
+        };
+        o.add_relocation(
+            seg,
+            Relocation {
+                offset: w + 8,
+                symbol: sym,
+                addend: 0,
+                flags: RelocationFlags::Coff { typ },
+            },
+        )
+        .unwrap();
+    }
+    o.write().unwrap()
+}
+
+#[test]
+fn coff_objects_keep_long_names_and_64_bit_wrappers() {
+    for arm64 in [false, true] {
+        let obj = coff_object(&fatbins(), arm64);
+        let r = scan(&obj, &Options::default());
+        sane(&r, obj.len());
+        assert_eq!(r.format, "COFF");
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        assert_eq!(r.images.len(), 3);
+        // Two wrappers of 24 bytes, each leading to its fatbin.
+        assert_eq!(
+            wrapped(&r),
+            vec![
+                Some(ContainerKind::CudaFatbin),
+                Some(ContainerKind::CudaFatbin)
+            ]
+        );
+        assert!(
+            r.containers
+                .iter()
+                .filter(|c| c.kind == ContainerKind::FatbinWrapper)
+                .all(|c| c.size == 24)
+        );
+    }
+}

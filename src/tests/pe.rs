@@ -1,0 +1,110 @@
+//! Small PE images for tests, written with `object`'s PE writer: the
+//! layout of a Windows CUDA DLL (a `.text`, the fatbins in `.nv_fatb`, the
+//! wrappers in `.nvFatBi` holding absolute addresses, and a `.reloc` whose
+//! `IMAGE_REL_BASED_DIR64` entries fix those addresses up), small enough
+//! to corrupt field by field.
+
+use object::pe;
+use object::write::pe::{NtHeaders, SectionRange, Writer};
+
+/// The image base the test images are linked at (a DLL's usual one).
+pub(crate) const IMAGE_BASE: u64 = 0x1_8000_0000;
+
+/// A PE image built by [`cuda_dll`], with where its parts lie.
+pub(crate) struct CudaDll {
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// `.text`, `.nv_fatb`, `.nvFatBi`, `.reloc`, in that order.
+    pub sections: Vec<SectionRange>,
+    /// The file offset of each fatbin.
+    pub fatbins: Vec<u32>,
+}
+
+/// A 64-bit x86-64 (or, with `arm64`, AArch64) PE DLL holding `fatbins`
+/// back to back in `.nv_fatb` (each 8-byte aligned, as nvcc places them),
+/// one wrapper per fatbin in `.nvFatBi` pointing at it, and a base
+/// relocation for each wrapper's pointer.
+pub(crate) fn cuda_dll(fatbins: &[Vec<u8>], arm64: bool) -> CudaDll {
+    let mut fat = Vec::new();
+    let mut at = Vec::new();
+    for f in fatbins {
+        while fat.len() % 8 != 0 {
+            fat.push(0);
+        }
+        at.push(u32::try_from(fat.len()).expect("small"));
+        fat.extend_from_slice(f);
+    }
+    let wrappers_len = u32::try_from(24 * fatbins.len()).expect("small");
+    let text = [0xc3u8; 16];
+
+    let mut out = Vec::new();
+    let mut w = Writer::new(true, 0x1000, 0x200, &mut out);
+    w.reserve_dos_header_and_stub();
+    w.reserve_nt_headers(16);
+    w.reserve_section_headers(4);
+    let text_r = w.reserve_text_section(16);
+    let data = pe::IMAGE_SCN_CNT_INITIALIZED_DATA | pe::IMAGE_SCN_MEM_READ;
+    let fat_r = w.reserve_section(
+        *b".nv_fatb",
+        data,
+        u32::try_from(fat.len()).expect("small"),
+        u32::try_from(fat.len()).expect("small"),
+    );
+    let seg_r = w.reserve_section(
+        *b".nvFatBi",
+        data | pe::IMAGE_SCN_MEM_WRITE,
+        wrappers_len,
+        wrappers_len,
+    );
+    let mut segment = Vec::new();
+    for (i, off) in at.iter().enumerate() {
+        let mut wrapper = crate::fatbin::write_wrapper(crate::fatbin::WRAPPER_CUDA, 1, false);
+        let va = IMAGE_BASE + u64::from(fat_r.virtual_address + off);
+        wrapper[8..16].copy_from_slice(&va.to_le_bytes());
+        segment.extend_from_slice(&wrapper);
+        let field = seg_r.virtual_address + u32::try_from(24 * i + 8).expect("small");
+        w.add_reloc(field, pe::IMAGE_REL_BASED_DIR64);
+    }
+    let reloc_r = w.reserve_reloc_section();
+
+    w.write_dos_header_and_stub().expect("writes");
+    w.write_nt_headers(NtHeaders {
+        machine: if arm64 {
+            pe::IMAGE_FILE_MACHINE_ARM64
+        } else {
+            pe::IMAGE_FILE_MACHINE_AMD64
+        },
+        time_date_stamp: 0,
+        characteristics: pe::IMAGE_FILE_EXECUTABLE_IMAGE
+            | pe::IMAGE_FILE_LARGE_ADDRESS_AWARE
+            | pe::IMAGE_FILE_DLL,
+        major_linker_version: 14,
+        minor_linker_version: 0,
+        address_of_entry_point: 0,
+        image_base: IMAGE_BASE,
+        major_operating_system_version: 6,
+        minor_operating_system_version: 0,
+        major_image_version: 0,
+        minor_image_version: 0,
+        major_subsystem_version: 6,
+        minor_subsystem_version: 0,
+        subsystem: pe::IMAGE_SUBSYSTEM_WINDOWS_GUI,
+        dll_characteristics: pe::IMAGE_DLLCHARACTERISTICS_DYNAMIC_BASE
+            | pe::IMAGE_DLLCHARACTERISTICS_NX_COMPAT,
+        size_of_stack_reserve: 0x10_0000,
+        size_of_stack_commit: 0x1000,
+        size_of_heap_reserve: 0x10_0000,
+        size_of_heap_commit: 0x1000,
+    });
+    w.write_section_headers();
+    w.write_section(text_r.file_offset, &text);
+    w.write_section(fat_r.file_offset, &fat);
+    w.write_section(seg_r.file_offset, &segment);
+    w.write_reloc_section();
+    let fatbins = at.iter().map(|a| fat_r.file_offset + a).collect();
+    CudaDll {
+        bytes: out,
+        sections: vec![text_r, fat_r, seg_r, reloc_r],
+        fatbins,
+    }
+}
