@@ -268,7 +268,7 @@ fn link_programs(d: &Path, ld: &str) -> Result<[String; 4], Failed> {
 }
 
 /// Bytes a file takes on disk.
-fn disk(p: &Path) -> Result<u64, Failed> {
+pub(crate) fn disk(p: &Path) -> Result<u64, Failed> {
     Ok(std::fs::metadata(p)?.blocks() * 512)
 }
 
@@ -299,13 +299,13 @@ fn same_outside(dir: &Path, section: &str, a: &str, b: &str) -> Result<(), Faile
 }
 
 /// The device images of `file` (target or bundle ID, md5).
-fn hashed(dir: &Path, file: &str) -> Result<Vec<(String, String)>, Failed> {
+pub(crate) fn hashed(dir: &Path, file: &str) -> Result<Vec<(String, String)>, Failed> {
     let doc = ours_json(&["inspect", "--json", "--hash=md5", file], dir)?;
     Ok(images(&doc).into_values().next().unwrap_or_default())
 }
 
 /// Bytes of the images `prune --json` says it dropped.
-fn dropped_bytes(doc: &serde_json::Value) -> u64 {
+pub(crate) fn dropped_bytes(doc: &serde_json::Value) -> u64 {
     doc["files"][0]["dropped"]
         .as_array()
         .into_iter()
@@ -384,7 +384,7 @@ fn loads_with_a_stand_in_hip_runtime(d: &Path) -> Result<(), Failed> {
 
 /// `out` is smaller than `input` by at least 90 % of the `dropped` image
 /// bytes, on disk and in its apparent size (the file itself shrank).
-fn shrunk_by(d: &Path, input: &str, out: &str, dropped: u64) -> Result<(), Failed> {
+pub(crate) fn shrunk_by(d: &Path, input: &str, out: &str, dropped: u64) -> Result<(), Failed> {
     let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
     let apparent = size(input)?.saturating_sub(size(out)?);
     let on_disk = disk(&d.join(input))?.saturating_sub(disk(&d.join(out))?);
@@ -548,7 +548,7 @@ fn curand() -> Result<(), Failed> {
 /// pruned one (only sm_80 cubins, the same bytes as before).
 /// Checks every line of `wheel`'s RECORD as pip does (hash and size of
 /// each file); returns how many files it lists with a hash.
-fn record_checks(d: &Path, wheel: &str) -> Result<u32, Failed> {
+pub(crate) fn record_checks(d: &Path, wheel: &str) -> Result<u32, Failed> {
     let verify = "import base64, csv, hashlib, io, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])
 rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::prune::{dropped_bytes, hashed, record_checks, shrunk_by};
+use crate::util::{llvm, ours, ours_json, run, run_within_env, same, tempdir, trial};
 
 pub const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl";
 pub const CUPY: &str = "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl";
@@ -39,6 +40,25 @@ pub fn tests() -> Vec<Trial> {
             "scan::windows::nvjpeg_dll_against_the_linux_build",
             tools,
             nvjpeg,
+        ),
+        trial(
+            "prune::windows::curand_dll_shrinks_checks_and_loads_under_wine",
+            &[
+                "bash",
+                "/usr/bin/python3",
+                "clang",
+                "lld-link",
+                "llvm-dlltool",
+                "llvm-readobj",
+                "llvm-objdump",
+                "/usr/lib/wine/wine64",
+            ],
+            prune_curand,
+        ),
+        trial(
+            "prune::windows::cupy_pyds_shrink_and_check",
+            &["bash", "/usr/bin/python3", "llvm-readobj", "llvm-objdump"],
+            prune_cupy,
         ),
     ]
 }
@@ -309,4 +329,180 @@ fn nvjpeg() -> Result<(), Failed> {
         &["sm_80", "sm_100", "sm_90a", "sm_110"],
     )
     .map(|_| ())
+}
+
+/// `prune --keep sm_80` of `lib` (in `d`) to `out`: the kept images have
+/// their bytes, and are the input's sm_80 ones; the file shrinks by 90 %
+/// of the bytes dropped; `llvm-readobj --coff-basereloc --file-headers`
+/// and `llvm-objdump -p` read it without a word on stderr and say of it
+/// what they say of the input, but for `SizeOfInitializedData` (the
+/// fat-binary section's raw data is smaller; the base relocations, the
+/// addresses and `SizeOfImage` are the same).
+fn pruned_pe(d: &Path, lib: &str, out: &str) -> Result<(), Failed> {
+    let before = hashed(d, lib)?;
+    let doc = ours_json(&["prune", "--keep", "sm_80", "-o", out, "--json", lib], d)?;
+    let after = hashed(d, out)?;
+    let want: Vec<_> = before
+        .iter()
+        .filter(|(what, _)| what.contains("\"sm_80\""))
+        .cloned()
+        .collect();
+    if want.is_empty() {
+        return Err(format!("{lib}: no sm_80 image").into());
+    }
+    same(
+        &format!("{lib}: images kept, with their bytes"),
+        &after,
+        &want,
+    )?;
+    shrunk_by(d, lib, out, dropped_bytes(&doc))?;
+    let tools: [(&str, &[&str]); 2] = [
+        ("llvm-readobj", &["--coff-basereloc", "--file-headers"]),
+        ("llvm-objdump", &["-p"]),
+    ];
+    for (tool, args) in tools {
+        let read = |f: &str| -> Result<Vec<String>, Failed> {
+            let r = run(&llvm(tool), &[args, &[f]].concat(), d);
+            same(&format!("{tool} {f}: exit code"), r.code, 0)?;
+            same(&format!("{tool} {f}: warnings"), r.stderr.as_str(), "")?;
+            Ok(String::from_utf8_lossy(&r.stdout)
+                .lines()
+                .filter(|l| !l.contains(f) && !l.contains("SizeOfInitializedData"))
+                .map(str::to_string)
+                .collect())
+        };
+        same(
+            &format!("{tool} of {lib} and of {out}"),
+            read(out)?,
+            read(lib)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// cuRAND's DLL pruned to sm_80 (see [`pruned_pe`]) loads under Wine and
+/// answers `curandGetVersion` as the original does (`load.exe`, built
+/// here with clang and lld-link against an import library of kernel32
+/// that llvm-dlltool makes); the Windows wheel pruned the same way keeps
+/// a RECORD that checks.
+fn prune_curand() -> Result<(), Failed> {
+    let cache = windows_downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    unzip(
+        &cache.join(CURAND),
+        "nvidia/curand/bin/curand64_10.dll",
+        d,
+        "lib.dll",
+    )?;
+    pruned_pe(d, "lib.dll", "out.dll")?;
+
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests/windows");
+    let def = src.join("kernel32.def");
+    run(
+        &llvm("llvm-dlltool"),
+        &[
+            "-m",
+            "i386:x86-64",
+            "-d",
+            &def.to_string_lossy(),
+            "-l",
+            "kernel32.lib",
+        ],
+        d,
+    )
+    .ok()?;
+    let c = src.join("load.c");
+    run(
+        &llvm("clang"),
+        &[
+            "-target",
+            "x86_64-pc-windows-msvc",
+            "-O1",
+            "-ffreestanding",
+            "-c",
+            &c.to_string_lossy(),
+            "-o",
+            "load.obj",
+        ],
+        d,
+    )
+    .ok()?;
+    run(
+        &llvm("lld-link"),
+        &[
+            "/nologo",
+            "/entry:mainCRTStartup",
+            "/subsystem:console",
+            "/nodefaultlib",
+            "load.obj",
+            "kernel32.lib",
+            "/out:load.exe",
+        ],
+        d,
+    )
+    .ok()?;
+    let prefix = d.join("wine");
+    let prefix = prefix.to_string_lossy();
+    let env = [("WINEPREFIX", prefix.as_ref()), ("WINEDEBUG", "-all")];
+    let wine = |dll: &str| -> Result<String, Failed> {
+        let r = run_within_env(
+            180,
+            Path::new("/usr/lib/wine/wine64"),
+            &["load.exe", dll, "curandGetVersion"],
+            &env,
+            d,
+        )?;
+        same(&format!("wine load.exe {dll}: exit code"), r.code, 0)?;
+        Ok(String::from_utf8_lossy(&r.stdout).trim().to_string())
+    };
+    let original = wine("lib.dll")?;
+    if !original.starts_with("0 1") {
+        return Err(format!("curandGetVersion under Wine answered {original:?}").into());
+    }
+    same(
+        "curandGetVersion of the pruned DLL",
+        wine("out.dll")?,
+        original,
+    )?;
+
+    std::fs::copy(cache.join(CURAND), d.join("in.whl"))?;
+    run(
+        &ours(),
+        &["prune", "--keep", "sm_80", "-o", CURAND, "in.whl"],
+        d,
+    )
+    .ok()?;
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    if size(CURAND)? >= size("in.whl")? {
+        return Err("the wheel did not shrink".into());
+    }
+    if record_checks(d, CURAND)? < 3 {
+        return Err("RECORD lists too few files".into());
+    }
+    Ok(())
+}
+
+/// CuPy's three `.pyd` files with device code, each pruned to sm_80 (see
+/// [`pruned_pe`]).
+fn prune_cupy() -> Result<(), Failed> {
+    let cache = windows_downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    for m in [
+        "cupy/cuda/cub",
+        "cupy/cuda/thrust",
+        "cupy/random/_generator_api",
+    ] {
+        let name = m.rsplit('/').next().unwrap_or(m);
+        let (lib, out) = (format!("{name}.pyd"), format!("{name}-sm_80.pyd"));
+        unzip(
+            &cache.join(CUPY),
+            &format!("{m}.cp312-win_amd64.pyd"),
+            d,
+            &lib,
+        )?;
+        pruned_pe(d, &lib, &out)?;
+    }
+    Ok(())
 }

@@ -20,6 +20,8 @@ PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22
 PKGS+=(zip tar gzip xz-utils zstd dpkg)
 # eu-elflint checks the files prune shrinks (linker-tests/prune/shrink.rs).
 PKGS+=(elfutils)
+# Wine loads the Windows DLLs prune shrinks (linker-tests/windows_libs.rs).
+PKGS+=(wine64)
 # The wrapper's other host CPUs: qemu-user runs their programs, Debian's
 # cross C libraries link them, and GNU ld for each (binutils-<triple>).
 CROSS=(arm64:aarch64 ppc64el:powerpc64le s390x:s390x riscv64:riscv64)

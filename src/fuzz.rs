@@ -820,6 +820,7 @@ fn prune_with(data: &[u8], selections: &[crate::prune::Selection]) {
             max_uncompressed: Some(PRUNE_WORK_BYTES),
             allow_empty: first & (1 << k) != 0,
             no_shrink: first & 0x80 != 0,
+            strip_signature: first & 0x40 != 0,
         };
         let Some(out) = pruned(data, sel, &opts) else {
             continue;

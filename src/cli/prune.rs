@@ -84,6 +84,10 @@ pub struct PruneOpts {
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
     no_shrink: bool,
+    /// Remove a Windows DLL's or EXE's Authenticode signature (pruning
+    /// breaks it; a signed file is refused without this).
+    #[arg(long)]
+    strip_signature: bool,
     /// Most bytes decompressed: by the scan of each file (and of each wheel
     /// member), and by the inflation of one wheel's members together
     /// (suffixes K, M, G; default: 1024 times the file's size, at least
@@ -142,6 +146,7 @@ impl PruneOpts {
         o.prune.allow_empty = self.allow_empty;
         o.prune.threads = self.threads;
         o.prune.no_shrink = self.no_shrink;
+        o.prune.strip_signature = self.strip_signature;
         o.prune.max_uncompressed = self.max_uncompressed;
         o
     }
@@ -228,10 +233,16 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
                 s.section, s.section_size.0, s.section_size.1, s.removed.0, s.removed.1
             ),
         )?;
-        print_line(out, &format!("  load segment {}", seg(s.segment)))?;
+        print_line(out, &format!("  {} {}", s.mapping, seg(s.segment)))?;
         for p in &s.segments {
             print_line(out, &format!("    becomes {}", seg(*p)))?;
         }
+    }
+    if let Some(n) = r.signature_removed {
+        print_line(
+            out,
+            &format!("  Authenticode signature removed ({n} bytes of certificates)"),
+        )?;
     }
     if let Some(why) = &r.not_shrunk {
         print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;

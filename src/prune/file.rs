@@ -33,6 +33,10 @@ pub struct FilePruning {
     /// their entries' verdicts [`Verdict::Keep`], since a fatbin needs an
     /// entry and no entry is a better one to keep than another.
     pub kept_whole: Vec<usize>,
+    /// For a PE image whose Authenticode signature
+    /// [`Options::strip_signature`] removed: the bytes of its certificate
+    /// table.
+    pub signature_removed: Option<u64>,
 }
 
 /// Why an image of a fatbin in [`FilePruning::kept_whole`] stays, for
@@ -71,10 +75,12 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         not_shrunk: None,
         shrunk: None,
         kept_whole,
+        signature_removed: None,
     };
     let host = match elf::peek(data).and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
         Some(_) => Host::Linked,
+        None if super::shrink::pe::is_pe(data) => Host::Linked,
         None => Host::Raw,
     };
     if host == Host::Relocatable {
@@ -97,6 +103,10 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
     let len = data.len() as u64;
+    if super::shrink::pe::is_pe(data) {
+        pe_output(data, &mut p, &plan, opts)?;
+        return Ok(p);
+    }
     p.output = Some(match host {
         Host::Linked if !opts.no_shrink => match super::shrink::shrink(data, &p.report, &plan) {
             Ok((o, shrunk)) => {
@@ -113,6 +123,50 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         _ => Output::cut(len, &mut plan),
     });
     Ok(p)
+}
+
+/// The pruned form of the PE image `data` that `plan` prunes: shrunk
+/// (unless [`Options::no_shrink`], or when the layout does not allow it,
+/// then rewritten in place and `not_shrunk` says why), with its signature
+/// removed when [`Options::strip_signature`]; a signed image is refused
+/// without it.
+fn pe_output(data: &[u8], p: &mut FilePruning, plan: &plan::Plan, opts: &Options) -> Result<()> {
+    use super::shrink::pe;
+    let image = pe::PeImage::read(data)
+        .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
+    if let Some((at, size)) = image.certificates {
+        if !opts.strip_signature {
+            return Err(Error::usage(format!(
+                "it carries an Authenticode signature ({size} bytes of certificates at \
+                 {at:#x}), which any change breaks: --strip-signature removes it"
+            )));
+        }
+        p.signature_removed = Some(size);
+    }
+    let len = data.len() as u64;
+    let shrunk = match opts.no_shrink {
+        true => None,
+        false => match pe::shrink(data, &image, &p.report, plan, opts.strip_signature) {
+            Ok(done) => Some(done),
+            Err(why) => {
+                p.not_shrunk = Some(why);
+                None
+            }
+        },
+    };
+    let out = match shrunk {
+        Some((o, s)) => {
+            p.shrunk = Some(s);
+            o
+        }
+        None => pe::in_place(data, &image, plan, opts.strip_signature)
+            .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?,
+    };
+    if p.shrunk.is_some() || p.signature_removed.is_some() {
+        p.freed = len.saturating_sub(out.size());
+    }
+    p.output = Some(out);
+    Ok(())
 }
 
 /// Keeps every entry of each CUDA fatbin of `report` that would lose them

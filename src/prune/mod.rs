@@ -112,6 +112,10 @@ pub struct Options {
     /// `None`: as the scanners derive it from the file's size
     /// ([`default_max_uncompressed`](crate::scan::default_max_uncompressed)).
     pub max_uncompressed: Option<u64>,
+    /// Remove a Windows PE image's Authenticode signature (its certificate
+    /// table), which any change breaks; without it a signed PE image is
+    /// refused.
+    pub strip_signature: bool,
 }
 
 impl Options {

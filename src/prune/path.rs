@@ -240,6 +240,7 @@ pub fn prune_path(
         containers_rewritten: p.rewritten,
         not_shrunk: p.not_shrunk,
         shrunk: p.shrunk,
+        signature_removed: p.signature_removed,
         freed: p.freed,
         kept: p.kept,
         dropped: p.dropped,
@@ -282,6 +283,8 @@ pub(crate) struct Pruning {
     not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
     shrunk: Option<super::Shrunk>,
+    /// For a PE image whose signature went: its certificate table's bytes.
+    signature_removed: Option<u64>,
     /// Bytes freed: zeroed in place, or cut out.
     pub(crate) freed: u64,
     /// The pruned file; `None` when nothing changes.
@@ -343,6 +346,7 @@ impl Pruning {
             output: f.output,
             not_shrunk: f.not_shrunk,
             shrunk: f.shrunk,
+            signature_removed: f.signature_removed,
         })
     }
 

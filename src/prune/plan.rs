@@ -304,13 +304,18 @@ impl fmt::Display for Fixed {
     }
 }
 
-/// The parts of the linked ELF file `data` that must stay ([`Fixed`]),
-/// read with `object`'s ELF reader; an error when its headers cannot be
-/// read (then what a rewrite would overwrite cannot be told).
+/// The parts of the linked ELF file or PE image `data` that must stay
+/// ([`Fixed`]), read with `object`'s readers; an error when its headers
+/// cannot be read (then what a rewrite would overwrite cannot be told).
 pub(crate) fn fixed_parts(data: &[u8]) -> Result<Vec<Fixed>> {
     match object::FileKind::parse(data) {
         Ok(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
         Ok(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
+        Ok(object::FileKind::Pe32 | object::FileKind::Pe64) => {
+            super::shrink::pe::PeImage::read(data)
+                .map(|pe| pe.fixed_parts())
+                .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))
+        }
         _ => Err(Error::unsupported(
             "its ELF header cannot be read: nothing is pruned",
         )),

@@ -13,6 +13,7 @@ mod classes;
 mod linked;
 #[cfg(feature = "files")]
 mod path;
+mod windows;
 
 /// A binary bundle of `entries` (ID, data) at `align`.
 fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {

@@ -1,4 +1,4 @@
-//! Pruning a wheel (any zip): each ELF member pruned into a temporary
+//! Pruning a wheel (any zip): each ELF or PE member pruned into a temporary
 //! file, every other member copied as it is stored, and each RECORD that
 //! names a pruned member given its new hash and size ([`new_record`]), so
 //! that pip installs it.
@@ -31,7 +31,7 @@ pub(crate) use record::new_record;
 /// The wheel being read: its members, over the mapped bytes.
 type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
 
-/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF
+/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF or PE
 /// member pruned, every other member copied as it is stored, and each
 /// `.dist-info/RECORD` that names a pruned member given its new hash and
 /// size, so that pip installs it. A signed wheel (`RECORD.jws`,
@@ -81,7 +81,7 @@ pub(crate) fn prune(
     Ok(rep)
 }
 
-/// Prunes each ELF member of the wheel `zin` (the file `input`, whose
+/// Prunes each ELF or PE member of the wheel `zin` (the file `input`, whose
 /// bytes are `data`) into a temporary file, noting what it did in `rep`
 /// and inflating within `budget`; returns the pruned members by index.
 fn prune_members<'a>(
@@ -97,7 +97,7 @@ fn prune_members<'a>(
     let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
     let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
     for i in 0..zin.len() {
-        let Some(member) = elf_member(input, data, zin, i, budget)? else {
+        let Some(member) = host_member(input, data, zin, i, budget)? else {
             continue;
         };
         let mname = zin
@@ -211,9 +211,9 @@ impl Member<'_> {
 }
 
 /// Member `i` of the wheel `zin` (the file `path`, whose bytes are
-/// `data`) when it is an ELF file, its bytes read within `budget`;
-/// `None` for any other member.
-fn elf_member<'a>(
+/// `data`) when it is an ELF file or a Windows PE image (a DLL or `.pyd`),
+/// its bytes read within `budget`; `None` for any other member.
+fn host_member<'a>(
     path: &Path,
     data: &'a [u8],
     zin: &mut Zip<'a>,
@@ -227,18 +227,20 @@ fn elf_member<'a>(
     }
     let mname = f.name().map_err(bad)?.into_owned();
     let size = f.size();
+    let host = |b: &[u8]| b.starts_with(b"\x7fELF") || super::shrink::pe::is_pe(b);
     if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
         let bytes = stored(path, &mname, data, &f)?;
-        return Ok(bytes
-            .starts_with(b"\x7fELF")
-            .then_some(Member::Stored(bytes)));
+        return Ok(host(bytes).then_some(Member::Stored(bytes)));
     }
     let mut head = [0u8; 4];
-    if f.read_exact(&mut head).is_err() || head != *b"\x7fELF" {
+    if f.read_exact(&mut head).is_err() || (head != *b"\x7fELF" && !head.starts_with(b"MZ")) {
         return Ok(None);
     }
     budget.take(path, &mname, size)?;
-    inflate(path, &mname, &head, &mut f, size).map(|i| Some(Member::Inflated(i)))
+    let member = inflate(path, &mname, &head, &mut f, size)?;
+    // A file that starts as a DOS program is a PE image only if its
+    // headers say so.
+    Ok(host(member.bytes()).then_some(Member::Inflated(member)))
 }
 
 /// The bytes of the stored member `f` (named `member`) of the wheel
@@ -478,7 +480,7 @@ mod tests {
     /// The ELF member of the wheel `data`: its bytes, or the error.
     fn member_of(data: &[u8], budget: &mut Budget) -> Result<Vec<u8>, String> {
         let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).unwrap();
-        elf_member(Path::new("x.whl"), data, &mut zin, 0, budget)
+        host_member(Path::new("x.whl"), data, &mut zin, 0, budget)
             .map(|m| m.unwrap().bytes().to_vec())
             .map_err(|e| chain(&e))
     }

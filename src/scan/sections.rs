@@ -196,15 +196,20 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
 
 impl ObjectFile<'_> {
     /// The file offset of the address `addr`, if a section with file bytes
-    /// covers it.
+    /// covers it: all of the section's bytes, or, in a PE image, the first
+    /// ones (a PE section's raw data may be shorter than its virtual size,
+    /// and the loader fills the rest with zeros; a pruned DLL's fat-binary
+    /// section is).
     fn offset_of_address(&self, addr: u64) -> Option<u64> {
         if addr == 0 {
             return None;
         }
+        let pe = self.format == "PE";
         self.file.sections().find_map(|s| {
             let (off, size) = s.file_range()?;
             let start = s.address();
-            (addr >= start && addr - start < size && s.size() == size).then(|| off + (addr - start))
+            (addr >= start && addr - start < size && (pe || s.size() == size))
+                .then(|| off + (addr - start))
         })
     }
 

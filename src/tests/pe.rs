@@ -20,11 +20,39 @@ pub(crate) struct CudaDll {
     pub fatbins: Vec<u32>,
 }
 
+/// What [`cuda_dll_with`] builds besides the fatbins.
+#[derive(Default)]
+pub(crate) struct Extras {
+    /// AArch64 rather than x86-64.
+    pub arm64: bool,
+    /// An absolute pointer in `.text` (base-relocated) to this offset of
+    /// `.nv_fatb`.
+    pub text_pointer: Option<u32>,
+    /// A certificate table (an Authenticode signature's place).
+    pub certificates: Option<Vec<u8>>,
+    /// Bytes appended after everything (an overlay).
+    pub overlay: Vec<u8>,
+    /// Set the optional header's checksum (as a signed or system DLL has).
+    pub checksum: bool,
+}
+
 /// A 64-bit x86-64 (or, with `arm64`, AArch64) PE DLL holding `fatbins`
 /// back to back in `.nv_fatb` (each 8-byte aligned, as nvcc places them),
 /// one wrapper per fatbin in `.nvFatBi` pointing at it, and a base
 /// relocation for each wrapper's pointer.
 pub(crate) fn cuda_dll(fatbins: &[Vec<u8>], arm64: bool) -> CudaDll {
+    cuda_dll_with(
+        fatbins,
+        &Extras {
+            arm64,
+            ..Extras::default()
+        },
+    )
+}
+
+/// [`cuda_dll`] with `extras`.
+pub(crate) fn cuda_dll_with(fatbins: &[Vec<u8>], extras: &Extras) -> CudaDll {
+    let arm64 = extras.arm64;
     let mut fat = Vec::new();
     let mut at = Vec::new();
     for f in fatbins {
@@ -35,7 +63,7 @@ pub(crate) fn cuda_dll(fatbins: &[Vec<u8>], arm64: bool) -> CudaDll {
         fat.extend_from_slice(f);
     }
     let wrappers_len = u32::try_from(24 * fatbins.len()).expect("small");
-    let text = [0xc3u8; 16];
+    let mut text = [0xc3u8; 16];
 
     let mut out = Vec::new();
     let mut w = Writer::new(true, 0x1000, 0x200, &mut out);
@@ -65,7 +93,15 @@ pub(crate) fn cuda_dll(fatbins: &[Vec<u8>], arm64: bool) -> CudaDll {
         let field = seg_r.virtual_address + u32::try_from(24 * i + 8).expect("small");
         w.add_reloc(field, pe::IMAGE_REL_BASED_DIR64);
     }
+    if let Some(off) = extras.text_pointer {
+        let va = IMAGE_BASE + u64::from(fat_r.virtual_address + off);
+        text[..8].copy_from_slice(&va.to_le_bytes());
+        w.add_reloc(text_r.virtual_address, pe::IMAGE_REL_BASED_DIR64);
+    }
     let reloc_r = w.reserve_reloc_section();
+    if let Some(c) = &extras.certificates {
+        w.reserve_certificate_table(u32::try_from(c.len()).expect("small"));
+    }
 
     w.write_dos_header_and_stub().expect("writes");
     w.write_nt_headers(NtHeaders {
@@ -101,10 +137,49 @@ pub(crate) fn cuda_dll(fatbins: &[Vec<u8>], arm64: bool) -> CudaDll {
     w.write_section(fat_r.file_offset, &fat);
     w.write_section(seg_r.file_offset, &segment);
     w.write_reloc_section();
+    if let Some(c) = &extras.certificates {
+        w.write_certificate_table(c);
+    }
+    out.extend_from_slice(&extras.overlay);
+    if extras.checksum {
+        let at = checksum_at(&out);
+        let sum = checksum(&out);
+        out[at..at + 4].copy_from_slice(&sum.to_le_bytes());
+    }
     let fatbins = at.iter().map(|a| fat_r.file_offset + a).collect();
     CudaDll {
         bytes: out,
         sections: vec![text_r, fat_r, seg_r, reloc_r],
         fatbins,
     }
+}
+
+/// Where the optional header's checksum lies in the PE image `b`.
+pub(crate) fn checksum_at(b: &[u8]) -> usize {
+    let nt = u32::from_le_bytes(b[0x3c..0x40].try_into().expect("4 bytes")) as usize;
+    nt + 4 + 20 + 64
+}
+
+/// The PE checksum of `b` as the image help library computes it: the
+/// 16-bit little-endian words summed, carries folded back in, the
+/// checksum field read as zeros, plus the file's length.
+pub(crate) fn checksum(b: &[u8]) -> u32 {
+    let at = checksum_at(b);
+    let mut sum: u32 = 0;
+    for (i, pair) in b.chunks(2).enumerate() {
+        let k = 2 * i;
+        let lo = if (at..at + 4).contains(&k) {
+            0
+        } else {
+            pair[0]
+        };
+        let hi = match pair.get(1) {
+            Some(_) if (at..at + 4).contains(&(k + 1)) => 0,
+            Some(&h) => h,
+            None => 0,
+        };
+        sum += u32::from(u16::from_le_bytes([lo, hi]));
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    (sum & 0xffff) + u32::try_from(b.len()).expect("small")
 }

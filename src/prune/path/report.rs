@@ -116,6 +116,11 @@ pub struct PathReport {
     /// For a linked file shrunk: what became of its layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk: Option<Shrunk>,
+    /// For a Windows PE image whose Authenticode signature went
+    /// ([`Options::strip_signature`](super::Options::strip_signature)): the
+    /// bytes of its certificate table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature_removed: Option<u64>,
     /// Links the input had (in place and more than one, the others keep
     /// the old file unless [`PathOptions::keep_hard_links`](super::PathOptions::keep_hard_links)).
     pub hard_links: u64,
@@ -141,6 +146,7 @@ impl PathReport {
             disk_after: None,
             not_shrunk: None,
             shrunk: None,
+            signature_removed: None,
             hard_links: meta.nlink(),
             freed: 0,
             kept: Vec::new(),

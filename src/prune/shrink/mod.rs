@@ -30,6 +30,7 @@
 mod file;
 mod fix;
 mod hole;
+pub(crate) mod pe;
 
 use std::collections::BTreeMap;
 
@@ -51,33 +52,33 @@ use crate::scan::{ContainerKind, Report};
 pub type Refusal = String;
 
 /// `a + b`, or a refusal when the sum passes 2^64.
-fn add(a: u64, b: u64) -> Result<u64, Refusal> {
+pub(super) fn add(a: u64, b: u64) -> Result<u64, Refusal> {
     a.checked_add(b)
         .ok_or_else(|| format!("an offset or address overflows ({a:#x} + {b:#x})"))
 }
 
 /// `a - b`, or a refusal when `b` is the larger.
-fn sub(a: u64, b: u64) -> Result<u64, Refusal> {
+pub(super) fn sub(a: u64, b: u64) -> Result<u64, Refusal> {
     a.checked_sub(b)
         .ok_or_else(|| format!("an offset or address lies before another ({a:#x} - {b:#x})"))
 }
 
 /// `a` rounded up to a multiple of `m`, or a refusal when that passes
 /// 2^64 (or `m` is 0).
-fn round_up(a: u64, m: u64) -> Result<u64, Refusal> {
+pub(super) fn round_up(a: u64, m: u64) -> Result<u64, Refusal> {
     a.checked_next_multiple_of(m)
         .ok_or_else(|| format!("{a:#x} rounded up to a multiple of {m:#x} overflows"))
 }
 
 /// Byte edits to the input, by file offset.
 #[derive(Default)]
-struct Patches(BTreeMap<u64, Vec<u8>>);
+pub(super) struct Patches(BTreeMap<u64, Vec<u8>>);
 
 impl Patches {
     /// Puts `bytes` at `at`; refused when they overlap other bytes put
     /// before (the same bytes at the same place again are one edit: a
     /// pointer both a relocation and a wrapper name).
-    fn put(&mut self, at: u64, bytes: Vec<u8>) -> Result<(), Refusal> {
+    pub(super) fn put(&mut self, at: u64, bytes: Vec<u8>) -> Result<(), Refusal> {
         let end = add(at, len64(&bytes))?;
         if self.0.get(&at) == Some(&bytes) {
             return Ok(());
@@ -98,7 +99,7 @@ impl Patches {
     }
 
     /// Appends the input's bytes `[from, to)` to `out`, patched.
-    fn copy(&self, out: &mut Output, from: u64, to: u64) -> Result<(), Refusal> {
+    pub(super) fn copy(&self, out: &mut Output, from: u64, to: u64) -> Result<(), Refusal> {
         let mut pos = from;
         for (&at, b) in self.0.range(from..to) {
             let end = add(at, len64(b))?.min(to);
@@ -113,11 +114,11 @@ impl Patches {
 
 /// The fat-binary section's containers: old start, old size, new start,
 /// and the edit that rewrites it (`None`: copied as it is).
-struct Packed<'p> {
-    old: u64,
-    size: u64,
-    new: u64,
-    edit: Option<&'p Edit>,
+pub(super) struct Packed<'p> {
+    pub(super) old: u64,
+    pub(super) size: u64,
+    pub(super) new: u64,
+    pub(super) edit: Option<&'p Edit>,
 }
 
 /// What shrinking did to the file's layout (what `--dry-run` shows).
@@ -133,6 +134,10 @@ pub struct Shrunk {
     pub segment: Segment,
     /// What it became: one segment, or two around the hole.
     pub segments: Vec<Segment>,
+    /// What [`Shrunk::segment`] is, in words: `load segment` (ELF), or
+    /// `section` (PE, where the section's raw data is what is mapped).
+    #[serde(skip)]
+    pub mapping: &'static str,
 }
 
 /// Where a load segment lies.
@@ -195,7 +200,7 @@ fn shrink_as<H: Class>(
         .position(|s| s.sh_type != elf::SHT_NOBITS && holds(s) == Some(true))
         .ok_or("the containers lie in more than one section")?;
     let s = &elf.shdrs[s_index];
-    let (packed, pack_end) = pack(data, report, plan, s)?;
+    let (packed, pack_end) = pack(data, report, plan, (s.sh_offset, s.sh_size, s.sh_addralign))?;
     let hole = Hole::find(&elf, s, pack_end)?;
     keeps_fixed_parts(data, s_index, hole.li, s.sh_offset, hole.b)?;
     let moved: BTreeMap<u64, u64> = packed
@@ -234,6 +239,7 @@ fn shrink_as<H: Class>(
             .iter()
             .map(part)
             .collect(),
+        mapping: "load segment",
     };
     let e_phoff = u64_from(H::E_PHOFF);
     if hole.splits {
@@ -318,7 +324,7 @@ fn assemble(
 
 /// Edit `e`'s new container, appended to `out` (its built bytes copied:
 /// the in-place form keeps them).
-fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
+pub(super) fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
     let bad = || {
         format!(
             "the new container at {:#x} names bytes it has not",
@@ -344,27 +350,28 @@ fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// The containers of section `s`, packed from its start at its alignment,
-/// and where the last of them ends; refused when bytes other than zeros
-/// lie between them.
-fn pack<'p>(
+/// The containers of the section at file offset `s_offset` (`s_size`
+/// bytes, aligned to `s_align`), packed from its start at its alignment
+/// (at least 8), and where the last of them ends; refused when bytes other
+/// than zeros lie between them.
+pub(super) fn pack<'p>(
     data: &[u8],
     report: &Report,
     plan: &'p Plan,
-    s: &Shdr,
+    (s_offset, s_size, s_align): (u64, u64, u64),
 ) -> Result<(Vec<Packed<'p>>, u64), Refusal> {
-    let end = add(s.sh_offset, s.sh_size)?;
+    let end = add(s_offset, s_size)?;
     let mut found: Vec<(u64, u64)> = report
         .containers
         .iter()
         .filter(|c| c.parent.is_none() && c.kind != ContainerKind::FatbinWrapper)
         .filter_map(|c| Some((c.offset?, c.size)))
-        .filter(|&(o, _)| s.sh_offset <= o && o < end)
+        .filter(|&(o, _)| s_offset <= o && o < end)
         .collect();
     found.sort_unstable();
-    let align = s.sh_addralign.clamp(8, 1 << 16);
+    let align = s_align.clamp(8, 1 << 16);
     let mut out = Vec::with_capacity(found.len());
-    let (mut seen, mut cursor) = (s.sh_offset, s.sh_offset);
+    let (mut seen, mut cursor) = (s_offset, s_offset);
     for (old, size) in found {
         if old < seen || old.saturating_add(size) > end {
             return Err("containers overlap, or run past their section".into());
@@ -376,7 +383,7 @@ fn pack<'p>(
             ));
         }
         let edit = plan.edits.iter().find(|e| e.offset == old);
-        let new = add(round_up(sub(cursor, s.sh_offset)?, align)?, s.sh_offset)?;
+        let new = add(round_up(sub(cursor, s_offset)?, align)?, s_offset)?;
         cursor = add(new, edit.map_or(size, |e| e.pruned.layout.size))?;
         seen = add(old, size)?;
         out.push(Packed {

@@ -1,0 +1,661 @@
+//! Pruning Windows PE images (DLLs, EXEs, Python's `.pyd`): the containers
+//! of the fat-binary section (`.nv_fatb`, `.hip_fat`) packed at its start,
+//! the absolute addresses that point at them fixed, the section's raw data
+//! cut to the packed size rounded up to the file alignment, and the later
+//! sections' raw data moved down by the bytes cut.
+//!
+//! A PE image's layout makes this simpler than ELF's: a section's raw data
+//! may be shorter than its virtual size (the loader fills the rest with
+//! zeros), and the raw data of the sections after it may move down by any
+//! multiple of `FileAlignment` without changing an address. So the
+//! section keeps its virtual size, every relative virtual address (RVA)
+//! stays, and `SizeOfImage` does not change. What holds file offsets is
+//! fixed: the later sections' `PointerToRawData`, debug directory entries'
+//! `PointerToRawData`, the COFF symbol table pointer, the certificate
+//! table. The optional header's checksum is computed again when the input
+//! had one.
+//!
+//! References to the containers are found as on ELF, by what they are:
+//! the base relocations (`IMAGE_REL_BASED_DIR64`, `HIGHLOW`) whose stored
+//! address lies in the section must name a container's start, and each
+//! fatbin wrapper's data pointer (an absolute address) is set to its
+//! container's new address.
+//!
+//! An Authenticode signature (the security directory's certificate table)
+//! covers every byte of the file: any prune breaks it, so a signed file is
+//! refused unless [`Options::strip_signature`](crate::prune::Options) asks
+//! for the table to go. Bytes after the last section other than the
+//! certificate table (an "overlay", which its readers find by file offset)
+//! are not moved: such a file is rewritten in place instead of shrunk.
+
+use std::mem::{offset_of, size_of};
+
+use object::pe::{
+    self, ImageDebugDirectory, ImageFileHeader, ImageOptionalHeader32, ImageOptionalHeader64,
+    ImageSectionHeader,
+};
+use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
+use object::{LittleEndian as LE, ReadRef};
+
+use super::{Packed, Patches, Refusal, Segment, Shrunk, add, container, pack, round_up, sub};
+use crate::layout::Piece;
+use crate::num::{len64, u64_from};
+use crate::prune::output::Output;
+use crate::prune::plan::{Fixed, Part, Plan};
+use crate::scan::{ContainerKind, Report};
+
+/// The checksum sits at the same place in both optional headers.
+const CHECKSUM: usize = offset_of!(ImageOptionalHeader64, check_sum);
+const _: () = assert!(CHECKSUM == offset_of!(ImageOptionalHeader32, check_sum));
+/// So does `SizeOfInitializedData`.
+const INIT_DATA: usize = offset_of!(ImageOptionalHeader64, size_of_initialized_data);
+const _: () = assert!(INIT_DATA == offset_of!(ImageOptionalHeader32, size_of_initialized_data));
+
+/// One section header, read.
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    /// Its name (8 bytes at most in an image).
+    pub name: String,
+    /// The file offset of its header.
+    header_at: u64,
+    /// Its RVA and virtual size.
+    rva: u32,
+    vsize: u32,
+    /// Its raw data: file offset and size.
+    raw_ptr: u64,
+    raw_size: u64,
+    /// `Characteristics`.
+    flags: pe::SectionFlags,
+    /// `PointerToRelocations` and `PointerToLinenumbers` (0 in images).
+    relocs_ptr: u32,
+    lines_ptr: u32,
+}
+
+impl Section {
+    /// The file range of its raw data, when it has some.
+    fn raw(&self) -> Option<(u64, u64)> {
+        (self.raw_size != 0).then(|| (self.raw_ptr, self.raw_ptr.saturating_add(self.raw_size)))
+    }
+}
+
+/// What pruning needs of a PE image's headers, with the file offsets of
+/// the fields it may change.
+#[derive(Debug, Clone)]
+pub(crate) struct PeImage {
+    /// PE32+ (pointers are 8 bytes).
+    is_64: bool,
+    image_base: u64,
+    file_alignment: u64,
+    /// `SizeOfHeaders`: the headers' bytes, from offset 0.
+    headers_end: u64,
+    /// The checksum and where it is.
+    checksum_at: u64,
+    checksum: u32,
+    /// `SizeOfInitializedData` and where it is.
+    init_data_at: u64,
+    init_data: u32,
+    /// `PointerToSymbolTable` and where it is.
+    symtab_at: u64,
+    symtab: u32,
+    /// The security directory entry's file offset, and the certificate
+    /// table it names (file offset and size; `None` when there is none).
+    security_at: u64,
+    pub certificates: Option<(u64, u64)>,
+    /// The sections, in table order.
+    pub sections: Vec<Section>,
+    /// Each debug directory entry's `PointerToRawData`: where the field
+    /// is, and its value.
+    debug: Vec<(u64, u64)>,
+    /// The base relocations: RVA and type.
+    relocs: Vec<(u32, pe::BaseRelocationType)>,
+}
+
+/// Whether `data` is a PE image (what `object` calls PE32 or PE32+).
+pub(crate) fn is_pe(data: &[u8]) -> bool {
+    matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::Pe32 | object::FileKind::Pe64)
+    )
+}
+
+impl PeImage {
+    /// Reads the headers of the PE image `data`.
+    pub(crate) fn read(data: &[u8]) -> Result<PeImage, Refusal> {
+        match object::FileKind::parse(data) {
+            Ok(object::FileKind::Pe64) => read_as::<pe::ImageNtHeaders64>(data),
+            Ok(object::FileKind::Pe32) => read_as::<pe::ImageNtHeaders32>(data),
+            _ => Err("it is no PE image".into()),
+        }
+    }
+
+    /// The file offset of RVA `rva` and the bytes of raw data from there
+    /// to its section's end, when a section's raw data holds it.
+    fn offset_of_rva(&self, rva: u32) -> Option<(u64, u64)> {
+        self.sections.iter().find_map(|s| {
+            let d = u64::from(rva.checked_sub(s.rva)?);
+            let size = s.raw_size.min(u64::from(s.vsize));
+            (d < size).then(|| (s.raw_ptr + d, size - d))
+        })
+    }
+
+    /// The parts of the file pruning must leave where they are: the
+    /// headers, each section's raw data, the certificate table (see
+    /// [`crate::prune::plan`]).
+    pub(crate) fn fixed_parts(&self) -> Vec<Fixed> {
+        let mut parts = vec![Fixed {
+            part: Part::Header,
+            what: "the PE headers".into(),
+            start: 0,
+            end: self.headers_end,
+        }];
+        for (i, s) in self.sections.iter().enumerate() {
+            if let Some((start, end)) = s.raw() {
+                parts.push(Fixed {
+                    part: Part::Section(i),
+                    what: format!("section {} `{}`", i + 1, s.name),
+                    start,
+                    end,
+                });
+            }
+        }
+        if let Some((at, size)) = self.certificates {
+            parts.push(Fixed {
+                part: Part::Header,
+                what: "the certificate table".into(),
+                start: at,
+                end: at.saturating_add(size),
+            });
+        }
+        parts
+    }
+}
+
+/// [`PeImage::read`] for headers of type `Pe`.
+fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
+    let bad = |e: object::read::Error| format!("its PE headers cannot be read ({e})");
+    let dos = pe::ImageDosHeader::parse(data).map_err(bad)?;
+    let nt_at = u64::from(dos.nt_headers_offset());
+    let mut offset = nt_at;
+    let (nt, dirs) = Pe::parse(data, &mut offset).map_err(bad)?;
+    let table = nt.sections(data, offset).map_err(bad)?;
+    let opt = nt.optional_header();
+    let file_header_at = nt_at + 4;
+    let opt_at = file_header_at + u64_from(size_of::<ImageFileHeader>());
+    let dirs_at = opt_at + u64_from(size_of::<Pe::ImageOptionalHeader>());
+    let mut sections = Vec::new();
+    for (i, s) in table.iter().enumerate() {
+        let name = String::from_utf8_lossy(s.raw_name())
+            .trim_end_matches('\0')
+            .to_string();
+        sections.push(Section {
+            name,
+            header_at: offset + u64_from(i * size_of::<ImageSectionHeader>()),
+            rva: s.virtual_address.get(LE),
+            vsize: s.virtual_size.get(LE),
+            raw_ptr: u64::from(s.pointer_to_raw_data.get(LE)),
+            raw_size: u64::from(s.size_of_raw_data.get(LE)),
+            flags: s.characteristics.get(LE),
+            relocs_ptr: s.pointer_to_relocations.get(LE),
+            lines_ptr: s.pointer_to_linenumbers.get(LE),
+        });
+    }
+    let len = len64(data);
+    for s in &sections {
+        if let Some((_, end)) = s.raw()
+            && end > len
+        {
+            return Err(format!(
+                "section `{}`'s raw data runs past the end of the file",
+                s.name
+            ));
+        }
+    }
+    let certificates = match dirs.get(pe::IMAGE_DIRECTORY_ENTRY_SECURITY) {
+        Some(d) if d.size.get(LE) != 0 => {
+            // The security directory holds a file offset, not an RVA.
+            let at = u64::from(d.virtual_address.get(LE));
+            let size = u64::from(d.size.get(LE));
+            if at.checked_add(size).is_none_or(|e| e > len) {
+                return Err("the certificate table runs past the end of the file".into());
+            }
+            Some((at, size))
+        }
+        _ => None,
+    };
+    let mut image = PeImage {
+        is_64: nt.is_type_64(),
+        image_base: opt.image_base(),
+        file_alignment: u64::from(opt.file_alignment()),
+        headers_end: u64::from(opt.size_of_headers()),
+        checksum_at: opt_at + u64_from(CHECKSUM),
+        checksum: opt.check_sum(),
+        init_data_at: opt_at + u64_from(INIT_DATA),
+        init_data: opt.size_of_initialized_data(),
+        symtab_at: file_header_at + u64_from(offset_of!(ImageFileHeader, pointer_to_symbol_table)),
+        symtab: nt.file_header().pointer_to_symbol_table.get(LE),
+        security_at: dirs_at + u64_from(pe::IMAGE_DIRECTORY_ENTRY_SECURITY * 8),
+        certificates,
+        sections,
+        debug: Vec::new(),
+        relocs: Vec::new(),
+    };
+    if !image.file_alignment.is_power_of_two() || image.file_alignment > 0x1_0000 {
+        return Err(format!(
+            "its file alignment {:#x} is not one a loader takes",
+            image.file_alignment
+        ));
+    }
+    if let Some(d) = dirs.get(pe::IMAGE_DIRECTORY_ENTRY_DEBUG) {
+        image.debug = debug_pointers(data, &image, d)?;
+    }
+    if let Some(mut blocks) = dirs.relocation_blocks(data, &table).map_err(bad)? {
+        while let Some(block) = blocks.next().map_err(bad)? {
+            for r in block {
+                image.relocs.push((r.virtual_address, r.typ));
+            }
+        }
+    }
+    Ok(image)
+}
+
+/// The `PointerToRawData` fields of the debug directory `d` of `image`
+/// (entries with data in the file): where each field is, and its value.
+fn debug_pointers(
+    data: &[u8],
+    image: &PeImage,
+    d: &pe::ImageDataDirectory,
+) -> Result<Vec<(u64, u64)>, Refusal> {
+    let mut out = Vec::new();
+    if d.size.get(LE) == 0 {
+        return Ok(out);
+    }
+    let entry = u64_from(size_of::<ImageDebugDirectory>());
+    let (at, room) = image
+        .offset_of_rva(d.virtual_address.get(LE))
+        .ok_or("the debug directory lies in no section's raw data")?;
+    let size = u64::from(d.size.get(LE));
+    if size > room {
+        return Err("the debug directory runs past its section".into());
+    }
+    for k in 0..size / entry {
+        let e: &ImageDebugDirectory = data
+            .read_at(at + k * entry)
+            .map_err(|()| "a debug directory entry cannot be read")?;
+        if e.size_of_data.get(LE) != 0 && e.pointer_to_raw_data.get(LE) != 0 {
+            let field =
+                at + k * entry + u64_from(offset_of!(ImageDebugDirectory, pointer_to_raw_data));
+            out.push((field, u64::from(e.pointer_to_raw_data.get(LE))));
+        }
+    }
+    Ok(out)
+}
+
+/// The shrunk form of the PE image `data` (scanned as `report`) that
+/// `plan` prunes in place, without its certificate table when `strip`,
+/// with what became of the fat-binary section; or why there is none.
+pub(crate) fn shrink(
+    data: &[u8],
+    pe: &PeImage,
+    report: &Report,
+    plan: &Plan,
+    strip: bool,
+) -> Result<(Output, Shrunk), Refusal> {
+    let holds = |s: &Section| {
+        s.raw().is_some_and(|(start, end)| {
+            plan.edits
+                .iter()
+                .all(|e| start <= e.offset && e.offset.saturating_add(e.size) <= end)
+        })
+    };
+    let s_index = pe
+        .sections
+        .iter()
+        .position(holds)
+        .ok_or("the containers lie in more than one section")?;
+    let s = &pe.sections[s_index];
+    let (start, end) = s.raw().ok_or("the section has no raw data")?;
+    let (packed, pack_end) = pack(data, report, plan, (start, s.raw_size, 8))?;
+    let new_size = round_up(sub(pack_end, start)?, pe.file_alignment)?;
+    let cut = sub(s.raw_size, new_size)?;
+    if cut == 0 {
+        return Err("the containers pack into the same number of file-alignment units".into());
+    }
+    // Everything from the section's old end moves down by `cut`, up to
+    // the certificate table, which goes when asked. Bytes after the last
+    // section other than zeros and the table (an overlay, which its
+    // readers find by file offset) would move: refused.
+    let last = pe
+        .sections
+        .iter()
+        .filter_map(Section::raw)
+        .map(|(_, e)| e)
+        .max()
+        .unwrap_or(0)
+        .max(pe.headers_end);
+    let (overlay_end, tail_end) = match pe.certificates {
+        Some((at, size)) if add(at, size)? == len64(data) && at >= last => {
+            (at, if strip { at } else { len64(data) })
+        }
+        Some(_) => return Err("the certificate table does not end the file".into()),
+        None => (len64(data), len64(data)),
+    };
+    let overlay = data
+        .get(crate::num::usize_from(last.min(overlay_end))..crate::num::usize_from(overlay_end))
+        .unwrap_or_default();
+    if overlay.iter().any(|&b| b != 0) {
+        return Err(format!(
+            "bytes after the last section ({last:#x}..{overlay_end:#x}, an overlay) would move"
+        ));
+    }
+    let mut patches = header_patches(pe, s_index, end, cut, new_size, strip)?;
+    fix_addresses(data, pe, s, report, &packed, &mut patches)?;
+    if pe.checksum != 0 {
+        patches.put(pe.checksum_at, vec![0; 4])?;
+    }
+    // The file: up to the section, the packed containers, zeros to the
+    // new raw end, and the rest from the old raw end on.
+    let mut out = Output::default();
+    patches.copy(&mut out, 0, start)?;
+    let mut at = start;
+    for p in &packed {
+        out.piece(Piece::Zeros(sub(p.new, at)?));
+        match p.edit {
+            Some(e) => container(&mut out, e)?,
+            None => patches.copy(&mut out, p.old, add(p.old, p.size)?)?,
+        }
+        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
+    }
+    out.piece(Piece::Zeros(sub(add(start, new_size)?, at)?));
+    patches.copy(&mut out, end, tail_end)?;
+    if pe.checksum != 0 {
+        set_checksum(&mut out, data, pe.checksum_at)?;
+    }
+    let base = pe.image_base.saturating_add(u64::from(s.rva));
+    let shrunk = Shrunk {
+        section: s.name.clone(),
+        section_size: (s.raw_size, sub(pack_end, start)?),
+        removed: (add(start, new_size)?, end),
+        segment: Segment {
+            offset: start,
+            address: base,
+            size: s.raw_size,
+        },
+        segments: vec![Segment {
+            offset: start,
+            address: base,
+            size: new_size,
+        }],
+        mapping: "section",
+    };
+    Ok((out, shrunk))
+}
+
+/// The patches of the headers when `cut` bytes go from the end of section
+/// `s_index`'s raw data (which ends at `end` and becomes `new_size` bytes
+/// long): its raw size, the file offsets of what lies after it, the
+/// initialized-data size, the certificate table's entry (zeros when
+/// `strip`).
+fn header_patches(
+    pe: &PeImage,
+    s_index: usize,
+    end: u64,
+    cut: u64,
+    new_size: u64,
+    strip: bool,
+) -> Result<Patches, Refusal> {
+    let s = &pe.sections[s_index];
+    let mut patches = Patches::default();
+    // What moves down, and where a file offset was.
+    let moved = |off: u64| -> Result<u64, Refusal> {
+        if off >= end {
+            sub(off, cut)
+        } else if off > sub(end, cut)? && off < end {
+            Err(format!(
+                "a file offset ({off:#x}) points into the bytes cut"
+            ))
+        } else {
+            Ok(off)
+        }
+    };
+    let u32_at = |v: u64| -> Result<Vec<u8>, Refusal> {
+        u32::try_from(v)
+            .map(|v| v.to_le_bytes().to_vec())
+            .map_err(|_| format!("a file offset ({v:#x}) passes 4 GiB"))
+    };
+    // The section's raw size, and the sections after it.
+    let raw_size_field = u64_from(offset_of!(ImageSectionHeader, size_of_raw_data));
+    patches.put(add(s.header_at, raw_size_field)?, u32_at(new_size)?)?;
+    for (i, t) in pe.sections.iter().enumerate() {
+        if i == s_index {
+            continue;
+        }
+        if t.raw_size != 0 && t.raw_ptr >= end {
+            let f = u64_from(offset_of!(ImageSectionHeader, pointer_to_raw_data));
+            patches.put(add(t.header_at, f)?, u32_at(sub(t.raw_ptr, cut)?)?)?;
+        }
+        for (v, f) in [
+            (
+                t.relocs_ptr,
+                offset_of!(ImageSectionHeader, pointer_to_relocations),
+            ),
+            (
+                t.lines_ptr,
+                offset_of!(ImageSectionHeader, pointer_to_linenumbers),
+            ),
+        ] {
+            let new = moved(u64::from(v))?;
+            if v != 0 && new != u64::from(v) {
+                patches.put(add(t.header_at, u64_from(f))?, u32_at(new)?)?;
+            }
+        }
+    }
+    if s.flags.contains(pe::IMAGE_SCN_CNT_INITIALIZED_DATA) && u64::from(pe.init_data) >= cut {
+        patches.put(pe.init_data_at, u32_at(u64::from(pe.init_data) - cut)?)?;
+    }
+    if pe.symtab != 0 {
+        let new = moved(u64::from(pe.symtab))?;
+        if new != u64::from(pe.symtab) {
+            patches.put(pe.symtab_at, u32_at(new)?)?;
+        }
+    }
+    for &(field, ptr) in &pe.debug {
+        let new = moved(ptr)?;
+        if new != ptr {
+            patches.put(field, u32_at(new)?)?;
+        }
+    }
+    match (pe.certificates, strip) {
+        (Some(_), true) => patches.put(pe.security_at, vec![0; 8])?,
+        (Some((at, _)), false) => patches.put(pe.security_at, u32_at(moved(at)?)?)?,
+        (None, _) => {}
+    }
+    Ok(patches)
+}
+
+/// Patches every absolute address that points into section `s` at a
+/// container that moved: the base-relocated pointers (whose targets must
+/// be a container's start) and the fatbin wrappers' data pointers.
+fn fix_addresses(
+    data: &[u8],
+    pe: &PeImage,
+    s: &Section,
+    report: &Report,
+    packed: &[Packed<'_>],
+    patches: &mut Patches,
+) -> Result<(), Refusal> {
+    let va_of = |off: u64| -> Result<u64, Refusal> {
+        add(add(pe.image_base, u64::from(s.rva))?, sub(off, s.raw_ptr)?)
+    };
+    let section_va = add(pe.image_base, u64::from(s.rva))?;
+    let section_end = add(section_va, u64::from(s.vsize).max(s.raw_size))?;
+    let mut new_va = std::collections::BTreeMap::new();
+    for p in packed {
+        new_va.insert(va_of(p.old)?, va_of(p.new)?);
+    }
+    let width = if pe.is_64 { 8 } else { 4 };
+    let read = |at: u64| -> Result<u64, Refusal> {
+        let at = usize::try_from(at).map_err(|_| "an address lies past the file")?;
+        let b = data
+            .get(at..at + width)
+            .ok_or("a relocated pointer lies past the end of the file")?;
+        let mut v = [0u8; 8];
+        v[..width].copy_from_slice(b);
+        Ok(u64::from_le_bytes(v))
+    };
+    let mut fix = |field: u64, stored: u64, what: &str| -> Result<(), Refusal> {
+        if stored < section_va || stored >= section_end {
+            return Ok(());
+        }
+        let new = *new_va.get(&stored).ok_or_else(|| {
+            format!("{what} at {field:#x} points at {stored:#x}, inside a container")
+        })?;
+        let bytes = new.to_le_bytes()[..width].to_vec();
+        patches.put(field, bytes)
+    };
+    for &(rva, typ) in &pe.relocs {
+        let sized = match typ {
+            pe::IMAGE_REL_BASED_DIR64 => 8,
+            pe::IMAGE_REL_BASED_HIGHLOW => 4,
+            pe::IMAGE_REL_BASED_ABSOLUTE => continue,
+            other => {
+                return Err(format!(
+                    "a base relocation of type {other:?} is not known here"
+                ));
+            }
+        };
+        if sized != width {
+            return Err(format!(
+                "a base relocation of {sized} bytes in a {}-bit image",
+                width * 8
+            ));
+        }
+        let Some((field, room)) = pe.offset_of_rva(rva) else {
+            continue;
+        };
+        if room < u64_from(width) {
+            return Err(format!(
+                "a base relocation at RVA {rva:#x} runs past its section"
+            ));
+        }
+        if s.raw().is_some_and(|(a, b)| field >= a && field < b) {
+            return Err(format!(
+                "a base relocation at RVA {rva:#x} lies inside the fat-binary section"
+            ));
+        }
+        fix(field, read(field)?, "a relocated pointer")?;
+    }
+    for c in &report.containers {
+        if c.kind != ContainerKind::FatbinWrapper || c.parent.is_some() {
+            continue;
+        }
+        let Some(at) = c.offset else { continue };
+        let field = add(at, crate::fatbin::WRAPPER_DATA_OFFSET)?;
+        fix(field, read(field)?, "a fatbin wrapper")?;
+    }
+    Ok(())
+}
+
+/// The PE checksum of `out` (built from `data`) with the 4 bytes at
+/// `at` read as zeros, written there: 16-bit words summed with their
+/// carries folded in, plus the file's length. `out` holds a piece of its
+/// own for those bytes ([`Patches::put`] made it).
+fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
+    struct Sum {
+        sum: u64,
+        pos: u64,
+        odd: Option<u8>,
+        skip: (u64, u64),
+    }
+    impl std::io::Write for Sum {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            for &b in buf {
+                let b = if (self.skip.0..self.skip.1).contains(&self.pos) {
+                    0
+                } else {
+                    b
+                };
+                self.pos += 1;
+                match self.odd.take() {
+                    None => self.odd = Some(b),
+                    Some(lo) => {
+                        self.sum += u64::from(u16::from_le_bytes([lo, b]));
+                        self.sum = (self.sum & 0xffff) + (self.sum >> 16);
+                    }
+                }
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut sum = Sum {
+        sum: 0,
+        pos: 0,
+        odd: None,
+        skip: (at, at + 4),
+    };
+    out.write_to(data, &mut sum)
+        .map_err(|e| format!("the checksum cannot be computed: {e}"))?;
+    if let Some(lo) = sum.odd {
+        sum.sum += u64::from(lo);
+        sum.sum = (sum.sum & 0xffff) + (sum.sum >> 16);
+    }
+    let total = (sum.sum & 0xffff) + (sum.sum >> 16);
+    let value = u32::try_from((total & 0xffff) + out.size())
+        .map_err(|_| "the file passes 4 GiB: no PE checksum fits")?;
+    let mut pos = 0u64;
+    for p in &mut out.layout.pieces {
+        let len = match p {
+            Piece::Bytes(b) => len64(b),
+            Piece::Zeros(n) => *n,
+            Piece::Image(k) => out.spans.get(*k).map_or(0, |s| u64_from(s.len)),
+        };
+        if pos == at
+            && let Piece::Bytes(b) = p
+            && b.len() == 4
+        {
+            b.copy_from_slice(&value.to_le_bytes());
+            return Ok(());
+        }
+        pos += len;
+    }
+    Err("the checksum field has no piece of its own".into())
+}
+
+/// The in-place form of the PE image `data`: each edit's container
+/// rewritten where it lies (see [`Output::in_place`]), the certificate
+/// table cut off when `strip` (it must end the file), and the checksum
+/// computed again when the input had one.
+pub(crate) fn in_place(
+    data: &[u8],
+    pe: &PeImage,
+    plan: &Plan,
+    strip: bool,
+) -> Result<Output, Refusal> {
+    let mut patches = Patches::default();
+    let mut end = len64(data);
+    if let (Some((at, size)), true) = (pe.certificates, strip) {
+        if add(at, size)? != end {
+            return Err("the certificate table does not end the file".into());
+        }
+        patches.put(pe.security_at, vec![0; 8])?;
+        end = at;
+    }
+    if pe.checksum != 0 {
+        patches.put(pe.checksum_at, vec![0; 4])?;
+    }
+    let mut out = Output::default();
+    let mut pos = 0;
+    for e in &plan.edits {
+        patches.copy(&mut out, pos, e.offset)?;
+        container(&mut out, e)?;
+        out.piece(Piece::Zeros(e.freed()));
+        pos = add(e.offset, e.size)?;
+    }
+    patches.copy(&mut out, pos, end)?;
+    if pe.checksum != 0 {
+        set_checksum(&mut out, data, pe.checksum_at)?;
+    }
+    Ok(out)
+}
