@@ -96,6 +96,17 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         return Ok(p);
     }
     if host == Host::Raw
+        && matches!(
+            object::FileKind::parse(data),
+            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        )
+    {
+        return Err(Error::unsupported(
+            "it is a COFF object (Windows): prune does not rewrite COFF objects yet \
+             (`offload-kit inspect` lists their device code)",
+        ));
+    }
+    if host == Host::Raw
         && let Some(why) = not_made_of_containers(data, &p.report)
     {
         return Err(Error::unsupported(why));

@@ -183,3 +183,58 @@ pub(crate) fn checksum(b: &[u8]) -> u32 {
     }
     (sum & 0xffff) + u32::try_from(b.len()).expect("small")
 }
+
+/// A COFF object as clang writes one for `x86_64-pc-windows-msvc` (or
+/// `aarch64`): `.nv_fatbin` with `fatbins` (each at a symbol), and one
+/// wrapper per fatbin in `.nvFatBinSegment`, whose pointer a relocation
+/// fills in.
+pub(crate) fn coff_object(fatbins: &[Vec<u8>], arm64: bool) -> Vec<u8> {
+    use object::write::{Object, Relocation, Symbol, SymbolSection};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationFlags, SectionKind, SymbolFlags,
+        SymbolKind, SymbolScope,
+    };
+    let arch = if arm64 {
+        Architecture::Aarch64
+    } else {
+        Architecture::X86_64
+    };
+    let mut o = Object::new(BinaryFormat::Coff, arch, Endianness::Little);
+    let fat = o.add_section(
+        Vec::new(),
+        b".nv_fatbin".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    let seg = o.add_section(Vec::new(), b".nvFatBinSegment".to_vec(), SectionKind::Data);
+    for (i, f) in fatbins.iter().enumerate() {
+        let at = o.append_section_data(fat, f, 8);
+        let sym = o.add_symbol(Symbol {
+            name: format!("fatbin{i}").into_bytes(),
+            value: at,
+            size: 0,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Section(fat),
+            flags: SymbolFlags::None,
+        });
+        let wrapper = crate::fatbin::write_wrapper(crate::fatbin::WRAPPER_CUDA, 1, false);
+        let w = o.append_section_data(seg, &wrapper, 8);
+        let typ = if arm64 {
+            object::pe::IMAGE_REL_ARM64_ADDR64
+        } else {
+            object::pe::IMAGE_REL_AMD64_ADDR64
+        };
+        o.add_relocation(
+            seg,
+            Relocation {
+                offset: w + 8,
+                symbol: sym,
+                addend: 0,
+                flags: RelocationFlags::Coff { typ },
+            },
+        )
+        .expect("writes");
+    }
+    o.write().expect("writes")
+}

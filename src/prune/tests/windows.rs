@@ -228,3 +228,10 @@ fn an_overlay_or_a_pointer_into_a_fatbin_keeps_the_layout() {
     let p = prune(&dll.bytes, &Options::default()).unwrap();
     assert!(p.not_shrunk.is_none(), "{:?}", p.not_shrunk);
 }
+
+#[test]
+fn a_coff_object_is_refused_saying_what_it_is() {
+    let obj = pe::coff_object(&fatbins(), false);
+    let e = prune(&obj, &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("COFF object") && e.contains("not"), "{e}");
+}
