@@ -3,7 +3,8 @@
 //! `inspect` shows, those inside compressed data as they are decoded, and
 //! nothing kept of what lies in damaged data. Inputs are scanned on
 //! several threads; what each gave comes back as data, in the inputs'
-//! order, for the caller to print.
+//! order, for the caller to print. `unpack.rs` is the `unpack` command's
+//! work: the images of a file's OffloadBinaries written into a directory.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -12,6 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::files::{Input, Output, safe_component};
 use crate::inputs::{Source, ThinFiles, finished, for_size, par_map, units, with_threads};
 use crate::scan::{self, Image, Selection};
+
+mod unpack;
+
+pub(crate) use unpack::{UnpackError, unpack};
 
 /// What to extract, and where.
 pub(crate) struct Options<'a> {

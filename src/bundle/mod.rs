@@ -62,6 +62,8 @@ pub(crate) mod object;
 pub(crate) mod ops;
 pub(crate) mod select;
 pub(crate) mod text;
+#[cfg(feature = "files")]
+pub(crate) mod to_dir;
 
 pub use archive_unbundle::{
     Extracted, Inflate as InflateMember, Member as ArchiveMember, unbundle as unbundle_archive,

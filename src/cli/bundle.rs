@@ -1,22 +1,18 @@
 //! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
-//! ordinary options, on the same library code as the drop-in.
+//! ordinary options, on the same library code as the drop-in. What unbundle
+//! writes and where is the library's `crate::bundle::to_dir`; here are the
+//! options, the messages and the listing of the files.
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::io::{Input, open_input, safe_component, write_bytes};
-use crate::bundle::binary;
-use crate::bundle::ccob::{
-    self, CompressOptions, Failure, HashCheck, Method, ReadOptions, StreamEnd, StreamFailure,
-    Streamable, Wanted,
-};
+use super::io::{Input, open_input};
+use crate::bundle::ccob::{CompressOptions, Failure, Method};
 use crate::bundle::file::{WriteFailure, write_bundled};
-use crate::bundle::object::{Written, write_object as write_object_to};
-use crate::bundle::ops::{self, Extract};
-use crate::bundle::{self, Format, select};
-use crate::llvm::path::stem;
+use crate::bundle::ops;
+use crate::bundle::to_dir::{ToDir, ToDirError, unbundle_to_dir};
 
 /// Bundle per-target files into one clang offload bundle (the bytes
 /// clang-offload-bundler 22 writes).
@@ -121,11 +117,6 @@ impl BundleOpts {
     }
 }
 
-/// Writes an object bundle or stripped host object.
-fn write_object(out: &str, w: &Written, sources: &[(&Input, &[u8])]) -> Result<()> {
-    write_object_to(out, w, sources).with_context(|| format!("'{out}': cannot write"))
-}
-
 /// Take a clang offload bundle apart: every entry, or the entries LLVM would
 /// give the targets named.
 #[derive(clap::Args)]
@@ -165,144 +156,6 @@ pub struct UnbundleOpts {
     threads: Option<u32>,
 }
 
-impl UnbundleOpts {
-    /// The targets' IDs and, for `TARGET=FILE`, their files.
-    fn target_outputs(&self) -> (Vec<String>, Vec<Option<String>>) {
-        self.targets
-            .iter()
-            .map(|t| match t.split_once('=') {
-                Some((a, b)) => (a.to_string(), Some(b.to_string())),
-                None => (t.clone(), None),
-            })
-            .unzip()
-    }
-
-    /// Unbundles a CCOB holding a binary bundle as a stream: the bundle
-    /// header is decompressed first, then all the contents once (the hash
-    /// is checked), each entry written to its file as it comes, in memory
-    /// that does not grow with the bundle (see
-    /// [`ccob::Ccob::stream_from`]). The files are renamed into place only
-    /// once the whole stream has been read and its hash matched.
-    ///
-    /// `None` when the input is anything else, or anything looks wrong
-    /// before decompressing (see [`ccob::streamable`]): the whole-buffer
-    /// path then reports it.
-    fn run_streaming(&self, input: &Input) -> Option<Result<()>> {
-        let Streamable { c, records } =
-            ccob::streamable(input.bytes(), self.max_uncompressed, |prefix| {
-                match &self.file_type {
-                    Some(t) => Format::for_type(t, prefix),
-                    None => Format::detect(prefix),
-                }
-            })?;
-        let (plan, missing) = match self.stream_plan(&records)? {
-            Ok(p) => p,
-            Err(e) => return Some(Err(e)),
-        };
-        let opts = ReadOptions {
-            hash: HashCheck::Enforce,
-            limits: ccob::Limits {
-                max_uncompressed: self.max_uncompressed,
-            },
-        };
-        let threads = self.threads.unwrap_or_else(ccob::default_threads);
-        let stream = |wanted: &mut [Wanted<'_>]| -> Result<()> {
-            ccob::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads)
-                .map(|_| ())
-                .with_context(|| format!("'{}'", self.input))
-        };
-        Some(self.write_streamed(&plan, missing, &stream))
-    }
-
-    /// The files a streamed unbundling writes, in order: (file name, the
-    /// range of its entry's bytes in the bundle; `None` for an empty file),
-    /// and the requested entries that are missing. `None` where the
-    /// whole-buffer path must decide (an entry it would refuse).
-    fn stream_plan(&self, records: &[binary::Record]) -> Option<Result<(StreamPlan, Vec<String>)>> {
-        let mut plan: StreamPlan = Vec::new();
-        let range = |r: &binary::Record| Some(r.offset..r.offset + r.size);
-        let mut missing = Vec::new();
-        if self.targets.is_empty() {
-            let base = safe(stem(&self.input));
-            let ids: Vec<&[u8]> = records.iter().map(|r| &r.id[..]).collect();
-            for (n, i) in binary::llvm_order(&ids).into_iter().enumerate() {
-                let id = safe(&String::from_utf8_lossy(&records[i].id));
-                plan.push((format!("{base}-{id}.{n}"), range(&records[i])));
-            }
-        } else {
-            let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
-            let requests = match bundle::id::check_targets(&names, false) {
-                Ok(r) => r,
-                Err(e) => return Some(Err(anyhow::anyhow!("{e}"))),
-            };
-            let picks =
-                ops::unbundle_records(records, &requests, self.hip_openmp_compatible).ok()?;
-            for ((p, r), out) in picks.iter().zip(&requests).zip(outs) {
-                let name = out.unwrap_or_else(|| safe(&r.normalized()));
-                match *p {
-                    ops::Pick::Record(i) => plan.push((name, range(&records[i]))),
-                    // Missing, when allowed: an empty file.
-                    _ => {
-                        missing.push(r.normalized());
-                        plan.push((name, None));
-                    }
-                }
-            }
-        }
-        Some(Ok((plan, missing)))
-    }
-
-    /// Writes the files of `plan` in the output directory from the bundle's
-    /// stream (`stream` decompresses it into the entries' writers), each
-    /// renamed into place only once the whole stream has been read and its
-    /// hash matched, and lists them; with `missing` entries not allowed,
-    /// checks the contents and fails naming them.
-    fn write_streamed(
-        &self,
-        plan: &StreamPlan,
-        missing: Vec<String>,
-        stream: &dyn Fn(&mut [Wanted<'_>]) -> Result<()>,
-    ) -> Result<()> {
-        std::fs::create_dir_all(&self.output_dir)
-            .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
-        if !missing.is_empty() && !self.allow_missing {
-            // The contents are checked first, as the whole-buffer path
-            // does.
-            stream(&mut [])?;
-            bail!(
-                "'{}': no entry for {}",
-                self.input,
-                select::missing_list(missing)
-            );
-        }
-        let shown: Vec<(String, Option<std::ops::Range<u64>>)> = plan
-            .iter()
-            .map(|(name, r)| {
-                let path = self.output_dir.join(name);
-                (path.to_string_lossy().into_owned(), r.clone())
-            })
-            .collect();
-        let ((), outs) = ccob::stream_to_files(&shown, stream).map_err(|f| match f {
-            StreamFailure::Create(k, e) | StreamFailure::Write(k, e) => {
-                anyhow::Error::from(e).context(format!("'{}': cannot write", shown[k].0))
-            }
-            StreamFailure::Stream(e) => e,
-        })?;
-        let mut listing = super::io::Report::stdout();
-        for (o, (path, _)) in outs.into_iter().zip(&shown) {
-            o.commit()
-                .with_context(|| format!("'{path}': cannot write"))?;
-            writeln!(listing, "{}", super::io::printable(path))?;
-        }
-        listing.flush()?;
-        Ok(())
-    }
-}
-
-/// The files a streamed unbundling writes: (file name, the range of its
-/// entry's bytes in the bundle; `None` for an empty file).
-type StreamPlan = Vec<(String, Option<std::ops::Range<u64>>)>;
-
 /// The most threads `bundle --threads` and `unbundle --threads` use: each
 /// holds compressed or decompressed frames of up to 32 or 64 MiB, and the
 /// writer and the MD5 stay one thread each, so more would buy memory, not
@@ -324,113 +177,40 @@ fn parse_threads(s: &str) -> Result<u32, String> {
     }))
 }
 
-/// A file-name component made from a bundle ID or the input's name.
-fn safe(s: &str) -> String {
-    safe_component(s, 100)
-}
-
-/// `input` (named `name`) decompressed if it is a CCOB (to at most
-/// `max_uncompressed` bytes, the hash checked).
-pub fn inflate(
-    name: &str,
-    input: &Input,
-    max_uncompressed: u64,
-) -> Result<Option<ccob::Decompressed>> {
-    let opts = ReadOptions {
-        hash: HashCheck::Enforce,
-        limits: ccob::Limits { max_uncompressed },
-    };
-    ops::open(input.bytes(), &opts).with_context(|| format!("'{name}'"))
-}
-
 impl UnbundleOpts {
     pub fn run(self) -> Result<()> {
         let input = open_input(&self.input)?;
-        if let Some(done) = self.run_streaming(&input) {
-            return done;
-        }
-        let inflated = inflate(&self.input, &input, self.max_uncompressed)?;
-        let holder = inflated.map(|d| Input::from_vec(d.data));
-        let src = holder.as_ref().unwrap_or(&input);
-        let data = src.bytes();
-        let format = match &self.file_type {
-            Some(t) => {
-                Format::for_type(t, data).with_context(|| format!("'{t}': unknown file type"))?
-            }
-            None => Format::detect(data).with_context(|| {
-                format!(
-                    "'{}': not a clang offload bundle (`offload-kit extract` finds the bundles \
-                     in executables and shared libraries, and every other container)",
-                    self.input
-                )
-            })?,
+        let job = ToDir {
+            input: &self.input,
+            targets: &self.targets,
+            file_type: self.file_type.as_deref(),
+            output_dir: &self.output_dir,
+            allow_missing: self.allow_missing,
+            hip_openmp: self.hip_openmp_compatible,
+            max_uncompressed: self.max_uncompressed,
+            threads: self.threads,
         };
-        let found = ops::entries(data, format).with_context(|| format!("'{}'", self.input))?;
-        std::fs::create_dir_all(&self.output_dir)
-            .with_context(|| format!("'{}': cannot create directory", self.output_dir.display()))?;
-        // The host object of an object bundle is stripped once, if asked for.
-        let host_object = std::cell::OnceCell::new();
         let mut listing = super::io::Report::stdout();
-        let mut write = |name: &str, x: Extract<'_>| -> Result<()> {
-            let path = self.output_dir.join(name);
-            let shown = path.to_string_lossy().into_owned();
-            match x {
-                Extract::Entry(bytes) => write_bytes(&shown, src, bytes)
-                    .with_context(|| format!("'{shown}': cannot write"))?,
-                Extract::ObjectHost => {
-                    let w = match host_object.get() {
-                        Some(w) => w,
-                        None => {
-                            let w = ops::host_object(data)
-                                .with_context(|| format!("'{}'", self.input))?;
-                            host_object.get_or_init(|| w)
-                        }
-                    };
-                    write_object(&shown, w, &[(src, data)])?;
-                }
-                Extract::Missing | Extract::MissingHost => write_bytes(&shown, src, &[])
-                    .with_context(|| format!("'{shown}': cannot write"))?,
+        let mut listed = |path: &str| writeln!(listing, "{}", super::io::printable(path));
+        unbundle_to_dir(&job, &input, &mut listed).map_err(|e| match e {
+            ToDirError::Targets(e) => anyhow::anyhow!("{e}"),
+            ToDirError::UnknownType(t) => anyhow::anyhow!("'{t}': unknown file type"),
+            ToDirError::NotABundle => anyhow::anyhow!(
+                "'{}': not a clang offload bundle (`offload-kit extract` finds the bundles \
+                 in executables and shared libraries, and every other container)",
+                self.input
+            ),
+            ToDirError::Input(e) => anyhow::Error::from(e).context(format!("'{}'", self.input)),
+            ToDirError::CreateDir(e) => anyhow::Error::from(e).context(format!(
+                "'{}': cannot create directory",
+                self.output_dir.display()
+            )),
+            ToDirError::Missing(list) => anyhow::anyhow!("'{}': no entry for {list}", self.input),
+            ToDirError::Write(path, e) => {
+                anyhow::Error::from(e).context(format!("'{path}': cannot write"))
             }
-            writeln!(listing, "{}", super::io::printable(&shown))?;
-            Ok(())
-        };
-        if self.targets.is_empty() {
-            let base = safe(stem(&self.input));
-            for (n, f) in found.iter().enumerate() {
-                write(
-                    &format!("{base}-{}.{n}", safe(&String::from_utf8_lossy(f.id))),
-                    ops::extract(f, format),
-                )?;
-            }
-            listing.flush()?;
-            return Ok(());
-        }
-        let (names, outs): (Vec<String>, Vec<Option<String>>) = self.target_outputs();
-        let requests =
-            bundle::id::check_targets(&names, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let got = ops::unbundle(&found, format, &requests, self.hip_openmp_compatible)
-            .with_context(|| format!("'{}'", self.input))?;
-        let missing: Vec<String> = got
-            .iter()
-            .zip(&requests)
-            .filter(|(g, _)| matches!(g, Extract::Missing | Extract::MissingHost))
-            .map(|(_, r)| r.normalized())
-            .collect();
-        if !missing.is_empty() && !self.allow_missing {
-            bail!(
-                "'{}': no entry for {}",
-                self.input,
-                select::missing_list(missing)
-            );
-        }
-        for (i, x) in got.into_iter().enumerate() {
-            let name = outs[i]
-                .clone()
-                .unwrap_or_else(|| safe(&requests[i].normalized()));
-            // A missing entry, when allowed, is an empty file (the host's
-            // too, where the drop-in writes the whole input as LLVM does).
-            write(&name, x)?;
-        }
+            ToDirError::Listing(e) => e.into(),
+        })?;
         listing.flush()?;
         Ok(())
     }

@@ -1,17 +1,16 @@
 //! `offload-kit check`: a CI gate over the architectures and kinds of the
 //! device code in files. The rules and their matching are
-//! `crate::scan::{rule, check}`'s; this file maps the options to
-//! [`Requirements`] and prints the [`Outcome`] as text or JSON (schema
-//! `offload-kit/check/1`).
+//! `crate::scan::{rule, check}`'s and `crate::kernels::gate`'s, as is the
+//! JSON document (schema `offload-kit/check/1`); this file maps the options
+//! to [`Requirements`] and prints the [`Outcome`] as text or JSON.
 
 use std::io::Write;
 
 use anyhow::{Result, bail};
-use serde_json::{Value, json};
 
 use super::io::print_line;
-use super::scan::{Common, Kinds, Scanned, list, scan_files, scan_files_kernels};
-use crate::kernels::gate::Gate;
+use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
+use crate::kernels::gate::{Document, Gate};
 use crate::kernels::{KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 
@@ -191,14 +190,14 @@ impl CheckOpts {
             &forbid_kernel,
             &req,
         );
+        let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
         if self.json {
             let mut out = super::io::Report::stdout();
-            let doc = json_outcome(&req, &scanned, &outcome, &kernels);
+            let doc = Document::new(&req, &paths, &outcome, &kernels);
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
             out.flush()?;
         } else {
-            let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
             // Files found walking a directory that hold no device code and
             // pass are not listed one by one (there may be thousands).
             let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
@@ -338,138 +337,4 @@ fn print_outcome(
     }
     out.flush()?;
     Ok(())
-}
-
-/// A rule as JSON: its text, type, and parts.
-fn json_rule(r: &Rule, required: bool) -> Value {
-    json!({
-        "rule": r.text,
-        "type": if required { "require" } else { "forbid" },
-        "arch": r.arch,
-        "kind": r.kind,
-    })
-}
-
-fn json_result(r: &RuleResult) -> Value {
-    json!({
-        "rule": r.rule.text,
-        "type": if r.required { "require" } else { "forbid" },
-        "passed": r.passed,
-        "images": r.images,
-        "by_ptx_jit": r.by_ptx_jit,
-        "undetermined": r.undetermined,
-        "serving": r.serving,
-        "unserved": r.unserved,
-    })
-}
-
-fn strings(failures: &[scan::check::Failure]) -> Vec<String> {
-    failures.iter().map(ToString::to_string).collect()
-}
-
-/// The `check --json` document (schema `offload-kit/check/1`, in
-/// docs/scanners.md).
-fn json_outcome(
-    req: &Requirements,
-    scanned: &[Scanned],
-    outcome: &Outcome,
-    kernels: &Gate,
-) -> Value {
-    let mut rules: Vec<Value> = req
-        .require_rules()
-        .iter()
-        .map(|r| json_rule(r, true))
-        .collect();
-    rules.extend(req.forbid_rules().iter().map(|r| json_rule(r, false)));
-    for (rs, ty) in [
-        (&kernels.require, "require-kernel"),
-        (&kernels.forbid, "forbid-kernel"),
-    ] {
-        rules.extend(rs.iter().map(|r| {
-            json!({
-                "rule": r.text,
-                "type": ty,
-                "pattern": r.pattern.as_str(),
-                "target": r.target.as_ref().map(|t| t.text.clone()),
-            })
-        }));
-    }
-    let files: Vec<Value> = scanned
-        .iter()
-        .zip(&outcome.files)
-        .enumerate()
-        .map(|(i, (s, v))| {
-            let damaged = kernels.damaged.get(i).filter(|d| !d.is_empty());
-            let kernel_failures = kernels.failures(i);
-            let mut f = json!({
-                "path": s.path,
-                "status": kernels.status(i, v),
-                "error": null,
-                "problems": [],
-                "device_images": 0,
-                "present": [],
-                "rules": [],
-                "failures": [],
-            });
-            match v {
-                Verdict::Unreadable(e) => f["error"] = json!(e),
-                Verdict::Corrupt { problems } => {
-                    f["error"] = json!("corrupt or truncated container");
-                    f["problems"] = json!(problems);
-                }
-                Verdict::Checked {
-                    device_images,
-                    present,
-                    rules,
-                    failures,
-                } => {
-                    f["device_images"] = json!(device_images);
-                    f["present"] = json!(present);
-                    f["rules"] = rules.iter().map(json_result).collect();
-                    let mut all = strings(failures);
-                    all.extend(kernel_failures);
-                    f["failures"] = json!(all);
-                }
-            }
-            if let Some(d) = damaged {
-                f["error"] = json!(d.join("; "));
-            }
-            if let Some(k) = kernels.files.get(i).filter(|k| !k.is_empty()) {
-                f["kernel_rules"] = k.iter().map(json_kernel_result).collect();
-            }
-            f
-        })
-        .collect();
-    let all_inputs = req.any.then(|| {
-        json!({
-            "rules": outcome.all_inputs_rules.iter().map(json_result).collect::<Vec<_>>(),
-            "failures": strings(&outcome.all_inputs)
-                .into_iter()
-                .chain(kernels.all_inputs_failures())
-                .collect::<Vec<_>>(),
-            "kernel_rules": kernels.all_inputs.iter().map(json_kernel_result).collect::<Vec<_>>(),
-        })
-    });
-    let exit_code = kernels.exit_code(outcome);
-    json!({
-        "schema": "offload-kit/check/1",
-        "passed": exit_code == 0,
-        "exit_code": exit_code,
-        "rules": rules,
-        "files": files,
-        "no_device_code": outcome.no_device_code,
-        "all_inputs": all_inputs,
-    })
-}
-
-/// A kernel rule's result as JSON.
-fn json_kernel_result(r: &KernelRuleResult) -> Value {
-    json!({
-        "rule": r.rule.text,
-        "type": if r.required { "require-kernel" } else { "forbid-kernel" },
-        "passed": r.passed,
-        "images": r.images,
-        "found": r.found.iter().map(|(i, n)| json!({"image": i, "name": n})).collect::<Vec<_>>(),
-        "unlisted": r.unlisted,
-    })
 }

@@ -1,24 +1,19 @@
 //! `offload-kit diff OLD NEW`: the device code of two builds compared,
-//! file by file, as a table or JSON (schema [`SCHEMA`], documented in
-//! docs/diff.md). The files are paired here; what differs between two
-//! files is the library's [`crate::diff::compare`].
+//! file by file, as a table or JSON (schema `offload-kit/diff/1`,
+//! documented in docs/diff.md). The files are paired, compared and the
+//! JSON document made by the library's [`crate::diff::paths`].
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
-use serde::Serialize;
 
 use super::io::{print_line, printable};
 use super::scan::{Common, Scanned, exit, exit_code_after_inputs, kernel_errors, with_progress};
-use crate::diff::FileDiff;
-use crate::diff::paths::{self, Compared, FileStatus, Summary, summary};
+use crate::diff::paths::{self, Compared, Document, FileStatus, summary};
 use crate::scan::{self, HashAlgo};
 
 mod table;
-
-/// The `schema` of the `--json` document.
-pub const SCHEMA: &str = "offload-kit/diff/1";
 
 /// Compare the device code of two builds: files, directories or packages.
 #[derive(clap::Args)]
@@ -95,7 +90,9 @@ impl DiffOpts {
         });
         let mut out = super::io::Report::stdout();
         if self.json {
-            write_json(&mut out, old_root, new_root, self.kernels, &compared)?;
+            let doc = Document::new(old_root, new_root, self.kernels, &compared);
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            writeln!(out)?;
         } else {
             table::print(&mut out, &compared)?;
         }
@@ -164,71 +161,4 @@ fn report_damage(scanned: &[&Scanned], allow_corrupt: bool) -> bool {
         }
     }
     any
-}
-
-/// One file of the `--json` document.
-#[derive(Serialize)]
-struct JsonFile<'a> {
-    path: &'a str,
-    old_path: Option<&'a str>,
-    new_path: Option<&'a str>,
-    status: FileStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(flatten)]
-    diff: Option<&'a FileDiff>,
-}
-
-fn write_json(
-    out: &mut impl Write,
-    old: &Path,
-    new: &Path,
-    kernels: bool,
-    compared: &[Compared],
-) -> Result<()> {
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        schema: &'static str,
-        old: String,
-        new: String,
-        kernels: bool,
-        files: Vec<JsonFile<'a>>,
-        summary: Summary,
-    }
-    let files = compared
-        .iter()
-        .filter(|c| c.shown)
-        .map(|c| JsonFile {
-            path: &c.path,
-            old_path: c.old.as_ref().map(|s| s.path.as_str()),
-            new_path: c.new.as_ref().map(|s| s.path.as_str()),
-            status: c.status,
-            error: error_of(c),
-            diff: c.diff.as_ref(),
-        })
-        .collect();
-    let doc = Doc {
-        schema: SCHEMA,
-        old: old.to_string_lossy().into_owned(),
-        new: new.to_string_lossy().into_owned(),
-        kernels,
-        files,
-        summary: summary(compared),
-    };
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
-    writeln!(out)?;
-    Ok(())
-}
-
-/// Why a file could not be compared: each side's error, naming its path.
-fn error_of(c: &Compared) -> Option<String> {
-    let errors: Vec<String> = [&c.old, &c.new]
-        .iter()
-        .filter_map(|s| {
-            let s = s.as_ref()?;
-            let e = s.result.as_ref().err()?;
-            Some(format!("'{}': {e}", s.path))
-        })
-        .collect();
-    (!errors.is_empty()).then(|| errors.join("; "))
 }

@@ -250,6 +250,80 @@ pub(crate) fn summary(compared: &[Compared]) -> Summary {
     s
 }
 
+/// The schema [`Document`] follows (docs/diff.md).
+pub(crate) const SCHEMA: &str = "offload-kit/diff/1";
+
+/// The `diff --json` document (schema [`SCHEMA`]): the roots, the files
+/// shown and a summary. Serializing it with `serde_json::to_writer_pretty`
+/// gives exactly what `offload-kit diff --json` prints.
+#[derive(Serialize)]
+pub(crate) struct Document<'a> {
+    schema: &'static str,
+    old: String,
+    new: String,
+    kernels: bool,
+    files: Vec<DocumentFile<'a>>,
+    summary: Summary,
+}
+
+/// One file of a [`Document`].
+#[derive(Serialize)]
+struct DocumentFile<'a> {
+    path: &'a str,
+    old_path: Option<&'a str>,
+    new_path: Option<&'a str>,
+    status: FileStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(flatten)]
+    diff: Option<&'a FileDiff>,
+}
+
+impl<'a> Document<'a> {
+    /// The document of `compared`, the files below `old` and `new`
+    /// (`kernels`: whether kernels were compared).
+    pub(crate) fn new(
+        old: &Path,
+        new: &Path,
+        kernels: bool,
+        compared: &'a [Compared],
+    ) -> Document<'a> {
+        let files = compared
+            .iter()
+            .filter(|c| c.shown)
+            .map(|c| DocumentFile {
+                path: &c.path,
+                old_path: c.old.as_ref().map(|s| s.path.as_str()),
+                new_path: c.new.as_ref().map(|s| s.path.as_str()),
+                status: c.status,
+                error: error_of(c),
+                diff: c.diff.as_ref(),
+            })
+            .collect();
+        Document {
+            schema: SCHEMA,
+            old: old.to_string_lossy().into_owned(),
+            new: new.to_string_lossy().into_owned(),
+            kernels,
+            files,
+            summary: summary(compared),
+        }
+    }
+}
+
+/// Why a file could not be compared: each side's error, naming its path.
+fn error_of(c: &Compared) -> Option<String> {
+    let errors: Vec<String> = [&c.old, &c.new]
+        .iter()
+        .filter_map(|s| {
+            let s = s.as_ref()?;
+            let e = s.result.as_ref().err()?;
+            Some(format!("'{}': {e}", s.path))
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,5 +408,48 @@ mod tests {
                 ("d".into(), s("o/d2"), None),
             ]
         );
+    }
+
+    #[test]
+    fn the_json_document_shows_the_files_shown_and_why_they_failed() {
+        let mut gone = unit("n/b");
+        gone.result = Err("cannot open".into());
+        let compared = [
+            Compared {
+                path: "a".into(),
+                old: Some(unit("o/a")),
+                new: Some(unit("n/a")),
+                status: FileStatus::Same,
+                diff: None,
+                shown: true,
+            },
+            Compared {
+                path: "b".into(),
+                old: Some(unit("o/b")),
+                new: Some(gone),
+                status: FileStatus::Error,
+                diff: None,
+                shown: true,
+            },
+            Compared {
+                path: "c".into(),
+                old: None,
+                new: Some(unit("n/c")),
+                status: FileStatus::Added,
+                diff: None,
+                shown: false,
+            },
+        ];
+        let doc = Document::new(Path::new("o"), Path::new("n"), false, &compared);
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(
+            text.starts_with(r#"{"schema":"offload-kit/diff/1","old":"o","new":"n","kernels":false,"files":[{"path":"a","old_path":"o/a","new_path":"n/a","status":"same"}"#),
+            "{text}"
+        );
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["files"].as_array().unwrap().len(), 2);
+        assert_eq!(value["files"][1]["error"], "'n/b': cannot open");
+        assert_eq!(value["summary"]["files"], 2);
+        assert_eq!(value["summary"]["errors"], 1);
     }
 }

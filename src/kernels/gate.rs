@@ -1,9 +1,14 @@
-//! The verdicts of `check`'s kernel rules over a command's inputs.
+//! The verdicts of `check`'s kernel rules over a command's inputs, and
+//! the `check --json` document they complete (`json.rs`).
 
 use crate::kernel_listing::ImageKernels;
 use crate::scan::{Outcome, Report, Requirements, Verdict};
 
 use super::{KernelRule, KernelRuleResult, check, combine};
+
+mod json;
+
+pub(crate) use json::Document;
 
 /// What the kernel rules of `check` (`--require-kernel`,
 /// `--forbid-kernel`) decide: their results per input and over all of

@@ -2,14 +2,20 @@
 //! decides and writes, with the additions of newer upstream releases, for
 //! its drop-in and for `offload-kit pack`: packing image files into an
 //! OffloadBinary file ([`pack_files`]), the `--compress` options, which
-//! found images an extraction filter takes, and the names of the files
-//! extracted images are written to.
+//! found images an extraction filter takes, the names of the files
+//! extracted images are written to, and extracting them (`extract.rs`,
+//! [`extract()`]).
 
 use super::args::ImageArgs;
 use super::container::FoundImage;
 use super::read::OffloadImage;
 use super::write::{Compression, Version};
 use crate::error::Error;
+
+#[cfg(feature = "files")]
+mod extract;
+#[cfg(feature = "files")]
+pub(crate) use extract::{ExtractError, Said, extract};
 
 /// How [`pack_files`] packs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

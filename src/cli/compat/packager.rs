@@ -18,25 +18,20 @@
 //! Errors print LLVM's line first; what offload-kit knows more (the file,
 //! the offset, what exactly is wrong) follows on a `note:` line.
 //!
-//! Here: the options, the help text, the messages, and the extraction's
-//! writing (images streamed to their files). Packing, the `--compress`
-//! options, which images a filter takes and the names of the files are the
-//! library's `crate::offload_binary::packager`.
+//! Here: the options, the help text and the messages. Packing, the
+//! `--compress` options and extracting (which images a filter takes, the
+//! names of the files, writing them) are the library's
+//! `crate::offload_binary::packager`.
 
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
-use crate::archive;
-use crate::cli::images::{self, Streams};
-use crate::cli::io::{Input, strerror, write_layout};
+use crate::cli::images;
+use crate::cli::io::{Input, strerror};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use crate::llvm::path::stem as llvm_stem;
-use crate::offload_binary::packager::{
-    self, PackError, Packing, extracted_name, files_to_write, matches, member_name,
-};
-use crate::offload_binary::{
-    self, Budget, FoundImage, ImageArgs, Inflate, Spent, Streamed, Version, has_magic,
-};
+use crate::offload_binary::Version;
+use crate::offload_binary::packager::{self, ExtractError, PackError, Packing, Said};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("o"),
@@ -167,163 +162,18 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
     let budget = images::dropin_budget().map_err(Fail::new)?;
     budget.add_input(input.bytes().len() as u64);
     let filters = parsed.all("image").collect::<Vec<_>>();
-    // Compressed binaries are checked whole (streamed through) before
-    // anything is written, and their images streamed to their files;
-    // without filters, the images that are binaries themselves are kept to
-    // be read in turn.
-    let inflate = if filters.is_empty() {
-        Inflate::Nested
-    } else {
-        Inflate::Check
+    let archive = parsed.flag("archive");
+    let mut say = |s: Said<'_>| match s {
+        Said::SharedFile(file) => {
+            eprintln!("{argv0}: warning: Multiple inputs match to a single file, '{file}'");
+        }
+        Said::Extracted(file) => println!("Extracted: {file}"),
     };
-    let found = offload_binary::find_images_streamed(input.bytes(), &budget, inflate)
-        .map_err(|e| read_fail(&format!("'{name}'"), &e))?;
-    if filters.is_empty() {
-        return extract_all(name, &input, &found, &budget);
-    }
-    let chosen: Vec<(ImageArgs, Vec<&FoundImage<'_>>)> = filters
-        .iter()
-        .map(|filter| {
-            let args = ImageArgs::parse(filter);
-            let matched = found.images.iter().filter(|f| matches(&args, f)).collect();
-            (args, matched)
-        })
-        .collect();
-    // Every file counted before the first is written.
-    let files = files_to_write(&chosen, parsed.flag("archive"));
-    budget
-        .spend(Spent::Files, files, || {
-            format!("'{name}': {files} files would be written")
-        })
-        .map_err(|e| Fail::new(e.to_string()))?;
-    let mut streams = Streams::new(&found);
-    for (args, matched) in chosen {
-        if matched.is_empty() {
-            continue;
-        }
-        if parsed.flag("archive") {
-            let Some(file) = args.get("file") else {
-                return Err(Fail::new("Image must have a 'file' argument."));
-            };
-            // The bytes of images of compressed binaries, streamed into
-            // temporary files: the archive copies them file to file.
-            let mut inflated = Vec::new();
-            for f in &matched {
-                inflated.push(
-                    streams
-                        .inflate_to_temp_file(f)
-                        .map_err(|e| io_fail(name, &e))?,
-                );
-            }
-            let bytes = |k: usize| -> (&Input, &[u8]) {
-                match &inflated[k] {
-                    Some(temp) => (temp, temp.bytes()),
-                    None => (&input, &matched[k].image.image),
-                }
-            };
-            // LLVM names every member after the buffer the image was read
-            // from: the archive member, or the input path as typed.
-            let members: Vec<archive::Member<'_>> = matched
-                .iter()
-                .enumerate()
-                .map(|(k, f)| archive::Member {
-                    name: f
-                        .member
-                        .as_deref()
-                        .map_or_else(|| name.to_string(), |m| member_name(m).to_string()),
-                    data: bytes(k).1,
-                })
-                .collect();
-            let layout = archive::layout_gnu(&members, true)
-                .map_err(|e| Fail::new(format!("'{file}': {e}")))?;
-            write_layout(file, &layout, bytes).map_err(|e| io_fail(file, &e))?;
-        } else if let Some(file) = args.get("file") {
-            if matched.len() > 1 {
-                eprintln!("{argv0}: warning: Multiple inputs match to a single file, '{file}'");
-            }
-            let last = matched[matched.len() - 1];
-            streams
-                .write(file, &input, last)
-                .map_err(|e| io_fail(file, &e))?;
-        } else {
-            for (i, f) in matched.iter().enumerate() {
-                let file = extracted_name(name, &f.image, i as u64, false);
-                streams
-                    .write(&file, &input, f)
-                    .map_err(|e| io_fail(&file, &e))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Extracts every image, as newer LLVM does without `--image`: an image that
-/// is itself an OffloadBinary is replaced by its images (a malformed one is
-/// an error), the others are written to `<stem>-<triple>[-<arch>].<n>.<ext>`
-/// with `n` counting the written images, each announced on stdout.
-///
-/// Two passes: the first reads every nested binary and counts the files
-/// (all within the command's budget), so that nothing is written from an
-/// input that cannot be read whole or would write too many files; the
-/// second reads the nested binaries again and writes.
-fn extract_all(
-    name: &str,
-    input: &Input,
-    found: &Streamed<'_>,
-    budget: &Budget,
-) -> Result<(), Fail> {
-    let mut files = 0u64;
-    walk(name, found, budget, 0, &mut |_, _| {
-        files += 1;
-        Ok(())
-    })?;
-    budget
-        .spend(Spent::Files, files, || {
-            format!("'{name}': {files} files would be written")
-        })
-        .map_err(|e| Fail::new(e.to_string()))?;
-    let mut n = 0u64;
-    walk(name, found, &budget.renewed(), 0, &mut |streams, f| {
-        let file = extracted_name(name, &f.image, n, true);
-        n += 1;
-        streams
-            .write(&file, input, f)
-            .map_err(|e| io_fail(&file, &e))?;
-        println!("Extracted: {file}");
-        Ok(())
+    packager::extract(name, &input, &budget, &filters, archive, &mut say).map_err(|e| match e {
+        ExtractError::Read { what, error } => read_fail(&what, &error),
+        ExtractError::TooManyFiles(e) => Fail::new(e.to_string()),
+        ExtractError::NoFile => Fail::new("Image must have a 'file' argument."),
+        ExtractError::Archive(file, e) => Fail::new(format!("'{file}': {e}")),
+        ExtractError::Io(file, e) => io_fail(&file, &e),
     })
-}
-
-/// Calls `leaf` with each image of `found` that is not an OffloadBinary
-/// itself, in order, and the streams its bytes come from; reads the
-/// images that are (`depth` levels deep in the file's) with `budget` and
-/// goes on into theirs.
-fn walk(
-    name: &str,
-    found: &Streamed<'_>,
-    budget: &Budget,
-    depth: u64,
-    leaf: &mut dyn FnMut(&mut Streams<'_, '_>, &FoundImage<'_>) -> Result<(), Fail>,
-) -> Result<(), Fail> {
-    let mut streams = Streams::new(found);
-    for f in &found.images {
-        let img = &f.image;
-        if !has_magic(&img.image) {
-            leaf(&mut streams, f)?;
-            continue;
-        }
-        let what = format!(
-            "'{name}': the OffloadBinary inside image '{}-{}'",
-            String::from_utf8_lossy(img.triple()),
-            String::from_utf8_lossy(img.arch())
-        );
-        let inner = budget
-            .check_depth(depth + 1, || format!("nested {} deep", depth + 1))
-            .and_then(|()| {
-                offload_binary::find_images_streamed(&img.image, budget, Inflate::Nested)
-            })
-            .map_err(|e| read_fail(&what, &e))?;
-        walk(name, &inner, budget, depth + 1, leaf)?;
-    }
-    Ok(())
 }

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 mod report;
 mod text;
 
-pub use crate::files::{Input, Output, clean_up_on_signals, write_bytes, write_layout};
-pub(crate) use crate::files::{safe_component, strerror};
+pub(crate) use crate::files::strerror;
+pub use crate::files::{Input, Output, clean_up_on_signals, write_layout};
 pub use report::Report;
 pub use text::{error_text, print_line, printable};
 
