@@ -98,6 +98,26 @@ fn overwriting_outputs() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Extracting with a standard output that cannot be written (`outer.bin`
+/// in `d`) is an error, not a panic.
+fn unwritable_stdout(d: &std::path::Path) -> Result<(), Failed> {
+    let tool = ours_as(TOOL);
+    let full = run(
+        std::path::Path::new("/bin/bash"),
+        &[
+            "-c",
+            "exec \"$0\" outer.bin > /dev/full",
+            &tool.to_string_lossy(),
+        ],
+        d,
+    );
+    same("exit code with stdout on /dev/full", full.code, 1)?;
+    if !full.stderr.contains("IO failure on output stream") || full.stderr.contains("panicked") {
+        return Err(format!("stdout on /dev/full: {}", full.stderr).into());
+    }
+    Ok(())
+}
+
 /// Without `--image` (where LLVM 22 extracts nothing) every image is
 /// extracted as newer LLVM does: images that are OffloadBinaries themselves
 /// are replaced by theirs, names leave out an empty arch, `n` counts every
@@ -135,6 +155,7 @@ fn extract_all_and_nested() -> Result<(), Failed> {
         "Extracted: outer-x-y-z-abc.0.o\nExtracted: outer-x-y-z-def.1.o\nExtracted: outer-x-y-z.2.bc\n"
             .to_string(),
     )?;
+    unwritable_stdout(d)?;
     same_bytes(
         "abc",
         &std::fs::read(d.join("outer-x-y-z-abc.0.o"))?,

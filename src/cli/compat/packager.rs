@@ -23,6 +23,7 @@
 //! names of the files, writing them) are the library's
 //! `crate::offload_binary::packager`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
@@ -163,13 +164,29 @@ fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
     budget.add_input(input.bytes().len() as u64);
     let filters = parsed.all("image").collect::<Vec<_>>();
     let archive = parsed.flag("archive");
+    // A standard output that cannot be written (a full disk, a closed
+    // pipe) fails the command once the files are written, as LLVM's
+    // output stream does, rather than panic.
+    let mut stdout_failed = None;
     let mut say = |s: Said<'_>| match s {
         Said::SharedFile(file) => {
             eprintln!("{argv0}: warning: Multiple inputs match to a single file, '{file}'");
         }
-        Said::Extracted(file) => println!("Extracted: {file}"),
+        Said::Extracted(file) => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = writeln!(out, "Extracted: {file}").and_then(|()| out.flush()) {
+                stdout_failed.get_or_insert(e);
+            }
+        }
     };
-    packager::extract(name, &input, &budget, &filters, archive, &mut say).map_err(|e| match e {
+    let done = packager::extract(name, &input, &budget, &filters, archive, &mut say);
+    if let (Ok(()), Some(e)) = (&done, stdout_failed) {
+        return Err(Fail::new(format!(
+            "IO failure on output stream: {}",
+            strerror(&e)
+        )));
+    }
+    done.map_err(|e| match e {
         ExtractError::Read { what, error } => read_fail(&what, &error),
         ExtractError::TooManyFiles(e) => Fail::new(e.to_string()),
         ExtractError::NoFile => Fail::new("Image must have a 'file' argument."),
