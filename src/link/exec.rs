@@ -110,8 +110,24 @@ pub fn execute(
 }
 
 /// A file a step writes, made (or emptied) for writing.
+///
+/// The plan made the temporary files empty. Opening one with `O_TRUNC`
+/// would make ext4 write its data to disk when it is closed (its
+/// replace-by-truncate heuristic, `auto_da_alloc`): a 256 MiB device image
+/// then costs a disk write the wrapper never needed. So a file is emptied
+/// only when it holds something.
 fn create(name: &str) -> Result<std::fs::File, Failure> {
-    std::fs::File::create(name).map_err(|e| Failure::file(name, &e))
+    let fail = |e: std::io::Error| Failure::file(name, &e);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(name)
+        .map_err(fail)?;
+    if f.metadata().map_err(fail)?.len() != 0 {
+        f.set_len(0).map_err(fail)?;
+    }
+    Ok(f)
 }
 
 /// Opens (maps) a file the wrapper reads.
@@ -208,6 +224,23 @@ fn emit_fatbin(o: &Options, fatbin: &str, output: &str) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_a_step_writes_starts_empty_whatever_was_there() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("out.o");
+        let name = path.to_str().unwrap();
+        for before in [None, Some(&b""[..]), Some(&b"old bytes"[..])] {
+            if let Some(b) = before {
+                std::fs::write(&path, b).unwrap();
+            }
+            let mut f = create(name).unwrap();
+            std::io::Write::write_all(&mut f, b"new").unwrap();
+            drop(f);
+            assert_eq!(std::fs::read(&path).unwrap(), b"new", "{before:?}");
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 
     #[test]
     fn steps_run_in_order_until_one_fails() {
