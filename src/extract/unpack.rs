@@ -106,32 +106,11 @@ fn unpacked_name(base: &str, img: &OffloadImage<'_>, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{
-        BudgetLimits, ImageKind, ImageSpec, Limits, OffloadKind, Version, find_images, layout,
-    };
+    use crate::offload_binary::{BudgetLimits, ImageKind, Limits, find_images};
 
     /// OffloadBinaries (version 1) of images (kind, triple, arch, bytes).
     fn packed(images: &[(ImageKind, &str, &str, &[u8])]) -> Vec<u8> {
-        let specs: Vec<ImageSpec> = images
-            .iter()
-            .map(|(kind, t, a, data)| ImageSpec {
-                image_kind: *kind,
-                offload_kind: OffloadKind::OFK_OpenMP,
-                strings: vec![
-                    (b"triple".to_vec(), t.as_bytes().to_vec()),
-                    (b"arch".to_vec(), a.as_bytes().to_vec()),
-                ],
-                size: data.len() as u64,
-                ..ImageSpec::default()
-            })
-            .collect();
-        let data: Vec<&[u8]> = images.iter().map(|i| i.3).collect();
-        let mut out = Vec::new();
-        layout(&specs, Version::V1)
-            .unwrap()
-            .write_to(&mut out, &data)
-            .unwrap();
-        out
+        crate::tests::offload_binaries(images)
     }
 
     /// Unpacks `data` as `name` into `dir`: the files listed, as names in

@@ -183,30 +183,15 @@ pub fn extracted_name(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{ImageKind, ImageSpec, Limits, OffloadKind, find_images, layout};
+    use crate::offload_binary::{ImageKind, Limits, find_images};
 
     /// An OffloadBinary (version 1) of images with these triples and arches.
     fn packed(images: &[(&str, &str)]) -> Vec<u8> {
-        let specs: Vec<ImageSpec> = images
+        let objects: Vec<_> = images
             .iter()
-            .map(|(t, a)| ImageSpec {
-                image_kind: ImageKind::IMG_Object,
-                offload_kind: OffloadKind::OFK_OpenMP,
-                strings: vec![
-                    (b"triple".to_vec(), t.as_bytes().to_vec()),
-                    (b"arch".to_vec(), a.as_bytes().to_vec()),
-                ],
-                size: 4,
-                ..ImageSpec::default()
-            })
+            .map(|&(t, a)| (ImageKind::IMG_Object, t, a, &b"code"[..]))
             .collect();
-        let data: Vec<&[u8]> = images.iter().map(|_| &b"code"[..]).collect();
-        let mut out = Vec::new();
-        layout(&specs, Version::V1)
-            .unwrap()
-            .write_to(&mut out, &data)
-            .unwrap();
-        out
+        crate::tests::offload_binaries(&objects)
     }
 
     #[test]

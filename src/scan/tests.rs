@@ -23,24 +23,11 @@ mod streamed;
 mod windows;
 
 pub(crate) fn offload_binary(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
-    let specs: Vec<ImageSpec> = images
+    let objects: Vec<_> = images
         .iter()
-        .map(|(triple, arch, data)| ImageSpec {
-            image_kind: ImageKind::IMG_Object,
-            offload_kind: OffloadKind::OFK_OpenMP,
-            flags: 0,
-            strings: vec![
-                (b"triple".to_vec(), triple.as_bytes().to_vec()),
-                (b"arch".to_vec(), arch.as_bytes().to_vec()),
-            ],
-            size: data.len() as u64,
-        })
+        .map(|&(t, a, d)| (ImageKind::IMG_Object, t, a, d))
         .collect();
-    let layout = crate::offload_binary::layout(&specs, crate::offload_binary::Version::V1).unwrap();
-    let bytes: Vec<&[u8]> = images.iter().map(|i| i.2).collect();
-    let mut out = Vec::new();
-    layout.write_to(&mut out, &bytes).unwrap();
-    out
+    crate::tests::offload_binaries(&objects)
 }
 
 pub(crate) fn bundle(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {

@@ -247,30 +247,15 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{BudgetLimits, ImageKind, ImageSpec, OffloadKind, Version, layout};
+    use crate::offload_binary::{BudgetLimits, ImageKind};
 
     /// OffloadBinaries (version 1) of images (triple, arch, bytes).
     fn packed(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
-        let specs: Vec<ImageSpec> = images
+        let objects: Vec<_> = images
             .iter()
-            .map(|(t, a, data)| ImageSpec {
-                image_kind: ImageKind::IMG_Object,
-                offload_kind: OffloadKind::OFK_OpenMP,
-                strings: vec![
-                    (b"triple".to_vec(), t.as_bytes().to_vec()),
-                    (b"arch".to_vec(), a.as_bytes().to_vec()),
-                ],
-                size: data.len() as u64,
-                ..ImageSpec::default()
-            })
+            .map(|&(t, a, d)| (ImageKind::IMG_Object, t, a, d))
             .collect();
-        let data: Vec<&[u8]> = images.iter().map(|i| i.2).collect();
-        let mut out = Vec::new();
-        layout(&specs, Version::V1)
-            .unwrap()
-            .write_to(&mut out, &data)
-            .unwrap();
-        out
+        crate::tests::offload_binaries(&objects)
     }
 
     fn budget(limits: BudgetLimits) -> Budget {
