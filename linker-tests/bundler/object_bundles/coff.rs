@@ -96,6 +96,7 @@ const COFF_SHAPES: &[CoffShape] = &[
         ],
     ),
     ("x86_64_bigobj_input", X64, false, &["-O1", "-g", BIGOBJ]),
+    ("x86_64_code_without_data", X64, false, &["-O1", NO_DATA]),
     (
         "x86_64_bigobj_many_sections",
         X64,
@@ -120,6 +121,25 @@ const BIGOBJ: &str = "--bigobj";
 /// `/bigobj` object.
 const MANY: &str = "--many-sections";
 
+/// Not a compiler flag: the first code section with contents keeps its
+/// size but loses its data (a zero `PointerToRawData`), which objcopy
+/// fills with `int3` bytes.
+const NO_DATA: &str = "--code-without-data";
+
+/// Clears the data pointer of the first code section of the regular COFF
+/// object `d` that has a size.
+fn drop_code_data(d: &mut [u8]) -> Option<()> {
+    let n = usize::from(u16::from_le_bytes(d.get(2..4)?.try_into().ok()?));
+    for k in 0..n {
+        let h = 20 + 40 * k;
+        if u32_at(d, h + 36)? & 0x20 != 0 && u32_at(d, h + 16)? > 0 {
+            d.get_mut(h + 20..h + 24)?.fill(0);
+            return Some(());
+        }
+    }
+    None
+}
+
 /// Compiles `shape` into `host.obj` in `dir`, with the device inputs
 /// `d1` (raw bytes) and `d3` (100 kB) beside it.
 fn coff_inputs(dir: &Path, shape: &CoffShape) -> Result<(), Failed> {
@@ -131,7 +151,11 @@ fn coff_inputs(dir: &Path, shape: &CoffShape) -> Result<(), Failed> {
     };
     let target = format!("--target={triple}");
     let mut a = vec![target.as_str()];
-    a.extend(flags.iter().filter(|f| **f != BIGOBJ && **f != MANY));
+    a.extend(
+        flags
+            .iter()
+            .filter(|f| ![BIGOBJ, MANY, NO_DATA].contains(*f)),
+    );
     let many;
     let text = if flags.contains(&MANY) {
         // One section per function: more than 65279 sections in all.
@@ -143,6 +167,14 @@ fn coff_inputs(dir: &Path, shape: &CoffShape) -> Result<(), Failed> {
         text
     };
     cc(dir, &src, text, "host.obj", &a)?;
+    if flags.contains(&MANY) && !std::fs::read(dir.join("host.obj"))?.starts_with(b"\0\0\xff\xff") {
+        return Err("clang did not write a /bigobj object".into());
+    }
+    if flags.contains(&NO_DATA) {
+        let mut d = std::fs::read(dir.join("host.obj"))?;
+        drop_code_data(&mut d).ok_or("host.obj has no code section with data")?;
+        std::fs::write(dir.join("host.obj"), d)?;
+    }
     if flags.contains(&BIGOBJ) {
         let regular = std::fs::read(dir.join("host.obj"))?;
         let big = to_bigobj(&regular).ok_or("host.obj is not a regular COFF object")?;
@@ -303,6 +335,55 @@ fn coff_shape(shape: &CoffShape) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Bundling a COFF bundle again, with the same targets (objcopy then also
+/// sets the flags of the existing sections of those names) and unbundling
+/// the result: LLVM's bytes.
+fn coff_rebundle() -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let src = w.join("in");
+    std::fs::create_dir_all(&src)?;
+    coff_inputs(&src, &COFF_SHAPES[0])?;
+    let targets = format!("-targets={}", coff_targets(X64).join(","));
+    run(
+        &llvm(TOOL),
+        &[
+            "-type=o",
+            &targets,
+            "-input=host.obj",
+            "-input=d3",
+            "-input=d1",
+            "-output=fat.obj",
+        ],
+        &src,
+    )
+    .ok()?;
+    let again = args(&[
+        "-type=o",
+        &targets,
+        "-input=fat.obj",
+        "-input=d1",
+        "-input=d3",
+        "-output=twice.obj",
+    ]);
+    let (theirs, ours) = run_both(&src, w, "bundle", &again)?;
+    same_outcome("bundling a bundle", &theirs, &ours)?;
+    if ours.code != 0 {
+        return Err(format!("bundling a bundle failed: {}", ours.stderr).into());
+    }
+    let unbundle = args(&[
+        "-type=o",
+        "-unbundle",
+        &targets,
+        "-input=twice.obj",
+        "-output=h",
+        "-output=a",
+        "-output=b",
+    ]);
+    let (t, o) = run_both(&theirs.dir, w, "unbundle", &unbundle)?;
+    same_outcome("unbundling it", &t, &o)
+}
+
 /// Native `offload-kit bundle --type o` and `unbundle` with a COFF host:
 /// the drop-in's bytes, which are LLVM's.
 fn coff_native(shape: &CoffShape) -> Result<(), Failed> {
@@ -364,6 +445,11 @@ pub(super) fn tests() -> Vec<Trial> {
             move || coff_shape(&COFF_SHAPES[i]),
         ));
     }
+    t.push(trial(
+        "bundler::object::coff::rebundle",
+        &tools,
+        coff_rebundle,
+    ));
     for i in [2, 7] {
         t.push(trial(
             format!("bundler::object::coff::native::{}", COFF_SHAPES[i].0),
