@@ -85,6 +85,7 @@ use crate::layout::{Layout, Piece};
 use crate::num::len64;
 
 mod bitcode;
+mod coff;
 
 /// The magic at the start of every archive.
 pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
@@ -306,6 +307,7 @@ fn symbols_of(data: &[u8]) -> std::result::Result<Option<Vec<&[u8]>>, String> {
     match llvm_format(data) {
         Format::Raw => Ok(None),
         Format::Elf => elf_symbols(data).map(Some),
+        Format::Coff => coff::symbols(data).map(Some),
         Format::Bitcode => bitcode::symbols(data)
             .map(Some)
             .map_err(|e| format!("cannot read the symbol table of this LLVM bitcode file: {e}")),
@@ -323,6 +325,8 @@ enum Format {
     /// Not an object: no symbols, no effect on the symbol table.
     Raw,
     Elf,
+    /// A COFF object, regular or `/bigobj`.
+    Coff,
     Bitcode,
     /// An object format this writer cannot list symbols of.
     Other(&'static str),
@@ -353,18 +357,21 @@ fn llvm_format(d: &[u8]) -> Format {
         _ => false,
     };
     if coff {
-        return Format::Other("COFF");
+        return Format::Coff;
     }
     if b0 == 0 {
         const WIN_RES: &[u8; 16] = b"\0\0\0\0\x20\0\0\0\xff\xff\0\0\xff\xff\0\0";
+        if coff::is_bigobj(d) {
+            return Format::Coff;
+        }
         if d.starts_with(b"\0\0\xff\xff") {
-            return Format::Other("COFF import library or big COFF");
+            return Format::Other("COFF import library");
         }
         if d.starts_with(WIN_RES) {
             return Format::Raw;
         }
         if b1 == 0 {
-            return Format::Other("COFF");
+            return Format::Coff;
         }
         if d.starts_with(b"\0asm") {
             return Format::Other("WebAssembly");

@@ -384,6 +384,54 @@ fn coff_rebundle() -> Result<(), Failed> {
     same_outcome("unbundling it", &t, &o)
 }
 
+/// `-type=a` unbundling of a COFF static library holding a bundle and a
+/// plain object, host target included: the same archives as LLVM's, whose
+/// symbol tables list the COFF members' defined globals.
+fn coff_archive(shape: &CoffShape) -> Result<(), Failed> {
+    let work = tempdir();
+    let w = work.path();
+    let src = w.join("in");
+    std::fs::create_dir_all(&src)?;
+    coff_inputs(&src, shape)?;
+    let t = coff_targets(shape.1);
+    let targets = format!("-targets={}", t.join(","));
+    run(
+        &llvm(TOOL),
+        &[
+            "-type=o",
+            &targets,
+            "-input=host.obj",
+            "-input=d3",
+            "-input=d1",
+            "-output=fat.obj",
+        ],
+        &src,
+    )
+    .ok()?;
+    run(
+        &llvm("llvm-ar"),
+        &["rc", "fat.lib", "fat.obj", "host.obj"],
+        &src,
+    )
+    .ok()?;
+    let unbundle = args(&[
+        "-type=a",
+        "-unbundle",
+        &targets,
+        "-input=fat.lib",
+        "-output=host.a",
+        "-output=hip.a",
+        "-output=omp.a",
+        "-allow-missing-bundles",
+    ]);
+    let (theirs, ours) = run_both(&src, w, "unbundle", &unbundle)?;
+    same_outcome("unbundling the archive", &theirs, &ours)?;
+    if ours.code != 0 {
+        return Err(format!("unbundling failed: {}", ours.stderr).into());
+    }
+    Ok(())
+}
+
 /// Native `offload-kit bundle --type o` and `unbundle` with a COFF host:
 /// the drop-in's bytes, which are LLVM's.
 fn coff_native(shape: &CoffShape) -> Result<(), Failed> {
@@ -450,6 +498,13 @@ pub(super) fn tests() -> Vec<Trial> {
         &tools,
         coff_rebundle,
     ));
+    for i in [1, 4, 6, 8] {
+        t.push(trial(
+            format!("bundler::object::coff::archive::{}", COFF_SHAPES[i].0),
+            &[TOOL, "clang", "llvm-ar"],
+            move || coff_archive(&COFF_SHAPES[i]),
+        ));
+    }
     for i in [2, 7] {
         t.push(trial(
             format!("bundler::object::coff::native::{}", COFF_SHAPES[i].0),
