@@ -47,9 +47,11 @@
 //!   on an object it cannot parse, except bitcode, which it then stores as
 //!   raw with a warning.
 //!
-//! This writer reads symbols from ELF files and, through the symbol table
-//! LLVM (since version 5) stores in the bitcode it writes (`irsymtab`), from
-//! LLVM bitcode. It refuses members that LLVM would read symbols from in
+//! This writer reads symbols from ELF files, from COFF objects (regular and
+//! `/bigobj`: defined external and weak-external symbols, the rules in the
+//! private `coff` module) and, through the symbol table LLVM (since version
+//! 5) stores in the bitcode it writes (`irsymtab`), from LLVM bitcode. It
+//! refuses members that LLVM would read symbols from in
 //! other formats, and bitcode whose symbol table it cannot read, rather than
 //! write an archive that differs from LLVM's. Member names are written as
 //! given; like LLVM, the writer does not check them.
@@ -295,9 +297,9 @@ pub fn layout_gnu_with_threshold(
 /// if LLVM does not treat the member as an object (it then adds nothing, not
 /// even an empty symbol table).
 ///
-/// Fails for members LLVM reads symbols from in formats other than ELF and
-/// LLVM bitcode, for bitcode without a readable symbol table, and for ELF
-/// files that do not parse.
+/// Fails for members LLVM reads symbols from in formats other than ELF,
+/// COFF and LLVM bitcode, for bitcode without a readable symbol table, and
+/// for ELF and COFF files that do not parse.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn member_symbols(data: &[u8]) -> Result<Option<Vec<&[u8]>>> {
     symbols_of(data).map_err(|d| Error::invalid("archive member", d))
