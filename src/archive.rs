@@ -47,9 +47,11 @@
 //!   on an object it cannot parse, except bitcode, which it then stores as
 //!   raw with a warning.
 //!
-//! This writer reads symbols from ELF files and, through the symbol table
-//! LLVM (since version 5) stores in the bitcode it writes (`irsymtab`), from
-//! LLVM bitcode. It refuses members that LLVM would read symbols from in
+//! This writer reads symbols from ELF files, from COFF objects (regular and
+//! `/bigobj`: defined external and weak-external symbols, the rules in the
+//! private `coff` module) and, through the symbol table LLVM (since version
+//! 5) stores in the bitcode it writes (`irsymtab`), from LLVM bitcode. It
+//! refuses members that LLVM would read symbols from in
 //! other formats, and bitcode whose symbol table it cannot read, rather than
 //! write an archive that differs from LLVM's. Member names are written as
 //! given; like LLVM, the writer does not check them.
@@ -85,6 +87,7 @@ use crate::layout::{Layout, Piece};
 use crate::num::len64;
 
 mod bitcode;
+mod coff;
 
 /// The magic at the start of every archive.
 pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
@@ -294,9 +297,9 @@ pub fn layout_gnu_with_threshold(
 /// if LLVM does not treat the member as an object (it then adds nothing, not
 /// even an empty symbol table).
 ///
-/// Fails for members LLVM reads symbols from in formats other than ELF and
-/// LLVM bitcode, for bitcode without a readable symbol table, and for ELF
-/// files that do not parse.
+/// Fails for members LLVM reads symbols from in formats other than ELF,
+/// COFF and LLVM bitcode, for bitcode without a readable symbol table, and
+/// for ELF and COFF files that do not parse.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn member_symbols(data: &[u8]) -> Result<Option<Vec<&[u8]>>> {
     symbols_of(data).map_err(|d| Error::invalid("archive member", d))
@@ -306,6 +309,7 @@ fn symbols_of(data: &[u8]) -> std::result::Result<Option<Vec<&[u8]>>, String> {
     match llvm_format(data) {
         Format::Raw => Ok(None),
         Format::Elf => elf_symbols(data).map(Some),
+        Format::Coff => coff::symbols(data).map(Some),
         Format::Bitcode => bitcode::symbols(data)
             .map(Some)
             .map_err(|e| format!("cannot read the symbol table of this LLVM bitcode file: {e}")),
@@ -323,6 +327,8 @@ enum Format {
     /// Not an object: no symbols, no effect on the symbol table.
     Raw,
     Elf,
+    /// A COFF object, regular or `/bigobj`.
+    Coff,
     Bitcode,
     /// An object format this writer cannot list symbols of.
     Other(&'static str),
@@ -353,18 +359,21 @@ fn llvm_format(d: &[u8]) -> Format {
         _ => false,
     };
     if coff {
-        return Format::Other("COFF");
+        return Format::Coff;
     }
     if b0 == 0 {
         const WIN_RES: &[u8; 16] = b"\0\0\0\0\x20\0\0\0\xff\xff\0\0\xff\xff\0\0";
+        if coff::is_bigobj(d) {
+            return Format::Coff;
+        }
         if d.starts_with(b"\0\0\xff\xff") {
-            return Format::Other("COFF import library or big COFF");
+            return Format::Other("COFF import library");
         }
         if d.starts_with(WIN_RES) {
             return Format::Raw;
         }
         if b1 == 0 {
-            return Format::Other("COFF");
+            return Format::Coff;
         }
         if d.starts_with(b"\0asm") {
             return Format::Other("WebAssembly");

@@ -21,6 +21,7 @@ use libtest_mimic::{Failed, Trial};
 
 use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
+mod coff;
 mod commands;
 mod encoding;
 mod hostile;
@@ -518,6 +519,7 @@ pub fn tests() -> Vec<Trial> {
             move || host_shape(&LINKED_SHAPES[i], link_shape),
         ));
     }
+    t.extend(coff::tests());
     t.extend(commands::tests());
     t.extend(encoding::tests());
     t.extend(hostile::tests());

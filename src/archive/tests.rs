@@ -297,9 +297,9 @@ fn classifies_like_identify_magic() {
     assert_eq!(llvm_format(b"\x10\xff\x10\xad...."), Format::Raw);
     assert_eq!(llvm_format(b"\x03\x02\x23\x07"), Format::Raw);
     assert_eq!(llvm_format(b"\x64\x86\0"), Format::Raw);
-    assert_eq!(llvm_format(b"\x64\x86\0\0"), Format::Other("COFF"));
-    assert_eq!(llvm_format(b"\0\0\0\0"), Format::Other("COFF"));
-    assert_eq!(llvm_format(b"\x4c\x02GG"), Format::Other("COFF"));
+    assert_eq!(llvm_format(b"\x64\x86\0\0"), Format::Coff);
+    assert_eq!(llvm_format(b"\0\0\0\0"), Format::Coff);
+    assert_eq!(llvm_format(b"\x4c\x02GG"), Format::Coff);
     assert_eq!(llvm_format(b"\x90\x01GG"), Format::Raw);
     assert_eq!(llvm_format(b"BC\xc0\xde"), Format::Bitcode);
     assert_eq!(
@@ -342,5 +342,67 @@ fn never_panics_on_short_or_odd_input() {
         let mut w = b"\xde\xc0\x17\x0b".to_vec();
         w.extend(obj.iter().take(n).copied());
         let _ = member_symbols(&w);
+    }
+}
+
+/// A COFF object with a defined global, a long-named global, a static and
+/// an undefined symbol.
+fn coff_object() -> Vec<u8> {
+    use object::write::{Object as WObject, StandardSection, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, SymbolFlags, SymbolKind, SymbolScope};
+    let mut o = WObject::new(BinaryFormat::Coff, Architecture::X86_64, Endianness::Little);
+    let text = o.section_id(StandardSection::Text);
+    o.append_section_data(text, &[0xc3; 8], 4);
+    for (name, scope, section) in [
+        (
+            &b"g"[..],
+            SymbolScope::Linkage,
+            SymbolSection::Section(text),
+        ),
+        (
+            b"a_global_with_a_long_name",
+            SymbolScope::Dynamic,
+            SymbolSection::Section(text),
+        ),
+        (
+            b"local",
+            SymbolScope::Compilation,
+            SymbolSection::Section(text),
+        ),
+        (
+            b"undefined_one",
+            SymbolScope::Linkage,
+            SymbolSection::Undefined,
+        ),
+    ] {
+        o.add_symbol(Symbol {
+            name: name.to_vec(),
+            value: 0,
+            size: 0,
+            kind: SymbolKind::Text,
+            scope,
+            weak: false,
+            section,
+            flags: SymbolFlags::None,
+        });
+    }
+    o.write().unwrap()
+}
+
+#[test]
+fn coff_members_list_their_defined_globals() {
+    let obj = coff_object();
+    assert_eq!(llvm_format(&obj), Format::Coff);
+    assert_eq!(
+        member_symbols(&obj).unwrap().unwrap(),
+        [&b"g"[..], b"a_global_with_a_long_name"]
+    );
+    for n in 0..obj.len() {
+        let _ = member_symbols(&obj[..n]);
+    }
+    for i in 0..obj.len() {
+        let mut d = obj.clone();
+        d[i] ^= 0xff;
+        let _ = member_symbols(&d);
     }
 }

@@ -13,6 +13,11 @@
 //! | alignment | 1 |
 //! | contents | the target's input; for the host target one zero byte |
 //!
+//! In a COFF host the section's characteristics are `IMAGE_SCN_MEM_READ |
+//! IMAGE_SCN_LNK_REMOVE` (objcopy's `readonly,exclude`), its alignment 1,
+//! its virtual size its length, and its name, longer than 8 bytes, lies in
+//! the string table.
+//!
 //! Reading: every section whose name is the magic followed by at least one
 //! byte (LLVM's `identify_magic` needs 25 bytes) is an entry, in section
 //! order. An entry holding exactly one zero byte stands for the host: its
@@ -37,9 +42,12 @@
 //! bundling a 256 MiB device image into an object needs the mapped inputs
 //! and a few kilobytes of tables.
 //!
-//! Only ELF (32- and 64-bit, either byte order) can be written; COFF,
-//! Mach-O and XCOFF hosts are read but not bundled into or stripped.
+//! ELF (32- and 64-bit, either byte order, the rules in the private
+//! `rewrite` module) and COFF objects (regular and `/bigobj`, the rules in
+//! the private `coff` module) can be written; Mach-O and XCOFF hosts, and PE
+//! images, are read but not bundled into or stripped.
 
+mod coff;
 #[cfg(feature = "files")]
 mod file;
 mod rewrite;
@@ -360,8 +368,14 @@ fn format_name(kind: FileKind) -> &'static str {
 }
 
 fn unsupported(kind: FileKind, doing: &str) -> Error {
+    // Bundles go into ELF and COFF objects; other edits are for ELF only.
+    let only = if doing == "pruning" {
+        "only ELF"
+    } else {
+        "only ELF and COFF"
+    };
     Error::unsupported(format!(
-        "{doing} {} object files is not supported by offload-kit (only ELF)",
+        "{doing} {} object files is not supported by offload-kit ({only})",
         format_name(kind)
     ))
 }
@@ -660,15 +674,41 @@ mod tests {
     }
 
     #[test]
-    fn non_elf_objects_are_refused() {
+    fn coff_objects_are_bundled_and_stripped() {
         let mut o = WObject::new(BinaryFormat::Coff, Architecture::X86_64, E::Little);
         let text = o.section_id(StandardSection::Text);
         o.append_section_data(text, &[0xc3], 1);
         let coff = o.write().unwrap();
-        let e = bundle(&coff, &[]).unwrap_err().to_string();
+        let add = [NewSection {
+            id: "host-x86_64-pc-windows-msvc-",
+            data: HOST_MARKER,
+        }];
+        let fat = bundle(&coff, &add)
+            .unwrap()
+            .to_vec(&[&coff, HOST_MARKER])
+            .unwrap();
+        let found = entries(&fat).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].id, b"host-x86_64-pc-windows-msvc-");
+        let stripped = strip(&fat).unwrap().to_vec(&[&fat]).unwrap();
+        assert!(entries(&stripped).unwrap().is_empty());
+        // Pruning (sections removed or updated) stays ELF-only.
+        let e = edit_sections(&coff, &[1], &[], &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("COFF") && e.contains("not supported"), "{e}");
-        let e = strip(&coff).unwrap_err().to_string();
-        assert!(e.contains("COFF"), "{e}");
+    }
+
+    #[test]
+    fn other_formats_are_refused() {
+        let mut o = WObject::new(BinaryFormat::MachO, Architecture::X86_64, E::Little);
+        let text = o.section_id(StandardSection::Text);
+        o.append_section_data(text, &[0xc3], 1);
+        let macho = o.write().unwrap();
+        let e = bundle(&macho, &[]).unwrap_err().to_string();
+        assert!(e.contains("Mach-O") && e.contains("not supported"), "{e}");
+        let e = strip(&macho).unwrap_err().to_string();
+        assert!(e.contains("Mach-O"), "{e}");
     }
 
     #[test]
