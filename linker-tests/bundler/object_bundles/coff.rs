@@ -345,19 +345,7 @@ fn coff_rebundle() -> Result<(), Failed> {
     std::fs::create_dir_all(&src)?;
     coff_inputs(&src, &COFF_SHAPES[0])?;
     let targets = format!("-targets={}", coff_targets(X64).join(","));
-    run(
-        &llvm(TOOL),
-        &[
-            "-type=o",
-            &targets,
-            "-input=host.obj",
-            "-input=d3",
-            "-input=d1",
-            "-output=fat.obj",
-        ],
-        &src,
-    )
-    .ok()?;
+    llvm_fat_obj(&src, &targets)?;
     let again = args(&[
         "-type=o",
         &targets,
@@ -395,19 +383,7 @@ fn coff_archive(shape: &CoffShape) -> Result<(), Failed> {
     coff_inputs(&src, shape)?;
     let t = coff_targets(shape.1);
     let targets = format!("-targets={}", t.join(","));
-    run(
-        &llvm(TOOL),
-        &[
-            "-type=o",
-            &targets,
-            "-input=host.obj",
-            "-input=d3",
-            "-input=d1",
-            "-output=fat.obj",
-        ],
-        &src,
-    )
-    .ok()?;
+    llvm_fat_obj(&src, &targets)?;
     run(
         &llvm("llvm-ar"),
         &["rc", "fat.lib", "fat.obj", "host.obj"],
@@ -513,4 +489,23 @@ pub(super) fn tests() -> Vec<Trial> {
         ));
     }
     t
+}
+
+/// LLVM's bundle `fat.obj` (in `src`) of `host.obj`, `d3` and `d1` for
+/// `targets` (a `-targets=` argument).
+fn llvm_fat_obj(src: &Path, targets: &str) -> Result<(), Failed> {
+    run(
+        &llvm(TOOL),
+        &[
+            "-type=o",
+            targets,
+            "-input=host.obj",
+            "-input=d3",
+            "-input=d1",
+            "-output=fat.obj",
+        ],
+        src,
+    )
+    .ok()
+    .map(drop)
 }
