@@ -302,16 +302,7 @@ fn assemble(
     patches: &Patches,
 ) -> Result<Output, Refusal> {
     let mut out = Output::default();
-    patches.copy(&mut out, 0, s.sh_offset)?;
-    let mut at = s.sh_offset;
-    for p in packed {
-        out.piece(Piece::Zeros(sub(p.new, at)?));
-        match p.edit {
-            Some(e) => container(&mut out, e)?,
-            None => patches.copy(&mut out, p.old, add(p.old, p.size)?)?,
-        }
-        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
-    }
+    let mut at = up_to_packed(&mut out, s.sh_offset, packed, patches)?;
     if hole.splits {
         out.piece(Piece::Zeros(sub(hole.table, at)?));
         out.piece(Piece::Bytes(table));
@@ -320,6 +311,29 @@ fn assemble(
     out.piece(Piece::Zeros(sub(hole.a, at)?));
     patches.copy(&mut out, hole.b, len64(data))?;
     Ok(out)
+}
+
+/// Appends to `out` the input up to the fat-binary section (at file
+/// offset `start`), patched, then the section's `packed` containers, each
+/// at its new place; returns where the last one ends. Both ELF and PE
+/// shrinking lay the file out this way up to their holes.
+pub(super) fn up_to_packed(
+    out: &mut Output,
+    start: u64,
+    packed: &[Packed<'_>],
+    patches: &Patches,
+) -> Result<u64, Refusal> {
+    patches.copy(out, 0, start)?;
+    let mut at = start;
+    for p in packed {
+        out.piece(Piece::Zeros(sub(p.new, at)?));
+        match p.edit {
+            Some(e) => container(out, e)?,
+            None => patches.copy(out, p.old, add(p.old, p.size)?)?,
+        }
+        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
+    }
+    Ok(at)
 }
 
 /// Edit `e`'s new container, appended to `out` (its built bytes copied:

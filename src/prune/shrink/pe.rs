@@ -37,7 +37,9 @@ use object::pe::{
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
 use object::{LittleEndian as LE, ReadRef};
 
-use super::{Packed, Patches, Refusal, Segment, Shrunk, add, container, pack, round_up, sub};
+use super::{
+    Packed, Patches, Refusal, Segment, Shrunk, add, container, pack, round_up, sub, up_to_packed,
+};
 use crate::layout::Piece;
 use crate::num::{len64, u64_from};
 use crate::prune::output::Output;
@@ -355,16 +357,7 @@ pub(crate) fn shrink(
     // The file: up to the section, the packed containers, zeros to the
     // new raw end, and the rest from the old raw end on.
     let mut out = Output::default();
-    patches.copy(&mut out, 0, start)?;
-    let mut at = start;
-    for p in &packed {
-        out.piece(Piece::Zeros(sub(p.new, at)?));
-        match p.edit {
-            Some(e) => container(&mut out, e)?,
-            None => patches.copy(&mut out, p.old, add(p.old, p.size)?)?,
-        }
-        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
-    }
+    let at = up_to_packed(&mut out, start, &packed, &patches)?;
     out.piece(Piece::Zeros(sub(add(start, new_size)?, at)?));
     patches.copy(&mut out, end, tail_end)?;
     if pe.checksum != 0 {
