@@ -402,7 +402,7 @@ fn header_patches(
     let moved = |off: u64| -> Result<u64, Refusal> {
         if off >= end {
             sub(off, cut)
-        } else if off > sub(end, cut)? && off < end {
+        } else if off >= sub(end, cut)? {
             Err(format!(
                 "a file offset ({off:#x}) points into the bytes cut"
             ))
