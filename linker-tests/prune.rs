@@ -15,7 +15,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{CUOBJDUMP, CUPY, DEB, WHEEL, downloads, images};
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 
 mod cuda;
 mod objects;
@@ -117,24 +117,17 @@ fn hip_programs() -> Result<(), Failed> {
     for (k, compress) in [("k1", true), ("k2", false)] {
         let source = src(&format!("{k}.hip"));
         let object = format!("{k}.o");
-        let mut args = vec![
-            "-x",
-            "hip",
-            "--offload-arch=gfx90a",
-            "--offload-arch=gfx1030",
-            "--offload-arch=gfx942",
-            "-nogpulib",
-            "-nogpuinc",
-            "-fPIC",
-            "-c",
-            &source,
-            "-o",
-            &object,
-        ];
-        if compress {
-            args.push("--offload-compress");
-        }
-        run(&llvm("clang++"), &args, d).ok()?;
+        let extra: &[&str] = if compress {
+            &["--offload-compress"]
+        } else {
+            &[]
+        };
+        run(
+            &llvm("clang++"),
+            &objects::hip_args(&source, &object, extra),
+            d,
+        )
+        .ok()?;
     }
     let cc = Path::new("/usr/bin/cc");
     let stub = src("hip_stub.c");
@@ -488,19 +481,7 @@ fn curand() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let wheel = cache.join(WHEEL);
-    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
-    run(
-        Path::new("/usr/bin/python3"),
-        &[
-            "-c",
-            unzip,
-            &wheel.to_string_lossy(),
-            "nvidia/curand/lib/libcurand.so.10",
-            "lib.so",
-        ],
-        d,
-    )
-    .ok()?;
+    unzip(&wheel, "nvidia/curand/lib/libcurand.so.10", d, "lib.so")?;
     let before = hashed(d, "lib.so")?;
     let doc = ours_json(
         &[
@@ -546,6 +527,27 @@ fn curand() -> Result<(), Failed> {
 /// matches its file (hash and size, checked here), `pip install` takes it
 /// into a fresh virtual environment, and the library installed is the
 /// pruned one (only sm_80 cubins, the same bytes as before).
+/// `wheel` copied to `d/in.whl` and pruned with `--keep rule` to
+/// `d/name`: smaller, and its RECORD checks for at least `records` files.
+pub(crate) fn pruned_wheel(
+    d: &Path,
+    wheel: &Path,
+    name: &str,
+    rule: &str,
+    records: u32,
+) -> Result<(), Failed> {
+    std::fs::copy(wheel, d.join("in.whl"))?;
+    run(&ours(), &["prune", "--keep", rule, "-o", name, "in.whl"], d).ok()?;
+    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
+    if size(name)? >= size("in.whl")? {
+        return Err("the wheel did not shrink".into());
+    }
+    if record_checks(d, name)? < records {
+        return Err("RECORD lists too few files".into());
+    }
+    Ok(())
+}
+
 /// Checks every line of `wheel`'s RECORD as pip does (hash and size of
 /// each file); returns how many files it lists with a hash.
 pub(crate) fn record_checks(d: &Path, wheel: &str) -> Result<u32, Failed> {
@@ -579,20 +581,7 @@ fn cupy_wheel() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
-    std::fs::copy(cache.join(CUPY), d.join("in.whl"))?;
-    run(
-        &ours(),
-        &["prune", "--keep", "sm_86", "-o", CUPY, "in.whl"],
-        d,
-    )
-    .ok()?;
-    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
-    if size(CUPY)? >= size("in.whl")? {
-        return Err("the wheel did not shrink".into());
-    }
-    if record_checks(d, CUPY)? < 10 {
-        return Err("RECORD lists too few files".into());
-    }
+    pruned_wheel(d, &cache.join(CUPY), CUPY, "sm_86", 10)?;
     let before = images(&ours_json(
         &["inspect", "--json", "--hash=md5", "in.whl"],
         d,
@@ -671,19 +660,12 @@ fn curand_wheel() -> Result<(), Failed> {
         .path()
         .join("site-packages/nvidia/curand/lib/libcurand.so.10");
     let installed = site.to_string_lossy();
-    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
-    run(
-        Path::new("/usr/bin/python3"),
-        &[
-            "-c",
-            unzip,
-            "in.whl",
-            "nvidia/curand/lib/libcurand.so.10",
-            "lib.so",
-        ],
+    unzip(
+        &d.join("in.whl"),
+        "nvidia/curand/lib/libcurand.so.10",
         d,
-    )
-    .ok()?;
+        "lib.so",
+    )?;
     // Smaller by about the dropped images, compressed: each deflated on its
     // own (zlib level 6), within 10 %.
     run(&ours(), &["extract", "lib.so", "-o", "images"], d).ok()?;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 
 pub const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
@@ -55,11 +55,11 @@ pub fn tests() -> Vec<Trial> {
     ]
 }
 
-type Cache = std::sync::OnceLock<Result<PathBuf, String>>;
+pub type Cache = std::sync::OnceLock<Result<PathBuf, String>>;
 
 /// The cache `scripts/real-libs.sh` fills when run with `args`, filled
 /// once per run of the tests (in `cell`).
-fn fetched(cell: &'static Cache, args: &[&str]) -> Result<PathBuf, Failed> {
+pub fn fetched(cell: &'static Cache, args: &[&str]) -> Result<PathBuf, Failed> {
     cell.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
         let mut all = vec![script.to_string_lossy().into_owned()];
@@ -248,15 +248,9 @@ fn cuda_wheel(wheel: &str, member: &str, rules: &[(&[&str], i32)]) -> Result<(),
     let t = tempdir();
     let d = t.path();
     let wheel = cache.join(wheel);
-    let wheel = wheel.to_string_lossy();
     let lib = member.rsplit('/').next().unwrap_or(member);
-    let unzip = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
-    run(
-        Path::new("/usr/bin/python3"),
-        &["-c", unzip, &wheel, member, lib],
-        d,
-    )
-    .ok()?;
+    unzip(&wheel, member, d, lib)?;
+    let wheel = wheel.to_string_lossy();
     let from_wheel = images(&ours_json(&["inspect", "--json", "--hash=md5", &wheel], d)?);
     let from_lib = images(&ours_json(&["inspect", "--json", "--hash=md5", lib], d)?);
     let ours_images = from_lib.get(lib).ok_or("no images")?;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::prune::{dropped_bytes, hashed, record_checks, shrunk_by};
-use crate::util::{llvm, ours, ours_json, run, run_within_env, same, tempdir, trial};
+use crate::prune::{dropped_bytes, hashed, pruned_wheel, shrunk_by};
+use crate::util::{llvm, ours, ours_json, run, run_within_env, same, tempdir, trial, unzip};
 
 pub const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl";
 pub const CUPY: &str = "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl";
@@ -65,24 +65,8 @@ pub fn tests() -> Vec<Trial> {
 
 /// The cache `scripts/real-libs.sh --windows` fills (once per run).
 pub fn windows_downloads() -> Result<PathBuf, Failed> {
-    static DIR: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/real-libs.sh");
-        let r = run(
-            Path::new("/bin/bash"),
-            &[script.to_string_lossy().as_ref(), "--windows"],
-            Path::new("/"),
-        );
-        if r.code != 0 {
-            return Err(format!(
-                "scripts/real-libs.sh --windows failed: {}",
-                r.stderr
-            ));
-        }
-        Ok(PathBuf::from(String::from_utf8_lossy(&r.stdout).trim()))
-    })
-    .clone()
-    .map_err(Failed::from)
+    static DIR: crate::real_libs::Cache = crate::real_libs::Cache::new();
+    crate::real_libs::fetched(&DIR, &["--windows"])
 }
 
 /// Images of one (target, image kind): how many, and their bytes
@@ -188,18 +172,6 @@ fn against_linux(
         }
     }
     Ok(cache)
-}
-
-/// Copies `member` of the zip `wheel` to `dir`/`name`.
-fn unzip(wheel: &Path, member: &str, dir: &Path, name: &str) -> Result<(), Failed> {
-    let script = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3], 'wb').write(z.read(sys.argv[2]))\n";
-    run(
-        Path::new("/usr/bin/python3"),
-        &["-c", script, &wheel.to_string_lossy(), member, name],
-        dir,
-    )
-    .ok()
-    .map(|_| ())
 }
 
 /// The kernels `inspect --kernels` lists in `file`: (target, image kind,
@@ -466,21 +438,7 @@ fn prune_curand() -> Result<(), Failed> {
         original,
     )?;
 
-    std::fs::copy(cache.join(CURAND), d.join("in.whl"))?;
-    run(
-        &ours(),
-        &["prune", "--keep", "sm_80", "-o", CURAND, "in.whl"],
-        d,
-    )
-    .ok()?;
-    let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
-    if size(CURAND)? >= size("in.whl")? {
-        return Err("the wheel did not shrink".into());
-    }
-    if record_checks(d, CURAND)? < 3 {
-        return Err("RECORD lists too few files".into());
-    }
-    Ok(())
+    pruned_wheel(d, &cache.join(CURAND), CURAND, "sm_80", 3)
 }
 
 /// CuPy's three `.pyd` files with device code, each pruned to sm_80 (see

@@ -69,15 +69,21 @@ const GPUS: [&str; 3] = [
     "--offload-arch=gfx942",
 ];
 
+/// The clang arguments that compile the HIP file `source` (a path) for
+/// [`GPUS`] into `object`, position-independent, with `extra` flags.
+pub(super) fn hip_args<'a>(source: &'a str, object: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["-x", "hip", "-nogpulib", "-nogpuinc", "-fPIC", "-c"];
+    args.extend(GPUS);
+    args.extend(extra);
+    args.extend([source, "-o", object]);
+    args
+}
+
 /// Compiles `linker-tests/prune/<source>` as HIP for [`GPUS`] into `object`
 /// in `d`, with `extra` flags.
 fn hip(d: &Path, source: &str, object: &str, extra: &[&str]) -> Result<(), Failed> {
     let source = src(source);
-    let mut args = vec!["-x", "hip", "-nogpulib", "-nogpuinc", "-fPIC", "-c"];
-    args.extend(GPUS);
-    args.extend(extra);
-    args.extend([source.as_str(), "-o", object]);
-    run(&llvm("clang++"), &args, d).ok()?;
+    run(&llvm("clang++"), &hip_args(&source, object, extra), d).ok()?;
     Ok(())
 }
 

@@ -22,6 +22,7 @@ use object::elf::{FileHeader64, SectionHeader64};
 use object::pod::{bytes_of_slice, from_bytes_mut};
 use object::read::elf::{FileHeader as _, SectionHeader as _};
 
+use super::objects::hip_args;
 use super::{dropped_bytes, output, readelf_clean, src};
 use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir, trial};
 
@@ -140,22 +141,7 @@ fn shrink(cpu: &Cpu) -> Result<(), Failed> {
     ] {
         let source = src(&format!("{k}.hip"));
         let object = format!("{k}.o");
-        let mut args = vec![
-            "-x",
-            "hip",
-            "--offload-arch=gfx90a",
-            "--offload-arch=gfx1030",
-            "--offload-arch=gfx942",
-            "-nogpulib",
-            "-nogpuinc",
-            "-fPIC",
-            "-c",
-            &source,
-            "-o",
-            &object,
-        ];
-        args.extend(extra);
-        cpu.clang(d, true, &args)?;
+        cpu.clang(d, true, &hip_args(&source, &object, extra.as_slice()))?;
     }
     let stub = src("hip_stub.c");
     let mut args = vec!["-fuse-ld=lld", "-shared", "-fPIC", &stub, cpu.zstd];
@@ -270,22 +256,8 @@ fn shrink_32_bit() -> Result<(), Failed> {
             ("k3", None),
         ] {
             let (source, object) = (src(&format!("{k}.hip")), format!("{triple}-{k}.o"));
-            let mut args = vec![
-                target.as_str(),
-                "-x",
-                "hip",
-                "--offload-arch=gfx90a",
-                "--offload-arch=gfx1030",
-                "--offload-arch=gfx942",
-                "-nogpulib",
-                "-nogpuinc",
-                "-fPIC",
-                "-c",
-                &source,
-                "-o",
-                &object,
-            ];
-            args.extend(extra);
+            let mut args = vec![target.as_str()];
+            args.extend(hip_args(&source, &object, extra.as_slice()));
             run(&llvm("clang++"), &args, d).ok()?;
             objects.push(object);
         }
