@@ -7,6 +7,7 @@
 //! | `.hip_fatbin` (COFF `.hip_fat`, Mach-O `__hip_fatbin`) | clang bundles and CCOBs, back to back, 4096-aligned | docs/formats/bundles.md, docs/formats/sections.md |
 //! | `.nv_fatbin`, `__nv_relfatbin` (Mach-O `__nv_fatbin`) | CUDA fatbin containers | docs/formats/cuda-fatbin.md |
 //! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | docs/formats/cuda-fatbin.md |
+//! | `.llvm` in a PE image (lld-link cuts `.llvm.offloading` there, with the other `.llvm.*` sections) | OffloadBinaries among other data (the offload entries' names) | docs/windows.md |
 //! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | docs/formats/bundles.md §3 |
 //!
 //! Sections are recognised by type (ELF) or name, whatever their flags:
@@ -30,6 +31,12 @@ pub(super) enum Role {
     Wrappers,
     /// One entry of a bundled object; the ID follows the prefix.
     BundleEntry(Vec<u8>),
+    /// OffloadBinaries among other bytes: a PE image's `.llvm` section,
+    /// where lld-link puts every `.llvm.*` input section (it cuts an output
+    /// section's name at its second dot), so the OffloadBinaries of
+    /// `.llvm.offloading` share it with the offload entries' name strings
+    /// of `.llvm.rodata.offloading`.
+    Mixed,
 }
 
 /// A section that holds device code.
@@ -146,6 +153,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         }
         let role = match elf {
             Some((SHT_LLVM_OFFLOADING, _)) => Some(Role::OffloadBinaries),
+            None if format == "PE" && name == b".llvm" => Some(Role::Mixed),
             _ => role_by_name(name),
         };
         let Some(role) = role else { continue };

@@ -99,6 +99,9 @@ enum Expect {
     Sequence { whole: bool },
     /// Anything; candidates that fail are skipped (a raw scan).
     Raw { whole: bool },
+    /// OffloadBinaries among other data: the bytes between them are not
+    /// read, but a candidate that fails is damage, as in a sequence.
+    Among,
 }
 
 impl Expect {

@@ -238,3 +238,48 @@ pub(crate) fn coff_object(fatbins: &[Vec<u8>], arm64: bool) -> Vec<u8> {
     }
     o.write().expect("writes")
 }
+
+/// A 64-bit x86-64 PE DLL with one initialized-data section `name`
+/// holding `data`, and nothing else of note (no relocations).
+pub(crate) fn dll_with_section(name: [u8; 8], data: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(data.len()).expect("small");
+    let mut out = Vec::new();
+    let mut w = Writer::new(true, 0x1000, 0x200, &mut out);
+    w.reserve_dos_header_and_stub();
+    w.reserve_nt_headers(16);
+    w.reserve_section_headers(1);
+    let r = w.reserve_section(
+        name,
+        pe::IMAGE_SCN_CNT_INITIALIZED_DATA | pe::IMAGE_SCN_MEM_READ,
+        len,
+        len,
+    );
+    w.write_dos_header_and_stub().expect("writes");
+    w.write_nt_headers(NtHeaders {
+        machine: pe::IMAGE_FILE_MACHINE_AMD64,
+        time_date_stamp: 0,
+        characteristics: pe::IMAGE_FILE_EXECUTABLE_IMAGE
+            | pe::IMAGE_FILE_LARGE_ADDRESS_AWARE
+            | pe::IMAGE_FILE_DLL,
+        major_linker_version: 14,
+        minor_linker_version: 0,
+        address_of_entry_point: 0,
+        image_base: IMAGE_BASE,
+        major_operating_system_version: 6,
+        minor_operating_system_version: 0,
+        major_image_version: 0,
+        minor_image_version: 0,
+        major_subsystem_version: 6,
+        minor_subsystem_version: 0,
+        subsystem: pe::IMAGE_SUBSYSTEM_WINDOWS_GUI,
+        dll_characteristics: pe::IMAGE_DLLCHARACTERISTICS_DYNAMIC_BASE
+            | pe::IMAGE_DLLCHARACTERISTICS_NX_COMPAT,
+        size_of_stack_reserve: 0x10_0000,
+        size_of_stack_commit: 0x1000,
+        size_of_heap_reserve: 0x10_0000,
+        size_of_heap_commit: 0x1000,
+    });
+    w.write_section_headers();
+    w.write_section(r.file_offset, data);
+    out
+}

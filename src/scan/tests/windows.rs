@@ -150,3 +150,45 @@ fn coff_objects_keep_long_names_and_64_bit_wrappers() {
         );
     }
 }
+
+/// What lld-link makes of an OpenMP program's `.llvm.offloading` and
+/// `.llvm.rodata.offloading`: one `.llvm` section, the OffloadBinaries
+/// first and the entries' names after them.
+fn llvm_section(obs: &[u8]) -> Vec<u8> {
+    let mut data = obs.to_vec();
+    // Names that hold a bundle's and a CCOB's magic are still names.
+    data.extend_from_slice(b"__omp_offloading_fe00_1_main_l3\0__CLANG_OFFLOAD_BUNDLE__\0CCOB\0");
+    data
+}
+
+#[test]
+fn openmp_images_in_an_lld_link_dll_share_the_llvm_section_with_names() {
+    let obs = [
+        offload_binary(&[("amdgcn-amd-amdhsa", "gfx90a", b"\x7fELF-gfx90a")]),
+        offload_binary(&[("amdgcn-amd-amdhsa", "gfx1030", b"\x7fELF-gfx1030")]),
+    ]
+    .concat();
+    let dll = pe::dll_with_section(*b".llvm\0\0\0", &llvm_section(&obs));
+    let r = scan(&dll, &Options::default());
+    sane(&r, dll.len());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert!(r.used_sections && !r.used_raw_scan);
+    let arches: Vec<&str> = r.images.iter().map(|i| i.arch.as_str()).collect();
+    assert_eq!(arches, ["gfx90a", "gfx1030"]);
+
+    // A damaged OffloadBinary there is damage, not other data.
+    let mut bad = obs.clone();
+    bad[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+    let dll = pe::dll_with_section(*b".llvm\0\0\0", &llvm_section(&bad));
+    let r = scan(&dll, &Options::default());
+    assert!(
+        r.problems.iter().any(|p| p.kind == ProblemKind::Damage),
+        "{:?}",
+        r.problems
+    );
+
+    // Another section of the image is not read.
+    let names_only = pe::dll_with_section(*b".rdata\0\0", &llvm_section(&obs));
+    let r = scan(&names_only, &Options::default());
+    assert!(r.images.is_empty() && r.problems.is_empty(), "{r:?}");
+}

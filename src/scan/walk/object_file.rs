@@ -24,6 +24,7 @@ impl Walker<'_> {
                 Role::OffloadBinaries | Role::Fatbins => {
                     self.region(sec.data, &l, Expect::Sequence { whole: false });
                 }
+                Role::Mixed => self.region(sec.data, &l, Expect::Among),
                 Role::Wrappers => self.wrappers(o, sec, &l, loc.abs),
                 Role::BundleEntry(id) => bundle_sections.push((id.clone(), sec, l)),
             }

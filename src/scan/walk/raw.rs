@@ -17,12 +17,19 @@ impl Walker<'_> {
         finders.search(bytes, |cands| {
             let mut cursor = 0usize;
             let mut explained = true;
-            let sequence = matches!(expect, Expect::Sequence { .. });
+            let sequence = matches!(expect, Expect::Sequence { .. } | Expect::Among);
+            let gaps = matches!(expect, Expect::Sequence { .. });
             while let Some((pos, magic)) = cands.next() {
                 if self.stopped() {
                     return;
                 }
                 if pos < cursor {
+                    continue;
+                }
+                if expect == Expect::Among && magic != Magic::OffloadBinary {
+                    // The other data there is names: text that may hold a
+                    // bundle's or CCOB's magic, never an OffloadBinary's
+                    // (0xFF is no part of UTF-8).
                     continue;
                 }
                 if magic == Magic::Bundle && text::is_marker(&bytes[pos..]) {
@@ -37,7 +44,7 @@ impl Walker<'_> {
                     }
                     continue;
                 }
-                if sequence && explained {
+                if gaps && explained {
                     self.gap(bytes, cursor, pos, loc);
                 }
                 match self.container_at(bytes, pos, magic, loc) {
@@ -74,7 +81,7 @@ impl Walker<'_> {
                     }
                 }
             }
-            if sequence && explained {
+            if gaps && explained {
                 self.gap(bytes, cursor, bytes.len(), loc);
             }
         });
