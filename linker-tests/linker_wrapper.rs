@@ -180,6 +180,29 @@ fn same_program(args: &[&str], launches: usize) -> Result<(), Failed> {
     same("program output", &outputs[0], &outputs[1])
 }
 
+/// The commands a `--dry-run` printed, with temporary names masked (also
+/// after the last `=` of arguments such as `-input=<file>`), and the
+/// bundler's path, which differs between the wrappers, made `BUNDLER`.
+fn mask_dry_run(printed: &str) -> String {
+    mask_temps(printed)
+        .lines()
+        .map(|l| {
+            let words: Vec<String> = l
+                .split(' ')
+                .map(|w| match w.rsplit_once('=') {
+                    Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
+                    None => w.to_string(),
+                })
+                .collect();
+            let l = words.join(" ");
+            match l.split_once("clang-offload-bundler\" ") {
+                Some((_, rest)) => format!("BUNDLER {rest}\n"),
+                None => format!("{l}\n"),
+            }
+        })
+        .collect()
+}
+
 /// Masks the random part of temporary file names (`/tmp/x-1a2b3c.o`).
 fn mask_temps(text: &str) -> String {
     let tmp = std::env::temp_dir().to_string_lossy().into_owned();

@@ -482,3 +482,67 @@ pub fn unzip(wheel: &Path, member: &str, dir: &Path, name: &str) -> Result<(), F
     .ok()
     .map(|_| ())
 }
+
+/// Wine (Debian's `wine64`) running `load.exe` (linker-tests/windows/load.c,
+/// built with clang and lld-link against an import library of kernel32
+/// that llvm-dlltool makes), which loads a DLL and calls one export `int
+/// f(int *out)`; its own prefix, in the directory it was made for.
+pub struct Wine {
+    dir: PathBuf,
+}
+
+impl Wine {
+    /// Builds `load.exe` in `dir`.
+    pub fn new(dir: &Path) -> Result<Wine, Failed> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests/windows");
+        let def = src.join("kernel32.def").to_string_lossy().into_owned();
+        let args = ["-m", "i386:x86-64", "-d", &def, "-l", "kernel32.lib"];
+        run(&llvm("llvm-dlltool"), &args, dir).ok()?;
+        let c = src.join("load.c").to_string_lossy().into_owned();
+        let args = [
+            "-target",
+            "x86_64-pc-windows-msvc",
+            "-O1",
+            "-ffreestanding",
+            "-c",
+            &c,
+            "-o",
+            "load.obj",
+        ];
+        run(&llvm("clang"), &args, dir).ok()?;
+        let args = [
+            "/nologo",
+            "/entry:mainCRTStartup",
+            "/subsystem:console",
+            "/nodefaultlib",
+            "load.obj",
+            "kernel32.lib",
+            "/out:load.exe",
+        ];
+        run(&llvm("lld-link"), &args, dir).ok()?;
+        Ok(Wine {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Loads `dll` (a path from the directory) under Wine and calls its
+    /// `export`: what `load.exe` printed, "STATUS VALUE", after exit code 0.
+    pub fn call(&self, dll: &str, export: &str) -> Result<String, Failed> {
+        let prefix = self.dir.join("wine");
+        let prefix = prefix.to_string_lossy();
+        let env = [("WINEPREFIX", prefix.as_ref()), ("WINEDEBUG", "-all")];
+        let r = run_within_env(
+            180,
+            Path::new("/usr/lib/wine/wine64"),
+            &["load.exe", dll, export],
+            &env,
+            &self.dir,
+        )?;
+        same(
+            &format!("wine load.exe {dll} {export}: exit code"),
+            r.code,
+            0,
+        )?;
+        Ok(String::from_utf8_lossy(&r.stdout).trim().to_string())
+    }
+}

@@ -14,7 +14,7 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::prune::{dropped_bytes, hashed, pruned_wheel, shrunk_by};
-use crate::util::{llvm, ours, ours_json, run, run_within_env, same, tempdir, trial, unzip};
+use crate::util::{Wine, llvm, ours, ours_json, run, same, tempdir, trial, unzip};
 
 pub const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl";
 pub const CUPY: &str = "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl";
@@ -369,65 +369,8 @@ fn prune_curand() -> Result<(), Failed> {
     )?;
     pruned_pe(d, "lib.dll", "out.dll")?;
 
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests/windows");
-    let def = src.join("kernel32.def");
-    run(
-        &llvm("llvm-dlltool"),
-        &[
-            "-m",
-            "i386:x86-64",
-            "-d",
-            &def.to_string_lossy(),
-            "-l",
-            "kernel32.lib",
-        ],
-        d,
-    )
-    .ok()?;
-    let c = src.join("load.c");
-    run(
-        &llvm("clang"),
-        &[
-            "-target",
-            "x86_64-pc-windows-msvc",
-            "-O1",
-            "-ffreestanding",
-            "-c",
-            &c.to_string_lossy(),
-            "-o",
-            "load.obj",
-        ],
-        d,
-    )
-    .ok()?;
-    run(
-        &llvm("lld-link"),
-        &[
-            "/nologo",
-            "/entry:mainCRTStartup",
-            "/subsystem:console",
-            "/nodefaultlib",
-            "load.obj",
-            "kernel32.lib",
-            "/out:load.exe",
-        ],
-        d,
-    )
-    .ok()?;
-    let prefix = d.join("wine");
-    let prefix = prefix.to_string_lossy();
-    let env = [("WINEPREFIX", prefix.as_ref()), ("WINEDEBUG", "-all")];
-    let wine = |dll: &str| -> Result<String, Failed> {
-        let r = run_within_env(
-            180,
-            Path::new("/usr/lib/wine/wine64"),
-            &["load.exe", dll, "curandGetVersion"],
-            &env,
-            d,
-        )?;
-        same(&format!("wine load.exe {dll}: exit code"), r.code, 0)?;
-        Ok(String::from_utf8_lossy(&r.stdout).trim().to_string())
-    };
+    let wine = Wine::new(d)?;
+    let wine = |dll: &str| wine.call(dll, "curandGetVersion");
     let original = wine("lib.dll")?;
     if !original.starts_with("0 1") {
         return Err(format!("curandGetVersion under Wine answered {original:?}").into());

@@ -230,25 +230,7 @@ fn same_gpu_dry_run(p: &GpuProgram) -> Result<(), Failed> {
         if out.code != 0 {
             return Err(format!("--dry-run: exit {}: {}", out.code, out.stderr).into());
         }
-        // File arguments such as `-input=<file>` and `--image3=…,file=<file>`
-        // are masked after their last `=`.
-        let text: String = mask_temps(&out.stderr)
-            .lines()
-            .map(|l| {
-                let words: Vec<String> = l
-                    .split(' ')
-                    .map(|w| match w.rsplit_once('=') {
-                        Some((k, v)) => format!("{k}={}", mask_temps(v).trim_end()),
-                        None => w.to_string(),
-                    })
-                    .collect();
-                let l = words.join(" ");
-                match l.split_once("clang-offload-bundler\" ") {
-                    Some((_, rest)) => format!("BUNDLER {rest}\n"),
-                    None => format!("{l}\n"),
-                }
-            })
-            .collect();
+        let text = mask_dry_run(&out.stderr);
         texts.push(text);
     }
     let packer = if gpu == Gpu::Hip {
