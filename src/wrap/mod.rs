@@ -349,6 +349,11 @@ impl InputShape {
     }
 }
 
+/// Whether objects are written for `triple` as a Windows host (COFF).
+pub(crate) fn is_coff_host(triple: &str) -> bool {
+    matches!(coff::host(triple), Ok(Some(_)))
+}
+
 /// Whether the object for `triple` is COFF, whose section symbols carry
 /// checksums of the inputs ([`InputShape::crc`]). An unsupported Windows
 /// triple counts as COFF: its error comes when the object is laid out.
