@@ -39,8 +39,8 @@ pub(super) fn bad_input() -> Result<(), Failed> {
             "app-dev.so",
         ),
         (
-            &["--kind=openmp", "--triple=x86_64-pc-windows-msvc", &good],
-            "windows",
+            &["--kind=openmp", "--triple=i686-pc-windows-msvc", &good],
+            "32-bit Windows",
         ),
         (&["--kind=openmp", "--triple=bogus", &good], "bogus"),
         (

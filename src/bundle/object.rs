@@ -47,7 +47,7 @@
 //! the private `coff` module) can be written; Mach-O and XCOFF hosts, and PE
 //! images, are read but not bundled into or stripped.
 
-mod coff;
+pub(crate) mod coff;
 #[cfg(feature = "files")]
 mod file;
 mod rewrite;

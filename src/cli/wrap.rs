@@ -26,8 +26,9 @@ pub struct Opts {
     /// Output object file.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
-    /// Host target triple (an ELF target: x86_64, aarch64, powerpc64le,
-    /// s390x or riscv64).
+    /// Host target triple: an ELF target (x86_64, aarch64, powerpc64le,
+    /// s390x or riscv64), or x86_64 or aarch64 Windows (a COFF object;
+    /// `-windows-msvc` or MinGW's `-windows-gnu`).
     #[arg(long, value_name = "TRIPLE", default_value_t = host_triple())]
     triple: String,
     /// Runtime interface: llvm (LLVM 20 and later), legacy (LLVM 19 and

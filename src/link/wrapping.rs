@@ -7,16 +7,20 @@ use super::exec::open;
 use super::failure::Failure;
 use super::job::Options;
 use crate::files::{Input, write_pieces};
+use crate::layout::Piece;
+use crate::llvm::jam_crc::JamCrc;
 use crate::llvm::triple::{ObjectFormat, Triple};
 use crate::offload_binary;
 use crate::wrap::{self, Abi, Image, Kind, SyclImage};
 
-/// Whether a `--dry-run` for a host whose objects are not ELF (COFF):
-/// offload-kit writes only ELF wrapper objects, so the object is left
+/// Whether a `--dry-run` for a host whose objects offload-kit does not
+/// write (neither ELF nor a supported Windows host): the object is left
 /// empty; the dry run prints the same commands as LLVM's, which is all it
 /// is for.
 fn empty_under_dry_run(dry_run: bool, host_triple: &str) -> bool {
-    dry_run && Triple::parse(host_triple).object_format() != ObjectFormat::Elf
+    dry_run
+        && Triple::parse(host_triple).object_format() != ObjectFormat::Elf
+        && !wrap::is_coff_host(host_triple)
 }
 
 /// Writes the wrapper object registering the HIP or CUDA fat binary
@@ -143,6 +147,15 @@ pub fn wrap_images(
         shapes.push(wrap::InputShape::new(pack.size, image, arch));
         packs.push(pack);
     }
+    if wrap::needs_checksums(host_triple) {
+        // COFF section symbols carry the checksum of the images: each
+        // packed input's, read through its pieces.
+        for (i, shape) in shapes.iter_mut().enumerate() {
+            let img = inputs.get(i).map(|(img, _, _)| img.bytes()).unwrap_or(&[]);
+            let crc = packs.get(i).map(|p| checksum(p, img)).unwrap_or_default();
+            *shape = shape.clone().with_crc(crc);
+        }
+    }
     let opts = wrap::Options {
         kind: Kind::OpenMp,
         abi: Abi::Llvm,
@@ -163,6 +176,20 @@ pub fn wrap_images(
         .ok_or_else(|| cannot(&"an image is missing from the layout"))?;
     let payload = |i: usize| inputs.get(i).map(|(img, _, _)| (img, img.bytes()));
     write_pieces(&layout, payload, out).map_err(|e| Failure::file(out_name, &e))
+}
+
+/// The checksum of the file `layout` describes, whose one payload is
+/// `image`.
+fn checksum(layout: &crate::layout::Layout, image: &[u8]) -> JamCrc {
+    let mut crc = JamCrc::new();
+    for p in &layout.pieces {
+        match p {
+            Piece::Bytes(b) => crc.update(b),
+            Piece::Zeros(n) => crc.zeros(*n),
+            Piece::Image(_) => crc.update(image),
+        }
+    }
+    crc
 }
 
 /// `--emit-fatbin-only` for OpenMP: the one linked image packed as LLVM
@@ -239,10 +266,18 @@ mod tests {
         let mut out = tempfile::tempfile().unwrap();
         wrap_fatbin(host, Kind::Hip, &dl.output, false, (&mut out, "w")).unwrap();
         assert!(written(&mut out).starts_with(b"\x7fELF"));
-        // A dry run for a COFF host leaves the object empty.
-        let mut out = tempfile::tempfile().unwrap();
+        // A Windows host gets a COFF object, also from a dry run (of an
+        // empty fatbin, as LLVM); a Mach-O host's dry run leaves it empty.
         let coff = "x86_64-pc-windows-msvc";
+        let mut out = tempfile::tempfile().unwrap();
+        wrap_images(&o, coff, std::slice::from_ref(&dl), &[], (&mut out, "w")).unwrap();
+        assert!(written(&mut out).starts_with(&[0x64, 0x86]));
+        let mut out = tempfile::tempfile().unwrap();
         wrap_fatbin(coff, Kind::Cuda, "nothing", true, (&mut out, "w")).unwrap();
+        assert!(written(&mut out).starts_with(&[0x64, 0x86]));
+        let mut out = tempfile::tempfile().unwrap();
+        let macho = "x86_64-apple-darwin";
+        wrap_fatbin(macho, Kind::Cuda, "nothing", true, (&mut out, "w")).unwrap();
         assert!(written(&mut out).is_empty());
     }
 

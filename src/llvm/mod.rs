@@ -8,6 +8,7 @@
 
 pub mod dense_map;
 pub mod hashing;
+pub(crate) mod jam_crc;
 pub mod path;
 pub mod string_map;
 pub mod string_table;

@@ -82,6 +82,7 @@
 //! ```
 
 mod arch;
+mod coff;
 mod eh_frame;
 mod fatbin;
 mod merge;
@@ -96,6 +97,7 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::llvm::jam_crc::JamCrc;
 use crate::num::len64;
 use crate::offload_binary::{self, Limits};
 use arch::{CpuInfo, Fatbin};
@@ -302,6 +304,7 @@ impl Image<'_> {
             size: len64(self.bytes),
             image: self.image.clone(),
             arch: self.arch.clone(),
+            crc: None,
         }
     }
 }
@@ -321,13 +324,41 @@ pub(crate) struct InputShape {
     pub image: Range<u64>,
     /// The target ID, as [`Image::arch`].
     pub arch: Option<String>,
+    /// The checksum of the input's bytes, which COFF objects carry
+    /// ([`InputShape::with_crc`]); unused for ELF.
+    pub crc: Option<JamCrc>,
 }
 
 impl InputShape {
     /// An input of `size` bytes whose device image is `image`.
     pub fn new(size: u64, image: Range<u64>, arch: Option<String>) -> InputShape {
-        InputShape { size, image, arch }
+        InputShape {
+            size,
+            image,
+            arch,
+            crc: None,
+        }
     }
+
+    /// This shape with the checksum of the input's bytes.
+    pub fn with_crc(self, crc: JamCrc) -> InputShape {
+        InputShape {
+            crc: Some(crc),
+            ..self
+        }
+    }
+}
+
+/// Whether objects are written for `triple` as a Windows host (COFF).
+pub(crate) fn is_coff_host(triple: &str) -> bool {
+    matches!(coff::host(triple), Ok(Some(_)))
+}
+
+/// Whether the object for `triple` is COFF, whose section symbols carry
+/// checksums of the inputs ([`InputShape::crc`]). An unsupported Windows
+/// triple counts as COFF: its error comes when the object is laid out.
+pub(crate) fn needs_checksums(triple: &str) -> bool {
+    !matches!(coff::host(triple), Ok(None))
 }
 
 fn align_up(x: u64, a: u64) -> Result<u64> {
@@ -348,7 +379,20 @@ pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
 /// Describes the wrapper object for `images`: everything but the image
 /// bytes as built pieces, and [`Piece::Image`](crate::layout::Piece::Image)`(i)` where input `i` goes.
 pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
-    let shapes: Vec<InputShape> = images.iter().map(Image::shape).collect();
+    let checksums = needs_checksums(&opts.triple);
+    let shapes: Vec<InputShape> = images
+        .iter()
+        .map(|i| {
+            let shape = i.shape();
+            if checksums {
+                let mut crc = JamCrc::new();
+                crc.update(i.bytes);
+                shape.with_crc(crc)
+            } else {
+                shape
+            }
+        })
+        .collect();
     layout_shapes(opts, &shapes)
 }
 
@@ -356,6 +400,13 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
 /// [`Piece::Image`](crate::layout::Piece::Image)`(i)` is where input `i`
 /// goes.
 pub(crate) fn layout_shapes(opts: &Options, images: &[InputShape]) -> Result<Layout> {
+    if let Some(host) = coff::host(&opts.triple)? {
+        if images.is_empty() {
+            return Err(Error::usage("no input images"));
+        }
+        opts.check()?;
+        return coff::layout(host, opts, images);
+    }
     let cpu = arch::for_triple(&opts.triple)?;
     let os = HostOs::of(&opts.triple);
     if images.is_empty() {

@@ -94,7 +94,7 @@ impl Cpu for AArch64 {
 
 /// How a branch encodes its word offset.
 #[derive(Debug, Clone, Copy)]
-enum Branch {
+pub(crate) enum Branch {
     /// `b`, `bl`: 26 bits from bit 0.
     Imm26,
     /// `b.cond`, `cbz`, `cbnz`: 19 bits from bit 5.

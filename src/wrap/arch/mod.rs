@@ -22,12 +22,12 @@
 //! through the PLT), because static-model code cannot link into a PIE
 //! (docs/formats/wrapper-objects.md).
 
-mod aarch64;
-mod asm;
+pub(super) mod aarch64;
+pub(super) mod asm;
 mod ppc64;
 mod riscv64;
 mod s390x;
-mod x86_64;
+pub(super) mod x86_64;
 
 use gimli::write::{CallFrameInstruction, CommonInformationEntry};
 use gimli::{DW_EH_PE_pcrel, DW_EH_PE_sdata4, Encoding, Format};

@@ -90,7 +90,7 @@ impl Cpu for X86_64 {
     }
 }
 
-fn nops(mut len: usize) -> Vec<u8> {
+pub(crate) fn nops(mut len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len);
     while len > 0 {
         let n = len.min(NOPS.len());
@@ -107,7 +107,7 @@ fn nops(mut len: usize) -> Vec<u8> {
 /// A jump or call displacement to a label, relative to the end of the
 /// field (x86 instructions end with it here).
 #[derive(Debug, Clone, Copy)]
-enum Rel {
+pub(crate) enum Rel {
     /// One byte (`jcc rel8`, `jmp rel8`).
     Rel8,
     /// Four bytes (`call rel32`, `jcc rel32`, `lea [rip + disp32]`).

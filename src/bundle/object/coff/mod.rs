@@ -47,7 +47,7 @@ use super::{MAGIC, NewSection, Written, is_bundle_section};
 use crate::error::{Error, Result};
 
 mod read;
-mod strtab;
+pub(crate) mod strtab;
 #[cfg(test)]
 mod tests;
 mod write;

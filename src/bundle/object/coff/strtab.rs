@@ -5,12 +5,16 @@
 //! strings; within each group the strings are sorted by their reversed
 //! bytes, descending, and a string that is a suffix of the one placed just
 //! before it shares its bytes (also across the two groups).
+//!
+//! LLVM's COFF object writer (`llc -filetype=obj`) builds the same table
+//! with a single group: the wrapper's COFF objects (`crate::wrap`) pass no
+//! section names as the first group.
 
 use std::collections::BTreeMap;
 
 /// A finished string table.
 #[derive(Debug, Clone)]
-pub(super) struct StringTable {
+pub(crate) struct StringTable {
     bytes: Vec<u8>,
     offsets: BTreeMap<Vec<u8>, u64>,
 }
@@ -18,7 +22,7 @@ pub(super) struct StringTable {
 impl StringTable {
     /// The table of `first` (long section names) and `rest` (long symbol
     /// names); a string in both counts as a section name.
-    pub(super) fn build(first: &[&[u8]], rest: &[&[u8]]) -> StringTable {
+    pub(crate) fn build(first: &[&[u8]], rest: &[&[u8]]) -> StringTable {
         let mut high: Vec<&[u8]> = first.to_vec();
         high.sort_unstable();
         high.dedup();
@@ -52,19 +56,19 @@ impl StringTable {
     }
 
     /// The table's size in bytes.
-    pub(super) fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         self.bytes.len() as u64
     }
 
     /// The table's bytes, the size field filled in with `size` (the
     /// caller has checked that the size fits).
-    pub(super) fn into_bytes(mut self, size: u32) -> Vec<u8> {
+    pub(crate) fn into_bytes(mut self, size: u32) -> Vec<u8> {
         self.bytes[..4].copy_from_slice(&size.to_le_bytes());
         self.bytes
     }
 
     /// The offset of `s`, which must have been added.
-    pub(super) fn offset(&self, s: &[u8]) -> Option<u64> {
+    pub(crate) fn offset(&self, s: &[u8]) -> Option<u64> {
         self.offsets.get(s).copied()
     }
 }
@@ -72,7 +76,7 @@ impl StringTable {
 /// The 8-byte name field of a section whose name is at `offset` in the
 /// string table: `/` and the offset in decimal up to 9,999,999, then `//`
 /// and six base-64 digits; `None` past 64^6 - 1.
-pub(super) fn long_section_name(offset: u64) -> Option<[u8; 8]> {
+pub(crate) fn long_section_name(offset: u64) -> Option<[u8; 8]> {
     let mut out = [0u8; 8];
     if offset <= 9_999_999 {
         let text = format!("/{offset}");

@@ -444,21 +444,9 @@ fn section_header(s: &Sec<'_>, p: &Place, strings: &StringTable) -> Result<[u8; 
     Ok(h)
 }
 
-/// `JamCRC` with initial value 0: the reflected CRC-32 (polynomial
-/// 0xEDB88320) without the final inversion.
+/// `JamCRC` with initial value 0 (`crate::llvm::jam_crc`).
 pub(super) fn jam_crc(data: &[u8]) -> u32 {
-    let mut crc = 0u32;
-    for &b in data {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
+    crate::llvm::jam_crc::jam_crc(data)
 }
 
 /// A file offset, which COFF keeps in 32 bits.
