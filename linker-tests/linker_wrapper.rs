@@ -25,6 +25,7 @@ mod dry_runs;
 mod failures;
 mod gpu;
 mod libraries;
+mod windows;
 
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -312,5 +313,6 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(failures::tests());
     trials.extend(libraries::tests());
     trials.extend(gpu::tests());
+    trials.extend(windows::tests());
     trials
 }
