@@ -17,7 +17,8 @@
 //! This file holds the fixture and the helpers that build, wrap, link and
 //! run; `runs.rs` has the programs run on libomptarget, `stub.rs` the
 //! differential trials, `llc.rs` the objects compared byte for byte with
-//! llc's, `cpus.rs` every host CPU, `inputs.rs` bad inputs and outputs.
+//! llc's, `cpus.rs` every host CPU, `coff.rs` Windows hosts, `inputs.rs`
+//! bad inputs and outputs.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use crate::util::{llvm, ours, tempdir, trial};
 
+mod coff;
 mod cpus;
 mod inputs;
 mod llc;
@@ -682,6 +684,7 @@ pub fn tests() -> Vec<Trial> {
     v.extend(stub::tests());
     v.extend(llc::tests());
     v.extend(cpus::tests());
+    v.extend(coff::tests());
     v.push(trial("wrap::bad_input", &base(&[]), inputs::bad_input));
     v.push(trial("wrap::outputs", &[], inputs::outputs));
     v

@@ -35,7 +35,9 @@ impl JamCrc {
         let mut h = crc32fast::Hasher::new_with_initial(!self.reg);
         h.update(bytes);
         self.reg = !h.finalize();
-        self.len = self.len.saturating_add(crate::num::len64(bytes));
+        self.len = self
+            .len
+            .saturating_add(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
     }
 
     /// Adds the bytes whose checksum is `other`, after those so far.

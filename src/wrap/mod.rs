@@ -1,7 +1,9 @@
 //! The host-side "wrapper" object: an ELF relocatable that carries device
 //! images and registers them with the offloading runtime at program start,
 //! written directly (what `llvm-offload-wrapper` + `llc -relocation-model=pic`
-//! produce with LLVM 22, without LLVM).
+//! produce with LLVM 22, without LLVM). For x86-64 and ARM64 Windows hosts
+//! (`-windows-msvc`, MinGW's `-windows-gnu`) the object is COFF, as llc
+//! writes it there; the private `coff` module has its layout.
 //!
 //! For `--kind=openmp` and the default ABI ([`Abi::Llvm`], LLVM 20–22
 //! runtimes), with N inputs (docs/formats/wrapper-objects.md):
@@ -209,7 +211,8 @@ pub struct Options {
     pub kind: Kind,
     /// Runtime interface.
     pub abi: Abi,
-    /// Host target triple (decides the CPU; must be an ELF target).
+    /// Host target triple (decides the CPU; an ELF target, or x86-64 or
+    /// ARM64 Windows for a COFF object).
     pub triple: String,
     /// Place the image section right after the sections before it, as llc
     /// does, whatever its size: the object is then byte-identical to

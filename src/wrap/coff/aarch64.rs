@@ -128,7 +128,7 @@ const NOP: u8 = 0xe3;
 /// count of code words), then the codes padded with `nop`.
 fn xdata(len: usize, codes: &[u8]) -> Unwind {
     let mut codes = codes.to_vec();
-    while codes.len() % 4 != 0 {
+    while !codes.len().is_multiple_of(4) {
         codes.push(NOP);
     }
     let words = u32::try_from(len / 4).unwrap_or(0);

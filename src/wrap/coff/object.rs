@@ -250,6 +250,35 @@ impl Coff {
             .collect()
     }
 
+    /// Where each section's bytes and relocations go (file offsets; 0
+    /// for none), and where the symbol table starts.
+    fn place(&self) -> Result<(Vec<(u32, u32)>, u64)> {
+        let count = len64(&self.sections);
+        let mut at = FILE_HEADER + SECTION_HEADER * count;
+        let mut places = Vec::with_capacity(self.sections.len());
+        for s in &self.sections {
+            let raw = if matches!(s.data, Data::Bss(_)) {
+                0
+            } else {
+                at = at
+                    .checked_next_multiple_of(s.file_align.max(1))
+                    .ok_or_else(|| Error::too_large("the wrapper object"))?;
+                let raw = at;
+                at += s.size();
+                raw
+            };
+            let relocs = if s.relocs.is_empty() {
+                0
+            } else {
+                let r = at;
+                at += RELOCATION * len64(&s.relocs);
+                r
+            };
+            places.push((u32_of(raw)?, u32_of(relocs)?));
+        }
+        Ok((places, at))
+    }
+
     /// The file, as pieces.
     pub(super) fn write(&self) -> Result<Layout> {
         let indices = self.indices();
@@ -276,30 +305,7 @@ impl Coff {
             .collect();
         let strings = StringTable::build(&[], &names);
 
-        // Where each section's bytes and relocations go.
-        let count = len64(&self.sections);
-        let mut at = FILE_HEADER + SECTION_HEADER * count;
-        let mut places = Vec::with_capacity(self.sections.len());
-        for s in &self.sections {
-            let raw = if matches!(s.data, Data::Bss(_)) {
-                0
-            } else {
-                at = at
-                    .checked_next_multiple_of(s.file_align.max(1))
-                    .ok_or_else(|| Error::too_large("the wrapper object"))?;
-                let raw = at;
-                at += s.size();
-                raw
-            };
-            let relocs = if s.relocs.is_empty() {
-                0
-            } else {
-                let r = at;
-                at += RELOCATION * len64(&s.relocs);
-                r
-            };
-            places.push((u32_of(raw)?, u32_of(relocs)?));
-        }
+        let (places, at) = self.place()?;
         let symtab = u32_of(at)?;
         let records = first_symbol
             + self
@@ -310,43 +316,7 @@ impl Coff {
             + 1
             + self.file_records();
 
-        let mut head = Vec::new();
-        let header = pe::ImageFileHeader {
-            machine: U16::new(LE, pe::Machine(self.machine)),
-            number_of_sections: U16::new(LE, u16_of(self.sections.len())?),
-            time_date_stamp: U32::new(LE, 0),
-            pointer_to_symbol_table: U32::new(LE, symtab),
-            number_of_symbols: U32::new(LE, u32_of(records)?),
-            size_of_optional_header: U16::new(LE, 0),
-            characteristics: U16::new(LE, pe::FileFlags(0)),
-        };
-        head.extend_from_slice(bytes_of(&header));
-        for (s, &(raw, relocs)) in self.sections.iter().zip(&places) {
-            let name = if s.name.len() <= 8 {
-                let mut n = [0u8; 8];
-                n[..s.name.len()].copy_from_slice(&s.name);
-                n
-            } else {
-                let at = strings
-                    .offset(&s.name)
-                    .ok_or_else(|| write_error("a section name is missing"))?;
-                long_section_name(at).ok_or_else(|| write_error("the string table is too large"))?
-            };
-            let h = pe::ImageSectionHeader {
-                name,
-                virtual_size: U32::new(LE, 0),
-                virtual_address: U32::new(LE, 0),
-                size_of_raw_data: U32::new(LE, u32_of(s.size())?),
-                pointer_to_raw_data: U32::new(LE, raw),
-                pointer_to_relocations: U32::new(LE, relocs),
-                pointer_to_linenumbers: U32::new(LE, 0),
-                number_of_relocations: U16::new(LE, u16_of(s.relocs.len())?),
-                number_of_linenumbers: U16::new(LE, 0),
-                characteristics: U32::new(LE, pe::SectionFlags(s.flags)),
-            };
-            head.extend_from_slice(bytes_of(&h));
-        }
-
+        let head = self.headers(&strings, &places, symtab, records)?;
         let mut out = Out {
             layout: Layout::default(),
             pending: head,
@@ -386,6 +356,54 @@ impl Coff {
             .extend_from_slice(&strings.clone().into_bytes(size));
         out.flush();
         Ok(out.layout)
+    }
+
+    /// The file header and the section headers.
+    fn headers(
+        &self,
+        strings: &StringTable,
+        places: &[(u32, u32)],
+        symtab: u32,
+        records: usize,
+    ) -> Result<Vec<u8>> {
+        let mut head = Vec::new();
+        let header = pe::ImageFileHeader {
+            machine: U16::new(LE, pe::Machine(self.machine)),
+            number_of_sections: U16::new(LE, u16_of(self.sections.len())?),
+            time_date_stamp: U32::new(LE, 0),
+            pointer_to_symbol_table: U32::new(LE, symtab),
+            number_of_symbols: U32::new(LE, u32_of(records)?),
+            size_of_optional_header: U16::new(LE, 0),
+            characteristics: U16::new(LE, pe::FileFlags(0)),
+        };
+        head.extend_from_slice(bytes_of(&header));
+        for (s, &(raw, relocs)) in self.sections.iter().zip(places) {
+            let name = if s.name.len() <= 8 {
+                let mut n = [0u8; 8];
+                n[..s.name.len()].copy_from_slice(&s.name);
+                n
+            } else {
+                let at = strings
+                    .offset(&s.name)
+                    .ok_or_else(|| write_error("a section name is missing"))?;
+                long_section_name(at).ok_or_else(|| write_error("the string table is too large"))?
+            };
+            let h = pe::ImageSectionHeader {
+                name,
+                virtual_size: U32::new(LE, 0),
+                virtual_address: U32::new(LE, 0),
+                size_of_raw_data: U32::new(LE, u32_of(s.size())?),
+                pointer_to_raw_data: U32::new(LE, raw),
+                pointer_to_relocations: U32::new(LE, relocs),
+                pointer_to_linenumbers: U32::new(LE, 0),
+                number_of_relocations: U16::new(LE, u16_of(s.relocs.len())?),
+                number_of_linenumbers: U16::new(LE, 0),
+                characteristics: U32::new(LE, pe::SectionFlags(s.flags)),
+            };
+            head.extend_from_slice(bytes_of(&h));
+        }
+
+        Ok(head)
     }
 
     /// Each section's labels: (name, value).
@@ -450,7 +468,7 @@ impl Coff {
                 Place::Section(id) => u16_of(id.0 + 1)?,
             };
             let typ = if s.function {
-                u16::from(pe::IMAGE_SYM_DTYPE_FUNCTION.0) << 4
+                pe::IMAGE_SYM_DTYPE_FUNCTION.0 << 4
             } else {
                 0
             };
@@ -534,7 +552,8 @@ impl Out {
             self.flush();
             self.layout.push(Piece::Zeros(n), n);
         } else {
-            self.pending.resize(self.pending.len() + n as usize, 0);
+            self.pending
+                .resize(self.pending.len() + usize::try_from(n).unwrap_or(0), 0);
         }
     }
 

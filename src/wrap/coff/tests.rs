@@ -23,7 +23,7 @@ fn opts(kind: Kind, triple: &str) -> Options {
 
 fn filler(seed: u8, n: usize) -> Vec<u8> {
     (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .map(|i| (i.to_le_bytes()[0]).wrapping_mul(31).wrapping_add(seed))
         .collect()
 }
 
@@ -33,7 +33,9 @@ const ARM64: &str = "aarch64-pc-windows-msvc";
 /// Section names in order.
 fn section_names(out: &[u8]) -> Vec<String> {
     let f = object::File::parse(out).unwrap();
-    f.sections().map(|s| s.name().unwrap().to_string()).collect()
+    f.sections()
+        .map(|s| s.name().unwrap().to_string())
+        .collect()
 }
 
 /// Each section's checksum (from its symbol's auxiliary record) against
@@ -45,11 +47,22 @@ fn check_checksums(out: &[u8]) {
         let data = s.data().unwrap();
         let sym = f
             .symbols()
-            .find(|y| y.name().unwrap() == s.name().unwrap() && y.section_index() == Some(s.index()))
+            .find(|y| {
+                y.name().unwrap() == s.name().unwrap() && y.section_index() == Some(s.index())
+            })
             .unwrap();
         let aux = table.aux_section(sym.index()).unwrap();
-        let want = if s.name().unwrap() == ".bss" { 0 } else { jam_crc(data) };
-        assert_eq!(aux.check_sum.get(object::LittleEndian), want, "{}", s.name().unwrap());
+        let want = if s.name().unwrap() == ".bss" {
+            0
+        } else {
+            jam_crc(data)
+        };
+        assert_eq!(
+            aux.check_sum.get(object::LittleEndian),
+            want,
+            "{}",
+            s.name().unwrap()
+        );
     }
 }
 
@@ -89,7 +102,11 @@ fn x64_cuda() {
         .unwrap();
     assert_eq!(
         default.section(),
-        SymbolSection::Section(f.section_by_name("llvm_offload_entries$OA").unwrap().index())
+        SymbolSection::Section(
+            f.section_by_name("llvm_offload_entries$OA")
+                .unwrap()
+                .index()
+        )
     );
     let pdata = f.section_by_name(".pdata").unwrap();
     assert_eq!(pdata.relocations().count(), 9);
@@ -98,7 +115,10 @@ fn x64_cuda() {
     let RelocationTarget::Symbol(s) = r.target() else {
         panic!("the constructor's pointer has no symbol")
     };
-    assert_eq!(f.symbol_by_index(s).unwrap().name().unwrap(), ".cuda.fatbin_reg");
+    assert_eq!(
+        f.symbol_by_index(s).unwrap().name().unwrap(),
+        ".cuda.fatbin_reg"
+    );
     let names: Vec<&str> = f.symbols().map(|s| s.name().unwrap()).collect();
     assert_eq!(names.last(), Some(&"offload.wrapper.module"));
     assert!(names.contains(&"@feat.00"));
@@ -133,7 +153,10 @@ fn x64_openmp_two_inputs() {
     let bytes = rdata.data().unwrap();
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     assert_eq!((word(0), word(8)), (0, 13));
-    assert_eq!((word(32), word(40)), (images[1].image.start, images[1].image.end));
+    assert_eq!(
+        (word(32), word(40)),
+        (images[1].image.start, images[1].image.end)
+    );
     // NumDeviceImages.
     assert_eq!(word(64), 2);
     let targets: Vec<String> = rdata
@@ -183,7 +206,13 @@ fn arm64_packed_unwind_and_labels() {
     let out = to_vec(&opts(Kind::OpenMp, ARM64), &[Image::raw(&big)]).unwrap();
     let f = object::File::parse(&*out).unwrap();
     assert_eq!(&out[..2], &pe::IMAGE_FILE_MACHINE_ARM64.0.to_le_bytes());
-    assert!(f.section_by_name(".xdata").unwrap().data().unwrap().is_empty());
+    assert!(
+        f.section_by_name(".xdata")
+            .unwrap()
+            .data()
+            .unwrap()
+            .is_empty()
+    );
     let pdata = f.section_by_name(".pdata").unwrap().data().unwrap();
     let words: Vec<u32> = pdata
         .chunks(4)
@@ -286,7 +315,10 @@ fn refused() {
         ("x86_64-pc-windows-itanium", "'itanium'"),
     ] {
         let e = to_vec(&opts(Kind::Cuda, t), &[Image::raw(b"f")]).unwrap_err();
-        assert!(matches!(e.kind(), ErrorKind::UnsupportedTriple { .. }), "{t}");
+        assert!(
+            matches!(e.kind(), ErrorKind::UnsupportedTriple { .. }),
+            "{t}"
+        );
         assert!(e.to_string().contains(want), "{t}: {e}");
     }
     for abi in [Abi::Legacy, Abi::Rocm] {
@@ -297,6 +329,10 @@ fn refused() {
         let e = to_vec(&o, &[Image::raw(b"f")]).unwrap_err();
         assert!(e.to_string().contains("Windows"), "{e}");
     }
-    let e = to_vec(&opts(Kind::Cuda, X64), &[Image::raw(b"a"), Image::raw(b"b")]).unwrap_err();
+    let e = to_vec(
+        &opts(Kind::Cuda, X64),
+        &[Image::raw(b"a"), Image::raw(b"b")],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("single"), "{e}");
 }
