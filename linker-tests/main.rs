@@ -32,6 +32,7 @@ mod scan;
 mod scan_ci;
 mod scan_rules;
 mod util;
+mod windows_hostile;
 mod windows_libs;
 mod wrap;
 mod wrapper_parity;
@@ -43,6 +44,7 @@ fn main() {
     trials.extend(packager::tests());
     trials.extend(real_libs::tests());
     trials.extend(windows_libs::tests());
+    trials.extend(windows_hostile::tests());
     trials.extend(prune::tests());
     trials.extend(archive::tests());
     trials.extend(bitcode::tests());

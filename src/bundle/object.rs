@@ -384,6 +384,18 @@ fn unsupported(kind: FileKind, doing: &str) -> Error {
 // Bundling and stripping
 // ---------------------------------------------------------------------------
 
+/// What is wrong with the COFF object `data` (regular or `/bigobj`), in
+/// words: a section's raw data or relocations, the symbol table or the
+/// string table outside the file, a string table size that lies, a name or
+/// symbol that points nowhere (what LLVM's `COFFObjectFile` refuses too);
+/// `None` when nothing is, or when `data` is no COFF object.
+pub(crate) fn coff_damage(data: &[u8]) -> Option<String> {
+    match FileKind::parse(data) {
+        Ok(FileKind::Coff | FileKind::CoffBig) => coff::check(data).err().map(|e| e.to_string()),
+        _ => None,
+    }
+}
+
 /// One section to add when bundling.
 #[derive(Debug, Clone, Copy)]
 pub struct NewSection<'a> {

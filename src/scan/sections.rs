@@ -62,6 +62,10 @@ pub(super) struct ObjectFile<'data> {
     pub sections: Vec<Section<'data>>,
     /// Sections that could not be read, with the reason.
     pub problems: Vec<(String, String)>,
+    /// What is wrong with the headers of a PE image or COFF object: a table
+    /// they name lies outside the file or the image (see
+    /// [`crate::container::pe`] and [`crate::bundle::object::coff_damage`]).
+    pub damage: Option<String>,
 }
 
 /// Bundle-entry sections are named with the binary bundle magic and the ID.
@@ -184,6 +188,11 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     // reads the format's fields as 32-bit); its pointers are as wide as the
     // machine's addresses.
     let wide = file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
+    let damage = match format {
+        "PE" => crate::container::pe::damage(data).map(|d| format!("damaged PE image: {d}")),
+        "COFF" => crate::bundle::object::coff_damage(data),
+        _ => None,
+    };
     Some(Ok(ObjectFile {
         file,
         format,
@@ -191,6 +200,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         wide,
         sections,
         problems,
+        damage,
     }))
 }
 

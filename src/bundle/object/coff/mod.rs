@@ -218,6 +218,12 @@ pub(super) fn rewrite(
     model.write()
 }
 
+/// Reads the COFF object `data` as llvm-objcopy's reader would, every
+/// table checked against the file: what is wrong, if anything.
+pub(super) fn check(data: &[u8]) -> Result<()> {
+    read::read(data).map(|_| ())
+}
+
 impl<'d> Model<'d> {
     /// Removes the sections `remove` picks, the symbols defined in them,
     /// then the sections associative to removed ones, until none is left.
