@@ -36,10 +36,11 @@ fn with(b: &[u8], at: usize, v: u32) -> Vec<u8> {
     c
 }
 
-/// Builds `dll.dll` and `dll.obj` in `d`: two gfx code objects bundled as
+/// Builds `dll.dll` and `dll.obj` in `d` (and `gfx906.o`, `gfx90a.o`,
+/// `hip.fatbin` on the way): two gfx code objects bundled as
 /// clang bundles a HIP fat binary, placed in `.hip_fatbin` by a C file
 /// whose wrapper points at it.
-fn build(d: &Path) -> Result<(), Failed> {
+pub fn build(d: &Path) -> Result<(), Failed> {
     std::fs::write(
         d.join("k.hip"),
         "#define __global__ __attribute__((global))\n\

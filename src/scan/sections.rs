@@ -226,15 +226,20 @@ impl ObjectFile<'_> {
     /// Where the pointer stored at `field` (a section offset) of section
     /// `sec` points, as a file offset: the value itself when the linker
     /// wrote it; else a relocation at that place (a symbol plus addend in a
-    /// relocatable object, or a relative dynamic relocation in a PIE whose
-    /// linker left the field zero).
+    /// relocatable object, the addend being what the field holds in a COFF
+    /// object, or a relative dynamic relocation in a PIE whose linker left
+    /// the field zero).
     pub(super) fn resolve_pointer(
         &self,
         sec: &Section<'_>,
         field: u64,
         stored: u64,
     ) -> Option<u64> {
-        if let Some(off) = self.offset_of_address(stored) {
+        // A COFF object's sections have no addresses: what its field holds
+        // is the addend of the relocation there (COFF relocations keep it
+        // in place), never an address.
+        let coff = self.format == "COFF";
+        if !coff && let Some(off) = self.offset_of_address(stored) {
             return Some(off);
         }
         let section = self.file.sections().find(|s| {
@@ -261,7 +266,11 @@ impl ObjectFile<'_> {
                 }
                 _ => return None,
             };
-            return base.checked_add(sym_addr)?.checked_add_signed(r.addend());
+            let addend = match coff && r.has_implicit_addend() {
+                true => stored.cast_signed(),
+                false => r.addend(),
+            };
+            return base.checked_add(sym_addr)?.checked_add_signed(addend);
         }
         let addr = sec.address.checked_add(field)?;
         for (at, r) in self.file.dynamic_relocations()? {
