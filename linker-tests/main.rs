@@ -32,7 +32,9 @@ mod scan;
 mod scan_ci;
 mod scan_rules;
 mod util;
+mod windows_hostile;
 mod windows_libs;
+mod windows_objects;
 mod wrap;
 mod wrapper_parity;
 mod wrapper_select;
@@ -43,6 +45,8 @@ fn main() {
     trials.extend(packager::tests());
     trials.extend(real_libs::tests());
     trials.extend(windows_libs::tests());
+    trials.extend(windows_hostile::tests());
+    trials.extend(windows_objects::tests());
     trials.extend(prune::tests());
     trials.extend(archive::tests());
     trials.extend(bitcode::tests());

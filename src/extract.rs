@@ -401,7 +401,7 @@ fn extract_unit(
     }
     if !dropped.is_empty() {
         errors.push(format!(
-            "'{name}': {} image(s) not kept: they lie in a damaged container \
+            "'{name}': {} image(s) not kept: they lie in damaged data \
              (what is wrong is said above)",
             dropped.len()
         ));

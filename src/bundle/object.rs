@@ -384,6 +384,18 @@ fn unsupported(kind: FileKind, doing: &str) -> Error {
 // Bundling and stripping
 // ---------------------------------------------------------------------------
 
+/// What is wrong with the COFF object `data` (regular or `/bigobj`), in
+/// words: a section's raw data or relocations, the symbol table or the
+/// string table outside the file, a string table size that lies, a name or
+/// symbol that points nowhere (what LLVM's `COFFObjectFile` refuses too);
+/// `None` when nothing is, or when `data` is no COFF object.
+pub(crate) fn coff_damage(data: &[u8]) -> Option<String> {
+    match FileKind::parse(data) {
+        Ok(FileKind::Coff | FileKind::CoffBig) => coff::check(data).err().map(|e| e.to_string()),
+        _ => None,
+    }
+}
+
 /// One section to add when bundling.
 #[derive(Debug, Clone, Copy)]
 pub struct NewSection<'a> {
@@ -516,6 +528,32 @@ pub(crate) struct Update<'a> {
     pub index: usize,
     /// Its new contents, in order.
     pub parts: &'a [Part],
+    /// Where the bytes that may be pointed at went, in section offsets
+    /// (a COFF object's symbols and relocations follow them; an ELF
+    /// object's must not need to, which the caller checks).
+    pub moves: &'a [Moved],
+}
+
+/// Section bytes `[old, old + len)` of the input are at `new` in the
+/// updated section; with `len` 0, only the place `old` itself (the start
+/// of a container, the end of the section) is at `new`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Moved {
+    /// Where they were.
+    pub old: u64,
+    /// How many bytes (0: a place, not bytes).
+    pub len: u64,
+    /// Where they are.
+    pub new: u64,
+}
+
+/// Where section offset `at` of the input is in the section `moves`
+/// describe; `None` when it is in bytes that went or changed.
+pub(crate) fn moved(moves: &[Moved], at: u64) -> Option<u64> {
+    moves.iter().find_map(|m| {
+        let d = at.checked_sub(m.old)?;
+        (d < m.len || d == 0).then(|| m.new + d)
+    })
 }
 
 impl Update<'_> {
@@ -692,11 +730,17 @@ mod tests {
         assert_eq!(found[0].id, b"host-x86_64-pc-windows-msvc-");
         let stripped = strip(&fat).unwrap().to_vec(&[&fat]).unwrap();
         assert!(entries(&stripped).unwrap().is_empty());
-        // Pruning (sections removed or updated) stays ELF-only.
-        let e = edit_sections(&coff, &[1], &[], &[])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("COFF") && e.contains("not supported"), "{e}");
+        // Pruning removes sections of COFF objects too.
+        let fewer = edit_sections(&coff, &[1], &[], &[])
+            .unwrap()
+            .to_vec(&[&coff])
+            .unwrap();
+        assert_eq!(
+            sections_of(&fewer).len() + 1,
+            sections_of(&coff).len(),
+            "{:?}",
+            sections_of(&fewer)
+        );
     }
 
     #[test]

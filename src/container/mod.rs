@@ -1,6 +1,7 @@
 //! The host files device code lives in, read in one place: `ar` archives
-//! ([`ar`]: regular and thin, members named by LLVM's rules) and ELF
-//! headers ([`elf`]: what the first bytes say, without parsing the rest).
+//! ([`ar`]: regular and thin, members named by LLVM's rules), ELF
+//! headers ([`elf`]: what the first bytes say, without parsing the rest), and
+//! whether a PE image's headers can be believed ([`pe`]).
 //!
 //! Every reader of the project goes through here: the scanner (which
 //! reports a damaged member and goes on), [`crate::offload_binary`]'s
@@ -11,3 +12,4 @@
 
 pub mod ar;
 pub mod elf;
+pub(crate) mod pe;

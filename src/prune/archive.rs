@@ -1,7 +1,8 @@
 //! Pruning a static archive: each member the caller prunes takes its new
-//! size, every other entry is copied as it is, and the symbol table (GNU
-//! `/`, or `/SYM64/`) is given the members' new header offsets, so a
-//! linker still finds each symbol's member. The archive keeps its entries'
+//! size, every other entry is copied as it is, and the symbol tables (GNU
+//! `/`, or `/SYM64/`, and a Microsoft archive's second linker member) are
+//! given the members' new header offsets, so a linker still finds each
+//! symbol's member. The archive keeps its entries'
 //! order, names, dates, owners and modes: only sizes and offsets change.
 
 use super::output::Output;
@@ -56,6 +57,9 @@ pub fn prune<E: From<Error>>(
     }
     let mut out = Output::default();
     out.span(0, 0, crate::archive::MAGIC.len() as u64);
+    // A Microsoft archive (`.lib`) has two linker members named `/`: the
+    // GNU table first, then its own.
+    let mut linker_members = 0;
     for (e, n) in entries.iter().zip(new) {
         match n {
             Some(member) => {
@@ -68,7 +72,16 @@ pub fn prune<E: From<Error>>(
             }
             None if e.name == b"/" || e.name == b"/SYM64/" => {
                 out.span(0, e.header, HEADER_LEN);
-                let table = symbol_table(slice(data, e.data, e.size), e.name != b"/", &moved)?;
+                let old = slice(data, e.data, e.size);
+                let table = if e.name == b"/" {
+                    linker_members += 1;
+                    match linker_members {
+                        1 => symbol_table(old, false, &moved)?,
+                        _ => microsoft_symbol_table(old, &moved)?,
+                    }
+                } else {
+                    symbol_table(old, true, &moved)?
+                };
                 out.piece(Piece::Bytes(table));
                 out.span(0, e.data + e.size, e.size % 2);
             }
@@ -182,6 +195,40 @@ fn symbol_table(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8
             return Err(invalid("a member would lie past 4 GiB"));
         }
         out[at..at + w].copy_from_slice(&new.to_be_bytes()[8 - w..]);
+    }
+    Ok(out)
+}
+
+/// The second linker member of a Microsoft archive (`.lib`), with each
+/// member offset moved as `moved` says: a little-endian `u32` count of
+/// members and their header offsets, then the symbols' 16-bit indices into
+/// those offsets and their names, which stay (members keep their order).
+/// See the PE format specification, "Second Linker Member".
+fn microsoft_symbol_table(table: &[u8], moved: &[(u64, u64)]) -> Result<Vec<u8>> {
+    let short = || invalid("the second linker member is cut short");
+    let read = |at: usize| -> Option<u32> {
+        let b = table.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let count = usize::try_from(read(0).ok_or_else(short)?).map_err(|_| short())?;
+    let end = count
+        .checked_mul(4)
+        .and_then(|n| n.checked_add(4))
+        .filter(|&n| n <= table.len())
+        .ok_or_else(short)?;
+    let mut out = table.to_vec();
+    for at in (4..end).step_by(4) {
+        let old = u64::from(read(at).ok_or_else(short)?);
+        let new = moved
+            .binary_search_by_key(&old, |&(o, _)| o)
+            .map(|i| moved[i].1)
+            .map_err(|_| {
+                invalid(format!(
+                    "the second linker member points at {old:#x}, where no member starts"
+                ))
+            })?;
+        let new = u32::try_from(new).map_err(|_| invalid("a member would lie past 4 GiB"))?;
+        out[at..at + 4].copy_from_slice(&new.to_le_bytes());
     }
     Ok(out)
 }

@@ -44,8 +44,8 @@ pub struct FilePruning {
 pub const KEPT_WHOLE: &str = "no device of the rules loads an entry of its fatbin, which \
                               --allow-empty leaves whole (a fatbin needs one entry)";
 
-/// Scans `data` and works out its pruned form: a relocatable object with
-/// its sections shrunk (`object`), a linked program or shared
+/// Scans `data` and works out its pruned form: a relocatable object (ELF or
+/// COFF) with its sections shrunk (`object`), a linked program or shared
 /// library with each container rewritten where it lies, a bare container
 /// file (containers from its first byte to its last) with the freed bytes
 /// cut out. Archives are the caller's to walk ([`super::archive::prune`]).
@@ -77,10 +77,15 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         kept_whole,
         signature_removed: None,
     };
+    let coff = matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+    );
     let host = match elf::peek(data).and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
         Some(_) => Host::Linked,
         None if super::shrink::pe::is_pe(data) => Host::Linked,
+        None if coff => Host::Relocatable,
         None => Host::Raw,
     };
     if host == Host::Relocatable {
@@ -94,17 +99,6 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     let mut plan = plan::plan(data, &p.report, &p.verdicts, host, opts)?;
     if plan.is_empty() {
         return Ok(p);
-    }
-    if host == Host::Raw
-        && matches!(
-            object::FileKind::parse(data),
-            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
-        )
-    {
-        return Err(Error::unsupported(
-            "it is a COFF object (Windows): prune does not rewrite COFF objects yet \
-             (`offload-kit inspect` lists their device code)",
-        ));
     }
     if host == Host::Raw
         && let Some(why) = not_made_of_containers(data, &p.report)

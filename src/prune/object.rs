@@ -12,14 +12,18 @@
 //! applied there) would be stale, and such an object is refused. Clang's
 //! and nvcc's objects point at a fat binary's start only (through the
 //! section symbol, from the fatbin wrapper), and nothing points into
-//! `.llvm.offloading`.
+//! `.llvm.offloading`. A COFF object is rewritten the same way (what
+//! llvm-objcopy's COFF writer makes of it), except that its symbols and
+//! relocations follow the bytes that move, when they point at a
+//! container's start or between containers (see `bundle::object`'s COFF
+//! update).
 
 use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
 
 use super::output::Output;
 use super::plan::{self, Edit, Host};
 use super::{Options, Verdict};
-use crate::bundle::object::{Aligned, Part, Update, edit_sections, is_aligned};
+use crate::bundle::object::{Aligned, Moved, Part, Update, edit_sections, is_aligned};
 use crate::error::{Error, Result};
 use crate::layout::Piece;
 use crate::num::usize_from;
@@ -109,19 +113,33 @@ pub fn prune(
             None => by_section.push((s, vec![e])),
         }
     }
+    // A COFF object's symbols and relocations follow the bytes that move
+    // (`bundle::object`'s COFF update); an ELF object's must not need to.
+    let coff = matches!(
+        object::FileKind::parse(view),
+        Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+    );
     let mut built: Vec<Vec<u8>> = Vec::new();
-    let mut parts: Vec<(usize, Vec<Part>)> = Vec::new();
+    let mut parts: Vec<(usize, Vec<Part>, Vec<Moved>)> = Vec::new();
     for (s, mut edits) in by_section {
         edits.sort_by_key(|e| e.offset);
         let sec = &secs[s];
-        check_references(&file, sec, &edits)?;
-        parts.push((sec.index, section_parts(sec, &mut edits, &mut built)?));
+        if !coff {
+            check_references(&file, sec, &edits)?;
+        }
+        let moves = moves(sec, &edits);
+        parts.push((
+            sec.index,
+            section_parts(sec, &mut edits, &mut built)?,
+            moves,
+        ));
     }
     let updates: Vec<Update<'_>> = parts
         .iter()
-        .map(|(index, parts)| Update {
+        .map(|(index, parts, moves)| Update {
             index: *index,
             parts,
+            moves,
         })
         .collect();
     let extra: Vec<&[u8]> = built.iter().map(Vec::as_slice).collect();
@@ -259,6 +277,44 @@ fn section_parts(sec: &Sec, edits: &mut [Edit], built: &mut Vec<Vec<u8>>) -> Res
         .ok_or_else(|| invalid(format!("a container runs past the end of {}", sec.name)))?;
     span(&mut parts, 0, cursor, rest);
     Ok(parts)
+}
+
+/// Where the bytes of `sec` that may be pointed at go when `edits` (in
+/// order) are made, in section offsets: the bytes between containers, the
+/// start of each container that stays (a reference to a container is to
+/// its start; the rest of it changes), and the end of the section.
+fn moves(sec: &Sec, edits: &[Edit]) -> Vec<Moved> {
+    let mut out = Vec::new();
+    let mut cursor = 0u64;
+    let mut shift = 0u64;
+    for e in edits {
+        let at = e.offset.saturating_sub(sec.start);
+        out.push(Moved {
+            old: cursor,
+            len: at.saturating_sub(cursor),
+            new: cursor.saturating_sub(shift),
+        });
+        if e.pruned.layout.size > 0 {
+            out.push(Moved {
+                old: at,
+                len: 0,
+                new: at.saturating_sub(shift),
+            });
+        }
+        shift = shift.saturating_add(e.freed());
+        cursor = at.saturating_add(e.size);
+    }
+    out.push(Moved {
+        old: cursor,
+        len: sec.size.saturating_sub(cursor),
+        new: cursor.saturating_sub(shift),
+    });
+    out.push(Moved {
+        old: sec.size,
+        len: 0,
+        new: sec.size.saturating_sub(shift),
+    });
+    out
 }
 
 fn misaligned(sec: &Sec) -> Error {

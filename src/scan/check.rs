@@ -442,6 +442,7 @@ mod tests {
                 message: "invalid bundle: truncated".into(),
                 kind: crate::scan::ProblemKind::Damage,
                 within: None,
+                whole_file: false,
             }],
             ..Report::default()
         }

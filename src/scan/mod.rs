@@ -484,6 +484,11 @@ pub struct Problem {
     /// it out).
     #[serde(skip)]
     pub within: Option<Parent>,
+    /// The headers of the file (or archive member) it concerns cannot be
+    /// believed (a PE image's or COFF object's tables lie outside it):
+    /// every image found in it lies in damaged data.
+    #[serde(skip)]
+    pub(crate) whole_file: bool,
 }
 
 /// What a [`Problem`] is. Serializes as `damage` or `rejected`.
@@ -581,9 +586,10 @@ impl Report {
     /// For each image (by id), whether it lies in damaged data: in a
     /// container with a [`ProblemKind::Damage`] problem (or in the
     /// decompressed contents of one), in a container inside such an image
-    /// or container at any depth, or holding, at any depth, a container
-    /// that is damaged or damaged data that is no container. `extract`
-    /// keeps none of them.
+    /// or container at any depth, holding, at any depth, a container that
+    /// is damaged or damaged data that is no container, or in a file (or
+    /// archive member) whose headers are damaged. `extract` keeps none of
+    /// them.
     pub fn in_damaged_data(&self) -> Vec<bool> {
         let n = self.containers.len();
         let mut damaged = vec![false; n];
@@ -593,6 +599,11 @@ impl Report {
             .iter()
             .filter(|p| p.kind == ProblemKind::Damage)
         {
+            if p.whole_file && p.within.is_none() {
+                for (b, img) in bad.iter_mut().zip(&self.images) {
+                    *b |= img.member == p.member;
+                }
+            }
             match (p.container, p.within) {
                 (Some(c), _) | (None, Some(Parent::Container(c))) => {
                     if let Some(d) = damaged.get_mut(c) {

@@ -69,6 +69,10 @@ pub(super) struct ObjectFile<'data> {
     pub sections: Vec<Section<'data>>,
     /// Sections that could not be read, with the reason.
     pub problems: Vec<(String, String)>,
+    /// What is wrong with the headers of a PE image or COFF object: a table
+    /// they name lies outside the file or the image (see
+    /// [`crate::container::pe`] and [`crate::bundle::object::coff_damage`]).
+    pub damage: Option<String>,
 }
 
 /// Bundle-entry sections are named with the binary bundle magic and the ID.
@@ -192,6 +196,11 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     // reads the format's fields as 32-bit); its pointers are as wide as the
     // machine's addresses.
     let wide = file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
+    let damage = match format {
+        "PE" => crate::container::pe::damage(data).map(|d| format!("damaged PE image: {d}")),
+        "COFF" => crate::bundle::object::coff_damage(data),
+        _ => None,
+    };
     Some(Ok(ObjectFile {
         file,
         format,
@@ -199,6 +208,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         wide,
         sections,
         problems,
+        damage,
     }))
 }
 
@@ -224,15 +234,20 @@ impl ObjectFile<'_> {
     /// Where the pointer stored at `field` (a section offset) of section
     /// `sec` points, as a file offset: the value itself when the linker
     /// wrote it; else a relocation at that place (a symbol plus addend in a
-    /// relocatable object, or a relative dynamic relocation in a PIE whose
-    /// linker left the field zero).
+    /// relocatable object, the addend being what the field holds in a COFF
+    /// object, or a relative dynamic relocation in a PIE whose linker left
+    /// the field zero).
     pub(super) fn resolve_pointer(
         &self,
         sec: &Section<'_>,
         field: u64,
         stored: u64,
     ) -> Option<u64> {
-        if let Some(off) = self.offset_of_address(stored) {
+        // A COFF object's sections have no addresses: what its field holds
+        // is the addend of the relocation there (COFF relocations keep it
+        // in place), never an address.
+        let coff = self.format == "COFF";
+        if !coff && let Some(off) = self.offset_of_address(stored) {
             return Some(off);
         }
         let section = self.file.sections().find(|s| {
@@ -259,7 +274,11 @@ impl ObjectFile<'_> {
                 }
                 _ => return None,
             };
-            return base.checked_add(sym_addr)?.checked_add_signed(r.addend());
+            let addend = match coff && r.has_implicit_addend() {
+                true => stored.cast_signed(),
+                false => r.addend(),
+            };
+            return base.checked_add(sym_addr)?.checked_add_signed(addend);
         }
         let addr = sec.address.checked_add(field)?;
         for (at, r) in self.file.dynamic_relocations()? {

@@ -222,7 +222,22 @@ impl Walker<'_> {
             message,
             kind,
             within: loc.parent,
+            whole_file: false,
         });
+    }
+
+    /// Reports damage at `loc` (in container `container`, if known) that
+    /// makes the file (or archive member) it lies in unbelievable, such as
+    /// headers whose tables lie outside it: every image found in it lies
+    /// in damaged data ([`Report::in_damaged_data`]).
+    fn damaged_file(&mut self, loc: &Loc, container: Option<usize>, message: String) {
+        if self.stopped() {
+            return;
+        }
+        self.record_problem(ProblemKind::Damage, loc, container, message);
+        if let Some(p) = self.report.problems.last_mut() {
+            p.whole_file = true;
+        }
     }
 
     /// Whether a limit stopped the scan: every walk returns at once.
@@ -305,7 +320,13 @@ impl Walker<'_> {
             self.archive(data, loc, nest);
             return "archive";
         }
-        match sections::parse(data) {
+        let parsed = sections::parse(data);
+        if let Some(Ok(o)) = &parsed
+            && let Some(d) = &o.damage
+        {
+            self.damaged_file(loc, None, d.clone());
+        }
+        match parsed {
             Some(Ok(o)) if o.has_sections => {
                 self.report.used_sections = true;
                 self.object(&o, loc);
@@ -324,10 +345,10 @@ impl Walker<'_> {
                 let msg = format!("cannot read the object file: {e}");
                 if self.opts.mode == Mode::Auto {
                     self.report.used_raw_scan = true;
-                    self.problem(loc, None, format!("{msg}; scanned it raw instead"));
+                    self.damaged_file(loc, None, format!("{msg}; scanned it raw instead"));
                     self.region(data, loc, Expect::Raw { whole: false });
                 } else {
-                    self.problem(loc, None, msg);
+                    self.damaged_file(loc, None, msg);
                 }
                 return "object";
             }

@@ -206,6 +206,9 @@ pub(crate) fn coff_object(fatbins: &[Vec<u8>], arm64: bool) -> Vec<u8> {
         SectionKind::ReadOnlyData,
     );
     let seg = o.add_section(Vec::new(), b".nvFatBinSegment".to_vec(), SectionKind::Data);
+    // A section symbol, with its definition record, as LLVM writes one for
+    // every section.
+    o.section_symbol(fat);
     for (i, f) in fatbins.iter().enumerate() {
         let at = o.append_section_data(fat, f, 8);
         let sym = o.add_symbol(Symbol {

@@ -250,13 +250,11 @@ fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
     if let Some(d) = dirs.get(pe::IMAGE_DIRECTORY_ENTRY_DEBUG) {
         image.debug = debug_pointers(data, &image, d)?;
     }
-    if let Some(mut blocks) = dirs.relocation_blocks(data, &table).map_err(bad)? {
-        while let Some(block) = blocks.next().map_err(bad)? {
-            for r in block {
-                image.relocs.push((r.virtual_address, r.typ));
-            }
-        }
-    }
+    // Read as the scan read them: one reader, one verdict on damage.
+    image.relocs = crate::container::pe::base_relocations(data)?
+        .into_iter()
+        .map(|r| (r.rva, r.typ))
+        .collect();
     Ok(image)
 }
 

@@ -229,9 +229,138 @@ fn an_overlay_or_a_pointer_into_a_fatbin_keeps_the_layout() {
     assert!(p.not_shrunk.is_none(), "{:?}", p.not_shrunk);
 }
 
+/// The symbols of a COFF object: (name, section index, value).
+fn coff_symbols(data: &[u8]) -> Vec<(String, Option<usize>, u64)> {
+    use object::{Object as _, ObjectSymbol as _};
+    let f = object::File::parse(data).unwrap();
+    f.symbols()
+        .map(|s| {
+            (
+                s.name().unwrap().to_string(),
+                s.section_index().map(|i| i.0),
+                s.address(),
+            )
+        })
+        .collect()
+}
+
+/// The section-definition record of the COFF section `name`: (length,
+/// relocation count, checksum).
+fn coff_definition(data: &[u8], name: &str) -> (u32, u16, u32) {
+    use object::read::coff::{CoffFile, Symbol as _};
+    let f = CoffFile::<&[u8]>::parse(data).unwrap();
+    let symbols = f.coff_symbol_table();
+    for (i, s) in symbols.iter() {
+        if s.name(symbols.strings()).unwrap() == name.as_bytes() && s.has_aux_section() {
+            let a = symbols.aux_section(i).unwrap();
+            return (
+                a.length.get(LE),
+                a.number_of_relocations.get(LE),
+                a.check_sum.get(LE),
+            );
+        }
+    }
+    panic!("no definition of {name}")
+}
+
+/// The JamCRC LLVM writes in a section definition: CRC-32 with initial
+/// value 0 and no final inversion.
+fn jam_crc(data: &[u8]) -> u32 {
+    let mut c = 0u32;
+    for &b in data {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0xedb8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    c
+}
+
 #[test]
-fn a_coff_object_is_refused_saying_what_it_is() {
+fn a_coff_object_shrinks_and_its_symbols_follow_the_fatbins() {
+    use object::{Object as _, ObjectSection as _};
+    for arm64 in [false, true] {
+        let obj = pe::coff_object(&fatbins(), arm64);
+        let p = prune(&obj, &Options::default()).unwrap();
+        let out = p.output.unwrap().to_vec(&obj).unwrap();
+        assert_eq!(p.freed, u64::try_from(obj.len() - out.len()).unwrap());
+        // The kept cubins byte for byte, each found through its wrapper.
+        let kept: Vec<(String, Vec<u8>)> = images(&obj)
+            .into_iter()
+            .filter(|(a, _)| a == "sm_80")
+            .collect();
+        assert_eq!(images(&out), kept);
+        let r = scan::scan(&out, &scan::Options::default());
+        let wrapped: Vec<_> = r
+            .containers
+            .iter()
+            .filter_map(|c| c.wrapper.as_ref()?.target_container)
+            .map(|t| r.containers[t].kind)
+            .collect();
+        assert_eq!(wrapped, vec![ContainerKind::CudaFatbin; 2]);
+        // `fatbin1` names the second fatbin's new place.
+        let fatbin_at: Vec<u64> = r
+            .containers
+            .iter()
+            .filter(|c| c.kind == ContainerKind::CudaFatbin)
+            .map(|c| c.relative_offset)
+            .collect();
+        let f = object::File::parse(&*out).unwrap();
+        let sec = f.section_by_name(".nv_fatbin").unwrap();
+        let values: Vec<u64> = coff_symbols(&out)
+            .into_iter()
+            .filter(|(n, _, _)| n.starts_with("fatbin"))
+            .map(|(_, _, v)| v)
+            .collect();
+        assert_eq!(values, fatbin_at);
+        let before: Vec<u64> = coff_symbols(&obj)
+            .into_iter()
+            .filter(|(n, _, _)| n.starts_with("fatbin"))
+            .map(|(_, _, v)| v)
+            .collect();
+        assert_eq!(values[0], before[0]);
+        assert!(values[1] < before[1], "{values:?} {before:?}");
+        // The definition record says the new length, and its checksum is
+        // the contents' when the input had one.
+        let contents = sec.data().unwrap();
+        let (len, relocs, sum) = coff_definition(&out, ".nv_fatbin");
+        assert_eq!((len as usize, relocs), (contents.len(), 0));
+        if coff_definition(&obj, ".nv_fatbin").2 != 0 {
+            assert_eq!(sum, jam_crc(contents));
+        }
+    }
+}
+
+#[test]
+fn a_coff_reference_into_a_fatbin_is_refused() {
+    use object::{Object as _, ObjectSection as _};
     let obj = pe::coff_object(&fatbins(), false);
-    let e = prune(&obj, &Options::default()).unwrap_err().to_string();
-    assert!(e.contains("COFF object") && e.contains("not"), "{e}");
+    // Symbol `fatbin1` (its 7-byte name in place) moved 8 bytes into its
+    // fatbin, and the wrapper's stored addend -8, so that the wrapper
+    // still leads to the fatbin's start.
+    let symtab = u32::from_le_bytes(obj[8..12].try_into().unwrap()) as usize;
+    let count = u32::from_le_bytes(obj[12..16].try_into().unwrap()) as usize;
+    let at = (0..count)
+        .map(|i| symtab + 18 * i)
+        .find(|&a| obj[a..a + 8] == *b"fatbin1\0")
+        .unwrap();
+    let mut inside = obj.clone();
+    let v = u32::from_le_bytes(inside[at + 8..at + 12].try_into().unwrap());
+    inside[at + 8..at + 12].copy_from_slice(&(v + 8).to_le_bytes());
+    let seg = object::File::parse(&*obj).unwrap();
+    let (field, _) = seg
+        .section_by_name(".nvFatBinSegment")
+        .unwrap()
+        .file_range()
+        .unwrap();
+    let f = usize::try_from(field).unwrap() + 24 + 8;
+    inside[f..f + 8].copy_from_slice(&(-8i64).to_le_bytes());
+    let r = scan::scan(&inside, &scan::Options::default());
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    let e = prune(&inside, &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("'fatbin1'") && e.contains("not done"), "{e}");
 }

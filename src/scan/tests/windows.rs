@@ -125,6 +125,113 @@ fn a_hostile_pe_header_is_one_problem_never_a_panic() {
     }
 }
 
+/// The hostile variants of a CUDA DLL whose damage lies outside the
+/// device sections: each names what it breaks.
+pub(crate) fn hostile_dlls() -> Vec<(&'static str, Vec<u8>)> {
+    let dll = pe::cuda_dll(&fatbins(), false);
+    let b = &dll.bytes;
+    let pe_at = u32::from_le_bytes(b[0x3c..0x40].try_into().unwrap()) as usize;
+    let opt_at = pe_at + 4 + 20;
+    let dirs_at = opt_at + 112;
+    let table = opt_at + usize::from(u16::from_le_bytes([b[pe_at + 20], b[pe_at + 21]]));
+    let reloc = &dll.sections[3];
+    let reloc_at = reloc.file_offset as usize;
+    let put = |at: usize, v: u32| {
+        let mut c = b.clone();
+        c[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        c
+    };
+    vec![
+        // `.reloc`'s raw data moved past the end of the file.
+        ("reloc past the end", put(table + 3 * 40 + 20, 0x7fff_0000)),
+        // The file cut in the middle of `.reloc`.
+        ("file cut in .reloc", b[..reloc_at + 4].to_vec()),
+        // A block longer than the table.
+        ("block size past the table", put(reloc_at + 4, 0x1000)),
+        // A block shorter than its header.
+        ("block size below 8", put(reloc_at + 4, 4)),
+        // A block whose size is no multiple of 4.
+        ("block size not aligned", put(reloc_at + 4, 10)),
+        // A fixup past the end of the image.
+        ("fixup past the image", put(reloc_at, 0x7fff_0000)),
+        // The base relocation table's size past its section.
+        (
+            "table size past its section",
+            put(dirs_at + 5 * 8 + 4, 0x10_0000),
+        ),
+        // The export table far outside the image.
+        ("export table outside", {
+            let mut c = put(dirs_at, 0x7fff_0000);
+            c[dirs_at + 4..dirs_at + 8].copy_from_slice(&0x100u32.to_le_bytes());
+            c
+        }),
+        // A certificate table past the end of the file.
+        ("certificates outside", {
+            let mut c = put(dirs_at + 4 * 8, 0x7fff_0000);
+            c[dirs_at + 36..dirs_at + 40].copy_from_slice(&0x100u32.to_le_bytes());
+            c
+        }),
+        // NumberOfRvaAndSizes more than the optional header holds.
+        ("data directory count", put(opt_at + 108, u32::MAX)),
+        // NumberOfSections past what the file holds.
+        ("section count", {
+            let mut c = b.clone();
+            c[pe_at + 6..pe_at + 8].copy_from_slice(&0xffffu16.to_le_bytes());
+            c
+        }),
+    ]
+}
+
+/// Hostile variants of a COFF object holding CUDA fatbins: tables past
+/// the end of the file, a string table whose size lies.
+pub(crate) fn hostile_objects() -> Vec<(&'static str, Vec<u8>)> {
+    let obj = pe::coff_object(&fatbins(), false);
+    let u32_at = |at: usize| u32::from_le_bytes(obj[at..at + 4].try_into().unwrap());
+    let put = |at: usize, v: u32| {
+        let mut c = obj.clone();
+        c[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        c
+    };
+    // Section headers from offset 20 (no optional header); which one is
+    // the wrapper section, found by its relocations.
+    let count = usize::from(u16::from_le_bytes([obj[2], obj[3]]));
+    let with_relocs = (0..count)
+        .map(|i| 20 + 40 * i)
+        .find(|&h| u16::from_le_bytes([obj[h + 32], obj[h + 33]]) != 0)
+        .unwrap();
+    let fat = (0..count)
+        .map(|i| 20 + 40 * i)
+        .find(|&h| u32_at(h + 16) > 100)
+        .unwrap();
+    let symtab = u32_at(8) as usize;
+    let strtab = symtab + 18 * u32_at(12) as usize;
+    vec![
+        ("raw data past the end", put(fat + 20, 0x7fff_0000)),
+        ("raw size past the end", put(fat + 16, 0x7fff_0000)),
+        (
+            "relocations past the end",
+            put(with_relocs + 24, 0x7fff_0000),
+        ),
+        ("symbol table past the end", put(8, 0x7fff_0000)),
+        ("string table size lies", put(strtab, 0x7fff_0000)),
+        ("file cut in the symbol table", obj[..symtab + 5].to_vec()),
+    ]
+}
+
+#[test]
+fn damaged_windows_headers_are_one_problem_never_clean() {
+    for (what, bytes) in hostile_dlls().into_iter().chain(hostile_objects()) {
+        let r = scan(&bytes, &Options::default());
+        sane(&r, bytes.len());
+        assert!(r.damaged(), "{what}: not damaged: {:?}", r.problems);
+    }
+    // The undamaged ones are clean.
+    let dll = pe::cuda_dll(&fatbins(), false);
+    assert!(!scan(&dll.bytes, &Options::default()).damaged());
+    let obj = pe::coff_object(&fatbins(), false);
+    assert!(!scan(&obj, &Options::default()).damaged());
+}
+
 #[test]
 fn coff_objects_keep_long_names_and_64_bit_wrappers() {
     for arm64 in [false, true] {

@@ -120,7 +120,13 @@ impl Walker<'_> {
                 ),
                 _ => continue,
             };
-            self.problem(&check.loc, Some(check.id), message);
+            // In a linked image every wrapper is an address the image
+            // registers: one that leads nowhere makes the whole file
+            // suspect, not only the wrapper.
+            match check.must_resolve {
+                true => self.damaged_file(&check.loc, Some(check.id), message),
+                false => self.problem(&check.loc, Some(check.id), message),
+            }
         }
     }
 }

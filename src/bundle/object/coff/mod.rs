@@ -43,13 +43,15 @@
 
 use std::borrow::Cow;
 
-use super::{MAGIC, NewSection, Written, is_bundle_section};
+use super::rewrite::Edit;
+use super::{MAGIC, NewSection, Part, Written, is_bundle_section};
 use crate::error::{Error, Result};
 
 mod read;
 pub(crate) mod strtab;
 #[cfg(test)]
 mod tests;
+mod update;
 mod write;
 
 /// `IMAGE_SCN_CNT_CODE`.
@@ -121,6 +123,9 @@ enum Contents {
     },
     /// Bytes rebuilt by the writer.
     Owned(Vec<u8>),
+    /// New contents given in pieces (`prune`'s updated sections), with
+    /// their length.
+    Parts(Vec<Part>, usize),
 }
 
 impl Contents {
@@ -130,6 +135,7 @@ impl Contents {
             Contents::None => 0,
             Contents::Span { len, .. } => *len,
             Contents::Owned(b) => b.len(),
+            Contents::Parts(_, len) => *len,
         }
     }
 }
@@ -202,20 +208,30 @@ struct Model<'d> {
     data: &'d [u8],
 }
 
-/// What llvm-objcopy makes of the COFF object `data` when it removes the
-/// bundle sections (`remove_bundles`) and adds `add`. Span source 0 is
-/// `data`, source `i + 1` is `add[i].data`.
-pub(super) fn rewrite(
-    data: &[u8],
-    remove_bundles: bool,
-    add: &[NewSection<'_>],
-) -> Result<Written> {
+/// What llvm-objcopy makes of the COFF object `data` with `edit`: the
+/// bundle sections removed (`remove_bundles`) and `add` added, or for
+/// `prune`, sections removed (`remove`, by 1-based index) and given new
+/// contents (`update`). Span source 0 is `data`, source `i + 1` is
+/// `add[i].data`, and (with no `add`) source `j + 1` is `extra[j]`.
+pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
     let mut model = read::read(data)?;
-    if remove_bundles {
+    if !edit.update.is_empty() || !edit.remove.is_empty() {
+        // Pruning: nothing is added, and what points into an updated
+        // section follows its bytes ([`update`]).
+        model.update_sections(edit.update, edit.extra)?;
+        model.remove_sections(|s| edit.remove.contains(&s.id));
+    }
+    if edit.remove_bundles {
         model.remove_sections(|s| is_bundle_section(&s.name));
     }
-    model.add_sections(add)?;
+    model.add_sections(edit.add)?;
     model.write()
+}
+
+/// Reads the COFF object `data` as llvm-objcopy's reader would, every
+/// table checked against the file: what is wrong, if anything.
+pub(super) fn check(data: &[u8]) -> Result<()> {
+    read::read(data).map(|_| ())
 }
 
 impl<'d> Model<'d> {

@@ -8,7 +8,7 @@ use super::{
     AUX_SIZE, Contents, MAX_SECTIONS_16, Model, RELOCATION_SIZE, SCN_CNT_CODE, SCN_NRELOC_OVFL,
     SECTION_HEADER_SIZE, SYM_CLASS_STATIC, Sec, invalid, lossy,
 };
-use crate::bundle::object::{Span, Written};
+use crate::bundle::object::{Part, Span, Written};
 use crate::error::Result;
 use crate::layout::{Layout, Piece};
 
@@ -136,6 +136,29 @@ impl<'d> Model<'d> {
                     });
                 }
                 Contents::Owned(b) => out.push(Piece::Bytes(b), len),
+                Contents::Parts(parts, _) => {
+                    for p in parts {
+                        match p {
+                            Part::Span {
+                                source,
+                                offset,
+                                len,
+                            } => {
+                                out.push(Piece::Image(spans.len()), len as u64);
+                                spans.push(Span {
+                                    source,
+                                    offset,
+                                    len,
+                                });
+                            }
+                            Part::Bytes(b) => {
+                                let n = b.len() as u64;
+                                out.push(Piece::Bytes(b), n);
+                            }
+                            Part::Zeros(n) => out.push(Piece::Zeros(n), n),
+                        }
+                    }
+                }
             }
             // Raw data the input did not have: zeros, or int3 for code.
             let pad = u64::from(s.raw_size).saturating_sub(len);

@@ -104,12 +104,9 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
     let mut model = match object::FileKind::parse(data).map_err(read_err)? {
         object::FileKind::Elf32 => read::read::<elf::FileHeader32<Endianness>>(data, false)?,
         object::FileKind::Elf64 => read::read::<elf::FileHeader64<Endianness>>(data, true)?,
-        // COFF objects have their own model and writer; pruning them is
-        // not supported.
-        object::FileKind::Coff | object::FileKind::CoffBig
-            if edit.update.is_empty() && edit.remove.is_empty() =>
-        {
-            return super::coff::rewrite(data, edit.remove_bundles, edit.add);
+        // COFF objects have their own model and writer.
+        object::FileKind::Coff | object::FileKind::CoffBig => {
+            return super::coff::rewrite(data, edit);
         }
         other => return Err(super::unsupported(other, doing(edit))),
     };
