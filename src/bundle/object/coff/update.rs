@@ -264,7 +264,7 @@ fn checksum(data: &[u8], parts: &[Part], extra: &[&[u8]]) -> u32 {
                 crc.update(bytes);
             }
             Part::Bytes(b) => crc.update(b),
-            Part::Zeros(n) => crc.zeros(*n as u64),
+            Part::Zeros(n) => crc.zeros(*n),
         }
     }
     crc.value()
