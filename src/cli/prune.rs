@@ -10,7 +10,9 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use super::io::{print_line, printable};
-use crate::prune::{self, Destination, PathOptions, PathReport, Ptx, Rules, Selection};
+use crate::prune::{
+    self, Destination, PathOptions, PathReport, Ptx, Rules, Selection, Skip, TreeOutcome,
+};
 use crate::scan::rule::Rule;
 
 /// Keeps only the device images the GPUs you ship to would load.
@@ -158,19 +160,28 @@ impl PruneOpts {
         if self.output.is_none() && self.dir.is_none() && !self.in_place && !self.dry_run {
             bail!("say where the pruned files go: -o OUT, -d DIR, --in-place or --dry-run");
         }
+        let trees: Vec<&PathBuf> = self.inputs.iter().filter(|p| p.is_dir()).collect();
+        if let Some(dir) = trees.first()
+            && !self.in_place
+            && !self.dry_run
+        {
+            bail!(
+                "'{}' is a directory: its files are pruned in place (--in-place) or looked at \
+                 (--dry-run); -o and -d take files",
+                dir.display()
+            );
+        }
         let sel = selection(&self)?;
         let opts = self.options();
-        let mut reports = Vec::new();
-        let mut failed = false;
-        for input in &self.inputs {
-            match prune::prune_path(input, &sel, &opts) {
-                Ok(r) => reports.push(r),
-                Err(e) => {
-                    failed = true;
-                    let e = anyhow::Error::from(e);
-                    eprintln!("error: {}", printable(&super::io::error_text(&e)));
-                }
-            }
+        let entries = {
+            let line = super::scan::Progress::new("pruned", !trees.is_empty());
+            prune::prune_tree(&self.inputs, &sel, &opts, &mut |n, total| {
+                line.done(n, total);
+            })
+        };
+        let run = Run::of(entries, self.dry_run, self.in_place && self.keep_hard_links);
+        for e in &run.errors {
+            eprintln!("error: {}", printable(e));
         }
         let mut out = super::io::Report::stdout();
         if self.json {
@@ -179,23 +190,250 @@ impl PruneOpts {
                 schema: &'static str,
                 dry_run: bool,
                 files: &'a [PathReport],
+                not_pruned: &'a [NotPruned],
+                skipped: &'a [Left],
+                total: &'a Total,
             }
             serde_json::to_writer_pretty(
                 &mut out,
                 &Doc {
                     schema: "offload-kit/prune/1",
                     dry_run: self.dry_run,
-                    files: &reports,
+                    files: &run.files,
+                    not_pruned: &run.not_pruned,
+                    skipped: &run.skipped,
+                    total: &run.total,
                 },
             )?;
             writeln!(out)?;
         } else {
-            for r in &reports {
+            for r in &run.files {
                 print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
+            }
+            for n in run.not_pruned.iter().filter(|n| n.refused && !n.named) {
+                print_line(&mut out, &format!("not pruned: {}", n.error))?;
+            }
+            for l in &run.skipped {
+                print_line(&mut out, &format!("{}: {}", l.path, l.text))?;
+            }
+            if !trees.is_empty() {
+                print_line(&mut out, &run.total.text(self.dry_run))?;
             }
         }
         out.flush()?;
-        Ok(std::process::ExitCode::from(if failed { 2 } else { 0 }))
+        Ok(std::process::ExitCode::from(run.exit_code()))
+    }
+}
+
+/// A file that could not be pruned, for the report.
+#[derive(Serialize)]
+struct NotPruned {
+    path: String,
+    /// Refused (of a kind or asking for a rewrite prune does not do), not
+    /// failed.
+    refused: bool,
+    /// Named, not found in a directory.
+    #[serde(skip)]
+    named: bool,
+    /// The message, naming the file.
+    error: String,
+}
+
+/// A file found in a directory and left as it is, when the report names
+/// it: another name of a file handled under its first, a thin archive's
+/// member, a temporary file left by a killed run.
+#[derive(Serialize)]
+struct Left {
+    path: String,
+    /// `hard-link`, `thin-member` or `leftover`.
+    why: &'static str,
+    /// The file handled in its place (the first name, the thin archive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    of: Option<String>,
+    #[serde(skip)]
+    text: String,
+}
+
+/// What a run did, in all.
+#[derive(Serialize, Default)]
+struct Total {
+    /// Files with something removed (or that would have, in a dry run).
+    files: usize,
+    /// Bytes freed (that would be), in all.
+    freed: u64,
+    /// Regular files found in the directories.
+    found: usize,
+    /// Of those, files with no device code: of no format prune reads, or
+    /// read and holding none.
+    without_device_code: usize,
+    /// Symbolic links met in the directories, left as they are.
+    symbolic_links: usize,
+    /// Files refused (`not_pruned` with `refused`).
+    refused: usize,
+    /// Files that failed otherwise: unreadable, damaged, not written.
+    failed: usize,
+}
+
+impl Total {
+    /// The last line of a text report of a run over directories.
+    fn text(&self, dry_run: bool) -> String {
+        let verb = if dry_run { "would free" } else { "freed" };
+        let mut line = format!(
+            "total: {verb} {} bytes ({}) in {} file(s); {} file(s) found in the directories, {} \
+             without device code",
+            self.freed,
+            decimal(self.freed),
+            self.files,
+            self.found,
+            self.without_device_code,
+        );
+        if self.symbolic_links > 0 {
+            line += &format!(
+                "; {} symbolic link(s) left as they are",
+                self.symbolic_links
+            );
+        }
+        if self.refused + self.failed > 0 {
+            line += &format!(
+                "; {} file(s) not pruned ({} refused)",
+                self.refused + self.failed,
+                self.refused
+            );
+        }
+        line
+    }
+}
+
+/// `n` bytes in decimal units with one digit after the point (`9.8 GB`).
+fn decimal(n: u64) -> String {
+    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    // Tenths of the unit, in integers: exact, with no float rounding.
+    let (mut whole, mut unit) = (n, 0);
+    while whole >= 1_000_000 && unit + 1 < UNITS.len() {
+        whole /= 1000;
+        unit += 1;
+    }
+    let tenths = (whole + 50) / 100;
+    format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
+}
+
+/// A run's entries sorted into what the report says.
+#[derive(Default)]
+struct Run {
+    files: Vec<PathReport>,
+    not_pruned: Vec<NotPruned>,
+    skipped: Vec<Left>,
+    total: Total,
+    /// Error lines for standard error: every failure but the refusals of
+    /// files found in directories.
+    errors: Vec<String>,
+}
+
+impl Run {
+    fn of(entries: Vec<prune::TreeEntry>, dry_run: bool, through_links: bool) -> Run {
+        let mut run = Run::default();
+        for e in entries {
+            let path = e.path.to_string_lossy().into_owned();
+            if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
+                run.total.found += 1;
+            }
+            match e.outcome {
+                TreeOutcome::Pruned(r) => {
+                    run.total.freed += r.freed;
+                    if r.containers_rewritten > 0 {
+                        run.total.files += 1;
+                    }
+                    let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
+                    if e.named || device_code || r.containers_rewritten > 0 {
+                        run.files.push(r);
+                    } else {
+                        run.total.without_device_code += 1;
+                    }
+                }
+                TreeOutcome::Failed(err) => {
+                    let refused = err.refused();
+                    let text = super::io::error_text(&anyhow::Error::from(err));
+                    match refused {
+                        true => run.total.refused += 1,
+                        false => run.total.failed += 1,
+                    }
+                    if e.named || !refused {
+                        run.errors.push(text.clone());
+                    }
+                    run.not_pruned.push(NotPruned {
+                        path,
+                        refused,
+                        named: e.named,
+                        error: text,
+                    });
+                }
+                TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
+            }
+        }
+        run
+    }
+
+    /// Notes a path left as it is.
+    fn skip(&mut self, path: String, why: Skip, dry_run: bool, through_links: bool) {
+        let (why, of, text) = match why {
+            Skip::SymbolicLink => {
+                self.total.symbolic_links += 1;
+                return;
+            }
+            Skip::NoKnownFormat | Skip::NotRegular => {
+                self.total.without_device_code += 1;
+                return;
+            }
+            Skip::HardLink(first) => {
+                let first = first.to_string_lossy().into_owned();
+                let text = match (dry_run, through_links) {
+                    (true, _) => format!("another name (hard link) of {first}, pruned there"),
+                    (false, true) => {
+                        format!("another name (hard link) of {first}, pruned through it")
+                    }
+                    (false, false) => format!(
+                        "another name (hard link) of {first}: where that was pruned it became a \
+                         new file, and this name keeps the old one (--keep-hard-links prunes \
+                         through every name)"
+                    ),
+                };
+                ("hard-link", Some(first), text)
+            }
+            Skip::ThinMember(archive) => {
+                let archive = archive.to_string_lossy().into_owned();
+                let text = format!("a member of the thin archive {archive}, pruned with it");
+                ("thin-member", Some(archive), text)
+            }
+            Skip::Leftover => (
+                "leftover",
+                None,
+                "a temporary file an interrupted prune left (a whole copy of the old or the \
+                 new file beside it): not pruned; remove it"
+                    .to_string(),
+            ),
+        };
+        self.skipped.push(Left {
+            path,
+            why,
+            of,
+            text,
+        });
+    }
+
+    /// 2 when a file could not be read or written, held damaged data, or
+    /// was named and refused; 1 when only files found in directories were
+    /// refused; 0 otherwise.
+    fn exit_code(&self) -> u8 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.total.refused > 0 {
+            1
+        } else {
+            0
+        }
     }
 }
 
