@@ -259,8 +259,13 @@ struct Left {
 struct Total {
     /// Files with something removed (or that would have, in a dry run).
     files: usize,
-    /// Bytes freed (that would be), in all.
+    /// Bytes freed (that would be), in all: each file's `freed` (for a
+    /// wheel, bytes of its members before compression).
     freed: u64,
+    /// The disk usage of the files with something removed, before.
+    disk_before: u64,
+    /// Their disk usage after; `None` in a dry run.
+    disk_after: Option<u64>,
     /// Regular files found in the directories.
     found: usize,
     /// Of those, files with no device code: of no format prune reads, or
@@ -279,13 +284,21 @@ impl Total {
     fn text(&self, dry_run: bool) -> String {
         let verb = if dry_run { "would free" } else { "freed" };
         let mut line = format!(
-            "total: {verb} {} bytes ({}) in {} file(s); {} file(s) found in the directories, {} \
-             without device code",
+            "total: {verb} {} bytes ({}) in {} file(s)",
             self.freed,
             decimal(self.freed),
             self.files,
-            self.found,
-            self.without_device_code,
+        );
+        if let Some(after) = self.disk_after {
+            line += &format!(
+                ", which take {} on disk ({} before)",
+                decimal(after),
+                decimal(self.disk_before)
+            );
+        }
+        line += &format!(
+            "; {} file(s) found in the directories, {} without device code",
+            self.found, self.without_device_code
         );
         if self.symbolic_links > 0 {
             line += &format!(
@@ -335,6 +348,7 @@ struct Run {
 impl Run {
     fn of(entries: Vec<prune::TreeEntry>, dry_run: bool, through_links: bool) -> Run {
         let mut run = Run::default();
+        run.total.disk_after = (!dry_run).then_some(0);
         for e in entries {
             let path = e.path.to_string_lossy().into_owned();
             if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
@@ -342,9 +356,13 @@ impl Run {
             }
             match e.outcome {
                 TreeOutcome::Pruned(r) => {
-                    run.total.freed += r.freed;
+                    run.total.freed = run.total.freed.saturating_add(r.freed);
                     if r.containers_rewritten > 0 {
                         run.total.files += 1;
+                        run.total.disk_before = run.total.disk_before.saturating_add(r.disk_before);
+                        if let (Some(t), Some(d)) = (&mut run.total.disk_after, r.disk_after) {
+                            *t = t.saturating_add(d);
+                        }
                     }
                     let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
                     if e.named || device_code || r.containers_rewritten > 0 {
