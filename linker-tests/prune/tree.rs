@@ -74,9 +74,10 @@ fn prune_json(d: &Path, args: &[&str]) -> Result<(i32, serde_json::Value), Faile
     Ok((r.code, doc))
 }
 
-fn exit_codes() -> Result<(), Failed> {
-    let t = tempdir();
-    let d = t.path();
+/// `tree/` in `d`: two bundles with gfx90a images, one with none (refused
+/// with `--keep gfx90a`) and a text file; returns the two bundles pruned
+/// alone (their MD5 by path below `tree/`) and the bytes that frees.
+fn tree_of_four(d: &Path) -> Result<(BTreeMap<String, String>, u64), Failed> {
     std::fs::create_dir_all(d.join("tree/sub"))?;
     bundle(
         d,
@@ -91,7 +92,6 @@ fn exit_codes() -> Result<(), Failed> {
     // Refused: nothing of it would stay (--allow-empty allows that).
     bundle(d, "tree/only942.hipfb", &[("gfx942", 5, 3000)])?;
     std::fs::write(d.join("tree/notes.txt"), "no device code")?;
-    // Each file alone, for the bytes and the freed counts to match.
     let mut alone_freed = 0;
     let mut want = BTreeMap::new();
     for f in ["k1.hipfb", "sub/k2.hipfb"] {
@@ -101,6 +101,13 @@ fn exit_codes() -> Result<(), Failed> {
         want.insert(f.to_string(), md5_hex(&std::fs::read(d.join("alone.out"))?));
     }
     std::fs::remove_file(d.join("alone.out"))?;
+    Ok((want, alone_freed))
+}
+
+fn exit_codes() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let (want, alone_freed) = tree_of_four(d)?;
     let before = hashes(&d.join("tree"));
     let copy = |to: &str| -> Result<(), Failed> {
         run(Path::new("/bin/cp"), &["-a", "tree", to], d).ok()?;
@@ -272,57 +279,10 @@ fn killed() -> Result<(), Failed> {
         let _ = child.kill();
         let _ = child.wait();
         let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
-        let got = hashes(&d.join("work"));
-        let mut news = 0;
-        for n in names {
-            match got.get(n) {
-                Some(h) if *h == old[n] => {}
-                Some(h) if *h == new[n] => news += 1,
-                _ => return Err(format!("{at}: {n} is neither the old nor the new file").into()),
-            }
-        }
-        match news {
+        match after_kill(d, &names, &old, &new, &at)? {
             0 => all_old += 1,
             6 => all_new += 1,
             _ => mixed += 1,
-        }
-        let left = leftovers(&d.join("work"));
-        for l in &left {
-            let base = Path::new(l).parent().unwrap_or(Path::new(""));
-            let whole_copy = names.iter().any(|n| {
-                Path::new(n).parent().unwrap_or(Path::new("")) == base
-                    && (got[l] == old[*n] || got[l] == new[*n])
-            });
-            if !whole_copy {
-                return Err(format!("{at}: {l} is a partial file").into());
-            }
-        }
-        // The next run finishes the job and leaves the leftovers alone.
-        let r = run(
-            &ours(),
-            &["prune", "--keep", "gfx90a", "--in-place", "--json", "work"],
-            d,
-        )
-        .ok()?;
-        let doc: serde_json::Value = serde_json::from_slice(&r.stdout)?;
-        let reported: Vec<&str> = doc["skipped"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["why"] == "leftover")
-            .filter_map(|s| s["path"].as_str())
-            .collect();
-        same(
-            &format!("{at}: leftovers reported"),
-            reported.len(),
-            left.len(),
-        )?;
-        let again = hashes(&d.join("work"));
-        for n in names {
-            same(&format!("{at}: {n} after the next run"), &again[n], &new[n])?;
-        }
-        for l in &left {
-            same(&format!("{at}: {l} left as it was"), &again[l], &got[l])?;
         }
     }
     // Most points fall inside the run: kills before any file, after
@@ -334,6 +294,62 @@ fn killed() -> Result<(), Failed> {
         .into());
     }
     Ok(())
+}
+
+/// Checks `work/` in `d` after a kill: each of `names` is its `old` or
+/// its `new` file, and each `.offload-kit-*` file beside them a whole copy
+/// of one; then the next run, not killed, finishes the job, reports the
+/// leftovers and leaves them as they are. Returns how many files were
+/// new after the kill.
+fn after_kill(
+    d: &Path,
+    names: &[&str],
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+    at: &str,
+) -> Result<usize, Failed> {
+    let got = hashes(&d.join("work"));
+    let mut news = 0;
+    for n in names {
+        match got.get(*n) {
+            Some(h) if *h == old[*n] => {}
+            Some(h) if *h == new[*n] => news += 1,
+            _ => return Err(format!("{at}: {n} is neither the old nor the new file").into()),
+        }
+    }
+    let left = leftovers(&d.join("work"));
+    for l in &left {
+        let base = Path::new(l).parent().unwrap_or(Path::new(""));
+        let whole_copy = names.iter().any(|n| {
+            Path::new(n).parent().unwrap_or(Path::new("")) == base
+                && (got[l] == old[*n] || got[l] == new[*n])
+        });
+        if !whole_copy {
+            return Err(format!("{at}: {l} is a partial file").into());
+        }
+    }
+    let args = ["prune", "--keep", "gfx90a", "--in-place", "--json", "work"];
+    let r = run(&ours(), &args, d).ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout)?;
+    let reported = doc["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["why"] == "leftover")
+        .count();
+    same(&format!("{at}: leftovers reported"), reported, left.len())?;
+    let again = hashes(&d.join("work"));
+    for n in names {
+        same(
+            &format!("{at}: {n} after the next run"),
+            &again[*n],
+            &new[*n],
+        )?;
+    }
+    for l in &left {
+        same(&format!("{at}: {l} left as it was"), &again[l], &got[l])?;
+    }
+    Ok(news)
 }
 
 /// A directory holding every file of the CuPy and cuRAND wheels, as pip

@@ -1,7 +1,9 @@
 //! `offload-kit prune`: keeps only the device images the GPUs named would
 //! load, rewriting each container that loses entries where it lies; the
-//! selection, the rewrite and the writing of each file are
-//! `crate::prune`'s ([`prune::prune_path`]).
+//! selection, the rewrite, the writing of each file and the walk of
+//! directories are `crate::prune`'s ([`prune::prune_tree`], which runs
+//! [`prune::prune_path`] on each file); this prints the report and the
+//! total, and picks the exit code.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -48,11 +50,21 @@ The output appears whole or not at all: written with no name, it takes the file'
 (the old file until then, the new one after, even when killed); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
 links becomes a new file, the others keeping the old one, unless --keep-hard-links (the pruned file \
-is then copied over the old one once complete). Exit codes: 0 success, 2 an input that could not be read, \
-held damaged data or cannot be pruned, or a usage error."
+is then copied over the old one once complete).\n\n\
+A directory is pruned with --in-place (or looked at with --dry-run; -o and -d take files only): \
+every regular file under it, one at a time, as if named alone. Symbolic links are left as they \
+are (not followed); a file with several names is pruned once, under the first name met; files \
+whose first bytes are of no format prune reads are skipped; the members of a thin archive are \
+pruned with it; .offload-kit-* files an interrupted run left are reported, not pruned. A file \
+found there that cannot be pruned is listed with why and the run goes on; the report ends with \
+a total.\n\n\
+Exit codes: 0 success; 1 files found in a directory were refused (of a kind or asking for a \
+rewrite prune does not do), the others pruned; 2 a file that could not be read or written, held \
+damaged data, or was named and cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
-    /// Files to prune.
+    /// Files to prune, and directories whose files to prune (with
+    /// --in-place or --dry-run).
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Write the pruned file here (one input).
@@ -61,7 +73,7 @@ pub struct PruneOpts {
     /// Write each pruned file into this directory, under its own name.
     #[arg(short, long, value_name = "DIR", conflicts_with = "in_place")]
     dir: Option<PathBuf>,
-    /// Replace each input with its pruned form.
+    /// Replace each input (each file under a directory) with its pruned form.
     #[arg(long)]
     in_place: bool,
     /// Keep what devices of these targets load (repeat, or separate by commas).
@@ -99,7 +111,7 @@ pub struct PruneOpts {
     /// Threads that compress a rebuilt compressed bundle (default: every CPU).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     threads: u32,
-    /// Say what would be removed; write nothing.
+    /// Say what would be removed (in all, for directories); write nothing.
     #[arg(long)]
     dry_run: bool,
     /// Print JSON (schema `offload-kit/prune/1`) instead of text.
@@ -366,7 +378,7 @@ impl Run {
                     }
                     let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
                     if e.named || device_code || r.containers_rewritten > 0 {
-                        run.files.push(r);
+                        run.files.push(*r);
                     } else {
                         run.total.without_device_code += 1;
                     }

@@ -67,7 +67,7 @@ pub enum TreeOutcome {
     /// file that holds nothing to remove is reported too (with
     /// `containers_rewritten` 0, and no images kept or dropped when it
     /// holds no device code).
-    Pruned(PathReport),
+    Pruned(Box<PathReport>),
     /// It could not be pruned and is as it was: a file [`prune_path`]
     /// failed on ([`PathError::refused`] tells a refusal from damaged
     /// data or an I/O failure), a directory that could not be read, a
@@ -222,7 +222,7 @@ pub fn prune_tree(
                 first.entry(id).or_insert_with(|| f.path.clone());
             }
             match prune_path(&f.path, selection, opts) {
-                Ok(r) => TreeOutcome::Pruned(r),
+                Ok(r) => TreeOutcome::Pruned(Box::new(r)),
                 Err(e) => TreeOutcome::Failed(e),
             }
         };
