@@ -152,7 +152,11 @@ fn exit_codes() -> Result<(), Failed> {
     let out = String::from_utf8_lossy(&r.stdout);
     if !out.contains("not pruned: 'tree/only942.hipfb': ")
         || !out.contains(&format!("total: freed {alone_freed} bytes"))
-        || !out.contains("in 2 file(s); 4 file(s) found")
+        || !out.contains("in 2 file(s), which take ")
+        || !out.contains(
+            "; 4 file(s) found in the directories, 1 without device code; 1 file(s) \
+                          not pruned (1 refused)",
+        )
         || !r.stderr.is_empty()
     {
         return Err(format!("--in-place printed:\n{out}\n{}", r.stderr).into());
