@@ -257,7 +257,7 @@ struct NotPruned {
 #[derive(Serialize)]
 struct Left {
     path: String,
-    /// `hard-link`, `thin-member` or `leftover`.
+    /// `hard-link`, `again`, `thin-member` or `leftover`.
     why: &'static str,
     /// The file handled in its place (the first name, the thin archive).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -432,6 +432,12 @@ impl Run {
                 };
                 ("hard-link", Some(first), text)
             }
+            Skip::Again => (
+                "again",
+                None,
+                "found again (a directory given twice, or inside another): handled once"
+                    .to_string(),
+            ),
             Skip::ThinMember(archive) => {
                 let archive = archive.to_string_lossy().into_owned();
                 let text = format!("a member of the thin archive {archive}, pruned with it");

@@ -11,7 +11,8 @@
 //! - a symbolic link is left as it is, neither followed nor rewritten
 //!   (the file it leads to is pruned where the walk finds it);
 //! - a file with several names (hard links) is handled once, under the
-//!   first name met; the others are reported as its names. In place
+//!   first name met; the others are reported as its names (and a file
+//!   found again, in a directory given twice or inside another, once). In place
 //!   without [`PathOptions::keep_hard_links`] the pruned file is a new one
 //!   under that name and the other names keep the old bytes, as for a file
 //!   named alone;
@@ -86,6 +87,8 @@ pub enum Skip {
     SymbolicLink,
     /// Another name (hard link) of the file handled under this name.
     HardLink(PathBuf),
+    /// Found again: a directory given twice, or inside another given.
+    Again,
     /// A member file of this thin archive, pruned with it.
     ThinMember(PathBuf),
     /// Its first bytes are of no format prune reads: nothing in it can be
@@ -111,10 +114,10 @@ enum Slot {
 struct Found {
     path: PathBuf,
     named: bool,
-    /// Its device and inode, when it has other names.
-    linked: Option<(u64, u64)>,
-    /// Its device and inode.
-    id: (u64, u64),
+    /// Its device and inode, as the walk found them (before any file of
+    /// the run is replaced, so no two files of the run share them);
+    /// `None` for a named file that cannot be read.
+    id: Option<(u64, u64)>,
 }
 
 /// Prunes every file of `inputs`: a file named as [`prune_path`] does, a
@@ -211,14 +214,18 @@ pub fn prune_tree(
             }
             Slot::File(f) => f,
         };
-        let member = members.get(&f.id).filter(|a| !f.named && **a != f.path);
-        let twin = f.linked.and_then(|id| first.get(&id)).filter(|_| !f.named);
+        let id = f.id.filter(|_| !f.named);
+        let member = id.and_then(|id| members.get(&id)).filter(|a| **a != f.path);
+        let twin = id.and_then(|id| first.get(&id));
         let outcome = if let Some(archive) = member {
             TreeOutcome::Skipped(Skip::ThinMember(archive.clone()))
         } else if let Some(name) = twin {
-            TreeOutcome::Skipped(Skip::HardLink(name.clone()))
+            TreeOutcome::Skipped(match *name == f.path {
+                true => Skip::Again,
+                false => Skip::HardLink(name.clone()),
+            })
         } else {
-            if let Some(id) = f.linked {
+            if let Some(id) = f.id {
                 first.entry(id).or_insert_with(|| f.path.clone());
             }
             match prune_path(&f.path, selection, opts) {
@@ -253,8 +260,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         Slot::File(Found {
             path: input.to_path_buf(),
             named: true,
-            linked: meta.and_then(linked),
-            id: meta.map_or((0, 0), |m| (m.dev(), m.ino())),
+            id: meta.map(|m| (m.dev(), m.ino())),
         })
     };
     match std::fs::metadata(input) {
@@ -319,8 +325,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             Ok(m) => slots.push(Slot::File(Found {
                 path: path.to_path_buf(),
                 named: false,
-                linked: linked(&m),
-                id: (m.dev(), m.ino()),
+                id: Some((m.dev(), m.ino())),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
@@ -329,13 +334,6 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             })),
         }
     }
-}
-
-/// The device and inode of a file with other names. (A file with one
-/// name is not recorded: its inode may be given to a new file once the
-/// file is replaced.)
-fn linked(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
-    (meta.nlink() > 1).then(|| (meta.dev(), meta.ino()))
 }
 
 /// What to do with a file, by its first bytes.

@@ -211,6 +211,19 @@ fn a_dry_run_writes_nothing_and_frees_what_the_run_frees() {
         &mut |_, _| {},
     );
     assert_eq!(snapshot(&root), before, "bytes, modes, times and inodes");
+    // A directory given inside another: its files are handled once.
+    let twice = prune_tree(
+        &[root.clone(), root.join("lib")],
+        &gfx90a(),
+        &PathOptions::default(),
+        &mut |_, _| {},
+    );
+    assert_eq!(freed(&twice), freed(&dry));
+    let again: Vec<String> = outcomes(&root, &twice[dry.len()..])
+        .into_iter()
+        .map(|(p, what)| format!("{p} {what}"))
+        .collect();
+    assert_eq!(again, ["lib/libk.so Again", "lib/sub/k.hipfb Again"]);
     let wet = prune_tree(
         std::slice::from_ref(&root),
         &gfx90a(),
