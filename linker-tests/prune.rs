@@ -20,6 +20,7 @@ use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unz
 mod cuda;
 mod objects;
 mod shrink;
+mod tree;
 mod wheels;
 
 pub fn tests() -> Vec<Trial> {
@@ -76,6 +77,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(cuda::tests());
     trials.extend(shrink::tests());
     trials.extend(wheels::tests());
+    trials.extend(tree::tests());
     trials
 }
 

@@ -1,7 +1,9 @@
 //! `offload-kit prune`: keeps only the device images the GPUs named would
 //! load, rewriting each container that loses entries where it lies; the
-//! selection, the rewrite and the writing of each file are
-//! `crate::prune`'s ([`prune::prune_path`]).
+//! selection, the rewrite, the writing of each file and the walk of
+//! directories are `crate::prune`'s ([`prune::prune_tree`], which runs
+//! [`prune::prune_path`] on each file); this prints the report and the
+//! total, and picks the exit code.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +12,9 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use super::io::{print_line, printable};
-use crate::prune::{self, Destination, PathOptions, PathReport, Ptx, Rules, Selection};
+use crate::prune::{
+    self, Destination, PathOptions, PathReport, Ptx, Rules, Selection, Skip, TreeOutcome,
+};
 use crate::scan::rule::Rule;
 
 /// Keeps only the device images the GPUs you ship to would load.
@@ -46,11 +50,21 @@ The output appears whole or not at all: written with no name, it takes the file'
 (the old file until then, the new one after, even when killed); --in-place keeps \
 the file's mode, owner and times (a new file gets the input's mode); a file with other hard \
 links becomes a new file, the others keeping the old one, unless --keep-hard-links (the pruned file \
-is then copied over the old one once complete). Exit codes: 0 success, 2 an input that could not be read, \
-held damaged data or cannot be pruned, or a usage error."
+is then copied over the old one once complete).\n\n\
+A directory is pruned with --in-place (or looked at with --dry-run; -o and -d take files only): \
+every regular file under it, one at a time, as if named alone. Symbolic links are left as they \
+are (not followed); a file with several names is pruned once, under the first name met; files \
+whose first bytes are of no format prune reads are skipped; the members of a thin archive are \
+pruned with it; .offload-kit-* files an interrupted run left are reported, not pruned. A file \
+found there that cannot be pruned is listed with why and the run goes on; the report ends with \
+a total.\n\n\
+Exit codes: 0 success; 1 files found in a directory were refused (of a kind or asking for a \
+rewrite prune does not do), the others pruned; 2 a file that could not be read or written, held \
+damaged data, or was named and cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
-    /// Files to prune.
+    /// Files to prune, and directories whose files to prune (with
+    /// --in-place or --dry-run).
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// Write the pruned file here (one input).
@@ -59,7 +73,7 @@ pub struct PruneOpts {
     /// Write each pruned file into this directory, under its own name.
     #[arg(short, long, value_name = "DIR", conflicts_with = "in_place")]
     dir: Option<PathBuf>,
-    /// Replace each input with its pruned form.
+    /// Replace each input (each file under a directory) with its pruned form.
     #[arg(long)]
     in_place: bool,
     /// Keep what devices of these targets load (repeat, or separate by commas).
@@ -97,7 +111,7 @@ pub struct PruneOpts {
     /// Threads that compress a rebuilt compressed bundle (default: every CPU).
     #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
     threads: u32,
-    /// Say what would be removed; write nothing.
+    /// Say what would be removed (in all, for directories); write nothing.
     #[arg(long)]
     dry_run: bool,
     /// Print JSON (schema `offload-kit/prune/1`) instead of text.
@@ -158,19 +172,28 @@ impl PruneOpts {
         if self.output.is_none() && self.dir.is_none() && !self.in_place && !self.dry_run {
             bail!("say where the pruned files go: -o OUT, -d DIR, --in-place or --dry-run");
         }
+        let trees: Vec<&PathBuf> = self.inputs.iter().filter(|p| p.is_dir()).collect();
+        if let Some(dir) = trees.first()
+            && !self.in_place
+            && !self.dry_run
+        {
+            bail!(
+                "'{}' is a directory: its files are pruned in place (--in-place) or looked at \
+                 (--dry-run); -o and -d take files",
+                dir.display()
+            );
+        }
         let sel = selection(&self)?;
         let opts = self.options();
-        let mut reports = Vec::new();
-        let mut failed = false;
-        for input in &self.inputs {
-            match prune::prune_path(input, &sel, &opts) {
-                Ok(r) => reports.push(r),
-                Err(e) => {
-                    failed = true;
-                    let e = anyhow::Error::from(e);
-                    eprintln!("error: {}", printable(&super::io::error_text(&e)));
-                }
-            }
+        let entries = {
+            let line = super::scan::Progress::new("pruned", !trees.is_empty());
+            prune::prune_tree(&self.inputs, &sel, &opts, &mut |n, total| {
+                line.done(n, total);
+            })
+        };
+        let run = Run::of(entries, self.dry_run, self.in_place && self.keep_hard_links);
+        for e in &run.errors {
+            eprintln!("error: {}", printable(e));
         }
         let mut out = super::io::Report::stdout();
         if self.json {
@@ -179,23 +202,274 @@ impl PruneOpts {
                 schema: &'static str,
                 dry_run: bool,
                 files: &'a [PathReport],
+                not_pruned: &'a [NotPruned],
+                skipped: &'a [Left],
+                total: &'a Total,
             }
             serde_json::to_writer_pretty(
                 &mut out,
                 &Doc {
                     schema: "offload-kit/prune/1",
                     dry_run: self.dry_run,
-                    files: &reports,
+                    files: &run.files,
+                    not_pruned: &run.not_pruned,
+                    skipped: &run.skipped,
+                    total: &run.total,
                 },
             )?;
             writeln!(out)?;
         } else {
-            for r in &reports {
+            for r in &run.files {
                 print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
+            }
+            for n in run.not_pruned.iter().filter(|n| n.refused && !n.named) {
+                print_line(&mut out, &format!("not pruned: {}", n.error))?;
+            }
+            for l in &run.skipped {
+                print_line(&mut out, &format!("{}: {}", l.path, l.text))?;
+            }
+            if !trees.is_empty() {
+                print_line(&mut out, &run.total.text(self.dry_run))?;
             }
         }
         out.flush()?;
-        Ok(std::process::ExitCode::from(if failed { 2 } else { 0 }))
+        Ok(std::process::ExitCode::from(run.exit_code()))
+    }
+}
+
+/// A file that could not be pruned, for the report.
+#[derive(Serialize)]
+struct NotPruned {
+    path: String,
+    /// Refused (of a kind or asking for a rewrite prune does not do), not
+    /// failed.
+    refused: bool,
+    /// Named, not found in a directory.
+    #[serde(skip)]
+    named: bool,
+    /// The message, naming the file.
+    error: String,
+}
+
+/// A file found in a directory and left as it is, when the report names
+/// it: another name of a file handled under its first, a thin archive's
+/// member, a temporary file left by a killed run.
+#[derive(Serialize)]
+struct Left {
+    path: String,
+    /// `hard-link`, `again`, `thin-member` or `leftover`.
+    why: &'static str,
+    /// The file handled in its place (the first name, the thin archive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    of: Option<String>,
+    #[serde(skip)]
+    text: String,
+}
+
+/// What a run did, in all.
+#[derive(Serialize, Default)]
+struct Total {
+    /// Files with something removed (or that would have, in a dry run).
+    files: usize,
+    /// Bytes freed (that would be), in all: each file's `freed` (for a
+    /// wheel, bytes of its members before compression).
+    freed: u64,
+    /// The disk usage of the files with something removed, before.
+    disk_before: u64,
+    /// Their disk usage after; `None` in a dry run.
+    disk_after: Option<u64>,
+    /// Regular files found in the directories.
+    found: usize,
+    /// Of those, files with no device code: of no format prune reads, or
+    /// read and holding none.
+    without_device_code: usize,
+    /// Symbolic links met in the directories, left as they are.
+    symbolic_links: usize,
+    /// Files refused (`not_pruned` with `refused`).
+    refused: usize,
+    /// Files that failed otherwise: unreadable, damaged, not written.
+    failed: usize,
+}
+
+impl Total {
+    /// The last line of a text report of a run over directories.
+    fn text(&self, dry_run: bool) -> String {
+        let verb = if dry_run { "would free" } else { "freed" };
+        let mut line = format!(
+            "total: {verb} {} bytes ({}) in {} file(s)",
+            self.freed,
+            decimal(self.freed),
+            self.files,
+        );
+        if let Some(after) = self.disk_after {
+            line += &format!(
+                ", which take {} on disk ({} before)",
+                decimal(after),
+                decimal(self.disk_before)
+            );
+        }
+        line += &format!(
+            "; {} file(s) found in the directories, {} without device code",
+            self.found, self.without_device_code
+        );
+        if self.symbolic_links > 0 {
+            line += &format!(
+                "; {} symbolic link(s) left as they are",
+                self.symbolic_links
+            );
+        }
+        if self.refused + self.failed > 0 {
+            line += &format!(
+                "; {} file(s) not pruned ({} refused)",
+                self.refused + self.failed,
+                self.refused
+            );
+        }
+        line
+    }
+}
+
+/// `n` bytes in decimal units with one digit after the point (`9.8 GB`).
+fn decimal(n: u64) -> String {
+    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    // Tenths of the unit, in integers: exact, with no float rounding.
+    let (mut whole, mut unit) = (n, 0);
+    while whole >= 1_000_000 && unit + 1 < UNITS.len() {
+        whole /= 1000;
+        unit += 1;
+    }
+    let tenths = (whole + 50) / 100;
+    format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
+}
+
+/// A run's entries sorted into what the report says.
+#[derive(Default)]
+struct Run {
+    files: Vec<PathReport>,
+    not_pruned: Vec<NotPruned>,
+    skipped: Vec<Left>,
+    total: Total,
+    /// Error lines for standard error: every failure but the refusals of
+    /// files found in directories.
+    errors: Vec<String>,
+}
+
+impl Run {
+    fn of(entries: Vec<prune::TreeEntry>, dry_run: bool, through_links: bool) -> Run {
+        let mut run = Run::default();
+        run.total.disk_after = (!dry_run).then_some(0);
+        for e in entries {
+            let path = e.path.to_string_lossy().into_owned();
+            if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
+                run.total.found += 1;
+            }
+            match e.outcome {
+                TreeOutcome::Pruned(r) => {
+                    run.total.freed = run.total.freed.saturating_add(r.freed);
+                    if r.containers_rewritten > 0 {
+                        run.total.files += 1;
+                        run.total.disk_before = run.total.disk_before.saturating_add(r.disk_before);
+                        if let (Some(t), Some(d)) = (&mut run.total.disk_after, r.disk_after) {
+                            *t = t.saturating_add(d);
+                        }
+                    }
+                    let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
+                    if e.named || device_code || r.containers_rewritten > 0 {
+                        run.files.push(*r);
+                    } else {
+                        run.total.without_device_code += 1;
+                    }
+                }
+                TreeOutcome::Failed(err) => {
+                    let refused = err.refused();
+                    let text = super::io::error_text(&anyhow::Error::from(err));
+                    match refused {
+                        true => run.total.refused += 1,
+                        false => run.total.failed += 1,
+                    }
+                    if e.named || !refused {
+                        run.errors.push(text.clone());
+                    }
+                    run.not_pruned.push(NotPruned {
+                        path,
+                        refused,
+                        named: e.named,
+                        error: text,
+                    });
+                }
+                TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
+            }
+        }
+        run
+    }
+
+    /// Notes a path left as it is.
+    fn skip(&mut self, path: String, why: Skip, dry_run: bool, through_links: bool) {
+        let (why, of, text) = match why {
+            Skip::SymbolicLink => {
+                self.total.symbolic_links += 1;
+                return;
+            }
+            Skip::NoKnownFormat | Skip::NotRegular => {
+                self.total.without_device_code += 1;
+                return;
+            }
+            Skip::HardLink(first) => {
+                let first = first.to_string_lossy().into_owned();
+                let text = match (dry_run, through_links) {
+                    (true, _) => format!("another name (hard link) of {first}, pruned there"),
+                    (false, true) => {
+                        format!("another name (hard link) of {first}, pruned through it")
+                    }
+                    (false, false) => format!(
+                        "another name (hard link) of {first}: where that was pruned it became a \
+                         new file, and this name keeps the old one (--keep-hard-links prunes \
+                         through every name)"
+                    ),
+                };
+                ("hard-link", Some(first), text)
+            }
+            Skip::Again => (
+                "again",
+                None,
+                "found again (a directory given twice, or inside another): handled once"
+                    .to_string(),
+            ),
+            Skip::ThinMember(archive) => {
+                let archive = archive.to_string_lossy().into_owned();
+                let text = format!("a member of the thin archive {archive}, pruned with it");
+                ("thin-member", Some(archive), text)
+            }
+            Skip::Leftover => (
+                "leftover",
+                None,
+                "a temporary file an interrupted prune left (a whole copy of the old or the \
+                 new file beside it): not pruned; remove it"
+                    .to_string(),
+            ),
+        };
+        self.skipped.push(Left {
+            path,
+            why,
+            of,
+            text,
+        });
+    }
+
+    /// 2 when a file could not be read or written, held damaged data, or
+    /// was named and refused; 1 when only files found in directories were
+    /// refused; 0 otherwise.
+    fn exit_code(&self) -> u8 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.total.refused > 0 {
+            1
+        } else {
+            0
+        }
     }
 }
 

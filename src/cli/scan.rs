@@ -143,40 +143,40 @@ impl Common {
     }
 }
 
-/// `scanned N of M files`, kept on standard error while several files are
-/// scanned when it is a terminal (in a pipe or a log nothing is printed),
-/// redrawn at most every 100 ms and for the last file, and erased when
-/// dropped.
-struct Progress {
-    total: usize,
+/// `scanned N of M files` (or another verb), kept on standard error while
+/// several files are worked on when it is a terminal (in a pipe or a log
+/// nothing is printed), redrawn at most every 100 ms and for the last
+/// file, and erased when dropped.
+pub(super) struct Progress {
+    verb: &'static str,
     shown: bool,
     drawn: Mutex<Option<Instant>>,
 }
 
 impl Progress {
-    fn new(total: usize) -> Progress {
+    /// A progress line saying `verb N of M files`, shown when `wanted`
+    /// and standard error is a terminal.
+    pub(super) fn new(verb: &'static str, wanted: bool) -> Progress {
         use std::io::IsTerminal;
-        let p = Progress {
-            total,
-            shown: total > 1 && std::io::stderr().is_terminal(),
+        Progress {
+            verb,
+            shown: wanted && std::io::stderr().is_terminal(),
             drawn: Mutex::new(None),
-        };
-        p.done(0);
-        p
+        }
     }
 
-    /// `n` files are done.
-    fn done(&self, n: usize) {
+    /// `n` files of `total` are done.
+    pub(super) fn done(&self, n: usize, total: usize) {
         if !self.shown {
             return;
         }
         let mut drawn = self.drawn.lock().unwrap_or_else(PoisonError::into_inner);
-        if n < self.total && drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
+        if n < total && drawn.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
             return;
         }
         *drawn = Some(Instant::now());
         let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[Kscanned {n} of {} files", self.total);
+        let _ = write!(err, "\r\x1b[K{} {n} of {total} files", self.verb);
         let _ = err.flush();
     }
 }
@@ -195,8 +195,9 @@ impl Drop for Progress {
 /// hands the callback it is given to the library's work, which calls it
 /// as each file is done.
 pub(super) fn with_progress<T>(total: usize, f: impl FnOnce(&(dyn Fn(usize) + Sync)) -> T) -> T {
-    let p = Progress::new(total);
-    f(&|n| p.done(n))
+    let p = Progress::new("scanned", total > 1);
+    p.done(0, total);
+    f(&|n| p.done(n, total))
 }
 
 /// [`inputs::scan_files`], with the progress line on a terminal.

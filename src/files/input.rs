@@ -182,7 +182,7 @@ pub fn copy_in_pieces(r: &mut dyn Read, w: &mut (dyn Write + Send)) -> io::Resul
 
 /// Opens `path` for reading without blocking (a FIFO without a writer
 /// opens at once), with its metadata.
-fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
+pub(crate) fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)

@@ -47,6 +47,7 @@ use std::path::Path;
 
 pub(crate) use crate::error::strerror;
 use crate::layout::{Layout, Piece, write_zeros};
+pub(crate) use input::open_nonblocking;
 
 mod cleanup;
 mod input;

@@ -29,7 +29,8 @@
 //!   writes the result atomically where [`PathOptions`] says (a dry run,
 //!   a file, a directory, in place, keeping hard links or not) and
 //!   returns a [`PathReport`], or a [`PathError`] naming the file and
-//!   what failed.
+//!   what failed; [`prune_tree`] does it to every file under
+//!   directories, in place or in a dry run.
 //!
 //! # Examples
 //!
@@ -73,6 +74,8 @@ mod path;
 pub(crate) mod plan;
 pub(crate) mod shrink;
 #[cfg(feature = "files")]
+mod tree;
+#[cfg(feature = "files")]
 pub(crate) mod wheel;
 
 pub use archive::prune as prune_archive;
@@ -86,6 +89,8 @@ pub use path::{
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
+#[cfg(feature = "files")]
+pub use tree::{Skip, TreeEntry, TreeOutcome, prune_tree};
 
 use crate::offload_binary::ImageKind;
 use crate::scan::rule::{Meets, Rule};

@@ -13,6 +13,8 @@ mod classes;
 mod linked;
 #[cfg(feature = "files")]
 mod path;
+#[cfg(feature = "files")]
+mod tree;
 mod windows;
 
 /// A binary bundle of `entries` (ID, data) at `align`.

@@ -10,7 +10,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 
 /// What failed, for callers that branch on it ([`PathError::kind`]).
 ///
@@ -182,6 +182,49 @@ impl PathError {
             Inner::Content { .. } | Inner::Library(_) | Inner::Zip { .. } => PathErrorKind::Content,
             Inner::Member { .. } => PathErrorKind::Content,
             Inner::Io { kind, .. } | Inner::Said { kind, .. } => *kind,
+        }
+    }
+
+    /// Whether the file was refused, rather than failed: it is of a kind,
+    /// or asks for a rewrite, that prune does not do (a tar archive, a
+    /// signed wheel or PE image that would change, a container that would
+    /// lose every image, something pointing past a container that would
+    /// shrink), and nothing is wrong with it. `false` when it cannot be
+    /// read or written, holds damaged data, or passes a limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use offload_kit::prune::{PathOptions, Ptx, Rules, Selection, prune_path};
+    /// use offload_kit::scan::Rule;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+    /// let missing = prune_path(&dir.path().join("missing.so"), &keep, &PathOptions::default());
+    /// assert!(!missing.unwrap_err().refused());
+    /// let tar = dir.path().join("k.tar");
+    /// let mut builder = tar::Builder::new(Vec::new());
+    /// let mut header = tar::Header::new_gnu();
+    /// header.set_size(4);
+    /// builder.append_data(&mut header, "k.o", &b"\x7fELF"[..])?;
+    /// std::fs::write(&tar, builder.into_inner()?)?;
+    /// assert!(prune_path(&tar, &keep, &PathOptions::default()).unwrap_err().refused());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn refused(&self) -> bool {
+        let refusal = |e: &Error| {
+            matches!(
+                e.kind(),
+                ErrorKind::Usage(_)
+                    | ErrorKind::Unsupported(_)
+                    | ErrorKind::UnsupportedTriple { .. }
+            )
+        };
+        match &self.inner {
+            Inner::Said { kind, .. } | Inner::Io { kind, .. } => *kind == PathErrorKind::Refused,
+            Inner::Content { source, .. } | Inner::Library(source) => refusal(source),
+            Inner::Member { source, .. } => source.downcast_ref::<Error>().is_some_and(refusal),
+            Inner::Open { .. } | Inner::Write { .. } | Inner::Zip { .. } => false,
         }
     }
 

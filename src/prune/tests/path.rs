@@ -249,7 +249,7 @@ fn what_cannot_be_opened_or_written_is_named() {
 }
 
 /// A thin archive of the files `members` (in the archive's directory).
-fn thin_archive(dir: &Path, members: &[&str]) -> Vec<u8> {
+pub(super) fn thin_archive(dir: &Path, members: &[&str]) -> Vec<u8> {
     let mut a = crate::archive::THIN_MAGIC.to_vec();
     for m in members {
         let size = std::fs::metadata(dir.join(m)).unwrap().len();
@@ -335,7 +335,7 @@ fn a_static_archive_is_pruned_member_by_member() {
 
 /// A wheel holding `lib` (a shared library) as `pkg/lib.so`, deflated, and
 /// a RECORD naming it; with `signed`, a RECORD.jws too.
-fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
+pub(super) fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);

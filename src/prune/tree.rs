@@ -1,0 +1,411 @@
+//! Pruning files and whole directory trees in one run, [`prune_tree`]:
+//! what `offload-kit prune --in-place DIR` does to a virtual environment,
+//! an unpacked image layer or `/opt/rocm`.
+//!
+//! Every regular file under each directory is pruned as [`prune_path`]
+//! prunes a file named alone (the same bytes), one file at a time, each
+//! replaced in one step; so a run killed at any instant leaves every file
+//! whole, the old one or the new one. The walk (walkdir, each directory
+//! sorted by name, symbolic links not followed) is made first, then the
+//! files are handled in its order:
+//! - a symbolic link is left as it is, neither followed nor rewritten
+//!   (the file it leads to is pruned where the walk finds it);
+//! - a file with several names (hard links) is handled once, under the
+//!   first name met; the others are reported as its names (and a file
+//!   found again, in a directory given twice or inside another, once). In place
+//!   without [`PathOptions::keep_hard_links`] the pruned file is a new one
+//!   under that name and the other names keep the old bytes, as for a file
+//!   named alone;
+//! - a file whose first bytes are of no format that prune reads (ELF, PE,
+//!   COFF, an `ar` archive, a zip, a tar or cpio package, compressed data,
+//!   a container from its first byte) is skipped after reading those
+//!   bytes: nothing in it could be cut;
+//! - the member files of a thin archive are pruned with it (the archive
+//!   records their new sizes), not again where the walk finds them;
+//! - a `.offload-kit-*` temporary file (a copy a killed run can leave
+//!   beside the file it was replacing) is left alone and reported.
+//!
+//! Directories are pruned in place or in a dry run only: writing each
+//! pruned file elsewhere would leave out the files it does not change.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport, prune_path};
+use super::{Selection, package_not_pruned};
+use crate::container::ar;
+use crate::files::Input;
+use crate::package;
+use crate::scan::magic::Magic;
+
+/// The name a temporary output starts with ([`crate::files::Output`]).
+const TEMPORARY: &str = ".offload-kit-";
+
+/// Bytes read of a found file to tell whether prune reads its format: a
+/// tar header's block.
+const HEAD: u64 = 512;
+
+/// One path a [`prune_tree`] run met, and what became of it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct TreeEntry {
+    /// The path: as named, or found (the directory named, joined with
+    /// the path below it).
+    pub path: PathBuf,
+    /// Whether it was named rather than found in a directory.
+    pub named: bool,
+    /// What became of it.
+    pub outcome: TreeOutcome,
+}
+
+/// What became of one path of a [`prune_tree`] run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TreeOutcome {
+    /// Pruned (in a dry run, read), as [`prune_path`] reports it: a
+    /// file that holds nothing to remove is reported too (with
+    /// `containers_rewritten` 0, and no images kept or dropped when it
+    /// holds no device code).
+    Pruned(Box<PathReport>),
+    /// It could not be pruned and is as it was: a file [`prune_path`]
+    /// failed on ([`PathError::refused`] tells a refusal from damaged
+    /// data or an I/O failure), a directory that could not be read, a
+    /// directory given with a destination other than in place or a dry
+    /// run.
+    Failed(PathError),
+    /// Left as it is without being pruned.
+    Skipped(Skip),
+}
+
+/// Why a path found in a directory was left as it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Skip {
+    /// A symbolic link: not followed, not rewritten.
+    SymbolicLink,
+    /// Another name (hard link) of the file handled under this name.
+    HardLink(PathBuf),
+    /// Found again: a directory given twice, or inside another given.
+    Again,
+    /// A member file of this thin archive, pruned with it.
+    ThinMember(PathBuf),
+    /// Its first bytes are of no format prune reads: nothing in it can be
+    /// cut.
+    NoKnownFormat,
+    /// Not a regular file: a FIFO, a socket, a device.
+    NotRegular,
+    /// A temporary file (`.offload-kit-*`) that an interrupted run left:
+    /// a whole copy of the old or the new file beside it, for the user to
+    /// remove.
+    Leftover,
+}
+
+/// A path of the run, before it is handled.
+enum Slot {
+    /// Decided while walking.
+    Done(TreeEntry),
+    /// A regular file to look at.
+    File(Found),
+}
+
+/// A regular file named or found.
+struct Found {
+    path: PathBuf,
+    named: bool,
+    /// Its device and inode, as the walk found them (before any file of
+    /// the run is replaced, so no two files of the run share them);
+    /// `None` for a named file that cannot be read.
+    id: Option<(u64, u64)>,
+}
+
+/// Prunes every file of `inputs`: a file named as [`prune_path`] does, a
+/// directory every regular file under it (see the module's doc for what
+/// is left as it is: symbolic links, other names of a file, files of no
+/// format prune reads). Files are handled one at a time, in the order of
+/// `inputs` and of each directory's walk, each pruned whole or left as
+/// it was: a failure is reported in its place and the run goes on.
+/// `progress(done, total)` is called after each regular file.
+///
+/// A directory is pruned in place or in a dry run only
+/// ([`Destination::InPlace`](super::Destination::InPlace),
+/// [`Destination::DryRun`](super::Destination::DryRun)); with another
+/// destination it is a [`TreeOutcome::Failed`] of kind
+/// [`PathErrorKind::Refused`], and nothing under it is read.
+///
+/// # Examples
+///
+/// A dry run over a directory holding a HIP bundle, a text file and a
+/// symbolic link to the bundle:
+///
+/// ```
+/// use offload_kit::prune::{PathOptions, Ptx, Rules, Selection, Skip, TreeOutcome, prune_tree};
+/// # use offload_kit::bundle::{self, Format};
+/// use offload_kit::scan::Rule;
+///
+/// let dir = tempfile::tempdir()?;
+/// # let (host, gfx90a, gfx942) = (b"host".to_vec(), vec![1u8; 64], vec![2u8; 64]);
+/// # let entries = [
+/// #     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), gfx90a.len() as u64),
+/// #     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// # ];
+/// # let mut file = Vec::new();
+/// # bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut file, &[&host, &gfx90a, &gfx942])?;
+/// std::fs::write(dir.path().join("k.hipfb"), &file)?;
+/// std::fs::write(dir.path().join("notes.txt"), "no device code")?;
+/// std::os::unix::fs::symlink("k.hipfb", dir.path().join("link.hipfb"))?;
+///
+/// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
+/// let found = prune_tree(&[dir.path().to_path_buf()], &keep, &PathOptions::default(), &mut |_, _| {});
+/// let names: Vec<_> = found.iter().map(|e| e.path.file_name().unwrap().to_owned()).collect();
+/// assert_eq!(names, ["k.hipfb", "link.hipfb", "notes.txt"]);
+/// assert!(matches!(&found[0].outcome, TreeOutcome::Pruned(r) if r.freed > 0));
+/// assert!(matches!(&found[1].outcome, TreeOutcome::Skipped(Skip::SymbolicLink)));
+/// assert!(matches!(&found[2].outcome, TreeOutcome::Skipped(Skip::NoKnownFormat)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn prune_tree(
+    inputs: &[PathBuf],
+    selection: &Selection,
+    opts: &PathOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Vec<TreeEntry> {
+    let mut slots = Vec::new();
+    for input in inputs {
+        walk(input, opts, &mut slots);
+    }
+    // Every regular file counts once toward `progress`: when its first
+    // bytes show it is left, or when it is pruned.
+    let total = slots.iter().filter(|s| matches!(s, Slot::File(_))).count();
+    let mut done = 0;
+    // The member files of the thin archives, each with its archive: they
+    // are pruned with it, wherever the walk finds them.
+    let mut members: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    for slot in &mut slots {
+        let Slot::File(f) = slot else { continue };
+        let left = match look(f) {
+            Look::Prune => continue,
+            Look::Thin(ids) => {
+                for id in ids {
+                    members.entry(id).or_insert_with(|| f.path.clone());
+                }
+                continue;
+            }
+            Look::Skip(why) => TreeOutcome::Skipped(why),
+            Look::Failed(e) => TreeOutcome::Failed(e),
+        };
+        *slot = Slot::Done(TreeEntry {
+            path: std::mem::take(&mut f.path),
+            named: false,
+            outcome: left,
+        });
+        done += 1;
+        progress(done, total);
+    }
+    let mut first: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    let mut out = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let f = match slot {
+            Slot::Done(e) => {
+                out.push(e);
+                continue;
+            }
+            Slot::File(f) => f,
+        };
+        let id = f.id.filter(|_| !f.named);
+        let member = id.and_then(|id| members.get(&id)).filter(|a| **a != f.path);
+        let twin = id.and_then(|id| first.get(&id));
+        let outcome = if let Some(archive) = member {
+            TreeOutcome::Skipped(Skip::ThinMember(archive.clone()))
+        } else if let Some(name) = twin {
+            TreeOutcome::Skipped(match *name == f.path {
+                true => Skip::Again,
+                false => Skip::HardLink(name.clone()),
+            })
+        } else {
+            if let Some(id) = f.id {
+                first.entry(id).or_insert_with(|| f.path.clone());
+            }
+            match prune_path(&f.path, selection, opts) {
+                Ok(r) => TreeOutcome::Pruned(Box::new(r)),
+                Err(e) => TreeOutcome::Failed(e),
+            }
+        };
+        out.push(TreeEntry {
+            path: f.path,
+            named: f.named,
+            outcome,
+        });
+        done += 1;
+        progress(done, total);
+    }
+    out
+}
+
+/// A path found in a directory, left as it is for `why`.
+fn found(path: &Path, why: Skip) -> TreeEntry {
+    TreeEntry {
+        path: path.to_path_buf(),
+        named: false,
+        outcome: TreeOutcome::Skipped(why),
+    }
+}
+
+/// Adds the paths of `input` to `slots`: itself when it is no directory,
+/// else what the walk finds under it.
+fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
+    let named = |meta: Option<&std::fs::Metadata>| {
+        Slot::File(Found {
+            path: input.to_path_buf(),
+            named: true,
+            id: meta.map(|m| (m.dev(), m.ino())),
+        })
+    };
+    match std::fs::metadata(input) {
+        // `prune_path` says why it cannot be opened.
+        Err(_) => return slots.push(named(None)),
+        Ok(meta) if !meta.is_dir() => return slots.push(named(Some(&meta))),
+        Ok(_) => {}
+    }
+    if !matches!(
+        opts.destination,
+        super::Destination::InPlace | super::Destination::DryRun
+    ) {
+        let name = input.to_string_lossy();
+        let why = "it is a directory: the files under it are pruned in place (--in-place) or \
+                   in a dry run only";
+        slots.push(Slot::Done(TreeEntry {
+            path: input.to_path_buf(),
+            named: true,
+            outcome: TreeOutcome::Failed(PathError::said(
+                PathErrorKind::Refused,
+                input,
+                &name,
+                why,
+            )),
+        }));
+        return;
+    }
+    let entries = walkdir::WalkDir::new(input)
+        .follow_links(false)
+        .sort_by_file_name();
+    for e in entries {
+        let e = match e {
+            Ok(e) => e,
+            Err(e) => {
+                let path = e.path().unwrap_or(input).to_path_buf();
+                slots.push(Slot::Done(TreeEntry {
+                    outcome: TreeOutcome::Failed(PathError::open(&path, e.into())),
+                    path,
+                    named: false,
+                }));
+                continue;
+            }
+        };
+        let ft = e.file_type();
+        let path = e.path();
+        if ft.is_dir() {
+            continue;
+        }
+        if ft.is_symlink() {
+            slots.push(Slot::Done(found(path, Skip::SymbolicLink)));
+            continue;
+        }
+        if !ft.is_file() {
+            slots.push(Slot::Done(found(path, Skip::NotRegular)));
+            continue;
+        }
+        if e.file_name().to_string_lossy().starts_with(TEMPORARY) {
+            slots.push(Slot::Done(found(path, Skip::Leftover)));
+            continue;
+        }
+        match e.metadata() {
+            Ok(m) => slots.push(Slot::File(Found {
+                path: path.to_path_buf(),
+                named: false,
+                id: Some((m.dev(), m.ino())),
+            })),
+            Err(err) => slots.push(Slot::Done(TreeEntry {
+                outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
+                path: path.to_path_buf(),
+                named: false,
+            })),
+        }
+    }
+}
+
+/// What to do with a file, by its first bytes.
+enum Look {
+    /// Prune it.
+    Prune,
+    /// Prune it, a thin archive with these member files.
+    Thin(Vec<(u64, u64)>),
+    /// Leave it.
+    Skip(Skip),
+    /// It cannot be read.
+    Failed(PathError),
+}
+
+/// Reads the first bytes of `f` (all of it, for a thin archive) and says
+/// what to do with it. A named file is always pruned.
+fn look(f: &Found) -> Look {
+    let head = match head(&f.path) {
+        Ok(h) => h,
+        Err(_) if f.named => return Look::Prune,
+        Err(e) => return Look::Failed(PathError::open(&f.path, e)),
+    };
+    if ar::is_thin(&head) {
+        return Look::Thin(thin_members(&f.path));
+    }
+    if f.named || readable(&head) {
+        return Look::Prune;
+    }
+    Look::Skip(Skip::NoKnownFormat)
+}
+
+/// Up to [`HEAD`] bytes from the start of the file `path` (opened
+/// without blocking: a FIFO put there since the walk is no regular file).
+fn head(path: &Path) -> std::io::Result<Vec<u8>> {
+    let (file, meta) = crate::files::open_nonblocking(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut head = Vec::new();
+    file.take(HEAD).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// Whether a file starting with `head` is of a format prune reads: it
+/// may hold something to remove, or prune refuses it saying what it is.
+fn readable(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+        || head.starts_with(b"MZ")
+        || ar::is_archive(head)
+        || Magic::at_start(head).is_some()
+        || package::detect(head).is_some()
+        || package_not_pruned(head).is_some()
+        || matches!(
+            object::FileKind::parse(head),
+            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        )
+}
+
+/// The device and inode of each member file of the thin archive `path`
+/// that can be found (the archive's own prune reports the others).
+fn thin_members(path: &Path) -> Vec<(u64, u64)> {
+    let Ok(input) = Input::open(&path.to_string_lossy()) else {
+        return Vec::new();
+    };
+    let Ok(names) = super::archive::thin_members(input.bytes()) else {
+        return Vec::new();
+    };
+    let mut seen = HashSet::new();
+    names
+        .iter()
+        .filter_map(|m| std::fs::metadata(ar::thin_member_path(path, m)).ok())
+        .map(|m| (m.dev(), m.ino()))
+        .filter(|id| seen.insert(*id))
+        .collect()
+}
