@@ -23,10 +23,10 @@
 //!   value 0, no final inversion) LLVM's `WinCOFFObjectWriter` writes
 //!   there for every section.
 
-use crate::llvm::jam_crc::JamCrc;
 use super::{Contents, Model, SYM_CLASS_STATIC, invalid, lossy};
 use crate::bundle::object::{Part, Update, moved};
 use crate::error::{Error, Result};
+use crate::llvm::jam_crc::JamCrc;
 
 /// `IMAGE_FILE_MACHINE_I386`.
 const MACHINE_I386: u16 = 0x14c;
