@@ -10,9 +10,10 @@
 //! stand-in runtime (windows/stub.c) counts what was registered. Our
 //! scanner lists the DLLs' device images, `prune` keeps one GPU of the HIP
 //! DLL, which still registers (now one image fewer), and refuses the
-//! OpenMP DLL, whose images are registered one by one. HIP objects pruned
-//! before the link (`-fgpu-rdc` through the wrappers, and the old driver's
-//! self-registering kind without one) give DLLs that register one GPU.
+//! OpenMP DLL, whose images are registered one by one. HIP and OpenMP
+//! objects pruned before the link (through the wrappers, and the old HIP
+//! driver's self-registering kind without one) give DLLs that register
+//! one GPU.
 
 use std::path::Path;
 
