@@ -107,6 +107,61 @@ impl Layout {
     }
 }
 
+/// A [`Layout`] being built: its pieces so far, plus built bytes not yet
+/// pushed (small writes gather there, and become one piece when an image
+/// or a long run of zeros comes).
+#[derive(Debug, Default)]
+pub(crate) struct Builder {
+    /// The pieces pushed so far.
+    pub(crate) layout: Layout,
+    /// Bytes written after them.
+    pub(crate) pending: Vec<u8>,
+}
+
+impl Builder {
+    /// The offset the next byte lands at.
+    pub(crate) fn at(&self) -> u64 {
+        self.layout.size + crate::num::len64(&self.pending)
+    }
+
+    /// Appends bytes.
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.pending.extend_from_slice(b);
+    }
+
+    /// Pushes the pending bytes as one piece.
+    pub(crate) fn flush(&mut self) {
+        let b = std::mem::take(&mut self.pending);
+        let len = crate::num::len64(&b);
+        self.layout.push(Piece::Bytes(b), len);
+    }
+
+    /// Zeros up to `offset` (never backwards): a few bytes inline, long
+    /// runs as a zero piece.
+    pub(crate) fn pad_to(&mut self, offset: u64) {
+        let n = offset.saturating_sub(self.at());
+        if n >= 4096 {
+            self.flush();
+            self.layout.push(Piece::Zeros(n), n);
+        } else {
+            let n = usize::try_from(n).unwrap_or(0);
+            self.pending.resize(self.pending.len() + n, 0);
+        }
+    }
+
+    /// Appends payload `i`, `len` bytes long.
+    pub(crate) fn image(&mut self, i: usize, len: u64) {
+        self.flush();
+        self.layout.push(Piece::Image(i), len);
+    }
+
+    /// The layout, pending bytes included.
+    pub(crate) fn finish(mut self) -> Layout {
+        self.flush();
+        self.layout
+    }
+}
+
 /// Writes `n` zero bytes.
 pub fn write_zeros<W: Write + ?Sized>(out: &mut W, mut n: u64) -> io::Result<()> {
     const Z: [u8; 4096] = [0; 4096];

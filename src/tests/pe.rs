@@ -104,34 +104,11 @@ pub(crate) fn cuda_dll_with(fatbins: &[Vec<u8>], extras: &Extras) -> CudaDll {
     }
 
     w.write_dos_header_and_stub().expect("writes");
-    w.write_nt_headers(NtHeaders {
-        machine: if arm64 {
-            pe::IMAGE_FILE_MACHINE_ARM64
-        } else {
-            pe::IMAGE_FILE_MACHINE_AMD64
-        },
-        time_date_stamp: 0,
-        characteristics: pe::IMAGE_FILE_EXECUTABLE_IMAGE
-            | pe::IMAGE_FILE_LARGE_ADDRESS_AWARE
-            | pe::IMAGE_FILE_DLL,
-        major_linker_version: 14,
-        minor_linker_version: 0,
-        address_of_entry_point: 0,
-        image_base: IMAGE_BASE,
-        major_operating_system_version: 6,
-        minor_operating_system_version: 0,
-        major_image_version: 0,
-        minor_image_version: 0,
-        major_subsystem_version: 6,
-        minor_subsystem_version: 0,
-        subsystem: pe::IMAGE_SUBSYSTEM_WINDOWS_GUI,
-        dll_characteristics: pe::IMAGE_DLLCHARACTERISTICS_DYNAMIC_BASE
-            | pe::IMAGE_DLLCHARACTERISTICS_NX_COMPAT,
-        size_of_stack_reserve: 0x10_0000,
-        size_of_stack_commit: 0x1000,
-        size_of_heap_reserve: 0x10_0000,
-        size_of_heap_commit: 0x1000,
-    });
+    w.write_nt_headers(dll_headers(if arm64 {
+        pe::IMAGE_FILE_MACHINE_ARM64
+    } else {
+        pe::IMAGE_FILE_MACHINE_AMD64
+    }));
     w.write_section_headers();
     w.write_section(text_r.file_offset, &text);
     w.write_section(fat_r.file_offset, &fat);
@@ -258,8 +235,16 @@ pub(crate) fn dll_with_section(name: [u8; 8], data: &[u8]) -> Vec<u8> {
         len,
     );
     w.write_dos_header_and_stub().expect("writes");
-    w.write_nt_headers(NtHeaders {
-        machine: pe::IMAGE_FILE_MACHINE_AMD64,
+    w.write_nt_headers(dll_headers(pe::IMAGE_FILE_MACHINE_AMD64));
+    w.write_section_headers();
+    w.write_section(r.file_offset, data);
+    out
+}
+
+/// The NT headers of a test DLL for `machine`, linked at [`IMAGE_BASE`].
+fn dll_headers(machine: pe::Machine) -> NtHeaders {
+    NtHeaders {
+        machine,
         time_date_stamp: 0,
         characteristics: pe::IMAGE_FILE_EXECUTABLE_IMAGE
             | pe::IMAGE_FILE_LARGE_ADDRESS_AWARE
@@ -281,8 +266,5 @@ pub(crate) fn dll_with_section(name: [u8; 8], data: &[u8]) -> Vec<u8> {
         size_of_stack_commit: 0x1000,
         size_of_heap_reserve: 0x10_0000,
         size_of_heap_commit: 0x1000,
-    });
-    w.write_section_headers();
-    w.write_section(r.file_offset, data);
-    out
+    }
 }

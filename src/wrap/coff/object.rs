@@ -30,7 +30,7 @@ use object::{U16, U32};
 
 use crate::bundle::object::coff::strtab::{StringTable, long_section_name};
 use crate::error::{Error, Result};
-use crate::layout::{Layout, Piece};
+use crate::layout::{Builder, Layout};
 use crate::llvm::jam_crc::jam_crc;
 use crate::num::len64;
 
@@ -317,7 +317,7 @@ impl Coff {
             + self.file_records();
 
         let head = self.headers(&strings, &places, symtab, records)?;
-        let mut out = Out {
+        let mut out = Builder {
             layout: Layout::default(),
             pending: head,
         };
@@ -354,8 +354,7 @@ impl Coff {
         let size = u32_of(strings.len())?;
         out.pending
             .extend_from_slice(&strings.clone().into_bytes(size));
-        out.flush();
-        Ok(out.layout)
+        Ok(out.finish())
     }
 
     /// The file header and the section headers.
@@ -526,39 +525,4 @@ fn put_record(out: &mut Vec<u8>, bytes: &[u8]) {
     let start = out.len();
     out.extend_from_slice(bytes);
     out.resize(start + SYMBOL, 0);
-}
-
-/// The layout being written: built bytes gathered until an image or a
-/// run of zeros.
-struct Out {
-    layout: Layout,
-    pending: Vec<u8>,
-}
-
-impl Out {
-    fn at(&self) -> u64 {
-        self.layout.size + len64(&self.pending)
-    }
-
-    fn flush(&mut self) {
-        let b = std::mem::take(&mut self.pending);
-        let n = len64(&b);
-        self.layout.push(Piece::Bytes(b), n);
-    }
-
-    fn pad_to(&mut self, to: u64) {
-        let n = to.saturating_sub(self.at());
-        if n > 64 {
-            self.flush();
-            self.layout.push(Piece::Zeros(n), n);
-        } else {
-            self.pending
-                .resize(self.pending.len() + usize::try_from(n).unwrap_or(0), 0);
-        }
-    }
-
-    fn image(&mut self, i: usize, len: u64) {
-        self.flush();
-        self.layout.push(Piece::Image(i), len);
-    }
 }

@@ -8,7 +8,7 @@ use object::write::elf::{Encoder, FileHeader, FileHeaderLayout, Rel, SectionHead
 
 use super::{Contents, Place, Relocatable, Symbol, align_up, write_error};
 use crate::error::{Error, Result};
-use crate::layout::{Layout, Piece};
+use crate::layout::{Builder, Layout};
 use crate::llvm::string_table::StringTable;
 use crate::num::len64;
 
@@ -17,7 +17,7 @@ impl Relocatable {
     pub(crate) fn write(&self) -> Result<Layout> {
         let enc = Encoder::new(self.endian, true, self.machine);
         let plan = self.plan(&enc)?;
-        let mut out = Out::default();
+        let mut out = Builder::default();
         enc.file_header(
             &mut out.pending,
             &FileHeader {
@@ -44,8 +44,7 @@ impl Relocatable {
         out.bytes(plan.strings.bytes());
         out.pad_to(plan.shoff);
         self.write_section_headers(&plan, &enc, &mut out.pending)?;
-        out.flush();
-        Ok(out.layout)
+        Ok(out.finish())
     }
 
     /// Where everything goes: symbol and section indices, names, file
@@ -139,7 +138,7 @@ impl Relocatable {
     }
 
     /// Each section's contents at its offset; images as pieces.
-    fn write_contents(&self, plan: &Plan, out: &mut Out) {
+    fn write_contents(&self, plan: &Plan, out: &mut Builder) {
         for (s, &off) in self.sections.iter().zip(&plan.offsets) {
             out.pad_to(off);
             match &s.contents {
@@ -151,8 +150,7 @@ impl Relocatable {
                     for i in order {
                         let (o, len) = placed[i];
                         out.pad_to(off + o);
-                        out.flush();
-                        out.layout.push(Piece::Image(i), len);
+                        out.image(i, len);
                     }
                     out.pad_to(off + s.size());
                 }
@@ -162,7 +160,12 @@ impl Relocatable {
     }
 
     /// `.symtab`.
-    fn write_symbols(&self, plan: &Plan, enc: &Encoder<Endianness>, out: &mut Out) -> Result<()> {
+    fn write_symbols(
+        &self,
+        plan: &Plan,
+        enc: &Encoder<Endianness>,
+        out: &mut Builder,
+    ) -> Result<()> {
         out.pad_to(plan.symtab_at);
         enc.null_symbol(&mut out.pending);
         for s in plan.order.iter().map(|&i| &self.symbols[i]) {
@@ -188,7 +191,7 @@ impl Relocatable {
     }
 
     /// The `.rela` sections.
-    fn write_relocations(&self, plan: &Plan, enc: &Encoder<Endianness>, out: &mut Out) {
+    fn write_relocations(&self, plan: &Plan, enc: &Encoder<Endianness>, out: &mut Builder) {
         for (s, &off) in self.sections.iter().zip(&plan.rela_at) {
             if s.relocs.is_empty() {
                 continue;
@@ -315,45 +318,5 @@ impl Plan {
             .offset(s)
             .ok_or_else(|| write_error("a name is missing from the string table"))?;
         u32::try_from(off).map_err(write_error)
-    }
-}
-
-/// The layout being written: pieces so far, plus built bytes not yet
-/// pushed.
-#[derive(Default)]
-struct Out {
-    layout: Layout,
-    pending: Vec<u8>,
-}
-
-impl Out {
-    /// The offset the next byte lands at.
-    fn at(&self) -> u64 {
-        self.layout.size + len64(&self.pending)
-    }
-
-    fn bytes(&mut self, b: &[u8]) {
-        self.pending.extend_from_slice(b);
-    }
-
-    fn flush(&mut self) {
-        if !self.pending.is_empty() {
-            let b = std::mem::take(&mut self.pending);
-            let len = len64(&b);
-            self.layout.push(Piece::Bytes(b), len);
-        }
-    }
-
-    /// Zeros up to `offset` (never backwards): a few bytes inline, large
-    /// runs as a zero piece.
-    fn pad_to(&mut self, offset: u64) {
-        let n = offset.saturating_sub(self.at());
-        if n >= 4096 {
-            self.flush();
-            self.layout.push(Piece::Zeros(n), n);
-        } else {
-            let n = usize::try_from(n).unwrap_or(0);
-            self.pending.resize(self.pending.len() + n, 0);
-        }
     }
 }
