@@ -8,7 +8,8 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 
-use super::io::print_line;
+use super::io::problems::{one_line, summary};
+use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
 use crate::kernels::gate::{Document, Gate};
 use crate::kernels::{KernelRule, KernelRuleResult};
@@ -246,20 +247,35 @@ fn print_outcome(
 ) -> Result<()> {
     let mut out = super::io::Report::stdout();
     let mut unlisted = 0usize;
+    // The inputs in error, said again on standard error after the report.
+    let mut stderr = Vec::new();
     for (i, ((path, verdict), walked)) in paths.iter().zip(&outcome.files).zip(walked).enumerate() {
         if let Some(d) = kernels.damaged.get(i).filter(|d| !d.is_empty()) {
-            print_line(&mut out, &format!("ERROR {path}: {}", d.join("; ")))?;
+            let line = one_line(d.iter().map(String::as_str));
+            print_line(&mut out, &format!("ERROR {path}: {line}"))?;
+            stderr.push(summary(path, d.iter().map(String::as_str), None, "error"));
             continue;
         }
         match verdict {
-            Verdict::Unreadable(e) => print_line(&mut out, &format!("ERROR {path}: {e}"))?,
-            Verdict::Corrupt { problems } => print_line(
-                &mut out,
-                &format!(
-                    "ERROR {path}: corrupt: {} (--allow-corrupt checks what could be read)",
-                    problems.join("; ")
-                ),
-            )?,
+            Verdict::Unreadable(e) => {
+                print_line(&mut out, &format!("ERROR {path}: {e}"))?;
+                stderr.push(printable(&format!("error: '{path}': {e}")).into_owned());
+            }
+            Verdict::Corrupt { problems } => {
+                let line = one_line(problems.iter().map(String::as_str));
+                print_line(
+                    &mut out,
+                    &format!(
+                        "ERROR {path}: corrupt: {line} (--allow-corrupt checks what could be read)"
+                    ),
+                )?;
+                stderr.push(summary(
+                    path,
+                    problems.iter().map(String::as_str),
+                    None,
+                    "error",
+                ));
+            }
             Verdict::Checked {
                 device_images,
                 present,
@@ -336,5 +352,8 @@ fn print_outcome(
         print_line(&mut out, &format!("check failed: {failures} failure(s)"))?;
     }
     out.flush()?;
+    for line in stderr {
+        eprintln!("{line}");
+    }
     Ok(())
 }

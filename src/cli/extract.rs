@@ -114,8 +114,9 @@ impl ExtractOpts {
             for w in r.written {
                 print_line(&mut out, &w)?;
             }
-            for p in r.problems {
-                eprintln!("{}", printable(&p));
+            for g in super::io::problems::grouped(r.problems.iter().map(String::as_str)) {
+                let line = super::io::problems::clip(&g.to_string(), super::io::problems::MAX_LINE);
+                eprintln!("{}", printable(&line));
             }
             for e in r.errors {
                 eprintln!("error: {}", printable(&e));

@@ -14,7 +14,7 @@ use anyhow::Result;
 use crate::inputs;
 pub(super) use crate::inputs::{BY_SIZE, Kinds, Scanned, Source};
 use crate::kernels;
-use crate::scan::{self, Mode, Options, Report};
+use crate::scan::{self, Mode, Options};
 
 /// Options shared by the four commands.
 #[derive(clap::Args, Debug, Clone)]
@@ -261,15 +261,41 @@ pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
     any
 }
 
-/// Reports every unreadable input (as [`report_unreadable`]) and gives the
-/// exit code of a command that has no requirement to fail: success, or an
-/// input error when any input could not be read or, unless
-/// `allow_corrupt`, holds damaged data ([`Report::damaged`]).
+/// Says on standard error, one line per input, which inputs hold damaged
+/// data ([`scan::Report::damaged`]): how many problems, the first of each kind
+/// (`error:`, or `warning:` when `allow_corrupt` lets the command succeed);
+/// whether there were any.
+pub(super) fn report_damaged(scanned: &[Scanned], allow_corrupt: bool) -> bool {
+    let level = if allow_corrupt { "warning" } else { "error" };
+    let mut any = false;
+    for s in scanned {
+        let Ok(r) = &s.result else { continue };
+        if !r.damaged() {
+            continue;
+        }
+        any = true;
+        let damage = r
+            .problems
+            .iter()
+            .filter(|p| p.kind == scan::ProblemKind::Damage)
+            .map(|p| p.message.as_str());
+        let stopped = r.stopped.as_ref().map(ToString::to_string);
+        eprintln!(
+            "{}",
+            super::io::problems::summary(&s.path, damage, stopped.as_deref(), level)
+        );
+    }
+    any
+}
+
+/// Reports every unreadable input (as [`report_unreadable`]) and every
+/// damaged one (as [`report_damaged`]), and gives the exit code of a
+/// command that has no requirement to fail: success, or an input error
+/// when any input could not be read or, unless `allow_corrupt`, holds
+/// damaged data ([`scan::Report::damaged`]).
 pub(super) fn exit_code_after_inputs(scanned: &[Scanned], allow_corrupt: bool) -> u8 {
     let unreadable = report_unreadable(scanned);
-    let damaged = scanned
-        .iter()
-        .any(|s| s.result.as_ref().is_ok_and(Report::damaged));
+    let damaged = report_damaged(scanned, allow_corrupt);
     if unreadable || (damaged && !allow_corrupt) {
         exit::INPUT_ERROR
     } else {

@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::io::{print_line, printable};
+use super::io::print_line;
 use super::scan::{Common, exit_code_after_inputs, scan_files};
 use crate::scan::sort::{arch_cmp, natural_cmp};
 use crate::scan::{self, SizeReport};
@@ -88,18 +88,6 @@ impl SizeOpts {
             }
         }
         out.flush()?;
-        // What was damaged, which the sums do not show (inspect shows
-        // where).
-        for s in &scanned {
-            for p in s.result.iter().flat_map(|r| &r.problems) {
-                if p.kind == scan::ProblemKind::Damage {
-                    eprintln!(
-                        "{}",
-                        printable(&format!("'{}': warning: {}", s.path, p.message))
-                    );
-                }
-            }
-        }
         Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
     }
 }

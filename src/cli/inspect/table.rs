@@ -5,6 +5,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use super::super::io::problems::{MAX_LINE, clip, grouped};
 use super::super::io::{print_line, printable};
 use super::super::scan::Scanned;
 use crate::kernels::{Figure, Listing, SymbolKind};
@@ -105,18 +106,31 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
     }
-    for p in &r.problems {
+    // Problems of one shape (the same words, other numbers) are shown by
+    // the first of them and a count.
+    let groups = grouped(r.problems.iter().map(|p| p.message.as_str()));
+    for g in groups {
+        let Some(first) = r
+            .problems
+            .iter()
+            .find(|p| std::ptr::eq(p.message.as_str(), g.first))
+        else {
+            continue;
+        };
         let mut where_ = String::new();
-        if let Some(m) = &p.member {
+        if let Some(m) = &first.member {
             where_ += &format!(" [{m}]");
         }
-        if let Some(sec) = &p.section {
+        if let Some(sec) = &first.section {
             where_ += &format!(" {sec}");
         }
-        if let Some(o) = p.offset {
+        if let Some(o) = first.offset {
             where_ += &format!(" @{o:#x}");
         }
-        print_line(&mut out, &format!("  problem{where_}: {}", p.message))?;
+        print_line(
+            &mut out,
+            &clip(&format!("  problem{where_}: {g}"), MAX_LINE),
+        )?;
     }
     Ok(())
 }

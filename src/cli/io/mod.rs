@@ -1,10 +1,12 @@
 //! What the command line reads and writes: the library's [`crate::files`]
 //! (mapped inputs, atomic outputs, file-to-file copies) under the names the
-//! commands use, the text of names and errors (`text.rs`), and standard
-//! output for reports, buffered (`report.rs`).
+//! commands use, the text of names and errors (`text.rs`), problems grouped
+//! for the text reports (`problems.rs`), and standard output for reports,
+//! buffered (`report.rs`).
 
 use anyhow::{Context, Result};
 
+pub(crate) mod problems;
 mod report;
 mod text;
 
