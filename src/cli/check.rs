@@ -250,32 +250,12 @@ fn print_outcome(
     // The inputs in error, said again on standard error after the report.
     let mut stderr = Vec::new();
     for (i, ((path, verdict), walked)) in paths.iter().zip(&outcome.files).zip(walked).enumerate() {
-        if let Some(d) = kernels.damaged.get(i).filter(|d| !d.is_empty()) {
-            let line = one_line(d.iter().map(String::as_str));
-            print_line(&mut out, &format!("ERROR {path}: {line}"))?;
-            stderr.push(summary(path, d.iter().map(String::as_str), None, "error"));
+        if let Some(line) = error_line(path, kernels.damaged.get(i), verdict, &mut stderr) {
+            print_line(&mut out, &line)?;
             continue;
         }
         match verdict {
-            Verdict::Unreadable(e) => {
-                print_line(&mut out, &format!("ERROR {path}: {e}"))?;
-                stderr.push(printable(&format!("error: '{path}': {e}")).into_owned());
-            }
-            Verdict::Corrupt { problems } => {
-                let line = one_line(problems.iter().map(String::as_str));
-                print_line(
-                    &mut out,
-                    &format!(
-                        "ERROR {path}: corrupt: {line} (--allow-corrupt checks what could be read)"
-                    ),
-                )?;
-                stderr.push(summary(
-                    path,
-                    problems.iter().map(String::as_str),
-                    None,
-                    "error",
-                ));
-            }
+            Verdict::Unreadable(_) | Verdict::Corrupt { .. } => {}
             Verdict::Checked {
                 device_images,
                 present,
@@ -356,4 +336,42 @@ fn print_outcome(
         eprintln!("{line}");
     }
     Ok(())
+}
+
+/// The report's `ERROR` line of an input that is in error (its kernels'
+/// symbols `damaged`, unreadable, or corrupt), its problems grouped; the
+/// line for standard error goes to `stderr`. `None` for an input that was
+/// checked.
+fn error_line(
+    path: &str,
+    damaged: Option<&Vec<String>>,
+    verdict: &Verdict,
+    stderr: &mut Vec<String>,
+) -> Option<String> {
+    if let Some(d) = damaged.filter(|d| !d.is_empty()) {
+        stderr.push(summary(path, d.iter().map(String::as_str), None, "error"));
+        return Some(format!(
+            "ERROR {path}: {}",
+            one_line(d.iter().map(String::as_str))
+        ));
+    }
+    match verdict {
+        Verdict::Unreadable(e) => {
+            stderr.push(printable(&format!("error: '{path}': {e}")).into_owned());
+            Some(format!("ERROR {path}: {e}"))
+        }
+        Verdict::Corrupt { problems } => {
+            stderr.push(summary(
+                path,
+                problems.iter().map(String::as_str),
+                None,
+                "error",
+            ));
+            let line = one_line(problems.iter().map(String::as_str));
+            Some(format!(
+                "ERROR {path}: corrupt: {line} (--allow-corrupt checks what could be read)"
+            ))
+        }
+        Verdict::Checked { .. } => None,
+    }
 }

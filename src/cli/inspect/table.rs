@@ -106,8 +106,12 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
     for c in r.containers.iter().filter(|c| c.parent.is_none()) {
         printer.container(c.id, 1)?;
     }
-    // Problems of one shape (the same words, other numbers) are shown by
-    // the first of them and a count.
+    print_problems(&mut out, r)
+}
+
+/// The problems of `r`: those of one shape (the same words, other
+/// numbers) shown by the first of them and a count.
+fn print_problems(out: &mut impl Write, r: &Report) -> Result<()> {
     let groups = grouped(r.problems.iter().map(|p| p.message.as_str()));
     for g in groups {
         let Some(first) = r
@@ -127,10 +131,7 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
         if let Some(o) = first.offset {
             where_ += &format!(" @{o:#x}");
         }
-        print_line(
-            &mut out,
-            &clip(&format!("  problem{where_}: {g}"), MAX_LINE),
-        )?;
+        print_line(out, &clip(&format!("  problem{where_}: {g}"), MAX_LINE))?;
     }
     Ok(())
 }
