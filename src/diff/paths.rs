@@ -51,8 +51,14 @@ pub(crate) fn compare_paths(
     done: &(dyn Fn(usize) + Sync),
 ) -> Vec<Compared> {
     let keys = source_keys([
-        &sides[0].iter().map(|s| below(roots[0], s)).collect::<Vec<_>>(),
-        &sides[1].iter().map(|s| below(roots[1], s)).collect::<Vec<_>>(),
+        &sides[0]
+            .iter()
+            .map(|s| below(roots[0], s))
+            .collect::<Vec<_>>(),
+        &sides[1]
+            .iter()
+            .map(|s| below(roots[1], s))
+            .collect::<Vec<_>>(),
     ]);
     let mut jobs: BTreeMap<&str, [Vec<usize>; 2]> = BTreeMap::new();
     for (side, ks) in keys.iter().enumerate() {
@@ -698,7 +704,10 @@ mod tests {
             ],
         );
         assert_eq!(o, n);
-        assert_eq!(o, ["dist/pkg-*.whl", "pool/librocrand1_*.deb", "dist/notes.txt"]);
+        assert_eq!(
+            o,
+            ["dist/pkg-*.whl", "pool/librocrand1_*.deb", "dist/notes.txt"]
+        );
         // Names of another shape keep their paths.
         let [o, n] = keys(&["a-1.0.whl", "a_1.deb", "-1-py3-none-any.whl"], &[]);
         assert_eq!(o, ["a-1.0.whl", "a_1.deb", "-1-py3-none-any.whl"]);

@@ -114,7 +114,8 @@ impl<T> Walk<'_, '_, T> {
         };
         // The package's own pages too (its compressed data, read once
         // from start to end) are given back as it is read.
-        if let Err(e) = with_pages_given_back(input, || package::members(bytes, kind, &mut members)) {
+        if let Err(e) = with_pages_given_back(input, || package::members(bytes, kind, &mut members))
+        {
             let r = (self.f)(unit, Err(e.to_string()));
             self.out.push(r);
         }
