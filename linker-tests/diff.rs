@@ -325,7 +325,33 @@ fn directories_and_wheels() -> Result<(), Failed> {
         d,
         &["pkg-1.0-py3-none-any.whl", "again-1.0-py3-none-any.whl"],
     )?;
-    same("exit code (the same wheel contents)", code, 0)
+    same("exit code (the same wheel contents)", code, 0)?;
+    // Two versions of a wheel in two directories pair by the wheel's
+    // distribution name (normalized), whatever their versions and tags.
+    std::fs::create_dir_all(d.join("d1/dist"))?;
+    std::fs::create_dir_all(d.join("d2/dist"))?;
+    std::fs::copy(
+        d.join("pkg-1.0-py3-none-any.whl"),
+        d.join("d1/dist/pkg-1.0-py3-none-any.whl"),
+    )?;
+    std::fs::copy(
+        d.join("pkg-2.0-py3-none-any.whl"),
+        d.join("d2/dist/Pkg-2.0-1-cp312-cp312-manylinux_2_28_x86_64.whl"),
+    )?;
+    let (code, doc) = diff_json(d, &["d1", "d2"])?;
+    same("exit code (wheels in directories)", code, 1)?;
+    one_changed_file(&doc, "dist/pkg-*.whl!/pkg/lib/libk.so")?;
+    same(
+        "paths (wheels in directories)",
+        (
+            doc["files"][0]["old_path"].as_str(),
+            doc["files"][0]["new_path"].as_str(),
+        ),
+        (
+            Some("d1/dist/pkg-1.0-py3-none-any.whl!/pkg/lib/libk.so"),
+            Some("d2/dist/Pkg-2.0-1-cp312-cp312-manylinux_2_28_x86_64.whl!/pkg/lib/libk.so"),
+        ),
+    )
 }
 
 fn bad_inputs() -> Result<(), Failed> {

@@ -1126,7 +1126,8 @@ PY
 # `cuobjdump -xelf all -xptx all` (scripts/cuda-tools.sh), the same bytes
 # checked; and reading librocsparse0's .deb (`size`) against the fastest
 # plain decompression of its data.tar.xz (`xz -dc -T0`), and a .tar.zst of
-# the same files against `zstd -dc`; and `prune` of librocsparse to one
+# the same files against `zstd -dc`, and `diff --kernels` of the .deb
+# against a copy of it (against the same `xz -dc`); and `prune` of librocsparse to one
 # target against `cp`. Not in the default STEPS (460 MB of downloads):
 # STEPS=real_libs scripts/bench.sh.
 NEEDS_real_libs=""
@@ -1194,6 +1195,13 @@ PY
   llvm=(sh -c 'xz -dc -T0 "$1" >/dev/null' sh "$O/data.tar.xz")
   ours=("$OURS" size "$deb")
   bench_row "real.deb.rocsparse" "size of librocsparse0 .deb (1.3 GB library in data.tar.xz; LLVM column: xz -dc -T0 of data.tar.xz)" "$bytes" llvm ours
+  # diff of the same .deb against a copy of it (other bytes would read
+  # both; the same bytes are read once): bounded memory (issue #45).
+  cp "$deb" "$O/copy.deb"
+  llvm=(sh -c 'xz -dc -T0 "$1" >/dev/null' sh "$O/data.tar.xz")
+  ours=("$OURS" diff --kernels "$deb" "$O/copy.deb")
+  bench_row "real.diff.rocsparse" "diff --kernels of librocsparse0 .deb against a copy (LLVM column: xz -dc -T0 of data.tar.xz)" "$bytes" llvm ours
+  rm -f "$O/copy.deb"
   bytes=$(stat -c %s "$O/data.tar.zst")
   llvm=(sh -c 'zstd -q -dc "$1" >/dev/null' sh "$O/data.tar.zst")
   ours=("$OURS" size "$O/data.tar.zst")

@@ -22,7 +22,8 @@ mod table;
         let help = "The old and the new build: two files (compared with each other whatever \
             their names), two directories or two packages (wheels, .conda and other zip \
             archives, tar archives, .deb packages), whose files are paired by their paths \
-            below the path given. `-` is standard input.";
+            below the path given (wheels and .debs by their names, across versions). `-` is \
+            standard input.";
         a.num_args(2).action(clap::ArgAction::Set).value_names(["OLD", "NEW"]).help(help).long_help(help)
     }),
     after_help = "Images are compared per target key (offload kind, triple, target ID, image \

@@ -7,10 +7,14 @@
 //! Members stored as they are stay slices of the mapped package; a
 //! compressed member is inflated — into memory up to
 //! [`SPOOL_IN_MEMORY`] bytes (as standard input), else into an unnamed temporary file that is
-//! mapped — one at a time, so memory never holds a whole package.
+//! mapped — one at a time, so memory never holds a whole package. The
+//! pages of a member spooled to a file are given back while it is read, so
+//! memory does not hold a whole member either.
 
 use std::io::{self, Read, Write};
 use std::path::Path;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use crate::package::{self, Contents};
 
@@ -108,7 +112,10 @@ impl<T> Walk<'_, '_, T> {
             input,
             depth,
         };
-        if let Err(e) = package::members(bytes, kind, &mut members) {
+        // The package's own pages too (its compressed data, read once
+        // from start to end) are given back as it is read.
+        if let Err(e) = with_pages_given_back(input, || package::members(bytes, kind, &mut members))
+        {
             let r = (self.f)(unit, Err(e.to_string()));
             self.out.push(r);
         }
@@ -152,7 +159,10 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
                 match inflate(reader, size) {
                     Ok(input) => {
                         self.walk.budget -= size;
-                        self.walk.unit(&unit, input.bytes(), &input, next);
+                        let walk = &mut *self.walk;
+                        with_pages_given_back(&input, || {
+                            walk.unit(&unit, input.bytes(), &input, next);
+                        });
                     }
                     // A compressed stream that breaks breaks what follows
                     // too: the package is the error.
@@ -172,6 +182,35 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
         }
         Ok(())
     }
+}
+
+/// How often the pages of a member spooled to a file are given back while
+/// it is read.
+const RELEASE_EVERY: Duration = Duration::from_millis(10);
+
+/// Runs `f` while a helper thread gives back the resident pages of
+/// `input` every [`RELEASE_EVERY`], when it is a mapped file (a member
+/// spooled to a temporary file): a scan that hashes a 1.3 GB library then
+/// holds in memory only what it read in the last moments, not all it read
+/// (the pages come back from the page cache when read again). Nothing
+/// changes what the bytes read; when the thread cannot be started, `f`
+/// runs all the same.
+fn with_pages_given_back<R>(input: &Input, f: impl FnOnce() -> R) -> R {
+    if input.file().is_none() {
+        return f();
+    }
+    let (stop, stopped) = mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let helper = std::thread::Builder::new().spawn_scoped(s, move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(RELEASE_EVERY) {
+                input.release(input.bytes());
+            }
+        });
+        let r = f();
+        drop(stop);
+        drop(helper);
+        r
+    })
 }
 
 /// Reads a member of `size` bytes from `reader`: into memory when small,
