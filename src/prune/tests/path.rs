@@ -239,8 +239,8 @@ fn what_cannot_be_opened_or_written_is_named() {
     assert_eq!(
         chain(&e),
         format!(
-            "'{}': the bundle at 0x0 would lose images, but no device image of it would stay \
-             (--allow-empty allows that)",
+            "'{}': no device image of the file would stay (1 container(s) would keep none): \
+             --allow-empty allows that",
             path.display()
         )
     );
