@@ -190,7 +190,8 @@ pub fn plan(
 /// Whether `img` is device code: an image for a device, not a bundle's
 /// host entry nor an empty placeholder.
 fn is_device_code(img: &Image) -> bool {
-    !img.offload_kind.is_host() && !(img.size == 0 && img.arch.is_empty())
+    let placeholder = img.size == 0 && img.arch.is_empty();
+    !img.offload_kind.is_host() && !placeholder
 }
 
 /// Whether the file `report` describes holds device code, and whether
