@@ -11,6 +11,7 @@ use crate::scan::{self, Options};
 
 mod classes;
 mod linked;
+mod page;
 #[cfg(feature = "files")]
 mod path;
 mod windows;
