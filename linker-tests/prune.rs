@@ -18,6 +18,7 @@ use crate::real_libs::{CUOBJDUMP, CUPY, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 
 mod cuda;
+mod nvidia;
 mod objects;
 mod shrink;
 mod tree;
@@ -75,6 +76,7 @@ pub fn tests() -> Vec<Trial> {
     ];
     trials.extend(objects::tests());
     trials.extend(cuda::tests());
+    trials.extend(nvidia::tests());
     trials.extend(shrink::tests());
     trials.extend(wheels::tests());
     trials.extend(tree::tests());
@@ -522,6 +524,25 @@ fn curand() -> Result<(), Failed> {
         "curandGetVersion through the pruned library",
         b.stdout,
         a.stdout,
+    )?;
+    // Its host generator makes the same numbers.
+    let numbers = |lib: &str| {
+        run(
+            Path::new("/usr/bin/python3"),
+            &["-c", nvidia::HOST_GENERATOR, lib],
+            d,
+        )
+        .ok()
+        .map(|r| String::from_utf8_lossy(&r.stdout).into_owned())
+    };
+    let before = numbers("./lib.so")?;
+    if !before.starts_with("0\n0\n0 [") {
+        return Err(format!("cuRAND's host generator said: {before}").into());
+    }
+    same(
+        "cuRAND's host generator in the pruned library",
+        numbers("./out.so")?,
+        before,
     )
 }
 

@@ -457,33 +457,25 @@ fn onnxruntime() -> Result<(), Failed> {
     onnxruntime_prune(d, lib)
 }
 
-/// `prune --keep sm_90` on onnxruntime's `lib` (in `d`): refused while
-/// fatbins of sm_120a code alone would lose every entry; with
-/// --allow-empty those stay whole, and the 600 sm_90a cubins stay, with
-/// why.
+/// `prune --keep sm_90` on onnxruntime's `lib` (in `d`): the 9 fatbins
+/// of sm_120a code alone are emptied (and counted), and the 600 sm_90a
+/// cubins stay, with why; `--keep sm_70`, which no image is for, is
+/// refused without `--allow-empty`.
 fn onnxruntime_prune(d: &Path, lib: &str) -> Result<(), Failed> {
     let refused = run(
         &ours(),
-        &["prune", "--keep", "sm_90", "-o", "out.so", lib],
+        &["prune", "--keep", "sm_70", "-o", "none.so", lib],
         d,
     );
-    same("prune --keep sm_90 without --allow-empty", refused.code, 2)?;
-    if !refused.stderr.contains("--allow-empty") {
+    same("prune --keep sm_70 without --allow-empty", refused.code, 2)?;
+    if !refused.stderr.contains("--allow-empty") || d.join("none.so").exists() {
         return Err(format!("no word of --allow-empty: {}", refused.stderr).into());
     }
     let doc = ours_json(
-        &[
-            "prune",
-            "--keep",
-            "sm_90",
-            "--allow-empty",
-            "--json",
-            "-o",
-            "out.so",
-            lib,
-        ],
+        &["prune", "--keep", "sm_90", "--json", "-o", "out.so", lib],
         d,
     )?;
+    same("containers emptied", &doc["files"][0]["emptied"], &9.into())?;
     let kept: Vec<(String, u64, String)> = doc["files"][0]["kept"]
         .as_array()
         .into_iter()
@@ -496,27 +488,18 @@ fn onnxruntime_prune(d: &Path, lib: &str) -> Result<(), Failed> {
             )
         })
         .collect();
-    let want = vec![
-        (
-            "sm_90a".to_string(),
-            600,
-            "sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90 devices only)".to_string(),
-        ),
-        (
-            "sm_120a".to_string(),
-            9,
-            offload_kit::prune::KEPT_WHOLE.to_string(),
-        ),
-    ];
+    let want = vec![(
+        "sm_90a".to_string(),
+        600,
+        "sm_90: sm_90 devices load sm_90a code (arch-specific: sm_90 devices only)".to_string(),
+    )];
     same("prune --keep sm_90: kept, and why", kept, want)?;
     let left = counted(&cuobjdump_cubins(d, "out.so")?);
-    let want: BTreeMap<String, usize> = [("sm_120a", 9), ("sm_90a", 600)]
-        .map(|(a, n)| (a.to_string(), n))
-        .into();
+    let want: BTreeMap<String, usize> = [("sm_90a", 600)].map(|(a, n)| (a.to_string(), n)).into();
     same("cuobjdump -lelf of the pruned library", left, want)?;
 
     // diff keys its groups by the same names: the sm_90a group is the same
-    // on both sides, sm_120a keeps 9 of 317, the plain archs go.
+    // on both sides, the others go.
     let r = run(&ours(), &["diff", "--json", lib, "out.so"], d);
     same("diff exit (files differ)", r.code, 1)?;
     let diff: Value =
@@ -540,7 +523,7 @@ fn onnxruntime_prune(d: &Path, lib: &str) -> Result<(), Failed> {
         ("sm_86", "removed", 308, 0),
         ("sm_89", "removed", 308, 0),
         ("sm_90a", "same", 600, 600),
-        ("sm_120a", "changed", 317, 9),
+        ("sm_120a", "removed", 317, 0),
     ]
     .map(|(t, s, o, n)| (t.to_string(), s.to_string(), o, n))
     .into();

@@ -24,6 +24,17 @@
 #     three extension modules with fatbins, `.pyd` on Windows);
 #   - nvidia-nvjpeg-cu12 12.4.0.76 win_amd64 and manylinux2014_x86_64 (5 MB
 #     each: nvjpeg64_12.dll and libnvjpeg.so.12, 175 images each).
+# With --prune, only these (linker-tests/prune/nvidia.rs prunes them and
+# loads what it pruned):
+#   - nvidia-cusparse-cu12 12.5.10.65 (as with --bench), whose 23 fatbins
+#     of sm_70 to sm_86 cubins alone an sm_90 rule empties, and
+#     nvidia-nvjitlink-cu12 12.9.86 (40 MB), the libnvJitLink.so.12 it
+#     needs to load (it asks for version 12.9);
+#   - nvidia-curand 10.4.5.25 (a 77 MB manylinux_2_27 wheel: cuRAND for
+#     CUDA 13, libcurand.so.10 in nvidia/cu13/lib, linked with 2 MiB
+#     alignment) and nvidia-cuda-runtime 13.5.37 (2.5 MB: the
+#     libcudart.so.13 it needs);
+#   - nvidia-nvjpeg-cu12 12.4.0.76 manylinux2014_x86_64 (as with --windows).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -33,7 +44,7 @@
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows] [DIR]
+#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows | --prune] [DIR]
 #                         # DIR: default $OFFLOAD_KIT_CACHE/real-libs,
 #                         # else /var/cache/offload-kit/real-libs
 set -euo pipefail
@@ -41,8 +52,10 @@ set -euo pipefail
 BENCH=0
 ORT=0
 WINDOWS=0
+PRUNE=0
 case "${1:-}" in
   --bench) BENCH=1; shift ;;
+  --prune) PRUNE=1; shift ;;
   --windows) WINDOWS=1; shift ;;
   --onnxruntime) ORT=1; shift ;;
 esac
@@ -66,6 +79,15 @@ if [ "$WINDOWS" = 1 ]; then
     "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl|c9571d3b5f2e65758137e210f7fb3c3b34767f0af6b6ca04035a244b6141ee12|pip:cupy-cuda12x==14.2.0|win_amd64"
     "cupy_cuda12x-14.2.0-cp312-cp312-manylinux2014_x86_64.whl|f82141761f2c81905d49387464ae29438887956d99063381c93a1d5d1b7d32e8|pip:cupy-cuda12x==14.2.0"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-win_amd64.whl|21923726db667bd53050d0de88320983ff423322b7f376057dd943e487c40abc|pip:nvidia-nvjpeg-cu12==12.4.0.76|win_amd64"
+    "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
+  )
+fi
+if [ "$PRUNE" = 1 ]; then
+  FILES=(
+    "nvidia_cusparse_cu12-12.5.10.65-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|73060ce019ac064a057267c585bf1fd5a353734151f87472ff02b2c5c9984e78|pip:nvidia-cusparse-cu12==12.5.10.65"
+    "nvidia_nvjitlink_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl|e3f1171dbdc83c5932a45f0f4c99180a70de9bd2718c1ab77d14104f6d7147f9|pip:nvidia-nvjitlink-cu12==12.9.86"
+    "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl|22bb226a857e5888fe6b54ae465fc4371296bcff13a35f79e19691bcf454f529|pip:nvidia-curand==10.4.5.25|manylinux_2_27_x86_64"
+    "nvidia_cuda_runtime-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d|pip:nvidia-cuda-runtime==13.5.37"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
   )
 fi

@@ -17,7 +17,10 @@
 //! | 8 | 8 | size of everything after the header: the entries |
 //!
 //! Entries follow back to back, each a header of at least 64 bytes and its
-//! payload; the next entry starts right after the payload:
+//! payload; the next entry starts right after the payload. There may be
+//! none: given no image, `fatbinary --create` (CUDA 13.0) writes the header
+//! alone with size 0, embeds it for registration like any other, and
+//! `cuobjdump` lists it as holding nothing (`prune` empties a fatbin so).
 //!
 //! | offset | size | field |
 //! |---|---|---|
@@ -456,9 +459,6 @@ fn read_header(data: &[u8]) -> Result<(u16, u64, u64)> {
             within: "data",
             limit: len,
         })?;
-    if body == 0 {
-        return Err(Error::invalid("CUDA fatbin", "no entries"));
-    }
     Ok((version, hsize, end))
 }
 

@@ -11,6 +11,12 @@
 //! and every program registers exactly the kept entries, stored as they
 //! were, with a recording stand-in for the CUDA runtime
 //! (`prune/cuda_stub.c`).
+//!
+//! A third fatbin holds an sm_75 cubin alone (`old.o`), as a library built
+//! per translation unit has fatbins for old GPUs only: pruned with the
+//! others it is emptied (registered still, with no entry, and counted in
+//! the report); pruned on its own it is refused, the object keeping no
+//! device code, unless `--allow-empty`.
 
 use std::path::Path;
 
@@ -109,8 +115,9 @@ fn cuda() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The cubins, PTX and fatbins, the wrapper objects `lz4.o` and `plain.o`,
-/// the archive `libfat.a` of both, the stand-in runtime, and `pruned/`.
+/// The cubins, PTX and fatbins, the wrapper objects `lz4.o`, `plain.o` and
+/// `old.o` (an sm_75 cubin alone), the archive `libfat.a` of the three,
+/// the stand-in runtime, and `pruned/`.
 fn build(d: &Path) -> Result<(), Failed> {
     for sm in [75, 80, 86, 90] {
         std::fs::write(d.join(format!("k{sm}.ptx")), kernel_ptx(sm))?;
@@ -138,6 +145,18 @@ fn build(d: &Path) -> Result<(), Failed> {
         let obj = fb.replace(".fatbin", ".o");
         run(&ours(), &["wrap", "--kind=cuda", "-o", &obj, fb], d).ok()?;
     }
+    let old = [
+        "-64",
+        "--create=old.fatbin",
+        "--image3=kind=elf,sm=75,file=k75.cubin",
+    ];
+    run(Path::new(FATBINARY), &old, d).ok()?;
+    run(
+        &ours(),
+        &["wrap", "--kind=cuda", "-o", "old.o", "old.fatbin"],
+        d,
+    )
+    .ok()?;
     let cc = Path::new("/usr/bin/cc");
     run(
         cc,
@@ -154,7 +173,7 @@ fn build(d: &Path) -> Result<(), Failed> {
     std::fs::write(d.join("main.c"), "int main(void) { return 0; }\n")?;
     run(
         Path::new("/usr/bin/ar"),
-        &["rcs", "libfat.a", "lz4.o", "plain.o"],
+        &["rcs", "libfat.a", "lz4.o", "plain.o", "old.o"],
         d,
     )
     .ok()?;
@@ -163,9 +182,48 @@ fn build(d: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Objects and the archive: smaller, and cuobjdump lists the kept entries.
+/// Objects and the archive: smaller, and cuobjdump lists the kept entries;
+/// `old.o`, which keeps no device code, only with `--allow-empty`.
 fn objects_and_archive(d: &Path) -> Result<(), Failed> {
+    let refused = run(
+        &ours(),
+        &["prune", "--keep", "sm_86", "-d", "pruned", "old.o"],
+        d,
+    );
+    same("old.o pruned to sm_86: exit code", refused.code, 2)?;
+    let said = &refused.stderr;
+    if !said.contains("old.o") || !said.contains("--allow-empty") {
+        return Err(format!("old.o refused with: {said}").into());
+    }
+    if d.join("pruned/old.o").exists() {
+        return Err("old.o refused, and yet written".into());
+    }
+    let doc = ours_json(
+        &[
+            "prune",
+            "--keep",
+            "sm_86",
+            "--allow-empty",
+            "--json",
+            "-d",
+            "pruned",
+            "old.o",
+        ],
+        d,
+    )?;
+    same(
+        "old.o: containers emptied",
+        &doc["files"][0]["emptied"],
+        &1.into(),
+    )?;
+    same(
+        "old.o pruned: cuobjdump -lelf -lptx",
+        listing(d, "pruned/old.o")?,
+        String::new(),
+    )?;
+    readelf_clean(d, "pruned/old.o")?;
     for f in ["lz4.o", "plain.o", "libfat.a"] {
+        // The archive keeps device code, though its member old.o keeps none.
         run(&ours(), &["prune", "--keep", "sm_86", "-d", "pruned", f], d).ok()?;
         let p = format!("pruned/{f}");
         let size = |f: &str| std::fs::metadata(d.join(f)).map(|m| m.len());
@@ -200,13 +258,13 @@ fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
         Ok(())
     };
     let lib = format!("libfat-{ld}.so");
-    link(&["-shared", "lz4.o", "plain.o"], &lib)?;
+    link(&["-shared", "lz4.o", "plain.o", "old.o"], &lib)?;
     let shared = format!("shared-{ld}");
     link(&["main.c", &format!("-lfat-{ld}")], &shared)?;
     let pie = format!("pie-{ld}");
-    link(&["main.c", "lz4.o", "plain.o"], &pie)?;
+    link(&["main.c", "lz4.o", "plain.o", "old.o"], &pie)?;
     let nopie = format!("nopie-{ld}");
-    link(&["-no-pie", "main.c", "lz4.o", "plain.o"], &nopie)?;
+    link(&["-no-pie", "main.c", "lz4.o", "plain.o", "old.o"], &nopie)?;
     std::fs::copy(d.join(&shared), d.join("pruned").join(&shared))?;
     for f in [&lib, &pie, &nopie] {
         // Shrunk (issue #29): smaller by 95 % of the dropped entries.
@@ -226,6 +284,11 @@ fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
         if let Some(why) = file["not_shrunk"].as_str() {
             return Err(format!("{f} ({ld}) was not shrunk: {why}").into());
         }
+        same(
+            &format!("{f} ({ld}): containers emptied"),
+            &file["emptied"],
+            &1.into(),
+        )?;
         let dropped = dropped_bytes(&doc);
         let size = |p: &str| std::fs::metadata(d.join(p)).map(|m| m.len());
         let freed = size(f)?.saturating_sub(size(&format!("pruned/{f}"))?);
@@ -249,10 +312,14 @@ fn programs(d: &Path, ld: &str) -> Result<(), Failed> {
     )?;
     for prog in [&shared, &pie, &nopie] {
         let before = output(d, prog, &[])?;
-        if before.matches("entry kind").count() != 12 || !before.contains("flags 0x2000") {
+        if before.matches("entry kind").count() != 13 || !before.contains("flags 0x2000") {
             return Err(format!("{prog} printed:\n{before}").into());
         }
+        // old.o's fatbin is registered still, with no entry left.
         let want = without_dropped(&before);
+        if want.matches("fatbin ").count() != 3 {
+            return Err(format!("{prog} printed:\n{before}").into());
+        }
         same(
             &format!("{prog} pruned"),
             output(d, &format!("pruned/{prog}"), &[])?,

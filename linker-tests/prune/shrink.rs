@@ -118,7 +118,7 @@ impl Cpu {
 
 /// eu-elflint's complaints about `file`, with segment numbers left out
 /// (splitting a segment renumbers those after it).
-fn elflint(d: &Path, file: &str) -> Vec<String> {
+pub(super) fn elflint(d: &Path, file: &str) -> Vec<String> {
     let r = run(Path::new("/usr/bin/eu-elflint"), &["--gnu-ld", file], d);
     String::from_utf8_lossy(&r.stdout)
         .lines()

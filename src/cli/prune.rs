@@ -40,7 +40,7 @@ from its first byte to its last): the freed bytes cut out. Wheels: each ELF memb
 within --max-uncompressed), every RECORD naming it updated (a signed wheel that would change is \
 refused). Containers: clang offload bundles (plain, and \
 compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
-fatbins (entries kept as stored) and OffloadBinaries. Refused with an error, the file untouched: \
+fatbins (entries kept as stored) and OffloadBinaries. A container no device of the rules loads anything of is emptied (a fatbin with no entry, a bundle with its host entry alone: still registered, with nothing to load), and counted; a file that would keep no device image at all needs --allow-empty. Refused with an error, the file untouched: \
 OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
 member files are pruned where they lie), objects where something points past a container that would shrink, \
 tar archives, .deb and cpio packages and zips with bytes in front of them, files of an unknown format, \
@@ -85,8 +85,9 @@ pub struct PruneOpts {
     /// Which PTX --keep keeps: the newest a kept device can compile, all of them, or none.
     #[arg(long, value_name = "WHICH", default_value = "newest", value_parser = ["newest", "all", "none"])]
     ptx: String,
-    /// Let a container lose every device image (a bundle keeps its host
-    /// entry; a CUDA fatbin, which needs an entry, is left whole).
+    /// Let a file lose every device image it holds (by default such a file
+    /// is refused; containers that lose all theirs are emptied while the file
+    /// keeps some: a CUDA fatbin then holds no entry, a bundle its host entry).
     #[arg(long)]
     allow_empty: bool,
     /// With --in-place, rewrite a file that has other hard links through
@@ -484,6 +485,15 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
         )
     };
     print_line(out, &format!("{}: {what}", r.path))?;
+    if r.emptied > 0 {
+        print_line(
+            out,
+            &format!(
+                "  {} container(s) emptied: no device of the rules loads any of their images",
+                r.emptied
+            ),
+        )?;
+    }
     if let (Some(o), Some(d)) = (&r.output, r.disk_after) {
         print_line(
             out,

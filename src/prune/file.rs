@@ -28,21 +28,19 @@ pub struct FilePruning {
     pub not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
     pub shrunk: Option<super::shrink::Shrunk>,
-    /// With [`Options::allow_empty`], the CUDA fatbins (container ids)
-    /// none of whose entries the selection keeps: they are left whole,
-    /// their entries' verdicts [`Verdict::Keep`], since a fatbin needs an
-    /// entry and no entry is a better one to keep than another.
-    pub kept_whole: Vec<usize>,
+    /// The containers (ids in the report) that held device images and
+    /// keep none: a CUDA fatbin becomes one with no entry, a bundle keeps
+    /// its host entry alone, an OffloadBinary (in an object or a bare
+    /// file) goes whole. Each is still registered as before, and a device
+    /// finds nothing to load in it, as it found nothing it could load
+    /// before. A file that would keep no device image at all is refused
+    /// unless [`Options::allow_empty`].
+    pub emptied: Vec<usize>,
     /// For a PE image whose Authenticode signature
     /// [`Options::strip_signature`] removed: the bytes of its certificate
     /// table.
     pub signature_removed: Option<u64>,
 }
-
-/// Why an image of a fatbin in [`FilePruning::kept_whole`] stays, for
-/// reports.
-pub const KEPT_WHOLE: &str = "no device of the rules loads an entry of its fatbin, which \
-                              --allow-empty leaves whole (a fatbin needs one entry)";
 
 /// Scans `data` and works out its pruned form: a relocatable object (ELF or
 /// COFF) with its sections shrunk (`object`), a linked program or shared
@@ -61,11 +59,8 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         ..scan::Options::default()
     };
     let report: Report = scan::scan(data, &scan_opts);
-    let mut verdicts = selection.decide(&report);
-    let kept_whole = match opts.allow_empty {
-        true => keep_whole_fatbins(&report, &mut verdicts),
-        false => Vec::new(),
-    };
+    let verdicts = selection.decide(&report);
+    let emptied = plan::emptied(&report, &verdicts);
     let mut p = FilePruning {
         report,
         verdicts,
@@ -74,7 +69,7 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         output: None,
         not_shrunk: None,
         shrunk: None,
-        kept_whole,
+        emptied,
         signature_removed: None,
     };
     let coff = matches!(
@@ -172,31 +167,6 @@ fn pe_output(data: &[u8], p: &mut FilePruning, plan: &plan::Plan, opts: &Options
     }
     p.output = Some(out);
     Ok(())
-}
-
-/// Keeps every entry of each CUDA fatbin of `report` that would lose them
-/// all (a fatbin with no entry is no fatbin: no reader takes one), and
-/// says which fatbins those are.
-fn keep_whole_fatbins(report: &Report, verdicts: &mut [Verdict]) -> Vec<usize> {
-    let mut whole = Vec::new();
-    for c in &report.containers {
-        if c.kind != scan::ContainerKind::CudaFatbin {
-            continue;
-        }
-        let ids: Vec<usize> = report
-            .images
-            .iter()
-            .filter(|i| i.container == c.id)
-            .map(|i| i.id)
-            .collect();
-        if !ids.is_empty() && ids.iter().all(|&i| verdicts[i] == Verdict::Drop) {
-            for i in ids {
-                verdicts[i] = Verdict::Keep;
-            }
-            whole.push(c.id);
-        }
-    }
-    whole
 }
 
 /// What `data` is when it is an archive or package whose format says

@@ -81,7 +81,7 @@ pub(crate) mod wheel;
 pub use archive::prune as prune_archive;
 pub use containers::Pruned;
 pub(crate) use file::package_not_pruned;
-pub use file::{FilePruning, KEPT_WHOLE, prune_file};
+pub use file::{FilePruning, prune_file};
 pub use output::Output;
 #[cfg(feature = "files")]
 pub use path::{
@@ -101,10 +101,9 @@ use crate::targets;
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct Options {
-    /// A container may lose every device image (a bundle then keeps its
-    /// host entry alone), and a section or file every OffloadBinary; a
-    /// CUDA fatbin that would lose every entry is left whole
-    /// ([`FilePruning::kept_whole`]).
+    /// The file may lose every device image it holds. Without it such a
+    /// file is refused; containers that lose all theirs while others keep
+    /// some are emptied either way ([`FilePruning::emptied`]).
     pub allow_empty: bool,
     /// Threads that compress a rebuilt CCOB (0: as many as the machine
     /// has).

@@ -91,7 +91,7 @@ pub fn prune(
             })
         })
         .collect();
-    let remove = removed_bundle_sections(report, verdicts, &secs, opts.allow_empty)?;
+    let remove = removed_bundle_sections(report, verdicts, &secs)?;
     if plan.is_empty() && remove.is_empty() {
         return Ok(None);
     }
@@ -155,12 +155,14 @@ pub fn prune(
 }
 
 /// The bundle sections of a host object (`__CLANG_OFFLOAD_BUNDLE__…`)
-/// whose entries go, by section index.
+/// whose entries go, by section index (a bundle that keeps no device
+/// entry keeps its host entry's section: [`plan::plan`] has refused that
+/// already unless the file keeps device code elsewhere or empty
+/// containers are allowed).
 fn removed_bundle_sections(
     report: &Report,
     verdicts: &[Verdict],
     secs: &[Sec],
-    allow_empty: bool,
 ) -> Result<Vec<usize>> {
     let mut remove = Vec::new();
     for c in report
@@ -173,18 +175,9 @@ fn removed_bundle_sections(
             .iter()
             .filter(|i| i.container == c.id)
             .collect();
-        let device_left = images
-            .iter()
-            .any(|i| verdicts[i.id].stays() && !i.offload_kind.is_host());
         let gone: Vec<_> = images.iter().filter(|i| !verdicts[i.id].stays()).collect();
         if gone.is_empty() {
             continue;
-        }
-        if !device_left && !allow_empty {
-            return Err(Error::usage(
-                "no device entry of the object's bundle sections would stay \
-                 (--allow-empty allows that)",
-            ));
         }
         for i in gone {
             // Its own section: the same place, name and size, and not one

@@ -238,6 +238,7 @@ pub fn prune_path(
     let p = Pruning::of(selection, input, &name, data, &opts.prune)?;
     let mut rep = PathReport {
         containers_rewritten: p.rewritten,
+        emptied: p.emptied,
         not_shrunk: p.not_shrunk,
         shrunk: p.shrunk,
         signature_removed: p.signature_removed,
@@ -279,6 +280,11 @@ pub(crate) struct Pruning {
     pub(crate) dropped: Vec<ImageGroup>,
     /// Containers rewritten (sections removed count one each).
     pub(crate) rewritten: usize,
+    /// Containers that keep no device image ([`super::FilePruning::emptied`]).
+    pub(crate) emptied: usize,
+    /// Whether the file (an archive's members, all of them) holds device
+    /// code, and whether some of it stays.
+    pub(crate) device: (bool, bool),
     /// For a linked file rewritten in place rather than shrunk: why.
     not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
@@ -329,11 +335,7 @@ impl Pruning {
                     v != Verdict::Always && v.stays() == kept
                 }),
                 |i| match kept {
-                    true => sel.why(i).or_else(|| {
-                        f.kept_whole
-                            .contains(&i.container)
-                            .then(|| super::KEPT_WHOLE.to_string())
-                    }),
+                    true => sel.why(i),
                     false => None,
                 },
             )
@@ -342,12 +344,54 @@ impl Pruning {
             kept: groups(true),
             dropped: groups(false),
             rewritten: f.rewritten,
+            emptied: f.emptied.len(),
+            device: super::plan::device_code(&f.report, &f.verdicts),
             freed: f.freed,
             output: f.output,
             not_shrunk: f.not_shrunk,
             shrunk: f.shrunk,
             signature_removed: f.signature_removed,
         })
+    }
+
+    /// The options a member of an archive or wheel is pruned with: those
+    /// of the whole, except that a member may keep no device code (that is
+    /// judged of the whole, [`Pruning::check_device_left`]).
+    pub(crate) fn member_options(opts: &Options) -> Options {
+        Options {
+            allow_empty: true,
+            ..opts.clone()
+        }
+    }
+
+    /// Adds what pruning a member did to the whole's device code.
+    pub(crate) fn add_device(&mut self, member: &Pruning) {
+        self.device = (
+            self.device.0 || member.device.0,
+            self.device.1 || member.device.1,
+        );
+        self.emptied += member.emptied;
+    }
+
+    /// Refuses, unless `opts` allow it, an archive or wheel (`path`, named
+    /// `name`) whose members would keep no device image of those they hold
+    /// (each member pruned with [`Pruning::member_options`]).
+    pub(crate) fn check_device_left(
+        &self,
+        path: &Path,
+        name: &str,
+        opts: &Options,
+    ) -> Result<(), PathError> {
+        let (held, left) = self.device;
+        if opts.allow_empty || !held || left {
+            return Ok(());
+        }
+        let why = format!(
+            "no device image of it would stay ({} container(s) would keep none): \
+             --allow-empty allows that",
+            self.emptied
+        );
+        Err(PathError::said(PathErrorKind::Refused, path, name, why))
     }
 
     /// A static archive: each member pruned as a file of its own would be.
@@ -364,9 +408,11 @@ impl Pruning {
             return Err(PathError::said(PathErrorKind::Refused, path, name, why));
         }
         let mut p = Pruning::default();
+        let each = Pruning::member_options(opts);
         let output = super::archive::prune(data, |member, bytes| {
-            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, opts)
+            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, &each)
                 .map_err(InArchive::Member)?;
+            p.add_device(&m);
             p.kept.extend(m.kept);
             p.dropped.extend(m.dropped);
             p.rewritten += m.rewritten;
@@ -377,6 +423,7 @@ impl Pruning {
             InArchive::Member(e) => e,
             InArchive::Archive(e) => PathError::library(path, e),
         })?;
+        p.check_device_left(path, name, opts)?;
         p.kept = merge(std::mem::take(&mut p.kept));
         p.dropped = merge(std::mem::take(&mut p.dropped));
         p.output = output;
@@ -471,16 +518,22 @@ fn thin(
         .iter()
         .map(|m| ar::thin_member_path(input, m))
         .collect();
+    // The archive's device code, all members together.
+    let mut all = Pruning::default();
+    let mut each = opts.clone();
+    each.prune = Pruning::member_options(&opts.prune);
     for p in &paths {
         let pname = p.to_string_lossy();
         let f = Input::open(&pname).map_err(|e| PathError::open(p, e))?;
-        Pruning::of(sel, p, &pname, f.bytes(), &opts.prune)?;
+        all.add_device(&Pruning::of(sel, p, &pname, f.bytes(), &each.prune)?);
     }
+    all.check_device_left(input, &name, &opts.prune)?;
     let mut rep = PathReport::new(&name, data, meta);
     let mut sizes = Vec::with_capacity(paths.len());
     for p in &paths {
-        let r = prune_path(p, sel, opts)?;
+        let r = prune_path(p, sel, &each)?;
         rep.containers_rewritten += r.containers_rewritten;
+        rep.emptied += r.emptied;
         rep.freed += r.freed;
         rep.kept.extend(r.kept);
         rep.dropped.extend(r.dropped);

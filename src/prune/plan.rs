@@ -147,7 +147,6 @@ pub fn plan(
     host: Host,
     opts: &Options,
 ) -> Result<Plan> {
-    let allow_empty = opts.allow_empty;
     if report.damaged() {
         return Err(Error::invalid(
             "file",
@@ -157,6 +156,7 @@ pub fn plan(
     if verdicts.len() != report.images.len() {
         return Err(Error::usage("one verdict per image is needed"));
     }
+    check_device_left(report, verdicts, opts.allow_empty)?;
     let mut plan = Plan::default();
     // Bundles inside a CCOB that the CCOB's edit takes care of.
     let mut inside_ccob = vec![false; report.containers.len()];
@@ -170,11 +170,11 @@ pub fn plan(
                 edit
             })
         } else if c.kind == ContainerKind::OffloadBinary && host != Host::Linked {
-            whole_binary_edit(data, report, verdicts, c, allow_empty)?
+            whole_binary_edit(data, report, verdicts, c)?
         } else if c.kind == ContainerKind::ObjectBundle && host == Host::Relocatable {
             None
         } else {
-            container_edit(data, report, verdicts, c, host == Host::Linked, allow_empty)?
+            container_edit(data, report, verdicts, c, host == Host::Linked)?
         };
         plan.edits.extend(edit);
     }
@@ -185,6 +185,58 @@ pub fn plan(
         check_linked(data, report, &plan)?;
     }
     Ok(plan)
+}
+
+/// Whether `img` is device code: an image for a device, not a bundle's
+/// host entry nor an empty placeholder.
+fn is_device_code(img: &Image) -> bool {
+    let placeholder = img.size == 0 && img.arch.is_empty();
+    !img.offload_kind.is_host() && !placeholder
+}
+
+/// Whether the file `report` describes holds device code, and whether
+/// some of it stays by `verdicts` (one per image).
+pub(crate) fn device_code(report: &Report, verdicts: &[Verdict]) -> (bool, bool) {
+    let mut device = report.images.iter().filter(|i| is_device_code(i));
+    let held = device.clone().next().is_some();
+    let left = device.any(|i| verdicts.get(i.id).is_some_and(|v| v.stays()));
+    (held, left)
+}
+
+/// The containers of `report` that hold device code of which nothing
+/// stays by `verdicts`, by id in the report's order: what pruning empties
+/// (a CUDA fatbin left with no entry, a bundle with its host entry alone,
+/// an OffloadBinary removed whole).
+pub(crate) fn emptied(report: &Report, verdicts: &[Verdict]) -> Vec<usize> {
+    let mut held = vec![false; report.containers.len()];
+    let mut left = vec![false; report.containers.len()];
+    for i in report.images.iter().filter(|i| is_device_code(i)) {
+        if let Some(h) = held.get_mut(i.container) {
+            *h = true;
+        }
+        if verdicts.get(i.id).is_some_and(|v| v.stays())
+            && let Some(l) = left.get_mut(i.container)
+        {
+            *l = true;
+        }
+    }
+    (0..held.len()).filter(|&c| held[c] && !left[c]).collect()
+}
+
+/// Refuses, unless `allow_empty`, to prune a file that holds device code
+/// of which nothing would stay. Containers that keep none are fine when
+/// others keep some: a library built per translation unit has fatbins
+/// for old GPUs alone, which a rule for a new one empties.
+fn check_device_left(report: &Report, verdicts: &[Verdict], allow_empty: bool) -> Result<()> {
+    let (held, left) = device_code(report, verdicts);
+    if allow_empty || !held || left || verdicts.iter().all(|v| v.stays()) {
+        return Ok(());
+    }
+    let n = emptied(report, verdicts).len();
+    Err(Error::usage(format!(
+        "no device image of the file would stay ({n} container(s) would keep none): \
+         --allow-empty allows that"
+    )))
 }
 
 /// Refuses a plan that edits a container whose bytes another container
@@ -493,39 +545,18 @@ fn kind_of(report: &Report, e: &Edit) -> &'static str {
         .map_or("container", |c| c.kind.name())
 }
 
-/// The entries of container `id` in order, and whether each stays; `None`
-/// when all of them do.
-fn stays_of<'r>(
-    report: &'r Report,
-    verdicts: &[Verdict],
-    id: usize,
-) -> Option<(Vec<&'r Image>, Vec<bool>)> {
+/// Whether each entry of container `id` stays, in order; `None` when all
+/// of them do.
+fn stays_of(report: &Report, verdicts: &[Verdict], id: usize) -> Option<Vec<bool>> {
     let mut images: Vec<&Image> = report.images.iter().filter(|i| i.container == id).collect();
     images.sort_by_key(|i| i.index);
     let stays: Vec<bool> = images.iter().map(|i| verdicts[i.id].stays()).collect();
-    (!stays.iter().all(|&s| s)).then_some((images, stays))
+    (!stays.iter().all(|&s| s)).then_some(stays)
 }
 
-/// Container `c`'s bytes and offset, once checked that some device image
-/// stays (unless `allow_empty`) and that it lies in the file itself.
-fn container_bytes<'d>(
-    data: &'d [u8],
-    c: &Container,
-    images: &[&Image],
-    stays: &[bool],
-    allow_empty: bool,
-) -> Result<(u64, &'d [u8])> {
-    let device_left = images
-        .iter()
-        .zip(stays)
-        .any(|(i, &s)| s && !i.offload_kind.is_host());
-    if !device_left && !allow_empty {
-        return Err(refuse(
-            c.kind,
-            c.offset,
-            "no device image of it would stay (--allow-empty allows that)",
-        ));
-    }
+/// Container `c`'s bytes and offset, once checked that it lies in the
+/// file itself.
+fn container_bytes<'d>(data: &'d [u8], c: &Container) -> Result<(u64, &'d [u8])> {
     let (Some(offset), None) = (c.offset, c.parent) else {
         return Err(refuse(
             c.kind,
@@ -547,12 +578,11 @@ fn container_edit(
     verdicts: &[Verdict],
     c: &Container,
     linked: bool,
-    allow_empty: bool,
 ) -> Result<Option<Edit>> {
-    let Some((images, stays)) = stays_of(report, verdicts, c.id) else {
+    let Some(stays) = stays_of(report, verdicts, c.id) else {
         return Ok(None);
     };
-    let (offset, bytes) = container_bytes(data, c, &images, &stays, allow_empty)?;
+    let (offset, bytes) = container_bytes(data, c)?;
     let pruned = match c.kind {
         ContainerKind::Bundle => containers::bundle(bytes, &stays)?,
         ContainerKind::CudaFatbin => containers::fatbin(bytes, &stays)?,
@@ -589,15 +619,12 @@ fn container_edit(
 }
 
 /// The edit that drops OffloadBinary `c` whole when its image goes
-/// (its bytes cut out of the section or file); refused when it is the
-/// last OffloadBinary of its section with an image that stays, unless
-/// `allow_empty`.
+/// (its bytes cut out of the section or file).
 fn whole_binary_edit(
     data: &[u8],
     report: &Report,
     verdicts: &[Verdict],
     c: &Container,
-    allow_empty: bool,
 ) -> Result<Option<Edit>> {
     if stays_of(report, verdicts, c.id).is_none() {
         return Ok(None);
@@ -614,21 +641,6 @@ fn whole_binary_edit(
         .is_none_or(|e| e > data.len() as u64)
     {
         return Err(Error::invalid("file", "a container runs past its end"));
-    }
-    let sibling_stays = report.containers.iter().any(|k| {
-        k.kind == ContainerKind::OffloadBinary
-            && k.parent.is_none()
-            && k.section == c.section
-            && k.member == c.member
-            && stays_of(report, verdicts, k.id).is_none()
-            && report.images.iter().any(|i| i.container == k.id)
-    });
-    if !sibling_stays && !allow_empty {
-        return Err(refuse(
-            c.kind,
-            c.offset,
-            "no OffloadBinary of its section would stay (--allow-empty allows that)",
-        ));
     }
     let images = report.images.iter().filter(|i| i.container == c.id).count();
     Ok(Some(Edit {
@@ -661,10 +673,10 @@ fn ccob_edit(
     else {
         return Ok(None);
     };
-    let Some((images, stays)) = stays_of(report, verdicts, inner.id) else {
+    let Some(stays) = stays_of(report, verdicts, inner.id) else {
         return Ok(None);
     };
-    let (offset, bytes) = container_bytes(data, c, &images, &stays, opts.allow_empty)?;
+    let (offset, bytes) = container_bytes(data, c)?;
     let (pruned, built) = containers::ccob(bytes, &stays, opts.threads())?;
     if pruned.layout.size > c.size {
         return Err(refuse(

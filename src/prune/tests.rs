@@ -11,6 +11,7 @@ use crate::scan::{self, Options};
 
 mod classes;
 mod linked;
+mod page;
 #[cfg(feature = "files")]
 mod path;
 #[cfg(feature = "files")]
@@ -221,10 +222,12 @@ fn keeping_an_sm_keeps_what_its_devices_run_and_the_newest_ptx() {
     assert_eq!(drop(&["sm_90"]).why(&r.images[0]), None);
 }
 
-/// A fatbin none of whose entries a rule keeps is refused, or with
-/// `allow_empty` left whole, its entries kept and said to be.
+/// A fatbin none of whose entries a rule keeps is emptied (its header
+/// alone, as `fatbinary` writes a fatbin given no image) when another
+/// keeps some, and counted; a file that would keep no device image at all
+/// is refused, unless `allow_empty`.
 #[test]
-fn a_fatbin_that_would_lose_every_entry_is_left_whole_if_allowed() {
+fn a_fatbin_that_would_lose_every_entry_is_emptied() {
     let flags = 0x1 | 0x4 | 0x10;
     let a = flags | fatbin::FLAG_ARCH_SPECIFIC;
     let mut data = fatbin::build(&[
@@ -239,18 +242,92 @@ fn a_fatbin_that_would_lose_every_entry_is_left_whole_if_allowed() {
         b"\x7fELF 120a",
     )]));
     let sel = keep(&["sm_90"], Ptx::Newest);
-    assert!(super::prune_file(&data, &sel, &super::Options::default()).is_err());
+    let f = super::prune_file(&data, &sel, &super::Options::default()).unwrap();
+    assert_eq!(f.emptied, [1]);
+    assert_eq!(f.verdicts, [Verdict::Keep, Verdict::Drop, Verdict::Drop]);
+    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let first = fatbin::read(&out).unwrap();
+    assert_eq!(first.entries.len(), 1);
+    let rest = &out[usize::try_from(first.size).unwrap()..];
+    // The header as it was, saying that nothing follows it.
+    assert_eq!(rest[..8], data[second..second + 8]);
+    assert_eq!(rest[8..], [0; 8]);
+    assert!(fatbin::read(rest).unwrap().entries.is_empty());
+    // Scanned again: two fatbins, one image, nothing damaged.
+    let again = scan::scan(&out, &Options::default());
+    assert!(!again.damaged());
+    assert_eq!((again.containers.len(), again.images.len()), (2, 1));
+
+    // Nothing an sm_80 device loads: the file would keep no device image.
+    let none = keep(&["sm_80"], Ptx::Newest);
+    let e = super::prune_file(&data, &none, &super::Options::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no device image of the file would stay (2 container(s) would keep none): \
+         --allow-empty allows that"
+    );
     let opts = super::Options {
         allow_empty: true,
         ..super::Options::default()
     };
-    let f = super::prune_file(&data, &sel, &opts).unwrap();
-    assert_eq!(f.kept_whole, [1]);
-    assert_eq!(f.verdicts, [Verdict::Keep, Verdict::Drop, Verdict::Keep]);
+    let f = super::prune_file(&data, &none, &opts).unwrap();
+    assert_eq!(f.emptied, [0, 1]);
     let out = f.output.unwrap().to_vec(&data).unwrap();
-    let first = fatbin::read(&out).unwrap();
-    assert_eq!(first.entries.len(), 1);
-    assert!(out[usize::try_from(first.size).unwrap()..] == data[second..]);
+    assert_eq!(out.len(), 32);
+    assert_eq!(out[..8], data[..8]);
+    assert_eq!(out[16..24], data[second..second + 8]);
+}
+
+/// The empty fatbin [`containers::fatbin`] makes is the one NVIDIA's
+/// `fatbinary` writes when given no image (`fatbinary -64 --create=F`,
+/// CUDA 13.0): 16 bytes, size 0.
+#[test]
+fn an_emptied_fatbin_is_the_one_fatbinary_writes_with_no_image() {
+    #[rustfmt::skip]
+    let from_fatbinary: [u8; 16] = [
+        0x50, 0xed, 0x55, 0xba, // magic 0xBA55ED50
+        0x01, 0x00,             // version 1
+        0x10, 0x00,             // header size 16
+        0, 0, 0, 0, 0, 0, 0, 0, // size of the entries: none
+    ];
+    let data = cuda_fatbin();
+    let n = fatbin::read(&data).unwrap().entries.len();
+    let p = containers::fatbin(&data, &vec![false; n]).unwrap();
+    assert_eq!((p.kept, p.dropped), (0, n));
+    assert_eq!(bytes(&p, &data), from_fatbinary);
+    // And read back, it holds nothing.
+    assert!(fatbin::read(&from_fatbinary).unwrap().entries.is_empty());
+}
+
+/// A HIP bundle none of whose device entries a rule keeps holds its host
+/// entry alone, still a bundle the runtime registers; counted as emptied.
+#[test]
+fn a_bundle_that_would_lose_every_device_entry_keeps_its_host_entry() {
+    let host = b"host object".to_vec();
+    let old = code_object(5);
+    let mut data = hip_bundle();
+    data.extend(bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", &host),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", &old),
+        ],
+        4096,
+    ));
+    let f = super::prune_file(&data, &keep(&["gfx90a"], Ptx::Newest), &Default::default()).unwrap();
+    assert_eq!(f.emptied, [1]);
+    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let again = scan::scan(&out, &Options::default());
+    assert!(!again.damaged());
+    let second = again
+        .containers
+        .iter()
+        .filter_map(|c| c.offset)
+        .max()
+        .unwrap();
+    let entries = binary::read(&out[usize::try_from(second).unwrap()..]).unwrap();
+    let ids: Vec<_> = entries.iter().map(|e| e.id_str().into_owned()).collect();
+    assert_eq!(ids, ["host-x86_64-unknown-linux-gnu-"]);
+    assert_eq!(entries[0].data, host);
 }
 
 /// The container `p` made of `data`, read back.
@@ -284,11 +361,14 @@ fn a_pruned_fatbin_holds_the_kept_entries_as_stored() {
         );
     }
     // Keeping everything gives the container back, byte for byte; keeping
-    // nothing is refused (no reader takes a fatbin without entries), and so
-    // is a verdict count that is not the entry count.
+    // nothing, its header alone; a verdict count that is not the entry
+    // count is refused.
     let all = containers::fatbin(&fb, &[true; 7]).unwrap();
     assert!(bytes(&all, &fb) == fb);
-    assert!(containers::fatbin(&fb, &[false; 7]).is_err());
+    assert_eq!(
+        containers::fatbin(&fb, &[false; 7]).unwrap().layout.size,
+        16
+    );
     assert!(containers::fatbin(&fb, &[true; 3]).is_err());
 }
 

@@ -96,6 +96,9 @@ fn prune_members<'a>(
     let name = input.to_string_lossy();
     let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
     let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
+    // The wheel's device code, all members together.
+    let mut all = Pruning::default();
+    let each = Pruning::member_options(&opts.prune);
     for i in 0..zin.len() {
         let Some(member) = host_member(input, data, zin, i, budget)? else {
             continue;
@@ -105,12 +108,14 @@ fn prune_members<'a>(
             .and_then(Result::ok)
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
-        let p = Pruning::of(sel, input, &full, member.bytes(), &opts.prune)?;
+        let p = Pruning::of(sel, input, &full, member.bytes(), &each)?;
+        all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
         let Some(new_member) = p.output else {
             continue;
         };
+        rep.emptied += p.emptied;
         rep.containers_rewritten += p.rewritten;
         rep.freed += p.freed;
         let mut hasher = Hashing {
@@ -135,6 +140,7 @@ fn prune_members<'a>(
             },
         );
     }
+    all.check_device_left(input, &name, &opts.prune)?;
     Ok(pruned)
 }
 

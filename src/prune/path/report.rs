@@ -102,6 +102,9 @@ pub struct PathReport {
     pub output: Option<String>,
     /// Containers rewritten (bundle sections removed count one each).
     pub containers_rewritten: usize,
+    /// Of those, the containers that keep no device image: no device of
+    /// the rules loads any of theirs ([`FilePruning::emptied`](crate::prune::FilePruning::emptied)).
+    pub emptied: usize,
     /// The file's size.
     pub bytes_before: u64,
     /// The output's size (the file's, when nothing was written).
@@ -140,6 +143,7 @@ impl PathReport {
             path: name.to_string(),
             output: None,
             containers_rewritten: 0,
+            emptied: 0,
             bytes_before: data.len() as u64,
             bytes_after: data.len() as u64,
             disk_before: meta.blocks() * 512,

@@ -1,6 +1,18 @@
 //! The pages removed from the file ([`Hole`]), and the program headers
 //! that describe what is left: the load segment that holds the fat-binary
 //! section cut at the hole, the header table where it now lies.
+//!
+//! The hole is cut in pages of the system that loads the file ([`page`]),
+//! not in units of the load segments' alignment: NVIDIA links its
+//! libraries with 2 MiB `p_align`, and whole 2 MiB units would leave up to
+//! 2 MiB of freed bytes in the file. A segment after the hole then moves
+//! down by a multiple of the page that may not be one of its `p_align`;
+//! its `p_align` is lowered to the largest power of two the move is a
+//! multiple of, so that its offset and address stay congruent modulo it.
+//! glibc's loader asks no more of a load segment: `p_align` a power of two
+//! and a multiple of the page size, `p_offset ≡ p_vaddr (mod p_align)`;
+//! it reserves the object's addresses aligned to the largest `p_align`,
+//! which the segments before the hole keep.
 
 use object::elf;
 use object::write::elf::{ProgramHeader as Phdr, SectionHeader as Shdr};
@@ -26,6 +38,31 @@ pub(super) struct Hole {
     pub(super) need: u64,
 }
 
+/// The unit in which bytes are cut out of a file for `machine` whose load
+/// segments are aligned to at most `align`: the page of the system that
+/// loads it, 4 KiB, or on machines whose kernels may use larger pages
+/// (AArch64 and 64-bit POWER: 16 or 64 KiB) up to 64 KiB when the file is
+/// aligned for them (GNU ld's AArch64 default is 64 KiB). Never more than
+/// `align` asks for, never less than 4 KiB.
+pub(super) fn page(machine: elf::Machine, align: u64) -> u64 {
+    let largest = match machine {
+        elf::EM_AARCH64 | elf::EM_PPC64 => 0x10000,
+        _ => 0x1000,
+    };
+    align.clamp(0x1000, largest)
+}
+
+/// `align`, a power of two, lowered when it must be to the largest power
+/// of two that `shift` (not 0) is a multiple of: the alignment a segment
+/// moved down by `shift` keeps its offset congruent to its address under.
+fn congruent_after(align: u64, shift: u64) -> u64 {
+    match align {
+        0 | 1 => align,
+        a if shift.is_multiple_of(a) => a,
+        _ => 1 << shift.trailing_zeros(),
+    }
+}
+
 impl Hole {
     /// The hole after `pack_end` in section `s`, in the load segment that
     /// holds it.
@@ -36,14 +73,26 @@ impl Hole {
     ) -> Result<Hole, Refusal> {
         let phdrs = &elf.phdrs;
         let load = |p: &&Phdr| p.p_type == elf::PT_LOAD;
-        let page = phdrs
+        if phdrs
             .iter()
             .filter(load)
-            .map(|p| p.p_align)
-            .max()
-            .unwrap_or(4096)
-            .max(4096);
+            .any(|p| p.p_align > 1 && !p.p_align.is_power_of_two())
+        {
+            return Err("a load segment's alignment is not a power of two".into());
+        }
+        let largest = phdrs.iter().filter(load).map(|p| p.p_align).max();
+        let page = page(elf.machine, largest.unwrap_or(0x1000));
         let s_end = add(s.sh_offset, s.sh_size)?;
+        // What follows the section moves down by a multiple of `unit`: a
+        // page, or more where a segment other than a load segment (whose
+        // alignment is not lowered) would lose its congruence.
+        let unit = phdrs
+            .iter()
+            .filter(|p| p.p_type != elf::PT_LOAD && p.p_offset >= s_end)
+            .filter(|p| p.p_align.is_power_of_two() && p.p_align > page)
+            .filter(|p| p.p_vaddr.wrapping_sub(p.p_offset).is_multiple_of(p.p_align))
+            .map(|p| p.p_align)
+            .fold(page, u64::max);
         let li = phdrs
             .iter()
             .position(|p| {
@@ -73,6 +122,14 @@ impl Hole {
         let b = s_end / page * page;
         if b <= a {
             return Err("pruning frees less than a page at the section's end".into());
+        }
+        // Pages past `b` are whole: a smaller hole starts a page later.
+        let a = sub(b, (b - a) / unit * unit)?;
+        if b <= a {
+            return Err(format!(
+                "pruning frees less than {unit:#x} bytes at the section's end, which a \
+                 segment's alignment needs"
+            ));
         }
         for (i, p) in phdrs.iter().enumerate() {
             if i != li && p.p_filesz > 0 && p.p_offset < b && add(p.p_offset, p.p_filesz)? > a {
@@ -154,6 +211,7 @@ impl Hole {
                     p_paddr: add(l.p_paddr, skipped)?,
                     p_filesz: sub(end, b)?,
                     p_memsz: sub(end, b)?,
+                    p_align: congruent_after(l.p_align, self.shift()),
                     ..l.clone()
                 };
             } else if i == self.li {
@@ -168,6 +226,9 @@ impl Hole {
                 q.p_memsz = self.need;
             } else {
                 q.p_offset = self.moved(q.p_offset);
+                if q.p_type == elf::PT_LOAD && p.p_offset >= b {
+                    q.p_align = congruent_after(q.p_align, self.shift());
+                }
             }
             out.push(q);
         }

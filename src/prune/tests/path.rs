@@ -239,8 +239,8 @@ fn what_cannot_be_opened_or_written_is_named() {
     assert_eq!(
         chain(&e),
         format!(
-            "'{}': the bundle at 0x0 would lose images, but no device image of it would stay \
-             (--allow-empty allows that)",
+            "'{}': no device image of the file would stay (1 container(s) would keep none): \
+             --allow-empty allows that",
             path.display()
         )
     );
@@ -331,6 +331,63 @@ fn a_static_archive_is_pruned_member_by_member() {
     assert_eq!(after.len() as u64, r.bytes_after);
     let entries = crate::container::ar::entries(&after).unwrap();
     assert_eq!(entries.len(), 2);
+}
+
+/// An archive is one file to `--allow-empty`: a member whose bundle keeps
+/// no device code is emptied (its host entry alone) while another member
+/// keeps some; an archive none of whose members would keep any is
+/// refused, and left as it was, unless empty containers are allowed.
+#[test]
+fn an_archive_keeps_device_code_when_one_member_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, old) = (b"host".to_vec(), super::code_object(7));
+    let only_gfx1030 = super::bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", &host),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", &old),
+        ],
+        4096,
+    );
+    let archive = |bundles: &[&[u8]]| {
+        let members: Vec<crate::archive::Member<'_>> = bundles
+            .iter()
+            .enumerate()
+            .map(|(i, b)| crate::archive::Member {
+                name: format!("{i}.hipfb"),
+                data: b,
+            })
+            .collect();
+        let mut data = Vec::new();
+        crate::archive::layout_gnu(&members, false)
+            .unwrap()
+            .write_to(&mut data, bundles)
+            .unwrap();
+        data
+    };
+    let both = dir.path().join("both.a");
+    let bundle = hip_bundle();
+    std::fs::write(&both, archive(&[&bundle, &only_gfx1030])).unwrap();
+    let r = prune_path(&both, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!((r.containers_rewritten, r.emptied), (2, 1));
+
+    let old_only = dir.path().join("old.a");
+    let data = archive(&[&only_gfx1030, &only_gfx1030]);
+    std::fs::write(&old_only, &data).unwrap();
+    let e = prune_path(&old_only, &gfx90a(), &to(Destination::InPlace)).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Refused);
+    assert_eq!(
+        chain(&e),
+        format!(
+            "'{}': no device image of it would stay (2 container(s) would keep none): \
+             --allow-empty allows that",
+            old_only.display()
+        )
+    );
+    assert_eq!(std::fs::read(&old_only).unwrap(), data);
+    let mut opts = to(Destination::InPlace);
+    opts.prune.allow_empty = true;
+    let r = prune_path(&old_only, &gfx90a(), &opts).unwrap();
+    assert_eq!(r.emptied, 2);
 }
 
 /// A wheel holding `lib` (a shared library) as `pkg/lib.so`, deflated, and
