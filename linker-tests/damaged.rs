@@ -16,11 +16,77 @@ use offload_kit::offload_binary::Compression;
 use crate::util::{Run, bytes, files, ours, run, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "damaged::every_command_fails_on_damaged_data_and_extract_keeps_nothing",
-        &[],
-        every_command,
-    )]
+    vec![
+        trial(
+            "damaged::every_command_fails_on_damaged_data_and_extract_keeps_nothing",
+            &[],
+            every_command,
+        ),
+        trial(
+            "damaged::repeated_problems_are_grouped_and_said_on_stderr",
+            &[],
+            repeated_problems,
+        ),
+    ]
+}
+
+/// A bundle of 120 entries that all claim the same bytes: 119 problems of
+/// one shape ("entry N overlaps entry 0"). Every scanner command exits 2,
+/// names the file on standard error in one line that counts them, and
+/// prints no line over 1,000 bytes; the text shows the first problem and
+/// how many more are like it, and `--json` keeps all 119.
+fn repeated_problems() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let ids: Vec<String> = (0..120)
+        .map(|i| format!("hip-amdgcn-amd-amdhsa--gfx{}", 900 + i))
+        .collect();
+    let header: usize = 24 + 8 + ids.iter().map(|i| 24 + i.len()).sum::<usize>();
+    let at = header.div_ceil(4096) * 4096;
+    let mut b = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
+    b.extend_from_slice(&120u64.to_le_bytes());
+    for id in &ids {
+        for v in [at as u64, 16, id.len() as u64] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(id.as_bytes());
+    }
+    b.resize(at, 0);
+    b.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
+    std::fs::write(d.join("bad.bundle"), &b)?;
+    for args in [
+        &["inspect", "bad.bundle"][..],
+        &["inspect", "--kernels", "bad.bundle"],
+        &["size", "bad.bundle"],
+        &["check", "--require", "sm_70", "bad.bundle"],
+        &["extract", "-o", "out", "bad.bundle"],
+        &["diff", "bad.bundle", "bad.bundle"],
+    ] {
+        let r = run(&ours(), args, d);
+        damage_failure(&format!("{args:?}"), &r, "bad.bundle")?;
+        let text = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+        if let Some(l) = text.lines().find(|l| l.len() > 1000) {
+            return Err(format!("{args:?}: a line of {} bytes: {l:.200}…", l.len()).into());
+        }
+        if !r.stderr.lines().any(|l| l.contains("'bad.bundle'")) {
+            return Err(format!("{args:?}: no line on stderr names the file: {}", r.stderr).into());
+        }
+        if args[0] != "extract" && !r.stderr.contains("119 problems: entry 1 ") {
+            return Err(
+                format!("{args:?}: stderr does not count the problems: {}", r.stderr).into(),
+            );
+        }
+        if !text.contains("(and 118 more like it)") {
+            return Err(format!("{args:?}: the problems are not grouped: {text}").into());
+        }
+    }
+    let r = run(&ours(), &["inspect", "--json", "bad.bundle"], d);
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout)?;
+    let n = j["files"][0]["problems"].as_array().map_or(0, Vec::len);
+    if n != 119 {
+        return Err(format!("--json lists {n} problems, not 119").into());
+    }
+    Ok(())
 }
 
 /// Fails unless `r` is the exit 2 of damaged data: no panic, and a line

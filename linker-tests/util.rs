@@ -546,3 +546,24 @@ impl Wine {
         Ok(String::from_utf8_lossy(&r.stdout).trim().to_string())
     }
 }
+
+/// What a run that exits 2 for input `file` says of it: exactly one line
+/// on standard error names the file and holds `needle` (every exit 2 comes
+/// with such a line), and the report on standard output says it at most
+/// once. How many lines say it, or why not.
+pub fn said_once(r: &Run, file: &str, needle: &str) -> Result<(), String> {
+    let count = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains(file) && l.contains(needle))
+            .count()
+    };
+    let (out, err) = (count(&String::from_utf8_lossy(&r.stdout)), count(&r.stderr));
+    if err == 1 && out <= 1 {
+        return Ok(());
+    }
+    Err(format!(
+        "{err} lines on stderr and {out} on stdout name {file} and {needle:?}:\n{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        r.stderr
+    ))
+}

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::io::{print_line, printable};
+use super::io::print_line;
 use super::scan::{Common, Scanned, exit, exit_code_after_inputs, kernel_errors, with_progress};
 use crate::diff::paths::{self, Compared, Document, FileStatus, summary};
-use crate::scan::{self, HashAlgo};
+use crate::scan::HashAlgo;
 
 mod table;
 
@@ -139,27 +139,9 @@ fn unreadable(s: &Scanned) -> Option<Scanned> {
     })
 }
 
-/// Prints a line on standard error for each damaged thing an input holds
-/// (an error, or with `allow_corrupt` a warning); whether there was one.
+/// Prints a line on standard error for each input that holds damaged data
+/// (an error, or with `allow_corrupt` a warning), its problems grouped;
+/// whether there was one.
 fn report_damage(scanned: &[&Scanned], allow_corrupt: bool) -> bool {
-    let mut any = false;
-    for s in scanned {
-        for p in s.result.iter().flat_map(|r| &r.problems) {
-            if p.kind == scan::ProblemKind::Damage {
-                let line = if allow_corrupt {
-                    format!("'{}': warning: {}", s.path, p.message)
-                } else {
-                    format!("error: '{}': {}", s.path, p.message)
-                };
-                eprintln!("{}", printable(&line));
-                any = true;
-            }
-        }
-        if let Ok(r) = &s.result
-            && r.stopped.is_some()
-        {
-            any = true;
-        }
-    }
-    any
+    super::scan::report_damaged(scanned.iter().copied(), allow_corrupt)
 }

@@ -265,7 +265,10 @@ pub(super) fn report_unreadable(scanned: &[Scanned]) -> bool {
 /// data ([`scan::Report::damaged`]): how many problems, the first of each kind
 /// (`error:`, or `warning:` when `allow_corrupt` lets the command succeed);
 /// whether there were any.
-pub(super) fn report_damaged(scanned: &[Scanned], allow_corrupt: bool) -> bool {
+pub(super) fn report_damaged<'a>(
+    scanned: impl IntoIterator<Item = &'a Scanned>,
+    allow_corrupt: bool,
+) -> bool {
     let level = if allow_corrupt { "warning" } else { "error" };
     let mut any = false;
     for s in scanned {
