@@ -126,20 +126,26 @@ fn expected_targets() -> Vec<(String, String, u64, u64, usize, usize, usize)> {
     ]
 }
 
-/// Checks a document comparing v1 with v2: one file, at `path`, changed
-/// as [`expected_targets`].
-fn one_changed_file(doc: &Value, path: &str) -> Result<(), Failed> {
-    let files = doc["files"].as_array().ok_or("no files")?;
-    let shown: Vec<(&str, &str)> = files
-        .iter()
+/// Each file of a diff document: its path and status.
+pub(crate) fn statuses(doc: &Value) -> Vec<(&str, &str)> {
+    doc["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
         .map(|f| {
             (
                 f["path"].as_str().unwrap_or("?"),
                 f["status"].as_str().unwrap_or("?"),
             )
         })
-        .collect();
-    same("files", shown, vec![(path, "changed")])?;
+        .collect()
+}
+
+/// Checks a document comparing v1 with v2: one file, at `path`, changed
+/// as [`expected_targets`].
+fn one_changed_file(doc: &Value, path: &str) -> Result<(), Failed> {
+    let files = doc["files"].as_array().ok_or("no files")?;
+    same("files", statuses(doc), vec![(path, "changed")])?;
     same("targets", targets(&files[0]), expected_targets())?;
     same("schema", doc["schema"].as_str(), Some("offload-kit/diff/1"))
 }
@@ -274,17 +280,7 @@ fn directories_and_wheels() -> Result<(), Failed> {
     )?;
     // --all: the files without device code too.
     let (_, doc) = diff_json(d, &["--all", "old", "new"])?;
-    let files: Vec<(&str, &str)> = doc["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap_or("?"),
-                f["status"].as_str().unwrap_or("?"),
-            )
-        })
-        .collect();
+    let files = statuses(&doc);
     same(
         "files (--all)",
         files,

@@ -147,17 +147,7 @@ fn rocrand_diff_memory() -> Result<(), Failed> {
     same("exit code", r.code, 0)?;
     let doc: Value =
         serde_json::from_slice(&r.stdout).map_err(|e| format!("diff: bad JSON: {e}"))?;
-    let files: Vec<(&str, &str)> = doc["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap_or("?"),
-                f["status"].as_str().unwrap_or("?"),
-            )
-        })
-        .collect();
+    let files = crate::diff::statuses(&doc);
     same(
         "files",
         files,
