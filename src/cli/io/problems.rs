@@ -57,15 +57,20 @@ impl std::fmt::Display for Group<'_> {
 
 /// `messages` grouped by shape, in the order each shape first comes.
 pub(crate) fn grouped<'a>(messages: impl IntoIterator<Item = &'a str>) -> Vec<Group<'a>> {
-    let mut groups: Vec<(String, Group<'a>)> = Vec::new();
+    // A damaged file may hold many thousands of problems: each shape is
+    // looked up, never searched for.
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Group<'a>> = Vec::new();
     for m in messages {
-        let s = shape(m);
-        match groups.iter_mut().find(|(k, _)| *k == s) {
-            Some((_, g)) => g.more += 1,
-            None => groups.push((s, Group { first: m, more: 0 })),
+        match at.entry(shape(m)) {
+            std::collections::hash_map::Entry::Occupied(e) => groups[*e.get()].more += 1,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(groups.len());
+                groups.push(Group { first: m, more: 0 });
+            }
         }
     }
-    groups.into_iter().map(|(_, g)| g).collect()
+    groups
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with `…`
