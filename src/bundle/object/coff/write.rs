@@ -127,14 +127,7 @@ impl<'d> Model<'d> {
                     source,
                     offset,
                     len,
-                } => {
-                    out.push(Piece::Image(spans.len()), len as u64);
-                    spans.push(Span {
-                        source,
-                        offset,
-                        len,
-                    });
-                }
+                } => push_span(out, &mut spans, source, offset, len),
                 Contents::Owned(b) => out.push(Piece::Bytes(b), len),
                 Contents::Parts(parts, _) => {
                     for p in parts {
@@ -143,14 +136,7 @@ impl<'d> Model<'d> {
                                 source,
                                 offset,
                                 len,
-                            } => {
-                                out.push(Piece::Image(spans.len()), len as u64);
-                                spans.push(Span {
-                                    source,
-                                    offset,
-                                    len,
-                                });
-                            }
+                            } => push_span(out, &mut spans, source, offset, len),
                             Part::Bytes(b) => {
                                 let n = b.len() as u64;
                                 out.push(Piece::Bytes(b), n);
@@ -485,4 +471,15 @@ fn to_u32(x: usize) -> Result<u32> {
 /// An internal inconsistency.
 fn bug(what: &str) -> crate::error::Error {
     crate::error::Error::write("COFF object file", format!("internal error: {what}"))
+}
+
+/// Appends to `out` a piece standing for `len` bytes of input `source` from
+/// `offset`, and the span it stands for to `spans`.
+fn push_span(out: &mut Layout, spans: &mut Vec<Span>, source: usize, offset: usize, len: usize) {
+    out.push(Piece::Image(spans.len()), len as u64);
+    spans.push(Span {
+        source,
+        offset,
+        len,
+    });
 }
