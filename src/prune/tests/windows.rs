@@ -103,20 +103,7 @@ fn a_cuda_dll_shrinks_and_its_wrappers_follow_the_packed_fatbins() {
         let p = prune(data, &Options::default()).unwrap();
         assert!(p.not_shrunk.is_none(), "{:?}", p.not_shrunk);
         let out = p.output.unwrap().to_vec(data).unwrap();
-        // The kept cubins, byte for byte, each found through its wrapper.
-        let kept: Vec<(String, Vec<u8>)> = images(data)
-            .into_iter()
-            .filter(|(a, _)| a == "sm_80")
-            .collect();
-        assert_eq!(images(&out), kept);
-        let r = scan::scan(&out, &scan::Options::default());
-        let wrapped: Vec<_> = r
-            .containers
-            .iter()
-            .filter_map(|c| c.wrapper.as_ref()?.target_container)
-            .map(|t| r.containers[t].kind)
-            .collect();
-        assert_eq!(wrapped, vec![ContainerKind::CudaFatbin; 2]);
+        keeps_sm_80_through_wrappers(data, &out);
         // Cut by whole file-alignment units, the addresses kept.
         let (before, after) = (sections(data), sections(&out));
         let cut = u32::try_from(data.len() - out.len()).unwrap();
@@ -288,20 +275,7 @@ fn a_coff_object_shrinks_and_its_symbols_follow_the_fatbins() {
         let p = prune(&obj, &Options::default()).unwrap();
         let out = p.output.unwrap().to_vec(&obj).unwrap();
         assert_eq!(p.freed, u64::try_from(obj.len() - out.len()).unwrap());
-        // The kept cubins byte for byte, each found through its wrapper.
-        let kept: Vec<(String, Vec<u8>)> = images(&obj)
-            .into_iter()
-            .filter(|(a, _)| a == "sm_80")
-            .collect();
-        assert_eq!(images(&out), kept);
-        let r = scan::scan(&out, &scan::Options::default());
-        let wrapped: Vec<_> = r
-            .containers
-            .iter()
-            .filter_map(|c| c.wrapper.as_ref()?.target_container)
-            .map(|t| r.containers[t].kind)
-            .collect();
-        assert_eq!(wrapped, vec![ContainerKind::CudaFatbin; 2]);
+        let r = keeps_sm_80_through_wrappers(&obj, &out);
         // `fatbin1` names the second fatbin's new place.
         let fatbin_at: Vec<u64> = r
             .containers
@@ -363,4 +337,24 @@ fn a_coff_reference_into_a_fatbin_is_refused() {
     assert!(r.problems.is_empty(), "{:?}", r.problems);
     let e = prune(&inside, &Options::default()).unwrap_err().to_string();
     assert!(e.contains("'fatbin1'") && e.contains("not done"), "{e}");
+}
+
+/// Checks that `out`, [`fatbins`] pruned to sm_80 from `before`, holds the
+/// kept cubins byte for byte, each found through its wrapper, and that
+/// both wrappers still lead to a fatbin; returns the scan of `out`.
+fn keeps_sm_80_through_wrappers(before: &[u8], out: &[u8]) -> scan::Report {
+    let kept: Vec<(String, Vec<u8>)> = images(before)
+        .into_iter()
+        .filter(|(a, _)| a == "sm_80")
+        .collect();
+    assert_eq!(images(out), kept);
+    let r = scan::scan(out, &scan::Options::default());
+    let wrapped: Vec<_> = r
+        .containers
+        .iter()
+        .filter_map(|c| c.wrapper.as_ref()?.target_container)
+        .map(|t| r.containers[t].kind)
+        .collect();
+    assert_eq!(wrapped, vec![ContainerKind::CudaFatbin; 2]);
+    r
 }
