@@ -102,8 +102,18 @@ pub struct RuleResult {
     pub unserved: Vec<String>,
 }
 
-/// What an image is built for, as reports name it: its target ID, and for
-/// CUDA images their kind too (`sm_80:cubin`, `sm_80:ptx`).
+/// An image's target ID, or for a host CPU image the CPU
+/// ([`cpu_arch`](super::select::cpu_arch)); empty when it has neither.
+fn image_label_plain(img: &Image) -> String {
+    match super::select::cpu_arch(img) {
+        Some(cpu) => cpu.name().to_string(),
+        None => img.target_id.clone(),
+    }
+}
+
+/// What an image is built for, as reports name it: its target ID (for a
+/// host CPU image, the CPU), and for CUDA images their kind too
+/// (`sm_80:cubin`, `sm_80:ptx`).
 pub fn image_label(img: &Image) -> String {
     match img.image_kind {
         Some(k) if img.triple.starts_with("nvptx") => {
@@ -114,7 +124,7 @@ pub fn image_label(img: &Image) -> String {
             };
             format!("{}:{kind}", img.target_id)
         }
-        _ => img.target_id.clone(),
+        _ => image_label_plain(img),
     }
 }
 
@@ -380,8 +390,8 @@ pub fn check<'a>(
         }
         let mut present: Vec<String> = imgs
             .iter()
-            .filter(|i| !i.target_id.is_empty())
-            .map(|i| i.target_id.clone())
+            .map(|i| image_label_plain(i))
+            .filter(|l| !l.is_empty())
             .collect();
         super::sort::arch_sort(&mut present);
         present.dedup();

@@ -16,7 +16,7 @@ use crate::targets;
 /// matches an image whose features are written the same way.
 pub fn arch_matches(img: &Image, want: &str) -> bool {
     if img.arch.is_empty() {
-        return false;
+        return cpu_matches(img, want);
     }
     if let Some(m) = cuda_code_matches(img, want) {
         return m;
@@ -51,12 +51,52 @@ pub(super) fn cuda_code_matches(img: &Image, want: &str) -> Option<bool> {
 /// Whether `processor` is the image's processor: equal ignoring case, or
 /// the same AMDGPU processor after LLVM's aliases.
 pub(super) fn same_processor(img: &Image, processor: &str) -> bool {
+    if img.arch.is_empty() {
+        return cpu_matches(img, processor);
+    }
     if img.arch.eq_ignore_ascii_case(processor) {
         return true;
     }
     let triple = Triple::parse(&img.triple);
     let canonical = |p: &str| canonical_amdgpu_processor(&triple, &p.to_ascii_lowercase());
     canonical(processor).is_some_and(|c| canonical(&img.arch) == Some(c))
+}
+
+/// The CPU an image that names no processor is built for, as its
+/// triple's architecture (`x86_64` for `x86_64-unknown-linux-gnu`): the
+/// image of a host CPU offload target, which OpenMP's CPU plugins load.
+/// `None` for an image that names a processor and for GPU and virtual
+/// ISA triples (AMDGPU, NVPTX, SPIR, SPIR-V).
+pub fn cpu_arch(img: &Image) -> Option<triple::Arch> {
+    use triple::Arch;
+    if !img.arch.is_empty() {
+        return None;
+    }
+    let first = img.triple.split('-').next()?;
+    match triple::parse_arch(&first.to_ascii_lowercase()) {
+        Arch::Unknown
+        | Arch::Amdgcn
+        | Arch::R600
+        | Arch::Nvptx
+        | Arch::Nvptx64
+        | Arch::Amdil
+        | Arch::Amdil64
+        | Arch::Hsail
+        | Arch::Hsail64
+        | Arch::Spir
+        | Arch::Spir64
+        | Arch::Spirv
+        | Arch::Spirv32
+        | Arch::Spirv64 => None,
+        a => Some(a),
+    }
+}
+
+/// Whether `want` (`x86_64`, `aarch64`) names the CPU image `img` is built
+/// for ([`cpu_arch`]), as LLVM's triples spell it or an alias of it
+/// (`arm64`, `amd64`).
+fn cpu_matches(img: &Image, want: &str) -> bool {
+    cpu_arch(img).is_some_and(|a| triple::parse_arch(&want.to_ascii_lowercase()) == a)
 }
 
 /// Whether `want`'s dash-separated components start the image's triple

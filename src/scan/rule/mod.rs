@@ -366,8 +366,7 @@ impl Rule {
             Some(a) => yes_no(match cuda_code_matches(img, a) {
                 Some(m) => m,
                 None => TargetId::parse(a).is_some_and(|id| {
-                    !img.arch.is_empty()
-                        && same_processor(img, id.processor)
+                    same_processor(img, id.processor)
                         && id
                             .features
                             .iter()
@@ -611,7 +610,8 @@ fn feature(img: &Image, name: &str) -> Option<bool> {
 /// feature the image sets set the same way by `want`.
 fn serves(img: &Image, want: &str) -> Meets {
     if img.arch.is_empty() {
-        return Meets::No;
+        // A host CPU image: its CPU runs it.
+        return yes_no(same_processor(img, want));
     }
     let Some(id) = TargetId::parse(want) else {
         return Meets::No;

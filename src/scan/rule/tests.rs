@@ -469,3 +469,33 @@ fn loading_in_words() {
         Some("the rule takes any architecture")
     );
 }
+
+#[test]
+fn a_cpu_rule_takes_the_host_offload_images_of_its_cpu() {
+    let cpu = image("x86_64-unknown-linux-gnu", "", Some(ImageKind::IMG_Object));
+    let arm = image("aarch64-unknown-linux-gnu", "", Some(ImageKind::IMG_Object));
+    let gpu = image("amdgcn-amd-amdhsa", "gfx90a", Some(ImageKind::IMG_Object));
+    let nvptx = image("nvptx64-nvidia-cuda", "", Some(ImageKind::IMG_Object));
+    let x86 = Rule::parse("x86_64").unwrap();
+    assert_eq!(x86.loaded_by_some(&cpu, false), Meets::Yes);
+    assert_eq!(x86.loaded_by_some(&cpu, true), Meets::Yes);
+    assert_eq!(x86.built_for(&cpu, false), Meets::Yes);
+    for other in [&arm, &gpu, &nvptx] {
+        assert_eq!(x86.loaded_by_some(other, false), Meets::No);
+        assert_eq!(x86.built_for(other, false), Meets::No);
+    }
+    // An alias LLVM's triples know names the same CPU.
+    assert_eq!(
+        Rule::parse("arm64").map(|r| r.loaded_by_some(&arm, false)),
+        Ok(Meets::Yes)
+    );
+    assert_eq!(
+        Rule::parse("aarch64").unwrap().loaded_by_some(&cpu, false),
+        Meets::No
+    );
+    // A GPU rule never takes a CPU image.
+    assert_eq!(
+        Rule::parse("gfx90a").unwrap().loaded_by_some(&cpu, false),
+        Meets::No
+    );
+}
