@@ -117,6 +117,7 @@ fn extension(kind: Option<&str>) -> &'static str {
         Some("ptx") => "ptx",
         Some("fatbinary") => "fatbin",
         Some("spirv") => "spv",
+        Some("nvvm") => "nvvm",
         Some("offload-binary") => "offload",
         Some("bundle") => "bundle",
         Some("ccob") => "ccob",

@@ -24,7 +24,7 @@
 //!
 //! | offset | size | field |
 //! |---|---|---|
-//! | 0 | 2 | kind: 1 PTX, 2 ELF (cubin); others seen and kept |
+//! | 0 | 2 | kind: 1 PTX, 2 ELF (cubin), 8 NVVM IR (stored opaque); others seen and kept |
 //! | 2 | 2 | unknown (0x0101) |
 //! | 4 | 4 | header size (64; larger for some PTX and sm_100+ entries) |
 //! | 8 | 8 | payload size |
@@ -192,6 +192,13 @@ const MAX_ENTRY_HEADER: u64 = 4096;
 pub const KIND_PTX: u16 = 1;
 /// Entry kind: an ELF cubin.
 pub const KIND_ELF: u16 = 2;
+/// Entry kind: NVVM IR, for link-time optimisation (`cuobjdump` lists it
+/// as "nvvm code", with the `nvvmOptions` its header holds, and will not
+/// dump it). Its payload, LZ4-flagged in NVIDIA's libraries, does not
+/// decode as LZ4 from any offset: it is stored in a form no public reader
+/// undoes, so the scanners take its stored bytes as the image
+/// ([`Entry::is_opaque`]).
+pub const KIND_NVVM: u16 = 8;
 
 /// The PTX text of a PTX entry's (decompressed) payload: its bytes before
 /// the first NUL, which is what `cuobjdump -xptx` writes (the entry stores
@@ -297,6 +304,13 @@ pub struct Entry<'data> {
 }
 
 impl<'data> Entry<'data> {
+    /// Whether the payload is stored in a form that cannot be decoded
+    /// ([`KIND_NVVM`]): its stored bytes are the image, whatever its
+    /// flags say.
+    pub fn is_opaque(&self) -> bool {
+        self.kind == KIND_NVVM
+    }
+
     /// Whether the payload is compressed.
     pub fn compressed(&self) -> bool {
         self.flags & FLAGS_COMPRESSED != 0

@@ -365,6 +365,7 @@ pub const KINDS: &[&str] = &[
     "bitcode",
     "cubin",
     "ptx",
+    "nvvm",
     "fatbinary",
     "spirv",
     "archive",

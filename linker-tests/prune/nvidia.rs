@@ -25,7 +25,7 @@ use libtest_mimic::{Failed, Trial};
 use super::shrink::elflint;
 use super::{dropped_bytes, src};
 use crate::real_libs::{CUOBJDUMP, Cache, fetched};
-use crate::util::{llvm, md5_hex, ours_json, run, same, tempdir, trial, unzip};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 
 const CUSPARSE: &str =
     "nvidia_cusparse_cu12-12.5.10.65-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
@@ -45,6 +45,11 @@ pub fn tests() -> Vec<Trial> {
             "prune::nvidia::cusparse_fatbins_no_kept_gpu_loads_are_emptied",
             &["bash", PYTHON, "cc", CUOBJDUMP, "llvm-readelf"],
             cusparse,
+        ),
+        trial(
+            "real_libs::cusparse_raw_scan_reads_nvvm_entries",
+            &["bash", PYTHON, CUOBJDUMP],
+            cusparse_nvvm,
         ),
         trial(
             "prune::nvidia::nvjpeg_to_sm_90_shrinks_by_pages",
@@ -296,4 +301,89 @@ fn curand13() -> Result<(), Failed> {
         python(d, HOST_GENERATOR, "out.so")?,
         numbers,
     )
+}
+
+/// libcusparse's `.rodata` holds fatbins whose entries of kind 8 are NVVM
+/// IR (`cuobjdump` lists them as "nvvm code" and will not dump them). The
+/// raw scan reads the whole library with no problem, lists those entries
+/// as `nvvm`, with the archs `cuobjdump` gives each fatbin's nvvm entries,
+/// in order, and `extract` writes their stored bytes.
+fn cusparse_nvvm() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let lib = "libcusparse.so.12";
+    unzip(
+        &cache.join(CUSPARSE),
+        "nvidia/cusparse/lib/libcusparse.so.12",
+        d,
+        lib,
+    )?;
+    let doc = ours_json(&["inspect", "--raw", "--json", lib], d)?;
+    let file = &doc["files"][0];
+    same(
+        "problems of the raw scan",
+        &file["problems"],
+        &serde_json::json!([]),
+    )?;
+    let images = file["images"].as_array().ok_or("no images")?;
+    let nvvm: Vec<&serde_json::Value> = images
+        .iter()
+        .filter(|i| i["image_kind"] == "nvvm")
+        .collect();
+    same("nvvm entries", nvvm.len(), 204)?;
+    let data = std::fs::read(d.join(lib))?;
+    let mut fatbins: Vec<u64> = nvvm
+        .iter()
+        .filter_map(|i| i["container"].as_u64())
+        .collect();
+    fatbins.dedup();
+    for (k, c) in fatbins.iter().enumerate() {
+        let c = &file["containers"][usize::try_from(*c)?];
+        let (at, size) = (
+            usize::try_from(c["offset"].as_u64().ok_or("no offset")?)?,
+            usize::try_from(c["size"].as_u64().ok_or("no size")?)?,
+        );
+        let name = format!("f{k}.fatbin");
+        std::fs::write(d.join(&name), &data[at..at + size])?;
+        let listed = run(Path::new(CUOBJDUMP), &[name.as_str()], d).ok()?;
+        let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+        // The arch line after each "Fatbin nvvm code" heading.
+        let theirs: Vec<String> = text
+            .split("Fatbin ")
+            .filter(|b| b.starts_with("nvvm code"))
+            .filter_map(|b| b.lines().find_map(|l| l.strip_prefix("arch = ")))
+            .map(str::to_string)
+            .collect();
+        let listed: Vec<String> = nvvm
+            .iter()
+            .filter(|i| i["container"] == c["id"])
+            .map(|i| i["arch"].as_str().unwrap_or_default().to_string())
+            .collect();
+        same(&format!("{name}: nvvm entries' archs"), listed, theirs)?;
+        if k == 0 {
+            let r = run(&ours(), &["extract", "--kind", "nvvm", "-o", "x", &name], d).ok()?;
+            same("extract says", r.stderr.as_str(), "")?;
+            let first = nvvm[0];
+            let (o, n) = (
+                usize::try_from(first["offset"].as_u64().ok_or("no offset")?)?,
+                usize::try_from(first["size"].as_u64().ok_or("no size")?)?,
+            );
+            let written: Vec<_> = std::fs::read_dir(d.join("x"))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.to_string_lossy().contains(".0.")
+                        && p.extension().is_some_and(|e| e == "nvvm")
+                })
+                .collect();
+            same("extracted nvvm files named .0.", written.len(), 1)?;
+            same(
+                "the first nvvm entry's extracted bytes",
+                md5_hex(&std::fs::read(&written[0])?),
+                md5_hex(&data[o..o + n]),
+            )?;
+        }
+    }
+    Ok(())
 }

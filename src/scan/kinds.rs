@@ -97,11 +97,13 @@ pub enum Content {
 
 impl fmt::Display for Content {
     /// The names reports use: `none`, `object`, `bitcode`, `cubin`,
-    /// `fatbinary`, `ptx`, `spirv`, `unknown-<n>`, `archive`,
+    /// `fatbinary`, `ptx`, `spirv`, `nvvm` (a CUDA fatbin's NVVM IR),
+    /// `unknown-<n>`, `archive`,
     /// `offload-binary`, `bundle`, `ccob`, `unknown`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match *self {
             Content::Image(k) => return f.write_str(&k.report_name()),
+            Content::FatbinEntry(crate::fatbin::KIND_NVVM) => "nvvm",
             Content::FatbinEntry(n) => return write!(f, "unknown-{n}"),
             Content::Archive => "archive",
             Content::OffloadBinary => "offload-binary",

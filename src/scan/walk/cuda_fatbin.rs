@@ -86,7 +86,7 @@ impl Walker<'_> {
                 }
                 let image = entry_image(e, i, id, loc);
                 let at = inner.at(e.payload_offset);
-                if !e.compressed() {
+                if !e.compressed() || e.is_opaque() {
                     // PTX is its text, as cuobjdump writes it: not the NUL
                     // that ends it nor the padding after it.
                     let bytes = match e.kind {
@@ -285,6 +285,15 @@ fn entry_image(e: &fatbin::Entry<'_>, i: usize, id: usize, loc: &Loc) -> Image {
     if let Some(m) = e.compression() {
         strings.push(("compression".to_string(), m.to_string()));
     }
+    // An opaque entry is its stored bytes; the size it says it decodes to
+    // is kept as what it says.
+    let (uncompressed_size, declared) = match e.is_opaque() {
+        true => (None, e.decompressed_size),
+        false => (e.decompressed_size, None),
+    };
+    if let Some(n) = declared {
+        strings.push(("uncompressed_size".to_string(), n.to_string()));
+    }
     Image {
         id: 0,
         container: id,
@@ -311,7 +320,7 @@ fn entry_image(e: &fatbin::Entry<'_>, i: usize, id: usize, loc: &Loc) -> Image {
         offset: loc.abs.and_then(|a| a.checked_add(e.payload_offset)),
         relative_offset: e.payload_offset,
         size: len64(e.payload),
-        uncompressed_size: e.decompressed_size,
+        uncompressed_size,
         in_compressed: loc.in_compressed,
         hash: None,
         nested: None,
@@ -547,6 +556,7 @@ fn entry_kind(kind: u16) -> String {
     match kind {
         fatbin::KIND_PTX => "ptx".into(),
         fatbin::KIND_ELF => "cubin".into(),
+        fatbin::KIND_NVVM => "nvvm".into(),
         k => format!("kind {k}"),
     }
 }
