@@ -20,6 +20,7 @@ use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unz
 mod cuda;
 mod nvidia;
 mod objects;
+mod openmp;
 mod shrink;
 mod tree;
 mod wheels;
@@ -77,6 +78,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(objects::tests());
     trials.extend(cuda::tests());
     trials.extend(nvidia::tests());
+    trials.extend(openmp::tests());
     trials.extend(shrink::tests());
     trials.extend(wheels::tests());
     trials.extend(tree::tests());

@@ -99,7 +99,8 @@ impl Output {
     }
 
     /// `data` with `plan`'s edits made where each container lies, zeros up
-    /// to its old end: nothing moves.
+    /// to its old end, and its patches (OpenMP descriptors rewritten):
+    /// nothing moves.
     /// The containers built in memory move from the plan to the output.
     ///
     /// `plan` is one that [`plan`](super::plan::plan) made for an input of
@@ -109,7 +110,11 @@ impl Output {
     pub fn in_place(data_len: u64, plan: &mut Plan) -> Output {
         let mut out = Output::default();
         let mut pos = 0;
+        let mut patches = plan.patches.iter().peekable();
         for e in &mut plan.edits {
+            while let Some((at, bytes)) = patches.next_if(|(at, _)| *at < e.offset) {
+                out.patch(&mut pos, *at, bytes, data_len);
+            }
             let Some((gap, end)) = place(e, pos, data_len) else {
                 continue;
             };
@@ -118,9 +123,26 @@ impl Output {
             out.piece(Piece::Zeros(e.freed()));
             pos = end;
         }
+        for (at, bytes) in patches {
+            out.patch(&mut pos, *at, bytes, data_len);
+        }
         // `place` keeps `pos` at most `data_len`.
         out.span(0, pos, data_len.saturating_sub(pos));
         out
+    }
+
+    /// Appends the input from `pos` up to `at`, then `bytes` in place of
+    /// the input's there, and moves `pos` past them; left out when they
+    /// start before `pos` or end past `len` (no patch of a plan that
+    /// [`plan`](super::plan::plan) makes).
+    fn patch(&mut self, pos: &mut u64, at: u64, bytes: &[u8], len: u64) {
+        let end = at.checked_add(bytes.len() as u64).filter(|&e| e <= len);
+        let (Some(gap), Some(end)) = (at.checked_sub(*pos), end) else {
+            return;
+        };
+        self.span(0, *pos, gap);
+        self.piece(Piece::Bytes(bytes.to_vec()));
+        *pos = end;
     }
 
     /// `data` with `plan`'s edits made and the bytes each frees cut out:

@@ -9,9 +9,11 @@
 //! What this part does not rewrite, it refuses, naming the container,
 //! rather than leave a file that says less than it seems to: containers
 //! inside other images or inside compressed data (a compressed bundle's
-//! own bundle excepted: the CCOB is rebuilt around it), the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object, and
-//! OffloadBinaries in a linked program (their images are registered by a
-//! descriptor that points at them one by one).
+//! own bundle excepted: the CCOB is rebuilt around it), and the
+//! `__CLANG_OFFLOAD_BUNDLE__` sections of a host object. OffloadBinaries
+//! in a linked program go whole, and the OpenMP descriptor that registers
+//! them is rewritten to register the others ([`Plan::registrations`]);
+//! one whose descriptor is not found is refused.
 //!
 //! It refuses, too, the layouts where a rewrite would overwrite what must
 //! stay: a container listed twice or overlapping another (two section
@@ -25,6 +27,7 @@ use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, elf};
 
 use super::containers::{self, Pruned};
+use super::shrink::openmp::Registration;
 use super::{Options, Verdict};
 use crate::error::{Error, Result};
 use crate::num::{len64, usize_from};
@@ -70,6 +73,13 @@ impl Edit {
 pub struct Plan {
     /// The containers rewritten, in file order.
     pub edits: Vec<Edit>,
+    /// The OpenMP descriptors that register OffloadBinaries the edits
+    /// remove (a linked ELF file's), rewritten to register the others.
+    pub(crate) registrations: Vec<Registration>,
+    /// The bytes those rewrites put in the file, by file offset, when
+    /// nothing moves (the file rewritten in place): in order, apart, and
+    /// apart from the edits.
+    pub(crate) patches: Vec<(u64, Vec<u8>)>,
 }
 
 impl Plan {
@@ -118,7 +128,8 @@ impl Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Host {
     /// A linked program or shared library: containers are rewritten where
-    /// they lie (OffloadBinaries there are registered one by one and stay).
+    /// they lie (OffloadBinaries there go whole, and their OpenMP
+    /// descriptor is rewritten).
     Linked,
     /// A relocatable object: sections are rewritten, so OffloadBinaries can
     /// go whole, and a host object's bundle sections are the object
@@ -171,15 +182,23 @@ pub fn plan(
             })
         } else if c.kind == ContainerKind::OffloadBinary && host != Host::Linked {
             whole_binary_edit(data, report, verdicts, c)?
+        } else if c.kind == ContainerKind::OffloadBinary {
+            linked_binary_edit(data, report, verdicts, c)?
         } else if c.kind == ContainerKind::ObjectBundle && host == Host::Relocatable {
             None
         } else {
-            container_edit(data, report, verdicts, c, host == Host::Linked)?
+            container_edit(data, report, verdicts, c)?
         };
         plan.edits.extend(edit);
     }
     plan.edits.sort_by_key(|e| e.offset);
+    if host == Host::Linked {
+        plan.registrations = registrations(data, report, &plan)?;
+    }
     check_apart(report, &plan)?;
+    if !plan.registrations.is_empty() {
+        plan.patches = patches_in_place(&plan)?;
+    }
     plan.check(len64(data))?;
     if host == Host::Linked && !plan.is_empty() {
         check_linked(data, report, &plan)?;
@@ -577,7 +596,6 @@ fn container_edit(
     report: &Report,
     verdicts: &[Verdict],
     c: &Container,
-    linked: bool,
 ) -> Result<Option<Edit>> {
     let Some(stays) = stays_of(report, verdicts, c.id) else {
         return Ok(None);
@@ -586,14 +604,6 @@ fn container_edit(
     let pruned = match c.kind {
         ContainerKind::Bundle => containers::bundle(bytes, &stays)?,
         ContainerKind::CudaFatbin => containers::fatbin(bytes, &stays)?,
-        ContainerKind::OffloadBinary if linked => {
-            return Err(refuse(
-                c.kind,
-                c.offset,
-                "a linked program registers its OffloadBinary images one by one: \
-                 pruning them would mean editing that registration (not done)",
-            ));
-        }
         other => {
             return Err(refuse(
                 other,
@@ -616,6 +626,87 @@ fn container_edit(
         pruned,
         built: None,
     }))
+}
+
+/// The edit that drops OffloadBinary `c` of a linked file whole when its
+/// images go ([`whole_binary_edit`]); one that keeps some of them is
+/// refused (the OpenMP runtime is handed one image of each OffloadBinary:
+/// its first).
+fn linked_binary_edit(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    c: &Container,
+) -> Result<Option<Edit>> {
+    match stays_of(report, verdicts, c.id) {
+        None => Ok(None),
+        Some(stays) if stays.iter().all(|&s| !s) => whole_binary_edit(data, report, verdicts, c),
+        Some(_) => Err(refuse(
+            c.kind,
+            c.offset,
+            "it would keep some of its images: a linked program's OffloadBinary goes whole \
+             or stays whole",
+        )),
+    }
+}
+
+/// The OpenMP descriptors of the linked file `data` that register the
+/// OffloadBinaries `plan` removes, each with the images that stay; refused,
+/// naming the first such OffloadBinary, when their registration is not
+/// found or not known.
+fn registrations(data: &[u8], report: &Report, plan: &Plan) -> Result<Vec<Registration>> {
+    let dropped: Vec<usize> = plan
+        .edits
+        .iter()
+        .filter(|e| {
+            report
+                .containers
+                .get(e.container)
+                .is_some_and(|c| c.kind == ContainerKind::OffloadBinary)
+        })
+        .map(|e| e.container)
+        .collect();
+    let Some(&first) = dropped.first() else {
+        return Ok(Vec::new());
+    };
+    super::shrink::openmp::registrations(data, report, &dropped).map_err(|why| {
+        let c = &report.containers[first];
+        refuse(
+            c.kind,
+            c.offset,
+            &format!("its OpenMP registration cannot be edited: {why}"),
+        )
+    })
+}
+
+/// The bytes `plan`'s registrations put in the file when nothing moves,
+/// by file offset; refused when two of them, or one and an edit, share a
+/// byte.
+fn patches_in_place(plan: &Plan) -> Result<Vec<(u64, Vec<u8>)>> {
+    let mut all = Vec::new();
+    for r in &plan.registrations {
+        all.extend(r.patches(&|v| Ok(v)).map_err(Error::unsupported)?);
+    }
+    all.sort_unstable();
+    all.dedup();
+    let mut ranges: Vec<(u64, u64)> = all
+        .iter()
+        .map(|(at, b)| (*at, at.saturating_add(len64(b))))
+        .chain(
+            plan.edits
+                .iter()
+                .map(|e| (e.offset, e.offset.saturating_add(e.size))),
+        )
+        .collect();
+    ranges.sort_unstable();
+    if let Some(w) = ranges.windows(2).find(|w| w[1].0 < w[0].1) {
+        return Err(Error::unsupported(format!(
+            "the OpenMP descriptor's rewrite at {:#x} overlaps other bytes pruning \
+             rewrites: nothing is pruned",
+            w[1].0
+        )));
+    }
+    Ok(all)
 }
 
 /// The edit that drops OffloadBinary `c` whole when its image goes

@@ -28,8 +28,9 @@ pub(super) trait Class: FileHeader<Endian = Endianness> {
     const SH_SIZE: usize;
     /// `r_addend` in a relocation with an addend.
     const R_ADDEND: usize;
-    /// `st_value` in a symbol.
+    /// `st_value` and `st_size` in a symbol.
     const ST_VALUE: usize;
+    const ST_SIZE: usize;
     /// The largest word (address, offset or size) of the class.
     const WORD_MAX: u64;
 
@@ -49,6 +50,7 @@ impl Class for FileHeader64<Endianness> {
     const SH_SIZE: usize = offset_of!(elf::SectionHeader64<Endianness>, sh_size);
     const R_ADDEND: usize = offset_of!(elf::Rela64<Endianness>, r_addend);
     const ST_VALUE: usize = offset_of!(elf::Sym64<Endianness>, st_value);
+    const ST_SIZE: usize = offset_of!(elf::Sym64<Endianness>, st_size);
     const WORD_MAX: u64 = u64::MAX;
 
     fn word(endian: Endianness, v: u64) -> Option<Vec<u8>> {
@@ -69,6 +71,7 @@ impl Class for FileHeader32<Endianness> {
     const SH_SIZE: usize = offset_of!(elf::SectionHeader32<Endianness>, sh_size);
     const R_ADDEND: usize = offset_of!(elf::Rela32<Endianness>, r_addend);
     const ST_VALUE: usize = offset_of!(elf::Sym32<Endianness>, st_value);
+    const ST_SIZE: usize = offset_of!(elf::Sym32<Endianness>, st_size);
     const WORD_MAX: u64 = 0xffff_ffff;
 
     fn word(endian: Endianness, v: u64) -> Option<Vec<u8>> {

@@ -3,6 +3,8 @@
 //! point into the fat-binary section, and the section headers and table
 //! after the hole; each a patch in the file's class and byte order.
 
+use std::collections::{BTreeMap, HashSet};
+
 use object::elf;
 use object::read::elf::{Rel as _, Rela as _, Relr as _, Sym as _};
 use object::write::elf::ProgramHeader as Phdr;
@@ -12,6 +14,13 @@ use super::hole::Hole;
 use super::{Patches, Refusal, add, sub};
 use crate::num::u64_from;
 use crate::scan::{ContainerKind, Report};
+
+/// Where addresses go: whether one lies in the fat-binary section, and
+/// the new address of one a reference may point at (a container's start).
+pub(super) type Moves<'a> = (
+    &'a dyn Fn(u64) -> bool,
+    &'a dyn Fn(u64) -> Result<u64, Refusal>,
+);
 
 /// Section headers after the hole move down, the section ends where its
 /// packed containers end, and so does the section header table.
@@ -56,17 +65,22 @@ fn file_offset(phdrs: &[Phdr], v: u64, size: u64) -> Option<u64> {
 /// section: given the target's new address (a RELA's addend, and the
 /// address stored at the place relocated, which is the addend of the
 /// others). Relocations against a symbol follow the symbol, which
-/// [`fix_symbols`] moves.
+/// [`fix_symbols`] moves. Those at the places in `skip` are left alone:
+/// an OpenMP descriptor's image pointers, which point inside containers
+/// and are rewritten whole ([`super::openmp`]).
 pub(super) fn fix_relocations<H: Class>(
     data: &[u8],
     elf: &Elf<'_, H>,
     relative: elf::RelocationType,
-    in_s: &dyn Fn(u64) -> bool,
-    new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
+    (in_s, new_vaddr): Moves<'_>,
+    skip: &HashSet<u64>,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
     let (endian, word) = (elf.endian, u64_from(size_of::<H::Word>()));
     let stored = |patches: &mut Patches, v: u64| -> Result<(), Refusal> {
+        if skip.contains(&v) {
+            return Ok(());
+        }
         let Some(at) = file_offset(&elf.phdrs, v, word) else {
             return Ok(());
         };
@@ -91,12 +105,16 @@ pub(super) fn fix_relocations<H: Class>(
                 // field's bits as a word of the class.
                 let addend: i64 = r.r_addend(endian).into();
                 let addend = addend.cast_unsigned() & H::WORD_MAX;
-                if r.r_type(endian, is_mips64el) == relative && in_s(addend) {
+                let place: u64 = r.r_offset(endian).into();
+                if r.r_type(endian, is_mips64el) == relative
+                    && in_s(addend)
+                    && !skip.contains(&place)
+                {
                     // `k * size` is at most the table's size: no overflow.
                     let at = add(h.sh_offset, u64_from(k * size))?;
                     let new = new_vaddr(addend)?;
                     patches.put(add(at, u64_from(H::R_ADDEND))?, elf.word(new)?)?;
-                    stored(patches, r.r_offset(endian).into())?;
+                    stored(patches, place)?;
                 }
             }
         } else if h.sh_type == elf::SHT_RELR {
@@ -151,13 +169,15 @@ pub(super) fn fix_wrappers<H: Class>(
 }
 
 /// Symbols defined in the section (`.symtab`, `.dynsym`): moved with the
-/// container they start; one inside a container is refused.
+/// container they start, and one whose size was the container's given its
+/// new size (`resized`: a container's old address to its old and new
+/// sizes); one inside a container is refused.
 pub(super) fn fix_symbols<H: Class>(
     data: &[u8],
     elf: &Elf<'_, H>,
     s_index: usize,
-    in_s: &dyn Fn(u64) -> bool,
-    new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
+    (in_s, new_vaddr): Moves<'_>,
+    resized: &BTreeMap<u64, (u64, u64)>,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
     let size = size_of::<H::Sym>();
@@ -172,6 +192,13 @@ pub(super) fn fix_symbols<H: Class>(
                 let at = add(h.sh_offset, u64_from(k * size))?;
                 let new = new_vaddr(value)?;
                 patches.put(add(at, u64_from(H::ST_VALUE))?, elf.word(new)?)?;
+                let size: u64 = sym.st_size(elf.endian).into();
+                if let Some(&(old, new)) = resized.get(&value)
+                    && old == size
+                    && old != new
+                {
+                    patches.put(add(at, u64_from(H::ST_SIZE))?, elf.word(new)?)?;
+                }
             }
         }
     }

@@ -30,9 +30,10 @@
 mod file;
 mod fix;
 mod hole;
+pub(crate) mod openmp;
 pub(crate) mod pe;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use object::elf::{self, FileHeader32, FileHeader64};
 use object::pod::bytes_of;
@@ -219,9 +220,25 @@ fn shrink_as<H: Class>(
             .ok_or_else(|| format!("something points at {v:#x}, inside a container"))
     };
     let mut patches = Patches::default();
-    fix_relocations(data, &elf, relative, &in_s, &new_vaddr, &mut patches)?;
+    let registered = fix_registrations(plan, &new_vaddr, &mut patches)?;
+    fix_relocations(
+        data,
+        &elf,
+        relative,
+        (&in_s, &new_vaddr),
+        &registered,
+        &mut patches,
+    )?;
     fix_wrappers(data, &elf, report, &in_s, &new_vaddr, &mut patches)?;
-    fix_symbols(data, &elf, s_index, &in_s, &new_vaddr, &mut patches)?;
+    let resized = resized(s, &packed)?;
+    fix_symbols(
+        data,
+        &elf,
+        s_index,
+        (&in_s, &new_vaddr),
+        &resized,
+        &mut patches,
+    )?;
     fix_headers(&elf, s_index, &hole, pack_end, &mut patches)?;
     let new_phdrs = hole.program_headers(&elf, pack_end)?;
     let table = elf.program_header_table(&new_phdrs)?;
@@ -259,6 +276,36 @@ fn shrink_as<H: Class>(
     }
     let out = assemble(data, s, &packed, &hole, table, &patches)?;
     Ok((out, shrunk))
+}
+
+/// The OpenMP descriptors of `plan` rewritten, their images where
+/// `new_vaddr` says their OffloadBinaries now start; the places of their
+/// image pointers, which the relocations fixed elsewhere leave to them.
+fn fix_registrations(
+    plan: &Plan,
+    new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
+    patches: &mut Patches,
+) -> Result<HashSet<u64>, Refusal> {
+    let mut places = HashSet::new();
+    for r in &plan.registrations {
+        for (at, bytes) in r.patches(new_vaddr)? {
+            patches.put(at, bytes)?;
+        }
+        places.extend(r.places());
+    }
+    Ok(places)
+}
+
+/// The containers of section `s` by old address: their old and new sizes.
+fn resized(s: &Shdr, packed: &[Packed<'_>]) -> Result<BTreeMap<u64, (u64, u64)>, Refusal> {
+    packed
+        .iter()
+        .map(|p| {
+            let old = add(s.sh_addr, sub(p.old, s.sh_offset)?)?;
+            let new_size = p.edit.map_or(p.size, |e| e.pruned.layout.size);
+            Ok((old, (p.size, new_size)))
+        })
+        .collect()
 }
 
 /// Refuses shrinking when a part of the file that must stay
