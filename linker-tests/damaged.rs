@@ -61,6 +61,8 @@ fn repeated_problems() -> Result<(), Failed> {
         &["check", "--require", "sm_70", "bad.bundle"],
         &["extract", "-o", "out", "bad.bundle"],
         &["diff", "bad.bundle", "bad.bundle"],
+        &["list", "bad.bundle"],
+        &["list", "--json", "bad.bundle"],
     ] {
         let r = run(&ours(), args, d);
         damage_failure(&format!("{args:?}"), &r, "bad.bundle")?;
@@ -303,6 +305,27 @@ fn every_command_on(d: &Path, case: &Case) -> Result<(), Failed> {
         }
         if seen && what.starts_with("check") && !stdout.contains(&format!("ERROR {f}: corrupt")) {
             return Err(format!("{what}: does not blame the damage: {stdout}").into());
+        }
+    }
+    // The other commands that read it: when they fail, it is for the
+    // damage, said on standard error in a line naming the file.
+    for args in [
+        vec!["list", f],
+        vec!["list", "--json", f],
+        vec!["diff", f, f],
+        vec!["diff", "--kernels", f, f],
+        vec!["inspect", "--kernels", f],
+    ] {
+        let r = run(&ours(), &args, d);
+        if r.code == 0 {
+            continue;
+        }
+        damage_failure(&format!("{args:?}"), &r, f)?;
+        let line = format!("error: '{f}'");
+        if !r.stderr.lines().any(|l| l.starts_with(&line)) {
+            return Err(
+                format!("{args:?}: no error line on stderr names {f}: {}", r.stderr).into(),
+            );
         }
     }
     // --allow-corrupt: the damage is reported, the exit is 0.

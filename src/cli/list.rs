@@ -120,7 +120,12 @@ impl Opts {
         })?;
         if let Some(b) = bundle {
             self.print_bundle(name, b, out)?;
-            return Ok(false);
+            // Listed as LLVM's bundler reads it, which checks nothing; the
+            // scanner says whether its entries can be read as listed.
+            let mut opts = scan::Options::default();
+            opts.max_uncompressed = budget.left(offload_binary::Spent::Inflated);
+            let report = scan::scan(input.bytes(), &opts);
+            return Ok(say_damage(name, &report));
         }
         // The images of compressed binaries are streamed through once (to
         // check them) and only those that are binaries themselves kept.
@@ -256,14 +261,27 @@ impl Opts {
 /// each on standard error; whether there were any.
 fn print_scanned(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<bool> {
     print_scanned_images(out, name, r)?;
-    for p in &r.problems {
-        eprintln!(
-            "error: '{}': {}",
-            super::io::printable(name),
-            super::io::printable(&p.message)
-        );
+    Ok(say_damage(name, r))
+}
+
+/// Says on standard error, in one line, what is wrong with the file `name`
+/// scanned as `r` (its problems grouped, as every scanner command says
+/// them); whether anything is.
+fn say_damage(name: &str, r: &scan::Report) -> bool {
+    if r.problems.is_empty() && r.stopped.is_none() {
+        return false;
     }
-    Ok(!r.problems.is_empty())
+    let stopped = r.stopped.as_ref().map(ToString::to_string);
+    eprintln!(
+        "{}",
+        super::io::problems::summary(
+            name,
+            r.problems.iter().map(|p| p.message.as_str()),
+            stopped.as_deref(),
+            "error"
+        )
+    );
+    true
 }
 
 fn print_scanned_images(out: &mut impl Write, name: &str, r: &scan::Report) -> Result<()> {
