@@ -58,6 +58,20 @@ impl Peek<'_> {
         self.half(E_MACHINE).map(elf::Machine)
     }
 
+    /// Whether its header says it has a section header table (a nonzero
+    /// `e_shoff` or `e_shnum`), whether or not that table can be read.
+    pub fn has_section_table(&self) -> bool {
+        let (shoff, shnum) = match self.is_64() {
+            true => (0x28..0x30, 0x3c),
+            false => (0x20..0x24, 0x30),
+        };
+        let offset_set = self
+            .head
+            .get(shoff)
+            .is_some_and(|b| b.iter().any(|&x| x != 0));
+        offset_set || self.half(shnum).is_some_and(|n| n != 0)
+    }
+
     /// Whether it is a shared object (`ET_DYN`).
     pub fn is_shared_object(&self) -> bool {
         self.file_type() == Some(elf::ET_DYN)

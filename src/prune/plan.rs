@@ -167,6 +167,20 @@ pub fn plan(
     if verdicts.len() != report.images.len() {
         return Err(Error::usage("one verdict per image is needed"));
     }
+    if host == Host::Linked
+        && report.used_raw_scan
+        && crate::container::elf::peek(data).is_some_and(|p| p.has_section_table())
+    {
+        // Its section headers name nothing readable, so where its
+        // containers are was found by their bytes; rewritten, those bytes
+        // could make the headers read otherwise (a name table inside a
+        // container), and the file say something else than what was
+        // pruned.
+        return Err(Error::unsupported(
+            "it has section headers, but none the scanner can read (it was scanned raw): \
+             nothing is pruned",
+        ));
+    }
     check_device_left(report, verdicts, opts.allow_empty)?;
     let mut plan = Plan::default();
     // Bundles inside a CCOB that the CCOB's edit takes care of.

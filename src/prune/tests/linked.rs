@@ -405,3 +405,36 @@ fn a_section_listed_twice_or_overlapped_is_refused() {
         refused(&with_section(&f, wider), &["overlap", "both holding"]);
     }
 }
+
+/// Two shared objects the prune fuzzer made (fixtures/fuzz/prune): section
+/// headers whose name table lies in a bundle's bytes and names nothing
+/// readable, so the scan read the files raw. Pruned in place, the freed
+/// zeros made the names readable, the rescan went by the (garbage)
+/// headers and found no bundle: the kept images were gone. Such a file is
+/// refused; with its section headers removed (`e_shoff`, `e_shnum` 0) the
+/// same bytes prune as the fuzz body checks (every kept image still
+/// there).
+#[test]
+fn a_file_read_raw_despite_its_section_headers_is_refused() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fuzz/prune");
+    for name in [
+        "crash-0dbd2235bf6aaa75eb7830e9679b183678442949",
+        "crash-2e4839f1303fb91180cae5740a990f6286253fcb",
+    ] {
+        let f = std::fs::read(dir.join(name)).unwrap();
+        refused(
+            &f,
+            &["it has section headers, but none the scanner can read"],
+        );
+        let mut stripped = f.clone();
+        header(&mut stripped).e_shoff.set(LE, 0);
+        header(&mut stripped).e_shnum.set(LE, 0);
+        header(&mut stripped)
+            .e_shstrndx
+            .set(LE, elf::SymbolSection(0));
+        // The fuzz body's checks hold: every kept image is there after.
+        crate::fuzz::prune(&stripped);
+        let r = scan::scan(&stripped, &scan::Options::default());
+        assert!(r.images.len() >= 2, "{name}: {} images", r.images.len());
+    }
+}
