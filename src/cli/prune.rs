@@ -369,6 +369,17 @@ impl Run {
             }
             match e.outcome {
                 TreeOutcome::Pruned(r) => {
+                    // A package's files left as they were: refusals, as
+                    // of files found in a directory.
+                    for m in &r.members_refused {
+                        run.total.refused += 1;
+                        run.not_pruned.push(NotPruned {
+                            path: path.clone(),
+                            refused: true,
+                            named: false,
+                            error: m.clone(),
+                        });
+                    }
                     run.total.freed = run.total.freed.saturating_add(r.freed);
                     if r.containers_rewritten > 0 {
                         run.total.files += 1;

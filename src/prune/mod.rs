@@ -66,6 +66,8 @@
 
 pub(crate) mod archive;
 pub(crate) mod containers;
+#[cfg(feature = "files")]
+mod deb;
 mod file;
 pub(crate) mod object;
 pub(crate) mod output;

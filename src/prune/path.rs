@@ -222,8 +222,12 @@ pub fn prune_path(
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(&name).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
-    if package::detect(data) == Some(package::Kind::Zip) {
-        return super::wheel::prune(selection, opts, input, &meta, data);
+    match package::detect(data) {
+        Some(package::Kind::Zip) => {
+            return super::wheel::prune(selection, opts, input, &meta, data);
+        }
+        Some(package::Kind::Deb) => return super::deb::prune(selection, opts, input, &meta, &file),
+        _ => {}
     }
     if let Some(what) = super::package_not_pruned(data) {
         let why = format!(
