@@ -28,6 +28,11 @@ pub fn tests() -> Vec<Trial> {
             &["dpkg-deb"],
             killed,
         ),
+        trial(
+            "prune::debs::refused_files_exit_1_damaged_data_exit_2",
+            &["dpkg-deb"],
+            exit_codes,
+        ),
     ]
 }
 
@@ -243,29 +248,23 @@ fn seed() -> u64 {
         | 1
 }
 
-/// A package built by `dpkg-deb` (gzip) of two HIP bundles (gfx90a and
-/// gfx942 images of 3 MiB each) with their `md5sums`, pruned `--in-place`
-/// and killed with SIGKILL 20 times at random points of its run: each time
-/// the file at the path is the old package or the new one, and any
-/// `.offload-kit-*` file left beside it is a whole copy of either.
-fn killed() -> Result<(), Failed> {
-    let t = tempdir();
-    let d = t.path();
+/// Builds `orig.deb` in `d` with `dpkg-deb` (gzip): two HIP bundles
+/// (gfx90a and gfx942 images of `len` bytes each), the files `extra`
+/// (path below the root, bytes), and their `md5sums`.
+fn package(d: &Path, len: usize, extra: &[(&str, &[u8])]) -> Result<(), Failed> {
     std::fs::create_dir_all(d.join("pkg/DEBIAN"))?;
     std::fs::create_dir_all(d.join("pkg/usr/lib"))?;
     let mut sums = String::new();
     for (i, name) in ["k1.hipfb", "k2.hipfb"].iter().enumerate() {
         let s = 10 * i as u64;
         let path = format!("pkg/usr/lib/{name}");
-        bundle(
-            d,
-            &path,
-            &[("gfx90a", s + 1, 3 << 20), ("gfx942", s + 2, 3 << 20)],
-        )?;
-        sums += &format!(
-            "{}  usr/lib/{name}\n",
-            md5_hex(&std::fs::read(d.join(&path))?)
-        );
+        bundle(d, &path, &[("gfx90a", s + 1, len), ("gfx942", s + 2, len)])?;
+        let md5 = md5_hex(&std::fs::read(d.join(&path))?);
+        sums += &format!("{md5}  usr/lib/{name}\n");
+    }
+    for (path, bytes) in extra {
+        std::fs::write(d.join("pkg").join(path), bytes)?;
+        sums += &format!("{}  {path}\n", md5_hex(bytes));
     }
     std::fs::write(d.join("pkg/DEBIAN/md5sums"), sums)?;
     std::fs::write(
@@ -279,6 +278,17 @@ fn killed() -> Result<(), Failed> {
         d,
     )
     .ok()?;
+    Ok(())
+}
+
+/// A package of [`package`] (images of 3 MiB) pruned `--in-place` and
+/// killed with SIGKILL 20 times at random points of its run: each time
+/// the file at the path is the old package or the new one, and any
+/// `.offload-kit-*` file left beside it is a whole copy of either.
+fn killed() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    package(d, 3 << 20, &[])?;
     let args = ["prune", "--keep", "gfx90a", "--in-place", "work.deb"];
     std::fs::copy(d.join("orig.deb"), d.join("work.deb"))?;
     let old = md5_hex(&std::fs::read(d.join("work.deb"))?);
@@ -311,7 +321,9 @@ fn killed() -> Result<(), Failed> {
             h if h == old => olds += 1,
             h if h == new => news += 1,
             _ => {
-                return Err(format!("{at}: work.deb is neither the old nor the new package").into());
+                return Err(
+                    format!("{at}: work.deb is neither the old nor the new package").into(),
+                );
             }
         }
         for e in std::fs::read_dir(d)? {
@@ -328,6 +340,64 @@ fn killed() -> Result<(), Failed> {
     }
     if olds == 0 || news == 0 {
         return Err(format!("{olds} old and {news} new packages in 20 kills: no spread").into());
+    }
+    Ok(())
+}
+
+/// A package holding a thin archive (refused: its members are files of
+/// their own) besides two bundles: pruned, the bundles are and the
+/// archive is listed (`not pruned: 'in.deb!/usr/lib/k.a': …`), exit 1,
+/// the package written with the archive as it was. Cut short, the package
+/// is damaged data: exit 2, nothing written.
+fn exit_codes() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let thin = b"!<thin>\nk1.hipfb/       0           0     0     644     64        `\n";
+    package(d, 5000, &[("usr/lib/k.a", thin)])?;
+    std::fs::rename(d.join("orig.deb"), d.join("in.deb"))?;
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "-o", "out.deb", "in.deb"],
+        d,
+    );
+    same("exit code with a refused file", r.code, 1)?;
+    let out = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !out.contains("not pruned: 'in.deb!/usr/lib/k.a': ") || !r.stderr.is_empty() {
+        return Err(format!("prune said:\n{out}\n{}", r.stderr).into());
+    }
+    run(Path::new("/usr/bin/dpkg-deb"), &["-x", "out.deb", "x"], d).ok()?;
+    same(
+        "the thin archive",
+        std::fs::read(d.join("x/usr/lib/k.a"))?,
+        thin.to_vec(),
+    )?;
+    if std::fs::metadata(d.join("x/usr/lib/k1.hipfb"))?.len() >= 10_000 {
+        return Err("k1.hipfb was not pruned".into());
+    }
+    let doc: serde_json::Value = serde_json::from_slice(
+        &run(
+            &ours(),
+            &["prune", "--keep", "gfx90a", "--dry-run", "--json", "in.deb"],
+            d,
+        )
+        .stdout,
+    )?;
+    same("refused in JSON", doc["total"]["refused"].as_u64(), Some(1))?;
+    same(
+        "members_refused",
+        doc["files"][0]["members_refused"].as_array().map(Vec::len),
+        Some(1),
+    )?;
+    let whole = std::fs::read(d.join("in.deb"))?;
+    std::fs::write(d.join("cut.deb"), &whole[..whole.len() - 300])?;
+    let r = run(
+        &ours(),
+        &["prune", "--keep", "gfx90a", "-o", "cut-out.deb", "cut.deb"],
+        d,
+    );
+    same("exit code of a damaged package", r.code, 2)?;
+    if !r.stderr.starts_with("error: 'cut.deb': ") || d.join("cut-out.deb").exists() {
+        return Err(format!("prune of a damaged package said: {}", r.stderr).into());
     }
     Ok(())
 }
