@@ -139,7 +139,7 @@ mod tests {
         // Blocks of 1 MiB (the program's are 24 MiB), so that threads have
         // several to share.
         let data: Vec<u8> = (0..3u32 << 20)
-            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 & 0x0f)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0] & 0x0f)
             .collect();
         let xz = |threads| {
             let s = xz_stream(threads, 1 << 20).unwrap();

@@ -414,7 +414,7 @@ impl<R: Read, W: Write> Walk<R, W> {
             }
             zeros += n as u64;
         }
-        if self.read % RECORD == 0 && zeros >= 2 * BLOCK as u64 {
+        if self.read.is_multiple_of(RECORD) && zeros >= 2 * BLOCK as u64 {
             let at = self.out.written + 2 * BLOCK as u64;
             zeros = 2 * BLOCK as u64 + (at.next_multiple_of(RECORD) - at);
         }
@@ -670,7 +670,7 @@ mod tests {
         }
         // Padded to whole records, as GNU tar writes.
         let mut t = b.into_inner().unwrap();
-        t.resize(t.len().next_multiple_of(RECORD as usize), 0);
+        t.resize(t.len().next_multiple_of(20 * BLOCK), 0);
         t
     }
 

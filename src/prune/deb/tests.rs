@@ -13,6 +13,7 @@ use md5::Digest as _;
 use super::md5sums::hex;
 use super::method;
 use crate::container::ar;
+use crate::num::usize_from;
 use crate::package::{self, Compression};
 use crate::prune::path::error::tests::chain;
 use crate::prune::tests::{hip_bundle, keep};
@@ -165,11 +166,11 @@ fn members(deb: &[u8]) -> Vec<(String, Vec<u8>, Vec<u8>)> {
         .unwrap()
         .iter()
         .map(|e| {
-            let (h, d) = (e.header as usize, e.data as usize);
+            let (h, d) = (usize_from(e.header), usize_from(e.data));
             (
                 String::from_utf8_lossy(e.name).into_owned(),
                 deb[h..h + 60].to_vec(),
-                deb[d..d + e.size as usize].to_vec(),
+                deb[d..d + usize_from(e.size)].to_vec(),
             )
         })
         .collect()
