@@ -251,7 +251,7 @@ fn prune_data(
     let Some(out) = out else {
         let mut walk = Walk::new(reader, std::io::sink(), budget.left);
         let walked = walk_data(cx, &mut walk, &member, rep)?;
-        budget.left -= walk.read();
+        budget.left = budget.left.saturating_sub(walk.read());
         return Ok(walked);
     };
     let file = match out.scratch_file() {
@@ -264,7 +264,7 @@ fn prune_data(
         Encoder::new(c, BufWriter::with_capacity(1 << 20, file), threads).map_err(scratch)?;
     let mut walk = Walk::new(reader, encoder, budget.left);
     let mut walked = walk_data(cx, &mut walk, &member, rep)?;
-    budget.left -= walk.read();
+    budget.left = budget.left.saturating_sub(walk.read());
     if walked.changed.is_empty() {
         return Ok(walked);
     }
@@ -454,7 +454,7 @@ fn new_control(
             None => write_as_it_was(&mut walk, &h, &text).map_err(fault)?,
         }
     }
-    budget.left -= walk.read();
+    budget.left = budget.left.saturating_sub(walk.read());
     if !rewritten {
         return Ok(None);
     }

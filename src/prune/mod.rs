@@ -68,7 +68,7 @@
 pub(crate) mod archive;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
-mod deb;
+pub(crate) mod deb;
 mod file;
 pub(crate) mod object;
 pub(crate) mod output;
