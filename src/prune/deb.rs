@@ -26,12 +26,14 @@ use std::path::Path;
 use md5::Digest as _;
 
 use super::Selection;
+use super::output::Output as NewFile;
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge, write_through,
 };
 use super::wheel::{Budget, inflate};
 use crate::container::ar;
-use crate::files::{Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::layout::{Piece, write_zeros};
 use crate::package::{self, Compression};
 
 mod compress;
@@ -324,7 +326,7 @@ fn walk_data<R: std::io::Read, W: Write>(
             Ok(p) => p,
             Err(e) if e.refused() => {
                 w.refused.push(chain(&e));
-                write_as_it_was(walk, &h, bytes).map_err(fault)?;
+                write_as_it_was(walk, &h, &file).map_err(fault)?;
                 continue;
             }
             Err(e) => return Err(e),
@@ -333,14 +335,14 @@ fn walk_data<R: std::io::Read, W: Write>(
             w.refused.push(format!(
                 "'{full}': a pax header gives its size, which prune does not rewrite"
             ));
-            write_as_it_was(walk, &h, bytes).map_err(fault)?;
+            write_as_it_was(walk, &h, &file).map_err(fault)?;
             continue;
         }
         w.all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
         let Some(new) = p.output else {
-            write_as_it_was(walk, &h, bytes).map_err(fault)?;
+            write_as_it_was(walk, &h, &file).map_err(fault)?;
             continue;
         };
         rep.emptied += p.emptied;
@@ -351,8 +353,7 @@ fn walk_data<R: std::io::Read, W: Write>(
             out: walk.out(),
             md5: md5::Md5::new(),
         };
-        new.write_to(bytes, &mut hashing)
-            .map_err(|e| fault(Fault::Write(e)))?;
+        write_pruned(&new, &file, &mut hashing).map_err(|e| fault(Fault::Write(e)))?;
         let md5 = hashing.md5.finalize().into();
         walk.pad(new.size()).map_err(fault)?;
         w.changed.insert(h.path.clone(), md5);
@@ -360,15 +361,48 @@ fn walk_data<R: std::io::Read, W: Write>(
     Ok(w)
 }
 
-/// Writes the file `h` with its old `bytes`, as it was.
+/// Writes the file `h` with its old bytes, `file`, as it was.
 fn write_as_it_was<R: std::io::Read, W: Write>(
     walk: &mut Walk<R, W>,
     h: &Header,
-    bytes: &[u8],
+    file: &Input,
 ) -> Result<(), Fault> {
     walk.copy_header(h)?;
-    walk.out().write_all(bytes).map_err(Fault::Write)?;
+    write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
     walk.pad(h.size)
+}
+
+/// Writes `bytes` (of `file`) to `out` a chunk at a time, giving back the
+/// pages of each once written: a file of a package (spooled into a mapped
+/// temporary file past 64 MiB) can be a GiB, and its pages would
+/// otherwise stay in memory.
+fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::Result<()> {
+    for chunk in bytes.chunks(COPY_CHUNK) {
+        out.write_all(chunk)?;
+        file.release(chunk);
+    }
+    Ok(())
+}
+
+/// Writes the pruned form `new` of `file` to `out`, as
+/// [`NewFile::write_to`] does, giving back the pages it reads.
+fn write_pruned(new: &NewFile, file: &Input, out: &mut dyn Write) -> std::io::Result<()> {
+    for p in &new.layout.pieces {
+        match p {
+            Piece::Bytes(b) => out.write_all(b)?,
+            Piece::Zeros(n) => write_zeros(out, *n)?,
+            Piece::Image(k) => {
+                let span = new.span_bytes(*k, file.bytes()).ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "a piece lies outside its input",
+                    )
+                })?;
+                write_released(out, file, span)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `e` and its causes, joined by ": ".
@@ -451,7 +485,7 @@ fn new_control(
                     .map_err(|e| fault(Fault::Write(e)))?;
                 walk.pad(new.len() as u64).map_err(fault)?;
             }
-            None => write_as_it_was(&mut walk, &h, &text).map_err(fault)?,
+            None => write_as_it_was(&mut walk, &h, &Input::from_vec(text)).map_err(fault)?,
         }
     }
     budget.left = budget.left.saturating_sub(walk.read());
