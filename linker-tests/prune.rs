@@ -18,6 +18,7 @@ use crate::real_libs::{CUOBJDUMP, CUPY, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 
 mod cuda;
+mod debs;
 mod nvidia;
 mod objects;
 mod openmp;
@@ -77,6 +78,7 @@ pub fn tests() -> Vec<Trial> {
     ];
     trials.extend(objects::tests());
     trials.extend(cuda::tests());
+    trials.extend(debs::tests());
     trials.extend(nvidia::tests());
     trials.extend(openmp::tests());
     trials.extend(shrink::tests());

@@ -803,11 +803,75 @@ pub fn prune(data: &[u8]) {
         },
     ];
     let _ = crate::prune::package_not_pruned(data);
+    #[cfg(feature = "files")]
+    tar_rewrite(data);
     #[cfg(feature = "cli")]
     if crate::package::detect(data) == Some(crate::package::Kind::Zip) {
         wheel(data, &selections);
     }
     prune_with(data, &selections);
+}
+
+/// `data` read as a tar archive by the `.deb` rewriter
+/// (`prune::deb::tar`), within [`PRUNE_WORK_BYTES`]: copied entry by
+/// entry, it comes out byte for byte; with every regular file's data
+/// replaced by its first half, it reads back with the same entries, each
+/// file holding that half.
+#[cfg(feature = "files")]
+fn tar_rewrite(data: &[u8]) {
+    use std::io::{Read, Write};
+
+    use crate::prune::deb::tar::{Fault, Walk};
+    let mut w = Walk::new(data, Vec::new(), PRUNE_WORK_BYTES);
+    let copied = (|| -> Result<(), Fault> {
+        while let Some(h) = w.next()? {
+            w.copy(&h)?;
+        }
+        Ok(())
+    })();
+    if copied.is_ok() {
+        assert!(w.into_inner() == data, "a tar archive copied changed");
+    }
+    // What each entry holds: a file its data, anything else nothing.
+    let halved = |h: &crate::prune::deb::tar::Header| h.is_file() && !h.size_in_pax;
+    let mut w = Walk::new(data, Vec::new(), PRUNE_WORK_BYTES);
+    let mut want = Vec::new();
+    let rewritten = (|| -> Result<(), Fault> {
+        while let Some(h) = w.next()? {
+            if !halved(&h) {
+                w.copy(&h)?;
+                want.push((h.path, None));
+                continue;
+            }
+            let mut body = Vec::new();
+            w.body().read_to_end(&mut body).map_err(Fault::Read)?;
+            w.skip_body()?;
+            let half = &body[..body.len() / 2];
+            w.write_header(&h, half.len() as u64)?;
+            w.out().write_all(half).map_err(Fault::Write)?;
+            w.pad(half.len() as u64)?;
+            want.push((h.path, Some(half.to_vec())));
+        }
+        Ok(())
+    })();
+    if rewritten.is_err() {
+        return;
+    }
+    let out = w.into_inner();
+    let mut r = Walk::new(&out[..], std::io::sink(), u64::MAX);
+    let mut got = Vec::new();
+    while let Some(h) = r.next().expect("a rewritten tar archive reads") {
+        let body = halved(&h).then(|| {
+            let mut b = Vec::new();
+            r.body()
+                .read_to_end(&mut b)
+                .expect("a rewritten file reads");
+            b
+        });
+        r.skip_body().expect("a rewritten entry reads");
+        got.push((h.path, body));
+    }
+    assert!(got == want, "a rewritten tar archive reads back otherwise");
 }
 
 /// [`prune`]'s rules on one file (an archive, or any other file).

@@ -63,7 +63,7 @@ const BLOCK: usize = 512;
 
 /// Whether `block` (at least 512 bytes) is a tar header: POSIX `ustar` or
 /// GNU magic, and a header checksum that adds up.
-fn is_tar_header(block: &[u8]) -> bool {
+pub(crate) fn is_tar_header(block: &[u8]) -> bool {
     if block.len() < BLOCK || &block[257..262] != b"ustar" {
         return false;
     }
@@ -87,7 +87,7 @@ fn is_tar_header(block: &[u8]) -> bool {
 }
 
 /// The decompressing reader for a tar archive compressed by `c`.
-fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn Read + 'a>> {
+pub(crate) fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn Read + 'a>> {
     Ok(match c {
         Compression::None => Box::new(bytes),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
@@ -163,7 +163,7 @@ impl Read for XzStreams<'_> {
 }
 
 /// The compression whose magic `bytes` start with.
-fn compression_of(bytes: &[u8]) -> Option<Compression> {
+pub(crate) fn compression_of(bytes: &[u8]) -> Option<Compression> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         Some(Compression::Gzip)
     } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {

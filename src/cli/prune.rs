@@ -38,12 +38,15 @@ sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static 
 member pruned so, the symbol table following. A bare bundle or fatbin (a file made of containers \
 from its first byte to its last): the freed bytes cut out. Wheels: each ELF member pruned (inflated \
 within --max-uncompressed), every RECORD naming it updated (a signed wheel that would change is \
-refused). Containers: clang offload bundles (plain, and \
+refused). Debian packages: each file of data.tar pruned as if named alone (its tar header changing \
+only in size and checksum), data.tar compressed again with its own method, the md5sums lines of \
+the files rewritten updated; a file of it that is refused stays as it was and is listed (exit 1), \
+a signed package that would change is refused. Containers: clang offload bundles (plain, and \
 compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
 fatbins (entries kept as stored) and OffloadBinaries. A container no device of the rules loads anything of is emptied (a fatbin with no entry, a bundle with its host entry alone: still registered, with nothing to load), and counted; a file that would keep no device image at all needs --allow-empty. Refused with an error, the file untouched: \
 OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
 member files are pruned where they lie), objects where something points past a container that would shrink, \
-tar archives, .deb and cpio packages and zips with bytes in front of them, files of an unknown format, \
+tar archives, cpio packages and zips with bytes in front of them, files of an unknown format, \
 a container found twice (one section listed twice), a linked file whose headers or other sections lie \
 in the bytes a rewrite changes.\n\n\
 The output appears whole or not at all: written with no name, it takes the file's name in one step \
@@ -58,8 +61,8 @@ whose first bytes are of no format prune reads are skipped; the members of a thi
 pruned with it; .offload-kit-* files an interrupted run left are reported, not pruned. A file \
 found there that cannot be pruned is listed with why and the run goes on; the report ends with \
 a total.\n\n\
-Exit codes: 0 success; 1 files found in a directory were refused (of a kind or asking for a \
-rewrite prune does not do), the others pruned; 2 a file that could not be read or written, held \
+Exit codes: 0 success; 1 files found in a directory or in a .deb were refused (of a kind or \
+asking for a rewrite prune does not do), the others pruned; 2 a file that could not be read or written, held \
 damaged data, or was named and cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
@@ -369,6 +372,17 @@ impl Run {
             }
             match e.outcome {
                 TreeOutcome::Pruned(r) => {
+                    // A package's files left as they were: refusals, as
+                    // of files found in a directory.
+                    for m in &r.members_refused {
+                        run.total.refused += 1;
+                        run.not_pruned.push(NotPruned {
+                            path: path.clone(),
+                            refused: true,
+                            named: false,
+                            error: m.clone(),
+                        });
+                    }
                     run.total.freed = run.total.freed.saturating_add(r.freed);
                     if r.containers_rewritten > 0 {
                         run.total.files += 1;
@@ -461,8 +475,8 @@ impl Run {
     }
 
     /// 2 when a file could not be read or written, held damaged data, or
-    /// was named and refused; 1 when only files found in directories were
-    /// refused; 0 otherwise.
+    /// was named and refused; 1 when only files found in directories (or
+    /// in packages) were refused; 0 otherwise.
     fn exit_code(&self) -> u8 {
         if !self.errors.is_empty() {
             2

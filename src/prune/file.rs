@@ -170,10 +170,11 @@ fn pe_output(data: &[u8], p: &mut FilePruning, plan: &plan::Plan, opts: &Options
 }
 
 /// What `data` is when it is an archive or package whose format says
-/// where its members lie, which prune does not rewrite: a tar archive
-/// (compressed or not), a Debian package, a cpio archive, a zip archive
-/// with bytes in front of it (a zip from its first byte is a wheel, pruned
-/// member by member by `prune_path`), in words; `None` otherwise.
+/// where its members lie, which prune does not rewrite as bytes: a tar
+/// archive (compressed or not), a Debian package, a cpio archive, a zip
+/// archive with bytes in front of it, in words; `None` otherwise. (A zip
+/// from its first byte is a wheel, and a Debian package a file named
+/// `prune_path` prunes file by file.)
 pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
     use crate::package::{self, Kind};
     match package::detect(data) {

@@ -25,7 +25,8 @@
 //!   container file with the freed bytes cut out.
 //! - With the `files` feature, [`prune_path`] does all of it to a file on
 //!   disk, as `offload-kit prune` does: reads it, prunes it by its kind
-//!   (static and thin archives, wheels, the rest as [`prune_file`]),
+//!   (static and thin archives, wheels, Debian packages, the rest as
+//!   [`prune_file`]),
 //!   writes the result atomically where [`PathOptions`] says (a dry run,
 //!   a file, a directory, in place, keeping hard links or not) and
 //!   returns a [`PathReport`], or a [`PathError`] naming the file and
@@ -66,6 +67,8 @@
 
 pub(crate) mod archive;
 pub(crate) mod containers;
+#[cfg(feature = "files")]
+pub(crate) mod deb;
 mod file;
 pub(crate) mod object;
 pub(crate) mod output;

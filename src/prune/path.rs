@@ -5,7 +5,8 @@
 //! By kind: a static archive member by member ([`super::archive`]), a
 //! thin archive's member files where they lie (in place only), a wheel
 //! (any zip) member by member with its RECORDs following
-//! ([`super::wheel`]), packages it cannot rewrite refused, anything else
+//! ([`super::wheel`]), a Debian package file by file with its `md5sums`
+//! following ([`super::deb`]), packages it cannot rewrite refused, anything else
 //! as [`prune_file`](super::prune_file) says. The output is written with
 //! no name and given it in one step ([`crate::files::Output`]), by
 //! position, the input's ranges copied file to file and freed bytes left
@@ -171,8 +172,12 @@ impl PathOptions {
 /// naming a pruned member given its new hash and size (a signed wheel
 /// that would change is refused, and members are inflated within one
 /// decompression budget, [`Options::max_uncompressed`] or what a scan of
-/// a file that size gets). Tar archives, Debian and cpio packages, and
-/// zips with bytes in front of them are refused, the file untouched.
+/// a file that size gets). Debian packages are pruned file by file, their
+/// `data.tar` streamed and compressed again with its own method, `md5sums`
+/// given the new hashes (a file of one that prune refuses stays as it was,
+/// listed in [`PathReport::members_refused`]). Tar archives, cpio
+/// packages, and zips with bytes in front of them are refused, the file
+/// untouched.
 ///
 /// # Errors
 ///
@@ -222,8 +227,12 @@ pub fn prune_path(
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(&name).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
-    if package::detect(data) == Some(package::Kind::Zip) {
-        return super::wheel::prune(selection, opts, input, &meta, data);
+    match package::detect(data) {
+        Some(package::Kind::Zip) => {
+            return super::wheel::prune(selection, opts, input, &meta, data);
+        }
+        Some(package::Kind::Deb) => return super::deb::prune(selection, opts, input, &meta, &file),
+        _ => {}
     }
     if let Some(what) = super::package_not_pruned(data) {
         let why = format!(

@@ -44,7 +44,7 @@ fn code_object(fill: u8) -> Vec<u8> {
     v
 }
 
-fn keep(rules: &[&str], ptx: Ptx) -> Selection {
+pub(super) fn keep(rules: &[&str], ptx: Ptx) -> Selection {
     Selection {
         rules: Rules::Keep(rules.iter().map(|r| Rule::parse(r).unwrap()).collect()),
         ptx,
@@ -83,7 +83,7 @@ fn verdicts(data: &[u8], sel: &Selection) -> Vec<(String, Verdict)> {
         .collect()
 }
 
-fn hip_bundle() -> Vec<u8> {
+pub(super) fn hip_bundle() -> Vec<u8> {
     let host = b"host object".to_vec();
     let (a, b, c, d) = (
         code_object(1),

@@ -379,7 +379,7 @@ fn head(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// Whether a file starting with `head` is of a format prune reads: it
 /// may hold something to remove, or prune refuses it saying what it is.
-fn readable(head: &[u8]) -> bool {
+pub(super) fn readable(head: &[u8]) -> bool {
     head.starts_with(b"\x7fELF")
         || head.starts_with(b"MZ")
         || ar::is_archive(head)

@@ -150,17 +150,17 @@ fn said(path: &Path, why: String) -> PathError {
 }
 
 /// The bytes the members of one wheel may still inflate to, together.
-struct Budget {
+pub(super) struct Budget {
     /// Bytes left.
-    left: u64,
+    pub(super) left: u64,
     /// Where the limit came from, for messages.
-    why: &'static str,
+    pub(super) why: &'static str,
 }
 
 impl Budget {
     /// The budget of a wheel of `size` bytes: `given` (`--max-uncompressed`),
     /// else what a scan of a file that size gets.
-    fn new(size: u64, given: Option<u64>) -> Budget {
+    pub(super) fn new(size: u64, given: Option<u64>) -> Budget {
         if let Some(left) = given {
             return Budget {
                 left,
@@ -285,7 +285,7 @@ fn stored<'a>(
 /// first bytes, `head`, were already read: into memory up to
 /// [`SPOOL_IN_MEMORY`] bytes, else into a temporary file. It must give
 /// the `size` bytes it declares, no more and no fewer.
-fn inflate(
+pub(super) fn inflate(
     path: &Path,
     member: &str,
     head: &[u8],

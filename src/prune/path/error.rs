@@ -47,10 +47,10 @@ pub enum PathErrorKind {
     /// The pruned file could not be written, or given the input's metadata,
     /// or copied through the input's other hard links.
     Write,
-    /// The file is of a kind that is not pruned (a tar archive, a `.deb`
-    /// or cpio package, a zip with bytes in front of it), or not as asked
-    /// (a thin archive but in place; a signed wheel that would change), or
-    /// an output name cannot be made from it.
+    /// The file is of a kind that is not pruned (a tar archive, a cpio
+    /// package, a zip with bytes in front of it), or not as asked (a thin
+    /// archive but in place; a signed wheel or `.deb` that would change),
+    /// or an output name cannot be made from it.
     Refused,
     /// What the file holds could not be pruned: damaged data, a rewrite
     /// the library refuses, a limit reached (the

@@ -133,6 +133,12 @@ pub struct PathReport {
     pub kept: Vec<ImageGroup>,
     /// The images that go.
     pub dropped: Vec<ImageGroup>,
+    /// Files of a package (a `.deb`) left as they were because prune
+    /// refuses to rewrite them, each message naming the file in the
+    /// package and why (`'x.deb!/usr/lib/k.a': …`); the rest of the
+    /// package is pruned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members_refused: Vec<String>,
 }
 
 impl PathReport {
@@ -155,6 +161,7 @@ impl PathReport {
             freed: 0,
             kept: Vec::new(),
             dropped: Vec::new(),
+            members_refused: Vec::new(),
         }
     }
 }

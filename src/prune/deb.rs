@@ -1,0 +1,558 @@
+//! Pruning a Debian package (`.deb`): every file of its `data.tar` pruned
+//! as if it were named alone, the archive compressed again with its own
+//! method, and the `md5sums` of its control archive given the new hashes,
+//! so that `dpkg -i` installs it and `dpkg --verify` finds every file as
+//! the package says.
+//!
+//! A `.deb` is an `ar` archive: `debian-binary`, `control.tar[.gz|.xz|.zst]`
+//! (the package's metadata, `md5sums` among it), `data.tar[…]` (the files),
+//! in that order (`deb(5)`). The output keeps every member in its order
+//! with its header's fields (name, time, owner, mode); only the sizes of
+//! the members rewritten change. Of the tar archives, only the headers of
+//! the files rewritten change, in their size and checksum
+//! ([`tar`]); every other block is copied as it was read.
+//!
+//! `data.tar` is streamed: inflated, walked and compressed again into a
+//! scratch file beside the output, one file of it in memory (or, past
+//! 64 MiB, in a temporary file) at a time, within the decompression
+//! budget a wheel gets. `control.tar` is rewritten only when `md5sums`
+//! changes, and the members not rewritten are copied file to file.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Read as _, Seek as _, Write};
+use std::path::Path;
+
+use md5::Digest as _;
+
+use super::Selection;
+use super::output::Output as NewFile;
+use super::path::{
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge, write_through,
+};
+use super::wheel::{Budget, inflate};
+use crate::container::ar;
+use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::layout::{Piece, write_zeros};
+use crate::package::{self, Compression};
+
+mod compress;
+mod md5sums;
+pub(crate) mod tar;
+
+use compress::Encoder;
+use tar::{Fault, Header, Walk};
+
+/// Files smaller than this hold no container worth reading (as for wheels).
+const MIN_SIZE: u64 = 64;
+
+/// Bytes read of a file to tell whether prune reads its format (as the
+/// directory walk does).
+const HEAD: u64 = 512;
+
+/// What the pruning of one package works with.
+struct Cx<'a> {
+    sel: &'a Selection,
+    opts: &'a PathOptions,
+    /// The package.
+    input: &'a Path,
+    /// Its name, for messages.
+    name: String,
+    /// Why the decompression budget is what it is, for messages.
+    why: &'static str,
+}
+
+impl Cx<'_> {
+    /// The error for `fault`, met in the member `member` of the package.
+    fn fault(&self, member: &str, fault: Fault) -> PathError {
+        match fault {
+            Fault::Read(e) => PathError::member(self.input, member, "cannot be read", e),
+            Fault::Write(e) => PathError::io(PathErrorKind::Io, self.input, e),
+            Fault::Damaged(why) => self.said(format!("member '{member}': {why}")),
+            Fault::Budget(limit) => self.said(format!(
+                "member '{member}' inflates to more than the {limit} bytes left of the \
+                 decompression budget ({})",
+                self.why
+            )),
+        }
+    }
+
+    /// `'PACKAGE': WHY`, about what it holds.
+    fn said(&self, why: String) -> PathError {
+        PathError::said(PathErrorKind::Content, self.input, &self.name, why)
+    }
+}
+
+/// A member's name without the `/` GNU `ar` ends names with.
+fn member_name<'a>(e: &ar::RawEntry<'a>) -> &'a [u8] {
+    e.name.strip_suffix(b"/").unwrap_or(e.name)
+}
+
+/// A member's bytes in the package `data`.
+fn member_bytes<'a>(data: &'a [u8], e: &ar::RawEntry<'_>) -> &'a [u8] {
+    let start = usize::try_from(e.data).unwrap_or(usize::MAX);
+    let end = usize::try_from(e.data.saturating_add(e.size)).unwrap_or(usize::MAX);
+    data.get(start..end).unwrap_or_default()
+}
+
+/// The compression of a member holding a tar archive, by its first bytes.
+fn method(bytes: &[u8]) -> Option<Compression> {
+    if package::is_tar_header(bytes) {
+        return Some(Compression::None);
+    }
+    package::compression_of(bytes)
+}
+
+/// A Debian package, `input` with `meta`, mapped as `file`: each file of
+/// its `data.tar` pruned, the package written where `opts` says. A file
+/// of it that cannot be pruned for a refusal stays as it was and is
+/// listed in [`PathReport::members_refused`]; damaged data anywhere, or a
+/// refusal of the whole (no device image left without
+/// [`Options::allow_empty`](super::Options::allow_empty); a signed package
+/// that would change), is an error and nothing is written.
+pub(crate) fn prune(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    file: &Input,
+) -> Result<PathReport, PathError> {
+    let data = file.bytes();
+    let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
+    let cx = Cx {
+        sel,
+        opts,
+        input,
+        name: input.to_string_lossy().into_owned(),
+        why: budget.why,
+    };
+    let entries = ar::entries(data).map_err(|e| cx.said(e.to_string()))?;
+    let find = |prefix: &[u8]| {
+        entries
+            .iter()
+            .position(|e| member_name(e).starts_with(prefix))
+    };
+    let data_at = find(b"data.tar").ok_or_else(|| cx.said("it has no data.tar member".into()))?;
+    let mut rep = PathReport::new(&cx.name, data, meta);
+    let dest = opts.output_path(input)?;
+    let mut out = match &dest {
+        Some(d) => Some(Output::create(d).map_err(|e| PathError::write(d, e))?),
+        None => None,
+    };
+    let walked = prune_data(
+        &cx,
+        &entries[data_at],
+        data,
+        out.as_ref(),
+        &mut budget,
+        &mut rep,
+    )?;
+    walked.all.check_device_left(input, &cx.name, &opts.prune)?;
+    rep.kept = merge(std::mem::take(&mut rep.kept));
+    rep.dropped = merge(std::mem::take(&mut rep.dropped));
+    rep.members_refused = walked.refused;
+    if !walked.changed.is_empty()
+        && let Some(sig) = entries.iter().find(|e| member_name(e).starts_with(b"_gpg"))
+    {
+        let why = format!(
+            "it is signed ('{}'), and a pruned package's signature would not verify: remove \
+             the signature members from it first",
+            String::from_utf8_lossy(member_name(sig))
+        );
+        return Err(PathError::said(
+            PathErrorKind::Refused,
+            input,
+            &cx.name,
+            why,
+        ));
+    }
+    let (Some(dest), Some(mut out)) = (dest, out.take()) else {
+        return Ok(rep);
+    };
+    if walked.changed.is_empty() && opts.destination == super::Destination::InPlace {
+        rep.disk_after = Some(rep.disk_before);
+        return Ok(rep);
+    }
+    let mut bodies: BTreeMap<usize, New> = BTreeMap::new();
+    if let Some(new) = walked.data {
+        bodies.insert(data_at, new);
+        let changed = with_links(walked.changed, &walked.links);
+        if let Some(at) = find(b"control.tar")
+            && let Some(control) = new_control(&cx, &entries[at], data, &changed, &mut budget)?
+        {
+            bodies.insert(at, New::Bytes(control));
+        }
+    }
+    let through = write_through(opts, input, meta)?;
+    write_package(file, &entries, &mut bodies, &mut out).map_err(|e| PathError::write(&dest, e))?;
+    finish(opts, out, meta, &dest, &mut rep, through)?;
+    Ok(rep)
+}
+
+/// A member's new bytes.
+enum New {
+    /// In memory.
+    Bytes(Vec<u8>),
+    /// The whole of a scratch file.
+    File(File),
+}
+
+/// What the walk of `data.tar` did.
+#[derive(Default)]
+struct Walked {
+    /// The new MD5 of each file rewritten, by path (as `md5sums` gives it).
+    changed: BTreeMap<Vec<u8>, [u8; 16]>,
+    /// Each hard link's path and the path of the file it names.
+    links: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The refusals of files left as they were, as messages.
+    refused: Vec<String>,
+    /// The device code of every file, together.
+    all: Pruning,
+    /// The new `data.tar`, compressed; `None` in a dry run, or when
+    /// nothing changed.
+    data: Option<New>,
+}
+
+/// `changed` with each hard link to a changed file added under its own
+/// path (`md5sums` lists every name of a file).
+fn with_links(
+    mut changed: BTreeMap<Vec<u8>, [u8; 16]>,
+    links: &[(Vec<u8>, Vec<u8>)],
+) -> BTreeMap<Vec<u8>, [u8; 16]> {
+    for (path, target) in links {
+        if let Some(md5) = changed.get(target).copied() {
+            changed.insert(path.clone(), md5);
+        }
+    }
+    changed
+}
+
+/// Walks the package's `data.tar` (the member `e` of `data`), pruning each
+/// file, into a scratch file beside `out` compressed as it was (into
+/// nothing in a dry run, `out` being `None`).
+fn prune_data(
+    cx: &Cx<'_>,
+    e: &ar::RawEntry<'_>,
+    data: &[u8],
+    out: Option<&Output>,
+    budget: &mut Budget,
+    rep: &mut PathReport,
+) -> Result<Walked, PathError> {
+    let member = String::from_utf8_lossy(member_name(e)).into_owned();
+    let bytes = member_bytes(data, e);
+    let c = method(bytes).ok_or_else(|| {
+        let why = format!(
+            "its member '{member}' is neither a tar archive nor compressed with gzip, xz or \
+             zstd: prune does not rewrite it"
+        );
+        PathError::said(PathErrorKind::Refused, cx.input, &cx.name, why)
+    })?;
+    let reader = package::decoder(bytes, c)
+        .map_err(|e| PathError::member(cx.input, &member, "cannot be read", e))?;
+    let scratch = |e| PathError::io(PathErrorKind::Io, cx.input, e);
+    let Some(out) = out else {
+        let mut walk = Walk::new(reader, std::io::sink(), budget.left);
+        let walked = walk_data(cx, &mut walk, &member, rep)?;
+        budget.left = budget.left.saturating_sub(walk.read());
+        return Ok(walked);
+    };
+    let file = match out.scratch_file() {
+        Some(f) => f,
+        None => tempfile::tempfile(),
+    }
+    .map_err(scratch)?;
+    let threads = cx.opts.prune.threads();
+    let encoder =
+        Encoder::new(c, BufWriter::with_capacity(1 << 20, file), threads).map_err(scratch)?;
+    let mut walk = Walk::new(reader, encoder, budget.left);
+    let mut walked = walk_data(cx, &mut walk, &member, rep)?;
+    budget.left = budget.left.saturating_sub(walk.read());
+    if walked.changed.is_empty() {
+        return Ok(walked);
+    }
+    let file = walk
+        .into_inner()
+        .finish()
+        .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+        .map_err(scratch)?;
+    walked.data = Some(New::File(file));
+    Ok(walked)
+}
+
+/// Walks `data.tar`: each regular file whose first bytes are of a format
+/// prune reads is pruned as if named alone, and written with its new size
+/// when it changes; everything else is copied.
+fn walk_data<R: std::io::Read, W: Write>(
+    cx: &Cx<'_>,
+    walk: &mut Walk<R, W>,
+    member: &str,
+    rep: &mut PathReport,
+) -> Result<Walked, PathError> {
+    let fault = |f| cx.fault(member, f);
+    let each = Pruning::member_options(&cx.opts.prune);
+    let mut w = Walked::default();
+    while let Some(h) = walk.next().map_err(fault)? {
+        if h.is_hard_link() {
+            w.links.push((h.path.clone(), h.link.clone()));
+        }
+        if !(h.is_file() || h.is_sparse()) || h.size < MIN_SIZE {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        let path = h.path_lossy();
+        let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
+        walk.body()
+            .read_exact(&mut head)
+            .map_err(|e| PathError::member(cx.input, &path, "cannot be read", e))?;
+        let full = format!("{}!/{path}", cx.name);
+        if !super::tree::readable(&head) || h.is_sparse() {
+            if super::tree::readable(&head) {
+                w.refused.push(format!(
+                    "'{full}': it is stored sparse (GNU tar's 'S' entry), which prune does not \
+                     rewrite"
+                ));
+            }
+            walk.copy_header(&h).map_err(fault)?;
+            walk.out()
+                .write_all(&head)
+                .map_err(|e| fault(Fault::Write(e)))?;
+            walk.pass_body().map_err(fault)?;
+            continue;
+        }
+        let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
+        walk.skip_body().map_err(fault)?;
+        let bytes = file.bytes();
+        let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each) {
+            Ok(p) => p,
+            Err(e) if e.refused() => {
+                w.refused.push(chain(&e));
+                write_as_it_was(walk, &h, &file).map_err(fault)?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if p.output.is_some() && h.size_in_pax {
+            w.refused.push(format!(
+                "'{full}': a pax header gives its size, which prune does not rewrite"
+            ));
+            write_as_it_was(walk, &h, &file).map_err(fault)?;
+            continue;
+        }
+        w.all.add_device(&p);
+        rep.kept.extend(p.kept);
+        rep.dropped.extend(p.dropped);
+        let Some(new) = p.output else {
+            write_as_it_was(walk, &h, &file).map_err(fault)?;
+            continue;
+        };
+        rep.emptied += p.emptied;
+        rep.containers_rewritten += p.rewritten;
+        rep.freed += p.freed;
+        walk.write_header(&h, new.size()).map_err(fault)?;
+        let mut hashing = Hashing {
+            out: walk.out(),
+            md5: md5::Md5::new(),
+        };
+        write_pruned(&new, &file, &mut hashing).map_err(|e| fault(Fault::Write(e)))?;
+        let md5 = hashing.md5.finalize().into();
+        walk.pad(new.size()).map_err(fault)?;
+        w.changed.insert(h.path.clone(), md5);
+    }
+    Ok(w)
+}
+
+/// Writes the file `h` with its old bytes, `file`, as it was.
+fn write_as_it_was<R: std::io::Read, W: Write>(
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    file: &Input,
+) -> Result<(), Fault> {
+    walk.copy_header(h)?;
+    write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
+    walk.pad(h.size)
+}
+
+/// Writes `bytes` (of `file`) to `out` a chunk at a time, giving back the
+/// pages of each once written: a file of a package (spooled into a mapped
+/// temporary file past 64 MiB) can be a GiB, and its pages would
+/// otherwise stay in memory.
+fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::Result<()> {
+    for chunk in bytes.chunks(COPY_CHUNK) {
+        out.write_all(chunk)?;
+        file.release(chunk);
+    }
+    Ok(())
+}
+
+/// Writes the pruned form `new` of `file` to `out`, as
+/// [`NewFile::write_to`] does, giving back the pages it reads.
+fn write_pruned(new: &NewFile, file: &Input, out: &mut dyn Write) -> std::io::Result<()> {
+    for p in &new.layout.pieces {
+        match p {
+            Piece::Bytes(b) => out.write_all(b)?,
+            Piece::Zeros(n) => write_zeros(out, *n)?,
+            Piece::Image(k) => {
+                let span = new.span_bytes(*k, file.bytes()).ok_or_else(|| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "a piece lies outside its input",
+                    )
+                })?;
+                write_released(out, file, span)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `e` and its causes, joined by ": ".
+fn chain(e: &PathError) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        parts.push(c.to_string());
+        cause = c.source();
+    }
+    parts.join(": ")
+}
+
+/// A writer that hashes what passes through it.
+struct Hashing<'a, W: Write> {
+    out: &'a mut W,
+    md5: md5::Md5,
+}
+
+impl<W: Write> Write for Hashing<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.md5.update(&buf[..k]);
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The package's `control.tar` (the member `e` of `data`) with the MD5 of
+/// each file of `changed` in its `md5sums`, compressed again as it was;
+/// `None` when `md5sums` names none of them (or there is none).
+fn new_control(
+    cx: &Cx<'_>,
+    e: &ar::RawEntry<'_>,
+    data: &[u8],
+    changed: &BTreeMap<Vec<u8>, [u8; 16]>,
+    budget: &mut Budget,
+) -> Result<Option<Vec<u8>>, PathError> {
+    let member = String::from_utf8_lossy(member_name(e)).into_owned();
+    let bytes = member_bytes(data, e);
+    let Some(c) = method(bytes) else {
+        // Not read: dpkg will not install such a package anyway.
+        return Ok(None);
+    };
+    let fault = |f| cx.fault(&member, f);
+    let reader = package::decoder(bytes, c)
+        .map_err(|e| PathError::member(cx.input, &member, "cannot be read", e))?;
+    let encoder = Encoder::new(c, Vec::new(), 1)
+        .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
+    let mut walk = Walk::new(reader, encoder, budget.left);
+    let mut rewritten = false;
+    while let Some(h) = walk.next().map_err(fault)? {
+        if !(h.is_file() && h.path == b"md5sums") || h.size_in_pax {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        if h.size > SPOOL_IN_MEMORY {
+            return Err(cx.said(format!(
+                "member '{member}': its md5sums holds {} bytes, more than the {SPOOL_IN_MEMORY} \
+                 read",
+                h.size
+            )));
+        }
+        let mut text = Vec::new();
+        walk.body()
+            .read_to_end(&mut text)
+            .map_err(|e| fault(Fault::Read(e)))?;
+        if (text.len() as u64) < h.size {
+            return Err(cx.said(format!("member '{member}': its md5sums is cut short")));
+        }
+        walk.skip_body().map_err(fault)?;
+        match md5sums::new_md5sums(&text, changed) {
+            Some(new) => {
+                rewritten = true;
+                walk.write_header(&h, new.len() as u64).map_err(fault)?;
+                walk.out()
+                    .write_all(&new)
+                    .map_err(|e| fault(Fault::Write(e)))?;
+                walk.pad(new.len() as u64).map_err(fault)?;
+            }
+            None => write_as_it_was(&mut walk, &h, &Input::from_vec(text)).map_err(fault)?,
+        }
+    }
+    budget.left = budget.left.saturating_sub(walk.read());
+    if !rewritten {
+        return Ok(None);
+    }
+    let new = walk
+        .into_inner()
+        .finish()
+        .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
+    Ok(Some(new))
+}
+
+/// Writes the package `file` (an `ar` archive of `entries`) to `out`:
+/// its magic, then every member in its order, header and bytes as they
+/// are, except that the members of `bodies` get those bytes and their
+/// size in the header.
+fn write_package(
+    file: &Input,
+    entries: &[ar::RawEntry<'_>],
+    bodies: &mut BTreeMap<usize, New>,
+    out: &mut Output,
+) -> std::io::Result<()> {
+    let data = file.bytes();
+    out.write_all(&data[..crate::archive::MAGIC.len()])?;
+    for (i, e) in entries.iter().enumerate() {
+        let at = usize::try_from(e.header).map_err(std::io::Error::other)?;
+        let mut header: [u8; 60] = data
+            .get(at..at + 60)
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| std::io::Error::other("a member header lies outside the package"))?;
+        let old = member_bytes(data, e);
+        let size = match bodies.get_mut(&i) {
+            None => e.size,
+            Some(New::Bytes(b)) => b.len() as u64,
+            Some(New::File(f)) => f.seek(std::io::SeekFrom::End(0))?,
+        };
+        let field = format!("{size:<10}");
+        if field.len() > 10 {
+            return Err(std::io::Error::other(format!(
+                "a member of {size} bytes is too large for an ar header"
+            )));
+        }
+        header[48..58].copy_from_slice(field.as_bytes());
+        out.write_all(&header)?;
+        match bodies.get_mut(&i) {
+            None => file.copy_to(old, out)?,
+            Some(New::Bytes(b)) => out.write_all(b)?,
+            Some(New::File(f)) => {
+                let dst = out
+                    .file()
+                    .ok_or_else(|| std::io::Error::other("no file to write to"))?;
+                crate::files::copy_file_range_all(f, 0, size, dst)?;
+            }
+        }
+        if size % 2 == 1 {
+            // The byte that pads a member of odd size: the package's own
+            // where it had one.
+            let pad = match e.size % 2 {
+                1 => data.get(at + 60 + old.len()).copied().unwrap_or(b'\n'),
+                _ => b'\n',
+            };
+            out.write_all(&[pad])?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
