@@ -83,7 +83,9 @@ pub(crate) fn prune(
 
 /// Prunes each ELF or PE member of the wheel `zin` (the file `input`, whose
 /// bytes are `data`) into a temporary file, noting what it did in `rep`
-/// and inflating within `budget`; returns the pruned members by index.
+/// (the linked members rewritten in place rather than shrunk, and why, in
+/// its `not_shrunk`) and inflating within `budget`; returns the pruned
+/// members by index.
 fn prune_members<'a>(
     sel: &Selection,
     opts: &PathOptions,
@@ -98,6 +100,8 @@ fn prune_members<'a>(
     let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
     // The wheel's device code, all members together.
     let mut all = Pruning::default();
+    // Each linked member rewritten in place rather than shrunk, and why.
+    let mut not_shrunk = Vec::new();
     let each = Pruning::member_options(&opts.prune);
     for i in 0..zin.len() {
         let Some(member) = host_member(input, data, zin, i, budget)? else {
@@ -109,6 +113,9 @@ fn prune_members<'a>(
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
         let p = Pruning::of(sel, input, &full, member.bytes(), &each)?;
+        if let Some(why) = &p.not_shrunk {
+            not_shrunk.push(format!("'{mname}': {why}"));
+        }
         all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
@@ -141,6 +148,9 @@ fn prune_members<'a>(
         );
     }
     all.check_device_left(input, &name, &opts.prune)?;
+    if !not_shrunk.is_empty() {
+        rep.not_shrunk = Some(not_shrunk.join("; "));
+    }
     Ok(pruned)
 }
 

@@ -393,14 +393,24 @@ fn an_archive_keeps_device_code_when_one_member_does() {
 /// A wheel holding `lib` (a shared library) as `pkg/lib.so`, deflated, and
 /// a RECORD naming it; with `signed`, a RECORD.jws too.
 pub(super) fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
+    wheel_of(&[("pkg/lib.so", lib)], signed)
+}
+
+/// A wheel holding `members` (name, bytes), deflated, and a RECORD
+/// naming them; with `signed`, a RECORD.jws too.
+fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
-    z.start_file("pkg/lib.so", deflated).unwrap();
-    z.write_all(lib).unwrap();
+    let mut record = String::new();
+    for (name, bytes) in members {
+        z.start_file(*name, deflated).unwrap();
+        z.write_all(bytes).unwrap();
+        record.push_str(&format!("{name},sha256=old,1\r\n"));
+    }
     z.start_file("pkg-1.0.dist-info/RECORD", deflated).unwrap();
-    z.write_all(b"pkg/lib.so,sha256=old,1\r\npkg-1.0.dist-info/RECORD,,\r\n")
-        .unwrap();
+    record.push_str("pkg-1.0.dist-info/RECORD,,\r\n");
+    z.write_all(record.as_bytes()).unwrap();
     if signed {
         z.start_file("pkg-1.0.dist-info/RECORD.jws", deflated)
             .unwrap();
@@ -456,4 +466,37 @@ fn a_wheel_gets_its_record_rewritten_and_a_signed_one_is_refused() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), signed);
     assert_eq!(names(dir.path()).len(), 1);
+}
+
+/// A wheel's linked members are shrunk where they can be; the report names
+/// each one rewritten in place instead, with the reason a file of its own
+/// would be given (issue #44: torch's libtorch_nvshmem.so, whose fatbins
+/// lie in two sections).
+#[test]
+fn a_wheel_names_the_members_not_shrunk_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pkg-1.0-py3-none-any.whl");
+    let (shrinks, _) = super::linked::two_bundles(false);
+    let (stays, inside) = super::linked::two_bundles(true);
+    let alone = super::linked::prune(&stays, false).unwrap().not_shrunk;
+    let why = alone.expect("the library with its table inside is not shrunk");
+
+    std::fs::write(&path, wheel_of(&[("pkg/a.so", &shrinks)], false)).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::DryRun)).unwrap();
+    assert_eq!(r.containers_rewritten, 1);
+    assert_eq!(r.not_shrunk, None);
+
+    let members = [
+        ("pkg/a.so", &shrinks[..]),
+        ("pkg/b.so", &stays[..]),
+        ("pkg/c.so", &stays[..]),
+    ];
+    std::fs::write(&path, wheel_of(&members, false)).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.containers_rewritten, 3);
+    assert_eq!(
+        r.not_shrunk.as_deref(),
+        Some(format!("'pkg/b.so': {why}; 'pkg/c.so': {why}").as_str())
+    );
+    assert!(why.contains(&format!("({inside:#x}..")), "{why}");
 }
