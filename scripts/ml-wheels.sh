@@ -252,7 +252,7 @@ run_cpu pruned
 # ---------------------------------------------------------------- 5. table
 set +e
 python3 - "$WORK" "$CACHE" "$DEPS" "${WHEELS[@]}" <<'PY'
-import os, sys
+import json, os, sys
 work, cache, deps = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 rows, failed = [], []
 
@@ -280,12 +280,19 @@ for spec in sys.argv[4:]:
     before = os.path.getsize(f"{cache}/{name}")
     dist = name.split("-")[0]
     if status != "0":
-        err = open(r + ".prune.err").read().strip().splitlines()
-        why = err[-1] if err else f"exit {status}"
+        # The JSON report says whether it was refused (a file of a kind or
+        # asking for a rewrite prune does not do) or failed.
+        try:
+            nots = json.load(open(r + ".prune.out")).get("not_pruned", [])
+        except ValueError:
+            nots = []
+        refused = bool(nots) and nots[0].get("refused", False)
+        why = nots[0]["error"].split("': ", 1)[-1] if nots else open(r + ".prune.err").read().strip()
+        why = ("refused: " if refused else "FAILED: ") + why
         rows.append((name, mb(before), "-", "-", why, wall, rss, "-"))
-        # A refusal (1) of a dependency is an outcome to record; damaged
-        # data or a failure (2), or any failure of an ML wheel, is not.
-        if role == "ml" or status != "1":
+        # A dependency's refusal is an outcome to record; a failure, or an
+        # ML wheel not pruned, is not.
+        if role == "ml" or not refused:
             failed.append(f"prune {name}: exit {status}: {why}")
         continue
     after = os.path.getsize(f"{work}/pruned/{name}")
