@@ -1121,14 +1121,20 @@ sys.exit(1)
 PY
 }
 
+# images_of FILE: one line per device image `inspect --hash` lists in FILE:
+# its kind, target and hash.
+images_of() {
+  "$OURS" inspect --hash "$1" | awk '$1 ~ /^[0-9]+$/ {print $3, $5, $8}'
+}
+
 # Real libraries (downloaded once by scripts/real-libs.sh --bench, cached):
 # `extract` of libcusparse (1,862 images, most LZ4-compressed cubins) against
 # `cuobjdump -xelf all -xptx all` (scripts/cuda-tools.sh), the same bytes
 # checked; and reading librocsparse0's .deb (`size`) against the fastest
 # plain decompression of its data.tar.xz (`xz -dc -T0`), and a .tar.zst of
 # the same files against `zstd -dc`, and `diff --kernels` of the .deb
-# against a copy of it (against the same `xz -dc`); and `prune` of librocsparse to one
-# target against `cp`. Not in the default STEPS (460 MB of downloads):
+# against a copy of it (against the same `xz -dc`); and `prune` of libcusparse
+# and of librocsparse to one target against `cp`. Not in the default STEPS (460 MB of downloads):
 # STEPS=real_libs scripts/bench.sh.
 NEEDS_real_libs=""
 step_real_libs() {
@@ -1184,6 +1190,26 @@ PY
       row_fail "$verdict"
     fi
   fi
+  # prune: the same library to sm_90 (136 fatbins: 23 emptied, the rest
+  # keep their sm_90 cubin and PTX), against cp of the file (issue #44's
+  # bound: within 2x). The check: the pruned file's images, each with its
+  # kind, target and hash, are exactly the original's sm_90 ones.
+  llvm=(cp "$lib" "$O/cp-cusparse.so")
+  ours=("$OURS" prune --keep sm_90 -o "$O/pruned-cusparse.so" "$lib")
+  local llvm_rm=("$O/cp-cusparse.so") ours_rm=("$O/pruned-cusparse.so")
+  bench_row "real.prune.cusparse" "prune libcusparse.so.12 to sm_90 (464 MiB, 136 fatbins, 1,862 images; LLVM column: cp of the file)" "$bytes" llvm ours
+  unset llvm_rm ours_rm
+  if ran ours; then
+    local want got
+    want=$(images_of "$lib" | awk '$2 == "sm_90"' | sort)
+    got=$(images_of "$O/pruned-cusparse.so" | sort)
+    if [ -n "$want" ] && [ "$want" = "$got" ]; then
+      row_note "kept the $(wc -l <<<"$got") sm_90 images, same hashes; $bytes -> $(stat -c %s "$O/pruned-cusparse.so") bytes"
+    else
+      row_fail "the pruned libcusparse holds other images than the original's sm_90 ones ($(wc -l <<<"$got") against $(wc -l <<<"$want"))"
+    fi
+  fi
+  rm -f "$O/cp-cusparse.so" "$O/pruned-cusparse.so"
   rm -rf "$X/cx" "$X/ox" "$lib"
   case $X in /dev/shm/offload-bench.*) rmdir "$X" ;; esac
 

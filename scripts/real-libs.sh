@@ -34,7 +34,11 @@
 #     CUDA 13, libcurand.so.10 in nvidia/cu13/lib, linked with 2 MiB
 #     alignment) and nvidia-cuda-runtime 13.5.37 (2.5 MB: the
 #     libcudart.so.13 it needs);
-#   - nvidia-nvjpeg-cu12 12.4.0.76 manylinux2014_x86_64 (as with --windows).
+#   - nvidia-nvjpeg-cu12 12.4.0.76 manylinux2014_x86_64 (as with --windows);
+#   - nvidia-nvshmem-cu12 3.4.5 (a 139 MB wheel, a dependency of torch
+#     2.10: libnvshmem_device.a, a static archive of relocatable CUDA
+#     objects, and libnvshmem_host.so.3, whose fatbins lie in two sections,
+#     `.nv_fatbin` and `__nv_relfatbin`).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -89,6 +93,7 @@ if [ "$PRUNE" = 1 ]; then
     "nvidia_curand-10.4.5.25-py3-none-manylinux_2_27_x86_64.whl|22bb226a857e5888fe6b54ae465fc4371296bcff13a35f79e19691bcf454f529|pip:nvidia-curand==10.4.5.25|manylinux_2_27_x86_64"
     "nvidia_cuda_runtime-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d|pip:nvidia-cuda-runtime==13.5.37"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
+    "nvidia_nvshmem_cu12-3.4.5-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|042f2500f24c021db8a06c5eec2539027d57460e1c1a762055a6554f72c369bd|pip:nvidia-nvshmem-cu12==3.4.5"
   )
 fi
 if [ "$BENCH" = 1 ]; then

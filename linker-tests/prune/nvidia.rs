@@ -16,6 +16,12 @@
 //!   say nothing of them they did not say of the originals, the loader's
 //!   view of them is sane (`prune/load_check.c`), and nvJPEG answers
 //!   `nvjpegGetProperty`, cuRAND's host generator the same numbers.
+//! - NVSHMEM 3.4.5's wheel (torch 2.10 depends on it), pruned to sm_90 as
+//!   a wheel: its static archive libnvshmem_device.a is pruned as it is
+//!   when named alone, byte for byte, and keeps the original's sm_90
+//!   cubins; libnvshmem_host.so.3, whose fatbins lie in `.nv_fatbin` and
+//!   `__nv_relfatbin`, is rewritten in place, which the report says, and
+//!   keeps its sm_90 cubins too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +42,8 @@ const CUDART13: &str =
     "nvidia_cuda_runtime-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
 const NVJPEG: &str =
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
+const NVSHMEM: &str =
+    "nvidia_nvshmem_cu12-3.4.5-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
 const PYTHON: &str = "/usr/bin/python3";
 
 pub fn tests() -> Vec<Trial> {
@@ -60,6 +68,11 @@ pub fn tests() -> Vec<Trial> {
             "prune::nvidia::curand_cu13_to_sm_80_shrinks_by_pages",
             &shrink,
             curand13,
+        ),
+        trial(
+            "prune::nvidia::nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink",
+            &["bash", PYTHON, CUOBJDUMP],
+            nvshmem,
         ),
     ]
 }
@@ -384,6 +397,74 @@ fn cusparse_nvvm() -> Result<(), Failed> {
                 md5_hex(&data[o..o + n]),
             )?;
         }
+    }
+    Ok(())
+}
+
+/// `extracted` of `lib` (in `d`), the SM `sm` alone.
+fn extracted_of(
+    d: &Path,
+    lib: &str,
+    into: &str,
+    sm: &str,
+) -> Result<BTreeMap<String, Vec<String>>, Failed> {
+    let mut all = extracted(d, lib, into)?;
+    all.retain(|k, _| k == sm);
+    Ok(all)
+}
+
+fn nvshmem() -> Result<(), Failed> {
+    let cache = downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let wheel = cache.join(NVSHMEM);
+    let (archive, host) = (
+        "nvidia/nvshmem/lib/libnvshmem_device.a",
+        "nvidia/nvshmem/lib/libnvshmem_host.so.3",
+    );
+    let doc = ours_json(
+        &[
+            "prune",
+            "--keep",
+            "sm_90",
+            "--json",
+            "-o",
+            "slim.whl",
+            &wheel.to_string_lossy(),
+        ],
+        d,
+    )?;
+    same(
+        "the members not shrunk",
+        doc["files"][0]["not_shrunk"].as_str(),
+        Some(format!("'{host}': the containers lie in more than one section").as_str()),
+    )?;
+    unzip(&wheel, archive, d, "original.a")?;
+    unzip(&d.join("slim.whl"), archive, d, "in-wheel.a")?;
+    unzip(&wheel, host, d, "original.so")?;
+    unzip(&d.join("slim.whl"), host, d, "in-wheel.so")?;
+    // The archive, pruned inside the wheel and named alone.
+    run(
+        &crate::util::ours(),
+        &["prune", "--keep", "sm_90", "-o", "alone.a", "original.a"],
+        d,
+    )
+    .ok()?;
+    let read = |f: &str| std::fs::read(d.join(f));
+    if read("in-wheel.a")? != read("alone.a")? {
+        return Err("the archive pruned in the wheel differs from the archive pruned alone".into());
+    }
+    if read("in-wheel.a")?.len() >= read("original.a")?.len() {
+        return Err("the archive did not get smaller".into());
+    }
+    // What cuobjdump extracts of each: the original's sm_90 cubins alone.
+    for (original, pruned) in [("original.a", "in-wheel.a"), ("original.so", "in-wheel.so")] {
+        let want = extracted_of(d, original, &format!("x-{original}"), "sm_90")?;
+        if want.is_empty() {
+            return Err(format!("cuobjdump extracts no sm_90 cubin of {original}").into());
+        }
+        let got = extracted(d, pruned, &format!("x-{pruned}"))?;
+        same(&format!("cuobjdump -xelf all of {pruned}"), got, want)?;
     }
     Ok(())
 }

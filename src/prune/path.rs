@@ -295,7 +295,7 @@ pub(crate) struct Pruning {
     /// code, and whether some of it stays.
     pub(crate) device: (bool, bool),
     /// For a linked file rewritten in place rather than shrunk: why.
-    not_shrunk: Option<String>,
+    pub(crate) not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
     shrunk: Option<super::Shrunk>,
     /// For a PE image whose signature went: its certificate table's bytes.

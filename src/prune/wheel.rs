@@ -1,5 +1,6 @@
-//! Pruning a wheel (any zip): each ELF or PE member pruned into a temporary
-//! file, every other member copied as it is stored, and each RECORD that
+//! Pruning a wheel (any zip): each ELF, PE or static-archive member pruned
+//! into a temporary file (as the file named alone would be), every other
+//! member copied as it is stored, and each RECORD that
 //! names a pruned member given its new hash and size ([`new_record`]), so
 //! that pip installs it.
 //!
@@ -31,8 +32,8 @@ pub(crate) use record::new_record;
 /// The wheel being read: its members, over the mapped bytes.
 type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
 
-/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF or PE
-/// member pruned, every other member copied as it is stored, and each
+/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF, PE or
+/// static-archive member pruned, every other member copied as it is stored, and each
 /// `.dist-info/RECORD` that names a pruned member given its new hash and
 /// size, so that pip installs it. A signed wheel (`RECORD.jws`,
 /// `RECORD.p7s`) that would change is refused: its signature would no
@@ -81,9 +82,11 @@ pub(crate) fn prune(
     Ok(rep)
 }
 
-/// Prunes each ELF or PE member of the wheel `zin` (the file `input`, whose
+/// Prunes each ELF, PE or static-archive member of the wheel `zin` (the file `input`, whose
 /// bytes are `data`) into a temporary file, noting what it did in `rep`
-/// and inflating within `budget`; returns the pruned members by index.
+/// (the linked members rewritten in place rather than shrunk, and why, in
+/// its `not_shrunk`) and inflating within `budget`; returns the pruned
+/// members by index.
 fn prune_members<'a>(
     sel: &Selection,
     opts: &PathOptions,
@@ -98,6 +101,8 @@ fn prune_members<'a>(
     let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
     // The wheel's device code, all members together.
     let mut all = Pruning::default();
+    // Each linked member rewritten in place rather than shrunk, and why.
+    let mut not_shrunk = Vec::new();
     let each = Pruning::member_options(&opts.prune);
     for i in 0..zin.len() {
         let Some(member) = host_member(input, data, zin, i, budget)? else {
@@ -109,6 +114,9 @@ fn prune_members<'a>(
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
         let p = Pruning::of(sel, input, &full, member.bytes(), &each)?;
+        if let Some(why) = &p.not_shrunk {
+            not_shrunk.push(format!("'{mname}': {why}"));
+        }
         all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
@@ -141,6 +149,9 @@ fn prune_members<'a>(
         );
     }
     all.check_device_left(input, &name, &opts.prune)?;
+    if !not_shrunk.is_empty() {
+        rep.not_shrunk = Some(not_shrunk.join("; "));
+    }
     Ok(pruned)
 }
 
@@ -217,7 +228,8 @@ impl Member<'_> {
 }
 
 /// Member `i` of the wheel `zin` (the file `path`, whose bytes are
-/// `data`) when it is an ELF file or a Windows PE image (a DLL or `.pyd`),
+/// `data`) when it is an ELF file, a Windows PE image (a DLL or `.pyd`) or
+/// a static archive (`!<arch>`; a thin archive holds no member's bytes),
 /// its bytes read within `budget`; `None` for any other member.
 fn host_member<'a>(
     path: &Path,
@@ -233,13 +245,19 @@ fn host_member<'a>(
     }
     let mname = f.name().map_err(bad)?.into_owned();
     let size = f.size();
-    let host = |b: &[u8]| b.starts_with(b"\x7fELF") || super::shrink::pe::is_pe(b);
+    let host = |b: &[u8]| {
+        b.starts_with(b"\x7fELF")
+            || super::shrink::pe::is_pe(b)
+            || b.starts_with(crate::archive::MAGIC)
+    };
     if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
         let bytes = stored(path, &mname, data, &f)?;
         return Ok(host(bytes).then_some(Member::Stored(bytes)));
     }
     let mut head = [0u8; 4];
-    if f.read_exact(&mut head).is_err() || (head != *b"\x7fELF" && !head.starts_with(b"MZ")) {
+    if f.read_exact(&mut head).is_err()
+        || (head != *b"\x7fELF" && head != crate::archive::MAGIC[..4] && !head.starts_with(b"MZ"))
+    {
         return Ok(None);
     }
     budget.take(path, &mname, size)?;

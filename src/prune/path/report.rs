@@ -113,7 +113,9 @@ pub struct PathReport {
     pub disk_before: u64,
     /// Bytes the output takes on disk; `None` in a dry run.
     pub disk_after: Option<u64>,
-    /// For a linked file rewritten in place rather than shrunk: why.
+    /// For a linked file rewritten in place rather than shrunk: why. For a
+    /// wheel, each linked member rewritten so, as `'MEMBER': why`, joined
+    /// by `; `.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.

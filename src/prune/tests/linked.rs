@@ -294,11 +294,11 @@ fn headers_segments_and_sections_in_a_rewritten_container_are_refused() {
     refused(&g, &["section 2 `.shstrtab`", "would free"]);
 }
 
-/// The section header table in a bundle that stays whole but that
-/// shrinking would move down (after one that shrinks): the file is not
-/// shrunk, saying why, and is pruned in place, the table where it was.
-#[test]
-fn a_section_header_table_in_a_container_shrinking_moves_is_not_shrunk() {
+/// A library of two bundles, the first losing its gfx942 code object
+/// when pruned to gfx90a, the second holding gfx90a only; with `inside`,
+/// its section header table copied into the second bundle's code object
+/// (which shrinking would move down), at the offset it returns.
+pub(super) fn two_bundles(inside: bool) -> (Vec<u8>, usize) {
     let first = hip_bundle(3 * 4096);
     let mut both = first.clone();
     both.resize(first.len().next_multiple_of(4096), 0);
@@ -314,11 +314,23 @@ fn a_section_header_table_in_a_container_shrinking_moves_is_not_shrunk() {
         4096,
     ));
     let f = library(&both);
+    if !inside {
+        return (f, 0);
+    }
+    let at = second_at + 4096 + 1024;
+    (section_table_at(&f, at), at)
+}
+
+/// The section header table in a bundle that stays whole but that
+/// shrinking would move down (after one that shrinks): the file is not
+/// shrunk, saying why, and is pruned in place, the table where it was.
+#[test]
+fn a_section_header_table_in_a_container_shrinking_moves_is_not_shrunk() {
+    let (f, _) = two_bundles(false);
     let p = prune(&f, false).unwrap();
     assert_eq!(p.not_shrunk, None, "the library as built shrinks");
 
-    let inside = second_at + 4096 + 1024;
-    let g = section_table_at(&f, inside);
+    let (g, inside) = two_bundles(true);
     let p = prune(&g, false).unwrap();
     let why = p.not_shrunk.expect("not shrunk");
     assert!(

@@ -303,25 +303,30 @@ fn a_thin_archive_is_pruned_where_its_members_lie_and_only_in_place() {
     );
 }
 
-#[test]
-fn a_static_archive_is_pruned_member_by_member() {
-    let dir = tempfile::tempdir().unwrap();
-    let bundle = hip_bundle();
+/// A GNU archive of two members, `a.hipfb` and `b.hipfb`, each `bundle`.
+fn archive_of(bundle: &[u8]) -> Vec<u8> {
     let members = [
         crate::archive::Member {
             name: "a.hipfb".into(),
-            data: &bundle,
+            data: bundle,
         },
         crate::archive::Member {
             name: "b.hipfb".into(),
-            data: &bundle,
+            data: bundle,
         },
     ];
     let mut data = Vec::new();
     crate::archive::layout_gnu(&members, false)
         .unwrap()
-        .write_to(&mut data, &[&bundle, &bundle])
+        .write_to(&mut data, &[bundle, bundle])
         .unwrap();
+    data
+}
+
+#[test]
+fn a_static_archive_is_pruned_member_by_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = archive_of(&hip_bundle());
     let path = dir.path().join("k.a");
     std::fs::write(&path, &data).unwrap();
     let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
@@ -393,14 +398,24 @@ fn an_archive_keeps_device_code_when_one_member_does() {
 /// A wheel holding `lib` (a shared library) as `pkg/lib.so`, deflated, and
 /// a RECORD naming it; with `signed`, a RECORD.jws too.
 pub(super) fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
+    wheel_of(&[("pkg/lib.so", lib)], signed)
+}
+
+/// A wheel holding `members` (name, bytes), deflated, and a RECORD
+/// naming them; with `signed`, a RECORD.jws too.
+fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
-    z.start_file("pkg/lib.so", deflated).unwrap();
-    z.write_all(lib).unwrap();
+    let mut record = String::new();
+    for (name, bytes) in members {
+        z.start_file(*name, deflated).unwrap();
+        z.write_all(bytes).unwrap();
+        record.push_str(&format!("{name},sha256=old,1\r\n"));
+    }
     z.start_file("pkg-1.0.dist-info/RECORD", deflated).unwrap();
-    z.write_all(b"pkg/lib.so,sha256=old,1\r\npkg-1.0.dist-info/RECORD,,\r\n")
-        .unwrap();
+    record.push_str("pkg-1.0.dist-info/RECORD,,\r\n");
+    z.write_all(record.as_bytes()).unwrap();
     if signed {
         z.start_file("pkg-1.0.dist-info/RECORD.jws", deflated)
             .unwrap();
@@ -456,4 +471,96 @@ fn a_wheel_gets_its_record_rewritten_and_a_signed_one_is_refused() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), signed);
     assert_eq!(names(dir.path()).len(), 1);
+}
+
+/// A wheel's linked members are shrunk where they can be; the report names
+/// each one rewritten in place instead, with the reason a file of its own
+/// would be given (issue #44: torch's libtorch_nvshmem.so, whose fatbins
+/// lie in two sections).
+#[test]
+fn a_wheel_names_the_members_not_shrunk_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pkg-1.0-py3-none-any.whl");
+    let (shrinks, _) = super::linked::two_bundles(false);
+    let (stays, inside) = super::linked::two_bundles(true);
+    let alone = super::linked::prune(&stays, false).unwrap().not_shrunk;
+    let why = alone.expect("the library with its table inside is not shrunk");
+
+    std::fs::write(&path, wheel_of(&[("pkg/a.so", &shrinks)], false)).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::DryRun)).unwrap();
+    assert_eq!(r.containers_rewritten, 1);
+    assert_eq!(r.not_shrunk, None);
+
+    let members = [
+        ("pkg/a.so", &shrinks[..]),
+        ("pkg/b.so", &stays[..]),
+        ("pkg/c.so", &stays[..]),
+    ];
+    std::fs::write(&path, wheel_of(&members, false)).unwrap();
+    let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.containers_rewritten, 3);
+    assert_eq!(
+        r.not_shrunk.as_deref(),
+        Some(format!("'pkg/b.so': {why}; 'pkg/c.so': {why}").as_str())
+    );
+    assert!(why.contains(&format!("({inside:#x}..")), "{why}");
+}
+
+/// A static archive in a wheel is pruned as the archive named alone is
+/// (issue #44: nvidia-nvshmem-cu12's libnvshmem_device.a, whose sm_70 to
+/// sm_89 cubins a wheel's prune used to leave), deflated or stored; a thin
+/// archive, which holds no member's bytes, is copied as it is.
+#[test]
+fn a_static_archive_in_a_wheel_is_pruned_as_named_alone() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = archive_of(&hip_bundle());
+    let alone = dir.path().join("k.a");
+    std::fs::write(&alone, &archive).unwrap();
+    let r = prune_path(&alone, &gfx90a(), &to(Destination::InPlace)).unwrap();
+    assert_eq!(r.containers_rewritten, 2);
+    let pruned = std::fs::read(&alone).unwrap();
+    assert!(pruned.len() < archive.len());
+    std::fs::write(dir.path().join("x.hipfb"), hip_bundle()).unwrap();
+
+    for method in [
+        zip::CompressionMethod::Deflated,
+        zip::CompressionMethod::Stored,
+    ] {
+        let thin = thin_archive(dir.path(), &["x.hipfb"]);
+        let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default().compression_method(method);
+        z.start_file("pkg/lib/libk.a", opts).unwrap();
+        z.write_all(&archive).unwrap();
+        z.start_file("pkg/lib/libthin.a", opts).unwrap();
+        z.write_all(&thin).unwrap();
+        let wheel = z.finish().unwrap().into_inner();
+        let path = dir.path().join("pkg-1.0-py3-none-any.whl");
+        std::fs::write(&path, &wheel).unwrap();
+        let r = prune_path(&path, &gfx90a(), &to(Destination::InPlace)).unwrap();
+        assert_eq!(r.containers_rewritten, 2, "{method:?}");
+        check_groups_of_two(&r);
+        let mut zin = zip::ZipArchive::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let mut member = Vec::new();
+        zin.by_name("pkg/lib/libk.a")
+            .unwrap()
+            .read_to_end(&mut member)
+            .unwrap();
+        assert!(member == pruned, "{method:?}: the archive as pruned alone");
+        let mut same = Vec::new();
+        zin.by_name("pkg/lib/libthin.a")
+            .unwrap()
+            .read_to_end(&mut same)
+            .unwrap();
+        assert!(same == thin, "{method:?}: the thin archive as it was");
+    }
+}
+
+/// What the gfx90a selection keeps and drops of two [`hip_bundle`]s.
+fn check_groups_of_two(r: &PathReport) {
+    let kept: Vec<&str> = r.kept.iter().map(|g| g.target.as_str()).collect();
+    let dropped: Vec<&str> = r.dropped.iter().map(|g| g.target.as_str()).collect();
+    assert_eq!(kept, ["gfx90a:xnack+", "gfx90a:xnack-"]);
+    assert_eq!(dropped, ["gfx942", "gfx1030"]);
+    assert!(r.kept.iter().chain(&r.dropped).all(|g| g.images == 2));
 }
