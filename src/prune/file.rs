@@ -56,6 +56,8 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         max_uncompressed: opts
             .max_uncompressed
             .unwrap_or_else(|| scan::default_max_uncompressed(data.len() as u64)),
+        // Entries are copied as stored: PTX text need not be measured.
+        ptx_text: false,
         ..scan::Options::default()
     };
     let report: Report = scan::scan(data, &scan_opts);

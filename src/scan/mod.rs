@@ -225,6 +225,14 @@ pub struct Options {
     /// whatever the number; a [`Visit`]'s sinks are then written from
     /// those threads.
     pub threads: usize,
+    /// Decode compressed PTX entries of CUDA fatbins to measure their text
+    /// (up to the first NUL, what `cuobjdump -xptx` writes): their
+    /// [`Image::uncompressed_size`]. On by default; without it, and
+    /// without [`verify`](Options::verify), a hash or a visitor that wants
+    /// the entry, a compressed PTX entry is not decoded and its
+    /// uncompressed size is the one its header declares (`prune`, which
+    /// copies entries as stored, needs no more).
+    pub ptx_text: bool,
 }
 
 impl Default for Options {
@@ -239,6 +247,7 @@ impl Default for Options {
             hash: None,
             report_rejects: false,
             threads: 1,
+            ptx_text: true,
         }
     }
 }
