@@ -48,19 +48,30 @@ pub(crate) fn target(data: &[u8]) -> (Target, Option<&'static str>) {
 fn read(data: &[u8], t: &mut Target) -> Res<()> {
     let bc = super::unwrap(data)?;
     let mut module = None;
-    // The top level: each block's declared length is checked.
+    let whole = blocks(bc, &mut module);
+    // A module cut short still says what it is built for.
+    let Some(at) = module else {
+        return whole.and(Err("no module"));
+    };
+    let read = module_target(bc, at, t);
+    whole.and(read)
+}
+
+/// Walks the top level of the bitstream `bc`, checking that each block
+/// lies within it, and notes where the first module block starts.
+fn blocks(bc: &[u8], module: &mut Option<u64>) -> Res<()> {
     let mut cur = Cursor::new(Bits::new(bc));
     cur.bits.seek(32)?;
     loop {
         // LLVM stops when at most 8 bytes remain (tolerating padding).
         let byte = cur.bits.pos() / 8;
         if byte.saturating_add(8) >= crate::num::len64(bc) {
-            break;
+            return Ok(());
         }
         match cur.next()? {
             Entry::Block(id) => {
                 if id == MODULE_BLOCK && module.is_none() {
-                    module = Some(cur.bits.pos());
+                    *module = Some(cur.bits.pos());
                 }
                 cur.skip()?;
             }
@@ -68,7 +79,11 @@ fn read(data: &[u8], t: &mut Target) -> Res<()> {
             Entry::End => return Err("malformed block"),
         }
     }
-    let at = module.ok_or("no module")?;
+}
+
+/// Reads the module block that starts at bit `at` of `bc` as far as its
+/// triple.
+fn module_target(bc: &[u8], at: u64, t: &mut Target) -> Res<()> {
     let mut cur = Cursor::new(Bits::new(bc));
     cur.bits.seek(at)?;
     cur.enter(MODULE_BLOCK)?;
@@ -148,8 +163,67 @@ fn chars(ops: &[u64]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::bitcode::stream::testing::Writer;
+
+    /// Text as operands, one character each.
+    fn text(s: &[u8]) -> impl Iterator<Item = u64> + '_ {
+        s.iter().map(|&b| u64::from(b))
+    }
+
+    /// A bitcode file of one module (version 2) with an attribute group
+    /// holding `"target-cpu"="cpu"` and a `TRIPLE` record, each if given,
+    /// then a `DATALAYOUT` record, in the order LLVM's writer puts them.
+    pub(crate) fn module(triple: Option<&str>, cpu: Option<&str>) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.raw(b"BC\xc0\xde");
+        let m = w.enter(2, MODULE_BLOCK, 3);
+        w.record(3, 1, &[2]);
+        if let Some(cpu) = cpu {
+            let g = w.enter(3, PARAMATTR_GROUP_BLOCK, 3);
+            let mut ops = vec![1, u64::from(u32::MAX), 0, 18, 4];
+            ops.extend(text(TARGET_CPU));
+            ops.push(0);
+            ops.extend(text(cpu.as_bytes()));
+            ops.push(0);
+            w.record(3, PARAMATTR_GRP_CODE_ENTRY, &ops);
+            w.end(3, g);
+        }
+        if let Some(t) = triple {
+            w.record(3, MODULE_CODE_TRIPLE, &text(t.as_bytes()).collect::<Vec<_>>());
+        }
+        // A DATALAYOUT record, as LLVM writes after the triple.
+        w.record(3, 3, &[b'e'.into(); 32]);
+        w.end(3, m);
+        w.bytes
+    }
+
+    #[test]
+    fn triple_and_processor_of_a_module() {
+        let bc = module(Some("amdgcn-amd-amdhsa"), Some("gfx90a"));
+        let want = Target {
+            triple: Some("amdgcn-amd-amdhsa".into()),
+            cpu: Some("gfx90a".into()),
+        };
+        assert_eq!(target(&bc), (want.clone(), None));
+        // Behind a wrapper header (magic, version, offset, size, CPU).
+        let mut wrapped = Vec::new();
+        for w in [0x0B17_C0DE_u32, 0, 20, u32::try_from(bc.len()).unwrap(), 0] {
+            wrapped.extend(w.to_le_bytes());
+        }
+        wrapped.extend(&bc);
+        assert_eq!(target(&wrapped), (want, None));
+        let none = target(&module(None, None));
+        assert_eq!(none, (Target::default(), None));
+        // Cut short: what was read stays, and the damage is said.
+        let (t, damage) = target(&bc[..bc.len() - 4]);
+        assert_eq!(t.triple.as_deref(), Some("amdgcn-amd-amdhsa"));
+        assert_eq!(damage, Some("block extends past the end"));
+        for n in 0..bc.len() {
+            let _ = target(&bc[..n]);
+        }
+    }
 
     fn ops(parts: &[&[u8]]) -> Vec<u64> {
         parts
