@@ -46,9 +46,17 @@ pub(crate) fn target(data: &[u8]) -> (Target, Option<&'static str>) {
 }
 
 fn read(data: &[u8], t: &mut Target) -> Res<()> {
-    let bc = super::unwrap(data)?;
+    // Bitcode cut at a byte that ends no word is read as far as its words
+    // go, and is damaged.
+    let (bc, cut) = match super::unwrap(data) {
+        Ok(bc) => (bc, Ok(())),
+        Err(e) if data.starts_with(b"BC\xc0\xde") && data.len() % 4 != 0 => {
+            (&data[..data.len() / 4 * 4], Err(e))
+        }
+        Err(e) => return Err(e),
+    };
     let mut module = None;
-    let whole = blocks(bc, &mut module);
+    let whole = cut.and(blocks(bc, &mut module));
     // A module cut short still says what it is built for.
     let Some(at) = module else {
         return whole.and(Err("no module"));
@@ -144,7 +152,10 @@ fn string_attribute(attrs: &[u64], key: &[u8]) -> Option<String> {
     (0..attrs.len()).find_map(|i| {
         let head = attrs.get(i..i + n + 2)?;
         let matches = head[0] == 4
-            && head[1..=n].iter().zip(key).all(|(&a, &k)| a == u64::from(k))
+            && head[1..=n]
+                .iter()
+                .zip(key)
+                .all(|(&a, &k)| a == u64::from(k))
             && head[n + 1] == 0;
         if !matches {
             return None;
@@ -191,7 +202,11 @@ pub(crate) mod tests {
             w.end(3, g);
         }
         if let Some(t) = triple {
-            w.record(3, MODULE_CODE_TRIPLE, &text(t.as_bytes()).collect::<Vec<_>>());
+            w.record(
+                3,
+                MODULE_CODE_TRIPLE,
+                &text(t.as_bytes()).collect::<Vec<_>>(),
+            );
         }
         // A DATALAYOUT record, as LLVM writes after the triple.
         w.record(3, 3, &[b'e'.into(); 32]);
@@ -220,6 +235,9 @@ pub(crate) mod tests {
         let (t, damage) = target(&bc[..bc.len() - 4]);
         assert_eq!(t.triple.as_deref(), Some("amdgcn-amd-amdhsa"));
         assert_eq!(damage, Some("block extends past the end"));
+        let (t, damage) = target(&bc[..bc.len() - 3]);
+        assert_eq!(t.triple.as_deref(), Some("amdgcn-amd-amdhsa"));
+        assert_eq!(damage, Some("size is not a multiple of 4 bytes"));
         for n in 0..bc.len() {
             let _ = target(&bc[..n]);
         }

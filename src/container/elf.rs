@@ -141,7 +141,10 @@ mod tests {
         h.resize(64, 0);
         h[48..52].copy_from_slice(&0x53fu32.to_le_bytes());
         let p = peek(&h).unwrap();
-        assert_eq!((p.os_abi(), p.abi_version(), p.flags()), (Some(64), Some(4), Some(0x53f)));
+        assert_eq!(
+            (p.os_abi(), p.abi_version(), p.flags()),
+            (Some(64), Some(4), Some(0x53f))
+        );
         h[4] = 1;
         h[36..40].copy_from_slice(&0x0050_0000u32.to_le_bytes());
         assert_eq!(peek(&h).unwrap().flags(), Some(0x0050_0000));

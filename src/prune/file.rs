@@ -147,7 +147,9 @@ fn image_file(p: FilePruning) -> Result<FilePruning> {
         return Ok(p);
     }
     let what = p.report.images.first().map_or_else(String::new, |i| {
-        let kind = i.image_kind.map_or_else(|| "image".into(), |k| k.to_string());
+        let kind = i
+            .image_kind
+            .map_or_else(|| "image".into(), |k| k.to_string());
         format!(" ({} {kind})", i.target_id)
     });
     Err(Error::usage(format!(

@@ -47,7 +47,13 @@ fn spirv(addressing: u32, big: bool) -> Vec<u8> {
     ];
     words
         .iter()
-        .flat_map(|w| if big { w.to_be_bytes() } else { w.to_le_bytes() })
+        .flat_map(|w| {
+            if big {
+                w.to_be_bytes()
+            } else {
+                w.to_le_bytes()
+            }
+        })
         .collect()
 }
 
@@ -98,10 +104,16 @@ fn one_image(data: &[u8], format: &str) -> Image {
     assert!(!r.used_sections && !r.used_raw_scan);
     assert_eq!(r.containers.len(), 1);
     let c = &r.containers[0];
-    assert_eq!((c.kind, c.offset, c.size, c.images), (ContainerKind::ImageFile, Some(0), data.len() as u64, 1));
+    assert_eq!(
+        (c.kind, c.offset, c.size, c.images),
+        (ContainerKind::ImageFile, Some(0), data.len() as u64, 1)
+    );
     assert_eq!(r.images.len(), 1);
     let i = r.images[0].clone();
-    assert_eq!((i.container, i.offset, i.size), (0, Some(0), data.len() as u64));
+    assert_eq!(
+        (i.container, i.offset, i.size),
+        (0, Some(0), data.len() as u64)
+    );
     assert_eq!(i.offload_kind, Offload::Kind(OffloadKind::OFK_None));
     i
 }
@@ -114,7 +126,10 @@ fn kind_of(i: &Image) -> String {
 fn each_kind_of_image_file() {
     let i = one_image(&cubin(80), "ELF64");
     assert_eq!(kind_of(&i), "cubin");
-    assert_eq!((i.triple.as_str(), i.target_id.as_str()), ("nvptx64-nvidia-cuda", "sm_80"));
+    assert_eq!(
+        (i.triple.as_str(), i.target_id.as_str()),
+        ("nvptx64-nvidia-cuda", "sm_80")
+    );
     assert_eq!(i.cuda_arch.as_deref(), Some("sm_80"));
     // Arch-specific, in the ABI-7 layout.
     let i = one_image(&elf(190, 0x33, 7, 0x005a_0d5a), "ELF64");
@@ -123,30 +138,51 @@ fn each_kind_of_image_file() {
     let i = one_image(&elf(224, 64, 4, 0xe3f), "ELF64");
     assert_eq!(kind_of(&i), "object");
     assert_eq!(i.triple, "amdgcn-amd-amdhsa");
-    assert_eq!((i.arch.as_str(), i.target_id.as_str()), ("gfx90a", "gfx90a:sramecc+:xnack-"));
+    assert_eq!(
+        (i.arch.as_str(), i.target_id.as_str()),
+        ("gfx90a", "gfx90a:sramecc+:xnack-")
+    );
     assert_eq!(i.features, ["sramecc+", "xnack-"]);
     assert_eq!(i.cuda_arch, None);
 
     let i = one_image(PTX.as_bytes(), "ptx");
     assert_eq!(kind_of(&i), "ptx");
-    assert_eq!((i.triple.as_str(), i.target_id.as_str()), ("nvptx64-nvidia-cuda", "sm_90a"));
+    assert_eq!(
+        (i.triple.as_str(), i.target_id.as_str()),
+        ("nvptx64-nvidia-cuda", "sm_90a")
+    );
     assert_eq!(i.cuda_arch.as_deref(), Some("sm_90a"));
     let ptx32 = ".version 8.0\n.target sm_80, texmode_independent\n.entry k()\n{\n}\n";
     let i = one_image(ptx32.as_bytes(), "ptx");
-    assert_eq!((i.triple.as_str(), i.target_id.as_str()), ("nvptx-nvidia-cuda", "sm_80"));
+    assert_eq!(
+        (i.triple.as_str(), i.target_id.as_str()),
+        ("nvptx-nvidia-cuda", "sm_80")
+    );
 
     for big in [false, true] {
         let i = one_image(&spirv(2, big), "spirv");
-        assert_eq!((kind_of(&i).as_str(), i.triple.as_str()), ("spirv", "spirv64"));
+        assert_eq!(
+            (kind_of(&i).as_str(), i.triple.as_str()),
+            ("spirv", "spirv64")
+        );
         assert_eq!(one_image(&spirv(1, big), "spirv").triple, "spirv32");
         assert_eq!(one_image(&spirv(0, big), "spirv").triple, "spirv");
     }
 
-    let i = one_image(&module(Some("amdgcn-amd-amdhsa"), Some("gfx942")), "bitcode");
+    let i = one_image(
+        &module(Some("amdgcn-amd-amdhsa"), Some("gfx942")),
+        "bitcode",
+    );
     assert_eq!(kind_of(&i), "bitcode");
-    assert_eq!((i.triple.as_str(), i.target_id.as_str()), ("amdgcn-amd-amdhsa", "gfx942"));
+    assert_eq!(
+        (i.triple.as_str(), i.target_id.as_str()),
+        ("amdgcn-amd-amdhsa", "gfx942")
+    );
     let i = one_image(&module(Some("nvptx64-nvidia-cuda"), None), "bitcode");
-    assert_eq!((i.triple.as_str(), i.arch.as_str()), ("nvptx64-nvidia-cuda", ""));
+    assert_eq!(
+        (i.triple.as_str(), i.arch.as_str()),
+        ("nvptx64-nvidia-cuda", "")
+    );
 }
 
 #[test]
@@ -167,7 +203,9 @@ fn what_is_no_image_file_is_scanned_as_before() {
     let none = |data: &[u8]| {
         let r = scan(data, &Options::default());
         assert!(
-            r.containers.iter().all(|c| c.kind != ContainerKind::ImageFile),
+            r.containers
+                .iter()
+                .all(|c| c.kind != ContainerKind::ImageFile),
             "{:?}",
             String::from_utf8_lossy(&data[..data.len().min(40)])
         );
@@ -216,7 +254,11 @@ fn archive_members_that_are_images() {
         .map(|i| (i.member.as_deref().unwrap_or(""), i.target_id.as_str()))
         .collect();
     assert_eq!(got, [("k.cubin", "sm_86"), ("k.ptx", "sm_90a")]);
-    assert!(r.containers.iter().all(|c| c.kind == ContainerKind::ImageFile));
+    assert!(
+        r.containers
+            .iter()
+            .all(|c| c.kind == ContainerKind::ImageFile)
+    );
 }
 
 /// The scan of `data` must report damage of the one image file, list its
@@ -227,7 +269,10 @@ fn damaged(data: &[u8], what: &str) {
     assert!(r.damaged(), "{what}: {r:?}");
     let p = &r.problems[0];
     assert!(p.message.contains(what), "{what}: {}", p.message);
-    assert_eq!((r.containers[0].kind, p.container), (ContainerKind::ImageFile, Some(0)));
+    assert_eq!(
+        (r.containers[0].kind, p.container),
+        (ContainerKind::ImageFile, Some(0))
+    );
     assert_eq!(r.in_damaged_data(), [true], "{what}");
     assert!(v.0.is_empty(), "{what}");
 }
