@@ -569,7 +569,9 @@ impl fmt::Display for Limit {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
-    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`.
+    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`, a
+    /// container's name; `ptx`, `spirv`, `bitcode` for a file that is one
+    /// such image.
     pub format: &'static str,
     /// Whether section headers were used.
     pub used_sections: bool,

@@ -43,16 +43,16 @@ pub(in crate::scan) struct Bare {
     pub damage: Option<String>,
 }
 
-/// `EM_CUDA`, `EM_AMDGPU`.
-const EM_CUDA: u16 = 190;
-const EM_AMDGPU: u16 = 224;
+/// How far into a file PTX's first directives are looked for (the
+/// comments before them included).
+const PTX_HEAD: usize = 64 << 10;
 
 /// What `data` is, when the whole of it is one device image.
 pub(in crate::scan) fn detect(data: &[u8]) -> Option<Bare> {
     if let Some(p) = elf::peek(data) {
-        return match p.machine()?.0 {
-            EM_CUDA => Some(cubin(data, p)),
-            EM_AMDGPU => Some(code_object(data, p)),
+        return match p.machine()? {
+            object::elf::EM_CUDA => Some(cubin(data, p)),
+            object::elf::EM_AMDGPU => Some(code_object(data, p)),
             _ => None,
         };
     }
@@ -245,7 +245,9 @@ impl<'a> Iterator for Words<'a> {
 }
 
 fn ptx(data: &[u8]) -> Option<Bare> {
-    let mut w = Words { rest: data };
+    let mut w = Words {
+        rest: &data[..data.len().min(PTX_HEAD)],
+    };
     if w.next()? != b".version" {
         return None;
     }
