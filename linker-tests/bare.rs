@@ -532,7 +532,10 @@ fn damaged() -> Result<(), Failed> {
         // Cut in the middle (at an odd size: SPIR-V cut between two
         // instructions is whole words that look like a module); and (ELF)
         // a section table past the end.
-        let mut cuts = vec![(format!("cut-{name}"), input[..input.len() / 2 | 1].to_vec())];
+        let mut cuts = vec![(
+            format!("cut-{name}"),
+            input[..(input.len() / 2) | 1].to_vec(),
+        )];
         if name.ends_with("cubin") || name.ends_with("hsaco") {
             let mut m = input.clone();
             m[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes());

@@ -50,7 +50,7 @@ fn read(data: &[u8], t: &mut Target) -> Res<()> {
     // go, and is damaged.
     let (bc, cut) = match super::unwrap(data) {
         Ok(bc) => (bc, Ok(())),
-        Err(e) if data.starts_with(b"BC\xc0\xde") && data.len() % 4 != 0 => {
+        Err(e) if data.starts_with(b"BC\xc0\xde") && !data.len().is_multiple_of(4) => {
             (&data[..data.len() / 4 * 4], Err(e))
         }
         Err(e) => return Err(e),

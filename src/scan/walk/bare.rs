@@ -178,7 +178,7 @@ fn spirv(data: &[u8]) -> Option<Bare> {
         damage: None,
     };
     let words = data.len() / 4;
-    if data.len() % 4 != 0 || words < 5 {
+    if !data.len().is_multiple_of(4) || words < 5 {
         bare.damage = Some(format!(
             "damaged SPIR-V module: {} bytes, not a header and whole words",
             data.len()
