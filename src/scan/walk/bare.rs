@@ -6,7 +6,7 @@
 //! |---|---|---|---|---|
 //! | cubin | ELF, `e_machine` `EM_CUDA` (190) | `cubin` | `nvptx64-nvidia-cuda` (`nvptx-` for ELF32) | `sm_NN[a]` from `e_flags` and `.nv.compat`, as a fatbin's cubins ([`crate::fatbin::cubin`]) |
 //! | AMDGPU code object | ELF, `e_machine` `EM_AMDGPU` (224) | `object` | from `EI_OSABI` (`amdgcn-amd-amdhsa`) | the target ID `e_flags` names ([`crate::container::amdgpu`]) |
-//! | PTX | after blank space and comments, `.version X.Y` then `.target sm_NN` (the file holds no NUL) | `ptx` | `nvptx64-nvidia-cuda` with `.address_size 64`, else `nvptx-nvidia-cuda` | the `.target` |
+//! | PTX | after blank space and comments (within its first 64 KiB), `.version X.Y` then `.target sm_NN` (the file holds no NUL) | `ptx` | `nvptx64-nvidia-cuda` with `.address_size 64`, else `nvptx-nvidia-cuda` | the `.target` |
 //! | SPIR-V | the magic `0x07230203` in either byte order and a version 1.x header | `spirv` | `spirv64`, `spirv32` or `spirv`, from the addressing model of `OpMemoryModel` | none |
 //! | bitcode | `BC C0 DE`, or the wrapper magic `0x0B17C0DE`, with a GPU triple (`amdgcn`, `r600`, `nvptx*`, `spir*`) | `bitcode` | the module's | its `"target-cpu"`, without features |
 //!
@@ -62,8 +62,8 @@ pub(in crate::scan) fn detect(data: &[u8]) -> Option<Bare> {
     spirv(data).or_else(|| ptx(data))
 }
 
-/// Whether the ELF file `data` is damaged: its header, section table or
-/// a section's bytes lie outside it.
+/// What is damaged in the ELF file `data`, if something is: its header,
+/// section table or a section's bytes lie outside it.
 fn elf_damage(data: &[u8]) -> Option<String> {
     let file = match object::File::parse(data) {
         Ok(f) => f,
