@@ -5,8 +5,8 @@
 
 use libtest_mimic::Trial;
 
-mod amdgpu;
-mod cuda;
+pub(crate) mod amdgpu;
+pub(crate) mod cuda;
 
 pub fn tests() -> Vec<Trial> {
     let mut v = amdgpu::tests();

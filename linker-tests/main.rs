@@ -9,6 +9,7 @@
 )]
 
 mod archive;
+mod bare;
 mod bitcode;
 mod bundle_ids;
 mod bundle_native;
@@ -71,5 +72,6 @@ fn main() {
     trials.extend(wrapper_parity::tests());
     trials.extend(kernels::tests());
     trials.extend(diff::tests());
+    trials.extend(bare::tests());
     libtest_mimic::run(&args, trials).exit();
 }

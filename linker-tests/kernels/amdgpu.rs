@@ -148,7 +148,7 @@ fn listings(dir: &Path, file: &str) -> Result<BTreeMap<u64, Value>, Failed> {
 
 /// The figures each kernel's metadata holds, as `llvm-readelf --notes`
 /// prints them (YAML): kernel name → key (without its dot) → value.
-fn readelf_kernels(
+pub(crate) fn readelf_kernels(
     dir: &Path,
     obj: &Path,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, Failed> {
@@ -193,7 +193,7 @@ fn readelf_kernels(
 
 /// The kernels (`.kd` symbols, without it) and the other defined external
 /// symbols (name → `function` or `variable`) `llvm-nm` lists.
-fn nm_symbols(
+pub(crate) fn nm_symbols(
     dir: &Path,
     obj: &Path,
 ) -> Result<(BTreeSet<String>, BTreeMap<String, String>), Failed> {
@@ -250,7 +250,7 @@ fn extracted(dir: &Path, file: &str, out: &str) -> Result<BTreeMap<u64, PathBuf>
 }
 
 /// The metadata keys `inspect --kernels` reports, as readelf names them.
-const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "sgpr_count",
     "vgpr_count",
     "agpr_count",

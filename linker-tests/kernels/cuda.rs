@@ -76,9 +76,9 @@ fn assemble(d: &Path) -> Result<(), Failed> {
 
 /// What `cuobjdump` says of one cubin.
 #[derive(Debug, Default)]
-struct Expected {
+pub(crate) struct Expected {
     /// `sm=` of `-elf`'s header line.
-    target: String,
+    pub(crate) target: String,
     /// Each function's figures from `-res-usage` (`REG` → `28`).
     figures: BTreeMap<String, BTreeMap<String, String>>,
     /// `-symbols`' entries.
@@ -94,7 +94,7 @@ fn cuobjdump(d: &Path, args: &[&str]) -> Result<String, Failed> {
     Ok(String::from_utf8_lossy(&r.stdout).into_owned())
 }
 
-fn expected(d: &Path, cubin: &str) -> Result<Expected, Failed> {
+pub(crate) fn expected(d: &Path, cubin: &str) -> Result<Expected, Failed> {
     let mut e = Expected::default();
     let mut function = None;
     for line in cuobjdump(d, &["-res-usage", cubin])?.lines() {
@@ -184,7 +184,7 @@ fn names_of(listing: &Value, kind: &str) -> BTreeSet<String> {
 }
 
 /// Checks our listing of one cubin against `cuobjdump`'s.
-fn check_listing(what: &str, listing: &Value, e: &Expected) -> Result<(), Failed> {
+pub(crate) fn check_listing(what: &str, listing: &Value, e: &Expected) -> Result<(), Failed> {
     same(
         &format!("{what}: format"),
         &listing["format"],

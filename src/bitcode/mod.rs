@@ -11,8 +11,13 @@
 //! variables, the module's constants and types, its metadata) without an
 //! IR reader. Bitcode from LLVM 5 onwards (string table, module version 2)
 //! is read; older layouts are refused.
+//!
+//! [`target::target`] reads what a module is built for (its triple and
+//! processor), which the scanner reports of a file that is one device
+//! module.
 
 pub(crate) mod stream;
+pub(crate) mod target;
 
 mod embedded;
 

@@ -305,7 +305,16 @@ fn print_scanned_images(out: &mut impl Write, name: &str, r: &scan::Report) -> R
                 .is_some_and(|c| c.kind == scan::ContainerKind::OffloadBinary)
         })
         .count();
-    if in_binaries > 0 {
+    let whole = r
+        .containers
+        .iter()
+        .all(|c| c.kind == scan::ContainerKind::ImageFile);
+    if whole {
+        eprintln!(
+            "'{name}': no OffloadBinary; the file is itself one device image, as \
+             `offload-kit inspect` finds it (it says more)"
+        );
+    } else if in_binaries > 0 {
         // The scanner accepts what LLVM's reader refuses (an OffloadBinary
         // in a section that is not 8-byte aligned, say).
         eprintln!(

@@ -70,7 +70,8 @@ impl Opts {
             }
             UnpackError::Elsewhere(n) => anyhow::anyhow!(
                 "'{name}': no OffloadBinary here, but {n} device image(s) in bundles or \
-                     fatbins; `offload-kit extract {name} -o DIR` writes them"
+                     fatbins, or the file is one itself; `offload-kit extract {name} -o DIR` \
+                     writes them"
             ),
             UnpackError::CreateDir(e) => anyhow::Error::new(e).context(format!(
                 "'{}': cannot create directory",

@@ -15,10 +15,17 @@ pub struct Peek<'data> {
 /// Where `EI_CLASS` and `EI_DATA` lie.
 const CLASS: usize = std::mem::offset_of!(elf::Ident, class);
 const DATA: usize = std::mem::offset_of!(elf::Ident, data);
+/// Where `EI_OSABI` and `EI_ABIVERSION` lie.
+const OS_ABI: usize = std::mem::offset_of!(elf::Ident, os_abi);
+const ABI_VERSION: usize = std::mem::offset_of!(elf::Ident, abi_version);
 /// `e_type`'s and `e_machine`'s offsets in the header (the same in both
 /// classes).
 const E_TYPE: usize = std::mem::offset_of!(elf::FileHeader64<object::LittleEndian>, e_type);
 const E_MACHINE: usize = std::mem::offset_of!(elf::FileHeader64<object::LittleEndian>, e_machine);
+/// `e_flags`' offset in each class (after the entry point and the two
+/// table offsets, which are as wide as the class's addresses).
+const E_FLAGS_32: usize = std::mem::offset_of!(elf::FileHeader32<object::LittleEndian>, e_flags);
+const E_FLAGS_64: usize = std::mem::offset_of!(elf::FileHeader64<object::LittleEndian>, e_flags);
 
 /// The header `data` starts with, if it starts with the ELF magic.
 pub fn peek(data: &[u8]) -> Option<Peek<'_>> {
@@ -45,6 +52,33 @@ impl Peek<'_> {
         } else {
             u16::from_le_bytes(b)
         })
+    }
+
+    /// A 32-bit field at `at`, in the file's byte order.
+    fn word(&self, at: usize) -> Option<u32> {
+        let b: [u8; 4] = self.head.get(at..at + 4)?.try_into().ok()?;
+        Some(if self.is_big_endian() {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
+    }
+
+    /// `EI_OSABI` (`ELFOSABI_AMDGPU_HSA`, `ELFOSABI_CUDA` …), if the bytes
+    /// reach it.
+    pub fn os_abi(&self) -> Option<u8> {
+        self.head.get(OS_ABI).copied()
+    }
+
+    /// `EI_ABIVERSION`, if the bytes reach it.
+    pub fn abi_version(&self) -> Option<u8> {
+        self.head.get(ABI_VERSION).copied()
+    }
+
+    /// `e_flags` (processor-specific: a cubin's SM, an AMDGPU code
+    /// object's processor and features), if the bytes reach it.
+    pub fn flags(&self) -> Option<u32> {
+        self.word(if self.is_64() { E_FLAGS_64 } else { E_FLAGS_32 })
     }
 
     /// `e_type` (`ET_REL`, `ET_EXEC`, `ET_DYN` …), if the bytes reach it.
@@ -112,5 +146,25 @@ mod tests {
         assert_eq!(peek(&h[..18]).unwrap().machine(), None);
         assert_eq!(peek(&h[..17]).unwrap().file_type(), None);
         assert!(peek(b"\x7fEL").is_none() && peek(b"!<arch>\n").is_none());
+    }
+
+    #[test]
+    fn flags_where_each_class_keeps_them() {
+        // ELF64: e_flags at 48; ELF32: at 36 (addresses are 4 bytes).
+        let mut h = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 64, 4];
+        h.resize(64, 0);
+        h[48..52].copy_from_slice(&0x53fu32.to_le_bytes());
+        let p = peek(&h).unwrap();
+        assert_eq!(
+            (p.os_abi(), p.abi_version(), p.flags()),
+            (Some(64), Some(4), Some(0x53f))
+        );
+        h[4] = 1;
+        h[36..40].copy_from_slice(&0x0050_0000u32.to_le_bytes());
+        assert_eq!(peek(&h).unwrap().flags(), Some(0x0050_0000));
+        h[5] = 2;
+        assert_eq!(peek(&h).unwrap().flags(), Some(0x0000_5000));
+        assert_eq!(peek(&h[..39]).unwrap().flags(), None);
+        assert_eq!(peek(&h[..7]).unwrap().os_abi(), None);
     }
 }

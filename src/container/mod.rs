@@ -1,6 +1,7 @@
 //! The host files device code lives in, read in one place: `ar` archives
 //! ([`ar`]: regular and thin, members named by LLVM's rules), ELF
-//! headers ([`elf`]: what the first bytes say, without parsing the rest), and
+//! headers ([`elf`]: what the first bytes say, without parsing the rest), the
+//! target an AMDGPU code object's header names (`amdgpu`), and
 //! whether a PE image's headers can be believed ([`pe`]).
 //!
 //! Every reader of the project goes through here: the scanner (which
@@ -10,6 +11,7 @@
 //! What is wrong with an archive is one type, [`ar::ArError`]; each caller
 //! only words where it stood.
 
+pub(crate) mod amdgpu;
 pub mod ar;
 pub mod elf;
 pub(crate) mod pe;

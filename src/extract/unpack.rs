@@ -19,7 +19,8 @@ pub(crate) enum UnpackError {
     /// limit of the budget).
     Read(crate::Error),
     /// The input holds no OffloadBinary, but this many images in other
-    /// containers (bundles, fatbins; bundles' host entries counted).
+    /// containers (bundles, fatbins, a file that is one image; bundles'
+    /// host entries counted).
     Elsewhere(usize),
     /// The output directory cannot be created.
     CreateDir(io::Error),

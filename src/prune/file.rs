@@ -8,7 +8,7 @@ use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
 use crate::container::elf;
 use crate::error::{Error, Result};
-use crate::scan::{self, Report};
+use crate::scan::{self, ContainerKind, Report};
 
 /// What pruning one file does.
 #[derive(Debug)]
@@ -74,6 +74,13 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         emptied,
         signature_removed: None,
     };
+    if p.report
+        .containers
+        .iter()
+        .any(|c| c.kind == ContainerKind::ImageFile)
+    {
+        return image_file(p);
+    }
     let coff = matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Coff | object::FileKind::CoffBig)
@@ -125,6 +132,33 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         _ => Output::cut(len, &mut plan),
     });
     Ok(p)
+}
+
+/// A file that is itself one device image (a cubin, a code object, PTX…):
+/// kept as it is when its image stays; refused when it goes, whatever
+/// [`Options::allow_empty`] says, since no form of the file holds no
+/// image (prune never deletes a file); refused when damaged, as any file.
+fn image_file(p: FilePruning) -> Result<FilePruning> {
+    if p.report.damaged() {
+        return Err(Error::invalid(
+            "file",
+            "it holds damaged data (see `offload-kit inspect`): nothing is pruned",
+        ));
+    }
+    if p.verdicts.iter().all(|v| v.stays()) {
+        return Ok(p);
+    }
+    let what = p.report.images.first().map_or_else(String::new, |i| {
+        let kind = i
+            .image_kind
+            .map_or_else(|| "image".into(), |k| k.to_string());
+        format!(" ({} {kind})", i.target_id)
+    });
+    Err(Error::usage(format!(
+        "the file is itself one device image{what}, which the rules do not keep: prune takes \
+         images out of containers and never deletes a file (remove it yourself, or keep its \
+         target)"
+    )))
 }
 
 /// The pruned form of the PE image `data` that `plan` prunes: shrunk

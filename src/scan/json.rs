@@ -12,13 +12,15 @@
 //!     "path": string,              // as given, or joined below a directory given
 //!     "size": number,              // file size in bytes
 //!     "format": string,            // ELF32 ELF64 COFF PE Mach-O archive object
-//!                                  // offload-binary bundle ccob cuda-fatbin data
+//!                                  // offload-binary bundle ccob cuda-fatbin data;
+//!                                  // for a file that is one image: ptx spirv bitcode
 //!     "scan": [string],            // "sections" and/or "raw": how images were found
+//!                                  // (none: a file that is one image, told by its header)
 //!     "error": string | null,      // the file could not be read (nothing else is set)
 //!     "containers": [{
 //!       "id": number,              // index in this list
 //!       "kind": string,            // offload-binary bundle text-bundle object-bundle
-//!                                  // ccob cuda-fatbin fatbin-wrapper
+//!                                  // ccob cuda-fatbin fatbin-wrapper image-file
 //!       "version": number | null,
 //!       "parent": {"image": number} | {"container": number} | null,
 //!       "member": string | null,   // archive member, "outer(inner)" when nested

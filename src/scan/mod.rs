@@ -24,6 +24,15 @@
 //! 3. **Recursion**: a container's images that start with a container magic
 //!    are walked in turn, up to [`Options::max_depth`] levels.
 //!
+//! A file (or archive member) that is itself one device image — an ELF
+//! file for `EM_CUDA` (a cubin) or `EM_AMDGPU` (a code object), PTX text,
+//! SPIR-V, or LLVM bitcode whose triple is a GPU's — is told from its
+//! header instead ([`Mode::Auto`] and [`Mode::Sections`]): it is reported
+//! as a container of kind [`ContainerKind::ImageFile`] holding that one
+//! image, so that every operation on reports treats it as any image in
+//! a container. Such bytes inside another container are that container's
+//! image, never a container of their own.
+//!
 //! # Memory and decompression
 //!
 //! Image bytes are borrowed from the input, never copied. Compressed data
@@ -269,6 +278,10 @@ pub enum ContainerKind {
     CudaFatbin,
     /// A CUDA or HIP fatbin wrapper (holds no images; points at a fatbin).
     FatbinWrapper,
+    /// A whole file (or archive member) that is itself one device image:
+    /// a cubin, an AMDGPU code object, PTX text, SPIR-V, or bitcode for a
+    /// GPU. It holds that one image, from its first byte to its last.
+    ImageFile,
 }
 
 impl ContainerKind {
@@ -282,6 +295,7 @@ impl ContainerKind {
             ContainerKind::Ccob => "ccob",
             ContainerKind::CudaFatbin => "cuda-fatbin",
             ContainerKind::FatbinWrapper => "fatbin-wrapper",
+            ContainerKind::ImageFile => "image-file",
         }
     }
 }
@@ -564,7 +578,9 @@ impl fmt::Display for Limit {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
-    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`.
+    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`, a
+    /// container's name; `ptx`, `spirv`, `bitcode` for a file that is one
+    /// such image.
     pub format: &'static str,
     /// Whether section headers were used.
     pub used_sections: bool,

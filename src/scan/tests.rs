@@ -13,6 +13,7 @@ use crate::bundle::ccob::{self as ccob, CompressOptions};
 use crate::fatbin;
 use crate::offload_binary::{ImageKind, ImageSpec, OffloadKind};
 
+mod bare;
 mod containers;
 mod damage;
 mod fatbins;

@@ -7,12 +7,14 @@
 //! (`ar` archives), `object_file` (object files' sections), `wrappers`
 //! (fatbin wrappers), `raw` (byte ranges: sequences of containers and the
 //! raw scan), `offload_binary`, `bundle` (binary and text bundles, object
-//! bundles' entries), `ccob` (compressed bundles), `cuda_fatbin`, and
-//! `stream` (compressed contents streamed through taps).
+//! bundles' entries), `ccob` (compressed bundles), `cuda_fatbin`,
+//! `stream` (compressed contents streamed through taps), and `bare`
+//! (files that are themselves one device image).
 
 use crate::container::elf;
 
 mod archive;
+mod bare;
 mod bundle;
 mod ccob;
 mod cuda_fatbin;
@@ -319,6 +321,11 @@ impl Walker<'_> {
         if data.starts_with(crate::archive::MAGIC) || data.starts_with(crate::archive::THIN_MAGIC) {
             self.archive(data, loc, nest);
             return "archive";
+        }
+        if let Some(b) = bare::detect(data) {
+            let format = b.format;
+            self.bare_image(data, b, loc);
+            return format;
         }
         let parsed = sections::parse(data);
         if let Some(Ok(o)) = &parsed
