@@ -141,7 +141,8 @@ impl Walker<'_> {
     ) -> Option<Pending> {
         let wanted = self.visit.wants(&self.report.images[img]);
         let ptx = e.kind == fatbin::KIND_PTX;
-        if self.opts.hash.is_none() && !self.opts.verify && !wanted && !(ptx && self.opts.ptx_text) {
+        if self.opts.hash.is_none() && !self.opts.verify && !wanted && !(ptx && self.opts.ptx_text)
+        {
             return None;
         }
         let size = e.decompressed_size.unwrap_or(0);
