@@ -141,8 +141,10 @@ impl Walker<'_> {
     ) -> Option<Pending> {
         let wanted = self.visit.wants(&self.report.images[img]);
         let ptx = e.kind == fatbin::KIND_PTX;
-        if self.opts.hash.is_none() && !self.opts.verify && !wanted && !(ptx && self.opts.ptx_text)
-        {
+        // Read when asked for, or to measure a PTX text.
+        let read =
+            self.opts.hash.is_some() || self.opts.verify || wanted || ptx && self.opts.ptx_text;
+        if !read {
             return None;
         }
         let size = e.decompressed_size.unwrap_or(0);
