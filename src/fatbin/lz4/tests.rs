@@ -338,6 +338,11 @@ fn where_liblz4_differs() {
     let block = one_sequence(&[7; 40], b"abc", 3, 20, b"vwxyz");
     assert!(agree(&block, declared + 3).is_some());
     assert!(!crate::fuzz::liblz4_may_differ(&block, declared + 3));
+    // An empty output: the block is one token with no literals, whose
+    // match nibble nothing reads; liblz4 takes only `00`.
+    assert_eq!(agree(&[0x01], 0).as_deref(), Some(&b""[..]));
+    assert!(crate::fuzz::liblz4_may_differ(&[0x01], 0));
+    assert!(!crate::fuzz::liblz4_may_differ(&[0x00], 0));
     // An offset of 0 (liblz4 copies whatever its buffer held) is refused.
     let block = one_sequence(&[7; 40], b"abc", 0, 20, b"vwxyz");
     assert!(matches!(
