@@ -30,6 +30,18 @@
 //!   further back than the output reaches are corrupt;
 //! - a length that would take the output past the declared size is an
 //!   error before anything of it is written.
+//!
+//! C liblz4's `LZ4_decompress_safe`, given the declared size, differs
+//! (the fuzz target `lz4_fast` holds it to exactly these): it accepts an
+//! offset of 0 (copying whatever its buffer held); it refuses blocks that
+//! break the rules the format sets for encoders at a block's end (a match
+//! ending in the last 5 bytes of the output, a sequence before the last
+//! whose literals end in its last 12, or in the last 8 bytes of the
+//! input); and for an empty output it takes only the block `00`.
+//!
+//! Most of a block is decoded by [`fast::sequences`] (the module's
+//! `unsafe`); the code here takes what it leaves: a block's last
+//! sequences, the sequences at the window's edges, and every fault.
 
 use std::fmt;
 use std::io::{self, Read};
@@ -38,8 +50,8 @@ use fast::more_length;
 
 #[expect(
     unsafe_code,
-    reason = "the decoding loop's copies of 16-byte pieces (see fast.rs, and the unsafe code \
-              policy in docs/development.md)"
+    reason = "the decoding loop's copies of 8- and 16-byte pieces (see fast.rs, and the unsafe \
+              code policy in docs/development.md)"
 )]
 mod fast;
 
@@ -273,11 +285,11 @@ impl<'d> BlockDecoder<'d> {
         Ok(())
     }
 
-    /// Decodes whole sequences while each fits in the window's room and
-    /// within the declared size, and the block goes on after it: the
-    /// common case, in one tight loop with none of the steps' bookkeeping,
-    /// stopping once the output reaches `goal`. Returns whether it decoded
-    /// any. It leaves the sequence it stops at untouched (a match that
+    /// Decodes whole sequences with [`fast::sequences`] while each fits in
+    /// the window's room and within the declared size, and the block goes
+    /// on after it: the common case, in one tight loop with none of the
+    /// steps' bookkeeping, stopping once the output reaches `goal`.
+    /// Returns whether it decoded any. It leaves the sequence it stops at untouched (a match that
     /// must be split over steps, the block's end, anything faulty) to the
     /// steps, which decode it or name its fault.
     fn fast_sequences(&mut self, goal: usize) -> bool {
