@@ -1174,13 +1174,13 @@ PY
       row_fail "scripts/lz4-bench failed on $lib (the decoders disagree, or it did not run)"
       continue
     fi
-    local row blocks bytes_in bytes_out ratio
+    local row blocks bytes_in bytes_out ratio streamed
     row=$(grep '^ROW' "$raw") || die "no ROW line in $raw"
     IFS=$'\t' read -r _ _ blocks bytes_in bytes_out "ROW[$id.llvm.med]" "ROW[$id.ours.med]" \
-      "ROW[$id.llvm.min]" "ROW[$id.llvm.max]" "ROW[$id.ours.min]" "ROW[$id.ours.max]" ratio <<<"$row"
+      "ROW[$id.llvm.min]" "ROW[$id.llvm.max]" "ROW[$id.ours.min]" "ROW[$id.ours.max]" ratio streamed <<<"$row"
     ROW[$id.llvm.cpu]=${ROW[$id.llvm.med]} ROW[$id.ours.cpu]=${ROW[$id.ours.med]}
     ROW_BYTES+=("$bytes_out")
-    row_note "$blocks blocks, $bytes_in bytes -> $bytes_out, the same output from both; median of the rounds' ratios ${ratio}x"
+    row_note "$blocks blocks, $bytes_in bytes -> $bytes_out, the same output from both; median of the rounds' ratios ${ratio}x; ours streamed as extract reads (256 KiB reads) ${streamed} s"
     log "  liblz4 ${ROW[$id.llvm.med]}, ours ${ROW[$id.ours.med]} (median CPU s per pass)"
   done
   [ "$KEEP" = 1 ] || rm -rf "$out"

@@ -13,7 +13,11 @@
 //! Output: a table per file, and one line per file for scripts/bench.sh:
 //! `ROW<TAB>file<TAB>blocks<TAB>bytes in<TAB>bytes out<TAB>liblz4 median s
 //! <TAB>ours median s<TAB>liblz4 min<TAB>liblz4 max<TAB>ours min<TAB>ours
-//! max<TAB>median of the rounds' ratios`.
+//! max<TAB>median of the rounds' ratios<TAB>ours streamed, median s`.
+//!
+//! "Streamed" is ours as `offload-kit extract` runs it: a `BlockDecoder`
+//! read 256 KiB at a time, which decodes a block that fits whole and a
+//! longer one in steps through its window; it is timed in the same rounds.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -109,6 +113,23 @@ fn liblz4(b: &Block, out: &mut [u8]) -> bool {
     matches!(lz4::block::decompress_to_buffer(b.data, Some(size), &mut out[..b.size]), Ok(n) if n == b.size)
 }
 
+/// Ours as `offload-kit extract` decodes (`BlockDecoder` read 256 KiB at a
+/// time): a block that fits is decoded whole into the reader's buffer, a
+/// longer one in steps through the decoder's window.
+fn streamed(b: &Block, out: &mut [u8]) -> bool {
+    use std::io::Read;
+    let buf = &mut out[..b.size.clamp(1, 256 << 10)];
+    let mut d = lz4_ours::BlockDecoder::new(b.data, b.size as u64);
+    let mut total = 0;
+    loop {
+        match d.read(buf) {
+            Ok(0) => return total == b.size,
+            Ok(n) => total += n,
+            Err(_) => return false,
+        }
+    }
+}
+
 /// One pass of `decode` over every block; its CPU seconds.
 fn pass(blocks: &[Block], out: &mut [u8], decode: fn(&Block, &mut [u8]) -> bool) -> f64 {
     let t = cpu();
@@ -137,10 +158,10 @@ fn bench(path: &str, rounds: usize) -> Result<(), String> {
         return Err(format!("{path}: no LZ4 fatbin entries"));
     }
     let max = blocks.iter().map(|b| b.size).max().unwrap_or(0);
-    let (mut a, mut b) = (vec![0u8; max], vec![0u8; max]);
+    let (mut a, mut b, mut c) = (vec![0u8; max], vec![0u8; max], vec![0u8; max]);
     for (i, blk) in blocks.iter().enumerate() {
         let (x, y) = (ours(blk, &mut a), liblz4(blk, &mut b));
-        if !x || !y || a[..blk.size] != b[..blk.size] {
+        if !x || !y || a[..blk.size] != b[..blk.size] || !streamed(blk, &mut c) {
             return Err(format!(
                 "{path}: block {i} ({} bytes): ours {x}, liblz4 {y}, or different bytes",
                 blk.size
@@ -149,7 +170,7 @@ fn bench(path: &str, rounds: usize) -> Result<(), String> {
     }
     let bytes_in: usize = blocks.iter().map(|b| b.data.len()).sum();
     let bytes_out: usize = blocks.iter().map(|b| b.size).sum();
-    let (mut tc, mut to, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut tc, mut to, mut ts, mut ratio) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // `--only` (for a profiler): one decoder's passes alone.
     match ONLY.get().map(String::as_str) {
         Some("ours") => {
@@ -165,16 +186,19 @@ fn bench(path: &str, rounds: usize) -> Result<(), String> {
         None => {}
     }
     for r in 0..rounds {
-        let (c, o) = if r % 2 == 0 {
+        let (cl, o, st) = if r % 2 == 0 {
             let o = pass(&blocks, &mut a, ours);
-            (pass(&blocks, &mut b, liblz4), o)
+            let cl = pass(&blocks, &mut b, liblz4);
+            (cl, o, pass(&blocks, &mut c, streamed))
         } else {
-            let c = pass(&blocks, &mut b, liblz4);
-            (c, pass(&blocks, &mut a, ours))
+            let st = pass(&blocks, &mut c, streamed);
+            let cl = pass(&blocks, &mut b, liblz4);
+            (cl, pass(&blocks, &mut a, ours), st)
         };
-        tc.push(c);
+        tc.push(cl);
         to.push(o);
-        ratio.push(c / o);
+        ts.push(st);
+        ratio.push(cl / o);
     }
     let (mc, mo) = (median(&tc), median(&to));
     let mb = |t: f64| bytes_out as f64 / 1e6 / t;
@@ -185,6 +209,7 @@ fn bench(path: &str, rounds: usize) -> Result<(), String> {
         )
     };
     let ((cmin, cmax), (omin, omax)) = (minmax(&tc), minmax(&to));
+    let (ms, (smin, smax)) = (median(&ts), minmax(&ts));
     println!(
         "{path}: {} LZ4 blocks, {bytes_in} bytes -> {bytes_out}, {rounds} rounds (CPU s per pass)",
         blocks.len()
@@ -198,12 +223,16 @@ fn bench(path: &str, rounds: usize) -> Result<(), String> {
         mb(mo)
     );
     println!(
+        "  offload-kit, streamed        median {ms:.4}  min {smin:.4}  max {smax:.4}  {:.0} MB/s",
+        mb(ms)
+    );
+    println!(
         "  ours is {:.3}x liblz4's speed (medians); median of the rounds' ratios {:.3}x",
         mc / mo,
         median(&ratio)
     );
     println!(
-        "ROW\t{path}\t{}\t{bytes_in}\t{bytes_out}\t{mc:.5}\t{mo:.5}\t{cmin:.5}\t{cmax:.5}\t{omin:.5}\t{omax:.5}\t{:.4}",
+        "ROW\t{path}\t{}\t{bytes_in}\t{bytes_out}\t{mc:.5}\t{mo:.5}\t{cmin:.5}\t{cmax:.5}\t{omin:.5}\t{omax:.5}\t{:.4}\t{ms:.5}",
         blocks.len(),
         median(&ratio)
     );
