@@ -977,5 +977,6 @@ mod readers;
 mod tests;
 
 pub use kernels::kernels;
+#[cfg(test)]
 pub(crate) use lz4::liblz4_may_differ;
 pub use lz4::{lz4_block, lz4_fast};
