@@ -724,53 +724,6 @@ pub fn package(data: &[u8]) {
     }
 }
 
-/// Decodes `data[3..]` as a raw LZ4 block declared to decode to the
-/// 24-bit little-endian size in `data[..3]`, with the streaming decoder of
-/// compressed CUDA fatbin entries, read a few bytes at a time and in big
-/// pieces, and with lz4_flex's whole-block decoder into a buffer of the
-/// declared size: the same bytes, or both refuse (lz4_flex filling less
-/// than the declared size counts as refusing, as the entry is then wrong).
-/// Must never panic.
-pub fn lz4_block(data: &[u8]) {
-    use std::io::Read;
-    let Some((size, block)) = data.split_first_chunk::<3>() else {
-        return;
-    };
-    let declared = u32::from_le_bytes([size[0], size[1], size[2], 0]);
-    let declared = usize::try_from(declared).expect("24 bits fit");
-    let mut reference = vec![0u8; declared];
-    let reference = match lz4_flex::block::decompress_into(block, &mut reference) {
-        Ok(n) if n == declared => Some(reference),
-        _ => None,
-    };
-    // The whole-block path on its own, into exactly the declared size.
-    let mut whole = vec![0u8; declared];
-    let whole = crate::fatbin::lz4::decode_whole(block, &mut whole).then_some(whole);
-    assert!(whole == reference, "decode_whole and lz4_flex differ");
-    // Read sizes from the block's first byte: 1 to 256 bytes, and 1 MiB
-    // (which takes a block of up to 1 MiB whole).
-    let small = 1 + usize::from(block.first().copied().unwrap_or(0));
-    for chunk in [small, 1 << 20] {
-        let mut d = crate::fatbin::lz4::BlockDecoder::new(block, declared as u64);
-        let mut out = Vec::new();
-        let mut buf = vec![0u8; chunk];
-        let ours = loop {
-            match d.read(&mut buf) {
-                Ok(0) => break Some(out),
-                Ok(n) => {
-                    out.extend_from_slice(&buf[..n]);
-                    assert!(out.len() <= declared, "more than declared");
-                }
-                Err(_) => break None,
-            }
-        };
-        assert!(
-            ours == reference,
-            "ours and lz4_flex differ, {chunk} at a time"
-        );
-    }
-}
-
 /// Bytes the scan of one pruned file may decompress, in the `prune` body.
 const PRUNE_WORK_BYTES: u64 = 1 << 24;
 
@@ -1076,13 +1029,18 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("archive", archive),
     ("package", package),
     ("lz4_block", lz4_block),
+    ("lz4_fast", lz4_fast),
     ("kernels", kernels),
     ("prune", prune),
 ];
 
 mod kernels;
+mod lz4;
 mod readers;
 #[cfg(test)]
 mod tests;
 
 pub use kernels::kernels;
+#[cfg(test)]
+pub(crate) use lz4::liblz4_may_differ;
+pub use lz4::{lz4_block, lz4_fast};

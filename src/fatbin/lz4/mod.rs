@@ -30,11 +30,30 @@
 //!   further back than the output reaches are corrupt;
 //! - a length that would take the output past the declared size is an
 //!   error before anything of it is written.
+//!
+//! C liblz4's `LZ4_decompress_safe`, given the declared size, differs
+//! (the fuzz target `lz4_fast` holds it to exactly these): it accepts an
+//! offset of 0 (copying whatever its buffer held); it refuses blocks that
+//! break the rules the format sets for encoders at a block's end (a match
+//! ending in the last 5 bytes of the output, a sequence before the last
+//! whose literals end in its last 12, or in the last 8 bytes of the
+//! input); and for an empty output it takes only the block `00`.
+//!
+//! Most of a block is decoded by [`fast::sequences`] (the module's
+//! `unsafe`); the code here takes what it leaves: a block's last
+//! sequences, the sequences at the window's edges, and every fault.
 
 use std::fmt;
 use std::io::{self, Read};
 
-use crate::num::u64_from;
+use fast::more_length;
+
+#[expect(
+    unsafe_code,
+    reason = "the decoding loop's copies of 8- and 16-byte pieces (see fast.rs, and the unsafe \
+              code policy in docs/development.md)"
+)]
+mod fast;
 
 /// The output kept for matches: the longest offset a block can encode.
 const HISTORY: usize = 0xFFFF;
@@ -266,67 +285,19 @@ impl<'d> BlockDecoder<'d> {
         Ok(())
     }
 
-    /// Decodes whole sequences while each fits in the window's room and
-    /// within the declared size, and the block goes on after it: the
-    /// common case, in one tight loop with none of the steps' bookkeeping,
-    /// stopping once the output reaches `goal`. Returns whether it decoded
-    /// any. It leaves the sequence it stops at untouched (a match that
+    /// Decodes whole sequences with [`fast::sequences`] while each fits in
+    /// the window's room and within the declared size, and the block goes
+    /// on after it: the common case, in one tight loop with none of the
+    /// steps' bookkeeping, stopping once the output reaches `goal`.
+    /// Returns whether it decoded any. It leaves the sequence it stops at untouched (a match that
     /// must be split over steps, the block's end, anything faulty) to the
     /// steps, which decode it or name its fault.
     fn fast_sequences(&mut self, goal: usize) -> bool {
-        let input = self.input;
-        let ilen = input.len();
-        let (mut ip, mut op) = (self.pos, self.len);
         let start_len = self.len;
         // Output this loop may add: up to the room, and the declared size.
         let allowed = usize::try_from(self.declared - self.total).unwrap_or(usize::MAX);
         let end = self.room.min(start_len.saturating_add(allowed));
-        let win = &mut self.win[..];
-        while op < goal {
-            let mut p = ip;
-            let Some(&token) = input.get(p) else { break };
-            p += 1;
-            let mut lit = usize::from(token >> 4);
-            if lit == 15 {
-                let Some(n) = more_length(input, &mut p) else {
-                    break;
-                };
-                lit = lit.saturating_add(n);
-            }
-            // The literals, then an offset, all inside the input (a block
-            // ends after literals only where the input ends: the steps
-            // take that sequence).
-            if lit >= ilen - p || ilen - p - lit < 2 || lit > end - op {
-                break;
-            }
-            let lit_at = p;
-            p += lit;
-            let offset = usize::from(u16::from_le_bytes([input[p], input[p + 1]]));
-            p += 2;
-            let mut len = usize::from(token & 15);
-            if len == 15 {
-                let Some(n) = more_length(input, &mut p) else {
-                    break;
-                };
-                len = len.saturating_add(n);
-            }
-            let len = len.saturating_add(MIN_MATCH_USIZE);
-            // `op + lit` bytes of the window are output, and the history
-            // holds every byte the offset may reach.
-            if offset == 0 || offset > op + lit || len > end - op - lit {
-                break;
-            }
-            if lit <= WILD && lit_at + WILD <= ilen {
-                // One copy of 16 (the window's slack takes the excess).
-                win[op..op + WILD].copy_from_slice(&input[lit_at..lit_at + WILD]);
-            } else {
-                win[op..op + lit].copy_from_slice(&input[lit_at..lit_at + lit]);
-            }
-            op += lit;
-            copy_match(win, op, offset, len);
-            op += len;
-            ip = p;
-        }
+        let (ip, op) = fast::sequences(self.input, self.pos, &mut self.win, self.len, end, goal);
         self.pos = ip;
         self.len = op;
         self.total += u64_from(op - start_len);
@@ -486,24 +457,11 @@ impl Read for BlockDecoder<'_> {
     }
 }
 
-/// Bytes a short literal run or a short match copies at once (the first
-/// of them only; the rest, when the run is longer, are copied after).
-const WILD: usize = 16;
-
-/// A length continued past a token's nibble of 15: the bytes from `*ip`
-/// on, each 255 meaning another follows. `None` when the input ends
-/// first.
-fn more_length(input: &[u8], ip: &mut usize) -> Option<usize> {
-    let mut n = 0usize;
-    loop {
-        let b = *input.get(*ip)?;
-        *ip += 1;
-        // At most 255 per input byte: far from overflowing.
-        n = n.saturating_add(usize::from(b));
-        if b != 255 {
-            return Some(n);
-        }
-    }
+/// A count of bytes in memory as a `u64` (every `usize` fits: the
+/// targets are 64-bit or less). The module uses nothing else of the crate,
+/// so that `scripts/lz4-bench` can compile it on its own.
+fn u64_from(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 /// Decodes the whole block `input` into `out`, which it must fill
@@ -513,12 +471,9 @@ fn more_length(input: &[u8], ip: &mut usize) -> Option<usize> {
 /// to each other) but does not say what is wrong: the decoder, run again,
 /// does. On `false`, `out` holds garbage.
 ///
-/// Most sequences are decoded by [`fast_sequence`], which may read and
-/// write fixed-size pieces past what a sequence needs; the loop hands it
-/// only sequences that start at least [`FAST_IN`] bytes before the end of
-/// the input and [`FAST_OUT`] before the end of the output, and decodes
-/// the rest (long literal runs, the block's last sequences) one by one,
-/// each byte checked.
+/// Most sequences are decoded by [`fast::sequences`]; the loop here takes
+/// the ones it leaves (the block's last sequences, and any with something
+/// wrong), one by one, each byte checked.
 // Compiled on its own: inlined into its callers, its loop lost registers
 // to their state and ran half as fast.
 #[inline(never)]
@@ -526,18 +481,7 @@ pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
     let (mut ip, mut op) = (0usize, 0usize);
     let (ilen, olen) = (input.len(), out.len());
     loop {
-        // The last sequence starts that [`fast_sequence`] may take, when
-        // the block and the output are long enough for any. (Worked out
-        // here rather than once before the loop, which compiled to a
-        // slower loop.)
-        let (ilast, olast) = (ilen.saturating_sub(FAST_IN), olen.saturating_sub(FAST_OUT));
-        while ip <= ilast && op <= olast && ilen >= FAST_IN && olen >= FAST_OUT {
-            match fast_sequence(input, out, ip, op) {
-                Fast::Done(i, o) => (ip, op) = (i, o),
-                Fast::Slow => break,
-                Fast::Bad => return false,
-            }
-        }
+        (ip, op) = fast::sequences(input, ip, out, op, olen, olen);
         let Some(&token) = input.get(ip) else {
             return false;
         };
@@ -577,124 +521,10 @@ pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
         if len > olen - op {
             return false;
         }
-        copy_match(out, op, offset, len);
+        fast::exact_match(out, op, offset, len);
         op += len;
     }
 }
-
-/// Input [`fast_sequence`] needs from a sequence's token on: the token,
-/// up to 14 literals and the offset fit, with room to read 16 literals at
-/// once.
-const FAST_IN: usize = 32;
-/// Output [`fast_sequence`] needs from a sequence's first byte on: 16
-/// literals written at once, then a match of up to 18 bytes written 16 at
-/// a time.
-const FAST_OUT: usize = 64;
-
-/// What [`fast_sequence`] did.
-enum Fast {
-    /// It decoded the sequence: where the next starts in the input and the
-    /// output.
-    Done(usize, usize),
-    /// It left it (15 or more literals) to the careful loop, having
-    /// written nothing that counts.
-    Slow,
-    /// The block is damaged.
-    Bad,
-}
-
-/// Decodes the sequence at `input[ip..]` into `out[op..]`, which hold at
-/// least [`FAST_IN`] and [`FAST_OUT`] bytes: fewer than 15 literals go in
-/// one copy of 16, a match whose offset is at least 16 in copies of 16
-/// (the bytes past the sequence are overwritten by the next).
-#[inline(always)]
-fn fast_sequence(input: &[u8], out: &mut [u8], ip: usize, op: usize) -> Fast {
-    let w: &[u8; FAST_IN] = match input[ip..ip + FAST_IN].try_into() {
-        Ok(w) => w,
-        Err(_) => return Fast::Bad,
-    };
-    let token = w[0];
-    let lit = usize::from(token >> 4);
-    if lit == 15 {
-        return Fast::Slow;
-    }
-    piece(out, op, w, 1);
-    let o = op + lit;
-    // At most 16: inside the window (the mask tells the compiler so).
-    let offset = usize::from(u16::from_le_bytes([
-        w[(1 + lit) & (FAST_IN - 1)],
-        w[(2 + lit) & (FAST_IN - 1)],
-    ]));
-    // 0 or past the start of the output, in one comparison.
-    if offset.wrapping_sub(1) >= o {
-        return Fast::Bad;
-    }
-    let mut p = ip + 3 + lit;
-    let mut len = usize::from(token & 15);
-    if len == 15 {
-        let Some(n) = more_length(input, &mut p) else {
-            return Fast::Bad;
-        };
-        len = len.saturating_add(n);
-    }
-    let len = len.saturating_add(MIN_MATCH_USIZE);
-    if len > out.len() - o {
-        return Fast::Bad;
-    }
-    copy_match(out, o, offset, len);
-    Fast::Done(p, o + len)
-}
-
-/// Copies 16 bytes of `from`, starting at `at`, to `out[to..]`.
-#[inline(always)]
-fn piece(out: &mut [u8], to: usize, from: &[u8], at: usize) {
-    let c: [u8; WILD] = from[at..at + WILD].try_into().unwrap_or([0; WILD]);
-    out[to..to + WILD].copy_from_slice(&c);
-}
-
-/// Copies a match of `len` bytes from `offset` back to `out[op..]`
-/// (`offset` ≤ `op`, `len` bytes of room). With an offset of at least 16
-/// and room for it, the match goes in copies of 16, each from bytes
-/// already written, the last possibly past the match into bytes later
-/// output overwrites; a copy of 16 is a register's load and store, where
-/// a copy of any other length is a call.
-#[inline(always)]
-fn copy_match(out: &mut [u8], op: usize, offset: usize, len: usize) {
-    let start = op - offset;
-    if offset >= WILD && len <= 2 * WILD && out.len() - op >= 2 * WILD {
-        let c: [u8; WILD] = out[start..start + WILD].try_into().unwrap_or([0; WILD]);
-        out[op..op + WILD].copy_from_slice(&c);
-        if len > WILD {
-            let c: [u8; WILD] = out[start + WILD..start + 2 * WILD]
-                .try_into()
-                .unwrap_or([0; WILD]);
-            out[op + WILD..op + 2 * WILD].copy_from_slice(&c);
-        }
-    } else if offset >= WILD && len <= LONG && out.len() - op >= len + WILD {
-        let mut i = 0;
-        while i < len {
-            let c: [u8; WILD] = out[start + i..start + i + WILD]
-                .try_into()
-                .unwrap_or([0; WILD]);
-            out[op + i..op + i + WILD].copy_from_slice(&c);
-            i += WILD;
-        }
-    } else if offset >= len {
-        out.copy_within(start..start + len, op);
-    } else {
-        // The bytes from `start` repeat with period `offset`: each copy
-        // takes all of them so far, doubling the span.
-        let mut done = 0;
-        while done < len {
-            let k = (len - done).min(op + done - start);
-            out.copy_within(start..start + k, op + done);
-            done += k;
-        }
-    }
-}
-
-/// Matches up to this long go in copies of 16; longer ones in one call.
-const LONG: usize = 256;
 
 #[cfg(test)]
 #[allow(

@@ -39,8 +39,17 @@ fn agree(block: &[u8], declared: usize) -> Option<Vec<u8>> {
     let want = reference(block, declared);
     // The whole-block path on its own, into a buffer of exactly the
     // declared size and into one with room to spare.
-    let mut out = vec![0u8; declared];
-    let whole = decode_whole(block, &mut out).then_some(out);
+    // It must write nothing past the declared size, where the caller's
+    // next bytes may be: 64 bytes of them watched.
+    let mut out = vec![0xA5u8; declared + 64];
+    let ok = decode_whole(block, &mut out[..declared]);
+    assert!(
+        out[declared..].iter().all(|&b| b == 0xA5),
+        "decode_whole wrote past the output: block {:02x?} declared {declared}",
+        &block[..block.len().min(64)]
+    );
+    out.truncate(declared);
+    let whole = ok.then_some(out);
     assert!(
         whole == want,
         "decode_whole differs: block {:02x?} declared {declared}",
@@ -238,4 +247,106 @@ fn memory_stays_at_the_history_and_a_step() {
         most = most.max(d.win.capacity());
     }
     assert!(most <= 2 * (HISTORY + STEP), "{most} bytes held");
+}
+
+/// A block of `prefix` as literals, then one sequence of `lit` literals
+/// and a match of `len` bytes from `offset` back, then `tail` literals
+/// alone: the sequence under test sits where the decoding loop's bounds
+/// fall, wherever `tail` puts the block's end.
+fn one_sequence(prefix: &[u8], lit: &[u8], offset: u16, len: usize, tail: &[u8]) -> Vec<u8> {
+    fn length(b: &mut Vec<u8>, n: usize) -> u8 {
+        if n < 15 {
+            return n as u8;
+        }
+        let mut left = n - 15;
+        while left >= 255 {
+            b.push(255);
+            left -= 255;
+        }
+        b.push(left as u8);
+        15
+    }
+    let mut b = vec![0];
+    let nibble = length(&mut b, prefix.len());
+    b[0] = nibble << 4;
+    b.extend_from_slice(prefix);
+    // The prefix's sequence needs a match: 4 bytes from 1 back.
+    b.extend([1, 0]);
+    let at = b.len();
+    b.push(0);
+    let lit_nibble = length(&mut b, lit.len());
+    b.extend_from_slice(lit);
+    b.extend(offset.to_le_bytes());
+    let len_nibble = length(&mut b, len - 4);
+    b[at] = lit_nibble << 4 | len_nibble;
+    let at = b.len();
+    b.push(0);
+    let tail_nibble = length(&mut b, tail.len());
+    b[at] = tail_nibble << 4;
+    b.extend_from_slice(tail);
+    b
+}
+
+#[test]
+fn every_copy_of_the_fast_loop_agrees_with_lz4_flex() {
+    // Offsets from 1 (a run) to past a copy's pieces, lengths around the
+    // pieces' sizes and the long copies', literal runs short and long,
+    // and the block's end from right after the sequence to far from it:
+    // each copy the loop has (pieces of 8, 16, 32, a 16-byte pattern,
+    // memcpy), and the careful code where the loop stops.
+    let mut rng = Rng(0x005E_ED0F_1A57);
+    let prefix: Vec<u8> = (0..300).map(|_| rng.next() as u8).collect();
+    for offset in (1u16..=40).chain([63, 64, 65, 255, 256, 301]) {
+        for len in [
+            4, 5, 8, 15, 16, 17, 18, 19, 31, 32, 33, 48, 64, 65, 200, 256, 257, 300, 1000,
+        ] {
+            for lit_n in [0usize, 1, 14, 15, 40, 300] {
+                let lit: Vec<u8> = (0..lit_n).map(|_| rng.next() as u8).collect();
+                for tail_n in [0usize, 1, 5, 12, 31, 32, 33, 64, 65, 100] {
+                    let tail: Vec<u8> = (0..tail_n).map(|_| rng.next() as u8).collect();
+                    let block = one_sequence(&prefix, &lit, offset, len, &tail);
+                    let declared = prefix.len() + 4 + lit_n + len + tail_n;
+                    let got = agree(&block, declared).expect("a good block");
+                    // The match, as the format means it: byte by byte.
+                    let start = prefix.len() + 4 + lit_n;
+                    for k in start..start + len {
+                        assert_eq!(
+                            got[k],
+                            got[k - usize::from(offset)],
+                            "offset {offset} len {len}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn where_liblz4_differs() {
+    // A match that ends 2 bytes before the output's end: the format's
+    // rule for encoders (the last 5 bytes are literals) is broken, and
+    // liblz4 refuses it; lz4_flex and ours decode it. The fuzz target
+    // `lz4_fast` asserts with liblz4 itself that it refuses only such
+    // blocks, and accepts only the offsets of 0 we refuse.
+    let block = one_sequence(&[7; 40], b"abc", 3, 20, b"yz");
+    let declared = 40 + 4 + 3 + 20 + 2;
+    assert!(agree(&block, declared).is_some());
+    assert!(crate::fuzz::liblz4_may_differ(&block, declared));
+    // With its last 5 bytes literals, the same sequence is every
+    // decoder's block.
+    let block = one_sequence(&[7; 40], b"abc", 3, 20, b"vwxyz");
+    assert!(agree(&block, declared + 3).is_some());
+    assert!(!crate::fuzz::liblz4_may_differ(&block, declared + 3));
+    // An empty output: the block is one token with no literals, whose
+    // match nibble nothing reads; liblz4 takes only `00`.
+    assert_eq!(agree(&[0x01], 0).as_deref(), Some(&b""[..]));
+    assert!(crate::fuzz::liblz4_may_differ(&[0x01], 0));
+    assert!(!crate::fuzz::liblz4_may_differ(&[0x00], 0));
+    // An offset of 0 (liblz4 copies whatever its buffer held) is refused.
+    let block = one_sequence(&[7; 40], b"abc", 0, 20, b"vwxyz");
+    assert!(matches!(
+        ours(&block, 72, 64),
+        Err(Fault::OffsetZero { at: 48 })
+    ));
 }
