@@ -160,7 +160,9 @@ pub(crate) fn registrations(
     match object::FileKind::parse(data) {
         Ok(object::FileKind::Elf32) => find::<FileHeader32<Endianness>>(data, report, dropped),
         Ok(object::FileKind::Elf64) => find::<FileHeader64<Endianness>>(data, report, dropped),
-        _ => Err("its OpenMP registration is only read in ELF files".into()),
+        _ => Err(
+            "OpenMP descriptors are found in ELF files only, not yet in Windows PE images".into(),
+        ),
     }
 }
 
