@@ -18,9 +18,9 @@ pub(crate) enum UnpackError {
     /// The input's OffloadBinaries cannot be read (damaged, or past a
     /// limit of the budget).
     Read(crate::Error),
-    /// The input holds no OffloadBinary, but this many images in other
-    /// containers (bundles, fatbins, a file that is one image; bundles'
-    /// host entries counted).
+    /// The input holds no OffloadBinary, but this many device images in
+    /// other containers (bundles, fatbins, a file that is one image;
+    /// bundles' host entries are not counted).
     Elsewhere(usize),
     /// The output directory cannot be created.
     CreateDir(io::Error),
@@ -55,8 +55,10 @@ pub(crate) fn unpack(
             ..crate::scan::Options::default()
         };
         let report = crate::scan::scan(input.bytes(), &opts);
-        if !report.images.is_empty() {
-            return Err(UnpackError::Elsewhere(report.images.len()));
+        // Device images only: a bundle's host entry is none.
+        let n = crate::scan::check::device_images(&report).count();
+        if n > 0 {
+            return Err(UnpackError::Elsewhere(n));
         }
     }
     let filters: Vec<ImageArgs> = filters.iter().map(|f| ImageArgs::parse(f)).collect();
@@ -230,9 +232,8 @@ mod tests {
             .write_to(&mut fat, &[b"host", b"code"])
             .unwrap();
         let e = run("fat.bc", fat, &[], &out, BudgetLimits::default()).unwrap_err();
-        // The count is the scan's images, the host entry among them (as
-        // the command has always said).
-        assert!(matches!(e, UnpackError::Elsewhere(2)), "{e:?}");
+        // The count is of device images: the host entry is none.
+        assert!(matches!(e, UnpackError::Elsewhere(1)), "{e:?}");
         assert!(!out.exists());
         // Neither OffloadBinaries nor other device code: nothing to write.
         let listed = run("x", b"plain".to_vec(), &[], &out, BudgetLimits::default());
