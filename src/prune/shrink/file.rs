@@ -257,3 +257,43 @@ pub(super) fn entries<'data, H: Class, T: object::Pod>(
     }
     table(data, elf, i)
 }
+
+/// The places (addresses) the packed relative relocations of `SHT_RELR`
+/// section `i` fix up: an even entry is an address; an odd one, a bitmap
+/// of the `COUNT` words after the last address or bitmap.
+pub(super) fn relr_places<H: Class>(
+    data: &[u8],
+    elf: &Elf<'_, H>,
+    i: usize,
+) -> Result<Vec<u64>, Refusal> {
+    let relr: &[H::Relr] = table(data, elf, i)?;
+    let word = u64_from(size_of::<H::Word>());
+    let count = u64::from(<H::Relr as object::read::elf::Relr>::COUNT);
+    let mut places = Vec::new();
+    let mut base = 0u64;
+    for r in relr {
+        let entry: u64 = object::read::elf::Relr::get(r, elf.endian).into();
+        if entry & 1 == 0 {
+            places.push(entry);
+            base = add(entry, word)?;
+        } else {
+            for bit in 1..=count {
+                if entry >> bit & 1 == 1 {
+                    places.push(add(base, (bit - 1) * word)?);
+                }
+            }
+            base = add(base, count * word)?;
+        }
+    }
+    Ok(places)
+}
+
+/// The file offset of address `v`, in a load segment's file bytes that
+/// hold `size` bytes from there.
+pub(super) fn file_offset(phdrs: &[Phdr], v: u64, size: u64) -> Option<u64> {
+    phdrs.iter().find_map(|p| {
+        let into = v.checked_sub(p.p_vaddr)?;
+        let fits = into.checked_add(size).is_some_and(|e| e <= p.p_filesz);
+        (p.p_type == elf::PT_LOAD && fits).then(|| p.p_offset.checked_add(into))?
+    })
+}

@@ -6,10 +6,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use object::elf;
-use object::read::elf::{Rel as _, Rela as _, Relr as _, Sym as _};
-use object::write::elf::ProgramHeader as Phdr;
+use object::read::elf::{Rel as _, Rela as _, Sym as _};
 
-use super::file::{Class, Elf, entries, table};
+use super::file::{Class, Elf, entries, file_offset, relr_places};
 use super::hole::Hole;
 use super::{Patches, Refusal, add, sub};
 use crate::num::u64_from;
@@ -49,16 +48,6 @@ pub(super) fn fix_headers<H: Class>(
     }
     let e_shoff = u64_from(H::E_SHOFF);
     patches.put(e_shoff, elf.word(hole.moved(elf.shoff))?)
-}
-
-/// The file offset of address `v`, in a load segment's file bytes that
-/// hold `size` bytes from there.
-fn file_offset(phdrs: &[Phdr], v: u64, size: u64) -> Option<u64> {
-    phdrs.iter().find_map(|p| {
-        let into = v.checked_sub(p.p_vaddr)?;
-        let fits = into.checked_add(size).is_some_and(|e| e <= p.p_filesz);
-        (p.p_type == elf::PT_LOAD && fits).then(|| p.p_offset.checked_add(into))?
-    })
 }
 
 /// Relative relocations (REL, RELA and RELR) whose target is in the
@@ -118,24 +107,8 @@ pub(super) fn fix_relocations<H: Class>(
                 }
             }
         } else if h.sh_type == elf::SHT_RELR {
-            let relr: &[H::Relr] = table(data, elf, i)?;
-            // An even entry is an address; an odd one, a bitmap of the
-            // `COUNT` words after the last address or bitmap.
-            let count = u64::from(<H::Relr as object::read::elf::Relr>::COUNT);
-            let mut base = 0u64;
-            for r in relr {
-                let entry: u64 = r.get(endian).into();
-                if entry & 1 == 0 {
-                    stored(patches, entry)?;
-                    base = add(entry, word)?;
-                } else {
-                    for bit in 1..=count {
-                        if entry >> bit & 1 == 1 {
-                            stored(patches, add(base, (bit - 1) * word)?)?;
-                        }
-                    }
-                    base = add(base, count * word)?;
-                }
+            for place in relr_places(data, elf, i)? {
+                stored(patches, place)?;
             }
         }
     }

@@ -29,10 +29,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use object::elf::{self, FileHeader32, FileHeader64};
-use object::read::elf::{Rel as _, Rela as _, Relr as _};
+use object::read::elf::{Rel as _, Rela as _};
 use object::{Endianness, U32};
 
-use super::file::{Class, Elf, entries, table};
+use super::file::{Class, Elf, entries, file_offset, relr_places};
 use super::{Refusal, add};
 use crate::num::u64_from;
 use crate::scan::{ContainerKind, Report};
@@ -59,13 +59,8 @@ struct Slot {
     /// The pointers to the image's first byte and its end.
     start: Pointer,
     end: Pointer,
-    /// The OffloadBinary it lies in (id in the report).
-    container: usize,
-    /// Where that OffloadBinary starts (its address), where the image
-    /// lies in it, and the image's size.
-    container_address: u64,
-    inner: u64,
-    size: u64,
+    /// The image they point at.
+    image: Target,
 }
 
 /// One descriptor whose images change: what is rewritten.
@@ -132,7 +127,8 @@ impl Registration {
             .map(|(slot, _)| slot);
         for place in &self.slots {
             match staying.next() {
-                Some(image) => {
+                Some(slot) => {
+                    let image = &slot.image;
                     let start = add(moved(image.container_address)?, image.inner)?;
                     put(&place.start, start)?;
                     put(&place.end, add(start, image.size)?)?;
@@ -167,9 +163,12 @@ pub(crate) fn registrations(
 }
 
 /// An OffloadBinary's image, as the loaded program sees it.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Target {
+    /// The OffloadBinary it lies in (id in the report).
     container: usize,
+    /// Where that OffloadBinary starts (its address), where the image
+    /// lies in it, and the image's size.
     container_address: u64,
     inner: u64,
     size: u64,
@@ -198,7 +197,6 @@ impl<'d, 'e, H: Class> Words<'d, 'e, H> {
         let endian = elf.endian;
         let relative = elf.relative()?;
         let is_mips64el = elf.header.is_mips64el(endian);
-        let word = u64_from(size_of::<H::Word>());
         let mut w = Words {
             data,
             elf,
@@ -230,23 +228,7 @@ impl<'d, 'e, H: Class> Words<'d, 'e, H> {
                     };
                 }
             } else if h.sh_type == elf::SHT_RELR {
-                let relr: &[H::Relr] = table(data, elf, i)?;
-                let count = u64::from(<H::Relr as object::read::elf::Relr>::COUNT);
-                let mut base = 0u64;
-                for r in relr {
-                    let entry: u64 = r.get(endian).into();
-                    if entry & 1 == 0 {
-                        w.in_place.insert(entry);
-                        base = add(entry, word)?;
-                    } else {
-                        for bit in 1..=count {
-                            if entry >> bit & 1 == 1 {
-                                w.in_place.insert(add(base, (bit - 1) * word)?);
-                            }
-                        }
-                        base = add(base, count * word)?;
-                    }
-                }
+                w.in_place.extend(relr_places(data, elf, i)?);
             }
         }
         Ok(w)
@@ -254,12 +236,7 @@ impl<'d, 'e, H: Class> Words<'d, 'e, H> {
 
     /// The file offset of the word at address `v`.
     fn offset(&self, v: u64) -> Option<u64> {
-        let size = u64_from(size_of::<H::Word>());
-        self.elf.phdrs.iter().find_map(|p| {
-            let into = v.checked_sub(p.p_vaddr)?;
-            let fits = into.checked_add(size).is_some_and(|e| e <= p.p_filesz);
-            (p.p_type == elf::PT_LOAD && fits).then(|| p.p_offset.checked_add(into))?
-        })
+        file_offset(&self.elf.phdrs, v, u64_from(size_of::<H::Word>()))
     }
 
     /// The pointer at address `place`, and its value once loaded; `None`
@@ -367,11 +344,11 @@ fn find<H: Class>(
             continue;
         };
         for s in &these {
-            *registered.entry(s.container).or_default() += 1;
+            *registered.entry(s.image.container).or_default() += 1;
         }
         let stays = these
             .iter()
-            .map(|s| !dropped.contains(&s.container))
+            .map(|s| !dropped.contains(&s.image.container))
             .collect();
         found.push(Registration {
             count_at,
@@ -467,10 +444,7 @@ fn slots<H: Class>(
             Slot {
                 start,
                 end,
-                container: t.container,
-                container_address: t.container_address,
-                inner: t.inner,
-                size: t.size,
+                image: *t,
             },
         );
     }
