@@ -86,10 +86,7 @@ pub fn tests() -> Vec<Trial> {
 /// The two builds, `a/` and `b/` (with `extra`), made once.
 fn built() -> Result<&'static Path, Failed> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    DIR.get_or_init(build)
-        .as_ref()
-        .map(PathBuf::as_path)
-        .map_err(|e| e.clone().into())
+    crate::util::built_once(&DIR, build)
 }
 
 fn build() -> Result<PathBuf, String> {

@@ -567,3 +567,16 @@ pub fn said_once(r: &Run, file: &str, needle: &str) -> Result<(), String> {
         r.stderr
     ))
 }
+
+/// The directory `build` makes, made once per run: every call gets the
+/// first call's outcome (a build that failed fails each test that needs
+/// it, with its message).
+pub fn built_once(
+    cell: &'static OnceLock<Result<PathBuf, String>>,
+    build: fn() -> Result<PathBuf, String>,
+) -> Result<&'static Path, Failed> {
+    cell.get_or_init(build)
+        .as_ref()
+        .map(PathBuf::as_path)
+        .map_err(|e| e.clone().into())
+}

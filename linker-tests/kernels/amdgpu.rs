@@ -57,10 +57,7 @@ pub fn tests() -> Vec<Trial> {
 /// The HIP objects and OpenMP programs, built once.
 fn built() -> Result<&'static Path, Failed> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    DIR.get_or_init(build)
-        .as_ref()
-        .map(PathBuf::as_path)
-        .map_err(|e| e.clone().into())
+    crate::util::built_once(&DIR, build)
 }
 
 fn build() -> Result<PathBuf, String> {
