@@ -325,7 +325,7 @@ fn walk_data<R: std::io::Read, W: Write>(
         let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each) {
             Ok(p) => p,
             Err(e) if e.refused() => {
-                w.refused.push(chain(&e));
+                w.refused.push(e.chain());
                 write_as_it_was(walk, &h, &file).map_err(fault)?;
                 continue;
             }
@@ -403,17 +403,6 @@ fn write_pruned(new: &NewFile, file: &Input, out: &mut dyn Write) -> std::io::Re
         }
     }
     Ok(())
-}
-
-/// `e` and its causes, joined by ": ".
-fn chain(e: &PathError) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        parts.push(c.to_string());
-        cause = c.source();
-    }
-    parts.join(": ")
 }
 
 /// A writer that hashes what passes through it.

@@ -311,6 +311,20 @@ impl fmt::Display for PathError {
     }
 }
 
+impl PathError {
+    /// The error and its causes joined by ": ", as the command line prints
+    /// them (but for the C library's wording of I/O errors).
+    pub(crate) fn chain(&self) -> String {
+        let mut parts = vec![self.to_string()];
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            parts.push(c.to_string());
+            cause = c.source();
+        }
+        parts.join(": ")
+    }
+}
+
 impl std::error::Error for PathError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         std::error::Error::source(&self.inner)
@@ -321,16 +335,9 @@ impl std::error::Error for PathError {
 pub(crate) mod tests {
     use super::*;
 
-    /// `e` and its causes joined by ": ", as the command line prints them
-    /// (but for the C library's wording of I/O errors).
+    /// `e` and its causes joined by ": " ([`PathError::chain`]).
     pub(crate) fn chain(e: &PathError) -> String {
-        let mut parts = vec![e.to_string()];
-        let mut cause = std::error::Error::source(e);
-        while let Some(c) = cause {
-            parts.push(c.to_string());
-            cause = c.source();
-        }
-        parts.join(": ")
+        e.chain()
     }
 
     #[test]
