@@ -580,3 +580,28 @@ pub fn built_once(
         .map(PathBuf::as_path)
         .map_err(|e| e.clone().into())
 }
+
+/// The next number of a test's pseudo-random sequence (xorshift64), kept
+/// in `x` (never 0).
+pub fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Runs our binary with `args` in `cwd`, its output thrown away, and kills
+/// it with SIGKILL `micros` microseconds after it started (when it has not
+/// ended by then); returns once it is gone.
+pub fn ours_killed_after(args: &[&str], cwd: &Path, micros: u64) -> std::io::Result<()> {
+    let mut child = Command::new(ours())
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(())
+}

@@ -411,20 +411,8 @@ fn killed_in_place() -> Result<(), Failed> {
     let (mut olds, mut news) = (0, 0);
     for round in 0..40 {
         std::fs::copy(d.join("orig.hipfb"), d.join("work.hipfb")).unwrap();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let after = x % (whole + whole / 4);
-        let mut child = std::process::Command::new(ours())
-            .args(args)
-            .current_dir(d)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_micros(after));
-        let _ = child.kill();
-        let _ = child.wait();
+        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        crate::util::ours_killed_after(&args, d, after).unwrap();
         let at_path = std::fs::read(d.join("work.hipfb"))
             .map_err(|e| format!("round {round} (killed after {after} µs of {whole}): {e}"))?;
         match md5_hex(&at_path) {

@@ -303,19 +303,8 @@ fn killed() -> Result<(), Failed> {
     let (mut olds, mut news) = (0, 0);
     for round in 0..20 {
         std::fs::copy(d.join("orig.deb"), d.join("work.deb"))?;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let after = x % (whole + whole / 4);
-        let mut child = std::process::Command::new(ours())
-            .args(args)
-            .current_dir(d)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        std::thread::sleep(std::time::Duration::from_micros(after));
-        let _ = child.kill();
-        let _ = child.wait();
+        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        crate::util::ours_killed_after(&args, d, after)?;
         let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
         match md5_hex(&std::fs::read(d.join("work.deb"))?) {
             h if h == old => olds += 1,

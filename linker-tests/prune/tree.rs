@@ -269,19 +269,8 @@ fn killed() -> Result<(), Failed> {
     let (mut all_old, mut all_new, mut mixed) = (0, 0, 0);
     for round in 0..30 {
         fresh()?;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let after = x % (whole + whole / 4);
-        let mut child = std::process::Command::new(ours())
-            .args(args)
-            .current_dir(d)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        std::thread::sleep(std::time::Duration::from_micros(after));
-        let _ = child.kill();
-        let _ = child.wait();
+        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        crate::util::ours_killed_after(&args, d, after)?;
         let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
         match after_kill(d, &names, &old, &new, &at)? {
             0 => all_old += 1,
