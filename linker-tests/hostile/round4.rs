@@ -411,7 +411,7 @@ fn killed_in_place() -> Result<(), Failed> {
     let (mut olds, mut news) = (0, 0);
     for round in 0..40 {
         std::fs::copy(d.join("orig.hipfb"), d.join("work.hipfb")).unwrap();
-        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        let after = crate::util::kill_point(&mut x, round, 40, whole);
         crate::util::ours_killed_after(&args, d, after).unwrap();
         let at_path = std::fs::read(d.join("work.hipfb"))
             .map_err(|e| format!("round {round} (killed after {after} µs of {whole}): {e}"))?;

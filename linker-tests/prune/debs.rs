@@ -303,7 +303,7 @@ fn killed() -> Result<(), Failed> {
     let (mut olds, mut news) = (0, 0);
     for round in 0..20 {
         std::fs::copy(d.join("orig.deb"), d.join("work.deb"))?;
-        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        let after = crate::util::kill_point(&mut x, round, 20, whole);
         crate::util::ours_killed_after(&args, d, after)?;
         let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
         match md5_hex(&std::fs::read(d.join("work.deb"))?) {

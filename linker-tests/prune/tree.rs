@@ -269,7 +269,7 @@ fn killed() -> Result<(), Failed> {
     let (mut all_old, mut all_new, mut mixed) = (0, 0, 0);
     for round in 0..30 {
         fresh()?;
-        let after = crate::util::xorshift(&mut x) % (whole + whole / 4);
+        let after = crate::util::kill_point(&mut x, round, 30, whole);
         crate::util::ours_killed_after(&args, d, after)?;
         let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
         match after_kill(d, &names, &old, &new, &at)? {
