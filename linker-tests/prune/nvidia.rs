@@ -115,10 +115,23 @@ fn python(d: &Path, script: &str, lib: &str) -> Result<String, Failed> {
 /// The md5 of every cubin `cuobjdump -xelf all` extracts of `lib` (in
 /// `d`, into the new directory `d/into`), by SM (`sm_90`), sorted.
 fn extracted(d: &Path, lib: &str, into: &str) -> Result<BTreeMap<String, Vec<String>>, Failed> {
+    extracted_with(d, lib, into, &[])
+}
+
+/// [`extracted`], with cuobjdump given `extra` options too (`-all`: every
+/// fatbin section, not only the executable one).
+fn extracted_with(
+    d: &Path,
+    lib: &str,
+    into: &str,
+    extra: &[&str],
+) -> Result<BTreeMap<String, Vec<String>>, Failed> {
     let dir = d.join(into);
     std::fs::create_dir(&dir)?;
     let path = d.join(lib).to_string_lossy().into_owned();
-    run(Path::new(CUOBJDUMP), &["-xelf", "all", &path], &dir).ok()?;
+    let mut args = extra.to_vec();
+    args.extend(["-xelf", "all", &path]);
+    run(Path::new(CUOBJDUMP), &args, &dir).ok()?;
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for e in std::fs::read_dir(&dir)? {
         let e = e?;
@@ -466,5 +479,69 @@ fn nvshmem() -> Result<(), Failed> {
         let got = extracted(d, pruned, &format!("x-{pruned}"))?;
         same(&format!("cuobjdump -xelf all of {pruned}"), got, want)?;
     }
-    Ok(())
+    every_fatbin_section(d, "original.so", "in-wheel.so")
+}
+
+/// libnvshmem_host.so.3 keeps 6 cubins in `.nv_fatbin` and 185 images
+/// more (relocatable code, `-rdc`) in `__nv_relfatbin`. cuobjdump reads
+/// only the first unless told `-all`; the scanners read both, as
+/// `cuobjdump -all` does: the same count of images, and `extract` the
+/// same bytes. The library pruned to sm_90 holds, in both sections, just
+/// the original's sm_90 cubins.
+fn every_fatbin_section(d: &Path, original: &str, pruned: &str) -> Result<(), Failed> {
+    let listed = |args: &[&str]| -> Result<usize, Failed> {
+        let r = run(Path::new(CUOBJDUMP), args, d).ok()?;
+        Ok(String::from_utf8_lossy(&r.stdout)
+            .lines()
+            .filter(|l| l.starts_with("ELF file") || l.starts_with("PTX file"))
+            .count())
+    };
+    let executable_only = listed(&["-lelf", "-lptx", original])?;
+    let all = listed(&["-all", "-lelf", "-lptx", original])?;
+    let doc = ours_json(&["inspect", "--json", original], d)?;
+    let ours_count = doc["files"][0]["images"].as_array().map_or(0, Vec::len);
+    same(
+        "images in every fatbin section (cuobjdump -all -lelf -lptx)",
+        ours_count,
+        all,
+    )?;
+    if executable_only >= all {
+        return Err(format!(
+            "cuobjdump lists {executable_only} images without -all and {all} with it: \
+             the library no longer has a relocatable fatbin section"
+        )
+        .into());
+    }
+    // Every image's bytes, as cuobjdump -all extracts them.
+    std::fs::create_dir(d.join("ours-all"))?;
+    run(&ours(), &["extract", "-o", "ours-all", original], d).ok()?;
+    let dir = d.join("cuobjdump-all");
+    std::fs::create_dir(&dir)?;
+    let path = d.join(original).to_string_lossy().into_owned();
+    run(
+        Path::new(CUOBJDUMP),
+        &["-all", "-xelf", "all", "-xptx", "all", &path],
+        &dir,
+    )
+    .ok()?;
+    let hashes = |dir: &Path| -> Result<Vec<String>, Failed> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            v.push(md5_hex(&std::fs::read(e?.path())?));
+        }
+        v.sort();
+        Ok(v)
+    };
+    let theirs = hashes(&dir)?;
+    same("files extracted", theirs.len(), all)?;
+    same(
+        "extracted bytes, every fatbin section (md5 of every file)",
+        hashes(&d.join("ours-all"))?,
+        theirs,
+    )?;
+    // Pruned: both sections hold the original's sm_90 cubins and nothing else.
+    let want = extracted_with(d, original, "all-original", &["-all"])?;
+    let want: BTreeMap<_, _> = want.into_iter().filter(|(k, _)| k == "sm_90").collect();
+    let got = extracted_with(d, pruned, "all-pruned", &["-all"])?;
+    same(&format!("cuobjdump -all -xelf all of {pruned}"), got, want)
 }
