@@ -67,7 +67,110 @@ pub fn tests() -> Vec<Trial> {
             &[PTXAS, FATBINARY, CUOBJDUMP],
             rules,
         ),
+        trial(
+            "cuda_variants::fatbins_in_data_sections_are_counted_and_named",
+            &[PTXAS, FATBINARY, CUOBJDUMP, "cc"],
+            fatbins_in_data_sections,
+        ),
     ]
+}
+
+/// A library that keeps fatbins in its own data, as cuFFT does (thousands
+/// in `.data`, loaded by its own code; no CUDA runtime registers them and
+/// `cuobjdump` reads none): one in `.rodata` and two in `.data`, made by
+/// `fatbinary` from an sm_90 cubin and compiled into a shared library by
+/// `cc`. The section scan lists no image but counts them, by section, in
+/// `inspect` (a note; `fatbins_elsewhere` in JSON), `size` and `check`
+/// (whose failure says `--raw` reads them); `--raw` lists the three.
+fn fatbins_in_data_sections() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::write(d.join("k.ptx"), kernel_ptx("sm_90", "8.0"))?;
+    run(
+        Path::new(PTXAS),
+        &["-arch=sm_90", "k.ptx", "-o", "k.cubin"],
+        d,
+    )
+    .ok()?;
+    fatbinary(
+        d,
+        "k.fatbin",
+        &[("elf", "90".into(), "k.cubin".into())],
+        &[],
+    )?;
+    let bytes: Vec<String> = std::fs::read(d.join("k.fatbin"))?
+        .iter()
+        .map(|b| b.to_string())
+        .collect();
+    let array = bytes.join(",");
+    std::fs::write(
+        d.join("fb.c"),
+        format!(
+            "__attribute__((aligned(8))) const unsigned char ro[] = {{{array}}};\n\
+             __attribute__((aligned(8))) unsigned char rw1[] = {{{array}}};\n\
+             __attribute__((aligned(8))) unsigned char rw2[] = {{{array}}};\n"
+        ),
+    )?;
+    run(
+        Path::new("cc"),
+        &["-shared", "-fPIC", "-o", "libfb.so", "fb.c"],
+        d,
+    )
+    .ok()?;
+    // cuobjdump reads none of them.
+    let c = run(Path::new(CUOBJDUMP), &["-all", "-lelf", "libfb.so"], d);
+    if String::from_utf8_lossy(&c.stdout).contains("ELF file") {
+        return Err("cuobjdump lists a cubin of the library's data sections".into());
+    }
+    let doc = ours_json(&["inspect", "--json", "libfb.so"], d)?;
+    let file = &doc["files"][0];
+    same("images", file["images"].as_array().map(Vec::len), Some(0))?;
+    same(
+        "fatbins_elsewhere",
+        file["fatbins_elsewhere"].clone(),
+        serde_json::json!([
+            {"section": ".rodata", "fatbins": 1},
+            {"section": ".data", "fatbins": 2}
+        ]),
+    )?;
+    let text = run(&ours(), &["inspect", "libfb.so"], d).ok()?;
+    let want = "note: 3 CUDA fatbin(s) in .rodata (1), .data (2), which the file loads itself, \
+                not read (--raw reads them)";
+    if !String::from_utf8_lossy(&text.stdout).contains(want) {
+        return Err(format!("inspect does not say '{want}'").into());
+    }
+    let size = run(&ours(), &["size", "libfb.so"], d).ok()?;
+    if !String::from_utf8_lossy(&size.stdout).contains(want) {
+        return Err(format!("size does not say '{want}'").into());
+    }
+    let check = run(&ours(), &["check", "--require", "sm_90", "libfb.so"], d);
+    same("check --require sm_90", check.code, 1)?;
+    if !String::from_utf8_lossy(&check.stdout).contains("--raw reads them") {
+        return Err("check's failure does not say that --raw reads the fatbins".into());
+    }
+    let raw = run(
+        &ours(),
+        &["check", "--raw", "--require", "sm_90", "libfb.so"],
+        d,
+    );
+    same("check --raw --require sm_90", raw.code, 0)?;
+    let raw = ours_json(&["inspect", "--raw", "--json", "libfb.so"], d)?;
+    let targets: Vec<String> = raw["files"][0]["images"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| format!("{} {}", i["target_id"], i["image_kind"]))
+        .collect();
+    same(
+        "inspect --raw",
+        targets,
+        vec![r#""sm_90" "cubin""#.to_string(); 3],
+    )?;
+    same(
+        "fatbins_elsewhere of a raw scan",
+        raw["files"][0].get("fatbins_elsewhere").is_none(),
+        true,
+    )
 }
 
 /// A kernel for `arch` in PTX ISA `version`.

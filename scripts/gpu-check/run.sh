@@ -108,10 +108,11 @@ tail -n 25 venv.prune; tail -n 5 venv.prune.err
 [ "$(md5sum <"$probe")" = "$before" ] && pass "the original venv's libtorch_cuda.so is untouched" ||
   fail "the original venv's libtorch_cuda.so changed"
 cp venv.prune venv.prune.err "$OUTDIR"/ 2>/dev/null
-# cuFFT keeps its FFT kernels in a form of its own in .data; its one fatbin
-# holds a single sm_75 cubin, which no sm_90 device loads, so the file is
-# refused without --allow-empty. With it, that fatbin is emptied, and the
-# FFTs below must still run.
+# cuFFT keeps its FFT kernels in fatbins of its own in .ldata, which it
+# loads itself and prune leaves alone; its one registered fatbin holds a
+# single sm_75 cubin, which no sm_90 device loads, so the file is refused
+# without --allow-empty. With it, that fatbin is emptied, and the FFTs
+# below must still run.
 mapfile -t empties < <(sed -n "s/^not pruned: '\(.*\)': no device image of the file would stay.*/\1/p" venv.prune)
 if [ ${#empties[@]} -gt 0 ]; then
   "$OK" prune --keep sm_90 --allow-empty --in-place "${empties[@]}" | grep -E "emptied|before"

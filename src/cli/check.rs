@@ -202,7 +202,11 @@ impl CheckOpts {
             // Files found walking a directory that hold no device code and
             // pass are not listed one by one (there may be thousands).
             let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
-            print_outcome(&paths, &walked, &outcome, &kernels, self.quiet)?;
+            let notes: Vec<Option<String>> = scanned
+                .iter()
+                .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
+                .collect();
+            print_outcome(&paths, &walked, &notes, &outcome, &kernels, self.quiet)?;
         }
         Ok(kernels.exit_code(&outcome).into())
     }
@@ -236,11 +240,75 @@ fn serving_note(rules: &[RuleResult]) -> String {
     }
 }
 
+/// What an input whose rules were checked found (a [`Verdict::Checked`]).
+struct Checked<'a> {
+    device_images: usize,
+    present: &'a [String],
+    rules: &'a [RuleResult],
+    failures: &'a [scan::Failure],
+}
+
+/// What [`checked_line`] says of an input.
+enum Line {
+    /// This line.
+    Print(String),
+    /// Nothing: found walking a directory or package, it passes with no
+    /// device images (counted in one line for them all).
+    Unlisted,
+    /// Nothing: it passes and `--quiet` was given.
+    Quiet,
+}
+
+/// The line for input `i`, `path`: `ok` with what it holds (and why the
+/// rules hold), or `FAIL` with what failed; `note` is what its scan says
+/// of fatbins it did not read.
+fn checked_line(
+    path: &str,
+    i: usize,
+    c: &Checked<'_>,
+    kernels: &Gate,
+    note: Option<&Option<String>>,
+    walked: bool,
+    quiet: bool,
+) -> Line {
+    let note = note.cloned().flatten();
+    let mut failed: Vec<String> = c.failures.iter().map(ToString::to_string).collect();
+    failed.extend(kernels.failures(i));
+    if !failed.is_empty() {
+        let has = if c.present.is_empty() {
+            "-".into()
+        } else {
+            c.present.join(" ")
+        };
+        failed.extend(note);
+        return Line::Print(format!("FAIL {path}: {} (has: {has})", failed.join("; ")));
+    }
+    if quiet {
+        return Line::Quiet;
+    }
+    if c.device_images == 0 {
+        return match note {
+            None if walked => Line::Unlisted,
+            None => Line::Print(format!("ok   {path}: no device images")),
+            Some(n) => Line::Print(format!("ok   {path}: no device images ({n})")),
+        };
+    }
+    let mut said = serving_note(c.rules);
+    if let Some(k) = kernels.files.get(i).filter(|_| !kernels.any) {
+        said += &kernel_note(k);
+    }
+    if let Some(n) = note {
+        said += &format!("; {n}");
+    }
+    Line::Print(format!("ok   {path}: {}{said}", c.present.join(" ")))
+}
+
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
 fn print_outcome(
     paths: &[&str],
     walked: &[bool],
+    notes: &[Option<String>],
     outcome: &Outcome,
     kernels: &Gate,
     quiet: bool,
@@ -262,36 +330,16 @@ fn print_outcome(
                 rules,
                 failures,
             } => {
-                let mut failed: Vec<String> = failures.iter().map(ToString::to_string).collect();
-                failed.extend(kernels.failures(i));
-                if failed.is_empty() {
-                    if quiet {
-                        continue;
-                    }
-                    if *device_images == 0 && *walked {
-                        unlisted += 1;
-                    } else if *device_images == 0 {
-                        print_line(&mut out, &format!("ok   {path}: no device images"))?;
-                    } else {
-                        let mut note = serving_note(rules);
-                        if let Some(k) = kernels.files.get(i).filter(|_| !kernels.any) {
-                            note += &kernel_note(k);
-                        }
-                        print_line(
-                            &mut out,
-                            &format!("ok   {path}: {}{note}", present.join(" ")),
-                        )?;
-                    }
-                } else {
-                    let has = if present.is_empty() {
-                        "-".into()
-                    } else {
-                        present.join(" ")
-                    };
-                    print_line(
-                        &mut out,
-                        &format!("FAIL {path}: {} (has: {has})", failed.join("; ")),
-                    )?;
+                let checked = Checked {
+                    device_images: *device_images,
+                    present,
+                    rules,
+                    failures,
+                };
+                match checked_line(path, i, &checked, kernels, notes.get(i), *walked, quiet) {
+                    Line::Print(line) => print_line(&mut out, &line)?,
+                    Line::Unlisted => unlisted += 1,
+                    Line::Quiet => {}
                 }
             }
         }
@@ -305,7 +353,15 @@ fn print_outcome(
         )?;
     }
     if outcome.no_device_code {
-        print_line(&mut out, "FAIL: no input carries device images")?;
+        let hint = if notes.iter().any(Option::is_some) {
+            " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
+        } else {
+            ""
+        };
+        print_line(
+            &mut out,
+            &format!("FAIL: no input carries device images{hint}"),
+        )?;
     }
     let mut all: Vec<String> = outcome.all_inputs.iter().map(ToString::to_string).collect();
     all.extend(kernels.all_inputs_failures());

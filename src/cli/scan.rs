@@ -224,6 +224,29 @@ pub(super) fn scan_files_kernels(
     })
 }
 
+/// What a report says of the CUDA fatbins in the file's other data
+/// sections, which a section scan counts but does not read: `18227 CUDA
+/// fatbin(s) in .data, which the file loads itself, not read (--raw reads
+/// them)`; `None` when there are none.
+pub(super) fn elsewhere_note(r: &scan::Report) -> Option<String> {
+    if r.fatbins_elsewhere.is_empty() {
+        return None;
+    }
+    let total: u64 = r.fatbins_elsewhere.iter().map(|(_, n)| n).sum();
+    let wheres: Vec<String> = if r.fatbins_elsewhere.len() == 1 {
+        vec![r.fatbins_elsewhere[0].0.clone()]
+    } else {
+        r.fatbins_elsewhere
+            .iter()
+            .map(|(s, n)| format!("{s} ({n})"))
+            .collect()
+    };
+    Some(format!(
+        "{total} CUDA fatbin(s) in {}, which the file loads itself, not read (--raw reads them)",
+        wheres.join(", ")
+    ))
+}
+
 /// Prints a line on standard error for each image whose kernels could not
 /// be read (it is damaged); whether there was one.
 pub(super) fn kernel_errors<'a>(scanned: impl IntoIterator<Item = &'a Scanned>) -> bool {

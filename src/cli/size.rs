@@ -54,13 +54,23 @@ impl SizeOpts {
         let all = SizeReport::sum("(all inputs)", &reports);
         let several = reports.iter().filter(|r| r.error.is_none()).count() > 1;
         // Files found in directories or packages are shown only when they
-        // hold device code (or could not be read), in the table and the
-        // JSON alike; the total counts every file.
-        let shown: Vec<SizeReport> = reports
+        // hold device code (or could not be read, or hold CUDA fatbins in
+        // other data sections), in the table and the JSON alike; the total
+        // counts every file.
+        // A file with CUDA fatbins in other data sections is shown with
+        // a note saying so, in the table (they are not counted).
+        let notes: Vec<Option<String>> = scanned
+            .iter()
+            .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
+            .collect();
+        let shown: Vec<(SizeReport, Option<String>)> = reports
             .iter()
             .zip(&scanned)
-            .filter(|(r, s)| !s.found || r.total.images > 0 || r.error.is_some())
-            .map(|(r, _)| r.clone())
+            .zip(notes)
+            .filter(|((r, s), note)| {
+                !s.found || r.total.images > 0 || r.error.is_some() || note.is_some()
+            })
+            .map(|((r, _), note)| (r.clone(), note))
             .collect();
         let mut out = super::io::Report::stdout();
         if self.json {
@@ -74,14 +84,17 @@ impl SizeOpts {
                 &mut out,
                 &Doc {
                     schema: "offload-kit/size/1",
-                    files: &shown,
+                    files: &shown.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
                     total: several.then_some(&all),
                 },
             )?;
             writeln!(out)?;
         } else {
-            for r in shown.iter().filter(|r| r.error.is_none()) {
+            for (r, note) in shown.iter().filter(|(r, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;
+                if let Some(note) = note {
+                    super::io::print_line(&mut out, &format!("  note: {note}"))?;
+                }
             }
             if several {
                 print_size(&mut out, &all)?;

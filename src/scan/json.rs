@@ -83,6 +83,10 @@
 //!       "kind": string                  // damage | rejected (a raw-scan candidate
 //!                                       // that was no container, with --rejects)
 //!     }],
+//!     "fatbins_elsewhere": [{           // only when there are any: CUDA fatbins in
+//!       "section": string,              // other data sections (.rodata, .data …),
+//!       "fatbins": number               // which the file loads itself; counted,
+//!     }],                               // not listed (--raw lists them)
 //!     "kernels": [{                     // only with --kernels: one per image whose
 //!                                       // symbols were read, by image id
 //!       "image": number,                // the image's id
@@ -194,7 +198,24 @@ fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Err
     st.serialize_field("containers", &r.containers)?;
     st.serialize_field("images", &Images(r, false))?;
     st.serialize_field("host_entries", &Images(r, true))?;
-    st.serialize_field("problems", &r.problems)
+    st.serialize_field("problems", &r.problems)?;
+    if r.fatbins_elsewhere.is_empty() {
+        return Ok(());
+    }
+    #[derive(Serialize)]
+    struct Elsewhere<'a> {
+        section: &'a str,
+        fatbins: u64,
+    }
+    let v: Vec<_> = r
+        .fatbins_elsewhere
+        .iter()
+        .map(|(section, fatbins)| Elsewhere {
+            section,
+            fatbins: *fatbins,
+        })
+        .collect();
+    st.serialize_field("fatbins_elsewhere", &v)
 }
 
 /// The device images of a report, or (`true`) its bundles' host entries.

@@ -598,6 +598,13 @@ pub struct Report {
     /// Bytes produced by decompression, every pass counted (the work the
     /// scan did beyond reading the file).
     pub decompressed: u64,
+    /// CUDA fatbins that lie in the file's other data sections (`.rodata`,
+    /// `.data` …) when it was read through its section headers, as
+    /// (section name, how many): fatbins the file's own code loads (cuFFT
+    /// keeps its kernels so), which no CUDA runtime registers and
+    /// `cuobjdump` does not read. Counted by their headers, not walked:
+    /// they are not in `containers` or `images`; [`Mode::Raw`] lists them.
+    pub fatbins_elsewhere: Vec<(String, u64)>,
 }
 
 impl Report {

@@ -18,6 +18,7 @@ use object::read::elf::{FileHeader, SectionHeader};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolSection};
 
 use crate::fatbin;
+use crate::num::len64;
 use crate::offload_binary::container::{self, SHT_LLVM_OFFLOADING};
 
 /// What a section holds.
@@ -213,6 +214,40 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
 }
 
 impl ObjectFile<'_> {
+    /// The CUDA fatbins in the file's other data sections (`.rodata`,
+    /// `.data`, `.ldata`, PE's `.rdata` …): fatbins a library loads itself
+    /// (cuFFT keeps thousands in `.data`), which no CUDA runtime registers
+    /// and `cuobjdump` does not read. Counted by their headers (at 8-byte
+    /// alignment, version 1, 16-byte header, a size that fits the
+    /// section), not walked: the scan that lists them is `--raw`. By
+    /// section, in section-table order, the sections with none left out.
+    pub(super) fn fatbins_elsewhere(&self) -> Vec<(String, u64)> {
+        use object::SectionKind as K;
+        let mut out = Vec::new();
+        for s in self.file.sections() {
+            if !matches!(
+                s.kind(),
+                K::Data | K::ReadOnlyData | K::ReadOnlyDataWithRel | K::ReadOnlyString
+            ) {
+                continue;
+            }
+            let (Ok(name), Ok(data)) = (s.name_bytes(), s.data()) else {
+                continue;
+            };
+            let name = String::from_utf8_lossy(name);
+            if self.sections.iter().any(|d| d.name == name)
+                || self.problems.iter().any(|(p, _)| *p == name)
+            {
+                continue;
+            }
+            let n = fatbin_headers(data, s.address());
+            if n > 0 {
+                out.push((name.into_owned(), n));
+            }
+        }
+        out
+    }
+
     /// The file offset of the address `addr`, if a section with file bytes
     /// covers it: all of the section's bytes, or, in a PE image, the first
     /// ones (a PE section's raw data may be shorter than its virtual size,
@@ -287,5 +322,73 @@ impl ObjectFile<'_> {
             }
         }
         None
+    }
+}
+
+/// How many plausible CUDA fatbin headers `data`, loaded at `address`,
+/// holds at 8-byte-aligned addresses (a section need not start at one:
+/// cuFFT's `.ldata` does not): the magic, version 1, a 16-byte header and
+/// a nonzero size of contents that ends inside `data`.
+fn fatbin_headers(data: &[u8], address: u64) -> u64 {
+    let mut n = 0;
+    for at in memchr::memmem::find_iter(data, &fatbin::MAGIC) {
+        if !address.wrapping_add(len64(&data[..at])).is_multiple_of(8) {
+            continue;
+        }
+        let Some(h) = data.get(at..at.saturating_add(16)) else {
+            continue;
+        };
+        let version = u16::from_le_bytes([h[4], h[5]]);
+        let header = u16::from_le_bytes([h[6], h[7]]);
+        let mut size = [0u8; 8];
+        size.copy_from_slice(&h[8..16]);
+        let size = u64::from_le_bytes(size);
+        let room = len64(&data[at + 16..]);
+        if version == 1 && header == 16 && size > 0 && size <= room {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fatbin_headers;
+
+    /// A fatbin header at `at` of `buf`: version 1, 16-byte header,
+    /// `size` bytes of contents.
+    fn header(buf: &mut [u8], at: usize, version: u16, size: u64) {
+        buf[at..at + 4].copy_from_slice(&crate::fatbin::MAGIC);
+        buf[at + 4..at + 6].copy_from_slice(&version.to_le_bytes());
+        buf[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
+        buf[at + 8..at + 16].copy_from_slice(&size.to_le_bytes());
+    }
+
+    #[test]
+    fn fatbin_headers_are_counted_where_one_could_be() {
+        let mut buf = vec![0u8; 256];
+        header(&mut buf, 0, 1, 48); // counted
+        header(&mut buf, 64, 1, 176); // counted: its contents end at the end
+        assert_eq!(fatbin_headers(&buf, 0), 2);
+        // The same bytes loaded at an address that is not 8-aligned.
+        assert_eq!(fatbin_headers(&buf, 4), 0);
+        // Moved 4 bytes on, in a section that starts 4 bytes past an
+        // 8-byte boundary (as cuFFT's .ldata does): aligned again.
+        let mut moved = vec![0u8; 4];
+        moved.extend_from_slice(&buf);
+        assert_eq!(fatbin_headers(&moved, 4), 2);
+        header(&mut buf, 64, 1, 177); // one byte past the end
+        assert_eq!(fatbin_headers(&buf, 0), 1);
+        header(&mut buf, 64, 2, 16); // version 2
+        assert_eq!(fatbin_headers(&buf, 0), 1);
+        header(&mut buf, 64, 1, 0); // no contents
+        assert_eq!(fatbin_headers(&buf, 0), 1);
+        buf[64..80].fill(0);
+        header(&mut buf, 100, 1, 16); // not at 8-byte alignment
+        assert_eq!(fatbin_headers(&buf, 0), 1);
+        // A magic too near the end for a header.
+        let mut short = vec![0u8; 20];
+        short[8..12].copy_from_slice(&crate::fatbin::MAGIC);
+        assert_eq!(fatbin_headers(&short, 0), 0);
     }
 }

@@ -337,6 +337,13 @@ impl Walker<'_> {
             Some(Ok(o)) if o.has_sections => {
                 self.report.used_sections = true;
                 self.object(&o, loc);
+                for (name, n) in o.fatbins_elsewhere() {
+                    let seen = &mut self.report.fatbins_elsewhere;
+                    match seen.iter_mut().find(|(s, _)| *s == name) {
+                        Some((_, m)) => *m += n,
+                        None => seen.push((name, n)),
+                    }
+                }
                 return o.format;
             }
             Some(Ok(o)) => {

@@ -60,6 +60,9 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
         );
     }
     print_line(&mut out, &header)?;
+    if let Some(note) = crate::cli::scan::elsewhere_note(r) {
+        print_line(&mut out, &format!("  note: {note}"))?;
+    }
     // Column widths over this file's images.
     let w = |f: &dyn Fn(&Image) -> usize, min: usize| r.images.iter().map(f).fold(min, usize::max);
     let widths = [
