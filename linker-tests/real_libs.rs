@@ -330,20 +330,12 @@ fn cuda_wheel(wheel: &str, member: &str, rules: &[(&[&str], i32)]) -> Result<(),
     )
     .ok()?;
     run(&ours(), &["extract", "-o", "ours", lib], d).ok()?;
-    let hashes = |dir: &Path| -> Result<Vec<String>, Failed> {
-        let mut v = Vec::new();
-        for e in std::fs::read_dir(dir)? {
-            v.push(md5_hex(&std::fs::read(e?.path())?));
-        }
-        v.sort();
-        Ok(v)
-    };
-    let ours_files = hashes(&d.join("ours"))?;
+    let ours_files = crate::util::md5s_in(&d.join("ours"))?;
     same("files extracted", ours_files.len(), ours_images.len())?;
     same(
         "extracted bytes (md5 of every file)",
         ours_files,
-        hashes(&d.join("cuobjdump"))?,
+        crate::util::md5s_in(&d.join("cuobjdump"))?,
     )?;
 
     for (args, code) in rules {

@@ -622,3 +622,14 @@ pub fn ours_killed_after(args: &[&str], cwd: &Path, micros: u64) -> std::io::Res
     let _ = child.wait();
     Ok(())
 }
+
+/// The MD5 of every file in `dir`, sorted: what two tools extracted,
+/// compared whatever they named the files.
+pub fn md5s_in(dir: &Path) -> Result<Vec<String>, Failed> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        v.push(md5_hex(&std::fs::read(e?.path())?));
+    }
+    v.sort();
+    Ok(v)
+}

@@ -524,19 +524,11 @@ fn every_fatbin_section(d: &Path, original: &str, pruned: &str) -> Result<(), Fa
         &dir,
     )
     .ok()?;
-    let hashes = |dir: &Path| -> Result<Vec<String>, Failed> {
-        let mut v = Vec::new();
-        for e in std::fs::read_dir(dir)? {
-            v.push(md5_hex(&std::fs::read(e?.path())?));
-        }
-        v.sort();
-        Ok(v)
-    };
-    let theirs = hashes(&dir)?;
+    let theirs = crate::util::md5s_in(&dir)?;
     same("files extracted", theirs.len(), all)?;
     same(
         "extracted bytes, every fatbin section (md5 of every file)",
-        hashes(&d.join("ours-all"))?,
+        crate::util::md5s_in(&d.join("ours-all"))?,
         theirs,
     )?;
     // Pruned: both sections hold the original's sm_90 cubins and nothing else.
