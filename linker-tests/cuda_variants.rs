@@ -81,7 +81,9 @@ pub fn tests() -> Vec<Trial> {
 /// `fatbinary` from an sm_90 cubin and compiled into a shared library by
 /// `cc`. The section scan lists no image but counts them, by section, in
 /// `inspect` (a note; `fatbins_elsewhere` in JSON), `size` and `check`
-/// (whose failure says `--raw` reads them); `--raw` lists the three.
+/// (whose failure says `--raw` reads them); `--raw` lists the three. With
+/// the fatbin in `.nv_fatbin` as well, `prune` for a GPU that loads none
+/// of it refuses, saying the three others stay as they are.
 fn fatbins_in_data_sections() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -170,7 +172,40 @@ fn fatbins_in_data_sections() -> Result<(), Failed> {
         "fatbins_elsewhere of a raw scan",
         raw["files"][0].get("fatbins_elsewhere").is_none(),
         true,
+    )?;
+    prune_leaves_them(d, &array)
+}
+
+/// [`fatbins_in_data_sections`]'s library with its fatbin (`array`, as C)
+/// in `.nv_fatbin` too, pruned for a GPU that loads none of it: the
+/// refusal says the other three stay as they are.
+fn prune_leaves_them(d: &Path, array: &str) -> Result<(), Failed> {
+    let c = std::fs::read_to_string(d.join("fb.c"))?;
+    std::fs::write(
+        d.join("fb2.c"),
+        format!(
+            "{c}__attribute__((aligned(8), section(\".nv_fatbin\"))) \
+             const unsigned char reg[] = {{{array}}};\n"
+        ),
+    )?;
+    run(
+        Path::new("cc"),
+        &["-shared", "-fPIC", "-o", "libfb2.so", "fb2.c"],
+        d,
     )
+    .ok()?;
+    let pruned = run(
+        &ours(),
+        &["prune", "--keep", "sm_80", "-o", "out.so", "libfb2.so"],
+        d,
+    );
+    let err = &pruned.stderr;
+    let want = "--allow-empty allows that (the 3 CUDA fatbin(s) in .rodata, .data, which the \
+                file loads itself, are not pruned and stay as they are)";
+    if pruned.code == 0 || !err.contains(want) {
+        return Err(format!("prune --keep sm_80 exits {}, says: {err}", pruned.code).into());
+    }
+    Ok(())
 }
 
 /// A kernel for `arch` in PTX ISA `version`.

@@ -266,9 +266,27 @@ fn check_device_left(report: &Report, verdicts: &[Verdict], allow_empty: bool) -
         return Ok(());
     }
     let n = emptied(report, verdicts).len();
+    // Fatbins the file loads itself (cuFFT's kernels) are not pruned: a
+    // user reading "no device image would stay" should not think the
+    // file has no code for the GPU.
+    let elsewhere: u64 = report.fatbins_elsewhere.iter().map(|(_, k)| k).sum();
+    let also = if elsewhere > 0 {
+        let sections: Vec<&str> = report
+            .fatbins_elsewhere
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .collect();
+        format!(
+            " (the {elsewhere} CUDA fatbin(s) in {}, which the file loads itself, \
+             are not pruned and stay as they are)",
+            sections.join(", ")
+        )
+    } else {
+        String::new()
+    };
     Err(Error::usage(format!(
         "no device image of the file would stay ({n} container(s) would keep none): \
-         --allow-empty allows that"
+         --allow-empty allows that{also}"
     )))
 }
 
