@@ -70,6 +70,8 @@ pub(super) struct ObjectFile<'data> {
     pub sections: Vec<Section<'data>>,
     /// Sections that could not be read, with the reason.
     pub problems: Vec<(String, String)>,
+    /// The file's size in bytes.
+    pub file_len: u64,
     /// What is wrong with the headers of a PE image or COFF object: a table
     /// they name lies outside the file or the image (see
     /// [`crate::container::pe`] and [`crate::bundle::object::coff_damage`]).
@@ -209,6 +211,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         wide,
         sections,
         problems,
+        file_len: len64(data),
         damage,
     }))
 }
@@ -221,9 +224,20 @@ impl ObjectFile<'_> {
     /// alignment, version 1, 16-byte header, a size that fits the
     /// section), not walked: the scan that lists them is `--raw`. By
     /// section, in section-table order, the sections with none left out.
+    ///
+    /// The sections searched add up to at most the file's size (a section
+    /// table that names the same bytes many times gets no more work), and
+    /// the sections with roles are looked up once.
     pub(super) fn fatbins_elsewhere(&self) -> Vec<(String, u64)> {
         use object::SectionKind as K;
-        let mut out = Vec::new();
+        let mut out: Vec<(String, u64)> = Vec::new();
+        let skip: std::collections::HashSet<&str> = self
+            .sections
+            .iter()
+            .map(|d| d.name.as_str())
+            .chain(self.problems.iter().map(|(p, _)| p.as_str()))
+            .collect();
+        let mut budget = self.file_len;
         for s in self.file.sections() {
             if !matches!(
                 s.kind(),
@@ -235,15 +249,18 @@ impl ObjectFile<'_> {
                 continue;
             };
             let name = String::from_utf8_lossy(name);
-            if self.sections.iter().any(|d| d.name == name)
-                || self.problems.iter().any(|(p, _)| *p == name)
-            {
+            if skip.contains(name.as_ref()) {
                 continue;
             }
+            let Some(left) = budget.checked_sub(len64(data)) else {
+                break;
+            };
+            budget = left;
             let n = fatbin_headers(data, s.address());
-            if n > 0 {
-                out.push((name.into_owned(), n));
+            if n == 0 {
+                continue;
             }
+            add_elsewhere(&mut out, &name, n);
         }
         out
     }
@@ -351,6 +368,30 @@ fn fatbin_headers(data: &[u8], address: u64) -> u64 {
     n
 }
 
+/// How many sections [`add_elsewhere`] names; the fatbins of the others
+/// are counted under [`OTHER_SECTIONS`].
+const ELSEWHERE_SECTIONS: usize = 16;
+
+/// The name the fatbins of the sections past [`ELSEWHERE_SECTIONS`] are
+/// counted under.
+pub(super) const OTHER_SECTIONS: &str = "(other sections)";
+
+/// Adds `n` fatbins found in section `name` to `to`: to that section's
+/// count, or a new one, or, when [`ELSEWHERE_SECTIONS`] are named
+/// already, to [`OTHER_SECTIONS`] (a file of thousands of sections, or an
+/// archive of thousands of members, keeps the list and its upkeep short).
+pub(super) fn add_elsewhere(to: &mut Vec<(String, u64)>, name: &str, n: u64) {
+    if let Some((_, m)) = to.iter_mut().find(|(o, _)| o == name) {
+        *m = m.saturating_add(n);
+    } else if to.len() < ELSEWHERE_SECTIONS {
+        to.push((name.to_owned(), n));
+    } else if let Some((_, m)) = to.iter_mut().find(|(o, _)| o == OTHER_SECTIONS) {
+        *m = m.saturating_add(n);
+    } else {
+        to.push((OTHER_SECTIONS.to_owned(), n));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::fatbin_headers;
@@ -362,6 +403,19 @@ mod tests {
         buf[at + 4..at + 6].copy_from_slice(&version.to_le_bytes());
         buf[at + 6..at + 8].copy_from_slice(&16u16.to_le_bytes());
         buf[at + 8..at + 16].copy_from_slice(&size.to_le_bytes());
+    }
+
+    #[test]
+    fn past_sixteen_sections_the_rest_are_counted_together() {
+        use super::{OTHER_SECTIONS, add_elsewhere};
+        let mut to = Vec::new();
+        for i in 0..40 {
+            add_elsewhere(&mut to, &format!(".d{i}"), 2);
+        }
+        add_elsewhere(&mut to, ".d3", 1);
+        assert_eq!(to.len(), 17);
+        assert_eq!(to[3], (".d3".to_owned(), 3));
+        assert_eq!(to[16], (OTHER_SECTIONS.to_owned(), 48));
     }
 
     #[test]

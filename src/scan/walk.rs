@@ -338,11 +338,7 @@ impl Walker<'_> {
                 self.report.used_sections = true;
                 self.object(&o, loc);
                 for (name, n) in o.fatbins_elsewhere() {
-                    let seen = &mut self.report.fatbins_elsewhere;
-                    match seen.iter_mut().find(|(s, _)| *s == name) {
-                        Some((_, m)) => *m += n,
-                        None => seen.push((name, n)),
-                    }
+                    sections::add_elsewhere(&mut self.report.fatbins_elsewhere, &name, n);
                 }
                 return o.format;
             }

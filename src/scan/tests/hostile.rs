@@ -393,3 +393,67 @@ fn declared_sizes_near_2_64_saturate_the_size_totals() {
     assert!(both.by_target.values().any(|t| t.bytes == u64::MAX));
     assert!(both.by_kind.values().any(|t| t.bytes == u64::MAX));
 }
+
+/// A section table that names the bytes of one `.data` section holding
+/// fatbin headers 200 times over: the count of fatbins in other data
+/// sections searches no more bytes than the file has, so it stops long
+/// before the 200th, and the sections past 16 are counted together.
+#[test]
+fn fatbins_elsewhere_search_at_most_the_file() {
+    use object::write::Object as WObject;
+    use object::{Architecture, BinaryFormat, Endianness, SectionKind};
+    const COPIES: usize = 200;
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let s = o.add_section(Vec::new(), b".data".to_vec(), SectionKind::Data);
+    // Four fatbin headers, each with 16 bytes of contents.
+    let mut data = Vec::new();
+    for _ in 0..4 {
+        data.extend_from_slice(&fatbin::MAGIC);
+        data.extend_from_slice(&1u16.to_le_bytes());
+        data.extend_from_slice(&16u16.to_le_bytes());
+        data.extend_from_slice(&16u64.to_le_bytes());
+        data.extend_from_slice(&[0; 16]);
+    }
+    o.append_section_data(s, &data, 8);
+    for i in 0..COPIES {
+        o.add_section(Vec::new(), format!(".d{i}").into_bytes(), SectionKind::Data);
+    }
+    let mut elf = o.write().unwrap();
+    // Each .dN's header (empty, at the end of the table) is pointed at
+    // .data's bytes.
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let shoff = usize::try_from(u64_at(&elf, 0x28)).unwrap();
+    let shnum = usize::from(u16::from_le_bytes([elf[0x3c], elf[0x3d]]));
+    let header = |i: usize| shoff + 64 * i;
+    let data_at = (0..shnum)
+        .find(|&i| u64_at(&elf, header(i) + 0x20) == data.len() as u64)
+        .unwrap();
+    let (off, size) = (
+        u64_at(&elf, header(data_at) + 0x18),
+        u64_at(&elf, header(data_at) + 0x20),
+    );
+    let mut patched = 0;
+    for i in 0..shnum {
+        if i != data_at && u64_at(&elf, header(i) + 4) & 0xffff_ffff == 1 {
+            // SHT_PROGBITS and empty: one of the .dN.
+            if u64_at(&elf, header(i) + 0x20) == 0 {
+                elf[header(i) + 0x18..header(i) + 0x20].copy_from_slice(&off.to_le_bytes());
+                elf[header(i) + 0x20..header(i) + 0x28].copy_from_slice(&size.to_le_bytes());
+                patched += 1;
+            }
+        }
+    }
+    assert_eq!(patched, COPIES);
+    let r = scan(&elf, &Options::default());
+    let total: u64 = r.fatbins_elsewhere.iter().map(|(_, n)| n).sum();
+    let searched = total / 4;
+    assert!(searched >= 2, "{:?}", r.fatbins_elsewhere);
+    assert!(
+        searched as usize <= elf.len() / data.len(),
+        "{searched} sections of {} bytes searched in a file of {}",
+        data.len(),
+        elf.len()
+    );
+    assert!(r.fatbins_elsewhere.len() <= 17);
+    assert_eq!(r.fatbins_elsewhere[0], (".data".to_owned(), 4));
+}
