@@ -80,8 +80,8 @@ pub fn tests() -> Vec<Trial> {
 /// `cuobjdump` reads none): one in `.rodata` and two in `.data`, made by
 /// `fatbinary` from an sm_90 cubin and compiled into a shared library by
 /// `cc`. The section scan lists no image but counts them, by section, in
-/// `inspect` (a note; `fatbins_elsewhere` in JSON), `size` and `check`
-/// (whose failure says `--raw` reads them); `--raw` lists the three. With
+/// `inspect` (a note; `fatbins_elsewhere` in JSON), `size`, `diff` and
+/// `check` (whose failure says `--raw` reads them); `--raw` lists the three. With
 /// the fatbin in `.nv_fatbin` as well, `prune` for a GPU that loads none
 /// of it refuses, saying the three others stay as they are.
 fn fatbins_in_data_sections() -> Result<(), Failed> {
@@ -144,6 +144,13 @@ fn fatbins_in_data_sections() -> Result<(), Failed> {
     let size = run(&ours(), &["size", "libfb.so"], d).ok()?;
     if !String::from_utf8_lossy(&size.stdout).contains(want) {
         return Err(format!("size does not say '{want}'").into());
+    }
+    // diff of the library with itself: the same, and the note.
+    let diff = run(&ours(), &["diff", "libfb.so", "libfb.so"], d);
+    same("diff of the library with itself", diff.code, 0)?;
+    let said = format!("note: libfb.so: {}", want.trim_start_matches("note: "));
+    if !String::from_utf8_lossy(&diff.stdout).contains(&said) {
+        return Err(format!("diff does not say '{said}'").into());
     }
     let check = run(&ours(), &["check", "--require", "sm_90", "libfb.so"], d);
     same("check --require sm_90", check.code, 1)?;

@@ -1,7 +1,9 @@
 //! The table `diff` prints: for each file that differs, a line for the
 //! file and one for each of its targets (the same ones too, so that the
 //! bytes per target before and after are all there), then its kernels
-//! that differ; a summary line at the end. Nothing when nothing differs.
+//! that differ; a summary line at the end. Nothing when nothing differs,
+//! but a note for each file holding CUDA fatbins the scan counted and did
+//! not read (a library's own, in its data sections).
 //!
 //! ```text
 //! ~ lib/libfoo.so: 4 -> 6 images, 20480 -> 30720 bytes (+10240)
@@ -67,6 +69,18 @@ pub(super) fn print(out: &mut impl Write, compared: &[Compared]) -> Result<()> {
         }
         let files = if s.files == 1 { "file" } else { "files" };
         print_line(out, &format!("{} {files}: {}", s.files, parts.join(", ")))?;
+    }
+    // Device code the comparison did not read, whatever it found: fatbins
+    // a library keeps in its own data (without them, two versions of
+    // cuFFT compare as the same).
+    let mut noted = std::collections::HashSet::new();
+    for side in compared.iter().flat_map(|c| [&c.old, &c.new]).flatten() {
+        if let Ok(r) = &side.result
+            && let Some(note) = crate::cli::scan::elsewhere_note(r)
+            && noted.insert(side.path.as_str())
+        {
+            print_line(out, &format!("note: {}: {note}", side.path))?;
+        }
     }
     Ok(())
 }
