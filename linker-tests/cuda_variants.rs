@@ -207,8 +207,8 @@ fn prune_leaves_them(d: &Path, array: &str) -> Result<(), Failed> {
         d,
     );
     let err = &pruned.stderr;
-    let want = "--allow-empty allows that (the 3 CUDA fatbin(s) in .rodata, .data, which the \
-                file loads itself, are not pruned and stay as they are)";
+    let want = "--allow-empty allows that (the 3 CUDA fatbin(s) in .rodata (1), .data (2), \
+                which the file loads itself, are not pruned and stay as they are)";
     if pruned.code == 0 || !err.contains(want) {
         return Err(format!("prune --keep sm_80 exits {}, says: {err}", pruned.code).into());
     }

@@ -267,11 +267,10 @@ fn checked_line(
     i: usize,
     c: &Checked<'_>,
     kernels: &Gate,
-    note: Option<&Option<String>>,
+    note: Option<&str>,
     walked: bool,
     quiet: bool,
 ) -> Line {
-    let note = note.cloned().flatten();
     let mut failed: Vec<String> = c.failures.iter().map(ToString::to_string).collect();
     failed.extend(kernels.failures(i));
     if !failed.is_empty() {
@@ -280,7 +279,7 @@ fn checked_line(
         } else {
             c.present.join(" ")
         };
-        failed.extend(note);
+        failed.extend(note.map(str::to_owned));
         return Line::Print(format!("FAIL {path}: {} (has: {has})", failed.join("; ")));
     }
     if quiet {
@@ -336,7 +335,8 @@ fn print_outcome(
                     rules,
                     failures,
                 };
-                match checked_line(path, i, &checked, kernels, notes.get(i), *walked, quiet) {
+                let note = notes.get(i).and_then(Option::as_deref);
+                match checked_line(path, i, &checked, kernels, note, *walked, quiet) {
                     Line::Print(line) => print_line(&mut out, &line)?,
                     Line::Unlisted => unlisted += 1,
                     Line::Quiet => {}

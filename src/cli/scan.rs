@@ -229,22 +229,8 @@ pub(super) fn scan_files_kernels(
 /// fatbin(s) in .data, which the file loads itself, not read (--raw reads
 /// them)`; `None` when there are none.
 pub(super) fn elsewhere_note(r: &scan::Report) -> Option<String> {
-    if r.fatbins_elsewhere.is_empty() {
-        return None;
-    }
-    let total: u64 = r.fatbins_elsewhere.iter().map(|(_, n)| n).sum();
-    let wheres: Vec<String> = if r.fatbins_elsewhere.len() == 1 {
-        vec![r.fatbins_elsewhere[0].0.clone()]
-    } else {
-        r.fatbins_elsewhere
-            .iter()
-            .map(|(s, n)| format!("{s} ({n})"))
-            .collect()
-    };
-    Some(format!(
-        "{total} CUDA fatbin(s) in {}, which the file loads itself, not read (--raw reads them)",
-        wheres.join(", ")
-    ))
+    r.fatbins_elsewhere_said()
+        .map(|t| format!("{t}, which the file loads itself, not read (--raw reads them)"))
 }
 
 /// Prints a line on standard error for each image whose kernels could not

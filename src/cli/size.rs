@@ -55,42 +55,39 @@ impl SizeOpts {
         let several = reports.iter().filter(|r| r.error.is_none()).count() > 1;
         // Files found in directories or packages are shown only when they
         // hold device code (or could not be read, or hold CUDA fatbins in
-        // other data sections), in the table and the JSON alike; the total
-        // counts every file.
-        // A file with CUDA fatbins in other data sections is shown with
-        // a note saying so, in the table (they are not counted).
-        let notes: Vec<Option<String>> = scanned
-            .iter()
-            .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
-            .collect();
-        let shown: Vec<(SizeReport, Option<String>)> = reports
+        // other data sections, which the table notes and does not count),
+        // in the table and the JSON alike; the total counts every file.
+        let (shown, notes): (Vec<&SizeReport>, Vec<Option<String>>) = reports
             .iter()
             .zip(&scanned)
-            .zip(notes)
-            .filter(|((r, s), note)| {
+            .map(|(r, s)| {
+                let note = s.result.as_ref().ok().and_then(super::scan::elsewhere_note);
+                (r, s, note)
+            })
+            .filter(|(r, s, note)| {
                 !s.found || r.total.images > 0 || r.error.is_some() || note.is_some()
             })
-            .map(|((r, _), note)| (r.clone(), note))
-            .collect();
+            .map(|(r, _, note)| (r, note))
+            .unzip();
         let mut out = super::io::Report::stdout();
         if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
-                files: &'a [SizeReport],
+                files: &'a [&'a SizeReport],
                 total: Option<&'a SizeReport>,
             }
             serde_json::to_writer_pretty(
                 &mut out,
                 &Doc {
                     schema: "offload-kit/size/1",
-                    files: &shown.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>(),
+                    files: &shown,
                     total: several.then_some(&all),
                 },
             )?;
             writeln!(out)?;
         } else {
-            for (r, note) in shown.iter().filter(|(r, _)| r.error.is_none()) {
+            for (r, note) in shown.iter().zip(&notes).filter(|(r, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;
                 if let Some(note) = note {
                     super::io::print_line(&mut out, &format!("  note: {note}"))?;

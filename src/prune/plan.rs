@@ -269,21 +269,12 @@ fn check_device_left(report: &Report, verdicts: &[Verdict], allow_empty: bool) -
     // Fatbins the file loads itself (cuFFT's kernels) are not pruned: a
     // user reading "no device image would stay" should not think the
     // file has no code for the GPU.
-    let elsewhere: u64 = report.fatbins_elsewhere.iter().map(|(_, k)| k).sum();
-    let also = if elsewhere > 0 {
-        let sections: Vec<&str> = report
-            .fatbins_elsewhere
-            .iter()
-            .map(|(s, _)| s.as_str())
-            .collect();
-        format!(
-            " (the {elsewhere} CUDA fatbin(s) in {}, which the file loads itself, \
-             are not pruned and stay as they are)",
-            sections.join(", ")
-        )
-    } else {
-        String::new()
-    };
+    let also = report
+        .fatbins_elsewhere_said()
+        .map(|t| {
+            format!(" (the {t}, which the file loads itself, are not pruned and stay as they are)")
+        })
+        .unwrap_or_default();
     Err(Error::usage(format!(
         "no device image of the file would stay ({n} container(s) would keep none): \
          --allow-empty allows that{also}"

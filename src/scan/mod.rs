@@ -608,6 +608,28 @@ pub struct Report {
 }
 
 impl Report {
+    /// [`Report::fatbins_elsewhere`] in words, for the commands' notes and
+    /// prune's refusal: `18227 CUDA fatbin(s) in .data (18215), .ldata
+    /// (12)`, or with one section `23983 CUDA fatbin(s) in .ldata`; `None`
+    /// when there are none.
+    pub(crate) fn fatbins_elsewhere_said(&self) -> Option<String> {
+        let [(first, _), more @ ..] = &self.fatbins_elsewhere[..] else {
+            return None;
+        };
+        let total: u64 = self.fatbins_elsewhere.iter().map(|(_, n)| n).sum();
+        let wheres = if more.is_empty() {
+            first.clone()
+        } else {
+            let each: Vec<String> = self
+                .fatbins_elsewhere
+                .iter()
+                .map(|(s, n)| format!("{s} ({n})"))
+                .collect();
+            each.join(", ")
+        };
+        Some(format!("{total} CUDA fatbin(s) in {wheres}"))
+    }
+
     /// Whether anything read was damaged: a [`Problem`] of kind
     /// [`ProblemKind::Damage`], or a scan [stopped](Report::stopped) at a
     /// limit.
