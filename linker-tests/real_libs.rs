@@ -201,8 +201,11 @@ fn rocrand() -> Result<(), Failed> {
     let dump = "--dump-section=.hip_fatbin=fatbin.bin";
     run(&objcopy, &[dump, so, "copy.so"], d).ok()?;
     // clang-offload-bundler 22 refuses ROCm 5's host entry ID, whose triple
-    // has three parts ("invalid bundle id read from the bundle"); we read
-    // it. For LLVM, the ID is given a fourth part of the same length.
+    // has three parts ("invalid bundle id read from the bundle"), when it
+    // reaches it with a target still to find; the scanners read it. Ours
+    // as the bundler does as LLVM's on the bundle as it is; then, for
+    // LLVM, the ID is given a fourth part of the same length.
+    same_unbundling(d)?;
     let mut fb = std::fs::read(d.join("fatbin.bin"))?;
     let (old, new): (&[u8], &[u8]) = (b"host-x86_64-unknown-linux", b"host-x86_64-unknown-lin-g");
     let at = fb[..fb.len().min(4096)]
@@ -247,6 +250,64 @@ fn rocrand() -> Result<(), Failed> {
         (&["--require", "gfx9999"], 2),
     ] {
         same(&format!("check {args:?}"), check(d, args, &deb), code)?;
+    }
+    Ok(())
+}
+
+/// `clang-offload-bundler -unbundle` of each entry of `fatbin.bin` in `d`
+/// (librocrand's bundle with ROCm 5's host ID), by LLVM 22 and by us under
+/// its name: the same exit code for each (LLVM serves the entries it
+/// reads before the host ID and refuses the others), and the same bytes
+/// where it succeeds.
+fn same_unbundling(d: &Path) -> Result<(), Failed> {
+    let llvm_bundler = llvm("clang-offload-bundler");
+    let ours_bundler = crate::util::ours_as("clang-offload-bundler");
+    let list = run(&llvm_bundler, &["-list", "-type=o", "-input=fatbin.bin"], d).ok()?;
+    let (mut served, mut refused) = (0, 0);
+    for id in String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("host-"))
+    {
+        let target = format!("-targets={id}");
+        let unbundle = |tool: &Path, out: &str| {
+            let output = format!("-output={out}");
+            run(
+                tool,
+                &[
+                    "-unbundle",
+                    "-type=o",
+                    "-input=fatbin.bin",
+                    &target,
+                    &output,
+                ],
+                d,
+            )
+        };
+        let (theirs, ours) = (
+            unbundle(&llvm_bundler, "llvm.co"),
+            unbundle(&ours_bundler, "ours.co"),
+        );
+        same(&format!("{id}: exit code"), ours.code, theirs.code)?;
+        if theirs.code == 0 {
+            served += 1;
+            same(
+                &format!("{id}: bytes"),
+                md5_hex(&std::fs::read(d.join("ours.co"))?),
+                md5_hex(&std::fs::read(d.join("llvm.co"))?),
+            )?;
+        } else {
+            refused += 1;
+            if d.join("ours.co").exists() {
+                return Err(format!("{id}: refused, but ours.co was written").into());
+            }
+        }
+        for f in ["llvm.co", "ours.co"] {
+            let _ = std::fs::remove_file(d.join(f));
+        }
+    }
+    // Both outcomes occur: the host ID comes third in LLVM's order.
+    if served == 0 || refused == 0 {
+        return Err(format!("{served} served and {refused} refused: no case of each").into());
     }
     Ok(())
 }

@@ -38,6 +38,14 @@ pub fn assign(
     let mut first = 0;
     let mut got = vec![None; requests.len()];
     for (ei, raw) in entry_ids.iter().enumerate() {
+        // Once every request is served, LLVM reads no further entry (its
+        // loop runs while its worklist has targets): an entry it would
+        // refuse (ROCm 5's host ID `host-x86_64-unknown-linux`, four
+        // parts) is refused only when a request is still open when it
+        // comes.
+        if first == open.len() {
+            break;
+        }
         let text = std::str::from_utf8(raw).map_err(|_| bad_id(raw))?;
         let entry = BundleId::parse(text).map_err(|_| bad_id(raw))?;
         let pos = (first..open.len())
@@ -97,6 +105,24 @@ mod tests {
             }
         }
         got
+    }
+
+    /// ROCm 5 wrote its host entry as `host-x86_64-unknown-linux` (four
+    /// parts, which LLVM 22 refuses): as LLVM, the entries before it in
+    /// reading order still serve their requests, and it is refused only
+    /// when a request is still open when it comes.
+    #[test]
+    fn a_short_id_is_refused_only_when_reached() {
+        let entries: [&[u8]; 3] = [
+            b"hipv4-amdgcn-amd-amdhsa--gfx1030",
+            b"host-x86_64-unknown-linux",
+            b"hipv4-amdgcn-amd-amdhsa--gfx906",
+        ];
+        let request = |id: &str| vec![BundleId::parse(id).unwrap()];
+        let first = request("hipv4-amdgcn-amd-amdhsa--gfx1030");
+        assert_eq!(assign(&entries, &first, false).unwrap(), vec![Some(0)]);
+        let last = request("hipv4-amdgcn-amd-amdhsa--gfx906");
+        assert!(assign(&entries, &last, false).is_err());
     }
 
     #[test]
