@@ -72,6 +72,11 @@ pub fn tests() -> Vec<Trial> {
             &[PTXAS, FATBINARY, CUOBJDUMP, "cc"],
             fatbins_in_data_sections,
         ),
+        trial(
+            "cuda_variants::pe_relocatable_fatbins_in_the_cut_section_name",
+            &[PTXAS, FATBINARY, "clang", "lld-link"],
+            pe_relocatable_fatbins,
+        ),
     ]
 }
 
@@ -213,6 +218,118 @@ fn prune_leaves_them(d: &Path, array: &str) -> Result<(), Failed> {
         return Err(format!("prune --keep sm_80 exits {}, says: {err}", pruned.code).into());
     }
     Ok(())
+}
+
+/// A DLL as nvcc and MSVC make one with relocatable device code
+/// (bitsandbytes' CUDA DLLs): a fatbin in `__nv_relfatbin`, which the
+/// linker cuts to `__nv_rel` (an image's section names have 8 bytes), one
+/// in `.nv_fatbin` (`.nv_fatb`), a wrapper in `.nvFatBinSegment` pointing
+/// at each (built here by clang and lld-link, which cut the names as
+/// MSVC's linker does). Both fatbins are read, with no problem; the raw
+/// scan finds the same; `check` answers for each; `prune` keeps the sm_90
+/// one and empties the other, in place (the containers lie in two
+/// sections).
+fn pe_relocatable_fatbins() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let mut arrays = Vec::new();
+    for arch in ["sm_80", "sm_90"] {
+        std::fs::write(d.join("k.ptx"), kernel_ptx(arch, "8.0"))?;
+        let cubin = format!("{arch}.cubin");
+        let a = format!("-arch={arch}");
+        run(Path::new(PTXAS), &[a.as_str(), "k.ptx", "-o", &cubin], d).ok()?;
+        let fb = format!("{arch}.fatbin");
+        fatbinary(d, &fb, &[("elf", sm_value(arch), cubin)], &[])?;
+        let bytes: Vec<String> = std::fs::read(d.join(&fb))?
+            .iter()
+            .map(|b| b.to_string())
+            .collect();
+        arrays.push(bytes.join(","));
+    }
+    std::fs::write(
+        d.join("fb.c"),
+        format!(
+            "__attribute__((aligned(8), section(\"__nv_relfatbin\"))) \
+             const unsigned char rel[] = {{{}}};\n\
+             __attribute__((aligned(8), section(\".nv_fatbin\"))) \
+             const unsigned char reg[] = {{{}}};\n\
+             struct w {{ int magic; int version; const void *data; void *unused; }};\n\
+             __attribute__((section(\".nvFatBinSegment\"))) \
+             const struct w w1 = {{0x466243b1, 1, rel, 0}};\n\
+             __attribute__((section(\".nvFatBinSegment\"))) \
+             const struct w w2 = {{0x466243b1, 1, reg, 0}};\n\
+             __declspec(dllexport) int f(void) {{ return 0; }}\n",
+            arrays[1], arrays[0]
+        ),
+    )?;
+    run(
+        &crate::util::llvm("clang"),
+        &[
+            "--target=x86_64-pc-windows-msvc",
+            "-c",
+            "fb.c",
+            "-o",
+            "fb.obj",
+        ],
+        d,
+    )
+    .ok()?;
+    run(
+        &crate::util::llvm("lld-link"),
+        &["/dll", "/noentry", "/nodefaultlib", "/out:fb.dll", "fb.obj"],
+        d,
+    )
+    .ok()?;
+    let targets = |doc: &Value| -> Vec<String> {
+        doc["files"][0]["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| format!("{} {}", i["section"], i["target_id"]))
+            .collect()
+    };
+    let doc = ours_json(&["inspect", "--json", "fb.dll"], d)?;
+    same(
+        "problems",
+        doc["files"][0]["problems"].clone(),
+        serde_json::json!([]),
+    )?;
+    same(
+        "images by section",
+        targets(&doc),
+        vec![
+            r#"".nv_fatb" "sm_80""#.to_string(),
+            r#""__nv_rel" "sm_90""#.to_string(),
+        ],
+    )?;
+    let raw = ours_json(&["inspect", "--raw", "--json", "fb.dll"], d)?;
+    let ids = |doc: &Value| -> Vec<String> {
+        let mut v: Vec<String> = doc["files"][0]["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["target_id"].to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    same("the raw scan's images", ids(&raw), ids(&doc))?;
+    for (arch, code) in [("sm_90", 0), ("sm_80", 0), ("sm_100", 1)] {
+        let c = run(&ours(), &["check", "--require", arch, "fb.dll"], d);
+        same(&format!("check --require {arch}"), c.code, code)?;
+    }
+    let p = run(
+        &ours(),
+        &["prune", "--keep", "sm_90", "-o", "out.dll", "fb.dll"],
+        d,
+    );
+    same("prune --keep sm_90", p.code, 0)?;
+    let after = ours_json(&["inspect", "--json", "out.dll"], d)?;
+    same(
+        "images after prune",
+        targets(&after),
+        vec![r#""__nv_rel" "sm_90""#.to_string()],
+    )
 }
 
 /// A kernel for `arch` in PTX ISA `version`.

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | type `SHT_LLVM_OFFLOADING` (0x6fff4c0b), or named `.llvm.offloading*` (COFF, and ELF written by other tools); Mach-O `__offloading` | OffloadBinaries, back to back | LLVM 22 `BinaryFormat/ELF.h`, docs/formats/sections.md |
 //! | `.hip_fatbin` (COFF `.hip_fat`, Mach-O `__hip_fatbin`) | clang bundles and CCOBs, back to back, 4096-aligned | docs/formats/bundles.md, docs/formats/sections.md |
-//! | `.nv_fatbin`, `__nv_relfatbin` (Mach-O `__nv_fatbin`) | CUDA fatbin containers | docs/formats/cuda-fatbin.md |
+//! | `.nv_fatbin`, `__nv_relfatbin` (8-character PE image names `.nv_fatb`, `__nv_rel`; Mach-O `__nv_fatbin`) | CUDA fatbin containers | docs/formats/cuda-fatbin.md |
 //! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | docs/formats/cuda-fatbin.md |
 //! | `.llvm` in a PE image (lld-link cuts `.llvm.offloading` there, with the other `.llvm.*` sections) | OffloadBinaries among other data (the offload entries' names) | docs/windows.md |
 //! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | docs/formats/bundles.md §3 |
@@ -95,7 +95,8 @@ fn role_by_name(name: &[u8]) -> Option<Role> {
         | fatbin::SECTION_CUDA
         | b".nv_fatb"
         | b"__nv_fatbin"
-        | b"__nv_relfatbin" => Some(Role::Fatbins),
+        | b"__nv_relfatbin"
+        | b"__nv_rel" => Some(Role::Fatbins),
         fatbin::WRAPPER_SECTION_HIP
         | fatbin::WRAPPER_SECTION_CUDA
         | b"__fatbin"
