@@ -32,6 +32,7 @@ mod real_libs;
 mod scan;
 mod scan_ci;
 mod scan_rules;
+mod sycl;
 mod util;
 mod windows_hostile;
 mod windows_libs;
@@ -64,6 +65,7 @@ fn main() {
     trials.extend(scan::tests());
     trials.extend(scan_ci::tests());
     trials.extend(scan_rules::tests());
+    trials.extend(sycl::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
     trials.extend(hostile_ob::tests());

@@ -1,11 +1,12 @@
-//! The scanners on real Windows libraries: NVIDIA's and CuPy's `win_amd64`
-//! wheels from PyPI (`scripts/real-libs.sh --windows`, cached), each read
-//! beside the same version's Linux wheel. NVIDIA's own `cuobjdump` refuses
-//! the DLLs, so the references are our raw scan (which reads no section
-//! table) and the Linux build: every DLL and `.pyd` must hold as many
-//! images of each target and kind as its Linux twin, the default scan must
-//! find what the raw scan finds, the kernels of cuRAND must be the Linux
-//! ones (up to the width of `long`), and `check` must answer as on Linux.
+//! The scanners on real Windows libraries: NVIDIA's, CuPy's and
+//! bitsandbytes' `win_amd64` wheels from PyPI (`scripts/real-libs.sh
+//! --windows`, cached), each read beside the same version's Linux wheel.
+//! NVIDIA's own `cuobjdump` refuses the DLLs, so the references are our
+//! raw scan (which reads no section table) and the Linux build: every DLL
+//! and `.pyd` must hold as many images of each target and kind as its
+//! Linux twin, the default scan must find what the raw scan finds, the
+//! kernels of cuRAND must be the Linux ones (up to the width of `long`),
+//! and `check` must answer as on Linux.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,8 @@ pub const CUPY_LINUX: &str = "cupy_cuda12x-14.2.0-cp312-cp312-manylinux2014_x86_
 pub const NVJPEG: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-win_amd64.whl";
 pub const NVJPEG_LINUX: &str =
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
+pub const BNB: &str = "bitsandbytes-0.50.2-py3-none-win_amd64.whl";
+pub const BNB_LINUX: &str = "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
     let tools = &["bash", "/usr/bin/python3", "llvm-cxxfilt"];
@@ -40,6 +43,11 @@ pub fn tests() -> Vec<Trial> {
             "scan::windows::nvjpeg_dll_against_the_linux_build",
             tools,
             nvjpeg,
+        ),
+        trial(
+            "scan::windows::bitsandbytes_cuda_sycl_and_hip_dlls",
+            tools,
+            bitsandbytes,
         ),
         trial(
             "prune::windows::curand_dll_shrinks_checks_and_loads_under_wine",
@@ -301,6 +309,106 @@ fn nvjpeg() -> Result<(), Failed> {
         &["sm_80", "sm_100", "sm_90a", "sm_110"],
     )
     .map(|_| ())
+}
+
+/// bitsandbytes 0.50.2, whose DLLs nobody here built: seven CUDA DLLs,
+/// most of their fatbins in `__nv_rel` (relocatable device code), two
+/// SYCL DLLs whose images lie in one `__CLANG_` section, listed by
+/// `.tgtimg` and named by their descriptors, and three HIP DLLs. Every
+/// CUDA and SYCL DLL holds as many images of each target and kind as its
+/// Linux twin; the raw scan finds each CUDA DLL's images too (it cannot
+/// find the SYCL ones: nothing marks them but the table); the HIP DLLs
+/// hold code objects for AMD GPUs (their Linux twins are built for other
+/// ones); no file of either wheel has a problem; `check --require sm_90`
+/// passes each CUDA DLL, and exits on the Windows wheel as on the Linux
+/// one.
+fn bitsandbytes() -> Result<(), Failed> {
+    let cache = windows_downloads()?;
+    let (w, l) = (cache.join(BNB), cache.join(BNB_LINUX));
+    let (w, l) = (w.to_string_lossy(), l.to_string_lossy());
+    let d = Path::new("/");
+    let doc = ours_json(&["inspect", "--json", &w], d)?;
+    let win = inventories(&doc)?;
+    let raw = inventories(&ours_json(&["inspect", "--json", "--raw", &w], d)?)?;
+    let linux = inventories(&ours_json(&["inspect", "--json", &l], d)?)?;
+    let dll = |v: &str| format!("bitsandbytes/libbitsandbytes_{v}.dll");
+    let cuda = [
+        "cuda118", "cuda121", "cuda124", "cuda126", "cuda128", "cuda130", "cuda132",
+    ];
+    let sycl = ["xpu2025", "xpu2026"];
+    let hip = ["rocm714", "rocm715", "rocm72"];
+    let mut want: Vec<String> = cuda
+        .iter()
+        .chain(&sycl)
+        .chain(&hip)
+        .map(|v| dll(v))
+        .collect();
+    want.sort();
+    same(
+        "the Windows files with device code",
+        win.keys().cloned().collect::<Vec<_>>(),
+        want,
+    )?;
+    for v in cuda.iter().chain(&sycl) {
+        let (wi, li) = (
+            &win[&dll(v)],
+            linux.get(&format!("bitsandbytes/libbitsandbytes_{v}.so")),
+        );
+        let li = li.ok_or_else(|| format!("{v}: the Linux library holds no images"))?;
+        same(
+            &format!("{v}: images per target and kind"),
+            counts(wi),
+            counts(li),
+        )?;
+    }
+    for v in cuda {
+        same(
+            &format!("{v}: the raw scan's inventory"),
+            raw.get(&dll(v)),
+            win.get(&dll(v)),
+        )?;
+    }
+    for v in sycl {
+        let mut images: Vec<String> = doc["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["path"].as_str().is_some_and(|p| p.ends_with(&dll(v))))
+            .flat_map(|f| f["images"].as_array().into_iter().flatten())
+            .map(|i| format!("{} {} {}", i["offload_kind"], i["triple"], i["image_kind"]))
+            .collect();
+        images.dedup();
+        same(
+            &format!("{v}: kinds and targets, in file order"),
+            images,
+            vec![
+                r#""sycl" "spir64" "spirv""#.to_string(),
+                r#""sycl" "spir64_gen" "archive""#.to_string(),
+            ],
+        )?;
+    }
+    for v in hip {
+        let inv = &win[&dll(v)];
+        if !inv
+            .keys()
+            .all(|(t, k)| t.starts_with("gfx") && k == "object")
+        {
+            return Err(format!("{v}: not all AMD GPU code objects: {inv:?}").into());
+        }
+    }
+    let check = |wheel: &str| run(&ours(), &["check", "--require", "sm_90", wheel], d);
+    let (rw, rl) = (check(&w), check(&l));
+    same("check --require sm_90 of both wheels", rw.code, rl.code)?;
+    let out = String::from_utf8_lossy(&rw.stdout);
+    for v in cuda {
+        if !out
+            .lines()
+            .any(|line| line.starts_with("ok ") && line.contains(&dll(v)))
+        {
+            return Err(format!("check --require sm_90 does not pass {v}: {out}").into());
+        }
+    }
+    Ok(())
 }
 
 /// `prune --keep sm_80` of `lib` (in `d`) to `out`: the kept images have

@@ -23,7 +23,10 @@
 #   - cupy-cuda12x 14.2.0 win_amd64 and manylinux2014_x86_64 (99 and 136 MB:
 #     three extension modules with fatbins, `.pyd` on Windows);
 #   - nvidia-nvjpeg-cu12 12.4.0.76 win_amd64 and manylinux2014_x86_64 (5 MB
-#     each: nvjpeg64_12.dll and libnvjpeg.so.12, 175 images each).
+#     each: nvjpeg64_12.dll and libnvjpeg.so.12, 175 images each);
+#   - bitsandbytes 0.50.2 win_amd64 and manylinux_2_24_x86_64 (39 and 43 MB:
+#     seven CUDA DLLs with relocatable fatbins in `__nv_rel`, two SYCL DLLs
+#     whose images lie in `__CLANG_` listed by `.tgtimg`, three HIP DLLs).
 # With --prune, only these (linker-tests/prune/nvidia.rs prunes them and
 # loads what it pruned):
 #   - nvidia-cusparse-cu12 12.5.10.65 (as with --bench), whose 23 fatbins
@@ -84,6 +87,8 @@ if [ "$WINDOWS" = 1 ]; then
     "cupy_cuda12x-14.2.0-cp312-cp312-manylinux2014_x86_64.whl|f82141761f2c81905d49387464ae29438887956d99063381c93a1d5d1b7d32e8|pip:cupy-cuda12x==14.2.0"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-win_amd64.whl|21923726db667bd53050d0de88320983ff423322b7f376057dd943e487c40abc|pip:nvidia-nvjpeg-cu12==12.4.0.76|win_amd64"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
+    "bitsandbytes-0.50.2-py3-none-win_amd64.whl|c697963c8fda3dcd0d7ebd9b5211ae4067feef7cd06e0350d4e816a434fe683d|pip:bitsandbytes==0.50.2|win_amd64"
+    "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl|55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283|pip:bitsandbytes==0.50.2|manylinux_2_24_x86_64"
   )
 fi
 if [ "$PRUNE" = 1 ]; then

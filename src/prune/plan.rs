@@ -623,6 +623,23 @@ fn container_edit(
     let Some(stays) = stays_of(report, verdicts, c.id) else {
         return Ok(None);
     };
+    match c.kind {
+        ContainerKind::Bundle | ContainerKind::CudaFatbin => {}
+        ContainerKind::ObjectBundle => {
+            return Err(refuse(
+                c.kind,
+                c.offset,
+                "its sections are pruned only in a relocatable object, not in a linked file",
+            ));
+        }
+        other => {
+            return Err(refuse(
+                other,
+                c.offset,
+                "this kind of container is not pruned yet",
+            ));
+        }
+    }
     let (offset, bytes) = container_bytes(data, c)?;
     let pruned = match c.kind {
         ContainerKind::Bundle => containers::bundle(bytes, &stays)?,

@@ -8,7 +8,8 @@
 //! | `.nv_fatbin`, `__nv_relfatbin` (8-character PE image names `.nv_fatb`, `__nv_rel`; Mach-O `__nv_fatbin`) | CUDA fatbin containers | docs/formats/cuda-fatbin.md |
 //! | `.hipFatBinSegment`, `.nvFatBinSegment` (Mach-O `__fatbin`; 8-character COFF image names `.hipFatB`, `.nvFatBi`) | fatbin wrappers pointing at the above | docs/formats/cuda-fatbin.md |
 //! | `.llvm` in a PE image (lld-link cuts `.llvm.offloading` there, with the other `.llvm.*` sections) | OffloadBinaries among other data (the offload entries' names) | docs/windows.md |
-//! | `__CLANG_OFFLOAD_BUNDLE__<ID>` | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`) | docs/formats/bundles.md §3 |
+//! | `__CLANG_OFFLOAD_BUNDLE__<ID>` (PE: `__CLANG_`, all merged, IDs lost) | one entry of a bundled object (`clang-offload-bundler -type=o`, HIP `-fgpu-rdc -c`); in a library linked by Intel's SYCL compiler, its images for that target | docs/formats/bundles.md §3, docs/formats/sycl.md |
+//! | `.tgtimg` | (address, size) of each image Intel's SYCL wrapper embeds | docs/formats/sycl.md |
 //!
 //! Sections are recognised by type (ELF) or name, whatever their flags:
 //! `.llvm.offloading` is `SHF_EXCLUDE` in relocatable objects and allocated
@@ -19,6 +20,8 @@ use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolSectio
 
 use crate::fatbin;
 use crate::num::len64;
+
+pub(super) mod sycl;
 use crate::offload_binary::container::{self, SHT_LLVM_OFFLOADING};
 
 /// What a section holds.
@@ -38,6 +41,10 @@ pub(super) enum Role {
     /// `.llvm.offloading` share it with the offload entries' name strings
     /// of `.llvm.rodata.offloading`.
     Mixed,
+    /// `.tgtimg`: the address and size of each device image that Intel's
+    /// SYCL wrapper embeds, pointer-sized pairs (see
+    /// [`ObjectFile::image_table`]).
+    ImageTable,
 }
 
 /// A section that holds device code.
@@ -59,6 +66,8 @@ pub(super) struct Section<'data> {
 /// a wrapper's pointer.
 pub(super) struct ObjectFile<'data> {
     file: object::File<'data>,
+    /// The file's bytes.
+    data: &'data [u8],
     /// A name for the format (`ELF64`, `COFF`, …).
     pub format: &'static str,
     /// Whether the file has a section table at all (a stripped executable
@@ -81,6 +90,9 @@ pub(super) struct ObjectFile<'data> {
 /// Bundle-entry sections are named with the binary bundle magic and the ID.
 const BUNDLE_PREFIX: &[u8] = crate::bundle::binary::MAGIC;
 
+/// What is left of a bundle-entry section's name in a PE image.
+pub(super) const CUT_BUNDLE_SECTION: &[u8] = b"__CLANG_";
+
 fn role_by_name(name: &[u8]) -> Option<Role> {
     if let Some(id) = name.strip_prefix(BUNDLE_PREFIX) {
         return Some(Role::BundleEntry(id.to_vec()));
@@ -89,6 +101,10 @@ fn role_by_name(name: &[u8]) -> Option<Role> {
         return Some(Role::OffloadBinaries);
     }
     match name {
+        // A PE image cuts `__CLANG_OFFLOAD_BUNDLE__<ID>` to 8 bytes, and
+        // its linker merges every such section into one: the IDs are lost.
+        CUT_BUNDLE_SECTION => Some(Role::BundleEntry(Vec::new())),
+        b".tgtimg" => Some(Role::ImageTable),
         fatbin::SECTION_HIP
         | b".hip_fat"
         | b"__hip_fatbin"
@@ -207,6 +223,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     };
     Some(Ok(ObjectFile {
         file,
+        data,
         format,
         has_sections,
         wide,
@@ -284,6 +301,34 @@ impl ObjectFile<'_> {
         })
     }
 
+    /// The file offset a pointer field with relocation `r` holds, `stored`
+    /// being what the field holds (the addend of a COFF relocation).
+    fn relocated(&self, r: &object::Relocation, stored: u64) -> Option<u64> {
+        let coff = self.format == "COFF";
+        let (base, sym_addr) = match r.target() {
+            RelocationTarget::Symbol(i) => {
+                let sym = self.file.symbol_by_index(i).ok()?;
+                let SymbolSection::Section(si) = sym.section() else {
+                    return None;
+                };
+                let target = self.file.section_by_index(si).ok()?;
+                (
+                    target.file_range()?.0,
+                    sym.address().checked_sub(target.address())?,
+                )
+            }
+            RelocationTarget::Section(si) => {
+                (self.file.section_by_index(si).ok()?.file_range()?.0, 0)
+            }
+            _ => return None,
+        };
+        let addend = match coff && r.has_implicit_addend() {
+            true => stored.cast_signed(),
+            false => r.addend(),
+        };
+        base.checked_add(sym_addr)?.checked_add_signed(addend)
+    }
+
     /// Where the pointer stored at `field` (a section offset) of section
     /// `sec` points, as a file offset: the value itself when the linker
     /// wrote it; else a relocation at that place (a symbol plus addend in a
@@ -307,31 +352,9 @@ impl ObjectFile<'_> {
             s.file_range().is_some_and(|(o, _)| o == sec.offset) && s.address() == sec.address
         })?;
         for (at, r) in section.relocations() {
-            if at != field {
-                continue;
+            if at == field {
+                return self.relocated(&r, stored);
             }
-            let (base, sym_addr) = match r.target() {
-                RelocationTarget::Symbol(i) => {
-                    let sym = self.file.symbol_by_index(i).ok()?;
-                    let SymbolSection::Section(si) = sym.section() else {
-                        return None;
-                    };
-                    let target = self.file.section_by_index(si).ok()?;
-                    (
-                        target.file_range()?.0,
-                        sym.address().checked_sub(target.address())?,
-                    )
-                }
-                RelocationTarget::Section(si) => {
-                    (self.file.section_by_index(si).ok()?.file_range()?.0, 0)
-                }
-                _ => return None,
-            };
-            let addend = match coff && r.has_implicit_addend() {
-                true => stored.cast_signed(),
-                false => r.addend(),
-            };
-            return base.checked_add(sym_addr)?.checked_add_signed(addend);
         }
         let addr = sec.address.checked_add(field)?;
         for (at, r) in self.file.dynamic_relocations()? {

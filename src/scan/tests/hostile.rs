@@ -457,3 +457,87 @@ fn fatbins_elsewhere_search_at_most_the_file() {
     assert!(r.fatbins_elsewhere.len() <= 17);
     assert_eq!(r.fatbins_elsewhere[0], (".data".to_owned(), 4));
 }
+
+/// A relocatable object whose image table (`.tgtimg`) has 5,000 rows for
+/// its one zstd-compressed image (found through the section's own
+/// relocations), one row whose image claims to decompress to 2^64 - 1
+/// bytes, and half a row: the image is read once, each other row is a
+/// problem, and the huge one is over the decompression budget (nothing
+/// of that size is allocated).
+#[test]
+fn image_table_rows_read_each_image_once_within_the_budget() {
+    use object::write::{Object as WObject, Relocation};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags,
+        RelocationKind, SectionKind,
+    };
+    const ROWS: u64 = 5_000;
+    let image = b"\x03\x02\x23\x07 a SPIR-V module, as far as its magic goes".repeat(4);
+    let frame = zstd::bulk::compress(&image, 3).unwrap();
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let b = o.add_section(
+        Vec::new(),
+        b"__CLANG_OFFLOAD_BUNDLE__sycl-spir64".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    o.append_section_data(b, &frame, 16);
+    let second = o.append_section_data(b, &frame, 16);
+    let t = o.add_section(Vec::new(), b".tgtimg".to_vec(), SectionKind::ReadOnlyData);
+    let mut table = Vec::new();
+    for _ in 0..ROWS {
+        table.extend_from_slice(&0u64.to_le_bytes());
+        table.extend_from_slice(&(image.len() as u64).to_le_bytes());
+    }
+    table.extend_from_slice(&0u64.to_le_bytes());
+    table.extend_from_slice(&u64::MAX.to_le_bytes());
+    table.extend_from_slice(&[1; 8]);
+    o.append_section_data(t, &table, 16);
+    let sym = o.section_symbol(b);
+    for row in 0..=ROWS {
+        let flags = RelocationFlags::Generic {
+            kind: RelocationKind::Absolute,
+            encoding: RelocationEncoding::Generic,
+            size: 64,
+        };
+        let addend = if row == ROWS { second as i64 } else { 0 };
+        o.add_relocation(
+            t,
+            Relocation {
+                offset: row * 16,
+                symbol: sym,
+                addend,
+                flags,
+            },
+        )
+        .unwrap();
+    }
+    let elf = o.write().unwrap();
+    let opts = Options {
+        hash: Some(HashAlgo::Xxh3_128),
+        ..Options::default()
+    };
+    let r = scan(&elf, &opts);
+    assert_eq!(r.images.len(), 2, "{:?}", r.images);
+    assert_eq!(r.images[0].uncompressed_size, Some(image.len() as u64));
+    assert_eq!(
+        r.images[0].image_kind,
+        Some(Content::Image(ImageKind::IMG_SPIRV))
+    );
+    assert!(r.images[0].hash.is_some());
+    assert!(r.images[1].hash.is_none());
+    let said: Vec<&str> = r.problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(
+        said.iter()
+            .filter(|m| m.contains("gives the image of row 0 again"))
+            .count(),
+        usize::try_from(ROWS - 1).unwrap(),
+    );
+    assert!(
+        said.iter().any(|m| m.contains("last row is 8 bytes")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|m| m.contains("18446744073709551615")),
+        "{said:?}"
+    );
+}

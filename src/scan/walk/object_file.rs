@@ -1,17 +1,25 @@
 //! Object files read through their section headers: the sections that
 //! hold containers walked as sequences, fatbin wrapper sections read as
-//! wrappers, and bundle-entry sections as one object bundle.
+//! wrappers, and bundle-entry sections as one object bundle, whose
+//! entries are the images an image table (`.tgtimg`) lists in them, or
+//! else each section whole.
 
-use super::{Expect, Loc, Walker};
-use crate::num::len64;
+use std::collections::{BTreeMap, HashSet};
+
+use std::io::Read;
+
+use super::{Expect, Loc, SNIFF_HEAD, Walker, over_budget, sniff};
+use crate::num::{len64, usize_from};
 use crate::scan::ContainerKind;
-use crate::scan::sections::{ObjectFile, Role};
+use crate::scan::sections::sycl::{Span, TableEntry};
+use crate::scan::sections::{CUT_BUNDLE_SECTION, ObjectFile, Role, Section};
 
 impl Walker<'_> {
     /// Walks the sections of object file `o` that hold containers, and its
-    /// bundle-entry sections as one object bundle.
+    /// bundle-entry sections and image tables as one object bundle.
     pub(super) fn object(&mut self, o: &ObjectFile<'_>, loc: &Loc) {
         let mut bundle_sections = Vec::new();
+        let mut tables = Vec::new();
         for sec in &o.sections {
             if self.stopped() {
                 break;
@@ -27,6 +35,7 @@ impl Walker<'_> {
                 Role::Mixed => self.region(sec.data, &l, Expect::Among),
                 Role::Wrappers => self.wrappers(o, sec, &l, loc.abs),
                 Role::BundleEntry(id) => bundle_sections.push((id.clone(), sec, l)),
+                Role::ImageTable => tables.push((sec, l)),
             }
         }
         for (name, err) in &o.problems {
@@ -36,22 +45,243 @@ impl Walker<'_> {
             };
             self.problem(&l, None, format!("cannot read the section: {err}"));
         }
-        if bundle_sections.is_empty() {
+        self.object_bundle(o, &bundle_sections, &tables, loc);
+    }
+
+    /// The bundle-entry sections `bundle_sections` (ID, section, place)
+    /// and the rows of the image tables `tables` of object file `o`, as
+    /// one object bundle: the images the rows list, each in the section it
+    /// lies in, and each bundle-entry section that holds none, whole.
+    fn object_bundle(
+        &mut self,
+        o: &ObjectFile<'_>,
+        bundle_sections: &[(Vec<u8>, &Section<'_>, Loc)],
+        tables: &[(&Section<'_>, Loc)],
+        loc: &Loc,
+    ) {
+        let listed = self.table_entries(o, tables);
+        if bundle_sections.is_empty() && listed.is_empty() {
             return;
         }
-        let size = bundle_sections.iter().map(|(_, s, _)| len64(s.data)).sum();
+        let by_section = self.by_section(o, listed, loc);
+        let targets = {
+            let cut: HashSet<u64> = by_section
+                .values()
+                .filter(|(span, _)| span.name.as_bytes() == CUT_BUNDLE_SECTION)
+                .flat_map(|(_, es)| es.iter().map(|e| e.address))
+                .collect();
+            o.sycl_targets(&cut)
+        };
+        let whole: Vec<_> = bundle_sections
+            .iter()
+            .filter(|(_, sec, _)| !by_section.contains_key(&sec.offset))
+            .collect();
+        let size = whole.iter().map(|(_, s, _)| len64(s.data)).sum::<u64>()
+            + by_section
+                .values()
+                .map(|(span, _)| span.end - span.start)
+                .sum::<u64>();
         let id = self.new_container(ContainerKind::ObjectBundle, None, loc, 0, size);
         self.report.containers[id].offset = None;
-        for (i, (name, sec, l)) in bundle_sections.into_iter().enumerate() {
+        let mut index = 0;
+        for (name, sec, l) in whole {
             if self.stopped() {
                 break;
             }
             let inner = Loc {
                 depth: loc.depth + 1,
-                ..l
+                ..l.clone()
             };
-            let at = super::bundle::EntryAt::new(id, i, &name, 0, len64(sec.data));
+            let at = super::bundle::EntryAt::new(id, index, name, 0, len64(sec.data));
             self.bundle_entry(&at, Some(sec.data), &inner);
+            index += 1;
+        }
+        for (span, mut entries) in by_section.into_values() {
+            entries.sort_by_key(|e| e.offset);
+            let named = bundle_sections
+                .iter()
+                .find(|(_, sec, _)| sec.offset == span.start)
+                .map(|(name, _, _)| name.as_slice())
+                .filter(|n| !n.is_empty());
+            let inner = Loc {
+                section: Some(span.name.clone()),
+                depth: loc.depth + 1,
+                ..loc.at(span.start)
+            };
+            for e in entries {
+                if self.stopped() {
+                    break;
+                }
+                let target = targets.get(&e.address).map(|t| format!("sycl-{t}"));
+                let id_text = named.or(target.as_deref().map(str::as_bytes));
+                self.table_image(o, id, index, id_text.unwrap_or_default(), &span, &e, &inner);
+                index += 1;
+            }
+        }
+    }
+
+    /// The table rows `listed` by the section they lie in (by its start);
+    /// a row in no section is a problem.
+    fn by_section(
+        &mut self,
+        o: &ObjectFile<'_>,
+        listed: Vec<TableEntry>,
+        loc: &Loc,
+    ) -> BTreeMap<u64, (Span, Vec<TableEntry>)> {
+        let mut by_section: BTreeMap<u64, (Span, Vec<TableEntry>)> = BTreeMap::new();
+        let spans = if listed.is_empty() {
+            None
+        } else {
+            Some(o.spans())
+        };
+        for e in listed {
+            let Some(span) = spans.as_ref().and_then(|s| s.at(e.offset)).cloned() else {
+                self.problem(
+                    loc,
+                    None,
+                    format!(
+                        "the image table's row {} leads to offset {:#x}, which no section holds",
+                        e.index, e.offset
+                    ),
+                );
+                continue;
+            };
+            by_section
+                .entry(span.start)
+                .or_insert_with(|| (span, Vec::new()))
+                .1
+                .push(e);
+        }
+        by_section
+    }
+
+    /// The rows of the image tables `tables`, each row that does not lead
+    /// into the file reported as a problem of its table.
+    fn table_entries(
+        &mut self,
+        o: &ObjectFile<'_>,
+        tables: &[(&Section<'_>, Loc)],
+    ) -> Vec<TableEntry> {
+        let mut out = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (sec, l) in tables {
+            for row in o.image_table(sec) {
+                match row {
+                    Ok(e) => match seen.get(&e.offset) {
+                        // Two rows of one image would read it twice.
+                        Some(first) => self.problem(
+                            l,
+                            None,
+                            format!(
+                                "the image table's row {} gives the image of row {first} again",
+                                e.index
+                            ),
+                        ),
+                        None => {
+                            seen.insert(e.offset, e.index);
+                            out.push(e);
+                        }
+                    },
+                    Err(why) => self.problem(l, None, why),
+                }
+            }
+        }
+        out
+    }
+
+    /// Pushes the image of table row `e`, which lies in section `span`,
+    /// as entry `index` of object bundle `container` with bundle ID `id`:
+    /// the row's size in bytes from its address, or, where a zstd frame
+    /// starts there (the wrapper's compression), that frame, which must
+    /// decompress to the row's size. It is decompressed when its bytes are
+    /// asked for (a hash, a visitor) or checked (`--verify`), else only its
+    /// first bytes, for its kind.
+    #[allow(clippy::too_many_arguments)]
+    fn table_image(
+        &mut self,
+        o: &ObjectFile<'_>,
+        container: usize,
+        index: usize,
+        id: &[u8],
+        span: &Span,
+        e: &TableEntry,
+        inner: &Loc,
+    ) {
+        let rel = e.offset - span.start;
+        let file = o.bytes();
+        let end = usize_from(span.end.min(len64(file)));
+        let rest = file.get(usize_from(e.offset)..end).unwrap_or_default();
+        let past = |what: &str| {
+            format!(
+                "the image table's row {} gives {what} at {:#x}, which runs past the end of \
+                 section {} or of the file",
+                e.index, e.offset, span.name
+            )
+        };
+        if !rest.starts_with(&ZSTD_MAGIC) {
+            let at = super::bundle::EntryAt::new(container, index, id, rel, e.size);
+            match rest.get(..usize_from(e.size)) {
+                Some(bytes) => self.bundle_entry(&at, Some(bytes), inner),
+                None => {
+                    let why = past(&format!("an image of {} bytes", e.size));
+                    self.problem(&inner.at(rel), Some(container), why);
+                }
+            }
+            return;
+        }
+        let Some(stored) = zstd::zstd_safe::find_frame_compressed_size(rest)
+            .ok()
+            .and_then(|n| rest.get(..n))
+        else {
+            let why = past("a zstd frame");
+            self.problem(&inner.at(rel), Some(container), why);
+            return;
+        };
+        let at = super::bundle::EntryAt::new(container, index, id, rel, len64(stored));
+        let mut image = self.bundle_image(&at, None, inner);
+        image.uncompressed_size = Some(e.size);
+        image.strings.push(("compression".into(), "zstd".into()));
+        let wanted = self.opts.hash.is_some() || self.opts.verify || self.visit.wants(&image);
+        if !wanted {
+            let mut head = Vec::with_capacity(SNIFF_HEAD);
+            if let Ok(d) = zstd::stream::read::Decoder::with_buffer(stored) {
+                let _ = d.take(SNIFF_HEAD as u64).read_to_end(&mut head);
+            }
+            image.image_kind = Some(sniff(&head));
+            self.push_image(image, None, &inner.at(rel));
+            return;
+        }
+        let decoded = if e.size > self.budget {
+            Err(over_budget(e.size, self.budget).to_string())
+        } else {
+            self.budget -= e.size;
+            match zstd::bulk::decompress(stored, usize_from(e.size)) {
+                Ok(v) if len64(&v) == e.size => Ok(v),
+                Ok(v) => Err(format!(
+                    "it decompresses to {} bytes where the image table says {}",
+                    v.len(),
+                    e.size
+                )),
+                Err(err) => Err(format!("it does not decompress ({err})")),
+            }
+        };
+        match decoded {
+            Ok(v) => {
+                image.image_kind = Some(sniff(&v));
+                self.push_image(image, Some(&v), &inner.at(rel));
+            }
+            Err(why) => {
+                self.problem(
+                    &inner.at(rel),
+                    Some(container),
+                    format!("the zstd-compressed image at {:#x}: {why}", e.offset),
+                );
+                let id = self.push_image(image, None, &inner.at(rel));
+                self.visit.unavailable(&self.report.images[id], &why);
+            }
         }
     }
 }
+
+/// The first bytes of a zstd frame.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
