@@ -85,8 +85,9 @@ pub fn tests() -> Vec<Trial> {
 /// `cuobjdump` reads none): one in `.rodata` and two in `.data`, made by
 /// `fatbinary` from an sm_90 cubin and compiled into a shared library by
 /// `cc`. The section scan lists no image but counts them, by section, in
-/// `inspect` (a note; `fatbins_elsewhere` in JSON), `size`, `diff` and
-/// `check` (whose failure says `--raw` reads them); `--raw` lists the three. With
+/// `inspect` (a note; `fatbins_elsewhere` in JSON, and in the JSON of
+/// `size`, `check` and `diff`), `size`, `diff` and `check` (whose failure
+/// says `--raw` reads them); `--raw` lists the three. With
 /// the fatbin in `.nv_fatbin` as well, `prune` for a GPU that loads none
 /// of it refuses, saying the three others stay as they are.
 fn fatbins_in_data_sections() -> Result<(), Failed> {
@@ -140,6 +141,7 @@ fn fatbins_in_data_sections() -> Result<(), Failed> {
             {"section": ".data", "fatbins": 2}
         ]),
     )?;
+    same_lists_in_json(d, &file["fatbins_elsewhere"])?;
     let text = run(&ours(), &["inspect", "libfb.so"], d).ok()?;
     let want = "note: 3 CUDA fatbin(s) in .rodata (1), .data (2), which the file loads itself, \
                 not read (--raw reads them)";
@@ -186,6 +188,39 @@ fn fatbins_in_data_sections() -> Result<(), Failed> {
         true,
     )?;
     prune_leaves_them(d, &array)
+}
+
+/// `libfb.so` of [`fatbins_in_data_sections`] (in `d`): the JSON of
+/// `size`, `check` and `diff` (each side) has `inspect --json`'s
+/// `fatbins_elsewhere`, `want`.
+fn same_lists_in_json(d: &Path, want: &Value) -> Result<(), Failed> {
+    let size = ours_json(&["size", "--json", "libfb.so"], d)?;
+    same(
+        "size --json: fatbins_elsewhere",
+        &size["files"][0]["fatbins_elsewhere"],
+        want,
+    )?;
+    let check = run(
+        &ours(),
+        &["check", "--json", "--require", "sm_90", "libfb.so"],
+        d,
+    );
+    let check: Value = serde_json::from_slice(&check.stdout)?;
+    same(
+        "check --json: fatbins_elsewhere",
+        &check["files"][0]["fatbins_elsewhere"],
+        want,
+    )?;
+    let diff = run(&ours(), &["diff", "--json", "libfb.so", "libfb.so"], d);
+    let diff: Value = serde_json::from_slice(&diff.stdout)?;
+    for side in ["old", "new"] {
+        same(
+            &format!("diff --json: {side}_fatbins_elsewhere"),
+            &diff["files"][0][format!("{side}_fatbins_elsewhere")],
+            want,
+        )?;
+    }
+    Ok(())
 }
 
 /// [`fatbins_in_data_sections`]'s library with its fatbin (`array`, as C)

@@ -194,7 +194,15 @@ impl CheckOpts {
         let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
         if self.json {
             let mut out = super::io::Report::stdout();
-            let doc = Document::new(&req, &paths, &outcome, &kernels);
+            let elsewhere: Vec<&[(String, u64)]> = scanned
+                .iter()
+                .map(|s| {
+                    s.result
+                        .as_ref()
+                        .map_or(&[][..], |r| &r.fatbins_elsewhere[..])
+                })
+                .collect();
+            let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere);
             serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
             out.flush()?;

@@ -74,14 +74,40 @@ impl SizeOpts {
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
-                files: &'a [&'a SizeReport],
+                files: Vec<FileDoc<'a>>,
                 total: Option<&'a SizeReport>,
             }
+            /// A file's report, and the fatbins in its data sections that
+            /// the table does not count (as `inspect --json` has them).
+            #[derive(Serialize)]
+            struct FileDoc<'a> {
+                #[serde(flatten)]
+                report: &'a SizeReport,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                fatbins_elsewhere: Option<scan::json::Elsewhere<'a>>,
+            }
+            let elsewhere: std::collections::HashMap<&str, &[(String, u64)]> = scanned
+                .iter()
+                .filter_map(|s| {
+                    let r = s.result.as_ref().ok()?;
+                    (!r.fatbins_elsewhere.is_empty())
+                        .then_some((s.path.as_str(), &r.fatbins_elsewhere[..]))
+                })
+                .collect();
+            let files = shown
+                .iter()
+                .map(|r| FileDoc {
+                    report: r,
+                    fatbins_elsewhere: elsewhere
+                        .get(r.path.as_str())
+                        .map(|e| scan::json::Elsewhere(e)),
+                })
+                .collect();
             serde_json::to_writer_pretty(
                 &mut out,
                 &Doc {
                     schema: "offload-kit/size/1",
-                    files: &shown,
+                    files,
                     total: several.then_some(&all),
                 },
             )?;

@@ -17,6 +17,7 @@ use crate::inputs::{
     Scanned, Source, over_allowance, par_map, scan_file, scan_file_kernels, with_threads,
 };
 use crate::kernels;
+use crate::scan::json::Elsewhere;
 use crate::scan::{self, Report};
 
 /// How two sides are compared.
@@ -564,6 +565,12 @@ struct DocumentFile<'a> {
     status: FileStatus,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// CUDA fatbins in the data sections of each side, which the diff does
+    /// not compare (`inspect --json` has the same lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    old_fatbins_elsewhere: Option<Elsewhere<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    new_fatbins_elsewhere: Option<Elsewhere<'a>>,
     #[serde(flatten)]
     diff: Option<&'a FileDiff>,
 }
@@ -586,6 +593,8 @@ impl<'a> Document<'a> {
                 new_path: c.new.as_ref().map(|s| s.path.as_str()),
                 status: c.status,
                 error: error_of(c),
+                old_fatbins_elsewhere: elsewhere(c.old.as_ref()),
+                new_fatbins_elsewhere: elsewhere(c.new.as_ref()),
                 diff: c.diff.as_ref(),
             })
             .collect();
@@ -598,6 +607,12 @@ impl<'a> Document<'a> {
             summary: summary(compared),
         }
     }
+}
+
+/// The fatbins in the data sections of side `s`, when it has some.
+fn elsewhere(s: Option<&Scanned>) -> Option<Elsewhere<'_>> {
+    let r = s?.result.as_ref().ok()?;
+    (!r.fatbins_elsewhere.is_empty()).then_some(Elsewhere(&r.fatbins_elsewhere))
 }
 
 /// Why a file could not be compared: each side's error, naming its path.

@@ -202,20 +202,26 @@ fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Err
     if r.fatbins_elsewhere.is_empty() {
         return Ok(());
     }
-    #[derive(Serialize)]
-    struct Elsewhere<'a> {
-        section: &'a str,
-        fatbins: u64,
-    }
-    let v: Vec<_> = r
-        .fatbins_elsewhere
-        .iter()
-        .map(|(section, fatbins)| Elsewhere {
+    st.serialize_field("fatbins_elsewhere", &Elsewhere(&r.fatbins_elsewhere))
+}
+
+/// [`Report::fatbins_elsewhere`] as the commands' JSON has it: a list of
+/// `{"section": …, "fatbins": …}`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Elsewhere<'a>(pub(crate) &'a [(String, u64)]);
+
+impl Serialize for Elsewhere<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Row<'a> {
+            section: &'a str,
+            fatbins: u64,
+        }
+        s.collect_seq(self.0.iter().map(|(section, fatbins)| Row {
             section,
             fatbins: *fatbins,
-        })
-        .collect();
-    st.serialize_field("fatbins_elsewhere", &v)
+        }))
+    }
 }
 
 /// The device images of a report, or (`true`) its bundles' host entries.

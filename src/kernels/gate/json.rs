@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::Gate;
 use crate::kernels::KernelRuleResult;
 use crate::scan::check::Failure;
+use crate::scan::json::Elsewhere;
 use crate::scan::{Outcome, Requirements, Rule, RuleResult, Verdict};
 
 /// The schema [`Document`] follows.
@@ -60,6 +61,10 @@ struct File<'a> {
     /// Why it could not be read, it is corrupt, or its symbols damaged.
     error: Option<String>,
     failures: Vec<String>,
+    /// CUDA fatbins in its other data sections, which the rules did not
+    /// see (`inspect --json` has the same list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fatbins_elsewhere: Option<Elsewhere<'a>>,
     /// Only when kernel rules were judged on it.
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel_rules: Option<Vec<KernelResultDoc<'a>>>,
@@ -114,13 +119,14 @@ struct AllInputs<'a> {
 
 impl<'a> Document<'a> {
     /// The document of inputs named `paths` checked against `req`: their
-    /// `outcome` and the `gate` of their kernel rules (both in the order
-    /// of `paths`).
+    /// `outcome`, the `gate` of their kernel rules and the fatbins each
+    /// holds in other data sections (all in the order of `paths`).
     pub(crate) fn new(
         req: &Requirements,
         paths: &[&'a str],
         outcome: &'a Outcome,
         gate: &'a Gate,
+        elsewhere: &[&'a [(String, u64)]],
     ) -> Document<'a> {
         let exit_code = gate.exit_code(outcome);
         Document {
@@ -137,7 +143,14 @@ impl<'a> Document<'a> {
                 .iter()
                 .zip(&outcome.files)
                 .enumerate()
-                .map(|(i, (path, v))| File::of(i, path, v, gate))
+                .map(|(i, (path, v))| {
+                    let mut f = File::of(i, path, v, gate);
+                    f.fatbins_elsewhere = elsewhere
+                        .get(i)
+                        .filter(|e| !e.is_empty())
+                        .map(|e| Elsewhere(e));
+                    f
+                })
                 .collect(),
             no_device_code: outcome.no_device_code,
             passed: exit_code == 0,
@@ -188,6 +201,7 @@ impl<'a> File<'a> {
             device_images: 0,
             error: None,
             failures: Vec::new(),
+            fatbins_elsewhere: None,
             kernel_rules: None,
             path,
             present: &[],
@@ -289,7 +303,7 @@ mod tests {
             req,
         );
         let paths: Vec<&str> = inputs.iter().map(|(p, _)| *p).collect();
-        serde_json::to_string_pretty(&Document::new(req, &paths, &outcome, &gate)).unwrap()
+        serde_json::to_string_pretty(&Document::new(req, &paths, &outcome, &gate, &[])).unwrap()
     }
 
     #[test]
