@@ -11,7 +11,8 @@
 //! `__CLANG_` and merge them: there the descriptors name the targets.
 //!
 //! Both list the three images with their targets, kinds and sizes,
-//! `extract` writes the original bytes, and table rows that lie about
+//! `check` names the targets they hold, `extract` writes the original
+//! bytes, and table rows that lie about
 //! their image are damage (exit 2), never another image.
 
 use std::collections::BTreeMap;
@@ -236,6 +237,13 @@ fn image_tables() -> Result<(), Failed> {
         .collect();
     expected.sort();
     same("images of the library", kinds, expected)?;
+    // check names what they hold by their triples (they have no target ID).
+    let c = run(&ours(), &["check", "--require", "sm_90", "lib.dll"], d);
+    same("check --require sm_90 lib.dll", c.code, 1)?;
+    if !String::from_utf8_lossy(&c.stdout).contains("(has: spir64 spir64_gen)") {
+        let out = String::from_utf8_lossy(&c.stdout);
+        return Err(format!("check does not name the SYCL targets: {out}").into());
+    }
     let want: BTreeMap<String, usize> = IMAGES
         .iter()
         .map(|(_, file, _)| Ok((md5_hex(&std::fs::read(d.join(file))?), 1)))

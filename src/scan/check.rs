@@ -388,9 +388,14 @@ pub fn check<'a>(
         if req.strict && req.allow_corrupt {
             failures.extend(damage(r).map(Failure::Problem));
         }
+        // An image with no target ID (SPIR-V, SYCL's) is named by its
+        // triple.
         let mut present: Vec<String> = imgs
             .iter()
-            .map(|i| image_label_plain(i))
+            .map(|i| match image_label_plain(i) {
+                l if l.is_empty() => i.triple.clone(),
+                l => l,
+            })
             .filter(|l| !l.is_empty())
             .collect();
         super::sort::arch_sort(&mut present);
