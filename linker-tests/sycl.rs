@@ -244,6 +244,12 @@ fn image_tables() -> Result<(), Failed> {
         let out = String::from_utf8_lossy(&c.stdout);
         return Err(format!("check does not name the SYCL targets: {out}").into());
     }
+    let c = run(&ours(), &["check", "--require-kind", "sycl", "lib.so"], d);
+    same("check --require-kind sycl lib.so", c.code, 0)?;
+    if !String::from_utf8_lossy(&c.stdout).contains("(*:sycl: spir64 spir64_gen)") {
+        let out = String::from_utf8_lossy(&c.stdout);
+        return Err(format!("check does not say what serves the rule: {out}").into());
+    }
     let want: BTreeMap<String, usize> = IMAGES
         .iter()
         .map(|(_, file, _)| Ok((md5_hex(&std::fs::read(d.join(file))?), 1)))

@@ -103,10 +103,14 @@ pub struct RuleResult {
 }
 
 /// An image's target ID, or for a host CPU image the CPU
-/// ([`cpu_arch`](super::select::cpu_arch)); empty when it has neither.
+/// ([`cpu_arch`](super::select::cpu_arch)), or else its triple; empty
+/// when it has none of them.
 fn image_label_plain(img: &Image) -> String {
     match super::select::cpu_arch(img) {
         Some(cpu) => cpu.name().to_string(),
+        // An image with no target ID (SPIR-V, SYCL's) is named by its
+        // triple.
+        None if img.target_id.is_empty() => img.triple.clone(),
         None => img.target_id.clone(),
     }
 }
@@ -388,14 +392,9 @@ pub fn check<'a>(
         if req.strict && req.allow_corrupt {
             failures.extend(damage(r).map(Failure::Problem));
         }
-        // An image with no target ID (SPIR-V, SYCL's) is named by its
-        // triple.
         let mut present: Vec<String> = imgs
             .iter()
-            .map(|i| match image_label_plain(i) {
-                l if l.is_empty() => i.triple.clone(),
-                l => l,
-            })
+            .map(|i| image_label_plain(i))
             .filter(|l| !l.is_empty())
             .collect();
         super::sort::arch_sort(&mut present);
