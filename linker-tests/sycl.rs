@@ -11,8 +11,8 @@
 //! `__CLANG_` and merge them: there the descriptors name the targets.
 //!
 //! Both list the three images with their targets, kinds and sizes,
-//! `check` names the targets they hold, `extract` writes the original
-//! bytes, and table rows that lie about
+//! `check` and `prune`'s report name the targets they hold, `extract`
+//! writes the original bytes, and table rows that lie about
 //! their image are damage (exit 2), never another image.
 
 use std::collections::BTreeMap;
@@ -250,6 +250,25 @@ fn image_tables() -> Result<(), Failed> {
         let out = String::from_utf8_lossy(&c.stdout);
         return Err(format!("check does not say what serves the rule: {out}").into());
     }
+    // prune's report names the groups it keeps by triple too.
+    let p = ours_json(
+        &["prune", "--drop", "sm_90", "--dry-run", "--json", "lib.dll"],
+        d,
+    )?;
+    let kept: Vec<String> = p["files"][0]["kept"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| format!("{} {} {}", g["target"], g["kind"], g["images"]))
+        .collect();
+    same(
+        "prune --drop sm_90: kept",
+        kept,
+        vec![
+            r#""spir64" "spirv" 2"#.to_string(),
+            r#""spir64_gen" "archive" 1"#.to_string(),
+        ],
+    )?;
     let want: BTreeMap<String, usize> = IMAGES
         .iter()
         .map(|(_, file, _)| Ok((md5_hex(&std::fs::read(d.join(file))?), 1)))

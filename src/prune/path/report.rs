@@ -43,7 +43,8 @@ use crate::scan::sort::arch_cmp;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ImageGroup {
-    /// The images' target ID (`gfx90a:xnack+`, `sm_86`).
+    /// The images' target ID (`gfx90a:xnack+`, `sm_86`), or their triple
+    /// when they have none (SYCL's `spir64`, a bare SPIR-V file's `spirv`).
     pub target: String,
     /// Their kind (`object`, `ptx`, `cubin`; `unknown` where the scan could
     /// not tell).
@@ -177,7 +178,11 @@ pub(crate) fn groups<'a>(
     merge(
         images
             .map(|i| ImageGroup {
-                target: i.target_id.clone(),
+                target: if i.target_id.is_empty() {
+                    i.triple.clone()
+                } else {
+                    i.target_id.clone()
+                },
                 kind: i
                     .image_kind
                     .as_ref()
