@@ -297,7 +297,7 @@ impl ObjectFile<'_> {
             let (off, size) = s.file_range()?;
             let start = s.address();
             (addr >= start && addr - start < size && (pe || s.size() == size))
-                .then(|| off + (addr - start))
+                .then(|| off.checked_add(addr - start))?
         })
     }
 

@@ -33,8 +33,11 @@ pub(in crate::scan) struct TableEntry {
 /// A section that holds file bytes: its name and range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::scan) struct Span {
+    /// The section's name.
     pub name: String,
+    /// Its first byte's file offset.
     pub start: u64,
+    /// The file offset just past its last byte.
     pub end: u64,
 }
 
@@ -79,7 +82,7 @@ impl AddressIndex {
         }
         let i = self.ranges.partition_point(|r| r.0 <= addr);
         let &(start, size, off) = self.ranges[..i].last()?;
-        (addr - start < size).then(|| off + (addr - start))
+        (addr - start < size).then(|| off.checked_add(addr - start))?
     }
 }
 

@@ -5,7 +5,6 @@
 //! else each section whole.
 
 use std::collections::{BTreeMap, HashSet};
-
 use std::io::Read;
 
 use super::{Expect, Loc, SNIFF_HEAD, Walker, over_budget, sniff};
@@ -76,11 +75,12 @@ impl Walker<'_> {
             .iter()
             .filter(|(_, sec, _)| !by_section.contains_key(&sec.offset))
             .collect();
-        let size = whole.iter().map(|(_, s, _)| len64(s.data)).sum::<u64>()
-            + by_section
-                .values()
-                .map(|(span, _)| span.end - span.start)
-                .sum::<u64>();
+        // Sections a hostile header makes huge add up to at most 2^64 - 1.
+        let size = whole
+            .iter()
+            .map(|(_, s, _)| len64(s.data))
+            .chain(by_section.values().map(|(span, _)| span.end - span.start))
+            .fold(0u64, u64::saturating_add);
         let id = self.new_container(ContainerKind::ObjectBundle, None, loc, 0, size);
         self.report.containers[id].offset = None;
         let mut index = 0;
