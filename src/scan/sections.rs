@@ -101,8 +101,9 @@ fn role_by_name(name: &[u8]) -> Option<Role> {
         return Some(Role::OffloadBinaries);
     }
     match name {
-        // A PE image cuts `__CLANG_OFFLOAD_BUNDLE__<ID>` to 8 bytes, and
-        // its linker merges every such section into one: the IDs are lost.
+        // A PE image cuts `__CLANG_OFFLOAD_BUNDLE__<ID>` to 8 bytes (and
+        // its linker may merge every such section into one): the IDs are
+        // lost.
         CUT_BUNDLE_SECTION => Some(Role::BundleEntry(Vec::new())),
         b".tgtimg" => Some(Role::ImageTable),
         fatbin::SECTION_HIP
