@@ -79,8 +79,6 @@ pub(super) struct ObjectFile<'data> {
     pub sections: Vec<Section<'data>>,
     /// Sections that could not be read, with the reason.
     pub problems: Vec<(String, String)>,
-    /// The file's size in bytes.
-    pub file_len: u64,
     /// What is wrong with the headers of a PE image or COFF object: a table
     /// they name lies outside the file or the image (see
     /// [`crate::container::pe`] and [`crate::bundle::object::coff_damage`]).
@@ -230,12 +228,11 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         wide,
         sections,
         problems,
-        file_len: len64(data),
         damage,
     }))
 }
 
-impl ObjectFile<'_> {
+impl<'data> ObjectFile<'data> {
     /// The CUDA fatbins in the file's other data sections (`.rodata`,
     /// `.data`, `.ldata`, PE's `.rdata` …): fatbins a library loads itself
     /// (cuFFT keeps thousands in `.data`), which no CUDA runtime registers
@@ -256,25 +253,18 @@ impl ObjectFile<'_> {
             .map(|d| d.name.as_str())
             .chain(self.problems.iter().map(|(p, _)| p.as_str()))
             .collect();
-        let mut budget = self.file_len;
-        for s in self.file.sections() {
-            if !matches!(
-                s.kind(),
-                K::Data | K::ReadOnlyData | K::ReadOnlyDataWithRel | K::ReadOnlyString
-            ) {
-                continue;
-            }
-            let (Ok(name), Ok(data)) = (s.name_bytes(), s.data()) else {
-                continue;
-            };
-            let name = String::from_utf8_lossy(name);
-            if skip.contains(name.as_ref()) {
-                continue;
-            }
-            let Some(left) = budget.checked_sub(len64(data)) else {
-                break;
-            };
-            budget = left;
+        let kinds = [
+            K::Data,
+            K::ReadOnlyData,
+            K::ReadOnlyDataWithRel,
+            K::ReadOnlyString,
+        ];
+        let searched = |s: &object::Section<'_, '_>| {
+            s.name_bytes()
+                .is_ok_and(|n| !skip.contains(String::from_utf8_lossy(n).as_ref()))
+        };
+        for (s, data) in self.data_sections(&kinds, searched) {
+            let name = String::from_utf8_lossy(s.name_bytes().unwrap_or_default());
             let n = fatbin_headers(data, s.address());
             if n == 0 {
                 continue;
@@ -282,6 +272,26 @@ impl ObjectFile<'_> {
             add_elsewhere(&mut out, &name, n);
         }
         out
+    }
+
+    /// The sections of the kinds `kinds` that `searched` takes, with their
+    /// bytes, in section-table order, as long as the bytes handed out add
+    /// up to at most the file's size (a section table that names the same
+    /// bytes many times gets no more work).
+    fn data_sections<'f>(
+        &'f self,
+        kinds: &'f [object::SectionKind],
+        searched: impl Fn(&object::Section<'data, 'f>) -> bool + 'f,
+    ) -> impl Iterator<Item = (object::Section<'data, 'f>, &'data [u8])> + 'f {
+        let mut budget = len64(self.data);
+        self.file
+            .sections()
+            .filter(move |s| kinds.contains(&s.kind()) && searched(s))
+            .filter_map(|s| s.data().ok().map(|d| (s, d)))
+            .map_while(move |(s, d)| {
+                budget = budget.checked_sub(len64(d))?;
+                Some((s, d))
+            })
     }
 
     /// The file offset of the address `addr`, if a section with file bytes

@@ -166,7 +166,7 @@ pub fn header_summary(bin: &[u8]) -> Option<HeaderSummary> {
 
 /// Whether compressed data starts with a zstd frame's magic (else zlib).
 fn is_zstd(compressed: &[u8]) -> bool {
-    compressed.starts_with(&[0x28, 0xB5, 0x2F, 0xFD])
+    crate::package::compression_of(compressed) == Some(crate::package::Compression::Zstd)
 }
 
 /// The zstd (by magic) or zlib data of a compressed binary as a stream of

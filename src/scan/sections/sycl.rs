@@ -236,16 +236,8 @@ impl<'data> ObjectFile<'data> {
         if self.format != "PE" || !self.wide || addresses.is_empty() {
             return out;
         }
-        let mut budget = self.file_len;
-        for s in self.file.sections() {
-            if !matches!(s.kind(), SectionKind::Data | SectionKind::ReadOnlyData) {
-                continue;
-            }
-            let Ok(data) = s.data() else { continue };
-            let Some(left) = budget.checked_sub(len64(data)) else {
-                break;
-            };
-            budget = left;
+        let kinds = [SectionKind::Data, SectionKind::ReadOnlyData];
+        for (s, data) in self.data_sections(&kinds, |_| true) {
             let skip = usize_from(s.address().wrapping_neg() % 8);
             let Some(aligned) = data.get(skip..) else {
                 continue;

@@ -9,6 +9,7 @@ use std::io::Read;
 
 use super::{Expect, Loc, SNIFF_HEAD, Walker, over_budget, sniff};
 use crate::num::{len64, usize_from};
+use crate::package::Compression;
 use crate::scan::ContainerKind;
 use crate::scan::sections::sycl::{Span, TableEntry};
 use crate::scan::sections::{CUT_BUNDLE_SECTION, ObjectFile, Role, Section};
@@ -218,7 +219,7 @@ impl Walker<'_> {
                 e.index, e.offset, span.name
             )
         };
-        if !rest.starts_with(&ZSTD_MAGIC) {
+        if crate::package::compression_of(rest) != Some(Compression::Zstd) {
             let at = super::bundle::EntryAt::new(container, index, id, rel, e.size);
             match rest.get(..usize_from(e.size)) {
                 Some(bytes) => self.bundle_entry(&at, Some(bytes), inner),
@@ -282,6 +283,3 @@ impl Walker<'_> {
         }
     }
 }
-
-/// The first bytes of a zstd frame.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
