@@ -194,13 +194,9 @@ impl CheckOpts {
         let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
         if self.json {
             let mut out = super::io::Report::stdout();
-            let elsewhere: Vec<&[(String, u64)]> = scanned
+            let elsewhere: Vec<_> = scanned
                 .iter()
-                .map(|s| {
-                    s.result
-                        .as_ref()
-                        .map_or(&[][..], |r| &r.fatbins_elsewhere[..])
-                })
+                .map(|s| s.result.as_ref().ok().and_then(scan::json::Elsewhere::of))
                 .collect();
             let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere);
             serde_json::to_writer_pretty(&mut out, &doc)?;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::io::print_line;
 use super::scan::{Common, exit_code_after_inputs, scan_files};
+use crate::scan::json::Elsewhere;
 use crate::scan::sort::{arch_cmp, natural_cmp};
 use crate::scan::{self, SizeReport};
 
@@ -57,18 +58,21 @@ impl SizeOpts {
         // hold device code (or could not be read, or hold CUDA fatbins in
         // other data sections, which the table notes and does not count),
         // in the table and the JSON alike; the total counts every file.
-        let (shown, notes): (Vec<&SizeReport>, Vec<Option<String>>) = reports
+        // Each shown file with its fatbins elsewhere, listed and said.
+        type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>, Option<String>);
+        let shown: Vec<Shown<'_>> = reports
             .iter()
             .zip(&scanned)
             .map(|(r, s)| {
-                let note = s.result.as_ref().ok().and_then(super::scan::elsewhere_note);
-                (r, s, note)
+                let scanned = s.result.as_ref().ok();
+                let note = scanned.and_then(super::scan::elsewhere_note);
+                (r, s, scanned.and_then(Elsewhere::of), note)
             })
-            .filter(|(r, s, note)| {
+            .filter(|(r, s, _, note)| {
                 !s.found || r.total.images > 0 || r.error.is_some() || note.is_some()
             })
-            .map(|(r, _, note)| (r, note))
-            .unzip();
+            .map(|(r, _, elsewhere, note)| (r, elsewhere, note))
+            .collect();
         let mut out = super::io::Report::stdout();
         if self.json {
             #[derive(Serialize)]
@@ -84,23 +88,13 @@ impl SizeOpts {
                 #[serde(flatten)]
                 report: &'a SizeReport,
                 #[serde(skip_serializing_if = "Option::is_none")]
-                fatbins_elsewhere: Option<scan::json::Elsewhere<'a>>,
+                fatbins_elsewhere: Option<Elsewhere<'a>>,
             }
-            let elsewhere: std::collections::HashMap<&str, &[(String, u64)]> = scanned
-                .iter()
-                .filter_map(|s| {
-                    let r = s.result.as_ref().ok()?;
-                    (!r.fatbins_elsewhere.is_empty())
-                        .then_some((s.path.as_str(), &r.fatbins_elsewhere[..]))
-                })
-                .collect();
             let files = shown
                 .iter()
-                .map(|r| FileDoc {
-                    report: r,
-                    fatbins_elsewhere: elsewhere
-                        .get(r.path.as_str())
-                        .map(|e| scan::json::Elsewhere(e)),
+                .map(|&(report, fatbins_elsewhere, _)| FileDoc {
+                    report,
+                    fatbins_elsewhere,
                 })
                 .collect();
             serde_json::to_writer_pretty(
@@ -113,10 +107,10 @@ impl SizeOpts {
             )?;
             writeln!(out)?;
         } else {
-            for (r, note) in shown.iter().zip(&notes).filter(|(r, _)| r.error.is_none()) {
+            for (r, _, note) in shown.iter().filter(|(r, _, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;
                 if let Some(note) = note {
-                    super::io::print_line(&mut out, &format!("  note: {note}"))?;
+                    print_line(&mut out, &format!("  note: {note}"))?;
                 }
             }
             if several {

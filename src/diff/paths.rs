@@ -611,8 +611,7 @@ impl<'a> Document<'a> {
 
 /// The fatbins in the data sections of side `s`, when it has some.
 fn elsewhere(s: Option<&Scanned>) -> Option<Elsewhere<'_>> {
-    let r = s?.result.as_ref().ok()?;
-    (!r.fatbins_elsewhere.is_empty()).then_some(Elsewhere(&r.fatbins_elsewhere))
+    Elsewhere::of(s?.result.as_ref().ok()?)
 }
 
 /// Why a file could not be compared: each side's error, naming its path.

@@ -108,10 +108,7 @@ pub struct RuleResult {
 fn image_label_plain(img: &Image) -> String {
     match super::select::cpu_arch(img) {
         Some(cpu) => cpu.name().to_string(),
-        // An image with no target ID (SPIR-V, SYCL's) is named by its
-        // triple.
-        None if img.target_id.is_empty() => img.triple.clone(),
-        None => img.target_id.clone(),
+        None => img.target_or_triple().to_string(),
     }
 }
 

@@ -199,16 +199,23 @@ fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Err
     st.serialize_field("images", &Images(r, false))?;
     st.serialize_field("host_entries", &Images(r, true))?;
     st.serialize_field("problems", &r.problems)?;
-    if r.fatbins_elsewhere.is_empty() {
-        return Ok(());
+    match Elsewhere::of(r) {
+        Some(e) => st.serialize_field("fatbins_elsewhere", &e),
+        None => Ok(()),
     }
-    st.serialize_field("fatbins_elsewhere", &Elsewhere(&r.fatbins_elsewhere))
 }
 
 /// [`Report::fatbins_elsewhere`] as the commands' JSON has it: a list of
 /// `{"section": …, "fatbins": …}`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Elsewhere<'a>(pub(crate) &'a [(String, u64)]);
+pub(crate) struct Elsewhere<'a>(&'a [(String, u64)]);
+
+impl Elsewhere<'_> {
+    /// The list of report `r`, when it has any.
+    pub(crate) fn of(r: &Report) -> Option<Elsewhere<'_>> {
+        (!r.fatbins_elsewhere.is_empty()).then_some(Elsewhere(&r.fatbins_elsewhere))
+    }
+}
 
 impl Serialize for Elsewhere<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -467,6 +467,17 @@ pub struct Image {
 }
 
 impl Image {
+    /// What reports name its target by: its target ID, or, for an image
+    /// that has none, its triple (SYCL's `spir64`, a bare SPIR-V file's
+    /// `spirv`).
+    pub(crate) fn target_or_triple(&self) -> &str {
+        if self.target_id.is_empty() {
+            &self.triple
+        } else {
+            &self.target_id
+        }
+    }
+
     /// The architecture its code is built for: [`Image::cuda_arch`] where
     /// there is one (a family cubin's `sm_100f`), else [`Image::arch`].
     pub fn code_arch(&self) -> &str {

@@ -126,7 +126,7 @@ impl<'a> Document<'a> {
         paths: &[&'a str],
         outcome: &'a Outcome,
         gate: &'a Gate,
-        elsewhere: &[&'a [(String, u64)]],
+        elsewhere: &[Option<Elsewhere<'a>>],
     ) -> Document<'a> {
         let exit_code = gate.exit_code(outcome);
         Document {
@@ -145,10 +145,7 @@ impl<'a> Document<'a> {
                 .enumerate()
                 .map(|(i, (path, v))| {
                     let mut f = File::of(i, path, v, gate);
-                    f.fatbins_elsewhere = elsewhere
-                        .get(i)
-                        .filter(|e| !e.is_empty())
-                        .map(|e| Elsewhere(e));
+                    f.fatbins_elsewhere = elsewhere.get(i).copied().flatten();
                     f
                 })
                 .collect(),

@@ -178,11 +178,7 @@ pub(crate) fn groups<'a>(
     merge(
         images
             .map(|i| ImageGroup {
-                target: if i.target_id.is_empty() {
-                    i.triple.clone()
-                } else {
-                    i.target_id.clone()
-                },
+                target: i.target_or_triple().to_string(),
                 kind: i
                     .image_kind
                     .as_ref()
