@@ -27,7 +27,7 @@ pub fn tests() -> Vec<Trial> {
     vec![
         trial(
             "scan::sycl::image_tables_in_elf_and_pe",
-            &["clang", "llvm-ar", "lld-link", "cc", "zstd"],
+            &["clang", "llvm-ar", "lld-link", "llvm-readobj", "cc", "zstd"],
             image_tables,
         ),
         trial(
