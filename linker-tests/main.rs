@@ -32,6 +32,7 @@ mod real_libs;
 mod scan;
 mod scan_ci;
 mod scan_rules;
+mod silent_zeros;
 mod sycl;
 mod util;
 mod windows_hostile;
@@ -66,6 +67,7 @@ fn main() {
     trials.extend(scan_ci::tests());
     trials.extend(scan_rules::tests());
     trials.extend(sycl::tests());
+    trials.extend(silent_zeros::tests());
     trials.extend(packages::tests());
     trials.extend(hostile::tests());
     trials.extend(hostile_ob::tests());

@@ -697,7 +697,7 @@ pub fn package(data: &[u8]) {
                         "a stored member outside the package"
                     );
                 }
-                Ok(Contents::Stream { reader, .. }) => {
+                Ok(Contents::Stream { reader, .. } | Contents::Unsized(reader)) => {
                     let mut sink = Vec::new();
                     let _ = reader.take(1 << 24).read_to_end(&mut sink);
                 }
@@ -714,6 +714,11 @@ pub fn package(data: &[u8]) {
         Kind::Tar(Compression::Gzip),
         Kind::Tar(Compression::Xz),
         Kind::Tar(Compression::Zstd),
+        Kind::Tar(Compression::Bzip2),
+        Kind::Tar(Compression::Lzma),
+        Kind::Compressed(Compression::Gzip),
+        Kind::Compressed(Compression::Bzip2),
+        Kind::Compressed(Compression::Lzma),
     ];
     if let Some(k) = package::detect(data) {
         kinds.retain(|&x| x != k);

@@ -1,7 +1,9 @@
 //! Packages that ship files: zip archives (Python wheels, `.jar`, conda's
-//! `.conda`), tar archives (plain, or compressed with gzip, xz or zstd) and
-//! Debian packages (`.deb`: an `ar` archive whose `data.tar.*` holds the
-//! files).
+//! `.conda`), tar archives (plain, or compressed with gzip, xz, zstd, bzip2
+//! or LZMA: conda's `.tar.bz2` among them), Debian packages (`.deb`: an
+//! `ar` archive whose `data.tar.*` holds the files), and single files
+//! compressed with one of those methods (`libfoo.so.gz`), whose one member
+//! is what they decompress to.
 //!
 //! GPU code reaches most users inside such packages, so the scanners look
 //! into them: [`detect`] says whether bytes are a package, and
@@ -13,7 +15,8 @@
 //! `pkg-*.tar.zst`) are for the caller to open again.
 //!
 //! The formats are read by well-kept crates: `zip`, `tar`, `flate2`,
-//! `liblzma` and `zstd`; the Debian `ar` layer by `object`.
+//! `liblzma` (xz and LZMA), `bzip2` and `zstd`; the Debian `ar` layer by
+//! `object`.
 
 use std::io::{self, Read};
 
@@ -30,6 +33,9 @@ pub enum Kind {
     Tar(Compression),
     /// A Debian package.
     Deb,
+    /// One file compressed, not a tar archive (`libfoo.so.gz`): its one
+    /// member is what it decompresses to.
+    Compressed(Compression),
 }
 
 /// How a tar archive is compressed.
@@ -43,18 +49,36 @@ pub enum Compression {
     Xz,
     /// zstd (`.tar.zst`).
     Zstd,
+    /// bzip2 (`.tar.bz2`, conda's first package format).
+    Bzip2,
+    /// LZMA, the `.lzma` format of LZMA Utils (`.tar.lzma`): a 13-byte
+    /// header, then one LZMA stream with no check.
+    Lzma,
+}
+
+impl Compression {
+    /// The method's name, as a file name's suffix spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "uncompressed",
+            Compression::Gzip => "gzip",
+            Compression::Xz => "xz",
+            Compression::Zstd => "zstd",
+            Compression::Bzip2 => "bzip2",
+            Compression::Lzma => "LZMA",
+        }
+    }
 }
 
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Kind::Zip => "zip archive",
-            Kind::Tar(Compression::None) => "tar archive",
-            Kind::Tar(Compression::Gzip) => "gzip-compressed tar archive",
-            Kind::Tar(Compression::Xz) => "xz-compressed tar archive",
-            Kind::Tar(Compression::Zstd) => "zstd-compressed tar archive",
-            Kind::Deb => "Debian package",
-        })
+        match self {
+            Kind::Zip => f.write_str("zip archive"),
+            Kind::Tar(Compression::None) => f.write_str("tar archive"),
+            Kind::Tar(c) => write!(f, "{}-compressed tar archive", c.name()),
+            Kind::Deb => f.write_str("Debian package"),
+            Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
+        }
     }
 }
 
@@ -86,15 +110,26 @@ pub(crate) fn is_tar_header(block: &[u8]) -> bool {
     stored == Some(sum)
 }
 
-/// The decompressing reader for a tar archive compressed by `c`.
+/// The decompressing reader for bytes compressed by `c`.
 pub(crate) fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn Read + 'a>> {
     Ok(match c {
         Compression::None => Box::new(bytes),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(bytes)),
         Compression::Xz => Box::new(XzStreams::new(bytes)?),
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(bytes)?),
+        Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(bytes)),
+        Compression::Lzma => {
+            let stream =
+                liblzma::stream::Stream::new_lzma_decoder(LZMA_MEMORY).map_err(io::Error::other)?;
+            Box::new(liblzma::bufread::XzDecoder::new_stream(bytes, stream))
+        }
     })
 }
+
+/// Memory the LZMA decoder may take (its dictionary, which the header
+/// names: `xz --format=lzma -9` asks 64 MiB; the format allows 4 GiB).
+/// A stream that asks for more is refused as damaged.
+const LZMA_MEMORY: u64 = 1 << 30;
 
 /// Memory liblzma's threaded decoder may use for its threads' buffers
 /// (each holds one block); past it, it decodes on one thread.
@@ -162,7 +197,13 @@ impl Read for XzStreams<'_> {
     }
 }
 
-/// The compression whose magic `bytes` start with.
+/// The compression whose magic `bytes` start with. bzip2 is known by its
+/// stream header and the magic of a first block (or of the end of an
+/// empty stream); LZMA, which has no magic, by a header whose properties,
+/// dictionary size and length are ones `xz --format=lzma` and LZMA Utils
+/// write, and the range coder's first byte, which is always zero. (With
+/// no magic, LZMA data whose first block does not decode is taken for no
+/// package at all by [`detect`].)
 pub(crate) fn compression_of(bytes: &[u8]) -> Option<Compression> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         Some(Compression::Gzip)
@@ -170,18 +211,64 @@ pub(crate) fn compression_of(bytes: &[u8]) -> Option<Compression> {
         Some(Compression::Xz)
     } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         Some(Compression::Zstd)
+    } else if is_bzip2(bytes) {
+        Some(Compression::Bzip2)
+    } else if is_lzma_alone(bytes) {
+        Some(Compression::Lzma)
     } else {
         None
     }
 }
 
+/// Whether `bytes` start a bzip2 stream: `BZh`, the block size digit,
+/// then a block's magic (π's digits) or the end of stream's (√π's).
+fn is_bzip2(bytes: &[u8]) -> bool {
+    const BLOCK: [u8; 6] = [0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
+    const END: [u8; 6] = [0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
+    bytes.len() >= 10
+        && bytes.starts_with(b"BZh")
+        && (b'1'..=b'9').contains(&bytes[3])
+        && (bytes[4..10] == BLOCK || bytes[4..10] == END)
+}
+
+/// Whether `bytes` start an `.lzma` file: a properties byte below 225
+/// whose literal context and position bits add up to at most 4 (as
+/// liblzma's encoder allows), a dictionary size of 2^n or 2^n + 2^(n-1)
+/// bytes from 4 KiB up (what the encoders write), a length that is unknown
+/// (all ones) or from 1 to 2^48, and a first range coder byte of zero.
+fn is_lzma_alone(bytes: &[u8]) -> bool {
+    let Some(header) = bytes.get(..14) else {
+        return false;
+    };
+    let props = header[0];
+    if props >= 9 * 5 * 5 {
+        return false;
+    }
+    let (lc, lp) = (props % 9, (props / 9) % 5);
+    if lc + lp > 4 {
+        return false;
+    }
+    let dict = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
+    if dict < 4096 {
+        return false;
+    }
+    let odd = dict >> dict.trailing_zeros();
+    if odd != 1 && odd != 3 {
+        return false;
+    }
+    let len = u64::from_le_bytes([
+        header[5], header[6], header[7], header[8], header[9], header[10], header[11], header[12],
+    ]);
+    (len == u64::MAX || (len > 0 && len < 1 << 48)) && header[13] == 0
+}
+
 /// The `ar` magic that starts a Debian package.
 const AR_MAGIC: &[u8] = b"!<arch>\n";
 
-/// What package `bytes` are, if any. A compressed file is a package only
-/// if what it decompresses to starts with a tar header (only that first
-/// block is decompressed here); an `ar` archive only if its first member
-/// is `debian-binary`.
+/// What package `bytes` are, if any. Compressed data is a compressed tar
+/// archive when what it decompresses to starts with a tar header (only
+/// that first block is decompressed here), else a compressed file; an
+/// `ar` archive is a package only if its first member is `debian-binary`.
 pub fn detect(bytes: &[u8]) -> Option<Kind> {
     if bytes.starts_with(b"PK\x03\x04") || bytes.starts_with(b"PK\x05\x06") {
         return Some(Kind::Zip);
@@ -199,9 +286,27 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
     let mut first = Vec::with_capacity(BLOCK);
     let read = decoder(bytes, c).and_then(|r| r.take(BLOCK as u64).read_to_end(&mut first));
     match read {
+        Err(_) if c == Compression::Lzma => None,
         Err(_) => Some(Kind::Tar(c)),
-        Ok(_) => is_tar_header(&first).then_some(Kind::Tar(c)),
+        Ok(_) if is_tar_header(&first) => Some(Kind::Tar(c)),
+        Ok(_) => Some(Kind::Compressed(c)),
     }
+}
+
+/// The name of what the compressed file `name` decompresses to: its file
+/// name without the method's suffix (`libfoo.so.gz` → `libfoo.so`;
+/// `.tgz`-like suffixes give `.tar`), or the whole file name when it has
+/// no such suffix.
+pub fn decompressed_name(name: &str) -> &str {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+    for suffix in [".gz", ".xz", ".zst", ".zstd", ".bz2", ".lzma", ".z", ".Z"] {
+        if let Some(stem) = base.strip_suffix(suffix)
+            && !stem.is_empty()
+        {
+            return stem;
+        }
+    }
+    base
 }
 
 /// For a zip archive with bytes in front of it (a self-extracting archive,
@@ -238,6 +343,11 @@ pub enum Contents<'a, 'r> {
         /// The size the package declares.
         size: u64,
     },
+    /// The one member of a compressed file: a stream of its bytes, whose
+    /// number nothing declares (gzip keeps it modulo 2^32 only). The
+    /// reader must bound what it takes. The stream fails if the data is
+    /// corrupt.
+    Unsized(&'r mut dyn Read),
 }
 
 /// What [`members`] does with each regular file of a package.
@@ -255,12 +365,18 @@ pub trait Members {
 /// Hands every regular file of the package `bytes` (of kind `kind`) to
 /// `to`, in the package's order. Directories, links and special files are
 /// skipped. A package whose structure is corrupt is an error, after the
-/// members before the corruption were handed over.
+/// members before the corruption were handed over. The one member of a
+/// compressed file ([`Kind::Compressed`]) has an empty path: the caller
+/// names it ([`decompressed_name`]).
 pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
     match kind {
         Kind::Zip => zip_members(bytes, to),
         Kind::Tar(c) => tar_members(bytes, c, "", to),
         Kind::Deb => deb_members(bytes, to),
+        Kind::Compressed(c) => {
+            let mut reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
+            to.member("", Ok(Contents::Unsized(&mut reader)))
+        }
     }
 }
 
@@ -406,7 +522,7 @@ mod tests {
         ) -> Result<()> {
             let got = contents.map(|c| match c {
                 Contents::Stored(b) => b.to_vec(),
-                Contents::Stream { reader, .. } => {
+                Contents::Stream { reader, .. } | Contents::Unsized(reader) => {
                     let mut v = Vec::new();
                     reader.read_to_end(&mut v).map(|_| v).unwrap_or_default()
                 }
@@ -507,18 +623,128 @@ mod tests {
         }
     }
 
+    /// `data` compressed with `c` (gzip, xz, zstd, bzip2 or LZMA).
+    fn compress(data: &[u8], c: Compression) -> Vec<u8> {
+        let mut out = Vec::new();
+        match c {
+            Compression::None => out.extend_from_slice(data),
+            Compression::Gzip => {
+                let mut e = flate2::write::GzEncoder::new(&mut out, flate2::Compression::fast());
+                io::Write::write_all(&mut e, data).unwrap();
+                e.finish().unwrap();
+            }
+            Compression::Xz => out = xz_blocks(data, 1 << 20),
+            Compression::Zstd => out = zstd::encode_all(data, 1).unwrap(),
+            Compression::Bzip2 => {
+                bzip2::read::BzEncoder::new(data, bzip2::Compression::fast())
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+            Compression::Lzma => {
+                let o = liblzma::stream::LzmaOptions::new_preset(1).unwrap();
+                let s = liblzma::stream::Stream::new_lzma_encoder(&o).unwrap();
+                liblzma::read::XzEncoder::new_stream(data, s)
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+        }
+        out
+    }
+
+    const METHODS: [Compression; 5] = [
+        Compression::Gzip,
+        Compression::Xz,
+        Compression::Zstd,
+        Compression::Bzip2,
+        Compression::Lzma,
+    ];
+
+    #[test]
+    fn every_method_gives_a_tar_or_a_compressed_file() {
+        let t = tar_of(&[("lib/a.so", b"device code")]);
+        let file: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+        for c in METHODS {
+            let packed = compress(&t, c);
+            assert_eq!(detect(&packed), Some(Kind::Tar(c)), "{c:?}");
+            let mut r = Record::default();
+            members(&packed, Kind::Tar(c), &mut r).unwrap();
+            assert_eq!(
+                r.0,
+                vec![("lib/a.so".to_string(), Ok(b"device code".to_vec()))]
+            );
+
+            let one = compress(&file, c);
+            assert_eq!(detect(&one), Some(Kind::Compressed(c)), "{c:?}");
+            let mut r = Record::default();
+            members(&one, Kind::Compressed(c), &mut r).unwrap();
+            assert_eq!(r.0, vec![(String::new(), Ok(file.clone()))], "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_compressed_file_is_an_error_not_a_short_member() {
+        let file: Vec<u8> = (0..70_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for c in METHODS {
+            let mut bad = compress(&file, c);
+            let cut = bad.len() * 2 / 3;
+            bad.truncate(cut);
+            let mut got = Vec::new();
+            let read = decoder(&bad, c).and_then(|mut r| r.read_to_end(&mut got));
+            assert!(
+                read.is_err(),
+                "{c:?}: a cut stream read as {} bytes",
+                got.len()
+            );
+        }
+    }
+
+    #[test]
+    fn lzma_headers_are_told_from_other_bytes() {
+        let lz = compress(b"x", Compression::Lzma);
+        assert_eq!(compression_of(&lz), Some(Compression::Lzma));
+        // Bytes that start like other files are not LZMA.
+        for other in [
+            &b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0"[..],
+            b"BC\xc0\xde5\x14\0\0\x05\0\0\0b\x0c0$",
+            b"\xde\xc0\x17\x0b\0\0\0\0\x14\0\0\0\0\0\0\0",
+            b"\x03\x02\x23\x07\0\0\x01\0\0\0\0\0\0\0",
+            &[0u8; 16],
+        ] {
+            assert_eq!(compression_of(other), None, "{other:?}");
+        }
+        // A header asking for a dictionary no encoder writes, or a
+        // nonzero first range coder byte.
+        let mut odd = lz.clone();
+        odd[1..5].copy_from_slice(&0x0012_3456u32.to_le_bytes());
+        assert_eq!(compression_of(&odd), None);
+        let mut first = lz.clone();
+        first[13] = 1;
+        assert_eq!(compression_of(&first), None);
+        // LZMA-looking bytes that do not decode are no package at all.
+        let mut fake = lz[..13].to_vec();
+        fake.extend_from_slice(&[0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        fake.extend_from_slice(&[0xa5; 600]);
+        assert_eq!(detect(&fake), None);
+    }
+
+    #[test]
+    fn a_compressed_file_s_member_is_named_without_the_suffix() {
+        assert_eq!(decompressed_name("lib/libfoo.so.gz"), "libfoo.so");
+        assert_eq!(
+            decompressed_name("pkg.whl!/a/libfoo.so.12.zst"),
+            "libfoo.so.12"
+        );
+        assert_eq!(decompressed_name("x.bz2"), "x");
+        assert_eq!(decompressed_name("data.lzma"), "data");
+        assert_eq!(decompressed_name("stdin"), "stdin");
+        assert_eq!(decompressed_name(".gz"), ".gz");
+    }
+
     #[test]
     fn not_packages() {
         assert_eq!(detect(b""), None);
         assert_eq!(detect(b"\x7fELF\x02\x01\x01"), None);
         assert_eq!(detect(b"!<arch>\nfoo.o/          "), None);
-        // gzip of something that is not a tar archive.
-        let gz = {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            io::Write::write_all(&mut e, &[7u8; 2000]).unwrap();
-            e.finish().unwrap()
-        };
-        assert_eq!(detect(&gz), None);
         // A block with the magic but a wrong checksum.
         let mut t = tar_of(&[("x", b"1")]);
         t[148] = b'7';

@@ -1,7 +1,8 @@
 //! What the scanner commands scan: each input file, or, for a package (a
-//! wheel or other zip archive, a tar archive, a Debian package; see
-//! [`crate::package`]), each regular file inside it, named
-//! `pkg.whl!/torch/lib/libtorch_hip.so`. Packages inside packages (a conda
+//! wheel or other zip archive, a tar archive, a Debian package, a
+//! compressed file; see [`crate::package`]), each regular file inside it,
+//! named `pkg.whl!/torch/lib/libtorch_hip.so` (a compressed file's one
+//! member `libfoo.so.gz!/libfoo.so`). Packages inside packages (a conda
 //! package's `pkg-*.tar.zst`) are opened in turn.
 //!
 //! Members stored as they are stay slices of the mapped package; a
@@ -137,50 +138,53 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
         path: &str,
         contents: Result<Contents<'_, '_>, String>,
     ) -> crate::error::Result<()> {
+        let path = match path {
+            "" => package::decompressed_name(&self.parent.name),
+            p => p.trim_start_matches('/'),
+        };
         let unit = Unit {
-            name: format!("{}!/{}", self.parent.name, path.trim_start_matches('/')),
+            name: format!("{}!/{path}", self.parent.name),
             found: true,
             thin_base: None,
         };
         let next = self.depth + 1;
-        match contents {
-            Ok(Contents::Stored(bytes)) => self.walk.unit(&unit, bytes, self.input, next),
-            Ok(Contents::Stream { reader, size }) => {
-                if size > self.walk.budget {
-                    return Err(io::Error::new(
-                        io::ErrorKind::FileTooLarge,
-                        format!(
-                            "its members inflate to more than {} bytes (--max-uncompressed)",
-                            self.walk.limit
-                        ),
-                    )
-                    .into());
-                }
-                match inflate(reader, size) {
-                    Ok(input) => {
-                        self.walk.budget -= size;
-                        let walk = &mut *self.walk;
-                        with_pages_given_back(&input, || {
-                            walk.unit(&unit, input.bytes(), &input, next);
-                        });
-                    }
-                    // A compressed stream that breaks breaks what follows
-                    // too: the package is the error.
-                    Err(e) => {
-                        return Err(io::Error::new(
-                            e.kind(),
-                            format!("cannot inflate '{}': {e}", path.trim_start_matches('/')),
-                        )
-                        .into());
-                    }
-                }
+        let limit = self.walk.limit;
+        let too_much = move || {
+            io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("its members inflate to more than {limit} bytes (--max-uncompressed)"),
+            )
+        };
+        let (reader, size) = match contents {
+            Ok(Contents::Stored(bytes)) => {
+                self.walk.unit(&unit, bytes, self.input, next);
+                return Ok(());
             }
+            Ok(Contents::Stream { reader, size }) => (reader, Some(size)),
+            Ok(Contents::Unsized(reader)) => (reader, None),
             Err(e) => {
                 let r = (self.walk.f)(&unit, Err(format!("cannot read: {e}")));
                 self.walk.out.push(r);
+                return Ok(());
             }
+        };
+        if size.is_some_and(|size| size > self.walk.budget) {
+            return Err(too_much().into());
         }
-        Ok(())
+        match inflate(reader, size, self.walk.budget) {
+            Ok(None) => Err(too_much().into()),
+            Ok(Some(input)) => {
+                self.walk.budget -= input.bytes().len() as u64;
+                let walk = &mut *self.walk;
+                with_pages_given_back(&input, || {
+                    walk.unit(&unit, input.bytes(), &input, next);
+                });
+                Ok(())
+            }
+            // A compressed stream that breaks breaks what follows too:
+            // the package is the error.
+            Err(e) => Err(io::Error::new(e.kind(), format!("cannot inflate '{path}': {e}")).into()),
+        }
     }
 }
 
@@ -213,10 +217,27 @@ fn with_pages_given_back<R>(input: &Input, f: impl FnOnce() -> R) -> R {
     })
 }
 
-/// Reads a member of `size` bytes from `reader`: into memory when small,
-/// else into an unnamed temporary file that is then mapped. A member that
-/// gives more or fewer bytes than its size is an error.
-fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
+/// Reads a member from `reader`: into memory when small, else into an
+/// unnamed temporary file that is then mapped. A member of a declared
+/// `size` that gives more or fewer bytes is an error; one of no declared
+/// size is read to its end, `None` if that is more than `budget` bytes.
+fn inflate(reader: &mut dyn Read, size: Option<u64>, budget: u64) -> io::Result<Option<Input>> {
+    let Some(size) = size else {
+        let mut file = tempfile::tempfile()?;
+        let n =
+            crate::files::copy_in_pieces(&mut reader.take(budget.saturating_add(1)), &mut file)?;
+        if n > budget {
+            return Ok(None);
+        }
+        if n <= SPOOL_IN_MEMORY {
+            let mut v = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+            io::Seek::rewind(&mut file)?;
+            file.read_to_end(&mut v)?;
+            return Ok(Some(Input::from_vec(v)));
+        }
+        file.flush()?;
+        return Input::from_temp_file(file).map(Some);
+    };
     let mut r = reader.take(size.saturating_add(1));
     let short = |n: u64| {
         io::Error::new(
@@ -230,7 +251,7 @@ fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
         if v.len() as u64 != size {
             return Err(short(v.len() as u64));
         }
-        return Ok(Input::from_vec(v));
+        return Ok(Some(Input::from_vec(v)));
     }
     let mut file = tempfile::tempfile()?;
     let n = crate::files::copy_in_pieces(&mut r, &mut file)?;
@@ -238,5 +259,5 @@ fn inflate(reader: &mut dyn Read, size: u64) -> io::Result<Input> {
         return Err(short(n));
     }
     file.flush()?;
-    Input::from_temp_file(file)
+    Input::from_temp_file(file).map(Some)
 }

@@ -73,6 +73,8 @@ mod file;
 pub(crate) mod object;
 pub(crate) mod output;
 #[cfg(feature = "files")]
+mod packed;
+#[cfg(feature = "files")]
 mod path;
 pub(crate) mod plan;
 pub(crate) mod shrink;

@@ -29,8 +29,8 @@ mod report;
 mod write;
 
 pub use error::{PathError, PathErrorKind};
-pub(crate) use report::merge;
 pub use report::{ImageGroup, PathReport};
+pub(crate) use report::{groups, merge};
 
 /// Where [`prune_path`] puts the pruned file.
 ///
@@ -234,7 +234,11 @@ pub fn prune_path(
         Some(package::Kind::Deb) => return super::deb::prune(selection, opts, input, &meta, &file),
         _ => {}
     }
-    if let Some(what) = super::package_not_pruned(data) {
+    let read_through = matches!(
+        package::detect(data),
+        Some(package::Kind::Tar(_) | package::Kind::Compressed(_))
+    );
+    if !read_through && let Some(what) = super::package_not_pruned(data) {
         let why = format!(
             "it is {what}: prune does not rewrite such archives (unpack it, prune its files, \
              pack it again)"
@@ -320,11 +324,24 @@ impl From<Error> for InArchive {
 }
 
 impl Pruning {
+    /// A file that stays as it is: the images it keeps, whether it holds
+    /// device code.
+    pub(crate) fn unchanged(kept: Vec<ImageGroup>, device: bool) -> Pruning {
+        Pruning {
+            kept,
+            device: (device, device),
+            ..Pruning::default()
+        }
+    }
+
     /// Scans `data` (the file `name`: `path`, or a member of it) and works
     /// out its pruned form: a static archive member by member, a
     /// relocatable object with its sections shrunk, a linked program or
     /// library rewritten where each container lies, anything else (a bare
-    /// container) with the freed bytes cut out.
+    /// container) with the freed bytes cut out. A package (a tar archive, a
+    /// compressed file, a zip or `.deb` inside another package) is looked
+    /// through, and refused when it holds images the rules drop
+    /// ([`super::packed`]).
     pub(crate) fn of(
         sel: &Selection,
         path: &Path,
@@ -332,6 +349,9 @@ impl Pruning {
         data: &[u8],
         opts: &Options,
     ) -> Result<Pruning, PathError> {
+        if let Some(kind) = package::detect(data) {
+            return super::packed::pruning(sel, path, name, data, kind, opts);
+        }
         if ar::is_archive(data) {
             return Pruning::of_archive(sel, path, name, data, opts);
         }

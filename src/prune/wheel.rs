@@ -48,6 +48,11 @@ pub(crate) fn prune(
     let name = input.to_string_lossy().into_owned();
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
+    if super::packed::is_conda(&zin) {
+        // Refused when it holds what the rules drop; else copied as it is.
+        let kind = crate::package::Kind::Zip;
+        super::packed::pruning(sel, input, &name, data, kind, &opts.prune)?;
+    }
     let mut rep = PathReport::new(&name, data, meta);
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
     // Pass 1: prune each ELF member into a temporary file.
@@ -191,7 +196,7 @@ impl Budget {
 
     /// Takes the `size` bytes the member `member` of the wheel `path`
     /// declares, or says that they are more than is left.
-    fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
+    pub(super) fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
         if size > self.left {
             return Err(said(
                 path,
@@ -228,9 +233,12 @@ impl Member<'_> {
 }
 
 /// Member `i` of the wheel `zin` (the file `path`, whose bytes are
-/// `data`) when it is an ELF file, a Windows PE image (a DLL or `.pyd`) or
-/// a static archive (`!<arch>`; a thin archive holds no member's bytes),
-/// its bytes read within `budget`; `None` for any other member.
+/// `data`) when it is an ELF file, a Windows PE image (a DLL or `.pyd`), a
+/// static archive (`!<arch>`; a thin archive holds no member's bytes) or a
+/// package (a tar archive, a compressed file, a zip: looked through by
+/// [`Pruning::of`]), its bytes read within `budget`; `None` for any other
+/// member. A member that cannot be inflated (a compression method not
+/// read, corrupt data) is an error: what it holds is not known.
 fn host_member<'a>(
     path: &Path,
     data: &'a [u8],
@@ -249,15 +257,23 @@ fn host_member<'a>(
         b.starts_with(b"\x7fELF")
             || super::shrink::pe::is_pe(b)
             || b.starts_with(crate::archive::MAGIC)
+            || crate::package::detect(b).is_some()
     };
     if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
         let bytes = stored(path, &mname, data, &f)?;
         return Ok(host(bytes).then_some(Member::Stored(bytes)));
     }
-    let mut head = [0u8; 4];
-    if f.read_exact(&mut head).is_err()
-        || (head != *b"\x7fELF" && head != crate::archive::MAGIC[..4] && !head.starts_with(b"MZ"))
-    {
+    // A tar header's block: enough to tell every kind above.
+    let mut head = Vec::with_capacity(512);
+    (&mut f)
+        .take(512)
+        .read_to_end(&mut head)
+        .map_err(|e| PathError::member(path, &mname, "cannot be inflated", e))?;
+    let maybe = head.starts_with(b"\x7fELF")
+        || head.starts_with(&crate::archive::MAGIC[..4])
+        || head.starts_with(b"MZ")
+        || crate::package::detect(&head).is_some();
+    if !maybe {
         return Ok(None);
     }
     budget.take(path, &mname, size)?;
@@ -452,8 +468,16 @@ fn write_wheel(
             zout.raw_copy_file(f).map_err(bad)?;
             continue;
         };
+        // A member is written with its method where the zip crate writes
+        // it; an LZMA or deflate64 member (which it only reads) deflated.
+        let method = match f.compression() {
+            m @ (zip::CompressionMethod::Stored
+            | zip::CompressionMethod::Deflated
+            | zip::CompressionMethod::Bzip2) => m,
+            _ => zip::CompressionMethod::Deflated,
+        };
         let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(f.compression())
+            .compression_method(method)
             .unix_permissions(f.unix_mode().unwrap_or(0o644))
             .large_file(n >= u64::from(u32::MAX));
         let mname = f.name().map_err(bad)?.into_owned();

@@ -1,6 +1,7 @@
 //! A package's tar archive compressed again with the method it came in:
 //! none, gzip, xz or zstd, at the levels `dpkg-deb` uses by default (gzip
-//! 9, xz 6, zstd 3).
+//! 9, xz 6, zstd 3), or bzip2 (blocks of 900 kB) and LZMA (preset 6),
+//! which `dpkg-deb` still reads.
 //!
 //! The output depends only on the bytes compressed, never on the machine:
 //! gzip's header carries no time or name, zstd runs on one thread, and
@@ -36,6 +37,10 @@ pub(crate) enum Encoder<W: Write> {
     Xz(liblzma::write::XzEncoder<W>),
     /// zstd.
     Zstd(zstd::stream::write::Encoder<'static, W>),
+    /// bzip2.
+    Bzip2(bzip2::write::BzEncoder<W>),
+    /// LZMA (`.lzma`).
+    Lzma(liblzma::write::XzEncoder<W>),
 }
 
 impl<W: Write> Encoder<W> {
@@ -53,6 +58,17 @@ impl<W: Write> Encoder<W> {
                 xz_stream(threads, 0)?,
             )),
             Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)?),
+            Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(
+                out,
+                bzip2::Compression::best(),
+            )),
+            Compression::Lzma => {
+                let options = liblzma::stream::LzmaOptions::new_preset(XZ_PRESET)
+                    .map_err(io::Error::other)?;
+                let stream = liblzma::stream::Stream::new_lzma_encoder(&options)
+                    .map_err(io::Error::other)?;
+                Encoder::Lzma(liblzma::write::XzEncoder::new_stream(out, stream))
+            }
         })
     }
 
@@ -63,6 +79,8 @@ impl<W: Write> Encoder<W> {
             Encoder::Gzip(e) => e.finish(),
             Encoder::Xz(e) => e.finish(),
             Encoder::Zstd(e) => e.finish(),
+            Encoder::Bzip2(e) => e.finish(),
+            Encoder::Lzma(e) => e.finish(),
         }
     }
 }
@@ -90,6 +108,8 @@ impl<W: Write> Write for Encoder<W> {
             Encoder::Gzip(e) => e.write(buf),
             Encoder::Xz(e) => e.write(buf),
             Encoder::Zstd(e) => e.write(buf),
+            Encoder::Bzip2(e) => e.write(buf),
+            Encoder::Lzma(e) => e.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -98,6 +118,8 @@ impl<W: Write> Write for Encoder<W> {
             Encoder::Gzip(e) => e.flush(),
             Encoder::Xz(e) => e.flush(),
             Encoder::Zstd(e) => e.flush(),
+            Encoder::Bzip2(e) => e.flush(),
+            Encoder::Lzma(e) => e.flush(),
         }
     }
 }

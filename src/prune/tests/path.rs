@@ -195,8 +195,9 @@ fn a_tar_archive_is_refused_and_left_as_it_was() {
     assert_eq!(
         chain(&e),
         format!(
-            "'{}': it is a tar archive: prune does not rewrite such archives (unpack it, prune \
-             its files, pack it again)",
+            "'{0}': it is a tar archive holding 2 device image(s) the rules drop (the first in \
+             '{0}!/k.hipfb'): prune does not rewrite such archives (unpack it, prune its files, \
+             pack it again)",
             path.display()
         )
     );
