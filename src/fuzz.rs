@@ -719,6 +719,7 @@ pub fn package(data: &[u8]) {
         Kind::Compressed(Compression::Gzip),
         Kind::Compressed(Compression::Bzip2),
         Kind::Compressed(Compression::Lzma),
+        Kind::Cpio,
     ];
     if let Some(k) = package::detect(data) {
         kinds.retain(|&x| x != k);

@@ -36,6 +36,9 @@ pub enum Kind {
     /// One file compressed, not a tar archive (`libfoo.so.gz`): its one
     /// member is what it decompresses to.
     Compressed(Compression),
+    /// A cpio archive in the portable ASCII formats (`newc`, `crc`,
+    /// `odc`): RPM payloads, initramfs images.
+    Cpio,
 }
 
 /// How a tar archive is compressed.
@@ -78,6 +81,7 @@ impl std::fmt::Display for Kind {
             Kind::Tar(c) => write!(f, "{}-compressed tar archive", c.name()),
             Kind::Deb => f.write_str("Debian package"),
             Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
+            Kind::Cpio => f.write_str("cpio archive"),
         }
     }
 }
@@ -279,6 +283,9 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
     if is_tar_header(bytes) {
         return Some(Kind::Tar(Compression::None));
     }
+    if cpio_header(bytes).is_some() {
+        return Some(Kind::Cpio);
+    }
     let c = compression_of(bytes)?;
     // The first block; compressed data that fails to decompress (a
     // truncated download) is taken for the package it most likely is, so
@@ -373,6 +380,7 @@ pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
         Kind::Zip => zip_members(bytes, to),
         Kind::Tar(c) => tar_members(bytes, c, "", to),
         Kind::Deb => deb_members(bytes, to),
+        Kind::Cpio => cpio_members(bytes, to),
         Kind::Compressed(c) => {
             let mut reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
             to.member("", Ok(Contents::Unsized(&mut reader)))
@@ -725,6 +733,81 @@ mod tests {
         fake.extend_from_slice(&[0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
         fake.extend_from_slice(&[0xa5; 600]);
         assert_eq!(detect(&fake), None);
+    }
+
+    /// A cpio entry in the `newc` format (`odc`: the octal one).
+    fn cpio_entry(out: &mut Vec<u8>, name: &str, mode: u32, data: &[u8], odc: bool) {
+        let namesize = name.len() + 1;
+        if odc {
+            out.extend_from_slice(
+                format!(
+                    "070707{:06o}{:06o}{:06o}{:06o}{:06o}{:06o}{:06o}{:011o}{:06o}{:011o}",
+                    0,
+                    1,
+                    mode,
+                    0,
+                    0,
+                    1,
+                    0,
+                    0,
+                    namesize,
+                    data.len()
+                )
+                .as_bytes(),
+            );
+        } else {
+            out.extend_from_slice(
+                format!(
+                    "070701{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
+                    1, mode, 0, 0, 1, 0, data.len(), 0, 0, 0, 0, namesize, 0
+                )
+                .as_bytes(),
+            );
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        let pad = |v: &mut Vec<u8>| {
+            while !odc && v.len() % 4 != 0 {
+                v.push(0);
+            }
+        };
+        pad(out);
+        out.extend_from_slice(data);
+        pad(out);
+    }
+
+    #[test]
+    fn cpio_archives_hand_over_their_regular_files() {
+        for odc in [false, true] {
+            let mut a = Vec::new();
+            cpio_entry(&mut a, "lib", 0o040_755, b"", odc);
+            cpio_entry(&mut a, "./lib/a.so", 0o100_644, b"device code!", odc);
+            cpio_entry(&mut a, "lib/link", 0o120_777, b"a.so", odc);
+            cpio_entry(&mut a, "TRAILER!!!", 0, b"", odc);
+            assert_eq!(detect(&a), Some(Kind::Cpio));
+            let mut r = Record::default();
+            members(&a, Kind::Cpio, &mut r).unwrap();
+            assert_eq!(
+                r.0,
+                vec![("lib/a.so".to_string(), Ok(b"device code!".to_vec()))]
+            );
+            // Cut anywhere before the trailer, or with a size that lies: an
+            // error, never a short archive.
+            for cut in [5, 60, a.len() - 20] {
+                let mut r = Record::default();
+                assert!(
+                    members(&a[..cut], Kind::Cpio, &mut r).is_err(),
+                    "{odc} {cut}"
+                );
+            }
+            let mut lie = a.clone();
+            // The second entry's file size.
+            let at = if odc { 80 + 65 } else { 116 + 54 };
+            let first = lie.iter().skip(at).position(|&b| b != b'0').unwrap() + at;
+            lie[first] = b'f';
+            let mut r = Record::default();
+            assert!(members(&lie, Kind::Cpio, &mut r).is_err(), "{odc}");
+        }
     }
 
     #[test]

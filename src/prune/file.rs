@@ -216,6 +216,8 @@ pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
     match package::detect(data) {
         Some(Kind::Tar(_)) => Some("a tar archive"),
         Some(Kind::Deb) => Some("a Debian package"),
+        Some(Kind::Cpio) => Some("a cpio archive"),
+        Some(Kind::Compressed(_)) => Some("a compressed file"),
         _ if is_cpio(data) => Some("a cpio archive"),
         _ if package::zip_prefix(data).is_some() => {
             Some("a zip archive with bytes in front of it (a self-extracting archive?)")

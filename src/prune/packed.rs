@@ -1,4 +1,4 @@
-//! Packages that prune reads but does not rewrite: tar archives
+//! Packages that prune reads but does not rewrite: tar and cpio archives
 //! (compressed or not, conda's `.tar.bz2` among them), single compressed
 //! files (`libfoo.so.gz`), packages inside other packages (a wheel in a
 //! wheel, a `.conda`'s inner tars). Each is looked through, every member
@@ -263,6 +263,7 @@ fn what(kind: Kind, conda: bool) -> String {
         Kind::Compressed(c) => format!("{} {}-compressed file", article(c), c.name()),
         Kind::Zip => "a zip archive inside a package".into(),
         Kind::Deb => "a Debian package inside a package".into(),
+        Kind::Cpio => "a cpio archive".into(),
     }
 }
 
@@ -285,7 +286,7 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
             "prune does not rewrite compressed files (decompress it, prune the file, compress \
              it again)"
         }
-        Kind::Tar(_) => {
+        Kind::Tar(_) | Kind::Cpio => {
             "prune does not rewrite such archives (unpack it, prune its files, pack it again)"
         }
         Kind::Zip | Kind::Deb => {

@@ -236,7 +236,7 @@ pub fn prune_path(
     }
     let read_through = matches!(
         package::detect(data),
-        Some(package::Kind::Tar(_) | package::Kind::Compressed(_))
+        Some(package::Kind::Tar(_) | package::Kind::Compressed(_) | package::Kind::Cpio)
     );
     if !read_through && let Some(what) = super::package_not_pruned(data) {
         let why = format!(
