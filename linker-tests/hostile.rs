@@ -17,6 +17,8 @@ use crate::util::{ours, ours_as, run_within, tempdir, trial};
 mod bombs;
 mod outputs;
 mod round4;
+mod round5_paths;
+mod round5_writes;
 mod special;
 
 /// Seconds any command gets before it counts as hung.
@@ -27,6 +29,8 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(bombs::tests());
     trials.extend(outputs::tests());
     trials.extend(round4::tests());
+    trials.extend(round5_paths::tests());
+    trials.extend(round5_writes::tests());
     trials
 }
 

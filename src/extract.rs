@@ -52,7 +52,7 @@ pub(crate) fn extract(
     std::fs::create_dir_all(opts.dir).map_err(|e| {
         format!(
             "'{}': cannot create directory: {}",
-            opts.dir.display(),
+            crate::files::shown(opts.dir),
             crate::files::strerror(&e)
         )
     })?;
@@ -132,12 +132,14 @@ fn input_label(path: &Path, several: bool) -> String {
         return "stdin".into();
     }
     let s = if several {
-        let s = path.to_string_lossy();
+        let s = crate::files::shown(path);
         let s = s.trim_start_matches("./").trim_start_matches('/');
         s.replace('/', "_")
     } else {
-        path.file_name()
-            .map_or_else(|| "input".into(), |n| n.to_string_lossy().into_owned())
+        path.file_name().map_or_else(
+            || "input".into(),
+            |n| crate::files::shown_os(n).into_owned(),
+        )
     };
     safe_component(&s, 120)
 }
@@ -283,7 +285,7 @@ impl scan::Visit for Extractor<'_> {
         end: Result<(), scan::SinkError>,
     ) {
         let path = self.dir.join(image_file_name(&self.label, image));
-        let shown = path.to_string_lossy().into_owned();
+        let shown = crate::files::shown(&path).into_owned();
         match end.and_then(|()| sink.keep().map_err(scan::SinkError::Write)) {
             Ok(()) => self.written.push((image.id, shown)),
             Err(scan::SinkError::Write(e)) => self.write_failed(&shown, &e),

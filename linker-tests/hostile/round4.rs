@@ -443,9 +443,12 @@ fn killed_in_place() -> Result<(), Failed> {
 }
 
 /// Two `prune --in-place` of one file started together, ten times: each
-/// finds the file (no ENOENT: the path is never empty), each exits 0, and
-/// the file ends as the pruned one (the second run finds nothing left to
-/// remove, or prunes the same bytes again).
+/// finds the file (no ENOENT: the path is never empty), each exits 0 or,
+/// when the other replaced the file while it ran, exits 2 saying so
+/// (round 5: a file changed under an in-place prune is left as it is),
+/// and the file ends as the pruned one (the second run finds nothing
+/// left to remove, or prunes the same bytes again, or leaves the first
+/// run's file).
 fn concurrent_in_place() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -466,7 +469,9 @@ fn concurrent_in_place() -> Result<(), Failed> {
         for c in [a, b] {
             let out = c.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
-            if !out.status.success() {
+            let changed = out.status.code() == Some(2)
+                && err.contains("'work.hipfb': it changed while it was pruned");
+            if !out.status.success() && !changed {
                 return Err(format!("round {round}: {:?}: {err}", out.status).into());
             }
         }

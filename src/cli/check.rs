@@ -166,6 +166,7 @@ impl CheckOpts {
         let mut opts = self.common.options();
         opts.verify = true;
         let files = self.common.files()?;
+        let names = super::io::RawNames::of(files.iter().map(|s| s.path.as_path()));
         let needs_kinds = req.needs_kinds();
         let scanned = if with_kernels {
             scan_files_kernels(&files, self.common.jobs(), &opts, &self.common.allowance())
@@ -199,8 +200,7 @@ impl CheckOpts {
                 .map(|s| s.result.as_ref().ok().and_then(scan::json::Elsewhere::of))
                 .collect();
             let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere);
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
+            super::io::write_json(&mut out, &doc, &names)?;
             out.flush()?;
         } else {
             // Files found walking a directory that hold no device code and

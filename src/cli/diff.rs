@@ -77,6 +77,12 @@ impl DiffOpts {
             self.common.files_of(old_root)?,
             self.common.files_of(new_root)?,
         ];
+        // The names of both sides, and their paths below the roots.
+        let mut names = super::io::RawNames::of(roots.iter().map(PathBuf::as_path));
+        for (root, side) in [old_root, new_root].into_iter().zip(&sides) {
+            names.extend(side.iter().map(|s| s.path.as_path()));
+            names.extend(side.iter().filter_map(|s| s.path.strip_prefix(root).ok()));
+        }
         let how = paths::Options {
             scan: &opts,
             jobs: self.common.jobs(),
@@ -92,8 +98,7 @@ impl DiffOpts {
         let mut out = super::io::Report::stdout();
         if self.json {
             let doc = Document::new(old_root, new_root, self.kernels, &compared);
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
+            super::io::write_json(&mut out, &doc, &names)?;
         } else {
             table::print(&mut out, &compared)?;
         }

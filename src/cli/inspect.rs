@@ -70,6 +70,7 @@ impl InspectOpts {
         });
         opts.report_rejects = self.rejects;
         let files = self.common.files()?;
+        let names = super::io::RawNames::of(files.iter().map(|s| s.path.as_path()));
         let mut scanned = if self.kernels {
             scan_files_kernels(&files, self.common.jobs(), &opts, &self.common.allowance())
         } else {
@@ -96,8 +97,7 @@ impl InspectOpts {
         if self.json {
             let files: Vec<json::File<'_>> =
                 scanned.iter().map(|s| json_file(s, self.kernels)).collect();
-            serde_json::to_writer_pretty(&mut out, &json::Document { files: &files })?;
-            writeln!(out)?;
+            super::io::write_json(&mut out, &json::Document { files: &files }, &names)?;
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
                 print_table(&mut out, s, self.kernels)?;

@@ -60,7 +60,9 @@ pub fn main() -> ExitCode {
         }
         Some("clang-offload-bundler") => compat::bundler::main(&argv0, &args[1..]),
         Some("clang-linker-wrapper") => compat::linker_wrapper::main(&argv0, &args[1..]),
-        _ => native(args),
+        // The native commands take their arguments as bytes: a path
+        // that is not UTF-8 is opened as it is.
+        _ => native(std::env::args_os().collect()),
     }
 }
 
@@ -103,7 +105,7 @@ enum Command {
     Manpages(docs::ManpagesOpts),
 }
 
-fn native(args: Vec<String>) -> ExitCode {
+fn native(args: Vec<std::ffi::OsString>) -> ExitCode {
     let cli = Cli::parse_from(args);
     // The scanners' exit codes are their own (0, 1 a requirement not met,
     // 2 an input error); an error they return is an input error.

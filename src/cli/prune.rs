@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
 use super::io::{print_line, printable};
@@ -169,6 +169,21 @@ impl PruneOpts {
         o
     }
 
+    /// The names of the paths in `entries` and of the outputs they go
+    /// to whose bytes are not UTF-8 (for `--json`).
+    fn raw_names(&self, entries: &[prune::TreeEntry]) -> super::io::RawNames {
+        let mut names = super::io::RawNames::of(entries.iter().map(|e| e.path.as_path()));
+        names.extend(self.output.iter().map(PathBuf::as_path));
+        if let Some(dir) = &self.dir {
+            let outputs: Vec<PathBuf> = entries
+                .iter()
+                .filter_map(|e| Some(dir.join(e.path.file_name()?)))
+                .collect();
+            names.extend(outputs.iter().map(PathBuf::as_path));
+        }
+        names
+    }
+
     pub fn run(self) -> Result<std::process::ExitCode> {
         if self.output.is_some() && self.inputs.len() > 1 {
             bail!("-o takes one input; write several with -d DIR or --in-place");
@@ -184,8 +199,14 @@ impl PruneOpts {
             bail!(
                 "'{}' is a directory: its files are pruned in place (--in-place) or looked at \
                  (--dry-run); -o and -d take files",
-                dir.display()
+                crate::files::shown(dir)
             );
+        }
+        // -d DIR is made when missing, as extract -o makes its directory.
+        if let Some(dir) = self.dir.as_ref().filter(|_| !self.dry_run) {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("'{}': cannot create directory", crate::files::shown(dir))
+            })?;
         }
         let sel = selection(&self)?;
         let opts = self.options();
@@ -195,6 +216,7 @@ impl PruneOpts {
                 line.done(n, total);
             })
         };
+        let names = self.raw_names(&entries);
         let run = Run::of(entries, self.dry_run, self.in_place && self.keep_hard_links);
         for e in &run.errors {
             eprintln!("error: {}", printable(e));
@@ -210,18 +232,15 @@ impl PruneOpts {
                 skipped: &'a [Left],
                 total: &'a Total,
             }
-            serde_json::to_writer_pretty(
-                &mut out,
-                &Doc {
-                    schema: "offload-kit/prune/1",
-                    dry_run: self.dry_run,
-                    files: &run.files,
-                    not_pruned: &run.not_pruned,
-                    skipped: &run.skipped,
-                    total: &run.total,
-                },
-            )?;
-            writeln!(out)?;
+            let doc = Doc {
+                schema: "offload-kit/prune/1",
+                dry_run: self.dry_run,
+                files: &run.files,
+                not_pruned: &run.not_pruned,
+                skipped: &run.skipped,
+                total: &run.total,
+            };
+            super::io::write_json(&mut out, &doc, &names)?;
         } else {
             for r in &run.files {
                 print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
@@ -366,7 +385,7 @@ impl Run {
         let mut run = Run::default();
         run.total.disk_after = (!dry_run).then_some(0);
         for e in entries {
-            let path = e.path.to_string_lossy().into_owned();
+            let path = crate::files::shown(&e.path).into_owned();
             if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
                 run.total.found += 1;
             }
@@ -433,7 +452,7 @@ impl Run {
                 return;
             }
             Skip::HardLink(first) => {
-                let first = first.to_string_lossy().into_owned();
+                let first = crate::files::shown(&first).into_owned();
                 let text = match (dry_run, through_links) {
                     (true, _) => format!("another name (hard link) of {first}, pruned there"),
                     (false, true) => {
@@ -454,7 +473,7 @@ impl Run {
                     .to_string(),
             ),
             Skip::ThinMember(archive) => {
-                let archive = archive.to_string_lossy().into_owned();
+                let archive = crate::files::shown(&archive).into_owned();
                 let text = format!("a member of the thin archive {archive}, pruned with it");
                 ("thin-member", Some(archive), text)
             }

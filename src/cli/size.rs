@@ -42,6 +42,7 @@ impl SizeOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let opts = self.common.options();
         let files = self.common.files()?;
+        let names = super::io::RawNames::of(files.iter().map(|s| s.path.as_path()));
         let scanned = scan_files(&files, self.common.jobs(), &opts, || {
             Box::new(scan::NoVisit)
         });
@@ -97,15 +98,12 @@ impl SizeOpts {
                     fatbins_elsewhere,
                 })
                 .collect();
-            serde_json::to_writer_pretty(
-                &mut out,
-                &Doc {
-                    schema: "offload-kit/size/1",
-                    files,
-                    total: several.then_some(&all),
-                },
-            )?;
-            writeln!(out)?;
+            let doc = Doc {
+                schema: "offload-kit/size/1",
+                files,
+                total: several.then_some(&all),
+            };
+            super::io::write_json(&mut out, &doc, &names)?;
         } else {
             for (r, _, note) in shown.iter().filter(|(r, _, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;

@@ -348,7 +348,7 @@ fn side(s: Option<&Scanned>, kernels: bool) -> Option<Side<'_>> {
 fn below(root: &Path, src: &Source) -> String {
     src.path
         .strip_prefix(root)
-        .map(|p| p.to_string_lossy().into_owned())
+        .map(|p| crate::files::shown(p).into_owned())
         .unwrap_or_default()
 }
 
@@ -600,8 +600,8 @@ impl<'a> Document<'a> {
             .collect();
         Document {
             schema: SCHEMA,
-            old: old.to_string_lossy().into_owned(),
-            new: new.to_string_lossy().into_owned(),
+            old: crate::files::shown(old).into_owned(),
+            new: crate::files::shown(new).into_owned(),
             kernels,
             files,
             summary: summary(compared),

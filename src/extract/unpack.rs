@@ -77,7 +77,7 @@ pub(crate) fn unpack(
     let mut streams = Streams::new(&found);
     for (n, f) in chosen {
         let path = dir.join(unpacked_name(&base, &f.image, n));
-        let shown = path.to_string_lossy();
+        let shown = crate::files::shown(&path);
         streams
             .write(&shown, input, f)
             .map_err(|e| UnpackError::Write(shown.to_string(), e))?;
@@ -136,7 +136,7 @@ mod tests {
             dir,
             &mut |p| {
                 let file = Path::new(p).strip_prefix(dir).unwrap();
-                listed.push(file.to_string_lossy().into_owned());
+                listed.push(crate::files::shown(file).into_owned());
                 Ok(())
             },
         )?;

@@ -223,11 +223,12 @@ impl Input {
     /// [`MAX_STREAM_BYTES`]), mapping regular files. A character device is
     /// read up to [`MAX_DEVICE_BYTES`]; a FIFO, a socket or a block device
     /// is an error. Opening never blocks.
-    pub fn open(name: &str) -> io::Result<Input> {
-        if name == "-" {
+    pub fn open(name: impl AsRef<Path>) -> io::Result<Input> {
+        let name = name.as_ref();
+        if name.as_os_str() == "-" {
             return Input::stdin();
         }
-        let (file, meta) = open_nonblocking(Path::new(name))?;
+        let (file, meta) = open_nonblocking(name)?;
         if meta.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
         }

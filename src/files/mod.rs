@@ -48,9 +48,11 @@ use std::path::Path;
 pub(crate) use crate::error::strerror;
 use crate::layout::{Layout, Piece, write_zeros};
 pub(crate) use input::open_nonblocking;
+pub(crate) use name::{raw_bytes, shown, shown_os};
 
 mod cleanup;
 mod input;
+mod name;
 mod output;
 
 pub use cleanup::clean_up_on_signals;

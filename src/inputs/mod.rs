@@ -20,11 +20,15 @@ pub(crate) mod units;
 /// in its place while the others are scanned. Symbolic links met in a
 /// walk are skipped unless `follow`; a walked file already reached
 /// (the same device and inode: a link, a hard link, a named file) is
-/// left out. Named files are always kept.
+/// left out, and so is a named file that a directory given before it
+/// holds (it is read once, under the name the walk found). A file named
+/// twice is read twice.
 pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, String> {
     let mut out = Vec::new();
     let mut stdin = false;
     let mut seen = Seen::default();
+    // The files the walks reached.
+    let mut walked = Seen::default();
     for p in paths {
         if p.as_os_str() == "-" {
             if stdin {
@@ -40,11 +44,18 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
                 let mut dirs = Seen::default();
                 dirs.insert(&meta);
                 walk(p, follow, &mut dirs, &mut found);
+                for w in &found {
+                    if let Some(meta) = &w.meta {
+                        walked.insert(meta);
+                    }
+                }
                 out.extend(seen.first_of_each(found));
             }
             Ok(meta) => {
                 seen.insert(&meta);
-                out.push(Source::new(p.clone()));
+                if !walked.contains(&meta) {
+                    out.push(Source::new(p.clone()));
+                }
             }
             Err(e) => out.push(Source {
                 error: Some(format!("cannot open: {}", crate::files::strerror(&e))),
@@ -110,7 +121,7 @@ impl Source {
 
     /// The path as shown in reports.
     pub(crate) fn name(&self) -> String {
-        self.path.to_string_lossy().into_owned()
+        crate::files::shown(&self.path).into_owned()
     }
 
     /// Opens the input, or says why it cannot be read.
@@ -118,8 +129,7 @@ impl Source {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        Input::open(&self.name())
-            .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
+        Input::open(&self.path).map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
     }
 }
 
@@ -132,6 +142,12 @@ impl Seen {
     fn insert(&mut self, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt;
         self.0.insert((meta.dev(), meta.ino()))
+    }
+
+    /// Whether the file of `meta` was recorded.
+    fn contains(&self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.0.contains(&(meta.dev(), meta.ino()))
     }
 
     /// The files of `found` (a directory's walk) not reached before, each
@@ -207,9 +223,23 @@ fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
             continue;
         }
         // What the entry is: itself, or what its link leads to (a broken
-        // link leads nowhere and is skipped).
-        let Ok(meta) = std::fs::metadata(&p) else {
-            continue;
+        // link, or a loop of links, leads nowhere and is skipped). Any
+        // other failure (a path longer than the system takes, a
+        // directory that cannot be searched) is an input with its error.
+        let meta = match std::fs::metadata(&p) {
+            Ok(meta) => meta,
+            Err(e) if link && leads_nowhere(&e) => continue,
+            Err(e) => {
+                out.push(Walked {
+                    source: Source {
+                        error: Some(format!("cannot open: {}", crate::files::strerror(&e))),
+                        ..Source::found(p)
+                    },
+                    link,
+                    meta: None,
+                });
+                continue;
+            }
         };
         if meta.is_dir() {
             if dirs.insert(&meta) {
@@ -223,6 +253,13 @@ fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
             });
         }
     }
+}
+
+/// Whether `e`, met following a symbolic link, says it leads nowhere: to
+/// no file, or round a loop of links.
+fn leads_nowhere(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
 }
 
 /// Runs `f` on every file, `jobs` at a time; the results come back in the
@@ -320,7 +357,7 @@ impl scan::Visit for ThinFiles<'_> {
             return Some(Err("it is the archive itself".into()));
         }
         Some(
-            Input::open(&path.to_string_lossy())
+            Input::open(&path)
                 .map(Input::boxed)
                 .map_err(|e| crate::files::strerror(&e)),
         )

@@ -67,7 +67,11 @@ impl Cx<'_> {
     fn fault(&self, member: &str, fault: Fault) -> PathError {
         match fault {
             Fault::Read(e) => PathError::member(self.input, member, "cannot be read", e),
-            Fault::Write(e) => PathError::io(PathErrorKind::Io, self.input, e),
+            // The new package cannot be written (a full disk): its name.
+            Fault::Write(e) => {
+                let out = self.opts.output_path(self.input).ok().flatten();
+                PathError::write(out.as_deref().unwrap_or(self.input), e)
+            }
             Fault::Damaged(why) => self.said(format!("member '{member}': {why}")),
             Fault::Budget(limit) => self.said(format!(
                 "member '{member}' inflates to more than the {limit} bytes left of the \
@@ -123,7 +127,7 @@ pub(crate) fn prune(
         sel,
         opts,
         input,
-        name: input.to_string_lossy().into_owned(),
+        name: crate::files::shown(input).into_owned(),
         why: budget.why,
     };
     let entries = ar::entries(data).map_err(|e| cx.said(e.to_string()))?;
@@ -186,6 +190,9 @@ pub(crate) fn prune(
     let through = write_through(opts, input, meta)?;
     write_package(file, &entries, &mut bodies, &mut out).map_err(|e| PathError::write(&dest, e))?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
+    // Compressed again, a package may end larger than it was: what it
+    // freed is what it lost in size, never more.
+    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
     Ok(rep)
 }
 

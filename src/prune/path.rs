@@ -148,7 +148,7 @@ impl PathOptions {
             Destination::File(o) => Some(o.clone()),
             Destination::Directory(d) => {
                 let name = input.file_name().ok_or_else(|| {
-                    let name = input.display().to_string();
+                    let name = crate::files::shown(input).into_owned();
                     PathError::said(PathErrorKind::Refused, input, &name, "no file name")
                 })?;
                 Some(d.join(name))
@@ -223,9 +223,9 @@ pub fn prune_path(
     selection: &Selection,
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
-    let name = input.to_string_lossy().into_owned();
+    let name = crate::files::shown(input).into_owned();
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
-    let file = Input::open(&name).map_err(|e| PathError::open(input, e))?;
+    let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
     match package::detect(data) {
         Some(package::Kind::Zip) => {
@@ -450,7 +450,7 @@ impl Pruning {
         })
         .map_err(|e| match e {
             InArchive::Member(e) => e,
-            InArchive::Archive(e) => PathError::library(path, e),
+            InArchive::Archive(e) => PathError::content(path, name, e),
         })?;
         p.check_device_left(path, name, opts)?;
         p.kept = merge(std::mem::take(&mut p.kept));
@@ -491,6 +491,9 @@ pub(crate) fn finish(
 ) -> Result<(), PathError> {
     let cannot = |e| PathError::write(dest, e);
     let bare = |e| PathError::io(PathErrorKind::Write, dest, e);
+    if opts.in_place() {
+        still_the_file_read(dest, meta)?;
+    }
     if let Some(mut target) = through {
         // Every link is to see the pruned file: the whole of it, made
         // and synced in the temporary file, is copied over the file's
@@ -519,10 +522,36 @@ pub(crate) fn finish(
         out.commit().map_err(cannot)?;
     }
     let after = std::fs::metadata(dest).map_err(|e| PathError::io(PathErrorKind::Io, dest, e))?;
-    rep.output = Some(dest.to_string_lossy().into_owned());
+    rep.output = Some(crate::files::shown(dest).into_owned());
     rep.bytes_after = after.len();
     rep.disk_after = Some(after.blocks() * 512);
     Ok(())
+}
+
+/// In place, before the pruned file takes the old one's place: fails,
+/// leaving the file as it is, unless the file at `path` is still the one
+/// read (`meta`: the same device, inode, size, and modification and
+/// change times). Something that replaced it, or wrote to it, while it
+/// was pruned would otherwise see its work lost.
+fn still_the_file_read(path: &Path, meta: &std::fs::Metadata) -> Result<(), PathError> {
+    let now = std::fs::metadata(path).map_err(|e| PathError::io(PathErrorKind::Io, path, e))?;
+    let key = |m: &std::fs::Metadata| {
+        (
+            (m.dev(), m.ino(), m.len()),
+            (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+        )
+    };
+    if key(&now) == key(meta) {
+        return Ok(());
+    }
+    let why = "it changed while it was pruned (another program replaced it or wrote to it): \
+               left as it now is, not pruned";
+    Err(PathError::said(
+        PathErrorKind::Write,
+        path,
+        &crate::files::shown(path),
+        why,
+    ))
 }
 
 /// A thin archive: its members are pruned where they lie (in place;
@@ -535,7 +564,7 @@ fn thin(
     meta: &std::fs::Metadata,
     data: &[u8],
 ) -> Result<PathReport, PathError> {
-    let name = input.to_string_lossy().into_owned();
+    let name = crate::files::shown(input).into_owned();
     if !opts.in_place() && !opts.dry_run() {
         let why = "a thin archive's members are files of their own: --in-place prunes them \
                    where they lie (and the archive follows their sizes)";
@@ -552,8 +581,8 @@ fn thin(
     let mut each = opts.clone();
     each.prune = Pruning::member_options(&opts.prune);
     for p in &paths {
-        let pname = p.to_string_lossy();
-        let f = Input::open(&pname).map_err(|e| PathError::open(p, e))?;
+        let pname = crate::files::shown(p);
+        let f = Input::open(p).map_err(|e| PathError::open(p, e))?;
         all.add_device(&Pruning::of(sel, p, &pname, f.bytes(), &each.prune)?);
     }
     all.check_device_left(input, &name, &opts.prune)?;

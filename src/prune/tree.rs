@@ -214,9 +214,12 @@ pub fn prune_tree(
             }
             Slot::File(f) => f,
         };
+        // A named file is pruned even when it is a thin archive's member,
+        // but only once, whether it was also named, or found in a
+        // directory given, before.
         let id = f.id.filter(|_| !f.named);
         let member = id.and_then(|id| members.get(&id)).filter(|a| **a != f.path);
-        let twin = id.and_then(|id| first.get(&id));
+        let twin = f.id.and_then(|id| first.get(&id));
         let outcome = if let Some(archive) = member {
             TreeOutcome::Skipped(Skip::ThinMember(archive.clone()))
         } else if let Some(name) = twin {
@@ -273,7 +276,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         opts.destination,
         super::Destination::InPlace | super::Destination::DryRun
     ) {
-        let name = input.to_string_lossy();
+        let name = crate::files::shown(input);
         let why = "it is a directory: the files under it are pruned in place (--in-place) or \
                    in a dry run only";
         slots.push(Slot::Done(TreeEntry {
@@ -296,8 +299,14 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             Ok(e) => e,
             Err(e) => {
                 let path = e.path().unwrap_or(input).to_path_buf();
+                // The system's error alone: walkdir's own words repeat the
+                // path, which the message names already.
+                let e = match e.io_error().and_then(std::io::Error::raw_os_error) {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => e.into(),
+                };
                 slots.push(Slot::Done(TreeEntry {
-                    outcome: TreeOutcome::Failed(PathError::open(&path, e.into())),
+                    outcome: TreeOutcome::Failed(PathError::open(&path, e)),
                     path,
                     named: false,
                 }));
@@ -317,7 +326,10 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             slots.push(Slot::Done(found(path, Skip::NotRegular)));
             continue;
         }
-        if e.file_name().to_string_lossy().starts_with(TEMPORARY) {
+        if e.file_name()
+            .as_encoded_bytes()
+            .starts_with(TEMPORARY.as_bytes())
+        {
             slots.push(Slot::Done(found(path, Skip::Leftover)));
             continue;
         }
@@ -395,7 +407,7 @@ pub(super) fn readable(head: &[u8]) -> bool {
 /// The device and inode of each member file of the thin archive `path`
 /// that can be found (the archive's own prune reports the others).
 fn thin_members(path: &Path) -> Vec<(u64, u64)> {
-    let Ok(input) = Input::open(&path.to_string_lossy()) else {
+    let Ok(input) = Input::open(path) else {
         return Vec::new();
     };
     let Ok(names) = super::archive::thin_members(input.bytes()) else {

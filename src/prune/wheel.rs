@@ -45,7 +45,7 @@ pub(crate) fn prune(
     meta: &std::fs::Metadata,
     data: &[u8],
 ) -> Result<PathReport, PathError> {
-    let name = input.to_string_lossy().into_owned();
+    let name = crate::files::shown(input).into_owned();
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
     if super::packed::is_conda(&zin) {
@@ -84,6 +84,9 @@ pub(crate) fn prune(
         .ok_or_else(|| PathError::write(&dest, None))?;
     write_wheel(input, &mut zin, &mut pruned, &records, file)?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
+    // Compressed again, a package may end larger than it was: what it
+    // freed is what it lost in size, never more.
+    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
     Ok(rep)
 }
 
@@ -101,7 +104,7 @@ fn prune_members<'a>(
     rep: &mut PathReport,
     budget: &mut Budget,
 ) -> Result<BTreeMap<usize, PrunedMember>, PathError> {
-    let name = input.to_string_lossy();
+    let name = crate::files::shown(input);
     let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
     let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
     // The wheel's device code, all members together.
@@ -162,7 +165,12 @@ fn prune_members<'a>(
 
 /// `'WHEEL': WHY` about the wheel `path` and what it holds.
 fn said(path: &Path, why: String) -> PathError {
-    PathError::said(PathErrorKind::Content, path, &path.to_string_lossy(), why)
+    PathError::said(
+        PathErrorKind::Content,
+        path,
+        &crate::files::shown(path),
+        why,
+    )
 }
 
 /// The bytes the members of one wheel may still inflate to, together.

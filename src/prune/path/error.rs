@@ -118,9 +118,6 @@ enum Inner {
         #[source]
         source: Error,
     },
-    /// The library's error, on its own (a static archive's own structure).
-    #[error(transparent)]
-    Library(Error),
     /// A wheel the zip reader or writer fails on.
     #[error("'{name}'")]
     Zip {
@@ -137,10 +134,11 @@ enum Inner {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// An I/O error on its own, as the C library words it.
-    #[error("{}", OsText(.source))]
+    /// `'NAME': ` and an I/O error, as the C library words it.
+    #[error("'{name}': {}", OsText(.source))]
     Io {
         kind: PathErrorKind,
+        name: String,
         #[source]
         source: io::Error,
     },
@@ -179,7 +177,7 @@ impl PathError {
         match &self.inner {
             Inner::Open { .. } => PathErrorKind::Open,
             Inner::Write { .. } => PathErrorKind::Write,
-            Inner::Content { .. } | Inner::Library(_) | Inner::Zip { .. } => PathErrorKind::Content,
+            Inner::Content { .. } | Inner::Zip { .. } => PathErrorKind::Content,
             Inner::Member { .. } => PathErrorKind::Content,
             Inner::Io { kind, .. } | Inner::Said { kind, .. } => *kind,
         }
@@ -222,7 +220,7 @@ impl PathError {
         };
         match &self.inner {
             Inner::Said { kind, .. } | Inner::Io { kind, .. } => *kind == PathErrorKind::Refused,
-            Inner::Content { source, .. } | Inner::Library(source) => refusal(source),
+            Inner::Content { source, .. } => refusal(source),
             Inner::Member { source, .. } => source.downcast_ref::<Error>().is_some_and(refusal),
             Inner::Open { .. } | Inner::Write { .. } | Inner::Zip { .. } => false,
         }
@@ -237,14 +235,14 @@ impl PathError {
 
     /// `path` cannot be opened or read.
     pub(crate) fn open(path: &Path, source: io::Error) -> PathError {
-        let name = path.to_string_lossy().into_owned();
+        let name = crate::files::shown(path).into_owned();
         PathError::new(path, Inner::Open { name, source })
     }
 
     /// `path` cannot be written (`source`: why, where there is an I/O
     /// error to say it).
     pub(crate) fn write(path: &Path, source: impl Into<Option<io::Error>>) -> PathError {
-        let name = path.display().to_string();
+        let name = crate::files::shown(path).into_owned();
         let source = source.into();
         PathError::new(path, Inner::Write { name, source })
     }
@@ -256,14 +254,9 @@ impl PathError {
         PathError::new(path, Inner::Content { name, source })
     }
 
-    /// The library fails on `path`, the error saying where.
-    pub(crate) fn library(path: &Path, source: Error) -> PathError {
-        PathError::new(path, Inner::Library(source))
-    }
-
     /// The zip crate fails on the wheel `path`.
     pub(crate) fn zip(path: &Path, source: zip::result::ZipError) -> PathError {
-        let name = path.to_string_lossy().into_owned();
+        let name = crate::files::shown(path).into_owned();
         PathError::new(path, Inner::Zip { name, source })
     }
 
@@ -274,7 +267,7 @@ impl PathError {
         what: &'static str,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> PathError {
-        let (name, member) = (path.to_string_lossy().into_owned(), member.to_string());
+        let (name, member) = (crate::files::shown(path).into_owned(), member.to_string());
         let source = source.into();
         PathError::new(
             path,
@@ -287,9 +280,10 @@ impl PathError {
         )
     }
 
-    /// An I/O error about `path`, of the kind given, said on its own.
+    /// An I/O error about `path`, of the kind given, naming it.
     pub(crate) fn io(kind: PathErrorKind, path: &Path, source: io::Error) -> PathError {
-        PathError::new(path, Inner::Io { kind, source })
+        let name = crate::files::shown(path).into_owned();
+        PathError::new(path, Inner::Io { kind, name, source })
     }
 
     /// `'NAME': WHY`, about `path`, of the kind given (`name`: `path`, or
@@ -379,12 +373,12 @@ pub(crate) mod tests {
             format!("{} at path \"/d/.tmp1\"", io::Error::from_raw_os_error(2)),
         );
         let e = PathError::io(PathErrorKind::Io, Path::new("x"), wrapped);
-        assert_eq!(e.to_string(), "No such file or directory");
+        assert_eq!(e.to_string(), "'x': No such file or directory");
         let e = PathError::io(
             PathErrorKind::Io,
             Path::new("x"),
             io::Error::from_raw_os_error(13),
         );
-        assert_eq!(e.to_string(), "Permission denied");
+        assert_eq!(e.to_string(), "'x': Permission denied");
     }
 }

@@ -130,7 +130,10 @@ pub struct PathReport {
     /// Links the input had (in place and more than one, the others keep
     /// the old file unless [`PathOptions::keep_hard_links`](super::PathOptions::keep_hard_links)).
     pub hard_links: u64,
-    /// Bytes freed: zeroed where they lie, or cut out of the file.
+    /// Bytes freed: zeroed where they lie, or cut out of the file. For a
+    /// wheel or `.deb` written out, the bytes the file lost in size (0
+    /// when, compressed again, it grew); in a dry run, the bytes its
+    /// members would lose before they are compressed.
     pub freed: u64,
     /// The images that stay.
     pub kept: Vec<ImageGroup>,
