@@ -11,9 +11,10 @@
 //! `__CLANG_` and merge them: there the descriptors name the targets.
 //!
 //! Both list the three images with their targets, kinds and sizes,
-//! `check` and `prune`'s report name the targets they hold, `extract`
-//! writes the original bytes, and table rows that lie about
-//! their image are damage (exit 2), never another image.
+//! `check` and `prune`'s report name the targets they hold, rules name
+//! them by target (`spir64`), `extract` writes the original bytes, and
+//! table rows that lie about their image are damage (exit 2), never
+//! another image.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +22,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{files, llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -269,6 +270,7 @@ fn image_tables() -> Result<(), Failed> {
             r#""spir64_gen" "archive" 1"#.to_string(),
         ],
     )?;
+    sycl_rules(d)?;
     let want: BTreeMap<String, usize> = IMAGES
         .iter()
         .map(|(_, file, _)| Ok((md5_hex(&std::fs::read(d.join(file))?), 1)))
@@ -282,6 +284,62 @@ fn image_tables() -> Result<(), Failed> {
         }
         same(&format!("extract {lib}: the images' bytes"), &got, &want)?;
     }
+    Ok(())
+}
+
+/// Issue #57: the SYCL targets are rules. `check --forbid spir64` fails
+/// on the SPIR-V, `--require` of both targets passes, a target the
+/// library lacks is missing, a GPU triple's architecture is a usage
+/// error; `extract --arch` takes one target's images; `prune` of the
+/// linked library refuses a rule that would drop images (its sections are
+/// pruned only in a relocatable object) instead of removing nothing.
+fn sycl_rules(d: &Path) -> Result<(), Failed> {
+    for (args, code) in [
+        (&["check", "--forbid", "spir64", "lib.so"][..], 1),
+        (&["check", "--forbid", "spir64_gen:archive", "lib.dll"], 1),
+        (&["check", "--forbid", "spir64_x86_64", "lib.so"], 0),
+        (
+            &[
+                "check",
+                "--require",
+                "spir64",
+                "--require",
+                "spir64_gen",
+                "lib.dll",
+            ],
+            0,
+        ),
+        (&["check", "--require", "spirv64", "lib.so"], 1),
+        (&["check", "--forbid", "nvptx64", "lib.so"], 2),
+        (&["check", "--require", "SPIR64", "lib.so"], 2),
+        (
+            &["prune", "--drop", "spir64_x86_64", "--dry-run", "lib.so"],
+            0,
+        ),
+    ] {
+        let r = run(&ours(), args, d);
+        same(&format!("{args:?}: exit code ({})", r.stderr), r.code, code)?;
+    }
+    for args in [
+        &["prune", "--drop", "spir64", "--dry-run", "lib.so"][..],
+        &["prune", "--keep", "spir64", "--dry-run", "lib.dll"],
+    ] {
+        let r = run(&ours(), args, d);
+        if r.code == 0 || !r.stderr.contains("pruned only in a relocatable object") {
+            return Err(format!("{args:?}: exit {}, not refused: {}", r.code, r.stderr).into());
+        }
+    }
+    run(
+        &ours(),
+        &["extract", "--arch", "spir64_gen", "-o", "gen", "lib.so"],
+        d,
+    )
+    .ok()?;
+    same(
+        "extract --arch spir64_gen: files",
+        files(&d.join("gen")).len(),
+        1,
+    )?;
     Ok(())
 }
 
