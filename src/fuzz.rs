@@ -570,6 +570,7 @@ pub fn scan(data: &[u8]) {
             }
             let held: usize = r.containers.iter().map(|c| c.images).sum();
             assert_eq!(held, r.images.len());
+            entries::disjoint(&r);
             // CUDA fatbin entries decoded on several threads: the same
             // report.
             if full && mode == Mode::Auto {
@@ -1034,6 +1035,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("prune", prune),
 ];
 
+mod entries;
 mod kernels;
 mod lz4;
 mod readers;
