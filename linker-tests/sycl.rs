@@ -11,9 +11,10 @@
 //! `__CLANG_` and merge them: there the descriptors name the targets.
 //!
 //! Both list the three images with their targets, kinds and sizes,
-//! `check` and `prune`'s report name the targets they hold, `extract`
-//! writes the original bytes, and table rows that lie about
-//! their image are damage (exit 2), never another image.
+//! `check` and `prune`'s report name the targets they hold, rules name
+//! them by target (`spir64`), `extract` writes the original bytes, and
+//! table rows that lie about their image, or share bytes with another
+//! row's, are damage (exit 2), never another image.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,7 +22,8 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::damaged::damage_failure;
+use crate::util::{files, llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -34,6 +36,11 @@ pub fn tests() -> Vec<Trial> {
             "scan::sycl::table_rows_that_lie_are_damage",
             &["clang", "llvm-ar", "lld-link", "cc", "zstd"],
             lying_rows,
+        ),
+        trial(
+            "scan::sycl::overlapping_table_rows_are_damage_and_nothing_is_extracted",
+            &["cc"],
+            overlapping_rows,
         ),
     ]
 }
@@ -269,6 +276,7 @@ fn image_tables() -> Result<(), Failed> {
             r#""spir64_gen" "archive" 1"#.to_string(),
         ],
     )?;
+    sycl_rules(d)?;
     let want: BTreeMap<String, usize> = IMAGES
         .iter()
         .map(|(_, file, _)| Ok((md5_hex(&std::fs::read(d.join(file))?), 1)))
@@ -282,6 +290,62 @@ fn image_tables() -> Result<(), Failed> {
         }
         same(&format!("extract {lib}: the images' bytes"), &got, &want)?;
     }
+    Ok(())
+}
+
+/// Issue #57: the SYCL targets are rules. `check --forbid spir64` fails
+/// on the SPIR-V, `--require` of both targets passes, a target the
+/// library lacks is missing, a GPU triple's architecture is a usage
+/// error; `extract --arch` takes one target's images; `prune` of the
+/// linked library refuses a rule that would drop images (its sections are
+/// pruned only in a relocatable object) instead of removing nothing.
+fn sycl_rules(d: &Path) -> Result<(), Failed> {
+    for (args, code) in [
+        (&["check", "--forbid", "spir64", "lib.so"][..], 1),
+        (&["check", "--forbid", "spir64_gen:archive", "lib.dll"], 1),
+        (&["check", "--forbid", "spir64_x86_64", "lib.so"], 0),
+        (
+            &[
+                "check",
+                "--require",
+                "spir64",
+                "--require",
+                "spir64_gen",
+                "lib.dll",
+            ],
+            0,
+        ),
+        (&["check", "--require", "spirv64", "lib.so"], 1),
+        (&["check", "--forbid", "nvptx64", "lib.so"], 2),
+        (&["check", "--require", "SPIR64", "lib.so"], 2),
+        (
+            &["prune", "--drop", "spir64_x86_64", "--dry-run", "lib.so"],
+            0,
+        ),
+    ] {
+        let r = run(&ours(), args, d);
+        same(&format!("{args:?}: exit code ({})", r.stderr), r.code, code)?;
+    }
+    for args in [
+        &["prune", "--drop", "spir64", "--dry-run", "lib.so"][..],
+        &["prune", "--keep", "spir64", "--dry-run", "lib.dll"],
+    ] {
+        let r = run(&ours(), args, d);
+        if r.code == 0 || !r.stderr.contains("pruned only in a relocatable object") {
+            return Err(format!("{args:?}: exit {}, not refused: {}", r.code, r.stderr).into());
+        }
+    }
+    run(
+        &ours(),
+        &["extract", "--arch", "spir64_gen", "-o", "gen", "lib.so"],
+        d,
+    )
+    .ok()?;
+    same(
+        "extract --arch spir64_gen: files",
+        files(&d.join("gen")).len(),
+        1,
+    )?;
     Ok(())
 }
 
@@ -351,5 +415,69 @@ fn lying_rows() -> Result<(), Failed> {
             }
         }
     }
+    Ok(())
+}
+
+/// Issue #57: a library whose image table has 2,000 rows over one 64 KiB
+/// image, each 16 bytes further in and running to the image's end (a
+/// file of 157 KB), made `extract` write 94 MB and `size` claim 62,778 %
+/// of the file. Rows that share bytes are damage, as a bundle's entries
+/// are: every scanner command exits 2 naming the file, `extract` leaves
+/// nothing, and `size` counts the image once.
+fn overlapping_rows() -> Result<(), Failed> {
+    const ROWS: usize = 2_000;
+    const IMAGE: usize = 64 << 10;
+    let t = tempdir();
+    let d = t.path();
+    let mut c = format!(
+        "#include <stdint.h>\n\
+         __attribute__((section(\"__CLANG_OFFLOAD_BUNDLE__sycl-spir64\"), aligned(16), used)) \
+         const unsigned char img[{IMAGE}] = {{3, 2, 35, 7}};\n\
+         __attribute__((section(\".tgtimg\"), aligned(16), used)) \
+         const uintptr_t table[{ROWS}][2] = {{\n"
+    );
+    for i in 0..ROWS {
+        c.push_str(&format!(
+            "{{(uintptr_t)(img + {}), {}}},\n",
+            16 * i,
+            IMAGE - 16 * i
+        ));
+    }
+    c.push_str("};\nint f(void) { return 0; }\n");
+    std::fs::write(d.join("lib.c"), c)?;
+    run(
+        Path::new("cc"),
+        &["-shared", "-fPIC", "-o", "lib.so", "lib.c"],
+        d,
+    )
+    .ok()?;
+    let len = std::fs::metadata(d.join("lib.so"))?.len();
+    if !(150_000..170_000).contains(&len) {
+        return Err(format!("lib.so is {len} bytes, not about 157 KB").into());
+    }
+    for args in [
+        &["inspect", "lib.so"][..],
+        &["inspect", "--json", "--hash", "lib.so"],
+        &["size", "lib.so"],
+        &["check", "--require-kind", "sycl", "lib.so"],
+        &["check", "--forbid", "sm_90", "lib.so"],
+        &["extract", "-o", "out", "lib.so"],
+        &["diff", "lib.so", "lib.so"],
+    ] {
+        let r = run(&ours(), args, d);
+        damage_failure(&format!("{args:?}"), &r, "lib.so")?;
+        let said = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+        if args[0] != "extract" && !said.contains("overlaps entry 0") {
+            return Err(format!("{args:?}: the overlap is not named: {said:.2000}").into());
+        }
+    }
+    let left = files(&d.join("out"));
+    if !left.is_empty() {
+        return Err(format!("extract left {} files", left.len()).into());
+    }
+    let r = run(&ours(), &["size", "--json", "lib.so"], d);
+    let doc: Value = serde_json::from_slice(&r.stdout)?;
+    let total = doc["files"][0]["total"]["bytes"].as_u64();
+    same("size --json: the bytes counted", total, Some(IMAGE as u64))?;
     Ok(())
 }

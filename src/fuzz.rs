@@ -570,6 +570,7 @@ pub fn scan(data: &[u8]) {
             }
             let held: usize = r.containers.iter().map(|c| c.images).sum();
             assert_eq!(held, r.images.len());
+            entries::disjoint(&r);
             // CUDA fatbin entries decoded on several threads: the same
             // report.
             if full && mode == Mode::Auto {
@@ -1040,6 +1041,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("prune", prune),
 ];
 
+mod entries;
 mod kernels;
 mod lz4;
 mod readers;

@@ -8,6 +8,8 @@
 //! - [`CUDA_SMS`]: the CUDA compute capabilities a fatbin can hold, with
 //!   their `a` (architecture-specific) and `f` (family) variants;
 //! - [`KINDS`]: the offload kinds and image kinds reports name;
+//! - [`SPIR_TARGETS`]: the SPIR and SPIR-V targets (Intel's SYCL targets
+//!   among them) that name images by their triple, having no processor;
 //! - [`is_known_arch`] and [`is_known_kind`]: whether a rule names
 //!   something real.
 //!
@@ -336,17 +338,49 @@ pub(crate) fn cuda_names() -> impl Iterator<Item = String> {
 /// archs that are neither AMDGPU nor CUDA processors.
 pub(crate) const OTHER_ARCHS: &[&str] = &["amdgcnspirv", "bmg_g21", "generic", "graniterapids"];
 
+/// The SPIR and SPIR-V targets a rule may name besides the spellings
+/// LLVM's triples give them ([`is_spir_target`]): the targets of Intel's
+/// SYCL compiler (`-fsycl-targets`: `spir64` SPIR-V, `spir64_gen` code
+/// for Intel GPUs made ahead of time, `spir64_x86_64` for CPUs,
+/// `spir64_fpga`) and the SPIR-V triples' `spirv64`, `spirv32`, `spirv`.
+/// Their images name no processor: the first component of the image's
+/// triple (a SYCL table's section name, a bundle ID's triple) is the
+/// target.
+pub const SPIR_TARGETS: &[&str] = &[
+    "spir64",
+    "spir64_gen",
+    "spir64_x86_64",
+    "spir64_fpga",
+    "spirv64",
+    "spirv32",
+    "spirv",
+    "spir",
+];
+
+/// Whether `name` is a SPIR or SPIR-V target: one of [`SPIR_TARGETS`], or
+/// a name LLVM's triples read as SPIR or SPIR-V (`spirv64v1.5`).
+pub fn is_spir_target(name: &str) -> bool {
+    use crate::llvm::triple::{Arch, parse_arch};
+    SPIR_TARGETS.contains(&name)
+        || matches!(
+            parse_arch(name),
+            Arch::Spir | Arch::Spir64 | Arch::Spirv | Arch::Spirv32 | Arch::Spirv64
+        )
+}
+
 /// Whether `name` is an architecture the scanners know: an AMDGPU
 /// processor, alias or generic target of LLVM 22 (or a
 /// [retired](RETIRED_AMDGCN) one), a CUDA arch (`sm_XY` of [`CUDA_SMS`],
 /// with an `a` or `f` where that variant exists), a CPU architecture LLVM's
-/// triples name (`x86_64`, `aarch64`, …) or one of clang 22's other offload
-/// archs (`amdgcnspirv`, `bmg_g21`, `generic`, `graniterapids`).
+/// triples name (`x86_64`, `aarch64`, …), a [SPIR target](is_spir_target)
+/// or one of clang 22's other offload archs (`amdgcnspirv`, `bmg_g21`,
+/// `generic`, `graniterapids`).
 pub fn is_known_arch(name: &str) -> bool {
     amdgpu(name).is_some()
         || RETIRED_AMDGCN.contains(&name)
         || is_cuda_sm(name)
         || OTHER_ARCHS.contains(&name)
+        || is_spir_target(name)
         || crate::llvm::triple::parse_arch(name) != crate::llvm::triple::Arch::Unknown
 }
 
@@ -384,7 +418,7 @@ pub fn is_known_kind(kind: &str) -> bool {
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Every known architecture name (AMDGPU, CUDA, other offload archs),
+/// Every known architecture name (AMDGPU, CUDA, SPIR, other offload archs),
 /// for [`suggest`].
 pub(crate) fn arch_names() -> Vec<String> {
     AMDGCN
@@ -394,6 +428,7 @@ pub(crate) fn arch_names() -> Vec<String> {
         .chain(RETIRED_AMDGCN.iter().map(|s| s.to_string()))
         .chain(cuda_names())
         .chain(OTHER_ARCHS.iter().map(|s| s.to_string()))
+        .chain(SPIR_TARGETS.iter().map(|s| s.to_string()))
         .chain(
             ["x86_64", "aarch64", "ppc64le", "ppc64", "riscv64", "i386"]
                 .iter()

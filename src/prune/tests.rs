@@ -426,6 +426,49 @@ fn a_pruned_bundle_is_laid_out_as_the_bundler_lays_out_the_kept_entries() {
     assert_eq!(got[1].data, b"abc");
 }
 
+/// Issue #57: SYCL's targets are rules too. A bundle of SPIR-V for
+/// `spir64` and code for `spir64_gen` (no target IDs): `--drop spir64`
+/// drops the SPIR-V and the bundle loses it; `--keep spir64` keeps only
+/// it; `--keep` naming a processor keeps neither (no GPU processor loads
+/// an image that names none). Before, no rule took them.
+#[test]
+fn sycl_targets_keep_and_drop_the_images_of_their_triple() {
+    use Verdict::*;
+    let spirv = b"\x03\x02\x23\x07 SPIR-V".repeat(8);
+    let gen_code = b"!<arch>\n".to_vec();
+    let b = bundle(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", b"host object"),
+            ("sycl-spir64-unknown-unknown", &spirv),
+            ("sycl-spir64_gen-unknown-unknown", &gen_code),
+        ],
+        8,
+    );
+    let of =
+        |sel: &Selection| -> Vec<Verdict> { verdicts(&b, sel).into_iter().map(|v| v.1).collect() };
+    assert_eq!(of(&drop(&["spir64"])), [Always, Drop, Keep]);
+    assert_eq!(of(&drop(&["spir64_gen:archive"])), [Always, Keep, Drop]);
+    assert_eq!(of(&keep(&["spir64"], Ptx::Newest)), [Always, Keep, Drop]);
+    assert_eq!(
+        of(&keep(&["gfx90a", "sm_90"], Ptx::Newest)),
+        [Always, Drop, Drop]
+    );
+    let pruning = super::prune_file(&b, &drop(&["spir64"]), &super::Options::default()).unwrap();
+    let out = pruning.output.expect("a pruned bundle").to_vec(&b).unwrap();
+    let ids: Vec<String> = binary::read(&out)
+        .unwrap()
+        .iter()
+        .map(|e| e.id_str().into_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "host-x86_64-unknown-linux-gnu-",
+            "sycl-spir64_gen-unknown-unknown"
+        ]
+    );
+}
+
 #[test]
 fn a_compressed_bundle_is_pruned_inside_and_compressed_again() {
     use crate::bundle::ccob;

@@ -15,6 +15,9 @@ use crate::targets;
 /// ([`TargetId::parse`]); one that is malformed (`gfx90a:xnack`) only
 /// matches an image whose features are written the same way.
 pub fn arch_matches(img: &Image, want: &str) -> bool {
+    if let Some(m) = spir_matches(img, want) {
+        return m;
+    }
     if img.arch.is_empty() {
         return cpu_matches(img, want);
     }
@@ -48,9 +51,36 @@ pub(super) fn cuda_code_matches(img: &Image, want: &str) -> Option<bool> {
     Some(n == m && (s.is_none() || s == t))
 }
 
+/// Whether the SPIR or SPIR-V target `want` ([`targets::is_spir_target`]:
+/// `spir64`, `spir64_gen`, `spirv64`) names the image's triple: its first
+/// component is `want`, ignoring case, or, for a `want` that gives no
+/// SPIR-V version, that target of any version (`spirv64` names
+/// `spirv64v1.5`). `spir64` does not name `spir64_gen` images: those hold
+/// code made ahead of time for Intel GPUs, not SPIR-V. `None` when `want`
+/// is no SPIR target; an image with no triple is named by none.
+pub(super) fn spir_matches(img: &Image, want: &str) -> Option<bool> {
+    let want = want.to_ascii_lowercase();
+    if !targets::is_spir_target(&want) {
+        return None;
+    }
+    let first = img.triple.split('-').next().unwrap_or_default();
+    let first = first.to_ascii_lowercase();
+    let versionless = triple::parse_sub_arch(&want) == triple::SubArch::None;
+    Some(
+        first == want
+            || (versionless
+                && triple::parse_arch(&first) == triple::parse_arch(&want)
+                && triple::parse_arch(&want) != triple::Arch::Unknown),
+    )
+}
+
 /// Whether `processor` is the image's processor: equal ignoring case, or
-/// the same AMDGPU processor after LLVM's aliases.
+/// the same AMDGPU processor after LLVM's aliases. A SPIR target names
+/// the images of its triple ([`spir_matches`]).
 pub(super) fn same_processor(img: &Image, processor: &str) -> bool {
+    if let Some(m) = spir_matches(img, processor) {
+        return m;
+    }
     if img.arch.is_empty() {
         return cpu_matches(img, processor);
     }
@@ -74,22 +104,30 @@ pub fn cpu_arch(img: &Image) -> Option<triple::Arch> {
     }
     let first = img.triple.split('-').next()?;
     match triple::parse_arch(&first.to_ascii_lowercase()) {
-        Arch::Unknown
-        | Arch::Amdgcn
-        | Arch::R600
-        | Arch::Nvptx
-        | Arch::Nvptx64
-        | Arch::Amdil
-        | Arch::Amdil64
-        | Arch::Hsail
-        | Arch::Hsail64
-        | Arch::Spir
-        | Arch::Spir64
-        | Arch::Spirv
-        | Arch::Spirv32
-        | Arch::Spirv64 => None,
+        Arch::Unknown | Arch::Spir | Arch::Spir64 | Arch::Spirv | Arch::Spirv32 | Arch::Spirv64 => {
+            None
+        }
+        a if is_gpu_triple_arch(a) => None,
         a => Some(a),
     }
+}
+
+/// Whether `arch` is the architecture of a GPU or virtual ISA triple whose
+/// images name their processor (AMDGPU, NVPTX, AMDIL, HSAIL): a rule
+/// naming it (`nvptx64`) would name no image, so none may.
+pub(crate) fn is_gpu_triple_arch(arch: triple::Arch) -> bool {
+    use triple::Arch;
+    matches!(
+        arch,
+        Arch::Amdgcn
+            | Arch::R600
+            | Arch::Nvptx
+            | Arch::Nvptx64
+            | Arch::Amdil
+            | Arch::Amdil64
+            | Arch::Hsail
+            | Arch::Hsail64
+    )
 }
 
 /// Whether `want` (`x86_64`, `aarch64`) names the CPU image `img` is built

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use super::Image;
-use super::select::{arch_matches, cuda_code_matches, kind_matches, same_processor};
+use super::select::{arch_matches, cuda_code_matches, kind_matches, same_processor, spir_matches};
 use crate::bundle::id::TargetId;
 use crate::targets;
 
@@ -43,8 +43,16 @@ use crate::targets;
 ///   with the kind `cubin` counts no PTX. An NVPTX image packed as an
 ///   `object` (as clang-linker-wrapper packs OpenMP's linked NVPTX images)
 ///   is a cubin.
+/// - **SPIR and SPIR-V** ([`targets::SPIR_TARGETS`]: `spir64`,
+///   `spir64_gen`, `spir64_x86_64`, `spirv64`): their images (Intel's
+///   SYCL images, SPIR-V) name no processor, only a triple. A rule naming
+///   one is met by, and takes, the images of that triple (its first
+///   component: `spir64` names SPIR-V, not the `spir64_gen` code made
+///   ahead of time for Intel GPUs). An image with no processor meets no
+///   rule that names one (`prune --keep gfx90a` drops SPIR-V).
 /// - Anything else (bitcode, objects, other processors) serves only its
-///   own processor.
+///   own processor. A triple's GPU architecture (`nvptx64`, `amdgcn`) is
+///   no rule: its images name their processors.
 ///
 /// Which images a rule takes ([`Rule::built_for`], `--forbid`, `prune
 /// --drop`) is the images built for its processor; a CUDA rule's `a` or
@@ -363,7 +371,7 @@ impl Rule {
         let arch = match &self.arch {
             None => Meets::Yes,
             Some(a) if exact => yes_no(arch_matches(img, a)),
-            Some(a) => yes_no(match cuda_code_matches(img, a) {
+            Some(a) => yes_no(match cuda_code_matches(img, a).or(spir_matches(img, a)) {
                 Some(m) => m,
                 None => TargetId::parse(a).is_some_and(|id| {
                     same_processor(img, id.processor)
@@ -522,7 +530,8 @@ impl fmt::Display for Rule {
 
 /// Whether `arch` is a target ID naming something known: a processor
 /// [`targets::is_known_arch`] knows, spelt as LLVM spells it (case
-/// included), with only features that processor has. The error says what
+/// included), with only features that processor has, and not a GPU
+/// triple's architecture (`nvptx64`), which names no image. The error says what
 /// is wrong and names the closest known names.
 pub fn check_arch(arch: &str) -> Result<(), String> {
     let Some(id) = TargetId::parse(arch) else {
@@ -531,6 +540,15 @@ pub fn check_arch(arch: &str) -> Result<(), String> {
         ));
     };
     let p = id.processor;
+    let triple_arch = crate::llvm::triple::parse_arch(p);
+    if targets::amdgpu(p).is_none() && super::select::is_gpu_triple_arch(triple_arch) {
+        // `nvptx64` and `amdgcn` are triples' architectures; their images
+        // are named by their processors.
+        return Err(format!(
+            "'{p}' is the architecture of a triple, not a processor: name the \
+             processor (sm_90, gfx942), or the kind (*:cuda, *:hip)"
+        ));
+    }
     if !targets::is_known_arch(p) {
         let suggestions = match p.strip_prefix("compute_") {
             // PTX is named by its SM and the kind.
@@ -609,6 +627,9 @@ fn feature(img: &Image, name: &str) -> Option<bool> {
 /// arch: the table does not know it) names: the same processor, and every
 /// feature the image sets set the same way by `want`.
 fn serves(img: &Image, want: &str) -> Meets {
+    if let Some(m) = spir_matches(img, want) {
+        return yes_no(m);
+    }
     if img.arch.is_empty() {
         // A host CPU image: its CPU runs it.
         return yes_no(same_processor(img, want));

@@ -499,3 +499,103 @@ fn a_cpu_rule_takes_the_host_offload_images_of_its_cpu() {
         Meets::No
     );
 }
+
+/// A SYCL or SPIR-V image: it names no processor, only its triple.
+fn spir(triple: &str, id: usize) -> Image {
+    let mut i = crate::scan::test_image(
+        triple,
+        "",
+        Offload::of_bundle_kind("sycl"),
+        Some(Content::Image(ImageKind::IMG_SPIRV)),
+    );
+    i.id = id;
+    i
+}
+
+/// Issue #57: the SPIR and SPIR-V targets are rules that take the images
+/// of their triple, in every way a rule is matched; before, `spir64`
+/// parsed and matched nothing.
+#[test]
+fn spir_targets_name_the_images_of_their_triple() {
+    let triples = [
+        "spir64",
+        "spir64_gen",
+        "spir64_x86_64",
+        "spirv64-unknown-unknown",
+        "spirv64v1.5-unknown-unknown",
+    ];
+    let images: Vec<Image> = triples
+        .iter()
+        .enumerate()
+        .map(|(n, t)| spir(t, n))
+        .collect();
+    // (rule, the images it names, by index in `triples`)
+    let cases: [(&str, &[usize]); 6] = [
+        ("spir64", &[0]),
+        ("spir64_gen", &[1]),
+        ("spir64_x86_64", &[2]),
+        ("spirv64", &[3, 4]),
+        ("spirv64v1.5", &[4]),
+        ("spir64:spirv", &[0]),
+    ];
+    for (text, named) in cases {
+        let r = Rule::parse(text).unwrap();
+        for img in &images {
+            let want = if named.contains(&img.id) {
+                Meets::Yes
+            } else {
+                Meets::No
+            };
+            let what = format!("{text} on {}", img.triple);
+            assert_eq!(r.built_for(img, false), want, "built_for {what}");
+            assert_eq!(r.served_by(img, false), want, "served_by {what}");
+            assert_eq!(r.loaded_by_some(img, false), want, "loaded_by_some {what}");
+            let arch = r.arch.as_deref().unwrap();
+            assert_eq!(arch_matches(img, arch), want.yes(), "arch_matches {what}");
+        }
+        let all: Vec<&Image> = images.iter().collect();
+        let c = r.coverage(&all, false);
+        assert!(c.passed, "{text}: {c:?}");
+        assert_eq!(c.images, named, "{text}");
+        assert_eq!(
+            r.loading(&images[named[0]]).unwrap(),
+            format!("built for {}", r.arch.unwrap())
+        );
+    }
+    // The kind still counts, and no other rule takes a SPIR-V image.
+    let archive = Rule::parse("spir64_gen:archive").unwrap();
+    assert_eq!(archive.built_for(&images[1], false), Meets::No);
+    for other in ["gfx90a", "sm_90", "x86_64", "bmg_g21"] {
+        let r = Rule::parse(other).unwrap();
+        for img in &images {
+            assert_eq!(r.built_for(img, false), Meets::No, "{other}");
+            assert_eq!(r.loaded_by_some(img, false), Meets::No, "{other}");
+        }
+    }
+    // Nor does a SPIR rule take a GPU's image.
+    let gpu = image("amdgcn-amd-amdhsa", "gfx90a", Some(ImageKind::IMG_Object));
+    assert_eq!(
+        Rule::parse("spir64").unwrap().built_for(&gpu, false),
+        Meets::No
+    );
+}
+
+/// A spelling no image can meet is a usage error, never a rule that
+/// matches nothing: a GPU triple's architecture, features on a SPIR
+/// target, a SPIR target in capitals.
+#[test]
+fn rules_that_could_name_no_image_are_errors() {
+    for (rule, says) in [
+        ("nvptx64", "the architecture of a triple"),
+        ("amdgcn", "the architecture of a triple"),
+        ("hsail64", "the architecture of a triple"),
+        ("spir64:xnack+", "no target-ID features"),
+        ("SPIR64_GEN", "did you mean spir64_gen?"),
+        ("spir64_ge", "did you mean spir64_gen?"),
+    ] {
+        let e = Rule::parse(rule).unwrap_err();
+        assert!(e.contains(says), "{rule}: {e}");
+    }
+    // r600 is a processor as well as a triple's architecture.
+    assert!(Rule::parse("r600").is_ok());
+}

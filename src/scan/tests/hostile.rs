@@ -461,76 +461,47 @@ fn fatbins_elsewhere_search_at_most_the_file() {
 /// A relocatable object whose image table (`.tgtimg`) has 5,000 rows for
 /// its one zstd-compressed image (found through the section's own
 /// relocations), one row whose image claims to decompress to 2^64 - 1
-/// bytes, and half a row: the image is read once, each other row is a
-/// problem, and the huge one is over the decompression budget (nothing
-/// of that size is allocated).
+/// bytes, and half a row: the image is read once, each other row of it
+/// is an unread entry that overlaps it (a problem in the words of the
+/// bundle reader), and the huge one is over the decompression budget
+/// (nothing of that size is allocated).
 #[test]
 fn image_table_rows_read_each_image_once_within_the_budget() {
-    use object::write::{Object as WObject, Relocation};
-    use object::{
-        Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags,
-        RelocationKind, SectionKind,
-    };
     const ROWS: u64 = 5_000;
     let image = b"\x03\x02\x23\x07 a SPIR-V module, as far as its magic goes".repeat(4);
     let frame = zstd::bulk::compress(&image, 3).unwrap();
-    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
-    let b = o.add_section(
-        Vec::new(),
-        b"__CLANG_OFFLOAD_BUNDLE__sycl-spir64".to_vec(),
-        SectionKind::ReadOnlyData,
-    );
-    o.append_section_data(b, &frame, 16);
-    let second = o.append_section_data(b, &frame, 16);
-    let t = o.add_section(Vec::new(), b".tgtimg".to_vec(), SectionKind::ReadOnlyData);
-    let mut table = Vec::new();
-    for _ in 0..ROWS {
-        table.extend_from_slice(&0u64.to_le_bytes());
-        table.extend_from_slice(&(image.len() as u64).to_le_bytes());
-    }
-    table.extend_from_slice(&0u64.to_le_bytes());
-    table.extend_from_slice(&u64::MAX.to_le_bytes());
-    table.extend_from_slice(&[1; 8]);
-    o.append_section_data(t, &table, 16);
-    let sym = o.section_symbol(b);
-    for row in 0..=ROWS {
-        let flags = RelocationFlags::Generic {
-            kind: RelocationKind::Absolute,
-            encoding: RelocationEncoding::Generic,
-            size: 64,
-        };
-        let addend = if row == ROWS { second as i64 } else { 0 };
-        o.add_relocation(
-            t,
-            Relocation {
-                offset: row * 16,
-                symbol: sym,
-                addend,
-                flags,
-            },
-        )
-        .unwrap();
-    }
-    let elf = o.write().unwrap();
+    let mut images = frame.clone();
+    images.resize(frame.len().next_multiple_of(16), 0);
+    let second = images.len() as i64;
+    images.extend_from_slice(&frame);
+    let mut rows: Vec<(i64, u64)> = (0..ROWS).map(|_| (0, image.len() as u64)).collect();
+    rows.push((second, u64::MAX));
+    let elf = table_object(&images, &rows, &[1; 8]);
     let opts = Options {
         hash: Some(HashAlgo::Xxh3_128),
         ..Options::default()
     };
     let r = scan(&elf, &opts);
-    assert_eq!(r.images.len(), 2, "{:?}", r.images);
+    let rows = usize::try_from(ROWS).unwrap();
+    assert_eq!(r.images.len(), rows + 1);
     assert_eq!(r.images[0].uncompressed_size, Some(image.len() as u64));
     assert_eq!(
         r.images[0].image_kind,
         Some(Content::Image(ImageKind::IMG_SPIRV))
     );
-    assert!(r.images[0].hash.is_some());
-    assert!(r.images[1].hash.is_none());
+    assert!(r.images[0].hash.is_some() && r.images[0].is_read());
+    assert!(
+        r.images[1..rows]
+            .iter()
+            .all(|i| i.overlaps == Some(0) && i.hash.is_none())
+    );
+    assert!(r.images[rows].hash.is_none() && r.images[rows].is_read());
     let said: Vec<&str> = r.problems.iter().map(|p| p.message.as_str()).collect();
     assert_eq!(
         said.iter()
-            .filter(|m| m.contains("gives the image of row 0 again"))
+            .filter(|m| m.contains("overlaps entry 0: entries of one container never share bytes"))
             .count(),
-        usize::try_from(ROWS - 1).unwrap(),
+        rows - 1,
     );
     assert!(
         said.iter().any(|m| m.contains("last row is 8 bytes")),
@@ -540,4 +511,97 @@ fn image_table_rows_read_each_image_once_within_the_budget() {
         said.iter().any(|m| m.contains("18446744073709551615")),
         "{said:?}"
     );
+}
+
+/// A relocatable x86-64 ELF object as Intel's SYCL wrapper lays one out:
+/// `images` in a section `__CLANG_OFFLOAD_BUNDLE__sycl-spir64`, and an
+/// image table (`.tgtimg`) of `rows` (the offset in that section a
+/// relocation gives, the size), then the bytes `tail`.
+fn table_object(images: &[u8], rows: &[(i64, u64)], tail: &[u8]) -> Vec<u8> {
+    use object::write::{Object as WObject, Relocation};
+    use object::{
+        Architecture, BinaryFormat, Endianness, RelocationEncoding, RelocationFlags,
+        RelocationKind, SectionKind,
+    };
+    let mut o = WObject::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let b = o.add_section(
+        Vec::new(),
+        b"__CLANG_OFFLOAD_BUNDLE__sycl-spir64".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    o.append_section_data(b, images, 16);
+    let t = o.add_section(Vec::new(), b".tgtimg".to_vec(), SectionKind::ReadOnlyData);
+    let mut table = Vec::new();
+    for (_, size) in rows {
+        table.extend_from_slice(&0u64.to_le_bytes());
+        table.extend_from_slice(&size.to_le_bytes());
+    }
+    table.extend_from_slice(tail);
+    o.append_section_data(t, &table, 16);
+    let sym = o.section_symbol(b);
+    for (row, &(addend, _)) in (0u64..).zip(rows) {
+        let flags = RelocationFlags::Generic {
+            kind: RelocationKind::Absolute,
+            encoding: RelocationEncoding::Generic,
+            size: 64,
+        };
+        let at = Relocation {
+            offset: row * 16,
+            symbol: sym,
+            addend,
+            flags,
+        };
+        o.add_relocation(t, at).unwrap();
+    }
+    o.write().unwrap()
+}
+
+/// Issue #57: an image table of 2,000 rows over one 64 KiB image, each
+/// starting 16 bytes further in and running to its end, made `extract`
+/// write 94 MiB and `size` count 99 MB from a file of 100 KiB. The rows
+/// overlap, which is damage as in a bundle: the first is read, every
+/// other is an unread entry that overlaps it, in the bundle reader's
+/// words; nothing of the container is extracted, and `size` counts the
+/// image once.
+#[test]
+fn overlapping_image_table_rows_are_damage_and_counted_once() {
+    const ROWS: usize = 2_000;
+    const IMAGE: usize = 64 << 10;
+    let mut image = b"\x03\x02\x23\x07".to_vec();
+    image.resize(IMAGE, 7);
+    let rows: Vec<(i64, u64)> = (0..ROWS)
+        .map(|i| (16 * i as i64, (IMAGE - 16 * i) as u64))
+        .collect();
+    let elf = table_object(&image, &rows, &[]);
+    let opts = Options {
+        hash: Some(HashAlgo::Xxh3_128),
+        ..Options::default()
+    };
+    let r = scan(&elf, &opts);
+    assert!(r.damaged());
+    assert_eq!(r.images.len(), ROWS);
+    assert!(r.images[0].is_read() && r.images[0].hash.is_some());
+    for (n, i) in r.images.iter().enumerate().skip(1) {
+        assert_eq!(i.overlaps, Some(0), "row {n}");
+        assert!(i.hash.is_none(), "row {n}");
+    }
+    let overlaps: Vec<&Problem> = r
+        .problems
+        .iter()
+        .filter(|p| {
+            p.message
+                .contains("overlaps entry 0: entries of one container never share bytes")
+        })
+        .collect();
+    assert_eq!(overlaps.len(), ROWS - 1, "{:?}", r.problems.first());
+    assert!(overlaps.iter().all(|p| p.container == Some(0)));
+    assert!(
+        r.problems[0]
+            .message
+            .starts_with("entry 1 (bytes 0x10..0x10000) overlaps entry 0")
+    );
+    // Nothing of it is kept by `extract`, and `size` counts the image once.
+    assert!(r.in_damaged_data().iter().all(|&d| d));
+    let s = crate::scan::size::size("t.o", elf.len() as u64, &r);
+    assert_eq!(s.total.bytes, IMAGE as u64);
 }

@@ -77,7 +77,13 @@ impl Walker<'_> {
     /// Pushes bundle entry `e` whose bytes overlap those of entry
     /// `overlaps`: its kind from its first bytes, nothing else read (no
     /// hash, no visitor, no containers inside).
-    fn overlapping_entry(&mut self, e: &EntryAt<'_>, overlaps: usize, bytes: &[u8], loc: &Loc) {
+    pub(super) fn overlapping_entry(
+        &mut self,
+        e: &EntryAt<'_>,
+        overlaps: usize,
+        bytes: &[u8],
+        loc: &Loc,
+    ) {
         let head = &bytes[..bytes.len().min(SNIFF_HEAD)];
         let mut image = self.bundle_image(e, None, loc);
         image.image_kind = Some(sniff(head));

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 
-use super::{Expect, Loc, SNIFF_HEAD, Walker, over_budget, sniff};
+use super::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
 use crate::num::{len64, usize_from};
 use crate::package::Compression;
 use crate::scan::ContainerKind;
@@ -97,6 +97,9 @@ impl Walker<'_> {
             self.bundle_entry(&at, Some(sec.data), &inner);
             index += 1;
         }
+        // Rows of one image, or of images that share bytes, are damage:
+        // each row's bytes are read once, by the first row at them.
+        let mut ranges = Ranges::default();
         for (span, mut entries) in by_section.into_values() {
             entries.sort_by_key(|e| e.offset);
             let named = bundle_sections
@@ -115,7 +118,21 @@ impl Walker<'_> {
                 }
                 let target = targets.get(&e.address).map(|t| format!("sycl-{t}"));
                 let id_text = named.or(target.as_deref().map(str::as_bytes));
-                self.table_image(o, id, index, id_text.unwrap_or_default(), &span, &e, &inner);
+                let at = TableRow {
+                    container: id,
+                    index,
+                    id: id_text.unwrap_or_default(),
+                    span: &span,
+                    row: &e,
+                };
+                let stored = stored_image(o.bytes(), &span, &e);
+                let overlaps = stored.as_ref().ok().and_then(|(bytes, _)| {
+                    ranges.take(e.offset, e.offset.saturating_add(len64(bytes)), index)
+                });
+                match (overlaps, stored) {
+                    (Some(j), Ok((bytes, _))) => self.overlapping_row(&at, j, bytes, &inner),
+                    (_, stored) => self.table_image(&at, stored, &inner),
+                }
                 index += 1;
             }
         }
@@ -157,32 +174,19 @@ impl Walker<'_> {
     }
 
     /// The rows of the image tables `tables`, each row that does not lead
-    /// into the file reported as a problem of its table.
+    /// into the file reported as a problem of its table. Rows that give
+    /// one image again are kept: they are damage ([`Ranges`]), reported
+    /// where the images are read.
     fn table_entries(
         &mut self,
         o: &ObjectFile<'_>,
         tables: &[(&Section<'_>, Loc)],
     ) -> Vec<TableEntry> {
         let mut out = Vec::new();
-        let mut seen = BTreeMap::new();
         for (sec, l) in tables {
             for row in o.image_table(sec) {
                 match row {
-                    Ok(e) => match seen.get(&e.offset) {
-                        // Two rows of one image would read it twice.
-                        Some(first) => self.problem(
-                            l,
-                            None,
-                            format!(
-                                "the image table's row {} gives the image of row {first} again",
-                                e.index
-                            ),
-                        ),
-                        None => {
-                            seen.insert(e.offset, e.index);
-                            out.push(e);
-                        }
-                    },
+                    Ok(e) => out.push(e),
                     Err(why) => self.problem(l, None, why),
                 }
             }
@@ -190,54 +194,47 @@ impl Walker<'_> {
         out
     }
 
-    /// Pushes the image of table row `e`, which lies in section `span`,
-    /// as entry `index` of object bundle `container` with bundle ID `id`:
-    /// the row's size in bytes from its address, or, where a zstd frame
-    /// starts there (the wrapper's compression), that frame, which must
-    /// decompress to the row's size. It is decompressed when its bytes are
-    /// asked for (a hash, a visitor) or checked (`--verify`), else only its
-    /// first bytes, for its kind.
-    #[allow(clippy::too_many_arguments)]
-    fn table_image(
-        &mut self,
-        o: &ObjectFile<'_>,
-        container: usize,
-        index: usize,
-        id: &[u8],
-        span: &Span,
-        e: &TableEntry,
-        inner: &Loc,
-    ) {
+    /// Pushes table row `at`, whose stored bytes `bytes` overlap those of
+    /// entry `overlaps` of its container, as the bundle reader pushes such
+    /// an entry: the overlap a problem of the container (which makes it
+    /// damaged), the image unread.
+    fn overlapping_row(&mut self, at: &TableRow<'_>, overlaps: usize, bytes: &[u8], inner: &Loc) {
+        let rel = at.row.offset - at.span.start;
+        let end = rel.saturating_add(len64(bytes));
+        let why = overlap_message(at.index, overlaps, rel, end);
+        self.problem(&inner.at(rel), Some(at.container), why);
+        let e = super::bundle::EntryAt::new(at.container, at.index, at.id, rel, len64(bytes));
+        self.overlapping_entry(&e, overlaps, bytes, inner);
+    }
+
+    /// Pushes the image of table row `at` as an entry of its object
+    /// bundle, from its stored bytes (`stored`: [`stored_image`]'s answer,
+    /// or why there are none): the row's size in bytes from its address,
+    /// or, where a zstd frame starts there (the wrapper's compression),
+    /// that frame, which must decompress to the row's size. It is
+    /// decompressed when its bytes are asked for (a hash, a visitor) or
+    /// checked (`--verify`), else only its first bytes, for its kind.
+    fn table_image(&mut self, at: &TableRow<'_>, stored: Stored<'_>, inner: &Loc) {
+        let TableRow {
+            container,
+            index,
+            id,
+            span,
+            row: e,
+        } = *at;
         let rel = e.offset - span.start;
-        let file = o.bytes();
-        let end = usize_from(span.end.min(len64(file)));
-        let rest = file.get(usize_from(e.offset)..end).unwrap_or_default();
-        let past = |what: &str| {
-            format!(
-                "the image table's row {} gives {what} at {:#x}, which runs past the end of \
-                 section {} or of the file",
-                e.index, e.offset, span.name
-            )
-        };
-        if crate::package::compression_of(rest) != Some(Compression::Zstd) {
-            let at = super::bundle::EntryAt::new(container, index, id, rel, e.size);
-            match rest.get(..usize_from(e.size)) {
-                Some(bytes) => self.bundle_entry(&at, Some(bytes), inner),
-                None => {
-                    let why = past(&format!("an image of {} bytes", e.size));
-                    self.problem(&inner.at(rel), Some(container), why);
-                }
+        let (stored, zstd) = match stored {
+            Ok(s) => s,
+            Err(why) => {
+                self.problem(&inner.at(rel), Some(container), why);
+                return;
             }
+        };
+        if !zstd {
+            let at = super::bundle::EntryAt::new(container, index, id, rel, e.size);
+            self.bundle_entry(&at, Some(stored), inner);
             return;
         }
-        let Some(stored) = zstd::zstd_safe::find_frame_compressed_size(rest)
-            .ok()
-            .and_then(|n| rest.get(..n))
-        else {
-            let why = past("a zstd frame");
-            self.problem(&inner.at(rel), Some(container), why);
-            return;
-        };
         let at = super::bundle::EntryAt::new(container, index, id, rel, len64(stored));
         let mut image = self.bundle_image(&at, None, inner);
         image.uncompressed_size = Some(e.size);
@@ -282,4 +279,46 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// A table row's stored bytes and whether they are a zstd frame, or the
+/// problem that there are none.
+type Stored<'d> = Result<(&'d [u8], bool), String>;
+
+/// A table row, as an entry of its object bundle: the bundle, the entry's
+/// index and bundle ID, the section it lies in, the row.
+#[derive(Clone, Copy)]
+struct TableRow<'a> {
+    container: usize,
+    index: usize,
+    id: &'a [u8],
+    span: &'a Span,
+    row: &'a TableEntry,
+}
+
+/// The bytes table row `e` stores in section `span` of `file`: the row's
+/// size in bytes from its address, or, where a zstd frame starts there,
+/// that frame (with `true`); an `Err` saying what runs past the end of
+/// the section or the file.
+fn stored_image<'d>(file: &'d [u8], span: &Span, e: &TableEntry) -> Stored<'d> {
+    let end = usize_from(span.end.min(len64(file)));
+    let rest = file.get(usize_from(e.offset)..end).unwrap_or_default();
+    let past = |what: &str| {
+        format!(
+            "the image table's row {} gives {what} at {:#x}, which runs past the end of \
+             section {} or of the file",
+            e.index, e.offset, span.name
+        )
+    };
+    if crate::package::compression_of(rest) != Some(Compression::Zstd) {
+        return match rest.get(..usize_from(e.size)) {
+            Some(bytes) => Ok((bytes, false)),
+            None => Err(past(&format!("an image of {} bytes", e.size))),
+        };
+    }
+    zstd::zstd_safe::find_frame_compressed_size(rest)
+        .ok()
+        .and_then(|n| rest.get(..n))
+        .map(|frame| (frame, true))
+        .ok_or_else(|| past("a zstd frame"))
 }
