@@ -430,7 +430,7 @@ impl Pruning {
         })
         .map_err(|e| match e {
             InArchive::Member(e) => e,
-            InArchive::Archive(e) => PathError::library(path, e),
+            InArchive::Archive(e) => PathError::content(path, name, e),
         })?;
         p.check_device_left(path, name, opts)?;
         p.kept = merge(std::mem::take(&mut p.kept));

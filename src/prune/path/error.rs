@@ -118,9 +118,6 @@ enum Inner {
         #[source]
         source: Error,
     },
-    /// The library's error, on its own (a static archive's own structure).
-    #[error(transparent)]
-    Library(Error),
     /// A wheel the zip reader or writer fails on.
     #[error("'{name}'")]
     Zip {
@@ -179,7 +176,7 @@ impl PathError {
         match &self.inner {
             Inner::Open { .. } => PathErrorKind::Open,
             Inner::Write { .. } => PathErrorKind::Write,
-            Inner::Content { .. } | Inner::Library(_) | Inner::Zip { .. } => PathErrorKind::Content,
+            Inner::Content { .. } | Inner::Zip { .. } => PathErrorKind::Content,
             Inner::Member { .. } => PathErrorKind::Content,
             Inner::Io { kind, .. } | Inner::Said { kind, .. } => *kind,
         }
@@ -222,7 +219,7 @@ impl PathError {
         };
         match &self.inner {
             Inner::Said { kind, .. } | Inner::Io { kind, .. } => *kind == PathErrorKind::Refused,
-            Inner::Content { source, .. } | Inner::Library(source) => refusal(source),
+            Inner::Content { source, .. } => refusal(source),
             Inner::Member { source, .. } => source.downcast_ref::<Error>().is_some_and(refusal),
             Inner::Open { .. } | Inner::Write { .. } | Inner::Zip { .. } => false,
         }
@@ -254,11 +251,6 @@ impl PathError {
     pub(crate) fn content(path: &Path, name: &str, source: Error) -> PathError {
         let name = name.to_string();
         PathError::new(path, Inner::Content { name, source })
-    }
-
-    /// The library fails on `path`, the error saying where.
-    pub(crate) fn library(path: &Path, source: Error) -> PathError {
-        PathError::new(path, Inner::Library(source))
     }
 
     /// The zip crate fails on the wheel `path`.
