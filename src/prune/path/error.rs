@@ -134,10 +134,11 @@ enum Inner {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// An I/O error on its own, as the C library words it.
-    #[error("{}", OsText(.source))]
+    /// An I/O error about the file `name`, as the C library words it.
+    #[error("'{name}': {}", OsText(.source))]
     Io {
         kind: PathErrorKind,
+        name: String,
         #[source]
         source: io::Error,
     },
@@ -279,9 +280,11 @@ impl PathError {
         )
     }
 
-    /// An I/O error about `path`, of the kind given, said on its own.
+    /// An I/O error about `path`, of the kind given: the file, then the
+    /// error as the C library words it.
     pub(crate) fn io(kind: PathErrorKind, path: &Path, source: io::Error) -> PathError {
-        PathError::new(path, Inner::Io { kind, source })
+        let name = path.to_string_lossy().into_owned();
+        PathError::new(path, Inner::Io { kind, name, source })
     }
 
     /// `'NAME': WHY`, about `path`, of the kind given (`name`: `path`, or
@@ -365,18 +368,18 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_io_error_on_its_own_is_worded_as_the_c_library_words_it() {
+    fn an_io_error_names_its_file_and_is_worded_as_the_c_library_words_it() {
         let wrapped = io::Error::new(
             io::ErrorKind::NotFound,
             format!("{} at path \"/d/.tmp1\"", io::Error::from_raw_os_error(2)),
         );
         let e = PathError::io(PathErrorKind::Io, Path::new("x"), wrapped);
-        assert_eq!(e.to_string(), "No such file or directory");
+        assert_eq!(e.to_string(), "'x': No such file or directory");
         let e = PathError::io(
             PathErrorKind::Io,
             Path::new("x"),
             io::Error::from_raw_os_error(13),
         );
-        assert_eq!(e.to_string(), "Permission denied");
+        assert_eq!(e.to_string(), "'x': Permission denied");
     }
 }
