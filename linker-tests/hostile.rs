@@ -6,7 +6,8 @@
 //! The trials are grouped: `special.rs` special files, thin archive members
 //! and escapes, `bombs.rs` sizes and counts meant to exhaust memory or
 //! time, `outputs.rs` temporary outputs under signals, renamed
-//! directories and write errors.
+//! directories and write errors, `round4.rs` and `round5_writers.rs` the
+//! rounds of issues #41 and #57.
 
 use std::path::Path;
 
@@ -17,6 +18,7 @@ use crate::util::{ours, ours_as, run_within, tempdir, trial};
 mod bombs;
 mod outputs;
 mod round4;
+mod round5_writers;
 mod special;
 
 /// Seconds any command gets before it counts as hung.
@@ -27,6 +29,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(bombs::tests());
     trials.extend(outputs::tests());
     trials.extend(round4::tests());
+    trials.extend(round5_writers::tests());
     trials
 }
 
