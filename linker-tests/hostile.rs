@@ -6,7 +6,8 @@
 //! The trials are grouped: `special.rs` special files, thin archive members
 //! and escapes, `bombs.rs` sizes and counts meant to exhaust memory or
 //! time, `outputs.rs` temporary outputs under signals, renamed
-//! directories and write errors.
+//! directories and write errors, `round4.rs` and `round5_writers.rs` the
+//! rounds of issues #41 and #57.
 
 use std::path::Path;
 
@@ -18,6 +19,7 @@ mod bombs;
 mod outputs;
 mod round4;
 mod round5_paths;
+mod round5_writers;
 mod round5_writes;
 mod special;
 
@@ -31,6 +33,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(round4::tests());
     trials.extend(round5_paths::tests());
     trials.extend(round5_writes::tests());
+    trials.extend(round5_writers::tests());
     trials
 }
 

@@ -41,6 +41,12 @@ fn with(b: &[u8], at: usize, v: u32) -> Vec<u8> {
 /// clang bundles a HIP fat binary, placed in `.hip_fatbin` by a C file
 /// whose wrapper points at it.
 pub fn build(d: &Path) -> Result<(), Failed> {
+    build_with(d, "", &[])
+}
+
+/// [`build`], with `more_c` added to the C file and `link` to lld-link's
+/// arguments.
+pub fn build_with(d: &Path, more_c: &str, link: &[&str]) -> Result<(), Failed> {
     std::fs::write(
         d.join("k.hip"),
         "#define __global__ __attribute__((global))\n\
@@ -89,7 +95,7 @@ pub fn build(d: &Path) -> Result<(), Failed> {
          struct wrapper {{ int magic; int version; const void *data; void *unused; }};\n\
          __declspec(allocate(\".hipFatBinSegment\"))\n\
          const struct wrapper w = {{0x48495046, 1, fatbin, 0}};\n\
-         __declspec(dllexport) const void *get(void) {{ return &w; }}\n",
+         __declspec(dllexport) const void *get(void) {{ return &w; }}\n{more_c}",
         bytes.join(",")
     );
     std::fs::write(d.join("dll.c"), c)?;
@@ -106,19 +112,16 @@ pub fn build(d: &Path) -> Result<(), Failed> {
         d,
     )
     .ok()?;
-    run(
-        &llvm("lld-link"),
-        &[
-            "/nologo",
-            "/dll",
-            "/noentry",
-            "/nodefaultlib",
-            "dll.obj",
-            "/out:dll.dll",
-        ],
-        d,
-    )
-    .ok()?;
+    let mut args = vec![
+        "/nologo",
+        "/dll",
+        "/noentry",
+        "/nodefaultlib",
+        "dll.obj",
+        "/out:dll.dll",
+    ];
+    args.extend_from_slice(link);
+    run(&llvm("lld-link"), &args, d).ok()?;
     Ok(())
 }
 

@@ -98,7 +98,12 @@ fn bounded(args: &[&str], d: &Path) -> Result<crate::util::Run, Failed> {
 
 /// Fails unless `r` is exit 2 with exactly one line on standard error,
 /// which names `file` and holds each of `words`.
-fn one_error(what: &str, r: &crate::util::Run, file: &str, words: &[&str]) -> Result<(), Failed> {
+pub(super) fn one_error(
+    what: &str,
+    r: &crate::util::Run,
+    file: &str,
+    words: &[&str],
+) -> Result<(), Failed> {
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.is_empty()).collect();
     let line = lines.first().copied().unwrap_or_default();
     let named = line.contains(&format!("'{file}'"));
@@ -114,7 +119,7 @@ fn one_error(what: &str, r: &crate::util::Run, file: &str, words: &[&str]) -> Re
 
 /// A binary bundle of `entries` (`ID=FILE` in `d`), compressed (a CCOB at
 /// zstd level 19) or not, written to `d/out`.
-fn bundle(d: &Path, out: &str, compress: bool, entries: &[&str]) -> Result<(), Failed> {
+pub(super) fn bundle(d: &Path, out: &str, compress: bool, entries: &[&str]) -> Result<(), Failed> {
     let mut args = vec!["bundle", "--type", "o", "-o", out];
     if compress {
         args.extend(["--compress", "--level", "19"]);

@@ -159,7 +159,10 @@ pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
             .map_or(0, |p| p + 1);
         let name = &h[..name_end];
         if name.starts_with(b"#1/") {
-            return Err(bad("has a BSD name (not rewritten)"));
+            let field = String::from_utf8_lossy(name);
+            return Err(bad(&format!(
+                "has a BSD name field ('{field}'): BSD archives are not rewritten"
+            )));
         }
         let start = at + HEADER_LEN;
         let in_file = !thin || matches!(name, b"/" | b"//" | b"/SYM64/");

@@ -22,11 +22,7 @@ pub fn prune<E: From<Error>>(
     data: &[u8],
     mut prune_member: impl FnMut(&str, &[u8]) -> std::result::Result<Option<Output>, E>,
 ) -> std::result::Result<Option<Output>, E> {
-    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
-    let long_names = entries
-        .iter()
-        .find(|e| e.name == b"//")
-        .map(|e| slice(data, e.data, e.size));
+    let (entries, names) = read(data)?;
     if ar::is_thin(data) {
         return Err(
             invalid("a thin archive's members are files of their own (see `resize_thin`)").into(),
@@ -38,7 +34,7 @@ pub fn prune<E: From<Error>>(
             new.push(None);
             continue;
         }
-        let name = member_name(e.name, long_names);
+        let name = names.resolve(e)?;
         new.push(prune_member(&name, slice(data, e.data, e.size))?);
     }
     if new.iter().all(Option::is_none) {
@@ -94,16 +90,12 @@ pub fn prune<E: From<Error>>(
 /// The names of a thin archive's members, in order (paths relative to the
 /// archive's directory unless absolute).
 pub fn thin_members(data: &[u8]) -> Result<Vec<String>> {
-    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
-    let long_names = entries
-        .iter()
-        .find(|e| e.name == b"//")
-        .map(|e| slice(data, e.data, e.size));
-    Ok(entries
+    let (entries, names) = read(data)?;
+    entries
         .iter()
         .filter(|e| !e.in_file)
-        .map(|e| member_name(e.name, long_names))
-        .collect())
+        .map(|e| names.resolve(e))
+        .collect()
 }
 
 /// The thin archive `data` with each member's recorded size set to
@@ -111,7 +103,7 @@ pub fn thin_members(data: &[u8]) -> Result<Vec<String>> {
 /// members were pruned where they lie. Nothing moves in a thin archive, so
 /// the symbol table stays as it is.
 pub fn resize_thin(data: &[u8], sizes: &[u64]) -> Result<Output> {
-    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let (entries, _) = read(data)?;
     let members: Vec<&RawEntry<'_>> = entries.iter().filter(|e| !e.in_file).collect();
     if members.len() != sizes.len() {
         return Err(invalid("one size per member is needed"));
@@ -136,21 +128,93 @@ fn is_table(name: &[u8]) -> bool {
     name == b"/" || name == b"//" || name == b"/SYM64/"
 }
 
-/// A member's name: `name/` (GNU), `/N` (offset `N` into the long-name
-/// table, up to its `/\n`), or the field as it is (System V without the
-/// slash).
-fn member_name(field: &[u8], long_names: Option<&[u8]>) -> String {
-    let resolved = field
-        .strip_prefix(b"/")
-        .and_then(|n| std::str::from_utf8(n).ok()?.parse::<usize>().ok())
-        .and_then(|k| {
-            let t = long_names?.get(k..)?;
-            let end = t.windows(2).position(|w| w == b"/\n").unwrap_or(t.len());
-            Some(&t[..end])
-        });
-    let name = resolved.unwrap_or_else(|| field.strip_suffix(b"/").unwrap_or(field));
-    String::from_utf8_lossy(name).into_owned()
+/// The entries of the regular or thin archive `data` ([`ar::entries`]) and
+/// its long names, every member's name checked to resolve
+/// ([`Names::resolve`]): a writer keeps the name fields and the long-name
+/// table as they are, so an archive whose names LLVM's reader refuses
+/// would be written again as one it refuses.
+fn read(data: &[u8]) -> Result<(Vec<RawEntry<'_>>, Names<'_>)> {
+    let entries = ar::entries(data).map_err(|e| invalid(e.to_string()))?;
+    let names = Names {
+        table: entries
+            .iter()
+            .find(|e| e.name == b"//")
+            .map_or(&[][..], |e| slice(data, e.data, e.size)),
+        // Microsoft's archives have two linker members named `/`, and
+        // their long names end in a NUL; GNU's end in `/\n`.
+        coff: entries.len() >= 2 && entries[0].name == b"/" && entries[1].name == b"/",
+    };
+    for e in &entries {
+        names.resolve(e)?;
+    }
+    Ok((entries, names))
 }
+
+/// An archive's long-name table (`//`), and how its names end.
+struct Names<'data> {
+    table: &'data [u8],
+    coff: bool,
+}
+
+impl Names<'_> {
+    /// The name of entry `e`: `name/` (GNU), `/N` (offset `N` into the
+    /// long-name table, up to its `/\n`, or its NUL in a Microsoft
+    /// archive), the special members' own names, or the field as it is
+    /// (System V without the slash). A `/N` field that is not decimal,
+    /// points past the table or at a name the table does not end is
+    /// damage, as LLVM's `ArchiveMemberHeader::getName` reads it.
+    fn resolve(&self, e: &RawEntry<'_>) -> Result<String> {
+        let field = e.name;
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let Some(digits) = field.strip_prefix(b"/") else {
+            return Ok(lossy(field.strip_suffix(b"/").unwrap_or(field)));
+        };
+        if is_table(field) || SPECIAL.contains(&field) {
+            return Ok(lossy(field));
+        }
+        let bad = |why: String| {
+            invalid(format!(
+                "the name field '{}' of the member header at {:#x} {why}",
+                lossy(field),
+                e.header
+            ))
+        };
+        let at = std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<usize>().ok())
+            .ok_or_else(|| bad("is not '/' and a decimal offset".into()))?;
+        let rest = self
+            .table
+            .get(at..)
+            .filter(|r| !r.is_empty())
+            .ok_or_else(|| {
+                bad(format!(
+                    "points past the long-name table ({} bytes)",
+                    self.table.len()
+                ))
+            })?;
+        let end = match self.coff {
+            true => rest.iter().position(|&b| b == 0),
+            false => rest
+                .iter()
+                .position(|&b| b == b'\n')
+                .filter(|&n| n > 0 && rest[n - 1] == b'/')
+                .map(|n| n - 1),
+        };
+        let end = end.ok_or_else(|| {
+            let want = if self.coff { "a NUL" } else { "'/\\n'" };
+            bad(format!(
+                "points at a long name that {want} does not end in the table"
+            ))
+        })?;
+        Ok(lossy(&rest[..end]))
+    }
+}
+
+/// Members LLVM's reader takes by their own names, though they start
+/// with `/`: Windows SDK and WDK libraries hold them.
+const SPECIAL: [&[u8]; 2] = [b"/<XFGHASHMAP>/", b"/<ECSYMBOLS>/"];
 
 /// Entry `e`'s header with its size field set to `size`.
 fn header_with_size(data: &[u8], e: &RawEntry<'_>, size: u64) -> Result<Vec<u8>> {
@@ -237,16 +301,53 @@ fn microsoft_symbol_table(table: &[u8], moved: &[(u64, u64)]) -> Result<Vec<u8>>
 mod tests {
     use super::*;
 
+    fn entry(name: &[u8]) -> RawEntry<'_> {
+        RawEntry {
+            header: 8,
+            name,
+            data: 68,
+            size: 0,
+            in_file: true,
+        }
+    }
+
     #[test]
     fn long_names_and_gnu_names() {
-        let table = b"a_rather_long_member_name.o/\nb.o/\n";
-        assert_eq!(
-            member_name(b"/0", Some(table)),
-            "a_rather_long_member_name.o"
+        let gnu = Names {
+            table: b"a_rather_long_member_name.o/\nb.o/\n",
+            coff: false,
+        };
+        let name = |n: &Names<'_>, f: &'static [u8]| n.resolve(&entry(f));
+        assert_eq!(name(&gnu, b"/0").unwrap(), "a_rather_long_member_name.o");
+        assert_eq!(name(&gnu, b"/29").unwrap(), "b.o");
+        assert_eq!(name(&gnu, b"c.o/").unwrap(), "c.o");
+        assert_eq!(name(&gnu, b"/<ECSYMBOLS>/").unwrap(), "/<ECSYMBOLS>/");
+        let past = name(&gnu, b"/999").unwrap_err().to_string();
+        assert!(
+            past.ends_with(
+                "the name field '/999' of the member header at 0x8 points past the long-name \
+                 table (34 bytes)"
+            ),
+            "{past}"
         );
-        assert_eq!(member_name(b"/29", Some(table)), "b.o");
-        assert_eq!(member_name(b"c.o/", None), "c.o");
-        assert_eq!(member_name(b"/999", Some(table)), "/999");
+        assert!(name(&gnu, b"/34").is_err());
+        assert!(name(&gnu, b"/1x").is_err());
+        assert!(name(&gnu, b"/-1").is_err());
+        let cut = Names {
+            table: b"a_rather_long_member_name.o",
+            coff: false,
+        };
+        assert!(name(&cut, b"/0").is_err());
+        let coff = Names {
+            table: b"a_rather_long_member_name.obj\0b.obj\0",
+            coff: true,
+        };
+        assert_eq!(name(&coff, b"/30").unwrap(), "b.obj");
+        let unended = Names {
+            table: b"a_rather_long_member_name.obj",
+            coff: true,
+        };
+        assert!(name(&unended, b"/0").is_err());
     }
 
     #[test]

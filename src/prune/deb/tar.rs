@@ -288,12 +288,20 @@ impl<R: Read, W: Write> Walk<R, W> {
                 self.put(&block)?;
                 self.put(&data)?;
                 data.truncate(usize::try_from(size).unwrap_or(0));
+                let pax_fault = |why: String| {
+                    let name = String::from_utf8_lossy(&ustar_name(&block)).into_owned();
+                    Fault::Damaged(format!(
+                        "the pax header '{name}' at offset {offset:#x}: {why}"
+                    ))
+                };
                 match kind {
                     b'L' => long_name = Some(c_string(&data).to_vec()),
                     b'K' => long_link = Some(c_string(&data).to_vec()),
-                    b'x' => pax.read(&data),
-                    // Global pax headers are left to whoever unpacks.
-                    _ => {}
+                    b'x' => pax.read(&data).map_err(pax_fault)?,
+                    // Global pax headers are left to whoever unpacks, but
+                    // read as tar reads them: one tar refuses would be
+                    // written out again as it is.
+                    _ => Pax::default().read(&data).map_err(pax_fault)?,
                 }
                 continue;
             }
@@ -484,30 +492,67 @@ struct Pax {
 
 impl Pax {
     /// Reads the records (`LEN KEY=VALUE\n`, LEN counting the whole
-    /// record) of `data`; a malformed record ends the reading.
-    fn read(&mut self, mut data: &[u8]) {
-        while let Some(sp) = data.iter().position(|&b| b == b' ') {
-            let Some(len) = std::str::from_utf8(&data[..sp])
-                .ok()
-                .and_then(|s| s.parse::<usize>().ok())
-                .filter(|&n| n > sp + 1 && n <= data.len())
-            else {
-                return;
-            };
-            let record = &data[sp + 1..len];
-            let record = record.strip_suffix(b"\n").unwrap_or(record);
-            if let Some(eq) = record.iter().position(|&b| b == b'=') {
-                let (key, value) = (&record[..eq], &record[eq + 1..]);
-                match key {
-                    b"path" => self.path = Some(value.to_vec()),
-                    b"linkpath" => self.link = Some(value.to_vec()),
-                    b"size" => {
-                        self.size = std::str::from_utf8(value).ok().and_then(|s| s.parse().ok());
-                    }
-                    _ => {}
-                }
+    /// record) of `data` as GNU tar, which `dpkg-deb` runs, reads them: a
+    /// NUL where a record would start ends them; a record whose length is
+    /// missing, not followed by a blank or past the data, that has no `=`
+    /// or does not end in a newline, or whose `size` is not a decimal
+    /// number, is an error: which record, where, and why.
+    fn read(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut at, mut k) = (0, 0);
+        loop {
+            k += 1;
+            let rest = &data[at..];
+            let blank = |b: &u8| *b == b' ' || *b == b'\t';
+            let lead = rest.iter().take_while(|b| blank(b)).count();
+            if rest.get(lead).is_none_or(|&b| b == 0) {
+                return Ok(());
             }
-            data = &data[len..];
+            let bad = |why: &str| format!("record {k} (at byte {at} of {}) {why}", data.len());
+            let digits = rest[lead..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits == 0 {
+                return Err(bad("has no length"));
+            }
+            let len = std::str::from_utf8(&rest[lead..lead + digits])
+                .ok()
+                .and_then(|d| d.parse::<usize>().ok())
+                .filter(|&n| n <= rest.len())
+                .ok_or_else(|| bad("gives a length past the header's data"))?;
+            let key_at = lead
+                + digits
+                + rest[lead + digits..]
+                    .iter()
+                    .take_while(|b| blank(b))
+                    .count();
+            if key_at == lead + digits {
+                return Err(bad("has no blank after its length"));
+            }
+            // GNU tar looks for the `=` as a C string, up to a NUL.
+            let eq = rest[..len]
+                .get(key_at..)
+                .and_then(|r| r.iter().take_while(|&&b| b != 0).position(|&b| b == b'='))
+                .map(|p| key_at + p)
+                .ok_or_else(|| bad("has no '=' within its length"))?;
+            if rest[len - 1] != b'\n' {
+                return Err(bad("does not end in a newline"));
+            }
+            let (key, value) = (&rest[key_at..eq], &rest[eq + 1..len - 1]);
+            match key {
+                b"path" => self.path = Some(value.to_vec()),
+                b"linkpath" => self.link = Some(value.to_vec()),
+                b"size" => {
+                    let n = std::str::from_utf8(value)
+                        .ok()
+                        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| bad("gives a size that is not a decimal number"))?;
+                    self.size = Some(n);
+                }
+                _ => {}
+            }
+            at += len;
         }
     }
 }

@@ -134,7 +134,7 @@ enum Inner {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// `'NAME': ` and an I/O error, as the C library words it.
+    /// An I/O error about the file `name`, as the C library words it.
     #[error("'{name}': {}", OsText(.source))]
     Io {
         kind: PathErrorKind,
@@ -280,7 +280,8 @@ impl PathError {
         )
     }
 
-    /// An I/O error about `path`, of the kind given, naming it.
+    /// An I/O error about `path`, of the kind given: the file, then the
+    /// error as the C library words it.
     pub(crate) fn io(kind: PathErrorKind, path: &Path, source: io::Error) -> PathError {
         let name = crate::files::shown(path).into_owned();
         PathError::new(path, Inner::Io { kind, name, source })
@@ -367,7 +368,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_io_error_on_its_own_is_worded_as_the_c_library_words_it() {
+    fn an_io_error_names_its_file_and_is_worded_as_the_c_library_words_it() {
         let wrapped = io::Error::new(
             io::ErrorKind::NotFound,
             format!("{} at path \"/d/.tmp1\"", io::Error::from_raw_os_error(2)),

@@ -88,6 +88,9 @@ pub(crate) struct PeImage {
     is_64: bool,
     image_base: u64,
     file_alignment: u64,
+    /// `SectionAlignment`: below a page, the raw data lies at the
+    /// addresses (file offset = RVA) and cannot move.
+    section_alignment: u64,
     /// `SizeOfHeaders`: the headers' bytes, from offset 0.
     headers_end: u64,
     /// The checksum and where it is.
@@ -228,6 +231,7 @@ fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
         is_64: nt.is_type_64(),
         image_base: opt.image_base(),
         file_alignment: u64::from(opt.file_alignment()),
+        section_alignment: u64::from(opt.section_alignment()),
         headers_end: u64::from(opt.size_of_headers()),
         checksum_at: opt_at + u64_from(CHECKSUM),
         checksum: opt.check_sum(),
@@ -314,8 +318,9 @@ pub(crate) fn shrink(
         .ok_or("the containers lie in more than one section")?;
     let s = &pe.sections[s_index];
     let (start, end) = s.raw().ok_or("the section has no raw data")?;
+    let unit = movable(pe, s_index)?;
     let (packed, pack_end) = pack(data, report, plan, (start, s.raw_size, 8))?;
-    let new_size = round_up(sub(pack_end, start)?, pe.file_alignment)?;
+    let new_size = round_up(sub(pack_end, start)?, unit)?;
     let cut = sub(s.raw_size, new_size)?;
     if cut == 0 {
         return Err("the containers pack into the same number of file-alignment units".into());
@@ -361,6 +366,7 @@ pub(crate) fn shrink(
     if pe.checksum != 0 {
         set_checksum(&mut out, data, pe.checksum_at)?;
     }
+    check_layout(pe, s_index, (new_size, cut), out.size())?;
     let base = pe.image_base.saturating_add(u64::from(s.rva));
     let shrunk = Shrunk {
         section: s.name.clone(),
@@ -379,6 +385,100 @@ pub(crate) fn shrink(
         mapping: "section",
     };
     Ok((out, shrunk))
+}
+
+/// The unit section `s_index`'s raw data shrinks by, and the raw data
+/// after it moves by, when it can: `FileAlignment`, and at least 512
+/// bytes, since loaders (Windows', Wine's) round a section's
+/// `PointerToRawData` down to a multiple of 512 as they map it. Refused
+/// (and the file rewritten in place) when the section's
+/// `PointerToRawData` or `SizeOfRawData` is not a multiple of
+/// `FileAlignment` (cut from there, the raw data after it would move by a
+/// number of bytes that is not one), when another section's raw data
+/// overlaps it (the bytes cut would be that section's too), and in an
+/// image whose `SectionAlignment` is below a page (its raw data lies at
+/// its addresses).
+fn movable(pe: &PeImage, s_index: usize) -> Result<u64, Refusal> {
+    let (s, fa) = (&pe.sections[s_index], pe.file_alignment);
+    if pe.section_alignment < 0x1000 {
+        return Err(format!(
+            "its SectionAlignment ({:#x}) is below a page: raw data lies at its addresses",
+            pe.section_alignment
+        ));
+    }
+    for (field, v) in [
+        ("PointerToRawData", s.raw_ptr),
+        ("SizeOfRawData", s.raw_size),
+    ] {
+        if !v.is_multiple_of(fa) {
+            return Err(format!(
+                "section `{}`'s {field} ({v:#x}) is not a multiple of FileAlignment ({fa:#x})",
+                s.name
+            ));
+        }
+    }
+    let unit = fa.max(0x200);
+    if !s.raw_size.is_multiple_of(unit) {
+        return Err(format!(
+            "section `{}`'s SizeOfRawData ({:#x}) is not a multiple of 512 (the unit a loader \
+             finds raw data in)",
+            s.name, s.raw_size
+        ));
+    }
+    let (start, end) = s.raw().ok_or("the section has no raw data")?;
+    for (i, t) in pe.sections.iter().enumerate() {
+        if i != s_index
+            && let Some((a, b)) = t.raw()
+            && a < end
+            && b > start
+        {
+            return Err(format!(
+                "section `{}`'s raw data ({a:#x}..{b:#x}) overlaps section `{}`'s \
+                 ({start:#x}..{end:#x})",
+                t.name, s.name
+            ));
+        }
+    }
+    Ok(unit)
+}
+
+/// Checks the section table of the shrunk file, `len` bytes long, where
+/// section `s_index`'s raw data became `new_size` bytes and what lay after
+/// it moved down by `cut`: every section's raw data lies in the file and
+/// starts where a loader finds it (a multiple of `FileAlignment`, and of
+/// 512 where it was), and none lies in the bytes cut. What [`movable`]
+/// lets through always passes; this guards what is emitted.
+fn check_layout(
+    pe: &PeImage,
+    s_index: usize,
+    (new_size, cut): (u64, u64),
+    len: u64,
+) -> Result<(), Refusal> {
+    let s = &pe.sections[s_index];
+    let gone = (add(s.raw_ptr, new_size)?, add(s.raw_ptr, s.raw_size)?);
+    for (i, t) in pe.sections.iter().enumerate() {
+        let Some((a, b)) = t.raw() else { continue };
+        let (ptr, size) = match i == s_index {
+            true => (a, new_size),
+            false if a >= gone.1 => (sub(a, cut)?, t.raw_size),
+            false if b <= gone.0 => (a, t.raw_size),
+            false => {
+                return Err(format!(
+                    "section `{}`'s raw data lies in the bytes cut",
+                    t.name
+                ));
+            }
+        };
+        let aligned = |m: u64| ptr % m == a % m;
+        if !aligned(pe.file_alignment) || !aligned(0x200) || add(ptr, size)? > len {
+            return Err(format!(
+                "section `{}`'s raw data would lie at {ptr:#x}..{:#x} of a file of {len:#x} bytes",
+                t.name,
+                add(ptr, size)?
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The patches of the headers when `cut` bytes go from the end of section

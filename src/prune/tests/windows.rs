@@ -3,7 +3,8 @@
 //! addresses following the packed fatbins, its later sections moved down
 //! in the file by whole file-alignment units with their addresses kept, the
 //! checksum computed again; a signed DLL refused unless its signature goes;
-//! an overlay or a pointer into a container keeping the layout.
+//! an overlay, a pointer into a container, or a fat-binary section whose
+//! raw data is off the file alignment or overlapped keeping the layout.
 
 use object::LittleEndian as LE;
 use object::read::pe::PeFile64;
@@ -214,6 +215,43 @@ fn an_overlay_or_a_pointer_into_a_fatbin_keeps_the_layout() {
     let dll = pe::cuda_dll_with(&fatbins(), &at_start);
     let p = prune(&dll.bytes, &Options::default()).unwrap();
     assert!(p.not_shrunk.is_none(), "{:?}", p.not_shrunk);
+}
+
+/// The PE image `data` with section `i`'s `SizeOfRawData` set to `size`.
+fn with_raw_size(data: &[u8], i: usize, size: u32) -> Vec<u8> {
+    let pe = u32::from_le_bytes(data[0x3c..0x40].try_into().unwrap()) as usize;
+    let optional = usize::from(u16::from_le_bytes([data[pe + 20], data[pe + 21]]));
+    let at = pe + 24 + optional + 40 * i + 16;
+    let mut out = data.to_vec();
+    out[at..at + 4].copy_from_slice(&size.to_le_bytes());
+    out
+}
+
+#[test]
+fn a_fatbin_section_off_the_file_alignment_or_overlapped_keeps_the_layout() {
+    let dll = pe::cuda_dll(&fatbins(), false);
+    let before = sections(&dll.bytes);
+    let (name, _, vsize, _, raw) = before[1].clone();
+    assert_eq!(name, ".nv_fatb");
+    // Cut to 64 bytes past the fatbins: no multiple of 512. Shrunk from
+    // there, the sections after it would move by such a number, and a
+    // loader (reading raw data from 512-byte units) would miss them.
+    let short = vsize.next_multiple_of(0x40) | 0x40;
+    assert!(short < raw && short % 0x200 != 0);
+    let overlapping = raw + 0x200;
+    for (size, says) in [
+        (short, "SizeOfRawData (0x"),
+        (overlapping, "overlaps section `.nv_fatb`'s"),
+    ] {
+        let data = with_raw_size(&dll.bytes, 1, size);
+        let p = prune(&data, &Options::default()).unwrap();
+        let why = p.not_shrunk.clone().unwrap_or_default();
+        assert!(why.contains(says), "{why}");
+        let out = p.output.unwrap().to_vec(&data).unwrap();
+        assert_eq!(sections(&out), sections(&data));
+        assert_eq!(relocations(&out), relocations(&data));
+        assert_eq!(images(&out).len(), 2);
+    }
 }
 
 /// The symbols of a COFF object: (name, section index, value).

@@ -10,8 +10,13 @@
 //!
 //! - **File header**: machine, time stamp and characteristics are kept
 //!   (a `/bigobj` input has no characteristics: 0); no optional header.
-//!   The output is `/bigobj` exactly when it has more than 65279 sections,
-//!   whatever the input was.
+//!   The output is `/bigobj` when it has more than 65279 sections,
+//!   whatever the input was, and when a symbol's special section number
+//!   is one only `/bigobj`'s 32-bit field holds (below -256: a regular
+//!   object's 16-bit field reads 0xff00 to 0xffff as -256 to -1). There
+//!   llvm-objcopy writes the low 16 bits, and the number becomes a section
+//!   index past the sections (-4092, `0xfffff004`, becomes section
+//!   61444); we keep the number.
 //! - **Sections** keep their order and header fields (names, virtual size
 //!   and address, line-number fields, characteristics without
 //!   `IMAGE_SCN_LNK_NRELOC_OVFL`); removed ones leave no gap, added ones
@@ -74,6 +79,9 @@ const SYM_CLASS_WEAK_EXTERNAL: u8 = 105;
 const COMDAT_SELECT_ASSOCIATIVE: u8 = 5;
 /// The most sections a regular (not `/bigobj`) object may have.
 const MAX_SECTIONS_16: usize = 65279;
+/// The lowest special section number a regular object's 16-bit field
+/// holds (`0xff00`, read as a signed number past [`MAX_SECTIONS_16`]).
+const MIN_SPECIAL_16: i64 = -256;
 /// The size of a section header.
 const SECTION_HEADER_SIZE: usize = 40;
 /// The size of a relocation record.

@@ -247,6 +247,47 @@ fn a_bigobj_input_with_few_sections_is_written_as_a_regular_object() {
     assert_eq!(from_big, from_regular);
 }
 
+/// The offset of the `/bigobj` symbol record named `name` (8 bytes or
+/// fewer) in `big`.
+fn bigobj_symbol(big: &[u8], name: &[u8]) -> usize {
+    let (symtab, count) = (u32_at(big, 48).unwrap(), u32_at(big, 52).unwrap());
+    let mut i = 0;
+    while i < count {
+        let at = (symtab + 20 * i) as usize;
+        if &big[at..at + name.len()] == name && big[at + name.len()] == 0 {
+            return at;
+        }
+        i += 1 + u32::from(big[at + 19]);
+    }
+    panic!("no symbol {name:?}");
+}
+
+#[test]
+fn a_bigobj_input_keeps_special_section_numbers_a_regular_object_cannot_hold() {
+    let mut big = to_bigobj(&host(Architecture::X86_64));
+    let g = bigobj_symbol(&big, b"g");
+    // 0xfffff004: -4092, a special number (`IMAGE_SYM_*` are -1 and -2)
+    // that 16 bits would read as section 61444.
+    big[g + 12..g + 16].copy_from_slice(&(-4092i32).to_le_bytes());
+    let add = [NewSection {
+        id: DEVICE,
+        data: b"DEV",
+    }];
+    let out = bundle(&big, &add).unwrap().to_vec(&[&big, b"DEV"]).unwrap();
+    assert_eq!(&out[..4], &[0, 0, 0xff, 0xff], "written as /bigobj");
+    let g = bigobj_symbol(&out, b"g");
+    assert_eq!(
+        i32::from_le_bytes(out[g + 12..g + 16].try_into().unwrap()),
+        -4092
+    );
+    // -1 (`IMAGE_SYM_ABSOLUTE`) fits 16 bits: a regular object.
+    let mut big = to_bigobj(&host(Architecture::X86_64));
+    let g = bigobj_symbol(&big, b"g");
+    big[g + 12..g + 16].copy_from_slice(&(-1i32).to_le_bytes());
+    let out = bundle(&big, &add).unwrap().to_vec(&[&big, b"DEV"]).unwrap();
+    assert_ne!(&out[2..4], &[0xff, 0xff]);
+}
+
 #[test]
 fn long_section_names_are_encoded_as_llvm_does() {
     assert_eq!(&long_section_name(4).unwrap(), b"/4\0\0\0\0\0\0");

@@ -5,8 +5,8 @@
 use super::read::BIGOBJ_MAGIC;
 use super::strtab::{StringTable, long_section_name};
 use super::{
-    AUX_SIZE, Contents, MAX_SECTIONS_16, Model, RELOCATION_SIZE, SCN_CNT_CODE, SCN_NRELOC_OVFL,
-    SECTION_HEADER_SIZE, SYM_CLASS_STATIC, Sec, invalid, lossy,
+    AUX_SIZE, Contents, MAX_SECTIONS_16, MIN_SPECIAL_16, Model, RELOCATION_SIZE, SCN_CNT_CODE,
+    SCN_NRELOC_OVFL, SECTION_HEADER_SIZE, SYM_CLASS_STATIC, Sec, invalid, lossy,
 };
 use crate::bundle::object::{Part, Span, Written};
 use crate::error::Result;
@@ -27,7 +27,10 @@ struct Place {
 impl<'d> Model<'d> {
     /// The output file.
     pub(super) fn write(mut self) -> Result<Written> {
-        let big = self.sections.len() > MAX_SECTIONS_16;
+        // A special section number a 16-bit field cannot hold keeps the
+        // 32-bit field of `/bigobj` (docs in `coff/mod.rs`).
+        let big = self.sections.len() > MAX_SECTIONS_16
+            || self.live().any(|s| s.section < MIN_SPECIAL_16);
         let sym_size = if big { 20 } else { 18 };
         let (new_index, raw_count) = self.number_symbols(sym_size)?;
         // Section id -> 1-based output index (0: removed).

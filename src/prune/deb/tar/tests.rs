@@ -179,3 +179,58 @@ fn damage_and_the_budget() {
     tail.extend_from_slice(b"trailing");
     assert_eq!(rewrite(&tail, &[]).unwrap(), tail);
 }
+
+#[test]
+fn pax_records_are_read_as_gnu_tar_reads_them() {
+    let read = |d: &[u8]| {
+        let mut p = Pax::default();
+        p.read(d).map(|()| (p.path, p.size))
+    };
+    assert_eq!(
+        read(b"14 path=a/b.o\n11 size=42\n\0\0"),
+        Ok((Some(b"a/b.o".to_vec()), Some(42)))
+    );
+    // Blanks before a length, several after it, and NULs to the end.
+    assert_eq!(read(b" 12  size=7\n\0"), Ok((None, Some(7))));
+    for (bad, why) in [
+        (
+            &b"30 mtime=1700000000.12345678\n"[..],
+            "past the header's data",
+        ),
+        (b"x mtime=1\n", "has no length"),
+        (b"12 mtime1234\n", "has no '='"),
+        (b"12 mtime=123x", "does not end in a newline"),
+        (b"10size=42\n", "no blank after its length"),
+        (b"11 size=4x\n", "not a decimal number"),
+        (b"8 size=\n", "not a decimal number"),
+        (b"0 a=b\n", "has no '='"),
+        (b"99999999999999999999999 a=b\n", "past the header's data"),
+        (
+            b"11 size=42\nx",
+            "record 2 (at byte 11 of 12) has no length",
+        ),
+    ] {
+        let e = read(bad).unwrap_err();
+        assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(bad));
+    }
+}
+
+#[test]
+fn a_malformed_pax_record_is_damage_naming_its_header() {
+    let mut t = archive(&[("x", b"abc")]);
+    let mut h = [0u8; BLOCK];
+    h[..9].copy_from_slice(b"PaxHeader");
+    let record = b"12 mtime1234\n";
+    set_size(&mut h, record.len() as u64);
+    h[156] = b'x';
+    h[257..263].copy_from_slice(b"ustar\0");
+    set_checksum(&mut h);
+    let mut data = [0u8; BLOCK];
+    data[..record.len()].copy_from_slice(record);
+    t.splice(0..0, h.iter().chain(&data).copied());
+    let e = rewrite(&t, &[]).unwrap_err();
+    assert!(
+        matches!(&e, Fault::Damaged(m) if m.starts_with("the pax header 'PaxHeader' at offset 0x0: record 1")),
+        "{e:?}"
+    );
+}
