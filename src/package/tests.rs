@@ -249,7 +249,7 @@ fn cpio_entry(out: &mut Vec<u8>, name: &str, mode: u32, data: &[u8], odc: bool) 
     out.extend_from_slice(name.as_bytes());
     out.push(0);
     let pad = |v: &mut Vec<u8>| {
-        while !odc && v.len() % 4 != 0 {
+        while !odc && !v.len().is_multiple_of(4) {
             v.push(0);
         }
     };
