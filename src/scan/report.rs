@@ -5,7 +5,7 @@ use super::{Container, Image, Limit, Parent, Problem, ProblemKind};
 
 /// Everything found in one file. Serializes as the `format`, `scan`,
 /// `containers`, `images` and `problems` of one file in the
-/// `inspect --json` schema ([`JsonDocument`]).
+/// `inspect --json` schema ([`JsonDocument`](super::JsonDocument)).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Report {
@@ -34,7 +34,7 @@ pub struct Report {
     /// (section name, how many): fatbins the file's own code loads (cuFFT
     /// keeps its kernels so), which no CUDA runtime registers and
     /// `cuobjdump` does not read. Counted by their headers, not walked:
-    /// they are not in `containers` or `images`; [`Mode::Raw`] lists them.
+    /// they are not in `containers` or `images`; [`Mode::Raw`](super::Mode::Raw) lists them.
     pub fatbins_elsewhere: Vec<(String, u64)>,
 }
 

@@ -17,7 +17,7 @@ pub trait Visit {
     /// (compressed data that does not decompress, or fails its stored
     /// hash), and why, when no sink was streamed into (a sink's failure
     /// comes through [`Visit::streamed`]). The default does nothing; the
-    /// damage is also a [`Problem`] of the report.
+    /// damage is also a [`Problem`](super::Problem) of the report.
     fn unavailable(&mut self, image: &Image, why: &str) {
         let _ = (image, why);
     }
@@ -43,7 +43,7 @@ pub trait Visit {
     }
     /// How the stream into a sink from [`Visit::sink`] ended: `Ok` when
     /// every byte of the image was written and the compressed data held
-    /// together (its hash too, under [`Options::verify`]); the visitor
+    /// together (its hash too, under [`Options::verify`](super::Options::verify)); the visitor
     /// then [keeps](ImageSink::keep) what was written. The default keeps
     /// it on success and drops it otherwise.
     fn streamed(
@@ -62,7 +62,7 @@ pub trait Visit {
     /// image's bytes in place of [`Visit::image`] (and of any sink), then
     /// hands it back through [`Visit::read`]. A compressed CUDA fatbin
     /// entry is read on the thread that decompressed it, several at once
-    /// under [`Options::threads`], each from a buffer that thread keeps;
+    /// under [`Options::threads`](super::Options::threads), each from a buffer that thread keeps;
     /// any other image on the scan's own thread. `None` (the default):
     /// [`Visit::image`] or the sink gets the bytes.
     fn reader(&mut self, image: &Image) -> Option<Box<dyn ImageReader>> {
@@ -106,7 +106,7 @@ pub enum SinkError {
     Write(std::io::Error),
     /// The compressed data around the image is damaged (it ends early,
     /// decodes further than declared or is corrupt), or its stored hash
-    /// does not match (under [`Options::verify`]): why.
+    /// does not match (under [`Options::verify`](super::Options::verify)): why.
     Data(String),
 }
 
