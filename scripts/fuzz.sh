@@ -42,7 +42,7 @@
 # fuzzes nothing: it minimizes each target's corpus (cargo fuzz cmin) and
 # replaces fixtures/fuzz/TARGET/ with it (inputs up to 64 KiB) and with every
 # crash, timeout and OOM input found so far, so the tests replay them all
-# (src/fuzz.rs, `fuzz_corpora_replay`).
+# (src/fuzz/tests.rs, `fuzz_corpora_replay`).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

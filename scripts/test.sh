@@ -26,6 +26,16 @@ echo "== the public API is the one listed in docs/public-api.txt"
 python3 scripts/public-api.py
 echo "== the modules form layers: no import circles, and only cli imports cli"
 python3 scripts/module-graph.py
+echo "== no source file over 800 lines"
+python3 scripts/check-sizes.py
+echo "== the README states the Rust version Cargo.toml's rust-version says"
+# Cargo refuses a rustc older than rust-version, so building here (1.95)
+# checks the version the README promises.
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+readme_version=$(sed -n 's/.*with Rust \([0-9][0-9.]*\) or later.*/\1/p' README.md)
+[ -n "$rust_version" ] && [ "$rust_version" = "$readme_version" ] ||
+  { echo "Cargo.toml's rust-version is '$rust_version', README.md says Rust '$readme_version' or later"; exit 1; }
+echo "rust-version: $rust_version, as README.md says"
 echo "== the library alone: no command-line dependencies, bundled zstd"
 cargo build --locked --lib --no-default-features -q
 echo "== the library with files alone: file-level operations, no command-line dependencies"

@@ -139,12 +139,14 @@ pub(crate) mod check;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub(crate) mod magic;
+mod report;
 pub(crate) mod rule;
 mod sections;
 pub(crate) mod select;
 pub(crate) mod size;
 pub(crate) mod sort;
 mod tap;
+mod visit;
 mod walk;
 
 use std::fmt;
@@ -156,9 +158,11 @@ pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 
 pub(crate) use kinds::Hasher;
+pub use report::Report;
 pub use rule::{Coverage, Meets, Rule};
 pub use select::{Selection, select};
 pub use size::{SizeReport, Tally, size};
+pub use visit::{ImageReader, ImageSink, NoVisit, SinkError, ThinMember, Visit};
 pub use walk::{scan, scan_with};
 
 /// How images are found in a file.
@@ -581,275 +585,6 @@ impl fmt::Display for Limit {
             ),
         }
     }
-}
-
-/// Everything found in one file. Serializes as the `format`, `scan`,
-/// `containers`, `images` and `problems` of one file in the
-/// `inspect --json` schema ([`JsonDocument`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Report {
-    /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`, a
-    /// container's name; `ptx`, `spirv`, `bitcode` for a file that is one
-    /// such image.
-    pub format: &'static str,
-    /// Whether section headers were used.
-    pub used_sections: bool,
-    /// Whether (part of) the file was raw-scanned.
-    pub used_raw_scan: bool,
-    /// Containers, in the order found (parents before children).
-    pub containers: Vec<Container>,
-    /// Images, in the order found.
-    pub images: Vec<Image>,
-    /// Problems.
-    pub problems: Vec<Problem>,
-    /// The limit that stopped the scan early, if one did: the report is
-    /// then incomplete, and a command should treat the file as unreadable.
-    pub stopped: Option<Limit>,
-    /// Bytes produced by decompression, every pass counted (the work the
-    /// scan did beyond reading the file).
-    pub decompressed: u64,
-    /// CUDA fatbins that lie in the file's other data sections (`.rodata`,
-    /// `.data` …) when it was read through its section headers, as
-    /// (section name, how many): fatbins the file's own code loads (cuFFT
-    /// keeps its kernels so), which no CUDA runtime registers and
-    /// `cuobjdump` does not read. Counted by their headers, not walked:
-    /// they are not in `containers` or `images`; [`Mode::Raw`] lists them.
-    pub fatbins_elsewhere: Vec<(String, u64)>,
-}
-
-impl Report {
-    /// [`Report::fatbins_elsewhere`] in words, for the commands' notes and
-    /// prune's refusal: `18227 CUDA fatbin(s) in .data (18215), .ldata
-    /// (12)`, or with one section `23983 CUDA fatbin(s) in .ldata`; `None`
-    /// when there are none.
-    pub(crate) fn fatbins_elsewhere_said(&self) -> Option<String> {
-        let [(first, _), more @ ..] = &self.fatbins_elsewhere[..] else {
-            return None;
-        };
-        let total: u64 = self.fatbins_elsewhere.iter().map(|(_, n)| n).sum();
-        let wheres = if more.is_empty() {
-            first.clone()
-        } else {
-            let each: Vec<String> = self
-                .fatbins_elsewhere
-                .iter()
-                .map(|(s, n)| format!("{s} ({n})"))
-                .collect();
-            each.join(", ")
-        };
-        Some(format!("{total} CUDA fatbin(s) in {wheres}"))
-    }
-
-    /// Whether anything read was damaged: a [`Problem`] of kind
-    /// [`ProblemKind::Damage`], or a scan [stopped](Report::stopped) at a
-    /// limit.
-    pub fn damaged(&self) -> bool {
-        self.stopped.is_some() || self.problems.iter().any(|p| p.kind == ProblemKind::Damage)
-    }
-
-    /// For each image (by id), whether it lies in damaged data: in a
-    /// container with a [`ProblemKind::Damage`] problem (or in the
-    /// decompressed contents of one), in a container inside such an image
-    /// or container at any depth, holding, at any depth, a container that
-    /// is damaged or damaged data that is no container, or in a file (or
-    /// archive member) whose headers are damaged. `extract` keeps none of
-    /// them.
-    pub fn in_damaged_data(&self) -> Vec<bool> {
-        let n = self.containers.len();
-        let mut damaged = vec![false; n];
-        let mut bad = vec![false; self.images.len()];
-        for p in self
-            .problems
-            .iter()
-            .filter(|p| p.kind == ProblemKind::Damage)
-        {
-            if p.whole_file && p.within.is_none() {
-                for (b, img) in bad.iter_mut().zip(&self.images) {
-                    *b |= img.member == p.member;
-                }
-            }
-            match (p.container, p.within) {
-                (Some(c), _) | (None, Some(Parent::Container(c))) => {
-                    if let Some(d) = damaged.get_mut(c) {
-                        *d = true;
-                    }
-                }
-                (None, Some(Parent::Image(i))) => {
-                    if let Some(b) = bad.get_mut(i) {
-                        *b = true;
-                    }
-                }
-                (None, None) => {}
-            }
-        }
-        // Upward: what holds damage, through the images whose bytes hold
-        // it. Containers come after what they lie in.
-        let container_of = |i: usize| self.images.get(i).map(|img| img.container);
-        let mut holds = damaged.clone();
-        for (i, &b) in bad.iter().enumerate() {
-            if let Some(h) = container_of(i).filter(|_| b).and_then(|c| holds.get_mut(c)) {
-                *h = true;
-            }
-        }
-        for c in (0..n).rev() {
-            if !holds[c] {
-                continue;
-            }
-            let up = match self.containers[c].parent {
-                Some(Parent::Image(i)) => {
-                    if let Some(b) = bad.get_mut(i) {
-                        *b = true;
-                    }
-                    container_of(i)
-                }
-                Some(Parent::Container(p)) => Some(p),
-                None => None,
-            };
-            if let Some(h) = up.filter(|&u| u < c).and_then(|u| holds.get_mut(u)) {
-                *h = true;
-            }
-        }
-        // Downward: everything inside a damaged container.
-        let mut tainted = damaged;
-        for c in 0..n {
-            let up = match self.containers[c].parent {
-                Some(Parent::Image(i)) => container_of(i),
-                Some(Parent::Container(p)) => Some(p),
-                None => None,
-            };
-            if up.is_some_and(|u| u < c && tainted[u]) {
-                tainted[c] = true;
-            }
-        }
-        self.images
-            .iter()
-            .zip(bad)
-            .map(|(img, b)| b || tainted.get(img.container).copied().unwrap_or(false))
-            .collect()
-    }
-}
-
-/// A caller that wants the bytes of some images (to extract them, say).
-/// The bytes are only valid during the call: images inside compressed data
-/// are streamed to a [sink](Visit::sink), or decompressed into a buffer
-/// that is dropped afterwards.
-pub trait Visit {
-    /// Whether [`Visit::image`] should get this image's bytes. Asked before
-    /// anything is decompressed for it, so `image_kind` may be `None`.
-    fn wants(&mut self, image: &Image) -> bool;
-    /// The bytes of an image [`Visit::wants`] said yes to.
-    fn image(&mut self, image: &Image, bytes: &[u8]);
-    /// An image [`Visit::wants`] said yes to whose bytes cannot be had
-    /// (compressed data that does not decompress, or fails its stored
-    /// hash), and why, when no sink was streamed into (a sink's failure
-    /// comes through [`Visit::streamed`]). The default does nothing; the
-    /// damage is also a [`Problem`] of the report.
-    fn unavailable(&mut self, image: &Image, why: &str) {
-        let _ = (image, why);
-    }
-    /// The contents of a member of a thin archive, which records only the
-    /// member's name (a path, relative to the archive's directory unless
-    /// absolute) and size: `None` (the default) leaves it unread, reported
-    /// as a problem; `Some(Err(why))` reports why it could not be read.
-    fn thin_member(&mut self, name: &str) -> ThinMember {
-        let _ = name;
-        None
-    }
-    /// Where to stream the bytes of an image inside compressed data (a
-    /// CCOB's bundle, a compressed OffloadBinary, a compressed CUDA fatbin
-    /// entry) that [`Visit::wants`] said yes to, as they are decompressed,
-    /// instead of handing them to [`Visit::image`] in one piece (which
-    /// needs them all in memory). `None` (the default): [`Visit::image`]
-    /// gets them. Every sink given is handed back through
-    /// [`Visit::streamed`]. The image's hash, if asked for, may not be
-    /// known yet when the sink is asked for.
-    fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
-        let _ = image;
-        None
-    }
-    /// How the stream into a sink from [`Visit::sink`] ended: `Ok` when
-    /// every byte of the image was written and the compressed data held
-    /// together (its hash too, under [`Options::verify`]); the visitor
-    /// then [keeps](ImageSink::keep) what was written. The default keeps
-    /// it on success and drops it otherwise.
-    fn streamed(
-        &mut self,
-        image: &Image,
-        sink: Box<dyn ImageSink>,
-        end: std::result::Result<(), SinkError>,
-    ) {
-        let _ = image;
-        if end.is_ok() {
-            let _ = sink.keep();
-        }
-    }
-    /// A reader for the bytes of an image [`Visit::wants`] said yes to,
-    /// asked before [`Visit::sink`]: given one, the scan runs it on the
-    /// image's bytes in place of [`Visit::image`] (and of any sink), then
-    /// hands it back through [`Visit::read`]. A compressed CUDA fatbin
-    /// entry is read on the thread that decompressed it, several at once
-    /// under [`Options::threads`], each from a buffer that thread keeps;
-    /// any other image on the scan's own thread. `None` (the default):
-    /// [`Visit::image`] or the sink gets the bytes.
-    fn reader(&mut self, image: &Image) -> Option<Box<dyn ImageReader>> {
-        let _ = image;
-        None
-    }
-    /// A reader from [`Visit::reader`] back, in the scan's order: `Ok`
-    /// when it has read all of the image's bytes, `Err(why)` when they
-    /// could not be had (as [`Visit::unavailable`] says) or the scan
-    /// stopped at a limit, and what it read must not be used.
-    fn read(
-        &mut self,
-        image: &Image,
-        reader: Box<dyn ImageReader>,
-        end: std::result::Result<(), String>,
-    ) {
-        let _ = (image, reader, end);
-    }
-}
-
-/// What [`Visit::reader`] gives: work on one image's bytes that may run on
-/// another thread. It is `Any`, so that the visitor can take its own type
-/// back from the `Box<dyn ImageReader>` that [`Visit::read`] gets (as
-/// `Box<dyn Any>`, then `downcast`).
-pub trait ImageReader: std::any::Any + Send {
-    /// Reads the image's bytes: all of them, in one piece, once.
-    fn read(&mut self, bytes: &[u8]);
-}
-
-/// What [`Visit::sink`] gives: a writer for an image's bytes.
-pub trait ImageSink: std::io::Write + Send {
-    /// Keeps what was written (renames a temporary file into place, say).
-    /// A sink dropped without this call should leave nothing behind.
-    fn keep(self: Box<Self>) -> std::io::Result<()>;
-}
-
-/// Why a stream into an [`ImageSink`] did not end well.
-#[derive(Debug)]
-pub enum SinkError {
-    /// Writing to the sink failed (the stream went on for the others).
-    Write(std::io::Error),
-    /// The compressed data around the image is damaged (it ends early,
-    /// decodes further than declared or is corrupt), or its stored hash
-    /// does not match (under [`Options::verify`]): why.
-    Data(String),
-}
-
-/// What [`Visit::thin_member`] gives: nothing, why the member file could
-/// not be read, or its contents (held as long as they are scanned).
-pub type ThinMember = Option<Result<Box<dyn AsRef<[u8]>>, String>>;
-
-/// A [`Visit`] that wants nothing.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoVisit;
-
-impl Visit for NoVisit {
-    fn wants(&mut self, _: &Image) -> bool {
-        false
-    }
-    fn image(&mut self, _: &Image, _: &[u8]) {}
 }
 
 #[cfg(test)]
