@@ -22,6 +22,7 @@ mod debs;
 mod nvidia;
 mod objects;
 mod openmp;
+mod removed;
 mod shrink;
 mod tree;
 mod wheels;
@@ -84,6 +85,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(shrink::tests());
     trials.extend(wheels::tests());
     trials.extend(tree::tests());
+    trials.extend(removed::tests());
     trials
 }
 
