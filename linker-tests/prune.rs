@@ -27,6 +27,7 @@ mod nvidia;
 mod objects;
 mod openmp;
 mod real_wheels;
+mod removed;
 mod shrink;
 mod tree;
 mod wheels;
@@ -89,6 +90,7 @@ pub fn tests() -> Vec<Trial> {
     trials.extend(shrink::tests());
     trials.extend(wheels::tests());
     trials.extend(tree::tests());
+    trials.extend(removed::tests());
     trials
 }
 

@@ -98,6 +98,12 @@ pub struct PruneOpts {
     /// replaced by a new file, and the other links keep the old one).
     #[arg(long, requires = "in_place")]
     keep_hard_links: bool,
+    /// Keep (refuse, as before) a file that is device code alone, every
+    /// image of which the rules drop: a per-GPU code object or cubin, a
+    /// bundle, fatbin or OffloadBinary file (by default it is removed, in a
+    /// directory, in place, and inside a wheel or .deb).
+    #[arg(long)]
+    keep_files: bool,
     /// Rewrite a linked program or library only where each fat binary lies
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
@@ -161,6 +167,7 @@ impl PruneOpts {
             (None, None) => Destination::DryRun,
         };
         o.keep_hard_links = self.keep_hard_links;
+        o.keep_files = self.keep_files;
         o.prune.allow_empty = self.allow_empty;
         o.prune.threads = self.threads;
         o.prune.no_shrink = self.no_shrink;
@@ -230,6 +237,8 @@ impl PruneOpts {
                 files: &'a [PathReport],
                 not_pruned: &'a [NotPruned],
                 skipped: &'a [Left],
+                #[serde(skip_serializing_if = "<[RecordLine]>::is_empty")]
+                records: &'a [RecordLine],
                 total: &'a Total,
             }
             let doc = Doc {
@@ -238,6 +247,7 @@ impl PruneOpts {
                 files: &run.files,
                 not_pruned: &run.not_pruned,
                 skipped: &run.skipped,
+                records: &run.records,
                 total: &run.total,
             };
             super::io::write_json(&mut out, &doc, &names)?;
@@ -250,6 +260,9 @@ impl PruneOpts {
             }
             for l in &run.skipped {
                 print_line(&mut out, &format!("{}: {}", l.path, l.text))?;
+            }
+            for r in &run.records {
+                print_line(&mut out, &r.text(self.dry_run))?;
             }
             if !trees.is_empty() {
                 print_line(&mut out, &run.total.text(self.dry_run))?;
@@ -289,11 +302,42 @@ struct Left {
     text: String,
 }
 
+/// A pip RECORD brought up to date, for the report.
+#[derive(Serialize)]
+struct RecordLine {
+    path: String,
+    /// Rows given a new hash and size.
+    rows_rewritten: usize,
+    /// Rows of files removed, taken out.
+    rows_removed: usize,
+}
+
+impl RecordLine {
+    /// Its line in a text report.
+    fn text(&self, dry_run: bool) -> String {
+        let verb = if dry_run {
+            "would be updated"
+        } else {
+            "updated"
+        };
+        format!(
+            "{}: RECORD {verb}: {} row(s) given new hashes and sizes, {} row(s) of removed \
+             files taken out",
+            self.path, self.rows_rewritten, self.rows_removed
+        )
+    }
+}
+
 /// What a run did, in all.
 #[derive(Serialize, Default)]
 struct Total {
-    /// Files with something removed (or that would have, in a dry run).
+    /// Files with something removed (or that would have, in a dry run):
+    /// rewritten, removed whole, or packages with files removed.
     files: usize,
+    /// Files removed whole (that would be), those of packages included.
+    files_removed: usize,
+    /// Their bytes (before compression, for files of packages).
+    bytes_removed: u64,
     /// Bytes freed (that would be), in all: each file's `freed` (for a
     /// wheel, bytes of its members before compression).
     freed: u64,
@@ -324,6 +368,14 @@ impl Total {
             decimal(self.freed),
             self.files,
         );
+        if self.files_removed > 0 {
+            line += &format!(
+                " ({} file(s) removed whole: {} bytes, {})",
+                self.files_removed,
+                self.bytes_removed,
+                decimal(self.bytes_removed)
+            );
+        }
         if let Some(after) = self.disk_after {
             line += &format!(
                 ", which take {} on disk ({} before)",
@@ -374,6 +426,7 @@ struct Run {
     files: Vec<PathReport>,
     not_pruned: Vec<NotPruned>,
     skipped: Vec<Left>,
+    records: Vec<RecordLine>,
     total: Total,
     /// Error lines for standard error: every failure but the refusals of
     /// files found in directories.
@@ -403,7 +456,12 @@ impl Run {
                         });
                     }
                     run.total.freed = run.total.freed.saturating_add(r.freed);
-                    if r.containers_rewritten > 0 {
+                    run.total.files_removed += r.removed.len();
+                    for f in &r.removed {
+                        run.total.bytes_removed = run.total.bytes_removed.saturating_add(f.bytes);
+                    }
+                    let changed = r.containers_rewritten > 0 || !r.removed.is_empty();
+                    if changed {
                         run.total.files += 1;
                         run.total.disk_before = run.total.disk_before.saturating_add(r.disk_before);
                         if let (Some(t), Some(d)) = (&mut run.total.disk_after, r.disk_after) {
@@ -411,7 +469,7 @@ impl Run {
                         }
                     }
                     let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
-                    if e.named || device_code || r.containers_rewritten > 0 {
+                    if e.named || device_code || changed {
                         run.files.push(*r);
                     } else {
                         run.total.without_device_code += 1;
@@ -435,6 +493,17 @@ impl Run {
                     });
                 }
                 TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
+                TreeOutcome::Record {
+                    rows_rewritten,
+                    rows_removed,
+                } => {
+                    run.total.without_device_code += 1;
+                    run.records.push(RecordLine {
+                        path,
+                        rows_rewritten,
+                        rows_removed,
+                    });
+                }
             }
         }
         run
@@ -507,17 +576,38 @@ impl Run {
     }
 }
 
-fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
+/// What was done to the file `r` reports, in a few words.
+fn what_was_done(r: &PathReport, dry_run: bool) -> String {
     let verb = if dry_run { "would free" } else { "freed" };
-    let what = if r.containers_rewritten == 0 {
-        "nothing to remove".to_string()
-    } else {
-        format!(
-            "{} container(s) rewritten, {verb} {} bytes",
-            r.containers_rewritten, r.freed
-        )
-    };
-    print_line(out, &format!("{}: {what}", r.path))?;
+    if r.removed.len() == 1 && r.removed[0].path == r.path && r.bytes_after == 0 {
+        let removed = if dry_run {
+            "would be removed"
+        } else {
+            "removed"
+        };
+        return format!(
+            "{removed}: device code alone that the rules drop all of, {verb} {} bytes",
+            r.freed
+        );
+    }
+    let mut parts = Vec::new();
+    if r.containers_rewritten > 0 {
+        parts.push(format!("{} container(s) rewritten", r.containers_rewritten));
+    }
+    if !r.removed.is_empty() {
+        parts.push(format!("{} file(s) removed", r.removed.len()));
+    }
+    if parts.is_empty() {
+        return "nothing to remove".to_string();
+    }
+    format!("{}, {verb} {} bytes", parts.join(", "), r.freed)
+}
+
+fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
+    print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
+    for f in r.removed.iter().filter(|f| f.path != r.path) {
+        print_line(out, &format!("  removed  {} ({} bytes)", f.path, f.bytes))?;
+    }
     if r.emptied > 0 {
         print_line(
             out,

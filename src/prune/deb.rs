@@ -18,7 +18,7 @@
 //! budget a wheel gets. `control.tar` is rewritten only when `md5sums`
 //! changes, and the members not rewritten are copied file to file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufWriter, Read as _, Seek as _, Write};
 use std::path::Path;
@@ -28,7 +28,8 @@ use md5::Digest as _;
 use super::Selection;
 use super::output::Output as NewFile;
 use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge, write_through,
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
+    write_through,
 };
 use super::wheel::{Budget, inflate};
 use crate::container::ar;
@@ -155,9 +156,8 @@ pub(crate) fn prune(
     rep.kept = merge(std::mem::take(&mut rep.kept));
     rep.dropped = merge(std::mem::take(&mut rep.dropped));
     rep.members_refused = walked.refused;
-    if !walked.changed.is_empty()
-        && let Some(sig) = entries.iter().find(|e| member_name(e).starts_with(b"_gpg"))
-    {
+    let unchanged = walked.changed.is_empty() && walked.gone.is_empty();
+    if !unchanged && let Some(sig) = entries.iter().find(|e| member_name(e).starts_with(b"_gpg")) {
         let why = format!(
             "it is signed ('{}'), and a pruned package's signature would not verify: remove \
              the signature members from it first",
@@ -173,7 +173,7 @@ pub(crate) fn prune(
     let (Some(dest), Some(mut out)) = (dest, out.take()) else {
         return Ok(rep);
     };
-    if walked.changed.is_empty() && opts.destination == super::Destination::InPlace {
+    if unchanged && opts.destination == super::Destination::InPlace {
         rep.disk_after = Some(rep.disk_before);
         return Ok(rep);
     }
@@ -181,8 +181,12 @@ pub(crate) fn prune(
     if let Some(new) = walked.data {
         bodies.insert(data_at, new);
         let changed = with_links(walked.changed, &walked.links);
+        let sums = Sums {
+            changed: &changed,
+            gone: &walked.gone,
+        };
         if let Some(at) = find(b"control.tar")
-            && let Some(control) = new_control(&cx, &entries[at], data, &changed, &mut budget)?
+            && let Some(control) = new_control(&cx, &entries[at], data, &sums, &mut budget)?
         {
             bodies.insert(at, New::Bytes(control));
         }
@@ -211,6 +215,9 @@ struct Walked {
     changed: BTreeMap<Vec<u8>, [u8; 16]>,
     /// Each hard link's path and the path of the file it names.
     links: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The paths of the files removed (device code alone that the rules
+    /// drop all of), and of the hard links to them, removed with them.
+    gone: BTreeSet<Vec<u8>>,
     /// The refusals of files left as they were, as messages.
     refused: Vec<String>,
     /// The device code of every file, together.
@@ -274,7 +281,7 @@ fn prune_data(
     let mut walk = Walk::new(reader, encoder, budget.left);
     let mut walked = walk_data(cx, &mut walk, &member, rep)?;
     budget.left = budget.left.saturating_sub(walk.read());
-    if walked.changed.is_empty() {
+    if walked.changed.is_empty() && walked.gone.is_empty() {
         return Ok(walked);
     }
     let file = walk
@@ -288,7 +295,9 @@ fn prune_data(
 
 /// Walks `data.tar`: each regular file whose first bytes are of a format
 /// prune reads is pruned as if named alone, and written with its new size
-/// when it changes; everything else is copied.
+/// when it changes, or left out (with its hard links, which follow it in
+/// the archive) when it is device code alone that the rules drop all of;
+/// everything else is copied.
 fn walk_data<R: std::io::Read, W: Write>(
     cx: &Cx<'_>,
     walk: &mut Walk<R, W>,
@@ -300,6 +309,11 @@ fn walk_data<R: std::io::Read, W: Write>(
     let mut w = Walked::default();
     while let Some(h) = walk.next().map_err(fault)? {
         if h.is_hard_link() {
+            if w.gone.contains(&h.link) {
+                // A name of a file removed: it goes too.
+                w.gone.insert(h.path.clone());
+                continue;
+            }
             w.links.push((h.path.clone(), h.link.clone()));
         }
         if !(h.is_file() || h.is_sparse()) || h.size < MIN_SIZE {
@@ -329,7 +343,7 @@ fn walk_data<R: std::io::Read, W: Write>(
         let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
         walk.skip_body().map_err(fault)?;
         let bytes = file.bytes();
-        let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each) {
+        let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
             Ok(p) => p,
             Err(e) if e.refused() => {
                 w.refused.push(e.chain());
@@ -348,6 +362,15 @@ fn walk_data<R: std::io::Read, W: Write>(
         w.all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
+        if p.remove.is_some() {
+            rep.removed.push(RemovedFile {
+                path: full,
+                bytes: h.size,
+            });
+            rep.freed += h.size;
+            w.gone.insert(h.path.clone());
+            continue;
+        }
         let Some(new) = p.output else {
             write_as_it_was(walk, &h, &file).map_err(fault)?;
             continue;
@@ -429,14 +452,23 @@ impl<W: Write> Write for Hashing<'_, W> {
     }
 }
 
+/// What `md5sums` is to say of the files of `data.tar` that changed.
+struct Sums<'a> {
+    /// The new MD5 of each file rewritten (and of its hard links).
+    changed: &'a BTreeMap<Vec<u8>, [u8; 16]>,
+    /// The files removed (and their hard links): their lines go.
+    gone: &'a BTreeSet<Vec<u8>>,
+}
+
 /// The package's `control.tar` (the member `e` of `data`) with the MD5 of
-/// each file of `changed` in its `md5sums`, compressed again as it was;
-/// `None` when `md5sums` names none of them (or there is none).
+/// each file rewritten in its `md5sums` and the lines of the files
+/// removed taken out (`sums`), compressed again as it was; `None` when
+/// `md5sums` names none of them (or there is none).
 fn new_control(
     cx: &Cx<'_>,
     e: &ar::RawEntry<'_>,
     data: &[u8],
-    changed: &BTreeMap<Vec<u8>, [u8; 16]>,
+    sums: &Sums<'_>,
     budget: &mut Budget,
 ) -> Result<Option<Vec<u8>>, PathError> {
     let member = String::from_utf8_lossy(member_name(e)).into_owned();
@@ -472,7 +504,7 @@ fn new_control(
             return Err(cx.said(format!("member '{member}': its md5sums is cut short")));
         }
         walk.skip_body().map_err(fault)?;
-        match md5sums::new_md5sums(&text, changed) {
+        match md5sums::new_md5sums(&text, sums.changed, sums.gone) {
             Some(new) => {
                 rewritten = true;
                 walk.write_header(&h, new.len() as u64).map_err(fault)?;

@@ -40,6 +40,13 @@ pub struct FilePruning {
     /// [`Options::strip_signature`] removed: the bytes of its certificate
     /// table.
     pub signature_removed: Option<u64>,
+    /// The file is device code alone, every image of which the rules drop
+    /// (a file that is itself one device image, or a bare container file,
+    /// whose images all have a known kind and a processor the rules drop):
+    /// it is to be removed whole, not rewritten (`output` is `None`,
+    /// `freed` its size). Never set for a host binary, an archive or a
+    /// package.
+    pub remove: bool,
 }
 
 /// Scans `data` and works out its pruned form: a relocatable object (ELF or
@@ -51,7 +58,26 @@ pub struct FilePruning {
 /// when that is known (a tar or cpio archive, a zip archive with bytes in
 /// front of it): bytes are cut only where a format says they are a
 /// container.
+///
+/// A file that is device code alone, every image of which the rules drop
+/// (a code object, a cubin, a bundle, fatbin or OffloadBinary file: see
+/// [`FilePruning::remove`]), is not rewritten: the result says it is to
+/// be removed whole. ([`PathOptions::keep_files`](super::PathOptions::keep_files)
+/// refuses such a file instead, as any file that would keep no device
+/// image.)
 pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<FilePruning> {
+    prune_file_as(data, selection, opts, false)
+}
+
+/// [`prune_file`], except that with `keep_files` a file that is device
+/// code alone the rules drop all of is pruned (or refused) as any other
+/// file, never marked to be removed.
+pub(crate) fn prune_file_as(
+    data: &[u8],
+    selection: &Selection,
+    opts: &Options,
+    keep_files: bool,
+) -> Result<FilePruning> {
     let scan_opts = scan::Options {
         max_uncompressed: opts
             .max_uncompressed
@@ -73,13 +99,19 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
         shrunk: None,
         emptied,
         signature_removed: None,
+        remove: false,
     };
+    if !keep_files && removable(data, &p.report, &p.verdicts, selection) {
+        p.remove = true;
+        p.freed = data.len() as u64;
+        return Ok(p);
+    }
     if p.report
         .containers
         .iter()
         .any(|c| c.kind == ContainerKind::ImageFile)
     {
-        return image_file(p);
+        return image_file(p, keep_files);
     }
     let coff = matches!(
         object::FileKind::parse(data),
@@ -134,11 +166,88 @@ pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<
     Ok(p)
 }
 
+/// Whether the file `data` (scanned as `report`, judged by `verdicts`)
+/// is device code alone, every image of which `sel` drops, so that it
+/// can go whole: a file that is itself one device image (a code object, a
+/// cubin) or a bare container file (a bundle, CCOB, fatbin or run of
+/// OffloadBinaries from its first byte to its last, zeros between);
+/// never an ELF, PE or COFF file with host code, an archive or a package.
+/// Every image must have a known kind and a processor that the rules drop:
+/// an image with no processor (generic bitcode, SPIR-V), of a kind the
+/// scan cannot tell, PTX that a kept device can JIT-compile, or a bundle's
+/// host entry that is not empty keeps the file. A damaged file is never
+/// removable.
+pub(crate) fn removable(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    sel: &Selection,
+) -> bool {
+    if report.damaged() || report.images.len() != verdicts.len() {
+        return false;
+    }
+    let image_file = report
+        .containers
+        .iter()
+        .any(|c| c.kind == ContainerKind::ImageFile);
+    let bare = !image_file
+        && elf::peek(data).is_none()
+        && !super::shrink::pe::is_pe(data)
+        && object::FileKind::parse(data).is_err()
+        && !crate::container::ar::is_archive(data)
+        && report.containers.iter().any(|c| c.parent.is_none())
+        && not_made_of_containers(data, report).is_none();
+    if !(image_file || bare) {
+        return false;
+    }
+    let mut dropped = false;
+    for img in &report.images {
+        if img.offload_kind.is_host() {
+            if img.size > 0 {
+                return false;
+            }
+            continue;
+        }
+        if img.size == 0 && img.arch.is_empty() {
+            continue;
+        }
+        if verdicts[img.id] != Verdict::Drop || img.arch.is_empty() || !known_kind(img) {
+            return false;
+        }
+        if super::is_ptx(img)
+            && let super::Rules::Keep(rules) = &sel.rules
+            && rules.iter().any(|r| r.loaded_by_some(img, false).yes())
+        {
+            return false;
+        }
+        dropped = true;
+    }
+    dropped
+}
+
+/// Whether the scan could tell what `img` is: an object, bitcode, a
+/// cubin, PTX, SPIR-V or a fatbin.
+fn known_kind(img: &crate::scan::Image) -> bool {
+    use crate::offload_binary::ImageKind as K;
+    matches!(
+        img.image_kind,
+        Some(scan::Content::Image(
+            K::IMG_Object
+                | K::IMG_Bitcode
+                | K::IMG_Cubin
+                | K::IMG_Fatbinary
+                | K::IMG_PTX
+                | K::IMG_SPIRV
+        ))
+    )
+}
+
 /// A file that is itself one device image (a cubin, a code object, PTX…):
-/// kept as it is when its image stays; refused when it goes, whatever
-/// [`Options::allow_empty`] says, since no form of the file holds no
-/// image (prune never deletes a file); refused when damaged, as any file.
-fn image_file(p: FilePruning) -> Result<FilePruning> {
+/// kept as it is when its image stays; when it goes (and
+/// `--keep-files` keeps it, or it is not [`removable`]), refused
+/// whatever [`Options::allow_empty`] says, since no form of the file holds
+/// no image; refused when damaged, as any file.
+fn image_file(p: FilePruning, keep_files: bool) -> Result<FilePruning> {
     if p.report.damaged() {
         return Err(Error::invalid(
             "file",
@@ -154,10 +263,17 @@ fn image_file(p: FilePruning) -> Result<FilePruning> {
             .map_or_else(|| "image".into(), |k| k.to_string());
         format!(" ({} {kind})", i.target_id)
     });
+    let why = match keep_files {
+        true => "--keep-files keeps such a file",
+        false => {
+            "prune removes a file only when every image in it has a kind and a target \
+                  the rules drop (a generic one, such as SPIR-V or bitcode for no processor, \
+                  may be loaded by a kept device)"
+        }
+    };
     Err(Error::usage(format!(
-        "the file is itself one device image{what}, which the rules do not keep: prune takes \
-         images out of containers and never deletes a file (remove it yourself, or keep its \
-         target)"
+        "the file is itself one device image{what}, which the rules do not keep: {why} \
+         (remove it yourself, or keep its target)"
     )))
 }
 

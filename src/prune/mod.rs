@@ -90,7 +90,8 @@ pub use file::{FilePruning, prune_file};
 pub use output::Output;
 #[cfg(feature = "files")]
 pub use path::{
-    Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, prune_path,
+    Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, RemovedFile,
+    prune_path,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};

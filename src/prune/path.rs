@@ -29,7 +29,7 @@ mod report;
 mod write;
 
 pub use error::{PathError, PathErrorKind};
-pub use report::{ImageGroup, PathReport};
+pub use report::{ImageGroup, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 
 /// Where [`prune_path`] puts the pruned file.
@@ -128,6 +128,14 @@ pub struct PathOptions {
     /// made first, then copied over the old contents); otherwise it is
     /// replaced by a new file, and the other links keep the old one.
     pub keep_hard_links: bool,
+    /// Keep a file that is device code alone, every image of which the
+    /// rules drop (a code object, a cubin, a bundle, fatbin or
+    /// OffloadBinary file), refusing it as any file that would keep no
+    /// device image; without it such a file is removed whole (in place;
+    /// reported so in a dry run; refused with a file or directory to
+    /// write to), and so is such a file of a wheel or `.deb`
+    /// ([`PathReport::removed`]).
+    pub keep_files: bool,
     /// How the file's bytes are pruned.
     pub prune: Options,
 }
@@ -248,7 +256,16 @@ pub fn prune_path(
     if ar::is_thin(data) {
         return thin(selection, opts, input, &meta, data);
     }
-    let p = Pruning::of(selection, input, &name, data, &opts.prune)?;
+    let p = Pruning::of(selection, input, &name, data, &opts.prune, opts.keep_files)?;
+    if let Some(what) = p.remove {
+        let mut rep = PathReport {
+            kept: p.kept,
+            dropped: p.dropped,
+            ..PathReport::new(&name, data, &meta)
+        };
+        remove(opts, input, &meta, what, &mut rep)?;
+        return Ok(rep);
+    }
     let mut rep = PathReport {
         containers_rewritten: p.rewritten,
         emptied: p.emptied,
@@ -308,6 +325,10 @@ pub(crate) struct Pruning {
     pub(crate) freed: u64,
     /// The pruned file; `None` when nothing changes.
     pub(crate) output: Option<NewFile>,
+    /// The file is device code alone that the rules drop all of, to be
+    /// removed whole ([`super::FilePruning::remove`]): what it is, in
+    /// words.
+    pub(crate) remove: Option<&'static str>,
 }
 
 /// A member's failure, or the archive's own, while a static archive is
@@ -341,13 +362,16 @@ impl Pruning {
     /// container) with the freed bytes cut out. A package (a tar archive, a
     /// compressed file, a zip or `.deb` inside another package) is looked
     /// through, and refused when it holds images the rules drop
-    /// ([`super::packed`]).
+    /// ([`super::packed`]). A file that is device code alone the rules
+    /// drop all of is marked to be removed ([`Pruning::remove`]), unless
+    /// `keep_files`.
     pub(crate) fn of(
         sel: &Selection,
         path: &Path,
         name: &str,
         data: &[u8],
         opts: &Options,
+        keep_files: bool,
     ) -> Result<Pruning, PathError> {
         if let Some(kind) = package::detect(data) {
             return super::packed::pruning(sel, path, name, data, kind, opts);
@@ -355,8 +379,8 @@ impl Pruning {
         if ar::is_archive(data) {
             return Pruning::of_archive(sel, path, name, data, opts);
         }
-        let f =
-            super::prune_file(data, sel, opts).map_err(|e| PathError::content(path, name, e))?;
+        let f = super::file::prune_file_as(data, sel, opts, keep_files)
+            .map_err(|e| PathError::content(path, name, e))?;
         let groups = |kept: bool| {
             report::groups(
                 f.report.images.iter().filter(|i| {
@@ -369,7 +393,17 @@ impl Pruning {
                 },
             )
         };
+        let image_file = f
+            .report
+            .containers
+            .iter()
+            .any(|c| c.kind == crate::scan::ContainerKind::ImageFile);
+        let remove = f.remove.then_some(match image_file {
+            true => "the file is itself one device image",
+            false => "the file is a bare container file",
+        });
         Ok(Pruning {
+            remove,
             kept: groups(true),
             dropped: groups(false),
             rewritten: f.rewritten,
@@ -439,7 +473,8 @@ impl Pruning {
         let mut p = Pruning::default();
         let each = Pruning::member_options(opts);
         let output = super::archive::prune(data, |member, bytes| {
-            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, &each)
+            // A member stays, whatever it holds: no file is removed.
+            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, &each, true)
                 .map_err(InArchive::Member)?;
             p.add_device(&m);
             p.kept.extend(m.kept);
@@ -528,6 +563,49 @@ pub(crate) fn finish(
     Ok(())
 }
 
+/// The file `input` (whose report is `rep`), which is device code alone
+/// that the rules drop all of (`what` it is, in words), removed: in place,
+/// its name goes (other hard links keep the file, unless
+/// [`PathOptions::keep_hard_links`], which refuses it); in a dry run,
+/// reported as removed; with a file or directory to write to, refused, as
+/// there would be no file to write.
+fn remove(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    what: &str,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
+    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &rep.path, why);
+    if !(opts.in_place() || opts.dry_run()) {
+        return Err(refuse(format!(
+            "{what}, and the rules keep none of its images: it would be removed whole, and -o \
+             or -d would have no file to write (--in-place removes it, --dry-run lists it; \
+             --keep-files refuses it)"
+        )));
+    }
+    if opts.in_place() && opts.keep_hard_links && meta.nlink() > 1 {
+        return Err(refuse(format!(
+            "{what}, and the rules keep none of its images, but it has {} hard links: \
+             --keep-hard-links asks that every name see the pruned file, and a file removed \
+             has none (remove its names yourself)",
+            meta.nlink()
+        )));
+    }
+    rep.removed.push(RemovedFile {
+        path: rep.path.clone(),
+        bytes: rep.bytes_before,
+    });
+    rep.freed = rep.bytes_before;
+    rep.bytes_after = 0;
+    if opts.in_place() {
+        still_the_file_read(input, meta)?;
+        std::fs::remove_file(input).map_err(|e| PathError::write(input, e))?;
+        rep.disk_after = Some(0);
+    }
+    Ok(())
+}
+
 /// In place, before the pruned file takes the old one's place: fails,
 /// leaving the file as it is, unless the file at `path` is still the one
 /// read (`meta`: the same device, inode, size, and modification and
@@ -580,10 +658,12 @@ fn thin(
     let mut all = Pruning::default();
     let mut each = opts.clone();
     each.prune = Pruning::member_options(&opts.prune);
+    // A member file the archive names stays, whatever it holds.
+    each.keep_files = true;
     for p in &paths {
         let pname = crate::files::shown(p);
         let f = Input::open(p).map_err(|e| PathError::open(p, e))?;
-        all.add_device(&Pruning::of(sel, p, &pname, f.bytes(), &each.prune)?);
+        all.add_device(&Pruning::of(sel, p, &pname, f.bytes(), &each.prune, true)?);
     }
     all.check_device_left(input, &name, &opts.prune)?;
     let mut rep = PathReport::new(&name, data, meta);

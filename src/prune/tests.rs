@@ -15,6 +15,8 @@ mod page;
 #[cfg(feature = "files")]
 mod path;
 #[cfg(feature = "files")]
+pub(super) mod removed;
+#[cfg(feature = "files")]
 mod tree;
 mod windows;
 
@@ -258,9 +260,14 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
     assert!(!again.damaged());
     assert_eq!((again.containers.len(), again.images.len()), (2, 1));
 
-    // Nothing an sm_80 device loads: the file would keep no device image.
+    // Nothing an sm_80 device loads: the file, fatbins of cubins alone,
+    // is to be removed whole; kept (--keep-files), it would keep no device
+    // image.
     let none = keep(&["sm_80"], Ptx::Newest);
-    let e = super::prune_file(&data, &none, &super::Options::default()).unwrap_err();
+    let f = super::prune_file(&data, &none, &super::Options::default()).unwrap();
+    assert!(f.remove && f.output.is_none());
+    assert_eq!(f.freed, data.len() as u64);
+    let e = super::file::prune_file_as(&data, &none, &super::Options::default(), true).unwrap_err();
     assert_eq!(
         e.to_string(),
         "no device image of the file would stay (2 container(s) would keep none): \
@@ -270,7 +277,7 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
         allow_empty: true,
         ..super::Options::default()
     };
-    let f = super::prune_file(&data, &none, &opts).unwrap();
+    let f = super::file::prune_file_as(&data, &none, &opts, true).unwrap();
     assert_eq!(f.emptied, [0, 1]);
     let out = f.output.unwrap().to_vec(&data).unwrap();
     assert_eq!(out.len(), 32);

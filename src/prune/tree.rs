@@ -25,6 +25,12 @@
 //! - a `.offload-kit-*` temporary file (a copy a killed run can leave
 //!   beside the file it was replacing) is left alone and reported.
 //!
+//! A file that is device code alone the rules drop all of (a per-GPU
+//! code object) is removed, as [`prune_path`] removes it, unless
+//! [`PathOptions::keep_files`]; then each pip `*.dist-info/RECORD` found
+//! that names a file rewritten or removed is brought up to date
+//! (`records`).
+//!
 //! Directories are pruned in place or in a dry run only: writing each
 //! pruned file elsewhere would leave out the files it does not change.
 
@@ -39,6 +45,8 @@ use crate::container::ar;
 use crate::files::Input;
 use crate::package;
 use crate::scan::magic::Magic;
+
+mod records;
 
 /// The name a temporary output starts with ([`crate::files::Output`]).
 const TEMPORARY: &str = ".offload-kit-";
@@ -77,6 +85,16 @@ pub enum TreeOutcome {
     Failed(PathError),
     /// Left as it is without being pruned.
     Skipped(Skip),
+    /// A pip `*.dist-info/RECORD` found in a directory that names files the
+    /// run rewrote or removed, brought up to date (in a dry run, that
+    /// would be): the rows of the files rewritten given their new SHA-256
+    /// and size, the rows of the files removed taken out.
+    Record {
+        /// Rows given a new hash and size.
+        rows_rewritten: usize,
+        /// Rows taken out.
+        rows_removed: usize,
+    },
 }
 
 /// Why a path found in a directory was left as it is.
@@ -244,6 +262,7 @@ pub fn prune_tree(
         done += 1;
         progress(done, total);
     }
+    records::update(&mut out, opts);
     out
 }
 

@@ -21,13 +21,17 @@ use sha2::{Digest as _, Sha256};
 
 use super::Selection;
 use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge, write_through,
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
+    write_through,
 };
 use crate::files::{Input, Output, SPOOL_IN_MEMORY};
+use crate::scan::magic::Magic;
 
 mod record;
 
+#[cfg(any(test, fuzzing))]
 pub(crate) use record::new_record;
+pub(crate) use record::{Change, new_record_with};
 
 /// The wheel being read: its members, over the mapped bytes.
 type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
@@ -56,12 +60,11 @@ pub(crate) fn prune(
     let mut rep = PathReport::new(&name, data, meta);
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
     // Pass 1: prune each ELF member into a temporary file.
-    let mut pruned = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
+    let mut members = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
     rep.kept = merge(rep.kept);
     rep.dropped = merge(rep.dropped);
-    if !pruned.is_empty()
-        && let Some(sig) = signature(&zin)
-    {
+    let unchanged = members.pruned.is_empty() && members.removed.is_empty();
+    if !unchanged && let Some(sig) = signature(&zin) {
         let why = format!(
             "it is signed ('{sig}'), and a pruned wheel's signature would not verify: remove \
              the signature files from it first"
@@ -71,18 +74,18 @@ pub(crate) fn prune(
     let Some(dest) = opts.output_path(input)? else {
         return Ok(rep);
     };
-    if pruned.is_empty() && opts.destination == super::Destination::InPlace {
+    if unchanged && opts.destination == super::Destination::InPlace {
         rep.disk_after = Some(rep.disk_before);
         return Ok(rep);
     }
-    let records = new_records(input, data, &mut zin, &pruned, &mut budget)?;
+    let records = new_records(input, data, &mut zin, &members, &mut budget)?;
     // Pass 2: the new zip, members in their order.
     let through = write_through(opts, input, meta)?;
     let mut out = Output::create(&dest).map_err(|e| PathError::write(&dest, e))?;
     let file = out
         .temp_file()
         .ok_or_else(|| PathError::write(&dest, None))?;
-    write_wheel(input, &mut zin, &mut pruned, &records, file)?;
+    write_wheel(input, &mut zin, &mut members, &records, file)?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
     // Compressed again, a package may end larger than it was: what it
     // freed is what it lost in size, never more.
@@ -90,11 +93,22 @@ pub(crate) fn prune(
     Ok(rep)
 }
 
-/// Prunes each ELF, PE or static-archive member of the wheel `zin` (the file `input`, whose
-/// bytes are `data`) into a temporary file, noting what it did in `rep`
-/// (the linked members rewritten in place rather than shrunk, and why, in
-/// its `not_shrunk`) and inflating within `budget`; returns the pruned
-/// members by index.
+/// The members of a wheel that change.
+#[derive(Default)]
+struct Members {
+    /// Those pruned, by index.
+    pruned: BTreeMap<usize, PrunedMember>,
+    /// Those removed whole (device code alone that the rules drop all
+    /// of), by index: their names.
+    removed: BTreeMap<usize, String>,
+}
+
+/// Prunes each ELF, PE, static-archive or bare-container member of the
+/// wheel `zin` (the file `input`, whose bytes are `data`) into a
+/// temporary file, noting what it did in `rep` (the linked members
+/// rewritten in place rather than shrunk, and why, in its `not_shrunk`;
+/// the members removed whole in its `removed`) and inflating within
+/// `budget`; returns the members pruned and removed.
 fn prune_members<'a>(
     sel: &Selection,
     opts: &PathOptions,
@@ -103,10 +117,10 @@ fn prune_members<'a>(
     zin: &mut Zip<'a>,
     rep: &mut PathReport,
     budget: &mut Budget,
-) -> Result<BTreeMap<usize, PrunedMember>, PathError> {
+) -> Result<Members, PathError> {
     let name = crate::files::shown(input);
     let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
-    let mut pruned: BTreeMap<usize, PrunedMember> = BTreeMap::new();
+    let mut changes = Members::default();
     // The wheel's device code, all members together.
     let mut all = Pruning::default();
     // Each linked member rewritten in place rather than shrunk, and why.
@@ -121,13 +135,20 @@ fn prune_members<'a>(
             .and_then(Result::ok)
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
-        let p = Pruning::of(sel, input, &full, member.bytes(), &each)?;
+        let p = Pruning::of(sel, input, &full, member.bytes(), &each, opts.keep_files)?;
         if let Some(why) = &p.not_shrunk {
             not_shrunk.push(format!("'{mname}': {why}"));
         }
         all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
+        if p.remove.is_some() {
+            let bytes = member.bytes().len() as u64;
+            rep.removed.push(RemovedFile { path: full, bytes });
+            rep.freed += bytes;
+            changes.removed.insert(i, mname.into_owned());
+            continue;
+        }
         let Some(new_member) = p.output else {
             continue;
         };
@@ -146,7 +167,7 @@ fn prune_members<'a>(
         let file = out.into_inner().map_err(|e| scratch(e.into_error()))?;
         let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha.finalize());
         let mname = mname.into_owned();
-        pruned.insert(
+        changes.pruned.insert(
             i,
             PrunedMember {
                 name: mname,
@@ -160,7 +181,7 @@ fn prune_members<'a>(
     if !not_shrunk.is_empty() {
         rep.not_shrunk = Some(not_shrunk.join("; "));
     }
-    Ok(pruned)
+    Ok(changes)
 }
 
 /// `'WHEEL': WHY` about the wheel `path` and what it holds.
@@ -266,6 +287,7 @@ fn host_member<'a>(
             || super::shrink::pe::is_pe(b)
             || b.starts_with(crate::archive::MAGIC)
             || crate::package::detect(b).is_some()
+            || Magic::at_start(b).is_some()
     };
     if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
         let bytes = stored(path, &mname, data, &f)?;
@@ -280,7 +302,8 @@ fn host_member<'a>(
     let maybe = head.starts_with(b"\x7fELF")
         || head.starts_with(&crate::archive::MAGIC[..4])
         || head.starts_with(b"MZ")
-        || crate::package::detect(&head).is_some();
+        || crate::package::detect(&head).is_some()
+        || Magic::at_start(&head).is_some();
     if !maybe {
         return Ok(None);
     }
@@ -373,28 +396,36 @@ fn signature(zin: &Zip<'_>) -> Option<String> {
 }
 
 /// The new contents of each RECORD (`….dist-info/RECORD`) of the wheel
-/// `zin` (the file `path`, whose bytes are `data`) that names a member of
-/// `pruned`, by index; each read within `budget`.
+/// `zin` (the file `path`, whose bytes are `data`) that names a member
+/// pruned or removed (`members`), by index; each read within `budget`. A
+/// RECORD removed is not rewritten.
 fn new_records<'a>(
     path: &Path,
     data: &'a [u8],
     zin: &mut Zip<'a>,
-    pruned: &BTreeMap<usize, PrunedMember>,
+    members: &Members,
     budget: &mut Budget,
 ) -> Result<BTreeMap<usize, Vec<u8>>, PathError> {
     let bad = |e| PathError::zip(path, e);
     let mut out = BTreeMap::new();
-    if pruned.is_empty() {
+    if members.pruned.is_empty() && members.removed.is_empty() {
         return Ok(out);
     }
-    let changed: BTreeMap<&str, (u64, &str)> = pruned
+    let mut changed: BTreeMap<&str, Change<'_>> = members
+        .pruned
         .values()
-        .map(|m| (m.name.as_str(), (m.size, m.sha.as_str())))
+        .map(|m| (m.name.as_str(), Change::Rewritten(m.size, m.sha.as_str())))
         .collect();
+    changed.extend(
+        members
+            .removed
+            .values()
+            .map(|n| (n.as_str(), Change::Removed)),
+    );
     for i in 0..zin.len() {
         let mut f = zin.by_index(i).map_err(bad)?;
         let rname = f.name().map_err(bad)?.into_owned();
-        if f.is_dir() || !rname.ends_with(".dist-info/RECORD") {
+        if f.is_dir() || !rname.ends_with(".dist-info/RECORD") || members.removed.contains_key(&i) {
             continue;
         }
         let size = f.size();
@@ -404,7 +435,7 @@ fn new_records<'a>(
             budget.take(path, &rname, size)?;
             Member::Inflated(inflate(path, &rname, &[], &mut f, size)?)
         };
-        let new = new_record(text.bytes(), &changed)
+        let new = new_record_with(text.bytes(), &changed)
             .map_err(|e| PathError::member(path, &rname, "cannot be read as CSV", e))?;
         if let Some(new) = new {
             out.insert(i, new);
@@ -445,13 +476,14 @@ struct PrunedMember {
 }
 
 /// Writes the wheel `zin` (the file `path`) to `file`, members in their
-/// order: those in `pruned` from their temporary files (with their own
-/// compression method and mode), the RECORDs in `records` with their new
-/// contents, every other member copied as it is stored.
+/// order: those pruned (`members`) from their temporary files (with
+/// their own compression method and mode), the RECORDs in `records` with
+/// their new contents, every other member copied as it is stored, but
+/// for those removed.
 fn write_wheel(
     path: &Path,
     zin: &mut Zip<'_>,
-    pruned: &mut BTreeMap<usize, PrunedMember>,
+    members: &mut Members,
     records: &BTreeMap<usize, Vec<u8>>,
     file: &std::fs::File,
 ) -> Result<(), PathError> {
@@ -459,9 +491,12 @@ fn write_wheel(
     let bare = |e| PathError::io(PathErrorKind::Write, path, e);
     let mut zout = zip::ZipWriter::new(file);
     for i in 0..zin.len() {
+        if members.removed.contains_key(&i) {
+            continue;
+        }
         let f = zin.by_index_raw(i).map_err(bad)?;
         let mut record = records.get(&i).map(Vec::as_slice);
-        let new: Option<(&mut dyn Read, u64)> = match (pruned.get_mut(&i), &mut record) {
+        let new: Option<(&mut dyn Read, u64)> = match (members.pruned.get_mut(&i), &mut record) {
             (Some(m), _) => {
                 m.file.seek(std::io::SeekFrom::Start(0)).map_err(bare)?;
                 Some((&mut m.file, m.size))

@@ -7,7 +7,7 @@
 //! does for binary mode), and a path relative to the root with no `./`
 //! (`md5sum(1)`'s output format, which `dpkg` reads).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The lowercase hexadecimal of `md5`.
 pub(crate) fn hex(md5: &[u8; 16]) -> String {
@@ -15,24 +15,32 @@ pub(crate) fn hex(md5: &[u8; 16]) -> String {
 }
 
 /// `text` with the hash of each line naming a path of `changed` replaced
-/// by that path's new MD5; `None` when no line names one. Paths are
-/// compared without a leading `./` or `/`.
-pub(crate) fn new_md5sums(text: &[u8], changed: &BTreeMap<Vec<u8>, [u8; 16]>) -> Option<Vec<u8>> {
-    let mut out = text.to_vec();
+/// by that path's new MD5, and each line naming a path of `gone` (files
+/// removed) taken out with its newline; `None` when no line names one.
+/// Paths are compared without a leading `./` or `/`.
+pub(crate) fn new_md5sums(
+    text: &[u8],
+    changed: &BTreeMap<Vec<u8>, [u8; 16]>,
+    gone: &BTreeSet<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
     let mut any = false;
-    let mut at = 0;
     for line in text.split_inclusive(|&b| b == b'\n') {
-        let start = at;
-        at += line.len();
         let body = line.strip_suffix(b"\n").unwrap_or(line);
         let body = body.strip_suffix(b"\r").unwrap_or(body);
         if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
+            out.extend_from_slice(line);
             continue;
         }
         let path = super::tar::normalized(&body[34..]);
-        if let Some(md5) = changed.get(path) {
-            out[start..start + 32].copy_from_slice(hex(md5).as_bytes());
+        if gone.contains(path) {
             any = true;
+        } else if let Some(md5) = changed.get(path) {
+            out.extend_from_slice(hex(md5).as_bytes());
+            out.extend_from_slice(&line[32..]);
+            any = true;
+        } else {
+            out.extend_from_slice(line);
         }
     }
     any.then_some(out)
@@ -60,7 +68,8 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let got = String::from_utf8(new_md5sums(text, &changed).unwrap()).unwrap();
+        let got =
+            String::from_utf8(new_md5sums(text, &changed, &BTreeSet::new()).unwrap()).unwrap();
         assert_eq!(
             got,
             format!(
@@ -77,6 +86,17 @@ mod tests {
         let none = [(b"usr/lib/other.so".to_vec(), [0; 16])]
             .into_iter()
             .collect();
-        assert_eq!(new_md5sums(text, &none), None);
+        assert_eq!(new_md5sums(text, &none, &BTreeSet::new()), None);
+        // The lines of files removed go, newline and all.
+        let gone = [b"usr/lib/b.so".to_vec(), b"usr/lib/c.so".to_vec()]
+            .into_iter()
+            .collect();
+        let got = String::from_utf8(new_md5sums(text, &none, &gone).unwrap()).unwrap();
+        assert_eq!(
+            got,
+            "dcfb0eed7fa0bd0d836d9d306dabd091  usr/lib/x86_64-linux-gnu/librocrand.so.1.1\n\
+             e3654b9bdd1ef219de6d491b847e9891  usr/share/doc/librocrand1/changelog.Debian.gz\n\
+             not a line of md5sums\n"
+        );
     }
 }

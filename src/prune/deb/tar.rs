@@ -19,9 +19,12 @@
 //! (ustar interchange format) and the GNU tar manual's "Basic Tar Format".
 //!
 //! A GNU long name (`L`) or a pax `path` before an entry gives its path; a
-//! pax `size` its data's size. Those extension entries are written out as
-//! they are, so a member whose size a pax header gives keeps that size:
-//! [`Header::size_in_pax`] says so, for the caller to leave it alone.
+//! pax `size` its data's size. Those extension entries are kept with the
+//! entry ([`Header::extensions`]) and written out as they are before its
+//! header, so a member whose size a pax header gives keeps that size:
+//! [`Header::size_in_pax`] says so, for the caller to leave it alone. An
+//! entry the caller leaves out (a file removed) goes with its extension
+//! entries.
 
 use std::io::{self, Read, Write};
 
@@ -58,6 +61,9 @@ pub(crate) enum Fault {
 /// before it) describe it.
 #[derive(Debug, Clone)]
 pub(crate) struct Header {
+    /// The extension entries before it (GNU long names, pax headers), as
+    /// they were read: written before its header.
+    pub(crate) extensions: Vec<u8>,
     /// The header block.
     pub(crate) block: [u8; BLOCK],
     /// For a GNU sparse file, the extension blocks of its sparse map.
@@ -252,15 +258,18 @@ impl<R: Read, W: Write> Walk<R, W> {
         self.skip_body()?;
         let (mut long_name, mut long_link) = (None, None);
         let mut pax = Pax::default();
+        let mut extensions = Vec::new();
         loop {
             let offset = self.read;
             let mut block = [0u8; BLOCK];
             if !self.fill(&mut block, "a header")? {
                 // No end-of-archive blocks: GNU tar and the tar crate read
                 // such an archive to its last member too.
+                self.put(&extensions)?;
                 return Ok(None);
             }
             if block.iter().all(|&b| b == 0) {
+                self.put(&extensions)?;
                 self.trailer()?;
                 return Ok(None);
             }
@@ -285,8 +294,8 @@ impl<R: Read, W: Write> Walk<R, W> {
                 let whole = padded(size).unwrap_or(u64::MAX);
                 let mut data = vec![0u8; usize::try_from(whole).unwrap_or(0)];
                 self.fill_all(&mut data, "an extension header's data")?;
-                self.put(&block)?;
-                self.put(&data)?;
+                extensions.extend_from_slice(&block);
+                extensions.extend_from_slice(&data);
                 data.truncate(usize::try_from(size).unwrap_or(0));
                 let pax_fault = |why: String| {
                     let name = String::from_utf8_lossy(&ustar_name(&block)).into_owned();
@@ -328,6 +337,7 @@ impl<R: Read, W: Write> Walk<R, W> {
             self.spend(whole)?;
             (self.left, self.padding) = (size, whole - size);
             return Ok(Some(Header {
+                extensions,
                 block,
                 sparse_map,
                 path: normalized(&name).to_vec(),
@@ -346,6 +356,7 @@ impl<R: Read, W: Write> Walk<R, W> {
 
     /// Writes `h`'s header (and sparse map) as it is.
     pub(crate) fn copy_header(&mut self, h: &Header) -> Result<(), Fault> {
+        self.put(&h.extensions)?;
         self.put(&h.block)?;
         for ext in &h.sparse_map {
             self.put(ext)?;
@@ -360,6 +371,7 @@ impl<R: Read, W: Write> Walk<R, W> {
         let mut block = h.block;
         set_size(&mut block, size);
         set_checksum(&mut block);
+        self.put(&h.extensions)?;
         self.put(&block)?;
         for ext in &h.sparse_map {
             self.put(ext)?;

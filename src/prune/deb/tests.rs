@@ -477,3 +477,84 @@ fn hard_links_share_the_new_hash() {
     let all = super::with_links(changed, &links);
     assert_eq!(all.keys().collect::<Vec<_>>(), [b"usr/lib/a", b"usr/lib/b"]);
 }
+
+/// The paths of a tar archive's entries, long names read.
+fn paths(tar_bytes: &[u8]) -> Vec<String> {
+    let mut a = tar::Archive::new(tar_bytes);
+    a.entries()
+        .unwrap()
+        .map(|e| String::from_utf8_lossy(&e.unwrap().path_bytes()).into_owned())
+        .collect()
+}
+
+#[test]
+fn files_only_other_gpus_load_go_with_their_hard_links_and_md5sums_lines() {
+    use crate::prune::tests::removed::hsaco;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let long = format!("usr/lib/{}/k_gfx1030.hsaco", "d".repeat(110));
+    let files = [
+        ("usr/lib/k_gfx90a.hsaco".to_string(), hsaco(0x3f, 1)),
+        (long.clone(), hsaco(0x36, 2)),
+        ("usr/share/doc/k/notes".to_string(), b"notes\n".repeat(20)),
+    ];
+    let mut b = tar::Builder::new(Vec::new());
+    let mut sums = String::new();
+    for (path, bytes) in &files {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(bytes.len() as u64);
+        b.append_data(&mut h, format!("./{path}"), &bytes[..])
+            .unwrap();
+        sums += &format!("{}  {path}\n", md5_of(bytes));
+    }
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(tar::EntryType::Link);
+    b.append_link(&mut h, "./usr/lib/k_link.hsaco", format!("./{long}"))
+        .unwrap();
+    sums += &format!("{}  usr/lib/k_link.hsaco\n", md5_of(&files[1].1));
+    let data = b.into_inner().unwrap();
+    let mut c = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.set_mode(0o644);
+    h.set_size(sums.len() as u64);
+    c.append_data(&mut h, "./md5sums", sums.as_bytes()).unwrap();
+    let control = c.into_inner().unwrap();
+    let (control, ext) = compressed(Compression::Xz, &control);
+    let (data, _) = compressed(Compression::Xz, &data);
+    let input = ar_of(&[
+        ("debian-binary", b"2.0\n"),
+        (&format!("control.tar{ext}"), &control),
+        (&format!("data.tar{ext}"), &data),
+    ]);
+    let rep = prune_deb(d, &input, |_, o| to(Destination::File(o.to_path_buf()))).unwrap();
+    let gone: Vec<(&str, u64)> = rep
+        .removed
+        .iter()
+        .map(|f| (f.path.as_str(), f.bytes))
+        .collect();
+    let name = format!("{}!/{long}", d.join("in.deb").display());
+    assert_eq!(gone, [(name.as_str(), 400)]);
+    let new = members(&std::fs::read(d.join("out.deb")).unwrap());
+    assert_eq!(
+        paths(&inflated(&new[2].2)),
+        ["usr/lib/k_gfx90a.hsaco", "usr/share/doc/k/notes"]
+    );
+    let control = entries(&inflated(&new[1].2));
+    let want = format!(
+        "{}  usr/lib/k_gfx90a.hsaco\n{}  usr/share/doc/k/notes\n",
+        md5_of(&files[0].1),
+        md5_of(&files[2].1)
+    );
+    assert_eq!(String::from_utf8_lossy(&control[0].2), want);
+    // Kept (--keep-files): the file is refused, left as it was, and the
+    // package written without change to it.
+    let rep = prune_deb(d, &input, |_, o| {
+        let mut opts = to(Destination::File(o.to_path_buf()));
+        opts.keep_files = true;
+        opts
+    })
+    .unwrap();
+    assert!(rep.removed.is_empty());
+    assert_eq!(rep.members_refused.len(), 1, "{:?}", rep.members_refused);
+}

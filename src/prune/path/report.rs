@@ -145,6 +145,24 @@ pub struct PathReport {
     /// package is pruned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members_refused: Vec<String>,
+    /// Files removed whole (in a dry run, that would be), being device
+    /// code alone that the rules drop all of
+    /// ([`FilePruning::remove`](crate::prune::FilePruning::remove)): the
+    /// file itself, or files of a wheel or `.deb` (`x.deb!/usr/lib/k.co`),
+    /// each with its bytes (before compression).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<RemovedFile>,
+}
+
+/// A file removed whole by a prune ([`PathReport::removed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RemovedFile {
+    /// The file, as named or found, or the file in a package
+    /// (`PACKAGE!/PATH`).
+    pub path: String,
+    /// Its size.
+    pub bytes: u64,
 }
 
 impl PathReport {
@@ -168,6 +186,7 @@ impl PathReport {
             kept: Vec::new(),
             dropped: Vec::new(),
             members_refused: Vec::new(),
+            removed: Vec::new(),
         }
     }
 }

@@ -404,7 +404,7 @@ pub(super) fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
 
 /// A wheel holding `members` (name, bytes), deflated, and a RECORD
 /// naming them; with `signed`, a RECORD.jws too.
-fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
+pub(super) fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);

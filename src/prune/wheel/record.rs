@@ -1,20 +1,47 @@
 //! A pruned wheel's RECORD: each row naming a pruned member given the
-//! member's new hash and size, every other byte as it was, so that pip
-//! installs the wheel. The wheel's pruning ([`super::prune`]) reads and
-//! writes the wheel (a zip) and calls [`new_record`] for each RECORD; the
-//! `csv` crate (with the `files` feature) reads and writes the rows.
+//! member's new hash and size, each row naming a member removed taken
+//! out, every other byte as it was, so that pip installs the wheel. The
+//! wheel's pruning ([`super::prune`]) reads and writes the wheel (a zip)
+//! and calls [`new_record`] for each RECORD; so does a directory's prune
+//! in place for each `*.dist-info/RECORD` of an installed package
+//! (`super::super::tree`). The `csv` crate (with the `files` feature)
+//! reads and writes the rows.
 
 use std::collections::BTreeMap;
 
-/// A wheel's RECORD (CSV: `path,sha256=HASH,size` per row, the path
-/// quoted where it holds a comma, a quote or a line break) with the hash
-/// and size of each path in `changed` (the hash in unpadded URL-safe
-/// base64) replaced; `None` when it names none of them. Every other byte
-/// stays as it was: rows not named, blank lines, and each row's own line
-/// terminator.
+/// [`new_record_with`] of files rewritten alone: `changed` gives each its
+/// new size and hash.
+#[cfg(any(test, fuzzing))]
 pub(crate) fn new_record(
     text: &[u8],
     changed: &BTreeMap<&str, (u64, &str)>,
+) -> csv::Result<Option<Vec<u8>>> {
+    let changed = changed
+        .iter()
+        .map(|(p, (n, h))| (*p, Change::Rewritten(*n, h)))
+        .collect();
+    new_record_with(text, &changed)
+}
+
+/// What became of a file a RECORD may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change<'a> {
+    /// Rewritten: its new size, and its SHA-256 in unpadded URL-safe
+    /// base64.
+    Rewritten(u64, &'a str),
+    /// Removed: its rows go.
+    Removed,
+}
+
+/// A wheel's RECORD (CSV: `path,sha256=HASH,size` per row, the path
+/// quoted where it holds a comma, a quote or a line break) with the hash
+/// and size of each path rewritten in `changed` replaced, and the rows of
+/// each path removed taken out (with their line terminators); `None`
+/// when it names none of them. Every other byte stays as it was: rows not
+/// named, blank lines, and each row's own line terminator.
+pub(crate) fn new_record_with(
+    text: &[u8],
+    changed: &BTreeMap<&str, Change<'_>>,
 ) -> csv::Result<Option<Vec<u8>>> {
     let is_break = |b: &u8| matches!(b, b'\r' | b'\n');
     let mut rdr = csv::ReaderBuilder::new()
@@ -34,13 +61,22 @@ pub(crate) fn new_record(
         }
         let end = usize::try_from(rdr.position().byte()).unwrap_or(text.len());
         let path = row.get(0).and_then(|p| std::str::from_utf8(p).ok());
-        let Some((size, sha)) = path.and_then(|p| changed.get(p)) else {
+        let Some(change) = path.and_then(|p| changed.get(p)) else {
             continue;
         };
         let raw = &text[start..end];
         let lead = raw.iter().take_while(|b| is_break(b)).count();
         let trail = raw[lead..].iter().rev().take_while(|b| is_break(b)).count();
         out.extend_from_slice(&text[copied..start + lead]);
+        copied = end;
+        let Change::Rewritten(size, sha) = change else {
+            // Removed: the row and its line terminator go (a CRLF whole:
+            // the reader stops between its two bytes).
+            if raw.last() == Some(&b'\r') && text.get(end) == Some(&b'\n') {
+                copied = end + 1;
+            }
+            continue;
+        };
         let mut w = csv::WriterBuilder::new()
             .terminator(csv::Terminator::Any(b'\n'))
             .from_writer(Vec::new());
@@ -50,7 +86,6 @@ pub(crate) fn new_record(
         line.pop();
         out.extend_from_slice(&line);
         out.extend_from_slice(&raw[raw.len() - trail..]);
-        copied = end;
     }
     if copied == 0 {
         return Ok(None);
@@ -168,6 +203,26 @@ mod tests {
         );
         // A RECORD naming no pruned file is not rewritten at all.
         assert_eq!(rewritten("b.py,sha256=keep,3\n", &[("a.so", 1, "A")]), None);
+    }
+
+    #[test]
+    fn rows_of_removed_files_go_with_their_line_terminators() {
+        let text = "a.so,sha256=old,1\r\nk_gfx1030.co,sha256=x,9\r\n\nb.so,sha256=old,2\nk_gfx1030.co,sha256=x,9";
+        let changed = [
+            ("k_gfx1030.co", Change::Removed),
+            ("b.so", Change::Rewritten(5, "B")),
+        ]
+        .into_iter()
+        .collect();
+        let got = new_record_with(text.as_bytes(), &changed).unwrap().unwrap();
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            "a.so,sha256=old,1\r\n\nb.so,sha256=B,5\n"
+        );
+        // A RECORD whose only named row goes is still rewritten.
+        let removed = [("a.so", Change::Removed)].into_iter().collect();
+        let got = new_record_with(b"a.so,sha256=old,1\n", &removed).unwrap();
+        assert_eq!(got.as_deref(), Some(&b""[..]));
     }
 
     #[test]

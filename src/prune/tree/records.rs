@@ -1,0 +1,204 @@
+//! The pip RECORDs of a directory pruned in place, kept true: each
+//! `*.dist-info/RECORD` found in the walk that names a file the run
+//! rewrote gets its new SHA-256 and size, and loses the rows of the files
+//! the run removed ([`super::super::wheel::new_record_with`], as for a
+//! wheel). `pip uninstall` and `pip check`-like tools then find every
+//! file as the RECORD says.
+//!
+//! A RECORD's paths are relative to the directory that holds its
+//! `.dist-info` (site-packages), `..` allowed (a script in `bin/`); they
+//! are matched against the paths the walk found by their components,
+//! `.` and `..` taken lexically. Conda's `conda-meta/*.json` is not
+//! updated (yet).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+
+use super::{TreeEntry, TreeOutcome};
+use crate::files::{Input, Output};
+use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
+use crate::prune::wheel::{Change, new_record_with};
+
+/// What became of a file of the run, for the RECORDs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Rewritten,
+    Removed,
+}
+
+/// `path` with `.` dropped and `..` taken lexically.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether `path` is a pip RECORD: `RECORD` in a `*.dist-info` directory.
+fn is_record(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "RECORD")
+        && path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|d| d.as_encoded_bytes().ends_with(b".dist-info"))
+}
+
+/// Brings up to date every RECORD among `entries` (files found in the
+/// directories, left as of no format prune reads) that names a file the
+/// run rewrote or removed: in place, written as a pruned file is (whole
+/// or not at all, with the old file's metadata); in a dry run, only
+/// counted. Its entry then says so ([`TreeOutcome::Record`]), or why it
+/// could not be written ([`TreeOutcome::Failed`]).
+pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
+    let dry = opts.destination == super::super::Destination::DryRun;
+    let mut fates: HashMap<PathBuf, Fate> = HashMap::new();
+    for e in entries.iter() {
+        let TreeOutcome::Pruned(r) = &e.outcome else {
+            continue;
+        };
+        let removed = r.removed.len() == 1 && r.removed[0].path == r.path && r.bytes_after == 0;
+        let fate = match (removed, dry) {
+            (true, _) => Fate::Removed,
+            (false, false) if r.output.is_some() => Fate::Rewritten,
+            (false, true) if r.containers_rewritten > 0 || !r.removed.is_empty() => Fate::Rewritten,
+            _ => continue,
+        };
+        fates.insert(lexical(&e.path), fate);
+    }
+    if fates.is_empty() {
+        return;
+    }
+    for e in entries.iter_mut() {
+        let found =
+            !e.named && matches!(e.outcome, TreeOutcome::Skipped(super::Skip::NoKnownFormat));
+        if !found || !is_record(&e.path) {
+            continue;
+        }
+        match record(&e.path, &fates, opts, dry) {
+            Ok(Some((rewritten, removed))) => {
+                e.outcome = TreeOutcome::Record {
+                    rows_rewritten: rewritten,
+                    rows_removed: removed,
+                };
+            }
+            Ok(None) => {}
+            Err(err) => e.outcome = TreeOutcome::Failed(err),
+        }
+    }
+}
+
+/// The RECORD `path` brought up to date with `fates`: the rows given a new
+/// hash and the rows removed, counted; `None` when it names no file of
+/// them.
+fn record(
+    path: &Path,
+    fates: &HashMap<PathBuf, Fate>,
+    opts: &PathOptions,
+    dry: bool,
+) -> Result<Option<(usize, usize)>, PathError> {
+    let name = crate::files::shown(path).into_owned();
+    let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
+    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let text = file.bytes();
+    // Paths in a RECORD are relative to the directory holding the
+    // `.dist-info` one.
+    let base = path
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    let unreadable = |e: csv::Error| {
+        PathError::said(
+            PathErrorKind::Content,
+            path,
+            &name,
+            format!("it cannot be read as a RECORD (CSV): {e}"),
+        )
+    };
+    let mut rows = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text);
+    // Each file named, with its new hash and size (read back from disk).
+    let mut new: BTreeMap<String, (Fate, u64, String)> = BTreeMap::new();
+    for row in rows.byte_records() {
+        let row = row.map_err(unreadable)?;
+        let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
+            continue;
+        };
+        let Some(&fate) = fates.get(&lexical(&base.join(p))) else {
+            continue;
+        };
+        let (size, sha) = match fate {
+            Fate::Rewritten if !dry => sha256(&base.join(p))?,
+            _ => (0, String::new()),
+        };
+        new.insert(p.to_string(), (fate, size, sha));
+    }
+    if new.is_empty() {
+        return Ok(None);
+    }
+    let changed: BTreeMap<&str, Change<'_>> = new
+        .iter()
+        .map(|(p, (fate, size, sha))| {
+            let c = match fate {
+                Fate::Rewritten => Change::Rewritten(*size, sha),
+                Fate::Removed => Change::Removed,
+            };
+            (p.as_str(), c)
+        })
+        .collect();
+    let count = |f: Fate| new.values().filter(|(g, ..)| *g == f).count();
+    let counts = (count(Fate::Rewritten), count(Fate::Removed));
+    let Some(bytes) = new_record_with(text, &changed).map_err(unreadable)? else {
+        return Ok(None);
+    };
+    if dry {
+        return Ok(Some(counts));
+    }
+    let cannot = |e| PathError::write(path, e);
+    let mut out = Output::create(path).map_err(cannot)?;
+    std::io::Write::write_all(&mut out, &bytes).map_err(cannot)?;
+    let mut rep = PathReport::new(&name, text, &meta);
+    let through = crate::prune::path::write_through(opts, path, &meta)?;
+    drop(file);
+    finish(opts, out, &meta, path, &mut rep, through)?;
+    Ok(Some(counts))
+}
+
+/// The size of the file `path` and its SHA-256 as a RECORD gives it
+/// (unpadded URL-safe base64).
+fn sha256(path: &Path) -> Result<(u64, String), PathError> {
+    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let bytes = file.bytes();
+    let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(bytes));
+    Ok((bytes.len() as u64, sha))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_compared_by_their_components() {
+        assert_eq!(
+            lexical(Path::new("venv/lib/site/./x/../../bin/k")),
+            PathBuf::from("venv/lib/bin/k")
+        );
+        assert_eq!(lexical(Path::new("../a/./b")), PathBuf::from("../a/b"));
+        assert!(is_record(Path::new("site/x-1.0.dist-info/RECORD")));
+        assert!(!is_record(Path::new("site/x-1.0.egg-info/RECORD")));
+        assert!(!is_record(Path::new("RECORD")));
+    }
+}
