@@ -16,17 +16,26 @@ use crate::error::{Error, ErrorKind};
 ///
 /// # Examples
 ///
-/// A tar archive is not rewritten; it stays as it was:
+/// A tar archive is not rewritten: holding an image the rules drop, it is
+/// refused and stays as it was:
 ///
 /// ```
+/// use offload_kit::bundle::{self, Format};
 /// use offload_kit::prune::{Destination, PathErrorKind, PathOptions, Ptx, Rules, Selection, prune_path};
 /// use offload_kit::scan::Rule;
 ///
 /// let dir = tempfile::tempdir()?;
+/// let (host, gfx942) = (b"host".to_vec(), vec![2u8; 64]);
+/// let entries = [
+///     ("host-x86_64-unknown-linux-gnu-".to_string(), host.len() as u64),
+///     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), gfx942.len() as u64),
+/// ];
+/// let mut k = Vec::new();
+/// bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut k, &[&host, &gfx942])?;
 /// let mut tar = tar::Builder::new(Vec::new());
 /// let mut header = tar::Header::new_gnu();
-/// header.set_size(4);
-/// tar.append_data(&mut header, "k.o", &b"\x7fELF"[..])?;
+/// header.set_size(k.len() as u64);
+/// tar.append_data(&mut header, "k.hipfb", &k[..])?;
 /// let path = dir.path().join("k.tar");
 /// std::fs::write(&path, tar.into_inner()?)?;
 ///
@@ -35,7 +44,8 @@ use crate::error::{Error, ErrorKind};
 /// opts.destination = Destination::InPlace;
 /// let e = prune_path(&path, &keep, &opts).unwrap_err();
 /// assert_eq!(e.kind(), PathErrorKind::Refused);
-/// assert!(e.to_string().ends_with("it is a tar archive: prune does not rewrite such archives \
+/// assert!(e.to_string().contains("it is a tar archive holding 1 device image(s) the rules drop"));
+/// assert!(e.to_string().ends_with("prune does not rewrite such archives \
 ///                                  (unpack it, prune its files, pack it again)"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -200,13 +210,15 @@ impl PathError {
     /// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
     /// let missing = prune_path(&dir.path().join("missing.so"), &keep, &PathOptions::default());
     /// assert!(!missing.unwrap_err().refused());
-    /// let tar = dir.path().join("k.tar");
-    /// let mut builder = tar::Builder::new(Vec::new());
-    /// let mut header = tar::Header::new_gnu();
-    /// header.set_size(4);
-    /// builder.append_data(&mut header, "k.o", &b"\x7fELF"[..])?;
-    /// std::fs::write(&tar, builder.into_inner()?)?;
-    /// assert!(prune_path(&tar, &keep, &PathOptions::default()).unwrap_err().refused());
+    /// // A zip with bytes in front of it (a self-extracting archive).
+    /// let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    /// zip.start_file("k.o", zip::write::SimpleFileOptions::default())?;
+    /// std::io::Write::write_all(&mut zip, b"\x7fELF")?;
+    /// let mut sfx = b"#!/bin/sh\nexit 0\n".to_vec();
+    /// sfx.extend_from_slice(&zip.finish()?.into_inner());
+    /// let path = dir.path().join("k.sfx");
+    /// std::fs::write(&path, sfx)?;
+    /// assert!(prune_path(&path, &keep, &PathOptions::default()).unwrap_err().refused());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn refused(&self) -> bool {
