@@ -278,20 +278,29 @@ impl Input {
         if meta.is_file() && meta.len() > 0 && file.stream_position()? == 0 {
             return Input::mapped(file, meta.len());
         }
-        let mut r = io::stdin().lock().take(MAX_STREAM_BYTES + 1);
+        Input::spool(&mut io::stdin().lock(), MAX_STREAM_BYTES)?
+            .ok_or_else(|| too_much("standard input", MAX_STREAM_BYTES))
+    }
+
+    /// What `r` gives, read to its end: up to [`SPOOL_IN_MEMORY`] bytes
+    /// into memory and the rest, with what came before, into an unlinked
+    /// temporary file that is then mapped, so that memory does not grow
+    /// with the stream. `None` when it gives more than `limit` bytes.
+    pub(crate) fn spool(r: &mut dyn Read, limit: u64) -> io::Result<Option<Input>> {
+        let mut r = r.take(limit.saturating_add(1));
         let mut head = Vec::new();
         (&mut r).take(SPOOL_IN_MEMORY).read_to_end(&mut head)?;
         if (head.len() as u64) < SPOOL_IN_MEMORY {
-            return Ok(Input::from_vec(head));
+            return Ok((head.len() as u64 <= limit).then(|| Input::from_vec(head)));
         }
         let mut spool = tempfile::tempfile()?;
         spool.write_all(&head)?;
         drop(head);
         let n = SPOOL_IN_MEMORY + copy_in_pieces(&mut r, &mut spool)?;
-        if n > MAX_STREAM_BYTES {
-            return Err(too_much("standard input", MAX_STREAM_BYTES));
+        if n > limit {
+            return Ok(None);
         }
-        Input::from_temp_file(spool)
+        Input::from_temp_file(spool).map(Some)
     }
 
     /// Bytes made in memory (a decompressed bundle, say), as an input.

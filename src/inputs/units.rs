@@ -223,20 +223,7 @@ fn with_pages_given_back<R>(input: &Input, f: impl FnOnce() -> R) -> R {
 /// size is read to its end, `None` if that is more than `budget` bytes.
 fn inflate(reader: &mut dyn Read, size: Option<u64>, budget: u64) -> io::Result<Option<Input>> {
     let Some(size) = size else {
-        let mut file = tempfile::tempfile()?;
-        let n =
-            crate::files::copy_in_pieces(&mut reader.take(budget.saturating_add(1)), &mut file)?;
-        if n > budget {
-            return Ok(None);
-        }
-        if n <= SPOOL_IN_MEMORY {
-            let mut v = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
-            io::Seek::rewind(&mut file)?;
-            file.read_to_end(&mut v)?;
-            return Ok(Some(Input::from_vec(v)));
-        }
-        file.flush()?;
-        return Input::from_temp_file(file).map(Some);
+        return Input::spool(reader, budget);
     };
     let mut r = reader.take(size.saturating_add(1));
     let short = |n: u64| {

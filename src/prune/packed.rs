@@ -206,13 +206,13 @@ fn spool_unsized(
     budget: &mut Budget,
 ) -> Result<crate::files::Input, PathError> {
     let cannot = |e: std::io::Error| PathError::member(path, name, "cannot be inflated", e);
-    let mut spool = tempfile::tempfile().map_err(cannot)?;
-    let n =
-        crate::files::copy_in_pieces(&mut reader.take(budget.left.saturating_add(1)), &mut spool)
-            .map_err(cannot)?;
-    budget.take(path, name, n)?;
-    crate::files::Input::from_temp_file(spool)
-        .map_err(|e| PathError::io(PathErrorKind::Io, path, e))
+    match crate::files::Input::spool(reader, budget.left).map_err(cannot)? {
+        Some(member) => {
+            budget.take(path, name, member.bytes().len() as u64)?;
+            Ok(member)
+        }
+        None => Err(budget.passed(path, name, budget.left.saturating_add(1))),
+    }
 }
 
 /// The package `data` (the file `path`, or a member of it named `name`),

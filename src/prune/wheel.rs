@@ -227,17 +227,23 @@ impl Budget {
     /// declares, or says that they are more than is left.
     pub(super) fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
         if size > self.left {
-            return Err(said(
-                path,
-                format!(
-                    "member '{member}' inflates to {size} bytes, more than the {} left of the \
-                     decompression budget ({})",
-                    self.left, self.why
-                ),
-            ));
+            return Err(self.passed(path, member, size));
         }
         self.left -= size;
         Ok(())
+    }
+
+    /// The error for the member `member` of the wheel `path`, which
+    /// inflates to `size` bytes, more than are left.
+    pub(super) fn passed(&self, path: &Path, member: &str, size: u64) -> PathError {
+        said(
+            path,
+            format!(
+                "member '{member}' inflates to {size} bytes, more than the {} left of the \
+                 decompression budget ({})",
+                self.left, self.why
+            ),
+        )
     }
 }
 
