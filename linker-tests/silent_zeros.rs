@@ -139,15 +139,12 @@ with zipfile.ZipFile("lzma-1.0-py3-none-any.whl", "w", zipfile.ZIP_LZMA) as z:
 /// The packages, made once for all trials (in a directory kept until the
 /// process ends).
 fn fixture() -> Result<&'static Path, Failed> {
-    static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
-    F.get_or_init(|| {
-        let t = tempdir();
-        make(t.path()).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(t)
+    static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+    crate::util::built_once(&F, || {
+        let dir = tempdir().keep();
+        make(&dir).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
+        Ok(dir)
     })
-    .as_ref()
-    .map(|t| t.path())
-    .map_err(|e| Failed::from(e.clone()))
 }
 
 /// `size --json` of `path` (in `dir`): each file's path, and its images
