@@ -18,7 +18,7 @@ use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
 use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
 use hip_programs::hip_programs;
 pub(crate) use real_wheels::pruned_wheel;
-use real_wheels::{cupy_wheel, curand_wheel};
+use real_wheels::{bitsandbytes_wheel, cupy_wheel, curand_wheel};
 
 mod cuda;
 mod debs;
@@ -61,6 +61,14 @@ pub fn tests() -> Vec<Trial> {
             "prune::real_libs::cupy_wheel_to_sm_86",
             &["/usr/bin/python3"],
             cupy_wheel,
+        ),
+        trial(
+            "prune::real_libs::bitsandbytes_wheel_leaves_its_sycl_libraries",
+            &[
+                "/usr/bin/python3",
+                "/opt/offload-kit/cuda-tools/bin/cuobjdump",
+            ],
+            bitsandbytes_wheel,
         ),
         trial(
             "prune::real_libs::curand_wheel_installs_with_pip",

@@ -406,7 +406,7 @@ fn cuda_wheel(wheel: &str, member: &str, rules: &[(&[&str], i32)]) -> Result<(),
 }
 
 /// `cuobjdump -lelf FILE`'s cubins, in its order: the arch of each.
-fn cuobjdump_cubins(dir: &Path, file: &str) -> Result<Vec<String>, Failed> {
+pub(crate) fn cuobjdump_cubins(dir: &Path, file: &str) -> Result<Vec<String>, Failed> {
     let list = run(Path::new(CUOBJDUMP), &["-lelf", file], dir).ok()?;
     Ok(String::from_utf8_lossy(&list.stdout)
         .lines()

@@ -6,7 +6,7 @@ use std::path::Path;
 use libtest_mimic::Failed;
 
 use super::hashed;
-use crate::real_libs::{CUPY, WHEEL, downloads, images};
+use crate::real_libs::{CUPY, WHEEL, cuobjdump_cubins, downloads, images};
 use crate::util::{ours, ours_json, run, same, tempdir, unzip};
 
 /// `wheel` copied to `d/in.whl` and pruned with `--keep rule` to
@@ -180,4 +180,118 @@ print(sum(len(zlib.compress(open(os.path.join(sys.argv[1], f), 'rb').read(), 6))
         hashed(d, &installed)?,
         want,
     )
+}
+
+/// bitsandbytes 0.50.2's Linux wheel (CUDA, ROCm and Intel SYCL libraries
+/// in one) pruned to sm_86: the two SYCL libraries, whose bundle sections
+/// prune does not take out of a linked file, are named as left and stay
+/// byte for byte; the wheel is written anyway (exit 1), its RECORD right,
+/// each CUDA library holding what `cuobjdump` lists of the original for
+/// sm_80 and sm_86 alone, and pip installs it. With `--strict` the one
+/// refusal fails the wheel (exit 2) and nothing is written.
+pub(super) fn bitsandbytes_wheel() -> Result<(), Failed> {
+    let cache = crate::windows_libs::windows_downloads()?;
+    let t = tempdir();
+    let d = t.path();
+    let wheel = crate::windows_libs::BNB_LINUX;
+    std::fs::copy(cache.join(wheel), d.join("in.whl"))?;
+    std::fs::create_dir(d.join("out"))?;
+    let args = [
+        "prune",
+        "--keep",
+        "sm_86",
+        "-o",
+        &format!("out/{wheel}"),
+        "in.whl",
+    ];
+    let r = run(&ours(), &args, d);
+    same("exit code", r.code, 1)?;
+    let text = String::from_utf8_lossy(&r.stdout);
+    let sycl = ["xpu2025", "xpu2026"];
+    let mut left: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("not pruned: "))
+        .collect();
+    left.sort_unstable();
+    same("files left", left.len(), sycl.len())?;
+    for (line, v) in left.iter().zip(sycl) {
+        let name = format!("in.whl!/bitsandbytes/libbitsandbytes_{v}.so': ");
+        if !line.contains(&name) || !line.contains("linked file") {
+            return Err(format!("not the {v} library's refusal: {line}").into());
+        }
+    }
+    let out = d.join("out").join(wheel);
+    if std::fs::metadata(&out)?.len() * 2 > std::fs::metadata(d.join("in.whl"))?.len() {
+        return Err("the wheel did not lose half its size".into());
+    }
+    if record_checks(d, &format!("out/{wheel}"))? < 10 {
+        return Err("RECORD lists too few files".into());
+    }
+    let lib = |v: &str| format!("bitsandbytes/libbitsandbytes_{v}.so");
+    for v in sycl {
+        unzip(&d.join("in.whl"), &lib(v), d, "a.so")?;
+        unzip(&out, &lib(v), d, "b.so")?;
+        if std::fs::read(d.join("a.so"))? != std::fs::read(d.join("b.so"))? {
+            return Err(format!("{v}: the library left is not the original").into());
+        }
+    }
+    let cuda = [
+        "cuda118", "cuda121", "cuda124", "cuda126", "cuda128", "cuda130", "cuda132",
+    ];
+    for v in cuda {
+        unzip(&d.join("in.whl"), &lib(v), d, "a.so")?;
+        unzip(&out, &lib(v), d, "b.so")?;
+        let kept: Vec<_> = hashed(d, "a.so")?
+            .into_iter()
+            .filter(|(what, _)| what.contains("\"sm_80\"") || what.contains("\"sm_86\""))
+            .collect();
+        same(
+            &format!("{v}: the images kept, with their bytes"),
+            hashed(d, "b.so")?,
+            kept,
+        )?;
+        if v == "cuda121" {
+            // cuobjdump 13.5 stops on the original with "Invalid ELF" after
+            // its first cubin.
+            continue;
+        }
+        let want: Vec<String> = cuobjdump_cubins(d, "a.so")?
+            .into_iter()
+            .filter(|a| a == "sm_80" || a == "sm_86")
+            .collect();
+        if want.is_empty() {
+            return Err(format!("{v}: no sm_80 or sm_86 cubin to keep").into());
+        }
+        same(
+            &format!("{v}: cuobjdump's cubins"),
+            cuobjdump_cubins(d, "b.so")?,
+            want,
+        )?;
+    }
+    let pip = [
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        "--target",
+        "site",
+    ];
+    let mut pip: Vec<String> = pip.iter().map(|s| s.to_string()).collect();
+    pip.push(out.to_string_lossy().into_owned());
+    run(Path::new("/usr/bin/python3"), &pip, d).ok()?;
+    unzip(&out, &lib("cuda126"), d, "b.so")?;
+    if std::fs::read(d.join("site").join(lib("cuda126")))? != std::fs::read(d.join("b.so"))? {
+        return Err("pip installed another library than the pruned one".into());
+    }
+    let strict = [
+        "prune", "--strict", "--keep", "sm_86", "-d", "strict", "in.whl",
+    ];
+    let r = run(&ours(), &strict, d);
+    same("--strict: exit code", r.code, 2)?;
+    if d.join("strict").join("in.whl").exists() {
+        return Err("--strict wrote a wheel".into());
+    }
+    Ok(())
 }

@@ -37,11 +37,12 @@ holding them shrink, as llvm-objcopy --update-section/--remove-section writes th
 sections of -fgpu-rdc objects removed, OffloadBinaries dropped whole). A static archive: each \
 member pruned so, the symbol table following. A bare bundle or fatbin (a file made of containers \
 from its first byte to its last): the freed bytes cut out. Wheels: each ELF member pruned (inflated \
-within --max-uncompressed), every RECORD naming it updated (a signed wheel that would change is \
-refused). Debian packages: each file of data.tar pruned as if named alone (its tar header changing \
+within --max-uncompressed), every RECORD naming it updated; a member that is refused stays as it \
+was and is listed (exit 1), a signed wheel that would change is refused. Debian packages: each file of data.tar pruned as if named alone (its tar header changing \
 only in size and checksum), data.tar compressed again with its own method, the md5sums lines of \
 the files rewritten updated; a file of it that is refused stays as it was and is listed (exit 1), \
-a signed package that would change is refused. Containers: clang offload bundles (plain, and \
+a signed package that would change is refused. With --strict a refused file of a wheel or .deb \
+fails the whole package instead, and nothing is written. Containers: clang offload bundles (plain, and \
 compressed: recompressed with the same method at LLVM's default level, on --threads), CUDA \
 fatbins (entries kept as stored) and OffloadBinaries. A container no device of the rules loads anything of is emptied (a fatbin with no entry, a bundle with its host entry alone: still registered, with nothing to load), and counted; a file that would keep no device image at all needs --allow-empty. Refused with an error, the file untouched: \
 OpenMP images registered in a linked program, containers inside others, thin archives without --in-place (with it, their \
@@ -61,7 +62,7 @@ whose first bytes are of no format prune reads are skipped; the members of a thi
 pruned with it; .offload-kit-* files an interrupted run left are reported, not pruned. A file \
 found there that cannot be pruned is listed with why and the run goes on; the report ends with \
 a total.\n\n\
-Exit codes: 0 success; 1 files found in a directory or in a .deb were refused (of a kind or \
+Exit codes: 0 success; 1 files found in a directory or in a wheel or .deb were refused (of a kind or \
 asking for a rewrite prune does not do), the others pruned; 2 a file that could not be read or written, held \
 damaged data, or was named and cannot be pruned, or a usage error."
 )]
@@ -104,6 +105,11 @@ pub struct PruneOpts {
     /// directory, in place, and inside a wheel or .deb).
     #[arg(long)]
     keep_files: bool,
+    /// Fail a whole wheel or .deb when one of its files is refused (by
+    /// default that file is left as it was, named, and the rest of the
+    /// package is pruned; exit 1).
+    #[arg(long)]
+    strict: bool,
     /// Rewrite a linked program or library only where each fat binary lies
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
@@ -168,6 +174,7 @@ impl PruneOpts {
         };
         o.keep_hard_links = self.keep_hard_links;
         o.keep_files = self.keep_files;
+        o.strict = self.strict;
         o.prune.allow_empty = self.allow_empty;
         o.prune.threads = self.threads;
         o.prune.no_shrink = self.no_shrink;
@@ -468,7 +475,10 @@ impl Run {
                             *t = t.saturating_add(d);
                         }
                     }
-                    let device_code = !(r.kept.is_empty() && r.dropped.is_empty());
+                    // A package's files refused are named, never counted
+                    // as without device code.
+                    let device_code = !(r.kept.is_empty() && r.dropped.is_empty())
+                        || !r.members_refused.is_empty();
                     if e.named || device_code || changed {
                         run.files.push(*r);
                     } else {
@@ -596,6 +606,10 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
     }
     if !r.removed.is_empty() {
         parts.push(format!("{} file(s) removed", r.removed.len()));
+    }
+    if parts.is_empty() && !r.members_refused.is_empty() {
+        let n = r.members_refused.len();
+        return format!("nothing pruned: {n} file(s) in it refused, left as they were (below)");
     }
     if parts.is_empty() {
         return "nothing to remove".to_string();

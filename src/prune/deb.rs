@@ -86,6 +86,21 @@ impl Cx<'_> {
     fn said(&self, why: String) -> PathError {
         PathError::said(PathErrorKind::Content, self.input, &self.name, why)
     }
+
+    /// The file `full` of the package refused for `why`: noted in `w`, to
+    /// be left as it was, or with [`PathOptions::strict`] the error.
+    fn refuse_member(&self, w: &mut Walked, full: &str, why: &str) -> Result<(), PathError> {
+        if self.opts.strict {
+            return Err(PathError::said(
+                PathErrorKind::Refused,
+                self.input,
+                full,
+                why,
+            ));
+        }
+        w.refused.push(format!("'{full}': {why}"));
+        Ok(())
+    }
 }
 
 /// A member's name without the `/` GNU `ar` ends names with.
@@ -328,10 +343,9 @@ fn walk_data<R: std::io::Read, W: Write>(
         let full = format!("{}!/{path}", cx.name);
         if !super::tree::readable(&head) || h.is_sparse() {
             if super::tree::readable(&head) {
-                w.refused.push(format!(
-                    "'{full}': it is stored sparse (GNU tar's 'S' entry), which prune does not \
-                     rewrite"
-                ));
+                let why = "it is stored sparse (GNU tar's 'S' entry), which prune does not \
+                           rewrite";
+                cx.refuse_member(&mut w, &full, why)?;
             }
             walk.copy_header(&h).map_err(fault)?;
             walk.out()
@@ -345,7 +359,7 @@ fn walk_data<R: std::io::Read, W: Write>(
         let bytes = file.bytes();
         let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
             Ok(p) => p,
-            Err(e) if e.refused() => {
+            Err(e) if e.refused() && !cx.opts.strict => {
                 w.refused.push(e.chain());
                 write_as_it_was(walk, &h, &file).map_err(fault)?;
                 continue;
@@ -353,9 +367,8 @@ fn walk_data<R: std::io::Read, W: Write>(
             Err(e) => return Err(e),
         };
         if p.output.is_some() && h.size_in_pax {
-            w.refused.push(format!(
-                "'{full}': a pax header gives its size, which prune does not rewrite"
-            ));
+            let why = "a pax header gives its size, which prune does not rewrite";
+            cx.refuse_member(&mut w, &full, why)?;
             write_as_it_was(walk, &h, &file).map_err(fault)?;
             continue;
         }

@@ -135,7 +135,15 @@ fn prune_members<'a>(
             .and_then(Result::ok)
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
-        let p = Pruning::of(sel, input, &full, member.bytes(), &each, opts.keep_files)?;
+        let p = match Pruning::of(sel, input, &full, member.bytes(), &each, opts.keep_files) {
+            Ok(p) => p,
+            // Left as it is stored, and named; the rest is pruned.
+            Err(e) if e.refused() && !opts.strict => {
+                rep.members_refused.push(e.chain());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(why) = &p.not_shrunk {
             not_shrunk.push(format!("'{mname}': {why}"));
         }

@@ -315,6 +315,17 @@ fn every_file_is_pruned_as_alone_and_nothing_else_changes() {
         // The same input gives the same bytes.
         prune_deb(d, &input, |_, o| to(Destination::File(o.to_path_buf()))).unwrap();
         assert!(std::fs::read(d.join("out.deb")).unwrap() == out, "{c:?}");
+        // --strict: the thin archive's refusal fails the package, and
+        // nothing is written.
+        std::fs::remove_file(d.join("out.deb")).unwrap();
+        let e = prune_deb(d, &input, |_, o| {
+            let mut s = to(Destination::File(o.to_path_buf()));
+            s.strict = true;
+            s
+        })
+        .unwrap_err();
+        assert!(e.refused() && e.to_string().contains("thin.a"), "{e}");
+        assert!(!d.join("out.deb").exists());
     }
 }
 

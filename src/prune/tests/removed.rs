@@ -244,10 +244,25 @@ fn a_wheel_loses_the_members_only_other_gpus_load_with_their_record_rows() {
         record,
         "pkg/k_gfx90a.hsaco,sha256=old,1\r\npkg-1.0.dist-info/RECORD,,\r\n"
     );
-    // Kept (--keep-files): the wheel is refused, as it was.
+    // Kept (--keep-files): the member is refused and left as it was, and
+    // named; with nothing else to change, the wheel stays as it was.
     std::fs::write(&path, &data).unwrap();
     let mut keeping = to(Destination::InPlace);
     keeping.keep_files = true;
-    assert!(prune_path(&path, &gfx90a(), &keeping).is_err());
+    let r = prune_path(&path, &gfx90a(), &keeping).unwrap();
+    let left = format!("'{}!/pkg/k_gfx1030.hsaco': ", path.display());
+    assert!(
+        r.members_refused.len() == 1 && r.members_refused[0].starts_with(&left),
+        "{r:?}"
+    );
+    assert!(r.removed.is_empty());
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+    // --strict: the one refusal fails the whole wheel.
+    keeping.strict = true;
+    let e = prune_path(&path, &gfx90a(), &keeping).unwrap_err();
+    assert!(
+        e.refused() && e.to_string().contains("k_gfx1030.hsaco"),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&path).unwrap(), data);
 }
