@@ -85,6 +85,9 @@ impl Walker<'_> {
         let id = self.new_container(ContainerKind::ObjectBundle, None, loc, 0, size);
         self.report.containers[id].offset = None;
         let mut index = 0;
+        // Sections, or rows, of one image or of images that share bytes
+        // are damage: each byte is read once, by the first entry at it.
+        let mut ranges = Ranges::default();
         for (name, sec, l) in whole {
             if self.stopped() {
                 break;
@@ -93,13 +96,19 @@ impl Walker<'_> {
                 depth: loc.depth + 1,
                 ..l.clone()
             };
-            let at = super::bundle::EntryAt::new(id, index, name, 0, len64(sec.data));
-            self.bundle_entry(&at, Some(sec.data), &inner);
+            let size = len64(sec.data);
+            let end = sec.offset.saturating_add(size);
+            let at = super::bundle::EntryAt::new(id, index, name, 0, size);
+            match ranges.take(sec.offset, end, index) {
+                Some(j) => {
+                    let why = overlap_message(index, j, sec.offset, end);
+                    self.problem(&inner, Some(id), why);
+                    self.overlapping_entry(&at, j, sec.data, &inner);
+                }
+                None => self.bundle_entry(&at, Some(sec.data), &inner),
+            }
             index += 1;
         }
-        // Rows of one image, or of images that share bytes, are damage:
-        // each row's bytes are read once, by the first row at them.
-        let mut ranges = Ranges::default();
         for (span, mut entries) in by_section.into_values() {
             entries.sort_by_key(|e| e.offset);
             let named = bundle_sections
