@@ -14,18 +14,16 @@ use crate::util::{
     run, same, same_bytes, same_messages, snapshot, tempdir, trial,
 };
 
-mod interop;
-mod malformed;
-mod newer;
-mod transcripts;
+test_files! {
+    interop,
+    transcripts,
+    malformed,
+    newer,
+}
 
 const TOOL: &str = "llvm-offload-binary";
 
 /// Everything above, as trials.
 pub fn tests() -> Vec<Trial> {
-    let mut t = interop::tests();
-    t.extend(transcripts::tests());
-    t.extend(malformed::tests());
-    t.extend(newer::tests());
-    t
+    file_trials()
 }

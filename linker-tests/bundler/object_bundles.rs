@@ -21,11 +21,13 @@ use libtest_mimic::{Failed, Trial};
 
 use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
 
-mod coff;
-mod commands;
-mod encoding;
-mod hostile;
-mod interop;
+test_files! {
+    interop,
+    coff,
+    commands,
+    encoding,
+    hostile,
+}
 
 pub(super) const TOOL: &str = "clang-offload-bundler";
 
@@ -504,7 +506,7 @@ fn host_shape(shape: &Shape, build: Build) -> Result<(), Failed> {
 
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
-    let mut t = interop::tests();
+    let mut t = file_trials();
     for (i, shape) in SHAPES.iter().enumerate() {
         t.push(trial(
             format!("bundler::object::llvm_bytes::{}", shape.0),
@@ -519,9 +521,5 @@ pub fn tests() -> Vec<Trial> {
             move || host_shape(&LINKED_SHAPES[i], link_shape),
         ));
     }
-    t.extend(coff::tests());
-    t.extend(commands::tests());
-    t.extend(encoding::tests());
-    t.extend(hostile::tests());
     t
 }
