@@ -18,7 +18,7 @@ test_files! {
 }
 
 use crate::util::{
-    Expected, bytes, clean_failure, committed_transcript, llvm, ours_as, run, same, same_bytes,
+    bytes, clean_failure, llvm, ours_as, run, same, same_bytes,
     same_messages, snapshot, tempdir, trial,
 };
 

@@ -10,7 +10,7 @@
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
-    Expected, bytes, clean_failure, clean_failure_code, committed_transcript, llvm, ours, ours_as,
+    bytes, clean_failure, clean_failure_code, llvm, ours, ours_as,
     run, same, same_bytes, same_messages, snapshot, tempdir, trial,
 };
 
