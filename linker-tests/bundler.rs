@@ -10,13 +10,15 @@
 
 use libtest_mimic::{Failed, Trial};
 
-mod archives;
-mod hostile;
-mod object_bundles;
-mod transcripts;
+test_files! {
+    transcripts,
+    hostile,
+    object_bundles,
+    archives,
+}
 
 use crate::util::{
-    Expected, bytes, clean_failure, committed_transcript, llvm, ours_as, run, same, same_bytes,
+    bytes, clean_failure, llvm, ours_as, run, same, same_bytes,
     same_messages, snapshot, tempdir, trial,
 };
 
@@ -489,9 +491,6 @@ pub fn tests() -> Vec<Trial> {
         &[TOOL, "llvm-ar"],
         hostile::archive_member_ccob_fault,
     ));
-    t.extend(transcripts::tests());
-    t.extend(hostile::tests());
-    t.extend(object_bundles::tests());
-    t.extend(archives::tests());
+    t.extend(file_trials());
     t
 }

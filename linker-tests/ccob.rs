@@ -22,9 +22,11 @@ use offload_kit::bundle::ccob::{
 
 use crate::util::{Run, llvm, ours, ours_as, run, same, same_bytes, same_messages, tempdir, trial};
 
-mod bytes;
-mod reads;
-mod streams;
+test_files! {
+    bytes,
+    reads,
+    streams,
+}
 
 const TOOL: &str = "clang-offload-bundler";
 const TARGETS: &str = "-targets=host-x86_64-unknown-linux-gnu,hip-amdgcn-amd-amdhsa--gfx90a";
@@ -154,8 +156,5 @@ fn llvm_report(stderr: &str) -> Vec<&str> {
 
 /// The trials.
 pub fn tests() -> Vec<Trial> {
-    let mut v = bytes::tests();
-    v.extend(reads::tests());
-    v.extend(streams::tests());
-    v
+    file_trials()
 }

@@ -15,26 +15,21 @@ use libtest_mimic::{Failed, Trial};
 
 use crate::util::{ours, ours_as, run_within, tempdir, trial};
 
-mod bombs;
-mod outputs;
-mod round4;
-mod round5_paths;
-mod round5_writers;
-mod round5_writes;
-mod special;
+test_files! {
+    special,
+    bombs,
+    outputs,
+    round4,
+    round5_paths,
+    round5_writes,
+    round5_writers,
+}
 
 /// Seconds any command gets before it counts as hung.
 const LIMIT: u64 = 20;
 
 pub fn tests() -> Vec<Trial> {
-    let mut trials = special::tests();
-    trials.extend(bombs::tests());
-    trials.extend(outputs::tests());
-    trials.extend(round4::tests());
-    trials.extend(round5_paths::tests());
-    trials.extend(round5_writes::tests());
-    trials.extend(round5_writers::tests());
-    trials
+    file_trials()
 }
 
 /// Whether process `pid` is writing an output in `dir`: it holds a file

@@ -5,11 +5,11 @@
 
 use libtest_mimic::Trial;
 
-pub(crate) mod amdgpu;
-pub(crate) mod cuda;
+test_files! {
+    pub(crate) amdgpu,
+    pub(crate) cuda,
+}
 
 pub fn tests() -> Vec<Trial> {
-    let mut v = amdgpu::tests();
-    v.extend(cuda::tests());
-    v
+    file_trials()
 }

@@ -21,11 +21,13 @@ use object::{Object as _, ObjectSection as _};
 
 use crate::util::{clean_failure, llvm, ours_as, same, same_bytes, tempdir, trial};
 
-mod dry_runs;
-mod failures;
-mod gpu;
-mod libraries;
-mod windows;
+test_files! {
+    dry_runs,
+    failures,
+    libraries,
+    gpu,
+    windows,
+}
 
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -309,10 +311,6 @@ pub fn tests() -> Vec<Trial> {
             same_program(&["main.o", "app.o", "-no-pie"], 4)
         }),
     ];
-    trials.extend(dry_runs::tests());
-    trials.extend(failures::tests());
-    trials.extend(libraries::tests());
-    trials.extend(gpu::tests());
-    trials.extend(windows::tests());
+    trials.extend(file_trials());
     trials
 }

@@ -8,74 +8,130 @@
     reason = "tests truncate on purpose when they make filler bytes and offsets"
 )]
 
-mod archive;
-mod bare;
-mod bitcode;
-mod bundle_ids;
-mod bundle_native;
-mod bundler;
-mod ccob;
-mod cuda_variants;
-mod damaged;
-mod diff;
-mod extract_compressed;
-mod fan_out;
-mod fatbin_compressed;
-mod hostile;
-mod hostile_ob;
-mod kernels;
-mod linker_wrapper;
-mod packager;
-mod packages;
-mod prune;
-mod real_libs;
-mod scan;
-mod scan_ci;
-mod scan_rules;
-mod silent_zeros;
-mod sycl;
+/// Declares the test files of this module's directory, `mod NAME;` each,
+/// and `file_trials()`: the trials of their `tests()`, in the order listed.
+/// A new test file is one name in its directory's list (main.rs for
+/// linker-tests/, `X.rs` for linker-tests/X/); a file no module declares
+/// stops the harness before any trial runs ([`undeclared_files`]).
+macro_rules! test_files {
+    ($($vis:vis $name:ident),* $(,)?) => {
+        $($vis mod $name;)*
+
+        /// The trials of the test files this module declares.
+        fn file_trials() -> Vec<libtest_mimic::Trial> {
+            let mut trials = Vec::new();
+            $(trials.extend($name::tests());)*
+            trials
+        }
+    };
+}
+
 mod util;
-mod windows_hostile;
-mod windows_libs;
-mod windows_objects;
-mod wrap;
-mod wrapper_parity;
-mod wrapper_select;
+
+test_files! {
+    packager,
+    real_libs,
+    windows_libs,
+    windows_hostile,
+    windows_objects,
+    prune,
+    archive,
+    bitcode,
+    bundler,
+    bundle_native,
+    bundle_ids,
+    ccob,
+    fatbin_compressed,
+    cuda_variants,
+    damaged,
+    extract_compressed,
+    fan_out,
+    wrap,
+    scan,
+    scan_ci,
+    scan_rules,
+    sycl,
+    silent_zeros,
+    packages,
+    hostile,
+    hostile_ob,
+    linker_wrapper,
+    wrapper_select,
+    wrapper_parity,
+    kernels,
+    diff,
+    bare,
+}
 
 fn main() {
+    let undeclared = undeclared_files();
+    if !undeclared.is_empty() {
+        eprintln!(
+            "no module declares {}: add each to the `test_files!` list of its directory \
+             (linker-tests/main.rs, or linker-tests/X.rs for linker-tests/X/), or to a \
+             `mod` line if it holds no trials",
+            undeclared.join(", ")
+        );
+        std::process::exit(1);
+    }
     let args = libtest_mimic::Arguments::from_args();
-    let mut trials = Vec::new();
-    trials.extend(packager::tests());
-    trials.extend(real_libs::tests());
-    trials.extend(windows_libs::tests());
-    trials.extend(windows_hostile::tests());
-    trials.extend(windows_objects::tests());
-    trials.extend(prune::tests());
-    trials.extend(archive::tests());
-    trials.extend(bitcode::tests());
-    trials.extend(bundler::tests());
-    trials.extend(bundle_native::tests());
-    trials.extend(bundle_ids::tests());
-    trials.extend(ccob::tests());
-    trials.extend(fatbin_compressed::tests());
-    trials.extend(cuda_variants::tests());
-    trials.extend(damaged::tests());
-    trials.extend(extract_compressed::tests());
-    trials.extend(fan_out::tests());
-    trials.extend(wrap::tests());
-    trials.extend(scan::tests());
-    trials.extend(scan_ci::tests());
-    trials.extend(scan_rules::tests());
-    trials.extend(sycl::tests());
-    trials.extend(silent_zeros::tests());
-    trials.extend(packages::tests());
-    trials.extend(hostile::tests());
-    trials.extend(hostile_ob::tests());
-    trials.extend(linker_wrapper::tests());
-    trials.extend(wrapper_select::tests());
-    trials.extend(wrapper_parity::tests());
-    trials.extend(kernels::tests());
-    trials.extend(diff::tests());
-    trials.extend(bare::tests());
-    libtest_mimic::run(&args, trials).exit();
+    libtest_mimic::run(&args, file_trials()).exit();
+}
+
+/// The `.rs` files under linker-tests/ that their parent module does not
+/// declare (a file without a `mod` never compiles, so its trials would be
+/// lost without a word). The parent of `D/NAME.rs` is `D.rs`, and of a
+/// file directly in linker-tests/, main.rs; it declares NAME when a line
+/// of it ends in `mod NAME;` or NAME is in its `test_files!` list.
+fn undeclared_files() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir)
+            .expect("linker-tests/ reads")
+            .flatten()
+        {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && p != root.join("main.rs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut undeclared: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            let dir = f.parent().expect("a file has a directory");
+            let parent = if dir == root {
+                root.join("main.rs")
+            } else {
+                dir.with_extension("rs")
+            };
+            let text = std::fs::read_to_string(parent).unwrap_or_default();
+            !declares(&text, name)
+        })
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    undeclared.sort();
+    undeclared
+}
+
+/// Whether the source `text` declares the module `name`: a line ending in
+/// `mod NAME;`, or NAME in its `test_files!` list.
+fn declares(text: &str, name: &str) -> bool {
+    let by_mod = text.lines().any(|l| {
+        l.trim_end()
+            .strip_suffix(&format!("mod {name};"))
+            .is_some_and(|head| head.is_empty() || head.ends_with(' '))
+    });
+    let listed = text.split("test_files! {").skip(1).any(|rest| {
+        let list = rest.split('}').next().unwrap_or_default();
+        list.split(',')
+            .filter_map(|item| item.split_whitespace().last())
+            .any(|word| word == name)
+    });
+    by_mod || listed
 }

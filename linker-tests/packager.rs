@@ -10,22 +10,20 @@
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
-    Expected, bytes, clean_failure, clean_failure_code, committed_transcript, llvm, ours, ours_as,
+    bytes, clean_failure, clean_failure_code, llvm, ours, ours_as,
     run, same, same_bytes, same_messages, snapshot, tempdir, trial,
 };
 
-mod interop;
-mod malformed;
-mod newer;
-mod transcripts;
+test_files! {
+    interop,
+    transcripts,
+    malformed,
+    newer,
+}
 
 const TOOL: &str = "llvm-offload-binary";
 
 /// Everything above, as trials.
 pub fn tests() -> Vec<Trial> {
-    let mut t = interop::tests();
-    t.extend(transcripts::tests());
-    t.extend(malformed::tests());
-    t.extend(newer::tests());
-    t
+    file_trials()
 }

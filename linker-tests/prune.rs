@@ -20,17 +20,19 @@ use hip_programs::hip_programs;
 pub(crate) use real_wheels::pruned_wheel;
 use real_wheels::{bitsandbytes_wheel, cupy_wheel, curand_wheel};
 
-mod cuda;
-mod debs;
+test_files! {
+    objects,
+    cuda,
+    debs,
+    nvidia,
+    openmp,
+    shrink,
+    wheels,
+    tree,
+    removed,
+}
 mod hip_programs;
-mod nvidia;
-mod objects;
-mod openmp;
 mod real_wheels;
-mod removed;
-mod shrink;
-mod tree;
-mod wheels;
 
 pub fn tests() -> Vec<Trial> {
     let mut trials = vec![
@@ -90,15 +92,7 @@ pub fn tests() -> Vec<Trial> {
             hip_programs,
         ),
     ];
-    trials.extend(objects::tests());
-    trials.extend(cuda::tests());
-    trials.extend(debs::tests());
-    trials.extend(nvidia::tests());
-    trials.extend(openmp::tests());
-    trials.extend(shrink::tests());
-    trials.extend(wheels::tests());
-    trials.extend(tree::tests());
-    trials.extend(removed::tests());
+    trials.extend(file_trials());
     trials
 }
 

@@ -28,8 +28,10 @@ use serde_json::Value;
 
 use crate::util::{llvm, md5_hex, ours, run, same, tempdir, trial};
 
-mod others;
-mod views;
+test_files! {
+    views,
+    others,
+}
 
 pub(crate) const TOOLS: &[&str] = &[
     "clang",
@@ -42,9 +44,7 @@ pub(crate) const TOOLS: &[&str] = &[
 ];
 
 pub fn tests() -> Vec<Trial> {
-    let mut trials = views::tests();
-    trials.extend(others::tests());
-    trials
+    file_trials()
 }
 
 // ---------------------------------------------------------------------------

@@ -15,7 +15,9 @@ use serde_json::Value;
 use crate::scan::{TOOLS, built};
 use crate::util::{ours, run, run_stdin, same, snapshot, tempdir, trial};
 
-mod output;
+test_files! {
+    output,
+}
 
 pub fn tests() -> Vec<Trial> {
     let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("scan::{name}"), TOOLS, f);
@@ -30,7 +32,7 @@ pub fn tests() -> Vec<Trial> {
         t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
         t("ci_ccob_kinds_without_verify", ccob_kinds),
     ];
-    trials.extend(output::tests());
+    trials.extend(file_trials());
     trials
 }
 

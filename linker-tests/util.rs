@@ -633,3 +633,130 @@ pub fn md5s_in(dir: &Path) -> Result<Vec<String>, Failed> {
     v.sort();
     Ok(v)
 }
+
+/// What one side of [`run_both`] did, in its own directory.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit code (-1 if killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// Standard error, comparable across the sides (see [`run_both`]).
+    pub stderr: String,
+    /// The directory it ran in.
+    pub dir: PathBuf,
+}
+
+/// Runs LLVM's `tool` and ours under its name with `args`, each in its
+/// own directory, `work/TAG-llvm` and `work/TAG-ours`, that `prepare`
+/// fills first and whose environment additions it returns. Standard
+/// error is made comparable: the program's path and the tool's name are
+/// written `TOOL`, and the (de)compression speeds of `-verbose`, which
+/// depend on timing, `speed: * MB/s`. Returns (LLVM's, ours).
+pub fn run_both<S: AsRef<OsStr>>(
+    tool: &str,
+    args: &[S],
+    work: &Path,
+    tag: &str,
+    prepare: impl Fn(&Path) -> Result<Vec<(String, String)>, Failed>,
+) -> Result<(Outcome, Outcome), Failed> {
+    let mut sides = Vec::new();
+    for (who, prog) in [("llvm", llvm(tool)), ("ours", ours_as(tool))] {
+        let dir = work.join(format!("{tag}-{who}"));
+        std::fs::create_dir_all(&dir)?;
+        let env = prepare(&dir)?;
+        let out = Command::new(&prog)
+            .args(args)
+            .envs(env)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
+        let stderr = String::from_utf8_lossy(&out.stderr)
+            .replace(&prog.display().to_string(), "TOOL")
+            .replace(tool, "TOOL");
+        sides.push(Outcome {
+            code: out.status.code().unwrap_or(-1),
+            stdout: out.stdout,
+            stderr: mask_speeds(&stderr),
+            dir,
+        });
+    }
+    let ours = sides.pop().ok_or("no run")?;
+    let llvm = sides.pop().ok_or("no run")?;
+    Ok((llvm, ours))
+}
+
+/// `s` with the figure of each line ending `speed: … MB/s` masked.
+fn mask_speeds(s: &str) -> String {
+    s.split_inclusive('\n')
+        .map(|l| match l.split_once("speed: ") {
+            Some((head, _)) if l.trim_end().ends_with("MB/s") => {
+                format!("{head}speed: * MB/s{}", &l[l.trim_end().len()..])
+            }
+            _ => l.to_string(),
+        })
+        .collect()
+}
+
+/// How ours may differ from LLVM's standard error in [`same_outcome`].
+#[derive(Clone, Copy)]
+pub enum Messages<'a> {
+    /// Line for line the same.
+    Same,
+    /// The same but for our notes after an error ([`same_messages`]),
+    /// one naming the file given when LLVM's line leaves it unnamed.
+    Notes(Option<&'a str>),
+}
+
+/// Fails unless ours exited as LLVM did, printed the same on standard
+/// error (as `messages` says) and, with `stdout`, on standard output, and
+/// left the same files with the same bytes in its directory.
+pub fn same_outcome(
+    what: &str,
+    llvm: &Outcome,
+    ours: &Outcome,
+    messages: Messages,
+    stdout: bool,
+) -> Result<(), Failed> {
+    same(&format!("{what}: exit code"), ours.code, llvm.code)?;
+    match messages {
+        Messages::Same => same(&format!("{what}: stderr"), &ours.stderr, &llvm.stderr)?,
+        Messages::Notes(names) => same_messages(&ours.stderr, &llvm.stderr, names)
+            .map_err(|e| format!("{what}: {}", e.message().unwrap_or_default()))?,
+    }
+    if stdout && ours.stdout != llvm.stdout {
+        return Err(format!(
+            "{what}: stdout differ:\n  ours: {:?}\n  llvm: {:?}",
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&llvm.stdout)
+        )
+        .into());
+    }
+    let (a, b) = (snapshot(&ours.dir), snapshot(&llvm.dir));
+    let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    same(&format!("{what}: files"), names(&a), names(&b))?;
+    for ((name, da), (_, db)) in a.iter().zip(&b) {
+        same_bytes(&format!("{what}: {name}"), da, db)?;
+    }
+    Ok(())
+}
+
+/// [`same_outcome`] for a command line with a transcript: LLVM's exit
+/// code and standard error must also be the committed ones
+/// ([`committed_transcript`]), `linker-tests/transcripts/TOOL/CASE.txt`.
+pub fn same_transcript(
+    tool: &str,
+    case: &str,
+    llvm: &Outcome,
+    ours: &Outcome,
+    messages: Messages,
+    stdout: bool,
+) -> Result<(), Failed> {
+    let live = Expected {
+        code: llvm.code,
+        stderr: llvm.stderr.clone(),
+    };
+    committed_transcript(tool, case, &live)?;
+    same_outcome(case, llvm, ours, messages, stdout)
+}

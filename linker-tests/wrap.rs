@@ -30,12 +30,14 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use crate::util::{llvm, ours, tempdir, trial};
 
-mod coff;
-mod cpus;
+test_files! {
+    runs,
+    stub,
+    llc,
+    cpus,
+    coff,
+}
 mod inputs;
-mod llc;
-mod runs;
-mod stub;
 
 const TRIPLE: &str = "x86_64-unknown-linux-gnu";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -680,11 +682,7 @@ fn base(extra: &[&'static str]) -> Vec<&'static str> {
 
 /// Every trial of this module.
 pub fn tests() -> Vec<Trial> {
-    let mut v = runs::tests();
-    v.extend(stub::tests());
-    v.extend(llc::tests());
-    v.extend(cpus::tests());
-    v.extend(coff::tests());
+    let mut v = file_trials();
     v.push(trial("wrap::bad_input", &base(&[]), inputs::bad_input));
     v.push(trial("wrap::outputs", &[], inputs::outputs));
     v

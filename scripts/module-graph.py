@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The import graph between the crate's top-level modules, and a check that
-it has no circles and that the library never imports the command line.
+it has no circles and that the library never imports the command line;
+then the same graph between files, held to scripts/module-graph-allowed.txt.
 
-  scripts/module-graph.py      # the graph; exit 1 on a circle or a cli import
+  scripts/module-graph.py      # both graphs; exit 1 on anything new
 
 A top-level module is one `mod X;` of src/lib.rs: the file src/X.rs or
 src/X/mod.rs and every file under it that its declarations reach (`cli` is
@@ -26,13 +27,41 @@ naming every circle (strongly connected component of more than one module,
 each pair A <-> B in it with the lines that make both edges) and every
 library line that imports `cli`. Without circles it prints the layers: a
 module's layer is one more than the highest layer it imports, so a module
-may call only modules of lower layers."""
+may call only modules of lower layers.
+
+The file graph: every library file above (src/lib.rs included) is a node,
+known by its module path (src/a/b.rs and src/a/b/mod.rs are `a::b`). A
+path in file A names a module path: `crate::…`, `self::…`, `super::…`
+chains, and `x::…` for a child `x` that A declares (`pub use raw::Header`
+in a mod.rs), each `use` group expanded. The path lands on the file B
+whose module path is its longest prefix; when the next name is one that
+B only imports (a re-export, or a name a child reaches through
+`super::`), it goes on to the file that name is imported from. Then
+A -> B, unless B is A. A `mod` declaration alone is no edge, and a path
+through a name a `use` made local (`use super::raw; raw::X`) counts
+only through that `use`. So a module root that re-exports a child and
+defines something the child uses is a circle of the two files.
+
+Checked on it: no circle of files (a strongly connected component of two
+or more), and no format module (FORMATS: bundle, offload_binary, fatbin,
+archive, package, bitcode, container::host) naming `files` or calling
+`println!`, `eprintln!`, `print!` or `eprint!` outside test code. What
+was there when the check began is listed in
+scripts/module-graph-allowed.txt, one line each; the script prints every
+finding as allowed or NEW and fails on a NEW one, and on a line of the
+list that no longer happens, so the list only shrinks."""
 import sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent
 src = root / "src"
 CLI = "cli"
+PRINTS = {"println", "eprintln", "print", "eprint"}
+# The format modules (module paths): they read and write bytes, so they
+# never import `files` (the file-level operations) and never print.
+FORMATS = [["bundle"], ["offload_binary"], ["fatbin"], ["archive"], ["package"],
+           ["bitcode"], ["container", "host"]]
+ALLOWED = root / "scripts" / "module-graph-allowed.txt"
 
 PUNCT3 = {"..=", "...", "<<=", ">>="}
 PUNCT2 = {"::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=",
@@ -244,6 +273,9 @@ class File:
         self.mod_rs = mod_rs  # lib.rs / mod.rs: children live beside it
         self.children = []  # (name, modpath of the declaring scope)
         self.refs = []  # (top-level module or re-exported name, line)
+        self.paths = []  # (absolute module path named, line): for the file graph
+        self.imports = {}  # name a `use` brings in -> absolute path
+        self.prints = []  # lines of println!, eprintln!, print!, eprint!
         self.test_only = False
 
 
@@ -260,6 +292,9 @@ def parse(f):
         i = close + 1
     scopes = []  # one per open `{`: the inline module it opens, or None
     pending_attrs_test = False
+    # The file's own child modules (`mod x;`, `mod x {`): `x::…` names them.
+    declared = {toks[k + 1][1] for k in range(len(toks) - 2)
+                if toks[k][1] == "mod" and toks[k + 1][0] == "id" and toks[k + 2][1] in (";", "{")}
     i = 0
     while i < len(toks):
         kind, t, line = toks[i]
@@ -291,6 +326,11 @@ def parse(f):
                 scopes.append(name)
                 i += 3
                 continue
+        if kind == "id" and nxt == "::" and not (i > 0 and toks[i - 1][1] == "::"):
+            note_full_paths(f, toks, i, [s for s in scopes if s is not None], declared)
+        if kind == "id" and t in PRINTS and nxt == "!" and not (
+                i > 0 and toks[i - 1][1] == "::"):
+            f.prints.append(line)
         if kind == "punct" and t == "{":
             scopes.append(None)
         elif kind == "punct" and t == "}":
@@ -311,6 +351,77 @@ def parse(f):
             i = j
             continue
         i += 1
+
+
+def note_full_paths(f, toks, i, inline, declared):
+    """toks[i] is a name followed by `::`: when it is `crate`, `self`,
+    `super` or a child module the file declares, each path it starts (a
+    `use` group gives several) goes into f.paths as an absolute module
+    path, and, in a `use`, into f.imports under the name it brings in."""
+    first, line = toks[i][1], toks[i][2]
+    base = f.modpath + inline
+    if first == "crate":
+        start, j = [], i + 2
+    elif first == "self":
+        start, j = list(base), i + 2
+    elif first == "super":
+        start, j = list(base), i
+        while j + 1 < len(toks) and toks[j][1] == "super" and toks[j + 1][1] == "::":
+            if not start:
+                return
+            start, j = start[:-1], j + 2
+    elif first in declared and not inline:
+        start, j = base + [first], i + 2
+    else:
+        return
+    in_use = i > 0 and toks[i - 1][1] == "use"
+    for segs, alias in expand_path(toks, j, start):
+        f.paths.append((segs, line))
+        if in_use and alias and alias != "_":
+            f.imports[alias] = segs
+
+
+def expand_path(toks, j, prefix):
+    """The paths that start at toks[j] after the segments `prefix`, with
+    the name each brings in (None for a glob): `a::b`, `a::{b, c::d}`,
+    `a::*`, `{self as x}`."""
+    segs = list(prefix)
+    while j < len(toks):
+        kind, t, _ = toks[j]
+        if kind == "id" and t == "self" and j > 0 and toks[j - 1][1] in ("{", ","):
+            alias = segs[-1] if segs else None
+            if j + 2 < len(toks) and toks[j + 1][1] == "as":
+                alias = toks[j + 2][1]
+            return [(segs, alias)]
+        if kind == "id":
+            segs.append(t)
+            if j + 1 < len(toks) and toks[j + 1][1] == "::":
+                j += 2
+                continue
+            alias = t
+            if j + 2 < len(toks) and toks[j + 1][1] == "as":
+                alias = toks[j + 2][1]
+            return [(segs, alias)]
+        if kind == "punct" and t == "*":
+            return [(segs, None)]
+        if kind == "punct" and t == "{":
+            close = matching(toks, j)
+            out, depth, k = [], 0, j + 1
+            starts = [k]
+            for m in range(j + 1, close):
+                tm = toks[m][1] if toks[m][0] == "punct" else None
+                if tm in ("(", "[", "{"):
+                    depth += 1
+                elif tm in (")", "]", "}"):
+                    depth -= 1
+                elif tm == "," and depth == 0:
+                    starts.append(m + 1)
+            for s in starts:
+                if s < close:
+                    out.extend(expand_path(toks, s, segs))
+            return out
+        break
+    return [(segs, None)] if segs else []
 
 
 def note_path(f, toks, i, line):
@@ -413,13 +524,88 @@ def main():
     if failures:
         print(f"module-graph: {failures} problem(s): the library's modules must form layers "
               "(docs/architecture.md), and only cli may import cli", file=sys.stderr)
+    else:
+        layer = {}
+        for m in topological(modules, edges):
+            layer[m] = 1 + max((layer[t] for t in edges[m]), default=-1)
+        for n in range(max(layer.values()) + 1):
+            print(f"layer {n}: {', '.join(m for m in modules if layer[m] == n)}")
+        print("module-graph: no circles, and only cli imports cli")
+    failures += file_level([lib] + [f for m in modules for f in files[m]])
+    if failures:
         sys.exit(1)
-    layer = {}
-    for m in topological(modules, edges):
-        layer[m] = 1 + max((layer[t] for t in edges[m]), default=-1)
-    for n in range(max(layer.values()) + 1):
-        print(f"layer {n}: {', '.join(m for m in modules if layer[m] == n)}")
-    print("module-graph: no circles, and only cli imports cli")
+
+
+def file_level(every):
+    """The file graph's circles and the format modules' imports of `files`
+    and prints, held to scripts/module-graph-allowed.txt; the number of
+    problems (new ones, and entries of the list that no longer hold)."""
+    by_mod = {tuple(f.modpath): f for f in every}
+
+    def resolve(segs, hops=0):
+        k = len(segs)
+        while tuple(segs[:k]) not in by_mod:
+            k -= 1
+        g, rest = by_mod[tuple(segs[:k])], segs[k:]
+        # A name the file only imports (a re-export, or a `use` a child
+        # reaches through `super::`): the file it comes from.
+        if rest and rest[0] in g.imports and hops < 16:
+            return resolve(g.imports[rest[0]] + rest[1:], hops + 1)
+        return g
+
+    name = {id(f): str(f.path.relative_to(root)) for f in every}
+    edges = {name[id(f)]: {} for f in every}
+    for f in every:
+        for segs, line in f.paths:
+            g = resolve(segs)
+            if g is not f:
+                edges[name[id(f)]].setdefault(name[id(g)], []).append(line)
+    nodes = sorted(edges)
+    print(f"file-graph: {len(nodes)} files, {sum(len(e) for e in edges.values())} edges")
+
+    found = []  # (kind, files, detail)
+    for comp in sccs(nodes, edges):
+        if len(comp) > 1:
+            pairs = [f"    {a}:{','.join(map(str, sorted(set(edges[a][b]))))} -> {b}"
+                     for a in comp for b in sorted(edges[a]) if b in comp]
+            found.append(("circle", comp, "\n".join(pairs)))
+    for f in every:
+        if not any(f.modpath[:len(m)] == m for m in FORMATS):
+            continue
+        lines = sorted({line for segs, line in f.paths if segs[:1] == ["files"]})
+        if lines:
+            found.append(("imports-files", [name[id(f)]], f"    lines {lines}"))
+        if f.prints:
+            found.append(("prints", [name[id(f)]], f"    lines {sorted(set(f.prints))}"))
+
+    allowed = []
+    for n, raw in enumerate(ALLOWED.read_text().splitlines(), 1):
+        words = raw.split("#")[0].split()
+        if words:
+            allowed.append((words[0], set(words[1:]), n))
+    used, problems = set(), 0
+    for kind, members, detail in found:
+        # A circle passes when an entry holds all its files (it may have
+        # shrunk since); the other kinds name their one file.
+        match = [a for a in allowed if a[0] == kind and set(members) <= a[1]]
+        used.update(a[2] for a in match)
+        label = "allowed" if match else "NEW"
+        problems += not match
+        print(f"{kind} ({label}): {' '.join(members)}")
+        print(detail)
+    for kind, members, n in allowed:
+        if n not in used:
+            problems += 1
+            print(f"{ALLOWED.relative_to(root)}:{n}: '{kind} {' '.join(sorted(members))}' "
+                  "no longer happens: remove the line")
+    if problems:
+        print(f"file-graph: {problems} problem(s): no new circle between files, no format "
+              "module importing `files` or printing; the allowed ones in "
+              f"{ALLOWED.relative_to(root)} only shrink", file=sys.stderr)
+    else:
+        print(f"file-graph: {len(found)} known problem(s), all in "
+              f"{ALLOWED.relative_to(root)}, and nothing new")
+    return problems
 
 
 def sccs(nodes, edges):

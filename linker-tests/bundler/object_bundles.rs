@@ -19,13 +19,17 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
+use crate::util::{
+    Messages, Outcome, clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+};
 
-mod coff;
-mod commands;
-mod encoding;
-mod hostile;
-mod interop;
+test_files! {
+    interop,
+    coff,
+    commands,
+    encoding,
+    hostile,
+}
 
 pub(super) const TOOL: &str = "clang-offload-bundler";
 
@@ -208,16 +212,6 @@ pub(super) fn same_file(dir: &Path, ours: &str, theirs: &str) -> Result<(), Fail
 // Running both tools
 // ---------------------------------------------------------------------------
 
-/// What one tool did in its own copy of the inputs.
-#[derive(Debug)]
-pub(super) struct Outcome {
-    pub code: i32,
-    pub stderr: String,
-    pub stdout: Vec<u8>,
-    /// The directory it ran in.
-    pub dir: PathBuf,
-}
-
 /// Copies every file of `inputs` into `to`.
 pub(super) fn copy_dir(inputs: &Path, to: &Path) -> Result<(), Failed> {
     std::fs::create_dir_all(to)?;
@@ -229,62 +223,24 @@ pub(super) fn copy_dir(inputs: &Path, to: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-/// LLVM's stderr and ours, comparable: the program path becomes `TOOL`, and
-/// (de)compression speeds, which depend on timing, are masked.
-fn normalize_stderr(s: &str, prog: &Path) -> String {
-    s.replace(&prog.display().to_string(), "TOOL")
-        .replace(TOOL, "TOOL")
-        .lines()
-        .map(|l| match l.split_once("speed: ") {
-            Some((head, _)) if l.ends_with("MB/s") => format!("{head}speed: * MB/s"),
-            _ => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Runs LLVM's bundler and ours with `args`, each in a copy of `inputs`
-/// under `work`.
+/// under `work` ([`util::run_both`](crate::util::run_both)).
 pub(super) fn run_both(
     inputs: &Path,
     work: &Path,
     tag: &str,
     args: &[String],
 ) -> Result<(Outcome, Outcome), Failed> {
-    let mut out = Vec::new();
-    for (who, prog) in [("llvm", llvm(TOOL)), ("ours", ours_as(TOOL))] {
-        let dir = work.join(format!("{tag}-{who}"));
-        copy_dir(inputs, &dir)?;
-        let r = run(&prog, args, &dir);
-        out.push(Outcome {
-            code: r.code,
-            stderr: normalize_stderr(&r.stderr, &prog),
-            stdout: r.stdout,
-            dir,
-        });
-    }
-    let ours = out.pop().ok_or("no run")?;
-    let theirs = out.pop().ok_or("no run")?;
-    Ok((theirs, ours))
+    crate::util::run_both(TOOL, args, work, tag, |dir| {
+        copy_dir(inputs, dir)?;
+        Ok(Vec::new())
+    })
 }
 
 /// Fails unless both tools exited alike, printed alike, and left the same
 /// files with the same bytes.
 pub(super) fn same_outcome(what: &str, theirs: &Outcome, ours: &Outcome) -> Result<(), Failed> {
-    same(&format!("{what}: exit code"), ours.code, theirs.code)?;
-    same(&format!("{what}: stderr"), &ours.stderr, &theirs.stderr)?;
-    same(
-        &format!("{what}: stdout"),
-        String::from_utf8_lossy(&ours.stdout),
-        String::from_utf8_lossy(&theirs.stdout),
-    )?;
-    let (a, b) = (snapshot(&ours.dir), snapshot(&theirs.dir));
-    let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
-    same(&format!("{what}: files"), names(&a), names(&b))?;
-    for ((name, da), (_, db)) in a.iter().zip(&b) {
-        same_bytes(&format!("{what}: {name}"), da, db)?;
-    }
-    Ok(())
+    crate::util::same_outcome(what, theirs, ours, Messages::Same, true)
 }
 
 pub(super) fn args(list: &[&str]) -> Vec<String> {
@@ -504,7 +460,7 @@ fn host_shape(shape: &Shape, build: Build) -> Result<(), Failed> {
 
 /// All of the above, as trials.
 pub fn tests() -> Vec<Trial> {
-    let mut t = interop::tests();
+    let mut t = file_trials();
     for (i, shape) in SHAPES.iter().enumerate() {
         t.push(trial(
             format!("bundler::object::llvm_bytes::{}", shape.0),
@@ -519,9 +475,5 @@ pub fn tests() -> Vec<Trial> {
             move || host_shape(&LINKED_SHAPES[i], link_shape),
         ));
     }
-    t.extend(coff::tests());
-    t.extend(commands::tests());
-    t.extend(encoding::tests());
-    t.extend(hostile::tests());
     t
 }

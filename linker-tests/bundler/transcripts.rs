@@ -1,6 +1,7 @@
 //! LLVM's messages for bad command lines, from committed transcripts.
 
 use super::*;
+use crate::util::{Messages, run_both, same_transcript};
 
 /// A command line whose messages and effects must match LLVM's.
 struct Transcript {
@@ -392,10 +393,8 @@ fn transcripts() -> Vec<Transcript> {
 }
 
 fn run_transcript(t: Transcript) -> Result<(), Failed> {
-    let mut results = Vec::new();
-    for prog in [llvm(TOOL), ours_as(TOOL)] {
-        let dir = tempdir();
-        let d = dir.path();
+    let work = tempdir();
+    let (theirs, ours) = run_both(TOOL, t.args, work.path(), t.name, |d| {
         std::fs::write(d.join("h"), b"HOSTDATA")?;
         std::fs::write(d.join("d"), b"DEV1")?;
         run(
@@ -410,26 +409,9 @@ fn run_transcript(t: Transcript) -> Result<(), Failed> {
             d,
         )
         .ok()?;
-        let r = run(&prog, t.args, d);
-        let stderr = r
-            .stderr
-            .replace(&prog.display().to_string(), "TOOL")
-            .replace(TOOL, "TOOL");
-        results.push((r.code, stderr, r.stdout, snapshot(d)));
-    }
-    let (ours, theirs) = (results.pop().unwrap(), results.pop().unwrap());
-    committed_transcript(
-        TOOL,
-        t.name,
-        &Expected {
-            code: theirs.0,
-            stderr: theirs.1.clone(),
-        },
-    )?;
-    same("exit code", ours.0, theirs.0)?;
-    same_messages(&ours.1, &theirs.1, None)?;
-    same("stdout", ours.2, theirs.2)?;
-    same("files", ours.3, theirs.3)
+        Ok(Vec::new())
+    })?;
+    same_transcript(TOOL, t.name, &theirs, &ours, Messages::Notes(None), true)
 }
 
 /// The trials of this file.

@@ -2,6 +2,7 @@
 //! transcripts.
 
 use super::*;
+use crate::util::{Messages, run_both, same_transcript};
 
 /// A command line and how ours must relate to LLVM's on it.
 struct Transcript {
@@ -97,10 +98,8 @@ fn transcripts() -> Vec<Transcript> {
 }
 
 fn run_transcript(t: Transcript) -> Result<(), Failed> {
-    let mut results = Vec::new();
-    for prog in [llvm(t.tool), ours_as(t.tool)] {
-        let dir = tempdir();
-        let d = dir.path();
+    let work = tempdir();
+    let (theirs, ours) = run_both(t.tool, t.args, work.path(), t.name, |d| {
         std::fs::write(d.join("img.o"), bytes(9, 100))?;
         std::fs::create_dir(d.join("sub"))?;
         std::fs::write(d.join("bad.bin"), b"\x10\xff\x10\xad\x0a")?;
@@ -119,30 +118,18 @@ fn run_transcript(t: Transcript) -> Result<(), Failed> {
             d,
         )
         .ok()?;
-        let r = run(&prog, t.args, d);
-        // Both tools print their own path: compare with it replaced.
-        let stderr = r
-            .stderr
-            .replace(&prog.display().to_string(), "TOOL")
-            .replace(t.tool, "TOOL");
-        results.push((r.code, stderr, r.stdout, snapshot(d)));
-    }
-    let (ours, theirs) = (results.pop().unwrap(), results.pop().unwrap());
-    committed_transcript(
+        Ok(Vec::new())
+    })?;
+    // Help texts are our own; other output must match.
+    let stdout = !t.name.contains("help");
+    same_transcript(
         t.tool,
         t.name,
-        &Expected {
-            code: theirs.0,
-            stderr: theirs.1.clone(),
-        },
-    )?;
-    same("exit code", ours.0, theirs.0)?;
-    same_messages(&ours.1, &theirs.1, t.adds_file)?;
-    // Help texts are our own; other output must match.
-    if !t.name.contains("help") {
-        same("stdout", ours.2, theirs.2)?;
-    }
-    same("files left behind", ours.3, theirs.3)
+        &theirs,
+        &ours,
+        Messages::Notes(t.adds_file),
+        stdout,
+    )
 }
 
 /// The trials of this file.

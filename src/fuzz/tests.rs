@@ -105,3 +105,25 @@ fn fuzz_bodies_accept_windows_images() {
         }
     }
 }
+
+/// One file per target: every name in [`TARGETS`] has its body in
+/// `src/fuzz/NAME.rs` and its cargo-fuzz target in
+/// `scripts/fuzz/fuzz_targets/NAME.rs`, and every target file there is
+/// in [`TARGETS`] (so the replay and the fixture runs above reach it).
+#[test]
+fn one_file_per_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut listed: Vec<&str> = TARGETS.iter().map(|(name, _)| *name).collect();
+    listed.sort_unstable();
+    let mut targets: Vec<String> = std::fs::read_dir(root.join("scripts/fuzz/fuzz_targets"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| Some(e.file_name().to_str()?.strip_suffix(".rs")?.to_string()))
+        .collect();
+    targets.sort_unstable();
+    assert_eq!(targets, listed, "scripts/fuzz/fuzz_targets/ and TARGETS");
+    for name in listed {
+        let body = root.join("src/fuzz").join(format!("{name}.rs"));
+        assert!(body.is_file(), "{} is missing", body.display());
+    }
+}

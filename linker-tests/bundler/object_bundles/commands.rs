@@ -2,9 +2,11 @@
 //! same without llvm-objcopy.
 
 use super::*;
+use crate::util::{same_transcript, run_both};
 
 /// `-###` command lines: (name, arguments, outputs that must end up empty).
-/// The expected stderr, masked, is `linker-tests/transcripts/<name>.stderr`.
+/// LLVM's exit code and stderr, masked, are committed in
+/// `linker-tests/transcripts/clang-offload-bundler/<name>.txt`.
 const PRINT_COMMANDS: &[(&str, &[&str], &[&str])] = &[
     (
         "bundler_print_commands_bundle",
@@ -71,34 +73,11 @@ const PRINT_COMMANDS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-/// Runs `prog` with `args` in `cwd` with `PATH` and `TMPDIR` set.
-fn run_with_env(
-    prog: &Path,
-    args: &[&str],
-    cwd: &Path,
-    path: &str,
-    tmp: &Path,
-) -> crate::util::Run {
-    let out = std::process::Command::new(prog)
-        .args(args)
-        .current_dir(cwd)
-        .env("PATH", path)
-        .env("TMPDIR", tmp)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", prog.display()));
-    crate::util::Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// `s` with the temporary directory written `$TMPDIR` and the random part
-/// of LLVM's temporary file names (`clang-offload-bundler-XXXXXX.tmp`,
-/// six hex digits) masked.
+/// of LLVM's temporary file names (`clang-offload-bundler-XXXXXX.tmp`, the
+/// tool's name already written `TOOL`, six hex digits) masked.
 fn mask_temp_names(s: &str, tmp: &Path) -> String {
-    const STEM: &str = "clang-offload-bundler-";
+    const STEM: &str = "TOOL-";
     let s = s.replace(&tmp.display().to_string(), "$TMPDIR");
     let mut out = String::new();
     let mut rest = s.as_str();
@@ -126,50 +105,36 @@ fn mask_temp_names(s: &str, tmp: &Path) -> String {
 /// also committed, so a change in either shows.
 fn print_commands(name: &str, a: &[&str], empty: &[&str]) -> Result<(), Failed> {
     let work = tempdir();
-    let w = work.path();
     let path = format!(
         "{}:{}",
         crate::util::LLVM_BIN,
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut results = Vec::new();
-    for (who, prog) in [("llvm", llvm(TOOL)), ("ours", ours_as(TOOL))] {
-        let dir = w.join(who);
-        copy_dir(inputs()?, &dir)?;
-        let tmp = w.join(format!("{who}-tmp"));
+    // Each side's temporary directory, beside the directory it runs in.
+    let tmp_of = |dir: &Path| dir.with_extension("tmp");
+    let (mut theirs, mut ours) = run_both(TOOL, a, work.path(), "print", |dir| {
+        copy_dir(inputs()?, dir)?;
+        let tmp = tmp_of(dir);
         std::fs::create_dir_all(&tmp)?;
-        let r = run_with_env(&prog, a, &dir, &path, &tmp);
+        Ok(vec![
+            ("PATH".to_string(), path.clone()),
+            ("TMPDIR".to_string(), tmp.display().to_string()),
+        ])
+    })?;
+    for (who, side) in [("llvm", &mut theirs), ("ours", &mut ours)] {
         for e in empty {
-            let len = std::fs::metadata(dir.join(e))?.len();
+            let len = std::fs::metadata(side.dir.join(e))?.len();
             same(&format!("{who}: size of {e}"), len, 0)?;
         }
+        let tmp = tmp_of(&side.dir);
         same(
             &format!("{who}: temporary files left"),
             snapshot(&tmp).len(),
             0,
         )?;
-        let stderr = mask_temp_names(&r.stderr, &tmp);
-        results.push((r.code, stderr, r.stdout, snapshot(&dir)));
+        side.stderr = mask_temp_names(&side.stderr, &tmp);
     }
-    let (ours, theirs) = (
-        results.pop().ok_or("no run")?,
-        results.pop().ok_or("no run")?,
-    );
-    same("exit code", ours.0, theirs.0)?;
-    same("stderr", &ours.1, &theirs.1)?;
-    same("stdout", &ours.2, &theirs.2)?;
-    same("files", &ours.3, &theirs.3)?;
-    let expected = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("linker-tests/transcripts")
-        .join(format!("{name}.stderr"));
-    if std::env::var_os("BLESS").is_some() {
-        std::fs::write(&expected, &theirs.1)?;
-    }
-    same(
-        "stderr and the committed transcript",
-        theirs.1,
-        std::fs::read_to_string(&expected)?,
-    )
+    same_transcript(TOOL, name, &theirs, &ours, Messages::Same, true)
 }
 
 /// Without an llvm-objcopy beside it or on `PATH`, LLVM 22 refuses every
@@ -188,7 +153,9 @@ fn print_commands_without_objcopy() -> Result<(), Failed> {
         let dir = w.join(who);
         copy_dir(inputs()?, &dir)?;
         let before = snapshot(&dir);
-        let r = run_with_env(&prog, PRINT_COMMANDS[0].1, &dir, "/nonexistent", w);
+        let tmp = w.display().to_string();
+        let env = [("PATH", "/nonexistent"), ("TMPDIR", tmp.as_str())];
+        let r = crate::util::run_within_env(300, &prog, PRINT_COMMANDS[0].1, &env, &dir)?;
         same(&format!("{who}: files"), snapshot(&dir), before)?;
         let stderr = r.stderr.replace(&prog.display().to_string(), "TOOL");
         results.push((r.code, stderr));
