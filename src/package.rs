@@ -27,7 +27,7 @@ pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
 
-use crate::container::ar::Archive;
+use crate::host::ar::Archive;
 use crate::error::{Error, Result};
 use crate::num::usize_from;
 

@@ -30,7 +30,7 @@ use std::rc::Rc;
 use super::id::{BundleId, conflicting_target_ids};
 use super::object::{self, Aligned, HOST_MARKER};
 use super::{Format, Found};
-use crate::container::ar::{self, ArError, Archive};
+use crate::host::ar::{self, ArError, Archive};
 use crate::error::{Error, Result};
 
 /// The message LLVM's archive reader gives for anything that does not start

@@ -184,7 +184,7 @@ pub(super) fn with_parsed<T>(data: &[u8], f: impl FnOnce(&Parsed<'_>) -> Result<
 }
 
 fn parse(data: &[u8]) -> Result<Parsed<'_>> {
-    match crate::container::elf::peek(data) {
+    match crate::host::elf::peek(data) {
         Some(p) if p.is_64() => parse_as::<elf::FileHeader64<Endianness>>(data, Table::Elf64),
         Some(_) => parse_as::<elf::FileHeader32<Endianness>>(data, Table::Elf32),
         None => Err(Error::invalid("ELF image", "no ELF magic")),

@@ -14,7 +14,7 @@ use super::inputs::{HostFile, host_files};
 use super::job::Found;
 use super::plan::Binary;
 use super::select::TargetId;
-use crate::container::{ar, elf};
+use crate::host::{ar, elf};
 use crate::files::Input;
 use crate::offload_binary::{self, Budget, Inflate, Streamed};
 

@@ -11,7 +11,7 @@
 //! `stream` (compressed contents streamed through taps), and `bare`
 //! (files that are themselves one device image).
 
-use crate::container::elf;
+use crate::host::elf;
 
 mod archive;
 mod bare;

@@ -7,7 +7,7 @@ use crate::bundle::archive_unbundle::{self, Member};
 use crate::bundle::ccob;
 use crate::bundle::id::BundleId;
 use crate::bundle::ops;
-use crate::container::ar::thin_member_path;
+use crate::host::ar::thin_member_path;
 use crate::files::{Input, write_layout};
 use crate::{ErrorKind, archive};
 

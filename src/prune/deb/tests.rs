@@ -12,7 +12,7 @@ use md5::Digest as _;
 
 use super::md5sums::hex;
 use super::method;
-use crate::container::ar;
+use crate::host::ar;
 use crate::num::usize_from;
 use crate::package::{self, Compression};
 use crate::prune::path::error::tests::chain;

@@ -335,7 +335,7 @@ fn a_static_archive_is_pruned_member_by_member() {
     assert!(r.kept.iter().chain(&r.dropped).all(|g| g.images == 2));
     let after = std::fs::read(&path).unwrap();
     assert_eq!(after.len() as u64, r.bytes_after);
-    let entries = crate::container::ar::entries(&after).unwrap();
+    let entries = crate::host::ar::entries(&after).unwrap();
     assert_eq!(entries.len(), 2);
 }
 
