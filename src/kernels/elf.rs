@@ -175,10 +175,10 @@ fn symbol<'a, H: FileHeader<Endian = Endianness>>(
 /// buffer first when it does not start at an 8-byte boundary (`object`
 /// reads headers in place).
 pub(super) fn with_parsed<T>(data: &[u8], f: impl FnOnce(&Parsed<'_>) -> Result<T>) -> Result<T> {
-    if crate::bundle::object::is_aligned(data) {
+    if crate::host::object::is_aligned(data) {
         f(&parse(data)?)
     } else {
-        let copy = crate::bundle::object::Aligned::copy_of(data);
+        let copy = crate::host::object::Aligned::copy_of(data);
         f(&parse(copy.bytes())?)
     }
 }

@@ -6,8 +6,8 @@
 //! order, names, dates, owners and modes: only sizes and offsets change.
 
 use super::output::Output;
-use crate::host::ar::{self, HEADER_LEN, RawEntry};
 use crate::error::{Error, Result};
+use crate::host::ar::{self, HEADER_LEN, RawEntry};
 use crate::layout::Piece;
 use crate::num::usize_from;
 

@@ -32,8 +32,8 @@ use super::path::{
     write_through,
 };
 use super::wheel::{Budget, inflate};
-use crate::host::ar;
 use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::host::ar;
 use crate::layout::{Piece, write_zeros};
 use crate::package::{self, Compression};
 

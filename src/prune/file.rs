@@ -6,8 +6,8 @@
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
-use crate::host::elf;
 use crate::error::{Error, Result};
+use crate::host::elf;
 use crate::scan::{self, ContainerKind, Report};
 
 /// What pruning one file does.

@@ -23,8 +23,8 @@ use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, Relocatio
 use super::output::Output;
 use super::plan::{self, Edit, Host};
 use super::{Options, Verdict};
-use crate::bundle::object::{Aligned, Moved, Part, Update, edit_sections, is_aligned};
 use crate::error::{Error, Result};
+use crate::host::object::{Aligned, Moved, Part, Update, edit_sections, is_aligned};
 use crate::layout::Piece;
 use crate::num::usize_from;
 use crate::scan::{ContainerKind, Report};

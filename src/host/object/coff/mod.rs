@@ -48,8 +48,7 @@
 
 use std::borrow::Cow;
 
-use super::rewrite::Edit;
-use super::{MAGIC, NewSection, Part, Written, is_bundle_section};
+use super::{Added, Edit, Part, Written};
 use crate::error::{Error, Result};
 
 mod read;
@@ -217,7 +216,7 @@ struct Model<'d> {
 }
 
 /// What llvm-objcopy makes of the COFF object `data` with `edit`: the
-/// bundle sections removed (`remove_bundles`) and `add` added, or for
+/// sections `remove_named` picks removed and `add` added, or for
 /// `prune`, sections removed (`remove`, by 1-based index) and given new
 /// contents (`update`). Span source 0 is `data`, source `i + 1` is
 /// `add[i].data`, and (with no `add`) source `j + 1` is `extra[j]`.
@@ -229,8 +228,8 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         model.update_sections(edit.update, edit.extra)?;
         model.remove_sections(|s| edit.remove.contains(&s.id));
     }
-    if edit.remove_bundles {
-        model.remove_sections(|s| is_bundle_section(&s.name));
+    if let Some(named) = edit.remove_named {
+        model.remove_sections(|s| named(&s.name));
     }
     model.add_sections(edit.add)?;
     model.write()
@@ -276,14 +275,11 @@ impl<'d> Model<'d> {
 
     /// Adds one section per entry of `add`, after flagging existing
     /// sections of the same names as llvm-objcopy does.
-    fn add_sections(&mut self, add: &[NewSection<'_>]) -> Result<()> {
+    fn add_sections(&mut self, add: &[Added<'_>]) -> Result<()> {
         if add.is_empty() {
             return Ok(());
         }
-        let names: Vec<Vec<u8>> = add
-            .iter()
-            .map(|n| [MAGIC, n.id.as_bytes()].concat())
-            .collect();
+        let names: Vec<Vec<u8>> = add.iter().map(|n| n.name.to_vec()).collect();
         for s in &mut self.sections {
             if names.iter().any(|n| **n == *s.name) {
                 s.flags = (s.flags & SCN_ALIGN_MASK) | SCN_READONLY_EXCLUDE;
