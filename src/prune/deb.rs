@@ -538,7 +538,7 @@ fn write_package(
     out: &mut Output,
 ) -> std::io::Result<()> {
     let data = file.bytes();
-    out.write_all(&data[..crate::archive::MAGIC.len()])?;
+    out.write_all(&data[..crate::host::ar::MAGIC.len()])?;
     for (i, e) in entries.iter().enumerate() {
         let at = usize::try_from(e.header).map_err(std::io::Error::other)?;
         let mut header: [u8; 60] = data

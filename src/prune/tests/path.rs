@@ -251,7 +251,7 @@ fn what_cannot_be_opened_or_written_is_named() {
 
 /// A thin archive of the files `members` (in the archive's directory).
 pub(super) fn thin_archive(dir: &Path, members: &[&str]) -> Vec<u8> {
-    let mut a = crate::archive::THIN_MAGIC.to_vec();
+    let mut a = crate::host::ar::THIN_MAGIC.to_vec();
     for m in members {
         let size = std::fs::metadata(dir.join(m)).unwrap().len();
         let header = format!(
