@@ -288,7 +288,7 @@ fn llvm_format(d: &[u8]) -> Format {
     }
     if b0 == 0 {
         const WIN_RES: &[u8; 16] = b"\0\0\0\0\x20\0\0\0\xff\xff\0\0\xff\xff\0\0";
-        if coff::is_bigobj(d) {
+        if crate::host::object::coff::is_bigobj(d) {
             return Format::Coff;
         }
         if d.starts_with(b"\0\0\xff\xff") {

@@ -48,41 +48,45 @@
 
 use std::borrow::Cow;
 
+use object::pe;
+
 use super::{Added, Edit, Part, Written};
 use crate::error::{Error, Result};
 
 mod read;
 pub(crate) mod strtab;
+
+pub(crate) use read::{is_bigobj, section_number, short_name, u16_at, u32_at};
 #[cfg(test)]
 mod tests;
 mod update;
 mod write;
 
 /// `IMAGE_SCN_CNT_CODE`.
-const SCN_CNT_CODE: u32 = 0x20;
+const SCN_CNT_CODE: u32 = pe::IMAGE_SCN_CNT_CODE.0;
 /// `IMAGE_SCN_LNK_NRELOC_OVFL`: the relocation count is in the first
 /// relocation record.
-const SCN_NRELOC_OVFL: u32 = 0x0100_0000;
+const SCN_NRELOC_OVFL: u32 = pe::IMAGE_SCN_LNK_NRELOC_OVFL.0;
 /// What `--set-section-flags=…=readonly,exclude` makes of a section:
 /// `IMAGE_SCN_MEM_READ | IMAGE_SCN_LNK_REMOVE`.
-const SCN_READONLY_EXCLUDE: u32 = 0x4000_0800;
+const SCN_READONLY_EXCLUDE: u32 = pe::IMAGE_SCN_MEM_READ.0 | pe::IMAGE_SCN_LNK_REMOVE.0;
 /// The alignment bits, which `--set-section-flags` keeps.
-const SCN_ALIGN_MASK: u32 = 0x00f0_0000;
+const SCN_ALIGN_MASK: u32 = pe::IMAGE_SCN_ALIGN_MASK;
 /// `IMAGE_SYM_CLASS_STATIC`.
-const SYM_CLASS_STATIC: u8 = 3;
+const SYM_CLASS_STATIC: u8 = pe::IMAGE_SYM_CLASS_STATIC.0;
 /// `IMAGE_SYM_CLASS_FILE`.
-const SYM_CLASS_FILE: u8 = 103;
+const SYM_CLASS_FILE: u8 = pe::IMAGE_SYM_CLASS_FILE.0;
 /// `IMAGE_SYM_CLASS_WEAK_EXTERNAL`.
-const SYM_CLASS_WEAK_EXTERNAL: u8 = 105;
+const SYM_CLASS_WEAK_EXTERNAL: u8 = pe::IMAGE_SYM_CLASS_WEAK_EXTERNAL.0;
 /// `IMAGE_COMDAT_SELECT_ASSOCIATIVE`.
-const COMDAT_SELECT_ASSOCIATIVE: u8 = 5;
+const COMDAT_SELECT_ASSOCIATIVE: u8 = pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE.0;
 /// The most sections a regular (not `/bigobj`) object may have.
 const MAX_SECTIONS_16: usize = 65279;
 /// The lowest special section number a regular object's 16-bit field
 /// holds (`0xff00`, read as a signed number past [`MAX_SECTIONS_16`]).
 const MIN_SPECIAL_16: i64 = -256;
 /// The size of a section header.
-const SECTION_HEADER_SIZE: usize = 40;
+const SECTION_HEADER_SIZE: usize = pe::IMAGE_SIZEOF_SECTION_HEADER;
 /// The size of a relocation record.
 const RELOCATION_SIZE: usize = 10;
 /// The size of an auxiliary symbol record's payload.
