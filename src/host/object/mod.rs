@@ -330,7 +330,7 @@ pub fn check_alignments<'n>(
 pub(crate) struct Edit<'e> {
     /// Remove every section whose name this says yes to
     /// (`--regex --remove-section=…`).
-    pub remove_named: Option<&'e dyn Fn(&[u8]) -> bool>,
+    pub remove_named: Option<&'e NameRule>,
     /// Sections to add, in order; span source `i + 1` is `add[i].data`.
     pub add: &'e [Added<'e>],
     /// Sections removed, by index (`--remove-section`).
@@ -341,6 +341,9 @@ pub(crate) struct Edit<'e> {
     /// `add.len() + 1 + j`.
     pub extra: &'e [&'e [u8]],
 }
+
+/// Which sections an [`Edit`] removes by name: yes for those to go.
+pub(crate) type NameRule = dyn Fn(&[u8]) -> bool;
 
 /// One section to add (`--add-section` with
 /// `--set-section-flags=…=readonly,exclude`).
