@@ -166,11 +166,11 @@ pub use layout::{Layout, Piece};
 // The internals.
 pub(crate) mod bitcode;
 mod bytes;
-pub(crate) mod container;
 mod decoded;
 mod error;
 #[cfg(feature = "files")]
 pub(crate) mod extract;
+pub(crate) mod host;
 #[cfg(feature = "files")]
 pub(crate) mod inputs;
 mod kernel_listing;

@@ -27,8 +27,8 @@ pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
 
-use crate::container::ar::Archive;
 use crate::error::{Error, Result};
+use crate::host::ar::Archive;
 use crate::num::usize_from;
 
 /// What kind of package bytes are.

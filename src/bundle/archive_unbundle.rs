@@ -28,10 +28,11 @@
 use std::rc::Rc;
 
 use super::id::{BundleId, conflicting_target_ids};
-use super::object::{self, Aligned, HOST_MARKER};
+use super::object::{self, HOST_MARKER};
 use super::{Format, Found};
-use crate::container::ar::{self, ArError, Archive};
 use crate::error::{Error, Result};
+use crate::host::ar::{self, ArError, Archive};
+use crate::host::object::Aligned;
 
 /// The message LLVM's archive reader gives for anything that does not start
 /// with an archive magic, whatever its size.
@@ -315,7 +316,7 @@ fn sub_of<'a>(whole: &'a [u8], sub: &[u8]) -> Option<&'a [u8]> {
 /// Whether the archive writer would parse `data` as an ELF file that is not
 /// aligned for object's reader.
 fn needs_alignment(data: &[u8]) -> bool {
-    data.starts_with(b"\x7fELF") && !object::is_aligned(data)
+    data.starts_with(b"\x7fELF") && !crate::host::object::is_aligned(data)
 }
 
 /// LLVM's `-check-input-archive`: for each member (not decompressed), the

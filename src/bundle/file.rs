@@ -6,9 +6,9 @@
 use std::io;
 
 use super::ccob::{self, CompressOptions, CompressReport};
-use super::object::write_object;
 use super::ops::{Bundled, Targets};
 use crate::files::{Input, write_layout};
+use crate::host::object::write_object;
 
 /// Why [`write_bundled`] failed.
 #[derive(Debug)]

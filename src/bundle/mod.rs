@@ -65,12 +65,13 @@ pub(crate) mod text;
 #[cfg(feature = "files")]
 pub(crate) mod to_dir;
 
+pub use crate::host::object::{Span, Written};
 pub use archive_unbundle::{
     Extracted, Inflate as InflateMember, Member as ArchiveMember, unbundle as unbundle_archive,
 };
 pub use binary::Record;
 pub use id::{BundleId, TargetError, TargetId, check_targets};
-pub use object::{HOST_MARKER, NewSection, Span, Written, bundle as bundle_object};
+pub use object::{HOST_MARKER, NewSection, bundle as bundle_object};
 pub use ops::{Extract, Pick, host_object, unbundle, unbundle_records};
 
 use crate::error::{Error, Result};

@@ -13,9 +13,10 @@
 
 use super::ccob::{self, Decompressed, ReadOptions};
 use super::id::{BundleId, TargetError};
-use super::object::{self, HOST_MARKER, NewSection, Written};
+use super::object::{self, HOST_MARKER, NewSection};
 use super::{Format, Found, select};
 use crate::error::{Error, Result};
+use crate::host::object::Written;
 use crate::layout::{Layout, Piece};
 
 /// The checked targets of a bundling run, in the order given.

@@ -12,10 +12,10 @@ use std::path::Path;
 
 use super::ccob::{self, HashCheck, ReadOptions, StreamEnd, StreamFailure, Streamable, Wanted};
 use super::id::{BundleId, TargetError, check_targets};
-use super::object::{Written, write_object};
 use super::ops::{self, Extract};
 use super::{Format, binary, select};
 use crate::files::{Input, safe_component, write_bytes};
+use crate::host::object::{Written, write_object};
 
 /// What `offload-kit unbundle` is asked for.
 #[derive(Debug, Clone)]

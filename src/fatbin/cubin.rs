@@ -85,7 +85,7 @@ fn arch_specific_record(data: &[u8]) -> Option<u8> {
 /// `.nv.compat` section; `None` when `data` is no ELF file whose section
 /// table can be read, or its header names no SM.
 pub(crate) fn read(data: &[u8]) -> Option<Target> {
-    let t = match crate::container::elf::peek(data)? {
+    let t = match crate::host::elf::peek(data)? {
         p if p.is_64() => read_as::<FileHeader64<Endianness>>(data)?,
         _ => read_as::<FileHeader32<Endianness>>(data)?,
     };

@@ -7,8 +7,8 @@
 /// scanner's archive walk with thin members that name the archive again
 /// (cycles). Must never panic; members lie inside what was read.
 pub fn archive(data: &[u8]) {
-    use crate::archive::{self as writer};
     use crate::bundle::archive_unbundle as ar;
+    use crate::host::ar::write as writer;
     use crate::scan::{self, Image, Options, ThinMember, Visit};
 
     // Thin member files: the archive itself.

@@ -96,7 +96,7 @@ pub(super) fn elf_section_count(data: &[u8]) -> Option<usize> {
 /// alignments in hostile input can place sections terabytes apart (the
 /// layout describes the gap as zeros; llvm-objcopy would try to allocate
 /// it all).
-pub(super) fn fits_in_memory(w: &crate::bundle::object::Written, input: usize) -> bool {
+pub(super) fn fits_in_memory(w: &crate::host::object::Written, input: usize) -> bool {
     w.layout.size <= (input as u64).saturating_mul(4).saturating_add(1 << 20)
 }
 
@@ -148,7 +148,7 @@ fn bundle_objects_and_archives(data: &[u8]) {
             // there is nothing to read back (see `object_rewrite`).
             let has_sections = {
                 use ::object::Object;
-                let copy = object::Aligned::copy_of(&fat);
+                let copy = crate::host::object::Aligned::copy_of(&fat);
                 ::object::File::parse(copy.bytes()).is_ok_and(|f| f.sections().next().is_some())
             };
             // A linked input's sections inside segments are copied with

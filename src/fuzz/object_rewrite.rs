@@ -1,4 +1,5 @@
-//! The fuzz body of the bundler's ELF editor (`bundle::object`'s rewrite).
+//! The fuzz body of the bundler's ELF editor (`bundle::object` on the host
+//! layer's `host::object` rewrite).
 
 use super::bundle_read::{elf_section_count, fits_in_memory, has_program_headers};
 
@@ -11,7 +12,8 @@ use super::bundle_read::{elf_section_count, fits_in_memory, has_program_headers}
 /// rewrite copies as they are, such as a malformed `SHT_DYNSYM`, keep an
 /// unreadable input unreadable.)
 pub fn object_rewrite(data: &[u8]) {
-    use crate::bundle::object::{self, Aligned, HOST_MARKER, NewSection};
+    use crate::bundle::object::{self, HOST_MARKER, NewSection};
+    use crate::host::object::Aligned;
 
     /// The entries of a rewritten object, and whether it has sections
     /// (llvm-objcopy writes no section headers for an input without a

@@ -122,8 +122,8 @@ fn prune_with(data: &[u8], selections: &[crate::prune::Selection]) {
         // section at its alignment: hostile alignments (up to 16 MiB, past
         // which the rewrite refuses) can make it larger. Anything else only
         // loses bytes.
-        let relocatable = crate::container::ar::is_archive(data)
-            || crate::container::elf::peek(data).and_then(|h| h.file_type())
+        let relocatable = crate::host::ar::is_archive(data)
+            || crate::host::elf::peek(data).and_then(|h| h.file_type())
                 == Some(object::elf::ET_REL);
         let most = if relocatable {
             data.len().saturating_add(256 << 20)
@@ -230,7 +230,7 @@ fn pruned(
     sel: &crate::prune::Selection,
     opts: &crate::prune::Options,
 ) -> Option<Vec<u8>> {
-    let output = if crate::container::ar::is_archive(data) {
+    let output = if crate::host::ar::is_archive(data) {
         crate::prune::prune_archive(data, |_, member| {
             crate::prune::prune_file(member, sel, opts).map(|p| p.output)
         })
@@ -253,7 +253,7 @@ fn kept_images_are_there(before: &[u8], after: &[u8], sel: &crate::prune::Select
         ..Options::default()
     };
     let (r0, r1) = (scan::scan(before, &opts), scan::scan(after, &opts));
-    if crate::container::ar::is_archive(before) || r0.stopped.is_some() {
+    if crate::host::ar::is_archive(before) || r0.stopped.is_some() {
         // (An archive's members are pruned apart: their images are counted
         // by member, which this does not follow.)
         return;

@@ -349,7 +349,7 @@ impl scan::Visit for ThinFiles<'_> {
                 "a thin archive's members are not looked up inside a package".into(),
             ));
         };
-        let path = crate::container::ar::thin_member_path(archive, name);
+        let path = crate::host::ar::thin_member_path(archive, name);
         let same = |a: &Path, b: &Path| {
             std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
         };

@@ -175,16 +175,16 @@ fn symbol<'a, H: FileHeader<Endian = Endianness>>(
 /// buffer first when it does not start at an 8-byte boundary (`object`
 /// reads headers in place).
 pub(super) fn with_parsed<T>(data: &[u8], f: impl FnOnce(&Parsed<'_>) -> Result<T>) -> Result<T> {
-    if crate::bundle::object::is_aligned(data) {
+    if crate::host::object::is_aligned(data) {
         f(&parse(data)?)
     } else {
-        let copy = crate::bundle::object::Aligned::copy_of(data);
+        let copy = crate::host::object::Aligned::copy_of(data);
         f(&parse(copy.bytes())?)
     }
 }
 
 fn parse(data: &[u8]) -> Result<Parsed<'_>> {
-    match crate::container::elf::peek(data) {
+    match crate::host::elf::peek(data) {
         Some(p) if p.is_64() => parse_as::<elf::FileHeader64<Endianness>>(data, Table::Elf64),
         Some(_) => parse_as::<elf::FileHeader32<Endianness>>(data, Table::Elf32),
         None => Err(Error::invalid("ELF image", "no ELF magic")),

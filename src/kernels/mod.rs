@@ -149,7 +149,7 @@ pub fn read(bytes: &[u8]) -> Result<Option<Listing>> {
 
 /// [`read`], taking the kernels and symbols read from `allowance`.
 pub fn read_within(bytes: &[u8], allowance: &Allowance) -> Result<Option<Listing>> {
-    if let Some(peek) = crate::container::elf::peek(bytes) {
+    if let Some(peek) = crate::host::elf::peek(bytes) {
         let listing = match peek.machine() {
             Some(object::elf::EM_AMDGPU) => amdgpu::read(bytes, allowance)?,
             Some(object::elf::EM_CUDA) => cubin::read(bytes, allowance)?,

@@ -14,8 +14,8 @@ use super::inputs::{HostFile, host_files};
 use super::job::Found;
 use super::plan::Binary;
 use super::select::TargetId;
-use crate::container::{ar, elf};
 use crate::files::Input;
+use crate::host::{ar, elf};
 use crate::offload_binary::{self, Budget, Inflate, Streamed};
 
 /// How the caller's images of compressed binaries are streamed, and how

@@ -398,7 +398,7 @@ pub fn linked_image_spec(triple: &str, arch: &str, bitcode: bool, size: u64) -> 
 /// header (`x86_64--`: the architecture only). `None` for a file that is
 /// not ELF or a machine this slice does not know.
 pub fn override_triple(elf: &[u8]) -> Option<String> {
-    let p = crate::container::elf::peek(elf)?;
+    let p = crate::host::elf::peek(elf)?;
     let (class64, big) = (p.is_64(), p.is_big_endian());
     let machine = p.machine()?.0;
     let arch = match (machine, class64, big) {

@@ -8,7 +8,7 @@
 //! images are owned); and the members of `ar` archives. Other files hold
 //! none.
 
-use crate::container::ar::{ArError, Archive};
+use crate::host::ar::{ArError, Archive};
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{FileKind, elf};
 

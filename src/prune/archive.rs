@@ -6,8 +6,8 @@
 //! order, names, dates, owners and modes: only sizes and offsets change.
 
 use super::output::Output;
-use crate::container::ar::{self, HEADER_LEN, RawEntry};
 use crate::error::{Error, Result};
+use crate::host::ar::{self, HEADER_LEN, RawEntry};
 use crate::layout::Piece;
 use crate::num::usize_from;
 
@@ -41,7 +41,7 @@ pub fn prune<E: From<Error>>(
         return Ok(None);
     }
     // Each entry's new header offset.
-    let mut at = crate::archive::MAGIC.len() as u64;
+    let mut at = crate::host::ar::MAGIC.len() as u64;
     let mut moved = Vec::with_capacity(entries.len());
     for (e, n) in entries.iter().zip(&new) {
         moved.push((e.header, at));
@@ -52,7 +52,7 @@ pub fn prune<E: From<Error>>(
             .ok_or_else(|| invalid("the pruned archive would be larger than 2^64 bytes"))?;
     }
     let mut out = Output::default();
-    out.span(0, 0, crate::archive::MAGIC.len() as u64);
+    out.span(0, 0, crate::host::ar::MAGIC.len() as u64);
     // A Microsoft archive (`.lib`) has two linker members named `/`: the
     // GNU table first, then its own.
     let mut linker_members = 0;

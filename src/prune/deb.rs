@@ -32,8 +32,8 @@ use super::path::{
     write_through,
 };
 use super::wheel::{Budget, inflate};
-use crate::container::ar;
 use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::host::ar;
 use crate::layout::{Piece, write_zeros};
 use crate::package::{self, Compression};
 
@@ -551,7 +551,7 @@ fn write_package(
     out: &mut Output,
 ) -> std::io::Result<()> {
     let data = file.bytes();
-    out.write_all(&data[..crate::archive::MAGIC.len()])?;
+    out.write_all(&data[..crate::host::ar::MAGIC.len()])?;
     for (i, e) in entries.iter().enumerate() {
         let at = usize::try_from(e.header).map_err(std::io::Error::other)?;
         let mut header: [u8; 60] = data

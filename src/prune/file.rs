@@ -6,8 +6,8 @@
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
-use crate::container::elf;
 use crate::error::{Error, Result};
+use crate::host::elf;
 use crate::scan::{self, ContainerKind, Report};
 
 /// What pruning one file does.
@@ -194,7 +194,7 @@ pub(crate) fn removable(
         && elf::peek(data).is_none()
         && !super::shrink::pe::is_pe(data)
         && object::FileKind::parse(data).is_err()
-        && !crate::container::ar::is_archive(data)
+        && !crate::host::ar::is_archive(data)
         && report.containers.iter().any(|c| c.parent.is_none())
         && not_made_of_containers(data, report).is_none();
     if !(image_file || bare) {

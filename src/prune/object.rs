@@ -15,7 +15,7 @@
 //! `.llvm.offloading`. A COFF object is rewritten the same way (what
 //! llvm-objcopy's COFF writer makes of it), except that its symbols and
 //! relocations follow the bytes that move, when they point at a
-//! container's start or between containers (see `bundle::object`'s COFF
+//! container's start or between containers (see `host::object`'s COFF
 //! update).
 
 use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, RelocationTarget};
@@ -23,8 +23,8 @@ use object::read::{Object as _, ObjectSection as _, ObjectSymbol as _, Relocatio
 use super::output::Output;
 use super::plan::{self, Edit, Host};
 use super::{Options, Verdict};
-use crate::bundle::object::{Aligned, Moved, Part, Update, edit_sections, is_aligned};
 use crate::error::{Error, Result};
+use crate::host::object::{Aligned, Moved, Part, Update, edit_sections, is_aligned};
 use crate::layout::Piece;
 use crate::num::usize_from;
 use crate::scan::{ContainerKind, Report};
@@ -114,7 +114,7 @@ pub fn prune(
         }
     }
     // A COFF object's symbols and relocations follow the bytes that move
-    // (`bundle::object`'s COFF update); an ELF object's must not need to.
+    // (`host::object`'s COFF update); an ELF object's must not need to.
     let coff = matches!(
         object::FileKind::parse(view),
         Ok(object::FileKind::Coff | object::FileKind::CoffBig)

@@ -16,7 +16,7 @@
 use std::io::{self, Write};
 
 use super::plan::{Edit, Plan};
-use crate::bundle::object::Span;
+use crate::host::object::Span;
 use crate::layout::{Layout, Piece, write_zeros};
 use crate::num::usize_from;
 

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use super::output::Output as NewFile;
 use super::{Options, Selection, Verdict};
-use crate::container::ar;
 use crate::error::Error;
 use crate::files::{Input, Output, copy_file_range_all};
+use crate::host::ar;
 use crate::package;
 
 pub(super) mod error;

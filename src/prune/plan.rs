@@ -174,7 +174,7 @@ pub fn plan(
     }
     if host == Host::Linked
         && report.used_raw_scan
-        && crate::container::elf::peek(data).is_some_and(|p| p.has_section_table())
+        && crate::host::elf::peek(data).is_some_and(|p| p.has_section_table())
     {
         // Its section headers name nothing readable, so where its
         // containers are was found by their bytes; rewritten, those bytes

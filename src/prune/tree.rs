@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, prune_path};
 use super::{Selection, package_not_pruned};
-use crate::container::ar;
 use crate::files::Input;
+use crate::host::ar;
 use crate::package;
 use crate::scan::magic::Magic;
 

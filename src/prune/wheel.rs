@@ -299,7 +299,7 @@ fn host_member<'a>(
     let host = |b: &[u8]| {
         b.starts_with(b"\x7fELF")
             || super::shrink::pe::is_pe(b)
-            || b.starts_with(crate::archive::MAGIC)
+            || b.starts_with(crate::host::ar::MAGIC)
             || crate::package::detect(b).is_some()
             || Magic::at_start(b).is_some()
     };
@@ -314,7 +314,7 @@ fn host_member<'a>(
         .read_to_end(&mut head)
         .map_err(|e| PathError::member(path, &mname, "cannot be inflated", e))?;
     let maybe = head.starts_with(b"\x7fELF")
-        || head.starts_with(&crate::archive::MAGIC[..4])
+        || head.starts_with(&crate::host::ar::MAGIC[..4])
         || head.starts_with(b"MZ")
         || crate::package::detect(&head).is_some()
         || Magic::at_start(&head).is_some();

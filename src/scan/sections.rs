@@ -81,7 +81,7 @@ pub(super) struct ObjectFile<'data> {
     pub problems: Vec<(String, String)>,
     /// What is wrong with the headers of a PE image or COFF object: a table
     /// they name lies outside the file or the image (see
-    /// [`crate::container::pe`] and [`crate::bundle::object::coff_damage`]).
+    /// [`crate::host::pe`] and [`crate::host::object::coff_damage`]).
     pub damage: Option<String>,
 }
 
@@ -216,8 +216,8 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     // machine's addresses.
     let wide = file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
     let damage = match format {
-        "PE" => crate::container::pe::damage(data).map(|d| format!("damaged PE image: {d}")),
-        "COFF" => crate::bundle::object::coff_damage(data),
+        "PE" => crate::host::pe::damage(data).map(|d| format!("damaged PE image: {d}")),
+        "COFF" => crate::host::object::coff_damage(data),
         _ => None,
     };
     Some(Ok(ObjectFile {

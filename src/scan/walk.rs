@@ -11,7 +11,7 @@
 //! `stream` (compressed contents streamed through taps), and `bare`
 //! (files that are themselves one device image).
 
-use crate::container::elf;
+use crate::host::elf;
 
 mod archive;
 mod bare;
@@ -174,7 +174,7 @@ fn sniff(b: &[u8]) -> Content {
         Content::Image(ImageKind::IMG_Bitcode)
     } else if crate::offload_binary::kinds::is_spirv(b) {
         Content::Image(ImageKind::IMG_SPIRV)
-    } else if b.starts_with(crate::archive::MAGIC) {
+    } else if b.starts_with(crate::host::ar::MAGIC) {
         Content::Archive
     } else {
         match Magic::at_start(b) {
@@ -306,8 +306,8 @@ impl Walker<'_> {
             Some(Magic::Ccob) => "ccob",
             Some(Magic::Fatbin) => "cuda-fatbin",
             // What the file is, even when its structure is not used.
-            None if data.starts_with(crate::archive::MAGIC)
-                || data.starts_with(crate::archive::THIN_MAGIC) =>
+            None if data.starts_with(crate::host::ar::MAGIC)
+                || data.starts_with(crate::host::ar::THIN_MAGIC) =>
             {
                 "archive"
             }
@@ -318,7 +318,8 @@ impl Walker<'_> {
             self.region(data, loc, Expect::Raw { whole: true });
             return raw_format;
         }
-        if data.starts_with(crate::archive::MAGIC) || data.starts_with(crate::archive::THIN_MAGIC) {
+        if data.starts_with(crate::host::ar::MAGIC) || data.starts_with(crate::host::ar::THIN_MAGIC)
+        {
             self.archive(data, loc, nest);
             return "archive";
         }

@@ -7,8 +7,8 @@ use crate::bundle::archive_unbundle::{self, Member};
 use crate::bundle::ccob;
 use crate::bundle::id::BundleId;
 use crate::bundle::ops;
-use crate::container::ar::thin_member_path;
 use crate::files::{Input, write_layout};
+use crate::host::ar::thin_member_path;
 use crate::{ErrorKind, archive};
 
 use super::objcopy::{TempFile, command};

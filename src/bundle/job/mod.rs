@@ -21,9 +21,10 @@
 //! refuses every call without one).
 //!
 //! Object bundles (`-type=o`, and `-type=a` members) are edited in process
-//! (see `crate::bundle::object`), ELF only. Further differences: an object
-//! file that does not parse is an error naming it (LLVM falls back to the
-//! binary format and finds no bundle); HIP-only targets with an object
+//! (see `crate::bundle::object`, through `crate::host::object`), ELF
+//! only. Further differences: an object file that does not parse is an
+//! error naming it (LLVM falls back to the binary format and finds no
+//! bundle); HIP-only targets with an object
 //! input are an error (LLVM 22 segfaults); the host object of a compressed
 //! object bundle is extracted (LLVM 22 hands the compressed file to
 //! llvm-objcopy, which fails); an archive member whose size runs past the

@@ -9,10 +9,10 @@ use super::verbose::{compress_report, decompress_report, decompress_report_strea
 use super::{Failure, Job, Note, Say, decompress_fail, missing_bundles, read_options};
 use crate::bundle::ccob;
 use crate::bundle::file::{WriteFailure, write_bundled};
-use crate::bundle::object::write_object;
 use crate::bundle::ops::Extract;
 use crate::bundle::{Format, id::BundleId, ops, select};
 use crate::files::{Input, write_bytes};
+use crate::host::object::write_object;
 
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Failure> {

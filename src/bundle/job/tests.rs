@@ -288,7 +288,7 @@ fn archives_unbundle_into_device_archives() {
     let a = unbundling(d, "a", "lib.a", &["hip-amdgcn-amd-amdhsa--gfx90a"]);
     bundler(d, &a, &[]).0.unwrap();
     let out = std::fs::read(path(d, "out0")).unwrap();
-    let names: Vec<String> = crate::container::ar::Archive::parse(&out)
+    let names: Vec<String> = crate::host::ar::Archive::parse(&out)
         .unwrap()
         .members()
         .map(|m| m.unwrap().name_lossy())

@@ -1,6 +1,9 @@
 use super::*;
+use crate::host::object::{check_alignments, edit_sections, is_aligned};
 use object::write::{Object as WObject, StandardSection, Symbol, SymbolSection};
-use object::{Architecture, BinaryFormat, Endianness as E, SectionKind, SymbolFlags};
+use object::{
+    Architecture, BinaryFormat, Endianness as E, Object, ObjectSection, SectionKind, SymbolFlags,
+};
 
 /// A small relocatable object made with object's writer.
 fn host_object(arch: Architecture, endian: E) -> Vec<u8> {

@@ -12,7 +12,7 @@ use md5::Digest as _;
 
 use super::md5sums::hex;
 use super::method;
-use crate::container::ar;
+use crate::host::ar;
 use crate::num::usize_from;
 use crate::package::{self, Compression};
 use crate::prune::path::error::tests::chain;
@@ -142,7 +142,7 @@ fn compressed(c: Compression, data: &[u8]) -> (Vec<u8>, &'static str) {
 /// An `ar` archive of `members`, headers as dpkg-deb writes them (with a
 /// time, owner and mode of their own, to see them kept).
 fn ar_of(members: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut a = crate::archive::MAGIC.to_vec();
+    let mut a = crate::host::ar::MAGIC.to_vec();
     for (i, (name, bytes)) in members.iter().enumerate() {
         let header = format!(
             "{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",

@@ -255,7 +255,7 @@ fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
         image.debug = debug_pointers(data, &image, d)?;
     }
     // Read as the scan read them: one reader, one verdict on damage.
-    image.relocs = crate::container::pe::base_relocations(data)?
+    image.relocs = crate::host::pe::base_relocations(data)?
         .into_iter()
         .map(|r| (r.rva, r.typ))
         .collect();

@@ -251,7 +251,7 @@ fn what_cannot_be_opened_or_written_is_named() {
 
 /// A thin archive of the files `members` (in the archive's directory).
 pub(super) fn thin_archive(dir: &Path, members: &[&str]) -> Vec<u8> {
-    let mut a = crate::archive::THIN_MAGIC.to_vec();
+    let mut a = crate::host::ar::THIN_MAGIC.to_vec();
     for m in members {
         let size = std::fs::metadata(dir.join(m)).unwrap().len();
         let header = format!(
@@ -335,7 +335,7 @@ fn a_static_archive_is_pruned_member_by_member() {
     assert!(r.kept.iter().chain(&r.dropped).all(|g| g.images == 2));
     let after = std::fs::read(&path).unwrap();
     assert_eq!(after.len() as u64, r.bytes_after);
-    let entries = crate::container::ar::entries(&after).unwrap();
+    let entries = crate::host::ar::entries(&after).unwrap();
     assert_eq!(entries.len(), 2);
 }
 

@@ -59,7 +59,7 @@ fn spirv(addressing: u32, big: bool) -> Vec<u8> {
 
 /// A GNU `ar` archive of `members` (names short enough for the header).
 fn archive(members: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut a = crate::archive::MAGIC.to_vec();
+    let mut a = crate::host::ar::MAGIC.to_vec();
     for (name, data) in members {
         let header = format!(
             "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",

@@ -163,7 +163,7 @@ fn raw_scans_name_the_format() {
     assert_eq!(r.format, "ELF64");
     assert_eq!(r.images.len(), 1);
     assert_eq!(scan(&elf, &Options::default()).format, "ELF64");
-    let mut ar = crate::archive::MAGIC.to_vec();
+    let mut ar = crate::host::ar::MAGIC.to_vec();
     ar.extend_from_slice(&noise(64, 3));
     assert_eq!(scan(&ar, &raw()).format, "archive");
     assert_eq!(scan(&noise(256, 1), &raw()).format, "data");

@@ -1,9 +1,9 @@
-//! `ar` archives (regular, thin and AIX big, through [`crate::container::ar`]):
+//! `ar` archives (regular, thin and AIX big, through [`crate::host::ar`]):
 //! each member walked as a file, a thin archive's members read from their
 //! own files when the visitor can.
 
 use super::{Loc, Walker, lossy};
-use crate::container::ar::{self, Archive};
+use crate::host::ar::{self, Archive};
 
 /// The most thin archives' member files one scan reads.
 pub(super) const MAX_THIN_READS: u32 = 100_000;

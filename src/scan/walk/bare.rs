@@ -5,7 +5,7 @@
 //! | file | told by | image kind | triple | target |
 //! |---|---|---|---|---|
 //! | cubin | ELF, `e_machine` `EM_CUDA` (190) | `cubin` | `nvptx64-nvidia-cuda` (`nvptx-` for ELF32) | `sm_NN[a]` from `e_flags` and `.nv.compat`, as a fatbin's cubins ([`crate::fatbin::cubin`]) |
-//! | AMDGPU code object | ELF, `e_machine` `EM_AMDGPU` (224) | `object` | from `EI_OSABI` (`amdgcn-amd-amdhsa`) | the target ID `e_flags` names ([`crate::container::amdgpu`]) |
+//! | AMDGPU code object | ELF, `e_machine` `EM_AMDGPU` (224) | `object` | from `EI_OSABI` (`amdgcn-amd-amdhsa`) | the target ID `e_flags` names ([`crate::host::amdgpu`]) |
 //! | PTX | after blank space and comments (within its first 64 KiB), `.version X.Y` then `.target sm_NN` (the file holds no NUL) | `ptx` | `nvptx64-nvidia-cuda` with `.address_size 64`, else `nvptx-nvidia-cuda` | the `.target` |
 //! | SPIR-V | the magic `0x07230203` in either byte order and a version 1.x header | `spirv` | `spirv64`, `spirv32` or `spirv`, from the addressing model of `OpMemoryModel` | none |
 //! | bitcode | `BC C0 DE`, or the wrapper magic `0x0B17C0DE`, with a GPU triple (`amdgcn`, `r600`, `nvptx*`, `spir*`) | `bitcode` | the module's | its `"target-cpu"`, without features |
@@ -21,7 +21,7 @@
 use object::read::{Object, ObjectSection};
 
 use super::{Loc, Walker, split_target_id};
-use crate::container::elf;
+use crate::host::elf;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
 use crate::scan::{ContainerKind, Content, Image, Offload};
@@ -108,7 +108,7 @@ fn cubin(data: &[u8], p: elf::Peek<'_>) -> Bare {
 }
 
 fn code_object(data: &[u8], p: elf::Peek<'_>) -> Bare {
-    let t = crate::container::amdgpu::target(
+    let t = crate::host::amdgpu::target(
         p.os_abi().unwrap_or(0),
         p.abi_version().unwrap_or(0),
         p.flags().unwrap_or(0),

@@ -28,8 +28,8 @@ use object::pe;
 use object::pod::bytes_of;
 use object::{U16, U32};
 
-use crate::bundle::object::coff::strtab::{StringTable, long_section_name};
 use crate::error::{Error, Result};
+use crate::host::object::coff::strtab::{StringTable, long_section_name};
 use crate::layout::{Builder, Layout};
 use crate::llvm::jam_crc::jam_crc;
 use crate::num::len64;

@@ -24,8 +24,8 @@
 //!   there for every section.
 
 use super::{Contents, Model, SYM_CLASS_STATIC, invalid, lossy};
-use crate::bundle::object::{Part, Update, moved};
 use crate::error::{Error, Result};
+use crate::host::object::{Part, Update, moved};
 use crate::llvm::jam_crc::JamCrc;
 
 /// `IMAGE_FILE_MACHINE_I386`.

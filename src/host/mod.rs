@@ -14,4 +14,5 @@
 pub(crate) mod amdgpu;
 pub mod ar;
 pub mod elf;
+pub(crate) mod object;
 pub(crate) mod pe;

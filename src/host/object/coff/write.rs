@@ -8,8 +8,8 @@ use super::{
     AUX_SIZE, Contents, MAX_SECTIONS_16, MIN_SPECIAL_16, Model, RELOCATION_SIZE, SCN_CNT_CODE,
     SCN_NRELOC_OVFL, SECTION_HEADER_SIZE, SYM_CLASS_STATIC, Sec, invalid, lossy,
 };
-use crate::bundle::object::{Part, Span, Written};
 use crate::error::Result;
+use crate::host::object::{Part, Span, Written};
 use crate::layout::{Layout, Piece};
 
 /// The control-flow-guard sections that are lists of symbol indices.

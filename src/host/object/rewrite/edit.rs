@@ -8,10 +8,7 @@ use std::borrow::Cow;
 use object::elf;
 
 use super::model::{Def, Kind, Model, Sec};
-use super::{
-    Edit, MAGIC, SHF_COMPRESSED, SHF_EXCLUDE, SHF_GROUP, STB_LOCAL, invalid, is_bundle_section,
-    lossy,
-};
+use super::{Edit, SHF_COMPRESSED, SHF_EXCLUDE, SHF_GROUP, STB_LOCAL, invalid, lossy};
 use crate::error::{Error, Result};
 
 impl<'d> Model<'d> {
@@ -20,7 +17,7 @@ impl<'d> Model<'d> {
         let mut doomed: Vec<bool> = self
             .secs
             .iter()
-            .map(|s| edit.remove_bundles && is_bundle_section(&s.name))
+            .map(|s| edit.remove_named.is_some_and(|named| named(&s.name)))
             .collect();
         for &i in edit.remove {
             *doomed
@@ -73,22 +70,20 @@ impl<'d> Model<'d> {
         self.order = order;
     }
 
-    /// One bundle section per new entry, after all others; a section that
-    /// already has the name gets the new section's flags.
+    /// The added sections, after all others; a section that already has
+    /// an added one's name gets its flags.
     fn add_sections(&mut self, edit: &Edit<'d>) {
         for (k, s) in edit.add.iter().enumerate() {
-            let mut name = MAGIC.to_vec();
-            name.extend_from_slice(s.id.as_bytes());
             // --set-section-flags applies to every section of that name.
             for old in self
                 .secs
                 .iter_mut()
-                .filter(|x| !x.removed && *x.name == name[..])
+                .filter(|x| !x.removed && *x.name == *s.name)
             {
                 set_readonly_exclude(old);
             }
             self.secs.push(Sec::created(
-                Cow::Owned(name),
+                Cow::Borrowed(s.name),
                 Kind::Added(k + 1),
                 (elf::SHT_PROGBITS, SHF_EXCLUDE),
                 s.data.len() as u64,

@@ -16,15 +16,55 @@ use crate::error::{Error, Result};
 pub(super) const BIGOBJ_MAGIC: [u8; 16] = object::pe::ANON_OBJECT_HEADER_BIGOBJ_CLASS_ID.0;
 
 /// The little-endian `u16` at `at`.
-pub(super) fn u16_at(data: &[u8], at: usize) -> Option<u16> {
+pub(crate) fn u16_at(data: &[u8], at: usize) -> Option<u16> {
     let b = data.get(at..at.checked_add(2)?)?;
     Some(u16::from_le_bytes([b[0], b[1]]))
 }
 
 /// The little-endian `u32` at `at`.
-pub(super) fn u32_at(data: &[u8], at: usize) -> Option<u32> {
+pub(crate) fn u32_at(data: &[u8], at: usize) -> Option<u32> {
     let b = data.get(at..at.checked_add(4)?)?;
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Whether `data` starts with a `/bigobj` header, as LLVM's
+/// `identify_magic` sees it: machine 0, section count 0xffff, version 2 or
+/// more, and the `/bigobj` class ID.
+pub(crate) fn is_bigobj(data: &[u8]) -> bool {
+    data.starts_with(b"\0\0\xff\xff")
+        && u16_at(data, 4).is_some_and(|v| v >= 2)
+        && data.get(12..28) == Some(&BIGOBJ_MAGIC[..])
+}
+
+/// The section number of the symbol record `rec` (18 bytes, or 20 in a
+/// `/bigobj`), signed as LLVM reads it: a regular object's 16-bit numbers
+/// past [`MAX_SECTIONS_16`] are the special ones (-256 to -1).
+pub(crate) fn section_number(rec: &[u8], big: bool) -> i64 {
+    if big {
+        i64::from(u32_at(rec, 12).unwrap_or(0) as i32)
+    } else {
+        let n = u16_at(rec, 12).unwrap_or(0);
+        if usize::from(n) <= MAX_SECTIONS_16 {
+            i64::from(n)
+        } else {
+            i64::from(n as i16)
+        }
+    }
+}
+
+/// The name the symbol record `rec` holds itself (up to 8 bytes, up to a
+/// null byte); `None` when it is in the string table (the first four bytes
+/// zero, the offset in the next four).
+pub(crate) fn short_name(rec: &[u8]) -> Option<&[u8]> {
+    if rec[..4] == [0; 4] {
+        return None;
+    }
+    let n = if rec[7] == 0 {
+        rec[..8].iter().position(|&b| b == 0).unwrap_or(8)
+    } else {
+        8
+    };
+    Some(&rec[..n])
 }
 
 /// `len` bytes of `data` from `at`, if they are all there.
@@ -65,8 +105,7 @@ fn header(data: &[u8]) -> Result<Header> {
     let machine = u16_at(data, 0).ok_or_else(short)?;
     let count = u16_at(data, 2).ok_or_else(short)?;
     if machine == 0 && count == 0xffff {
-        let version = u16_at(data, 4).unwrap_or(0);
-        if version >= 2 && data.get(12..28) == Some(&BIGOBJ_MAGIC[..]) && data.len() >= 56 {
+        if is_bigobj(data) && data.len() >= 56 {
             let at = |o| u32_at(data, o).ok_or_else(short);
             return Ok(Header {
                 big: true,
@@ -358,25 +397,14 @@ fn symbols<'d>(
                  ({total} records)"
             ))
         })?;
-        let name = if rec[..4] == [0; 4] {
-            let offset = u32_at(rec, 4).unwrap_or(0);
-            strings.get(offset, || format!("the name of symbol {i}"))?
-        } else if rec[7] == 0 {
-            let n = rec[..8].iter().position(|&b| b == 0).unwrap_or(8);
-            &rec[..n]
-        } else {
-            &rec[..8]
-        };
-        let section = if h.big {
-            i64::from(u32_at(rec, 12).unwrap_or(0) as i32)
-        } else {
-            let n = u16_at(rec, 12).unwrap_or(0);
-            if usize::from(n) <= MAX_SECTIONS_16 {
-                i64::from(n)
-            } else {
-                i64::from(n as i16)
+        let name = match short_name(rec) {
+            Some(name) => name,
+            None => {
+                let offset = u32_at(rec, 4).unwrap_or(0);
+                strings.get(offset, || format!("the name of symbol {i}"))?
             }
         };
+        let section = section_number(rec, h.big);
         if section > sections as i64 {
             return Err(invalid(format!(
                 "symbol '{}' is in section {section}, past the {sections} sections",

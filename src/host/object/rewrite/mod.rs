@@ -58,11 +58,10 @@
 
 use object::{Endianness, elf};
 
-// `read_err` is the bundler's one mapping of the `object` crate's read
-// errors (an invalid object file), here as in the bundle listing.
+// `read_err` is the one mapping of the `object` crate's read errors (an
+// invalid object file), here as in the bundle listing.
 use super::{
-    MAGIC, NewSection, Part, Span, Update, Written, check_alignments, check_string_table,
-    is_bundle_section, llvm_section_name, read_err,
+    Edit, Part, Span, Written, check_alignments, check_string_table, llvm_section_name, read_err,
 };
 use crate::error::{Error, Result};
 
@@ -82,21 +81,6 @@ const SHF_EXCLUDE: u64 = elf::SHF_EXCLUDE.0;
 const SHF_COMPRESSED: u64 = elf::SHF_COMPRESSED.0;
 const STB_LOCAL: u8 = elf::STB_LOCAL.0;
 const GRP_COMDAT: u32 = elf::GRP_COMDAT.0;
-
-/// What to change in the object.
-pub(super) struct Edit<'e> {
-    /// Remove every section whose name starts with the bundle magic.
-    pub remove_bundles: bool,
-    /// Sections to add, in order; span source `i + 1` is `add[i].data`.
-    pub add: &'e [NewSection<'e>],
-    /// Sections removed besides the bundles, by index (`--remove-section`).
-    pub remove: &'e [usize],
-    /// Sections given new contents (`--update-section`).
-    pub update: &'e [Update<'e>],
-    /// More span sources for the updates' parts: `extra[j]` is source
-    /// `add.len() + 1 + j`.
-    pub extra: &'e [&'e [u8]],
-}
 
 /// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
 /// source 0 is `data`.
@@ -118,7 +102,7 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
 fn doing(edit: &Edit<'_>) -> &'static str {
     if !edit.update.is_empty() || !edit.remove.is_empty() {
         "pruning"
-    } else if edit.remove_bundles {
+    } else if edit.remove_named.is_some() {
         "extracting the host object from"
     } else {
         "bundling into"

@@ -81,18 +81,14 @@ impl From<object::read::Error> for ArError {
 
 /// Whether `data` starts as an archive this module reads.
 pub fn is_archive(data: &[u8]) -> bool {
-    [
-        &crate::archive::MAGIC[..],
-        crate::archive::THIN_MAGIC,
-        b"<bigaf>\n",
-    ]
-    .iter()
-    .any(|m| data.starts_with(m))
+    [&super::MAGIC[..], super::THIN_MAGIC, b"<bigaf>\n"]
+        .iter()
+        .any(|m| data.starts_with(m))
 }
 
 /// Whether `data` starts as a thin archive.
 pub fn is_thin(data: &[u8]) -> bool {
-    data.starts_with(crate::archive::THIN_MAGIC)
+    data.starts_with(super::THIN_MAGIC)
 }
 
 /// The file of a thin archive's member `name`: relative to the archive's
@@ -130,9 +126,9 @@ pub const HEADER_LEN: u64 = 60;
 pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
     let thin = is_thin(data);
     let magic: &[u8] = if thin {
-        crate::archive::THIN_MAGIC
+        super::THIN_MAGIC
     } else {
-        &crate::archive::MAGIC[..]
+        &super::MAGIC[..]
     };
     if !data.starts_with(magic) {
         return Err(ArError::Malformed("not a GNU or System V archive".into()));

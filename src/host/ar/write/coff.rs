@@ -1,40 +1,27 @@
 //! The symbols LLVM's archive writer lists for a COFF object member
 //! (regular or `/bigobj`): those its `COFFObjectFile` calls global and
-//! defined, and not format-specific, in symbol-table order.
+//! defined, and not format-specific, in symbol-table order. The raw
+//! structures are read as the COFF editor reads them
+//! ([`crate::host::object::coff`]); this module keeps LLVM's archive
+//! writer's leniency (a symbol table it cannot read is none).
+
+use object::pe::{
+    IMAGE_SYM_CLASS_EXTERNAL, IMAGE_SYM_CLASS_FILE, IMAGE_SYM_CLASS_STATIC,
+    IMAGE_SYM_CLASS_WEAK_EXTERNAL, IMAGE_WEAK_EXTERN_SEARCH_ALIAS,
+};
+
+use crate::host::object::coff::{is_bigobj, section_number, short_name, u16_at, u32_at};
 
 /// `IMAGE_SYM_CLASS_EXTERNAL`.
-const CLASS_EXTERNAL: u8 = 2;
+const CLASS_EXTERNAL: u8 = IMAGE_SYM_CLASS_EXTERNAL.0;
 /// `IMAGE_SYM_CLASS_STATIC`.
-const CLASS_STATIC: u8 = 3;
+const CLASS_STATIC: u8 = IMAGE_SYM_CLASS_STATIC.0;
 /// `IMAGE_SYM_CLASS_FILE`.
-const CLASS_FILE: u8 = 103;
+const CLASS_FILE: u8 = IMAGE_SYM_CLASS_FILE.0;
 /// `IMAGE_SYM_CLASS_WEAK_EXTERNAL`.
-const CLASS_WEAK_EXTERNAL: u8 = 105;
+const CLASS_WEAK_EXTERNAL: u8 = IMAGE_SYM_CLASS_WEAK_EXTERNAL.0;
 /// `IMAGE_WEAK_EXTERN_SEARCH_ALIAS`: a weak external that is defined.
-const WEAK_SEARCH_ALIAS: u32 = 3;
-
-/// The class ID that marks a `/bigobj` header.
-const BIGOBJ_MAGIC: [u8; 16] = object::pe::ANON_OBJECT_HEADER_BIGOBJ_CLASS_ID.0;
-
-fn u16_at(d: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        d.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
-}
-
-fn u32_at(d: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        d.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-/// Whether `d` starts with a `/bigobj` header, as LLVM's `identify_magic`
-/// sees it.
-pub(super) fn is_bigobj(d: &[u8]) -> bool {
-    d.starts_with(b"\0\0\xff\xff")
-        && u16_at(d, 4).is_some_and(|v| v >= 2)
-        && d.get(12..28) == Some(&BIGOBJ_MAGIC[..])
-}
+const WEAK_SEARCH_ALIAS: u32 = IMAGE_WEAK_EXTERN_SEARCH_ALIAS.0;
 
 /// The archive symbols of the COFF object `d`. A symbol table LLVM cannot
 /// read counts as none, as in LLVM; a name it cannot read is an error.
@@ -88,16 +75,7 @@ pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, String> {
     while let Some(rec) = records.get(i * size..(i + 1) * size) {
         let o = if big { 2 } else { 0 };
         let (class, aux) = (rec[16 + o], rec[17 + o]);
-        let number = if big {
-            i64::from(u32_at(rec, 12).unwrap_or(0) as i32)
-        } else {
-            let n = u16_at(rec, 12).unwrap_or(0);
-            if n <= 65279 {
-                i64::from(n)
-            } else {
-                i64::from(n as i16)
-            }
-        };
+        let number = section_number(rec, big);
         let value = u32_at(rec, 8).unwrap_or(0);
         let section_definition =
             aux > 0 && (class == CLASS_STATIC || (class == CLASS_EXTERNAL && number == -1));
@@ -119,13 +97,8 @@ pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, String> {
 
 /// A symbol's name: inline, or in the string table.
 fn name<'d>(rec: &'d [u8], strings: &'d [u8], i: usize) -> Result<&'d [u8], String> {
-    if rec[..4] != [0; 4] {
-        let n = if rec[7] == 0 {
-            rec[..8].iter().position(|&b| b == 0).unwrap_or(8)
-        } else {
-            8
-        };
-        return Ok(&rec[..n]);
+    if let Some(name) = short_name(rec) {
+        return Ok(name);
     }
     let offset = u32_at(rec, 4).unwrap_or(0) as usize;
     if strings.len() <= 4 {

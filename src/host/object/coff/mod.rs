@@ -48,42 +48,45 @@
 
 use std::borrow::Cow;
 
-use super::rewrite::Edit;
-use super::{MAGIC, NewSection, Part, Written, is_bundle_section};
+use object::pe;
+
+use super::{Added, Edit, Part, Written};
 use crate::error::{Error, Result};
 
 mod read;
 pub(crate) mod strtab;
+
+pub(crate) use read::{is_bigobj, section_number, short_name, u16_at, u32_at};
 #[cfg(test)]
 mod tests;
 mod update;
 mod write;
 
 /// `IMAGE_SCN_CNT_CODE`.
-const SCN_CNT_CODE: u32 = 0x20;
+const SCN_CNT_CODE: u32 = pe::IMAGE_SCN_CNT_CODE.0;
 /// `IMAGE_SCN_LNK_NRELOC_OVFL`: the relocation count is in the first
 /// relocation record.
-const SCN_NRELOC_OVFL: u32 = 0x0100_0000;
+const SCN_NRELOC_OVFL: u32 = pe::IMAGE_SCN_LNK_NRELOC_OVFL.0;
 /// What `--set-section-flags=…=readonly,exclude` makes of a section:
 /// `IMAGE_SCN_MEM_READ | IMAGE_SCN_LNK_REMOVE`.
-const SCN_READONLY_EXCLUDE: u32 = 0x4000_0800;
+const SCN_READONLY_EXCLUDE: u32 = pe::IMAGE_SCN_MEM_READ.0 | pe::IMAGE_SCN_LNK_REMOVE.0;
 /// The alignment bits, which `--set-section-flags` keeps.
-const SCN_ALIGN_MASK: u32 = 0x00f0_0000;
+const SCN_ALIGN_MASK: u32 = pe::IMAGE_SCN_ALIGN_MASK;
 /// `IMAGE_SYM_CLASS_STATIC`.
-const SYM_CLASS_STATIC: u8 = 3;
+const SYM_CLASS_STATIC: u8 = pe::IMAGE_SYM_CLASS_STATIC.0;
 /// `IMAGE_SYM_CLASS_FILE`.
-const SYM_CLASS_FILE: u8 = 103;
+const SYM_CLASS_FILE: u8 = pe::IMAGE_SYM_CLASS_FILE.0;
 /// `IMAGE_SYM_CLASS_WEAK_EXTERNAL`.
-const SYM_CLASS_WEAK_EXTERNAL: u8 = 105;
+const SYM_CLASS_WEAK_EXTERNAL: u8 = pe::IMAGE_SYM_CLASS_WEAK_EXTERNAL.0;
 /// `IMAGE_COMDAT_SELECT_ASSOCIATIVE`.
-const COMDAT_SELECT_ASSOCIATIVE: u8 = 5;
+const COMDAT_SELECT_ASSOCIATIVE: u8 = pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE.0;
 /// The most sections a regular (not `/bigobj`) object may have.
 const MAX_SECTIONS_16: usize = 65279;
 /// The lowest special section number a regular object's 16-bit field
 /// holds (`0xff00`, read as a signed number past [`MAX_SECTIONS_16`]).
 const MIN_SPECIAL_16: i64 = -256;
 /// The size of a section header.
-const SECTION_HEADER_SIZE: usize = 40;
+const SECTION_HEADER_SIZE: usize = pe::IMAGE_SIZEOF_SECTION_HEADER;
 /// The size of a relocation record.
 const RELOCATION_SIZE: usize = 10;
 /// The size of an auxiliary symbol record's payload.
@@ -217,7 +220,7 @@ struct Model<'d> {
 }
 
 /// What llvm-objcopy makes of the COFF object `data` with `edit`: the
-/// bundle sections removed (`remove_bundles`) and `add` added, or for
+/// sections `remove_named` picks removed and `add` added, or for
 /// `prune`, sections removed (`remove`, by 1-based index) and given new
 /// contents (`update`). Span source 0 is `data`, source `i + 1` is
 /// `add[i].data`, and (with no `add`) source `j + 1` is `extra[j]`.
@@ -229,8 +232,8 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         model.update_sections(edit.update, edit.extra)?;
         model.remove_sections(|s| edit.remove.contains(&s.id));
     }
-    if edit.remove_bundles {
-        model.remove_sections(|s| is_bundle_section(&s.name));
+    if let Some(named) = edit.remove_named {
+        model.remove_sections(|s| named(&s.name));
     }
     model.add_sections(edit.add)?;
     model.write()
@@ -276,14 +279,11 @@ impl<'d> Model<'d> {
 
     /// Adds one section per entry of `add`, after flagging existing
     /// sections of the same names as llvm-objcopy does.
-    fn add_sections(&mut self, add: &[NewSection<'_>]) -> Result<()> {
+    fn add_sections(&mut self, add: &[Added<'_>]) -> Result<()> {
         if add.is_empty() {
             return Ok(());
         }
-        let names: Vec<Vec<u8>> = add
-            .iter()
-            .map(|n| [MAGIC, n.id.as_bytes()].concat())
-            .collect();
+        let names: Vec<Vec<u8>> = add.iter().map(|n| n.name.to_vec()).collect();
         for s in &mut self.sections {
             if names.iter().any(|n| **n == *s.name) {
                 s.flags = (s.flags & SCN_ALIGN_MASK) | SCN_READONLY_EXCLUDE;
