@@ -6,11 +6,7 @@
 mod read;
 pub(crate) mod write;
 
+pub(crate) use read::{MAGIC, THIN_MAGIC};
 pub use read::{
     ArError, Archive, HEADER_LEN, Member, RawEntry, entries, is_archive, is_thin, thin_member_path,
 };
-
-/// The magic at the start of every archive.
-pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
-/// The magic of a thin archive (GNU `ar rcT`).
-pub(crate) const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";

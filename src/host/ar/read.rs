@@ -14,6 +14,11 @@ use std::path::{Path, PathBuf};
 
 use object::read::archive::{ArchiveFile, ArchiveMember};
 
+/// The magic at the start of every archive.
+pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
+/// The magic of a thin archive (GNU `ar rcT`).
+pub(crate) const THIN_MAGIC: &[u8; 8] = b"!<thin>\n";
+
 /// What is wrong with an archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -81,14 +86,14 @@ impl From<object::read::Error> for ArError {
 
 /// Whether `data` starts as an archive this module reads.
 pub fn is_archive(data: &[u8]) -> bool {
-    [&super::MAGIC[..], super::THIN_MAGIC, b"<bigaf>\n"]
+    [&MAGIC[..], THIN_MAGIC, b"<bigaf>\n"]
         .iter()
         .any(|m| data.starts_with(m))
 }
 
 /// Whether `data` starts as a thin archive.
 pub fn is_thin(data: &[u8]) -> bool {
-    data.starts_with(super::THIN_MAGIC)
+    data.starts_with(THIN_MAGIC)
 }
 
 /// The file of a thin archive's member `name`: relative to the archive's
@@ -126,9 +131,9 @@ pub const HEADER_LEN: u64 = 60;
 pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
     let thin = is_thin(data);
     let magic: &[u8] = if thin {
-        super::THIN_MAGIC
+        THIN_MAGIC
     } else {
-        &super::MAGIC[..]
+        &MAGIC[..]
     };
     if !data.starts_with(magic) {
         return Err(ArError::Malformed("not a GNU or System V archive".into()));
