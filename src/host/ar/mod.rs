@@ -6,7 +6,7 @@
 mod read;
 pub(crate) mod write;
 
-pub(crate) use read::{MAGIC, THIN_MAGIC};
 pub use read::{
     ArError, Archive, HEADER_LEN, Member, RawEntry, entries, is_archive, is_thin, thin_member_path,
 };
+pub(crate) use read::{MAGIC, THIN_MAGIC};

@@ -130,11 +130,7 @@ pub const HEADER_LEN: u64 = 60;
 /// start the entry's data) and other kinds of archive are errors.
 pub fn entries(data: &[u8]) -> Result<Vec<RawEntry<'_>>, ArError> {
     let thin = is_thin(data);
-    let magic: &[u8] = if thin {
-        THIN_MAGIC
-    } else {
-        &MAGIC[..]
-    };
+    let magic: &[u8] = if thin { THIN_MAGIC } else { &MAGIC[..] };
     if !data.starts_with(magic) {
         return Err(ArError::Malformed("not a GNU or System V archive".into()));
     }
