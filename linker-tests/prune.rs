@@ -30,6 +30,7 @@ test_files! {
     wheels,
     tree,
     removed,
+    rocblas,
 }
 mod hip_programs;
 mod real_wheels;

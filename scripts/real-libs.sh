@@ -42,6 +42,12 @@
 #     2.10: libnvshmem_device.a, a static archive of relocatable CUDA
 #     objects, and libnvshmem_host.so.3, whose fatbins lie in two sections,
 #     `.nv_fatbin` and `__nv_relfatbin`).
+# With --rocblas, only this one (linker-tests/prune/rocblas.rs):
+#   - librocblas0 5.5.1+dfsg-7 from Debian trixie (a 166 MB .deb, 2.3 GB
+#     installed: librocblas.so.0.1, a fat library of 67 code objects for
+#     each of 13 AMD GPUs, and 18 files of one GPU's code each, the
+#     Tensile kernels `Kernels.so-000-<arch>.hsaco` and
+#     `TensileLibrary_<arch>.co`).
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -51,7 +57,7 @@
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows | --prune] [DIR]
+#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows | --prune | --rocblas] [DIR]
 #                         # DIR: default $OFFLOAD_KIT_CACHE/real-libs,
 #                         # else /var/cache/offload-kit/real-libs
 set -euo pipefail
@@ -60,11 +66,13 @@ BENCH=0
 ORT=0
 WINDOWS=0
 PRUNE=0
+ROCBLAS=0
 case "${1:-}" in
   --bench) BENCH=1; shift ;;
   --prune) PRUNE=1; shift ;;
   --windows) WINDOWS=1; shift ;;
   --onnxruntime) ORT=1; shift ;;
+  --rocblas) ROCBLAS=1; shift ;;
 esac
 DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
 # file|sha256|how[|platform]: a deb.debian.org pool path, or
@@ -99,6 +107,11 @@ if [ "$PRUNE" = 1 ]; then
     "nvidia_cuda_runtime-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d|pip:nvidia-cuda-runtime==13.5.37"
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|3888f10b32fbd58e80166c48e01073732d752fa5f167b7cb5b9615f1c6375a20|pip:nvidia-nvjpeg-cu12==12.4.0.76"
     "nvidia_nvshmem_cu12-3.4.5-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|042f2500f24c021db8a06c5eec2539027d57460e1c1a762055a6554f72c369bd|pip:nvidia-nvshmem-cu12==3.4.5"
+  )
+fi
+if [ "$ROCBLAS" = 1 ]; then
+  FILES=(
+    "librocblas0_5.5.1+dfsg-7_amd64.deb|951dfa1a46ee275dace455f396640cfc63a47927455a0903b73c4e50030574c1|pool/main/r/rocblas/librocblas0_5.5.1+dfsg-7_amd64.deb"
   )
 fi
 if [ "$BENCH" = 1 ]; then

@@ -53,7 +53,7 @@ const LINK: &str = "usr/lib/x86_64-linux-gnu/librocrand.so.1";
 /// `--force-not-root` nor a chroot is needed when run as root; as another
 /// user, `--force-not-root` lets it install files it cannot give to root
 /// (librocrand1 has no maintainer scripts, which would need a chroot).
-fn dpkg(d: &Path, root: &str, args: &[&str]) -> Result<crate::util::Run, Failed> {
+pub(super) fn dpkg(d: &Path, root: &str, args: &[&str]) -> Result<crate::util::Run, Failed> {
     let root_dir = d.join(root);
     let mut all = vec![
         format!("--root={}", root_dir.display()),
@@ -65,7 +65,7 @@ fn dpkg(d: &Path, root: &str, args: &[&str]) -> Result<crate::util::Run, Failed>
 }
 
 /// An empty dpkg admin directory under `d/root`.
-fn scratch_root(d: &Path, root: &str) -> Result<(), Failed> {
+pub(super) fn scratch_root(d: &Path, root: &str) -> Result<(), Failed> {
     let admin = d.join(root).join("var/lib/dpkg");
     for sub in ["info", "updates", "triggers"] {
         std::fs::create_dir_all(admin.join(sub))?;
