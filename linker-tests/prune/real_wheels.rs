@@ -235,12 +235,46 @@ pub(super) fn bitsandbytes_wheel() -> Result<(), Failed> {
             return Err(format!("{v}: the library left is not the original").into());
         }
     }
+    cuda_libraries_keep_sm_86(d, &out)?;
+    let pip = [
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-index",
+        "--target",
+        "site",
+    ];
+    let mut pip: Vec<String> = pip.iter().map(|s| s.to_string()).collect();
+    pip.push(out.to_string_lossy().into_owned());
+    run(Path::new("/usr/bin/python3"), &pip, d).ok()?;
+    unzip(&out, &lib("cuda126"), d, "b.so")?;
+    if std::fs::read(d.join("site").join(lib("cuda126")))? != std::fs::read(d.join("b.so"))? {
+        return Err("pip installed another library than the pruned one".into());
+    }
+    let strict = [
+        "prune", "--strict", "--keep", "sm_86", "-d", "strict", "in.whl",
+    ];
+    let r = run(&ours(), &strict, d);
+    same("--strict: exit code", r.code, 2)?;
+    if d.join("strict").join("in.whl").exists() {
+        return Err("--strict wrote a wheel".into());
+    }
+    Ok(())
+}
+
+/// Each CUDA library of bitsandbytes' wheel `d/in.whl` pruned to sm_86 in
+/// `out`: the sm_80 and sm_86 images of the original with their bytes,
+/// and what `cuobjdump` lists of the original for those two alone.
+fn cuda_libraries_keep_sm_86(d: &Path, out: &Path) -> Result<(), Failed> {
+    let lib = |v: &str| format!("bitsandbytes/libbitsandbytes_{v}.so");
     let cuda = [
         "cuda118", "cuda121", "cuda124", "cuda126", "cuda128", "cuda130", "cuda132",
     ];
     for v in cuda {
         unzip(&d.join("in.whl"), &lib(v), d, "a.so")?;
-        unzip(&out, &lib(v), d, "b.so")?;
+        unzip(out, &lib(v), d, "b.so")?;
         let kept: Vec<_> = hashed(d, "a.so")?
             .into_iter()
             .filter(|(what, _)| what.contains("\"sm_80\"") || what.contains("\"sm_86\""))
@@ -267,31 +301,6 @@ pub(super) fn bitsandbytes_wheel() -> Result<(), Failed> {
             cuobjdump_cubins(d, "b.so")?,
             want,
         )?;
-    }
-    let pip = [
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-deps",
-        "--no-index",
-        "--target",
-        "site",
-    ];
-    let mut pip: Vec<String> = pip.iter().map(|s| s.to_string()).collect();
-    pip.push(out.to_string_lossy().into_owned());
-    run(Path::new("/usr/bin/python3"), &pip, d).ok()?;
-    unzip(&out, &lib("cuda126"), d, "b.so")?;
-    if std::fs::read(d.join("site").join(lib("cuda126")))? != std::fs::read(d.join("b.so"))? {
-        return Err("pip installed another library than the pruned one".into());
-    }
-    let strict = [
-        "prune", "--strict", "--keep", "sm_86", "-d", "strict", "in.whl",
-    ];
-    let r = run(&ours(), &strict, d);
-    same("--strict: exit code", r.code, 2)?;
-    if d.join("strict").join("in.whl").exists() {
-        return Err("--strict wrote a wheel".into());
     }
     Ok(())
 }

@@ -477,8 +477,9 @@ impl Run {
                     }
                     // A package's files refused are named, never counted
                     // as without device code.
-                    let device_code = !(r.kept.is_empty() && r.dropped.is_empty())
-                        || !r.members_refused.is_empty();
+                    let device_code = !(r.kept.is_empty()
+                        && r.dropped.is_empty()
+                        && r.members_refused.is_empty());
                     if e.named || device_code || changed {
                         run.files.push(*r);
                     } else {
