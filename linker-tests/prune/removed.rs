@@ -35,6 +35,11 @@ pub fn tests() -> Vec<Trial> {
             wheel,
         ),
         trial(
+            "prune::removed::per_gpu_files_go_and_conda_meta_follows",
+            &["clang", "clang++", "/usr/bin/python3"],
+            conda_env,
+        ),
+        trial(
             "prune::removed::per_gpu_files_leave_a_deb_and_its_md5sums",
             &["clang", "clang++", "dpkg-deb"],
             deb,
@@ -302,6 +307,66 @@ fn deb() -> Result<(), Failed> {
         let (md5, path) = line.split_once("  ").ok_or("a line of md5sums")?;
         let bytes = std::fs::read(d.join("x").join(path))?;
         same(&format!("md5sums: {path}"), md5, md5_hex(&bytes).as_str())?;
+    }
+    Ok(())
+}
+
+/// The same files in a conda environment (`env/pkg/…`), recorded in
+/// `env/conda-meta/pkg-1.0-0.json` as conda writes it (by Python's json,
+/// two-space indents, keys sorted): pruned in place, the record's
+/// `files` and `paths_data` name no removed file, and every row left
+/// gives its file's SHA-256 and size as Python computes them now.
+fn conda_env() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let files = build(d)?;
+    let env = d.join("env");
+    std::fs::create_dir_all(env.join("pkg"))?;
+    std::fs::create_dir_all(env.join("conda-meta"))?;
+    for (p, b) in &files {
+        std::fs::write(env.join(p), b)?;
+    }
+    let python = Path::new("/usr/bin/python3");
+    let write = "import hashlib, json, os, sys
+env = sys.argv[1]
+paths = sorted(sys.argv[2:])
+def row(p):
+    b = open(os.path.join(env, p), 'rb').read()
+    h = hashlib.sha256(b).hexdigest()
+    return {'_path': p, 'path_type': 'hardlink', 'sha256': h, 'sha256_in_prefix': h, 'size_in_bytes': len(b)}
+doc = {'name': 'pkg', 'version': '1.0', 'build': '0', 'files': paths,
+       'paths_data': {'paths': [row(p) for p in paths], 'paths_version': 1}}
+json.dump(doc, open(os.path.join(env, 'conda-meta/pkg-1.0-0.json'), 'w'), indent=2, sort_keys=True)
+";
+    let mut args = vec!["-c".to_string(), write.to_string(), "env".to_string()];
+    args.extend(files.keys().map(|p| p.to_string()));
+    run(python, &args, d).ok()?;
+    let r = run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "env"], d).ok()?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    if !out.contains("conda-meta/pkg-1.0-0.json: conda record updated: 2 row(s) given new hashes and sizes, 2 row(s) of removed files taken out") {
+        return Err(format!("the report: {out}").into());
+    }
+    let check = "import hashlib, json, os, sys
+env = sys.argv[1]
+doc = json.load(open(os.path.join(env, 'conda-meta/pkg-1.0-0.json')))
+rows = doc['paths_data']['paths']
+assert [r['_path'] for r in rows] == doc['files'], doc['files']
+for r in rows:
+    b = open(os.path.join(env, r['_path']), 'rb').read()
+    h = hashlib.sha256(b).hexdigest()
+    assert (r['sha256'], r['sha256_in_prefix'], r['size_in_bytes']) == (h, h, len(b)), r
+print(len(rows))
+";
+    let r = run(python, &["-c", check, "env"], d).ok()?;
+    same(
+        "rows left",
+        String::from_utf8_lossy(&r.stdout).trim().to_string(),
+        (files.len() - GONE.len()).to_string(),
+    )?;
+    for g in GONE {
+        if env.join(g).exists() {
+            return Err(format!("{g} is still there").into());
+        }
     }
     Ok(())
 }

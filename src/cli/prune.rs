@@ -327,8 +327,13 @@ impl RecordLine {
         } else {
             "updated"
         };
+        // A pip RECORD, or a conda package record (`conda-meta/*.json`).
+        let what = match self.path.ends_with(".json") {
+            true => "conda record",
+            false => "RECORD",
+        };
         format!(
-            "{}: RECORD {verb}: {} row(s) given new hashes and sizes, {} row(s) of removed \
+            "{}: {what} {verb}: {} row(s) given new hashes and sizes, {} row(s) of removed \
              files taken out",
             self.path, self.rows_rewritten, self.rows_removed
         )

@@ -46,6 +46,7 @@ use crate::host::ar;
 use crate::package;
 use crate::scan::magic::Magic;
 
+mod conda;
 mod records;
 
 /// The name a temporary output starts with ([`crate::files::Output`]).
@@ -85,10 +86,11 @@ pub enum TreeOutcome {
     Failed(PathError),
     /// Left as it is without being pruned.
     Skipped(Skip),
-    /// A pip `*.dist-info/RECORD` found in a directory that names files the
-    /// run rewrote or removed, brought up to date (in a dry run, that
-    /// would be): the rows of the files rewritten given their new SHA-256
-    /// and size, the rows of the files removed taken out.
+    /// A pip `*.dist-info/RECORD`, or a conda environment's
+    /// `conda-meta/*.json`, found in a directory that names files the run
+    /// rewrote or removed, brought up to date (in a dry run, that would
+    /// be): the rows of the files rewritten given their new SHA-256 and
+    /// size, the rows of the files removed taken out.
     Record {
         /// Rows given a new hash and size.
         rows_rewritten: usize,

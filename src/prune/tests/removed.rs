@@ -266,3 +266,65 @@ fn a_wheel_loses_the_members_only_other_gpus_load_with_their_record_rows() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), data);
 }
+
+/// A conda `paths_data` row for `rel` under `env`: its SHA-256 (hex) and
+/// size now, as conda records them.
+fn conda_row(env: &Path, rel: &str) -> serde_json::Value {
+    let bytes = std::fs::read(env.join(rel)).unwrap();
+    let sha: String = sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    serde_json::json!({
+        "_path": rel, "path_type": "hardlink", "sha256": sha,
+        "sha256_in_prefix": sha, "size_in_bytes": bytes.len(),
+    })
+}
+
+#[test]
+fn a_conda_environment_keeps_its_package_records_true() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = dir.path().join("env");
+    std::fs::create_dir_all(env.join("lib")).unwrap();
+    std::fs::create_dir_all(env.join("conda-meta")).unwrap();
+    std::fs::write(env.join("lib/k_gfx1030.hsaco"), hsaco(0x36, 2)).unwrap();
+    std::fs::write(env.join("lib/k.hipfb"), super::hip_bundle()).unwrap();
+    std::fs::write(env.join("lib/notes.txt"), "hello").unwrap();
+    let files = ["lib/k.hipfb", "lib/k_gfx1030.hsaco", "lib/notes.txt"];
+    let record = |files: &[&str]| {
+        let doc = serde_json::json!({
+            "name": "k", "version": "1.0", "build": "0", "size": 1234,
+            "files": files,
+            "paths_data": {
+                "paths": files.iter().map(|f| conda_row(&env, f)).collect::<Vec<_>>(),
+                "paths_version": 1,
+            },
+        });
+        serde_json::to_string_pretty(&doc).unwrap()
+    };
+    let meta = env.join("conda-meta/k-1.0-0.json");
+    let before = record(&files);
+    std::fs::write(&meta, &before).unwrap();
+    let tree = [env.clone()];
+    let dry = prune_tree(&tree, &gfx90a(), &to(Destination::DryRun), &mut |_, _| {});
+    let said = |seen: &[crate::prune::TreeEntry]| {
+        seen.iter()
+            .find(|e| e.path == meta)
+            .map(|e| match e.outcome {
+                TreeOutcome::Record {
+                    rows_rewritten,
+                    rows_removed,
+                } => (rows_rewritten, rows_removed),
+                _ => (usize::MAX, usize::MAX),
+            })
+    };
+    assert_eq!(said(&dry), Some((1, 1)));
+    assert_eq!(std::fs::read_to_string(&meta).unwrap(), before);
+    let done = prune_tree(&tree, &gfx90a(), &to(Destination::InPlace), &mut |_, _| {});
+    assert_eq!(said(&done), Some((1, 1)));
+    assert!(!env.join("lib/k_gfx1030.hsaco").exists());
+    // What conda would write for the files as they are now.
+    let want = record(&["lib/k.hipfb", "lib/notes.txt"]);
+    assert_eq!(std::fs::read_to_string(&meta).unwrap(), want);
+    assert_ne!(want, before);
+}

@@ -8,8 +8,9 @@
 //! A RECORD's paths are relative to the directory that holds its
 //! `.dist-info` (site-packages), `..` allowed (a script in `bin/`); they
 //! are matched against the paths the walk found by their components,
-//! `.` and `..` taken lexically. Conda's `conda-meta/*.json` is not
-//! updated (yet).
+//! `.` and `..` taken lexically. A conda environment's
+//! `conda-meta/*.json` is brought up to date the same way
+//! ([`super::conda`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
@@ -24,13 +25,13 @@ use crate::prune::wheel::{Change, new_record_with};
 
 /// What became of a file of the run, for the RECORDs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Fate {
+pub(super) enum Fate {
     Rewritten,
     Removed,
 }
 
 /// `path` with `.` dropped and `..` taken lexically.
-fn lexical(path: &Path) -> PathBuf {
+pub(super) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -55,7 +56,7 @@ fn is_record(path: &Path) -> bool {
             .is_some_and(|d| d.as_encoded_bytes().ends_with(b".dist-info"))
 }
 
-/// Brings up to date every RECORD among `entries` (files found in the
+/// Brings up to date every RECORD (and conda record) among `entries` (files found in the
 /// directories, left as of no format prune reads) that names a file the
 /// run rewrote or removed: in place, written as a pruned file is (whole
 /// or not at all, with the old file's metadata); in a dry run, only
@@ -83,10 +84,14 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
     for e in entries.iter_mut() {
         let found =
             !e.named && matches!(e.outcome, TreeOutcome::Skipped(super::Skip::NoKnownFormat));
-        if !found || !is_record(&e.path) {
+        let updated = if found && is_record(&e.path) {
+            record(&e.path, &fates, opts, dry)
+        } else if found && super::conda::is_conda_meta(&e.path) {
+            super::conda::update(&e.path, &fates, opts, dry)
+        } else {
             continue;
-        }
-        match record(&e.path, &fates, opts, dry) {
+        };
+        match updated {
             Ok(Some((rewritten, removed))) => {
                 e.outcome = TreeOutcome::Record {
                     rows_rewritten: rewritten,
