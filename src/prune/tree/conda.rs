@@ -1,24 +1,24 @@
-//! The records of a conda environment pruned in place, kept true: each
-//! `conda-meta/<dist>.json` found in the walk that lists a file the run
-//! rewrote gets its new `sha256` and `size_in_bytes` (and
-//! `sha256_in_prefix`, where the record has it) in `paths_data.paths`,
-//! and loses the file's row there and its line in `files` when the run
-//! removed it. Its paths are relative to the environment (the directory
-//! holding `conda-meta`).
+//! A conda environment's package records (`conda-meta/<dist>.json`) on
+//! bytes: the files one lists, and the record with the files a run
+//! rewrote or removed brought up to date — in `paths_data.paths`, a
+//! rewritten file's row gets its new `sha256` and `size_in_bytes` (and
+//! `sha256_in_prefix`, where the row has it); a removed file loses its
+//! row there and its line in `files`. Paths are relative to the
+//! environment (the directory holding `conda-meta`); the file I/O is
+//! [`super::records`]'.
 //!
 //! The JSON is written back with two-space indents and its keys sorted,
 //! as conda writes these files; what is not a listed file's row stays as
 //! it was read.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
-use super::records::{Fate, lexical};
-use crate::files::{Input, Output};
-use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
+/// What became of a listed file: its new size and SHA-256 (lowercase
+/// hex) when rewritten, `None` when removed.
+pub(super) type NewFile = Option<(u64, String)>;
 
 /// Whether `path` is a conda environment's package record:
 /// `conda-meta/*.json`.
@@ -30,98 +30,82 @@ pub(super) fn is_conda_meta(path: &Path) -> bool {
             .is_some_and(|d| d == "conda-meta")
 }
 
-/// The record `path` brought up to date with `fates`: the rows given a
-/// new hash and size and the rows removed, counted; `None` when it lists
-/// no file of them.
-pub(super) fn update(
-    path: &Path,
-    fates: &HashMap<PathBuf, Fate>,
-    opts: &PathOptions,
-    dry: bool,
-) -> Result<Option<(usize, usize)>, PathError> {
-    let name = crate::files::shown(path).into_owned();
-    let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
-    let text = file.bytes();
-    let unreadable = |why: String| {
-        let why = format!("it cannot be read as a conda package record: {why}");
-        PathError::said(PathErrorKind::Content, path, &name, why)
-    };
-    let mut doc: Value = serde_json::from_slice(text).map_err(|e| unreadable(e.to_string()))?;
-    // The environment: the directory holding `conda-meta`.
-    let base = path
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new(""));
-    let fate = |p: &str| fates.get(&lexical(&base.join(p))).copied();
+/// The rows of `paths_data.paths` in `doc`, if it has them.
+fn rows(doc: &mut Value) -> Option<&mut Vec<Value>> {
+    doc.get_mut("paths_data")?.get_mut("paths")?.as_array_mut()
+}
+
+/// The paths the record `text` lists, in `paths_data.paths` and in
+/// `files`.
+pub(super) fn listed(text: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    let mut doc: Value = serde_json::from_slice(text)?;
+    let mut out: Vec<String> = rows(&mut doc)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("_path")?.as_str().map(str::to_string))
+        .collect();
+    let files = doc.get("files").and_then(Value::as_array);
+    out.extend(
+        files
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_string)),
+    );
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The record `text` with `new` applied, and how many rows were given a
+/// new hash and size and how many removed (in `paths_data`, or in
+/// `files` for a record without it); `None` when nothing changes.
+pub(super) fn updated(
+    text: &[u8],
+    new: &HashMap<String, NewFile>,
+) -> Result<Option<(Vec<u8>, usize, usize)>, serde_json::Error> {
+    let mut doc: Value = serde_json::from_slice(text)?;
     let (mut rewritten, mut removed) = (0, 0);
-    if let Some(rows) = doc
-        .get_mut("paths_data")
-        .and_then(|d| d.get_mut("paths"))
-        .and_then(Value::as_array_mut)
-    {
-        let mut kept = Vec::with_capacity(rows.len());
-        for mut row in std::mem::take(rows) {
-            let p = row.get("_path").and_then(Value::as_str).map(str::to_string);
-            match p.as_deref().and_then(fate) {
-                Some(Fate::Removed) => removed += 1,
-                Some(Fate::Rewritten) => {
+    if let Some(rows) = rows(&mut doc) {
+        rows.retain_mut(|row| {
+            let p = row.get("_path").and_then(Value::as_str);
+            match p.and_then(|p| new.get(p)) {
+                Some(None) => {
+                    removed += 1;
+                    false
+                }
+                Some(Some((size, sha))) => {
                     rewritten += 1;
-                    if !dry && let (Some(p), Some(obj)) = (p, row.as_object_mut()) {
-                        let (size, sha) = sha256(&base.join(p))?;
-                        obj.insert("sha256".into(), sha.clone().into());
-                        obj.insert("size_in_bytes".into(), size.into());
+                    if let Some(obj) = row.as_object_mut() {
+                        obj.insert("sha256".into(), sha.as_str().into());
+                        obj.insert("size_in_bytes".into(), (*size).into());
                         if obj.contains_key("sha256_in_prefix") {
-                            obj.insert("sha256_in_prefix".into(), sha.into());
+                            obj.insert("sha256_in_prefix".into(), sha.as_str().into());
                         }
                     }
-                    kept.push(row);
+                    true
                 }
-                None => kept.push(row),
+                None => true,
             }
-        }
-        *rows = kept;
+        });
     }
-    let mut listed = 0;
+    let mut lines = 0;
     if let Some(files) = doc.get_mut("files").and_then(Value::as_array_mut) {
         let before = files.len();
-        files.retain(|f| f.as_str().and_then(fate) != Some(Fate::Removed));
-        listed = before - files.len();
-        // A record with no `paths_data` lists its files here alone.
-        if rewritten + removed == 0 {
-            removed = listed;
-        }
+        files.retain(|f| !matches!(f.as_str().and_then(|p| new.get(p)), Some(None)));
+        lines = before - files.len();
     }
-    if rewritten + removed + listed == 0 {
+    if rewritten + removed == 0 {
+        // A record without `paths_data` lists its files in `files` alone.
+        removed = lines;
+    }
+    if rewritten + removed + lines == 0 {
         return Ok(None);
     }
-    if dry {
-        return Ok(Some((rewritten, removed)));
-    }
-    let mut bytes = serde_json::to_vec_pretty(&doc).map_err(|e| unreadable(e.to_string()))?;
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
     if text.ends_with(b"\n") {
         bytes.push(b'\n');
     }
-    let cannot = |e| PathError::write(path, e);
-    let mut out = Output::create(path).map_err(cannot)?;
-    std::io::Write::write_all(&mut out, &bytes).map_err(cannot)?;
-    let mut rep = PathReport::new(&name, text, &meta);
-    let through = crate::prune::path::write_through(opts, path, &meta)?;
-    drop(file);
-    finish(opts, out, &meta, path, &mut rep, through)?;
-    Ok(Some((rewritten, removed)))
-}
-
-/// The size of the file `path` and its SHA-256 in lowercase hex, as conda
-/// records it.
-fn sha256(path: &Path) -> Result<(u64, String), PathError> {
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
-    let bytes = file.bytes();
-    let hex = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok((bytes.len() as u64, hex))
+    Ok(Some((bytes, rewritten, removed)))
 }
 
 #[cfg(test)]
@@ -133,5 +117,29 @@ mod tests {
         assert!(is_conda_meta(Path::new("env/conda-meta/k-1.0-0.json")));
         assert!(!is_conda_meta(Path::new("env/conda-meta/history")));
         assert!(!is_conda_meta(Path::new("env/lib/k-1.0-0.json")));
+    }
+
+    #[test]
+    fn rows_of_files_rewritten_and_removed_change_and_nothing_else() {
+        let text = br#"{"files": ["a", "b", "c"], "name": "k", "paths_data": {"paths": [
+            {"_path": "a", "sha256": "0", "size_in_bytes": 1},
+            {"_path": "b", "sha256": "0", "size_in_bytes": 1, "sha256_in_prefix": "0"},
+            {"_path": "c", "sha256": "0", "size_in_bytes": 1}], "paths_version": 1}}"#;
+        assert_eq!(listed(text).unwrap(), ["a", "b", "c"]);
+        let new = HashMap::from([
+            ("a".to_string(), None),
+            ("b".into(), Some((7, "ff".into()))),
+        ]);
+        let (bytes, rewritten, removed) = updated(text, &new).unwrap().unwrap();
+        assert_eq!((rewritten, removed), (1, 1));
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            doc,
+            serde_json::json!({"files": ["b", "c"], "name": "k", "paths_data": {"paths": [
+                {"_path": "b", "sha256": "ff", "size_in_bytes": 7, "sha256_in_prefix": "ff"},
+                {"_path": "c", "sha256": "0", "size_in_bytes": 1}], "paths_version": 1}})
+        );
+        assert!(updated(text, &HashMap::new()).unwrap().is_none());
+        assert!(updated(b"{", &new).is_err());
     }
 }

@@ -18,6 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
+use super::conda;
 use super::{TreeEntry, TreeOutcome};
 use crate::files::{Input, Output};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
@@ -25,13 +26,13 @@ use crate::prune::wheel::{Change, new_record_with};
 
 /// What became of a file of the run, for the RECORDs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Fate {
+enum Fate {
     Rewritten,
     Removed,
 }
 
 /// `path` with `.` dropped and `..` taken lexically.
-pub(super) fn lexical(path: &Path) -> PathBuf {
+fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -86,8 +87,8 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
             !e.named && matches!(e.outcome, TreeOutcome::Skipped(super::Skip::NoKnownFormat));
         let updated = if found && is_record(&e.path) {
             record(&e.path, &fates, opts, dry)
-        } else if found && super::conda::is_conda_meta(&e.path) {
-            super::conda::update(&e.path, &fates, opts, dry)
+        } else if found && conda::is_conda_meta(&e.path) {
+            conda_record(&e.path, &fates, opts, dry)
         } else {
             continue;
         };
@@ -169,26 +170,96 @@ fn record(
     let Some(bytes) = new_record_with(text, &changed).map_err(unreadable)? else {
         return Ok(None);
     };
-    if dry {
-        return Ok(Some(counts));
+    if !dry {
+        write_back(path, file, &meta, &bytes, opts)?;
     }
+    Ok(Some(counts))
+}
+
+/// The conda package record `path` (`conda-meta/*.json`) brought up to
+/// date with `fates` ([`conda::updated`]): the rows given a new hash and
+/// size and the rows removed, counted; `None` when it lists no file of
+/// them.
+fn conda_record(
+    path: &Path,
+    fates: &HashMap<PathBuf, Fate>,
+    opts: &PathOptions,
+    dry: bool,
+) -> Result<Option<(usize, usize)>, PathError> {
+    let name = crate::files::shown(path).into_owned();
+    let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
+    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let text = file.bytes();
+    let unreadable = |e: serde_json::Error| {
+        let why = format!("it cannot be read as a conda package record (JSON): {e}");
+        PathError::said(PathErrorKind::Content, path, &name, why)
+    };
+    // Paths in it are relative to the environment, which holds
+    // `conda-meta`.
+    let base = path
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    let mut new = HashMap::new();
+    for p in conda::listed(text).map_err(unreadable)? {
+        let Some(&fate) = fates.get(&lexical(&base.join(&p))) else {
+            continue;
+        };
+        let file = match fate {
+            Fate::Removed => None,
+            Fate::Rewritten if dry => Some((0, String::new())),
+            Fate::Rewritten => {
+                let (size, sha) = digest(&base.join(&p))?;
+                Some((size, sha.iter().map(|b| format!("{b:02x}")).collect()))
+            }
+        };
+        new.insert(p, file);
+    }
+    if new.is_empty() {
+        return Ok(None);
+    }
+    let Some((bytes, rewritten, removed)) = conda::updated(text, &new).map_err(unreadable)? else {
+        return Ok(None);
+    };
+    if !dry {
+        write_back(path, file, &meta, &bytes, opts)?;
+    }
+    Ok(Some((rewritten, removed)))
+}
+
+/// Replaces the record `path` (mapped as `file`, with `meta`) with
+/// `bytes`, as a pruned file is written: whole or not at all, with the
+/// old file's metadata.
+fn write_back(
+    path: &Path,
+    file: Input,
+    meta: &std::fs::Metadata,
+    bytes: &[u8],
+    opts: &PathOptions,
+) -> Result<(), PathError> {
+    let name = crate::files::shown(path);
     let cannot = |e| PathError::write(path, e);
     let mut out = Output::create(path).map_err(cannot)?;
-    std::io::Write::write_all(&mut out, &bytes).map_err(cannot)?;
-    let mut rep = PathReport::new(&name, text, &meta);
-    let through = crate::prune::path::write_through(opts, path, &meta)?;
+    std::io::Write::write_all(&mut out, bytes).map_err(cannot)?;
+    let mut rep = PathReport::new(&name, file.bytes(), meta);
+    let through = crate::prune::path::write_through(opts, path, meta)?;
     drop(file);
-    finish(opts, out, &meta, path, &mut rep, through)?;
-    Ok(Some(counts))
+    finish(opts, out, meta, path, &mut rep, through)
+}
+
+/// The size of the file `path` and its SHA-256.
+fn digest(path: &Path) -> Result<(u64, [u8; 32]), PathError> {
+    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let bytes = file.bytes();
+    Ok((bytes.len() as u64, Sha256::digest(bytes).into()))
 }
 
 /// The size of the file `path` and its SHA-256 as a RECORD gives it
 /// (unpadded URL-safe base64).
 fn sha256(path: &Path) -> Result<(u64, String), PathError> {
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
-    let bytes = file.bytes();
-    let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(bytes));
-    Ok((bytes.len() as u64, sha))
+    let (size, sha) = digest(path)?;
+    let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+    Ok((size, sha))
 }
 
 #[cfg(test)]
