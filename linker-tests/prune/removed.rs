@@ -35,6 +35,11 @@ pub fn tests() -> Vec<Trial> {
             wheel,
         ),
         trial(
+            "prune::removed::pip_uninstalls_a_pruned_venv_cleanly",
+            &["clang", "clang++", "/usr/bin/python3"],
+            pip_uninstall,
+        ),
+        trial(
             "prune::removed::per_gpu_files_go_and_conda_meta_follows",
             &["clang", "clang++", "/usr/bin/python3"],
             conda_env,
@@ -369,4 +374,50 @@ print(len(rows))
         }
     }
     Ok(())
+}
+
+/// The files as a wheel pip installs into a venv: pruned in place there
+/// (two files pruned, two removed), `pip uninstall` takes the package
+/// away with no warning and leaves no file of it.
+fn pip_uninstall() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let mut files: BTreeMap<&str, Vec<u8>> = build(d)?;
+    files.insert("pkg-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n".to_vec());
+    files.insert(
+        "pkg-1.0.dist-info/WHEEL",
+        b"Wheel-Version: 1.0\nGenerator: offload-kit-tests\nRoot-Is-Purelib: false\nTag: py3-none-any\n".to_vec(),
+    );
+    let whl = "pkg-1.0-py3-none-any.whl";
+    let mut z = zip::ZipWriter::new(std::fs::File::create(d.join(whl))?);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (p, b) in &files {
+        z.start_file(*p, deflated)?;
+        z.write_all(b)?;
+    }
+    z.start_file("pkg-1.0.dist-info/RECORD", deflated)?;
+    z.write_all(record(&files).as_bytes())?;
+    z.finish()?;
+    run(Path::new("/usr/bin/python3"), &["-m", "venv", "venv"], d).ok()?;
+    let pip = d.join("venv/bin/pip");
+    let quiet = ["--disable-pip-version-check", "-q"];
+    let install = [&quiet[..], &["install", "--no-index", "--no-deps", whl]].concat();
+    run(&pip, &install, d).ok()?;
+    let r = run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "--json", "venv"], d);
+    same("prune --in-place: exit code", r.code, 0)?;
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout)?;
+    same("files removed", doc["total"]["files_removed"].as_u64(), Some(2))?;
+    let r = run(&pip, &["--disable-pip-version-check", "uninstall", "-y", "pkg"], d).ok()?;
+    if !r.stderr.is_empty() || !String::from_utf8_lossy(&r.stdout).contains("Successfully uninstalled pkg-1.0") {
+        return Err(format!("pip uninstall: {}{}", String::from_utf8_lossy(&r.stdout), r.stderr).into());
+    }
+    let left: Vec<String> = walkdir::WalkDir::new(d.join("venv"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().to_string_lossy().into_owned())
+        .filter(|p| p.contains("/pkg/") || p.contains("pkg-1.0"))
+        .collect();
+    same("files of the package left", left, Vec::<String>::new())
 }

@@ -105,6 +105,37 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
     }
 }
 
+/// A record found in the walk, opened.
+struct Opened<'a> {
+    /// Its name, for messages.
+    name: String,
+    meta: std::fs::Metadata,
+    /// Its bytes, mapped.
+    file: Input,
+    /// What the paths in it are relative to: the directory holding the
+    /// record's own (a RECORD's `.dist-info`, which site-packages holds; a
+    /// conda environment's `conda-meta`).
+    base: &'a Path,
+}
+
+impl Opened<'_> {
+    fn new(path: &Path) -> Result<Opened<'_>, PathError> {
+        let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
+        let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+        let base = path
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        let name = crate::files::shown(path).into_owned();
+        Ok(Opened {
+            name,
+            meta,
+            file,
+            base,
+        })
+    }
+}
+
 /// The RECORD `path` brought up to date with `fates`: the rows given a new
 /// hash and the rows removed, counted; `None` when it names no file of
 /// them.
@@ -114,16 +145,13 @@ fn record(
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let name = crate::files::shown(path).into_owned();
-    let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let Opened {
+        name,
+        meta,
+        file,
+        base,
+    } = Opened::new(path)?;
     let text = file.bytes();
-    // Paths in a RECORD are relative to the directory holding the
-    // `.dist-info` one.
-    let base = path
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new(""));
     let unreadable = |e: csv::Error| {
         PathError::said(
             PathErrorKind::Content,
@@ -186,20 +214,17 @@ fn conda_record(
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let name = crate::files::shown(path).into_owned();
-    let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    let Opened {
+        name,
+        meta,
+        file,
+        base,
+    } = Opened::new(path)?;
     let text = file.bytes();
     let unreadable = |e: serde_json::Error| {
         let why = format!("it cannot be read as a conda package record (JSON): {e}");
         PathError::said(PathErrorKind::Content, path, &name, why)
     };
-    // Paths in it are relative to the environment, which holds
-    // `conda-meta`.
-    let base = path
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new(""));
     let mut new = HashMap::new();
     for p in conda::listed(text).map_err(unreadable)? {
         let Some(&fate) = fates.get(&lexical(&base.join(&p))) else {
