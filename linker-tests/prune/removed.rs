@@ -223,22 +223,28 @@ fn tree() -> Result<(), Failed> {
     exact("tree", &text, &now)
 }
 
+/// A wheel at `path` holding `files`, deflated, and their RECORD.
+fn write_wheel(path: &Path, files: &BTreeMap<&str, Vec<u8>>) -> Result<(), Failed> {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path)?);
+    let deflated = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (p, b) in files {
+        z.start_file(*p, deflated)?;
+        z.write_all(b)?;
+    }
+    z.start_file("pkg-1.0.dist-info/RECORD", deflated)?;
+    z.write_all(record(files).as_bytes())?;
+    z.finish()?;
+    Ok(())
+}
+
 /// The pruned wheel's files, and its RECORD.
 fn wheel() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
     let path = d.join("pkg-1.0-py3-none-any.whl");
-    let mut z = zip::ZipWriter::new(std::fs::File::create(&path)?);
-    let deflated = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated);
-    for (p, b) in &files {
-        z.start_file(*p, deflated)?;
-        z.write_all(b)?;
-    }
-    z.start_file("pkg-1.0.dist-info/RECORD", deflated)?;
-    z.write_all(record(&files).as_bytes())?;
-    z.finish()?;
+    write_wheel(&path, &files)?;
     let whl = path.to_string_lossy().into_owned();
     run(
         &ours(),
@@ -389,16 +395,7 @@ fn pip_uninstall() -> Result<(), Failed> {
         b"Wheel-Version: 1.0\nGenerator: offload-kit-tests\nRoot-Is-Purelib: false\nTag: py3-none-any\n".to_vec(),
     );
     let whl = "pkg-1.0-py3-none-any.whl";
-    let mut z = zip::ZipWriter::new(std::fs::File::create(d.join(whl))?);
-    let deflated = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated);
-    for (p, b) in &files {
-        z.start_file(*p, deflated)?;
-        z.write_all(b)?;
-    }
-    z.start_file("pkg-1.0.dist-info/RECORD", deflated)?;
-    z.write_all(record(&files).as_bytes())?;
-    z.finish()?;
+    write_wheel(&d.join(whl), &files)?;
     run(Path::new("/usr/bin/python3"), &["-m", "venv", "venv"], d).ok()?;
     let pip = d.join("venv/bin/pip");
     let quiet = ["--disable-pip-version-check", "-q"];

@@ -134,6 +134,18 @@ impl Opened<'_> {
             base,
         })
     }
+
+    /// Replaces the record (at `path`) with `bytes`, as a pruned file is
+    /// written: whole or not at all, with the old file's metadata.
+    fn write_back(self, path: &Path, bytes: &[u8], opts: &PathOptions) -> Result<(), PathError> {
+        let cannot = |e| PathError::write(path, e);
+        let mut out = Output::create(path).map_err(cannot)?;
+        std::io::Write::write_all(&mut out, bytes).map_err(cannot)?;
+        let mut rep = PathReport::new(&self.name, self.file.bytes(), &self.meta);
+        let through = crate::prune::path::write_through(opts, path, &self.meta)?;
+        drop(self.file);
+        finish(opts, out, &self.meta, path, &mut rep, through)
+    }
 }
 
 /// The RECORD `path` brought up to date with `fates`: the rows given a new
@@ -145,18 +157,13 @@ fn record(
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let Opened {
-        name,
-        meta,
-        file,
-        base,
-    } = Opened::new(path)?;
-    let text = file.bytes();
+    let o = Opened::new(path)?;
+    let text = o.file.bytes();
     let unreadable = |e: csv::Error| {
         PathError::said(
             PathErrorKind::Content,
             path,
-            &name,
+            &o.name,
             format!("it cannot be read as a RECORD (CSV): {e}"),
         )
     };
@@ -171,11 +178,11 @@ fn record(
         let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
             continue;
         };
-        let Some(&fate) = fates.get(&lexical(&base.join(p))) else {
+        let Some(&fate) = fates.get(&lexical(&o.base.join(p))) else {
             continue;
         };
         let (size, sha) = match fate {
-            Fate::Rewritten if !dry => sha256(&base.join(p))?,
+            Fate::Rewritten if !dry => sha256(&o.base.join(p))?,
             _ => (0, String::new()),
         };
         new.insert(p.to_string(), (fate, size, sha));
@@ -199,7 +206,7 @@ fn record(
         return Ok(None);
     };
     if !dry {
-        write_back(path, file, &meta, &bytes, opts)?;
+        o.write_back(path, &bytes, opts)?;
     }
     Ok(Some(counts))
 }
@@ -214,27 +221,22 @@ fn conda_record(
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let Opened {
-        name,
-        meta,
-        file,
-        base,
-    } = Opened::new(path)?;
-    let text = file.bytes();
+    let o = Opened::new(path)?;
+    let text = o.file.bytes();
     let unreadable = |e: serde_json::Error| {
         let why = format!("it cannot be read as a conda package record (JSON): {e}");
-        PathError::said(PathErrorKind::Content, path, &name, why)
+        PathError::said(PathErrorKind::Content, path, &o.name, why)
     };
     let mut new = HashMap::new();
     for p in conda::listed(text).map_err(unreadable)? {
-        let Some(&fate) = fates.get(&lexical(&base.join(&p))) else {
+        let Some(&fate) = fates.get(&lexical(&o.base.join(&p))) else {
             continue;
         };
         let file = match fate {
             Fate::Removed => None,
             Fate::Rewritten if dry => Some((0, String::new())),
             Fate::Rewritten => {
-                let (size, sha) = digest(&base.join(&p))?;
+                let (size, sha) = digest(&o.base.join(&p))?;
                 Some((size, sha.iter().map(|b| format!("{b:02x}")).collect()))
             }
         };
@@ -247,29 +249,9 @@ fn conda_record(
         return Ok(None);
     };
     if !dry {
-        write_back(path, file, &meta, &bytes, opts)?;
+        o.write_back(path, &bytes, opts)?;
     }
     Ok(Some((rewritten, removed)))
-}
-
-/// Replaces the record `path` (mapped as `file`, with `meta`) with
-/// `bytes`, as a pruned file is written: whole or not at all, with the
-/// old file's metadata.
-fn write_back(
-    path: &Path,
-    file: Input,
-    meta: &std::fs::Metadata,
-    bytes: &[u8],
-    opts: &PathOptions,
-) -> Result<(), PathError> {
-    let name = crate::files::shown(path);
-    let cannot = |e| PathError::write(path, e);
-    let mut out = Output::create(path).map_err(cannot)?;
-    std::io::Write::write_all(&mut out, bytes).map_err(cannot)?;
-    let mut rep = PathReport::new(&name, file.bytes(), meta);
-    let through = crate::prune::path::write_through(opts, path, meta)?;
-    drop(file);
-    finish(opts, out, meta, path, &mut rep, through)
 }
 
 /// The size of the file `path` and its SHA-256.
