@@ -613,12 +613,11 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
     if !r.removed.is_empty() {
         parts.push(format!("{} file(s) removed", r.removed.len()));
     }
-    if parts.is_empty() && !r.members_refused.is_empty() {
-        let n = r.members_refused.len();
-        return format!("nothing pruned: {n} file(s) in it refused, left as they were (below)");
-    }
     if parts.is_empty() {
-        return "nothing to remove".to_string();
+        return match r.members_refused.len() {
+            0 => "nothing to remove".to_string(),
+            n => format!("nothing pruned: {n} file(s) in it refused, left as they were (below)"),
+        };
     }
     format!("{}, {verb} {} bytes", parts.join(", "), r.freed)
 }

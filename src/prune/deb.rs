@@ -90,15 +90,11 @@ impl Cx<'_> {
     /// The file `full` of the package refused for `why`: noted in `w`, to
     /// be left as it was, or with [`PathOptions::strict`] the error.
     fn refuse_member(&self, w: &mut Walked, full: &str, why: &str) -> Result<(), PathError> {
+        let e = PathError::said(PathErrorKind::Refused, self.input, full, why);
         if self.opts.strict {
-            return Err(PathError::said(
-                PathErrorKind::Refused,
-                self.input,
-                full,
-                why,
-            ));
+            return Err(e);
         }
-        w.refused.push(format!("'{full}': {why}"));
+        w.refused.push(e.chain());
         Ok(())
     }
 }

@@ -35,77 +35,95 @@ fn rows(doc: &mut Value) -> Option<&mut Vec<Value>> {
     doc.get_mut("paths_data")?.get_mut("paths")?.as_array_mut()
 }
 
-/// The paths the record `text` lists, in `paths_data.paths` and in
-/// `files`.
-pub(super) fn listed(text: &[u8]) -> Result<Vec<String>, serde_json::Error> {
-    let mut doc: Value = serde_json::from_slice(text)?;
-    let mut out: Vec<String> = rows(&mut doc)
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.get("_path")?.as_str().map(str::to_string))
-        .collect();
-    let files = doc.get("files").and_then(Value::as_array);
-    out.extend(
-        files
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f.as_str().map(str::to_string)),
-    );
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+/// A package record, read once: what it lists, then the record updated.
+pub(super) struct Record {
+    doc: Value,
+    /// Whether its text ended with a line break (kept when written).
+    newline: bool,
 }
 
-/// The record `text` with `new` applied, and how many rows were given a
-/// new hash and size and how many removed (in `paths_data`, or in
-/// `files` for a record without it); `None` when nothing changes.
-pub(super) fn updated(
-    text: &[u8],
-    new: &HashMap<String, NewFile>,
-) -> Result<Option<(Vec<u8>, usize, usize)>, serde_json::Error> {
-    let mut doc: Value = serde_json::from_slice(text)?;
-    let (mut rewritten, mut removed) = (0, 0);
-    if let Some(rows) = rows(&mut doc) {
-        rows.retain_mut(|row| {
-            let p = row.get("_path").and_then(Value::as_str);
-            match p.and_then(|p| new.get(p)) {
-                Some(None) => {
-                    removed += 1;
-                    false
-                }
-                Some(Some((size, sha))) => {
-                    rewritten += 1;
-                    if let Some(obj) = row.as_object_mut() {
-                        obj.insert("sha256".into(), sha.as_str().into());
-                        obj.insert("size_in_bytes".into(), (*size).into());
-                        if obj.contains_key("sha256_in_prefix") {
-                            obj.insert("sha256_in_prefix".into(), sha.as_str().into());
-                        }
+impl Record {
+    /// The record whose text is `text`.
+    pub(super) fn parse(text: &[u8]) -> Result<Record, serde_json::Error> {
+        Ok(Record {
+            doc: serde_json::from_slice(text)?,
+            newline: text.ends_with(b"\n"),
+        })
+    }
+
+    /// The paths it lists, in `paths_data.paths` and in `files`.
+    pub(super) fn listed(&self) -> Vec<String> {
+        let rows = self
+            .doc
+            .pointer("/paths_data/paths")
+            .and_then(Value::as_array);
+        let files = self.doc.get("files").and_then(Value::as_array);
+        let mut out: Vec<String> = rows
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("_path")?.as_str().map(str::to_string))
+            .chain(
+                files
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.as_str().map(str::to_string)),
+            )
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Its text with `new` applied, and how many rows were given a new
+    /// hash and size and how many removed (in `paths_data`, or in `files`
+    /// for a record without it); `None` when nothing changes.
+    pub(super) fn updated(
+        mut self,
+        new: &HashMap<String, NewFile>,
+    ) -> Result<Option<(Vec<u8>, usize, usize)>, serde_json::Error> {
+        let (mut rewritten, mut removed) = (0, 0);
+        if let Some(rows) = rows(&mut self.doc) {
+            rows.retain_mut(|row| {
+                let p = row.get("_path").and_then(Value::as_str);
+                match p.and_then(|p| new.get(p)) {
+                    Some(None) => {
+                        removed += 1;
+                        false
                     }
-                    true
+                    Some(Some((size, sha))) => {
+                        rewritten += 1;
+                        if let Some(obj) = row.as_object_mut() {
+                            obj.insert("sha256".into(), sha.as_str().into());
+                            obj.insert("size_in_bytes".into(), (*size).into());
+                            if obj.contains_key("sha256_in_prefix") {
+                                obj.insert("sha256_in_prefix".into(), sha.as_str().into());
+                            }
+                        }
+                        true
+                    }
+                    None => true,
                 }
-                None => true,
-            }
-        });
+            });
+        }
+        let mut lines = 0;
+        if let Some(files) = self.doc.get_mut("files").and_then(Value::as_array_mut) {
+            let before = files.len();
+            files.retain(|f| !matches!(f.as_str().and_then(|p| new.get(p)), Some(None)));
+            lines = before - files.len();
+        }
+        if rewritten + removed == 0 {
+            // A record without `paths_data` lists its files in `files` alone.
+            removed = lines;
+        }
+        if rewritten + removed + lines == 0 {
+            return Ok(None);
+        }
+        let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
+        if self.newline {
+            bytes.push(b'\n');
+        }
+        Ok(Some((bytes, rewritten, removed)))
     }
-    let mut lines = 0;
-    if let Some(files) = doc.get_mut("files").and_then(Value::as_array_mut) {
-        let before = files.len();
-        files.retain(|f| !matches!(f.as_str().and_then(|p| new.get(p)), Some(None)));
-        lines = before - files.len();
-    }
-    if rewritten + removed == 0 {
-        // A record without `paths_data` lists its files in `files` alone.
-        removed = lines;
-    }
-    if rewritten + removed + lines == 0 {
-        return Ok(None);
-    }
-    let mut bytes = serde_json::to_vec_pretty(&doc)?;
-    if text.ends_with(b"\n") {
-        bytes.push(b'\n');
-    }
-    Ok(Some((bytes, rewritten, removed)))
 }
 
 #[cfg(test)]
@@ -125,12 +143,13 @@ mod tests {
             {"_path": "a", "sha256": "0", "size_in_bytes": 1},
             {"_path": "b", "sha256": "0", "size_in_bytes": 1, "sha256_in_prefix": "0"},
             {"_path": "c", "sha256": "0", "size_in_bytes": 1}], "paths_version": 1}}"#;
-        assert_eq!(listed(text).unwrap(), ["a", "b", "c"]);
+        let record = || Record::parse(text).unwrap();
+        assert_eq!(record().listed(), ["a", "b", "c"]);
         let new = HashMap::from([
             ("a".to_string(), None),
             ("b".into(), Some((7, "ff".into()))),
         ]);
-        let (bytes, rewritten, removed) = updated(text, &new).unwrap().unwrap();
+        let (bytes, rewritten, removed) = record().updated(&new).unwrap().unwrap();
         assert_eq!((rewritten, removed), (1, 1));
         let doc: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(
@@ -139,7 +158,7 @@ mod tests {
                 {"_path": "b", "sha256": "ff", "size_in_bytes": 7, "sha256_in_prefix": "ff"},
                 {"_path": "c", "sha256": "0", "size_in_bytes": 1}], "paths_version": 1}})
         );
-        assert!(updated(text, &HashMap::new()).unwrap().is_none());
-        assert!(updated(b"{", &new).is_err());
+        assert!(record().updated(&HashMap::new()).unwrap().is_none());
+        assert!(Record::parse(b"{").is_err());
     }
 }

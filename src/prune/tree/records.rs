@@ -212,7 +212,7 @@ fn record(
 }
 
 /// The conda package record `path` (`conda-meta/*.json`) brought up to
-/// date with `fates` ([`conda::updated`]): the rows given a new hash and
+/// date with `fates` ([`conda::Record::updated`]): the rows given a new hash and
 /// size and the rows removed, counted; `None` when it lists no file of
 /// them.
 fn conda_record(
@@ -228,7 +228,8 @@ fn conda_record(
         PathError::said(PathErrorKind::Content, path, &o.name, why)
     };
     let mut new = HashMap::new();
-    for p in conda::listed(text).map_err(unreadable)? {
+    let record = conda::Record::parse(text).map_err(unreadable)?;
+    for p in record.listed() {
         let Some(&fate) = fates.get(&lexical(&o.base.join(&p))) else {
             continue;
         };
@@ -245,7 +246,7 @@ fn conda_record(
     if new.is_empty() {
         return Ok(None);
     }
-    let Some((bytes, rewritten, removed)) = conda::updated(text, &new).map_err(unreadable)? else {
+    let Some((bytes, rewritten, removed)) = record.updated(&new).map_err(unreadable)? else {
         return Ok(None);
     };
     if !dry {
