@@ -140,5 +140,37 @@ fn rocblas() -> Result<(), Failed> {
         let want = gone.map(|x| format!("Kernels.so-000-gfx90a-{x}.hsaco"));
         same(&format!("{rule}: gfx90a files removed"), of_90a, want.iter().collect())?;
     }
-    Ok(())
+    installed(d, &deb)
+}
+
+/// The original package installed by dpkg into a scratch root, whose
+/// library directory is then pruned in place: the report names
+/// `librocblas0` (not multi-arch: its list has no `:amd64`) as the owner of exactly the files that `dpkg --verify`
+/// then lists (its database is not edited).
+fn installed(d: &Path, deb: &str) -> Result<(), Failed> {
+    scratch_root(d, "system")?;
+    let install = ["--force-depends", "--force-script-chrootless", "-i", deb];
+    dpkg(d, "system", &install)?.ok()?;
+    let lib = "system/usr/lib/x86_64-linux-gnu";
+    let doc = ours_json(&["prune", "--keep", "gfx1100", "--in-place", "--json", lib], d)?;
+    let owners = doc["dpkg_packages"].as_array().cloned().unwrap_or_default();
+    same("packages named", owners.len(), 1)?;
+    same("the owner", owners[0]["package"].as_str(), Some("librocblas0"))?;
+    let mut named: Vec<String> = owners[0]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| Some(f.as_str()?.strip_prefix("system")?.to_string()))
+        .collect();
+    named.sort();
+    same("files named", named.len(), 19)?;
+    // `??5??????  /usr/…` for a file changed, `missing  /usr/…` for one
+    // removed; dpkg exits 1 when it lists any.
+    let verify = dpkg(d, "system", &["--verify", "librocblas0"])?;
+    let mut listed: Vec<String> = String::from_utf8_lossy(&verify.stdout)
+        .lines()
+        .filter_map(|l| Some(l.split_whitespace().last()?.to_string()))
+        .collect();
+    listed.sort();
+    same("the files dpkg --verify lists", named, listed)
 }

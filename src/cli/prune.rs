@@ -246,6 +246,8 @@ impl PruneOpts {
                 skipped: &'a [Left],
                 #[serde(skip_serializing_if = "<[RecordLine]>::is_empty")]
                 records: &'a [RecordLine],
+                #[serde(skip_serializing_if = "<[Owner]>::is_empty")]
+                dpkg_packages: &'a [Owner],
                 total: &'a Total,
             }
             let doc = Doc {
@@ -255,6 +257,7 @@ impl PruneOpts {
                 not_pruned: &run.not_pruned,
                 skipped: &run.skipped,
                 records: &run.records,
+                dpkg_packages: &run.owners,
                 total: &run.total,
             };
             super::io::write_json(&mut out, &doc, &names)?;
@@ -270,6 +273,9 @@ impl PruneOpts {
             }
             for r in &run.records {
                 print_line(&mut out, &r.text(self.dry_run))?;
+            }
+            for o in &run.owners {
+                print_line(&mut out, &o.text(self.dry_run))?;
             }
             if !trees.is_empty() {
                 print_line(&mut out, &run.total.text(self.dry_run))?;
@@ -336,6 +342,29 @@ impl RecordLine {
             "{}: {what} {verb}: {} row(s) given new hashes and sizes, {} row(s) of removed \
              files taken out",
             self.path, self.rows_rewritten, self.rows_removed
+        )
+    }
+}
+
+/// An installed Debian package that lists files the run changed.
+#[derive(Serialize)]
+struct Owner {
+    /// `NAME` or `NAME:ARCH`.
+    package: String,
+    /// The files, as found.
+    files: Vec<String>,
+}
+
+impl Owner {
+    /// Its line in a text report.
+    fn text(&self, dry_run: bool) -> String {
+        let verb = if dry_run { "would change" } else { "changed" };
+        format!(
+            "installed package {}: {} of its files {verb} (dpkg's database is not edited: \
+             `dpkg --verify {}` lists them until the package is installed again)",
+            self.package,
+            self.files.len(),
+            self.package
         )
     }
 }
@@ -439,6 +468,8 @@ struct Run {
     not_pruned: Vec<NotPruned>,
     skipped: Vec<Left>,
     records: Vec<RecordLine>,
+    /// The installed packages owning files changed, by name.
+    owners: Vec<Owner>,
     total: Total,
     /// Error lines for standard error: every failure but the refusals of
     /// files found in directories.
@@ -449,8 +480,12 @@ impl Run {
     fn of(entries: Vec<prune::TreeEntry>, dry_run: bool, through_links: bool) -> Run {
         let mut run = Run::default();
         run.total.disk_after = (!dry_run).then_some(0);
+        let mut owners: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for e in entries {
             let path = crate::files::shown(&e.path).into_owned();
+            if let Some(p) = e.dpkg_package {
+                owners.entry(p).or_default().push(path.clone());
+            }
             if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
                 run.total.found += 1;
             }
@@ -522,6 +557,10 @@ impl Run {
                 }
             }
         }
+        run.owners = owners
+            .into_iter()
+            .map(|(package, files)| Owner { package, files })
+            .collect();
         run
     }
 

@@ -47,6 +47,7 @@ use crate::package;
 use crate::scan::magic::Magic;
 
 mod conda;
+mod dpkg;
 mod records;
 
 /// The name a temporary output starts with ([`crate::files::Output`]).
@@ -67,6 +68,13 @@ pub struct TreeEntry {
     pub named: bool,
     /// What became of it.
     pub outcome: TreeOutcome,
+    /// For a file the run changed (rewrote or removed; in a dry run,
+    /// would): the installed Debian package that lists it, `NAME` or
+    /// `NAME:ARCH`, in the dpkg database of the root it lies under (the
+    /// nearest directory above it holding `var/lib/dpkg/info`). That
+    /// database is not edited: `dpkg --verify` then lists the file until
+    /// the package is installed again.
+    pub dpkg_package: Option<String>,
 }
 
 /// What became of one path of a [`prune_tree`] run.
@@ -220,6 +228,7 @@ pub fn prune_tree(
             path: std::mem::take(&mut f.path),
             named: false,
             outcome: left,
+            dpkg_package: None,
         });
         done += 1;
         progress(done, total);
@@ -260,11 +269,20 @@ pub fn prune_tree(
             path: f.path,
             named: f.named,
             outcome,
+            dpkg_package: None,
         });
         done += 1;
         progress(done, total);
     }
     records::update(&mut out, opts);
+    let dry = opts.destination == super::Destination::DryRun;
+    let changed = out
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| records::changed(e, dry).is_some());
+    for (i, package) in dpkg::owners(changed.map(|(i, e)| (i, e.path.as_path()))) {
+        out[i].dpkg_package = Some(package);
+    }
     out
 }
 
@@ -274,6 +292,7 @@ fn found(path: &Path, why: Skip) -> TreeEntry {
         path: path.to_path_buf(),
         named: false,
         outcome: TreeOutcome::Skipped(why),
+        dpkg_package: None,
     }
 }
 
@@ -309,6 +328,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 &name,
                 why,
             )),
+            dpkg_package: None,
         }));
         return;
     }
@@ -328,6 +348,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 };
                 slots.push(Slot::Done(TreeEntry {
                     outcome: TreeOutcome::Failed(PathError::open(&path, e)),
+                    dpkg_package: None,
                     path,
                     named: false,
                 }));
@@ -362,6 +383,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
+                dpkg_package: None,
                 path: path.to_path_buf(),
                 named: false,
             })),

@@ -346,3 +346,65 @@ fn a_directory_is_pruned_in_place_or_in_a_dry_run_only() {
     assert_eq!(snapshot(&root), before);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
 }
+
+#[test]
+fn the_installed_package_owning_a_changed_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let lib_dir = root.join("usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::create_dir_all(root.join("var/lib/dpkg/info")).unwrap();
+    // A merged-/usr root: its package lists `/lib/…` for `/usr/lib/…`.
+    std::os::unix::fs::symlink("usr/lib", root.join("lib")).unwrap();
+    let lib = linked::library(&linked::hip_bundle(4096));
+    std::fs::write(lib_dir.join("libk.so.0"), &lib).unwrap();
+    std::fs::write(lib_dir.join("k.hipfb"), hip_bundle()).unwrap();
+    std::fs::write(lib_dir.join("mine.hipfb"), hip_bundle()).unwrap();
+    std::fs::write(lib_dir.join("notes.txt"), "no device code\n").unwrap();
+    let info = root.join("var/lib/dpkg/info");
+    std::fs::write(
+        info.join("libk0:amd64.list"),
+        "/.\n/usr\n/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu/libk.so.0\n\
+         /usr/lib/x86_64-linux-gnu/k.hipfb\n",
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("notes.list"),
+        "/usr/lib/x86_64-linux-gnu/notes.txt\n",
+    )
+    .unwrap();
+    let owners = |destination| {
+        let found = prune_tree(
+            &[root.join("usr")],
+            &gfx90a(),
+            &to(destination),
+            &mut |_, _| {},
+        );
+        let mut owned: Vec<(String, Option<String>)> = found
+            .iter()
+            .map(|e| {
+                let name = e.path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, e.dpkg_package.clone())
+            })
+            .collect();
+        owned.sort();
+        owned
+    };
+    let want = [
+        ("k.hipfb", Some("libk0:amd64")),
+        ("libk.so.0", Some("libk0:amd64")),
+        // Changed, and listed by no package.
+        ("mine.hipfb", None),
+        // Listed, and not changed.
+        ("notes.txt", None),
+    ]
+    .map(|(n, p)| (n.to_string(), p.map(str::to_string)));
+    assert_eq!(owners(Destination::DryRun), want);
+    assert_eq!(owners(Destination::InPlace), want);
+    // Pruned again, nothing changes: no file is named.
+    assert!(
+        owners(Destination::InPlace)
+            .iter()
+            .all(|(_, p)| p.is_none())
+    );
+}

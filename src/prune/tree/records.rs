@@ -26,9 +26,26 @@ use crate::prune::wheel::{Change, new_record_with};
 
 /// What became of a file of the run, for the RECORDs.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Fate {
+pub(super) enum Fate {
     Rewritten,
     Removed,
+}
+
+/// What the run did to the file of `e` (in a dry run, would do):
+/// `None` when it is not a file the run changed.
+pub(super) fn changed(e: &TreeEntry, dry: bool) -> Option<Fate> {
+    let TreeOutcome::Pruned(r) = &e.outcome else {
+        return None;
+    };
+    let removed = r.removed.len() == 1 && r.removed[0].path == r.path && r.bytes_after == 0;
+    match (removed, dry) {
+        (true, _) => Some(Fate::Removed),
+        (false, false) if r.output.is_some() => Some(Fate::Rewritten),
+        (false, true) if r.containers_rewritten > 0 || !r.removed.is_empty() => {
+            Some(Fate::Rewritten)
+        }
+        _ => None,
+    }
 }
 
 /// `path` with `.` dropped and `..` taken lexically.
@@ -65,20 +82,10 @@ fn is_record(path: &Path) -> bool {
 /// could not be written ([`TreeOutcome::Failed`]).
 pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
     let dry = opts.destination == super::super::Destination::DryRun;
-    let mut fates: HashMap<PathBuf, Fate> = HashMap::new();
-    for e in entries.iter() {
-        let TreeOutcome::Pruned(r) = &e.outcome else {
-            continue;
-        };
-        let removed = r.removed.len() == 1 && r.removed[0].path == r.path && r.bytes_after == 0;
-        let fate = match (removed, dry) {
-            (true, _) => Fate::Removed,
-            (false, false) if r.output.is_some() => Fate::Rewritten,
-            (false, true) if r.containers_rewritten > 0 || !r.removed.is_empty() => Fate::Rewritten,
-            _ => continue,
-        };
-        fates.insert(lexical(&e.path), fate);
-    }
+    let fates: HashMap<PathBuf, Fate> = entries
+        .iter()
+        .filter_map(|e| Some((lexical(&e.path), changed(e, dry)?)))
+        .collect();
     if fates.is_empty() {
         return;
     }

@@ -1,0 +1,136 @@
+//! Which installed Debian package owns a file the run changed, as
+//! `dpkg -S` would say: dpkg's database is never edited (its `md5sums`
+//! then differ from the file, and `dpkg --verify` lists it until the
+//! package is installed again), so the report names the package instead.
+//!
+//! The database is the one of the root the tree lies under: the nearest
+//! directory, from each path named up to `/`, that holds
+//! `var/lib/dpkg/info` (an installed system, a chroot, an unpacked image's
+//! root). Each `info/*.list` names the files of one package, one absolute
+//! path a line; a file the run changed is looked up by its path below that
+//! root. On a merged-`/usr` root (`/lib` a link to `usr/lib`), a package
+//! that lists `/lib/…` owns `/usr/lib/…` too. Diversions are not followed.
+//! The lists are read only when the run changed a file, and at most once
+//! per root.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The directories a merged-`/usr` root makes links into `usr/`.
+const MERGED: [&str; 6] = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+
+/// The installed package that lists each of `files` (a file the run
+/// changed, by its index in the run), where one does: `(index, NAME or
+/// NAME:ARCH)`, sorted by index.
+pub(super) fn owners<'a>(files: impl Iterator<Item = (usize, &'a Path)>) -> Vec<(usize, String)> {
+    // The files, by the root they lie under and their path there.
+    let mut roots: HashMap<PathBuf, HashMap<Vec<u8>, Vec<usize>>> = HashMap::new();
+    for (i, path) in files {
+        let Some((root, below)) = under_root(path) else {
+            continue;
+        };
+        let mut key = b"/".to_vec();
+        key.extend_from_slice(below.as_os_str().as_encoded_bytes());
+        roots
+            .entry(root)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .push(i);
+    }
+    let mut found: HashMap<usize, String> = HashMap::new();
+    for (root, files) in roots {
+        let merged: Vec<&str> = MERGED
+            .iter()
+            .copied()
+            .filter(|d| {
+                std::fs::read_link(root.join(d))
+                    .is_ok_and(|t| t == Path::new("usr").join(d) || t == Path::new("/usr").join(d))
+            })
+            .collect();
+        for (package, list) in lists(&root) {
+            for line in list.split(|&b| b == b'\n') {
+                let Some(idx) = files
+                    .get(line)
+                    .or_else(|| files.get(&merged_path(line, &merged)?))
+                else {
+                    continue;
+                };
+                for &i in idx {
+                    found.entry(i).or_insert_with(|| package.clone());
+                }
+            }
+        }
+    }
+    let mut out: Vec<(usize, String)> = found.into_iter().collect();
+    out.sort();
+    out
+}
+
+/// The root of a dpkg database that `path` lies under, and `path` below
+/// it: the file's directory made absolute with its links resolved (the
+/// file itself may be gone, removed by the run).
+fn under_root(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let dir = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
+    let file = dir.join(path.file_name()?);
+    let root = dir
+        .ancestors()
+        .find(|a| a.join("var/lib/dpkg/info").is_dir())?;
+    let below = file.strip_prefix(root).ok()?.to_path_buf();
+    Some((root.to_path_buf(), below))
+}
+
+/// `/usr/DIR/…` for a line `/DIR/…` of a package's list, where the root
+/// links `DIR` to `usr/DIR`.
+fn merged_path(line: &[u8], merged: &[&str]) -> Option<Vec<u8>> {
+    let rest = line.strip_prefix(b"/")?;
+    let dir = merged.iter().find(|d| {
+        rest.strip_prefix(d.as_bytes())
+            .is_some_and(|r| r.starts_with(b"/"))
+    })?;
+    let mut out = b"/usr/".to_vec();
+    out.extend_from_slice(dir.as_bytes());
+    out.extend_from_slice(&rest[dir.len()..]);
+    Some(out)
+}
+
+/// Each package's list of files in the database of `root`, sorted by the
+/// package's name (`NAME` or `NAME:ARCH`, as the list file is named).
+/// A list that cannot be read is passed over.
+fn lists(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let info = root.join("var/lib/dpkg/info");
+    let Ok(dir) = std::fs::read_dir(&info) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = dir
+        .filter_map(|d| d.ok()?.file_name().into_string().ok())
+        .filter_map(|n| Some(n.strip_suffix(".list")?.to_string()))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let list = std::fs::read(info.join(format!("{n}.list"))).ok()?;
+            Some((n, list))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merged_usr_line_names_the_usr_path() {
+        let merged = ["lib", "bin"];
+        assert_eq!(
+            merged_path(b"/lib/x86_64-linux-gnu/libk.so", &merged).as_deref(),
+            Some(&b"/usr/lib/x86_64-linux-gnu/libk.so"[..])
+        );
+        // Not `lib64`, which this root does not link, nor `/library`.
+        assert_eq!(merged_path(b"/lib64/ld.so", &merged), None);
+        assert_eq!(merged_path(b"/library/k", &merged), None);
+        assert_eq!(merged_path(b"/usr/lib/k", &merged), None);
+    }
+}
