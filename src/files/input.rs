@@ -435,6 +435,36 @@ impl Input {
         })
     }
 
+    /// Runs `f` while a helper thread gives back the pages of this input's
+    /// mapping every 50 ms, so that reading all of a large input once
+    /// (through a decompressor, say) holds in memory only the pages read
+    /// in the last 50 ms rather than every page read so far. Reading a
+    /// page given back maps it again from the page cache, with the same
+    /// bytes. An input held in memory runs `f` alone.
+    pub fn releasing<R>(&self, f: impl FnOnce() -> R) -> R {
+        let Data::Map(map) = &self.data else {
+            return f();
+        };
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let releaser = std::thread::Builder::new()
+                .name("release-pages".into())
+                .spawn_scoped(scope, move || {
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        stopped.recv_timeout(RELEASE_EVERY)
+                    {
+                        dont_need(map, 0, map.len());
+                    }
+                });
+            let r = f();
+            drop(stop);
+            if let Ok(t) = releaser {
+                let _ = t.join();
+            }
+            r
+        })
+    }
+
     /// A reader over `sub` (a slice of this input's mapping) that reads the
     /// file instead, so that the pages read do not stay mapped into this
     /// process (they count toward its resident memory as long as they are

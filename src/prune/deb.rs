@@ -155,14 +155,18 @@ pub(crate) fn prune(
         Some(d) => Some(Output::create(d).map_err(|e| PathError::write(d, e))?),
         None => None,
     };
-    let walked = prune_data(
-        &cx,
-        &entries[data_at],
-        data,
-        out.as_ref(),
-        &mut budget,
-        &mut rep,
-    )?;
+    // `data.tar` is read once, front to back: its pages are given back
+    // as the walk goes (a package of hundreds of MB would stay mapped).
+    let walked = file.releasing(|| {
+        prune_data(
+            &cx,
+            &entries[data_at],
+            data,
+            out.as_ref(),
+            &mut budget,
+            &mut rep,
+        )
+    })?;
     walked.all.check_device_left(input, &cx.name, &opts.prune)?;
     rep.kept = merge(std::mem::take(&mut rep.kept));
     rep.dropped = merge(std::mem::take(&mut rep.dropped));
