@@ -55,8 +55,6 @@ pub mod ccob;
 #[cfg(feature = "files")]
 pub(crate) mod file;
 pub(crate) mod id;
-#[cfg(feature = "files")]
-pub(crate) mod job;
 pub(crate) mod listing;
 pub(crate) mod object;
 pub(crate) mod ops;

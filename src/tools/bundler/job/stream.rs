@@ -2,8 +2,9 @@
 //! first, then the contents once into the outputs, in memory that does not
 //! grow with the bundle.
 
+use super::check::{Job, read_options};
+use super::failure::{Failure, Note, Say, decompress_fail, missing_bundles};
 use super::verbose::decompress_report_streamed;
-use super::{Failure, Job, Note, Say, decompress_fail, missing_bundles, read_options};
 use crate::bundle::ccob::{self, ReadOptions, StreamEnd, StreamFailure, Streamable};
 use crate::bundle::{Format, id::BundleId, ops};
 use crate::files::{Input, Output};
@@ -89,7 +90,7 @@ pub struct Streaming<'a> {
 /// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
 /// `None` when it is anything else, or when anything looks wrong before
 /// decompressing (the whole-buffer path then reports it in LLVM's order).
-/// The hash is computed only with `-verbose` ([`super::hash_policy`]).
+/// The hash is computed only with `-verbose` ([`hash_policy`](super::check::hash_policy)).
 pub fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
     let opts = read_options(job);
     let Streamable { c, records } =
