@@ -60,8 +60,6 @@ pub(crate) mod object;
 pub(crate) mod ops;
 pub(crate) mod select;
 pub(crate) mod text;
-#[cfg(feature = "files")]
-pub(crate) mod to_dir;
 
 pub use crate::host::object::{Span, Written};
 pub use archive_unbundle::{

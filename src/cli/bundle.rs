@@ -12,7 +12,7 @@ use super::io::{Input, open_input};
 use crate::bundle::ccob::{CompressOptions, Failure, Method};
 use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::ops;
-use crate::bundle::to_dir::{ToDir, ToDirError, unbundle_to_dir};
+use crate::tools::bundler::to_dir::{ToDir, ToDirError, unbundle_to_dir};
 
 /// Bundle per-target files into one clang offload bundle (the bytes
 /// clang-offload-bundler 22 writes).

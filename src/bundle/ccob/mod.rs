@@ -122,7 +122,7 @@
 //! `-verbose` lines print (sizes, level, stored and computed hash); the
 //! lines themselves, and LLVM's `OFFLOAD_BUNDLER_*` and
 //! `COMPRESSED_BUNDLE_FORMAT_VERSION` environment variables, belong to the
-//! `clang-offload-bundler` job (`bundle::job`, crate-visible).
+//! `clang-offload-bundler` job (`tools::bundler::job`, crate-visible).
 //!
 //! # Examples
 //!

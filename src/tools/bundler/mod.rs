@@ -1,4 +1,6 @@
-//! `clang-offload-bundler` (LLVM 22) on files: [`job`], a whole invocation
-//! checked and carried out as LLVM does it.
+//! Bundles on files: [`job`], a whole `clang-offload-bundler` (LLVM 22)
+//! invocation checked and carried out as LLVM does it, and [`to_dir`],
+//! `offload-kit unbundle`'s entries written into a directory.
 
 pub(crate) mod job;
+pub(crate) mod to_dir;

@@ -10,10 +10,12 @@ use std::io;
 use std::ops::Range;
 use std::path::Path;
 
-use super::ccob::{self, HashCheck, ReadOptions, StreamEnd, StreamFailure, Streamable, Wanted};
-use super::id::{BundleId, TargetError, check_targets};
-use super::ops::{self, Extract};
-use super::{Format, binary, select};
+use crate::bundle::ccob::{
+    self, HashCheck, ReadOptions, StreamEnd, StreamFailure, Streamable, Wanted,
+};
+use crate::bundle::id::{BundleId, TargetError, check_targets};
+use crate::bundle::ops::{self, Extract};
+use crate::bundle::{Format, binary, select};
 use crate::files::{Input, safe_component, write_bytes};
 use crate::host::object::{Written, write_object};
 
