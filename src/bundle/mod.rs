@@ -52,8 +52,6 @@
 pub(crate) mod archive_unbundle;
 pub(crate) mod binary;
 pub mod ccob;
-#[cfg(feature = "files")]
-pub(crate) mod file;
 pub(crate) mod id;
 pub(crate) mod listing;
 pub(crate) mod object;

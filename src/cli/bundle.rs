@@ -10,9 +10,9 @@ use anyhow::{Result, bail};
 
 use super::io::{Input, open_input};
 use crate::bundle::ccob::{CompressOptions, Failure, Method};
-use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::ops;
 use crate::tools::bundler::to_dir::{ToDir, ToDirError, unbundle_to_dir};
+use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
 /// Bundle per-target files into one clang offload bundle (the bytes
 /// clang-offload-bundler 22 writes).

@@ -9,11 +9,11 @@ use super::objcopy::{TempFile, command, print_bundle_command};
 use super::stream::{Streaming, stream, streaming, unbundle_streaming};
 use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
 use crate::bundle::ccob;
-use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::ops::Extract;
 use crate::bundle::{Format, id::BundleId, ops, select};
 use crate::files::{Input, write_bytes};
 use crate::host::object::write_object;
+use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Failure> {

@@ -5,8 +5,8 @@
 
 use std::io;
 
-use super::ccob::{self, CompressOptions, CompressReport};
-use super::ops::{Bundled, Targets};
+use crate::bundle::ccob::{self, CompressOptions, CompressReport};
+use crate::bundle::ops::{Bundled, Targets};
 use crate::files::{Input, write_layout};
 use crate::host::object::write_object;
 
@@ -19,7 +19,7 @@ pub enum WriteFailure {
     Ccob(ccob::Failure),
 }
 
-/// Writes what [`super::ops::bundle`] made of `inputs` (one per target,
+/// Writes what [`ops::bundle`](crate::bundle::ops::bundle) made of `inputs` (one per target,
 /// named `names`) to `out`, atomically: compressed into a CCOB with
 /// `compress` (an object bundle is written as it is: LLVM compresses its
 /// empty bundle buffer, which llvm-objcopy's output then replaces), and
