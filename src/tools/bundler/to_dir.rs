@@ -17,7 +17,8 @@ use crate::bundle::id::{BundleId, TargetError, check_targets};
 use crate::bundle::ops::{self, Extract};
 use crate::bundle::{Format, binary, select};
 use crate::files::{Input, safe_component, write_bytes};
-use crate::host::object::{Written, write_object};
+use crate::host::object::Written;
+use crate::tools::bundler::write::write_object;
 
 /// What `offload-kit unbundle` is asked for.
 #[derive(Debug, Clone)]

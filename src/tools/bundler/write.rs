@@ -1,14 +1,16 @@
 //! A bundle written to a file, for both bundler front ends: an object
 //! bundle with its images copied file to file, a binary or text bundle
 //! laid out the same way, or compressed into a CCOB in memory that does
-//! not grow with the bundle.
+//! not grow with the bundle; and any edited object written to a file, its
+//! spans copied file to file ([`write_object`]).
 
 use std::io;
+use std::path::Path;
 
 use crate::bundle::ccob::{self, CompressOptions, CompressReport};
 use crate::bundle::ops::{Bundled, Targets};
 use crate::files::{Input, write_layout};
-use crate::host::object::write_object;
+use crate::host::object::Written;
 
 /// Why [`write_bundled`] failed.
 #[derive(Debug)]
@@ -50,4 +52,23 @@ pub fn write_bundled(
                 .map_err(WriteFailure::Output),
         },
     }
+}
+
+/// Writes an object made by `host::object` (a bundle or a stripped host
+/// object) atomically to `path`: `sources[k]` is span source `k` and the
+/// input its bytes lie in, so the spans are copied file to file.
+pub fn write_object(
+    path: impl AsRef<Path>,
+    w: &Written,
+    sources: &[(&Input, &[u8])],
+) -> io::Result<()> {
+    let views: Vec<&[u8]> = sources.iter().map(|s| s.1).collect();
+    let images: Vec<(&Input, &[u8])> = w
+        .spans
+        .iter()
+        .enumerate()
+        .map(|(k, s)| Some((sources.get(s.source)?.0, w.image(k, &views)?)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| io::Error::other("internal error: object layout out of range"))?;
+    write_layout(path, &w.layout, |k| images[k])
 }

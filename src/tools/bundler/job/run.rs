@@ -12,7 +12,7 @@ use crate::bundle::ccob;
 use crate::bundle::ops::Extract;
 use crate::bundle::{Format, id::BundleId, ops, select};
 use crate::files::{Input, write_bytes};
-use crate::host::object::write_object;
+use crate::tools::bundler::write::write_object;
 use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
 /// The format for the file type, or LLVM's error for an unknown type.
