@@ -163,7 +163,7 @@ pub fn bundle(
 /// The whole uncompressed bundle of `layout` over `inputs`, compressed into a
 /// CCOB (the bytes LLVM's `-compress` writes), with what LLVM's verbose mode
 /// reports. The bundle and the CCOB are built in memory: writing a file
-/// (`ccob::write_ccob`), the bundle goes to a mapped file compressed with
+/// (`tools::bundler::compressed::write_ccob`), the bundle goes to a mapped file compressed with
 /// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, its
 /// [`pieces`] stream through [`ccob::compress_pieces`].
 #[cfg(test)]

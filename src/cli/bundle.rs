@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::io::{Input, open_input};
-use crate::bundle::ccob::{CompressOptions, Failure, Method};
+use crate::bundle::ccob::{CompressOptions, Method};
 use crate::bundle::ops;
+use crate::tools::bundler::compressed::Failure;
 use crate::tools::bundler::to_dir::{ToDir, ToDirError, unbundle_to_dir};
 use crate::tools::bundler::write::{WriteFailure, write_bundled};
 

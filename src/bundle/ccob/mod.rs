@@ -149,8 +149,6 @@
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
 //! (docs/formats/bundles.md §4).
 
-#[cfg(feature = "files")]
-mod file;
 mod frames;
 mod header;
 mod parallel;
@@ -171,10 +169,6 @@ pub use stream::{StreamEnd, Streamed, Wanted};
 pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
 
 // What the rest of the crate (the scanner, the command line) uses besides.
-#[cfg(feature = "files")]
-pub(crate) use file::{
-    Failure, StreamFailure, Streamable, stream_input, stream_to_files, streamable, write_ccob,
-};
 pub(crate) use header::truncated_md5;
 pub(crate) use parallel::default_threads;
 pub(crate) use peek::{PEEK_FLOOR, PEEK_RATIO};

@@ -10,9 +10,8 @@ use std::io;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::bundle::ccob::{
-    self, HashCheck, ReadOptions, StreamEnd, StreamFailure, Streamable, Wanted,
-};
+use super::compressed::{self, StreamFailure, Streamable};
+use crate::bundle::ccob::{self, HashCheck, ReadOptions, StreamEnd, Wanted};
 use crate::bundle::id::{BundleId, TargetError, check_targets};
 use crate::bundle::ops::{self, Extract};
 use crate::bundle::{Format, binary, select};
@@ -119,7 +118,7 @@ fn request_file(out: Option<String>, request: &BundleId) -> String {
 /// read and its hash matched.
 ///
 /// `None` when the input is anything else, or anything looks wrong
-/// before decompressing (see [`ccob::streamable`]): the whole-buffer
+/// before decompressing (see [`compressed::streamable`]): the whole-buffer
 /// path then reports it.
 fn unbundle_streaming(
     job: &ToDir<'_>,
@@ -127,7 +126,7 @@ fn unbundle_streaming(
     listed: &mut dyn FnMut(&str) -> io::Result<()>,
 ) -> Option<Result<(), ToDirError>> {
     let Streamable { c, records } =
-        ccob::streamable(input.bytes(), job.max_uncompressed, |prefix| {
+        compressed::streamable(input.bytes(), job.max_uncompressed, |prefix| {
             match job.file_type {
                 Some(t) => Format::for_type(t, prefix),
                 None => Format::detect(prefix),
@@ -145,7 +144,7 @@ fn unbundle_streaming(
     };
     let threads = job.threads.unwrap_or_else(ccob::default_threads);
     let stream = |wanted: &mut [Wanted<'_>]| -> crate::Result<()> {
-        ccob::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads).map(|_| ())
+        compressed::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads).map(|_| ())
     };
     Some(write_streamed(job, &plan, missing, &stream, listed))
 }
@@ -213,7 +212,7 @@ fn write_streamed(
             (path.to_string_lossy().into_owned(), r.clone())
         })
         .collect();
-    let ((), outs) = ccob::stream_to_files(&shown, stream).map_err(|f| match f {
+    let ((), outs) = compressed::stream_to_files(&shown, stream).map_err(|f| match f {
         StreamFailure::Create(k, e) | StreamFailure::Write(k, e) => {
             ToDirError::Write(shown[k].0.clone(), e)
         }

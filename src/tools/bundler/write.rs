@@ -7,7 +7,8 @@
 use std::io;
 use std::path::Path;
 
-use crate::bundle::ccob::{self, CompressOptions, CompressReport};
+use super::compressed::{self, write_ccob};
+use crate::bundle::ccob::{CompressOptions, CompressReport};
 use crate::bundle::ops::{Bundled, Targets};
 use crate::files::{Input, write_layout};
 use crate::host::object::Written;
@@ -17,8 +18,8 @@ use crate::host::object::Written;
 pub enum WriteFailure {
     /// The output could not be written.
     Output(io::Error),
-    /// The CCOB could not be made or written (see [`ccob::Failure`]).
-    Ccob(ccob::Failure),
+    /// The CCOB could not be made or written (see [`compressed::Failure`]).
+    Ccob(compressed::Failure),
 }
 
 /// Writes what [`ops::bundle`](crate::bundle::ops::bundle) made of `inputs` (one per target,
@@ -44,7 +45,7 @@ pub fn write_bundled(
             Ok(None)
         }
         Bundled::Layout(layout) => match compress {
-            Some(opts) => ccob::write_ccob(out, layout, inputs, names, opts)
+            Some(opts) => write_ccob(out, layout, inputs, names, opts)
                 .map(Some)
                 .map_err(WriteFailure::Ccob),
             None => write_layout(out, layout, |i| (&inputs[i], views[i]))

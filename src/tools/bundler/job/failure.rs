@@ -8,6 +8,7 @@ use crate::bundle::ccob;
 use crate::bundle::id::BundleId;
 use crate::bundle::select;
 use crate::files::Input;
+use crate::tools::bundler::compressed;
 
 /// What a job says on the way, in order: LLVM prints it on stderr as it
 /// comes, before any failure.
@@ -67,15 +68,15 @@ impl Failure {
     }
 }
 
-impl From<ccob::Failure> for Failure {
+impl From<compressed::Failure> for Failure {
     /// LLVM's line for a compressor that refused or failed (ours where it
     /// has none), or the file that could not be written.
-    fn from(f: ccob::Failure) -> Failure {
+    fn from(f: compressed::Failure) -> Failure {
         match f {
-            ccob::Failure::Ccob(e) => {
+            compressed::Failure::Ccob(e) => {
                 Failure::new(ccob::llvm_message(&e).unwrap_or_else(|| e.to_string()))
             }
-            ccob::Failure::File(path, error) => Failure::File { path, error },
+            compressed::Failure::File(path, error) => Failure::File { path, error },
         }
     }
 }
