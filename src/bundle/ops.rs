@@ -52,7 +52,7 @@ impl Targets {
     pub fn for_bundling(targets: &[String]) -> std::result::Result<Targets, TargetsError> {
         let ids = super::id::check_targets(targets, true).map_err(TargetsError::Invalid)?;
         let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-        if let Some((first, second)) = super::first_duplicate(&normalized) {
+        if let Some((first, second)) = first_duplicate(&normalized) {
             let id = normalized[second].clone();
             return Err(TargetsError::Duplicate { first, second, id });
         }
@@ -166,6 +166,23 @@ pub fn bundle(
 /// (`tools::bundler::compressed::write_ccob`), the bundle goes to a mapped file compressed with
 /// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, its
 /// [`pieces`] stream through [`ccob::compress_pieces`].
+/// The first two entries (indices, earlier first) whose normalized IDs are
+/// equal. LLVM 22 accepts such targets and writes a bundle whose offsets
+/// point at the wrong data, so the bundlers refuse them.
+fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    normalized
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| match first.entry(n) {
+            std::collections::hash_map::Entry::Occupied(o) => Some((*o.get(), i)),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+                None
+            }
+        })
+}
+
 #[cfg(test)]
 pub fn compress_layout(
     layout: &Layout,
