@@ -69,7 +69,6 @@ pub(crate) mod container;
 pub(crate) mod inflating;
 pub(crate) mod kinds;
 pub(crate) mod listing;
-pub(crate) mod packager;
 pub(crate) mod raw;
 pub(crate) mod read;
 #[cfg(feature = "files")]

@@ -10,6 +10,9 @@
 //! touch the file system; this layer opens inputs and writes outputs
 //! through `files`. The linker wrapper, the third tool, is `link`.
 //!
-//! - [`bundler`]: `clang-offload-bundler`'s job.
+//! - [`bundler`]: `clang-offload-bundler`'s job, and bundles written to
+//!   and read from files and directories.
+//! - [`packager`]: `llvm-offload-binary`'s packing and extraction.
 
 pub(crate) mod bundler;
+pub(crate) mod packager;

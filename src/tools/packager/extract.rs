@@ -6,7 +6,7 @@
 
 use std::io;
 
-use super::{extracted_name, files_to_write, matches, member_name};
+use super::filter::{extracted_name, files_to_write, matches, member_name};
 use crate::archive;
 use crate::files::{Input, write_layout};
 use crate::offload_binary::streams::Streams;
