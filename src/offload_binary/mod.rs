@@ -71,8 +71,6 @@ pub(crate) mod kinds;
 pub(crate) mod listing;
 pub(crate) mod raw;
 pub(crate) mod read;
-#[cfg(feature = "files")]
-pub(crate) mod streams;
 pub(crate) mod write;
 
 pub use budget::{Budget, BudgetLimits, Spent};

@@ -13,6 +13,10 @@
 //! - [`bundler`]: `clang-offload-bundler`'s job, and bundles written to
 //!   and read from files and directories.
 //! - [`packager`]: `llvm-offload-binary`'s packing and extraction.
+//! - [`streams`]: found OffloadBinary images copied to files, streamed
+//!   out of compressed binaries (for the packager, `offload-kit unpack`
+//!   and the linker wrapper's drop-in).
 
 pub(crate) mod bundler;
 pub(crate) mod packager;
+pub(crate) mod streams;
