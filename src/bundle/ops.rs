@@ -5,9 +5,10 @@
 //! selection, the host object of an object bundle, missing entries).
 //!
 //! Nothing here prints, reads the environment or opens files: the front ends
-//! (`job` for the drop-in, the native commands) open the inputs, call these
-//! in LLVM's order of checks, and render the typed results as their
-//! messages; `file.rs` writes what [`bundle`] makes. The results describe what to write
+//! (`tools::bundler::job` for the drop-in, the native commands) open the
+//! inputs, call these in LLVM's order of checks, and render the typed
+//! results as their messages; `tools::bundler::write` writes what
+//! [`bundle`] makes. The results describe what to write
 //! ([`Layout`]s and [`Written`] objects whose images are byte ranges of the
 //! inputs); image bytes are copied only when a bundle is compressed.
 

@@ -1,6 +1,6 @@
 //! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
 //! ordinary options, on the same library code as the drop-in. What unbundle
-//! writes and where is the library's `crate::bundle::to_dir`; here are the
+//! writes and where is the library's `crate::tools::bundler::to_dir`; here are the
 //! options, the messages and the listing of the files.
 
 use std::io::Write;

@@ -34,8 +34,8 @@
 //! passes the window (128 MiB) that buffer wraps and the frame differs.
 //!
 //! [`compress`] writes to any `Write + Seek` ([`compress_to_vec`] to
-//! memory). Written to a file (`file.rs`, with the `files` feature, for
-//! both bundler front ends), the CCOB goes into a mapped output of the
+//! memory). Written to a file (`tools::bundler::compressed`, with the
+//! `files` feature, for both bundler front ends), the CCOB goes into a mapped output of the
 //! largest size it can have, with the hash from its own function, so that
 //! neither the bundle nor the CCOB is kept in memory (`compress_into`).
 //!
