@@ -180,6 +180,8 @@ pub(crate) mod llvm;
 mod num;
 pub(crate) mod package;
 mod sync;
+#[cfg(feature = "files")]
+pub(crate) mod tools;
 
 #[cfg(any(test, fuzzing))]
 pub mod fuzz;

@@ -5,9 +5,10 @@
 //! selection, the host object of an object bundle, missing entries).
 //!
 //! Nothing here prints, reads the environment or opens files: the front ends
-//! (`job` for the drop-in, the native commands) open the inputs, call these
-//! in LLVM's order of checks, and render the typed results as their
-//! messages; `file.rs` writes what [`bundle`] makes. The results describe what to write
+//! (`tools::bundler::job` for the drop-in, the native commands) open the
+//! inputs, call these in LLVM's order of checks, and render the typed
+//! results as their messages; `tools::bundler::write` writes what
+//! [`bundle`] makes. The results describe what to write
 //! ([`Layout`]s and [`Written`] objects whose images are byte ranges of the
 //! inputs); image bytes are copied only when a bundle is compressed.
 
@@ -52,7 +53,7 @@ impl Targets {
     pub fn for_bundling(targets: &[String]) -> std::result::Result<Targets, TargetsError> {
         let ids = super::id::check_targets(targets, true).map_err(TargetsError::Invalid)?;
         let normalized: Vec<String> = ids.iter().map(BundleId::normalized).collect();
-        if let Some((first, second)) = super::first_duplicate(&normalized) {
+        if let Some((first, second)) = first_duplicate(&normalized) {
             let id = normalized[second].clone();
             return Err(TargetsError::Duplicate { first, second, id });
         }
@@ -163,9 +164,26 @@ pub fn bundle(
 /// The whole uncompressed bundle of `layout` over `inputs`, compressed into a
 /// CCOB (the bytes LLVM's `-compress` writes), with what LLVM's verbose mode
 /// reports. The bundle and the CCOB are built in memory: writing a file
-/// (`ccob::write_ccob`), the bundle goes to a mapped file compressed with
+/// (`tools::bundler::compressed::write_ccob`), the bundle goes to a mapped file compressed with
 /// [`ccob::compress_into`] instead, or, not byte-identical to LLVM, its
 /// [`pieces`] stream through [`ccob::compress_pieces`].
+/// The first two entries (indices, earlier first) whose normalized IDs are
+/// equal. LLVM 22 accepts such targets and writes a bundle whose offsets
+/// point at the wrong data, so the bundlers refuse them.
+fn first_duplicate(normalized: &[String]) -> Option<(usize, usize)> {
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    normalized
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| match first.entry(n) {
+            std::collections::hash_map::Entry::Occupied(o) => Some((*o.get(), i)),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+                None
+            }
+        })
+}
+
 #[cfg(test)]
 pub fn compress_layout(
     layout: &Layout,

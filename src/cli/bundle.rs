@@ -1,6 +1,6 @@
 //! `offload-kit bundle` and `offload-kit unbundle`: clang offload bundles with
 //! ordinary options, on the same library code as the drop-in. What unbundle
-//! writes and where is the library's `crate::bundle::to_dir`; here are the
+//! writes and where is the library's `crate::tools::bundler::to_dir`; here are the
 //! options, the messages and the listing of the files.
 
 use std::io::Write;
@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::io::{Input, open_input};
-use crate::bundle::ccob::{CompressOptions, Failure, Method};
-use crate::bundle::file::{WriteFailure, write_bundled};
+use crate::bundle::ccob::{CompressOptions, Method};
 use crate::bundle::ops;
-use crate::bundle::to_dir::{ToDir, ToDirError, unbundle_to_dir};
+use crate::tools::bundler::compressed::Failure;
+use crate::tools::bundler::to_dir::{ToDir, ToDirError, unbundle_to_dir};
+use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
 /// Bundle per-target files into one clang offload bundle (the bytes
 /// clang-offload-bundler 22 writes).

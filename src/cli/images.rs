@@ -3,8 +3,8 @@
 //! variable, and the hint that names it when it runs out. The images are
 //! copied out by the library's [`Streams`].
 
-pub(crate) use crate::offload_binary::streams::{Streams, data_error};
 use crate::offload_binary::{Budget, BudgetLimits};
+pub(crate) use crate::tools::streams::{Streams, data_error};
 
 /// The environment variable that sets `--max-uncompressed` for the
 /// drop-in tools, which have no such option (same syntax).

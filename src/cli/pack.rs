@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Result, anyhow};
 
 use crate::offload_binary;
-use crate::offload_binary::packager::{self, PackError, Packing};
+use crate::tools::packager::{self, PackError, Packing};
 
 /// Pack device images into an OffloadBinary (the bytes llvm-offload-binary 22 writes).
 #[derive(clap::Args)]

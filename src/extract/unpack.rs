@@ -9,8 +9,8 @@ use std::io;
 use std::path::Path;
 
 use crate::files::{Input, safe_component};
-use crate::offload_binary::streams::Streams;
 use crate::offload_binary::{self, Budget, FoundImage, ImageArgs, Inflate, OffloadImage, Spent};
+use crate::tools::streams::Streams;
 
 /// Why [`unpack`] failed.
 #[derive(Debug)]

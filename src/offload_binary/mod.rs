@@ -69,11 +69,8 @@ pub(crate) mod container;
 pub(crate) mod inflating;
 pub(crate) mod kinds;
 pub(crate) mod listing;
-pub(crate) mod packager;
 pub(crate) mod raw;
 pub(crate) mod read;
-#[cfg(feature = "files")]
-pub(crate) mod streams;
 pub(crate) mod write;
 
 pub use budget::{Budget, BudgetLimits, Spent};

@@ -34,8 +34,8 @@
 //! passes the window (128 MiB) that buffer wraps and the frame differs.
 //!
 //! [`compress`] writes to any `Write + Seek` ([`compress_to_vec`] to
-//! memory). Written to a file (`file.rs`, with the `files` feature, for
-//! both bundler front ends), the CCOB goes into a mapped output of the
+//! memory). Written to a file (`tools::bundler::compressed`, with the
+//! `files` feature, for both bundler front ends), the CCOB goes into a mapped output of the
 //! largest size it can have, with the hash from its own function, so that
 //! neither the bundle nor the CCOB is kept in memory (`compress_into`).
 //!
@@ -122,7 +122,7 @@
 //! `-verbose` lines print (sizes, level, stored and computed hash); the
 //! lines themselves, and LLVM's `OFFLOAD_BUNDLER_*` and
 //! `COMPRESSED_BUNDLE_FORMAT_VERSION` environment variables, belong to the
-//! `clang-offload-bundler` job (`bundle::job`, crate-visible).
+//! `clang-offload-bundler` job (`tools::bundler::job`, crate-visible).
 //!
 //! # Examples
 //!
@@ -149,8 +149,6 @@
 //! (LLVM 22), and experiments with the installed LLVM 22.1.8 tools
 //! (docs/formats/bundles.md §4).
 
-#[cfg(feature = "files")]
-mod file;
 mod frames;
 mod header;
 mod parallel;
@@ -171,10 +169,6 @@ pub use stream::{StreamEnd, Streamed, Wanted};
 pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
 
 // What the rest of the crate (the scanner, the command line) uses besides.
-#[cfg(feature = "files")]
-pub(crate) use file::{
-    Failure, StreamFailure, Streamable, stream_input, stream_to_files, streamable, write_ccob,
-};
 pub(crate) use header::truncated_md5;
 pub(crate) use parallel::default_threads;
 pub(crate) use peek::{PEEK_FLOOR, PEEK_RATIO};

@@ -5,15 +5,15 @@
 //! `cl` parses them, where llvm-objcopy is looked for, and the printing of
 //! what the job says and of `-list`'s IDs. The work, with LLVM's checks in
 //! its order and its differences from LLVM 22, is the library's
-//! `crate::bundle::job`.
+//! `crate::tools::bundler::job`.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use super::{Fail, prog_name};
-use crate::bundle::job::{self, Args, Failure, Note};
 use crate::cli::io::strerror;
 use crate::cli::llvm_cl::{OptSpec, Parsed};
+use crate::tools::bundler::job::{self, Args, Failure, Note};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("type"),

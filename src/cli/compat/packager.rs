@@ -21,7 +21,7 @@
 //! Here: the options, the help text and the messages. Packing, the
 //! `--compress` options and extracting (which images a filter takes, the
 //! names of the files, writing them) are the library's
-//! `crate::offload_binary::packager`.
+//! `crate::tools::packager`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ use crate::cli::io::{Input, strerror};
 use crate::cli::llvm_cl::{OptSpec, Parsed};
 use crate::llvm::path::stem as llvm_stem;
 use crate::offload_binary::Version;
-use crate::offload_binary::packager::{self, ExtractError, PackError, Packing, Said};
+use crate::tools::packager::{self, ExtractError, PackError, Packing, Said};
 
 const SPECS: &[OptSpec] = &[
     OptSpec::value("o"),

@@ -19,12 +19,7 @@
 //! ([`coff_damage`]).
 
 pub(crate) mod coff;
-#[cfg(feature = "files")]
-mod file;
 mod rewrite;
-
-#[cfg(feature = "files")]
-pub use file::write_object;
 
 use std::io::{self, Write};
 

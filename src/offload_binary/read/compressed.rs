@@ -7,7 +7,8 @@ use std::io::Read;
 
 use zerocopy::FromBytes;
 
-use super::{Limits, OffloadImage, read_uncompressed, tail};
+use super::image::{Limits, OffloadImage};
+use super::tables::{read_uncompressed, tail};
 use crate::decoded::Exact;
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, usize_from};
@@ -67,7 +68,7 @@ fn inflate_whole(bin: &[u8], h3: &HeaderV3, body_at: u64, inflated: u64) -> Resu
 
 /// The header of a compressed binary `h3` once inflated: its size the
 /// inflated size, and no inflated size.
-pub(in crate::offload_binary) fn whole_header(h3: &HeaderV3) -> Header {
+pub(crate) fn whole_header(h3: &HeaderV3) -> Header {
     let mut hdr = h3.base;
     hdr.size.set(h3.inflated_size.get());
     hdr
@@ -77,7 +78,7 @@ pub(in crate::offload_binary) fn whole_header(h3: &HeaderV3) -> Header {
 /// once inflated: the header as the uncompressed binary has it (size =
 /// inflated size, no inflated size), then the bytes before the
 /// compressed data.
-pub(in crate::offload_binary) fn inflated_head(bin: &[u8], h3: &HeaderV3, body_at: u64) -> Vec<u8> {
+pub(crate) fn inflated_head(bin: &[u8], h3: &HeaderV3, body_at: u64) -> Vec<u8> {
     let mut hdr = *h3;
     hdr.base = whole_header(h3);
     hdr.inflated_size.set(0);
@@ -89,7 +90,7 @@ pub(in crate::offload_binary) fn inflated_head(bin: &[u8], h3: &HeaderV3, body_a
 /// Checks where a compressed binary's data starts (`body_at`, returned)
 /// and the size it inflates to (returned), against the binary and
 /// `limits`.
-pub(in crate::offload_binary) fn compressed_body(
+pub(crate) fn compressed_body(
     bin: &[u8],
     h3: &HeaderV3,
     at: u64,
@@ -173,10 +174,7 @@ fn is_zstd(compressed: &[u8]) -> bool {
 /// exactly `want` bytes; data that ends early, inflates further or is
 /// corrupt fails the read ([`ErrorKind::Decompress`] inside the
 /// `io::Error`).
-pub(in crate::offload_binary) fn body_reader(
-    compressed: &[u8],
-    want: u64,
-) -> Result<Box<dyn Read + '_>> {
+pub(crate) fn body_reader(compressed: &[u8], want: u64) -> Result<Box<dyn Read + '_>> {
     fn says(got: Option<u64>, want: u64) -> String {
         let got = got.map_or_else(|| format!("more than {want}"), |n| n.to_string());
         format!("inflates to {got} bytes, the header says {want}")

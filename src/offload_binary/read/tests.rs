@@ -2,6 +2,7 @@
 //! compressed binaries and bombs, overlaps, truncations and hostile counts.
 
 use super::*;
+use crate::offload_binary::kinds::{ImageKind, OffloadKind};
 use crate::offload_binary::write::{Compression, ImageSpec, compress, layout};
 
 fn specs() -> (Vec<ImageSpec>, Vec<Vec<u8>>) {
@@ -180,25 +181,6 @@ fn a_binary_of_100k_images_reads_in_linear_time() {
     out[last + 24..last + 32].copy_from_slice(&off.to_le_bytes());
     let e = read_all(&out, &Limits::default()).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Overlap { .. }), "{e}");
-}
-
-#[test]
-fn regions_overlap_as_a_pairwise_check_says() {
-    // Every placement of a region among a few fixed ones, empty ones
-    // included, against the obvious quadratic rule.
-    let fixed = [(0u64, 4u64), (10, 10), (12, 16), (20, 21)];
-    let pairwise = |s: u64, e: u64| s != e && fixed.iter().any(|&(a, b)| a < e && s < b);
-    for s in 0..24 {
-        for e in s..24 {
-            let mut r = Regions::default();
-            for (i, &(a, b)) in fixed.iter().enumerate() {
-                r.push_disjoint(Region::new(format!("f{i}"), a, b - a))
-                    .unwrap();
-            }
-            let got = r.push_disjoint(Region::new("r".into(), s, e - s)).is_err();
-            assert_eq!(got, pairwise(s, e), "{s}..{e}");
-        }
-    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Tests of the CCOB reader and writer: shared samples and helpers and
 //! writing here; reading (faults, limits, frames) in `read.rs`. The verbose
 //! report texts and the environment variables are the bundler job's
-//! (`src/bundle/job/`), writing to files is `file.rs`'s.
+//! (`src/tools/bundler/job/`), writing to files is
+//! `src/tools/bundler/compressed.rs`'s.
 
 use std::fmt;
 use std::io::{self, Write};

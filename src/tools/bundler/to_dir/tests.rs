@@ -119,7 +119,7 @@ fn targets_get_their_entries_and_missing_ones_fail_or_are_empty() {
 #[test]
 fn a_streamed_plan_gives_each_file_its_range() {
     let data = compressed();
-    let s = ccob::streamable(&data, 1 << 30, |_| Some(Format::Binary)).unwrap();
+    let s = compressed::streamable(&data, 1 << 30, |_| Some(Format::Binary)).unwrap();
     let dir = Path::new("out");
     let targets = [GFX.to_string()];
     let (plan, missing) = stream_plan(&job("fat", &targets, dir), &s.records)

@@ -4,7 +4,8 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use super::{Failure, Job, Note, Say};
+use super::check::Job;
+use super::failure::{Failure, Note, Say};
 use crate::bundle::object::HOST_MARKER;
 use crate::bundle::{self, ops};
 use crate::files::{Input, write_bytes};

@@ -3,26 +3,22 @@
 //! compressing and decompressing CCOBs with LLVM's verbose reports.
 
 use super::archive::unbundle_archive;
+use super::check::{Job, read_options, targets};
+use super::failure::{Failure, Note, Say, decompress_fail, missing_bundles, open};
 use super::objcopy::{TempFile, command, print_bundle_command};
 use super::stream::{Streaming, stream, streaming, unbundle_streaming};
 use super::verbose::{compress_report, decompress_report, decompress_report_streamed};
-use super::{Failure, Job, Note, Say, decompress_fail, missing_bundles, read_options};
 use crate::bundle::ccob;
-use crate::bundle::file::{WriteFailure, write_bundled};
 use crate::bundle::ops::Extract;
 use crate::bundle::{Format, id::BundleId, ops, select};
 use crate::files::{Input, write_bytes};
-use crate::host::object::write_object;
+use crate::tools::bundler::write::write_object;
+use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
 /// The format for the file type, or LLVM's error for an unknown type.
 fn handler(file_type: &str, host: &[u8]) -> Result<Format, Failure> {
     Format::for_type(file_type, host)
         .ok_or_else(|| Failure::new(format!("'{file_type}': invalid file type specified")))
-}
-
-/// Opens an input, with LLVM's message (`'<file>': <strerror>`) on failure.
-pub(super) fn open(name: &str) -> Result<Input, Failure> {
-    Input::open(name).map_err(|e| Failure::file(name, e))
 }
 
 /// Carries out a checked command line, saying what LLVM says on the way
@@ -42,12 +38,6 @@ pub fn run(job: &Job, say: &mut Say<'_>) -> Result<Vec<Vec<u8>>, Failure> {
         bundle(job, say)?;
     }
     Ok(Vec::new())
-}
-
-/// The targets, checked and normalized (LLVM's target checks, in its order).
-pub(super) fn targets(job: &Job) -> Result<Vec<BundleId>, Failure> {
-    crate::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
-        .map_err(|e| Failure::new(e.to_string()))
 }
 
 fn bundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
@@ -279,7 +269,7 @@ fn compress(job: &Job, whole: &[u8], say: &mut Say<'_>) -> Result<Vec<u8>, Failu
 }
 
 /// Decompresses `data` whole if it is a CCOB (checking its hash where LLVM
-/// computes it: see [`super::hash_policy`]), LLVM's report when verbose.
+/// computes it: see [`hash_policy`](super::check::hash_policy)), LLVM's report when verbose.
 fn decompress(
     job: &Job,
     name: &str,

@@ -10,12 +10,14 @@ use std::io;
 use std::ops::Range;
 use std::path::Path;
 
-use super::ccob::{self, HashCheck, ReadOptions, StreamEnd, StreamFailure, Streamable, Wanted};
-use super::id::{BundleId, TargetError, check_targets};
-use super::ops::{self, Extract};
-use super::{Format, binary, select};
+use super::compressed::{self, StreamFailure, Streamable};
+use crate::bundle::ccob::{self, HashCheck, ReadOptions, StreamEnd, Wanted};
+use crate::bundle::id::{BundleId, TargetError, check_targets};
+use crate::bundle::ops::{self, Extract};
+use crate::bundle::{Format, binary, select};
 use crate::files::{Input, safe_component, write_bytes};
-use crate::host::object::{Written, write_object};
+use crate::host::object::Written;
+use crate::tools::bundler::write::write_object;
 
 /// What `offload-kit unbundle` is asked for.
 #[derive(Debug, Clone)]
@@ -116,7 +118,7 @@ fn request_file(out: Option<String>, request: &BundleId) -> String {
 /// read and its hash matched.
 ///
 /// `None` when the input is anything else, or anything looks wrong
-/// before decompressing (see [`ccob::streamable`]): the whole-buffer
+/// before decompressing (see [`compressed::streamable`]): the whole-buffer
 /// path then reports it.
 fn unbundle_streaming(
     job: &ToDir<'_>,
@@ -124,7 +126,7 @@ fn unbundle_streaming(
     listed: &mut dyn FnMut(&str) -> io::Result<()>,
 ) -> Option<Result<(), ToDirError>> {
     let Streamable { c, records } =
-        ccob::streamable(input.bytes(), job.max_uncompressed, |prefix| {
+        compressed::streamable(input.bytes(), job.max_uncompressed, |prefix| {
             match job.file_type {
                 Some(t) => Format::for_type(t, prefix),
                 None => Format::detect(prefix),
@@ -142,7 +144,7 @@ fn unbundle_streaming(
     };
     let threads = job.threads.unwrap_or_else(ccob::default_threads);
     let stream = |wanted: &mut [Wanted<'_>]| -> crate::Result<()> {
-        ccob::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads).map(|_| ())
+        compressed::stream_input(&c, input, wanted, &opts, StreamEnd::Whole, threads).map(|_| ())
     };
     Some(write_streamed(job, &plan, missing, &stream, listed))
 }
@@ -210,7 +212,7 @@ fn write_streamed(
             (path.to_string_lossy().into_owned(), r.clone())
         })
         .collect();
-    let ((), outs) = ccob::stream_to_files(&shown, stream).map_err(|f| match f {
+    let ((), outs) = compressed::stream_to_files(&shown, stream).map_err(|f| match f {
         StreamFailure::Create(k, e) | StreamFailure::Write(k, e) => {
             ToDirError::Write(shown[k].0.clone(), e)
         }

@@ -6,13 +6,13 @@
 
 use std::io;
 
-use super::{extracted_name, files_to_write, matches, member_name};
+use super::filter::{extracted_name, files_to_write, matches, member_name};
 use crate::archive;
 use crate::files::{Input, write_layout};
-use crate::offload_binary::streams::Streams;
 use crate::offload_binary::{
     self, Budget, FoundImage, ImageArgs, Inflate, Spent, Streamed, has_magic,
 };
+use crate::tools::streams::Streams;
 
 /// Why [`extract`] failed.
 #[derive(Debug)]

@@ -5,8 +5,8 @@
 
 use std::io::{self, Read, Write};
 
-use super::{FoundImage, Pending, Streamed};
 use crate::files::{Input, Output, Sink};
+use crate::offload_binary::{FoundImage, Pending, Streamed};
 
 /// Bytes copied at a time from a stream.
 const CHUNK: usize = 256 << 10;

@@ -2,11 +2,13 @@
 //! first, then the contents once into the outputs, in memory that does not
 //! grow with the bundle.
 
+use super::check::{Job, read_options};
+use super::failure::{Failure, Note, Say, decompress_fail, missing_bundles};
 use super::verbose::decompress_report_streamed;
-use super::{Failure, Job, Note, Say, decompress_fail, missing_bundles, read_options};
-use crate::bundle::ccob::{self, ReadOptions, StreamEnd, StreamFailure, Streamable};
+use crate::bundle::ccob::{self, ReadOptions, StreamEnd};
 use crate::bundle::{Format, id::BundleId, ops};
 use crate::files::{Input, Output};
+use crate::tools::bundler::compressed::{self, StreamFailure, Streamable};
 
 /// Unbundles a CCOB holding a binary bundle as a stream (see
 /// [`ccob::Ccob::stream_to`]): the bundle header is decompressed first,
@@ -42,7 +44,7 @@ pub fn unbundle_streaming(
             which.push(i);
         }
         let (streamed, outs) =
-            ccob::stream_to_files(&plan, |wanted| stream(&c, input, wanted, &opts)).map_err(
+            compressed::stream_to_files(&plan, |wanted| stream(&c, input, wanted, &opts)).map_err(
                 |f| match f {
                     StreamFailure::Create(k, e) | StreamFailure::Write(k, e) => {
                         Failure::file(&job.outputs[which[k]], e)
@@ -89,11 +91,11 @@ pub struct Streaming<'a> {
 /// The input as a [`Streaming`] CCOB, decompressing only its first bytes;
 /// `None` when it is anything else, or when anything looks wrong before
 /// decompressing (the whole-buffer path then reports it in LLVM's order).
-/// The hash is computed only with `-verbose` ([`super::hash_policy`]).
+/// The hash is computed only with `-verbose` ([`hash_policy`](super::check::hash_policy)).
 pub fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
     let opts = read_options(job);
     let Streamable { c, records } =
-        ccob::streamable(input.bytes(), opts.limits.max_uncompressed, |prefix| {
+        compressed::streamable(input.bytes(), opts.limits.max_uncompressed, |prefix| {
             Format::for_type(&job.file_type, prefix)
         })?;
     Some(Streaming { c, opts, records })
@@ -110,5 +112,5 @@ pub fn stream(
     // Our multi-frame CCOBs are decoded a frame per CPU; LLVM's single
     // frame streams as before.
     let threads = ccob::default_threads();
-    ccob::stream_input(c, input, wanted, opts, StreamEnd::LastWanted, threads)
+    compressed::stream_input(c, input, wanted, opts, StreamEnd::LastWanted, threads)
 }

@@ -1,12 +1,14 @@
 //! The bundler's command-line checks, in LLVM 22's order, with its
-//! messages; then the environment variables.
+//! messages; then the environment variables: the checked [`Job`], and
+//! what it implies for reading (the targets, the CCOB read options).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::env::EnvSettings;
-use super::{Failure, Job, Note, Say};
-use crate::bundle::ccob::Method;
+use super::env::{BundlerCompression, EnvSettings};
+use super::failure::{Failure, Note, Say};
+use crate::bundle::ccob::{self, Method};
+use crate::bundle::id::BundleId;
 
 /// The bundler's command line as LLVM's `cl` parsed it, before its checks:
 /// every occurrence of a repeatable option, in order, and the flags.
@@ -42,6 +44,40 @@ pub struct Args {
     pub align: u64,
     /// `-compression-level`.
     pub level: Option<i32>,
+}
+
+/// A checked `clang-offload-bundler` command line (made by [`check()`],
+/// carried out by [`run()`]).
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// `-type`.
+    pub file_type: String,
+    /// `-targets`, split on commas.
+    pub targets: Vec<String>,
+    /// `-input` (or `-inputs`, split on commas).
+    pub inputs: Vec<String>,
+    /// `-output` (or `-outputs`, split on commas).
+    pub outputs: Vec<String>,
+    /// `-unbundle`.
+    pub unbundle: bool,
+    /// `-list`.
+    pub list: bool,
+    /// `-allow-missing-bundles`.
+    pub allow_missing: bool,
+    /// `-bundle-align`, at least 1.
+    pub align: u64,
+    /// `-hip-openmp-compatible`.
+    pub hip_openmp: bool,
+    /// Compression and verbosity, from the flags and the environment.
+    pub comp: BundlerCompression,
+    /// `-check-input-archive`.
+    pub check_archive: bool,
+    /// `-###`: the llvm-objcopy whose command lines are printed instead of
+    /// writing object bundles.
+    pub objcopy: Option<String>,
+    /// Where LLVM makes its temporary files (`-###` names them): the first
+    /// of `TMPDIR`, `TMP`, `TEMP`, `TEMPDIR` that is set, else `/tmp`.
+    pub temp_dir: PathBuf,
 }
 
 /// The values of a repeatable comma-separated option, split.
@@ -187,6 +223,31 @@ fn temp_dir(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
         .iter()
         .find_map(|k| env(k))
         .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
+}
+
+/// The hash policy of the drop-in: LLVM computes the hash only for
+/// `-verbose`, and so do we, but a mismatch is then an error (LLVM only
+/// prints `Hashes match: No`).
+pub(super) fn hash_policy(job: &Job) -> ccob::HashCheck {
+    if job.comp.verbose {
+        ccob::HashCheck::Enforce
+    } else {
+        ccob::HashCheck::Skip
+    }
+}
+
+/// The read options of the drop-in: LLVM's limits, [`hash_policy`].
+pub(super) fn read_options(job: &Job) -> ccob::ReadOptions {
+    ccob::ReadOptions {
+        hash: hash_policy(job),
+        ..ccob::ReadOptions::default()
+    }
+}
+
+/// The targets, checked and normalized (LLVM's target checks, in its order).
+pub(super) fn targets(job: &Job) -> Result<Vec<BundleId>, Failure> {
+    crate::bundle::id::check_targets(&job.targets, !job.unbundle && !job.list)
+        .map_err(|e| Failure::new(e.to_string()))
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use crate::files::{Input, write_layout};
 use crate::host::ar::thin_member_path;
 use crate::{ErrorKind, archive};
 
+use super::check::{Job, read_options, targets};
+use super::failure::{Failure, Note, Say, open};
 use super::objcopy::{TempFile, command};
-use super::run::{open, targets};
 use super::verbose::decompress_report;
-use super::{Failure, Job, Note, Say, read_options};
 
 /// `-unbundle -type=a`: one device archive per target.
 pub fn unbundle_archive(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
