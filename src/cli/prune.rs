@@ -246,6 +246,8 @@ impl PruneOpts {
                 skipped: &'a [Left],
                 #[serde(skip_serializing_if = "<[RecordLine]>::is_empty")]
                 records: &'a [RecordLine],
+                #[serde(skip_serializing_if = "<[String]>::is_empty")]
+                directories_removed: &'a [String],
                 total: &'a Total,
             }
             let doc = Doc {
@@ -255,6 +257,7 @@ impl PruneOpts {
                 not_pruned: &run.not_pruned,
                 skipped: &run.skipped,
                 records: &run.records,
+                directories_removed: &run.directories_removed,
                 total: &run.total,
             };
             super::io::write_json(&mut out, &doc, &names)?;
@@ -270,6 +273,17 @@ impl PruneOpts {
             }
             for r in &run.records {
                 print_line(&mut out, &r.text(self.dry_run))?;
+            }
+            for d in &run.directories_removed {
+                let verb = if self.dry_run {
+                    "would be removed"
+                } else {
+                    "removed"
+                };
+                print_line(
+                    &mut out,
+                    &format!("{d}/: directory {verb}: the run emptied it"),
+                )?;
             }
             if !trees.is_empty() {
                 print_line(&mut out, &run.total.text(self.dry_run))?;
@@ -439,6 +453,8 @@ struct Run {
     not_pruned: Vec<NotPruned>,
     skipped: Vec<Left>,
     records: Vec<RecordLine>,
+    /// Directories the run emptied, removed (that would be).
+    directories_removed: Vec<String>,
     total: Total,
     /// Error lines for standard error: every failure but the refusals of
     /// files found in directories.
@@ -509,6 +525,7 @@ impl Run {
                     });
                 }
                 TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
+                TreeOutcome::DirectoryRemoved => run.directories_removed.push(path),
                 TreeOutcome::Record {
                     rows_rewritten,
                     rows_removed,
@@ -601,10 +618,11 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
         } else {
             "removed"
         };
-        return format!(
-            "{removed}: device code alone that the rules drop all of, {verb} {} bytes",
-            r.freed
-        );
+        let why = r.removed[0]
+            .why
+            .as_deref()
+            .unwrap_or("device code alone that the rules drop all of");
+        return format!("{removed}: {why}, {verb} {} bytes", r.freed);
     }
     let mut parts = Vec::new();
     if r.containers_rewritten > 0 {
@@ -625,7 +643,14 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
 fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
     print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
     for f in r.removed.iter().filter(|f| f.path != r.path) {
-        print_line(out, &format!("  removed  {} ({} bytes)", f.path, f.bytes))?;
+        let why = f
+            .why
+            .as_deref()
+            .map_or_else(String::new, |w| format!(": {w}"));
+        print_line(
+            out,
+            &format!("  removed  {} ({} bytes){why}", f.path, f.bytes),
+        )?;
     }
     if r.emptied > 0 {
         print_line(
