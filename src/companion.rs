@@ -146,8 +146,8 @@ pub(crate) const TABLE: &[Convention] = &[
     },
     Convention {
         library: "TensorRT (10.16 and later)",
-        pattern: "libnvinfer_builder_resource_sm<NN>.so[.N…] (the _ptx one stays)",
-        holds: "the builder's kernels for one SM",
+        pattern: "libnvinfer_builder_resource_sm<NN>.so[.N…]",
+        holds: "the builder's kernels for one SM (the `_ptx` resource, for any, stays)",
         source: "NVIDIA TensorRT 10.16 packages",
         matcher: tensorrt,
     },

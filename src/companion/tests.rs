@@ -232,3 +232,18 @@ fn the_table_documents_every_row() {
         assert!(!c.holds.is_empty() && !c.source.is_empty());
     }
 }
+
+#[test]
+fn docs_prune_md_gives_every_row() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/prune.md")).unwrap();
+    for c in TABLE {
+        let row = format!("| {} | `{}` |", c.library, c.pattern);
+        assert!(doc.contains(&row), "docs/prune.md lacks the row {row}");
+        assert!(
+            doc.contains(c.source.split(' ').next().unwrap()),
+            "{}",
+            c.source
+        );
+    }
+}
