@@ -166,6 +166,7 @@ pub use layout::{Layout, Piece};
 // The internals.
 pub(crate) mod bitcode;
 mod bytes;
+pub(crate) mod companion;
 mod decoded;
 mod error;
 #[cfg(feature = "files")]

@@ -248,6 +248,8 @@ impl PruneOpts {
                 records: &'a [RecordLine],
                 #[serde(skip_serializing_if = "<[Owner]>::is_empty")]
                 dpkg_packages: &'a [Owner],
+                #[serde(skip_serializing_if = "<[String]>::is_empty")]
+                directories_removed: &'a [String],
                 total: &'a Total,
             }
             let doc = Doc {
@@ -258,6 +260,7 @@ impl PruneOpts {
                 skipped: &run.skipped,
                 records: &run.records,
                 dpkg_packages: &run.owners,
+                directories_removed: &run.directories_removed,
                 total: &run.total,
             };
             super::io::write_json(&mut out, &doc, &names)?;
@@ -276,6 +279,17 @@ impl PruneOpts {
             }
             for o in &run.owners {
                 print_line(&mut out, &o.text(self.dry_run))?;
+            }
+            for d in &run.directories_removed {
+                let verb = if self.dry_run {
+                    "would be removed"
+                } else {
+                    "removed"
+                };
+                print_line(
+                    &mut out,
+                    &format!("{d}/: directory {verb}: the run emptied it"),
+                )?;
             }
             if !trees.is_empty() {
                 print_line(&mut out, &run.total.text(self.dry_run))?;
@@ -470,6 +484,8 @@ struct Run {
     records: Vec<RecordLine>,
     /// The installed packages owning files changed, by name.
     owners: Vec<Owner>,
+    /// Directories the run emptied, removed (that would be).
+    directories_removed: Vec<String>,
     total: Total,
     /// Error lines for standard error: every failure but the refusals of
     /// files found in directories.
@@ -544,6 +560,7 @@ impl Run {
                     });
                 }
                 TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
+                TreeOutcome::DirectoryRemoved => run.directories_removed.push(path),
                 TreeOutcome::Record {
                     rows_rewritten,
                     rows_removed,
@@ -640,10 +657,11 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
         } else {
             "removed"
         };
-        return format!(
-            "{removed}: device code alone that the rules drop all of, {verb} {} bytes",
-            r.freed
-        );
+        let why = r.removed[0]
+            .why
+            .as_deref()
+            .unwrap_or("device code alone that the rules drop all of");
+        return format!("{removed}: {why}, {verb} {} bytes", r.freed);
     }
     let mut parts = Vec::new();
     if r.containers_rewritten > 0 {
@@ -664,7 +682,14 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
 fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
     print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
     for f in r.removed.iter().filter(|f| f.path != r.path) {
-        print_line(out, &format!("  removed  {} ({} bytes)", f.path, f.bytes))?;
+        let why = f
+            .why
+            .as_deref()
+            .map_or_else(String::new, |w| format!(": {w}"));
+        print_line(
+            out,
+            &format!("  removed  {} ({} bytes){why}", f.path, f.bytes),
+        )?;
     }
     if r.emptied > 0 {
         print_line(

@@ -61,6 +61,9 @@ struct Cx<'a> {
     name: String,
     /// Why the decompression budget is what it is, for messages.
     why: &'static str,
+    /// The package's conffiles (paths as `md5sums` gives them): never
+    /// removed.
+    conffiles: BTreeSet<Vec<u8>>,
 }
 
 impl Cx<'_> {
@@ -135,12 +138,13 @@ pub(crate) fn prune(
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let cx = Cx {
+    let mut cx = Cx {
         sel,
         opts,
         input,
         name: crate::files::shown(input).into_owned(),
         why: budget.why,
+        conffiles: BTreeSet::new(),
     };
     let entries = ar::entries(data).map_err(|e| cx.said(e.to_string()))?;
     let find = |prefix: &[u8]| {
@@ -149,6 +153,9 @@ pub(crate) fn prune(
             .position(|e| member_name(e).starts_with(prefix))
     };
     let data_at = find(b"data.tar").ok_or_else(|| cx.said("it has no data.tar member".into()))?;
+    if let Some(at) = find(b"control.tar") {
+        cx.conffiles = conffiles(&cx, &entries[at], data, &budget)?;
+    }
     let mut rep = PathReport::new(&cx.name, data, meta);
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
@@ -331,6 +338,9 @@ fn walk_data<R: std::io::Read, W: Write>(
             }
             w.links.push((h.path.clone(), h.link.clone()));
         }
+        if by_name(cx, walk, &h, &mut w, rep, member)? {
+            continue;
+        }
         if !(h.is_file() || h.is_sparse()) || h.size < MIN_SIZE {
             walk.copy(&h).map_err(fault)?;
             continue;
@@ -375,11 +385,13 @@ fn walk_data<R: std::io::Read, W: Write>(
         w.all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
+        if p.remove.is_some() && cx.conffiles.contains(&h.path) {
+            cx.refuse_member(&mut w, &full, CONFFILE)?;
+            write_as_it_was(walk, &h, &file).map_err(fault)?;
+            continue;
+        }
         if p.remove.is_some() {
-            rep.removed.push(RemovedFile {
-                path: full,
-                bytes: h.size,
-            });
+            rep.removed.push(RemovedFile::whole(full, h.size));
             rep.freed += h.size;
             w.gone.insert(h.path.clone());
             continue;
@@ -402,6 +414,96 @@ fn walk_data<R: std::io::Read, W: Write>(
         w.changed.insert(h.path.clone(), md5);
     }
     Ok(w)
+}
+
+/// Why a conffile that would be removed stays.
+const CONFFILE: &str = "it is a conffile of the package (dpkg keeps a user's changes to it): \
+                        prune never removes one";
+
+/// With the entry `h` of `data.tar` read: when it is a library's per-GPU
+/// file whose GPU the rules drop ([`super::companion`]), a regular file,
+/// it is left out unread (its hard links follow it) and reported removed,
+/// and a directory of such files is left out with it; a conffile is
+/// refused instead. Whether it was handled so.
+fn by_name<R: std::io::Read, W: Write>(
+    cx: &Cx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    w: &mut Walked,
+    rep: &mut PathReport,
+    member: &str,
+) -> Result<bool, PathError> {
+    let fault = |f| cx.fault(member, f);
+    let directory = h.kind() == b'5';
+    if cx.opts.keep_files || !(h.is_file() || h.is_sparse() || directory) {
+        return Ok(false);
+    }
+    let Some(c) = super::companion::dropped(cx.sel.by(), &h.path_lossy()) else {
+        return Ok(false);
+    };
+    if directory {
+        // Only a directory of per-GPU files (`library/gfx906/`) matches.
+        walk.skip_body().map_err(fault)?;
+        return Ok(true);
+    }
+    let full = format!("{}!/{}", cx.name, h.path_lossy());
+    if cx.conffiles.contains(&h.path) {
+        cx.refuse_member(w, &full, CONFFILE)?;
+        walk.copy(h).map_err(fault)?;
+        return Ok(true);
+    }
+    rep.removed.push(RemovedFile::by_name(full, h.size, &c));
+    rep.freed += h.size;
+    w.gone.insert(h.path.clone());
+    walk.skip_body().map_err(fault)?;
+    Ok(true)
+}
+
+/// The paths `conffiles` in the package's `control.tar` (the member `e`
+/// of `data`) lists, as `md5sums` gives paths (no leading `/`); none
+/// when it has none or the member is not read. Read within `budget`,
+/// which it leaves as it was: the small archive is read again, and
+/// charged, when `md5sums` changes.
+fn conffiles(
+    cx: &Cx<'_>,
+    e: &ar::RawEntry<'_>,
+    data: &[u8],
+    budget: &Budget,
+) -> Result<BTreeSet<Vec<u8>>, PathError> {
+    let member = String::from_utf8_lossy(member_name(e)).into_owned();
+    let bytes = member_bytes(data, e);
+    let mut out = BTreeSet::new();
+    let Some(c) = method(bytes) else {
+        return Ok(out);
+    };
+    let fault = |f| cx.fault(&member, f);
+    let reader = package::decoder(bytes, c)
+        .map_err(|e| PathError::member(cx.input, &member, "cannot be read", e))?;
+    let mut walk = Walk::new(reader, std::io::sink(), budget.left);
+    while let Some(h) = walk.next().map_err(fault)? {
+        if !(h.is_file() && h.path == b"conffiles") || h.size > SPOOL_IN_MEMORY {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        let mut text = Vec::new();
+        walk.body()
+            .read_to_end(&mut text)
+            .map_err(|e| fault(Fault::Read(e)))?;
+        walk.skip_body().map_err(fault)?;
+        for line in text.split(|&b| b == b'\n') {
+            // `remove-on-upgrade /etc/x` names a conffile too.
+            let path = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+            let path = path.strip_suffix(b"\r").unwrap_or(path);
+            let mut path = path.trim_ascii();
+            while let Some(p) = path.strip_prefix(b"/") {
+                path = p;
+            }
+            if !path.is_empty() {
+                out.insert(path.to_vec());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Writes the file `h` with its old bytes, `file`, as it was.

@@ -66,6 +66,7 @@
 //! ```
 
 pub(crate) mod archive;
+pub(crate) mod companion;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
@@ -201,6 +202,14 @@ fn sm_number(img: &Image) -> u32 {
 }
 
 impl Selection {
+    /// The rules, as [`companion`] judges a library's per-GPU file by.
+    pub(crate) fn by(&self) -> companion::By<'_> {
+        match &self.rules {
+            Rules::Keep(r) => companion::By::Keep(r),
+            Rules::Drop(r) => companion::By::Drop(r),
+        }
+    }
+
     /// The verdict on each image of `report`, by image id.
     pub fn decide(&self, report: &Report) -> Vec<Verdict> {
         let mut out: Vec<Verdict> = report

@@ -583,26 +583,57 @@ fn remove(
     what: &str,
     rep: &mut PathReport,
 ) -> Result<(), PathError> {
+    let gone = format!("{what}, and the rules keep none of its images");
+    let file = RemovedFile::whole(rep.path.clone(), rep.bytes_before);
+    remove_as(opts, input, meta, &gone, file, rep)
+}
+
+/// The file `input` (with `meta`), a library's per-GPU file `c` whose
+/// GPU the rules drop, removed by its name as [`remove`] removes device
+/// code (its bytes are never read); `name` is how reports show it.
+pub(crate) fn remove_by_name(
+    opts: &PathOptions,
+    input: &Path,
+    name: &str,
+    meta: &std::fs::Metadata,
+    c: &crate::companion::Companion,
+) -> Result<PathReport, PathError> {
+    let mut rep = PathReport::new(name, &[], meta);
+    rep.bytes_before = meta.len();
+    let gone = format!(
+        "it is a {}, which the rules do not keep",
+        super::companion::reason(c)
+    );
+    let file = RemovedFile::by_name(name.to_string(), meta.len(), c);
+    remove_as(opts, input, meta, &gone, file, &mut rep)?;
+    Ok(rep)
+}
+
+/// [`remove`] of a file that goes because `gone` (in words), reported as
+/// `file`.
+fn remove_as(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    gone: &str,
+    file: RemovedFile,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &rep.path, why);
     if !(opts.in_place() || opts.dry_run()) {
         return Err(refuse(format!(
-            "{what}, and the rules keep none of its images: it would be removed whole, and -o \
-             or -d would have no file to write (--in-place removes it, --dry-run lists it; \
-             --keep-files refuses it)"
+            "{gone}: it would be removed whole, and -o or -d would have no file to write \
+             (--in-place removes it, --dry-run lists it; --keep-files refuses it)"
         )));
     }
     if opts.in_place() && opts.keep_hard_links && meta.nlink() > 1 {
         return Err(refuse(format!(
-            "{what}, and the rules keep none of its images, but it has {} hard links: \
-             --keep-hard-links asks that every name see the pruned file, and a file removed \
-             has none (remove its names yourself)",
+            "{gone}, but it has {} hard links: --keep-hard-links asks that every name see \
+             the pruned file, and a file removed has none (remove its names yourself)",
             meta.nlink()
         )));
     }
-    rep.removed.push(RemovedFile {
-        path: rep.path.clone(),
-        bytes: rep.bytes_before,
-    });
+    rep.removed.push(file);
     rep.freed = rep.bytes_before;
     rep.bytes_after = 0;
     if opts.in_place() {

@@ -10,6 +10,8 @@ use crate::scan::rule::Rule;
 use crate::scan::{self, Options};
 
 mod classes;
+#[cfg(feature = "files")]
+mod companion;
 mod linked;
 mod page;
 #[cfg(feature = "files")]

@@ -48,6 +48,7 @@ use crate::scan::magic::Magic;
 
 mod conda;
 mod dpkg;
+mod emptied;
 mod records;
 
 /// The name a temporary output starts with ([`crate::files::Output`]).
@@ -105,6 +106,10 @@ pub enum TreeOutcome {
         /// Rows taken out.
         rows_removed: usize,
     },
+    /// A directory below one named that the run emptied (files removed
+    /// whole, directories so emptied) and so removed (in a dry run, that
+    /// would be). A directory that was empty before is left.
+    DirectoryRemoved,
 }
 
 /// Why a path found in a directory was left as it is.
@@ -146,6 +151,12 @@ struct Found {
     /// the run is replaced, so no two files of the run share them);
     /// `None` for a named file that cannot be read.
     id: Option<(u64, u64)>,
+    /// The path its name is matched with against the libraries' per-GPU
+    /// file conventions ([`crate::companion`]): a found file's path below
+    /// the directory named, that directory's own name first
+    /// (`library/TensileLibrary_gfx906.co` when `…/rocblas/library` was
+    /// named); a named file's path as given; `None` when not UTF-8.
+    rel: Option<String>,
 }
 
 /// Prunes every file of `inputs`: a file named as [`prune_path`] does, a
@@ -213,6 +224,10 @@ pub fn prune_tree(
     let mut members: HashMap<(u64, u64), PathBuf> = HashMap::new();
     for slot in &mut slots {
         let Slot::File(f) = slot else { continue };
+        if by_name(f, selection, opts).is_some() {
+            // Removed by its name, never read.
+            continue;
+        }
         let left = match look(f) {
             Look::Prune => continue,
             Look::Thin(ids) => {
@@ -260,7 +275,11 @@ pub fn prune_tree(
             if let Some(id) = f.id {
                 first.entry(id).or_insert_with(|| f.path.clone());
             }
-            match prune_path(&f.path, selection, opts) {
+            let done = match by_name(&f, selection, opts) {
+                Some(c) => remove_named(&f.path, &c, selection, opts),
+                None => prune_path(&f.path, selection, opts),
+            };
+            match done {
                 Ok(r) => TreeOutcome::Pruned(Box::new(r)),
                 Err(e) => TreeOutcome::Failed(e),
             }
@@ -274,6 +293,7 @@ pub fn prune_tree(
         done += 1;
         progress(done, total);
     }
+    directories_emptied(inputs, &mut out, opts);
     records::update(&mut out, opts);
     let dry = opts.destination == super::Destination::DryRun;
     let changed = out
@@ -284,6 +304,82 @@ pub fn prune_tree(
         out[i].dpkg_package = Some(package);
     }
     out
+}
+
+/// Adds to `out` the directories under the directories of `inputs` that
+/// the run emptied ([`emptied`]), removed in place.
+fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &PathOptions) {
+    let gone = out.iter().filter_map(|e| match &e.outcome {
+        TreeOutcome::Pruned(r)
+            if r.bytes_after == 0 && r.removed.iter().any(|f| f.path == r.path) =>
+        {
+            Some(e.path.clone())
+        }
+        _ => None,
+    });
+    let roots: Vec<&Path> = inputs
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|p| p.is_dir())
+        .collect();
+    let in_place = opts.destination == super::Destination::InPlace;
+    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), in_place) {
+        let outcome = match done {
+            Ok(()) => TreeOutcome::DirectoryRemoved,
+            Err(e) => TreeOutcome::Failed(PathError::write(&path, e)),
+        };
+        out.push(TreeEntry {
+            path,
+            named: false,
+            outcome,
+            dpkg_package: None,
+        });
+    }
+}
+
+/// The per-GPU file of a library that `f` is, when the rules drop its
+/// GPU and it is to go by its name: in place or in a dry run, without
+/// [`PathOptions::keep_files`].
+fn by_name(f: &Found, sel: &Selection, opts: &PathOptions) -> Option<crate::companion::Companion> {
+    let removes = matches!(
+        opts.destination,
+        super::Destination::InPlace | super::Destination::DryRun
+    );
+    if opts.keep_files || !removes {
+        return None;
+    }
+    super::companion::dropped(sel.by(), f.rel.as_deref()?)
+}
+
+/// The library's per-GPU file `path` (`c`) removed by its name
+/// ([`super::path::remove_by_name`]); a named path that is no regular
+/// file (a symbolic link) is left to [`prune_path`].
+fn remove_named(
+    path: &Path,
+    c: &crate::companion::Companion,
+    sel: &Selection,
+    opts: &PathOptions,
+) -> Result<PathReport, PathError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| PathError::open(path, e))?;
+    if !meta.is_file() {
+        return prune_path(path, sel, opts);
+    }
+    let name = crate::files::shown(path).into_owned();
+    super::path::remove_by_name(opts, path, &name, &meta, c)
+}
+
+/// `path` below the directory `root`, `root`'s own name first,
+/// `/`-separated; `None` when not UTF-8.
+fn below(root: &Path, path: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut out = root
+        .file_name()
+        .map_or(Some(String::new()), |n| n.to_str().map(str::to_string))?;
+    for c in rest.components() {
+        out.push('/');
+        out.push_str(c.as_os_str().to_str()?);
+    }
+    Some(out)
 }
 
 /// A path found in a directory, left as it is for `why`.
@@ -304,6 +400,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             path: input.to_path_buf(),
             named: true,
             id: meta.map(|m| (m.dev(), m.ino())),
+            rel: input.to_str().map(str::to_string),
         })
     };
     match std::fs::metadata(input) {
@@ -380,6 +477,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 path: path.to_path_buf(),
                 named: false,
                 id: Some((m.dev(), m.ino())),
+                rel: below(input, path),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),

@@ -127,6 +127,9 @@ fn prune_members<'a>(
     let mut not_shrunk = Vec::new();
     let each = Pruning::member_options(&opts.prune);
     for i in 0..zin.len() {
+        if by_name(sel, opts, input, zin, i, rep, &mut changes)? {
+            continue;
+        }
         let Some(member) = host_member(input, data, zin, i, budget)? else {
             continue;
         };
@@ -152,7 +155,7 @@ fn prune_members<'a>(
         rep.dropped.extend(p.dropped);
         if p.remove.is_some() {
             let bytes = member.bytes().len() as u64;
-            rep.removed.push(RemovedFile { path: full, bytes });
+            rep.removed.push(RemovedFile::whole(full, bytes));
             rep.freed += bytes;
             changes.removed.insert(i, mname.into_owned());
             continue;
@@ -190,6 +193,37 @@ fn prune_members<'a>(
         rep.not_shrunk = Some(not_shrunk.join("; "));
     }
     Ok(changes)
+}
+
+/// With member `i` of the wheel `zin` (the file `input`): when it is a
+/// library's per-GPU file whose GPU the rules drop
+/// ([`super::companion`]), it goes, unread, and is reported in `rep`
+/// (a directory entry of such files goes with them, unreported); whether
+/// it was so. [`PathOptions::keep_files`] keeps them.
+fn by_name(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    zin: &mut Zip<'_>,
+    i: usize,
+    rep: &mut PathReport,
+    changes: &mut Members,
+) -> Result<bool, PathError> {
+    if opts.keep_files {
+        return Ok(false);
+    }
+    let f = zin.by_index_raw(i).map_err(|e| PathError::zip(input, e))?;
+    let mname = f.name().map_err(|e| PathError::zip(input, e))?.into_owned();
+    let Some(c) = super::companion::dropped(sel.by(), &mname) else {
+        return Ok(false);
+    };
+    if !f.is_dir() {
+        let full = format!("{}!/{mname}", crate::files::shown(input));
+        rep.removed.push(RemovedFile::by_name(full, f.size(), &c));
+        rep.freed += f.size();
+    }
+    changes.removed.insert(i, mname);
+    Ok(true)
 }
 
 /// `'WHEEL': WHY` about the wheel `path` and what it holds.

@@ -163,6 +163,48 @@ pub struct RemovedFile {
     pub path: String,
     /// Its size.
     pub bytes: u64,
+    /// For a file removed by its name, a library's per-GPU file whose
+    /// GPU the rules drop (docs/prune.md lists the conventions): the
+    /// library.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// For such a file: the GPU its name says it serves (`gfx906`,
+    /// `gfx90a:xnack+`, `sm_86`, `gfx11* (family)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// For such a file: why it goes, in words (`rocBLAS/… per-GPU file
+    /// for gfx906 (…)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl RemovedFile {
+    /// A file removed for what it holds (device code alone the rules drop
+    /// all of).
+    pub(crate) fn whole(path: String, bytes: u64) -> RemovedFile {
+        RemovedFile {
+            path,
+            bytes,
+            library: None,
+            gpu: None,
+            why: None,
+        }
+    }
+
+    /// A library's per-GPU file `c`, removed by its name.
+    pub(crate) fn by_name(
+        path: String,
+        bytes: u64,
+        c: &crate::companion::Companion,
+    ) -> RemovedFile {
+        RemovedFile {
+            path,
+            bytes,
+            library: Some(c.convention.library.to_string()),
+            gpu: Some(c.gpu.to_string()),
+            why: Some(super::super::companion::reason(c)),
+        }
+    }
 }
 
 impl PathReport {

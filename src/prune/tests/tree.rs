@@ -112,6 +112,7 @@ fn outcomes(root: &Path, entries: &[TreeEntry]) -> Vec<(String, String)> {
                     rows_rewritten,
                     rows_removed,
                 } => format!("record: {rows_rewritten} rewritten, {rows_removed} removed"),
+                TreeOutcome::DirectoryRemoved => "directory removed".to_string(),
             };
             (rel.into_owned(), what)
         })

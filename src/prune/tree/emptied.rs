@@ -1,0 +1,54 @@
+//! The directories a [`super::prune_tree`] run empties: each directory
+//! below a directory named that held a file removed whole (for what it
+//! holds, or by its name as a library's per-GPU file), once nothing is
+//! left in it but what the run removed, and so up the tree; never a
+//! directory named, never one that was empty before, never one holding
+//! anything else. Deepest first. (Nothing of the rest of `prune` is named
+//! here.)
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The directories under `roots` that removing `gone` (the paths of the
+/// files removed) empties, deepest first, each with what removing it
+/// did: removed when `remove`, else only found (a dry run). A directory
+/// that cannot be removed is reported with its error and keeps its
+/// parent.
+pub(super) fn emptied(
+    roots: &[&Path],
+    gone: impl IntoIterator<Item = PathBuf>,
+    remove: bool,
+) -> Vec<(PathBuf, std::io::Result<()>)> {
+    let mut gone: BTreeSet<PathBuf> = gone.into_iter().collect();
+    // Candidates, deepest first: the parents of what went.
+    let mut todo: BTreeSet<(usize, PathBuf)> = BTreeSet::new();
+    let add = |p: &Path, todo: &mut BTreeSet<(usize, PathBuf)>| {
+        if let Some(dir) = p.parent()
+            && roots.iter().any(|r| dir.starts_with(r) && dir != *r)
+        {
+            todo.insert((dir.components().count(), dir.to_path_buf()));
+        }
+    };
+    for p in &gone {
+        add(p, &mut todo);
+    }
+    let mut out = Vec::new();
+    while let Some((_, dir)) = todo.pop_last() {
+        let Ok(mut entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        if !entries.all(|e| e.is_ok_and(|e| gone.contains(&e.path()))) {
+            continue;
+        }
+        let done = match remove {
+            true => std::fs::remove_dir(&dir),
+            false => Ok(()),
+        };
+        if done.is_ok() {
+            add(&dir, &mut todo);
+            gone.insert(dir.clone());
+        }
+        out.push((dir, done));
+    }
+    out
+}
