@@ -8,16 +8,23 @@
 //! [`TABLE`] holds the conventions, one row each: the library, the names,
 //! what such a file holds, and where that is documented. [`companion`]
 //! tells whether a path inside a tree or package (relative,
-//! `/`-separated) is such a file, and of which GPU ([`Gpu`]). Nothing
-//! here reads a file or decides what a rule keeps: `prune` and `check`
-//! do, with their own rules.
+//! `/`-separated) is such a file, and of which GPU ([`Gpu`]); [`below`]
+//! gives that path for a file found in a directory. Nothing here reads a
+//! file. Whether rules keep a GPU's files is [`judge`]'s, for `prune`
+//! (which files go) and for `check`'s gate ([`gate`]: every required GPU
+//! still has its files, in each library that has some GPU's).
 //!
 //! A name is matched only when it names a GPU the crate knows
 //! ([`targets::amdgpu`], [`targets::is_known_arch`]): an unknown name, and
 //! an arch-neutral one (`TensileLibrary.dat`, a `_fallback` index with no
 //! GPU in its name, TensorRT's `_ptx` resource), never matches.
 
+use std::path::Path;
+
 use crate::targets;
+
+pub(crate) mod gate;
+pub(crate) mod judge;
 
 /// The GPU a companion file serves, as its name spells it, normalized.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -174,6 +181,23 @@ pub(crate) fn companion(path: &str) -> Option<Companion> {
             directory,
         })
     })
+}
+
+/// `path` below the directory `root`, `root`'s own name first,
+/// `/`-separated: the path a companion name is read from for a file
+/// found walking `root` (so `…/rocblas/library` named still reads
+/// `library/…`). `None` when it is not below `root` or not UTF-8.
+pub(crate) fn below(root: &Path, path: &Path) -> Option<String> {
+    let rest = path.strip_prefix(root).ok()?;
+    let mut out = match root.file_name() {
+        Some(n) => n.to_str()?.to_string(),
+        None => String::new(),
+    };
+    for c in rest.components() {
+        out.push('/');
+        out.push_str(c.as_os_str().to_str()?);
+    }
+    Some(out)
 }
 
 /// The AMDGPU target ID that `s` spells wholly: a known processor, then

@@ -368,20 +368,6 @@ fn remove_named(
     super::path::remove_by_name(opts, path, &name, &meta, c)
 }
 
-/// `path` below the directory `root`, `root`'s own name first,
-/// `/`-separated; `None` when not UTF-8.
-fn below(root: &Path, path: &Path) -> Option<String> {
-    let rest = path.strip_prefix(root).ok()?;
-    let mut out = root
-        .file_name()
-        .map_or(Some(String::new()), |n| n.to_str().map(str::to_string))?;
-    for c in rest.components() {
-        out.push('/');
-        out.push_str(c.as_os_str().to_str()?);
-    }
-    Some(out)
-}
-
 /// A path found in a directory, left as it is for `why`.
 fn found(path: &Path, why: Skip) -> TreeEntry {
     TreeEntry {
@@ -477,7 +463,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 path: path.to_path_buf(),
                 named: false,
                 id: Some((m.dev(), m.ino())),
-                rel: below(input, path),
+                rel: crate::companion::below(input, path),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
