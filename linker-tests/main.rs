@@ -61,6 +61,7 @@ test_files! {
     kernels,
     diff,
     bare,
+    per_gpu_gate,
 }
 
 fn main() {

@@ -11,6 +11,7 @@ use anyhow::{Result, bail};
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
+use crate::companion::gate::{self as per_gpu, Judgement};
 use crate::kernels::gate::{Document, Gate};
 use crate::kernels::{KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
@@ -193,13 +194,14 @@ impl CheckOpts {
             &req,
         );
         let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
+        let judged = per_gpu_files(&self.common, &paths, &req);
         if self.json {
             let mut out = super::io::Report::stdout();
             let elsewhere: Vec<_> = scanned
                 .iter()
                 .map(|s| s.result.as_ref().ok().and_then(scan::json::Elsewhere::of))
                 .collect();
-            let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere);
+            let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere, &judged);
             super::io::write_json(&mut out, &doc, &names)?;
             out.flush()?;
         } else {
@@ -210,10 +212,66 @@ impl CheckOpts {
                 .iter()
                 .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
                 .collect();
-            print_outcome(&paths, &walked, &notes, &outcome, &kernels, self.quiet)?;
+            let shown = Shown {
+                walked: &walked,
+                notes: &notes,
+                per_gpu: &judged,
+                any: req.any,
+                quiet: self.quiet,
+            };
+            print_outcome(&paths, &outcome, &kernels, &shown)?;
         }
-        Ok(kernels.exit_code(&outcome).into())
+        Ok(per_gpu::exit_code(kernels.exit_code(&outcome), &judged).into())
     }
+}
+
+/// The gate on per-GPU files ([`per_gpu`]): the names scanned (`units`),
+/// placed in the directories named, judged against the required rules.
+fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<Judgement> {
+    let dirs: Vec<String> = common
+        .paths()
+        .iter()
+        .filter(|p| p.as_os_str() != "-" && p.is_dir())
+        .map(|p| crate::files::shown(p).into_owned())
+        .collect();
+    let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    let mut found = per_gpu::Found::new(req.any);
+    for u in units {
+        found.add(u, &dirs);
+    }
+    per_gpu::judge(&found, &req.require_rules())
+}
+
+/// How the report is printed beside the outcome: per input, whether it
+/// was found walking a directory and what its scan says of fatbins it did
+/// not read; the per-GPU files' judgements; `--any` and `--quiet`.
+struct Shown<'a> {
+    walked: &'a [bool],
+    notes: &'a [Option<String>],
+    per_gpu: &'a [Judgement],
+    any: bool,
+    quiet: bool,
+}
+
+/// Prints a line per judgement of per-GPU files (failures only with
+/// `quiet`): `FAIL INPUT: per-GPU files of …: none for gfx942 (files for:
+/// gfx90a)`. Returns how many fail.
+fn print_per_gpu(out: &mut super::io::Report, shown: &Shown<'_>) -> Result<usize> {
+    let mut failed = 0;
+    for j in shown.per_gpu {
+        let input = match (&j.input, shown.any) {
+            (Some(i), _) => i.as_str(),
+            (None, true) => "(all inputs)",
+            (None, false) => "(files named)",
+        };
+        if !j.passed {
+            failed += 1;
+            print_line(out, &format!("FAIL {input}: {}", j.summary()))?;
+        } else if !shown.quiet {
+            print_line(out, &format!("ok   {input}: {}", j.summary()))?;
+        }
+    }
+    Ok(failed)
 }
 
 /// What the required kernel rules found, as a note: `; kernel
@@ -310,12 +368,11 @@ fn checked_line(
 /// what concerns all inputs, then the count of failures.
 fn print_outcome(
     paths: &[&str],
-    walked: &[bool],
-    notes: &[Option<String>],
     outcome: &Outcome,
     kernels: &Gate,
-    quiet: bool,
+    shown: &Shown<'_>,
 ) -> Result<()> {
+    let (walked, notes, quiet) = (shown.walked, shown.notes, shown.quiet);
     let mut out = super::io::Report::stdout();
     let mut unlisted = 0usize;
     // The inputs in error, said again on standard error after the report.
@@ -356,6 +413,7 @@ fn print_outcome(
             ),
         )?;
     }
+    let per_gpu_failures = print_per_gpu(&mut out, shown)?;
     if outcome.no_device_code {
         let hint = if notes.iter().any(Option::is_some) {
             " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
@@ -375,7 +433,8 @@ fn print_outcome(
     // Per input: an error (unreadable, corrupt, damaged symbols) or a
     // failure (a rule that does not hold); then what concerns them all.
     let mut errors = 0usize;
-    let mut failures = usize::from(outcome.no_device_code) + usize::from(!all.is_empty());
+    let mut failures =
+        usize::from(outcome.no_device_code) + usize::from(!all.is_empty()) + per_gpu_failures;
     for (i, v) in outcome.files.iter().enumerate() {
         match kernels.status(i, v) {
             "error" => errors += 1,

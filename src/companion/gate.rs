@@ -209,6 +209,16 @@ pub(crate) fn judge(found: &Found, require: &[Rule]) -> Vec<Judgement> {
     out
 }
 
+/// The exit code of `check` (`code`, that of its other rules) with the
+/// judgements on per-GPU files: 1 for a failed one, unless it is 2.
+pub(crate) fn exit_code(code: u8, judged: &[Judgement]) -> u8 {
+    if code == 0 && judged.iter().any(|j| !j.passed) {
+        1
+    } else {
+        code
+    }
+}
+
 impl Judgement {
     /// What it says, for a report line after the input's name: `per-GPU
     /// files of LIBRARY (WHAT) in DIR/: gfx942 has 3 file(s) (gfx942)`, or

@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 use super::Gate;
+use crate::companion::gate::{self as per_gpu, Judgement};
 use crate::kernels::KernelRuleResult;
 use crate::scan::check::Failure;
 use crate::scan::json::Elsewhere;
@@ -28,8 +29,31 @@ pub(crate) struct Document<'a> {
     files: Vec<File<'a>>,
     no_device_code: bool,
     passed: bool,
+    /// The gate on per-GPU files: each required processor judged on each
+    /// library's per-GPU files in each input.
+    per_gpu_files: Vec<PerGpuDoc<'a>>,
     rules: Vec<RuleDoc>,
     schema: &'static str,
+}
+
+/// A required processor judged on one library's per-GPU files.
+#[derive(Debug, Serialize)]
+struct PerGpuDoc<'a> {
+    /// The files of the GPUs that serve it, by their paths in the input.
+    files: &'a [String],
+    gpu: &'a str,
+    /// The package or directory; `null` for the files named (all inputs
+    /// with `--any`).
+    input: Option<&'a str>,
+    library: &'static str,
+    location: &'a str,
+    passed: bool,
+    pattern: &'static str,
+    /// Every GPU with files there.
+    present: &'a [String],
+    rule: &'a str,
+    /// The GPUs with files there that serve it.
+    serving: &'a [String],
 }
 
 /// A rule, as given: an architecture and kind rule, or a kernel rule.
@@ -120,15 +144,17 @@ struct AllInputs<'a> {
 impl<'a> Document<'a> {
     /// The document of inputs named `paths` checked against `req`: their
     /// `outcome`, the `gate` of their kernel rules and the fatbins each
-    /// holds in other data sections (all in the order of `paths`).
+    /// holds in other data sections (all in the order of `paths`), and
+    /// the judgements on their per-GPU files.
     pub(crate) fn new(
         req: &Requirements,
         paths: &[&'a str],
         outcome: &'a Outcome,
         gate: &'a Gate,
         elsewhere: &[Option<Elsewhere<'a>>],
+        per_gpu: &'a [Judgement],
     ) -> Document<'a> {
-        let exit_code = gate.exit_code(outcome);
+        let exit_code = per_gpu::exit_code(gate.exit_code(outcome), per_gpu);
         Document {
             all_inputs: req.any.then(|| AllInputs {
                 failures: strings(&outcome.all_inputs)
@@ -151,6 +177,21 @@ impl<'a> Document<'a> {
                 .collect(),
             no_device_code: outcome.no_device_code,
             passed: exit_code == 0,
+            per_gpu_files: per_gpu
+                .iter()
+                .map(|j| PerGpuDoc {
+                    files: &j.files,
+                    gpu: &j.gpu,
+                    input: j.input.as_deref(),
+                    library: j.convention.library,
+                    location: &j.location,
+                    passed: j.passed,
+                    pattern: j.convention.pattern,
+                    present: &j.present,
+                    rule: &j.rule,
+                    serving: &j.serving,
+                })
+                .collect(),
             rules: rules(req, gate),
             schema: SCHEMA,
         }
@@ -300,7 +341,8 @@ mod tests {
             req,
         );
         let paths: Vec<&str> = inputs.iter().map(|(p, _)| *p).collect();
-        serde_json::to_string_pretty(&Document::new(req, &paths, &outcome, &gate, &[])).unwrap()
+        serde_json::to_string_pretty(&Document::new(req, &paths, &outcome, &gate, &[], &[]))
+            .unwrap()
     }
 
     #[test]
@@ -363,5 +405,42 @@ mod tests {
         assert_eq!(all["rules"][0]["passed"], false);
         assert_eq!(all["kernel_rules"][0]["rule"], "gemm*@gfx90a");
         assert!(!all["failures"].as_array().unwrap().is_empty());
+    }
+
+    /// A library with gfx90a's per-GPU files and not gfx942's: the
+    /// document lists the judgement, in field order, and fails.
+    #[test]
+    fn per_gpu_files_are_listed_and_a_missing_gpu_fails() {
+        let req = Requirements {
+            require: vec![Rule::parse("gfx942").unwrap()],
+            ..Requirements::default()
+        };
+        let mut found = per_gpu::Found::new(false);
+        found.add(
+            "x.deb!/usr/lib/rocblas/library/TensileLibrary_gfx90a.co",
+            &[],
+        );
+        let judged = per_gpu::judge(&found, &req.require_rules());
+        // The other rules pass (none is judged), so the exit code is the
+        // gate's alone.
+        let report = Report::default();
+        let none = Requirements::default();
+        let outcome = crate::scan::check([Ok(&report)], &none);
+        let gate = Gate::judge([], &outcome, &[], &[], &none);
+        let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &[]);
+        assert_eq!(doc.exit_code, 0);
+        let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &judged);
+        let text = serde_json::to_string_pretty(&doc).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string_pretty(&value).unwrap(), text);
+        let j = &value["per_gpu_files"][0];
+        assert_eq!(j["input"], "x.deb");
+        assert_eq!(j["location"], "usr/lib/rocblas/library");
+        assert_eq!(j["gpu"], "gfx942");
+        assert_eq!(j["passed"], false);
+        assert_eq!(j["present"][0], "gfx90a");
+        assert_eq!(j["files"].as_array().map(Vec::len), Some(0));
+        assert_eq!(value["exit_code"], 1);
+        assert_eq!(value["passed"], false);
     }
 }
