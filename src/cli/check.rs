@@ -56,6 +56,13 @@ an image a device of TARGET would load (any image without @TARGET); --forbid-ker
 NAME[@TARGET] fails if an image built for TARGET holds one. An image whose kernels\n\
 cannot be listed (bitcode, SPIR-V) fails a forbidding kernel rule, and counts for no\n\
 required one; one whose symbols are damaged is an input error.\n\n\
+Per-GPU files: a library that installs files per GPU (the table in docs/prune.md: Tensile's\n\
+code objects and indexes, MIOpen's databases, AOTriton's and TensorRT's files) and has\n\
+some GPUs' files in a tree or package (the files named: together; --any: all inputs\n\
+together) must have one that serves each processor a --require rule names, as `prune\n\
+--keep` of it would keep it; FAIL names the library, its directory, the GPU and the GPUs\n\
+it has files for. A library with no per-GPU file, and a rule naming no processor\n\
+(*:hip), are not judged.\n\n\
 Exit codes: 0 every rule holds; 1 a rule does not hold; 2 an input could not be read or\n\
 holds a corrupt or truncated container (unless --allow-corrupt).\n\n\
 Examples (CI):\n  offload-kit check dist/ --require gfx90a,gfx942 --require sm_90:cubin --forbid gfx803\n  \

@@ -35,6 +35,10 @@ use crate::targets;
 /// One group's files: the paths (in the input) of each GPU's.
 type Files = BTreeMap<Gpu, Vec<String>>;
 
+/// An input's groups: by the row of [`TABLE`] and the directory holding
+/// the files.
+type Groups = BTreeMap<(usize, String), Files>;
+
 /// The per-GPU files of the inputs of a command, by input, convention
 /// and directory.
 #[derive(Debug, Default)]
@@ -42,9 +46,8 @@ pub(crate) struct Found {
     /// Whether every input is one (`--any`).
     any: bool,
     /// The inputs in the order first met (`None`: the files named, or all
-    /// inputs with `--any`), each with its groups: by the row of
-    /// [`TABLE`] and the directory holding the files.
-    inputs: Vec<(Option<String>, BTreeMap<(usize, String), Files>)>,
+    /// inputs with `--any`), each with its groups.
+    inputs: Vec<(Option<String>, Groups)>,
 }
 
 /// Where a scanned unit lies for the gate: its input (`None` for a file
