@@ -153,6 +153,7 @@
 mod file;
 mod frames;
 mod header;
+mod options;
 mod parallel;
 mod peek;
 mod pool;
@@ -165,10 +166,11 @@ mod write;
 
 pub use crate::error::ccob::Fault;
 pub use header::Header;
+pub use options::CompressOptions;
 pub use raw::{Method, has_magic};
 pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};
 pub use stream::{StreamEnd, Streamed, Wanted};
-pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
+pub use write::{CompressReport, compress, compress_to_vec};
 
 // What the rest of the crate (the scanner, the command line) uses besides.
 #[cfg(feature = "files")]
