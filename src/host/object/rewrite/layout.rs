@@ -18,9 +18,8 @@
 use object::elf;
 
 use super::invalid;
-use super::model::{Model, Seg};
+use super::model::{Model, Out, Seg};
 use super::to_u32;
-use super::write::Out;
 use crate::error::Result;
 
 /// The new numbers of sections and symbols.
