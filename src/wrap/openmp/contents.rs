@@ -6,8 +6,9 @@ use super::{DESC, INFO, Parts};
 use crate::error::{Error, Result};
 use crate::num::len64;
 use crate::wrap::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
+use crate::wrap::elf_object::reloc;
+use crate::wrap::model::{InputShape, STRUCT_SIZE, align_up};
 use crate::wrap::relocatable::{Relocatable, SymbolId};
-use crate::wrap::{InputShape, STRUCT_SIZE, align_up, reloc};
 
 /// `.data.rel.ro`'s contents (in the CPU's byte order) and relocations:
 /// the image array, the descriptor, the image infos.

@@ -9,12 +9,11 @@
 
 use object::elf;
 
+use super::SHT_LLVM_OFFLOADING;
 use super::arch::{CpuInfo, addend};
+use super::elf_object::{Flavour, HostOs, finish_object, local, new_object, reloc};
+use super::model::{Abi, IMAGE_ALIGN, InputShape, STRUCT_SIZE, align_up, byte_array_align};
 use super::relocatable::{Relocatable, SectionId, SymbolId};
-use super::{
-    Abi, Flavour, HostOs, IMAGE_ALIGN, InputShape, SHT_LLVM_OFFLOADING, STRUCT_SIZE, align_up,
-    byte_array_align, finish_object, local, new_object, reloc,
-};
 use crate::error::{Error, Result};
 use crate::num::len64;
 
