@@ -2,7 +2,7 @@
 //! descriptor, the image infos) and `.text.startup` (the constructor and
 //! destructor), with their relocations.
 
-use super::{DESC, INFO, Parts};
+use super::parts::{DESC, INFO, Parts};
 use crate::error::{Error, Result};
 use crate::num::len64;
 use crate::wrap::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};

@@ -5,7 +5,7 @@
 
 use object::elf;
 
-use super::{
+use super::parts::{
     ARRAY, ArchList, DESC, DataLayout, INFO, Info, Labels, Locals, Placement, Runtime, Sections,
 };
 use crate::error::Result;
