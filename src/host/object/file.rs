@@ -3,7 +3,7 @@
 use std::io;
 use std::path::Path;
 
-use super::Written;
+use super::model::Written;
 use crate::files::{Input, write_layout};
 
 /// Writes an object made by this module (a bundle or a stripped host

@@ -50,7 +50,7 @@ use std::borrow::Cow;
 
 use object::pe;
 
-use super::{Added, Edit, Part, Written};
+use super::model::{Added, Edit, Part, Written};
 use crate::error::{Error, Result};
 
 mod read;

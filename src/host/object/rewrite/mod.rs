@@ -60,9 +60,10 @@ use object::{Endianness, elf};
 
 // `read_err` is the one mapping of the `object` crate's read errors (an
 // invalid object file), here as in the bundle listing.
-use super::{
-    Edit, Part, Span, Written, check_alignments, check_string_table, llvm_section_name, read_err,
+use super::checks::{
+    check_alignments, check_string_table, llvm_section_name, read_err, unsupported,
 };
+use super::model::{Edit, Part, Span, Written};
 use crate::error::{Error, Result};
 
 mod crel;
@@ -92,7 +93,7 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         object::FileKind::Coff | object::FileKind::CoffBig => {
             return super::coff::rewrite(data, edit);
         }
-        other => return Err(super::unsupported(other, doing(edit))),
+        other => return Err(unsupported(other, doing(edit))),
     };
     model.edit(edit)?;
     model.write(data, edit)
