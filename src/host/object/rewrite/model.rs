@@ -8,8 +8,15 @@ use std::borrow::Cow;
 use object::write::elf::{Encoder, Rel};
 use object::{Endianness, elf};
 
-use super::SHF_ALLOC;
 use super::crel::Crel;
+
+// Flag values as plain integers.
+pub(super) const SHF_ALLOC: u64 = elf::SHF_ALLOC.0;
+pub(super) const SHF_GROUP: u64 = elf::SHF_GROUP.0;
+pub(super) const SHF_EXCLUDE: u64 = elf::SHF_EXCLUDE.0;
+pub(super) const SHF_COMPRESSED: u64 = elf::SHF_COMPRESSED.0;
+pub(super) const STB_LOCAL: u8 = elf::STB_LOCAL.0;
+pub(super) const GRP_COMDAT: u32 = elf::GRP_COMDAT.0;
 
 /// How llvm-objcopy treats a section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

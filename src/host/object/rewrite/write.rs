@@ -19,10 +19,12 @@ use object::write::elf::{
 };
 use object::{Endianness, U32, elf, pod};
 
+use super::checked::{bug, invalid, narrow, to_u32};
 use super::crel::{self, Crel};
 use super::layout::{Numbering, Placement};
 use super::model::{Body, Def, Kind, Model, Out, Sec};
-use super::{Edit, GRP_COMDAT, Part, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
+use super::model::{GRP_COMDAT, STB_LOCAL};
+use super::{Edit, Part, Span, Written};
 use crate::error::Result;
 use crate::layout::Piece;
 use crate::llvm::string_table::StringTable;
