@@ -141,9 +141,10 @@ pub(crate) fn with_aligned<T>(data: &[u8], f: impl FnOnce(&[u8]) -> Result<T>) -
 /// string table outside the file, a string table size that lies, a name or
 /// symbol that points nowhere (what LLVM's `COFFObjectFile` refuses too);
 /// `None` when nothing is, or when `data` is no COFF object.
-pub(crate) fn coff_damage(data: &[u8]) -> Option<String> {
-    match FileKind::parse(data) {
-        Ok(FileKind::Coff | FileKind::CoffBig) => coff::check(data).err().map(|e| e.to_string()),
+/// `kind` is the file's format, as the caller read it.
+pub(crate) fn coff_damage(data: &[u8], kind: FileKind) -> Option<String> {
+    match kind {
+        FileKind::Coff | FileKind::CoffBig => coff::check(data).err().map(|e| e.to_string()),
         _ => None,
     }
 }
