@@ -12,8 +12,8 @@
 #
 # Environment:
 #   STEPS       groups to run, in order (default "startup offload_binary bundler
-#               wrapper scan scan_tree"; also real_libs and lz4, on downloaded
-#               libraries)
+#               wrapper scan scan_tree"; also real_libs, installs and lz4, on
+#               downloaded libraries)
 #   LZ4_ROUNDS  rounds of the lz4 group's decoders (default 11)
 #   SIZES       MiB per device image; each size makes one set of rows over 4
 #               images (default "4 256"; QUICK: "1")
@@ -37,7 +37,8 @@
 # images cut from the ELF files under /usr/lib), else from a generator below.
 # The timer is the shared timeit.py's method, written out below with one
 # addition: rows that write an output delete the previous run's output before
-# each timed run (untimed), for both tools alike.
+# each timed run (untimed), for both tools alike; and a row that changes its
+# input in place sets it up again before each run (untimed: --before).
 #
 # Exit status: 1 if LLVM 22 is missing, the build fails, any command fails, or
 # any correctness check (e.g. our pack byte-identical to LLVM's) fails.
@@ -154,6 +155,7 @@ ap.add_argument('-n', type=int, default=5)
 ap.add_argument('--warmup', type=int, default=1)
 ap.add_argument('--timeout', type=float, default=900)
 ap.add_argument('--remove', action='append', default=[])
+ap.add_argument('--before', default=None)
 ap.add_argument('cmd', nargs=argparse.REMAINDER)
 a = ap.parse_args()
 cmd = a.cmd[1:] if a.cmd[:1] == ['--'] else a.cmd
@@ -170,6 +172,9 @@ for i in range(a.warmup + a.n):
                 os.unlink(path)
         except FileNotFoundError:
             pass
+    if a.before is not None:
+        subprocess.run(['sh', '-c', a.before], check=True, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -187,12 +192,14 @@ for k, name in ((1, 'user s'), (2, 'sys s'), (3, 'cpu s'), (0, 'wall s'), (4, 'p
 PY
 }
 
-# time_cmd RAWFILE REMOVE CMD... -> T_OK T_MIN T_MED T_MAX T_CPU T_PEAK
+# time_cmd RAWFILE REMOVE BEFORE CMD... -> T_OK T_MIN T_MED T_MAX T_CPU T_PEAK
 #   REMOVE: space-separated paths deleted before each run ("" for none)
+#   BEFORE: a shell command run (untimed) before each run ("" for none)
 time_cmd() {
-  local raw=$1 remove=$2 p; shift 2
+  local raw=$1 remove=$2 before=$3 p; shift 3
   local rm_args=()
   for p in $remove; do rm_args+=(--remove "$p"); done
+  [ -z "$before" ] || rm_args+=(--before "$before")
   T_OK=0 T_MIN=nan T_MED=nan T_MAX=nan T_CPU=nan T_PEAK=nan
   python3 "$TIMER" -n "$RUNS" --warmup 0 "${rm_args[@]}" -- "$@" >"$raw" 2>&1 || return 0
   read -r T_MIN T_MED T_MAX < <(awk '/^A wall s/ {print $4, $5, $6}' "$raw") || true
@@ -220,6 +227,15 @@ run_side() {
   local -n cmd=$arrname
   ROW[$id.$side.cmd]="${cmd[*]}"
   raw=$W/raw/$id.$side
+  # A command that changes its input in place: ${arrname}_before (a
+  # shell command) sets the input up again before each run, the
+  # untimed one included.
+  local before=""
+  if declare -p "${arrname}_before" >/dev/null 2>&1; then
+    local -n before_ref="${arrname}_before"
+    before=$before_ref
+    sh -c "$before"
+  fi
   if ! "${cmd[@]}" >"$raw.stdout" 2>"$raw.stderr"; then
     log "FAILED ($side): ${cmd[*]}"
     tail -n 20 "$raw.stderr" | sed 's/^/    /' >&2 || true
@@ -232,7 +248,7 @@ run_side() {
     local -n rm_arr="${arrname}_rm"
     rm_list="${rm_arr[*]}"
   fi
-  time_cmd "$raw.timer" "$rm_list" "${cmd[@]}"
+  time_cmd "$raw.timer" "$rm_list" "$before" "${cmd[@]}"
   if [ "$T_OK" != 1 ]; then
     log "FAILED ($side) during timed runs: ${cmd[*]} (see $raw.timer)"
     ROW[$id.$side.med]=FAILED
@@ -1322,6 +1338,66 @@ PY
     else
       row_fail "the pruned library holds $b gfx90a images, the original $a"
     fi
+  fi
+  [ "$KEEP" = 1 ] || rm -rf "$O"
+}
+
+# Installs (issue #59): Debian trixie's rocBLAS (`librocblas0` 5.5.1: a
+# 166 MB .deb, 2.3 GB installed, code for 13 GPUs; scripts/real-libs.sh
+# --rocblas) slimmed to gfx1100. The package: `prune -o` against the manual
+# route, `dpkg-deb -R`, `rm` of the other GPUs' files (a find over names
+# holding `gfx` but not `gfx1100`) and `dpkg-deb -b -Zxz` (the same
+# compressor; the manual package keeps the .so whole and its md5sums stale,
+# so it is larger and less exact: goal ours <= 1.0x its time, peak RSS <=
+# 512 MiB). The installed tree: `prune --in-place` of a fresh copy (made
+# before each run, untimed) against `cp -a` of it (goal <= 0.5x). Not in
+# the default STEPS (a 166 MB download, 5 GB of disk in W): STEPS=installs.
+NEEDS_installs=""
+step_installs() {
+  local cache O=$W/out/installs deb bytes
+  cache=$(bash "$ROOT/scripts/real-libs.sh" --rocblas) || die "scripts/real-libs.sh --rocblas failed"
+  deb=$cache/librocblas0_5.5.1+dfsg-7_amd64.deb
+  mkdir -p "$O"
+  bytes=$(stat -c %s "$deb")
+  cat "$deb" >/dev/null
+  local llvm=(sh -c 'rm -rf "$1" && dpkg-deb -R "$2" "$1" && find "$1" -type f -name "*gfx*" ! -name "*gfx1100*" -delete && dpkg-deb -Zxz -b "$1" "$3" >/dev/null' sh "$O/manual" "$deb" "$O/manual.deb")
+  local ours=("$OURS" prune --keep gfx1100 -o "$O/slim.deb" "$deb")
+  local llvm_rm=("$O/manual.deb" "$O/manual") ours_rm=("$O/slim.deb")
+  bench_row "inst.prune.rocblas-deb" "prune librocblas0 .deb to gfx1100 (166 MB, 2.3 GB installed; LLVM column: dpkg-deb -R, rm of the other GPUs' files, dpkg-deb -b -Zxz)" "$bytes" llvm ours
+  unset llvm_rm ours_rm
+  if ran llvm && ran ours; then
+    local x
+    x=$(awk -v a="${ROW[inst.prune.rocblas-deb.llvm.med]}" -v b="${ROW[inst.prune.rocblas-deb.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
+    if awk -v x="$x" 'BEGIN { exit !(x <= 1.0) }'; then
+      row_note "ours takes ${x}x the manual route's time (goal <= 1.0x)"
+    else
+      row_fail "ours takes ${x}x the manual route's time, over the 1.0x goal"
+    fi
+    row_note "$(stat -c %s "$O/slim.deb") bytes against the manual route's $(stat -c %s "$O/manual.deb")"
+    if ! dpkg-deb --info "$O/slim.deb" >/dev/null; then
+      row_fail "dpkg-deb cannot read the pruned package"
+    fi
+    rss_goal "inst.prune.rocblas-deb" 512
+  fi
+  rm -rf "$O/manual" "$O/manual.deb" "$O/slim.deb"
+  # The installed tree, pruned in place.
+  dpkg-deb -x "$deb" "$O/tree"
+  bytes=$(du -sb "$O/tree" | cut -f1)
+  llvm=(cp -a "$O/tree" "$O/copy")
+  ours=("$OURS" prune --keep gfx1100 --in-place "$O/t")
+  local llvm_rm=("$O/copy")
+  local ours_before="rm -rf '$O/t' && cp -a '$O/tree' '$O/t' && sync"
+  bench_row "inst.prune.rocblas-tree" "prune --in-place of librocblas0's installed files to gfx1100 (2.3 GB; LLVM column: cp -a of the tree)" "$bytes" llvm ours
+  unset llvm_rm ours_before
+  if ran llvm && ran ours; then
+    local x
+    x=$(awk -v a="${ROW[inst.prune.rocblas-tree.llvm.med]}" -v b="${ROW[inst.prune.rocblas-tree.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
+    if awk -v x="$x" 'BEGIN { exit !(x <= 0.5) }'; then
+      row_note "ours takes ${x}x cp -a's time (goal <= 0.5x)"
+    else
+      row_fail "ours takes ${x}x cp -a's time, over the 0.5x goal"
+    fi
+    row_note "$bytes -> $(du -sb "$O/t" | cut -f1) bytes"
   fi
   [ "$KEEP" = 1 ] || rm -rf "$O"
 }

@@ -121,6 +121,7 @@ pub(crate) mod cubin;
 mod decompress;
 pub(crate) mod lz4;
 
+pub use decompress::Method;
 pub(crate) use decompress::{decoder, decompress};
 
 use zerocopy::FromBytes;
@@ -253,25 +254,6 @@ impl Variant {
             Variant::Plain => "",
             Variant::ArchSpecific => "a",
             Variant::Family => "f",
-        }
-    }
-}
-
-/// How a compressed entry's payload is compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// One raw LZ4 block (flag 0x2000).
-    Lz4,
-    /// One zstd frame (flag 0x8000).
-    Zstd,
-}
-
-impl Method {
-    /// `lz4` or `zstd`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Lz4 => "lz4",
-            Method::Zstd => "zstd",
         }
     }
 }

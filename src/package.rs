@@ -20,46 +20,19 @@
 
 mod compression;
 mod cpio;
+mod types;
 
 use std::io::{self, Read};
 
 pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
+use types::corrupt;
+pub use types::{Contents, Kind, Members};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::ar::Archive;
 use crate::num::usize_from;
-
-/// What kind of package bytes are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A zip archive (a wheel, a `.jar`, a `.conda`).
-    Zip,
-    /// A tar archive, compressed or not.
-    Tar(Compression),
-    /// A Debian package.
-    Deb,
-    /// One file compressed, not a tar archive (`libfoo.so.gz`): its one
-    /// member is what it decompresses to.
-    Compressed(Compression),
-    /// A cpio archive in the portable ASCII formats (`newc`, `crc`,
-    /// `odc`): RPM payloads, initramfs images.
-    Cpio,
-}
-
-impl std::fmt::Display for Kind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Kind::Zip => f.write_str("zip archive"),
-            Kind::Tar(Compression::None) => f.write_str("tar archive"),
-            Kind::Tar(c) => write!(f, "{}-compressed tar archive", c.name()),
-            Kind::Deb => f.write_str("Debian package"),
-            Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
-            Kind::Cpio => f.write_str("cpio archive"),
-        }
-    }
-}
 
 /// A tar header block's size.
 const BLOCK: usize = 512;
@@ -161,37 +134,6 @@ pub fn zip_prefix(bytes: &[u8]) -> Option<u64> {
     Some(zip.offset().saturating_add(first).max(1))
 }
 
-/// A member's contents.
-pub enum Contents<'a, 'r> {
-    /// Stored as is: the bytes, within the package's.
-    Stored(&'a [u8]),
-    /// Compressed: a stream of the member's bytes, and how many it says
-    /// it has. The stream fails if the member is corrupt.
-    Stream {
-        /// Gives the member's bytes.
-        reader: &'r mut dyn Read,
-        /// The size the package declares.
-        size: u64,
-    },
-    /// The one member of a compressed file: a stream of its bytes, whose
-    /// number nothing declares (gzip keeps it modulo 2^32 only). The
-    /// reader must bound what it takes. The stream fails if the data is
-    /// corrupt.
-    Unsized(&'r mut dyn Read),
-}
-
-/// What [`members`] does with each regular file of a package.
-pub trait Members {
-    /// One member: its path inside the package, and its contents or why
-    /// they cannot be read (the walk goes on with the next member). An
-    /// error returned here stops the walk and is returned by [`members`].
-    fn member(
-        &mut self,
-        path: &str,
-        contents: std::result::Result<Contents<'_, '_>, String>,
-    ) -> Result<()>;
-}
-
 /// Hands every regular file of the package `bytes` (of kind `kind`) to
 /// `to`, in the package's order. Directories, links and special files are
 /// skipped. A package whose structure is corrupt is an error, after the
@@ -209,11 +151,6 @@ pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
             to.member("", Ok(Contents::Unsized(&mut reader)))
         }
     }
-}
-
-/// The error for a package whose structure cannot be read.
-fn corrupt(kind: Kind, what: impl std::fmt::Display) -> Error {
-    Error::invalid(kind.to_string(), what.to_string())
 }
 
 fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {

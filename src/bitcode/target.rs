@@ -48,7 +48,7 @@ pub(crate) fn target(data: &[u8]) -> (Target, Option<&'static str>) {
 fn read(data: &[u8], t: &mut Target) -> Res<()> {
     // Bitcode cut at a byte that ends no word is read as far as its words
     // go, and is damaged.
-    let (bc, cut) = match super::unwrap(data) {
+    let (bc, cut) = match super::wrapper::unwrap(data) {
         Ok(bc) => (bc, Ok(())),
         Err(e) if data.starts_with(b"BC\xc0\xde") && !data.len().is_multiple_of(4) => {
             (&data[..data.len() / 4 * 4], Err(e))

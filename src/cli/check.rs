@@ -12,7 +12,8 @@ use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
 use crate::companion::gate::{self as per_gpu, Judgement};
-use crate::kernels::gate::{Document, Gate};
+use crate::kernels::gate::Gate;
+use crate::kernels::gate::json::Document;
 use crate::kernels::{KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
 

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::CommandFactory;
+use clap::Command;
 
 use super::io::Output;
 
@@ -23,8 +23,8 @@ pub struct CompletionsOpts {
 }
 
 impl CompletionsOpts {
-    pub fn run(self) -> Result<()> {
-        let mut cmd = super::Cli::command();
+    /// Prints the script for `cmd`, the whole command line's definition.
+    pub fn run(self, mut cmd: Command) -> Result<()> {
         // Rendered in memory first: the generator panics on a write error.
         let mut script = Vec::new();
         clap_complete::generate(self.shell, &mut cmd, "offload-kit", &mut script);
@@ -45,10 +45,10 @@ pub struct ManpagesOpts {
 }
 
 impl ManpagesOpts {
-    pub fn run(self) -> Result<()> {
+    /// Writes the pages of `cmd`, the whole command line's definition.
+    pub fn run(self, cmd: Command) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("'{}': cannot create directory", self.dir.display()))?;
-        let cmd = super::Cli::command();
         let mut pages = vec![("offload-kit".to_string(), cmd.clone())];
         for sub in cmd.get_subcommands() {
             let name = format!("offload-kit-{}", sub.get_name());

@@ -28,7 +28,7 @@ mod wrap;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Which LLVM tool a program name asks for, if any.
 fn compat_tool(argv0: &str) -> Option<&'static str> {
@@ -124,8 +124,8 @@ fn native(args: Vec<std::ffi::OsString>) -> ExitCode {
         Command::Size(o) => return scanner(o.run()),
         Command::Prune(o) => return scanner(o.run()),
         Command::Diff(o) => return scanner(o.run()),
-        Command::Completions(o) => o.run(),
-        Command::Manpages(o) => o.run(),
+        Command::Completions(o) => o.run(Cli::command()),
+        Command::Manpages(o) => o.run(Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

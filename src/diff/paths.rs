@@ -5,6 +5,7 @@
 //! with [`compare`](super::compare). What comes back is data, in path
 //! order, for the caller to print.
 
+mod compared;
 mod json;
 
 use std::collections::BTreeMap;
@@ -12,15 +13,14 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde::Serialize;
-
-use super::{FileDiff, Side};
+use super::Side;
 use crate::inputs::{
     Scanned, Source, over_allowance, par_map, scan_file, scan_file_kernels, with_threads,
 };
 use crate::kernels;
 use crate::scan::{self, Report};
 
+pub(crate) use compared::{Compared, FileStatus};
 pub(crate) use json::{Document, summary};
 
 /// How two sides are compared.
@@ -235,47 +235,6 @@ fn copied(s: &Scanned, from: &str, to: &Source) -> Scanned {
         found,
         result: s.result.clone(),
         kernels: s.kernels.clone(),
-    }
-}
-
-/// What happened to one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum FileStatus {
-    Same,
-    Changed,
-    Added,
-    Removed,
-    /// A side could not be read: nothing is compared.
-    Error,
-}
-
-/// One file, paired (or not) across the sides, and compared.
-pub(crate) struct Compared {
-    /// Its path below the roots given (`""`: the files given themselves).
-    pub(crate) path: String,
-    pub(crate) old: Option<Scanned>,
-    pub(crate) new: Option<Scanned>,
-    pub(crate) status: FileStatus,
-    pub(crate) diff: Option<FileDiff>,
-    /// Whether it is reported.
-    pub(crate) shown: bool,
-}
-
-impl Compared {
-    /// The name the table shows.
-    pub(crate) fn name(&self) -> String {
-        match (&self.old, &self.new) {
-            _ if !self.path.is_empty() => self.path.clone(),
-            (Some(o), Some(n)) => format!("{} -> {}", o.path, n.path),
-            (Some(s), None) | (None, Some(s)) => s.path.clone(),
-            (None, None) => String::new(),
-        }
-    }
-
-    /// Whether it is shown and differs.
-    pub(crate) fn differs(&self) -> bool {
-        self.shown && !matches!(self.status, FileStatus::Same | FileStatus::Error)
     }
 }
 

@@ -1,14 +1,32 @@
-//! Decompressing a compressed entry's payload: as a stream
+//! A compressed entry's [`Method`], and decompressing its payload: as a stream
 //! ([`decoder`], what the scanner hashes and extracts from, in constant
 //! memory) or into memory ([`decompress`]), the two failing alike.
 
 use std::io::Read;
 
-use super::Method;
 use super::lz4::{self, BlockDecoder};
 use crate::decoded::{self, Exact};
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::len64;
+
+/// How a compressed entry's payload is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// One raw LZ4 block (flag 0x2000).
+    Lz4,
+    /// One zstd frame (flag 0x8000).
+    Zstd,
+}
+
+impl Method {
+    /// `lz4` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Lz4 => "lz4",
+            Method::Zstd => "zstd",
+        }
+    }
+}
 
 /// Most bytes one byte of an LZ4 block can stand for: a match length byte
 /// of 255 adds 255 bytes of output.

@@ -10,8 +10,6 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::mpsc;
 
-use super::output::Output;
-
 /// An input file, mapped (or read, for stdin and special files).
 ///
 /// # Examples
@@ -565,12 +563,6 @@ pub trait Sink: Write {
 impl Sink for File {
     fn file(&mut self) -> Option<&mut File> {
         Some(self)
-    }
-}
-
-impl Sink for Output {
-    fn file(&mut self) -> Option<&mut File> {
-        self.file_mut()
     }
 }
 

@@ -30,7 +30,7 @@ use rustix::fs::{AtFlags, CWD, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
 use super::cleanup::{Pending, pending, unregister_locked};
-use super::input::{O_NONBLOCK, not_regular};
+use super::input::{O_NONBLOCK, Sink, not_regular};
 
 /// An output file written atomically: to a temporary file in the same
 /// directory, given its name by [`Output::commit`]. Dropped without
@@ -503,6 +503,12 @@ fn follow_links(path: &Path) -> io::Result<PathBuf> {
         }
     }
     Err(io::Error::from_raw_os_error(40)) // ELOOP
+}
+
+impl Sink for Output {
+    fn file(&mut self) -> Option<&mut File> {
+        self.file_mut()
+    }
 }
 
 impl Seek for Output {

@@ -52,23 +52,27 @@ pub(crate) struct BaseReloc {
     pub typ: pe::BaseRelocationType,
 }
 
-/// What is wrong with the PE image `data`'s headers, in words; `None` when
-/// nothing is, or when `data` is no PE image.
-pub(crate) fn damage(data: &[u8]) -> Option<String> {
-    let checked = match object::FileKind::parse(data) {
-        Ok(object::FileKind::Pe64) => check::<pe::ImageNtHeaders64>(data),
-        Ok(object::FileKind::Pe32) => check::<pe::ImageNtHeaders32>(data),
-        _ => return None,
-    };
-    checked.err()
+/// What is wrong with the headers of `data`, a PE image of the format
+/// `kind` (as the scan read it), in words; `None` when nothing is, or when
+/// `kind` is no PE image's.
+pub(crate) fn damage(data: &[u8], kind: object::FileKind) -> Option<String> {
+    base_relocations(data, kind).err().filter(|_| is_pe(kind))
 }
 
-/// The base relocations of the PE image `data`, in table order, checked
-/// as [`damage`] checks them; or what is wrong.
-pub(crate) fn base_relocations(data: &[u8]) -> Result<Vec<BaseReloc>, String> {
-    match object::FileKind::parse(data) {
-        Ok(object::FileKind::Pe64) => check::<pe::ImageNtHeaders64>(data),
-        Ok(object::FileKind::Pe32) => check::<pe::ImageNtHeaders32>(data),
+/// Whether `kind` is a PE image's (what `object` calls PE32 or PE32+).
+pub(crate) fn is_pe(kind: object::FileKind) -> bool {
+    matches!(kind, object::FileKind::Pe32 | object::FileKind::Pe64)
+}
+
+/// The base relocations of `data`, a PE image of the format `kind`, in
+/// table order, checked as [`damage`] checks them; or what is wrong.
+pub(crate) fn base_relocations(
+    data: &[u8],
+    kind: object::FileKind,
+) -> Result<Vec<BaseReloc>, String> {
+    match kind {
+        object::FileKind::Pe64 => check::<pe::ImageNtHeaders64>(data),
+        object::FileKind::Pe32 => check::<pe::ImageNtHeaders32>(data),
         _ => Err("it is no PE image".into()),
     }
 }

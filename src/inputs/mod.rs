@@ -12,7 +12,11 @@ use crate::files::Input;
 use crate::kernels;
 use crate::scan::{self, Image, Options, Report};
 
+mod source;
 pub(crate) mod units;
+
+pub(crate) use source::Source;
+pub(crate) use units::BY_SIZE;
 
 /// The inputs of `paths`, in a stable order: each path in turn (`-` is
 /// standard input, at most once), a directory's files sorted by path.
@@ -66,10 +70,6 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
     Ok(out)
 }
 
-/// [`Options::max_uncompressed`] when none was given: the budget of each
-/// file then follows its size ([`for_size`]).
-pub(crate) const BY_SIZE: u64 = u64::MAX;
-
 /// `opts` for a file of `size` bytes: the decompression budget its size
 /// gives ([`scan::default_max_uncompressed`]) unless one was given.
 pub(crate) fn for_size(opts: &Options, size: usize) -> std::borrow::Cow<'_, Options> {
@@ -87,49 +87,6 @@ pub(crate) fn finished(report: Report) -> Result<Report, String> {
     match report.stopped {
         Some(limit) => Err(format!("the scan stopped: {limit}")),
         None => Ok(report),
-    }
-}
-
-/// One input: a path (`-`: standard input), and why it cannot be read
-/// when that is known before it is opened (it does not exist, a directory
-/// cannot be listed).
-#[derive(Debug, Clone)]
-pub(crate) struct Source {
-    /// The path as given or found.
-    pub(crate) path: PathBuf,
-    /// Why it cannot be read.
-    pub(crate) error: Option<String>,
-    /// Whether it was found walking a directory (not named).
-    pub(crate) in_dir: bool,
-}
-
-impl Source {
-    pub(crate) fn new(path: PathBuf) -> Source {
-        Source {
-            path,
-            error: None,
-            in_dir: false,
-        }
-    }
-
-    fn found(path: PathBuf) -> Source {
-        Source {
-            in_dir: true,
-            ..Source::new(path)
-        }
-    }
-
-    /// The path as shown in reports.
-    pub(crate) fn name(&self) -> String {
-        crate::files::shown(&self.path).into_owned()
-    }
-
-    /// Opens the input, or says why it cannot be read.
-    pub(crate) fn open(&self) -> Result<Input, String> {
-        if let Some(e) = &self.error {
-            return Err(e.clone());
-        }
-        Input::open(&self.path).map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
     }
 }
 

@@ -19,8 +19,15 @@ use std::time::Duration;
 
 use crate::package::{self, Contents};
 
-use super::Source;
+use super::source::Source;
 use crate::files::{Input, SPOOL_IN_MEMORY};
+
+/// [`Options::max_uncompressed`] when none was given: the budget of each
+/// file then follows its size ([`for_size`]).
+///
+/// [`Options::max_uncompressed`]: crate::scan::Options::max_uncompressed
+/// [`for_size`]: super::for_size
+pub(crate) const BY_SIZE: u64 = u64::MAX;
 
 /// How deeply packages may nest.
 pub const MAX_PACKAGE_DEPTH: u32 = 4;
@@ -55,7 +62,6 @@ pub(crate) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) ->
 /// bytes inflated out of one input (`--max-uncompressed`; [`BY_SIZE`]:
 /// the input's size decides, as for a scan).
 ///
-/// [`BY_SIZE`]: super::BY_SIZE
 pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec<T> {
     let unit = Unit {
         name: src.name(),
@@ -66,7 +72,7 @@ pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
     match src.open() {
         Err(e) => out.push(f(&unit, Err(e))),
         Ok(input) => {
-            let limit = if limit == super::BY_SIZE {
+            let limit = if limit == BY_SIZE {
                 crate::scan::default_max_uncompressed(input.bytes().len() as u64)
             } else {
                 limit

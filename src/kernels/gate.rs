@@ -6,9 +6,7 @@ use crate::scan::{Outcome, Report, Requirements, Verdict};
 
 use super::{KernelRule, KernelRuleResult, check, combine};
 
-mod json;
-
-pub(crate) use json::Document;
+pub(crate) mod json;
 
 /// What the kernel rules of `check` (`--require-kernel`,
 /// `--forbid-kernel`) decide: their results per input and over all of

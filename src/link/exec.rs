@@ -9,11 +9,11 @@ use std::path::Path;
 use std::process::Command;
 
 use super::extract::{Extraction, Reading, extract};
-use super::failure::{Failure, strerror};
+use super::failure::{Failure, open, strerror};
 use super::job::{self, Options, Plan, Step};
 use super::system::System;
 use super::wrapping::{pack_image, wrap_fatbin, wrap_images, wrap_sycl};
-use crate::files::{Input, Output};
+use crate::files::Output;
 use crate::offload_binary::Budget;
 
 /// Where the command lines go (`--dry-run`, `--wrapper-verbose`), each as
@@ -128,11 +128,6 @@ fn create(name: &str) -> Result<std::fs::File, Failure> {
         f.set_len(0).map_err(fail)?;
     }
     Ok(f)
-}
-
-/// Opens (maps) a file the wrapper reads.
-pub fn open(name: &str) -> Result<Input, Failure> {
-    Input::open(name).map_err(|e| Failure::file(name, &e))
 }
 
 /// Runs (or with `--dry-run` only prints) one command; a failure is

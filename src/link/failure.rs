@@ -2,10 +2,13 @@
 //! line for the case (or ours where LLVM has none), then what we know
 //! more. The lines are the product here (the drop-in prints them after
 //! `<argv0>: error: `), so they are built where the failure is known.
+//! [`open`] maps a file the wrapper reads, failing with LLVM's line.
 
 use std::io;
 
 pub(crate) use crate::error::strerror;
+#[cfg(feature = "files")]
+use crate::files::Input;
 
 /// A failure of the job: LLVM's line and our note.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +56,12 @@ impl Failure {
             note: (!notes.is_empty()).then(|| notes.join("\n")),
         }
     }
+}
+
+/// Opens (maps) a file the wrapper reads.
+#[cfg(feature = "files")]
+pub fn open(name: &str) -> Result<Input, Failure> {
+    Input::open(name).map_err(|e| Failure::file(name, &e))
 }
 
 #[cfg(test)]

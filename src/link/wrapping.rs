@@ -3,8 +3,7 @@
 //! registered by `crate::wrap`'s object.
 
 use super::DeviceLink;
-use super::exec::open;
-use super::failure::Failure;
+use super::failure::{Failure, open};
 use super::job::Options;
 use crate::files::{Input, write_pieces};
 use crate::layout::Piece;

@@ -1,6 +1,6 @@
 //! cpio archives in the portable ASCII formats (`newc`, `crc`, `odc`).
 
-use super::{Contents, Kind, Members, corrupt};
+use super::types::{Contents, Kind, Members, corrupt};
 use crate::error::Result;
 
 /// The layout of a cpio header in the portable ASCII formats: its length,

@@ -113,14 +113,16 @@ pub(crate) fn prune_file_as(
     {
         return image_file(p, keep_files);
     }
+    let kind = p.report.host;
     let coff = matches!(
-        object::FileKind::parse(data),
-        Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        kind,
+        Some(object::FileKind::Coff | object::FileKind::CoffBig)
     );
+    let pe = kind.is_some_and(crate::host::pe::is_pe);
     let host = match elf::peek(data).and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
         Some(_) => Host::Linked,
-        None if super::shrink::pe::is_pe(data) => Host::Linked,
+        None if pe => Host::Linked,
         None if coff => Host::Relocatable,
         None => Host::Raw,
     };
@@ -144,8 +146,8 @@ pub(crate) fn prune_file_as(
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
     let len = data.len() as u64;
-    if super::shrink::pe::is_pe(data) {
-        pe_output(data, &mut p, &plan, opts)?;
+    if let Some(k) = kind.filter(|&k| crate::host::pe::is_pe(k)) {
+        pe_output(data, k, &mut p, &plan, opts)?;
         return Ok(p);
     }
     p.output = Some(match host {
@@ -192,8 +194,7 @@ pub(crate) fn removable(
         .any(|c| c.kind == ContainerKind::ImageFile);
     let bare = !image_file
         && elf::peek(data).is_none()
-        && !super::shrink::pe::is_pe(data)
-        && object::FileKind::parse(data).is_err()
+        && report.host.is_none()
         && !crate::host::ar::is_archive(data)
         && report.containers.iter().any(|c| c.parent.is_none())
         && not_made_of_containers(data, report).is_none();
@@ -282,9 +283,15 @@ fn image_file(p: FilePruning, keep_files: bool) -> Result<FilePruning> {
 /// then rewritten in place and `not_shrunk` says why), with its signature
 /// removed when [`Options::strip_signature`]; a signed image is refused
 /// without it.
-fn pe_output(data: &[u8], p: &mut FilePruning, plan: &plan::Plan, opts: &Options) -> Result<()> {
+fn pe_output(
+    data: &[u8],
+    kind: object::FileKind,
+    p: &mut FilePruning,
+    plan: &plan::Plan,
+    opts: &Options,
+) -> Result<()> {
     use super::shrink::pe;
-    let image = pe::PeImage::read(data)
+    let image = pe::PeImage::read(data, kind)
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
     if let Some((at, size)) = image.certificates {
         if !opts.strip_signature {

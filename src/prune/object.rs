@@ -116,8 +116,8 @@ pub fn prune(
     // A COFF object's symbols and relocations follow the bytes that move
     // (`host::object`'s COFF update); an ELF object's must not need to.
     let coff = matches!(
-        object::FileKind::parse(view),
-        Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        report.host,
+        Some(object::FileKind::Coff | object::FileKind::CoffBig)
     );
     let mut built: Vec<Vec<u8>> = Vec::new();
     let mut parts: Vec<(usize, Vec<Part>, Vec<Moved>)> = Vec::new();

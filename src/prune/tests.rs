@@ -580,7 +580,6 @@ fn appended_outputs_refer_to_the_whole_input() {
 #[test]
 fn shrinking_refuses_files_it_does_not_know() {
     let plan = super::plan::Plan::default();
-    let report = scan::scan(b"", &Options::default());
     for (data, says) in [
         (
             &b"not an ELF file at all"[..],
@@ -591,6 +590,7 @@ fn shrinking_refuses_files_it_does_not_know() {
             "the ELF headers cannot be read",
         ),
     ] {
+        let report = scan::scan(data, &Options::default());
         let why = super::shrink::shrink(data, &report, &plan).unwrap_err();
         assert!(why.contains(says), "{why}");
     }

@@ -36,6 +36,10 @@ pub struct Report {
     /// `cuobjdump` does not read. Counted by their headers, not walked:
     /// they are not in `containers` or `images`; [`Mode::Raw`](super::Mode::Raw) lists them.
     pub fatbins_elsewhere: Vec<(String, u64)>,
+    /// The host format of the file as a whole (ELF, COFF, PE, Mach-O),
+    /// read once by the scan for the commands that go on to edit the
+    /// file; `None` for anything else.
+    pub(crate) host: Option<object::FileKind>,
 }
 
 impl Report {

@@ -137,26 +137,37 @@ fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32
     }
 }
 
-/// Parses `data` as an object file, or `None` if it is not one.
-/// What object format `data` starts as (`ELF64`, `COFF`, `PE`, `Mach-O`),
-/// from its header alone.
-pub(super) fn format_of(data: &[u8]) -> Option<&'static str> {
+/// The host format `data` starts as (ELF, COFF, PE, Mach-O), from its
+/// header alone; `None` for any other kind of file.
+pub(super) fn host_kind(data: &[u8]) -> Option<object::FileKind> {
     use object::FileKind as K;
-    Some(match K::parse(data).ok()? {
+    let kind = K::parse(data).ok()?;
+    matches!(
+        kind,
+        K::Elf32 | K::Elf64 | K::Coff | K::CoffBig | K::Pe32 | K::Pe64 | K::MachO32 | K::MachO64
+    )
+    .then_some(kind)
+}
+
+/// The report's name of the host format `kind` (`ELF64`, `COFF`, `PE`,
+/// `Mach-O`).
+pub(super) fn format_name(kind: object::FileKind) -> &'static str {
+    use object::FileKind as K;
+    match kind {
         K::Elf32 => "ELF32",
         K::Elf64 => "ELF64",
         K::Coff | K::CoffBig => "COFF",
         K::Pe32 | K::Pe64 => "PE",
-        K::MachO32 | K::MachO64 => "Mach-O",
-        _ => return None,
-    })
+        _ => "Mach-O",
+    }
 }
 
-pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
-    let format = format_of(data)?;
+/// Parses `data`, a file of the host format `kind` ([`host_kind`]).
+pub(super) fn parse(data: &[u8], kind: object::FileKind) -> Result<ObjectFile<'_>, String> {
+    let format = format_name(kind);
     let file = match object::File::parse(data) {
         Ok(f) => f,
-        Err(e) => return Some(Err(e.to_string())),
+        Err(e) => return Err(e.to_string()),
     };
     let mut sections = Vec::new();
     let mut problems = Vec::new();
@@ -216,11 +227,11 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
     // machine's addresses.
     let wide = file.is_64() || file.architecture().address_size() == Some(object::AddressSize::U64);
     let damage = match format {
-        "PE" => crate::host::pe::damage(data).map(|d| format!("damaged PE image: {d}")),
-        "COFF" => crate::host::object::coff_damage(data),
+        "PE" => crate::host::pe::damage(data, kind).map(|d| format!("damaged PE image: {d}")),
+        "COFF" => crate::host::object::coff_damage(data, kind),
         _ => None,
     };
-    Some(Ok(ObjectFile {
+    Ok(ObjectFile {
         file,
         data,
         format,
@@ -229,7 +240,7 @@ pub(super) fn parse(data: &[u8]) -> Option<Result<ObjectFile<'_>, String>> {
         sections,
         problems,
         damage,
-    }))
+    })
 }
 
 impl<'data> ObjectFile<'data> {

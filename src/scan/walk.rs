@@ -58,7 +58,8 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         abs: Some(0),
         ..Loc::default()
     };
-    w.report.format = w.file(data, &top, 0);
+    w.report.host = sections::host_kind(data);
+    w.report.format = w.file(data, &top, 0, w.report.host);
     w.resolve_wrappers();
     if w.report.stopped.is_some() {
         // Incomplete, and possibly large: what was found is not kept.
@@ -297,8 +298,15 @@ impl Walker<'_> {
         true
     }
 
-    /// Scans a whole file (or archive member); returns what it is.
-    fn file(&mut self, data: &[u8], loc: &Loc, nest: u32) -> &'static str {
+    /// Scans a whole file (or archive member) whose host format is `host`
+    /// ([`sections::host_kind`]); returns what it is.
+    fn file(
+        &mut self,
+        data: &[u8],
+        loc: &Loc,
+        nest: u32,
+        host: Option<object::FileKind>,
+    ) -> &'static str {
         let starts = Magic::at_start(data);
         let raw_format = match starts {
             Some(Magic::OffloadBinary) => "offload-binary",
@@ -311,7 +319,7 @@ impl Walker<'_> {
             {
                 "archive"
             }
-            None => sections::format_of(data).unwrap_or("data"),
+            None => host.map_or("data", sections::format_name),
         };
         if self.opts.mode == Mode::Raw {
             self.report.used_raw_scan = true;
@@ -328,7 +336,7 @@ impl Walker<'_> {
             self.bare_image(data, b, loc);
             return format;
         }
-        let parsed = sections::parse(data);
+        let parsed = host.map(|k| sections::parse(data, k));
         if let Some(Ok(o)) = &parsed
             && let Some(d) = &o.damage
         {

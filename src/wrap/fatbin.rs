@@ -5,12 +5,14 @@
 
 use object::elf;
 
+use super::arch::CpuInfo;
 use super::arch::{Fatbin, FatbinCode, Span, Target, addend};
-use super::relocatable::{Relocatable, SectionId, SymbolId};
-use super::{
-    CpuInfo, HostOs, eh_frame, fatbin_align, finish_object, function, local, mapping, new_object,
-    reloc, undefined, write_error,
+use super::eh_frame;
+use super::elf_object::{
+    HostOs, finish_object, function, local, mapping, new_object, reloc, undefined, write_error,
 };
+use super::model::fatbin_align;
+use super::relocatable::{Relocatable, SectionId, SymbolId};
 use crate::error::Result;
 use crate::fatbin;
 

@@ -8,7 +8,7 @@
 //! member a local alias into it. Constants left alone stay where they
 //! were.
 
-use super::align_up;
+use super::model::align_up;
 use crate::error::{Error, Result};
 
 /// One merged global: its members and where each lies in it.

@@ -41,12 +41,13 @@ use std::ops::Range;
 
 use object::{Endian, elf};
 
+use super::SHT_LLVM_OFFLOADING;
 use super::arch::{self, Arg, Call, CpuInfo, Function, Target, addend, internal};
-use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
-use super::{
-    HostOs, SHT_LLVM_OFFLOADING, align_up, byte_array_align, finish_object, function, local,
-    mapping, new_object, reloc, undefined,
+use super::elf_object::{
+    HostOs, finish_object, function, local, mapping, new_object, reloc, undefined,
 };
+use super::model::{align_up, byte_array_align};
+use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::llvm::triple::Arch;

@@ -191,7 +191,7 @@ fn at_error(e: &str, base: u64, bit: u64) -> Error {
 /// node, a record this reader does not know in the module's metadata (its
 /// numbering would be guessed), an initializer that LLVM would reject.
 pub fn offloading_objects(data: &[u8]) -> Result<EmbeddedObjects<'_>> {
-    let (base, bc) = super::unwrap_at(data).map_err(|e| invalid(e.to_string()))?;
+    let (base, bc) = super::wrapper::unwrap_at(data).map_err(|e| invalid(e.to_string()))?;
     let mut m = Module::new(bc);
     if let Err(e) = m.read_file() {
         return Err(at_error(e, base, m.cur.bits.pos()));

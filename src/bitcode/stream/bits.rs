@@ -1,8 +1,12 @@
 //! The bit cursor: bits least significant first, fixed-width and
 //! variable-width (VBR) integers, byte runs and 32-bit alignment.
 
-use super::{EOF, Res};
 use crate::num::len64;
+
+/// A reader's result: errors are static descriptions.
+pub(crate) type Res<T> = Result<T, &'static str>;
+
+pub(super) const EOF: &str = "unexpected end of bitcode";
 
 /// A bit cursor: bits are taken from each byte starting at the least
 /// significant one.

@@ -11,7 +11,8 @@
 //! and by a nesting limit. Errors are static strings naming what is wrong;
 //! callers add where.
 //!
-//! The bit cursor ([`Bits`]) is in `bits.rs`; the bitstream writer the
+//! The bit cursor ([`Bits`]) and the reads' result ([`Res`]) are in
+//! `bits.rs`; the bitstream writer the
 //! tests build inputs with in `testing.rs`.
 
 use std::collections::HashMap;
@@ -19,10 +20,8 @@ use std::rc::Rc;
 
 mod bits;
 
-pub(crate) use bits::Bits;
-
-/// A reader's result: errors are static descriptions.
-pub(crate) type Res<T> = Result<T, &'static str>;
+use bits::EOF;
+pub(crate) use bits::{Bits, Res};
 
 /// `bitc::BLOCKINFO_BLOCK_ID`.
 pub(crate) const BLOCKINFO_BLOCK: u64 = 0;
@@ -32,8 +31,6 @@ const SETBID: u64 = 1;
 pub(crate) const UNABBREV_RECORD: u64 = 3;
 /// The deepest blocks [`Cursor::enter`] enters.
 const MAX_DEPTH: usize = 32;
-
-const EOF: &str = "unexpected end of bitcode";
 
 /// An abbreviation operand (`BitCodeAbbrevOp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

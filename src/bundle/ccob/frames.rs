@@ -25,9 +25,9 @@ use std::io::Write;
 use zstd::zstd_safe::{self, InBuffer, OutBuffer, zstd_sys::ZSTD_EndDirective};
 
 use super::Fault;
+use super::options::{CompressOptions, zstd_context, zstd_error};
 use super::pool::{Missing, Pool};
 use super::raw::Method;
-use super::write::{CompressOptions, zstd_context, zstd_error};
 use crate::error::Result;
 use crate::num::{len64, usize_from};
 

@@ -151,6 +151,7 @@
 
 mod frames;
 mod header;
+mod options;
 mod parallel;
 mod peek;
 mod pool;
@@ -163,10 +164,11 @@ mod write;
 
 pub use crate::error::ccob::Fault;
 pub use header::Header;
+pub use options::CompressOptions;
 pub use raw::{Method, has_magic};
 pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};
 pub use stream::{StreamEnd, Streamed, Wanted};
-pub use write::{CompressOptions, CompressReport, compress, compress_to_vec};
+pub use write::{CompressReport, compress, compress_to_vec};
 
 // What the rest of the crate (the scanner, the command line) uses besides.
 pub(crate) use header::truncated_md5;

@@ -8,6 +8,7 @@ use zstd::zstd_safe;
 use super::Fault;
 use super::frames;
 use super::header::*;
+use super::options::{CompressOptions, zstd_context, zstd_error};
 use super::raw::*;
 use super::read::buffer;
 use crate::error::{Error, Result};
@@ -15,34 +16,6 @@ use crate::num::{len64, u64_from, usize_from};
 
 // ---------------------------------------------------------------------------
 // Writing
-
-/// How to compress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CompressOptions {
-    /// Format version: 3 (LLVM 22's default) or 2.
-    pub version: u16,
-    /// zstd (LLVM's choice when built with it) or zlib.
-    pub method: Method,
-    /// Compression level, passed on as given: zstd clamps out-of-range values
-    /// itself (0 means its default, 3); zlib takes -1 (6) to 9.
-    pub level: i32,
-    /// zstd worker threads; 0 compresses on the calling thread as LLVM does
-    /// (byte-identical output), more compress independent frames in
-    /// parallel (see the module docs). Ignored for zlib.
-    pub threads: u32,
-}
-
-impl Default for CompressOptions {
-    /// LLVM 22's defaults: version 3, zstd level 3, one thread.
-    fn default() -> Self {
-        CompressOptions {
-            version: DEFAULT_VERSION,
-            method: Method::ZSTD,
-            level: ZSTD_DEFAULT_LEVEL,
-            threads: 0,
-        }
-    }
-}
 
 /// What [`compress`] wrote: the facts LLVM's verbose mode prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,14 +391,6 @@ impl<W: Write> Write for Counter<'_, W> {
     }
 }
 
-pub(super) fn zstd_error(code: usize) -> Error {
-    Fault::Compress {
-        method: Method::ZSTD,
-        detail: zstd_safe::get_error_name(code).to_string(),
-    }
-    .at(0)
-}
-
 /// One zstd frame. On one thread, exactly LLVM's call: `ZSTD_compress2` on
 /// a context with long-distance matching and the level set, all else
 /// default. Its output buffer is reserved at `ZSTD_compressBound` but only
@@ -449,24 +414,6 @@ pub(super) fn zstd_compress<W: Write>(
     cctx.compress2(&mut buf, data).map_err(zstd_error)?;
     out.write_all(&buf)?;
     Ok(())
-}
-
-/// A compression context with LLVM's two settings: long-distance matching
-/// and the level.
-pub(super) fn zstd_context(opts: &CompressOptions) -> Result<zstd_safe::CCtx<'static>> {
-    use zstd_safe::CParameter;
-    let mut cctx = zstd_safe::CCtx::try_create().ok_or_else(|| {
-        Fault::Compress {
-            method: Method::ZSTD,
-            detail: "cannot create a compression context".into(),
-        }
-        .at(0)
-    })?;
-    cctx.set_parameter(CParameter::EnableLongDistanceMatching(true))
-        .map_err(zstd_error)?;
-    cctx.set_parameter(CParameter::CompressionLevel(opts.level))
-        .map_err(zstd_error)?;
-    Ok(cctx)
 }
 
 pub(super) fn zlib_stream<W: Write>(data: &[u8], level: i32, out: &mut W) -> Result<()> {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Compared, FileStatus};
+use super::compared::{Compared, FileStatus};
 use crate::diff::FileDiff;
 use crate::inputs::Scanned;
 use crate::scan::json::Elsewhere;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::files::Output;
 
 /// Gives `data`, in reads of odd sizes, then fails when `fail` says.
 struct Source<'a> {

@@ -56,15 +56,16 @@ impl fmt::Display for Fixed {
     }
 }
 
-/// The parts of the linked ELF file or PE image `data` that must stay
-/// ([`Fixed`]), read with `object`'s readers; an error when its headers
-/// cannot be read (then what a rewrite would overwrite cannot be told).
-pub(crate) fn fixed_parts(data: &[u8]) -> Result<Vec<Fixed>> {
-    match object::FileKind::parse(data) {
-        Ok(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
-        Ok(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
-        Ok(object::FileKind::Pe32 | object::FileKind::Pe64) => {
-            crate::prune::shrink::pe::PeImage::read(data)
+/// The parts of the linked ELF file or PE image `data` (of the host
+/// format `kind`, as the scan read it) that must stay ([`Fixed`]), read
+/// with `object`'s readers; an error when its headers cannot be read
+/// (then what a rewrite would overwrite cannot be told).
+pub(crate) fn fixed_parts(data: &[u8], kind: Option<object::FileKind>) -> Result<Vec<Fixed>> {
+    match kind {
+        Some(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
+        Some(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
+        Some(k @ (object::FileKind::Pe32 | object::FileKind::Pe64)) => {
+            crate::prune::shrink::pe::PeImage::read(data, k)
                 .map(|pe| pe.fixed_parts())
                 .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))
         }
@@ -174,7 +175,7 @@ fn segment_type(ty: elf::ProgramType) -> String {
 /// search, and all but the first and the last of the run lie inside the
 /// part: those two tell whether the part holds them all.
 pub(super) fn check_linked(data: &[u8], report: &Report, plan: &Plan) -> Result<()> {
-    let parts = fixed_parts(data)?;
+    let parts = fixed_parts(data, report.host)?;
     let edits = &plan.edits;
     let end = |e: &Edit| e.end_within(len64(data)).unwrap_or(u64::MAX);
     // The run of edits each section that holds some holds, `[first, last)`.

@@ -156,9 +156,9 @@ pub struct Segment {
 /// `plan` prunes in place, with what became of its layout, or why there is
 /// none.
 pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shrunk), Refusal> {
-    match object::FileKind::parse(data) {
-        Ok(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(data, report, plan),
-        Ok(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(data, report, plan),
+    match report.host {
+        Some(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(data, report, plan),
+        Some(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(data, report, plan),
         _ => Err("the ELF header cannot be read".into()),
     }
 }
@@ -203,7 +203,7 @@ fn shrink_as<H: Class>(
     let s = &elf.shdrs[s_index];
     let (packed, pack_end) = pack(data, report, plan, (s.sh_offset, s.sh_size, s.sh_addralign))?;
     let hole = Hole::find(&elf, s, pack_end)?;
-    keeps_fixed_parts(data, s_index, hole.li, s.sh_offset, hole.b)?;
+    keeps_fixed_parts(data, report, s_index, hole.li, (s.sh_offset, hole.b))?;
     let moved: BTreeMap<u64, u64> = packed
         .iter()
         .map(|p| {
@@ -316,12 +316,12 @@ fn resized(s: &Shdr, packed: &[Packed<'_>]) -> Result<BTreeMap<u64, (u64, u64)>,
 /// rewritten in place changes alone: that file is safe to write.)
 fn keeps_fixed_parts(
     data: &[u8],
+    report: &Report,
     s_index: usize,
     li: usize,
-    from: u64,
-    to: u64,
+    (from, to): (u64, u64),
 ) -> Result<(), Refusal> {
-    let parts = super::plan::fixed_parts(data).map_err(|e| e.to_string())?;
+    let parts = super::plan::fixed_parts(data, report.host).map_err(|e| e.to_string())?;
     for p in &parts {
         let own = match p.part {
             Part::Section(i) => i == s_index,

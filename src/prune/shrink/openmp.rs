@@ -153,9 +153,9 @@ pub(crate) fn registrations(
     report: &Report,
     dropped: &[usize],
 ) -> Result<Vec<Registration>, Refusal> {
-    match object::FileKind::parse(data) {
-        Ok(object::FileKind::Elf32) => find::<FileHeader32<Endianness>>(data, report, dropped),
-        Ok(object::FileKind::Elf64) => find::<FileHeader64<Endianness>>(data, report, dropped),
+    match report.host {
+        Some(object::FileKind::Elf32) => find::<FileHeader32<Endianness>>(data, report, dropped),
+        Some(object::FileKind::Elf64) => find::<FileHeader64<Endianness>>(data, report, dropped),
         _ => Err(
             "OpenMP descriptors are found in ELF files only, not yet in Windows PE images".into(),
         ),

@@ -115,20 +115,20 @@ pub(crate) struct PeImage {
     relocs: Vec<(u32, pe::BaseRelocationType)>,
 }
 
-/// Whether `data` is a PE image (what `object` calls PE32 or PE32+).
+/// Whether `data` is a PE image (what `object` calls PE32 or PE32+), for
+/// a file the scan has not read ([`crate::host::pe::is_pe`] for one it
+/// has).
 pub(crate) fn is_pe(data: &[u8]) -> bool {
-    matches!(
-        object::FileKind::parse(data),
-        Ok(object::FileKind::Pe32 | object::FileKind::Pe64)
-    )
+    object::FileKind::parse(data).is_ok_and(crate::host::pe::is_pe)
 }
 
 impl PeImage {
-    /// Reads the headers of the PE image `data`.
-    pub(crate) fn read(data: &[u8]) -> Result<PeImage, Refusal> {
-        match object::FileKind::parse(data) {
-            Ok(object::FileKind::Pe64) => read_as::<pe::ImageNtHeaders64>(data),
-            Ok(object::FileKind::Pe32) => read_as::<pe::ImageNtHeaders32>(data),
+    /// Reads the headers of `data`, a PE image of the format `kind` (as
+    /// the scan read it).
+    pub(crate) fn read(data: &[u8], kind: object::FileKind) -> Result<PeImage, Refusal> {
+        match kind {
+            object::FileKind::Pe64 => read_as::<pe::ImageNtHeaders64>(data, kind),
+            object::FileKind::Pe32 => read_as::<pe::ImageNtHeaders32>(data, kind),
             _ => Err("it is no PE image".into()),
         }
     }
@@ -176,7 +176,7 @@ impl PeImage {
 }
 
 /// [`PeImage::read`] for headers of type `Pe`.
-fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
+fn read_as<Pe: ImageNtHeaders>(data: &[u8], kind: object::FileKind) -> Result<PeImage, Refusal> {
     let bad = |e: object::read::Error| format!("its PE headers cannot be read ({e})");
     let dos = pe::ImageDosHeader::parse(data).map_err(bad)?;
     let nt_at = u64::from(dos.nt_headers_offset());
@@ -255,7 +255,7 @@ fn read_as<Pe: ImageNtHeaders>(data: &[u8]) -> Result<PeImage, Refusal> {
         image.debug = debug_pointers(data, &image, d)?;
     }
     // Read as the scan read them: one reader, one verdict on damage.
-    image.relocs = crate::host::pe::base_relocations(data)?
+    image.relocs = crate::host::pe::base_relocations(data, kind)?
         .into_iter()
         .map(|r| (r.rva, r.typ))
         .collect();

@@ -50,7 +50,7 @@ impl Walker<'_> {
             };
             match m.data() {
                 Ok(bytes) => {
-                    self.file(bytes, &l, nest + 1);
+                    self.file(bytes, &l, nest + 1, super::sections::host_kind(bytes));
                 }
                 Err(e) => self.problem(&l, None, format!("cannot read the member: {e}")),
             }
@@ -112,7 +112,7 @@ impl Walker<'_> {
                     self.problem(&l, None, e.to_string());
                 }
                 self.thin_chain.push(name.to_string());
-                self.file(bytes, &l, nest + 1);
+                self.file(bytes, &l, nest + 1, super::sections::host_kind(bytes));
                 self.thin_chain.pop();
             }
         }

@@ -20,7 +20,7 @@ use gimli::AArch64 as Reg;
 use object::elf;
 
 use super::asm::{self, Label};
-use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::Result;
 
 /// The AArch64 encoder.

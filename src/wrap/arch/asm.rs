@@ -15,7 +15,7 @@
 use gimli::write::CallFrameInstruction;
 use object::elf::RelocationType;
 
-use super::{CodeReloc, FatbinCode, Function, Span, Target, TargetReloc, addend, internal};
+use super::code::{CodeReloc, FatbinCode, Function, Span, Target, TargetReloc, addend, internal};
 use crate::error::Result;
 use crate::num::{len64, u64_from};
 

@@ -43,7 +43,7 @@ use gimli::PowerPc64 as Reg;
 use object::elf;
 
 use super::asm::{self, Label};
-use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::Result;
 
 /// The powerpc64le encoder.

@@ -30,7 +30,7 @@ use gimli::RiscV as Reg;
 use object::elf;
 
 use super::asm;
-use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, internal};
+use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, internal};
 use crate::error::Result;
 
 /// The riscv64 encoder.

@@ -20,7 +20,7 @@ use gimli::Register;
 use object::elf;
 
 use super::asm::{self, Label};
-use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::Result;
 
 /// The s390x encoder.

@@ -14,7 +14,7 @@ use gimli::X86_64 as Reg;
 use object::elf;
 
 use super::asm::{self, Label};
-use super::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
 use crate::error::{Error, Result};
 
 /// The x86-64 encoder.

@@ -55,7 +55,9 @@ use ::object::pe;
 use self::asm::{Code, Target, Unwind};
 use self::object::{Coff, Data, Place, Ref, Reloc, Section, SectionId, Symbol, SymbolId};
 use super::arch::Fatbin;
-use super::{Abi, IMAGE_ALIGN, IMAGE_FILE_ALIGN, IMAGE_FILE_ALIGN_FROM, InputShape, Kind, Options};
+use super::model::{
+    Abi, IMAGE_ALIGN, IMAGE_FILE_ALIGN, IMAGE_FILE_ALIGN_FROM, InputShape, Kind, Options,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::Layout;
 use crate::llvm::jam_crc::JamCrc;

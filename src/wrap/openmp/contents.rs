@@ -2,12 +2,13 @@
 //! descriptor, the image infos) and `.text.startup` (the constructor and
 //! destructor), with their relocations.
 
-use super::{DESC, INFO, Parts};
+use super::parts::{DESC, INFO, Parts};
 use crate::error::{Error, Result};
 use crate::num::len64;
 use crate::wrap::arch::{Arg, Call, CpuInfo, Function, Target, addend, internal};
+use crate::wrap::elf_object::reloc;
+use crate::wrap::model::{InputShape, STRUCT_SIZE, align_up};
 use crate::wrap::relocatable::{Relocatable, SymbolId};
-use crate::wrap::{InputShape, STRUCT_SIZE, align_up, reloc};
 
 /// `.data.rel.ro`'s contents (in the CPU's byte order) and relocations:
 /// the image array, the descriptor, the image infos.

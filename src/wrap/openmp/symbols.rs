@@ -5,13 +5,14 @@
 
 use object::elf;
 
-use super::{
+use super::parts::{
     ARRAY, ArchList, DESC, DataLayout, INFO, Info, Labels, Locals, Placement, Runtime, Sections,
 };
 use crate::error::Result;
 use crate::wrap::arch::{CpuInfo, internal};
+use crate::wrap::elf_object::{Flavour, function, local, mapping, undefined};
+use crate::wrap::model::STRUCT_SIZE;
 use crate::wrap::relocatable::{Place, Relocatable, SectionId, SymbolId};
-use crate::wrap::{Flavour, STRUCT_SIZE, function, local, mapping, undefined};
 
 /// The local symbols, in the order LLVM's object writer lists them (with
 /// the mapping symbols where LLVM puts them): first those the code refers

@@ -48,11 +48,11 @@
 
 use std::borrow::Cow;
 
-use object::pe;
+use super::model::{Added, Edit, Written};
+use crate::error::Result;
+use model::{Contents, Model, SCN_ALIGN_MASK, SCN_READONLY_EXCLUDE, Sec, invalid, lossy};
 
-use super::{Added, Edit, Part, Written};
-use crate::error::{Error, Result};
-
+mod model;
 mod read;
 pub(crate) mod strtab;
 
@@ -61,163 +61,6 @@ pub(crate) use read::{is_bigobj, section_number, short_name, u16_at, u32_at};
 mod tests;
 mod update;
 mod write;
-
-/// `IMAGE_SCN_CNT_CODE`.
-const SCN_CNT_CODE: u32 = pe::IMAGE_SCN_CNT_CODE.0;
-/// `IMAGE_SCN_LNK_NRELOC_OVFL`: the relocation count is in the first
-/// relocation record.
-const SCN_NRELOC_OVFL: u32 = pe::IMAGE_SCN_LNK_NRELOC_OVFL.0;
-/// What `--set-section-flags=…=readonly,exclude` makes of a section:
-/// `IMAGE_SCN_MEM_READ | IMAGE_SCN_LNK_REMOVE`.
-const SCN_READONLY_EXCLUDE: u32 = pe::IMAGE_SCN_MEM_READ.0 | pe::IMAGE_SCN_LNK_REMOVE.0;
-/// The alignment bits, which `--set-section-flags` keeps.
-const SCN_ALIGN_MASK: u32 = pe::IMAGE_SCN_ALIGN_MASK;
-/// `IMAGE_SYM_CLASS_STATIC`.
-const SYM_CLASS_STATIC: u8 = pe::IMAGE_SYM_CLASS_STATIC.0;
-/// `IMAGE_SYM_CLASS_FILE`.
-const SYM_CLASS_FILE: u8 = pe::IMAGE_SYM_CLASS_FILE.0;
-/// `IMAGE_SYM_CLASS_WEAK_EXTERNAL`.
-const SYM_CLASS_WEAK_EXTERNAL: u8 = pe::IMAGE_SYM_CLASS_WEAK_EXTERNAL.0;
-/// `IMAGE_COMDAT_SELECT_ASSOCIATIVE`.
-const COMDAT_SELECT_ASSOCIATIVE: u8 = pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE.0;
-/// The most sections a regular (not `/bigobj`) object may have.
-const MAX_SECTIONS_16: usize = 65279;
-/// The lowest special section number a regular object's 16-bit field
-/// holds (`0xff00`, read as a signed number past [`MAX_SECTIONS_16`]).
-const MIN_SPECIAL_16: i64 = -256;
-/// The size of a section header.
-const SECTION_HEADER_SIZE: usize = pe::IMAGE_SIZEOF_SECTION_HEADER;
-/// The size of a relocation record.
-const RELOCATION_SIZE: usize = 10;
-/// The size of an auxiliary symbol record's payload.
-const AUX_SIZE: usize = 18;
-
-/// One section of the model.
-#[derive(Debug, Clone)]
-struct Sec<'d> {
-    /// A number that names the section for its symbols (input sections:
-    /// their 1-based index; added ones: numbered on).
-    id: usize,
-    /// The full name.
-    name: Cow<'d, [u8]>,
-    /// `VirtualSize`.
-    virtual_size: u32,
-    /// `VirtualAddress`.
-    virtual_address: u32,
-    /// `SizeOfRawData`.
-    raw_size: u32,
-    /// `PointerToLinenumbers`, kept as it was.
-    line_numbers: u32,
-    /// `NumberOfLinenumbers`, kept as it was.
-    line_count: u16,
-    /// `Characteristics` (without the overflow flag).
-    flags: u32,
-    /// The contents.
-    contents: Contents,
-    /// The relocations.
-    relocs: Vec<Reloc>,
-}
-
-/// A section's contents.
-#[derive(Debug, Clone)]
-enum Contents {
-    /// None in the file (a zero `PointerToRawData`).
-    None,
-    /// `len` bytes of span source `source` from `offset`.
-    Span {
-        /// The source (0: the object; `i + 1`: added section `i`).
-        source: usize,
-        /// Offset in it.
-        offset: usize,
-        /// Length.
-        len: usize,
-    },
-    /// Bytes rebuilt by the writer.
-    Owned(Vec<u8>),
-    /// New contents given in pieces (`prune`'s updated sections), with
-    /// their length.
-    Parts(Vec<Part>, usize),
-}
-
-impl Contents {
-    /// The length in bytes.
-    fn len(&self) -> usize {
-        match self {
-            Contents::None => 0,
-            Contents::Span { len, .. } => *len,
-            Contents::Owned(b) => b.len(),
-            Contents::Parts(_, len) => *len,
-        }
-    }
-}
-
-/// One relocation.
-#[derive(Debug, Clone, Copy)]
-struct Reloc {
-    /// `VirtualAddress`.
-    offset: u32,
-    /// The symbol it refers to (its position in [`Model::symbols`]).
-    symbol: usize,
-    /// `Type`.
-    kind: u16,
-}
-
-/// One symbol of the model.
-#[derive(Debug, Clone)]
-struct Sym<'d> {
-    /// The name.
-    name: &'d [u8],
-    /// `Value`.
-    value: u32,
-    /// `Type`.
-    kind: u16,
-    /// `StorageClass`.
-    class: u8,
-    /// `NumberOfAuxSymbols`.
-    aux_count: u8,
-    /// The auxiliary records' payloads (not for file records).
-    aux: Vec<[u8; AUX_SIZE]>,
-    /// A file record's name, trailing zeros removed.
-    file: Option<&'d [u8]>,
-    /// The section id it is defined in, or its special section number
-    /// (0, -1, -2, ...).
-    section: i64,
-    /// For an associative COMDAT section definition, the id of the
-    /// section it is associated with (0: none).
-    associated: usize,
-    /// For a weak external, the symbol it falls back to.
-    weak: Option<usize>,
-    /// Its index in the input's symbol table.
-    raw_index: usize,
-    /// Whether it was removed.
-    removed: bool,
-}
-
-impl Sym<'_> {
-    /// The id of the section the symbol is defined in, if it is.
-    fn section_id(&self) -> Option<usize> {
-        usize::try_from(self.section).ok().filter(|&n| n > 0)
-    }
-}
-
-/// An object as llvm-objcopy's COFF reader models it.
-#[derive(Debug, Clone)]
-struct Model<'d> {
-    /// `Machine`.
-    machine: u16,
-    /// `TimeDateStamp`.
-    timestamp: u32,
-    /// `Characteristics` (0 for a `/bigobj` input).
-    characteristics: u16,
-    /// The sections, in order.
-    sections: Vec<Sec<'d>>,
-    /// The symbols, in order (removed ones marked).
-    symbols: Vec<Sym<'d>>,
-    /// The next section id.
-    next_id: usize,
-    /// The input file (span source 0).
-    data: &'d [u8],
-}
 
 /// What llvm-objcopy makes of the COFF object `data` with `edit`: the
 /// sections `remove_named` picks removed and `add` added, or for
@@ -322,14 +165,4 @@ impl<'d> Model<'d> {
         }
         Ok(())
     }
-}
-
-/// An invalid object file, `detail` saying how.
-fn invalid(detail: impl Into<String>) -> Error {
-    Error::invalid("COFF object file", detail)
-}
-
-/// A name as text for messages.
-fn lossy(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).into_owned()
 }

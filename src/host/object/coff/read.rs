@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{
+use super::model::{
     AUX_SIZE, COMDAT_SELECT_ASSOCIATIVE, Contents, MAX_SECTIONS_16, Model, RELOCATION_SIZE, Reloc,
     SCN_NRELOC_OVFL, SECTION_HEADER_SIZE, SYM_CLASS_FILE, SYM_CLASS_STATIC,
     SYM_CLASS_WEAK_EXTERNAL, Sec, Sym, invalid, lossy,

@@ -23,7 +23,7 @@
 //!   value 0, no final inversion) LLVM's `WinCOFFObjectWriter` writes
 //!   there for every section.
 
-use super::{Contents, Model, SYM_CLASS_STATIC, invalid, lossy};
+use super::model::{Contents, Model, SYM_CLASS_STATIC, invalid, lossy};
 use crate::error::{Error, Result};
 use crate::host::object::{Part, Update, moved};
 use crate::llvm::jam_crc::JamCrc;

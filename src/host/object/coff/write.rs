@@ -2,12 +2,12 @@
 //! renumbered, headers, raw data and relocations laid out without padding,
 //! then the symbol and string tables.
 
-use super::read::BIGOBJ_MAGIC;
-use super::strtab::{StringTable, long_section_name};
-use super::{
+use super::model::{
     AUX_SIZE, Contents, MAX_SECTIONS_16, MIN_SPECIAL_16, Model, RELOCATION_SIZE, SCN_CNT_CODE,
     SCN_NRELOC_OVFL, SECTION_HEADER_SIZE, SYM_CLASS_STATIC, Sec, invalid, lossy,
 };
+use super::read::BIGOBJ_MAGIC;
+use super::strtab::{StringTable, long_section_name};
 use crate::error::Result;
 use crate::host::object::{Part, Span, Written};
 use crate::layout::{Layout, Piece};
@@ -164,7 +164,7 @@ impl<'d> Model<'d> {
     }
 
     /// The symbols still there.
-    fn live(&self) -> impl Iterator<Item = &super::Sym<'d>> {
+    fn live(&self) -> impl Iterator<Item = &super::model::Sym<'d>> {
         self.symbols.iter().filter(|s| !s.removed)
     }
 

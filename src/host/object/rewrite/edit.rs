@@ -7,8 +7,10 @@ use std::borrow::Cow;
 
 use object::elf;
 
+use super::Edit;
+use super::checked::{invalid, lossy};
 use super::model::{Def, Kind, Model, Sec};
-use super::{Edit, SHF_COMPRESSED, SHF_EXCLUDE, SHF_GROUP, STB_LOCAL, invalid, lossy};
+use super::model::{SHF_COMPRESSED, SHF_EXCLUDE, SHF_GROUP, STB_LOCAL};
 use crate::error::{Error, Result};
 
 impl<'d> Model<'d> {

@@ -17,10 +17,8 @@
 
 use object::elf;
 
-use super::invalid;
-use super::model::{Model, Seg};
-use super::to_u32;
-use super::write::Out;
+use super::checked::{invalid, to_u32};
+use super::model::{Model, Out, Seg};
 use crate::error::Result;
 
 /// The new numbers of sections and symbols.

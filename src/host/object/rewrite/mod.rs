@@ -60,11 +60,13 @@ use object::{Endianness, elf};
 
 // `read_err` is the one mapping of the `object` crate's read errors (an
 // invalid object file), here as in the bundle listing.
-use super::{
-    Edit, Part, Span, Written, check_alignments, check_string_table, llvm_section_name, read_err,
+use super::checks::{
+    check_alignments, check_string_table, llvm_section_name, read_err, unsupported,
 };
-use crate::error::{Error, Result};
+use super::model::{Edit, Part, Span, Written};
+use crate::error::Result;
 
+mod checked;
 mod crel;
 mod edit;
 mod layout;
@@ -73,14 +75,6 @@ mod read;
 #[cfg(test)]
 mod tests;
 mod write;
-
-// Flag values as plain integers.
-const SHF_ALLOC: u64 = elf::SHF_ALLOC.0;
-const SHF_GROUP: u64 = elf::SHF_GROUP.0;
-const SHF_EXCLUDE: u64 = elf::SHF_EXCLUDE.0;
-const SHF_COMPRESSED: u64 = elf::SHF_COMPRESSED.0;
-const STB_LOCAL: u8 = elf::STB_LOCAL.0;
-const GRP_COMDAT: u32 = elf::GRP_COMDAT.0;
 
 /// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
 /// source 0 is `data`.
@@ -92,7 +86,7 @@ pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
         object::FileKind::Coff | object::FileKind::CoffBig => {
             return super::coff::rewrite(data, edit);
         }
-        other => return Err(super::unsupported(other, doing(edit))),
+        other => return Err(unsupported(other, doing(edit))),
     };
     model.edit(edit)?;
     model.write(data, edit)
@@ -107,29 +101,4 @@ fn doing(edit: &Edit<'_>) -> &'static str {
     } else {
         "bundling into"
     }
-}
-
-/// An invalid object file, `detail` saying how.
-fn invalid(detail: impl Into<String>) -> Error {
-    Error::invalid("object file", detail)
-}
-
-/// A name as text for messages.
-fn lossy(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).into_owned()
-}
-
-/// `v` for a 32-bit field of an ELF32 file.
-fn narrow(v: u64) -> Result<u32> {
-    u32::try_from(v).map_err(|_| invalid(format!("value {v:#x} does not fit a 32-bit field")))
-}
-
-/// A count or an index for a 32-bit field.
-fn to_u32(x: usize) -> Result<u32> {
-    u32::try_from(x).map_err(|_| invalid(format!("{x} entries do not fit a 32-bit index")))
-}
-
-/// An internal inconsistency (a bug in this module, not bad input).
-fn bug(what: &str) -> Error {
-    Error::write("object file", format!("internal error: {what}"))
 }

@@ -1,14 +1,22 @@
 //! The model llvm-objcopy reads an ELF file into and writes the new file
 //! from: sections, segments and symbols, with the few questions about them
-//! every phase asks.
+//! every phase asks, and each live section as it is written ([`Out`]),
+//! which the writer makes and the layout places.
 
 use std::borrow::Cow;
 
 use object::write::elf::{Encoder, Rel};
 use object::{Endianness, elf};
 
-use super::SHF_ALLOC;
 use super::crel::Crel;
+
+// Flag values as plain integers.
+pub(super) const SHF_ALLOC: u64 = elf::SHF_ALLOC.0;
+pub(super) const SHF_GROUP: u64 = elf::SHF_GROUP.0;
+pub(super) const SHF_EXCLUDE: u64 = elf::SHF_EXCLUDE.0;
+pub(super) const SHF_COMPRESSED: u64 = elf::SHF_COMPRESSED.0;
+pub(super) const STB_LOCAL: u8 = elf::STB_LOCAL.0;
+pub(super) const GRP_COMDAT: u32 = elf::GRP_COMDAT.0;
 
 /// How llvm-objcopy treats a section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,4 +241,27 @@ impl Model<'_> {
     pub(super) fn shentsize(&self) -> u64 {
         self.encoder().section_header_size()
     }
+}
+
+/// What a section written holds.
+pub(super) enum Body {
+    /// Bytes of span source `.0` from `.1`, `.2` long.
+    Span(usize, usize, usize),
+    /// Bytes built here.
+    Bytes(Vec<u8>),
+    /// Nothing (`SHT_NOBITS`, or a former one).
+    None,
+}
+
+/// A live section as it is written: its header's values that the rewrite
+/// may change, and its contents.
+pub(super) struct Out {
+    /// The section (model index).
+    pub(super) sec: usize,
+    pub(super) size: u64,
+    pub(super) align: u64,
+    pub(super) entsize: u64,
+    pub(super) link: u32,
+    pub(super) info: u32,
+    pub(super) body: Body,
 }

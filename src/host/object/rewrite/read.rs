@@ -9,9 +9,11 @@ use object::read::elf::{FileHeader, ProgramHeader as _, SectionHeader, SectionTa
 use object::write::elf::{Encoder, Rel};
 use object::{Endianness, U32, elf, pod};
 
+use super::checked::{invalid, lossy};
 use super::crel::{self, Crel};
 use super::model::{Def, Kind, Model, Sec, Seg, Symbol};
-use super::{SHF_ALLOC, SHF_COMPRESSED, invalid, lossy, read_err};
+use super::model::{SHF_ALLOC, SHF_COMPRESSED};
+use super::read_err;
 use crate::error::{Error, Result};
 use crate::num::usize_from;
 

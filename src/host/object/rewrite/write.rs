@@ -19,10 +19,12 @@ use object::write::elf::{
 };
 use object::{Endianness, U32, elf, pod};
 
+use super::checked::{bug, invalid, narrow, to_u32};
 use super::crel::{self, Crel};
 use super::layout::{Numbering, Placement};
-use super::model::{Def, Kind, Model, Sec};
-use super::{Edit, GRP_COMDAT, Part, STB_LOCAL, Span, Written, bug, invalid, narrow, to_u32};
+use super::model::{Body, Def, Kind, Model, Out, Sec};
+use super::model::{GRP_COMDAT, STB_LOCAL};
+use super::{Edit, Part, Span, Written};
 use crate::error::Result;
 use crate::layout::Piece;
 use crate::llvm::string_table::StringTable;
@@ -30,29 +32,6 @@ use crate::num::usize_from;
 
 /// Image pieces smaller than this are copied into the layout.
 const SPAN_MIN: usize = 4096;
-
-/// What a section written holds.
-pub(super) enum Body {
-    /// Bytes of span source `.0` from `.1`, `.2` long.
-    Span(usize, usize, usize),
-    /// Bytes built here.
-    Bytes(Vec<u8>),
-    /// Nothing (`SHT_NOBITS`, or a former one).
-    None,
-}
-
-/// A live section as it is written: its header's values that the rewrite
-/// may change, and its contents.
-pub(super) struct Out {
-    /// The section (model index).
-    pub(super) sec: usize,
-    pub(super) size: u64,
-    pub(super) align: u64,
-    pub(super) entsize: u64,
-    pub(super) link: u32,
-    pub(super) info: u32,
-    pub(super) body: Body,
-}
 
 impl Model<'_> {
     /// Lays the file out and writes it: span source 0 is `data`, source

@@ -1,0 +1,170 @@
+//! What an edit asks ([`Edit`]: sections removed, updated from [`Part`]s,
+//! added) and what it writes ([`Written`]: a layout whose image pieces are
+//! [`Span`]s of the inputs).
+
+use std::io::{self, Write};
+
+use crate::error::Result;
+use crate::layout::{Layout, Piece};
+
+/// A byte range of one of the inputs given to
+/// [`bundle_object`](crate::bundle::bundle_object) or
+/// [`host_object`](crate::bundle::host_object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Which input: for [`bundle_object`](crate::bundle::bundle_object) 0
+    /// is the host object and `i + 1` the data of section `i`; for
+    /// [`host_object`](crate::bundle::host_object) 0 is the
+    /// object.
+    pub source: usize,
+    /// Offset in that input.
+    pub offset: usize,
+    /// Length.
+    pub len: usize,
+}
+
+/// An object file to write: its layout, where `Piece::Image(k)` stands for
+/// the bytes of `spans[k]`.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Written {
+    /// The pieces, in order.
+    pub layout: Layout,
+    /// The input ranges the layout's image pieces refer to.
+    pub spans: Vec<Span>,
+}
+
+impl Written {
+    /// The bytes image piece `k` stands for, taken from `sources` (the same
+    /// inputs, in the same order, as given to
+    /// [`bundle_object`](crate::bundle::bundle_object) or
+    /// [`host_object`](crate::bundle::host_object)).
+    pub fn image<'a>(&self, k: usize, sources: &[&'a [u8]]) -> Option<&'a [u8]> {
+        let s = self.spans.get(k)?;
+        sources
+            .get(s.source)?
+            .get(s.offset..s.offset.checked_add(s.len)?)
+    }
+
+    /// Writes the object to `out`.
+    pub fn write_to<W: Write>(&self, out: &mut W, sources: &[&[u8]]) -> io::Result<()> {
+        for p in &self.layout.pieces {
+            match p {
+                Piece::Bytes(b) => out.write_all(b)?,
+                Piece::Zeros(n) => crate::layout::write_zeros(out, *n)?,
+                Piece::Image(k) => out.write_all(self.image(*k, sources).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidInput, "object span out of range")
+                })?)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The object's bytes.
+    pub fn to_vec(&self, sources: &[&[u8]]) -> Result<Vec<u8>> {
+        let mut v = Vec::with_capacity(usize::try_from(self.layout.size).unwrap_or(0));
+        self.write_to(&mut v, sources)?;
+        Ok(v)
+    }
+}
+
+/// What to change in an object, as llvm-objcopy's options would.
+pub(crate) struct Edit<'e> {
+    /// Remove every section whose name this says yes to
+    /// (`--regex --remove-section=…`).
+    pub remove_named: Option<&'e NameRule>,
+    /// Sections to add, in order; span source `i + 1` is `add[i].data`.
+    pub add: &'e [Added<'e>],
+    /// Sections removed, by index (`--remove-section`).
+    pub remove: &'e [usize],
+    /// Sections given new contents (`--update-section`).
+    pub update: &'e [Update<'e>],
+    /// More span sources for the updates' parts: `extra[j]` is source
+    /// `add.len() + 1 + j`.
+    pub extra: &'e [&'e [u8]],
+}
+
+/// Which sections an [`Edit`] removes by name: yes for those to go.
+pub(crate) type NameRule = dyn Fn(&[u8]) -> bool;
+
+/// One section to add (`--add-section` with
+/// `--set-section-flags=…=readonly,exclude`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Added<'a> {
+    /// The section's name.
+    pub name: &'a [u8],
+    /// Its contents.
+    pub data: &'a [u8],
+}
+
+/// One piece of a section's new contents.
+#[derive(Debug, Clone)]
+pub(crate) enum Part {
+    /// `len` bytes of span source `source` (0: the object; `j + 1`: the
+    /// `j`th extra source of [`edit_sections`](super::edit_sections)) from
+    /// `offset`.
+    Span {
+        /// The source.
+        source: usize,
+        /// Offset in it.
+        offset: usize,
+        /// Length.
+        len: usize,
+    },
+    /// Bytes built by the caller.
+    Bytes(Vec<u8>),
+    /// Zeros.
+    Zeros(u64),
+}
+
+impl Part {
+    pub(super) fn len(&self) -> u64 {
+        match self {
+            Part::Span { len, .. } => *len as u64,
+            Part::Bytes(b) => b.len() as u64,
+            Part::Zeros(n) => *n,
+        }
+    }
+}
+
+/// New contents for one section (`llvm-objcopy --update-section`).
+#[derive(Debug, Clone)]
+pub(crate) struct Update<'a> {
+    /// The section's index in the section header table.
+    pub index: usize,
+    /// Its new contents, in order.
+    pub parts: &'a [Part],
+    /// Where the bytes that may be pointed at went, in section offsets
+    /// (a COFF object's symbols and relocations follow them; an ELF
+    /// object's must not need to, which the caller checks).
+    pub moves: &'a [Moved],
+}
+
+/// Section bytes `[old, old + len)` of the input are at `new` in the
+/// updated section; with `len` 0, only the place `old` itself (the start
+/// of a container, the end of the section) is at `new`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Moved {
+    /// Where they were.
+    pub old: u64,
+    /// How many bytes (0: a place, not bytes).
+    pub len: u64,
+    /// Where they are.
+    pub new: u64,
+}
+
+/// Where section offset `at` of the input is in the section `moves`
+/// describe; `None` when it is in bytes that went or changed.
+pub(crate) fn moved(moves: &[Moved], at: u64) -> Option<u64> {
+    moves.iter().find_map(|m| {
+        let d = at.checked_sub(m.old)?;
+        (d < m.len || d == 0).then(|| m.new + d)
+    })
+}
+
+impl Update<'_> {
+    /// The new size.
+    pub(crate) fn size(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
+    }
+}

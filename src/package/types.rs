@@ -1,0 +1,75 @@
+//! What every package reader shares: the kinds of package, a member's
+//! contents and the receiver of members, and the error for a package whose
+//! structure cannot be read.
+
+use std::io::Read;
+
+use super::compression::Compression;
+use crate::error::{Error, Result};
+
+/// What kind of package bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A zip archive (a wheel, a `.jar`, a `.conda`).
+    Zip,
+    /// A tar archive, compressed or not.
+    Tar(Compression),
+    /// A Debian package.
+    Deb,
+    /// One file compressed, not a tar archive (`libfoo.so.gz`): its one
+    /// member is what it decompresses to.
+    Compressed(Compression),
+    /// A cpio archive in the portable ASCII formats (`newc`, `crc`,
+    /// `odc`): RPM payloads, initramfs images.
+    Cpio,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kind::Zip => f.write_str("zip archive"),
+            Kind::Tar(Compression::None) => f.write_str("tar archive"),
+            Kind::Tar(c) => write!(f, "{}-compressed tar archive", c.name()),
+            Kind::Deb => f.write_str("Debian package"),
+            Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
+            Kind::Cpio => f.write_str("cpio archive"),
+        }
+    }
+}
+
+/// A member's contents.
+pub enum Contents<'a, 'r> {
+    /// Stored as is: the bytes, within the package's.
+    Stored(&'a [u8]),
+    /// Compressed: a stream of the member's bytes, and how many it says
+    /// it has. The stream fails if the member is corrupt.
+    Stream {
+        /// Gives the member's bytes.
+        reader: &'r mut dyn Read,
+        /// The size the package declares.
+        size: u64,
+    },
+    /// The one member of a compressed file: a stream of its bytes, whose
+    /// number nothing declares (gzip keeps it modulo 2^32 only). The
+    /// reader must bound what it takes. The stream fails if the data is
+    /// corrupt.
+    Unsized(&'r mut dyn Read),
+}
+
+/// What [`members`](super::members) does with each regular file of a package.
+pub trait Members {
+    /// One member: its path inside the package, and its contents or why
+    /// they cannot be read (the walk goes on with the next member). An
+    /// error returned here stops the walk and is returned by
+    /// [`members`](super::members).
+    fn member(
+        &mut self,
+        path: &str,
+        contents: std::result::Result<Contents<'_, '_>, String>,
+    ) -> Result<()>;
+}
+
+/// The error for a package whose structure cannot be read.
+pub(super) fn corrupt(kind: Kind, what: impl std::fmt::Display) -> Error {
+    Error::invalid(kind.to_string(), what.to_string())
+}
