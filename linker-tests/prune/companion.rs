@@ -308,6 +308,13 @@ fn text_lines(d: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Failed>
                 return Err(format!("{flag}: {line}").into());
             }
         }
+        let total = format!("({} file(s) {removed} whole: ", gone().len());
+        if !lines
+            .iter()
+            .any(|l| l.starts_with("total: ") && l.contains(&total))
+        {
+            return Err(format!("{flag}: no total with {total:?}:\n{out}").into());
+        }
         for e in EMPTIED {
             let line = format!("b/opt/rocm/{e}/: directory {removed}: the run emptied it");
             if !lines.contains(&line.as_str()) {
@@ -596,6 +603,7 @@ fn deb() -> Result<(), Failed> {
     std::fs::remove_dir_all(d.join("x/DEBIAN"))?;
     holds("dpkg-deb -x", &d.join("x"), &tree, &deb_gone)?;
     installs(d, &tree, &deb_gone)?;
+    deb_text(d, &files)?;
     // A mode rule drops the xnack+ file, not the xnack- one.
     let r = run(
         &ours(),
@@ -636,4 +644,57 @@ fn installs(d: &Path, tree: &BTreeMap<String, Vec<u8>>, gone: &[&str]) -> Result
         String::from_utf8_lossy(&verify.stdout).into_owned(),
         String::new(),
     )
+}
+
+/// The text report of `k.deb` pruned, in a dry run and with `-o`: the
+/// package's line, a line per file removed naming its library and GPU,
+/// and the conffile's refusal.
+fn deb_text(d: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), Failed> {
+    for (flag, removed, freed) in [
+        ("--dry-run", "would be removed", "would free"),
+        ("-o", "removed", "freed"),
+    ] {
+        let mut args = vec!["prune", "--keep", "gfx90a", flag];
+        if flag == "-o" {
+            args.push("t.deb");
+        }
+        args.push("k.deb");
+        let r = run(&ours(), &args, d);
+        same(&format!("{flag}: exit code"), r.code, 1)?;
+        let out = String::from_utf8(r.stdout)?;
+        let lines: Vec<&str> = out.lines().collect();
+        let head = format!("k.deb: {} file(s) {removed}, {freed} ", gone().len());
+        let refusal = format!("not pruned: 'k.deb!/{CONFFILE}': ");
+        if !lines.iter().any(|l| l.starts_with(&head))
+            || !lines
+                .iter()
+                .any(|l| l.starts_with(&refusal) && l.contains("conffile"))
+        {
+            return Err(format!("{flag}: no {head:?} or {refusal:?}:\n{out}").into());
+        }
+        for (path, gpu) in gone() {
+            let line = format!(
+                "  {removed}  k.deb!/opt/rocm/{path} ({} bytes)",
+                files[&path].len()
+            );
+            let says = gpu.map(|g| format!(": {} per-GPU file for {g} (", library(&path)));
+            let found = lines.iter().any(|l| match &says {
+                Some(says) => l.starts_with(&line) && l[line.len()..].starts_with(says.as_str()),
+                None => *l == line,
+            });
+            if !found {
+                return Err(format!("{flag}: no line {line:?} {says:?}:\n{out}").into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The library a file of [`NAMED`] belongs to, as the report names it.
+fn library(path: &str) -> &'static str {
+    match path {
+        p if p.starts_with("share/miopen/") => "MIOpen",
+        p if p.contains("/library/gfx") => "hipBLASLt/hipSPARSELt (TensileLite)",
+        _ => "rocBLAS/hipBLASLt/hipSPARSELt (Tensile)",
+    }
 }
