@@ -30,6 +30,7 @@ test_files! {
     wheels,
     tree,
     removed,
+    companion,
     rocblas,
 }
 mod hip_programs;

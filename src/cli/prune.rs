@@ -424,8 +424,13 @@ impl Total {
             self.files,
         );
         if self.files_removed > 0 {
+            let removed = if dry_run {
+                "would be removed"
+            } else {
+                "removed"
+            };
             line += &format!(
-                " ({} file(s) removed whole: {} bytes, {})",
+                " ({} file(s) {removed} whole: {} bytes, {})",
                 self.files_removed,
                 self.bytes_removed,
                 decimal(self.bytes_removed)
@@ -668,7 +673,12 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
         parts.push(format!("{} container(s) rewritten", r.containers_rewritten));
     }
     if !r.removed.is_empty() {
-        parts.push(format!("{} file(s) removed", r.removed.len()));
+        let removed = if dry_run {
+            "would be removed"
+        } else {
+            "removed"
+        };
+        parts.push(format!("{} file(s) {removed}", r.removed.len()));
     }
     if parts.is_empty() {
         return match r.members_refused.len() {
@@ -681,6 +691,11 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
 
 fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
     print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
+    let removed = if dry_run {
+        "would be removed"
+    } else {
+        "removed"
+    };
     for f in r.removed.iter().filter(|f| f.path != r.path) {
         let why = f
             .why
@@ -688,7 +703,7 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
             .map_or_else(String::new, |w| format!(": {w}"));
         print_line(
             out,
-            &format!("  removed  {} ({} bytes){why}", f.path, f.bytes),
+            &format!("  {removed}  {} ({} bytes){why}", f.path, f.bytes),
         )?;
     }
     if r.emptied > 0 {

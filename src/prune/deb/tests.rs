@@ -569,3 +569,5 @@ fn files_only_other_gpus_load_go_with_their_hard_links_and_md5sums_lines() {
     assert!(rep.removed.is_empty());
     assert_eq!(rep.members_refused.len(), 1, "{:?}", rep.members_refused);
 }
+
+mod companion;
