@@ -1342,6 +1342,19 @@ PY
   [ "$KEEP" = 1 ] || rm -rf "$O"
 }
 
+# time_goal ROW_ID MAX WHOSE: notes our median time as a fraction of the
+# other column's ("ours takes 0.54x WHOSE time"), and fails the row when it
+# is over MAX.
+time_goal() {
+  local x
+  x=$(awk -v a="${ROW[$1.llvm.med]}" -v b="${ROW[$1.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
+  if awk -v x="$x" -v m="$2" 'BEGIN { exit !(x <= m) }'; then
+    row_note "ours takes ${x}x $3 time (goal <= $2x)"
+  else
+    row_fail "ours takes ${x}x $3 time, over the $2x goal"
+  fi
+}
+
 # Installs (issue #59): Debian trixie's rocBLAS (`librocblas0` 5.5.1: a
 # 166 MB .deb, 2.3 GB installed, code for 13 GPUs; scripts/real-libs.sh
 # --rocblas) slimmed to gfx1100. The package: `prune -o` against the manual
@@ -1366,13 +1379,7 @@ step_installs() {
   bench_row "inst.prune.rocblas-deb" "prune librocblas0 .deb to gfx1100 (166 MB, 2.3 GB installed; LLVM column: dpkg-deb -R, rm of the other GPUs' files, dpkg-deb -b -Zxz)" "$bytes" llvm ours
   unset llvm_rm ours_rm
   if ran llvm && ran ours; then
-    local x
-    x=$(awk -v a="${ROW[inst.prune.rocblas-deb.llvm.med]}" -v b="${ROW[inst.prune.rocblas-deb.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
-    if awk -v x="$x" 'BEGIN { exit !(x <= 1.0) }'; then
-      row_note "ours takes ${x}x the manual route's time (goal <= 1.0x)"
-    else
-      row_fail "ours takes ${x}x the manual route's time, over the 1.0x goal"
-    fi
+    time_goal "inst.prune.rocblas-deb" 1.0 "the manual route's"
     row_note "$(stat -c %s "$O/slim.deb") bytes against the manual route's $(stat -c %s "$O/manual.deb")"
     if ! dpkg-deb --info "$O/slim.deb" >/dev/null; then
       row_fail "dpkg-deb cannot read the pruned package"
@@ -1390,13 +1397,7 @@ step_installs() {
   bench_row "inst.prune.rocblas-tree" "prune --in-place of librocblas0's installed files to gfx1100 (2.3 GB; LLVM column: cp -a of the tree)" "$bytes" llvm ours
   unset llvm_rm ours_before
   if ran llvm && ran ours; then
-    local x
-    x=$(awk -v a="${ROW[inst.prune.rocblas-tree.llvm.med]}" -v b="${ROW[inst.prune.rocblas-tree.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
-    if awk -v x="$x" 'BEGIN { exit !(x <= 0.5) }'; then
-      row_note "ours takes ${x}x cp -a's time (goal <= 0.5x)"
-    else
-      row_fail "ours takes ${x}x cp -a's time, over the 0.5x goal"
-    fi
+    time_goal "inst.prune.rocblas-tree" 0.5 "cp -a's"
     row_note "$bytes -> $(du -sb "$O/t" | cut -f1) bytes"
   fi
   [ "$KEEP" = 1 ] || rm -rf "$O"

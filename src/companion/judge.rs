@@ -92,7 +92,6 @@ fn same_major(rule: &Rule, sm: &str) -> bool {
 /// An image standing for the code of `target` (an AMDGPU target ID, or
 /// with `cuda` an `sm_NN`): a HIP code object, or a CUDA cubin.
 fn stand_in(target: &str, cuda: bool) -> Image {
-    let mut parts = target.split(':');
     let (triple, kind, offload) = match cuda {
         true => (
             "nvptx64-nvidia-cuda",
@@ -105,28 +104,10 @@ fn stand_in(target: &str, cuda: bool) -> Image {
             OffloadKind::OFK_HIP,
         ),
     };
-    Image {
-        id: 0,
-        container: 0,
-        index: 0,
-        bundle_id: None,
-        offload_kind: Offload::Kind(offload),
-        image_kind: Some(Content::Image(kind)),
-        triple: triple.into(),
-        arch: parts.next().unwrap_or_default().into(),
-        target_id: target.into(),
-        features: parts.map(str::to_string).collect(),
-        cuda_arch: None,
-        strings: Vec::new(),
-        section: None,
-        member: None,
-        offset: None,
-        relative_offset: 0,
-        size: 1,
-        uncompressed_size: None,
-        in_compressed: false,
-        hash: None,
-        nested: None,
-        overlaps: None,
-    }
+    crate::scan::stand_in_image(
+        triple,
+        target,
+        Offload::Kind(offload),
+        Some(Content::Image(kind)),
+    )
 }

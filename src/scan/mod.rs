@@ -590,11 +590,15 @@ impl fmt::Display for Limit {
 #[cfg(test)]
 mod tests;
 
-/// An image for unit tests: `triple`, `target_id` (its processor and
-/// features split off), offload kind `offload` and image kind `content`;
-/// every other field empty.
 #[cfg(test)]
-pub(crate) fn test_image(
+pub(crate) use stand_in_image as test_image;
+
+/// An image made up to stand for code of `triple` and `target_id` (its
+/// processor and features split off), offload kind `offload` and image
+/// kind `content`, every other field empty: what a rule is judged
+/// against when there is no image to read (a per-GPU file known by its
+/// name), and the unit tests' image.
+pub(crate) fn stand_in_image(
     triple: &str,
     target_id: &str,
     offload: Offload,

@@ -42,16 +42,22 @@ fn files() -> Vec<(String, Vec<u8>)> {
     ]
 }
 
+/// A GNU tar header of `kind`, `mode` and `size`, of a fixed time.
+fn gnu_header(kind: tar::EntryType, mode: u32, size: u64) -> tar::Header {
+    let mut h = tar::Header::new_gnu();
+    h.set_entry_type(kind);
+    h.set_mode(mode);
+    h.set_size(size);
+    h.set_mtime(1_685_290_000);
+    h
+}
+
 /// A tar archive of GNU headers: directories, the [`files`], a hard link
 /// to the first and a symbolic link to it, in a fixed order.
 fn data_tar() -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
     let head = |kind: tar::EntryType, mode: u32, size: u64| {
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(kind);
-        h.set_mode(mode);
-        h.set_size(size);
-        h.set_mtime(1_685_290_000);
+        let mut h = gnu_header(kind, mode, size);
         h.set_username("root").unwrap();
         h.set_groupname("root").unwrap();
         h

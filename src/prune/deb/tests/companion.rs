@@ -68,14 +68,7 @@ fn files() -> impl Iterator<Item = &'static str> {
 /// of `control`, `conffiles` and `md5sums`, both compressed by xz.
 fn deb() -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
-    let head = |kind: tar::EntryType, mode: u32, size: u64| {
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(kind);
-        h.set_mode(mode);
-        h.set_size(size);
-        h.set_mtime(1_685_290_000);
-        h
-    };
+    let head = super::gnu_header;
     let mut h = head(tar::EntryType::Directory, 0o755, 0);
     b.append_data(&mut h, "./", &[][..]).unwrap();
     for p in TREE {
