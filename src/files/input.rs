@@ -398,39 +398,24 @@ impl Input {
             return Ok(f(self.bytes(), &mut []));
         }
         let raw = memmap2::MmapOptions::new().len(len).map_raw(out)?;
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let map = match &self.data {
             Data::Map(m) => Some(m),
             Data::Owned(_) => None,
         };
-        std::thread::scope(|scope| {
-            let raw = &raw;
-            let releaser = std::thread::Builder::new()
-                .name("release-pages".into())
-                .spawn_scoped(scope, move || {
-                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                        stopped.recv_timeout(RELEASE_EVERY)
-                    {
-                        if let Some(m) = map {
-                            dont_need(m, 0, m.len());
-                        }
-                        release_shared(raw);
-                    }
-                });
-            // SAFETY: the pointer and length are those of a live mapping,
-            // readable and writable, which `raw` keeps alive until after the
-            // slice is gone. Only `f` gets the slice; the helper thread only
-            // advises the kernel about the pages (see `release_shared`), it
-            // never reads or writes them. The file is the caller's own new
-            // temporary, so no one else writes it (the contract of `map_file`).
-            let bytes = unsafe { std::slice::from_raw_parts_mut(raw.as_mut_ptr(), raw.len()) };
-            let r = f(self.bytes(), bytes);
-            drop(stop);
-            if let Ok(t) = releaser {
-                let _ = t.join();
+        let release = || {
+            if let Some(m) = map {
+                dont_need(m, 0, m.len());
             }
-            Ok(r)
-        })
+            release_shared(&raw);
+        };
+        // SAFETY: the pointer and length are those of a live mapping,
+        // readable and writable, which `raw` keeps alive until after the
+        // slice is gone. Only `f` gets the slice; the helper thread only
+        // advises the kernel about the pages (see `release_shared`), it
+        // never reads or writes them. The file is the caller's own new
+        // temporary, so no one else writes it (the contract of `map_file`).
+        let bytes = unsafe { std::slice::from_raw_parts_mut(raw.as_mut_ptr(), raw.len()) };
+        Ok(while_releasing(release, || f(self.bytes(), bytes)))
     }
 
     /// Runs `f` while a helper thread gives back the pages of this input's
@@ -443,24 +428,7 @@ impl Input {
         let Data::Map(map) = &self.data else {
             return f();
         };
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|scope| {
-            let releaser = std::thread::Builder::new()
-                .name("release-pages".into())
-                .spawn_scoped(scope, move || {
-                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                        stopped.recv_timeout(RELEASE_EVERY)
-                    {
-                        dont_need(map, 0, map.len());
-                    }
-                });
-            let r = f();
-            drop(stop);
-            if let Ok(t) = releaser {
-                let _ = t.join();
-            }
-            r
-        })
+        while_releasing(|| dont_need(map, 0, map.len()), f)
     }
 
     /// A reader over `sub` (a slice of this input's mapping) that reads the
@@ -640,6 +608,31 @@ fn dont_need(map: &memmap2::Mmap, off: usize, len: usize) {
     // file while we read it; if someone does, a read may see the change,
     // as it could before).
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, off, len) };
+}
+
+/// Runs `f` while a helper thread calls `release` every
+/// [`RELEASE_EVERY`] (and not after `f` returns). Should the thread not
+/// start, `f` runs alone: the release only saves memory.
+fn while_releasing<R>(release: impl Fn() + Sync, f: impl FnOnce() -> R) -> R {
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let release = &release;
+        let releaser = std::thread::Builder::new()
+            .name("release-pages".into())
+            .spawn_scoped(scope, move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(RELEASE_EVERY)
+                {
+                    release();
+                }
+            });
+        let r = f();
+        drop(stop);
+        if let Ok(t) = releaser {
+            let _ = t.join();
+        }
+        r
+    })
 }
 
 /// `MADV_DONTNEED` on all of a shared file mapping. Errors are ignored: the
