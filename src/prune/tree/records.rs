@@ -142,6 +142,12 @@ impl Opened<'_> {
         })
     }
 
+    /// The error of a record (at `path`) that cannot be read as `what`.
+    fn unreadable(&self, path: &Path, what: &str, e: impl std::fmt::Display) -> PathError {
+        let why = format!("it cannot be read as {what}: {e}");
+        PathError::said(PathErrorKind::Content, path, &self.name, why)
+    }
+
     /// Replaces the record (at `path`) with `bytes`, as a pruned file is
     /// written: whole or not at all, with the old file's metadata.
     fn write_back(self, path: &Path, bytes: &[u8], opts: &PathOptions) -> Result<(), PathError> {
@@ -166,14 +172,7 @@ fn record(
 ) -> Result<Option<(usize, usize)>, PathError> {
     let o = Opened::new(path)?;
     let text = o.file.bytes();
-    let unreadable = |e: csv::Error| {
-        PathError::said(
-            PathErrorKind::Content,
-            path,
-            &o.name,
-            format!("it cannot be read as a RECORD (CSV): {e}"),
-        )
-    };
+    let unreadable = |e: csv::Error| o.unreadable(path, "a RECORD (CSV)", e);
     let mut rows = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -230,10 +229,7 @@ fn conda_record(
 ) -> Result<Option<(usize, usize)>, PathError> {
     let o = Opened::new(path)?;
     let text = o.file.bytes();
-    let unreadable = |e: serde_json::Error| {
-        let why = format!("it cannot be read as a conda package record (JSON): {e}");
-        PathError::said(PathErrorKind::Content, path, &o.name, why)
-    };
+    let unreadable = |e: serde_json::Error| o.unreadable(path, "a conda package record (JSON)", e);
     let mut new = HashMap::new();
     let record = conda::Record::parse(text).map_err(unreadable)?;
     for p in record.listed() {
