@@ -23,14 +23,20 @@ const MERGED: [&str; 6] = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
 /// changed, by its index in the run), where one does: `(index, NAME or
 /// NAME:ARCH)`, sorted by index.
 pub(super) fn owners<'a>(files: impl Iterator<Item = (usize, &'a Path)>) -> Vec<(usize, String)> {
-    // The files, by the root they lie under and their path there.
+    // The files, by the root they lie under and their path there; each
+    // directory's root found once.
     let mut roots: HashMap<PathBuf, HashMap<Vec<u8>, Vec<usize>>> = HashMap::new();
+    let mut dirs: HashMap<&Path, Option<(PathBuf, PathBuf)>> = HashMap::new();
     for (i, path) in files {
-        let Some((root, below)) = under_root(path) else {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        let Some((root, below)) = dirs.entry(parent).or_insert_with(|| under_root(parent)) else {
             continue;
         };
         let mut key = b"/".to_vec();
-        key.extend_from_slice(below.as_os_str().as_encoded_bytes());
+        key.extend_from_slice(below.join(name).as_os_str().as_encoded_bytes());
+        let root = root.clone();
         roots
             .entry(root)
             .or_default()
@@ -48,7 +54,12 @@ pub(super) fn owners<'a>(files: impl Iterator<Item = (usize, &'a Path)>) -> Vec<
                     .is_ok_and(|t| t == Path::new("usr").join(d) || t == Path::new("/usr").join(d))
             })
             .collect();
-        for (package, list) in lists(&root) {
+        let info = root.join("var/lib/dpkg/info");
+        for package in packages(&info) {
+            // A list that cannot be read is passed over.
+            let Ok(list) = std::fs::read(info.join(format!("{package}.list"))) else {
+                continue;
+            };
             for line in list.split(|&b| b == b'\n') {
                 let Some(idx) = files
                     .get(line)
@@ -67,17 +78,19 @@ pub(super) fn owners<'a>(files: impl Iterator<Item = (usize, &'a Path)>) -> Vec<
     out
 }
 
-/// The root of a dpkg database that `path` lies under, and `path` below
-/// it: the file's directory made absolute with its links resolved (the
-/// file itself may be gone, removed by the run).
-fn under_root(path: &Path) -> Option<(PathBuf, PathBuf)> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    let dir = std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()?;
-    let file = dir.join(path.file_name()?);
+/// The root of a dpkg database that the directory `dir` lies under, and
+/// `dir` below it, made absolute with its links resolved.
+fn under_root(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let dir = std::fs::canonicalize(dir).ok()?;
     let root = dir
         .ancestors()
         .find(|a| a.join("var/lib/dpkg/info").is_dir())?;
-    let below = file.strip_prefix(root).ok()?.to_path_buf();
+    let below = dir.strip_prefix(root).ok()?.to_path_buf();
     Some((root.to_path_buf(), below))
 }
 
@@ -95,12 +108,10 @@ fn merged_path(line: &[u8], merged: &[&str]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Each package's list of files in the database of `root`, sorted by the
-/// package's name (`NAME` or `NAME:ARCH`, as the list file is named).
-/// A list that cannot be read is passed over.
-fn lists(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let info = root.join("var/lib/dpkg/info");
-    let Ok(dir) = std::fs::read_dir(&info) else {
+/// The packages that have a list of files in the database directory
+/// `info`, sorted (`NAME` or `NAME:ARCH`, as the list file is named).
+fn packages(info: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(info) else {
         return Vec::new();
     };
     let mut names: Vec<String> = dir
@@ -109,12 +120,6 @@ fn lists(root: &Path) -> Vec<(String, Vec<u8>)> {
         .collect();
     names.sort();
     names
-        .into_iter()
-        .filter_map(|n| {
-            let list = std::fs::read(info.join(format!("{n}.list"))).ok()?;
-            Some((n, list))
-        })
-        .collect()
 }
 
 #[cfg(test)]
