@@ -163,12 +163,12 @@ pub(super) fn format_name(kind: object::FileKind) -> &'static str {
 }
 
 /// Parses `data`, a file of the host format `kind` ([`host_kind`]).
-pub(super) fn parse(data: &[u8], kind: object::FileKind) -> Result<ObjectFile<'_>, String> {
+pub(super) fn parse(
+    data: &[u8],
+    kind: object::FileKind,
+) -> Result<ObjectFile<'_>, object::read::Error> {
     let format = format_name(kind);
-    let file = match object::File::parse(data) {
-        Ok(f) => f,
-        Err(e) => return Err(e.to_string()),
-    };
+    let file = object::File::parse(data)?;
     let mut sections = Vec::new();
     let mut problems = Vec::new();
     let mut has_sections = false;

@@ -18,6 +18,9 @@ use crate::num::len64;
 
 mod bitcode;
 mod coff;
+mod symbols;
+
+use symbols::SymbolsError;
 
 /// Size of a member header.
 const HEADER_SIZE: u64 = 60;
@@ -109,7 +112,9 @@ fn symbol_names(members: &[Member<'_>], symtab: bool) -> Result<(Vec<u8>, Vec<u6
     if symtab {
         for (i, m) in members.iter().enumerate() {
             let what = || format!("archive member {i} ('{}')", m.name);
-            let Some(syms) = symbols_of(m.data).map_err(|d| Error::invalid(what(), d))? else {
+            let Some(syms) =
+                symbols_of(m.data).map_err(|d| Error::invalid(what(), d.to_string()))?
+            else {
                 continue;
             };
             has_object = true;
@@ -227,21 +232,18 @@ pub fn layout_gnu_with_threshold(
 /// for ELF and COFF files that do not parse.
 #[cfg(any(test, fuzzing))]
 pub(crate) fn member_symbols(data: &[u8]) -> Result<Option<Vec<&[u8]>>> {
-    symbols_of(data).map_err(|d| Error::invalid("archive member", d))
+    symbols_of(data).map_err(|d| Error::invalid("archive member", d.to_string()))
 }
 
-fn symbols_of(data: &[u8]) -> std::result::Result<Option<Vec<&[u8]>>, String> {
+fn symbols_of(data: &[u8]) -> std::result::Result<Option<Vec<&[u8]>>, SymbolsError> {
     match llvm_format(data) {
         Format::Raw => Ok(None),
         Format::Elf => elf_symbols(data).map(Some),
         Format::Coff => coff::symbols(data).map(Some),
         Format::Bitcode => bitcode::symbols(data)
             .map(Some)
-            .map_err(|e| format!("cannot read the symbol table of this LLVM bitcode file: {e}")),
-        Format::Other(f) => Err(format!(
-            "LLVM lists the symbols of {f} files in the archive symbol table, which \
-             offload-kit cannot do"
-        )),
+            .map_err(SymbolsError::Bitcode),
+        Format::Other(f) => Err(SymbolsError::Other(f)),
     }
 }
 
@@ -347,11 +349,11 @@ fn llvm_format(d: &[u8]) -> Format {
     Format::Raw
 }
 
-fn elf_symbols(data: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
+fn elf_symbols(data: &[u8]) -> std::result::Result<Vec<&[u8]>, SymbolsError> {
     match data.get(4) {
         Some(1) => elf_symbols_of::<elf::FileHeader32<Endianness>>(data),
         Some(2) => elf_symbols_of::<elf::FileHeader64<Endianness>>(data),
-        _ => Err("invalid ELF class".into()),
+        _ => Err(SymbolsError::ElfClass),
     }
 }
 
@@ -359,8 +361,8 @@ fn elf_symbols(data: &[u8]) -> std::result::Result<Vec<&[u8]>, String> {
 /// the flags `ELFObjectFile::getSymbolFlags` gives each `.symtab` entry.
 fn elf_symbols_of<Elf: FileHeader<Endian = Endianness>>(
     data: &[u8],
-) -> std::result::Result<Vec<&[u8]>, String> {
-    let e = |err: object::read::Error| format!("invalid ELF file: {err}");
+) -> std::result::Result<Vec<&[u8]>, SymbolsError> {
+    let e = SymbolsError::Elf;
     let header = Elf::parse(data).map_err(e)?;
     let endian = header.endian().map_err(e)?;
     let machine = header.e_machine(endian);

@@ -10,6 +10,7 @@ use object::pe::{
     IMAGE_SYM_CLASS_WEAK_EXTERNAL, IMAGE_WEAK_EXTERN_SEARCH_ALIAS,
 };
 
+use super::symbols::SymbolsError;
 use crate::host::object::coff::{is_bigobj, section_number, short_name, u16_at, u32_at};
 
 /// `IMAGE_SYM_CLASS_EXTERNAL`.
@@ -25,7 +26,7 @@ const WEAK_SEARCH_ALIAS: u32 = IMAGE_WEAK_EXTERN_SEARCH_ALIAS.0;
 
 /// The archive symbols of the COFF object `d`. A symbol table LLVM cannot
 /// read counts as none, as in LLVM; a name it cannot read is an error.
-pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, String> {
+pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, SymbolsError> {
     let big = is_bigobj(d) && d.len() >= 56;
     let (table, count) = if big {
         (u32_at(d, 48), u32_at(d, 52))
@@ -43,14 +44,14 @@ pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, String> {
             .map(|(opt, n)| (20 + u64::from(opt), u64::from(n)))
     };
     let (Some(table), Some(count), Some((at, n))) = (table, count, sections) else {
-        return Err("COFF header past the end".into());
+        return Err(SymbolsError::CoffHeader);
     };
     if d.len() < 20 || at + 40 * n > d.len() as u64 {
-        return Err("COFF section table past the end".into());
+        return Err(SymbolsError::CoffSections);
     }
     if table == 0 {
         if count != 0 {
-            return Err("COFF symbol table missing".into());
+            return Err(SymbolsError::CoffSymtabMissing);
         }
         return Ok(Vec::new());
     }
@@ -96,19 +97,17 @@ pub(super) fn symbols(d: &[u8]) -> Result<Vec<&[u8]>, String> {
 }
 
 /// A symbol's name: inline, or in the string table.
-fn name<'d>(rec: &'d [u8], strings: &'d [u8], i: usize) -> Result<&'d [u8], String> {
+fn name<'d>(rec: &'d [u8], strings: &'d [u8], i: usize) -> Result<&'d [u8], SymbolsError> {
     if let Some(name) = short_name(rec) {
         return Ok(name);
     }
     let offset = u32_at(rec, 4).unwrap_or(0) as usize;
     if strings.len() <= 4 {
-        return Err(format!(
-            "the name of COFF symbol {i} is in an empty string table"
-        ));
+        return Err(SymbolsError::CoffNameNoStrings(i));
     }
     let tail = strings
         .get(offset..)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("the name of COFF symbol {i} is past the string table"))?;
+        .ok_or(SymbolsError::CoffNamePast(i))?;
     Ok(&tail[..tail.iter().position(|&b| b == 0).unwrap_or(tail.len())])
 }

@@ -22,6 +22,34 @@ pub(super) struct Crel {
 
 const HDR_ADDEND: u64 = 4;
 
+/// Why compact relocations cannot be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CrelError {
+    /// The data ends inside an entry.
+    EndsEarly,
+    /// A LEB128 value has bits past 64.
+    LebTooLarge,
+    /// The header counts more entries than there are bytes.
+    Count {
+        /// The entries the header counts.
+        count: u64,
+        /// The bytes of the section.
+        len: usize,
+    },
+}
+
+impl std::fmt::Display for CrelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CrelError::EndsEarly => f.write_str("compact relocations end early"),
+            CrelError::LebTooLarge => f.write_str("LEB128 value too large"),
+            CrelError::Count { count, len } => {
+                write!(f, "{count} compact relocations in {len} bytes")
+            }
+        }
+    }
+}
+
 fn mask(is_64: bool) -> u64 {
     if is_64 { u64::MAX } else { u64::from(u32::MAX) }
 }
@@ -32,25 +60,22 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8, String> {
-        let b = *self
-            .data
-            .get(self.at)
-            .ok_or("compact relocations end early")?;
+    fn byte(&mut self) -> Result<u8, CrelError> {
+        let b = *self.data.get(self.at).ok_or(CrelError::EndsEarly)?;
         self.at += 1;
         Ok(b)
     }
 
     /// ULEB128 and SLEB128 as LLVM's `DataExtractor` reads them (bits
     /// past 64 are an error).
-    fn leb(&mut self, signed: bool) -> Result<u64, String> {
+    fn leb(&mut self, signed: bool) -> Result<u64, CrelError> {
         let mut value = 0u64;
         let mut shift = 0u32;
         loop {
             let b = self.byte()?;
             let low = u64::from(b & 0x7f);
             if shift >= 64 || (shift > 0 && (low << shift) >> shift != low) {
-                return Err("LEB128 value too large".into());
+                return Err(CrelError::LebTooLarge);
             }
             value |= low << shift;
             shift += 7;
@@ -65,7 +90,7 @@ impl Reader<'_> {
 }
 
 /// The entries of `data`.
-pub(super) fn decode(data: &[u8], is_64: bool) -> Result<Vec<Crel>, String> {
+pub(super) fn decode(data: &[u8], is_64: bool) -> Result<Vec<Crel>, CrelError> {
     let m = mask(is_64);
     let mut r = Reader { data, at: 0 };
     let hdr = r.leb(false)?;
@@ -73,10 +98,10 @@ pub(super) fn decode(data: &[u8], is_64: bool) -> Result<Vec<Crel>, String> {
     let flag_bits = if hdr & HDR_ADDEND != 0 { 3 } else { 2 };
     let shift = hdr % HDR_ADDEND;
     if count > data.len() as u64 {
-        return Err(format!(
-            "{count} compact relocations in {} bytes",
-            data.len()
-        ));
+        return Err(CrelError::Count {
+            count,
+            len: data.len(),
+        });
     }
     let (mut offset, mut addend) = (0u64, 0u64);
     let (mut sym, mut ty) = (0u32, 0u32);
