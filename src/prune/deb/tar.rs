@@ -297,7 +297,7 @@ impl<R: Read, W: Write> Walk<R, W> {
                 extensions.extend_from_slice(&block);
                 extensions.extend_from_slice(&data);
                 data.truncate(usize::try_from(size).unwrap_or(0));
-                let pax_fault = |why: String| {
+                let pax_fault = |why: PaxError| {
                     let name = String::from_utf8_lossy(&ustar_name(&block)).into_owned();
                     Fault::Damaged(format!(
                         "the pax header '{name}' at offset {offset:#x}: {why}"
@@ -509,7 +509,7 @@ impl Pax {
     /// missing, not followed by a blank or past the data, that has no `=`
     /// or does not end in a newline, or whose `size` is not a decimal
     /// number, is an error: which record, where, and why.
-    fn read(&mut self, data: &[u8]) -> Result<(), String> {
+    fn read(&mut self, data: &[u8]) -> Result<(), PaxError> {
         let (mut at, mut k) = (0, 0);
         loop {
             k += 1;
@@ -519,7 +519,12 @@ impl Pax {
             if rest.get(lead).is_none_or(|&b| b == 0) {
                 return Ok(());
             }
-            let bad = |why: &str| format!("record {k} (at byte {at} of {}) {why}", data.len());
+            let bad = |why| PaxError {
+                record: k,
+                at,
+                len: data.len(),
+                why,
+            };
             let digits = rest[lead..]
                 .iter()
                 .take_while(|b| b.is_ascii_digit())
@@ -566,6 +571,32 @@ impl Pax {
             }
             at += len;
         }
+    }
+}
+
+/// Why a pax header's records cannot be read: which record, where, and
+/// why.
+#[derive(Debug)]
+struct PaxError {
+    /// The record, counted from 1.
+    record: usize,
+    /// Where it starts in the header's data.
+    at: usize,
+    /// The size of the header's data.
+    len: usize,
+    /// What is wrong with it.
+    why: &'static str,
+}
+
+impl std::fmt::Display for PaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PaxError {
+            record,
+            at,
+            len,
+            why,
+        } = self;
+        write!(f, "record {record} (at byte {at} of {len}) {why}")
     }
 }
 

@@ -184,7 +184,9 @@ fn damage_and_the_budget() {
 fn pax_records_are_read_as_gnu_tar_reads_them() {
     let read = |d: &[u8]| {
         let mut p = Pax::default();
-        p.read(d).map(|()| (p.path, p.size))
+        p.read(d)
+            .map(|()| (p.path, p.size))
+            .map_err(|e| e.to_string())
     };
     assert_eq!(
         read(b"14 path=a/b.o\n11 size=42\n\0\0"),
