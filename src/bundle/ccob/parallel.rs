@@ -138,10 +138,10 @@ impl Ccob<'_> {
     }
 }
 
-type FramePool = Pool<String>;
+type FramePool = Pool<Irregular>;
 
-fn decoder_failed() -> String {
-    "a decompression thread failed".into()
+fn decoder_failed() -> Irregular {
+    Irregular::Data("a decompression thread failed".into())
 }
 
 /// Decodes `frames` (the payload's, from the first, in order) on
@@ -230,11 +230,9 @@ fn write_frames(
 ) -> std::result::Result<u64, Irregular> {
     let mut at = 0u64;
     for (i, span) in (0u64..).zip(frames) {
-        let buf = pool.frame(i).map_err(|m| {
-            Irregular::Data(match m {
-                Missing::Failed(e) => e,
-                Missing::Stopped => "the decompression threads stopped".into(),
-            })
+        let buf = pool.frame(i).map_err(|m| match m {
+            Missing::Failed(e) => e,
+            Missing::Stopped => Irregular::Data("the decompression threads stopped".into()),
         })?;
         let len = buf.len();
         let mut held = Some(Arc::new(buf));
@@ -274,7 +272,7 @@ fn write_frames(
 fn decode_frames<R: Read + Seek>(pool: &FramePool, reader: &Mutex<R>, frames: &[FrameSpan]) {
     let _stopping = pool.stopping(decoder_failed);
     let Some(mut dctx) = zstd_safe::DCtx::try_create() else {
-        return pool.fail("cannot create a zstd context".into());
+        return pool.fail(Irregular::Data("cannot create a zstd context".into()));
     };
     let mut input = Vec::new();
     while let Some((i, mut out)) = pool.take() {
@@ -292,18 +290,21 @@ fn decode_frame<R: Read + Seek>(
     f: &FrameSpan,
     input: &mut Vec<u8>,
     out: &mut Vec<u8>,
-) -> std::result::Result<(), String> {
-    let len = usize::try_from(f.len).map_err(|_| "a frame too large for memory".to_string())?;
+) -> std::result::Result<(), Irregular> {
+    let data = Irregular::Data;
+    let len = usize::try_from(f.len).map_err(|_| data("a frame too large for memory".into()))?;
     input.clear();
-    input
-        .try_reserve_exact(len)
-        .map_err(|_| format!("cannot allocate {len} bytes for a compressed frame"))?;
+    input.try_reserve_exact(len).map_err(|_| {
+        data(format!(
+            "cannot allocate {len} bytes for a compressed frame"
+        ))
+    })?;
     input.resize(len, 0);
     {
         let mut r = reader.lock().unwrap_or_else(|e| e.into_inner());
         r.seek(SeekFrom::Start(f.at))
             .and_then(|_| r.read_exact(input))
-            .map_err(|e| format!("cannot read the compressed data: {e}"))?;
+            .map_err(|e| data(format!("cannot read the compressed data: {e}")))?;
     }
     // Room for exactly the content size, and never none (see
     // `read::inflate_zstd`: libzstd 1.5.4 must not get an empty buffer);
@@ -312,15 +313,15 @@ fn decode_frame<R: Read + Seek>(
     let size = usize_from(f.size).max(1);
     out.clear();
     out.try_reserve_exact(size)
-        .map_err(|_| format!("cannot allocate {size} bytes for a frame"))?;
+        .map_err(|_| data(format!("cannot allocate {size} bytes for a frame")))?;
     let n = dctx
         .decompress(out, input)
-        .map_err(|c| zstd_safe::get_error_name(c).to_string())?;
+        .map_err(|c| data(zstd_safe::get_error_name(c).to_string()))?;
     if n as u64 != f.size {
-        return Err(format!(
+        return Err(data(format!(
             "a frame decodes to {n} bytes, its header declares {}",
             f.size
-        ));
+        )));
     }
     Ok(())
 }
