@@ -15,7 +15,7 @@ use crate::companion::gate::{self as per_gpu, Judgement};
 use crate::kernels::gate::Gate;
 use crate::kernels::gate::json::Document;
 use crate::kernels::{KernelRule, KernelRuleResult};
-use crate::scan::{self, Outcome, Requirements, Rule, RuleResult, Verdict};
+use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
 #[derive(clap::Args)]
@@ -124,7 +124,7 @@ pub struct CheckOpts {
 fn rules(
     option: &str,
     values: &[String],
-    parse: fn(&str) -> Result<Rule, String>,
+    parse: fn(&str) -> Result<Rule, RuleError>,
 ) -> Result<Vec<Rule>> {
     list(values)
         .iter()
@@ -136,7 +136,7 @@ fn rules(
 fn shorthands(
     option: &str,
     values: &[String],
-    parse: fn(&str) -> Result<Rule, String>,
+    parse: fn(&str) -> Result<Rule, RuleError>,
 ) -> Result<Vec<String>> {
     rules(option, values, parse)?;
     Ok(list(values))

@@ -5,7 +5,7 @@
 use std::cell::OnceCell;
 
 use super::{ImageKernels, Listing};
-use crate::scan::{Image, Meets, Report, Rule};
+use crate::scan::{Image, Meets, Report, Rule, RuleError};
 
 /// A kernel that must be present, or must not.
 ///
@@ -35,20 +35,17 @@ impl PartialEq for KernelRule {
 
 impl KernelRule {
     /// Parses `NAME[@TARGET]` (the last `@` splits: C++ names hold none).
-    pub fn parse(text: &str) -> Result<KernelRule, String> {
+    pub fn parse(text: &str) -> Result<KernelRule, RuleError> {
         let t = text.trim();
         let (name, target) = match t.rsplit_once('@') {
-            Some((n, t)) => (
-                n,
-                Some(Rule::parse(t).map_err(|e| format!("'{text}': {e}"))?),
-            ),
+            Some((n, t)) => (n, Some(Rule::parse(t).map_err(|e| e.within(text))?)),
             None => (t, None),
         };
         if name.is_empty() {
-            return Err(format!("'{text}': no kernel name before '@'"));
+            return Err(RuleError::new("no kernel name before '@'".into()).within(text));
         }
-        let pattern =
-            glob::Pattern::new(name).map_err(|e| format!("'{text}': not a glob pattern: {e}"))?;
+        let pattern = glob::Pattern::new(name)
+            .map_err(|e| RuleError::new(format!("not a glob pattern: {e}")).within(text))?;
         Ok(KernelRule {
             text: t.to_string(),
             pattern,

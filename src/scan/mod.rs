@@ -159,7 +159,7 @@ pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 
 pub(crate) use kinds::Hasher;
 pub use report::Report;
-pub use rule::{Coverage, Meets, Rule};
+pub use rule::{Coverage, Meets, Rule, RuleError};
 pub use select::{Selection, select};
 pub use size::{SizeReport, Tally, size};
 pub use visit::{ImageReader, ImageSink, NoVisit, SinkError, ThinMember, Visit};

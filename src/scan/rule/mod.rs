@@ -100,7 +100,7 @@ impl Rule {
     /// Parses `ARCH[:KIND]`: `sm_90:cubin`, `gfx942`, `gfx90a:xnack+`,
     /// `gfx90a:xnack-:object`, `*:ptx`, `*`. The last `:`-separated part is
     /// the kind when it does not end in `+` or `-` (a target-ID feature).
-    pub fn parse(text: &str) -> Result<Rule, String> {
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
         let t = text.trim();
         let (arch, kind) = match t.rsplit_once(':') {
             Some((a, k)) if !k.is_empty() && !k.ends_with(['+', '-']) => (a, Some(k)),
@@ -108,23 +108,23 @@ impl Rule {
         };
         let arch = arch.trim_end_matches(':');
         if arch.is_empty() {
-            return Err(format!(
+            return Err(RuleError::new(format!(
                 "'{text}': no architecture (write `*` for any: `*:{}`)",
                 kind.unwrap_or("KIND")
-            ));
+            )));
         }
         if let Some(k) = kind {
             // `gfx90a:xnack` reads as a kind; it is a feature without its
             // sign.
             if ["xnack", "sramecc"].contains(&k) {
-                return Err(format!(
+                return Err(RuleError::new(format!(
                     "'{text}': the feature '{k}' needs a sign: {k}+ or {k}-"
-                ));
+                )));
             }
-            check_kind(k).map_err(|e| format!("'{text}': {e}"))?;
+            check_kind(k).map_err(|e| e.within(text))?;
         }
         if arch != "*" {
-            check_arch(arch).map_err(|e| format!("'{text}': {e}"))?;
+            check_arch(arch).map_err(|e| e.within(text))?;
         }
         Ok(Rule {
             text: t.to_string(),
@@ -136,10 +136,10 @@ impl Rule {
     /// Parses a rule on the architecture alone (`--require-arch`): a
     /// target ID naming a processor [`targets::is_known_arch`] knows, spelt
     /// as LLVM spells it, with only features that processor has; or `*`.
-    pub fn parse_arch(arch: &str) -> Result<Rule, String> {
+    pub fn parse_arch(arch: &str) -> Result<Rule, RuleError> {
         let arch = arch.trim();
         if arch != "*" {
-            check_arch(arch).map_err(|e| format!("'{arch}': {e}"))?;
+            check_arch(arch).map_err(|e| e.within(arch))?;
         }
         Ok(Rule {
             text: arch.to_string(),
@@ -150,9 +150,9 @@ impl Rule {
 
     /// Parses a rule on the kind alone (`--require-kind`): a kind
     /// [`targets::is_known_kind`] knows.
-    pub fn parse_kind(kind: &str) -> Result<Rule, String> {
+    pub fn parse_kind(kind: &str) -> Result<Rule, RuleError> {
         let kind = kind.trim();
-        check_kind(kind).map_err(|e| format!("'{kind}': {e}"))?;
+        check_kind(kind).map_err(|e| e.within(kind))?;
         Ok(Rule::kind(kind))
     }
 
@@ -522,6 +522,32 @@ fn cuda_loading(img: &Image, dev: u32, a: bool, jit: bool) -> String {
     }
 }
 
+/// Why a rule, or the architecture or kind it names, is not one: what is
+/// wrong, with the text given and the closest known names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    message: String,
+}
+
+impl RuleError {
+    pub(crate) fn new(message: String) -> RuleError {
+        RuleError { message }
+    }
+
+    /// The same error, said of the rule `text` it was found in.
+    pub(crate) fn within(self, text: &str) -> RuleError {
+        RuleError::new(format!("'{text}': {}", self.message))
+    }
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RuleError {}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -533,21 +559,21 @@ impl fmt::Display for Rule {
 /// included), with only features that processor has, and not a GPU
 /// triple's architecture (`nvptx64`), which names no image. The error says what
 /// is wrong and names the closest known names.
-pub fn check_arch(arch: &str) -> Result<(), String> {
+pub fn check_arch(arch: &str) -> Result<(), RuleError> {
     let Some(id) = TargetId::parse(arch) else {
-        return Err(format!(
+        return Err(RuleError::new(format!(
             "'{arch}' is not an architecture or target ID (gfx90a, gfx90a:xnack+, sm_90)"
-        ));
+        )));
     };
     let p = id.processor;
     let triple_arch = crate::llvm::triple::parse_arch(p);
     if targets::amdgpu(p).is_none() && super::select::is_gpu_triple_arch(triple_arch) {
         // `nvptx64` and `amdgcn` are triples' architectures; their images
         // are named by their processors.
-        return Err(format!(
+        return Err(RuleError::new(format!(
             "'{p}' is the architecture of a triple, not a processor: name the \
              processor (sm_90, gfx942), or the kind (*:cuda, *:hip)"
-        ));
+        )));
     }
     if !targets::is_known_arch(p) {
         let suggestions = match p.strip_prefix("compute_") {
@@ -555,14 +581,14 @@ pub fn check_arch(arch: &str) -> Result<(), String> {
             Some(n) => vec![format!("sm_{n}:ptx")],
             None => targets::suggest(p, &targets::arch_names()),
         };
-        return Err(format!(
+        return Err(RuleError::new(format!(
             "unknown architecture '{p}'{}",
             targets::did_you_mean(&suggestions)
-        ));
+        )));
     }
     let allowed = targets::amdgpu(p).map_or(&[][..], |g| g.features());
     if let Some(f) = id.features.keys().find(|f| !allowed.contains(f)) {
-        return Err(if allowed.is_empty() {
+        return Err(RuleError::new(if allowed.is_empty() {
             format!("{p} has no target-ID features ('{f}')")
         } else {
             format!(
@@ -570,19 +596,19 @@ pub fn check_arch(arch: &str) -> Result<(), String> {
                 targets::did_you_mean(&targets::suggest(f, allowed)),
                 allowed.join(", ")
             )
-        });
+        }));
     }
     Ok(())
 }
 
 /// Whether `kind` is a kind rules may name ([`targets::is_known_kind`]);
 /// the error names the closest known kinds.
-pub fn check_kind(kind: &str) -> Result<(), String> {
+pub fn check_kind(kind: &str) -> Result<(), RuleError> {
     if targets::is_known_kind(kind) {
         return Ok(());
     }
     let suggestions = targets::suggest(kind, targets::KINDS);
-    Err(if suggestions.is_empty() {
+    Err(RuleError::new(if suggestions.is_empty() {
         format!(
             "unknown kind '{kind}' (kinds: {})",
             targets::KINDS.join(", ")
@@ -592,7 +618,7 @@ pub fn check_kind(kind: &str) -> Result<(), String> {
             "unknown kind '{kind}'{}",
             targets::did_you_mean(&suggestions)
         )
-    })
+    }))
 }
 
 fn yes_no(b: bool) -> Meets {
