@@ -30,6 +30,69 @@ pub(in crate::scan) struct TableEntry {
     pub offset: u64,
 }
 
+/// Why a row of an image table leads to no image bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::scan) enum RowError {
+    /// The table's last row is cut short: its bytes, and a row's.
+    Partial {
+        /// The bytes the row has.
+        len: usize,
+        /// The bytes a row takes.
+        row: usize,
+    },
+    /// Row `index` gives an address no section's bytes hold.
+    Unplaced {
+        /// The row.
+        index: usize,
+        /// The address it gives.
+        address: u64,
+    },
+    /// Row `index` gives an image (of `size` bytes, or a zstd frame when
+    /// `None`) at `offset` that runs past the end of its section or the
+    /// file.
+    PastEnd {
+        /// The row.
+        index: usize,
+        /// The image's size; `None` for a zstd frame.
+        size: Option<u64>,
+        /// Where it starts in the file.
+        offset: u64,
+        /// The section it starts in.
+        section: String,
+    },
+}
+
+impl std::fmt::Display for RowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RowError::Partial { len, row } => {
+                write!(f, "the image table's last row is {len} bytes, not {row}")
+            }
+            RowError::Unplaced { index, address } => write!(
+                f,
+                "the image table's row {index} gives the address {address:#x}, which no \
+                 section's bytes hold"
+            ),
+            RowError::PastEnd {
+                index,
+                size,
+                offset,
+                section,
+            } => {
+                write!(f, "the image table's row {index} gives ")?;
+                match size {
+                    Some(n) => write!(f, "an image of {n} bytes")?,
+                    None => f.write_str("a zstd frame")?,
+                }
+                write!(
+                    f,
+                    " at {offset:#x}, which runs past the end of section {section} or of the file"
+                )
+            }
+        }
+    }
+}
+
 /// A section that holds file bytes: its name and range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(in crate::scan) struct Span {
@@ -106,7 +169,7 @@ impl<'data> ObjectFile<'data> {
     pub(in crate::scan) fn image_table(
         &self,
         sec: &Section<'_>,
-    ) -> Vec<Result<TableEntry, String>> {
+    ) -> Vec<Result<TableEntry, RowError>> {
         let width = if self.wide { 8 } else { 4 };
         let relocatable = self.file.kind() == object::ObjectKind::Relocatable;
         let own: HashMap<u64, object::Relocation> = if relocatable {
@@ -126,11 +189,10 @@ impl<'data> ObjectFile<'data> {
         let mut out = Vec::new();
         for (index, row) in sec.data.chunks(2 * width).enumerate() {
             if row.len() < 2 * width {
-                out.push(Err(format!(
-                    "the image table's last row is {} bytes, not {}",
-                    row.len(),
-                    2 * width
-                )));
+                out.push(Err(RowError::Partial {
+                    len: row.len(),
+                    row: 2 * width,
+                }));
                 break;
             }
             let field = |b: &[u8]| {
@@ -163,10 +225,7 @@ impl<'data> ObjectFile<'data> {
                     size,
                     offset,
                 })),
-                None => out.push(Err(format!(
-                    "the image table's row {index} gives the address {address:#x}, \
-                     which no section's bytes hold"
-                ))),
+                None => out.push(Err(RowError::Unplaced { index, address })),
             }
         }
         out

@@ -11,7 +11,7 @@ use super::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_messag
 use crate::num::{len64, usize_from};
 use crate::package::Compression;
 use crate::scan::ContainerKind;
-use crate::scan::sections::sycl::{Span, TableEntry};
+use crate::scan::sections::sycl::{RowError, Span, TableEntry};
 use crate::scan::sections::{CUT_BUNDLE_SECTION, ObjectFile, Role, Section};
 
 impl Walker<'_> {
@@ -196,7 +196,7 @@ impl Walker<'_> {
             for row in o.image_table(sec) {
                 match row {
                     Ok(e) => out.push(e),
-                    Err(why) => self.problem(l, None, why),
+                    Err(why) => self.problem(l, None, why.to_string()),
                 }
             }
         }
@@ -235,7 +235,7 @@ impl Walker<'_> {
         let (stored, zstd) = match stored {
             Ok(s) => s,
             Err(why) => {
-                self.problem(&inner.at(rel), Some(container), why);
+                self.problem(&inner.at(rel), Some(container), why.to_string());
                 return;
             }
         };
@@ -292,7 +292,7 @@ impl Walker<'_> {
 
 /// A table row's stored bytes and whether they are a zstd frame, or the
 /// problem that there are none.
-type Stored<'d> = Result<(&'d [u8], bool), String>;
+type Stored<'d> = Result<(&'d [u8], bool), RowError>;
 
 /// A table row, as an entry of its object bundle: the bundle, the entry's
 /// index and bundle ID, the section it lies in, the row.
@@ -312,22 +312,21 @@ struct TableRow<'a> {
 fn stored_image<'d>(file: &'d [u8], span: &Span, e: &TableEntry) -> Stored<'d> {
     let end = usize_from(span.end.min(len64(file)));
     let rest = file.get(usize_from(e.offset)..end).unwrap_or_default();
-    let past = |what: &str| {
-        format!(
-            "the image table's row {} gives {what} at {:#x}, which runs past the end of \
-             section {} or of the file",
-            e.index, e.offset, span.name
-        )
+    let past = |size| RowError::PastEnd {
+        index: e.index,
+        size,
+        offset: e.offset,
+        section: span.name.clone(),
     };
     if crate::package::compression_of(rest) != Some(Compression::Zstd) {
         return match rest.get(..usize_from(e.size)) {
             Some(bytes) => Ok((bytes, false)),
-            None => Err(past(&format!("an image of {} bytes", e.size))),
+            None => Err(past(Some(e.size))),
         };
     }
     zstd::zstd_safe::find_frame_compressed_size(rest)
         .ok()
         .and_then(|n| rest.get(..n))
         .map(|frame| (frame, true))
-        .ok_or_else(|| past("a zstd frame"))
+        .ok_or_else(|| past(None))
 }
