@@ -35,6 +35,33 @@ pub(crate) struct Options<'a> {
     pub(crate) scan: &'a scan::Options,
 }
 
+/// Why [`extract`] wrote nothing.
+#[derive(Debug)]
+pub(crate) enum ExtractError {
+    /// The directory (as shown) cannot be made.
+    CreateDir(String, std::io::Error),
+    /// Two inputs would write files of this label.
+    SameLabel(String),
+}
+
+impl std::fmt::Display for ExtractError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExtractError::CreateDir(dir, e) => write!(
+                f,
+                "'{dir}': cannot create directory: {}",
+                crate::files::strerror(e)
+            ),
+            ExtractError::SameLabel(label) => write!(
+                f,
+                "two inputs would write files named '{label}.*'; extract them separately"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ExtractError {}
+
 /// Extracts the images `opts` selects from each of `files` into
 /// `opts.dir`: what each unit (an input, or a file in a package) gave, in
 /// order (`done` as for [`par_map`]). An error (the directory cannot be
@@ -44,18 +71,13 @@ pub(crate) fn extract(
     files: &[Source],
     opts: &Options<'_>,
     done: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<Extracted>, String> {
+) -> Result<Vec<Extracted>, ExtractError> {
     // Everything written is checked: every compressed stream decoded to
     // its end, every stored hash compared.
     let mut scan_opts = with_threads(opts.scan, opts.jobs, files.len());
     scan_opts.verify = true;
-    std::fs::create_dir_all(opts.dir).map_err(|e| {
-        format!(
-            "'{}': cannot create directory: {}",
-            crate::files::shown(opts.dir),
-            crate::files::strerror(&e)
-        )
-    })?;
+    std::fs::create_dir_all(opts.dir)
+        .map_err(|e| ExtractError::CreateDir(crate::files::shown(opts.dir).into_owned(), e))?;
     let several = files.len() > 1;
     let labels: Vec<String> = files
         .iter()
@@ -63,9 +85,7 @@ pub(crate) fn extract(
         .collect();
     let mut seen = HashSet::new();
     if let Some(dup) = labels.iter().find(|l| !seen.insert(*l)) {
-        return Err(format!(
-            "two inputs would write files named '{dup}.*'; extract them separately"
-        ));
+        return Err(ExtractError::SameLabel(dup.clone()));
     }
     // Files the whole command may still write, shared by the threads.
     let files_left = AtomicUsize::new(opts.max_files);

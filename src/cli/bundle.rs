@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::io::{Input, open_input};
+use super::scan::BadValue;
 use crate::bundle::ccob::{CompressOptions, Method};
 use crate::bundle::ops;
 use crate::tools::bundler::compressed::Failure;
@@ -165,12 +166,12 @@ pub const MAX_THREADS: u32 = 16;
 
 /// `--threads N`: a decimal N of at least 1, taken as [`MAX_THREADS`]
 /// when larger (however large: never an error).
-fn parse_threads(s: &str) -> Result<u32, String> {
+fn parse_threads(s: &str) -> Result<u32, BadValue> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("'{s}' is not a number of threads"));
+        return Err(BadValue::Threads(s.to_string()));
     }
     if s.bytes().all(|b| b == b'0') {
-        return Err("at least 1 thread is needed".into());
+        return Err(BadValue::NoThreads);
     }
     // Past u64 (more than 19 digits), a number of threads is only larger.
     Ok(s.parse::<u64>().map_or(MAX_THREADS, |n| {

@@ -3,6 +3,7 @@
 //! variable, and the hint that names it when it runs out. The images are
 //! copied out by the library's [`Streams`].
 
+use super::scan::BadValue;
 use crate::offload_binary::{Budget, BudgetLimits};
 pub(crate) use crate::tools::streams::{Streams, data_error};
 
@@ -27,13 +28,14 @@ pub fn budget(max_uncompressed: Option<u64>) -> Budget {
 
 /// The budget of a drop-in tool: [`MAX_UNCOMPRESSED_ENV`] when set, else
 /// derived. `Err` for a value that is not a size.
-pub fn dropin_budget() -> Result<Budget, String> {
+pub fn dropin_budget() -> Result<Budget, BadValue> {
     let given = match std::env::var(MAX_UNCOMPRESSED_ENV) {
-        Ok(v) => {
-            Some(super::scan::parse_size(&v).map_err(|e| format!("{MAX_UNCOMPRESSED_ENV}: {e}"))?)
-        }
+        Ok(v) => Some(
+            super::scan::parse_size(&v)
+                .map_err(|e| BadValue::Variable(MAX_UNCOMPRESSED_ENV, Box::new(e)))?,
+        ),
         Err(std::env::VarError::NotPresent) => None,
-        Err(e) => return Err(format!("{MAX_UNCOMPRESSED_ENV}: {e}")),
+        Err(e) => return Err(BadValue::Unreadable(MAX_UNCOMPRESSED_ENV, e)),
     };
     Ok(budget(given))
 }

@@ -148,32 +148,50 @@ pub fn parse(
             }
             continue;
         };
-        match option_value(prog, spec, inline, &args, &mut i) {
+        match option_value(spec, inline, &args, &mut i) {
             Ok(v) => parsed.opts.push((spec.name, v)),
-            Err(e) => errors.push(e),
+            Err(e) => errors.push(e.line(prog, spec)),
         }
     }
     finish(prog, argv0, parsed, errors, max_positionals, required)
 }
 
+/// Why an option has no value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NoValue<'a> {
+    /// A flag given a value that is no boolean.
+    NotBoolean(&'a str),
+    /// An option that takes a value, last on the line without one.
+    Missing,
+}
+
+impl NoValue<'_> {
+    /// The error line, as LLVM words it, for option `spec` of `prog`.
+    fn line(&self, prog: &str, spec: &OptSpec) -> String {
+        let option = dashed(spec.name);
+        match self {
+            NoValue::NotBoolean(v) => format!(
+                "{prog}: for the {option} option: '{v}' is invalid value for boolean argument! Try 0 or 1"
+            ),
+            NoValue::Missing => format!("{prog}: for the {option} option: requires a value!"),
+        }
+    }
+}
+
 /// The value of option `spec`: `inline` (after `=`), else `true` for a
-/// flag, else the next argument (at `*i`, which it then moves past). The
-/// error line where a value option has none or a flag's is no boolean.
-fn option_value(
-    prog: &str,
+/// flag, else the next argument (at `*i`, which it then moves past); an
+/// error where a value option has none or a flag's is no boolean.
+fn option_value<'a>(
     spec: &OptSpec,
-    inline: Option<&str>,
+    inline: Option<&'a str>,
     args: &[String],
     i: &mut usize,
-) -> Result<String, String> {
+) -> Result<String, NoValue<'a>> {
     match spec.takes {
         Takes::Flag => match inline {
             None | Some("true" | "TRUE" | "True" | "1") => Ok("true".to_string()),
             Some("false" | "FALSE" | "False" | "0") => Ok("false".to_string()),
-            Some(v) => Err(format!(
-                "{prog}: for the {} option: '{v}' is invalid value for boolean argument! Try 0 or 1",
-                dashed(spec.name)
-            )),
+            Some(v) => Err(NoValue::NotBoolean(v)),
         },
         Takes::Value => match inline {
             Some(v) => Ok(v.to_string()),
@@ -181,10 +199,7 @@ fn option_value(
                 *i += 1;
                 Ok(args[*i - 1].clone())
             }
-            None => Err(format!(
-                "{prog}: for the {} option: requires a value!",
-                dashed(spec.name)
-            )),
+            None => Err(NoValue::Missing),
         },
     }
 }

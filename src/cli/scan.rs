@@ -80,7 +80,42 @@ pub struct Common {
     jobs: Option<usize>,
 }
 
-pub fn parse_size(s: &str) -> Result<u64, String> {
+/// Why an option's (or an environment variable's) value is not one; clap
+/// prints it after its own "invalid value" line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    /// Not a size: a number, optionally with K, M or G.
+    Size(String),
+    /// Not a decimal number of threads.
+    Threads(String),
+    /// No threads (`0`).
+    NoThreads,
+    /// The environment variable named holds a bad value.
+    Variable(&'static str, Box<BadValue>),
+    /// The environment variable named cannot be read (not Unicode).
+    Unreadable(&'static str, std::env::VarError),
+}
+
+impl std::fmt::Display for BadValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadValue::Size(s) => {
+                write!(
+                    f,
+                    "'{s}' is not a size (a number, optionally with K, M or G)"
+                )
+            }
+            BadValue::Threads(s) => write!(f, "'{s}' is not a number of threads"),
+            BadValue::NoThreads => f.write_str("at least 1 thread is needed"),
+            BadValue::Variable(name, e) => write!(f, "{name}: {e}"),
+            BadValue::Unreadable(name, e) => write!(f, "{name}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BadValue {}
+
+pub fn parse_size(s: &str) -> Result<u64, BadValue> {
     let (num, mult) = match s.as_bytes().last() {
         Some(b'K' | b'k') => (&s[..s.len() - 1], 1u64 << 10),
         Some(b'M' | b'm') => (&s[..s.len() - 1], 1 << 20),
@@ -90,7 +125,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     num.parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("'{s}' is not a size (a number, optionally with K, M or G)"))
+        .ok_or_else(|| BadValue::Size(s.to_string()))
 }
 
 impl Common {

@@ -27,7 +27,7 @@ pub(crate) use units::BY_SIZE;
 /// left out, and so is a named file that a directory given before it
 /// holds (it is read once, under the name the walk found). A file named
 /// twice is read twice.
-pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, String> {
+pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, StdinTwice> {
     let mut out = Vec::new();
     let mut stdin = false;
     let mut seen = Seen::default();
@@ -36,7 +36,7 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
     for p in paths {
         if p.as_os_str() == "-" {
             if stdin {
-                return Err("'-' (standard input) is given more than once".into());
+                return Err(StdinTwice);
             }
             stdin = true;
             out.push(Source::new(p.clone()));
@@ -69,6 +69,19 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
     }
     Ok(out)
 }
+
+/// Why [`sources`] takes no inputs: `-` (standard input) is named more
+/// than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StdinTwice;
+
+impl std::fmt::Display for StdinTwice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("'-' (standard input) is given more than once")
+    }
+}
+
+impl std::error::Error for StdinTwice {}
 
 /// `opts` for a file of `size` bytes: the decompression budget its size
 /// gives ([`scan::default_max_uncompressed`]) unless one was given.

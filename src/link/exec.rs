@@ -26,7 +26,7 @@ pub type Say<'a> = dyn Fn(&str) + Sync + 'a;
 /// ([`extract`]).
 pub fn run(
     o: &Options,
-    budget: Result<Budget, String>,
+    budget: Result<Budget, Failure>,
     reading: Reading<'_>,
     say: &Say<'_>,
 ) -> Result<(), Failure> {

@@ -243,13 +243,13 @@ fn cannot_open(name: &str, e: &io::Error) -> Failure {
 /// of the environment: an error here, not before).
 pub fn extract(
     host: &[HostArg],
-    budget: Result<Budget, String>,
+    budget: Result<Budget, Failure>,
     mut reading: Reading<'_>,
 ) -> Result<Extraction, Failure> {
     let mut out = Vec::new();
     let mut inputs = Vec::new();
     let mut inflated = Vec::new();
-    let budget = budget.map_err(Failure::new)?;
+    let budget = budget?;
     for f in host_files(host) {
         let (name, whole) = match f {
             HostFile::File { path, whole } => (path, whole),
@@ -387,7 +387,9 @@ mod tests {
             data_error: &|_| None,
             raise_hint: &|_| None,
         };
-        let err = extract(&[], Err("BUDGET: bad".into()), none).err().unwrap();
+        let err = extract(&[], Err(Failure::new("BUDGET: bad")), none)
+            .err()
+            .unwrap();
         assert_eq!(err.llvm, "BUDGET: bad");
     }
 

@@ -418,7 +418,8 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         raise_hint: &|e| images::raise_hint(e, &hint),
     };
     let say = |line: &str| eprintln!("{line}");
-    match crate::link::exec::run(&opts, images::dropin_budget(), reading, &say) {
+    let budget = images::dropin_budget().map_err(|e| Failure::new(e.to_string()));
+    match crate::link::exec::run(&opts, budget, reading, &say) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => Fail::from(f).report(argv0),
     }

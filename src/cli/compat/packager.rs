@@ -128,8 +128,8 @@ fn io_fail(path: &str, e: &std::io::Error) -> Fail {
 fn pack(parsed: &Parsed, output: &str) -> Result<(), Fail> {
     let packing = if parsed.flag("compress") {
         let format = parsed.last("compression-format");
-        let (how, level) =
-            packager::compression(format, parsed.last("compression-level")).map_err(Fail::new)?;
+        let (how, level) = packager::compression(format, parsed.last("compression-level"))
+            .map_err(|e| Fail::new(e.to_string()))?;
         Packing::Compressed(how, level)
     } else {
         Packing::Plain(Version::V1)
@@ -160,7 +160,7 @@ fn read_fail(what: &str, e: &crate::Error) -> Fail {
 fn extract(argv0: &str, parsed: &Parsed, name: &str) -> Result<(), Fail> {
     // LLVM names the input here (and only here).
     let input = Input::open(name).map_err(|e| Fail::new(format!("'{name}': {}", strerror(&e))))?;
-    let budget = images::dropin_budget().map_err(Fail::new)?;
+    let budget = images::dropin_budget().map_err(|e| Fail::new(e.to_string()))?;
     budget.add_input(input.bytes().len() as u64);
     let filters = parsed.all("image").collect::<Vec<_>>();
     let archive = parsed.flag("archive");

@@ -71,21 +71,53 @@ pub fn pack_files<'a>(
     write_bytes(output, &packed, packed.bytes()).map_err(failed)
 }
 
+/// Why `--compression-format` or `--compression-level` is refused (newer
+/// LLVM's messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompressionError {
+    /// A format other than zstd and zlib.
+    Format(String),
+    /// A level that is not an integer.
+    NotInteger(String),
+    /// A level outside the format's range: the format, the level, the
+    /// range.
+    Level(&'static str, i32, std::ops::RangeInclusive<i32>),
+}
+
+impl std::fmt::Display for CompressionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompressionError::Format(other) => write!(
+                f,
+                "invalid compression format '{other}'; expected 'zstd' or 'zlib'"
+            ),
+            CompressionError::NotInteger(v) => write!(
+                f,
+                "for the --compression-level option: '{v}' value invalid for integer argument!"
+            ),
+            CompressionError::Level(name, level, range) => write!(
+                f,
+                "invalid {name} compression level {level}; expected a value in [{}, {}]",
+                range.start(),
+                range.end()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CompressionError {}
+
 /// The compression `--compress` asks for, given `--compression-format`
 /// and `--compression-level`, checked as newer LLVM checks them (its
 /// messages). zstd at level 5 unless told otherwise; zlib at 6.
 pub fn compression(
     format: Option<&str>,
     level: Option<&str>,
-) -> Result<(Compression, i32), String> {
+) -> Result<(Compression, i32), CompressionError> {
     let how = match format.unwrap_or("zstd") {
         "zstd" => Compression::Zstd,
         "zlib" => Compression::Zlib,
-        other => {
-            return Err(format!(
-                "invalid compression format '{other}'; expected 'zstd' or 'zlib'"
-            ));
-        }
+        other => return Err(CompressionError::Format(other.to_string())),
     };
     let (name, default, range) = match how {
         Compression::Zstd => ("zstd", 5, zstd::compression_level_range()),
@@ -93,16 +125,12 @@ pub fn compression(
     };
     let level = match level {
         None => default,
-        Some(v) => v.parse::<i32>().map_err(|_| {
-            format!("for the --compression-level option: '{v}' value invalid for integer argument!")
-        })?,
+        Some(v) => v
+            .parse::<i32>()
+            .map_err(|_| CompressionError::NotInteger(v.to_string()))?,
     };
     if !range.contains(&level) {
-        return Err(format!(
-            "invalid {name} compression level {level}; expected a value in [{}, {}]",
-            range.start(),
-            range.end()
-        ));
+        return Err(CompressionError::Level(name, level, range));
     }
     Ok((how, level))
 }
@@ -120,15 +148,17 @@ mod tests {
             Ok((Compression::Zlib, 9))
         );
         assert_eq!(
-            compression(Some("lz4"), Some("x")).unwrap_err(),
+            compression(Some("lz4"), Some("x")).unwrap_err().to_string(),
             "invalid compression format 'lz4'; expected 'zstd' or 'zlib'"
         );
         assert_eq!(
-            compression(None, Some("x")).unwrap_err(),
+            compression(None, Some("x")).unwrap_err().to_string(),
             "for the --compression-level option: 'x' value invalid for integer argument!"
         );
         assert_eq!(
-            compression(Some("zlib"), Some("10")).unwrap_err(),
+            compression(Some("zlib"), Some("10"))
+                .unwrap_err()
+                .to_string(),
             "invalid zlib compression level 10; expected a value in [0, 9]"
         );
     }
