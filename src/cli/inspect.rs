@@ -39,8 +39,8 @@ pub struct InspectOpts {
     /// compressed bundles and OffloadBinaries, compressed CUDA fatbin
     /// entries): `--hash` (xxh3-128) or `--hash=md5`.
     #[arg(long, value_name = "ALGO", num_args = 0..=1, require_equals = true,
-          default_missing_value = "xxh3-128", value_parser = ["xxh3-128", "md5"])]
-    hash: Option<String>,
+          default_missing_value = "xxh3-128", value_parser = hash_parser())]
+    hash: Option<HashAlgo>,
     /// Also report raw-scan candidates that turned out not to be containers.
     #[arg(long)]
     rejects: bool,
@@ -58,16 +58,22 @@ pub struct InspectOpts {
     demangle: bool,
 }
 
+/// `--hash`'s values, each read as its [`HashAlgo`].
+fn hash_parser() -> impl clap::builder::TypedValueParser<Value = HashAlgo> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(["xxh3-128", "md5"]).map(|s| {
+        if s == "md5" {
+            HashAlgo::Md5
+        } else {
+            HashAlgo::Xxh3_128
+        }
+    })
+}
+
 impl InspectOpts {
     pub fn run(self) -> Result<std::process::ExitCode> {
         let mut opts = self.common.options();
-        opts.hash = self.hash.as_deref().map(|h| {
-            if h == "md5" {
-                HashAlgo::Md5
-            } else {
-                HashAlgo::Xxh3_128
-            }
-        });
+        opts.hash = self.hash;
         opts.report_rejects = self.rejects;
         let files = self.common.files()?;
         let names = super::io::RawNames::of(files.iter().map(|s| s.path.as_path()));

@@ -87,8 +87,8 @@ pub struct PruneOpts {
     #[arg(long, value_name = "RULE")]
     drop: Vec<String>,
     /// Which PTX --keep keeps: the newest a kept device can compile, all of them, or none.
-    #[arg(long, value_name = "WHICH", default_value = "newest", value_parser = ["newest", "all", "none"])]
-    ptx: String,
+    #[arg(long, value_name = "WHICH", default_value = "newest", value_parser = ptx_parser())]
+    ptx: Ptx,
     /// Let a file lose every device image it holds (by default such a file
     /// is refused; containers that lose all theirs are emptied while the file
     /// keeps some: a CUDA fatbin then holds no entry, a bundle its host entry).
@@ -153,12 +153,17 @@ fn selection(o: &PruneOpts) -> Result<Selection> {
     if matches!(&rules, Rules::Keep(r) | Rules::Drop(r) if r.is_empty()) {
         bail!("no rule given");
     }
-    let ptx = match o.ptx.as_str() {
+    Ok(Selection { rules, ptx: o.ptx })
+}
+
+/// `--ptx`'s values, each read as its [`Ptx`].
+fn ptx_parser() -> impl clap::builder::TypedValueParser<Value = Ptx> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(["newest", "all", "none"]).map(|s| match s.as_str() {
         "all" => Ptx::All,
         "none" => Ptx::None,
         _ => Ptx::Newest,
-    };
-    Ok(Selection { rules, ptx })
+    })
 }
 
 impl PruneOpts {

@@ -2,10 +2,12 @@
 //! them with the offloading runtime (`llvm-offload-wrapper` + `llc`).
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 
 use super::io::{open_input, write_layout};
+use crate::llvm::triple::Triple;
 use crate::wrap::{self, Abi, Image, Kind, Options};
 
 /// Write the host object that registers device images with the offloading
@@ -29,8 +31,9 @@ pub struct Opts {
     /// Host target triple: an ELF target (x86_64, aarch64, powerpc64le,
     /// s390x or riscv64), or x86_64 or aarch64 Windows (a COFF object;
     /// `-windows-msvc` or MinGW's `-windows-gnu`).
-    #[arg(long, value_name = "TRIPLE", default_value_t = host_triple())]
-    triple: String,
+    #[arg(long, value_name = "TRIPLE", default_value_t = host_triple(),
+          value_parser = Triple::from_str)]
+    triple: Triple,
     /// Runtime interface: llvm (LLVM 20 and later), legacy (LLVM 19 and
     /// earlier) or rocm (legacy plus per-image target IDs).
     #[arg(long, value_name = "ABI", default_value = "llvm")]
@@ -53,12 +56,12 @@ pub struct Opts {
 }
 
 /// This machine's triple, as the default host target.
-fn host_triple() -> String {
+fn host_triple() -> Triple {
     let (arch, os) = (std::env::consts::ARCH, std::env::consts::OS);
     if os == "linux" {
-        format!("{arch}-unknown-linux-gnu")
+        Triple::parse(&format!("{arch}-unknown-linux-gnu"))
     } else {
-        format!("{arch}-unknown-{os}")
+        Triple::parse(&format!("{arch}-unknown-{os}"))
     }
 }
 

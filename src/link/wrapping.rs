@@ -42,7 +42,7 @@ pub fn wrap_fatbin(
     let opts = wrap::Options {
         kind,
         abi: Abi::Llvm,
-        triple: host_triple.to_string(),
+        triple: host_triple.into(),
         llc_layout: true,
         relocatable: false,
     };
@@ -158,7 +158,7 @@ pub fn wrap_images(
     let opts = wrap::Options {
         kind: Kind::OpenMp,
         abi: Abi::Llvm,
-        triple: host_triple.to_string(),
+        triple: host_triple.into(),
         // LLVM's bytes, which --save-temps shows (large images placed as
         // llc places them, not page-aligned).
         llc_layout: true,

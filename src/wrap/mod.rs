@@ -131,7 +131,7 @@ pub fn to_vec(opts: &Options, images: &[Image<'_>]) -> Result<Vec<u8>> {
 /// Describes the wrapper object for `images`: everything but the image
 /// bytes as built pieces, and [`Piece::Image`](crate::layout::Piece::Image)`(i)` where input `i` goes.
 pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
-    let checksums = needs_checksums(&opts.triple);
+    let checksums = needs_checksums(opts.triple.as_str());
     let shapes: Vec<InputShape> = images
         .iter()
         .map(|i| {
@@ -152,15 +152,15 @@ pub fn layout(opts: &Options, images: &[Image<'_>]) -> Result<Layout> {
 /// [`Piece::Image`](crate::layout::Piece::Image)`(i)` is where input `i`
 /// goes.
 pub(crate) fn layout_shapes(opts: &Options, images: &[InputShape]) -> Result<Layout> {
-    if let Some(host) = coff::host(&opts.triple)? {
+    if let Some(host) = coff::host(opts.triple.as_str())? {
         if images.is_empty() {
             return Err(Error::usage("no input images"));
         }
         opts.check()?;
         return coff::layout(host, opts, images);
     }
-    let cpu = arch::for_triple(&opts.triple)?;
-    let os = HostOs::of(&opts.triple);
+    let cpu = arch::for_triple(opts.triple.as_str())?;
+    let os = HostOs::of(opts.triple.as_str());
     if images.is_empty() {
         return Err(Error::usage("no input images"));
     }

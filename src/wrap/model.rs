@@ -8,6 +8,7 @@ use std::ops::Range;
 use super::arch::CpuInfo;
 use crate::error::{Error, Result};
 use crate::llvm::jam_crc::JamCrc;
+use crate::llvm::triple::Triple;
 use crate::num::len64;
 use crate::offload_binary::{self, Limits};
 
@@ -116,7 +117,7 @@ pub struct Options {
     pub abi: Abi,
     /// Host target triple (decides the CPU; an ELF target, or x86-64 or
     /// ARM64 Windows for a COFF object).
-    pub triple: String,
+    pub triple: Triple,
     /// Place the image section right after the sections before it, as llc
     /// does, whatever its size: the object is then byte-identical to
     /// `llvm-offload-wrapper` + `llc -relocation-model=pic` for every

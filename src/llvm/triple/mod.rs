@@ -261,6 +261,22 @@ impl fmt::Display for Triple {
     }
 }
 
+/// [`Triple::parse`], which never fails.
+impl std::str::FromStr for Triple {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Triple, Self::Err> {
+        Ok(Triple::parse(text))
+    }
+}
+
+/// [`Triple::parse`].
+impl From<&str> for Triple {
+    fn from(text: &str) -> Triple {
+        Triple::parse(text)
+    }
+}
+
 /// The environment LLVM implies for a triple that is only a MIPS name.
 fn lone_mips_environment(arch: &str) -> Environment {
     if arch.starts_with("mipsn32") {

@@ -157,7 +157,7 @@ fn every_cpu_row_reads_back_in_its_byte_order() {
         for (kind, functions) in [(Kind::OpenMp, 2), (Kind::Cuda, 3), (Kind::Hip, 3)] {
             let o = Options {
                 kind,
-                triple: triple.clone(),
+                triple: triple.as_str().into(),
                 ..opts(Abi::Llvm)
             };
             let out = to_vec(&o, &[Image::raw(&raw)]).unwrap();
