@@ -8,6 +8,9 @@
 //! was, so a reader never panics and can still say at which offset it
 //! stopped. The caller turns `None` into its own error, with its own words.
 
+use zerocopy::FromBytes;
+use zerocopy::little_endian::{U32, U64};
+
 use crate::num::{len64, u64_from, usize_from};
 
 /// A position in a byte slice, moved forward by reads.
@@ -61,25 +64,34 @@ impl<'data> Bytes<'data> {
         self.read_at(offset, n)
     }
 
-    fn read_array<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let b = self.read_bytes(u64_from(N))?;
-        b.try_into().ok()
+    /// The next `size_of::<T>()` bytes as a `T`: a layout of the format
+    /// (`#[repr(C)]`, its fields zerocopy's byte-order types, so that any
+    /// bytes are a value); `None` (and no move) when fewer remain.
+    pub(crate) fn read<T: FromBytes>(&mut self) -> Option<T> {
+        let b = self.read_bytes(u64_from(size_of::<T>()))?;
+        T::read_from_bytes(b).ok()
+    }
+
+    /// The `T` at `offset`, as [`Bytes::read`] reads it (the cursor does
+    /// not move).
+    pub(crate) fn read_at_as<T: FromBytes>(&self, offset: u64) -> Option<T> {
+        let b = self.read_at(offset, u64_from(size_of::<T>()))?;
+        T::read_from_bytes(b).ok()
     }
 
     /// The next little-endian `u32`.
     pub(crate) fn read_u32_le(&mut self) -> Option<u32> {
-        self.read_array().map(u32::from_le_bytes)
+        self.read::<U32>().map(U32::get)
     }
 
     /// The next little-endian `u64`.
     pub(crate) fn read_u64_le(&mut self) -> Option<u64> {
-        self.read_array().map(u64::from_le_bytes)
+        self.read::<U64>().map(U64::get)
     }
 
     /// The little-endian `u32` at `offset` (the cursor does not move).
     pub(crate) fn u32_le_at(&self, offset: u64) -> Option<u32> {
-        let b = self.read_at(offset, 4)?;
-        b.try_into().ok().map(u32::from_le_bytes)
+        self.read_at_as::<U32>(offset).map(U32::get)
     }
 }
 

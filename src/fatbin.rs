@@ -155,11 +155,12 @@ pub(crate) const WRAPPER_HIPK: u32 = 0x4B50_4948;
 /// Container header.
 #[derive(Debug, Clone, Copy, FromBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
-struct Header {
-    magic: [u8; 4],
-    version: U16,
-    header_size: U16,
-    size: U64,
+pub(crate) struct Header {
+    pub(crate) magic: [u8; 4],
+    pub(crate) version: U16,
+    pub(crate) header_size: U16,
+    /// The bytes of the entries after the header.
+    pub(crate) size: U64,
 }
 const _: () = assert!(size_of::<Header>() == 16);
 

@@ -18,8 +18,9 @@
 use object::read::elf::{FileHeader, SectionHeader};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SymbolSection};
 
+use crate::bytes::Bytes;
 use crate::fatbin;
-use crate::num::len64;
+use crate::num::{len64, u64_from};
 
 pub(super) mod sycl;
 use crate::offload_binary::container::{self, SHT_LLVM_OFFLOADING};
@@ -398,14 +399,10 @@ fn fatbin_headers(data: &[u8], address: u64) -> u64 {
         if !address.wrapping_add(len64(&data[..at])).is_multiple_of(8) {
             continue;
         }
-        let Some(h) = data.get(at..at.saturating_add(16)) else {
+        let Some(h) = Bytes::new(data).read_at_as::<fatbin::Header>(u64_from(at)) else {
             continue;
         };
-        let version = u16::from_le_bytes([h[4], h[5]]);
-        let header = u16::from_le_bytes([h[6], h[7]]);
-        let mut size = [0u8; 8];
-        size.copy_from_slice(&h[8..16]);
-        let size = u64::from_le_bytes(size);
+        let (version, header, size) = (h.version.get(), h.header_size.get(), h.size.get());
         let room = len64(&data[at + 16..]);
         if version == 1 && header == 16 && size > 0 && size <= room {
             n += 1;
