@@ -76,7 +76,10 @@ pub(crate) fn is_layout(dir: &Path) -> bool {
 pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, String> {
     let index = read_small(&dir.join("index.json"))?;
     let mut images = Vec::new();
-    let mut layout = Layout { dir, images: &mut images };
+    let mut layout = Layout {
+        dir,
+        images: &mut images,
+    };
     layout.index(&index, "index.json", None, 0)?;
     if images.len() == 1 {
         images[0].name = None;
@@ -148,14 +151,22 @@ struct Layout<'a> {
 impl Layout<'_> {
     /// The images the index `bytes` (named `what`) names; `name` is the
     /// name the index itself was given.
-    fn index(&mut self, bytes: &[u8], what: &str, name: Option<&str>, depth: u32) -> Result<(), String> {
+    fn index(
+        &mut self,
+        bytes: &[u8],
+        what: &str,
+        name: Option<&str>,
+        depth: u32,
+    ) -> Result<(), String> {
         if depth > MAX_INDEX_DEPTH {
             return Err(format!("indexes nest more than {MAX_INDEX_DEPTH} deep"));
         }
-        let doc: Document =
-            serde_json::from_slice(bytes).map_err(|e| format!("'{what}' is not an image index: {e}"))?;
+        let doc: Document = serde_json::from_slice(bytes)
+            .map_err(|e| format!("'{what}' is not an image index: {e}"))?;
         let Some(manifests) = doc.manifests else {
-            return Err(format!("'{what}' is not an image index: it has no 'manifests'"));
+            return Err(format!(
+                "'{what}' is not an image index: it has no 'manifests'"
+            ));
         };
         for (i, d) in manifests.iter().enumerate() {
             let own = d
@@ -181,7 +192,10 @@ impl Layout<'_> {
                 continue;
             }
             let Some(layers) = m.layers else {
-                return Err(format!("{field} ({}) is not an image manifest: it has no 'layers'", d.digest));
+                return Err(format!(
+                    "{field} ({}) is not an image manifest: it has no 'layers'",
+                    d.digest
+                ));
             };
             let layers = layers
                 .iter()
@@ -207,7 +221,11 @@ impl Layout<'_> {
         let hex = d
             .digest
             .strip_prefix("sha256:")
-            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+            .filter(|h| {
+                h.len() == 64
+                    && h.bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            })
             .ok_or_else(|| format!("{field}: the digest '{}' is not a sha256 digest", d.digest))?;
         Ok(self.dir.join("blobs").join("sha256").join(hex))
     }
@@ -216,7 +234,10 @@ impl Layout<'_> {
     fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, String> {
         let path = self.blob_path(d, field)?;
         if d.size > max {
-            return Err(format!("{field}: the blob {} is {} bytes, over {max}", d.digest, d.size));
+            return Err(format!(
+                "{field}: the blob {} is {} bytes, over {max}",
+                d.digest, d.size
+            ));
         }
         let bytes = read_small(&path)?;
         let layer = Layer {
@@ -247,10 +268,14 @@ fn short(digest: &str) -> &str {
 /// The 32 bytes of a `sha256:<hex>` digest.
 fn digest_bytes(digest: &str) -> Result<[u8; 32], String> {
     let bad = || format!("the digest '{digest}' is not a sha256 digest");
-    let hex = digest.strip_prefix("sha256:").filter(|h| h.len() == 64).ok_or_else(bad)?;
+    let hex = digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64)
+        .ok_or_else(bad)?;
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+            .map_err(|_| bad())?;
     }
     Ok(out)
 }
@@ -269,7 +294,7 @@ struct Saved {
 /// The images of a `docker save` archive, from its `manifest.json`: each
 /// layer a member path of the archive. `None` when `manifest` is not such
 /// a list (the tar is some other tar).
-pub(crate) fn saved_images(manifest: &[u8]) -> Option<Result<Vec<Image>, String>> {
+pub(crate) fn saved_images(manifest: &[u8]) -> Option<Vec<Image>> {
     let saved: Vec<Saved> = serde_json::from_slice(manifest).ok()?;
     let several = saved.len() > 1;
     let images = saved
@@ -300,7 +325,7 @@ pub(crate) fn saved_images(manifest: &[u8]) -> Option<Result<Vec<Image>, String>
             Image { name, layers }
         })
         .collect();
-    Some(Ok(images))
+    Some(images)
 }
 
 /// The files of a plain tar archive by their paths, as slices of it, for

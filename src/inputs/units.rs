@@ -243,19 +243,8 @@ impl<T> Walk<'_, '_, T> {
         let Some(members) = image::TarIndex::read(bytes) else {
             return false;
         };
-        let Some(images) = members
-            .get("manifest.json")
-            .and_then(|m| image::saved_images(m))
-        else {
+        let Some(images) = members.get("manifest.json").and_then(image::saved_images) else {
             return false;
-        };
-        let images = match images {
-            Ok(images) => images,
-            Err(e) => {
-                let r = (self.f)(unit, Err(e));
-                self.out.push(r);
-                return true;
-            }
         };
         for img in &images {
             let unit = image_unit(unit, img);
