@@ -3,7 +3,8 @@
 //! three code objects, the upper one whites one out and replaces another
 //! — and the `docker save` archive `skopeo` makes of it. The scanners
 //! must list only what a container started from the image sees, under its
-//! path there, and a gate must not count the hidden files' GPUs. Layouts
+//! path there (`diff` pairs the two forms file by file), and a gate must
+//! not count the hidden files' GPUs. Layouts
 //! that lie (a blob whose digest is wrong, a manifest naming a missing
 //! blob, a layer that is no tar, an entry leading out of the root, an
 //! index that is no JSON) are exit 2, the blob or field named.
@@ -119,6 +120,24 @@ fn umoci_layout() -> Result<(), Failed> {
         "the layout found in a directory",
         listed(&["inspect", "--json", "images"], d)?,
         want("images/L"),
+    )?;
+    // The two forms of one image pair file by file, the same.
+    let r = run(&ours(), &["diff", "--json", "images/L", "d.tar"], d);
+    same("diff of the layout and the archive: exit", r.code, 0)?;
+    let doc: Value = serde_json::from_slice(&r.stdout)?;
+    let paired: Vec<(String, String)> = doc["files"]
+        .as_array()
+        .ok_or("diff: no files[]")?
+        .iter()
+        .map(|f| (f["path"].to_string(), f["status"].to_string()))
+        .collect();
+    same(
+        "diff of the layout and the archive: the files paired",
+        paired,
+        vec![
+            (r#""opt/r.hsaco""#.into(), r#""same""#.into()),
+            (r#""usr/lib/a.hsaco""#.into(), r#""same""#.into()),
+        ],
     )?;
     // The hidden files' gfx1030 is nowhere a container looks.
     for input in ["images", "d.tar"] {
