@@ -52,6 +52,7 @@ test_files! {
     scan_rules,
     sycl,
     silent_zeros,
+    images,
     packages,
     hostile,
     hostile_ob,

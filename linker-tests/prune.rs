@@ -99,7 +99,7 @@ pub fn tests() -> Vec<Trial> {
 }
 
 /// A file of `linker-tests/prune/`.
-fn src(name: &str) -> String {
+pub(crate) fn src(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("linker-tests/prune")
         .join(name)

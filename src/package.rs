@@ -220,11 +220,14 @@ fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members)
     for entry in entries {
         let mut entry = entry.map_err(|e| corrupt(kind, e))?;
         let t = entry.header().entry_type();
-        if !(t.is_file() || t.is_contiguous()) {
-            continue;
-        }
         let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let path = format!("{prefix}{}", path.trim_start_matches("./"));
+        if !(t.is_file() || t.is_contiguous()) {
+            if !(t.is_pax_global_extensions() || t.is_gnu_longname() || t.is_gnu_longlink()) {
+                to.skipped(&path, t.is_dir());
+            }
+            continue;
+        }
         let size = entry.size();
         if c == Compression::None {
             let at = entry.raw_file_position();

@@ -12,6 +12,7 @@ use crate::files::Input;
 use crate::kernels;
 use crate::scan::{self, Image, Options, Report};
 
+mod image;
 mod source;
 pub(crate) mod units;
 
@@ -43,6 +44,10 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
             continue;
         }
         match std::fs::metadata(p) {
+            Ok(meta) if meta.is_dir() && image::is_layout(p) => out.push(Source {
+                layout: true,
+                ..Source::new(p.clone())
+            }),
             Ok(meta) if meta.is_dir() => {
                 let mut found = Vec::new();
                 let mut dirs = Seen::default();
@@ -211,7 +216,18 @@ fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
                 continue;
             }
         };
-        if meta.is_dir() {
+        if meta.is_dir() && image::is_layout(&p) {
+            if dirs.insert(&meta) {
+                out.push(Walked {
+                    source: Source {
+                        layout: true,
+                        ..Source::found(p)
+                    },
+                    link,
+                    meta: None,
+                });
+            }
+        } else if meta.is_dir() {
             if dirs.insert(&meta) {
                 walk(&p, follow, dirs, out);
             }

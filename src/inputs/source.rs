@@ -16,6 +16,9 @@ pub(crate) struct Source {
     pub(crate) error: Option<String>,
     /// Whether it was found walking a directory (not named).
     pub(crate) in_dir: bool,
+    /// Whether it is an OCI image layout (a directory), read as the
+    /// images it holds.
+    pub(crate) layout: bool,
 }
 
 impl Source {
@@ -24,6 +27,7 @@ impl Source {
             path,
             error: None,
             in_dir: false,
+            layout: false,
         }
     }
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::package::{self, Contents};
 
+use super::image;
 use super::source::Source;
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
@@ -69,6 +70,10 @@ pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
         thin_base: Some(&src.path),
     };
     let mut out = Vec::new();
+    if src.layout {
+        layout_units(src, &unit, limit, f, &mut out);
+        return out;
+    }
     match src.open() {
         Err(e) => out.push(f(&unit, Err(e))),
         Ok(input) => {
@@ -83,11 +88,77 @@ pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
                 budget: limit,
                 limit,
             };
-            w.unit(&unit, input.bytes(), &input, 0);
+            if !w.saved_images(&unit, &input) {
+                w.unit(&unit, input.bytes(), &input, 0);
+            }
             input.close();
         }
     }
     out
+}
+
+/// The units of the OCI image layout `src`: each image's files as a
+/// container sees them ([`image`]), named `LAYOUT!/usr/lib/libfoo.so`
+/// (`LAYOUT:NAME!/…` when the layout holds several images).
+fn layout_units<T>(
+    src: &Source,
+    unit: &Unit<'_>,
+    limit: u64,
+    f: &mut Visit<'_, T>,
+    out: &mut Vec<T>,
+) {
+    let images = match image::layout_images(&src.path) {
+        Ok(images) => images,
+        Err(e) => return out.push(f(unit, Err(e))),
+    };
+    let limit = if limit == BY_SIZE {
+        let size = images
+            .iter()
+            .flat_map(|i| &i.layers)
+            .map(|l| l.size.unwrap_or(0))
+            .fold(0u64, u64::saturating_add);
+        crate::scan::default_max_uncompressed(size)
+    } else {
+        limit
+    };
+    let mut w = Walk {
+        f,
+        out,
+        budget: limit,
+        limit,
+    };
+    for img in &images {
+        let unit = image_unit(unit, img);
+        let mut shadow = image::Shadow::default();
+        for layer in img.layers.iter().rev() {
+            let read = Input::open(&layer.blob)
+                .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
+                .and_then(|input| {
+                    layer.check(input.bytes())?;
+                    let r = w.layer(&unit, input.bytes(), &input, &mut shadow);
+                    input.close();
+                    r
+                });
+            if let Err(e) = read {
+                let blob = crate::files::shown(&layer.blob);
+                let r = (w.f)(&unit, Err(format!("the layer '{blob}': {e}")));
+                w.out.push(r);
+                break;
+            }
+        }
+    }
+}
+
+/// The unit an image's files are named below.
+fn image_unit<'a>(input: &Unit<'a>, img: &image::Image) -> Unit<'a> {
+    Unit {
+        name: match &img.name {
+            Some(n) => format!("{}:{n}", input.name),
+            None => input.name.clone(),
+        },
+        found: input.found,
+        thin_base: None,
+    }
 }
 
 /// A walk through one input and the packages in it.
@@ -125,6 +196,114 @@ impl<T> Walk<'_, '_, T> {
         {
             let r = (self.f)(unit, Err(e.to_string()));
             self.out.push(r);
+        }
+    }
+}
+
+impl<T> Walk<'_, '_, T> {
+    /// Reads one layer of an image (`bytes`, in `input`), the layers above
+    /// it read before: each file the container sees is a member of `unit`.
+    fn layer(
+        &mut self,
+        unit: &Unit<'_>,
+        bytes: &[u8],
+        input: &Input,
+        shadow: &mut image::Shadow,
+    ) -> Result<(), String> {
+        let kind = match package::detect(bytes) {
+            Some(kind @ package::Kind::Tar(_)) => kind,
+            // A compressed tar of no entries (its first block is the end).
+            Some(package::Kind::Compressed(c)) => package::Kind::Tar(c),
+            None if bytes.iter().all(|&b| b == 0) => return Ok(()),
+            _ => return Err("it is not a tar archive".into()),
+        };
+        let mut layer = Layer {
+            members: Members {
+                walk: self,
+                parent: unit,
+                input,
+                depth: 0,
+            },
+            shadow,
+        };
+        let r = with_pages_given_back(input, || package::members(bytes, kind, &mut layer));
+        layer.shadow.next_layer();
+        r.map_err(|e| e.to_string())
+    }
+
+    /// When `input` is a `docker save` archive (a plain tar holding a
+    /// `manifest.json` that lists images), reads its images' files as a
+    /// container sees them, named as a layout's are, and says so; `false`
+    /// for any other input.
+    fn saved_images(&mut self, unit: &Unit<'_>, input: &Input) -> bool {
+        let bytes = input.bytes();
+        if package::detect(bytes) != Some(package::Kind::Tar(package::Compression::None)) {
+            return false;
+        }
+        let Some(members) = image::TarIndex::read(bytes) else {
+            return false;
+        };
+        let Some(images) = members.get("manifest.json").and_then(image::saved_images) else {
+            return false;
+        };
+        for img in &images {
+            let unit = image_unit(unit, img);
+            let mut shadow = image::Shadow::default();
+            for layer in img.layers.iter().rev() {
+                let name = layer.blob.to_string_lossy();
+                let read = members
+                    .get(&name)
+                    .ok_or_else(|| "the archive holds no such file".to_string())
+                    .and_then(|b| {
+                        layer.check(b)?;
+                        self.layer(&unit, b, input, &mut shadow)
+                    });
+                if let Err(e) = read {
+                    let r = (self.f)(&unit, Err(format!("the layer '{name}': {e}")));
+                    self.out.push(r);
+                    break;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// One layer's members: those a container sees handed on to the walk.
+struct Layer<'l, 'm, 'w, 'f, T> {
+    members: Members<'m, 'w, 'f, T>,
+    shadow: &'l mut image::Shadow,
+}
+
+impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
+    fn member(
+        &mut self,
+        path: &str,
+        contents: Result<Contents<'_, '_>, String>,
+    ) -> crate::error::Result<()> {
+        let path = match image::normal(path) {
+            Ok(p) => p,
+            Err(e) => {
+                let name = format!("{}!/{path}", self.members.parent.name);
+                let unit = Unit {
+                    name,
+                    found: true,
+                    thin_base: None,
+                };
+                let r = (self.members.walk.f)(&unit, Err(e));
+                self.members.walk.out.push(r);
+                return Ok(());
+            }
+        };
+        match self.shadow.entry(path.clone(), false) {
+            image::Seen::Hidden => Ok(()),
+            image::Seen::Visible => self.members.member(&path, contents),
+        }
+    }
+
+    fn skipped(&mut self, path: &str, dir: bool) {
+        if let Ok(p) = image::normal(path) {
+            self.shadow.entry(p, dir);
         }
     }
 }

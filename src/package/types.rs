@@ -67,6 +67,15 @@ pub trait Members {
         path: &str,
         contents: std::result::Result<Contents<'_, '_>, String>,
     ) -> Result<()>;
+
+    /// An entry of a tar archive that [`members`](super::members) does not
+    /// hand over, being no regular file: a directory (`dir`), a link or a
+    /// special file, by its path. A reader that must know every path (a
+    /// container image's layers, where any entry hides a lower layer's
+    /// file of that path) notes it here; by default nothing is done.
+    fn skipped(&mut self, path: &str, dir: bool) {
+        let _ = (path, dir);
+    }
 }
 
 /// The error for a package whose structure cannot be read.

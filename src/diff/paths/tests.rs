@@ -5,6 +5,7 @@ fn source(path: &str, in_dir: bool) -> Source {
         path: PathBuf::from(path),
         error: None,
         in_dir,
+        layout: false,
     }
 }
 

@@ -1,0 +1,558 @@
+//! Container images as the scanners read them: an OCI image layout (a
+//! directory holding `oci-layout`, `index.json` and `blobs/`) or a
+//! `docker save` archive (a tar whose `manifest.json` names each image's
+//! layers), each image's files as a container started from it sees them.
+//!
+//! The layers are read from the top one down. A file of a lower layer is
+//! left out when a layer above holds an entry of the same path, whites it
+//! out (`.wh.NAME`), makes a directory above it opaque (`.wh..wh..opq`) or
+//! puts something that is not a directory where one of its directories
+//! was ([`Shadow`]). What a layout names is checked before it is read:
+//! each blob's digest is one this reader can name a file by, and its size
+//! and SHA-256 are the ones its descriptor says.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::Digest as _;
+
+/// The largest index, manifest or `manifest.json` read (they are JSON of
+/// a few kilobytes).
+const MAX_JSON: u64 = 16 << 20;
+
+/// How deeply indexes may nest (an index of platforms inside the
+/// layout's index is one level).
+const MAX_INDEX_DEPTH: u32 = 4;
+
+/// One image of a layout or an archive: the name it is shown under
+/// (`None` when it is the input's only image) and its layers, the lowest
+/// first.
+#[derive(Debug)]
+pub(crate) struct Image {
+    pub(crate) name: Option<String>,
+    pub(crate) layers: Vec<Layer>,
+}
+
+/// Where one layer's bytes are, and what they must hash to.
+#[derive(Debug)]
+pub(crate) struct Layer {
+    /// A blob file of a layout, or a member of an archive, by its path.
+    pub(crate) blob: PathBuf,
+    /// The SHA-256 the blob must have, when a descriptor or its name says
+    /// it.
+    pub(crate) sha256: Option<[u8; 32]>,
+    /// The size a descriptor gives it.
+    pub(crate) size: Option<u64>,
+}
+
+impl Layer {
+    /// Checks `bytes` against the digest and size the descriptor gave.
+    pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), String> {
+        if let Some(size) = self.size
+            && bytes.len() as u64 != size
+        {
+            return Err(format!(
+                "it is {} bytes, its descriptor says {size}",
+                bytes.len()
+            ));
+        }
+        match self.sha256 {
+            Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
+                Err("its SHA-256 is not the digest it is named by".into())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Whether `dir` is an OCI image layout (it holds a file `oci-layout`).
+pub(crate) fn is_layout(dir: &Path) -> bool {
+    dir.join("oci-layout").is_file()
+}
+
+/// The images of the layout `dir`: those its `index.json` names (indexes
+/// inside it followed), in its order.
+pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, String> {
+    let index = read_small(&dir.join("index.json"))?;
+    let mut images = Vec::new();
+    let mut layout = Layout {
+        dir,
+        images: &mut images,
+    };
+    layout.index(&index, "index.json", None, 0)?;
+    if images.len() == 1 {
+        images[0].name = None;
+    }
+    Ok(images)
+}
+
+/// Reads a JSON file of a layout, within [`MAX_JSON`].
+fn read_small(path: &Path) -> Result<Vec<u8>, String> {
+    let name = crate::files::shown(path);
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot open '{name}': {}", crate::files::strerror(&e)))?;
+    if meta.len() > MAX_JSON {
+        return Err(format!("'{name}' is over {MAX_JSON} bytes"));
+    }
+    std::fs::read(path).map_err(|e| format!("cannot read '{name}': {}", crate::files::strerror(&e)))
+}
+
+/// A descriptor: what a blob is, its digest and its size.
+#[derive(Deserialize)]
+struct Descriptor {
+    #[serde(rename = "mediaType", default)]
+    media_type: String,
+    digest: String,
+    size: u64,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    platform: Option<Platform>,
+}
+
+#[derive(Deserialize)]
+struct Platform {
+    #[serde(default)]
+    os: String,
+    #[serde(default)]
+    architecture: String,
+    #[serde(default)]
+    variant: Option<String>,
+}
+
+/// An index (`index.json`, or an index blob) or a manifest: an index has
+/// `manifests`, a manifest `layers`.
+#[derive(Deserialize)]
+struct Document {
+    #[serde(rename = "mediaType", default)]
+    media_type: String,
+    #[serde(default)]
+    manifests: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    layers: Option<Vec<Descriptor>>,
+}
+
+/// The annotation that names an image of a layout.
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// Media types of layers whose annotations describe byte offsets inside
+/// them are read like any layer; these are the manifest kinds.
+fn is_index(media_type: &str) -> bool {
+    media_type.ends_with("image.index.v1+json") || media_type.ends_with("manifest.list.v2+json")
+}
+
+/// A walk of one layout's indexes.
+struct Layout<'a> {
+    dir: &'a Path,
+    images: &'a mut Vec<Image>,
+}
+
+impl Layout<'_> {
+    /// The images the index `bytes` (named `what`) names; `name` is the
+    /// name the index itself was given.
+    fn index(
+        &mut self,
+        bytes: &[u8],
+        what: &str,
+        name: Option<&str>,
+        depth: u32,
+    ) -> Result<(), String> {
+        if depth > MAX_INDEX_DEPTH {
+            return Err(format!("indexes nest more than {MAX_INDEX_DEPTH} deep"));
+        }
+        let doc: Document = serde_json::from_slice(bytes)
+            .map_err(|e| format!("'{what}' is not an image index: {e}"))?;
+        let Some(manifests) = doc.manifests else {
+            return Err(format!(
+                "'{what}' is not an image index: it has no 'manifests'"
+            ));
+        };
+        for (i, d) in manifests.iter().enumerate() {
+            let own = d
+                .annotations
+                .get(REF_NAME)
+                .cloned()
+                .or_else(|| d.platform.as_ref().map(platform_name))
+                .unwrap_or_else(|| short(&d.digest).to_string());
+            let shown = match name {
+                Some(n) => format!("{n}@{own}"),
+                None => own,
+            };
+            let field = format!("{what}: manifests[{i}]");
+            let blob = self.blob(d, &field, MAX_JSON)?;
+            if is_index(&d.media_type) {
+                self.index(&blob, &d.digest, Some(&shown), depth + 1)?;
+                continue;
+            }
+            let m: Document = serde_json::from_slice(&blob)
+                .map_err(|e| format!("{field} ({}) is not an image manifest: {e}", d.digest))?;
+            if is_index(&m.media_type) || m.manifests.is_some() {
+                self.index(&blob, &d.digest, Some(&shown), depth + 1)?;
+                continue;
+            }
+            let Some(layers) = m.layers else {
+                return Err(format!(
+                    "{field} ({}) is not an image manifest: it has no 'layers'",
+                    d.digest
+                ));
+            };
+            let layers = layers
+                .iter()
+                .map(|l| {
+                    Ok(Layer {
+                        blob: self.blob_path(l, &format!("{} layer", d.digest))?,
+                        sha256: Some(digest_bytes(&l.digest)?),
+                        size: Some(l.size),
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            self.images.push(Image {
+                name: Some(shown),
+                layers,
+            });
+        }
+        Ok(())
+    }
+
+    /// The file of the blob `d` names, checked to be one of this
+    /// layout's blobs.
+    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<PathBuf, String> {
+        let hex = d
+            .digest
+            .strip_prefix("sha256:")
+            .filter(|h| {
+                h.len() == 64
+                    && h.bytes()
+                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            })
+            .ok_or_else(|| format!("{field}: the digest '{}' is not a sha256 digest", d.digest))?;
+        Ok(self.dir.join("blobs").join("sha256").join(hex))
+    }
+
+    /// A small blob's bytes (an index, a manifest), checked against `d`.
+    fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, String> {
+        let path = self.blob_path(d, field)?;
+        if d.size > max {
+            return Err(format!(
+                "{field}: the blob {} is {} bytes, over {max}",
+                d.digest, d.size
+            ));
+        }
+        let bytes = read_small(&path)?;
+        let layer = Layer {
+            blob: path,
+            sha256: Some(digest_bytes(&d.digest)?),
+            size: Some(d.size),
+        };
+        layer
+            .check(&bytes)
+            .map_err(|e| format!("{field} ({}): {e}", d.digest))?;
+        Ok(bytes)
+    }
+}
+
+/// `os/architecture[/variant]`.
+fn platform_name(p: &Platform) -> String {
+    match &p.variant {
+        Some(v) => format!("{}/{}/{v}", p.os, p.architecture),
+        None => format!("{}/{}", p.os, p.architecture),
+    }
+}
+
+/// `sha256:` and the digest's first 12 hex digits.
+fn short(digest: &str) -> &str {
+    digest.get(..19).unwrap_or(digest)
+}
+
+/// The 32 bytes of a `sha256:<hex>` digest.
+fn digest_bytes(digest: &str) -> Result<[u8; 32], String> {
+    let bad = || format!("the digest '{digest}' is not a sha256 digest");
+    let hex = digest
+        .strip_prefix("sha256:")
+        .filter(|h| h.len() == 64)
+        .ok_or_else(bad)?;
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(hex.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+            .map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+/// One image of a `docker save` archive's `manifest.json`.
+#[derive(Deserialize)]
+struct Saved {
+    #[serde(rename = "RepoTags", default)]
+    repo_tags: Option<Vec<String>>,
+    #[serde(rename = "Config", default)]
+    config: String,
+    #[serde(rename = "Layers")]
+    layers: Vec<String>,
+}
+
+/// The images of a `docker save` archive, from its `manifest.json`: each
+/// layer a member path of the archive. `None` when `manifest` is not such
+/// a list (the tar is some other tar).
+pub(crate) fn saved_images(manifest: &[u8]) -> Option<Vec<Image>> {
+    let saved: Vec<Saved> = serde_json::from_slice(manifest).ok()?;
+    let several = saved.len() > 1;
+    let images = saved
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let name = several.then(|| match s.repo_tags.as_deref() {
+                Some([tag, ..]) => tag.clone(),
+                _ if !s.config.is_empty() => s.config.clone(),
+                _ => format!("#{i}"),
+            });
+            let layers = s
+                .layers
+                .into_iter()
+                .map(|l| {
+                    // A layer named by its digest (`blobs/sha256/<hex>`,
+                    // as newer Docker writes) is checked against it.
+                    let sha256 = l
+                        .strip_prefix("blobs/sha256/")
+                        .and_then(|h| digest_bytes(&format!("sha256:{h}")).ok());
+                    Layer {
+                        blob: PathBuf::from(l),
+                        sha256,
+                        size: None,
+                    }
+                })
+                .collect();
+            Image { name, layers }
+        })
+        .collect();
+    Some(images)
+}
+
+/// The files of a plain tar archive by their paths, as slices of it, for
+/// a `docker save` archive's layers and `manifest.json`.
+pub(crate) struct TarIndex<'a> {
+    bytes: &'a [u8],
+    /// Each entry: a file's place, or where a symbolic link leads.
+    entries: HashMap<String, Entry>,
+}
+
+enum Entry {
+    File { at: usize, len: usize },
+    Link(String),
+}
+
+/// How many links [`TarIndex::get`] follows.
+const MAX_LINKS: usize = 8;
+
+impl<'a> TarIndex<'a> {
+    /// The index of `bytes` when it is a tar archive holding a top-level
+    /// `manifest.json` (read through its headers once for that, then
+    /// again for the index); `None` otherwise, or when its headers cannot
+    /// be read (the package walk reports that).
+    pub(crate) fn read(bytes: &'a [u8]) -> Option<TarIndex<'a>> {
+        let mut found = false;
+        for e in tar::Archive::new(bytes).entries().ok()? {
+            let e = e.ok()?;
+            if normal(&String::from_utf8_lossy(&e.path_bytes())).ok()? == "manifest.json" {
+                found = true;
+                break;
+            }
+        }
+        if !found {
+            return None;
+        }
+        let mut entries = HashMap::new();
+        for e in tar::Archive::new(bytes).entries().ok()? {
+            let e = e.ok()?;
+            let path = normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
+            let t = e.header().entry_type();
+            let entry = if t.is_symlink() {
+                let to = String::from_utf8_lossy(&e.link_name_bytes()?).into_owned();
+                Entry::Link(to)
+            } else if t.is_file() || t.is_contiguous() {
+                Entry::File {
+                    at: usize::try_from(e.raw_file_position()).ok()?,
+                    len: usize::try_from(e.size()).ok()?,
+                }
+            } else {
+                continue;
+            };
+            entries.insert(path, entry);
+        }
+        Some(TarIndex { bytes, entries })
+    }
+
+    /// The bytes of the file at `path`, symbolic links followed (relative
+    /// to their directory, within the archive).
+    pub(crate) fn get(&self, path: &str) -> Option<&'a [u8]> {
+        let mut path = normal(path).ok()?;
+        for _ in 0..=MAX_LINKS {
+            match self.entries.get(&path)? {
+                Entry::File { at, len } => return self.bytes.get(*at..at.checked_add(*len)?),
+                Entry::Link(to) => {
+                    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+                    path = normal(&format!("{dir}/{to}")).ok()?;
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Which files of the layers read so far (those above the one being read)
+/// hide a lower layer's files, and what the layer being read adds.
+#[derive(Default)]
+pub(crate) struct Shadow {
+    /// Paths that layers above hold (any entry) or white out.
+    taken: HashSet<String>,
+    /// Paths below which layers above hide everything: whited out,
+    /// opaque directories, and entries that are not directories.
+    covered: HashSet<String>,
+    /// What the layer being read adds, for the layers below it.
+    pending: Vec<(String, bool)>,
+}
+
+/// What one entry of a layer is to a scan.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// A file the container sees: scan it.
+    Visible,
+    /// A file hidden by a layer above, or a whiteout: skip it.
+    Hidden,
+}
+
+impl Shadow {
+    /// Takes in an entry of the layer being read, at `path` ([`normal`]);
+    /// `dir` says it is a directory. Says whether the container sees it.
+    pub(crate) fn entry(&mut self, path: String, dir: bool) -> Seen {
+        let (parent, base) = match path.rsplit_once('/') {
+            Some((p, b)) => (p, b),
+            None => ("", path.as_str()),
+        };
+        if base == ".wh..wh..opq" {
+            self.pending.push((parent.to_string(), true));
+            return Seen::Hidden;
+        }
+        if let Some(gone) = base.strip_prefix(".wh.") {
+            let gone = if parent.is_empty() {
+                gone.to_string()
+            } else {
+                format!("{parent}/{gone}")
+            };
+            self.pending.push((gone, true));
+            return Seen::Hidden;
+        }
+        let seen = if self.hidden(&path) {
+            Seen::Hidden
+        } else {
+            Seen::Visible
+        };
+        self.pending.push((path, !dir));
+        seen
+    }
+
+    /// Whether layers above hide `path`.
+    fn hidden(&self, path: &str) -> bool {
+        if self.taken.contains(path) || self.covered.contains("") {
+            return true;
+        }
+        path.match_indices('/')
+            .any(|(i, _)| self.covered.contains(&path[..i]))
+    }
+
+    /// Ends the layer being read: what it holds now hides the files of
+    /// the layers below.
+    pub(crate) fn next_layer(&mut self) {
+        for (path, below) in self.pending.drain(..) {
+            if below {
+                self.covered.insert(path.clone());
+            }
+            self.taken.insert(path);
+        }
+    }
+}
+
+/// `path` without `./`, a leading or trailing `/` or empty components; an
+/// error for a `..` component (a path out of the image's root).
+pub(crate) fn normal(path: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(path.len());
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return Err(format!("the entry '{path}' leads out of the image's root")),
+            p => {
+                if !out.is_empty() {
+                    out.push('/');
+                }
+                out.push_str(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layers(ls: &[&[(&str, bool)]]) -> Vec<(String, Seen)> {
+        let mut s = Shadow::default();
+        let mut out = Vec::new();
+        for l in ls.iter().rev() {
+            for (p, dir) in *l {
+                out.push((p.to_string(), s.entry(normal(p).unwrap(), *dir)));
+            }
+            s.next_layer();
+        }
+        out
+    }
+
+    #[test]
+    fn upper_layers_hide_lower_files() {
+        let seen = layers(&[
+            &[
+                ("usr/lib/a.so", false),
+                ("usr/lib/gone.so", false),
+                ("opt/x/y.so", false),
+                ("etc/d/z.so", false),
+                ("replaced.so", false),
+            ],
+            &[
+                ("./usr/lib/.wh.gone.so", false),
+                ("opt/x", false),
+                ("etc/d/.wh..wh..opq", false),
+                ("etc/d/new.so", false),
+                ("replaced.so", false),
+            ],
+        ]);
+        let visible: Vec<&str> = seen
+            .iter()
+            .filter(|(_, s)| *s == Seen::Visible)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        assert_eq!(
+            visible,
+            ["opt/x", "etc/d/new.so", "replaced.so", "usr/lib/a.so"],
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn a_directory_in_a_layer_above_keeps_what_is_below_it() {
+        let seen = layers(&[&[("d/f.so", false)], &[("d", true), ("d/g.so", false)]]);
+        assert!(seen.iter().all(|(_, s)| *s == Seen::Visible), "{seen:?}");
+    }
+
+    #[test]
+    fn paths_out_of_the_root_are_refused() {
+        assert!(normal("usr/../../etc/passwd").is_err());
+        assert_eq!(normal("./a//b/").unwrap(), "a/b");
+    }
+
+    #[test]
+    fn digests_are_read_strictly() {
+        assert!(digest_bytes(&format!("sha256:{}", "ab".repeat(32))).is_ok());
+        assert!(digest_bytes("sha256:../../x").is_err());
+        assert!(digest_bytes(&format!("sha512:{}", "ab".repeat(32))).is_err());
+    }
+}
