@@ -165,6 +165,7 @@ pub use rule::{Coverage, Meets, Rule};
 pub use select::{Selection, select};
 pub use size::{SizeReport, Tally, size};
 pub use visit::{ImageReader, ImageSink, NoVisit, SinkError, ThinMember, Visit};
+pub(crate) use walk::scan_of;
 pub use walk::{scan, scan_with};
 
 #[cfg(test)]

@@ -40,6 +40,18 @@ pub fn scan(data: &[u8], opts: &Options) -> Report {
 
 /// [`scan`], handing the bytes of the images `visit` wants to `visit`.
 pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
+    scan_of(data, opts, visit, object::FileKind::parse(data).ok())
+}
+
+/// [`scan_with`] for a caller that read the format of `data` already:
+/// `kind` is what `object::FileKind::parse` gives for it (`None` for an
+/// error), so that a command reads a file's format once.
+pub(crate) fn scan_of(
+    data: &[u8],
+    opts: &Options,
+    visit: &mut dyn Visit,
+    kind: Option<object::FileKind>,
+) -> Report {
     let finders = Finders::new();
     let mut w = Walker {
         opts,
@@ -57,7 +69,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         abs: Some(0),
         ..Loc::default()
     };
-    w.report.host = sections::host_kind(data);
+    w.report.host = sections::host_of(kind);
     w.report.format = w.file(data, &top, 0, w.report.host);
     w.resolve_wrappers();
     if w.report.stopped.is_some() {
