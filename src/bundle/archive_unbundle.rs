@@ -192,13 +192,14 @@ impl<F: FnMut(&Member<'_>) -> Result<Option<Vec<u8>>>> Inflate for F {
 }
 
 /// The entries of one member's bundle: object or binary, never text.
-fn member_entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
-    let format = if super::is_object(data) {
+/// `kind` is the member's format ([`object_kind`](super::object_kind)).
+fn member_entries(data: &[u8], kind: Option<::object::FileKind>) -> Result<Vec<Found<'_>>> {
+    let format = if kind.is_some() {
         Format::Object
     } else {
         Format::Binary
     };
-    super::entries(data, format)
+    super::entries_of(data, format, kind)
 }
 
 fn in_member(name: &[u8], e: Error) -> Error {
@@ -268,7 +269,10 @@ pub fn unbundle_with<'a>(
         let inflated = inflate.inflate(&member)?;
         let name = String::from_utf8_lossy(member.name).into_owned();
         let data: &[u8] = inflated.as_deref().unwrap_or(member.data);
-        let found = member_entries(data).map_err(|e| in_member(member.name, e))?;
+        // The member's format, read once for its entries and its host's
+        // object.
+        let kind = super::object_kind(data);
+        let found = member_entries(data, kind).map_err(|e| in_member(member.name, e))?;
         for entry in &found {
             let id_text = String::from_utf8_lossy(entry.id);
             let code_object = BundleId::parse(&id_text)
@@ -279,12 +283,13 @@ pub fn unbundle_with<'a>(
             if compatible.is_empty() {
                 continue;
             }
-            let host_object = entry.data == HOST_MARKER && super::is_object(data);
-            let blob = if let (true, HostObjects::Empty(report)) = (host_object, &mut hosts) {
+            // An object member's host entry: the object it is read as.
+            let host_object = kind.filter(|_| entry.data == HOST_MARKER);
+            let blob = if let (Some(_), HostObjects::Empty(report)) = (host_object, &mut hosts) {
                 report(&member);
                 Blob::Owned(Rc::new(Aligned::copy_of(&[])))
-            } else if host_object {
-                let stripped = object::strip(data)
+            } else if let Some(kind) = host_object {
+                let stripped = object::strip_of(data, kind)
                     .and_then(|w| w.to_vec(&[data]))
                     .map_err(|e| in_member(member.name, e))?;
                 Blob::Owned(Rc::new(Aligned::copy_of(&stripped)))
@@ -325,7 +330,8 @@ fn needs_alignment(data: &[u8]) -> bool {
 /// `archive_name`.
 pub fn check_archive(archive: &[u8], thin: &[&[u8]], archive_name: &str) -> Result<()> {
     for member in members(archive, thin)? {
-        let found = member_entries(member.data).map_err(|e| in_member(member.name, e))?;
+        let kind = super::object_kind(member.data);
+        let found = member_entries(member.data, kind).map_err(|e| in_member(member.name, e))?;
         let ids: Vec<String> = found
             .iter()
             .map(|f| String::from_utf8_lossy(f.id).into_owned())

@@ -23,12 +23,18 @@ impl Format {
     /// (for `o` and `a`, an object file gets the object format, anything else
     /// the binary one); `None` for a type LLVM does not know.
     pub fn for_type(file_type: &str, host: &[u8]) -> Option<Format> {
+        Format::for_type_of(file_type, object_kind(host))
+    }
+
+    /// [`Format::for_type`] for a caller that read the host input's format
+    /// already: `kind` is what [`object_kind`] gives for it.
+    pub(crate) fn for_type_of(file_type: &str, kind: Option<::object::FileKind>) -> Option<Format> {
         if let Some(prefix) = text::comment_prefix(file_type) {
             return Some(Format::Text(prefix));
         }
         match file_type {
             "bc" | "gch" | "ast" => Some(Format::Binary),
-            "o" | "a" => Some(if is_object(host) {
+            "o" | "a" => Some(if kind.is_some() {
                 Format::Object
             } else {
                 Format::Binary
@@ -40,11 +46,17 @@ impl Format {
     /// Guesses the format of `data` without a `-type`: the binary magic, an
     /// object with bundle sections, or text markers with any known prefix.
     pub fn detect(data: &[u8]) -> Option<Format> {
+        Format::detect_of(data, object_kind(data))
+    }
+
+    /// [`Format::detect`] for a caller that read the format of `data`
+    /// already: `kind` is what [`object_kind`] gives for it.
+    pub(crate) fn detect_of(data: &[u8], kind: Option<::object::FileKind>) -> Option<Format> {
         if binary::has_magic(data) {
             return Some(Format::Binary);
         }
-        if is_object(data) {
-            return object_entries(data)
+        if let Some(kind) = kind {
+            return object::entries_of(data, kind)
                 .ok()
                 .filter(|e| !e.is_empty())
                 .map(|_| Format::Object);
@@ -75,10 +87,24 @@ pub(crate) fn may_be_text_or_object_bundle(prefix: &[u8]) -> bool {
 
 /// Whether LLVM would open `data` as an object file.
 pub(crate) fn is_object(data: &[u8]) -> bool {
+    object_kind(data).is_some()
+}
+
+/// The format of `data` when it is an object file as [`is_object`] tells
+/// one, read once for the callers that go on to read its sections or edit
+/// it.
+pub(crate) fn object_kind(data: &[u8]) -> Option<::object::FileKind> {
+    object_kind_of(::object::FileKind::parse(data).ok())
+}
+
+/// [`object_kind`] for a file whose format `object::FileKind::parse` read
+/// as `kind` (`None`: an error).
+pub(crate) fn object_kind_of(kind: Option<::object::FileKind>) -> Option<::object::FileKind> {
     use ::object::FileKind as K;
+    let kind = kind?;
     matches!(
-        K::parse(data),
-        Ok(K::Elf32
+        kind,
+        K::Elf32
             | K::Elf64
             | K::Coff
             | K::CoffBig
@@ -87,8 +113,9 @@ pub(crate) fn is_object(data: &[u8]) -> bool {
             | K::Pe32
             | K::Pe64
             | K::Xcoff32
-            | K::Xcoff64)
+            | K::Xcoff64
     )
+    .then_some(kind)
 }
 
 /// The entries of the bundle in `data`, in the order LLVM 22 lists and
@@ -118,6 +145,20 @@ pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
             })
             .collect()),
         Format::Object => object_entries(data),
+    }
+}
+
+/// [`entries`] for a caller that read `data`'s format already: `kind` is
+/// what [`object_kind`] gives for it, which the object format's sections
+/// are read with.
+pub(crate) fn entries_of(
+    data: &[u8],
+    format: Format,
+    kind: Option<::object::FileKind>,
+) -> Result<Vec<Found<'_>>> {
+    match (format, kind) {
+        (Format::Object, Some(kind)) => object::entries_of(data, kind),
+        _ => entries(data, format),
     }
 }
 

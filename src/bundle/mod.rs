@@ -73,4 +73,8 @@ pub use object::{HOST_MARKER, NewSection, bundle as bundle_object};
 pub use ops::{Extract, Pick, host_object, unbundle, unbundle_records};
 
 // What the rest of the crate (the scanner, the bundler) uses besides.
-pub(crate) use format::{SNIFF_LEN, is_object, may_be_text_or_object_bundle};
+#[cfg(any(test, fuzzing))]
+pub(crate) use format::is_object;
+pub(crate) use format::{
+    SNIFF_LEN, entries_of, may_be_text_or_object_bundle, object_kind, object_kind_of,
+};

@@ -50,7 +50,8 @@
 use super::Found;
 use super::binary::MAGIC;
 use crate::error::{Error, ErrorKind, Result};
-use crate::host::object::{Added, Edit, Written, named_sections, with_aligned};
+use crate::host::object::{Added, Edit, Written, named_sections, read_err, with_aligned};
+use ::object::FileKind;
 
 /// The contents of the host target's section: one zero byte.
 pub const HOST_MARKER: &[u8] = &[0];
@@ -76,9 +77,15 @@ pub fn is_bundle_section(name: &[u8]) -> bool {
 /// without file contents). A section that lies outside the file is an
 /// error.
 pub fn entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
+    entries_of(data, FileKind::parse(data).map_err(read_err)?)
+}
+
+/// [`entries`] for a caller that read the format of `data` already
+/// (`kind`).
+pub(crate) fn entries_of(data: &[u8], kind: FileKind) -> Result<Vec<Found<'_>>> {
     with_aligned(data, |view| {
         let mut out = Vec::new();
-        for (name, range) in named_sections(view)? {
+        for (name, range) in named_sections(view, kind)? {
             if !is_entry_section(name) {
                 continue;
             }
@@ -108,9 +115,15 @@ pub fn entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
 /// The entry IDs of the object file in `data`, in section order, without
 /// reading the sections' contents (LLVM's `-list` reads names only).
 pub fn entry_ids(data: &[u8]) -> Result<Vec<&[u8]>> {
+    entry_ids_of(data, FileKind::parse(data).map_err(read_err)?)
+}
+
+/// [`entry_ids`] for a caller that read the format of `data` already
+/// (`kind`).
+pub(crate) fn entry_ids_of(data: &[u8], kind: FileKind) -> Result<Vec<&[u8]>> {
     with_aligned(data, |view| {
         let mut out = Vec::new();
-        for (name, _) in named_sections(view)? {
+        for (name, _) in named_sections(view, kind)? {
             if is_entry_section(name) {
                 let id = subslice_of(view, name)
                     .and_then(|r| data.get(r.start + MAGIC.len()..r.end))
@@ -156,6 +169,16 @@ pub struct NewSection<'a> {
 /// writes with llvm-objcopy). In the result, span source 0 is `host` and
 /// source `i + 1` is `sections[i].data`.
 pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
+    bundle_of(host, FileKind::parse(host).map_err(read_err)?, sections)
+}
+
+/// [`bundle`] for a caller that read the format of `host` already
+/// (`kind`).
+pub(crate) fn bundle_of(
+    host: &[u8],
+    kind: FileKind,
+    sections: &[NewSection<'_>],
+) -> Result<Written> {
     let names: Vec<Vec<u8>> = sections
         .iter()
         .map(|s| [MAGIC, s.id.as_bytes()].concat())
@@ -167,6 +190,7 @@ pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
         .collect();
     crate::host::object::edit(
         host,
+        kind,
         &Edit {
             remove_named: None,
             add: &add,
@@ -181,8 +205,15 @@ pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
 /// an entry holding [`HOST_MARKER`]. In the result, span source 0 is
 /// `object`.
 pub fn strip(object: &[u8]) -> Result<Written> {
+    strip_of(object, FileKind::parse(object).map_err(read_err)?)
+}
+
+/// [`strip`] for a caller that read the format of `object` already
+/// (`kind`).
+pub(crate) fn strip_of(object: &[u8], kind: FileKind) -> Result<Written> {
     crate::host::object::edit(
         object,
+        kind,
         &Edit {
             remove_named: Some(&is_bundle_section),
             add: &[],

@@ -19,6 +19,7 @@ use super::{Format, Found, select};
 use crate::error::{Error, Result};
 use crate::host::object::Written;
 use crate::layout::{Layout, Piece};
+use ::object::FileKind;
 
 /// The checked targets of a bundling run, in the order given.
 #[derive(Debug, Clone)]
@@ -122,20 +123,27 @@ fn section_data<'t, 'a: 't>(
         .map(|(i, (id, data))| (i, if id.is_host() { HOST_MARKER } else { data }))
 }
 
-/// The format of a bundle of `file_type` whose host input is `host`.
-pub fn bundle_format(file_type: &str, host: &[u8]) -> std::result::Result<Format, BundleError> {
-    Format::for_type(file_type, host).ok_or(BundleError::UnknownType)
+/// The format of a bundle of `file_type` whose host input's format is
+/// `kind` (what [`object_kind`](super::object_kind) gives for it, read once
+/// by the caller for this and [`bundle`]).
+pub fn bundle_format(
+    file_type: &str,
+    kind: Option<FileKind>,
+) -> std::result::Result<Format, BundleError> {
+    Format::for_type_of(file_type, kind).ok_or(BundleError::UnknownType)
 }
 
 /// Bundles `inputs` (one per target, opened by the caller after
 /// [`Targets::for_bundling`]) in `format` (from [`bundle_format`]); binary
 /// data aligned to `align`. An object host gets one section per target, as
-/// LLVM does with llvm-objcopy.
+/// LLVM does with llvm-objcopy. `kind` is the host input's format, as
+/// [`bundle_format`] was given it.
 pub fn bundle(
     targets: &Targets,
     format: Format,
     inputs: &[&[u8]],
     align: u64,
+    kind: Option<FileKind>,
 ) -> std::result::Result<Bundled, BundleError> {
     if format == Format::Object {
         let Some(host) = targets.ids.iter().position(BundleId::is_host) else {
@@ -147,7 +155,12 @@ pub fn bundle(
                 data,
             })
             .collect();
-        let written = object::bundle(inputs[host], &sections).map_err(BundleError::Object)?;
+        let written = match kind {
+            Some(kind) => object::bundle_of(inputs[host], kind, &sections),
+            // (Read here for a format that is not `bundle_format`'s.)
+            None => object::bundle(inputs[host], &sections),
+        }
+        .map_err(BundleError::Object)?;
         return Ok(Bundled::Object { written, host });
     }
     let entries: Vec<(String, u64)> = targets
@@ -231,9 +244,14 @@ pub fn open(data: &[u8], opts: &ReadOptions) -> Result<Option<Decompressed>> {
 /// The entry IDs of a bundle (`data`, already [`open`]ed) in `format`, in
 /// LLVM's `-list` order: an object's bundle sections are listed by name
 /// without reading them, as LLVM does.
-pub fn list(data: &[u8], format: Format) -> Result<Vec<&[u8]>> {
+/// `kind` is what [`object_kind`](super::object_kind) gives for `data`,
+/// read once by the caller.
+pub fn list(data: &[u8], format: Format, kind: Option<FileKind>) -> Result<Vec<&[u8]>> {
     if format == Format::Object {
-        return object::entry_ids(data);
+        return match kind {
+            Some(kind) => object::entry_ids_of(data, kind),
+            None => object::entry_ids(data),
+        };
     }
     Ok(super::entries(data, format)?.iter().map(|e| e.id).collect())
 }
@@ -255,8 +273,10 @@ pub enum Extract<'a> {
 
 /// The entries of a bundle (`data`, already [`open`]ed) in `format`, in
 /// LLVM's order.
-pub fn entries(data: &[u8], format: Format) -> Result<Vec<Found<'_>>> {
-    super::entries(data, format)
+/// `kind` is what [`object_kind`](super::object_kind) gives for `data`,
+/// read once by the caller.
+pub fn entries(data: &[u8], format: Format, kind: Option<FileKind>) -> Result<Vec<Found<'_>>> {
+    super::entries_of(data, format, kind)
 }
 
 /// What each request gets from `found` (the entries of a bundle in
@@ -334,6 +354,16 @@ pub fn host_object(data: &[u8]) -> Result<Written> {
     object::strip(data)
 }
 
+/// [`host_object`] for a caller that read the format of `data` already:
+/// `kind` is what [`object_kind`](super::object_kind) gives for it (`None`:
+/// read here).
+pub(crate) fn host_object_of(data: &[u8], kind: Option<FileKind>) -> Result<Written> {
+    match kind {
+        Some(kind) => object::strip_of(data, kind),
+        None => object::strip(data),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,7 +421,7 @@ mod tests {
         ];
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         let data = bundle_of(&ids);
-        let found = entries(&data, Format::Binary).unwrap();
+        let found = entries(&data, Format::Binary, None).unwrap();
         let records: Vec<binary::Record> = binary::read(&data)
             .unwrap()
             .iter()

@@ -82,8 +82,10 @@ impl BundleOpts {
             ops::BundleError::Object(e) => anyhow::anyhow!("'{}': {e}", files[host]),
             ops::BundleError::Layout(e) => e.into(),
         };
-        let format = ops::bundle_format(&self.file_type, views[host]).map_err(fail)?;
-        let bundled = ops::bundle(&targets, format, &views, self.align).map_err(fail)?;
+        // The host input's format, read once for the format and the edit.
+        let host_kind = crate::bundle::object_kind(views[host]);
+        let format = ops::bundle_format(&self.file_type, host_kind).map_err(fail)?;
+        let bundled = ops::bundle(&targets, format, &views, self.align, host_kind).map_err(fail)?;
         let out = self.output.to_string_lossy().into_owned();
         // One thread: LLVM's bytes; more: frames compressed in parallel
         // from the inputs where they lie.

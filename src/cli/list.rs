@@ -112,7 +112,9 @@ impl Opts {
                  the files inside it"
             );
         }
-        let bundle = listing::bundle_listing(input.bytes(), budget).map_err(|e| match e {
+        // The file's format, read once for every look at it below.
+        let kind = object::FileKind::parse(input.bytes()).ok();
+        let bundle = listing::bundle_listing(input.bytes(), kind, budget).map_err(|e| match e {
             BundleListingError::Read(e) => anyhow::Error::new(e).context(format!("'{name}'")),
             BundleListingError::NotABundle => {
                 anyhow::anyhow!("'{name}': the compressed data is not a bundle")
@@ -124,13 +126,14 @@ impl Opts {
             // scanner says whether its entries can be read as listed.
             let mut opts = scan::Options::default();
             opts.max_uncompressed = budget.left(offload_binary::Spent::Inflated);
-            let report = scan::scan(input.bytes(), &opts);
+            let report = scan::scan_of(input.bytes(), &opts, &mut scan::NoVisit, kind);
             return Ok(say_damage(name, &report));
         }
         // The images of compressed binaries are streamed through once (to
         // check them) and only those that are binaries themselves kept.
-        let found = offload_binary::find_images_streamed(input.bytes(), budget, Inflate::Nested)
-            .map_err(|e| read_error(format!("'{name}'"), e))?;
+        let found =
+            offload_binary::find_images_streamed_of(input.bytes(), kind, budget, Inflate::Nested)
+                .map_err(|e| read_error(format!("'{name}'"), e))?;
         let rows = listing::rows(&found.images, budget, &|b| input.file_offset(b)).map_err(
             |RowsError { path, error, .. }| {
                 read_error(
@@ -156,7 +159,7 @@ impl Opts {
             // (bundles in a .hip_fatbin section, CUDA fatbins, …).
             let mut opts = scan::Options::default();
             opts.max_uncompressed = budget.left(offload_binary::Spent::Inflated);
-            let report = scan::scan_with(input.bytes(), &opts, &mut super::scan::Kinds);
+            let report = scan::scan_of(input.bytes(), &opts, &mut super::scan::Kinds, kind);
             return print_scanned(out, name, &report);
         }
         // Columns as wide as their longest value (at least the usual).

@@ -45,8 +45,11 @@ pub(crate) fn unpack(
 ) -> Result<(), UnpackError> {
     // Compressed binaries are checked whole (streamed through) before
     // anything is written, and their images streamed to their files.
-    let found = offload_binary::find_images_streamed(input.bytes(), budget, Inflate::Check)
-        .map_err(UnpackError::Read)?;
+    // The file's format, read once for both looks at it.
+    let kind = object::FileKind::parse(input.bytes()).ok();
+    let found =
+        offload_binary::find_images_streamed_of(input.bytes(), kind, budget, Inflate::Check)
+            .map_err(UnpackError::Read)?;
     if found.images.is_empty() {
         // Device code in another container (a .hip_fatbin's bundles, a
         // CUDA fatbin): say which command writes it, and write nothing.
@@ -54,7 +57,7 @@ pub(crate) fn unpack(
             max_uncompressed: budget.left(Spent::Inflated),
             ..crate::scan::Options::default()
         };
-        let report = crate::scan::scan(input.bytes(), &opts);
+        let report = crate::scan::scan_of(input.bytes(), &opts, &mut crate::scan::NoVisit, kind);
         // Device images only: a bundle's host entry is none.
         let n = crate::scan::check::device_images(&report).count();
         if n > 0 {

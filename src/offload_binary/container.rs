@@ -74,33 +74,39 @@ const MAX_DEPTH: u32 = 4;
 /// than `limits.max_inflated` is an error.
 pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<FoundImage<'data>>> {
     let mut out = Vec::new();
-    find_in(data, None, 0, &mut |run, member, section| {
-        let found = |image| FoundImage {
-            member: member.map(str::to_string),
-            section: section.map(str::to_string),
-            image,
-            pending: None,
-        };
-        match run {
-            Run::Data(bytes) => out.extend(read_all(bytes, limits)?.into_iter().map(found)),
-            Run::Bitcode(objects, object) => {
-                if object.size > limits.max_inflated {
-                    return Err(ErrorKind::LimitExceeded {
-                        what: bitcode_object(object, member),
-                        limit: limits.max_inflated,
+    find_in(
+        data,
+        FileKind::parse(data).ok(),
+        None,
+        0,
+        &mut |run, member, section| {
+            let found = |image| FoundImage {
+                member: member.map(str::to_string),
+                section: section.map(str::to_string),
+                image,
+                pending: None,
+            };
+            match run {
+                Run::Data(bytes) => out.extend(read_all(bytes, limits)?.into_iter().map(found)),
+                Run::Bitcode(objects, object) => {
+                    if object.size > limits.max_inflated {
+                        return Err(ErrorKind::LimitExceeded {
+                            what: bitcode_object(object, member),
+                            limit: limits.max_inflated,
+                        }
+                        .into());
                     }
-                    .into());
+                    let bytes = objects.bytes(object)?;
+                    out.extend(
+                        read_all(&bytes, limits)?
+                            .into_iter()
+                            .map(|image| found(image.into_owned())),
+                    );
                 }
-                let bytes = objects.bytes(object)?;
-                out.extend(
-                    read_all(&bytes, limits)?
-                        .into_iter()
-                        .map(|image| found(image.into_owned())),
-                );
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
@@ -132,9 +138,11 @@ type ReadRun<'r, 'data> =
 
 /// Calls `read` with each run of OffloadBinaries in `data` (the file
 /// itself, a section, an archive member's), and the archive member and
-/// section it is in.
+/// section it is in. `kind` is `data`'s format as `FileKind::parse` reads
+/// it (`None` where it reads none), which the caller read once.
 fn find_in<'data>(
     data: &'data [u8],
+    kind: Option<FileKind>,
     member: Option<&str>,
     depth: u32,
     read: &mut ReadRun<'_, 'data>,
@@ -149,18 +157,18 @@ fn find_in<'data>(
         }
         return Ok(());
     }
-    match FileKind::parse(data) {
-        Ok(FileKind::Elf32) => {
+    match kind {
+        Some(FileKind::Elf32) => {
             elf_sections::<elf::FileHeader32<object::Endianness>>(data, &mut |bytes, name| {
                 read(Run::Data(bytes), member, Some(name))
             })
         }
-        Ok(FileKind::Elf64) => {
+        Some(FileKind::Elf64) => {
             elf_sections::<elf::FileHeader64<object::Endianness>>(data, &mut |bytes, name| {
                 read(Run::Data(bytes), member, Some(name))
             })
         }
-        Ok(FileKind::Coff) => {
+        Some(FileKind::Coff) => {
             use object::{Object, ObjectSection};
             let file = object::read::coff::CoffFile::<&[u8]>::parse(data)
                 .map_err(|e| obj_err("COFF object", e))?;
@@ -173,7 +181,7 @@ fn find_in<'data>(
             }
             Ok(())
         }
-        Ok(FileKind::Archive) if depth < MAX_DEPTH => {
+        Some(FileKind::Archive) if depth < MAX_DEPTH => {
             let ar = Archive::parse(data).map_err(|e| ar_err("archive", e))?;
             for m in ar.members() {
                 let m = m.map_err(|e| ar_err("archive member", e))?;
@@ -183,7 +191,8 @@ fn find_in<'data>(
                     Some(outer) => format!("{outer}({name})"),
                     None => name,
                 };
-                find_in(bytes, Some(&full), depth + 1, read)?;
+                let kind = FileKind::parse(bytes).ok();
+                find_in(bytes, kind, Some(&full), depth + 1, read)?;
             }
             Ok(())
         }
@@ -272,8 +281,20 @@ pub fn find_images_streamed<'data>(
     budget: &Budget,
     inflate: Inflate,
 ) -> Result<Streamed<'data>> {
+    find_images_streamed_of(data, FileKind::parse(data).ok(), budget, inflate)
+}
+
+/// [`find_images_streamed`] for a caller that read `data`'s format
+/// already: `kind` is what `FileKind::parse` gives for it (`None` where it
+/// gives an error), so that a command reads a file's format once.
+pub(crate) fn find_images_streamed_of<'data>(
+    data: &'data [u8],
+    kind: Option<FileKind>,
+    budget: &Budget,
+    inflate: Inflate,
+) -> Result<Streamed<'data>> {
     let mut out = Streamed::default();
-    find_in(data, None, 0, &mut |run, member, section| match run {
+    find_in(data, kind, None, 0, &mut |run, member, section| match run {
         Run::Data(bytes) => read_streamed(bytes, member, section, budget, inflate, &mut out),
         Run::Bitcode(objects, object) => {
             let size = object.size;

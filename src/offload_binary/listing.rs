@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 
 use super::{
     Budget, FoundImage, ImageKind, Inflate, OffloadImage, OffloadKind, find_images_streamed,
-    has_magic,
+    find_images_streamed_of, has_magic,
 };
 use crate::bundle::listing::{Compressed, Entry, Listing};
 
@@ -270,9 +270,11 @@ impl From<crate::Error> for BundleListingError {
 /// with bundle sections, or any of them compressed).
 ///
 /// An object that carries OffloadBinaries too is none: those are listed
-/// the usual way.
+/// the usual way. `kind` is the input's format as `object::FileKind::parse`
+/// reads it (`None`: an error), which the caller read once.
 pub(crate) fn bundle_listing(
     input: &[u8],
+    kind: Option<object::FileKind>,
     budget: &Budget,
 ) -> Result<Option<Listing>, BundleListingError> {
     use crate::bundle::ccob::{HashCheck, ReadOptions};
@@ -286,7 +288,14 @@ pub(crate) fn bundle_listing(
     };
     let inflated = bundle::ops::open(input, &opts)?;
     let data = inflated.as_ref().map_or(input, |d| d.data.as_slice());
-    let Some(format) = Format::detect(data) else {
+    // The object format of `data`: the input's, or the decompressed
+    // contents', read once for the format, the OffloadBinaries and the
+    // entries.
+    let kind = match &inflated {
+        None => bundle::object_kind_of(kind),
+        Some(_) => bundle::object_kind(data),
+    };
+    let Some(format) = Format::detect_of(data, kind) else {
         if inflated.is_some() {
             return Err(BundleListingError::NotABundle);
         }
@@ -295,12 +304,12 @@ pub(crate) fn bundle_listing(
     // (Only the tables are read, within what is left of the budget, which
     // the listing spends again.)
     if format == Format::Object
-        && find_images_streamed(data, &budget.fork(), Inflate::Tables)
+        && find_images_streamed_of(data, kind, &budget.fork(), Inflate::Tables)
             .is_ok_and(|v| !v.images.is_empty())
     {
         return Ok(None);
     }
-    let found = bundle::entries(data, format)?;
+    let found = bundle::entries_of(data, format, kind)?;
     let base = data.as_ptr() as usize;
     let entries = found
         .iter()

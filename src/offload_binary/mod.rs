@@ -74,6 +74,7 @@ pub(crate) mod read;
 pub(crate) mod write;
 
 pub use budget::{Budget, BudgetLimits, Spent};
+pub(crate) use container::find_images_streamed_of;
 pub use container::{FoundImage, Inflate, Pending, Streamed, find_images, find_images_streamed};
 pub use inflating::{Inflating, PendingImage};
 pub use kinds::{ImageKind, OffloadKind};

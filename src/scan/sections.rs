@@ -141,8 +141,14 @@ fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32
 /// The host format `data` starts as (ELF, COFF, PE, Mach-O), from its
 /// header alone; `None` for any other kind of file.
 pub(super) fn host_kind(data: &[u8]) -> Option<object::FileKind> {
+    host_of(object::FileKind::parse(data).ok())
+}
+
+/// The host format of a file that `object::FileKind::parse` read as
+/// `kind` ([`host_kind`] for a caller that has the kind already).
+pub(super) fn host_of(kind: Option<object::FileKind>) -> Option<object::FileKind> {
     use object::FileKind as K;
-    let kind = K::parse(data).ok()?;
+    let kind = kind?;
     matches!(
         kind,
         K::Elf32 | K::Elf64 | K::Coff | K::CoffBig | K::Pe32 | K::Pe64 | K::MachO32 | K::MachO64

@@ -1,17 +1,16 @@
 //! The recursive walk: files, archive members, sections, byte ranges that
 //! hold containers, containers and their images.
 //!
-//! This file holds the [`Walker`]'s state, the entry points, what a file is
-//! and where its walk starts, the limits and the budget, and the helpers
-//! the container kinds share; each kind's walk is its own file: `archive`
-//! (`ar` archives), `object_file` (object files' sections), `wrappers`
-//! (fatbin wrappers), `raw` (byte ranges: sequences of containers and the
-//! raw scan), `offload_binary`, `bundle` (binary and text bundles, object
-//! bundles' entries), `ccob` (compressed bundles), `cuda_fatbin`,
-//! `stream` (compressed contents streamed through taps), and `bare`
-//! (files that are themselves one device image).
-
-use crate::host::elf;
+//! This file holds the entry points and what a file is and where its walk
+//! starts; `walker` holds what the parts share (the [`Walker`]'s state, the
+//! limits and the budget, recording what is found, the helpers the
+//! container kinds have in common); each kind's walk is its own file:
+//! `archive` (`ar` archives), `object_file` (object files' sections),
+//! `wrappers` (fatbin wrappers), `raw` (byte ranges: sequences of
+//! containers and the raw scan), `offload_binary`, `bundle` (binary and
+//! text bundles, object bundles' entries), `ccob` (compressed bundles),
+//! `cuda_fatbin`, `stream` (compressed contents streamed through taps), and
+//! `bare` (files that are themselves one device image).
 
 mod archive;
 mod bare;
@@ -22,17 +21,17 @@ mod object_file;
 mod offload_binary;
 mod raw;
 mod stream;
+mod walker;
 mod wrappers;
 
 use super::magic::{Finders, Magic};
 use super::sections;
-use super::{
-    Container, ContainerKind, Content, Image, Limit, MAX_WHOLE, Mode, NoVisit, Options, Parent,
-    Problem, ProblemKind, Report, Visit,
-};
-use crate::error::{Error, ErrorKind};
-use crate::offload_binary::ImageKind;
+use super::{Mode, NoVisit, Options, Report, Visit};
 use archive::MAX_THIN_READS;
+use walker::{Expect, Loc, Walker};
+
+#[cfg(test)]
+pub(super) use walker::DECODER_SETUP;
 
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
 pub fn scan(data: &[u8], opts: &Options) -> Report {
@@ -41,6 +40,18 @@ pub fn scan(data: &[u8], opts: &Options) -> Report {
 
 /// [`scan`], handing the bytes of the images `visit` wants to `visit`.
 pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
+    scan_of(data, opts, visit, object::FileKind::parse(data).ok())
+}
+
+/// [`scan_with`] for a caller that read the format of `data` already:
+/// `kind` is what `object::FileKind::parse` gives for it (`None` for an
+/// error), so that a command reads a file's format once.
+pub(crate) fn scan_of(
+    data: &[u8],
+    opts: &Options,
+    visit: &mut dyn Visit,
+    kind: Option<object::FileKind>,
+) -> Report {
     let finders = Finders::new();
     let mut w = Walker {
         opts,
@@ -58,7 +69,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
         abs: Some(0),
         ..Loc::default()
     };
-    w.report.host = sections::host_kind(data);
+    w.report.host = sections::host_of(kind);
     w.report.format = w.file(data, &top, 0, w.report.host);
     w.resolve_wrappers();
     if w.report.stopped.is_some() {
@@ -69,235 +80,7 @@ pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
     w.report
 }
 
-/// Where a byte range lies.
-#[derive(Debug, Clone, Default)]
-struct Loc {
-    /// File offset of its first byte (`None` inside decompressed data).
-    abs: Option<u64>,
-    section: Option<String>,
-    member: Option<String>,
-    /// What containers found in it lie in.
-    parent: Option<Parent>,
-    /// Containers around it.
-    depth: u32,
-    in_compressed: bool,
-}
-
-impl Loc {
-    /// The same place, `off` bytes further on.
-    fn at(&self, off: u64) -> Loc {
-        Loc {
-            abs: self.abs.and_then(|a| a.checked_add(off)),
-            ..self.clone()
-        }
-    }
-}
-
-/// What a byte range is expected to hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    /// Containers back to back, zero padding allowed (a section's contents,
-    /// an image that starts with a magic, decompressed contents). Anything
-    /// else is a problem. `whole`: the range may be one text bundle.
-    Sequence { whole: bool },
-    /// Anything; candidates that fail are skipped (a raw scan).
-    Raw { whole: bool },
-    /// OffloadBinaries among other data: the bytes between them are not
-    /// read, but a candidate that fails is damage, as in a sequence.
-    Among,
-}
-
-impl Expect {
-    /// Whether the range may be one text bundle.
-    fn whole(self) -> bool {
-        matches!(
-            self,
-            Expect::Sequence { whole: true } | Expect::Raw { whole: true }
-        )
-    }
-}
-
-/// One scan's state: its options and visitor, the report so far, and what
-/// is left of its limits.
-struct Walker<'a> {
-    opts: &'a Options,
-    finders: &'a Finders,
-    visit: &'a mut dyn Visit,
-    report: Report,
-    /// Decompression still allowed, in bytes.
-    budget: u64,
-    /// The thin archives' member files being read now, outermost first: a
-    /// name met again is a cycle (an archive naming itself), read once.
-    thin_chain: Vec<String>,
-    /// Thin archives' member files still allowed to be read in this scan
-    /// (archives of many members naming each other would otherwise fan
-    /// out exponentially up to the depth limit).
-    thin_reads: u32,
-    /// Buffers that held images handed to the visitor, emptied, for the
-    /// next ones (see `stream.rs`).
-    spare: Vec<Vec<u8>>,
-    /// The buffers of each thread that decodes compressed CUDA fatbin
-    /// entries, kept from one batch of entries to the next (see
-    /// `cuda_fatbin.rs`).
-    decoding: Vec<cuda_fatbin::Buffers>,
-    /// The fatbin wrappers whose data pointer must lead to a container
-    /// the scan found (see `wrappers.rs`).
-    wrapper_checks: Vec<wrappers::Check>,
-}
-
-/// A name or string of the input as text.
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// `gfx90a:xnack+:sramecc-` → (`gfx90a`, [`xnack+`, `sramecc-`]).
-fn split_target_id(t: &str) -> (String, Vec<String>) {
-    let mut parts = t.split(':');
-    let arch = parts.next().unwrap_or_default().to_string();
-    (arch, parts.map(str::to_string).collect())
-}
-
-/// The bytes [`sniff`] needs to tell every kind it knows (the longest
-/// magic, a bundle's, is 24 bytes; an ELF machine is at 18).
-const SNIFF_HEAD: usize = 24;
-
-/// What the bytes of a bundle entry are, told from its first bytes.
-fn sniff(b: &[u8]) -> Content {
-    if b.is_empty() {
-        Content::Image(ImageKind::IMG_None)
-    } else if b.starts_with(&object::elf::ELFMAG) {
-        if elf::peek(b).and_then(|p| p.machine()) == Some(object::elf::EM_CUDA) {
-            Content::Image(ImageKind::IMG_Cubin)
-        } else {
-            Content::Image(ImageKind::IMG_Object)
-        }
-    } else if crate::offload_binary::kinds::is_bitcode(b) {
-        Content::Image(ImageKind::IMG_Bitcode)
-    } else if crate::offload_binary::kinds::is_spirv(b) {
-        Content::Image(ImageKind::IMG_SPIRV)
-    } else if b.starts_with(crate::host::ar::MAGIC) {
-        Content::Archive
-    } else {
-        match Magic::at_start(b) {
-            Some(Magic::Fatbin) => Content::Image(ImageKind::IMG_Fatbinary),
-            Some(Magic::OffloadBinary) => Content::OffloadBinary,
-            Some(Magic::Bundle) => Content::Bundle,
-            Some(Magic::Ccob) => Content::Ccob,
-            None => Content::Unknown,
-        }
-    }
-}
-
 impl Walker<'_> {
-    /// Reports damage at `loc` (in container `container`, if known).
-    fn problem(&mut self, loc: &Loc, container: Option<usize>, message: String) {
-        self.problem_of(ProblemKind::Damage, loc, container, message);
-    }
-
-    /// Reports a problem of `kind` at `loc`; nothing once the scan stopped.
-    fn problem_of(
-        &mut self,
-        kind: ProblemKind,
-        loc: &Loc,
-        container: Option<usize>,
-        message: String,
-    ) {
-        if self.stopped() {
-            return;
-        }
-        self.record_problem(kind, loc, container, message);
-    }
-
-    /// Reports a problem of `kind` at `loc`, stopped or not: for work a
-    /// limit met later does not undo (see `cuda_fatbin.rs`).
-    fn record_problem(
-        &mut self,
-        kind: ProblemKind,
-        loc: &Loc,
-        container: Option<usize>,
-        message: String,
-    ) {
-        self.report.problems.push(Problem {
-            offset: loc.abs,
-            section: loc.section.clone(),
-            member: loc.member.clone(),
-            container,
-            message,
-            kind,
-            within: loc.parent,
-            whole_file: false,
-        });
-    }
-
-    /// Reports damage at `loc` (in container `container`, if known) that
-    /// makes the file (or archive member) it lies in unbelievable, such as
-    /// headers whose tables lie outside it: every image found in it lies
-    /// in damaged data ([`Report::in_damaged_data`]).
-    fn damaged_file(&mut self, loc: &Loc, container: Option<usize>, message: String) {
-        if self.stopped() {
-            return;
-        }
-        self.record_problem(ProblemKind::Damage, loc, container, message);
-        if let Some(p) = self.report.problems.last_mut() {
-            p.whole_file = true;
-        }
-    }
-
-    /// Whether a limit stopped the scan: every walk returns at once.
-    fn stopped(&self) -> bool {
-        self.report.stopped.is_some()
-    }
-
-    /// Stops the scan at `limit` (the first limit reached is the one
-    /// reported).
-    fn stop(&mut self, limit: Limit) {
-        if self.report.stopped.is_none() {
-            self.report.stopped = Some(limit);
-        }
-    }
-
-    /// Whether compressed data declaring `declared` bytes may be held in
-    /// memory whole ([`MAX_WHOLE`]); stops the scan when not.
-    fn whole(&mut self, declared: u64) -> bool {
-        if declared > MAX_WHOLE {
-            self.stop(Limit::Whole(declared));
-            return false;
-        }
-        true
-    }
-
-    /// Whether a stream declaring `declared` bytes may be decompressed
-    /// whole within what is left of the budget; stops the scan when not.
-    fn fits(&mut self, declared: u64) -> bool {
-        if declared > self.budget {
-            self.stop(Limit::Uncompressed {
-                limit: self.opts.max_uncompressed,
-                declared,
-            });
-            return false;
-        }
-        true
-    }
-
-    /// Charges the budget for setting up one decoder (of a compressed
-    /// container or entry, before any byte is decoded): [`DECODER_SETUP`]
-    /// bytes, what decoding that much costs. Without it, many small
-    /// candidates that each fail at once (a stream of repeated compressed
-    /// headers, a few KiB of file) would each set up a decoder for free.
-    /// `false` (the scan stopped, naming the stream's own `declared`
-    /// size) when the budget cannot pay.
-    fn setup(&mut self, declared: u64) -> bool {
-        if DECODER_SETUP > self.budget {
-            self.stop(Limit::Uncompressed {
-                limit: self.opts.max_uncompressed,
-                declared,
-            });
-            return false;
-        }
-        self.budget -= DECODER_SETUP;
-        true
-    }
-
     /// Scans a whole file (or archive member) whose host format is `host`
     /// ([`sections::host_kind`]); returns what it is.
     fn file(
@@ -383,128 +166,4 @@ impl Walker<'_> {
         }
         raw_format
     }
-
-    /// Reports a container of `kind` at `loc` (`relative_offset` into the
-    /// bytes it was found in, `size` bytes); returns its id. Past
-    /// [`Options::max_containers`] the scan stops.
-    fn new_container(
-        &mut self,
-        kind: ContainerKind,
-        version: Option<u32>,
-        loc: &Loc,
-        relative_offset: u64,
-        size: u64,
-    ) -> usize {
-        let id = self.report.containers.len();
-        if id >= self.opts.max_containers {
-            self.stop(Limit::Containers(self.opts.max_containers));
-        }
-        self.report.containers.push(Container {
-            id,
-            kind,
-            version,
-            parent: loc.parent,
-            member: loc.member.clone(),
-            section: loc.section.clone(),
-            offset: loc.abs,
-            relative_offset,
-            size,
-            compression: None,
-            wrapper: None,
-            images: 0,
-        });
-        id
-    }
-
-    /// Records an image, hashes it, hands it to the visitor, and walks the
-    /// containers inside it. `loc` is where its bytes lie.
-    fn push_image(&mut self, mut image: Image, bytes: Option<&[u8]>, loc: &Loc) -> usize {
-        let id = self.report.images.len();
-        if id >= self.opts.max_images {
-            self.stop(Limit::Images(self.opts.max_images));
-        }
-        // Past a limit the image is recorded (its id is used) but nothing
-        // more is done for it.
-        let bytes = bytes.filter(|_| !self.stopped());
-        image.id = id;
-        if let (Some(h), Some(b)) = (self.opts.hash, bytes) {
-            image.hash = Some(h.digest(b));
-        }
-        let leafy = image.uncompressed_size.is_some();
-        self.report.containers[image.container].images += 1;
-        self.report.images.push(image);
-        let Some(b) = bytes else { return id };
-        if self.visit.wants(&self.report.images[id]) {
-            let img = &self.report.images[id];
-            match self.visit.reader(img) {
-                Some(mut r) => {
-                    r.read(b);
-                    self.visit.read(img, r, Ok(()));
-                }
-                None => self.visit.image(img, b),
-            }
-        }
-        if !leafy && Magic::at_start(b).is_some() {
-            let before = self.report.containers.len();
-            let l = Loc {
-                parent: Some(Parent::Image(id)),
-                ..loc.clone()
-            };
-            self.region(b, &l, Expect::Sequence { whole: false });
-            if self.report.containers.len() > before {
-                self.report.images[id].nested = Some(before);
-            }
-        }
-        id
-    }
-}
-
-/// Byte ranges of one container's entries, walked at most once each: an
-/// entry whose non-empty range overlaps one accepted before it is damage
-/// (no tool writes such entries; they are how a few kilobytes fan out to
-/// millions of images), reported and left unread.
-#[derive(Debug, Default)]
-struct Ranges {
-    /// Accepted ranges by start: (end, entry).
-    taken: std::collections::BTreeMap<u64, (u64, usize)>,
-}
-
-impl Ranges {
-    /// Accepts `start..end` for entry `entry`, or returns the earlier entry
-    /// it overlaps.
-    fn take(&mut self, start: u64, end: u64, entry: usize) -> Option<usize> {
-        if end <= start {
-            return None;
-        }
-        if let Some((_, &(e, j))) = self.taken.range(..end).next_back()
-            && e > start
-        {
-            return Some(j);
-        }
-        self.taken.insert(start, (end, entry));
-        None
-    }
-}
-
-/// The problem message for entry `i` (`start..end`) overlapping entry `j`.
-fn overlap_message(i: usize, j: usize, start: u64, end: u64) -> String {
-    format!(
-        "entry {i} (bytes {start:#x}..{end:#x}) overlaps entry {j}: entries of one container \
-         never share bytes, so entry {i} is not read"
-    )
-}
-
-/// What setting up one decoder costs the budget, in decompressed bytes:
-/// about what decoding this much takes (zstd's context alone is some
-/// 100 KiB to set up).
-pub(super) const DECODER_SETUP: u64 = 32 << 10;
-
-/// The error of a stream declaring `declared` bytes where `left` remain of
-/// the budget (the scan has stopped; it is never reported).
-fn over_budget(declared: u64, left: u64) -> Error {
-    ErrorKind::LimitExceeded {
-        what: format!("decompressed data of {declared} bytes"),
-        limit: left,
-    }
-    .into()
 }

@@ -44,8 +44,9 @@ pub(crate) type NamedSection<'a> = (&'a [u8], Option<(u64, u64)>);
 /// only, so that a symbol table or relocation section the `object` crate
 /// refuses as a whole (a relocation section applying to another one, which
 /// llvm-objcopy writes) does not hide the bundle sections. Other formats go
-/// through the `object` crate's reader.
-pub(crate) fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
+/// through the `object` crate's reader. `kind` is the file's format, as
+/// the caller read it.
+pub(crate) fn named_sections(view: &[u8], kind: FileKind) -> Result<Vec<NamedSection<'_>>> {
     use object::elf::{FileHeader32, FileHeader64};
     use object::read::elf::{FileHeader, SectionHeader};
 
@@ -72,7 +73,7 @@ pub(crate) fn named_sections(view: &[u8]) -> Result<Vec<NamedSection<'_>>> {
             })
             .collect())
     }
-    match FileKind::parse(view).map_err(read_err)? {
+    match kind {
         FileKind::Elf32 => elf::<FileHeader32<object::Endianness>>(view),
         FileKind::Elf64 => elf::<FileHeader64<object::Endianness>>(view),
         _ => {
@@ -151,24 +152,33 @@ pub(crate) fn coff_damage(data: &[u8], kind: FileKind) -> Option<String> {
 
 /// What llvm-objcopy makes of the object `data` with `edit`. In the
 /// result, span source 0 is `data`, source `i + 1` is `edit.add[i].data`,
-/// then come `edit.extra`'s.
-pub(crate) fn edit(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
-    with_aligned(data, |view| rewrite::rewrite(view, edit))
+/// then come `edit.extra`'s. `kind` is the file's format, as the caller
+/// read it.
+pub(crate) fn edit(data: &[u8], kind: FileKind, edit: &Edit<'_>) -> Result<Written> {
+    with_aligned(data, |view| rewrite::rewrite(view, kind, edit))
 }
 
 /// The relocatable object `object` with the sections `remove` (indices)
 /// removed and those `update` names given new contents: what
 /// `llvm-objcopy --remove-section=… --update-section=…` writes. In the
 /// result, span source 0 is `object` and source `j + 1` is `extra[j]`.
+/// `kind` is its format as the caller read it (the scan's
+/// [`Report::host`](crate::scan::Report::host)); `None`: read here.
 pub(crate) fn edit_sections(
     object: &[u8],
+    kind: Option<FileKind>,
     remove: &[usize],
     update: &[Update<'_>],
     extra: &[&[u8]],
 ) -> Result<Written> {
+    let kind = match kind {
+        Some(kind) => kind,
+        None => FileKind::parse(object).map_err(read_err)?,
+    };
     with_aligned(object, |view| {
         rewrite::rewrite(
             view,
+            kind,
             &Edit {
                 remove_named: None,
                 add: &[],

@@ -2,7 +2,7 @@
 //! each member walked as a file, a thin archive's members read from their
 //! own files when the visitor can.
 
-use super::{Loc, Walker, lossy};
+use super::walker::{Loc, Walker, lossy};
 use crate::host::ar::{self, Archive};
 
 /// The most thin archives' member files one scan reads.

@@ -20,7 +20,7 @@
 
 use object::read::{Object, ObjectSection};
 
-use super::{Loc, Walker, split_target_id};
+use super::walker::{Loc, Walker, split_target_id};
 use crate::host::elf;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
@@ -28,7 +28,7 @@ use crate::scan::{ContainerKind, Content, Image, Offload};
 
 /// What a file that is one device image is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::scan) struct Bare {
+pub(super) struct Bare {
     /// The report's `format`: `ELF64`, `ptx`, `spirv`, `bitcode`.
     pub format: &'static str,
     /// The image kind.
@@ -48,7 +48,7 @@ pub(in crate::scan) struct Bare {
 const PTX_HEAD: usize = 64 << 10;
 
 /// What `data` is, when the whole of it is one device image.
-pub(in crate::scan) fn detect(data: &[u8]) -> Option<Bare> {
+pub(super) fn detect(data: &[u8]) -> Option<Bare> {
     if let Some(p) = elf::peek(data) {
         return match p.machine()? {
             object::elf::EM_CUDA => Some(cubin(data, p)),

@@ -2,7 +2,9 @@
 //! bundles: each entry an image, its kind told from its first bytes;
 //! entries that overlap an earlier one are reported and left unread.
 
-use super::{Loc, Ranges, SNIFF_HEAD, Walker, lossy, overlap_message, sniff, split_target_id};
+use super::walker::{
+    Loc, Ranges, SNIFF_HEAD, Walker, lossy, overlap_message, sniff, split_target_id,
+};
 use crate::bundle::{self, binary, text};
 use crate::error::Result;
 use crate::num::len64;

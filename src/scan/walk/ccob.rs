@@ -5,7 +5,7 @@
 
 use super::bundle::bundle_extent;
 use super::stream::Source;
-use super::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
+use super::walker::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::bundle::{self, binary};
 use crate::error::Result;

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, mpsc};
 
 use super::stream::SPARE_MAX;
-use super::{Loc, Walker, lossy};
+use super::walker::{Buffers, Loc, Walker, lossy};
 use crate::error::Result;
 use crate::fatbin;
 use crate::num::len64;
@@ -338,15 +338,6 @@ fn entry_damage(e: &fatbin::Entry<'_>, i: usize, err: &crate::error::Error) -> S
         e.arch_name(),
         entry_kind(e.kind)
     )
-}
-
-/// What one decoding thread keeps from entry to entry.
-#[derive(Default)]
-pub(super) struct Buffers {
-    /// Decoded bytes on their way to the taps ([`tap::pump`]).
-    chunk: Vec<u8>,
-    /// A whole entry, for a visitor's reader ([`tap::pump_whole`]).
-    whole: Vec<u8>,
 }
 
 /// Decodes entry `p` of `entries` into its tap (or taps), with `b`.

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 
-use super::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
+use super::walker::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
 use crate::num::{len64, usize_from};
 use crate::package::Compression;
 use crate::scan::ContainerKind;

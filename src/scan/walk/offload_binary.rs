@@ -3,10 +3,11 @@
 //! whole otherwise.
 
 use super::stream::Source;
-use super::{Loc, MAX_WHOLE, Walker, lossy, over_budget, split_target_id};
+use super::walker::{Loc, Walker, lossy, over_budget, split_target_id};
 use crate::error::{Error, Result};
 use crate::num::len64;
 use crate::offload_binary::{self, OffloadImage};
+use crate::scan::MAX_WHOLE;
 use crate::scan::magic::Magic;
 use crate::scan::tap::Tap;
 use crate::scan::{Compression, ContainerKind, Content, Image, Offload};

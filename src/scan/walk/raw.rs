@@ -3,7 +3,7 @@
 //! decompressed data) or as a raw scan that skips what fails, with the
 //! readers' errors made problems at the file's offsets.
 
-use super::{Expect, Loc, Walker};
+use super::walker::{Expect, Loc, Walker};
 use crate::bundle::text;
 use crate::error::{ErrorKind, Result};
 use crate::num::usize_from;

@@ -2,7 +2,7 @@
 //! (each image's first bytes, hash or sink), the budget charged, and what
 //! the taps got handed to the visitor.
 
-use super::{SNIFF_HEAD, Walker, over_budget};
+use super::walker::{SNIFF_HEAD, Walker, over_budget};
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::error::{ErrorKind, Result};
 use crate::scan::SinkError;

@@ -3,27 +3,10 @@
 //! container, its data pointer resolved to a file offset, and after the
 //! walk to the container found there.
 
-use super::{Loc, Walker};
+use super::walker::{Check, Loc, Walker};
 use crate::fatbin;
 use crate::scan::sections::{self, ObjectFile};
 use crate::scan::{ContainerKind, WrapperInfo};
-
-/// A wrapper whose data pointer must lead to a container the scan found:
-/// one of a file read whole (not a thin archive's member, whose pointers
-/// are left member-relative), and not a `hipk` wrapper (rocm-kpack moved
-/// its device code out of the file).
-pub(super) struct Check {
-    /// The wrapper's container id.
-    id: usize,
-    /// Where the wrapper lies.
-    loc: Loc,
-    /// The pointer as stored.
-    stored: u64,
-    /// Whether a pointer that leads to no file offset is wrong too: in a
-    /// linked PE image every pointer is an address in the image (an ELF
-    /// object may point at a symbol that another file defines).
-    must_resolve: bool,
-}
 
 impl Walker<'_> {
     /// The fatbin wrappers of section `sec`; `base` is the file offset of

@@ -226,11 +226,16 @@ fn write_streamed(
 }
 
 /// The format of `data` (the input, decompressed): the file type's, else
-/// guessed.
-fn format_of(job: &ToDir<'_>, data: &[u8]) -> Result<Format, ToDirError> {
+/// guessed. `kind` is what [`object_kind`](crate::bundle::object_kind)
+/// gives for `data`.
+fn format_of(
+    job: &ToDir<'_>,
+    data: &[u8],
+    kind: Option<object::FileKind>,
+) -> Result<Format, ToDirError> {
     match job.file_type {
-        Some(t) => Format::for_type(t, data).ok_or_else(|| ToDirError::UnknownType(t.into())),
-        None => Format::detect(data).ok_or(ToDirError::NotABundle),
+        Some(t) => Format::for_type_of(t, kind).ok_or_else(|| ToDirError::UnknownType(t.into())),
+        None => Format::detect_of(data, kind).ok_or(ToDirError::NotABundle),
     }
 }
 
@@ -252,8 +257,11 @@ fn unbundle_whole(
     let holder = inflated.map(|d| Input::from_vec(d.data));
     let src = holder.as_ref().unwrap_or(input);
     let data = src.bytes();
-    let format = format_of(job, data)?;
-    let found = ops::entries(data, format).map_err(ToDirError::Input)?;
+    // Its format, read once for the bundle's format, its entries and the
+    // host's object.
+    let kind = crate::bundle::object_kind(data);
+    let format = format_of(job, data, kind)?;
+    let found = ops::entries(data, format, kind).map_err(ToDirError::Input)?;
     std::fs::create_dir_all(job.output_dir).map_err(ToDirError::CreateDir)?;
     // The host object of an object bundle is stripped once, if asked for.
     let host_object: std::cell::OnceCell<Written> = std::cell::OnceCell::new();
@@ -266,7 +274,7 @@ fn unbundle_whole(
                 let w = match host_object.get() {
                     Some(w) => w,
                     None => {
-                        let w = ops::host_object(data).map_err(ToDirError::Input)?;
+                        let w = ops::host_object_of(data, kind).map_err(ToDirError::Input)?;
                         host_object.get_or_init(|| w)
                     }
                 };

@@ -77,9 +77,9 @@ mod tests;
 mod write;
 
 /// What llvm-objcopy makes of the ELF object `data` with `edit`. Span
-/// source 0 is `data`.
-pub(super) fn rewrite(data: &[u8], edit: &Edit<'_>) -> Result<Written> {
-    let mut model = match object::FileKind::parse(data).map_err(read_err)? {
+/// source 0 is `data`. `kind` is its format, as the caller read it.
+pub(super) fn rewrite(data: &[u8], kind: object::FileKind, edit: &Edit<'_>) -> Result<Written> {
+    let mut model = match kind {
         object::FileKind::Elf32 => read::read::<elf::FileHeader32<Endianness>>(data, false)?,
         object::FileKind::Elf64 => read::read::<elf::FileHeader64<Endianness>>(data, true)?,
         // COFF objects have their own model and writer.

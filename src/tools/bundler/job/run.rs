@@ -2,6 +2,8 @@
 //! in `archive.rs`, compressed binary bundles streamed in `stream.rs`),
 //! compressing and decompressing CCOBs with LLVM's verbose reports.
 
+use object::FileKind;
+
 use super::archive::unbundle_archive;
 use super::check::{Job, read_options, targets};
 use super::failure::{Failure, Note, Say, decompress_fail, missing_bundles, open};
@@ -15,9 +17,11 @@ use crate::files::{Input, write_bytes};
 use crate::tools::bundler::write::write_object;
 use crate::tools::bundler::write::{WriteFailure, write_bundled};
 
-/// The format for the file type, or LLVM's error for an unknown type.
-fn handler(file_type: &str, host: &[u8]) -> Result<Format, Failure> {
-    Format::for_type(file_type, host)
+/// The format for `-type=file_type` of an input whose format is `kind`
+/// (`object_kind`'s answer, read once per input), or LLVM's error for an
+/// unknown type.
+fn handler(file_type: &str, kind: Option<FileKind>) -> Result<Format, Failure> {
+    Format::for_type_of(file_type, kind)
         .ok_or_else(|| Failure::new(format!("'{file_type}': invalid file type specified")))
 }
 
@@ -56,8 +60,10 @@ fn bundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
         .collect::<Result<_, _>>()?;
     let views: Vec<&[u8]> = inputs.iter().map(Input::bytes).collect();
     let host = targets.host();
+    // The host input's format, read once for the format and the edit.
+    let host_kind = crate::bundle::object_kind(views[host]);
     let format =
-        ops::bundle_format(&job.file_type, views[host]).map_err(|e| bundle_fail(job, host, e))?;
+        ops::bundle_format(&job.file_type, host_kind).map_err(|e| bundle_fail(job, host, e))?;
     if format == Format::Object {
         // `-compress` does not change an object bundle: LLVM compresses its
         // (empty) bundle buffer, which the objcopy output then replaces, so
@@ -71,8 +77,8 @@ fn bundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
             return print_bundle_command(job, objcopy, &targets, &inputs[host], say);
         }
     }
-    let bundled =
-        ops::bundle(&targets, format, &views, job.align).map_err(|e| bundle_fail(job, host, e))?;
+    let bundled = ops::bundle(&targets, format, &views, job.align, host_kind)
+        .map_err(|e| bundle_fail(job, host, e))?;
     let out = &job.outputs[0];
     let compress = job.comp.compress.then_some(&job.comp.options);
     let start = std::time::Instant::now();
@@ -140,8 +146,10 @@ fn list(job: &Job, say: &mut Say<'_>) -> Result<Vec<Vec<u8>>, Failure> {
         return ids;
     }
     let b = Bundle::from_input(job, name, input, say)?;
-    let handler = handler(&job.file_type, b.bytes())?;
-    let ids = ops::list(b.bytes(), handler).map_err(|e| Failure::new(format!("'{name}': {e}")))?;
+    let kind = crate::bundle::object_kind(b.bytes());
+    let handler = handler(&job.file_type, kind)?;
+    let ids =
+        ops::list(b.bytes(), handler, kind).map_err(|e| Failure::new(format!("'{name}': {e}")))?;
     Ok(ids.into_iter().map(<[u8]>::to_vec).collect())
 }
 
@@ -182,8 +190,11 @@ fn unbundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
         return done;
     }
     let b = Bundle::from_input(job, name, input, say)?;
-    let handler = handler(&job.file_type, b.bytes())?;
-    let found = ops::entries(b.bytes(), handler).map_err(|e| {
+    // The input's format, read once for the type, the entries and the
+    // host's object.
+    let kind = crate::bundle::object_kind(b.bytes());
+    let handler = handler(&job.file_type, kind)?;
+    let found = ops::entries(b.bytes(), handler, kind).map_err(|e| {
         if job.allow_missing {
             // LLVM goes on (or crashes): there is no line of its to keep.
             return Failure::new(format!("'{name}': {e}"));
@@ -228,7 +239,7 @@ fn unbundle(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
                     continue;
                 }
                 // The host's code is the object itself, without the bundle.
-                let w = ops::host_object(b.bytes())
+                let w = ops::host_object_of(b.bytes(), kind)
                     .map_err(|e| Failure::new(format!("'{name}': {e}")))?;
                 let out = &job.outputs[i];
                 write_object(out, &w, &[(b.source(), b.bytes())])
