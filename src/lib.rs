@@ -162,6 +162,7 @@ pub mod wrap;
 
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{Layout, Piece};
+pub use limits::Limits;
 
 // The internals.
 pub(crate) mod bitcode;
@@ -176,6 +177,7 @@ pub(crate) mod host;
 pub(crate) mod inputs;
 mod kernel_listing;
 pub(crate) mod layout;
+pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod llvm;
 mod num;

@@ -73,11 +73,11 @@ pub(crate) mod raw;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use budget::{Budget, BudgetLimits, Spent};
+pub use budget::{Budget, Spent};
 pub use container::{FoundImage, Inflate, Pending, Streamed, find_images, find_images_streamed};
 pub use inflating::{Inflating, PendingImage};
 pub use kinds::{ImageKind, OffloadKind};
-pub use read::{KeyValue, Limits, OffloadImage, has_magic, read_all};
+pub use read::{KeyValue, OffloadImage, has_magic, read_all};
 pub use write::{Compression, ImageSpec, Version, compress, layout};
 
 // What the rest of the crate (the scanner, the command line) uses besides.

@@ -166,7 +166,7 @@ pub use crate::error::ccob::Fault;
 pub use header::Header;
 pub use options::CompressOptions;
 pub use raw::{Method, has_magic};
-pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};
+pub use read::{Ccob, Decompressed, HashCheck, ReadOptions, decompress, decompress_all};
 pub use stream::{StreamEnd, Streamed, Wanted};
 pub use write::{CompressReport, compress, compress_to_vec};
 
