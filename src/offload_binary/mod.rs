@@ -57,7 +57,7 @@
 //! ```
 //!
 //! Version 3 binaries may be compressed ([`compress`]); reading inflates
-//! them within [`Limits`], or [`find_images_streamed`] streams them within a
+//! them within [`Limits`](crate::Limits), or [`find_images_streamed`] streams them within a
 //! [`Budget`].
 //!
 //! Sources: `llvm/include/llvm/Object/OffloadBinary.h` of LLVM 22.1.8 and of

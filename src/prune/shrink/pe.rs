@@ -686,7 +686,7 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
         odd: None,
         skip: (at, at + 4),
     };
-    out.write_to(data, &mut sum)
+    out.write_to(&mut sum, &[data])
         .map_err(|e| format!("the checksum cannot be computed: {e}"))?;
     if let Some(lo) = sum.odd {
         sum.sum += u64::from(lo);
