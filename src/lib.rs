@@ -61,7 +61,8 @@
 //! them) and read them back:
 //!
 //! ```
-//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
+//! use offload_kit::Limits;
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind, Version};
 //!
 //! let gfx90a = b"device code for gfx90a".to_vec();
 //! let sm_80 = b"device code for sm_80".to_vec();

@@ -28,7 +28,8 @@
 //! `.llvm.offloading` section or an archive of objects would do as well):
 //!
 //! ```
-//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
+//! use offload_kit::Limits;
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind, Version};
 //!
 //! let images = [b"gfx90a code".to_vec(), b"sm_80 code".to_vec()];
 //! let spec = |triple: &str, arch: &str, image: &[u8]| ImageSpec {

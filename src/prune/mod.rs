@@ -55,7 +55,7 @@
 //!
 //! let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
 //! let pruning = prune::prune_file(&file, &keep, &Options::default())?;
-//! let pruned = pruning.output.ok_or("nothing to prune")?.to_vec(&file)?;
+//! let pruned = pruning.output.ok_or("nothing to prune")?.to_vec(&[&file])?;
 //! assert_eq!(pruned.len() as u64, file.len() as u64 - pruning.freed);
 //!
 //! let left = bundle::entries(&pruned, Format::Binary)?;

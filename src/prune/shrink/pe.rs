@@ -715,7 +715,7 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
 }
 
 /// The in-place form of the PE image `data`: each edit's container
-/// rewritten where it lies (see [`Output::in_place`]), the certificate
+/// rewritten where it lies (see [`in_place`](crate::prune::output::in_place)), the certificate
 /// table cut off when `strip` (it must end the file), and the checksum
 /// computed again when the input had one.
 pub(crate) fn in_place(
