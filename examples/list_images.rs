@@ -5,7 +5,8 @@
 //! cargo run --example list_images -- app.o
 //! ```
 
-use offload_kit::offload_binary::{Limits, find_images};
+use offload_kit::Limits;
+use offload_kit::offload_binary::find_images;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: list_images FILE")?;

@@ -5,6 +5,10 @@
 //! writes the pieces in order, copying each payload straight from its source
 //! (for files, with `copy_file_range`). [`Layout::write_to`] does the same for
 //! payloads already in memory.
+//!
+//! A [`Written`] is a layout whose payloads are byte ranges ([`Span`]s) of
+//! the caller's inputs or of buffers built with it: an edited object, a
+//! pruned file.
 
 use std::io::{self, Write};
 
@@ -96,11 +100,22 @@ impl Layout {
 
     /// Writes the layout to `out`, taking image `i` from `images[i]`.
     pub fn write_to<W: Write>(&self, out: &mut W, images: &[&[u8]]) -> io::Result<()> {
+        self.write_each(out, |out, i| out.write_all(images[i]))
+    }
+
+    /// Writes the layout to `out`: built bytes and zeros as they are, and
+    /// image `i` by `image(out, i)` (which may copy it file to file). The
+    /// one loop every writer of a layout goes through.
+    pub(crate) fn write_each<W: Write + ?Sized>(
+        &self,
+        out: &mut W,
+        mut image: impl FnMut(&mut W, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
         for p in &self.pieces {
             match p {
                 Piece::Bytes(b) => out.write_all(b)?,
                 Piece::Zeros(n) => write_zeros(out, *n)?,
-                Piece::Image(i) => out.write_all(images[*i])?,
+                Piece::Image(i) => image(out, *i)?,
             }
         }
         Ok(())
@@ -160,6 +175,141 @@ impl Builder {
         self.flush();
         self.layout
     }
+}
+
+/// A byte range of one of a [`Written`]'s sources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Which source: the caller's inputs first, in the order the maker of
+    /// the [`Written`] documents, then the buffers it built
+    /// ([`Written::built`]).
+    pub source: usize,
+    /// Offset in that source.
+    pub offset: usize,
+    /// Length.
+    pub len: usize,
+}
+
+/// A file to write: its layout, where `Piece::Image(k)` stands for the
+/// bytes of `spans[k]`, each a range of one of the caller's inputs or of a
+/// buffer built in memory with it. Given `n` inputs, source `j < n` is
+/// input `j` and source `n + i` is `built[i]`.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Written {
+    /// The pieces, in order.
+    pub layout: Layout,
+    /// The ranges the layout's image pieces stand for.
+    pub spans: Vec<Span>,
+    /// Buffers built in memory (a recompressed container): the sources
+    /// numbered after the caller's inputs.
+    pub built: Vec<Vec<u8>>,
+}
+
+impl Written {
+    /// The input as it is (`len` bytes of source 0).
+    pub fn unchanged(len: u64) -> Written {
+        let mut out = Written::default();
+        out.span(0, 0, len);
+        out
+    }
+
+    /// Appends `len` bytes of source `source` from `offset` (nothing for
+    /// none).
+    pub(crate) fn span(&mut self, source: usize, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        self.layout.push(Piece::Image(self.spans.len()), len);
+        self.spans.push(Span {
+            source,
+            offset: usize_from(offset),
+            len: usize_from(len),
+        });
+    }
+
+    /// Appends a piece that is not an image.
+    pub(crate) fn piece(&mut self, p: Piece) {
+        let len = match &p {
+            Piece::Bytes(b) => b.len() as u64,
+            Piece::Zeros(n) => *n,
+            Piece::Image(_) => return,
+        };
+        self.layout.push(p, len);
+    }
+
+    /// Appends `other`, made with one input: the range of this one's
+    /// source 0 from `base` (an archive member's bytes); its built buffers
+    /// become this one's, numbered after them.
+    pub(crate) fn append_at(&mut self, base: u64, other: Written) {
+        let shift = self.built.len();
+        for p in other.layout.pieces {
+            match p {
+                Piece::Image(k) => {
+                    let s = other.spans[k];
+                    // Past 2^64, a span past any input, which writing
+                    // refuses.
+                    let (source, offset) = match s.source {
+                        0 => (0, base.saturating_add(s.offset as u64)),
+                        j => (j + shift, s.offset as u64),
+                    };
+                    self.span(source, offset, s.len as u64);
+                }
+                p => self.piece(p),
+            }
+        }
+        self.built.extend(other.built);
+    }
+
+    /// The file's size.
+    pub fn size(&self) -> u64 {
+        self.layout.size
+    }
+
+    /// The bytes image piece `k` stands for, taken from `inputs` (the
+    /// caller's, in the order the maker documents) or a built buffer.
+    pub fn image<'a>(&'a self, k: usize, inputs: &[&'a [u8]]) -> Option<&'a [u8]> {
+        let s = self.spans.get(k)?;
+        let src: &[u8] = match s.source.checked_sub(inputs.len()) {
+            None => inputs.get(s.source).copied()?,
+            Some(i) => self.built.get(i)?,
+        };
+        src.get(s.offset..s.offset.checked_add(s.len)?)
+    }
+
+    /// Writes the file to `out`, `inputs` being the caller's inputs.
+    pub fn write_to<W: Write + ?Sized>(&self, out: &mut W, inputs: &[&[u8]]) -> io::Result<()> {
+        self.write_with(out, inputs, |out, bytes| out.write_all(bytes))
+    }
+
+    /// Writes the file to `out` as [`Written::write_to`] does, the bytes
+    /// of each span given to `copy` (which may, say, give back the pages
+    /// it read).
+    pub(crate) fn write_with<W: Write + ?Sized>(
+        &self,
+        out: &mut W,
+        inputs: &[&[u8]],
+        mut copy: impl FnMut(&mut W, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.layout.write_each(out, |out, k| {
+            copy(out, self.image(k, inputs).ok_or_else(outside)?)
+        })
+    }
+
+    /// The file's bytes.
+    pub fn to_vec(&self, inputs: &[&[u8]]) -> crate::error::Result<Vec<u8>> {
+        let mut v = Vec::with_capacity(usize::try_from(self.size()).unwrap_or(0));
+        self.write_to(&mut v, inputs)?;
+        Ok(v)
+    }
+}
+
+/// The error for a span that lies outside its source.
+fn outside() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a piece lies outside its input",
+    )
 }
 
 /// Writes `n` zero bytes.

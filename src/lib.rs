@@ -61,7 +61,8 @@
 //! them) and read them back:
 //!
 //! ```
-//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
+//! use offload_kit::Limits;
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind, Version};
 //!
 //! let gfx90a = b"device code for gfx90a".to_vec();
 //! let sm_80 = b"device code for sm_80".to_vec();
@@ -162,6 +163,7 @@ pub mod wrap;
 
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{Layout, Piece};
+pub use limits::Limits;
 
 // The internals.
 pub(crate) mod bitcode;
@@ -176,6 +178,7 @@ pub(crate) mod host;
 pub(crate) mod inputs;
 mod kernel_listing;
 pub(crate) mod layout;
+pub(crate) mod limits;
 pub(crate) mod link;
 pub(crate) mod llvm;
 mod num;

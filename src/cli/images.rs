@@ -4,7 +4,8 @@
 //! copied out by the library's [`Streams`].
 
 use super::scan::BadValue;
-use crate::offload_binary::{Budget, BudgetLimits};
+use crate::Limits;
+use crate::offload_binary::Budget;
 pub(crate) use crate::tools::streams::{Streams, data_error};
 
 /// The environment variable that sets `--max-uncompressed` for the
@@ -20,9 +21,9 @@ pub const MAX_UNCOMPRESSED_HELP: &str = "Most bytes all the compressed OffloadBi
 /// A command's budget: `--max-uncompressed` when given, else the limits
 /// derived from the inputs' size (which the caller adds as it opens them).
 pub fn budget(max_uncompressed: Option<u64>) -> Budget {
-    Budget::new(BudgetLimits {
-        max_inflated: max_uncompressed,
-        ..BudgetLimits::default()
+    Budget::new(Limits {
+        max_uncompressed,
+        ..Limits::default()
     })
 }
 

@@ -112,7 +112,8 @@ fn unpacked_name(base: &str, img: &OffloadImage<'_>, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{BudgetLimits, ImageKind, Limits, find_images};
+    use crate::Limits;
+    use crate::offload_binary::{ImageKind, find_images};
 
     /// OffloadBinaries (version 1) of images (kind, triple, arch, bytes).
     fn packed(images: &[(ImageKind, &str, &str, &[u8])]) -> Vec<u8> {
@@ -126,7 +127,7 @@ mod tests {
         data: Vec<u8>,
         filters: &[&str],
         dir: &Path,
-        limits: BudgetLimits,
+        limits: Limits,
     ) -> Result<Vec<String>, UnpackError> {
         let filters: Vec<String> = filters.iter().map(ToString::to_string).collect();
         let mut listed = Vec::new();
@@ -185,7 +186,7 @@ mod tests {
                 b"second",
             ),
         ]);
-        let limits = BudgetLimits::default();
+        let limits = Limits::default();
         let listed = run(
             "d/app.bin",
             data.clone(),
@@ -208,9 +209,9 @@ mod tests {
             (ImageKind::IMG_Object, "a", "b", b"1"),
             (ImageKind::IMG_Object, "c", "d", b"2"),
         ]);
-        let one = BudgetLimits {
+        let one = Limits {
             max_files: Some(1),
-            ..BudgetLimits::default()
+            ..Limits::default()
         };
         let e = run("app", data, &[], &out, one).unwrap_err();
         assert!(
@@ -234,12 +235,12 @@ mod tests {
             .unwrap()
             .write_to(&mut fat, &[b"host", b"code"])
             .unwrap();
-        let e = run("fat.bc", fat, &[], &out, BudgetLimits::default()).unwrap_err();
+        let e = run("fat.bc", fat, &[], &out, Limits::default()).unwrap_err();
         // The count is of device images: the host entry is none.
         assert!(matches!(e, UnpackError::Elsewhere(1)), "{e:?}");
         assert!(!out.exists());
         // Neither OffloadBinaries nor other device code: nothing to write.
-        let listed = run("x", b"plain".to_vec(), &[], &out, BudgetLimits::default());
+        let listed = run("x", b"plain".to_vec(), &[], &out, Limits::default());
         assert!(listed.unwrap().is_empty());
     }
 }

@@ -48,10 +48,7 @@ pub const COPY_BLOCK: u64 = 4096;
 /// writes from the mapping.
 pub const COPY_CHUNK: usize = 8 << 20;
 
-/// Most bytes read from standard input (or from a regular file whose size
-/// reads as 0, as `/proc` files do), which cannot be mapped: 4 GiB. More is
-/// an error, so `/dev/zero` piped in cannot exhaust memory.
-pub const MAX_STREAM_BYTES: u64 = 4 << 30;
+pub use crate::limits::MAX_STREAM_BYTES;
 
 /// `O_NONBLOCK` on Linux (x86-64 and AArch64): opening a FIFO that has no
 /// writer returns at once instead of waiting for one.

@@ -46,7 +46,7 @@ use std::io;
 use std::path::Path;
 
 pub(crate) use crate::error::strerror;
-use crate::layout::{Layout, Piece, write_zeros};
+use crate::layout::Layout;
 pub(crate) use input::open_nonblocking;
 pub(crate) use name::{raw_bytes, shown, shown_os};
 
@@ -117,18 +117,11 @@ pub fn write_pieces<'a, S: Sink>(
     payload: impl Fn(usize) -> Option<(&'a Input, &'a [u8])>,
     out: &mut S,
 ) -> io::Result<()> {
-    for piece in &layout.pieces {
-        match piece {
-            Piece::Bytes(b) => out.write_all(b)?,
-            Piece::Zeros(n) => write_zeros(out, *n)?,
-            Piece::Image(i) => {
-                let (input, bytes) = payload(*i)
-                    .ok_or_else(|| io::Error::other("internal error: no such payload"))?;
-                input.copy_to(bytes, out)?;
-            }
-        }
-    }
-    Ok(())
+    layout.write_each(out, |out, i| {
+        let (input, bytes) =
+            payload(i).ok_or_else(|| io::Error::other("internal error: no such payload"))?;
+        input.copy_to(bytes, out)
+    })
 }
 
 /// Writes `bytes` (a slice of `input`, copied file to file where it can

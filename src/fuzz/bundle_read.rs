@@ -107,7 +107,7 @@ pub(super) fn fits_in_memory(w: &crate::host::object::Written, input: usize) -> 
 /// decompressed under a size limit).
 fn bundle_objects_and_archives(data: &[u8]) {
     use crate::bundle::archive_unbundle::{self, Member};
-    use crate::bundle::ccob::{self as ccob, HashCheck, ReadOptions};
+    use crate::bundle::ccob::{HashCheck, ReadOptions};
     use crate::bundle::id::BundleId;
     use crate::bundle::{self, object};
 
@@ -175,9 +175,7 @@ fn bundle_objects_and_archives(data: &[u8]) {
     let _ = archive_unbundle::check_archive(data, &[], "fuzz.a");
     let inflate = |m: &Member<'_>| {
         let opts = ReadOptions {
-            limits: ccob::Limits {
-                max_uncompressed: 1 << 24,
-            },
+            limits: crate::Limits::uncompressed(1 << 24),
             hash: HashCheck::Report,
         };
         crate::bundle::ops::open(m.data, &opts).map(|d| d.map(|d| d.data))

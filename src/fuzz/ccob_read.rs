@@ -7,9 +7,7 @@ pub fn ccob_read(data: &[u8]) {
     use crate::bundle::ccob::{self as ccob, CompressOptions, HashCheck, Method, ReadOptions};
 
     let opts = ReadOptions {
-        limits: ccob::Limits {
-            max_uncompressed: 1 << 24,
-        },
+        limits: crate::Limits::uncompressed(1 << 24),
         hash: HashCheck::Report,
     };
     let _ = ccob::Header::parse(data);

@@ -1,15 +1,14 @@
 //! The fuzz body of OffloadBinaries: read, written, read again, and read
 //! within a budget.
 
-use crate::offload_binary::{self, ImageSpec, Limits};
+use crate::Limits;
+use crate::offload_binary::{self, ImageSpec};
 
 /// Reads `data` as OffloadBinaries; whatever is read must survive a write
 /// and a second read unchanged. Must never panic.
 pub fn offload_binary_read(data: &[u8]) {
     offload_binary_budget(data);
-    let limits = Limits {
-        max_inflated: 1 << 24,
-    };
+    let limits = Limits::uncompressed(1 << 24);
     let Ok(images) = offload_binary::read_all(data, &limits) else {
         return;
     };
@@ -69,9 +68,10 @@ pub fn offload_binary_read(data: &[u8]) {
 /// whatever they declare, no more is inflated, and no more images read,
 /// than the budget allows.
 fn offload_binary_budget(data: &[u8]) {
-    use crate::offload_binary::{Budget, BudgetLimits, Inflate, Spent, find_images_streamed};
-    let budget = Budget::new(BudgetLimits {
-        max_inflated: Some(1 << 24),
+    use crate::Limits;
+    use crate::offload_binary::{Budget, Inflate, Spent, find_images_streamed};
+    let budget = Budget::new(Limits {
+        max_uncompressed: Some(1 << 24),
         max_images: Some(10_000),
         max_files: Some(10_000),
         max_depth: Some(8),

@@ -238,7 +238,7 @@ fn pruned(
     } else {
         crate::prune::prune_file(data, sel, opts).ok()?.output
     }?;
-    let bytes = output.to_vec(data).expect("write to memory");
+    let bytes = output.to_vec(&[data]).expect("write to memory");
     assert_eq!(bytes.len() as u64, output.size());
     Some(bytes)
 }

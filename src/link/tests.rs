@@ -1,5 +1,6 @@
 use super::*;
-use crate::offload_binary::{self, Limits};
+use crate::Limits;
+use crate::offload_binary;
 
 #[test]
 fn device_args_for_triples() {

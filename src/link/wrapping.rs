@@ -253,8 +253,7 @@ mod tests {
         let mut out = tempfile::tempfile().unwrap();
         pack_image(&o, &dl, (&mut out, "p")).unwrap();
         let packed = written(&mut out);
-        let found =
-            offload_binary::find_images(&packed, &offload_binary::Limits::default()).unwrap();
+        let found = offload_binary::find_images(&packed, &crate::Limits::default()).unwrap();
         assert_eq!(&found[0].image.image[..], b"\x7fELF linked");
         assert_eq!(found[0].image.arch(), b"gfx90a");
         // The wrapper object is an ELF relocatable of the host.

@@ -1,39 +1,13 @@
 //! One command's budget for reading OffloadBinaries ([`Budget`], whose
-//! documentation says what is counted and the default limits).
+//! documentation says what is counted; [`Limits`] holds the defaults).
 
 use std::cell::Cell;
 
 use crate::error::{ErrorKind, Result};
+use crate::limits::{DEFAULT_DEPTH, Limits, MIN_FILES, MIN_IMAGES, uncompressed_for};
 // What a budget counts lives in the leaf `error` module, which carries it in
 // `ErrorKind::BudgetExceeded`.
 pub use crate::error::spent::Spent;
-
-/// Least bytes a command may inflate when the limit is derived.
-pub const MIN_INFLATED: u64 = 128 << 20;
-/// Most bytes a command may inflate when the limit is derived.
-pub const MAX_INFLATED: u64 = 16 << 30;
-/// Bytes a command may inflate per byte of input, when derived.
-pub const INFLATED_PER_INPUT_BYTE: u64 = 1024;
-/// Least images a command may read when the limit is derived.
-pub const MIN_IMAGES: u64 = 1 << 16;
-/// Least files a command may write when the limit is derived.
-pub const MIN_FILES: u64 = 4096;
-/// How deep binaries may nest in images by default.
-pub const DEFAULT_DEPTH: u64 = 16;
-
-/// The limits of a [`Budget`]; `None` derives the limit from the inputs'
-/// size (see [`Budget`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BudgetLimits {
-    /// Most bytes inflated out of compressed binaries, in all.
-    pub max_inflated: Option<u64>,
-    /// Most images read, in all.
-    pub max_images: Option<u64>,
-    /// Most files written, in all.
-    pub max_files: Option<u64>,
-    /// Most levels of binaries nested in images.
-    pub max_depth: Option<u64>,
-}
 
 /// One command's budget for reading OffloadBinaries: every read it makes,
 /// of every input and of every binary nested in an image, spends from the
@@ -48,25 +22,14 @@ pub struct BudgetLimits {
 /// ([`Budget::add_input`]), so that real files (libraries with thousands of
 /// images, device code that compresses well) pass while a file of a few
 /// kilobytes can cost no more than a fraction of a second and a bounded
-/// amount of memory:
-///
-/// | limit | default |
-/// |---|---|
-/// | bytes inflated | 1024 × the inputs' size, at least 128 MiB, at most 16 GiB |
-/// | images | the inputs' size / 16, at least 65,536 |
-/// | files written | the inputs' size / 1024, at least 4,096 |
-/// | levels of nesting | 16 |
-///
-/// zlib cannot compress beyond about 1032 to 1, and device code compresses
-/// far less, so 1024 × is reached only by data made to do it (zstd
-/// compresses runs of zeros much further).
+/// amount of memory (the defaults: [`Limits`]).
 ///
 /// What one command may still spend ([`Spent`]); shared by reference by
 /// every read it makes. Not for several threads at once (the counters are
 /// [`Cell`]s).
 #[derive(Debug, Default)]
 pub struct Budget {
-    limits: BudgetLimits,
+    limits: Limits,
     /// Bytes of input seen, for the derived limits.
     input: Cell<u64>,
     inflated: Cell<u64>,
@@ -76,7 +39,7 @@ pub struct Budget {
 
 impl Budget {
     /// A budget with these limits, no input seen yet.
-    pub fn new(limits: BudgetLimits) -> Budget {
+    pub fn new(limits: Limits) -> Budget {
         Budget {
             limits,
             ..Budget::default()
@@ -115,11 +78,10 @@ impl Budget {
     pub fn limit(&self, what: Spent) -> u64 {
         let input = self.input.get();
         match what {
-            Spent::Inflated => self.limits.max_inflated.unwrap_or_else(|| {
-                input
-                    .saturating_mul(INFLATED_PER_INPUT_BYTE)
-                    .clamp(MIN_INFLATED, MAX_INFLATED)
-            }),
+            Spent::Inflated => self
+                .limits
+                .max_uncompressed
+                .unwrap_or_else(|| uncompressed_for(input)),
             Spent::Images => self
                 .limits
                 .max_images
@@ -195,6 +157,7 @@ mod tests {
 
     #[test]
     fn derived_limits_grow_with_the_inputs_within_their_bounds() {
+        use crate::limits::{MAX_UNCOMPRESSED as MAX_INFLATED, MIN_UNCOMPRESSED as MIN_INFLATED};
         let b = Budget::default();
         assert_eq!(b.limit(Spent::Inflated), MIN_INFLATED);
         assert_eq!(b.limit(Spent::Images), MIN_IMAGES);
@@ -208,9 +171,9 @@ mod tests {
         b.add_input(u64::MAX);
         assert_eq!(b.limit(Spent::Inflated), MAX_INFLATED);
         assert_eq!(b.limit(Spent::Images), u64::MAX / 16);
-        let given = Budget::new(BudgetLimits {
-            max_inflated: Some(10),
-            ..BudgetLimits::default()
+        let given = Budget::new(Limits {
+            max_uncompressed: Some(10),
+            ..Limits::default()
         });
         given.add_input(1 << 30);
         assert_eq!(given.limit(Spent::Inflated), 10);
@@ -218,10 +181,10 @@ mod tests {
 
     #[test]
     fn spending_past_a_limit_fails_and_spends_nothing() {
-        let b = Budget::new(BudgetLimits {
+        let b = Budget::new(Limits {
             max_images: Some(5),
             max_depth: Some(2),
-            ..BudgetLimits::default()
+            ..Limits::default()
         });
         b.spend(Spent::Images, 3, String::new).unwrap();
         let e = b

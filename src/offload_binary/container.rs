@@ -17,7 +17,8 @@ use std::borrow::Cow;
 use super::budget::{Budget, Spent};
 use super::inflating::{Attempt, Inflating, attempt};
 use super::raw::{ALIGN, align_up};
-use super::read::{Limits, OffloadImage, has_magic, locate, read_all, read_binary};
+use super::read::{OffloadImage, has_magic, locate, read_all, read_binary};
+use crate::Limits;
 use crate::bitcode::{EmbeddedObject, EmbeddedObjects};
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::len64;
@@ -71,7 +72,7 @@ const MAX_DEPTH: u32 = 4;
 /// them without inflating them.
 ///
 /// An object embedded in LLVM bitcode is decoded into memory; one larger
-/// than `limits.max_inflated` is an error.
+/// than `limits.max_uncompressed()` is an error.
 pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<FoundImage<'data>>> {
     let mut out = Vec::new();
     find_in(
@@ -89,10 +90,10 @@ pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<Foun
             match run {
                 Run::Data(bytes) => out.extend(read_all(bytes, limits)?.into_iter().map(found)),
                 Run::Bitcode(objects, object) => {
-                    if object.size > limits.max_inflated {
+                    if object.size > limits.max_uncompressed() {
                         return Err(ErrorKind::LimitExceeded {
                             what: bitcode_object(object, member),
-                            limit: limits.max_inflated,
+                            limit: limits.max_uncompressed(),
                         }
                         .into());
                     }
@@ -348,9 +349,7 @@ fn read_streamed<'data>(
         image,
         pending,
     };
-    let unlimited = Limits {
-        max_inflated: u64::MAX,
-    };
+    let unlimited = Limits::uncompressed(u64::MAX);
     let mut at = 0u64;
     while at < len64(data) {
         let located = locate(data, at)?;
@@ -448,7 +447,8 @@ fn keep_nested(inf: &Inflating<'_>, nested: bool) -> Result<Vec<Option<Vec<u8>>>
 mod tests {
     use super::*;
     use crate::ErrorKind;
-    use crate::offload_binary::{BudgetLimits, Compression, ImageSpec, compress, layout};
+    use crate::Limits;
+    use crate::offload_binary::{Compression, ImageSpec, compress, layout};
 
     /// An uncompressed version 3 binary of `images`.
     fn plain(images: &[&[u8]]) -> Vec<u8> {
@@ -530,9 +530,9 @@ mod tests {
     #[test]
     fn a_bomb_spends_its_budget_before_anything_is_inflated() {
         let data = compress(&plain(&[&[0u8; 4096]]), Compression::Zstd, 3).unwrap();
-        let budget = Budget::new(BudgetLimits {
-            max_inflated: Some(4096),
-            ..BudgetLimits::default()
+        let budget = Budget::new(Limits {
+            max_uncompressed: Some(4096),
+            ..Limits::default()
         });
         let e = find_images_streamed(&data, &budget, Inflate::Tables).unwrap_err();
         assert!(
@@ -548,16 +548,16 @@ mod tests {
         );
         assert_eq!(budget.spent(Spent::Inflated), 0);
         // Two reads of one input share the budget: the second is refused.
-        let budget = Budget::new(BudgetLimits {
-            max_inflated: Some(len64(&plain(&[&[0u8; 4096]])) * 3 / 2),
-            ..BudgetLimits::default()
+        let budget = Budget::new(Limits {
+            max_uncompressed: Some(len64(&plain(&[&[0u8; 4096]])) * 3 / 2),
+            ..Limits::default()
         });
         find_images_streamed(&data, &budget, Inflate::Check).unwrap();
         assert!(find_images_streamed(&data, &budget, Inflate::Check).is_err());
         // Images too.
-        let budget = Budget::new(BudgetLimits {
+        let budget = Budget::new(Limits {
             max_images: Some(1),
-            ..BudgetLimits::default()
+            ..Limits::default()
         });
         let two = plain(&[b"a", b"b"]);
         let e = find_images_streamed(&two, &budget, Inflate::Check).unwrap_err();
@@ -669,9 +669,9 @@ mod tests {
     #[test]
     fn bitcode_objects_spend_their_size_before_they_are_decoded() {
         let bc = fixture("bitcode/embedded.bc");
-        let budget = Budget::new(BudgetLimits {
-            max_inflated: Some(1000),
-            ..BudgetLimits::default()
+        let budget = Budget::new(Limits {
+            max_uncompressed: Some(1000),
+            ..Limits::default()
         });
         let e = find_images_streamed(&bc, &budget, Inflate::Check).unwrap_err();
         assert!(
@@ -689,7 +689,7 @@ mod tests {
             "{e}"
         );
         assert_eq!(budget.spent(Spent::Inflated), 880);
-        let e = find_images(&bc, &Limits { max_inflated: 500 }).unwrap_err();
+        let e = find_images(&bc, &Limits::uncompressed(500)).unwrap_err();
         assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
     }
 

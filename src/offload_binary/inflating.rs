@@ -14,9 +14,10 @@ use std::borrow::Cow;
 use std::io::{self, Read};
 
 use super::read::{
-    Described, Limits, OffloadImage, Tables, body_reader, compressed_body, inflated_head, locate,
+    Described, OffloadImage, Tables, body_reader, compressed_body, inflated_head, locate,
     read_tables, whole_header,
 };
+use crate::Limits;
 use crate::error::Result;
 use crate::num::len64;
 

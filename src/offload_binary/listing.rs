@@ -222,7 +222,8 @@ fn as_report_name<S: Serializer>(v: &ImageKind, s: S) -> Result<S::Ok, S::Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{Limits, find_images};
+    use crate::Limits;
+    use crate::offload_binary::find_images;
 
     #[test]
     fn rows_of_a_file() {
@@ -278,13 +279,13 @@ pub(crate) fn bundle_listing(
     budget: &Budget,
 ) -> Result<Option<Listing>, BundleListingError> {
     use crate::bundle::ccob::{HashCheck, ReadOptions};
-    use crate::bundle::{self, Format, ccob};
+    use crate::bundle::{self, Format};
     if let Some(listing) = ccob_header_listing(input)? {
         return Ok(Some(listing));
     }
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        limits: ccob::Limits::default(),
+        limits: crate::Limits::default(),
     };
     let inflated = bundle::ops::open(input, &opts)?;
     let data = inflated.as_ref().map_or(input, |d| d.data.as_slice());

@@ -28,7 +28,8 @@
 //! `.llvm.offloading` section or an archive of objects would do as well):
 //!
 //! ```
-//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, Limits, OffloadKind, Version};
+//! use offload_kit::Limits;
+//! use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind, Version};
 //!
 //! let images = [b"gfx90a code".to_vec(), b"sm_80 code".to_vec()];
 //! let spec = |triple: &str, arch: &str, image: &[u8]| ImageSpec {
@@ -57,7 +58,7 @@
 //! ```
 //!
 //! Version 3 binaries may be compressed ([`compress`]); reading inflates
-//! them within [`Limits`], or [`find_images_streamed`] streams them within a
+//! them within [`Limits`](crate::Limits), or [`find_images_streamed`] streams them within a
 //! [`Budget`].
 //!
 //! Sources: `llvm/include/llvm/Object/OffloadBinary.h` of LLVM 22.1.8 and of
@@ -73,12 +74,12 @@ pub(crate) mod raw;
 pub(crate) mod read;
 pub(crate) mod write;
 
-pub use budget::{Budget, BudgetLimits, Spent};
+pub use budget::{Budget, Spent};
 pub(crate) use container::find_images_streamed_of;
 pub use container::{FoundImage, Inflate, Pending, Streamed, find_images, find_images_streamed};
 pub use inflating::{Inflating, PendingImage};
 pub use kinds::{ImageKind, OffloadKind};
-pub use read::{KeyValue, Limits, OffloadImage, has_magic, read_all};
+pub use read::{KeyValue, OffloadImage, has_magic, read_all};
 pub use write::{Compression, ImageSpec, Version, compress, layout};
 
 // What the rest of the crate (the scanner, the command line) uses besides.

@@ -47,17 +47,12 @@ pub(crate) fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn
         Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(bytes)?),
         Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(bytes)),
         Compression::Lzma => {
-            let stream =
-                liblzma::stream::Stream::new_lzma_decoder(LZMA_MEMORY).map_err(io::Error::other)?;
+            let stream = liblzma::stream::Stream::new_lzma_decoder(crate::limits::LZMA_MEMORY)
+                .map_err(io::Error::other)?;
             Box::new(liblzma::bufread::XzDecoder::new_stream(bytes, stream))
         }
     })
 }
-
-/// Memory the LZMA decoder may take (its dictionary, which the header
-/// names: `xz --format=lzma -9` asks 64 MiB; the format allows 4 GiB).
-/// A stream that asks for more is refused as damaged.
-const LZMA_MEMORY: u64 = 1 << 30;
 
 /// Memory liblzma's threaded decoder may use for its threads' buffers
 /// (each holds one block); past it, it decodes on one thread.

@@ -34,7 +34,6 @@ use super::path::{
 use super::wheel::{Budget, inflate};
 use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
 use crate::host::ar;
-use crate::layout::{Piece, write_zeros};
 use crate::package::{self, Compression};
 
 mod compress;
@@ -532,22 +531,9 @@ fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::R
 /// Writes the pruned form `new` of `file` to `out`, as
 /// [`NewFile::write_to`] does, giving back the pages it reads.
 fn write_pruned(new: &NewFile, file: &Input, out: &mut dyn Write) -> std::io::Result<()> {
-    for p in &new.layout.pieces {
-        match p {
-            Piece::Bytes(b) => out.write_all(b)?,
-            Piece::Zeros(n) => write_zeros(out, *n)?,
-            Piece::Image(k) => {
-                let span = new.span_bytes(*k, file.bytes()).ok_or_else(|| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        "a piece lies outside its input",
-                    )
-                })?;
-                write_released(out, file, span)?;
-            }
-        }
-    }
-    Ok(())
+    new.write_with(out, &[file.bytes()], |out, span| {
+        write_released(out, file, span)
+    })
 }
 
 /// A writer that hashes what passes through it.

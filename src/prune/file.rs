@@ -159,11 +159,11 @@ pub(crate) fn prune_file_as(
             }
             Err(why) => {
                 p.not_shrunk = Some(why);
-                Output::in_place(len, &mut plan)
+                super::output::in_place(len, &mut plan)
             }
         },
-        Host::Linked => Output::in_place(len, &mut plan),
-        _ => Output::cut(len, &mut plan),
+        Host::Linked => super::output::in_place(len, &mut plan),
+        _ => super::output::cut(len, &mut plan),
     });
     Ok(p)
 }

@@ -18,7 +18,7 @@
 //!   [`Layout`](crate::layout::Layout) whose payloads are byte ranges of
 //!   the input: the kept entries are copied, never decoded.
 //! - [`plan`] finds the containers of a file that lose entries and
-//!   rewrites each; [`Output`] describes the file then written, by its
+//!   rewrites each; a [`Written`](crate::bundle::Written) describes the file then written, by its
 //!   kind: a linked program or library rewritten where each container lies
 //!   (nothing moves), a relocatable object whose sections shrink
 //!   (`object`), a static archive of them ([`prune_archive`]), or a bare
@@ -55,7 +55,7 @@
 //!
 //! let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
 //! let pruning = prune::prune_file(&file, &keep, &Options::default())?;
-//! let pruned = pruning.output.ok_or("nothing to prune")?.to_vec(&file)?;
+//! let pruned = pruning.output.ok_or("nothing to prune")?.to_vec(&[&file])?;
 //! assert_eq!(pruned.len() as u64, file.len() as u64 - pruning.freed);
 //!
 //! let left = bundle::entries(&pruned, Format::Binary)?;
@@ -88,7 +88,6 @@ pub use archive::prune as prune_archive;
 pub use containers::Pruned;
 pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, prune_file};
-pub use output::Output;
 #[cfg(feature = "files")]
 pub use path::{
     Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, RemovedFile,

@@ -300,7 +300,7 @@ pub fn prune_path(
     match (file.file(), out.temp_file()) {
         (Some(input), Some(f)) => write::write_at(input, data, &pruned, f).map_err(cannot)?,
         _ => {
-            pruned.write_to(data, &mut out).map_err(cannot)?;
+            pruned.write_to(&mut out, &[data]).map_err(cannot)?;
             if let Some(f) = out.temp_file() {
                 write::punch(f, &pruned);
             }
@@ -724,7 +724,7 @@ fn thin(
         .map_err(|e| PathError::content(input, &name, e))?;
     let cannot = |e| PathError::write(input, e);
     let mut out = Output::create(input).map_err(cannot)?;
-    new.write_to(data, &mut out).map_err(cannot)?;
+    new.write_to(&mut out, &[data]).map_err(cannot)?;
     let through = write_through(opts, input, meta)?;
     finish(opts, out, meta, input, &mut rep, through)?;
     Ok(rep)

@@ -73,7 +73,7 @@ impl Edit {
 ///
 /// A plan that [`plan`] makes holds its edits in file order, each inside
 /// the file, none overlapping another, and none larger after than before
-/// ([`Plan::check`]): what [`Output`](super::Output) relies on.
+/// ([`Plan::check`]): what the pruned file written from it relies on.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
     /// The containers rewritten, in file order.

@@ -249,7 +249,7 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
     let f = super::prune_file(&data, &sel, &super::Options::default()).unwrap();
     assert_eq!(f.emptied, [1]);
     assert_eq!(f.verdicts, [Verdict::Keep, Verdict::Drop, Verdict::Drop]);
-    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let out = f.output.unwrap().to_vec(&[&data]).unwrap();
     let first = fatbin::read(&out).unwrap();
     assert_eq!(first.entries.len(), 1);
     let rest = &out[usize::try_from(first.size).unwrap()..];
@@ -281,7 +281,7 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
     };
     let f = super::file::prune_file_as(&data, &none, &opts, true).unwrap();
     assert_eq!(f.emptied, [0, 1]);
-    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let out = f.output.unwrap().to_vec(&[&data]).unwrap();
     assert_eq!(out.len(), 32);
     assert_eq!(out[..8], data[..8]);
     assert_eq!(out[16..24], data[second..second + 8]);
@@ -324,7 +324,7 @@ fn a_bundle_that_would_lose_every_device_entry_keeps_its_host_entry() {
     ));
     let f = super::prune_file(&data, &keep(&["gfx90a"], Ptx::Newest), &Default::default()).unwrap();
     assert_eq!(f.emptied, [1]);
-    let out = f.output.unwrap().to_vec(&data).unwrap();
+    let out = f.output.unwrap().to_vec(&[&data]).unwrap();
     let again = scan::scan(&out, &Options::default());
     assert!(!again.damaged());
     let second = again
@@ -463,7 +463,11 @@ fn sycl_targets_keep_and_drop_the_images_of_their_triple() {
         [Always, Drop, Drop]
     );
     let pruning = super::prune_file(&b, &drop(&["spir64"]), &super::Options::default()).unwrap();
-    let out = pruning.output.expect("a pruned bundle").to_vec(&b).unwrap();
+    let out = pruning
+        .output
+        .expect("a pruned bundle")
+        .to_vec(&[&b])
+        .unwrap();
     let ids: Vec<String> = binary::read(&out)
         .unwrap()
         .iter()
@@ -516,7 +520,7 @@ fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
     let out = f
         .output
         .expect("the bundle loses entries")
-        .to_vec(&b)
+        .to_vec(&[&b])
         .unwrap();
     assert!(out.len() < b.len());
     assert_eq!(f.freed, (b.len() - out.len()) as u64);
@@ -544,8 +548,8 @@ fn bare_containers_are_cut_and_linked_ones_rewritten_in_place() {
     )
     .unwrap();
     let freed = plan.freed();
-    let whole = super::output::Output::in_place(data.len() as u64, &mut plan)
-        .to_vec(&data)
+    let whole = super::output::in_place(data.len() as u64, &mut plan)
+        .to_vec(&[&data])
         .unwrap();
     assert_eq!(whole.len(), data.len());
     assert_eq!(&whole[..at], &data[..at]);
@@ -573,7 +577,7 @@ fn appended_outputs_refer_to_the_whole_input() {
     let mut whole = Output::default();
     whole.span(0, 0, 1);
     whole.append_at(10, member);
-    assert_eq!(whole.to_vec(&input).unwrap(), vec![0, 12, 13, 14, 9, 9]);
+    assert_eq!(whole.to_vec(&[&input]).unwrap(), vec![0, 12, 13, 14, 9, 9]);
 }
 
 /// Shrinking refuses what it does not know, saying why.

@@ -172,7 +172,7 @@ fn prune_members<'a>(
             n: 0,
         };
         new_member
-            .write_to(member.bytes(), &mut hasher)
+            .write_to(&mut hasher, &[member.bytes()])
             .map_err(scratch)?;
         let Hashing { out, n, sha } = hasher;
         let file = out.into_inner().map_err(|e| scratch(e.into_error()))?;

@@ -42,7 +42,7 @@ pub(crate) const DEFAULT_MAX_CONTAINERS: usize = 200_000;
 /// while a small crafted file can never make more than 128 MiB of
 /// decompression (which some containers need in memory).
 pub fn default_max_uncompressed(size: u64) -> u64 {
-    size.saturating_mul(1024).clamp(128 << 20, 16 << 30)
+    crate::limits::uncompressed_for(size)
 }
 
 /// What to do, and the bounds. Start from [`Options::default`] and set
@@ -97,7 +97,7 @@ impl Default for Options {
         Options {
             mode: Mode::Auto,
             max_depth: 8,
-            max_uncompressed: 16 << 30,
+            max_uncompressed: crate::limits::MAX_UNCOMPRESSED,
             max_images: DEFAULT_MAX_IMAGES,
             max_containers: DEFAULT_MAX_CONTAINERS,
             verify: false,

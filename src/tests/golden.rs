@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::offload_binary::{Limits, find_images};
+use crate::Limits;
+use crate::offload_binary::find_images;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/offload_binary")

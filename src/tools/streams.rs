@@ -140,9 +140,9 @@ fn pump(r: &mut dyn Read, w: &mut dyn Write, buf: &mut [u8]) -> io::Result<u64> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Limits;
     use crate::offload_binary::{
-        Budget, BudgetLimits, Compression, ImageSpec, Inflate, compress, find_images_streamed,
-        layout,
+        Budget, Compression, ImageSpec, Inflate, compress, find_images_streamed, layout,
     };
 
     #[test]
@@ -164,7 +164,7 @@ mod tests {
             .write_to(&mut plain, &refs)
             .unwrap();
         let data = compress(&plain, Compression::Zstd, 3).unwrap();
-        let budget = Budget::new(BudgetLimits::default());
+        let budget = Budget::new(Limits::default());
         let found = find_images_streamed(&data, &budget, Inflate::Check).unwrap();
         let mut streams = Streams::new(&found);
         // In order (one pass), then backwards (each starts again), then

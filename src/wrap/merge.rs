@@ -65,7 +65,7 @@ pub(crate) fn groups(consts: &[(u64, u64)], limit: u64) -> Vec<Group> {
 /// (llc emits them with the module's other globals); then each merged
 /// global, at its alignment, in the order GlobalMerge makes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Layout {
+pub(crate) struct Placement {
     /// Each constant's offset in the section.
     pub at: Vec<u64>,
     /// The merged global (an index into `groups`) each constant is in.
@@ -78,7 +78,7 @@ pub(crate) struct Layout {
     pub align: u64,
 }
 
-impl Layout {
+impl Placement {
     /// Whether there are constants and every one is merged: the section
     /// then holds only merged globals, which llc writes after the
     /// module's other globals.
@@ -95,10 +95,10 @@ impl Layout {
     }
 }
 
-/// The layout of the constants whose (size, preferred alignment) are
+/// The placement of the constants whose (size, preferred alignment) are
 /// `consts`, in the module's order, merged under `limit` bytes (none: no
 /// merging, each in turn).
-pub(crate) fn lay_out(consts: &[(u64, u64)], limit: Option<u64>) -> Result<Layout> {
+pub(crate) fn place(consts: &[(u64, u64)], limit: Option<u64>) -> Result<Placement> {
     let merged = limit.map_or_else(Vec::new, |limit| groups(consts, limit));
     let mut group = vec![None; consts.len()];
     for (g, m) in merged.iter().enumerate() {
@@ -127,7 +127,7 @@ pub(crate) fn lay_out(consts: &[(u64, u64)], limit: Option<u64>) -> Result<Layou
         end = base.checked_add(m.size).ok_or_else(too_large)?;
         align = align.max(m.align);
     }
-    Ok(Layout {
+    Ok(Placement {
         at,
         group,
         groups,
@@ -178,7 +178,7 @@ mod tests {
         let data = |n: u64| {
             let mut c = vec![(32 * n, 16), (32, 16)];
             c.extend((0..n).map(|_| (32, 16)));
-            lay_out(&c, Some(0x7fff)).unwrap()
+            place(&c, Some(0x7fff)).unwrap()
         };
         // One image: all three merged, in the module's order.
         let l = data(1);
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(l.groups[1], (0xffe0, vec![1024, 1025]));
         assert_eq!(l.end, 0x10020);
         // Nothing to merge: each in turn.
-        let l = lay_out(&[(7, 1), (23, 16), (5, 1)], None).unwrap();
+        let l = place(&[(7, 1), (23, 16), (5, 1)], None).unwrap();
         assert_eq!((l.at, l.end, l.align), (vec![0, 16, 39], 44, 16));
     }
 }

@@ -6,11 +6,12 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use super::arch::CpuInfo;
+use crate::Limits;
 use crate::error::{Error, Result};
 use crate::llvm::jam_crc::JamCrc;
 use crate::llvm::triple::Triple;
 use crate::num::len64;
-use crate::offload_binary::{self, Limits};
+use crate::offload_binary;
 
 /// Size of `__tgt_device_image`, `__tgt_bin_desc` and `__tgt_image_info` on
 /// LP64 targets.

@@ -48,11 +48,12 @@ use super::elf_object::{
 };
 use super::model::{align_up, byte_array_align};
 use super::relocatable::{Place, Relocatable, SectionId, SymbolId};
+use crate::Limits;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::llvm::triple::Arch;
 use crate::num::len64;
-use crate::offload_binary::{self, Limits, OffloadKind};
+use crate::offload_binary::{self, OffloadKind};
 
 /// The host CPUs whose SYCL objects are checked against LLVM 22's.
 const SYCL_CPUS: &[Arch] = &[Arch::X86_64, Arch::Aarch64, Arch::Systemz];

@@ -69,7 +69,7 @@
 //! | uncompressed size smaller than the data | error | error (LLVM's message) |
 //! | bytes after the end of a zlib stream | ignored | error |
 //! | hash mismatch | only `Hashes match: No` in verbose mode | error by default; [`HashCheck::Report`] only reports it, [`HashCheck::Skip`] does not compute it (LLVM's speed; the `clang-offload-bundler` drop-in computes it only for `-verbose`, as LLVM does) |
-//! | uncompressed size above the caller's limit | allocates it | error before allocating ([`Limits`]) |
+//! | uncompressed size above the caller's limit | allocates it | error before allocating ([`Limits`](crate::Limits)) |
 //!
 //! Decompression never writes more than the declared size: zstd decodes into
 //! a buffer of exactly the declared size and fails if it would write one byte
@@ -98,7 +98,7 @@
 //! decompresses everything, fails. When the stream fails, the payload is
 //! decompressed again the whole-buffer way, only to name the fault as LLVM
 //! does (so on that error path memory is the declared size, within
-//! [`Limits`]).
+//! [`Limits`](crate::Limits)).
 //!
 //! [`Ccob::stream_parallel`] does the same on several threads: a payload of
 //! several zstd frames (ours, from [`CompressOptions::threads`]) is decoded
@@ -110,7 +110,7 @@
 //! [`Ccob::bundle_records`] decompresses only as far as the bundle header,
 //! which tells the caller which ranges to ask for. Text and object bundles
 //! inside a CCOB are read from the whole contents (their entries can only
-//! be found by searching them), within [`Limits`].
+//! be found by searching them), within [`Limits`](crate::Limits).
 //!
 //! Every error is an [`ErrorKind::Ccob`] carrying a [`Fault`];
 //! [`Fault::llvm_message`] gives the text LLVM 22 prints for it (after
@@ -166,7 +166,7 @@ pub use crate::error::ccob::Fault;
 pub use header::Header;
 pub use options::CompressOptions;
 pub use raw::{Method, has_magic};
-pub use read::{Ccob, Decompressed, HashCheck, Limits, ReadOptions, decompress, decompress_all};
+pub use read::{Ccob, Decompressed, HashCheck, ReadOptions, decompress, decompress_all};
 pub use stream::{StreamEnd, Streamed, Wanted};
 pub use write::{CompressReport, compress, compress_to_vec};
 

@@ -6,29 +6,12 @@ use zstd::zstd_safe;
 use super::Fault;
 use super::header::*;
 use super::raw::*;
+use crate::Limits;
 use crate::error::Result;
 use crate::num::{len64, usize_from};
 
 // ---------------------------------------------------------------------------
 // Reading
-
-/// Bounds applied while decompressing.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Largest uncompressed size accepted for one CCOB, and for the sum of
-    /// all of them in [`decompress_all`].
-    pub max_uncompressed: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        // Fat binaries of a few GiB exist (v3 exists for > 4 GiB); beyond
-        // this, a declared size is far more likely a bomb.
-        Limits {
-            max_uncompressed: 16 << 30,
-        }
-    }
-}
 
 /// What to do with the stored hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,7 +30,8 @@ pub enum HashCheck {
 /// Options for reading.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadOptions {
-    /// Size bounds.
+    /// Size bounds: [`Limits::max_uncompressed`] caps one CCOB, and the
+    /// sum of all of them in [`decompress_all`].
     pub limits: Limits,
     /// Hash policy.
     pub hash: HashCheck,
@@ -91,7 +75,7 @@ impl<'data> Ccob<'data> {
     /// Decompresses the payload, within `opts`' limits and hash policy.
     /// The result's `offset` is 0.
     pub fn decompress(&self, opts: &ReadOptions) -> Result<Decompressed> {
-        decompress_ccob(self, opts, opts.limits.max_uncompressed).map_err(|f| f.at(0))
+        decompress_ccob(self, opts, opts.limits.max_uncompressed()).map_err(|f| f.at(0))
     }
 
     /// Fails with [`Fault::ImpossibleSize`] when the header declares more
@@ -217,7 +201,7 @@ impl Decompressed {
 /// total size) are an error, as they are for LLVM.
 pub fn decompress(data: &[u8], opts: &ReadOptions) -> Result<Decompressed> {
     let ccob = Ccob::parse_whole(data)?;
-    decompress_ccob(&ccob, opts, opts.limits.max_uncompressed).map_err(|f| f.at(0))
+    decompress_ccob(&ccob, opts, opts.limits.max_uncompressed()).map_err(|f| f.at(0))
 }
 
 /// Decompresses every CCOB in `data`: they follow each other, each ending
@@ -228,7 +212,7 @@ pub fn decompress(data: &[u8], opts: &ReadOptions) -> Result<Decompressed> {
 pub fn decompress_all(data: &[u8], opts: &ReadOptions) -> Result<Vec<Decompressed>> {
     let mut out = Vec::new();
     let mut at = 0u64;
-    let mut budget = opts.limits.max_uncompressed;
+    let mut budget = opts.limits.max_uncompressed();
     loop {
         let rest = data.get(usize_from(at)..).unwrap_or_default();
         let Some(skip) = rest.iter().position(|&b| b != 0) else {
@@ -240,10 +224,10 @@ pub fn decompress_all(data: &[u8], opts: &ReadOptions) -> Result<Vec<Decompresse
         let mut d = decompress_ccob(&ccob, opts, budget).map_err(|f| {
             match f {
                 // Report the sum against the caller's limit.
-                Fault::TooLarge { declared, .. } if budget < opts.limits.max_uncompressed => {
+                Fault::TooLarge { declared, .. } if budget < opts.limits.max_uncompressed() => {
                     Fault::TooLarge {
-                        declared: declared.saturating_add(opts.limits.max_uncompressed - budget),
-                        limit: opts.limits.max_uncompressed,
+                        declared: declared.saturating_add(opts.limits.max_uncompressed() - budget),
+                        limit: opts.limits.max_uncompressed(),
                     }
                 }
                 f => f,

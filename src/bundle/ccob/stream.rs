@@ -387,7 +387,7 @@ impl Ccob<'_> {
     /// against the declared size.
     pub(super) fn check_stream(&self, wanted: &[Wanted<'_>], opts: &ReadOptions) -> Result<()> {
         let declared = self.header.uncompressed_size;
-        let limit = opts.limits.max_uncompressed;
+        let limit = opts.limits.max_uncompressed();
         if declared > limit {
             return Err(Fault::TooLarge { declared, limit }.at(0));
         }
@@ -481,7 +481,7 @@ impl Ccob<'_> {
             hash: HashCheck::Skip,
             ..*opts
         };
-        let limit = opts.limits.max_uncompressed.min(NAME_FAULT_IN_MEMORY);
+        let limit = opts.limits.max_uncompressed().min(NAME_FAULT_IN_MEMORY);
         let whole = (self.header.uncompressed_size <= limit)
             .then(|| super::read::decompress_ccob(self, &lenient, limit));
         match whole {

@@ -28,11 +28,11 @@ use zerocopy::IntoBytes;
 
 use crate::error::Result;
 
+pub use crate::layout::{Span, Written};
 #[cfg(test)]
 pub(crate) use checks::check_alignments;
 pub(crate) use checks::{check_string_table, llvm_section_name, read_err};
 pub(crate) use model::{Added, Edit, Moved, Part, Update, moved};
-pub use model::{Span, Written};
 
 /// A section's name and its range in the file (`None` for a section
 /// without file contents).

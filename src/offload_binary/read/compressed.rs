@@ -7,8 +7,9 @@ use std::io::Read;
 
 use zerocopy::FromBytes;
 
-use super::image::{Limits, OffloadImage};
+use super::image::OffloadImage;
 use super::tables::{read_uncompressed, tail};
+use crate::Limits;
 use crate::decoded::Exact;
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, usize_from};
@@ -115,10 +116,10 @@ pub(crate) fn compressed_body(
             format!("{inflated} is smaller than the header ({body_at} bytes)"),
         ));
     }
-    if inflated > limits.max_inflated {
+    if inflated > limits.max_uncompressed() {
         return Err(ErrorKind::LimitExceeded {
             what: format!("compressed OffloadBinary at {at:#x} (inflated size {inflated})"),
-            limit: limits.max_inflated,
+            limit: limits.max_uncompressed(),
         }
         .into());
     }

@@ -1,25 +1,8 @@
-//! What reading an OffloadBinary gives: its images ([`OffloadImage`]),
-//! and the bounds it is read within ([`Limits`]).
+//! What reading an OffloadBinary gives: its images ([`OffloadImage`]).
 
 use std::borrow::Cow;
 
 use crate::offload_binary::kinds::{ImageKind, OffloadKind};
-
-/// Bounds applied while reading.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Largest size a compressed (v3) binary may inflate to.
-    pub max_inflated: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        // Device images reach a few GiB; anything beyond this is a bomb.
-        Limits {
-            max_inflated: 8 << 30,
-        }
-    }
-}
 
 /// A key and its value, borrowed from the input or owned (after inflating).
 pub type KeyValue<'data> = (Cow<'data, [u8]>, Cow<'data, [u8]>);

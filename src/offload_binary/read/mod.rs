@@ -3,7 +3,7 @@
 //! Nothing here trusts a field: every offset and size is checked against the
 //! binary it belongs to, the fixed tables (header, entries, string entries)
 //! must not overlap each other or any image, images must not overlap each
-//! other, and compressed (v3) data inflates to at most [`Limits::max_inflated`]
+//! other, and compressed (v3) data inflates to at most [`Limits::max_uncompressed`](crate::Limits::max_uncompressed)
 //! bytes. Image bytes are borrowed from the input when it is not compressed,
 //! so a caller holding a mapped file can copy them file to file.
 //!
@@ -16,6 +16,7 @@ use zerocopy::FromBytes;
 use super::raw::{
     ALIGN, ENTRY_SIZE, HEADER_SIZE, HEADER_V3_SIZE, Header, HeaderV3, MAGIC, align_up,
 };
+use crate::Limits;
 use crate::error::{ErrorKind, Result};
 use crate::num::{len64, usize_from};
 
@@ -26,7 +27,7 @@ mod tables;
 pub(crate) use compressed::header_summary;
 use compressed::read_compressed;
 pub(super) use compressed::{body_reader, compressed_body, inflated_head, whole_header};
-pub use image::{KeyValue, Limits, OffloadImage};
+pub use image::{KeyValue, OffloadImage};
 pub(super) use tables::{Described, Tables, read_tables};
 use tables::{read_uncompressed, tail, truncated};
 

@@ -120,7 +120,7 @@ fn bytes_after_the_compressed_stream_are_an_error_for_zlib_as_for_zstd() {
 #[test]
 fn inflating_past_the_limit_is_refused_before_decompressing() {
     let packed = compress(&write(3), Compression::Zstd, 3).unwrap();
-    let e = read_all(&packed, &Limits { max_inflated: 1000 }).unwrap_err();
+    let e = read_all(&packed, &Limits::uncompressed(1000)).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::LimitExceeded { .. }), "{e}");
 }
 

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 
-use super::super::Output as NewFile;
+use super::super::output::Output as NewFile;
 use crate::layout::Piece;
 
 /// Writes `output` (`data` pruned, `input` being its file) into the new
@@ -23,7 +23,7 @@ pub(super) fn write_at(input: &File, data: &[u8], output: &NewFile, out: &File) 
             Piece::Zeros(_) => {}
             Piece::Image(k) => match output.spans[*k] {
                 s if s.source == 0 => copy_range(input, s.offset as u64, out, w, s.len as u64)?,
-                _ => out.write_all_at(output.span_bytes(*k, data).unwrap_or_default(), w)?,
+                _ => out.write_all_at(output.image(*k, &[data]).unwrap_or_default(), w)?,
             },
         }
         w = w.saturating_add(piece_len(output, p));

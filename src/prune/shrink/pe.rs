@@ -686,7 +686,7 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
         odd: None,
         skip: (at, at + 4),
     };
-    out.write_to(data, &mut sum)
+    out.write_to(&mut sum, &[data])
         .map_err(|e| format!("the checksum cannot be computed: {e}"))?;
     if let Some(lo) = sum.odd {
         sum.sum += u64::from(lo);
@@ -715,7 +715,7 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
 }
 
 /// The in-place form of the PE image `data`: each edit's container
-/// rewritten where it lies (see [`Output::in_place`]), the certificate
+/// rewritten where it lies (see [`in_place`](crate::prune::output::in_place)), the certificate
 /// table cut off when `strip` (it must end the file), and the checksum
 /// computed again when the input had one.
 pub(crate) fn in_place(

@@ -140,7 +140,7 @@ fn files_of_another_machine_class_or_byte_order_are_refused_saying_why() {
         let f = library(endian, is_64, machine, &hip_bundle(3 * 4096)).bytes;
         let p = prune(&f, false).unwrap();
         assert_eq!(p.not_shrunk, says, "{endian:?}, 64-bit {is_64}");
-        let out = p.output.unwrap().to_vec(&f).unwrap();
+        let out = p.output.unwrap().to_vec(&[&f]).unwrap();
         if says.is_some() {
             assert_eq!(out.len(), f.len());
         } else {
@@ -433,7 +433,7 @@ fn references_move_with_their_bundle_in_32_bit_files() {
         assert_eq!(read(&f), [before.clone(), rela, before], "{machine:?}");
         let p = prune(&f, false).unwrap();
         assert_eq!(p.not_shrunk, None, "{machine:?}");
-        let out = p.output.unwrap().to_vec(&f).unwrap();
+        let out = p.output.unwrap().to_vec(&[&f]).unwrap();
         assert!(
             out.len() + 4 * 4096 <= f.len(),
             "{machine:?}: {}",

@@ -216,7 +216,7 @@ fn the_library_as_built_shrinks_and_prunes_in_place() {
     let f = library(&hip_bundle(3 * 4096));
     let p = prune(&f, false).unwrap();
     assert_eq!(p.not_shrunk, None);
-    let out = p.output.unwrap().to_vec(&f).unwrap();
+    let out = p.output.unwrap().to_vec(&[&f]).unwrap();
     assert!(
         out.len() + 3 * 4096 <= f.len(),
         "{} of {}",
@@ -226,7 +226,7 @@ fn the_library_as_built_shrinks_and_prunes_in_place() {
     let shrunk = prune(&out, false).unwrap();
     assert!(shrunk.output.is_none(), "the shrunk file prunes again");
     let p = prune(&f, true).unwrap();
-    let out = p.output.unwrap().to_vec(&f).unwrap();
+    let out = p.output.unwrap().to_vec(&[&f]).unwrap();
     assert_eq!(out.len(), f.len());
     assert!(section_table(&out) == section_table(&f));
 }
@@ -337,7 +337,7 @@ fn a_section_header_table_in_a_container_shrinking_moves_is_not_shrunk() {
         why.contains(&format!("the section header table ({inside:#x}..")),
         "{why}"
     );
-    let out = p.output.unwrap().to_vec(&g).unwrap();
+    let out = p.output.unwrap().to_vec(&[&g]).unwrap();
     assert_eq!(out.len(), g.len());
     assert!(section_table(&out) == section_table(&g));
 }
@@ -354,7 +354,7 @@ fn a_program_header_table_after_the_hole_moves_down_with_it() {
     header(&mut g).e_phoff.set(LE, at as u64);
     let p = prune(&g, false).unwrap();
     assert_eq!(p.not_shrunk, None);
-    let out = p.output.unwrap().to_vec(&g).unwrap();
+    let out = p.output.unwrap().to_vec(&[&g]).unwrap();
     let removed = g.len() - out.len();
     assert!(removed >= 3 * 4096, "{removed}");
     let h = FileHeader64::<LE>::parse(&*out).unwrap();

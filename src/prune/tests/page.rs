@@ -144,7 +144,7 @@ fn library(machine: elf::Machine, page: u64) -> Vec<u8> {
 fn shrunk(f: &[u8], page: u64) -> Vec<(u64, u64, u64)> {
     let p = prune_file(f, &keep(&["gfx90a"], Ptx::Newest), &Options::default()).unwrap();
     assert_eq!(p.not_shrunk, None);
-    let out = p.output.unwrap().to_vec(f).unwrap();
+    let out = p.output.unwrap().to_vec(&[f]).unwrap();
     let removed = (f.len() - out.len()) as u64;
     assert!(
         removed >= 3 * page && removed.is_multiple_of(page),

@@ -99,7 +99,7 @@ fn a_new_file_replaces_the_old_whole_with_the_input_mode() {
     // The same bytes as the library's own pruning of the input.
     let data = std::fs::read(&path).unwrap();
     let f = crate::prune::prune_file(&data, &gfx90a(), &crate::prune::Options::default()).unwrap();
-    assert_eq!(pruned, f.output.unwrap().to_vec(&data).unwrap());
+    assert_eq!(pruned, f.output.unwrap().to_vec(&[&data]).unwrap());
     // Nothing else left in the directory; the mode is the input's, the
     // time a new one.
     assert_eq!(

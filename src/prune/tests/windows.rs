@@ -103,7 +103,7 @@ fn a_cuda_dll_shrinks_and_its_wrappers_follow_the_packed_fatbins() {
         let data = &dll.bytes;
         let p = prune(data, &Options::default()).unwrap();
         assert!(p.not_shrunk.is_none(), "{:?}", p.not_shrunk);
-        let out = p.output.unwrap().to_vec(data).unwrap();
+        let out = p.output.unwrap().to_vec(&[data]).unwrap();
         keeps_sm_80_through_wrappers(data, &out);
         // Cut by whole file-alignment units, the addresses kept.
         let (before, after) = (sections(data), sections(&out));
@@ -140,7 +140,7 @@ fn without_shrinking_the_dll_keeps_its_layout() {
         ..Options::default()
     };
     let p = prune(&dll.bytes, &opts).unwrap();
-    let out = p.output.unwrap().to_vec(&dll.bytes).unwrap();
+    let out = p.output.unwrap().to_vec(&[&dll.bytes]).unwrap();
     assert_eq!(out.len(), dll.bytes.len());
     assert_eq!(sections(&out), sections(&dll.bytes));
     assert_eq!(images(&out).len(), 2);
@@ -169,7 +169,7 @@ fn a_signed_dll_is_refused_unless_its_signature_goes() {
         };
         let p = prune(&dll.bytes, &opts).unwrap();
         assert_eq!(p.signature_removed, Some(0x400));
-        let out = p.output.unwrap().to_vec(&dll.bytes).unwrap();
+        let out = p.output.unwrap().to_vec(&[&dll.bytes]).unwrap();
         let f = PeFile64::parse(&out[..]).unwrap();
         // `object` answers no entry for one of zeros.
         let security = f
@@ -203,7 +203,7 @@ fn an_overlay_or_a_pointer_into_a_fatbin_keeps_the_layout() {
         let p = prune(&dll.bytes, &Options::default()).unwrap();
         let why = p.not_shrunk.clone().unwrap_or_default();
         assert!(why.contains(says), "{why}");
-        let out = p.output.unwrap().to_vec(&dll.bytes).unwrap();
+        let out = p.output.unwrap().to_vec(&[&dll.bytes]).unwrap();
         assert_eq!(out.len(), dll.bytes.len());
         assert_eq!(images(&out).len(), 2);
     }
@@ -247,7 +247,7 @@ fn a_fatbin_section_off_the_file_alignment_or_overlapped_keeps_the_layout() {
         let p = prune(&data, &Options::default()).unwrap();
         let why = p.not_shrunk.clone().unwrap_or_default();
         assert!(why.contains(says), "{why}");
-        let out = p.output.unwrap().to_vec(&data).unwrap();
+        let out = p.output.unwrap().to_vec(&[&data]).unwrap();
         assert_eq!(sections(&out), sections(&data));
         assert_eq!(relocations(&out), relocations(&data));
         assert_eq!(images(&out).len(), 2);
@@ -311,7 +311,7 @@ fn a_coff_object_shrinks_and_its_symbols_follow_the_fatbins() {
     for arm64 in [false, true] {
         let obj = pe::coff_object(&fatbins(), arm64);
         let p = prune(&obj, &Options::default()).unwrap();
-        let out = p.output.unwrap().to_vec(&obj).unwrap();
+        let out = p.output.unwrap().to_vec(&[&obj]).unwrap();
         assert_eq!(p.freed, u64::try_from(obj.len() - out.len()).unwrap());
         let r = keeps_sm_80_through_wrappers(&obj, &out);
         // `fatbin1` names the second fatbin's new place.

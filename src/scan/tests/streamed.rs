@@ -208,11 +208,11 @@ fn compressed_offload_binaries_stream_to_what_whole_inflation_gives() {
             let packed = ob::compress(&plain, how, 3).unwrap();
             let what = format!("{} images, {how:?}", images.len());
             // The whole-buffer reader's images.
-            let whole = ob::read_all(&packed, &ob::Limits::default()).unwrap();
+            let whole = ob::read_all(&packed, &crate::Limits::default()).unwrap();
             let whole: Vec<Vec<u8>> = whole.iter().map(|i| i.image.to_vec()).collect();
             assert_eq!(whole, images, "{what}");
             // The tables came from the first bytes.
-            let inf = ob::read_inflating(&packed, 0, &ob::Limits::default())
+            let inf = ob::read_inflating(&packed, 0, &crate::Limits::default())
                 .unwrap()
                 .unwrap();
             assert_eq!(inf.images.len(), images.len(), "{what}");
@@ -283,7 +283,7 @@ fn compressed_offload_binaries_that_lie_or_are_cut_keep_nothing() {
         torn[mid..mid + 16].fill(0xA5);
         cases.push(("torn".into(), torn));
         for (what, bad) in cases {
-            let whole = ob::read_all(&bad, &ob::Limits::default());
+            let whole = ob::read_all(&bad, &crate::Limits::default());
             for (take, threads) in DAMAGED {
                 let (got, r) = recorded(&bad, take, threads);
                 let what = format!("{how:?} {what}, {take:?}");
@@ -356,11 +356,11 @@ fn tables_past_the_first_bytes_are_read_from_more_or_from_the_whole() {
     for (len, streamed) in [(100 << 10, true), (17 << 20, false)] {
         let (plain, image) = tables_last(len);
         assert_eq!(
-            ob::read_all(&plain, &ob::Limits::default()).unwrap()[0].image,
+            ob::read_all(&plain, &crate::Limits::default()).unwrap()[0].image,
             image
         );
         let packed = ob::compress(&plain, Packing::Zstd, 1).unwrap();
-        let inf = ob::read_inflating(&packed, 0, &ob::Limits::default()).unwrap();
+        let inf = ob::read_inflating(&packed, 0, &crate::Limits::default()).unwrap();
         assert_eq!(inf.is_some(), streamed, "{len}");
         let opts = Options {
             hash: Some(HashAlgo::Xxh3_128),

@@ -430,9 +430,7 @@ impl Walker<'_> {
         }
         self.report.decompressed = self.report.decompressed.saturating_add(declared);
         let opts = ReadOptions {
-            limits: ccob::Limits {
-                max_uncompressed: self.budget,
-            },
+            limits: crate::Limits::uncompressed(self.budget),
             hash: if self.opts.verify {
                 HashCheck::Report
             } else {

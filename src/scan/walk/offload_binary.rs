@@ -21,9 +21,7 @@ impl Walker<'_> {
         {
             return Err(over_budget(head.inflated_size, self.budget));
         }
-        let limits = offload_binary::Limits {
-            max_inflated: self.budget,
-        };
+        let limits = crate::Limits::uncompressed(self.budget);
         if let Some(inflating) = offload_binary::read_inflating(sub, 0, &limits)?
             && let Some(size) = self.offload_binary_streamed(&inflating, sub, loc, rel)?
         {

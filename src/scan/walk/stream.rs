@@ -68,9 +68,7 @@ impl Walker<'_> {
         let (decompressed, computed_hash) = match source {
             Source::Ccob(c, hash) => {
                 let opts = ReadOptions {
-                    limits: ccob::Limits {
-                        max_uncompressed: limit,
-                    },
+                    limits: crate::Limits::uncompressed(limit),
                     hash,
                 };
                 // Two threads: the MD5 apart from the decoding, or our

@@ -138,9 +138,7 @@ fn unbundle_streaming(
     };
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        limits: ccob::Limits {
-            max_uncompressed: job.max_uncompressed,
-        },
+        limits: crate::Limits::uncompressed(job.max_uncompressed),
     };
     let threads = job.threads.unwrap_or_else(ccob::default_threads);
     let stream = |wanted: &mut [Wanted<'_>]| -> crate::Result<()> {
@@ -249,9 +247,7 @@ fn unbundle_whole(
 ) -> Result<(), ToDirError> {
     let opts = ReadOptions {
         hash: HashCheck::Enforce,
-        limits: ccob::Limits {
-            max_uncompressed: job.max_uncompressed,
-        },
+        limits: crate::Limits::uncompressed(job.max_uncompressed),
     };
     let inflated = ops::open(input.bytes(), &opts).map_err(ToDirError::Input)?;
     let holder = inflated.map(|d| Input::from_vec(d.data));

@@ -247,7 +247,8 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{BudgetLimits, ImageKind};
+    use crate::Limits;
+    use crate::offload_binary::ImageKind;
 
     /// OffloadBinaries (version 1) of images (triple, arch, bytes).
     fn packed(images: &[(&str, &str, &[u8])]) -> Vec<u8> {
@@ -258,7 +259,7 @@ mod tests {
         crate::tests::offload_binaries(&objects)
     }
 
-    fn budget(limits: BudgetLimits) -> Budget {
+    fn budget(limits: Limits) -> Budget {
         Budget::new(limits)
     }
 
@@ -277,7 +278,7 @@ mod tests {
         ];
         let filters: Vec<&str> = filters.iter().map(String::as_str).collect();
         let mut said = Vec::new();
-        let b = budget(BudgetLimits::default());
+        let b = budget(Limits::default());
         extract("in.bin", &input, &b, &filters, false, &mut |s| {
             said.push(format!("{s:?}"));
         })
@@ -294,7 +295,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("x.a").to_string_lossy().into_owned();
         let input = Input::from_vec(packed(&[("nvptx64", "sm_80", b"cubin")]));
-        let b = budget(BudgetLimits::default());
+        let b = budget(Limits::default());
         let filter = format!("kind=openmp,file={file}");
         extract("dir/in.bin", &input, &b, &[&filter], true, &mut |_| {}).unwrap();
         let written = std::fs::read(&file).unwrap();
@@ -311,23 +312,17 @@ mod tests {
         let data = packed(&[("amdgcn-amd-amdhsa", "gfx90a", b"x"), ("host", "", &inner)]);
         let found = offload_binary::find_images_streamed(
             &data,
-            &budget(BudgetLimits::default()),
+            &budget(Limits::default()),
             Inflate::Nested,
         )
         .unwrap();
         let mut names = Vec::new();
         let mut n = 0u64;
-        walk(
-            "app",
-            &found,
-            &budget(BudgetLimits::default()),
-            0,
-            &mut |_, f| {
-                names.push(extracted_name("app", &f.image, n, true));
-                n += 1;
-                Ok(())
-            },
-        )
+        walk("app", &found, &budget(Limits::default()), 0, &mut |_, f| {
+            names.push(extracted_name("app", &f.image, n, true));
+            n += 1;
+            Ok(())
+        })
         .unwrap();
         assert_eq!(
             names,
@@ -338,9 +333,9 @@ mod tests {
             ]
         );
         // Too deep: the error names the image the binary is in.
-        let shallow = budget(BudgetLimits {
+        let shallow = budget(Limits {
             max_depth: Some(0),
-            ..BudgetLimits::default()
+            ..Limits::default()
         });
         let e = walk("app", &found, &shallow, 0, &mut |_, _| Ok(())).unwrap_err();
         let ExtractError::Read { what, .. } = e else {
@@ -352,9 +347,9 @@ mod tests {
     #[test]
     fn files_are_counted_before_any_is_written() {
         let input = Input::from_vec(packed(&[("a", "b", b"1"), ("c", "d", b"2")]));
-        let one = budget(BudgetLimits {
+        let one = budget(Limits {
             max_files: Some(1),
-            ..BudgetLimits::default()
+            ..Limits::default()
         });
         let mut said = 0;
         let e = extract("in", &input, &one, &[], false, &mut |_| said += 1).unwrap_err();
@@ -376,7 +371,7 @@ mod tests {
         let mut data = packed(&[("a", "b", b"1")]);
         data.truncate(40);
         let input = Input::from_vec(data);
-        let b = budget(BudgetLimits::default());
+        let b = budget(Limits::default());
         let e = extract("in", &input, &b, &[], false, &mut |_| {}).unwrap_err();
         assert!(
             matches!(&e, ExtractError::Read { what, .. } if what == "'in'"),

@@ -67,7 +67,8 @@ pub fn extracted_name(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::offload_binary::{ImageKind, Limits, find_images};
+    use crate::Limits;
+    use crate::offload_binary::{ImageKind, find_images};
 
     /// An OffloadBinary (version 1) of images with these triples and arches.
     fn packed(images: &[(&str, &str)]) -> Vec<u8> {

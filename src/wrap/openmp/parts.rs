@@ -54,7 +54,7 @@ pub(super) struct DataLayout {
     /// ([`DESC`]), then each image info.
     pub(super) sizes: Vec<u64>,
     /// Where they lie, and which llc merges.
-    pub(super) merge: merge::Layout,
+    pub(super) merge: merge::Placement,
 }
 
 /// The image array's index among [`DataLayout`]'s constants.
@@ -76,7 +76,7 @@ impl DataLayout {
             sizes.extend((0..images).map(|_| STRUCT_SIZE));
         }
         let consts: Vec<(u64, u64)> = sizes.iter().map(|&n| (n, cpu.data_align)).collect();
-        let merge = merge::lay_out(&consts, cpu.merge_constants)?;
+        let merge = merge::place(&consts, cpu.merge_constants)?;
         Ok(DataLayout { n, sizes, merge })
     }
 
@@ -178,7 +178,7 @@ pub(super) struct ArchList {
     /// Each target ID's size, with its NUL.
     pub(super) sizes: Vec<u64>,
     /// Where they lie, and which llc merges.
-    pub(super) at: merge::Layout,
+    pub(super) at: merge::Placement,
     /// The section's contents.
     pub(super) bytes: Vec<u8>,
 }
@@ -199,7 +199,7 @@ impl ArchList {
             .iter()
             .map(|&n| (n, byte_array_align(cpu, n)))
             .collect();
-        let at = merge::lay_out(&consts, cpu.merge_constants)?;
+        let at = merge::place(&consts, cpu.merge_constants)?;
         let too_many = || Error::usage("too many images");
         let mut bytes = vec![0; usize::try_from(at.end).map_err(|_| too_many())?];
         for (id, &off) in ids.iter().zip(&at.at) {

@@ -105,7 +105,7 @@ fn fault_of(r: Result<impl fmt::Debug>) -> Fault {
 
 fn opts(hash: HashCheck) -> ReadOptions {
     ReadOptions {
-        limits: Limits::default(),
+        limits: crate::Limits::default(),
         hash,
     }
 }

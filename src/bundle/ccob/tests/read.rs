@@ -285,9 +285,7 @@ fn back_to_back() {
     ));
     // The sum of the sizes is bounded too.
     let small = ReadOptions {
-        limits: Limits {
-            max_uncompressed: 100_000,
-        },
+        limits: crate::Limits::uncompressed(100_000),
         ..ReadOptions::default()
     };
     // 70 000 + 1234 + 5000 + 999 read, then 70 000 more: 147 233.

@@ -341,9 +341,7 @@ fn streaming_refuses_bombs_and_ranges_past_the_end() {
             .is_err()
     );
     let small = ReadOptions {
-        limits: Limits {
-            max_uncompressed: n - 1,
-        },
+        limits: crate::Limits::uncompressed(n - 1),
         hash: HashCheck::Skip,
     };
     let f = fault_of(ccob.stream_to(&mut [], &small, StreamEnd::Whole));

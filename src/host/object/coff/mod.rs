@@ -48,8 +48,9 @@
 
 use std::borrow::Cow;
 
-use super::model::{Added, Edit, Written};
+use super::model::{Added, Edit};
 use crate::error::Result;
+use crate::layout::Written;
 use model::{Contents, Model, SCN_ALIGN_MASK, SCN_READONLY_EXCLUDE, Sec, invalid, lossy};
 
 mod model;

@@ -82,7 +82,11 @@ impl<'d> Model<'d> {
                 out.size
             )));
         }
-        Ok(Written { layout: out, spans })
+        Ok(Written {
+            layout: out,
+            spans,
+            built: Vec::new(),
+        })
     }
 
     /// Where each section's raw data and relocations go, the headers taking

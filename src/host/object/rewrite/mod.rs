@@ -63,8 +63,9 @@ use object::{Endianness, elf};
 use super::checks::{
     check_alignments, check_string_table, llvm_section_name, read_err, unsupported,
 };
-use super::model::{Edit, Part, Span, Written};
+use super::model::{Edit, Part};
 use crate::error::Result;
+use crate::layout::Written;
 
 mod checked;
 mod crel;

@@ -24,7 +24,7 @@ use super::crel::{self, Crel};
 use super::layout::{Numbering, Placement};
 use super::model::{Body, Def, Kind, Model, Out, Sec};
 use super::model::{GRP_COMDAT, STB_LOCAL};
-use super::{Edit, Part, Span, Written};
+use super::{Edit, Part, Written};
 use crate::error::Result;
 use crate::layout::Piece;
 use crate::llvm::string_table::StringTable;
@@ -623,12 +623,7 @@ impl Canvas {
                 Chunk::Zeros(n) => zeros(&mut w, &mut pending, n),
                 Chunk::Span(src, offset, len) if len >= SPAN_MIN => {
                     flush(&mut w, &mut pending);
-                    w.layout.push(Piece::Image(w.spans.len()), len as u64);
-                    w.spans.push(Span {
-                        source: src,
-                        offset,
-                        len,
-                    });
+                    w.span(src, offset as u64, len as u64);
                 }
                 Chunk::Span(src, offset, len) => {
                     let b = source(src)?

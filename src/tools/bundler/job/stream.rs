@@ -95,7 +95,7 @@ pub struct Streaming<'a> {
 pub fn streaming<'a>(job: &Job, input: &'a Input) -> Option<Streaming<'a>> {
     let opts = read_options(job);
     let Streamable { c, records } =
-        compressed::streamable(input.bytes(), opts.limits.max_uncompressed, |prefix| {
+        compressed::streamable(input.bytes(), opts.limits.max_uncompressed(), |prefix| {
             Format::for_type(&job.file_type, prefix)
         })?;
     Some(Streaming { c, opts, records })
