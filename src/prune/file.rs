@@ -215,7 +215,7 @@ pub(crate) fn removable(
         if verdicts[img.id] != Verdict::Drop || img.arch.is_empty() || !known_kind(img) {
             return false;
         }
-        if super::is_ptx(img)
+        if super::model::is_ptx(img)
             && let super::Rules::Keep(rules) = &sel.rules
             && rules.iter().any(|r| r.loaded_by_some(img, false).yes())
         {
@@ -291,7 +291,7 @@ fn pe_output(
     opts: &Options,
 ) -> Result<()> {
     use super::shrink::pe;
-    let image = pe::PeImage::read(data, kind)
+    let image = super::facts::pe::PeImage::read(data, kind)
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
     if let Some((at, size)) = image.certificates {
         if !opts.strip_signature {

@@ -332,7 +332,7 @@ fn host_member<'a>(
     let size = f.size();
     let host = |b: &[u8]| {
         b.starts_with(b"\x7fELF")
-            || super::shrink::pe::is_pe(b)
+            || super::facts::pe::is_pe(b)
             || b.starts_with(crate::host::ar::MAGIC)
             || crate::package::detect(b).is_some()
             || Magic::at_start(b).is_some()
