@@ -349,6 +349,22 @@ pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// Whether a file starting with `head` is of a format prune reads: it
+/// may hold something to remove, or prune refuses it saying what it is.
+#[cfg(feature = "files")]
+pub(crate) fn readable(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+        || head.starts_with(b"MZ")
+        || crate::host::ar::is_archive(head)
+        || crate::scan::magic::Magic::at_start(head).is_some()
+        || crate::package::detect(head).is_some()
+        || package_not_pruned(head).is_some()
+        || matches!(
+            object::FileKind::parse(head),
+            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        )
+}
+
 /// Why `data`, which is no ELF file, cannot have bytes cut out of it: it is
 /// a package or archive whose format says where its members lie, or bytes
 /// of a format not known here lie outside every container the scan found

@@ -66,6 +66,8 @@
 //! ```
 
 pub(crate) mod archive;
+#[cfg(feature = "files")]
+mod budget;
 pub(crate) mod companion;
 pub(crate) mod containers;
 #[cfg(feature = "files")]

@@ -19,7 +19,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
 use super::conda;
-use super::{TreeEntry, TreeOutcome};
+use super::entry::{Skip, TreeEntry, TreeOutcome};
 use crate::files::{Input, Output};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
 use crate::prune::wheel::{Change, new_record_with};
@@ -81,7 +81,7 @@ fn is_record(path: &Path) -> bool {
 /// counted. Its entry then says so ([`TreeOutcome::Record`]), or why it
 /// could not be written ([`TreeOutcome::Failed`]).
 pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
-    let dry = opts.destination == super::super::Destination::DryRun;
+    let dry = opts.destination == crate::prune::Destination::DryRun;
     let fates: HashMap<PathBuf, Fate> = entries
         .iter()
         .filter_map(|e| Some((lexical(&e.path), changed(e, dry)?)))
@@ -90,8 +90,7 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
         return;
     }
     for e in entries.iter_mut() {
-        let found =
-            !e.named && matches!(e.outcome, TreeOutcome::Skipped(super::Skip::NoKnownFormat));
+        let found = !e.named && matches!(e.outcome, TreeOutcome::Skipped(Skip::NoKnownFormat));
         let updated = if found && is_record(&e.path) {
             record(&e.path, &fates, opts, dry)
         } else if found && conda::is_conda_meta(&e.path) {
