@@ -3,6 +3,7 @@
 //! A static archive is pruned member by member with [`super::archive`]
 //! and this on each member.
 
+use super::facts::Facts;
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
@@ -134,7 +135,10 @@ pub(crate) fn prune_file_as(
         }
         return Ok(p);
     }
-    let mut plan = plan::plan(data, &p.report, &p.verdicts, host, opts)?;
+    // The host's headers, each read once: by the plan's checks, then by
+    // the rewrite.
+    let facts = Facts::new(data, kind);
+    let mut plan = plan::plan_with(data, &p.report, &p.verdicts, host, opts, &facts)?;
     if plan.is_empty() {
         return Ok(p);
     }
@@ -146,22 +150,24 @@ pub(crate) fn prune_file_as(
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
     let len = data.len() as u64;
-    if let Some(k) = kind.filter(|&k| crate::host::pe::is_pe(k)) {
-        pe_output(data, k, &mut p, &plan, opts)?;
+    if pe {
+        pe_output(data, &facts, &mut p, &plan, opts)?;
         return Ok(p);
     }
     p.output = Some(match host {
-        Host::Linked if !opts.no_shrink => match super::shrink::shrink(data, &p.report, &plan) {
-            Ok((o, shrunk)) => {
-                p.freed = len.saturating_sub(o.size());
-                p.shrunk = Some(shrunk);
-                o
+        Host::Linked if !opts.no_shrink => {
+            match super::shrink::shrink(data, &p.report, &plan, &facts) {
+                Ok((o, shrunk)) => {
+                    p.freed = len.saturating_sub(o.size());
+                    p.shrunk = Some(shrunk);
+                    o
+                }
+                Err(why) => {
+                    p.not_shrunk = Some(why);
+                    Output::in_place(len, &mut plan)
+                }
             }
-            Err(why) => {
-                p.not_shrunk = Some(why);
-                Output::in_place(len, &mut plan)
-            }
-        },
+        }
         Host::Linked => Output::in_place(len, &mut plan),
         _ => Output::cut(len, &mut plan),
     });
@@ -282,16 +288,17 @@ fn image_file(p: FilePruning, keep_files: bool) -> Result<FilePruning> {
 /// (unless [`Options::no_shrink`], or when the layout does not allow it,
 /// then rewritten in place and `not_shrunk` says why), with its signature
 /// removed when [`Options::strip_signature`]; a signed image is refused
-/// without it.
+/// without it. Its headers are those `facts` read for the plan.
 fn pe_output(
     data: &[u8],
-    kind: object::FileKind,
+    facts: &Facts<'_>,
     p: &mut FilePruning,
     plan: &plan::Plan,
     opts: &Options,
 ) -> Result<()> {
     use super::shrink::pe;
-    let image = super::facts::pe::PeImage::read(data, kind)
+    let image = facts
+        .pe()
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
     if let Some((at, size)) = image.certificates {
         if !opts.strip_signature {
@@ -305,7 +312,7 @@ fn pe_output(
     let len = data.len() as u64;
     let shrunk = match opts.no_shrink {
         true => None,
-        false => match pe::shrink(data, &image, &p.report, plan, opts.strip_signature) {
+        false => match pe::shrink(data, image, &p.report, plan, opts.strip_signature) {
             Ok(done) => Some(done),
             Err(why) => {
                 p.not_shrunk = Some(why);
@@ -318,7 +325,7 @@ fn pe_output(
             p.shrunk = Some(s);
             o
         }
-        None => pe::in_place(data, &image, plan, opts.strip_signature)
+        None => pe::in_place(data, image, plan, opts.strip_signature)
             .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?,
     };
     if p.shrunk.is_some() || p.signature_removed.is_some() {

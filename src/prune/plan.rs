@@ -26,6 +26,7 @@ mod edit;
 mod edits;
 mod linked;
 
+use super::facts::Facts;
 use super::model::{Options, Verdict};
 use crate::error::{Error, Result};
 use crate::num::len64;
@@ -46,6 +47,20 @@ pub fn plan(
     verdicts: &[Verdict],
     host: Host,
     opts: &Options,
+) -> Result<Plan> {
+    let facts = Facts::new(data, report.host);
+    plan_with(data, report, verdicts, host, opts, &facts)
+}
+
+/// [`plan`], reading the headers of a linked file from `facts` (which
+/// keep them for the rewrite that follows).
+pub(crate) fn plan_with(
+    data: &[u8],
+    report: &Report,
+    verdicts: &[Verdict],
+    host: Host,
+    opts: &Options,
+    facts: &Facts<'_>,
 ) -> Result<Plan> {
     if report.damaged() {
         return Err(Error::invalid(
@@ -104,7 +119,7 @@ pub fn plan(
     }
     plan.check(len64(data))?;
     if host == Host::Linked && !plan.is_empty() {
-        check_linked(data, report, &plan)?;
+        check_linked(data, report, &plan, facts)?;
     }
     Ok(plan)
 }

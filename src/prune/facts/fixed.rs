@@ -54,25 +54,23 @@ impl fmt::Display for Fixed {
     }
 }
 
-/// The parts of the linked ELF file or PE image `data` (of the host
-/// format `kind`, as the scan read it) that must stay ([`Fixed`]), read
-/// with `object`'s readers; an error when its headers cannot be read
-/// (then what a rewrite would overwrite cannot be told).
-pub(crate) fn fixed_parts(data: &[u8], kind: Option<object::FileKind>) -> Result<Vec<Fixed>> {
+/// The parts of the linked ELF file `data` (of the host format `kind`,
+/// as the scan read it) that must stay ([`Fixed`]), read with `object`'s
+/// readers; an error when its headers cannot be read (then what a
+/// rewrite would overwrite cannot be told). A PE image's are
+/// [`pe_parts`].
+pub(super) fn elf_parts(data: &[u8], kind: Option<object::FileKind>) -> Result<Vec<Fixed>> {
     match kind {
-        Some(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
-        Some(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
-        Some(k @ (object::FileKind::Pe32 | object::FileKind::Pe64)) => PeImage::read(data, k)
-            .map(|pe| pe_parts(&pe))
-            .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned"))),
+        Some(object::FileKind::Elf32) => elf_parts_of::<elf::FileHeader32<Endianness>>(data),
+        Some(object::FileKind::Elf64) => elf_parts_of::<elf::FileHeader64<Endianness>>(data),
         _ => Err(Error::unsupported(
             "its ELF header cannot be read: nothing is pruned",
         )),
     }
 }
 
-/// [`fixed_parts`] for a file of class `Elf`.
-fn fixed_parts_of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Fixed>> {
+/// [`elf_parts`] for a file of class `Elf`.
+fn elf_parts_of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Fixed>> {
     let bad = |e: object::read::Error| {
         Error::unsupported(format!(
             "its ELF headers cannot be read ({e}): nothing is pruned"
@@ -162,7 +160,7 @@ fn segment_type(ty: elf::ProgramType) -> String {
 /// The parts of the PE image `pe` pruning must leave where they are: the
 /// headers, each section's raw data, the certificate table (see
 /// [`crate::prune::plan`]).
-fn pe_parts(pe: &PeImage) -> Vec<Fixed> {
+pub(super) fn pe_parts(pe: &PeImage) -> Vec<Fixed> {
     let mut parts = vec![Fixed {
         part: Part::Header,
         what: "the PE headers".into(),

@@ -4,7 +4,8 @@
 use super::edit::{Edit, Plan};
 use crate::error::{Error, Result};
 use crate::num::len64;
-use crate::prune::facts::fixed::{Fixed, Part, fixed_parts};
+use crate::prune::facts::Facts;
+use crate::prune::facts::fixed::{Fixed, Part};
 use crate::scan::Report;
 
 /// Refuses a plan for the linked file `data` that would rewrite (or free,
@@ -12,19 +13,24 @@ use crate::scan::Report;
 /// that must stay: the ELF header, a header table, a section other than
 /// the one that holds the container, a segment other than a load segment
 /// that holds it; and one whose container two sections hold (a section
-/// listed twice, or two that overlap).
+/// listed twice, or two that overlap). The parts are read from `facts`.
 ///
 /// The plan's edits are in file order and apart ([`Plan::check`]), so
 /// the edits a part shares bytes with are a run of them, found by binary
 /// search, and all but the first and the last of the run lie inside the
 /// part: those two tell whether the part holds them all.
-pub(super) fn check_linked(data: &[u8], report: &Report, plan: &Plan) -> Result<()> {
-    let parts = fixed_parts(data, report.host)?;
+pub(super) fn check_linked(
+    data: &[u8],
+    report: &Report,
+    plan: &Plan,
+    facts: &Facts<'_>,
+) -> Result<()> {
+    let parts = facts.fixed()?;
     let edits = &plan.edits;
     let end = |e: &Edit| e.end_within(len64(data)).unwrap_or(u64::MAX);
     // The run of edits each section that holds some holds, `[first, last)`.
     let mut held: Vec<(usize, usize, &Fixed)> = Vec::new();
-    for p in &parts {
+    for p in parts {
         let first = edits.partition_point(|e| end(e) <= p.start);
         let last = edits.partition_point(|e| e.offset < p.end);
         if first >= last {

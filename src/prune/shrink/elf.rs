@@ -14,18 +14,25 @@ use super::hole::Hole;
 use super::pack::{Packed, Patches, Segment, Shrunk, pack, up_to_packed};
 use crate::layout::Piece;
 use crate::num::{len64, u64_from};
-use crate::prune::facts::fixed::{Part, fixed_parts};
+use crate::prune::facts::Facts;
+use crate::prune::facts::fixed::Part;
 use crate::prune::output::Output;
 use crate::prune::plan::Plan;
 use crate::scan::Report;
 
 /// The shrunk form of the linked file `data` (scanned as `report`) that
 /// `plan` prunes in place, with what became of its layout, or why there is
-/// none.
-pub fn shrink(data: &[u8], report: &Report, plan: &Plan) -> Result<(Output, Shrunk), Refusal> {
+/// none; the parts of the file that must stay are read from `facts`.
+pub fn shrink(
+    data: &[u8],
+    report: &Report,
+    plan: &Plan,
+    facts: &Facts<'_>,
+) -> Result<(Output, Shrunk), Refusal> {
+    let of = (data, report, plan);
     match report.host {
-        Some(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(data, report, plan),
-        Some(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(data, report, plan),
+        Some(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(of, facts),
+        Some(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(of, facts),
         _ => Err("the ELF header cannot be read".into()),
     }
 }
@@ -37,18 +44,17 @@ pub(crate) fn headers(data: &[u8]) -> Result<(Vec<Phdr>, Vec<Shdr>), Refusal> {
     fn read<H: Class>(data: &[u8]) -> Result<(Vec<Phdr>, Vec<Shdr>), Refusal> {
         Elf::<H>::read(data).map(|elf| (elf.phdrs, elf.shdrs))
     }
-    match object::FileKind::parse(data) {
-        Ok(object::FileKind::Elf32) => read::<FileHeader32<Endianness>>(data),
-        Ok(object::FileKind::Elf64) => read::<FileHeader64<Endianness>>(data),
-        _ => Err("the ELF header cannot be read".into()),
+    match crate::host::elf::peek(data).map(|p| p.is_64()) {
+        Some(false) => read::<FileHeader32<Endianness>>(data),
+        Some(true) => read::<FileHeader64<Endianness>>(data),
+        None => Err("the ELF header cannot be read".into()),
     }
 }
 
 /// [`shrink`] for a file of class `H`.
 fn shrink_as<H: Class>(
-    data: &[u8],
-    report: &Report,
-    plan: &Plan,
+    (data, report, plan): (&[u8], &Report, &Plan),
+    facts: &Facts<'_>,
 ) -> Result<(Output, Shrunk), Refusal> {
     let elf = Elf::<H>::read(data)?;
     let relative = elf.relative()?;
@@ -70,7 +76,7 @@ fn shrink_as<H: Class>(
     let s = &elf.shdrs[s_index];
     let (packed, pack_end) = pack(data, report, plan, (s.sh_offset, s.sh_size, s.sh_addralign))?;
     let hole = Hole::find(&elf, s, pack_end)?;
-    keeps_fixed_parts(data, report, s_index, hole.li, (s.sh_offset, hole.b))?;
+    keeps_fixed_parts(facts, s_index, hole.li, (s.sh_offset, hole.b))?;
     let moved: BTreeMap<u64, u64> = packed
         .iter()
         .map(|p| {
@@ -182,14 +188,13 @@ fn resized(s: &Shdr, packed: &[Packed<'_>]) -> Result<BTreeMap<u64, (u64, u64)>,
 /// plan refused those in the containers that are rewritten, which a file
 /// rewritten in place changes alone: that file is safe to write.)
 fn keeps_fixed_parts(
-    data: &[u8],
-    report: &Report,
+    facts: &Facts<'_>,
     s_index: usize,
     li: usize,
     (from, to): (u64, u64),
 ) -> Result<(), Refusal> {
-    let parts = fixed_parts(data, report.host).map_err(|e| e.to_string())?;
-    for p in &parts {
+    let parts = facts.fixed().map_err(|e| e.to_string())?;
+    for p in parts {
         let own = match p.part {
             Part::Section(i) => i == s_index,
             Part::Segment(i, _) => i == li,
