@@ -82,6 +82,8 @@ mod packed;
 #[cfg(feature = "files")]
 mod path;
 pub(crate) mod plan;
+#[cfg(feature = "files")]
+mod rewriters;
 pub(crate) mod shrink;
 #[cfg(feature = "files")]
 mod tree;

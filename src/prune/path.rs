@@ -3,10 +3,11 @@
 //! not at all, reporting what was kept and dropped ([`PathReport`]).
 //!
 //! By kind: a static archive member by member ([`super::archive`]), a
-//! thin archive's member files where they lie (in place only), a wheel
-//! (any zip) member by member with its RECORDs following
-//! ([`super::wheel`]), a Debian package file by file with its `md5sums`
-//! following ([`super::deb`]), packages it cannot rewrite refused, anything else
+//! thin archive's member files where they lie (in place only), a package
+//! of a format [`super::rewriters`] lists by its own rewriter (a wheel,
+//! any zip, member by member with its RECORDs following,
+//! [`super::wheel`]; a Debian package file by file with its `md5sums`
+//! following, [`super::deb`]), packages it cannot rewrite refused, anything else
 //! as [`prune_file`](super::prune_file) says. The output is written with
 //! no name and given it in one step ([`crate::files::Output`]), by
 //! position, the input's ranges copied file to file and freed bytes left
@@ -49,8 +50,9 @@ pub(crate) use write::{finish, remove_by_name, write_through};
 /// and wheels (any zip) member by member, every `.dist-info/RECORD`
 /// naming a pruned member given its new hash and size (a signed wheel
 /// that would change is refused, and members are inflated within one
-/// decompression budget, [`Options::max_uncompressed`] or what a scan of
-/// a file that size gets). Debian packages are pruned file by file, their
+/// decompression budget,
+/// [`Options::max_uncompressed`](super::Options::max_uncompressed) or
+/// what a scan of a file that size gets). Debian packages are pruned file by file, their
 /// `data.tar` streamed and compressed again with its own method, `md5sums`
 /// given the new hashes (a file of one that prune refuses stays as it was,
 /// listed in [`PathReport::members_refused`]). Tar archives, cpio
@@ -105,12 +107,8 @@ pub fn prune_path(
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
-    match package::detect(data) {
-        Some(package::Kind::Zip) => {
-            return super::wheel::prune(selection, opts, input, &meta, data);
-        }
-        Some(package::Kind::Deb) => return super::deb::prune(selection, opts, input, &meta, &file),
-        _ => {}
+    if let Some(r) = super::rewriters::PACKAGES.iter().find(|r| (r.is)(data)) {
+        return (r.prune)(selection, opts, input, &meta, &file);
     }
     let read_through = matches!(
         package::detect(data),

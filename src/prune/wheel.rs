@@ -37,7 +37,7 @@ pub(crate) use record::{Change, new_record_with};
 /// The wheel being read: its members, over the mapped bytes.
 type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
 
-/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF, PE or
+/// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
 /// static-archive member pruned, every other member copied as it is stored, and each
 /// `.dist-info/RECORD` that names a pruned member given its new hash and
 /// size, so that pip installs it. A signed wheel (`RECORD.jws`,
@@ -48,8 +48,9 @@ pub(crate) fn prune(
     opts: &PathOptions,
     input: &Path,
     meta: &std::fs::Metadata,
-    data: &[u8],
+    file: &Input,
 ) -> Result<PathReport, PathError> {
+    let data = file.bytes();
     let name = crate::files::shown(input).into_owned();
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;

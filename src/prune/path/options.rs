@@ -108,14 +108,15 @@ pub struct PathOptions {
     /// device image; without it such a file is removed whole (in place;
     /// reported so in a dry run; refused with a file or directory to
     /// write to), and so is such a file of a wheel or `.deb`
-    /// ([`PathReport::removed`]).
+    /// ([`PathReport::removed`](super::PathReport::removed)).
     pub keep_files: bool,
     /// A file of a package (a wheel or `.deb`) that prune refuses — of a
     /// kind it does not rewrite, sections it cannot take out of a linked
     /// file, a signed DLL — fails the whole package, and nothing is
     /// written. Without it such a file stays byte for byte as it was,
-    /// named with the reason in [`PathReport::members_refused`], and the
-    /// rest of the package is pruned.
+    /// named with the reason in
+    /// [`PathReport::members_refused`](super::PathReport::members_refused),
+    /// and the rest of the package is pruned.
     pub strict: bool,
     /// How the file's bytes are pruned.
     pub prune: Options,
