@@ -26,12 +26,12 @@ use std::path::Path;
 use md5::Digest as _;
 
 use super::Selection;
+use super::budget::{Budget, inflate};
 use super::output::Output as NewFile;
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
-use super::wheel::{Budget, inflate};
 use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
 use crate::host::ar;
 use crate::package::{self, Compression};
@@ -350,8 +350,8 @@ fn walk_data<R: std::io::Read, W: Write>(
             .read_exact(&mut head)
             .map_err(|e| PathError::member(cx.input, &path, "cannot be read", e))?;
         let full = format!("{}!/{path}", cx.name);
-        if !super::tree::readable(&head) || h.is_sparse() {
-            if super::tree::readable(&head) {
+        if !super::file::readable(&head) || h.is_sparse() {
+            if super::file::readable(&head) {
                 let why = "it is stored sparse (GNU tar's 'S' entry), which prune does not \
                            rewrite";
                 cx.refuse_member(&mut w, &full, why)?;

@@ -3,6 +3,7 @@
 //! A static archive is pruned member by member with [`super::archive`]
 //! and this on each member.
 
+use super::facts::Facts;
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
@@ -134,7 +135,10 @@ pub(crate) fn prune_file_as(
         }
         return Ok(p);
     }
-    let mut plan = plan::plan(data, &p.report, &p.verdicts, host, opts)?;
+    // The host's headers, each read once: by the plan's checks, then by
+    // the rewrite.
+    let facts = Facts::new(data, kind);
+    let mut plan = plan::plan_with(data, &p.report, &p.verdicts, host, opts, &facts)?;
     if plan.is_empty() {
         return Ok(p);
     }
@@ -146,22 +150,24 @@ pub(crate) fn prune_file_as(
     p.rewritten = plan.edits.len();
     p.freed = plan.freed();
     let len = data.len() as u64;
-    if let Some(k) = kind.filter(|&k| crate::host::pe::is_pe(k)) {
-        pe_output(data, k, &mut p, &plan, opts)?;
+    if pe {
+        pe_output(data, &facts, &mut p, &plan, opts)?;
         return Ok(p);
     }
     p.output = Some(match host {
-        Host::Linked if !opts.no_shrink => match super::shrink::shrink(data, &p.report, &plan) {
-            Ok((o, shrunk)) => {
-                p.freed = len.saturating_sub(o.size());
-                p.shrunk = Some(shrunk);
-                o
+        Host::Linked if !opts.no_shrink => {
+            match super::shrink::shrink(data, &p.report, &plan, &facts) {
+                Ok((o, shrunk)) => {
+                    p.freed = len.saturating_sub(o.size());
+                    p.shrunk = Some(shrunk);
+                    o
+                }
+                Err(why) => {
+                    p.not_shrunk = Some(why);
+                    super::output::in_place(len, &mut plan)
+                }
             }
-            Err(why) => {
-                p.not_shrunk = Some(why);
-                super::output::in_place(len, &mut plan)
-            }
-        },
+        }
         Host::Linked => super::output::in_place(len, &mut plan),
         _ => super::output::cut(len, &mut plan),
     });
@@ -215,7 +221,7 @@ pub(crate) fn removable(
         if verdicts[img.id] != Verdict::Drop || img.arch.is_empty() || !known_kind(img) {
             return false;
         }
-        if super::is_ptx(img)
+        if super::model::is_ptx(img)
             && let super::Rules::Keep(rules) = &sel.rules
             && rules.iter().any(|r| r.loaded_by_some(img, false).yes())
         {
@@ -282,16 +288,17 @@ fn image_file(p: FilePruning, keep_files: bool) -> Result<FilePruning> {
 /// (unless [`Options::no_shrink`], or when the layout does not allow it,
 /// then rewritten in place and `not_shrunk` says why), with its signature
 /// removed when [`Options::strip_signature`]; a signed image is refused
-/// without it.
+/// without it. Its headers are those `facts` read for the plan.
 fn pe_output(
     data: &[u8],
-    kind: object::FileKind,
+    facts: &Facts<'_>,
     p: &mut FilePruning,
     plan: &plan::Plan,
     opts: &Options,
 ) -> Result<()> {
     use super::shrink::pe;
-    let image = pe::PeImage::read(data, kind)
+    let image = facts
+        .pe()
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
     if let Some((at, size)) = image.certificates {
         if !opts.strip_signature {
@@ -305,7 +312,7 @@ fn pe_output(
     let len = data.len() as u64;
     let shrunk = match opts.no_shrink {
         true => None,
-        false => match pe::shrink(data, &image, &p.report, plan, opts.strip_signature) {
+        false => match pe::shrink(data, image, &p.report, plan, opts.strip_signature) {
             Ok(done) => Some(done),
             Err(why) => {
                 p.not_shrunk = Some(why);
@@ -318,7 +325,7 @@ fn pe_output(
             p.shrunk = Some(s);
             o
         }
-        None => pe::in_place(data, &image, plan, opts.strip_signature)
+        None => pe::in_place(data, image, plan, opts.strip_signature)
             .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?,
     };
     if p.shrunk.is_some() || p.signature_removed.is_some() {
@@ -347,6 +354,22 @@ pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Whether a file starting with `head` is of a format prune reads: it
+/// may hold something to remove, or prune refuses it saying what it is.
+#[cfg(feature = "files")]
+pub(crate) fn readable(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+        || head.starts_with(b"MZ")
+        || crate::host::ar::is_archive(head)
+        || crate::scan::magic::Magic::at_start(head).is_some()
+        || crate::package::detect(head).is_some()
+        || package_not_pruned(head).is_some()
+        || matches!(
+            object::FileKind::parse(head),
+            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
+        )
 }
 
 /// Why `data`, which is no ELF file, cannot have bytes cut out of it: it is

@@ -10,9 +10,9 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::path::{ImageGroup, PathError, PathErrorKind, Pruning, merge};
-use super::wheel::{Budget, inflate};
-use super::{Options, Selection, Verdict};
+use super::budget::{Budget, inflate};
+use super::model::{Options, Selection, Verdict};
+use super::path::{ImageGroup, PathError, PathErrorKind, merge};
 use crate::package::{self, Contents, Kind};
 use crate::scan;
 
@@ -217,8 +217,9 @@ fn spool_unsized(
 
 /// The package `data` (the file `path`, or a member of it named `name`),
 /// of `kind`, as prune leaves it: as it is when it holds nothing the rules
-/// drop (what stays listed), refused otherwise, naming what it is, how
-/// many images would go and where the first lies.
+/// drop (what stays, and whether it holds device images, returned),
+/// refused otherwise, naming what it is, how many images would go and
+/// where the first lies.
 pub(crate) fn pruning(
     sel: &Selection,
     path: &Path,
@@ -226,7 +227,7 @@ pub(crate) fn pruning(
     data: &[u8],
     kind: Kind,
     opts: &Options,
-) -> Result<Pruning, PathError> {
+) -> Result<(Vec<ImageGroup>, bool), PathError> {
     let mut budget = Budget::new(data.len() as u64, opts.max_uncompressed);
     let mut held = Held::default();
     look(
@@ -250,7 +251,7 @@ pub(crate) fn pruning(
         );
         return Err(PathError::said(PathErrorKind::Refused, path, name, why));
     }
-    Ok(Pruning::unchanged(merge(held.kept), held.images > 0))
+    Ok((merge(held.kept), held.images > 0))
 }
 
 /// What a package of `kind` is, in words.

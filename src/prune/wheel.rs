@@ -19,12 +19,13 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
-use super::Selection;
+use super::budget::{Budget, inflate, said};
+use super::model::Selection;
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
-use crate::files::{Input, Output, SPOOL_IN_MEMORY};
+use crate::files::{Input, Output};
 use crate::scan::magic::Magic;
 
 mod record;
@@ -36,7 +37,7 @@ pub(crate) use record::{Change, new_record_with};
 /// The wheel being read: its members, over the mapped bytes.
 type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
 
-/// A wheel (any zip), `input` with `meta` and bytes `data`: each ELF, PE or
+/// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
 /// static-archive member pruned, every other member copied as it is stored, and each
 /// `.dist-info/RECORD` that names a pruned member given its new hash and
 /// size, so that pip installs it. A signed wheel (`RECORD.jws`,
@@ -47,8 +48,9 @@ pub(crate) fn prune(
     opts: &PathOptions,
     input: &Path,
     meta: &std::fs::Metadata,
-    data: &[u8],
+    file: &Input,
 ) -> Result<PathReport, PathError> {
+    let data = file.bytes();
     let name = crate::files::shown(input).into_owned();
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
@@ -226,69 +228,6 @@ fn by_name(
     Ok(true)
 }
 
-/// `'WHEEL': WHY` about the wheel `path` and what it holds.
-fn said(path: &Path, why: String) -> PathError {
-    PathError::said(
-        PathErrorKind::Content,
-        path,
-        &crate::files::shown(path),
-        why,
-    )
-}
-
-/// The bytes the members of one wheel may still inflate to, together.
-pub(super) struct Budget {
-    /// Bytes left.
-    pub(super) left: u64,
-    /// Where the limit came from, for messages.
-    pub(super) why: &'static str,
-}
-
-impl Budget {
-    /// The budget of a wheel of `size` bytes: `given` (`--max-uncompressed`),
-    /// else what a scan of a file that size gets.
-    pub(super) fn new(size: u64, given: Option<u64>) -> Budget {
-        if let Some(left) = given {
-            return Budget {
-                left,
-                why: "--max-uncompressed",
-            };
-        }
-        let left = crate::scan::default_max_uncompressed(size);
-        let why = match size.checked_mul(1024) {
-            Some(n) if n == left => "1024 times the file's size; --max-uncompressed sets it",
-            _ if left == 128 << 20 => {
-                "128M, the least whatever the file's size; --max-uncompressed sets it"
-            }
-            _ => "16G, the most whatever the file's size; --max-uncompressed sets it",
-        };
-        Budget { left, why }
-    }
-
-    /// Takes the `size` bytes the member `member` of the wheel `path`
-    /// declares, or says that they are more than is left.
-    pub(super) fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
-        if size > self.left {
-            return Err(self.passed(path, member, size));
-        }
-        self.left -= size;
-        Ok(())
-    }
-
-    /// The error for the member `member` of the wheel `path`, which
-    /// inflates to `size` bytes, more than are left.
-    pub(super) fn passed(&self, path: &Path, member: &str, size: u64) -> PathError {
-        said(
-            path,
-            format!(
-                "member '{member}' inflates to {size} bytes, more than the {} left of the \
-                 decompression budget ({})",
-                self.left, self.why
-            ),
-        )
-    }
-}
-
 /// A member's bytes: a slice of the wheel where it is stored as is, else
 /// inflated.
 enum Member<'a> {
@@ -332,7 +271,7 @@ fn host_member<'a>(
     let size = f.size();
     let host = |b: &[u8]| {
         b.starts_with(b"\x7fELF")
-            || super::shrink::pe::is_pe(b)
+            || super::facts::pe::is_pe(b)
             || b.starts_with(crate::host::ar::MAGIC)
             || crate::package::detect(b).is_some()
             || Magic::at_start(b).is_some()
@@ -392,46 +331,6 @@ fn stored<'a>(
         return Err(said(path, why));
     }
     Ok(bytes)
-}
-
-/// Inflates the member `member` of the wheel `path` from `reader`, whose
-/// first bytes, `head`, were already read: into memory up to
-/// [`SPOOL_IN_MEMORY`] bytes, else into a temporary file. It must give
-/// the `size` bytes it declares, no more and no fewer.
-pub(super) fn inflate(
-    path: &Path,
-    member: &str,
-    head: &[u8],
-    reader: &mut dyn Read,
-    size: u64,
-) -> Result<Input, PathError> {
-    let cannot = |e: std::io::Error| PathError::member(path, member, "cannot be inflated", e);
-    let rest = size.saturating_sub(head.len() as u64);
-    let mut r = reader.take(rest.saturating_add(1));
-    let (input, n) = if size <= SPOOL_IN_MEMORY {
-        let mut v = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        v.extend_from_slice(head);
-        r.read_to_end(&mut v).map_err(cannot)?;
-        let n = v.len() as u64;
-        (Input::from_vec(v), n)
-    } else {
-        let mut spool = tempfile::tempfile().map_err(cannot)?;
-        spool.write_all(head).map_err(cannot)?;
-        let n = crate::files::copy_in_pieces(&mut r, &mut spool).map_err(cannot)?;
-        let spooled =
-            Input::from_temp_file(spool).map_err(|e| PathError::io(PathErrorKind::Io, path, e))?;
-        (spooled, n + head.len() as u64)
-    };
-    if n > size {
-        let why = format!("member '{member}' inflates to more than the {size} bytes it declares");
-        return Err(said(path, why));
-    }
-    if n < size {
-        let why =
-            format!("member '{member}' inflates to {n} bytes, fewer than the {size} it declares");
-        return Err(said(path, why));
-    }
-    Ok(input)
 }
 
 /// The first signature of a RECORD in `zin` (`….dist-info/RECORD.jws` or

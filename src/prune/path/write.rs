@@ -1,13 +1,19 @@
 //! A pruned file written to disk: by position, ranges of the input
-//! copied file to file, zeros left as holes; and given the input's
-//! metadata when it replaces it.
+//! copied file to file, zeros left as holes; given the input's metadata
+//! and put in its place in one step ([`finish`]), or through its hard
+//! links; and a file that goes whole removed ([`remove`]).
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
-use super::super::output::Output as NewFile;
+use super::error::{PathError, PathErrorKind};
+use super::options::PathOptions;
+use super::report::{PathReport, RemovedFile};
+use crate::files::{Output, copy_file_range_all};
 use crate::layout::Piece;
+use crate::prune::output::Output as NewFile;
 
 /// Writes `output` (`data` pruned, `input` being its file) into the new
 /// file `out` by position: ranges of the input copied file to file by the
@@ -94,4 +100,172 @@ pub(super) fn times(meta: &std::fs::Metadata) -> io::Result<std::fs::FileTimes> 
     Ok(std::fs::FileTimes::new()
         .set_accessed(meta.accessed()?)
         .set_modified(meta.modified()?))
+}
+
+/// With [`PathOptions::keep_hard_links`] in place, the input opened for
+/// writing when it has other links (the pruned file is copied into it
+/// once complete).
+pub(crate) fn write_through(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+) -> Result<Option<std::fs::File>, PathError> {
+    if !(opts.in_place() && opts.keep_hard_links && meta.nlink() > 1) {
+        return Ok(None);
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(input)
+        .map_err(|e| PathError::write(input, e))?;
+    Ok(Some(f))
+}
+
+/// Gives the output the input's metadata (all of it in place, the mode
+/// otherwise: a pruned program stays a program), renames it into
+/// place and notes its sizes.
+pub(crate) fn finish(
+    opts: &PathOptions,
+    mut out: Output,
+    meta: &std::fs::Metadata,
+    dest: &Path,
+    rep: &mut PathReport,
+    through: Option<std::fs::File>,
+) -> Result<(), PathError> {
+    let cannot = |e| PathError::write(dest, e);
+    let bare = |e| PathError::io(PathErrorKind::Write, dest, e);
+    if opts.in_place() {
+        still_the_file_read(dest, meta)?;
+    }
+    if let Some(mut target) = through {
+        // Every link is to see the pruned file: the whole of it, made
+        // and synced in the temporary file, is copied over the file's
+        // old contents. Only while that copy runs does the file hold
+        // part of each (docs/prune.md); a failure before it leaves the
+        // old file whole.
+        let tmp = out
+            .temp_file()
+            .ok_or_else(|| cannot(std::io::Error::other("no temporary file")))?;
+        tmp.sync_all().map_err(cannot)?;
+        let len = tmp.metadata().map_err(bare)?.len();
+        copy_file_range_all(tmp, 0, len, &mut target).map_err(cannot)?;
+        target.set_len(len).map_err(cannot)?;
+        let times = times(meta).map_err(bare)?;
+        target.set_times(times).map_err(bare)?;
+        target.sync_all().map_err(cannot)?;
+        drop(out);
+    } else {
+        if let Some(f) = out.temp_file() {
+            match opts.in_place() {
+                true => keep_metadata(f, meta),
+                false => f.set_permissions(meta.permissions()),
+            }
+            .map_err(bare)?;
+        }
+        out.commit().map_err(cannot)?;
+    }
+    let after = std::fs::metadata(dest).map_err(|e| PathError::io(PathErrorKind::Io, dest, e))?;
+    rep.output = Some(crate::files::shown(dest).into_owned());
+    rep.bytes_after = after.len();
+    rep.disk_after = Some(after.blocks() * 512);
+    Ok(())
+}
+
+/// The file `input` (whose report is `rep`), which is device code alone
+/// that the rules drop all of (`what` it is, in words), removed: in place,
+/// its name goes (other hard links keep the file, unless
+/// [`PathOptions::keep_hard_links`], which refuses it); in a dry run,
+/// reported as removed; with a file or directory to write to, refused, as
+/// there would be no file to write.
+pub(super) fn remove(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    what: &str,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
+    let gone = format!("{what}, and the rules keep none of its images");
+    let file = RemovedFile::whole(rep.path.clone(), rep.bytes_before);
+    remove_as(opts, input, meta, &gone, file, rep)
+}
+
+/// The file `input` (with `meta`), a library's per-GPU file `c` whose
+/// GPU the rules drop, removed by its name as [`remove`] removes device
+/// code (its bytes are never read); `name` is how reports show it.
+pub(crate) fn remove_by_name(
+    opts: &PathOptions,
+    input: &Path,
+    name: &str,
+    meta: &std::fs::Metadata,
+    c: &crate::companion::Companion,
+) -> Result<PathReport, PathError> {
+    let mut rep = PathReport::new(name, &[], meta);
+    rep.bytes_before = meta.len();
+    let gone = format!(
+        "it is a {}, which the rules do not keep",
+        crate::prune::companion::reason(c)
+    );
+    let file = RemovedFile::by_name(name.to_string(), meta.len(), c);
+    remove_as(opts, input, meta, &gone, file, &mut rep)?;
+    Ok(rep)
+}
+
+/// [`remove`] of a file that goes because `gone` (in words), reported as
+/// `file`.
+fn remove_as(
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    gone: &str,
+    file: RemovedFile,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
+    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &rep.path, why);
+    if !(opts.in_place() || opts.dry_run()) {
+        return Err(refuse(format!(
+            "{gone}: it would be removed whole, and -o or -d would have no file to write \
+             (--in-place removes it, --dry-run lists it; --keep-files refuses it)"
+        )));
+    }
+    if opts.in_place() && opts.keep_hard_links && meta.nlink() > 1 {
+        return Err(refuse(format!(
+            "{gone}, but it has {} hard links: --keep-hard-links asks that every name see \
+             the pruned file, and a file removed has none (remove its names yourself)",
+            meta.nlink()
+        )));
+    }
+    rep.removed.push(file);
+    rep.freed = rep.bytes_before;
+    rep.bytes_after = 0;
+    if opts.in_place() {
+        still_the_file_read(input, meta)?;
+        std::fs::remove_file(input).map_err(|e| PathError::write(input, e))?;
+        rep.disk_after = Some(0);
+    }
+    Ok(())
+}
+
+/// In place, before the pruned file takes the old one's place: fails,
+/// leaving the file as it is, unless the file at `path` is still the one
+/// read (`meta`: the same device, inode, size, and modification and
+/// change times). Something that replaced it, or wrote to it, while it
+/// was pruned would otherwise see its work lost.
+fn still_the_file_read(path: &Path, meta: &std::fs::Metadata) -> Result<(), PathError> {
+    let now = std::fs::metadata(path).map_err(|e| PathError::io(PathErrorKind::Io, path, e))?;
+    let key = |m: &std::fs::Metadata| {
+        (
+            (m.dev(), m.ino(), m.len()),
+            (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+        )
+    };
+    if key(&now) == key(meta) {
+        return Ok(());
+    }
+    let why = "it changed while it was pruned (another program replaced it or wrote to it): \
+               left as it now is, not pruned";
+    Err(PathError::said(
+        PathErrorKind::Write,
+        path,
+        &crate::files::shown(path),
+        why,
+    ))
 }

@@ -1,12 +1,12 @@
 //! The edits a plan is made of: each container that loses entries
 //! rewritten where it lies, by its kind.
 
-use super::{Edit, Plan, refuse};
+use super::edit::{Edit, Plan};
 use crate::error::{Error, Result};
 use crate::num::{len64, usize_from};
 use crate::prune::containers::{self, Pruned};
+use crate::prune::model::{Options, Verdict};
 use crate::prune::shrink::openmp::Registration;
-use crate::prune::{Options, Verdict};
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
 
 /// Whether each entry of container `id` stays, in order; `None` when all
@@ -252,4 +252,13 @@ pub(super) fn ccob_edit(
         },
         inner.id,
     )))
+}
+
+/// A container that cannot be pruned here.
+fn refuse(kind: ContainerKind, at: Option<u64>, why: &str) -> Error {
+    let at = at.map_or(String::new(), |o| format!(" at {o:#x}"));
+    Error::usage(format!(
+        "the {}{at} would lose images, but {why}",
+        kind.name()
+    ))
 }

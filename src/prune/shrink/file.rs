@@ -12,7 +12,7 @@ use object::read::elf::{FileHeader, SectionHeader as _};
 use object::write::elf::{Encoder, ProgramHeader as Phdr, SectionHeader as Shdr};
 use object::{Endianness, ReadRef as _, U32, U64};
 
-use super::{Refusal, add};
+use super::checked::{Refusal, add};
 use crate::num::{len64, u64_from};
 
 /// An ELF class, in either byte order, as shrinking reads and patches

@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, HashSet};
 use object::elf;
 use object::read::elf::{Rel as _, Rela as _, Sym as _};
 
+use super::checked::{Refusal, add, sub};
 use super::file::{Class, Elf, entries, file_offset, relr_places};
 use super::hole::Hole;
-use super::{Patches, Refusal, add, sub};
+use super::pack::Patches;
 use crate::num::u64_from;
 use crate::scan::{ContainerKind, Report};
 

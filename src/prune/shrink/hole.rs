@@ -17,8 +17,8 @@
 use object::elf;
 use object::write::elf::{ProgramHeader as Phdr, SectionHeader as Shdr};
 
+use super::checked::{Refusal, add, round_up, sub};
 use super::file::{Class, Elf};
-use super::{Refusal, add, round_up, sub};
 use crate::num::len64;
 
 /// The pages to remove from the file, and what that does to the segment

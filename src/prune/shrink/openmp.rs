@@ -32,8 +32,8 @@ use object::elf::{self, FileHeader32, FileHeader64};
 use object::read::elf::{Rel as _, Rela as _};
 use object::{Endianness, U32};
 
+use super::checked::{Refusal, add};
 use super::file::{Class, Elf, entries, file_offset, relr_places};
-use super::{Refusal, add};
 use crate::num::u64_from;
 use crate::scan::{ContainerKind, Report};
 

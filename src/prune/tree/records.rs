@@ -19,7 +19,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
 use super::conda;
-use super::{TreeEntry, TreeOutcome};
+use super::entry::{Skip, TreeEntry, TreeOutcome};
 use crate::files::{Input, Output};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
 use crate::prune::wheel::{Change, new_record_with};
@@ -65,6 +65,39 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// A list of installed files with their hashes that a run keeps true: how
+/// it is recognised by its path, and how it is brought up to date with
+/// the fates of the files the run changed ([`record`], [`conda_record`]:
+/// the rows given a new hash and size and the rows removed, counted;
+/// `None` when it names no file of them).
+struct RecordFormat {
+    is: fn(&Path) -> bool,
+    update: Update,
+}
+
+/// How a record is brought up to date: the record, the fates of the
+/// files changed by their lexical paths, the options, whether in a dry
+/// run; the rows rewritten and removed.
+type Update = fn(
+    &Path,
+    &HashMap<PathBuf, Fate>,
+    &PathOptions,
+    bool,
+) -> Result<Option<(usize, usize)>, PathError>;
+
+/// The record formats kept true, in the order they are tried: pip's
+/// `*.dist-info/RECORD`, a conda environment's `conda-meta/*.json`.
+const RECORDS: &[RecordFormat] = &[
+    RecordFormat {
+        is: is_record,
+        update: record,
+    },
+    RecordFormat {
+        is: conda::is_conda_meta,
+        update: conda_record,
+    },
+];
+
 /// Whether `path` is a pip RECORD: `RECORD` in a `*.dist-info` directory.
 fn is_record(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "RECORD")
@@ -81,7 +114,7 @@ fn is_record(path: &Path) -> bool {
 /// counted. Its entry then says so ([`TreeOutcome::Record`]), or why it
 /// could not be written ([`TreeOutcome::Failed`]).
 pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
-    let dry = opts.destination == super::super::Destination::DryRun;
+    let dry = opts.destination == crate::prune::Destination::DryRun;
     let fates: HashMap<PathBuf, Fate> = entries
         .iter()
         .filter_map(|e| Some((lexical(&e.path), changed(e, dry)?)))
@@ -90,15 +123,11 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
         return;
     }
     for e in entries.iter_mut() {
-        let found =
-            !e.named && matches!(e.outcome, TreeOutcome::Skipped(super::Skip::NoKnownFormat));
-        let updated = if found && is_record(&e.path) {
-            record(&e.path, &fates, opts, dry)
-        } else if found && conda::is_conda_meta(&e.path) {
-            conda_record(&e.path, &fates, opts, dry)
-        } else {
+        let found = !e.named && matches!(e.outcome, TreeOutcome::Skipped(Skip::NoKnownFormat));
+        let Some(format) = RECORDS.iter().find(|f| found && (f.is)(&e.path)) else {
             continue;
         };
+        let updated = (format.update)(&e.path, &fates, opts, dry);
         match updated {
             Ok(Some((rewritten, removed))) => {
                 e.outcome = TreeOutcome::Record {

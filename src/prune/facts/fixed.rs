@@ -1,16 +1,14 @@
-//! The parts of a linked ELF file that a rewrite must leave as they are
-//! ([`Fixed`]): its headers, header tables, sections and segments, and the
-//! check that no edit of a plan touches one.
+//! The parts of a linked ELF file or PE image that a rewrite must leave as
+//! they are ([`Fixed`]): its headers, header tables, sections and
+//! segments (a PE image's raw section data and certificate table).
 
 use std::fmt;
 
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
 use object::{Endianness, elf};
 
-use super::{Edit, Plan};
+use super::pe::PeImage;
 use crate::error::{Error, Result};
-use crate::num::len64;
-use crate::scan::Report;
 
 /// What a part of a linked file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,27 +54,23 @@ impl fmt::Display for Fixed {
     }
 }
 
-/// The parts of the linked ELF file or PE image `data` (of the host
-/// format `kind`, as the scan read it) that must stay ([`Fixed`]), read
-/// with `object`'s readers; an error when its headers cannot be read
-/// (then what a rewrite would overwrite cannot be told).
-pub(crate) fn fixed_parts(data: &[u8], kind: Option<object::FileKind>) -> Result<Vec<Fixed>> {
+/// The parts of the linked ELF file `data` (of the host format `kind`,
+/// as the scan read it) that must stay ([`Fixed`]), read with `object`'s
+/// readers; an error when its headers cannot be read (then what a
+/// rewrite would overwrite cannot be told). A PE image's are
+/// [`pe_parts`].
+pub(super) fn elf_parts(data: &[u8], kind: Option<object::FileKind>) -> Result<Vec<Fixed>> {
     match kind {
-        Some(object::FileKind::Elf32) => fixed_parts_of::<elf::FileHeader32<Endianness>>(data),
-        Some(object::FileKind::Elf64) => fixed_parts_of::<elf::FileHeader64<Endianness>>(data),
-        Some(k @ (object::FileKind::Pe32 | object::FileKind::Pe64)) => {
-            crate::prune::shrink::pe::PeImage::read(data, k)
-                .map(|pe| pe.fixed_parts())
-                .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))
-        }
+        Some(object::FileKind::Elf32) => elf_parts_of::<elf::FileHeader32<Endianness>>(data),
+        Some(object::FileKind::Elf64) => elf_parts_of::<elf::FileHeader64<Endianness>>(data),
         _ => Err(Error::unsupported(
             "its ELF header cannot be read: nothing is pruned",
         )),
     }
 }
 
-/// [`fixed_parts`] for a file of class `Elf`.
-fn fixed_parts_of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Fixed>> {
+/// [`elf_parts`] for a file of class `Elf`.
+fn elf_parts_of<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Vec<Fixed>> {
     let bad = |e: object::read::Error| {
         Error::unsupported(format!(
             "its ELF headers cannot be read ({e}): nothing is pruned"
@@ -163,85 +157,33 @@ fn segment_type(ty: elf::ProgramType) -> String {
     name.to_string()
 }
 
-/// Refuses a plan for the linked file `data` that would rewrite (or free,
-/// as zeros or by cutting them out) bytes that are also those of a part
-/// that must stay: the ELF header, a header table, a section other than
-/// the one that holds the container, a segment other than a load segment
-/// that holds it; and one whose container two sections hold (a section
-/// listed twice, or two that overlap).
-///
-/// The plan's edits are in file order and apart ([`Plan::check`]), so
-/// the edits a part shares bytes with are a run of them, found by binary
-/// search, and all but the first and the last of the run lie inside the
-/// part: those two tell whether the part holds them all.
-pub(super) fn check_linked(data: &[u8], report: &Report, plan: &Plan) -> Result<()> {
-    let parts = fixed_parts(data, report.host)?;
-    let edits = &plan.edits;
-    let end = |e: &Edit| e.end_within(len64(data)).unwrap_or(u64::MAX);
-    // The run of edits each section that holds some holds, `[first, last)`.
-    let mut held: Vec<(usize, usize, &Fixed)> = Vec::new();
-    for p in &parts {
-        let first = edits.partition_point(|e| end(e) <= p.start);
-        let last = edits.partition_point(|e| e.offset < p.end);
-        if first >= last {
-            continue;
-        }
-        let may_hold = match p.part {
-            Part::Header => false,
-            Part::Section(_) => true,
-            Part::Segment(_, load) => load,
-        };
-        if let Some(e) = [&edits[first], &edits[last - 1]]
-            .into_iter()
-            .find(|e| !may_hold || !p.holds(e.offset, end(e)))
-        {
-            let kind = kind_of(report, e);
-            let freed_from = e.offset.saturating_add(e.pruned.layout.size);
-            let how = if p.overlaps(freed_from, end(e)) {
-                format!("inside the bytes the {kind} at {:#x} would free", e.offset)
-            } else {
-                format!(
-                    "inside the {kind} at {:#x}, which pruning rewrites",
-                    e.offset
-                )
-            };
-            return Err(Error::unsupported(format!(
-                "{p} lies {how}: nothing is pruned"
-            )));
-        }
-        if matches!(p.part, Part::Section(_)) {
-            held.push((first, last, p));
+/// The parts of the PE image `pe` pruning must leave where they are: the
+/// headers, each section's raw data, the certificate table (see
+/// [`crate::prune::plan`]).
+pub(super) fn pe_parts(pe: &PeImage) -> Vec<Fixed> {
+    let mut parts = vec![Fixed {
+        part: Part::Header,
+        what: "the PE headers".into(),
+        start: 0,
+        end: pe.headers_end,
+    }];
+    for (i, s) in pe.sections.iter().enumerate() {
+        if let Some((start, end)) = s.raw() {
+            parts.push(Fixed {
+                part: Part::Section(i),
+                what: format!("section {} `{}`", i + 1, s.name),
+                start,
+                end,
+            });
         }
     }
-    // Two runs that share an edit share it with the run before them in
-    // order of their first edits.
-    held.sort_unstable_by_key(|&(first, last, _)| (first, last));
-    for pair in held.windows(2) {
-        let ((_, a_last, a), (b_first, _, b)) = (pair[0], pair[1]);
-        if b_first < a_last {
-            let e = &edits[b_first];
-            let why = if (a.start, a.end) == (b.start, b.end) {
-                format!(
-                    "{a} is listed twice in the section header table, again as {}",
-                    b.what
-                )
-            } else {
-                format!(
-                    "{a} and {b} overlap, both holding the {} at {:#x}",
-                    kind_of(report, e),
-                    e.offset
-                )
-            };
-            return Err(Error::unsupported(format!("{why}: nothing is pruned")));
-        }
+    if let Some((at, size)) = pe.certificates {
+        parts.push(Fixed {
+            part: Part::Header,
+            what: "the certificate table".into(),
+            start: at,
+            end: at.saturating_add(size),
+        });
     }
-    Ok(())
-}
-
-/// The kind of container edit `e` rewrites, for messages.
-fn kind_of(report: &Report, e: &Edit) -> &'static str {
-    report
-        .containers
-        .get(e.container)
-        .map_or("container", |c| c.kind.name())
+    parts
 }

@@ -1,0 +1,48 @@
+//! The package formats that prune rewrites member by member, one row each
+//! ([`PACKAGES`]): how a file of the format is recognised by its bytes,
+//! and the function that prunes it whole, from reading it to writing it
+//! back where [`PathOptions`] says. Each such function opens the package,
+//! prunes each member as a file named alone would be
+//! ([`Pruning::of`](super::path::Pruning::of)), removes the per-GPU files
+//! the rules drop ([`companion`](super::companion)), brings the package's
+//! own list of hashes up to date, and writes it
+//! ([`finish`](super::path::finish)); what is particular to a format
+//! (a zip's central directory and `RECORD`s, a `.deb`'s streamed
+//! `data.tar` and `md5sums`) stays in its own file. A new format is a new
+//! file and a row here.
+
+use std::path::Path;
+
+use super::model::Selection;
+use super::path::{PathError, PathOptions, PathReport};
+use super::{deb, wheel};
+use crate::files::Input;
+use crate::package::{self, Kind};
+
+/// One package format that prune rewrites.
+pub(crate) struct Rewriter {
+    /// Whether a file whose bytes are these is one.
+    pub(crate) is: fn(&[u8]) -> bool,
+    /// Prunes the package `input` (with its metadata, mapped) as `opts`
+    /// say, keeping what the selection keeps.
+    pub(crate) prune: fn(
+        &Selection,
+        &PathOptions,
+        &Path,
+        &std::fs::Metadata,
+        &Input,
+    ) -> Result<PathReport, PathError>,
+}
+
+/// The package formats prune rewrites, in the order they are tried: a
+/// wheel (any zip from its first byte), a Debian package.
+pub(crate) const PACKAGES: &[Rewriter] = &[
+    Rewriter {
+        is: |data| package::detect(data) == Some(Kind::Zip),
+        prune: wheel::prune,
+    },
+    Rewriter {
+        is: |data| package::detect(data) == Some(Kind::Deb),
+        prune: deb::prune,
+    },
+];
