@@ -2,14 +2,14 @@
 //! load, container by container (`offload-kit prune`, issue #28).
 //!
 //! Two halves, apart so that each can be checked on its own:
-//! - [`Selection`] decides, image by image of a scan [`Report`], what
+//! - [`Selection`] decides, image by image of a scan [`Report`](crate::scan::Report), what
 //!   stays: with `--keep` rules an image stays when a device the rules name
-//!   would load it ([`Rule::loaded_by_some`]: `gfx90a` keeps gfx90a,
+//!   would load it ([`Rule::loaded_by_some`](crate::scan::Rule::loaded_by_some): `gfx90a` keeps gfx90a,
 //!   `gfx90a:xnack+` and `gfx90a:xnack-` images and generic images that
 //!   cover gfx90a; `sm_90` keeps sm_90 and sm_90a cubins and the older
 //!   cubins of the 9.x line an sm_90 device runs), and PTX as [`Ptx`]
 //!   says; with `--drop` rules an image goes when it is built for a target
-//!   a rule names ([`Rule::built_for`]). Bundles' host entries always stay.
+//!   a rule names ([`Rule::built_for`](crate::scan::Rule::built_for)). Bundles' host entries always stay.
 //! - `containers` rewrites one container with only the entries that stay:
 //!   a CUDA fatbin (entries kept as stored, compressed or not), a binary
 //!   clang offload bundle (laid out as LLVM's bundler lays out the same

@@ -123,7 +123,7 @@ pub struct PathReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shrunk: Option<Shrunk>,
     /// For a Windows PE image whose Authenticode signature went
-    /// ([`Options::strip_signature`](super::Options::strip_signature)): the
+    /// ([`Options::strip_signature`](crate::prune::Options::strip_signature)): the
     /// bytes of its certificate table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature_removed: Option<u64>,
