@@ -67,6 +67,8 @@
 
 pub(crate) mod archive;
 pub(crate) mod companion;
+#[cfg(feature = "files")]
+mod conda;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
@@ -91,8 +93,8 @@ pub use file::{FilePruning, prune_file};
 pub use output::Output;
 #[cfg(feature = "files")]
 pub use path::{
-    Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, RemovedFile,
-    prune_path,
+    CondaRecords, Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport,
+    RemovedFile, prune_path,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};

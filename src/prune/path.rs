@@ -29,7 +29,7 @@ mod report;
 mod write;
 
 pub use error::{PathError, PathErrorKind};
-pub use report::{ImageGroup, PathReport, RemovedFile};
+pub use report::{CondaRecords, ImageGroup, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 
 /// Where [`prune_path`] puts the pruned file.
@@ -243,6 +243,14 @@ pub fn prune_path(
     let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
     match package::detect(data) {
+        Some(package::Kind::Zip) if super::conda::is_conda(data) => {
+            return super::conda::prune_conda(selection, opts, input, &meta, &file);
+        }
+        Some(package::Kind::Tar(package::Compression::Bzip2)) => {
+            if let Some(r) = super::conda::prune_tar_bz2(selection, opts, input, &meta, &file)? {
+                return Ok(r);
+            }
+        }
         Some(package::Kind::Zip) => {
             return super::wheel::prune(selection, opts, input, &meta, data);
         }
