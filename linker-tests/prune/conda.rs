@@ -50,9 +50,8 @@ pub fn tests() -> Vec<Trial> {
 fn check_py(d: &Path, args: &[&str]) -> Result<String, Failed> {
     let mut all = vec![src("conda_check.py")];
     all.extend(args.iter().map(|a| a.to_string()));
-    let r = run(Path::new(PY), &all, d);
-    r.ok()?;
-    Ok(r.stdout)
+    let r = run(Path::new(PY), &all, d).ok()?;
+    Ok(String::from_utf8_lossy(&r.stdout).into_owned())
 }
 
 /// Writes `files` below `d/prefix`, with conda's `info/` (the paths of
@@ -91,9 +90,8 @@ fn prune_both(d: &Path, keep: &str) -> Result<Vec<serde_json::Value>, Failed> {
         vec!["prune", "--json", "--keep", keep, "-o", &format!("out/{conda}"), &format!("in/{conda}")],
         vec!["prune", "--json", "--keep", keep, "-d", "out", &format!("in/{bz2}")],
     ] {
-        let r = run(&ours(), &args, d);
-        r.ok()?;
-        docs.push(serde_json::from_str(&r.stdout)?);
+        let r = run(&ours(), &args, d).ok()?;
+        docs.push(serde_json::from_slice(&r.stdout)?);
     }
     Ok(docs)
 }

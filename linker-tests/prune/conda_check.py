@@ -41,7 +41,7 @@ def info(prefix, placeholders):
         }
         if p in placeholders:
             row["prefix_placeholder"] = placeholders[p]
-            row["file_mode"] = "binary"
+            row["file_mode"] = "text"
         rows.append(row)
     os.makedirs(os.path.join(prefix, "info"), exist_ok=True)
     index = {
@@ -90,18 +90,6 @@ def install(package, prefix, cache):
     os._exit(0)
 
 
-if __name__ == "__main__":
-    cmd, args = sys.argv[1], sys.argv[2:]
-    if cmd == "info":
-        info(args[0], dict(a.split("=", 1) for a in args[1:]))
-    elif cmd == "check":
-        check(args[0])
-    elif cmd == "install":
-        install(*args)
-    elif cmd == "rawtar":
-        rawtar(*args)
-
-
 def rawtar(out, prefix, cut, rename):
     """A .tar.bz2 of PREFIX (info/ first), its tar cut in the middle of
     its last member's data when CUT is "mid", the member FROM named TO
@@ -126,3 +114,15 @@ def rawtar(out, prefix, cut, rename):
             last = t.getmembers()[-1]
         data = data[: last.offset_data + last.size // 2]
     open(out, "wb").write(bz2.compress(data, 9))
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "info":
+        info(args[0], dict(a.split("=", 1) for a in args[1:]))
+    elif cmd == "check":
+        check(args[0])
+    elif cmd == "install":
+        install(*args)
+    elif cmd == "rawtar":
+        rawtar(*args)
