@@ -707,19 +707,7 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
         )?;
     }
     if let Some(c) = &r.conda {
-        let verb = if dry_run {
-            "would be updated"
-        } else {
-            "updated"
-        };
-        print_line(
-            out,
-            &format!(
-                "  conda records {verb}: info/paths.json: {} row(s) given new hashes and sizes, \
-                 {} row(s) of removed files taken out; info/files: {} line(s) taken out; {}",
-                c.rows_rewritten, c.rows_removed, c.files_lines_removed, c.next
-            ),
-        )?;
+        print_line(out, &c.line(dry_run))?;
     }
     if r.emptied > 0 {
         print_line(

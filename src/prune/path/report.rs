@@ -226,6 +226,22 @@ impl RemovedFile {
     }
 }
 
+impl CondaRecords {
+    /// The report's line on them (in a dry run, what would be).
+    pub(crate) fn line(&self, dry_run: bool) -> String {
+        let verb = if dry_run {
+            "would be updated"
+        } else {
+            "updated"
+        };
+        format!(
+            "  conda records {verb}: info/paths.json: {} row(s) given new hashes and sizes, {} \
+             row(s) of removed files taken out; info/files: {} line(s) taken out; {}",
+            self.rows_rewritten, self.rows_removed, self.files_lines_removed, self.next
+        )
+    }
+}
+
 impl PathReport {
     /// The report on `data` (the file `name`, with `meta`) before anything
     /// is pruned: nothing rewritten, nothing written yet.
