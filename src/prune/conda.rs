@@ -62,6 +62,8 @@ pub(crate) struct Cx<'a> {
     rows: HashMap<Vec<u8>, Row>,
     /// Whether the walk meets `info/` (a `.tar.bz2`), to copy as it is.
     skip_info: bool,
+    /// Why `info/paths.json` could not be read, if it could not.
+    unreadable: Option<String>,
 }
 
 impl Cx<'_> {
@@ -122,17 +124,39 @@ impl Cx<'_> {
         ))
     }
 
-    /// The rows of `info`'s `paths.json`, which it must have.
+    /// The rows of `info`'s `paths.json`, if it has one.
     fn read_rows(&mut self, info: &Info) -> Result<(), PathError> {
-        let text = info.paths_json.as_deref().ok_or_else(|| {
-            self.said(format!(
-                "{}: it has no info/paths.json, which lists the hashes of its files: prune \
-                 rewrites only packages that have one",
-                self.place
-            ))
-        })?;
-        self.rows = info::rows(text).map_err(|why| self.said(format!("info/paths.json: {why}")))?;
+        if let Some(text) = info.paths_json.as_deref() {
+            // One that cannot be read is an error when the package changes.
+            match info::rows(text) {
+                Ok(rows) => self.rows = rows,
+                Err(why) => self.unreadable = Some(why),
+            }
+        }
         Ok(())
+    }
+
+    /// A package without `info/paths.json` is refused when it would
+    /// change: its files' hashes could not be checked or given.
+    fn need_rows(&self, info: &Info, w: &Walked) -> Result<(), PathError> {
+        if w.unchanged() {
+            return Ok(());
+        }
+        if let Some(why) = &self.unreadable {
+            return Err(self.said(format!("info/paths.json: {why}")));
+        }
+        if info.paths_json.is_some() {
+            return Ok(());
+        }
+        let why = "it is a conda package with no info/paths.json (which lists its files' \
+                   hashes), holding device image(s) the rules drop: prune rewrites only \
+                   packages that have one";
+        Err(PathError::said(
+            PathErrorKind::Refused,
+            self.input,
+            &self.name,
+            why,
+        ))
     }
 }
 
@@ -159,8 +183,8 @@ struct Records {
 
 /// `info`'s records brought up to what the walk `w` did.
 fn records(cx: &Cx<'_>, info: &Info, w: &Walked) -> Result<Records, PathError> {
-    let text = info.paths_json.as_deref().unwrap_or_default();
-    let new = info::new_paths_json(text, &w.changed, &w.gone)
+    let text = info.paths_json.as_deref().filter(|_| !w.unchanged());
+    let new = info::new_paths_json(text.unwrap_or(b"{}"), &w.changed, &w.gone)
         .map_err(|e| cx.said(format!("info/paths.json: {e}")))?;
     let (paths_json, rows_rewritten, rows_removed) = match new {
         Some((b, r, d)) => (Some(b), r, d),
@@ -229,6 +253,7 @@ pub(crate) fn prune_conda(
         place: String::new(),
         rows: HashMap::new(),
         skip_info: false,
+        unreadable: None,
     };
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
@@ -273,6 +298,7 @@ pub(crate) fn prune_conda(
         Ok::<_, PathError>((walked, Some(f)))
     })?;
     close(&cx, &mut rep, &mut walked)?;
+    cx.need_rows(&info, &walked)?;
     let unchanged = walked.unchanged();
     let records = records(&cx, &info, &walked)?;
     if !unchanged {
@@ -430,6 +456,7 @@ pub(crate) fn prune_tar_bz2(
         place: "its tar archive".into(),
         rows: HashMap::new(),
         skip_info: true,
+        unreadable: None,
     };
     let bz2 = Compression::Bzip2;
     let info = info::read_info(&mut Walk::new(
@@ -469,6 +496,7 @@ pub(crate) fn prune_tar_bz2(
         Ok::<_, PathError>((walked, Some(f)))
     })?;
     close(&cx, &mut rep, &mut walked)?;
+    cx.need_rows(&info, &walked)?;
     let unchanged = walked.unchanged();
     let records = records(&cx, &info, &walked)?;
     if !unchanged {
