@@ -66,7 +66,28 @@ pub(crate) struct Cx<'a> {
     unreadable: Option<String>,
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
+    /// The pruning of `input`, `skip_info` for a `.tar.bz2`.
+    fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        why: &'static str,
+        skip_info: bool,
+    ) -> Cx<'a> {
+        Cx {
+            sel,
+            opts,
+            input,
+            name: crate::files::shown(input).into_owned(),
+            why,
+            place: "its tar archive".into(),
+            rows: HashMap::new(),
+            skip_info,
+            unreadable: None,
+        }
+    }
+
     /// `'PACKAGE': WHY`, about what it holds.
     fn said(&self, why: String) -> PathError {
         PathError::said(PathErrorKind::Content, self.input, &self.name, why)
@@ -244,17 +265,7 @@ pub(crate) fn prune_conda(
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let mut cx = Cx {
-        sel,
-        opts,
-        input,
-        name: crate::files::shown(input).into_owned(),
-        why: budget.why,
-        place: String::new(),
-        rows: HashMap::new(),
-        skip_info: false,
-        unreadable: None,
-    };
+    let mut cx = Cx::new(sel, opts, input, budget.why, false);
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
     let (info_at, info_bytes) = tar_member(&cx, &mut zin, data, "info-")?;
@@ -447,17 +458,7 @@ pub(crate) fn prune_tar_bz2(
         return Ok(None);
     }
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let mut cx = Cx {
-        sel,
-        opts,
-        input,
-        name: crate::files::shown(input).into_owned(),
-        why: budget.why,
-        place: "its tar archive".into(),
-        rows: HashMap::new(),
-        skip_info: true,
-        unreadable: None,
-    };
+    let mut cx = Cx::new(sel, opts, input, budget.why, true);
     let bz2 = Compression::Bzip2;
     let info = info::read_info(&mut Walk::new(
         decode(&cx, data, bz2)?,
