@@ -32,6 +32,7 @@ test_files! {
     removed,
     companion,
     rocblas,
+    conda,
 }
 mod hip_programs;
 mod real_wheels;

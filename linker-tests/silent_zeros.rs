@@ -204,8 +204,10 @@ fn gates() -> Result<(), Failed> {
 /// What prune says of each package, in words, as the refusal starts.
 fn what(p: &str) -> &'static str {
     match p {
-        _ if p.ends_with(".conda") => "a conda package (.conda)",
-        _ if p.ends_with(".tar.bz2") => "a conda package (.tar.bz2)",
+        // Pruned when they list their files' hashes; these do not.
+        _ if p.ends_with(".conda") || p.ends_with(".tar.bz2") => {
+            "a conda package with no info/paths.json"
+        }
         "pkg.tar.lzma" => "a tar archive (LZMA-compressed)",
         "newc.cpio" => "a cpio archive",
         _ if p.ends_with(".gz") => "a gzip-compressed file",

@@ -42,6 +42,7 @@ owner() {
 SYSROOT_ARM64=/opt/offload-kit/sysroot-arm64
 CUDA_TOOLS=/opt/offload-kit/cuda-tools
 WHEEL_TOOLS=/opt/offload-kit/maturin
+CONDA_TOOLS=/opt/offload-kit/conda-tools
 fail=0
 checked=0
 while read -r tool; do
@@ -73,6 +74,11 @@ while read -r tool; do
   # maturin and auditwheel are installed from PyPI into a venv of their own
   # (scripts/wheel-tools.sh, which setup.sh runs).
   if [[ $path == "$WHEEL_TOOLS"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # So are cph and py-rattler (scripts/conda-tools.sh, which setup.sh runs).
+  if [[ $path == "$CONDA_TOOLS"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

@@ -5,7 +5,8 @@
 # libraries and binutils of the other host CPUs the wrapper writes for, and
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
 # wheels (scripts/cuda-tools.sh), maturin and auditwheel from PyPI in a venv
-# of their own (scripts/wheel-tools.sh), and Rust's aarch64 target for the
+# of their own (scripts/wheel-tools.sh), conda-package-handling and py-rattler
+# from PyPI in another (scripts/conda-tools.sh), and Rust's aarch64 target for the
 # cross-built wheel (scripts/wheel.sh). Run as root (CI is), or with the
 # packages already present.
 #
@@ -60,6 +61,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: maturin and auditwheel (scripts/wheel-tools.sh) are missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/conda-tools/.complete ]; then
+    echo "setup: cph and py-rattler (scripts/conda-tools.sh) are missing" >&2
+    exit 1
+  fi
   echo "setup: all packages present"
   exit 0
 fi
@@ -90,6 +95,10 @@ bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
 # maturin and auditwheel (pinned, from PyPI, in their own venv), which
 # build and check the wheel (scripts/wheel.sh; scripts/test.sh installs it).
 bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
+# conda-package-handling and py-rattler (pinned, from PyPI, in their own
+# venv), which build, unpack and install the conda packages that
+# linker-tests/prune/conda.rs prunes.
+bash "$(dirname "${BASH_SOURCE[0]}")/conda-tools.sh"
 # Rust's standard library for aarch64, for the cross-built aarch64 wheel
 # (scripts/wheel.sh links it with clang-22 and lld against Debian's arm64
 # cross libc above). The tests do not need it: a rustup that cannot fetch it

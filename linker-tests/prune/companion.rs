@@ -93,7 +93,7 @@ const EMPTIED: [&str; 2] = [
 ];
 
 /// Every file of the install, by its path below the prefix.
-fn build(d: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
+pub(super) fn build(d: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
     let include = format!("-I{}", src(""));
     let mut out = BTreeMap::new();
     for (arch, path) in [("gfx90a", KEPT_OBJECT), ("gfx1030", GONE_OBJECT)] {
@@ -126,7 +126,7 @@ fn build(d: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
 
 /// The files `--keep gfx90a` removes, with the GPU their name says
 /// (`None` for the code object, removed for what it holds).
-fn gone() -> BTreeMap<String, Option<&'static str>> {
+pub(super) fn gone() -> BTreeMap<String, Option<&'static str>> {
     let mut out: BTreeMap<String, Option<&str>> = NAMED
         .iter()
         .filter_map(|(p, g)| g.map(|g| (p.to_string(), Some(g))))

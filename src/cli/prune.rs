@@ -711,6 +711,9 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
             &format!("  {removed}  {} ({} bytes){why}", f.path, f.bytes),
         )?;
     }
+    if let Some(c) = &r.conda {
+        print_line(out, &c.line(dry_run))?;
+    }
     if r.emptied > 0 {
         print_line(
             out,

@@ -405,10 +405,10 @@ fn walk_data<R: std::io::Read, W: Write>(
         walk.write_header(&h, new.size()).map_err(fault)?;
         let mut hashing = Hashing {
             out: walk.out(),
-            md5: md5::Md5::new(),
+            digest: md5::Md5::new(),
         };
         write_pruned(&new, &file, &mut hashing).map_err(|e| fault(Fault::Write(e)))?;
-        let md5 = hashing.md5.finalize().into();
+        let md5 = hashing.digest.finalize().into();
         walk.pad(new.size()).map_err(fault)?;
         w.changed.insert(h.path.clone(), md5);
     }
@@ -506,7 +506,7 @@ fn conffiles(
 }
 
 /// Writes the file `h` with its old bytes, `file`, as it was.
-fn write_as_it_was<R: std::io::Read, W: Write>(
+pub(super) fn write_as_it_was<R: std::io::Read, W: Write>(
     walk: &mut Walk<R, W>,
     h: &Header,
     file: &Input,
@@ -530,22 +530,27 @@ fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::R
 
 /// Writes the pruned form `new` of `file` to `out`, as
 /// [`NewFile::write_to`] does, giving back the pages it reads.
-fn write_pruned(new: &NewFile, file: &Input, out: &mut dyn Write) -> std::io::Result<()> {
+pub(super) fn write_pruned(
+    new: &NewFile,
+    file: &Input,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     new.write_with(out, &[file.bytes()], |out, span| {
         write_released(out, file, span)
     })
 }
 
-/// A writer that hashes what passes through it.
-struct Hashing<'a, W: Write> {
-    out: &'a mut W,
-    md5: md5::Md5,
+/// A writer that hashes what passes through it (with MD5 for `md5sums`,
+/// SHA-256 for a conda package's `paths.json`).
+pub(super) struct Hashing<'a, W: Write, D> {
+    pub(super) out: &'a mut W,
+    pub(super) digest: D,
 }
 
-impl<W: Write> Write for Hashing<'_, W> {
+impl<W: Write, D: md5::Digest> Write for Hashing<'_, W, D> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let k = self.out.write(buf)?;
-        self.md5.update(&buf[..k]);
+        self.digest.update(&buf[..k]);
         Ok(k)
     }
     fn flush(&mut self) -> std::io::Result<()> {

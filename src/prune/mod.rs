@@ -69,6 +69,8 @@ pub(crate) mod archive;
 #[cfg(feature = "files")]
 mod budget;
 pub(crate) mod companion;
+#[cfg(feature = "files")]
+mod conda;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
@@ -97,8 +99,8 @@ pub use file::{FilePruning, prune_file};
 pub use model::{Options, Ptx, Rules, Selection, Verdict};
 #[cfg(feature = "files")]
 pub use path::{
-    Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport, RemovedFile,
-    prune_path,
+    CondaRecords, Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport,
+    RemovedFile, prune_path,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};

@@ -32,7 +32,7 @@ mod write;
 pub use error::{PathError, PathErrorKind};
 pub use options::{Destination, PathOptions};
 pub(crate) use pruning::Pruning;
-pub use report::{ImageGroup, PathReport, RemovedFile};
+pub use report::{CondaRecords, ImageGroup, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 use write::remove;
 pub(crate) use write::{finish, remove_by_name, write_through};
@@ -107,8 +107,10 @@ pub fn prune_path(
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
-    if let Some(r) = super::rewriters::PACKAGES.iter().find(|r| (r.is)(data)) {
-        return (r.prune)(selection, opts, input, &meta, &file);
+    for r in super::rewriters::PACKAGES.iter().filter(|r| (r.is)(data)) {
+        if let Some(report) = (r.prune)(selection, opts, input, &meta, &file)? {
+            return Ok(report);
+        }
     }
     let read_through = matches!(
         package::detect(data),

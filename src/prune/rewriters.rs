@@ -8,14 +8,15 @@
 //! own list of hashes up to date, and writes it
 //! ([`finish`](super::path::finish)); what is particular to a format
 //! (a zip's central directory and `RECORD`s, a `.deb`'s streamed
-//! `data.tar` and `md5sums`) stays in its own file. A new format is a new
-//! file and a row here.
+//! `data.tar` and `md5sums`, a conda package's inner tars and
+//! `info/paths.json`) stays in its own file. A new format is a new file
+//! and a row here.
 
 use std::path::Path;
 
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
-use super::{deb, wheel};
+use super::{conda, deb, wheel};
 use crate::files::Input;
 use crate::package::{self, Kind};
 
@@ -24,25 +25,40 @@ pub(crate) struct Rewriter {
     /// Whether a file whose bytes are these is one.
     pub(crate) is: fn(&[u8]) -> bool,
     /// Prunes the package `input` (with its metadata, mapped) as `opts`
-    /// say, keeping what the selection keeps.
-    pub(crate) prune: fn(
-        &Selection,
-        &PathOptions,
-        &Path,
-        &std::fs::Metadata,
-        &Input,
-    ) -> Result<PathReport, PathError>,
+    /// say, keeping what the selection keeps; `None` when reading it shows
+    /// it is not of the format after all (a `.tar.bz2` with no conda
+    /// `info/`), for the next row or the file's own prune.
+    pub(crate) prune: Prune,
 }
 
+/// A package format's prune ([`Rewriter::prune`]).
+pub(crate) type Prune = fn(
+    &Selection,
+    &PathOptions,
+    &Path,
+    &std::fs::Metadata,
+    &Input,
+) -> Result<Option<PathReport>, PathError>;
+
 /// The package formats prune rewrites, in the order they are tried: a
-/// wheel (any zip from its first byte), a Debian package.
+/// conda package (`.conda`, a zip with conda's members, before the
+/// wheel; `.tar.bz2`, a bzip2 tar with conda's `info/`), a wheel (any
+/// zip from its first byte), a Debian package.
 pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
+        is: conda::is_conda,
+        prune: |s, o, i, m, f| conda::prune_conda(s, o, i, m, f).map(Some),
+    },
+    Rewriter {
+        is: |data| package::detect(data) == Some(Kind::Tar(package::Compression::Bzip2)),
+        prune: conda::prune_tar_bz2,
+    },
+    Rewriter {
         is: |data| package::detect(data) == Some(Kind::Zip),
-        prune: wheel::prune,
+        prune: |s, o, i, m, f| wheel::prune(s, o, i, m, f).map(Some),
     },
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Deb),
-        prune: deb::prune,
+        prune: |s, o, i, m, f| deb::prune(s, o, i, m, f).map(Some),
     },
 ];

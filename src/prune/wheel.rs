@@ -304,7 +304,7 @@ fn host_member<'a>(
 /// The bytes of the stored member `f` (named `member`) of the wheel
 /// `path`, within its bytes `data`; an error unless they lie within them
 /// and match the member's CRC-32.
-fn stored<'a>(
+pub(super) fn stored<'a>(
     path: &Path,
     member: &str,
     data: &'a [u8],

@@ -152,6 +152,25 @@ pub struct PathReport {
     /// each with its bytes (before compression).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub removed: Vec<RemovedFile>,
+    /// For a conda package that changes (or would): what became of its
+    /// records of its files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conda: Option<CondaRecords>,
+}
+
+/// What pruning a conda package did to its records ([`PathReport::conda`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct CondaRecords {
+    /// Rows of `info/paths.json` given a new `sha256` and `size_in_bytes`.
+    pub rows_rewritten: usize,
+    /// Rows of `info/paths.json` taken out, of files removed.
+    pub rows_removed: usize,
+    /// Lines of `info/files` taken out, of files removed.
+    pub files_lines_removed: usize,
+    /// What to do next, in words: the package's own hash changed, so a
+    /// channel that holds it must be indexed again.
+    pub next: &'static str,
 }
 
 /// A file removed whole by a prune ([`PathReport::removed`]).
@@ -207,6 +226,22 @@ impl RemovedFile {
     }
 }
 
+impl CondaRecords {
+    /// The report's line on them (in a dry run, what would be).
+    pub(crate) fn line(&self, dry_run: bool) -> String {
+        let verb = if dry_run {
+            "would be updated"
+        } else {
+            "updated"
+        };
+        format!(
+            "  conda records {verb}: info/paths.json: {} row(s) given new hashes and sizes, {} \
+             row(s) of removed files taken out; info/files: {} line(s) taken out; {}",
+            self.rows_rewritten, self.rows_removed, self.files_lines_removed, self.next
+        )
+    }
+}
+
 impl PathReport {
     /// The report on `data` (the file `name`, with `meta`) before anything
     /// is pruned: nothing rewritten, nothing written yet.
@@ -229,6 +264,7 @@ impl PathReport {
             dropped: Vec::new(),
             members_refused: Vec::new(),
             removed: Vec::new(),
+            conda: None,
         }
     }
 }

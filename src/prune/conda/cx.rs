@@ -1,0 +1,116 @@
+//! What the pruning of one conda package works with, for the package's
+//! walk and its records.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::super::Selection;
+use super::super::deb::tar::Fault;
+use super::super::path::{PathError, PathErrorKind, PathOptions};
+use super::info::Row;
+
+/// What the pruning of one package works with.
+pub(crate) struct Cx<'a> {
+    pub(super) sel: &'a Selection,
+    pub(super) opts: &'a PathOptions,
+    /// The package.
+    pub(super) input: &'a Path,
+    /// Its name, for messages.
+    pub(super) name: String,
+    /// Why the decompression budget is what it is, for messages.
+    pub(super) why: &'static str,
+    /// Where in the package the walk is, for messages (`member
+    /// 'pkg-….tar.zst'`, `its tar archive`).
+    pub(super) place: String,
+    /// The rows of `info/paths.json`, by path.
+    pub(super) rows: HashMap<Vec<u8>, Row>,
+    /// Whether the walk meets `info/` (a `.tar.bz2`), to copy as it is.
+    pub(super) skip_info: bool,
+    /// Why `info/paths.json` could not be read, if it could not.
+    pub(super) unreadable: Option<String>,
+}
+
+impl<'a> Cx<'a> {
+    /// The pruning of `input`, `skip_info` for a `.tar.bz2`.
+    pub(super) fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        why: &'static str,
+        skip_info: bool,
+    ) -> Cx<'a> {
+        Cx {
+            sel,
+            opts,
+            input,
+            name: crate::files::shown(input).into_owned(),
+            why,
+            place: "its tar archive".into(),
+            rows: HashMap::new(),
+            skip_info,
+            unreadable: None,
+        }
+    }
+
+    /// `'PACKAGE': WHY`, about what it holds.
+    pub(super) fn said(&self, why: String) -> PathError {
+        PathError::said(PathErrorKind::Content, self.input, &self.name, why)
+    }
+
+    /// The error for `fault`, met where the walk is.
+    pub(super) fn fault(&self, fault: Fault) -> PathError {
+        match fault {
+            Fault::Write(e) => {
+                let out = self.opts.output_path(self.input).ok().flatten();
+                PathError::write(out.as_deref().unwrap_or(self.input), e)
+            }
+            Fault::Read(e) => self.said(format!("{}: cannot be read: {e}", self.place)),
+            Fault::Damaged(why) => self.said(format!("{}: {why}", self.place)),
+            Fault::Budget(limit) => self.said(format!(
+                "{} inflates to more than the {limit} bytes left of the decompression budget \
+                 ({})",
+                self.place, self.why
+            )),
+        }
+    }
+
+    /// Checks the `size_in_bytes` of `path`'s row against `size`.
+    pub(super) fn check_size(&self, path: &[u8], size: u64) -> Result<(), PathError> {
+        match self.rows.get(path).and_then(|r| r.size) {
+            Some(said) if said != size => Err(self.lie(path, "size_in_bytes", &said, &size)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks the `sha256` of `path`'s row against `sha`.
+    pub(super) fn check_sha(&self, path: &[u8], sha: &[u8; 32]) -> Result<(), PathError> {
+        let Some(said) = self.rows.get(path).and_then(|r| r.sha256.as_deref()) else {
+            return Ok(());
+        };
+        let is = hex(sha);
+        match said == is {
+            true => Ok(()),
+            false => Err(self.lie(path, "sha256", &said, &is)),
+        }
+    }
+
+    /// The error for a row of `paths.json` whose `field` says `said` of
+    /// `path`, whose bytes say `is`.
+    pub(super) fn lie(
+        &self,
+        path: &[u8],
+        field: &str,
+        said: &dyn std::fmt::Display,
+        is: &dyn std::fmt::Display,
+    ) -> PathError {
+        self.said(format!(
+            "info/paths.json: the '{field}' of '{}' is {said}, but the file's is {is}",
+            String::from_utf8_lossy(path)
+        ))
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,270 @@
+//! A conda package's records of its files, on bytes: `info/paths.json`
+//! (`{"paths": [{"_path", "path_type", "sha256", "size_in_bytes",
+//! "prefix_placeholder", …}], "paths_version": 1}`) and `info/files` (one
+//! path a line), read before the payload is walked and written again after
+//! it, with the rows of the files rewritten given their new `sha256` and
+//! `size_in_bytes`, and the rows and lines of the files removed taken out.
+//!
+//! `paths.json` is written as conda-build writes it (two-space indents,
+//! keys sorted); nothing but those rows changes in it, and `files` keeps
+//! every other line byte for byte. The tar archive holding them (a
+//! `.conda`'s `info-*.tar.zst`, or the whole `.tar.bz2`) is read and
+//! rewritten here too ([`read_info`], [`rewrite_info`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{Read, Write};
+
+use serde_json::Value;
+
+use super::super::deb::tar::{Fault, Walk};
+use crate::files::SPOOL_IN_MEMORY;
+
+/// Where the package lists its files with their hashes.
+pub(crate) const PATHS_JSON: &[u8] = b"info/paths.json";
+
+/// Where the package lists its files' paths alone.
+pub(crate) const FILES: &[u8] = b"info/files";
+
+/// Where the package says what it is: a tar holding it is a conda package.
+const INDEX_JSON: &[u8] = b"info/index.json";
+
+/// What `paths.json` says of one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Row {
+    /// Its SHA-256, lowercase hex, if given.
+    pub(crate) sha256: Option<String>,
+    /// Its size, if given.
+    pub(crate) size: Option<u64>,
+    /// The build prefix written in it, which conda replaces at install.
+    pub(crate) placeholder: Option<Vec<u8>>,
+}
+
+/// What a file of the payload became: its new size and SHA-256
+/// (lowercase hex) when rewritten.
+pub(crate) type Changed = BTreeMap<Vec<u8>, (u64, String)>;
+
+/// The rows of `paths.json`, by path; an error naming the field that is
+/// not as the format says.
+pub(crate) fn rows(text: &[u8]) -> Result<HashMap<Vec<u8>, Row>, String> {
+    let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
+    let paths = doc
+        .get("paths")
+        .and_then(Value::as_array)
+        .ok_or("it has no 'paths' list")?;
+    let mut out = HashMap::with_capacity(paths.len());
+    for (i, row) in paths.iter().enumerate() {
+        let path = row
+            .get("_path")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("row {i} has no '_path' string"))?;
+        let sha256 = match row.get("sha256") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.to_ascii_lowercase()),
+            Some(_) => return Err(format!("the 'sha256' of '{path}' is not a string")),
+        };
+        let size = match row.get("size_in_bytes") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .ok_or_else(|| format!("the 'size_in_bytes' of '{path}' is not a size"))?,
+            ),
+        };
+        let placeholder = row
+            .get("prefix_placeholder")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .map(|p| p.as_bytes().to_vec());
+        let row = Row {
+            sha256,
+            size,
+            placeholder,
+        };
+        out.insert(path.as_bytes().to_vec(), row);
+    }
+    Ok(out)
+}
+
+/// `paths.json` (`text`) with the rows of the files in `changed` given
+/// their new hash and size, and the rows of those in `gone` taken out;
+/// with how many rows were rewritten and removed. `None` when it names
+/// none of them.
+pub(crate) fn new_paths_json(
+    text: &[u8],
+    changed: &Changed,
+    gone: &BTreeSet<Vec<u8>>,
+) -> Result<Option<(Vec<u8>, usize, usize)>, serde_json::Error> {
+    let mut doc: Value = serde_json::from_slice(text)?;
+    let (mut rewritten, mut removed) = (0, 0);
+    if let Some(rows) = doc.get_mut("paths").and_then(Value::as_array_mut) {
+        rows.retain_mut(|row| {
+            let path = row.get("_path").and_then(Value::as_str).unwrap_or_default();
+            if gone.contains(path.as_bytes()) {
+                removed += 1;
+                return false;
+            }
+            if let (Some((size, sha)), Some(obj)) =
+                (changed.get(path.as_bytes()), row.as_object_mut())
+            {
+                rewritten += 1;
+                obj.insert("sha256".into(), sha.as_str().into());
+                obj.insert("size_in_bytes".into(), (*size).into());
+            }
+            true
+        });
+    }
+    if rewritten + removed == 0 {
+        return Ok(None);
+    }
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    if text.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    Ok(Some((bytes, rewritten, removed)))
+}
+
+/// `info/files` (`text`) without the lines naming a file in `gone`, every
+/// other byte as it was, and how many lines went; `None` when none does.
+pub(crate) fn new_files(text: &[u8], gone: &BTreeSet<Vec<u8>>) -> Option<(Vec<u8>, usize)> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut removed = 0;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let path = line.strip_suffix(b"\n").unwrap_or(line);
+        let path = path.strip_suffix(b"\r").unwrap_or(path);
+        if gone.contains(path) {
+            removed += 1;
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    (removed > 0).then_some((out, removed))
+}
+
+/// What a package's info archive holds that prune reads.
+#[derive(Debug, Default)]
+pub(crate) struct Info {
+    /// `info/paths.json`'s bytes.
+    pub(crate) paths_json: Option<Vec<u8>>,
+    /// `info/files`' bytes.
+    pub(crate) files: Option<Vec<u8>>,
+    /// Whether it has `info/index.json`.
+    pub(crate) index: bool,
+}
+
+/// Reads the tar archive `walk` walks for `info/paths.json`, `info/files`
+/// and `info/index.json`, stopping once it has all three.
+pub(crate) fn read_info<R: Read, W: Write>(walk: &mut Walk<R, W>) -> Result<Info, Fault> {
+    let mut info = Info::default();
+    while let Some(h) = walk.next()? {
+        let slot = match h.path.as_slice() {
+            p if p == INDEX_JSON => {
+                info.index = true;
+                None
+            }
+            p if p == PATHS_JSON => Some(&mut info.paths_json),
+            p if p == FILES => Some(&mut info.files),
+            _ => None,
+        };
+        if let Some(slot) = slot.filter(|_| h.is_file()) {
+            if h.size > SPOOL_IN_MEMORY {
+                return Err(Fault::Damaged(format!(
+                    "'{}' holds {} bytes, more than the {SPOOL_IN_MEMORY} read",
+                    h.path_lossy(),
+                    h.size
+                )));
+            }
+            let mut text = Vec::new();
+            walk.body().read_to_end(&mut text).map_err(Fault::Read)?;
+            if (text.len() as u64) < h.size {
+                return Err(Fault::Damaged(format!("'{}' is cut short", h.path_lossy())));
+            }
+            *slot = Some(text);
+        }
+        walk.skip_body()?;
+        if info.index && info.paths_json.is_some() && info.files.is_some() {
+            break;
+        }
+    }
+    Ok(info)
+}
+
+/// Copies the tar archive `walk` walks, entry by entry, but for
+/// `info/paths.json` and `info/files`, which get the bytes given (where
+/// given) in their header's size, nothing else of the header changed.
+pub(crate) fn rewrite_info<R: Read, W: Write>(
+    walk: &mut Walk<R, W>,
+    paths_json: Option<&[u8]>,
+    files: Option<&[u8]>,
+) -> Result<(), Fault> {
+    while let Some(h) = walk.next()? {
+        let new = match h.path.as_slice() {
+            p if p == PATHS_JSON => paths_json,
+            p if p == FILES => files,
+            _ => None,
+        };
+        let Some(new) = new.filter(|_| h.is_file() && !h.size_in_pax) else {
+            walk.copy(&h)?;
+            continue;
+        };
+        walk.skip_body()?;
+        walk.write_header(&h, new.len() as u64)?;
+        walk.out().write_all(new).map_err(Fault::Write)?;
+        walk.pad(new.len() as u64)?;
+    }
+    Ok(())
+}
+
+/// The offsets at which `needle` lies in the bytes written to it.
+pub(crate) struct Finder<'a> {
+    needle: &'a [u8],
+    /// The last bytes written, fewer than the needle's: the start of a
+    /// match the next write may end.
+    carry: Vec<u8>,
+    /// Where `carry` starts.
+    at: u64,
+    /// The offsets found.
+    pub(crate) found: Vec<u64>,
+}
+
+impl<'a> Finder<'a> {
+    /// A finder of `needle` (not empty).
+    pub(crate) fn new(needle: &'a [u8]) -> Finder<'a> {
+        Finder {
+            needle,
+            carry: Vec::new(),
+            at: 0,
+            found: Vec::new(),
+        }
+    }
+
+    /// The offsets of `needle` in `hay`.
+    pub(crate) fn all(needle: &[u8], hay: &[u8]) -> Vec<u64> {
+        let mut f = Finder::new(needle);
+        f.feed(hay);
+        f.found
+    }
+
+    fn feed(&mut self, buf: &[u8]) {
+        if self.needle.is_empty() {
+            return;
+        }
+        let mut joined = std::mem::take(&mut self.carry);
+        joined.extend_from_slice(buf);
+        // The carry is shorter than the needle: every match is new.
+        for i in memchr::memmem::find_iter(&joined, self.needle) {
+            self.found.push(self.at + i as u64);
+        }
+        let keep = joined.len().min(self.needle.len() - 1);
+        self.at += (joined.len() - keep) as u64;
+        self.carry = joined.split_off(joined.len() - keep);
+    }
+}
+
+impl Write for Finder<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.feed(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

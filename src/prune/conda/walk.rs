@@ -1,0 +1,262 @@
+//! The walk of a conda package's payload tar: each file of a format prune
+//! reads pruned as if named alone, each per-GPU file whose GPU the rules
+//! drop left out, every other entry copied block for block; and each
+//! file's bytes checked against its `paths.json` row on the way.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+
+use sha2::{Digest as _, Sha256};
+
+use super::super::budget::inflate;
+use super::super::deb::tar::{Fault, Header, Walk};
+use super::super::deb::{Hashing, write_as_it_was, write_pruned};
+use super::super::path::{PathError, PathErrorKind, PathReport, Pruning, RemovedFile};
+use super::cx::{Cx, hex};
+use super::info::{Changed, Finder};
+
+/// Files smaller than this hold no container worth reading (as for
+/// wheels and `.deb`s).
+const MIN_SIZE: u64 = 64;
+
+/// Bytes read of a file to tell whether prune reads its format.
+const HEAD: u64 = 512;
+
+/// What the walk of the payload did.
+#[derive(Default)]
+pub(crate) struct Walked {
+    /// The new size and SHA-256 of each file rewritten (and of its hard
+    /// links), by path.
+    pub(crate) changed: Changed,
+    /// The paths removed: files, their hard links, directories of
+    /// per-GPU files.
+    pub(crate) gone: BTreeSet<Vec<u8>>,
+    /// The refusals of files left as they were, as messages.
+    pub(crate) refused: Vec<String>,
+    /// The device code of every file, together.
+    pub(crate) all: Pruning,
+}
+
+impl Walked {
+    /// Whether the package changes.
+    pub(crate) fn unchanged(&self) -> bool {
+        self.changed.is_empty() && self.gone.is_empty()
+    }
+}
+
+/// Refuses an entry whose name climbs out of the prefix it is unpacked
+/// in: a `..` component, or an absolute name (the header's own or a
+/// hard link's target).
+fn check_name(cx: &Cx<'_>, h: &Header) -> Result<(), PathError> {
+    let climbs = |p: &[u8]| p.split(|&b| b == b'/').any(|c| c == b"..");
+    let absolute = h.block[0] == b'/' || (h.is_hard_link() && h.block[157] == b'/');
+    if climbs(&h.path) || (h.is_hard_link() && climbs(&h.link)) || absolute {
+        return Err(cx.said(format!(
+            "{}: the entry '{}' names a path outside the package's prefix",
+            cx.place,
+            h.path_lossy()
+        )));
+    }
+    Ok(())
+}
+
+/// Walks the payload: see the module's documentation. The device code
+/// kept and dropped, and the files removed, go into `rep`.
+pub(crate) fn walk_payload<R: Read, W: Write>(
+    cx: &Cx<'_>,
+    walk: &mut Walk<R, W>,
+    rep: &mut PathReport,
+) -> Result<Walked, PathError> {
+    let fault = |f| cx.fault(f);
+    let mut w = Walked::default();
+    while let Some(h) = walk.next().map_err(fault)? {
+        check_name(cx, &h)?;
+        if cx.skip_info && h.path.starts_with(b"info/") {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        if h.is_hard_link() {
+            // A link follows the file it names: what became of it is known.
+            if w.gone.contains(&h.link) {
+                w.gone.insert(h.path.clone());
+                continue;
+            }
+            if let Some(new) = w.changed.get(&h.link).cloned() {
+                w.changed.insert(h.path.clone(), new);
+            }
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        if by_name(cx, walk, &h, &mut w, rep)? {
+            continue;
+        }
+        if !h.is_file() {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        cx.check_size(&h.path, h.size)?;
+        file(cx, walk, &h, &mut w, rep)?;
+    }
+    Ok(w)
+}
+
+/// The regular file `h`: pruned, removed or copied (see
+/// [`walk_payload`]), its old bytes checked against its row.
+fn file<R: Read, W: Write>(
+    cx: &Cx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    w: &mut Walked,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
+    let fault = |f| cx.fault(f);
+    let path = h.path_lossy();
+    let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
+    walk.body().read_exact(&mut head).map_err(|e| {
+        cx.fault(Fault::Damaged(format!(
+            "the data of '{path}' is cut short: {e}"
+        )))
+    })?;
+    if h.size < MIN_SIZE || !super::super::file::readable(&head) {
+        let sha = copy_hashed(walk, h, &head).map_err(fault)?;
+        return cx.check_sha(&h.path, &sha);
+    }
+    let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
+    walk.skip_body().map_err(fault)?;
+    let bytes = file.bytes();
+    cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
+    let full = format!("{}!/{path}", cx.name);
+    let each = Pruning::member_options(&cx.opts.prune);
+    let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
+        Ok(p) => p,
+        Err(e) if e.refused() && !cx.opts.strict => {
+            w.refused.push(e.chain());
+            return write_as_it_was(walk, h, &file).map_err(fault);
+        }
+        Err(e) => return Err(e),
+    };
+    if p.output.is_some() && h.size_in_pax {
+        let why = "a pax header gives its size, which prune does not rewrite";
+        let e = PathError::said(PathErrorKind::Refused, cx.input, &full, why);
+        if cx.opts.strict {
+            return Err(e);
+        }
+        w.refused.push(e.chain());
+        return write_as_it_was(walk, h, &file).map_err(fault);
+    }
+    w.all.add_device(&p);
+    rep.kept.extend(p.kept);
+    rep.dropped.extend(p.dropped);
+    if p.remove.is_some() {
+        rep.removed.push(RemovedFile::whole(full, h.size));
+        rep.freed += h.size;
+        w.gone.insert(h.path.clone());
+        return Ok(());
+    }
+    let Some(new) = p.output else {
+        return write_as_it_was(walk, h, &file).map_err(fault);
+    };
+    if let Some(placeholder) = cx.rows.get(&h.path).and_then(|r| r.placeholder.as_deref()) {
+        let mut after = Finder::new(placeholder);
+        write_pruned(&new, &file, &mut after).map_err(|e| fault(Fault::Write(e)))?;
+        if after.found != Finder::all(placeholder, bytes) {
+            let why = format!(
+                "its prefix placeholder ('{}', which conda rewrites at install) would move: \
+                 prune never moves it",
+                String::from_utf8_lossy(placeholder)
+            );
+            return Err(PathError::said(
+                PathErrorKind::Refused,
+                cx.input,
+                &full,
+                why,
+            ));
+        }
+    }
+    rep.emptied += p.emptied;
+    rep.containers_rewritten += p.rewritten;
+    rep.freed += p.freed;
+    walk.write_header(h, new.size()).map_err(fault)?;
+    let mut hashing = Hashing {
+        out: walk.out(),
+        digest: Sha256::new(),
+    };
+    write_pruned(&new, &file, &mut hashing).map_err(|e| fault(Fault::Write(e)))?;
+    let sha = hex(&hashing.digest.finalize());
+    walk.pad(new.size()).map_err(fault)?;
+    w.changed.insert(h.path.clone(), (new.size(), sha));
+    Ok(())
+}
+
+/// With the entry `h` read: when it is a library's per-GPU file whose
+/// GPU the rules drop ([`super::super::companion`]), a regular file, it
+/// is left out unread (its hard links follow it) and reported removed; a
+/// directory of such files is left out with it. Whether it was handled
+/// so.
+fn by_name<R: Read, W: Write>(
+    cx: &Cx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    w: &mut Walked,
+    rep: &mut PathReport,
+) -> Result<bool, PathError> {
+    let directory = h.kind() == b'5';
+    if cx.opts.keep_files || !(h.is_file() || directory) {
+        return Ok(false);
+    }
+    let Some(c) = super::super::companion::dropped(cx.sel.by(), &h.path_lossy()) else {
+        return Ok(false);
+    };
+    walk.skip_body().map_err(|f| cx.fault(f))?;
+    let mut path = h.path.clone();
+    if directory {
+        // `lib/rocblas/library/gfx906/`: its row, if any, has no slash.
+        while path.last() == Some(&b'/') {
+            path.pop();
+        }
+    } else {
+        cx.check_size(&h.path, h.size)?;
+        let full = format!("{}!/{}", cx.name, h.path_lossy());
+        rep.removed.push(RemovedFile::by_name(full, h.size, &c));
+        rep.freed += h.size;
+    }
+    w.gone.insert(path);
+    Ok(true)
+}
+
+/// Copies the file `h`, whose first bytes `head` were read, as it is;
+/// the SHA-256 of its bytes.
+fn copy_hashed<R: Read, W: Write>(
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    head: &[u8],
+) -> Result<[u8; 32], Fault> {
+    walk.copy_header(h)?;
+    walk.out().write_all(head).map_err(Fault::Write)?;
+    let mut sha = Sha256::new();
+    sha.update(head);
+    let mut n = head.len() as u64;
+    let mut buf = vec![0u8; 256 << 10];
+    loop {
+        let k = match walk.body().read(&mut buf) {
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Fault::Read(e)),
+        };
+        if k == 0 {
+            break;
+        }
+        sha.update(&buf[..k]);
+        walk.out().write_all(&buf[..k]).map_err(Fault::Write)?;
+        n += k as u64;
+    }
+    if n < h.size {
+        return Err(Fault::Damaged(format!(
+            "the data of '{}' is cut short ({n} of its {} bytes)",
+            h.path_lossy(),
+            h.size
+        )));
+    }
+    walk.pass_body()?;
+    Ok(sha.finalize().into())
+}
