@@ -16,7 +16,8 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::prune::companion::code_object;
+use crate::util::{ours, run, same, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -31,27 +32,6 @@ pub fn tests() -> Vec<Trial> {
             lying_layouts,
         ),
     ]
-}
-
-/// Builds the code object of `k2.hip` for `arch` into `dir/name`.
-fn code_object(dir: &Path, arch: &str, name: &str) -> Result<Vec<u8>, Failed> {
-    let include = format!("-I{}", crate::prune::src(""));
-    let offload = format!("--offload-arch={arch}");
-    let args = [
-        "-x",
-        "hip",
-        "-nogpulib",
-        "-nogpuinc",
-        &include,
-        &offload,
-        "--cuda-device-only",
-        "--no-gpu-bundle-output",
-        &crate::prune::src("k2.hip"),
-        "-o",
-        name,
-    ];
-    run(&llvm("clang++"), &args, dir).ok()?;
-    Ok(std::fs::read(dir.join(name))?)
 }
 
 /// Each file `inspect --json` lists, with the targets of its images.

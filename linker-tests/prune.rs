@@ -30,7 +30,7 @@ test_files! {
     wheels,
     tree,
     removed,
-    companion,
+    pub(crate) companion,
     rocblas,
     conda,
 }

@@ -92,27 +92,33 @@ const EMPTIED: [&str; 2] = [
     "lib/hipblaslt/library/gfx906",
 ];
 
+/// Builds `k2.hip`'s code object for `arch` (clang-22, device only) into
+/// `d/name`; its bytes.
+pub(crate) fn code_object(d: &Path, arch: &str, name: &str) -> Result<Vec<u8>, Failed> {
+    let include = format!("-I{}", src(""));
+    let offload = format!("--offload-arch={arch}");
+    let args = [
+        "-x",
+        "hip",
+        "-nogpulib",
+        "-nogpuinc",
+        &include,
+        &offload,
+        "--cuda-device-only",
+        "--no-gpu-bundle-output",
+        &src("k2.hip"),
+        "-o",
+        name,
+    ];
+    run(&llvm("clang++"), &args, d).ok()?;
+    Ok(std::fs::read(d.join(name))?)
+}
+
 /// Every file of the install, by its path below the prefix.
 pub(super) fn build(d: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
-    let include = format!("-I{}", src(""));
     let mut out = BTreeMap::new();
     for (arch, path) in [("gfx90a", KEPT_OBJECT), ("gfx1030", GONE_OBJECT)] {
-        let offload = format!("--offload-arch={arch}");
-        let args = [
-            "-x",
-            "hip",
-            "-nogpulib",
-            "-nogpuinc",
-            &include,
-            &offload,
-            "--cuda-device-only",
-            "--no-gpu-bundle-output",
-            &src("k2.hip"),
-            "-o",
-            "k.hsaco",
-        ];
-        run(&llvm("clang++"), &args, d).ok()?;
-        out.insert(path.to_string(), std::fs::read(d.join("k.hsaco"))?);
+        out.insert(path.to_string(), code_object(d, arch, "k.hsaco")?);
     }
     for (path, _) in NAMED {
         // Text: no format prune reads, so only the name can remove it.

@@ -141,6 +141,25 @@ fn close(cx: &Cx<'_>, rep: &mut PathReport, w: &mut Walked) -> Result<(), PathEr
     Ok(())
 }
 
+/// Ends a walk (`close`), checks that `info/paths.json` had a row for
+/// what changed, and brings the records up to it: whether the package is
+/// unchanged, and the records' new texts (said in `rep` when it changed).
+fn settle(
+    cx: &Cx<'_>,
+    info: &Info,
+    rep: &mut PathReport,
+    walked: &mut Walked,
+) -> Result<(bool, Records), PathError> {
+    close(cx, rep, walked)?;
+    cx.need_rows(info, walked)?;
+    let unchanged = walked.unchanged();
+    let records = records(cx, info, walked)?;
+    if !unchanged {
+        rep.conda = Some(records.said.clone());
+    }
+    Ok((unchanged, records))
+}
+
 /// A scratch file beside `out` (or a temporary one).
 fn scratch(cx: &Cx<'_>, out: &Output) -> Result<File, PathError> {
     match out.scratch_file() {
@@ -210,13 +229,7 @@ pub(crate) fn prune_conda(
             .map_err(|e| PathError::io(PathErrorKind::Io, input, e))?;
         Ok::<_, PathError>((walked, Some(f)))
     })?;
-    close(&cx, &mut rep, &mut walked)?;
-    cx.need_rows(&info, &walked)?;
-    let unchanged = walked.unchanged();
-    let records = records(&cx, &info, &walked)?;
-    if !unchanged {
-        rep.conda = Some(records.said.clone());
-    }
+    let (unchanged, records) = settle(&cx, &info, &mut rep, &mut walked)?;
     let (Some(dest), Some(mut out), Some(mut pkg_new)) = (dest, out.take(), pkg_new) else {
         return Ok(rep);
     };
@@ -398,13 +411,7 @@ pub(crate) fn prune_tar_bz2(
             .map_err(|e| PathError::io(PathErrorKind::Io, input, e.into_error()))?;
         Ok::<_, PathError>((walked, Some(f)))
     })?;
-    close(&cx, &mut rep, &mut walked)?;
-    cx.need_rows(&info, &walked)?;
-    let unchanged = walked.unchanged();
-    let records = records(&cx, &info, &walked)?;
-    if !unchanged {
-        rep.conda = Some(records.said.clone());
-    }
+    let (unchanged, records) = settle(&cx, &info, &mut rep, &mut walked)?;
     let (Some(dest), Some(mut out), Some(mut tar)) = (dest, out.take(), tar) else {
         return Ok(Some(rep));
     };
