@@ -17,6 +17,7 @@ mod source;
 pub(crate) mod units;
 
 pub(crate) use source::Source;
+use source::cannot_open;
 pub(crate) use units::BY_SIZE;
 
 /// The inputs of `paths`, in a stable order: each path in turn (`-` is
@@ -106,12 +107,6 @@ pub(crate) fn finished(report: Report) -> Result<Report, Unread> {
         Some(limit) => Err(Unread::from(limit)),
         None => Ok(report),
     }
-}
-
-/// Why a file could not be opened: `cannot open: ` and the C library's
-/// words for `e`.
-fn cannot_open(e: &std::io::Error) -> Unread {
-    Unread::new(format!("cannot open: {}", crate::files::strerror(e)))
 }
 
 /// Files and directories already reached, by device and inode.

@@ -49,6 +49,12 @@ impl Source {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        Input::open(&self.path).map_err(|e| super::cannot_open(&e))
+        Input::open(&self.path).map_err(|e| cannot_open(&e))
     }
+}
+
+/// Why a file could not be opened: `cannot open: ` and the C library's
+/// words for `e`.
+pub(super) fn cannot_open(e: &std::io::Error) -> Unread {
+    Unread::new(format!("cannot open: {}", crate::files::strerror(e)))
 }

@@ -21,7 +21,7 @@ use crate::package::{self, Contents};
 use crate::scan::Unread;
 
 use super::image;
-use super::source::Source;
+use super::source::{self, Source};
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
 /// [`Options::max_uncompressed`] when none was given: the budget of each
@@ -133,7 +133,7 @@ fn layout_units<T>(
         let mut shadow = image::Shadow::default();
         for layer in img.layers.iter().rev() {
             let read = Input::open(&layer.blob)
-                .map_err(|e| super::cannot_open(&e))
+                .map_err(|e| source::cannot_open(&e))
                 .and_then(|input| {
                     layer.check(input.bytes()).map_err(Unread::new)?;
                     let r = w.layer(&unit, input.bytes(), &input, &mut shadow);
