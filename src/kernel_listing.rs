@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::error::unread::Unread;
+
 /// What kind of image a [`Listing`] was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -325,11 +327,11 @@ pub struct ImageKernels {
     pub image: usize,
     /// What was read, or why it could not be (the image is damaged).
     #[serde(flatten, serialize_with = "listing_or_error")]
-    pub listing: std::result::Result<Listing, String>,
+    pub listing: std::result::Result<Listing, Unread>,
 }
 
 fn listing_or_error<S: serde::Serializer>(
-    l: &std::result::Result<Listing, String>,
+    l: &std::result::Result<Listing, Unread>,
     s: S,
 ) -> std::result::Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
@@ -337,7 +339,7 @@ fn listing_or_error<S: serde::Serializer>(
         Ok(l) => l.serialize(s),
         Err(e) => {
             let mut m = s.serialize_map(Some(1))?;
-            m.serialize_entry("error", e)?;
+            m.serialize_entry("error", e.as_str())?;
             m.end()
         }
     }

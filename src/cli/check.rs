@@ -15,7 +15,7 @@ use crate::companion::gate::{self as per_gpu, Judgement};
 use crate::kernels::gate::Gate;
 use crate::kernels::gate::json::Document;
 use crate::kernels::{KernelRule, KernelRuleResult};
-use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Verdict};
+use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Unread, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
 #[derive(clap::Args)]
@@ -191,7 +191,7 @@ impl CheckOpts {
         let outcome = scan::check(
             scanned
                 .iter()
-                .map(|s| s.result.as_ref().map_err(String::as_str)),
+                .map(|s| s.result.as_ref().map_err(Unread::as_str)),
             &req,
         );
         let kernels = Gate::judge(

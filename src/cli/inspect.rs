@@ -11,7 +11,7 @@ use anyhow::Result;
 use super::scan::{
     Common, Scanned, exit, exit_code_after_inputs, kernel_errors, scan_files, scan_files_kernels,
 };
-use crate::scan::{self, HashAlgo, json};
+use crate::scan::{self, HashAlgo, Unread, json};
 use table::print_table;
 
 mod table;
@@ -127,7 +127,7 @@ fn json_file(s: &Scanned, kernels: bool) -> json::File<'_> {
     json::File {
         path: &s.path,
         size: s.size,
-        result: s.result.as_ref().map_err(String::as_str),
+        result: s.result.as_ref().map_err(Unread::as_str),
         kernels: kernels.then_some(&s.kernels[..]),
     }
 }

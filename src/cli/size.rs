@@ -50,7 +50,7 @@ impl SizeOpts {
             .iter()
             .map(|s| match &s.result {
                 Ok(r) => scan::size(&s.path, s.size, r),
-                Err(e) => SizeReport::unreadable(&s.path, e),
+                Err(e) => SizeReport::unreadable(&s.path, e.as_str()),
             })
             .collect();
         let all = SizeReport::sum("(all inputs)", &reports);

@@ -284,7 +284,7 @@ fn damaged_symbols_are_no_kernels_removed() {
     let a = [listing(0, vec![kernel("k", 0, 4)])];
     let damaged = [ImageKernels {
         image: 0,
-        listing: Err("invalid ELF image".into()),
+        listing: Err(crate::scan::Unread::new("invalid ELF image")),
     }];
     let d = compare(Side::with_kernels(&r, &a), Side::with_kernels(&r, &damaged));
     assert_eq!(d.targets[0].kernels, None);

@@ -11,6 +11,7 @@ use std::io;
 pub(crate) mod ccob;
 pub(crate) mod spent;
 pub(crate) mod target;
+pub(crate) mod unread;
 
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -2,7 +2,7 @@
 //! ([`Visit::image`]): the same bytes for the same images, on any number
 //! of threads.
 
-use crate::scan::{self, Image, ImageReader, Options, Visit};
+use crate::scan::{self, Image, ImageReader, Options, Unread, Visit};
 
 /// What a visitor got: per image id, a hash of its bytes, or `None` when
 /// they could not be had.
@@ -40,7 +40,7 @@ impl Visit for Take {
         self.readers
             .then(|| Box::new(Hash(None)) as Box<dyn ImageReader>)
     }
-    fn read(&mut self, img: &Image, reader: Box<dyn ImageReader>, end: Result<(), String>) {
+    fn read(&mut self, img: &Image, reader: Box<dyn ImageReader>, end: Result<(), Unread>) {
         let reader: Box<dyn std::any::Any> = reader;
         let hash = reader.downcast::<Hash>().expect("its own reader back");
         match end {

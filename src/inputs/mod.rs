@@ -10,13 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::files::Input;
 use crate::kernels;
-use crate::scan::{self, Image, Options, Report};
+use crate::scan::{self, Image, Options, Report, Unread};
 
 mod image;
 mod source;
 pub(crate) mod units;
 
 pub(crate) use source::Source;
+use source::cannot_open;
 pub(crate) use units::BY_SIZE;
 
 /// The inputs of `paths`, in a stable order: each path in turn (`-` is
@@ -67,7 +68,7 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
                 }
             }
             Err(e) => out.push(Source {
-                error: Some(format!("cannot open: {}", crate::files::strerror(&e))),
+                error: Some(cannot_open(&e)),
                 ..Source::new(p.clone())
             }),
         }
@@ -101,9 +102,9 @@ pub(crate) fn for_size(opts: &Options, size: usize) -> std::borrow::Cow<'_, Opti
 
 /// The outcome of one scan for a command: its report, or, when a limit
 /// stopped it, the error naming the limit.
-pub(crate) fn finished(report: Report) -> Result<Report, String> {
+pub(crate) fn finished(report: Report) -> Result<Report, Unread> {
     match report.stopped {
-        Some(limit) => Err(format!("the scan stopped: {limit}")),
+        Some(limit) => Err(Unread::from(limit)),
         None => Ok(report),
     }
 }
@@ -166,10 +167,10 @@ struct Walked {
 fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
     let unreadable = |e: std::io::Error| Walked {
         source: Source {
-            error: Some(format!(
+            error: Some(Unread::new(format!(
                 "cannot read the directory: {}",
                 crate::files::strerror(&e)
-            )),
+            ))),
             ..Source::new(dir.to_path_buf())
         },
         link: false,
@@ -207,7 +208,7 @@ fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
             Err(e) => {
                 out.push(Walked {
                     source: Source {
-                        error: Some(format!("cannot open: {}", crate::files::strerror(&e))),
+                        error: Some(cannot_open(&e)),
                         ..Source::found(p)
                     },
                     link,
@@ -325,7 +326,7 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.reader(image)
     }
 
-    fn read(&mut self, image: &Image, reader: Box<dyn scan::ImageReader>, end: Result<(), String>) {
+    fn read(&mut self, image: &Image, reader: Box<dyn scan::ImageReader>, end: Result<(), Unread>) {
         self.inner.read(image, reader, end);
     }
 
@@ -371,7 +372,7 @@ pub(crate) struct Scanned {
     /// inside a package): reports may leave it out when it holds nothing.
     pub(crate) found: bool,
     /// What was found, or why the file could not be read.
-    pub(crate) result: Result<Report, String>,
+    pub(crate) result: Result<Report, Unread>,
     /// The kernels of its images, when they were asked for
     /// ([`scan_files_kernels`]).
     pub(crate) kernels: Vec<kernels::ImageKernels>,
@@ -497,11 +498,11 @@ pub(crate) fn over_allowance<'a>(
     for s in scanned {
         s.kernels.clear();
         if s.result.is_ok() {
-            s.result = Err(format!(
+            s.result = Err(Unread::new(format!(
                 "its kernels are not listed: the listings of this command's inputs hold more \
                  than {} kernels and symbols (--max-kernels)",
                 allowance.limit()
-            ));
+            )));
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::files::Input;
+use crate::scan::Unread;
 
 /// One input: a path (`-`: standard input), and why it cannot be read
 /// when that is known before it is opened (it does not exist, a directory
@@ -13,7 +14,7 @@ pub(crate) struct Source {
     /// The path as given or found.
     pub(crate) path: PathBuf,
     /// Why it cannot be read.
-    pub(crate) error: Option<String>,
+    pub(crate) error: Option<Unread>,
     /// Whether it was found walking a directory (not named).
     pub(crate) in_dir: bool,
     /// Whether it is an OCI image layout (a directory), read as the
@@ -44,10 +45,16 @@ impl Source {
     }
 
     /// Opens the input, or says why it cannot be read.
-    pub(crate) fn open(&self) -> Result<Input, String> {
+    pub(crate) fn open(&self) -> Result<Input, Unread> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        Input::open(&self.path).map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
+        Input::open(&self.path).map_err(|e| cannot_open(&e))
     }
+}
+
+/// Why a file could not be opened: `cannot open: ` and the C library's
+/// words for `e`.
+pub(super) fn cannot_open(e: &std::io::Error) -> Unread {
+    Unread::new(format!("cannot open: {}", crate::files::strerror(e)))
 }

@@ -18,9 +18,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use crate::package::{self, Contents};
+use crate::scan::Unread;
 
 use super::image;
-use super::source::Source;
+use super::source::{self, Source};
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
 /// [`Options::max_uncompressed`] when none was given: the budget of each
@@ -55,7 +56,7 @@ pub(crate) struct Data<'a> {
 }
 
 /// What a unit gives to a command.
-pub(crate) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, String>) -> T + 'f;
+pub(crate) type Visit<'f, T> = dyn FnMut(&Unit<'_>, Result<Data<'_>, Unread>) -> T + 'f;
 
 /// Calls `f` for each unit of `src`, in order: the file itself, or each
 /// member of a package. What cannot be read (the file, a corrupt package, a
@@ -109,7 +110,7 @@ fn layout_units<T>(
 ) {
     let images = match image::layout_images(&src.path) {
         Ok(images) => images,
-        Err(e) => return out.push(f(unit, Err(e))),
+        Err(e) => return out.push(f(unit, Err(Unread::new(e)))),
     };
     let limit = if limit == BY_SIZE {
         let size = images
@@ -132,16 +133,16 @@ fn layout_units<T>(
         let mut shadow = image::Shadow::default();
         for layer in img.layers.iter().rev() {
             let read = Input::open(&layer.blob)
-                .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
+                .map_err(|e| source::cannot_open(&e))
                 .and_then(|input| {
-                    layer.check(input.bytes())?;
+                    layer.check(input.bytes()).map_err(Unread::new)?;
                     let r = w.layer(&unit, input.bytes(), &input, &mut shadow);
                     input.close();
                     r
                 });
             if let Err(e) = read {
                 let blob = crate::files::shown(&layer.blob);
-                let r = (w.f)(&unit, Err(format!("the layer '{blob}': {e}")));
+                let r = (w.f)(&unit, Err(Unread::new(format!("the layer '{blob}': {e}"))));
                 w.out.push(r);
                 break;
             }
@@ -180,7 +181,7 @@ impl<T> Walk<'_, '_, T> {
         };
         if depth >= MAX_PACKAGE_DEPTH {
             let e = format!("packages nested more than {MAX_PACKAGE_DEPTH} deep");
-            let r = (self.f)(unit, Err(e));
+            let r = (self.f)(unit, Err(Unread::new(e)));
             self.out.push(r);
             return;
         }
@@ -194,7 +195,7 @@ impl<T> Walk<'_, '_, T> {
         // from start to end) are given back as it is read.
         if let Err(e) = with_pages_given_back(input, || package::members(bytes, kind, &mut members))
         {
-            let r = (self.f)(unit, Err(e.to_string()));
+            let r = (self.f)(unit, Err(Unread::from(e)));
             self.out.push(r);
         }
     }
@@ -209,13 +210,13 @@ impl<T> Walk<'_, '_, T> {
         bytes: &[u8],
         input: &Input,
         shadow: &mut image::Shadow,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unread> {
         let kind = match package::detect(bytes) {
             Some(kind @ package::Kind::Tar(_)) => kind,
             // A compressed tar of no entries (its first block is the end).
             Some(package::Kind::Compressed(c)) => package::Kind::Tar(c),
             None if bytes.iter().all(|&b| b == 0) => return Ok(()),
-            _ => return Err("it is not a tar archive".into()),
+            _ => return Err(Unread::new("it is not a tar archive")),
         };
         let mut layer = Layer {
             members: Members {
@@ -228,7 +229,7 @@ impl<T> Walk<'_, '_, T> {
         };
         let r = with_pages_given_back(input, || package::members(bytes, kind, &mut layer));
         layer.shadow.next_layer();
-        r.map_err(|e| e.to_string())
+        r.map_err(Unread::from)
     }
 
     /// When `input` is a `docker save` archive (a plain tar holding a
@@ -253,13 +254,13 @@ impl<T> Walk<'_, '_, T> {
                 let name = layer.blob.to_string_lossy();
                 let read = members
                     .get(&name)
-                    .ok_or_else(|| "the archive holds no such file".to_string())
+                    .ok_or_else(|| Unread::new("the archive holds no such file"))
                     .and_then(|b| {
-                        layer.check(b)?;
+                        layer.check(b).map_err(Unread::new)?;
                         self.layer(&unit, b, input, &mut shadow)
                     });
                 if let Err(e) = read {
-                    let r = (self.f)(&unit, Err(format!("the layer '{name}': {e}")));
+                    let r = (self.f)(&unit, Err(Unread::new(format!("the layer '{name}': {e}"))));
                     self.out.push(r);
                     break;
                 }
@@ -290,7 +291,7 @@ impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
                     found: true,
                     thin_base: None,
                 };
-                let r = (self.members.walk.f)(&unit, Err(e));
+                let r = (self.members.walk.f)(&unit, Err(Unread::new(e)));
                 self.members.walk.out.push(r);
                 return Ok(());
             }
@@ -348,7 +349,7 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
             Ok(Contents::Stream { reader, size }) => (reader, Some(size)),
             Ok(Contents::Unsized(reader)) => (reader, None),
             Err(e) => {
-                let r = (self.walk.f)(&unit, Err(format!("cannot read: {e}")));
+                let r = (self.walk.f)(&unit, Err(Unread::new(format!("cannot read: {e}"))));
                 self.walk.out.push(r);
                 return Ok(());
             }

@@ -2,7 +2,7 @@
 //! the `check --json` document they complete (`json.rs`).
 
 use crate::kernel_listing::ImageKernels;
-use crate::scan::{Outcome, Report, Requirements, Verdict};
+use crate::scan::{Outcome, Report, Requirements, Unread, Verdict};
 
 use super::{KernelRule, KernelRuleResult, check, combine};
 
@@ -32,7 +32,7 @@ impl Gate {
     /// beside its verdict in `outcome` (the other rules' judgement of the
     /// same inputs, in the same order).
     pub(crate) fn judge<'a>(
-        inputs: impl IntoIterator<Item = (&'a Result<Report, String>, &'a [ImageKernels])>,
+        inputs: impl IntoIterator<Item = (&'a Result<Report, Unread>, &'a [ImageKernels])>,
         outcome: &Outcome,
         require: &[KernelRule],
         forbid: &[KernelRule],
@@ -139,11 +139,11 @@ mod tests {
     fn statuses_and_exit_codes() {
         let require = [KernelRule::parse("gemm*@gfx90a").unwrap()];
         let empty = Report::default();
-        let unreadable: Result<Report, String> = Err("cannot open: No such file".into());
-        let readable: Result<Report, String> = Ok(empty.clone());
-        let judge = |inputs: &[&Result<Report, String>], req: &Requirements| {
+        let unreadable: Result<Report, Unread> = Err(Unread::new("cannot open: No such file"));
+        let readable: Result<Report, Unread> = Ok(empty.clone());
+        let judge = |inputs: &[&Result<Report, Unread>], req: &Requirements| {
             let outcome = crate::scan::check(
-                inputs.iter().map(|r| r.as_ref().map_err(String::as_str)),
+                inputs.iter().map(|r| r.as_ref().map_err(Unread::as_str)),
                 req,
             );
             let gate = Gate::judge(

@@ -47,7 +47,7 @@ use crate::kernel_listing::text;
 pub use crate::kernel_listing::{
     ConstantBank, Format, ImageKernels, Kernel, Listing, Resources, Symbol, SymbolKind, demangle,
 };
-use crate::scan::{Content, Image, ImageReader, Visit};
+use crate::scan::{Content, Image, ImageReader, Unread, Visit};
 
 mod allowance;
 mod amdgpu;
@@ -102,7 +102,7 @@ pub fn read_within(bytes: &[u8], allowance: &Allowance) -> Result<Option<Listing
 /// ```
 #[derive(Debug, Default)]
 pub struct Collect {
-    found: BTreeMap<usize, std::result::Result<Listing, String>>,
+    found: BTreeMap<usize, std::result::Result<Listing, Unread>>,
     allowance: Allowance,
 }
 
@@ -162,7 +162,7 @@ impl Visit for Collect {
     }
 
     fn unavailable(&mut self, image: &Image, why: &str) {
-        self.found.insert(image.id, Err(why.to_string()));
+        self.found.insert(image.id, Err(Unread::new(why)));
     }
 
     /// Images are read where the scan has their bytes: a compressed
@@ -175,12 +175,14 @@ impl Visit for Collect {
         &mut self,
         image: &Image,
         reader: Box<dyn ImageReader>,
-        end: std::result::Result<(), String>,
+        end: std::result::Result<(), Unread>,
     ) {
         let reader: Box<dyn std::any::Any> = reader;
         match (end, reader.downcast::<Reader>()) {
             (Ok(()), Ok(r)) => self.keep(image, *r),
-            (Err(why), _) => self.unavailable(image, &why),
+            (Err(why), _) => {
+                self.found.insert(image.id, Err(why));
+            }
             // Only this collector's readers come back to it.
             (Ok(()), Err(_)) => {}
         }
@@ -209,7 +211,7 @@ impl Collect {
 struct Reader {
     /// The listing, or why the image's symbols cannot be read; `None` for
     /// bytes of no format read here.
-    found: Option<std::result::Result<Listing, String>>,
+    found: Option<std::result::Result<Listing, Unread>>,
     allowance: Allowance,
 }
 
@@ -220,7 +222,7 @@ impl ImageReader for Reader {
             return;
         }
         self.found = read_within(bytes, &self.allowance)
-            .map_err(|e| e.to_string())
+            .map_err(Unread::from)
             .transpose();
     }
 }

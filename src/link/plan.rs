@@ -10,6 +10,7 @@
 //! kind are linked with the others but recorded under none. SYCL cannot
 //! share a link with another kind.
 
+use super::failure::Failure;
 use super::select::{self, Group, Offered, TargetId};
 use crate::llvm::triple::{Arch, Triple};
 use crate::offload_binary::OffloadKind;
@@ -82,17 +83,16 @@ pub fn links(binaries: &[Binary], should_extract: &[String]) -> Vec<Link> {
 }
 
 /// Why a device link cannot run, as LLVM 22 says it (its error line).
-pub fn check(link: &Link, binaries: &[Binary]) -> Result<(), String> {
+pub fn check(link: &Link, binaries: &[Binary]) -> Result<(), Failure> {
     let mask = link
         .members
         .iter()
         .fold(0u16, |m, &i| m | binaries[i].kind.0);
     let sycl = OffloadKind::OFK_SYCL.0;
     if mask & sycl != 0 && mask != sycl {
-        return Err(
-            "Linking images of SYCL offload kind with images of any other kind is not supported"
-                .into(),
-        );
+        return Err(Failure::new(
+            "Linking images of SYCL offload kind with images of any other kind is not supported",
+        ));
     }
     let triple = Triple::parse(&link.target.triple);
     let linked = matches!(
@@ -111,7 +111,10 @@ pub fn check(link: &Link, binaries: &[Binary]) -> Result<(), String> {
             | Arch::Loongarch64
     );
     if !linked {
-        return Err(format!("{} linking is not supported", triple.arch_name()));
+        return Err(Failure::new(format!(
+            "{} linking is not supported",
+            triple.arch_name()
+        )));
     }
     Ok(())
 }
@@ -187,13 +190,13 @@ mod tests {
             b("spirv64-unknown-unknown", "", OMP),
         ];
         let l = links(&sycl, &[]);
-        assert!(check(&l[0], &sycl).unwrap_err().contains("SYCL"));
+        assert!(check(&l[0], &sycl).unwrap_err().llvm.contains("SYCL"));
         let alone = &sycl[..1];
         assert_eq!(check(&links(alone, &[])[0], alone), Ok(()));
         let rv = [b("riscv64-unknown-linux-gnu", "", OMP)];
         assert_eq!(
             check(&links(&rv, &[])[0], &rv),
-            Err("riscv64 linking is not supported".into())
+            Err(Failure::new("riscv64 linking is not supported"))
         );
     }
 

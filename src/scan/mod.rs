@@ -154,6 +154,7 @@ pub use check::{Failure, Outcome, Requirements, RuleResult, Verdict, check};
 pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 
+pub use crate::error::unread::Unread;
 pub(crate) use kinds::Hasher;
 pub use model::{
     Compression, Container, ContainerKind, Image, Limit, Mode, Options, Parent, Problem,

@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::Unread;
 use super::kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 
 /// How images are found in a file.
@@ -428,6 +429,14 @@ impl fmt::Display for Limit {
                  (--max-uncompressed; the stream that did not fit declares {declared})"
             ),
         }
+    }
+}
+
+/// What an image the scan stopped before handing over could not be read
+/// for: `the scan stopped: ` and the limit.
+impl From<Limit> for Unread {
+    fn from(limit: Limit) -> Unread {
+        Unread::new(format!("the scan stopped: {limit}"))
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a caller of the scan wants of the images: [`Visit`], and the
 //! readers and sinks it hands images through.
 
-use super::Image;
+use super::{Image, Unread};
 
 /// A caller that wants the bytes of some images (to extract them, say).
 /// The bytes are only valid during the call: images inside compressed data
@@ -77,7 +77,7 @@ pub trait Visit {
         &mut self,
         image: &Image,
         reader: Box<dyn ImageReader>,
-        end: std::result::Result<(), String>,
+        end: std::result::Result<(), Unread>,
     ) {
         let _ = (image, reader, end);
     }

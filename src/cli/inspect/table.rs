@@ -9,7 +9,7 @@ use super::super::io::problems::{MAX_LINE, clip, grouped};
 use super::super::io::{print_line, printable};
 use super::super::scan::Scanned;
 use crate::kernels::{Figure, Listing, SymbolKind};
-use crate::scan::{ContainerKind, Image, Parent, Report};
+use crate::scan::{ContainerKind, Image, Parent, Report, Unread};
 
 fn hex(o: Option<u64>) -> String {
     o.map_or_else(|| "-".into(), |o| format!("{o:#x}"))
@@ -156,7 +156,7 @@ struct TablePrinter<'a, W: Write> {
     widths: [usize; 6],
     tree: Tree,
     /// With `--kernels`: what was read of each image, by id.
-    kernels: Option<HashMap<usize, &'a std::result::Result<Listing, String>>>,
+    kernels: Option<HashMap<usize, &'a std::result::Result<Listing, Unread>>>,
     /// The text of a listing on its way out ([`print_listing`]).
     text: String,
 }
@@ -268,7 +268,7 @@ fn print_listing(
     out: &mut impl Write,
     text: &mut String,
     pad: &str,
-    l: &std::result::Result<Listing, String>,
+    l: &std::result::Result<Listing, Unread>,
 ) -> Result<()> {
     let l = match l {
         Ok(l) => l,

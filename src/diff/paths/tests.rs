@@ -165,7 +165,7 @@ fn units_pair_by_key_in_order() {
 #[test]
 fn the_json_document_shows_the_files_shown_and_why_they_failed() {
     let mut gone = unit("n/b");
-    gone.result = Err("cannot open".into());
+    gone.result = Err(crate::scan::Unread::new("cannot open"));
     let compared = [
         Compared {
             path: "a".into(),

@@ -321,16 +321,16 @@ impl<'a> KernelResultDoc<'a> {
 mod tests {
     use super::*;
     use crate::kernels::KernelRule;
-    use crate::scan::Report;
+    use crate::scan::{Report, Unread};
 
     /// The document of `inputs` checked against `req` and a required
     /// kernel rule, serialized as `check --json` prints it.
-    fn document(inputs: &[(&str, Result<Report, String>)], req: &Requirements) -> String {
+    fn document(inputs: &[(&str, Result<Report, Unread>)], req: &Requirements) -> String {
         let require = [KernelRule::parse("gemm*@gfx90a").unwrap()];
         let outcome = crate::scan::check(
             inputs
                 .iter()
-                .map(|(_, r)| r.as_ref().map_err(String::as_str)),
+                .map(|(_, r)| r.as_ref().map_err(Unread::as_str)),
             req,
         );
         let gate = Gate::judge(
@@ -353,7 +353,7 @@ mod tests {
             ..Requirements::default()
         };
         let inputs = [
-            ("gone.so", Err("cannot open".to_string())),
+            ("gone.so", Err(Unread::new("cannot open"))),
             ("empty.so", Ok(Report::default())),
         ];
         let text = document(&inputs, &req);

@@ -368,12 +368,12 @@ impl Planner<'_> {
         let mut commands = Vec::new();
         let mut linked = Vec::new();
         for l in &links {
-            if let Err(msg) = plan::check(l, &binaries) {
+            if let Err(failure) = plan::check(l, &binaries) {
                 // The links before it run, as LLVM runs them in order.
                 if !commands.is_empty() {
                     self.steps.push(Step::DeviceLinks(commands));
                 }
-                return Err(Failure::new(msg));
+                return Err(failure);
             }
             let mut inputs = Vec::new();
             for &i in &l.members {

@@ -78,14 +78,14 @@ impl Visit for Record {
         &mut self,
         image: &Image,
         reader: Box<dyn ImageReader>,
-        end: std::result::Result<(), String>,
+        end: std::result::Result<(), Unread>,
     ) {
         let reader: Box<dyn std::any::Any> = reader;
         let keep = reader.downcast::<Keep>().expect("our own reader back");
         let got = match (end, keep.0) {
             (Ok(()), Some(bytes)) => Got::Piece(image.id, bytes),
             (Ok(()), None) => Got::Failed(image.id, "back unread".into()),
-            (Err(why), _) => Got::Failed(image.id, why),
+            (Err(why), _) => Got::Failed(image.id, why.to_string()),
         };
         self.log.lock().unwrap().push(got);
     }

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::num::{len64, usize_from};
 use crate::scan::magic::Magic;
 use crate::scan::tap::Tap;
-use crate::scan::{Compression, ContainerKind, Image, Parent, StoredHash};
+use crate::scan::{Compression, ContainerKind, Image, Parent, StoredHash, Unread};
 
 impl Walker<'_> {
     /// A CCOB at `sub`: its contents listed, streamed or walked as the
@@ -272,7 +272,7 @@ impl Walker<'_> {
         if let Err(e) = &run {
             self.problem(loc, Some(id), format!("cannot decompress: {e}"));
         }
-        self.hand_over(&wanted, taps, run.map_err(|e| e.to_string()));
+        self.hand_over(&wanted, taps, run.map_err(Unread::from));
         Ok(true)
     }
 
@@ -324,7 +324,7 @@ impl Walker<'_> {
                     ..inner.clone()
                 };
                 self.problem(&at, Some(id), format!("cannot decompress: {e}"));
-                Err(e.to_string())
+                Err(Unread::from(e))
             }
         };
         self.hand_over(&wanted, taps, why);

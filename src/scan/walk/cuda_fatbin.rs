@@ -25,7 +25,7 @@ use crate::fatbin;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
 use crate::scan::tap::{self, Tap};
-use crate::scan::{ContainerKind, Content, Image, Offload, Problem, ProblemKind};
+use crate::scan::{ContainerKind, Content, Image, Offload, Problem, ProblemKind, Unread};
 
 /// Compressed entries decoded together, per thread: enough to keep every
 /// thread busy when entry sizes differ, few enough that the sinks open at
@@ -155,7 +155,7 @@ impl Walker<'_> {
             self.problem(&at, Some(id), why.clone());
             if wanted {
                 let taps = vec![self.visitor_tap(img, 0..size)];
-                self.hand_over(&[img], taps, Err(why));
+                self.hand_over(&[img], taps, Err(Unread::new(why)));
             }
             return None;
         }
@@ -221,7 +221,7 @@ impl Walker<'_> {
         }
         found.mark(&self.report.problems, p.entry);
         if p.wanted {
-            self.hand_over(&[p.img], taps, why);
+            self.hand_over(&[p.img], taps, why.map_err(Unread::new));
         }
     }
 }

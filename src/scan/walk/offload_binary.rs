@@ -10,7 +10,7 @@ use crate::offload_binary::{self, OffloadImage};
 use crate::scan::MAX_WHOLE;
 use crate::scan::magic::Magic;
 use crate::scan::tap::Tap;
-use crate::scan::{Compression, ContainerKind, Content, Image, Offload};
+use crate::scan::{Compression, ContainerKind, Content, Image, Offload, Unread};
 
 impl Walker<'_> {
     /// An OffloadBinary at `sub`, its images walked; returns its size.
@@ -109,7 +109,7 @@ impl Walker<'_> {
             if let Err(e) = &run {
                 self.problem(loc, Some(id), format!("cannot decompress: {e}"));
             }
-            self.hand_over(&wanted, taps, run.map(|_| ()).map_err(|e| e.to_string()));
+            self.hand_over(&wanted, taps, run.map(|_| ()).map_err(Unread::from));
         }
         Ok(Some(b.size))
     }

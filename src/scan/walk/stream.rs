@@ -5,8 +5,8 @@
 use super::walker::{SNIFF_HEAD, Walker, over_budget};
 use crate::bundle::ccob::{self as ccob, Ccob, HashCheck, ReadOptions};
 use crate::error::{ErrorKind, Result};
-use crate::scan::SinkError;
 use crate::scan::tap::{self, Tap, TapOut, ZeroTail};
+use crate::scan::{SinkError, Unread};
 
 /// Where the bytes [`Walker::tap`] streams come from.
 pub(super) enum Source<'s> {
@@ -183,12 +183,12 @@ impl Walker<'_> {
         &mut self,
         images: &[usize],
         taps: Vec<Tap>,
-        why: std::result::Result<(), String>,
+        why: std::result::Result<(), Unread>,
     ) {
         // Past a limit nothing more is handed over: each sink comes back
         // failed, each image is unavailable.
         let why = match self.report.stopped {
-            Some(limit) => Err(format!("the scan stopped: {limit}")),
+            Some(limit) => Err(Unread::from(limit)),
             None => why,
         };
         for (&i, t) in images.iter().zip(taps) {
@@ -200,14 +200,14 @@ impl Walker<'_> {
                 }
                 (TapOut::Sink(sink, _), Err(w)) => {
                     self.visit
-                        .streamed(img, sink, Err(SinkError::Data(w.clone())));
+                        .streamed(img, sink, Err(SinkError::Data(w.to_string())));
                 }
                 (TapOut::Buffer(bytes), Ok(())) => {
                     self.visit.image(img, &bytes);
                     keep_spare(&mut self.spare, bytes);
                 }
                 (TapOut::Buffer(bytes), Err(w)) => {
-                    self.visit.unavailable(img, w);
+                    self.visit.unavailable(img, w.as_str());
                     keep_spare(&mut self.spare, bytes);
                 }
                 (TapOut::Reader(mut r, bytes), Ok(())) => {

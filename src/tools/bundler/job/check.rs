@@ -266,24 +266,25 @@ mod tests {
         }
     }
 
-    /// `check` with an environment of `vars`: the job or LLVM's line, and
-    /// the notes.
-    fn run_check(a: &Args, vars: &[(&str, &str)]) -> (Result<Job, String>, Vec<Note>) {
+    /// `check` with an environment of `vars`: the job or why not, and the
+    /// notes.
+    fn run_check(a: &Args, vars: &[(&str, &str)]) -> (Result<Job, Failure>, Vec<Note>) {
         let mut notes = Vec::new();
         let env = |k: &str| {
             vars.iter()
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| OsString::from(v))
         };
-        let r = check(a, &env, &mut |n| notes.push(n)).map_err(|f| match f {
-            Failure::Said { llvm, .. } => llvm,
-            Failure::File { path, .. } => path,
-        });
+        let r = check(a, &env, &mut |n| notes.push(n));
         (r, notes)
     }
 
+    /// LLVM's line for the failed check of `a` (the path, for a file).
     fn error(a: &Args) -> String {
-        run_check(a, &[]).0.unwrap_err()
+        match run_check(a, &[]).0.unwrap_err() {
+            Failure::Said { llvm, .. } => llvm,
+            Failure::File { path, .. } => path,
+        }
     }
 
     #[test]
