@@ -94,7 +94,7 @@ pub(crate) fn is_object(data: &[u8]) -> bool {
 /// one, read once for the callers that go on to read its sections or edit
 /// it.
 pub(crate) fn object_kind(data: &[u8]) -> Option<::object::FileKind> {
-    object_kind_of(::object::FileKind::parse(data).ok())
+    object_kind_of(crate::host::file_kind(data).ok())
 }
 
 /// [`object_kind`] for a file whose format `object::FileKind::parse` read

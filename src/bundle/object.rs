@@ -77,7 +77,7 @@ pub fn is_bundle_section(name: &[u8]) -> bool {
 /// without file contents). A section that lies outside the file is an
 /// error.
 pub fn entries(data: &[u8]) -> Result<Vec<Found<'_>>> {
-    entries_of(data, FileKind::parse(data).map_err(read_err)?)
+    entries_of(data, crate::host::file_kind(data).map_err(read_err)?)
 }
 
 /// [`entries`] for a caller that read the format of `data` already
@@ -115,7 +115,7 @@ pub(crate) fn entries_of(data: &[u8], kind: FileKind) -> Result<Vec<Found<'_>>> 
 /// The entry IDs of the object file in `data`, in section order, without
 /// reading the sections' contents (LLVM's `-list` reads names only).
 pub fn entry_ids(data: &[u8]) -> Result<Vec<&[u8]>> {
-    entry_ids_of(data, FileKind::parse(data).map_err(read_err)?)
+    entry_ids_of(data, crate::host::file_kind(data).map_err(read_err)?)
 }
 
 /// [`entry_ids`] for a caller that read the format of `data` already
@@ -169,7 +169,11 @@ pub struct NewSection<'a> {
 /// writes with llvm-objcopy). In the result, span source 0 is `host` and
 /// source `i + 1` is `sections[i].data`.
 pub fn bundle(host: &[u8], sections: &[NewSection<'_>]) -> Result<Written> {
-    bundle_of(host, FileKind::parse(host).map_err(read_err)?, sections)
+    bundle_of(
+        host,
+        crate::host::file_kind(host).map_err(read_err)?,
+        sections,
+    )
 }
 
 /// [`bundle`] for a caller that read the format of `host` already
@@ -205,7 +209,7 @@ pub(crate) fn bundle_of(
 /// an entry holding [`HOST_MARKER`]. In the result, span source 0 is
 /// `object`.
 pub fn strip(object: &[u8]) -> Result<Written> {
-    strip_of(object, FileKind::parse(object).map_err(read_err)?)
+    strip_of(object, crate::host::file_kind(object).map_err(read_err)?)
 }
 
 /// [`strip`] for a caller that read the format of `object` already

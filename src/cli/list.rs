@@ -113,7 +113,7 @@ impl Opts {
             );
         }
         // The file's format, read once for every look at it below.
-        let kind = object::FileKind::parse(input.bytes()).ok();
+        let kind = crate::host::file_kind(input.bytes()).ok();
         let bundle = listing::bundle_listing(input.bytes(), kind, budget).map_err(|e| match e {
             BundleListingError::Read(e) => anyhow::Error::new(e).context(format!("'{name}'")),
             BundleListingError::NotABundle => {

@@ -46,7 +46,7 @@ pub(crate) fn unpack(
     // Compressed binaries are checked whole (streamed through) before
     // anything is written, and their images streamed to their files.
     // The file's format, read once for both looks at it.
-    let kind = object::FileKind::parse(input.bytes()).ok();
+    let kind = crate::host::file_kind(input.bytes()).ok();
     let found =
         offload_binary::find_images_streamed_of(input.bytes(), kind, budget, Inflate::Check)
             .map_err(UnpackError::Read)?;

@@ -77,7 +77,7 @@ pub fn find_images<'data>(data: &'data [u8], limits: &Limits) -> Result<Vec<Foun
     let mut out = Vec::new();
     find_in(
         data,
-        FileKind::parse(data).ok(),
+        crate::host::file_kind(data).ok(),
         None,
         0,
         &mut |run, member, section| {
@@ -192,7 +192,7 @@ fn find_in<'data>(
                     Some(outer) => format!("{outer}({name})"),
                     None => name,
                 };
-                let kind = FileKind::parse(bytes).ok();
+                let kind = crate::host::file_kind(bytes).ok();
                 find_in(bytes, kind, Some(&full), depth + 1, read)?;
             }
             Ok(())
@@ -282,7 +282,7 @@ pub fn find_images_streamed<'data>(
     budget: &Budget,
     inflate: Inflate,
 ) -> Result<Streamed<'data>> {
-    find_images_streamed_of(data, FileKind::parse(data).ok(), budget, inflate)
+    find_images_streamed_of(data, crate::host::file_kind(data).ok(), budget, inflate)
 }
 
 /// [`find_images_streamed`] for a caller that read `data`'s format

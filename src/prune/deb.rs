@@ -350,8 +350,9 @@ fn walk_data<R: std::io::Read, W: Write>(
             .read_exact(&mut head)
             .map_err(|e| PathError::member(cx.input, &path, "cannot be read", e))?;
         let full = format!("{}!/{path}", cx.name);
-        if !super::file::readable(&head) || h.is_sparse() {
-            if super::file::readable(&head) {
+        let readable = super::file::readable(&head);
+        if readable.is_none() || h.is_sparse() {
+            if readable.is_some() {
                 let why = "it is stored sparse (GNU tar's 'S' entry), which prune does not \
                            rewrite";
                 cx.refuse_member(&mut w, &full, why)?;
@@ -366,7 +367,14 @@ fn walk_data<R: std::io::Read, W: Write>(
         let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
         walk.skip_body().map_err(fault)?;
         let bytes = file.bytes();
-        let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
+        let p = match Pruning::of(
+            cx.sel,
+            cx.input,
+            &full,
+            (bytes, readable.flatten()),
+            &each,
+            cx.opts.keep_files,
+        ) {
             Ok(p) => p,
             Err(e) if e.refused() && !cx.opts.strict => {
                 w.refused.push(e.chain());

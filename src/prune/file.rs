@@ -67,14 +67,16 @@ pub struct FilePruning {
 /// refuses such a file instead, as any file that would keep no device
 /// image.)
 pub fn prune_file(data: &[u8], selection: &Selection, opts: &Options) -> Result<FilePruning> {
-    prune_file_as(data, selection, opts, false)
+    prune_file_as(data, None, selection, opts, false)
 }
 
 /// [`prune_file`], except that with `keep_files` a file that is device
 /// code alone the rules drop all of is pruned (or refused) as any other
-/// file, never marked to be removed.
+/// file, never marked to be removed. `kind` is the file's format when the
+/// caller read it already ([`crate::host::file_kind`]); `None`: read here.
 pub(crate) fn prune_file_as(
     data: &[u8],
+    kind: Option<object::FileKind>,
     selection: &Selection,
     opts: &Options,
     keep_files: bool,
@@ -87,7 +89,8 @@ pub(crate) fn prune_file_as(
         ptx_text: false,
         ..scan::Options::default()
     };
-    let report: Report = scan::scan(data, &scan_opts);
+    let kind = kind.or_else(|| crate::host::file_kind(data).ok());
+    let report: Report = scan::scan_of(data, &scan_opts, &mut scan::NoVisit, kind);
     let verdicts = selection.decide(&report);
     let emptied = plan::emptied(&report, &verdicts);
     let mut p = FilePruning {
@@ -358,18 +361,25 @@ pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
 
 /// Whether a file starting with `head` is of a format prune reads: it
 /// may hold something to remove, or prune refuses it saying what it is.
+/// `Some(Some(kind))` for a COFF object, the one format told here by
+/// reading the format of the file ([`crate::host::file_kind`]: its first
+/// bytes, all within `head`), which its prune then need not read again;
+/// `Some(None)` for the others, told by their first bytes.
 #[cfg(feature = "files")]
-pub(crate) fn readable(head: &[u8]) -> bool {
-    head.starts_with(b"\x7fELF")
+pub(crate) fn readable(head: &[u8]) -> Option<Option<object::FileKind>> {
+    let known = head.starts_with(b"\x7fELF")
         || head.starts_with(b"MZ")
         || crate::host::ar::is_archive(head)
         || crate::scan::magic::Magic::at_start(head).is_some()
         || crate::package::detect(head).is_some()
-        || package_not_pruned(head).is_some()
-        || matches!(
-            object::FileKind::parse(head),
-            Ok(object::FileKind::Coff | object::FileKind::CoffBig)
-        )
+        || package_not_pruned(head).is_some();
+    if known {
+        return Some(None);
+    }
+    match crate::host::file_kind(head) {
+        Ok(kind @ (object::FileKind::Coff | object::FileKind::CoffBig)) => Some(Some(kind)),
+        _ => None,
+    }
 }
 
 /// Why `data`, which is no ELF file, cannot have bytes cut out of it: it is

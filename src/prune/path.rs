@@ -103,6 +103,17 @@ pub fn prune_path(
     selection: &Selection,
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
+    prune_path_of(input, None, selection, opts)
+}
+
+/// [`prune_path`] of a file whose format the caller read from its first
+/// bytes already (`kind`; `None`: read here if needed).
+pub(crate) fn prune_path_of(
+    input: &Path,
+    kind: Option<object::FileKind>,
+    selection: &Selection,
+    opts: &PathOptions,
+) -> Result<PathReport, PathError> {
     let name = crate::files::shown(input).into_owned();
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
@@ -126,7 +137,14 @@ pub fn prune_path(
     if ar::is_thin(data) {
         return thin(selection, opts, input, &meta, data);
     }
-    let p = Pruning::of(selection, input, &name, data, &opts.prune, opts.keep_files)?;
+    let p = Pruning::of(
+        selection,
+        input,
+        &name,
+        (data, kind),
+        &opts.prune,
+        opts.keep_files,
+    )?;
     if let Some(what) = p.remove {
         let mut rep = PathReport {
             kept: p.kept,
@@ -204,7 +222,14 @@ fn thin(
     for p in &paths {
         let pname = crate::files::shown(p);
         let f = Input::open(p).map_err(|e| PathError::open(p, e))?;
-        all.add_device(&Pruning::of(sel, p, &pname, f.bytes(), &each.prune, true)?);
+        all.add_device(&Pruning::of(
+            sel,
+            p,
+            &pname,
+            (f.bytes(), None),
+            &each.prune,
+            true,
+        )?);
     }
     all.check_device_left(input, &name, &opts.prune)?;
     let mut rep = PathReport::new(&name, data, meta);

@@ -17,6 +17,8 @@ mod page;
 #[cfg(feature = "files")]
 mod path;
 #[cfg(feature = "files")]
+mod reads;
+#[cfg(feature = "files")]
 pub(super) mod removed;
 #[cfg(feature = "files")]
 mod tree;
@@ -269,7 +271,8 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
     let f = super::prune_file(&data, &none, &super::Options::default()).unwrap();
     assert!(f.remove && f.output.is_none());
     assert_eq!(f.freed, data.len() as u64);
-    let e = super::file::prune_file_as(&data, &none, &super::Options::default(), true).unwrap_err();
+    let e = super::file::prune_file_as(&data, None, &none, &super::Options::default(), true)
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "no device image of the file would stay (2 container(s) would keep none): \
@@ -279,7 +282,7 @@ fn a_fatbin_that_would_lose_every_entry_is_emptied() {
         allow_empty: true,
         ..super::Options::default()
     };
-    let f = super::file::prune_file_as(&data, &none, &opts, true).unwrap();
+    let f = super::file::prune_file_as(&data, None, &none, &opts, true).unwrap();
     assert_eq!(f.emptied, [0, 1]);
     let out = f.output.unwrap().to_vec(&[&data]).unwrap();
     assert_eq!(out.len(), 32);

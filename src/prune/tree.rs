@@ -82,6 +82,9 @@ struct Found {
     /// (`library/TensileLibrary_gfx906.co` when `…/rocblas/library` was
     /// named); a named file's path as given; `None` when not UTF-8.
     rel: Option<String>,
+    /// Its format, when its first bytes were read as one ([`readable`]),
+    /// for its prune not to read it again.
+    kind: Option<object::FileKind>,
 }
 
 /// Prunes every file of `inputs`: a file named as [`prune_path`] does, a
@@ -154,7 +157,10 @@ pub fn prune_tree(
             continue;
         }
         let left = match look(f) {
-            Look::Prune => continue,
+            Look::Prune(kind) => {
+                f.kind = kind;
+                continue;
+            }
             Look::Thin(ids) => {
                 for id in ids {
                     members.entry(id).or_insert_with(|| f.path.clone());
@@ -202,7 +208,7 @@ pub fn prune_tree(
             }
             let done = match by_name(&f, selection, opts) {
                 Some(c) => remove_named(&f.path, &c, selection, opts),
-                None => prune_path(&f.path, selection, opts),
+                None => super::path::prune_path_of(&f.path, f.kind, selection, opts),
             };
             match done {
                 Ok(r) => TreeOutcome::Pruned(Box::new(r)),
@@ -312,6 +318,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             named: true,
             id: meta.map(|m| (m.dev(), m.ino())),
             rel: input.to_str().map(str::to_string),
+            kind: None,
         })
     };
     match std::fs::metadata(input) {
@@ -389,6 +396,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 named: false,
                 id: Some((m.dev(), m.ino())),
                 rel: crate::companion::below(input, path),
+                kind: None,
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
@@ -402,8 +410,8 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
 
 /// What to do with a file, by its first bytes.
 enum Look {
-    /// Prune it.
-    Prune,
+    /// Prune it (its format, when [`readable`] read it).
+    Prune(Option<object::FileKind>),
     /// Prune it, a thin archive with these member files.
     Thin(Vec<(u64, u64)>),
     /// Leave it.
@@ -417,16 +425,19 @@ enum Look {
 fn look(f: &Found) -> Look {
     let head = match head(&f.path) {
         Ok(h) => h,
-        Err(_) if f.named => return Look::Prune,
+        Err(_) if f.named => return Look::Prune(None),
         Err(e) => return Look::Failed(PathError::open(&f.path, e)),
     };
     if ar::is_thin(&head) {
         return Look::Thin(thin_members(&f.path));
     }
-    if f.named || readable(&head) {
-        return Look::Prune;
+    if f.named {
+        return Look::Prune(None);
     }
-    Look::Skip(Skip::NoKnownFormat)
+    match readable(&head) {
+        Some(kind) => Look::Prune(kind),
+        None => Look::Skip(Skip::NoKnownFormat),
+    }
 }
 
 /// Up to [`HEAD`] bytes from the start of the file `path` (opened

@@ -132,7 +132,7 @@ fn prune_members<'a>(
         if by_name(sel, opts, input, zin, i, rep, &mut changes)? {
             continue;
         }
-        let Some(member) = host_member(input, data, zin, i, budget)? else {
+        let Some((member, kind)) = host_member(input, data, zin, i, budget)? else {
             continue;
         };
         let mname = zin
@@ -140,7 +140,14 @@ fn prune_members<'a>(
             .and_then(Result::ok)
             .unwrap_or_default();
         let full = format!("{name}!/{mname}");
-        let p = match Pruning::of(sel, input, &full, member.bytes(), &each, opts.keep_files) {
+        let p = match Pruning::of(
+            sel,
+            input,
+            &full,
+            (member.bytes(), kind),
+            &each,
+            opts.keep_files,
+        ) {
             Ok(p) => p,
             // Left as it is stored, and named; the rest is pruned.
             Err(e) if e.refused() && !opts.strict => {
@@ -261,7 +268,7 @@ fn host_member<'a>(
     zin: &mut Zip<'a>,
     i: usize,
     budget: &mut Budget,
-) -> Result<Option<Member<'a>>, PathError> {
+) -> Result<Option<(Member<'a>, Option<object::FileKind>)>, PathError> {
     let bad = |e| PathError::zip(path, e);
     let mut f = zin.by_index(i).map_err(bad)?;
     if f.is_dir() || f.size() < 64 {
@@ -269,16 +276,21 @@ fn host_member<'a>(
     }
     let mname = f.name().map_err(bad)?.into_owned();
     let size = f.size();
+    // Whether the member is one of those, with its format when that was
+    // read to tell (a PE image), for its prune not to read it again.
     let host = |b: &[u8]| {
-        b.starts_with(b"\x7fELF")
-            || super::facts::pe::is_pe(b)
+        let known = b.starts_with(b"\x7fELF")
             || b.starts_with(crate::host::ar::MAGIC)
             || crate::package::detect(b).is_some()
-            || Magic::at_start(b).is_some()
+            || Magic::at_start(b).is_some();
+        match known {
+            true => Some(None),
+            false => super::facts::pe::pe_kind(b).map(Some),
+        }
     };
     if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
         let bytes = stored(path, &mname, data, &f)?;
-        return Ok(host(bytes).then_some(Member::Stored(bytes)));
+        return Ok(host(bytes).map(|kind| (Member::Stored(bytes), kind)));
     }
     // A tar header's block: enough to tell every kind above.
     let mut head = Vec::with_capacity(512);
@@ -298,7 +310,7 @@ fn host_member<'a>(
     let member = inflate(path, &mname, &head, &mut f, size)?;
     // A file that starts as a DOS program is a PE image only if its
     // headers say so.
-    Ok(host(member.bytes()).then_some(Member::Inflated(member)))
+    Ok(host(member.bytes()).map(|kind| (Member::Inflated(member), kind)))
 }
 
 /// The bytes of the stored member `f` (named `member`) of the wheel
@@ -519,7 +531,7 @@ mod tests {
     fn member_of(data: &[u8], budget: &mut Budget) -> Result<Vec<u8>, String> {
         let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).unwrap();
         host_member(Path::new("x.whl"), data, &mut zin, 0, budget)
-            .map(|m| m.unwrap().bytes().to_vec())
+            .map(|m| m.unwrap().0.bytes().to_vec())
             .map_err(|e| chain(&e))
     }
 

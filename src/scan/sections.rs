@@ -141,7 +141,7 @@ fn elf_type(file: &object::File<'_>, index: object::SectionIndex) -> Option<(u32
 /// The host format `data` starts as (ELF, COFF, PE, Mach-O), from its
 /// header alone; `None` for any other kind of file.
 pub(super) fn host_kind(data: &[u8]) -> Option<object::FileKind> {
-    host_of(object::FileKind::parse(data).ok())
+    host_of(crate::host::file_kind(data).ok())
 }
 
 /// The host format of a file that `object::FileKind::parse` read as

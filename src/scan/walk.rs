@@ -40,7 +40,7 @@ pub fn scan(data: &[u8], opts: &Options) -> Report {
 
 /// [`scan`], handing the bytes of the images `visit` wants to `visit`.
 pub fn scan_with(data: &[u8], opts: &Options, visit: &mut dyn Visit) -> Report {
-    scan_of(data, opts, visit, object::FileKind::parse(data).ok())
+    scan_of(data, opts, visit, crate::host::file_kind(data).ok())
 }
 
 /// [`scan_with`] for a caller that read the format of `data` already:

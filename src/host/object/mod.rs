@@ -73,16 +73,45 @@ pub(crate) fn named_sections(view: &[u8], kind: FileKind) -> Result<Vec<NamedSec
             })
             .collect())
     }
+    /// The sections of `file`, a host file of another format, parsed as
+    /// the format `kind` says (what `object::File::parse` would do after
+    /// reading the format again).
+    fn other<'d>(file: &impl Object<'d>) -> Vec<NamedSection<'d>> {
+        file.sections()
+            .filter_map(|s| Some((s.name_bytes().ok()?, s.file_range())))
+            .collect()
+    }
+    use object::read::{coff, macho, pe, xcoff};
     match kind {
         FileKind::Elf32 => elf::<FileHeader32<object::Endianness>>(view),
         FileKind::Elf64 => elf::<FileHeader64<object::Endianness>>(view),
-        _ => {
-            let file = object::File::parse(view).map_err(read_err)?;
-            Ok(file
-                .sections()
-                .filter_map(|s| Some((s.name_bytes().ok()?, s.file_range())))
-                .collect())
-        }
+        FileKind::Coff => Ok(other(
+            &coff::CoffFile::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::CoffBig => Ok(other(
+            &coff::CoffBigFile::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::Pe32 => Ok(other(
+            &pe::PeFile32::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::Pe64 => Ok(other(
+            &pe::PeFile64::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::MachO32 => Ok(other(
+            &macho::MachOFile32::<object::Endianness, &[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::MachO64 => Ok(other(
+            &macho::MachOFile64::<object::Endianness, &[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::Xcoff32 => Ok(other(
+            &xcoff::XcoffFile32::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        FileKind::Xcoff64 => Ok(other(
+            &xcoff::XcoffFile64::<&[u8]>::parse(view).map_err(read_err)?,
+        )),
+        // No object file (an archive, a format `object` reads no sections
+        // of): its error, as `object::File::parse` words it.
+        _ => Ok(other(&object::File::parse(view).map_err(read_err)?)),
     }
 }
 
@@ -173,7 +202,7 @@ pub(crate) fn edit_sections(
 ) -> Result<Written> {
     let kind = match kind {
         Some(kind) => kind,
-        None => FileKind::parse(object).map_err(read_err)?,
+        None => crate::host::file_kind(object).map_err(read_err)?,
     };
     with_aligned(object, |view| {
         rewrite::rewrite(

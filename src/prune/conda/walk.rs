@@ -117,17 +117,28 @@ fn file<R: Read, W: Write>(
             "the data of '{path}' is cut short: {e}"
         )))
     })?;
-    if h.size < MIN_SIZE || !super::super::file::readable(&head) {
+    let readable = match h.size < MIN_SIZE {
+        true => None,
+        false => super::super::file::readable(&head),
+    };
+    let Some(kind) = readable else {
         let sha = copy_hashed(walk, h, &head).map_err(fault)?;
         return cx.check_sha(&h.path, &sha);
-    }
+    };
     let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
     walk.skip_body().map_err(fault)?;
     let bytes = file.bytes();
     cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
     let full = format!("{}!/{path}", cx.name);
     let each = Pruning::member_options(&cx.opts.prune);
-    let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
+    let p = match Pruning::of(
+        cx.sel,
+        cx.input,
+        &full,
+        (bytes, kind),
+        &each,
+        cx.opts.keep_files,
+    ) {
         Ok(p) => p,
         Err(e) if e.refused() && !cx.opts.strict => {
             w.refused.push(e.chain());

@@ -84,11 +84,13 @@ pub(crate) struct PeImage {
     pub(crate) relocs: Vec<(u32, pe::BaseRelocationType)>,
 }
 
-/// Whether `data` is a PE image (what `object` calls PE32 or PE32+), for
-/// a file the scan has not read ([`crate::host::pe::is_pe`] for one it
-/// has).
-pub(crate) fn is_pe(data: &[u8]) -> bool {
-    object::FileKind::parse(data).is_ok_and(crate::host::pe::is_pe)
+/// The format of `data` when it is a PE image (what `object` calls PE32
+/// or PE32+), for a file the scan has not read ([`crate::host::pe::is_pe`]
+/// for one it has).
+pub(crate) fn pe_kind(data: &[u8]) -> Option<object::FileKind> {
+    crate::host::file_kind(data)
+        .ok()
+        .filter(|k| crate::host::pe::is_pe(*k))
 }
 
 impl PeImage {

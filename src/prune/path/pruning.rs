@@ -73,12 +73,13 @@ impl Pruning {
     /// through, and refused when it holds images the rules drop
     /// (`packed`). A file that is device code alone the rules
     /// drop all of is marked to be removed ([`Pruning::remove`]), unless
-    /// `keep_files`.
+    /// `keep_files`. `kind`: the format of `data` when the caller read it
+    /// already ([`crate::host::file_kind`]); `None`: read here if needed.
     pub(crate) fn of(
         sel: &Selection,
         path: &Path,
         name: &str,
-        data: &[u8],
+        (data, kind): (&[u8], Option<object::FileKind>),
         opts: &Options,
         keep_files: bool,
     ) -> Result<Pruning, PathError> {
@@ -89,7 +90,7 @@ impl Pruning {
         if ar::is_archive(data) {
             return Pruning::of_archive(sel, path, name, data, opts);
         }
-        let f = crate::prune::file::prune_file_as(data, sel, opts, keep_files)
+        let f = crate::prune::file::prune_file_as(data, kind, sel, opts, keep_files)
             .map_err(|e| PathError::content(path, name, e))?;
         let groups = |kept: bool| {
             report::groups(
@@ -184,8 +185,15 @@ impl Pruning {
         let each = Pruning::member_options(opts);
         let output = crate::prune::archive::prune(data, |member, bytes| {
             // A member stays, whatever it holds: no file is removed.
-            let m = Pruning::of(sel, path, &format!("{name}({member})"), bytes, &each, true)
-                .map_err(InArchive::Member)?;
+            let m = Pruning::of(
+                sel,
+                path,
+                &format!("{name}({member})"),
+                (bytes, None),
+                &each,
+                true,
+            )
+            .map_err(InArchive::Member)?;
             p.add_device(&m);
             p.kept.extend(m.kept);
             p.dropped.extend(m.dropped);

@@ -66,7 +66,7 @@ fn device_code_alone_that_the_rules_drop_is_to_be_removed() {
     let kept = prune_file(&hsaco(0x3f, 1), &gfx90a(), &opts).unwrap();
     assert!(!kept.remove && kept.output.is_none());
     // Kept (--keep-files): refused as before.
-    let e = crate::prune::file::prune_file_as(&hsaco(0x36, 1), &gfx90a(), &opts, true)
+    let e = crate::prune::file::prune_file_as(&hsaco(0x36, 1), None, &gfx90a(), &opts, true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("itself one device image (gfx1030"), "{e}");
