@@ -6,8 +6,8 @@
 use std::io::Read;
 
 use super::lz4_block::{lz4_flex_decode, streamed};
-#[cfg(fuzzing)]
 use crate::bytes::le;
+#[cfg(fuzzing)]
 use crate::fatbin::lz4::BlockDecoder;
 use crate::fatbin::lz4::decode_whole;
 
