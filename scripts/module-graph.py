@@ -473,6 +473,22 @@ def child_file(f, name, inline):
              f"{flat.relative_to(root)} nor {nested.relative_to(root)} is there")
 
 
+def library_files(lib):
+    """The files that the declarations of `lib` (src/lib.rs, parsed) reach,
+    each parsed, test code left out: {top-level module: [File]}.
+    scripts/check-sizes.py uses it too."""
+    files = {name: [] for name, _ in lib.children}
+    queue = [child_file(lib, name, inline) for name, inline in lib.children]
+    while queue:
+        f = queue.pop()
+        parse(f)
+        if f.test_only:
+            continue
+        files[f.modpath[0]].append(f)
+        queue.extend(child_file(f, name, inline) for name, inline in f.children)
+    return files
+
+
 def main():
     lib = File(src / "lib.rs", [], True)
     parse(lib)
@@ -490,15 +506,7 @@ def main():
             elif text_toks[j][0] == "id":
                 reexports[text_toks[j][1]] = module
     modules = sorted(name for name, _ in lib.children)
-    files = {m: [] for m in modules}
-    queue = [child_file(lib, name, inline) for name, inline in lib.children]
-    while queue:
-        f = queue.pop()
-        parse(f)
-        if f.test_only:
-            continue
-        files[f.modpath[0]].append(f)
-        queue.extend(child_file(f, name, inline) for name, inline in f.children)
+    files = library_files(lib)
 
     edges = {m: {} for m in modules}  # from -> to -> [site]
     for m in modules:

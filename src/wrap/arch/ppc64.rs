@@ -44,7 +44,6 @@ use object::elf;
 
 use super::asm::{self, Label};
 use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
-use crate::bytes::le_at;
 use crate::error::Result;
 
 /// The powerpc64le encoder.
@@ -208,7 +207,7 @@ impl asm::Fixup for Branch {
         let word = code
             .get_mut(at..at + 4)
             .ok_or_else(|| broken("a branch past the end"))?;
-        let old = le_at::<u32>(word, 0).ok_or_else(|| broken("word"))?;
+        let old = crate::bytes::le_at::<u32>(word, 0).ok_or_else(|| broken("word"))?;
         word.copy_from_slice(&(old | field).to_le_bytes());
         Ok(())
     }
