@@ -49,7 +49,12 @@ archive, package, bitcode, host) naming `files` or calling
 was there when the check began is listed in
 scripts/module-graph-allowed.txt, one line each; the script prints every
 finding as allowed or NEW and fails on a NEW one, and on a line of the
-list that no longer happens, so the list only shrinks."""
+list that no longer happens, so the list only shrinks.
+
+Checked last: no library file but src/bytes.rs names `from_le_bytes`,
+`from_be_bytes` or `from_ne_bytes` outside test code (format readers
+take numbers out of bytes through src/bytes.rs: its cursor, `le_at`,
+`le`, `be`); each use elsewhere fails, listed as file:line."""
 import sys
 from pathlib import Path
 
@@ -57,6 +62,9 @@ root = Path(__file__).resolve().parent.parent
 src = root / "src"
 CLI = "cli"
 PRINTS = {"println", "eprintln", "print", "eprint"}
+# The standard conversions of bytes to numbers: only src/bytes.rs calls them.
+FROM_BYTES = {"from_le_bytes", "from_be_bytes", "from_ne_bytes"}
+BYTES_FILE = src / "bytes.rs"
 # The format modules (module paths): they read and write bytes, so they
 # never import `files` (the file-level operations) and never print.
 FORMATS = [["bundle"], ["offload_binary"], ["fatbin"], ["archive"], ["package"],
@@ -276,6 +284,7 @@ class File:
         self.paths = []  # (absolute module path named, line): for the file graph
         self.imports = {}  # name a `use` brings in -> absolute path
         self.prints = []  # lines of println!, eprintln!, print!, eprint!
+        self.from_bytes = []  # lines naming from_le_bytes, from_be_bytes, from_ne_bytes
         self.test_only = False
 
 
@@ -331,6 +340,8 @@ def parse(f):
         if kind == "id" and t in PRINTS and nxt == "!" and not (
                 i > 0 and toks[i - 1][1] == "::"):
             f.prints.append(line)
+        if kind == "id" and t in FROM_BYTES:
+            f.from_bytes.append(line)
         if kind == "punct" and t == "{":
             scopes.append(None)
         elif kind == "punct" and t == "}":
@@ -462,6 +473,22 @@ def child_file(f, name, inline):
              f"{flat.relative_to(root)} nor {nested.relative_to(root)} is there")
 
 
+def library_files(lib):
+    """The files that the declarations of `lib` (src/lib.rs, parsed) reach,
+    each parsed, test code left out: {top-level module: [File]}.
+    scripts/check-sizes.py uses it too."""
+    files = {name: [] for name, _ in lib.children}
+    queue = [child_file(lib, name, inline) for name, inline in lib.children]
+    while queue:
+        f = queue.pop()
+        parse(f)
+        if f.test_only:
+            continue
+        files[f.modpath[0]].append(f)
+        queue.extend(child_file(f, name, inline) for name, inline in f.children)
+    return files
+
+
 def main():
     lib = File(src / "lib.rs", [], True)
     parse(lib)
@@ -479,15 +506,7 @@ def main():
             elif text_toks[j][0] == "id":
                 reexports[text_toks[j][1]] = module
     modules = sorted(name for name, _ in lib.children)
-    files = {m: [] for m in modules}
-    queue = [child_file(lib, name, inline) for name, inline in lib.children]
-    while queue:
-        f = queue.pop()
-        parse(f)
-        if f.test_only:
-            continue
-        files[f.modpath[0]].append(f)
-        queue.extend(child_file(f, name, inline) for name, inline in f.children)
+    files = library_files(lib)
 
     edges = {m: {} for m in modules}  # from -> to -> [site]
     for m in modules:
@@ -532,6 +551,7 @@ def main():
             print(f"layer {n}: {', '.join(m for m in modules if layer[m] == n)}")
         print("module-graph: no circles, and only cli imports cli")
     failures += file_level([lib] + [f for m in modules for f in files[m]])
+    failures += from_bytes_outside([lib] + [f for m in modules for f in files[m]])
     if failures:
         sys.exit(1)
 
@@ -606,6 +626,24 @@ def file_level(every):
         print(f"file-graph: {len(found)} known problem(s), all in "
               f"{ALLOWED.relative_to(root)}, and nothing new")
     return problems
+
+
+def from_bytes_outside(every):
+    """The library lines outside src/bytes.rs that name `from_le_bytes`,
+    `from_be_bytes` or `from_ne_bytes` (test code left out): printed as
+    file:line; their number."""
+    sites = [f"{f.path.relative_to(root)}:{line}"
+             for f in sorted(every, key=lambda f: f.path) if f.path != BYTES_FILE
+             for line in sorted(set(f.from_bytes))]
+    if sites:
+        print(f"from-bytes: {len(sites)} use(s) of from_le_bytes/from_be_bytes/from_ne_bytes "
+              "outside src/bytes.rs (read through its cursor or le_at, le, be):", file=sys.stderr)
+        for site in sites:
+            print(f"  {site}", file=sys.stderr)
+    else:
+        print("from-bytes: no from_le_bytes/from_be_bytes/from_ne_bytes outside src/bytes.rs "
+              "(test code left out)")
+    return len(sites)
 
 
 def sccs(nodes, edges):

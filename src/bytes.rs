@@ -7,6 +7,12 @@
 //! overflow on the way there) returns `None` and leaves the cursor where it
 //! was, so a reader never panics and can still say at which offset it
 //! stopped. The caller turns `None` into its own error, with its own words.
+//!
+//! Readers that work at fixed offsets of a slice use [`le_at`] (and
+//! [`at_in_order`] where the file says its byte order); code that already holds a field's bytes as an array (the hot
+//! loops of the LZ4 decoder, the bitcode bit reader, LLVM's hash) turns it
+//! into a number with [`le`] or [`be`]. This is the one file that calls
+//! the standard `from_le_bytes` family (scripts/module-graph.py checks it).
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U32, U64};
@@ -95,6 +101,78 @@ impl<'data> Bytes<'data> {
     }
 }
 
+/// A number a format stores in its bytes: read in either byte order.
+pub(crate) trait Number: Sized {
+    /// The bytes of one value: `[u8; size_of::<Self>()]`.
+    type Bytes: for<'a> TryFrom<&'a [u8]>;
+    /// The value of little-endian `b`.
+    fn from_le(b: Self::Bytes) -> Self;
+    /// The value of big-endian `b`.
+    fn from_be(b: Self::Bytes) -> Self;
+}
+
+macro_rules! number {
+    ($($t:ty),*) => {$(
+        impl Number for $t {
+            type Bytes = [u8; size_of::<$t>()];
+            #[inline(always)]
+            fn from_le(b: Self::Bytes) -> Self {
+                <$t>::from_le_bytes(b)
+            }
+            #[inline(always)]
+            fn from_be(b: Self::Bytes) -> Self {
+                <$t>::from_be_bytes(b)
+            }
+        }
+    )*};
+}
+number!(u16, u32, u64, u128, i8, i16, i32, i64, f32, f64);
+
+/// The little-endian `T` of `b` (the standard `T::from_le_bytes`).
+#[inline(always)]
+pub(crate) fn le<T: Number>(b: T::Bytes) -> T {
+    T::from_le(b)
+}
+
+/// The big-endian `T` of `b` (the standard `T::from_be_bytes`).
+#[inline(always)]
+pub(crate) fn be<T: Number>(b: T::Bytes) -> T {
+    T::from_be(b)
+}
+
+/// The little-endian `T` at `at` of `data`; `None` when its bytes are not
+/// all inside `data`.
+#[inline]
+pub(crate) fn le_at<T: Number>(data: &[u8], at: usize) -> Option<T> {
+    field::<T>(data, at).map(T::from_le)
+}
+
+/// The `T` at `at` of `data`, big-endian when `big`, else little-endian;
+/// `None` when its bytes are not all inside `data`.
+#[inline]
+pub(crate) fn at_in_order<T: Number>(data: &[u8], at: usize, big: bool) -> Option<T> {
+    field::<T>(data, at).map(if big { T::from_be } else { T::from_le })
+}
+
+/// The little-endian unsigned integer of the first `width` (at most 8)
+/// bytes of `data`: an address or size field whose width is the file's
+/// (4 or 8), or a packed field of a few bytes. `None` when `width` is over
+/// 8 or `data` is shorter.
+#[inline]
+pub(crate) fn uint_le(data: &[u8], width: usize) -> Option<u64> {
+    let b = data.get(..width)?;
+    let mut v = [0u8; 8];
+    v.get_mut(..width)?.copy_from_slice(b);
+    Some(u64::from_le_bytes(v))
+}
+
+/// The bytes of one `T` at `at` of `data`.
+#[inline]
+fn field<T: Number>(data: &[u8], at: usize) -> Option<T::Bytes> {
+    let b = data.get(at..at.checked_add(size_of::<T>())?)?;
+    <T::Bytes as TryFrom<&[u8]>>::try_from(b).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +210,22 @@ mod tests {
         assert_eq!(b.skip(0), Some(()));
         assert_eq!(b.skip(1), None);
         assert_eq!(b.position(), 16);
+    }
+
+    #[test]
+    fn fixed_offsets_in_either_order() {
+        let data = [1, 2, 3, 4, 5];
+        assert_eq!(le_at::<u32>(&data, 0), Some(0x0403_0201));
+        assert_eq!(at_in_order::<u32>(&data, 1, true), Some(0x0203_0405));
+        assert_eq!(le_at::<u32>(&data, 2), None);
+        assert_eq!(le_at::<u16>(&data, usize::MAX), None);
+        assert_eq!(at_in_order::<u16>(&data, 3, true), Some(0x0405));
+        assert_eq!(at_in_order::<u16>(&data, 3, false), Some(0x0504));
+        assert_eq!(le::<i16>([0xfe, 0xff]), -2);
+        assert_eq!(be::<f32>(1.5f32.to_be_bytes()), 1.5);
+        assert_eq!(uint_le(&data, 3), Some(0x03_0201));
+        assert_eq!(uint_le(&data, 0), Some(0));
+        assert_eq!(uint_le(&data, 6), None);
+        assert_eq!(uint_le(&[0; 9], 9), None);
     }
 }

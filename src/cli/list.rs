@@ -162,50 +162,56 @@ impl Opts {
             let report = scan::scan_of(input.bytes(), &opts, &mut super::scan::Kinds, kind);
             return print_scanned(out, name, &report);
         }
-        // Columns as wide as their longest value (at least the usual).
-        let tw = rows
+        print_table(out, &rows)?;
+        Ok(false)
+    }
+}
+
+/// `list`'s table of `rows`: a heading, then a line per row, each column
+/// as wide as its longest value (at least the usual).
+fn print_table(mut out: &mut impl Write, rows: &[listing::Row]) -> Result<()> {
+    let tw = rows
+        .iter()
+        .map(|r| r.triple.len())
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    let aw = rows.iter().map(|r| r.arch.len()).max().unwrap_or(0).max(14);
+    print_line(
+        &mut out,
+        &format!(
+            "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  other",
+            "#", "offload", "image", "version", "triple", "arch", "size"
+        ),
+    )?;
+    for r in rows {
+        let other: Vec<String> = r
+            .strings
             .iter()
-            .map(|r| r.triple.len())
-            .max()
-            .unwrap_or(0)
-            .max(24);
-        let aw = rows.iter().map(|r| r.arch.len()).max().unwrap_or(0).max(14);
+            .filter(|(k, _)| k != "triple" && k != "arch")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let where_ = match (&r.member, &r.section) {
+            (Some(m), _) => format!("  [{m}]"),
+            _ => String::new(),
+        };
         print_line(
             &mut out,
             &format!(
-                "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  other",
-                "#", "offload", "image", "version", "triple", "arch", "size"
+                "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  {}{where_}",
+                r.path,
+                r.offload_kind.to_string(),
+                // The scanners' words (object, bitcode), not LLVM's.
+                scan::Content::Image(r.image_kind).to_string(),
+                format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
+                r.triple,
+                r.arch,
+                r.size,
+                other.join(",")
             ),
         )?;
-        for r in &rows {
-            let other: Vec<String> = r
-                .strings
-                .iter()
-                .filter(|(k, _)| k != "triple" && k != "arch")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let where_ = match (&r.member, &r.section) {
-                (Some(m), _) => format!("  [{m}]"),
-                _ => String::new(),
-            };
-            print_line(
-                &mut out,
-                &format!(
-                    "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  {}{where_}",
-                    r.path,
-                    r.offload_kind.to_string(),
-                    // The scanners' words (object, bitcode), not LLVM's.
-                    scan::Content::Image(r.image_kind).to_string(),
-                    format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
-                    r.triple,
-                    r.arch,
-                    r.size,
-                    other.join(",")
-                ),
-            )?;
-        }
-        Ok(false)
     }
+    Ok(())
 }
 
 /// An error reading OffloadBinaries, after `prefix` (the file, and where in

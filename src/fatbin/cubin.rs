@@ -21,6 +21,8 @@ use object::Endianness;
 use object::elf::{FileHeader32, FileHeader64};
 use object::read::elf::{FileHeader, SectionHeader};
 
+use crate::bytes::le;
+
 /// `.nv.compat`'s record that marks architecture-specific code.
 const COMPAT_ARCH_SPECIFIC: u8 = 9;
 /// Record formats: no value, a byte, a half-word (all four bytes long),
@@ -74,7 +76,7 @@ fn arch_specific_record(data: &[u8]) -> Option<u8> {
         match format {
             FMT_BVAL | FMT_HVAL if attr == COMPAT_ARCH_SPECIFIC => return Some(lo),
             FMT_NVAL | FMT_BVAL | FMT_HVAL => at += 4,
-            FMT_SVAL => at += 4 + usize::from(u16::from_le_bytes([lo, hi])),
+            FMT_SVAL => at += 4 + usize::from(le::<u16>([lo, hi])),
             _ => return None,
         }
     }

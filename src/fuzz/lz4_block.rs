@@ -4,6 +4,7 @@
 
 use std::io::Read;
 
+use crate::bytes::le;
 use crate::fatbin::lz4::{BlockDecoder, decode_whole};
 
 /// Decodes `data[3..]` as a raw LZ4 block declared to decode to the
@@ -17,7 +18,7 @@ pub fn lz4_block(data: &[u8]) {
     let Some((size, block)) = data.split_first_chunk::<3>() else {
         return;
     };
-    let declared = u32::from_le_bytes([size[0], size[1], size[2], 0]);
+    let declared = le::<u32>([size[0], size[1], size[2], 0]);
     let declared = usize::try_from(declared).expect("24 bits fit");
     let reference = lz4_flex_decode(block, declared);
     // The whole-block path on its own, into exactly the declared size.

@@ -6,6 +6,7 @@
 use std::io::Read;
 
 use super::lz4_block::{lz4_flex_decode, streamed};
+use crate::bytes::le;
 #[cfg(fuzzing)]
 use crate::fatbin::lz4::BlockDecoder;
 use crate::fatbin::lz4::decode_whole;
@@ -35,7 +36,7 @@ pub fn lz4_fast(data: &[u8]) {
             let Some((size, block)) = rest.split_first_chunk::<3>() else {
                 return;
             };
-            let declared = u32::from_le_bytes([size[0], size[1], size[2], 0]);
+            let declared = le::<u32>([size[0], size[1], size[2], 0]);
             (
                 block.to_vec(),
                 usize::try_from(declared).expect("24 bits fit"),
@@ -212,7 +213,7 @@ fn made_up(script: &[u8]) -> (Vec<u8>, usize) {
         };
         let offset = match c >> 4 {
             0 => {
-                let raw = usize::from(u16::from_le_bytes([next(), next()]));
+                let raw = usize::from(le::<u16>([next(), next()]));
                 match raw % 64 {
                     0 => 0,
                     1 => out + 1,

@@ -15,20 +15,6 @@ pub fn object_rewrite(data: &[u8]) {
     use crate::bundle::object::{self, HOST_MARKER, NewSection};
     use crate::host::object::Aligned;
 
-    /// The entries of a rewritten object, and whether it has sections
-    /// (llvm-objcopy writes no section headers for an input without a
-    /// section-name table). Its ELF header and section table must read;
-    /// the object crate's whole-file reader is not asked, because it
-    /// refuses shapes llvm-objcopy accepts and writes again, such as a
-    /// relocation section that applies to another relocation section.
-    fn reparse(out: &[u8]) -> (Vec<crate::bundle::Found<'_>>, bool) {
-        let copy = Aligned::copy_of(out);
-        let has_sections = elf_section_count(copy.bytes())
-            .expect("the rewritten object's ELF header and section table read")
-            > 0;
-        let found = object::entries(out).expect("the rewritten object's sections read");
-        (found, has_sections)
-    }
     let readable = Aligned::copy_of(data);
     // Sections inside segments are copied with their segment, not
     // rewritten (llvm-objcopy's rule): a name table there goes stale, so
@@ -113,4 +99,19 @@ pub fn object_rewrite(data: &[u8]) {
             ),
         }
     }
+}
+
+/// The entries of a rewritten object, and whether it has sections
+/// (llvm-objcopy writes no section headers for an input without a
+/// section-name table). Its ELF header and section table must read;
+/// the object crate's whole-file reader is not asked, because it
+/// refuses shapes llvm-objcopy accepts and writes again, such as a
+/// relocation section that applies to another relocation section.
+fn reparse(out: &[u8]) -> (Vec<crate::bundle::Found<'_>>, bool) {
+    let copy = crate::host::object::Aligned::copy_of(out);
+    let has_sections = elf_section_count(copy.bytes())
+        .expect("the rewritten object's ELF header and section table read")
+        > 0;
+    let found = crate::bundle::object::entries(out).expect("the rewritten object's sections read");
+    (found, has_sections)
 }

@@ -6,37 +6,39 @@ const WORK_BYTES: u64 = 1 << 24;
 /// The image and container limits of the [`scan`] body.
 const WORK_IMAGES: usize = 20_000;
 
+/// The visitor of the [`scan`] body: takes every image and checks its
+/// bytes against the input (`data`).
+struct Check<'d> {
+    data: &'d [u8],
+    /// Images handed over.
+    given: usize,
+}
+impl crate::scan::Visit for Check<'_> {
+    fn wants(&mut self, _: &crate::scan::Image) -> bool {
+        true
+    }
+    fn image(&mut self, img: &crate::scan::Image, bytes: &[u8]) {
+        self.given += 1;
+        // A compressed image (a CUDA fatbin entry) is handed over
+        // decompressed.
+        if let Some(n) = img.uncompressed_size {
+            assert_eq!(bytes.len() as u64, n);
+            return;
+        }
+        assert_eq!(bytes.len() as u64, img.size);
+        if let Some(o) = img.offset {
+            let o = usize::try_from(o).expect("offset fits");
+            assert_eq!(&self.data[o..o + bytes.len()], bytes);
+        }
+    }
+}
+
 /// Scans `data` in every mode, listing only and decompressing everything,
 /// with a visitor that takes every image: the report must be consistent
 /// (ranges inside the file, parents before children, image counts) and the
 /// bytes handed out must be the ones the offsets name. Must never panic.
 pub fn scan(data: &[u8]) {
-    use crate::scan::{self, HashAlgo, Image, Mode, Options, Parent, Visit};
-
-    struct Check<'d> {
-        data: &'d [u8],
-        /// Images handed over.
-        given: usize,
-    }
-    impl Visit for Check<'_> {
-        fn wants(&mut self, _: &Image) -> bool {
-            true
-        }
-        fn image(&mut self, img: &Image, bytes: &[u8]) {
-            self.given += 1;
-            // A compressed image (a CUDA fatbin entry) is handed over
-            // decompressed.
-            if let Some(n) = img.uncompressed_size {
-                assert_eq!(bytes.len() as u64, n);
-                return;
-            }
-            assert_eq!(bytes.len() as u64, img.size);
-            if let Some(o) = img.offset {
-                let o = usize::try_from(o).expect("offset fits");
-                assert_eq!(&self.data[o..o + bytes.len()], bytes);
-            }
-        }
-    }
+    use crate::scan::{self, HashAlgo, Mode, Options, Parent};
 
     let len = data.len() as u64;
     for mode in [Mode::Auto, Mode::Sections, Mode::Raw] {

@@ -5,6 +5,8 @@
 
 use object::elf;
 
+use crate::bytes::at_in_order;
+
 /// An ELF file's identification and the header fields after it, as far
 /// as the bytes given hold them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,22 +48,12 @@ impl Peek<'_> {
 
     /// A 16-bit field at `at`, in the file's byte order.
     fn half(&self, at: usize) -> Option<u16> {
-        let b: [u8; 2] = self.head.get(at..at + 2)?.try_into().ok()?;
-        Some(if self.is_big_endian() {
-            u16::from_be_bytes(b)
-        } else {
-            u16::from_le_bytes(b)
-        })
+        at_in_order(self.head, at, self.is_big_endian())
     }
 
     /// A 32-bit field at `at`, in the file's byte order.
     fn word(&self, at: usize) -> Option<u32> {
-        let b: [u8; 4] = self.head.get(at..at + 4)?.try_into().ok()?;
-        Some(if self.is_big_endian() {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
+        at_in_order(self.head, at, self.is_big_endian())
     }
 
     /// `EI_OSABI` (`ELFOSABI_AMDGPU_HSA`, `ELFOSABI_CUDA` …), if the bytes

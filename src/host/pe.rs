@@ -23,6 +23,8 @@ use object::LittleEndian as LE;
 use object::pe;
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
 
+use crate::bytes::{le, le_at};
+
 /// The names of the 15 data directories the specification defines, by
 /// index (the 16th is reserved).
 const DIRECTORIES: [&str; 15] = [
@@ -143,11 +145,7 @@ fn blocks(mut bytes: &[u8], image_size: u64) -> Result<Vec<BaseReloc>, String> {
     let mut out = Vec::new();
     let mut at = 0usize;
     while !bytes.is_empty() {
-        let field = |k: usize| {
-            bytes
-                .get(k..k + 4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
+        let field = |k: usize| le_at::<u32>(bytes, k);
         let (Some(page), Some(size)) = (field(0), field(4)) else {
             return Err(format!(
                 "the base relocation table ends in {} bytes at {at:#x}, too few for a block \
@@ -167,7 +165,7 @@ fn blocks(mut bytes: &[u8], image_size: u64) -> Result<Vec<BaseReloc>, String> {
         };
         let mut adjust = false;
         for e in bytes[8..n].chunks_exact(2) {
-            let e = u16::from_le_bytes([e[0], e[1]]);
+            let e = le::<u16>([e[0], e[1]]);
             if std::mem::take(&mut adjust) {
                 // The parameter of the `HIGHADJ` before it, no fixup.
                 continue;

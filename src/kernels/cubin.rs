@@ -53,6 +53,7 @@ use super::elf::{self, Parsed, Section};
 use super::{
     Allowance, ConstantBank, Format, Kernel, Listing, Resources, Symbol, SymbolKind, text,
 };
+use crate::bytes::{le, le_at};
 use crate::error::{Error, Result};
 
 /// `STO_CUDA_ENTRY` in `st_other`: the function is a kernel.
@@ -97,8 +98,7 @@ struct Record<'a> {
 impl Record<'_> {
     /// The `i`th 32-bit word of a sized value.
     fn word(&self, i: usize) -> Option<u32> {
-        let b = self.value.get(i * 4..i * 4 + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        le_at::<u32>(self.value, i.checked_mul(4)?)
     }
 
     /// A sized value of exactly `words` words, or an error naming `what`.
@@ -141,7 +141,7 @@ impl<'a> Iterator for Records<'a> {
             FMT_NVAL => (&rest[..0], 4),
             FMT_BVAL | FMT_HVAL => (&rest[2..4], 4),
             FMT_SVAL => {
-                let size = usize::from(u16::from_le_bytes([lo, hi]));
+                let size = usize::from(le::<u16>([lo, hi]));
                 match rest.get(4..4 + size) {
                     Some(v) => (v, 4 + size),
                     None => {

@@ -10,6 +10,7 @@
 
 use rmp::Marker;
 
+use crate::bytes::be;
 use crate::error::{Error, Result};
 
 /// How deep arrays and maps may nest (the metadata nests four levels).
@@ -112,8 +113,8 @@ impl<'a> Reader<'a> {
     fn len(&mut self, bytes: usize) -> Result<usize> {
         let n = match bytes {
             1 => u32::from(self.be::<1>()?[0]),
-            2 => u32::from(u16::from_be_bytes(self.be()?)),
-            _ => u32::from_be_bytes(self.be()?),
+            2 => u32::from(be::<u16>(self.be()?)),
+            _ => be::<u32>(self.be()?),
         };
         usize::try_from(n).map_err(|_| damaged("a length too large for this machine"))
     }
@@ -136,15 +137,15 @@ impl<'a> Reader<'a> {
             Marker::FixPos(n) => Value::Uint(u64::from(n)),
             Marker::FixNeg(n) => Value::Int(i64::from(n)),
             Marker::U8 => Value::Uint(u64::from(self.be::<1>()?[0])),
-            Marker::U16 => Value::Uint(u64::from(u16::from_be_bytes(self.be()?))),
-            Marker::U32 => Value::Uint(u64::from(u32::from_be_bytes(self.be()?))),
-            Marker::U64 => Value::Uint(u64::from_be_bytes(self.be()?)),
-            Marker::I8 => Value::Int(i64::from(i8::from_be_bytes(self.be()?))),
-            Marker::I16 => Value::Int(i64::from(i16::from_be_bytes(self.be()?))),
-            Marker::I32 => Value::Int(i64::from(i32::from_be_bytes(self.be()?))),
-            Marker::I64 => Value::Int(i64::from_be_bytes(self.be()?)),
-            Marker::F32 => Value::Float(f64::from(f32::from_be_bytes(self.be()?))),
-            Marker::F64 => Value::Float(f64::from_be_bytes(self.be()?)),
+            Marker::U16 => Value::Uint(u64::from(be::<u16>(self.be()?))),
+            Marker::U32 => Value::Uint(u64::from(be::<u32>(self.be()?))),
+            Marker::U64 => Value::Uint(be::<u64>(self.be()?)),
+            Marker::I8 => Value::Int(i64::from(be::<i8>(self.be()?))),
+            Marker::I16 => Value::Int(i64::from(be::<i16>(self.be()?))),
+            Marker::I32 => Value::Int(i64::from(be::<i32>(self.be()?))),
+            Marker::I64 => Value::Int(be::<i64>(self.be()?)),
+            Marker::F32 => Value::Float(f64::from(be::<f32>(self.be()?))),
+            Marker::F64 => Value::Float(be::<f64>(self.be()?)),
             Marker::FixStr(n) => Value::Str(self.take(usize::from(n))?),
             Marker::Str8 => Value::Str(self.sized(1)?),
             Marker::Str16 => Value::Str(self.sized(2)?),

@@ -5,6 +5,8 @@
 //! Written from the algorithm description; checked against the installed
 //! LLVM 22 tools by the interop tests (string-entry order depends on it).
 
+use crate::bytes::le;
+
 const K0: u64 = 0xc3a5_c85c_97cb_3127;
 const K1: u64 = 0xb492_b66f_be98_f273;
 const K2: u64 = 0x9ae1_6a3b_2f90_404f;
@@ -16,13 +18,13 @@ pub const RELEASE_SEED: u64 = 0xff51_afd7_ed55_8ccd;
 fn fetch64(s: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&s[at..at + 8]);
-    u64::from_le_bytes(b)
+    le::<u64>(b)
 }
 
 fn fetch32(s: &[u8], at: usize) -> u64 {
     let mut b = [0u8; 4];
     b.copy_from_slice(&s[at..at + 4]);
-    u64::from(u32::from_le_bytes(b))
+    u64::from(le::<u32>(b))
 }
 
 /// A length known to be at most 64 (the short-hash paths), as `u32`.

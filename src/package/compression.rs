@@ -4,6 +4,7 @@
 
 use std::io::{self, Read};
 
+use crate::bytes::le;
 use crate::num::usize_from;
 
 /// How a tar archive is compressed.
@@ -171,7 +172,7 @@ fn is_lzma_alone(bytes: &[u8]) -> bool {
     if lc + lp > 4 {
         return false;
     }
-    let dict = u32::from_le_bytes([header[1], header[2], header[3], header[4]]);
+    let dict = le::<u32>([header[1], header[2], header[3], header[4]]);
     if dict < 4096 {
         return false;
     }
@@ -179,7 +180,7 @@ fn is_lzma_alone(bytes: &[u8]) -> bool {
     if odd != 1 && odd != 3 {
         return false;
     }
-    let len = u64::from_le_bytes([
+    let len = le::<u64>([
         header[5], header[6], header[7], header[8], header[9], header[10], header[11], header[12],
     ]);
     (len == u64::MAX || (len > 0 && len < 1 << 48)) && header[13] == 0

@@ -6,6 +6,7 @@
 //! order, names, dates, owners and modes: only sizes and offsets change.
 
 use super::output::Output;
+use crate::bytes::le_at;
 use crate::error::{Error, Result};
 use crate::host::ar::{self, HEADER_LEN, RawEntry};
 use crate::layout::Piece;
@@ -270,10 +271,7 @@ fn symbol_table(table: &[u8], wide: bool, moved: &[(u64, u64)]) -> Result<Vec<u8
 /// See the PE format specification, "Second Linker Member".
 fn microsoft_symbol_table(table: &[u8], moved: &[(u64, u64)]) -> Result<Vec<u8>> {
     let short = || invalid("the second linker member is cut short");
-    let read = |at: usize| -> Option<u32> {
-        let b = table.get(at..at.checked_add(4)?)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
+    let read = |at: usize| le_at::<u32>(table, at);
     let count = usize::try_from(read(0).ok_or_else(short)?).map_err(|_| short())?;
     let end = count
         .checked_mul(4)

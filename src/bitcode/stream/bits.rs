@@ -1,6 +1,7 @@
 //! The bit cursor: bits least significant first, fixed-width and
 //! variable-width (VBR) integers, byte runs and 32-bit alignment.
 
+use crate::bytes::le;
 use crate::num::len64;
 
 /// A reader's result: errors are static descriptions.
@@ -78,7 +79,7 @@ impl<'a> Bits<'a> {
         let take = avail.len().min(buf.len());
         buf[..take].copy_from_slice(&avail[..take]);
         let [b0, b1, b2, b3, b4, b5, b6, b7, b8] = buf;
-        let lo = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+        let lo = le::<u64>([b0, b1, b2, b3, b4, b5, b6, b7]);
         let shift = u32::from(u8::try_from(self.bit % 8).unwrap_or(0));
         let mut v = lo >> shift;
         if shift > 0 {

@@ -6,6 +6,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use super::Fault;
 use super::raw::*;
+use crate::bytes::le_at;
 use crate::error::Result;
 use crate::num::len64;
 
@@ -154,7 +155,6 @@ pub fn truncated_md5(data: &[u8]) -> u64 {
 
 /// The first 8 bytes of an MD5 digest, read little-endian: the CCOB hash.
 pub(super) fn truncated(md5: Md5) -> u64 {
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&md5.finalize()[..8]);
-    u64::from_le_bytes(first)
+    // An MD5 digest is 16 bytes: the first 8 are always there.
+    le_at::<u64>(&md5.finalize(), 0).unwrap_or_default()
 }

@@ -11,6 +11,7 @@ use super::Fault;
 use super::header::*;
 use super::raw::*;
 use super::read::{Ccob, HashCheck, ReadOptions};
+use crate::bytes::le;
 use crate::error::{Error, ErrorKind, Result};
 use crate::num::{len64, usize_from};
 
@@ -231,10 +232,10 @@ pub(super) fn walk_zstd_frames<R: Read + Seek>(
     while at < len {
         let mut word = [0u8; 4];
         read_at(at, &mut word)?;
-        let magic = u32::from_le_bytes(word);
+        let magic = le::<u32>(word);
         if magic & !0xF == SKIPPABLE_MAGIC {
             read_at(at + 4, &mut word)?;
-            at = at.checked_add(8 + u64::from(u32::from_le_bytes(word)))?;
+            at = at.checked_add(8 + u64::from(le::<u32>(word)))?;
             continue;
         }
         if magic != FRAME_MAGIC {
@@ -262,7 +263,7 @@ pub(super) fn walk_zstd_frames<R: Read + Seek>(
         let fcs_at = at + 5 + window_descriptor + dict_id;
         let mut fcs = [0u8; 8];
         read_at(fcs_at, &mut fcs[..fcs_size])?;
-        let mut size = u64::from_le_bytes(fcs);
+        let mut size = le::<u64>(fcs);
         if fcs_size == 2 {
             size += 256;
         }
@@ -272,7 +273,7 @@ pub(super) fn walk_zstd_frames<R: Read + Seek>(
         loop {
             let mut bh = [0u8; 4];
             read_at(block, &mut bh[..3])?;
-            let h = u32::from_le_bytes(bh);
+            let h = le::<u32>(bh);
             let body = match (h >> 1) & 3 {
                 0 | 2 => u64::from(h >> 3),
                 1 => 1,

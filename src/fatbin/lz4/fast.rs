@@ -15,6 +15,8 @@
 
 use std::ptr;
 
+use crate::bytes::le;
+
 /// Input [`sequences`] needs from a sequence's token on to take it without
 /// checking the input again: the token, up to 14 literals read as one piece
 /// of 16, and the offset.
@@ -128,7 +130,7 @@ pub(super) fn sequences(
         // endp (FAST_OUT > 14, or checked).
         let (offset, o) = unsafe {
             i = i.add(lit);
-            let offset = usize::from(u16::from_le_bytes(ptr::read_unaligned(i.cast())));
+            let offset = usize::from(le::<u16>(ptr::read_unaligned(i.cast())));
             i = i.add(2);
             (offset, o0.add(lit))
         };
@@ -366,7 +368,7 @@ unsafe fn copy_match(dst: *mut u8, olen: usize, op: usize, offset: usize, len: u
         // SAFETY: out[start..start + 16] ends at op - offset + 16 < op +
         // 16 <= olen: inside `out` (its bytes from op on are not this
         // match's yet; they are masked off below).
-        let head = u128::from_le_bytes(unsafe { ptr::read_unaligned(dst.add(start).cast()) });
+        let head = le::<u128>(unsafe { ptr::read_unaligned(dst.add(start).cast()) });
         let mut pattern = head & ((1u128 << (8 * offset)) - 1);
         let mut span = offset;
         while span < PIECE {

@@ -48,6 +48,8 @@ use std::io::{self, Read};
 
 use fast::more_length;
 
+use crate::bytes::le;
+
 #[expect(
     unsafe_code,
     reason = "the decoding loop's copies of 8- and 16-byte pieces (see fast.rs, and the unsafe \
@@ -328,7 +330,7 @@ impl<'d> BlockDecoder<'d> {
     /// whose low nibble is `nibble`).
     fn match_header(&mut self, nibble: u8) -> Result<State, Fault> {
         let at = self.pos;
-        let offset = u16::from_le_bytes([self.byte()?, self.byte()?]);
+        let offset = le::<u16>([self.byte()?, self.byte()?]);
         let offset = self.check_offset(at, offset)?;
         let length = MIN_MATCH + self.length(nibble)?;
         self.room_for(length)?;
@@ -506,7 +508,7 @@ pub(crate) fn decode_whole(input: &[u8], out: &mut [u8]) -> bool {
             return false;
         };
         ip += 2;
-        let offset = usize::from(u16::from_le_bytes([lo, hi]));
+        let offset = usize::from(le::<u16>([lo, hi]));
         if offset == 0 || offset > op {
             return false;
         }

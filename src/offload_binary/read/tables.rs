@@ -139,19 +139,7 @@ pub(crate) fn read_tables<'data>(
         .into());
     }
     let entry_offset = hdr.entry_offset.get();
-    let count = if version == 1 {
-        let entry_size = hdr.entry_size_or_count.get();
-        if entry_size < ENTRY_SIZE || entry_size > size - HEADER_SIZE {
-            return Err(Error::invalid(
-                format!("entry size of the OffloadBinary at {at:#x}"),
-                format!("{entry_size} (an entry is {ENTRY_SIZE} bytes, the binary {size})"),
-            )
-            .into());
-        }
-        1
-    } else {
-        hdr.entry_size_or_count.get()
-    };
+    let count = entry_count(hdr, size, at)?;
     let table_len = count
         .checked_mul(ENTRY_SIZE)
         .filter(|&n| n <= size)
@@ -218,6 +206,24 @@ pub(crate) fn read_tables<'data>(
         });
     }
     Ok(out)
+}
+
+/// The number of entries of a binary of `size` bytes (header `hdr`, at
+/// `at`): version 1 has one, its header's field the entry's size (checked);
+/// later versions store the count there.
+fn entry_count(hdr: &Header, size: u64, at: u64) -> Result<u64, Tables> {
+    if hdr.version.get() != 1 {
+        return Ok(hdr.entry_size_or_count.get());
+    }
+    let entry_size = hdr.entry_size_or_count.get();
+    if entry_size < ENTRY_SIZE || entry_size > size - HEADER_SIZE {
+        return Err(Error::invalid(
+            format!("entry size of the OffloadBinary at {at:#x}"),
+            format!("{entry_size} (an entry is {ENTRY_SIZE} bytes, the binary {size})"),
+        )
+        .into());
+    }
+    Ok(1)
 }
 
 /// Fails with [`Tables::Beyond`] unless region `r` lies inside `bin`.

@@ -34,6 +34,7 @@ use object::pe::{self, ImageSectionHeader};
 
 use super::checked::{Refusal, add, round_up, sub};
 use super::pack::{Packed, Patches, Segment, Shrunk, container, pack, up_to_packed};
+use crate::bytes::{le, uint_le};
 use crate::layout::Piece;
 use crate::num::{len64, u64_from};
 use crate::prune::facts::pe::{PeImage, Section};
@@ -333,12 +334,8 @@ fn fix_addresses(
     let width = if pe.is_64 { 8 } else { 4 };
     let read = |at: u64| -> Result<u64, Refusal> {
         let at = usize::try_from(at).map_err(|_| "an address lies past the file")?;
-        let b = data
-            .get(at..at + width)
-            .ok_or("a relocated pointer lies past the end of the file")?;
-        let mut v = [0u8; 8];
-        v[..width].copy_from_slice(b);
-        Ok(u64::from_le_bytes(v))
+        let v = data.get(at..).and_then(|b| uint_le(b, width));
+        Ok(v.ok_or("a relocated pointer lies past the end of the file")?)
     };
     let mut fix = |field: u64, stored: u64, what: &str| -> Result<(), Refusal> {
         if stored < section_va || stored >= section_end {
@@ -416,7 +413,7 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
                 match self.odd.take() {
                     None => self.odd = Some(b),
                     Some(lo) => {
-                        self.sum += u64::from(u16::from_le_bytes([lo, b]));
+                        self.sum += u64::from(le::<u16>([lo, b]));
                         self.sum = (self.sum & 0xffff) + (self.sum >> 16);
                     }
                 }

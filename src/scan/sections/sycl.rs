@@ -8,6 +8,7 @@ use object::{
 };
 
 use super::{ObjectFile, Section};
+use crate::bytes::{le_at, uint_le};
 use crate::num::{len64, usize_from};
 
 /// `Kind` of a SYCL device image descriptor.
@@ -195,11 +196,8 @@ impl<'data> ObjectFile<'data> {
                 }));
                 break;
             }
-            let field = |b: &[u8]| {
-                let mut v = [0u8; 8];
-                v[..width].copy_from_slice(b);
-                u64::from_le_bytes(v)
-            };
+            // `row` holds 2 * width bytes, width 4 or 8.
+            let field = |b: &[u8]| uint_le(b, width).unwrap_or_default();
             let (address, size) = (field(&row[..width]), field(&row[width..]));
             if size == 0 {
                 continue;
@@ -302,7 +300,7 @@ impl<'data> ObjectFile<'data> {
                 continue;
             };
             for (i, word) in aligned.chunks_exact(8).enumerate() {
-                let value = u64::from_le_bytes(word.try_into().unwrap_or_default());
+                let value = le_at::<u64>(word, 0).unwrap_or_default();
                 if !addresses.contains(&value) || out.contains_key(&value) {
                     continue;
                 }
@@ -325,10 +323,10 @@ impl<'data> ObjectFile<'data> {
             let Some(head) = data.get(start..start + 16) else {
                 continue;
             };
-            if u16::from_le_bytes([head[0], head[1]]) != version || head[2] != SYCL_KIND {
+            if le_at::<u16>(head, 0) != Some(version) || head[2] != SYCL_KIND {
                 continue;
             }
-            let target = u64::from_le_bytes(head[8..16].try_into().ok()?);
+            let target = le_at::<u64>(head, 8)?;
             let off = usize_from(self.offset_of_address(target)?);
             let bytes = self.bytes().get(off..)?;
             let name = &bytes[..bytes.len().min(MAX_TARGET)];

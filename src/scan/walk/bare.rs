@@ -21,6 +21,7 @@
 use object::read::{Object, ObjectSection};
 
 use super::walker::{Loc, Walker, split_target_id};
+use crate::bytes::at_in_order;
 use crate::host::elf;
 use crate::num::len64;
 use crate::offload_binary::{ImageKind, OffloadKind};
@@ -156,14 +157,7 @@ fn spirv(data: &[u8]) -> Option<Bare> {
         [0x07, 0x23, 0x02, 0x03] => true,
         _ => return None,
     };
-    let word = |i: usize| -> Option<u32> {
-        let b: [u8; 4] = data.get(i * 4..i * 4 + 4)?.try_into().ok()?;
-        Some(if big {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    };
+    let word = |i: usize| at_in_order::<u32>(data, i.checked_mul(4)?, big);
     // Version 1.x: 0x0001xx00.
     let version = word(1)?;
     if version & 0xffff_00ff != 0x0001_0000 {

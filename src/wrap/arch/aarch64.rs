@@ -21,6 +21,7 @@ use object::elf;
 
 use super::asm::{self, Label};
 use super::code::{Arg, Call, Cpu, Fatbin, FatbinCode, Function, Span, Target, addend, internal};
+use crate::bytes::le_at;
 use crate::error::Result;
 
 /// The AArch64 encoder.
@@ -120,7 +121,7 @@ impl asm::Fixup for Branch {
             .get_mut(at..at + 4)
             .ok_or_else(|| broken("a branch past the end"))?;
         // Instructions are little-endian, whatever the data's byte order.
-        let old = u32::from_le_bytes(word.try_into().map_err(|_| broken("word"))?);
+        let old = le_at::<u32>(word, 0).ok_or_else(|| broken("word"))?;
         word.copy_from_slice(&(old | (field << shift)).to_le_bytes());
         Ok(())
     }

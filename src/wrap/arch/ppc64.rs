@@ -207,7 +207,7 @@ impl asm::Fixup for Branch {
         let word = code
             .get_mut(at..at + 4)
             .ok_or_else(|| broken("a branch past the end"))?;
-        let old = u32::from_le_bytes(word.try_into().map_err(|_| broken("word"))?);
+        let old = crate::bytes::le_at::<u32>(word, 0).ok_or_else(|| broken("word"))?;
         word.copy_from_slice(&(old | field).to_le_bytes());
         Ok(())
     }

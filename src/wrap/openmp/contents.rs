@@ -152,10 +152,25 @@ pub(super) fn functions(
     code.extend(cpu.code.padding(pad));
     code.extend_from_slice(&unreg_fn.code);
     obj.set_bytes(s.startup, code);
-    for (k, (f, base)) in [(&reg_fn, 0), (&unreg_fn, unreg_off)]
-        .into_iter()
-        .enumerate()
-    {
+    relocate(obj, parts, [(&reg_fn, 0), (&unreg_fn, unreg_off)])?;
+    obj.set_extent(syms.reg, 0, len64(&reg_fn.code));
+    obj.set_extent(syms.unreg, unreg_off, len64(&unreg_fn.code));
+    if let Some(labels) = &syms.labels {
+        obj.set_extent(labels.starts[1], unreg_off, 0);
+    }
+    Ok((reg_fn, unreg_fn, unreg_off))
+}
+
+/// The relocations of the constructor and the destructor (`functions`,
+/// each with its offset in `.text.startup`), against the symbols `parts`
+/// holds; the `.Lpcrel_hiN` labels placed as they are met.
+fn relocate(
+    obj: &mut Relocatable,
+    parts: &Parts<'_>,
+    functions: [(&Function, u64); 2],
+) -> Result<()> {
+    let Parts { s, syms, rt, .. } = *parts;
+    for (k, (f, base)) in functions.into_iter().enumerate() {
         let mut pcrel = 0;
         for r in &f.relocs {
             let offset = base + r.offset;
@@ -181,10 +196,5 @@ pub(super) fn functions(
             reloc(obj, s.startup, offset, symbol, r_addend, r.r_type);
         }
     }
-    obj.set_extent(syms.reg, 0, len64(&reg_fn.code));
-    obj.set_extent(syms.unreg, unreg_off, len64(&unreg_fn.code));
-    if let Some(labels) = &syms.labels {
-        obj.set_extent(labels.starts[1], unreg_off, 0);
-    }
-    Ok((reg_fn, unreg_fn, unreg_off))
+    Ok(())
 }

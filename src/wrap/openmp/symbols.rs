@@ -327,6 +327,39 @@ pub(super) fn local_symbols_by_name(
     );
     let unreg_start = local(obj, b".L0 ", s.startup, 0, 0, notype);
     let unreg_pcrel = vec![label(obj, atexit_arg)];
+    let (images, array) = image_symbols_by_name(obj, fl, s, at, p);
+    mapping(obj, b"$d", s.data);
+    Ok(Locals {
+        startup: reg,
+        reg,
+        desc,
+        unreg,
+        offloading: array,
+        data: array,
+        infos: Vec::new(),
+        info_syms: infos,
+        images,
+        array,
+        labels: Some(Labels {
+            starts: [reg_start, unreg_start],
+            pcrel: [reg_pcrel, unreg_pcrel],
+        }),
+        anchors: Vec::new(),
+    })
+}
+
+/// After the functions' symbols in [`local_symbols_by_name`]: the dummy
+/// global (unless it is global), the images' symbols with the mapping
+/// symbol at the first byte of data, and the image array's symbol;
+/// returns the images' symbols and the array's.
+fn image_symbols_by_name(
+    obj: &mut Relocatable,
+    fl: &Flavour,
+    s: &Sections,
+    at: &DataLayout,
+    p: &Placement,
+) -> (Vec<SymbolId>, SymbolId) {
+    let object = elf::STT_OBJECT;
     if !fl.dummy_global {
         local(obj, fl.dummy, s.entries, 0, 0, object);
     }
@@ -349,24 +382,7 @@ pub(super) fn local_symbols_by_name(
         array_len,
         object,
     );
-    mapping(obj, b"$d", s.data);
-    Ok(Locals {
-        startup: reg,
-        reg,
-        desc,
-        unreg,
-        offloading: array,
-        data: array,
-        infos: Vec::new(),
-        info_syms: infos,
-        images,
-        array,
-        labels: Some(Labels {
-            starts: [reg_start, unreg_start],
-            pcrel: [reg_pcrel, unreg_pcrel],
-        }),
-        anchors: Vec::new(),
-    })
+    (images, array)
 }
 
 /// ROCm on CPUs that relocate against symbols: each image's target ID's

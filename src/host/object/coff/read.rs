@@ -10,6 +10,7 @@ use super::model::{
     SCN_NRELOC_OVFL, SECTION_HEADER_SIZE, SYM_CLASS_FILE, SYM_CLASS_STATIC,
     SYM_CLASS_WEAK_EXTERNAL, Sec, Sym, invalid, lossy,
 };
+use crate::bytes::{le, le_at};
 use crate::error::{Error, Result};
 
 /// The class ID that marks a `/bigobj` header.
@@ -17,14 +18,12 @@ pub(super) const BIGOBJ_MAGIC: [u8; 16] = object::pe::ANON_OBJECT_HEADER_BIGOBJ_
 
 /// The little-endian `u16` at `at`.
 pub(crate) fn u16_at(data: &[u8], at: usize) -> Option<u16> {
-    let b = data.get(at..at.checked_add(2)?)?;
-    Some(u16::from_le_bytes([b[0], b[1]]))
+    le_at(data, at)
 }
 
 /// The little-endian `u32` at `at`.
 pub(crate) fn u32_at(data: &[u8], at: usize) -> Option<u32> {
-    let b = data.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    le_at(data, at)
 }
 
 /// Whether `data` starts with a `/bigobj` header, as LLVM's
@@ -425,9 +424,9 @@ fn symbols<'d>(
         let (mut associated, mut weak) = (0, None);
         if let Some(a) = aux.first() {
             if class == SYM_CLASS_STATIC && a[14] == COMDAT_SELECT_ASSOCIATIVE {
-                let low = u32::from(u16::from_le_bytes([a[12], a[13]]));
+                let low = u32::from(le::<u16>([a[12], a[13]]));
                 let high = if h.big {
-                    u32::from(u16::from_le_bytes([a[16], a[17]])) << 16
+                    u32::from(le::<u16>([a[16], a[17]])) << 16
                 } else {
                     0
                 };
@@ -440,7 +439,7 @@ fn symbols<'d>(
                 }
                 associated = n as usize;
             } else if class == SYM_CLASS_WEAK_EXTERNAL {
-                weak = Some(u32::from_le_bytes([a[0], a[1], a[2], a[3]]) as usize);
+                weak = Some(le::<u32>([a[0], a[1], a[2], a[3]]) as usize);
             }
         }
         out.push(Sym {

@@ -24,6 +24,7 @@
 //!   there for every section.
 
 use super::model::{Contents, Model, SYM_CLASS_STATIC, invalid, lossy};
+use crate::bytes::le_at;
 use crate::error::{Error, Result};
 use crate::host::object::{Part, Update, moved};
 use crate::llvm::jam_crc::JamCrc;
@@ -106,12 +107,11 @@ impl Model<'_> {
             return None;
         };
         let start = offset.checked_add(usize::try_from(at).ok()?)?;
-        let b = self.data.get(start..start.checked_add(width)?)?;
-        Some(match width {
-            8 => i64::from_le_bytes(b.try_into().ok()?),
-            4 => i64::from(i32::from_le_bytes(b.try_into().ok()?)),
-            _ => return None,
-        })
+        match width {
+            8 => le_at::<i64>(self.data, start),
+            4 => le_at::<i32>(self.data, start).map(i64::from),
+            _ => None,
+        }
     }
 
     /// Refuses when a relocation against a symbol defined in an updated

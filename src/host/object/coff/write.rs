@@ -8,6 +8,7 @@ use super::model::{
 };
 use super::read::BIGOBJ_MAGIC;
 use super::strtab::{StringTable, long_section_name};
+use crate::bytes::le;
 use crate::error::Result;
 use crate::host::object::{Part, Span, Written};
 use crate::layout::{Layout, Piece};
@@ -325,7 +326,7 @@ impl<'d> Model<'d> {
             let old = self.data.get(offset..offset + len).unwrap_or(&[]);
             let mut new = Vec::with_capacity(len);
             for id in old.chunks_exact(4) {
-                let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                let id = le::<u32>([id[0], id[1], id[2], id[3]]);
                 let n = renumber.get(&id).ok_or_else(|| {
                     invalid(format!(
                         "section '{name}' contains a .symidx ({id}) that is incorrect or was \

@@ -123,23 +123,7 @@ impl Model<'_> {
         let renumber = |l: Option<usize>| l.map_or(0, |l| num.index[l]);
         // A link to the symbol table is kept only while no symbol moved.
         let restore = self.symtab.is_some() && !self.indices_changed;
-        let mut o = Out {
-            sec: i,
-            size: s.size,
-            align: s.align,
-            // llvm-objcopy keeps the low 32 bits of `sh_entsize` (its
-            // model holds it as a 32-bit word).
-            entsize: s.entsize & u64::from(u32::MAX),
-            link: s.link,
-            info: s.info,
-            // A former SHT_NOBITS section has no contents to write: its
-            // bytes stay zeros.
-            body: if s.sh_type == elf::SHT_NOBITS || s.was_nobits {
-                Body::None
-            } else {
-                Body::Span(0, usize_from(s.orig_offset), usize_from(s.size))
-            },
-        };
+        let mut o = as_read(s, i);
         match s.kind {
             Kind::Plain => {
                 o.link = if s.symtab_link && restore {
@@ -160,15 +144,7 @@ impl Model<'_> {
                 if s.target.is_some() {
                     o.info = renumber(s.target);
                 }
-                let entries: Vec<Crel> = s
-                    .crel
-                    .iter()
-                    .map(|e| Crel {
-                        sym: num.sym_index.get(e.sym as usize).copied().unwrap_or(0),
-                        ..*e
-                    })
-                    .collect();
-                let bytes = crel::encode(&entries, self.is_64);
+                let bytes = self.crel(s, num);
                 o.size = bytes.len() as u64;
                 o.body = Body::Bytes(bytes);
             }
@@ -224,6 +200,19 @@ impl Model<'_> {
             Kind::Added(k) => o.body = Body::Span(k, 0, usize_from(s.size)),
         }
         Ok(o)
+    }
+
+    /// The CREL relocations of `s`, their symbols renumbered, encoded.
+    fn crel(&self, s: &Sec<'_>, num: &Numbering) -> Vec<u8> {
+        let entries: Vec<Crel> = s
+            .crel
+            .iter()
+            .map(|e| Crel {
+                sym: num.sym_index.get(e.sym as usize).copied().unwrap_or(0),
+                ..*e
+            })
+            .collect();
+        crel::encode(&entries, self.is_64)
     }
 
     /// The symbol table's contents (`size` bytes) with names in `strtab`,
@@ -524,6 +513,29 @@ enum Chunk {
     Span(usize, usize, usize),
     Bytes(Vec<u8>),
     Zeros(u64),
+}
+
+/// Section `i` (`s`) as it was read: its header fields, and its bytes
+/// where the input holds them; [`Model::output`] changes what its kind
+/// changes.
+fn as_read(s: &Sec<'_>, i: usize) -> Out {
+    Out {
+        sec: i,
+        size: s.size,
+        align: s.align,
+        // llvm-objcopy keeps the low 32 bits of `sh_entsize` (its
+        // model holds it as a 32-bit word).
+        entsize: s.entsize & u64::from(u32::MAX),
+        link: s.link,
+        info: s.info,
+        // A former SHT_NOBITS section has no contents to write: its
+        // bytes stay zeros.
+        body: if s.sh_type == elf::SHT_NOBITS || s.was_nobits {
+            Body::None
+        } else {
+            Body::Span(0, usize_from(s.orig_offset), usize_from(s.size))
+        },
+    }
 }
 
 impl Chunk {

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use crate::bundle::archive_unbundle::{self, Member};
+use crate::bundle::archive_unbundle::{self, Extracted, Member};
 use crate::bundle::ccob;
 use crate::bundle::id::BundleId;
 use crate::bundle::ops;
@@ -95,6 +95,18 @@ pub fn unbundle_archive(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
     if let Some(e) = temp_failure {
         return Err(e);
     }
+    write_outputs(job, &input, &requests, &lists)
+}
+
+/// The device archives of `-unbundle -type=a`: `lists[i]`, the members
+/// found for `requests[i]`, each written as a GNU archive to its output.
+fn write_outputs(
+    job: &Job,
+    input: &Input,
+    requests: &[BundleId],
+    lists: &[Vec<Extracted<'_>>],
+) -> Result<(), Failure> {
+    let name = &job.inputs[0];
     // LLVM keys outputs by normalized ID: of requests that normalize alike,
     // the last one's output file is written (once per request).
     let keys: Vec<String> = requests.iter().map(BundleId::normalized).collect();
@@ -123,7 +135,7 @@ pub fn unbundle_archive(job: &Job, say: &mut Say<'_>) -> Result<(), Failure> {
             .collect();
         let layout = archive::layout_gnu(&members, true)
             .map_err(|e| Failure::new(format!("'{out}': {e}")))?;
-        write_layout(out, &layout, |k| (&input, list[k].data()))
+        write_layout(out, &layout, |k| (input, list[k].data()))
             .map_err(|e| Failure::file(out, e))?;
     }
     Ok(())
