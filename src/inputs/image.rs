@@ -9,7 +9,8 @@
 //! puts something that is not a directory where one of its directories
 //! was ([`Shadow`]). What a layout names is checked before it is read:
 //! each blob's digest is one this reader can name a file by, and its size
-//! and SHA-256 are the ones its descriptor says.
+//! and SHA-256 are the ones its descriptor says. Each layer, as it is read,
+//! must decompress to the bytes its config's `rootfs.diff_ids` names.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,9 @@ pub(crate) struct Layer {
     pub(crate) sha256: Option<[u8; 32]>,
     /// The size a descriptor gives it.
     pub(crate) size: Option<u64>,
+    /// The SHA-256 its tar, decompressed, must have: the image config's
+    /// `rootfs.diff_ids` entry for it.
+    pub(crate) diff_id: Option<[u8; 32]>,
 }
 
 impl Layer {
@@ -131,6 +135,46 @@ struct Document {
     manifests: Option<Vec<Descriptor>>,
     #[serde(default)]
     layers: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+}
+
+/// The part of an image config read here.
+#[derive(Deserialize)]
+struct Config {
+    rootfs: RootFs,
+}
+
+#[derive(Deserialize)]
+struct RootFs {
+    diff_ids: Vec<String>,
+}
+
+/// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one
+/// for each of `layers` layers.
+fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, String> {
+    let config: Config = serde_json::from_slice(bytes)
+        .map_err(|e| format!("'{what}' is not an image config: {e}"))?;
+    let ids = config.rootfs.diff_ids;
+    if ids.len() != layers {
+        return Err(format!(
+            "'{what}': rootfs.diff_ids names {} layers, the manifest {layers}",
+            ids.len()
+        ));
+    }
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| digest_bytes(id).map_err(|e| format!("'{what}': rootfs.diff_ids[{i}]: {e}")))
+        .collect()
+}
+
+/// The `sha256:<hex>` digest of `sha`.
+pub(crate) fn digest_string(sha: &[u8; 32]) -> String {
+    use std::fmt::Write as _;
+    sha.iter().fold(String::from("sha256:"), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// The annotation that names an image of a layout.
@@ -197,13 +241,23 @@ impl Layout<'_> {
                     d.digest
                 ));
             };
+            let Some(config) = m.config else {
+                return Err(format!(
+                    "{field} ({}) is not an image manifest: it has no 'config'",
+                    d.digest
+                ));
+            };
+            let bytes = self.blob(&config, &format!("{} config", d.digest), MAX_JSON)?;
+            let ids = diff_ids(&bytes, &config.digest, layers.len())?;
             let layers = layers
                 .iter()
-                .map(|l| {
+                .zip(ids)
+                .map(|(l, id)| {
                     Ok(Layer {
                         blob: self.blob_path(l, &format!("{} layer", d.digest))?,
                         sha256: Some(digest_bytes(&l.digest)?),
                         size: Some(l.size),
+                        diff_id: Some(id),
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
@@ -244,6 +298,7 @@ impl Layout<'_> {
             blob: path,
             sha256: Some(digest_bytes(&d.digest)?),
             size: Some(d.size),
+            diff_id: None,
         };
         layer
             .check(&bytes)
@@ -291,41 +346,66 @@ struct Saved {
     layers: Vec<String>,
 }
 
-/// The images of a `docker save` archive, from its `manifest.json`: each
-/// layer a member path of the archive. `None` when `manifest` is not such
-/// a list (the tar is some other tar).
-pub(crate) fn saved_images(manifest: &[u8]) -> Option<Vec<Image>> {
-    let saved: Vec<Saved> = serde_json::from_slice(manifest).ok()?;
-    let several = saved.len() > 1;
-    let images = saved
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let name = several.then(|| match s.repo_tags.as_deref() {
-                Some([tag, ..]) => tag.clone(),
-                _ if !s.config.is_empty() => s.config.clone(),
-                _ => format!("#{i}"),
-            });
-            let layers = s
-                .layers
-                .into_iter()
-                .map(|l| {
-                    // A layer named by its digest (`blobs/sha256/<hex>`,
-                    // as newer Docker writes) is checked against it.
-                    let sha256 = l
-                        .strip_prefix("blobs/sha256/")
-                        .and_then(|h| digest_bytes(&format!("sha256:{h}")).ok());
-                    Layer {
+/// The SHA-256 a `docker save` archive's member name says its bytes have:
+/// `blobs/sha256/<hex>` (as newer Docker writes layers and configs) or a
+/// config's `<hex>.json` (its image ID, as older Docker writes it).
+fn named_sha256(member: &str) -> Option<[u8; 32]> {
+    let hex = member
+        .strip_prefix("blobs/sha256/")
+        .or_else(|| member.strip_suffix(".json"))?;
+    digest_bytes(&format!("sha256:{hex}")).ok()
+}
+
+impl TarIndex<'_> {
+    /// The images of a `docker save` archive, from its `manifest.json`:
+    /// each layer a member path of the archive, its diff ID from the
+    /// image's config. `None` when there is no `manifest.json` that lists
+    /// images (the tar is some other tar); an error when a config cannot
+    /// be read or does not fit the image.
+    pub(crate) fn saved_images(&self) -> Option<Result<Vec<Image>, String>> {
+        let saved: Vec<Saved> = serde_json::from_slice(self.get("manifest.json")?).ok()?;
+        let several = saved.len() > 1;
+        let images = saved
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let name = several.then(|| match s.repo_tags.as_deref() {
+                    Some([tag, ..]) => tag.clone(),
+                    _ if !s.config.is_empty() => s.config.clone(),
+                    _ => format!("#{i}"),
+                });
+                let config = self.get(&s.config).ok_or_else(|| {
+                    format!(
+                        "manifest.json: the config '{}' is not in the archive",
+                        s.config
+                    )
+                })?;
+                if let Some(want) = named_sha256(&s.config)
+                    && sha2::Sha256::digest(config).as_slice() != want
+                {
+                    return Err(format!(
+                        "the config '{}': its SHA-256 is not the digest it is named by",
+                        s.config
+                    ));
+                }
+                let ids = diff_ids(config, &s.config, s.layers.len())?;
+                let layers = s
+                    .layers
+                    .into_iter()
+                    .zip(ids)
+                    .map(|(l, id)| Layer {
+                        // A layer named by its digest is checked against it.
+                        sha256: l.strip_prefix("blobs/sha256/").and(named_sha256(&l)),
                         blob: PathBuf::from(l),
-                        sha256,
                         size: None,
-                    }
-                })
-                .collect();
-            Image { name, layers }
-        })
-        .collect();
-    Some(images)
+                        diff_id: Some(id),
+                    })
+                    .collect();
+                Ok(Image { name, layers })
+            })
+            .collect();
+        Some(images)
+    }
 }
 
 /// The files of a plain tar archive by their paths, as slices of it, for

@@ -17,6 +17,8 @@ use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
+use sha2::Digest as _;
+
 use crate::package::{self, Contents};
 
 use super::image;
@@ -130,12 +132,12 @@ fn layout_units<T>(
     for img in &images {
         let unit = image_unit(unit, img);
         let mut shadow = image::Shadow::default();
-        for layer in img.layers.iter().rev() {
+        for (i, layer) in img.layers.iter().enumerate().rev() {
             let read = Input::open(&layer.blob)
                 .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
                 .and_then(|input| {
                     layer.check(input.bytes())?;
-                    let r = w.layer(&unit, input.bytes(), &input, &mut shadow);
+                    let r = w.layer(&unit, input.bytes(), &input, &mut shadow, (i, layer));
                     input.close();
                     r
                 });
@@ -201,20 +203,26 @@ impl<T> Walk<'_, '_, T> {
 }
 
 impl<T> Walk<'_, '_, T> {
-    /// Reads one layer of an image (`bytes`, in `input`), the layers above
+    /// Reads layer `i` of an image (`bytes`, in `input`), the layers above
     /// it read before: each file the container sees is a member of `unit`.
+    /// What it decompresses to must be its diff ID, hashed as it is read.
     fn layer(
         &mut self,
         unit: &Unit<'_>,
         bytes: &[u8],
         input: &Input,
         shadow: &mut image::Shadow,
+        (i, of): (usize, &image::Layer),
     ) -> Result<(), String> {
-        let kind = match package::detect(bytes) {
-            Some(kind @ package::Kind::Tar(_)) => kind,
-            // A compressed tar of no entries (its first block is the end).
-            Some(package::Kind::Compressed(c)) => package::Kind::Tar(c),
-            None if bytes.iter().all(|&b| b == 0) => return Ok(()),
+        let mut sha = sha2::Sha256::new();
+        let c = match package::detect(bytes) {
+            // A compressed tar of no entries (its first block is the end)
+            // is no tar header when decompressed.
+            Some(package::Kind::Tar(c) | package::Kind::Compressed(c)) => c,
+            None if bytes.iter().all(|&b| b == 0) => {
+                sha.update(bytes);
+                return diff_id_matches(&sha.finalize().into(), i, of);
+            }
             _ => return Err("it is not a tar archive".into()),
         };
         let mut layer = Layer {
@@ -226,9 +234,12 @@ impl<T> Walk<'_, '_, T> {
             },
             shadow,
         };
-        let r = with_pages_given_back(input, || package::members(bytes, kind, &mut layer));
+        let r = with_pages_given_back(input, || {
+            package::tar_members_tapped(bytes, c, &mut layer, &mut sha)
+        });
         layer.shadow.next_layer();
-        r.map_err(|e| e.to_string())
+        r.map_err(|e| e.to_string())?;
+        diff_id_matches(&sha.finalize().into(), i, of)
     }
 
     /// When `input` is a `docker save` archive (a plain tar holding a
@@ -243,20 +254,26 @@ impl<T> Walk<'_, '_, T> {
         let Some(members) = image::TarIndex::read(bytes) else {
             return false;
         };
-        let Some(images) = members.get("manifest.json").and_then(image::saved_images) else {
-            return false;
+        let images = match members.saved_images() {
+            None => return false,
+            Some(Ok(images)) => images,
+            Some(Err(e)) => {
+                let r = (self.f)(unit, Err(e));
+                self.out.push(r);
+                return true;
+            }
         };
         for img in &images {
             let unit = image_unit(unit, img);
             let mut shadow = image::Shadow::default();
-            for layer in img.layers.iter().rev() {
+            for (i, layer) in img.layers.iter().enumerate().rev() {
                 let name = layer.blob.to_string_lossy();
                 let read = members
                     .get(&name)
                     .ok_or_else(|| "the archive holds no such file".to_string())
                     .and_then(|b| {
                         layer.check(b)?;
-                        self.layer(&unit, b, input, &mut shadow)
+                        self.layer(&unit, b, input, &mut shadow, (i, layer))
                     });
                 if let Err(e) = read {
                     let r = (self.f)(&unit, Err(format!("the layer '{name}': {e}")));
@@ -266,6 +283,19 @@ impl<T> Walk<'_, '_, T> {
             }
         }
         true
+    }
+}
+
+/// Whether `sha`, what layer `i` decompressed to hashes to, is the diff
+/// ID its image config gives it.
+fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), String> {
+    match layer.diff_id {
+        Some(want) if want != *sha => Err(format!(
+            "its tar's SHA-256 is {}, not rootfs.diff_ids[{i}] of the image config ({})",
+            image::digest_string(sha),
+            image::digest_string(&want)
+        )),
+        _ => Ok(()),
     }
 }
 
