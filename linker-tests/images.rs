@@ -94,6 +94,19 @@ fn umoci_layout() -> Result<(), Failed> {
         listed(&["inspect", "--json", "d.tar"], d)?,
         want("d.tar"),
     )?;
+    // Compressed whole, as `docker save | gzip` makes it: the same image.
+    for (tool, args, name) in [
+        ("/usr/bin/gzip", &["-k", "d.tar"][..], "d.tar.gz"),
+        ("/usr/bin/zstd", &["-q", "d.tar", "-o", "d.tar.zst"], "d.tar.zst"),
+        ("/usr/bin/xz", &["-k", "d.tar"], "d.tar.xz"),
+    ] {
+        run(Path::new(tool), args, d).ok()?;
+        same(
+            &format!("the {name} archive's files"),
+            listed(&["inspect", "--json", name], d)?,
+            want(name),
+        )?;
+    }
     // Found walking a directory too.
     std::fs::create_dir(d.join("images"))?;
     std::fs::rename(d.join("L"), d.join("images/L"))?;
@@ -187,6 +200,32 @@ fn layer(entries: &[(&str, &[u8])]) -> Result<Vec<u8>, Failed> {
     let tar = b.into_inner()?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gz, &tar)?;
+    Ok(gz.finish()?)
+}
+
+/// A gzipped tar of one file at `path`, the path given by a GNU long
+/// name entry (`form` "gnu") or a pax header ("pax"), written as it is.
+fn long_named_layer(form: &str, path: &str, data: &[u8]) -> Result<Vec<u8>, Failed> {
+    let mut b = tar::Builder::new(Vec::new());
+    if form == "pax" {
+        b.append_pax_extensions([("path", path.as_bytes())])?;
+    } else {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(path.len() as u64 + 1);
+        h.set_cksum();
+        b.append(&h, [path.as_bytes(), b"\0"].concat().as_slice())?;
+    }
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.as_old_mut().name[..6].copy_from_slice(b"k.hsac");
+    h.set_cksum();
+    b.append(&h, data)?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &b.into_inner()?)?;
     Ok(gz.finish()?)
 }
 
@@ -284,6 +323,14 @@ fn lying_layouts() -> Result<(), Failed> {
     let evil = layer(&[("usr/../../etc/k.hsaco", &k)])?;
     layout(&d.join("evil"), &[evil])?;
     refused(d, "evil", &["usr/../../etc/k.hsaco", "out of the image's root"])?;
+
+    // Names out of the root given by a GNU long name or a pax header.
+    let long = "d".repeat(110);
+    for (form, path) in [("gnu", format!("usr/{long}/../../../k.hsaco")), ("pax", format!("/x/../../{long}/k.hsaco"))] {
+        let dir = format!("evil-{form}");
+        layout(&d.join(&dir), &[long_named_layer(form, &path, &k)?])?;
+        refused(d, &dir, &[&path, "out of the image's root"])?;
+    }
 
     // An index that is no JSON.
     layout(&d.join("bad-index"), &[good])?;

@@ -53,20 +53,25 @@ pub(crate) struct Layer {
 impl Layer {
     /// Checks `bytes` against the digest and size the descriptor gave.
     pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), String> {
-        if let Some(size) = self.size
-            && bytes.len() as u64 != size
-        {
-            return Err(format!(
-                "it is {} bytes, its descriptor says {size}",
-                bytes.len()
-            ));
+        check_blob(bytes, self.sha256.as_ref(), self.size)
+    }
+}
+
+/// Checks a blob's `bytes` against the `size` and SHA-256 given for it.
+fn check_blob(bytes: &[u8], sha256: Option<&[u8; 32]>, size: Option<u64>) -> Result<(), String> {
+    if let Some(size) = size
+        && bytes.len() as u64 != size
+    {
+        return Err(format!(
+            "it is {} bytes, its descriptor says {size}",
+            bytes.len()
+        ));
+    }
+    match sha256 {
+        Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
+            Err("its SHA-256 is not the digest it is named by".into())
         }
-        match self.sha256 {
-            Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
-                Err("its SHA-256 is not the digest it is named by".into())
-            }
-            _ => Ok(()),
-        }
+        _ => Ok(()),
     }
 }
 
@@ -253,9 +258,10 @@ impl Layout<'_> {
                 .iter()
                 .zip(ids)
                 .map(|(l, id)| {
+                    let (blob, sha256) = self.blob_path(l, &format!("{} layer", d.digest))?;
                     Ok(Layer {
-                        blob: self.blob_path(l, &format!("{} layer", d.digest))?,
-                        sha256: Some(digest_bytes(&l.digest)?),
+                        blob,
+                        sha256: Some(sha256),
                         size: Some(l.size),
                         diff_id: Some(id),
                     })
@@ -270,23 +276,16 @@ impl Layout<'_> {
     }
 
     /// The file of the blob `d` names, checked to be one of this
-    /// layout's blobs.
-    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<PathBuf, String> {
-        let hex = d
-            .digest
-            .strip_prefix("sha256:")
-            .filter(|h| {
-                h.len() == 64
-                    && h.bytes()
-                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-            })
-            .ok_or_else(|| format!("{field}: the digest '{}' is not a sha256 digest", d.digest))?;
-        Ok(self.dir.join("blobs").join("sha256").join(hex))
+    /// layout's blobs, and the SHA-256 its digest gives.
+    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<(PathBuf, [u8; 32]), String> {
+        let sha256 = digest_bytes(&d.digest).map_err(|e| format!("{field}: {e}"))?;
+        let hex = d.digest.strip_prefix("sha256:").unwrap_or_default();
+        Ok((self.dir.join("blobs").join("sha256").join(hex), sha256))
     }
 
     /// A small blob's bytes (an index, a manifest), checked against `d`.
     fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, String> {
-        let path = self.blob_path(d, field)?;
+        let (path, sha256) = self.blob_path(d, field)?;
         if d.size > max {
             return Err(format!(
                 "{field}: the blob {} is {} bytes, over {max}",
@@ -294,14 +293,7 @@ impl Layout<'_> {
             ));
         }
         let bytes = read_small(&path)?;
-        let layer = Layer {
-            blob: path,
-            sha256: Some(digest_bytes(&d.digest)?),
-            size: Some(d.size),
-            diff_id: None,
-        };
-        layer
-            .check(&bytes)
+        check_blob(&bytes, Some(&sha256), Some(d.size))
             .map_err(|e| format!("{field} ({}): {e}", d.digest))?;
         Ok(bytes)
     }
@@ -320,12 +312,17 @@ fn short(digest: &str) -> &str {
     digest.get(..19).unwrap_or(digest)
 }
 
-/// The 32 bytes of a `sha256:<hex>` digest.
+/// The 32 bytes of a `sha256:<hex>` digest: 64 lowercase hex digits, as
+/// the OCI image spec writes them (and so a file name in `blobs/sha256`).
 fn digest_bytes(digest: &str) -> Result<[u8; 32], String> {
     let bad = || format!("the digest '{digest}' is not a sha256 digest");
     let hex = digest
         .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64)
+        .filter(|h| {
+            h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
         .ok_or_else(bad)?;
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
@@ -354,6 +351,22 @@ fn named_sha256(member: &str) -> Option<[u8; 32]> {
         .strip_prefix("blobs/sha256/")
         .or_else(|| member.strip_suffix(".json"))?;
     digest_bytes(&format!("sha256:{hex}")).ok()
+}
+
+/// Whether `first`, the path of a tar's first entry, is one a `docker
+/// save` archive starts with: a layer's or config's name (64 hex digits,
+/// then `/`, `.json` or `.tar`), `blobs/` (Docker 25 on), or one of the
+/// archive's own files.
+pub(crate) fn may_be_saved(first: &str) -> bool {
+    let first = first.trim_start_matches("./");
+    let hex = first
+        .get(..64)
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let rest = first.get(64..).unwrap_or("");
+    (hex && (rest.is_empty() || rest.starts_with('/') || rest == ".json" || rest == ".tar"))
+        || first == "blobs"
+        || first.starts_with("blobs/")
+        || ["manifest.json", "repositories", "index.json", "oci-layout"].contains(&first)
 }
 
 impl TarIndex<'_> {
@@ -634,5 +647,23 @@ mod tests {
         assert!(digest_bytes(&format!("sha256:{}", "ab".repeat(32))).is_ok());
         assert!(digest_bytes("sha256:../../x").is_err());
         assert!(digest_bytes(&format!("sha512:{}", "ab".repeat(32))).is_err());
+        assert!(digest_bytes(&format!("sha256:{}", "AB".repeat(32))).is_err());
+        assert!(digest_bytes(&format!("sha256:+f{}", "ab".repeat(31))).is_err());
+    }
+
+    #[test]
+    fn docker_archives_are_told_by_their_first_entry() {
+        let hex = "0123456789abcdef".repeat(4);
+        for yes in [
+            format!("{hex}/"),
+            format!("{hex}.tar"),
+            format!("./{hex}.json"),
+            "blobs/".into(),
+        ] {
+            assert!(may_be_saved(&yes), "{yes}");
+        }
+        for no in ["usr/", "lib/libfoo.so", &hex[..63], &format!("{hex}x")] {
+            assert!(!may_be_saved(no), "{no}");
+        }
     }
 }

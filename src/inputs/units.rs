@@ -129,23 +129,59 @@ fn layout_units<T>(
         budget: limit,
         limit,
     };
-    for img in &images {
-        let unit = image_unit(unit, img);
-        let mut shadow = image::Shadow::default();
-        for (i, layer) in img.layers.iter().enumerate().rev() {
-            let read = Input::open(&layer.blob)
-                .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
-                .and_then(|input| {
-                    layer.check(input.bytes())?;
-                    let r = w.layer(&unit, input.bytes(), &input, &mut shadow, (i, layer));
-                    input.close();
-                    r
-                });
-            if let Err(e) = read {
-                let blob = crate::files::shown(&layer.blob);
-                let r = (w.f)(&unit, Err(format!("the layer '{blob}': {e}")));
-                w.out.push(r);
-                break;
+    w.images(unit, &images, &LayerBytes::Blobs);
+}
+
+/// Where the bytes of an image's layers are.
+enum LayerBytes<'a> {
+    /// In a layout's blob files.
+    Blobs,
+    /// In a `docker save` archive's members (`input`, or the archive
+    /// decompressed into it).
+    Members {
+        index: &'a image::TarIndex<'a>,
+        input: &'a Input,
+    },
+}
+
+impl<T> Walk<'_, '_, T> {
+    /// Reads `images`, whose layers' bytes are `from`: each image's files
+    /// as a container sees them are members of `unit` ([`image_unit`]).
+    /// A layer that cannot be read ends its image, with its error.
+    fn images(&mut self, unit: &Unit<'_>, images: &[image::Image], from: &LayerBytes<'_>) {
+        for img in images {
+            let unit = image_unit(unit, img);
+            let mut shadow = image::Shadow::default();
+            for (i, layer) in img.layers.iter().enumerate().rev() {
+                let mut read = |bytes: &[u8], input: &Input| {
+                    layer.check(bytes)?;
+                    self.layer(&unit, bytes, input, &mut shadow, (i, layer))
+                };
+                let (read, name) = match from {
+                    LayerBytes::Blobs => (
+                        Input::open(&layer.blob)
+                            .map_err(|e| format!("cannot open: {}", crate::files::strerror(&e)))
+                            .and_then(|input| {
+                                let r = read(input.bytes(), &input);
+                                input.close();
+                                r
+                            }),
+                        crate::files::shown(&layer.blob).to_string(),
+                    ),
+                    LayerBytes::Members { index, input } => {
+                        let name = layer.blob.to_string_lossy().into_owned();
+                        let r = index
+                            .get(&name)
+                            .ok_or_else(|| "the archive holds no such file".to_string())
+                            .and_then(|b| read(b, input));
+                        (r, name)
+                    }
+                };
+                if let Err(e) = read {
+                    let r = (self.f)(&unit, Err(format!("the layer '{name}': {e}")));
+                    self.out.push(r);
+                    break;
+                }
             }
         }
     }
@@ -242,15 +278,49 @@ impl<T> Walk<'_, '_, T> {
         diff_id_matches(&sha.finalize().into(), i, of)
     }
 
-    /// When `input` is a `docker save` archive (a plain tar holding a
-    /// `manifest.json` that lists images), reads its images' files as a
-    /// container sees them, named as a layout's are, and says so; `false`
-    /// for any other input.
+    /// When `input` is a `docker save` archive (a tar, plain or
+    /// compressed, holding a `manifest.json` that lists images), reads
+    /// its images' files as a container sees them, named as a layout's
+    /// are, and says so; `false` for any other input. A compressed one is
+    /// decompressed once, into memory or a temporary file as a member is,
+    /// when its first entry is named as such archives' are.
     fn saved_images(&mut self, unit: &Unit<'_>, input: &Input) -> bool {
         let bytes = input.bytes();
-        if package::detect(bytes) != Some(package::Kind::Tar(package::Compression::None)) {
+        let c = match package::detect(bytes) {
+            Some(package::Kind::Tar(package::Compression::None)) => {
+                return self.saved_in(unit, bytes, input);
+            }
+            Some(package::Kind::Tar(c)) => c,
+            _ => return false,
+        };
+        let first = package::decoder(bytes, c).ok().and_then(|r| {
+            let mut tar = tar::Archive::new(r);
+            let e = tar.entries().ok()?.next()?.ok()?;
+            Some(String::from_utf8_lossy(&e.path_bytes()).into_owned())
+        });
+        if !first.is_some_and(|f| image::may_be_saved(&f)) {
             return false;
         }
+        let plain = with_pages_given_back(input, || {
+            package::decoder(bytes, c).and_then(|mut r| Input::spool(&mut r, self.budget))
+        });
+        // One that cannot be decompressed within the budget is read as a
+        // compressed tar, which says why.
+        let Ok(Some(plain)) = plain else {
+            return false;
+        };
+        let len = plain.bytes().len() as u64;
+        self.budget = self.budget.saturating_sub(len);
+        let saved = with_pages_given_back(&plain, || self.saved_in(unit, plain.bytes(), &plain));
+        if !saved {
+            self.budget = self.budget.saturating_add(len);
+        }
+        plain.close();
+        saved
+    }
+
+    /// [`Walk::saved_images`] of the plain tar `bytes`, in `input`.
+    fn saved_in(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input) -> bool {
         let Some(members) = image::TarIndex::read(bytes) else {
             return false;
         };
@@ -263,25 +333,11 @@ impl<T> Walk<'_, '_, T> {
                 return true;
             }
         };
-        for img in &images {
-            let unit = image_unit(unit, img);
-            let mut shadow = image::Shadow::default();
-            for (i, layer) in img.layers.iter().enumerate().rev() {
-                let name = layer.blob.to_string_lossy();
-                let read = members
-                    .get(&name)
-                    .ok_or_else(|| "the archive holds no such file".to_string())
-                    .and_then(|b| {
-                        layer.check(b)?;
-                        self.layer(&unit, b, input, &mut shadow, (i, layer))
-                    });
-                if let Err(e) = read {
-                    let r = (self.f)(&unit, Err(format!("the layer '{name}': {e}")));
-                    self.out.push(r);
-                    break;
-                }
-            }
-        }
+        let from = LayerBytes::Members {
+            index: &members,
+            input,
+        };
+        self.images(unit, &images, &from);
         true
     }
 }
