@@ -74,6 +74,7 @@ fn umoci_layout() -> Result<(), Failed> {
     std::fs::remove_file(root.join("usr/lib/gone.hsaco"))?;
     std::fs::copy(d.join("k90a.hsaco"), root.join("opt/r.hsaco"))?;
     umoci(&["repack", "--image", "L:t", "b"])?;
+    lying_diff_ids(d)?;
     run(
         Path::new("/usr/bin/skopeo"),
         &["copy", "oci:L:t", "docker-archive:d.tar:t:latest"],
@@ -93,6 +94,19 @@ fn umoci_layout() -> Result<(), Failed> {
         listed(&["inspect", "--json", "d.tar"], d)?,
         want("d.tar"),
     )?;
+    // Compressed whole, as `docker save | gzip` makes it: the same image.
+    for (tool, args, name) in [
+        ("/usr/bin/gzip", &["-k", "d.tar"][..], "d.tar.gz"),
+        ("/usr/bin/zstd", &["-q", "d.tar", "-o", "d.tar.zst"], "d.tar.zst"),
+        ("/usr/bin/xz", &["-k", "d.tar"], "d.tar.xz"),
+    ] {
+        run(Path::new(tool), args, d).ok()?;
+        same(
+            &format!("the {name} archive's files"),
+            listed(&["inspect", "--json", name], d)?,
+            want(name),
+        )?;
+    }
     // Found walking a directory too.
     std::fs::create_dir(d.join("images"))?;
     std::fs::rename(d.join("L"), d.join("images/L"))?;
@@ -129,6 +143,46 @@ fn umoci_layout() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The layout `d/L` copied to `d/lie` with its config's
+/// `rootfs.diff_ids[0]` changed (the config's and the manifest's digests
+/// made right again, so only the diff ID lies): every scanner refuses
+/// it, naming the layout, the lower layer's digest and the field; a gate
+/// does not pass.
+fn lying_diff_ids(d: &Path) -> Result<(), Failed> {
+    run(Path::new("/bin/cp"), &["-r", "L", "lie"], d).ok()?;
+    let blobs = d.join("lie/blobs/sha256");
+    let read = |dg: &Value| -> Result<Value, Failed> {
+        let hex = dg.as_str().and_then(|s| s.strip_prefix("sha256:")).ok_or("no digest")?;
+        Ok(serde_json::from_slice(&std::fs::read(blobs.join(hex))?)?)
+    };
+    let write = |v: &Value, desc: &mut Value| -> Result<(), Failed> {
+        let bytes = serde_json::to_vec(v)?;
+        let dg = digest(&bytes);
+        std::fs::write(blobs.join(&dg[7..]), &bytes)?;
+        desc["digest"] = dg.into();
+        desc["size"] = bytes.len().into();
+        Ok(())
+    };
+    let mut index: Value = serde_json::from_slice(&std::fs::read(d.join("lie/index.json"))?)?;
+    let mut manifest = read(&index["manifests"][0]["digest"])?;
+    let mut config = read(&manifest["config"]["digest"])?;
+    let lower = manifest["layers"][0]["digest"].as_str().ok_or("no layer")?.to_string();
+    config["rootfs"]["diff_ids"][0] = digest(b"not the layer").into();
+    write(&config, &mut manifest["config"])?;
+    write(&manifest, &mut index["manifests"][0])?;
+    std::fs::write(d.join("lie/index.json"), serde_json::to_vec(&index)?)?;
+    for args in [&["inspect", "lie"][..], &["check", "--require", "gfx90a", "--any", "lie"]] {
+        let r = run(&ours(), args, d);
+        same(&format!("{args:?} on a lying diff ID: the exit code"), r.code, 2)?;
+        for n in ["lie", &lower[7..], "rootfs.diff_ids[0]"] {
+            if !r.stderr.contains(n) {
+                return Err(format!("{args:?}: the error names no '{n}':\n{}", r.stderr).into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A tar of `entries` (path, bytes), gzipped.
 fn layer(entries: &[(&str, &[u8])]) -> Result<Vec<u8>, Failed> {
     let mut b = tar::Builder::new(Vec::new());
@@ -149,6 +203,32 @@ fn layer(entries: &[(&str, &[u8])]) -> Result<Vec<u8>, Failed> {
     Ok(gz.finish()?)
 }
 
+/// A gzipped tar of one file at `path`, the path given by a GNU long
+/// name entry (`form` "gnu") or a pax header ("pax"), written as it is.
+fn long_named_layer(form: &str, path: &str, data: &[u8]) -> Result<Vec<u8>, Failed> {
+    let mut b = tar::Builder::new(Vec::new());
+    if form == "pax" {
+        b.append_pax_extensions([("path", path.as_bytes())])?;
+    } else {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(path.len() as u64 + 1);
+        h.set_cksum();
+        b.append(&h, [path.as_bytes(), b"\0"].concat().as_slice())?;
+    }
+    let mut h = tar::Header::new_gnu();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.as_old_mut().name[..6].copy_from_slice(b"k.hsac");
+    h.set_cksum();
+    b.append(&h, data)?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &b.into_inner()?)?;
+    Ok(gz.finish()?)
+}
+
 fn digest(bytes: &[u8]) -> String {
     format!("sha256:{:x}", sha2::Sha256::digest(bytes))
 }
@@ -164,8 +244,19 @@ fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, Failed> {
 fn layout(dir: &Path, layers: &[Vec<u8>]) -> Result<(), Failed> {
     std::fs::create_dir_all(dir.join("blobs/sha256"))?;
     std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    // Each layer's diff ID: the SHA-256 of its tar, gunzipped.
+    let diff_ids: Vec<String> = layers
+        .iter()
+        .map(|l| {
+            let mut tar = Vec::new();
+            match std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&l[..]), &mut tar) {
+                Ok(_) => digest(&tar),
+                Err(_) => digest(l),
+            }
+        })
+        .collect();
     let config = json!({"architecture": "amd64", "os": "linux",
-        "rootfs": {"type": "layers", "diff_ids": []}});
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}});
     let config = blob(dir, "application/vnd.oci.image.config.v1+json", config.to_string().as_bytes())?;
     let layers = layers
         .iter()
@@ -232,6 +323,14 @@ fn lying_layouts() -> Result<(), Failed> {
     let evil = layer(&[("usr/../../etc/k.hsaco", &k)])?;
     layout(&d.join("evil"), &[evil])?;
     refused(d, "evil", &["usr/../../etc/k.hsaco", "out of the image's root"])?;
+
+    // Names out of the root given by a GNU long name or a pax header.
+    let long = "d".repeat(110);
+    for (form, path) in [("gnu", format!("usr/{long}/../../../k.hsaco")), ("pax", format!("/x/../../{long}/k.hsaco"))] {
+        let dir = format!("evil-{form}");
+        layout(&d.join(&dir), &[long_named_layer(form, &path, &k)?])?;
+        refused(d, &dir, &[&path, "out of the image's root"])?;
+    }
 
     // An index that is no JSON.
     layout(&d.join("bad-index"), &[good])?;

@@ -213,8 +213,53 @@ fn zip_error(e: &zip::result::ZipError) -> String {
 
 /// The members of a tar archive; `prefix` goes before each path.
 fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members) -> Result<()> {
+    let reader = decoder(bytes, c).map_err(|e| corrupt(Kind::Tar(c), e))?;
+    tar_entries(reader, bytes, c, prefix, to)
+}
+
+/// [`members`] of the tar archive `bytes` compressed by `c`, every byte it
+/// decompresses to written to `tap` as it is read, to the stream's end
+/// (past the archive's end blocks): one pass gives the members and, say,
+/// the SHA-256 a container layer's diff ID must be.
+pub(crate) fn tar_members_tapped(
+    bytes: &[u8],
+    c: Compression,
+    to: &mut dyn Members,
+    tap: &mut dyn io::Write,
+) -> Result<()> {
     let kind = Kind::Tar(c);
-    let reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
+    let inner = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
+    let mut tapped = Tap { inner, tap };
+    tar_entries(&mut tapped, bytes, c, "", to)?;
+    io::copy(&mut tapped, &mut io::sink()).map_err(|e| corrupt(kind, e))?;
+    Ok(())
+}
+
+/// A reader that writes what it reads to `tap` too.
+struct Tap<'t, R> {
+    inner: R,
+    tap: &'t mut dyn io::Write,
+}
+
+impl<R: Read> Read for Tap<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.tap.write_all(buf.get(..n).unwrap_or(buf))?;
+        Ok(n)
+    }
+}
+
+/// The entries of a tar archive read from `reader`, which gives `bytes`
+/// decompressed by `c` (when `c` is none, stored members are slices of
+/// `bytes`); `prefix` goes before each path.
+fn tar_entries(
+    reader: impl Read,
+    bytes: &[u8],
+    c: Compression,
+    prefix: &str,
+    to: &mut dyn Members,
+) -> Result<()> {
+    let kind = Kind::Tar(c);
     let mut tar = tar::Archive::new(reader);
     let entries = tar.entries().map_err(|e| corrupt(kind, e))?;
     for entry in entries {

@@ -17,7 +17,7 @@ use libtest_mimic::{Failed, Trial};
 
 use super::src;
 use crate::real_libs::{WHEEL, downloads};
-use crate::util::{ours, run, same, tempdir, trial, unzip};
+use crate::util::{md5_hex, ours, run, same, tempdir, trial, unzip};
 
 /// The venv of scripts/conda-tools.sh.
 const CPH: &str = "/opt/offload-kit/conda-tools/bin/cph";
@@ -42,6 +42,11 @@ pub fn tests() -> Vec<Trial> {
             "prune::conda::hostile_packages_exit_2_and_nothing_is_written",
             &[CPH, PY],
             hostile,
+        ),
+        trial(
+            "prune::conda::in_place_killed_leaves_the_old_package_or_the_new",
+            &[CPH, PY],
+            killed,
         ),
     ]
 }
@@ -276,5 +281,87 @@ fn hostile() -> Result<(), Failed> {
     refused(d, "tar.bz2", &["fewer than", "lib/libk.hipfb"])?;
     check_py(d, &["rawtar", &bz2, "prefix", "no", "lib/libk.hipfb=../libk.hipfb"])?;
     refused(d, "tar.bz2", &["outside the package's prefix", "../libk.hipfb"])?;
+    // Names too long for the header, given by a GNU long name or a pax
+    // header: absolute, or climbing out.
+    let long = "d".repeat(110);
+    for form in ["gnu", "pax"] {
+        for to in [format!("/{long}/libk.hipfb"), format!("lib/{long}/../../../libk.hipfb")] {
+            let rename = format!("lib/libk.hipfb={to}");
+            check_py(d, &["rawtar", &bz2, "prefix", "no", &rename, form])?;
+            refused(d, "tar.bz2", &["outside the package's prefix", &format!("{long}/")])?;
+        }
+    }
+    Ok(())
+}
+
+/// Packages of 32 MiB (a bundle of two 16 MiB images, little of it
+/// compressible) pruned `--in-place` and killed with SIGKILL at random
+/// points of the run, eight times for each format: each time the file at
+/// the path is the old package or the one `prune -o` writes, and any
+/// `.offload-kit-*` file left beside it (docs/prune.md: a copy a killed
+/// run can leave) is a whole copy of either.
+fn killed() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    super::tree::bundle(d, "k.hipfb", &[("gfx90a", 1, 16 << 20), ("gfx942", 2, 16 << 20)])?;
+    let files = BTreeMap::from([("lib/libk.hipfb".to_string(), std::fs::read(d.join("k.hipfb"))?)]);
+    packages(d, &files, &[])?;
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |t| t.as_nanos() as u64)
+        | 1;
+    const ROUNDS: u64 = 8;
+    for ext in ["conda", "tar.bz2"] {
+        let (orig, work) = (format!("in/{PKG}.{ext}"), format!("work.{ext}"));
+        let new_at = format!("new.{ext}");
+        run(&ours(), &["prune", "--keep", "gfx90a", "-o", &new_at, &orig], d).ok()?;
+        let old = md5_hex(&std::fs::read(d.join(&orig))?);
+        let new = md5_hex(&std::fs::read(d.join(&new_at))?);
+        if new == old {
+            return Err(format!("{ext}: the prune changed nothing").into());
+        }
+        let args = ["prune", "--keep", "gfx90a", "--in-place", &work];
+        std::fs::copy(d.join(&orig), d.join(&work))?;
+        let start = std::time::Instant::now();
+        run(&ours(), &args, d).ok()?;
+        let whole = start.elapsed().as_micros().max(1000) as u64;
+        same(&format!("{ext} in place against -o"), md5_hex(&std::fs::read(d.join(&work))?), new.clone())?;
+        let names = |d: &Path| -> Result<Vec<std::ffi::OsString>, Failed> {
+            let mut v = Vec::new();
+            for e in std::fs::read_dir(d)? {
+                v.push(e?.file_name());
+            }
+            v.sort();
+            Ok(v)
+        };
+        let before = names(d)?;
+        let (mut olds, mut news) = (0, 0);
+        for round in 0..ROUNDS {
+            std::fs::copy(d.join(&orig), d.join(&work))?;
+            let after = crate::util::kill_point(&mut x, round, ROUNDS, whole);
+            crate::util::ours_killed_after(&args, d, after)?;
+            let at = format!("{ext} round {round} (seed {x}, killed after {after} µs of {whole})");
+            match md5_hex(&std::fs::read(d.join(&work))?) {
+                h if h == old => olds += 1,
+                h if h == new => news += 1,
+                _ => return Err(format!("{at}: {work} is neither the old nor the new package").into()),
+            }
+            for e in std::fs::read_dir(d)? {
+                let e = e?;
+                if !e.file_name().to_string_lossy().starts_with(".offload-kit-") {
+                    continue;
+                }
+                let h = md5_hex(&std::fs::read(e.path())?);
+                if h != old && h != new {
+                    return Err(format!("{at}: {:?} is a partial file", e.file_name()).into());
+                }
+                std::fs::remove_file(e.path())?;
+            }
+            same(&format!("{at}: the files beside it"), names(d)?, before.clone())?;
+        }
+        if olds == 0 || news == 0 {
+            return Err(format!("{ext}: {olds} old and {news} new packages in {ROUNDS} kills: no spread").into());
+        }
+    }
     Ok(())
 }

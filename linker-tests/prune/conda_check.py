@@ -11,8 +11,9 @@ scripts/conda-tools.sh:
       info/files as JSON
   conda_check.py install PACKAGE PREFIX CACHE
       installs the package file into PREFIX with py-rattler, offline
-  conda_check.py rawtar OUT PREFIX mid|no FROM=TO
+  conda_check.py rawtar OUT PREFIX mid|no FROM=TO [gnu|pax]
       a .tar.bz2 of PREFIX made by hand: its tar cut short, a member renamed
+      (a name over 100 bytes goes in a GNU long name, or a pax header)
 """
 
 import asyncio
@@ -90,10 +91,10 @@ def install(package, prefix, cache):
     os._exit(0)
 
 
-def rawtar(out, prefix, cut, rename):
+def rawtar(out, prefix, cut, rename, form="gnu"):
     """A .tar.bz2 of PREFIX (info/ first), its tar cut in the middle of
     its last member's data when CUT is "mid", the member FROM named TO
-    when RENAME is FROM=TO."""
+    (as it is, even absolute) when RENAME is FROM=TO, in FORM's format."""
     import bz2
     import io
     import tarfile
@@ -105,9 +106,14 @@ def rawtar(out, prefix, cut, rename):
         names += [os.path.relpath(os.path.join(root, n), prefix) for n in sorted(files)]
     names.sort(key=lambda p: (not p.startswith("info/"), p))
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+    fmt = tarfile.PAX_FORMAT if form == "pax" else tarfile.GNU_FORMAT
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as t:
         for n in names:
-            t.add(os.path.join(prefix, n), arcname=to if n == frm else n)
+            ti = t.gettarinfo(os.path.join(prefix, n), arcname=n)
+            if n == frm:
+                ti.name = to
+            with open(os.path.join(prefix, n), "rb") as f:
+                t.addfile(ti, f)
     data = buf.getvalue()
     if cut == "mid":
         with tarfile.open(fileobj=io.BytesIO(data)) as t:

@@ -9,7 +9,8 @@
 //! puts something that is not a directory where one of its directories
 //! was ([`Shadow`]). What a layout names is checked before it is read:
 //! each blob's digest is one this reader can name a file by, and its size
-//! and SHA-256 are the ones its descriptor says.
+//! and SHA-256 are the ones its descriptor says. Each layer, as it is read,
+//! must decompress to the bytes its config's `rootfs.diff_ids` names.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -44,25 +45,33 @@ pub(crate) struct Layer {
     pub(crate) sha256: Option<[u8; 32]>,
     /// The size a descriptor gives it.
     pub(crate) size: Option<u64>,
+    /// The SHA-256 its tar, decompressed, must have: the image config's
+    /// `rootfs.diff_ids` entry for it.
+    pub(crate) diff_id: Option<[u8; 32]>,
 }
 
 impl Layer {
     /// Checks `bytes` against the digest and size the descriptor gave.
     pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), String> {
-        if let Some(size) = self.size
-            && bytes.len() as u64 != size
-        {
-            return Err(format!(
-                "it is {} bytes, its descriptor says {size}",
-                bytes.len()
-            ));
+        check_blob(bytes, self.sha256.as_ref(), self.size)
+    }
+}
+
+/// Checks a blob's `bytes` against the `size` and SHA-256 given for it.
+fn check_blob(bytes: &[u8], sha256: Option<&[u8; 32]>, size: Option<u64>) -> Result<(), String> {
+    if let Some(size) = size
+        && bytes.len() as u64 != size
+    {
+        return Err(format!(
+            "it is {} bytes, its descriptor says {size}",
+            bytes.len()
+        ));
+    }
+    match sha256 {
+        Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
+            Err("its SHA-256 is not the digest it is named by".into())
         }
-        match self.sha256 {
-            Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
-                Err("its SHA-256 is not the digest it is named by".into())
-            }
-            _ => Ok(()),
-        }
+        _ => Ok(()),
     }
 }
 
@@ -131,6 +140,46 @@ struct Document {
     manifests: Option<Vec<Descriptor>>,
     #[serde(default)]
     layers: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+}
+
+/// The part of an image config read here.
+#[derive(Deserialize)]
+struct Config {
+    rootfs: RootFs,
+}
+
+#[derive(Deserialize)]
+struct RootFs {
+    diff_ids: Vec<String>,
+}
+
+/// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one
+/// for each of `layers` layers.
+fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, String> {
+    let config: Config = serde_json::from_slice(bytes)
+        .map_err(|e| format!("'{what}' is not an image config: {e}"))?;
+    let ids = config.rootfs.diff_ids;
+    if ids.len() != layers {
+        return Err(format!(
+            "'{what}': rootfs.diff_ids names {} layers, the manifest {layers}",
+            ids.len()
+        ));
+    }
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| digest_bytes(id).map_err(|e| format!("'{what}': rootfs.diff_ids[{i}]: {e}")))
+        .collect()
+}
+
+/// The `sha256:<hex>` digest of `sha`.
+pub(crate) fn digest_string(sha: &[u8; 32]) -> String {
+    use std::fmt::Write as _;
+    sha.iter().fold(String::from("sha256:"), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// The annotation that names an image of a layout.
@@ -197,13 +246,24 @@ impl Layout<'_> {
                     d.digest
                 ));
             };
+            let Some(config) = m.config else {
+                return Err(format!(
+                    "{field} ({}) is not an image manifest: it has no 'config'",
+                    d.digest
+                ));
+            };
+            let bytes = self.blob(&config, &format!("{} config", d.digest), MAX_JSON)?;
+            let ids = diff_ids(&bytes, &config.digest, layers.len())?;
             let layers = layers
                 .iter()
-                .map(|l| {
+                .zip(ids)
+                .map(|(l, id)| {
+                    let (blob, sha256) = self.blob_path(l, &format!("{} layer", d.digest))?;
                     Ok(Layer {
-                        blob: self.blob_path(l, &format!("{} layer", d.digest))?,
-                        sha256: Some(digest_bytes(&l.digest)?),
+                        blob,
+                        sha256: Some(sha256),
                         size: Some(l.size),
+                        diff_id: Some(id),
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
@@ -216,23 +276,16 @@ impl Layout<'_> {
     }
 
     /// The file of the blob `d` names, checked to be one of this
-    /// layout's blobs.
-    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<PathBuf, String> {
-        let hex = d
-            .digest
-            .strip_prefix("sha256:")
-            .filter(|h| {
-                h.len() == 64
-                    && h.bytes()
-                        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-            })
-            .ok_or_else(|| format!("{field}: the digest '{}' is not a sha256 digest", d.digest))?;
-        Ok(self.dir.join("blobs").join("sha256").join(hex))
+    /// layout's blobs, and the SHA-256 its digest gives.
+    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<(PathBuf, [u8; 32]), String> {
+        let sha256 = digest_bytes(&d.digest).map_err(|e| format!("{field}: {e}"))?;
+        let hex = d.digest.strip_prefix("sha256:").unwrap_or_default();
+        Ok((self.dir.join("blobs").join("sha256").join(hex), sha256))
     }
 
     /// A small blob's bytes (an index, a manifest), checked against `d`.
     fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, String> {
-        let path = self.blob_path(d, field)?;
+        let (path, sha256) = self.blob_path(d, field)?;
         if d.size > max {
             return Err(format!(
                 "{field}: the blob {} is {} bytes, over {max}",
@@ -240,13 +293,7 @@ impl Layout<'_> {
             ));
         }
         let bytes = read_small(&path)?;
-        let layer = Layer {
-            blob: path,
-            sha256: Some(digest_bytes(&d.digest)?),
-            size: Some(d.size),
-        };
-        layer
-            .check(&bytes)
+        check_blob(&bytes, Some(&sha256), Some(d.size))
             .map_err(|e| format!("{field} ({}): {e}", d.digest))?;
         Ok(bytes)
     }
@@ -265,12 +312,17 @@ fn short(digest: &str) -> &str {
     digest.get(..19).unwrap_or(digest)
 }
 
-/// The 32 bytes of a `sha256:<hex>` digest.
+/// The 32 bytes of a `sha256:<hex>` digest: 64 lowercase hex digits, as
+/// the OCI image spec writes them (and so a file name in `blobs/sha256`).
 fn digest_bytes(digest: &str) -> Result<[u8; 32], String> {
     let bad = || format!("the digest '{digest}' is not a sha256 digest");
     let hex = digest
         .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64)
+        .filter(|h| {
+            h.len() == 64
+                && h.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
         .ok_or_else(bad)?;
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
@@ -291,41 +343,82 @@ struct Saved {
     layers: Vec<String>,
 }
 
-/// The images of a `docker save` archive, from its `manifest.json`: each
-/// layer a member path of the archive. `None` when `manifest` is not such
-/// a list (the tar is some other tar).
-pub(crate) fn saved_images(manifest: &[u8]) -> Option<Vec<Image>> {
-    let saved: Vec<Saved> = serde_json::from_slice(manifest).ok()?;
-    let several = saved.len() > 1;
-    let images = saved
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let name = several.then(|| match s.repo_tags.as_deref() {
-                Some([tag, ..]) => tag.clone(),
-                _ if !s.config.is_empty() => s.config.clone(),
-                _ => format!("#{i}"),
-            });
-            let layers = s
-                .layers
-                .into_iter()
-                .map(|l| {
-                    // A layer named by its digest (`blobs/sha256/<hex>`,
-                    // as newer Docker writes) is checked against it.
-                    let sha256 = l
-                        .strip_prefix("blobs/sha256/")
-                        .and_then(|h| digest_bytes(&format!("sha256:{h}")).ok());
-                    Layer {
+/// The SHA-256 a `docker save` archive's member name says its bytes have:
+/// `blobs/sha256/<hex>` (as newer Docker writes layers and configs) or a
+/// config's `<hex>.json` (its image ID, as older Docker writes it).
+fn named_sha256(member: &str) -> Option<[u8; 32]> {
+    let hex = member
+        .strip_prefix("blobs/sha256/")
+        .or_else(|| member.strip_suffix(".json"))?;
+    digest_bytes(&format!("sha256:{hex}")).ok()
+}
+
+/// Whether `first`, the path of a tar's first entry, is one a `docker
+/// save` archive starts with: a layer's or config's name (64 hex digits,
+/// then `/`, `.json` or `.tar`), `blobs/` (Docker 25 on), or one of the
+/// archive's own files.
+pub(crate) fn may_be_saved(first: &str) -> bool {
+    let first = first.trim_start_matches("./");
+    let hex = first
+        .get(..64)
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let rest = first.get(64..).unwrap_or("");
+    (hex && (rest.is_empty() || rest.starts_with('/') || rest == ".json" || rest == ".tar"))
+        || first == "blobs"
+        || first.starts_with("blobs/")
+        || ["manifest.json", "repositories", "index.json", "oci-layout"].contains(&first)
+}
+
+impl TarIndex<'_> {
+    /// The images of a `docker save` archive, from its `manifest.json`:
+    /// each layer a member path of the archive, its diff ID from the
+    /// image's config. `None` when there is no `manifest.json` that lists
+    /// images (the tar is some other tar); an error when a config cannot
+    /// be read or does not fit the image.
+    pub(crate) fn saved_images(&self) -> Option<Result<Vec<Image>, String>> {
+        let saved: Vec<Saved> = serde_json::from_slice(self.get("manifest.json")?).ok()?;
+        let several = saved.len() > 1;
+        let images = saved
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let name = several.then(|| match s.repo_tags.as_deref() {
+                    Some([tag, ..]) => tag.clone(),
+                    _ if !s.config.is_empty() => s.config.clone(),
+                    _ => format!("#{i}"),
+                });
+                let config = self.get(&s.config).ok_or_else(|| {
+                    format!(
+                        "manifest.json: the config '{}' is not in the archive",
+                        s.config
+                    )
+                })?;
+                if let Some(want) = named_sha256(&s.config)
+                    && sha2::Sha256::digest(config).as_slice() != want
+                {
+                    return Err(format!(
+                        "the config '{}': its SHA-256 is not the digest it is named by",
+                        s.config
+                    ));
+                }
+                let ids = diff_ids(config, &s.config, s.layers.len())?;
+                let layers = s
+                    .layers
+                    .into_iter()
+                    .zip(ids)
+                    .map(|(l, id)| Layer {
+                        // A layer named by its digest is checked against it.
+                        sha256: l.strip_prefix("blobs/sha256/").and(named_sha256(&l)),
                         blob: PathBuf::from(l),
-                        sha256,
                         size: None,
-                    }
-                })
-                .collect();
-            Image { name, layers }
-        })
-        .collect();
-    Some(images)
+                        diff_id: Some(id),
+                    })
+                    .collect();
+                Ok(Image { name, layers })
+            })
+            .collect();
+        Some(images)
+    }
 }
 
 /// The files of a plain tar archive by their paths, as slices of it, for
@@ -554,5 +647,23 @@ mod tests {
         assert!(digest_bytes(&format!("sha256:{}", "ab".repeat(32))).is_ok());
         assert!(digest_bytes("sha256:../../x").is_err());
         assert!(digest_bytes(&format!("sha512:{}", "ab".repeat(32))).is_err());
+        assert!(digest_bytes(&format!("sha256:{}", "AB".repeat(32))).is_err());
+        assert!(digest_bytes(&format!("sha256:+f{}", "ab".repeat(31))).is_err());
+    }
+
+    #[test]
+    fn docker_archives_are_told_by_their_first_entry() {
+        let hex = "0123456789abcdef".repeat(4);
+        for yes in [
+            format!("{hex}/"),
+            format!("{hex}.tar"),
+            format!("./{hex}.json"),
+            "blobs/".into(),
+        ] {
+            assert!(may_be_saved(&yes), "{yes}");
+        }
+        for no in ["usr/", "lib/libfoo.so", &hex[..63], &format!("{hex}x")] {
+            assert!(!may_be_saved(no), "{no}");
+        }
     }
 }

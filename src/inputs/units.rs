@@ -17,6 +17,8 @@ use std::path::Path;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
+use sha2::Digest as _;
+
 use crate::package::{self, Contents};
 use crate::scan::Unread;
 
@@ -128,23 +130,59 @@ fn layout_units<T>(
         budget: limit,
         limit,
     };
-    for img in &images {
-        let unit = image_unit(unit, img);
-        let mut shadow = image::Shadow::default();
-        for layer in img.layers.iter().rev() {
-            let read = Input::open(&layer.blob)
-                .map_err(|e| source::cannot_open(&e))
-                .and_then(|input| {
-                    layer.check(input.bytes()).map_err(Unread::new)?;
-                    let r = w.layer(&unit, input.bytes(), &input, &mut shadow);
-                    input.close();
-                    r
-                });
-            if let Err(e) = read {
-                let blob = crate::files::shown(&layer.blob);
-                let r = (w.f)(&unit, Err(Unread::new(format!("the layer '{blob}': {e}"))));
-                w.out.push(r);
-                break;
+    w.images(unit, &images, &LayerBytes::Blobs);
+}
+
+/// Where the bytes of an image's layers are.
+enum LayerBytes<'a> {
+    /// In a layout's blob files.
+    Blobs,
+    /// In a `docker save` archive's members (`input`, or the archive
+    /// decompressed into it).
+    Members {
+        index: &'a image::TarIndex<'a>,
+        input: &'a Input,
+    },
+}
+
+impl<T> Walk<'_, '_, T> {
+    /// Reads `images`, whose layers' bytes are `from`: each image's files
+    /// as a container sees them are members of `unit` ([`image_unit`]).
+    /// A layer that cannot be read ends its image, with its error.
+    fn images(&mut self, unit: &Unit<'_>, images: &[image::Image], from: &LayerBytes<'_>) {
+        for img in images {
+            let unit = image_unit(unit, img);
+            let mut shadow = image::Shadow::default();
+            for (i, layer) in img.layers.iter().enumerate().rev() {
+                let mut read = |bytes: &[u8], input: &Input| {
+                    layer.check(bytes)?;
+                    self.layer(&unit, bytes, input, &mut shadow, (i, layer))
+                };
+                let (read, name) = match from {
+                    LayerBytes::Blobs => (
+                        Input::open(&layer.blob)
+                            .map_err(|e| source::cannot_open(&e).to_string())
+                            .and_then(|input| {
+                                let r = read(input.bytes(), &input);
+                                input.close();
+                                r
+                            }),
+                        crate::files::shown(&layer.blob).to_string(),
+                    ),
+                    LayerBytes::Members { index, input } => {
+                        let name = layer.blob.to_string_lossy().into_owned();
+                        let r = index
+                            .get(&name)
+                            .ok_or_else(|| "the archive holds no such file".to_string())
+                            .and_then(|b| read(b, input));
+                        (r, name)
+                    }
+                };
+                if let Err(e) = read {
+                    let r = (self.f)(&unit, Err(Unread::new(format!("the layer '{name}': {e}"))));
+                    self.out.push(r);
+                    break;
+                }
             }
         }
     }
@@ -202,21 +240,27 @@ impl<T> Walk<'_, '_, T> {
 }
 
 impl<T> Walk<'_, '_, T> {
-    /// Reads one layer of an image (`bytes`, in `input`), the layers above
+    /// Reads layer `i` of an image (`bytes`, in `input`), the layers above
     /// it read before: each file the container sees is a member of `unit`.
+    /// What it decompresses to must be its diff ID, hashed as it is read.
     fn layer(
         &mut self,
         unit: &Unit<'_>,
         bytes: &[u8],
         input: &Input,
         shadow: &mut image::Shadow,
-    ) -> Result<(), Unread> {
-        let kind = match package::detect(bytes) {
-            Some(kind @ package::Kind::Tar(_)) => kind,
-            // A compressed tar of no entries (its first block is the end).
-            Some(package::Kind::Compressed(c)) => package::Kind::Tar(c),
-            None if bytes.iter().all(|&b| b == 0) => return Ok(()),
-            _ => return Err(Unread::new("it is not a tar archive")),
+        (i, of): (usize, &image::Layer),
+    ) -> Result<(), String> {
+        let mut sha = sha2::Sha256::new();
+        let c = match package::detect(bytes) {
+            // A compressed tar of no entries (its first block is the end)
+            // is no tar header when decompressed.
+            Some(package::Kind::Tar(c) | package::Kind::Compressed(c)) => c,
+            None if bytes.iter().all(|&b| b == 0) => {
+                sha.update(bytes);
+                return diff_id_matches(&sha.finalize().into(), i, of);
+            }
+            _ => return Err("it is not a tar archive".into()),
         };
         let mut layer = Layer {
             members: Members {
@@ -227,46 +271,88 @@ impl<T> Walk<'_, '_, T> {
             },
             shadow,
         };
-        let r = with_pages_given_back(input, || package::members(bytes, kind, &mut layer));
+        let r = with_pages_given_back(input, || {
+            package::tar_members_tapped(bytes, c, &mut layer, &mut sha)
+        });
         layer.shadow.next_layer();
-        r.map_err(Unread::from)
+        r.map_err(|e| e.to_string())?;
+        diff_id_matches(&sha.finalize().into(), i, of)
     }
 
-    /// When `input` is a `docker save` archive (a plain tar holding a
-    /// `manifest.json` that lists images), reads its images' files as a
-    /// container sees them, named as a layout's are, and says so; `false`
-    /// for any other input.
+    /// When `input` is a `docker save` archive (a tar, plain or
+    /// compressed, holding a `manifest.json` that lists images), reads
+    /// its images' files as a container sees them, named as a layout's
+    /// are, and says so; `false` for any other input. A compressed one is
+    /// decompressed once, into memory or a temporary file as a member is,
+    /// when its first entry is named as such archives' are.
     fn saved_images(&mut self, unit: &Unit<'_>, input: &Input) -> bool {
         let bytes = input.bytes();
-        if package::detect(bytes) != Some(package::Kind::Tar(package::Compression::None)) {
+        let c = match package::detect(bytes) {
+            Some(package::Kind::Tar(package::Compression::None)) => {
+                return self.saved_in(unit, bytes, input);
+            }
+            Some(package::Kind::Tar(c)) => c,
+            _ => return false,
+        };
+        let first = package::decoder(bytes, c).ok().and_then(|r| {
+            let mut tar = tar::Archive::new(r);
+            let e = tar.entries().ok()?.next()?.ok()?;
+            Some(String::from_utf8_lossy(&e.path_bytes()).into_owned())
+        });
+        if !first.is_some_and(|f| image::may_be_saved(&f)) {
             return false;
         }
+        let plain = with_pages_given_back(input, || {
+            package::decoder(bytes, c).and_then(|mut r| Input::spool(&mut r, self.budget))
+        });
+        // One that cannot be decompressed within the budget is read as a
+        // compressed tar, which says why.
+        let Ok(Some(plain)) = plain else {
+            return false;
+        };
+        let len = plain.bytes().len() as u64;
+        self.budget = self.budget.saturating_sub(len);
+        let saved = with_pages_given_back(&plain, || self.saved_in(unit, plain.bytes(), &plain));
+        if !saved {
+            self.budget = self.budget.saturating_add(len);
+        }
+        plain.close();
+        saved
+    }
+
+    /// [`Walk::saved_images`] of the plain tar `bytes`, in `input`.
+    fn saved_in(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input) -> bool {
         let Some(members) = image::TarIndex::read(bytes) else {
             return false;
         };
-        let Some(images) = members.get("manifest.json").and_then(image::saved_images) else {
-            return false;
-        };
-        for img in &images {
-            let unit = image_unit(unit, img);
-            let mut shadow = image::Shadow::default();
-            for layer in img.layers.iter().rev() {
-                let name = layer.blob.to_string_lossy();
-                let read = members
-                    .get(&name)
-                    .ok_or_else(|| Unread::new("the archive holds no such file"))
-                    .and_then(|b| {
-                        layer.check(b).map_err(Unread::new)?;
-                        self.layer(&unit, b, input, &mut shadow)
-                    });
-                if let Err(e) = read {
-                    let r = (self.f)(&unit, Err(Unread::new(format!("the layer '{name}': {e}"))));
-                    self.out.push(r);
-                    break;
-                }
+        let images = match members.saved_images() {
+            None => return false,
+            Some(Ok(images)) => images,
+            Some(Err(e)) => {
+                let r = (self.f)(unit, Err(Unread::new(e)));
+                self.out.push(r);
+                return true;
             }
-        }
+        };
+        let from = LayerBytes::Members {
+            index: &members,
+            input,
+        };
+        self.images(unit, &images, &from);
         true
+    }
+}
+
+/// Whether `sha`, what layer `i` decompressed to hashes to, is the diff
+/// ID its image config gives it.
+fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), String> {
+    match layer.diff_id {
+        Some(want) if want != *sha => Err(format!(
+            "its tar's SHA-256 is {}, not rootfs.diff_ids[{i}] of the image config ({})",
+            image::digest_string(sha),
+            image::digest_string(&want)
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -45,11 +45,12 @@ impl Walked {
 }
 
 /// Refuses an entry whose name climbs out of the prefix it is unpacked
-/// in: a `..` component, or an absolute name (the header's own or a
-/// hard link's target).
+/// in: a `..` component, or an absolute name (its path or a hard link's
+/// target, wherever the archive gives it: the header, a GNU long name, a
+/// pax header).
 fn check_name(cx: &Cx<'_>, h: &Header) -> Result<(), PathError> {
     let climbs = |p: &[u8]| p.split(|&b| b == b'/').any(|c| c == b"..");
-    let absolute = h.block[0] == b'/' || (h.is_hard_link() && h.block[157] == b'/');
+    let absolute = h.path_absolute || (h.is_hard_link() && h.link_absolute);
     if climbs(&h.path) || (h.is_hard_link() && climbs(&h.link)) || absolute {
         return Err(cx.said(format!(
             "{}: the entry '{}' names a path outside the package's prefix",

@@ -73,6 +73,11 @@ pub(crate) struct Header {
     pub(crate) path: Vec<u8>,
     /// The link name (hard and symbolic links), likewise.
     pub(crate) link: Vec<u8>,
+    /// Whether the path, as the archive gives it (from a long name, a pax
+    /// header or the header itself), is absolute.
+    pub(crate) path_absolute: bool,
+    /// Whether the link name, as the archive gives it, is absolute.
+    pub(crate) link_absolute: bool,
     /// Bytes of data that follow the header (before padding).
     pub(crate) size: u64,
     /// Whether a pax header gave the size.
@@ -342,6 +347,8 @@ impl<R: Read, W: Write> Walk<R, W> {
                 sparse_map,
                 path: normalized(&name).to_vec(),
                 link: normalized(&link).to_vec(),
+                path_absolute: name.first() == Some(&b'/'),
+                link_absolute: link.first() == Some(&b'/'),
                 size,
                 size_in_pax: pax.size.is_some(),
             }));
