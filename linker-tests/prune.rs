@@ -33,6 +33,7 @@ test_files! {
     pub(crate) companion,
     rocblas,
     conda,
+    images,
 }
 mod hip_programs;
 mod real_wheels;

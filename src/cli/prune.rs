@@ -210,7 +210,7 @@ impl PruneOpts {
         if self.output.is_none() && self.dir.is_none() && !self.in_place && !self.dry_run {
             bail!("say where the pruned files go: -o OUT, -d DIR, --in-place or --dry-run");
         }
-        let trees: Vec<&PathBuf> = self.inputs.iter().filter(|p| p.is_dir()).collect();
+        let trees = prune::walked_dirs(&self.inputs);
         if let Some(dir) = trees.first()
             && !self.in_place
             && !self.dry_run
@@ -713,6 +713,9 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
     }
     if let Some(c) = &r.conda {
         print_line(out, &c.line(dry_run))?;
+    }
+    for line in r.images.iter().flat_map(|i| i.lines(dry_run)) {
+        print_line(out, &line)?;
     }
     if r.emptied > 0 {
         print_line(

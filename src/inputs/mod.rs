@@ -12,7 +12,7 @@ use crate::files::Input;
 use crate::kernels;
 use crate::scan::{self, Image, Options, Report, Unread};
 
-mod image;
+pub(crate) mod image;
 mod source;
 pub(crate) mod units;
 

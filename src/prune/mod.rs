@@ -76,6 +76,8 @@ pub(crate) mod containers;
 pub(crate) mod deb;
 mod facts;
 mod file;
+#[cfg(feature = "files")]
+mod image;
 mod model;
 pub(crate) mod object;
 pub(crate) mod output;
@@ -99,11 +101,13 @@ pub use file::{FilePruning, prune_file};
 pub use model::{Options, Ptx, Rules, Selection, Verdict};
 #[cfg(feature = "files")]
 pub use path::{
-    CondaRecords, Destination, ImageGroup, PathError, PathErrorKind, PathOptions, PathReport,
-    RemovedFile, prune_path,
+    CondaRecords, Destination, ImageGroup, ImageRewritten, PathError, PathErrorKind, PathOptions,
+    PathReport, RemovedFile, prune_path,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
+#[cfg(feature = "files")]
+pub(crate) use tree::walked_dirs;
 #[cfg(feature = "files")]
 pub use tree::{Skip, TreeEntry, TreeOutcome, prune_tree};
 

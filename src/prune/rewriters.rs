@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
-use super::{conda, deb, wheel};
+use super::{conda, deb, image, wheel};
 use crate::files::Input;
 use crate::package::{self, Kind};
 
@@ -43,7 +43,8 @@ pub(crate) type Prune = fn(
 /// The package formats prune rewrites, in the order they are tried: a
 /// conda package (`.conda`, a zip with conda's members, before the
 /// wheel; `.tar.bz2`, a bzip2 tar with conda's `info/`), a wheel (any
-/// zip from its first byte), a Debian package.
+/// zip from its first byte), a Debian package, a `docker save` archive
+/// (a plain tar with a `manifest.json` listing images).
 pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
         is: conda::is_conda,
@@ -60,5 +61,9 @@ pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Deb),
         prune: |s, o, i, m, f| deb::prune(s, o, i, m, f).map(Some),
+    },
+    Rewriter {
+        is: |data| package::detect(data) == Some(Kind::Tar(package::Compression::None)),
+        prune: image::prune_docker,
     },
 ];

@@ -66,6 +66,9 @@ enum Slot {
     Done(TreeEntry),
     /// A regular file to look at.
     File(Found),
+    /// An OCI image layout named, pruned as one image
+    /// ([`super::image`]).
+    Layout(PathBuf),
 }
 
 /// A regular file named or found.
@@ -187,6 +190,19 @@ pub fn prune_tree(
                 out.push(e);
                 continue;
             }
+            Slot::Layout(path) => {
+                let outcome = match super::image::prune_layout(selection, opts, &path) {
+                    Ok(r) => TreeOutcome::Pruned(Box::new(r)),
+                    Err(e) => TreeOutcome::Failed(e),
+                };
+                out.push(TreeEntry {
+                    path,
+                    named: true,
+                    outcome,
+                    dpkg_package: None,
+                });
+                continue;
+            }
             Slot::File(f) => f,
         };
         // A named file is pruned even when it is a thin archive's member,
@@ -235,6 +251,15 @@ pub fn prune_tree(
         out[i].dpkg_package = Some(package);
     }
     out
+}
+
+/// The directories of `inputs` whose files are walked: all but OCI image
+/// layouts, each pruned as one image (into a new layout too).
+pub(crate) fn walked_dirs(inputs: &[PathBuf]) -> Vec<&PathBuf> {
+    inputs
+        .iter()
+        .filter(|p| p.is_dir() && !super::image::is_layout(p))
+        .collect()
 }
 
 /// Adds to `out` the directories under the directories of `inputs` that
@@ -325,6 +350,9 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         // `prune_path` says why it cannot be opened.
         Err(_) => return slots.push(named(None)),
         Ok(meta) if !meta.is_dir() => return slots.push(named(Some(&meta))),
+        Ok(_) if super::image::is_layout(input) => {
+            return slots.push(Slot::Layout(input.to_path_buf()));
+        }
         Ok(_) => {}
     }
     if !matches!(

@@ -156,6 +156,33 @@ pub struct PathReport {
     /// records of its files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conda: Option<CondaRecords>,
+    /// For a container image (an OCI image layout) that changes (or
+    /// would): each image rewritten, and what its user loses.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRewritten>,
+}
+
+/// One image of a layout rewritten by a prune ([`PathReport::images`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ImageRewritten {
+    /// The image: its `org.opencontainers.image.ref.name`, else the start
+    /// of its manifest's digest.
+    pub image: String,
+    /// Its manifest's digest before (`sha256:…`).
+    pub manifest_before: String,
+    /// Its manifest's digest after (empty in a dry run).
+    pub manifest_after: String,
+    /// Each layer rewritten: its digest before and after (after: empty in
+    /// a dry run).
+    pub layers: Vec<(String, String)>,
+    /// The old layers of this image that other images of the layout
+    /// still use: no longer shared with them (stored twice, pulled twice).
+    pub no_longer_shared: Vec<String>,
+    /// What to do next, in words: signatures and attestations over the
+    /// old digests no longer match, the image is to be signed and pushed
+    /// again.
+    pub next: &'static str,
 }
 
 /// What pruning a conda package did to its records ([`PathReport::conda`]).
@@ -242,6 +269,38 @@ impl CondaRecords {
     }
 }
 
+impl ImageRewritten {
+    /// The report's lines on it (in a dry run, what would be).
+    pub(crate) fn lines(&self, dry_run: bool) -> Vec<String> {
+        let verb = if dry_run { "would be " } else { "" };
+        let mut out = vec![format!(
+            "  image {}: manifest {} {verb}rewritten{}",
+            self.image,
+            self.manifest_before,
+            arrow(&self.manifest_after)
+        )];
+        for (before, after) in &self.layers {
+            out.push(format!("    layer {before}{}", arrow(after)));
+        }
+        if !self.no_longer_shared.is_empty() {
+            out.push(format!(
+                "    no longer shared with other images of the layout: {}",
+                self.no_longer_shared.join(", ")
+            ));
+        }
+        out.push(format!("    {}", self.next));
+        out
+    }
+}
+
+/// ` -> AFTER`, or nothing when there is no after (a dry run).
+fn arrow(after: &str) -> String {
+    match after {
+        "" => String::new(),
+        a => format!(" -> {a}"),
+    }
+}
+
 impl PathReport {
     /// The report on `data` (the file `name`, with `meta`) before anything
     /// is pruned: nothing rewritten, nothing written yet.
@@ -265,6 +324,7 @@ impl PathReport {
             members_refused: Vec::new(),
             removed: Vec::new(),
             conda: None,
+            images: Vec::new(),
         }
     }
 }

@@ -1,0 +1,377 @@
+//! `offload-kit prune` on container images (issue #60): an OCI image
+//! layout that `umoci` builds in two layers (the lower one holds three
+//! HIP bundles, the upper one whites one of them out) pruned to gfx90a
+//! into a new layout and in place. `umoci unpack` (which checks every
+//! digest) and `skopeo inspect`/`skopeo copy` accept the result, the
+//! unpacked root holds each library as `prune` makes it alone, byte for
+//! byte, the whited-out file stays gone, and the layout is smaller; in
+//! place, the old blobs are gone. Killed with SIGKILL at random points of
+//! `--in-place`, the layout unpacks, old or new. Hostile layouts (a
+//! lying digest, a missing blob, a layer that is no tar, an entry
+//! climbing out of the root) exit 2 naming the blob and the field, and
+//! nothing is written.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+
+use serde_json::{Value, json};
+use sha2::Digest as _;
+
+use super::tree::bundle;
+use crate::util::{files, ours, run, same, tempdir, trial};
+
+pub fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "prune::images::umoci_layout_to_gfx90a_new_and_in_place",
+            &["umoci", "skopeo"],
+            umoci_layout,
+        ),
+        trial(
+            "prune::images::killed_in_place_the_layout_unpacks_old_or_new",
+            &["umoci"],
+            killed,
+        ),
+        trial(
+            "prune::images::hostile_layouts_exit_2_and_nothing_is_written",
+            &[],
+            hostile,
+        ),
+    ]
+}
+
+fn umoci(d: &Path, args: &[&str]) -> Result<(), Failed> {
+    run(Path::new("/usr/bin/umoci"), args, d).ok()?;
+    Ok(())
+}
+
+/// Builds the layout `L` (image `L:t`) in `d`: a lower layer holding
+/// `usr/lib/k.hipfb`, `usr/lib/gone.hipfb` and `opt/r.hipfb` (HIP
+/// bundles of a gfx90a and a gfx942 image of `len` bytes), an upper one
+/// whiting out `gone.hipfb` and adding a text file. The bundle's bytes.
+fn build(d: &Path, len: usize) -> Result<Vec<u8>, Failed> {
+    bundle(d, "k.hipfb", &[("gfx90a", 1, len), ("gfx942", 2, len)])?;
+    umoci(d, &["init", "--layout", "L"])?;
+    umoci(d, &["new", "--image", "L:t"])?;
+    umoci(d, &["unpack", "--rootless", "--image", "L:t", "b"])?;
+    let root = d.join("b/rootfs");
+    std::fs::create_dir_all(root.join("usr/lib"))?;
+    std::fs::create_dir_all(root.join("opt"))?;
+    for p in ["usr/lib/k.hipfb", "usr/lib/gone.hipfb", "opt/r.hipfb"] {
+        std::fs::copy(d.join("k.hipfb"), root.join(p))?;
+    }
+    umoci(d, &["repack", "--image", "L:t", "b"])?;
+    std::fs::remove_dir_all(d.join("b"))?;
+    umoci(d, &["unpack", "--rootless", "--image", "L:t", "b"])?;
+    std::fs::remove_file(root.join("usr/lib/gone.hipfb"))?;
+    std::fs::write(root.join("opt/notes.txt"), "upper layer")?;
+    umoci(d, &["repack", "--image", "L:t", "b"])?;
+    std::fs::remove_dir_all(d.join("b"))?;
+    Ok(std::fs::read(d.join("k.hipfb"))?)
+}
+
+/// The bytes of every file of the layout `dir`, together.
+fn size(dir: &Path) -> u64 {
+    files(dir).values().map(|v| v.len() as u64).sum()
+}
+
+/// Copies the directory `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<(), Failed> {
+    for (rel, bytes) in files(from) {
+        let p = to.join(rel);
+        std::fs::create_dir_all(p.parent().ok_or("no parent")?)?;
+        std::fs::write(p, bytes)?;
+    }
+    Ok(())
+}
+
+/// Unpacks `layout:t` into `d/into` with umoci (which checks every
+/// digest): the files of its root.
+fn unpacked(d: &Path, layout: &str, into: &str) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
+    let _ = std::fs::remove_dir_all(d.join(into));
+    let image = format!("{layout}:t");
+    umoci(d, &["unpack", "--rootless", "--image", &image, into])?;
+    let root = files(&d.join(into).join("rootfs"));
+    std::fs::remove_dir_all(d.join(into))?;
+    Ok(root)
+}
+
+/// Checks the unpacked root `root` of a pruned layout: each library is
+/// `want`, `gone.hipfb` is not there, the text file is.
+fn check_root(what: &str, root: &BTreeMap<String, Vec<u8>>, want: &[u8]) -> Result<(), Failed> {
+    let names: Vec<&str> = root.keys().map(String::as_str).collect();
+    same(
+        &format!("{what}: the files"),
+        names,
+        vec!["opt/notes.txt", "opt/r.hipfb", "usr/lib/k.hipfb"],
+    )?;
+    for p in ["opt/r.hipfb", "usr/lib/k.hipfb"] {
+        if root[p] != want {
+            return Err(format!("{what}: {p} is not the bundle pruned alone").into());
+        }
+    }
+    Ok(())
+}
+
+fn umoci_layout() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let k = build(d, 1 << 20)?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "k.pruned", "k.hipfb"], d).ok()?;
+    let want = std::fs::read(d.join("k.pruned"))?;
+    if want.len() >= k.len() {
+        return Err("the bundle pruned alone is not smaller".into());
+    }
+    copy_dir(&d.join("L"), &d.join("W"))?;
+
+    // Into a new layout.
+    let r = run(&ours(), &["prune", "--keep", "gfx90a", "-o", "P", "L"], d).ok()?;
+    let said = String::from_utf8_lossy(&r.stdout);
+    if !said.contains("signatures") {
+        return Err(format!("the report says nothing of signatures:\n{said}").into());
+    }
+    check_root("the new layout", &unpacked(d, "P", "u")?, &want)?;
+    let skopeo = Path::new("/usr/bin/skopeo");
+    run(skopeo, &["inspect", "oci:P:t"], d).ok()?;
+    run(skopeo, &["copy", "oci:P:t", "oci:Q:t"], d).ok()?;
+    check_root("skopeo's copy", &unpacked(d, "Q", "u")?, &want)?;
+    if size(&d.join("P")) + (1 << 20) > size(&d.join("L")) {
+        return Err("the new layout is not 1 MiB smaller".into());
+    }
+    // The input is as it was.
+    check_old(d, "L", &k)?;
+
+    // In place: the same image, the old blobs gone.
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "W"], d).ok()?;
+    check_root("the layout pruned in place", &unpacked(d, "W", "u")?, &want)?;
+    same(
+        "the index pruned in place and into a new layout",
+        std::fs::read(d.join("W/index.json"))?,
+        std::fs::read(d.join("P/index.json"))?,
+    )?;
+    let blobs = |dir: &str| -> Result<Vec<String>, Failed> {
+        let mut v: Vec<String> = std::fs::read_dir(d.join(dir).join("blobs/sha256"))?
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()?;
+        v.sort();
+        Ok(v)
+    };
+    let (w, p) = (blobs("W")?, blobs("P")?);
+    if let Some(stray) = p.iter().find(|b| !w.contains(b)) {
+        return Err(format!("the new layout's blob {stray} is not in the one pruned in place").into());
+    }
+    if !size(&d.join("W")).saturating_add(1 << 20) <= size(&d.join("L")) {
+        return Err("the layout pruned in place is not 1 MiB smaller".into());
+    }
+    // Again: nothing left to do, the layout as it was.
+    let before = files(&d.join("W"));
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "W"], d).ok()?;
+    same("the layout pruned twice", files(&d.join("W")), before)?;
+    docker_archive(d, &want)
+}
+
+/// The `docker save` form of `L` (made by skopeo) pruned into a new
+/// archive and in place: skopeo reads it (checking each layer against
+/// its diff_id) into a layout that unpacks to the pruned root.
+fn docker_archive(d: &Path, want: &[u8]) -> Result<(), Failed> {
+    let skopeo = Path::new("/usr/bin/skopeo");
+    run(skopeo, &["copy", "oci:L:t", "docker-archive:d.tar:t:latest"], d).ok()?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p.tar", "d.tar"], d).ok()?;
+    run(skopeo, &["inspect", "docker-archive:p.tar"], d).ok()?;
+    run(skopeo, &["copy", "docker-archive:p.tar", "oci:D:t"], d).ok()?;
+    check_root("the pruned docker archive", &unpacked(d, "D", "u")?, want)?;
+    let (old, new) = (std::fs::metadata(d.join("d.tar"))?.len(), std::fs::metadata(d.join("p.tar"))?.len());
+    if new + (1 << 20) > old {
+        return Err(format!("the pruned archive is {new} bytes, {old} before").into());
+    }
+    std::fs::copy(d.join("d.tar"), d.join("w.tar"))?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "w.tar"], d).ok()?;
+    same(
+        "the archive pruned in place and into a new file",
+        std::fs::read(d.join("w.tar"))?,
+        std::fs::read(d.join("p.tar"))?,
+    )
+}
+
+/// The layout `dir` unpacks to the old root: each library `k`.
+fn check_old(d: &Path, dir: &str, k: &[u8]) -> Result<(), Failed> {
+    let root = unpacked(d, dir, "u")?;
+    for p in ["opt/r.hipfb", "usr/lib/k.hipfb"] {
+        if root.get(p).map(Vec::as_slice) != Some(k) {
+            return Err(format!("{dir}: {p} is not the old bundle").into());
+        }
+    }
+    Ok(())
+}
+
+/// The layout of [`build`] (images of 4 MiB) pruned `--in-place` and
+/// killed with SIGKILL 20 times at random points of its run: each time
+/// `umoci unpack` accepts it, and its root is the old one or the new.
+fn killed() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let k = build(d, 4 << 20)?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "k.pruned", "k.hipfb"], d).ok()?;
+    let new = std::fs::read(d.join("k.pruned"))?;
+    let args = ["prune", "--keep", "gfx90a", "--in-place", "W"];
+    copy_dir(&d.join("L"), &d.join("W"))?;
+    let start = std::time::Instant::now();
+    run(&ours(), &args, d).ok()?;
+    let whole = start.elapsed().as_micros().max(1000) as u64;
+    // The time, printed on failure so that a run can be replayed.
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |t| t.as_nanos() as u64)
+        | 1;
+    let (mut olds, mut news) = (0, 0);
+    for round in 0..20 {
+        std::fs::remove_dir_all(d.join("W"))?;
+        copy_dir(&d.join("L"), &d.join("W"))?;
+        let after = crate::util::kill_point(&mut x, round, 20, whole);
+        crate::util::ours_killed_after(&args, d, after)?;
+        let at = format!("round {round} (seed {x}, killed after {after} µs of {whole})");
+        let root = unpacked(d, "W", "u").map_err(|e| format!("{at}: {e:?}"))?;
+        match root.get("usr/lib/k.hipfb") {
+            Some(b) if *b == k => olds += 1,
+            Some(b) if *b == new => news += 1,
+            _ => return Err(format!("{at}: the root is neither the old nor the new").into()),
+        }
+    }
+    if olds == 0 || news == 0 {
+        return Err(format!("{olds} old and {news} new layouts in 20 kills: no spread").into());
+    }
+    Ok(())
+}
+
+/// `prune -o out DIR` and `prune --in-place DIR` exit 2, the error naming
+/// each of `names`; no `out` is made, and `DIR` is as it was.
+fn refused(d: &Path, dir: &str, names: &[&str]) -> Result<(), Failed> {
+    let before = files(&d.join(dir));
+    for args in [
+        vec!["prune", "--keep", "gfx90a", "-o", "out", dir],
+        vec!["prune", "--keep", "gfx90a", "--in-place", dir],
+    ] {
+        let r = run(&ours(), &args, d);
+        let what = args.join(" ");
+        same(&format!("{what}: the exit code"), r.code, 2)?;
+        for n in names {
+            if !r.stderr.contains(n) {
+                return Err(format!("{what}: the error names no '{n}':\n{}", r.stderr).into());
+            }
+        }
+        if d.join("out").exists() {
+            return Err(format!("{what}: wrote out").into());
+        }
+        if files(&d.join(dir)) != before {
+            return Err(format!("{what}: changed {dir}").into());
+        }
+    }
+    let left: Vec<String> = std::fs::read_dir(d)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".offload-kit-"))
+        .collect();
+    same(&format!("{dir}: temporary files left"), left, vec![])
+}
+
+fn hostile() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    bundle(d, "k.hipfb", &[("gfx90a", 1, 4096), ("gfx942", 2, 4096)])?;
+    let k = std::fs::read(d.join("k.hipfb"))?;
+    let good = gzip_tar(&[("usr/lib/k.hipfb", &k)])?;
+    let hex = digest(&good.0)[7..].to_string();
+
+    // A layer blob changed after its digest was taken.
+    layout(&d.join("lying"), std::slice::from_ref(&good))?;
+    let mut changed = good.0.clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    std::fs::write(d.join("lying/blobs/sha256").join(&hex), &changed)?;
+    refused(d, "lying", &[&hex, "layers[0]", "'digest'"])?;
+
+    // The manifest names a blob the layout lacks.
+    layout(&d.join("missing"), std::slice::from_ref(&good))?;
+    std::fs::remove_file(d.join("missing/blobs/sha256").join(&hex))?;
+    refused(d, "missing", &[&hex, "layers[0]", "No such file"])?;
+
+    // A layer that is no tar.
+    let not_tar = b"this is not a tar archive at all".repeat(20);
+    let not_tar = (not_tar.clone(), not_tar);
+    layout(&d.join("not-tar"), std::slice::from_ref(&not_tar))?;
+    refused(d, "not-tar", &[&digest(&not_tar.0)[7..], "layers[0]", "tar"])?;
+
+    // An entry that leads out of the image's root.
+    let evil = gzip_tar(&[("usr/../../etc/k.hipfb", &k)])?;
+    layout(&d.join("evil"), std::slice::from_ref(&evil))?;
+    refused(d, "evil", &["usr/../../etc/k.hipfb", "out of the image's root"])?;
+
+    // The config's diff_id is not the layer's.
+    let other = (good.0.clone(), b"another tar".to_vec());
+    layout(&d.join("diff-id"), std::slice::from_ref(&other))?;
+    refused(d, "diff-id", &["rootfs.diff_ids[0]", "config"])?;
+
+    // The good layout prunes.
+    layout(&d.join("good"), std::slice::from_ref(&good))?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "out", "good"], d).ok()?;
+    Ok(())
+}
+
+/// A gzipped tar of `entries` (path, bytes), names written as they are
+/// (`..` included); with the tar.
+fn gzip_tar(entries: &[(&str, &[u8])]) -> Result<(Vec<u8>, Vec<u8>), Failed> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data) in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+        h.set_cksum();
+        b.append(&h, *data)?;
+    }
+    let tar = b.into_inner()?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar)?;
+    Ok((gz.finish()?, tar))
+}
+
+fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", sha2::Sha256::digest(bytes))
+}
+
+/// Writes a blob of `bytes` in the layout `dir`; its descriptor.
+fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, Failed> {
+    let dg = digest(bytes);
+    std::fs::write(dir.join("blobs/sha256").join(&dg[7..]), bytes)?;
+    Ok(json!({"mediaType": media_type, "digest": dg, "size": bytes.len()}))
+}
+
+/// An OCI layout at `dir` of one image (`dir:t`) whose layers are
+/// `layers` (gzipped blob, and the tar its diff_id is taken of).
+fn layout(dir: &Path, layers: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Failed> {
+    std::fs::create_dir_all(dir.join("blobs/sha256"))?;
+    std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    let diff_ids: Vec<String> = layers.iter().map(|l| digest(&l.1)).collect();
+    let config = json!({"architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}});
+    let config = blob(dir, "application/vnd.oci.image.config.v1+json", config.to_string().as_bytes())?;
+    let layers = layers
+        .iter()
+        .map(|l| blob(dir, "application/vnd.oci.image.layer.v1.tar+gzip", &l.0))
+        .collect::<Result<Vec<_>, _>>()?;
+    let manifest = json!({"schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config, "layers": layers});
+    let mut manifest = blob(
+        dir,
+        "application/vnd.oci.image.manifest.v1+json",
+        manifest.to_string().as_bytes(),
+    )?;
+    manifest["annotations"] = json!({"org.opencontainers.image.ref.name": "t"});
+    let index = json!({"schemaVersion": 2, "manifests": [manifest]});
+    std::fs::write(dir.join("index.json"), index.to_string())?;
+    Ok(())
+}

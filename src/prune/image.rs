@@ -1,0 +1,432 @@
+//! Pruning a container image: an OCI image layout directory (`oci-layout`,
+//! `index.json`, `blobs/sha256/…`), into a new layout (`-o NEW`) or in
+//! place.
+//!
+//! Each image the index names ([`model`]) is read from its top layer
+//! down, so that only the copy of a file a container sees is rewritten
+//! ([`layer`]): a library pruned as if named alone, a per-GPU file whose
+//! GPU the rules drop left out; a file a layer above replaces or whites
+//! out is left as it is. A layer with a changed entry is written again,
+//! every other entry's header and data copied as they were, compressed
+//! with its media type's method (gzip at level 6, zstd at level 3, or
+//! none). Then the chain follows, each document edited only where a value
+//! changed ([`json`]): the layer's `rootfs.diff_ids` entry in the config,
+//! the layer's and the config's `digest` and `size` in the manifest, the
+//! manifest's in the index that names it (an index blob in turn, up to
+//! `index.json`).
+//!
+//! Refused by name, nothing written: a blob whose size or SHA-256 is not
+//! its descriptor's, a manifest naming a missing blob, a layer that is no
+//! tar, an entry leading out of the root, a `rootfs.diff_ids` entry that
+//! is not its layer's; and when a layer would change: annotations that
+//! describe byte offsets in it (eStargz, zstd:chunked), or a layer above
+//! it that cannot be read (an unknown media type, a foreign layer whose
+//! blob is not in the layout), whose whiteouts are unknown.
+//!
+//! Writing ([`commit`]): in place, the new blobs first (each under a
+//! temporary name, renamed to its digest), then `index.json` replaced in
+//! one step, then the blobs the old index reached and the new one does
+//! not removed; a run killed at any point leaves a layout that verifies,
+//! the old image or the new. A new layout is made in a temporary
+//! directory beside the destination and renamed to it once complete.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::Selection;
+use super::path::{
+    ImageRewritten, PathError, PathErrorKind, PathOptions, PathReport, Pruning, merge,
+};
+
+mod commit;
+mod docker;
+mod json;
+mod layer;
+mod model;
+
+use commit::Stage;
+use json::Step;
+use layer::{Above, LayerCx, method};
+use model::{Desc, Entry, Image, Index, Layout};
+
+pub(crate) use crate::inputs::image::is_layout;
+pub(crate) use docker::prune_docker;
+
+/// What [`ImageRewritten::next`] says.
+const RESIGN: &str = "its manifest and layer digests changed: signatures and attestations over \
+                      the old digests (cosign's sha256-….sig and .att tags, referrers) no longer \
+                      match it; sign it again and push it under its tags";
+
+/// One rewrite of a layout.
+struct Run<'a> {
+    sel: &'a Selection,
+    opts: &'a PathOptions,
+    input: &'a Path,
+    layout: Layout<'a>,
+    stage: Option<Stage>,
+    rep: PathReport,
+    /// Bytes the layers may still inflate to.
+    budget: u64,
+    all: Pruning,
+    changes: Vec<ImageRewritten>,
+    /// Every image's layers after the rewrite, by its name.
+    layers_after: Vec<(String, Vec<String>)>,
+    /// Whether the layout holds one image (its files are then named
+    /// `LAYOUT!/…`, else `LAYOUT:NAME!/…`, as the scanners name them).
+    single: bool,
+}
+
+/// Prunes the image layout `input` as `opts` say: see the module's
+/// documentation.
+pub(crate) fn prune_layout(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+) -> Result<PathReport, PathError> {
+    let name = crate::files::shown(input).into_owned();
+    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
+    let layout = Layout { dir: input };
+    let index = layout
+        .read()
+        .map_err(|e| PathError::said(PathErrorKind::Content, input, &name, e))?;
+    let size = commit::layout_size(input);
+    let mut rep = PathReport::new(&name, &[], &meta);
+    (rep.bytes_before, rep.disk_before) = size;
+    rep.bytes_after = size.0;
+    // A directory's links are its subdirectories: not names of it.
+    rep.hard_links = 1;
+    let stage = Stage::new(opts, input)?;
+    let given = opts.prune.max_uncompressed;
+    let mut run = Run {
+        sel,
+        opts,
+        input,
+        layout,
+        stage,
+        rep,
+        budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(size.0)),
+        all: Pruning::default(),
+        changes: Vec::new(),
+        layers_after: Vec::new(),
+        single: images(&index) == 1,
+    };
+    let new_index = run.index(&index)?;
+    run.all.check_device_left(input, &name, &opts.prune)?;
+    let mut rep = run.rep;
+    rep.images = no_longer_shared(run.changes, &run.layers_after);
+    rep.kept = merge(std::mem::take(&mut rep.kept));
+    rep.dropped = merge(std::mem::take(&mut rep.dropped));
+    let Some(stage) = run.stage else {
+        return Ok(rep);
+    };
+    stage.commit(input, &index, new_index.as_deref(), &mut rep)?;
+    Ok(rep)
+}
+
+/// The images rewritten, each told which of its old layers other images
+/// of the layout (`after`: each image's layers after the rewrite) still
+/// use.
+fn no_longer_shared(
+    mut changes: Vec<ImageRewritten>,
+    after: &[(String, Vec<String>)],
+) -> Vec<ImageRewritten> {
+    for c in &mut changes {
+        for (old, _) in &c.layers {
+            let users: Vec<&str> = after
+                .iter()
+                .filter(|(name, layers)| *name != c.image && layers.contains(old))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            if !users.is_empty() {
+                c.no_longer_shared
+                    .push(format!("{old} (still used by {})", users.join(", ")));
+            }
+        }
+    }
+    changes
+}
+
+/// How many images `idx` names, those of indexes inside it counted.
+fn images(idx: &Index) -> usize {
+    idx.entries
+        .iter()
+        .map(|e| match e {
+            Entry::Index(inner) => images(inner),
+            Entry::Image(..) => 1,
+            Entry::Other => 0,
+        })
+        .sum()
+}
+
+impl Run<'_> {
+    /// `'LAYOUT': WHY`, of kind `kind`.
+    fn said(&self, kind: PathErrorKind, why: String) -> PathError {
+        let name = crate::files::shown(self.input).into_owned();
+        PathError::said(kind, self.input, &name, why)
+    }
+
+    /// The index `idx` with the descriptors of what changed under it
+    /// given their new digests and sizes; `None` when nothing did.
+    fn index(&mut self, idx: &Index) -> Result<Option<Vec<u8>>, PathError> {
+        let mut edits = Vec::new();
+        for (i, e) in idx.entries.iter().enumerate() {
+            let new = match e {
+                Entry::Index(inner) => self.index(inner)?,
+                Entry::Image(d, img) => self.image(d, img)?,
+                Entry::Other => None,
+            };
+            if let Some(bytes) = new {
+                let (hex, size) = self.put(&bytes)?;
+                let at = [Step::Key("manifests"), Step::At(i)];
+                self.descriptor(&idx.bytes, &idx.what, &at, &hex, size, &mut edits)?;
+            }
+        }
+        if edits.is_empty() {
+            return Ok(None);
+        }
+        self.spliced(&idx.bytes, &idx.what, edits).map(Some)
+    }
+
+    /// Stages the small blob `bytes` (a config, a manifest, an index):
+    /// its digest's hex and its size.
+    fn put(&mut self, bytes: &[u8]) -> Result<(String, u64), PathError> {
+        let hex = model::hex_sha(bytes);
+        if let Some(s) = self.stage.as_mut() {
+            s.put(&hex, bytes)?;
+        }
+        Ok((hex, bytes.len() as u64))
+    }
+
+    /// Adds to `edits` the new `digest` and `size` of the descriptor at
+    /// `at` in `text` (named `what`).
+    fn descriptor(
+        &self,
+        text: &[u8],
+        what: &str,
+        at: &[Step<'_>],
+        hex: &str,
+        size: u64,
+        edits: &mut Vec<(std::ops::Range<usize>, Vec<u8>)>,
+    ) -> Result<(), PathError> {
+        for (key, value) in [
+            ("digest", format!("\"sha256:{hex}\"")),
+            ("size", size.to_string()),
+        ] {
+            let mut path = at.to_vec();
+            path.push(Step::Key(key));
+            let r = json::span(text, &path).ok_or_else(|| {
+                self.said(
+                    PathErrorKind::Content,
+                    format!("{what}: the descriptor's '{key}' cannot be found to rewrite"),
+                )
+            })?;
+            edits.push((r, value.into_bytes()));
+        }
+        Ok(())
+    }
+
+    /// `text` (named `what`) with `edits` made, checked to be JSON still.
+    fn spliced(
+        &self,
+        text: &[u8],
+        what: &str,
+        edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
+    ) -> Result<Vec<u8>, PathError> {
+        json::splice(text, edits)
+            .filter(|b| serde_json::from_slice::<serde_json::Value>(b).is_ok())
+            .ok_or_else(|| {
+                self.said(
+                    PathErrorKind::Content,
+                    format!("{what}: cannot be rewritten"),
+                )
+            })
+    }
+
+    /// The image `img` (its descriptor `d`) pruned, layer by layer from
+    /// the top: its new manifest, or `None` when no layer changed.
+    fn image(&mut self, d: &Desc, img: &Image) -> Result<Option<Vec<u8>>, PathError> {
+        let cx_name = match self.single {
+            true => crate::files::shown(self.input).into_owned(),
+            false => format!("{}:{}", crate::files::shown(self.input), img.name),
+        };
+        let mut above = Above::default();
+        let mut blocked: Option<String> = None;
+        let mut new_layers: BTreeMap<usize, (String, u64, String)> = BTreeMap::new();
+        let mut change = ImageRewritten {
+            image: img.name.clone(),
+            manifest_before: d.digest.clone(),
+            manifest_after: String::new(),
+            layers: Vec::new(),
+            no_longer_shared: Vec::new(),
+            next: RESIGN,
+        };
+        let mut after: Vec<String> = img.layers.iter().map(|l| l.digest.clone()).collect();
+        for (i, l) in img.layers.iter().enumerate().rev() {
+            let place = format!("{} ({}): layers[{i}] ({})", img.field, d.digest, l.digest);
+            let cx = LayerCx {
+                sel: self.sel,
+                opts: self.opts,
+                input: self.input,
+                name: cx_name.clone(),
+                place: place.clone(),
+            };
+            let Some((m, file)) = self.open(&cx, l, &mut blocked)? else {
+                continue;
+            };
+            let scratch = match self.stage.as_ref() {
+                Some(s) => Some(s.scratch(self.input)?),
+                None => None,
+            };
+            let r = layer::rewrite(
+                &cx,
+                file,
+                Some(l),
+                m,
+                scratch,
+                &mut above,
+                &mut self.rep,
+                &mut self.budget,
+            )?;
+            above.shadow.next_layer();
+            if img.diff_ids.get(i) != Some(&r.old_diff) {
+                return Err(cx.said(&format!(
+                    "the config {}'s 'rootfs.diff_ids[{i}]' says {}, the layer's uncompressed \
+                     SHA-256 is {}",
+                    img.config.digest,
+                    img.diff_ids.get(i).map_or("nothing", String::as_str),
+                    r.old_diff
+                )));
+            }
+            self.all.add_device(&r.walked.all);
+            self.rep.members_refused.extend(r.walked.refused);
+            if !r.walked.changed {
+                continue;
+            }
+            self.refusals(&place, l, blocked.as_deref())?;
+            let (new_hex, size) = match (self.stage.as_mut(), r.tar) {
+                (Some(s), Some(mut tar)) => {
+                    s.pack(self.input, &mut tar, m, self.opts.prune.threads())?
+                }
+                _ => (String::new(), 0),
+            };
+            let shown = match new_hex.is_empty() {
+                true => String::new(),
+                false => format!("sha256:{new_hex}"),
+            };
+            change.layers.push((l.digest.clone(), shown.clone()));
+            after[i] = shown;
+            new_layers.insert(i, (new_hex, size, r.new_diff));
+        }
+        self.layers_after.push((img.name.clone(), after));
+        if new_layers.is_empty() {
+            return Ok(None);
+        }
+        change.layers.reverse();
+        let new = self.chain(img, &new_layers)?;
+        if self.stage.is_some() {
+            change.manifest_after = format!("sha256:{}", model::hex_sha(&new));
+        }
+        self.changes.push(change);
+        Ok(Some(new))
+    }
+
+    /// The layer `l` opened, with its method; `None` when it cannot be
+    /// read (its media type is not a layer's, or it is foreign and not
+    /// here), said in `blocked` for the layers below.
+    fn open(
+        &self,
+        cx: &LayerCx<'_>,
+        l: &Desc,
+        blocked: &mut Option<String>,
+    ) -> Result<Option<(layer::Method, std::fs::File)>, PathError> {
+        let place = &cx.place;
+        let Some(m) = method(&l.media_type) else {
+            blocked.get_or_insert(format!(
+                "{place}: its media type '{}' is not a layer prune reads",
+                l.media_type
+            ));
+            return Ok(None);
+        };
+        let hex = l
+            .hex()
+            .ok_or_else(|| cx.said(&format!("'digest' '{}' is not a sha256 digest", l.digest)))?;
+        let blob = self.layout.blob_path(hex);
+        if layer::is_foreign(&l.media_type) && !blob.exists() {
+            blocked.get_or_insert(format!("{place}: a foreign layer whose blob is not here"));
+            return Ok(None);
+        }
+        let file = std::fs::File::open(&blob).map_err(|e| {
+            cx.said(&format!(
+                "cannot open the blob '{}': {}",
+                crate::files::shown(&blob),
+                crate::files::strerror(&e)
+            ))
+        })?;
+        Ok(Some((m, file)))
+    }
+
+    /// Refuses the change of the layer `l` (at `place`) when it carries
+    /// byte-offset annotations, or a layer above could not be read
+    /// (`blocked`).
+    fn refusals(&self, place: &str, l: &Desc, blocked: Option<&str>) -> Result<(), PathError> {
+        if let Some(a) = layer::offsets_annotation(l) {
+            return Err(self.said(
+                PathErrorKind::Refused,
+                format!(
+                    "{place}: its annotation '{a}' describes byte offsets inside the blob \
+                     (eStargz or zstd:chunked), which rewriting the layer would make false: \
+                     prune does not rewrite such layers (convert the image to plain gzip \
+                     layers first)"
+                ),
+            ));
+        }
+        if let Some(b) = blocked {
+            return Err(self.said(
+                PathErrorKind::Refused,
+                format!(
+                    "{place} would change, but a layer above it cannot be read ({b}): what it \
+                     hides is unknown"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The config and manifest of `img` with the layers `new` (by index:
+    /// new blob hex, size, diff_id) in place of theirs: the new manifest.
+    fn chain(
+        &mut self,
+        img: &Image,
+        new: &BTreeMap<usize, (String, u64, String)>,
+    ) -> Result<Vec<u8>, PathError> {
+        let cfield = format!("the config {}", img.config.digest);
+        let mut edits = Vec::new();
+        for (&i, (_, _, diff)) in new {
+            let at = [Step::Key("rootfs"), Step::Key("diff_ids"), Step::At(i)];
+            let r = json::span(&img.config_bytes, &at).ok_or_else(|| {
+                self.said(
+                    PathErrorKind::Content,
+                    format!("{cfield}: 'rootfs.diff_ids[{i}]' cannot be found to rewrite"),
+                )
+            })?;
+            edits.push((r, format!("\"{diff}\"").into_bytes()));
+        }
+        let config = self.spliced(&img.config_bytes, &cfield, edits)?;
+        let (chex, csize) = self.put(&config)?;
+        let mut edits = Vec::new();
+        let what = &img.field;
+        self.descriptor(
+            &img.manifest,
+            what,
+            &[Step::Key("config")],
+            &chex,
+            csize,
+            &mut edits,
+        )?;
+        for (&i, (hex, size, _)) in new {
+            let at = [Step::Key("layers"), Step::At(i)];
+            self.descriptor(&img.manifest, what, &at, hex, *size, &mut edits)?;
+        }
+        self.spliced(&img.manifest, what, edits)
+    }
+}

@@ -1,0 +1,299 @@
+//! The rewritten layout written: new blobs staged under temporary names
+//! ([`Stage`]), then put in place in the order that keeps the layout
+//! whole at every instant (see [`super`]).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
+use super::layer::{self, Method};
+use super::model::{self, Index};
+
+/// The name temporary files and directories start with (a tree walk
+/// leaves them alone).
+const TEMPORARY: &str = ".offload-kit-";
+
+/// How deeply [`reachable`] follows documents.
+const MAX_DEPTH: u32 = 8;
+
+/// Where the new blobs go until the rewrite is complete.
+pub(super) struct Stage {
+    /// The directory they are written in: the layout's `blobs/sha256` in
+    /// place, the temporary layout's otherwise.
+    blobs: PathBuf,
+    /// For a new layout: its temporary directory, and where it goes.
+    new: Option<(tempfile::TempDir, PathBuf)>,
+    /// The new blobs under temporary names, each with its digest's hex.
+    staged: Vec<(tempfile::TempPath, String)>,
+}
+
+/// An I/O error writing `path`.
+fn cannot(path: &Path) -> impl Fn(std::io::Error) -> PathError + '_ {
+    move |e| PathError::write(path, e)
+}
+
+impl Stage {
+    /// The stage for `opts`'s destination; `None` in a dry run. A new
+    /// layout's destination must not exist.
+    pub(super) fn new(opts: &PathOptions, input: &Path) -> Result<Option<Stage>, PathError> {
+        let dest = match &opts.destination {
+            Destination::DryRun => return Ok(None),
+            Destination::InPlace => {
+                return Ok(Some(Stage {
+                    blobs: input.join("blobs").join("sha256"),
+                    new: None,
+                    staged: Vec::new(),
+                }));
+            }
+            other => match opts.output_path(input)? {
+                Some(d) if *other != Destination::InPlace => d,
+                _ => return Ok(None),
+            },
+        };
+        if dest.symlink_metadata().is_ok() {
+            let name = crate::files::shown(&dest).into_owned();
+            let why = "it exists: prune writes an image layout as a new directory";
+            return Err(PathError::said(PathErrorKind::Refused, &dest, &name, why));
+        }
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(TEMPORARY)
+            .tempdir_in(parent)
+            .map_err(cannot(&dest))?;
+        let blobs = tmp.path().join("blobs").join("sha256");
+        std::fs::create_dir_all(&blobs).map_err(cannot(&dest))?;
+        Ok(Some(Stage {
+            blobs,
+            new: Some((tmp, dest)),
+            staged: Vec::new(),
+        }))
+    }
+
+    /// A scratch file with no name beside the blobs.
+    pub(super) fn scratch(&self, input: &Path) -> Result<File, PathError> {
+        tempfile::tempfile_in(&self.blobs).map_err(|e| PathError::io(PathErrorKind::Io, input, e))
+    }
+
+    /// A new file with a temporary name beside the blobs.
+    fn temp(&self) -> Result<tempfile::NamedTempFile, PathError> {
+        tempfile::Builder::new()
+            .prefix(TEMPORARY)
+            .permissions(blob_mode())
+            .tempfile_in(&self.blobs)
+            .map_err(cannot(&self.blobs))
+    }
+
+    /// Stages the blob `bytes`, whose digest's hex is `hex`.
+    pub(super) fn put(&mut self, hex: &str, bytes: &[u8]) -> Result<(), PathError> {
+        let mut f = self.temp()?;
+        f.write_all(bytes).map_err(cannot(&self.blobs))?;
+        f.as_file().sync_all().map_err(cannot(&self.blobs))?;
+        self.staged.push((f.into_temp_path(), hex.to_string()));
+        Ok(())
+    }
+
+    /// Stages the layer whose tar is `tar`, compressed with `m`: its
+    /// digest's hex and size.
+    pub(super) fn pack(
+        &mut self,
+        input: &Path,
+        tar: &mut File,
+        m: Method,
+        threads: u32,
+    ) -> Result<(String, u64), PathError> {
+        let f = self.temp()?;
+        let (hex, size) = layer::pack(tar, m, f.as_file(), threads)
+            .map_err(|e| PathError::io(PathErrorKind::Write, input, e))?;
+        f.as_file().sync_all().map_err(cannot(&self.blobs))?;
+        self.staged.push((f.into_temp_path(), hex.clone()));
+        Ok((hex, size))
+    }
+
+    /// Puts the staged blobs in place under their digests.
+    fn place(&mut self) -> Result<(), PathError> {
+        for (path, hex) in self.staged.drain(..) {
+            let to = self.blobs.join(&hex);
+            path.persist(&to)
+                .map_err(|e| PathError::write(&to, e.error))?;
+        }
+        sync_dir(&self.blobs)
+    }
+
+    /// Writes the layout: `new_index` (`None` when nothing changed) in
+    /// place of `old`'s, in `input` or a new layout; the sizes after go
+    /// into `rep`.
+    pub(super) fn commit(
+        mut self,
+        input: &Path,
+        old: &Index,
+        new_index: Option<&[u8]>,
+        rep: &mut PathReport,
+    ) -> Result<(), PathError> {
+        let Some((tmp, dest)) = self.new.take() else {
+            let Some(new_index) = new_index else {
+                rep.disk_after = Some(rep.disk_before);
+                return Ok(());
+            };
+            self.place()?;
+            let path = input.join("index.json");
+            let mut f = tempfile::Builder::new()
+                .prefix(TEMPORARY)
+                .permissions(blob_mode())
+                .tempfile_in(input)
+                .map_err(cannot(&path))?;
+            if let Ok(m) = std::fs::metadata(&path) {
+                f.as_file()
+                    .set_permissions(m.permissions())
+                    .map_err(cannot(&path))?;
+            }
+            f.write_all(new_index).map_err(cannot(&path))?;
+            f.as_file().sync_all().map_err(cannot(&path))?;
+            f.persist(&path)
+                .map_err(|e| PathError::write(&path, e.error))?;
+            sync_dir(input)?;
+            // Only now: the blobs the old index reached and the new does not.
+            let blobs = input.join("blobs").join("sha256");
+            let read = |hex: &str| read_blob(&blobs.join(hex));
+            let before = reachable(&old.bytes, &read);
+            let after = reachable(new_index, &read);
+            for hex in before.keys().filter(|h| !after.contains_key(*h)) {
+                match std::fs::remove_file(blobs.join(hex)) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(PathError::write(&blobs.join(hex), e));
+                    }
+                    _ => {}
+                }
+            }
+            return self.sizes(input, rep);
+        };
+        let root = tmp.path().to_path_buf();
+        std::fs::copy(input.join("oci-layout"), root.join("oci-layout")).map_err(cannot(&dest))?;
+        let index = new_index.unwrap_or(&old.bytes);
+        std::fs::write(root.join("index.json"), index).map_err(cannot(&dest))?;
+        std::fs::set_permissions(
+            tmp.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .map_err(cannot(&dest))?;
+        self.place()?;
+        let (theirs, ours) = (input.join("blobs").join("sha256"), self.blobs.clone());
+        let read = |hex: &str| read_blob(&ours.join(hex)).or_else(|| read_blob(&theirs.join(hex)));
+        for (hex, mt) in reachable(index, &read) {
+            let (from, to) = (theirs.join(&hex), ours.join(&hex));
+            if to.exists() || (layer::is_foreign(&mt) && !from.exists()) {
+                continue;
+            }
+            std::fs::copy(&from, &to).map_err(cannot(&dest))?;
+        }
+        let root = tmp.keep();
+        std::fs::rename(&root, &dest).map_err(cannot(&dest))?;
+        self.sizes(&dest, rep)
+    }
+
+    /// Notes the layout `dir` written, with its sizes, in `rep`.
+    fn sizes(&self, dir: &Path, rep: &mut PathReport) -> Result<(), PathError> {
+        let (bytes, disk) = layout_size(dir);
+        rep.output = Some(crate::files::shown(dir).into_owned());
+        rep.bytes_after = bytes;
+        rep.disk_after = Some(disk);
+        rep.freed = rep.bytes_before.saturating_sub(bytes);
+        Ok(())
+    }
+}
+
+/// The mode of a new blob: 0644, as umoci and skopeo write them.
+fn blob_mode() -> std::fs::Permissions {
+    std::os::unix::fs::PermissionsExt::from_mode(0o644)
+}
+
+/// Flushes the directory `dir`'s entries to disk.
+fn sync_dir(dir: &Path) -> Result<(), PathError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| PathError::write(dir, e))
+}
+
+/// The bytes of the small blob `path`, when it is one.
+fn read_blob(path: &Path) -> Option<Vec<u8>> {
+    let m = std::fs::metadata(path).ok()?;
+    if m.len() > model::MAX_JSON {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
+/// Every blob the index `index` reaches (its manifests, their configs
+/// and layers, indexes inside it, the subjects and blobs that
+/// signatures and artifacts name), by its digest's hex, with its media
+/// type; `read` gives a JSON blob's bytes.
+pub(super) fn reachable(
+    index: &[u8],
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(index) {
+        follow(&v, read, &mut out, 0);
+    }
+    out
+}
+
+/// Adds the descriptors of the document `v` to `out`, following those of
+/// JSON documents.
+fn follow(
+    v: &serde_json::Value,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+    out: &mut BTreeMap<String, String>,
+    depth: u32,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let mut descs = Vec::new();
+    for key in ["manifests", "layers", "blobs"] {
+        if let Some(a) = v.get(key).and_then(|a| a.as_array()) {
+            descs.extend(a.iter());
+        }
+    }
+    for key in ["config", "subject"] {
+        descs.extend(v.get(key));
+    }
+    for d in descs {
+        let Some(hex) = d
+            .get("digest")
+            .and_then(|x| x.as_str())
+            .and_then(|x| x.strip_prefix("sha256:"))
+            .filter(|h| model::is_hex(h))
+        else {
+            continue;
+        };
+        let mt = d.get("mediaType").and_then(|x| x.as_str()).unwrap_or("");
+        if out.insert(hex.to_string(), mt.to_string()).is_some() || layer::method(mt).is_some() {
+            continue;
+        }
+        if let Some(inner) =
+            read(hex).and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        {
+            follow(&inner, read, out, depth + 1);
+        }
+    }
+}
+
+/// The bytes of the layout `dir` (`oci-layout`, `index.json` and its
+/// blobs), and the bytes they take on disk.
+pub(super) fn layout_size(dir: &Path) -> (u64, u64) {
+    let mut files: Vec<PathBuf> = vec![dir.join("oci-layout"), dir.join("index.json")];
+    if let Ok(rd) = std::fs::read_dir(dir.join("blobs").join("sha256")) {
+        files.extend(rd.flatten().map(|e| e.path()));
+    }
+    files
+        .iter()
+        .filter_map(|f| std::fs::symlink_metadata(f).ok())
+        .filter(std::fs::Metadata::is_file)
+        .fold((0, 0), |(b, d), m| (b + m.len(), d + m.blocks() * 512))
+}

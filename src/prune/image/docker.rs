@@ -1,0 +1,527 @@
+//! A `docker save` archive pruned: a plain tar holding `manifest.json`
+//! (each image's `Config` and `Layers`, members of the archive), the
+//! configs and the layer tars. Each image is read from its top layer
+//! down as a layout's is ([`super::layer`]); a layer with a changed
+//! entry is written again with its own compression (as `docker save`
+//! and `skopeo` write them, mostly none), its `rootfs.diff_ids` entry
+//! in the config follows, and a member named after the old digest
+//! (`<diff_id>.tar`, `<config digest>.json`, `blobs/sha256/<digest>`)
+//! is renamed after the new one, with `manifest.json` and the symbolic
+//! links that lead to it (`<id>/layer.tar -> ../<diff_id>.tar`). Every
+//! other member is copied as it is, in its order. The archive is written
+//! as any pruned file is: a new file renamed into place once whole.
+//!
+//! A layer two images share is rewritten only when both see it change
+//! alike; otherwise the archive is refused (the images would need
+//! different copies of one member).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::super::Selection;
+use super::super::deb::tar::{Header, Walk};
+use super::super::path::{
+    Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
+    write_through,
+};
+use super::json::{self, Step};
+use super::layer::{self, Above, LayerCx, Method};
+use super::model::{ConfigDoc, Desc, hex_sha, is_hex};
+use crate::files::{Input, Output};
+use crate::package::{self, Compression, Kind};
+
+/// How many symbolic links are followed to a member.
+const MAX_LINKS: usize = 8;
+
+/// One member of the archive, by its path.
+struct Member {
+    /// Where its data lies, and its size.
+    at: usize,
+    len: usize,
+    /// A symbolic link's target, as written.
+    link: Option<String>,
+    /// Whether its header holds its whole name (no long name or pax
+    /// `path`, no POSIX prefix), so that it can be renamed in place.
+    plain: bool,
+}
+
+/// The members of an archive.
+struct Members(HashMap<String, Member>);
+
+impl Members {
+    /// The members of the plain tar `data`; `None` when its headers cannot
+    /// be read.
+    fn read(data: &[u8]) -> Option<Members> {
+        let mut map = HashMap::new();
+        for e in tar::Archive::new(data).entries().ok()? {
+            let e = e.ok()?;
+            let path =
+                crate::inputs::image::normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
+            let h = e.header();
+            // A long name or a pax `path` makes the two differ.
+            let plain = e.path_bytes() == h.path_bytes()
+                && h.as_ustar()
+                    .is_none_or(|u| u.prefix.iter().all(|&b| b == 0));
+            let link = h
+                .entry_type()
+                .is_symlink()
+                .then(|| {
+                    e.link_name_bytes()
+                        .map(|l| String::from_utf8_lossy(&l).into_owned())
+                })
+                .flatten();
+            let m = Member {
+                at: usize::try_from(e.raw_file_position()).ok()?,
+                len: usize::try_from(e.size()).ok()?,
+                link,
+                plain,
+            };
+            map.insert(path, m);
+        }
+        Some(Members(map))
+    }
+
+    /// The member `path` leads to, symbolic links followed.
+    fn resolve(&self, path: &str) -> Option<String> {
+        let mut path = crate::inputs::image::normal(path).ok()?;
+        for _ in 0..=MAX_LINKS {
+            let m = self.0.get(&path)?;
+            let Some(to) = &m.link else {
+                return Some(path);
+            };
+            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+            path = crate::inputs::image::normal(&format!("{dir}/{to}")).ok()?;
+        }
+        None
+    }
+
+    /// The bytes of the member `path` (resolved).
+    fn bytes<'a>(&self, data: &'a [u8], path: &str) -> Option<&'a [u8]> {
+        let m = self.0.get(path)?;
+        data.get(m.at..m.at.checked_add(m.len)?)
+    }
+}
+
+/// One image of `manifest.json`.
+#[derive(Deserialize)]
+struct Saved {
+    #[serde(rename = "Config")]
+    config: String,
+    #[serde(rename = "Layers")]
+    layers: Vec<String>,
+}
+
+/// What replaces a member: its new name, if it is renamed, and its bytes.
+struct Replacement {
+    name: Option<String>,
+    content: File,
+    len: u64,
+}
+
+/// The rewrite of one archive.
+struct Run<'a> {
+    sel: &'a Selection,
+    opts: &'a PathOptions,
+    input: &'a Path,
+    data: &'a [u8],
+    members: Members,
+    out: Option<Output>,
+    rep: PathReport,
+    budget: u64,
+    all: Pruning,
+    /// Members replaced, by path; with the digest of what replaces them.
+    replaced: BTreeMap<String, (Replacement, String)>,
+    /// Members some image uses as they are.
+    kept: BTreeSet<String>,
+    /// Symbolic links given a new target, by path.
+    relinked: BTreeMap<String, String>,
+    /// Edits of `manifest.json`.
+    edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
+}
+
+/// Whether `data` is a `docker save` archive: a plain tar holding a
+/// `manifest.json` that lists images.
+fn saved(data: &[u8]) -> Option<(Members, String, Vec<Saved>)> {
+    if package::detect(data) != Some(Kind::Tar(Compression::None)) {
+        return None;
+    }
+    let members = Members::read(data)?;
+    let at = members.resolve("manifest.json")?;
+    let images = serde_json::from_slice(members.bytes(data, &at)?).ok()?;
+    Some((members, at, images))
+}
+
+/// Prunes the `docker save` archive `input` (`file`, with `meta`) as
+/// `opts` say; `None` when it is no such archive.
+pub(crate) fn prune_docker(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    meta: &std::fs::Metadata,
+    file: &Input,
+) -> Result<Option<PathReport>, PathError> {
+    let data = file.bytes();
+    let Some((members, manifest_at, images)) = saved(data) else {
+        return Ok(None);
+    };
+    let name = crate::files::shown(input).into_owned();
+    let dest = opts.output_path(input)?;
+    let out = match &dest {
+        Some(d) => Some(Output::create(d).map_err(|e| PathError::write(d, e))?),
+        None => None,
+    };
+    let given = opts.prune.max_uncompressed;
+    let mut run = Run {
+        sel,
+        opts,
+        input,
+        data,
+        members,
+        out,
+        rep: PathReport::new(&name, data, meta),
+        budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(data.len() as u64)),
+        all: Pruning::default(),
+        replaced: BTreeMap::new(),
+        kept: BTreeSet::new(),
+        relinked: BTreeMap::new(),
+        edits: Vec::new(),
+    };
+    let single = images.len() == 1;
+    for (i, img) in images.iter().enumerate() {
+        run.image(i, img, single)?;
+    }
+    run.all.check_device_left(input, &name, &opts.prune)?;
+    let mut rep = std::mem::replace(&mut run.rep, PathReport::new(&name, &[], meta));
+    rep.kept = merge(std::mem::take(&mut rep.kept));
+    rep.dropped = merge(std::mem::take(&mut rep.dropped));
+    let (Some(dest), Some(mut out)) = (dest, run.out.take()) else {
+        return Ok(Some(rep));
+    };
+    if run.replaced.is_empty() && opts.destination == Destination::InPlace {
+        rep.disk_after = Some(rep.disk_before);
+        return Ok(Some(rep));
+    }
+    let through = write_through(opts, input, meta)?;
+    let manifest = json::splice(
+        run.members.bytes(data, &manifest_at).unwrap_or_default(),
+        std::mem::take(&mut run.edits),
+    )
+    .ok_or_else(|| run.said("manifest.json: cannot be rewritten".into()))?;
+    run.write(&mut out, &manifest_at, &manifest)
+        .map_err(|e| PathError::write(&dest, e))?;
+    finish(opts, out, meta, &dest, &mut rep, through)?;
+    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    Ok(Some(rep))
+}
+
+impl<'a> Run<'a> {
+    /// `'ARCHIVE': WHY`.
+    fn said(&self, why: String) -> PathError {
+        let name = crate::files::shown(self.input).into_owned();
+        PathError::said(PathErrorKind::Content, self.input, &name, why)
+    }
+
+    /// The member `path` names, read: its resolved path and bytes.
+    fn member(&self, field: &str, path: &str) -> Result<(String, &'a [u8]), PathError> {
+        let at = self.members.resolve(path);
+        match at.as_deref().and_then(|a| self.members.bytes(self.data, a)) {
+            Some(b) => Ok((at.unwrap_or_default(), b)),
+            None => Err(self.said(format!(
+                "{field} names '{path}', which the archive does not hold"
+            ))),
+        }
+    }
+
+    /// A scratch file beside the output.
+    fn scratch(&self) -> Result<File, PathError> {
+        match self.out.as_ref().and_then(Output::scratch_file) {
+            Some(f) => f,
+            None => tempfile::tempfile(),
+        }
+        .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))
+    }
+
+    /// Prunes the image `img`, the `i`th of `manifest.json`.
+    fn image(&mut self, i: usize, img: &Saved, single: bool) -> Result<(), PathError> {
+        let field = format!("manifest.json: [{i}]");
+        let (config_at, config) = self.member(&format!("{field}.Config"), &img.config)?;
+        let config = config.to_vec();
+        let doc: ConfigDoc = serde_json::from_slice(&config).map_err(|e| {
+            self.said(format!(
+                "{field}.Config ('{config_at}'): not an image config: {e}"
+            ))
+        })?;
+        let diff_ids = doc.rootfs.diff_ids;
+        if diff_ids.len() != img.layers.len() {
+            return Err(self.said(format!(
+                "{field}: 'Layers' lists {} layers, its config's 'rootfs.diff_ids' {}",
+                img.layers.len(),
+                diff_ids.len()
+            )));
+        }
+        let shown = crate::files::shown(self.input).into_owned();
+        let name = match single {
+            true => shown,
+            false => format!("{shown}:{}", img.config),
+        };
+        let mut above = Above::default();
+        let mut new_diffs = BTreeMap::new();
+        for (j, path) in img.layers.iter().enumerate().rev() {
+            let place = format!("{field}.Layers[{j}] ('{path}')");
+            if let Some(diff) = self.layer(&name, &place, path, &diff_ids[j], &mut above)? {
+                new_diffs.insert(j, diff);
+                let at = [Step::At(i), Step::Key("Layers"), Step::At(j)];
+                self.rename_in_manifest(&at, path)?;
+            }
+        }
+        if new_diffs.is_empty() || self.out.is_none() {
+            return Ok(());
+        }
+        let mut edits = Vec::new();
+        for (j, diff) in &new_diffs {
+            let at = [Step::Key("rootfs"), Step::Key("diff_ids"), Step::At(*j)];
+            let r = json::span(&config, &at).ok_or_else(|| {
+                self.said(format!(
+                    "'{config_at}': 'rootfs.diff_ids[{j}]' cannot be rewritten"
+                ))
+            })?;
+            edits.push((r, format!("\"{diff}\"").into_bytes()));
+        }
+        let new = json::splice(&config, edits)
+            .ok_or_else(|| self.said(format!("'{config_at}': cannot be rewritten")))?;
+        let (old_hex, new_hex) = (hex_sha(&config), hex_sha(&new));
+        let mut f = self.scratch()?;
+        f.write_all(&new)
+            .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))?;
+        self.replace(&config_at, &old_hex, &new_hex, f, new.len() as u64)?;
+        self.rename_in_manifest(&[Step::At(i), Step::Key("Config")], &img.config)
+    }
+
+    /// Rewrites the layer member `path` (for the image named `name`, at
+    /// `place`), whose diff_id the config says is `diff`: its new
+    /// diff_id when it changes.
+    fn layer(
+        &mut self,
+        name: &str,
+        place: &str,
+        path: &str,
+        diff: &str,
+        above: &mut Above,
+    ) -> Result<Option<String>, PathError> {
+        let (at, bytes) = self.member(place, path)?;
+        let m = match package::detect(bytes) {
+            Some(Kind::Tar(Compression::None)) => Method::Plain,
+            Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
+                Method::Gzip
+            }
+            Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
+                Method::Zstd
+            }
+            _ if bytes.iter().all(|&b| b == 0) => Method::Plain,
+            _ => return Err(self.said(format!("{place}: it is not a tar archive"))),
+        };
+        // A member named by its digest is checked against it.
+        let expect = at
+            .strip_prefix("blobs/sha256/")
+            .filter(|h| is_hex(h))
+            .map(|h| Desc {
+                media_type: String::new(),
+                digest: format!("sha256:{h}"),
+                size: bytes.len() as u64,
+                annotations: BTreeMap::new(),
+            });
+        let cx = LayerCx {
+            sel: self.sel,
+            opts: self.opts,
+            input: self.input,
+            name: name.to_string(),
+            place: place.to_string(),
+        };
+        let scratch = match self.out.is_some() {
+            true => Some(self.scratch()?),
+            false => None,
+        };
+        let (rep, budget) = (&mut self.rep, &mut self.budget);
+        let r = layer::rewrite(&cx, bytes, expect.as_ref(), m, scratch, above, rep, budget)?;
+        above.shadow.next_layer();
+        if r.old_diff != diff {
+            return Err(self.said(format!(
+                "{place}: its config's 'rootfs.diff_ids' says {diff}, the layer's uncompressed \
+                 SHA-256 is {}",
+                r.old_diff
+            )));
+        }
+        self.all.add_device(&r.walked.all);
+        self.rep.members_refused.extend(r.walked.refused);
+        let shared = |why: &str| {
+            self.said(format!(
+                "{place}: the member '{at}' is a layer of several images, {why}: prune does \
+                 not rewrite it"
+            ))
+        };
+        if !r.walked.changed {
+            if self.replaced.contains_key(&at) {
+                return Err(shared(
+                    "which another image sees change and this one does not",
+                ));
+            }
+            self.kept.insert(at);
+            return Ok(None);
+        }
+        if self.kept.contains(&at) {
+            return Err(shared("which this image sees change and another does not"));
+        }
+        let Some(mut tar) = r.tar else {
+            return Ok(Some(r.new_diff));
+        };
+        let (content, digest, len) = match m {
+            Method::Plain => {
+                let len = tar.seek(SeekFrom::End(0)).map_err(|e| self.io(e))?;
+                let hex = r.new_diff.get(7..).unwrap_or_default().to_string();
+                (tar, hex, len)
+            }
+            _ => {
+                let f = self.scratch()?;
+                let (hex, len) = layer::pack(&mut tar, m, &f, self.opts.prune.threads())
+                    .map_err(|e| self.io(e))?;
+                (f, hex, len)
+            }
+        };
+        if let Some((_, was)) = self.replaced.get(&at) {
+            if *was != digest {
+                return Err(shared("which the images see change differently"));
+            }
+            return Ok(Some(r.new_diff));
+        }
+        let old = expect.as_ref().map_or(diff, |d| d.digest.as_str());
+        let old = old.get(7..).unwrap_or_default().to_string();
+        self.replace(&at, &old, &digest, content, len)?;
+        Ok(Some(r.new_diff))
+    }
+
+    fn io(&self, e: std::io::Error) -> PathError {
+        PathError::io(PathErrorKind::Io, self.input, e)
+    }
+
+    /// Notes that the member `at` is replaced by `content` (`len` bytes,
+    /// of digest `new`); renamed when its name holds the old digest
+    /// `old` and can be renamed, as can every link to it.
+    fn replace(
+        &mut self,
+        at: &str,
+        old: &str,
+        new: &str,
+        mut content: File,
+        len: u64,
+    ) -> Result<(), PathError> {
+        content.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
+        let renamed = at.replace(old, new);
+        let links: Vec<(String, String)> = self
+            .members
+            .0
+            .iter()
+            .filter(|(p, m)| m.link.is_some() && self.members.resolve(p).as_deref() == Some(at))
+            .map(|(p, m)| {
+                (
+                    p.clone(),
+                    m.link.clone().unwrap_or_default().replace(old, new),
+                )
+            })
+            .collect();
+        let can = at.contains(old)
+            && renamed.len() <= 100
+            && self.members.0.get(at).is_some_and(|m| m.plain)
+            && links.iter().all(|(p, l)| {
+                l.len() <= 100 && l.contains(new) && self.members.0.get(p).is_some_and(|m| m.plain)
+            });
+        if can {
+            self.relinked.extend(links);
+        }
+        let r = Replacement {
+            name: can.then_some(renamed),
+            content,
+            len,
+        };
+        self.replaced.insert(at.to_string(), (r, new.to_string()));
+        Ok(())
+    }
+
+    /// Gives the string at `at` in `manifest.json` (which names the
+    /// member `path`) the member's new name, when it was renamed and is
+    /// named directly.
+    fn rename_in_manifest(&mut self, at: &[Step<'_>], path: &str) -> Result<(), PathError> {
+        let Ok(p) = crate::inputs::image::normal(path) else {
+            return Ok(());
+        };
+        let Some(new) = self.replaced.get(&p).and_then(|(r, _)| r.name.clone()) else {
+            return Ok(());
+        };
+        let manifest = self
+            .members
+            .resolve("manifest.json")
+            .and_then(|m| self.members.bytes(self.data, &m))
+            .unwrap_or_default();
+        let r = json::span(manifest, at)
+            .ok_or_else(|| self.said("manifest.json: cannot be rewritten".into()))?;
+        if self.edits.iter().all(|(e, _)| *e != r) {
+            let text = serde_json::to_string(&new).unwrap_or_default();
+            self.edits.push((r, text.into_bytes()));
+        }
+        Ok(())
+    }
+
+    /// Writes the archive to `out`: every member as it was, but those
+    /// replaced, the links given new targets and `manifest.json` (at
+    /// `manifest_at`, now `manifest`).
+    fn write(
+        &mut self,
+        out: &mut Output,
+        manifest_at: &str,
+        manifest: &[u8],
+    ) -> std::io::Result<()> {
+        let fail = |f| std::io::Error::other(format!("{f:?}"));
+        let mut walk = Walk::new(self.data, out, u64::MAX);
+        while let Some(h) = walk.next().map_err(fail)? {
+            let path = crate::inputs::image::normal(&h.path_lossy()).unwrap_or_default();
+            if path == manifest_at {
+                walk.skip_body().map_err(fail)?;
+                walk.write_header(&h, manifest.len() as u64).map_err(fail)?;
+                walk.out().write_all(manifest)?;
+                walk.pad(manifest.len() as u64).map_err(fail)?;
+            } else if let Some((r, _)) = self.replaced.get_mut(&path) {
+                walk.skip_body().map_err(fail)?;
+                let h = named(&h, r.name.as_deref(), None);
+                walk.write_header(&h, r.len).map_err(fail)?;
+                let copied = std::io::copy(&mut (&r.content).take(r.len), walk.out())?;
+                if copied != r.len {
+                    return Err(std::io::Error::other("a scratch file was cut short"));
+                }
+                walk.pad(r.len).map_err(fail)?;
+            } else if let Some(to) = self.relinked.get(&path) {
+                let h = named(&h, None, Some(to));
+                walk.write_header(&h, h.size).map_err(fail)?;
+                walk.pass_body().map_err(fail)?;
+            } else {
+                walk.copy(&h).map_err(fail)?;
+            }
+        }
+        walk.into_inner().flush()
+    }
+}
+
+/// `h` with its name field set to `name` and its link name to `link`,
+/// where given (each fitting in its 100 bytes, checked before).
+fn named(h: &Header, name: Option<&str>, link: Option<&str>) -> Header {
+    let mut h = h.clone();
+    for (range, value) in [(0..100, name), (157..257, link)] {
+        if let Some(v) = value.filter(|v| v.len() <= 100) {
+            h.block[range.clone()].fill(0);
+            h.block[range.start..range.start + v.len()].copy_from_slice(v.as_bytes());
+        }
+    }
+    h
+}

@@ -1,0 +1,475 @@
+//! One layer of an image rewritten as it streams: its blob read through
+//! the decoder its media type names (its size and SHA-256 checked on the
+//! way), its tar walked entry by entry ([`Walk`]) into an uncompressed
+//! scratch file, and, when an entry changed, that tar compressed again
+//! with the layer's own method into a new blob.
+//!
+//! An entry is rewritten only when the container sees it ([`Shadow`]:
+//! the layers above read first): a library pruned as if named alone, a
+//! per-GPU file whose GPU the rules drop left out. An entry that a layer
+//! above hides is copied as it is, unless a layer above had the same
+//! path removed, which would bring it to light: then it goes too. Every
+//! other entry is copied block for block, metadata and order kept.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek as _, SeekFrom, Write};
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+use super::super::Selection;
+use super::super::budget::inflate;
+use super::super::deb::tar::{Fault, Header, Walk};
+use super::super::deb::{write_as_it_was, write_pruned};
+use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
+use super::model::{Desc, hex};
+use crate::inputs::image::{Seen, Shadow, normal};
+
+/// Files smaller than this hold no container worth reading.
+const MIN_SIZE: u64 = 64;
+
+/// Bytes read of a file to tell whether prune reads its format.
+const HEAD: u64 = 512;
+
+/// The gzip level a layer is written at: Go's `compress/gzip` default,
+/// which Docker, containerd, BuildKit and umoci write layers with.
+pub(super) const GZIP_LEVEL: u32 = 6;
+
+/// The zstd level a layer is written at: zstd's default, which
+/// containerd, BuildKit and podman write `+zstd` layers with.
+pub(super) const ZSTD_LEVEL: i32 = 3;
+
+/// How a layer's tar is compressed, by its media type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Method {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+/// The method of a layer of media type `mt`; `None` when it is not a
+/// layer this rewrite reads.
+pub(super) fn method(mt: &str) -> Option<Method> {
+    let base = [
+        "application/vnd.oci.image.layer.v1.tar",
+        "application/vnd.oci.image.layer.nondistributable.v1.tar",
+    ];
+    for b in base {
+        if let Some(rest) = mt.strip_prefix(b) {
+            return match rest {
+                "" => Some(Method::Plain),
+                "+gzip" => Some(Method::Gzip),
+                "+zstd" => Some(Method::Zstd),
+                _ => None,
+            };
+        }
+    }
+    match mt {
+        "application/vnd.docker.image.rootfs.diff.tar" => Some(Method::Plain),
+        "application/vnd.docker.image.rootfs.diff.tar.gzip"
+        | "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip" => Some(Method::Gzip),
+        _ => None,
+    }
+}
+
+/// Whether a layer of media type `mt` may be left out of a layout (it is
+/// fetched from elsewhere).
+pub(super) fn is_foreign(mt: &str) -> bool {
+    mt.contains("nondistributable") || mt.contains(".foreign.")
+}
+
+/// The first annotation of `d` that describes byte offsets inside its
+/// blob (an eStargz or zstd:chunked table of contents), which a rewrite
+/// would make false.
+pub(super) fn offsets_annotation(d: &Desc) -> Option<&str> {
+    let prefixes = [
+        "containerd.io/snapshot/stargz/",
+        "io.containers.estargz.",
+        "io.github.containers.zstd-chunked.",
+    ];
+    d.annotations
+        .keys()
+        .find(|k| prefixes.iter().any(|p| k.starts_with(p)))
+        .map(String::as_str)
+}
+
+/// What the rewrite of one layer works with.
+pub(super) struct LayerCx<'a> {
+    pub(super) sel: &'a Selection,
+    pub(super) opts: &'a PathOptions,
+    /// The layout.
+    pub(super) input: &'a Path,
+    /// The image's name for its files (`LAYOUT` or `LAYOUT:NAME`).
+    pub(super) name: String,
+    /// The layer, for messages (`sha256:… manifest: layers[1] (sha256:…)`).
+    pub(super) place: String,
+}
+
+impl LayerCx<'_> {
+    /// `'LAYOUT': PLACE: WHY`.
+    pub(super) fn said(&self, why: &str) -> PathError {
+        let shown = crate::files::shown(self.input).into_owned();
+        PathError::said(
+            PathErrorKind::Content,
+            self.input,
+            &shown,
+            format!("{}: {why}", self.place),
+        )
+    }
+
+    fn fault(&self, f: Fault) -> PathError {
+        match f {
+            Fault::Write(e) => PathError::io(PathErrorKind::Write, self.input, e),
+            Fault::Read(e) => self.said(&format!("cannot be read as a tar archive: {e}")),
+            Fault::Damaged(why) => self.said(&why),
+            Fault::Budget(n) => self.said(&format!(
+                "inflates to more than the {n} bytes left of the decompression budget \
+                 (--max-uncompressed sets it)"
+            )),
+        }
+    }
+}
+
+/// What the walk of one layer did.
+#[derive(Default)]
+pub(super) struct Walked {
+    /// Whether an entry changed.
+    pub(super) changed: bool,
+    /// Paths removed (normalized): files, their hard links, directories.
+    pub(super) gone: BTreeSet<String>,
+    /// Files of the layer left as they were, prune refusing them.
+    pub(super) refused: Vec<String>,
+    /// The device code of every file.
+    pub(super) all: Pruning,
+}
+
+/// A SHA-256 and a count of what passed through.
+#[derive(Default)]
+pub(super) struct Tally {
+    pub(super) sha: Sha256,
+    pub(super) n: u64,
+}
+
+/// A reader that tallies what it gives.
+pub(super) struct Tap<'t, R> {
+    pub(super) inner: R,
+    pub(super) tally: &'t mut Tally,
+}
+
+impl<R: Read> Read for Tap<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.tally.sha.update(&buf[..n]);
+        self.tally.n += n as u64;
+        Ok(n)
+    }
+}
+
+/// A writer that tallies what it takes.
+pub(super) struct Sink<'t, W> {
+    pub(super) inner: W,
+    pub(super) tally: &'t mut Tally,
+}
+
+impl<W: Write> Write for Sink<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.tally.sha.update(&buf[..n]);
+        self.tally.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A layer rewritten: its new tar, uncompressed, and its new diff_id.
+pub(super) struct Rewritten {
+    pub(super) walked: Walked,
+    /// The SHA-256 of the old uncompressed tar.
+    pub(super) old_diff: String,
+    /// The SHA-256 of the new one.
+    pub(super) new_diff: String,
+    /// The new tar (`None` in a dry run).
+    pub(super) tar: Option<File>,
+}
+
+/// What the layers above the one being rewritten did: what they hide
+/// ([`Shadow`]), and the paths they lost to the prune.
+#[derive(Default)]
+pub(super) struct Above {
+    pub(super) shadow: Shadow,
+    pub(super) removed: BTreeSet<String>,
+}
+
+/// Walks the layer whose blob `src` gives (compressed with `m`) into
+/// `scratch` (none in a dry run), the layers above it in `above`.
+/// Checks the blob against `expect`'s size and digest, when there is one.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn rewrite<S: Read>(
+    cx: &LayerCx<'_>,
+    src: S,
+    expect: Option<&Desc>,
+    m: Method,
+    scratch: Option<File>,
+    above: &mut Above,
+    rep: &mut PathReport,
+    budget: &mut u64,
+) -> Result<Rewritten, PathError> {
+    let (mut packed, mut old, mut new) = (Tally::default(), Tally::default(), Tally::default());
+    let walked = {
+        let tap = Tap {
+            inner: src,
+            tally: &mut packed,
+        };
+        let mut buffered = BufReader::with_capacity(1 << 20, tap);
+        let decoded: Box<dyn Read + '_> = match m {
+            Method::Plain => Box::new(&mut buffered),
+            Method::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(&mut buffered)),
+            Method::Zstd => Box::new(
+                zstd::stream::read::Decoder::with_buffer(&mut buffered)
+                    .map_err(|e| cx.said(&format!("cannot be read: {e}")))?,
+            ),
+        };
+        let input = Tap {
+            inner: decoded,
+            tally: &mut old,
+        };
+        let out: Box<dyn Write> = match &scratch {
+            Some(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
+            None => Box::new(io::sink()),
+        };
+        let out = Sink {
+            inner: out,
+            tally: &mut new,
+        };
+        let mut walk = Walk::new(input, out, *budget);
+        let walked = walk_layer(cx, &mut walk, above, rep);
+        *budget = budget.saturating_sub(walk.read());
+        let flushed = walk.into_inner().flush();
+        // What follows the compressed stream (or the walk's failure)
+        // counts toward the digest too.
+        let rest = io::copy(&mut buffered, &mut io::sink());
+        (walked, flushed, rest)
+    };
+    // A blob that is not the one its descriptor names is the first
+    // thing wrong with it.
+    let (walked, flushed, rest) = walked;
+    if let Some(d) = expect.filter(|_| rest.is_ok()) {
+        check_blob(cx, d, &packed)?;
+    }
+    let walked = walked?;
+    flushed.map_err(|e| PathError::io(PathErrorKind::Write, cx.input, e))?;
+    rest.map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
+    let mut tar = scratch;
+    if let Some(f) = tar.as_mut() {
+        f.seek(SeekFrom::Start(0))
+            .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
+    }
+    Ok(Rewritten {
+        walked,
+        old_diff: format!("sha256:{}", hex(&old.sha.finalize())),
+        new_diff: format!("sha256:{}", hex(&new.sha.finalize())),
+        tar,
+    })
+}
+
+/// Checks what was read of the blob against its descriptor `d`.
+fn check_blob(cx: &LayerCx<'_>, d: &Desc, packed: &Tally) -> Result<(), PathError> {
+    if packed.n != d.size {
+        return Err(cx.said(&format!(
+            "'size' says {}, the blob is {} bytes",
+            d.size, packed.n
+        )));
+    }
+    let sha = format!("sha256:{}", hex(&packed.sha.clone().finalize()));
+    if sha != d.digest {
+        return Err(cx.said(&format!(
+            "'digest' says {}, the blob's SHA-256 is {sha}",
+            d.digest
+        )));
+    }
+    Ok(())
+}
+
+/// Walks the layer: see the module's documentation.
+fn walk_layer<R: Read, W: Write>(
+    cx: &LayerCx<'_>,
+    walk: &mut Walk<R, W>,
+    above: &mut Above,
+    rep: &mut PathReport,
+) -> Result<Walked, PathError> {
+    let fault = |f| cx.fault(f);
+    let mut w = Walked::default();
+    let Above { shadow, removed } = above;
+    while let Some(h) = walk.next().map_err(fault)? {
+        let path = normal(&h.path_lossy()).map_err(|e: String| cx.said(&e))?;
+        if h.is_hard_link() {
+            let to = normal(&String::from_utf8_lossy(&h.link)).map_err(|e: String| cx.said(&e))?;
+            shadow.entry(path.clone(), false);
+            if w.gone.contains(&to) {
+                w.gone.insert(path);
+                w.changed = true;
+                continue;
+            }
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        let dir = h.kind() == b'5';
+        let mut seen = shadow.entry(path.clone(), dir);
+        let base = path.rsplit('/').next().unwrap_or_default();
+        if seen == Seen::Hidden && !base.starts_with(".wh.") && removed.contains(&path) {
+            // Its cover was removed above: it would come to light.
+            seen = Seen::Visible;
+        }
+        if seen == Seen::Hidden {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        if by_name(cx, walk, &h, &path, &mut w, rep)? {
+            removed.insert(path);
+            continue;
+        }
+        if !h.is_file() {
+            walk.copy(&h).map_err(fault)?;
+            continue;
+        }
+        file(cx, walk, &h, &path, &mut w, rep)?;
+        if w.gone.contains(&path) {
+            removed.insert(path);
+        }
+    }
+    Ok(w)
+}
+
+/// The regular file `h` (at `path`), visible: pruned, removed or copied.
+fn file<R: Read, W: Write>(
+    cx: &LayerCx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    path: &str,
+    w: &mut Walked,
+    rep: &mut PathReport,
+) -> Result<(), PathError> {
+    let fault = |f| cx.fault(f);
+    let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
+    walk.body()
+        .read_exact(&mut head)
+        .map_err(|e| cx.said(&format!("the data of '{path}' is cut short: {e}")))?;
+    if h.size < MIN_SIZE || !super::super::file::readable(&head) {
+        walk.copy_header(h).map_err(fault)?;
+        walk.out()
+            .write_all(&head)
+            .map_err(|e| fault(Fault::Write(e)))?;
+        return walk.pass_body().map_err(fault);
+    }
+    let full = format!("{}!/{path}", cx.name);
+    let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
+    walk.skip_body().map_err(fault)?;
+    let bytes = file.bytes();
+    let each = Pruning::member_options(&cx.opts.prune);
+    let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
+        Ok(p) => p,
+        Err(e) if e.refused() && !cx.opts.strict => {
+            w.refused.push(e.chain());
+            return write_as_it_was(walk, h, &file).map_err(fault);
+        }
+        Err(e) => return Err(e),
+    };
+    if p.output.is_some() && h.size_in_pax {
+        let why = "a pax header gives its size, which prune does not rewrite";
+        let e = PathError::said(PathErrorKind::Refused, cx.input, &full, why);
+        if cx.opts.strict {
+            return Err(e);
+        }
+        w.refused.push(e.chain());
+        return write_as_it_was(walk, h, &file).map_err(fault);
+    }
+    w.all.add_device(&p);
+    rep.kept.extend(p.kept);
+    rep.dropped.extend(p.dropped);
+    if p.remove.is_some() {
+        rep.removed.push(RemovedFile::whole(full, h.size));
+        rep.freed += h.size;
+        w.gone.insert(path.to_string());
+        w.changed = true;
+        return Ok(());
+    }
+    let Some(new) = p.output else {
+        return write_as_it_was(walk, h, &file).map_err(fault);
+    };
+    rep.emptied += p.emptied;
+    rep.containers_rewritten += p.rewritten;
+    rep.freed += p.freed;
+    w.changed = true;
+    walk.write_header(h, new.size()).map_err(fault)?;
+    write_pruned(&new, &file, walk.out()).map_err(|e| fault(Fault::Write(e)))?;
+    walk.pad(new.size()).map_err(fault)
+}
+
+/// When the visible entry `h` (at `path`) is a library's per-GPU file
+/// or directory whose GPU the rules drop, leaves it out unread and says
+/// so.
+fn by_name<R: Read, W: Write>(
+    cx: &LayerCx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    path: &str,
+    w: &mut Walked,
+    rep: &mut PathReport,
+) -> Result<bool, PathError> {
+    let directory = h.kind() == b'5';
+    if cx.opts.keep_files || !(h.is_file() || directory) {
+        return Ok(false);
+    }
+    let Some(c) = super::super::companion::dropped(cx.sel.by(), path) else {
+        return Ok(false);
+    };
+    walk.skip_body().map_err(|f| cx.fault(f))?;
+    if !directory {
+        let full = format!("{}!/{path}", cx.name);
+        rep.removed.push(RemovedFile::by_name(full, h.size, &c));
+        rep.freed += h.size;
+    }
+    w.gone.insert(path.to_string());
+    w.changed = true;
+    Ok(true)
+}
+
+/// Compresses the tar `tar` with `m` into `out`: the blob's SHA-256 (hex)
+/// and size.
+pub(super) fn pack(
+    tar: &mut File,
+    m: Method,
+    out: &File,
+    threads: u32,
+) -> io::Result<(String, u64)> {
+    let mut tally = Tally::default();
+    let sink = Sink {
+        inner: BufWriter::with_capacity(1 << 20, out),
+        tally: &mut tally,
+    };
+    let mut input = BufReader::with_capacity(1 << 20, tar);
+    let mut sink = match m {
+        Method::Plain => {
+            let mut s = sink;
+            io::copy(&mut input, &mut s)?;
+            s
+        }
+        Method::Gzip => {
+            let mut e = flate2::GzBuilder::new().write(sink, flate2::Compression::new(GZIP_LEVEL));
+            io::copy(&mut input, &mut e)?;
+            e.finish()?
+        }
+        Method::Zstd => {
+            let mut e = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL)?;
+            e.multithread(threads.max(1))?;
+            io::copy(&mut input, &mut e)?;
+            e.finish()?
+        }
+    };
+    sink.flush()?;
+    drop(sink);
+    Ok((hex(&tally.sha.finalize()), tally.n))
+}

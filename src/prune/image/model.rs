@@ -1,0 +1,274 @@
+//! An OCI image layout read for its rewrite: `index.json`, the indexes
+//! and manifests it names, each image's config and layers, every small
+//! blob checked against its descriptor's size and SHA-256 as it is read
+//! (a layer's are checked as it streams, `layer`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::Digest as _;
+
+/// The largest index, manifest or config read (JSON of kilobytes).
+pub(super) const MAX_JSON: u64 = 16 << 20;
+
+/// How deeply indexes may nest.
+const MAX_DEPTH: u32 = 4;
+
+/// The annotation that names an image of a layout.
+const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// A descriptor: what a blob is, its digest and its size.
+#[derive(Deserialize, Clone, Debug)]
+pub(super) struct Desc {
+    #[serde(rename = "mediaType", default)]
+    pub(super) media_type: String,
+    pub(super) digest: String,
+    pub(super) size: u64,
+    #[serde(default)]
+    pub(super) annotations: BTreeMap<String, String>,
+}
+
+impl Desc {
+    /// The digest's hex, when it is a sha256 digest this reader names a
+    /// file by.
+    pub(super) fn hex(&self) -> Option<&str> {
+        self.digest.strip_prefix("sha256:").filter(|h| is_hex(h))
+    }
+}
+
+/// Whether `h` is 64 lowercase hex digits.
+pub(super) fn is_hex(h: &str) -> bool {
+    h.len() == 64
+        && h.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Lowercase hex of `bytes`.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An index document (`index.json`, or an index blob) and what each of
+/// its `manifests` is.
+pub(super) struct Index {
+    /// The document, for messages: `index.json` or its digest.
+    pub(super) what: String,
+    pub(super) bytes: Vec<u8>,
+    pub(super) entries: Vec<Entry>,
+}
+
+/// What one descriptor of an index names.
+pub(super) enum Entry {
+    /// An index inside it.
+    Index(Index),
+    /// An image: a manifest with an image config and layers.
+    Image(Desc, Box<Image>),
+    /// Anything else (a signature, an attestation, an artifact): left as
+    /// it is.
+    Other,
+}
+
+/// One image's manifest, config and layers.
+pub(super) struct Image {
+    /// Its name, for messages and the report.
+    pub(super) name: String,
+    /// Where its descriptor is (`index.json: manifests[0]`).
+    pub(super) field: String,
+    pub(super) manifest: Vec<u8>,
+    pub(super) config: Desc,
+    pub(super) config_bytes: Vec<u8>,
+    pub(super) layers: Vec<Desc>,
+    /// `rootfs.diff_ids`.
+    pub(super) diff_ids: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct IndexDoc {
+    manifests: Vec<Desc>,
+}
+
+#[derive(Deserialize)]
+struct ManifestDoc {
+    #[serde(rename = "mediaType", default)]
+    media_type: String,
+    #[serde(default)]
+    manifests: Option<serde_json::Value>,
+    config: Option<Desc>,
+    #[serde(default)]
+    layers: Option<Vec<Desc>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct ConfigDoc {
+    pub(super) rootfs: RootFs,
+}
+
+#[derive(Deserialize)]
+pub(super) struct RootFs {
+    pub(super) diff_ids: Vec<String>,
+}
+
+/// Whether `media_type` is an index's.
+pub(super) fn is_index(media_type: &str) -> bool {
+    media_type.ends_with("image.index.v1+json") || media_type.ends_with("manifest.list.v2+json")
+}
+
+/// Whether `media_type` is an image config's.
+fn is_image_config(media_type: &str) -> bool {
+    matches!(
+        media_type,
+        "application/vnd.oci.image.config.v1+json"
+            | "application/vnd.docker.container.image.v1+json"
+    )
+}
+
+/// A layout being read.
+pub(super) struct Layout<'a> {
+    pub(super) dir: &'a Path,
+}
+
+impl Layout<'_> {
+    /// The file of the blob `hex`.
+    pub(super) fn blob_path(&self, hex: &str) -> PathBuf {
+        self.dir.join("blobs").join("sha256").join(hex)
+    }
+
+    /// `index.json`, read with everything it names.
+    pub(super) fn read(&self) -> Result<Index, String> {
+        let bytes = read_small(&self.dir.join("index.json"), "index.json")?;
+        self.index("index.json".into(), bytes, None, 0)
+    }
+
+    /// The small blob `d` (named at `field`), checked against it.
+    pub(super) fn small_blob(&self, d: &Desc, field: &str) -> Result<Vec<u8>, String> {
+        let hex = d
+            .hex()
+            .ok_or_else(|| format!("{field}: 'digest' '{}' is not a sha256 digest", d.digest))?;
+        if d.size > MAX_JSON {
+            return Err(format!(
+                "{field}: 'size' says {} bytes, over the {MAX_JSON} read of such a blob",
+                d.size
+            ));
+        }
+        let path = self.blob_path(hex);
+        let bytes = read_small(&path, field)?;
+        if bytes.len() as u64 != d.size {
+            return Err(format!(
+                "{field}: 'size' says {}, the blob {} is {} bytes",
+                d.size,
+                d.digest,
+                bytes.len()
+            ));
+        }
+        if hex_sha(&bytes) != hex {
+            return Err(format!(
+                "{field}: 'digest' says {}, the blob's SHA-256 is another",
+                d.digest
+            ));
+        }
+        Ok(bytes)
+    }
+
+    fn index(
+        &self,
+        what: String,
+        bytes: Vec<u8>,
+        name: Option<&str>,
+        depth: u32,
+    ) -> Result<Index, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("{what}: indexes nest more than {MAX_DEPTH} deep"));
+        }
+        let doc: IndexDoc = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{what}: not an image index: {e}"))?;
+        let mut entries = Vec::with_capacity(doc.manifests.len());
+        for (i, d) in doc.manifests.into_iter().enumerate() {
+            let field = format!("{what}: manifests[{i}]");
+            let own = d
+                .annotations
+                .get(REF_NAME)
+                .cloned()
+                .unwrap_or_else(|| d.digest.get(..19).unwrap_or(&d.digest).to_string());
+            let shown = match name {
+                Some(n) => format!("{n}@{own}"),
+                None => own,
+            };
+            let blob = self.small_blob(&d, &field)?;
+            let m: ManifestDoc = match serde_json::from_slice(&blob) {
+                Ok(m) => m,
+                Err(_) if !d.media_type.ends_with("+json") => {
+                    entries.push(Entry::Other);
+                    continue;
+                }
+                Err(e) => return Err(format!("{field} ({}): not a manifest: {e}", d.digest)),
+            };
+            if is_index(&d.media_type) || is_index(&m.media_type) || m.manifests.is_some() {
+                let inner = self.index(d.digest.clone(), blob, Some(&shown), depth + 1)?;
+                entries.push(Entry::Index(inner));
+                continue;
+            }
+            let (Some(config), Some(layers)) = (m.config, m.layers) else {
+                entries.push(Entry::Other);
+                continue;
+            };
+            if !is_image_config(&config.media_type) {
+                entries.push(Entry::Other);
+                continue;
+            }
+            let cfield = format!("{} config", d.digest);
+            let config_bytes = self.small_blob(&config, &cfield)?;
+            let c: ConfigDoc = serde_json::from_slice(&config_bytes)
+                .map_err(|e| format!("{cfield} ({}): not an image config: {e}", config.digest))?;
+            if c.rootfs.diff_ids.len() != layers.len() {
+                return Err(format!(
+                    "{cfield} ({}): 'rootfs.diff_ids' lists {} layers, the manifest {}",
+                    config.digest,
+                    c.rootfs.diff_ids.len(),
+                    layers.len()
+                ));
+            }
+            let image = Image {
+                name: shown,
+                field,
+                manifest: blob,
+                config,
+                config_bytes,
+                layers,
+                diff_ids: c.rootfs.diff_ids,
+            };
+            entries.push(Entry::Image(d, Box::new(image)));
+        }
+        Ok(Index {
+            what,
+            bytes,
+            entries,
+        })
+    }
+}
+
+/// The SHA-256 of `bytes`, in hex.
+pub(super) fn hex_sha(bytes: &[u8]) -> String {
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// A JSON file of a layout, within [`MAX_JSON`]; `field` names it in
+/// messages.
+fn read_small(path: &Path, field: &str) -> Result<Vec<u8>, String> {
+    let name = crate::files::shown(path);
+    let meta = std::fs::metadata(path).map_err(|e| {
+        format!(
+            "{field}: cannot open '{name}': {}",
+            crate::files::strerror(&e)
+        )
+    })?;
+    if meta.len() > MAX_JSON {
+        return Err(format!("{field}: '{name}' is over {MAX_JSON} bytes"));
+    }
+    std::fs::read(path).map_err(|e| {
+        format!(
+            "{field}: cannot read '{name}': {}",
+            crate::files::strerror(&e)
+        )
+    })
+}
