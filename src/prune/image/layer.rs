@@ -357,19 +357,30 @@ fn file<R: Read, W: Write>(
     walk.body()
         .read_exact(&mut head)
         .map_err(|e| cx.said(&format!("the data of '{path}' is cut short: {e}")))?;
-    if h.size < MIN_SIZE || !super::super::file::readable(&head) {
+    let readable = match h.size < MIN_SIZE {
+        true => None,
+        false => super::super::file::readable(&head),
+    };
+    let Some(kind) = readable else {
         walk.copy_header(h).map_err(fault)?;
         walk.out()
             .write_all(&head)
             .map_err(|e| fault(Fault::Write(e)))?;
         return walk.pass_body().map_err(fault);
-    }
+    };
     let full = format!("{}!/{path}", cx.name);
     let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
     walk.skip_body().map_err(fault)?;
     let bytes = file.bytes();
     let each = Pruning::member_options(&cx.opts.prune);
-    let p = match Pruning::of(cx.sel, cx.input, &full, bytes, &each, cx.opts.keep_files) {
+    let p = match Pruning::of(
+        cx.sel,
+        cx.input,
+        &full,
+        (bytes, kind),
+        &each,
+        cx.opts.keep_files,
+    ) {
         Ok(p) => p,
         Err(e) if e.refused() && !cx.opts.strict => {
             w.refused.push(e.chain());
