@@ -90,6 +90,21 @@ struct Found {
     kind: Option<object::FileKind>,
 }
 
+/// The entry of an image layout named on the command line, pruned as
+/// one input ([`prune_layout`](super::image::prune_layout)).
+fn layout_entry(path: PathBuf, selection: &Selection, opts: &PathOptions) -> TreeEntry {
+    let outcome = match super::image::prune_layout(selection, opts, &path) {
+        Ok(r) => TreeOutcome::Pruned(Box::new(r)),
+        Err(e) => TreeOutcome::Failed(e),
+    };
+    TreeEntry {
+        path,
+        named: true,
+        outcome,
+        dpkg_package: None,
+    }
+}
+
 /// Prunes every file of `inputs`: a file named as [`prune_path`] does, a
 /// directory every regular file under it (see the module's doc for what
 /// is left as it is: symbolic links, other names of a file, files of no
@@ -191,16 +206,7 @@ pub fn prune_tree(
                 continue;
             }
             Slot::Layout(path) => {
-                let outcome = match super::image::prune_layout(selection, opts, &path) {
-                    Ok(r) => TreeOutcome::Pruned(Box::new(r)),
-                    Err(e) => TreeOutcome::Failed(e),
-                };
-                out.push(TreeEntry {
-                    path,
-                    named: true,
-                    outcome,
-                    dpkg_package: None,
-                });
+                out.push(layout_entry(path, selection, opts));
                 continue;
             }
             Slot::File(f) => f,
