@@ -118,18 +118,8 @@ pub(crate) fn prune_file_as(
         return image_file(p, keep_files);
     }
     let kind = p.report.host;
-    let coff = matches!(
-        kind,
-        Some(object::FileKind::Coff | object::FileKind::CoffBig)
-    );
     let pe = kind.is_some_and(crate::host::pe::is_pe);
-    let host = match elf::peek(data).and_then(|h| h.file_type()) {
-        Some(object::elf::ET_REL) => Host::Relocatable,
-        Some(_) => Host::Linked,
-        None if pe => Host::Linked,
-        None if coff => Host::Relocatable,
-        None => Host::Raw,
-    };
+    let host = host_of(data, kind, pe);
     if host == Host::Relocatable {
         if let Some(o) = super::object::prune(data, &p.report, &p.verdicts, opts)? {
             p.rewritten = o.rewritten;
@@ -175,6 +165,22 @@ pub(crate) fn prune_file_as(
         _ => super::output::cut(len, &mut plan),
     });
     Ok(p)
+}
+
+/// What kind of host `data` (of format `kind`; `pe` when a PE image) is
+/// to prune: a relocatable object, a linked file, or raw containers.
+fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
+    let coff = matches!(
+        kind,
+        Some(object::FileKind::Coff | object::FileKind::CoffBig)
+    );
+    match elf::peek(data).and_then(|h| h.file_type()) {
+        Some(object::elf::ET_REL) => Host::Relocatable,
+        Some(_) => Host::Linked,
+        None if pe => Host::Linked,
+        None if coff => Host::Relocatable,
+        None => Host::Raw,
+    }
 }
 
 /// Whether the file `data` (scanned as `report`, judged by `verdicts`)

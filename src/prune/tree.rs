@@ -90,6 +90,41 @@ struct Found {
     kind: Option<object::FileKind>,
 }
 
+/// What becomes of the file `f` of the walk: pruned (or removed by its
+/// name), or skipped as a member of a thin archive in `members` or as a
+/// file already met (`first`, by device and inode). A named file is
+/// pruned even when it is a thin archive's member, but only once,
+/// whether it was also named, or found in a directory given, before.
+fn file_outcome(
+    f: &Found,
+    members: &HashMap<(u64, u64), PathBuf>,
+    first: &mut HashMap<(u64, u64), PathBuf>,
+    selection: &Selection,
+    opts: &PathOptions,
+) -> TreeOutcome {
+    let id = f.id.filter(|_| !f.named);
+    if let Some(archive) = id.and_then(|id| members.get(&id)).filter(|a| **a != f.path) {
+        return TreeOutcome::Skipped(Skip::ThinMember(archive.clone()));
+    }
+    if let Some(name) = f.id.and_then(|id| first.get(&id)) {
+        return TreeOutcome::Skipped(match *name == f.path {
+            true => Skip::Again,
+            false => Skip::HardLink(name.clone()),
+        });
+    }
+    if let Some(id) = f.id {
+        first.entry(id).or_insert_with(|| f.path.clone());
+    }
+    let done = match by_name(f, selection, opts) {
+        Some(c) => remove_named(&f.path, &c, selection, opts),
+        None => super::path::prune_path_of(&f.path, f.kind, selection, opts),
+    };
+    match done {
+        Ok(r) => TreeOutcome::Pruned(Box::new(r)),
+        Err(e) => TreeOutcome::Failed(e),
+    }
+}
+
 /// The entry of an image layout named on the command line, pruned as
 /// one input ([`prune_layout`](super::image::prune_layout)).
 fn layout_entry(path: PathBuf, selection: &Selection, opts: &PathOptions) -> TreeEntry {
@@ -211,32 +246,7 @@ pub fn prune_tree(
             }
             Slot::File(f) => f,
         };
-        // A named file is pruned even when it is a thin archive's member,
-        // but only once, whether it was also named, or found in a
-        // directory given, before.
-        let id = f.id.filter(|_| !f.named);
-        let member = id.and_then(|id| members.get(&id)).filter(|a| **a != f.path);
-        let twin = f.id.and_then(|id| first.get(&id));
-        let outcome = if let Some(archive) = member {
-            TreeOutcome::Skipped(Skip::ThinMember(archive.clone()))
-        } else if let Some(name) = twin {
-            TreeOutcome::Skipped(match *name == f.path {
-                true => Skip::Again,
-                false => Skip::HardLink(name.clone()),
-            })
-        } else {
-            if let Some(id) = f.id {
-                first.entry(id).or_insert_with(|| f.path.clone());
-            }
-            let done = match by_name(&f, selection, opts) {
-                Some(c) => remove_named(&f.path, &c, selection, opts),
-                None => super::path::prune_path_of(&f.path, f.kind, selection, opts),
-            };
-            match done {
-                Ok(r) => TreeOutcome::Pruned(Box::new(r)),
-                Err(e) => TreeOutcome::Failed(e),
-            }
-        };
+        let outcome = file_outcome(&f, &members, &mut first, selection, opts);
         out.push(TreeEntry {
             path: f.path,
             named: f.named,
