@@ -27,12 +27,12 @@ use md5::Digest as _;
 
 use super::Selection;
 use super::budget::{Budget, inflate};
-use super::output::Output as NewFile;
+use super::member::{Became, Hashing, Member, write_as_it_was, write_pruned};
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
-use crate::files::{COPY_CHUNK, Input, Output, SPOOL_IN_MEMORY, Sink};
+use crate::files::{Input, Output, SPOOL_IN_MEMORY, Sink};
 use crate::host::ar;
 use crate::package::{self, Compression};
 
@@ -326,7 +326,6 @@ fn walk_data<R: std::io::Read, W: Write>(
     rep: &mut PathReport,
 ) -> Result<Walked, PathError> {
     let fault = |f| cx.fault(member, f);
-    let each = Pruning::member_options(&cx.opts.prune);
     let mut w = Walked::default();
     while let Some(h) = walk.next().map_err(fault)? {
         if h.is_hard_link() {
@@ -366,50 +365,19 @@ fn walk_data<R: std::io::Read, W: Write>(
         }
         let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
         walk.skip_body().map_err(fault)?;
-        let bytes = file.bytes();
-        let p = match Pruning::of(
-            cx.sel,
-            cx.input,
-            &full,
-            (bytes, readable.flatten()),
-            &each,
-            cx.opts.keep_files,
-        ) {
-            Ok(p) => p,
-            Err(e) if e.refused() && !cx.opts.strict => {
-                w.refused.push(e.chain());
-                write_as_it_was(walk, &h, &file).map_err(fault)?;
+        let step = Member {
+            keep: cx.conffiles.contains(&h.path).then_some(CONFFILE),
+            ..Member::new(cx.sel, cx.opts, cx.input, &full, &fault)
+        };
+        let found = (&mut w.refused, &mut w.all);
+        let new = match step.prune(walk, &h, (&file, readable.flatten()), found, rep)? {
+            Became::AsItWas => continue,
+            Became::Removed => {
+                w.gone.insert(h.path.clone());
                 continue;
             }
-            Err(e) => return Err(e),
+            Became::Rewritten(new) => new,
         };
-        if p.output.is_some() && h.size_in_pax {
-            let why = "a pax header gives its size, which prune does not rewrite";
-            cx.refuse_member(&mut w, &full, why)?;
-            write_as_it_was(walk, &h, &file).map_err(fault)?;
-            continue;
-        }
-        w.all.add_device(&p);
-        rep.kept.extend(p.kept);
-        rep.dropped.extend(p.dropped);
-        if p.remove.is_some() && cx.conffiles.contains(&h.path) {
-            cx.refuse_member(&mut w, &full, CONFFILE)?;
-            write_as_it_was(walk, &h, &file).map_err(fault)?;
-            continue;
-        }
-        if p.remove.is_some() {
-            rep.removed.push(RemovedFile::whole(full, h.size));
-            rep.freed += h.size;
-            w.gone.insert(h.path.clone());
-            continue;
-        }
-        let Some(new) = p.output else {
-            write_as_it_was(walk, &h, &file).map_err(fault)?;
-            continue;
-        };
-        rep.emptied += p.emptied;
-        rep.containers_rewritten += p.rewritten;
-        rep.freed += p.freed;
         walk.write_header(&h, new.size()).map_err(fault)?;
         let mut hashing = Hashing {
             out: walk.out(),
@@ -511,59 +479,6 @@ fn conffiles(
         }
     }
     Ok(out)
-}
-
-/// Writes the file `h` with its old bytes, `file`, as it was.
-pub(super) fn write_as_it_was<R: std::io::Read, W: Write>(
-    walk: &mut Walk<R, W>,
-    h: &Header,
-    file: &Input,
-) -> Result<(), Fault> {
-    walk.copy_header(h)?;
-    write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
-    walk.pad(h.size)
-}
-
-/// Writes `bytes` (of `file`) to `out` a chunk at a time, giving back the
-/// pages of each once written: a file of a package (spooled into a mapped
-/// temporary file past 64 MiB) can be a GiB, and its pages would
-/// otherwise stay in memory.
-fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::Result<()> {
-    for chunk in bytes.chunks(COPY_CHUNK) {
-        out.write_all(chunk)?;
-        file.release(chunk);
-    }
-    Ok(())
-}
-
-/// Writes the pruned form `new` of `file` to `out`, as
-/// [`NewFile::write_to`] does, giving back the pages it reads.
-pub(super) fn write_pruned(
-    new: &NewFile,
-    file: &Input,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    new.write_with(out, &[file.bytes()], |out, span| {
-        write_released(out, file, span)
-    })
-}
-
-/// A writer that hashes what passes through it (with MD5 for `md5sums`,
-/// SHA-256 for a conda package's `paths.json`).
-pub(super) struct Hashing<'a, W: Write, D> {
-    pub(super) out: &'a mut W,
-    pub(super) digest: D,
-}
-
-impl<W: Write, D: md5::Digest> Write for Hashing<'_, W, D> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.out.write(buf)?;
-        self.digest.update(&buf[..k]);
-        Ok(k)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
 }
 
 /// What `md5sums` is to say of the files of `data.tar` that changed.

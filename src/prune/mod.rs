@@ -78,6 +78,8 @@ mod facts;
 mod file;
 #[cfg(feature = "files")]
 mod image;
+#[cfg(feature = "files")]
+mod member;
 mod model;
 pub(crate) mod object;
 pub(crate) mod output;

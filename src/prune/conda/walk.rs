@@ -10,7 +10,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::budget::inflate;
 use super::super::deb::tar::{Fault, Header, Walk};
-use super::super::deb::{Hashing, write_as_it_was, write_pruned};
+use super::super::member::{Became, Hashing, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathReport, Pruning, RemovedFile};
 use super::cx::{Cx, hex};
 use super::info::{Changed, Finder};
@@ -131,42 +131,15 @@ fn file<R: Read, W: Write>(
     let bytes = file.bytes();
     cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
     let full = format!("{}!/{path}", cx.name);
-    let each = Pruning::member_options(&cx.opts.prune);
-    let p = match Pruning::of(
-        cx.sel,
-        cx.input,
-        &full,
-        (bytes, kind),
-        &each,
-        cx.opts.keep_files,
-    ) {
-        Ok(p) => p,
-        Err(e) if e.refused() && !cx.opts.strict => {
-            w.refused.push(e.chain());
-            return write_as_it_was(walk, h, &file).map_err(fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let found = (&mut w.refused, &mut w.all);
+    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+        Became::AsItWas => return Ok(()),
+        Became::Removed => {
+            w.gone.insert(h.path.clone());
+            return Ok(());
         }
-        Err(e) => return Err(e),
-    };
-    if p.output.is_some() && h.size_in_pax {
-        let why = "a pax header gives its size, which prune does not rewrite";
-        let e = PathError::said(PathErrorKind::Refused, cx.input, &full, why);
-        if cx.opts.strict {
-            return Err(e);
-        }
-        w.refused.push(e.chain());
-        return write_as_it_was(walk, h, &file).map_err(fault);
-    }
-    w.all.add_device(&p);
-    rep.kept.extend(p.kept);
-    rep.dropped.extend(p.dropped);
-    if p.remove.is_some() {
-        rep.removed.push(RemovedFile::whole(full, h.size));
-        rep.freed += h.size;
-        w.gone.insert(h.path.clone());
-        return Ok(());
-    }
-    let Some(new) = p.output else {
-        return write_as_it_was(walk, h, &file).map_err(fault);
+        Became::Rewritten(new) => new,
     };
     if let Some(placeholder) = cx.rows.get(&h.path).and_then(|r| r.placeholder.as_deref()) {
         let mut after = Finder::new(placeholder);
@@ -185,9 +158,6 @@ fn file<R: Read, W: Write>(
             ));
         }
     }
-    rep.emptied += p.emptied;
-    rep.containers_rewritten += p.rewritten;
-    rep.freed += p.freed;
     walk.write_header(h, new.size()).map_err(fault)?;
     let mut hashing = Hashing {
         out: walk.out(),

@@ -21,7 +21,7 @@ use sha2::{Digest as _, Sha256};
 use super::super::Selection;
 use super::super::budget::inflate;
 use super::super::deb::tar::{Fault, Header, Walk};
-use super::super::deb::{write_as_it_was, write_pruned};
+use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::model::{Desc, hex};
 use crate::inputs::image::{Seen, Shadow, normal};
@@ -371,48 +371,17 @@ fn file<R: Read, W: Write>(
     let full = format!("{}!/{path}", cx.name);
     let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
     walk.skip_body().map_err(fault)?;
-    let bytes = file.bytes();
-    let each = Pruning::member_options(&cx.opts.prune);
-    let p = match Pruning::of(
-        cx.sel,
-        cx.input,
-        &full,
-        (bytes, kind),
-        &each,
-        cx.opts.keep_files,
-    ) {
-        Ok(p) => p,
-        Err(e) if e.refused() && !cx.opts.strict => {
-            w.refused.push(e.chain());
-            return write_as_it_was(walk, h, &file).map_err(fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let found = (&mut w.refused, &mut w.all);
+    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+        Became::AsItWas => return Ok(()),
+        Became::Removed => {
+            w.gone.insert(path.to_string());
+            w.changed = true;
+            return Ok(());
         }
-        Err(e) => return Err(e),
+        Became::Rewritten(new) => new,
     };
-    if p.output.is_some() && h.size_in_pax {
-        let why = "a pax header gives its size, which prune does not rewrite";
-        let e = PathError::said(PathErrorKind::Refused, cx.input, &full, why);
-        if cx.opts.strict {
-            return Err(e);
-        }
-        w.refused.push(e.chain());
-        return write_as_it_was(walk, h, &file).map_err(fault);
-    }
-    w.all.add_device(&p);
-    rep.kept.extend(p.kept);
-    rep.dropped.extend(p.dropped);
-    if p.remove.is_some() {
-        rep.removed.push(RemovedFile::whole(full, h.size));
-        rep.freed += h.size;
-        w.gone.insert(path.to_string());
-        w.changed = true;
-        return Ok(());
-    }
-    let Some(new) = p.output else {
-        return write_as_it_was(walk, h, &file).map_err(fault);
-    };
-    rep.emptied += p.emptied;
-    rep.containers_rewritten += p.rewritten;
-    rep.freed += p.freed;
     w.changed = true;
     walk.write_header(h, new.size()).map_err(fault)?;
     write_pruned(&new, &file, walk.out()).map_err(|e| fault(Fault::Write(e)))?;

@@ -1,0 +1,197 @@
+//! One regular file of a package's tar, read whole, as the tar walks of
+//! `.deb`s ([`super::deb`]), conda packages and image layers all treat
+//! it: pruned as if named alone, then written as it was, left out, or
+//! handed back in its pruned form for the walk to write (each format
+//! hashes the new bytes its own way); and the writers those walks share.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use object::FileKind;
+
+use super::Selection;
+use super::deb::tar::{Fault, Header, Walk};
+use super::output::Output as NewFile;
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
+use crate::files::{COPY_CHUNK, Input};
+
+/// Why a file whose size a pax header gives stays as it was.
+const PAX: &str = "a pax header gives its size, which prune does not rewrite";
+
+/// What pruning one file of a package's tar works with.
+pub(super) struct Member<'a> {
+    pub(super) sel: &'a Selection,
+    pub(super) opts: &'a PathOptions,
+    /// The package.
+    pub(super) input: &'a Path,
+    /// The file's name in messages and the report (`PACKAGE!/PATH`).
+    pub(super) full: &'a str,
+    /// Why the file may not be removed, where it may not (a `.deb`'s
+    /// conffile): a removal is then refused, as any refusal is.
+    pub(super) keep: Option<&'static str>,
+    /// The error for a fault of the walk.
+    pub(super) fault: &'a dyn Fn(Fault) -> PathError,
+}
+
+/// What became of a file of the tar.
+pub(super) enum Became {
+    /// Written as it was: nothing of it changes, or prune refused it (the
+    /// refusal noted).
+    AsItWas,
+    /// Left out (device code alone that the rules drop all of), reported
+    /// removed: its path is the walk's to note as gone.
+    Removed,
+    /// Its pruned form, counted in the report, for the walk to write with
+    /// the header of its new size.
+    Rewritten(NewFile),
+}
+
+impl<'a> Member<'a> {
+    /// The file `full` of the package `input`, pruned by `sel` and
+    /// `opts`, the walk's faults made errors by `fault`; removed where the
+    /// rules say.
+    pub(super) fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        full: &'a str,
+        fault: &'a dyn Fn(Fault) -> PathError,
+    ) -> Member<'a> {
+        Member {
+            sel,
+            opts,
+            input,
+            full,
+            keep: None,
+            fault,
+        }
+    }
+
+    /// Prunes the file `h`, its bytes `file` (of the format `kind`, where
+    /// it was read) and its body passed: a refusal, unless
+    /// [`PathOptions::strict`] makes it the error, goes into `refused`,
+    /// its device code into `all`, what was kept, dropped, removed and
+    /// freed into `rep`.
+    pub(super) fn prune<R: Read, W: Write>(
+        &self,
+        walk: &mut Walk<R, W>,
+        h: &Header,
+        (file, kind): (&Input, Option<FileKind>),
+        (refused, all): (&mut Vec<String>, &mut Pruning),
+        rep: &mut PathReport,
+    ) -> Result<Became, PathError> {
+        let each = Pruning::member_options(&self.opts.prune);
+        let keep_files = self.opts.keep_files;
+        let p = match Pruning::of(
+            self.sel,
+            self.input,
+            self.full,
+            (file.bytes(), kind),
+            &each,
+            keep_files,
+        ) {
+            Ok(p) => p,
+            Err(e) => return self.as_it_was(e, walk, h, file, refused),
+        };
+        if p.output.is_some() && h.size_in_pax {
+            return self.as_it_was(self.refusal(PAX), walk, h, file, refused);
+        }
+        all.add_device(&p);
+        rep.kept.extend(p.kept);
+        rep.dropped.extend(p.dropped);
+        if p.remove.is_some() {
+            if let Some(why) = self.keep {
+                return self.as_it_was(self.refusal(why), walk, h, file, refused);
+            }
+            rep.removed
+                .push(RemovedFile::whole(self.full.to_owned(), h.size));
+            rep.freed += h.size;
+            return Ok(Became::Removed);
+        }
+        let Some(new) = p.output else {
+            write_as_it_was(walk, h, file).map_err(self.fault)?;
+            return Ok(Became::AsItWas);
+        };
+        rep.emptied += p.emptied;
+        rep.containers_rewritten += p.rewritten;
+        rep.freed += p.freed;
+        Ok(Became::Rewritten(new))
+    }
+
+    /// The refusal of the file, for `why`.
+    fn refusal(&self, why: &str) -> PathError {
+        PathError::said(PathErrorKind::Refused, self.input, self.full, why)
+    }
+
+    /// With `e` met: a refusal, unless [`PathOptions::strict`], is noted
+    /// in `refused` and the file written as it was; anything else is the
+    /// error.
+    fn as_it_was<R: Read, W: Write>(
+        &self,
+        e: PathError,
+        walk: &mut Walk<R, W>,
+        h: &Header,
+        file: &Input,
+        refused: &mut Vec<String>,
+    ) -> Result<Became, PathError> {
+        if !e.refused() || self.opts.strict {
+            return Err(e);
+        }
+        refused.push(e.chain());
+        write_as_it_was(walk, h, file).map_err(self.fault)?;
+        Ok(Became::AsItWas)
+    }
+}
+
+/// Writes the file `h` with its old bytes, `file`, as it was.
+pub(super) fn write_as_it_was<R: Read, W: Write>(
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    file: &Input,
+) -> Result<(), Fault> {
+    walk.copy_header(h)?;
+    write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
+    walk.pad(h.size)
+}
+
+/// Writes `bytes` (of `file`) to `out` a chunk at a time, giving back the
+/// pages of each once written: a file of a package (spooled into a mapped
+/// temporary file past 64 MiB) can be a GiB, and its pages would
+/// otherwise stay in memory.
+fn write_released(out: &mut dyn Write, file: &Input, bytes: &[u8]) -> std::io::Result<()> {
+    for chunk in bytes.chunks(COPY_CHUNK) {
+        out.write_all(chunk)?;
+        file.release(chunk);
+    }
+    Ok(())
+}
+
+/// Writes the pruned form `new` of `file` to `out`, as
+/// [`NewFile::write_to`] does, giving back the pages it reads.
+pub(super) fn write_pruned(
+    new: &NewFile,
+    file: &Input,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    new.write_with(out, &[file.bytes()], |out, span| {
+        write_released(out, file, span)
+    })
+}
+
+/// A writer that hashes what passes through it (with MD5 for `md5sums`,
+/// SHA-256 for a conda package's `paths.json`).
+pub(super) struct Hashing<'a, W: Write, D> {
+    pub(super) out: &'a mut W,
+    pub(super) digest: D,
+}
+
+impl<W: Write, D: md5::Digest> Write for Hashing<'_, W, D> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.digest.update(&buf[..k]);
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
