@@ -192,7 +192,27 @@ fn docker_archive(d: &Path, want: &[u8]) -> Result<(), Failed> {
         "the archive pruned in place and into a new file",
         std::fs::read(d.join("w.tar"))?,
         std::fs::read(d.join("p.tar"))?,
-    )
+    )?;
+    docker_25(d)
+}
+
+/// Docker 25 and later save an OCI layout beside `manifest.json`: its
+/// index would name the old digests, so such an archive that would
+/// change is refused by name (exit 2), nothing written.
+fn docker_25(d: &Path) -> Result<(), Failed> {
+    std::fs::copy(d.join("d.tar"), d.join("d25.tar"))?;
+    std::fs::write(d.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    std::fs::write(d.join("index.json"), br#"{"schemaVersion":2,"manifests":[]}"#)?;
+    let tar = Path::new("/usr/bin/tar");
+    run(tar, &["-rf", "d25.tar", "oci-layout", "index.json"], d).ok()?;
+    let r = run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p25.tar", "d25.tar"], d);
+    if r.code != 2 || !r.stderr.contains("d25.tar") || !r.stderr.contains("OCI image index") {
+        return Err(format!("a Docker 25 archive: exit {}, {}", r.code, r.stderr).into());
+    }
+    if d.join("p25.tar").exists() {
+        return Err("a refused Docker 25 archive left an output".into());
+    }
+    Ok(())
 }
 
 /// The layout `dir` unpacks to the old root: each library `k`.

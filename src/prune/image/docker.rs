@@ -13,7 +13,9 @@
 //!
 //! A layer two images share is rewritten only when both see it change
 //! alike; otherwise the archive is refused (the images would need
-//! different copies of one member).
+//! different copies of one member). An archive that also holds an OCI
+//! layout (`index.json`, `oci-layout`: Docker 25 and later write both) is
+//! refused when it would change, its index not being rewritten.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
@@ -36,6 +38,14 @@ use crate::package::{self, Compression, Kind};
 
 /// How many symbolic links are followed to a member.
 const MAX_LINKS: usize = 8;
+
+/// Why an archive that also holds an OCI layout is refused when it
+/// would change.
+const OCI_INSIDE: &str = "it also holds an OCI image index (index.json, as Docker 25 and \
+                          later write), whose manifests name the old layers by digest, and \
+                          prune does not rewrite an index inside an archive: copy the image to \
+                          a layout (skopeo copy docker-archive:FILE oci:DIR:TAG) and prune the \
+                          layout";
 
 /// One member of the archive, by its path.
 struct Member {
@@ -277,6 +287,14 @@ impl<'a> Run<'a> {
                 let at = [Step::At(i), Step::Key("Layers"), Step::At(j)];
                 self.rename_in_manifest(&at, path)?;
             }
+        }
+        if !new_diffs.is_empty() && self.members.0.contains_key("index.json") {
+            return Err(PathError::said(
+                PathErrorKind::Refused,
+                self.input,
+                &name,
+                OCI_INSIDE,
+            ));
         }
         if new_diffs.is_empty() || self.out.is_none() {
             return Ok(());
