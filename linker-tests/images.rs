@@ -185,22 +185,26 @@ fn lying_diff_ids(d: &Path) -> Result<(), Failed> {
 
 /// A tar of `entries` (path, bytes), gzipped.
 fn layer(entries: &[(&str, &[u8])]) -> Result<Vec<u8>, Failed> {
+    gzip_tar(entries).map(|(gz, _)| gz)
+}
+
+/// A gzipped tar of `entries` (path, bytes), names written as they are
+/// (`..` included: `append_data` would refuse it); with the tar.
+pub(crate) fn gzip_tar(entries: &[(&str, &[u8])]) -> Result<(Vec<u8>, Vec<u8>), Failed> {
     let mut b = tar::Builder::new(Vec::new());
     for (path, data) in entries {
         let mut h = tar::Header::new_gnu();
         h.set_size(data.len() as u64);
         h.set_mode(0o644);
         h.set_entry_type(tar::EntryType::Regular);
-        // `append_data` refuses `..`: the name is written as it is.
-        let name = &mut h.as_old_mut().name;
-        name[..path.len()].copy_from_slice(path.as_bytes());
+        h.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
         h.set_cksum();
         b.append(&h, *data)?;
     }
     let tar = b.into_inner()?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     std::io::Write::write_all(&mut gz, &tar)?;
-    Ok(gz.finish()?)
+    Ok((gz.finish()?, tar))
 }
 
 /// A gzipped tar of one file at `path`, the path given by a GNU long
@@ -229,12 +233,13 @@ fn long_named_layer(form: &str, path: &str, data: &[u8]) -> Result<Vec<u8>, Fail
     Ok(gz.finish()?)
 }
 
-fn digest(bytes: &[u8]) -> String {
+/// `sha256:HEX` of `bytes`.
+pub(crate) fn digest(bytes: &[u8]) -> String {
     format!("sha256:{:x}", sha2::Sha256::digest(bytes))
 }
 
-/// Writes a blob; its descriptor.
-fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, Failed> {
+/// Writes a blob of `bytes` in the layout `dir`; its descriptor.
+pub(crate) fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, Failed> {
     let dg = digest(bytes);
     std::fs::write(dir.join("blobs/sha256").join(&dg[7..]), bytes)?;
     Ok(json!({"mediaType": media_type, "digest": dg, "size": bytes.len()}))

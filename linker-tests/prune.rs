@@ -576,3 +576,22 @@ fn refusals_and_in_place(d: &Path) -> Result<(), Failed> {
     }
     Ok(())
 }
+
+/// After a killed `--in-place` run at `at`: each `.offload-kit-*`
+/// temporary file left in `dir` must be a whole copy of the old package
+/// or the new one (by MD5, `old` and `new`), never a partial file; they
+/// are removed.
+pub(crate) fn temporaries_whole(dir: &Path, at: &str, old: &str, new: &str) -> Result<(), Failed> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if !e.file_name().to_string_lossy().starts_with(".offload-kit-") {
+            continue;
+        }
+        let h = md5_hex(&std::fs::read(e.path())?);
+        if h != old && h != new {
+            return Err(format!("{at}: {:?} is a partial file", e.file_name()).into());
+        }
+        std::fs::remove_file(e.path())?;
+    }
+    Ok(())
+}

@@ -346,17 +346,7 @@ fn killed() -> Result<(), Failed> {
                 h if h == new => news += 1,
                 _ => return Err(format!("{at}: {work} is neither the old nor the new package").into()),
             }
-            for e in std::fs::read_dir(d)? {
-                let e = e?;
-                if !e.file_name().to_string_lossy().starts_with(".offload-kit-") {
-                    continue;
-                }
-                let h = md5_hex(&std::fs::read(e.path())?);
-                if h != old && h != new {
-                    return Err(format!("{at}: {:?} is a partial file", e.file_name()).into());
-                }
-                std::fs::remove_file(e.path())?;
-            }
+            super::temporaries_whole(d, &at, &old, &new)?;
             same(&format!("{at}: the files beside it"), names(d)?, before.clone())?;
         }
         if olds == 0 || news == 0 {

@@ -321,17 +321,7 @@ fn killed() -> Result<(), Failed> {
                 );
             }
         }
-        for e in std::fs::read_dir(d)? {
-            let e = e?;
-            if !e.file_name().to_string_lossy().starts_with(".offload-kit-") {
-                continue;
-            }
-            let h = md5_hex(&std::fs::read(e.path())?);
-            if h != old && h != new {
-                return Err(format!("{at}: {:?} is a partial file", e.file_name()).into());
-            }
-            std::fs::remove_file(e.path())?;
-        }
+        super::temporaries_whole(d, &at, &old, &new)?;
     }
     if olds == 0 || news == 0 {
         return Err(format!("{olds} old and {news} new packages in 20 kills: no spread").into());

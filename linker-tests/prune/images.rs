@@ -16,10 +16,10 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use serde_json::{Value, json};
-use sha2::Digest as _;
+use serde_json::json;
 
 use super::tree::bundle;
+use crate::images::{blob, digest, gzip_tar};
 use crate::util::{files, ours, run, same, tempdir, trial};
 
 pub fn tests() -> Vec<Trial> {
@@ -337,36 +337,6 @@ fn hostile() -> Result<(), Failed> {
     layout(&d.join("good"), std::slice::from_ref(&good))?;
     run(&ours(), &["prune", "--keep", "gfx90a", "-o", "out", "good"], d).ok()?;
     Ok(())
-}
-
-/// A gzipped tar of `entries` (path, bytes), names written as they are
-/// (`..` included); with the tar.
-fn gzip_tar(entries: &[(&str, &[u8])]) -> Result<(Vec<u8>, Vec<u8>), Failed> {
-    let mut b = tar::Builder::new(Vec::new());
-    for (path, data) in entries {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(data.len() as u64);
-        h.set_mode(0o644);
-        h.set_entry_type(tar::EntryType::Regular);
-        h.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
-        h.set_cksum();
-        b.append(&h, *data)?;
-    }
-    let tar = b.into_inner()?;
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &tar)?;
-    Ok((gz.finish()?, tar))
-}
-
-fn digest(bytes: &[u8]) -> String {
-    format!("sha256:{:x}", sha2::Sha256::digest(bytes))
-}
-
-/// Writes a blob of `bytes` in the layout `dir`; its descriptor.
-fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, Failed> {
-    let dg = digest(bytes);
-    std::fs::write(dir.join("blobs/sha256").join(&dg[7..]), bytes)?;
-    Ok(json!({"mediaType": media_type, "digest": dg, "size": bytes.len()}))
 }
 
 /// An OCI layout at `dir` of one image (`dir:t`) whose layers are
