@@ -5,12 +5,17 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-/// The LLVM tool names this binary answers to.
+/// The tool names this binary answers to: LLVM's, then NVIDIA's and AMD's.
 pub const TOOLS: &[&str] = &[
     "llvm-offload-binary",
     "clang-offload-packager",
     "clang-offload-bundler",
     "clang-linker-wrapper",
+    "cuobjdump",
+    "nvprune",
+    "roc-obj-ls",
+    "roc-obj-extract",
+    "roc-obj",
 ];
 
 /// Make links named after the LLVM tools this binary replaces.

@@ -3,8 +3,9 @@
 //! The binary is multi-call: run as `llvm-offload-binary`,
 //! `clang-offload-packager`, `clang-offload-bundler` or
 //! `clang-linker-wrapper` (a link or a copy under that name, optionally
-//! with a version suffix such as `-22`), it is that LLVM 22 tool; otherwise it
-//! is `offload-kit` with its own subcommands.
+//! with a version suffix such as `-22`), it is that LLVM 22 tool; as
+//! `cuobjdump`, `nvprune`, `roc-obj-ls`, `roc-obj-extract` or `roc-obj`, it is
+//! that vendor tool; otherwise it is `offload-kit` with its own subcommands.
 
 mod bundle;
 mod check;
@@ -60,6 +61,11 @@ pub fn main() -> ExitCode {
         }
         Some("clang-offload-bundler") => compat::bundler::main(&argv0, &args[1..]),
         Some("clang-linker-wrapper") => compat::linker_wrapper::main(&argv0, &args[1..]),
+        Some("cuobjdump") => compat::cuobjdump::main(&argv0, &args[1..]),
+        Some("nvprune") => compat::nvprune::main(&argv0, &args[1..]),
+        Some("roc-obj-ls") => compat::roc_obj::ls_main(&argv0, &args[1..]),
+        Some("roc-obj-extract") => compat::roc_obj::extract_main(&argv0, &args[1..]),
+        Some("roc-obj") => compat::roc_obj::obj_main(&argv0, &args[1..]),
         // The native commands take their arguments as bytes: a path
         // that is not UTF-8 is opened as it is.
         _ => native(std::env::args_os().collect()),
@@ -169,5 +175,10 @@ mod tests {
             compat_tool("/b/clang-linker-wrapper"),
             Some("clang-linker-wrapper")
         );
+        assert_eq!(compat_tool("C:\\cuda\\cuobjdump.exe"), Some("cuobjdump"));
+        assert_eq!(compat_tool("/opt/rocm/bin/roc-obj-ls"), Some("roc-obj-ls"));
+        assert_eq!(compat_tool("roc-obj-extract"), Some("roc-obj-extract"));
+        assert_eq!(compat_tool("roc-obj"), Some("roc-obj"));
+        assert_eq!(compat_tool("nvprune"), Some("nvprune"));
     }
 }

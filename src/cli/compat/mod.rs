@@ -1,5 +1,8 @@
 //! Drop-in front ends: offload-kit run under an LLVM tool's name behaves as
-//! that LLVM 22 tool, with its options, outputs, messages and exit codes.
+//! that LLVM 22 tool, with its options, outputs, messages and exit codes;
+//! under NVIDIA's (`cuobjdump`, `nvprune`) or AMD's (`roc-obj-ls`,
+//! `roc-obj-extract`, `roc-obj`) names, as that vendor tool, each with its
+//! own option parser (the LLVM ones share `llvm_cl`).
 //!
 //! Errors print LLVM 22's line for the same case first, character for
 //! character; what offload-kit knows more (the file LLVM leaves unnamed, the
@@ -9,8 +12,11 @@
 //! file errors) and the fault.
 
 pub mod bundler;
+pub mod cuobjdump;
 pub mod linker_wrapper;
+pub mod nvprune;
 pub mod packager;
+pub mod roc_obj;
 
 /// A failure of a drop-in tool: LLVM's message, printed as
 /// `<argv0>: error: <llvm>`, and what we know more, printed after it as
