@@ -89,7 +89,7 @@ fn print_bundle(
         let width = l.id.len();
         out.resize(out.len() + 40usize.saturating_sub(width), b' ');
         out.extend_from_slice(format!("{:>35}", "file://").as_bytes());
-        out.extend_from_slice(l.uri["file://".len()..].as_bytes());
+        out.extend_from_slice(&l.uri.as_bytes()["file://".len()..]);
         out.push(b'\n');
     }
     if verbose && complete {
@@ -223,8 +223,7 @@ impl<'d> Cursor<'d> {
 
     fn qword(&mut self) -> Result<u64, Die> {
         self.take(8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
+            .and_then(|b| crate::bytes::le_at::<u64>(b, 0))
             .ok_or_else(|| Die::new("Error: Failed to read 8 bytes\n", 255))
     }
 }

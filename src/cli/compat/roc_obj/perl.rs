@@ -185,16 +185,15 @@ pub(super) fn perl_num(s: &str) -> f64 {
     if b.get(end) == Some(&b'.') {
         end = digits(end + 1);
     }
-    if end > 1 || (end == 1 && b[0].is_ascii_digit()) {
-        if matches!(b.get(end), Some(b'e' | b'E')) {
-            let mut e = end + 1;
-            if matches!(b.get(e), Some(b'+' | b'-')) {
-                e += 1;
-            }
-            let e_end = digits(e);
-            if e_end > e {
-                end = e_end;
-            }
+    let has_digits = end > 1 || (end == 1 && b[0].is_ascii_digit());
+    if has_digits && matches!(b.get(end), Some(b'e' | b'E')) {
+        let mut e = end + 1;
+        if matches!(b.get(e), Some(b'+' | b'-')) {
+            e += 1;
+        }
+        let e_end = digits(e);
+        if e_end > e {
+            end = e_end;
         }
     }
     t[..end].parse().unwrap_or(0.0)
