@@ -51,7 +51,7 @@ fn extended_regular_expressions() {
     assert!(!m("^gfx9", "hipv4-amdgcn-amd-amdhsa--gfx90a"));
     assert!(m("gfx(90a|1100)$", "hipv4-amdgcn-amd-amdhsa--gfx1100"));
     assert!(m("xnack-", "hip-amdgcn-amd-amdhsa--gfx90a:xnack-"));
-    assert!(m("gfx[0-9]{3}a", "gfx90a gfx908"));
+    assert!(m("gfx[0-9]{2}a", "gfx90a gfx908"));
     assert!(!m("gfx[0-9]{4}$", "gfx90a"));
     assert!(m("a+b*c?$", "xaa"));
     assert!(m("[[:digit:]]+a", "gfx90a"));
@@ -67,6 +67,6 @@ fn canonpath_as_file_spec() {
     let c = extract::test_canonpath;
     assert_eq!(c("./out//a/./b/"), "out/a/b");
     assert_eq!(c("/../x"), "/x");
-    assert_eq!(c("./"), "./");
+    assert_eq!(c("./"), ".");
     assert_eq!(c("/"), "/");
 }
