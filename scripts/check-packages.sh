@@ -43,6 +43,7 @@ SYSROOT_ARM64=/opt/offload-kit/sysroot-arm64
 CUDA_TOOLS=/opt/offload-kit/cuda-tools
 WHEEL_TOOLS=/opt/offload-kit/maturin
 CONDA_TOOLS=/opt/offload-kit/conda-tools
+ROC_OBJ=/opt/offload-kit/roc-obj
 fail=0
 checked=0
 while read -r tool; do
@@ -79,6 +80,12 @@ while read -r tool; do
   fi
   # So are cph and py-rattler (scripts/conda-tools.sh, which setup.sh runs).
   if [[ $path == "$CONDA_TOOLS"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # So are AMD's roc-obj scripts (scripts/roc-obj-tools.sh unpacks them
+  # from hipcc's .deb without installing it).
+  if [[ $path == "$ROC_OBJ"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

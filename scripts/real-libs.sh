@@ -48,6 +48,8 @@
 #     each of 13 AMD GPUs, and 18 files of one GPU's code each, the
 #     Tensile kernels `Kernels.so-000-<arch>.hsaco` and
 #     `TensileLibrary_<arch>.co`).
+# With --rocsparse, only librocsparse0 (as with --bench below), whose
+# listing linker-tests/roc_obj.rs compares with AMD's roc-obj-ls.
 # With --bench, also the two large ones scripts/bench.sh's real_libs group
 # times (its step downloads them):
 #   - librocsparse0 5.3.0+dfsg-2 from Debian bookworm (94 MB .deb whose
@@ -57,7 +59,7 @@
 # Nothing is installed. A download that fails or does not match its hash is
 # an error (exit 1), and nothing of it is kept.
 #
-#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows | --prune | --rocblas] [DIR]
+#   bash scripts/real-libs.sh [--bench | --onnxruntime | --windows | --prune | --rocblas | --rocsparse] [DIR]
 #                         # DIR: default $OFFLOAD_KIT_CACHE/real-libs,
 #                         # else /var/cache/offload-kit/real-libs
 set -euo pipefail
@@ -67,12 +69,14 @@ ORT=0
 WINDOWS=0
 PRUNE=0
 ROCBLAS=0
+ROCSPARSE=0
 case "${1:-}" in
   --bench) BENCH=1; shift ;;
   --prune) PRUNE=1; shift ;;
   --windows) WINDOWS=1; shift ;;
   --onnxruntime) ORT=1; shift ;;
   --rocblas) ROCBLAS=1; shift ;;
+  --rocsparse) ROCSPARSE=1; shift ;;
 esac
 DIR=${1:-${OFFLOAD_KIT_CACHE:-/var/cache/offload-kit}/real-libs}
 # file|sha256|how[|platform]: a deb.debian.org pool path, or
@@ -114,9 +118,13 @@ if [ "$ROCBLAS" = 1 ]; then
     "librocblas0_5.5.1+dfsg-7_amd64.deb|951dfa1a46ee275dace455f396640cfc63a47927455a0903b73c4e50030574c1|pool/main/r/rocblas/librocblas0_5.5.1+dfsg-7_amd64.deb"
   )
 fi
+ROCSPARSE_DEB="librocsparse0_5.3.0+dfsg-2_amd64.deb|688878bb8cb9ec7970e7b632828d91336a6819860fb0c306372eb6a7199b3b8e|pool/main/r/rocsparse/librocsparse0_5.3.0+dfsg-2_amd64.deb"
+if [ "$ROCSPARSE" = 1 ]; then
+  FILES=("$ROCSPARSE_DEB")
+fi
 if [ "$BENCH" = 1 ]; then
   FILES+=(
-    "librocsparse0_5.3.0+dfsg-2_amd64.deb|688878bb8cb9ec7970e7b632828d91336a6819860fb0c306372eb6a7199b3b8e|pool/main/r/rocsparse/librocsparse0_5.3.0+dfsg-2_amd64.deb"
+    "$ROCSPARSE_DEB"
     "nvidia_cusparse_cu12-12.5.10.65-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl|73060ce019ac064a057267c585bf1fd5a353734151f87472ff02b2c5c9984e78|pip:nvidia-cusparse-cu12==12.5.10.65"
   )
 fi

@@ -22,6 +22,11 @@ PKGS+=(zip tar gzip xz-utils zstd bzip2 cpio dpkg)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)
+# AMD's roc-obj-ls, roc-obj-extract and roc-obj (Perl, from hipcc 5.2.3,
+# unpacked by scripts/roc-obj-tools.sh) need File::Which, URI::Encode and
+# GNU objdump (binutils, above) and dd; roc-obj (bash) runs util-linux's
+# getopt and awk (linker-tests/roc_obj.rs).
+PKGS+=(libfile-which-perl liburi-encode-perl perl util-linux mawk)
 # eu-elflint checks the files prune shrinks (linker-tests/prune/shrink.rs).
 PKGS+=(elfutils)
 # Wine loads the Windows DLLs prune shrinks (linker-tests/windows_libs.rs).
@@ -55,6 +60,10 @@ if [ "${1:-}" = "--check" ]; then
   fi
   if [ ! -e /opt/offload-kit/cuda-tools/.complete ]; then
     echo "setup: NVIDIA's CUDA tools (scripts/cuda-tools.sh) are missing" >&2
+    exit 1
+  fi
+  if [ ! -e /opt/offload-kit/roc-obj/.complete ]; then
+    echo "setup: AMD's roc-obj scripts (scripts/roc-obj-tools.sh) are missing" >&2
     exit 1
   fi
   if [ ! -e /opt/offload-kit/maturin/.complete ]; then
@@ -92,6 +101,10 @@ bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg (from PyPI wheels,
 # unpacked, not installed), for the tests of compressed CUDA fatbin entries.
 bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
+# AMD's roc-obj-ls, roc-obj-extract and roc-obj (bookworm's hipcc 5.2.3,
+# downloaded and unpacked, not installed), the references of the drop-ins
+# under those names.
+bash "$(dirname "${BASH_SOURCE[0]}")/roc-obj-tools.sh"
 # maturin and auditwheel (pinned, from PyPI, in their own venv), which
 # build and check the wheel (scripts/wheel.sh; scripts/test.sh installs it).
 bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
