@@ -4,7 +4,8 @@
 # library, the linkers the wrapper tests use, and qemu-user with the cross C
 # libraries and binutils of the other host CPUs the wrapper writes for, and
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
-# wheels (scripts/cuda-tools.sh), maturin and auditwheel from PyPI in a venv
+# wheels (scripts/cuda-tools.sh), NVIDIA's nvprune 11.8 unpacked from Debian
+# bookworm's non-free nvidia-cuda-toolkit (scripts/nvprune-tool.sh), maturin and auditwheel from PyPI in a venv
 # of their own (scripts/wheel-tools.sh), conda-package-handling and py-rattler
 # from PyPI in another (scripts/conda-tools.sh), and Rust's aarch64 target for the
 # cross-built wheel (scripts/wheel.sh). Run as root (CI is), or with the
@@ -57,6 +58,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: NVIDIA's CUDA tools (scripts/cuda-tools.sh) are missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/nvprune/.complete ]; then
+    echo "setup: NVIDIA's nvprune (scripts/nvprune-tool.sh) is missing" >&2
+    exit 1
+  fi
   if [ ! -e /opt/offload-kit/maturin/.complete ]; then
     echo "setup: maturin and auditwheel (scripts/wheel-tools.sh) are missing" >&2
     exit 1
@@ -92,6 +97,10 @@ bash "$(dirname "${BASH_SOURCE[0]}")/arm64-sysroot.sh"
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg (from PyPI wheels,
 # unpacked, not installed), for the tests of compressed CUDA fatbin entries.
 bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
+# NVIDIA's nvprune (Debian bookworm's non-free nvidia-cuda-toolkit,
+# downloaded through a private apt configuration and only nvprune unpacked,
+# not installed), the reference of the nvprune drop-in's tests.
+bash "$(dirname "${BASH_SOURCE[0]}")/nvprune-tool.sh"
 # maturin and auditwheel (pinned, from PyPI, in their own venv), which
 # build and check the wheel (scripts/wheel.sh; scripts/test.sh installs it).
 bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
