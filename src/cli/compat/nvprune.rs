@@ -23,7 +23,7 @@ use crate::targets;
 
 mod cl;
 
-use cl::{Code, Parsed};
+use cl::{Code, Parsed, fatal, warning};
 
 /// Runs `nvprune` with `args` (the arguments after the program name).
 /// Its messages start with the program's name, as nvprune's do.
@@ -37,17 +37,6 @@ pub fn main(argv0: &str, args: &[String]) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fatal(prog, &message),
     }
-}
-
-/// Prints `nvprune fatal   : MESSAGE` and gives exit code 1.
-fn fatal(prog: &str, message: &str) -> ExitCode {
-    eprintln!("{prog} fatal   : {message}");
-    ExitCode::FAILURE
-}
-
-/// Prints `nvprune warning : MESSAGE`.
-fn warning(prog: &str, message: &str) {
-    eprintln!("{prog} warning : {message}");
 }
 
 /// How nvprune would treat a file, by its first bytes.
@@ -80,12 +69,8 @@ fn form_of(input: &Path, shown: &str) -> Result<Form, String> {
         return Ok(Form::Archive);
     }
     // e_type, in the byte order e_ident[EI_DATA] gives (2: big-endian).
-    let e_type = match (head.get(5), head.get(16..18)) {
-        (Some(2), Some(t)) => u16::from_be_bytes([t[0], t[1]]),
-        (_, Some(t)) => u16::from_le_bytes([t[0], t[1]]),
-        _ => 0,
-    };
-    if head.starts_with(b"\x7fELF") && e_type == 1 {
+    let e_type = crate::bytes::at_in_order::<u16>(&head, 16, head.get(5) == Some(&2));
+    if head.starts_with(b"\x7fELF") && e_type == Some(1) {
         return Ok(Form::Object);
     }
     Ok(Form::Other)

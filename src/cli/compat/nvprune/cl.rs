@@ -9,7 +9,16 @@
 
 use std::process::ExitCode;
 
-use super::{fatal, warning};
+/// Prints `nvprune fatal   : MESSAGE` and gives exit code 1.
+pub(super) fn fatal(prog: &str, message: &str) -> ExitCode {
+    eprintln!("{prog} fatal   : {message}");
+    ExitCode::FAILURE
+}
+
+/// Prints `nvprune warning : MESSAGE`.
+pub(super) fn warning(prog: &str, message: &str) {
+    eprintln!("{prog} warning : {message}");
+}
 
 /// One code nvprune keeps: a cubin for an SM (`sm_80`), or the PTX of a
 /// virtual arch (`compute_80`, and `lto_80`, which keeps the same),
