@@ -64,6 +64,7 @@ test_files! {
     bare,
     per_gpu_gate,
     roc_obj,
+    nvprune,
 }
 
 fn main() {

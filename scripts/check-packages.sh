@@ -41,6 +41,7 @@ owner() {
 
 SYSROOT_ARM64=/opt/offload-kit/sysroot-arm64
 CUDA_TOOLS=/opt/offload-kit/cuda-tools
+NVPRUNE_TOOL=/opt/offload-kit/nvprune
 WHEEL_TOOLS=/opt/offload-kit/maturin
 CONDA_TOOLS=/opt/offload-kit/conda-tools
 ROC_OBJ=/opt/offload-kit/roc-obj
@@ -69,6 +70,13 @@ while read -r tool; do
   # NVIDIA's CUDA tools come from PyPI wheels (scripts/cuda-tools.sh, which
   # setup.sh runs): no Debian package has them.
   if [[ $path == "$CUDA_TOOLS"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # nvprune is unpacked from a Debian package that is downloaded, not
+  # installed (scripts/nvprune-tool.sh, which setup.sh runs): dpkg knows
+  # no owner for it.
+  if [[ $path == "$NVPRUNE_TOOL"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

@@ -4,7 +4,8 @@
 # library, the linkers the wrapper tests use, and qemu-user with the cross C
 # libraries and binutils of the other host CPUs the wrapper writes for, and
 # NVIDIA's ptxas, fatbinary, cuobjdump and libnvjpeg unpacked from their PyPI
-# wheels (scripts/cuda-tools.sh), maturin and auditwheel from PyPI in a venv
+# wheels (scripts/cuda-tools.sh), NVIDIA's nvprune 11.8 unpacked from Debian
+# bookworm's non-free nvidia-cuda-toolkit (scripts/nvprune-tool.sh), maturin and auditwheel from PyPI in a venv
 # of their own (scripts/wheel-tools.sh), conda-package-handling and py-rattler
 # from PyPI in another (scripts/conda-tools.sh), and Rust's aarch64 target for the
 # cross-built wheel (scripts/wheel.sh). Run as root (CI is), or with the
@@ -66,6 +67,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: AMD's roc-obj scripts (scripts/roc-obj-tools.sh) are missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/nvprune/.complete ]; then
+    echo "setup: NVIDIA's nvprune (scripts/nvprune-tool.sh) is missing" >&2
+    exit 1
+  fi
   if [ ! -e /opt/offload-kit/maturin/.complete ]; then
     echo "setup: maturin and auditwheel (scripts/wheel-tools.sh) are missing" >&2
     exit 1
@@ -105,6 +110,10 @@ bash "$(dirname "${BASH_SOURCE[0]}")/cuda-tools.sh"
 # downloaded and unpacked, not installed), the references of the drop-ins
 # under those names.
 bash "$(dirname "${BASH_SOURCE[0]}")/roc-obj-tools.sh"
+# NVIDIA's nvprune (Debian bookworm's non-free nvidia-cuda-toolkit,
+# downloaded through a private apt configuration and only nvprune unpacked,
+# not installed), the reference of the nvprune drop-in's tests.
+bash "$(dirname "${BASH_SOURCE[0]}")/nvprune-tool.sh"
 # maturin and auditwheel (pinned, from PyPI, in their own venv), which
 # build and check the wheel (scripts/wheel.sh; scripts/test.sh installs it).
 bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
