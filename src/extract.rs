@@ -276,7 +276,7 @@ impl scan::Visit for Extractor<'_> {
         }
     }
 
-    fn unavailable(&mut self, image: &Image, why: &str) {
+    fn unavailable(&mut self, image: &Image, why: &scan::Unread) {
         self.errors.push(format!(
             "'{}': image {} not written: {why}",
             self.name, image.id

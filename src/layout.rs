@@ -104,17 +104,29 @@ impl Layout {
     }
 
     /// Writes the layout to `out`: built bytes and zeros as they are, and
-    /// image `i` by `image(out, i)` (which may copy it file to file). The
-    /// one loop every writer of a layout goes through.
+    /// image `i` by `image(out, i)` (which may copy it file to file).
     pub(crate) fn write_each<W: Write + ?Sized>(
         &self,
         out: &mut W,
+        image: impl FnMut(&mut W, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.write_pieces(out, write_zeros, image)
+    }
+
+    /// The one loop every writer of a layout goes through: built bytes
+    /// written to `out`, each run of `n` zeros given to `zeros(out, n)`
+    /// ([`write_zeros`] writes them; a writer by position leaves a hole),
+    /// and image `i` to `image(out, i)`.
+    pub(crate) fn write_pieces<W: Write + ?Sized>(
+        &self,
+        out: &mut W,
+        mut zeros: impl FnMut(&mut W, u64) -> io::Result<()>,
         mut image: impl FnMut(&mut W, usize) -> io::Result<()>,
     ) -> io::Result<()> {
         for p in &self.pieces {
             match p {
                 Piece::Bytes(b) => out.write_all(b)?,
-                Piece::Zeros(n) => write_zeros(out, *n)?,
+                Piece::Zeros(n) => zeros(out, *n)?,
                 Piece::Image(i) => image(out, *i)?,
             }
         }

@@ -33,7 +33,7 @@ impl Visit for Take {
         self.seen
             .push((img.id, Some(xxhash_rust::xxh3::xxh3_128(bytes))));
     }
-    fn unavailable(&mut self, img: &Image, _: &str) {
+    fn unavailable(&mut self, img: &Image, _: &crate::scan::Unread) {
         self.seen.push((img.id, None));
     }
     fn reader(&mut self, _: &Image) -> Option<Box<dyn ImageReader>> {

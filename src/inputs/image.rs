@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::Digest as _;
 
+mod error;
+pub(crate) use error::ImageError;
+use error::NotWhy;
+
 /// The largest index, manifest or `manifest.json` read (they are JSON of
 /// a few kilobytes).
 const MAX_JSON: u64 = 16 << 20;
@@ -52,25 +56,27 @@ pub(crate) struct Layer {
 
 impl Layer {
     /// Checks `bytes` against the digest and size the descriptor gave.
-    pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), String> {
+    pub(crate) fn check(&self, bytes: &[u8]) -> Result<(), ImageError> {
         check_blob(bytes, self.sha256.as_ref(), self.size)
     }
 }
 
 /// Checks a blob's `bytes` against the `size` and SHA-256 given for it.
-fn check_blob(bytes: &[u8], sha256: Option<&[u8; 32]>, size: Option<u64>) -> Result<(), String> {
+fn check_blob(
+    bytes: &[u8],
+    sha256: Option<&[u8; 32]>,
+    size: Option<u64>,
+) -> Result<(), ImageError> {
     if let Some(size) = size
         && bytes.len() as u64 != size
     {
-        return Err(format!(
-            "it is {} bytes, its descriptor says {size}",
-            bytes.len()
-        ));
+        return Err(ImageError::Size {
+            len: bytes.len() as u64,
+            said: size,
+        });
     }
     match sha256 {
-        Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => {
-            Err("its SHA-256 is not the digest it is named by".into())
-        }
+        Some(want) if sha2::Sha256::digest(bytes).as_slice() != want => Err(ImageError::Digest),
         _ => Ok(()),
     }
 }
@@ -82,7 +88,7 @@ pub(crate) fn is_layout(dir: &Path) -> bool {
 
 /// The images of the layout `dir`: those its `index.json` names (indexes
 /// inside it followed), in its order.
-pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, String> {
+pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, ImageError> {
     let index = read_small(&dir.join("index.json"))?;
     let mut images = Vec::new();
     let mut layout = Layout {
@@ -97,14 +103,13 @@ pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, String> {
 }
 
 /// Reads a JSON file of a layout, within [`MAX_JSON`].
-fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    let name = crate::files::shown(path);
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot open '{name}': {}", crate::files::strerror(&e)))?;
+fn read_small(path: &Path) -> Result<Vec<u8>, ImageError> {
+    let name = || crate::files::shown(path).into_owned();
+    let meta = std::fs::metadata(path).map_err(|e| ImageError::Open(name(), e))?;
     if meta.len() > MAX_JSON {
-        return Err(format!("'{name}' is over {MAX_JSON} bytes"));
+        return Err(ImageError::Large(name(), MAX_JSON));
     }
-    std::fs::read(path).map_err(|e| format!("cannot read '{name}': {}", crate::files::strerror(&e)))
+    std::fs::read(path).map_err(|e| ImageError::Read(name(), e))
 }
 
 /// A descriptor: what a blob is, its digest and its size.
@@ -157,29 +162,26 @@ struct RootFs {
 
 /// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one
 /// for each of `layers` layers.
-fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, String> {
-    let config: Config = serde_json::from_slice(bytes)
-        .map_err(|e| format!("'{what}' is not an image config: {e}"))?;
+fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, ImageError> {
+    let config: Config = serde_json::from_slice(bytes).map_err(|e| ImageError::Not {
+        what: format!("'{what}'"),
+        kind: "an image config",
+        why: NotWhy::Json(e),
+    })?;
     let ids = config.rootfs.diff_ids;
     if ids.len() != layers {
-        return Err(format!(
-            "'{what}': rootfs.diff_ids names {} layers, the manifest {layers}",
-            ids.len()
-        ));
+        let e = ImageError::DiffIdCount {
+            ids: ids.len(),
+            layers,
+        };
+        return Err(e.at(format!("'{what}'")));
     }
     ids.iter()
         .enumerate()
-        .map(|(i, id)| digest_bytes(id).map_err(|e| format!("'{what}': rootfs.diff_ids[{i}]: {e}")))
+        .map(|(i, id)| {
+            digest_bytes(id).map_err(|e| e.at(format!("'{what}': rootfs.diff_ids[{i}]")))
+        })
         .collect()
-}
-
-/// The `sha256:<hex>` digest of `sha`.
-pub(crate) fn digest_string(sha: &[u8; 32]) -> String {
-    use std::fmt::Write as _;
-    sha.iter().fold(String::from("sha256:"), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
 
 /// The annotation that names an image of a layout.
@@ -206,16 +208,19 @@ impl Layout<'_> {
         what: &str,
         name: Option<&str>,
         depth: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), ImageError> {
         if depth > MAX_INDEX_DEPTH {
-            return Err(format!("indexes nest more than {MAX_INDEX_DEPTH} deep"));
+            return Err(ImageError::Deep(MAX_INDEX_DEPTH));
         }
-        let doc: Document = serde_json::from_slice(bytes)
-            .map_err(|e| format!("'{what}' is not an image index: {e}"))?;
+        let not_index = |why| ImageError::Not {
+            what: format!("'{what}'"),
+            kind: "an image index",
+            why,
+        };
+        let doc: Document =
+            serde_json::from_slice(bytes).map_err(|e| not_index(NotWhy::Json(e)))?;
         let Some(manifests) = doc.manifests else {
-            return Err(format!(
-                "'{what}' is not an image index: it has no 'manifests'"
-            ));
+            return Err(not_index(NotWhy::Lacks("manifests")));
         };
         for (i, d) in manifests.iter().enumerate() {
             let own = d
@@ -234,23 +239,22 @@ impl Layout<'_> {
                 self.index(&blob, &d.digest, Some(&shown), depth + 1)?;
                 continue;
             }
-            let m: Document = serde_json::from_slice(&blob)
-                .map_err(|e| format!("{field} ({}) is not an image manifest: {e}", d.digest))?;
+            let not_manifest = |why| ImageError::Not {
+                what: format!("{field} ({})", d.digest),
+                kind: "an image manifest",
+                why,
+            };
+            let m: Document =
+                serde_json::from_slice(&blob).map_err(|e| not_manifest(NotWhy::Json(e)))?;
             if is_index(&m.media_type) || m.manifests.is_some() {
                 self.index(&blob, &d.digest, Some(&shown), depth + 1)?;
                 continue;
             }
             let Some(layers) = m.layers else {
-                return Err(format!(
-                    "{field} ({}) is not an image manifest: it has no 'layers'",
-                    d.digest
-                ));
+                return Err(not_manifest(NotWhy::Lacks("layers")));
             };
             let Some(config) = m.config else {
-                return Err(format!(
-                    "{field} ({}) is not an image manifest: it has no 'config'",
-                    d.digest
-                ));
+                return Err(not_manifest(NotWhy::Lacks("config")));
             };
             let bytes = self.blob(&config, &format!("{} config", d.digest), MAX_JSON)?;
             let ids = diff_ids(&bytes, &config.digest, layers.len())?;
@@ -266,7 +270,7 @@ impl Layout<'_> {
                         diff_id: Some(id),
                     })
                 })
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, ImageError>>()?;
             self.images.push(Image {
                 name: Some(shown),
                 layers,
@@ -277,24 +281,26 @@ impl Layout<'_> {
 
     /// The file of the blob `d` names, checked to be one of this
     /// layout's blobs, and the SHA-256 its digest gives.
-    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<(PathBuf, [u8; 32]), String> {
-        let sha256 = digest_bytes(&d.digest).map_err(|e| format!("{field}: {e}"))?;
+    fn blob_path(&self, d: &Descriptor, field: &str) -> Result<(PathBuf, [u8; 32]), ImageError> {
+        let sha256 = digest_bytes(&d.digest).map_err(|e| e.at(field))?;
         let hex = d.digest.strip_prefix("sha256:").unwrap_or_default();
         Ok((self.dir.join("blobs").join("sha256").join(hex), sha256))
     }
 
     /// A small blob's bytes (an index, a manifest), checked against `d`.
-    fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, String> {
+    fn blob(&self, d: &Descriptor, field: &str, max: u64) -> Result<Vec<u8>, ImageError> {
         let (path, sha256) = self.blob_path(d, field)?;
         if d.size > max {
-            return Err(format!(
-                "{field}: the blob {} is {} bytes, over {max}",
-                d.digest, d.size
-            ));
+            let e = ImageError::Blob {
+                digest: d.digest.clone(),
+                size: d.size,
+                max,
+            };
+            return Err(e.at(field));
         }
         let bytes = read_small(&path)?;
         check_blob(&bytes, Some(&sha256), Some(d.size))
-            .map_err(|e| format!("{field} ({}): {e}", d.digest))?;
+            .map_err(|e| e.at(format!("{field} ({})", d.digest)))?;
         Ok(bytes)
     }
 }
@@ -314,8 +320,8 @@ fn short(digest: &str) -> &str {
 
 /// The 32 bytes of a `sha256:<hex>` digest: 64 lowercase hex digits, as
 /// the OCI image spec writes them (and so a file name in `blobs/sha256`).
-fn digest_bytes(digest: &str) -> Result<[u8; 32], String> {
-    let bad = || format!("the digest '{digest}' is not a sha256 digest");
+fn digest_bytes(digest: &str) -> Result<[u8; 32], ImageError> {
+    let bad = || ImageError::NotSha256(digest.to_string());
     let hex = digest
         .strip_prefix("sha256:")
         .filter(|h| {
@@ -375,7 +381,7 @@ impl TarIndex<'_> {
     /// image's config. `None` when there is no `manifest.json` that lists
     /// images (the tar is some other tar); an error when a config cannot
     /// be read or does not fit the image.
-    pub(crate) fn saved_images(&self) -> Option<Result<Vec<Image>, String>> {
+    pub(crate) fn saved_images(&self) -> Option<Result<Vec<Image>, ImageError>> {
         let saved: Vec<Saved> = serde_json::from_slice(self.get("manifest.json")?).ok()?;
         let several = saved.len() > 1;
         let images = saved
@@ -387,19 +393,13 @@ impl TarIndex<'_> {
                     _ if !s.config.is_empty() => s.config.clone(),
                     _ => format!("#{i}"),
                 });
-                let config = self.get(&s.config).ok_or_else(|| {
-                    format!(
-                        "manifest.json: the config '{}' is not in the archive",
-                        s.config
-                    )
-                })?;
+                let config = self
+                    .get(&s.config)
+                    .ok_or_else(|| ImageError::NoConfig(s.config.clone()).at("manifest.json"))?;
                 if let Some(want) = named_sha256(&s.config)
                     && sha2::Sha256::digest(config).as_slice() != want
                 {
-                    return Err(format!(
-                        "the config '{}': its SHA-256 is not the digest it is named by",
-                        s.config
-                    ));
+                    return Err(ImageError::Digest.at(format!("the config '{}'", s.config)));
                 }
                 let ids = diff_ids(config, &s.config, s.layers.len())?;
                 let layers = s
@@ -567,12 +567,12 @@ impl Shadow {
 
 /// `path` without `./`, a leading or trailing `/` or empty components; an
 /// error for a `..` component (a path out of the image's root).
-pub(crate) fn normal(path: &str) -> Result<String, String> {
+pub(crate) fn normal(path: &str) -> Result<String, ImageError> {
     let mut out = String::with_capacity(path.len());
     for part in path.split('/') {
         match part {
             "" | "." => {}
-            ".." => return Err(format!("the entry '{path}' leads out of the image's root")),
+            ".." => return Err(ImageError::OutOfRoot(path.to_string())),
             p => {
                 if !out.is_empty() {
                     out.push('/');

@@ -305,7 +305,7 @@ impl scan::Visit for ThinFiles<'_> {
         self.inner.image(image, bytes);
     }
 
-    fn unavailable(&mut self, image: &Image, why: &str) {
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
         self.inner.unavailable(image, why);
     }
 

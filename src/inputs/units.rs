@@ -22,7 +22,7 @@ use sha2::Digest as _;
 use crate::package::{self, Contents};
 use crate::scan::Unread;
 
-use super::image;
+use super::image::{self, ImageError};
 use super::source::{self, Source};
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
@@ -112,7 +112,7 @@ fn layout_units<T>(
 ) {
     let images = match image::layout_images(&src.path) {
         Ok(images) => images,
-        Err(e) => return out.push(f(unit, Err(Unread::new(e)))),
+        Err(e) => return out.push(f(unit, Err(Unread::from(e)))),
     };
     let limit = if limit == BY_SIZE {
         let size = images
@@ -161,7 +161,7 @@ impl<T> Walk<'_, '_, T> {
                 let (read, name) = match from {
                     LayerBytes::Blobs => (
                         Input::open(&layer.blob)
-                            .map_err(|e| source::cannot_open(&e).to_string())
+                            .map_err(|e| ImageError::Unread(source::cannot_open(&e)))
                             .and_then(|input| {
                                 let r = read(input.bytes(), &input);
                                 input.close();
@@ -173,13 +173,14 @@ impl<T> Walk<'_, '_, T> {
                         let name = layer.blob.to_string_lossy().into_owned();
                         let r = index
                             .get(&name)
-                            .ok_or_else(|| "the archive holds no such file".to_string())
+                            .ok_or(ImageError::NoMember)
                             .and_then(|b| read(b, input));
                         (r, name)
                     }
                 };
                 if let Err(e) = read {
-                    let r = (self.f)(&unit, Err(Unread::new(format!("the layer '{name}': {e}"))));
+                    let e = e.at(format!("the layer '{name}'"));
+                    let r = (self.f)(&unit, Err(Unread::from(e)));
                     self.out.push(r);
                     break;
                 }
@@ -250,7 +251,7 @@ impl<T> Walk<'_, '_, T> {
         input: &Input,
         shadow: &mut image::Shadow,
         (i, of): (usize, &image::Layer),
-    ) -> Result<(), String> {
+    ) -> Result<(), ImageError> {
         let mut sha = sha2::Sha256::new();
         let c = match package::detect(bytes) {
             // A compressed tar of no entries (its first block is the end)
@@ -260,7 +261,7 @@ impl<T> Walk<'_, '_, T> {
                 sha.update(bytes);
                 return diff_id_matches(&sha.finalize().into(), i, of);
             }
-            _ => return Err("it is not a tar archive".into()),
+            _ => return Err(ImageError::NotTar),
         };
         let mut layer = Layer {
             members: Members {
@@ -275,7 +276,7 @@ impl<T> Walk<'_, '_, T> {
             package::tar_members_tapped(bytes, c, &mut layer, &mut sha)
         });
         layer.shadow.next_layer();
-        r.map_err(|e| e.to_string())?;
+        r.map_err(|e| ImageError::Unread(Unread::from(e)))?;
         diff_id_matches(&sha.finalize().into(), i, of)
     }
 
@@ -329,7 +330,7 @@ impl<T> Walk<'_, '_, T> {
             None => return false,
             Some(Ok(images)) => images,
             Some(Err(e)) => {
-                let r = (self.f)(unit, Err(Unread::new(e)));
+                let r = (self.f)(unit, Err(Unread::from(e)));
                 self.out.push(r);
                 return true;
             }
@@ -345,13 +346,13 @@ impl<T> Walk<'_, '_, T> {
 
 /// Whether `sha`, what layer `i` decompressed to hashes to, is the diff
 /// ID its image config gives it.
-fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), String> {
+fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), ImageError> {
     match layer.diff_id {
-        Some(want) if want != *sha => Err(format!(
-            "its tar's SHA-256 is {}, not rootfs.diff_ids[{i}] of the image config ({})",
-            image::digest_string(sha),
-            image::digest_string(&want)
-        )),
+        Some(want) if want != *sha => Err(ImageError::DiffId {
+            got: *sha,
+            index: i,
+            want,
+        }),
         _ => Ok(()),
     }
 }
@@ -377,7 +378,7 @@ impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
                     found: true,
                     thin_base: None,
                 };
-                let r = (self.members.walk.f)(&unit, Err(Unread::new(e)));
+                let r = (self.members.walk.f)(&unit, Err(Unread::from(e)));
                 self.members.walk.out.push(r);
                 return Ok(());
             }

@@ -161,8 +161,8 @@ impl Visit for Collect {
         self.keep(image, r);
     }
 
-    fn unavailable(&mut self, image: &Image, why: &str) {
-        self.found.insert(image.id, Err(Unread::new(why)));
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
+        self.found.insert(image.id, Err(why.clone()));
     }
 
     /// Images are read where the scan has their bytes: a compressed

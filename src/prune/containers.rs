@@ -31,17 +31,15 @@ impl Pruned {
     /// ranges are of): for tests and small containers; files are written
     /// piece by piece.
     pub fn to_vec(&self, data: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
         let mut out = Vec::with_capacity(usize_from(self.layout.size));
-        for p in &self.layout.pieces {
-            match p {
-                Piece::Bytes(b) => out.extend_from_slice(b),
-                Piece::Zeros(n) => out.resize(out.len() + usize_from(*n), 0),
-                Piece::Image(i) => {
-                    let r = &self.ranges[*i];
-                    out.extend_from_slice(&data[usize_from(r.start)..usize_from(r.end)]);
-                }
-            }
-        }
+        // Writes to a `Vec` never fail. A range outside `data` panics, as
+        // it always has: the ranges are of the input the container was
+        // read from.
+        let _ = self.layout.write_each(&mut out, |out, i| {
+            let r = &self.ranges[i];
+            out.write_all(&data[usize_from(r.start)..usize_from(r.end)])
+        });
         out
     }
 }

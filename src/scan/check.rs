@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::rule::{Meets, Rule};
-use super::{Image, Report};
+use super::{Image, Report, Unread};
 
 /// What the device code must (or must not) hold. Start from
 /// [`Requirements::default`] and set fields: more may be added.
@@ -249,7 +249,7 @@ impl fmt::Display for Failure {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The input could not be read (why); an input error.
-    Unreadable(String),
+    Unreadable(Unread),
     /// The scan met problems (a corrupt or truncated container): an input
     /// error, whatever the images that could be read hold, unless
     /// [`Requirements::allow_corrupt`].
@@ -354,7 +354,7 @@ pub fn check<'a>(
         let r = match input {
             Ok(r) => r,
             Err(e) => {
-                files.push(Verdict::Unreadable(e.to_string()));
+                files.push(Verdict::Unreadable(Unread::new(e)));
                 continue;
             }
         };

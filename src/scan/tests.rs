@@ -166,7 +166,7 @@ impl Visit for Sinks {
             .unwrap()
             .push((image.target_id.clone(), bytes.to_vec()));
     }
-    fn unavailable(&mut self, image: &Image, why: &str) {
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
         self.failed.push(format!("{}: {why}", image.target_id));
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {

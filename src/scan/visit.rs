@@ -18,7 +18,7 @@ pub trait Visit {
     /// hash), and why, when no sink was streamed into (a sink's failure
     /// comes through [`Visit::streamed`]). The default does nothing; the
     /// damage is also a [`Problem`](super::Problem) of the report.
-    fn unavailable(&mut self, image: &Image, why: &str) {
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
         let _ = (image, why);
     }
     /// The contents of a member of a thin archive, which records only the
@@ -107,7 +107,7 @@ pub enum SinkError {
     /// The compressed data around the image is damaged (it ends early,
     /// decodes further than declared or is corrupt), or its stored hash
     /// does not match (under [`Options::verify`](super::Options::verify)): why.
-    Data(String),
+    Data(Unread),
 }
 
 /// What [`Visit::thin_member`] gives: nothing, why the member file could

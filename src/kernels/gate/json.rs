@@ -248,7 +248,7 @@ impl<'a> File<'a> {
             status: gate.status(i, v),
         };
         match v {
-            Verdict::Unreadable(e) => f.error = Some(e.clone()),
+            Verdict::Unreadable(e) => f.error = Some(e.to_string()),
             Verdict::Corrupt { problems } => {
                 f.error = Some("corrupt or truncated container".into());
                 f.problems = problems;

@@ -304,9 +304,10 @@ fn walk_layer<R: Read, W: Write>(
     let mut w = Walked::default();
     let Above { shadow, removed } = above;
     while let Some(h) = walk.next().map_err(fault)? {
-        let path = normal(&h.path_lossy()).map_err(|e: String| cx.said(&e))?;
+        let path = normal(&h.path_lossy()).map_err(|e| cx.said(&e.to_string()))?;
         if h.is_hard_link() {
-            let to = normal(&String::from_utf8_lossy(&h.link)).map_err(|e: String| cx.said(&e))?;
+            let to =
+                normal(&String::from_utf8_lossy(&h.link)).map_err(|e| cx.said(&e.to_string()))?;
             shadow.entry(path.clone(), false);
             if w.gone.contains(&to) {
                 w.gone.insert(path);

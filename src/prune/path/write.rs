@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use super::error::{PathError, PathErrorKind};
@@ -16,25 +16,51 @@ use crate::layout::Piece;
 use crate::prune::output::Output as NewFile;
 
 /// Writes `output` (`data` pruned, `input` being its file) into the new
-/// file `out` by position: ranges of the input copied file to file by the
-/// kernel (`copy_file_range`, as `cp` does), built pieces written, and
-/// nothing where zeros lie: the file is sized at the end, so they are
-/// holes from the start.
+/// file `out` by position, through [`Layout::write_pieces`]: ranges of
+/// the input copied file to file by the kernel (`copy_file_range`, as
+/// `cp` does), built pieces written, and nothing where zeros lie: the
+/// file is sized at the end, so they are holes from the start.
+///
+/// [`Layout::write_pieces`]: crate::layout::Layout::write_pieces
 pub(super) fn write_at(input: &File, data: &[u8], output: &NewFile, out: &File) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let mut w = 0u64;
-    for p in &output.layout.pieces {
-        match p {
-            Piece::Bytes(b) => out.write_all_at(b, w)?,
-            Piece::Zeros(_) => {}
-            Piece::Image(k) => match output.spans[*k] {
-                s if s.source == 0 => copy_range(input, s.offset as u64, out, w, s.len as u64)?,
-                _ => out.write_all_at(output.image(*k, &[data]).unwrap_or_default(), w)?,
-            },
+    let mut at = At { file: out, pos: 0 };
+    let hole = |at: &mut At<'_>, n: u64| {
+        at.pos = at.pos.saturating_add(n);
+        Ok(())
+    };
+    output.layout.write_pieces(&mut at, hole, |at, k| {
+        let s = output.spans[k];
+        let len = s.len as u64;
+        if s.source == 0 {
+            copy_range(input, s.offset as u64, at.file, at.pos, len)?;
+        } else {
+            at.file
+                .write_all_at(output.image(k, &[data]).unwrap_or_default(), at.pos)?;
         }
-        w = w.saturating_add(piece_len(output, p));
+        at.pos = at.pos.saturating_add(len);
+        Ok(())
+    })?;
+    out.set_len(at.pos)
+}
+
+/// A file written by position (`pwrite`), from `pos` on: what
+/// [`write_at`] writes through.
+struct At<'f> {
+    file: &'f File,
+    /// Where the next byte goes.
+    pos: u64,
+}
+
+impl io::Write for At<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write_at(buf, self.pos)?;
+        self.pos = self.pos.saturating_add(n as u64);
+        Ok(n)
     }
-    out.set_len(w)
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Bytes a piece of `output` stands for.
@@ -268,4 +294,35 @@ fn still_the_file_read(path: &Path, meta: &std::fs::Metadata) -> Result<(), Path
         &crate::files::shown(path),
         why,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    /// A file written by position is the layout's bytes, its zeros holes.
+    #[test]
+    fn zeros_are_holes_and_the_rest_the_layouts_bytes() {
+        let data: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8 | 1).collect();
+        let mut input = tempfile::tempfile().unwrap();
+        input.write_all(&data).unwrap();
+        let mut new = NewFile::default();
+        new.span(0, 0, 4096);
+        new.piece(Piece::Zeros(1 << 20));
+        new.piece(Piece::Bytes(b"built".to_vec()));
+        new.built.push(b"from memory".to_vec());
+        new.span(1, 5, 6);
+        new.span(0, 4096, 8192);
+        let mut out = tempfile::tempfile().unwrap();
+        write_at(&input, &data, &new, &out).unwrap();
+        let mut got = Vec::new();
+        out.read_to_end(&mut got).unwrap();
+        assert_eq!(got, new.to_vec(&[&data]).unwrap());
+        assert_eq!(got.len() as u64, new.size());
+        // The megabyte of zeros takes no blocks.
+        let disk = out.metadata().unwrap().blocks() * 512;
+        assert!(disk < 1 << 19, "{disk} bytes on disk");
+    }
 }

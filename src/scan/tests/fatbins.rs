@@ -31,8 +31,8 @@ impl Visit for CollectAll {
     fn image(&mut self, _: &Image, bytes: &[u8]) {
         self.0.push(bytes.to_vec());
     }
-    fn unavailable(&mut self, image: &Image, why: &str) {
-        self.1.push((image.id, why.into()));
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
+        self.1.push((image.id, why.to_string()));
     }
 }
 

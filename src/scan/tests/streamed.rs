@@ -89,11 +89,11 @@ impl Visit for Record {
         };
         self.log.lock().unwrap().push(got);
     }
-    fn unavailable(&mut self, image: &Image, why: &str) {
+    fn unavailable(&mut self, image: &Image, why: &Unread) {
         self.log
             .lock()
             .unwrap()
-            .push(Got::Failed(image.id, why.into()));
+            .push(Got::Failed(image.id, why.to_string()));
     }
     fn sink(&mut self, image: &Image) -> Option<Box<dyn ImageSink>> {
         let (id, log) = (image.id, self.log.clone());
@@ -112,7 +112,7 @@ impl Visit for Record {
         match end {
             Ok(()) => sink.keep().unwrap(),
             Err(SinkError::Data(why)) => self.unavailable(image, &why),
-            Err(SinkError::Write(e)) => self.unavailable(image, &e.to_string()),
+            Err(SinkError::Write(e)) => self.unavailable(image, &Unread::new(e.to_string())),
         }
     }
 }

@@ -255,10 +255,10 @@ impl Walker<'_> {
             // Contents that fail their stored hash are damaged: nothing of
             // them is handed over (the problem is reported above), and no
             // sink is asked for.
-            let why = format!(
+            let why = Unread::new(format!(
                 "the compressed bundle's stored hash {} does not match its contents",
                 ccob::hex_hash(c.header.hash)
-            );
+            ));
             for i in wanted {
                 self.visit.unavailable(&self.report.images[i], &why);
             }

@@ -10,9 +10,9 @@ use std::io::Read;
 use super::walker::{Expect, Loc, Ranges, SNIFF_HEAD, Walker, over_budget, overlap_message, sniff};
 use crate::num::{len64, usize_from};
 use crate::package::Compression;
-use crate::scan::ContainerKind;
 use crate::scan::sections::sycl::{RowError, Span, TableEntry};
 use crate::scan::sections::{CUT_BUNDLE_SECTION, ObjectFile, Role, Section};
+use crate::scan::{ContainerKind, Unread};
 
 impl Walker<'_> {
     /// Walks the sections of object file `o` that hold containers, and its
@@ -271,7 +271,8 @@ impl Walker<'_> {
                 )),
                 Err(err) => Err(format!("it does not decompress ({err})")),
             }
-        };
+        }
+        .map_err(Unread::new);
         match decoded {
             Ok(v) => {
                 image.image_kind = Some(sniff(&v));

@@ -200,14 +200,14 @@ impl Walker<'_> {
                 }
                 (TapOut::Sink(sink, _), Err(w)) => {
                     self.visit
-                        .streamed(img, sink, Err(SinkError::Data(w.to_string())));
+                        .streamed(img, sink, Err(SinkError::Data(w.clone())));
                 }
                 (TapOut::Buffer(bytes), Ok(())) => {
                     self.visit.image(img, &bytes);
                     keep_spare(&mut self.spare, bytes);
                 }
                 (TapOut::Buffer(bytes), Err(w)) => {
-                    self.visit.unavailable(img, w.as_str());
+                    self.visit.unavailable(img, w);
                     keep_spare(&mut self.spare, bytes);
                 }
                 (TapOut::Reader(mut r, bytes), Ok(())) => {

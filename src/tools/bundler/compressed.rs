@@ -46,7 +46,7 @@ use crate::bundle::ccob::{
 };
 use crate::bundle::{Format, SNIFF_LEN, ops};
 use crate::files::{Input, Noting, Output, copy_file_range_all};
-use crate::layout::{Layout, Piece, write_zeros};
+use crate::layout::Layout;
 
 /// Why [`write_ccob`] failed.
 #[derive(Debug)]
@@ -156,36 +156,37 @@ fn write_bundle(
 ) -> Result<Input, Failure> {
     let failed = |e: io::Error| Failure::File(shown.to_string(), e);
     let mut tmp = io::BufWriter::with_capacity(1 << 16, file);
-    for piece in &layout.pieces {
-        match piece {
-            Piece::Bytes(b) => tmp.write_all(b).map_err(failed)?,
-            Piece::Zeros(n) => write_zeros(&mut tmp, *n).map_err(failed)?,
-            Piece::Image(i) => {
-                let (Some(input), Some(name)) = (inputs.get(*i), names.get(*i)) else {
-                    return Err(failed(io::Error::other(
-                        "internal error: the layout refers to a missing input",
-                    )));
-                };
-                let bytes = input.bytes();
-                let copied = match (input.file(), input.file_offset(bytes)) {
-                    (Some(src), Some(off)) => tmp.flush().and_then(|()| {
-                        copy_file_range_all(src, off, bytes.len() as u64, tmp.get_mut())
-                    }),
-                    _ => {
-                        let r = tmp.write_all(bytes);
-                        input.release(bytes);
-                        r
-                    }
-                };
-                // The input or the temporary file: the message tells which.
-                copied.map_err(|e| {
-                    Failure::File(
-                        format!("{name}' -> '{shown}"),
-                        io::Error::new(e.kind(), format!("copying the entry: {e}")),
-                    )
-                })?;
+    // An entry that cannot be copied fails with its own name; the loop's
+    // own writes, with the temporary file's.
+    let mut entry_failed = None;
+    let written = layout.write_each(&mut tmp, |tmp, i| {
+        let (Some(input), Some(name)) = (inputs.get(i), names.get(i)) else {
+            return Err(io::Error::other(
+                "internal error: the layout refers to a missing input",
+            ));
+        };
+        let bytes = input.bytes();
+        let copied = match (input.file(), input.file_offset(bytes)) {
+            (Some(src), Some(off)) => tmp
+                .flush()
+                .and_then(|()| copy_file_range_all(src, off, bytes.len() as u64, tmp.get_mut())),
+            _ => {
+                let r = tmp.write_all(bytes);
+                input.release(bytes);
+                r
             }
-        }
+        };
+        // The input or the temporary file: the message tells which.
+        copied.map_err(|e| {
+            entry_failed = Some(Failure::File(
+                format!("{name}' -> '{shown}"),
+                io::Error::new(e.kind(), format!("copying the entry: {e}")),
+            ));
+            e
+        })
+    });
+    if let Err(e) = written {
+        return Err(entry_failed.unwrap_or_else(|| failed(e)));
     }
     let tmp = tmp
         .into_inner()
