@@ -437,6 +437,13 @@ pub(crate) fn markdown(run: &Run, dry_run: bool) -> String {
         out.push_str("### Device images\n\n");
         groups.write(&mut out);
     }
+    left_table(run, dry_run, &mut out);
+    out
+}
+
+/// The files not pruned, left as they are, and the records, packages and
+/// directories touched, as a table under a heading (none when empty).
+fn left_table(run: &Run, dry_run: bool, out: &mut String) {
     let mut left = Table::new(&["File", "Status", "Why"]);
     for n in &run.not_pruned {
         let status = if n.refused { "refused" } else { "failed" };
@@ -482,9 +489,8 @@ pub(crate) fn markdown(run: &Run, dry_run: bool) -> String {
     }
     if !left.is_empty() {
         out.push_str("### Not pruned, and left as they are\n\n");
-        left.write(&mut out);
+        left.write(out);
     }
-    out
 }
 
 /// The Markdown report of what [`prune_tree`](super::prune_tree) returned
