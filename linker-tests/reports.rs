@@ -217,68 +217,17 @@ fn junit() -> Result<(), Failed> {
         let want_errors = if f["status"] == "error" { 2 } else { 0 };
         same(&format!("errors of {path}"), errored, want_errors)?;
     }
-    // Failures exactly where the text says FAIL, errors where it says
-    // ERROR, each message among the line's reasons.
-    let text = String::from_utf8_lossy(&plain.stdout).into_owned();
-    let lines = |tag: &str| -> BTreeMap<String, String> {
-        text.lines()
-            .filter_map(|l| l.strip_prefix(tag))
-            .filter_map(|l| l.split_once(": "))
-            .map(|(p, rest)| (p.to_string(), rest.to_string()))
-            .collect()
-    };
-    let (fail, error) = (lines("FAIL "), lines("ERROR "));
-    let failed: BTreeSet<&str> = cases
-        .iter()
-        .filter(|c| c.2 == "failure")
-        .map(|c| c.0.as_str())
-        .collect();
-    same(
-        "inputs that fail",
-        failed.clone(),
-        fail.keys().map(String::as_str).collect(),
-    )?;
-    // What concerns all inputs is not judged when one could not be: an
-    // error there too, which the text does not print.
-    let errored: BTreeSet<&str> = cases
-        .iter()
-        .filter(|c| c.2 == "error" && c.0 != "(all inputs)")
-        .map(|c| c.0.as_str())
-        .collect();
-    if !cases
-        .iter()
-        .any(|c| c.0 == "(all inputs)" && c.2 == "error")
-    {
-        return Err("'device images present' judged with an input in error".into());
-    }
-    same(
-        "inputs in error",
-        errored,
-        error.keys().map(String::as_str).collect(),
-    )?;
-    for c in cases.iter().filter(|c| c.2 == "failure") {
-        if !fail[&c.0].contains(&c.3) {
-            return Err(format!("{}: '{}' is not in its FAIL line", c.0, c.3).into());
-        }
-    }
-    for want in ["in/gfx942 |`pipe`.co", "in/gfx90a <&\"'\\x01.co", "in/odd\\xff.co"] {
-        if !per_input.contains_key(want) {
-            return Err(format!("no cases of {want}: {:?}", per_input.keys()).into());
-        }
-    }
-    if !failed.contains("in/gfx942 |`pipe`.co") || !failed.iter().any(|p| p.contains(NVJPEG)) {
-        return Err(format!("the CUDA wheel and gfx942 should fail: {failed:?}").into());
-    }
-    if !String::from_utf8_lossy(&xml).contains("classname=\"in/gfx90a &lt;&amp;&quot;&apos;\\x01.co\"") {
-        return Err("the name with <&\"' is not escaped as expected".into());
-    }
+    text_agrees(&cases, &String::from_utf8_lossy(&plain.stdout), &xml)?;
     Ok(())
 }
+
+/// Tables, each a list of rows of cells.
+type Tables = Vec<Vec<Vec<String>>>;
 
 /// The rows of every Markdown table in `text` (the header first), each
 /// cell unescaped; fails when a row has other than the header's number of
 /// cells, or the line under the header is not a delimiter row.
-fn tables(text: &str) -> Result<Vec<Vec<Vec<String>>>, Failed> {
+fn tables(text: &str) -> Result<Tables, Failed> {
     let mut out = Vec::new();
     for block in text.split("\n\n") {
         let lines: Vec<&str> = block.lines().filter(|l| l.starts_with('|')).collect();
@@ -318,7 +267,7 @@ fn cells(line: &str) -> Vec<String> {
 
 /// `ARGS --markdown` and `ARGS --json`, run in `cwd`: the tables of the
 /// first and the document of the second, the exit codes the same.
-fn both(args: &[&str], cwd: &Path) -> Result<(Vec<Vec<Vec<String>>>, Value), Failed> {
+fn both(args: &[&str], cwd: &Path) -> Result<(Tables, Value), Failed> {
     let md = run(&ours(), &[args, &["--markdown"]].concat(), cwd);
     let json = run(&ours(), &[args, &["--json"]].concat(), cwd);
     same(&format!("{args:?}: exit codes"), md.code, json.code)?;
@@ -438,5 +387,68 @@ fn markdown() -> Result<(), Failed> {
     // --markdown with --json: a usage error.
     let both_given = run(&ours(), &["size", "--markdown", "--json", "in"], wd);
     same("--markdown --json", both_given.code, 2)?;
+    Ok(())
+}
+
+
+/// The cases against the text report: failures exactly where it says
+/// FAIL, errors where it says ERROR (each message among the line's
+/// reasons), and the awkward names there, escaped in the XML.
+fn text_agrees(cases: &[(String, String, String, String)], text: &str, xml: &[u8]) -> Result<(), Failed> {
+    let per_input: BTreeSet<&str> = cases.iter().map(|c| c.0.as_str()).collect();
+    // Failures exactly where the text says FAIL, errors where it says
+    // ERROR, each message among the line's reasons.
+    let lines = |tag: &str| -> BTreeMap<String, String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(tag))
+            .filter_map(|l| l.split_once(": "))
+            .map(|(p, rest)| (p.to_string(), rest.to_string()))
+            .collect()
+    };
+    let (fail, error) = (lines("FAIL "), lines("ERROR "));
+    let failed: BTreeSet<&str> = cases
+        .iter()
+        .filter(|c| c.2 == "failure")
+        .map(|c| c.0.as_str())
+        .collect();
+    same(
+        "inputs that fail",
+        failed.clone(),
+        fail.keys().map(String::as_str).collect(),
+    )?;
+    // What concerns all inputs is not judged when one could not be: an
+    // error there too, which the text does not print.
+    let errored: BTreeSet<&str> = cases
+        .iter()
+        .filter(|c| c.2 == "error" && c.0 != "(all inputs)")
+        .map(|c| c.0.as_str())
+        .collect();
+    if !cases
+        .iter()
+        .any(|c| c.0 == "(all inputs)" && c.2 == "error")
+    {
+        return Err("'device images present' judged with an input in error".into());
+    }
+    same(
+        "inputs in error",
+        errored,
+        error.keys().map(String::as_str).collect(),
+    )?;
+    for c in cases.iter().filter(|c| c.2 == "failure") {
+        if !fail[&c.0].contains(&c.3) {
+            return Err(format!("{}: '{}' is not in its FAIL line", c.0, c.3).into());
+        }
+    }
+    for want in ["in/gfx942 |`pipe`.co", "in/gfx90a <&\"'\\x01.co", "in/odd\\xff.co"] {
+        if !per_input.contains(want) {
+            return Err(format!("no cases of {want}: {:?}", per_input).into());
+        }
+    }
+    if !failed.contains("in/gfx942 |`pipe`.co") || !failed.iter().any(|p| p.contains(NVJPEG)) {
+        return Err(format!("the CUDA wheel and gfx942 should fail: {failed:?}").into());
+    }
+    if !String::from_utf8_lossy(xml).contains("classname=\"in/gfx90a &lt;&amp;&quot;&apos;\\x01.co\"") {
+        return Err("the name with <&\"' is not escaped as expected".into());
+    }
     Ok(())
 }
