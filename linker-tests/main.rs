@@ -65,6 +65,7 @@ test_files! {
     per_gpu_gate,
     roc_obj,
     nvprune,
+    reports,
 }
 
 fn main() {

@@ -184,6 +184,7 @@ pub(crate) mod llvm;
 mod num;
 pub(crate) mod package;
 mod sync;
+pub(crate) mod text;
 #[cfg(feature = "files")]
 pub(crate) mod tools;
 

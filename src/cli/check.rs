@@ -6,14 +6,14 @@
 
 use std::io::Write;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
 use crate::companion::gate::{self as per_gpu, Judgement};
-use crate::kernels::gate::Gate;
 use crate::kernels::gate::json::Document;
+use crate::kernels::gate::{self, CheckReport, Gate};
 use crate::kernels::{KernelRule, KernelRuleResult};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Unread, Verdict};
 
@@ -115,8 +115,16 @@ pub struct CheckOpts {
     #[arg(short, long)]
     quiet: bool,
     /// Print JSON (schema `offload-kit/check/1`) instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// Print a GitHub-flavoured Markdown report instead of text (for a CI
+    /// job summary).
+    #[arg(long)]
+    markdown: bool,
+    /// Also write the check as JUnit XML to FILE: a test case per rule and
+    /// input (standard output and the exit code stay as they are).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<std::path::PathBuf>,
 }
 
 /// The rules of option `--{option}`, each parsed by `parse`; one naming
@@ -143,7 +151,9 @@ fn shorthands(
 }
 
 impl CheckOpts {
-    pub fn run(self) -> Result<std::process::ExitCode> {
+    /// The rules and modes of the options (a rule naming nothing known is
+    /// a usage error).
+    fn requirements(&self) -> Result<Requirements> {
         let mut req = Requirements::default();
         req.require = rules("require", &self.require, Rule::parse)?;
         req.forbid = rules("forbid", &self.forbid, Rule::parse)?;
@@ -155,6 +165,11 @@ impl CheckOpts {
         req.any = self.any;
         req.strict = self.strict;
         req.allow_corrupt = self.common.allow_corrupt;
+        Ok(req)
+    }
+
+    pub fn run(self) -> Result<std::process::ExitCode> {
+        let req = self.requirements()?;
         let kernel_rules = |option: &str, values: &[String]| -> Result<Vec<KernelRule>> {
             values
                 .iter()
@@ -203,7 +218,23 @@ impl CheckOpts {
         );
         let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
         let judged = per_gpu_files(&self.common, &paths, &req);
-        if self.json {
+        let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
+        let report = CheckReport {
+            req: &req,
+            paths: &paths,
+            outcome: &outcome,
+            gate: &kernels,
+            per_gpu: &judged,
+            walked: &walked,
+        };
+        if let Some(path) = &self.junit {
+            write_junit(path, &report)?;
+        }
+        if self.markdown {
+            let mut out = super::io::Report::stdout();
+            out.write_all(gate::markdown::document(&report).as_bytes())?;
+            out.flush()?;
+        } else if self.json {
             let mut out = super::io::Report::stdout();
             let elsewhere: Vec<_> = scanned
                 .iter()
@@ -215,7 +246,6 @@ impl CheckOpts {
         } else {
             // Files found walking a directory that hold no device code and
             // pass are not listed one by one (there may be thousands).
-            let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
             let notes: Vec<Option<String>> = scanned
                 .iter()
                 .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
@@ -231,6 +261,18 @@ impl CheckOpts {
         }
         Ok(per_gpu::exit_code(kernels.exit_code(&outcome), &judged).into())
     }
+}
+
+/// Writes the JUnit XML of `report` to `path`, whole or not at all (as
+/// every output is written: to a temporary file renamed over it).
+fn write_junit(path: &std::path::Path, report: &CheckReport<'_>) -> Result<()> {
+    let doc = gate::junit::document(report);
+    let name = crate::files::shown(path);
+    let mut out =
+        super::io::Output::create(path).with_context(|| format!("'{name}': cannot create"))?;
+    out.write_all(doc.as_bytes())
+        .and_then(|()| out.commit())
+        .with_context(|| format!("'{name}': cannot write"))
 }
 
 /// The gate on per-GPU files ([`per_gpu`]): the names scanned (`units`),

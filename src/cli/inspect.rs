@@ -33,8 +33,12 @@ pub struct InspectOpts {
     #[command(flatten)]
     common: Common,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// Print a GitHub-flavoured Markdown report instead of a table (for a
+    /// CI job summary).
+    #[arg(long)]
+    markdown: bool,
     /// Hash every image as its loader sees it, decompressed (images in
     /// compressed bundles and OffloadBinaries, compressed CUDA fatbin
     /// entries): `--hash` (xxh3-128) or `--hash=md5`.
@@ -100,7 +104,10 @@ impl InspectOpts {
             })
             .collect();
         let mut out = super::io::Report::stdout();
-        if self.json {
+        if self.markdown {
+            let files: Vec<json::File<'_>> = scanned.iter().map(|s| json_file(s, false)).collect();
+            out.write_all(scan::inspect_markdown(&files).as_bytes())?;
+        } else if self.json {
             let files: Vec<json::File<'_>> =
                 scanned.iter().map(|s| json_file(s, self.kernels)).collect();
             super::io::write_json(&mut out, &json::Document { files: &files }, &names)?;

@@ -12,9 +12,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
 use super::io::{print_line, printable};
-use crate::prune::{
-    self, Destination, PathOptions, PathReport, Ptx, Rules, Selection, Skip, TreeOutcome,
-};
+use crate::prune::summary::{self, Left, NotPruned, Owner, RecordLine, Run, Total};
+use crate::prune::{self, Destination, PathOptions, PathReport, Ptx, Rules, Selection};
 use crate::scan::rule::Rule;
 
 /// Keeps only the device images the GPUs you ship to would load.
@@ -131,8 +130,12 @@ pub struct PruneOpts {
     #[arg(long)]
     dry_run: bool,
     /// Print JSON (schema `offload-kit/prune/1`) instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// With --dry-run: print a GitHub-flavoured Markdown report instead of
+    /// text (for a CI job summary).
+    #[arg(long, requires = "dry_run")]
+    markdown: bool,
 }
 
 /// The rules of the command line.
@@ -241,7 +244,9 @@ impl PruneOpts {
             eprintln!("error: {}", printable(e));
         }
         let mut out = super::io::Report::stdout();
-        if self.json {
+        if self.markdown {
+            out.write_all(summary::markdown(&run, self.dry_run).as_bytes())?;
+        } else if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
@@ -270,391 +275,42 @@ impl PruneOpts {
             };
             super::io::write_json(&mut out, &doc, &names)?;
         } else {
-            for r in &run.files {
-                print_text(&mut out, r, self.dry_run, self.keep_hard_links)?;
-            }
-            for n in run.not_pruned.iter().filter(|n| n.refused && !n.named) {
-                print_line(&mut out, &format!("not pruned: {}", n.error))?;
-            }
-            for l in &run.skipped {
-                print_line(&mut out, &format!("{}: {}", l.path, l.text))?;
-            }
-            for r in &run.records {
-                print_line(&mut out, &r.text(self.dry_run))?;
-            }
-            for o in &run.owners {
-                print_line(&mut out, &o.text(self.dry_run))?;
-            }
-            for d in &run.directories_removed {
-                let verb = if self.dry_run {
-                    "would be removed"
-                } else {
-                    "removed"
-                };
-                print_line(
-                    &mut out,
-                    &format!("{d}/: directory {verb}: the run emptied it"),
-                )?;
-            }
-            if !trees.is_empty() {
-                print_line(&mut out, &run.total.text(self.dry_run))?;
-            }
+            self.print_run(&mut out, &run, !trees.is_empty())?;
         }
         out.flush()?;
         Ok(std::process::ExitCode::from(run.exit_code()))
     }
-}
 
-/// A file that could not be pruned, for the report.
-#[derive(Serialize)]
-struct NotPruned {
-    path: String,
-    /// Refused (of a kind or asking for a rewrite prune does not do), not
-    /// failed.
-    refused: bool,
-    /// Named, not found in a directory.
-    #[serde(skip)]
-    named: bool,
-    /// The message, naming the file.
-    error: String,
-}
-
-/// A file found in a directory and left as it is, when the report names
-/// it: another name of a file handled under its first, a thin archive's
-/// member, a temporary file left by a killed run.
-#[derive(Serialize)]
-struct Left {
-    path: String,
-    /// `hard-link`, `again`, `thin-member` or `leftover`.
-    why: &'static str,
-    /// The file handled in its place (the first name, the thin archive).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    of: Option<String>,
-    #[serde(skip)]
-    text: String,
-}
-
-/// A pip RECORD brought up to date, for the report.
-#[derive(Serialize)]
-struct RecordLine {
-    path: String,
-    /// Rows given a new hash and size.
-    rows_rewritten: usize,
-    /// Rows of files removed, taken out.
-    rows_removed: usize,
-}
-
-impl RecordLine {
-    /// Its line in a text report.
-    fn text(&self, dry_run: bool) -> String {
-        let verb = if dry_run {
-            "would be updated"
-        } else {
-            "updated"
-        };
-        // A pip RECORD, or a conda package record (`conda-meta/*.json`).
-        let what = match self.path.ends_with(".json") {
-            true => "conda record",
-            false => "RECORD",
-        };
-        format!(
-            "{}: {what} {verb}: {} row(s) given new hashes and sizes, {} row(s) of removed \
-             files taken out",
-            self.path, self.rows_rewritten, self.rows_removed
-        )
-    }
-}
-
-/// An installed Debian package that lists files the run changed.
-#[derive(Serialize)]
-struct Owner {
-    /// `NAME` or `NAME:ARCH`.
-    package: String,
-    /// The files, as found.
-    files: Vec<String>,
-}
-
-impl Owner {
-    /// Its line in a text report.
-    fn text(&self, dry_run: bool) -> String {
-        let verb = if dry_run { "would change" } else { "changed" };
-        format!(
-            "installed package {}: {} of its files {verb} (dpkg's database is not edited: \
-             `dpkg --verify {}` lists them until the package is installed again)",
-            self.package,
-            self.files.len(),
-            self.package
-        )
-    }
-}
-
-/// What a run did, in all.
-#[derive(Serialize, Default)]
-struct Total {
-    /// Files with something removed (or that would have, in a dry run):
-    /// rewritten, removed whole, or packages with files removed.
-    files: usize,
-    /// Files removed whole (that would be), those of packages included.
-    files_removed: usize,
-    /// Their bytes (before compression, for files of packages).
-    bytes_removed: u64,
-    /// Bytes freed (that would be), in all: each file's `freed` (for a
-    /// wheel, bytes of its members before compression).
-    freed: u64,
-    /// The disk usage of the files with something removed, before.
-    disk_before: u64,
-    /// Their disk usage after; `None` in a dry run.
-    disk_after: Option<u64>,
-    /// Regular files found in the directories.
-    found: usize,
-    /// Of those, files with no device code: of no format prune reads, or
-    /// read and holding none.
-    without_device_code: usize,
-    /// Symbolic links met in the directories, left as they are.
-    symbolic_links: usize,
-    /// Files refused (`not_pruned` with `refused`).
-    refused: usize,
-    /// Files that failed otherwise: unreadable, damaged, not written.
-    failed: usize,
-}
-
-impl Total {
-    /// The last line of a text report of a run over directories.
-    fn text(&self, dry_run: bool) -> String {
-        let verb = if dry_run { "would free" } else { "freed" };
-        let mut line = format!(
-            "total: {verb} {} bytes ({}) in {} file(s)",
-            self.freed,
-            decimal(self.freed),
-            self.files,
-        );
-        if self.files_removed > 0 {
-            let removed = if dry_run {
+    /// Prints the text report of `run` (its total when directories were
+    /// `walked`).
+    fn print_run(&self, out: &mut super::io::Report, run: &Run, walked: bool) -> Result<()> {
+        for r in &run.files {
+            print_text(out, r, self.dry_run, self.keep_hard_links)?;
+        }
+        for n in run.not_pruned.iter().filter(|n| n.refused && !n.named) {
+            print_line(out, &format!("not pruned: {}", n.error))?;
+        }
+        for l in &run.skipped {
+            print_line(out, &format!("{}: {}", l.path, l.text))?;
+        }
+        for r in &run.records {
+            print_line(out, &r.text(self.dry_run))?;
+        }
+        for o in &run.owners {
+            print_line(out, &o.text(self.dry_run))?;
+        }
+        for d in &run.directories_removed {
+            let verb = if self.dry_run {
                 "would be removed"
             } else {
                 "removed"
             };
-            line += &format!(
-                " ({} file(s) {removed} whole: {} bytes, {})",
-                self.files_removed,
-                self.bytes_removed,
-                decimal(self.bytes_removed)
-            );
+            print_line(out, &format!("{d}/: directory {verb}: the run emptied it"))?;
         }
-        if let Some(after) = self.disk_after {
-            line += &format!(
-                ", which take {} on disk ({} before)",
-                decimal(after),
-                decimal(self.disk_before)
-            );
+        if walked {
+            print_line(out, &run.total.text(self.dry_run))?;
         }
-        line += &format!(
-            "; {} file(s) found in the directories, {} without device code",
-            self.found, self.without_device_code
-        );
-        if self.symbolic_links > 0 {
-            line += &format!(
-                "; {} symbolic link(s) left as they are",
-                self.symbolic_links
-            );
-        }
-        if self.refused + self.failed > 0 {
-            line += &format!(
-                "; {} file(s) not pruned ({} refused)",
-                self.refused + self.failed,
-                self.refused
-            );
-        }
-        line
-    }
-}
-
-/// `n` bytes in decimal units with one digit after the point (`9.8 GB`).
-fn decimal(n: u64) -> String {
-    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
-    if n < 1000 {
-        return format!("{n} B");
-    }
-    // Tenths of the unit, in integers: exact, with no float rounding.
-    let (mut whole, mut unit) = (n, 0);
-    while whole >= 1_000_000 && unit + 1 < UNITS.len() {
-        whole /= 1000;
-        unit += 1;
-    }
-    let tenths = (whole + 50) / 100;
-    format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
-}
-
-/// A run's entries sorted into what the report says.
-#[derive(Default)]
-struct Run {
-    files: Vec<PathReport>,
-    not_pruned: Vec<NotPruned>,
-    skipped: Vec<Left>,
-    records: Vec<RecordLine>,
-    /// The installed packages owning files changed, by name.
-    owners: Vec<Owner>,
-    /// Directories the run emptied, removed (that would be).
-    directories_removed: Vec<String>,
-    total: Total,
-    /// Error lines for standard error: every failure but the refusals of
-    /// files found in directories.
-    errors: Vec<String>,
-}
-
-impl Run {
-    fn of(entries: Vec<prune::TreeEntry>, dry_run: bool, through_links: bool) -> Run {
-        let mut run = Run::default();
-        run.total.disk_after = (!dry_run).then_some(0);
-        let mut owners: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for e in entries {
-            let path = crate::files::shown(&e.path).into_owned();
-            if let Some(p) = e.dpkg_package {
-                owners.entry(p).or_default().push(path.clone());
-            }
-            if !e.named && !matches!(e.outcome, TreeOutcome::Skipped(Skip::SymbolicLink)) {
-                run.total.found += 1;
-            }
-            match e.outcome {
-                TreeOutcome::Pruned(r) => {
-                    // A package's files left as they were: refusals, as
-                    // of files found in a directory.
-                    for m in &r.members_refused {
-                        run.total.refused += 1;
-                        run.not_pruned.push(NotPruned {
-                            path: path.clone(),
-                            refused: true,
-                            named: false,
-                            error: m.clone(),
-                        });
-                    }
-                    run.total.freed = run.total.freed.saturating_add(r.freed);
-                    run.total.files_removed += r.removed.len();
-                    for f in &r.removed {
-                        run.total.bytes_removed = run.total.bytes_removed.saturating_add(f.bytes);
-                    }
-                    let changed = r.containers_rewritten > 0 || !r.removed.is_empty();
-                    if changed {
-                        run.total.files += 1;
-                        run.total.disk_before = run.total.disk_before.saturating_add(r.disk_before);
-                        if let (Some(t), Some(d)) = (&mut run.total.disk_after, r.disk_after) {
-                            *t = t.saturating_add(d);
-                        }
-                    }
-                    // A package's files refused are named, never counted
-                    // as without device code.
-                    let device_code = !(r.kept.is_empty()
-                        && r.dropped.is_empty()
-                        && r.members_refused.is_empty());
-                    if e.named || device_code || changed {
-                        run.files.push(*r);
-                    } else {
-                        run.total.without_device_code += 1;
-                    }
-                }
-                TreeOutcome::Failed(err) => {
-                    let refused = err.refused();
-                    let text = super::io::error_text(&anyhow::Error::from(err));
-                    match refused {
-                        true => run.total.refused += 1,
-                        false => run.total.failed += 1,
-                    }
-                    if e.named || !refused {
-                        run.errors.push(text.clone());
-                    }
-                    run.not_pruned.push(NotPruned {
-                        path,
-                        refused,
-                        named: e.named,
-                        error: text,
-                    });
-                }
-                TreeOutcome::Skipped(why) => run.skip(path, why, dry_run, through_links),
-                TreeOutcome::DirectoryRemoved => run.directories_removed.push(path),
-                TreeOutcome::Record {
-                    rows_rewritten,
-                    rows_removed,
-                } => {
-                    run.total.without_device_code += 1;
-                    run.records.push(RecordLine {
-                        path,
-                        rows_rewritten,
-                        rows_removed,
-                    });
-                }
-            }
-        }
-        run.owners = owners
-            .into_iter()
-            .map(|(package, files)| Owner { package, files })
-            .collect();
-        run
-    }
-
-    /// Notes a path left as it is.
-    fn skip(&mut self, path: String, why: Skip, dry_run: bool, through_links: bool) {
-        let (why, of, text) = match why {
-            Skip::SymbolicLink => {
-                self.total.symbolic_links += 1;
-                return;
-            }
-            Skip::NoKnownFormat | Skip::NotRegular => {
-                self.total.without_device_code += 1;
-                return;
-            }
-            Skip::HardLink(first) => {
-                let first = crate::files::shown(&first).into_owned();
-                let text = match (dry_run, through_links) {
-                    (true, _) => format!("another name (hard link) of {first}, pruned there"),
-                    (false, true) => {
-                        format!("another name (hard link) of {first}, pruned through it")
-                    }
-                    (false, false) => format!(
-                        "another name (hard link) of {first}: where that was pruned it became a \
-                         new file, and this name keeps the old one (--keep-hard-links prunes \
-                         through every name)"
-                    ),
-                };
-                ("hard-link", Some(first), text)
-            }
-            Skip::Again => (
-                "again",
-                None,
-                "found again (a directory given twice, or inside another): handled once"
-                    .to_string(),
-            ),
-            Skip::ThinMember(archive) => {
-                let archive = crate::files::shown(&archive).into_owned();
-                let text = format!("a member of the thin archive {archive}, pruned with it");
-                ("thin-member", Some(archive), text)
-            }
-            Skip::Leftover => (
-                "leftover",
-                None,
-                "a temporary file an interrupted prune left (a whole copy of the old or the \
-                 new file beside it): not pruned; remove it"
-                    .to_string(),
-            ),
-        };
-        self.skipped.push(Left {
-            path,
-            why,
-            of,
-            text,
-        });
-    }
-
-    /// 2 when a file could not be read or written, held damaged data, or
-    /// was named and refused; 1 when only files found in directories (or
-    /// in packages) were refused; 0 otherwise.
-    fn exit_code(&self) -> u8 {
-        if !self.errors.is_empty() {
-            2
-        } else if self.total.refused > 0 {
-            1
-        } else {
-            0
-        }
+        Ok(())
     }
 }
 

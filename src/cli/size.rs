@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::io::print_line;
 use super::scan::{Common, exit_code_after_inputs, scan_files};
 use crate::scan::json::Elsewhere;
-use crate::scan::sort::{arch_cmp, natural_cmp};
+use crate::scan::sort::row_cmp;
 use crate::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
@@ -34,8 +34,12 @@ pub struct SizeOpts {
     #[command(flatten)]
     common: Common,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// Print a GitHub-flavoured Markdown report instead of a table (for a
+    /// CI job summary).
+    #[arg(long)]
+    markdown: bool,
 }
 
 impl SizeOpts {
@@ -75,7 +79,15 @@ impl SizeOpts {
             .map(|(r, _, elsewhere, note)| (r, elsewhere, note))
             .collect();
         let mut out = super::io::Report::stdout();
-        if self.json {
+        if self.markdown {
+            let files: Vec<(&SizeReport, Option<&str>)> = shown
+                .iter()
+                .map(|(r, _, note)| (*r, note.as_deref()))
+                .collect();
+            let total = several.then_some(&all);
+            let text = scan::markdown::size_document(&files, total);
+            out.write_all(text.as_bytes())?;
+        } else if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {
                 schema: &'static str,
@@ -171,98 +183,4 @@ fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Orders `<offload kind> <triple> <target ID> <image kind>` rows (or
-/// kind names): by offload kind and triple, then the target ID in
-/// [arch order](arch_cmp), then the kind. A row of other than four
-/// fields (a name from a file with a space in it) comes after those, in
-/// [natural order](natural_cmp): comparing such a row with a four-field
-/// one by either rule would make the order cyclic, and the sort panic.
-fn row_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    let (x, y): (Vec<&str>, Vec<&str>) = (a.split(' ').collect(), b.split(' ').collect());
-    match (x.len() == 4, y.len() == 4) {
-        (true, true) => x[..2]
-            .cmp(&y[..2])
-            .then_with(|| arch_cmp(x[2], y[2]))
-            .then_with(|| x[3].cmp(y[3])),
-        (false, false) => natural_cmp(a, b),
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_in_arch_order() {
-        let mut rows = vec![
-            "hip amdgcn-amd-amdhsa gfx1030 object",
-            "hip amdgcn-amd-amdhsa gfx90a object",
-            "hip amdgcn-amd-amdhsa gfx803 object",
-            "cuda nvptx64-nvidia-cuda sm_100 cubin",
-            "cuda nvptx64-nvidia-cuda sm_90 ptx",
-            "cuda nvptx64-nvidia-cuda sm_90 cubin",
-        ];
-        rows.sort_by(|a, b| row_cmp(a, b));
-        assert_eq!(
-            rows,
-            [
-                "cuda nvptx64-nvidia-cuda sm_90 cubin",
-                "cuda nvptx64-nvidia-cuda sm_90 ptx",
-                "cuda nvptx64-nvidia-cuda sm_100 cubin",
-                "hip amdgcn-amd-amdhsa gfx803 object",
-                "hip amdgcn-amd-amdhsa gfx90a object",
-                "hip amdgcn-amd-amdhsa gfx1030 object",
-            ]
-        );
-    }
-
-    /// Rows with spaces in their names (from a hostile file) among the
-    /// usual ones: the order is total (antisymmetric and transitive over
-    /// every triple), so sorting cannot panic, and the usual rows come
-    /// first in their order.
-    #[test]
-    fn rows_with_spaces_in_names_keep_the_order_total() {
-        use std::cmp::Ordering;
-        let rows = [
-            "cuda nvptx64-nvidia-cuda sm_90 cubin",
-            "cuda nvptx64-nvidia-cuda sm_100 cubin",
-            "cuda nvptx-nvidia-cuda sm_536903456 unknown-32",
-            "cuda nvptx64-nvidia-cuda sm_0a unknown-32",
-            "cuda nvptx64 nvidia-cuda sm_9 cubin",
-            "hip amdgcn amd amdhsa gfx90a object",
-            "hip amdgcn-amd-amdhsa gfx90a object",
-            "a",
-            "cuda",
-            "zzz 1 2 3 4 5",
-            "cuda nvptx64-nvidia-cuda sm_90 cubin x",
-            // A cycle under a rule that compares four-field rows field by
-            // field and any other pair as whole text: x10 before x9 one
-            // way, after it the other.
-            "hip x10 t k",
-            "hip x9 t k",
-            "hip x9 t k extra",
-        ];
-        for a in rows {
-            for b in rows {
-                assert_eq!(row_cmp(a, b), row_cmp(b, a).reverse(), "{a:?} {b:?}");
-                for c in rows {
-                    if row_cmp(a, b) != Ordering::Greater && row_cmp(b, c) != Ordering::Greater {
-                        assert_ne!(row_cmp(a, c), Ordering::Greater, "{a:?} {b:?} {c:?}");
-                    }
-                }
-            }
-        }
-        let mut sorted = rows.to_vec();
-        sorted.sort_by(|a, b| row_cmp(a, b));
-        assert!(
-            sorted[..7].iter().all(|r| r.split(' ').count() == 4),
-            "{sorted:?}"
-        );
-        assert_eq!(sorted[0], "cuda nvptx-nvidia-cuda sm_536903456 unknown-32");
-    }
 }

@@ -1,12 +1,88 @@
 //! The verdicts of `check`'s kernel rules over a command's inputs, and
-//! the `check --json` document they complete (`json.rs`).
+//! the reports they complete: the `check --json` document (`json.rs`),
+//! JUnit XML (`junit.rs`) and Markdown (`markdown.rs`).
 
+use crate::companion::gate::Judgement;
 use crate::kernel_listing::ImageKernels;
 use crate::scan::{Outcome, Report, Requirements, Unread, Verdict};
 
 use super::{KernelRule, KernelRuleResult, check, combine};
 
 pub(crate) mod json;
+pub(crate) mod junit;
+pub(crate) mod markdown;
+
+/// Everything a `check` report says, in the order of its inputs: the
+/// rules, each input's name and verdict, the kernel rules' [`Gate`], the
+/// judgements on per-GPU files, and which inputs were found walking a
+/// directory or package (the Markdown report counts those that pass with
+/// no device images in one row, as the text does).
+pub(crate) struct CheckReport<'a> {
+    pub(crate) req: &'a Requirements,
+    pub(crate) paths: &'a [&'a str],
+    pub(crate) outcome: &'a Outcome,
+    pub(crate) gate: &'a Gate,
+    pub(crate) per_gpu: &'a [Judgement],
+    pub(crate) walked: &'a [bool],
+}
+
+impl CheckReport<'_> {
+    /// Why input `i` could not be judged (its kernels' symbols damaged,
+    /// unreadable, or corrupt), as the text report's `ERROR` line says it
+    /// after the name; `None` for an input that was checked.
+    pub(crate) fn error(&self, i: usize) -> Option<String> {
+        if let Some(d) = self.gate.damaged.get(i).filter(|d| !d.is_empty()) {
+            return Some(d.join("; "));
+        }
+        match self.outcome.files.get(i)? {
+            Verdict::Unreadable(e) => Some(e.clone()),
+            Verdict::Corrupt { problems } => Some(format!(
+                "corrupt: {} (--allow-corrupt checks what could be read)",
+                problems.join("; ")
+            )),
+            Verdict::Checked { .. } => None,
+        }
+    }
+
+    /// The exit code of the check.
+    pub(crate) fn exit_code(&self) -> u8 {
+        crate::companion::gate::exit_code(self.gate.exit_code(self.outcome), self.per_gpu)
+    }
+
+    /// Where a judgement on per-GPU files applies: its input, or all
+    /// inputs (`--any`), or the files named.
+    pub(crate) fn per_gpu_input<'j>(&self, j: &'j Judgement) -> &'j str {
+        match (&j.input, self.req.any) {
+            (Some(i), _) => i.as_str(),
+            (None, true) => ALL_INPUTS,
+            (None, false) => "(files named)",
+        }
+    }
+}
+
+/// How the reports name all inputs together.
+pub(crate) const ALL_INPUTS: &str = "(all inputs)";
+
+/// A [`CheckReport`] of `paths` judged against `req` (their `outcome`,
+/// from [`crate::scan::check`]) with no kernel rules and no per-GPU files,
+/// as a library user has them; `f` makes the report of it.
+pub(crate) fn with_report<T>(
+    req: &Requirements,
+    paths: &[&str],
+    outcome: &Outcome,
+    f: impl FnOnce(&CheckReport<'_>) -> T,
+) -> T {
+    let gate = Gate::judge([], outcome, &[], &[], req);
+    let walked = vec![false; paths.len()];
+    f(&CheckReport {
+        req,
+        paths,
+        outcome,
+        gate: &gate,
+        per_gpu: &[],
+        walked: &walked,
+    })
+}
 
 /// What the kernel rules of `check` (`--require-kernel`,
 /// `--forbid-kernel`) decide: their results per input and over all of

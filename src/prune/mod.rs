@@ -92,6 +92,8 @@ pub(crate) mod plan;
 mod rewriters;
 pub(crate) mod shrink;
 #[cfg(feature = "files")]
+pub(crate) mod summary;
+#[cfg(feature = "files")]
 mod tree;
 #[cfg(feature = "files")]
 pub(crate) mod wheel;
@@ -108,6 +110,8 @@ pub use path::{
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
+#[cfg(feature = "files")]
+pub use summary::tree_markdown;
 #[cfg(feature = "files")]
 pub(crate) use tree::walked_dirs;
 #[cfg(feature = "files")]

@@ -139,6 +139,7 @@ pub(crate) mod check;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub(crate) mod magic;
+pub(crate) mod markdown;
 mod model;
 mod report;
 pub(crate) mod rule;
@@ -153,6 +154,7 @@ mod walk;
 pub use check::{Failure, Outcome, Requirements, RuleResult, Verdict, check};
 pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
+pub use markdown::{inspect_markdown, size_markdown};
 
 pub use crate::error::unread::Unread;
 pub(crate) use kinds::Hasher;

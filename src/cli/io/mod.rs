@@ -16,7 +16,8 @@ pub(crate) use crate::files::strerror;
 pub use crate::files::{Input, Output, clean_up_on_signals, write_layout};
 pub use json::{RawNames, write_json};
 pub use report::Report;
-pub use text::{error_text, print_line, printable};
+pub(crate) use text::printable;
+pub use text::{error_text, print_line};
 
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {
