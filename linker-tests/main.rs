@@ -63,6 +63,7 @@ test_files! {
     diff,
     bare,
     per_gpu_gate,
+    cuobjdump,
 }
 
 fn main() {

@@ -62,6 +62,7 @@ mod rule;
 pub(crate) mod tests;
 
 pub use allowance::{Allowance, DEFAULT_MAX_LISTED};
+pub(crate) use cubin::{TableRow, symbol_table};
 pub use rule::{KernelRule, KernelRuleResult, check, combine};
 
 /// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of
