@@ -98,11 +98,16 @@ impl Run<'_> {
         tally: &mut Tally,
         out: &mut dyn Write,
     ) -> Result<(), Fatal> {
+        // `-arch` picks among a fatbin's entries by SM number; a file that
+        // is a cubin is read whatever `-arch` says, unless it holds
+        // arch-specific code (`sm_90a`: only `-arch sm_90` or `sm_90a`).
         let (kind, sm, arch) = match item {
-            Item::Entry(e) => (e.kind, e.arch, self.entry_arch(e)),
-            Item::Cubin { arch, .. } => (KIND_ELF, sm_of(arch), arch.clone()),
+            Item::Entry(e) => (e.kind, Some(e.arch), self.entry_arch(e)),
+            Item::Cubin { arch, .. } => (KIND_ELF, arch_specific_sm(arch), arch.clone()),
         };
-        if self.args.arch.is_some_and(|want| want != sm) {
+        if let (Some(want), Some(sm)) = (self.args.arch, sm)
+            && want != sm
+        {
             return Ok(());
         }
         let n = match kind {
@@ -318,10 +323,10 @@ fn symbol_row(r: &crate::kernels::TableRow) -> String {
     )
 }
 
-/// The SM number of a cubin's name (`sm_90a` → 90).
-fn sm_of(arch: &str) -> u32 {
-    let digits = arch.strip_prefix("sm_").unwrap_or(arch);
-    digits.trim_end_matches(['a', 'f']).parse().unwrap_or(0)
+/// The SM number of an arch-specific cubin's name (`sm_90a` → 90);
+/// `None` for other names.
+fn arch_specific_sm(arch: &str) -> Option<u32> {
+    arch.strip_prefix("sm_")?.strip_suffix('a')?.parse().ok()
 }
 
 /// A path's file name without its last extension (`dir/sub.cu` → `sub`,
@@ -355,6 +360,14 @@ mod tests {
     }
 
     #[test]
+    fn arch_specific_cubins_by_name() {
+        assert_eq!(arch_specific_sm("sm_90a"), Some(90));
+        assert_eq!(arch_specific_sm("sm_100a"), Some(100));
+        assert_eq!(arch_specific_sm("sm_80"), None);
+        assert_eq!(arch_specific_sm("sm_a"), None);
+    }
+
+    #[test]
     fn symbol_rows_in_cuobjdump_columns() {
         let row = |name: &str, kind, bind, other, defined| {
             symbol_row(&crate::kernels::TableRow {
@@ -381,12 +394,5 @@ mod tests {
             row("", 0, 0, 1, false),
             "NOTYPE        LOCAL   INTERNAL   -                                 U  "
         );
-    }
-
-    #[test]
-    fn sm_numbers_of_names() {
-        assert_eq!(sm_of("sm_90a"), 90);
-        assert_eq!(sm_of("sm_100"), 100);
-        assert_eq!(sm_of("garbage"), 0);
     }
 }
