@@ -282,6 +282,10 @@ pub struct Entry<'data> {
     pub flags: u64,
     /// The object name the entry carries, when it points inside the entry.
     pub name: Option<&'data [u8]>,
+    /// The compiler options the entry records (`ptxasOptions` of a PTX
+    /// entry, `nvvmOptions` of an NVVM one, as `cuobjdump` prints them),
+    /// when its header points at them ([`entry_options`]).
+    pub options: Option<&'data [u8]>,
     /// The decompressed size, for compressed entries.
     pub decompressed_size: Option<u64>,
 }
@@ -501,6 +505,7 @@ fn read_entry(data: &[u8], at: u64, end: u64) -> Result<(Entry<'_>, u64)> {
     }
     let entry_end = payload_end;
     let name = entry_name(data, &e, at, entry_end);
+    let options = entry_options(data, &e, at, entry_end);
     let flags = e.flags.get();
     let compressed = flags & FLAGS_COMPRESSED != 0;
     let stored = if compressed {
@@ -521,6 +526,7 @@ fn read_entry(data: &[u8], at: u64, end: u64) -> Result<(Entry<'_>, u64)> {
         version: (e.major.get(), e.minor.get()),
         flags,
         name,
+        options,
         decompressed_size: compressed.then(|| e.decompressed_size.get()),
     };
     Ok((entry, entry_end))
@@ -565,6 +571,37 @@ fn entry_name<'data>(
         .map(|(s, t)| &data[usize_from(s)..usize_from(t)])
         .map(|b| b.split(|&c| c == 0).next().unwrap_or_default())
         .filter(|b| !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic()))
+}
+
+/// The options the header `e` of the entry at `at` (ending at
+/// `entry_end`) records. Its options-offset field (offset 20), when not 0,
+/// gives where in the entry two u32s lie: the text's own offset from the
+/// entry start and its length (`fatbinary --cmdline` writes them; an NVVM
+/// entry's are at 64, pointing at 72). The text is read up to its first
+/// NUL, and must lie after the 64-byte header and inside the entry; an
+/// empty text is `Some` (the entry records no options), a pointer that
+/// leads outside the entry `None`.
+fn entry_options<'data>(
+    data: &'data [u8],
+    e: &EntryHeader,
+    at: u64,
+    entry_end: u64,
+) -> Option<&'data [u8]> {
+    let field = u64::from(e.options_offset.get());
+    if field < ENTRY_HEADER_SIZE {
+        return None;
+    }
+    let entry = data.get(usize_from(at)..usize_from(entry_end))?;
+    let field = usize::try_from(field).ok()?;
+    let off = crate::bytes::le_at::<u32>(entry, field)?;
+    let len = crate::bytes::le_at::<u32>(entry, field.checked_add(4)?)?;
+    let start = usize::try_from(off).ok()?;
+    if u64::from(off) < ENTRY_HEADER_SIZE {
+        return None;
+    }
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    let text = entry.get(start..end)?;
+    Some(text.split(|&c| c == 0).next().unwrap_or_default())
 }
 
 /// A fatbin wrapper (`{magic, version, data, filename}`).

@@ -301,3 +301,69 @@ fn cubins_read_at_any_alignment() {
         assert_eq!(cubin::read(&v[shift..]), Some(want), "shift {shift}");
     }
 }
+
+/// A PTX entry laid out as `fatbinary --ident=myid --cmdline='-O2 -v'`
+/// writes it: an 88-byte header whose name sits at 64 and whose options
+/// pointer (offset 20: 72) holds the text's offset (80) and length (6).
+fn entry_with_options(options_field: u32, text_at: u32, text_len: u32) -> Vec<u8> {
+    let payload = b".version 8.0\n\0\0\0";
+    let mut e = Vec::new();
+    e.extend_from_slice(&(KIND_PTX).to_le_bytes());
+    e.extend_from_slice(&0x0101u16.to_le_bytes());
+    e.extend_from_slice(&88u32.to_le_bytes());
+    e.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    e.extend_from_slice(&0u32.to_le_bytes()); // compressed size
+    e.extend_from_slice(&options_field.to_le_bytes());
+    e.extend_from_slice(&[0, 0, 8, 0]); // version 8.0
+    e.extend_from_slice(&80u32.to_le_bytes());
+    e.extend_from_slice(&64u32.to_le_bytes()); // name offset
+    e.extend_from_slice(&4u32.to_le_bytes()); // name length
+    e.extend_from_slice(&(FLAG_64BIT | 0x10).to_le_bytes());
+    e.extend_from_slice(&[0; 16]);
+    e.extend_from_slice(b"myid\0\0\0\0");
+    e.extend_from_slice(&text_at.to_le_bytes());
+    e.extend_from_slice(&text_len.to_le_bytes());
+    e.extend_from_slice(b"-O2 -v\0\0");
+    assert_eq!(e.len(), 88);
+    e.extend_from_slice(payload);
+    let mut fb = MAGIC.to_vec();
+    fb.extend_from_slice(&1u16.to_le_bytes());
+    fb.extend_from_slice(&16u16.to_le_bytes());
+    fb.extend_from_slice(&(e.len() as u64).to_le_bytes());
+    fb.extend_from_slice(&e);
+    fb
+}
+
+#[test]
+fn entry_options_are_read_where_the_header_points() {
+    let fb = entry_with_options(72, 80, 6);
+    let f = read(&fb).unwrap();
+    let e = &f.entries[0];
+    assert_eq!(e.name, Some(&b"myid"[..]));
+    assert_eq!(e.options, Some(&b"-O2 -v"[..]));
+    // Up to the first NUL; an empty text is no options, but recorded.
+    assert_eq!(
+        read(&entry_with_options(72, 80, 8)).unwrap().entries[0].options,
+        Some(&b"-O2 -v"[..])
+    );
+    assert_eq!(
+        read(&entry_with_options(72, 86, 0)).unwrap().entries[0].options,
+        Some(&b""[..])
+    );
+    // No pointer, a pointer into the fixed header, or a text that runs
+    // out of the entry (or overflows): none, and the entry still reads.
+    for (field, at, len) in [
+        (0, 80, 6),
+        (8, 80, 6),
+        (72, 8, 6),
+        (72, 80, 1000),
+        (72, u32::MAX, 6),
+        (72, 80, u32::MAX),
+        (u32::MAX, 80, 6),
+    ] {
+        let fb = entry_with_options(field, at, len);
+        let f = read(&fb).unwrap();
+        assert_eq!(f.entries[0].options, None, "{field} {at} {len}");
+        assert_eq!(f.entries[0].name, Some(&b"myid"[..]));
+    }
+}

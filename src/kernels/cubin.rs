@@ -378,3 +378,37 @@ fn from_parsed(p: &Parsed<'_>, allowance: &Allowance) -> Result<Listing> {
     }
     Ok(l)
 }
+
+/// One row of a cubin's symbol table, as `cuobjdump -symbols` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TableRow {
+    /// Its name (bytes that are not UTF-8 replaced).
+    pub name: String,
+    /// `STT_*` (CUDA's own from 10 up).
+    pub kind: u8,
+    /// `STB_*`.
+    pub bind: u8,
+    /// `st_other`: the visibility in its low two bits, CUDA's marks
+    /// (`STO_CUDA_ENTRY` 0x10 …) above.
+    pub other: u8,
+    /// Whether it is defined (`st_shndx` is not `SHN_UNDEF`).
+    pub defined: bool,
+}
+
+/// The symbols of the cubin `bytes` in table order, as `cuobjdump
+/// -symbols` lists them: every one but the null symbol and the section
+/// and file symbols. A table that cannot be read is an error.
+pub(crate) fn symbol_table(bytes: &[u8]) -> Result<Vec<TableRow>> {
+    elf::with_parsed(bytes, |p| {
+        Ok(p.symbols()
+            .filter(|s| s.kind != object::elf::STT_SECTION.0 && s.kind != object::elf::STT_FILE.0)
+            .map(|s| TableRow {
+                name: text(s.name),
+                kind: s.kind,
+                bind: s.bind,
+                other: s.other,
+                defined: s.defined,
+            })
+            .collect())
+    })
+}

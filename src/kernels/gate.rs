@@ -35,7 +35,7 @@ impl CheckReport<'_> {
             return Some(d.join("; "));
         }
         match self.outcome.files.get(i)? {
-            Verdict::Unreadable(e) => Some(e.clone()),
+            Verdict::Unreadable(e) => Some(e.to_string()),
             Verdict::Corrupt { problems } => Some(format!(
                 "corrupt: {} (--allow-corrupt checks what could be read)",
                 problems.join("; ")

@@ -389,3 +389,30 @@ fn ptx_parameter_lists_and_slashes() {
         let _ = read(&ptx[..n]);
     }
 }
+
+/// The symbol table as `cuobjdump -symbols` lists it: table order, the
+/// section symbols left out, CUDA's marks and undefined symbols kept.
+#[test]
+fn cubin_symbol_table_rows() {
+    let secs = [sec(".text.k", 0, vec![0; 16])];
+    let syms = [
+        (".text.k", 0x03, 0, 4, 0), // STT_SECTION: left out
+        ("k", 0x12, 0x10, 4, 16),   // global function, an entry
+        ("ext", 0x21, 0x00, 0, 0),  // weak object, undefined
+        ("$buf", 0x0d, 0x41, 4, 8), // local CUDA object, internal
+    ];
+    let rows = symbol_table(&cubin(8, 0x5000, &secs, &syms)).unwrap();
+    let got: Vec<(&str, u8, u8, u8, bool)> = rows
+        .iter()
+        .map(|r| (r.name.as_str(), r.kind, r.bind, r.other, r.defined))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("k", 2, 1, 0x10, true),
+            ("ext", 1, 2, 0, false),
+            ("$buf", 13, 0, 0x41, true),
+        ]
+    );
+    assert!(symbol_table(b"\x7fELF\x02\x01").is_err());
+}
