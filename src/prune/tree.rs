@@ -409,19 +409,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         let e = match e {
             Ok(e) => e,
             Err(e) => {
-                let path = e.path().unwrap_or(input).to_path_buf();
-                // The system's error alone: walkdir's own words repeat the
-                // path, which the message names already.
-                let e = match e.io_error().and_then(std::io::Error::raw_os_error) {
-                    Some(code) => std::io::Error::from_raw_os_error(code),
-                    None => e.into(),
-                };
-                slots.push(Slot::Done(TreeEntry {
-                    outcome: TreeOutcome::Failed(PathError::open(&path, e)),
-                    dpkg_package: None,
-                    path,
-                    named: false,
-                }));
+                slots.push(Slot::Done(walk_failed(input, e)));
                 continue;
             }
         };
@@ -465,6 +453,23 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 named: false,
             })),
         }
+    }
+}
+
+/// The entry of a path the walk of `input` could not read.
+fn walk_failed(input: &Path, e: walkdir::Error) -> TreeEntry {
+    let path = e.path().unwrap_or(input).to_path_buf();
+    // The system's error alone: walkdir's own words repeat the path, which
+    // the message names already.
+    let e = match e.io_error().and_then(std::io::Error::raw_os_error) {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => e.into(),
+    };
+    TreeEntry {
+        outcome: TreeOutcome::Failed(PathError::open(&path, e)),
+        dpkg_package: None,
+        path,
+        named: false,
     }
 }
 

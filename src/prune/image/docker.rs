@@ -333,17 +333,8 @@ impl<'a> Run<'a> {
         above: &mut Above,
     ) -> Result<Option<String>, PathError> {
         let (at, bytes) = self.member(place, path)?;
-        let m = match package::detect(bytes) {
-            Some(Kind::Tar(Compression::None)) => Method::Plain,
-            Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
-                Method::Gzip
-            }
-            Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
-                Method::Zstd
-            }
-            _ if bytes.iter().all(|&b| b == 0) => Method::Plain,
-            _ => return Err(self.said(format!("{place}: it is not a tar archive"))),
-        };
+        let m = method_of(bytes)
+            .ok_or_else(|| self.said(format!("{place}: it is not a tar archive")))?;
         // A member named by its digest is checked against it.
         let expect = at
             .strip_prefix("blobs/sha256/")
@@ -535,6 +526,22 @@ impl<'a> Run<'a> {
             }
         }
         walk.into_inner().flush()
+    }
+}
+
+/// How the layer member `bytes` is compressed; `None` when it is no tar
+/// (an empty layer's zeros are one).
+fn method_of(bytes: &[u8]) -> Option<Method> {
+    match package::detect(bytes) {
+        Some(Kind::Tar(Compression::None)) => Some(Method::Plain),
+        Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
+            Some(Method::Gzip)
+        }
+        Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
+            Some(Method::Zstd)
+        }
+        _ if bytes.iter().all(|&b| b == 0) => Some(Method::Plain),
+        _ => None,
     }
 }
 
