@@ -258,10 +258,11 @@ impl<'a> Run<'a> {
         .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))
     }
 
-    /// A scratch file holding `bytes`.
+    /// A scratch file holding `bytes`, read from its start.
     fn scratch_with(&self, bytes: &[u8]) -> Result<File, PathError> {
         let mut f = self.scratch()?;
         f.write_all(bytes).map_err(|e| self.io(e))?;
+        f.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
         Ok(f)
     }
 
