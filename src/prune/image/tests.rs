@@ -216,7 +216,7 @@ fn a_name_from_a_pax_header_is_the_one_seen() {
 fn a_layer_over_the_budget_is_refused_by_name() {
     let k = crate::prune::tests::hip_bundle();
     let layer = tar_of(&[E::File("usr/lib/k.hipfb", &k)]);
-    let Err(e) = walk(&[layer.clone()], 4096) else {
+    let Err(e) = walk(std::slice::from_ref(&layer), 4096) else {
         panic!("a layer over the budget was walked");
     };
     let said = e.to_string();
@@ -231,5 +231,8 @@ fn a_layer_over_the_budget_is_refused_by_name() {
         panic!("a layer cut short was walked");
     };
     let said = e.to_string();
-    assert!(said.contains("usr/lib/k.hipfb") && said.contains("fewer than"), "{said}");
+    assert!(
+        said.contains("usr/lib/k.hipfb") && said.contains("fewer than"),
+        "{said}"
+    );
 }
