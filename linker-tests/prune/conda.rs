@@ -247,6 +247,7 @@ fn hostile() -> Result<(), Failed> {
     for ext in ["conda", "tar.bz2"] {
         refused(d, ext, &["size_in_bytes", "lib/libk.hipfb"])?;
     }
+    softlinks(d, &base, &edit, &refused)?;
     // The placeholder lies in the gfx90a image, which moves when the
     // gfx942 image goes.
     let placeholder = "/opt/conda_build_placeholder_prefix";
@@ -292,6 +293,48 @@ fn hostile() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+type Step<'a> = &'a dyn Fn(&Path) -> Result<(), Failed>;
+type Edit<'a> = &'a dyn Fn(&Path, &dyn Fn(&mut serde_json::Value)) -> Result<(), Failed>;
+type Refused<'a> = &'a dyn Fn(&Path, &str, &[&str]) -> Result<(), Failed>;
+
+/// `softlink` rows of `paths.json` (the package's `lib/libk.so`, a
+/// symbolic link to `libk.hipfb`): a true one prunes, the link kept; one
+/// naming a regular file, and one naming no entry, exit 2 naming the
+/// row and the field. The link is gone again after.
+fn softlinks(d: &Path, base: Step, edit: Edit, refused: Refused) -> Result<(), Failed> {
+    std::os::unix::fs::symlink("libk.hipfb", d.join("prefix/lib/libk.so"))?;
+    base(d)?;
+    let set = |doc: &mut serde_json::Value, path: &str, kind: &str| {
+        for row in doc["paths"].as_array_mut().into_iter().flatten() {
+            if row["_path"] == path {
+                row["path_type"] = kind.into();
+            }
+        }
+    };
+    edit(d, &|doc| set(doc, "lib/libk.so", "softlink"))?;
+    for ext in ["conda", "tar.bz2"] {
+        let name = format!("{PKG}.{ext}");
+        let out = format!("good.{ext}");
+        run(&ours(), &["prune", "--keep", "gfx90a", "-o", &out, &format!("in/{name}")], d).ok()?;
+        std::fs::remove_file(d.join(out))?;
+    }
+    edit(d, &|doc| set(doc, "lib/libk.hipfb", "softlink"))?;
+    for ext in ["conda", "tar.bz2"] {
+        refused(d, ext, &["'path_type' of 'lib/libk.hipfb' is softlink", "a regular file"])?;
+    }
+    edit(d, &|doc| {
+        set(doc, "lib/libk.hipfb", "hardlink");
+        if let Some(rows) = doc["paths"].as_array_mut() {
+            rows.push(serde_json::json!({"_path": "lib/gone.so", "path_type": "softlink"}));
+        }
+    })?;
+    for ext in ["conda", "tar.bz2"] {
+        refused(d, ext, &["'softlink' row of 'lib/gone.so'", "no entry"])?;
+    }
+    std::fs::remove_file(d.join("prefix/lib/libk.so"))?;
+    base(d)
 }
 
 /// Packages of 32 MiB (a bundle of two 16 MiB images, little of it

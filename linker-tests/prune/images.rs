@@ -5,8 +5,12 @@
 //! digest) and `skopeo inspect`/`skopeo copy` accept the result, the
 //! unpacked root holds each library as `prune` makes it alone, byte for
 //! byte, the whited-out file stays gone, and the layout is smaller; in
-//! place, the old blobs are gone. Killed with SIGKILL at random points of
-//! `--in-place`, the layout unpacks, old or new. Hostile layouts (a
+//! place, the old blobs are gone; a layout found in a walked directory
+//! is pruned the same. The `docker save` forms (skopeo's, and Docker
+//! 25's with an OCI layout inside, whose two views must name the same
+//! new blobs) pruned into a new archive and in place. Killed with
+//! SIGKILL at random points of `--in-place`, the layout unpacks, old or
+//! new; sent SIGTERM, no temporary is left. Hostile layouts (a
 //! lying digest, a missing blob, a layer that is no tar, an entry
 //! climbing out of the root) exit 2 naming the blob and the field, and
 //! nothing is written.
@@ -33,6 +37,11 @@ pub fn tests() -> Vec<Trial> {
             "prune::images::killed_in_place_the_layout_unpacks_old_or_new",
             &["umoci"],
             killed,
+        ),
+        trial(
+            "prune::images::sigterm_leaves_no_temporaries",
+            &["umoci", "kill"],
+            sigterm,
         ),
         trial(
             "prune::images::hostile_layouts_exit_2_and_nothing_is_written",
@@ -169,6 +178,13 @@ fn umoci_layout() -> Result<(), Failed> {
     let before = files(&d.join("W"));
     run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "W"], d).ok()?;
     same("the layout pruned twice", files(&d.join("W")), before)?;
+    // A layout found in a walked directory is pruned as one image, its
+    // blobs never one by one.
+    copy_dir(&d.join("L"), &d.join("T/sub/img"))?;
+    std::fs::copy(d.join("k.hipfb"), d.join("T/k.hipfb"))?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "T"], d).ok()?;
+    check_root("a layout found in a walked directory", &unpacked(d, "T/sub/img", "u")?, &want)?;
+    same("the bundle beside it", std::fs::read(d.join("T/k.hipfb"))?, want.clone())?;
     docker_archive(d, &want)
 }
 
@@ -193,24 +209,104 @@ fn docker_archive(d: &Path, want: &[u8]) -> Result<(), Failed> {
         std::fs::read(d.join("w.tar"))?,
         std::fs::read(d.join("p.tar"))?,
     )?;
-    docker_25(d)
+    docker_25(d, want)
 }
 
-/// Docker 25 and later save an OCI layout beside `manifest.json`: its
-/// index would name the old digests, so such an archive that would
-/// change is refused by name (exit 2), nothing written.
-fn docker_25(d: &Path) -> Result<(), Failed> {
-    std::fs::copy(d.join("d.tar"), d.join("d25.tar"))?;
-    std::fs::write(d.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
-    std::fs::write(d.join("index.json"), br#"{"schemaVersion":2,"manifests":[]}"#)?;
+/// Docker 25 and later save an OCI layout beside `manifest.json`: every
+/// member under `blobs/sha256/`, `index.json` naming an OCI manifest of
+/// the same config and layers, `<id>/layer.tar` links to the layers.
+/// Built here from skopeo's archive `d.tar` (no tool here writes this
+/// form), pruned into a new archive and in place: skopeo reads the
+/// `manifest.json` view, umoci unpacks the OCI view (checking every
+/// digest), both to the pruned root, and both name the same new blobs.
+fn docker_25(d: &Path, want: &[u8]) -> Result<(), Failed> {
     let tar = Path::new("/usr/bin/tar");
-    run(tar, &["-rf", "d25.tar", "oci-layout", "index.json"], d).ok()?;
-    let r = run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p25.tar", "d25.tar"], d);
-    if r.code != 2 || !r.stderr.contains("d25.tar") || !r.stderr.contains("OCI image index") {
-        return Err(format!("a Docker 25 archive: exit {}, {}", r.code, r.stderr).into());
+    let x = d.join("x25");
+    std::fs::create_dir_all(x.join("blobs/sha256"))?;
+    run(tar, &["-xf", "d.tar", "-C", "x25"], d).ok()?;
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(x.join("manifest.json"))?)?;
+    let member = |name: &serde_json::Value| -> Result<(String, Vec<u8>), Failed> {
+        let name = name.as_str().ok_or("a name that is no string")?;
+        let bytes = std::fs::read(x.join(name))?;
+        std::fs::remove_file(x.join(name))?;
+        Ok((digest(&bytes), bytes))
+    };
+    let (cdigest, config) = member(&saved[0]["Config"])?;
+    let config = blob(&x, "application/vnd.oci.image.config.v1+json", &config)?;
+    let (mut layers, mut paths) = (Vec::new(), Vec::new());
+    for (i, l) in saved[0]["Layers"].as_array().ok_or("no Layers")?.iter().enumerate() {
+        let (dg, bytes) = member(l)?;
+        layers.push(blob(&x, "application/vnd.oci.image.layer.v1.tar", &bytes)?);
+        let path = format!("blobs/sha256/{}", &dg[7..]);
+        std::fs::create_dir_all(x.join(format!("l{i}")))?;
+        std::os::unix::fs::symlink(format!("../{path}"), x.join(format!("l{i}/layer.tar")))?;
+        paths.push(path);
     }
-    if d.join("p25.tar").exists() {
-        return Err("a refused Docker 25 archive left an output".into());
+    let manifest = json!({"schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config, "layers": layers});
+    let mut manifest = blob(
+        &x,
+        "application/vnd.oci.image.manifest.v1+json",
+        serde_json::to_string_pretty(&manifest)?.as_bytes(),
+    )?;
+    manifest["annotations"] = json!({"io.containerd.image.name": "docker.io/library/t:latest",
+        "org.opencontainers.image.ref.name": "t"});
+    let index = json!({"schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [manifest]});
+    std::fs::write(x.join("index.json"), index.to_string())?;
+    std::fs::write(x.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    let saved = json!([{"Config": format!("blobs/sha256/{}", &cdigest[7..]),
+        "RepoTags": ["t:latest"], "Layers": paths}]);
+    std::fs::write(x.join("manifest.json"), saved.to_string())?;
+    let mut names = vec!["-cf", "../d25.tar", "oci-layout", "index.json", "manifest.json", "blobs"];
+    let links: Vec<String> = (0..paths.len()).map(|i| format!("l{i}")).collect();
+    names.extend(links.iter().map(String::as_str));
+    run(tar, &names, &x).ok()?;
+
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p25.tar", "d25.tar"], d).ok()?;
+    let skopeo = Path::new("/usr/bin/skopeo");
+    run(skopeo, &["inspect", "docker-archive:p25.tar"], d).ok()?;
+    run(skopeo, &["copy", "docker-archive:p25.tar", "oci:D25:t"], d).ok()?;
+    check_root("the pruned Docker 25 archive, as skopeo reads it", &unpacked(d, "D25", "u")?, want)?;
+    std::fs::create_dir_all(d.join("y25"))?;
+    run(tar, &["-xf", "p25.tar", "-C", "y25"], d).ok()?;
+    check_root("the pruned Docker 25 archive's OCI layout", &unpacked(d, "y25", "u")?, want)?;
+    run(skopeo, &["inspect", "oci:y25:t"], d).ok()?;
+    same_blobs(&d.join("y25"))?;
+    let (old, new) = (std::fs::metadata(d.join("d25.tar"))?.len(), std::fs::metadata(d.join("p25.tar"))?.len());
+    if new + (1 << 20) > old {
+        return Err(format!("the pruned Docker 25 archive is {new} bytes, {old} before").into());
+    }
+    std::fs::copy(d.join("d25.tar"), d.join("w25.tar"))?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "w25.tar"], d).ok()?;
+    same(
+        "the Docker 25 archive pruned in place and into a new file",
+        std::fs::read(d.join("w25.tar"))?,
+        std::fs::read(d.join("p25.tar"))?,
+    )
+}
+
+/// The `manifest.json` of the extracted Docker 25 archive `y` names the
+/// config and layers that its OCI manifest names, each a blob there.
+fn same_blobs(y: &Path) -> Result<(), Failed> {
+    let read = |p: &Path| -> Result<serde_json::Value, Failed> { Ok(serde_json::from_slice(&std::fs::read(p)?)?) };
+    let saved = read(&y.join("manifest.json"))?;
+    let index = read(&y.join("index.json"))?;
+    let m = index["manifests"][0]["digest"].as_str().ok_or("no manifest in index.json")?;
+    let m = read(&y.join("blobs/sha256").join(&m[7..]))?;
+    let path = |d: &serde_json::Value| format!("blobs/sha256/{}", d["digest"].as_str().and_then(|s| s.get(7..)).unwrap_or(""));
+    let oci: Vec<String> = std::iter::once(path(&m["config"]))
+        .chain(m["layers"].as_array().into_iter().flatten().map(path))
+        .collect();
+    let docker: Vec<String> = std::iter::once(&saved[0]["Config"])
+        .chain(saved[0]["Layers"].as_array().into_iter().flatten())
+        .map(|v| v.as_str().unwrap_or("").to_string())
+        .collect();
+    same("the blobs manifest.json and the OCI manifest name", &docker, &oci)?;
+    for b in &oci {
+        let bytes = std::fs::read(y.join(b))?;
+        same(&format!("the digest of {b}"), &digest(&bytes)[7..], &b[13..])?;
     }
     Ok(())
 }
@@ -261,6 +357,85 @@ fn killed() -> Result<(), Failed> {
     }
     if olds == 0 || news == 0 {
         return Err(format!("{olds} old and {news} new layouts in 20 kills: no spread").into());
+    }
+    Ok(())
+}
+
+/// The `.offload-kit-*` files and directories anywhere below `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    files_and_dirs(dir)
+        .into_iter()
+        .filter(|p| p.rsplit('/').next().is_some_and(|n| n.starts_with(".offload-kit-")))
+        .collect()
+}
+
+/// Every path below `dir`, directories included.
+fn files_and_dirs(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path().to_string_lossy().into_owned());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(files_and_dirs(&e.path()));
+        }
+    }
+    out
+}
+
+/// Runs our binary with `args` in `d` and sends it SIGTERM after
+/// `micros` µs (when it has not ended by then); returns once it is gone.
+fn terminated_after(args: &[&str], d: &Path, micros: u64) -> Result<(), Failed> {
+    let mut child = std::process::Command::new(ours())
+        .args(args)
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()?;
+    child.wait()?;
+    Ok(())
+}
+
+/// The layout of [`build`] (images of 4 MiB) pruned in place and into a
+/// new layout, each sent SIGTERM 6 times at points spread over its run:
+/// no `.offload-kit-*` file or directory is left anywhere (the staged
+/// blobs, the new index, the new layout's temporary directory), the
+/// layout in place unpacks old or new, and a new layout is whole or
+/// absent.
+fn sigterm() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let k = build(d, 4 << 20)?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "k.pruned", "k.hipfb"], d).ok()?;
+    let new = std::fs::read(d.join("k.pruned"))?;
+    copy_dir(&d.join("L"), &d.join("W"))?;
+    let start = std::time::Instant::now();
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "W"], d).ok()?;
+    let whole = start.elapsed().as_micros().max(1000) as u64;
+    let mut x = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |t| t.as_nanos() as u64)
+        | 1;
+    for round in 0..6 {
+        let after = crate::util::kill_point(&mut x, round, 6, whole);
+        let at = format!("round {round} (seed {x}, SIGTERM after {after} µs of {whole})");
+        std::fs::remove_dir_all(d.join("W"))?;
+        copy_dir(&d.join("L"), &d.join("W"))?;
+        terminated_after(&["prune", "--keep", "gfx90a", "--in-place", "W"], d, after)?;
+        same(&format!("{at}, in place: temporaries left"), temporaries(d), vec![])?;
+        let root = unpacked(d, "W", "u").map_err(|e| format!("{at}: {e:?}"))?;
+        let lib = root.get("usr/lib/k.hipfb");
+        if lib != Some(&k) && lib != Some(&new) {
+            return Err(format!("{at}: the root is neither the old nor the new").into());
+        }
+        let _ = std::fs::remove_dir_all(d.join("P"));
+        terminated_after(&["prune", "--keep", "gfx90a", "-o", "P", "L"], d, after)?;
+        same(&format!("{at}, -o: temporaries left"), temporaries(d), vec![])?;
+        if d.join("P").exists() {
+            check_root(&format!("{at}: the new layout"), &unpacked(d, "P", "u")?, &new)?;
+        }
     }
     Ok(())
 }

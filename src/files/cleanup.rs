@@ -3,6 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// An output being written, for the signal handler: its temporary file's
@@ -25,13 +26,79 @@ pub(super) fn pending() -> std::sync::MutexGuard<'static, Vec<Pending>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Every directory being built under a temporary name now, by its id.
+static TREES: std::sync::Mutex<Vec<(u64, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+fn trees() -> std::sync::MutexGuard<'static, Vec<(u64, PathBuf)>> {
+    TREES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A directory built under a temporary name (`.offload-kit-…`) and
+/// renamed to its own once complete ([`TempTree::persist`]): dropped
+/// before, or ended by a signal, it is removed with all it holds.
+pub(crate) struct TempTree {
+    id: u64,
+    path: PathBuf,
+    /// Renamed to its own name: no longer removed.
+    kept: bool,
+}
+
+impl TempTree {
+    /// A new empty directory in `parent`.
+    pub(crate) fn new_in(parent: &Path) -> std::io::Result<TempTree> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        // Made under the lock, so a signal finds it made and listed, or
+        // not made.
+        let mut list = trees();
+        let path = tempfile::Builder::new()
+            .prefix(".offload-kit-")
+            .tempdir_in(parent)?
+            .keep();
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        list.push((id, path.clone()));
+        Ok(TempTree {
+            id,
+            path,
+            kept: false,
+        })
+    }
+
+    /// The directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the directory to `to` (which must not exist), under the
+    /// lock: a signal finds it still temporary, or in place.
+    pub(crate) fn persist(mut self, to: &Path) -> std::io::Result<()> {
+        let mut list = trees();
+        std::fs::rename(&self.path, to)?;
+        list.retain(|(id, _)| *id != self.id);
+        self.kept = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        let mut list = trees();
+        let _ = std::fs::remove_dir_all(&self.path);
+        list.retain(|(id, _)| *id != self.id);
+    }
+}
+
 /// Removes output `id` from `list` (the pending outputs, locked).
 pub(super) fn unregister_locked(list: &mut Vec<Pending>, id: u64) {
     list.retain(|p| p.id != id);
 }
 
 /// Starts a thread that, on SIGINT, SIGTERM or SIGHUP, removes every
-/// named temporary output, then ends the
+/// named temporary output and every temporary directory, then ends the
 /// process as the signal would have (so no `.offload-kit-*` file outlives
 /// an interrupted command). Called once, at start.
 ///
@@ -55,6 +122,10 @@ pub fn clean_up_on_signals() {
                 if let Some(temp) = &p.temp {
                     let _ = rustix::fs::unlinkat(&*p.dir, temp, rustix::fs::AtFlags::empty());
                 }
+            }
+            let dirs = trees();
+            for (_, path) in dirs.iter() {
+                let _ = std::fs::remove_dir_all(path);
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);
             std::process::exit(128 + sig);

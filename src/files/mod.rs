@@ -55,6 +55,7 @@ mod input;
 mod name;
 mod output;
 
+pub(crate) use cleanup::TempTree;
 pub use cleanup::clean_up_on_signals;
 pub use input::{
     CLOSE_APART_FROM, COPY_BLOCK, COPY_CHUNK, FileRange, Input, KEEP_FILE_FROM, MAX_DEVICE_BYTES,

@@ -410,6 +410,15 @@ impl Output {
         self.place.as_ref().map(|p| unnamed_file(&p.dir))
     }
 
+    /// Gives an output written through a temporary file another name in
+    /// its directory (one path component), for a writer that learns the
+    /// name from what it wrote (a blob named by its digest).
+    pub(crate) fn rename(&mut self, name: &OsStr) {
+        if let Some(p) = self.place.as_mut() {
+            p.name = name.to_os_string();
+        }
+    }
+
     /// Puts the finished file in place, in one step (the old file, if
     /// any, is then deleted).
     pub fn commit(mut self) -> io::Result<()> {

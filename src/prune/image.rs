@@ -43,6 +43,8 @@ mod docker;
 mod json;
 mod layer;
 mod model;
+#[cfg(test)]
+mod tests;
 
 use commit::Stage;
 use json::Step;
@@ -88,7 +90,7 @@ pub(crate) fn prune_layout(
     let layout = Layout { dir: input };
     let index = layout
         .read()
-        .map_err(|e| PathError::said(PathErrorKind::Content, input, &name, e))?;
+        .map_err(|e| PathError::said(PathErrorKind::Content, input, &name, e.to_string()))?;
     let size = commit::layout_size(input);
     let mut rep = PathReport::new(&name, &[], &meta);
     (rep.bytes_before, rep.disk_before) = size;

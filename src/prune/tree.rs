@@ -23,7 +23,11 @@
 //! - the member files of a thin archive are pruned with it (the archive
 //!   records their new sizes), not again where the walk finds them;
 //! - a `.offload-kit-*` temporary file (a copy a killed run can leave
-//!   beside the file it was replacing) is left alone and reported.
+//!   beside the file it was replacing) is left alone and reported;
+//! - an OCI image layout found in a directory (a directory holding a file
+//!   `oci-layout`) is pruned as one image, as if named
+//!   ([`super::image`]), its files never one by one: a blob rewritten
+//!   alone would no longer be the digest the layout names it by.
 //!
 //! A file that is device code alone the rules drop all of (a per-GPU
 //! code object) is removed, as [`prune_path`] removes it, unless
@@ -66,9 +70,9 @@ enum Slot {
     Done(TreeEntry),
     /// A regular file to look at.
     File(Found),
-    /// An OCI image layout named, pruned as one image
+    /// An OCI image layout, named (true) or found, pruned as one image
     /// ([`super::image`]).
-    Layout(PathBuf),
+    Layout(PathBuf, bool),
 }
 
 /// A regular file named or found.
@@ -125,16 +129,22 @@ fn file_outcome(
     }
 }
 
-/// The entry of an image layout named on the command line, pruned as
-/// one input ([`prune_layout`](super::image::prune_layout)).
-fn layout_entry(path: PathBuf, selection: &Selection, opts: &PathOptions) -> TreeEntry {
+/// The entry of an image layout named on the command line (`named`) or
+/// found in a directory, pruned as one input
+/// ([`prune_layout`](super::image::prune_layout)).
+fn layout_entry(
+    path: PathBuf,
+    named: bool,
+    selection: &Selection,
+    opts: &PathOptions,
+) -> TreeEntry {
     let outcome = match super::image::prune_layout(selection, opts, &path) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
     };
     TreeEntry {
         path,
-        named: true,
+        named,
         outcome,
         dpkg_package: None,
     }
@@ -240,8 +250,8 @@ pub fn prune_tree(
                 out.push(e);
                 continue;
             }
-            Slot::Layout(path) => {
-                out.push(layout_entry(path, selection, opts));
+            Slot::Layout(path, named) => {
+                out.push(layout_entry(path, named, selection, opts));
                 continue;
             }
             Slot::File(f) => f,
@@ -367,7 +377,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         Err(_) => return slots.push(named(None)),
         Ok(meta) if !meta.is_dir() => return slots.push(named(Some(&meta))),
         Ok(_) if super::image::is_layout(input) => {
-            return slots.push(Slot::Layout(input.to_path_buf()));
+            return slots.push(Slot::Layout(input.to_path_buf(), true));
         }
         Ok(_) => {}
     }
@@ -391,32 +401,26 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         }));
         return;
     }
-    let entries = walkdir::WalkDir::new(input)
+    let mut entries = walkdir::WalkDir::new(input)
         .follow_links(false)
-        .sort_by_file_name();
-    for e in entries {
+        .sort_by_file_name()
+        .into_iter();
+    while let Some(e) = entries.next() {
         let e = match e {
             Ok(e) => e,
             Err(e) => {
-                let path = e.path().unwrap_or(input).to_path_buf();
-                // The system's error alone: walkdir's own words repeat the
-                // path, which the message names already.
-                let e = match e.io_error().and_then(std::io::Error::raw_os_error) {
-                    Some(code) => std::io::Error::from_raw_os_error(code),
-                    None => e.into(),
-                };
-                slots.push(Slot::Done(TreeEntry {
-                    outcome: TreeOutcome::Failed(PathError::open(&path, e)),
-                    dpkg_package: None,
-                    path,
-                    named: false,
-                }));
+                slots.push(Slot::Done(walk_failed(input, e)));
                 continue;
             }
         };
         let ft = e.file_type();
         let path = e.path();
         if ft.is_dir() {
+            // A layout is one image: none of its files is walked.
+            if e.depth() > 0 && super::image::is_layout(path) {
+                slots.push(Slot::Layout(path.to_path_buf(), false));
+                entries.skip_current_dir();
+            }
             continue;
         }
         if ft.is_symlink() {
@@ -449,6 +453,23 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 named: false,
             })),
         }
+    }
+}
+
+/// The entry of a path the walk of `input` could not read.
+fn walk_failed(input: &Path, e: walkdir::Error) -> TreeEntry {
+    let path = e.path().unwrap_or(input).to_path_buf();
+    // The system's error alone: walkdir's own words repeat the path, which
+    // the message names already.
+    let e = match e.io_error().and_then(std::io::Error::raw_os_error) {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => e.into(),
+    };
+    TreeEntry {
+        outcome: TreeOutcome::Failed(PathError::open(&path, e)),
+        dpkg_package: None,
+        path,
+        named: false,
     }
 }
 

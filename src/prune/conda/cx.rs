@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::super::Selection;
-use super::super::deb::tar::Fault;
+use super::super::deb::tar::{Fault, Header};
 use super::super::path::{PathError, PathErrorKind, PathOptions};
 use super::info::Row;
 
@@ -91,6 +91,52 @@ impl<'a> Cx<'a> {
         match said == is {
             true => Ok(()),
             false => Err(self.lie(path, "sha256", &said, &is)),
+        }
+    }
+
+    /// Checks the entry `h` against its row's `path_type`: a `softlink`
+    /// row names a symbolic link of the package, and a symbolic link has
+    /// no row of another type.
+    pub(super) fn check_path_type(&self, h: &Header) -> Result<(), PathError> {
+        let Some(row) = self.rows.get(&h.path) else {
+            return Ok(());
+        };
+        let symlink = h.kind() == b'2';
+        if row.softlink == symlink {
+            return Ok(());
+        }
+        let (said, is) = match symlink {
+            true => ("not softlink", "a symbolic link"),
+            false if h.is_hard_link() => ("softlink", "a hard link"),
+            false if h.kind() == b'5' => ("softlink", "a directory"),
+            false if h.is_file() => ("softlink", "a regular file"),
+            false => ("softlink", "no symbolic link"),
+        };
+        Err(self.said(format!(
+            "info/paths.json: the 'path_type' of '{}' is {said}, but the package's entry is {is}",
+            String::from_utf8_lossy(&h.path)
+        )))
+    }
+
+    /// Checks that each `softlink` row of `paths.json` names an entry of
+    /// the package, `seen` being every path the walk met.
+    pub(super) fn check_softlinks_found(
+        &self,
+        seen: &std::collections::BTreeSet<Vec<u8>>,
+    ) -> Result<(), PathError> {
+        let mut missing: Vec<&Vec<u8>> = self
+            .rows
+            .iter()
+            .filter(|(p, r)| r.softlink && !seen.contains(*p))
+            .map(|(p, _)| p)
+            .collect();
+        missing.sort();
+        match missing.first() {
+            None => Ok(()),
+            Some(p) => Err(self.said(format!(
+                "info/paths.json: the 'softlink' row of '{}' names no entry of the package",
+                String::from_utf8_lossy(p)
+            ))),
         }
     }
 

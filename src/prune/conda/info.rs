@@ -37,6 +37,9 @@ pub(crate) struct Row {
     pub(crate) size: Option<u64>,
     /// The build prefix written in it, which conda replaces at install.
     pub(crate) placeholder: Option<Vec<u8>>,
+    /// Whether its `path_type` is `softlink`: the package holds it as a
+    /// symbolic link.
+    pub(crate) softlink: bool,
 }
 
 /// What a file of the payload became: its new size and SHA-256
@@ -74,10 +77,12 @@ pub(crate) fn rows(text: &[u8]) -> Result<HashMap<Vec<u8>, Row>, String> {
             .and_then(Value::as_str)
             .filter(|p| !p.is_empty())
             .map(|p| p.as_bytes().to_vec());
+        let softlink = row.get("path_type").and_then(Value::as_str) == Some("softlink");
         let row = Row {
             sha256,
             size,
             placeholder,
+            softlink,
         };
         out.insert(path.as_bytes().to_vec(), row);
     }

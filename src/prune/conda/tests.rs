@@ -69,9 +69,11 @@ fn rows_are_read_with_their_fields_and_a_bad_field_is_named() {
         Row {
             sha256: Some("aa".into()),
             size: Some(10),
-            placeholder: None
+            placeholder: None,
+            softlink: false,
         }
     );
+    assert!(rows[&b"lib/other"[..]].softlink);
     assert_eq!(
         rows[&b"lib/gfx906.co"[..]].placeholder.as_deref(),
         Some(&b"/opt/build_placehold"[..])

@@ -70,11 +70,17 @@ pub(crate) fn walk_payload<R: Read, W: Write>(
 ) -> Result<Walked, PathError> {
     let fault = |f| cx.fault(f);
     let mut w = Walked::default();
+    let mut symlinks = BTreeSet::new();
     while let Some(h) = walk.next().map_err(fault)? {
         check_name(cx, &h)?;
         if cx.skip_info && h.path.starts_with(b"info/") {
             walk.copy(&h).map_err(fault)?;
             continue;
+        }
+        // A symbolic link is copied as it is, after its row is checked.
+        cx.check_path_type(&h)?;
+        if h.kind() == b'2' {
+            symlinks.insert(h.path.clone());
         }
         if h.is_hard_link() {
             // A link follows the file it names: what became of it is known.
@@ -98,6 +104,7 @@ pub(crate) fn walk_payload<R: Read, W: Write>(
         cx.check_size(&h.path, h.size)?;
         file(cx, walk, &h, &mut w, rep)?;
     }
+    cx.check_softlinks_found(&symlinks)?;
     Ok(w)
 }
 

@@ -3,6 +3,7 @@
 //! whole at every instant (see [`super`]).
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
@@ -11,10 +12,11 @@ use std::path::{Path, PathBuf};
 use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
 use super::layer::{self, Method};
 use super::model::{self, Index};
+use crate::files::{Output, TempTree};
 
-/// The name temporary files and directories start with (a tree walk
-/// leaves them alone).
-const TEMPORARY: &str = ".offload-kit-";
+/// The name a layer's blob is given until its digest is known (it is
+/// written to a file with no name, or a temporary one, until then).
+const TEMPORARY: &str = ".offload-kit-layer";
 
 /// How deeply [`reachable`] follows documents.
 const MAX_DEPTH: u32 = 8;
@@ -25,9 +27,11 @@ pub(super) struct Stage {
     /// place, the temporary layout's otherwise.
     blobs: PathBuf,
     /// For a new layout: its temporary directory, and where it goes.
-    new: Option<(tempfile::TempDir, PathBuf)>,
-    /// The new blobs under temporary names, each with its digest's hex.
-    staged: Vec<(tempfile::TempPath, String)>,
+    new: Option<(TempTree, PathBuf)>,
+    /// The new blobs, each an output named after its digest, not yet
+    /// committed (files with no name until then, or temporary files a
+    /// signal removes).
+    staged: Vec<Output>,
 }
 
 /// An I/O error writing `path`.
@@ -62,10 +66,7 @@ impl Stage {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let tmp = tempfile::Builder::new()
-            .prefix(TEMPORARY)
-            .tempdir_in(parent)
-            .map_err(cannot(&dest))?;
+        let tmp = TempTree::new_in(parent).map_err(cannot(&dest))?;
         let blobs = tmp.path().join("blobs").join("sha256");
         std::fs::create_dir_all(&blobs).map_err(cannot(&dest))?;
         Ok(Some(Stage {
@@ -80,21 +81,25 @@ impl Stage {
         tempfile::tempfile_in(&self.blobs).map_err(|e| PathError::io(PathErrorKind::Io, input, e))
     }
 
-    /// A new file with a temporary name beside the blobs.
-    fn temp(&self) -> Result<tempfile::NamedTempFile, PathError> {
-        tempfile::Builder::new()
-            .prefix(TEMPORARY)
-            .permissions(blob_mode())
-            .tempfile_in(&self.blobs)
-            .map_err(cannot(&self.blobs))
+    /// A new blob being written beside the others, to be named `name`
+    /// (with mode 0644, as umoci and skopeo write blobs).
+    fn output(&self, name: &str) -> Result<Output, PathError> {
+        let mut out =
+            Output::create_in(&self.blobs, OsStr::new(name)).map_err(cannot(&self.blobs))?;
+        temp_file(&mut out)?
+            .set_permissions(blob_mode())
+            .map_err(cannot(&self.blobs))?;
+        Ok(out)
     }
 
     /// Stages the blob `bytes`, whose digest's hex is `hex`.
     pub(super) fn put(&mut self, hex: &str, bytes: &[u8]) -> Result<(), PathError> {
-        let mut f = self.temp()?;
-        f.write_all(bytes).map_err(cannot(&self.blobs))?;
-        f.as_file().sync_all().map_err(cannot(&self.blobs))?;
-        self.staged.push((f.into_temp_path(), hex.to_string()));
+        let mut out = self.output(hex)?;
+        out.write_all(bytes).map_err(cannot(&self.blobs))?;
+        temp_file(&mut out)?
+            .sync_all()
+            .map_err(cannot(&self.blobs))?;
+        self.staged.push(out);
         Ok(())
     }
 
@@ -107,20 +112,22 @@ impl Stage {
         m: Method,
         threads: u32,
     ) -> Result<(String, u64), PathError> {
-        let f = self.temp()?;
-        let (hex, size) = layer::pack(tar, m, f.as_file(), threads)
+        // Named once its digest is known.
+        let mut out = self.output(TEMPORARY)?;
+        let (hex, size) = layer::pack(tar, m, temp_file(&mut out)?, threads)
             .map_err(|e| PathError::io(PathErrorKind::Write, input, e))?;
-        f.as_file().sync_all().map_err(cannot(&self.blobs))?;
-        self.staged.push((f.into_temp_path(), hex.clone()));
+        temp_file(&mut out)?
+            .sync_all()
+            .map_err(cannot(&self.blobs))?;
+        out.rename(OsStr::new(&hex));
+        self.staged.push(out);
         Ok((hex, size))
     }
 
     /// Puts the staged blobs in place under their digests.
     fn place(&mut self) -> Result<(), PathError> {
-        for (path, hex) in self.staged.drain(..) {
-            let to = self.blobs.join(&hex);
-            path.persist(&to)
-                .map_err(|e| PathError::write(&to, e.error))?;
+        for out in self.staged.drain(..) {
+            out.commit().map_err(cannot(&self.blobs))?;
         }
         sync_dir(&self.blobs)
     }
@@ -142,20 +149,14 @@ impl Stage {
             };
             self.place()?;
             let path = input.join("index.json");
-            let mut f = tempfile::Builder::new()
-                .prefix(TEMPORARY)
-                .permissions(blob_mode())
-                .tempfile_in(input)
+            let mut out = Output::create(&path).map_err(cannot(&path))?;
+            let mode = std::fs::metadata(&path).map_or_else(|_| blob_mode(), |m| m.permissions());
+            temp_file(&mut out)?
+                .set_permissions(mode)
                 .map_err(cannot(&path))?;
-            if let Ok(m) = std::fs::metadata(&path) {
-                f.as_file()
-                    .set_permissions(m.permissions())
-                    .map_err(cannot(&path))?;
-            }
-            f.write_all(new_index).map_err(cannot(&path))?;
-            f.as_file().sync_all().map_err(cannot(&path))?;
-            f.persist(&path)
-                .map_err(|e| PathError::write(&path, e.error))?;
+            out.write_all(new_index).map_err(cannot(&path))?;
+            temp_file(&mut out)?.sync_all().map_err(cannot(&path))?;
+            out.commit().map_err(cannot(&path))?;
             sync_dir(input)?;
             // Only now: the blobs the old index reached and the new does not.
             let blobs = input.join("blobs").join("sha256");
@@ -191,8 +192,7 @@ impl Stage {
             }
             std::fs::copy(&from, &to).map_err(cannot(&dest))?;
         }
-        let root = tmp.keep();
-        std::fs::rename(&root, &dest).map_err(cannot(&dest))?;
+        tmp.persist(&dest).map_err(cannot(&dest))?;
         self.sizes(&dest, rep)
     }
 
@@ -205,6 +205,16 @@ impl Stage {
         rep.freed = rep.bytes_before.saturating_sub(bytes);
         Ok(())
     }
+}
+
+/// The file `out` is being written to.
+fn temp_file(out: &mut Output) -> Result<&File, PathError> {
+    out.temp_file().ok_or_else(|| {
+        PathError::write(
+            Path::new("."),
+            std::io::Error::other("a blob is written to no file"),
+        )
+    })
 }
 
 /// The mode of a new blob: 0644, as umoci and skopeo write them.

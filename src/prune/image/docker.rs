@@ -14,8 +14,9 @@
 //! A layer two images share is rewritten only when both see it change
 //! alike; otherwise the archive is refused (the images would need
 //! different copies of one member). An archive that also holds an OCI
-//! layout (`index.json`, `oci-layout`: Docker 25 and later write both) is
-//! refused when it would change, its index not being rewritten.
+//! layout (`index.json`, `oci-layout`: Docker 25 and later write both)
+//! has its index and the manifests it names rewritten too ([`oci`]), so
+//! that both views name the same new blobs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs::File;
@@ -36,16 +37,10 @@ use super::model::{ConfigDoc, Desc, hex_sha, is_hex};
 use crate::files::{Input, Output};
 use crate::package::{self, Compression, Kind};
 
+mod oci;
+
 /// How many symbolic links are followed to a member.
 const MAX_LINKS: usize = 8;
-
-/// Why an archive that also holds an OCI layout is refused when it
-/// would change.
-const OCI_INSIDE: &str = "it also holds an OCI image index (index.json, as Docker 25 and \
-                          later write), whose manifests name the old layers by digest, and \
-                          prune does not rewrite an index inside an archive: copy the image to \
-                          a layout (skopeo copy docker-archive:FILE oci:DIR:TAG) and prune the \
-                          layout";
 
 /// One member of the archive, by its path.
 struct Member {
@@ -151,6 +146,10 @@ struct Run<'a> {
     relinked: BTreeMap<String, String>,
     /// Edits of `manifest.json`.
     edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
+    /// The digests of the members replaced (their old SHA-256, in hex,
+    /// where it is known), each with the new one and the new size: what
+    /// the OCI layout inside the archive is given in their place.
+    moved: BTreeMap<String, (String, u64)>,
 }
 
 /// Whether `data` is a `docker save` archive: a plain tar holding a
@@ -199,12 +198,16 @@ pub(crate) fn prune_docker(
         kept: BTreeSet::new(),
         relinked: BTreeMap::new(),
         edits: Vec::new(),
+        moved: BTreeMap::new(),
     };
     let single = images.len() == 1;
     for (i, img) in images.iter().enumerate() {
         run.image(i, img, single)?;
     }
     run.all.check_device_left(input, &name, &opts.prune)?;
+    if run.out.is_some() && !run.replaced.is_empty() {
+        run.oci_layout()?;
+    }
     let mut rep = std::mem::replace(&mut run.rep, PathReport::new(&name, &[], meta));
     rep.kept = merge(std::mem::take(&mut rep.kept));
     rep.dropped = merge(std::mem::take(&mut rep.dropped));
@@ -255,6 +258,14 @@ impl<'a> Run<'a> {
         .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))
     }
 
+    /// A scratch file holding `bytes`, read from its start.
+    fn scratch_with(&self, bytes: &[u8]) -> Result<File, PathError> {
+        let mut f = self.scratch()?;
+        f.write_all(bytes).map_err(|e| self.io(e))?;
+        f.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
+        Ok(f)
+    }
+
     /// Prunes the image `img`, the `i`th of `manifest.json`.
     fn image(&mut self, i: usize, img: &Saved, single: bool) -> Result<(), PathError> {
         let field = format!("manifest.json: [{i}]");
@@ -288,14 +299,6 @@ impl<'a> Run<'a> {
                 self.rename_in_manifest(&at, path)?;
             }
         }
-        if !new_diffs.is_empty() && self.members.0.contains_key("index.json") {
-            return Err(PathError::said(
-                PathErrorKind::Refused,
-                self.input,
-                &name,
-                OCI_INSIDE,
-            ));
-        }
         if new_diffs.is_empty() || self.out.is_none() {
             return Ok(());
         }
@@ -312,10 +315,10 @@ impl<'a> Run<'a> {
         let new = json::splice(&config, edits)
             .ok_or_else(|| self.said(format!("'{config_at}': cannot be rewritten")))?;
         let (old_hex, new_hex) = (hex_sha(&config), hex_sha(&new));
-        let mut f = self.scratch()?;
-        f.write_all(&new)
-            .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))?;
-        self.replace(&config_at, &old_hex, &new_hex, f, new.len() as u64)?;
+        let f = self.scratch_with(&new)?;
+        let len = new.len() as u64;
+        self.moved.insert(old_hex.clone(), (new_hex.clone(), len));
+        self.replace(&config_at, &old_hex, &new_hex, f, len)?;
         self.rename_in_manifest(&[Step::At(i), Step::Key("Config")], &img.config)
     }
 
@@ -331,17 +334,8 @@ impl<'a> Run<'a> {
         above: &mut Above,
     ) -> Result<Option<String>, PathError> {
         let (at, bytes) = self.member(place, path)?;
-        let m = match package::detect(bytes) {
-            Some(Kind::Tar(Compression::None)) => Method::Plain,
-            Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
-                Method::Gzip
-            }
-            Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
-                Method::Zstd
-            }
-            _ if bytes.iter().all(|&b| b == 0) => Method::Plain,
-            _ => return Err(self.said(format!("{place}: it is not a tar archive"))),
-        };
+        let m = method_of(bytes)
+            .ok_or_else(|| self.said(format!("{place}: it is not a tar archive")))?;
         // A member named by its digest is checked against it.
         let expect = at
             .strip_prefix("blobs/sha256/")
@@ -417,6 +411,11 @@ impl<'a> Run<'a> {
         }
         let old = expect.as_ref().map_or(diff, |d| d.digest.as_str());
         let old = old.get(7..).unwrap_or_default().to_string();
+        // The member's own digest: checked against its name, or its
+        // diff_id when it is a plain tar.
+        if expect.is_some() || m == Method::Plain {
+            self.moved.insert(old.clone(), (digest.clone(), len));
+        }
         self.replace(&at, &old, &digest, content, len)?;
         Ok(Some(r.new_diff))
     }
@@ -528,6 +527,22 @@ impl<'a> Run<'a> {
             }
         }
         walk.into_inner().flush()
+    }
+}
+
+/// How the layer member `bytes` is compressed; `None` when it is no tar
+/// (an empty layer's zeros are one).
+fn method_of(bytes: &[u8]) -> Option<Method> {
+    match package::detect(bytes) {
+        Some(Kind::Tar(Compression::None)) => Some(Method::Plain),
+        Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
+            Some(Method::Gzip)
+        }
+        Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
+            Some(Method::Zstd)
+        }
+        _ if bytes.iter().all(|&b| b == 0) => Some(Method::Plain),
+        _ => None,
     }
 }
 

@@ -4,6 +4,7 @@
 //! (a layer's are checked as it streams, `layer`).
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -17,6 +18,82 @@ const MAX_DEPTH: u32 = 4;
 
 /// The annotation that names an image of a layout.
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// Why a layout cannot be read for its rewrite: where (the document and
+/// field, `index.json: manifests[0]`), and what is wrong there. Its
+/// `Display` is the message the refusal shows.
+#[derive(Debug)]
+pub(super) struct Unreadable {
+    at: String,
+    why: Why,
+}
+
+/// What is wrong with a layout's document or blob.
+#[derive(Debug)]
+enum Why {
+    /// A `digest` that is no sha256 digest this reader names a file by.
+    NotSha256(String),
+    /// A small blob whose `size` is over [`MAX_JSON`].
+    OverRead(u64),
+    /// A blob (`digest`) of `is` bytes whose descriptor `said` another
+    /// size.
+    Size {
+        said: u64,
+        digest: String,
+        is: u64,
+    },
+    /// A blob whose SHA-256 is not the `digest` its descriptor gives.
+    Digest(String),
+    /// A file that cannot be opened, or read.
+    Open(String, std::io::Error),
+    Read(String, std::io::Error),
+    /// A file over [`MAX_JSON`].
+    Big(String),
+    /// Indexes nested deeper than [`MAX_DEPTH`].
+    Nested,
+    /// A document that is not the JSON it should be (`what` it should
+    /// be, and serde's words).
+    Not(&'static str, String),
+    /// A config whose `rootfs.diff_ids` count other than its manifest's
+    /// layers.
+    Layers {
+        diff_ids: usize,
+        layers: usize,
+    },
+}
+
+impl Unreadable {
+    fn new(at: impl Into<String>, why: Why) -> Unreadable {
+        Unreadable { at: at.into(), why }
+    }
+}
+
+impl fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.at)?;
+        let err = crate::files::strerror;
+        match &self.why {
+            Why::NotSha256(d) => write!(f, "'digest' '{d}' is not a sha256 digest"),
+            Why::OverRead(n) => write!(
+                f,
+                "'size' says {n} bytes, over the {MAX_JSON} read of such a blob"
+            ),
+            Why::Size { said, digest, is } => {
+                write!(f, "'size' says {said}, the blob {digest} is {is} bytes")
+            }
+            Why::Digest(d) => write!(f, "'digest' says {d}, the blob's SHA-256 is another"),
+            Why::Open(name, e) => write!(f, "cannot open '{name}': {}", err(e)),
+            Why::Read(name, e) => write!(f, "cannot read '{name}': {}", err(e)),
+            Why::Big(name) => write!(f, "'{name}' is over {MAX_JSON} bytes"),
+            Why::Nested => write!(f, "indexes nest more than {MAX_DEPTH} deep"),
+            Why::Not(what, e) => write!(f, "not {what}: {e}"),
+            Why::Layers { diff_ids, layers } => write!(
+                f,
+                "'rootfs.diff_ids' lists {diff_ids} layers, the manifest {layers}"
+            ),
+        }
+    }
+}
 
 /// A descriptor: what a blob is, its digest and its size.
 #[derive(Deserialize, Clone, Debug)]
@@ -135,37 +212,31 @@ impl Layout<'_> {
     }
 
     /// `index.json`, read with everything it names.
-    pub(super) fn read(&self) -> Result<Index, String> {
+    pub(super) fn read(&self) -> Result<Index, Unreadable> {
         let bytes = read_small(&self.dir.join("index.json"), "index.json")?;
         self.index("index.json".into(), bytes, None, 0)
     }
 
     /// The small blob `d` (named at `field`), checked against it.
-    pub(super) fn small_blob(&self, d: &Desc, field: &str) -> Result<Vec<u8>, String> {
+    pub(super) fn small_blob(&self, d: &Desc, field: &str) -> Result<Vec<u8>, Unreadable> {
         let hex = d
             .hex()
-            .ok_or_else(|| format!("{field}: 'digest' '{}' is not a sha256 digest", d.digest))?;
+            .ok_or_else(|| Unreadable::new(field, Why::NotSha256(d.digest.clone())))?;
         if d.size > MAX_JSON {
-            return Err(format!(
-                "{field}: 'size' says {} bytes, over the {MAX_JSON} read of such a blob",
-                d.size
-            ));
+            return Err(Unreadable::new(field, Why::OverRead(d.size)));
         }
         let path = self.blob_path(hex);
         let bytes = read_small(&path, field)?;
         if bytes.len() as u64 != d.size {
-            return Err(format!(
-                "{field}: 'size' says {}, the blob {} is {} bytes",
-                d.size,
-                d.digest,
-                bytes.len()
-            ));
+            let why = Why::Size {
+                said: d.size,
+                digest: d.digest.clone(),
+                is: bytes.len() as u64,
+            };
+            return Err(Unreadable::new(field, why));
         }
         if hex_sha(&bytes) != hex {
-            return Err(format!(
-                "{field}: 'digest' says {}, the blob's SHA-256 is another",
-                d.digest
-            ));
+            return Err(Unreadable::new(field, Why::Digest(d.digest.clone())));
         }
         Ok(bytes)
     }
@@ -176,12 +247,12 @@ impl Layout<'_> {
         bytes: Vec<u8>,
         name: Option<&str>,
         depth: u32,
-    ) -> Result<Index, String> {
+    ) -> Result<Index, Unreadable> {
         if depth > MAX_DEPTH {
-            return Err(format!("{what}: indexes nest more than {MAX_DEPTH} deep"));
+            return Err(Unreadable::new(what, Why::Nested));
         }
         let doc: IndexDoc = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{what}: not an image index: {e}"))?;
+            .map_err(|e| Unreadable::new(&what, Why::Not("an image index", e.to_string())))?;
         let mut entries = Vec::with_capacity(doc.manifests.len());
         for (i, d) in doc.manifests.into_iter().enumerate() {
             let field = format!("{what}: manifests[{i}]");
@@ -201,7 +272,10 @@ impl Layout<'_> {
                     entries.push(Entry::Other);
                     continue;
                 }
-                Err(e) => return Err(format!("{field} ({}): not a manifest: {e}", d.digest)),
+                Err(e) => {
+                    let at = format!("{field} ({})", d.digest);
+                    return Err(Unreadable::new(at, Why::Not("a manifest", e.to_string())));
+                }
             };
             if is_index(&d.media_type) || is_index(&m.media_type) || m.manifests.is_some() {
                 let inner = self.index(d.digest.clone(), blob, Some(&shown), depth + 1)?;
@@ -218,15 +292,15 @@ impl Layout<'_> {
             }
             let cfield = format!("{} config", d.digest);
             let config_bytes = self.small_blob(&config, &cfield)?;
+            let at = format!("{cfield} ({})", config.digest);
             let c: ConfigDoc = serde_json::from_slice(&config_bytes)
-                .map_err(|e| format!("{cfield} ({}): not an image config: {e}", config.digest))?;
+                .map_err(|e| Unreadable::new(&at, Why::Not("an image config", e.to_string())))?;
             if c.rootfs.diff_ids.len() != layers.len() {
-                return Err(format!(
-                    "{cfield} ({}): 'rootfs.diff_ids' lists {} layers, the manifest {}",
-                    config.digest,
-                    c.rootfs.diff_ids.len(),
-                    layers.len()
-                ));
+                let why = Why::Layers {
+                    diff_ids: c.rootfs.diff_ids.len(),
+                    layers: layers.len(),
+                };
+                return Err(Unreadable::new(at, why));
             }
             let image = Image {
                 name: shown,
@@ -254,21 +328,12 @@ pub(super) fn hex_sha(bytes: &[u8]) -> String {
 
 /// A JSON file of a layout, within [`MAX_JSON`]; `field` names it in
 /// messages.
-fn read_small(path: &Path, field: &str) -> Result<Vec<u8>, String> {
-    let name = crate::files::shown(path);
-    let meta = std::fs::metadata(path).map_err(|e| {
-        format!(
-            "{field}: cannot open '{name}': {}",
-            crate::files::strerror(&e)
-        )
-    })?;
+fn read_small(path: &Path, field: &str) -> Result<Vec<u8>, Unreadable> {
+    let name = crate::files::shown(path).into_owned();
+    let meta =
+        std::fs::metadata(path).map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
     if meta.len() > MAX_JSON {
-        return Err(format!("{field}: '{name}' is over {MAX_JSON} bytes"));
+        return Err(Unreadable::new(field, Why::Big(name)));
     }
-    std::fs::read(path).map_err(|e| {
-        format!(
-            "{field}: cannot read '{name}': {}",
-            crate::files::strerror(&e)
-        )
-    })
+    std::fs::read(path).map_err(|e| Unreadable::new(field, Why::Read(name, e)))
 }
