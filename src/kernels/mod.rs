@@ -62,9 +62,9 @@ mod rule;
 pub(crate) mod tests;
 
 pub use allowance::{Allowance, DEFAULT_MAX_LISTED};
+pub(crate) use cubin::{TableRow, symbol_table};
 pub use gate::junit::check_junit;
 pub use gate::markdown::check_markdown;
-pub(crate) use cubin::{TableRow, symbol_table};
 pub use rule::{KernelRule, KernelRuleResult, check, combine};
 
 /// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of
