@@ -33,6 +33,9 @@ struct Job {
     last: bool,
 }
 
+/// A worker's two ends: its blocks to deflate, and what it made of them.
+type Lane = (SyncSender<Job>, Receiver<io::Result<Vec<u8>>>);
+
 /// Compresses what `input` gives to `out` as one gzip member at `level`,
 /// on `threads` threads (1: on the caller's alone). Returns the bytes
 /// read.
@@ -90,7 +93,7 @@ pub(super) fn compress(
 /// with) to the workers of `lanes` in turn, and writes what they give
 /// back to `out` in the order of the input.
 fn in_order(
-    lanes: &[(SyncSender<Job>, Receiver<io::Result<Vec<u8>>>)],
+    lanes: &[Lane],
     out: &mut dyn Write,
     mut next: impl FnMut(&[u8]) -> io::Result<Job>,
 ) -> io::Result<()> {
