@@ -1,13 +1,14 @@
-//! gzip written on several threads, as pigz writes it: the input cut into
-//! blocks of [`BLOCK`] bytes, each deflated on its own (primed with the
-//! last 32 KiB of the block before as its dictionary, so matches reach
-//! back across the cut) and ended with a sync flush, the raw deflate
-//! pieces laid end to end between one gzip header and one trailer. The
-//! result is a single gzip member that any gunzip reads.
+//! gzip written on several threads, in the way pigz writes it: the input
+//! cut into blocks of [`BLOCK`] bytes, each deflated on its own and ended
+//! with a sync flush, the raw deflate pieces laid end to end between one
+//! gzip header and one trailer (the CRC-32 of the whole input). The
+//! result is a single gzip member that any gunzip reads. Unlike pigz, a
+//! block is not primed with the 32 KiB before it (flate2's miniz_oxide
+//! backend cannot set a dictionary): matches do not reach across a cut,
+//! which costs a few hundred bytes a MiB.
 //!
-//! The bytes depend only on the input and the level: the blocks and their
-//! dictionaries are fixed by the input, so one thread or sixteen write
-//! the same file. No more than two blocks per thread are in flight, so
+//! The bytes depend only on the input and the level: the blocks are fixed
+//! by the input, so one thread or sixteen write the same file. No more than two blocks per thread are in flight, so
 //! memory stays a few MiB whatever the size of the input.
 
 use std::collections::VecDeque;
@@ -22,13 +23,8 @@ pub(super) const BLOCK: usize = 1 << 20;
 /// The most threads used: each holds up to two blocks in and two out.
 const MAX_THREADS: usize = 16;
 
-/// The window of deflate: how much of the block before primes the next.
-const WINDOW: usize = 32 << 10;
-
-/// One block to deflate: the bytes before it that prime it, its bytes,
-/// and whether it is the last.
+/// One block to deflate: its bytes, and whether it is the last.
 struct Job {
-    dict: Vec<u8>,
     data: Vec<u8>,
     last: bool,
 }
@@ -48,27 +44,21 @@ pub(super) fn compress(
     out.write_all(&header(level))?;
     let mut crc = crc32fast::Hasher::new();
     let mut total = 0u64;
-    let mut next = |crc: &mut crc32fast::Hasher, total: &mut u64, dict: &[u8]| {
+    let mut next = |crc: &mut crc32fast::Hasher, total: &mut u64| {
         let data = read_block(input)?;
         crc.update(&data);
         *total += data.len() as u64;
         let last = data.len() < BLOCK;
-        io::Result::Ok(Job {
-            dict: dict.to_vec(),
-            data,
-            last,
-        })
+        io::Result::Ok(Job { data, last })
     };
     let workers = usize::try_from(threads).unwrap_or(1).clamp(1, MAX_THREADS);
     if workers == 1 {
-        let mut dict = Vec::new();
         loop {
-            let job = next(&mut crc, &mut total, &dict)?;
+            let job = next(&mut crc, &mut total)?;
             out.write_all(&deflate(&job, level)?)?;
             if job.last {
                 break;
             }
-            dict = tail(&job.data).to_vec();
         }
     } else {
         std::thread::scope(|s| {
@@ -79,7 +69,7 @@ pub(super) fn compress(
                 s.spawn(move || work(&jobs, &to_caller, level));
                 lanes.push((to_worker, done));
             }
-            in_order(&lanes, out, |dict| next(&mut crc, &mut total, dict))
+            in_order(&lanes, out, || next(&mut crc, &mut total))
         })?;
     }
     out.write_all(&crc.finalize().to_le_bytes())?;
@@ -89,24 +79,19 @@ pub(super) fn compress(
     Ok(total)
 }
 
-/// Hands the blocks `next` makes (given the dictionary each is primed
-/// with) to the workers of `lanes` in turn, and writes what they give
+/// Hands the blocks `next` makes to the workers of `lanes` in turn, and writes what they give
 /// back to `out` in the order of the input.
 fn in_order(
     lanes: &[Lane],
     out: &mut dyn Write,
-    mut next: impl FnMut(&[u8]) -> io::Result<Job>,
+    mut next: impl FnMut() -> io::Result<Job>,
 ) -> io::Result<()> {
     let gone = || io::Error::other("a gzip worker thread stopped");
     let mut pending: VecDeque<usize> = VecDeque::new();
-    let mut dict = Vec::new();
     let mut i = 0usize;
     loop {
-        let job = next(&dict)?;
+        let job = next()?;
         let last = job.last;
-        if !last {
-            dict = tail(&job.data).to_vec();
-        }
         // Two blocks a lane in flight at most: the oldest is written first.
         if pending.len() == 2 * lanes.len()
             && let Some(j) = pending.pop_front()
@@ -137,11 +122,6 @@ fn work(jobs: &Receiver<Job>, done: &SyncSender<io::Result<Vec<u8>>>, level: u32
     }
 }
 
-/// The last [`WINDOW`] bytes of `data`.
-fn tail(data: &[u8]) -> &[u8] {
-    &data[data.len().saturating_sub(WINDOW)..]
-}
-
 /// Reads up to [`BLOCK`] bytes: fewer only at the end of `input`.
 fn read_block(input: &mut dyn Read) -> io::Result<Vec<u8>> {
     let mut data = Vec::with_capacity(BLOCK);
@@ -160,13 +140,10 @@ fn header(level: u32) -> [u8; 10] {
     [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 255]
 }
 
-/// The raw deflate of one block: primed with its dictionary, ended with a
-/// sync flush (the stream's final block when it is the last).
+/// The raw deflate of one block, ended with a sync flush (the stream's
+/// final block when it is the last).
 fn deflate(job: &Job, level: u32) -> io::Result<Vec<u8>> {
     let mut c = Compress::new(Compression::new(level), false);
-    if !job.dict.is_empty() {
-        c.set_dictionary(&job.dict).map_err(io::Error::other)?;
-    }
     let flush = match job.last {
         true => FlushCompress::Finish,
         false => FlushCompress::Sync,
@@ -250,25 +227,6 @@ mod tests {
         let n = u32::try_from(data.len()).unwrap();
         assert_eq!(end[4..], n.to_le_bytes());
         assert_eq!(out[..10], header(6));
-    }
-
-    #[test]
-    fn dictionary_reaches_across_the_cut() {
-        // Noise, then its last 32 KiB again as the next block: primed
-        // with the block before, the copy costs next to nothing.
-        let mut x = 0x9e37_79b9_u32;
-        let mut data: Vec<u8> = (0..BLOCK)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x.to_le_bytes()[1]
-            })
-            .collect();
-        data.extend_from_within(BLOCK - WINDOW..);
-        let out = gz(&data, 2);
-        assert_eq!(gunzip(&out), data);
-        assert!(out.len() < BLOCK + (8 << 10), "{} bytes", out.len());
     }
 
     #[test]
