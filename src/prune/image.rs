@@ -40,6 +40,7 @@ use super::path::{
 
 mod commit;
 mod docker;
+mod gzip;
 mod json;
 mod layer;
 mod model;

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek as _, SeekFrom, Write};
 use std::path::Path;
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
 use sha2::{Digest as _, Sha256};
 
@@ -206,8 +207,13 @@ pub(super) struct Above {
 /// Walks the layer whose blob `src` gives (compressed with `m`) into
 /// `scratch` (none in a dry run), the layers above it in `above`.
 /// Checks the blob against `expect`'s size and digest, when there is one.
+///
+/// Two threads share the work: one reads the blob, hashes it and
+/// decompresses it ([`decode`]), handing the tar on in chunks of
+/// [`CHUNK`] bytes, [`DEPTH`] at most in flight; the caller's hashes the
+/// tar (the diff_id) and walks it.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn rewrite<S: Read>(
+pub(super) fn rewrite<S: Read + Send>(
     cx: &LayerCx<'_>,
     src: S,
     expect: Option<&Desc>,
@@ -217,23 +223,16 @@ pub(super) fn rewrite<S: Read>(
     rep: &mut PathReport,
     budget: &mut u64,
 ) -> Result<Rewritten, PathError> {
-    let (mut packed, mut old, mut new) = (Tally::default(), Tally::default(), Tally::default());
-    let walked = {
-        let tap = Tap {
-            inner: src,
-            tally: &mut packed,
-        };
-        let mut buffered = BufReader::with_capacity(1 << 20, tap);
-        let decoded: Box<dyn Read + '_> = match m {
-            Method::Plain => Box::new(&mut buffered),
-            Method::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(&mut buffered)),
-            Method::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(&mut buffered)
-                    .map_err(|e| cx.said(&format!("cannot be read: {e}")))?,
-            ),
-        };
-        let input = Tap {
-            inner: decoded,
+    let (mut old, mut new) = (Tally::default(), Tally::default());
+    let (to_walk, chunks) = sync_channel(DEPTH);
+    let (back, spent) = channel();
+    let (decoded, walked, flushed) = std::thread::scope(|s| {
+        let reader = s.spawn(move || decode(src, m, &to_walk, &spent));
+        let input = Chunks {
+            from: chunks,
+            back,
+            now: Vec::new(),
+            at: 0,
             tally: &mut old,
         };
         let out: Box<dyn Write> = match &scratch {
@@ -247,21 +246,22 @@ pub(super) fn rewrite<S: Read>(
         let mut walk = Walk::new(input, out, *budget);
         let walked = walk_layer(cx, &mut walk, above, rep);
         *budget = budget.saturating_sub(walk.read());
+        // The chunks dropped with the walk: a reader still at work stops.
         let flushed = walk.into_inner().flush();
-        // What follows the compressed stream (or the walk's failure)
-        // counts toward the digest too.
-        let rest = io::copy(&mut buffered, &mut io::sink());
-        (walked, flushed, rest)
-    };
+        (reader.join(), walked, flushed)
+    });
+    let decoded = decoded.map_err(|_| cx.said("its reading thread failed"))?;
+    decoded
+        .opened
+        .map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
     // A blob that is not the one its descriptor names is the first
     // thing wrong with it.
-    let (walked, flushed, rest) = walked;
-    if let Some(d) = expect.filter(|_| rest.is_ok()) {
-        check_blob(cx, d, &packed)?;
+    if let Some(d) = expect.filter(|_| decoded.rest.is_ok()) {
+        check_blob(cx, d, &decoded.packed)?;
     }
     let walked = walked?;
     flushed.map_err(|e| PathError::io(PathErrorKind::Write, cx.input, e))?;
-    rest.map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
+    (decoded.rest).map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
     let mut tar = scratch;
     if let Some(f) = tar.as_mut() {
         f.seek(SeekFrom::Start(0))
@@ -273,6 +273,130 @@ pub(super) fn rewrite<S: Read>(
         new_diff: format!("sha256:{}", hex(&new.sha.finalize())),
         tar,
     })
+}
+
+/// Bytes of the decompressed layer handed from the reading thread to the
+/// walk at a time.
+const CHUNK: usize = 1 << 20;
+
+/// Chunks on their way to the walk at most.
+const DEPTH: usize = 4;
+
+/// A chunk of the decompressed layer, or the error that ended it.
+type Chunk = io::Result<Vec<u8>>;
+
+/// What the reading thread found.
+struct Decoded {
+    /// What was read of the blob.
+    packed: Tally,
+    /// Whether its decoder could start.
+    opened: io::Result<()>,
+    /// Reading what follows the compressed stream (or what the walk left
+    /// of it) to the end of the blob.
+    rest: io::Result<u64>,
+}
+
+/// Reads the blob `src`, decompressed with `m`, into `to` a chunk at a
+/// time (reusing the buffers `spent` gives back) until its end, an error
+/// (sent on) or the walk's hanging up; then reads the blob to its end,
+/// which counts toward its digest too.
+fn decode<S: Read>(
+    src: S,
+    m: Method,
+    to: &SyncSender<Chunk>,
+    spent: &Receiver<Vec<u8>>,
+) -> Decoded {
+    let mut d = Decoded {
+        packed: Tally::default(),
+        opened: Ok(()),
+        rest: Ok(0),
+    };
+    let tap = Tap {
+        inner: src,
+        tally: &mut d.packed,
+    };
+    let mut buffered = BufReader::with_capacity(1 << 20, tap);
+    d.opened = {
+        let decoder: io::Result<Box<dyn Read + '_>> = match m {
+            Method::Plain => Ok(Box::new(&mut buffered)),
+            Method::Gzip => Ok(Box::new(flate2::bufread::MultiGzDecoder::new(
+                &mut buffered,
+            ))),
+            Method::Zstd => zstd::stream::read::Decoder::with_buffer(&mut buffered)
+                .map(|z| Box::new(z) as Box<dyn Read + '_>),
+        };
+        decoder.map(|mut z| pump(&mut z, to, spent))
+    };
+    d.rest = io::copy(&mut buffered, &mut io::sink());
+    drop(buffered);
+    d
+}
+
+/// Sends what `z` gives to `to` a chunk at a time (in the buffers
+/// `spent` gives back, or new ones) until its end, an error (sent on) or
+/// the walk's hanging up.
+fn pump(z: &mut dyn Read, to: &SyncSender<Chunk>, spent: &Receiver<Vec<u8>>) {
+    loop {
+        let mut buf = spent.try_recv().unwrap_or_default();
+        buf.resize(CHUNK, 0);
+        let n = match fill(z, &mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = to.send(Err(e));
+                return;
+            }
+        };
+        buf.truncate(n);
+        if n == 0 || to.send(Ok(buf)).is_err() || n < CHUNK {
+            return;
+        }
+    }
+}
+
+/// Reads into `buf` until it is full or `r` ends: the bytes read.
+fn fill(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// The decompressed layer as the walk reads it: the chunks the reading
+/// thread sends, each hashed as it comes (the layer's diff_id) and its
+/// buffer given back once read.
+struct Chunks<'t> {
+    from: Receiver<Chunk>,
+    back: Sender<Vec<u8>>,
+    now: Vec<u8>,
+    at: usize,
+    tally: &'t mut Tally,
+}
+
+impl Read for Chunks<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.now.len() {
+            let Ok(next) = self.from.recv() else {
+                return Ok(0);
+            };
+            let next = next?;
+            self.tally.sha.update(&next);
+            self.tally.n += next.len() as u64;
+            let used = std::mem::replace(&mut self.now, next);
+            self.at = 0;
+            // The reader may have stopped: the buffer is then dropped.
+            let _ = self.back.send(used);
+        }
+        let k = buf.len().min(self.now.len() - self.at);
+        buf[..k].copy_from_slice(&self.now[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
+    }
 }
 
 /// Checks what was read of the blob against its descriptor `d`.
@@ -439,9 +563,9 @@ pub(super) fn pack(
             s
         }
         Method::Gzip => {
-            let mut e = flate2::GzBuilder::new().write(sink, flate2::Compression::new(GZIP_LEVEL));
-            io::copy(&mut input, &mut e)?;
-            e.finish()?
+            let mut s = sink;
+            super::gzip::compress(&mut input, &mut s, GZIP_LEVEL, threads)?;
+            s
         }
         Method::Zstd => {
             let mut e = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL)?;
