@@ -284,7 +284,7 @@ pub struct Entry<'data> {
     pub name: Option<&'data [u8]>,
     /// The compiler options the entry records (`ptxasOptions` of a PTX
     /// entry, `nvvmOptions` of an NVVM one, as `cuobjdump` prints them),
-    /// when its header points at them ([`entry_options`]).
+    /// when its header points at them.
     pub options: Option<&'data [u8]>,
     /// The decompressed size, for compressed entries.
     pub decompressed_size: Option<u64>,
