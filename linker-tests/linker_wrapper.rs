@@ -25,7 +25,7 @@ test_files! {
     dry_runs,
     failures,
     libraries,
-    gpu,
+    pub(crate) gpu,
     windows,
 }
 

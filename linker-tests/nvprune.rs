@@ -23,7 +23,6 @@ use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir,
 const NVPRUNE: &str = "/opt/offload-kit/nvprune/bin/nvprune";
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
-const CUDA_TOOLS: &str = "/opt/offload-kit/cuda-tools/bin";
 
 pub fn tests() -> Vec<Trial> {
     let built = [NVPRUNE, PTXAS, FATBINARY, "clang", "ar"];
@@ -94,19 +93,6 @@ fn both(work: &Path, args: &[&str], stdout: bool) -> Result<(), Failed> {
     Ok(())
 }
 
-/// A CUDA root clang-22 accepts: NVIDIA's ptxas and fatbinary, and a
-/// `cuda.h` that only gives the version.
-fn cuda_root(root: &Path) -> Result<(), Failed> {
-    std::fs::create_dir_all(root.join("bin"))?;
-    std::fs::create_dir_all(root.join("include"))?;
-    std::fs::create_dir_all(root.join("nvvm/libdevice"))?;
-    for t in ["ptxas", "nvlink", "fatbinary"] {
-        std::os::unix::fs::symlink(Path::new(CUDA_TOOLS).join(t), root.join("bin").join(t))?;
-    }
-    std::fs::write(root.join("include/cuda.h"), "#define CUDA_VERSION 12080\n")?;
-    Ok(())
-}
-
 /// A PTX kernel for `sm`, with a small table so that each cubin differs.
 fn kernel_ptx(sm: u32) -> String {
     let words: Vec<String> = (0..64).map(|i| (i * 7 + sm).to_string()).collect();
@@ -130,7 +116,7 @@ fn kernel_ptx(sm: u32) -> String {
 fn build(work: &Path) -> Result<PathBuf, Failed> {
     let d = work.join("in");
     std::fs::create_dir_all(&d)?;
-    cuda_root(&work.join("cuda"))?;
+    crate::linker_wrapper::gpu::make_cuda_root(&work.join("cuda"))?;
     std::fs::write(
         d.join("k.cu"),
         "typedef struct { unsigned x, y, z; } dim3x;\n\

@@ -208,6 +208,25 @@ pub(crate) fn strip_os_error(s: &str) -> String {
     out
 }
 
+/// Test check of a Markdown report: in every table (a block of lines that
+/// starts with `|`), each row has as many cells as the header (escaped
+/// backslashes and pipes are no cell borders).
+#[cfg(test)]
+pub(crate) fn assert_tables_well_formed(text: &str) {
+    for table in text.split("\n\n").filter(|b| b.starts_with('|')) {
+        let widths: Vec<usize> = table
+            .lines()
+            .map(|l| {
+                l.replace("\\\\", "")
+                    .replace("\\|", "")
+                    .matches('|')
+                    .count()
+            })
+            .collect();
+        assert!(widths.iter().all(|w| *w == widths[0]), "{table}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

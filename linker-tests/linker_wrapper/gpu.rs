@@ -8,7 +8,7 @@ const CUDA_TOOLS: &str = "/opt/offload-kit/cuda-tools/bin";
 
 /// A CUDA root at `root` that clang-22 accepts: NVIDIA's ptxas, nvlink
 /// and fatbinary, and a `cuda.h` that only gives the version (12.8).
-fn make_cuda_root(root: &Path) -> Result<(), Failed> {
+pub(crate) fn make_cuda_root(root: &Path) -> Result<(), Failed> {
     std::fs::create_dir_all(root.join("bin"))?;
     std::fs::create_dir_all(root.join("include"))?;
     std::fs::create_dir_all(root.join("nvvm/libdevice"))?;

@@ -540,13 +540,7 @@ mod tests {
             text.contains("| a\\|b.so | refused | 'a\\|b.so': refused |"),
             "{text}"
         );
-        for table in text.split("\n\n").filter(|b| b.starts_with('|')) {
-            let widths: Vec<usize> = table
-                .lines()
-                .map(|l| l.replace("\\|", "").matches('|').count())
-                .collect();
-            assert!(widths.iter().all(|w| *w == widths[0]), "{table}");
-        }
+        crate::text::assert_tables_well_formed(&text);
         assert_eq!(
             tree_markdown(Vec::new(), false).lines().next(),
             Some("## offload-kit prune")

@@ -222,22 +222,6 @@ mod tests {
     use super::*;
     use crate::scan::Report;
 
-    /// Every line of every table has the header's number of cells.
-    fn well_formed(text: &str) {
-        for table in text.split("\n\n").filter(|b| b.starts_with('|')) {
-            let widths: Vec<usize> = table
-                .lines()
-                .map(|l| {
-                    l.replace("\\\\", "")
-                        .replace("\\|", "")
-                        .matches('|')
-                        .count()
-                })
-                .collect();
-            assert!(widths.iter().all(|w| *w == widths[0]), "{table}");
-        }
-    }
-
     #[test]
     fn size_rows_per_file_target_and_kind() {
         let mut a = SizeReport {
@@ -260,7 +244,7 @@ mod tests {
         let gone = SizeReport::unreadable("gone.so", "cannot open");
         let all = SizeReport::sum("(all inputs)", [&a, &gone]);
         let text = size_markdown(&[&a, &gone], Some(&all));
-        well_formed(&text);
+        crate::text::assert_tables_well_formed(&text);
         assert!(
             text.contains("| a\\|\\`b\\`.so | 1000 | 2 | 300 | 250 | 25.0% | - |"),
             "{text}"
@@ -289,7 +273,7 @@ mod tests {
             },
         ];
         let text = inspect_markdown(&files);
-        well_formed(&text);
+        crate::text::assert_tables_well_formed(&text);
         assert!(text.contains("| x\\<y\\>.so |"), "{text}");
         assert!(text.contains("| gone\\|.so | error | 0 | - | - | - | - | error: cannot open |"));
         assert!(!text.contains("### Device images"));

@@ -221,12 +221,6 @@ mod tests {
             text.contains("| gone.so | ERROR | - | - | cannot open |"),
             "{text}"
         );
-        for table in text.split("\n\n").filter(|b| b.starts_with('|')) {
-            let widths: Vec<usize> = table
-                .lines()
-                .map(|l| l.replace("\\|", "").matches('|').count())
-                .collect();
-            assert!(widths.iter().all(|w| *w == widths[0]), "{table}");
-        }
+        crate::text::assert_tables_well_formed(&text);
     }
 }

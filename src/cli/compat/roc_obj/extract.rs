@@ -160,7 +160,7 @@ fn one_uri(st: &mut State, uri: &str) {
                 st.errors += 1;
                 return;
             }
-            let base = basename(&String::from_utf8_lossy(&path));
+            let base = super::basename(&String::from_utf8_lossy(&path));
             let stem = match &st.out_dir {
                 Some(dir) if !dir.is_empty() => catfile(dir, &base),
                 Some(_) => base,
@@ -447,19 +447,6 @@ fn entry_bytes(
         .ok_or_else(|| {
             format!("'{path}': entry-offset {eo} + entry-size {es} is past the end of the {total} decompressed bytes")
         })
-}
-
-/// File::Basename's `basename`: the last part, trailing slashes dropped.
-fn basename(path: &str) -> String {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() {
-        return if path.is_empty() {
-            String::new()
-        } else {
-            "/".to_string()
-        };
-    }
-    trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
 }
 
 /// File::Spec's `canonpath` on Unix: repeated slashes and `.` parts dropped,

@@ -314,7 +314,7 @@ fn extract(
     if let Err(die) = result {
         eprint!("{}", die.message);
     }
-    let prefix = basename(file);
+    let prefix = super::basename(file);
     for l in listed {
         if filter.is_some_and(|re| !re.is_match(&l.id)) {
             continue;
@@ -339,19 +339,6 @@ fn extract(
             inputs.push(output);
         }
     }
-}
-
-/// coreutils' `basename`.
-fn basename(path: &str) -> String {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() {
-        return if path.is_empty() {
-            String::new()
-        } else {
-            "/".to_string()
-        };
-    }
-    trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
 }
 
 /// Runs `command args` on `input` as the script's `run_command`; gives its
