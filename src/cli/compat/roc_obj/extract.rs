@@ -160,7 +160,7 @@ fn one_uri(st: &mut State, uri: &str) {
                 st.errors += 1;
                 return;
             }
-            let base = super::basename(&String::from_utf8_lossy(&path));
+            let base = super::perl::basename(&String::from_utf8_lossy(&path));
             let stem = match &st.out_dir {
                 Some(dir) if !dir.is_empty() => catfile(dir, &base),
                 Some(_) => base,

@@ -37,20 +37,5 @@ pub fn obj_main(argv0: &str, args: &[String]) -> ExitCode {
     obj::main(argv0, args)
 }
 
-/// The last part of a path, trailing slashes dropped: what File::Basename's
-/// `basename` (roc-obj-extract) and coreutils' `basename` (roc-obj) give
-/// for the paths the scripts hand them ("/" for slashes alone).
-fn basename(path: &str) -> String {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() {
-        return if path.is_empty() {
-            String::new()
-        } else {
-            "/".to_string()
-        };
-    }
-    trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
-}
-
 #[cfg(test)]
 mod tests;

@@ -314,7 +314,7 @@ fn extract(
     if let Err(die) = result {
         eprint!("{}", die.message);
     }
-    let prefix = super::basename(file);
+    let prefix = super::perl::basename(file);
     for l in listed {
         if filter.is_some_and(|re| !re.is_match(&l.id)) {
             continue;

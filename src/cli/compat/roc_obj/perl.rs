@@ -224,3 +224,18 @@ pub(super) fn perl_fmt(v: f64) -> String {
     };
     format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
+
+/// The last part of a path, trailing slashes dropped: what File::Basename's
+/// `basename` (roc-obj-extract) and coreutils' `basename` (roc-obj) give
+/// for the paths the scripts hand them ("/" for slashes alone).
+pub(super) fn basename(path: &str) -> String {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return if path.is_empty() {
+            String::new()
+        } else {
+            "/".to_string()
+        };
+    }
+    trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
+}
