@@ -47,6 +47,11 @@ pub fn tests() -> Vec<Trial> {
             real_libraries,
         ),
         trial(
+            "cuobjdump::nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump",
+            &[CUOBJDUMP, "bash", "/usr/bin/python3"],
+            nvshmem,
+        ),
+        trial(
             "cuobjdump::curand_dll_lists_what_the_linux_library_lists",
             &[CUOBJDUMP, "bash", "/usr/bin/python3"],
             curand_dll,
@@ -102,8 +107,9 @@ fn kernels_ptx() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests/kernels/cuda/kernels.ptx")
 }
 
-/// The inputs, in `d`: cubins `k80`, `k90a`, relocatable `k80c` and
-/// `t80c` (texture and surface references); the
+/// The inputs, in `d`: cubins `k80`, `k90a`, relocatable `k80c`, `t80c`
+/// and linked `t80` (texture and surface references), `g80` and
+/// relocatable `g80c` (initialised globals, a device function); the
 /// fatbins `f` (two cubins, PTX; fatbinary compresses the PTX), `o` (PTX
 /// and cubins interleaved, all LZ4), `i` (an identifier naming a path,
 /// ptxas options, debug), `p` (PTX only), `r` (relocatable), `e` (no
@@ -126,8 +132,17 @@ fn build(d: &Path) -> Result<(), Failed> {
     }
     let texture = kernels_ptx().with_file_name("texture.ptx");
     let texture = texture.to_string_lossy();
-    let args = ["-arch=sm_80", "-c", &*texture, "-o", "t80c.cubin"];
-    run(Path::new(PTXAS), &args, d).ok()?;
+    let globals = kernels_ptx().with_file_name("globals.ptx");
+    let globals = globals.to_string_lossy();
+    for args in [
+        ["-arch=sm_80", "-c", &*texture, "-o", "t80c.cubin"],
+        ["-arch=sm_80", "", &*texture, "-o", "t80.cubin"],
+        ["-arch=sm_80", "-c", &*globals, "-o", "g80c.cubin"],
+        ["-arch=sm_80", "", &*globals, "-o", "g80.cubin"],
+    ] {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
+        run(Path::new(PTXAS), &args, d).ok()?;
+    }
     let elf = |sm: &str, f: &str| format!("--image3=kind=elf,sm={sm},file={f}");
     let ptx80 = "--image3=kind=ptx,sm=80,file=k.ptx".to_string();
     let fatbins: [(&str, Vec<String>); 6] = [
@@ -224,6 +239,8 @@ fn built_inputs() -> Result<(), Failed> {
             &["-ptx"],
             &["-ptx", "-all"],
             &["-symbols", "-ptx"],
+            &["-res-usage"],
+            &["-res-usage", "-symbols", "-all"],
         ] {
             let mut all = args.to_vec();
             all.push(input);
@@ -242,6 +259,14 @@ fn built_inputs() -> Result<(), Failed> {
         &["-arch", "sm_80", "-arch", "sm_90", "-lelf", "../f.fatbin"],
         &["-arch", "sm_90a", "-lptx", "../o.fatbin"],
         &["-lelf", "-sass", "../f.fatbin"],
+        &["-res-usage", "../g80.cubin"],
+        &["-res-usage", "../g80c.cubin"],
+        &["--dump-resource-usage", "-arch", "sm_80", "../o.fatbin"],
+        &["-res-usage", "-lelf", "../f.fatbin"],
+        &["-res-usage", "-xelf", "all", "../i.fatbin"],
+        // A linked cubin with undefined texture references: cuobjdump's
+        // internal error.
+        &["-res-usage", "../t80.cubin"],
     ] {
         both(d, args)?;
     }
@@ -267,7 +292,7 @@ fn bad_inputs() -> Result<(), Failed> {
         "../empty",
         "../cut.fatbin",
     ] {
-        for args in [&["-lelf", "-lptx"][..], &["-xelf", "all"], &[]] {
+        for args in [&["-lelf", "-lptx"][..], &["-xelf", "all"], &[], &["-res-usage"]] {
             let mut all = args.to_vec();
             all.push(input);
             both(d, &all)?;
@@ -291,7 +316,47 @@ fn bad_inputs() -> Result<(), Failed> {
     ] {
         both(d, args)?;
     }
+    damaged_host_files(d)?;
     help(d)
+}
+
+/// A host file cut short, or whose section headers lie past its end:
+/// cuobjdump says it holds no device code (exit 255); ours says the same,
+/// then, on a line of its own, that it could not read the whole file.
+fn damaged_host_files(d: &Path) -> Result<(), Failed> {
+    let whole = std::fs::read(d.join("plain.o"))?;
+    std::fs::write(d.join("cut.o"), &whole[..whole.len() / 2])?;
+    let mut far = whole.clone();
+    far[0x28..0x30].copy_from_slice(&(whole.len() as u64 + 100).to_le_bytes());
+    std::fs::write(d.join("far.o"), &far)?;
+    let lib = std::fs::read(d.join("lib.a"))?;
+    std::fs::write(d.join("cut.a"), &lib[..lib.len() / 5])?;
+    let dir = d.join("run");
+    std::fs::create_dir_all(&dir)?;
+    for input in ["../cut.o", "../far.o"] {
+        let args = ["-lelf", input];
+        let theirs = did(Path::new(CUOBJDUMP), &args, &dir)?;
+        let ours = did(&ours_as("cuobjdump"), &args, &dir)?;
+        let what = format!("cuobjdump -lelf {input}");
+        same(&format!("{what}: exit code"), ours.code, 255)?;
+        same(&format!("{what}: theirs"), theirs.code, 255)?;
+        same(&format!("{what}: stdout"), &ours.stdout, &theirs.stdout)?;
+        let (first, note) = ours.stderr.split_once('\n').unwrap_or_default();
+        same(&format!("{what}: first line"), format!("{first}\n"), theirs.stderr)?;
+        let shown = dir.join(input).to_string_lossy().into_owned();
+        let expected = format!("cuobjdump info    : offload-kit could not read all of '{shown}' (");
+        if !note.starts_with(&expected) || !note.ends_with("): no device code was found in what it read\n") {
+            return Err(format!("{what}: the note on stderr is {note:?}").into());
+        }
+    }
+    // Archives cut inside their first and a later member: the members
+    // before the cut listed, then cuobjdump's own failure.
+    let whole = std::fs::read(d.join("lib.a"))?;
+    std::fs::write(d.join("cut2.a"), &whole[..whole.len() * 2 / 3])?;
+    for args in [["-lelf", "../cut.a"], ["-lelf", "../cut2.a"]] {
+        both(d, &args)?;
+    }
+    Ok(())
 }
 
 /// `-h`, and no file or two, print the help: ours in our words, listing
@@ -346,6 +411,39 @@ fn real_libraries() -> Result<(), Failed> {
         &["-xelf", "all", "-xptx", "all", &cupy],
         &["-ptx", &cupy],
         &["-symbols", "-arch", "sm_80", &cupy],
+        &["-res-usage", NVJPEG],
+        &["-res-usage", "-all", "../libcurand.so.10"],
+        &["-res-usage", "-symbols", "-arch", "sm_90", "../libcurand.so.10"],
+        &["-res-usage", "-ptx", &cupy],
+    ] {
+        both(d, args)?;
+    }
+    Ok(())
+}
+
+/// NVSHMEM 3.4.5's static archive of relocatable objects (whose device
+/// functions' register counts cuobjdump reads from `sh_info`, 0 in the
+/// newer ABI) and its host library, whose relocatable fatbins come before
+/// its executable ones in the file (cuobjdump `-all` dumps the executable
+/// ones first).
+fn nvshmem() -> Result<(), Failed> {
+    static DIR: crate::real_libs::Cache = crate::real_libs::Cache::new();
+    let cache = crate::real_libs::fetched(&DIR, &["--prune"])?;
+    let t = tempdir();
+    let d = t.path();
+    let wheel = cache.join(
+        "nvidia_nvshmem_cu12-3.4.5-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    );
+    for lib in ["libnvshmem_device.a", "libnvshmem_host.so.3"] {
+        unzip(&wheel, &format!("nvidia/nvshmem/lib/{lib}"), d, lib)?;
+    }
+    for args in [
+        &["-res-usage", "-all", "../libnvshmem_device.a"][..],
+        &["-lelf", "-lptx", "../libnvshmem_device.a"],
+        &["-res-usage", "-all", "../libnvshmem_host.so.3"],
+        &["-all", "-lelf", "-lptx", "../libnvshmem_host.so.3"],
+        &["-all", "../libnvshmem_host.so.3"],
+        &["-lelf", "-lptx", "../libnvshmem_host.so.3"],
     ] {
         both(d, args)?;
     }

@@ -2,8 +2,9 @@
 # The vendor drop-ins against NVIDIA's own tools on a machine with a CUDA
 # toolkit (the GPU itself is not used): every library of device code in the
 # Python venv and the toolkit's static libraries listed by NVIDIA's
-# `cuobjdump -lelf -lptx` and by offload-kit run as `cuobjdump`, and static
-# libraries pruned by NVIDIA's `nvprune` and by offload-kit run as `nvprune`.
+# `cuobjdump -lelf -lptx` and `cuobjdump -res-usage` and by offload-kit run
+# as `cuobjdump`, and static libraries pruned by NVIDIA's `nvprune` and by
+# offload-kit run as `nvprune` (SKIP_NVPRUNE=1 leaves that out).
 #
 #   bash scripts/gpu-check/dropins.sh path/to/offload-kit OUTDIR
 #
@@ -44,22 +45,28 @@ mapfile -t statics < <(find "$CUDA" -name '*_static.a' -size -400M 2>/dev/null |
 echo "static libraries in $CUDA: ${#statics[@]}"
 n=0
 for lib in "${libs[@]}" "${statics[@]}"; do
-  n=$((n + 1)); d=$W/l$n; mkdir -p "$d"
-  (cd "$d" && timeout 300 "$CUOBJDUMP" -lelf -lptx "$lib" >theirs.out 2>theirs.err; echo $? >theirs.rc)
-  (cd "$d" && timeout 300 "$W/bin/cuobjdump" -lelf -lptx "$lib" >ours.out 2>ours.err; echo $? >ours.rc)
-  if cmp -s "$d/theirs.out" "$d/ours.out" && cmp -s "$d/theirs.err" "$d/ours.err" && cmp -s "$d/theirs.rc" "$d/ours.rc"; then
-    pass
-  else
-    fail "cuobjdump -lelf -lptx $lib: exit $(cat "$d/theirs.rc") / $(cat "$d/ours.rc"), $(wc -l <"$d/theirs.out") / $(wc -l <"$d/ours.out") lines"
-    diff "$d/theirs.out" "$d/ours.out" | head -n 6
-    head -c 300 "$d/theirs.err" "$d/ours.err"
-    keep "$(basename "$lib")" -C "$d" .
-  fi
+  for opts in "-lelf -lptx" "-res-usage"; do
+    n=$((n + 1)); d=$W/l$n; mkdir -p "$d"
+    # shellcheck disable=SC2086 # the options split at spaces
+    (cd "$d" && timeout 300 "$CUOBJDUMP" $opts "$lib" >theirs.out 2>theirs.err; echo $? >theirs.rc)
+    # shellcheck disable=SC2086
+    (cd "$d" && timeout 300 "$W/bin/cuobjdump" $opts "$lib" >ours.out 2>ours.err; echo $? >ours.rc)
+    if cmp -s "$d/theirs.out" "$d/ours.out" && cmp -s "$d/theirs.err" "$d/ours.err" && cmp -s "$d/theirs.rc" "$d/ours.rc"; then
+      pass
+    else
+      fail "cuobjdump $opts $lib: exit $(cat "$d/theirs.rc") / $(cat "$d/ours.rc"), $(wc -l <"$d/theirs.out") / $(wc -l <"$d/ours.out") lines"
+      diff "$d/theirs.out" "$d/ours.out" | head -n 6
+      head -c 300 "$d/theirs.err" "$d/ours.err"
+      diff "$d/theirs.out" "$d/ours.out" | head -c 200000 >"$d/diff.txt"
+      keep "$(basename "$lib")" -C "$d" diff.txt theirs.err ours.err theirs.rc ours.rc
+    fi
+    rm -f "$d/theirs.out" "$d/ours.out"
+  done
 done
-echo "cuobjdump: $passes of $n identical"
+echo "cuobjdump (-lelf -lptx, and -res-usage): $passes of $n identical"
 
 # 2. nvprune of the static libraries, byte for byte.
-if [ -n "${NVPRUNE:-}" ]; then
+if [ -n "${NVPRUNE:-}" ] && [ "${SKIP_NVPRUNE:-0}" != 1 ]; then
   p0=$passes m=0
   for lib in "${statics[@]}"; do
     for arch in sm_90 sm_80; do

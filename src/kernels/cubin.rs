@@ -412,3 +412,162 @@ pub(crate) fn symbol_table(bytes: &[u8]) -> Result<Vec<TableRow>> {
             .collect())
     })
 }
+
+/// One cubin's figures as `cuobjdump -res-usage` prints them: the
+/// module's own memory, then every function with a text section of its
+/// own, kernels and device functions alike, in the order of those
+/// sections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Usage {
+    /// `GLOBAL`: the bytes of `.nv.global` and `.nv.global.init`.
+    pub global: u64,
+    /// The module's constant banks (`.nv.constantN` without a function's
+    /// name), in section order.
+    pub banks: Vec<ConstantBank>,
+    /// The functions, in the order of their text sections.
+    pub functions: Vec<FunctionUsage>,
+    /// What the texture, surface and sampler counts can say.
+    pub textures: Textures,
+}
+
+/// One function's line of `cuobjdump -res-usage`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FunctionUsage {
+    /// The name its text section gives (`.text.NAME`).
+    pub name: String,
+    /// `REG`.
+    pub registers: u32,
+    /// `STACK` (`u32::MAX` where `ptxas` could not bound it).
+    pub stack: u32,
+    /// `SHARED`.
+    pub shared: u64,
+    /// `LOCAL`.
+    pub local: u64,
+    /// Its own constant banks (a kernel's parameters in bank 0), by bank.
+    pub banks: Vec<ConstantBank>,
+}
+
+/// Whether a cubin's texture, surface and sampler counts are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Textures {
+    /// None in a linked cubin, or a relocatable cubin (which `cuobjdump`
+    /// counts as 0 whatever references it holds): every count is 0.
+    Zero,
+    /// A linked cubin that references a texture, surface or sampler it
+    /// does not define: `cuobjdump` fails on it ("elf section not found").
+    Unresolved,
+    /// A linked cubin that defines such references: which function uses
+    /// which is not read here.
+    Unread,
+}
+
+/// The figures `cuobjdump -res-usage` prints for the cubin `bytes`.
+pub(crate) fn usage(bytes: &[u8], allowance: &Allowance) -> Result<Usage> {
+    elf::with_parsed(bytes, |p| usage_of(p, allowance))
+}
+
+fn usage_of(p: &Parsed<'_>, allowance: &Allowance) -> Result<Usage> {
+    let global_records = global_info(p)?;
+    let own = own_sections(p)?;
+    let mut global = 0u64;
+    let mut banks = Vec::new();
+    let mut texts = Vec::new();
+    // Each function's banks in section order, as cuobjdump prints them
+    // (`own` holds them by bank).
+    let mut own_banks: HashMap<u32, Vec<ConstantBank>> = HashMap::new();
+    for (i, s) in p.sections.iter().enumerate() {
+        let constant = s.name.strip_prefix(b".nv.constant");
+        if s.name == b".nv.global" || s.name == b".nv.global.init" {
+            add(&mut global, s)?;
+        } else if let Some(n) = constant.and_then(module_bank) {
+            banks.push(ConstantBank {
+                bank: n,
+                size: s.size,
+            });
+        } else if let Some(n) = constant.and_then(bank) {
+            let list = own_banks.entry(s.info).or_default();
+            if !list.iter().any(|b| b.bank == n) {
+                let size = own.get(&s.info).and_then(|o| o.constant.get(&n));
+                list.push(ConstantBank {
+                    bank: n,
+                    size: size.copied().unwrap_or(s.size),
+                });
+            }
+        } else if let Some(name) = s.name.strip_prefix(b".text.") {
+            texts.push((i, name));
+        }
+    }
+    // The function symbol of each text section.
+    let mut symbol_of: HashMap<usize, (usize, bool)> = HashMap::new();
+    let mut textures = Textures::Zero;
+    let linked = p.kind != object::elf::ET_REL.0;
+    for s in p.symbols() {
+        if s.kind == object::elf::STT_FUNC.0
+            && let Some(section) = s.section
+        {
+            // The function the section is named after, where the section
+            // also holds helpers (`$__internal_0_$__cuda_sm20_div…`).
+            let named = p
+                .sections
+                .get(section)
+                .and_then(|t| t.name.strip_prefix(b".text."))
+                == Some(s.name);
+            if named {
+                symbol_of.insert(section, (s.index, s.other & STO_ENTRY != 0));
+            } else {
+                symbol_of
+                    .entry(section)
+                    .or_insert((s.index, s.other & STO_ENTRY != 0));
+            }
+        }
+        if linked && STT_TEXTURE_TO_SURFACE.contains(&s.kind) {
+            textures = match (textures, s.defined) {
+                (Textures::Unresolved, _) | (_, false) => Textures::Unresolved,
+                _ => Textures::Unread,
+            };
+        }
+    }
+    let mut functions = Vec::with_capacity(texts.len());
+    for (i, name) in texts {
+        allowance.spend(1)?;
+        let symbol = symbol_of.get(&i).copied();
+        let g = symbol
+            .and_then(|(sym, _)| global_records.get(&sym))
+            .copied()
+            .unwrap_or_default();
+        let entry = symbol.is_some_and(|(_, entry)| entry);
+        let mine = u32::try_from(i).ok().and_then(|i| own.get(&i));
+        functions.push(FunctionUsage {
+            name: text(name),
+            // cuobjdump reads a kernel's count from `.nv.info`, any
+            // other function's from `sh_info` alone (0 in the newer ABI,
+            // whatever `.nv.info` says).
+            registers: match g.registers {
+                Some(r) if entry => r,
+                _ => p.sections[i].info >> 24,
+            },
+            stack: g.stack.unwrap_or(0),
+            shared: mine.map_or(0, |o| o.shared),
+            local: mine.map_or(0, |o| o.local),
+            banks: u32::try_from(i)
+                .ok()
+                .and_then(|i| own_banks.remove(&i))
+                .unwrap_or_default(),
+        });
+    }
+    Ok(Usage {
+        global,
+        banks,
+        functions,
+        textures,
+    })
+}
+
+/// The bank of a module's `.nv.constantN` section (`rest` is what follows
+/// `.nv.constant`): digits alone, no function's name after them.
+fn module_bank(rest: &[u8]) -> Option<u32> {
+    if rest.is_empty() || rest.len() > 3 || !rest.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(rest).ok()?.parse().ok()
+}

@@ -89,6 +89,8 @@ pub(super) struct Parsed<'a> {
     pub abi_version: u8,
     /// `e_flags`.
     pub flags: u32,
+    /// `e_type` (`ET_REL`, `ET_EXEC` …).
+    pub kind: u16,
     /// The sections, in order (index 0, the null section, included).
     pub sections: Vec<Section<'a>>,
     /// `.symtab`, or `.dynsym` in a file without one.
@@ -236,6 +238,7 @@ fn parse_as<'a, H: FileHeader<Endian = Endianness>>(
         os_abi: ident.os_abi.0,
         abi_version: ident.abi_version,
         flags: header.e_flags(endian).0,
+        kind: header.e_type(endian).0,
         sections,
         table: wrap(tab),
         note_sections,

@@ -62,7 +62,7 @@ mod rule;
 pub(crate) mod tests;
 
 pub use allowance::{Allowance, DEFAULT_MAX_LISTED};
-pub(crate) use cubin::{TableRow, symbol_table};
+pub(crate) use cubin::{TableRow, Textures, symbol_table, usage};
 pub use gate::junit::check_junit;
 pub use gate::markdown::check_markdown;
 pub use rule::{KernelRule, KernelRuleResult, check, combine};

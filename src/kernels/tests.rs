@@ -319,6 +319,67 @@ fn cubin_unknown_stack_textures_and_arch_specific_target() {
 }
 
 #[test]
+fn cubin_usage_as_cuobjdump_res_usage() {
+    let c = sample_cubin(8, 0x0600_5a04);
+    let u = usage(&c, &Allowance::new(u64::MAX)).unwrap();
+    assert_eq!(
+        (u.global, u.banks.len(), u.textures),
+        (8, 0, Textures::Zero)
+    );
+    /// Name, registers, stack, shared, local, banks.
+    type Row<'a> = (&'a str, u32, u32, u64, u64, Vec<(u32, u64)>);
+    let rows: Vec<Row<'_>> = u
+        .functions
+        .iter()
+        .map(|f| {
+            let banks = f.banks.iter().map(|b| (b.bank, b.size)).collect();
+            (
+                f.name.as_str(),
+                f.registers,
+                f.stack,
+                f.shared,
+                f.local,
+                banks,
+            )
+        })
+        .collect();
+    // Section order; a kernel's registers from `.nv.info`, the device
+    // function's from `sh_info` (the helper has no record).
+    assert_eq!(
+        rows,
+        [
+            ("k_big", 40, 96, 2048, 64, vec![(0, 360), (3, 24)]),
+            ("k_small", 24, 0, 0, 0, vec![(0, 352)]),
+            ("helper", 8, 0, 0, 0, vec![]),
+        ]
+    );
+    // A defined texture in a linked cubin: not read; an undefined one:
+    // cuobjdump's own failure; in a relocatable cubin: counted as 0.
+    let texture = patched(&c, &[0x11, 2, 16, 0], 0, &[0x1a, 0, 16, 0]);
+    let textures = |bytes: &[u8]| usage(bytes, &Allowance::new(u64::MAX)).unwrap().textures;
+    assert_eq!(textures(&texture), Textures::Unread);
+    let undefined = patched(&c, &[0x11, 2, 16, 0], 0, &[0x1a, 0, 0, 0]);
+    assert_eq!(textures(&undefined), Textures::Unresolved);
+    let mut relocatable = undefined.clone();
+    relocatable[16] = 1;
+    assert_eq!(textures(&relocatable), Textures::Zero);
+    // A module bank, and `.nv.global.init` counted in `GLOBAL`.
+    let secs = [
+        sec(".nv.constant3", 0, vec![0; 12]),
+        sec(".nv.global.init", 0, vec![0; 16]),
+        sec(".nv.constant2.k", 7, vec![0; 40]),
+        sec(".text.k", 0x0c00_0000, vec![0; 16]),
+        sec(".nv.constant0.k", 7, vec![0; 8]),
+    ];
+    let c = cubin(8, 0x0600_5a04, &secs, &[("k", 0x12, 0x10, 7, 16)]);
+    let u = usage(&c, &Allowance::new(u64::MAX)).unwrap();
+    assert_eq!((u.global, u.banks[0].bank, u.banks[0].size), (16, 3, 12));
+    let f = &u.functions[0];
+    let banks: Vec<u32> = f.banks.iter().map(|b| b.bank).collect();
+    assert_eq!((f.registers, banks), (12, vec![2, 0]));
+}
+
+#[test]
 fn damaged_cubin_records_are_errors() {
     let c = sample_cubin(8, 0x0600_5a04);
     let bad = [

@@ -67,6 +67,7 @@ pub fn main(_argv0: &str, args: &[String]) -> ExitCode {
         limit: crate::limits::uncompressed_for(crate::num::len64(data)),
     };
     let units = units::units(data, args.all);
+    let damage = units.iter().find_map(|u| u.damage.clone());
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let done = run.units(&units, &mut out);
@@ -76,7 +77,7 @@ pub fn main(_argv0: &str, args: &[String]) -> ExitCode {
         (Err(Fatal(msg)), _) => return fatal(&msg),
         (_, Err(e)) => return fatal(&Fatal::from(e).0),
     };
-    finish(&run, &tally)
+    finish(&run, &tally, damage.as_deref())
 }
 
 /// The option given that offload-kit does not do, where it matters: in a
@@ -91,17 +92,25 @@ fn refused(args: &Args) -> Option<&str> {
     match opt {
         Some("-xtext" | "-ltext" | "-optf") => opt,
         Some(_) if dump => opt,
-        None if dump && args.res_usage => Some("-res-usage"),
         _ => None,
     }
 }
 
 /// The end of a run: cuobjdump's `info` lines for what it did not find,
-/// and the exit code.
-fn finish(run: &Run<'_>, tally: &Tally) -> ExitCode {
+/// and the exit code. Where no device code was found in a file that
+/// could not be read whole (`damage`), a line of ours says so after
+/// cuobjdump's: "does not contain device code" is then only what was
+/// read.
+fn finish(run: &Run<'_>, tally: &Tally, damage: Option<&str>) -> ExitCode {
     let shown = &run.shown;
     if !tally.device_code {
         eprintln!("cuobjdump info    : File '{shown}' does not contain device code");
+        if let Some(why) = damage {
+            eprintln!(
+                "cuobjdump info    : offload-kit could not read all of '{shown}' ({why}): \
+                 no device code was found in what it read"
+            );
+        }
         return ExitCode::from(NO_DEVICE_CODE);
     }
     let a = run.args;

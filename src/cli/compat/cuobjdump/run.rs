@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use super::options::Args;
 use super::units::{Item, Unit, cubin_arch};
 use crate::fatbin::{self, Entry, FLAG_64BIT, FLAG_FAMILY, KIND_ELF, KIND_NVVM, KIND_PTX};
+use crate::kernels::Textures;
 
 /// Flags of an entry's header that only the dump reports: debug
 /// information, and the host OS the code was built on.
@@ -77,6 +78,13 @@ impl Run<'_> {
         let mut tally = Tally::default();
         let job = self.job();
         for unit in units {
+            if unit.cut {
+                return Err(Fatal(
+                    "archive member size exceeds library bounds\n\
+                     cuobjdump fatal   : Internal error: elfLink internal error"
+                        .into(),
+                ));
+            }
             if let Some(m) = &unit.member {
                 write!(out, "\nmember {}:{m}:\n", self.shown)?;
             }
@@ -128,13 +136,12 @@ impl Run<'_> {
             Job::Dump => match item {
                 Item::Entry(e) => {
                     self.dump(e, &arch, out)?;
-                    if e.kind == KIND_ELF && self.args.symbols {
-                        self.symbols(&self.contents(e)?, out)?;
+                    if e.kind == KIND_ELF && (self.args.symbols || self.args.res_usage) {
+                        self.cubin(&self.contents(e)?, out)?;
                     }
                     Ok(())
                 }
-                Item::Cubin { bytes, .. } if self.args.symbols => self.symbols(bytes, out),
-                Item::Cubin { .. } => Ok(()),
+                Item::Cubin { bytes, .. } => self.cubin(bytes, out),
             },
         }
     }
@@ -276,6 +283,66 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
+    /// What the dump prints of a cubin: `-res-usage`'s figures, then
+    /// `-symbols`' table.
+    fn cubin(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
+        if self.args.res_usage {
+            self.res_usage(cubin, out)?;
+        }
+        if self.args.symbols {
+            self.symbols(cubin, out)?;
+        }
+        Ok(())
+    }
+
+    /// `-res-usage`: the module's memory, then each function's registers,
+    /// stack, memory and constant banks, in the order of their text
+    /// sections.
+    fn res_usage(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
+        let usage = crate::kernels::usage(cubin, &crate::kernels::Allowance::new(u64::MAX))
+            .map_err(|_| Fatal(format!("Invalid ELF in '{}'", self.shown)))?;
+        match usage.textures {
+            Textures::Zero => {}
+            // What cuobjdump 13.5 says of a linked cubin whose texture
+            // references are undefined.
+            Textures::Unresolved => {
+                return Err(Fatal("Internal error: elf section not found".into()));
+            }
+            Textures::Unread => {
+                return Err(Fatal(format!(
+                    "offload-kit does not count the texture, surface and sampler references of \
+                     linked cubins ('{}' has some): use NVIDIA's cuobjdump for -res-usage",
+                    self.shown
+                )));
+            }
+        }
+        let banks = |banks: &[crate::kernels::ConstantBank]| -> String {
+            banks
+                .iter()
+                .map(|b| format!(" CONSTANT[{}]:{}", b.bank, b.size))
+                .collect()
+        };
+        write!(
+            out,
+            "\nResource usage:\n Common:\n  GLOBAL:{}{}\n",
+            usage.global,
+            banks(&usage.banks)
+        )?;
+        for f in &usage.functions {
+            writeln!(
+                out,
+                " Function {}:\n  REG:{} STACK:{} SHARED:{} LOCAL:{}{} TEXTURE:0 SURFACE:0 SAMPLER:0",
+                f.name,
+                f.registers,
+                f.stack,
+                f.shared,
+                f.local,
+                banks(&f.banks)
+            )?;
+        }
+        Ok(())
+    }
+
     /// `-symbols`: the cubin's symbol table, a row per symbol.
     fn symbols(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
         let rows = crate::kernels::symbol_table(cubin)

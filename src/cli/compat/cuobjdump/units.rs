@@ -9,10 +9,10 @@
 //! a PE image names them `.nv_fatb` and `__nv_rel`, Mach-O `__nv_fatbin`.
 //! A file that is a fatbin is an executable one. Without `-all` a unit's
 //! executable fatbins are read when it has any, its relocatable ones
-//! otherwise.
+//! otherwise; with it, the executable ones first.
 
 use crate::fatbin::{self, Entry};
-use crate::scan::{self, ContainerKind, Mode, Options};
+use crate::scan::{self, ContainerKind, Mode, Options, ProblemKind};
 
 /// One piece of device code, in the order cuobjdump meets it.
 pub(super) enum Item<'d> {
@@ -35,6 +35,13 @@ pub(super) struct Unit<'d> {
     /// A file that is (or should be) a fatbin, and whose fatbin header
     /// could not be read after `items`: cuobjdump stops there.
     pub broken: bool,
+    /// Why part of it could not be read (its host headers are damaged, a
+    /// container in it is), when the scan says so: a unit where no device
+    /// code was found then says so beside cuobjdump's message.
+    pub damage: Option<String>,
+    /// An archive member cut short, where cuobjdump stops with its
+    /// `archive member size exceeds library bounds`.
+    pub cut: bool,
 }
 
 /// The units of the file `data`: the archive's members, each read as a
@@ -48,17 +55,38 @@ pub(super) fn units(data: &[u8], all: bool) -> Vec<Unit<'_>> {
         }
         return vec![unit(None, data, all)];
     }
-    let Ok(archive) = crate::host::ar::Archive::parse(data) else {
-        return vec![unit(None, &[], all)];
+    let damaged = |why: String| {
+        let mut u = unit(None, &[], all);
+        u.damage = Some(why);
+        u
     };
-    archive
-        .members()
-        .map_while(Result::ok)
-        .map(|m| {
-            let bytes = m.data().unwrap_or_default();
-            unit(Some(m.name_lossy()), bytes, all)
-        })
-        .collect()
+    let archive = match crate::host::ar::Archive::parse(data) {
+        Ok(a) => a,
+        Err(e) => return vec![damaged(format!("the archive cannot be read: {e}"))],
+    };
+    let mut out = Vec::new();
+    for m in archive.members() {
+        match m {
+            // A member whose bytes reach past the archive's end: cuobjdump
+            // stops there with two `fatal` lines (exit 1).
+            Ok(m) if !m.is_thin() && m.data().is_err() => {
+                let mut u = damaged(format!("the member {} is cut short", m.name_lossy()));
+                u.cut = true;
+                out.push(u);
+                break;
+            }
+            Ok(m) => {
+                let bytes = m.data().unwrap_or_default();
+                out.push(unit(Some(m.name_lossy()), bytes, all));
+            }
+            // cuobjdump stops at a damaged member header too.
+            Err(e) => {
+                out.push(damaged(format!("a member cannot be read: {e}")));
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Where a fatbin lies: in an executable fatbin section (or is the file),
@@ -105,6 +133,8 @@ fn bare_fatbins(data: &[u8]) -> Unit<'_> {
         device_code: !broken || !items.is_empty(),
         items,
         broken,
+        damage: None,
+        cut: false,
     }
 }
 
@@ -115,6 +145,8 @@ fn unit<'d>(member: Option<String>, data: &'d [u8], all: bool) -> Unit<'d> {
             device_code: true,
             items: vec![Item::Cubin { bytes: data, arch }],
             broken: false,
+            damage: None,
+            cut: false,
         };
     }
     let opts = Options {
@@ -132,6 +164,10 @@ fn unit<'d>(member: Option<String>, data: &'d [u8], all: bool) -> Unit<'d> {
         .collect();
     found.sort_unstable_by_key(|&(at, _)| at);
     found.dedup_by_key(|&mut (at, _)| at);
+    // Executable fatbins first, then relocatable ones, each in file
+    // order: what cuobjdump 13.5 does under `-all` with libnvshmem_host,
+    // whose `__nv_relfatbin` comes before its `.nv_fatbin`.
+    found.sort_by_key(|&(at, p)| (p != Place::Executable, at));
     let device_code = !found.is_empty();
     if !all && found.iter().any(|&(_, p)| p == Place::Executable) {
         found.retain(|&(_, p)| p == Place::Executable);
@@ -143,11 +179,18 @@ fn unit<'d>(member: Option<String>, data: &'d [u8], all: bool) -> Unit<'d> {
         .flat_map(|fb| fb.entries)
         .map(Item::Entry)
         .collect();
+    let damage = report
+        .problems
+        .iter()
+        .find(|p| p.kind == ProblemKind::Damage)
+        .map(|p| p.message.clone());
     Unit {
         member,
         device_code,
         items,
         broken: false,
+        damage,
+        cut: false,
     }
 }
 
