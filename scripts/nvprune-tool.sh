@@ -2,10 +2,10 @@
 # Unpacks NVIDIA's nvprune 11.8, the reference for offload-kit's `nvprune`
 # drop-in (linker-tests/nvprune.rs). No PyPI wheel ships nvprune: it comes
 # from Debian bookworm's non-free `nvidia-cuda-toolkit` package, which is
-# downloaded (`apt-get download`) through a private apt configuration (a
-# sources file for the non-free component of the system's own mirror, with
-# its package lists and cache under a scratch directory, so the system's
-# apt state is left alone) and of which only usr/bin/nvprune is unpacked
+# downloaded (`apt-get download`) through a private apt configuration
+# (scripts/apt-fetch.sh: bookworm's non-free component, its package lists
+# and cache under a scratch folder, so the system's apt state is left
+# alone) and of which only usr/bin/nvprune is unpacked
 # (`dpkg-deb -x`), into DIR/bin. Nothing is installed. nvprune runs on the
 # CPU; no GPU or driver is needed.
 #
@@ -18,7 +18,6 @@ set -euo pipefail
 DIR=${1:-/opt/offload-kit/nvprune}
 PKG=nvidia-cuda-toolkit
 VERSION=11.8.89~11.8.0-5~deb12u1
-MIRROR=http://deb.debian.org/debian
 STAMP="$PKG=$VERSION"
 
 if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$STAMP" ]; then
@@ -28,27 +27,9 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/parts" "$work/debs" "$work/x"
-# apt downloads as the user _apt, which must be able to write there.
-chown -R _apt "$work" 2>/dev/null || true
-cat >"$work/non-free.sources" <<EOF
-Types: deb
-URIs: $MIRROR
-Suites: bookworm bookworm-updates
-Components: non-free
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-apt_private=(
-  -o "Dir::Etc::SourceList=$work/non-free.sources"
-  -o "Dir::Etc::SourceParts=$work/parts"
-  -o "Dir::State::Lists=$work/lists"
-  -o "Dir::Cache=$work/cache"
-  -o "Dir::State::Status=/var/lib/dpkg/status"
-  -o "APT::Architecture=amd64"
-)
-apt-get "${apt_private[@]}" update -q >/dev/null
-(cd "$work/debs" && apt-get "${apt_private[@]}" download -q "$PKG=$VERSION" >/dev/null)
-deb=$(ls "$work"/debs/*.deb)
+source "$(dirname "${BASH_SOURCE[0]}")/apt-fetch.sh"
+deb=$(apt_fetch "$work" "bookworm bookworm-updates" non-free "$PKG=$VERSION")
+mkdir -p "$work/x"
 dpkg-deb -x "$deb" "$work/x"
 rm -rf "$DIR.partial"
 mkdir -p "$DIR.partial/bin"

@@ -5,8 +5,8 @@
 # package is fetched with `apt-get download` and only the three scripts are
 # copied out of it, into DIR/bin. They run with the system's perl, GNU
 # objdump and dd, File::Which and URI::Encode (scripts/setup.sh installs
-# libfile-which-perl and liburi-encode-perl). A system whose apt sources are
-# not bookworm gets a private apt configuration for bookworm's main (its
+# libfile-which-perl and liburi-encode-perl). The package comes through a
+# private apt configuration for bookworm's main (scripts/apt-fetch.sh: its
 # own lists and cache under a scratch folder).
 #
 #   bash scripts/roc-obj-tools.sh [DIR]   # default /opt/offload-kit/roc-obj
@@ -28,34 +28,8 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-# The system's own apt when its sources name bookworm; a private one
-# otherwise (nothing of the system's apt state is touched).
-apt_opts=()
-if ! grep -qs -E '(^|[[:space:]])bookworm([[:space:]]|$)' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; then
-  mkdir -p "$work/apt/lists/partial" "$work/apt/cache/archives/partial" "$work/apt/sources.list.d"
-  cat >"$work/apt/sources.list.d/bookworm.sources" <<'EOF'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
-  : >"$work/apt/sources.list"
-  apt_opts=(
-    -o "Dir::Etc::SourceList=$work/apt/sources.list"
-    -o "Dir::Etc::SourceParts=$work/apt/sources.list.d"
-    -o "Dir::State::Lists=$work/apt/lists"
-    -o "Dir::Cache=$work/apt/cache"
-    -o "APT::Architecture=amd64"
-  )
-  apt-get "${apt_opts[@]}" update -q >/dev/null
-fi
-
-# Downloaded as the user running this (root in CI) into the scratch dir,
-# which apt's _apt sandbox user could not write.
-(cd "$work" && apt-get "${apt_opts[@]}" -o APT::Sandbox::User="$(id -un)" download -q "$PKG=$VERSION" >/dev/null)
-deb=$(ls "$work"/"${PKG}"_*.deb)
+source "$(dirname "${BASH_SOURCE[0]}")/apt-fetch.sh"
+deb=$(apt_fetch "$work" bookworm main "$PKG=$VERSION")
 dpkg-deb -x "$deb" "$work/root"
 
 rm -rf "$DIR.partial"
