@@ -337,14 +337,7 @@ fn kernel_note(results: &[KernelRuleResult]) -> String {
 /// What serves each required rule, as a note: `(gfx90a: gfx90a:xnack+
 /// gfx90a:xnack-; sm_90 through PTX JIT: sm_80:ptx)`.
 fn serving_note(rules: &[RuleResult]) -> String {
-    let notes: Vec<String> = rules
-        .iter()
-        .filter(|r| r.required && r.passed)
-        .map(|r| {
-            let jit = if r.by_ptx_jit { " through PTX JIT" } else { "" };
-            format!("{}{jit}: {}", r.rule.text, r.serving.join(" "))
-        })
-        .collect();
+    let notes: Vec<String> = rules.iter().filter_map(RuleResult::serving_note).collect();
     if notes.is_empty() {
         String::new()
     } else {

@@ -130,6 +130,20 @@ pub fn image_label(img: &Image) -> String {
 }
 
 impl RuleResult {
+    /// What a required rule that holds is served by, as the reports say
+    /// it (`sm_80: sm_80:cubin sm_86:cubin`, `… through PTX JIT: …`);
+    /// `None` for any other rule.
+    pub(crate) fn serving_note(&self) -> Option<String> {
+        (self.required && self.passed).then(|| {
+            let jit = if self.by_ptx_jit {
+                " through PTX JIT"
+            } else {
+                ""
+            };
+            format!("{}{jit}: {}", self.rule.text, self.serving.join(" "))
+        })
+    }
+
     fn required(rule: Rule, imgs: &[&Image], exact: bool) -> RuleResult {
         let c = rule.coverage(imgs, exact);
         let mut serving: Vec<String> = imgs

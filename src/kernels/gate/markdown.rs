@@ -17,14 +17,7 @@ use crate::text::{Cell, Table, num};
 /// each required rule (`gfx90a: gfx90a:xnack+ gfx90a:xnack-`), and what
 /// the required kernel rules found.
 fn serving(r: &CheckReport<'_>, i: usize, rules: &[RuleResult]) -> String {
-    let mut notes: Vec<String> = rules
-        .iter()
-        .filter(|r| r.required && r.passed)
-        .map(|r| {
-            let jit = if r.by_ptx_jit { " through PTX JIT" } else { "" };
-            format!("{}{jit}: {}", r.rule.text, r.serving.join(" "))
-        })
-        .collect();
+    let mut notes: Vec<String> = rules.iter().filter_map(RuleResult::serving_note).collect();
     if let Some(k) = r.gate.files.get(i).filter(|_| !r.gate.any) {
         notes.extend(k.iter().filter(|k| k.required).map(|k| k.summary()));
     }
