@@ -563,14 +563,26 @@ fn entry_name<'data>(
     at: u64,
     entry_end: u64,
 ) -> Option<&'data [u8]> {
-    let off = u64::from(e.name_offset.get());
-    let n = u64::from(e.name_len.get());
-    at.checked_add(off)
-        .and_then(|s| Some((s, s.checked_add(n)?)))
-        .filter(|&(s, t)| n > 0 && off >= ENTRY_HEADER_SIZE && t <= entry_end && s < t)
-        .map(|(s, t)| &data[usize_from(s)..usize_from(t)])
-        .map(|b| b.split(|&c| c == 0).next().unwrap_or_default())
+    let entry = data.get(usize_from(at)..usize_from(entry_end))?;
+    let len = u64::from(e.name_len.get());
+    if len == 0 {
+        return None;
+    }
+    text_in_entry(entry, u64::from(e.name_offset.get()), len)
         .filter(|b| !b.is_empty() && b.iter().all(|c| c.is_ascii_graphic()))
+}
+
+/// The text `len` bytes long at `off` in `entry` (the entry's bytes, its
+/// header included), up to its first NUL: `None` when it starts inside
+/// the 64-byte header or reaches past the entry.
+fn text_in_entry(entry: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    if off < ENTRY_HEADER_SIZE {
+        return None;
+    }
+    let start = usize::try_from(off).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    let text = entry.get(start..end)?;
+    Some(text.split(|&c| c == 0).next().unwrap_or_default())
 }
 
 /// The options the header `e` of the entry at `at` (ending at
@@ -595,13 +607,7 @@ fn entry_options<'data>(
     let field = usize::try_from(field).ok()?;
     let off = crate::bytes::le_at::<u32>(entry, field)?;
     let len = crate::bytes::le_at::<u32>(entry, field.checked_add(4)?)?;
-    let start = usize::try_from(off).ok()?;
-    if u64::from(off) < ENTRY_HEADER_SIZE {
-        return None;
-    }
-    let end = start.checked_add(usize::try_from(len).ok()?)?;
-    let text = entry.get(start..end)?;
-    Some(text.split(|&c| c == 0).next().unwrap_or_default())
+    text_in_entry(entry, off.into(), len.into())
 }
 
 /// A fatbin wrapper (`{magic, version, data, filename}`).
