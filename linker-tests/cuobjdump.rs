@@ -349,6 +349,32 @@ fn damaged_host_files(d: &Path) -> Result<(), Failed> {
             return Err(format!("{what}: the note on stderr is {note:?}").into());
         }
     }
+    // A cubin whose first attribute record has an unknown format:
+    // cuobjdump says it holds no device code (exit 255); ours says it
+    // cannot be read, and why (exit 1).
+    let mut cubin = std::fs::read(d.join("k80.cubin"))?;
+    let at = cubin
+        .windows(4)
+        .position(|w| w == [4, 0x2f, 8, 0])
+        .ok_or("k80.cubin has no register record")?;
+    cubin[at] = 9;
+    std::fs::write(d.join("badrec.cubin"), &cubin)?;
+    let args = ["-res-usage", "../badrec.cubin"];
+    let theirs = did(Path::new(CUOBJDUMP), &args, &dir)?;
+    same("cuobjdump on a damaged record: exit code", theirs.code, 255)?;
+    let ours = did(&ours_as("cuobjdump"), &args, &dir)?;
+    same("ours on a damaged record: exit code", ours.code, 1)?;
+    let shown = dir.join("../badrec.cubin").to_string_lossy().into_owned();
+    let first = format!("cuobjdump fatal   : Invalid ELF in '{shown}'\n");
+    if !ours.stderr.starts_with(&first) || !ours.stderr.contains("format 9") {
+        return Err(format!("ours on a damaged record said {:?}", ours.stderr).into());
+    }
+    // `-symbols` reads the symbol table alone, which is sound: listed.
+    let ours = did(&ours_as("cuobjdump"), &["-symbols", "../badrec.cubin"], &dir)?;
+    same("ours -symbols on a damaged record: exit code", ours.code, 0)?;
+    if !ours.stdout.contains("k_hidden") {
+        return Err(format!("ours -symbols on a damaged record: {:?}", ours.stdout).into());
+    }
     // Archives cut inside their first and a later member: the members
     // before the cut listed, then cuobjdump's own failure.
     let whole = std::fs::read(d.join("lib.a"))?;

@@ -300,7 +300,7 @@ impl Run<'_> {
     /// sections.
     fn res_usage(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
         let usage = crate::kernels::usage(cubin, &crate::kernels::Allowance::new(u64::MAX))
-            .map_err(|_| Fatal(format!("Invalid ELF in '{}'", self.shown)))?;
+            .map_err(|e| self.invalid_elf(&e))?;
         match usage.textures {
             Textures::Zero => {}
             // What cuobjdump 13.5 says of a linked cubin whose texture
@@ -343,10 +343,18 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// cuobjdump's `Invalid ELF` for a cubin that cannot be read, and
+    /// after it, on a line of ours, what is wrong with it.
+    fn invalid_elf(&self, e: &crate::error::Error) -> Fatal {
+        Fatal(format!(
+            "Invalid ELF in '{}'\ncuobjdump info    : offload-kit: {e}",
+            self.shown
+        ))
+    }
+
     /// `-symbols`: the cubin's symbol table, a row per symbol.
     fn symbols(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
-        let rows = crate::kernels::symbol_table(cubin)
-            .map_err(|_| Fatal(format!("Invalid ELF in '{}'", self.shown)))?;
+        let rows = crate::kernels::symbol_table(cubin).map_err(|e| self.invalid_elf(&e))?;
         out.write_all(b"\nsymbols:\n")?;
         for r in &rows {
             writeln!(out, "{}", symbol_row(r))?;
