@@ -87,22 +87,13 @@ impl SizeOpts {
             .map(|(r, s, elsewhere, note)| ((r, elsewhere, note), s))
             .unzip();
         if let Some(path) = &self.html {
-            let inputs: Vec<String> = self
-                .common
-                .paths()
-                .iter()
-                .map(|p| crate::files::shown(p).into_owned())
-                .collect();
-            let files: Vec<scan::HtmlFile<'_>> = shown
-                .iter()
-                .zip(&shown_scans)
-                .map(|((size, _, _), s)| scan::HtmlFile {
-                    input: input_of(&inputs, &s.path),
-                    size,
-                    scan: s.result.as_ref().ok(),
-                })
-                .collect();
-            let doc = scan::size_html(&files, several.then_some(&all));
+            let sizes: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
+            let doc = html(
+                self.common.paths(),
+                &sizes,
+                &shown_scans,
+                several.then_some(&all),
+            );
             write_html(path, &doc)?;
         }
         let mut out = super::io::Report::stdout();
@@ -173,6 +164,30 @@ fn input_of<'a>(inputs: &'a [String], path: &'a str) -> &'a str {
             })
         })
         .map_or_else(|| path.split("!/").next().unwrap_or(path), String::as_str)
+}
+
+/// The HTML report of the files `sizes`, scanned into `scans` (in the
+/// same order), from the inputs named `paths`.
+fn html(
+    paths: &[std::path::PathBuf],
+    sizes: &[&SizeReport],
+    scans: &[&Scanned],
+    total: Option<&SizeReport>,
+) -> String {
+    let inputs: Vec<String> = paths
+        .iter()
+        .map(|p| crate::files::shown(p).into_owned())
+        .collect();
+    let files: Vec<scan::HtmlFile<'_>> = sizes
+        .iter()
+        .zip(scans)
+        .map(|(size, s)| scan::HtmlFile {
+            input: input_of(&inputs, &s.path),
+            size,
+            scan: s.result.as_ref().ok(),
+        })
+        .collect();
+    scan::size_html(&files, total)
 }
 
 /// Writes the HTML report `doc` to `path`, whole or not at all (as every
