@@ -181,10 +181,8 @@ fn html(
     let files: Vec<scan::HtmlFile<'_>> = sizes
         .iter()
         .zip(scans)
-        .map(|(size, s)| scan::HtmlFile {
-            input: input_of(&inputs, &s.path),
-            size,
-            scan: s.result.as_ref().ok(),
+        .map(|(size, s)| {
+            scan::HtmlFile::new(input_of(&inputs, &s.path), size, s.result.as_ref().ok())
         })
         .collect();
     scan::size_html(&files, total)

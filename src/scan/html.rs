@@ -29,8 +29,9 @@ const MAP: Rect = Rect {
 /// "other" box.
 const KEEP: usize = 24;
 
-/// One file of the HTML report of `size`.
+/// One file of the HTML report of `size` ([`HtmlFile::new`]).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct HtmlFile<'a> {
     /// The input named that this file is, or was found in (a directory, a
     /// package): the treemap's first level. A file's path below it (after
@@ -42,6 +43,14 @@ pub struct HtmlFile<'a> {
     /// make a level between the file and its targets; `None`: the targets
     /// go straight under the file.
     pub scan: Option<&'a Report>,
+}
+
+impl<'a> HtmlFile<'a> {
+    /// The file whose numbers are `size`, found in (or named as) `input`,
+    /// scanned into `scan` (`None`: no container level).
+    pub fn new(input: &'a str, size: &'a SizeReport, scan: Option<&'a Report>) -> HtmlFile<'a> {
+        HtmlFile { input, size, scan }
+    }
 }
 
 /// The HTML report of `size` for `files`, with a total row when `total`

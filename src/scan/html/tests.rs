@@ -29,11 +29,7 @@ const GFX: &str = "hip amdgcn-amd-amdhsa gfx90a object";
 fn html(reports: &[SizeReport], input: &str) -> String {
     let files: Vec<HtmlFile<'_>> = reports
         .iter()
-        .map(|size| HtmlFile {
-            input,
-            size,
-            scan: None,
-        })
+        .map(|size| HtmlFile::new(input, size, None))
         .collect();
     let all = SizeReport::sum("(all inputs)", reports);
     size_html(&files, Some(&all))
@@ -166,4 +162,36 @@ fn colours_by_vendor_and_target() {
     let distinct: std::collections::BTreeSet<&String> = p.values().collect();
     assert_eq!(distinct.len(), keys.len(), "{p:?}");
     assert_eq!(palette(keys), p);
+}
+
+/// A bare AMDGPU code object (HSA, code object v5) for gfx90a, `pad`
+/// bytes longer.
+fn code_object(pad: usize) -> Vec<u8> {
+    let mut e = b"\x7fELF\x02\x01\x01\x40\x03".to_vec();
+    e.resize(16, 0);
+    e.extend_from_slice(&3u16.to_le_bytes());
+    e.extend_from_slice(&224u16.to_le_bytes());
+    e.extend_from_slice(&1u32.to_le_bytes());
+    e.extend_from_slice(&[0; 24]);
+    e.extend_from_slice(&0x53fu32.to_le_bytes());
+    for v in [64u16, 56, 0, 64, 0, 0] {
+        e.extend_from_slice(&v.to_le_bytes());
+    }
+    e.resize(e.len() + pad, 0);
+    e
+}
+
+#[test]
+fn containers_from_the_scan() {
+    let data = code_object(4000);
+    let r = crate::scan::scan(&data, &crate::scan::Options::default());
+    let size = crate::scan::size("in/k.co", data.len() as u64, &r);
+    assert_eq!(size.total.images, 1, "{r:?}");
+    let out = size_html(&[HtmlFile::new("in", &size, Some(&r))], None);
+    let key = size.by_target.keys().next().cloned().unwrap_or_default();
+    let title = format!(
+        "title=\"in › k.co › image-file #0 › {key}&#10;{} bytes",
+        size.total.bytes
+    );
+    assert!(out.contains(&title), "{title} not in {out}");
 }
