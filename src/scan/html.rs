@@ -37,7 +37,7 @@ pub struct HtmlFile<'a> {
     /// package): the treemap's first level. A file's path below it (after
     /// `input/`, and `!/` for a package's members) makes the levels below.
     pub input: &'a str,
-    /// Its numbers, as `size --json` has them ([`size`](super::size)).
+    /// Its numbers, as `size --json` has them ([`size`](super::size())).
     pub size: &'a SizeReport,
     /// Its scan (the one `size` was made from), whose outermost containers
     /// make a level between the file and its targets; `None`: the targets
