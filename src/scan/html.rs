@@ -27,7 +27,7 @@ const MAP: Rect = Rect {
 
 /// How many children of a node the treemap shows: the rest are one
 /// "other" box.
-const KEEP: usize = 24;
+const KEEP: usize = 48;
 
 /// One file of the HTML report of `size` ([`HtmlFile::new`]).
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +63,7 @@ impl<'a> HtmlFile<'a> {
 /// fetched.
 pub fn size_html(files: &[HtmlFile<'_>], total: Option<&SizeReport>) -> String {
     let mut root = tree(files);
+    root.collapse();
     root.fold(KEEP);
     let placed = treemap::place(&root, MAP);
     let sizes: Vec<&SizeReport> = files.iter().map(|f| f.size).collect();
@@ -106,8 +107,9 @@ pub fn size_html(files: &[HtmlFile<'_>], total: Option<&SizeReport>) -> String {
 }
 
 /// The levels of a file's path below its input: the file on disk, then
-/// each package member (`pkg.whl!/a/b.so`: `pkg.whl`, `a/b.so`); none
-/// when the file is the input itself.
+/// each package member, each after its directories (`d/pkg.whl!/a/b.so`
+/// below `d`: `pkg.whl`, `a/`, `b.so`); none when the file is the input
+/// itself.
 fn levels<'a>(input: &str, path: &'a str) -> Vec<(Level, &'a str)> {
     let (rest, first) = if path == input {
         ("", Level::File)
@@ -121,11 +123,19 @@ fn levels<'a>(input: &str, path: &'a str) -> Vec<(Level, &'a str)> {
     } else {
         (path, Level::File)
     };
-    rest.split("!/")
-        .filter(|s| !s.is_empty())
-        .enumerate()
-        .map(|(i, s)| (if i == 0 { first } else { Level::Member }, s))
-        .collect()
+    let mut out = Vec::new();
+    for (i, segment) in rest.split("!/").filter(|s| !s.is_empty()).enumerate() {
+        let level = if i == 0 { first } else { Level::Member };
+        let parts: Vec<&str> = segment
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        if let Some((last, dirs)) = parts.split_last() {
+            out.extend(dirs.iter().map(|d| (Level::Dir, *d)));
+            out.push((level, *last));
+        }
+    }
+    out
 }
 
 /// The outermost container around `img` in `r`, named for the treemap:
@@ -272,6 +282,7 @@ fn boxed(out: &mut String, p: &Placed<'_>, colours: &BTreeMap<&str, String>) {
             match level {
                 Level::Input => "g i",
                 Level::Container => "g c",
+                Level::Dir => "g d",
                 _ => "g f",
             },
             String::new(),
@@ -402,7 +413,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 6px}
 .map div{position:absolute;box-sizing:border-box;overflow:hidden;white-space:nowrap;
 text-overflow:ellipsis;font-size:11px;line-height:13px;padding:1px 2px;border:1px solid #fff}
 .map .g{border-color:#555}.map .i{background:#d9d9d9}.map .f{background:#ebebeb}
-.map .c{background:#dde3ea}.map .t{border-color:#333}
+.map .c{background:#dde3ea}.map .d{background:#f2f2f2}.map .t{border-color:#333}
 .map .o{background:repeating-linear-gradient(45deg,#ccc 0 4px,#eee 4px 8px);border-color:#777}
 .legend ul{list-style:none;padding:0;margin:0}.legend li{margin:2px 0;white-space:nowrap}
 .sw{display:inline-block;width:14px;height:10px;border:1px solid #333;margin-right:5px}

@@ -133,17 +133,27 @@ fn a_big_tree_stays_small() {
 fn levels_below_the_input() {
     let l = |input, path| levels(input, path);
     assert_eq!(l("a.so", "a.so"), vec![]);
-    assert_eq!(l("d", "d/x/y.so"), vec![(Level::File, "x/y.so")]);
+    assert_eq!(
+        l("d", "d/x/y.so"),
+        vec![(Level::Dir, "x"), (Level::File, "y.so")]
+    );
     assert_eq!(l("d/", "d/y.so"), vec![(Level::File, "y.so")]);
     assert_eq!(
         l("d", "d/p.whl!/m/a.so"),
-        vec![(Level::File, "p.whl"), (Level::Member, "m/a.so")]
+        vec![
+            (Level::File, "p.whl"),
+            (Level::Dir, "m"),
+            (Level::Member, "a.so")
+        ]
     );
     assert_eq!(
         l("p.deb", "p.deb!/data!/b.so"),
         vec![(Level::Member, "data"), (Level::Member, "b.so")]
     );
-    assert_eq!(l("elsewhere", "q.so"), vec![(Level::File, "q.so")]);
+    assert_eq!(
+        l("elsewhere", "/q/./r.so"),
+        vec![(Level::Dir, "q"), (Level::File, "r.so")]
+    );
 }
 
 #[test]

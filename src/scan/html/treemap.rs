@@ -12,6 +12,8 @@ pub(super) enum Level {
     Root,
     /// An input named.
     Input,
+    /// A directory, on disk or in a package.
+    Dir,
     /// A file on disk (found in a directory, or named).
     File,
     /// A file inside a package.
@@ -31,6 +33,7 @@ impl Level {
         match self {
             Level::Root | Level::Other => "items",
             Level::Input => "inputs",
+            Level::Dir => "directories",
             Level::File => "files",
             Level::Member => "members",
             Level::Container => "containers",
@@ -113,8 +116,37 @@ pub(super) fn human(n: u64) -> String {
 }
 
 impl Node {
+    /// Joins each directory that holds one thing only (another directory,
+    /// a file, a member) with it: `usr/lib/x86_64-linux-gnu/libfoo.so`
+    /// is one box, not four nested.
+    pub(super) fn collapse(&mut self) {
+        for c in &mut self.children {
+            c.collapse();
+        }
+        if self.level == Level::Dir
+            && let [only] = self.children.as_mut_slice()
+            && matches!(only.level, Level::Dir | Level::File | Level::Member)
+        {
+            let only = std::mem::replace(only, Node::empty());
+            self.label = format!("{}/{}", self.label, only.label);
+            self.level = only.level;
+            self.children = only.children;
+        }
+    }
+
+    fn empty() -> Node {
+        Node {
+            label: String::new(),
+            level: Level::Other,
+            bytes: 0,
+            images: 0,
+            target: None,
+            children: Vec::new(),
+        }
+    }
+
     /// Folds small children, at every level: beyond the `keep` largest,
-    /// and those under 1/200 of their parent, go into one "other (k files,
+    /// and those under 1/1000 of their parent, go into one "other (k files,
     /// X MiB)" node (when there are two or more of them); children of no
     /// bytes are dropped (they have no area).
     pub(super) fn fold(&mut self, keep: usize) {
@@ -124,7 +156,7 @@ impl Node {
             .children
             .iter()
             .enumerate()
-            .position(|(i, c)| i >= keep || u128::from(c.bytes) * 200 < u128::from(parent))
+            .position(|(i, c)| i >= keep || u128::from(c.bytes) * 1000 < u128::from(parent))
             .unwrap_or(self.children.len())
             .max(1);
         if self.children.len() >= cut + 2 {
@@ -442,6 +474,56 @@ mod tests {
             );
         }
         assert!(placed.iter().any(|p| p.node.level == Level::Target));
+    }
+
+    #[test]
+    fn lone_directories_join_what_they_hold() {
+        let mut b = Builder::default();
+        let t = (Level::Target, "hip amdgcn-amd-amdhsa gfx90a object");
+        b.add(
+            &[
+                (Level::Input, "p.deb"),
+                (Level::Dir, "usr"),
+                (Level::Dir, "lib"),
+                (Level::Member, "a.so"),
+                t,
+            ],
+            5,
+            1,
+        );
+        b.add(
+            &[
+                (Level::Input, "d"),
+                (Level::Dir, "x"),
+                (Level::File, "a.so"),
+                t,
+            ],
+            5,
+            1,
+        );
+        b.add(
+            &[
+                (Level::Input, "d"),
+                (Level::Dir, "x"),
+                (Level::File, "b.so"),
+                t,
+            ],
+            5,
+            1,
+        );
+        let mut root = b.build("(all inputs)", Level::Root);
+        root.collapse();
+        let deb = &root.children[1].children[0];
+        assert_eq!(
+            (deb.label.as_str(), deb.level),
+            ("usr/lib/a.so", Level::Member)
+        );
+        assert_eq!(deb.children[0].level, Level::Target);
+        let dir = &root.children[0].children[0];
+        assert_eq!(
+            (dir.label.as_str(), dir.level, dir.children.len()),
+            ("x", Level::Dir, 2)
+        );
     }
 
     #[test]
