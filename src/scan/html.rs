@@ -331,8 +331,8 @@ fn legend(out: &mut String, r: &SizeReport, colours: &BTreeMap<&str, String>) {
         );
     }
     out.push_str(
-        "</ul>\n<p>Boxes: grey, an input, file or package member; blue-grey, a container; \
-         hatched, smaller items folded together. Hover for the figures.</p>\n</div>\n",
+        "</ul>\n<p>Boxes: grey, an input, directory, file or package member; blue-grey, a \
+         container; hatched, smaller items folded together. Hover for the figures.</p>\n</div>\n",
     );
 }
 
