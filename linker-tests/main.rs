@@ -66,6 +66,7 @@ test_files! {
     roc_obj,
     nvprune,
     reports,
+    reports_html,
     cuobjdump,
 }
 

@@ -42,7 +42,7 @@ pub fn tests() -> Vec<Trial> {
 }
 
 /// A bare AMDGPU code object (HSA, code object v5) for `mach`.
-fn code_object(mach: u8) -> Vec<u8> {
+pub fn code_object(mach: u8) -> Vec<u8> {
     let mut e = b"\x7fELF\x02\x01\x01\x40\x03".to_vec();
     e.resize(16, 0);
     e.extend_from_slice(&3u16.to_le_bytes());

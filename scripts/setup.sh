@@ -32,6 +32,10 @@ PKGS+=(libfile-which-perl liburi-encode-perl perl util-linux mawk)
 PKGS+=(elfutils)
 # Wine loads the Windows DLLs prune shrinks (linker-tests/windows_libs.rs).
 PKGS+=(wine64)
+# Headless Chromium renders `size --html` reports (their test in
+# linker-tests/reports_html.rs, and the picture of scripts/size-html-picture.sh);
+# a font gives its text glyphs.
+PKGS+=(chromium fonts-dejavu-core)
 # The wrapper's other host CPUs: qemu-user runs their programs, Debian's
 # cross C libraries link them, and GNU ld for each (binutils-<triple>).
 CROSS=(arm64:aarch64 ppc64el:powerpc64le s390x:s390x riscv64:riscv64)

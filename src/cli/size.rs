@@ -1,14 +1,15 @@
 //! `offload-kit size`: bytes of device code per target and per kind, as a
-//! table or JSON (schema `offload-kit/size/1`). The counting is
+//! table, JSON (schema `offload-kit/size/1`) or Markdown, and as an HTML
+//! treemap (`--html FILE`). The counting is
 //! `crate::scan::size`'s.
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use super::io::print_line;
-use super::scan::{Common, exit_code_after_inputs, scan_files};
+use super::scan::{Common, Scanned, exit_code_after_inputs, scan_files};
 use crate::scan::json::Elsewhere;
 use crate::scan::sort::row_cmp;
 use crate::scan::{self, SizeReport};
@@ -40,6 +41,13 @@ pub struct SizeOpts {
     /// CI job summary).
     #[arg(long)]
     markdown: bool,
+    /// Also write an HTML report to FILE: a treemap of the device code
+    /// (input, file, package member, container, target) and tables of the
+    /// numbers of --json; one self-contained file, no script, nothing
+    /// fetched. Standard output stays as it is (table, --json or
+    /// --markdown).
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 impl SizeOpts {
@@ -65,19 +73,29 @@ impl SizeOpts {
         // in the table and the JSON alike; the total counts every file.
         // Each shown file with its fatbins elsewhere, listed and said.
         type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>, Option<String>);
-        let shown: Vec<Shown<'_>> = reports
+        let (shown, shown_scans): (Vec<Shown<'_>>, Vec<&Scanned>) = reports
             .iter()
             .zip(&scanned)
             .map(|(r, s)| {
-                let scanned = s.result.as_ref().ok();
-                let note = scanned.and_then(super::scan::elsewhere_note);
-                (r, s, scanned.and_then(Elsewhere::of), note)
+                let scan = s.result.as_ref().ok();
+                let note = scan.and_then(super::scan::elsewhere_note);
+                (r, s, scan.and_then(Elsewhere::of), note)
             })
             .filter(|(r, s, _, note)| {
                 !s.found || r.total.images > 0 || r.error.is_some() || note.is_some()
             })
-            .map(|(r, _, elsewhere, note)| (r, elsewhere, note))
-            .collect();
+            .map(|(r, s, elsewhere, note)| ((r, elsewhere, note), s))
+            .unzip();
+        if let Some(path) = &self.html {
+            let sizes: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
+            let doc = html(
+                self.common.paths(),
+                &sizes,
+                &shown_scans,
+                several.then_some(&all),
+            );
+            write_html(path, &doc)?;
+        }
         let mut out = super::io::Report::stdout();
         if self.markdown {
             let files: Vec<(&SizeReport, Option<&str>)> = shown
@@ -130,6 +148,55 @@ impl SizeOpts {
         out.flush()?;
         Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
     }
+}
+
+/// The input named in `inputs` that the file `path` is, or was found in
+/// (a directory, a package); else the file itself (before any `!/`).
+fn input_of<'a>(inputs: &'a [String], path: &'a str) -> &'a str {
+    inputs
+        .iter()
+        .find(|i| {
+            path.strip_prefix(i.as_str()).is_some_and(|rest| {
+                rest.is_empty()
+                    || rest.starts_with('/')
+                    || rest.starts_with("!/")
+                    || i.ends_with('/')
+            })
+        })
+        .map_or_else(|| path.split("!/").next().unwrap_or(path), String::as_str)
+}
+
+/// The HTML report of the files `sizes`, scanned into `scans` (in the
+/// same order), from the inputs named `paths`.
+fn html(
+    paths: &[std::path::PathBuf],
+    sizes: &[&SizeReport],
+    scans: &[&Scanned],
+    total: Option<&SizeReport>,
+) -> String {
+    let inputs: Vec<String> = paths
+        .iter()
+        .map(|p| crate::files::shown(p).into_owned())
+        .collect();
+    let files: Vec<scan::HtmlFile<'_>> = sizes
+        .iter()
+        .zip(scans)
+        .map(|(size, s)| {
+            scan::HtmlFile::new(input_of(&inputs, &s.path), size, s.result.as_ref().ok())
+        })
+        .collect();
+    scan::size_html(&files, total)
+}
+
+/// Writes the HTML report `doc` to `path`, whole or not at all (as every
+/// output is written: to a temporary file renamed over it).
+fn write_html(path: &std::path::Path, doc: &str) -> Result<()> {
+    let name = crate::files::shown(path);
+    let mut out =
+        super::io::Output::create(path).with_context(|| format!("'{name}': cannot create"))?;
+    out.write_all(doc.as_bytes())
+        .and_then(|()| out.commit())
+        .with_context(|| format!("'{name}': cannot write"))
 }
 
 fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {

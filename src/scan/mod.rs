@@ -136,6 +136,7 @@
 //! ```
 
 pub(crate) mod check;
+mod html;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub(crate) mod magic;
@@ -152,6 +153,7 @@ mod visit;
 mod walk;
 
 pub use check::{Failure, Outcome, Requirements, RuleResult, Verdict, check};
+pub use html::{HtmlFile, size_html};
 pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
 pub use markdown::{inspect_markdown, size_markdown};

@@ -122,6 +122,19 @@ fn dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
+/// The row of [`SizeReport::by_target`] that `img` counts in: `<offload
+/// kind> <triple> <target ID> <image kind>`, `-` for an empty or unknown
+/// part.
+pub(crate) fn target_key(img: &Image) -> String {
+    let kind = img.image_kind.map_or_else(|| "-".into(), |k| k.to_string());
+    format!(
+        "{} {} {} {kind}",
+        img.offload_kind,
+        dash(&img.triple),
+        dash(&img.target_id)
+    )
+}
+
 /// The size report of the file `path` of `file_size` bytes, scanned into
 /// `r`.
 pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
@@ -139,12 +152,7 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
             continue;
         }
         let kind = img.image_kind.map_or_else(|| "-".into(), |k| k.to_string());
-        let target = format!(
-            "{} {} {} {kind}",
-            img.offload_kind,
-            dash(&img.triple),
-            dash(&img.target_id)
-        );
+        let target = target_key(img);
         rep.total.add(bytes, stored);
         rep.by_target.entry(target).or_default().add(bytes, stored);
         rep.by_kind.entry(kind).or_default().add(bytes, stored);
