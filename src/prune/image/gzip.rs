@@ -1,30 +1,38 @@
 //! gzip written on several threads, in the way pigz writes it: the input
-//! cut into blocks of [`BLOCK`] bytes, each deflated on its own and ended
-//! with a sync flush, the raw deflate pieces laid end to end between one
-//! gzip header and one trailer (the CRC-32 of the whole input). The
-//! result is a single gzip member that any gunzip reads. Unlike pigz, a
-//! block is not primed with the 32 KiB before it (flate2's miniz_oxide
-//! backend cannot set a dictionary): matches do not reach across a cut,
-//! which costs a few hundred bytes a MiB.
+//! cut into blocks of [`BLOCK`] bytes, each deflated on its own (by the
+//! `zlib-rs` crate) and ended with a sync flush, the raw deflate pieces
+//! laid end to end between one gzip header and one trailer (the CRC-32 of
+//! the whole input). The result is a single gzip member that any gunzip
+//! reads. As in pigz, each block is primed with the [`DICT`] bytes of input
+//! before it, so matches reach back across a cut as they would in one
+//! stream; a block still needs nothing but its input and that window, so
+//! the blocks deflate in parallel.
 //!
-//! The bytes depend only on the input and the level: the blocks are fixed
-//! by the input, so one thread or sixteen write the same file. No more than two blocks per thread are in flight, so
-//! memory stays a few MiB whatever the size of the input.
+//! The bytes depend only on the input and the level: the blocks and their
+//! windows are fixed by the input, so one thread or sixteen write the same
+//! file. No more than two blocks per thread are in flight, so memory stays
+//! a few MiB whatever the size of the input.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use flate2::{Compress, Compression, FlushCompress, Status};
+use zlib_rs::{Deflate, DeflateFlush, Status};
 
 /// Bytes of input deflated as one piece.
 pub(super) const BLOCK: usize = 1 << 20;
 
+/// Bytes of input before a block that prime its deflate: deflate's whole
+/// window (window bits 15).
+const DICT: usize = 1 << 15;
+
 /// The most threads used: each holds up to two blocks in and two out.
 const MAX_THREADS: usize = 16;
 
-/// One block to deflate: its bytes, and whether it is the last.
+/// One block to deflate: the input before it (up to [`DICT`] bytes), its
+/// bytes, and whether it is the last.
 struct Job {
+    dict: Vec<u8>,
     data: Vec<u8>,
     last: bool,
 }
@@ -32,30 +40,55 @@ struct Job {
 /// A worker's two ends: its blocks to deflate, and what it made of them.
 type Lane = (SyncSender<Job>, Receiver<io::Result<Vec<u8>>>);
 
-/// Compresses what `input` gives to `out` as one gzip member at `level`,
-/// on `threads` threads (1: on the caller's alone). Returns the bytes
-/// read.
+/// The input cut into [`Job`]s, with the CRC-32 and length of what was read.
+struct Blocks<'a> {
+    input: &'a mut dyn Read,
+    crc: crc32fast::Hasher,
+    total: u64,
+    /// The last [`DICT`] bytes of the block before the next.
+    tail: Vec<u8>,
+}
+
+impl Blocks<'_> {
+    /// Reads the next block.
+    fn next(&mut self) -> io::Result<Job> {
+        let data = read_block(self.input)?;
+        self.crc.update(&data);
+        self.total = self.total.saturating_add(data.len() as u64);
+        let last = data.len() < BLOCK;
+        let keep = data
+            .get(data.len().saturating_sub(DICT)..)
+            .unwrap_or_default();
+        let dict = std::mem::replace(&mut self.tail, keep.to_vec());
+        Ok(Job { dict, data, last })
+    }
+}
+
+/// Compresses what `input` gives to `out` as one gzip member at `level`
+/// (0 to 9), on `threads` threads (1: on the caller's alone). Returns the
+/// bytes read.
 pub(super) fn compress(
     input: &mut dyn Read,
     out: &mut dyn Write,
     level: u32,
     threads: u32,
 ) -> io::Result<u64> {
+    let zlevel = i32::try_from(level)
+        .ok()
+        .filter(|l| *l <= 9)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "gzip level over 9"))?;
     out.write_all(&header(level))?;
-    let mut crc = crc32fast::Hasher::new();
-    let mut total = 0u64;
-    let mut next = |crc: &mut crc32fast::Hasher, total: &mut u64| {
-        let data = read_block(input)?;
-        crc.update(&data);
-        *total += data.len() as u64;
-        let last = data.len() < BLOCK;
-        io::Result::Ok(Job { data, last })
+    let mut blocks = Blocks {
+        input,
+        crc: crc32fast::Hasher::new(),
+        total: 0,
+        tail: Vec::new(),
     };
     let workers = usize::try_from(threads).unwrap_or(1).clamp(1, MAX_THREADS);
     if workers == 1 {
         loop {
-            let job = next(&mut crc, &mut total)?;
-            out.write_all(&deflate(&job, level)?)?;
+            let job = blocks.next()?;
+            out.write_all(&deflate(&job, zlevel)?)?;
             if job.last {
                 break;
             }
@@ -66,17 +99,17 @@ pub(super) fn compress(
             for _ in 0..workers {
                 let (to_worker, jobs) = sync_channel::<Job>(1);
                 let (to_caller, done) = sync_channel::<io::Result<Vec<u8>>>(1);
-                s.spawn(move || work(&jobs, &to_caller, level));
+                s.spawn(move || work(&jobs, &to_caller, zlevel));
                 lanes.push((to_worker, done));
             }
-            in_order(&lanes, out, || next(&mut crc, &mut total))
+            in_order(&lanes, out, || blocks.next())
         })?;
     }
-    out.write_all(&crc.finalize().to_le_bytes())?;
+    out.write_all(&blocks.crc.finalize().to_le_bytes())?;
     // ISIZE: the input's length modulo 2^32, as RFC 1952 has it.
-    let isize = u32::try_from(total & u64::from(u32::MAX)).unwrap_or_default();
+    let isize = u32::try_from(blocks.total & u64::from(u32::MAX)).unwrap_or_default();
     out.write_all(&isize.to_le_bytes())?;
-    Ok(total)
+    Ok(blocks.total)
 }
 
 /// Hands the blocks `next` makes to the workers of `lanes` in turn, and writes what they give
@@ -114,7 +147,7 @@ fn in_order(
 
 /// A worker: deflates the blocks of `jobs` into `done` until either side
 /// hangs up.
-fn work(jobs: &Receiver<Job>, done: &SyncSender<io::Result<Vec<u8>>>, level: u32) {
+fn work(jobs: &Receiver<Job>, done: &SyncSender<io::Result<Vec<u8>>>, level: i32) {
     while let Ok(job) = jobs.recv() {
         if done.send(deflate(&job, level)).is_err() {
             return;
@@ -140,32 +173,44 @@ fn header(level: u32) -> [u8; 10] {
     [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 255]
 }
 
-/// The raw deflate of one block, ended with a sync flush (the stream's
-/// final block when it is the last).
-fn deflate(job: &Job, level: u32) -> io::Result<Vec<u8>> {
-    let mut c = Compress::new(Compression::new(level), false);
+/// The raw deflate of one block, primed with its window and ended with a
+/// sync flush (the stream's final block when it is the last). `level` is
+/// 0 to 9.
+fn deflate(job: &Job, level: i32) -> io::Result<Vec<u8>> {
+    let fail = |e: zlib_rs::DeflateError| io::Error::other(format!("deflate: {}", e.as_str()));
+    let mut c = Deflate::new(level, false, 15);
+    if !job.dict.is_empty() {
+        c.set_dictionary(&job.dict).map_err(fail)?;
+    }
     let flush = match job.last {
-        true => FlushCompress::Finish,
-        false => FlushCompress::Sync,
+        true => DeflateFlush::Finish,
+        false => DeflateFlush::SyncFlush,
     };
-    let mut out = Vec::with_capacity(job.data.len() + job.data.len() / 8 + 1024);
+    // Stored blocks at worst, and the flush's few bytes.
+    let mut out = vec![0u8; job.data.len() + job.data.len() / 8 + 1024];
     loop {
         let used = usize::try_from(c.total_in()).map_err(io::Error::other)?;
+        let made = usize::try_from(c.total_out()).map_err(io::Error::other)?;
         let rest = job.data.get(used..).unwrap_or_default();
-        let before = (c.total_in(), c.total_out());
-        let status = c
-            .compress_vec(rest, &mut out, flush)
-            .map_err(io::Error::other)?;
+        let room = out.get_mut(made..).unwrap_or_default();
+        let status = c.compress(rest, room, flush).map_err(fail)?;
+        let progress = (c.total_in(), c.total_out()) != (used as u64, made as u64);
+        let now = usize::try_from(c.total_out()).map_err(io::Error::other)?;
         let all_in = c.total_in() == job.data.len() as u64;
-        let room = out.len() < out.capacity();
         match status {
-            Status::StreamEnd => return Ok(out),
+            Status::StreamEnd => {
+                out.truncate(now);
+                return Ok(out);
+            }
             // A sync flush is whole once it stops short of the room given.
-            Status::Ok | Status::BufError if !job.last && all_in && room => return Ok(out),
-            _ if room && before == (c.total_in(), c.total_out()) => {
+            Status::Ok | Status::BufError if !job.last && all_in && now < out.len() => {
+                out.truncate(now);
+                return Ok(out);
+            }
+            _ if now < out.len() && !progress => {
                 return Err(io::Error::other("deflate made no progress"));
             }
-            _ => out.reserve(out.capacity().max(4096)),
+            _ => out.resize(out.len().saturating_mul(2).max(4096), 0),
         }
     }
 }
@@ -216,6 +261,56 @@ mod tests {
                 assert_eq!(gz(&data, t), one, "{n} bytes on {t} threads");
             }
         }
+    }
+
+    /// Bytes that do not compress at all.
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x.to_le_bytes()[1]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_primed_with_the_one_before_gunzips() {
+        // The second block repeats the end of the first: primed with it, it
+        // deflates to a few matches; alone it would be stored whole.
+        let mut data = noise(BLOCK, 7);
+        let end = data[BLOCK - DICT + 300..].to_vec();
+        for _ in 0..3 {
+            data.extend_from_slice(&end);
+        }
+        data.extend_from_slice(&noise(1000, 9));
+        let one = gz(&data, 1);
+        assert_eq!(gunzip(&one), data);
+        assert!(
+            one.len() < BLOCK + 8 * 1024,
+            "{} bytes: the window was not used",
+            one.len()
+        );
+        for t in [2, 5, 16] {
+            assert_eq!(gz(&data, t), one, "{t} threads");
+        }
+    }
+
+    #[test]
+    fn every_level_round_trips_the_same_on_any_threads() {
+        let data = sample(2 * BLOCK + 4097);
+        for level in [0, 1, 4, 9] {
+            let mut one = Vec::new();
+            compress(&mut &data[..], &mut one, level, 1).unwrap();
+            assert_eq!(gunzip(&one), data, "level {level}");
+            let mut three = Vec::new();
+            compress(&mut &data[..], &mut three, level, 3).unwrap();
+            assert_eq!(three, one, "level {level}");
+        }
+        let e = compress(&mut &data[..], &mut Vec::new(), 10, 1).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]
