@@ -62,9 +62,10 @@ for step in steps:
     old, new = rows("old", step), rows("new", step)
     for rid, o in old.items():
         n = new.get(rid)
-        if n is None or not o["ours_wall_med"] or not n["ours_wall_med"]:
+        try:
+            a, b = float(o["ours_wall_med"]), float(n["ours_wall_med"])
+        except (TypeError, ValueError):  # a row not run (n/a) on a side
             continue
-        a, b = float(o["ours_wall_med"]), float(n["ours_wall_med"])
         ratio = b / a if a > 0 else float("inf")
         bad = ratio > limit and b - a > floor
         slower += bad
