@@ -82,7 +82,11 @@ impl SizeOpts {
                 (r, s, scan.and_then(Elsewhere::of), note)
             })
             .filter(|(r, s, _, note)| {
-                !s.found || r.total.images > 0 || r.error.is_some() || note.is_some()
+                !s.found
+                    || r.total.images > 0
+                    || r.error.is_some()
+                    || !r.damage.is_empty()
+                    || note.is_some()
             })
             .map(|(r, s, elsewhere, note)| ((r, elsewhere, note), s))
             .unzip();
@@ -139,6 +143,12 @@ impl SizeOpts {
                 print_size(&mut out, r)?;
                 if let Some(note) = note {
                     print_line(&mut out, &format!("  note: {note}"))?;
+                }
+                for d in &r.damage {
+                    print_line(
+                        &mut out,
+                        &format!("  damaged: {d} (counted: what could be read)"),
+                    )?;
                 }
             }
             if several {

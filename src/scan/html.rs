@@ -352,6 +352,11 @@ fn files_table(out: &mut String, files: &[HtmlFile<'_>], total: Option<&SizeRepo
         if let Some(e) = &r.error {
             notes.push(format!("error: {e}"));
         }
+        notes.extend(
+            r.damage
+                .iter()
+                .map(|d| format!("damaged: {d} (counted: what could be read)")),
+        );
         if r.host.images > 0 {
             notes.push(format!(
                 "{} bundle host entries ({} bytes) not counted",

@@ -54,6 +54,11 @@ pub(crate) fn size_document(
         if let Some(e) = &r.error {
             notes.push(format!("error: {e}"));
         }
+        notes.extend(
+            r.damage
+                .iter()
+                .map(|d| format!("damaged: {d} (counted: what could be read)")),
+        );
         if r.host.images > 0 {
             notes.push(format!(
                 "{} bundle host entr{} ({} bytes) not counted",
@@ -253,6 +258,48 @@ mod tests {
         assert!(text.contains("| hip | amdgcn-amd-amdhsa | gfx90a | object | 2 | 300 | 250 |"));
         assert!(text.contains("| odd name with many spaces | - | - | - | 0 | 0 | 0 |"));
         assert!(text.contains("### (all inputs)"));
+    }
+
+    /// A file the scan found damaged, or stopped in: its report says so
+    /// in JSON, in the Markdown note and in the total, however few images
+    /// were counted.
+    #[test]
+    fn size_of_a_damaged_file_says_so() {
+        let r = Report {
+            problems: vec![crate::scan::Problem {
+                offset: Some(0),
+                section: None,
+                member: None,
+                container: None,
+                message: "cannot read the object file".into(),
+                kind: crate::scan::ProblemKind::Damage,
+                within: None,
+                whole_file: false,
+            }],
+            stopped: Some(crate::scan::Limit::Images(3)),
+            ..Report::default()
+        };
+        let cut = crate::scan::size("cut.o", 100, &r);
+        assert_eq!(cut.total.images, 0);
+        assert_eq!(cut.damage.len(), 2, "{:?}", cut.damage);
+        assert!(cut.damage[1].starts_with("the scan stopped: "));
+        let json = serde_json::to_value(&cut).unwrap();
+        assert_eq!(json["damage"][0], "cannot read the object file");
+        let fine = crate::scan::size("fine.o", 100, &Report::default());
+        let json = serde_json::to_value(&fine).unwrap();
+        assert!(json.get("damage").is_none(), "{json}");
+        let all = SizeReport::sum("(all inputs)", [&cut, &fine]);
+        assert_eq!(all.damage, ["1 file(s) not read whole"]);
+        let text = size_markdown(&[&cut, &fine], Some(&all));
+        crate::text::assert_tables_well_formed(&text);
+        assert!(
+            text.contains("| cut.o | 100 | 0 | 0 | 0 | 0.0% | damaged: cannot read the object file (counted: what could be read); damaged: the scan stopped"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| fine.o | 100 | 0 | 0 | 0 | 0.0% | - |"),
+            "{text}"
+        );
     }
 
     #[test]

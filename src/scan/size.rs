@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Image, Parent, Report};
+use super::{Image, Parent, ProblemKind, Report};
 
 /// Images and bytes counted together.
 #[derive(Debug, Serialize, Default, Clone, PartialEq, Eq)]
@@ -61,6 +61,12 @@ pub struct SizeReport {
     pub host: Tally,
     /// Why the file could not be read (then nothing else is counted).
     pub error: Option<String>,
+    /// What the scan found damaged or could not finish (its problems of
+    /// kind [`ProblemKind::Damage`], the limit that stopped it): the
+    /// counts above are then of what could be read, never a sign that the
+    /// rest holds no device code. Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damage: Vec<String>,
 }
 
 impl SizeReport {
@@ -79,6 +85,7 @@ impl SizeReport {
             path: path.into(),
             ..SizeReport::default()
         };
+        let mut damaged = 0usize;
         for r in reports {
             all.file_size = all.file_size.saturating_add(r.file_size);
             for (k, t) in &r.by_target {
@@ -89,6 +96,10 @@ impl SizeReport {
             }
             all.total.merge(&r.total);
             all.host.merge(&r.host);
+            damaged += usize::from(!r.damage.is_empty());
+        }
+        if damaged > 0 {
+            all.damage.push(format!("{damaged} file(s) not read whole"));
         }
         all
     }
@@ -143,6 +154,13 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
         file_size,
         ..SizeReport::default()
     };
+    rep.damage = r
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::Damage)
+        .map(|p| p.message.clone())
+        .chain(r.stopped.map(|l| format!("the scan stopped: {l}")))
+        .collect();
     for img in r.images.iter().filter(|i| i.is_leaf() && i.is_read()) {
         let stored = stored_size(r, img);
         // A compressed CUDA fatbin entry counts what it decompresses to.
