@@ -141,15 +141,7 @@ impl SizeOpts {
         } else {
             for (r, _, note) in shown.iter().filter(|(r, _, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;
-                if let Some(note) = note {
-                    print_line(&mut out, &format!("  note: {note}"))?;
-                }
-                for d in &r.damage {
-                    print_line(
-                        &mut out,
-                        &format!("  damaged: {d} (counted: what could be read)"),
-                    )?;
-                }
+                print_notes(&mut out, r, note.as_deref())?;
             }
             if several {
                 print_size(&mut out, &all)?;
@@ -207,6 +199,21 @@ fn write_html(path: &std::path::Path, doc: &str) -> Result<()> {
     out.write_all(doc.as_bytes())
         .and_then(|()| out.commit())
         .with_context(|| format!("'{name}': cannot write"))
+}
+
+/// The lines under a file's table: the note on its fatbins elsewhere,
+/// then what the scan found damaged.
+fn print_notes(mut out: &mut impl Write, r: &SizeReport, note: Option<&str>) -> Result<()> {
+    if let Some(note) = note {
+        print_line(&mut out, &format!("  note: {note}"))?;
+    }
+    for d in &r.damage {
+        print_line(
+            &mut out,
+            &format!("  damaged: {d} (counted: what could be read)"),
+        )?;
+    }
+    Ok(())
 }
 
 fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
