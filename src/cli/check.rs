@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
@@ -228,7 +228,7 @@ impl CheckOpts {
             walked: &walked,
         };
         if let Some(path) = &self.junit {
-            write_junit(path, &report)?;
+            super::io::write_whole(path, gate::junit::document(&report).as_bytes())?;
         }
         if self.markdown {
             let mut out = super::io::Report::stdout();
@@ -261,18 +261,6 @@ impl CheckOpts {
         }
         Ok(per_gpu::exit_code(kernels.exit_code(&outcome), &judged).into())
     }
-}
-
-/// Writes the JUnit XML of `report` to `path`, whole or not at all (as
-/// every output is written: to a temporary file renamed over it).
-fn write_junit(path: &std::path::Path, report: &CheckReport<'_>) -> Result<()> {
-    let doc = gate::junit::document(report);
-    let name = crate::files::shown(path);
-    let mut out =
-        super::io::Output::create(path).with_context(|| format!("'{name}': cannot create"))?;
-    out.write_all(doc.as_bytes())
-        .and_then(|()| out.commit())
-        .with_context(|| format!("'{name}': cannot write"))
 }
 
 /// The gate on per-GPU files ([`per_gpu`]): the names scanned (`units`),

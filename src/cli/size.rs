@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use super::io::print_line;
@@ -98,7 +98,7 @@ impl SizeOpts {
                 &shown_scans,
                 several.then_some(&all),
             );
-            write_html(path, &doc)?;
+            super::io::write_whole(path, doc.as_bytes())?;
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {
@@ -188,17 +188,6 @@ fn html(
         })
         .collect();
     scan::size_html(&files, total)
-}
-
-/// Writes the HTML report `doc` to `path`, whole or not at all (as every
-/// output is written: to a temporary file renamed over it).
-fn write_html(path: &std::path::Path, doc: &str) -> Result<()> {
-    let name = crate::files::shown(path);
-    let mut out =
-        super::io::Output::create(path).with_context(|| format!("'{name}': cannot create"))?;
-    out.write_all(doc.as_bytes())
-        .and_then(|()| out.commit())
-        .with_context(|| format!("'{name}': cannot write"))
 }
 
 /// The lines under a file's table: the note on its fatbins elsewhere,

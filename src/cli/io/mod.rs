@@ -23,3 +23,15 @@ pub use text::{error_text, print_line};
 pub fn open_input(name: &str) -> Result<Input> {
     Input::open(name).with_context(|| format!("'{name}': cannot open"))
 }
+
+/// Writes `doc` to `path` whole or not at all (to a temporary file renamed
+/// over it, as every output is written), with the file name in the error:
+/// the report files of `check --junit` and `size --html`.
+pub fn write_whole(path: &std::path::Path, doc: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let name = crate::files::shown(path);
+    let mut out = Output::create(path).with_context(|| format!("'{name}': cannot create"))?;
+    out.write_all(doc)
+        .and_then(|()| out.commit())
+        .with_context(|| format!("'{name}': cannot write"))
+}
