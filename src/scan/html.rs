@@ -348,21 +348,7 @@ fn files_table(out: &mut String, files: &[HtmlFile<'_>], total: Option<&SizeRepo
         .map(|f| (f.size, "file"))
         .chain(total.map(|t| (t, "total")));
     for (r, class) in rows {
-        let mut notes: Vec<String> = Vec::new();
-        if let Some(e) = &r.error {
-            notes.push(format!("error: {e}"));
-        }
-        notes.extend(
-            r.damage
-                .iter()
-                .map(|d| format!("damaged: {d} (counted: what could be read)")),
-        );
-        if r.host.images > 0 {
-            notes.push(format!(
-                "{} bundle host entries ({} bytes) not counted",
-                r.host.images, r.host.bytes
-            ));
-        }
+        let notes = r.notes();
         let _ = writeln!(
             out,
             "<tr class=\"{class}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

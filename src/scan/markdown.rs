@@ -50,23 +50,7 @@ pub(crate) fn size_document(
         .map(|(r, n)| (*r, *n))
         .chain(total.map(|t| (t, None)));
     for (r, note) in rows {
-        let mut notes: Vec<String> = Vec::new();
-        if let Some(e) = &r.error {
-            notes.push(format!("error: {e}"));
-        }
-        notes.extend(
-            r.damage
-                .iter()
-                .map(|d| format!("damaged: {d} (counted: what could be read)")),
-        );
-        if r.host.images > 0 {
-            notes.push(format!(
-                "{} bundle host entr{} ({} bytes) not counted",
-                r.host.images,
-                if r.host.images == 1 { "y" } else { "ies" },
-                r.host.bytes
-            ));
-        }
+        let mut notes = r.notes();
         notes.extend(note.map(str::to_string));
         let note = notes.join("; ");
         let mut cells = vec![Cell::Text(&r.path), num(r.file_size)];

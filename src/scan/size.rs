@@ -79,6 +79,27 @@ impl SizeReport {
         }
     }
 
+    /// What the reports note beside the figures: why the file could not
+    /// be read, what the scan found damaged, the bundles' host entries not
+    /// counted.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.error.iter().map(|e| format!("error: {e}")).collect();
+        notes.extend(
+            self.damage
+                .iter()
+                .map(|d| format!("damaged: {d} (counted: what could be read)")),
+        );
+        if self.host.images > 0 {
+            notes.push(format!(
+                "{} bundle host entr{} ({} bytes) not counted",
+                self.host.images,
+                if self.host.images == 1 { "y" } else { "ies" },
+                self.host.bytes
+            ));
+        }
+        notes
+    }
+
     /// The reports added up, under the name `path`.
     pub fn sum<'a>(path: &str, reports: impl IntoIterator<Item = &'a SizeReport>) -> SizeReport {
         let mut all = SizeReport {
