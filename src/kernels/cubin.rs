@@ -473,7 +473,7 @@ fn usage_of(p: &Parsed<'_>, allowance: &Allowance) -> Result<Usage> {
     let mut banks = Vec::new();
     let mut texts = Vec::new();
     // Each function's banks in section order, as cuobjdump prints them
-    // (`own` holds them by bank).
+    // (a bank in several sections summed).
     let mut own_banks: HashMap<u32, Vec<ConstantBank>> = HashMap::new();
     for (i, s) in p.sections.iter().enumerate() {
         let constant = s.name.strip_prefix(b".nv.constant");
@@ -486,12 +486,12 @@ fn usage_of(p: &Parsed<'_>, allowance: &Allowance) -> Result<Usage> {
             });
         } else if let Some(n) = constant.and_then(bank) {
             let list = own_banks.entry(s.info).or_default();
-            if !list.iter().any(|b| b.bank == n) {
-                let size = own.get(&s.info).and_then(|o| o.constant.get(&n));
-                list.push(ConstantBank {
+            match list.iter_mut().find(|b| b.bank == n) {
+                Some(b) => add(&mut b.size, s)?,
+                None => list.push(ConstantBank {
                     bank: n,
-                    size: size.copied().unwrap_or(s.size),
-                });
+                    size: s.size,
+                }),
             }
         } else if let Some(name) = s.name.strip_prefix(b".text.") {
             texts.push((i, name));
