@@ -85,18 +85,24 @@ pub(crate) fn cuda_dll_with(fatbins: &[Vec<u8>], extras: &Extras) -> CudaDll {
         wrappers_len,
     );
     let mut segment = Vec::new();
+    // object's writer takes base relocations in address order.
+    let mut relocs = Vec::new();
     for (i, off) in at.iter().enumerate() {
         let mut wrapper = crate::fatbin::write_wrapper(crate::fatbin::WRAPPER_CUDA, 1, false);
         let va = IMAGE_BASE + u64::from(fat_r.virtual_address + off);
         wrapper[8..16].copy_from_slice(&va.to_le_bytes());
         segment.extend_from_slice(&wrapper);
         let field = seg_r.virtual_address + u32::try_from(24 * i + 8).expect("small");
-        w.add_reloc(field, pe::IMAGE_REL_BASED_DIR64);
+        relocs.push(field);
     }
     if let Some(off) = extras.text_pointer {
         let va = IMAGE_BASE + u64::from(fat_r.virtual_address + off);
         text[..8].copy_from_slice(&va.to_le_bytes());
-        w.add_reloc(text_r.virtual_address, pe::IMAGE_REL_BASED_DIR64);
+        relocs.push(text_r.virtual_address);
+    }
+    relocs.sort_unstable();
+    for r in relocs {
+        w.add_reloc(r, pe::IMAGE_REL_BASED_DIR64);
     }
     let reloc_r = w.reserve_reloc_section();
     if let Some(c) = &extras.certificates {
