@@ -67,6 +67,7 @@ test_files! {
     nvprune,
     reports,
     reports_html,
+    reports_library,
     cuobjdump,
 }
 

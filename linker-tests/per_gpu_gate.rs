@@ -56,7 +56,7 @@ fn code_object(mach: u8) -> Vec<u8> {
 const LIB: &str = "lib/hipblaslt/library";
 
 /// The tree's files, by path: gfx90a's and, when `gfx942`, gfx942's.
-fn files(gfx942: bool) -> Vec<(String, Vec<u8>)> {
+pub fn files(gfx942: bool) -> Vec<(String, Vec<u8>)> {
     let mut v = vec![(
         format!("{LIB}/hipblasltExtOpLibrary.dat"),
         b"neutral index".to_vec(),
@@ -83,7 +83,7 @@ fn files(gfx942: bool) -> Vec<(String, Vec<u8>)> {
 }
 
 /// Writes `files` below `dir`.
-fn write_tree(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Failed> {
+pub fn write_tree(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), Failed> {
     for (p, b) in files {
         let path = dir.join(p);
         std::fs::create_dir_all(path.parent().unwrap())?;

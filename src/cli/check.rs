@@ -11,10 +11,8 @@ use anyhow::{Result, bail};
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
-use crate::companion::gate::{self as per_gpu, Judgement};
 use crate::kernels::gate::json::Document;
-use crate::kernels::gate::{self, CheckReport, Gate};
-use crate::kernels::{KernelRule, KernelRuleResult};
+use crate::kernels::{CheckReport, KernelGate, KernelRule, KernelRuleResult, PerGpuJudgement};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Unread, Verdict};
 
 /// Check that files carry (or do not carry) device code for given targets.
@@ -209,7 +207,7 @@ impl CheckOpts {
                 .map(|s| s.result.as_ref().map_err(Unread::as_str)),
             &req,
         );
-        let kernels = Gate::judge(
+        let kernels = KernelGate::judge(
             scanned.iter().map(|s| (&s.result, &s.kernels[..])),
             &outcome,
             &require_kernel,
@@ -219,20 +217,16 @@ impl CheckOpts {
         let paths: Vec<&str> = scanned.iter().map(|s| s.path.as_str()).collect();
         let judged = per_gpu_files(&self.common, &paths, &req);
         let walked: Vec<bool> = scanned.iter().map(|s| s.found).collect();
-        let report = CheckReport {
-            req: &req,
-            paths: &paths,
-            outcome: &outcome,
-            gate: &kernels,
-            per_gpu: &judged,
-            walked: &walked,
-        };
+        let report = CheckReport::new(&req, &paths, &outcome)
+            .with_kernel_rules(&kernels)
+            .with_per_gpu_files(&judged)
+            .with_walked(&walked);
         if let Some(path) = &self.junit {
-            super::io::write_whole(path, gate::junit::document(&report).as_bytes())?;
+            super::io::write_whole(path, report.junit().as_bytes())?;
         }
         if self.markdown {
             let mut out = super::io::Report::stdout();
-            out.write_all(gate::markdown::document(&report).as_bytes())?;
+            out.write_all(report.markdown().as_bytes())?;
             out.flush()?;
         } else if self.json {
             let mut out = super::io::Report::stdout();
@@ -248,7 +242,12 @@ impl CheckOpts {
             // pass are not listed one by one (there may be thousands).
             let notes: Vec<Option<String>> = scanned
                 .iter()
-                .map(|s| s.result.as_ref().ok().and_then(super::scan::elsewhere_note))
+                .map(|s| {
+                    s.result
+                        .as_ref()
+                        .ok()
+                        .and_then(scan::Report::elsewhere_note)
+                })
                 .collect();
             let shown = Shown {
                 walked: &walked,
@@ -259,13 +258,13 @@ impl CheckOpts {
             };
             print_outcome(&paths, &outcome, &kernels, &shown)?;
         }
-        Ok(per_gpu::exit_code(kernels.exit_code(&outcome), &judged).into())
+        Ok(report.exit_code().into())
     }
 }
 
 /// The gate on per-GPU files ([`per_gpu`]): the names scanned (`units`),
 /// placed in the directories named, judged against the required rules.
-fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<Judgement> {
+fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<PerGpuJudgement> {
     let dirs: Vec<String> = common
         .paths()
         .iter()
@@ -273,11 +272,7 @@ fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<Jud
         .map(|p| crate::files::shown(p).into_owned())
         .collect();
     let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
-    let mut found = per_gpu::Found::new(req.any);
-    for u in units {
-        found.add(u, &dirs);
-    }
-    per_gpu::judge(&found, &req.require_rules())
+    PerGpuJudgement::judge(units.iter().copied(), &dirs, req)
 }
 
 /// How the report is printed beside the outcome: per input, whether it
@@ -286,7 +281,7 @@ fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<Jud
 struct Shown<'a> {
     walked: &'a [bool],
     notes: &'a [Option<String>],
-    per_gpu: &'a [Judgement],
+    per_gpu: &'a [PerGpuJudgement],
     any: bool,
     quiet: bool,
 }
@@ -359,7 +354,7 @@ fn checked_line(
     path: &str,
     i: usize,
     c: &Checked<'_>,
-    kernels: &Gate,
+    kernels: &KernelGate,
     note: Option<&str>,
     walked: bool,
     quiet: bool,
@@ -400,7 +395,7 @@ fn checked_line(
 fn print_outcome(
     paths: &[&str],
     outcome: &Outcome,
-    kernels: &Gate,
+    kernels: &KernelGate,
     shown: &Shown<'_>,
 ) -> Result<()> {
     let (walked, notes, quiet) = (shown.walked, shown.notes, shown.quiet);

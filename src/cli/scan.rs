@@ -259,15 +259,6 @@ pub(super) fn scan_files_kernels(
     })
 }
 
-/// What a report says of the CUDA fatbins in the file's other data
-/// sections, which a section scan counts but does not read: `18227 CUDA
-/// fatbin(s) in .data, which the file loads itself, not read (--raw reads
-/// them)`; `None` when there are none.
-pub(super) fn elsewhere_note(r: &scan::Report) -> Option<String> {
-    r.fatbins_elsewhere_said()
-        .map(|t| format!("{t}, which the file loads itself, not read (--raw reads them)"))
-}
-
 /// Prints a line on standard error for each image whose kernels could not
 /// be read (it is damaged); whether there was one.
 pub(super) fn kernel_errors<'a>(scanned: impl IntoIterator<Item = &'a Scanned>) -> bool {

@@ -71,24 +71,19 @@ impl SizeOpts {
         // hold device code (or could not be read, or hold CUDA fatbins in
         // other data sections, which the table notes and does not count),
         // in the table and the JSON alike; the total counts every file.
-        // Each shown file with its fatbins elsewhere, listed and said.
-        type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>, Option<String>);
+        // Each shown file with its fatbins elsewhere, listed.
+        type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>);
         let (shown, shown_scans): (Vec<Shown<'_>>, Vec<&Scanned>) = reports
             .iter()
             .zip(&scanned)
-            .map(|(r, s)| {
-                let scan = s.result.as_ref().ok();
-                let note = scan.and_then(super::scan::elsewhere_note);
-                (r, s, scan.and_then(Elsewhere::of), note)
-            })
-            .filter(|(r, s, _, note)| {
+            .filter(|(r, s)| {
                 !s.found
                     || r.total.images > 0
                     || r.error.is_some()
                     || !r.damage.is_empty()
-                    || note.is_some()
+                    || r.elsewhere.is_some()
             })
-            .map(|(r, s, elsewhere, note)| ((r, elsewhere, note), s))
+            .map(|(r, s)| ((r, s.result.as_ref().ok().and_then(Elsewhere::of)), s))
             .unzip();
         if let Some(path) = &self.html {
             let sizes: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
@@ -102,12 +97,8 @@ impl SizeOpts {
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {
-            let files: Vec<(&SizeReport, Option<&str>)> = shown
-                .iter()
-                .map(|(r, _, note)| (*r, note.as_deref()))
-                .collect();
-            let total = several.then_some(&all);
-            let text = scan::markdown::size_document(&files, total);
+            let files: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
+            let text = scan::size_markdown(&files, several.then_some(&all));
             out.write_all(text.as_bytes())?;
         } else if self.json {
             #[derive(Serialize)]
@@ -127,7 +118,7 @@ impl SizeOpts {
             }
             let files = shown
                 .iter()
-                .map(|&(report, fatbins_elsewhere, _)| FileDoc {
+                .map(|&(report, fatbins_elsewhere)| FileDoc {
                     report,
                     fatbins_elsewhere,
                 })
@@ -139,9 +130,9 @@ impl SizeOpts {
             };
             super::io::write_json(&mut out, &doc, &names)?;
         } else {
-            for (r, _, note) in shown.iter().filter(|(r, _, _)| r.error.is_none()) {
+            for (r, _) in shown.iter().filter(|(r, _)| r.error.is_none()) {
                 print_size(&mut out, r)?;
-                print_notes(&mut out, r, note.as_deref())?;
+                print_notes(&mut out, r)?;
             }
             if several {
                 print_size(&mut out, &all)?;
@@ -192,8 +183,8 @@ fn html(
 
 /// The lines under a file's table: the note on its fatbins elsewhere,
 /// then what the scan found damaged.
-fn print_notes(mut out: &mut impl Write, r: &SizeReport, note: Option<&str>) -> Result<()> {
-    if let Some(note) = note {
+fn print_notes(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
+    if let Some(note) = &r.elsewhere {
         print_line(&mut out, &format!("  note: {note}"))?;
     }
     for d in &r.damage {

@@ -121,27 +121,91 @@ impl Found {
     }
 }
 
-/// One rule judged on one library's per-GPU files.
+/// One `--require` rule judged on one library's per-GPU files: in a tree
+/// or package, a library that installs files per GPU (Tensile's code
+/// objects and indexes, MIOpen's databases, AOTriton's and TensorRT's
+/// files: the table in docs/prune.md) must have one that serves each
+/// processor a required rule names, as `prune --keep` of it would keep
+/// it. [`PerGpuJudgement::judge`] makes them; `offload-kit check` reports
+/// them, as [`CheckReport`](crate::kernels::CheckReport) does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Judgement {
+#[non_exhaustive]
+pub struct PerGpuJudgement {
     /// The input (`None`: the files named, or all inputs with `--any`).
-    pub(crate) input: Option<String>,
+    pub input: Option<String>,
     /// The convention the files follow.
     pub(crate) convention: &'static Convention,
     /// The directory holding them (or their per-GPU directories) in the
     /// input; empty for its top.
-    pub(crate) location: String,
-    /// The rule as given, and the processor it names.
-    pub(crate) rule: String,
-    pub(crate) gpu: String,
+    pub location: String,
+    /// The rule as given.
+    pub rule: String,
+    /// The processor it names.
+    pub gpu: String,
     /// Whether some GPU with files here serves it.
-    pub(crate) passed: bool,
+    pub passed: bool,
     /// The GPUs with files here that serve it, in architecture order.
-    pub(crate) serving: Vec<String>,
+    pub serving: Vec<String>,
     /// Their files' paths in the input, sorted.
-    pub(crate) files: Vec<String>,
+    pub files: Vec<String>,
     /// Every GPU with files here, in architecture order.
-    pub(crate) present: Vec<String>,
+    pub present: Vec<String>,
+}
+
+impl PerGpuJudgement {
+    /// Every processor a required rule of `req` names, judged on the
+    /// per-GPU files among `units`: the names of what was scanned, as
+    /// `offload-kit check` names them (`pkg.whl!/a/b.so` for a package's
+    /// member, its innermost package being its input; a file found
+    /// walking a directory named in `dirs` below it, its input that
+    /// directory; any other, the files named, together). With `req.any`
+    /// every unit is in one input. In input order, then by library and
+    /// directory, then by rule.
+    pub fn judge<'a>(
+        units: impl IntoIterator<Item = &'a str>,
+        dirs: &[&str],
+        req: &crate::scan::Requirements,
+    ) -> Vec<PerGpuJudgement> {
+        let mut found = Found::new(req.any);
+        for u in units {
+            found.add(u, dirs);
+        }
+        judge(&found, &req.require_rules())
+    }
+
+    /// The library whose files these are (`Tensile`, `MIOpen`, ...).
+    pub fn library(&self) -> &'static str {
+        self.convention.library
+    }
+
+    /// What it says, for a report line after the input's name: `per-GPU
+    /// files of LIBRARY (WHAT) in DIR/: gfx942 has 3 file(s) (gfx942)`, or
+    /// `…: none for gfx942 (files for: gfx90a)`.
+    pub fn summary(&self) -> String {
+        let at = if self.location.is_empty() {
+            String::new()
+        } else {
+            format!(" in {}/", self.location)
+        };
+        let what = format!(
+            "per-GPU files of {} ({}){at}",
+            self.convention.library, self.convention.holds
+        );
+        if self.passed {
+            format!(
+                "{what}: {} has {} file(s) ({})",
+                self.gpu,
+                self.files.len(),
+                self.serving.join(" ")
+            )
+        } else {
+            format!(
+                "{what}: none for {} (files for: {})",
+                self.gpu,
+                self.present.join(" ")
+            )
+        }
+    }
 }
 
 /// Whether a key is AMD's (else CUDA's).
@@ -171,7 +235,7 @@ fn names<'a>(gpus: impl Iterator<Item = &'a Gpu>) -> Vec<String> {
 /// Every required rule that names a processor, judged on every group of
 /// per-GPU files of its vendor in every input: by input, group, then
 /// rule, in order.
-pub(crate) fn judge(found: &Found, require: &[Rule]) -> Vec<Judgement> {
+pub(crate) fn judge(found: &Found, require: &[Rule]) -> Vec<PerGpuJudgement> {
     let rules: Vec<(&Rule, &str, bool)> = require
         .iter()
         .filter_map(|r| {
@@ -195,7 +259,7 @@ pub(crate) fn judge(found: &Found, require: &[Rule]) -> Vec<Judgement> {
                     .flat_map(|g| files[*g].iter().cloned())
                     .collect();
                 paths.sort();
-                out.push(Judgement {
+                out.push(PerGpuJudgement {
                     input: input.clone(),
                     convention: &TABLE[*row],
                     location: location.clone(),
@@ -214,42 +278,11 @@ pub(crate) fn judge(found: &Found, require: &[Rule]) -> Vec<Judgement> {
 
 /// The exit code of `check` (`code`, that of its other rules) with the
 /// judgements on per-GPU files: 1 for a failed one, unless it is 2.
-pub(crate) fn exit_code(code: u8, judged: &[Judgement]) -> u8 {
+pub(crate) fn exit_code(code: u8, judged: &[PerGpuJudgement]) -> u8 {
     if code == 0 && judged.iter().any(|j| !j.passed) {
         1
     } else {
         code
-    }
-}
-
-impl Judgement {
-    /// What it says, for a report line after the input's name: `per-GPU
-    /// files of LIBRARY (WHAT) in DIR/: gfx942 has 3 file(s) (gfx942)`, or
-    /// `…: none for gfx942 (files for: gfx90a)`.
-    pub(crate) fn summary(&self) -> String {
-        let at = if self.location.is_empty() {
-            String::new()
-        } else {
-            format!(" in {}/", self.location)
-        };
-        let what = format!(
-            "per-GPU files of {} ({}){at}",
-            self.convention.library, self.convention.holds
-        );
-        if self.passed {
-            format!(
-                "{what}: {} has {} file(s) ({})",
-                self.gpu,
-                self.files.len(),
-                self.serving.join(" ")
-            )
-        } else {
-            format!(
-                "{what}: none for {} (files for: {})",
-                self.gpu,
-                self.present.join(" ")
-            )
-        }
     }
 }
 

@@ -14,13 +14,14 @@ use std::fmt;
 pub struct Unread(String);
 
 impl Unread {
-    /// Why, in the words a report shows.
-    pub(crate) fn new(why: impl Into<String>) -> Unread {
+    /// Why, in the words a report shows (for an input a caller could not
+    /// open: `cannot open: No such file or directory`).
+    pub fn new(why: impl Into<String>) -> Unread {
         Unread(why.into())
     }
 
     /// The message, as [`Display`](fmt::Display) writes it.
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }

@@ -1,8 +1,9 @@
-//! The verdicts of `check`'s kernel rules over a command's inputs, and
-//! the reports they complete: the `check --json` document (`json.rs`),
-//! JUnit XML (`junit.rs`) and Markdown (`markdown.rs`).
+//! The verdicts of `check`'s kernel rules over a command's inputs
+//! ([`KernelGate`]), and the reports of a whole check they complete
+//! ([`CheckReport`]): the `check --json` document (`json.rs`), JUnit XML
+//! (`junit.rs`) and Markdown (`markdown.rs`).
 
-use crate::companion::gate::Judgement;
+use crate::companion::gate::PerGpuJudgement;
 use crate::kernel_listing::ImageKernels;
 use crate::scan::{Outcome, Report, Requirements, Unread, Verdict};
 
@@ -12,21 +13,104 @@ pub(crate) mod json;
 pub(crate) mod junit;
 pub(crate) mod markdown;
 
-/// Everything a `check` report says, in the order of its inputs: the
-/// rules, each input's name and verdict, the kernel rules' [`Gate`], the
-/// judgements on per-GPU files, and which inputs were found walking a
-/// directory or package (the Markdown report counts those that pass with
-/// no device images in one row, as the text does).
-pub(crate) struct CheckReport<'a> {
+/// Everything a check says, as `offload-kit check` reports it: the
+/// rules, each input's name and verdict, the kernel rules' verdicts
+/// ([`KernelGate`]), the judgements on per-GPU files
+/// ([`PerGpuJudgement`](super::PerGpuJudgement)), and which inputs were
+/// found walking a directory or package. It makes the JUnit XML of
+/// `check --junit` ([`CheckReport::junit`]) and the Markdown of `check
+/// --markdown` ([`CheckReport::markdown`]), byte for byte, from the same
+/// parts the command has.
+///
+/// ```
+/// use offload_kit::kernels::{CheckReport, KernelGate, KernelRule, PerGpuJudgement};
+/// use offload_kit::scan::{self, Report, Requirements, Rule, Unread};
+///
+/// let mut req = Requirements::default();
+/// req.require.push(Rule::parse("gfx90a")?);
+/// let inputs: Vec<Result<Report, Unread>> = vec![Ok(Report::default())];
+/// let outcome = scan::check(inputs.iter().map(|r| r.as_ref().map_err(Unread::as_str)), &req);
+/// // Each input's scan beside the kernels read of its images
+/// // (`kernels::Collect`): none here.
+/// let require = [KernelRule::parse("gemm*@gfx90a")?];
+/// let gate = KernelGate::judge(inputs.iter().map(|r| (r, &[][..])), &outcome, &require, &[], &req);
+/// // A tree holding Tensile's files for gfx942 only.
+/// let units = ["rocblas/library/TensileLibrary_lazy_gfx942.dat"];
+/// let per_gpu = PerGpuJudgement::judge(units, &[], &req);
+/// let report = CheckReport::new(&req, &["libfoo.so"], &outcome)
+///     .with_kernel_rules(&gate)
+///     .with_per_gpu_files(&per_gpu);
+/// assert_eq!(report.exit_code(), 1);
+/// assert!(report.junit().contains("name=\"require-kernel gemm*@gfx90a\""));
+/// assert!(report.markdown().contains("none for gfx90a"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct CheckReport<'a> {
     pub(crate) req: &'a Requirements,
     pub(crate) paths: &'a [&'a str],
     pub(crate) outcome: &'a Outcome,
-    pub(crate) gate: &'a Gate,
-    pub(crate) per_gpu: &'a [Judgement],
+    pub(crate) gate: &'a KernelGate,
+    pub(crate) per_gpu: &'a [PerGpuJudgement],
     pub(crate) walked: &'a [bool],
 }
 
-impl CheckReport<'_> {
+/// The verdicts of no kernel rule.
+static NO_KERNEL_RULES: KernelGate = KernelGate {
+    files: Vec::new(),
+    damaged: Vec::new(),
+    all_inputs: Vec::new(),
+    any: false,
+    require: Vec::new(),
+    forbid: Vec::new(),
+};
+
+impl<'a> CheckReport<'a> {
+    /// The report of the inputs named `paths`, in the order
+    /// [`scan::check`](crate::scan::check) was given them, whose
+    /// `outcome` it judged against `req`; with no kernel rule, no per-GPU
+    /// file, and every input named (none found walking a directory).
+    pub fn new(req: &'a Requirements, paths: &'a [&'a str], outcome: &'a Outcome) -> Self {
+        CheckReport {
+            req,
+            paths,
+            outcome,
+            gate: &NO_KERNEL_RULES,
+            per_gpu: &[],
+            walked: &[],
+        }
+    }
+
+    /// The report with the verdicts of the kernel rules (`--require-kernel`,
+    /// `--forbid-kernel`) on the same inputs.
+    pub fn with_kernel_rules(self, gate: &'a KernelGate) -> Self {
+        CheckReport { gate, ..self }
+    }
+
+    /// The report with the judgements on the inputs' per-GPU files.
+    pub fn with_per_gpu_files(self, judged: &'a [PerGpuJudgement]) -> Self {
+        CheckReport {
+            per_gpu: judged,
+            ..self
+        }
+    }
+
+    /// The report knowing, per input, whether it was found walking a
+    /// directory or package (`true`) or named: the Markdown report counts
+    /// those found that pass with no device images in one row, as the
+    /// text does.
+    pub fn with_walked(self, walked: &'a [bool]) -> Self {
+        CheckReport { walked, ..self }
+    }
+
+    // `junit` and `markdown` are in the files of those reports.
+
+    /// The exit code of the check: 0 when every rule holds, 1 when one
+    /// does not, 2 when an input could not be judged.
+    pub fn exit_code(&self) -> u8 {
+        crate::companion::gate::exit_code(self.gate.exit_code(self.outcome), self.per_gpu)
+    }
+
     /// Why input `i` could not be judged (its kernels' symbols damaged,
     /// unreadable, or corrupt), as the text report's `ERROR` line says it
     /// after the name; `None` for an input that was checked.
@@ -44,14 +128,9 @@ impl CheckReport<'_> {
         }
     }
 
-    /// The exit code of the check.
-    pub(crate) fn exit_code(&self) -> u8 {
-        crate::companion::gate::exit_code(self.gate.exit_code(self.outcome), self.per_gpu)
-    }
-
     /// Where a judgement on per-GPU files applies: its input, or all
     /// inputs (`--any`), or the files named.
-    pub(crate) fn per_gpu_input<'j>(&self, j: &'j Judgement) -> &'j str {
+    pub(crate) fn per_gpu_input<'j>(&self, j: &'j PerGpuJudgement) -> &'j str {
         match (&j.input, self.req.any) {
             (Some(i), _) => i.as_str(),
             (None, true) => ALL_INPUTS,
@@ -63,31 +142,12 @@ impl CheckReport<'_> {
 /// How the reports name all inputs together.
 pub(crate) const ALL_INPUTS: &str = "(all inputs)";
 
-/// A [`CheckReport`] of `paths` judged against `req` (their `outcome`,
-/// from [`crate::scan::check`]) with no kernel rules and no per-GPU files,
-/// as a library user has them; `f` makes the report of it.
-pub(crate) fn with_report<T>(
-    req: &Requirements,
-    paths: &[&str],
-    outcome: &Outcome,
-    f: impl FnOnce(&CheckReport<'_>) -> T,
-) -> T {
-    let gate = Gate::judge([], outcome, &[], &[], req);
-    let walked = vec![false; paths.len()];
-    f(&CheckReport {
-        req,
-        paths,
-        outcome,
-        gate: &gate,
-        per_gpu: &[],
-        walked: &walked,
-    })
-}
-
 /// What the kernel rules of `check` (`--require-kernel`,
-/// `--forbid-kernel`) decide: their results per input and over all of
-/// them (`--any`), each input's status, and the command's exit code.
-pub(crate) struct Gate {
+/// `--forbid-kernel`) decide over a command's inputs: their results per
+/// input and over all of them (`--any`), each input's status, and the
+/// exit code they make. [`CheckReport::with_kernel_rules`] takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelGate {
     /// Per input (empty for one not checked: unreadable or corrupt).
     pub(crate) files: Vec<Vec<KernelRuleResult>>,
     /// Per input: the images whose symbols are damaged (an input error
@@ -102,19 +162,20 @@ pub(crate) struct Gate {
     pub(crate) forbid: Vec<KernelRule>,
 }
 
-impl Gate {
+impl KernelGate {
     /// The rules `require` and `forbid` judged on each input: its scan
-    /// (or why it could not be read) and the kernels read of its images,
-    /// beside its verdict in `outcome` (the other rules' judgement of the
-    /// same inputs, in the same order).
-    pub(crate) fn judge<'a>(
+    /// (or why it could not be read) and the kernels read of its images
+    /// ([`Collect`](super::Collect), sorted by image), beside its verdict
+    /// in `outcome` (the other rules' judgement of the same inputs, in the
+    /// same order, against `req`).
+    pub fn judge<'a>(
         inputs: impl IntoIterator<Item = (&'a Result<Report, Unread>, &'a [ImageKernels])>,
         outcome: &Outcome,
         require: &[KernelRule],
         forbid: &[KernelRule],
         req: &Requirements,
-    ) -> Gate {
-        let mut k = Gate {
+    ) -> KernelGate {
+        let mut k = KernelGate {
             files: Vec::new(),
             damaged: Vec::new(),
             all_inputs: Vec::new(),
@@ -150,6 +211,17 @@ impl Gate {
             k.all_inputs = combine(&checked);
         }
         k
+    }
+
+    /// The results of the rules on input `i` (none for one not checked:
+    /// unreadable or corrupt).
+    pub fn results(&self, i: usize) -> &[KernelRuleResult] {
+        self.files.get(i).map_or(&[], Vec::as_slice)
+    }
+
+    /// With `--any`, the results of the rules over all inputs together.
+    pub fn all_inputs(&self) -> &[KernelRuleResult] {
+        &self.all_inputs
     }
 
     /// The failed rules of input `i` (none with `--any`: those are judged
@@ -189,7 +261,7 @@ impl Gate {
 
     /// The exit code: `outcome`'s, made 2 by damaged symbols, 1 by a
     /// failed kernel rule.
-    pub(crate) fn exit_code(&self, outcome: &Outcome) -> u8 {
+    pub fn exit_code(&self, outcome: &Outcome) -> u8 {
         let code = outcome.exit_code();
         let status = |s| (0..outcome.files.len()).any(|i| self.status(i, &outcome.files[i]) == s);
         if code == 2 || status("error") {
@@ -222,7 +294,7 @@ mod tests {
                 inputs.iter().map(|r| r.as_ref().map_err(Unread::as_str)),
                 req,
             );
-            let gate = Gate::judge(
+            let gate = KernelGate::judge(
                 inputs.iter().map(|r| (*r, &[][..])),
                 &outcome,
                 &require,

@@ -61,10 +61,10 @@ mod rule;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use crate::companion::gate::PerGpuJudgement;
 pub use allowance::{Allowance, DEFAULT_MAX_LISTED};
 pub(crate) use cubin::{TableRow, Textures, symbol_table, usage};
-pub use gate::junit::check_junit;
-pub use gate::markdown::check_markdown;
+pub use gate::{CheckReport, KernelGate};
 pub use rule::{KernelRule, KernelRuleResult, check, combine};
 
 /// The kernels and symbols of an image's bytes: `Ok(None)` for bytes of

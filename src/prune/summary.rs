@@ -494,14 +494,18 @@ fn left_table(run: &Run, dry_run: bool, out: &mut String) {
 }
 
 /// The Markdown report of what [`prune_tree`](super::prune_tree) returned
-/// (`entries`; `dry_run` when it ran with
-/// [`Destination::DryRun`](super::Destination::DryRun)), as `offload-kit
-/// prune --markdown` prints it: the totals (bytes freed, files changed and
-/// removed, found, without device code, refused, failed), a row per file
-/// pruned and per group of images kept and dropped, then the files not
-/// pruned and why.
-pub fn tree_markdown(entries: Vec<TreeEntry>, dry_run: bool) -> String {
-    markdown(&Run::of(entries, dry_run, false), dry_run)
+/// (`entries`) run with `opts`, as `offload-kit prune --markdown` prints
+/// it: the totals (bytes freed, files changed and removed, found, without
+/// device code, refused, failed), a row per file pruned (or that would be,
+/// with [`Destination::DryRun`](super::Destination::DryRun)) and per group
+/// of images kept and dropped, then the files not pruned and why (a hard
+/// link's text says whether it was pruned through, as
+/// [`PathOptions::keep_hard_links`](super::PathOptions::keep_hard_links)
+/// in place does).
+pub fn tree_markdown(entries: Vec<TreeEntry>, opts: &super::PathOptions) -> String {
+    let dry_run = opts.dry_run();
+    let through_links = opts.in_place() && opts.keep_hard_links;
+    markdown(&Run::of(entries, dry_run, through_links), dry_run)
 }
 
 #[cfg(test)]
@@ -541,8 +545,14 @@ mod tests {
             "{text}"
         );
         crate::text::assert_tables_well_formed(&text);
+        let mut opts = super::super::PathOptions::default();
         assert_eq!(
-            tree_markdown(Vec::new(), false).lines().next(),
+            tree_markdown(Vec::new(), &opts).lines().next(),
+            Some("## offload-kit prune --dry-run")
+        );
+        opts.destination = super::super::Destination::InPlace;
+        assert_eq!(
+            tree_markdown(Vec::new(), &opts).lines().next(),
             Some("## offload-kit prune")
         );
     }

@@ -25,16 +25,14 @@ fn tally(t: &Tally) -> [Cell<'static>; 3] {
     [num(t.images), num(t.bytes), num(t.stored)]
 }
 
-/// The Markdown report of `size`: a table with a row per file (its size,
-/// its device images, their bytes and what they take in it) and a note
-/// for each (`notes`, in the same order: what its scan says of fatbins it
-/// did not count, or `None`), a total row when `total` is given, then per
-/// file (and the total) its bytes per target and per kind. A file that
-/// could not be read has a row with its error.
-pub(crate) fn size_document(
-    files: &[(&SizeReport, Option<&str>)],
-    total: Option<&SizeReport>,
-) -> String {
+/// The Markdown report of `size` for the reports of `files`, with a total
+/// row when `total` is given (as `offload-kit size --markdown` prints it
+/// for several inputs: [`SizeReport::sum`] of them): a row per file with
+/// its device images, their bytes and what they take in it, then per file
+/// its bytes per target and per kind. Its notes say why a file could not
+/// be read, what its scan found damaged, the bundles' host entries not
+/// counted, and the CUDA fatbins in its other data sections, not read.
+pub fn size_markdown(files: &[&SizeReport], total: Option<&SizeReport>) -> String {
     let mut out = String::from("## offload-kit size\n\n");
     let mut t = Table::new(&[
         "Input",
@@ -45,13 +43,9 @@ pub(crate) fn size_document(
         "Of the file>",
         "Note",
     ]);
-    let rows = files
-        .iter()
-        .map(|(r, n)| (*r, *n))
-        .chain(total.map(|t| (t, None)));
-    for (r, note) in rows {
+    for r in files.iter().copied().chain(total) {
         let mut notes = r.notes();
-        notes.extend(note.map(str::to_string));
+        notes.extend(r.elsewhere.clone());
         let note = notes.join("; ");
         let mut cells = vec![Cell::Text(&r.path), num(r.file_size)];
         cells.extend(tally(&r.total));
@@ -60,7 +54,7 @@ pub(crate) fn size_document(
         t.row(cells);
     }
     t.write(&mut out);
-    let shown = files.iter().map(|(r, _)| *r).chain(total);
+    let shown = files.iter().copied().chain(total);
     for r in shown.filter(|r| r.error.is_none() && r.total.images + r.host.images > 0) {
         let _ = writeln!(out, "### {}\n", markdown_cell(&r.path));
         let mut targets = Table::new(&[
@@ -96,16 +90,6 @@ pub(crate) fn size_document(
         kinds.write(&mut out);
     }
     out
-}
-
-/// The Markdown report of `size` for the reports of `files`, with a total
-/// row when `total` is given (as `offload-kit size --markdown` prints it
-/// for several inputs: [`SizeReport::sum`] of them): a row per file with
-/// its device images, their bytes and what they take in it, then per file
-/// its bytes per target and per kind.
-pub fn size_markdown(files: &[&SizeReport], total: Option<&SizeReport>) -> String {
-    let files: Vec<(&SizeReport, Option<&str>)> = files.iter().map(|r| (*r, None)).collect();
-    size_document(&files, total)
 }
 
 /// The Markdown report of `inspect` for `files` (as `offload-kit inspect
@@ -283,6 +267,31 @@ mod tests {
         assert!(
             text.contains("| fine.o | 100 | 0 | 0 | 0 | 0.0% | - |"),
             "{text}"
+        );
+    }
+
+    /// A file with CUDA fatbins in its other data sections, which the
+    /// scan counts but does not read: the library's Markdown notes them
+    /// as the command line's does, and the JSON does not carry the note.
+    #[test]
+    fn size_notes_fatbins_elsewhere() {
+        let r = Report {
+            fatbins_elsewhere: vec![(".data".into(), 3), (".ldata".into(), 1)],
+            ..Report::default()
+        };
+        let host = crate::scan::size("host.so", 100, &r);
+        let text = size_markdown(&[&host], None);
+        crate::text::assert_tables_well_formed(&text);
+        assert!(
+            text.contains("| host.so | 100 | 0 | 0 | 0 | 0.0% | 4 CUDA fatbin(s) in .data (3), .ldata (1), which the file loads itself, not read (--raw reads them) |"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&host).unwrap();
+        assert!(!json.contains("fatbin"), "{json}");
+        let all = SizeReport::sum("(all inputs)", [&host]);
+        assert!(
+            size_markdown(&[], Some(&all))
+                .contains("| (all inputs) | 100 | 0 | 0 | 0 | 0.0% | - |")
         );
     }
 

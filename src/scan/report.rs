@@ -65,6 +65,14 @@ impl Report {
         Some(format!("{total} CUDA fatbin(s) in {wheres}"))
     }
 
+    /// What a report says of those fatbins: `18227 CUDA fatbin(s) in
+    /// .data, which the file loads itself, not read (--raw reads them)`;
+    /// `None` when there are none.
+    pub(crate) fn elsewhere_note(&self) -> Option<String> {
+        self.fatbins_elsewhere_said()
+            .map(|t| format!("{t}, which the file loads itself, not read (--raw reads them)"))
+    }
+
     /// Whether anything read was damaged: a [`Problem`] of kind
     /// [`ProblemKind::Damage`], or a scan [stopped](Report::stopped) at a
     /// limit.

@@ -67,6 +67,11 @@ pub struct SizeReport {
     /// rest holds no device code. Left out of the JSON when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub damage: Vec<String>,
+    /// What the scan says of the CUDA fatbins in the file's other data
+    /// sections, which it counts but does not read (the reports note it;
+    /// `size --json` lists them apart, as `fatbins_elsewhere`).
+    #[serde(skip)]
+    pub(crate) elsewhere: Option<String>,
 }
 
 impl SizeReport {
@@ -182,6 +187,7 @@ pub fn size(path: &str, file_size: u64, r: &Report) -> SizeReport {
         .map(|p| p.message.clone())
         .chain(r.stopped.map(|l| format!("the scan stopped: {l}")))
         .collect();
+    rep.elsewhere = r.elsewhere_note();
     for img in r.images.iter().filter(|i| i.is_leaf() && i.is_read()) {
         let stored = stored_size(r, img);
         // A compressed CUDA fatbin entry counts what it decompresses to.

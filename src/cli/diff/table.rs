@@ -76,7 +76,7 @@ pub(super) fn print(out: &mut impl Write, compared: &[Compared]) -> Result<()> {
     let mut noted = std::collections::HashSet::new();
     for side in compared.iter().flat_map(|c| [&c.old, &c.new]).flatten() {
         if let Ok(r) = &side.result
-            && let Some(note) = crate::cli::scan::elsewhere_note(r)
+            && let Some(note) = r.elsewhere_note()
             && noted.insert(side.path.as_str())
         {
             print_line(out, &format!("note: {}: {note}", side.path))?;

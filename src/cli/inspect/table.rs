@@ -60,7 +60,7 @@ pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) 
         );
     }
     print_line(&mut out, &header)?;
-    if let Some(note) = crate::cli::scan::elsewhere_note(r) {
+    if let Some(note) = r.elsewhere_note() {
         print_line(&mut out, &format!("  note: {note}"))?;
     }
     // Column widths over this file's images.

@@ -10,8 +10,8 @@
 
 use serde::Serialize;
 
-use super::Gate;
-use crate::companion::gate::{self as per_gpu, Judgement};
+use super::KernelGate;
+use crate::companion::gate::{self as per_gpu, PerGpuJudgement};
 use crate::kernels::KernelRuleResult;
 use crate::scan::check::Failure;
 use crate::scan::json::Elsewhere;
@@ -150,9 +150,9 @@ impl<'a> Document<'a> {
         req: &Requirements,
         paths: &[&'a str],
         outcome: &'a Outcome,
-        gate: &'a Gate,
+        gate: &'a KernelGate,
         elsewhere: &[Option<Elsewhere<'a>>],
-        per_gpu: &'a [Judgement],
+        per_gpu: &'a [PerGpuJudgement],
     ) -> Document<'a> {
         let exit_code = per_gpu::exit_code(gate.exit_code(outcome), per_gpu);
         Document {
@@ -200,7 +200,7 @@ impl<'a> Document<'a> {
 
 /// Every rule, in the order given: required, forbidden, required kernels,
 /// forbidden kernels.
-fn rules(req: &Requirements, gate: &Gate) -> Vec<RuleDoc> {
+fn rules(req: &Requirements, gate: &KernelGate) -> Vec<RuleDoc> {
     let target = |r: Rule, required: bool| RuleDoc::Target {
         arch: r.arch,
         kind: r.kind,
@@ -234,7 +234,7 @@ fn strings(failures: &[Failure]) -> Vec<String> {
 
 impl<'a> File<'a> {
     /// Input `i`, named `path`, with its verdict `v`.
-    fn of(i: usize, path: &'a str, v: &'a Verdict, gate: &'a Gate) -> File<'a> {
+    fn of(i: usize, path: &'a str, v: &'a Verdict, gate: &'a KernelGate) -> File<'a> {
         let mut f = File {
             device_images: 0,
             error: None,
@@ -333,7 +333,7 @@ mod tests {
                 .map(|(_, r)| r.as_ref().map_err(Unread::as_str)),
             req,
         );
-        let gate = Gate::judge(
+        let gate = KernelGate::judge(
             inputs.iter().map(|(_, r)| (r, &[][..])),
             &outcome,
             &require,
@@ -426,7 +426,7 @@ mod tests {
         let report = Report::default();
         let none = Requirements::default();
         let outcome = crate::scan::check([Ok(&report)], &none);
-        let gate = Gate::judge([], &outcome, &[], &[], &none);
+        let gate = KernelGate::judge([], &outcome, &[], &[], &none);
         let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &[]);
         assert_eq!(doc.exit_code, 0);
         let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &judged);

@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
-use super::{ALL_INPUTS, CheckReport, with_report};
-use crate::scan::{Failure, Outcome, Requirements, RuleResult, Verdict};
+use super::{ALL_INPUTS, CheckReport};
+use crate::scan::{Failure, RuleResult, Verdict};
 use crate::text::xml;
 
 /// What a case found.
@@ -234,31 +234,18 @@ pub(crate) fn document(r: &CheckReport<'_>) -> String {
     out
 }
 
-/// The JUnit XML of a check (`offload-kit check --junit`, described in
-/// docs/scanners.md): a `<testcase>` per rule and input (named `paths`,
-/// in the order [`crate::scan::check`] was given them, its `outcome`
-/// checked against `req`), with a `<failure>` where a rule does not hold
-/// and an `<error>` where the input could not be judged. The command line
-/// adds the kernel rules' and per-GPU files' cases to the same document.
-///
-/// ```
-/// use offload_kit::scan::{self, Report, Requirements, Rule};
-///
-/// let mut req = Requirements::default();
-/// req.require.push(Rule::parse("gfx90a")?);
-/// let empty = Report::default();
-/// let outcome = scan::check([Ok(&empty), Err("cannot open")], &req);
-/// let xml = offload_kit::kernels::check_junit(&req, &["a.so", "b.so"], &outcome);
-/// assert!(xml.contains("<testcase classname=\"b.so\" name=\"require gfx90a\">"));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn check_junit(req: &Requirements, paths: &[&str], outcome: &Outcome) -> String {
-    with_report(req, paths, outcome, document)
+impl CheckReport<'_> {
+    /// The JUnit XML document of `check --junit` (docs/scanners.md): a
+    /// `<testcase>` per rule and input, a `<failure>` where a rule does
+    /// not hold and an `<error>` where the input could not be judged.
+    pub fn junit(&self) -> String {
+        document(self)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::Gate;
+    use super::super::KernelGate;
     use super::*;
     use crate::kernels::KernelRule;
     use crate::scan::{Report, Requirements, Rule, Unread};
@@ -283,7 +270,7 @@ mod tests {
             &req,
         );
         let require = [KernelRule::parse("gemm*@gfx90a").unwrap()];
-        let gate = Gate::judge(
+        let gate = KernelGate::judge(
             inputs.iter().map(|r| (*r, &[][..])),
             &outcome,
             &require,
@@ -349,7 +336,7 @@ mod tests {
         };
         let empty = Report::default();
         let outcome = crate::scan::check([Ok(&empty)], &req);
-        let cases = with_report(&req, &["a.so"], &outcome, cases);
+        let cases = cases(&CheckReport::new(&req, &["a.so"], &outcome));
         let names: Vec<(&str, &str)> = cases
             .iter()
             .map(|c| (c.input.as_str(), c.name.as_str()))

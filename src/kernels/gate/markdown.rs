@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use super::{ALL_INPUTS, CheckReport, with_report};
-use crate::scan::{Outcome, Requirements, RuleResult, Verdict};
+use super::{ALL_INPUTS, CheckReport};
+use crate::scan::{RuleResult, Verdict};
 use crate::text::{Cell, Table, num};
 
 /// Why a checked input passes, as the text report notes it: what serves
@@ -173,12 +173,12 @@ pub(crate) fn document(r: &CheckReport<'_>) -> String {
     out
 }
 
-/// The Markdown report of a check (`offload-kit check --markdown`, for a
-/// CI job summary): the verdict, the rules, and a table row per input
-/// (named `paths`, in the order [`crate::scan::check`] was given them, its
-/// `outcome` checked against `req`), its status and why.
-pub fn check_markdown(req: &Requirements, paths: &[&str], outcome: &Outcome) -> String {
-    with_report(req, paths, outcome, document)
+impl CheckReport<'_> {
+    /// The GitHub-flavoured Markdown of `check --markdown`: the verdict,
+    /// the rules, and a table row per input, its status and why.
+    pub fn markdown(&self) -> String {
+        document(self)
+    }
 }
 
 #[cfg(test)]
@@ -197,7 +197,7 @@ mod tests {
         };
         let ok = Report::default();
         let outcome = crate::scan::check([Ok(&ok), Err("cannot open")], &req);
-        let text = with_report(&req, &["a|b`c.so", "gone.so"], &outcome, document);
+        let text = document(&CheckReport::new(&req, &["a|b`c.so", "gone.so"], &outcome));
         assert!(
             text.starts_with("## offload-kit check: failed (exit code 2)\n"),
             "{text}"

@@ -123,11 +123,11 @@ pub struct PathOptions {
 }
 
 impl PathOptions {
-    pub(super) fn in_place(&self) -> bool {
+    pub(crate) fn in_place(&self) -> bool {
         self.destination == Destination::InPlace
     }
 
-    pub(super) fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.destination == Destination::DryRun
     }
 
