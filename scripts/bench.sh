@@ -29,6 +29,11 @@
 #   BENCH_TSV   TSV output (default $W/bench.tsv)
 #   LLVM        LLVM 22 tool dir (default /usr/lib/llvm-22/bin)
 #   OFFLOAD_KIT use this binary instead of building with `cargo build --release`
+#   BASELINE    another offload-kit binary to pair ours with (scripts/bench-compare.sh):
+#               each of our commands is also run with it, the two alternating run
+#               by run (A B, B A, ...), and the TSV gains its figures and the median
+#               of the runs' ratios (ours/baseline); LLVM's commands then run once,
+#               untimed, for the outputs later rows read
 #   QUICK=1     fast smoke settings (explicit SIZES / RUNS still win)
 #   SHARED_BENCH  where mkinputs.py is looked for (default <repo>/../shared/bench;
 #               a missing dir selects the built-in generator)
@@ -95,6 +100,7 @@ mkdir -p "$IN" "$W/out" "$W/raw"
 IN=$(cd "$IN" && pwd)
 TSV=${BENCH_TSV:-$W/bench.tsv}
 LINKS=$W/bin
+BASE_LINKS=$W/bin-baseline
 
 cleanup() {
   local rc=$?
@@ -104,7 +110,7 @@ cleanup() {
     rm -rf "$W"
   else
     [ "$IN_MINE" = 1 ] && rm -rf "$IN"
-    rm -rf "$W/out" "$LINKS"
+    rm -rf "$W/out" "$LINKS" "$BASE_LINKS"
     [ "$W_MINE" = 1 ] && rm -rf "$W"
   fi
   exit $rc
@@ -159,11 +165,15 @@ ap.add_argument('--before', default=None)
 ap.add_argument('cmd', nargs=argparse.REMAINDER)
 a = ap.parse_args()
 cmd = a.cmd[1:] if a.cmd[:1] == ['--'] else a.cmd
+# `A... ::alt:: B...`: two commands timed in turn, A B then B A, run by run.
+cmds = {'A': cmd}
+if '::alt::' in cmd:
+    i = cmd.index('::alt::')
+    cmds = {'A': cmd[:i], 'B': cmd[i + 1:]}
 stop = time.monotonic() + a.timeout
-rows, codes = [], []
-for i in range(a.warmup + a.n):
-    if time.monotonic() > stop:
-        break
+rows = {k: [] for k in cmds}
+codes = {k: [] for k in cmds}
+def once(c):
     for path in a.remove:
         try:
             if os.path.isdir(path) and not os.path.islink(path):
@@ -176,37 +186,80 @@ for i in range(a.warmup + a.n):
         subprocess.run(['sh', '-c', a.before], check=True, stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL)
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen(c, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
-    if i >= a.warmup:
-        rows.append((wall, ru.ru_utime, ru.ru_stime, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024))
-        codes.append(os.waitstatus_to_exitcode(status))
-print(f'runs counted: A {len(rows)}')
-last = codes[-1] if codes else '?'
-print(f'A exit {last} ({codes.count(last)} of {len(rows)})')
-for k, name in ((1, 'user s'), (2, 'sys s'), (3, 'cpu s'), (0, 'wall s'), (4, 'peak MiB')):
-    v = [r[k] for r in rows] or [float('nan')]
-    print(f'A {name:<10} {min(v):10.4f} {statistics.median(v):10.4f} {max(v):10.4f}')
+    return (wall, ru.ru_utime, ru.ru_stime, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024), status
+for i in range(a.warmup + a.n):
+    if time.monotonic() > stop:
+        break
+    order = sorted(cmds) if i % 2 == 0 else sorted(cmds, reverse=True)
+    for k in order:
+        row, status = once(cmds[k])
+        if i >= a.warmup:
+            rows[k].append(row)
+            codes[k].append(os.waitstatus_to_exitcode(status))
+for k in cmds:
+    print(f'runs counted: {k} {len(rows[k])}')
+    last = codes[k][-1] if codes[k] else '?'
+    print(f'{k} exit {last} ({codes[k].count(last)} of {len(rows[k])})')
+    for j, name in ((1, 'user s'), (2, 'sys s'), (3, 'cpu s'), (0, 'wall s'), (4, 'peak MiB')):
+        v = [r[j] for r in rows[k]] or [float('nan')]
+        print(f'{k} {name:<10} {min(v):10.4f} {statistics.median(v):10.4f} {max(v):10.4f}')
+if 'B' in cmds:
+    # Each run's A against the B beside it: what the load of the moment
+    # does to both cancels out.
+    for j, name in ((3, 'cpu'), (0, 'wall')):
+        r = [x[j] / y[j] for x, y in zip(rows['A'], rows['B']) if y[j] > 0] or [float('nan')]
+        print(f'A/B {name:<8} {min(r):10.4f} {statistics.median(r):10.4f} {max(r):10.4f}')
+    for k in cmds:
+        print(f'{k} each wall s ' + ' '.join(f'{x[0]:.4f}' for x in rows[k]))
 PY
 }
 
 # time_cmd RAWFILE REMOVE BEFORE CMD... -> T_OK T_MIN T_MED T_MAX T_CPU T_PEAK
 #   REMOVE: space-separated paths deleted before each run ("" for none)
 #   BEFORE: a shell command run (untimed) before each run ("" for none)
+#   With the array ALT_CMD set, it is timed too, alternating with CMD run by
+#   run: -> B_OK B_MED B_CPU B_PEAK, and P_WALL P_CPU (the medians of each
+#   run's CMD/ALT_CMD ratio).
 time_cmd() {
   local raw=$1 remove=$2 before=$3 p; shift 3
-  local rm_args=()
+  local rm_args=() alt=()
   for p in $remove; do rm_args+=(--remove "$p"); done
   [ -z "$before" ] || rm_args+=(--before "$before")
+  [ ${#ALT_CMD[@]} -eq 0 ] || alt=(::alt:: "${ALT_CMD[@]}")
   T_OK=0 T_MIN=nan T_MED=nan T_MAX=nan T_CPU=nan T_PEAK=nan
-  python3 "$TIMER" -n "$RUNS" --warmup 0 "${rm_args[@]}" -- "$@" >"$raw" 2>&1 || return 0
+  B_OK=0 B_MED=n/a B_CPU=n/a B_PEAK=n/a P_WALL=n/a P_CPU=n/a
+  python3 "$TIMER" -n "$RUNS" --warmup 0 "${rm_args[@]}" -- "$@" "${alt[@]}" >"$raw" 2>&1 || return 0
   read -r T_MIN T_MED T_MAX < <(awk '/^A wall s/ {print $4, $5, $6}' "$raw") || true
   read -r T_CPU < <(awk '/^A cpu s/ {print $5}' "$raw") || true
   read -r T_PEAK < <(awk '/^A peak MiB/ {print $5}' "$raw") || true
   grep -q "^A exit 0 ($RUNS of $RUNS)" "$raw" && T_OK=1
+  if [ ${#alt[@]} -gt 0 ]; then
+    read -r B_MED < <(awk '/^B wall s/ {print $5}' "$raw") || true
+    read -r B_CPU < <(awk '/^B cpu s/ {print $5}' "$raw") || true
+    read -r B_PEAK < <(awk '/^B peak MiB/ {print $5}' "$raw") || true
+    read -r P_WALL < <(awk '/^A\/B wall/ {print $4}' "$raw") || true
+    read -r P_CPU < <(awk '/^A\/B cpu/ {print $4}' "$raw") || true
+    grep -q "^B exit 0 ($RUNS of $RUNS)" "$raw" && B_OK=1
+  fi
   return 0
+}
+
+# baseline_cmd CMD...: CMD with the baseline binary for ours (and its links
+# for our links) -> ALT_CMD
+baseline_cmd() {
+  local a
+  ALT_CMD=()
+  for a in "$@"; do
+    case $a in
+      "$OURS") ALT_CMD+=("$BASE") ;;
+      "$LINKS"/*) ALT_CMD+=("$BASE_LINKS/${a#"$LINKS"/}") ;;
+      *) ALT_CMD+=("$a") ;;
+    esac
+  done
 }
 
 # ---------------------------------------------------------------- rows
@@ -215,7 +268,7 @@ time_cmd() {
 #   shown if not), then times it. LLVM_ARRAY / OURS_ARRAY name bash arrays that
 #   hold the commands; "" means no such command (shown as n/a).
 #   Afterwards row_note TEXT / row_fail TEXT annotate the row just made.
-ROW_IDS=() ROW_LABELS=() ROW_BYTES=() ROW_NOTES=()
+ROW_IDS=() ROW_LABELS=() ROW_BYTES=() ROW_NOTES=() ALT_CMD=()
 declare -A ROW=()
 FAILURES=0
 
@@ -223,6 +276,10 @@ run_side() {
   local id=$1 side=$2 arrname=$3 raw
   ROW[$id.$side.med]=n/a ROW[$id.$side.peak]=n/a ROW[$id.$side.min]=n/a
   ROW[$id.$side.max]=n/a ROW[$id.$side.cpu]=n/a ROW[$id.$side.cmd]=
+  if [ "$side" = ours ]; then
+    ROW[$id.base.med]=n/a ROW[$id.base.cpu]=n/a ROW[$id.base.peak]=n/a
+    ROW[$id.pair.wall]=n/a ROW[$id.pair.cpu]=n/a
+  fi
   [ -n "$arrname" ] || return 0
   local -n cmd=$arrname
   ROW[$id.$side.cmd]="${cmd[*]}"
@@ -242,11 +299,27 @@ run_side() {
     ROW[$id.$side.med]=FAILED
     return 1
   fi
+  # Paired with a baseline, LLVM's command has run once for its outputs.
+  if [ -n "${BASE:-}" ] && [ "$side" = llvm ]; then
+    ROW[$id.$side.med]=untimed
+    return 0
+  fi
   # Outputs named in the array ${arrname}_rm are deleted before each run.
   local rm_list=""
   if declare -p "${arrname}_rm" >/dev/null 2>&1; then
     local -n rm_arr="${arrname}_rm"
     rm_list="${rm_arr[*]}"
+  fi
+  ALT_CMD=()
+  if [ -n "${BASE:-}" ]; then
+    baseline_cmd "${cmd[@]}"
+    # The baseline's untimed run: it works, and its pages are in memory.
+    [ -z "$before" ] || sh -c "$before"
+    "${ALT_CMD[@]}" >/dev/null 2>"$raw.base.stderr" || {
+      log "the baseline fails (its figures left out): ${ALT_CMD[*]}"
+      ALT_CMD=()
+    }
+    [ -z "$before" ] || sh -c "$before"
   fi
   time_cmd "$raw.timer" "$rm_list" "$before" "${cmd[@]}"
   if [ "$T_OK" != 1 ]; then
@@ -256,6 +329,21 @@ run_side() {
   fi
   ROW[$id.$side.med]=$T_MED ROW[$id.$side.peak]=$T_PEAK ROW[$id.$side.min]=$T_MIN
   ROW[$id.$side.max]=$T_MAX ROW[$id.$side.cpu]=$T_CPU
+  if [ ${#ALT_CMD[@]} -gt 0 ]; then
+    # The baseline may have run last: ours again, so that the row's
+    # checks read our outputs.
+    [ -z "$rm_list" ] || rm -rf $rm_list
+    [ -z "$before" ] || sh -c "$before"
+    "${cmd[@]}" >"$raw.stdout" 2>"$raw.stderr" || {
+      log "FAILED ($side) after the timed runs: ${cmd[*]}"
+      ROW[$id.$side.med]=FAILED
+      return 1
+    }
+  fi
+  if [ "$B_OK" = 1 ]; then
+    ROW[$id.base.med]=$B_MED ROW[$id.base.cpu]=$B_CPU ROW[$id.base.peak]=$B_PEAK
+    ROW[$id.pair.wall]=$P_WALL ROW[$id.pair.cpu]=$P_CPU
+  fi
 }
 
 bench_row() {
@@ -280,6 +368,12 @@ bench_row() {
 ran() {
   local v=${ROW[${ROW_IDS[-1]}.$1.med]}
   [ "$v" != FAILED ] && [ "$v" != n/a ]
+}
+
+# timed SIDE: it ran and was timed (LLVM's side is not, paired with a
+# BASELINE), so the row's goals can be judged
+timed() {
+  ran "$1" && [ "${ROW[${ROW_IDS[-1]}.$1.med]}" != untimed ]
 }
 
 row_note() {
@@ -309,7 +403,8 @@ write_tsv() {
   local i id
   {
     printf 'id\trow\tbytes\truns\tllvm_wall_med\tours_wall_med\tspeedup\tllvm_peak_MiB\tours_peak_MiB\t'
-    printf 'llvm_wall_min\tllvm_wall_max\tours_wall_min\tours_wall_max\tllvm_cpu_med\tours_cpu_med\tours_MBps\tload1\tnote\tllvm_cmd\tours_cmd\n'
+    printf 'llvm_wall_min\tllvm_wall_max\tours_wall_min\tours_wall_max\tllvm_cpu_med\tours_cpu_med\tours_MBps\tload1\tnote\tllvm_cmd\tours_cmd\t'
+    printf 'base_wall_med\tbase_cpu_med\tbase_peak_MiB\tpair_wall_ratio\tpair_cpu_ratio\n'
     for i in "${!ROW_IDS[@]}"; do
       id=${ROW_IDS[i]}
       printf '%s\t' "$id" "${ROW_LABELS[i]}" "${ROW_BYTES[i]}" "$RUNS" \
@@ -317,8 +412,10 @@ write_tsv() {
         "${ROW[$id.llvm.peak]}" "${ROW[$id.ours.peak]}" \
         "${ROW[$id.llvm.min]}" "${ROW[$id.llvm.max]}" "${ROW[$id.ours.min]}" "${ROW[$id.ours.max]}" \
         "${ROW[$id.llvm.cpu]}" "${ROW[$id.ours.cpu]}" "$(mbps "${ROW_BYTES[i]}" "${ROW[$id.ours.med]}")" \
-        "${ROW[$id.load1]}" "${ROW_NOTES[i]}" "${ROW[$id.llvm.cmd]}"
-      printf '%s\n' "${ROW[$id.ours.cmd]}"
+        "${ROW[$id.load1]}" "${ROW_NOTES[i]}" "${ROW[$id.llvm.cmd]//$'\n'/ }"
+      printf '%s\t' "${ROW[$id.ours.cmd]//$'\n'/ }" "${ROW[$id.base.med]}" "${ROW[$id.base.cpu]}" \
+        "${ROW[$id.base.peak]}" "${ROW[$id.pair.wall]}"
+      printf '%s\n' "${ROW[$id.pair.cpu]}"
     done
   } >"$TSV"
 }
@@ -430,6 +527,12 @@ build_ours() {
   for t in llvm-offload-binary clang-offload-packager clang-offload-bundler; do
     [ -x "$LINKS/$t" ] || die "install-links made no $LINKS/$t"
   done
+  if [ -n "${BASELINE:-}" ]; then
+    BASE=$(realpath "$BASELINE")
+    [ -x "$BASE" ] || die "BASELINE=$BASELINE is not an executable"
+    rm -rf "$BASE_LINKS"
+    "$BASE" install-links "$BASE_LINKS" >/dev/null || die "$BASE install-links $BASE_LINKS failed"
+  fi
 }
 
 # ================================================================ groups
@@ -658,7 +761,7 @@ step_bundler() {
         row_fail "LLVM cannot unbundle our multithreaded CCOB"
       fi
       local zt=${ROW[bu.zstdT2.$tag.llvm.med]:-n/a} r
-      if [ "$zt" != n/a ] && [ "$zt" != FAILED ]; then
+      if [ "$zt" != n/a ] && [ "$zt" != FAILED ] && [ "$zt" != untimed ]; then
         r=$(awk -v a="${ROW[bu.compressT2.$tag.ours.med]}" -v b="$zt" 'BEGIN { printf "%.2f", a / b }')
         if awk -v r="$r" 'BEGIN { exit !(r <= 1.25) }'; then
           row_note "ours = ${r}x zstd -T2's time (goal: 1.25x)"
@@ -697,6 +800,8 @@ step_bundler() {
         else
           row_fail "unbundle --threads 2 wrote other files than --threads 1 or the inputs"
         fi
+      fi
+      if timed llvm && ran ours; then
         local x
         x=$(awk -v a="${ROW[bu.unbundleT2.$tag.llvm.med]}" -v b="${ROW[bu.unbundleT2.$tag.ours.med]}" \
           'BEGIN { printf "%.2f", a / b }')
@@ -806,7 +911,7 @@ step_wrapper() {
         row_fail "peak RSS $peak MiB exceeds the input size plus 32 MiB"
       fi
     fi
-    if ran llvm && ran ours; then
+    if timed llvm && ran ours; then
       local x
       x=$(awk -v a="${ROW[wrap.llvm.$tag.llvm.med]}" -v b="${ROW[wrap.llvm.$tag.ours.med]}" \
         'BEGIN { printf "%.0f", a / b }')
@@ -817,7 +922,7 @@ step_wrapper() {
     llvm=("$LLVM/ld.lld" -m elf_x86_64 -r -b binary -o "$O/lld.o" "$ob")
     llvm_rm=("$O/lld.o")
     bench_row "wrap.lld.$tag" "wrap $tag (reference: ld.lld -r -b binary)" "$bytes" llvm ours
-    if ran llvm && ran ours; then
+    if timed llvm && ran ours; then
       local r
       r=$(awk -v a="${ROW[wrap.lld.$tag.ours.med]}" -v b="${ROW[wrap.lld.$tag.llvm.med]}" \
         'BEGIN { printf "%.2f", a / b }')
@@ -1033,7 +1138,7 @@ step_scan_tree() {
 # the note says so for a smaller IMAGE_MIB), and fails the row if our peak
 # RSS exceeds MAX_MIB.
 lw_goal() {
-  ran llvm && ran ours || return 0
+  timed llvm && ran ours || return 0
   local x
   x=$(awk -v a="${ROW[$1.llvm.med]}" -v b="${ROW[$1.ours.med]}" 'BEGIN { printf "%.1f", a / b }')
   local goal="goal: $2x"
@@ -1346,6 +1451,7 @@ PY
 # other column's ("ours takes 0.54x WHOSE time"), and fails the row when it
 # is over MAX.
 time_goal() {
+  timed llvm && ran ours || return 0
   local x
   x=$(awk -v a="${ROW[$1.llvm.med]}" -v b="${ROW[$1.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
   if awk -v x="$x" -v m="$2" 'BEGIN { exit !(x <= m) }'; then
