@@ -26,13 +26,7 @@ FN_LIMIT = 100
 root = Path(__file__).resolve().parent.parent
 
 # Functions allowed over FN_LIMIT lines: "path/from/src.rs::name" -> why.
-FN_ALLOWED = {
-    # The LZ4 decoder's hot loop, on raw pointers: tuned as one loop (its
-    # comment: with fewer values in registers it ran 2-4 % slower), each
-    # SAFETY argument resting on bounds checked across the loop. Split it
-    # only with a bench run showing no loss (issue #58: no slower).
-    "fatbin/lz4/fast.rs::sequences": "LZ4 hot loop, kept whole for speed",
-}
+FN_ALLOWED: dict[str, str] = {}
 
 
 def file_sizes():

@@ -67,34 +67,12 @@ pub(super) fn sequences(
     end: usize,
     goal: usize,
 ) -> (usize, usize) {
-    let (ilen, olen) = (input.len(), out.len());
-    if end > olen || op > end || ip > ilen || ilen < FAST_IN || end < FAST_OUT || goal == 0 {
+    let olen = out.len();
+    let Some(p) = pointers(input, ip, out, op, end, goal) else {
         return (ip, op);
-    }
-    // The last starts of a sequence the loop takes, in the input and in
-    // the output (before `goal`, and early enough for a short sequence).
-    let ilast = ilen - FAST_IN;
-    let olast = (end - FAST_OUT).min(goal - 1);
-    let src = input.as_ptr();
-    let dst = out.as_mut_ptr();
-    // The loop works on pointers into the two slices: `ip`, `op` and the
-    // bounds above turned into pointers (on indices, the loop kept fewer
-    // of its values in registers and ran 2-4 % slower).
-    // SAFETY: each is at most its slice's length (ip <= ilen, ilast <
-    // ilen, op <= end <= olen, olast < end, all checked above): inside
-    // the slice or one past its end.
-    let (mut i0, ilastp, iendp, mut o0, olastp, endp, olenp) = unsafe {
-        (
-            src.add(ip),
-            src.add(ilast),
-            src.add(ilen),
-            dst.add(op),
-            dst.add(olast),
-            dst.add(end),
-            dst.add(olen),
-        )
     };
-    while i0 <= ilastp && o0 <= olastp {
+    let (src, dst, mut i0, mut o0) = (p.src, p.dst, p.i0, p.o0);
+    while i0 <= p.ilastp && o0 <= p.olastp {
         // From here i0 + FAST_IN <= the input's end, and o0 + FAST_OUT <=
         // endp <= olenp.
         // SAFETY: i0 is inside the input.
@@ -111,18 +89,11 @@ pub(super) fn sequences(
         } else {
             // SAFETY: i and o0 are inside their slices; `dst` is valid for
             // writing `olen` bytes, none of them the input's.
-            let Some((n, next)) = (unsafe {
-                let (at, o_at) = (
-                    i.offset_from(src).cast_unsigned(),
-                    o0.offset_from(dst).cast_unsigned(),
-                );
-                long_literals(input, at, dst, olen, o_at, end)
-            }) else {
+            let Some((n, next)) = (unsafe { literals_at(input, src, i, dst, olen, o0, end) })
+            else {
                 break;
             };
-            lit = n;
-            // SAFETY: `next` is an index into the input.
-            i = unsafe { src.add(next) };
+            (lit, i) = (n, next);
         }
         // SAFETY: the literals and the two bytes of the offset after them
         // are inside the input (i + lit + 2 <= i0 + 17 for short literals,
@@ -161,44 +132,19 @@ pub(super) fn sequences(
         if offset.wrapping_sub(1) >= behind {
             break;
         }
-        let mut len = nibble + 4;
-        // SAFETY: i is inside the input or one past its end (iendp).
-        if nibble == 15 && i < iendp && unsafe { *i } < 255 {
-            // One more byte, the usual case.
-            // SAFETY: i is inside the input (just checked).
-            len += usize::from(unsafe { *i });
-            // SAFETY: one past i is inside the input or its end.
-            i = unsafe { i.add(1) };
-        } else if nibble == 15 {
-            // SAFETY: i is inside the input or one past its end.
-            let mut at = unsafe { i.offset_from(src).cast_unsigned() };
-            let Some(more) = more_length(input, &mut at) else {
-                break;
-            };
-            len = len.saturating_add(more);
-            // SAFETY: more_length leaves `at` at most at the input's end.
-            i = unsafe { src.add(at) };
-        }
+        // SAFETY: i is inside the input or one past its end.
+        let Some((len, next)) = (unsafe { match_length(input, src, p.iendp, i, nibble) }) else {
+            break;
+        };
+        i = next;
         // o is at most endp (FAST_OUT > 14, or checked).
-        let room = endp.addr() - o.addr();
+        let room = p.endp.addr() - o.addr();
         if len > room {
             break;
         }
-        if offset >= PIECE && len <= LONG && len + 2 * PIECE <= olenp.addr() - o.addr() {
-            // Most of the rest (one sequence in five here): longer
-            // matches from 16 or more back.
-            // SAFETY: the pairs of pieces written start before o + len, so
-            // they end before o + len + 32 <= olenp; the piece read for each
-            // ends 16 - offset <= 0 bytes after the one written starts:
-            // inside `out` (offset <= o - dst), not overlapping it, and
-            // holding only bytes written before, as the format means.
-            unsafe { copy_pieces(o.sub(offset), o, len) };
-        } else {
-            // SAFETY: o is inside `out` or at its end, `dst` is valid for
-            // reading and writing `olen` bytes, and the offset and the
-            // length were checked above.
-            unsafe { copy_match(dst, olen, o.offset_from(dst).cast_unsigned(), offset, len) };
-        }
+        // SAFETY: o + len is at most endp <= olenp, and the offset reaches
+        // back into `out` at most to its start (both checked above).
+        unsafe { copy_longer(dst, olen, p.olenp, o, offset, len) };
         i0 = i;
         // SAFETY: len <= room: o + len is at most endp.
         o0 = unsafe { o.add(len) };
@@ -209,6 +155,162 @@ pub(super) fn sequences(
             i0.offset_from(src).cast_unsigned(),
             o0.offset_from(dst).cast_unsigned(),
         )
+    }
+}
+
+/// [`sequences`]' bounds as pointers into `input` and `out`: where the
+/// input starts, where the loop is in it (`ip`), the last start of a
+/// sequence the loop takes and the input's end; where the output starts,
+/// where the loop is in it (`op`), the last start of a sequence, `end` and
+/// the output's end. `None` for arguments that make no sense or leave no
+/// room for the loop (`end` past `out`, `op` past `end`, `ip` past the
+/// input, too little input or output, `goal` 0).
+#[derive(Clone, Copy)]
+struct Pointers {
+    src: *const u8,
+    dst: *mut u8,
+    i0: *const u8,
+    ilastp: *const u8,
+    iendp: *const u8,
+    o0: *mut u8,
+    olastp: *mut u8,
+    endp: *mut u8,
+    olenp: *mut u8,
+}
+
+/// [`Pointers`] of `sequences`' arguments.
+#[inline(always)]
+fn pointers(
+    input: &[u8],
+    ip: usize,
+    out: &mut [u8],
+    op: usize,
+    end: usize,
+    goal: usize,
+) -> Option<Pointers> {
+    let (ilen, olen) = (input.len(), out.len());
+    if end > olen || op > end || ip > ilen || ilen < FAST_IN || end < FAST_OUT || goal == 0 {
+        return None;
+    }
+    // The last starts of a sequence the loop takes, in the input and in
+    // the output (before `goal`, and early enough for a short sequence).
+    let ilast = ilen - FAST_IN;
+    let olast = (end - FAST_OUT).min(goal - 1);
+    let src = input.as_ptr();
+    let dst = out.as_mut_ptr();
+    // The loop works on pointers into the two slices (on indices, it kept
+    // fewer of its values in registers and ran 2-4 % slower).
+    // SAFETY: each is at most its slice's length (ip <= ilen, ilast <
+    // ilen, op <= end <= olen, olast < end, all checked above): inside
+    // the slice or one past its end.
+    unsafe {
+        Some(Pointers {
+            src,
+            dst,
+            i0: src.add(ip),
+            ilastp: src.add(ilast),
+            iendp: src.add(ilen),
+            o0: dst.add(op),
+            olastp: dst.add(olast),
+            endp: dst.add(end),
+            olenp: dst.add(olen),
+        })
+    }
+}
+
+/// A match's length from its token's nibble: `nibble + 4`, and with a
+/// nibble of 15 the length bytes from `i` on added. Returns it and where
+/// the input goes on; `None` when the length bytes run past the input.
+///
+/// # Safety
+///
+/// `i` is inside `input` (which starts at `src` and ends at `iendp`) or
+/// one past its end.
+#[inline(always)]
+unsafe fn match_length(
+    input: &[u8],
+    src: *const u8,
+    iendp: *const u8,
+    i: *const u8,
+    nibble: usize,
+) -> Option<(usize, *const u8)> {
+    let len = nibble + 4;
+    if nibble != 15 {
+        return Some((len, i));
+    }
+    // SAFETY: i is inside the input (checked first).
+    let byte = (i < iendp).then(|| unsafe { *i });
+    if let Some(b) = byte.filter(|&b| b < 255) {
+        // One more byte, the usual case.
+        // SAFETY: i is inside the input, so one past it is inside or its end.
+        return Some((len + usize::from(b), unsafe { i.add(1) }));
+    }
+    // SAFETY: i is inside the input or one past its end.
+    let mut at = unsafe { i.offset_from(src).cast_unsigned() };
+    let more = more_length(input, &mut at)?;
+    // SAFETY: more_length leaves `at` at most at the input's end.
+    Some((len.saturating_add(more), unsafe { src.add(at) }))
+}
+
+/// [`long_literals`] on pointers: the literals at `i` (inside the input,
+/// which starts at `src`) copied to `o0` (inside `out`, which starts at
+/// `dst` and has `olen` bytes); their count and where the input goes on.
+///
+/// # Safety
+///
+/// As [`long_literals`], with `i` and `o0` inside their slices.
+#[inline(always)]
+unsafe fn literals_at(
+    input: &[u8],
+    src: *const u8,
+    i: *const u8,
+    dst: *mut u8,
+    olen: usize,
+    o0: *mut u8,
+    end: usize,
+) -> Option<(usize, *const u8)> {
+    // SAFETY: i and o0 are inside their slices (the caller's promise).
+    let (at, o_at) = unsafe {
+        (
+            i.offset_from(src).cast_unsigned(),
+            o0.offset_from(dst).cast_unsigned(),
+        )
+    };
+    // SAFETY: as the caller promises.
+    let (n, next) = unsafe { long_literals(input, at, dst, olen, o_at, end) }?;
+    // SAFETY: `next` is an index into the input.
+    Some((n, unsafe { src.add(next) }))
+}
+
+/// A match that is not the common short one, copied to `o`: in pieces
+/// when it is from 16 or more back and short enough (most of the rest,
+/// one sequence in five in the cubins of libcusparse), else byte-exact.
+///
+/// # Safety
+///
+/// `out` starts at `dst`, has `olen` bytes and ends at `olenp`; `o + len`
+/// is inside `out` or at its end, and `1 <= offset <= o - dst`.
+#[inline(always)]
+unsafe fn copy_longer(
+    dst: *mut u8,
+    olen: usize,
+    olenp: *mut u8,
+    o: *mut u8,
+    offset: usize,
+    len: usize,
+) {
+    if offset >= PIECE && len <= LONG && len + 2 * PIECE <= olenp.addr() - o.addr() {
+        // SAFETY: the pairs of pieces written start before o + len, so
+        // they end before o + len + 32 <= olenp; the piece read for each
+        // ends 16 - offset <= 0 bytes after the one written starts: inside
+        // `out` (offset <= o - dst), not overlapping it, and holding only
+        // bytes written before, as the format means.
+        unsafe { copy_pieces(o.sub(offset), o, len) };
+    } else {
+        // SAFETY: o is inside `out` or at its end, `dst` is valid for
+        // reading and writing `olen` bytes, and the offset and the length
+        // were checked by the caller.
+        unsafe { copy_match(dst, olen, o.offset_from(dst).cast_unsigned(), offset, len) };
     }
 }
 
