@@ -30,36 +30,14 @@ use std::time::Duration;
 )]
 mod lz4_ours;
 
-/// The one thing the decoder takes from the library's `bytes` module (which
-/// needs the rest of the crate): `le`, the standard `from_le_bytes`, inlined.
-mod bytes {
-    /// A number made of its little-endian bytes.
-    pub(crate) trait Number {
-        /// Its bytes.
-        type Bytes;
-        /// The value of little-endian `b`.
-        fn from_le(b: Self::Bytes) -> Self;
-    }
-
-    macro_rules! number {
-        ($($t:ty),*) => {$(
-            impl Number for $t {
-                type Bytes = [u8; size_of::<$t>()];
-                #[inline(always)]
-                fn from_le(b: Self::Bytes) -> Self {
-                    <$t>::from_le_bytes(b)
-                }
-            }
-        )*};
-    }
-    number!(u16, u128);
-
-    /// The little-endian `T` of `b`.
-    #[inline(always)]
-    pub(crate) fn le<T: Number>(b: T::Bytes) -> T {
-        T::from_le(b)
-    }
-}
+// The library's byte readers, which the decoder reads its numbers through,
+// and the checked conversions they use.
+#[path = "../../../src/bytes.rs"]
+#[allow(dead_code, reason = "the decoder calls `le` alone")]
+mod bytes;
+#[path = "../../../src/num.rs"]
+#[allow(dead_code, reason = "what bytes.rs calls")]
+mod num;
 
 /// The magic that starts a fatbin container, little-endian 0xBA55ED50.
 const MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
