@@ -7,8 +7,9 @@
 //! `kernels::CheckReport`, `scan::size`, `scan::size_markdown`,
 //! `scan::size_html`, `scan::inspect_markdown`, `prune::prune_tree` and
 //! `prune::tree_markdown`), and compares what it makes with what
-//! `offload-kit check --junit --markdown`, `size --markdown`, `size
-//! --html`, `inspect --markdown` and `prune --dry-run --markdown` print.
+//! `offload-kit check --junit --markdown`, `check --json`, `size
+//! --markdown`, `size --html`, `inspect --markdown` and `prune --dry-run
+//! --markdown` print.
 //! The check has kernel rules and a failing per-GPU judgement, so every
 //! part of its report is the library's.
 
@@ -113,14 +114,11 @@ fn library() -> Result<(), Failed> {
 /// `check`, with kernel rules and per-GPU files.
 fn check(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
     let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let cli = run(
-        &ours(),
-        &[
-            "check", "named.co", "t", "--require", "gfx90a,gfx942", "--require-kernel",
-            "gemm*@gfx90a", "--forbid-kernel", "*debug*", "--junit", "check.xml", "--markdown",
-        ],
-        cwd,
-    );
+    let args = [
+        "check", "named.co", "t", "--require", "gfx90a,gfx942", "--require-kernel",
+        "gemm*@gfx90a", "--forbid-kernel", "*debug*", "--junit", "check.xml", "--markdown",
+    ];
+    let cli = run(&ours(), &args, cwd);
     let mut req = Requirements::default();
     req.require = vec![Rule::parse("gfx90a")?, Rule::parse("gfx942")?];
     let outcome = scan::check(
@@ -146,6 +144,10 @@ fn check(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
         .with_per_gpu_files(&per_gpu)
         .with_walked(&walked_flags);
     same("check: exit code", i32::from(report.exit_code()), cli.code)?;
+    let scans: Vec<Result<Report, Unread>> = files.iter().map(|f| f.result.clone()).collect();
+    let json = run(&ours(), &[&args[..11], &["--json"]].concat(), cwd);
+    let text = serde_json::to_string_pretty(&report.with_scans(&scans).json())? + "\n";
+    same_text("check --json", &text, &json.stdout)?;
     same("check: exit code (fails)", cli.code, 1)?;
     same_text("check --markdown", &report.markdown(), &cli.stdout)?;
     same_text("check --junit", &report.junit(), &std::fs::read(cwd.join("check.xml"))?)

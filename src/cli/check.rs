@@ -11,7 +11,6 @@ use anyhow::{Result, bail};
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
 use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
-use crate::kernels::gate::json::Document;
 use crate::kernels::{CheckReport, KernelGate, KernelRule, KernelRuleResult, PerGpuJudgement};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Unread, Verdict};
 
@@ -234,7 +233,7 @@ impl CheckOpts {
                 .iter()
                 .map(|s| s.result.as_ref().ok().and_then(scan::json::Elsewhere::of))
                 .collect();
-            let doc = Document::new(&req, &paths, &outcome, &kernels, &elsewhere, &judged);
+            let doc = report.document(&elsewhere);
             super::io::write_json(&mut out, &doc, &names)?;
             out.flush()?;
         } else {

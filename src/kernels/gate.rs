@@ -53,6 +53,7 @@ pub struct CheckReport<'a> {
     pub(crate) gate: &'a KernelGate,
     pub(crate) per_gpu: &'a [PerGpuJudgement],
     pub(crate) walked: &'a [bool],
+    pub(crate) scans: &'a [Result<Report, Unread>],
 }
 
 /// The verdicts of no kernel rule.
@@ -78,6 +79,7 @@ impl<'a> CheckReport<'a> {
             gate: &NO_KERNEL_RULES,
             per_gpu: &[],
             walked: &[],
+            scans: &[],
         }
     }
 
@@ -103,7 +105,15 @@ impl<'a> CheckReport<'a> {
         CheckReport { walked, ..self }
     }
 
-    // `junit` and `markdown` are in the files of those reports.
+    /// The report with each input's scan (or why it could not be read), in
+    /// the same order, as [`KernelGate::judge`] takes them: `check --json`
+    /// lists the CUDA fatbins each holds in other data sections, which the
+    /// rules did not see.
+    pub fn with_scans(self, scans: &'a [Result<Report, Unread>]) -> Self {
+        CheckReport { scans, ..self }
+    }
+
+    // `json`, `junit` and `markdown` are in the files of those reports.
 
     /// The exit code of the check: 0 when every rule holds, 1 when one
     /// does not, 2 when an input could not be judged.

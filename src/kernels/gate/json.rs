@@ -10,12 +10,11 @@
 
 use serde::Serialize;
 
-use super::KernelGate;
-use crate::companion::gate::{self as per_gpu, PerGpuJudgement};
+use super::{CheckReport, KernelGate};
 use crate::kernels::KernelRuleResult;
 use crate::scan::check::Failure;
 use crate::scan::json::Elsewhere;
-use crate::scan::{Outcome, Requirements, Rule, RuleResult, Verdict};
+use crate::scan::{Requirements, Rule, RuleResult, Verdict};
 
 /// The schema [`Document`] follows.
 pub(crate) const SCHEMA: &str = "offload-kit/check/1";
@@ -141,20 +140,28 @@ struct AllInputs<'a> {
     rules: Vec<ResultDoc<'a>>,
 }
 
-impl<'a> Document<'a> {
-    /// The document of inputs named `paths` checked against `req`: their
-    /// `outcome`, the `gate` of their kernel rules and the fatbins each
-    /// holds in other data sections (all in the order of `paths`), and
-    /// the judgements on their per-GPU files.
-    pub(crate) fn new(
-        req: &Requirements,
-        paths: &[&'a str],
-        outcome: &'a Outcome,
-        gate: &'a KernelGate,
-        elsewhere: &[Option<Elsewhere<'a>>],
-        per_gpu: &'a [PerGpuJudgement],
-    ) -> Document<'a> {
-        let exit_code = per_gpu::exit_code(gate.exit_code(outcome), per_gpu);
+impl<'a> CheckReport<'a> {
+    /// The `check --json` document (schema `offload-kit/check/1`, in
+    /// docs/scanners.md): the rules, each input's verdict with its rules'
+    /// and kernel rules' results ([`CheckReport::with_scans`] adds the
+    /// fatbins it holds in other data sections), what concerns all inputs
+    /// together, and the judgements on per-GPU files. Written by
+    /// `serde_json::to_writer_pretty` and a newline, it is what the
+    /// command prints for inputs whose names are UTF-8.
+    pub fn json(&self) -> impl Serialize + '_ {
+        let elsewhere: Vec<Option<Elsewhere<'_>>> = self
+            .scans
+            .iter()
+            .map(|r| r.as_ref().ok().and_then(Elsewhere::of))
+            .collect();
+        self.document(&elsewhere)
+    }
+
+    /// The document, with the fatbins each input holds elsewhere (in the
+    /// order of the inputs; fewer: none for the rest).
+    pub(crate) fn document<'e>(&'e self, elsewhere: &[Option<Elsewhere<'e>>]) -> Document<'e> {
+        let (req, outcome, gate, per_gpu) = (self.req, self.outcome, self.gate, self.per_gpu);
+        let exit_code = self.exit_code();
         Document {
             all_inputs: req.any.then(|| AllInputs {
                 failures: strings(&outcome.all_inputs)
@@ -165,7 +172,8 @@ impl<'a> Document<'a> {
                 rules: outcome.all_inputs_rules.iter().map(ResultDoc::of).collect(),
             }),
             exit_code,
-            files: paths
+            files: self
+                .paths
                 .iter()
                 .zip(&outcome.files)
                 .enumerate()
@@ -341,8 +349,8 @@ mod tests {
             req,
         );
         let paths: Vec<&str> = inputs.iter().map(|(p, _)| *p).collect();
-        serde_json::to_string_pretty(&Document::new(req, &paths, &outcome, &gate, &[], &[]))
-            .unwrap()
+        let report = CheckReport::new(req, &paths, &outcome).with_kernel_rules(&gate);
+        serde_json::to_string_pretty(&report.json()).unwrap()
     }
 
     #[test]
@@ -407,6 +415,30 @@ mod tests {
         assert!(!all["failures"].as_array().unwrap().is_empty());
     }
 
+    /// An input with CUDA fatbins in its other data sections: listed when
+    /// the report has the scans, left out when it has not.
+    #[test]
+    fn fatbins_elsewhere_come_from_the_scans() {
+        let req = Requirements {
+            require: vec![Rule::parse("sm_90").unwrap()],
+            ..Requirements::default()
+        };
+        let scans: Vec<Result<Report, Unread>> = vec![Ok(Report {
+            fatbins_elsewhere: vec![(".data".into(), 2)],
+            ..Report::default()
+        })];
+        let outcome = crate::scan::check(
+            scans.iter().map(|r| r.as_ref().map_err(Unread::as_str)),
+            &req,
+        );
+        let report = CheckReport::new(&req, &["host.so"], &outcome);
+        let without = serde_json::to_value(report.json()).unwrap();
+        assert!(without["files"][0].get("fatbins_elsewhere").is_none());
+        let with = serde_json::to_value(report.with_scans(&scans).json()).unwrap();
+        assert_eq!(with["files"][0]["fatbins_elsewhere"][0]["section"], ".data");
+        assert_eq!(with["files"][0]["fatbins_elsewhere"][0]["fatbins"], 2);
+    }
+
     /// A library with gfx90a's per-GPU files and not gfx942's: the
     /// document lists the judgement, in field order, and fails.
     #[test]
@@ -415,22 +447,22 @@ mod tests {
             require: vec![Rule::parse("gfx942").unwrap()],
             ..Requirements::default()
         };
-        let mut found = per_gpu::Found::new(false);
+        let mut found = crate::companion::gate::Found::new(false);
         found.add(
             "x.deb!/usr/lib/rocblas/library/TensileLibrary_gfx90a.co",
             &[],
         );
-        let judged = per_gpu::judge(&found, &req.require_rules());
+        let judged = crate::companion::gate::judge(&found, &req.require_rules());
         // The other rules pass (none is judged), so the exit code is the
         // gate's alone.
         let report = Report::default();
         let none = Requirements::default();
         let outcome = crate::scan::check([Ok(&report)], &none);
         let gate = KernelGate::judge([], &outcome, &[], &[], &none);
-        let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &[]);
-        assert_eq!(doc.exit_code, 0);
-        let doc = Document::new(&req, &["x.deb!/a"], &outcome, &gate, &[], &judged);
-        let text = serde_json::to_string_pretty(&doc).unwrap();
+        let report = CheckReport::new(&req, &["x.deb!/a"], &outcome).with_kernel_rules(&gate);
+        assert_eq!(report.document(&[]).exit_code, 0);
+        let judged_report = report.with_per_gpu_files(&judged);
+        let text = serde_json::to_string_pretty(&judged_report.json()).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(serde_json::to_string_pretty(&value).unwrap(), text);
         let j = &value["per_gpu_files"][0];

@@ -278,14 +278,9 @@ mod tests {
             &req,
         );
         let paths = ["a<&\"'\u{1b}.so", "b.so"];
-        let report = CheckReport {
-            req: &req,
-            paths: &paths,
-            outcome: &outcome,
-            gate: &gate,
-            per_gpu: &[],
-            walked: &[false, false],
-        };
+        let report = CheckReport::new(&req, &paths, &outcome)
+            .with_kernel_rules(&gate)
+            .with_walked(&[false, false]);
         let cases = cases(&report);
         let names: Vec<(&str, &str)> = cases
             .iter()
