@@ -18,9 +18,10 @@ pub(crate) mod markdown;
 /// ([`KernelGate`]), the judgements on per-GPU files
 /// ([`PerGpuJudgement`](super::PerGpuJudgement)), and which inputs were
 /// found walking a directory or package. It makes the JUnit XML of
-/// `check --junit` ([`CheckReport::junit`]) and the Markdown of `check
-/// --markdown` ([`CheckReport::markdown`]), byte for byte, from the same
-/// parts the command has.
+/// `check --junit` ([`CheckReport::junit`]), the Markdown of `check
+/// --markdown` ([`CheckReport::markdown`]) and the document of `check
+/// --json` ([`CheckReport::json`]), byte for byte, from the same parts the
+/// command has.
 ///
 /// ```
 /// use offload_kit::kernels::{CheckReport, KernelGate, KernelRule, PerGpuJudgement};

@@ -44,9 +44,7 @@ pub fn size_markdown(files: &[&SizeReport], total: Option<&SizeReport>) -> Strin
         "Note",
     ]);
     for r in files.iter().copied().chain(total) {
-        let mut notes = r.notes();
-        notes.extend(r.elsewhere.clone());
-        let note = notes.join("; ");
+        let note = r.notes().join("; ");
         let mut cells = vec![Cell::Text(&r.path), num(r.file_size)];
         cells.extend(tally(&r.total));
         cells.push(Cell::Raw(percent(r.total.stored, r.file_size)));
@@ -271,8 +269,9 @@ mod tests {
     }
 
     /// A file with CUDA fatbins in its other data sections, which the
-    /// scan counts but does not read: the library's Markdown notes them
-    /// as the command line's does, and the JSON does not carry the note.
+    /// scan counts but does not read: the library's Markdown and HTML note
+    /// them as the command line's Markdown does, and the JSON does not
+    /// carry the note.
     #[test]
     fn size_notes_fatbins_elsewhere() {
         let r = Report {
@@ -288,6 +287,15 @@ mod tests {
         );
         let json = serde_json::to_string(&host).unwrap();
         assert!(!json.contains("fatbin"), "{json}");
+        // The HTML report's table notes them too.
+        let html = crate::scan::size_html(
+            &[crate::scan::HtmlFile::new("host.so", &host, Some(&r))],
+            None,
+        );
+        assert!(
+            html.contains("<td>4 CUDA fatbin(s) in .data (3), .ldata (1), which the file loads itself, not read (--raw reads them)</td>"),
+            "{html}"
+        );
         let all = SizeReport::sum("(all inputs)", [&host]);
         assert!(
             size_markdown(&[], Some(&all))

@@ -86,7 +86,7 @@ impl SizeReport {
 
     /// What the reports note beside the figures: why the file could not
     /// be read, what the scan found damaged, the bundles' host entries not
-    /// counted.
+    /// counted, the CUDA fatbins in other data sections not read.
     pub(crate) fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = self.error.iter().map(|e| format!("error: {e}")).collect();
         notes.extend(
@@ -102,6 +102,7 @@ impl SizeReport {
                 self.host.bytes
             ));
         }
+        notes.extend(self.elsewhere.clone());
         notes
     }
 
