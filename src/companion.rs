@@ -117,7 +117,7 @@ pub(crate) const TABLE: &[Convention] = &[
     },
     Convention {
         library: "MIOpen",
-        pattern: "…miopen…/db/<arch><CUs>.{kdb,db,db.txt,fdb.txt,HIP.fdb.txt}",
+        pattern: "…miopen…/db/<arch><CUs>.{kdb,db,db.txt,fdb.txt,HIP.fdb.txt,OpenCL.fdb.txt}",
         holds: "the GPU's kernel cache and tuning databases (CU count glued on: `_36` \
                 in decimal up to 64, hex above, as in gfx90a68)",
         source: "ROCm/MIOpen share/miopen/db",
@@ -125,14 +125,14 @@ pub(crate) const TABLE: &[Convention] = &[
     },
     Convention {
         library: "MIOpen",
-        pattern: "…miopen…/db/<arch>.tn.model, <arch>_*.ktn.model",
+        pattern: "…miopen…/db/<arch>[_*].tn.model, <arch>_*.ktn.model",
         holds: "the GPU's tuning models",
         source: "ROCm/MIOpen share/miopen/db",
         matcher: miopen_model,
     },
     Convention {
         library: "MIOpen",
-        pattern: "libMIOpenCK*_<arch>.so[.N…]",
+        pattern: "libMIOpenCK*_<arch>.so[.N…], MIOpenCK*_<arch>.dll",
         holds: "composable_kernel solvers built for the GPU alone",
         source: "ROCm/MIOpen per-GPU CK libraries",
         matcher: miopen_ck,
@@ -298,7 +298,15 @@ fn miopen_db(parts: &[&str]) -> Option<(Gpu, usize)> {
     }
     let (name, _) = name_and_parent(parts)?;
     let (stem, ext) = name.split_once('.')?;
-    if !["kdb", "db", "db.txt", "fdb.txt", "HIP.fdb.txt"].contains(&ext) {
+    const DATABASES: [&str; 6] = [
+        "kdb",
+        "db",
+        "db.txt",
+        "fdb.txt",
+        "HIP.fdb.txt",
+        "OpenCL.fdb.txt",
+    ];
+    if !DATABASES.contains(&ext) {
         return None;
     }
     Some((with_cus(stem)?, 0))
@@ -332,11 +340,18 @@ fn miopen_model(parts: &[&str]) -> Option<(Gpu, usize)> {
         return None;
     }
     let (name, _) = name_and_parent(parts)?;
-    if let Some(stem) = name.strip_suffix(".tn.model") {
-        return Some((amd(stem)?, 0));
-    }
-    let stem = name.strip_suffix(".ktn.model")?;
-    let (arch, _) = stem.split_once('_')?;
+    // `<arch>.tn.model`, `<arch>_metadata.tn.model`, `<arch>_3d.tn.model`;
+    // `<arch>_<solver>_{encoder,decoder,metadata}.ktn.model`.
+    let (stem, whole_allowed) = match name.strip_suffix(".ktn.model") {
+        Some(stem) => (stem, false),
+        None => (name.strip_suffix(".tn.model")?, true),
+    };
+    let arch = match stem.split_once('_') {
+        Some((arch, rest)) if !rest.is_empty() => arch,
+        Some(_) => return None,
+        None if whole_allowed => stem,
+        None => return None,
+    };
     Some((amd(arch)?, 0))
 }
 
@@ -353,8 +368,13 @@ fn so_stem(name: &str) -> Option<&str> {
 
 fn miopen_ck(parts: &[&str]) -> Option<(Gpu, usize)> {
     let name = parts.last()?;
-    let stem = so_stem(name)?;
-    if !stem.starts_with("libMIOpenCK") {
+    // `libMIOpenCK*_<arch>.so[.N…]` on Linux, `MIOpenCK*_<arch>.dll` on
+    // Windows.
+    let stem = match name.strip_suffix(".dll") {
+        Some(stem) => stem,
+        None => so_stem(name)?.strip_prefix("lib")?,
+    };
+    if !stem.starts_with("MIOpenCK") {
         return None;
     }
     let (_, arch) = stem.rsplit_once('_')?;

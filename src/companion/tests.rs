@@ -122,6 +122,14 @@ fn miopen_databases_with_cu_counts() {
         ("gfx942.kdb", "gfx942"),
         ("gfx1100.tn.model", "gfx1100"),
         ("gfx90a_ConvHipIgemmGroupFwdXdlops.ktn.model", "gfx90a"),
+        ("gfx900_56.OpenCL.fdb.txt", "gfx900"),
+        ("gfx90a_metadata.tn.model", "gfx90a"),
+        ("gfx950_3d.tn.model", "gfx950"),
+        ("gfx942_3d_metadata.tn.model", "gfx942"),
+        (
+            "gfx950_ConvHipImplicitGemm3DGroupFwdXdlops_metadata.tn.model",
+            "gfx950",
+        ),
     ] {
         assert_eq!(key(&format!("{db}{name}")).as_deref(), Some(want), "{name}");
     }
@@ -132,6 +140,10 @@ fn miopen_databases_with_cu_counts() {
         "gfx90azz.kdb",
         "miopen.kdb",
         "gfx9999.tn.model",
+        "gfx908_.tn.model",
+        "gfx908.ktn.model",
+        "generic_metadata.tn.model",
+        "gfx900_56.OpenCL.txt",
     ] {
         assert_eq!(key(&format!("{db}{other}")), None, "{other}");
     }
@@ -139,6 +151,22 @@ fn miopen_databases_with_cu_counts() {
     assert_eq!(key("share/other/db/gfx90a68.kdb"), None);
     assert_eq!(key("share/miopen/gfx90a68.kdb"), None);
     assert_eq!(gpu(&format!("{db}gfx90a68.kdb")).unwrap().1, "MIOpen");
+}
+
+/// Every name MIOpen installs into `share/miopen/db` (the list
+/// `scripts/miopen-db-names.sh` made from MIOpen's source tree) is its
+/// GPU's file.
+#[test]
+fn miopen_installed_names() {
+    let list = include_str!("../../fixtures/companion/miopen-db-names.txt");
+    let mut names = 0;
+    for line in list.lines().filter(|l| !l.starts_with('#')) {
+        let (name, want) = line.split_once(' ').unwrap();
+        let got = gpu(&format!("opt/rocm/share/miopen/db/{name}"));
+        assert_eq!(got, Some((want.to_string(), "MIOpen")), "{name}");
+        names += 1;
+    }
+    assert!(names >= 50, "{names} names");
 }
 
 #[test]
@@ -151,6 +179,13 @@ fn per_gpu_libraries_and_archives() {
         key("lib/libMIOpenCKConv_gfx942.so.1.0").as_deref(),
         Some("gfx942")
     );
+    assert_eq!(
+        key("bin/MIOpenCKGroupedConv_gfx942.dll").as_deref(),
+        Some("gfx942")
+    );
+    assert_eq!(key("bin/MIOpen.dll"), None);
+    assert_eq!(key("bin/MIOpenCKGroupedConv.dll"), None);
+    assert_eq!(key("lib/MIOpenCKConv_gfx942.so"), None);
     assert_eq!(key("lib/libMIOpenCK.so.1"), None);
     assert_eq!(key("lib/libMIOpen.so.1"), None);
     assert_eq!(
