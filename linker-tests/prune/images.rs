@@ -195,6 +195,7 @@ fn docker_archive(d: &Path, want: &[u8]) -> Result<(), Failed> {
     let skopeo = Path::new("/usr/bin/skopeo");
     run(skopeo, &["copy", "oci:L:t", "docker-archive:d.tar:t:latest"], d).ok()?;
     run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p.tar", "d.tar"], d).ok()?;
+    legacy_left_out(&d.join("d.tar"), &d.join("p.tar"))?;
     run(skopeo, &["inspect", "docker-archive:p.tar"], d).ok()?;
     run(skopeo, &["copy", "docker-archive:p.tar", "oci:D:t"], d).ok()?;
     check_root("the pruned docker archive", &unpacked(d, "D", "u")?, want)?;
@@ -210,6 +211,58 @@ fn docker_archive(d: &Path, want: &[u8]) -> Result<(), Failed> {
         std::fs::read(d.join("p.tar"))?,
     )?;
     docker_25(d, want)
+}
+
+/// The members of the tar `path`: each path, with its link target if it
+/// is a symbolic link.
+fn tar_members(path: &Path) -> Result<BTreeMap<String, Option<String>>, Failed> {
+    let mut out = BTreeMap::new();
+    for e in tar::Archive::new(std::fs::File::open(path)?).entries()? {
+        let e = e?;
+        let link = match e.header().entry_type().is_symlink() {
+            true => e.link_name()?.map(|l| l.to_string_lossy().into_owned()),
+            false => None,
+        };
+        out.insert(e.path()?.to_string_lossy().into_owned(), link);
+    }
+    Ok(out)
+}
+
+/// skopeo's archive `before` has the legacy entries (`repositories`,
+/// `<id>/json`, `<id>/layer.tar` links to the layers); the pruned
+/// `after`, whose layers changed, has none of them, and every link it
+/// has leads to a member it holds (issue #71: the links led to the old
+/// layers' names, gone from the archive).
+fn legacy_left_out(before: &Path, after: &Path) -> Result<(), Failed> {
+    let legacy = |m: &BTreeMap<String, Option<String>>| -> Vec<String> {
+        m.keys()
+            .filter(|p| *p == "repositories" || p.ends_with("/json") || p.ends_with("/layer.tar"))
+            .cloned()
+            .collect()
+    };
+    let (old, new) = (tar_members(before)?, tar_members(after)?);
+    if legacy(&old).len() < 3 {
+        return Err(format!("skopeo's archive has no legacy entries: {:?}", old.keys()).into());
+    }
+    if !legacy(&new).is_empty() {
+        return Err(format!("the pruned archive keeps the legacy entries {:?}", legacy(&new)).into());
+    }
+    for (p, to) in &new {
+        let Some(to) = to else { continue };
+        let mut parts: Vec<&str> = p.split('/').collect();
+        parts.pop();
+        for part in to.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => _ = parts.pop(),
+                part => parts.push(part),
+            }
+        }
+        if !new.contains_key(&parts.join("/")) {
+            return Err(format!("the pruned archive's link {p} leads to {to}, which it does not hold").into());
+        }
+    }
+    Ok(())
 }
 
 /// Docker 25 and later save an OCI layout beside `manifest.json`: every

@@ -52,6 +52,8 @@ struct Member {
     /// Whether its header holds its whole name (no long name or pax
     /// `path`, no POSIX prefix), so that it can be renamed in place.
     plain: bool,
+    /// Whether it is a directory.
+    dir: bool,
 }
 
 /// The members of an archive.
@@ -84,13 +86,16 @@ impl Members {
                 len: usize::try_from(e.size()).ok()?,
                 link,
                 plain,
+                dir: h.entry_type().is_dir(),
             };
             map.insert(path, m);
         }
         Some(Members(map))
     }
 
-    /// The member `path` leads to, symbolic links followed.
+    /// The member `path` leads to, symbolic links followed; a link's
+    /// `..` may climb to the archive's root (`<id>/layer.tar ->
+    /// ../<diff_id>.tar`), never above it.
     fn resolve(&self, path: &str) -> Option<String> {
         let mut path = crate::inputs::image::normal(path).ok()?;
         for _ in 0..=MAX_LINKS {
@@ -99,7 +104,7 @@ impl Members {
                 return Some(path);
             };
             let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-            path = crate::inputs::image::normal(&format!("{dir}/{to}")).ok()?;
+            path = within(dir, to)?;
         }
         None
     }
@@ -108,6 +113,37 @@ impl Members {
     fn bytes<'a>(&self, data: &'a [u8], path: &str) -> Option<&'a [u8]> {
         let m = self.0.get(path)?;
         data.get(m.at..m.at.checked_add(m.len)?)
+    }
+}
+
+/// The path the link target `to`, written in the directory `dir`, names
+/// inside the archive; `None` when it climbs above the archive's root or
+/// is absolute.
+fn within(dir: &str, to: &str) -> Option<String> {
+    if to.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in to.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Whether `path` is one of the entries the first `docker save` format
+/// (Docker before 1.10) left for loaders that predate `manifest.json`:
+/// `repositories` and, in a directory named by a 64-digit v1 layer ID,
+/// its `json`, `VERSION` and `layer.tar`, or that directory.
+fn is_legacy(path: &str, dir: bool) -> bool {
+    match path.split_once('/') {
+        None => path == "repositories" || (dir && is_hex(path)),
+        Some((id, name)) => is_hex(id) && ["json", "VERSION", "layer.tar"].contains(&name),
     }
 }
 
@@ -491,9 +527,33 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// The legacy entries ([`is_legacy`]) left out of an archive whose
+    /// layers changed: their v1 layer IDs were derived from the old
+    /// layers, which the `json` files describe, and every loader since
+    /// Docker 1.10 (and skopeo) reads `manifest.json` instead. A member
+    /// `manifest.json` names itself (a layer the format of Docker 1.10
+    /// to 24 stores as `<id>/layer.tar`) stays, as does a directory
+    /// holding one.
+    fn legacy(&self) -> BTreeSet<String> {
+        if self.replaced.is_empty() {
+            return BTreeSet::new();
+        }
+        let named = |p: &str| self.kept.contains(p) || self.replaced.contains_key(p);
+        let mut legacy: BTreeSet<String> = (self.members.0.iter())
+            .filter(|(p, m)| is_legacy(p, m.dir) && !named(p))
+            .map(|(p, _)| p.clone())
+            .collect();
+        let holding: BTreeSet<&str> = (self.kept.iter())
+            .chain(self.replaced.keys())
+            .filter_map(|p| p.split_once('/').map(|(d, _)| d))
+            .collect();
+        legacy.retain(|p| !holding.contains(p.as_str()));
+        legacy
+    }
+
     /// Writes the archive to `out`: every member as it was, but those
-    /// replaced, the links given new targets and `manifest.json` (at
-    /// `manifest_at`, now `manifest`).
+    /// replaced, the links given new targets, `manifest.json` (at
+    /// `manifest_at`, now `manifest`) and the legacy entries left out.
     fn write(
         &mut self,
         out: &mut Output,
@@ -501,10 +561,13 @@ impl<'a> Run<'a> {
         manifest: &[u8],
     ) -> std::io::Result<()> {
         let fail = |f| std::io::Error::other(format!("{f:?}"));
+        let legacy = self.legacy();
         let mut walk = Walk::new(self.data, out, u64::MAX);
         while let Some(h) = walk.next().map_err(fail)? {
             let path = crate::inputs::image::normal(&h.path_lossy()).unwrap_or_default();
-            if path == manifest_at {
+            if legacy.contains(&path) {
+                walk.skip_body().map_err(fail)?;
+            } else if path == manifest_at {
                 walk.skip_body().map_err(fail)?;
                 walk.write_header(&h, manifest.len() as u64).map_err(fail)?;
                 walk.out().write_all(manifest)?;
