@@ -30,6 +30,10 @@ PKGS+=(umoci skopeo)
 PKGS+=(libfile-which-perl liburi-encode-perl perl util-linux mawk)
 # eu-elflint checks the files prune shrinks (linker-tests/prune/shrink.rs).
 PKGS+=(elfutils)
+# setcap, setfacl and getfacl give files the capabilities, ACLs and other
+# extended attributes that prune --in-place must keep; setpriv runs prune as
+# another user (linker-tests/hostile/round6_meta.rs).
+PKGS+=(libcap2-bin acl util-linux)
 # Wine loads the Windows DLLs prune shrinks (linker-tests/windows_libs.rs).
 PKGS+=(wine64)
 # Headless Chromium renders `size --html` reports (their test in

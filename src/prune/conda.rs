@@ -317,8 +317,8 @@ struct NewMembers<'a> {
 }
 
 /// Writes the `.conda` `zin` to `file`, members in their order, stored:
-/// the two of `new` with their new bytes (each keeping its name, time and
-/// mode), every other copied as it is.
+/// the two of `new` with their new bytes (each keeping its name, time,
+/// external attributes and host system), every other copied as it is.
 fn write_zip(
     zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
     new: NewMembers<'_>,
@@ -336,13 +336,9 @@ fn write_zip(
             true => pkg.seek(SeekFrom::End(0))?,
             false => new.info.1.len() as u64,
         };
-        let mut opts = zip::write::SimpleFileOptions::default()
+        let opts = super::wheel::same_header(&f)
             .compression_method(zip::CompressionMethod::Stored)
-            .unix_permissions(f.unix_mode().unwrap_or(0o644))
             .large_file(size >= u64::from(u32::MAX));
-        if let Some(t) = f.last_modified() {
-            opts = opts.last_modified_time(t);
-        }
         let name = f.name()?.into_owned();
         drop(f);
         zout.start_file(name, opts)?;

@@ -24,6 +24,7 @@ use crate::host::ar;
 use crate::package;
 
 pub(super) mod error;
+mod keep;
 mod options;
 mod pruning;
 mod report;

@@ -478,9 +478,8 @@ fn write_wheel(
             | zip::CompressionMethod::Bzip2) => m,
             _ => zip::CompressionMethod::Deflated,
         };
-        let opts = zip::write::SimpleFileOptions::default()
+        let opts = same_header(&f)
             .compression_method(method)
-            .unix_permissions(f.unix_mode().unwrap_or(0o644))
             .large_file(n >= u64::from(u32::MAX));
         let mname = f.name().map_err(bad)?.into_owned();
         drop(f);
@@ -489,6 +488,22 @@ fn write_wheel(
     }
     zout.finish().map_err(bad)?;
     Ok(())
+}
+
+/// The options that write a member rewritten with the header fields of
+/// `f`, the member it replaces: its date and time, its external attributes
+/// (the mode, or a Windows member's DOS attributes) and its host system
+/// (in "version made by"). A date the zip crate cannot read (before 1980,
+/// a day 0) is written as 1980-01-01, and a host system it does not know
+/// as 255.
+pub(super) fn same_header<R: Read>(f: &zip::read::ZipFile<'_, R>) -> zip::write::SimpleFileOptions {
+    let opts = zip::write::SimpleFileOptions::default()
+        .system(f.system())
+        .external_attributes(f.external_attributes());
+    match f.last_modified() {
+        Some(t) => opts.last_modified_time(t),
+        None => opts,
+    }
 }
 
 #[cfg(test)]

@@ -60,7 +60,8 @@ pub enum PathErrorKind {
     /// The file is of a kind that is not pruned (a tar archive, a cpio
     /// package, a zip with bytes in front of it), or not as asked (a thin
     /// archive but in place; a signed wheel or `.deb` that would change),
-    /// or an output name cannot be made from it.
+    /// or an output name cannot be made from it, or in place its owner,
+    /// mode or an extended attribute cannot be given to the pruned file.
     Refused,
     /// What the file holds could not be pruned: damaged data, a rewrite
     /// the library refuses, a limit reached (the

@@ -9,9 +9,10 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use super::error::{PathError, PathErrorKind};
+use super::keep;
 use super::options::PathOptions;
 use super::report::{PathReport, RemovedFile};
-use crate::files::{Output, copy_file_range_all};
+use crate::files::{Output, copy_file_range_all, shown};
 use crate::layout::Piece;
 use crate::prune::output::Output as NewFile;
 
@@ -108,17 +109,48 @@ pub(super) fn punch(file: &File, output: &NewFile) {
     }
 }
 
-/// Copies the input's mode, owner and times (`meta`) to `file`, the
-/// temporary file about to replace it.
-pub(super) fn keep_metadata(file: &File, meta: &std::fs::Metadata) -> io::Result<()> {
-    file.set_permissions(meta.permissions())?;
-    // Only root may give a file away; otherwise the owner is already ours.
-    let _ = rustix::fs::fchown(
-        file,
-        Some(rustix::fs::Uid::from_raw(meta.uid())),
-        Some(rustix::fs::Gid::from_raw(meta.gid())),
-    );
-    file.set_times(times(meta)?)
+/// In place, gives `file` (the temporary file about to replace `dest`,
+/// the input, whose metadata as read is `meta`) the input's owner, group,
+/// mode bits, extended attributes and times ([`keep::keep_all`]); refuses
+/// the file, left as it was, when one of them cannot be given.
+pub(super) fn keep_metadata(
+    file: &File,
+    dest: &Path,
+    meta: &std::fs::Metadata,
+) -> Result<(), PathError> {
+    let src = opened_again(dest, meta)?;
+    keep::keep_all(file, &src, meta, &keep::set_xattr)
+        .map_err(|e| PathError::said(PathErrorKind::Refused, dest, &shown(dest), e.reason()))
+}
+
+/// The input `path` (with `meta` as read) opened again to read its
+/// extended attributes: fails, as [`still_the_file_read`] does, where
+/// another file now has its name.
+fn opened_again(path: &Path, meta: &std::fs::Metadata) -> Result<File, PathError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let io = |e: std::io::Error| PathError::io(PathErrorKind::Io, path, e);
+    let fd =
+        rustix::fs::open(path, flags | OFlags::CLOEXEC, Mode::empty()).map_err(|e| io(e.into()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| io(e.into()))?;
+    if (st.st_dev, st.st_ino) != (meta.dev(), meta.ino()) {
+        let why = "it changed while it was pruned (another program replaced it): \
+                   left as it now is, not pruned";
+        return Err(PathError::said(
+            PathErrorKind::Write,
+            path,
+            &shown(path),
+            why,
+        ));
+    }
+    Ok(File::from(fd))
+}
+
+/// The permission bits an output written elsewhere (`-o`, `-d`) gets: the
+/// input's read, write and execute bits, never setuid, setgid or sticky
+/// (it belongs to whoever runs prune, not to the input's owner).
+fn output_mode(meta: &std::fs::Metadata) -> std::fs::Permissions {
+    std::os::unix::fs::PermissionsExt::from_mode(meta.mode() & 0o777)
 }
 
 /// The access and modification times of `meta`, to set on another file.
@@ -146,9 +178,11 @@ pub(crate) fn write_through(
     Ok(Some(f))
 }
 
-/// Gives the output the input's metadata (all of it in place, the mode
-/// otherwise: a pruned program stays a program), renames it into
-/// place and notes its sizes.
+/// Gives the output the input's metadata (in place all of it, owner,
+/// group, mode bits, extended attributes and times, or the file is
+/// refused as it was; otherwise the read, write and execute bits alone,
+/// never setuid or setgid: a pruned program stays a program, owned by
+/// whoever ran prune), renames it into place and notes its sizes.
 pub(crate) fn finish(
     opts: &PathOptions,
     mut out: Output,
@@ -168,6 +202,9 @@ pub(crate) fn finish(
         // old contents. Only while that copy runs does the file hold
         // part of each (docs/prune.md); a failure before it leaves the
         // old file whole.
+        // Written to, the file loses its capabilities (and, but for root,
+        // setuid and setgid): given back once the new bytes are in.
+        let saved = keep::Saved::of(&target).map_err(bare)?;
         let tmp = out
             .temp_file()
             .ok_or_else(|| cannot(std::io::Error::other("no temporary file")))?;
@@ -175,6 +212,10 @@ pub(crate) fn finish(
         let len = tmp.metadata().map_err(bare)?.len();
         copy_file_range_all(tmp, 0, len, &mut target).map_err(cannot)?;
         target.set_len(len).map_err(cannot)?;
+        saved.restore(&target).map_err(|e| {
+            let why = format!("{}: its links see the pruned bytes without it", e.text());
+            PathError::said(PathErrorKind::Write, dest, &shown(dest), why)
+        })?;
         let times = times(meta).map_err(bare)?;
         target.set_times(times).map_err(bare)?;
         target.sync_all().map_err(cannot)?;
@@ -182,10 +223,9 @@ pub(crate) fn finish(
     } else {
         if let Some(f) = out.temp_file() {
             match opts.in_place() {
-                true => keep_metadata(f, meta),
-                false => f.set_permissions(meta.permissions()),
+                true => keep_metadata(f, dest, meta)?,
+                false => f.set_permissions(output_mode(meta)).map_err(bare)?,
             }
-            .map_err(bare)?;
         }
         out.commit().map_err(cannot)?;
     }
