@@ -24,6 +24,7 @@ test_files! {
     round5_writes,
     round5_writers,
     round6_meta,
+    round6_tree,
 }
 
 /// Seconds any command gets before it counts as hung.

@@ -28,12 +28,12 @@ test_files! {
     openmp,
     shrink,
     wheels,
-    tree,
+    pub(crate) tree,
     removed,
     pub(crate) companion,
     rocblas,
     conda,
-    images,
+    pub(crate) images,
 }
 mod hip_programs;
 mod real_wheels;

@@ -569,7 +569,7 @@ fn hostile() -> Result<(), Failed> {
 
 /// An OCI layout at `dir` of one image (`dir:t`) whose layers are
 /// `layers` (gzipped blob, and the tar its diff_id is taken of).
-fn layout(dir: &Path, layers: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Failed> {
+pub(crate) fn layout(dir: &Path, layers: &[(Vec<u8>, Vec<u8>)]) -> Result<(), Failed> {
     std::fs::create_dir_all(dir.join("blobs/sha256"))?;
     std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
     let diff_ids: Vec<String> = layers.iter().map(|l| digest(&l.1)).collect();

@@ -37,7 +37,7 @@ pub fn tests() -> Vec<Trial> {
 
 /// Writes the bundle `out` (below `d`) of a host entry and the images
 /// `images` (target ID, seed, length), with our `bundle`.
-pub(super) fn bundle(d: &Path, out: &str, images: &[(&str, u64, usize)]) -> Result<(), Failed> {
+pub(crate) fn bundle(d: &Path, out: &str, images: &[(&str, u64, usize)]) -> Result<(), Failed> {
     let mut args = vec![
         "bundle".to_string(),
         "--type".into(),

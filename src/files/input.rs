@@ -224,6 +224,12 @@ impl Input {
             return Input::stdin();
         }
         let (file, meta) = open_nonblocking(name)?;
+        Input::of_open(file, &meta)
+    }
+
+    /// The file `file` (with `meta`), opened: mapped when regular, read
+    /// when a character device, else an error.
+    pub(crate) fn of_open(file: File, meta: &std::fs::Metadata) -> io::Result<Input> {
         if meta.is_dir() {
             return Err(io::Error::from_raw_os_error(21)); // EISDIR, as LLVM reports
         }
@@ -235,7 +241,7 @@ impl Input {
             });
         }
         if !meta.is_file() {
-            return Err(not_regular(&meta));
+            return Err(not_regular(meta));
         }
         if meta.len() == 0 {
             let v = read_bounded(&file, MAX_STREAM_BYTES, "a file of size 0")?;

@@ -270,6 +270,20 @@ impl Output {
         Output::temporary(open_dir(dir)?, name)
     }
 
+    /// Starts writing the file `name` in the directory whose handle is
+    /// `dir` (a file of a tree reached through its directory, never by
+    /// its path): as [`Output::create_in`], the temporary file created and
+    /// given the name in that directory.
+    pub(crate) fn create_at(dir: Arc<OwnedFd>, name: &OsStr) -> io::Result<Output> {
+        Output::temporary(dir, name)
+    }
+
+    /// The handle of the directory the output is written in and the name
+    /// it takes there; `None` for standard output and devices.
+    pub(crate) fn place(&self) -> Option<(&OwnedFd, &OsStr)> {
+        self.place.as_ref().map(|p| (&*p.dir, p.name.as_os_str()))
+    }
+
     /// A new temporary file in `dir`, with no name where it can have
     /// none, else registered to be removed on a signal and on drop; it
     /// becomes `name` on commit.

@@ -65,6 +65,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "files")]
+mod anchor;
 pub(crate) mod archive;
 #[cfg(feature = "files")]
 mod budget;
@@ -88,6 +90,8 @@ mod packed;
 #[cfg(feature = "files")]
 mod path;
 pub(crate) mod plan;
+#[cfg(all(test, feature = "files"))]
+mod race;
 #[cfg(feature = "files")]
 mod rewriters;
 pub(crate) mod shrink;

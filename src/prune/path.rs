@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::model::Selection;
 use super::output::Output as NewFile;
-use crate::files::{Input, Output};
+use crate::files::Input;
 use crate::host::ar;
 use crate::package;
 
@@ -116,8 +116,7 @@ pub(crate) fn prune_path_of(
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
     let name = crate::files::shown(input).into_owned();
-    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
-    let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
+    let (meta, file) = open_input(input, opts)?;
     let data = file.bytes();
     for r in super::rewriters::PACKAGES.iter().filter(|r| (r.is)(data)) {
         if let Some(report) = (r.prune)(selection, opts, input, &meta, &file)? {
@@ -178,7 +177,7 @@ pub(crate) fn prune_path_of(
         .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
     let cannot = |e| PathError::write(&dest, e);
     let through = write_through(opts, input, &meta)?;
-    let mut out = Output::create(&dest).map_err(cannot)?;
+    let mut out = write::create(opts, &dest).map_err(cannot)?;
     match (file.file(), out.temp_file()) {
         (Some(input), Some(f)) => write::write_at(input, data, &pruned, f).map_err(cannot)?,
         _ => {
@@ -190,6 +189,20 @@ pub(crate) fn prune_path_of(
     }
     finish(opts, out, &meta, &dest, &mut rep, through)?;
     Ok(rep)
+}
+
+/// The file `input` opened, with its metadata: in a walked tree in place,
+/// through its directory's handle ([`PathOptions::anchor`]).
+fn open_input(input: &Path, opts: &PathOptions) -> Result<(std::fs::Metadata, Input), PathError> {
+    let Some(a) = opts.anchored() else {
+        let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
+        let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
+        return Ok((meta, file));
+    };
+    let f = a.open(false).map_err(|e| e.error(input))?;
+    let meta = f.metadata().map_err(|e| PathError::open(input, e))?;
+    let file = Input::of_open(f, &meta).map_err(|e| PathError::open(input, e))?;
+    Ok((meta, file))
 }
 
 /// A thin archive: its members are pruned where they lie (in place;
@@ -220,9 +233,19 @@ fn thin(
     each.prune = Pruning::member_options(&opts.prune);
     // A member file the archive names stays, whatever it holds.
     each.keep_files = true;
-    for p in &paths {
+    // In a walked tree in place, each member reached from the tree's
+    // root as the archive is (one outside the tree refused).
+    let mut anchors = Vec::with_capacity(paths.len());
+    for (p, m) in paths.iter().zip(&members) {
+        anchors.push(match opts.anchored() {
+            Some(a) => Some(a.member(Path::new(m)).map_err(|e| e.error(p))?),
+            None => None,
+        });
+    }
+    for (p, a) in paths.iter().zip(&anchors) {
         let pname = crate::files::shown(p);
-        let f = Input::open(p).map_err(|e| PathError::open(p, e))?;
+        each.anchor.clone_from(a);
+        let (_, f) = open_input(p, &each)?;
         all.add_device(&Pruning::of(
             sel,
             p,
@@ -235,7 +258,8 @@ fn thin(
     all.check_device_left(input, &name, &opts.prune)?;
     let mut rep = PathReport::new(&name, data, meta);
     let mut sizes = Vec::with_capacity(paths.len());
-    for p in &paths {
+    for (p, a) in paths.iter().zip(anchors) {
+        each.anchor = a;
         let r = prune_path(p, sel, &each)?;
         rep.containers_rewritten += r.containers_rewritten;
         rep.emptied += r.emptied;
@@ -252,7 +276,7 @@ fn thin(
     let new = super::archive::resize_thin(data, &sizes)
         .map_err(|e| PathError::content(input, &name, e))?;
     let cannot = |e| PathError::write(input, e);
-    let mut out = Output::create(input).map_err(cannot)?;
+    let mut out = write::create(opts, input).map_err(cannot)?;
     new.write_to(&mut out, &[data]).map_err(cannot)?;
     let through = write_through(opts, input, meta)?;
     finish(opts, out, meta, input, &mut rep, through)?;

@@ -22,6 +22,8 @@ mod reads;
 pub(super) mod removed;
 #[cfg(feature = "files")]
 mod tree;
+#[cfg(feature = "files")]
+mod tree_race;
 mod windows;
 
 /// A binary bundle of `entries` (ID, data) at `align`.

@@ -42,7 +42,9 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::anchor::Root;
 use super::file::readable;
 use super::model::Selection;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, prune_path};
@@ -71,9 +73,13 @@ enum Slot {
     /// A regular file to look at.
     File(Found),
     /// An OCI image layout, named (true) or found, pruned as one image
-    /// ([`super::image`]).
-    Layout(PathBuf, bool),
+    /// ([`super::image`]), and where it lies below the directory walked.
+    Layout(PathBuf, bool, Beneath),
 }
+
+/// Where a path lies in the directory walked: that directory's handle and
+/// the path below it ([`super::anchor`]); `None` for a file named.
+type Beneath = Option<(Arc<Root>, PathBuf)>;
 
 /// A regular file named or found.
 struct Found {
@@ -92,6 +98,8 @@ struct Found {
     /// Its format, when its first bytes were read as one ([`readable`]),
     /// for its prune not to read it again.
     kind: Option<object::FileKind>,
+    /// Where a found file lies below the directory walked.
+    beneath: Beneath,
 }
 
 /// What becomes of the file `f` of the walk: pruned (or removed by its
@@ -119,6 +127,22 @@ fn file_outcome(
     if let Some(id) = f.id {
         first.entry(id).or_insert_with(|| f.path.clone());
     }
+    #[cfg(test)]
+    super::race::at(super::race::Phase::Open, &f.path);
+    let anchored;
+    let opts = match (&f.beneath, opts.in_place()) {
+        (Some((root, rel)), true) => match root.anchor(rel, f.id) {
+            Ok(a) => {
+                anchored = PathOptions {
+                    anchor: Some(a),
+                    ..opts.clone()
+                };
+                &anchored
+            }
+            Err(e) => return TreeOutcome::Failed(e.error(&f.path)),
+        },
+        _ => opts,
+    };
     let done = match by_name(f, selection, opts) {
         Some(c) => remove_named(&f.path, &c, selection, opts),
         None => super::path::prune_path_of(&f.path, f.kind, selection, opts),
@@ -135,9 +159,21 @@ fn file_outcome(
 fn layout_entry(
     path: PathBuf,
     named: bool,
+    beneath: Beneath,
     selection: &Selection,
     opts: &PathOptions,
 ) -> TreeEntry {
+    // In place, a layout with a link to follow out of the tree is refused.
+    if let Some((root, rel)) = beneath.filter(|_| opts.in_place())
+        && let Err(e) = root.check_layout(&rel)
+    {
+        return TreeEntry {
+            outcome: TreeOutcome::Failed(e.error(&path)),
+            path,
+            named,
+            dpkg_package: None,
+        };
+    }
     let outcome = match super::image::prune_layout(selection, opts, &path) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
@@ -206,6 +242,10 @@ pub fn prune_tree(
     for input in inputs {
         walk(input, opts, &mut slots);
     }
+    #[cfg(test)]
+    for input in inputs {
+        super::race::at(super::race::Phase::Walked, input);
+    }
     // Every regular file counts once toward `progress`: when its first
     // bytes show it is left, or when it is pruned.
     let total = slots.iter().filter(|s| matches!(s, Slot::File(_))).count();
@@ -250,8 +290,8 @@ pub fn prune_tree(
                 out.push(e);
                 continue;
             }
-            Slot::Layout(path, named) => {
-                out.push(layout_entry(path, named, selection, opts));
+            Slot::Layout(path, named, beneath) => {
+                out.push(layout_entry(path, named, beneath, selection, opts));
                 continue;
             }
             Slot::File(f) => f,
@@ -305,7 +345,9 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
         .filter(|p| p.is_dir())
         .collect();
     let in_place = opts.destination == super::Destination::InPlace;
-    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), in_place) {
+    let remove: emptied::RemoveDir<'_> = &remove_dir;
+    let remove = in_place.then_some(remove);
+    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), remove) {
         let outcome = match done {
             Ok(()) => TreeOutcome::DirectoryRemoved,
             Err(e) => TreeOutcome::Failed(PathError::write(&path, e)),
@@ -317,6 +359,25 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
             dpkg_package: None,
         });
     }
+}
+
+/// Removes the empty directory `dir` below `root`, through the handle of
+/// its parent reached from `root` with no link followed
+/// ([`Root::dir`]): a link put on its way is refused, not followed.
+fn remove_dir(dir: &Path, root: &Path) -> std::io::Result<()> {
+    let refused = |_| std::io::Error::other("a symbolic link is on its path now: left alone");
+    let rel = dir
+        .strip_prefix(root)
+        .map_err(|_| std::io::Error::other("outside the tree"))?;
+    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return Err(std::io::Error::other("the directory pruned itself"));
+    };
+    let parent = Root::open(root)?.dir(parent).map_err(|e| match e {
+        super::anchor::Lost::Io(e) => e,
+        e => refused(e),
+    })?;
+    let flags = rustix::fs::AtFlags::REMOVEDIR;
+    Ok(rustix::fs::unlinkat(&parent, name, flags)?)
 }
 
 /// The per-GPU file of a library that `f` is, when the rules drop its
@@ -342,7 +403,10 @@ fn remove_named(
     sel: &Selection,
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
-    let meta = std::fs::symlink_metadata(path).map_err(|e| PathError::open(path, e))?;
+    let meta = match opts.anchored() {
+        Some(a) => a.metadata().map_err(|e| e.error(path))?,
+        None => std::fs::symlink_metadata(path).map_err(|e| PathError::open(path, e))?,
+    };
     if !meta.is_file() {
         return prune_path(path, sel, opts);
     }
@@ -370,6 +434,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             id: meta.map(|m| (m.dev(), m.ino())),
             rel: input.to_str().map(str::to_string),
             kind: None,
+            beneath: None,
         })
     };
     match std::fs::metadata(input) {
@@ -377,7 +442,10 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         Err(_) => return slots.push(named(None)),
         Ok(meta) if !meta.is_dir() => return slots.push(named(Some(&meta))),
         Ok(_) if super::image::is_layout(input) => {
-            return slots.push(Slot::Layout(input.to_path_buf(), true));
+            let beneath = Root::open(input)
+                .ok()
+                .map(|r| (Arc::new(r), PathBuf::new()));
+            return slots.push(Slot::Layout(input.to_path_buf(), true, beneath));
         }
         Ok(_) => {}
     }
@@ -401,6 +469,24 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         }));
         return;
     }
+    // Every file found is reached again from this handle, never by its
+    // path ([`super::anchor`]).
+    let root = match Root::open(input) {
+        Ok(r) => Arc::new(r),
+        Err(e) => {
+            let mut failed = found(input, Skip::NotRegular);
+            (failed.named, failed.outcome) = (true, TreeOutcome::Failed(PathError::open(input, e)));
+            return slots.push(Slot::Done(failed));
+        }
+    };
+    walk_dir(input, &root, slots);
+}
+
+/// Adds to `slots` what the walk finds under the directory `input`, whose
+/// handle is `root`: a directory or file on another file system is
+/// refused, not walked.
+fn walk_dir(input: &Path, root: &Arc<Root>, slots: &mut Vec<Slot>) {
+    let below = |p: &Path| Some((Arc::clone(root), p.strip_prefix(input).ok()?.to_path_buf()));
     let mut entries = walkdir::WalkDir::new(input)
         .follow_links(false)
         .sort_by_file_name()
@@ -416,9 +502,12 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         let ft = e.file_type();
         let path = e.path();
         if ft.is_dir() {
-            // A layout is one image: none of its files is walked.
-            if e.depth() > 0 && super::image::is_layout(path) {
-                slots.push(Slot::Layout(path.to_path_buf(), false));
+            if e.depth() > 0 && e.metadata().is_ok_and(|m| m.dev() != root.dev()) {
+                slots.push(Slot::Done(other_file_system(path)));
+                entries.skip_current_dir();
+            } else if e.depth() > 0 && super::image::is_layout(path) {
+                // A layout is one image: none of its files is walked.
+                slots.push(Slot::Layout(path.to_path_buf(), false, below(path)));
                 entries.skip_current_dir();
             }
             continue;
@@ -439,12 +528,14 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             continue;
         }
         match e.metadata() {
+            Ok(m) if m.dev() != root.dev() => slots.push(Slot::Done(other_file_system(path))),
             Ok(m) => slots.push(Slot::File(Found {
                 path: path.to_path_buf(),
                 named: false,
                 id: Some((m.dev(), m.ino())),
                 rel: crate::companion::below(input, path),
                 kind: None,
+                beneath: below(path),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),
@@ -453,6 +544,20 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
                 named: false,
             })),
         }
+    }
+}
+
+/// The entry of a path found on another file system than the directory
+/// walked (a mount point in the tree): refused, not walked.
+fn other_file_system(path: &Path) -> TreeEntry {
+    let why = "it is on another file system than the directory pruned (a mount point in the \
+               tree): not walked, nothing in it touched";
+    let name = crate::files::shown(path);
+    TreeEntry {
+        outcome: TreeOutcome::Failed(PathError::said(PathErrorKind::Refused, path, &name, why)),
+        path: path.to_path_buf(),
+        named: false,
+        dpkg_package: None,
     }
 }
 

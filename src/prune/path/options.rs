@@ -120,11 +120,22 @@ pub struct PathOptions {
     pub strict: bool,
     /// How the file's bytes are pruned.
     pub prune: Options,
+    /// In place, the file's place in a tree [`prune_tree`] walked: it is
+    /// then opened, replaced and removed through its directory's handle,
+    /// never by its path ([`anchor`](crate::prune::anchor)).
+    ///
+    /// [`prune_tree`]: crate::prune::prune_tree
+    pub(crate) anchor: Option<crate::prune::anchor::Anchor>,
 }
 
 impl PathOptions {
     pub(crate) fn in_place(&self) -> bool {
         self.destination == Destination::InPlace
+    }
+
+    /// The file's [`anchor`](Self::anchor), in place.
+    pub(crate) fn anchored(&self) -> Option<&crate::prune::anchor::Anchor> {
+        self.anchor.as_ref().filter(|_| self.in_place())
     }
 
     pub(crate) fn dry_run(&self) -> bool {

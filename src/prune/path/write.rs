@@ -171,11 +171,50 @@ pub(crate) fn write_through(
     if !(opts.in_place() && opts.keep_hard_links && meta.nlink() > 1) {
         return Ok(None);
     }
+    if let Some(a) = opts.anchored() {
+        return a.open(true).map(Some).map_err(|e| e.error(input));
+    }
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(input)
         .map_err(|e| PathError::write(input, e))?;
     Ok(Some(f))
+}
+
+/// Starts the output `dest`: in a walked tree in place, in the handle of
+/// the file's directory under its name ([`PathOptions::anchor`]).
+pub(crate) fn create(opts: &PathOptions, dest: &Path) -> io::Result<Output> {
+    match opts.anchored() {
+        Some(a) => Output::create_at(a.dir(), a.name()),
+        None => Output::create(dest),
+    }
+}
+
+/// In a walked tree in place, before the output `out` takes the name of
+/// the file `dest` (read with `meta`): fails unless `out` is written in the
+/// handle of the file's directory, under its name, and the name is still
+/// the file read. Elsewhere in place, [`still_the_file_read`].
+fn still_in_place(
+    opts: &PathOptions,
+    out: &Output,
+    meta: &std::fs::Metadata,
+    dest: &Path,
+) -> Result<(), PathError> {
+    #[cfg(test)]
+    crate::prune::race::at(crate::prune::race::Phase::Commit, dest);
+    let Some(a) = opts.anchored() else {
+        return still_the_file_read(dest, meta);
+    };
+    if !out
+        .place()
+        .is_some_and(|(dir, name)| name == a.name() && a.is_dir(&dir))
+    {
+        let why = "its directory was replaced since the walk (the new file would have gone \
+                   elsewhere): left alone, nothing outside the tree touched";
+        let name = crate::files::shown(dest);
+        return Err(PathError::said(PathErrorKind::Refused, dest, &name, why));
+    }
+    a.still(dest, meta)
 }
 
 /// Gives the output the input's metadata (in place all of it, owner,
@@ -194,7 +233,7 @@ pub(crate) fn finish(
     let cannot = |e| PathError::write(dest, e);
     let bare = |e| PathError::io(PathErrorKind::Write, dest, e);
     if opts.in_place() {
-        still_the_file_read(dest, meta)?;
+        still_in_place(opts, &out, meta, dest)?;
     }
     if let Some(mut target) = through {
         // Every link is to see the pruned file: the whole of it, made
@@ -229,7 +268,10 @@ pub(crate) fn finish(
         }
         out.commit().map_err(cannot)?;
     }
-    let after = std::fs::metadata(dest).map_err(|e| PathError::io(PathErrorKind::Io, dest, e))?;
+    let after = match opts.anchored() {
+        Some(a) => a.metadata_any().map_err(|e| e.error(dest))?,
+        None => std::fs::metadata(dest).map_err(|e| PathError::io(PathErrorKind::Io, dest, e))?,
+    };
     rep.output = Some(crate::files::shown(dest).into_owned());
     rep.bytes_after = after.len();
     rep.disk_after = Some(after.blocks() * 512);
@@ -302,7 +344,13 @@ fn remove_as(
     rep.removed.push(file);
     rep.freed = rep.bytes_before;
     rep.bytes_after = 0;
-    if opts.in_place() {
+    if let Some(a) = opts.anchored() {
+        #[cfg(test)]
+        crate::prune::race::at(crate::prune::race::Phase::Commit, input);
+        a.still(input, meta)?;
+        a.unlink().map_err(|e| PathError::write(input, e))?;
+        rep.disk_after = Some(0);
+    } else if opts.in_place() {
         still_the_file_read(input, meta)?;
         std::fs::remove_file(input).map_err(|e| PathError::write(input, e))?;
         rep.disk_after = Some(0);

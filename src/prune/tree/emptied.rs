@@ -9,15 +9,19 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+/// How an emptied directory is removed: given it and the root it lies
+/// under.
+pub(super) type RemoveDir<'a> = &'a dyn Fn(&Path, &Path) -> std::io::Result<()>;
+
 /// The directories under `roots` that removing `gone` (the paths of the
 /// files removed) empties, deepest first, each with what removing it
-/// did: removed when `remove`, else only found (a dry run). A directory
-/// that cannot be removed is reported with its error and keeps its
-/// parent.
+/// did: removed by `remove` (given the directory and the root it lies
+/// under), else only found (a dry run). A directory that cannot be
+/// removed is reported with its error and keeps its parent.
 pub(super) fn emptied(
     roots: &[&Path],
     gone: impl IntoIterator<Item = PathBuf>,
-    remove: bool,
+    remove: Option<RemoveDir<'_>>,
 ) -> Vec<(PathBuf, std::io::Result<()>)> {
     let mut gone: BTreeSet<PathBuf> = gone.into_iter().collect();
     // Candidates, deepest first: the parents of what went.
@@ -41,8 +45,11 @@ pub(super) fn emptied(
             continue;
         }
         let done = match remove {
-            true => std::fs::remove_dir(&dir),
-            false => Ok(()),
+            Some(remove) => {
+                let root = roots.iter().find(|r| dir.starts_with(r)).copied();
+                remove(&dir, root.unwrap_or(Path::new("")))
+            }
+            None => Ok(()),
         };
         if done.is_ok() {
             add(&dir, &mut todo);
