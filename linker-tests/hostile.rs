@@ -25,6 +25,7 @@ test_files! {
     round5_writers,
     round6_meta,
     round6_tree,
+    round6_budget,
 }
 
 /// Seconds any command gets before it counts as hung.

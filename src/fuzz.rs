@@ -18,12 +18,15 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("lz4_fast", lz4_fast),
     ("kernels", kernels),
     ("prune", prune),
+    ("zip_directory", zip_directory),
+    ("image_metadata", image_metadata),
 ];
 
 mod archive;
 mod bundle_read;
 mod ccob_read;
 mod entries;
+mod image_metadata;
 mod kernels;
 mod lz4_block;
 mod lz4_fast;
@@ -35,10 +38,12 @@ mod readers;
 mod scan;
 #[cfg(test)]
 mod tests;
+mod zip_directory;
 
 pub use archive::archive;
 pub use bundle_read::bundle_read;
 pub use ccob_read::ccob_read;
+pub use image_metadata::image_metadata;
 pub use kernels::kernels;
 pub use lz4_block::lz4_block;
 #[cfg(test)]
@@ -49,3 +54,4 @@ pub use offload_binary_read::offload_binary_read;
 pub use package::package;
 pub use prune::prune;
 pub use scan::scan;
+pub use zip_directory::zip_directory;

@@ -29,6 +29,16 @@ pub const DEFAULT_DEPTH: u64 = 16;
 /// an error, so `/dev/zero` piped in cannot exhaust memory.
 pub const MAX_STREAM_BYTES: u64 = 4 << 30;
 
+/// Most bytes of text read as arguments: the response files (`@FILE`) of
+/// one command line, all of them together, those they name included, and
+/// the URIs `roc-obj-extract` reads from standard input: 16 MiB (a link
+/// line of 100,000 objects takes about 10 MiB). More is an error, so a
+/// response file of `/dev/zero`, or naming itself, cannot exhaust memory.
+pub const MAX_ARGUMENT_BYTES: u64 = 16 << 20;
+
+/// Most arguments response files may expand to: 1,048,576.
+pub const MAX_ARGUMENTS: usize = 1 << 20;
+
 /// Memory the LZMA decoder of a package may take (its dictionary, which
 /// the header names: `xz --format=lzma -9` asks 64 MiB; the format allows
 /// 4 GiB). A stream that asks for more is refused as damaged.

@@ -20,6 +20,7 @@
 
 mod compression;
 mod cpio;
+mod repeats;
 mod types;
 
 use std::io::{self, Read};
@@ -27,6 +28,9 @@ use std::io::{self, Read};
 pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
+#[cfg(any(test, fuzzing))]
+pub(crate) use repeats::REPEAT_COST_FLOOR;
+pub(crate) use repeats::{Overlaps, duplicate_names, duplicates_said};
 use types::corrupt;
 pub use types::{Contents, Kind, Members};
 
@@ -139,7 +143,11 @@ pub fn zip_prefix(bytes: &[u8]) -> Option<u64> {
 /// skipped. A package whose structure is corrupt is an error, after the
 /// members before the corruption were handed over. The one member of a
 /// compressed file ([`Kind::Compressed`]) has an empty path: the caller
-/// names it ([`decompressed_name`]).
+/// names it ([`decompressed_name`]). A zip whose central directory gives
+/// several entries one name is corrupt (the zip crate reads one of them),
+/// after the members were handed over. A zip may point several entries
+/// at the same bytes (each handed over as its own member): the caller
+/// counts what reading them again costs.
 pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
     match kind {
         Kind::Zip => zip_members(bytes, to),
@@ -197,6 +205,11 @@ fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
                 }),
             )?;
         }
+    }
+    // Entries of one name: the zip crate kept one; the package is
+    // damaged, after the members it kept were handed over.
+    if let Some(why) = duplicates_said(&duplicate_names(bytes, &zip)) {
+        return Err(corrupt(Kind::Zip, why));
     }
     Ok(())
 }

@@ -108,7 +108,12 @@ pub fn parse(
     max_positionals: usize,
     required: &[&str],
 ) -> Result<Parsed, Vec<String>> {
-    let args = expand_response_files(args, 0);
+    let mut left = Expansion {
+        bytes: crate::limits::MAX_ARGUMENT_BYTES,
+        args: crate::limits::MAX_ARGUMENTS,
+    };
+    let args =
+        expand_response_files(args, 0, &mut left).map_err(|e| vec![format!("{prog}: {e}")])?;
     let mut parsed = Parsed::default();
     let mut errors = Vec::new();
     let mut i = 0;
@@ -282,28 +287,72 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// What response files may still add to a command line.
+struct Expansion {
+    /// Bytes of text read.
+    bytes: u64,
+    /// Arguments.
+    args: usize,
+}
+
 /// Replaces each `@file` argument with the arguments in that file, split the
 /// way a GNU shell would (quotes and backslashes), recursively. An unreadable
-/// file leaves the argument as it is, as LLVM does.
-fn expand_response_files(args: &[String], depth: usize) -> Vec<String> {
+/// file leaves the argument as it is, as LLVM does. The files read, and
+/// the arguments they give, all together, must stay within `left`
+/// ([`MAX_ARGUMENT_BYTES`](crate::limits::MAX_ARGUMENT_BYTES),
+/// [`MAX_ARGUMENTS`](crate::limits::MAX_ARGUMENTS)); past that the error
+/// says which file went over.
+fn expand_response_files(
+    args: &[String],
+    depth: usize,
+    left: &mut Expansion,
+) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for a in args {
-        match a.strip_prefix('@') {
-            Some(path) if depth < 20 => match read_response_file(path) {
-                Ok(text) => out.extend(expand_response_files(&tokenize_gnu(&text), depth + 1)),
-                Err(_) => out.push(a.clone()),
-            },
-            _ => out.push(a.clone()),
+        let Some(path) = a.strip_prefix('@').filter(|_| depth < 20) else {
+            out.push(a.clone());
+            continue;
+        };
+        let text = match read_response_file(path, left.bytes) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                let max = crate::limits::MAX_ARGUMENT_BYTES >> 20;
+                return Err(format!(
+                    "response file '{path}': the response files of this command line give more \
+                     than {max} MiB (the most read)"
+                ));
+            }
+            Err(_) => {
+                out.push(a.clone());
+                continue;
+            }
+        };
+        left.bytes -= text.len() as u64;
+        let words = tokenize_gnu(&text);
+        drop(text);
+        if words.len() > left.args {
+            let max = crate::limits::MAX_ARGUMENTS;
+            return Err(format!(
+                "response file '{path}': the response files of this command line give more than \
+                 {max} arguments (the most read)"
+            ));
         }
+        left.args -= words.len();
+        out.extend(expand_response_files(&words, depth + 1, left)?);
     }
-    out
+    Ok(out)
 }
 
 /// A response file's text, opened as inputs are (a FIFO is an error, not a
-/// wait; a device is read with a bound, `/dev/null` is empty).
-fn read_response_file(path: &str) -> std::io::Result<String> {
+/// wait; a device is read with a bound, `/dev/null` is empty); `None` when
+/// it is over `max` bytes.
+fn read_response_file(path: &str, max: u64) -> std::io::Result<Option<String>> {
     let input = super::io::Input::open(path)?;
+    if input.bytes().len() as u64 > max {
+        return Ok(None);
+    }
     String::from_utf8(input.bytes().to_vec())
+        .map(Some)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 

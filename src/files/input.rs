@@ -187,6 +187,32 @@ pub(crate) fn open_nonblocking(path: &Path) -> io::Result<(File, std::fs::Metada
     Ok((file, meta))
 }
 
+/// Opens the regular file `path` for reading, with its size: without
+/// blocking (`O_NONBLOCK`; close-on-exec, as every open here), and
+/// anything that is not a regular file once opened (a FIFO, a socket, a
+/// device, a link to `/dev/zero`, a directory) refused before a byte is
+/// read. For small files read whole ([`read_at_most`]): the JSON of
+/// container images.
+pub(crate) fn open_regular(path: &Path) -> io::Result<(File, u64)> {
+    let (file, meta) = open_nonblocking(path)?;
+    if meta.is_dir() {
+        return Err(io::Error::from_raw_os_error(21)); // EISDIR
+    }
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok((file, meta.len()))
+}
+
+/// What `file` gives, read to its end, or `None` when that is more than
+/// `max` bytes (never more than `max + 1` are read, so a file that grows
+/// while it is read costs no more).
+pub(crate) fn read_at_most(file: File, max: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut v = Vec::new();
+    file.take(max.saturating_add(1)).read_to_end(&mut v)?;
+    Ok((v.len() as u64 <= max).then_some(v))
+}
+
 /// Mappings at least this large are given back by [`Input::close`] on a
 /// thread of their own.
 pub const CLOSE_APART_FROM: usize = 64 << 20;

@@ -102,14 +102,18 @@ pub(crate) fn layout_images(dir: &Path) -> Result<Vec<Image>, ImageError> {
     Ok(images)
 }
 
-/// Reads a JSON file of a layout, within [`MAX_JSON`].
+/// Reads a JSON file of a layout, within [`MAX_JSON`]. Anything but a
+/// regular file (a FIFO, a device, a link to `/dev/zero`) is refused
+/// before it is read.
 fn read_small(path: &Path) -> Result<Vec<u8>, ImageError> {
     let name = || crate::files::shown(path).into_owned();
-    let meta = std::fs::metadata(path).map_err(|e| ImageError::Open(name(), e))?;
-    if meta.len() > MAX_JSON {
+    let (file, len) = crate::files::open_regular(path).map_err(|e| ImageError::Open(name(), e))?;
+    if len > MAX_JSON {
         return Err(ImageError::Large(name(), MAX_JSON));
     }
-    std::fs::read(path).map_err(|e| ImageError::Read(name(), e))
+    crate::files::read_at_most(file, MAX_JSON)
+        .map_err(|e| ImageError::Read(name(), e))?
+        .ok_or_else(|| ImageError::Large(name(), MAX_JSON))
 }
 
 /// A descriptor: what a blob is, its digest and its size.

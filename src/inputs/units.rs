@@ -90,6 +90,7 @@ pub(crate) fn for_each<T>(src: &Source, limit: u64, f: &mut Visit<'_, T>) -> Vec
                 out: &mut out,
                 budget: limit,
                 limit,
+                layers_read: Default::default(),
             };
             if !w.saved_images(&unit, &input) {
                 w.unit(&unit, input.bytes(), &input, 0);
@@ -115,11 +116,13 @@ fn layout_units<T>(
         Err(e) => return out.push(f(unit, Err(Unread::from(e)))),
     };
     let limit = if limit == BY_SIZE {
-        let size = images
+        // Each blob once, however many times the images name it.
+        let blobs: std::collections::BTreeMap<_, _> = images
             .iter()
             .flat_map(|i| &i.layers)
-            .map(|l| l.size.unwrap_or(0))
-            .fold(0u64, u64::saturating_add);
+            .map(|l| (&l.blob, l.size.unwrap_or(0)))
+            .collect();
+        let size = blobs.values().fold(0u64, |a, &b| a.saturating_add(b));
         crate::scan::default_max_uncompressed(size)
     } else {
         limit
@@ -129,6 +132,7 @@ fn layout_units<T>(
         out,
         budget: limit,
         limit,
+        layers_read: Default::default(),
     };
     w.images(unit, &images, &LayerBytes::Blobs);
 }
@@ -148,12 +152,28 @@ enum LayerBytes<'a> {
 impl<T> Walk<'_, '_, T> {
     /// Reads `images`, whose layers' bytes are `from`: each image's files
     /// as a container sees them are members of `unit` ([`image_unit`]).
-    /// A layer that cannot be read ends its image, with its error.
+    /// A layer that cannot be read ends its image, with its error. A
+    /// layer an image names again (the same blob, checked against the
+    /// same digest and size) is read once: every file of its lower copy
+    /// lies below the same file of the upper one, hidden, so only its
+    /// diff ID is checked, against what the first reading hashed to.
     fn images(&mut self, unit: &Unit<'_>, images: &[image::Image], from: &LayerBytes<'_>) {
         for img in images {
             let unit = image_unit(unit, img);
             let mut shadow = image::Shadow::default();
+            let mut read_here = std::collections::HashMap::new();
             for (i, layer) in img.layers.iter().enumerate().rev() {
+                let key = (&layer.blob, layer.sha256, layer.size);
+                if let Some(sha) = read_here.get(&key) {
+                    if let Err(e) = diff_id_matches(sha, i, layer) {
+                        let name = layer.blob.to_string_lossy();
+                        let e = e.at(format!("the layer '{name}'"));
+                        let r = (self.f)(&unit, Err(Unread::from(e)));
+                        self.out.push(r);
+                        break;
+                    }
+                    continue;
+                }
                 let mut read = |bytes: &[u8], input: &Input| {
                     layer.check(bytes)?;
                     self.layer(&unit, bytes, input, &mut shadow, (i, layer))
@@ -178,11 +198,16 @@ impl<T> Walk<'_, '_, T> {
                         (r, name)
                     }
                 };
-                if let Err(e) = read {
-                    let e = e.at(format!("the layer '{name}'"));
-                    let r = (self.f)(&unit, Err(Unread::from(e)));
-                    self.out.push(r);
-                    break;
+                match read {
+                    Ok(sha) => {
+                        read_here.insert(key, sha);
+                    }
+                    Err(e) => {
+                        let e = e.at(format!("the layer '{name}'"));
+                        let r = (self.f)(&unit, Err(Unread::from(e)));
+                        self.out.push(r);
+                        break;
+                    }
                 }
             }
         }
@@ -209,6 +234,8 @@ struct Walk<'w, 'f, T> {
     budget: u64,
     /// The limit the budget started from, for messages.
     limit: u64,
+    /// The layers read so far (of any image), by their blob.
+    layers_read: std::collections::HashSet<std::path::PathBuf>,
 }
 
 impl<T> Walk<'_, '_, T> {
@@ -228,6 +255,8 @@ impl<T> Walk<'_, '_, T> {
             walk: self,
             parent: unit,
             input,
+            bytes,
+            overlaps: package::Overlaps::default(),
             depth,
         };
         // The package's own pages too (its compressed data, read once
@@ -243,7 +272,10 @@ impl<T> Walk<'_, '_, T> {
 impl<T> Walk<'_, '_, T> {
     /// Reads layer `i` of an image (`bytes`, in `input`), the layers above
     /// it read before: each file the container sees is a member of `unit`.
-    /// What it decompresses to must be its diff ID, hashed as it is read.
+    /// What it decompresses to must be its diff ID, hashed as it is read;
+    /// that hash is returned. The bytes it decompresses to count against
+    /// the budget (with those its members inflate to: the more of the
+    /// two), so that a layer read again and again cannot cost more.
     fn layer(
         &mut self,
         unit: &Unit<'_>,
@@ -251,7 +283,7 @@ impl<T> Walk<'_, '_, T> {
         input: &Input,
         shadow: &mut image::Shadow,
         (i, of): (usize, &image::Layer),
-    ) -> Result<(), ImageError> {
+    ) -> Result<[u8; 32], ImageError> {
         let mut sha = sha2::Sha256::new();
         let c = match package::detect(bytes) {
             // A compressed tar of no entries (its first block is the end)
@@ -259,7 +291,8 @@ impl<T> Walk<'_, '_, T> {
             Some(package::Kind::Tar(c) | package::Kind::Compressed(c)) => c,
             None if bytes.iter().all(|&b| b == 0) => {
                 sha.update(bytes);
-                return diff_id_matches(&sha.finalize().into(), i, of);
+                let sha = sha.finalize().into();
+                return diff_id_matches(&sha, i, of).map(|()| sha);
             }
             _ => return Err(ImageError::NotTar),
         };
@@ -268,16 +301,34 @@ impl<T> Walk<'_, '_, T> {
                 walk: self,
                 parent: unit,
                 input,
+                bytes,
+                overlaps: package::Overlaps::default(),
                 depth: 0,
             },
             shadow,
         };
+        // A tar stored as it is costs nothing to decompress the first
+        // time; read again (for another image), it does.
+        let first_plain = c == package::Compression::None
+            && layer.members.walk.layers_read.insert(of.blob.clone());
+        let before = layer.members.walk.budget;
+        let limit = layer.members.walk.limit;
+        let mut tap = Counted {
+            sha: &mut sha,
+            n: 0,
+            max: if first_plain { u64::MAX } else { before },
+            limit,
+        };
         let r = with_pages_given_back(input, || {
-            package::tar_members_tapped(bytes, c, &mut layer, &mut sha)
+            package::tar_members_tapped(bytes, c, &mut layer, &mut tap)
         });
+        let streamed = if first_plain { 0 } else { tap.n };
         layer.shadow.next_layer();
+        let spent = before.saturating_sub(layer.members.walk.budget);
+        layer.members.walk.budget = before.saturating_sub(streamed.max(spent));
         r.map_err(|e| ImageError::Unread(Unread::from(e)))?;
-        diff_id_matches(&sha.finalize().into(), i, of)
+        let sha = sha.finalize().into();
+        diff_id_matches(&sha, i, of).map(|()| sha)
     }
 
     /// When `input` is a `docker save` archive (a tar, plain or
@@ -344,6 +395,35 @@ impl<T> Walk<'_, '_, T> {
     }
 }
 
+/// What a layer decompresses to, on its way to its hash: counted, and an
+/// error past `max` bytes (what is left of the budget).
+struct Counted<'s> {
+    sha: &'s mut sha2::Sha256,
+    n: u64,
+    max: u64,
+    /// The budget's limit, for the message.
+    limit: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.n = self.n.saturating_add(buf.len() as u64);
+        if self.n > self.max {
+            let why = format!(
+                "it decompresses to more than the {} bytes left of {} (--max-uncompressed)",
+                self.max, self.limit
+            );
+            return Err(io::Error::new(io::ErrorKind::FileTooLarge, why));
+        }
+        self.sha.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Whether `sha`, what layer `i` decompressed to hashes to, is the diff
 /// ID its image config gives it.
 fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), ImageError> {
@@ -402,6 +482,11 @@ struct Members<'m, 'w, 'f, T> {
     parent: &'m Unit<'m>,
     /// The package's input (stored members are slices of it).
     input: &'m Input,
+    /// The package's bytes.
+    bytes: &'m [u8],
+    /// Its stored members seen so far: one whose bytes another gave
+    /// already costs budget to read again.
+    overlaps: package::Overlaps,
     depth: u32,
 }
 
@@ -430,6 +515,11 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
         };
         let (reader, size) = match contents {
             Ok(Contents::Stored(bytes)) => {
+                let cost = self.overlaps.cost(self.bytes, bytes);
+                if cost > self.walk.budget {
+                    return Err(repeated(path, limit).into());
+                }
+                self.walk.budget -= cost;
                 self.walk.unit(&unit, bytes, self.input, next);
                 return Ok(());
             }
@@ -459,6 +549,18 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
             Err(e) => Err(io::Error::new(e.kind(), format!("cannot inflate '{path}': {e}")).into()),
         }
     }
+}
+
+/// The error for the stored member `path` whose bytes other members gave
+/// before, when reading them again would pass the budget `limit`.
+fn repeated(path: &str, limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "member '{path}' gives bytes other members gave before; read again, its members \
+             inflate to more than {limit} bytes (--max-uncompressed)"
+        ),
+    )
 }
 
 /// How often the pages of a member spooled to a file are given back while

@@ -189,6 +189,7 @@ pub(crate) fn prune_conda(
     let mut cx = Cx::new(sel, opts, input, budget.why, false);
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
+    super::budget::zip_directory(input, data, &mut zin)?;
     let (info_at, info_bytes) = tar_member(&cx, &mut zin, data, "info-")?;
     let (pkg_at, pkg_bytes) = tar_member(&cx, &mut zin, data, "pkg-")?;
     cx.place = format!("member '{}'", member_name(&zin, info_at));

@@ -47,6 +47,17 @@ mod model;
 #[cfg(test)]
 mod tests;
 
+/// Reads the OCI layout `dir` (when given) and `data` as a `docker save`
+/// archive, as prune does before it rewrites anything: for the fuzz body
+/// `image_metadata`.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn metadata_for_fuzz(dir: Option<&Path>, data: &[u8]) {
+    if let Some(dir) = dir {
+        let _ = model::Layout { dir }.read();
+    }
+    let _ = docker::saved_for_fuzz(data);
+}
+
 use commit::Stage;
 use json::Step;
 use layer::{Above, LayerCx, method};

@@ -80,6 +80,8 @@ mod facts;
 mod file;
 #[cfg(feature = "files")]
 mod image;
+#[cfg(all(feature = "files", any(test, fuzzing)))]
+pub(crate) use image::metadata_for_fuzz as image_metadata_for_fuzz;
 #[cfg(feature = "files")]
 mod member;
 mod model;

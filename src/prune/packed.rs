@@ -45,6 +45,11 @@ struct Look<'a> {
     budget: &'a mut Budget,
     held: &'a mut Held,
     depth: u32,
+    /// The package's bytes.
+    bytes: &'a [u8],
+    /// Its stored members seen so far: one whose bytes another gave
+    /// already costs budget to read again.
+    overlaps: package::Overlaps,
     /// The first error met; it stops the walk.
     error: Option<PathError>,
 }
@@ -143,7 +148,12 @@ impl package::Members for Look<'_> {
         }
         let name = format!("{}!/{path}", self.name);
         let done = match contents {
-            Ok(Contents::Stored(bytes)) => self.bytes(name, bytes),
+            Ok(Contents::Stored(bytes)) => {
+                let cost = self.overlaps.cost(self.bytes, bytes);
+                self.budget
+                    .take(self.path, &name, cost)
+                    .and_then(|()| self.bytes(name, bytes))
+            }
             Ok(Contents::Stream { reader, size }) => self
                 .budget
                 .take(self.path, &name, size)
@@ -188,6 +198,8 @@ fn look(
         budget,
         held,
         depth,
+        bytes,
+        overlaps: package::Overlaps::default(),
         error: None,
     };
     let walked = package::members(bytes, kind, &mut l);

@@ -54,6 +54,7 @@ pub(crate) fn prune(
     let name = crate::files::shown(input).into_owned();
     let mut zin =
         zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
+    super::budget::zip_directory(input, data, &mut zin)?;
     if super::packed::is_conda(&zin) {
         // Refused when it holds what the rules drop; else copied as it is.
         let kind = crate::package::Kind::Zip;

@@ -229,13 +229,14 @@ fn sync_dir(dir: &Path) -> Result<(), PathError> {
         .map_err(|e| PathError::write(dir, e))
 }
 
-/// The bytes of the small blob `path`, when it is one.
+/// The bytes of the small blob `path`, when it is one (a regular file
+/// within [`model::MAX_JSON`]: a FIFO or a link to a device is none).
 fn read_blob(path: &Path) -> Option<Vec<u8>> {
-    let m = std::fs::metadata(path).ok()?;
-    if m.len() > model::MAX_JSON {
+    let (file, len) = crate::files::open_regular(path).ok()?;
+    if len > model::MAX_JSON {
         return None;
     }
-    std::fs::read(path).ok()
+    crate::files::read_at_most(file, model::MAX_JSON).ok()?
 }
 
 /// Every blob the index `index` reaches (its manifests, their configs

@@ -200,6 +200,13 @@ fn saved(data: &[u8]) -> Option<(Members, String, Vec<Saved>)> {
     Some((members, at, images))
 }
 
+/// Whether `data` is a `docker save` archive ([`saved`]): for the fuzz
+/// body `image_metadata`.
+#[cfg(any(test, fuzzing))]
+pub(super) fn saved_for_fuzz(data: &[u8]) -> bool {
+    saved(data).is_some()
+}
+
 /// Prunes the `docker save` archive `input` (`file`, with `meta`) as
 /// `opts` say; `None` when it is no such archive.
 pub(crate) fn prune_docker(

@@ -327,13 +327,18 @@ pub(super) fn hex_sha(bytes: &[u8]) -> String {
 }
 
 /// A JSON file of a layout, within [`MAX_JSON`]; `field` names it in
-/// messages.
+/// messages. Anything but a regular file (a FIFO, a device, a link to
+/// `/dev/zero`) is refused before it is read.
 fn read_small(path: &Path, field: &str) -> Result<Vec<u8>, Unreadable> {
     let name = crate::files::shown(path).into_owned();
-    let meta =
-        std::fs::metadata(path).map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
-    if meta.len() > MAX_JSON {
+    let (file, len) = crate::files::open_regular(path)
+        .map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
+    if len > MAX_JSON {
         return Err(Unreadable::new(field, Why::Big(name)));
     }
-    std::fs::read(path).map_err(|e| Unreadable::new(field, Why::Read(name, e)))
+    match crate::files::read_at_most(file, MAX_JSON) {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(Unreadable::new(field, Why::Big(name))),
+        Err(e) => Err(Unreadable::new(field, Why::Read(name, e))),
+    }
 }

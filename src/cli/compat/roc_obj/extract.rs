@@ -88,8 +88,16 @@ pub(super) fn main(argv0: &str, args: &[String]) -> ExitCode {
     }
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
+        let max = crate::limits::MAX_ARGUMENT_BYTES;
         let mut text = Vec::new();
-        let _ = stdin.lock().read_to_end(&mut text);
+        let _ = stdin.lock().take(max + 1).read_to_end(&mut text);
+        if text.len() as u64 > max {
+            eprintln!(
+                "Error: standard input gives more than {} MiB of URIs (the most read).",
+                max >> 20
+            );
+            return ExitCode::from(2);
+        }
         uris.extend(
             text.split_inclusive(|&b| b == b'\n')
                 .map(|l| String::from_utf8_lossy(l).into_owned()),

@@ -41,56 +41,50 @@ impl Die {
 /// of `args`: bundled letters, a value glued on or in the next argument,
 /// `--` ends them, and an unknown letter warns "Unknown option: X" and is
 /// skipped. Returns the options (letter, value; `None` for a flag or a
-/// missing value) and the arguments left.
+/// missing value) and the arguments left. Each argument's letters are
+/// read once, left to right (what follows a letter is read as the module
+/// reads it, as if it were an argument of its own, `-` and all), so that
+/// a megabyte of bundled letters takes time in proportion; the warnings
+/// are written together.
 pub(super) fn getopts(spec: &str, args: &[String]) -> (Vec<(char, Option<String>)>, Vec<String>) {
     let mut opts = Vec::new();
-    let mut rest: Vec<String> = args.to_vec();
-    rest.reverse(); // popped from the end
-    while let Some(arg) = rest.last().cloned() {
-        let mut chars = arg.chars();
-        if chars.next() != Some('-') {
+    let mut warnings = String::new();
+    let mut i = 0;
+    'args: while let Some(arg) = args.get(i) {
+        let Some(mut letters) = arg.strip_prefix('-').filter(|l| !l.is_empty()) else {
             break;
-        }
-        let Some(first) = chars.next() else { break };
-        let tail: String = chars.collect();
-        if arg == "--" {
-            rest.pop();
-            break;
-        }
-        let takes_value = spec
-            .find(first)
-            .map(|pos| spec[pos + first.len_utf8()..].starts_with(':'));
-        match takes_value {
-            Some(true) => {
-                rest.pop();
-                let value = if tail.is_empty() {
-                    rest.pop()
-                } else {
-                    Some(tail)
-                };
-                opts.push((first, value));
+        };
+        i += 1;
+        while let Some(first) = letters.chars().next() {
+            if letters == "-" {
+                break 'args;
             }
-            Some(false) => {
-                opts.push((first, None));
-                rest.pop();
-                if !tail.is_empty() {
-                    rest.push(format!("-{tail}"));
+            let tail = &letters[first.len_utf8()..];
+            let takes_value = spec
+                .find(first)
+                .map(|pos| spec[pos + first.len_utf8()..].starts_with(':'));
+            match takes_value {
+                Some(true) => {
+                    let value = match tail {
+                        "" => args.get(i).inspect(|_| i += 1).cloned(),
+                        t => Some(t.to_string()),
+                    };
+                    opts.push((first, value));
+                    break;
+                }
+                Some(false) => opts.push((first, None)),
+                None if first == '-' && (tail == "help" || tail == "version") => break,
+                None => {
+                    warnings.push_str("Unknown option: ");
+                    warnings.push(first);
+                    warnings.push('\n');
                 }
             }
-            None => {
-                rest.pop();
-                if first == '-' && (tail == "help" || tail == "version") {
-                    continue;
-                }
-                eprintln!("Unknown option: {first}");
-                if !tail.is_empty() {
-                    rest.push(format!("-{tail}"));
-                }
-            }
+            letters = tail;
         }
     }
-    rest.reverse();
-    (opts, rest)
+    eprint!("{warnings}");
+    (opts, args[i..].to_vec())
 }
 
 /// Whether `letter` was given.

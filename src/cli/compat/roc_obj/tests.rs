@@ -27,6 +27,15 @@ fn getopts_reads_as_getopt_std() {
     assert_eq!(rest, ["-", "a"]);
     let (opts, _) = getopts("vho:", &strings(&["-odir"]));
     assert_eq!(opts, [('o', Some("dir".to_string()))]);
+    // What follows a letter reads as an argument of its own: `--` ends
+    // the options, `--help` is passed over.
+    let (opts, rest) = getopts("vhd", &strings(&["-v-", "x"]));
+    assert_eq!((opts, rest), (vec![('v', None)], strings(&["x"])));
+    let (opts, rest) = getopts("vhd", &strings(&["-d-help", "-v", "y"]));
+    assert_eq!(opts, [('d', None), ('v', None)]);
+    assert_eq!(rest, ["y"]);
+    let (opts, rest) = getopts("vho:", &strings(&["-o"]));
+    assert_eq!((opts, rest), (vec![('o', None)], vec![]));
 }
 
 #[test]

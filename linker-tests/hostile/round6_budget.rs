@@ -1,0 +1,296 @@
+//! The sixth round of hostile inputs (issue #71), one budget for all work:
+//! zip entries that point at one member again and again (nested, they
+//! multiply), entries of one name, an OCI image naming one layer
+//! thousands of times, image metadata that is a FIFO or `/dev/zero`, and
+//! standard input, response files and bundled options of any length.
+//! Each command runs under a time limit, its peak memory measured.
+
+use std::path::Path;
+
+use super::*;
+use crate::util::{ours_peak, peak_of, run_within};
+
+pub(super) fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "hostile::round6::zip_entries_naming_one_member_count_against_the_budget",
+            &["/usr/bin/python3"],
+            repeated_members,
+        ),
+        trial(
+            "hostile::round6::zip_entries_of_one_name_are_refused_by_name",
+            &["/usr/bin/python3"],
+            duplicate_names,
+        ),
+        trial(
+            "hostile::round6::a_layer_named_thousands_of_times_is_read_once",
+            &["/usr/bin/python3"],
+            repeated_layers,
+        ),
+        trial(
+            "hostile::round6::image_metadata_that_is_no_regular_file_is_refused",
+            &["/usr/bin/python3"],
+            special_metadata,
+        ),
+        trial(
+            "hostile::round6::standard_input_response_files_and_options_are_bounded",
+            &[],
+            bounded_arguments,
+        ),
+    ]
+}
+
+/// Python that writes zips whose central directory names one stored
+/// member `n` times under other names (the local header is the first
+/// entry's): `nest.whl`, four such zips each inside the next, 100 entries
+/// each (21 KB, 10^8 members seen through), and `many.whl`, one member
+/// of 1 MiB named 1,000 times.
+const ZIPS: &str = r#"
+import struct, zlib
+def naming(m, n, prefix):
+    crc = zlib.crc32(m)
+    local = struct.pack('<IHHHHHIIIHH', 0x04034b50, 20, 0, 0, 0, 0, crc, len(m), len(m),
+                        len(prefix) + 3, 0) + prefix + b'000' + m
+    cd = b''
+    for i in range(n):
+        name = prefix + b'%03d' % i
+        cd += struct.pack('<IHHHHHHIIIHHHHHII', 0x02014b50, 20, 20, 0, 0, 0, 0, crc, len(m),
+                          len(m), len(name), 0, 0, 0, 0, 0, 0) + name
+    return local + cd + struct.pack('<IHHHHIIH', 0x06054b50, 0, 0, n, n, len(cd), len(local), 0)
+z = b'x'
+for p in [b'd', b'c', b'b', b'a']:
+    z = naming(z, 100, p)
+open('nest.whl', 'wb').write(z)
+open('many.whl', 'wb').write(naming(bytes(range(256)) * 4096, 1000, b'pkg/m'))
+"#;
+
+/// Runs python3 `script` in `d`.
+fn python(script: &str, d: &Path) -> Result<(), Failed> {
+    let r = run_within(LIMIT, Path::new("/usr/bin/python3"), &["-c", script], d)?;
+    if r.code != 0 {
+        return Err(format!("python3: exit {}: {}", r.code, r.stderr).into());
+    }
+    Ok(())
+}
+
+/// That `r` (of `what`) exited `code` within bounds (seconds, MiB of
+/// `peak` KiB), its error naming `name`.
+fn bounded(what: &str, r: &crate::util::Run, peak: u64, code: i32, name: &str) -> Result<(), Failed> {
+    // `check` prints its problems with its report.
+    let said = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+    if r.code != code || !said.contains(name) {
+        let err = said.chars().take(2000).collect::<String>();
+        return Err(format!("{what}: exit {} (want {code}) naming '{name}'?\n{err}", r.code).into());
+    }
+    if peak > 300 << 10 {
+        return Err(format!("{what}: peak memory {} MiB, over 300 MiB", peak >> 10).into());
+    }
+    Ok(())
+}
+
+/// The entries of `dir`.
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `nest.whl` stops every scanner within its budget (exit 2, naming it,
+/// in seconds and megabytes, not 2.3 GB and an abort); `prune -o` of
+/// `many.whl` stops with exit 2 and writes nothing (not a gigabyte).
+fn repeated_members() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    python(ZIPS, d)?;
+    let start = std::time::Instant::now();
+    for args in [
+        &["inspect", "nest.whl"][..],
+        &["size", "nest.whl"],
+        &["check", "--require", "gfx90a", "nest.whl"],
+    ] {
+        let (r, peak) = ours_peak(LIMIT, args, d)?;
+        bounded(&format!("{args:?}"), &r, peak, 2, "nest.whl")?;
+        if !r.stderr.contains("gave before") {
+            return Err(format!("{args:?}: no word of repeated members:\n{}", r.stderr).into());
+        }
+    }
+    if start.elapsed().as_secs() > 10 {
+        return Err(format!("three scans took {:?}", start.elapsed()).into());
+    }
+    std::fs::create_dir(d.join("out"))?;
+    let args = ["prune", "--drop", "gfx90a", "-o", "out/many.whl", "many.whl"];
+    let (r, peak) = ours_peak(LIMIT, &args, d)?;
+    bounded("prune -o out/many.whl many.whl", &r, peak, 2, "many.whl")?;
+    if !r.stderr.contains("same bytes") || !entries(&d.join("out")).is_empty() {
+        let e = &r.stderr;
+        return Err(format!("prune: wrote {:?}: {e}", entries(&d.join("out"))).into());
+    }
+    Ok(())
+}
+
+/// A wheel of two entries named `pkg/a.so`: the scanners and prune say
+/// so, by name (exit 2), instead of reading one and dropping the other.
+fn duplicate_names() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let script = "import zipfile, warnings\nwarnings.simplefilter('ignore')\n\
+        z = zipfile.ZipFile('dup.whl', 'w')\nz.writestr('pkg/a.so', b'first')\n\
+        z.writestr('pkg/a.so', b'second')\nz.close()\n";
+    python(script, d)?;
+    std::fs::create_dir(d.join("out"))?;
+    for args in [
+        &["inspect", "dup.whl"][..],
+        &["size", "dup.whl"],
+        &["prune", "--drop", "gfx90a", "-o", "out/dup.whl", "dup.whl"],
+    ] {
+        let (r, peak) = ours_peak(LIMIT, args, d)?;
+        bounded(&format!("{args:?}"), &r, peak, 2, "dup.whl")?;
+        if !r.stderr.contains("2 entries the name 'pkg/a.so'") {
+            return Err(format!("{args:?}: the name is not said:\n{}", r.stderr).into());
+        }
+    }
+    if !entries(&d.join("out")).is_empty() {
+        return Err(format!("prune wrote {:?}", entries(&d.join("out"))).into());
+    }
+    Ok(())
+}
+
+/// Python that writes an OCI layout `img` of one image whose manifest
+/// names one gzipped layer (2 MiB of a file that does not compress)
+/// `sys.argv[1]` times; the config gives each its diff ID.
+const LAYOUT: &str = r#"
+import gzip, hashlib, io, json, os, random, sys, tarfile
+n = int(sys.argv[1])
+os.makedirs('img/blobs/sha256')
+def blob(b, mt):
+    h = hashlib.sha256(b).hexdigest()
+    open('img/blobs/sha256/' + h, 'wb').write(b)
+    return {'mediaType': mt, 'digest': 'sha256:' + h, 'size': len(b)}
+t = io.BytesIO()
+with tarfile.open(fileobj=t, mode='w') as tf:
+    data = random.Random(7).randbytes(2 << 20)
+    info = tarfile.TarInfo('usr/lib/libx.so')
+    info.size = len(data)
+    tf.addfile(info, io.BytesIO(data))
+tar = t.getvalue()
+layer = blob(gzip.compress(tar, 1), 'application/vnd.oci.image.layer.v1.tar+gzip')
+diff = 'sha256:' + hashlib.sha256(tar).hexdigest()
+config = blob(json.dumps({'architecture': 'amd64', 'os': 'linux',
+    'rootfs': {'type': 'layers', 'diff_ids': [diff] * n}}).encode(),
+    'application/vnd.oci.image.config.v1+json')
+manifest = blob(json.dumps({'schemaVersion': 2,
+    'mediaType': 'application/vnd.oci.image.manifest.v1+json',
+    'config': config, 'layers': [layer] * n}).encode(),
+    'application/vnd.oci.image.manifest.v1+json')
+open('img/index.json', 'w').write(json.dumps({'schemaVersion': 2, 'manifests': [manifest]}))
+open('img/oci-layout', 'w').write('{"imageLayoutVersion":"1.0.0"}')
+"#;
+
+/// An image naming one 2 MiB layer 2,000 times is read once (the old
+/// reading hashed and inflated it 2,000 times: half a minute and more).
+fn repeated_layers() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let r = run_within(
+        LIMIT,
+        Path::new("/usr/bin/python3"),
+        &["-c", LAYOUT, "2000"],
+        d,
+    )?;
+    if r.code != 0 {
+        return Err(format!("python3: {}", r.stderr).into());
+    }
+    let start = std::time::Instant::now();
+    let (r, peak) = ours_peak(LIMIT, &["inspect", "--all", "img"], d)?;
+    let took = start.elapsed();
+    if r.code != 0 || peak > 300 << 10 || took.as_secs() > 8 {
+        let e = &r.stderr;
+        return Err(format!("inspect: exit {}, {took:?}, {peak} KiB: {e}", r.code).into());
+    }
+    let out = String::from_utf8_lossy(&r.stdout);
+    if out.matches("usr/lib/libx.so").count() != 1 {
+        return Err(format!("inspect lists libx.so other than once:\n{out}").into());
+    }
+    Ok(())
+}
+
+/// A layout's `index.json` that is a FIFO, and a manifest blob that is a
+/// link to `/dev/zero`: `inspect` and `prune` exit 2 at once, naming it
+/// (the old reading waited forever on the FIFO, and read `/dev/zero`
+/// until memory ran out).
+fn special_metadata() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let r = run_within(
+        LIMIT,
+        Path::new("/usr/bin/python3"),
+        &["-c", LAYOUT, "1"],
+        d,
+    )?;
+    if r.code != 0 {
+        return Err(format!("python3: {}", r.stderr).into());
+    }
+    let index = std::fs::read_to_string(d.join("img/index.json"))?;
+    let v: serde_json::Value = serde_json::from_str(&index)?;
+    let manifest = v["manifests"][0]["digest"].as_str().unwrap_or_default()[7..].to_string();
+    let blob = d.join("img/blobs/sha256").join(&manifest);
+    std::fs::remove_file(&blob)?;
+    std::os::unix::fs::symlink("/dev/zero", &blob)?;
+    std::fs::create_dir(d.join("out"))?;
+    let prune = ["prune", "--drop", "gfx90a", "-o", "out/img", "img"];
+    for args in [&["inspect", "img"][..], &prune] {
+        let (r, peak) = ours_peak(LIMIT, args, d)?;
+        bounded(&format!("{args:?} (/dev/zero)"), &r, peak, 2, &manifest)?;
+    }
+    std::fs::remove_file(d.join("img/index.json"))?;
+    let fifo = run_within(LIMIT, Path::new("mkfifo"), &["img/index.json"], d)?;
+    if fifo.code != 0 {
+        return Err(format!("mkfifo: {}", fifo.stderr).into());
+    }
+    for args in [&["inspect", "img"][..], &["check", "--require", "gfx90a", "img"], &prune] {
+        let (r, peak) = ours_peak(LIMIT, args, d)?;
+        bounded(&format!("{args:?} (FIFO)"), &r, peak, 2, "index.json")?;
+    }
+    if !entries(&d.join("out")).is_empty() {
+        return Err(format!("prune wrote {:?}", entries(&d.join("out"))).into());
+    }
+    Ok(())
+}
+
+/// `roc-obj-extract < /dev/zero` and `llvm-offload-binary @FILE` of 40 MB
+/// stop with one error, in bounded memory; `roc-obj-ls` given a megabyte
+/// of bundled unknown letters is done in well under a second.
+fn bounded_arguments() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let extract = crate::util::ours_as("roc-obj-extract");
+    let sh = [
+        "-c".to_string(),
+        "exec \"$0\" < /dev/zero".to_string(),
+        extract.to_string_lossy().into_owned(),
+    ];
+    let (r, peak) = peak_of(LIMIT, Path::new("/bin/sh"), &sh, &[], d)?;
+    bounded("roc-obj-extract < /dev/zero", &r, peak, 2, "standard input")?;
+
+    std::fs::write(d.join("big.rsp"), "a\n".repeat(20 << 20))?;
+    let packager = crate::util::ours_as("llvm-offload-binary");
+    let (r, peak) = peak_of(LIMIT, &packager, &["@big.rsp"], &[], d)?;
+    if r.code == 0 || r.stderr.lines().count() != 1 {
+        return Err(format!("llvm-offload-binary @big.rsp: exit {}: {}", r.code, r.stderr).into());
+    }
+    bounded("llvm-offload-binary @big.rsp", &r, peak, r.code, "big.rsp")?;
+
+    // One argument may be 128 KiB long; eight make a megabyte.
+    let letters = format!("-{}", "A".repeat(120 << 10));
+    let args = vec![letters; 8];
+    let ls = crate::util::ours_as("roc-obj-ls");
+    let start = std::time::Instant::now();
+    let r = run_within(LIMIT, &ls, &args, d)?;
+    let took = start.elapsed();
+    if took.as_millis() > 2000 || !r.stderr.starts_with("Unknown option: A\n") {
+        let head = r.stderr.chars().take(200).collect::<String>();
+        return Err(format!("roc-obj-ls -AAAA…: {took:?}, exit {}: {head}", r.code).into());
+    }
+    Ok(())
+}
