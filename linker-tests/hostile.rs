@@ -23,7 +23,7 @@ test_files! {
     round5_paths,
     round5_writes,
     round5_writers,
-    round6_dropins, round6_unread,
+    round6_dropins, round6_reports, round6_unread,
 }
 
 /// Seconds any command gets before it counts as hung.
