@@ -20,6 +20,9 @@ LLVM_BIN=/usr/lib/llvm-22/bin
 PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip python3-venv)
 # Packers for the package-scanning tests (linker-tests/packages.rs).
 PKGS+=(zip tar gzip xz-utils zstd bzip2 cpio dpkg)
+# lz4 makes real .tar.lz4 files, frame and legacy, that the scanners must
+# report as unread (linker-tests/hostile/round6_unread.rs).
+PKGS+=(lz4)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

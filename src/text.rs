@@ -43,8 +43,11 @@ pub(crate) fn printable(s: &str) -> Cow<'_, str> {
 
 /// `s` [`printable`], then escaped for XML text or an attribute value
 /// (quoted with `"`): `&`, `<`, `>`, `"` and `'` as entities. XML 1.0 has no
-/// way to write most control characters, even as references; being
-/// [`printable`] first, the text has none.
+/// way to write the characters outside its `Char` production, even as
+/// references: the C0 controls but tab, LF and CR, U+FFFE and U+FFFF.
+/// [`printable`] makes the controls visible escapes already (`\x07`);
+/// every other character XML forbids becomes one too (`\u{fffe}`), so the
+/// document always parses.
 pub(crate) fn xml(s: &str) -> String {
     let s = printable(s);
     let mut out = String::with_capacity(s.len() + 8);
@@ -55,10 +58,19 @@ pub(crate) fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
+            c if !xml_char(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// Whether XML 1.0 allows `c` in a document (its `Char` production; a
+/// Rust `char` is never a surrogate).
+fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='\u{fffd}' | '\u{10000}'..)
 }
 
 /// `s` [`printable`], then escaped for a cell of a GitHub-flavoured
@@ -252,6 +264,17 @@ mod tests {
             xml("a<b>&\"c'\u{1}\u{1b}"),
             "a&lt;b&gt;&amp;&quot;c&apos;\\x01\\e"
         );
+        // Characters XML 1.0 forbids, even as references, become escapes;
+        // those it allows stay.
+        assert_eq!(
+            xml("a\u{fffe}b\u{ffff}c\u{fffd}\u{10000}\u{e000}"),
+            "a\\u{fffe}b\\u{ffff}c\u{fffd}\u{10000}\u{e000}"
+        );
+        for c in [
+            '\u{0}', '\u{8}', '\u{b}', '\u{c}', '\u{1f}', '\u{fffe}', '\u{ffff}',
+        ] {
+            assert!(!xml(&c.to_string()).contains(c), "{c:?}");
+        }
         assert_eq!(markdown_cell("a|b`c\\d_e*"), "a\\|b\\`c\\\\d\\_e\\*");
         assert_eq!(markdown_cell("line\nbreak"), "line\\\\nbreak");
         assert_eq!(markdown_cell(""), "-");

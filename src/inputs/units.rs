@@ -241,7 +241,12 @@ struct Walk<'w, 'f, T> {
 impl<T> Walk<'_, '_, T> {
     fn unit(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input, depth: u32) {
         let Some(kind) = package::detect(bytes) else {
-            let r = (self.f)(unit, Ok(Data { bytes, input }));
+            // A format not read is no file without device code.
+            let data = match crate::scan::unread_format(bytes) {
+                Some(format) => Err(Unread::new(format.why())),
+                None => Ok(Data { bytes, input }),
+            };
+            let r = (self.f)(unit, data);
             self.out.push(r);
             return;
         };

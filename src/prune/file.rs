@@ -378,7 +378,8 @@ pub(crate) fn readable(head: &[u8]) -> Option<Option<object::FileKind>> {
         || crate::host::ar::is_archive(head)
         || crate::scan::magic::Magic::at_start(head).is_some()
         || crate::package::detect(head).is_some()
-        || package_not_pruned(head).is_some();
+        || package_not_pruned(head).is_some()
+        || crate::scan::unread_format(head).is_some();
     if known {
         return Some(None);
     }

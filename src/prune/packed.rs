@@ -79,6 +79,15 @@ impl Look<'_> {
                 self.depth + 1,
             );
         }
+        if let Some(format) = scan::unread_format(bytes) {
+            let why = format.why();
+            return Err(PathError::said(
+                PathErrorKind::Refused,
+                self.path,
+                &name,
+                why,
+            ));
+        }
         let opts = scan::Options {
             max_uncompressed: self.budget.left,
             ptx_text: false,

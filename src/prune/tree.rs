@@ -63,8 +63,12 @@ pub use entry::{Skip, TreeEntry, TreeOutcome};
 const TEMPORARY: &str = ".offload-kit-";
 
 /// Bytes read of a found file to tell whether prune reads its format: a
-/// tar header's block.
-const HEAD: u64 = 512;
+/// tar header's block, or as far as the magic of a format not read lies
+/// ([`crate::scan::UNREAD_REACH`]: an ISO 9660 image's, 32 KiB in).
+const HEAD: u64 = match crate::scan::UNREAD_REACH {
+    r if r > 512 => r as u64,
+    _ => 512,
+};
 
 /// A path of the run, before it is handled.
 enum Slot {

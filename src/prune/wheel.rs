@@ -283,7 +283,8 @@ fn host_member<'a>(
         let known = b.starts_with(b"\x7fELF")
             || b.starts_with(crate::host::ar::MAGIC)
             || crate::package::detect(b).is_some()
-            || Magic::at_start(b).is_some();
+            || Magic::at_start(b).is_some()
+            || crate::scan::unread_format(b).is_some();
         match known {
             true => Some(None),
             false => super::facts::pe::pe_kind(b).map(Some),
@@ -293,17 +294,20 @@ fn host_member<'a>(
         let bytes = stored(path, &mname, data, &f)?;
         return Ok(host(bytes).map(|kind| (Member::Stored(bytes), kind)));
     }
-    // A tar header's block: enough to tell every kind above.
-    let mut head = Vec::with_capacity(512);
+    // A tar header's block, and as far as the magic of a format not read
+    // lies: enough to tell every kind above.
+    let reach = crate::scan::UNREAD_REACH.max(512);
+    let mut head = Vec::with_capacity(reach);
     (&mut f)
-        .take(512)
+        .take(reach as u64)
         .read_to_end(&mut head)
         .map_err(|e| PathError::member(path, &mname, "cannot be inflated", e))?;
     let maybe = head.starts_with(b"\x7fELF")
         || head.starts_with(&crate::host::ar::MAGIC[..4])
         || head.starts_with(b"MZ")
         || crate::package::detect(&head).is_some()
-        || Magic::at_start(&head).is_some();
+        || Magic::at_start(&head).is_some()
+        || crate::scan::unread_format(&head).is_some();
     if !maybe {
         return Ok(None);
     }

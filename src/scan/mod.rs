@@ -149,6 +149,7 @@ pub(crate) mod select;
 pub(crate) mod size;
 pub(crate) mod sort;
 mod tap;
+mod unread;
 mod visit;
 mod walk;
 
@@ -169,6 +170,7 @@ pub use report::Report;
 pub use rule::{Coverage, Meets, Rule, RuleError};
 pub use select::{Selection, select};
 pub use size::{SizeReport, Tally, size};
+pub use unread::{UNREAD_FORMATS, UNREAD_REACH, UnreadFormat, unread_format};
 pub use visit::{ImageReader, ImageSink, NoVisit, SinkError, ThinMember, Visit};
 pub(crate) use walk::scan_of;
 pub use walk::{scan, scan_with};

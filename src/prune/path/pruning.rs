@@ -90,6 +90,10 @@ impl Pruning {
         if ar::is_archive(data) {
             return Pruning::of_archive(sel, path, name, data, opts);
         }
+        if let Some(format) = crate::scan::unread_format(data) {
+            let why = format.why();
+            return Err(PathError::said(PathErrorKind::Refused, path, name, why));
+        }
         let f = crate::prune::file::prune_file_as(data, kind, sel, opts, keep_files)
             .map_err(|e| PathError::content(path, name, e))?;
         let groups = |kept: bool| {

@@ -14,11 +14,12 @@
 //! `<name>-offset<O>-size<S>-entry-offset<E>-entry-size<N>.co`.
 
 use std::ffi::OsStr;
-use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::out;
 use super::perl::{Die, getopts, has, perl_fmt, perl_num, uri_decode, write_stdout};
 use crate::bundle::ccob::{Ccob, HashCheck, ReadOptions};
 use crate::cli::io::strerror;
@@ -113,7 +114,9 @@ pub(super) fn main(argv0: &str, args: &[String]) -> ExitCode {
         let uri = uri.strip_suffix('\n').unwrap_or(uri);
         one_uri(&mut st, uri);
     }
-    ExitCode::from(u8::try_from(st.errors & 0xff).unwrap_or(0))
+    // The script exits with the count modulo 256 (256 failures: 0); never
+    // 0 after a failure here.
+    ExitCode::from(u8::try_from(st.errors.min(255)).unwrap_or(u8::MAX))
 }
 
 fn help(argv0: &str) -> String {
@@ -149,6 +152,8 @@ struct Source {
     shown: String,
     path: Vec<u8>,
     stem: String,
+    /// The output file names' start: `stem` without its folder.
+    base: String,
     range: Option<String>,
     is_file: bool,
 }
@@ -171,13 +176,14 @@ fn one_uri(st: &mut State, uri: &str) {
             let base = super::perl::basename(&String::from_utf8_lossy(&path));
             let stem = match &st.out_dir {
                 Some(dir) if !dir.is_empty() => catfile(dir, &base),
-                Some(_) => base,
+                Some(_) => base.clone(),
                 None => format!("-/{base}"),
             };
             Source {
                 shown: target.to_string(),
                 path,
                 stem,
+                base,
                 range,
                 is_file: true,
             }
@@ -197,6 +203,7 @@ fn one_uri(st: &mut State, uri: &str) {
                 shown: mem.clone(),
                 path: mem.into_bytes(),
                 stem: format!("pid{target}"),
+                base: format!("pid{target}"),
                 range,
                 is_file: false,
             }
@@ -337,6 +344,7 @@ fn copy_plain(st: &mut State, src: &Source, offset: &str, size: &str) {
         Some(_) => format!("of='{}-offset{offset}-size{size}.co'", src.stem),
         None => String::new(),
     };
+    let name = format!("{}-offset{offset}-size{size}.co", src.base);
     let command = format!(
         "{} if='{shown_path}' {of} skip={offset} count={size} bs=1 status=none",
         st.dd
@@ -359,7 +367,7 @@ fn copy_plain(st: &mut State, src: &Source, offset: &str, size: &str) {
         return;
     };
     match read_range(&src.path, skip, count) {
-        Ok(bytes) => write_out(st, &of, &bytes, &command),
+        Ok(bytes) => write_out(st, (&of, &name), &bytes, &command),
         Err(e) => failed(
             st,
             format!("error reading '{shown_path}': {}", strerror(&e)),
@@ -376,18 +384,23 @@ fn read_range(path: &[u8], skip: u64, count: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Writes what was read: to the file named in `of='…'`, or to standard
+/// Writes what was read: to the file `name` in the output folder (the
+/// path `of='…'` shows, as the script's dd names it; only inside the
+/// folder, never through a link: [`out::write_in`]), or to standard
 /// output.
-fn write_out(st: &mut State, of: &str, bytes: &[u8], command: &str) {
-    let Some(name) = of.strip_prefix("of='").and_then(|s| s.strip_suffix('\'')) else {
+fn write_out(st: &mut State, (of, name): (&str, &str), bytes: &[u8], command: &str) {
+    let (Some(shown), Some(dir)) = (
+        of.strip_prefix("of='").and_then(|s| s.strip_suffix('\'')),
+        st.out_dir.as_deref(),
+    ) else {
         match &mut st.captured {
             Some(buf) => buf.extend_from_slice(bytes),
             None => write_stdout(bytes),
         }
         return;
     };
-    if let Err(e) = std::fs::File::create(name).and_then(|mut f| f.write_all(bytes)) {
-        eprintln!("{}: failed to open '{name}': {}", st.dd, strerror(&e));
+    if let Err(e) = out::write_in(dir, &out::file_name(name.as_bytes()), bytes) {
+        eprintln!("{}: failed to open '{shown}': {}", st.dd, strerror(&e));
         eprintln!("Error: DD command ({command})  failed with RC: 256");
         st.errors += 1;
     }
@@ -397,6 +410,10 @@ fn write_out(st: &mut State, of: &str, bytes: &[u8], command: &str) {
 fn copy_entry(st: &mut State, src: &Source, offset: &str, size: &str, entry: &Entry) {
     let eo = entry.offset.clone().unwrap_or_else(|| "0".to_string());
     let es = entry.size.clone().unwrap_or_default();
+    let name = format!(
+        "{}-offset{offset}-size{size}-entry-offset{eo}-entry-size{es}.co",
+        src.base
+    );
     let of = match st.out_dir {
         Some(_) => format!(
             "of='{}-offset{offset}-size{size}-entry-offset{eo}-entry-size{es}.co'",
@@ -405,7 +422,7 @@ fn copy_entry(st: &mut State, src: &Source, offset: &str, size: &str, entry: &En
         None => String::new(),
     };
     match entry_bytes(src, offset, size, &eo, &es) {
-        Ok(bytes) => write_out(st, &of, &bytes, "decompress"),
+        Ok(bytes) => write_out(st, (&of, &name), &bytes, "decompress"),
         Err(why) => {
             eprintln!("Error: {why}");
             st.errors += 1;

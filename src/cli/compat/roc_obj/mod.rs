@@ -11,7 +11,8 @@
 //! Here: the three entry points. `perl.rs` holds what the scripts share
 //! (Getopt::Std's option loop, URI::Encode, File::Which, Perl's `die` and
 //! numbers), `list.rs` walks `.hip_fatbin`, `extract.rs` copies URIs'
-//! ranges out, `obj.rs` is the `roc-obj` wrapper and `ere.rs` the POSIX
+//! ranges out, `out.rs` writes what they copy, only inside the output
+//! folder, `obj.rs` is the `roc-obj` wrapper and `ere.rs` the POSIX
 //! extended regular expressions of its `-t`.
 
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ mod ere;
 mod extract;
 mod list;
 mod obj;
+mod out;
 mod perl;
 
 /// Runs `roc-obj-ls` with `args` (the arguments after the program name).

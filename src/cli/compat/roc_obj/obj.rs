@@ -21,6 +21,7 @@ use std::process::{Command, ExitCode, Stdio};
 use super::ere::Regex;
 use super::extract::extract_uri;
 use super::list::{Listed, list_file};
+use super::out;
 use crate::cli::io::strerror;
 
 /// The script's options, as its `case` reads getopt's output.
@@ -264,8 +265,9 @@ fn run(
     let split = rest.iter().position(|a| a == ":").unwrap_or(rest.len());
     let mut inputs = Vec::new();
     let mut counter = 1;
+    let mut failed = false;
     for file in rest[..split].iter().filter(|_| filter.is_some()) {
-        extract(file, opts, filter.as_ref(), &mut counter, &mut inputs);
+        failed |= !extract(file, opts, filter.as_ref(), &mut counter, &mut inputs);
     }
     if inputs.is_empty() {
         eprintln!("error: no executables specified");
@@ -294,19 +296,27 @@ fn run(
         let args = ["-d".to_string(), "-".to_string()];
         code = run_command(argv0, ".s", &program, &args, input, &opts.replace);
     }
+    // A code object not written is a failure, whatever the last
+    // disassembly gave (the script exits 0 then).
+    if failed && code == 0 {
+        code = 1;
+    }
     Ok(ExitCode::from(code))
 }
 
 /// The script's `extract`: the code objects of `file` whose entry ID
 /// `filter` matches, each written to its file (kept when not empty, its
-/// path added to `inputs`).
+/// path added to `inputs`). The file's name is `FILE:<bundle>.<ID>` made
+/// one path component ([`out::file_name`]), written only inside the
+/// output folder ([`out::write_in`]); a code object of no bytes is not
+/// written (the script writes it, then deletes it). Whether all went well.
 fn extract(
     file: &str,
     opts: &Opts,
     filter: Option<&Regex>,
     counter: &mut u64,
-    inputs: &mut Vec<String>,
-) {
+    inputs: &mut Vec<PathBuf>,
+) -> bool {
     let mut listed: Vec<Listed> = Vec::new();
     let result = list_file(file, counter, &mut |bundle, _, _| {
         listed.extend_from_slice(bundle);
@@ -319,26 +329,32 @@ fn extract(
         if filter.is_some_and(|re| !re.is_match(&l.id)) {
             continue;
         }
-        let name = format!("{prefix}:{}.{}", l.bundle, String::from_utf8_lossy(&l.id));
-        let output = if opts.outdir.is_empty() {
-            name
-        } else {
-            format!("{}/{name}", opts.outdir)
+        let mut name = format!("{prefix}:{}.", l.bundle).into_bytes();
+        name.extend_from_slice(&l.id);
+        let name = out::file_name(&name);
+        // As the script joins them (`OUTDIR/NAME`).
+        let output = match opts.outdir.as_str() {
+            "" => PathBuf::from(&name),
+            dir => {
+                let mut p = std::ffi::OsString::from(format!("{dir}/"));
+                p.push(&name);
+                PathBuf::from(p)
+            }
         };
         let (bytes, ok) = extract_uri(&l.uri);
-        if let Err(e) = std::fs::write(&output, &bytes) {
-            eprintln!("roc-obj: {output}: {}", strerror(&e));
-            return;
-        }
         if !ok {
-            return;
+            return false;
         }
         if bytes.is_empty() {
-            let _ = std::fs::remove_file(&output);
-        } else {
-            inputs.push(output);
+            continue;
         }
+        if let Err(e) = out::write_in(&opts.outdir, &name, &bytes) {
+            eprintln!("roc-obj: {}: {}", output.display(), strerror(&e));
+            return false;
+        }
+        inputs.push(output);
     }
+    true
 }
 
 /// Runs `command args` on `input` as the script's `run_command`; gives its
@@ -348,7 +364,7 @@ fn run_command(
     suffix: &str,
     command: &str,
     args: &[String],
-    input: &str,
+    input: &Path,
     replace: &str,
 ) -> u8 {
     // `-`: bash's `>/dev/stdout`, which empties a file there, as the
@@ -356,28 +372,34 @@ fn run_command(
     let stdout = match suffix {
         "-" => std::fs::File::create("/dev/stdout").map_or_else(|_| Stdio::inherit(), Stdio::from),
         "!" => Stdio::null(),
-        _ => match std::fs::File::create(format!("{input}{suffix}")) {
-            Ok(f) => Stdio::from(f),
-            Err(e) => {
-                eprintln!("{argv0}: {input}{suffix}: {}", strerror(&e));
-                return 1;
+        _ => {
+            let mut path = input.as_os_str().to_os_string();
+            path.push(suffix);
+            match std::fs::File::create(&path) {
+                Ok(f) => Stdio::from(f),
+                Err(e) => {
+                    let path = Path::new(&path).display();
+                    eprintln!("{argv0}: {path}: {}", strerror(&e));
+                    return 1;
+                }
             }
-        },
+        }
     };
     let stdin = match std::fs::File::open(input) {
         Ok(f) => Stdio::from(f),
         Err(e) => {
-            eprintln!("{argv0}: {input}: {}", strerror(&e));
+            eprintln!("{argv0}: {}: {}", input.display(), strerror(&e));
             return 1;
         }
     };
+    let shown = input.to_string_lossy();
     let args: Vec<String> = args
         .iter()
         .map(|a| {
             if replace.is_empty() {
                 a.clone()
             } else {
-                a.replace(replace, input)
+                a.replace(replace, &shown)
             }
         })
         .collect();

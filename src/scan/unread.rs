@@ -1,0 +1,142 @@
+//! Formats the scanners recognise by their magic but do not read
+//! ([`UNREAD_FORMATS`]): packages, disc and file-system images and
+//! compressed files that may well hold CUDA or HIP libraries. A file, or a
+//! package's member, of one of them is never taken for a file without
+//! device code: the scanner commands report it as unread (exit 2, or
+//! listed as unread in a walked tree) and prune refuses it by name.
+//!
+//! One table, so that a format that becomes readable leaves it by the
+//! removal of its row (the tests iterate the same table).
+
+/// A format the scanners recognise but do not read: its magic, where the
+/// magic lies, and its name in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnreadFormat {
+    /// The bytes that tell the format.
+    pub magic: &'static [u8],
+    /// Where they lie, from the file's first byte.
+    pub offset: usize,
+    /// What the format is, as a message says it ("an RPM package").
+    pub name: &'static str,
+}
+
+impl UnreadFormat {
+    /// Why a file of this format is not read, as reports say it.
+    pub fn why(&self) -> String {
+        format!(
+            "it is {}, a format offload-kit does not read: whether it holds device code is not \
+             known",
+            self.name
+        )
+    }
+}
+
+/// Every format the scanners recognise and do not read, by magic at a
+/// fixed offset. A file that starts as an ELF, PE or Mach-O file, a
+/// static archive or a device-code container is read as that, whatever
+/// lies further on; packages the scanners read (zip, tar, `.deb`, cpio,
+/// gzip, xz, zstd, bzip2, LZMA) are told before this table is asked.
+pub const UNREAD_FORMATS: &[UnreadFormat] = &[
+    // RPM's lead; the payload (cpio, compressed any way) follows headers.
+    row(&[0xed, 0xab, 0xee, 0xdb], 0, "an RPM package"),
+    // squashfs, both byte orders: AppImage and snap roots, container
+    // file systems.
+    row(b"hsqs", 0, "a squashfs image"),
+    row(b"sqsh", 0, "a squashfs image (big-endian)"),
+    // SIF: a 32-byte launch script, then "SIF_MAGIC".
+    row(b"SIF_MAGIC", 32, "a Singularity/Apptainer image (SIF)"),
+    row(&[0x04, 0x22, 0x4d, 0x18], 0, "an LZ4-compressed file"),
+    row(
+        &[0x02, 0x21, 0x4c, 0x18],
+        0,
+        "an LZ4-compressed file (legacy format)",
+    ),
+    row(b"LZIP", 0, "an lzip-compressed file"),
+    row(b"7z\xbc\xaf\x27\x1c", 0, "a 7-Zip archive"),
+    row(b"\x89LZO\x00\r\n\x1a\n", 0, "an lzop-compressed file"),
+    row(&[0x1f, 0x9d], 0, "a compress (.Z) file"),
+    row(b"xar!", 0, "a xar archive"),
+    row(b"Rar!\x1a\x07", 0, "a RAR archive"),
+    row(b"MSCF\0\0\0\0", 0, "a Microsoft cabinet (.cab)"),
+    // ISO 9660: the primary volume descriptor of the 17th sector.
+    row(b"CD001", 0x8001, "an ISO 9660 disc image"),
+];
+
+/// A row of [`UNREAD_FORMATS`].
+const fn row(magic: &'static [u8], offset: usize, name: &'static str) -> UnreadFormat {
+    UnreadFormat {
+        magic,
+        offset,
+        name,
+    }
+}
+
+/// How many bytes from a file's start [`unread_format`] may look at: the
+/// end of the farthest magic of [`UNREAD_FORMATS`]. A caller that reads
+/// only a file's head reads this much to tell them all.
+pub const UNREAD_REACH: usize = {
+    let mut reach = 0;
+    let mut i = 0;
+    while i < UNREAD_FORMATS.len() {
+        let end = UNREAD_FORMATS[i].offset + UNREAD_FORMATS[i].magic.len();
+        if end > reach {
+            reach = end;
+        }
+        i += 1;
+    }
+    reach
+};
+
+/// The format of [`UNREAD_FORMATS`] `bytes` are, if any: its magic at its
+/// offset. Bytes that start as a format the scan reads (an ELF, PE or
+/// Mach-O file, a static archive, a device-code container) are none of
+/// them, whatever lies further on. The caller tells the packages it reads
+/// first.
+pub fn unread_format(bytes: &[u8]) -> Option<&'static UnreadFormat> {
+    const READ: &[&[u8]] = &[
+        b"\x7fELF",
+        b"MZ",
+        b"!<arch>\n",
+        b"!<thin>\n",
+        &[0xcf, 0xfa, 0xed, 0xfe],
+        &[0xce, 0xfa, 0xed, 0xfe],
+        &[0xca, 0xfe, 0xba, 0xbe],
+    ];
+    if READ.iter().any(|m| bytes.starts_with(m)) || super::magic::Magic::at_start(bytes).is_some() {
+        return None;
+    }
+    UNREAD_FORMATS.iter().find(|f| {
+        bytes
+            .get(f.offset..)
+            .is_some_and(|rest| rest.starts_with(f.magic))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_magic_counts_only_at_its_offset() {
+        for f in UNREAD_FORMATS {
+            let mut at = vec![0u8; f.offset];
+            at.extend_from_slice(f.magic);
+            at.extend_from_slice(&[0u8; 64]);
+            assert_eq!(unread_format(&at), Some(f), "{}", f.name);
+            // One byte later it is nothing.
+            let mut later = vec![0u8; f.offset + 1];
+            later.extend_from_slice(f.magic);
+            if f.offset + 1 < UNREAD_REACH {
+                assert_eq!(unread_format(&later), None, "{} one byte on", f.name);
+            }
+            // In an ELF file, at the same offset, it is the ELF file.
+            let mut elf = at.clone();
+            if elf.len() >= 4 && f.offset >= 4 {
+                elf[..4].copy_from_slice(b"\x7fELF");
+                assert_eq!(unread_format(&elf), None, "{} in an ELF file", f.name);
+            }
+        }
+        const { assert!(UNREAD_REACH >= 0x8006) };
+        assert_eq!(unread_format(b""), None);
+    }
+}
