@@ -26,7 +26,9 @@ test_files! {
     round6_meta,
     round6_tree,
     round6_budget,
-    round6_dropins, round6_reports, round6_unread,
+    round6_dropins,
+    round6_reports,
+    round6_unread,
 }
 
 /// Seconds any command gets before it counts as hung.
