@@ -23,6 +23,7 @@ test_files! {
     round5_paths,
     round5_writes,
     round5_writers,
+    round6_records,
 }
 
 /// Seconds any command gets before it counts as hung.
