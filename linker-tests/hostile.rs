@@ -29,6 +29,7 @@ test_files! {
     round6_dropins,
     round6_reports,
     round6_unread,
+    round6_records,
 }
 
 /// Seconds any command gets before it counts as hung.

@@ -156,7 +156,8 @@ pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
         Kind::Cpio => cpio_members(bytes, to),
         Kind::Compressed(c) => {
             let mut reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
-            to.member("", Ok(Contents::Unsized(&mut reader)))
+            to.member("", Ok(Contents::Unsized(&mut reader)))?;
+            to_the_end(&mut reader, kind)
         }
     }
 }
@@ -192,6 +193,7 @@ fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
                     bytes.get(start..start.checked_add(usize_from(size))?)
                 });
             match slice {
+                Some(s) if crc32fast::hash(s) != file.crc32() => return Err(bad_crc(&name)),
                 Some(s) => to.member(&name, Ok(Contents::Stored(s)))?,
                 None => to.member(&name, Err("its data lies outside the archive".into()))?,
             }
@@ -204,6 +206,12 @@ fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
                     size,
                 }),
             )?;
+            // Read to its end, where the zip reader checks the CRC-32,
+            // whatever the receiver took of it.
+            io::copy(&mut file, &mut io::sink()).map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData if e.to_string().contains("checksum") => bad_crc(&name),
+                _ => corrupt(Kind::Zip, format!("member '{name}': {e}")),
+            })?;
         }
     }
     // Entries of one name: the zip crate kept one; the package is
@@ -211,6 +219,24 @@ fn zip_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
     if let Some(why) = duplicates_said(&duplicate_names(bytes, &zip)) {
         return Err(corrupt(Kind::Zip, why));
     }
+    Ok(())
+}
+
+/// The error for a zip member (`name`) whose bytes do not match the CRC-32
+/// the archive gives it.
+fn bad_crc(name: &str) -> crate::error::Error {
+    corrupt(
+        Kind::Zip,
+        format!("member '{name}': its bytes do not match its CRC-32"),
+    )
+}
+
+/// Reads what is left of the decompressing `reader` to the end of its
+/// data, where each format checks what it carries (gzip's CRC-32 and
+/// size, xz's check, zstd's content checksum, bzip2's block and stream
+/// CRCs): a member or a tar archive's end blocks may end before it.
+fn to_the_end(reader: &mut dyn Read, kind: Kind) -> Result<()> {
+    io::copy(reader, &mut io::sink()).map_err(|e| corrupt(kind, e))?;
     Ok(())
 }
 
@@ -226,8 +252,9 @@ fn zip_error(e: &zip::result::ZipError) -> String {
 
 /// The members of a tar archive; `prefix` goes before each path.
 fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members) -> Result<()> {
-    let reader = decoder(bytes, c).map_err(|e| corrupt(Kind::Tar(c), e))?;
-    tar_entries(reader, bytes, c, prefix, to)
+    let mut reader = decoder(bytes, c).map_err(|e| corrupt(Kind::Tar(c), e))?;
+    tar_entries(&mut reader, bytes, c, prefix, to)?;
+    to_the_end(&mut reader, Kind::Tar(c))
 }
 
 /// [`members`] of the tar archive `bytes` compressed by `c`, every byte it

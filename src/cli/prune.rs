@@ -109,6 +109,13 @@ pub struct PruneOpts {
     /// package is pruned; exit 1).
     #[arg(long)]
     strict: bool,
+    /// Prune a package's files whose bytes do not match its record of them
+    /// (a wheel's RECORD, a .deb's md5sums, an installed package's RECORD
+    /// or conda-meta record), naming each wrong row in the report (by
+    /// default such a package is refused as damaged, exit 2; such a file
+    /// of a directory is left as it was, exit 1).
+    #[arg(long)]
+    trust_bytes: bool,
     /// Rewrite a linked program or library only where each fat binary lies
     /// (the file keeps its layout and size), instead of shrinking it.
     #[arg(long)]
@@ -183,6 +190,7 @@ impl PruneOpts {
         o.keep_hard_links = self.keep_hard_links;
         o.keep_files = self.keep_files;
         o.strict = self.strict;
+        o.trust_bytes = self.trust_bytes;
         o.prune.allow_empty = self.allow_empty;
         o.prune.threads = self.threads;
         o.prune.no_shrink = self.no_shrink;
@@ -350,6 +358,21 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
     format!("{}, {verb} {} bytes", parts.join(", "), r.freed)
 }
 
+/// The lines about the records of a package's files: a conda package's,
+/// and each row found wrong and trusted (`--trust-bytes`).
+fn print_records(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<()> {
+    if let Some(c) = &r.conda {
+        print_line(out, &c.line(dry_run))?;
+    }
+    for w in &r.records_wrong {
+        print_line(
+            out,
+            &format!("  record wrong, bytes trusted (--trust-bytes): {w}"),
+        )?;
+    }
+    Ok(())
+}
+
 fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
     print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
     let removed = if dry_run {
@@ -367,9 +390,7 @@ fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
             &format!("  {removed}  {} ({} bytes){why}", f.path, f.bytes),
         )?;
     }
-    if let Some(c) = &r.conda {
-        print_line(out, &c.line(dry_run))?;
-    }
+    print_records(out, r, dry_run)?;
     for line in r.images.iter().flat_map(|i| i.lines(dry_run)) {
         print_line(out, &line)?;
     }

@@ -357,3 +357,51 @@ fn corrupt_zip_is_an_error() {
     let e = members(b"PK\x03\x04garbage", Kind::Zip, &mut r).unwrap_err();
     assert!(e.to_string().starts_with("invalid zip archive: "), "{e}");
 }
+
+/// Takes each member and reads none of it.
+struct Lazy;
+
+impl Members for Lazy {
+    fn member(&mut self, _: &str, _: std::result::Result<Contents<'_, '_>, String>) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn checksums_are_verified_whatever_the_receiver_reads() {
+    // A gzip trailer's CRC-32, past the tar archive's end blocks.
+    let mut gz = compress(&tar_of(&[("x", b"payload")]), Compression::Gzip);
+    members(&gz, Kind::Tar(Compression::Gzip), &mut Lazy).unwrap();
+    let n = gz.len();
+    gz[n - 8] ^= 1;
+    let e = members(&gz, Kind::Tar(Compression::Gzip), &mut Lazy).unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+    // One compressed file, read by no one.
+    let mut one = compress(b"a file", Compression::Gzip);
+    let n = one.len();
+    one[n - 8] ^= 1;
+    assert!(members(&one, Kind::Compressed(Compression::Gzip), &mut Lazy).is_err());
+    // A zip member's CRC-32 (in the central directory, which the reader
+    // goes by), stored or deflated.
+    for method in [
+        zip::CompressionMethod::Stored,
+        zip::CompressionMethod::Deflated,
+    ] {
+        let mut w = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
+        let o = zip::write::SimpleFileOptions::default().compression_method(method);
+        w.start_file("lib/a.txt", o).unwrap();
+        io::Write::write_all(&mut w, &[7u8; 300]).unwrap();
+        let mut z = w.finish().unwrap().into_inner();
+        members(&z, Kind::Zip, &mut Lazy).unwrap();
+        for (sig, at) in [(&b"PK\x03\x04"[..], 14), (&b"PK\x01\x02"[..], 16)] {
+            let i = z.windows(4).position(|w| w == sig).unwrap();
+            z[i + at] ^= 1;
+        }
+        let e = members(&z, Kind::Zip, &mut Lazy).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("member 'lib/a.txt': its bytes do not match its CRC-32"),
+            "{method:?}: {e}"
+        );
+    }
+}

@@ -32,6 +32,7 @@ use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
+use super::tamper::{Wrong, settle};
 use crate::files::{Input, Output, SPOOL_IN_MEMORY, Sink};
 use crate::host::ar;
 use crate::package::{self, Compression};
@@ -63,6 +64,10 @@ struct Cx<'a> {
     /// The package's conffiles (paths as `md5sums` gives them): never
     /// removed.
     conffiles: BTreeSet<Vec<u8>>,
+    /// The MD5 `md5sums` gives each file (lowercase hexadecimal), by
+    /// path: each file prune reads whole is checked against it
+    /// ([`verify`]).
+    md5sums: Md5s,
 }
 
 impl Cx<'_> {
@@ -144,6 +149,7 @@ pub(crate) fn prune(
         name: crate::files::shown(input).into_owned(),
         why: budget.why,
         conffiles: BTreeSet::new(),
+        md5sums: BTreeMap::new(),
     };
     let entries = ar::entries(data).map_err(|e| cx.said(e.to_string()))?;
     let find = |prefix: &[u8]| {
@@ -153,7 +159,7 @@ pub(crate) fn prune(
     };
     let data_at = find(b"data.tar").ok_or_else(|| cx.said("it has no data.tar member".into()))?;
     if let Some(at) = find(b"control.tar") {
-        cx.conffiles = conffiles(&cx, &entries[at], data, &budget)?;
+        (cx.conffiles, cx.md5sums) = control_lists(&cx, &entries[at], data, &budget)?;
     }
     let mut rep = PathReport::new(&cx.name, data, meta);
     let dest = opts.output_path(input)?;
@@ -228,6 +234,9 @@ enum New {
     /// The whole of a scratch file.
     File(File),
 }
+
+/// The MD5 `md5sums` gives each file (lowercase hexadecimal), by path.
+type Md5s = BTreeMap<Vec<u8>, String>;
 
 /// What the walk of `data.tar` did.
 #[derive(Default)]
@@ -365,6 +374,7 @@ fn walk_data<R: std::io::Read, W: Write>(
         }
         let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
         walk.skip_body().map_err(fault)?;
+        verify(cx, &h.path, file.bytes(), rep)?;
         let step = Member {
             keep: cx.conffiles.contains(&h.path).then_some(CONFFILE),
             ..Member::new(cx.sel, cx.opts, cx.input, &full, &fault)
@@ -434,29 +444,55 @@ fn by_name<R: std::io::Read, W: Write>(
     Ok(true)
 }
 
+/// Checks `bytes`, the file `path` of `data.tar`, against its line of
+/// `md5sums`, if it has one: a line they do not match is settled by
+/// [`settle`] (an error, or with
+/// [`PathOptions::trust_bytes`] a line of `rep`).
+fn verify(cx: &Cx<'_>, path: &[u8], bytes: &[u8], rep: &mut PathReport) -> Result<(), PathError> {
+    let Some(said) = cx.md5sums.get(path) else {
+        return Ok(());
+    };
+    let is = md5sums::hex(&md5::Md5::digest(bytes).into());
+    if *said == is {
+        return Ok(());
+    }
+    let path = String::from_utf8_lossy(path);
+    let wrong = Wrong {
+        record: "md5sums",
+        path: &path,
+        field: "MD5",
+        said: said.clone(),
+        is,
+    };
+    settle(cx.opts, cx.input, &cx.name, &wrong, rep)
+}
+
 /// The paths `conffiles` in the package's `control.tar` (the member `e`
-/// of `data`) lists, as `md5sums` gives paths (no leading `/`); none
-/// when it has none or the member is not read. Read within `budget`,
-/// which it leaves as it was: the small archive is read again, and
-/// charged, when `md5sums` changes.
-fn conffiles(
+/// of `data`) lists, as `md5sums` gives paths (no leading `/`), and the
+/// MD5 `md5sums` gives each file ([`md5sums::parse`]); none when it has
+/// none or the member is not read. Read within `budget`, which it leaves
+/// as it was: the small archive is read again, and charged, when
+/// `md5sums` changes.
+fn control_lists(
     cx: &Cx<'_>,
     e: &ar::RawEntry<'_>,
     data: &[u8],
     budget: &Budget,
-) -> Result<BTreeSet<Vec<u8>>, PathError> {
+) -> Result<(BTreeSet<Vec<u8>>, Md5s), PathError> {
     let member = String::from_utf8_lossy(member_name(e)).into_owned();
     let bytes = member_bytes(data, e);
     let mut out = BTreeSet::new();
+    let mut sums = BTreeMap::new();
     let Some(c) = method(bytes) else {
-        return Ok(out);
+        return Ok((out, sums));
     };
     let fault = |f| cx.fault(&member, f);
     let reader = package::decoder(bytes, c)
         .map_err(|e| PathError::member(cx.input, &member, "cannot be read", e))?;
     let mut walk = Walk::new(reader, std::io::sink(), budget.left);
     while let Some(h) = walk.next().map_err(fault)? {
-        if !(h.is_file() && h.path == b"conffiles") || h.size > SPOOL_IN_MEMORY {
+        let listed = h.path == b"conffiles" || h.path == b"md5sums";
+        if !(h.is_file() && listed) || h.size > SPOOL_IN_MEMORY {
             walk.copy(&h).map_err(fault)?;
             continue;
         }
@@ -465,6 +501,10 @@ fn conffiles(
             .read_to_end(&mut text)
             .map_err(|e| fault(Fault::Read(e)))?;
         walk.skip_body().map_err(fault)?;
+        if h.path == b"md5sums" {
+            sums = md5sums::parse(&text);
+            continue;
+        }
         for line in text.split(|&b| b == b'\n') {
             // `remove-on-upgrade /etc/x` names a conffile too.
             let path = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
@@ -478,7 +518,7 @@ fn conffiles(
             }
         }
     }
-    Ok(out)
+    Ok((out, sums))
 }
 
 /// What `md5sums` is to say of the files of `data.tar` that changed.

@@ -100,6 +100,8 @@ pub(crate) mod shrink;
 #[cfg(feature = "files")]
 pub(crate) mod summary;
 #[cfg(feature = "files")]
+mod tamper;
+#[cfg(feature = "files")]
 mod tree;
 #[cfg(feature = "files")]
 pub(crate) mod wheel;

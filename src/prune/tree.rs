@@ -56,6 +56,7 @@ mod dpkg;
 mod emptied;
 mod entry;
 mod records;
+mod verify;
 
 pub use entry::{Skip, TreeEntry, TreeOutcome};
 
@@ -113,6 +114,7 @@ struct Found {
 /// whether it was also named, or found in a directory given, before.
 fn file_outcome(
     f: &Found,
+    claims: &verify::Claims,
     members: &HashMap<(u64, u64), PathBuf>,
     first: &mut HashMap<(u64, u64), PathBuf>,
     selection: &Selection,
@@ -149,7 +151,13 @@ fn file_outcome(
     };
     let done = match by_name(f, selection, opts) {
         Some(c) => remove_named(&f.path, &c, selection, opts),
-        None => super::path::prune_path_of(&f.path, f.kind, selection, opts),
+        // Checked against the records that list it first: a refusal, or
+        // the wrong rows trusted.
+        None => claims.check(&f.path, opts).and_then(|wrong| {
+            let mut r = super::path::prune_path_of(&f.path, f.kind, selection, opts)?;
+            r.records_wrong.extend(wrong);
+            Ok(r)
+        }),
     };
     match done {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
@@ -286,6 +294,14 @@ pub fn prune_tree(
         done += 1;
         progress(done, total);
     }
+    let claims = verify::Claims::read(slots.iter().filter_map(|s| match s {
+        Slot::Done(e)
+            if !e.named && matches!(e.outcome, TreeOutcome::Skipped(Skip::NoKnownFormat)) =>
+        {
+            Some(e.path.as_path())
+        }
+        _ => None,
+    }));
     let mut first: HashMap<(u64, u64), PathBuf> = HashMap::new();
     let mut out = Vec::with_capacity(slots.len());
     for slot in slots {
@@ -300,7 +316,7 @@ pub fn prune_tree(
             }
             Slot::File(f) => f,
         };
-        let outcome = file_outcome(&f, &members, &mut first, selection, opts);
+        let outcome = file_outcome(&f, &claims, &members, &mut first, selection, opts);
         out.push(TreeEntry {
             path: f.path,
             named: f.named,

@@ -19,7 +19,7 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
-use super::budget::{Budget, inflate, said};
+use super::budget::{Budget, inflate};
 use super::model::Selection;
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
@@ -29,13 +29,14 @@ use crate::files::{Input, Output};
 use crate::scan::magic::Magic;
 
 mod record;
+mod verify;
+
+pub(super) use verify::stored;
+use verify::{Member, Zip};
 
 #[cfg(any(test, fuzzing))]
 pub(crate) use record::new_record;
 pub(crate) use record::{Change, new_record_with};
-
-/// The wheel being read: its members, over the mapped bytes.
-type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
 
 /// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
 /// static-archive member pruned, every other member copied as it is stored, and each
@@ -64,6 +65,18 @@ pub(crate) fn prune(
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
     // Pass 1: prune each ELF member into a temporary file.
     let mut members = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
+    let mut wrong =
+        |w: &super::tamper::Wrong<'_>| super::tamper::settle(opts, input, &name, w, &mut rep);
+    let (read, removed) = (&members.read, &members.removed);
+    verify::records(
+        input,
+        data,
+        &mut zin,
+        read,
+        removed,
+        &mut budget,
+        &mut wrong,
+    )?;
     rep.kept = merge(rep.kept);
     rep.dropped = merge(rep.dropped);
     let unchanged = members.pruned.is_empty() && members.removed.is_empty();
@@ -104,6 +117,10 @@ struct Members {
     /// Those removed whole (device code alone that the rules drop all
     /// of), by index: their names.
     removed: BTreeMap<usize, String>,
+    /// Those read whole (each ELF, PE, static-archive or package member),
+    /// by name: their size and SHA-256 as read, for their RECORD rows to
+    /// be checked ([`verify::records`]).
+    read: BTreeMap<String, verify::Seen>,
 }
 
 /// Prunes each ELF, PE, static-archive or bare-container member of the
@@ -140,6 +157,11 @@ fn prune_members<'a>(
             .name_for_index(i)
             .and_then(Result::ok)
             .unwrap_or_default();
+        let seen = (
+            member.bytes().len() as u64,
+            Sha256::digest(member.bytes()).into(),
+        );
+        changes.read.insert(mname.clone().into_owned(), seen);
         let full = format!("{name}!/{mname}");
         let p = match Pruning::of(
             sel,
@@ -236,26 +258,6 @@ fn by_name(
     Ok(true)
 }
 
-/// A member's bytes: a slice of the wheel where it is stored as is, else
-/// inflated.
-enum Member<'a> {
-    /// Stored: within the wheel's bytes.
-    Stored(&'a [u8]),
-    /// Deflated (or otherwise compressed): inflated into memory or a
-    /// temporary file.
-    Inflated(Input),
-}
-
-impl Member<'_> {
-    /// The member's bytes.
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Member::Stored(b) => b,
-            Member::Inflated(i) => i.bytes(),
-        }
-    }
-}
-
 /// Member `i` of the wheel `zin` (the file `path`, whose bytes are
 /// `data`) when it is an ELF file, a Windows PE image (a DLL or `.pyd`), a
 /// static archive (`!<arch>`; a thin archive holds no member's bytes) or a
@@ -272,11 +274,21 @@ fn host_member<'a>(
 ) -> Result<Option<(Member<'a>, Option<object::FileKind>)>, PathError> {
     let bad = |e| PathError::zip(path, e);
     let mut f = zin.by_index(i).map_err(bad)?;
-    if f.is_dir() || f.size() < 64 {
+    if f.is_dir() {
         return Ok(None);
     }
     let mname = f.name().map_err(bad)?.into_owned();
     let size = f.size();
+    let stored_as_is = f.compression() == zip::CompressionMethod::Stored && !f.encrypted();
+    if size < 64 {
+        // Too small to read, but checked against its CRC-32 as any other.
+        if stored_as_is {
+            stored(path, &mname, data, &f)?;
+        } else {
+            verify::rest(path, &mname, 0, &mut f, size, budget)?;
+        }
+        return Ok(None);
+    }
     // Whether the member is one of those, with its format when that was
     // read to tell (a PE image), for its prune not to read it again.
     let host = |b: &[u8]| {
@@ -290,7 +302,7 @@ fn host_member<'a>(
             false => super::facts::pe::pe_kind(b).map(Some),
         }
     };
-    if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
+    if stored_as_is {
         let bytes = stored(path, &mname, data, &f)?;
         return Ok(host(bytes).map(|kind| (Member::Stored(bytes), kind)));
     }
@@ -309,6 +321,9 @@ fn host_member<'a>(
         || Magic::at_start(&head).is_some()
         || crate::scan::unread_format(&head).is_some();
     if !maybe {
+        // Not read, but inflated to its end, where its CRC-32 is checked:
+        // a member `check` finds damaged is never copied as it is.
+        verify::rest(path, &mname, head.len() as u64, &mut f, size, budget)?;
         return Ok(None);
     }
     budget.take(path, &mname, size)?;
@@ -316,38 +331,6 @@ fn host_member<'a>(
     // A file that starts as a DOS program is a PE image only if its
     // headers say so.
     Ok(host(member.bytes()).map(|kind| (Member::Inflated(member), kind)))
-}
-
-/// The bytes of the stored member `f` (named `member`) of the wheel
-/// `path`, within its bytes `data`; an error unless they lie within them
-/// and match the member's CRC-32.
-pub(super) fn stored<'a>(
-    path: &Path,
-    member: &str,
-    data: &'a [u8],
-    f: &zip::read::ZipFile<'_, std::io::Cursor<&'a [u8]>>,
-) -> Result<&'a [u8], PathError> {
-    let size = f.size();
-    let bytes = f
-        .data_start()
-        .filter(|_| f.compressed_size() == size)
-        .and_then(|start| {
-            let start = usize::try_from(start).ok()?;
-            data.get(start..start.checked_add(usize::try_from(size).ok()?)?)
-        })
-        .ok_or_else(|| {
-            said(
-                path,
-                format!("member '{member}': its data lies outside the file"),
-            )
-        })?;
-    let mut crc = flate2::Crc::new();
-    crc.update(bytes);
-    if crc.sum() != f.crc32() {
-        let why = format!("member '{member}': its bytes do not match its CRC-32");
-        return Err(said(path, why));
-    }
-    Ok(bytes)
 }
 
 /// The first signature of a RECORD in `zin` (`….dist-info/RECORD.jws` or

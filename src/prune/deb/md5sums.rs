@@ -14,6 +14,23 @@ pub(crate) fn hex(md5: &[u8; 16]) -> String {
     md5.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The MD5 each line of `text` gives its path (lowercase hexadecimal), by
+/// path as [`new_md5sums`] compares them; lines of no such form are
+/// skipped. A path listed twice keeps its first line's.
+pub(crate) fn parse(text: &[u8]) -> BTreeMap<Vec<u8>, String> {
+    let mut out = BTreeMap::new();
+    for line in text.split(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\r").unwrap_or(line);
+        if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
+            continue;
+        }
+        let path = super::tar::normalized(&body[34..]).to_vec();
+        let md5 = String::from_utf8_lossy(&body[..32]).to_ascii_lowercase();
+        out.entry(path).or_insert(md5);
+    }
+    out
+}
+
 /// `text` with the hash of each line naming a path of `changed` replaced
 /// by that path's new MD5, and each line naming a path of `gone` (files
 /// removed) taken out with its newline; `None` when no line names one.
@@ -49,6 +66,23 @@ pub(crate) fn new_md5sums(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_read_by_their_paths() {
+        let text = b"DCFB0EED7FA0BD0D836D9D306DABD091  usr/lib/a.so\r\n\
+                     9386b37292d497856fe7a9405b1386c1 *./usr/lib/b.so\n\
+                     not a line\n";
+        let got = parse(text);
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[&b"usr/lib/a.so"[..]],
+            "dcfb0eed7fa0bd0d836d9d306dabd091"
+        );
+        assert_eq!(
+            got[&b"usr/lib/b.so"[..]],
+            "9386b37292d497856fe7a9405b1386c1"
+        );
+    }
 
     #[test]
     fn only_the_hashes_of_changed_files_change() {

@@ -118,6 +118,16 @@ pub struct PathOptions {
     /// [`PathReport::members_refused`](super::PathReport::members_refused),
     /// and the rest of the package is pruned.
     pub strict: bool,
+    /// Take the bytes of a package's files as they are where its record
+    /// of them disagrees (a wheel's `RECORD`, a `.deb`'s `md5sums`, an
+    /// installed package's `*.dist-info/RECORD` or `conda-meta/*.json` in
+    /// a directory): the file is pruned, its row rewritten to the new
+    /// bytes, and each such row named in
+    /// [`PathReport::records_wrong`](super::PathReport::records_wrong).
+    /// Without it a row its file does not match refuses the package as
+    /// damaged (in a directory, the file, left as it was): rewriting the
+    /// row would hide whatever changed the file.
+    pub trust_bytes: bool,
     /// How the file's bytes are pruned.
     pub prune: Options,
     /// In place, the file's place in a tree [`prune_tree`] walked: it is

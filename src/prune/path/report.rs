@@ -145,6 +145,13 @@ pub struct PathReport {
     /// package is pruned.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members_refused: Vec<String>,
+    /// With [`PathOptions::trust_bytes`](super::PathOptions::trust_bytes):
+    /// each row of a record of the package's files (a wheel's `RECORD`, a
+    /// `.deb`'s `md5sums`, an installed package's RECORD or conda record)
+    /// that its file's bytes did not match, as a message naming the
+    /// record, the file, what the row said and what the bytes are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub records_wrong: Vec<String>,
     /// Files removed whole (in a dry run, that would be), being device
     /// code alone that the rules drop all of
     /// ([`FilePruning::remove`](crate::prune::FilePruning::remove)): the
@@ -322,6 +329,7 @@ impl PathReport {
             kept: Vec::new(),
             dropped: Vec::new(),
             members_refused: Vec::new(),
+            records_wrong: Vec::new(),
             removed: Vec::new(),
             conda: None,
             images: Vec::new(),

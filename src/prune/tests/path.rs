@@ -402,8 +402,18 @@ pub(super) fn wheel(lib: &[u8], signed: bool) -> Vec<u8> {
     wheel_of(&[("pkg/lib.so", lib)], signed)
 }
 
+/// A RECORD row for the member `name` holding `bytes`: its SHA-256 and
+/// size, as pip writes them.
+pub(super) fn record_row(name: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes));
+    format!("{name},sha256={sha},{}", bytes.len())
+}
+
 /// A wheel holding `members` (name, bytes), deflated, and a RECORD
-/// naming them; with `signed`, a RECORD.jws too.
+/// naming them, each with its hash and size; with `signed`, a RECORD.jws
+/// too.
 pub(super) fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let deflated = zip::write::SimpleFileOptions::default()
@@ -412,7 +422,7 @@ pub(super) fn wheel_of(members: &[(&str, &[u8])], signed: bool) -> Vec<u8> {
     for (name, bytes) in members {
         z.start_file(*name, deflated).unwrap();
         z.write_all(bytes).unwrap();
-        record.push_str(&format!("{name},sha256=old,1\r\n"));
+        record.push_str(&format!("{}\r\n", record_row(name, bytes)));
     }
     z.start_file("pkg-1.0.dist-info/RECORD", deflated).unwrap();
     record.push_str("pkg-1.0.dist-info/RECORD,,\r\n");

@@ -74,6 +74,33 @@ impl Record {
         out
     }
 
+    /// What each row of `paths_data.paths` says its installed file is:
+    /// its path, its SHA-256 (`sha256_in_prefix` where the row has it;
+    /// else `sha256`, but for a file with a prefix placeholder, which
+    /// conda rewrote at install) and its size (`size_in_bytes`, likewise
+    /// not for a file with a placeholder), each where known.
+    pub(super) fn claims(&self) -> Vec<(String, Option<String>, Option<u64>)> {
+        let rows = self
+            .doc
+            .pointer("/paths_data/paths")
+            .and_then(Value::as_array);
+        let text = |r: &Value, k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+        rows.into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let path = text(r, "_path")?;
+                let placeholder = r.get("prefix_placeholder").is_some();
+                let sha = text(r, "sha256_in_prefix")
+                    .or_else(|| text(r, "sha256").filter(|_| !placeholder));
+                let size = r
+                    .get("size_in_bytes")
+                    .and_then(Value::as_u64)
+                    .filter(|_| !placeholder);
+                Some((path, sha, size))
+            })
+            .collect()
+    }
+
     /// Its text with `new` applied, and how many rows were given a new
     /// hash and size and how many removed (in `paths_data`, or in `files`
     /// for a record without it); `None` when nothing changes.

@@ -49,7 +49,7 @@ pub(super) fn changed(e: &TreeEntry, dry: bool) -> Option<Fate> {
 }
 
 /// `path` with `.` dropped and `..` taken lexically.
-fn lexical(path: &Path) -> PathBuf {
+pub(super) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -99,7 +99,7 @@ const RECORDS: &[RecordFormat] = &[
 ];
 
 /// Whether `path` is a pip RECORD: `RECORD` in a `*.dist-info` directory.
-fn is_record(path: &Path) -> bool {
+pub(super) fn is_record(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "RECORD")
         && path
             .parent()
@@ -288,7 +288,7 @@ fn conda_record(
 }
 
 /// The size of the file `path` and its SHA-256.
-fn digest(path: &Path) -> Result<(u64, [u8; 32]), PathError> {
+pub(super) fn digest(path: &Path) -> Result<(u64, [u8; 32]), PathError> {
     let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
     let bytes = file.bytes();
     Ok((bytes.len() as u64, Sha256::digest(bytes).into()))

@@ -1,0 +1,315 @@
+//! The sixth round of hostile inputs (issue #71), records and checksums:
+//! tampering is never laundered — a package file whose bytes do not match
+//! its package's record of them (a wheel's RECORD, a `.deb`'s `md5sums`,
+//! an installed package's RECORD or conda record in a directory) is
+//! refused by name, not pruned with its row rewritten to match, unless
+//! `--trust-bytes`, and then the report names the row; and `check`,
+//! `inspect --verify` and `prune` agree that a package whose gzip, xz,
+//! zstd, bzip2 or zip checksum is wrong is damaged.
+
+use std::ffi::OsStr;
+
+use super::round5_paths::hip_bundle;
+use super::*;
+use crate::util::{md5_hex, run};
+
+pub(super) fn tests() -> Vec<Trial> {
+    vec![
+        trial(
+            "hostile::round6::a_wheel_member_its_record_does_not_match_is_refused",
+            &["/usr/bin/python3"],
+            wheel_tampered,
+        ),
+        trial(
+            "hostile::round6::a_deb_file_its_md5sums_does_not_match_is_refused",
+            &["dpkg-deb"],
+            deb_tampered,
+        ),
+        trial(
+            "hostile::round6::a_tree_file_its_record_does_not_match_is_left",
+            &[],
+            tree_tampered,
+        ),
+        trial(
+            "hostile::round6::every_checksum_a_package_carries_is_verified",
+            &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2"],
+            checksums,
+        ),
+    ]
+}
+
+/// Runs the Python script `script` with `args` in `dir`.
+fn python(dir: &Path, script: &str, args: &[&str]) -> Result<(), Failed> {
+    let mut a = vec!["-c", script];
+    a.extend_from_slice(args);
+    run(Path::new("/usr/bin/python3"), &a, dir).ok()?;
+    Ok(())
+}
+
+/// Runs our binary with `args` in `d`.
+fn ours_in(d: &Path, args: &[&str]) -> Result<crate::util::Run, Failed> {
+    run_within(LIMIT, &ours(), args, d)
+}
+
+/// Fails unless `r` exited `code` and its output names `name`.
+fn says(what: &str, r: &crate::util::Run, code: i32, name: &str) -> Result<(), Failed> {
+    let out = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+    if r.code != code || !out.contains(name) {
+        return Err(format!("{what}: want exit {code} naming '{name}'; exit {}:\n{out}", r.code).into());
+    }
+    Ok(())
+}
+
+/// Makes `in.whl` in `d`: a HIP bundle `pkg/k.hipfb` (deflated), a host
+/// ELF without device code `pkg/host.so` (Python's own, stored) and a
+/// RECORD giving each its hash. `tamper` then changes the last byte of
+/// the member it names after RECORD was written (`k`), or writes the
+/// row of the one it names with other bytes' hash (`host`).
+fn make_wheel(d: &Path, tamper: &str) -> Result<(), Failed> {
+    hip_bundle(d, OsStr::new("k.hipfb"), 4096)?;
+    let make = r#"import base64, hashlib, os, sys, zipfile
+def digest(b):
+    return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()
+k = open('k.hipfb', 'rb').read()
+host = open(os.path.realpath(sys.executable), 'rb').read()
+files = {'pkg/__init__.py': b'', 'pkg/k.hipfb': k, 'pkg/host.so': host}
+rows = {n: (digest(b), len(b)) for n, b in files.items()}
+if sys.argv[1] == 'k':
+    files['pkg/k.hipfb'] = k[:-1] + bytes([k[-1] ^ 1])
+if sys.argv[1] == 'host':
+    rows['pkg/host.so'] = (digest(b'other bytes'), len(host))
+rec = 'pkg-1.0.dist-info/RECORD'
+text = ''.join(f'{n},{h},{s}\n' for n, (h, s) in rows.items()) + rec + ',,\n'
+with zipfile.ZipFile('in.whl', 'w') as z:
+    for n, b in files.items():
+        m = zipfile.ZIP_STORED if n == 'pkg/host.so' else zipfile.ZIP_DEFLATED
+        z.writestr(n, b, compress_type=m)
+    z.writestr(rec, text)
+"#;
+    python(d, make, &[tamper])
+}
+
+/// A wheel whose bundle member was changed after RECORD was written, or
+/// whose host library (no device code) has a wrong row: `prune -o` exits
+/// 2, names the member and writes nothing; `--trust-bytes` prunes it and
+/// the report (text and `--json`) names the row. An untouched wheel
+/// prunes cleanly.
+fn wheel_tampered() -> Result<(), Failed> {
+    for (tamper, member) in [("k", "pkg/k.hipfb"), ("host", "pkg/host.so")] {
+        let t = tempdir();
+        let d = t.path();
+        make_wheel(d, tamper)?;
+        let prune = ["prune", "--keep", "gfx90a", "-o", "out.whl", "in.whl"];
+        let r = ours_in(d, &prune)?;
+        says(&format!("{tamper}: prune"), &r, 2, member)?;
+        if d.join("out.whl").exists() {
+            return Err(format!("{tamper}: a refused wheel was written").into());
+        }
+        let mut trusting = prune.to_vec();
+        trusting.insert(1, "--trust-bytes");
+        let r = ours_in(d, &trusting)?;
+        says(&format!("{tamper}: prune --trust-bytes"), &r, 0, member)?;
+        trusting.insert(1, "--json");
+        std::fs::remove_file(d.join("out.whl"))?;
+        let r = ours_in(d, &trusting)?;
+        let json = String::from_utf8_lossy(&r.stdout);
+        if r.code != 0 || !json.contains("\"records_wrong\"") || !json.contains(member) {
+            return Err(format!("{tamper}: --json names no wrong row:\n{json}").into());
+        }
+    }
+    let t = tempdir();
+    let d = t.path();
+    make_wheel(d, "none")?;
+    let r = ours_in(d, &["prune", "--keep", "gfx90a", "-o", "out.whl", "in.whl"])?;
+    if r.code != 0 || r.stdout.windows(12).any(|w| w == b"record wrong") {
+        return Err(format!("an untouched wheel: exit {}: {}", r.code, r.stderr).into());
+    }
+    Ok(())
+}
+
+/// A `.deb` built by `dpkg-deb` whose `md5sums` gives the bundle another
+/// file's MD5: `prune -o` exits 2 naming it, nothing written;
+/// `--trust-bytes` prunes it and names the line.
+fn deb_tampered() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::create_dir_all(d.join("pkg/DEBIAN"))?;
+    std::fs::create_dir_all(d.join("pkg/usr/lib"))?;
+    hip_bundle(d, OsStr::new("pkg/usr/lib/k.hipfb"), 4096)?;
+    let sums = format!("{}  usr/lib/k.hipfb\n", md5_hex(b"other bytes"));
+    std::fs::write(d.join("pkg/DEBIAN/md5sums"), sums)?;
+    std::fs::write(
+        d.join("pkg/DEBIAN/control"),
+        "Package: k\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@example.com>\n\
+         Description: a HIP bundle\n",
+    )?;
+    let args = ["-Zgzip", "--root-owner-group", "--build", "pkg", "in.deb"];
+    run(Path::new("/usr/bin/dpkg-deb"), &args, d).ok()?;
+    let r = ours_in(d, &["prune", "--keep", "gfx90a", "-o", "out.deb", "in.deb"])?;
+    says("prune", &r, 2, "usr/lib/k.hipfb")?;
+    if d.join("out.deb").exists() {
+        return Err("a refused package was written".into());
+    }
+    let args = ["prune", "--trust-bytes", "--keep", "gfx90a", "-o", "out.deb", "in.deb"];
+    let r = ours_in(d, &args)?;
+    says("prune --trust-bytes", &r, 0, "md5sums: the 'MD5' of 'usr/lib/k.hipfb'")?;
+    Ok(())
+}
+
+/// A venv-like tree whose RECORD gives `k.hipfb` a wrong hash, and a
+/// conda environment whose record does: pruned `--in-place`, exit 1, the
+/// file named and left as it was, the record unchanged; the file the
+/// RECORD gives rightly (`ok.hipfb`) is pruned and its row rewritten.
+fn tree_tampered() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let site = d.join("venv/lib/site");
+    std::fs::create_dir_all(site.join("pkg"))?;
+    std::fs::create_dir_all(site.join("pkg-1.0.dist-info"))?;
+    hip_bundle(d, OsStr::new("venv/lib/site/pkg/k.hipfb"), 4096)?;
+    hip_bundle(d, OsStr::new("venv/lib/site/pkg/ok.hipfb"), 4096)?;
+    let ok = std::fs::read(site.join("pkg/ok.hipfb"))?;
+    let sha = |b: &[u8]| {
+        use sha2::Digest as _;
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(b))
+    };
+    let record = format!(
+        "pkg/k.hipfb,sha256={},{}\npkg/ok.hipfb,sha256={},{}\n",
+        sha(b"other bytes"),
+        ok.len(),
+        sha(&ok),
+        ok.len()
+    );
+    std::fs::write(site.join("pkg-1.0.dist-info/RECORD"), &record)?;
+    let env = d.join("env");
+    std::fs::create_dir_all(env.join("conda-meta"))?;
+    std::fs::create_dir_all(env.join("lib"))?;
+    hip_bundle(d, OsStr::new("env/lib/c.hipfb"), 4096)?;
+    let c = std::fs::read(env.join("lib/c.hipfb"))?;
+    let meta = format!(
+        "{{\"files\": [\"lib/c.hipfb\"], \"paths_data\": {{\"paths\": [{{\"_path\": \
+         \"lib/c.hipfb\", \"path_type\": \"hardlink\", \"sha256\": \"{}\", \"size_in_bytes\": \
+         {}}}], \"paths_version\": 1}}}}\n",
+        "ab".repeat(32),
+        c.len()
+    );
+    std::fs::write(env.join("conda-meta/c-1.0-0.json"), &meta)?;
+    let k = std::fs::read(site.join("pkg/k.hipfb"))?;
+    let r = ours_in(d, &["prune", "--keep", "gfx90a", "--in-place", "venv", "env"])?;
+    says("prune --in-place", &r, 1, "k.hipfb")?;
+    says("prune --in-place", &r, 1, "c.hipfb")?;
+    let same = |p: &Path, was: &[u8]| -> Result<(), Failed> {
+        match std::fs::read(p)? == was {
+            true => Ok(()),
+            false => Err(format!("{} changed", p.display()).into()),
+        }
+    };
+    same(&site.join("pkg/k.hipfb"), &k)?;
+    same(&env.join("lib/c.hipfb"), &c)?;
+    same(&env.join("conda-meta/c-1.0-0.json"), meta.as_bytes())?;
+    let now = std::fs::read(site.join("pkg/ok.hipfb"))?;
+    let rec = std::fs::read_to_string(site.join("pkg-1.0.dist-info/RECORD"))?;
+    let want = format!("pkg/k.hipfb,sha256={},{}\n", sha(b"other bytes"), ok.len());
+    if now.len() >= ok.len() || !rec.starts_with(&want) || !rec.contains(&sha(&now)) {
+        return Err(format!("ok.hipfb not pruned or RECORD wrong:\n{rec}").into());
+    }
+    // Trusted, the files are pruned and the rows named.
+    let r = ours_in(d, &["prune", "--trust-bytes", "--keep", "gfx90a", "--in-place", "venv", "env"])?;
+    says("prune --trust-bytes --in-place", &r, 0, "the 'sha256' of 'lib/c.hipfb'")?;
+    says("prune --trust-bytes --in-place", &r, 0, "the 'hash' of 'pkg/k.hipfb'")?;
+    Ok(())
+}
+
+/// `check`, `inspect --verify` and `prune` (with rules that drop nothing,
+/// so that a whole package is copied as it is) on `file` all exit `code`;
+/// prune writing nothing when it fails.
+fn agree(d: &Path, file: &str, code: i32) -> Result<(), Failed> {
+    let _ = std::fs::remove_dir_all(d.join("out"));
+    std::fs::create_dir(d.join("out"))?;
+    for args in [
+        vec!["check", "--require", "gfx90a", file],
+        vec!["inspect", "--verify", file],
+        vec!["prune", "--keep", "gfx90a", "--keep", "gfx942", "-d", "out", file],
+    ] {
+        let r = ours_in(d, &args)?;
+        if r.code != code {
+            let out = String::from_utf8_lossy(&r.stdout);
+            return Err(format!("{args:?}: want exit {code}; exit {}:\n{out}{}", r.code, r.stderr).into());
+        }
+    }
+    if code != 0 && std::fs::read_dir(d.join("out"))?.next().is_some() {
+        return Err(format!("{file}: prune wrote an output").into());
+    }
+    Ok(())
+}
+
+/// `file` in `d` with the byte at `at` (from the end when negative)
+/// flipped.
+fn flip(d: &Path, file: &str, at: i64) -> Result<(), Failed> {
+    let mut b = std::fs::read(d.join(file))?;
+    let i = if at < 0 { b.len() - (-at) as usize } else { at as usize };
+    b[i] ^= 0x55;
+    std::fs::write(d.join(file), b)?;
+    Ok(())
+}
+
+/// Packages holding a HIP bundle whose checksum is wrong: a gzip
+/// trailer's CRC-32 (a `.tar.gz`, a `.hipfb.gz`), an xz block's check, a
+/// zstd frame's checksum, a bzip2 block's CRC, the CRC-32 of a stored
+/// zip member and of a deflated one without device code. `check`,
+/// `inspect --verify` and `prune` each refuse every one (exit 2).
+fn checksums() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    hip_bundle(d, OsStr::new("k.hipfb"), 4096)?;
+    run(Path::new("/usr/bin/tar"), &["-cf", "k.tar", "k.hipfb"], d).ok()?;
+    for (tool, args, out) in [
+        ("gzip", vec!["-kc", "k.tar"], "k.tar.gz"),
+        ("gzip", vec!["-kc", "k.hipfb"], "k.hipfb.gz"),
+        ("xz", vec!["-kc", "k.tar"], "k.tar.xz"),
+        ("zstd", vec!["-qc", "k.tar"], "k.tar.zst"),
+        ("bzip2", vec!["-kc", "k.tar"], "k.tar.bz2"),
+    ] {
+        let r = run(Path::new(&format!("/usr/bin/{tool}")), &args, d).ok()?;
+        std::fs::write(d.join(out), r.stdout)?;
+    }
+    // Before damage each is read and copied.
+    for f in ["k.tar.gz", "k.hipfb.gz", "k.tar.xz", "k.tar.zst", "k.tar.bz2"] {
+        agree(d, f, 0)?;
+    }
+    flip(d, "k.tar.gz", -8)?;
+    flip(d, "k.hipfb.gz", -8)?;
+    // xz: the block's CRC-64 lies just before the index, whose size the
+    // stream footer gives.
+    let xz = std::fs::read(d.join("k.tar.xz"))?;
+    let backward = i64::from(u32::from_le_bytes(xz[xz.len() - 8..xz.len() - 4].try_into()?));
+    flip(d, "k.tar.xz", -12 - (backward + 1) * 4 - 1)?;
+    flip(d, "k.tar.zst", -1)?;
+    // bzip2: "BZh9", the block magic, then the block's CRC.
+    flip(d, "k.tar.bz2", 10)?;
+    for f in ["k.tar.gz", "k.hipfb.gz", "k.tar.xz", "k.tar.zst", "k.tar.bz2"] {
+        agree(d, f, 2)?;
+    }
+    // Zips: the CRC-32 in the local header and the central directory.
+    let make = r#"import zipfile
+k = open('k.hipfb', 'rb').read()
+for out, stored in (('s.whl', True), ('t.whl', False)):
+    with zipfile.ZipFile(out, 'w') as z:
+        z.writestr('pkg/k.hipfb', k, compress_type=zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED)
+        z.writestr('pkg/data.txt', b'no device code here ' * 50, compress_type=zipfile.ZIP_DEFLATED)
+    b = bytearray(open(out, 'rb').read())
+    name = b'pkg/k.hipfb' if stored else b'pkg/data.txt'
+    for sig, at, fixed in ((b'PK\x03\x04', 14, 30), (b'PK\x01\x02', 16, 46)):
+        i = b.find(sig)
+        while i >= 0:
+            if b[i + fixed:i + fixed + len(name)] == name:
+                b[i + at] ^= 0x55
+            i = b.find(sig, i + 4)
+    open(out, 'wb').write(b)
+"#;
+    python(d, make, &[])?;
+    agree(d, "s.whl", 2)?;
+    agree(d, "t.whl", 2)?;
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The files of a directory checked against the records of the
+//! installed packages that list them before they are pruned: each pip
+//! `*.dist-info/RECORD` and conda `conda-meta/*.json` the walk found says
+//! what its files hash to, and `records` rewrites the rows of the files
+//! the run changes. A file whose bytes already differ from its row is
+//! refused (named, left as it was) rather than pruned, for rewriting the
+//! row would hide whatever changed it ([`super::super::tamper`]); with
+//! [`PathOptions::trust_bytes`] it is pruned and the wrong row named in
+//! its report.
+//!
+//! A pip row is checked for its hash (`sha256=…`; a hash of another
+//! algorithm counts as wrong, being rewritten as a SHA-256) and its size;
+//! a conda row for its `sha256_in_prefix` where it has one, else its
+//! `sha256` and `size_in_bytes` unless the file has a prefix placeholder
+//! (conda rewrote it at install, and no hash of what it became is kept).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+
+use super::conda;
+use super::records::{digest, is_record, lexical};
+use crate::files::Input;
+use crate::prune::path::{PathError, PathErrorKind, PathOptions};
+use crate::prune::tamper::{Wrong, refusal};
+
+/// What a row says of its file.
+enum Said {
+    /// A pip row: its hash field (`sha256=…`, or empty) and size field.
+    Pip { hash: String, size: String },
+    /// A conda row: the SHA-256 (lowercase hex) and size the installed
+    /// file has, each where the row gives it.
+    Conda {
+        sha256: Option<String>,
+        size: Option<u64>,
+    },
+}
+
+/// One row naming a file.
+struct Claim {
+    /// The record, as found.
+    record: String,
+    /// The file, as the row gives it.
+    path: String,
+    said: Said,
+}
+
+/// The rows of the records found, by the lexical path of their file.
+#[derive(Default)]
+pub(super) struct Claims(HashMap<PathBuf, Vec<Claim>>);
+
+impl Claims {
+    /// The rows of each record among `paths` (files found in the walk
+    /// and skipped). A record that cannot be read names no file here
+    /// (`records` reports it, should the run change a file).
+    pub(super) fn read<'a>(paths: impl Iterator<Item = &'a Path>) -> Claims {
+        let mut claims = Claims::default();
+        for path in paths {
+            let (pip, conda) = (is_record(path), conda::is_conda_meta(path));
+            if !(pip || conda) {
+                continue;
+            }
+            let Ok(file) = Input::open(path) else {
+                continue;
+            };
+            let base = path
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new(""));
+            let record = crate::files::shown(path).into_owned();
+            let rows = match pip {
+                true => pip_rows(file.bytes()),
+                false => conda_rows(file.bytes()),
+            };
+            for (p, said) in rows {
+                let claim = Claim {
+                    record: record.clone(),
+                    path: p.clone(),
+                    said,
+                };
+                claims
+                    .0
+                    .entry(lexical(&base.join(&p)))
+                    .or_default()
+                    .push(claim);
+            }
+        }
+        claims
+    }
+
+    /// Checks the file `path`, about to be pruned, against every row
+    /// naming it: the messages of the wrong rows with
+    /// [`PathOptions::trust_bytes`], else the refusal of the first.
+    pub(super) fn check(&self, path: &Path, opts: &PathOptions) -> Result<Vec<String>, PathError> {
+        let Some(claims) = self.0.get(&lexical(path)) else {
+            return Ok(Vec::new());
+        };
+        let (size, sha) = digest(path)?;
+        let mut out = Vec::new();
+        for c in claims {
+            let Some(w) = c.wrong(size, &sha) else {
+                continue;
+            };
+            if !opts.trust_bytes {
+                let name = crate::files::shown(path);
+                return Err(refusal(path, &name, &w, PathErrorKind::Refused));
+            }
+            out.push(w.why());
+        }
+        Ok(out)
+    }
+}
+
+impl Claim {
+    /// What is wrong with the row for a file of `size` bytes whose SHA-256
+    /// is `sha`, if anything.
+    fn wrong(&self, size: u64, sha: &[u8; 32]) -> Option<Wrong<'_>> {
+        let wrong = |field, said, is| Wrong {
+            record: &self.record,
+            path: &self.path,
+            field,
+            said,
+            is,
+        };
+        match &self.said {
+            Said::Pip { hash, size: said } => {
+                let is = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+                let hash = hash.trim();
+                if !hash.is_empty() && hash.strip_prefix("sha256=") != Some(is.as_str()) {
+                    return Some(wrong("hash", format!("'{hash}'"), format!("'sha256={is}'")));
+                }
+                let said = said.trim();
+                (!said.is_empty() && said != size.to_string())
+                    .then(|| wrong("size", format!("'{said}'"), size.to_string()))
+            }
+            Said::Conda { sha256, size: said } => {
+                let is: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+                if let Some(s) = sha256.as_ref().filter(|s| !s.eq_ignore_ascii_case(&is)) {
+                    return Some(wrong("sha256", s.clone(), is));
+                }
+                said.filter(|s| *s != size)
+                    .map(|s| wrong("size_in_bytes", s.to_string(), size.to_string()))
+            }
+        }
+    }
+}
+
+/// The rows of the pip RECORD `text`: each path with what it says.
+fn pip_rows(text: &[u8]) -> Vec<(String, Said)> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text);
+    let mut out = Vec::new();
+    for row in rdr.byte_records() {
+        let Ok(row) = row else { break };
+        let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
+            continue;
+        };
+        let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
+        let said = Said::Pip {
+            hash: field(1),
+            size: field(2),
+        };
+        out.push((p.to_string(), said));
+    }
+    out
+}
+
+/// The rows of the conda record `text` that say what a file is.
+fn conda_rows(text: &[u8]) -> Vec<(String, Said)> {
+    let Ok(record) = conda::Record::parse(text) else {
+        return Vec::new();
+    };
+    record
+        .claims()
+        .into_iter()
+        .map(|(p, sha256, size)| (p, Said::Conda { sha256, size }))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pip_and_conda_rows_are_checked() {
+        let sha = [1u8; 32];
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+        let claim = |said| Claim {
+            record: "R".into(),
+            path: "a.so".into(),
+            said,
+        };
+        let pip = |hash: &str, size: &str| {
+            claim(Said::Pip {
+                hash: hash.into(),
+                size: size.into(),
+            })
+        };
+        assert!(pip(&format!("sha256={b64}"), "5").wrong(5, &sha).is_none());
+        assert!(pip("", "").wrong(5, &sha).is_none());
+        assert!(pip("sha256=x", "5").wrong(5, &sha).is_some());
+        assert!(pip(&format!("sha256={b64}"), "6").wrong(5, &sha).is_some());
+        let hex = "01".repeat(32);
+        let conda = |sha256: Option<&str>, size| {
+            claim(Said::Conda {
+                sha256: sha256.map(str::to_string),
+                size,
+            })
+        };
+        assert!(conda(Some(&hex), Some(5)).wrong(5, &sha).is_none());
+        assert!(conda(None, None).wrong(5, &sha).is_none());
+        let bad = conda(Some("ff"), Some(5));
+        let w = bad.wrong(5, &sha).unwrap();
+        assert_eq!(
+            w.why(),
+            format!("R: the 'sha256' of 'a.so' is ff, but the file's is {hex}")
+        );
+        assert!(conda(Some(&hex), Some(4)).wrong(5, &sha).is_some());
+        let rows = conda_rows(
+            br#"{"paths_data": {"paths": [
+            {"_path": "a", "sha256": "AA", "size_in_bytes": 1},
+            {"_path": "b", "sha256": "bb", "sha256_in_prefix": "cc", "size_in_bytes": 1,
+             "prefix_placeholder": "/opt/x"},
+            {"_path": "c", "sha256": "dd", "size_in_bytes": 1, "prefix_placeholder": "/opt/x"}]}}"#,
+        );
+        let got: Vec<_> = rows
+            .iter()
+            .map(|(p, s)| match s {
+                Said::Conda { sha256, size } => (p.as_str(), sha256.clone(), *size),
+                Said::Pip { .. } => unreachable!(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some("AA".to_string()), Some(1)),
+                ("b", Some("cc".to_string()), None),
+                ("c", None, None)
+            ]
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! A wheel's members checked before it is rewritten: every member's
+//! bytes against the CRC-32 the zip gives them ([`rest`], for the
+//! members prune does not otherwise inflate whole), and each member prune
+//! reads whole (every ELF, PE, static-archive or package member, device
+//! code or not) against the rows of the wheel's `RECORD`s that name it
+//! ([`records`]): a row whose hash (SHA-256) or size the bytes do not
+//! match refuses the wheel, for rewriting it would launder the change
+//! ([`super::super::tamper`]).
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use base64::Engine as _;
+
+use super::super::budget::{Budget, inflate, said};
+use super::super::path::PathError;
+use super::super::tamper::Wrong;
+use crate::files::Input;
+
+/// The wheel being read: its members, over the mapped bytes.
+pub(super) type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
+
+/// A member's bytes: a slice of the wheel where it is stored as is, else
+/// inflated.
+pub(super) enum Member<'a> {
+    /// Stored: within the wheel's bytes.
+    Stored(&'a [u8]),
+    /// Deflated (or otherwise compressed): inflated into memory or a
+    /// temporary file.
+    Inflated(Input),
+}
+
+impl Member<'_> {
+    /// The member's bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self {
+            Member::Stored(b) => b,
+            Member::Inflated(i) => i.bytes(),
+        }
+    }
+}
+
+/// The bytes of the stored member `f` (named `member`) of the wheel
+/// `path`, within its bytes `data`; an error unless they lie within them
+/// and match the member's CRC-32.
+pub(crate) fn stored<'a>(
+    path: &Path,
+    member: &str,
+    data: &'a [u8],
+    f: &zip::read::ZipFile<'_, std::io::Cursor<&'a [u8]>>,
+) -> Result<&'a [u8], PathError> {
+    let size = f.size();
+    let bytes = f
+        .data_start()
+        .filter(|_| f.compressed_size() == size)
+        .and_then(|start| {
+            let start = usize::try_from(start).ok()?;
+            data.get(start..start.checked_add(usize::try_from(size).ok()?)?)
+        })
+        .ok_or_else(|| {
+            said(
+                path,
+                format!("member '{member}': its data lies outside the file"),
+            )
+        })?;
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    if crc.sum() != f.crc32() {
+        let why = format!("member '{member}': its bytes do not match its CRC-32");
+        return Err(said(path, why));
+    }
+    Ok(bytes)
+}
+
+/// What prune read of a member: its size and SHA-256.
+pub(super) type Seen = (u64, [u8; 32]);
+
+/// Reads the rest of the member `f` (named `mname`, of `size` bytes,
+/// `head` of them read already) of the wheel `path` to its end, within
+/// `budget`, where the zip reader checks its CRC-32: an error when they
+/// do not match or the member gives another number of bytes.
+pub(super) fn rest(
+    path: &Path,
+    mname: &str,
+    head: u64,
+    f: &mut dyn Read,
+    size: u64,
+    budget: &mut Budget,
+) -> Result<(), PathError> {
+    budget.take(path, mname, size.saturating_sub(head))?;
+    let left = size.saturating_sub(head);
+    let n =
+        std::io::copy(&mut f.take(left.saturating_add(1)), &mut std::io::sink()).map_err(|e| {
+            match e.to_string().contains("checksum") {
+                true => said(
+                    path,
+                    format!("member '{mname}': its bytes do not match its CRC-32"),
+                ),
+                false => PathError::member(path, mname, "cannot be inflated", e),
+            }
+        })?;
+    if n != left {
+        let why = format!(
+            "member '{mname}' inflates to {} bytes, not the {size} it declares",
+            head.saturating_add(n)
+        );
+        return Err(said(path, why));
+    }
+    Ok(())
+}
+
+/// A row of a RECORD: the hash it gives (`sha256=…`, empty for none) and
+/// the size (empty for none).
+struct Row {
+    hash: String,
+    size: String,
+}
+
+/// Checks each member read whole (`read`, by name) against every row of
+/// the wheel's RECORDs that names it; a RECORD `removed` is not read. A
+/// row that gives a hash or size its member's bytes do not match goes to
+/// `wrong` ([`settle`](super::super::tamper::settle): an error, or with
+/// `--trust-bytes` a line of the report).
+pub(super) fn records<'a>(
+    input: &Path,
+    data: &'a [u8],
+    zin: &mut Zip<'a>,
+    read: &BTreeMap<String, Seen>,
+    removed: &BTreeMap<usize, String>,
+    budget: &mut Budget,
+    wrong_row: &mut dyn FnMut(&Wrong<'_>) -> Result<(), PathError>,
+) -> Result<(), PathError> {
+    let bad = |e| PathError::zip(input, e);
+    for i in 0..zin.len() {
+        let mut f = zin.by_index(i).map_err(bad)?;
+        let rname = f.name().map_err(bad)?.into_owned();
+        if f.is_dir() || !rname.ends_with(".dist-info/RECORD") || removed.contains_key(&i) {
+            continue;
+        }
+        let size = f.size();
+        let text = if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
+            Member::Stored(stored(input, &rname, data, &f)?)
+        } else {
+            budget.take(input, &rname, size)?;
+            Member::Inflated(inflate(input, &rname, &[], &mut f, size)?)
+        };
+        let rows = rows(text.bytes(), read)
+            .map_err(|e| PathError::member(input, &rname, "cannot be read as CSV", e))?;
+        for (path, row) in rows {
+            let Some(&(size, sha)) = read.get(&path) else {
+                continue;
+            };
+            if let Some(w) = wrong(&rname, &path, &row, size, &sha) {
+                wrong_row(&w)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rows of the RECORD `text` that name a member of `read`, in order.
+fn rows(text: &[u8], read: &BTreeMap<String, Seen>) -> csv::Result<Vec<(String, Row)>> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text);
+    let mut out = Vec::new();
+    for row in rdr.byte_records() {
+        let row = row?;
+        let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
+        let path = field(0);
+        if read.contains_key(&path) {
+            let (hash, size) = (field(1), field(2));
+            out.push((path, Row { hash, size }));
+        }
+    }
+    Ok(out)
+}
+
+/// What is wrong with `row` (of the RECORD `record`, naming `path`) for a
+/// member of `size` bytes whose SHA-256 is `sha`, if anything: a hash
+/// that is not that SHA-256 (one of another algorithm, which prune does
+/// not compute, counts: prune would rewrite it as a SHA-256), or a size
+/// that is not that size. A row with neither claims nothing.
+fn wrong<'a>(
+    record: &'a str,
+    path: &'a str,
+    row: &Row,
+    size: u64,
+    sha: &[u8; 32],
+) -> Option<Wrong<'a>> {
+    let is = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+    let hash = row.hash.trim();
+    if !hash.is_empty() && hash.strip_prefix("sha256=") != Some(is.as_str()) {
+        return Some(Wrong {
+            record,
+            path,
+            field: "hash",
+            said: format!("'{hash}'"),
+            is: format!("'sha256={is}'"),
+        });
+    }
+    let said = row.size.trim();
+    if !said.is_empty() && said != size.to_string() {
+        return Some(Wrong {
+            record,
+            path,
+            field: "size",
+            said: format!("'{said}'"),
+            is: size.to_string(),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_wrong_where_their_hash_or_size_differs() {
+        let sha = [7u8; 32];
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+        let row = |hash: &str, size: &str| Row {
+            hash: hash.into(),
+            size: size.into(),
+        };
+        let ok = row(&format!("sha256={b64}"), "10");
+        assert!(wrong("R", "a.so", &ok, 10, &sha).is_none());
+        assert!(wrong("R", "a.so", &row("", ""), 10, &sha).is_none());
+        let w = wrong("R", "a.so", &row("sha256=AAAA", "10"), 10, &sha).unwrap();
+        assert_eq!(
+            w.why(),
+            format!("R: the 'hash' of 'a.so' is 'sha256=AAAA', but the file's is 'sha256={b64}'")
+        );
+        let w = wrong("R", "a.so", &ok, 11, &sha).unwrap();
+        assert_eq!(
+            w.why(),
+            "R: the 'size' of 'a.so' is '10', but the file's is 11"
+        );
+        // Another algorithm is not checked, so not taken on trust.
+        assert!(wrong("R", "a.so", &row("sha512=x", "10"), 10, &sha).is_some());
+        let read = BTreeMap::from([("a,b.so".to_string(), (1, sha))]);
+        let got = rows(b"x.py,sha256=q,1\n\"a,b.so\",sha256=z,3\n", &read).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].0.as_str(), got[0].1.hash.as_str()),
+            ("a,b.so", "sha256=z")
+        );
+    }
+}
