@@ -14,7 +14,7 @@ use super::*;
 use crate::images::gzip_tar;
 use crate::prune::images::layout;
 use crate::prune::tree::bundle;
-use crate::util::same;
+use crate::util::{run, same};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
@@ -33,7 +33,36 @@ pub(super) fn tests() -> Vec<Trial> {
             &[],
             linked_directory,
         ),
+        trial(
+            "hostile::round6::a_layouts_index_rewritten_in_place_is_never_setuid",
+            &[],
+            setuid_index,
+        ),
     ]
+}
+
+/// A layout whose `index.json` is setuid and setgid, pruned in place: the
+/// new `index.json` (a new file, the runner's) has the old read, write
+/// and execute bits alone.
+fn setuid_index() -> Result<(), Failed> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let t = tempdir();
+    let d = t.path();
+    bundle(d, "k.hipfb", &[("gfx90a", 1, 4096), ("gfx942", 2, 4096)])?;
+    let k = std::fs::read(d.join("k.hipfb"))?;
+    layout(&d.join("L"), &[gzip_tar(&[("usr/lib/k.hipfb", &k)])?])?;
+    let index = d.join("L/index.json");
+    std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o6755))?;
+    let before = std::fs::read(&index)?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "L"], d).ok()?;
+    if std::fs::read(&index)? == before {
+        return Err("index.json was not rewritten".into());
+    }
+    let mode = std::fs::metadata(&index)?.permissions().mode() & 0o7777;
+    if mode != 0o755 {
+        return Err(format!("the new index.json has mode {mode:o}, not 755").into());
+    }
+    Ok(())
 }
 
 /// Every regular file below `dir` by path, with its bytes and inode.

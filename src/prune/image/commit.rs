@@ -150,7 +150,15 @@ impl Stage {
             self.place()?;
             let path = input.join("index.json");
             let mut out = Output::create(&path).map_err(cannot(&path))?;
-            let mode = std::fs::metadata(&path).map_or_else(|_| blob_mode(), |m| m.permissions());
+            // Its read, write and execute bits: the new file is the
+            // runner's, so setuid or setgid kept would be theirs (issue #71).
+            let mode = std::fs::metadata(&path).map_or_else(
+                |_| blob_mode(),
+                |m| {
+                    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+                    std::fs::Permissions::from_mode(m.mode() & 0o777)
+                },
+            );
             temp_file(&mut out)?
                 .set_permissions(mode)
                 .map_err(cannot(&path))?;
