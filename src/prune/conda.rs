@@ -38,7 +38,7 @@ mod info;
 mod walk;
 
 use compress::Packer;
-pub(crate) use cx::Cx;
+pub(crate) use cx::{Cx, hex};
 use info::Info;
 use walk::{Walked, walk_payload};
 

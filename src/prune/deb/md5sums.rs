@@ -14,19 +14,27 @@ pub(crate) fn hex(md5: &[u8; 16]) -> String {
     md5.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A line of `md5sums` (without its line terminator) as its MD5 (32
+/// hexadecimal digits) and its path without a leading `./` or `/` (after
+/// a space and a space or `*`); `None` for a line of no such form.
+fn split(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
+        return None;
+    }
+    Some((&body[..32], super::tar::normalized(&body[34..])))
+}
+
 /// The MD5 each line of `text` gives its path (lowercase hexadecimal), by
 /// path as [`new_md5sums`] compares them; lines of no such form are
 /// skipped. A path listed twice keeps its first line's.
 pub(crate) fn parse(text: &[u8]) -> BTreeMap<Vec<u8>, String> {
     let mut out = BTreeMap::new();
     for line in text.split(|&b| b == b'\n') {
-        let body = line.strip_suffix(b"\r").unwrap_or(line);
-        if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
+        let Some((md5, path)) = split(line.strip_suffix(b"\r").unwrap_or(line)) else {
             continue;
-        }
-        let path = super::tar::normalized(&body[34..]).to_vec();
-        let md5 = String::from_utf8_lossy(&body[..32]).to_ascii_lowercase();
-        out.entry(path).or_insert(md5);
+        };
+        let md5 = String::from_utf8_lossy(md5).to_ascii_lowercase();
+        out.entry(path.to_vec()).or_insert(md5);
     }
     out
 }
@@ -44,12 +52,10 @@ pub(crate) fn new_md5sums(
     let mut any = false;
     for line in text.split_inclusive(|&b| b == b'\n') {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
+        let Some((_, path)) = split(body.strip_suffix(b"\r").unwrap_or(body)) else {
             out.extend_from_slice(line);
             continue;
-        }
-        let path = super::tar::normalized(&body[34..]);
+        };
         if gone.contains(path) {
             any = true;
         } else if let Some(md5) = changed.get(path) {

@@ -17,18 +17,16 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
-
 use super::conda;
 use super::records::{digest, is_record, lexical};
 use crate::files::Input;
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
-use crate::prune::tamper::{Wrong, refusal};
+use crate::prune::tamper::{PipRow, Wrong, refusal};
 
 /// What a row says of its file.
 enum Said {
     /// A pip row: its hash field (`sha256=…`, or empty) and size field.
-    Pip { hash: String, size: String },
+    Pip(PipRow),
     /// A conda row: the SHA-256 (lowercase hex) and size the installed
     /// file has, each where the row gives it.
     Conda {
@@ -124,18 +122,9 @@ impl Claim {
             is,
         };
         match &self.said {
-            Said::Pip { hash, size: said } => {
-                let is = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
-                let hash = hash.trim();
-                if !hash.is_empty() && hash.strip_prefix("sha256=") != Some(is.as_str()) {
-                    return Some(wrong("hash", format!("'{hash}'"), format!("'sha256={is}'")));
-                }
-                let said = said.trim();
-                (!said.is_empty() && said != size.to_string())
-                    .then(|| wrong("size", format!("'{said}'"), size.to_string()))
-            }
+            Said::Pip(row) => row.wrong(&self.record, &self.path, size, sha),
             Said::Conda { sha256, size: said } => {
-                let is: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+                let is = crate::prune::conda::hex(sha);
                 if let Some(s) = sha256.as_ref().filter(|s| !s.eq_ignore_ascii_case(&is)) {
                     return Some(wrong("sha256", s.clone(), is));
                 }
@@ -159,10 +148,10 @@ fn pip_rows(text: &[u8]) -> Vec<(String, Said)> {
             continue;
         };
         let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
-        let said = Said::Pip {
+        let said = Said::Pip(PipRow {
             hash: field(1),
             size: field(2),
-        };
+        });
         out.push((p.to_string(), said));
     }
     out
@@ -182,6 +171,8 @@ fn conda_rows(text: &[u8]) -> Vec<(String, Said)> {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::*;
 
     #[test]
@@ -194,10 +185,10 @@ mod tests {
             said,
         };
         let pip = |hash: &str, size: &str| {
-            claim(Said::Pip {
+            claim(Said::Pip(PipRow {
                 hash: hash.into(),
                 size: size.into(),
-            })
+            }))
         };
         assert!(pip(&format!("sha256={b64}"), "5").wrong(5, &sha).is_none());
         assert!(pip("", "").wrong(5, &sha).is_none());
@@ -230,7 +221,7 @@ mod tests {
             .iter()
             .map(|(p, s)| match s {
                 Said::Conda { sha256, size } => (p.as_str(), sha256.clone(), *size),
-                Said::Pip { .. } => unreachable!(),
+                Said::Pip(_) => unreachable!(),
             })
             .collect();
         assert_eq!(

@@ -11,11 +11,9 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use base64::Engine as _;
-
 use super::super::budget::{Budget, inflate, said};
 use super::super::path::PathError;
-use super::super::tamper::Wrong;
+use super::super::tamper::{PipRow, Wrong};
 use crate::files::Input;
 
 /// The wheel being read: its members, over the mapped bytes.
@@ -110,13 +108,6 @@ pub(super) fn rest(
     Ok(())
 }
 
-/// A row of a RECORD: the hash it gives (`sha256=…`, empty for none) and
-/// the size (empty for none).
-struct Row {
-    hash: String,
-    size: String,
-}
-
 /// Checks each member read whole (`read`, by name) against every row of
 /// the wheel's RECORDs that names it; a RECORD `removed` is not read. A
 /// row that gives a hash or size its member's bytes do not match goes to
@@ -151,7 +142,7 @@ pub(super) fn records<'a>(
             let Some(&(size, sha)) = read.get(&path) else {
                 continue;
             };
-            if let Some(w) = wrong(&rname, &path, &row, size, &sha) {
+            if let Some(w) = row.wrong(&rname, &path, size, &sha) {
                 wrong_row(&w)?;
             }
         }
@@ -160,7 +151,7 @@ pub(super) fn records<'a>(
 }
 
 /// The rows of the RECORD `text` that name a member of `read`, in order.
-fn rows(text: &[u8], read: &BTreeMap<String, Seen>) -> csv::Result<Vec<(String, Row)>> {
+fn rows(text: &[u8], read: &BTreeMap<String, Seen>) -> csv::Result<Vec<(String, PipRow)>> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -172,46 +163,10 @@ fn rows(text: &[u8], read: &BTreeMap<String, Seen>) -> csv::Result<Vec<(String, 
         let path = field(0);
         if read.contains_key(&path) {
             let (hash, size) = (field(1), field(2));
-            out.push((path, Row { hash, size }));
+            out.push((path, PipRow { hash, size }));
         }
     }
     Ok(out)
-}
-
-/// What is wrong with `row` (of the RECORD `record`, naming `path`) for a
-/// member of `size` bytes whose SHA-256 is `sha`, if anything: a hash
-/// that is not that SHA-256 (one of another algorithm, which prune does
-/// not compute, counts: prune would rewrite it as a SHA-256), or a size
-/// that is not that size. A row with neither claims nothing.
-fn wrong<'a>(
-    record: &'a str,
-    path: &'a str,
-    row: &Row,
-    size: u64,
-    sha: &[u8; 32],
-) -> Option<Wrong<'a>> {
-    let is = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
-    let hash = row.hash.trim();
-    if !hash.is_empty() && hash.strip_prefix("sha256=") != Some(is.as_str()) {
-        return Some(Wrong {
-            record,
-            path,
-            field: "hash",
-            said: format!("'{hash}'"),
-            is: format!("'sha256={is}'"),
-        });
-    }
-    let said = row.size.trim();
-    if !said.is_empty() && said != size.to_string() {
-        return Some(Wrong {
-            record,
-            path,
-            field: "size",
-            said: format!("'{said}'"),
-            is: size.to_string(),
-        });
-    }
-    None
 }
 
 #[cfg(test)]
@@ -219,28 +174,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_are_wrong_where_their_hash_or_size_differs() {
+    fn only_the_rows_of_members_read_are_taken() {
         let sha = [7u8; 32];
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
-        let row = |hash: &str, size: &str| Row {
-            hash: hash.into(),
-            size: size.into(),
-        };
-        let ok = row(&format!("sha256={b64}"), "10");
-        assert!(wrong("R", "a.so", &ok, 10, &sha).is_none());
-        assert!(wrong("R", "a.so", &row("", ""), 10, &sha).is_none());
-        let w = wrong("R", "a.so", &row("sha256=AAAA", "10"), 10, &sha).unwrap();
-        assert_eq!(
-            w.why(),
-            format!("R: the 'hash' of 'a.so' is 'sha256=AAAA', but the file's is 'sha256={b64}'")
-        );
-        let w = wrong("R", "a.so", &ok, 11, &sha).unwrap();
-        assert_eq!(
-            w.why(),
-            "R: the 'size' of 'a.so' is '10', but the file's is 11"
-        );
-        // Another algorithm is not checked, so not taken on trust.
-        assert!(wrong("R", "a.so", &row("sha512=x", "10"), 10, &sha).is_some());
         let read = BTreeMap::from([("a,b.so".to_string(), (1, sha))]);
         let got = rows(b"x.py,sha256=q,1\n\"a,b.so\",sha256=z,3\n", &read).unwrap();
         assert_eq!(got.len(), 1);
