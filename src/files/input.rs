@@ -83,12 +83,7 @@ pub const MAX_DEVICE_BYTES: u64 = 64 << 20;
 
 /// Reads all of `r`, failing beyond `max` bytes (`what` says from where).
 fn read_bounded(r: impl Read, max: u64, what: &str) -> io::Result<Vec<u8>> {
-    let mut v = Vec::new();
-    r.take(max + 1).read_to_end(&mut v)?;
-    if v.len() as u64 > max {
-        return Err(too_much(what, max));
-    }
-    Ok(v)
+    read_at_most(r, max)?.ok_or_else(|| too_much(what, max))
 }
 
 /// The error for `what` giving more than `max` bytes.
@@ -204,12 +199,12 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// What `file` gives, read to its end, or `None` when that is more than
+/// What `r` gives, read to its end, or `None` when that is more than
 /// `max` bytes (never more than `max + 1` are read, so a file that grows
 /// while it is read costs no more).
-pub(crate) fn read_at_most(file: File, max: u64) -> io::Result<Option<Vec<u8>>> {
+pub(crate) fn read_at_most(r: impl Read, max: u64) -> io::Result<Option<Vec<u8>>> {
     let mut v = Vec::new();
-    file.take(max.saturating_add(1)).read_to_end(&mut v)?;
+    r.take(max.saturating_add(1)).read_to_end(&mut v)?;
     Ok((v.len() as u64 <= max).then_some(v))
 }
 

@@ -114,11 +114,17 @@ pub(super) fn punch(file: &File, output: &NewFile) {
 /// mode bits, extended attributes and times ([`keep::keep_all`]); refuses
 /// the file, left as it was, when one of them cannot be given.
 pub(super) fn keep_metadata(
+    opts: &PathOptions,
     file: &File,
     dest: &Path,
     meta: &std::fs::Metadata,
 ) -> Result<(), PathError> {
-    let src = opened_again(dest, meta)?;
+    // In a walked tree, through its directory's handle, as the file was
+    // read; a file named alone, by its path.
+    let src = match opts.anchored() {
+        Some(a) => a.open(false).map_err(|e| e.error(dest))?,
+        None => opened_again(dest, meta)?,
+    };
     keep::keep_all(file, &src, meta, &keep::set_xattr)
         .map_err(|e| PathError::said(PathErrorKind::Refused, dest, &shown(dest), e.reason()))
 }
@@ -262,7 +268,7 @@ pub(crate) fn finish(
     } else {
         if let Some(f) = out.temp_file() {
             match opts.in_place() {
-                true => keep_metadata(f, dest, meta)?,
+                true => keep_metadata(opts, f, dest, meta)?,
                 false => f.set_permissions(output_mode(meta)).map_err(bare)?,
             }
         }
