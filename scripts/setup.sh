@@ -7,8 +7,8 @@
 # wheels (scripts/cuda-tools.sh), NVIDIA's nvprune 11.8 unpacked from Debian
 # bookworm's non-free nvidia-cuda-toolkit (scripts/nvprune-tool.sh), maturin and auditwheel from PyPI in a venv
 # of their own (scripts/wheel-tools.sh), conda-package-handling and py-rattler
-# from PyPI in another (scripts/conda-tools.sh), and Rust's aarch64 target for the
-# cross-built wheel (scripts/wheel.sh). Run as root (CI is), or with the
+# from PyPI in another (scripts/conda-tools.sh), Rust's aarch64 target for the
+# cross-built wheel (scripts/wheel.sh), and cargo-fuzz (scripts/fuzz.sh). Run as root (CI is), or with the
 # packages already present.
 #
 #   bash scripts/setup.sh          # install what is missing
@@ -140,6 +140,13 @@ if command -v rustup >/dev/null 2>&1 &&
   ! rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
   rustup target add aarch64-unknown-linux-gnu >/dev/null 2>&1 ||
     echo "setup: warning: rustup could not add aarch64-unknown-linux-gnu (only scripts/wheel.sh aarch64 needs it)" >&2
+fi
+# cargo-fuzz (pinned, from crates.io), which builds and runs the fuzz
+# targets of scripts/fuzz/ (scripts/fuzz.sh); the tests replay their corpora
+# without it.
+if ! cargo fuzz --version 2>/dev/null | grep -qx "cargo-fuzz 0.13.2"; then
+  cargo install cargo-fuzz --version 0.13.2 --locked >/dev/null 2>&1 ||
+    { echo "setup: cargo install cargo-fuzz 0.13.2 failed" >&2; exit 1; }
 fi
 "$LLVM_BIN/llvm-offload-binary" --version | grep -q "LLVM version 22\." || {
   echo "setup: $LLVM_BIN/llvm-offload-binary is not LLVM 22" >&2

@@ -246,10 +246,31 @@ impl<T> Walk<'_, '_, T> {
                 Some(format) => Err(Unread::new(format.why())),
                 None => Ok(Data { bytes, input }),
             };
+            let unread = data.is_err();
             let r = (self.f)(unit, data);
             self.out.push(r);
+            // A zip with bytes in front of it (a self-extracting archive, a
+            // program or document that carries one): the file is scanned as
+            // it is, above, and the zip's members below its name, so that
+            // compressed members are never passed over.
+            if !unread && package::zip_prefix(bytes).is_some() {
+                self.package(unit, bytes, input, depth, package::Kind::Zip);
+            }
             return;
         };
+        self.package(unit, bytes, input, depth, kind);
+    }
+
+    /// The members of the package `bytes` (of kind `kind`), each a unit
+    /// below `unit`.
+    fn package(
+        &mut self,
+        unit: &Unit<'_>,
+        bytes: &[u8],
+        input: &Input,
+        depth: u32,
+        kind: package::Kind,
+    ) {
         if depth >= MAX_PACKAGE_DEPTH {
             let e = format!("packages nested more than {MAX_PACKAGE_DEPTH} deep");
             let r = (self.f)(unit, Err(Unread::new(e)));

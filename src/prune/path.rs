@@ -107,6 +107,81 @@ pub fn prune_path(
     prune_path_of(input, None, selection, opts)
 }
 
+/// Whether the archive `data`, which prune does not rewrite, holds
+/// anything a prune could be asked to remove: a device image (in its
+/// bytes as they are, or, for a zip with bytes in front of it, in a
+/// member), or damage, a package in a member, data the scan could not
+/// read or more than the budget allows (which a refusal must name). An
+/// archive that holds none of these (an Excel workbook whose OLE2
+/// container carries a small zip, say) is a file without device code, not
+/// a refusal.
+fn holds_device_code(data: &[u8], opts: &super::Options) -> bool {
+    use std::io::Read as _;
+    let mut budget = opts
+        .max_uncompressed
+        .unwrap_or_else(|| crate::scan::default_max_uncompressed(data.len() as u64));
+    let scan_opts = crate::scan::Options {
+        max_uncompressed: budget,
+        ptx_text: false,
+        ..crate::scan::Options::default()
+    };
+    let holds = |bytes: &[u8]| {
+        if package::detect(bytes).is_some() || crate::scan::unread_format(bytes).is_some() {
+            return true;
+        }
+        let report = crate::scan::scan_of(bytes, &scan_opts, &mut crate::scan::NoVisit, None);
+        !report.images.is_empty() || !report.problems.is_empty()
+    };
+    if holds(data) || package::zip_prefix(data).is_none() {
+        return true;
+    }
+    /// Each member read whole (within the budget) and judged.
+    struct Judge<'h, F> {
+        holds: &'h F,
+        budget: &'h mut u64,
+        found: bool,
+    }
+    impl<F: Fn(&[u8]) -> bool> package::Members for Judge<'_, F> {
+        fn member(
+            &mut self,
+            _: &str,
+            contents: Result<package::Contents<'_, '_>, String>,
+        ) -> crate::error::Result<()> {
+            let mut whole = Vec::new();
+            let bytes = match contents {
+                Ok(package::Contents::Stored(b)) => b,
+                Ok(
+                    package::Contents::Stream { reader, .. } | package::Contents::Unsized(reader),
+                ) => {
+                    let read = std::io::Read::take(reader, self.budget.saturating_add(1))
+                        .read_to_end(&mut whole);
+                    if read.is_err() {
+                        self.found = true;
+                        return Ok(());
+                    }
+                    &whole[..]
+                }
+                Err(_) => {
+                    self.found = true;
+                    return Ok(());
+                }
+            };
+            match self.budget.checked_sub(bytes.len() as u64) {
+                Some(left) if !(self.holds)(bytes) => *self.budget = left,
+                _ => self.found = true,
+            }
+            Ok(())
+        }
+    }
+    let mut judge = Judge {
+        holds: &holds,
+        budget: &mut budget,
+        found: false,
+    };
+    let read = package::members(data, package::Kind::Zip, &mut judge);
+    read.is_err() || judge.found
+}
+
 /// [`prune_path`] of a file whose format the caller read from its first
 /// bytes already (`kind`; `None`: read here if needed).
 pub(crate) fn prune_path_of(
@@ -127,7 +202,10 @@ pub(crate) fn prune_path_of(
         package::detect(data),
         Some(package::Kind::Tar(_) | package::Kind::Compressed(_) | package::Kind::Cpio)
     );
-    if !read_through && let Some(what) = super::package_not_pruned(data) {
+    if !read_through
+        && let Some(what) = super::package_not_pruned(data)
+        && holds_device_code(data, &opts.prune)
+    {
         let why = format!(
             "it is {what}: prune does not rewrite such archives (unpack it, prune its files, \
              pack it again)"
