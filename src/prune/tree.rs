@@ -105,6 +105,9 @@ struct Found {
     kind: Option<object::FileKind>,
     /// Where a found file lies below the directory walked.
     beneath: Beneath,
+    /// Its access time as the walk found it, before the run read any of
+    /// its bytes (which, under `relatime`, sets it): the pruned file's.
+    accessed: Option<std::time::SystemTime>,
 }
 
 /// What becomes of the file `f` of the walk: pruned (or removed by its
@@ -135,18 +138,26 @@ fn file_outcome(
     }
     #[cfg(test)]
     super::race::at(super::race::Phase::Open, &f.path);
-    let anchored;
+    let placed;
     let opts = match (&f.beneath, opts.in_place()) {
         (Some((root, rel)), true) => match root.anchor(rel, f.id) {
             Ok(a) => {
-                anchored = PathOptions {
+                placed = PathOptions {
                     anchor: Some(a),
+                    accessed: f.accessed,
                     ..opts.clone()
                 };
-                &anchored
+                &placed
             }
             Err(e) => return TreeOutcome::Failed(e.error(&f.path)),
         },
+        (None, true) => {
+            placed = PathOptions {
+                accessed: f.accessed,
+                ..opts.clone()
+            };
+            &placed
+        }
         _ => opts,
     };
     let done = match by_name(f, selection, opts) {
@@ -455,6 +466,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             rel: input.to_str().map(str::to_string),
             kind: None,
             beneath: None,
+            accessed: meta.and_then(|m| m.accessed().ok()),
         })
     };
     match std::fs::metadata(input) {
@@ -556,6 +568,7 @@ fn walk_dir(input: &Path, root: &Arc<Root>, slots: &mut Vec<Slot>) {
                 rel: crate::companion::below(input, path),
                 kind: None,
                 beneath: below(path),
+                accessed: m.accessed().ok(),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),

@@ -125,7 +125,7 @@ pub(super) fn keep_metadata(
         Some(a) => a.open(false).map_err(|e| e.error(dest))?,
         None => opened_again(dest, meta)?,
     };
-    keep::keep_all(file, &src, meta, &keep::set_xattr)
+    keep::keep_all(file, &src, meta, opts.accessed, &keep::set_xattr)
         .map_err(|e| PathError::said(PathErrorKind::Refused, dest, &shown(dest), e.reason()))
 }
 
@@ -159,10 +159,18 @@ fn output_mode(meta: &std::fs::Metadata) -> std::fs::Permissions {
     std::os::unix::fs::PermissionsExt::from_mode(meta.mode() & 0o777)
 }
 
-/// The access and modification times of `meta`, to set on another file.
-pub(super) fn times(meta: &std::fs::Metadata) -> io::Result<std::fs::FileTimes> {
+/// The access and modification times of `meta` (the access time
+/// `accessed` instead where given), to set on another file.
+pub(super) fn times(
+    meta: &std::fs::Metadata,
+    accessed: Option<std::time::SystemTime>,
+) -> io::Result<std::fs::FileTimes> {
+    let accessed = match accessed {
+        Some(t) => t,
+        None => meta.accessed()?,
+    };
     Ok(std::fs::FileTimes::new()
-        .set_accessed(meta.accessed()?)
+        .set_accessed(accessed)
         .set_modified(meta.modified()?))
 }
 
@@ -261,7 +269,7 @@ pub(crate) fn finish(
             let why = format!("{}: its links see the pruned bytes without it", e.text());
             PathError::said(PathErrorKind::Write, dest, &shown(dest), why)
         })?;
-        let times = times(meta).map_err(bare)?;
+        let times = times(meta, opts.accessed).map_err(bare)?;
         target.set_times(times).map_err(bare)?;
         target.sync_all().map_err(cannot)?;
         drop(out);
