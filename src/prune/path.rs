@@ -36,7 +36,7 @@ pub(crate) use pruning::Pruning;
 pub use report::{CondaRecords, ImageGroup, ImageRewritten, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 use write::remove;
-pub(crate) use write::{finish, remove_by_name, write_through};
+pub(crate) use write::{create, finish, remove_by_name, write_through};
 
 /// Prunes the file `input`: keeps only the device images `selection`
 /// keeps, rewriting each container that loses entries (see

@@ -108,9 +108,24 @@ pub(super) fn keep_all(
     // An ACL set above also sets the mode's group bits (to what they were:
     // the ACL's mask); the mode is checked once more.
     keep_mode(file, mode)?;
-    super::write::times(meta, accessed)
+    times(meta, accessed)
         .and_then(|t| file.set_times(t))
         .map_err(|e| NotKept::new("its times", e))
+}
+
+/// The access and modification times of `meta` (the access time
+/// `accessed` instead where given), to set on another file.
+pub(super) fn times(
+    meta: &std::fs::Metadata,
+    accessed: Option<std::time::SystemTime>,
+) -> io::Result<std::fs::FileTimes> {
+    let accessed = match accessed {
+        Some(t) => t,
+        None => meta.accessed()?,
+    };
+    Ok(std::fs::FileTimes::new()
+        .set_accessed(accessed)
+        .set_modified(meta.modified()?))
 }
 
 /// Gives `file` the mode bits `mode` (`0o7777` of them), checking that
