@@ -46,6 +46,11 @@ pub(super) fn tests() -> Vec<Trial> {
             refuses_what_it_cannot_keep,
         )),
         as_root(trial(
+            "hostile::round6::as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones",
+            &[PY, "setpriv"],
+            nobody_trusted,
+        )),
+        as_root(trial(
             "hostile::round6::the_nvprune_drop_in_never_writes_setuid",
             &[],
             nvprune_not_setuid,
@@ -299,6 +304,42 @@ fn refuses_what_it_cannot_keep() -> Result<(), Failed> {
     let after = std::fs::metadata(w.join("plain.hipfb"))?;
     if after.len() >= before || after.uid() != NOBODY {
         return Err("nobody could not prune a file without capabilities".into());
+    }
+    Ok(())
+}
+
+/// As nobody, `--in-place` of nobody's bundle holding `user.test` and
+/// `trusted.test`: pruned (exit 0), `user.test` kept; `trusted.test`,
+/// which the kernel lists to root alone, is not on the new file (the
+/// documented limit of a run as another user than root: docs/prune.md).
+fn nobody_trusted() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::set_permissions(d, PermissionsExt::from_mode(0o755))?;
+    let bin = d.join("offload-kit");
+    std::fs::copy(ours(), &bin)?;
+    std::fs::set_permissions(&bin, PermissionsExt::from_mode(0o755))?;
+    let w = d.join("w");
+    std::fs::create_dir(&w)?;
+    hip_bundle(&w, OsStr::new("k.hipfb"), 1 << 16)?;
+    give_away(&w.join("k.hipfb"), 0o644)?;
+    give_away(&w, 0o755)?;
+    let script = "import os, sys\n\
+        os.setxattr(sys.argv[1], 'user.test', b'u')\n\
+        os.setxattr(sys.argv[1], 'trusted.test', b't')\n";
+    within(&w, Path::new(PY), &["-c", script, "k.hipfb"])?.ok()?;
+    let before = std::fs::metadata(w.join("k.hipfb"))?;
+    let bin = bin.to_string_lossy().into_owned();
+    let args = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", &bin];
+    let prune = ["prune", "--keep", "gfx90a", "--in-place", "k.hipfb"];
+    within(&w, Path::new(SETPRIV), &[&args[..], &prune[..]].concat())?.ok()?;
+    let after = std::fs::metadata(w.join("k.hipfb"))?;
+    if after.len() >= before.len() || after.ino() == before.ino() {
+        return Err("nobody's bundle was not pruned".into());
+    }
+    let meta = meta_of(&w, "k.hipfb")?;
+    if !meta.contains("\"user.test\": \"75\"") || meta.contains("trusted.test") {
+        return Err(format!("not user.test alone: {meta}").into());
     }
     Ok(())
 }

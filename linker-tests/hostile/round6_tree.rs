@@ -38,7 +38,46 @@ pub(super) fn tests() -> Vec<Trial> {
             &[],
             setuid_index,
         ),
+        trial(
+            "hostile::round6::in_place_keeps_the_access_time_from_before_the_run",
+            &["touch", "stat"],
+            access_time,
+        ),
     ]
+}
+
+/// What `stat` says of `paths`' access times (seconds), one a line.
+fn atimes(d: &Path, paths: &[&str]) -> Result<String, Failed> {
+    let args = [&["-c", "%X"][..], paths].concat();
+    let r = run(Path::new("/usr/bin/stat"), &args, d).ok()?;
+    Ok(String::from_utf8_lossy(&r.stdout).into_owned())
+}
+
+/// A bundle in a tree and one named, given an access time of 2001 by
+/// `touch -a -d` (which a read, under `relatime` or `strictatime`, would
+/// move to now): pruned in place, each is smaller and `stat` still says
+/// 2001, not the time of prune's own reads.
+fn access_time() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::create_dir(d.join("tree"))?;
+    let names = ["tree/k.hipfb", "n.hipfb"];
+    for n in names {
+        bundle(d, n, &[("gfx90a", 1, 4096), ("gfx942", 2, 4096)])?;
+    }
+    let touch = ["-a", "-d", "@1000000000"];
+    run(Path::new("/usr/bin/touch"), &[&touch[..], &names[..]].concat(), d).ok()?;
+    let old = atimes(d, &names)?;
+    same("the access times set", old.as_str(), "1000000000\n1000000000\n")?;
+    let sizes = |d: &Path| names.map(|n| std::fs::metadata(d.join(n)).map(|m| m.len()).unwrap_or(0));
+    let before = sizes(d);
+    let args = ["prune", "--keep", "gfx90a", "--in-place", "tree", "n.hipfb"];
+    run_within(LIMIT, &ours(), &args, d)?.ok()?;
+    let after = sizes(d);
+    if after.iter().zip(&before).any(|(a, b)| a >= b) {
+        return Err(format!("not pruned: {before:?} -> {after:?}").into());
+    }
+    same("the access times after the run", atimes(d, &names)?, old)
 }
 
 /// A layout whose `index.json` is setuid and setgid, pruned in place: the

@@ -61,6 +61,7 @@ pub use input::{
     CLOSE_APART_FROM, COPY_BLOCK, COPY_CHUNK, FileRange, Input, KEEP_FILE_FROM, MAX_DEVICE_BYTES,
     MAX_STREAM_BYTES, SPOOL_IN_MEMORY, Sink, copy_file_range_all, copy_in_pieces,
 };
+pub(crate) use output::unnamed_file;
 pub use output::{Noting, Output};
 
 /// Writes `layout` atomically to `path`, taking image `i` from

@@ -199,7 +199,7 @@ fn tmpfile(dir: &OwnedFd, mode: u32) -> io::Result<Option<File>> {
 
 /// A file with no name in `dir`, for reading and writing: `O_TMPFILE`, or
 /// where the file system has none, a file created and removed at once.
-fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
+pub(crate) fn unnamed_file(dir: &OwnedFd) -> io::Result<File> {
     if let Some(f) = tmpfile(dir, 0o600)? {
         return Ok(f);
     }

@@ -396,6 +396,67 @@ impl Root {
     }
 }
 
+/// An OCI image layout below a walk's root, reached through handles
+/// (`O_PATH`, [`Root::dir`]: no symbolic link followed on the way): its
+/// directory and its blob store (`blobs/sha256`, where it has one). In
+/// place its new blobs and `index.json` are written, and its old blobs
+/// removed, in these handles, never by path ([`Root::layout`]).
+pub(crate) struct LayoutAt {
+    root: Arc<Root>,
+    /// Its path below the root.
+    rel: PathBuf,
+    /// The layout's directory.
+    pub(crate) dir: Arc<OwnedFd>,
+    /// Its blob store; `None` when it has none.
+    pub(crate) blobs: Option<Arc<OwnedFd>>,
+}
+
+/// What a layout is refused for whose directory or blob store is no
+/// longer the one its handles hold.
+const LAYOUT_MOVED: &str = "its directory or its blob store (blobs/sha256) was moved, replaced or                             swapped for a symbolic link while it was pruned: left alone, nothing                             it leads to touched";
+
+impl Root {
+    /// The handles of the image layout `rel` below the root.
+    pub(crate) fn layout(self: &Arc<Root>, rel: &Path) -> Result<LayoutAt, Lost> {
+        let dir = self.dir(rel)?;
+        let blobs = match self.dir(&rel.join("blobs").join("sha256")) {
+            Err(Lost::Io(e)) if e.kind() == io::ErrorKind::NotFound => None,
+            r => Some(Arc::new(r?)),
+        };
+        Ok(LayoutAt {
+            root: Arc::clone(self),
+            rel: rel.to_path_buf(),
+            dir: Arc::new(dir),
+            blobs,
+        })
+    }
+}
+
+impl LayoutAt {
+    /// Before the layout is written: fails, refused, unless its directory
+    /// and blob store, reached again from the root with no link followed,
+    /// are still the directories its handles hold.
+    pub(crate) fn still(&self) -> Result<(), Lost> {
+        let same = |a: &OwnedFd, b: &OwnedFd| -> Result<bool, Lost> {
+            let (a, b) = (rustix::fs::fstat(a)?, rustix::fs::fstat(b)?);
+            Ok((a.st_dev, a.st_ino) == (b.st_dev, b.st_ino))
+        };
+        let moved = || Lost::Refused(LAYOUT_MOVED.to_string());
+        let dir = self.root.dir(&self.rel).map_err(|_| moved())?;
+        if !same(&dir, &self.dir)? {
+            return Err(moved());
+        }
+        if let Some(blobs) = &self.blobs {
+            let rel = self.rel.join("blobs").join("sha256");
+            let now = self.root.dir(&rel).map_err(|_| moved())?;
+            if !same(&now, blobs)? {
+                return Err(moved());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The names in the directory `dir` (an `O_PATH` handle), sorted.
 fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
     use std::os::unix::ffi::OsStrExt;

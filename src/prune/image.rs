@@ -92,10 +92,15 @@ struct Run<'a> {
 
 /// Prunes the image layout `input` as `opts` say: see the module's
 /// documentation.
+///
+/// In place, `at` holds the handles of the layout's directory and blob
+/// store when it was reached through them (in a walked tree, or named):
+/// it is then written through them alone ([`commit`]).
 pub(crate) fn prune_layout(
     sel: &Selection,
     opts: &PathOptions,
     input: &Path,
+    at: Option<crate::prune::anchor::LayoutAt>,
 ) -> Result<PathReport, PathError> {
     let name = crate::files::shown(input).into_owned();
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
@@ -109,7 +114,7 @@ pub(crate) fn prune_layout(
     rep.bytes_after = size.0;
     // A directory's links are its subdirectories: not names of it.
     rep.hard_links = 1;
-    let stage = Stage::new(opts, input)?;
+    let stage = Stage::new(opts, input, at)?;
     let given = opts.prune.max_uncompressed;
     let mut run = Run {
         sel,

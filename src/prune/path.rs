@@ -36,7 +36,7 @@ pub(crate) use pruning::Pruning;
 pub use report::{CondaRecords, ImageGroup, ImageRewritten, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 use write::remove;
-pub(crate) use write::{finish, remove_by_name, write_through};
+pub(crate) use write::{create, finish, remove_by_name, write_through};
 
 /// Prunes the file `input`: keeps only the device images `selection`
 /// keeps, rewriting each container that loses entries (see
@@ -320,10 +320,14 @@ fn thin(
             None => None,
         });
     }
+    // Each member's access time before this run's reads.
+    let mut accessed = Vec::with_capacity(paths.len());
     for (p, a) in paths.iter().zip(&anchors) {
         let pname = crate::files::shown(p);
         each.anchor.clone_from(a);
-        let (_, f) = open_input(p, &each)?;
+        each.accessed = None;
+        let (m, f) = open_input(p, &each)?;
+        accessed.push(m.accessed().ok());
         all.add_device(&Pruning::of(
             sel,
             p,
@@ -336,8 +340,9 @@ fn thin(
     all.check_device_left(input, &name, &opts.prune)?;
     let mut rep = PathReport::new(&name, data, meta);
     let mut sizes = Vec::with_capacity(paths.len());
-    for (p, a) in paths.iter().zip(anchors) {
+    for ((p, a), t) in paths.iter().zip(anchors).zip(accessed) {
         each.anchor = a;
+        each.accessed = t;
         let r = prune_path(p, sel, &each)?;
         rep.containers_rewritten += r.containers_rewritten;
         rep.emptied += r.emptied;

@@ -12,6 +12,9 @@ pub(crate) enum Phase {
     Walked,
     /// A file found is about to be opened (the path: the file).
     Open,
+    /// The output of a file opened is about to be started (the path: the
+    /// file).
+    Create,
     /// A file opened is about to be replaced or removed (the path: the
     /// file).
     Commit,

@@ -23,6 +23,8 @@ pub(super) mod removed;
 #[cfg(feature = "files")]
 mod tree;
 #[cfg(feature = "files")]
+mod tree_meta;
+#[cfg(feature = "files")]
 mod tree_race;
 mod windows;
 

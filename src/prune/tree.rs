@@ -105,6 +105,9 @@ struct Found {
     kind: Option<object::FileKind>,
     /// Where a found file lies below the directory walked.
     beneath: Beneath,
+    /// Its access time as the walk found it, before the run read any of
+    /// its bytes (which, under `relatime`, sets it): the pruned file's.
+    accessed: Option<std::time::SystemTime>,
 }
 
 /// What becomes of the file `f` of the walk: pruned (or removed by its
@@ -135,18 +138,26 @@ fn file_outcome(
     }
     #[cfg(test)]
     super::race::at(super::race::Phase::Open, &f.path);
-    let anchored;
+    let placed;
     let opts = match (&f.beneath, opts.in_place()) {
         (Some((root, rel)), true) => match root.anchor(rel, f.id) {
             Ok(a) => {
-                anchored = PathOptions {
+                placed = PathOptions {
                     anchor: Some(a),
+                    accessed: f.accessed,
                     ..opts.clone()
                 };
-                &anchored
+                &placed
             }
             Err(e) => return TreeOutcome::Failed(e.error(&f.path)),
         },
+        (None, true) => {
+            placed = PathOptions {
+                accessed: f.accessed,
+                ..opts.clone()
+            };
+            &placed
+        }
         _ => opts,
     };
     let done = match by_name(f, selection, opts) {
@@ -165,6 +176,33 @@ fn file_outcome(
     }
 }
 
+/// Where the walk found `f`, a record (a pip RECORD, a conda record) to
+/// keep true: `None` for another file, or one named.
+fn placed_record(f: &Found) -> Option<records::Placed> {
+    let ((root, rel), id) = (f.beneath.as_ref()?, f.id?);
+    records::is_any_record(&f.path).then(|| records::Placed {
+        root: Arc::clone(root),
+        rel: rel.clone(),
+        id,
+        accessed: f.accessed,
+    })
+}
+
+/// The rows of the records among the files of `slots` found and left as
+/// of no format prune reads, each read where the walk found it
+/// (`places`).
+fn read_claims(slots: &[Slot], places: &records::Places) -> verify::Claims {
+    let found = slots.iter().filter_map(|s| match s {
+        Slot::Done(e)
+            if !e.named && matches!(e.outcome, TreeOutcome::Skipped(Skip::NoKnownFormat)) =>
+        {
+            Some(e.path.as_path())
+        }
+        _ => None,
+    });
+    verify::Claims::read(found, places)
+}
+
 /// The entry of an image layout named on the command line (`named`) or
 /// found in a directory, pruned as one input
 /// ([`prune_layout`](super::image::prune_layout)).
@@ -175,18 +213,26 @@ fn layout_entry(
     selection: &Selection,
     opts: &PathOptions,
 ) -> TreeEntry {
-    // In place, a layout with a link to follow out of the tree is refused.
-    if let Some((root, rel)) = beneath.filter(|_| opts.in_place())
-        && let Err(e) = root.check_layout(&rel)
-    {
-        return TreeEntry {
-            outcome: TreeOutcome::Failed(e.error(&path)),
-            path,
-            named,
-            dpkg_package: None,
-        };
+    // In place, a layout with a link to follow out of the tree is refused;
+    // else it is written through the handles of its directory and blob
+    // store.
+    let mut at = None;
+    if let Some((root, rel)) = beneath.filter(|_| opts.in_place()) {
+        match root.check_layout(&rel).and_then(|()| root.layout(&rel)) {
+            Ok(l) => at = Some(l),
+            Err(e) => {
+                return TreeEntry {
+                    outcome: TreeOutcome::Failed(e.error(&path)),
+                    path,
+                    named,
+                    dpkg_package: None,
+                };
+            }
+        }
     }
-    let outcome = match super::image::prune_layout(selection, opts, &path) {
+    #[cfg(test)]
+    super::race::at(super::race::Phase::Open, &path);
+    let outcome = match super::image::prune_layout(selection, opts, &path, at) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
     };
@@ -265,6 +311,9 @@ pub fn prune_tree(
     // The member files of the thin archives, each with its archive: they
     // are pruned with it, wherever the walk finds them.
     let mut members: HashMap<(u64, u64), PathBuf> = HashMap::new();
+    // The records found (pip RECORDs, conda records), by where the walk
+    // found them: read and rewritten through their directories' handles.
+    let mut places = records::Places::new();
     for slot in &mut slots {
         let Slot::File(f) = slot else { continue };
         if by_name(f, selection, opts).is_some() {
@@ -282,7 +331,12 @@ pub fn prune_tree(
                 }
                 continue;
             }
-            Look::Skip(why) => TreeOutcome::Skipped(why),
+            Look::Skip(why) => {
+                if let Some(p) = placed_record(f).filter(|_| why == Skip::NoKnownFormat) {
+                    places.insert(f.path.clone(), p);
+                }
+                TreeOutcome::Skipped(why)
+            }
             Look::Failed(e) => TreeOutcome::Failed(e),
         };
         *slot = Slot::Done(TreeEntry {
@@ -294,14 +348,7 @@ pub fn prune_tree(
         done += 1;
         progress(done, total);
     }
-    let claims = verify::Claims::read(slots.iter().filter_map(|s| match s {
-        Slot::Done(e)
-            if !e.named && matches!(e.outcome, TreeOutcome::Skipped(Skip::NoKnownFormat)) =>
-        {
-            Some(e.path.as_path())
-        }
-        _ => None,
-    }));
+    let claims = read_claims(&slots, &places);
     let mut first: HashMap<(u64, u64), PathBuf> = HashMap::new();
     let mut out = Vec::with_capacity(slots.len());
     for slot in slots {
@@ -327,7 +374,7 @@ pub fn prune_tree(
         progress(done, total);
     }
     directories_emptied(inputs, &mut out, opts);
-    records::update(&mut out, opts);
+    records::update(&mut out, &places, opts);
     let dry = opts.destination == super::Destination::DryRun;
     let changed = out
         .iter()
@@ -455,6 +502,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
             rel: input.to_str().map(str::to_string),
             kind: None,
             beneath: None,
+            accessed: meta.and_then(|m| m.accessed().ok()),
         })
     };
     match std::fs::metadata(input) {
@@ -556,6 +604,7 @@ fn walk_dir(input: &Path, root: &Arc<Root>, slots: &mut Vec<Slot>) {
                 rel: crate::companion::below(input, path),
                 kind: None,
                 beneath: below(path),
+                accessed: m.accessed().ok(),
             })),
             Err(err) => slots.push(Slot::Done(TreeEntry {
                 outcome: TreeOutcome::Failed(PathError::open(path, err.into())),

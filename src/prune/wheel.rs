@@ -25,7 +25,7 @@ use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
-use crate::files::{Input, Output};
+use crate::files::Input;
 use crate::scan::magic::Magic;
 
 mod record;
@@ -97,7 +97,8 @@ pub(crate) fn prune(
     let records = new_records(input, data, &mut zin, &members, &mut budget)?;
     // Pass 2: the new zip, members in their order.
     let through = write_through(opts, input, meta)?;
-    let mut out = Output::create(&dest).map_err(|e| PathError::write(&dest, e))?;
+    let mut out =
+        crate::prune::path::create(opts, &dest).map_err(|e| PathError::write(&dest, e))?;
     let file = out
         .temp_file()
         .ok_or_else(|| PathError::write(&dest, None))?;

@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write as _;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
 use super::layer::{self, Method};
 use super::model::{self, Index};
 use crate::files::{Output, TempTree};
+use crate::prune::anchor::LayoutAt;
 
 /// The name a layer's blob is given until its digest is known (it is
 /// written to a file with no name, or a temporary one, until then).
@@ -32,6 +35,10 @@ pub(super) struct Stage {
     /// committed (files with no name until then, or temporary files a
     /// signal removes).
     staged: Vec<Output>,
+    /// In place, the layout's directory and blob store as the walk
+    /// reached them ([`LayoutAt`]): blobs and `index.json` are then
+    /// written, and old blobs removed, through these handles alone.
+    at: Option<LayoutAt>,
 }
 
 /// An I/O error writing `path`.
@@ -41,8 +48,13 @@ fn cannot(path: &Path) -> impl Fn(std::io::Error) -> PathError + '_ {
 
 impl Stage {
     /// The stage for `opts`'s destination; `None` in a dry run. A new
-    /// layout's destination must not exist.
-    pub(super) fn new(opts: &PathOptions, input: &Path) -> Result<Option<Stage>, PathError> {
+    /// layout's destination must not exist. In place, `at` holds the
+    /// layout's handles, where it was reached through them.
+    pub(super) fn new(
+        opts: &PathOptions,
+        input: &Path,
+        at: Option<LayoutAt>,
+    ) -> Result<Option<Stage>, PathError> {
         let dest = match &opts.destination {
             Destination::DryRun => return Ok(None),
             Destination::InPlace => {
@@ -50,6 +62,7 @@ impl Stage {
                     blobs: input.join("blobs").join("sha256"),
                     new: None,
                     staged: Vec::new(),
+                    at,
                 }));
             }
             other => match opts.output_path(input)? {
@@ -73,19 +86,37 @@ impl Stage {
             blobs,
             new: Some((tmp, dest)),
             staged: Vec::new(),
+            at: None,
+        }))
+    }
+
+    /// The handle of the blob store, in place where the layout was
+    /// reached through handles; fails when it has none.
+    fn store(&self) -> Option<Result<&Arc<OwnedFd>, PathError>> {
+        let at = self.at.as_ref()?;
+        Some(at.blobs.as_ref().ok_or_else(|| {
+            let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+            PathError::write(&self.blobs, e)
         }))
     }
 
     /// A scratch file with no name beside the blobs.
     pub(super) fn scratch(&self, input: &Path) -> Result<File, PathError> {
-        tempfile::tempfile_in(&self.blobs).map_err(|e| PathError::io(PathErrorKind::Io, input, e))
+        let io = |e| PathError::io(PathErrorKind::Io, input, e);
+        match self.store() {
+            Some(dir) => crate::files::unnamed_file(dir?).map_err(io),
+            None => tempfile::tempfile_in(&self.blobs).map_err(io),
+        }
     }
 
     /// A new blob being written beside the others, to be named `name`
     /// (with mode 0644, as umoci and skopeo write blobs).
     fn output(&self, name: &str) -> Result<Output, PathError> {
-        let mut out =
-            Output::create_in(&self.blobs, OsStr::new(name)).map_err(cannot(&self.blobs))?;
+        let mut out = match self.store() {
+            Some(dir) => Output::create_at(Arc::clone(dir?), OsStr::new(name)),
+            None => Output::create_in(&self.blobs, OsStr::new(name)),
+        }
+        .map_err(cannot(&self.blobs))?;
         temp_file(&mut out)?
             .set_permissions(blob_mode())
             .map_err(cannot(&self.blobs))?;
@@ -129,7 +160,10 @@ impl Stage {
         for out in self.staged.drain(..) {
             out.commit().map_err(cannot(&self.blobs))?;
         }
-        sync_dir(&self.blobs)
+        match self.store() {
+            Some(dir) => sync_fd(dir?, &self.blobs),
+            None => sync_dir(&self.blobs),
+        }
     }
 
     /// Writes the layout: `new_index` (`None` when nothing changed) in
@@ -147,39 +181,7 @@ impl Stage {
                 rep.disk_after = Some(rep.disk_before);
                 return Ok(());
             };
-            self.place()?;
-            let path = input.join("index.json");
-            let mut out = Output::create(&path).map_err(cannot(&path))?;
-            // Its read, write and execute bits: the new file is the
-            // runner's, so setuid or setgid kept would be theirs (issue #71).
-            let mode = std::fs::metadata(&path).map_or_else(
-                |_| blob_mode(),
-                |m| {
-                    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-                    std::fs::Permissions::from_mode(m.mode() & 0o777)
-                },
-            );
-            temp_file(&mut out)?
-                .set_permissions(mode)
-                .map_err(cannot(&path))?;
-            out.write_all(new_index).map_err(cannot(&path))?;
-            temp_file(&mut out)?.sync_all().map_err(cannot(&path))?;
-            out.commit().map_err(cannot(&path))?;
-            sync_dir(input)?;
-            // Only now: the blobs the old index reached and the new does not.
-            let blobs = input.join("blobs").join("sha256");
-            let read = |hex: &str| read_blob(&blobs.join(hex));
-            let before = reachable(&old.bytes, &read);
-            let after = reachable(new_index, &read);
-            for hex in before.keys().filter(|h| !after.contains_key(*h)) {
-                match std::fs::remove_file(blobs.join(hex)) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(PathError::write(&blobs.join(hex), e));
-                    }
-                    _ => {}
-                }
-            }
-            return self.sizes(input, rep);
+            return self.in_place(input, old, new_index, rep);
         };
         let root = tmp.path().to_path_buf();
         std::fs::copy(input.join("oci-layout"), root.join("oci-layout")).map_err(cannot(&dest))?;
@@ -202,6 +204,81 @@ impl Stage {
         }
         tmp.persist(&dest).map_err(cannot(&dest))?;
         self.sizes(&dest, rep)
+    }
+
+    /// Writes the layout `input` in place: the staged blobs, then
+    /// `new_index` over `old`'s, then the blobs only `old` reached
+    /// removed. Where the layout was reached through handles, all of it
+    /// in them, once they are checked to still be its directory and blob
+    /// store ([`LayoutAt::still`]).
+    fn in_place(
+        mut self,
+        input: &Path,
+        old: &Index,
+        new_index: &[u8],
+        rep: &mut PathReport,
+    ) -> Result<(), PathError> {
+        #[cfg(test)]
+        crate::prune::race::at(crate::prune::race::Phase::Commit, input);
+        if let Some(at) = &self.at {
+            at.still().map_err(|e| e.error(input))?;
+        }
+        self.place()?;
+        let path = input.join("index.json");
+        let index = OsStr::new("index.json");
+        let (out, mode) = match &self.at {
+            Some(at) => (
+                Output::create_at(Arc::clone(&at.dir), index),
+                rustix::fs::statat(&*at.dir, index, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| st.st_mode)
+                    .ok(),
+            ),
+            None => (
+                Output::create(&path),
+                std::fs::metadata(&path).ok().map(|m| m.mode()),
+            ),
+        };
+        let mut out = out.map_err(cannot(&path))?;
+        // Its read, write and execute bits: the new file is the
+        // runner's, so setuid or setgid kept would be theirs (issue #71).
+        let mode = mode.map_or_else(blob_mode, |m| {
+            std::os::unix::fs::PermissionsExt::from_mode(m & 0o777)
+        });
+        temp_file(&mut out)?
+            .set_permissions(mode)
+            .map_err(cannot(&path))?;
+        out.write_all(new_index).map_err(cannot(&path))?;
+        temp_file(&mut out)?.sync_all().map_err(cannot(&path))?;
+        out.commit().map_err(cannot(&path))?;
+        match &self.at {
+            Some(at) => sync_fd(&at.dir, input)?,
+            None => sync_dir(input)?,
+        }
+        // Only now: the blobs the old index reached and the new does not.
+        let blobs = input.join("blobs").join("sha256");
+        let store = self.store().transpose()?.cloned();
+        let read = |hex: &str| match &store {
+            Some(dir) => read_blob_at(dir, hex),
+            None => read_blob(&blobs.join(hex)),
+        };
+        let before = reachable(&old.bytes, &read);
+        let after = reachable(new_index, &read);
+        for hex in before.keys().filter(|h| !after.contains_key(*h)) {
+            let gone = match &store {
+                Some(dir) => {
+                    rustix::fs::unlinkat(&**dir, hex.as_str(), rustix::fs::AtFlags::empty())
+                        .map_err(std::io::Error::from)
+                }
+                None => std::fs::remove_file(blobs.join(hex)),
+            };
+            match gone {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(PathError::write(&blobs.join(hex), e));
+                }
+                _ => {}
+            }
+        }
+        self.sizes(input, rep)
     }
 
     /// Notes the layout `dir` written, with its sizes, in `rep`.
@@ -235,6 +312,32 @@ fn sync_dir(dir: &Path) -> Result<(), PathError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| PathError::write(dir, e))
+}
+
+/// Flushes the entries of the directory whose handle is `dir` (`shown`
+/// in messages) to disk.
+fn sync_fd(dir: &OwnedFd, shown: &Path) -> Result<(), PathError> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, ".", flags, Mode::empty())
+        .map_err(|e| PathError::write(shown, std::io::Error::from(e)))?;
+    File::from(fd)
+        .sync_all()
+        .map_err(|e| PathError::write(shown, e))
+}
+
+/// The bytes of the small blob `hex` in the blob store whose handle is
+/// `dir`, when it is one: a regular file there (a link is not followed)
+/// within [`model::MAX_JSON`].
+fn read_blob_at(dir: &OwnedFd, hex: &str) -> Option<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = File::from(rustix::fs::openat(dir, hex, flags, Mode::empty()).ok()?);
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > model::MAX_JSON {
+        return None;
+    }
+    crate::files::read_at_most(file, model::MAX_JSON).ok()?
 }
 
 /// The bytes of the small blob `path`, when it is one (a regular file

@@ -67,12 +67,15 @@ pub(super) fn set_xattr(file: &File, name: &CStr, value: &[u8]) -> io::Result<()
 
 /// Gives `file` (the pruned file, not yet in place) the owner, group, mode
 /// bits, extended attributes (of `src`, the file it replaces; each set
-/// through `set`) and times of `meta` (the metadata of `src` as read),
-/// in that order; fails saying the first that cannot be given.
+/// through `set`) and times of `meta` (the metadata of `src` as read; the
+/// access time `accessed` instead where given: the one `src` had before
+/// the run read it), in that order; fails saying the first that cannot be
+/// given.
 pub(super) fn keep_all(
     file: &File,
     src: &File,
     meta: &std::fs::Metadata,
+    accessed: Option<std::time::SystemTime>,
     set: SetXattr<'_>,
 ) -> Result<(), NotKept> {
     let (uid, gid) = (meta.uid(), meta.gid());
@@ -105,14 +108,24 @@ pub(super) fn keep_all(
     // An ACL set above also sets the mode's group bits (to what they were:
     // the ACL's mask); the mode is checked once more.
     keep_mode(file, mode)?;
-    let times = || -> io::Result<std::fs::FileTimes> {
-        Ok(std::fs::FileTimes::new()
-            .set_accessed(meta.accessed()?)
-            .set_modified(meta.modified()?))
-    };
-    times()
+    times(meta, accessed)
         .and_then(|t| file.set_times(t))
         .map_err(|e| NotKept::new("its times", e))
+}
+
+/// The access and modification times of `meta` (the access time
+/// `accessed` instead where given), to set on another file.
+pub(super) fn times(
+    meta: &std::fs::Metadata,
+    accessed: Option<std::time::SystemTime>,
+) -> io::Result<std::fs::FileTimes> {
+    let accessed = match accessed {
+        Some(t) => t,
+        None => meta.accessed()?,
+    };
+    Ok(std::fs::FileTimes::new()
+        .set_accessed(accessed)
+        .set_modified(meta.modified()?))
 }
 
 /// Gives `file` the mode bits `mode` (`0o7777` of them), checking that
@@ -256,7 +269,7 @@ mod tests {
         let meta = src.metadata().unwrap();
         let new = tempfile::tempfile_in(dir.path()).unwrap();
         set_xattr(&new, c"user.other", b"new's own").unwrap();
-        keep_all(&new, &src, &meta, &set_xattr).unwrap();
+        keep_all(&new, &src, &meta, None, &set_xattr).unwrap();
         let got = xattrs(&new).unwrap();
         assert_eq!(got, vec![(c"user.test".to_owned(), b"kept".to_vec())]);
         let m = new.metadata().unwrap();
@@ -277,7 +290,7 @@ mod tests {
                 false => Ok(()),
             }
         };
-        let e = keep_all(&new, &src, &meta, &refuse).unwrap_err();
+        let e = keep_all(&new, &src, &meta, None, &refuse).unwrap_err();
         assert_eq!(
             e.reason(),
             "its extended attribute \"user.test\" cannot be given to the pruned file \

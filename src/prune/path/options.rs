@@ -136,6 +136,12 @@ pub struct PathOptions {
     ///
     /// [`prune_tree`]: crate::prune::prune_tree
     pub(crate) anchor: Option<crate::prune::anchor::Anchor>,
+    /// In place, the access time the file had before the run first read
+    /// it (the walk's `lstat`, made before its first bytes were read):
+    /// given to the pruned file, rather than the one the run's own reads
+    /// left (`relatime` sets it on a read). `None`: the time of the
+    /// `fstat` made before the file is read for its prune.
+    pub(crate) accessed: Option<std::time::SystemTime>,
 }
 
 impl PathOptions {

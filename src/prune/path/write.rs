@@ -125,7 +125,7 @@ pub(super) fn keep_metadata(
         Some(a) => a.open(false).map_err(|e| e.error(dest))?,
         None => opened_again(dest, meta)?,
     };
-    keep::keep_all(file, &src, meta, &keep::set_xattr)
+    keep::keep_all(file, &src, meta, opts.accessed, &keep::set_xattr)
         .map_err(|e| PathError::said(PathErrorKind::Refused, dest, &shown(dest), e.reason()))
 }
 
@@ -159,13 +159,6 @@ fn output_mode(meta: &std::fs::Metadata) -> std::fs::Permissions {
     std::os::unix::fs::PermissionsExt::from_mode(meta.mode() & 0o777)
 }
 
-/// The access and modification times of `meta`, to set on another file.
-pub(super) fn times(meta: &std::fs::Metadata) -> io::Result<std::fs::FileTimes> {
-    Ok(std::fs::FileTimes::new()
-        .set_accessed(meta.accessed()?)
-        .set_modified(meta.modified()?))
-}
-
 /// With [`PathOptions::keep_hard_links`] in place, the input opened for
 /// writing when it has other links (the pruned file is copied into it
 /// once complete).
@@ -188,8 +181,12 @@ pub(crate) fn write_through(
 }
 
 /// Starts the output `dest`: in a walked tree in place, in the handle of
-/// the file's directory under its name ([`PathOptions::anchor`]).
+/// the file's directory under its name ([`PathOptions::anchor`]), never
+/// by its path (a file, a wheel, a `.deb`, a conda package, a `docker
+/// save` archive, a record alike).
 pub(crate) fn create(opts: &PathOptions, dest: &Path) -> io::Result<Output> {
+    #[cfg(test)]
+    crate::prune::race::at(crate::prune::race::Phase::Create, dest);
     match opts.anchored() {
         Some(a) => Output::create_at(a.dir(), a.name()),
         None => Output::create(dest),
@@ -261,7 +258,7 @@ pub(crate) fn finish(
             let why = format!("{}: its links see the pruned bytes without it", e.text());
             PathError::said(PathErrorKind::Write, dest, &shown(dest), why)
         })?;
-        let times = times(meta).map_err(bare)?;
+        let times = keep::times(meta, opts.accessed).map_err(bare)?;
         target.set_times(times).map_err(bare)?;
         target.sync_all().map_err(cannot)?;
         drop(out);

@@ -1,16 +1,26 @@
 //! [`prune_tree`] in place raced by a program that swaps a file, or a
 //! directory, of the tree for a symbolic link out of it: before the walk,
-//! after it, as each file is about to be opened, and between its open and
-//! its commit (the hook [`race`](crate::prune::race) calls at each step).
-//! Whenever the swap happens, every file outside the tree keeps its bytes
-//! and its inode, none is removed, and the file swapped is refused by its
-//! name (a link seen by the walk is left as one); the other files of the
-//! tree are pruned as usual.
+//! after it, as each file is about to be opened, as its output is about to
+//! be started, and between its open and its commit (the hook
+//! [`race`](crate::prune::race) calls at each step). What is swapped: a
+//! bundle, a directory, a per-GPU file's directory, a wheel's directory, a
+//! pip `RECORD` and its `.dist-info`, a conda record, an image layout's
+//! blob store. Whenever the swap happens, every file outside the tree
+//! keeps its bytes and its inode, none is removed, no file is even begun
+//! outside it (no descriptor of the run leads there), and the file
+//! swapped is refused by its name (a link seen by the walk is left as
+//! one); the other files of the tree are pruned as usual.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
+use sha2::Digest as _;
+
+use super::path::{record_row, wheel_of};
 use super::{Ptx, hip_bundle, keep};
 use crate::prune::race::{self, Phase};
 use crate::prune::{Destination, PathErrorKind, PathOptions, Skip, TreeOutcome, prune_tree};
@@ -36,7 +46,93 @@ fn make(t: &Path) {
         let p = t.join(dir).join(PER_GPU);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, "per-GPU data\n").unwrap();
+        records(&t.join(dir));
+        let w = t.join(dir).join(WHEEL);
+        std::fs::create_dir_all(w.parent().unwrap()).unwrap();
+        std::fs::write(&w, wheel_of(&[("pkg/k.hipfb", &hip_bundle())], false)).unwrap();
+        layout(&t.join(dir).join("img"), &hip_bundle());
     }
+}
+
+/// A wheel, pruned as a package.
+const WHEEL: &str = "pkgs/k-1.0-py3-none-any.whl";
+/// A pip RECORD naming `site/k.hipfb`, true to it.
+const RECORD: &str = "site/k-1.0.dist-info/RECORD";
+/// A conda record naming `env/lib/k.hipfb`, true to it.
+const CONDA: &str = "env/conda-meta/k-1.0-0.json";
+
+/// Under `root`: a bundle with a pip RECORD and one with a conda record,
+/// each listing it with its true hash and size.
+fn records(root: &Path) {
+    let k = hip_bundle();
+    for (file, record, text) in [
+        (
+            "site/k.hipfb",
+            RECORD,
+            format!("{}\nk-1.0.dist-info/RECORD,,\n", record_row("k.hipfb", &k)),
+        ),
+        (
+            "env/lib/k.hipfb",
+            CONDA,
+            format!(
+                r#"{{"files": ["lib/k.hipfb"], "name": "k", "paths_data": {{"paths": [{{"_path": "lib/k.hipfb", "path_type": "hardlink", "sha256": "{:x}", "size_in_bytes": {}}}], "paths_version": 1}}}}"#,
+                sha2::Sha256::digest(&k),
+                k.len()
+            ),
+        ),
+    ] {
+        for (p, bytes) in [(file, k.as_slice()), (record, text.as_bytes())] {
+            let p = root.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, bytes).unwrap();
+        }
+    }
+}
+
+/// An OCI image layout at `dir` of one image, one gzip layer holding
+/// `usr/lib/k.hipfb` (`k`); the same bytes each time.
+fn layout(dir: &Path, k: &[u8]) {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_ustar();
+    h.set_mode(0o644);
+    h.set_size(k.len() as u64);
+    b.append_data(&mut h, "usr/lib/k.hipfb", k).unwrap();
+    let tar = b.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar).unwrap();
+    let layer = gz.finish().unwrap();
+    let blobs = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    let put = |bytes: &[u8]| {
+        let hex = format!("{:x}", sha2::Sha256::digest(bytes));
+        std::fs::write(blobs.join(&hex), bytes).unwrap();
+        format!(r#""digest": "sha256:{hex}", "size": {}"#, bytes.len())
+    };
+    let diff = format!("{:x}", sha2::Sha256::digest(&tar));
+    let config = format!(
+        r#"{{"architecture": "amd64", "os": "linux", "rootfs": {{"type": "layers", "diff_ids": ["sha256:{diff}"]}}}}"#
+    );
+    let manifest = format!(
+        r#"{{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": {{"mediaType": "application/vnd.oci.image.config.v1+json", {}}}, "layers": [{{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", {}}}]}}"#,
+        put(config.as_bytes()),
+        put(&layer)
+    );
+    let index = format!(
+        r#"{{"schemaVersion": 2, "manifests": [{{"mediaType": "application/vnd.oci.image.manifest.v1+json", {}}}]}}"#,
+        put(manifest.as_bytes())
+    );
+    std::fs::write(dir.join("index.json"), index).unwrap();
+    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion": "1.0.0"}"#).unwrap();
+}
+
+/// Whether this process holds a file under `dir` open (a new file begun
+/// there, with no name or a temporary one).
+fn open_under(dir: &Path) -> bool {
+    let dir = std::fs::canonicalize(dir).unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .any(|target| target.starts_with(&dir))
 }
 
 /// Every path under `dir` with its bytes and inode.
@@ -55,14 +151,20 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u64)> {
         .collect()
 }
 
-/// What is swapped: the file `a.hipfb`, the directory `sub`, or the
-/// directory of the per-GPU file; each for a link to its namesake
-/// outside.
-#[derive(Debug, Clone, Copy)]
+/// What is swapped: the file `a.hipfb`, the directory `sub`, the
+/// directory of the per-GPU file, the wheel's directory, a pip RECORD, its
+/// `.dist-info` directory, a conda record, or the layout's blob store;
+/// each for a link to its namesake outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Swap {
     File,
     Dir,
     PerGpuDir,
+    WheelDir,
+    Record,
+    RecordDir,
+    CondaRecord,
+    LayoutStore,
 }
 
 impl Swap {
@@ -73,7 +175,24 @@ impl Swap {
             Swap::File => ("a.hipfb", "a.hipfb"),
             Swap::Dir => ("sub", "sub/k.hipfb"),
             Swap::PerGpuDir => ("lib/library", PER_GPU),
+            Swap::WheelDir => ("pkgs", WHEEL),
+            Swap::Record => (RECORD, RECORD),
+            Swap::RecordDir => ("site/k-1.0.dist-info", RECORD),
+            Swap::CondaRecord => (CONDA, CONDA),
+            Swap::LayoutStore => ("img/blobs/sha256", "img"),
         }
+    }
+
+    /// The steps its file goes through: a file removed by its name is
+    /// never written, a layout's output is begun in its blob store.
+    fn phases(self) -> Vec<Option<Phase>> {
+        PHASES
+            .into_iter()
+            .filter(|p| match self {
+                Swap::PerGpuDir | Swap::LayoutStore => *p != Some(Phase::Create),
+                _ => true,
+            })
+            .collect()
     }
 
     /// Swaps it: the original moved aside (out of both trees), a link to
@@ -108,15 +227,20 @@ fn race_at(swap: Swap, phase: Option<Phase>) {
     };
     let sel = keep(&["gfx90a"], Ptx::Newest);
     let (hook_t, hook_path) = (t.clone(), raced_path.clone());
-    let mut done = false;
+    let (done, leaked) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(false)));
+    let (hook_done, hook_leaked) = (Rc::clone(&done), Rc::clone(&leaked));
     let hook = move |p: Phase, path: &Path| {
         let now = match p {
             Phase::Walked => true,
-            Phase::Open | Phase::Commit => path == hook_path,
+            Phase::Open | Phase::Create | Phase::Commit => path == hook_path,
         };
-        if !done && Some(p) == phase && now {
+        if !hook_done.get() && Some(p) == phase && now {
             swap.run(&hook_t);
-            done = true;
+            hook_done.set(true);
+        }
+        // Whatever the run writes, it has begun nothing outside the tree.
+        if p == Phase::Commit && open_under(&hook_t.join("outside")) {
+            hook_leaked.set(true);
         }
     };
     let root = t.join("tree");
@@ -124,11 +248,21 @@ fn race_at(swap: Swap, phase: Option<Phase>) {
         prune_tree(std::slice::from_ref(&root), &sel, &opts, &mut |_, _| {})
     });
     let case = format!("{swap:?} at {phase:?}");
-    assert_eq!(
-        snapshot(&t.join("outside")),
-        outside,
-        "{case}: a file outside changed"
+    assert!(
+        phase.is_none() || done.get(),
+        "{case}: the swap was never made"
     );
+    let now = snapshot(&t.join("outside"));
+    let changed: Vec<&PathBuf> = outside
+        .keys()
+        .chain(now.keys())
+        .filter(|p| outside.get(*p) != now.get(*p))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "{case}: files outside changed: {changed:?}"
+    );
+    assert!(!leaked.get(), "{case}: a file was begun outside the tree");
     let swapped_path = t.join("tree").join(swapped);
     for e in entries.iter().filter(|e| e.path.starts_with(&swapped_path)) {
         match (&e.outcome, phase) {
@@ -139,11 +273,14 @@ fn race_at(swap: Swap, phase: Option<Phase>) {
             (o, _) => panic!("{case}: {} {o:?}", e.path.display()),
         }
     }
-    if phase.is_some() {
-        assert!(
-            entries.iter().any(|e| e.path == raced_path),
-            "{case}: the file raced is not reported"
-        );
+    if phase.is_some() || swap == Swap::LayoutStore {
+        let raced = entries.iter().find(|e| e.path == raced_path);
+        match raced.map(|e| &e.outcome) {
+            Some(TreeOutcome::Failed(err)) => {
+                assert_eq!(err.kind(), PathErrorKind::Refused, "{case}: {err}");
+            }
+            o => panic!("{case}: the file raced is not refused: {o:?}"),
+        }
     }
     // The rest of the tree is pruned as usual.
     let b = entries
@@ -156,32 +293,63 @@ fn race_at(swap: Swap, phase: Option<Phase>) {
     );
 }
 
-const PHASES: [Option<Phase>; 4] = [
+const PHASES: [Option<Phase>; 5] = [
     None,
     Some(Phase::Walked),
     Some(Phase::Open),
+    Some(Phase::Create),
     Some(Phase::Commit),
 ];
 
+/// `swap` raced at each step its file goes through.
+fn race(swap: Swap) {
+    for phase in swap.phases() {
+        race_at(swap, phase);
+    }
+}
+
 #[test]
 fn a_file_swapped_for_a_link_leaves_its_target_alone() {
-    for phase in PHASES {
-        race_at(Swap::File, phase);
-    }
+    race(Swap::File);
 }
 
 #[test]
 fn a_directory_swapped_for_a_link_leaves_the_files_it_leads_to_alone() {
-    for phase in PHASES {
-        race_at(Swap::Dir, phase);
-    }
+    race(Swap::Dir);
 }
 
 #[test]
 fn a_per_gpu_files_directory_swapped_for_a_link_removes_nothing_outside() {
-    for phase in PHASES {
-        race_at(Swap::PerGpuDir, phase);
-    }
+    race(Swap::PerGpuDir);
+}
+
+/// A package's new file is begun in its directory's handle: a directory
+/// swapped for a link before it is begun gets nothing outside.
+#[test]
+fn a_wheels_directory_swapped_for_a_link_gets_no_file_begun_outside() {
+    race(Swap::WheelDir);
+}
+
+/// A pip RECORD (or its `.dist-info`) swapped for a link to a RECORD
+/// outside, before the walk, between the walk and its rewrite, or as it
+/// is rewritten: the one outside keeps its bytes and its inode.
+#[test]
+fn a_record_swapped_for_a_link_leaves_the_record_outside_alone() {
+    race(Swap::Record);
+    race(Swap::RecordDir);
+}
+
+#[test]
+fn a_conda_record_swapped_for_a_link_leaves_the_one_outside_alone() {
+    race(Swap::CondaRecord);
+}
+
+/// A layout whose blob store becomes a link to another layout's, after
+/// the layout was checked or just before it is written: the other
+/// layout's blobs are neither written nor removed.
+#[test]
+fn a_layouts_blob_store_swapped_for_a_link_leaves_the_other_store_alone() {
+    race(Swap::LayoutStore);
 }
 
 /// The same where the kernel has no `openat2`: one `openat(O_NOFOLLOW)`
@@ -189,9 +357,13 @@ fn a_per_gpu_files_directory_swapped_for_a_link_removes_nothing_outside() {
 #[test]
 fn without_openat2_a_directory_swapped_is_refused_too() {
     crate::prune::anchor::NO_OPENAT2.with(|n| n.set(true));
-    for phase in PHASES {
-        race_at(Swap::Dir, phase);
-        race_at(Swap::PerGpuDir, phase);
+    for swap in [
+        Swap::Dir,
+        Swap::PerGpuDir,
+        Swap::RecordDir,
+        Swap::LayoutStore,
+    ] {
+        race(swap);
     }
     crate::prune::anchor::NO_OPENAT2.with(|n| n.set(false));
 }

@@ -11,18 +11,72 @@
 //! `.` and `..` taken lexically. A conda environment's
 //! `conda-meta/*.json` is brought up to date the same way
 //! ([`super::conda`]).
+//!
+//! In place, a record is reached as the files pruned are
+//! ([`crate::prune::anchor`]): opened in its directory's handle with no
+//! symbolic link followed, checked to be the regular file the walk found
+//! (device and inode), its new text written in that handle and renamed
+//! over it there, with its owner, mode, extended attributes and times
+//! kept; a record swapped for a link (to a file outside the tree) since
+//! the walk is refused by its name, and what the link leads to is left
+//! as it was.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
 use super::conda;
 use super::entry::{Skip, TreeEntry, TreeOutcome};
-use crate::files::{Input, Output};
-use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, finish};
+use crate::files::Input;
+use crate::prune::anchor::{Anchor, Root};
+use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, create, finish};
 use crate::prune::wheel::{Change, new_record_with};
+
+/// Where a record found in the walk lies: below the directory walked
+/// (its handle and the path under it), with the device, inode and access
+/// time the walk found it with.
+pub(super) struct Placed {
+    pub(super) root: Arc<Root>,
+    pub(super) rel: PathBuf,
+    pub(super) id: (u64, u64),
+    pub(super) accessed: Option<std::time::SystemTime>,
+}
+
+/// The records found in the walk, by their paths.
+pub(super) type Places = HashMap<PathBuf, Placed>;
+
+/// Whether `path` is a record of a format kept true.
+pub(super) fn is_any_record(path: &Path) -> bool {
+    RECORDS.iter().any(|f| (f.is)(path))
+}
+
+/// The record `path` opened for reading, with its metadata (taken before
+/// it is read): through its directory's handle where the walk placed it
+/// (`placed`), so that a link put in its place since is refused and
+/// never followed; by its path otherwise.
+pub(super) fn open_record(
+    path: &Path,
+    placed: Option<&Placed>,
+) -> Result<(std::fs::Metadata, Input, Option<Anchor>), PathError> {
+    #[cfg(test)]
+    crate::prune::race::at(crate::prune::race::Phase::Open, path);
+    let Some(p) = placed else {
+        let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
+        let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+        return Ok((meta, file, None));
+    };
+    let a = p
+        .root
+        .anchor(&p.rel, Some(p.id))
+        .map_err(|e| e.error(path))?;
+    let f = a.open(false).map_err(|e| e.error(path))?;
+    let meta = f.metadata().map_err(|e| PathError::open(path, e))?;
+    let file = Input::of_open(f, &meta).map_err(|e| PathError::open(path, e))?;
+    Ok((meta, file, Some(a)))
+}
 
 /// What became of a file of the run, for the RECORDs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -75,11 +129,12 @@ struct RecordFormat {
     update: Update,
 }
 
-/// How a record is brought up to date: the record, the fates of the
-/// files changed by their lexical paths, the options, whether in a dry
-/// run; the rows rewritten and removed.
+/// How a record is brought up to date: the record (and where the walk
+/// found it), the fates of the files changed by their lexical paths, the
+/// options, whether in a dry run; the rows rewritten and removed.
 type Update = fn(
     &Path,
+    Option<&Placed>,
     &HashMap<PathBuf, Fate>,
     &PathOptions,
     bool,
@@ -113,7 +168,7 @@ pub(super) fn is_record(path: &Path) -> bool {
 /// or not at all, with the old file's metadata); in a dry run, only
 /// counted. Its entry then says so ([`TreeOutcome::Record`]), or why it
 /// could not be written ([`TreeOutcome::Failed`]).
-pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
+pub(super) fn update(entries: &mut [TreeEntry], places: &Places, opts: &PathOptions) {
     let dry = opts.destination == crate::prune::Destination::DryRun;
     let fates: HashMap<PathBuf, Fate> = entries
         .iter()
@@ -127,7 +182,7 @@ pub(super) fn update(entries: &mut [TreeEntry], opts: &PathOptions) {
         let Some(format) = RECORDS.iter().find(|f| found && (f.is)(&e.path)) else {
             continue;
         };
-        let updated = (format.update)(&e.path, &fates, opts, dry);
+        let updated = (format.update)(&e.path, places.get(&e.path), &fates, opts, dry);
         match updated {
             Ok(Some((rewritten, removed))) => {
                 e.outcome = TreeOutcome::Record {
@@ -152,12 +207,16 @@ struct Opened<'a> {
     /// record's own (a RECORD's `.dist-info`, which site-packages holds; a
     /// conda environment's `conda-meta`).
     base: &'a Path,
+    /// In a walked tree, its place: it is then rewritten in its
+    /// directory's handle, never by its path.
+    anchor: Option<Anchor>,
+    /// Its access time as the walk found it, before the run read it.
+    accessed: Option<std::time::SystemTime>,
 }
 
 impl Opened<'_> {
-    fn new(path: &Path) -> Result<Opened<'_>, PathError> {
-        let meta = std::fs::metadata(path).map_err(|e| PathError::open(path, e))?;
-        let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+    fn new<'p>(path: &'p Path, placed: Option<&Placed>) -> Result<Opened<'p>, PathError> {
+        let (meta, file, anchor) = open_record(path, placed)?;
         let base = path
             .parent()
             .and_then(Path::parent)
@@ -168,6 +227,8 @@ impl Opened<'_> {
             meta,
             file,
             base,
+            anchor,
+            accessed: placed.and_then(|p| p.accessed),
         })
     }
 
@@ -178,15 +239,21 @@ impl Opened<'_> {
     }
 
     /// Replaces the record (at `path`) with `bytes`, as a pruned file is
-    /// written: whole or not at all, with the old file's metadata.
+    /// written: whole or not at all, with the old file's metadata; in a
+    /// walked tree, in its directory's handle.
     fn write_back(self, path: &Path, bytes: &[u8], opts: &PathOptions) -> Result<(), PathError> {
+        let opts = PathOptions {
+            anchor: self.anchor,
+            accessed: self.accessed,
+            ..opts.clone()
+        };
         let cannot = |e| PathError::write(path, e);
-        let mut out = Output::create(path).map_err(cannot)?;
+        let mut out = create(&opts, path).map_err(cannot)?;
         std::io::Write::write_all(&mut out, bytes).map_err(cannot)?;
         let mut rep = PathReport::new(&self.name, self.file.bytes(), &self.meta);
-        let through = crate::prune::path::write_through(opts, path, &self.meta)?;
+        let through = crate::prune::path::write_through(&opts, path, &self.meta)?;
         drop(self.file);
-        finish(opts, out, &self.meta, path, &mut rep, through)
+        finish(&opts, out, &self.meta, path, &mut rep, through)
     }
 }
 
@@ -195,11 +262,12 @@ impl Opened<'_> {
 /// them.
 fn record(
     path: &Path,
+    placed: Option<&Placed>,
     fates: &HashMap<PathBuf, Fate>,
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let o = Opened::new(path)?;
+    let o = Opened::new(path, placed)?;
     let text = o.file.bytes();
     let unreadable = |e: csv::Error| o.unreadable(path, "a RECORD (CSV)", e);
     let mut rows = csv::ReaderBuilder::new()
@@ -252,11 +320,12 @@ fn record(
 /// them.
 fn conda_record(
     path: &Path,
+    placed: Option<&Placed>,
     fates: &HashMap<PathBuf, Fate>,
     opts: &PathOptions,
     dry: bool,
 ) -> Result<Option<(usize, usize)>, PathError> {
-    let o = Opened::new(path)?;
+    let o = Opened::new(path, placed)?;
     let text = o.file.bytes();
     let unreadable = |e: serde_json::Error| o.unreadable(path, "a conda package record (JSON)", e);
     let mut new = HashMap::new();

@@ -18,8 +18,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::conda;
-use super::records::{digest, is_record, lexical};
-use crate::files::Input;
+use super::records::{Places, digest, is_record, lexical, open_record};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
 use crate::prune::tamper::{PipRow, Wrong, refusal};
 
@@ -50,16 +49,17 @@ pub(super) struct Claims(HashMap<PathBuf, Vec<Claim>>);
 
 impl Claims {
     /// The rows of each record among `paths` (files found in the walk
-    /// and skipped). A record that cannot be read names no file here
-    /// (`records` reports it, should the run change a file).
-    pub(super) fn read<'a>(paths: impl Iterator<Item = &'a Path>) -> Claims {
+    /// and skipped), each read through its directory's handle where the
+    /// walk placed it (`places`). A record that cannot be read names no
+    /// file here (`records` reports it, should the run change a file).
+    pub(super) fn read<'a>(paths: impl Iterator<Item = &'a Path>, places: &Places) -> Claims {
         let mut claims = Claims::default();
         for path in paths {
             let (pip, conda) = (is_record(path), conda::is_conda_meta(path));
             if !(pip || conda) {
                 continue;
             }
-            let Ok(file) = Input::open(path) else {
+            let Ok((_, file, _)) = open_record(path, places.get(path)) else {
                 continue;
             };
             let base = path
