@@ -28,6 +28,11 @@ pub(super) fn tests() -> Vec<Trial> {
             repeated_layers,
         ),
         trial(
+            "hostile::round6::prune_reads_a_layer_named_thousands_of_times_once",
+            &["/usr/bin/python3"],
+            prune_repeated_layers,
+        ),
+        trial(
             "hostile::round6::image_metadata_that_is_no_regular_file_is_refused",
             &["/usr/bin/python3"],
             special_metadata,
@@ -211,6 +216,36 @@ fn repeated_layers() -> Result<(), Failed> {
     let out = String::from_utf8_lossy(&r.stdout);
     if out.matches("usr/lib/libx.so").count() != 1 {
         return Err(format!("inspect lists libx.so other than once:\n{out}").into());
+    }
+    Ok(())
+}
+
+/// `prune -o` of the image naming one 2 MiB layer 2,000 times reads it
+/// once, in seconds (the old prune read, inflated and hashed every
+/// mention until the budget ran out, half a minute, exit 2); with a
+/// `--max-uncompressed` below the layer's size it is refused, nothing
+/// written.
+fn prune_repeated_layers() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let r = run_within(LIMIT, Path::new("/usr/bin/python3"), &["-c", LAYOUT, "2000"], d)?;
+    if r.code != 0 {
+        return Err(format!("python3: {}", r.stderr).into());
+    }
+    std::fs::create_dir(d.join("out"))?;
+    let start = std::time::Instant::now();
+    let args = ["prune", "--drop", "gfx90a", "-o", "out/img", "img"];
+    let (r, peak) = ours_peak(LIMIT, &args, d)?;
+    let took = start.elapsed();
+    if r.code != 0 || peak > 300 << 10 || took.as_secs() > 8 {
+        let e = &r.stderr;
+        return Err(format!("prune: exit {}, {took:?}, {peak} KiB: {e}", r.code).into());
+    }
+    let args = ["prune", "--drop", "gfx90a", "--max-uncompressed", "1M", "-o", "out/small", "img"];
+    let (r, peak) = ours_peak(LIMIT, &args, d)?;
+    bounded("prune --max-uncompressed 1M", &r, peak, 2, "budget")?;
+    if d.join("out/small").exists() {
+        return Err("prune over the budget wrote out/small".into());
     }
     Ok(())
 }

@@ -30,7 +30,7 @@
 //! the old image or the new. A new layout is made in a temporary
 //! directory beside the destination and renamed to it once complete.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::Selection;
@@ -44,6 +44,7 @@ mod gzip;
 mod json;
 mod layer;
 mod model;
+mod records;
 #[cfg(test)]
 mod tests;
 
@@ -70,6 +71,9 @@ pub(crate) use docker::prune_docker;
 const RESIGN: &str = "its manifest and layer digests changed: signatures and attestations over \
                       the old digests (cosign's sha256-….sig and .att tags, referrers) no longer \
                       match it; sign it again and push it under its tags";
+
+/// A layer written again: its new blob's hex, its size, its diff_id.
+type NewLayer = (String, u64, String);
 
 /// One rewrite of a layout.
 struct Run<'a> {
@@ -280,8 +284,25 @@ impl Run<'_> {
             next: RESIGN,
         };
         let mut after: Vec<String> = img.layers.iter().map(|l| l.digest.clone()).collect();
+        // Each layer read, by its digest: its old diff_id, and what it
+        // became when it changed.
+        let mut read: HashMap<&str, (String, Option<NewLayer>)> = HashMap::new();
         for (i, l) in img.layers.iter().enumerate().rev() {
             let place = format!("{} ({}): layers[{i}] ({})", img.field, d.digest, l.digest);
+            if let Some((old_diff, new)) = read.get(l.digest.as_str()) {
+                // Named again below: the copy above hides every file of
+                // it and lost the same paths, so it becomes what that
+                // copy became, read once.
+                self.check_diff(&place, img, i, old_diff)?;
+                if let Some(new) = new {
+                    after[i] = match new.0.is_empty() {
+                        true => String::new(),
+                        false => format!("sha256:{}", new.0),
+                    };
+                    new_layers.insert(i, new.clone());
+                }
+                continue;
+            }
             let cx = LayerCx {
                 sel: self.sel,
                 opts: self.opts,
@@ -293,7 +314,7 @@ impl Run<'_> {
                 continue;
             };
             let scratch = match self.stage.as_ref() {
-                Some(s) => Some(s.scratch(self.input)?),
+                Some(s) => Some((s.scratch(self.input)?, s.scratch(self.input)?)),
                 None => None,
             };
             let r = layer::rewrite(
@@ -307,18 +328,11 @@ impl Run<'_> {
                 &mut self.budget,
             )?;
             above.shadow.next_layer();
-            if img.diff_ids.get(i) != Some(&r.old_diff) {
-                return Err(cx.said(&format!(
-                    "the config {}'s 'rootfs.diff_ids[{i}]' says {}, the layer's uncompressed \
-                     SHA-256 is {}",
-                    img.config.digest,
-                    img.diff_ids.get(i).map_or("nothing", String::as_str),
-                    r.old_diff
-                )));
-            }
+            self.check_diff(&place, img, i, &r.old_diff)?;
             self.all.add_device(&r.walked.all);
             self.rep.members_refused.extend(r.walked.refused);
             if !r.walked.changed {
+                read.insert(&l.digest, (r.old_diff, None));
                 continue;
             }
             self.refusals(&place, l, blocked.as_deref())?;
@@ -334,7 +348,9 @@ impl Run<'_> {
             };
             change.layers.push((l.digest.clone(), shown.clone()));
             after[i] = shown;
-            new_layers.insert(i, (new_hex, size, r.new_diff));
+            let new = (new_hex, size, r.new_diff);
+            read.insert(&l.digest, (r.old_diff, Some(new.clone())));
+            new_layers.insert(i, new);
         }
         self.layers_after.push((img.name.clone(), after));
         if new_layers.is_empty() {
@@ -347,6 +363,30 @@ impl Run<'_> {
         }
         self.changes.push(change);
         Ok(Some(new))
+    }
+
+    /// Refuses the layer `i` of `img` (at `place`) when its config's
+    /// `rootfs.diff_ids` entry is not `old_diff`, the layer's
+    /// uncompressed SHA-256.
+    fn check_diff(
+        &self,
+        place: &str,
+        img: &Image,
+        i: usize,
+        old_diff: &str,
+    ) -> Result<(), PathError> {
+        if img.diff_ids.get(i).map(String::as_str) == Some(old_diff) {
+            return Ok(());
+        }
+        Err(self.said(
+            PathErrorKind::Content,
+            format!(
+                "{place}: the config {}'s 'rootfs.diff_ids[{i}]' says {}, the layer's \
+                 uncompressed SHA-256 is {old_diff}",
+                img.config.digest,
+                img.diff_ids.get(i).map_or("nothing", String::as_str),
+            ),
+        ))
     }
 
     /// The layer `l` opened, with its method; `None` when it cannot be

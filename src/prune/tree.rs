@@ -51,11 +51,11 @@ use super::path::{PathError, PathErrorKind, PathOptions, PathReport, prune_path}
 use crate::files::Input;
 use crate::host::ar;
 
-mod conda;
+pub(super) mod conda;
 mod dpkg;
 mod emptied;
 mod entry;
-mod records;
+pub(super) mod records;
 mod verify;
 
 pub use entry::{Skip, TreeEntry, TreeOutcome};

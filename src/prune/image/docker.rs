@@ -397,7 +397,7 @@ impl<'a> Run<'a> {
             place: place.to_string(),
         };
         let scratch = match self.out.is_some() {
-            true => Some(self.scratch()?),
+            true => Some((self.scratch()?, self.scratch()?)),
             false => None,
         };
         let (rep, budget) = (&mut self.rep, &mut self.budget);

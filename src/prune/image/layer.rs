@@ -25,6 +25,7 @@ use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::model::{Desc, hex};
+use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
 use crate::inputs::image::{Seen, Shadow, normal};
 
 /// Files smaller than this hold no container worth reading.
@@ -143,6 +144,8 @@ pub(super) struct Walked {
     pub(super) refused: Vec<String>,
     /// The device code of every file.
     pub(super) all: Pruning,
+    /// The files it changed and the records it holds, for the records.
+    pub(super) records: Found,
 }
 
 /// A SHA-256 and a count of what passed through.
@@ -202,10 +205,14 @@ pub(super) struct Rewritten {
 pub(super) struct Above {
     pub(super) shadow: Shadow,
     pub(super) removed: BTreeSet<String>,
+    /// What the records below need to know of the layers above.
+    pub(super) records: Down,
 }
 
 /// Walks the layer whose blob `src` gives (compressed with `m`) into
-/// `scratch` (none in a dry run), the layers above it in `above`.
+/// the first of `scratch` (none in a dry run), the layers above it in
+/// `above`; the second takes the tar again when records in it change
+/// ([`super::records`]).
 /// Checks the blob against `expect`'s size and digest, when there is one.
 ///
 /// Two threads share the work: one reads the blob, hashes it and
@@ -218,7 +225,7 @@ pub(super) fn rewrite<S: Read + Send>(
     src: S,
     expect: Option<&Desc>,
     m: Method,
-    scratch: Option<File>,
+    scratch: Option<(File, File)>,
     above: &mut Above,
     rep: &mut PathReport,
     budget: &mut u64,
@@ -236,7 +243,7 @@ pub(super) fn rewrite<S: Read + Send>(
             tally: &mut old,
         };
         let out: Box<dyn Write> = match &scratch {
-            Some(f) => Box::new(BufWriter::with_capacity(1 << 20, f)),
+            Some((f, _)) => Box::new(BufWriter::with_capacity(1 << 20, f)),
             None => Box::new(io::sink()),
         };
         let out = Sink {
@@ -259,18 +266,38 @@ pub(super) fn rewrite<S: Read + Send>(
     if let Some(d) = expect.filter(|_| decoded.rest.is_ok()) {
         check_blob(cx, d, &decoded.packed)?;
     }
-    let walked = walked?;
+    let mut walked = walked?;
     flushed.map_err(|e| PathError::io(PathErrorKind::Write, cx.input, e))?;
     (decoded.rest).map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
-    let mut tar = scratch;
-    if let Some(f) = tar.as_mut() {
-        f.seek(SeekFrom::Start(0))
-            .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
-    }
+    let mut new_diff = format!("sha256:{}", hex(&new.sha.finalize()));
+    let said = |why: &str| cx.said(why);
+    let fault = |f| cx.fault(f);
+    let rcx = super::records::Cx {
+        opts: cx.opts,
+        input: cx.input,
+        name: &cx.name,
+        said: &said,
+        fault: &fault,
+    };
+    let records = super::records::settle(&rcx, &walked.records, &mut above.records, rep)?;
+    walked.changed |= !records.is_empty();
+    let tar = match scratch {
+        Some((mut f, again)) if !records.is_empty() => {
+            let (f, diff) = super::records::replace(&rcx, &mut f, again, &records)?;
+            new_diff = diff;
+            Some(f)
+        }
+        Some((mut f, _)) => {
+            f.seek(SeekFrom::Start(0))
+                .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
+            Some(f)
+        }
+        None => None,
+    };
     Ok(Rewritten {
         walked,
         old_diff: format!("sha256:{}", hex(&old.sha.finalize())),
-        new_diff: format!("sha256:{}", hex(&new.sha.finalize())),
+        new_diff,
         tar,
     })
 }
@@ -426,7 +453,9 @@ fn walk_layer<R: Read, W: Write>(
 ) -> Result<Walked, PathError> {
     let fault = |f| cx.fault(f);
     let mut w = Walked::default();
-    let Above { shadow, removed } = above;
+    let Above {
+        shadow, removed, ..
+    } = above;
     while let Some(h) = walk.next().map_err(fault)? {
         let path = normal(&h.path_lossy()).map_err(|e| cx.said(&e.to_string()))?;
         if h.is_hard_link() {
@@ -434,6 +463,7 @@ fn walk_layer<R: Read, W: Write>(
                 normal(&String::from_utf8_lossy(&h.link)).map_err(|e| cx.said(&e.to_string()))?;
             shadow.entry(path.clone(), false);
             if w.gone.contains(&to) {
+                w.records.fates.insert(path.clone(), Fate::Removed(None));
                 w.gone.insert(path);
                 w.changed = true;
                 continue;
@@ -452,7 +482,12 @@ fn walk_layer<R: Read, W: Write>(
             walk.copy(&h).map_err(fault)?;
             continue;
         }
+        if h.is_file() && super::records::is_kept(&path) {
+            hold(cx, walk, &h, path, &mut w)?;
+            continue;
+        }
         if by_name(cx, walk, &h, &path, &mut w, rep)? {
+            w.records.fates.insert(path.clone(), Fate::Removed(None));
             removed.insert(path);
             continue;
         }
@@ -501,6 +536,10 @@ fn file<R: Read, W: Write>(
     let new = match step.prune(walk, h, (&file, kind), found, rep)? {
         Became::AsItWas => return Ok(()),
         Became::Removed => {
+            let old = Sum::of(file.bytes());
+            w.records
+                .fates
+                .insert(path.to_string(), Fate::Removed(Some(old)));
             w.gone.insert(path.to_string());
             w.changed = true;
             return Ok(());
@@ -508,9 +547,50 @@ fn file<R: Read, W: Write>(
         Became::Rewritten(new) => new,
     };
     w.changed = true;
+    let old = Sum::of(file.bytes());
     walk.write_header(h, new.size()).map_err(fault)?;
-    write_pruned(&new, &file, walk.out()).map_err(|e| fault(Fault::Write(e)))?;
+    let mut tally = Tally::default();
+    let mut out = Sink {
+        inner: walk.out(),
+        tally: &mut tally,
+    };
+    write_pruned(&new, &file, &mut out).map_err(|e| fault(Fault::Write(e)))?;
+    let sum = Sum {
+        size: tally.n,
+        sha: tally.sha.finalize().into(),
+    };
+    w.records
+        .fates
+        .insert(path.to_string(), Fate::Rewritten(old, sum));
     walk.pad(new.size()).map_err(fault)
+}
+
+/// The visible record `h` (at `path`): copied as it is, and held (up to
+/// [`MAX_RECORD`] bytes) to be brought up to date once the layer is
+/// walked.
+fn hold<R: Read, W: Write>(
+    cx: &LayerCx<'_>,
+    walk: &mut Walk<R, W>,
+    h: &Header,
+    path: String,
+    w: &mut Walked,
+) -> Result<(), PathError> {
+    let fault = |f| cx.fault(f);
+    if h.size > MAX_RECORD {
+        w.records.too_big.push((path, h.size));
+        return walk.copy(h).map_err(fault);
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(h.size).unwrap_or(0));
+    walk.body()
+        .read_to_end(&mut bytes)
+        .map_err(|e| cx.said(&format!("the data of '{path}' cannot be read: {e}")))?;
+    walk.copy_header(h).map_err(fault)?;
+    walk.out()
+        .write_all(&bytes)
+        .map_err(|e| fault(Fault::Write(e)))?;
+    walk.pass_body().map_err(fault)?;
+    w.records.held.push((path, bytes));
+    Ok(())
 }
 
 /// When the visible entry `h` (at `path`) is a library's per-GPU file

@@ -11,6 +11,7 @@ use crate::prune::path::{PathError, PathOptions, PathReport};
 use crate::prune::{Ptx, Selection};
 
 /// One entry of a layer built here.
+#[derive(Clone)]
 enum E<'a> {
     /// A regular file.
     File(&'a str, &'a [u8]),
@@ -66,9 +67,17 @@ impl Layer {
 
 /// Walks the layers `tars` of one image, the top one first, keeping
 /// gfx90a within `budget` bytes, as an image's rewrite does.
-fn walk(tars: &[Vec<u8>], mut budget: u64) -> Result<Vec<Layer>, PathError> {
+fn walk(tars: &[Vec<u8>], budget: u64) -> Result<Vec<Layer>, PathError> {
+    walk_with(tars, budget, &PathOptions::default()).map(|(l, _)| l)
+}
+
+/// [`walk`] with the options `opts`, the report too.
+fn walk_with(
+    tars: &[Vec<u8>],
+    mut budget: u64,
+    opts: &PathOptions,
+) -> Result<(Vec<Layer>, PathReport), PathError> {
     let sel: Selection = crate::prune::tests::keep(&["gfx90a"], Ptx::Newest);
-    let opts = PathOptions::default();
     let meta = std::fs::metadata(std::env::temp_dir()).unwrap();
     let mut rep = PathReport::new("layout", &[], &meta);
     let mut above = Above::default();
@@ -76,12 +85,12 @@ fn walk(tars: &[Vec<u8>], mut budget: u64) -> Result<Vec<Layer>, PathError> {
     for (i, tar) in tars.iter().enumerate() {
         let cx = LayerCx {
             sel: &sel,
-            opts: &opts,
+            opts,
             input: Path::new("layout"),
             name: "layout".into(),
             place: format!("layers[{i}]"),
         };
-        let scratch = Some(tempfile::tempfile().unwrap());
+        let scratch = Some((tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap()));
         let r = layer::rewrite(
             &cx,
             &tar[..],
@@ -120,7 +129,7 @@ fn walk(tars: &[Vec<u8>], mut budget: u64) -> Result<Vec<Layer>, PathError> {
             entries,
         });
     }
-    Ok(out)
+    Ok((out, rep))
 }
 
 /// A per-GPU file of rocBLAS for gfx906, which keeping gfx90a removes by
@@ -235,4 +244,140 @@ fn a_layer_over_the_budget_is_refused_by_name() {
         said.contains("usr/lib/k.hipfb") && said.contains("fewer than"),
         "{said}"
     );
+}
+
+/// A pip RECORD row for a file of `bytes` at `path`.
+fn row(path: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let sha = sha2::Sha256::digest(bytes);
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
+    format!("{path},sha256={b64},{}\n", bytes.len())
+}
+
+/// Whether every row of the RECORD at `record` in `layers` (the topmost
+/// copy) is true of the topmost copy of its file, and how many rows it has.
+fn rows_true(layers: &[Layer], record: &str) -> (bool, usize) {
+    let find = |p: &str| layers.iter().find_map(|l| l.get(p)).map(|e| e.2.clone());
+    let text = String::from_utf8(find(record).unwrap()).unwrap();
+    let base = "site";
+    let mut n = 0;
+    for line in text.lines() {
+        let path = line.split(',').next().unwrap();
+        let file = match path.strip_prefix("../") {
+            Some(up) => up.to_string(),
+            None => format!("{base}/{path}"),
+        };
+        let Some(bytes) = find(&file) else {
+            return (false, n);
+        };
+        if row(path, &bytes).trim_end() != line {
+            return (false, n);
+        }
+        n += 1;
+    }
+    (true, n)
+}
+
+const RECORD: &str = "site/k-1.0.dist-info/RECORD";
+
+#[test]
+fn a_layers_records_stay_true_whichever_comes_first() {
+    let k = crate::prune::tests::hip_bundle();
+    let text = format!(
+        "{}{}{}",
+        row("k/k.hipfb", &k),
+        row(&format!("../{GFX906}"), &[1; 100]),
+        row("k/notes", b"kept")
+    );
+    let files = [
+        E::File("site/k/k.hipfb", &k),
+        E::File(GFX906, &[1; 100]),
+        E::File("site/k/notes", b"kept"),
+    ];
+    let record = [E::File(RECORD, text.as_bytes())];
+    for layer in [
+        tar_of(&[&record[..], &files[..]].concat()),
+        tar_of(&[&files[..], &record[..]].concat()),
+    ] {
+        let l = walk(&[layer], u64::MAX).unwrap();
+        assert!(l[0].get("site/k/k.hipfb").unwrap().2.len() < k.len());
+        // The removed file's row went, the pruned one's is true.
+        assert_eq!(rows_true(&l, RECORD), (true, 2));
+    }
+}
+
+#[test]
+fn a_record_below_follows_a_file_changed_above_and_above_is_refused() {
+    let k = crate::prune::tests::hip_bundle();
+    let upper = tar_of(&[E::File("site/k/k.hipfb", &k)]);
+    let text = row("k/k.hipfb", &k);
+    let lower = tar_of(&[
+        E::File(RECORD, text.as_bytes()),
+        E::File("site/k/k.hipfb", b"old"),
+    ]);
+    let l = walk(&[upper.clone(), lower], u64::MAX).unwrap();
+    assert!(l[1].changed);
+    assert_eq!(rows_true(&l, RECORD), (true, 1));
+    // The record above the file it names: refused, not left wrong.
+    let record_only = tar_of(&[E::File(RECORD, text.as_bytes())]);
+    let Err(e) = walk(&[record_only, upper], u64::MAX) else {
+        panic!("a record above its file was left wrong");
+    };
+    assert!(e.to_string().contains("lies in a layer above"), "{e}");
+}
+
+#[test]
+fn a_wrong_row_refuses_the_image_unless_the_bytes_are_trusted() {
+    let k = crate::prune::tests::hip_bundle();
+    // The row of another file's bytes.
+    let text = row("k/k.hipfb", &k[1..]);
+    let layer = tar_of(&[
+        E::File(RECORD, text.as_bytes()),
+        E::File("site/k/k.hipfb", &k),
+    ]);
+    let Err(e) = walk(std::slice::from_ref(&layer), u64::MAX) else {
+        panic!("a wrong row was laundered");
+    };
+    let said = e.to_string();
+    assert!(
+        said.contains("the 'hash' of 'k/k.hipfb'") && said.contains("RECORD"),
+        "{said}"
+    );
+    let opts = PathOptions {
+        trust_bytes: true,
+        ..PathOptions::default()
+    };
+    let (l, rep) = walk_with(&[layer], u64::MAX, &opts).unwrap();
+    assert_eq!(rows_true(&l, RECORD), (true, 1));
+    assert_eq!(rep.records_wrong.len(), 1, "{:?}", rep.records_wrong);
+}
+
+#[test]
+fn a_conda_record_in_a_layer_stays_true() {
+    use sha2::Digest as _;
+    let k = crate::prune::tests::hip_bundle();
+    let hex = |b: &[u8]| crate::prune::conda::hex(&sha2::Sha256::digest(b));
+    let gone = "lib/rocblas/library/TensileLibrary_lazy_gfx906.dat";
+    let doc = serde_json::json!({"files": ["lib/k.hipfb", gone],
+        "paths_data": {"paths": [
+            {"_path": "lib/k.hipfb", "sha256": hex(&k), "size_in_bytes": k.len()},
+            {"_path": gone, "sha256": hex(&[1; 100]),
+             "size_in_bytes": 100}]}});
+    let text = serde_json::to_vec(&doc).unwrap();
+    let layer = tar_of(&[
+        E::File("env/lib/k.hipfb", &k),
+        E::File("env/conda-meta/k-1.0-0.json", &text),
+        E::File(&format!("env/{gone}"), &[1; 100]),
+    ]);
+    let l = walk(&[layer], u64::MAX).unwrap();
+    let new = &l[0].get("env/lib/k.hipfb").unwrap().2;
+    assert!(new.len() < k.len());
+    let doc: serde_json::Value =
+        serde_json::from_slice(&l[0].get("env/conda-meta/k-1.0-0.json").unwrap().2).unwrap();
+    assert_eq!(doc["files"], serde_json::json!(["lib/k.hipfb"]));
+    let rows = doc["paths_data"]["paths"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["sha256"], hex(new));
+    assert_eq!(rows[0]["size_in_bytes"], new.len());
 }

@@ -18,11 +18,11 @@ use serde_json::Value;
 
 /// What became of a listed file: its new size and SHA-256 (lowercase
 /// hex) when rewritten, `None` when removed.
-pub(super) type NewFile = Option<(u64, String)>;
+pub(crate) type NewFile = Option<(u64, String)>;
 
 /// Whether `path` is a conda environment's package record:
 /// `conda-meta/*.json`.
-pub(super) fn is_conda_meta(path: &Path) -> bool {
+pub(crate) fn is_conda_meta(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
         && path
             .parent()
@@ -36,7 +36,7 @@ fn rows(doc: &mut Value) -> Option<&mut Vec<Value>> {
 }
 
 /// A package record, read once: what it lists, then the record updated.
-pub(super) struct Record {
+pub(crate) struct Record {
     doc: Value,
     /// Whether its text ended with a line break (kept when written).
     newline: bool,
@@ -44,7 +44,7 @@ pub(super) struct Record {
 
 impl Record {
     /// The record whose text is `text`.
-    pub(super) fn parse(text: &[u8]) -> Result<Record, serde_json::Error> {
+    pub(crate) fn parse(text: &[u8]) -> Result<Record, serde_json::Error> {
         Ok(Record {
             doc: serde_json::from_slice(text)?,
             newline: text.ends_with(b"\n"),
@@ -52,7 +52,7 @@ impl Record {
     }
 
     /// The paths it lists, in `paths_data.paths` and in `files`.
-    pub(super) fn listed(&self) -> Vec<String> {
+    pub(crate) fn listed(&self) -> Vec<String> {
         let rows = self
             .doc
             .pointer("/paths_data/paths")
@@ -79,7 +79,7 @@ impl Record {
     /// else `sha256`, but for a file with a prefix placeholder, which
     /// conda rewrote at install) and its size (`size_in_bytes`, likewise
     /// not for a file with a placeholder), each where known.
-    pub(super) fn claims(&self) -> Vec<(String, Option<String>, Option<u64>)> {
+    pub(crate) fn claims(&self) -> Vec<(String, Option<String>, Option<u64>)> {
         let rows = self
             .doc
             .pointer("/paths_data/paths")
@@ -104,7 +104,7 @@ impl Record {
     /// Its text with `new` applied, and how many rows were given a new
     /// hash and size and how many removed (in `paths_data`, or in `files`
     /// for a record without it); `None` when nothing changes.
-    pub(super) fn updated(
+    pub(crate) fn updated(
         mut self,
         new: &HashMap<String, NewFile>,
     ) -> Result<Option<(Vec<u8>, usize, usize)>, serde_json::Error> {

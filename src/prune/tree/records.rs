@@ -103,7 +103,7 @@ pub(super) fn changed(e: &TreeEntry, dry: bool) -> Option<Fate> {
 }
 
 /// `path` with `.` dropped and `..` taken lexically.
-pub(super) fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {
@@ -154,7 +154,7 @@ const RECORDS: &[RecordFormat] = &[
 ];
 
 /// Whether `path` is a pip RECORD: `RECORD` in a `*.dist-info` directory.
-pub(super) fn is_record(path: &Path) -> bool {
+pub(crate) fn is_record(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "RECORD")
         && path
             .parent()
