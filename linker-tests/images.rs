@@ -246,7 +246,7 @@ pub(crate) fn blob(dir: &Path, media_type: &str, bytes: &[u8]) -> Result<Value, 
 }
 
 /// An OCI layout at `dir` of one image whose layers are `layers`.
-fn layout(dir: &Path, layers: &[Vec<u8>]) -> Result<(), Failed> {
+pub(crate) fn layout(dir: &Path, layers: &[Vec<u8>]) -> Result<(), Failed> {
     std::fs::create_dir_all(dir.join("blobs/sha256"))?;
     std::fs::write(dir.join("oci-layout"), br#"{"imageLayoutVersion":"1.0.0"}"#)?;
     // Each layer's diff ID: the SHA-256 of its tar, gunzipped.

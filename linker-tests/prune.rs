@@ -32,7 +32,7 @@ test_files! {
     removed,
     pub(crate) companion,
     rocblas,
-    conda,
+    pub(crate) conda,
     pub(crate) images,
 }
 mod hip_programs;

@@ -23,6 +23,10 @@ PKGS+=(zip tar gzip xz-utils zstd bzip2 cpio dpkg)
 # lz4 makes real .tar.lz4 files, frame and legacy, that the scanners must
 # report as unread (linker-tests/hostile/round6_unread.rs).
 PKGS+=(lz4)
+# makeself writes real self-extracting .run installers (NVIDIA's CUDA
+# installers are these), which the scanners must report as unread
+# (linker-tests/hostile/round6_unread.rs).
+PKGS+=(makeself)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

@@ -5,7 +5,9 @@
 //! refused by name, not pruned with its row rewritten to match, unless
 //! `--trust-bytes`, and then the report names the row; and `check`,
 //! `inspect --verify` and `prune` agree that a package whose gzip, xz,
-//! zstd, bzip2 or zip checksum is wrong is damaged.
+//! zstd, bzip2, zip or cpio (`crc`) checksum is wrong is damaged. A
+//! package's file prune copies as it is is checked against its row as
+//! well as one it rewrites.
 
 use std::ffi::OsStr;
 
@@ -26,13 +28,18 @@ pub(super) fn tests() -> Vec<Trial> {
             deb_tampered,
         ),
         trial(
+            "hostile::round6::a_deb_file_copied_as_it_is_is_checked_against_md5sums",
+            &["dpkg-deb"],
+            deb_copied_tampered,
+        ),
+        trial(
             "hostile::round6::a_tree_file_its_record_does_not_match_is_left",
             &[],
             tree_tampered,
         ),
         trial(
             "hostile::round6::every_checksum_a_package_carries_is_verified",
-            &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2"],
+            &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2", "cpio"],
             checksums,
         ),
     ]
@@ -72,12 +79,17 @@ def digest(b):
     return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()
 k = open('k.hipfb', 'rb').read()
 host = open(os.path.realpath(sys.executable), 'rb').read()
-files = {'pkg/__init__.py': b'', 'pkg/k.hipfb': k, 'pkg/host.so': host}
+files = {'pkg/__init__.py': b'', 'pkg/k.hipfb': k, 'pkg/host.so': host,
+         'pkg/data.txt': b'no device code here ' * 50}
 rows = {n: (digest(b), len(b)) for n, b in files.items()}
 if sys.argv[1] == 'k':
     files['pkg/k.hipfb'] = k[:-1] + bytes([k[-1] ^ 1])
 if sys.argv[1] == 'host':
     rows['pkg/host.so'] = (digest(b'other bytes'), len(host))
+if sys.argv[1] == 'data':
+    rows['pkg/data.txt'] = (digest(b'other bytes'), 1000)
+if sys.argv[1] == 'init':
+    rows['pkg/__init__.py'] = (digest(b'x'), 0)
 rec = 'pkg-1.0.dist-info/RECORD'
 text = ''.join(f'{n},{h},{s}\n' for n, (h, s) in rows.items()) + rec + ',,\n'
 with zipfile.ZipFile('in.whl', 'w') as z:
@@ -90,12 +102,18 @@ with zipfile.ZipFile('in.whl', 'w') as z:
 }
 
 /// A wheel whose bundle member was changed after RECORD was written, or
-/// whose host library (no device code) has a wrong row: `prune -o` exits
-/// 2, names the member and writes nothing; `--trust-bytes` prunes it and
-/// the report (text and `--json`) names the row. An untouched wheel
-/// prunes cleanly.
+/// whose host library (no device code) has a wrong row, or a member
+/// prune copies as it is stored (a text file, an empty `__init__.py`):
+/// `prune -o` exits 2, names the member and writes nothing;
+/// `--trust-bytes` prunes it and the report (text and `--json`) names the
+/// row. An untouched wheel prunes cleanly.
 fn wheel_tampered() -> Result<(), Failed> {
-    for (tamper, member) in [("k", "pkg/k.hipfb"), ("host", "pkg/host.so")] {
+    for (tamper, member) in [
+        ("k", "pkg/k.hipfb"),
+        ("host", "pkg/host.so"),
+        ("data", "pkg/data.txt"),
+        ("init", "pkg/__init__.py"),
+    ] {
         let t = tempdir();
         let d = t.path();
         make_wheel(d, tamper)?;
@@ -153,6 +171,57 @@ fn deb_tampered() -> Result<(), Failed> {
     let args = ["prune", "--trust-bytes", "--keep", "gfx90a", "-o", "out.deb", "in.deb"];
     let r = ours_in(d, &args)?;
     says("prune --trust-bytes", &r, 0, "md5sums: the 'MD5' of 'usr/lib/k.hipfb'")?;
+    Ok(())
+}
+
+/// A `.deb` whose `md5sums` is right for its HIP bundle but wrong for a
+/// file prune copies as it is (a text file; a file of 10 bytes): `prune
+/// -o` exits 2 naming the file, nothing written; `--trust-bytes` prunes
+/// it and names the line; right rows prune cleanly.
+fn deb_copied_tampered() -> Result<(), Failed> {
+    for (tamper, file) in [("", ""), ("doc", "usr/share/doc/k/notes.txt"), ("tiny", "usr/share/k/tiny")] {
+        let t = tempdir();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("pkg/DEBIAN"))?;
+        std::fs::create_dir_all(d.join("pkg/usr/lib"))?;
+        std::fs::create_dir_all(d.join("pkg/usr/share/doc/k"))?;
+        hip_bundle(d, OsStr::new("pkg/usr/lib/k.hipfb"), 4096)?;
+        let notes = b"no device code here ".repeat(20);
+        std::fs::write(d.join("pkg/usr/share/doc/k/notes.txt"), &notes)?;
+        std::fs::create_dir_all(d.join("pkg/usr/share/k"))?;
+        std::fs::write(d.join("pkg/usr/share/k/tiny"), b"0123456789")?;
+        let k = std::fs::read(d.join("pkg/usr/lib/k.hipfb"))?;
+        let sum = |f: &str, b: &[u8]| match f == file {
+            true => md5_hex(b"other bytes"),
+            false => md5_hex(b),
+        };
+        let sums = format!(
+            "{}  usr/lib/k.hipfb\n{}  usr/share/doc/k/notes.txt\n{}  usr/share/k/tiny\n",
+            sum("usr/lib/k.hipfb", &k),
+            sum("usr/share/doc/k/notes.txt", &notes),
+            sum("usr/share/k/tiny", b"0123456789"),
+        );
+        std::fs::write(d.join("pkg/DEBIAN/md5sums"), sums)?;
+        std::fs::write(
+            d.join("pkg/DEBIAN/control"),
+            "Package: k\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@example.com>\n\
+             Description: a HIP bundle\n",
+        )?;
+        let args = ["-Zgzip", "--root-owner-group", "--build", "pkg", "in.deb"];
+        run(Path::new("/usr/bin/dpkg-deb"), &args, d).ok()?;
+        let r = ours_in(d, &["prune", "--keep", "gfx90a", "-o", "out.deb", "in.deb"])?;
+        if tamper.is_empty() {
+            says("prune of a true package", &r, 0, "in.deb")?;
+            continue;
+        }
+        says(&format!("{tamper}: prune"), &r, 2, file)?;
+        if d.join("out.deb").exists() {
+            return Err(format!("{tamper}: a refused package was written").into());
+        }
+        let args = ["prune", "--trust-bytes", "--keep", "gfx90a", "-o", "out.deb", "in.deb"];
+        let r = ours_in(d, &args)?;
+        says(&format!("{tamper}: prune --trust-bytes"), &r, 0, &format!("the 'MD5' of '{file}'"))?;
+    }
     Ok(())
 }
 
@@ -311,5 +380,17 @@ for out, stored in (('s.whl', True), ('t.whl', False)):
     python(d, make, &[])?;
     agree(d, "s.whl", 2)?;
     agree(d, "t.whl", 2)?;
+    // cpio's "crc" format: each file's data sums to its header's check.
+    let sh = ["-c", "echo k.hipfb | cpio --quiet -o -H crc > k.cpio"];
+    run(Path::new("/bin/sh"), &sh, d).ok()?;
+    agree(d, "k.cpio", 0)?;
+    let k = std::fs::read(d.join("k.hipfb"))?;
+    let cpio = std::fs::read(d.join("k.cpio"))?;
+    let at = cpio
+        .windows(k.len())
+        .position(|w| w == k.as_slice())
+        .ok_or("the bundle is not in the cpio")?;
+    flip(d, "k.cpio", (at + k.len() - 1) as i64)?;
+    agree(d, "k.cpio", 2)?;
     Ok(())
 }

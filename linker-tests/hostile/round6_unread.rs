@@ -13,7 +13,7 @@ use super::*;
 use crate::util::{Run, run_within};
 
 pub(super) fn tests() -> Vec<Trial> {
-    let tools = &["tar", "zip", "lz4"];
+    let tools = &["tar", "zip", "lz4", "makeself"];
     vec![
         trial(
             "hostile::round6::unread_formats_fail_every_scanner_named_and_in_packages",
@@ -30,7 +30,85 @@ pub(super) fn tests() -> Vec<Trial> {
             tools,
             tree,
         ),
+        trial(
+            "hostile::round6::an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused",
+            &["dpkg-deb", "makeself", CPH, "/opt/offload-kit/conda-tools/bin/python"],
+            in_packages,
+        ),
     ]
+}
+
+/// conda's package builder (scripts/conda-tools.sh).
+const CPH: &str = "/opt/offload-kit/conda-tools/bin/cph";
+
+/// An ISO 9660 image (its magic 32 KiB in, past the first 512 bytes prune
+/// once read of a package's member) and a makeself `.run` installer
+/// holding a HIP bundle, each the member of a `.deb` (built by
+/// `dpkg-deb`), of conda packages (by `cph`, both formats) and of an OCI
+/// image's layer: `prune` refuses the member by name, never "nothing to
+/// remove", and `check` fails naming it (exit 2).
+fn in_packages() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let iso = UNREAD_FORMATS
+        .iter()
+        .find(|f| f.magic == b"CD001")
+        .ok_or("no ISO row")?;
+    let lib = d.join("lib");
+    std::fs::create_dir_all(&lib)?;
+    super::round5_paths::hip_bundle(&lib, std::ffi::OsStr::new("k.hipfb"), 4096)?;
+    let run_bytes = makeself(d, "lib")?;
+    for (member, bytes, says) in [
+        ("disc.iso", synthetic(iso), "ISO 9660"),
+        ("cuda.run", run_bytes, "makeself"),
+    ] {
+        let what = |p: &str| format!("{member} in {p}");
+        // A .deb.
+        let pkg = d.join(format!("pkg-{member}"));
+        std::fs::create_dir_all(pkg.join("DEBIAN"))?;
+        std::fs::create_dir_all(pkg.join("usr/lib"))?;
+        std::fs::write(pkg.join("usr/lib").join(member), &bytes)?;
+        std::fs::write(
+            pkg.join("DEBIAN/control"),
+            "Package: k\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@example.com>\n\
+             Description: an unread member\n",
+        )?;
+        let deb = format!("{member}.deb");
+        let args = ["-Zgzip", "--root-owner-group", "--build", pkg.to_str().ok_or("path")?, &deb];
+        crate::util::run(Path::new("/usr/bin/dpkg-deb"), &args, d).ok()?;
+        // Conda packages of one file (both formats, in `conda-MEMBER/in`).
+        let conda = d.join(format!("conda-{member}"));
+        std::fs::create_dir_all(&conda)?;
+        let files = std::collections::BTreeMap::from([(format!("lib/{member}"), bytes.clone())]);
+        crate::prune::conda::packages(&conda, &files, &[])?;
+        // An OCI layout of one layer.
+        let layer = crate::images::gzip_tar(&[(&format!("usr/lib/{member}"), &bytes)])?.0;
+        let layout = d.join(format!("layout-{member}"));
+        crate::images::layout(&layout, &[layer])?;
+        let inputs = [
+            deb,
+            format!("conda-{member}/in/gpulib-1.0-h0_0.conda"),
+            format!("conda-{member}/in/gpulib-1.0-h0_0.tar.bz2"),
+            format!("layout-{member}"),
+        ];
+        for input in &inputs {
+            let r = ours_in(d, &["prune", "--keep", "sm_80", "-o", "pruned.out", input])?;
+            let all = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+            if r.code == 0 || all.contains("nothing to remove") {
+                return Err(format!("{}: prune exit {}:\n{all}", what(input), r.code).into());
+            }
+            if !all.contains(member) || !all.contains(says) {
+                return Err(format!("{}: prune names no {member} ({says}):\n{all}", what(input)).into());
+            }
+            let _ = std::fs::remove_dir_all(d.join("pruned.out"));
+            let _ = std::fs::remove_file(d.join("pruned.out"));
+            let r = ours_in(d, &["check", "--forbid", "sm_50", input])?;
+            if r.code != 2 || !r.stderr.contains(member) || !r.stderr.contains(says) {
+                return Err(format!("{}: check exit {}: {}", what(input), r.code, r.stderr).into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The file of the `i`th format: `u<i>`.
@@ -59,6 +137,7 @@ fn make(d: &Path) -> Result<(), Failed> {
                 let r = run_within(LIMIT, Path::new("lz4"), args, d)?.ok()?;
                 r.stdout
             }
+            None if f.magic.starts_with(b"#!/bin/sh\n") => makeself(d, "lib")?,
             None => synthetic(f),
         };
         if !bytes[f.offset..].starts_with(f.magic) {
@@ -71,6 +150,16 @@ fn make(d: &Path) -> Result<(), Failed> {
         run_within(LIMIT, Path::new("zip"), &["-q", &zip, &name], d)?.ok()?;
     }
     Ok(())
+}
+
+/// A `.run` installer that makeself makes of the directory `dir` of `d`
+/// (as NVIDIA's CUDA installers are made): its bytes.
+fn makeself(d: &Path, dir: &str) -> Result<Vec<u8>, Failed> {
+    let args = ["--quiet", "--nox11", "--gzip", dir, "made.run", "k", "true"];
+    run_within(LIMIT, Path::new("makeself"), &args, d)?.ok()?;
+    let bytes = std::fs::read(d.join("made.run"))?;
+    std::fs::remove_file(d.join("made.run"))?;
+    Ok(bytes)
 }
 
 /// The magic of `f` at its offset (zeros before it), then 16 KiB that

@@ -62,7 +62,7 @@ fn check_py(d: &Path, args: &[&str]) -> Result<String, Failed> {
 /// Writes `files` below `d/prefix`, with conda's `info/` (the paths of
 /// `placeholders` given that placeholder), and packs it with `cph create`
 /// as `in.conda` and `in.tar.bz2` (below `d/in`, named [`PKG`]).
-fn packages(
+pub(crate) fn packages(
     d: &Path,
     files: &BTreeMap<String, Vec<u8>>,
     placeholders: &[&str],

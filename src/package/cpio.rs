@@ -14,6 +14,9 @@ pub(super) struct CpioHeader {
     file_size: (usize, usize),
     /// Whether names and data are padded to four bytes (`newc`, `crc`).
     padded: bool,
+    /// Where the checksum of a regular file's data lies (`crc`: the sum
+    /// of its bytes, modulo 2^32); `None` in formats without one.
+    check: Option<(usize, usize)>,
 }
 
 /// The header layout whose magic `bytes` start with.
@@ -26,6 +29,7 @@ pub(super) fn cpio_header(bytes: &[u8]) -> Option<CpioHeader> {
             name_size: (94, 8),
             file_size: (54, 8),
             padded: true,
+            check: bytes.starts_with(b"070702").then_some((102, 8)),
         })
     } else if bytes.starts_with(b"070707") {
         Some(CpioHeader {
@@ -35,6 +39,7 @@ pub(super) fn cpio_header(bytes: &[u8]) -> Option<CpioHeader> {
             name_size: (59, 6),
             file_size: (65, 11),
             padded: false,
+            check: None,
         })
     } else {
         None
@@ -42,7 +47,8 @@ pub(super) fn cpio_header(bytes: &[u8]) -> Option<CpioHeader> {
 }
 
 /// The regular files of a cpio archive, up to its `TRAILER!!!` entry.
-/// Every header, name and body must lie within the archive.
+/// Every header, name and body must lie within the archive, and in the
+/// `crc` format every regular file's data must sum to its checksum.
 pub(super) fn cpio_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
     let bad = |what: String| corrupt(Kind::Cpio, what);
     let past = |at: usize| bad(format!("the entry at offset {at} ends past the archive"));
@@ -95,6 +101,16 @@ pub(super) fn cpio_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
         }
         if mode & 0o170_000 == 0o100_000 {
             let path = String::from_utf8_lossy(name);
+            if let Some(field) = layout.check {
+                let said = number(field)?;
+                let sum = body.iter().fold(0u32, |s, &b| s.wrapping_add(u32::from(b)));
+                if said != u64::from(sum) {
+                    return Err(bad(format!(
+                        "the data of '{path}' does not match its checksum (it says {said:#010x}, \
+                         the bytes sum to {sum:#010x})"
+                    )));
+                }
+            }
             to.member(path.trim_start_matches("./"), Ok(Contents::Stored(body)))?;
         }
         at = pad(end).ok_or_else(|| past(at))?;

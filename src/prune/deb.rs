@@ -47,10 +47,6 @@ use tar::{Fault, Header, Walk};
 /// Files smaller than this hold no container worth reading (as for wheels).
 const MIN_SIZE: u64 = 64;
 
-/// Bytes read of a file to tell whether prune reads its format (as the
-/// directory walk does).
-const HEAD: u64 = 512;
-
 /// What the pruning of one package works with.
 struct Cx<'a> {
     sel: &'a Selection,
@@ -348,23 +344,26 @@ fn walk_data<R: std::io::Read, W: Write>(
         if by_name(cx, walk, &h, &mut w, rep, member)? {
             continue;
         }
-        if !(h.is_file() || h.is_sparse()) || h.size < MIN_SIZE {
+        if !(h.is_file() || h.is_sparse()) {
             walk.copy(&h).map_err(fault)?;
             continue;
         }
         let path = h.path_lossy();
-        let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
-        walk.body()
-            .read_exact(&mut head)
+        let head = super::file::read_head(&mut walk.body(), h.size)
             .map_err(|e| PathError::member(cx.input, &path, "cannot be read", e))?;
         let full = format!("{}!/{path}", cx.name);
-        let readable = super::file::readable(&head);
-        if readable.is_none() || h.is_sparse() {
+        let readable = match h.size < MIN_SIZE {
+            true => None,
+            false => super::file::readable(&head),
+        };
+        if h.is_sparse() {
             if readable.is_some() {
                 let why = "it is stored sparse (GNU tar's 'S' entry), which prune does not \
                            rewrite";
                 cx.refuse_member(&mut w, &full, why)?;
             }
+            // Its data is the file's without its holes: not what
+            // `md5sums` hashes, and copied as it is.
             walk.copy_header(&h).map_err(fault)?;
             walk.out()
                 .write_all(&head)
@@ -372,9 +371,18 @@ fn walk_data<R: std::io::Read, W: Write>(
             walk.pass_body().map_err(fault)?;
             continue;
         }
+        if readable.is_none() {
+            // Copied as it is, and checked against its row on the way: a
+            // package whose record lies is never written anew.
+            let mut md5 = md5::Md5::new();
+            walk.copy_seen(&h, &head, &mut |b| md5.update(b))
+                .map_err(fault)?;
+            verify(cx, &h.path, &md5.finalize().into(), rep)?;
+            continue;
+        }
         let file = inflate(cx.input, &path, &head, &mut walk.body(), h.size)?;
         walk.skip_body().map_err(fault)?;
-        verify(cx, &h.path, file.bytes(), rep)?;
+        verify(cx, &h.path, &md5::Md5::digest(file.bytes()).into(), rep)?;
         let step = Member {
             keep: cx.conffiles.contains(&h.path).then_some(CONFFILE),
             ..Member::new(cx.sel, cx.opts, cx.input, &full, &fault)
@@ -434,7 +442,15 @@ fn by_name<R: std::io::Read, W: Write>(
     let full = format!("{}!/{}", cx.name, h.path_lossy());
     if cx.conffiles.contains(&h.path) {
         cx.refuse_member(w, &full, CONFFILE)?;
-        walk.copy(h).map_err(fault)?;
+        if h.is_sparse() {
+            walk.copy(h).map_err(fault)?;
+            return Ok(true);
+        }
+        // Kept as it is: checked against its row as it passes.
+        let mut md5 = md5::Md5::new();
+        walk.copy_seen(h, &[], &mut |b| md5.update(b))
+            .map_err(fault)?;
+        verify(cx, &h.path, &md5.finalize().into(), rep)?;
         return Ok(true);
     }
     rep.removed.push(RemovedFile::by_name(full, h.size, &c));
@@ -444,15 +460,15 @@ fn by_name<R: std::io::Read, W: Write>(
     Ok(true)
 }
 
-/// Checks `bytes`, the file `path` of `data.tar`, against its line of
-/// `md5sums`, if it has one: a line they do not match is settled by
+/// Checks `md5`, the MD5 of the file `path` of `data.tar` (rewritten or
+/// copied as it is), against its line of `md5sums`, if it has one: a line they do not match is settled by
 /// [`settle`] (an error, or with
 /// [`PathOptions::trust_bytes`] a line of `rep`).
-fn verify(cx: &Cx<'_>, path: &[u8], bytes: &[u8], rep: &mut PathReport) -> Result<(), PathError> {
+fn verify(cx: &Cx<'_>, path: &[u8], md5: &[u8; 16], rep: &mut PathReport) -> Result<(), PathError> {
     let Some(said) = cx.md5sums.get(path) else {
         return Ok(());
     };
-    let is = md5sums::hex(&md5::Md5::digest(bytes).into());
+    let is = md5sums::hex(md5);
     if *said == is {
         return Ok(());
     }

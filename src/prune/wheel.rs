@@ -118,9 +118,9 @@ struct Members {
     /// Those removed whole (device code alone that the rules drop all
     /// of), by index: their names.
     removed: BTreeMap<usize, String>,
-    /// Those read whole (each ELF, PE, static-archive or package member),
-    /// by name: their size and SHA-256 as read, for their RECORD rows to
-    /// be checked ([`verify::records`]).
+    /// Every member read (whole, or to its end to check its CRC-32), by
+    /// name: its size and SHA-256, for its RECORD rows to be checked
+    /// ([`verify::records`]).
     read: BTreeMap<String, verify::Seen>,
 }
 
@@ -151,18 +151,14 @@ fn prune_members<'a>(
         if by_name(sel, opts, input, zin, i, rep, &mut changes)? {
             continue;
         }
-        let Some((member, kind)) = host_member(input, data, zin, i, budget)? else {
+        let Some((member, kind)) = host_member(input, data, zin, i, budget, &mut changes.read)?
+        else {
             continue;
         };
         let mname = zin
             .name_for_index(i)
             .and_then(Result::ok)
             .unwrap_or_default();
-        let seen = (
-            member.bytes().len() as u64,
-            Sha256::digest(member.bytes()).into(),
-        );
-        changes.read.insert(mname.clone().into_owned(), seen);
         let full = format!("{name}!/{mname}");
         let p = match Pruning::of(
             sel,
@@ -265,13 +261,16 @@ fn by_name(
 /// package (a tar archive, a compressed file, a zip: looked through by
 /// [`Pruning::of`]), its bytes read within `budget`; `None` for any other
 /// member. A member that cannot be inflated (a compression method not
-/// read, corrupt data) is an error: what it holds is not known.
+/// read, corrupt data) is an error: what it holds is not known. Every
+/// member's bytes pass here, read whole or to check their CRC-32: their
+/// size and SHA-256 go to `seen`, for their RECORD rows to be checked.
 fn host_member<'a>(
     path: &Path,
     data: &'a [u8],
     zin: &mut Zip<'a>,
     i: usize,
     budget: &mut Budget,
+    seen: &mut BTreeMap<String, verify::Seen>,
 ) -> Result<Option<(Member<'a>, Option<object::FileKind>)>, PathError> {
     let bad = |e| PathError::zip(path, e);
     let mut f = zin.by_index(i).map_err(bad)?;
@@ -281,13 +280,14 @@ fn host_member<'a>(
     let mname = f.name().map_err(bad)?.into_owned();
     let size = f.size();
     let stored_as_is = f.compression() == zip::CompressionMethod::Stored && !f.encrypted();
+    let whole = |b: &[u8]| (b.len() as u64, Sha256::digest(b).into());
     if size < 64 {
         // Too small to read, but checked against its CRC-32 as any other.
-        if stored_as_is {
-            stored(path, &mname, data, &f)?;
-        } else {
-            verify::rest(path, &mname, 0, &mut f, size, budget)?;
-        }
+        let sum = match stored_as_is {
+            true => whole(stored(path, &mname, data, &f)?),
+            false => verify::rest(path, &mname, &[], &mut f, size, budget)?,
+        };
+        seen.insert(mname, sum);
         return Ok(None);
     }
     // Whether the member is one of those, with its format when that was
@@ -305,6 +305,7 @@ fn host_member<'a>(
     };
     if stored_as_is {
         let bytes = stored(path, &mname, data, &f)?;
+        seen.insert(mname, whole(bytes));
         return Ok(host(bytes).map(|kind| (Member::Stored(bytes), kind)));
     }
     // A tar header's block, and as far as the magic of a format not read
@@ -324,11 +325,13 @@ fn host_member<'a>(
     if !maybe {
         // Not read, but inflated to its end, where its CRC-32 is checked:
         // a member `check` finds damaged is never copied as it is.
-        verify::rest(path, &mname, head.len() as u64, &mut f, size, budget)?;
+        let sum = verify::rest(path, &mname, &head, &mut f, size, budget)?;
+        seen.insert(mname, sum);
         return Ok(None);
     }
     budget.take(path, &mname, size)?;
     let member = inflate(path, &mname, &head, &mut f, size)?;
+    seen.insert(mname, whole(member.bytes()));
     // A file that starts as a DOS program is a PE image only if its
     // headers say so.
     Ok(host(member.bytes()).map(|kind| (Member::Inflated(member), kind)))
@@ -534,9 +537,16 @@ mod tests {
     /// The ELF member of the wheel `data`: its bytes, or the error.
     fn member_of(data: &[u8], budget: &mut Budget) -> Result<Vec<u8>, String> {
         let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).unwrap();
-        host_member(Path::new("x.whl"), data, &mut zin, 0, budget)
-            .map(|m| m.unwrap().0.bytes().to_vec())
-            .map_err(|e| chain(&e))
+        host_member(
+            Path::new("x.whl"),
+            data,
+            &mut zin,
+            0,
+            budget,
+            &mut BTreeMap::new(),
+        )
+        .map(|m| m.unwrap().0.bytes().to_vec())
+        .map_err(|e| chain(&e))
     }
 
     /// `e` and its causes joined by ": ".

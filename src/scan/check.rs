@@ -372,6 +372,11 @@ pub fn check<'a>(
                 continue;
             }
         };
+        if let Some(why) = r.unread_why() {
+            // Never judged, whatever damage is allowed: nothing was read.
+            files.push(Verdict::Unreadable(Unread::new(why)));
+            continue;
+        }
         if !req.allow_corrupt && r.damaged() {
             files.push(Verdict::Corrupt {
                 problems: damage(r).collect(),

@@ -83,6 +83,9 @@
 //!       "kind": string                  // damage | rejected (a raw-scan candidate
 //!                                       // that was no container, with --rejects)
 //!     }],
+//!     "unread": string,               // only for a format not read (an RPM, a
+//!                                     // squashfs …: UNREAD_FORMATS), what it is
+//!                                     // ("an RPM package"); its images are not known
 //!     "fatbins_elsewhere": [{           // only when there are any: CUDA fatbins in
 //!       "section": string,              // other data sections (.rodata, .data …),
 //!       "fatbins": number               // which the file loads itself; counted,
@@ -199,6 +202,9 @@ fn report_lists<S: SerializeStruct>(st: &mut S, r: &Report) -> Result<(), S::Err
     st.serialize_field("images", &Images(r, false))?;
     st.serialize_field("host_entries", &Images(r, true))?;
     st.serialize_field("problems", &r.problems)?;
+    if let Some(f) = r.unread {
+        st.serialize_field("unread", f.name)?;
+    }
     match Elsewhere::of(r) {
         Some(e) => st.serialize_field("fatbins_elsewhere", &e),
         None => Ok(()),

@@ -1,7 +1,7 @@
 //! [`Report`]: everything found in one file, and what it answers about
 //! its images.
 
-use super::{Container, Image, Limit, Parent, Problem, ProblemKind};
+use super::{Container, Image, Limit, Parent, Problem, ProblemKind, UnreadFormat};
 
 /// Everything found in one file. Serializes as the `format`, `scan`,
 /// `containers`, `images` and `problems` of one file in the
@@ -11,7 +11,7 @@ use super::{Container, Image, Limit, Parent, Problem, ProblemKind};
 pub struct Report {
     /// What the file is: `ELF64`, `COFF`, `Mach-O`, `archive`, `data`, a
     /// container's name; `ptx`, `spirv`, `bitcode` for a file that is one
-    /// such image.
+    /// such image; `unread` for a format not read ([`Report::unread`]).
     pub format: &'static str,
     /// Whether section headers were used.
     pub used_sections: bool,
@@ -36,6 +36,21 @@ pub struct Report {
     /// `cuobjdump` does not read. Counted by their headers, not walked:
     /// they are not in `containers` or `images`; [`Mode::Raw`](super::Mode::Raw) lists them.
     pub fatbins_elsewhere: Vec<(String, u64)>,
+    /// The format of [`UNREAD_FORMATS`](super::UNREAD_FORMATS) the file
+    /// (or a member of its static archive) is, if it is one: a package,
+    /// image or compressed file the scan recognises but does not read
+    /// (an RPM, a squashfs, an ISO 9660 image …), so whether it holds
+    /// device code is not known. Its bytes are not searched, its
+    /// [`images`](Report::images) are not its contents: a [`Problem`] of
+    /// kind [`ProblemKind::Damage`] says so (the report is
+    /// [`damaged`](Report::damaged)), [`check`](super::check()) judges the
+    /// file unreadable even with
+    /// [`allow_corrupt`](super::Requirements::allow_corrupt), and the
+    /// `inspect --json` document gives the format as `unread`.
+    pub unread: Option<UnreadFormat>,
+    /// Where the [`unread`](Report::unread) format lies: the archive
+    /// member, `None` for the file itself.
+    pub(crate) unread_member: Option<String>,
     /// The host format of the file as a whole (ELF, COFF, PE, Mach-O),
     /// read once by the scan for the commands that go on to edit the
     /// file; `None` for anything else.
@@ -74,10 +89,25 @@ impl Report {
     }
 
     /// Whether anything read was damaged: a [`Problem`] of kind
-    /// [`ProblemKind::Damage`], or a scan [stopped](Report::stopped) at a
-    /// limit.
+    /// [`ProblemKind::Damage`], a scan [stopped](Report::stopped) at a
+    /// limit, or a format [not read](Report::unread).
     pub fn damaged(&self) -> bool {
-        self.stopped.is_some() || self.problems.iter().any(|p| p.kind == ProblemKind::Damage)
+        self.stopped.is_some()
+            || self.unread.is_some()
+            || self.problems.iter().any(|p| p.kind == ProblemKind::Damage)
+    }
+
+    /// Why the file cannot be judged when it is (or its static archive
+    /// holds) a format the scan does not read ([`Report::unread`]), as
+    /// errors say it: `it is an RPM package, a format offload-kit does
+    /// not read: …`, after `member 'x.rpm': ` for an archive member;
+    /// `None` when the file was read.
+    pub fn unread_why(&self) -> Option<String> {
+        let f = self.unread?;
+        Some(match &self.unread_member {
+            Some(m) => format!("member '{m}': {}", f.why()),
+            None => f.why(),
+        })
     }
 
     /// For each image (by id), whether it lies in damaged data: in a

@@ -32,7 +32,8 @@ impl UnreadFormat {
 }
 
 /// Every format the scanners recognise and do not read, by magic at a
-/// fixed offset. A file that starts as an ELF, PE or Mach-O file, a
+/// fixed offset (for makeself's `.run` installers: the first two lines of
+/// the script it writes). A file that starts as an ELF, PE or Mach-O file, a
 /// static archive or a device-code container is read as that, whatever
 /// lies further on; packages the scanners read (zip, tar, `.deb`, cpio,
 /// gzip, xz, zstd, bzip2, LZMA) are told before this table is asked.
@@ -60,6 +61,19 @@ pub const UNREAD_FORMATS: &[UnreadFormat] = &[
     row(b"MSCF\0\0\0\0", 0, "a Microsoft cabinet (.cab)"),
     // ISO 9660: the primary volume descriptor of the 17th sector.
     row(b"CD001", 0x8001, "an ISO 9660 disc image"),
+    // makeself's self-extracting archives (NVIDIA's `cuda_*_linux.run`
+    // installers): a shell script whose second line names makeself, its
+    // compressed tar after the script's lines.
+    row(
+        b"#!/bin/sh\n# This script was generated using Makeself",
+        0,
+        "a makeself self-extracting archive (.run installer)",
+    ),
+    row(
+        b"#!/bin/bash\n# This script was generated using Makeself",
+        0,
+        "a makeself self-extracting archive (.run installer)",
+    ),
 ];
 
 /// A row of [`UNREAD_FORMATS`].
@@ -138,5 +152,60 @@ mod tests {
         }
         const { assert!(UNREAD_REACH >= 0x8006) };
         assert_eq!(unread_format(b""), None);
+    }
+
+    /// The library's own scan never reads such a file as holding nothing:
+    /// alone or as a static archive's member, its report says it was not
+    /// read, is damaged, and `check` judges it unreadable, even with
+    /// damage allowed (issue #71).
+    #[test]
+    fn the_scan_says_unread_and_check_never_passes_it() {
+        use crate::scan::{Options, Requirements, Rule, Verdict, check, scan};
+        let mut req = Requirements::default();
+        req.forbid.push(Rule::parse("sm_50").unwrap());
+        for f in UNREAD_FORMATS {
+            let mut bytes = vec![0u8; f.offset];
+            bytes.extend_from_slice(f.magic);
+            bytes.extend(
+                (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0]),
+            );
+            let mut ar = b"!<arch>\n".to_vec();
+            ar.extend(
+                format!(
+                    "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+                    "x.bin/",
+                    0,
+                    0,
+                    0,
+                    644,
+                    bytes.len()
+                )
+                .bytes(),
+            );
+            ar.extend_from_slice(&bytes);
+            for (what, data, member) in [
+                ("alone", &bytes, None),
+                ("in an archive", &ar, Some("x.bin")),
+            ] {
+                let r = scan(data, &Options::default());
+                assert_eq!(r.unread, Some(*f), "{} {what}", f.name);
+                assert!(r.damaged() && r.images.is_empty(), "{} {what}", f.name);
+                let why = r.unread_why().unwrap();
+                assert!(why.ends_with(&f.why()), "{why}");
+                assert_eq!(why.starts_with("member 'x.bin'"), member.is_some(), "{why}");
+                for allow_corrupt in [false, true] {
+                    req.allow_corrupt = allow_corrupt;
+                    let out = check([Ok(&r)], &req);
+                    assert!(!out.passed(), "{} {what}", f.name);
+                    assert!(
+                        matches!(out.files[0], Verdict::Unreadable(_)),
+                        "{} {what}",
+                        f.name
+                    );
+                }
+                let json = serde_json::to_value(&r).unwrap();
+                assert_eq!(json["unread"], f.name, "{} {what}", f.name);
+            }
+        }
     }
 }

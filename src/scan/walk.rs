@@ -90,6 +90,15 @@ impl Walker<'_> {
         nest: u32,
         host: Option<object::FileKind>,
     ) -> &'static str {
+        if let Some(f) = super::unread_format(data) {
+            // Not read: its bytes say nothing of what it holds.
+            self.problem(loc, None, f.why());
+            if self.report.unread.is_none() {
+                self.report.unread = Some(*f);
+                self.report.unread_member = loc.member.clone();
+            }
+            return "unread";
+        }
         let starts = Magic::at_start(data);
         let raw_format = match starts {
             Some(Magic::OffloadBinary) => "offload-binary",

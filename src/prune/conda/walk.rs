@@ -19,9 +19,6 @@ use super::info::{Changed, Finder};
 /// wheels and `.deb`s).
 const MIN_SIZE: u64 = 64;
 
-/// Bytes read of a file to tell whether prune reads its format.
-const HEAD: u64 = 512;
-
 /// What the walk of the payload did.
 #[derive(Default)]
 pub(crate) struct Walked {
@@ -119,8 +116,7 @@ fn file<R: Read, W: Write>(
 ) -> Result<(), PathError> {
     let fault = |f| cx.fault(f);
     let path = h.path_lossy();
-    let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
-    walk.body().read_exact(&mut head).map_err(|e| {
+    let head = super::super::file::read_head(&mut walk.body(), h.size).map_err(|e| {
         cx.fault(Fault::Damaged(format!(
             "the data of '{path}' is cut short: {e}"
         )))
@@ -220,32 +216,7 @@ fn copy_hashed<R: Read, W: Write>(
     h: &Header,
     head: &[u8],
 ) -> Result<[u8; 32], Fault> {
-    walk.copy_header(h)?;
-    walk.out().write_all(head).map_err(Fault::Write)?;
     let mut sha = Sha256::new();
-    sha.update(head);
-    let mut n = head.len() as u64;
-    let mut buf = vec![0u8; 256 << 10];
-    loop {
-        let k = match walk.body().read(&mut buf) {
-            Ok(k) => k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Fault::Read(e)),
-        };
-        if k == 0 {
-            break;
-        }
-        sha.update(&buf[..k]);
-        walk.out().write_all(&buf[..k]).map_err(Fault::Write)?;
-        n += k as u64;
-    }
-    if n < h.size {
-        return Err(Fault::Damaged(format!(
-            "the data of '{}' is cut short ({n} of its {} bytes)",
-            h.path_lossy(),
-            h.size
-        )));
-    }
-    walk.pass_body()?;
+    walk.copy_seen(h, head, &mut |b| sha.update(b))?;
     Ok(sha.finalize().into())
 }

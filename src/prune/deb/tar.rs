@@ -408,6 +408,41 @@ impl<R: Read, W: Write> Walk<R, W> {
         self.pass(n, "a member's data", true)
     }
 
+    /// Copies the regular file `h`, whose first bytes `head` were read
+    /// already, as it is, handing all its bytes to `seen` on the way (for
+    /// a hash of them to be checked against a package's record).
+    pub(crate) fn copy_seen(
+        &mut self,
+        h: &Header,
+        head: &[u8],
+        seen: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), Fault> {
+        self.copy_header(h)?;
+        self.put(head)?;
+        seen(head);
+        let mut n = head.len() as u64;
+        let mut buf = vec![0u8; usize::try_from(self.left.min(256 << 10)).unwrap_or(0)];
+        while self.left > 0 {
+            let k = match self.body().read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fault::Read(e)),
+            };
+            seen(&buf[..k]);
+            self.put(&buf[..k])?;
+            n += k as u64;
+        }
+        if n < h.size {
+            return Err(Fault::Damaged(format!(
+                "the data of '{}' is cut short ({n} of its {} bytes)",
+                h.path_lossy(),
+                h.size
+            )));
+        }
+        self.pass_body()
+    }
+
     /// Reads the current entry's data not read yet, and its padding,
     /// without writing them.
     pub(crate) fn skip_body(&mut self) -> Result<(), Fault> {

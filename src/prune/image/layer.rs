@@ -31,9 +31,6 @@ use crate::inputs::image::{Seen, Shadow, normal};
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;
 
-/// Bytes read of a file to tell whether prune reads its format.
-const HEAD: u64 = 512;
-
 /// The gzip level a layer is written at: Go's `compress/gzip` default,
 /// which Docker, containerd, BuildKit and umoci write layers with.
 pub(super) const GZIP_LEVEL: u32 = 6;
@@ -513,9 +510,7 @@ fn file<R: Read, W: Write>(
     rep: &mut PathReport,
 ) -> Result<(), PathError> {
     let fault = |f| cx.fault(f);
-    let mut head = vec![0u8; usize::try_from(h.size.min(HEAD)).unwrap_or(0)];
-    walk.body()
-        .read_exact(&mut head)
+    let head = super::super::file::read_head(&mut walk.body(), h.size)
         .map_err(|e| cx.said(&format!("the data of '{path}' is cut short: {e}")))?;
     let readable = match h.size < MIN_SIZE {
         true => None,

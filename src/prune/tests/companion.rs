@@ -151,7 +151,18 @@ fn a_wheel_loses_the_members_and_their_record_rows() {
         }
         z.start_file(n, o).unwrap();
         z.write_all(n.as_bytes()).unwrap();
-        record += &format!("{n},sha256=x,{}\n", n.len());
+        // The rows of the files kept are checked: true. Those of the
+        // files removed by name go unread, with their rows: these lie.
+        let hash = match n.contains("gfx906") {
+            true => "x".to_string(),
+            false => {
+                use base64::Engine as _;
+                use sha2::Digest as _;
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(sha2::Sha256::digest(n.as_bytes()))
+            }
+        };
+        record += &format!("{n},sha256={hash},{}\n", n.len());
     }
     record += "pkg-1.0.dist-info/RECORD,,\n";
     z.start_file("pkg-1.0.dist-info/RECORD", o).unwrap();

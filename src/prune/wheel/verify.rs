@@ -1,15 +1,18 @@
 //! A wheel's members checked before it is rewritten: every member's
 //! bytes against the CRC-32 the zip gives them ([`rest`], for the
-//! members prune does not otherwise inflate whole), and each member prune
-//! reads whole (every ELF, PE, static-archive or package member, device
-//! code or not) against the rows of the wheel's `RECORD`s that name it
-//! ([`records`]): a row whose hash (SHA-256) or size the bytes do not
-//! match refuses the wheel, for rewriting it would launder the change
-//! ([`super::super::tamper`]).
+//! members prune does not otherwise inflate whole), and every member,
+//! read whole or copied as it is stored, device code or not, against the
+//! rows of the wheel's `RECORD`s that name it ([`records`]): a row whose
+//! hash (SHA-256) or size the bytes do not match refuses the wheel, for
+//! writing it anew would launder the change ([`super::super::tamper`]).
+//! Members removed by name (another GPU's files) are not read: their rows
+//! go with them.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
 
 use super::super::budget::{Budget, inflate, said};
 use super::super::path::PathError;
@@ -77,35 +80,51 @@ pub(super) type Seen = (u64, [u8; 32]);
 /// Reads the rest of the member `f` (named `mname`, of `size` bytes,
 /// `head` of them read already) of the wheel `path` to its end, within
 /// `budget`, where the zip reader checks its CRC-32: an error when they
-/// do not match or the member gives another number of bytes.
+/// do not match or the member gives another number of bytes; else its
+/// size and SHA-256, head included.
 pub(super) fn rest(
     path: &Path,
     mname: &str,
-    head: u64,
+    head: &[u8],
     f: &mut dyn Read,
     size: u64,
     budget: &mut Budget,
-) -> Result<(), PathError> {
-    budget.take(path, mname, size.saturating_sub(head))?;
-    let left = size.saturating_sub(head);
-    let n =
-        std::io::copy(&mut f.take(left.saturating_add(1)), &mut std::io::sink()).map_err(|e| {
-            match e.to_string().contains("checksum") {
-                true => said(
-                    path,
-                    format!("member '{mname}': its bytes do not match its CRC-32"),
-                ),
-                false => PathError::member(path, mname, "cannot be inflated", e),
-            }
-        })?;
+) -> Result<Seen, PathError> {
+    let left = size.saturating_sub(head.len() as u64);
+    budget.take(path, mname, left)?;
+    let mut sha = Hashed(Sha256::new());
+    sha.0.update(head);
+    let n = std::io::copy(&mut f.take(left.saturating_add(1)), &mut sha).map_err(|e| {
+        match e.to_string().contains("checksum") {
+            true => said(
+                path,
+                format!("member '{mname}': its bytes do not match its CRC-32"),
+            ),
+            false => PathError::member(path, mname, "cannot be inflated", e),
+        }
+    })?;
     if n != left {
         let why = format!(
             "member '{mname}' inflates to {} bytes, not the {size} it declares",
-            head.saturating_add(n)
+            (head.len() as u64).saturating_add(n)
         );
         return Err(said(path, why));
     }
-    Ok(())
+    Ok((size, sha.0.finalize().into()))
+}
+
+/// A writer that hashes what it is given and keeps nothing.
+struct Hashed(Sha256);
+
+impl std::io::Write for Hashed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Checks each member read whole (`read`, by name) against every row of
