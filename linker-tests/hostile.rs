@@ -30,6 +30,7 @@ test_files! {
     round6_reports,
     round6_unread,
     round6_records,
+    round6_dupes,
 }
 
 /// Seconds any command gets before it counts as hung.

@@ -30,7 +30,7 @@ pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
 #[cfg(any(test, fuzzing))]
 pub(crate) use repeats::REPEAT_COST_FLOOR;
-pub(crate) use repeats::{Overlaps, duplicate_names, duplicates_said};
+pub(crate) use repeats::{Overlaps, TarPaths, duplicate_names, duplicates_said};
 use types::corrupt;
 pub use types::{Contents, Kind, Members};
 
@@ -253,7 +253,8 @@ fn zip_error(e: &zip::result::ZipError) -> String {
 /// The members of a tar archive; `prefix` goes before each path.
 fn tar_members(bytes: &[u8], c: Compression, prefix: &str, to: &mut dyn Members) -> Result<()> {
     let mut reader = decoder(bytes, c).map_err(|e| corrupt(Kind::Tar(c), e))?;
-    tar_entries(&mut reader, bytes, c, prefix, to)?;
+    let mut paths = TarPaths::default();
+    tar_entries(&mut reader, (bytes, c), prefix, Some(&mut paths), to)?;
     to_the_end(&mut reader, Kind::Tar(c))
 }
 
@@ -270,7 +271,8 @@ pub(crate) fn tar_members_tapped(
     let kind = Kind::Tar(c);
     let inner = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
     let mut tapped = Tap { inner, tap };
-    tar_entries(&mut tapped, bytes, c, "", to)?;
+    // An image layer: a later entry replaces an earlier one by design.
+    tar_entries(&mut tapped, (bytes, c), "", None, to)?;
     io::copy(&mut tapped, &mut io::sink()).map_err(|e| corrupt(kind, e))?;
     Ok(())
 }
@@ -291,12 +293,13 @@ impl<R: Read> Read for Tap<'_, R> {
 
 /// The entries of a tar archive read from `reader`, which gives `bytes`
 /// decompressed by `c` (when `c` is none, stored members are slices of
-/// `bytes`); `prefix` goes before each path.
+/// `bytes`); `prefix` goes before each path. With `paths`, two members of
+/// one path (not directories) make the archive damaged.
 fn tar_entries(
     reader: impl Read,
-    bytes: &[u8],
-    c: Compression,
+    (bytes, c): (&[u8], Compression),
     prefix: &str,
+    mut paths: Option<&mut TarPaths>,
     to: &mut dyn Members,
 ) -> Result<()> {
     let kind = Kind::Tar(c);
@@ -305,6 +308,14 @@ fn tar_entries(
     for entry in entries {
         let mut entry = entry.map_err(|e| corrupt(kind, e))?;
         let t = entry.header().entry_type();
+        let extension = t.is_pax_global_extensions() || t.is_pax_local_extensions();
+        let not_counted = t.is_dir() || extension || t.is_gnu_longname() || t.is_gnu_longlink();
+        if let Some(why) = paths
+            .as_deref_mut()
+            .and_then(|p| p.note(&entry.path_bytes(), not_counted))
+        {
+            return Err(corrupt(kind, why));
+        }
         let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let path = format!("{prefix}{}", path.trim_start_matches("./"));
         if !(t.is_file() || t.is_contiguous()) {

@@ -3,9 +3,10 @@
 //! any number of entries at one stored member, so a file of kilobytes
 //! names gigabytes, and a zip inside it multiplies that again), counted
 //! by [`Overlaps`]; and entries of one name ([`duplicate_names`]), of
-//! which a zip reader sees only one.
+//! which a zip reader sees only one. A tar archive's members of one path
+//! ([`TarPaths`]) are the same fault: unpacked, only the last is left.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{Read, Seek};
 
 /// What a member whose bytes another member of the same package already
@@ -101,6 +102,37 @@ pub(crate) fn duplicates_said(dups: &[(String, usize)]) -> Option<String> {
     ))
 }
 
+/// The paths of the members of a tar archive met so far, to find a path
+/// two members give ([`TarPaths::note`]). Unpacking such an archive
+/// leaves only the later member at that path, so a reader that looks at
+/// each member looks at bytes that are not what gets installed. Image
+/// layers are not checked with it: there a later entry replacing an
+/// earlier one is how a layer is meant to be read.
+#[derive(Debug, Default)]
+pub(crate) struct TarPaths(HashSet<Vec<u8>>);
+
+impl TarPaths {
+    /// Notes the member at `path` (compared without the `./` or `/` in
+    /// front of it); when a member met before, neither of them a
+    /// `directory`, had that path, the words for what is wrong. A
+    /// directory given twice unpacks to one directory, so it is not
+    /// counted.
+    pub(crate) fn note(&mut self, path: &[u8], directory: bool) -> Option<String> {
+        let mut p = path;
+        while let Some(rest) = p.strip_prefix(b"./").or_else(|| p.strip_prefix(b"/")) {
+            p = rest;
+        }
+        if directory || p.is_empty() || self.0.insert(p.to_vec()) {
+            return None;
+        }
+        Some(format!(
+            "two members named '{}': unpacking leaves only the later one, so what the earlier \
+             holds is not what gets installed",
+            String::from_utf8_lossy(p)
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +178,22 @@ mod tests {
         assert_eq!(dups, vec![("a.so".to_string(), 2)]);
         let said = duplicates_said(&dups).unwrap();
         assert!(said.starts_with("its central directory gives 2 entries the name 'a.so'"));
+    }
+
+    #[test]
+    fn a_tar_path_given_twice_is_found_after_leading_dot_slash() {
+        let mut seen = TarPaths::default();
+        assert_eq!(seen.note(b"./usr/", true), None);
+        assert_eq!(seen.note(b"./usr/lib/x.so", false), None);
+        assert_eq!(seen.note(b"usr/lib/y.so", false), None);
+        assert_eq!(seen.note(b"./usr/", true), None);
+        let said = seen.note(b"usr/lib/x.so", false).unwrap();
+        assert!(
+            said.starts_with("two members named 'usr/lib/x.so': "),
+            "{said}"
+        );
+        assert!(seen.note(b"/./usr/lib/y.so", false).is_some());
+        assert_eq!(seen.note(b"./", false), None);
+        assert_eq!(seen.note(b"./", false), None);
     }
 }

@@ -332,7 +332,11 @@ fn walk_data<R: std::io::Read, W: Write>(
 ) -> Result<Walked, PathError> {
     let fault = |f| cx.fault(member, f);
     let mut w = Walked::default();
+    let mut paths = package::TarPaths::default();
     while let Some(h) = walk.next().map_err(fault)? {
+        if let Some(why) = paths.note(&h.path, h.kind() == b'5') {
+            return Err(fault(Fault::Damaged(why)));
+        }
         if h.is_hard_link() {
             if w.gone.contains(&h.link) {
                 // A name of a file removed: it goes too.

@@ -68,8 +68,12 @@ pub(crate) fn walk_payload<R: Read, W: Write>(
     let fault = |f| cx.fault(f);
     let mut w = Walked::default();
     let mut symlinks = BTreeSet::new();
+    let mut paths = crate::package::TarPaths::default();
     while let Some(h) = walk.next().map_err(fault)? {
         check_name(cx, &h)?;
+        if let Some(why) = paths.note(&h.path, h.kind() == b'5') {
+            return Err(fault(Fault::Damaged(why)));
+        }
         if cx.skip_info && h.path.starts_with(b"info/") {
             walk.copy(&h).map_err(fault)?;
             continue;
