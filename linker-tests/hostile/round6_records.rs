@@ -228,7 +228,9 @@ fn deb_copied_tampered() -> Result<(), Failed> {
 /// A venv-like tree whose RECORD gives `k.hipfb` a wrong hash, and a
 /// conda environment whose record does: pruned `--in-place`, exit 1, the
 /// file named and left as it was, the record unchanged; the file the
-/// RECORD gives rightly (`ok.hipfb`) is pruned and its row rewritten.
+/// RECORD gives rightly (`ok.hipfb`) is pruned and its row rewritten; a
+/// host library the run leaves as it is (`host.so`) is not judged by its
+/// wrong row.
 fn tree_tampered() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -243,12 +245,17 @@ fn tree_tampered() -> Result<(), Failed> {
         use base64::Engine as _;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(b))
     };
+    // A host library without device code whose row is wrong too: the run
+    // leaves it as it is, so its row is not prune's to judge (nor is it
+    // hashed).
+    std::fs::copy("/bin/true", site.join("pkg/host.so"))?;
     let record = format!(
-        "pkg/k.hipfb,sha256={},{}\npkg/ok.hipfb,sha256={},{}\n",
+        "pkg/k.hipfb,sha256={},{}\npkg/ok.hipfb,sha256={},{}\npkg/host.so,sha256={},1\n",
         sha(b"other bytes"),
         ok.len(),
         sha(&ok),
-        ok.len()
+        ok.len(),
+        sha(b"other bytes"),
     );
     std::fs::write(site.join("pkg-1.0.dist-info/RECORD"), &record)?;
     let env = d.join("env");
@@ -268,6 +275,10 @@ fn tree_tampered() -> Result<(), Failed> {
     let r = ours_in(d, &["prune", "--keep", "gfx90a", "--in-place", "venv", "env"])?;
     says("prune --in-place", &r, 1, "k.hipfb")?;
     says("prune --in-place", &r, 1, "c.hipfb")?;
+    let said = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+    if said.contains("host.so") {
+        return Err(format!("host.so, left as it is, was judged by its row:\n{said}").into());
+    }
     let same = |p: &Path, was: &[u8]| -> Result<(), Failed> {
         match std::fs::read(p)? == was {
             true => Ok(()),

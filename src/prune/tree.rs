@@ -162,18 +162,51 @@ fn file_outcome(
     };
     let done = match by_name(f, selection, opts) {
         Some(c) => remove_named(&f.path, &c, selection, opts),
-        // Checked against the records that list it first: a refusal, or
-        // the wrong rows trusted.
-        None => claims.check(&f.path, opts).and_then(|wrong| {
-            let mut r = super::path::prune_path_of(&f.path, f.kind, selection, opts)?;
-            r.records_wrong.extend(wrong);
-            Ok(r)
-        }),
+        None => checked_prune(f, claims, selection, opts),
     };
     match done {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
     }
+}
+
+/// Prunes the file `f`, checked first against the records that list it
+/// when the run would change it: a refusal, or the wrong rows trusted. A
+/// file the run leaves as it is keeps its row, right or wrong, so only
+/// the files that change are hashed (hashing every file a record lists
+/// read a whole venv, gigabytes of host libraries, in each run); which
+/// those are, a dry run of the file says first.
+fn checked_prune(
+    f: &Found,
+    claims: &verify::Claims,
+    selection: &Selection,
+    opts: &PathOptions,
+) -> Result<PathReport, PathError> {
+    use super::path::prune_path_of;
+    if !claims.lists(&f.path) {
+        return prune_path_of(&f.path, f.kind, selection, opts);
+    }
+    let probe = PathOptions {
+        destination: super::path::Destination::DryRun,
+        ..opts.clone()
+    };
+    let would = prune_path_of(&f.path, f.kind, selection, &probe)?;
+    let changes = would.containers_rewritten > 0
+        || would.emptied > 0
+        || would.freed > 0
+        || would.signature_removed.is_some()
+        || !would.dropped.is_empty()
+        || !would.removed.is_empty();
+    let wrong = match changes {
+        true => claims.check(&f.path, opts)?,
+        false => Vec::new(),
+    };
+    let mut r = match opts.dry_run() {
+        true => would,
+        false => prune_path_of(&f.path, f.kind, selection, opts)?,
+    };
+    r.records_wrong.extend(wrong);
+    Ok(r)
 }
 
 /// Where the walk found `f`, a record (a pip RECORD, a conda record) to

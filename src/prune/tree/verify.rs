@@ -87,6 +87,11 @@ impl Claims {
         claims
     }
 
+    /// Whether a row of a record names the file `path`.
+    pub(super) fn lists(&self, path: &Path) -> bool {
+        self.0.contains_key(&lexical(path))
+    }
+
     /// Checks the file `path`, about to be pruned, against every row
     /// naming it: the messages of the wrong rows with
     /// [`PathOptions::trust_bytes`], else the refusal of the first.
