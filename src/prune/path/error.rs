@@ -204,6 +204,7 @@ impl PathError {
     /// # Examples
     ///
     /// ```
+    /// use offload_kit::bundle::{self, Format};
     /// use offload_kit::prune::{PathOptions, Ptx, Rules, Selection, prune_path};
     /// use offload_kit::scan::Rule;
     ///
@@ -211,10 +212,18 @@ impl PathError {
     /// let keep = Selection { rules: Rules::Keep(vec![Rule::parse("gfx90a")?]), ptx: Ptx::Newest };
     /// let missing = prune_path(&dir.path().join("missing.so"), &keep, &PathOptions::default());
     /// assert!(!missing.unwrap_err().refused());
-    /// // A zip with bytes in front of it (a self-extracting archive).
+    /// // A zip with bytes in front of it (a self-extracting archive),
+    /// // holding a HIP bundle whose gfx942 entry the rules drop.
+    /// let (gfx90a, gfx942) = (vec![1u8; 64], vec![2u8; 64]);
+    /// let entries = [
+    ///     ("hip-amdgcn-amd-amdhsa--gfx90a".to_string(), 64),
+    ///     ("hip-amdgcn-amd-amdhsa--gfx942".to_string(), 64),
+    /// ];
+    /// let mut hipfb = Vec::new();
+    /// bundle::layout(Format::Binary, &entries, 8)?.write_to(&mut hipfb, &[&gfx90a, &gfx942])?;
     /// let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    /// zip.start_file("k.o", zip::write::SimpleFileOptions::default())?;
-    /// std::io::Write::write_all(&mut zip, b"\x7fELF")?;
+    /// zip.start_file("k.hipfb", zip::write::SimpleFileOptions::default())?;
+    /// std::io::Write::write_all(&mut zip, &hipfb)?;
     /// let mut sfx = b"#!/bin/sh\nexit 0\n".to_vec();
     /// sfx.extend_from_slice(&zip.finish()?.into_inner());
     /// let path = dir.path().join("k.sfx");
