@@ -27,6 +27,11 @@ pub(super) fn tests() -> Vec<Trial> {
             &["tar", "bzip2"],
             conda_twice,
         ),
+        trial(
+            "hostile::round6::a_conda_whose_info_tar_gives_one_path_twice_is_refused",
+            &["tar", "zstd", "zip"],
+            conda_info_twice,
+        ),
     ]
 }
 
@@ -107,17 +112,7 @@ fn conda_twice() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();
-        std::fs::create_dir_all(d.join("k/info"))?;
-        std::fs::create_dir_all(d.join("k/lib"))?;
-        std::fs::write(d.join("k/info/index.json"), r#"{"name": "k", "version": "1"}"#)?;
-        std::fs::write(d.join("k/info/files"), "lib/k.hipfb\n")?;
-        hip_bundle(d, OsStr::new("k/lib/k.hipfb"), 4096)?;
-        let k = std::fs::read(d.join("k/lib/k.hipfb"))?;
-        let sha: String = Sha256::digest(&k).iter().map(|b| format!("{b:02x}")).collect();
-        let paths = serde_json::json!({"paths": [{"_path": "lib/k.hipfb", "path_type": "hardlink",
-            "sha256": sha, "size_in_bytes": k.len()}], "paths_version": 1});
-        std::fs::write(d.join("k/info/paths.json"), serde_json::to_string_pretty(&paths)?)?;
-        let files = ["info/index.json", "info/files", "info/paths.json", "lib/k.hipfb"];
+        let files = staged(d)?;
         let mut args = vec!["-C", "k", "--no-recursion", "-cf", "k-1-0.tar"];
         args.extend(files);
         tool(d, "tar", &args)?;
@@ -128,4 +123,50 @@ fn conda_twice() -> Result<(), Failed> {
         verdicts(d, "k-1-0.tar.bz2", "lib/k.hipfb", twice)?;
     }
     Ok(())
+}
+
+/// A `.conda` of the same files whose info tar is given `info/files`
+/// again by GNU tar: prune reads that tar to its end (it stopped once it
+/// had the three files it needs) and refuses the package, as `check` does.
+fn conda_info_twice() -> Result<(), Failed> {
+    for twice in [false, true] {
+        let t = tempdir();
+        let d = t.path();
+        staged(d)?;
+        let info = ["info/index.json", "info/files", "info/paths.json"];
+        let mut args = vec!["-C", "k", "--no-recursion", "-cf", "info-k-1-0.tar"];
+        args.extend(info);
+        tool(d, "tar", &args)?;
+        if twice {
+            tool(d, "tar", &["-C", "k", "-rf", "info-k-1-0.tar", "./info/files"])?;
+        }
+        tool(d, "tar", &["-C", "k", "--no-recursion", "-cf", "pkg-k-1-0.tar", "lib/k.hipfb"])?;
+        for t in ["info-k-1-0.tar", "pkg-k-1-0.tar"] {
+            tool(d, "zstd", &["-q", "--rm", t])?;
+        }
+        std::fs::write(d.join("metadata.json"), r#"{"conda_pkg_format_version": 2}"#)?;
+        let members = ["metadata.json", "pkg-k-1-0.tar.zst", "info-k-1-0.tar.zst"];
+        let mut args = vec!["-q", "-0", "k-1-0.conda"];
+        args.extend(members);
+        tool(d, "zip", &args)?;
+        verdicts(d, "k-1-0.conda", "info/files", twice)?;
+    }
+    Ok(())
+}
+
+/// Stages a conda package's files under `d/k` (`info/index.json`,
+/// `info/files`, `info/paths.json`, a HIP bundle at `lib/k.hipfb`, its
+/// row true) and returns their paths there.
+fn staged(d: &Path) -> Result<[&'static str; 4], Failed> {
+    std::fs::create_dir_all(d.join("k/info"))?;
+    std::fs::create_dir_all(d.join("k/lib"))?;
+    std::fs::write(d.join("k/info/index.json"), r#"{"name": "k", "version": "1"}"#)?;
+    std::fs::write(d.join("k/info/files"), "lib/k.hipfb\n")?;
+    hip_bundle(d, OsStr::new("k/lib/k.hipfb"), 4096)?;
+    let k = std::fs::read(d.join("k/lib/k.hipfb"))?;
+    let sha: String = Sha256::digest(&k).iter().map(|b| format!("{b:02x}")).collect();
+    let paths = serde_json::json!({"paths": [{"_path": "lib/k.hipfb", "path_type": "hardlink",
+        "sha256": sha, "size_in_bytes": k.len()}], "paths_version": 1});
+    std::fs::write(d.join("k/info/paths.json"), serde_json::to_string_pretty(&paths)?)?;
+    Ok(["info/index.json", "info/files", "info/paths.json", "lib/k.hipfb"])
 }

@@ -194,11 +194,10 @@ pub(crate) fn prune_conda(
     let (pkg_at, pkg_bytes) = tar_member(&cx, &mut zin, data, "pkg-")?;
     cx.place = format!("member '{}'", member_name(&zin, info_at));
     let zstd = Compression::Zstd;
-    let info = info::read_info(&mut Walk::new(
-        decode(&cx, info_bytes, zstd)?,
-        std::io::sink(),
-        budget.left,
-    ))
+    let info = info::read_info(
+        &mut Walk::new(decode(&cx, info_bytes, zstd)?, std::io::sink(), budget.left),
+        true,
+    )
     .map_err(|f| cx.fault(f))?;
     cx.read_rows(&info)?;
     cx.place = format!("member '{}'", member_name(&zin, pkg_at));
@@ -372,11 +371,10 @@ pub(crate) fn prune_tar_bz2(
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
     let mut cx = Cx::new(sel, opts, input, budget.why, true);
     let bz2 = Compression::Bzip2;
-    let info = info::read_info(&mut Walk::new(
-        decode(&cx, data, bz2)?,
-        std::io::sink(),
-        budget.left,
-    ))
+    let info = info::read_info(
+        &mut Walk::new(decode(&cx, data, bz2)?, std::io::sink(), budget.left),
+        false,
+    )
     .map_err(|f| cx.fault(f))?;
     if !info.index {
         return Ok(None);

@@ -156,10 +156,20 @@ pub(crate) struct Info {
 }
 
 /// Reads the tar archive `walk` walks for `info/paths.json`, `info/files`
-/// and `info/index.json`, stopping once it has all three.
-pub(crate) fn read_info<R: Read, W: Write>(walk: &mut Walk<R, W>) -> Result<Info, Fault> {
+/// and `info/index.json`: to its end when `whole` (a `.conda`'s info tar,
+/// every path of which is checked to be given once, as the payload's
+/// are), else stopping once it has all three (a `.tar.bz2`, whose payload
+/// walk that follows checks every path).
+pub(crate) fn read_info<R: Read, W: Write>(
+    walk: &mut Walk<R, W>,
+    whole: bool,
+) -> Result<Info, Fault> {
     let mut info = Info::default();
+    let mut paths = crate::package::TarPaths::default();
     while let Some(h) = walk.next()? {
+        if let Some(why) = paths.note(&h.path, h.kind() == b'5') {
+            return Err(Fault::Damaged(why));
+        }
         let slot = match h.path.as_slice() {
             p if p == INDEX_JSON => {
                 info.index = true;
@@ -185,7 +195,7 @@ pub(crate) fn read_info<R: Read, W: Write>(walk: &mut Walk<R, W>) -> Result<Info
             *slot = Some(text);
         }
         walk.skip_body()?;
-        if info.index && info.paths_json.is_some() && info.files.is_some() {
+        if !whole && info.index && info.paths_json.is_some() && info.files.is_some() {
             break;
         }
     }
