@@ -112,7 +112,7 @@ fn conda_twice() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();
-        let files = staged(d)?;
+        let files = staged(d, true)?;
         let mut args = vec!["-C", "k", "--no-recursion", "-cf", "k-1-0.tar"];
         args.extend(files);
         tool(d, "tar", &args)?;
@@ -125,14 +125,16 @@ fn conda_twice() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A `.conda` of the same files whose info tar is given `info/files`
-/// again by GNU tar: prune reads that tar to its end (it stopped once it
-/// had the three files it needs) and refuses the package, as `check` does.
+/// A `.conda` of the same files (no device code in its payload) whose
+/// info tar is given `info/files` again by GNU tar: prune reads that tar
+/// to its end (it stopped once it had the three files it needs, and
+/// copied the package) and refuses the package, as `check` does.
 fn conda_info_twice() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();
-        staged(d)?;
+        // No device code in it: the refusal cannot come from the payload.
+        staged(d, false)?;
         let info = ["info/index.json", "info/files", "info/paths.json"];
         let mut args = vec!["-C", "k", "--no-recursion", "-cf", "info-k-1-0.tar"];
         args.extend(info);
@@ -155,14 +157,17 @@ fn conda_info_twice() -> Result<(), Failed> {
 }
 
 /// Stages a conda package's files under `d/k` (`info/index.json`,
-/// `info/files`, `info/paths.json`, a HIP bundle at `lib/k.hipfb`, its
-/// row true) and returns their paths there.
-fn staged(d: &Path) -> Result<[&'static str; 4], Failed> {
+/// `info/files`, `info/paths.json`, at `lib/k.hipfb` a HIP bundle if
+/// `bundle`, else text; its row true) and returns their paths there.
+fn staged(d: &Path, bundle: bool) -> Result<[&'static str; 4], Failed> {
     std::fs::create_dir_all(d.join("k/info"))?;
     std::fs::create_dir_all(d.join("k/lib"))?;
     std::fs::write(d.join("k/info/index.json"), r#"{"name": "k", "version": "1"}"#)?;
     std::fs::write(d.join("k/info/files"), "lib/k.hipfb\n")?;
-    hip_bundle(d, OsStr::new("k/lib/k.hipfb"), 4096)?;
+    match bundle {
+        true => hip_bundle(d, OsStr::new("k/lib/k.hipfb"), 4096)?,
+        false => std::fs::write(d.join("k/lib/k.hipfb"), "no device code")?,
+    }
     let k = std::fs::read(d.join("k/lib/k.hipfb"))?;
     let sha: String = Sha256::digest(&k).iter().map(|b| format!("{b:02x}")).collect();
     let paths = serde_json::json!({"paths": [{"_path": "lib/k.hipfb", "path_type": "hardlink",
