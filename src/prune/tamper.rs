@@ -81,6 +81,34 @@ impl PipRow {
     }
 }
 
+/// What is wrong with a conda row (of the record `record`, naming
+/// `path`) that says the SHA-256 `said_sha` (hex) and the size
+/// `said_size` of a file of `size` bytes whose SHA-256 is `sha`, if
+/// anything: the hash first, then the size; what the row leaves out
+/// claims nothing.
+pub(crate) fn conda_wrong<'a>(
+    record: &'a str,
+    path: &'a str,
+    (said_sha, said_size): (Option<&str>, Option<u64>),
+    size: u64,
+    sha: &[u8; 32],
+) -> Option<Wrong<'a>> {
+    let wrong = |field, said, is| Wrong {
+        record,
+        path,
+        field,
+        said,
+        is,
+    };
+    let is = super::conda::hex(sha);
+    if let Some(s) = said_sha.filter(|s| !s.eq_ignore_ascii_case(&is)) {
+        return Some(wrong("sha256", s.to_string(), is));
+    }
+    said_size
+        .filter(|s| *s != size)
+        .map(|s| wrong("size_in_bytes", s.to_string(), size.to_string()))
+}
+
 /// What becomes of `wrong`, a row of a record of the package `input`
 /// (named `name`): with [`PathOptions::trust_bytes`] it is noted in
 /// `rep` and the pruning goes on; otherwise the package is refused as

@@ -31,7 +31,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::deb::tar::{Fault, Walk};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
-use super::super::tamper::{self, PipRow, Wrong};
+use super::super::tamper::{self, PipRow};
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
 use super::super::wheel::{Change, new_record_with};
@@ -291,7 +291,8 @@ impl Held<'_> {
                 continue;
             };
             if let (Some(old), Some((sha, size))) = (fate.old(), claims.get(&p))
-                && let Some(w) = conda_wrong(self.path, &p, sha.as_deref(), *size, old)
+                && let Some(w) =
+                    tamper::conda_wrong(self.path, &p, (sha.as_deref(), *size), old.size, &old.sha)
             {
                 tamper::settle(self.cx.opts, self.cx.input, &self.full, &w, rep)?;
             }
@@ -331,30 +332,6 @@ fn pip_rows(text: &[u8]) -> csv::Result<Vec<(String, PipRow)>> {
         out.push((p.to_string(), said));
     }
     Ok(out)
-}
-
-/// What is wrong with a conda row (of `record`, naming `path`) that says
-/// `sha` and `size` of a file whose old bytes are `old`, if anything.
-fn conda_wrong<'a>(
-    record: &'a str,
-    path: &'a str,
-    sha: Option<&str>,
-    size: Option<u64>,
-    old: Sum,
-) -> Option<Wrong<'a>> {
-    let wrong = |field, said, is| Wrong {
-        record,
-        path,
-        field,
-        said,
-        is,
-    };
-    let is = hex(&old.sha);
-    if let Some(s) = sha.filter(|s| !s.eq_ignore_ascii_case(&is)) {
-        return Some(wrong("sha256", s.to_string(), is));
-    }
-    size.filter(|s| *s != old.size)
-        .map(|s| wrong("size_in_bytes", s.to_string(), old.size.to_string()))
 }
 
 /// Copies the layer's tar `tar` (from its start) to `out` with the data

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use super::conda;
 use super::records::{Places, digest, is_record, lexical, open_record};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
-use crate::prune::tamper::{PipRow, Wrong, refusal};
+use crate::prune::tamper::{PipRow, Wrong, conda_wrong, refusal};
 
 /// What a row says of its file.
 enum Said {
@@ -119,22 +119,11 @@ impl Claim {
     /// What is wrong with the row for a file of `size` bytes whose SHA-256
     /// is `sha`, if anything.
     fn wrong(&self, size: u64, sha: &[u8; 32]) -> Option<Wrong<'_>> {
-        let wrong = |field, said, is| Wrong {
-            record: &self.record,
-            path: &self.path,
-            field,
-            said,
-            is,
-        };
         match &self.said {
             Said::Pip(row) => row.wrong(&self.record, &self.path, size, sha),
             Said::Conda { sha256, size: said } => {
-                let is = crate::prune::conda::hex(sha);
-                if let Some(s) = sha256.as_ref().filter(|s| !s.eq_ignore_ascii_case(&is)) {
-                    return Some(wrong("sha256", s.clone(), is));
-                }
-                said.filter(|s| *s != size)
-                    .map(|s| wrong("size_in_bytes", s.to_string(), size.to_string()))
+                let said = (sha256.as_deref(), *said);
+                conda_wrong(&self.record, &self.path, said, size, sha)
             }
         }
     }
