@@ -20,6 +20,8 @@
 
 mod compression;
 mod cpio;
+#[cfg(feature = "files")]
+pub(crate) mod records;
 mod repeats;
 mod types;
 

@@ -13,7 +13,13 @@ use std::ffi::OsStr;
 
 use super::round5_paths::hip_bundle;
 use super::*;
+use sha2::{Digest as _, Sha256};
+
 use crate::util::{md5_hex, run};
+
+/// What `check` says of a package one of whose rows its member's bytes
+/// do not match.
+const ROW_WRONG: &str = "a row of the package's record of its files is wrong";
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
@@ -36,6 +42,21 @@ pub(super) fn tests() -> Vec<Trial> {
             "hostile::round6::a_tree_file_its_record_does_not_match_is_left",
             &[],
             tree_tampered,
+        ),
+        trial(
+            "hostile::round6::a_wheel_with_a_wrong_record_row_fails_check",
+            &["/usr/bin/python3"],
+            wheel_rows_checked,
+        ),
+        trial(
+            "hostile::round6::a_deb_with_a_wrong_md5sums_line_fails_check",
+            &["dpkg-deb"],
+            deb_rows_checked,
+        ),
+        trial(
+            "hostile::round6::a_conda_package_with_a_wrong_paths_json_row_fails_check",
+            &["tar", "bzip2", "zstd", "zip"],
+            conda_rows_checked,
         ),
         trial(
             "hostile::round6::every_checksum_a_package_carries_is_verified",
@@ -403,5 +424,146 @@ for out, stored in (('s.whl', True), ('t.whl', False)):
         .ok_or("the bundle is not in the cpio")?;
     flip(d, "k.cpio", (at + k.len() - 1) as i64)?;
     agree(d, "k.cpio", 2)?;
+    Ok(())
+}
+
+/// `check --forbid gfx1100` of the package `file` in `d`, whose row for
+/// `member` is wrong: exit 2, naming the member and saying the row is
+/// wrong; `inspect --verify` and `size` fail alike, and `check`,
+/// `inspect --verify` and `prune` agree ([`agree`]).
+fn row_refused(d: &Path, file: &str, member: &str) -> Result<(), Failed> {
+    let r = ours_in(d, &["check", "--forbid", "gfx1100", file])?;
+    says(&format!("{file}: check"), &r, 2, member)?;
+    says(&format!("{file}: check"), &r, 2, ROW_WRONG)?;
+    let r = ours_in(d, &["inspect", "--verify", file])?;
+    says(&format!("{file}: inspect --verify"), &r, 2, member)?;
+    let r = ours_in(d, &["size", file])?;
+    says(&format!("{file}: size"), &r, 2, member)?;
+    agree(d, file, 2)
+}
+
+/// Wheels made by Python's zipfile: one whose bundle changed after its
+/// RECORD was written, one whose RECORD gives a text member (no device
+/// code, deflated) another file's hash: `check` exits 2 naming the
+/// member ([`row_refused`]); the untouched wheel passes everything.
+fn wheel_rows_checked() -> Result<(), Failed> {
+    for (tamper, member) in [("k", "pkg/k.hipfb"), ("data", "pkg/data.txt"), ("none", "")] {
+        let t = tempdir();
+        let d = t.path();
+        make_wheel(d, tamper)?;
+        if member.is_empty() {
+            let r = ours_in(d, &["check", "--forbid", "gfx1100", "in.whl"])?;
+            says("an untouched wheel: check", &r, 0, "in.whl")?;
+            agree(d, "in.whl", 0)?;
+            continue;
+        }
+        row_refused(d, "in.whl", member)?;
+    }
+    Ok(())
+}
+
+/// `.deb`s built by `dpkg-deb` whose `md5sums` is right, or wrong for a
+/// text file beside the HIP bundle: the wrong one fails `check` naming
+/// the file ([`row_refused`]), the right one passes.
+fn deb_rows_checked() -> Result<(), Failed> {
+    for wrong in [false, true] {
+        let t = tempdir();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("pkg/DEBIAN"))?;
+        std::fs::create_dir_all(d.join("pkg/usr/lib"))?;
+        std::fs::create_dir_all(d.join("pkg/usr/share/doc/k"))?;
+        hip_bundle(d, OsStr::new("pkg/usr/lib/k.hipfb"), 4096)?;
+        let notes = b"no device code here ".repeat(20);
+        std::fs::write(d.join("pkg/usr/share/doc/k/notes.txt"), &notes)?;
+        let k = std::fs::read(d.join("pkg/usr/lib/k.hipfb"))?;
+        let notes_md5 = match wrong {
+            true => md5_hex(b"other bytes"),
+            false => md5_hex(&notes),
+        };
+        let sums =
+            format!("{}  usr/lib/k.hipfb\n{notes_md5}  usr/share/doc/k/notes.txt\n", md5_hex(&k));
+        std::fs::write(d.join("pkg/DEBIAN/md5sums"), sums)?;
+        std::fs::write(
+            d.join("pkg/DEBIAN/control"),
+            "Package: k\nVersion: 1\nArchitecture: amd64\nMaintainer: k <k@example.com>\n\
+             Description: a HIP bundle\n",
+        )?;
+        let args = ["-Zxz", "--root-owner-group", "--build", "pkg", "in.deb"];
+        run(Path::new("/usr/bin/dpkg-deb"), &args, d).ok()?;
+        match wrong {
+            true => row_refused(d, "in.deb", "usr/share/doc/k/notes.txt")?,
+            false => {
+                let r = ours_in(d, &["check", "--forbid", "gfx1100", "in.deb"])?;
+                says("a true .deb: check", &r, 0, "in.deb")?;
+                agree(d, "in.deb", 0)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Conda packages made with GNU tar, bzip2, zstd and zip (a `.tar.bz2`
+/// and a `.conda` of the same files: `info/index.json`,
+/// `info/paths.json`, a HIP bundle `lib/k.hipfb` and a text file
+/// `lib/notes.txt`) whose `paths.json` is right, or gives the text file
+/// a wrong `sha256` (then, separately, a wrong `size_in_bytes`): each
+/// wrong one fails `check` naming the file ([`row_refused`]); the right
+/// ones pass.
+fn conda_rows_checked() -> Result<(), Failed> {
+    for wrong in ["", "sha256", "size_in_bytes"] {
+        let t = tempdir();
+        let d = t.path();
+        std::fs::create_dir_all(d.join("k/info"))?;
+        std::fs::create_dir_all(d.join("k/lib"))?;
+        std::fs::write(d.join("k/info/index.json"), r#"{"name": "k", "version": "1"}"#)?;
+        hip_bundle(d, OsStr::new("k/lib/k.hipfb"), 4096)?;
+        let notes = b"no device code here ".repeat(20);
+        std::fs::write(d.join("k/lib/notes.txt"), &notes)?;
+        let k = std::fs::read(d.join("k/lib/k.hipfb"))?;
+        let hex = |b: &[u8]| -> String { Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect() };
+        let mut rows = vec![
+            serde_json::json!({"_path": "lib/k.hipfb", "path_type": "hardlink",
+                "sha256": hex(&k), "size_in_bytes": k.len()}),
+            serde_json::json!({"_path": "lib/notes.txt", "path_type": "hardlink",
+                "sha256": hex(&notes), "size_in_bytes": notes.len()}),
+        ];
+        match wrong {
+            "sha256" => rows[1]["sha256"] = hex(b"other bytes").into(),
+            "size_in_bytes" => rows[1]["size_in_bytes"] = (notes.len() + 1).into(),
+            _ => {}
+        }
+        let paths = serde_json::json!({"paths": rows, "paths_version": 1});
+        std::fs::write(d.join("k/info/paths.json"), serde_json::to_string_pretty(&paths)?)?;
+        let tar = |args: &[&str]| run(Path::new("/usr/bin/tar"), args, d).ok();
+        let info = ["info/index.json", "info/paths.json"];
+        let pkg = ["lib/k.hipfb", "lib/notes.txt"];
+        let mut args = vec!["-C", "k", "--no-recursion", "-cf", "k-1-0.tar"];
+        args.extend(info.iter().chain(&pkg));
+        tar(&args)?;
+        run(Path::new("/usr/bin/bzip2"), &["k-1-0.tar"], d).ok()?;
+        let mut args = vec!["-C", "k", "--no-recursion", "-cf", "info-k-1-0.tar"];
+        args.extend(info);
+        tar(&args)?;
+        let mut args = vec!["-C", "k", "--no-recursion", "-cf", "pkg-k-1-0.tar"];
+        args.extend(pkg);
+        tar(&args)?;
+        for t in ["info-k-1-0.tar", "pkg-k-1-0.tar"] {
+            run(Path::new("/usr/bin/zstd"), &["-q", "--rm", t], d).ok()?;
+        }
+        std::fs::write(d.join("metadata.json"), r#"{"conda_pkg_format_version": 2}"#)?;
+        let args = ["-q", "-0", "k-1-0.conda", "metadata.json", "pkg-k-1-0.tar.zst", "info-k-1-0.tar.zst"];
+        run(Path::new("/usr/bin/zip"), &args, d).ok()?;
+        for file in ["k-1-0.tar.bz2", "k-1-0.conda"] {
+            if wrong.is_empty() {
+                let r = ours_in(d, &["check", "--forbid", "gfx1100", file])?;
+                says(&format!("a true {file}: check"), &r, 0, file)?;
+                agree(d, file, 0)?;
+                continue;
+            }
+            row_refused(d, file, "lib/notes.txt")?;
+            let r = ours_in(d, &["check", "--forbid", "gfx1100", file])?;
+            says(file, &r, 2, &format!("the '{wrong}' of 'lib/notes.txt'"))?;
+        }
+    }
     Ok(())
 }

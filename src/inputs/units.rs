@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use sha2::Digest as _;
 
+use crate::package::records::Ledger;
 use crate::package::{self, Contents};
 use crate::scan::Unread;
 
@@ -240,6 +241,20 @@ struct Walk<'w, 'f, T> {
 
 impl<T> Walk<'_, '_, T> {
     fn unit(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input, depth: u32) {
+        self.unit_fed(unit, bytes, input, depth, None);
+    }
+
+    /// [`Walk::unit`], a package's members handed to `feed` (the ledger
+    /// of the package this one is part of: a `.conda`'s inner tar) where
+    /// given, else to its own ledger.
+    fn unit_fed(
+        &mut self,
+        unit: &Unit<'_>,
+        bytes: &[u8],
+        input: &Input,
+        depth: u32,
+        feed: Option<&mut Ledger>,
+    ) {
         let Some(kind) = package::detect(bytes) else {
             // A format not read is no file without device code.
             let data = match crate::scan::unread_format(bytes) {
@@ -254,22 +269,24 @@ impl<T> Walk<'_, '_, T> {
             // it is, above, and the zip's members below its name, so that
             // compressed members are never passed over.
             if !unread && package::zip_prefix(bytes).is_some() {
-                self.package(unit, bytes, input, depth, package::Kind::Zip);
+                self.package(unit, bytes, input, depth, (package::Kind::Zip, None));
             }
             return;
         };
-        self.package(unit, bytes, input, depth, kind);
+        self.package(unit, bytes, input, depth, (kind, feed));
     }
 
     /// The members of the package `bytes` (of kind `kind`), each a unit
-    /// below `unit`.
+    /// below `unit`; each checked against the package's record of its
+    /// files ([`Ledger`]: its own, or `feed`, that of the package it is
+    /// part of), a wrong row making the package the error.
     fn package(
         &mut self,
         unit: &Unit<'_>,
         bytes: &[u8],
         input: &Input,
         depth: u32,
-        kind: package::Kind,
+        (kind, feed): (package::Kind, Option<&mut Ledger>),
     ) {
         if depth >= MAX_PACKAGE_DEPTH {
             let e = format!("packages nested more than {MAX_PACKAGE_DEPTH} deep");
@@ -277,6 +294,21 @@ impl<T> Walk<'_, '_, T> {
             self.out.push(r);
             return;
         }
+        let fed = feed.is_some();
+        let mut own = None;
+        if !fed {
+            match Ledger::of(bytes, kind, &mut self.budget) {
+                Ok(l) => own = l,
+                Err(e) => {
+                    let r = (self.f)(unit, Err(Unread::from(e)));
+                    return self.out.push(r);
+                }
+            }
+        }
+        let ledger = match feed {
+            Some(l) => Some(l),
+            None => own.as_mut(),
+        };
         let mut members = Members {
             walk: self,
             parent: unit,
@@ -284,11 +316,13 @@ impl<T> Walk<'_, '_, T> {
             bytes,
             overlaps: package::Overlaps::default(),
             depth,
+            ledger,
+            fed,
         };
         // The package's own pages too (its compressed data, read once
         // from start to end) are given back as it is read.
-        if let Err(e) = with_pages_given_back(input, || package::members(bytes, kind, &mut members))
-        {
+        let read = with_pages_given_back(input, || package::members(bytes, kind, &mut members));
+        if let Err(e) = read.and_then(|()| own.map_or(Ok(()), Ledger::finish)) {
             let r = (self.f)(unit, Err(Unread::from(e)));
             self.out.push(r);
         }
@@ -330,6 +364,8 @@ impl<T> Walk<'_, '_, T> {
                 bytes,
                 overlaps: package::Overlaps::default(),
                 depth: 0,
+                ledger: None,
+                fed: false,
             },
             shadow,
         };
@@ -514,6 +550,27 @@ struct Members<'m, 'w, 'f, T> {
     /// already costs budget to read again.
     overlaps: package::Overlaps,
     depth: u32,
+    /// Where each member read is handed to be checked against its
+    /// package's record ([`Ledger`]).
+    ledger: Option<&'m mut Ledger>,
+    /// Whether that ledger is another package's (this one being part of
+    /// it).
+    fed: bool,
+}
+
+impl<T> Members<'_, '_, '_, T> {
+    /// The member `path` (as `unit`), whose bytes are `bytes` in `input`:
+    /// handed to the ledger, then walked (as a package part of this one,
+    /// for a `.conda`'s inner tars).
+    fn walk_member(&mut self, (unit, path): (&Unit<'_>, &str), bytes: &[u8], input: &Input) {
+        let next = self.depth + 1;
+        let fed = self.fed;
+        let feed = self.ledger.as_deref_mut().and_then(|l| {
+            l.member(path, bytes, fed);
+            (!fed && l.feeds(path)).then_some(l)
+        });
+        self.walk.unit_fed(unit, bytes, input, next, feed);
+    }
 }
 
 impl<T> package::Members for Members<'_, '_, '_, T> {
@@ -525,13 +582,14 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
         let path = match path {
             "" => package::decompressed_name(&self.parent.name),
             p => p.trim_start_matches('/'),
-        };
+        }
+        .to_string();
+        let path = path.as_str();
         let unit = Unit {
             name: format!("{}!/{path}", self.parent.name),
             found: true,
             thin_base: None,
         };
-        let next = self.depth + 1;
         let limit = self.walk.limit;
         let too_much = move || {
             io::Error::new(
@@ -546,7 +604,7 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
                     return Err(repeated(path, limit).into());
                 }
                 self.walk.budget -= cost;
-                self.walk.unit(&unit, bytes, self.input, next);
+                self.walk_member((&unit, path), bytes, self.input);
                 return Ok(());
             }
             Ok(Contents::Stream { reader, size }) => (reader, Some(size)),
@@ -564,9 +622,8 @@ impl<T> package::Members for Members<'_, '_, '_, T> {
             Ok(None) => Err(too_much().into()),
             Ok(Some(input)) => {
                 self.walk.budget -= input.bytes().len() as u64;
-                let walk = &mut *self.walk;
                 with_pages_given_back(&input, || {
-                    walk.unit(&unit, input.bytes(), &input, next);
+                    self.walk_member((&unit, path), input.bytes(), &input);
                 });
                 Ok(())
             }

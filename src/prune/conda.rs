@@ -38,7 +38,7 @@ mod info;
 mod walk;
 
 use compress::Packer;
-pub(crate) use cx::{Cx, hex};
+pub(crate) use cx::Cx;
 use info::Info;
 use walk::{Walked, walk_payload};
 

@@ -319,14 +319,6 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
 }
 
 /// Whether the zip archive `zip` is a conda package (`.conda`): a
-/// `metadata.json` beside `pkg-*` and `info-*` tar archives.
-pub(crate) fn is_conda<R: std::io::Read + std::io::Seek>(zip: &zip::ZipArchive<R>) -> bool {
-    let names: Vec<_> = zip.file_names().filter_map(Result::ok).collect();
-    names.iter().any(|n| n == "metadata.json")
-        && names
-            .iter()
-            .any(|n| n.starts_with("pkg-") && n.contains(".tar"))
-        && names
-            .iter()
-            .any(|n| n.starts_with("info-") && n.contains(".tar"))
-}
+/// `metadata.json` beside `pkg-*` and `info-*` tar archives (as the
+/// scanners tell it, [`crate::package::records::is_conda_zip`]).
+pub(crate) use crate::package::records::is_conda_zip as is_conda;

@@ -157,6 +157,4 @@ impl<'a> Cx<'a> {
 }
 
 /// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use crate::package::records::hex;

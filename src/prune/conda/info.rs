@@ -11,7 +11,7 @@
 //! `.conda`'s `info-*.tar.zst`, or the whole `.tar.bz2`) is read and
 //! rewritten here too ([`read_info`], [`rewrite_info`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 
 use serde_json::Value;
@@ -28,66 +28,13 @@ pub(crate) const FILES: &[u8] = b"info/files";
 /// Where the package says what it is: a tar holding it is a conda package.
 const INDEX_JSON: &[u8] = b"info/index.json";
 
-/// What `paths.json` says of one file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Row {
-    /// Its SHA-256, lowercase hex, if given.
-    pub(crate) sha256: Option<String>,
-    /// Its size, if given.
-    pub(crate) size: Option<u64>,
-    /// The build prefix written in it, which conda replaces at install.
-    pub(crate) placeholder: Option<Vec<u8>>,
-    /// Whether its `path_type` is `softlink`: the package holds it as a
-    /// symbolic link.
-    pub(crate) softlink: bool,
-}
+/// What `paths.json` says of one file, and its reader: the scanners'
+/// ([`crate::package::records`]).
+pub(crate) use crate::package::records::{CondaRow as Row, conda_rows as rows};
 
 /// What a file of the payload became: its new size and SHA-256
 /// (lowercase hex) when rewritten.
 pub(crate) type Changed = BTreeMap<Vec<u8>, (u64, String)>;
-
-/// The rows of `paths.json`, by path; an error naming the field that is
-/// not as the format says.
-pub(crate) fn rows(text: &[u8]) -> Result<HashMap<Vec<u8>, Row>, String> {
-    let doc: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
-    let paths = doc
-        .get("paths")
-        .and_then(Value::as_array)
-        .ok_or("it has no 'paths' list")?;
-    let mut out = HashMap::with_capacity(paths.len());
-    for (i, row) in paths.iter().enumerate() {
-        let path = row
-            .get("_path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("row {i} has no '_path' string"))?;
-        let sha256 = match row.get("sha256") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.to_ascii_lowercase()),
-            Some(_) => return Err(format!("the 'sha256' of '{path}' is not a string")),
-        };
-        let size = match row.get("size_in_bytes") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .ok_or_else(|| format!("the 'size_in_bytes' of '{path}' is not a size"))?,
-            ),
-        };
-        let placeholder = row
-            .get("prefix_placeholder")
-            .and_then(Value::as_str)
-            .filter(|p| !p.is_empty())
-            .map(|p| p.as_bytes().to_vec());
-        let softlink = row.get("path_type").and_then(Value::as_str) == Some("softlink");
-        let row = Row {
-            sha256,
-            size,
-            placeholder,
-            softlink,
-        };
-        out.insert(path.as_bytes().to_vec(), row);
-    }
-    Ok(out)
-}
 
 /// `paths.json` (`text`) with the rows of the files in `changed` given
 /// their new hash and size, and the rows of those in `gone` taken out;

@@ -9,35 +9,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::package::records::md5sums_line;
+
 /// The lowercase hexadecimal of `md5`.
 pub(crate) fn hex(md5: &[u8; 16]) -> String {
-    md5.iter().map(|b| format!("{b:02x}")).collect()
+    crate::package::records::hex(md5)
 }
 
-/// A line of `md5sums` (without its line terminator) as its MD5 (32
-/// hexadecimal digits) and its path without a leading `./` or `/` (after
-/// a space and a space or `*`); `None` for a line of no such form.
-fn split(body: &[u8]) -> Option<(&[u8], &[u8])> {
-    if body.len() < 35 || !body[..32].iter().all(u8::is_ascii_hexdigit) || body[32] != b' ' {
-        return None;
-    }
-    Some((&body[..32], super::tar::normalized(&body[34..])))
-}
-
-/// The MD5 each line of `text` gives its path (lowercase hexadecimal), by
-/// path as [`new_md5sums`] compares them; lines of no such form are
-/// skipped. A path listed twice keeps its first line's.
-pub(crate) fn parse(text: &[u8]) -> BTreeMap<Vec<u8>, String> {
-    let mut out = BTreeMap::new();
-    for line in text.split(|&b| b == b'\n') {
-        let Some((md5, path)) = split(line.strip_suffix(b"\r").unwrap_or(line)) else {
-            continue;
-        };
-        let md5 = String::from_utf8_lossy(md5).to_ascii_lowercase();
-        out.entry(path.to_vec()).or_insert(md5);
-    }
-    out
-}
+/// The MD5 each line of `text` gives its path, by path
+/// ([`crate::package::records::md5sums_rows`], which the scanners read
+/// too).
+pub(crate) use crate::package::records::md5sums_rows as parse;
 
 /// `text` with the hash of each line naming a path of `changed` replaced
 /// by that path's new MD5, and each line naming a path of `gone` (files
@@ -52,7 +34,7 @@ pub(crate) fn new_md5sums(
     let mut any = false;
     for line in text.split_inclusive(|&b| b == b'\n') {
         let body = line.strip_suffix(b"\n").unwrap_or(line);
-        let Some((_, path)) = split(body.strip_suffix(b"\r").unwrap_or(body)) else {
+        let Some((_, path)) = md5sums_line(body.strip_suffix(b"\r").unwrap_or(body)) else {
             out.extend_from_slice(line);
             continue;
         };
@@ -72,23 +54,6 @@ pub(crate) fn new_md5sums(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_are_read_by_their_paths() {
-        let text = b"DCFB0EED7FA0BD0D836D9D306DABD091  usr/lib/a.so\r\n\
-                     9386b37292d497856fe7a9405b1386c1 *./usr/lib/b.so\n\
-                     not a line\n";
-        let got = parse(text);
-        assert_eq!(got.len(), 2);
-        assert_eq!(
-            got[&b"usr/lib/a.so"[..]],
-            "dcfb0eed7fa0bd0d836d9d306dabd091"
-        );
-        assert_eq!(
-            got[&b"usr/lib/b.so"[..]],
-            "9386b37292d497856fe7a9405b1386c1"
-        );
-    }
 
     #[test]
     fn only_the_hashes_of_changed_files_change() {

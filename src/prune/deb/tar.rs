@@ -28,6 +28,8 @@
 
 use std::io::{self, Read, Write};
 
+pub(crate) use crate::package::records::normalized;
+
 /// A tar block's size.
 pub(crate) const BLOCK: usize = 512;
 
@@ -662,19 +664,6 @@ fn ustar_name(block: &[u8; BLOCK]) -> Vec<u8> {
         return p;
     }
     name.to_vec()
-}
-
-/// `path` without its leading `./` and `/`, as `md5sums` names files.
-pub(crate) fn normalized(mut path: &[u8]) -> &[u8] {
-    loop {
-        if let Some(rest) = path.strip_prefix(b"./") {
-            path = rest;
-        } else if let Some(rest) = path.strip_prefix(b"/") {
-            path = rest;
-        } else {
-            return path;
-        }
-    }
 }
 
 /// The value of a numeric field: octal digits (leading spaces, then up to

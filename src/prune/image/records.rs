@@ -31,12 +31,13 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::deb::tar::{Fault, Walk};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
-use super::super::tamper::{self, PipRow};
+use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
 use super::super::wheel::{Change, new_record_with};
 use super::model::hex;
 use crate::inputs::image::normal;
+use crate::package::records::pip_rows;
 
 /// What the records of one layer are settled with: the layer's context
 /// as [`super::layer`] has it.
@@ -310,28 +311,6 @@ impl Held<'_> {
 /// A SHA-256 as a RECORD gives it: unpadded URL-safe base64.
 fn b64(sha: &[u8; 32]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha)
-}
-
-/// The rows of the pip RECORD `text`: each path with its hash and size.
-fn pip_rows(text: &[u8]) -> csv::Result<Vec<(String, PipRow)>> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text);
-    let mut out = Vec::new();
-    for row in rdr.byte_records() {
-        let row = row?;
-        let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
-            continue;
-        };
-        let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
-        let said = PipRow {
-            hash: field(1),
-            size: field(2),
-        };
-        out.push((p.to_string(), said));
-    }
-    Ok(out)
 }
 
 /// Copies the layer's tar `tar` (from its start) to `out` with the data

@@ -357,7 +357,7 @@ fn a_wrong_row_refuses_the_image_unless_the_bytes_are_trusted() {
 fn a_conda_record_in_a_layer_stays_true() {
     use sha2::Digest as _;
     let k = crate::prune::tests::hip_bundle();
-    let hex = |b: &[u8]| crate::prune::conda::hex(&sha2::Sha256::digest(b));
+    let hex = |b: &[u8]| crate::package::records::hex(&sha2::Sha256::digest(b));
     let gone = "lib/rocblas/library/TensileLibrary_lazy_gfx906.dat";
     let doc = serde_json::json!({"files": ["lib/k.hipfb", gone],
         "paths_data": {"paths": [

@@ -269,18 +269,12 @@ fn record(
 ) -> Result<Option<(usize, usize)>, PathError> {
     let o = Opened::new(path, placed)?;
     let text = o.file.bytes();
-    let unreadable = |e: csv::Error| o.unreadable(path, "a RECORD (CSV)", e);
-    let mut rows = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text);
+    let unreadable = |e| o.unreadable(path, "a RECORD (UTF-8 CSV)", e);
+    let rows = crate::package::records::pip_rows(text).map_err(unreadable)?;
     // Each file named, with its new hash and size (read back from disk).
     let mut new: BTreeMap<String, (Fate, u64, String)> = BTreeMap::new();
-    for row in rows.byte_records() {
-        let row = row.map_err(unreadable)?;
-        let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
-            continue;
-        };
+    for (p, _) in &rows {
+        let p = p.as_str();
         let Some(&fate) = fates.get(&lexical(&o.base.join(p))) else {
             continue;
         };
@@ -305,7 +299,8 @@ fn record(
         .collect();
     let count = |f: Fate| new.values().filter(|(g, ..)| *g == f).count();
     let counts = (count(Fate::Rewritten), count(Fate::Removed));
-    let Some(bytes) = new_record_with(text, &changed).map_err(unreadable)? else {
+    let unwritable = |e| o.unreadable(path, "a RECORD (UTF-8 CSV)", e);
+    let Some(bytes) = new_record_with(text, &changed).map_err(unwritable)? else {
         return Ok(None);
     };
     if !dry {

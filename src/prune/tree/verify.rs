@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::conda;
 use super::records::{Places, digest, is_record, lexical, open_record};
+use crate::package::records;
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
 use crate::prune::tamper::{PipRow, Wrong, conda_wrong, refusal};
 
@@ -45,13 +46,20 @@ struct Claim {
 
 /// The rows of the records found, by the lexical path of their file.
 #[derive(Default)]
-pub(super) struct Claims(HashMap<PathBuf, Vec<Claim>>);
+pub(super) struct Claims {
+    rows: HashMap<PathBuf, Vec<Claim>>,
+    /// The records that cannot be read, each with the lexical path of
+    /// the directory its rows are relative to and why: any file below it
+    /// may be one it lists.
+    unread: Vec<(PathBuf, String, String)>,
+}
 
 impl Claims {
     /// The rows of each record among `paths` (files found in the walk
     /// and skipped), each read through its directory's handle where the
-    /// walk placed it (`places`). A record that cannot be read names no
-    /// file here (`records` reports it, should the run change a file).
+    /// walk placed it (`places`). A record that cannot be read (a RECORD
+    /// that is not UTF-8 CSV, a conda record that is not JSON) is kept as
+    /// such: a file below its directory is not pruned on its word.
     pub(super) fn read<'a>(paths: impl Iterator<Item = &'a Path>, places: &Places) -> Claims {
         let mut claims = Claims::default();
         for path in paths {
@@ -71,6 +79,13 @@ impl Claims {
                 true => pip_rows(file.bytes()),
                 false => conda_rows(file.bytes()),
             };
+            let rows = match rows {
+                Ok(rows) => rows,
+                Err(why) => {
+                    claims.unread.push((lexical(base), record, why));
+                    continue;
+                }
+            };
             for (p, said) in rows {
                 let claim = Claim {
                     record: record.clone(),
@@ -78,7 +93,7 @@ impl Claims {
                     said,
                 };
                 claims
-                    .0
+                    .rows
                     .entry(lexical(&base.join(&p)))
                     .or_default()
                     .push(claim);
@@ -88,19 +103,35 @@ impl Claims {
     }
 
     /// Whether a row of a record names the file `path`.
+    /// Whether a row of a record names the file `path`, or a record that
+    /// cannot be read may.
     pub(super) fn lists(&self, path: &Path) -> bool {
-        self.0.contains_key(&lexical(path))
+        let path = lexical(path);
+        self.rows.contains_key(&path) || self.unread.iter().any(|(b, ..)| path.starts_with(b))
     }
 
     /// Checks the file `path`, about to be pruned, against every row
     /// naming it: the messages of the wrong rows with
     /// [`PathOptions::trust_bytes`], else the refusal of the first.
     pub(super) fn check(&self, path: &Path, opts: &PathOptions) -> Result<Vec<String>, PathError> {
-        let Some(claims) = self.0.get(&lexical(path)) else {
-            return Ok(Vec::new());
+        let key = lexical(path);
+        let mut out = Vec::new();
+        for (_, record, why) in self.unread.iter().filter(|(b, ..)| key.starts_with(b)) {
+            let why = format!("the record '{record}', which may list it, cannot be read: {why}");
+            if !opts.trust_bytes {
+                let name = crate::files::shown(path);
+                let why = format!(
+                    "{why}: prune never changes a file its record cannot vouch for \
+                     (--trust-bytes takes the bytes as they are)"
+                );
+                return Err(PathError::said(PathErrorKind::Refused, path, &name, why));
+            }
+            out.push(why);
+        }
+        let Some(claims) = self.rows.get(&key) else {
+            return Ok(out);
         };
         let (size, sha) = digest(path)?;
-        let mut out = Vec::new();
         for c in claims {
             let Some(w) = c.wrong(size, &sha) else {
                 continue;
@@ -129,38 +160,21 @@ impl Claim {
     }
 }
 
-/// The rows of the pip RECORD `text`: each path with what it says.
-fn pip_rows(text: &[u8]) -> Vec<(String, Said)> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text);
-    let mut out = Vec::new();
-    for row in rdr.byte_records() {
-        let Ok(row) = row else { break };
-        let Some(p) = row.get(0).and_then(|p| std::str::from_utf8(p).ok()) else {
-            continue;
-        };
-        let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
-        let said = Said::Pip(PipRow {
-            hash: field(1),
-            size: field(2),
-        });
-        out.push((p.to_string(), said));
-    }
-    out
+/// The rows of the pip RECORD `text`: each path with what it says
+/// ([`records::pip_rows`], the reader the scanners use).
+fn pip_rows(text: &[u8]) -> Result<Vec<(String, Said)>, String> {
+    let rows = records::pip_rows(text)?;
+    Ok(rows.into_iter().map(|(p, r)| (p, Said::Pip(r))).collect())
 }
 
 /// The rows of the conda record `text` that say what a file is.
-fn conda_rows(text: &[u8]) -> Vec<(String, Said)> {
-    let Ok(record) = conda::Record::parse(text) else {
-        return Vec::new();
-    };
-    record
+fn conda_rows(text: &[u8]) -> Result<Vec<(String, Said)>, String> {
+    let record = conda::Record::parse(text).map_err(|e| format!("it is not JSON: {e}"))?;
+    Ok(record
         .claims()
         .into_iter()
         .map(|(p, sha256, size)| (p, Said::Conda { sha256, size }))
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]
@@ -210,7 +224,8 @@ mod tests {
             {"_path": "b", "sha256": "bb", "sha256_in_prefix": "cc", "size_in_bytes": 1,
              "prefix_placeholder": "/opt/x"},
             {"_path": "c", "sha256": "dd", "size_in_bytes": 1, "prefix_placeholder": "/opt/x"}]}}"#,
-        );
+        )
+        .unwrap();
         let got: Vec<_> = rows
             .iter()
             .map(|(p, s)| match s {
@@ -226,5 +241,30 @@ mod tests {
                 ("c", None, None)
             ]
         );
+    }
+
+    #[test]
+    fn a_file_below_a_record_that_cannot_be_read_is_refused() {
+        assert!(pip_rows(b"a.so,sha256=x,1\n\xff.so,,\n").is_err());
+        let claims = Claims {
+            rows: HashMap::new(),
+            unread: vec![(
+                PathBuf::from("site"),
+                "site/p-1.dist-info/RECORD".into(),
+                "it is not UTF-8".into(),
+            )],
+        };
+        assert!(claims.lists(Path::new("site/pkg/k.so")));
+        assert!(!claims.lists(Path::new("other/k.so")));
+        let mut opts = PathOptions::default();
+        let e = claims.check(Path::new("site/pkg/k.so"), &opts).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'site/p-1.dist-info/RECORD', which may list it"),
+            "{e}"
+        );
+        opts.trust_bytes = true;
+        let said = claims.check(Path::new("site/pkg/k.so"), &opts).unwrap();
+        assert_eq!(said.len(), 1);
     }
 }

@@ -16,8 +16,9 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::budget::{Budget, inflate, said};
 use super::super::path::PathError;
-use super::super::tamper::{PipRow, Wrong};
+use super::super::tamper::Wrong;
 use crate::files::Input;
+use crate::package::records::pip_rows;
 
 /// The wheel being read: its members, over the mapped bytes.
 pub(super) type Zip<'a> = zip::ZipArchive<std::io::Cursor<&'a [u8]>>;
@@ -155,8 +156,8 @@ pub(super) fn records<'a>(
             budget.take(input, &rname, size)?;
             Member::Inflated(inflate(input, &rname, &[], &mut f, size)?)
         };
-        let rows = rows(text.bytes(), read)
-            .map_err(|e| PathError::member(input, &rname, "cannot be read as CSV", e))?;
+        let rows = pip_rows(text.bytes())
+            .map_err(|e| PathError::member(input, &rname, "cannot be read as a RECORD", e))?;
         for (path, row) in rows {
             let Some(&(size, sha)) = read.get(&path) else {
                 continue;
@@ -167,40 +168,4 @@ pub(super) fn records<'a>(
         }
     }
     Ok(())
-}
-
-/// The rows of the RECORD `text` that name a member of `read`, in order.
-fn rows(text: &[u8], read: &BTreeMap<String, Seen>) -> csv::Result<Vec<(String, PipRow)>> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(text);
-    let mut out = Vec::new();
-    for row in rdr.byte_records() {
-        let row = row?;
-        let field = |i| String::from_utf8_lossy(row.get(i).unwrap_or_default()).into_owned();
-        let path = field(0);
-        if read.contains_key(&path) {
-            let (hash, size) = (field(1), field(2));
-            out.push((path, PipRow { hash, size }));
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_rows_of_members_read_are_taken() {
-        let sha = [7u8; 32];
-        let read = BTreeMap::from([("a,b.so".to_string(), (1, sha))]);
-        let got = rows(b"x.py,sha256=q,1\n\"a,b.so\",sha256=z,3\n", &read).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(
-            (got[0].0.as_str(), got[0].1.hash.as_str()),
-            ("a,b.so", "sha256=z")
-        );
-    }
 }
