@@ -376,7 +376,7 @@ fn refused_written(
 /// (so that nothing is inflated), and `extract` of its two images (128
 /// KiB in all, each file under the 100K given) are refused with exit 2,
 /// naming the output and the limit, and leave nothing written (in place,
-/// the old file). The old prune and extract wrote them, exit 0: only
+/// the old file); so is `unpack` of an OffloadBinary of the two (exit 1). The old prune and extract wrote them, exit 0: only
 /// what was inflated counted. With the default budget each is written.
 fn written_budget() -> Result<(), Failed> {
     let t = tempdir();
@@ -406,6 +406,24 @@ fn written_budget() -> Result<(), Failed> {
     let extract = ["extract", "--max-uncompressed", "100K", "-o", "out", "fat.hipfb"];
     let r = run_within(LIMIT, &ours(), &extract, d)?;
     refused_written("extract", &r, "fat.hipfb", &out, &[])?;
+    // `unpack` checks the images' sizes first: exit 1, as for its other
+    // limits (docs/cli.md), nothing written.
+    let pack = [
+        "pack",
+        "-o",
+        "ob.bin",
+        "--image",
+        "file=a90,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip",
+        "--image",
+        "file=a42,triple=amdgcn-amd-amdhsa,arch=gfx942,kind=hip",
+    ];
+    run_within(LIMIT, &ours(), &pack, d)?.ok()?;
+    let unpack = ["unpack", "ob.bin", "-o", "out", "--max-uncompressed", "100K"];
+    let r = run_within(LIMIT, &ours(), &unpack, d)?;
+    if r.code != 1 || !r.stderr.contains("ob.bin") || !entries(&out).is_empty() {
+        let (c, e) = (r.code, &r.stderr);
+        return Err(format!("unpack: exit {c}, wrote {:?}: {e}", entries(&out)).into());
+    }
     // The default budget (128 MiB at least) writes each.
     for (input, to) in [("fat.hipfb", "out/fat.hipfb"), ("in.whl", "out/in.whl")] {
         prune(input, &["-o", to], &[])?.ok()?;
