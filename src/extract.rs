@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::files::{Input, Output, safe_component};
+use crate::files::{Allowance, Input, Output, safe_component};
 use crate::inputs::{Source, ThinFiles, finished, for_size, par_map, units, with_threads};
 use crate::scan::{self, Image, Selection};
 
@@ -89,6 +89,10 @@ pub(crate) fn extract(
     }
     // Files the whole command may still write, shared by the threads.
     let files_left = AtomicUsize::new(opts.max_files);
+    // What the files of each unit may hold together: `--max-uncompressed`,
+    // else what the unit's size allows (`Allowance::for_input`).
+    let given = (scan_opts.max_uncompressed != crate::inputs::BY_SIZE)
+        .then_some(scan_opts.max_uncompressed);
     let stopped = AtomicBool::new(false);
     let results = par_map(files, opts.jobs, done, |i, src| {
         // Members of a package are named after the package and their
@@ -121,6 +125,8 @@ pub(crate) fn extract(
                 taken: HashSet::new(),
                 over_limit: false,
                 stopped: &stopped,
+                allowance: Allowance::for_input(data.bytes.len() as u64, given),
+                passed: false,
             };
             extract_unit(ex, data.bytes, unit.thin_base, &scan_opts, opts.max_files)
         })
@@ -216,6 +222,11 @@ struct Extractor<'a> {
     /// image is written after it (every other would fail alike on a full
     /// disk or a directory gone), and its error is the only one.
     stopped: &'a AtomicBool,
+    /// What the unit's files may hold together (`--max-uncompressed`).
+    allowance: std::sync::Arc<Allowance>,
+    /// Whether a file would have passed it: then nothing of the unit is
+    /// kept.
+    passed: bool,
 }
 
 impl Extractor<'_> {
@@ -223,6 +234,7 @@ impl Extractor<'_> {
     /// extraction and is reported; any later one (on another thread) is
     /// not.
     fn write_failed(&mut self, shown: &str, e: &std::io::Error) {
+        self.passed |= e.kind() == std::io::ErrorKind::FileTooLarge;
         if !self.stopped.swap(true, Ordering::Relaxed) {
             self.errors.push(format!(
                 "'{shown}': cannot write: {}; no further image written",
@@ -266,7 +278,7 @@ impl scan::Visit for Extractor<'_> {
             return;
         }
         let write = || -> std::io::Result<()> {
-            let mut out = Output::create_in(self.dir, name.as_ref())?;
+            let mut out = Output::create_in(self.dir, name.as_ref())?.within(&self.allowance);
             self.input.copy_to(bytes, &mut out)?;
             out.commit()
         };
@@ -295,7 +307,11 @@ impl scan::Visit for Extractor<'_> {
         // image: creating a file is most of what writing a small one costs
         // (the filesystem's inode allocation), and this way it runs on
         // every core instead of one at a time on the walker's thread.
-        Some(Box::new(FileSink::Pending(self.dir.to_path_buf(), name)))
+        Some(Box::new(FileSink::Pending(
+            self.dir.to_path_buf(),
+            name,
+            std::sync::Arc::clone(&self.allowance),
+        )))
     }
 
     fn streamed(
@@ -318,7 +334,11 @@ impl scan::Visit for Extractor<'_> {
 /// path), a temporary file, or why it could not be created (the first
 /// write reports it).
 enum FileSink {
-    Pending(std::path::PathBuf, std::ffi::OsString),
+    Pending(
+        std::path::PathBuf,
+        std::ffi::OsString,
+        std::sync::Arc<Allowance>,
+    ),
     Open(Output),
     Failed(Option<std::io::Error>),
 }
@@ -326,9 +346,9 @@ enum FileSink {
 impl FileSink {
     /// The temporary file, created now if it was not yet.
     fn open(&mut self) -> std::io::Result<&mut Output> {
-        if let FileSink::Pending(dir, name) = self {
+        if let FileSink::Pending(dir, name, allowance) = self {
             *self = match Output::create_in(dir, name) {
-                Ok(out) => FileSink::Open(out),
+                Ok(out) => FileSink::Open(out.within(allowance)),
                 Err(e) => FileSink::Failed(Some(e)),
             };
         }
@@ -398,6 +418,17 @@ fn extract_unit(
             return Extracted::unreadable(format!("'{name}': {e}"));
         }
     };
+    if ex.passed {
+        // Nor of one whose files would pass what it may write: the file
+        // that would have is not there, and those before it go too.
+        for (_, w) in &ex.written {
+            let _ = std::fs::remove_file(w);
+        }
+        return Extracted {
+            errors: ex.errors,
+            ..Extracted::default()
+        };
+    }
     if ex.over_limit {
         ex.errors.push(format!(
             "'{name}': stopped: the command would write more than {} files \

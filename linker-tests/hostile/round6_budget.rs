@@ -2,8 +2,9 @@
 //! zip entries that point at one member again and again (nested, they
 //! multiply), entries of one name, an OCI image naming one layer
 //! thousands of times, image metadata that is a FIFO or `/dev/zero`, and
-//! standard input, response files and bundled options of any length.
-//! Each command runs under a time limit, its peak memory measured.
+//! standard input, response files and bundled options of any length, and
+//! outputs that would hold more than `--max-uncompressed` allows. Each
+//! command runs under a time limit, its peak memory measured.
 
 use std::path::Path;
 
@@ -41,6 +42,11 @@ pub(super) fn tests() -> Vec<Trial> {
             "hostile::round6::standard_input_response_files_and_options_are_bounded",
             &[],
             bounded_arguments,
+        ),
+        trial(
+            "hostile::round6::bytes_written_count_against_the_budget",
+            &["/usr/bin/python3"],
+            written_budget,
         ),
     ]
 }
@@ -326,6 +332,107 @@ fn bounded_arguments() -> Result<(), Failed> {
     if took.as_millis() > 2000 || !r.stderr.starts_with("Unknown option: A\n") {
         let head = r.stderr.chars().take(200).collect::<String>();
         return Err(format!("roc-obj-ls -AAAA…: {took:?}, exit {}: {head}", r.code).into());
+    }
+    Ok(())
+}
+
+/// Python that writes `in.whl`: the bundle `fat.hipfb` as `pkg/k.hipfb`
+/// and its RECORD, both stored (so that reading it inflates nothing).
+const STORED_WHEEL: &str = r#"
+import base64, hashlib, zipfile
+def digest(b):
+    return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()
+k = open('fat.hipfb', 'rb').read()
+rec = 'pkg-1.0.dist-info/RECORD'
+text = 'pkg/k.hipfb,%s,%d\n%s,,\n' % (digest(k), len(k), rec)
+with zipfile.ZipFile('in.whl', 'w') as z:
+    z.writestr('pkg/k.hipfb', k, compress_type=zipfile.ZIP_STORED)
+    z.writestr(rec, text, compress_type=zipfile.ZIP_STORED)
+"#;
+
+/// That `r` (of `what`) exited 2 naming `name` and the limit, and that
+/// `dir` holds exactly `left` (names) afterwards.
+fn refused_written(
+    what: &str,
+    r: &crate::util::Run,
+    name: &str,
+    dir: &Path,
+    left: &[&str],
+) -> Result<(), Failed> {
+    bounded(what, r, 0, 2, name)?;
+    if !r.stderr.contains("--max-uncompressed") {
+        return Err(format!("{what}: no word of the limit: {}", r.stderr).into());
+    }
+    let mut now = entries(dir);
+    now.sort();
+    if now != left {
+        return Err(format!("{what}: {} holds {now:?}, want {left:?}", dir.display()).into());
+    }
+    Ok(())
+}
+
+/// Outputs count against `--max-uncompressed`: a bundle of two 64 KiB
+/// images pruned to one (`-o`, `--in-place`), a wheel holding it stored
+/// (so that nothing is inflated), and `extract` of its two images (128
+/// KiB in all, each file under the 100K given) are refused with exit 2,
+/// naming the output and the limit, and leave nothing written (in place,
+/// the old file); so is `unpack` of an OffloadBinary of the two (exit 1). The old prune and extract wrote them, exit 0: only
+/// what was inflated counted. With the default budget each is written.
+fn written_budget() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    super::round5_paths::hip_bundle(d, std::ffi::OsStr::new("fat.hipfb"), 64 << 10)?;
+    python(STORED_WHEEL, d)?;
+    std::fs::create_dir(d.join("out"))?;
+    let out = d.join("out");
+    let small = ["--max-uncompressed", "40K"];
+    let prune = |input: &str, to: &[&str], limit: &[&str]| {
+        let mut args = vec!["prune", "--keep", "gfx90a"];
+        args.extend_from_slice(limit);
+        args.extend_from_slice(to);
+        args.push(input);
+        run_within(LIMIT, &ours(), &args, d)
+    };
+    let r = prune("fat.hipfb", &["-o", "out/fat.hipfb"], &small)?;
+    refused_written("prune -o of a bundle", &r, "out/fat.hipfb", &out, &[])?;
+    let r = prune("in.whl", &["-o", "out/in.whl"], &small)?;
+    refused_written("prune -o of a wheel", &r, "out/in.whl", &out, &[])?;
+    let before = std::fs::read(d.join("fat.hipfb"))?;
+    let r = prune("fat.hipfb", &["--in-place"], &small)?;
+    refused_written("prune --in-place", &r, "fat.hipfb", &out, &[])?;
+    if std::fs::read(d.join("fat.hipfb"))? != before {
+        return Err("prune --in-place over the budget changed the file".into());
+    }
+    let extract = ["extract", "--max-uncompressed", "100K", "-o", "out", "fat.hipfb"];
+    let r = run_within(LIMIT, &ours(), &extract, d)?;
+    refused_written("extract", &r, "fat.hipfb", &out, &[])?;
+    // `unpack` checks the images' sizes first: exit 1, as for its other
+    // limits (docs/cli.md), nothing written.
+    let pack = [
+        "pack",
+        "-o",
+        "ob.bin",
+        "--image",
+        "file=a90,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip",
+        "--image",
+        "file=a42,triple=amdgcn-amd-amdhsa,arch=gfx942,kind=hip",
+    ];
+    run_within(LIMIT, &ours(), &pack, d)?.ok()?;
+    let unpack = ["unpack", "ob.bin", "-o", "out", "--max-uncompressed", "100K"];
+    let r = run_within(LIMIT, &ours(), &unpack, d)?;
+    if r.code != 1 || !r.stderr.contains("ob.bin") || !entries(&out).is_empty() {
+        let (c, e) = (r.code, &r.stderr);
+        return Err(format!("unpack: exit {c}, wrote {:?}: {e}", entries(&out)).into());
+    }
+    // The default budget (128 MiB at least) writes each.
+    for (input, to) in [("fat.hipfb", "out/fat.hipfb"), ("in.whl", "out/in.whl")] {
+        prune(input, &["-o", to], &[])?.ok()?;
+    }
+    let r = run_within(LIMIT, &ours(), &["extract", "-o", "out", "fat.hipfb"], d)?.ok()?;
+    let listed = String::from_utf8_lossy(&r.stdout).lines().count();
+    let written = entries(&out).iter().filter(|n| n.contains("gfx9")).count();
+    if listed < 2 || written != 2 {
+        return Err(format!("extract listed {listed} files, wrote {written} images").into());
     }
     Ok(())
 }

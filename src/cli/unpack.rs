@@ -78,6 +78,7 @@ impl Opts {
                 self.output_dir.display()
             )),
             UnpackError::TooManyFiles(e) => anyhow::Error::new(e).context(format!("'{name}'")),
+            UnpackError::TooManyBytes(why) => anyhow::anyhow!("'{name}': {why}"),
             UnpackError::Write(path, e) => {
                 anyhow::Error::new(e).context(format!("'{path}': cannot write"))
             }

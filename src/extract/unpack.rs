@@ -26,6 +26,9 @@ pub(crate) enum UnpackError {
     CreateDir(io::Error),
     /// More files would be written than the budget allows (nothing was).
     TooManyFiles(crate::Error),
+    /// The files would hold more bytes than `--max-uncompressed` allows
+    /// (nothing was written): why, in words.
+    TooManyBytes(String),
     /// This file cannot be written.
     Write(String, io::Error),
     /// The caller's listing failed.
@@ -77,12 +80,29 @@ pub(crate) fn unpack(
     budget
         .spend(Spent::Files, n, || format!("{n} images would be written"))
         .map_err(UnpackError::TooManyFiles)?;
+    // What the files may hold together: checked from the images' sizes
+    // before any is written, and counted again as they are.
+    let allowance = crate::tools::streams::allowance(budget);
+    let bytes = chosen
+        .iter()
+        .fold(0u64, |a, (_, f)| a.saturating_add(f.size()));
+    if bytes > allowance.limit() {
+        let given = match budget.limits().max_uncompressed {
+            Some(_) => "--max-uncompressed",
+            None => "the decompression budget of the input's size and its size",
+        };
+        return Err(UnpackError::TooManyBytes(format!(
+            "the images would be written as {bytes} bytes, more than the {} its outputs may \
+             hold ({given}); nothing written",
+            allowance.limit()
+        )));
+    }
     let mut streams = Streams::new(&found);
     for (n, f) in chosen {
         let path = dir.join(unpacked_name(&base, &f.image, n));
         let shown = crate::files::shown(&path);
         streams
-            .write(&shown, input, f)
+            .write(&shown, input, f, &allowance)
             .map_err(|e| UnpackError::Write(shown.to_string(), e))?;
         listed(&shown).map_err(UnpackError::Listing)?;
     }
@@ -220,6 +240,29 @@ mod tests {
             "{e:?}"
         );
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn images_holding_more_than_max_uncompressed_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let data = packed(&[
+            (ImageKind::IMG_Object, "a", "b", b"first"),
+            (ImageKind::IMG_Object, "c", "d", b"second"),
+        ]);
+        let limit = |n| Limits {
+            max_uncompressed: Some(n),
+            ..Limits::default()
+        };
+        let e = run("app", data.clone(), &[], &out, limit(10)).unwrap_err();
+        assert!(
+            matches!(&e, UnpackError::TooManyBytes(why)
+            if why.contains("11 bytes") && why.contains("--max-uncompressed")),
+            "{e:?}"
+        );
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        let listed = run("app", data, &[], &out, limit(11)).unwrap();
+        assert_eq!(listed.len(), 2);
     }
 
     #[test]

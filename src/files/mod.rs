@@ -62,7 +62,7 @@ pub use input::{
     MAX_STREAM_BYTES, SPOOL_IN_MEMORY, Sink, copy_file_range_all, copy_in_pieces,
 };
 pub(crate) use output::unnamed_file;
-pub use output::{Noting, Output};
+pub use output::{Allowance, Noting, Output};
 
 /// Writes `layout` atomically to `path`, taking image `i` from
 /// `payload(i)`: the input it lies in and its bytes (copied file to file

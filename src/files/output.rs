@@ -32,6 +32,10 @@ use rustix::io::Errno;
 use super::cleanup::{Pending, pending, unregister_locked};
 use super::input::{O_NONBLOCK, Sink, not_regular};
 
+mod allowance;
+
+pub use allowance::Allowance;
+
 /// An output file written atomically: to a temporary file in the same
 /// directory, given its name by [`Output::commit`]. Dropped without
 /// commit, it leaves nothing behind and the old file as it was. `-` writes
@@ -69,6 +73,10 @@ pub struct Output {
     /// Where a temporary file goes (none for standard output and
     /// devices).
     place: Option<Place>,
+    /// What the output's bytes count against ([`Output::within`]).
+    allowance: Option<Arc<Allowance>>,
+    /// The bytes counted against it so far.
+    counted: u64,
 }
 
 /// The names of an output written through a temporary file, all in one
@@ -102,6 +110,9 @@ impl Drop for Output {
         // so that a signal finds it either still to remove or removed. A
         // file with no name goes with its descriptor.
         if let Some(p) = self.place.take() {
+            // Nothing of it stays: what it counted is free again.
+            let counted = usize::try_from(self.counted).unwrap_or(usize::MAX);
+            self.give_back(counted);
             let mut list = pending();
             if let Some(temp) = &p.temp {
                 let _ = rustix::fs::unlinkat(&*p.dir, temp, AtFlags::empty());
@@ -258,6 +269,62 @@ fn next_id() -> u64 {
 }
 
 impl Output {
+    /// An output written to `inner`, counted against nothing yet.
+    fn bare(inner: OutInner, place: Option<Place>) -> Output {
+        Output {
+            inner,
+            place,
+            allowance: None,
+            counted: 0,
+        }
+    }
+
+    /// The output, its bytes counted against `allowance` (with those of
+    /// every other output counted against it): a write that would pass
+    /// it fails, and so does the commit of a file that grew past it by
+    /// other ways than writes (see [`Allowance`]). The output, then
+    /// dropped, leaves nothing behind.
+    pub fn within(mut self, allowance: &Arc<Allowance>) -> Output {
+        self.allowance = Some(Arc::clone(allowance));
+        self
+    }
+
+    /// Takes `n` bytes about to be written from the allowance, if any.
+    fn take(&mut self, n: usize) -> io::Result<()> {
+        if let Some(a) = &self.allowance {
+            a.take(n as u64)?;
+            self.counted += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Gives back `n` bytes taken and not written.
+    fn give_back(&mut self, n: usize) {
+        if let Some(a) = &self.allowance {
+            let n = (n as u64).min(self.counted);
+            a.give_back(n);
+            self.counted -= n;
+        }
+    }
+
+    /// Counts what reached the temporary file by other ways than writes
+    /// (a copy from file to file, a mapping: its length past what was
+    /// counted) against the allowance: fails when that passes it. Done by
+    /// [`Output::commit`]; for a caller that takes the file's bytes
+    /// elsewhere without committing, first.
+    pub(crate) fn settle(&mut self) -> io::Result<()> {
+        let (Some(a), OutInner::Temp(w)) = (&self.allowance, &mut self.inner) else {
+            return Ok(());
+        };
+        w.flush()?;
+        let len = w.get_ref().metadata()?.len();
+        if len > self.counted {
+            a.take(len - self.counted)?;
+            self.counted = len;
+        }
+        Ok(())
+    }
+
     /// Starts writing the file `name` (one path component, which the
     /// caller made) in the existing directory `dir`, for a caller that
     /// writes many files there (`extract`). Unlike [`Output::create`], no
@@ -309,22 +376,23 @@ impl Output {
         });
         drop(list);
         // From here on, dropping the output removes the temporary file.
-        Ok(Output {
-            inner: OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
-            place: Some(Place {
-                dir,
-                temp,
-                name: name.to_os_string(),
-                id,
-            }),
-        })
+        let place = Place {
+            dir,
+            temp,
+            name: name.to_os_string(),
+            id,
+        };
+        Ok(Output::bare(
+            OutInner::Temp(io::BufWriter::with_capacity(1 << 16, file)),
+            Some(place),
+        ))
     }
 
     /// Starts writing `path`.
     pub fn create(path: &Path) -> io::Result<Output> {
         if path.as_os_str() == "-" {
             let inner = OutInner::Stdout(io::stdout());
-            return Ok(Output { inner, place: None });
+            return Ok(Output::bare(inner, None));
         }
         // A symbolic link is written through, as LLVM's tools (which open
         // the path) write it: the file it leads to is replaced, never the
@@ -341,10 +409,10 @@ impl Output {
                 .write(true)
                 .truncate(true)
                 .open(path)?;
-            return Ok(Output {
-                inner: OutInner::Device(io::BufWriter::new(file)),
-                place: None,
-            });
+            return Ok(Output::bare(
+                OutInner::Device(io::BufWriter::new(file)),
+                None,
+            ));
         }
         // An existing path that is not a regular file is not renamed over
         // (as root, `-o /dev/null` replaced the device with a file): a
@@ -379,10 +447,10 @@ impl Output {
             } else {
                 return Err(not_regular(&meta));
             };
-            return Ok(Output {
-                inner: OutInner::Device(io::BufWriter::new(file)),
-                place: None,
-            });
+            return Ok(Output::bare(
+                OutInner::Device(io::BufWriter::new(file)),
+                None,
+            ));
         }
         let (dir, name) = match (path.parent(), path.file_name()) {
             (Some(p), Some(n)) if !p.as_os_str().is_empty() => (p, n),
@@ -436,6 +504,7 @@ impl Output {
     /// Puts the finished file in place, in one step (the old file, if
     /// any, is then deleted).
     pub fn commit(mut self) -> io::Result<()> {
+        self.settle()?;
         let inner = std::mem::replace(&mut self.inner, OutInner::Done);
         match inner {
             OutInner::Temp(w) => {
@@ -549,14 +618,18 @@ impl Seek for Output {
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.inner {
+        self.take(buf.len())?;
+        let r = match &mut self.inner {
             OutInner::Temp(w) => w.write(buf),
             OutInner::Device(w) => w.write(buf),
             OutInner::Stdout(s) => s.write(buf),
             OutInner::Done => Err(io::ErrorKind::BrokenPipe.into()),
-        }
+        };
+        self.give_back(buf.len() - r.as_ref().map_or(0, |&n| n));
+        r
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.take(buf.len())?;
         match &mut self.inner {
             OutInner::Temp(w) => w.write_all(buf),
             OutInner::Device(w) => w.write_all(buf),

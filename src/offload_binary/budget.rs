@@ -69,6 +69,17 @@ impl Budget {
         }
     }
 
+    /// The limits it was made with (a limit left at `None` is derived
+    /// from the inputs' size).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The bytes of input noted so far ([`Budget::add_input`]).
+    pub fn input(&self) -> u64 {
+        self.input.get()
+    }
+
     /// Notes an input of `len` bytes: the derived limits grow with it.
     pub fn add_input(&self, len: u64) {
         self.input.set(self.input.get().saturating_add(len));

@@ -204,7 +204,10 @@ pub(crate) fn prune_conda(
     let mut rep = PathReport::new(&cx.name, data, meta);
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
-        Some(d) => Some(crate::prune::path::create(opts, d).map_err(|e| PathError::write(d, e))?),
+        Some(d) => Some(
+            crate::prune::path::create(opts, d, data.len() as u64)
+                .map_err(|e| PathError::write(d, e))?,
+        ),
         None => None,
     };
     let threads = opts.prune.threads();
@@ -384,7 +387,10 @@ pub(crate) fn prune_tar_bz2(
     let mut rep = PathReport::new(&cx.name, data, meta);
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
-        Some(d) => Some(crate::prune::path::create(opts, d).map_err(|e| PathError::write(d, e))?),
+        Some(d) => Some(
+            crate::prune::path::create(opts, d, data.len() as u64)
+                .map_err(|e| PathError::write(d, e))?,
+        ),
         None => None,
     };
     let (mut walked, tar) = file.releasing(|| {

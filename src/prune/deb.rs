@@ -160,7 +160,10 @@ pub(crate) fn prune(
     let mut rep = PathReport::new(&cx.name, data, meta);
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
-        Some(d) => Some(crate::prune::path::create(opts, d).map_err(|e| PathError::write(d, e))?),
+        Some(d) => Some(
+            crate::prune::path::create(opts, d, data.len() as u64)
+                .map_err(|e| PathError::write(d, e))?,
+        ),
         None => None,
     };
     // `data.tar` is read once, front to back: its pages are given back

@@ -118,7 +118,7 @@ pub(crate) fn prune_layout(
     rep.bytes_after = size.0;
     // A directory's links are its subdirectories: not names of it.
     rep.hard_links = 1;
-    let stage = Stage::new(opts, input, at)?;
+    let stage = Stage::new(opts, input, at, size.0)?;
     let given = opts.prune.max_uncompressed;
     let mut run = Run {
         sel,

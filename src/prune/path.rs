@@ -255,7 +255,7 @@ pub(crate) fn prune_path_of(
         .unwrap_or_else(|| NewFile::unchanged(data.len() as u64));
     let cannot = |e| PathError::write(&dest, e);
     let through = write_through(opts, input, &meta)?;
-    let mut out = write::create(opts, &dest).map_err(cannot)?;
+    let mut out = write::create(opts, &dest, data.len() as u64).map_err(cannot)?;
     match (file.file(), out.temp_file()) {
         (Some(input), Some(f)) => write::write_at(input, data, &pruned, f).map_err(cannot)?,
         _ => {
@@ -359,7 +359,7 @@ fn thin(
     let new = super::archive::resize_thin(data, &sizes)
         .map_err(|e| PathError::content(input, &name, e))?;
     let cannot = |e| PathError::write(input, e);
-    let mut out = write::create(opts, input).map_err(cannot)?;
+    let mut out = write::create(opts, input, data.len() as u64).map_err(cannot)?;
     new.write_to(&mut out, &[data]).map_err(cannot)?;
     let through = write_through(opts, input, meta)?;
     finish(opts, out, meta, input, &mut rep, through)?;

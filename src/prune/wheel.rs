@@ -97,8 +97,8 @@ pub(crate) fn prune(
     let records = new_records(input, data, &mut zin, &members, &mut budget)?;
     // Pass 2: the new zip, members in their order.
     let through = write_through(opts, input, meta)?;
-    let mut out =
-        crate::prune::path::create(opts, &dest).map_err(|e| PathError::write(&dest, e))?;
+    let mut out = crate::prune::path::create(opts, &dest, data.len() as u64)
+        .map_err(|e| PathError::write(&dest, e))?;
     let file = out
         .temp_file()
         .ok_or_else(|| PathError::write(&dest, None))?;

@@ -5,8 +5,15 @@
 
 use std::io::{self, Read, Write};
 
-use crate::files::{Input, Output, Sink};
+use crate::files::{Allowance, Input, Output, Sink};
 use crate::offload_binary::{FoundImage, Pending, Streamed};
+
+/// What the files written out of the inputs of `budget` may hold
+/// together: its `--max-uncompressed` when given, else the decompression
+/// budget of its inputs' size plus their size ([`Allowance::for_input`]).
+pub(crate) fn allowance(budget: &crate::offload_binary::Budget) -> std::sync::Arc<Allowance> {
+    Allowance::for_input(budget.input(), budget.limits().max_uncompressed)
+}
 
 /// Bytes copied at a time from a stream.
 const CHUNK: usize = 256 << 10;
@@ -88,14 +95,16 @@ impl<'s, 'd> Streams<'s, 'd> {
         }
     }
 
-    /// Writes the bytes of `f` (found in `input`) atomically to `path`.
+    /// Writes the bytes of `f` (found in `input`) atomically to `path`,
+    /// counted against `allowance`.
     pub(crate) fn write(
         &mut self,
         path: &str,
         input: &Input,
         f: &FoundImage<'_>,
+        allowance: &std::sync::Arc<Allowance>,
     ) -> io::Result<()> {
-        let mut out = Output::create(std::path::Path::new(path))?;
+        let mut out = Output::create(std::path::Path::new(path))?.within(allowance);
         self.copy_to(input, f, &mut out)?;
         out.commit()
     }

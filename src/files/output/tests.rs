@@ -238,3 +238,47 @@ fn a_named_temporary_replaces_an_old_file_and_a_new_name_alike() {
     assert_eq!(e.raw_os_error(), Some(21));
     assert!(dir.path().join("out").is_dir());
 }
+
+#[test]
+fn outputs_within_one_allowance_write_no_more_than_it_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let allowance = Allowance::new(10, "--max-uncompressed");
+    let mut a = Output::create(&dir.path().join("a"))
+        .unwrap()
+        .within(&allowance);
+    a.write_all(b"123456").unwrap();
+    a.commit().unwrap();
+    // The second output has 4 bytes left, not 10.
+    let path = dir.path().join("b");
+    std::fs::write(&path, b"old").unwrap();
+    let mut b = Output::create(&path).unwrap().within(&allowance);
+    b.write_all(b"1234").unwrap();
+    let e = b.write_all(b"5").unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+    assert!(e.to_string().contains("10 bytes"), "{e}");
+    drop(b);
+    // Nothing of it left, the old file as it was, its bytes free again.
+    assert_eq!(std::fs::read(&path).unwrap(), b"old");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    assert_eq!(allowance.spent(), 6);
+}
+
+#[test]
+fn bytes_that_reach_the_file_past_the_writes_count_at_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out");
+    let allowance = Allowance::new(100, "--max-uncompressed");
+    let mut out = Output::create(&path).unwrap().within(&allowance);
+    out.write_all(b"head").unwrap();
+    // Grown through the file itself (as a mapping or a copy would).
+    out.temp_file().unwrap().set_len(101).unwrap();
+    let e = out.commit().unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+    assert!(!path.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert_eq!(allowance.spent(), 0);
+    let mut out = Output::create(&path).unwrap().within(&allowance);
+    out.temp_file().unwrap().set_len(100).unwrap();
+    out.commit().unwrap();
+    assert_eq!(allowance.spent(), 100);
+}

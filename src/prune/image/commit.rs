@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
 use super::layer::{self, Method};
 use super::model::{self, Index};
-use crate::files::{Output, TempTree};
+use crate::files::{Allowance, Output, TempTree};
 use crate::prune::anchor::LayoutAt;
 
 /// The name a layer's blob is given until its digest is known (it is
@@ -39,6 +39,9 @@ pub(super) struct Stage {
     /// reached them ([`LayoutAt`]): blobs and `index.json` are then
     /// written, and old blobs removed, through these handles alone.
     at: Option<LayoutAt>,
+    /// What every byte written counts against: the layout's
+    /// [`Allowance`] (`--max-uncompressed`).
+    allowance: Arc<Allowance>,
 }
 
 /// An I/O error writing `path`.
@@ -49,12 +52,15 @@ fn cannot(path: &Path) -> impl Fn(std::io::Error) -> PathError + '_ {
 impl Stage {
     /// The stage for `opts`'s destination; `None` in a dry run. A new
     /// layout's destination must not exist. In place, `at` holds the
-    /// layout's handles, where it was reached through them.
+    /// layout's handles, where it was reached through them. What it
+    /// writes counts against the allowance of a layout of `size` bytes.
     pub(super) fn new(
         opts: &PathOptions,
         input: &Path,
         at: Option<LayoutAt>,
+        size: u64,
     ) -> Result<Option<Stage>, PathError> {
+        let allowance = Allowance::for_input(size, opts.prune.max_uncompressed);
         let dest = match &opts.destination {
             Destination::DryRun => return Ok(None),
             Destination::InPlace => {
@@ -63,6 +69,7 @@ impl Stage {
                     new: None,
                     staged: Vec::new(),
                     at,
+                    allowance,
                 }));
             }
             other => match opts.output_path(input)? {
@@ -87,6 +94,7 @@ impl Stage {
             new: Some((tmp, dest)),
             staged: Vec::new(),
             at: None,
+            allowance,
         }))
     }
 
@@ -116,7 +124,8 @@ impl Stage {
             Some(dir) => Output::create_at(Arc::clone(dir?), OsStr::new(name)),
             None => Output::create_in(&self.blobs, OsStr::new(name)),
         }
-        .map_err(cannot(&self.blobs))?;
+        .map_err(cannot(&self.blobs))?
+        .within(&self.allowance);
         temp_file(&mut out)?
             .set_permissions(blob_mode())
             .map_err(cannot(&self.blobs))?;
@@ -147,6 +156,9 @@ impl Stage {
         let mut out = self.output(TEMPORARY)?;
         let (hex, size) = layer::pack(tar, m, temp_file(&mut out)?, threads)
             .map_err(|e| PathError::io(PathErrorKind::Write, input, e))?;
+        // Counted now, as it is staged: written into the file, not
+        // through the output.
+        out.settle().map_err(cannot(&self.blobs))?;
         temp_file(&mut out)?
             .sync_all()
             .map_err(cannot(&self.blobs))?;
@@ -186,6 +198,9 @@ impl Stage {
         let root = tmp.path().to_path_buf();
         std::fs::copy(input.join("oci-layout"), root.join("oci-layout")).map_err(cannot(&dest))?;
         let index = new_index.unwrap_or(&old.bytes);
+        self.allowance
+            .take(index.len() as u64)
+            .map_err(cannot(&dest))?;
         std::fs::write(root.join("index.json"), index).map_err(cannot(&dest))?;
         std::fs::set_permissions(
             tmp.path(),
@@ -200,6 +215,8 @@ impl Stage {
             if to.exists() || (layer::is_foreign(&mt) && !from.exists()) {
                 continue;
             }
+            let len = std::fs::metadata(&from).map_err(cannot(&dest))?.len();
+            self.allowance.take(len).map_err(cannot(&dest))?;
             std::fs::copy(&from, &to).map_err(cannot(&dest))?;
         }
         tmp.persist(&dest).map_err(cannot(&dest))?;
@@ -238,7 +255,7 @@ impl Stage {
                 std::fs::metadata(&path).ok().map(|m| m.mode()),
             ),
         };
-        let mut out = out.map_err(cannot(&path))?;
+        let mut out = out.map_err(cannot(&path))?.within(&self.allowance);
         // Its read, write and execute bits: the new file is the
         // runner's, so setuid or setgid kept would be theirs (issue #71).
         let mode = mode.map_or_else(blob_mode, |m| {

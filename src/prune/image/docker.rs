@@ -223,7 +223,10 @@ pub(crate) fn prune_docker(
     let name = crate::files::shown(input).into_owned();
     let dest = opts.output_path(input)?;
     let out = match &dest {
-        Some(d) => Some(crate::prune::path::create(opts, d).map_err(|e| PathError::write(d, e))?),
+        Some(d) => Some(
+            crate::prune::path::create(opts, d, data.len() as u64)
+                .map_err(|e| PathError::write(d, e))?,
+        ),
         None => None,
     };
     let given = opts.prune.max_uncompressed;

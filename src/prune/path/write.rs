@@ -12,7 +12,7 @@ use super::error::{PathError, PathErrorKind};
 use super::keep;
 use super::options::PathOptions;
 use super::report::{PathReport, RemovedFile};
-use crate::files::{Output, copy_file_range_all, shown};
+use crate::files::{Allowance, Output, copy_file_range_all, shown};
 use crate::layout::Piece;
 use crate::prune::output::Output as NewFile;
 
@@ -180,17 +180,20 @@ pub(crate) fn write_through(
     Ok(Some(f))
 }
 
-/// Starts the output `dest`: in a walked tree in place, in the handle of
-/// the file's directory under its name ([`PathOptions::anchor`]), never
-/// by its path (a file, a wheel, a `.deb`, a conda package, a `docker
-/// save` archive, a record alike).
-pub(crate) fn create(opts: &PathOptions, dest: &Path) -> io::Result<Output> {
+/// Starts the output `dest` made from an input of `size` bytes: in a
+/// walked tree in place, in the handle of the file's directory under its
+/// name ([`PathOptions::anchor`]), never by its path (a file, a wheel, a
+/// `.deb`, a conda package, a `docker save` archive, a record alike). Its
+/// bytes count against the input's [`Allowance`] (`--max-uncompressed`):
+/// past it, writing fails and nothing is left.
+pub(crate) fn create(opts: &PathOptions, dest: &Path, size: u64) -> io::Result<Output> {
     #[cfg(test)]
     crate::prune::race::at(crate::prune::race::Phase::Create, dest);
-    match opts.anchored() {
+    let out = match opts.anchored() {
         Some(a) => Output::create_at(a.dir(), a.name()),
         None => Output::create(dest),
-    }
+    }?;
+    Ok(out.within(&Allowance::for_input(size, opts.prune.max_uncompressed)))
 }
 
 /// In a walked tree in place, before the output `out` takes the name of
@@ -235,6 +238,9 @@ pub(crate) fn finish(
 ) -> Result<(), PathError> {
     let cannot = |e| PathError::write(dest, e);
     let bare = |e| PathError::io(PathErrorKind::Write, dest, e);
+    // Past the allowance, nothing is written anywhere (in place with
+    // other links, before their file is touched).
+    out.settle().map_err(cannot)?;
     if opts.in_place() {
         still_in_place(opts, &out, meta, dest)?;
     }

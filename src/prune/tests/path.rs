@@ -177,6 +177,45 @@ fn other_hard_links_keep_the_old_file_unless_asked() {
 }
 
 #[test]
+fn what_is_written_counts_against_max_uncompressed() {
+    let (dir, path) = with_bundle();
+    let before = std::fs::read(&path).unwrap();
+    let out = dir.path().join("out.hipfb");
+    let r = prune_path(&path, &gfx90a(), &to(Destination::File(out.clone()))).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    let limited = |destination, limit: u64| {
+        let mut opts = to(destination);
+        opts.prune.max_uncompressed = Some(limit);
+        opts
+    };
+    // One byte short: refused by name, nothing written.
+    let short = limited(Destination::File(out.clone()), r.bytes_after - 1);
+    let e = prune_path(&path, &gfx90a(), &short).unwrap_err();
+    assert_eq!(e.kind(), PathErrorKind::Write);
+    let said = chain(&e);
+    assert!(
+        said.contains("out.hipfb") && said.contains("--max-uncompressed"),
+        "{said}"
+    );
+    assert_eq!(names(dir.path()), BTreeSet::from(["k.hipfb".to_string()]));
+    // In place, through other hard links too: the old file stays.
+    let link = dir.path().join("link.hipfb");
+    std::fs::hard_link(&path, &link).unwrap();
+    let mut in_place = limited(Destination::InPlace, r.bytes_after - 1);
+    for keep_links in [false, true] {
+        in_place.keep_hard_links = keep_links;
+        let e = prune_path(&path, &gfx90a(), &in_place).unwrap_err();
+        assert_eq!(e.kind(), PathErrorKind::Write);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(std::fs::metadata(&link).unwrap().nlink(), 2);
+    }
+    // Exactly enough: written.
+    let enough = limited(Destination::File(out.clone()), r.bytes_after);
+    prune_path(&path, &gfx90a(), &enough).unwrap();
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), r.bytes_after);
+}
+
+#[test]
 fn a_tar_archive_is_refused_and_left_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("k.tar");

@@ -248,7 +248,7 @@ impl Opened<'_> {
             ..opts.clone()
         };
         let cannot = |e| PathError::write(path, e);
-        let mut out = create(&opts, path).map_err(cannot)?;
+        let mut out = create(&opts, path, self.meta.len()).map_err(cannot)?;
         std::io::Write::write_all(&mut out, bytes).map_err(cannot)?;
         let mut rep = PathReport::new(&self.name, self.file.bytes(), &self.meta);
         let through = crate::prune::path::write_through(&opts, path, &self.meta)?;

@@ -91,6 +91,7 @@ pub(crate) fn extract(
         .collect();
     // Every file counted before the first is written.
     spend_files(name, budget, files_to_write(&chosen, archive))?;
+    let allowance = crate::tools::streams::allowance(budget);
     let mut streams = Streams::new(&found);
     for (args, matched) in chosen {
         let Some(&last) = matched.last() else {
@@ -106,13 +107,13 @@ pub(crate) fn extract(
                 say(Said::SharedFile(file));
             }
             streams
-                .write(file, input, last)
+                .write(file, input, last, &allowance)
                 .map_err(|e| ExtractError::Io(file.to_string(), e))?;
         } else {
             for (i, f) in matched.iter().enumerate() {
                 let file = extracted_name(name, &f.image, i as u64, false);
                 streams
-                    .write(&file, input, f)
+                    .write(&file, input, f, &allowance)
                     .map_err(|e| ExtractError::Io(file.clone(), e))?;
             }
         }
@@ -194,12 +195,13 @@ fn extract_all(
         Ok(())
     })?;
     spend_files(name, budget, files)?;
+    let allowance = crate::tools::streams::allowance(budget);
     let mut n = 0u64;
     walk(name, found, &budget.renewed(), 0, &mut |streams, f| {
         let file = extracted_name(name, &f.image, n, true);
         n += 1;
         streams
-            .write(&file, input, f)
+            .write(&file, input, f, &allowance)
             .map_err(|e| ExtractError::Io(file.clone(), e))?;
         say(Said::Extracted(&file));
         Ok(())
