@@ -69,6 +69,7 @@ test_files! {
     reports_html,
     reports_library,
     cuobjdump,
+    first_hour,
 }
 
 fn main() {

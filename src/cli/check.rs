@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 
 use super::io::problems::{one_line, summary};
 use super::io::{print_line, printable};
-use super::scan::{Common, Kinds, list, scan_files, scan_files_kernels};
+use super::scan::{Common, Kinds, Scanned, list, quiet_dirs, scan_files, scan_files_kernels};
 use crate::kernels::{CheckReport, KernelGate, KernelRule, KernelRuleResult, PerGpuJudgement};
 use crate::scan::{self, Outcome, Requirements, Rule, RuleError, RuleResult, Unread, Verdict};
 
@@ -250,6 +250,8 @@ impl CheckOpts {
                 .collect();
             let shown = Shown {
                 walked: &walked,
+                scanned: &scanned,
+                named: self.common.paths(),
                 notes: &notes,
                 per_gpu: &judged,
                 any: req.any,
@@ -279,6 +281,10 @@ fn per_gpu_files(common: &Common, units: &[&str], req: &Requirements) -> Vec<Per
 /// not read; the per-GPU files' judgements; `--any` and `--quiet`.
 struct Shown<'a> {
     walked: &'a [bool],
+    /// The files scanned (as `walked`) and the paths named: a directory
+    /// named of which no file gets a line gets its own.
+    scanned: &'a [Scanned],
+    named: &'a [std::path::PathBuf],
     notes: &'a [Option<String>],
     per_gpu: &'a [PerGpuJudgement],
     any: bool,
@@ -389,6 +395,22 @@ fn checked_line(
     Line::Print(format!("ok   {path}: {}{said}", c.present.join(" ")))
 }
 
+/// Prints a line for each directory named none of whose files got a line
+/// (`listed`, per file scanned); the count of `unlisted` files left for
+/// the line on the other files.
+fn print_quiet_dirs(
+    out: &mut super::io::Report,
+    shown: &Shown<'_>,
+    listed: Vec<bool>,
+    mut unlisted: usize,
+) -> Result<usize> {
+    for d in quiet_dirs(shown.named, shown.scanned.iter().zip(listed)) {
+        unlisted = unlisted.saturating_sub(d.entries);
+        print_line(&mut *out, &format!("ok   {}", d.line()))?;
+    }
+    Ok(unlisted)
+}
+
 /// Prints the report: a line per input (failures only with `quiet`), then
 /// what concerns all inputs, then the count of failures.
 fn print_outcome(
@@ -400,11 +422,14 @@ fn print_outcome(
     let (walked, notes, quiet) = (shown.walked, shown.notes, shown.quiet);
     let mut out = super::io::Report::stdout();
     let mut unlisted = 0usize;
+    // Whether each input got a line of its own.
+    let mut listed = vec![false; paths.len()];
     // The inputs in error, said again on standard error after the report.
     let mut stderr = Vec::new();
     for (i, ((path, verdict), walked)) in paths.iter().zip(&outcome.files).zip(walked).enumerate() {
         if let Some(line) = error_line(path, kernels.damaged.get(i), verdict, &mut stderr) {
             print_line(&mut out, &line)?;
+            listed[i] = true;
             continue;
         }
         match verdict {
@@ -423,12 +448,18 @@ fn print_outcome(
                 };
                 let note = notes.get(i).and_then(Option::as_deref);
                 match checked_line(path, i, &checked, kernels, note, *walked, quiet) {
-                    Line::Print(line) => print_line(&mut out, &line)?,
+                    Line::Print(line) => {
+                        print_line(&mut out, &line)?;
+                        listed[i] = true;
+                    }
                     Line::Unlisted => unlisted += 1,
                     Line::Quiet => {}
                 }
             }
         }
+    }
+    if !quiet {
+        unlisted = print_quiet_dirs(&mut out, shown, listed, unlisted)?;
     }
     if unlisted > 0 && !quiet {
         print_line(

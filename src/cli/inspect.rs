@@ -9,7 +9,8 @@ use std::io::Write;
 use anyhow::Result;
 
 use super::scan::{
-    Common, Scanned, exit, exit_code_after_inputs, kernel_errors, scan_files, scan_files_kernels,
+    Common, Scanned, exit, exit_code_after_inputs, kernel_errors, quiet_dirs, scan_files,
+    scan_files_kernels,
 };
 use crate::scan::{self, HashAlgo, Unread, json};
 use table::print_table;
@@ -92,21 +93,27 @@ impl InspectOpts {
             scanned.iter_mut().for_each(Scanned::demangle);
         }
         // A directory walk or a package shows only the files with
-        // something to say.
-        let scanned: Vec<Scanned> = scanned
-            .into_iter()
-            .filter(|s| {
-                self.all
-                    || !s.found
-                    || s.result
-                        .as_ref()
-                        .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
-            })
-            .collect();
+        // something to say; a directory named with none still gets a line.
+        let is_shown = |s: &Scanned| {
+            self.all
+                || !s.found
+                || s.result
+                    .as_ref()
+                    .map_or(true, |r| !r.containers.is_empty() || !r.problems.is_empty())
+        };
+        let quiet = quiet_dirs(
+            self.common.paths(),
+            scanned.iter().map(|s| (s, is_shown(s))),
+        );
+        let scanned: Vec<Scanned> = scanned.into_iter().filter(is_shown).collect();
         let mut out = super::io::Report::stdout();
         if self.markdown {
             let files: Vec<json::File<'_>> = scanned.iter().map(|s| json_file(s, false)).collect();
             out.write_all(scan::inspect_markdown(&files).as_bytes())?;
+            for d in &quiet {
+                out.write_all(b"\n")?;
+                super::io::print_line(&mut out, &d.line())?;
+            }
         } else if self.json {
             let files: Vec<json::File<'_>> =
                 scanned.iter().map(|s| json_file(s, self.kernels)).collect();
@@ -114,6 +121,9 @@ impl InspectOpts {
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
                 print_table(&mut out, s, self.kernels)?;
+            }
+            for d in &quiet {
+                super::io::print_line(&mut out, &d.line())?;
             }
         }
         out.flush()?;

@@ -13,8 +13,12 @@ use serde::Serialize;
 
 use super::io::{print_line, printable};
 use crate::prune::summary::{self, Left, NotPruned, Owner, RecordLine, Run, Total};
-use crate::prune::{self, Destination, PathOptions, PathReport, Ptx, Rules, Selection};
+use crate::prune::{
+    self, Destination, PackageBytes, PathOptions, PathReport, Ptx, Rules, Selection,
+};
 use crate::scan::rule::Rule;
+
+mod names;
 
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]
@@ -238,6 +242,11 @@ impl PruneOpts {
                 format!("'{}': cannot create directory", crate::files::shown(dir))
             })?;
         }
+        if let (Some(out), [input]) = (&self.output, &self.inputs[..])
+            && let Some(w) = names::warning(input, out)
+        {
+            eprintln!("{}", printable(&w));
+        }
         let sel = selection(&self)?;
         let opts = self.options();
         let entries = {
@@ -355,7 +364,26 @@ fn what_was_done(r: &PathReport, dry_run: bool) -> String {
             n => format!("nothing pruned: {n} file(s) in it refused, left as they were (below)"),
         };
     }
-    format!("{}, {verb} {} bytes", parts.join(", "), r.freed)
+    let done = parts.join(", ");
+    match r.package_bytes {
+        None => format!("{done}, {verb} {} bytes", r.freed),
+        Some(p) => format!(
+            "{done}, {verb} {} bytes installed; {}",
+            r.freed,
+            package_line(p)
+        ),
+    }
+}
+
+/// What a package's own file lost or gained, in words.
+fn package_line(p: PackageBytes) -> String {
+    match p {
+        PackageBytes::Unknown => {
+            "the package's own size is known once written (compression decides it)".into()
+        }
+        PackageBytes::Freed(n) => format!("the package is {n} bytes smaller"),
+        PackageBytes::Grew(n) => format!("the package grew by {n} bytes, compressed again"),
+    }
 }
 
 /// The lines about the records of a package's files: a conda package's,

@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::io::print_line;
-use super::scan::{Common, Scanned, exit_code_after_inputs, scan_files};
+use super::scan::{Common, Scanned, exit_code_after_inputs, input_of, quiet_dirs, scan_files};
 use crate::scan::json::Elsewhere;
 use crate::scan::sort::row_cmp;
 use crate::scan::{self, SizeReport};
@@ -73,16 +73,18 @@ impl SizeOpts {
         // in the table and the JSON alike; the total counts every file.
         // Each shown file with its fatbins elsewhere, listed.
         type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>);
+        // A directory named of which no file is shown still gets its line.
+        let quiet = quiet_dirs(
+            self.common.paths(),
+            scanned
+                .iter()
+                .zip(&reports)
+                .map(|(s, r)| (s, is_shown(r, s))),
+        );
         let (shown, shown_scans): (Vec<Shown<'_>>, Vec<&Scanned>) = reports
             .iter()
             .zip(&scanned)
-            .filter(|(r, s)| {
-                !s.found
-                    || r.total.images > 0
-                    || r.error.is_some()
-                    || !r.damage.is_empty()
-                    || r.elsewhere.is_some()
-            })
+            .filter(|&(r, s)| is_shown(r, s))
             .map(|(r, s)| ((r, s.result.as_ref().ok().and_then(Elsewhere::of)), s))
             .unzip();
         if let Some(path) = &self.html {
@@ -100,6 +102,10 @@ impl SizeOpts {
             let files: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
             let text = scan::size_markdown(&files, several.then_some(&all));
             out.write_all(text.as_bytes())?;
+            for d in &quiet {
+                out.write_all(b"\n")?;
+                print_line(&mut out, &d.line())?;
+            }
         } else if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {
@@ -134,6 +140,9 @@ impl SizeOpts {
                 print_size(&mut out, r)?;
                 print_notes(&mut out, r)?;
             }
+            for d in &quiet {
+                print_line(&mut out, &d.line())?;
+            }
             if several {
                 print_size(&mut out, &all)?;
             }
@@ -143,20 +152,15 @@ impl SizeOpts {
     }
 }
 
-/// The input named in `inputs` that the file `path` is, or was found in
-/// (a directory, a package); else the file itself (before any `!/`).
-fn input_of<'a>(inputs: &'a [String], path: &'a str) -> &'a str {
-    inputs
-        .iter()
-        .find(|i| {
-            path.strip_prefix(i.as_str()).is_some_and(|rest| {
-                rest.is_empty()
-                    || rest.starts_with('/')
-                    || rest.starts_with("!/")
-                    || i.ends_with('/')
-            })
-        })
-        .map_or_else(|| path.split("!/").next().unwrap_or(path), String::as_str)
+/// Whether the report `r` of the file `s` is shown: a file named always,
+/// a file found in a directory or package when it holds device code, could
+/// not be read, is damaged, or holds CUDA fatbins the table does not count.
+fn is_shown(r: &SizeReport, s: &Scanned) -> bool {
+    !s.found
+        || r.total.images > 0
+        || r.error.is_some()
+        || !r.damage.is_empty()
+        || r.elsewhere.is_some()
 }
 
 /// The HTML report of the files `sizes`, scanned into `scans` (in the

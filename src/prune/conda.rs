@@ -201,7 +201,7 @@ pub(crate) fn prune_conda(
     .map_err(|f| cx.fault(f))?;
     cx.read_rows(&info)?;
     cx.place = format!("member '{}'", member_name(&zin, pkg_at));
-    let mut rep = PathReport::new(&cx.name, data, meta);
+    let mut rep = PathReport::new(&cx.name, data, meta).package();
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
         Some(d) => Some(
@@ -271,7 +271,7 @@ pub(crate) fn prune_conda(
         write_zip(&mut zin, new, temp).map_err(|e| PathError::zip(input, e))?;
     }
     finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    rep.package_written();
     Ok(rep)
 }
 
@@ -384,7 +384,7 @@ pub(crate) fn prune_tar_bz2(
     }
     cx.read_rows(&info)?;
     let level = compress::bzip2_level(data).unwrap_or(9);
-    let mut rep = PathReport::new(&cx.name, data, meta);
+    let mut rep = PathReport::new(&cx.name, data, meta).package();
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
         Some(d) => Some(
@@ -437,7 +437,7 @@ pub(crate) fn prune_tar_bz2(
         walk.into_inner().finish().map_err(cannot)?;
     }
     finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    rep.package_written();
     Ok(Some(rep))
 }
 

@@ -38,6 +38,7 @@ use crate::host::ar;
 use crate::package::{self, Compression};
 
 mod compress;
+mod control;
 mod md5sums;
 pub(crate) mod tar;
 
@@ -157,7 +158,7 @@ pub(crate) fn prune(
     if let Some(at) = find(b"control.tar") {
         (cx.conffiles, cx.md5sums) = control_lists(&cx, &entries[at], data, &budget)?;
     }
-    let mut rep = PathReport::new(&cx.name, data, meta);
+    let mut rep = PathReport::new(&cx.name, data, meta).package();
     let dest = opts.output_path(input)?;
     let mut out = match &dest {
         Some(d) => Some(
@@ -210,6 +211,7 @@ pub(crate) fn prune(
         let sums = Sums {
             changed: &changed,
             gone: &walked.gone,
+            kib_less: walked.kib_less,
         };
         if let Some(at) = find(b"control.tar")
             && let Some(control) = new_control(&cx, &entries[at], data, &sums, &mut budget)?
@@ -220,9 +222,7 @@ pub(crate) fn prune(
     let through = write_through(opts, input, meta)?;
     write_package(file, &entries, &mut bodies, &mut out).map_err(|e| PathError::write(&dest, e))?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
-    // Compressed again, a package may end larger than it was: what it
-    // freed is what it lost in size, never more.
-    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    rep.package_written();
     Ok(rep)
 }
 
@@ -247,6 +247,9 @@ struct Walked {
     /// The paths of the files removed (device code alone that the rules
     /// drop all of), and of the hard links to them, removed with them.
     gone: BTreeSet<Vec<u8>>,
+    /// The KiB an install no longer takes, as `dpkg-gencontrol` counts
+    /// them ([`control::kib`]), for `Installed-Size`.
+    kib_less: u64,
     /// The refusals of files left as they were, as messages.
     refused: Vec<String>,
     /// The device code of every file, together.
@@ -398,11 +401,13 @@ fn walk_data<R: std::io::Read, W: Write>(
         let new = match step.prune(walk, &h, (&file, readable.flatten()), found, rep)? {
             Became::AsItWas => continue,
             Became::Removed => {
+                w.kib_less += control::kib(h.size);
                 w.gone.insert(h.path.clone());
                 continue;
             }
             Became::Rewritten(new) => new,
         };
+        w.kib_less += control::kib(h.size).saturating_sub(control::kib(new.size()));
         walk.write_header(&h, new.size()).map_err(fault)?;
         let mut hashing = Hashing {
             out: walk.out(),
@@ -443,6 +448,7 @@ fn by_name<R: std::io::Read, W: Write>(
     };
     if directory {
         // Only a directory of per-GPU files (`library/gfx906/`) matches.
+        w.kib_less += 1;
         walk.skip_body().map_err(fault)?;
         return Ok(true);
     }
@@ -462,6 +468,7 @@ fn by_name<R: std::io::Read, W: Write>(
     }
     rep.removed.push(RemovedFile::by_name(full, h.size, &c));
     rep.freed += h.size;
+    w.kib_less += control::kib(h.size);
     w.gone.insert(h.path.clone());
     walk.skip_body().map_err(fault)?;
     Ok(true)
@@ -550,12 +557,15 @@ struct Sums<'a> {
     changed: &'a BTreeMap<Vec<u8>, [u8; 16]>,
     /// The files removed (and their hard links): their lines go.
     gone: &'a BTreeSet<Vec<u8>>,
+    /// The KiB `control`'s `Installed-Size` loses.
+    kib_less: u64,
 }
 
 /// The package's `control.tar` (the member `e` of `data`) with the MD5 of
 /// each file rewritten in its `md5sums` and the lines of the files
-/// removed taken out (`sums`), compressed again as it was; `None` when
-/// `md5sums` names none of them (or there is none).
+/// removed taken out, and `control`'s `Installed-Size` lowered by what
+/// they no longer take (`sums`), compressed again as it was; `None` when
+/// neither changes.
 fn new_control(
     cx: &Cx<'_>,
     e: &ar::RawEntry<'_>,
@@ -577,13 +587,15 @@ fn new_control(
     let mut walk = Walk::new(reader, encoder, budget.left);
     let mut rewritten = false;
     while let Some(h) = walk.next().map_err(fault)? {
-        if !(h.is_file() && h.path == b"md5sums") || h.size_in_pax {
+        let which = std::str::from_utf8(&h.path).unwrap_or("");
+        let read = which == "md5sums" || (which == "control" && sums.kib_less > 0);
+        if !h.is_file() || h.size_in_pax || !read {
             walk.copy(&h).map_err(fault)?;
             continue;
         }
         if h.size > SPOOL_IN_MEMORY {
             return Err(cx.said(format!(
-                "member '{member}': its md5sums holds {} bytes, more than the {SPOOL_IN_MEMORY} \
+                "member '{member}': its {which} holds {} bytes, more than the {SPOOL_IN_MEMORY} \
                  read",
                 h.size
             )));
@@ -593,10 +605,14 @@ fn new_control(
             .read_to_end(&mut text)
             .map_err(|e| fault(Fault::Read(e)))?;
         if (text.len() as u64) < h.size {
-            return Err(cx.said(format!("member '{member}': its md5sums is cut short")));
+            return Err(cx.said(format!("member '{member}': its {which} is cut short")));
         }
         walk.skip_body().map_err(fault)?;
-        match md5sums::new_md5sums(&text, sums.changed, sums.gone) {
+        let new = match which {
+            "control" => control::less_installed(&text, sums.kib_less),
+            _ => md5sums::new_md5sums(&text, sums.changed, sums.gone),
+        };
+        match new {
             Some(new) => {
                 rewritten = true;
                 walk.write_header(&h, new.len() as u64).map_err(fault)?;

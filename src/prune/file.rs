@@ -397,6 +397,7 @@ pub(crate) fn readable(head: &[u8]) -> Option<Option<object::FileKind>> {
         || head.starts_with(b"MZ")
         || crate::host::ar::is_archive(head)
         || crate::scan::magic::Magic::at_start(head).is_some()
+        || crate::scan::is_image_file(head)
         || crate::package::detect(head).is_some()
         || package_not_pruned(head).is_some()
         || crate::scan::unread_format(head).is_some();

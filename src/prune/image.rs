@@ -113,7 +113,7 @@ pub(crate) fn prune_layout(
         .read()
         .map_err(|e| PathError::said(PathErrorKind::Content, input, &name, e.to_string()))?;
     let size = commit::layout_size(input);
-    let mut rep = PathReport::new(&name, &[], &meta);
+    let mut rep = PathReport::new(&name, &[], &meta).package();
     (rep.bytes_before, rep.disk_before) = size;
     rep.bytes_after = size.0;
     // A directory's links are its subdirectories: not names of it.

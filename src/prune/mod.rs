@@ -113,8 +113,8 @@ pub use file::{FilePruning, prune_file};
 pub use model::{Options, Ptx, Rules, Selection, Verdict};
 #[cfg(feature = "files")]
 pub use path::{
-    CondaRecords, Destination, ImageGroup, ImageRewritten, PathError, PathErrorKind, PathOptions,
-    PathReport, RemovedFile, prune_path,
+    CondaRecords, Destination, ImageGroup, ImageRewritten, PackageBytes, PathError, PathErrorKind,
+    PathOptions, PathReport, RemovedFile, prune_path,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};

@@ -33,7 +33,7 @@ mod write;
 pub use error::{PathError, PathErrorKind};
 pub use options::{Destination, PathOptions};
 pub(crate) use pruning::Pruning;
-pub use report::{CondaRecords, ImageGroup, ImageRewritten, PathReport, RemovedFile};
+pub use report::{CondaRecords, ImageGroup, ImageRewritten, PackageBytes, PathReport, RemovedFile};
 pub(crate) use report::{groups, merge};
 use write::remove;
 pub(crate) use write::{create, finish, remove_by_name, write_through};

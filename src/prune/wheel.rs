@@ -61,7 +61,7 @@ pub(crate) fn prune(
         let kind = crate::package::Kind::Zip;
         super::packed::pruning(sel, input, &name, data, kind, &opts.prune)?;
     }
-    let mut rep = PathReport::new(&name, data, meta);
+    let mut rep = PathReport::new(&name, data, meta).package();
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
     // Pass 1: prune each ELF member into a temporary file.
     let mut members = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
@@ -104,9 +104,7 @@ pub(crate) fn prune(
         .ok_or_else(|| PathError::write(&dest, None))?;
     write_wheel(input, &mut zin, &mut members, &records, file)?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
-    // Compressed again, a package may end larger than it was: what it
-    // freed is what it lost in size, never more.
-    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    rep.package_written();
     Ok(rep)
 }
 

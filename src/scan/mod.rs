@@ -172,7 +172,7 @@ pub use select::{Selection, select};
 pub use size::{SizeReport, Tally, size};
 pub use unread::{UNREAD_FORMATS, UNREAD_REACH, UnreadFormat, unread_format};
 pub use visit::{ImageReader, ImageSink, NoVisit, SinkError, ThinMember, Visit};
-pub(crate) use walk::scan_of;
+pub(crate) use walk::{is_image_file, scan_of};
 pub use walk::{scan, scan_with};
 
 #[cfg(test)]

@@ -33,6 +33,13 @@ use walker::{Expect, Loc, Walker};
 #[cfg(test)]
 pub(super) use walker::DECODER_SETUP;
 
+/// Whether `head`, the first bytes of a file, say the file is one device
+/// image (a cubin, an AMDGPU code object, PTX, SPIR-V or GPU bitcode), as
+/// the scan tells such a file.
+pub(crate) fn is_image_file(head: &[u8]) -> bool {
+    bare::detect(head).is_some()
+}
+
 /// Scans `data`, the bytes of a whole file. See the [module docs](super).
 pub fn scan(data: &[u8], opts: &Options) -> Report {
     scan_with(data, opts, &mut NoVisit)

@@ -15,6 +15,7 @@ use super::method;
 use crate::host::ar;
 use crate::num::usize_from;
 use crate::package::{self, Compression};
+use crate::prune::PackageBytes;
 use crate::prune::path::error::tests::chain;
 use crate::prune::tests::{hip_bundle, keep};
 use crate::prune::{Destination, PathErrorKind, PathOptions, PathReport, Ptx, prune_path};
@@ -265,9 +266,15 @@ fn every_file_is_pruned_as_alone_and_nothing_else_changes() {
         let rep = prune_deb(d, &input, |_, o| to(Destination::File(o.to_path_buf()))).unwrap();
         let alone = pruned_alone(d, &hip_bundle());
         assert!(alone.len() < hip_bundle().len());
-        // Written, the package frees what it lost in size, compressed
-        // again (a dry run says what its files lose: below).
-        assert_eq!(rep.freed, rep.bytes_before.saturating_sub(rep.bytes_after));
+        // Written, the package says what it lost in size, compressed
+        // again; `freed` stays what its files lose (as in a dry run: below).
+        let lost = rep.bytes_before.saturating_sub(rep.bytes_after);
+        let grew = rep.bytes_after.saturating_sub(rep.bytes_before);
+        let said = match grew {
+            0 => PackageBytes::Freed(lost),
+            n => PackageBytes::Grew(n),
+        };
+        assert_eq!(rep.package_bytes, Some(said));
         assert_eq!(rep.containers_rewritten, 2);
         assert_eq!(rep.members_refused.len(), 1, "{c:?}");
         assert!(
@@ -343,15 +350,15 @@ fn a_dry_run_writes_nothing_and_a_package_with_nothing_to_prune_stays() {
     let real = prune_deb(d, &input, |_, o| to(Destination::File(o.to_path_buf()))).unwrap();
     std::fs::remove_file(d.join("out.deb")).unwrap();
     let dry = prune_deb(d, &input, |_, _| to(Destination::DryRun)).unwrap();
-    // A dry run says what the files lose before compression; written,
-    // the package frees what it lost in size.
+    // Dry or written, `freed` is what the files lose before compression;
+    // what the package lost in size is known once written.
     let alone = pruned_alone(d, &hip_bundle());
     let files_lose = 2 * (hip_bundle().len() - alone.len()) as u64;
     assert_eq!((dry.freed, dry.output.as_deref()), (files_lose, None));
-    assert_eq!(
-        real.freed,
-        real.bytes_before.saturating_sub(real.bytes_after)
-    );
+    assert_eq!(real.freed, files_lose);
+    assert_eq!(dry.package_bytes, Some(PackageBytes::Unknown));
+    let lost = real.bytes_before.saturating_sub(real.bytes_after);
+    assert_eq!(real.package_bytes, Some(PackageBytes::Freed(lost)));
     assert_eq!(dry.members_refused, real.members_refused);
     assert!(!d.join("out.deb").exists());
     // Nothing to prune: copied as it is to another file, untouched in

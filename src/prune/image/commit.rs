@@ -304,7 +304,7 @@ impl Stage {
         rep.output = Some(crate::files::shown(dir).into_owned());
         rep.bytes_after = bytes;
         rep.disk_after = Some(disk);
-        rep.freed = rep.bytes_before.saturating_sub(bytes);
+        rep.package_written();
         Ok(())
     }
 }

@@ -237,7 +237,7 @@ pub(crate) fn prune_docker(
         data,
         members,
         out,
-        rep: PathReport::new(&name, data, meta),
+        rep: PathReport::new(&name, data, meta).package(),
         budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(data.len() as u64)),
         all: Pruning::default(),
         replaced: BTreeMap::new(),
@@ -254,7 +254,7 @@ pub(crate) fn prune_docker(
     if run.out.is_some() && !run.replaced.is_empty() {
         run.oci_layout()?;
     }
-    let mut rep = std::mem::replace(&mut run.rep, PathReport::new(&name, &[], meta));
+    let mut rep = std::mem::replace(&mut run.rep, PathReport::new(&name, &[], meta).package());
     rep.kept = merge(std::mem::take(&mut rep.kept));
     rep.dropped = merge(std::mem::take(&mut rep.dropped));
     let (Some(dest), Some(mut out)) = (dest, run.out.take()) else {
@@ -273,7 +273,7 @@ pub(crate) fn prune_docker(
     run.write(&mut out, &manifest_at, &manifest)
         .map_err(|e| PathError::write(&dest, e))?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.freed = rep.bytes_before.saturating_sub(rep.bytes_after);
+    rep.package_written();
     Ok(Some(rep))
 }
 

@@ -131,10 +131,15 @@ pub struct PathReport {
     /// the old file unless [`PathOptions::keep_hard_links`](super::PathOptions::keep_hard_links)).
     pub hard_links: u64,
     /// Bytes freed: zeroed where they lie, or cut out of the file. For a
-    /// wheel or `.deb` written out, the bytes the file lost in size (0
-    /// when, compressed again, it grew); in a dry run, the bytes its
-    /// members would lose before they are compressed.
+    /// package (wheel, `.deb`, conda package, image), the bytes its files
+    /// lose before compression, what an install of it no longer takes,
+    /// in a dry run and a written run alike; what the package's own file
+    /// lost is [`PathReport::package_bytes`].
     pub freed: u64,
+    /// For a package: what its own file lost or gained in size, written
+    /// again (compression decides it, so a dry run cannot know it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_bytes: Option<PackageBytes>,
     /// The images that stay.
     pub kept: Vec<ImageGroup>,
     /// The images that go.
@@ -235,12 +240,14 @@ impl RemovedFile {
     /// A file removed for what it holds (device code alone the rules drop
     /// all of).
     pub(crate) fn whole(path: String, bytes: u64) -> RemovedFile {
+        let why = fallback(&path)
+            .map(|f| format!("device code alone that the rules drop all of; without it {f}"));
         RemovedFile {
             path,
             bytes,
             library: None,
             gpu: None,
-            why: None,
+            why,
         }
     }
 
@@ -308,7 +315,38 @@ fn arrow(after: &str) -> String {
     }
 }
 
+/// What a package's own file lost or gained in size when written again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PackageBytes {
+    /// Not written (a dry run): compression decides it, so it is not
+    /// known.
+    Unknown,
+    /// The file lost these bytes.
+    Freed(u64),
+    /// Compressed again, the file grew by these bytes.
+    Grew(u64),
+}
+
 impl PathReport {
+    /// Marks the report as a package's, its own size change not known
+    /// until it is written ([`PathReport::package_written`]).
+    pub(crate) fn package(mut self) -> PathReport {
+        self.package_bytes = Some(PackageBytes::Unknown);
+        self
+    }
+
+    /// Notes what the package's file lost or gained in size, written
+    /// again (`bytes_before` against `bytes_after`); `freed` stays what
+    /// its files lost.
+    pub(crate) fn package_written(&mut self) {
+        let (before, after) = (self.bytes_before, self.bytes_after);
+        self.package_bytes = Some(match after > before {
+            true => PackageBytes::Grew(after - before),
+            false => PackageBytes::Freed(before - after),
+        });
+    }
+
     /// The report on `data` (the file `name`, with `meta`) before anything
     /// is pruned: nothing rewritten, nothing written yet.
     pub(crate) fn new(name: &str, data: &[u8], meta: &std::fs::Metadata) -> PathReport {
@@ -326,6 +364,7 @@ impl PathReport {
             signature_removed: None,
             hard_links: meta.nlink(),
             freed: 0,
+            package_bytes: None,
             kept: Vec::new(),
             dropped: Vec::new(),
             members_refused: Vec::new(),
@@ -382,4 +421,16 @@ pub(crate) fn merge(gs: Vec<ImageGroup>) -> Vec<ImageGroup> {
             .then_with(|| a.why.cmp(&b.why))
     });
     v
+}
+
+/// What a library does when the file `path` is gone, for the files whose
+/// loss makes a library fall back to another copy: hipBLASLt looks for
+/// `hipblasltTransform.hsaco` beside itself (`hipblaslt/library/`), and
+/// when it is not there, under ROCm's default prefix.
+fn fallback(path: &str) -> Option<&'static str> {
+    let name = path.rsplit(['/', '!']).next()?;
+    (name == "hipblasltTransform.hsaco").then_some(
+        "hipBLASLt loads /opt/rocm/lib/hipblaslt/library/hipblasltTransform.hsaco, the copy \
+         under ROCm's default prefix, which may belong to another ROCm version (or be missing)",
+    )
 }

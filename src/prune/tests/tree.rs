@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use super::path::{thin_archive, wheel};
 use super::{Ptx, cuda_fatbin, hip_bundle, keep, linked};
 use crate::prune::{
-    Destination, PathOptions, Selection, Skip, TreeEntry, TreeOutcome, prune_path, prune_tree,
+    Destination, PackageBytes, PathOptions, Selection, Skip, TreeEntry, TreeOutcome, prune_path,
+    prune_tree,
 };
 
 fn gfx90a() -> Selection {
@@ -124,28 +125,29 @@ fn freed(entries: &[TreeEntry]) -> u64 {
     entries
         .iter()
         .map(|e| match &e.outcome {
-            TreeOutcome::Pruned(r) if !is_package(&r.path) => r.freed,
+            TreeOutcome::Pruned(r) => r.freed,
             _ => 0,
         })
         .sum()
 }
 
-/// Whether the report of `path` is a package's: written, its `freed` is
-/// what the package lost in size, compressed again, which a dry run
-/// cannot know (it says what the members lose).
+/// Whether the report of `path` is a package's: its `freed` is what its
+/// files lose (in a dry run too), its `package_bytes` what its own file
+/// lost in size, compressed again, which a dry run cannot know.
 fn is_package(path: &str) -> bool {
     path.ends_with(".whl") || path.ends_with(".deb")
 }
 
-/// For each package of `entries` written: what it lost in size, and its
-/// `freed`.
-fn packages_freed(entries: &[TreeEntry]) -> Vec<(u64, u64)> {
+/// For each package written: what its file lost in size, and what its
+/// report says it lost.
+fn packages_freed(entries: &[TreeEntry]) -> Vec<(u64, Option<PackageBytes>)> {
     entries
         .iter()
         .filter_map(|e| match &e.outcome {
-            TreeOutcome::Pruned(r) if is_package(&r.path) && r.output.is_some() => {
-                Some((r.bytes_before.saturating_sub(r.bytes_after), r.freed))
-            }
+            TreeOutcome::Pruned(r) if is_package(&r.path) && r.output.is_some() => Some((
+                r.bytes_before.saturating_sub(r.bytes_after),
+                r.package_bytes,
+            )),
             _ => None,
         })
         .collect()
@@ -199,11 +201,9 @@ fn each_file_of_a_tree_ends_as_pruned_alone_and_the_run_goes_on() {
             if f == "b.hipfb" {
                 continue;
             }
-            // As `freed` counts them: a package's figure is what it lost,
-            // compressed again, not what its members lost.
-            if let Ok(r) = prune_path(&alone.join(f), &gfx90a(), &opts)
-                && !is_package(&r.path)
-            {
+            // As `freed` counts them: a package's figure is what its
+            // files lose, as for the files of a directory.
+            if let Ok(r) = prune_path(&alone.join(f), &gfx90a(), &opts) {
                 alone_freed += r.freed;
             }
         }
@@ -270,7 +270,9 @@ fn a_dry_run_writes_nothing_and_frees_what_the_run_frees() {
     let packages = packages_freed(&wet);
     assert!(!packages.is_empty());
     assert!(
-        packages.iter().all(|(lost, freed)| lost == freed),
+        packages
+            .iter()
+            .all(|(lost, said)| *said == Some(PackageBytes::Freed(*lost))),
         "{packages:?}"
     );
     // A second run finds nothing left to remove, but in b.hipfb: the
