@@ -99,7 +99,8 @@ impl Claims {
         let Some(claims) = self.0.get(&lexical(path)) else {
             return Ok(Vec::new());
         };
-        let (size, sha) = digest(path)?;
+        // Through the file's place in the tree, as it is pruned.
+        let (size, sha) = digest(path, opts.reading())?;
         let mut out = Vec::new();
         for c in claims {
             let Some(w) = c.wrong(size, &sha) else {
