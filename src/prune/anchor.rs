@@ -458,7 +458,7 @@ impl LayoutAt {
 }
 
 /// The names in the directory `dir` (an `O_PATH` handle), sorted.
-fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
+pub(crate) fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
     use std::os::unix::ffi::OsStrExt;
     let fd = rustix::fs::openat(
         dir,

@@ -449,7 +449,8 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
     let in_place = opts.destination == super::Destination::InPlace;
     let remove: emptied::RemoveDir<'_> = &remove_dir;
     let remove = in_place.then_some(remove);
-    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), remove) {
+    let list: emptied::ListDir<'_> = &list_dir;
+    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), list, remove) {
         let outcome = match done {
             Ok(()) => TreeOutcome::DirectoryRemoved,
             Err(e) => TreeOutcome::Failed(PathError::write(&path, e)),
@@ -461,6 +462,16 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
             dpkg_package: None,
         });
     }
+}
+
+/// The names in the directory `dir` below `root`, listed through its
+/// handle reached from `root` with no link followed ([`Root::dir`]):
+/// `None` when a link, or another file system, is on its way now (what
+/// it leads to is never listed) or it cannot be read.
+fn list_dir(dir: &Path, root: &Path) -> Option<Vec<std::ffi::OsString>> {
+    let rel = dir.strip_prefix(root).ok()?;
+    let fd = Root::open(root).ok()?.dir(rel).ok()?;
+    super::anchor::names(&fd).ok()
 }
 
 /// Removes the empty directory `dir` below `root`, through the handle of

@@ -555,3 +555,51 @@ fn a_thin_archives_member_outside_the_tree_is_never_opened() {
         );
     }
 }
+
+/// The directories the run empties are listed through their handles from
+/// the root: once the per-GPU file is removed, its directory's parent
+/// `lib` swapped for a link to `lib` outside (as a later file is
+/// committed) is not followed; nothing outside is listed or removed, and
+/// no directory of the tree is said to be removed through the link.
+#[test]
+fn an_emptied_directory_swapped_for_a_link_is_not_listed_through_it() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().to_path_buf();
+    make(&t);
+    let outside = snapshot(&t.join("outside"));
+    let watch = Watch::new(&t.join("outside"));
+    let (hook_t, wheel) = (t.clone(), t.join("tree").join(WHEEL));
+    let done = Rc::new(Cell::new(false));
+    let hook_done = Rc::clone(&done);
+    let hook = move |p: Phase, path: &Path| {
+        if p == Phase::Commit && path == wheel && !hook_done.get() {
+            let lib = hook_t.join("tree/lib");
+            std::fs::rename(&lib, hook_t.join("aside")).unwrap();
+            std::os::unix::fs::symlink(hook_t.join("outside/lib"), &lib).unwrap();
+            hook_done.set(true);
+        }
+    };
+    let opts = PathOptions {
+        destination: Destination::InPlace,
+        ..PathOptions::default()
+    };
+    let sel = keep(&["gfx90a"], Ptx::Newest);
+    let root = t.join("tree");
+    let entries = race::with(hook, || {
+        prune_tree(std::slice::from_ref(&root), &sel, &opts, &mut |_, _| {})
+    });
+    assert!(done.get(), "the swap was never made");
+    let per_gpu = entries.iter().find(|e| e.path == root.join(PER_GPU));
+    assert!(
+        matches!(per_gpu.map(|e| &e.outcome), Some(TreeOutcome::Pruned(r)) if r.bytes_after == 0),
+        "the per-GPU file was not removed: {per_gpu:?}"
+    );
+    assert_eq!(watch.opened(), Vec::<PathBuf>::new(), "listed outside");
+    assert_eq!(snapshot(&t.join("outside")), outside);
+    let removed: Vec<_> = entries
+        .iter()
+        .filter(|e| matches!(e.outcome, TreeOutcome::DirectoryRemoved))
+        .map(|e| &e.path)
+        .collect();
+    assert!(removed.is_empty(), "{removed:?}");
+}
