@@ -248,11 +248,13 @@ fn layout_entry(
     selection: &Selection,
     opts: &PathOptions,
 ) -> TreeEntry {
-    // In place, a layout with a link to follow out of the tree is refused;
-    // else it is written through the handles of its directory and blob
-    // store.
+    #[cfg(test)]
+    super::race::at(super::race::Phase::Open, &path);
+    // In place or in a dry run, a layout with a link to follow out of the
+    // tree is refused; else it is read, and written, through the handles
+    // of its directory and blob store.
     let mut at = None;
-    if let Some((root, rel)) = beneath.filter(|_| opts.in_place()) {
+    if let Some((root, rel)) = beneath.filter(|_| opts.in_place() || opts.dry_run()) {
         match root.check_layout(&rel).and_then(|()| root.layout(&rel)) {
             Ok(l) => at = Some(l),
             Err(e) => {
@@ -265,8 +267,6 @@ fn layout_entry(
             }
         }
     }
-    #[cfg(test)]
-    super::race::at(super::race::Phase::Open, &path);
     let outcome = match super::image::prune_layout(selection, opts, &path, at) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),

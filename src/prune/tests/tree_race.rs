@@ -5,7 +5,7 @@
 //! [`race`](crate::prune::race) calls at each step). What is swapped: a
 //! bundle, a directory, a per-GPU file's directory, a wheel's directory, a
 //! pip `RECORD` and its `.dist-info`, a conda record, an image layout's
-//! blob store. Whenever the swap happens, every file outside the tree
+//! blob store (and, with no race, dpkg's `info` directory or a `.list`). Whenever the swap happens, every file outside the tree
 //! keeps its bytes and its inode, none is removed, no file is even begun
 //! outside it (no descriptor of the run leads there), and the file
 //! swapped is refused by its name (a link seen by the walk is left as
@@ -305,7 +305,7 @@ fn race_at(swap: Swap, phase: Option<Phase>, dry: bool) {
     );
     let opened = watch.opened();
     assert!(
-        opened.is_empty() || swap == Swap::LayoutStore,
+        opened.is_empty(),
         "{case}: files outside were opened: {opened:?}"
     );
     let now = snapshot(&t.join("outside"));
@@ -410,7 +410,8 @@ fn a_conda_record_swapped_for_a_link_leaves_the_one_outside_alone() {
 
 /// A layout whose blob store becomes a link to another layout's, after
 /// the layout was checked or just before it is written: the other
-/// layout's blobs are neither written nor removed.
+/// layout's blobs are neither written nor removed, nor even opened (its
+/// manifests, configs and layers were read by path).
 #[test]
 fn a_layouts_blob_store_swapped_for_a_link_leaves_the_other_store_alone() {
     race(Swap::LayoutStore);
@@ -447,6 +448,7 @@ fn a_dry_run_opens_nothing_a_link_swapped_in_leads_to() {
         Swap::Record,
         Swap::RecordDir,
         Swap::CondaRecord,
+        Swap::LayoutStore,
     ] {
         race_dry(swap);
     }
@@ -602,4 +604,54 @@ fn an_emptied_directory_swapped_for_a_link_is_not_listed_through_it() {
         .map(|e| &e.path)
         .collect();
     assert!(removed.is_empty(), "{removed:?}");
+}
+
+/// The dpkg database of the tree's root is read through handles: its
+/// `var/lib/dpkg/info`, or a package's `.list` there, swapped for a link
+/// to one outside that lists the file pruned is not followed (nothing
+/// outside is opened, no package is said to own the file); left as it
+/// is, the package that lists the file is named.
+#[test]
+fn a_dpkg_database_swapped_for_a_link_is_not_read_through_it() {
+    const INFO: &str = "var/lib/dpkg/info";
+    for swapped in [None, Some(INFO), Some("var/lib/dpkg/info/k.list")] {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().to_path_buf();
+        for dir in ["tree", "outside"] {
+            let info = t.join(dir).join(INFO);
+            std::fs::create_dir_all(&info).unwrap();
+            std::fs::write(info.join("k.list"), "/.\n/a.hipfb\n").unwrap();
+            std::fs::write(t.join(dir).join("a.hipfb"), hip_bundle()).unwrap();
+        }
+        if let Some(s) = swapped {
+            std::fs::rename(t.join("tree").join(s), t.join("aside")).unwrap();
+            std::os::unix::fs::symlink(t.join("outside").join(s), t.join("tree").join(s)).unwrap();
+        }
+        let watch = Watch::new(&t.join("outside"));
+        for dry in [true, false] {
+            let opts = PathOptions {
+                destination: match dry {
+                    true => Destination::DryRun,
+                    false => Destination::InPlace,
+                },
+                ..PathOptions::default()
+            };
+            let sel = keep(&["gfx90a"], Ptx::Newest);
+            let root = t.join("tree");
+            let entries = prune_tree(std::slice::from_ref(&root), &sel, &opts, &mut |_, _| {});
+            let a = entries
+                .iter()
+                .find(|e| e.path == root.join("a.hipfb"))
+                .unwrap();
+            let case = format!("{swapped:?} (dry run: {dry})");
+            assert!(
+                matches!(&a.outcome, TreeOutcome::Pruned(r) if r.freed > 0),
+                "{case}: {:?}",
+                a.outcome
+            );
+            let owner = swapped.is_none().then(|| "k".to_string());
+            assert_eq!(a.dpkg_package, owner, "{case}");
+        }
+        assert_eq!(watch.opened(), Vec::<PathBuf>::new(), "{swapped:?}");
+    }
 }
