@@ -199,6 +199,31 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
+/// [`open_regular`] for the file `name` in the directory whose handle is
+/// `dir`, a symbolic link there refused (`O_NOFOLLOW`: `ELOOP`), not
+/// followed, and with no controlling terminal taken (`O_NOCTTY`).
+pub(crate) fn open_regular_at(
+    dir: &impl std::os::fd::AsFd,
+    name: &std::ffi::OsStr,
+) -> io::Result<(File, u64)> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
+    let file = File::from(rustix::fs::openat(
+        dir,
+        name,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::from_raw_os_error(21)); // EISDIR
+    }
+    if !meta.is_file() {
+        return Err(not_regular(&meta));
+    }
+    Ok((file, meta.len()))
+}
+
 /// What `r` gives, read to its end, or `None` when that is more than
 /// `max` bytes (never more than `max + 1` are read, so a file that grows
 /// while it is read costs no more).

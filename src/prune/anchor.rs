@@ -400,7 +400,10 @@ impl Root {
 /// (`O_PATH`, [`Root::dir`]: no symbolic link followed on the way): its
 /// directory and its blob store (`blobs/sha256`, where it has one). In
 /// place its new blobs and `index.json` are written, and its old blobs
-/// removed, in these handles, never by path ([`Root::layout`]).
+/// removed, in these handles, never by path ([`Root::layout`]); in place
+/// and in a dry run alike, its `index.json`, manifests, configs and
+/// layers are read in them.
+#[derive(Clone)]
 pub(crate) struct LayoutAt {
     root: Arc<Root>,
     /// Its path below the root.
@@ -433,6 +436,12 @@ impl Root {
 }
 
 impl LayoutAt {
+    /// The device of the tree's file system, which every file of the
+    /// layout is on.
+    pub(crate) fn dev(&self) -> u64 {
+        self.root.dev
+    }
+
     /// Before the layout is written: fails, refused, unless its directory
     /// and blob store, reached again from the root with no link followed,
     /// are still the directories its handles hold.
@@ -458,7 +467,7 @@ impl LayoutAt {
 }
 
 /// The names in the directory `dir` (an `O_PATH` handle), sorted.
-fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
+pub(crate) fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
     use std::os::unix::ffi::OsStrExt;
     let fd = rustix::fs::openat(
         dir,
@@ -476,4 +485,31 @@ fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Lost> {
     }
     out.sort();
     Ok(out)
+}
+
+/// A handle (`O_PATH`) on the directory `rel` below the directory `base`,
+/// reached with no symbolic link and no `..` on the way; unlike
+/// [`Root::dir`], a mount point may be crossed (a `/var` mounted apart):
+/// for reading a database of the tree's root, dpkg's.
+pub(crate) fn dir_beneath(base: &impl AsFd, rel: &Path) -> Result<OwnedFd, Lost> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(Lost::Refused(MOVED.to_string()));
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+    let fd = match with_openat2() {
+        true => rustix::fs::openat2(base, rel, flags, Mode::empty(), resolve),
+        false => Err(Errno::NOSYS),
+    };
+    match fd {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOSYS | Errno::PERM) => {
+            let mut fd = rustix::fs::openat(base, ".", flags, Mode::empty())?;
+            for c in rel.components() {
+                fd = rustix::fs::openat(&fd, c.as_os_str(), flags, Mode::empty())?;
+            }
+            Ok(fd)
+        }
+        Err(e) => Err(e.into()),
+    }
 }

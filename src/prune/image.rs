@@ -54,7 +54,7 @@ mod tests;
 #[cfg(any(test, fuzzing))]
 pub(crate) fn metadata_for_fuzz(dir: Option<&Path>, data: &[u8]) {
     if let Some(dir) = dir {
-        let _ = model::Layout { dir }.read();
+        let _ = model::Layout { dir, at: None }.read();
     }
     let _ = docker::saved_for_fuzz(data);
 }
@@ -107,12 +107,22 @@ pub(crate) fn prune_layout(
     at: Option<crate::prune::anchor::LayoutAt>,
 ) -> Result<PathReport, PathError> {
     let name = crate::files::shown(input).into_owned();
-    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
-    let layout = Layout { dir: input };
+    let meta = match &at {
+        Some(at) => at
+            .dir
+            .try_clone()
+            .and_then(|fd| std::fs::File::from(fd).metadata()),
+        None => std::fs::metadata(input),
+    }
+    .map_err(|e| PathError::open(input, e))?;
+    let layout = Layout {
+        dir: input,
+        at: at.clone(),
+    };
     let index = layout
         .read()
         .map_err(|e| PathError::said(PathErrorKind::Content, input, &name, e.to_string()))?;
-    let size = commit::layout_size(input);
+    let size = commit::layout_size(input, at.as_ref());
     let mut rep = PathReport::new(&name, &[], &meta).package();
     (rep.bytes_before, rep.disk_before) = size;
     rep.bytes_after = size.0;
@@ -410,11 +420,11 @@ impl Run<'_> {
             .hex()
             .ok_or_else(|| cx.said(&format!("'digest' '{}' is not a sha256 digest", l.digest)))?;
         let blob = self.layout.blob_path(hex);
-        if layer::is_foreign(&l.media_type) && !blob.exists() {
+        if layer::is_foreign(&l.media_type) && !self.layout.has_blob(hex) {
             blocked.get_or_insert(format!("{place}: a foreign layer whose blob is not here"));
             return Ok(None);
         }
-        let file = std::fs::File::open(&blob).map_err(|e| {
+        let (file, _) = self.layout.open_blob(hex).map_err(|e| {
             cx.said(&format!(
                 "cannot open the blob '{}': {}",
                 crate::files::shown(&blob),

@@ -269,10 +269,11 @@ pub(crate) fn prune_path_of(
     Ok(rep)
 }
 
-/// The file `input` opened, with its metadata: in a walked tree in place,
-/// through its directory's handle ([`PathOptions::anchor`]).
+/// The file `input` opened, with its metadata: in a walked tree (in place
+/// or in a dry run), through its directory's handle
+/// ([`PathOptions::anchor`]), checked to be the file the walk found.
 fn open_input(input: &Path, opts: &PathOptions) -> Result<(std::fs::Metadata, Input), PathError> {
-    let Some(a) = opts.anchored() else {
+    let Some(a) = opts.reading() else {
         let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
         let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
         return Ok((meta, file));
@@ -311,11 +312,12 @@ fn thin(
     each.prune = Pruning::member_options(&opts.prune);
     // A member file the archive names stays, whatever it holds.
     each.keep_files = true;
-    // In a walked tree in place, each member reached from the tree's
-    // root as the archive is (one outside the tree refused).
+    // In a walked tree (in place or in a dry run), each member reached
+    // from the tree's root as the archive is (one outside the tree, or
+    // behind a link, refused).
     let mut anchors = Vec::with_capacity(paths.len());
     for (p, m) in paths.iter().zip(&members) {
-        anchors.push(match opts.anchored() {
+        anchors.push(match opts.reading() {
             Some(a) => Some(a.member(Path::new(m)).map_err(|e| e.error(p))?),
             None => None,
         });

@@ -138,9 +138,11 @@ fn file_outcome(
     }
     #[cfg(test)]
     super::race::at(super::race::Phase::Open, &f.path);
+    // A file found is reached through its directory's handle, in place
+    // and in a dry run alike: read, as written, never by its path.
     let placed;
     let opts = match (&f.beneath, opts.in_place()) {
-        (Some((root, rel)), true) => match root.anchor(rel, f.id) {
+        (Some((root, rel)), _) => match root.anchor(rel, f.id) {
             Ok(a) => {
                 placed = PathOptions {
                     anchor: Some(a),
@@ -246,11 +248,13 @@ fn layout_entry(
     selection: &Selection,
     opts: &PathOptions,
 ) -> TreeEntry {
-    // In place, a layout with a link to follow out of the tree is refused;
-    // else it is written through the handles of its directory and blob
-    // store.
+    #[cfg(test)]
+    super::race::at(super::race::Phase::Open, &path);
+    // In place or in a dry run, a layout with a link to follow out of the
+    // tree is refused; else it is read, and written, through the handles
+    // of its directory and blob store.
     let mut at = None;
-    if let Some((root, rel)) = beneath.filter(|_| opts.in_place()) {
+    if let Some((root, rel)) = beneath.filter(|_| opts.in_place() || opts.dry_run()) {
         match root.check_layout(&rel).and_then(|()| root.layout(&rel)) {
             Ok(l) => at = Some(l),
             Err(e) => {
@@ -263,8 +267,6 @@ fn layout_entry(
             }
         }
     }
-    #[cfg(test)]
-    super::race::at(super::race::Phase::Open, &path);
     let outcome = match super::image::prune_layout(selection, opts, &path, at) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
@@ -447,7 +449,8 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
     let in_place = opts.destination == super::Destination::InPlace;
     let remove: emptied::RemoveDir<'_> = &remove_dir;
     let remove = in_place.then_some(remove);
-    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), remove) {
+    let list: emptied::ListDir<'_> = &list_dir;
+    for (path, done) in emptied::emptied(&roots, gone.collect::<Vec<_>>(), list, remove) {
         let outcome = match done {
             Ok(()) => TreeOutcome::DirectoryRemoved,
             Err(e) => TreeOutcome::Failed(PathError::write(&path, e)),
@@ -459,6 +462,16 @@ fn directories_emptied(inputs: &[PathBuf], out: &mut Vec<TreeEntry>, opts: &Path
             dpkg_package: None,
         });
     }
+}
+
+/// The names in the directory `dir` below `root`, listed through its
+/// handle reached from `root` with no link followed ([`Root::dir`]):
+/// `None` when a link, or another file system, is on its way now (what
+/// it leads to is never listed) or it cannot be read.
+fn list_dir(dir: &Path, root: &Path) -> Option<Vec<std::ffi::OsString>> {
+    let rel = dir.strip_prefix(root).ok()?;
+    let fd = Root::open(root).ok()?.dir(rel).ok()?;
+    super::anchor::names(&fd).ok()
 }
 
 /// Removes the empty directory `dir` below `root`, through the handle of
@@ -503,7 +516,7 @@ fn remove_named(
     sel: &Selection,
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
-    let meta = match opts.anchored() {
+    let meta = match opts.reading() {
         Some(a) => a.metadata().map_err(|e| e.error(path))?,
         None => std::fs::symlink_metadata(path).map_err(|e| PathError::open(path, e))?,
     };
@@ -693,15 +706,28 @@ enum Look {
 }
 
 /// Reads the first bytes of `f` (all of it, for a thin archive) and says
-/// what to do with it. A named file is always pruned.
+/// what to do with it. A named file is always pruned. A file found is
+/// read through its directory's handle, checked to be the file the walk
+/// found ([`Root::anchor`]): one swapped for a link since is refused,
+/// what the link leads to never opened.
 fn look(f: &Found) -> Look {
-    let head = match head(&f.path) {
+    let opened = match &f.beneath {
+        Some((root, rel)) => root
+            .anchor(rel, f.id)
+            .and_then(|a| Ok((a.open(false)?, Some(a))))
+            .map_err(|e| e.error(&f.path)),
+        None => crate::files::open_nonblocking(&f.path)
+            .map(|(file, _)| (file, None))
+            .map_err(|e| PathError::open(&f.path, e)),
+    };
+    let head = opened.and_then(|(file, a)| Ok((head(&f.path, &file)?, file, a)));
+    let (head, file, anchor) = match head {
         Ok(h) => h,
         Err(_) if f.named => return Look::Prune(None),
-        Err(e) => return Look::Failed(PathError::open(&f.path, e)),
+        Err(e) => return Look::Failed(e),
     };
     if ar::is_thin(&head) {
-        return Look::Thin(thin_members(&f.path));
+        return Look::Thin(thin_members(&f.path, file, anchor.as_ref()));
     }
     if f.named {
         return Look::Prune(None);
@@ -712,22 +738,36 @@ fn look(f: &Found) -> Look {
     }
 }
 
-/// Up to [`HEAD`] bytes from the start of the file `path` (opened
-/// without blocking: a FIFO put there since the walk is no regular file).
-fn head(path: &Path) -> std::io::Result<Vec<u8>> {
-    let (file, meta) = crate::files::open_nonblocking(path)?;
+/// Up to [`HEAD`] bytes from the start of the file `path`, opened
+/// (without blocking: a FIFO put there since the walk is no regular file).
+fn head(path: &Path, file: &std::fs::File) -> Result<Vec<u8>, PathError> {
+    let meta = file.metadata().map_err(|e| PathError::open(path, e))?;
     if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
+        let e = std::io::Error::other("not a regular file");
+        return Err(PathError::open(path, e));
     }
     let mut head = Vec::new();
-    file.take(HEAD).read_to_end(&mut head)?;
+    file.take(HEAD)
+        .read_to_end(&mut head)
+        .map_err(|e| PathError::open(path, e))?;
     Ok(head)
 }
 
 /// The device and inode of each member file of the thin archive `path`
-/// that can be found (the archive's own prune reports the others).
-fn thin_members(path: &Path) -> Vec<(u64, u64)> {
-    let Ok(input) = Input::open(path) else {
+/// (opened: `file`) that can be found (the archive's own prune reports
+/// the others): in a walked tree, each reached from the tree's root
+/// through `anchor`, the archive's place ([`Anchor::member`]), so that a
+/// member outside the tree or behind a link is neither opened nor
+/// followed.
+///
+/// [`Anchor::member`]: super::anchor::Anchor::member
+fn thin_members(
+    path: &Path,
+    file: std::fs::File,
+    anchor: Option<&super::anchor::Anchor>,
+) -> Vec<(u64, u64)> {
+    let input = file.metadata().and_then(|meta| Input::of_open(file, &meta));
+    let Ok(input) = input else {
         return Vec::new();
     };
     let Ok(names) = super::archive::thin_members(input.bytes()) else {
@@ -736,7 +776,10 @@ fn thin_members(path: &Path) -> Vec<(u64, u64)> {
     let mut seen = HashSet::new();
     names
         .iter()
-        .filter_map(|m| std::fs::metadata(ar::thin_member_path(path, m)).ok())
+        .filter_map(|m| match anchor {
+            Some(a) => a.member(Path::new(m)).and_then(|m| m.metadata()).ok(),
+            None => std::fs::metadata(ar::thin_member_path(path, m)).ok(),
+        })
         .map(|m| (m.dev(), m.ino()))
         .filter(|id| seen.insert(*id))
         .collect()

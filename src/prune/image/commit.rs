@@ -300,7 +300,7 @@ impl Stage {
 
     /// Notes the layout `dir` written, with its sizes, in `rep`.
     fn sizes(&self, dir: &Path, rep: &mut PathReport) -> Result<(), PathError> {
-        let (bytes, disk) = layout_size(dir);
+        let (bytes, disk) = layout_size(dir, self.at.as_ref());
         rep.output = Some(crate::files::shown(dir).into_owned());
         rep.bytes_after = bytes;
         rep.disk_after = Some(disk);
@@ -424,8 +424,12 @@ fn follow(
 }
 
 /// The bytes of the layout `dir` (`oci-layout`, `index.json` and its
-/// blobs), and the bytes they take on disk.
-pub(super) fn layout_size(dir: &Path) -> (u64, u64) {
+/// blobs), and the bytes they take on disk; listed and measured through
+/// its handles `at` where it has them (no link followed).
+pub(super) fn layout_size(dir: &Path, at: Option<&LayoutAt>) -> (u64, u64) {
+    if let Some(at) = at {
+        return layout_size_at(at);
+    }
     let mut files: Vec<PathBuf> = vec![dir.join("oci-layout"), dir.join("index.json")];
     if let Ok(rd) = std::fs::read_dir(dir.join("blobs").join("sha256")) {
         files.extend(rd.flatten().map(|e| e.path()));
@@ -435,4 +439,24 @@ pub(super) fn layout_size(dir: &Path) -> (u64, u64) {
         .filter_map(|f| std::fs::symlink_metadata(f).ok())
         .filter(std::fs::Metadata::is_file)
         .fold((0, 0), |(b, d), m| (b + m.len(), d + m.blocks() * 512))
+}
+
+/// [`layout_size`] through the handles of the layout's directory and
+/// blob store: each name's own metadata, a link's not followed.
+fn layout_size_at(at: &LayoutAt) -> (u64, u64) {
+    use rustix::fs::{AtFlags, FileType};
+    let size = |dir: &OwnedFd, name: &OsStr| {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let regular = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+        regular.then_some((st.st_size as u64, st.st_blocks as u64 * 512))
+    };
+    let mut all: Vec<(u64, u64)> = ["oci-layout", "index.json"]
+        .iter()
+        .filter_map(|n| size(&at.dir, OsStr::new(n)))
+        .collect();
+    if let Some(store) = &at.blobs {
+        let names = crate::prune::anchor::names(store).unwrap_or_default();
+        all.extend(names.iter().filter_map(|n| size(store, n)));
+    }
+    all.iter().fold((0, 0), |(b, d), (l, k)| (b + l, d + k))
 }

@@ -5,10 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::Digest as _;
+
+use crate::prune::anchor::LayoutAt;
 
 /// The largest index, manifest or config read (JSON of kilobytes).
 pub(super) const MAX_JSON: u64 = 16 << 20;
@@ -203,6 +206,11 @@ fn is_image_config(media_type: &str) -> bool {
 /// A layout being read.
 pub(super) struct Layout<'a> {
     pub(super) dir: &'a Path,
+    /// The handles of its directory and blob store, where it was reached
+    /// through them (found in a walked tree, or named, in place or in a
+    /// dry run): each of its files is then opened in them, a symbolic
+    /// link refused, never followed; by its path otherwise (`-o`, `-d`).
+    pub(super) at: Option<LayoutAt>,
 }
 
 impl Layout<'_> {
@@ -211,9 +219,37 @@ impl Layout<'_> {
         self.dir.join("blobs").join("sha256").join(hex)
     }
 
+    /// The blob `hex` opened for reading, with its size: a regular file
+    /// (on the tree's file system, reached through the handles).
+    pub(super) fn open_blob(&self, hex: &str) -> std::io::Result<(File, u64)> {
+        let Some(at) = &self.at else {
+            return crate::files::open_regular(&self.blob_path(hex));
+        };
+        match &at.blobs {
+            Some(store) => opened_in(store, hex, at.dev()),
+            None => Err(std::io::ErrorKind::NotFound.into()),
+        }
+    }
+
+    /// Whether the layout holds a blob `hex` (not followed, through the
+    /// handles: a link there is one).
+    pub(super) fn has_blob(&self, hex: &str) -> bool {
+        let Some(at) = &self.at else {
+            return self.blob_path(hex).exists();
+        };
+        at.blobs.as_ref().is_some_and(|store| {
+            rustix::fs::statat(&**store, hex, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        })
+    }
+
     /// `index.json`, read with everything it names.
     pub(super) fn read(&self) -> Result<Index, Unreadable> {
-        let bytes = read_small(&self.dir.join("index.json"), "index.json")?;
+        let path = self.dir.join("index.json");
+        let opened = match &self.at {
+            Some(at) => opened_in(&at.dir, "index.json", at.dev()),
+            None => crate::files::open_regular(&path),
+        };
+        let bytes = read_small(opened, &path, "index.json")?;
         self.index("index.json".into(), bytes, None, 0)
     }
 
@@ -225,8 +261,7 @@ impl Layout<'_> {
         if d.size > MAX_JSON {
             return Err(Unreadable::new(field, Why::OverRead(d.size)));
         }
-        let path = self.blob_path(hex);
-        let bytes = read_small(&path, field)?;
+        let bytes = read_small(self.open_blob(hex), &self.blob_path(hex), field)?;
         if bytes.len() as u64 != d.size {
             let why = Why::Size {
                 said: d.size,
@@ -326,13 +361,31 @@ pub(super) fn hex_sha(bytes: &[u8]) -> String {
     hex(&sha2::Sha256::digest(bytes))
 }
 
-/// A JSON file of a layout, within [`MAX_JSON`]; `field` names it in
-/// messages. Anything but a regular file (a FIFO, a device, a link to
-/// `/dev/zero`) is refused before it is read.
-fn read_small(path: &Path, field: &str) -> Result<Vec<u8>, Unreadable> {
+/// The regular file `name` in the directory whose handle is `dir`, on
+/// the device `dev`, opened for reading with its size: a symbolic link is
+/// refused, not followed; a file on another file system too.
+fn opened_in(dir: &std::os::fd::OwnedFd, name: &str, dev: u64) -> std::io::Result<(File, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let (file, len) = crate::files::open_regular_at(dir, std::ffi::OsStr::new(name))?;
+    if file.metadata()?.dev() != dev {
+        return Err(std::io::Error::other(
+            "it is on another file system than the tree (a mount point): not read",
+        ));
+    }
+    Ok((file, len))
+}
+
+/// A JSON file of a layout (`opened`: opened from `path`), within
+/// [`MAX_JSON`]; `field` names it in messages. Anything but a regular
+/// file (a FIFO, a device, a link to `/dev/zero`) is refused before it is
+/// read.
+fn read_small(
+    opened: std::io::Result<(File, u64)>,
+    path: &Path,
+    field: &str,
+) -> Result<Vec<u8>, Unreadable> {
     let name = crate::files::shown(path).into_owned();
-    let (file, len) = crate::files::open_regular(path)
-        .map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
+    let (file, len) = opened.map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
     if len > MAX_JSON {
         return Err(Unreadable::new(field, Why::Big(name)));
     }

@@ -130,9 +130,10 @@ pub struct PathOptions {
     pub trust_bytes: bool,
     /// How the file's bytes are pruned.
     pub prune: Options,
-    /// In place, the file's place in a tree [`prune_tree`] walked: it is
-    /// then opened, replaced and removed through its directory's handle,
-    /// never by its path ([`anchor`](crate::prune::anchor)).
+    /// The file's place in a tree [`prune_tree`] walked (in place or in a
+    /// dry run): it is then opened through its directory's handle, and
+    /// in place replaced and removed there, never by its path
+    /// ([`anchor`](crate::prune::anchor)).
     ///
     /// [`prune_tree`]: crate::prune::prune_tree
     pub(crate) anchor: Option<crate::prune::anchor::Anchor>,
@@ -152,6 +153,12 @@ impl PathOptions {
     /// The file's [`anchor`](Self::anchor), in place.
     pub(crate) fn anchored(&self) -> Option<&crate::prune::anchor::Anchor> {
         self.anchor.as_ref().filter(|_| self.in_place())
+    }
+
+    /// The file's [`anchor`](Self::anchor) to read it through, in place
+    /// or in a dry run.
+    pub(crate) fn reading(&self) -> Option<&crate::prune::anchor::Anchor> {
+        self.anchor.as_ref()
     }
 
     pub(crate) fn dry_run(&self) -> bool {

@@ -14,7 +14,11 @@
 //! per root.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+use crate::prune::anchor;
 
 /// The directories a merged-`/usr` root makes links into `usr/`.
 const MERGED: [&str; 6] = ["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
@@ -46,18 +50,25 @@ pub(super) fn owners<'a>(files: impl Iterator<Item = (usize, &'a Path)>) -> Vec<
     }
     let mut found: HashMap<usize, String> = HashMap::new();
     for (root, files) in roots {
+        // The database is read through handles from the root: a symbolic
+        // link on the way to `info`, or a list that is one, is not
+        // followed (it could lead out of the tree).
+        let Some((root, info)) = database(&root) else {
+            continue;
+        };
         let merged: Vec<&str> = MERGED
             .iter()
             .copied()
             .filter(|d| {
-                std::fs::read_link(root.join(d))
-                    .is_ok_and(|t| t == Path::new("usr").join(d) || t == Path::new("/usr").join(d))
+                rustix::fs::readlinkat(&root, *d, Vec::new()).is_ok_and(|t| {
+                    let t = Path::new(std::ffi::OsStr::from_bytes(t.as_bytes()));
+                    t == Path::new("usr").join(d) || t == Path::new("/usr").join(d)
+                })
             })
             .collect();
-        let info = root.join("var/lib/dpkg/info");
         for package in packages(&info) {
             // A list that cannot be read is passed over.
-            let Ok(list) = std::fs::read(info.join(format!("{package}.list"))) else {
+            let Some(list) = read_list(&info, &package) else {
                 continue;
             };
             for line in list.split(|&b| b == b'\n') {
@@ -108,18 +119,38 @@ fn merged_path(line: &[u8], merged: &[&str]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The handles (`O_PATH`) of the dpkg root `root` and of its database
+/// directory `var/lib/dpkg/info`, reached with no symbolic link followed.
+fn database(root: &Path) -> Option<(OwnedFd, OwnedFd)> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let root = rustix::fs::openat(rustix::fs::CWD, root, flags, Mode::empty()).ok()?;
+    let info = anchor::dir_beneath(&root, Path::new("var/lib/dpkg/info")).ok()?;
+    Some((root, info))
+}
+
 /// The packages that have a list of files in the database directory
-/// `info`, sorted (`NAME` or `NAME:ARCH`, as the list file is named).
-fn packages(info: &Path) -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(info) else {
+/// whose handle is `info`, sorted (`NAME` or `NAME:ARCH`, as the list file
+/// is named).
+fn packages(info: &OwnedFd) -> Vec<String> {
+    let Ok(names) = anchor::names(info) else {
         return Vec::new();
     };
-    let mut names: Vec<String> = dir
-        .filter_map(|d| d.ok()?.file_name().into_string().ok())
-        .filter_map(|n| Some(n.strip_suffix(".list")?.to_string()))
-        .collect();
-    names.sort();
     names
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .filter_map(|n| Some(n.strip_suffix(".list")?.to_string()))
+        .collect()
+}
+
+/// The bytes of `PACKAGE.list` in the database directory whose handle is
+/// `info`, when it is a regular file there (a link is not followed).
+fn read_list(info: &OwnedFd, package: &str) -> Option<Vec<u8>> {
+    let name = format!("{package}.list");
+    let (file, _) = crate::files::open_regular_at(info, std::ffi::OsStr::new(&name)).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

@@ -13,14 +13,20 @@ use std::path::{Path, PathBuf};
 /// under.
 pub(super) type RemoveDir<'a> = &'a dyn Fn(&Path, &Path) -> std::io::Result<()>;
 
+/// How the names in a directory are listed: given it and the root it
+/// lies under (`None`: it cannot be listed, left alone).
+pub(super) type ListDir<'a> = &'a dyn Fn(&Path, &Path) -> Option<Vec<std::ffi::OsString>>;
+
 /// The directories under `roots` that removing `gone` (the paths of the
 /// files removed) empties, deepest first, each with what removing it
 /// did: removed by `remove` (given the directory and the root it lies
-/// under), else only found (a dry run). A directory that cannot be
-/// removed is reported with its error and keeps its parent.
+/// under), else only found (a dry run); what each holds is listed by
+/// `list`. A directory that cannot be removed is reported with its error
+/// and keeps its parent.
 pub(super) fn emptied(
     roots: &[&Path],
     gone: impl IntoIterator<Item = PathBuf>,
+    list: ListDir<'_>,
     remove: Option<RemoveDir<'_>>,
 ) -> Vec<(PathBuf, std::io::Result<()>)> {
     let mut gone: BTreeSet<PathBuf> = gone.into_iter().collect();
@@ -38,17 +44,16 @@ pub(super) fn emptied(
     }
     let mut out = Vec::new();
     while let Some((_, dir)) = todo.pop_last() {
-        let Ok(mut entries) = std::fs::read_dir(&dir) else {
+        let root = roots.iter().find(|r| dir.starts_with(r)).copied();
+        let root = root.unwrap_or(Path::new(""));
+        let Some(names) = list(&dir, root) else {
             continue;
         };
-        if !entries.all(|e| e.is_ok_and(|e| gone.contains(&e.path()))) {
+        if !names.iter().all(|n| gone.contains(&dir.join(n))) {
             continue;
         }
         let done = match remove {
-            Some(remove) => {
-                let root = roots.iter().find(|r| dir.starts_with(r)).copied();
-                remove(&dir, root.unwrap_or(Path::new("")))
-            }
+            Some(remove) => remove(&dir, root),
             None => Ok(()),
         };
         if done.is_ok() {

@@ -31,7 +31,7 @@ use sha2::{Digest as _, Sha256};
 use super::conda;
 use super::entry::{Skip, TreeEntry, TreeOutcome};
 use crate::files::Input;
-use crate::prune::anchor::{Anchor, Root};
+use crate::prune::anchor::{Anchor, Lost, Root};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, create, finish};
 use crate::prune::wheel::{Change, new_record_with};
 
@@ -279,7 +279,7 @@ fn record(
             continue;
         };
         let (size, sha) = match fate {
-            Fate::Rewritten if !dry => sha256(&o.base.join(p))?,
+            Fate::Rewritten if !dry => sha256(&o.base.join(p), placed, p)?,
             _ => (0, String::new()),
         };
         new.insert(p.to_string(), (fate, size, sha));
@@ -333,7 +333,8 @@ fn conda_record(
             Fate::Removed => None,
             Fate::Rewritten if dry => Some((0, String::new())),
             Fate::Rewritten => {
-                let (size, sha) = digest(&o.base.join(&p))?;
+                let path = o.base.join(&p);
+                let (size, sha) = digest(&path, listed_at(placed, &p, &path)?.as_ref())?;
                 Some((size, sha.iter().map(|b| format!("{b:02x}")).collect()))
             }
         };
@@ -351,17 +352,51 @@ fn conda_record(
     Ok(Some((rewritten, removed)))
 }
 
-/// The size of the file `path` and its SHA-256.
-pub(super) fn digest(path: &Path) -> Result<(u64, [u8; 32]), PathError> {
-    let file = Input::open(path).map_err(|e| PathError::open(path, e))?;
+/// The size of the file `path` and its SHA-256: in a walked tree read
+/// through its place `at` (its directory's handle, no link followed,
+/// checked to be the file found), else by its path.
+pub(super) fn digest(path: &Path, at: Option<&Anchor>) -> Result<(u64, [u8; 32]), PathError> {
+    let file = match at {
+        Some(a) => {
+            let f = a.open(false).map_err(|e| e.error(path))?;
+            let meta = f.metadata().map_err(|e| PathError::open(path, e))?;
+            Input::of_open(f, &meta)
+        }
+        None => Input::open(path),
+    };
+    let file = file.map_err(|e| PathError::open(path, e))?;
     let bytes = file.bytes();
     Ok((bytes.len() as u64, Sha256::digest(bytes).into()))
 }
 
-/// The size of the file `path` and its SHA-256 as a RECORD gives it
-/// (unpadded URL-safe base64).
-fn sha256(path: &Path) -> Result<(u64, String), PathError> {
-    let (size, sha) = digest(path)?;
+/// The file `p` that the record placed at `placed` names (a path
+/// relative to the directory that holds the record's own), reached from
+/// the walk's root with no symbolic link followed and no `..` above it
+/// (whatever regular file has the name now: the run just wrote it);
+/// `path` names it in messages. `None` for a record not found in a walk.
+fn listed_at(placed: Option<&Placed>, p: &str, path: &Path) -> Result<Option<Anchor>, PathError> {
+    let Some(placed) = placed else {
+        return Ok(None);
+    };
+    let base = placed
+        .rel
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new(""));
+    let rel = lexical(&base.join(p));
+    if rel.is_absolute() || rel.starts_with("..") {
+        let why = "a record names it outside the directory pruned: not read".to_string();
+        return Err(Lost::Refused(why).error(path));
+    }
+    let a = placed.root.anchor(&rel, None).map_err(|e| e.error(path))?;
+    Ok(Some(a))
+}
+
+/// The size of the file `p` that the record placed at `placed` names
+/// (`path`: its path) and its SHA-256 as a RECORD gives it (unpadded
+/// URL-safe base64).
+fn sha256(path: &Path, placed: Option<&Placed>, p: &str) -> Result<(u64, String), PathError> {
+    let (size, sha) = digest(path, listed_at(placed, p, path)?.as_ref())?;
     let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
     Ok((size, sha))
 }
