@@ -498,6 +498,9 @@ fn print_outcome(
             _ => {}
         }
     }
+    if let Some(hint) = per_gpu_hint(outcome, shown) {
+        print_line(&mut out, &hint)?;
+    }
     if errors > 0 {
         print_line(
             &mut out,
@@ -511,6 +514,40 @@ fn print_outcome(
         eprintln!("{line}");
     }
     Ok(())
+}
+
+/// When rules fail for several files that are each one device image
+/// alone (a cubin, a code object, PTX: a library that ships a file per
+/// GPU and kernel, as flashinfer's cubins do), and not with `--any`: the
+/// hint that each such file holds one GPU's code, so that `--any` may be
+/// the question meant.
+fn per_gpu_hint(outcome: &Outcome, shown: &Shown<'_>) -> Option<String> {
+    if shown.any {
+        return None;
+    }
+    let alone = |s: &Scanned| {
+        s.result.as_ref().is_ok_and(|r| {
+            let mut tops = r.containers.iter().filter(|c| c.parent.is_none());
+            tops.next()
+                .is_some_and(|c| c.kind == scan::ContainerKind::ImageFile)
+                && tops.next().is_none()
+        })
+    };
+    let failed = outcome
+        .files
+        .iter()
+        .zip(shown.scanned)
+        .filter(|(v, s)| {
+            matches!(v, Verdict::Checked { failures, .. } if !failures.is_empty()) && alone(s)
+        })
+        .count();
+    (failed > 1).then(|| {
+        format!(
+            "hint: {failed} of the files that fail are each one device image alone (a cubin, \
+             code object or PTX file): a library shipped as a file per GPU has no file for \
+             every GPU, and the rules judge each file; --any judges the inputs together"
+        )
+    })
 }
 
 /// The report's `ERROR` line of an input that is in error (its kernels'
