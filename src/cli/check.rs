@@ -471,15 +471,7 @@ fn print_outcome(
     }
     let per_gpu_failures = print_per_gpu(&mut out, shown)?;
     if outcome.no_device_code {
-        let hint = if notes.iter().any(Option::is_some) {
-            " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
-        } else {
-            ""
-        };
-        print_line(
-            &mut out,
-            &format!("FAIL: no input carries device images{hint}"),
-        )?;
+        print_line(&mut out, &no_device_code(notes))?;
     }
     let mut all: Vec<String> = outcome.all_inputs.iter().map(ToString::to_string).collect();
     all.extend(kernels.all_inputs_failures());
@@ -514,6 +506,17 @@ fn print_outcome(
         eprintln!("{line}");
     }
     Ok(())
+}
+
+/// The failure line when no input carries device images, with a hint
+/// when some hold CUDA fatbins not read (`notes`).
+fn no_device_code(notes: &[Option<String>]) -> String {
+    let hint = if notes.iter().any(Option::is_some) {
+        " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
+    } else {
+        ""
+    };
+    format!("FAIL: no input carries device images{hint}")
 }
 
 /// When rules fail for several files that are each one device image

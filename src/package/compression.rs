@@ -135,9 +135,12 @@ pub(crate) fn compression_of(bytes: &[u8]) -> Option<Compression> {
         .map(|&(c, _)| c)
 }
 
+/// Whether bytes start data of one compression method.
+pub(crate) type Starts = fn(&[u8]) -> bool;
+
 /// Each compression method read, with the test of how its data starts:
 /// what [`compression_of`] tells them by, and what `--help` lists.
-pub(crate) const METHODS: [(Compression, fn(&[u8]) -> bool); 5] = [
+pub(crate) const METHODS: [(Compression, Starts); 5] = [
     (Compression::Gzip, is_gzip),
     (Compression::Xz, is_xz),
     (Compression::Zstd, is_zstd),
