@@ -24,6 +24,12 @@ pub fn tests() -> Vec<Trial> {
             directories,
         ),
         t("ptx_files_are_device_code_to_prune", &["llc"], ptx_in_prune),
+        t("every_scanner_s_help_lists_the_formats_read", &[], help),
+        t(
+            "check_on_cubins_one_per_gpu_hints_at_any",
+            &["llc", PTXAS],
+            per_gpu_cubins,
+        ),
         t(
             "prune_warns_of_the_wheel_names_pip_refuses",
             &["/usr/bin/python3"],
@@ -85,6 +91,67 @@ fn directories() -> Result<(), Failed> {
         let n = out.lines().filter(|l| l.contains("device code")).count();
         if n < 3 {
             return Err(format!("{args:?}: {n} verdicts in:\n{out}").into());
+        }
+    }
+    Ok(())
+}
+
+/// NVIDIA's PTX assembler, from the PyPI wheels `scripts/cuda-tools.sh`
+/// unpacks.
+const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
+
+/// A flashinfer-like layout (a cubin per kernel and GPU, made by `llc`
+/// and `ptxas`): `check --require sm_100` fails each sm_90 cubin, as it
+/// should, and says that each is one GPU's code alone and that `--any`
+/// judges the files together (before, 2 bare failures); `--any` passes.
+fn per_gpu_cubins() -> Result<(), Failed> {
+    let dir = tempdir();
+    let d = dir.path();
+    std::fs::create_dir(d.join("cubins"))?;
+    ptx(d, "sm_90", &d.join("k.ptx"))?;
+    for kernel in ["gemm", "attention"] {
+        for sm in ["sm_90", "sm_100"] {
+            let arch = format!("-arch={sm}");
+            let out = format!("cubins/{kernel}.{sm}.cubin");
+            run(Path::new(PTXAS), &[arch.as_str(), "k.ptx", "-o", &out], d).ok()?;
+        }
+    }
+    let r = run(&ours(), &["check", "--require", "sm_100", "cubins"], d);
+    same("check --require sm_100: exit code", r.code, 1)?;
+    let out = String::from_utf8_lossy(&r.stdout);
+    let hint = out.lines().find(|l| l.starts_with("hint: 2 of the files"));
+    if !hint.is_some_and(|h| h.contains("--any")) {
+        return Err(format!("no hint at --any:\n{out}").into());
+    }
+    let r = run(&ours(), &["check", "--any", "--require", "sm_100", "cubins"], d);
+    same("check --any --require sm_100: exit code", r.code, 0)?;
+    if String::from_utf8_lossy(&r.stdout).contains("hint:") {
+        return Err("a hint with --any".into());
+    }
+    Ok(())
+}
+
+/// Each scanner's `--help` names every package format it reads (before,
+/// `size --help` left out cpio, conda's bzip2, LZMA, OCI layouts and
+/// docker archives).
+fn help() -> Result<(), Failed> {
+    let dir = tempdir();
+    for command in ["size", "inspect", "check", "extract"] {
+        let r = run(&ours(), &[command, "--help"], dir.path()).ok()?;
+        let text = String::from_utf8_lossy(&r.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+        for format in [
+            "zip archives",
+            "Debian .deb",
+            "cpio archives",
+            "gzip, xz, zstd, bzip2, LZMA",
+            "single compressed files",
+            "OCI image layout",
+            "docker save archives",
+            "PTX",
+        ] {
+            if !text.contains(format) {
+                return Err(format!("{command} --help: no '{format}'").into());
+            }
         }
     }
     Ok(())

@@ -34,6 +34,7 @@ use cpio::{cpio_header, cpio_members};
 pub(crate) use repeats::REPEAT_COST_FLOOR;
 pub(crate) use repeats::{Overlaps, TarPaths, duplicate_names, duplicates_said};
 use types::corrupt;
+pub(crate) use types::formats;
 pub use types::{Contents, Kind, Members};
 
 use crate::error::Result;

@@ -471,15 +471,7 @@ fn print_outcome(
     }
     let per_gpu_failures = print_per_gpu(&mut out, shown)?;
     if outcome.no_device_code {
-        let hint = if notes.iter().any(Option::is_some) {
-            " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
-        } else {
-            ""
-        };
-        print_line(
-            &mut out,
-            &format!("FAIL: no input carries device images{hint}"),
-        )?;
+        print_line(&mut out, &no_device_code(notes))?;
     }
     let mut all: Vec<String> = outcome.all_inputs.iter().map(ToString::to_string).collect();
     all.extend(kernels.all_inputs_failures());
@@ -498,6 +490,9 @@ fn print_outcome(
             _ => {}
         }
     }
+    if let Some(hint) = per_gpu_hint(outcome, shown) {
+        print_line(&mut out, &hint)?;
+    }
     if errors > 0 {
         print_line(
             &mut out,
@@ -511,6 +506,51 @@ fn print_outcome(
         eprintln!("{line}");
     }
     Ok(())
+}
+
+/// The failure line when no input carries device images, with a hint
+/// when some hold CUDA fatbins not read (`notes`).
+fn no_device_code(notes: &[Option<String>]) -> String {
+    let hint = if notes.iter().any(Option::is_some) {
+        " (some hold CUDA fatbins in other data sections, not read: --raw reads them)"
+    } else {
+        ""
+    };
+    format!("FAIL: no input carries device images{hint}")
+}
+
+/// When rules fail for several files that are each one device image
+/// alone (a cubin, a code object, PTX: a library that ships a file per
+/// GPU and kernel, as flashinfer's cubins do), and not with `--any`: the
+/// hint that each such file holds one GPU's code, so that `--any` may be
+/// the question meant.
+fn per_gpu_hint(outcome: &Outcome, shown: &Shown<'_>) -> Option<String> {
+    if shown.any {
+        return None;
+    }
+    let alone = |s: &Scanned| {
+        s.result.as_ref().is_ok_and(|r| {
+            let mut tops = r.containers.iter().filter(|c| c.parent.is_none());
+            tops.next()
+                .is_some_and(|c| c.kind == scan::ContainerKind::ImageFile)
+                && tops.next().is_none()
+        })
+    };
+    let failed = outcome
+        .files
+        .iter()
+        .zip(shown.scanned)
+        .filter(|(v, s)| {
+            matches!(v, Verdict::Checked { failures, .. } if !failures.is_empty()) && alone(s)
+        })
+        .count();
+    (failed > 1).then(|| {
+        format!(
+            "hint: {failed} of the files that fail are each one device image alone (a cubin, \
+             code object or PTX file): a library shipped as a file per GPU has no file for \
+             every GPU, and the rules judge each file; --any judges the inputs together"
+        )
+    })
 }
 
 /// The report's `ERROR` line of an input that is in error (its kernels'

@@ -19,15 +19,9 @@ use crate::scan::{self, Mode, Options};
 /// Options shared by the four commands.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Common {
-    /// What to scan: files (ELF, COFF and Mach-O executables, shared
-    /// libraries and objects; static and thin archives; bare bundles,
-    /// binary or text, CCOBs, OffloadBinaries and CUDA fatbins; any other
-    /// file, such as a core dump, is raw-scanned), directories (walked),
-    /// packages, recognised by their contents (wheels, .conda and other zip
-    /// archives; tar archives, plain or gzip-, xz- or zstd-compressed;
-    /// Debian .deb packages), and `-` for standard input. A path named here
-    /// is always read, even through a symbolic link.
-    #[arg(required = true, value_name = "PATH")]
+    // What to scan: the help lists the packages read from the table the
+    // readers tell them by (`paths_help`).
+    #[arg(required = true, value_name = "PATH", help = paths_help())]
     paths: Vec<PathBuf>,
     /// Follow symbolic links met walking a directory (by default they are
     /// skipped). Either way a file reached twice (through a link, or a hard
@@ -176,6 +170,21 @@ impl Common {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1)
     }
+}
+
+/// The help of the paths the scanners read: the package formats come
+/// from the table their readers tell them by ([`crate::package::formats`]).
+fn paths_help() -> String {
+    format!(
+        "What to scan: files (ELF, COFF and Mach-O executables, shared libraries and objects; \
+         static and thin archives; bare bundles, binary or text, CCOBs, OffloadBinaries and \
+         CUDA fatbins; files that are one device image: cubins, code objects, PTX, SPIR-V, \
+         GPU bitcode; any other file, such as a core dump, is raw-scanned), directories \
+         (walked; an OCI image layout is read as its images), packages, recognised by their \
+         contents ({}; docker save archives), and `-` for standard input. A path named here \
+         is always read, even through a symbolic link.",
+        crate::package::formats()
+    )
 }
 
 /// `scanned N of M files` (or another verb), kept on standard error while

@@ -129,19 +129,38 @@ impl Read for XzStreams<'_> {
 /// no magic, LZMA data whose first block does not decode is taken for no
 /// package at all by [`detect`](super::detect).)
 pub(crate) fn compression_of(bytes: &[u8]) -> Option<Compression> {
-    if bytes.starts_with(&[0x1f, 0x8b]) {
-        Some(Compression::Gzip)
-    } else if bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        Some(Compression::Xz)
-    } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Some(Compression::Zstd)
-    } else if is_bzip2(bytes) {
-        Some(Compression::Bzip2)
-    } else if is_lzma_alone(bytes) {
-        Some(Compression::Lzma)
-    } else {
-        None
-    }
+    METHODS
+        .iter()
+        .find(|(_, starts)| starts(bytes))
+        .map(|&(c, _)| c)
+}
+
+/// Whether bytes start data of one compression method.
+pub(crate) type Starts = fn(&[u8]) -> bool;
+
+/// Each compression method read, with the test of how its data starts:
+/// what [`compression_of`] tells them by, and what `--help` lists.
+pub(crate) const METHODS: [(Compression, Starts); 5] = [
+    (Compression::Gzip, is_gzip),
+    (Compression::Xz, is_xz),
+    (Compression::Zstd, is_zstd),
+    (Compression::Bzip2, is_bzip2),
+    (Compression::Lzma, is_lzma_alone),
+];
+
+/// Whether `bytes` start a gzip member.
+fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0x1f, 0x8b])
+}
+
+/// Whether `bytes` start an xz stream.
+fn is_xz(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0])
+}
+
+/// Whether `bytes` start a zstd frame.
+fn is_zstd(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
 }
 
 /// Whether `bytes` start a bzip2 stream: `BZh`, the block size digit,

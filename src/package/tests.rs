@@ -405,3 +405,14 @@ fn checksums_are_verified_whatever_the_receiver_reads() {
         );
     }
 }
+
+#[test]
+fn help_lists_every_kind_and_method_read() {
+    let help = super::formats();
+    for (c, _) in super::compression::METHODS {
+        assert!(help.contains(c.name()), "{help}");
+    }
+    for what in ["zip", "Debian", "tar", "cpio", "single compressed"] {
+        assert!(help.contains(what), "{help}");
+    }
+}

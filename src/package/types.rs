@@ -24,6 +24,46 @@ pub enum Kind {
     Cpio,
 }
 
+impl Kind {
+    /// One of each kind, for the formats `--help` lists ([`formats`]).
+    const EACH: [Kind; 5] = [
+        Kind::Zip,
+        Kind::Deb,
+        Kind::Tar(Compression::None),
+        Kind::Cpio,
+        Kind::Compressed(Compression::Gzip),
+    ];
+
+    /// The packages of this kind, as `--help` lists them.
+    fn help(self) -> String {
+        let methods = || {
+            let names: Vec<&str> = super::compression::METHODS
+                .iter()
+                .map(|(c, _)| c.name())
+                .collect();
+            names.join(", ")
+        };
+        match self {
+            Kind::Zip => "zip archives (wheels, .conda packages)".into(),
+            Kind::Deb => "Debian .deb packages".into(),
+            Kind::Tar(_) => format!(
+                "tar archives, plain or compressed ({}; conda's .tar.bz2 included)",
+                methods()
+            ),
+            Kind::Cpio => "cpio archives (newc, crc, odc: RPM payloads, initramfs)".into(),
+            Kind::Compressed(_) => format!("single compressed files ({})", methods()),
+        }
+    }
+}
+
+/// The packages the scanners and prune read, told by their contents, as
+/// `--help` lists them: each [`Kind`], with every compression method
+/// [`compression_of`](super::compression_of) tells.
+pub(crate) fn formats() -> String {
+    let kinds: Vec<String> = Kind::EACH.iter().map(|k| k.help()).collect();
+    kinds.join("; ")
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
