@@ -101,18 +101,6 @@ impl DiffOpts {
             super::io::write_json(&mut out, &doc, &names)?;
         } else {
             table::print(&mut out, &compared)?;
-            if !compared.iter().any(Compared::differs) {
-                // A verdict even when nothing differs (or neither side
-                // holds device code).
-                let line = format!(
-                    "{} and {}: no difference in device code ({} and {} file(s) read)",
-                    crate::files::shown(old_root),
-                    crate::files::shown(new_root),
-                    total_of(&compared, |c| c.old.is_some()),
-                    total_of(&compared, |c| c.new.is_some()),
-                );
-                super::io::print_line(&mut out, &line)?;
-            }
         }
         out.flush()?;
         Ok(self.exit_code(&compared).into())
@@ -141,11 +129,6 @@ impl DiffOpts {
         }
         code
     }
-}
-
-/// How many of `compared` are `on` a side.
-fn total_of(compared: &[Compared], on: impl Fn(&Compared) -> bool) -> usize {
-    compared.iter().filter(|c| on(c)).count()
 }
 
 /// A copy of `s` for [`exit_code_after_inputs`] when it could not be read
