@@ -258,11 +258,6 @@ impl PruneOpts {
                 format!("'{}': cannot create directory", crate::files::shown(dir))
             })?;
         }
-        if let (Some(out), [input]) = (&self.output, &self.inputs[..])
-            && let Some(w) = names::warning(input, out)
-        {
-            eprintln!("{}", printable(&w));
-        }
         let sel = selection(&self)?;
         let opts = self.options();
         let entries = {
@@ -275,6 +270,13 @@ impl PruneOpts {
         let run = Run::of(entries, self.dry_run, self.in_place && self.keep_hard_links);
         for e in &run.errors {
             eprintln!("error: {}", printable(e));
+        }
+        // A package written under a name its installer refuses.
+        if let (Some(out), [input]) = (&self.output, &self.inputs[..])
+            && run.files.iter().any(|r| r.output.is_some())
+            && let Some(w) = names::warning(input, out)
+        {
+            eprintln!("{}", printable(&w));
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {
