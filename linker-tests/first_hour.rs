@@ -136,7 +136,7 @@ fn per_gpu_cubins() -> Result<(), Failed> {
 /// docker archives).
 fn help() -> Result<(), Failed> {
     let dir = tempdir();
-    for command in ["size", "inspect", "check", "extract"] {
+    for command in ["size", "inspect", "check", "extract", "prune"] {
         let r = run(&ours(), &[command, "--help"], dir.path()).ok()?;
         let text = String::from_utf8_lossy(&r.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
         for format in [

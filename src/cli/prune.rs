@@ -20,6 +20,22 @@ use crate::scan::rule::Rule;
 
 mod names;
 
+/// The help of prune's inputs: what it rewrites, and the packages the
+/// scanners read that it refuses, from the table their readers tell them
+/// by ([`crate::package::formats`]).
+fn inputs_help() -> String {
+    format!(
+        "Files to prune, and directories whose files to prune (with --in-place or --dry-run). \
+         Rewritten: ELF and COFF programs, libraries and objects; static and thin archives; \
+         bare bundles, CCOBs, OffloadBinaries and CUDA fatbins; files that are one device \
+         image (cubins, code objects, PTX, SPIR-V, GPU bitcode), removed whole when the rules \
+         drop all of it; wheels, Debian .deb packages, conda packages (.conda, .tar.bz2), OCI \
+         image layouts and docker save archives. Refused by name, never passed as holding \
+         nothing: the other packages the scanners read ({}).",
+        crate::package::formats()
+    )
+}
+
 /// Keeps only the device images the GPUs you ship to would load.
 #[derive(clap::Args)]
 #[command(
@@ -70,9 +86,9 @@ asking for a rewrite prune does not do), the others pruned; 2 a file that could 
 damaged data, or was named and cannot be pruned, or a usage error."
 )]
 pub struct PruneOpts {
-    /// Files to prune, and directories whose files to prune (with
-    /// --in-place or --dry-run).
-    #[arg(required = true, value_name = "INPUT")]
+    // Files to prune, and directories: the help lists the formats
+    // (`inputs_help`).
+    #[arg(required = true, value_name = "INPUT", help = inputs_help())]
     inputs: Vec<PathBuf>,
     /// Write the pruned file here (one input).
     #[arg(short, long, value_name = "OUT", conflicts_with_all = ["dir", "in_place"])]
@@ -242,11 +258,6 @@ impl PruneOpts {
                 format!("'{}': cannot create directory", crate::files::shown(dir))
             })?;
         }
-        if let (Some(out), [input]) = (&self.output, &self.inputs[..])
-            && let Some(w) = names::warning(input, out)
-        {
-            eprintln!("{}", printable(&w));
-        }
         let sel = selection(&self)?;
         let opts = self.options();
         let entries = {
@@ -259,6 +270,13 @@ impl PruneOpts {
         let run = Run::of(entries, self.dry_run, self.in_place && self.keep_hard_links);
         for e in &run.errors {
             eprintln!("error: {}", printable(e));
+        }
+        // A package written under a name its installer refuses.
+        if let (Some(out), [input]) = (&self.output, &self.inputs[..])
+            && run.files.iter().any(|r| r.output.is_some())
+            && let Some(w) = names::warning(input, out)
+        {
+            eprintln!("{}", printable(&w));
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {

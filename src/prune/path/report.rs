@@ -434,3 +434,24 @@ fn fallback(path: &str) -> Option<&'static str> {
          under ROCm's default prefix, which may belong to another ROCm version (or be missing)",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::RemovedFile;
+
+    #[test]
+    fn the_hipblaslt_transform_removed_names_the_copy_loaded_instead() {
+        for path in [
+            "opt/rocm/lib/hipblaslt/library/hipblasltTransform.hsaco",
+            "x.whl!/torch/lib/hipblaslt/library/hipblasltTransform.hsaco",
+        ] {
+            let why = RemovedFile::whole(path.into(), 1).why.unwrap();
+            assert!(why.contains("/opt/rocm/lib/hipblaslt/library/hipblasltTransform.hsaco"));
+        }
+        let other = RemovedFile::whole(
+            "lib/hipblaslt/library/Kernels.so-000-gfx908.hsaco".into(),
+            1,
+        );
+        assert_eq!(other.why, None);
+    }
+}
