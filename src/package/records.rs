@@ -47,7 +47,19 @@ pub(crate) struct Wrong<'a> {
     pub(crate) is: String,
 }
 
-impl Wrong<'_> {
+impl<'a> Wrong<'a> {
+    /// The wrong rows of the record `record` naming `path`: made from the
+    /// field, what the row says and what the bytes are.
+    fn of(record: &'a str, path: &'a str) -> impl Fn(&'a str, String, String) -> Wrong<'a> {
+        move |field, said, is| Wrong {
+            record,
+            path,
+            field,
+            said,
+            is,
+        }
+    }
+
     /// What is wrong: `RECORD: the 'FIELD' of 'PATH' is SAID, but the
     /// file's is IS`.
     pub(crate) fn why(&self) -> String {
@@ -83,13 +95,7 @@ impl PipRow {
         size: u64,
         sha: &[u8; 32],
     ) -> Option<Wrong<'a>> {
-        let wrong = |field, said, is| Wrong {
-            record,
-            path,
-            field,
-            said,
-            is,
-        };
+        let wrong = Wrong::of(record, path);
         let is = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha);
         let hash = self.hash.trim();
         if !hash.is_empty() && hash.strip_prefix("sha256=") != Some(is.as_str()) {
@@ -145,13 +151,7 @@ pub(crate) fn conda_wrong<'a>(
     size: u64,
     sha: &[u8; 32],
 ) -> Option<Wrong<'a>> {
-    let wrong = |field, said, is| Wrong {
-        record,
-        path,
-        field,
-        said,
-        is,
-    };
+    let wrong = Wrong::of(record, path);
     let is = hex(sha);
     if let Some(s) = said_sha.filter(|s| !s.eq_ignore_ascii_case(&is)) {
         return Some(wrong("sha256", s.to_string(), is));
@@ -345,14 +345,19 @@ impl Ledger {
             Kind::Tar(Compression::Bzip2) => Form::CondaTar,
             _ => return Ok(None),
         };
-        Ok(Some(Ledger {
+        Ok(Some(Ledger::new(form, kind)))
+    }
+
+    /// A ledger of a package of `kind` read as `form`, nothing seen yet.
+    fn new(form: Form, kind: Kind) -> Ledger {
+        Ledger {
             form,
             kind,
             seen: HashMap::new(),
             records: Vec::new(),
             index: false,
             wrong_md5: None,
-        }))
+        }
     }
 
     /// Whether the member `path` of this package is a package whose own

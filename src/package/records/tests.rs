@@ -9,14 +9,7 @@ fn sha(bytes: &[u8]) -> [u8; 32] {
 }
 
 fn ledger(form: Form, kind: Kind) -> Ledger {
-    Ledger {
-        form,
-        kind,
-        seen: HashMap::new(),
-        records: Vec::new(),
-        index: false,
-        wrong_md5: None,
-    }
+    Ledger::new(form, kind)
 }
 
 #[test]
