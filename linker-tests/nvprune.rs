@@ -25,7 +25,7 @@ const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
 
 pub fn tests() -> Vec<Trial> {
-    let built = [NVPRUNE, PTXAS, FATBINARY, "clang", "ar"];
+    let built = [NVPRUNE, PTXAS, FATBINARY, "clang", "ar", "gcc"];
     vec![
         trial(
             "nvprune::objects_and_archives_as_nvprune",
@@ -112,7 +112,10 @@ fn kernel_ptx(sm: u32) -> String {
 /// and sm_86, a cubin and PTX each), `plain.o` and `lz4.o` (wrapped
 /// fatbins of sm_75, sm_80 and sm_86 cubins and sm_75 PTX, stored plain
 /// and LZ4-compressed), `old.o` (an sm_75 cubin alone) and `libk.a` of all
-/// four.
+/// four; then GCC's objects of the C sources `fatbinary --embedded-fatbin`
+/// writes (GCC orders its string tables as LLVM does not): `gcc.o` (the
+/// fatbin of `plain.o` in `.nv_fatbin`), `rel.o` (relocatable sm_75 and
+/// sm_80 cubins in `__nv_relfatbin`) and `libgcc.a` of both.
 fn build(work: &Path) -> Result<PathBuf, Failed> {
     let d = work.join("in");
     std::fs::create_dir_all(&d)?;
@@ -165,7 +168,36 @@ fn build(work: &Path) -> Result<PathBuf, Failed> {
     run(&ours(), &["wrap", "--kind=cuda", "-o", "old.o", "old.fatbin"], &d).ok()?;
     let ar = Path::new("/usr/bin/ar");
     run(ar, &["rcs", "libk.a", "clang.o", "plain.o", "lz4.o", "old.o"], &d).ok()?;
+    gcc_objects(&d)?;
+    run(ar, &["rcs", "libgcc.a", "gcc.o", "rel.o"], &d).ok()?;
     Ok(d)
+}
+
+/// `gcc.o` and `rel.o` of [`build`], in `d`: GCC compiles the C source
+/// `fatbinary --embedded-fatbin` writes around the fatbin's bytes (its
+/// header, `fatbinary_section.h`, is not part of the wheel: a stand-in
+/// declares the wrapper's type).
+fn gcc_objects(d: &Path) -> Result<(), Failed> {
+    std::fs::write(
+        d.join("fatbinary_section.h"),
+        "typedef struct { int magic; int version; const unsigned long long *data; \
+         void *rest; } __fatBinC_Wrapper_t;\n",
+    )?;
+    for sm in [75, 80] {
+        let (arch, ptx, cubin) = (format!("-arch=sm_{sm}"), format!("k{sm}.ptx"), format!("r{sm}.cubin"));
+        run(Path::new(PTXAS), &["-c", arch.as_str(), &ptx, "-o", &cubin], d).ok()?;
+    }
+    let mut plain = vec!["-64", "--create=gcc.fatbin", "--embedded-fatbin=gcc.c"];
+    plain.extend(["--image3=kind=elf,sm=75,file=k75.cubin", "--image3=kind=elf,sm=80,file=k80.cubin"]);
+    plain.extend(["--image3=kind=elf,sm=86,file=k86.cubin", "--image3=kind=ptx,sm=75,file=k75.ptx"]);
+    run(Path::new(FATBINARY), &plain, d).ok()?;
+    let mut rel = vec!["-64", "--device-c", "--create=rel.fatbin", "--embedded-fatbin=rel.c"];
+    rel.extend(["--image3=kind=elf,sm=75,file=r75.cubin", "--image3=kind=elf,sm=80,file=r80.cubin"]);
+    run(Path::new(FATBINARY), &rel, d).ok()?;
+    let gcc = Path::new("/usr/bin/gcc");
+    run(gcc, &["-c", "gcc.c", "-o", "gcc.o"], d).ok()?;
+    run(gcc, &["-c", "-D__NV_MODULE_ID=rel", "rel.c", "-o", "rel.o"], d).ok()?;
+    Ok(())
 }
 
 /// Every object and the archive, pruned by each rule: the same bytes.
@@ -186,7 +218,8 @@ fn objects_and_archives() -> Result<(), Failed> {
         &["--generate-code", "arch=compute_86,code=sm_86"],
         &["-arch", "sm_90"],
     ];
-    for file in ["clang.o", "plain.o", "lz4.o", "old.o", "libk.a"] {
+    let files = ["clang.o", "plain.o", "lz4.o", "old.o", "libk.a", "gcc.o", "rel.o", "libgcc.a"];
+    for file in files {
         let input = format!("../in/{file}");
         for rule in rules {
             let mut args: Vec<&str> = rule.to_vec();

@@ -201,6 +201,7 @@ pub(crate) fn bundle_of(
             remove: &[],
             update: &[],
             extra: &[],
+            keep_strings: false,
         },
     )
 }
@@ -224,6 +225,7 @@ pub(crate) fn strip_of(object: &[u8], kind: FileKind) -> Result<Written> {
             remove: &[],
             update: &[],
             extra: &[],
+            keep_strings: false,
         },
     )
 }

@@ -114,6 +114,7 @@ fn prune_with(data: &[u8], selections: &[crate::prune::Selection]) {
             allow_empty: first & (1 << k) != 0,
             no_shrink: first & 0x80 != 0,
             strip_signature: first & 0x40 != 0,
+            keep_string_tables: first & 0x20 != 0,
         };
         let Some(out) = pruned(data, sel, &opts) else {
             continue;

@@ -32,6 +32,11 @@ pub struct Options {
     /// table), which any change breaks; without it a signed PE image is
     /// refused.
     pub strip_signature: bool,
+    /// Keep a relocatable ELF object's string tables as they were read,
+    /// every name where it was (what NVIDIA's `nvprune` writes), rather
+    /// than build them anew as llvm-objcopy does. The two agree on what
+    /// LLVM wrote; they differ on objects of other compilers (GCC's).
+    pub keep_string_tables: bool,
 }
 
 impl Options {

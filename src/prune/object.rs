@@ -143,7 +143,14 @@ pub fn prune(
         })
         .collect();
     let extra: Vec<&[u8]> = built.iter().map(Vec::as_slice).collect();
-    let written = edit_sections(data, report.host, &remove, &updates, &extra)?;
+    let written = edit_sections(
+        data,
+        report.host,
+        &remove,
+        &updates,
+        &extra,
+        opts.keep_string_tables,
+    )?;
     Ok(Some(ObjectPruned {
         output: Output {
             layout: written.layout,

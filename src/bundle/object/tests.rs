@@ -143,7 +143,7 @@ fn coff_objects_are_bundled_and_stripped() {
     let stripped = strip(&fat).unwrap().to_vec(&[&fat]).unwrap();
     assert!(entries(&stripped).unwrap().is_empty());
     // Pruning removes sections of COFF objects too.
-    let fewer = edit_sections(&coff, None, &[1], &[], &[])
+    let fewer = edit_sections(&coff, None, &[1], &[], &[], false)
         .unwrap()
         .to_vec(&[&coff])
         .unwrap();

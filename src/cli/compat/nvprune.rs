@@ -93,6 +93,8 @@ fn run(prog: &str, p: &Parsed) -> Result<(), String> {
     opts.destination = Destination::File(PathBuf::from(&p.output));
     // nvprune writes a file that keeps no device code (and warns).
     opts.prune.allow_empty = true;
+    // nvprune keeps the input's string tables as they are.
+    opts.prune.keep_string_tables = true;
     let report = prune::prune_path(&input, &selection, &opts).map_err(|e| match e.kind() {
         PathErrorKind::Open => format!("Could not open input file '{}'", p.input),
         PathErrorKind::Write => format!("Could not open output file '{}'", p.output),

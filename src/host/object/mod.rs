@@ -193,12 +193,15 @@ pub(crate) fn edit(data: &[u8], kind: FileKind, edit: &Edit<'_>) -> Result<Writt
 /// result, span source 0 is `object` and source `j + 1` is `extra[j]`.
 /// `kind` is its format as the caller read it (the scan's
 /// [`Report::host`](crate::scan::Report::host)); `None`: read here.
+/// With `keep_strings`, an ELF object's string tables stay as they were
+/// read ([`Edit::keep_strings`]).
 pub(crate) fn edit_sections(
     object: &[u8],
     kind: Option<FileKind>,
     remove: &[usize],
     update: &[Update<'_>],
     extra: &[&[u8]],
+    keep_strings: bool,
 ) -> Result<Written> {
     let kind = match kind {
         Some(kind) => kind,
@@ -214,6 +217,7 @@ pub(crate) fn edit_sections(
                 remove,
                 update,
                 extra,
+                keep_strings,
             },
         )
     })

@@ -15,6 +15,11 @@ pub(crate) struct Edit<'e> {
     /// More span sources for the updates' parts: `extra[j]` is source
     /// `add.len() + 1 + j`.
     pub extra: &'e [&'e [u8]],
+    /// Keep the string tables as they were read, every name where it was
+    /// (what NVIDIA's `nvprune` writes), rather than build them anew as
+    /// llvm-objcopy does. Only for an edit that adds no section: names of
+    /// removed sections and symbols then stay in the tables.
+    pub keep_strings: bool,
 }
 
 /// Which sections an [`Edit`] removes by name: yes for those to go.

@@ -90,6 +90,7 @@ pub(super) fn rewrite(data: &[u8], kind: object::FileKind, edit: &Edit<'_>) -> R
         other => return Err(unsupported(other, doing(edit))),
     };
     model.edit(edit)?;
+    model.keep_strings = edit.keep_strings && edit.add.is_empty();
     model.write(data, edit)
 }
 

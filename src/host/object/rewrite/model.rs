@@ -48,6 +48,8 @@ pub(super) enum Kind {
 /// what llvm-objcopy decoded of its contents.
 pub(super) struct Sec<'d> {
     pub(super) name: Cow<'d, [u8]>,
+    /// `sh_name` as read (0 for added sections).
+    pub(super) name_at: u32,
     pub(super) kind: Kind,
     pub(super) sh_type: elf::SectionType,
     pub(super) flags: u64,
@@ -97,6 +99,7 @@ impl<'d> Sec<'d> {
     ) -> Sec<'d> {
         Sec {
             name,
+            name_at: 0,
             kind,
             sh_type,
             flags,
@@ -186,6 +189,8 @@ pub(super) enum Def {
 /// A symbol of the symbol table.
 pub(super) struct Symbol<'d> {
     pub(super) name: &'d [u8],
+    /// `st_name` as read.
+    pub(super) name_at: u32,
     pub(super) info: u8,
     pub(super) other: u8,
     pub(super) def: Def,
@@ -218,6 +223,8 @@ pub(super) struct Model<'d> {
     /// Final symbol order (indices into `symbols`).
     pub(super) order: Vec<usize>,
     pub(super) indices_changed: bool,
+    /// The string tables stay as read ([`Edit::keep_strings`](super::super::model::Edit::keep_strings)).
+    pub(super) keep_strings: bool,
 }
 
 impl Model<'_> {

@@ -109,6 +109,7 @@ pub(super) fn read<'d, Elf: FileHeader<Endian = Endianness>>(
         symbols,
         order: Vec::new(),
         indices_changed: false,
+        keep_strings: false,
     })
 }
 
@@ -184,6 +185,7 @@ fn read_sections<'d, Elf: FileHeader<Endian = Endianness>>(
             link: sh.sh_link(endian),
             info: sh.sh_info(endian),
             orig_offset: offset,
+            name_at: sh.sh_name(endian),
             ..Sec::created(
                 Cow::Borrowed(name),
                 kind,
@@ -317,6 +319,7 @@ fn read_symbols<'d, Elf: FileHeader<Endian = Endianness>>(
         let def = symbol_def(input, &indices, k, name, sym.st_shndx(endian).0)?;
         symbols.push(Symbol {
             name,
+            name_at: sym.st_name(endian),
             info: sym.st_info().0,
             other: sym.st_other().0,
             def,

@@ -88,8 +88,12 @@ impl Model<'_> {
     /// The string tables that stay, rebuilt: the section-name table from
     /// the live sections' names, the symbol table's from the symbols' (both
     /// when they are one table); a table nothing uses holds one zero byte.
+    /// None when they are kept as read.
     fn string_tables(&self, live: &[usize]) -> BTreeMap<usize, StringTable> {
         let mut strings: BTreeMap<usize, Vec<&[u8]>> = BTreeMap::new();
+        if self.keep_strings {
+            return BTreeMap::new();
+        }
         for &i in live {
             if self.secs[i].kind == Kind::StrTab {
                 strings.insert(i, Vec::new());
@@ -148,6 +152,8 @@ impl Model<'_> {
                 o.size = bytes.len() as u64;
                 o.body = Body::Bytes(bytes);
             }
+            // Kept as read: a span of the input, as `as_read` has it.
+            Kind::StrTab if self.keep_strings => {}
             Kind::StrTab => {
                 let t = tables
                     .get(&i)
@@ -232,6 +238,7 @@ impl Model<'_> {
                 last_local = new;
             }
             let st_name = match strtab {
+                _ if self.keep_strings => u64::from(sym.name_at),
                 Some(t) => t
                     .offset(sym.name)
                     .ok_or_else(|| bug("symbol name not in its table"))?,
@@ -437,6 +444,9 @@ impl Model<'_> {
     /// one).
     fn name_offset(&self, tables: &BTreeMap<usize, StringTable>, i: usize) -> Result<u32> {
         let Some(n) = self.names else { return Ok(0) };
+        if self.keep_strings {
+            return Ok(self.secs[i].name_at);
+        }
         let off = tables[&n]
             .offset(&self.secs[i].name)
             .ok_or_else(|| bug("section name not in its table"))?;
