@@ -220,6 +220,22 @@ fn real() -> Result<(), Failed> {
     }
     want.sort();
     same("the targets table", got, want)?;
+    // Each file's own figures per target, as --json has them.
+    let mut want: Vec<Vec<String>> = Vec::new();
+    for f in files {
+        let by = f["by_target"].as_object().ok_or("a file without by_target")?;
+        for (key, t) in by {
+            let n = |k: &str| t[k].as_u64().unwrap_or(u64::MAX).to_string();
+            let path = f["path"].as_str().unwrap_or("?").to_string();
+            want.push(vec![path, key.clone(), n("images"), n("bytes"), n("stored")]);
+        }
+    }
+    let mut got: Vec<Vec<String>> = rows(&dom, "file-target")
+        .into_iter()
+        .map(|r| r.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, c)| c.clone()).collect())
+        .collect();
+    (got.sort(), want.sort());
+    same("the table of targets per file", got, want)?;
     // Every input in the treemap's boxes, every target in the legend.
     for name in [CUPY, DEB, "libnvjpeg.so.12"] {
         if !dom.contains(&format!("title=\"in › {name}")) {

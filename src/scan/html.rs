@@ -58,8 +58,9 @@ impl<'a> HtmlFile<'a> {
 /// [`SizeReport::sum`]): a treemap of the device code's bytes, boxes
 /// labelled and coloured by vendor and target (small ones folded into one
 /// "other" box per parent), a legend, a table with a row per file (its
-/// size, device images, their bytes and what they take in it) and a table
-/// with a row per target. A self-contained document: no script, nothing
+/// size, device images, their bytes and what they take in it), a table
+/// with a row per target and, of more than one file, one with a row per
+/// file and target. A self-contained document: no script, nothing
 /// fetched.
 pub fn size_html(files: &[HtmlFile<'_>], total: Option<&SizeReport>) -> String {
     let mut root = tree(files);
@@ -102,6 +103,9 @@ pub fn size_html(files: &[HtmlFile<'_>], total: Option<&SizeReport>) -> String {
     out.push_str("</div>\n");
     files_table(&mut out, files, total);
     targets_table(&mut out, targets);
+    if files.len() > 1 {
+        file_targets_table(&mut out, files);
+    }
     out.push_str("</body>\n</html>\n");
     out
 }
@@ -388,6 +392,35 @@ fn targets_table(out: &mut String, r: &SizeReport) {
     out.push_str("</table>\n");
 }
 
+/// The table of each file's targets (more than one file: one file's are
+/// the targets table's): the rows of each file's `by_target` in
+/// `size --json`, the files in their order, each one's targets in arch
+/// order.
+fn file_targets_table(out: &mut String, files: &[HtmlFile<'_>]) {
+    out.push_str(
+        "<h2>Targets per file</h2>\n<table class=\"targets\">\n<tr><th>File</th><th>Target</th>\
+         <th>Vendor</th><th>Images</th><th>Bytes</th><th>Stored</th></tr>\n",
+    );
+    for f in files {
+        let mut rows: Vec<(&String, &Tally)> = f.size.by_target.iter().collect();
+        rows.sort_by(|a, b| row_cmp(a.0, b.0));
+        for (key, t) in rows {
+            let _ = writeln!(
+                out,
+                "<tr class=\"file-target\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{}</td><td>{}</td></tr>",
+                xml(&f.size.path),
+                xml(key),
+                vendor(key),
+                t.images,
+                t.bytes,
+                t.stored
+            );
+        }
+    }
+    out.push_str("</table>\n");
+}
+
 /// The document's head: no script, and a policy that lets it fetch
 /// nothing.
 const HEAD: &str = r#"<!DOCTYPE html>
@@ -410,6 +443,7 @@ text-overflow:ellipsis;font-size:11px;line-height:13px;padding:1px 2px;border:1p
 .sw{display:inline-block;width:14px;height:10px;border:1px solid #333;margin-right:5px}
 table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:2px 6px}
 td:nth-child(n+2){text-align:right}.targets td:nth-child(2){text-align:left}
+.file-target td:nth-child(3){text-align:left}
 tr.total td{font-weight:bold}
 </style>
 </head>
