@@ -130,12 +130,12 @@ struct Dir<'a>(&'a Path);
 impl Blobs for Dir<'_> {
     type Error = ImageError;
 
-    fn index_json(&self, _cap: u64) -> Result<Vec<u8>, ImageError> {
-        read_small(&self.0.join("index.json"))
+    fn index_json(&self, cap: u64) -> Result<Vec<u8>, ImageError> {
+        read_small(&self.0.join("index.json"), cap)
     }
 
-    fn blob(&self, hex: &str, _cap: u64) -> Result<Vec<u8>, ImageError> {
-        read_small(&self.0.join("blobs").join("sha256").join(hex))
+    fn blob(&self, hex: &str, cap: u64) -> Result<Vec<u8>, ImageError> {
+        read_small(&self.0.join("blobs").join("sha256").join(hex), cap)
     }
 }
 
@@ -187,18 +187,18 @@ fn said(e: OciError<ImageError>) -> ImageError {
     }
 }
 
-/// Reads a JSON file of a layout, within [`MAX_JSON`]. Anything but a
-/// regular file (a FIFO, a device, a link to `/dev/zero`) is refused
-/// before it is read.
-fn read_small(path: &Path) -> Result<Vec<u8>, ImageError> {
+/// Reads a JSON file of a layout, within `max` bytes (the walk's
+/// [`MAX_JSON`]). Anything but a regular file (a FIFO, a device, a link
+/// to `/dev/zero`) is refused before it is read.
+fn read_small(path: &Path, max: u64) -> Result<Vec<u8>, ImageError> {
     let name = || crate::files::shown(path).into_owned();
     let (file, len) = crate::files::open_regular(path).map_err(|e| ImageError::Open(name(), e))?;
-    if len > MAX_JSON {
-        return Err(ImageError::Large(name(), MAX_JSON));
+    if len > max {
+        return Err(ImageError::Large(name(), max));
     }
-    crate::files::read_at_most(file, MAX_JSON)
+    crate::files::read_at_most(file, max)
         .map_err(|e| ImageError::Read(name(), e))?
-        .ok_or_else(|| ImageError::Large(name(), MAX_JSON))
+        .ok_or_else(|| ImageError::Large(name(), max))
 }
 
 /// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one

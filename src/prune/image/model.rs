@@ -138,17 +138,17 @@ impl Layout<'_> {
 impl Blobs for Layout<'_> {
     type Error = Why;
 
-    fn index_json(&self, _cap: u64) -> Result<Vec<u8>, Why> {
+    fn index_json(&self, cap: u64) -> Result<Vec<u8>, Why> {
         let path = self.dir.join("index.json");
         let opened = match &self.at {
             Some(at) => opened_in(&at.dir, "index.json", at.dev()),
             None => crate::files::open_regular(&path),
         };
-        read_small(opened, &path)
+        read_small(opened, &path, cap)
     }
 
-    fn blob(&self, hex: &str, _cap: u64) -> Result<Vec<u8>, Why> {
-        read_small(self.open_blob(hex), &self.blob_path(hex))
+    fn blob(&self, hex: &str, cap: u64) -> Result<Vec<u8>, Why> {
+        read_small(self.open_blob(hex), &self.blob_path(hex), cap)
     }
 }
 
@@ -220,16 +220,17 @@ fn opened_in(dir: &std::os::fd::OwnedFd, name: &str, dev: u64) -> std::io::Resul
     Ok((file, len))
 }
 
-/// A JSON file of a layout (`opened`: opened from `path`), within
-/// [`MAX_JSON`]. Anything but a regular file (a FIFO, a device, a link to
-/// `/dev/zero`) is refused before it is read.
-fn read_small(opened: std::io::Result<(File, u64)>, path: &Path) -> Result<Vec<u8>, Why> {
+/// A JSON file of a layout (`opened`: opened from `path`), within `max`
+/// bytes (the walk's [`MAX_JSON`], which [`Why::Big`] names). Anything
+/// but a regular file (a FIFO, a device, a link to `/dev/zero`) is
+/// refused before it is read.
+fn read_small(opened: std::io::Result<(File, u64)>, path: &Path, max: u64) -> Result<Vec<u8>, Why> {
     let name = crate::files::shown(path).into_owned();
     let (file, len) = opened.map_err(|e| Why::Open(name.clone(), e))?;
-    if len > MAX_JSON {
+    if len > max {
         return Err(Why::Big(name));
     }
-    match crate::files::read_at_most(file, MAX_JSON) {
+    match crate::files::read_at_most(file, max) {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(Why::Big(name)),
         Err(e) => Err(Why::Read(name, e)),
