@@ -21,6 +21,8 @@
 mod compression;
 mod cpio;
 #[cfg(feature = "files")]
+pub(crate) mod oci;
+#[cfg(feature = "files")]
 pub(crate) mod records;
 mod repeats;
 mod types;

@@ -25,7 +25,7 @@ pub fn image_metadata(data: &[u8]) {
 #[cfg(feature = "files")]
 fn read(data: &[u8]) {
     if let Some(index) = crate::inputs::image::TarIndex::read(data) {
-        let _ = index.saved_images();
+        let _ = crate::inputs::image::saved_images(&index);
     }
     crate::prune::image_metadata_for_fuzz(None, data);
     let Some(files) = layout_files(data) else {

@@ -439,7 +439,7 @@ impl<T> Walk<'_, '_, T> {
         let Some(members) = image::TarIndex::read(bytes) else {
             return false;
         };
-        let images = match members.saved_images() {
+        let images = match image::saved_images(&members) {
             None => return false,
             Some(Ok(images)) => images,
             Some(Err(e)) => {

@@ -59,10 +59,11 @@ pub(crate) fn metadata_for_fuzz(dir: Option<&Path>, data: &[u8]) {
     let _ = docker::saved_for_fuzz(data);
 }
 
+use crate::package::oci::{self, Desc, Entry, Image, Index};
 use commit::Stage;
 use json::Step;
 use layer::{Above, LayerCx, method};
-use model::{Desc, Entry, Image, Index, Layout};
+use model::Layout;
 
 pub(crate) use crate::inputs::image::is_layout;
 pub(crate) use docker::prune_docker;
@@ -223,7 +224,7 @@ impl Run<'_> {
     /// Stages the small blob `bytes` (a config, a manifest, an index):
     /// its digest's hex and its size.
     fn put(&mut self, bytes: &[u8]) -> Result<(String, u64), PathError> {
-        let hex = model::hex_sha(bytes);
+        let hex = oci::hex_sha(bytes);
         if let Some(s) = self.stage.as_mut() {
             s.put(&hex, bytes)?;
         }
@@ -369,7 +370,7 @@ impl Run<'_> {
         change.layers.reverse();
         let new = self.chain(img, &new_layers)?;
         if self.stage.is_some() {
-            change.manifest_after = format!("sha256:{}", model::hex_sha(&new));
+            change.manifest_after = format!("sha256:{}", oci::hex_sha(&new));
         }
         self.changes.push(change);
         Ok(Some(new))

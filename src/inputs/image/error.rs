@@ -6,6 +6,7 @@
 use std::fmt;
 use std::io;
 
+use crate::package::oci::{NotWhy, OutOfRoot};
 use crate::scan::Unread;
 
 /// Why an image, or a layer of it, could not be read.
@@ -41,8 +42,6 @@ pub(crate) enum ImageError {
     /// A config a `docker save` archive's `manifest.json` names that is
     /// not in the archive.
     NoConfig(String),
-    /// A layer entry's path that leads out of the image's root.
-    OutOfRoot(String),
     /// A layer that is not a tar archive.
     NotTar,
     /// A layer whose tar hashes to `got`, not to `want`, its image
@@ -59,15 +58,6 @@ pub(crate) enum ImageError {
     /// The error, where it happened (a field of a document, a blob, a
     /// layer): `at: error`.
     At(String, Box<ImageError>),
-}
-
-/// Why a document is not what it must be.
-#[derive(Debug)]
-pub(crate) enum NotWhy {
-    /// It is not JSON of that shape: the parser's words.
-    Json(serde_json::Error),
-    /// It lacks this field.
-    Lacks(&'static str),
 }
 
 impl ImageError {
@@ -101,7 +91,6 @@ impl fmt::Display for ImageError {
                 write!(f, "the blob {digest} is {size} bytes, over {max}")
             }
             ImageError::NoConfig(c) => write!(f, "the config '{c}' is not in the archive"),
-            ImageError::OutOfRoot(p) => write!(f, "the entry '{p}' leads out of the image's root"),
             ImageError::NotTar => f.write_str("it is not a tar archive"),
             ImageError::DiffId { got, index, want } => write!(
                 f,
@@ -116,29 +105,24 @@ impl fmt::Display for ImageError {
     }
 }
 
-impl fmt::Display for NotWhy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NotWhy::Json(e) => write!(f, "{e}"),
-            NotWhy::Lacks(field) => write!(f, "it has no '{field}'"),
-        }
-    }
-}
-
 impl std::error::Error for ImageError {}
 
 /// The `sha256:<hex>` digest of `sha`.
 fn digest_string(sha: &[u8; 32]) -> String {
-    use std::fmt::Write as _;
-    sha.iter().fold(String::from("sha256:"), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    format!("sha256:{}", crate::package::oci::hex(sha))
 }
 
 /// What the commands are given: the message.
 impl From<ImageError> for Unread {
     fn from(e: ImageError) -> Unread {
+        Unread::new(e.to_string())
+    }
+}
+
+/// A layer entry's path out of the image's root, as the commands are
+/// given it.
+impl From<OutOfRoot> for Unread {
+    fn from(e: OutOfRoot) -> Unread {
         Unread::new(e.to_string())
     }
 }

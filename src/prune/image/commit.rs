@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
 use super::layer::{self, Method};
-use super::model::{self, Index};
 use crate::files::{Allowance, Output, TempTree};
+use crate::package::oci::{self, Index};
 use crate::prune::anchor::LayoutAt;
 
 /// The name a layer's blob is given until its digest is known (it is
@@ -345,26 +345,26 @@ fn sync_fd(dir: &OwnedFd, shown: &Path) -> Result<(), PathError> {
 
 /// The bytes of the small blob `hex` in the blob store whose handle is
 /// `dir`, when it is one: a regular file there (a link is not followed)
-/// within [`model::MAX_JSON`].
+/// within [`oci::MAX_JSON`].
 fn read_blob_at(dir: &OwnedFd, hex: &str) -> Option<Vec<u8>> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let file = File::from(rustix::fs::openat(dir, hex, flags, Mode::empty()).ok()?);
     let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > model::MAX_JSON {
+    if !meta.is_file() || meta.len() > oci::MAX_JSON {
         return None;
     }
-    crate::files::read_at_most(file, model::MAX_JSON).ok()?
+    crate::files::read_at_most(file, oci::MAX_JSON).ok()?
 }
 
 /// The bytes of the small blob `path`, when it is one (a regular file
-/// within [`model::MAX_JSON`]: a FIFO or a link to a device is none).
+/// within [`oci::MAX_JSON`]: a FIFO or a link to a device is none).
 fn read_blob(path: &Path) -> Option<Vec<u8>> {
     let (file, len) = crate::files::open_regular(path).ok()?;
-    if len > model::MAX_JSON {
+    if len > oci::MAX_JSON {
         return None;
     }
-    crate::files::read_at_most(file, model::MAX_JSON).ok()?
+    crate::files::read_at_most(file, oci::MAX_JSON).ok()?
 }
 
 /// Every blob the index `index` reaches (its manifests, their configs
@@ -407,7 +407,7 @@ fn follow(
             .get("digest")
             .and_then(|x| x.as_str())
             .and_then(|x| x.strip_prefix("sha256:"))
-            .filter(|h| model::is_hex(h))
+            .filter(|h| oci::is_hex(h))
         else {
             continue;
         };

@@ -33,8 +33,8 @@ use super::super::path::{
 };
 use super::json::{self, Step};
 use super::layer::{self, Above, LayerCx, Method};
-use super::model::{ConfigDoc, Desc, hex_sha, is_hex};
 use crate::files::{Input, Output};
+use crate::package::oci::{ConfigDoc, Desc, hex_sha, is_hex};
 use crate::package::{self, Compression, Kind};
 
 mod oci;
@@ -67,7 +67,7 @@ impl Members {
         for e in tar::Archive::new(data).entries().ok()? {
             let e = e.ok()?;
             let path =
-                crate::inputs::image::normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
+                crate::package::oci::normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
             let h = e.header();
             // A long name or a pax `path` makes the two differ.
             let plain = e.path_bytes() == h.path_bytes()
@@ -97,7 +97,7 @@ impl Members {
     /// `..` may climb to the archive's root (`<id>/layer.tar ->
     /// ../<diff_id>.tar`), never above it.
     fn resolve(&self, path: &str) -> Option<String> {
-        let mut path = crate::inputs::image::normal(path).ok()?;
+        let mut path = crate::package::oci::normal(path).ok()?;
         for _ in 0..=MAX_LINKS {
             let m = self.0.get(&path)?;
             let Some(to) = &m.link else {
@@ -391,6 +391,7 @@ impl<'a> Run<'a> {
                 digest: format!("sha256:{h}"),
                 size: bytes.len() as u64,
                 annotations: BTreeMap::new(),
+                platform: None,
             });
         let cx = LayerCx {
             sel: self.sel,
@@ -517,7 +518,7 @@ impl<'a> Run<'a> {
     /// member `path`) the member's new name, when it was renamed and is
     /// named directly.
     fn rename_in_manifest(&mut self, at: &[Step<'_>], path: &str) -> Result<(), PathError> {
-        let Ok(p) = crate::inputs::image::normal(path) else {
+        let Ok(p) = crate::package::oci::normal(path) else {
             return Ok(());
         };
         let Some(new) = self.replaced.get(&p).and_then(|(r, _)| r.name.clone()) else {
@@ -574,7 +575,7 @@ impl<'a> Run<'a> {
         let legacy = self.legacy();
         let mut walk = Walk::new(self.data, out, u64::MAX);
         while let Some(h) = walk.next().map_err(fail)? {
-            let path = crate::inputs::image::normal(&h.path_lossy()).unwrap_or_default();
+            let path = crate::package::oci::normal(&h.path_lossy()).unwrap_or_default();
             if legacy.contains(&path) {
                 walk.skip_body().map_err(fail)?;
             } else if path == manifest_at {

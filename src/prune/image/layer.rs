@@ -24,9 +24,8 @@ use super::super::budget::inflate;
 use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
-use super::model::{Desc, hex};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
-use crate::inputs::image::{Seen, Shadow, normal};
+use crate::package::oci::{Desc, Seen, Shadow, hex, normal};
 
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;

@@ -1,26 +1,16 @@
-//! An OCI image layout read for its rewrite: `index.json`, the indexes
-//! and manifests it names, each image's config and layers, every small
-//! blob checked against its descriptor's size and SHA-256 as it is read
-//! (a layer's are checked as it streams, `layer`).
+//! An OCI image layout read for its rewrite ([`crate::package::oci`]'s
+//! walk: `index.json`, the indexes and manifests it names, each image's
+//! config and layers, every small blob checked against its descriptor's
+//! size and SHA-256 as it is read; a layer's are checked as it streams,
+//! `layer`), its files reached through the layout's directory handles
+//! where it has them.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use sha2::Digest as _;
-
+use crate::package::oci::{self, Blobs, Index, MAX_DEPTH, MAX_JSON, Mode, OciError};
 use crate::prune::anchor::LayoutAt;
-
-/// The largest index, manifest or config read (JSON of kilobytes).
-pub(super) const MAX_JSON: u64 = 16 << 20;
-
-/// How deeply indexes may nest.
-const MAX_DEPTH: u32 = 4;
-
-/// The annotation that names an image of a layout.
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
 /// Why a layout cannot be read for its rewrite: where (the document and
 /// field, `index.json: manifests[0]`), and what is wrong there. Its
@@ -33,7 +23,7 @@ pub(super) struct Unreadable {
 
 /// What is wrong with a layout's document or blob.
 #[derive(Debug)]
-enum Why {
+pub(super) enum Why {
     /// A `digest` that is no sha256 digest this reader names a file by.
     NotSha256(String),
     /// A small blob whose `size` is over [`MAX_JSON`].
@@ -98,111 +88,6 @@ impl fmt::Display for Unreadable {
     }
 }
 
-/// A descriptor: what a blob is, its digest and its size.
-#[derive(Deserialize, Clone, Debug)]
-pub(super) struct Desc {
-    #[serde(rename = "mediaType", default)]
-    pub(super) media_type: String,
-    pub(super) digest: String,
-    pub(super) size: u64,
-    #[serde(default)]
-    pub(super) annotations: BTreeMap<String, String>,
-}
-
-impl Desc {
-    /// The digest's hex, when it is a sha256 digest this reader names a
-    /// file by.
-    pub(super) fn hex(&self) -> Option<&str> {
-        self.digest.strip_prefix("sha256:").filter(|h| is_hex(h))
-    }
-}
-
-/// Whether `h` is 64 lowercase hex digits.
-pub(super) fn is_hex(h: &str) -> bool {
-    h.len() == 64
-        && h.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Lowercase hex of `bytes`.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// An index document (`index.json`, or an index blob) and what each of
-/// its `manifests` is.
-pub(super) struct Index {
-    /// The document, for messages: `index.json` or its digest.
-    pub(super) what: String,
-    pub(super) bytes: Vec<u8>,
-    pub(super) entries: Vec<Entry>,
-}
-
-/// What one descriptor of an index names.
-pub(super) enum Entry {
-    /// An index inside it.
-    Index(Index),
-    /// An image: a manifest with an image config and layers.
-    Image(Desc, Box<Image>),
-    /// Anything else (a signature, an attestation, an artifact): left as
-    /// it is.
-    Other,
-}
-
-/// One image's manifest, config and layers.
-pub(super) struct Image {
-    /// Its name, for messages and the report.
-    pub(super) name: String,
-    /// Where its descriptor is (`index.json: manifests[0]`).
-    pub(super) field: String,
-    pub(super) manifest: Vec<u8>,
-    pub(super) config: Desc,
-    pub(super) config_bytes: Vec<u8>,
-    pub(super) layers: Vec<Desc>,
-    /// `rootfs.diff_ids`.
-    pub(super) diff_ids: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct IndexDoc {
-    manifests: Vec<Desc>,
-}
-
-#[derive(Deserialize)]
-struct ManifestDoc {
-    #[serde(rename = "mediaType", default)]
-    media_type: String,
-    #[serde(default)]
-    manifests: Option<serde_json::Value>,
-    config: Option<Desc>,
-    #[serde(default)]
-    layers: Option<Vec<Desc>>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct ConfigDoc {
-    pub(super) rootfs: RootFs,
-}
-
-#[derive(Deserialize)]
-pub(super) struct RootFs {
-    pub(super) diff_ids: Vec<String>,
-}
-
-/// Whether `media_type` is an index's.
-pub(super) fn is_index(media_type: &str) -> bool {
-    media_type.ends_with("image.index.v1+json") || media_type.ends_with("manifest.list.v2+json")
-}
-
-/// Whether `media_type` is an image config's.
-fn is_image_config(media_type: &str) -> bool {
-    matches!(
-        media_type,
-        "application/vnd.oci.image.config.v1+json"
-            | "application/vnd.docker.container.image.v1+json"
-    )
-}
-
 /// A layout being read.
 pub(super) struct Layout<'a> {
     pub(super) dir: &'a Path,
@@ -244,121 +129,81 @@ impl Layout<'_> {
 
     /// `index.json`, read with everything it names.
     pub(super) fn read(&self) -> Result<Index, Unreadable> {
+        oci::read(self, Mode::Rewrite).map_err(said)
+    }
+}
+
+/// The layout's files: through its handles where it has them, by their
+/// paths otherwise.
+impl Blobs for Layout<'_> {
+    type Error = Why;
+
+    fn index_json(&self, cap: u64) -> Result<Vec<u8>, Why> {
         let path = self.dir.join("index.json");
         let opened = match &self.at {
             Some(at) => opened_in(&at.dir, "index.json", at.dev()),
             None => crate::files::open_regular(&path),
         };
-        let bytes = read_small(opened, &path, "index.json")?;
-        self.index("index.json".into(), bytes, None, 0)
+        read_small(opened, &path, cap)
     }
 
-    /// The small blob `d` (named at `field`), checked against it.
-    pub(super) fn small_blob(&self, d: &Desc, field: &str) -> Result<Vec<u8>, Unreadable> {
-        let hex = d
-            .hex()
-            .ok_or_else(|| Unreadable::new(field, Why::NotSha256(d.digest.clone())))?;
-        if d.size > MAX_JSON {
-            return Err(Unreadable::new(field, Why::OverRead(d.size)));
-        }
-        let bytes = read_small(self.open_blob(hex), &self.blob_path(hex), field)?;
-        if bytes.len() as u64 != d.size {
-            let why = Why::Size {
-                said: d.size,
-                digest: d.digest.clone(),
-                is: bytes.len() as u64,
-            };
-            return Err(Unreadable::new(field, why));
-        }
-        if hex_sha(&bytes) != hex {
-            return Err(Unreadable::new(field, Why::Digest(d.digest.clone())));
-        }
-        Ok(bytes)
-    }
-
-    fn index(
-        &self,
-        what: String,
-        bytes: Vec<u8>,
-        name: Option<&str>,
-        depth: u32,
-    ) -> Result<Index, Unreadable> {
-        if depth > MAX_DEPTH {
-            return Err(Unreadable::new(what, Why::Nested));
-        }
-        let doc: IndexDoc = serde_json::from_slice(&bytes)
-            .map_err(|e| Unreadable::new(&what, Why::Not("an image index", e.to_string())))?;
-        let mut entries = Vec::with_capacity(doc.manifests.len());
-        for (i, d) in doc.manifests.into_iter().enumerate() {
-            let field = format!("{what}: manifests[{i}]");
-            let own = d
-                .annotations
-                .get(REF_NAME)
-                .cloned()
-                .unwrap_or_else(|| d.digest.get(..19).unwrap_or(&d.digest).to_string());
-            let shown = match name {
-                Some(n) => format!("{n}@{own}"),
-                None => own,
-            };
-            let blob = self.small_blob(&d, &field)?;
-            let m: ManifestDoc = match serde_json::from_slice(&blob) {
-                Ok(m) => m,
-                Err(_) if !d.media_type.ends_with("+json") => {
-                    entries.push(Entry::Other);
-                    continue;
-                }
-                Err(e) => {
-                    let at = format!("{field} ({})", d.digest);
-                    return Err(Unreadable::new(at, Why::Not("a manifest", e.to_string())));
-                }
-            };
-            if is_index(&d.media_type) || is_index(&m.media_type) || m.manifests.is_some() {
-                let inner = self.index(d.digest.clone(), blob, Some(&shown), depth + 1)?;
-                entries.push(Entry::Index(inner));
-                continue;
-            }
-            let (Some(config), Some(layers)) = (m.config, m.layers) else {
-                entries.push(Entry::Other);
-                continue;
-            };
-            if !is_image_config(&config.media_type) {
-                entries.push(Entry::Other);
-                continue;
-            }
-            let cfield = format!("{} config", d.digest);
-            let config_bytes = self.small_blob(&config, &cfield)?;
-            let at = format!("{cfield} ({})", config.digest);
-            let c: ConfigDoc = serde_json::from_slice(&config_bytes)
-                .map_err(|e| Unreadable::new(&at, Why::Not("an image config", e.to_string())))?;
-            if c.rootfs.diff_ids.len() != layers.len() {
-                let why = Why::Layers {
-                    diff_ids: c.rootfs.diff_ids.len(),
-                    layers: layers.len(),
-                };
-                return Err(Unreadable::new(at, why));
-            }
-            let image = Image {
-                name: shown,
-                field,
-                manifest: blob,
-                config,
-                config_bytes,
-                layers,
-                diff_ids: c.rootfs.diff_ids,
-            };
-            entries.push(Entry::Image(d, Box::new(image)));
-        }
-        Ok(Index {
-            what,
-            bytes,
-            entries,
-        })
+    fn blob(&self, hex: &str, cap: u64) -> Result<Vec<u8>, Why> {
+        read_small(self.open_blob(hex), &self.blob_path(hex), cap)
     }
 }
 
-/// The SHA-256 of `bytes`, in hex.
-pub(super) fn hex_sha(bytes: &[u8]) -> String {
-    hex(&sha2::Sha256::digest(bytes))
+/// Prune's words for why a layout cannot be read.
+fn said(e: OciError<Why>) -> Unreadable {
+    let not = |what, e: &dyn fmt::Display| Why::Not(what, e.to_string());
+    match e {
+        OciError::Deep { what } => Unreadable::new(what, Why::Nested),
+        OciError::NotIndex { what, why } => Unreadable::new(what, not("an image index", &why)),
+        OciError::NotSha256 { field, digest } => Unreadable::new(field, Why::NotSha256(digest)),
+        OciError::OverRead { field, size, .. } => Unreadable::new(field, Why::OverRead(size)),
+        OciError::Store { field, err } => Unreadable::new(field, err),
+        OciError::Size {
+            field,
+            digest,
+            said,
+            is,
+        } => Unreadable::new(field, Why::Size { said, digest, is }),
+        OciError::Digest { field, digest } => Unreadable::new(field, Why::Digest(digest)),
+        OciError::NotManifest { field, digest, why } => {
+            Unreadable::new(format!("{field} ({digest})"), not("a manifest", &why))
+        }
+        OciError::NotConfig {
+            manifest,
+            config,
+            why,
+        } => Unreadable::new(
+            format!("{manifest} config ({config})"),
+            not("an image config", &why),
+        ),
+        OciError::DiffIdCount {
+            manifest,
+            config,
+            ids,
+            layers,
+        } => Unreadable::new(
+            format!("{manifest} config ({config})"),
+            Why::Layers {
+                diff_ids: ids,
+                layers,
+            },
+        ),
+        // Read for the scanners alone.
+        OciError::DiffId {
+            config,
+            index,
+            digest,
+        } => Unreadable::new(
+            format!("{config}: rootfs.diff_ids[{index}]"),
+            Why::NotSha256(digest),
+        ),
+        OciError::LayerDigest { manifest, digest } => {
+            Unreadable::new(format!("{manifest} layer"), Why::NotSha256(digest))
+        }
+    }
 }
 
 /// The regular file `name` in the directory whose handle is `dir`, on
@@ -375,23 +220,19 @@ fn opened_in(dir: &std::os::fd::OwnedFd, name: &str, dev: u64) -> std::io::Resul
     Ok((file, len))
 }
 
-/// A JSON file of a layout (`opened`: opened from `path`), within
-/// [`MAX_JSON`]; `field` names it in messages. Anything but a regular
-/// file (a FIFO, a device, a link to `/dev/zero`) is refused before it is
-/// read.
-fn read_small(
-    opened: std::io::Result<(File, u64)>,
-    path: &Path,
-    field: &str,
-) -> Result<Vec<u8>, Unreadable> {
+/// A JSON file of a layout (`opened`: opened from `path`), within `max`
+/// bytes (the walk's [`MAX_JSON`], which [`Why::Big`] names). Anything
+/// but a regular file (a FIFO, a device, a link to `/dev/zero`) is
+/// refused before it is read.
+fn read_small(opened: std::io::Result<(File, u64)>, path: &Path, max: u64) -> Result<Vec<u8>, Why> {
     let name = crate::files::shown(path).into_owned();
-    let (file, len) = opened.map_err(|e| Unreadable::new(field, Why::Open(name.clone(), e)))?;
-    if len > MAX_JSON {
-        return Err(Unreadable::new(field, Why::Big(name)));
+    let (file, len) = opened.map_err(|e| Why::Open(name.clone(), e))?;
+    if len > max {
+        return Err(Why::Big(name));
     }
-    match crate::files::read_at_most(file, MAX_JSON) {
+    match crate::files::read_at_most(file, max) {
         Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(Unreadable::new(field, Why::Big(name))),
-        Err(e) => Err(Unreadable::new(field, Why::Read(name, e))),
+        Ok(None) => Err(Why::Big(name)),
+        Err(e) => Err(Why::Read(name, e)),
     }
 }

@@ -35,8 +35,7 @@ use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
 use super::super::wheel::{Change, new_record_with};
-use super::model::hex;
-use crate::inputs::image::normal;
+use crate::package::oci::{hex, normal};
 use crate::package::records::pip_rows;
 
 /// What the records of one layer are settled with: the layer's context

@@ -12,11 +12,8 @@
 //! is gone, so the archive is refused instead.
 
 use super::super::json::{self, Step};
-use super::super::model::{MAX_JSON, hex_sha, is_hex};
 use super::{PathError, PathErrorKind, Run};
-
-/// How deeply indexes may nest.
-const MAX_DEPTH: u32 = 4;
+use crate::package::oci::{MAX_DEPTH, MAX_JSON, hex_sha, is_hex};
 
 /// The document keys whose arrays hold descriptors that are followed.
 const LISTS: [&str; 2] = ["manifests", "layers"];

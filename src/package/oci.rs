@@ -1,0 +1,27 @@
+//! Container images in the OCI image layout and `docker save` archives,
+//! read once for the scanners and for prune: the documents (descriptors,
+//! indexes, manifests, image configs), their media types and digests, the
+//! caps on what is read, the walk from `index.json` through the indexes
+//! and manifests it names to each image's config and layers ([`read`]),
+//! and what a layer's whiteouts hide ([`Shadow`]).
+//!
+//! Nothing here opens a path: a layout's files are reached through
+//! [`Blobs`], which a directory (the scanners', or prune's through its
+//! directory handles) or a tar archive's bytes ([`TarIndex`]) serves.
+//! Errors carry what went wrong and where ([`OciError`]); each caller
+//! words them as its messages always have.
+
+mod digests;
+mod docs;
+mod saved;
+mod walk;
+mod whiteout;
+
+pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex};
+pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
+pub(crate) use saved::{Saved, TarIndex, may_be_saved, named_sha256};
+pub(crate) use walk::{Blobs, Mode, OciError, read};
+pub(crate) use whiteout::{OutOfRoot, Seen, Shadow, normal};
+
+#[cfg(test)]
+mod tests;
