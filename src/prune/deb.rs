@@ -522,9 +522,19 @@ fn control_lists(
     let mut walk = Walk::new(reader, std::io::sink(), budget.left);
     while let Some(h) = walk.next().map_err(fault)? {
         let listed = h.path == b"conffiles" || h.path == b"md5sums";
-        if !(h.is_file() && listed) || h.size > SPOOL_IN_MEMORY {
+        if !(h.is_file() && listed) {
             walk.copy(&h).map_err(fault)?;
             continue;
+        }
+        // A list too large to read is refused, never taken as empty: its
+        // rows would go unchecked (`check` calls it damage too).
+        if h.size > SPOOL_IN_MEMORY {
+            let which = String::from_utf8_lossy(&h.path);
+            return Err(cx.said(format!(
+                "member '{member}': its {which} holds {} bytes, more than the {SPOOL_IN_MEMORY} \
+                 read",
+                h.size
+            )));
         }
         let mut text = Vec::new();
         walk.body()

@@ -584,3 +584,35 @@ fn files_only_other_gpus_load_go_with_their_hard_links_and_md5sums_lines() {
 }
 
 mod companion;
+
+/// An `md5sums` too large to read refuses the package, in a dry run as
+/// when written: its rows would go unchecked (it was skipped as if empty).
+#[test]
+fn an_md5sums_too_large_to_read_is_refused_not_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    let mut b = tar::Builder::new(Vec::new());
+    let control = b"Package: k\nVersion: 1\nArchitecture: amd64\nDescription: k\n";
+    let sums = vec![b'\n'; usize::try_from(crate::files::SPOOL_IN_MEMORY).unwrap() + 1];
+    for (name, text) in [("./control", &control[..]), ("./md5sums", &sums[..])] {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(text.len() as u64);
+        b.append_data(&mut h, name, text).unwrap();
+    }
+    let control = compressed(Compression::Zstd, &b.into_inner().unwrap()).0;
+    let data = compressed(Compression::Zstd, &data_tar()).0;
+    let package = ar_of(&[
+        ("debian-binary", b"2.0\n"),
+        ("control.tar.zst", &control),
+        ("data.tar.zst", &data),
+    ]);
+    for destination in [Destination::DryRun, Destination::InPlace] {
+        let e = prune_deb(t.path(), &package, |_, _| to(destination.clone())).unwrap_err();
+        assert!(
+            chain(&e).contains("its md5sums holds 67108865 bytes, more than the"),
+            "{}",
+            chain(&e)
+        );
+        assert_eq!(std::fs::read(t.path().join("in.deb")).unwrap(), package);
+    }
+}
