@@ -36,11 +36,19 @@ chains, and `x::…` for a child `x` that A declares (`pub use raw::Header`
 in a mod.rs), each `use` group expanded. The path lands on the file B
 whose module path is its longest prefix; when the next name is one that
 B only imports (a re-export, or a name a child reaches through
-`super::`), it goes on to the file that name is imported from. Then
-A -> B, unless B is A. A `mod` declaration alone is no edge, and a path
-through a name a `use` made local (`use super::raw; raw::X`) counts
-only through that `use`. So a module root that re-exports a child and
-defines something the child uses is a circle of the two files.
+`super::`), it goes on to the file that name is imported from, and so on
+to the file that defines it. Then A -> B for the defining file and for
+every file passed through on the way (A needs B's re-export as much as
+the definition behind it), unless B is A, and but for A's own module
+roots (a file passed through whose module path is a prefix of A's: the
+face a module shows the rest of the crate, which its files may reach
+their siblings through). So `super::path::PathError` in prune/wheel.rs
+is an edge to prune/path.rs, which re-exports it, and to
+prune/path/error.rs, which defines it; a circle that closes only through
+a re-export is a circle. A `mod` declaration alone is no edge, and a
+path through a name a `use` made local (`use super::raw; raw::X`)
+counts only through that `use`. So a module root that re-exports a
+child and defines something the child uses is a circle of the two files.
 
 Checked on it: no circle of files (a strongly connected component of two
 or more), and no format module (FORMATS: bundle, offload_binary, fatbin,
@@ -563,23 +571,30 @@ def file_level(every):
     by_mod = {tuple(f.modpath): f for f in every}
 
     def resolve(segs, hops=0):
+        """The files a path passes through, the one that defines its name
+        last: each file it lands on that only imports the next name (a
+        re-export, or a `use` a child reaches through `super::`) comes
+        before the file that name is imported from."""
         k = len(segs)
         while tuple(segs[:k]) not in by_mod:
             k -= 1
         g, rest = by_mod[tuple(segs[:k])], segs[k:]
-        # A name the file only imports (a re-export, or a `use` a child
-        # reaches through `super::`): the file it comes from.
         if rest and rest[0] in g.imports and hops < 16:
-            return resolve(g.imports[rest[0]] + rest[1:], hops + 1)
-        return g
+            return [g] + resolve(g.imports[rest[0]] + rest[1:], hops + 1)
+        return [g]
 
     name = {id(f): str(f.path.relative_to(root)) for f in every}
     edges = {name[id(f)]: {} for f in every}
     for f in every:
         for segs, line in f.paths:
-            g = resolve(segs)
-            if g is not f:
-                edges[name[id(f)]].setdefault(name[id(g)], []).append(line)
+            chain = resolve(segs)
+            for g in chain:
+                # A file passed through on the way is an edge too, unless
+                # it is f's own module root (or one above it): that root
+                # is its module's face to the rest of the crate.
+                through = g is not chain[-1] and f.modpath[:len(g.modpath)] == g.modpath
+                if g is not f and not through:
+                    edges[name[id(f)]].setdefault(name[id(g)], []).append(line)
     nodes = sorted(edges)
     print(f"file-graph: {len(nodes)} files, {sum(len(e) for e in edges.values())} edges")
 
@@ -588,7 +603,8 @@ def file_level(every):
         if len(comp) > 1:
             pairs = [f"    {a}:{','.join(map(str, sorted(set(edges[a][b]))))} -> {b}"
                      for a in comp for b in sorted(edges[a]) if b in comp]
-            found.append(("circle", comp, "\n".join(pairs)))
+            loop = " -> ".join(shortest_loop(comp, edges))
+            found.append(("circle", comp, f"  shortest: {loop}\n" + "\n".join(pairs)))
     for f in every:
         if not any(f.modpath[:len(m)] == m for m in FORMATS):
             continue
@@ -644,6 +660,27 @@ def from_bytes_outside(every):
         print("from-bytes: no from_le_bytes/from_be_bytes/from_ne_bytes outside src/bytes.rs "
               "(test code left out)")
     return len(sites)
+
+
+def shortest_loop(comp, edges):
+    """A shortest way from comp's first file back to itself within comp
+    (a strongly connected component), the first file at both ends."""
+    start, came = comp[0], {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(edges[v]):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return path[::-1] + [start]
+                if w in comp and w not in came:
+                    came[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return [start]
 
 
 def sccs(nodes, edges):
