@@ -3,7 +3,8 @@
 it has no circles and that the library never imports the command line;
 then the same graph between files, held to scripts/module-graph-allowed.txt.
 
-  scripts/module-graph.py      # both graphs; exit 1 on anything new
+  scripts/module-graph.py               # both graphs; exit 1 on anything new
+  scripts/module-graph.py --write-docs  # and the layers into docs/architecture.md
 
 A top-level module is one `mod X;` of src/lib.rs: the file src/X.rs or
 src/X/mod.rs and every file under it that its declarations reach (`cli` is
@@ -27,7 +28,12 @@ naming every circle (strongly connected component of more than one module,
 each pair A <-> B in it with the lines that make both edges) and every
 library line that imports `cli`. Without circles it prints the layers: a
 module's layer is one more than the highest layer it imports, so a module
-may call only modules of lower layers.
+may call only modules of lower layers. The table of the "## Layers"
+section of docs/architecture.md (`| layer | modules |`, one row a layer,
+its modules in backquotes) must be those layers, each module once: the
+script names every module whose row is wrong and fails; with
+`--write-docs` it writes the rows instead (the text around them is
+left as it is).
 
 The file graph: every library file above (src/lib.rs included) is a node,
 known by its module path (src/a/b.rs and src/a/b/mod.rs are `a::b`). A
@@ -63,6 +69,7 @@ Checked last: no library file but src/bytes.rs names `from_le_bytes`,
 `from_be_bytes` or `from_ne_bytes` outside test code (format readers
 take numbers out of bytes through src/bytes.rs: its cursor, `le_at`,
 `le`, `be`); each use elsewhere fails, listed as file:line."""
+import re
 import sys
 from pathlib import Path
 
@@ -78,6 +85,8 @@ BYTES_FILE = src / "bytes.rs"
 FORMATS = [["bundle"], ["offload_binary"], ["fatbin"], ["archive"], ["package"],
            ["bitcode"], ["host"]]
 ALLOWED = root / "scripts" / "module-graph-allowed.txt"
+# Its "## Layers" section holds the layers' table that main() checks.
+DOCS = root / "docs" / "architecture.md"
 
 PUNCT3 = {"..=", "...", "<<=", ">>="}
 PUNCT2 = {"::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=",
@@ -558,10 +567,54 @@ def main():
         for n in range(max(layer.values()) + 1):
             print(f"layer {n}: {', '.join(m for m in modules if layer[m] == n)}")
         print("module-graph: no circles, and only cli imports cli")
+        failures += layer_table(modules, layer, "--write-docs" in sys.argv[1:])
     failures += file_level([lib] + [f for m in modules for f in files[m]])
     failures += from_bytes_outside([lib] + [f for m in modules for f in files[m]])
     if failures:
         sys.exit(1)
+
+
+def layer_table(modules, layer, write):
+    """Compares the layers with the table of DOCS's "## Layers" section
+    (`| n | `a`, `b` |` rows), or, with `write`, puts them there; the
+    number of problems (1 when the table differs or is missing)."""
+    lines = DOCS.read_text().split("\n")
+    try:
+        at = lines.index("## Layers")
+        head = next(i for i in range(at, len(lines)) if lines[i].startswith("| layer |"))
+    except (ValueError, StopIteration):
+        print(f"layers: no '## Layers' section with a '| layer | modules |' table in "
+              f"{DOCS.relative_to(root)}", file=sys.stderr)
+        return 1
+    end = head + 2  # past the header and the |---|---| line
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    rows = [f"| {n} | {', '.join(f'`{m}`' for m in modules if layer[m] == n)} |"
+            for n in range(max(layer.values()) + 1)]
+    if write:
+        if lines[head + 2:end] != rows:
+            lines[head + 2:end] = rows
+            DOCS.write_text("\n".join(lines))
+            print(f"layers: written into {DOCS.relative_to(root)}")
+        return 0
+    documented = {}  # module -> the layers of the rows that name it
+    for row in lines[head + 2:end]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for m in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", cells[1] if len(cells) > 1 else ""):
+            documented.setdefault(m, []).append(cells[0])
+    wrong = [f"  {m}: layer {', '.join(documented.get(m, ['(none)']))} in the table, "
+             f"{layer[m]} by its imports"
+             for m in modules if documented.get(m) != [str(layer[m])]]
+    wrong += [f"  {m}: layer {', '.join(documented[m])} in the table, no such module"
+              for m in sorted(documented) if m not in layer]
+    if wrong or lines[head + 2:end] != rows:
+        print(f"layers: the table in {DOCS.relative_to(root)} differs from the imports' layers "
+              "(scripts/module-graph.py --write-docs writes it):", file=sys.stderr)
+        for w in wrong or ["  its rows are not written as --write-docs writes them"]:
+            print(w, file=sys.stderr)
+        return 1
+    print(f"layers: the table in {DOCS.relative_to(root)} is the imports' layers")
+    return 0
 
 
 def file_level(every):
