@@ -130,15 +130,8 @@ def tokens(text):
             j = text.find("\n", i)
             i = n if j < 0 else j
         elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    line += text[j] == "\n"
-                    j += 1
+            j = _block_comment_end(text, i)
+            line += text.count("\n", i, j)
             i = j
         elif c == '"':
             start = line
@@ -198,6 +191,19 @@ def tokens(text):
                 out.append(("punct", c, line))
                 i += 1
     return out
+
+
+def _block_comment_end(text, i):
+    """i at a `/*`: the index past the `*/` that closes it (they nest)."""
+    depth, j = 1, i + 2
+    while j < len(text) and depth:
+        if text.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif text.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+        else:
+            j += 1
+    return j
 
 
 def _raw_prefix(text, i):
