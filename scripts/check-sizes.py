@@ -4,7 +4,9 @@ each one over, longest first.
 
   scripts/check-sizes.py
 
-- No Rust source file under src/ or linker-tests/ is over 800 lines.
+- No Rust source file under src/ or linker-tests/ is over 800 lines, nor
+  any script under scripts/ (`.py`, `.sh`, `.rs`; build outputs, fuzz
+  corpora and caches left out).
 - No function of the library's non-test code is over 100 lines, counted
   from the line of its `fn` to the line of the brace that closes its
   body. The library's code is what scripts/module-graph.py reads: the
@@ -13,11 +15,17 @@ each one over, longest first.
   src/X/tests.rs, src/X/tests/). A function inside another is counted
   on its own too (and as part of the outer one). FN_ALLOWED below names
   the few that stay longer, each with its reason.
+- No function of a script under scripts/ is over 100 lines either: a
+  Python `def`, from its line to its body's last line (by indentation),
+  and a shell function, from `name() {` to the `}` at its indentation
+  (here-documents skipped). SCRIPT_FN_ALLOWED names those that stay
+  longer, each with its reason.
 
 A longer file is split along its seams into private submodules, the
 module root re-exporting what its users name; a longer function into
 named steps (issue #58)."""
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -27,22 +35,116 @@ root = Path(__file__).resolve().parent.parent
 
 # Functions allowed over FN_LIMIT lines: "path/from/src.rs::name" -> why.
 FN_ALLOWED: dict[str, str] = {}
+# Scripts' functions allowed over FN_LIMIT lines: "scripts/path::name" -> why.
+WHOLE_GROUP = ("one bench group's rows in table order, left whole when bench.sh was split "
+               "by group (issue #72): the whole bench could not be run to check a split")
+SCRIPT_FN_ALLOWED: dict[str, str] = {
+    "scripts/bench/bundler.sh::step_bundler": WHOLE_GROUP,
+    "scripts/bench/wrapper.sh::step_wrapper": WHOLE_GROUP,
+    "scripts/bench/real_libs.sh::step_real_libs": WHOLE_GROUP,
+}
+SCRIPT_SUFFIXES = (".py", ".sh", ".rs")
+# Folders under scripts/ that hold no scripts: build outputs, fuzz inputs, caches.
+NOT_SCRIPTS = {"target", "corpus", "artifacts", "__pycache__"}
+
+
+def scripts():
+    """The scripts under scripts/, sorted."""
+    return [p for p in sorted((root / "scripts").rglob("*"))
+            if p.suffix in SCRIPT_SUFFIXES and p.is_file()
+            and not NOT_SCRIPTS & set(p.relative_to(root).parts)]
 
 
 def file_sizes():
     over = []
-    for top in ("src", "linker-tests"):
-        for path in sorted((root / top).rglob("*.rs")):
-            with open(path, "rb") as f:
-                lines = sum(1 for _ in f)
-            if lines > LIMIT:
-                over.append((lines, path.relative_to(root)))
+    paths = [p for top in ("src", "linker-tests") for p in sorted((root / top).rglob("*.rs"))]
+    for path in paths + scripts():
+        with open(path, "rb") as f:
+            lines = sum(1 for _ in f)
+        if lines > LIMIT:
+            over.append((lines, path.relative_to(root)))
     if over:
         print(f"source files over {LIMIT} lines (split them along their seams):")
         for lines, path in sorted(over, reverse=True):
             print(f"  {lines:6} {path}")
         return 1
-    print(f"sizes: no file under src/ or linker-tests/ is over {LIMIT} lines")
+    print(f"sizes: no file under src/, linker-tests/ or scripts/ is over {LIMIT} lines")
+    return 0
+
+
+def python_functions(lines):
+    """(name, first line, last line) of each `def`: its body is every line
+    after it indented deeper, blank lines and comments aside."""
+    out = []
+    for i, line in enumerate(lines):
+        m = re.match(r"(\s*)(?:async\s+)?def\s+(\w+)", line)
+        if not m:
+            continue
+        indent, last = len(m.group(1)), i
+        for j in range(i + 1, len(lines)):
+            text = lines[j]
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            if len(text) - len(text.lstrip()) <= indent:
+                break
+            last = j
+        out.append((m.group(2), i + 1, last + 1))
+    return out
+
+
+def shell_functions(lines):
+    """(name, first line, last line) of each shell function written
+    `name() {` on a line of its own, ending at the `}` that stands at its
+    indentation; the lines of here-documents are skipped."""
+    out, open_fns, heredoc = [], [], None
+    for i, line in enumerate(lines):
+        if heredoc is not None:
+            if line.strip() == heredoc:
+                heredoc = None
+            continue
+        m = re.match(r"(\s*)(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\)\s*\{\s*(#.*)?$", line)
+        if m:
+            open_fns.append((m.group(1) + "}", m.group(2), i + 1))
+        elif open_fns and line.rstrip() == open_fns[-1][0]:
+            _, name, first = open_fns.pop()
+            out.append((name, first, i + 1))
+        # `<<WORD`, `<<-'WORD'`; not `<<<` nor a shift (`$((n << 20))`).
+        h = re.search(r"(?<!<)<<-?\s*(['\"]?)([A-Za-z_]\w*)\1", line)
+        if h and not line.lstrip().startswith("#"):
+            heredoc = h.group(2)
+    return out
+
+
+def script_function_sizes():
+    """The scripts' functions over FN_LIMIT lines, SCRIPT_FN_ALLOWED aside."""
+    over, seen, count = [], set(), 0
+    for path in scripts():
+        rel = path.relative_to(root)
+        lines = path.read_text().split("\n")
+        found = {".py": python_functions, ".sh": shell_functions}.get(path.suffix)
+        for name, first, last in found(lines) if found else []:
+            count += 1
+            size = last - first + 1
+            key = f"{rel}::{name}"
+            if size <= FN_LIMIT:
+                continue
+            if key in SCRIPT_FN_ALLOWED:
+                seen.add(key)
+                print(f"allowed: {rel}:{first} {name}, {size} lines ({SCRIPT_FN_ALLOWED[key]})")
+                continue
+            over.append((size, f"{rel}:{first} {name}"))
+    stale = sorted(set(SCRIPT_FN_ALLOWED) - seen)
+    for key in stale:
+        print(f"SCRIPT_FN_ALLOWED in scripts/check-sizes.py: {key} is no longer over {FN_LIMIT} "
+              "lines (or gone): remove its entry")
+    if over:
+        print(f"script functions over {FN_LIMIT} lines (split them into named steps):")
+        for size, where in sorted(over, reverse=True):
+            print(f"  {size:6} {where}")
+    if over or stale:
+        return 1
+    print(f"sizes: no function of the scripts ({count}) is over {FN_LIMIT} lines but the "
+          f"{len(seen)} allowed in scripts/check-sizes.py")
     return 0
 
 
@@ -120,4 +222,5 @@ def function_sizes():
 
 failed = file_sizes()
 failed |= function_sizes()
+failed |= script_function_sizes()
 sys.exit(failed)

@@ -3,7 +3,8 @@
 it has no circles and that the library never imports the command line;
 then the same graph between files, held to scripts/module-graph-allowed.txt.
 
-  scripts/module-graph.py      # both graphs; exit 1 on anything new
+  scripts/module-graph.py               # both graphs; exit 1 on anything new
+  scripts/module-graph.py --write-docs  # and the layers into docs/architecture.md
 
 A top-level module is one `mod X;` of src/lib.rs: the file src/X.rs or
 src/X/mod.rs and every file under it that its declarations reach (`cli` is
@@ -27,7 +28,12 @@ naming every circle (strongly connected component of more than one module,
 each pair A <-> B in it with the lines that make both edges) and every
 library line that imports `cli`. Without circles it prints the layers: a
 module's layer is one more than the highest layer it imports, so a module
-may call only modules of lower layers.
+may call only modules of lower layers. The table of the "## Layers"
+section of docs/architecture.md (`| layer | modules |`, one row a layer,
+its modules in backquotes) must be those layers, each module once: the
+script names every module whose row is wrong and fails; with
+`--write-docs` it writes the rows instead (the text around them is
+left as it is).
 
 The file graph: every library file above (src/lib.rs included) is a node,
 known by its module path (src/a/b.rs and src/a/b/mod.rs are `a::b`). A
@@ -36,11 +42,19 @@ chains, and `x::…` for a child `x` that A declares (`pub use raw::Header`
 in a mod.rs), each `use` group expanded. The path lands on the file B
 whose module path is its longest prefix; when the next name is one that
 B only imports (a re-export, or a name a child reaches through
-`super::`), it goes on to the file that name is imported from. Then
-A -> B, unless B is A. A `mod` declaration alone is no edge, and a path
-through a name a `use` made local (`use super::raw; raw::X`) counts
-only through that `use`. So a module root that re-exports a child and
-defines something the child uses is a circle of the two files.
+`super::`), it goes on to the file that name is imported from, and so on
+to the file that defines it. Then A -> B for the defining file and for
+every file passed through on the way (A needs B's re-export as much as
+the definition behind it), unless B is A, and but for A's own module
+roots (a file passed through whose module path is a prefix of A's: the
+face a module shows the rest of the crate, which its files may reach
+their siblings through). So `super::path::PathError` in prune/wheel.rs
+is an edge to prune/path.rs, which re-exports it, and to
+prune/path/error.rs, which defines it; a circle that closes only through
+a re-export is a circle. A `mod` declaration alone is no edge, and a
+path through a name a `use` made local (`use super::raw; raw::X`)
+counts only through that `use`. So a module root that re-exports a
+child and defines something the child uses is a circle of the two files.
 
 Checked on it: no circle of files (a strongly connected component of two
 or more), and no format module (FORMATS: bundle, offload_binary, fatbin,
@@ -55,6 +69,7 @@ Checked last: no library file but src/bytes.rs names `from_le_bytes`,
 `from_be_bytes` or `from_ne_bytes` outside test code (format readers
 take numbers out of bytes through src/bytes.rs: its cursor, `le_at`,
 `le`, `be`); each use elsewhere fails, listed as file:line."""
+import re
 import sys
 from pathlib import Path
 
@@ -70,6 +85,8 @@ BYTES_FILE = src / "bytes.rs"
 FORMATS = [["bundle"], ["offload_binary"], ["fatbin"], ["archive"], ["package"],
            ["bitcode"], ["host"]]
 ALLOWED = root / "scripts" / "module-graph-allowed.txt"
+# Its "## Layers" section holds the layers' table that main() checks.
+DOCS = root / "docs" / "architecture.md"
 
 PUNCT3 = {"..=", "...", "<<=", ">>="}
 PUNCT2 = {"::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=",
@@ -113,15 +130,8 @@ def tokens(text):
             j = text.find("\n", i)
             i = n if j < 0 else j
         elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    line += text[j] == "\n"
-                    j += 1
+            j = _block_comment_end(text, i)
+            line += text.count("\n", i, j)
             i = j
         elif c == '"':
             start = line
@@ -181,6 +191,19 @@ def tokens(text):
                 out.append(("punct", c, line))
                 i += 1
     return out
+
+
+def _block_comment_end(text, i):
+    """i at a `/*`: the index past the `*/` that closes it (they nest)."""
+    depth, j = 1, i + 2
+    while j < len(text) and depth:
+        if text.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif text.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+        else:
+            j += 1
+    return j
 
 
 def _raw_prefix(text, i):
@@ -550,10 +573,54 @@ def main():
         for n in range(max(layer.values()) + 1):
             print(f"layer {n}: {', '.join(m for m in modules if layer[m] == n)}")
         print("module-graph: no circles, and only cli imports cli")
+        failures += layer_table(modules, layer, "--write-docs" in sys.argv[1:])
     failures += file_level([lib] + [f for m in modules for f in files[m]])
     failures += from_bytes_outside([lib] + [f for m in modules for f in files[m]])
     if failures:
         sys.exit(1)
+
+
+def layer_table(modules, layer, write):
+    """Compares the layers with the table of DOCS's "## Layers" section
+    (`| n | `a`, `b` |` rows), or, with `write`, puts them there; the
+    number of problems (1 when the table differs or is missing)."""
+    lines = DOCS.read_text().split("\n")
+    try:
+        at = lines.index("## Layers")
+        head = next(i for i in range(at, len(lines)) if lines[i].startswith("| layer |"))
+    except (ValueError, StopIteration):
+        print(f"layers: no '## Layers' section with a '| layer | modules |' table in "
+              f"{DOCS.relative_to(root)}", file=sys.stderr)
+        return 1
+    end = head + 2  # past the header and the |---|---| line
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    rows = [f"| {n} | {', '.join(f'`{m}`' for m in modules if layer[m] == n)} |"
+            for n in range(max(layer.values()) + 1)]
+    if write:
+        if lines[head + 2:end] != rows:
+            lines[head + 2:end] = rows
+            DOCS.write_text("\n".join(lines))
+            print(f"layers: written into {DOCS.relative_to(root)}")
+        return 0
+    documented = {}  # module -> the layers of the rows that name it
+    for row in lines[head + 2:end]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for m in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", cells[1] if len(cells) > 1 else ""):
+            documented.setdefault(m, []).append(cells[0])
+    wrong = [f"  {m}: layer {', '.join(documented.get(m, ['(none)']))} in the table, "
+             f"{layer[m]} by its imports"
+             for m in modules if documented.get(m) != [str(layer[m])]]
+    wrong += [f"  {m}: layer {', '.join(documented[m])} in the table, no such module"
+              for m in sorted(documented) if m not in layer]
+    if wrong or lines[head + 2:end] != rows:
+        print(f"layers: the table in {DOCS.relative_to(root)} differs from the imports' layers "
+              "(scripts/module-graph.py --write-docs writes it):", file=sys.stderr)
+        for w in wrong or ["  its rows are not written as --write-docs writes them"]:
+            print(w, file=sys.stderr)
+        return 1
+    print(f"layers: the table in {DOCS.relative_to(root)} is the imports' layers")
+    return 0
 
 
 def file_level(every):
@@ -563,23 +630,30 @@ def file_level(every):
     by_mod = {tuple(f.modpath): f for f in every}
 
     def resolve(segs, hops=0):
+        """The files a path passes through, the one that defines its name
+        last: each file it lands on that only imports the next name (a
+        re-export, or a `use` a child reaches through `super::`) comes
+        before the file that name is imported from."""
         k = len(segs)
         while tuple(segs[:k]) not in by_mod:
             k -= 1
         g, rest = by_mod[tuple(segs[:k])], segs[k:]
-        # A name the file only imports (a re-export, or a `use` a child
-        # reaches through `super::`): the file it comes from.
         if rest and rest[0] in g.imports and hops < 16:
-            return resolve(g.imports[rest[0]] + rest[1:], hops + 1)
-        return g
+            return [g] + resolve(g.imports[rest[0]] + rest[1:], hops + 1)
+        return [g]
 
     name = {id(f): str(f.path.relative_to(root)) for f in every}
     edges = {name[id(f)]: {} for f in every}
     for f in every:
         for segs, line in f.paths:
-            g = resolve(segs)
-            if g is not f:
-                edges[name[id(f)]].setdefault(name[id(g)], []).append(line)
+            chain = resolve(segs)
+            for g in chain:
+                # A file passed through on the way is an edge too, unless
+                # it is f's own module root (or one above it): that root
+                # is its module's face to the rest of the crate.
+                through = g is not chain[-1] and f.modpath[:len(g.modpath)] == g.modpath
+                if g is not f and not through:
+                    edges[name[id(f)]].setdefault(name[id(g)], []).append(line)
     nodes = sorted(edges)
     print(f"file-graph: {len(nodes)} files, {sum(len(e) for e in edges.values())} edges")
 
@@ -588,7 +662,8 @@ def file_level(every):
         if len(comp) > 1:
             pairs = [f"    {a}:{','.join(map(str, sorted(set(edges[a][b]))))} -> {b}"
                      for a in comp for b in sorted(edges[a]) if b in comp]
-            found.append(("circle", comp, "\n".join(pairs)))
+            loop = " -> ".join(shortest_loop(comp, edges))
+            found.append(("circle", comp, f"  shortest: {loop}\n" + "\n".join(pairs)))
     for f in every:
         if not any(f.modpath[:len(m)] == m for m in FORMATS):
             continue
@@ -644,6 +719,27 @@ def from_bytes_outside(every):
         print("from-bytes: no from_le_bytes/from_be_bytes/from_ne_bytes outside src/bytes.rs "
               "(test code left out)")
     return len(sites)
+
+
+def shortest_loop(comp, edges):
+    """A shortest way from comp's first file back to itself within comp
+    (a strongly connected component), the first file at both ends."""
+    start, came = comp[0], {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(edges[v]):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came[path[-1]])
+                    return path[::-1] + [start]
+                if w in comp and w not in came:
+                    came[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return [start]
 
 
 def sccs(nodes, edges):

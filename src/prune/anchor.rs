@@ -28,7 +28,7 @@ use std::sync::Arc;
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-use super::path::{PathError, PathErrorKind};
+use super::path::error::{PathError, PathErrorKind};
 
 /// The directory a walk started on, opened once (`O_PATH`), and the file
 /// system it is on: every file of the walk is reached from it.

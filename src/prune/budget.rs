@@ -5,7 +5,7 @@
 use std::io::{Read, Write as _};
 use std::path::Path;
 
-use super::path::{PathError, PathErrorKind};
+use super::path::error::{PathError, PathErrorKind};
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
 /// `'WHEEL': WHY` about the wheel `path` and what it holds.

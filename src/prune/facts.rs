@@ -7,7 +7,7 @@
 use std::cell::OnceCell;
 
 use crate::error::{Error, Result};
-use crate::prune::shrink::Refusal;
+use crate::prune::shrink::checked::Refusal;
 
 pub(crate) mod fixed;
 pub(crate) mod pe;

@@ -70,6 +70,8 @@ mod anchor;
 pub(crate) mod archive;
 #[cfg(feature = "files")]
 mod budget;
+#[cfg(feature = "files")]
+mod by_kind;
 pub(crate) mod companion;
 #[cfg(feature = "files")]
 mod conda;
@@ -107,6 +109,8 @@ mod tree;
 pub(crate) mod wheel;
 
 pub use archive::prune as prune_archive;
+#[cfg(feature = "files")]
+pub use by_kind::prune_path;
 pub use containers::Pruned;
 pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, prune_file};
@@ -114,7 +118,7 @@ pub use model::{Options, Ptx, Rules, Selection, Verdict};
 #[cfg(feature = "files")]
 pub use path::{
     CondaRecords, Destination, ImageGroup, ImageRewritten, PackageBytes, PathError, PathErrorKind,
-    PathOptions, PathReport, RemovedFile, prune_path,
+    PathOptions, PathReport, RemovedFile,
 };
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};

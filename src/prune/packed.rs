@@ -12,7 +12,8 @@ use std::path::Path;
 
 use super::budget::{Budget, inflate};
 use super::model::{Options, Selection, Verdict};
-use super::path::{ImageGroup, PathError, PathErrorKind, merge};
+use super::path::error::{PathError, PathErrorKind};
+use super::path::report::{ImageGroup, merge};
 use crate::package::{self, Contents, Kind};
 use crate::scan;
 
@@ -128,7 +129,7 @@ impl Look<'_> {
                 held.first.get_or_insert_with(|| name.clone());
             }
         }
-        held.kept.extend(super::path::groups(
+        held.kept.extend(super::path::report::groups(
             report
                 .images
                 .iter()

@@ -45,9 +45,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::anchor::Root;
+use super::by_kind::prune_path;
 use super::file::readable;
 use super::model::Selection;
-use super::path::{PathError, PathErrorKind, PathOptions, PathReport, prune_path};
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use crate::files::Input;
 use crate::host::ar;
 
@@ -184,7 +185,7 @@ fn checked_prune(
     selection: &Selection,
     opts: &PathOptions,
 ) -> Result<PathReport, PathError> {
-    use super::path::prune_path_of;
+    use super::by_kind::prune_path_of;
     if !claims.lists(&f.path) {
         return prune_path_of(&f.path, f.kind, selection, opts);
     }

@@ -13,7 +13,7 @@ use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
 use object::{LittleEndian as LE, ReadRef};
 
 use crate::num::{len64, u64_from};
-use crate::prune::shrink::Refusal;
+use crate::prune::shrink::checked::Refusal;
 
 /// The checksum sits at the same place in both optional headers.
 const CHECKSUM: usize = offset_of!(ImageOptionalHeader64, check_sum);

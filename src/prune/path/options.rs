@@ -1,4 +1,4 @@
-//! What [`prune_path`](super::prune_path) is asked: where the pruned file
+//! What [`prune_path`](crate::prune::prune_path) is asked: where the pruned file
 //! goes ([`Destination`]) and how ([`PathOptions`]).
 
 use std::path::{Path, PathBuf};
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::error::{PathError, PathErrorKind};
 use crate::prune::model::Options;
 
-/// Where [`prune_path`](super::prune_path) puts the pruned file.
+/// Where [`prune_path`](crate::prune::prune_path) puts the pruned file.
 ///
 /// # Examples
 ///
@@ -55,7 +55,7 @@ pub enum Destination {
     InPlace,
 }
 
-/// How [`prune_path`](super::prune_path) prunes a file and where it writes it.
+/// How [`prune_path`](crate::prune::prune_path) prunes a file and where it writes it.
 ///
 /// # Examples
 ///

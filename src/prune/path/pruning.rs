@@ -1,5 +1,5 @@
 //! One file's bytes pruned, by its kind, before anything is written
-//! ([`Pruning`]): what [`prune_path`](super::prune_path) and the package
+//! ([`Pruning`]): what [`prune_path`](crate::prune::prune_path) and the package
 //! rewriters write.
 
 use std::path::Path;

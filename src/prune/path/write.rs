@@ -23,7 +23,7 @@ use crate::prune::output::Output as NewFile;
 /// file is sized at the end, so they are holes from the start.
 ///
 /// [`Layout::write_pieces`]: crate::layout::Layout::write_pieces
-pub(super) fn write_at(input: &File, data: &[u8], output: &NewFile, out: &File) -> io::Result<()> {
+pub(crate) fn write_at(input: &File, data: &[u8], output: &NewFile, out: &File) -> io::Result<()> {
     let mut at = At { file: out, pos: 0 };
     let hole = |at: &mut At<'_>, n: u64| {
         at.pos = at.pos.saturating_add(n);
@@ -92,7 +92,7 @@ fn copy_range(input: &File, from: u64, out: &File, to: u64, len: u64) -> io::Res
 
 /// Punches the whole pages of each run of zeros in `output` out of `file`
 /// (they read as zeros either way; a filesystem without holes keeps them).
-pub(super) fn punch(file: &File, output: &NewFile) {
+pub(crate) fn punch(file: &File, output: &NewFile) {
     let mut at = 0u64;
     for p in &output.layout.pieces {
         let n = piece_len(output, p);
@@ -293,7 +293,7 @@ pub(crate) fn finish(
 /// [`PathOptions::keep_hard_links`], which refuses it); in a dry run,
 /// reported as removed; with a file or directory to write to, refused, as
 /// there would be no file to write.
-pub(super) fn remove(
+pub(crate) fn remove(
     opts: &PathOptions,
     input: &Path,
     meta: &std::fs::Metadata,

@@ -27,7 +27,7 @@
 //! the hole, are fixed in [`fix`], each patch written with `object`'s
 //! types in the file's class and order.
 
-mod checked;
+pub(crate) mod checked;
 mod elf;
 mod file;
 mod fix;
@@ -36,7 +36,6 @@ pub(crate) mod openmp;
 mod pack;
 pub(crate) mod pe;
 
-pub(crate) use checked::Refusal;
 #[cfg(test)]
 pub(super) use elf::headers;
 pub(crate) use elf::shrink;
