@@ -13,12 +13,15 @@
 //! - [`bundler`]: `clang-offload-bundler`'s job, and bundles written to
 //!   and read from files and directories.
 //! - [`packager`]: `llvm-offload-binary`'s packing and extraction.
+//! - [`cuobjdump`]: NVIDIA's `cuobjdump` run (listing, extraction and
+//!   header dump of CUDA device code).
 //! - [`nvprune`]: NVIDIA's `nvprune` run, on `prune`'s pruning.
 //! - [`streams`]: found OffloadBinary images copied to files, streamed
 //!   out of compressed binaries (for the packager, `offload-kit unpack`
 //!   and the linker wrapper's drop-in).
 
 pub(crate) mod bundler;
+pub(crate) mod cuobjdump;
 pub(crate) mod nvprune;
 pub(crate) mod packager;
 pub(crate) mod streams;
