@@ -3,7 +3,10 @@
 //! name after one dash, or a short one after two, is unknown), a value
 //! after `=` or as the next argument (whatever it looks like), list values
 //! split at commas and gathered over repeats, the whole line checked before
-//! anything else is done, and `-h` before `-V`.
+//! anything else is done, and `-h` before `-V`. It fills the library's
+//! `crate::tools::cuobjdump::Args`.
+
+use crate::tools::cuobjdump::{Args, Pick};
 
 /// How an option takes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,51 +94,6 @@ pub(super) const ARCHS: &[&str] = &[
     "sm_110", "sm_110a", "sm_110f", "sm_120", "sm_120a", "sm_120f", "sm_121", "sm_121a", "sm_121f",
     "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a",
 ];
-
-/// Values of `-xelf`/`-xptx`: every file, or those whose name holds one
-/// of the strings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Pick {
-    /// The non-empty values given, in order.
-    values: Vec<String>,
-}
-
-impl Pick {
-    /// Whether the file named `name` is picked: every file when the one
-    /// value given is `all` (with another value beside it, `all` is a
-    /// plain substring again), else those whose name contains a value.
-    pub(super) fn takes(&self, name: &str) -> bool {
-        match self.values.as_slice() {
-            [only] if only == "all" => true,
-            values => values.iter().any(|v| name.contains(v.as_str())),
-        }
-    }
-}
-
-/// A parsed command line.
-#[derive(Debug, Default)]
-pub(super) struct Args {
-    pub all: bool,
-    pub list_elf: bool,
-    pub list_ptx: bool,
-    pub ptx: bool,
-    pub symbols: bool,
-    pub res_usage: bool,
-    /// `-sass`, `-elf`, `-xtext`, `-ltext`, `-fun`, `-findex`, `-sort` or
-    /// `-optf`, where given: what we do not do (the first one named).
-    pub unsupported: Option<String>,
-    /// `-xelf`'s values, when given.
-    pub extract_elf: Option<Pick>,
-    /// `-xptx`'s values, when given.
-    pub extract_ptx: Option<Pick>,
-    /// The SM number `-arch` names.
-    pub arch: Option<u32>,
-    pub help: bool,
-    pub version: bool,
-    /// `-arch` was given twice with different values: cuobjdump warns.
-    pub arch_redefined: bool,
-    pub files: Vec<String>,
-}
 
 /// What stops the run while the command line is read: cuobjdump's
 /// `fatal` message.

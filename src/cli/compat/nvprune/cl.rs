@@ -9,6 +9,8 @@
 
 use std::process::ExitCode;
 
+use crate::tools::nvprune::{Args, Code};
+
 /// Prints `nvprune fatal   : MESSAGE` and gives exit code 1.
 pub(super) fn fatal(prog: &str, message: &str) -> ExitCode {
     eprintln!("{prog} fatal   : {message}");
@@ -18,30 +20,6 @@ pub(super) fn fatal(prog: &str, message: &str) -> ExitCode {
 /// Prints `nvprune warning : MESSAGE`.
 pub(super) fn warning(prog: &str, message: &str) {
     eprintln!("{prog} warning : {message}");
-}
-
-/// One code nvprune keeps: a cubin for an SM (`sm_80`), or the PTX of a
-/// virtual arch (`compute_80`, and `lto_80`, which keeps the same),
-/// written as the SM it compiles for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Code {
-    /// `sm_80`.
-    pub arch: String,
-    /// PTX rather than a cubin.
-    pub ptx: bool,
-}
-
-/// A command line that asks for a prune.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Parsed {
-    /// What stays.
-    pub keep: Vec<Code>,
-    /// `-o`.
-    pub output: String,
-    /// The input file, as given.
-    pub input: String,
-    /// `-v`.
-    pub verbose: bool,
 }
 
 /// The options: long name, short name, whether a value follows.
@@ -269,7 +247,7 @@ fn code(name: &str) -> Result<Code, String> {
 
 /// Parses the command line; `Err` holds the exit code when the run is
 /// over (help, version, or a mistake already reported).
-pub(super) fn parse(prog: &str, args: &[String]) -> Result<Parsed, ExitCode> {
+pub(super) fn parse(prog: &str, args: &[String]) -> Result<Args, ExitCode> {
     let g = read(prog, args).map_err(|m| fatal(prog, &m))?;
     if g.help || (!g.version && g.inputs.len() != 1) {
         print!("{}", help(prog));
@@ -292,7 +270,7 @@ pub(super) fn parse(prog: &str, args: &[String]) -> Result<Parsed, ExitCode> {
     let Some(output) = g.output else {
         return Err(fatal(prog, "Must specify output file with -o option"));
     };
-    Ok(Parsed {
+    Ok(Args {
         keep,
         output,
         input: g.inputs.into_iter().next().unwrap_or_default(),

@@ -2,26 +2,16 @@
 //! scripts of hipcc 5.2.3) under their own names: the scripts' command
 //! lines, listings, file names, messages and exit codes, on the same inputs.
 //!
-//! Where the scripts give up on compressed bundles (CCOB: `roc-obj-ls`
-//! prints nothing, `roc-obj` finds "no executables"), these list and
-//! extract the code objects inside, each under a URI of its own: the
-//! compressed bundle's range plus `&entry-offset=<O>&entry-size=<S>`, the
-//! entry's range in the decompressed bundle (docs/compatibility.md).
-//!
-//! Here: the three entry points. `perl.rs` holds what the scripts share
-//! (Getopt::Std's option loop, URI::Encode, File::Which, Perl's `die` and
-//! numbers), `list.rs` walks `.hip_fatbin`, `extract.rs` copies URIs'
-//! ranges out, `out.rs` writes what they copy, only inside the output
-//! folder, `obj.rs` is the `roc-obj` wrapper and `ere.rs` the POSIX
-//! extended regular expressions of its `-t`.
+//! Here: the three entry points, their command lines (`perl.rs` holds
+//! Getopt::Std's option loop, which the Perl scripts share; `obj.rs` GNU
+//! getopt's, for `roc-obj`), and the printing of what the runs say. The
+//! runs are the library's `crate::tools::roc_obj`.
 
 use std::process::ExitCode;
 
-mod ere;
 mod extract;
 mod list;
 mod obj;
-mod out;
 mod perl;
 
 /// Runs `roc-obj-ls` with `args` (the arguments after the program name).

@@ -1,4 +1,4 @@
-//! Where the drop-ins write: only inside their output folder. A file name
+//! Where the runs write: only inside their output folder. A file name
 //! made from what an input says (a bundle entry's ID, a URI's file name)
 //! is one path component ([`file_name`]); it is written through
 //! [`Output::create_in`] on the folder, never through a symbolic link
@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-use crate::cli::io::Output;
+use crate::files::Output;
 
 /// `name` made one path component: each `/` becomes `%2F`, each NUL
 /// `%00` and each `%` `%25` (so that two names stay two files); every

@@ -12,9 +12,10 @@
 
 use std::io::{self, Write};
 
-use super::options::Args;
+use super::args::{Args, Failure};
 use super::units::{Item, Unit, cubin_arch};
 use crate::fatbin::{self, Entry, FLAG_64BIT, FLAG_FAMILY, KIND_ELF, KIND_NVVM, KIND_PTX};
+use crate::files::Output;
 use crate::kernels::Textures;
 
 /// Flags of an entry's header that only the dump reports: debug
@@ -35,7 +36,7 @@ pub(super) struct Tally {
 
 /// What a run does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Job {
+enum Task {
     List,
     Extract,
     Dump,
@@ -52,37 +53,27 @@ pub(super) struct Run<'a> {
     pub limit: u64,
 }
 
-/// A failure that ends the run with cuobjdump's `fatal` line.
-pub(super) struct Fatal(pub String);
-
-impl From<io::Error> for Fatal {
-    fn from(e: io::Error) -> Fatal {
-        Fatal(format!("Could not write the output: {e}"))
-    }
-}
-
 impl Run<'_> {
-    fn job(&self) -> Job {
+    fn task(&self) -> Task {
         let a = self.args;
         if a.extract_elf.is_some() || a.extract_ptx.is_some() {
-            Job::Extract
+            Task::Extract
         } else if a.list_elf || a.list_ptx {
-            Job::List
+            Task::List
         } else {
-            Job::Dump
+            Task::Dump
         }
     }
 
     /// Prints (and writes) what the run does with `units` to `out`.
-    pub(super) fn units(&self, units: &[Unit<'_>], out: &mut dyn Write) -> Result<Tally, Fatal> {
+    pub(super) fn units(&self, units: &[Unit<'_>], out: &mut dyn Write) -> Result<Tally, Failure> {
         let mut tally = Tally::default();
-        let job = self.job();
+        let task = self.task();
         for unit in units {
             if unit.cut {
-                return Err(Fatal(
+                return Err(Failure::fatal(
                     "archive member size exceeds library bounds\n\
-                     cuobjdump fatal   : Internal error: elfLink internal error"
-                        .into(),
+                     cuobjdump fatal   : Internal error: elfLink internal error",
                 ));
             }
             if let Some(m) = &unit.member {
@@ -90,10 +81,13 @@ impl Run<'_> {
             }
             tally.device_code |= unit.device_code;
             for item in &unit.items {
-                self.item(item, job, &mut tally, out)?;
+                self.item(item, task, &mut tally, out)?;
             }
             if unit.broken {
-                return Err(Fatal(format!("Invalid fatbin header in '{}'", self.shown)));
+                return Err(Failure::fatal(format!(
+                    "Invalid fatbin header in '{}'",
+                    self.shown
+                )));
             }
         }
         Ok(tally)
@@ -102,10 +96,10 @@ impl Run<'_> {
     fn item(
         &self,
         item: &Item<'_>,
-        job: Job,
+        task: Task,
         tally: &mut Tally,
         out: &mut dyn Write,
-    ) -> Result<(), Fatal> {
+    ) -> Result<(), Failure> {
         // `-arch` picks among a fatbin's entries by SM number; a file that
         // is a cubin is read whatever `-arch` says, unless it holds
         // arch-specific code (`sm_90a`: only `-arch sm_90` or `sm_90a`).
@@ -130,10 +124,10 @@ impl Run<'_> {
             _ => 0,
         };
         let name = self.name(item, n, &arch, kind);
-        match job {
-            Job::List => self.list(kind, n, &name, out),
-            Job::Extract => self.extract(item, kind, n, &name, &arch, out),
-            Job::Dump => match item {
+        match task {
+            Task::List => self.list(kind, n, &name, out),
+            Task::Extract => self.extract(item, kind, n, &name, &arch, out),
+            Task::Dump => match item {
                 Item::Entry(e) => {
                     self.dump(e, &arch, out)?;
                     if e.kind == KIND_ELF && (self.args.symbols || self.args.res_usage) {
@@ -170,7 +164,7 @@ impl Run<'_> {
         }
     }
 
-    fn list(&self, kind: u16, n: usize, name: &str, out: &mut dyn Write) -> Result<(), Fatal> {
+    fn list(&self, kind: u16, n: usize, name: &str, out: &mut dyn Write) -> Result<(), Failure> {
         match kind {
             KIND_ELF if self.args.list_elf => writeln!(out, "ELF file {n:4}: {name}")?,
             KIND_PTX if self.args.list_ptx => writeln!(out, "PTX file {n:4}: {name}")?,
@@ -187,7 +181,7 @@ impl Run<'_> {
         name: &str,
         arch: &str,
         out: &mut dyn Write,
-    ) -> Result<(), Fatal> {
+    ) -> Result<(), Failure> {
         let pick = match kind {
             KIND_ELF => &self.args.extract_elf,
             KIND_PTX => &self.args.extract_ptx,
@@ -217,9 +211,9 @@ impl Run<'_> {
     }
 
     /// The image as the driver loads it, decompressed.
-    fn contents<'e>(&self, e: &'e Entry<'_>) -> Result<std::borrow::Cow<'e, [u8]>, Fatal> {
+    fn contents<'e>(&self, e: &'e Entry<'_>) -> Result<std::borrow::Cow<'e, [u8]>, Failure> {
         e.contents(self.limit).map_err(|err| {
-            Fatal(format!(
+            Failure::fatal(format!(
                 "Could not decompress the entry at {:#x} of '{}': {err}",
                 e.offset, self.shown
             ))
@@ -228,7 +222,7 @@ impl Run<'_> {
 
     /// The entry's header as cuobjdump dumps it, and under `-ptx` a PTX
     /// entry's text after it.
-    fn dump(&self, e: &Entry<'_>, arch: &str, out: &mut dyn Write) -> Result<(), Fatal> {
+    fn dump(&self, e: &Entry<'_>, arch: &str, out: &mut dyn Write) -> Result<(), Failure> {
         let what = match e.kind {
             KIND_ELF => "elf",
             KIND_PTX => "ptx",
@@ -285,7 +279,7 @@ impl Run<'_> {
 impl Run<'_> {
     /// What the dump prints of a cubin: `-res-usage`'s figures, then
     /// `-symbols`' table.
-    fn cubin(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
+    fn cubin(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Failure> {
         if self.args.res_usage {
             self.res_usage(cubin, out)?;
         }
@@ -298,7 +292,7 @@ impl Run<'_> {
     /// `-res-usage`: the module's memory, then each function's registers,
     /// stack, memory and constant banks, in the order of their text
     /// sections.
-    fn res_usage(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
+    fn res_usage(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Failure> {
         let usage = crate::kernels::usage(cubin, &crate::kernels::Allowance::new(u64::MAX))
             .map_err(|e| self.invalid_elf(&e))?;
         match usage.textures {
@@ -306,10 +300,10 @@ impl Run<'_> {
             // What cuobjdump 13.5 says of a linked cubin whose texture
             // references are undefined.
             Textures::Unresolved => {
-                return Err(Fatal("Internal error: elf section not found".into()));
+                return Err(Failure::fatal("Internal error: elf section not found"));
             }
             Textures::Unread => {
-                return Err(Fatal(format!(
+                return Err(Failure::fatal(format!(
                     "offload-kit does not count the texture, surface and sampler references of \
                      linked cubins ('{}' has some): use NVIDIA's cuobjdump for -res-usage",
                     self.shown
@@ -345,15 +339,15 @@ impl Run<'_> {
 
     /// cuobjdump's `Invalid ELF` for a cubin that cannot be read, and
     /// after it, on a line of ours, what is wrong with it.
-    fn invalid_elf(&self, e: &crate::error::Error) -> Fatal {
-        Fatal(format!(
+    fn invalid_elf(&self, e: &crate::error::Error) -> Failure {
+        Failure::fatal(format!(
             "Invalid ELF in '{}'\ncuobjdump info    : offload-kit: {e}",
             self.shown
         ))
     }
 
     /// `-symbols`: the cubin's symbol table, a row per symbol.
-    fn symbols(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Fatal> {
+    fn symbols(&self, cubin: &[u8], out: &mut dyn Write) -> Result<(), Failure> {
         let rows = crate::kernels::symbol_table(cubin).map_err(|e| self.invalid_elf(&e))?;
         out.write_all(b"\nsymbols:\n")?;
         for r in &rows {
@@ -414,10 +408,15 @@ pub(super) fn stem(path: &str) -> String {
     }
 }
 
-/// Writes `bytes` to `name` in the working directory.
-fn write_file(name: &str, bytes: &[u8]) -> Result<(), Fatal> {
-    std::fs::write(name, bytes)
-        .map_err(|e| Fatal(format!("Could not open output file '{name}': {e}")))
+/// Writes `bytes` to `name` in the working directory, in one step: the
+/// file appears whole under its name, or not at all.
+fn write_file(name: &str, bytes: &[u8]) -> Result<(), Failure> {
+    let write = || -> io::Result<()> {
+        let mut out = Output::create(std::path::Path::new(name))?;
+        out.write_all(bytes)?;
+        out.commit()
+    };
+    write().map_err(|e| Failure::fatal(format!("Could not open output file '{name}': {e}")))
 }
 
 #[cfg(test)]
