@@ -117,33 +117,41 @@ def shell_functions(lines):
 
 def script_function_sizes():
     """The scripts' functions over FN_LIMIT lines, SCRIPT_FN_ALLOWED aside."""
-    over, seen, count = [], set(), 0
+    found_all = []
     for path in scripts():
         rel = path.relative_to(root)
         lines = path.read_text().split("\n")
         found = {".py": python_functions, ".sh": shell_functions}.get(path.suffix)
         for name, first, last in found(lines) if found else []:
-            count += 1
-            size = last - first + 1
-            key = f"{rel}::{name}"
-            if size <= FN_LIMIT:
-                continue
-            if key in SCRIPT_FN_ALLOWED:
-                seen.add(key)
-                print(f"allowed: {rel}:{first} {name}, {size} lines ({SCRIPT_FN_ALLOWED[key]})")
-                continue
-            over.append((size, f"{rel}:{first} {name}"))
-    stale = sorted(set(SCRIPT_FN_ALLOWED) - seen)
+            found_all.append((f"{rel}::{name}", f"{rel}:{first} {name}", last - first + 1))
+    return judge(found_all, SCRIPT_FN_ALLOWED, "SCRIPT_FN_ALLOWED", "script functions",
+                 "function of the scripts")
+
+
+def judge(found, allowed, allowed_name, what, counted):
+    """Exit status of the function-size rule over `found`, each a (key in
+    `allowed`, where to print, lines): 1 naming each function over FN_LIMIT
+    that `allowed` does not list and each entry of it no longer over."""
+    over, seen = [], set()
+    for key, where, size in found:
+        if size <= FN_LIMIT:
+            continue
+        if key in allowed:
+            seen.add(key)
+            print(f"allowed: {where}, {size} lines ({allowed[key]})")
+            continue
+        over.append((size, where))
+    stale = sorted(set(allowed) - seen)
     for key in stale:
-        print(f"SCRIPT_FN_ALLOWED in scripts/check-sizes.py: {key} is no longer over {FN_LIMIT} "
+        print(f"{allowed_name} in scripts/check-sizes.py: {key} is no longer over {FN_LIMIT} "
               "lines (or gone): remove its entry")
     if over:
-        print(f"script functions over {FN_LIMIT} lines (split them into named steps):")
+        print(f"{what} over {FN_LIMIT} lines (split them into named steps):")
         for size, where in sorted(over, reverse=True):
             print(f"  {size:6} {where}")
     if over or stale:
         return 1
-    print(f"sizes: no function of the scripts ({count}) is over {FN_LIMIT} lines but the "
+    print(f"sizes: no {counted} ({len(found)}) is over {FN_LIMIT} lines but the "
           f"{len(seen)} allowed in scripts/check-sizes.py")
     return 0
 
@@ -191,34 +199,13 @@ def function_sizes():
     lib = graph.File(graph.src / "lib.rs", [], True)
     graph.parse(lib)
     every = [lib] + [f for fs in graph.library_files(lib).values() for f in fs]
-    over, seen, count = [], set(), 0
+    found = []
     for f in sorted(every, key=lambda f: f.path):
         rel = f.path.relative_to(graph.src)
         for name, first, last in functions(graph, graph.tokens(f.path.read_text())):
-            count += 1
-            lines = last - first + 1
-            if lines <= FN_LIMIT:
-                continue
-            key = f"{rel}::{name}"
-            if key in FN_ALLOWED:
-                seen.add(key)
-                print(f"allowed: src/{rel}:{first} fn {name}, {lines} lines ({FN_ALLOWED[key]})")
-                continue
-            over.append((lines, f"src/{rel}:{first} fn {name}"))
-    stale = sorted(set(FN_ALLOWED) - seen)
-    for key in stale:
-        print(f"FN_ALLOWED in scripts/check-sizes.py: {key} is no longer over {FN_LIMIT} lines "
-              "(or gone): remove its entry")
-    if over:
-        print(f"functions over {FN_LIMIT} lines (split them into named steps):")
-        for lines, where in sorted(over, reverse=True):
-            print(f"  {lines:6} {where}")
-    if over or stale:
-        return 1
-    print(f"sizes: no function of the library's non-test code ({count}) is over {FN_LIMIT} "
-          f"lines but the {len(seen)} allowed in scripts/check-sizes.py")
-    return 0
-
+            found.append((f"{rel}::{name}", f"src/{rel}:{first} fn {name}", last - first + 1))
+    return judge(found, FN_ALLOWED, "FN_ALLOWED", "functions",
+                 "function of the library's non-test code")
 
 failed = file_sizes()
 failed |= function_sizes()

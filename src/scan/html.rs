@@ -376,12 +376,20 @@ fn targets_table(out: &mut String, r: &SizeReport) {
          <th>Images</th><th>Bytes</th><th>Stored</th></tr>",
         xml(&r.path)
     );
-    let mut rows: Vec<(&String, &Tally)> = r.by_target.iter().collect();
+    target_rows(out, "target", "", &r.by_target);
+    out.push_str("</table>\n");
+}
+
+/// A row of class `class` per target of `by_target`, in arch order, each
+/// after the cells `first` (none, or a file's): target, vendor, images,
+/// bytes, stored.
+fn target_rows(out: &mut String, class: &str, first: &str, by_target: &BTreeMap<String, Tally>) {
+    let mut rows: Vec<(&String, &Tally)> = by_target.iter().collect();
     rows.sort_by(|a, b| row_cmp(a.0, b.0));
     for (key, t) in rows {
         let _ = writeln!(
             out,
-            "<tr class=\"target\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"{class}\">{first}<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             xml(key),
             vendor(key),
             t.images,
@@ -389,7 +397,6 @@ fn targets_table(out: &mut String, r: &SizeReport) {
             t.stored
         );
     }
-    out.push_str("</table>\n");
 }
 
 /// The table of each file's targets (more than one file: one file's are
@@ -402,21 +409,8 @@ fn file_targets_table(out: &mut String, files: &[HtmlFile<'_>]) {
          <th>Vendor</th><th>Images</th><th>Bytes</th><th>Stored</th></tr>\n",
     );
     for f in files {
-        let mut rows: Vec<(&String, &Tally)> = f.size.by_target.iter().collect();
-        rows.sort_by(|a, b| row_cmp(a.0, b.0));
-        for (key, t) in rows {
-            let _ = writeln!(
-                out,
-                "<tr class=\"file-target\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td></tr>",
-                xml(&f.size.path),
-                xml(key),
-                vendor(key),
-                t.images,
-                t.bytes,
-                t.stored
-            );
-        }
+        let first = format!("<td>{}</td>", xml(&f.size.path));
+        target_rows(out, "file-target", &first, &f.size.by_target);
     }
     out.push_str("</table>\n");
 }
