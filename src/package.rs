@@ -18,7 +18,7 @@
 //! `liblzma` (xz and LZMA), `bzip2` and `zstd`; the Debian `ar` layer by
 //! `object`.
 
-mod compression;
+pub(crate) mod compression;
 mod cpio;
 #[cfg(feature = "files")]
 pub(crate) mod records;
