@@ -18,13 +18,14 @@
 //! `liblzma` (xz and LZMA), `bzip2` and `zstd`; the Debian `ar` layer by
 //! `object`.
 
-mod compression;
+pub(crate) mod compression;
 mod cpio;
 #[cfg(feature = "files")]
 pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;
 mod repeats;
+pub(crate) mod tar;
 mod types;
 
 use std::io::{self, Read};
@@ -35,6 +36,8 @@ use cpio::{cpio_header, cpio_members};
 #[cfg(any(test, fuzzing))]
 pub(crate) use repeats::REPEAT_COST_FLOOR;
 pub(crate) use repeats::{Overlaps, TarPaths, duplicate_names, duplicates_said};
+use tar::BLOCK;
+pub(crate) use tar::is_header as is_tar_header;
 use types::corrupt;
 pub(crate) use types::formats;
 pub use types::{Contents, Kind, Members};
@@ -42,34 +45,6 @@ pub use types::{Contents, Kind, Members};
 use crate::error::Result;
 use crate::host::ar::Archive;
 use crate::num::usize_from;
-
-/// A tar header block's size.
-const BLOCK: usize = 512;
-
-/// Whether `block` (at least 512 bytes) is a tar header: POSIX `ustar` or
-/// GNU magic, and a header checksum that adds up.
-pub(crate) fn is_tar_header(block: &[u8]) -> bool {
-    if block.len() < BLOCK || &block[257..262] != b"ustar" {
-        return false;
-    }
-    let stored = std::str::from_utf8(&block[148..156])
-        .ok()
-        .map(|s| s.trim_matches(|c: char| c == '\0' || c == ' '))
-        .and_then(|s| u32::from_str_radix(s, 8).ok());
-    // The checksum counts its own field as eight spaces.
-    let sum: u32 = block[..BLOCK]
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                u32::from(b)
-            }
-        })
-        .sum();
-    stored == Some(sum)
-}
 
 /// The `ar` magic that starts a Debian package.
 const AR_MAGIC: &[u8] = b"!<arch>\n";
@@ -308,7 +283,7 @@ fn tar_entries(
     to: &mut dyn Members,
 ) -> Result<()> {
     let kind = Kind::Tar(c);
-    let mut tar = tar::Archive::new(reader);
+    let mut tar = ::tar::Archive::new(reader);
     let entries = tar.entries().map_err(|e| corrupt(kind, e))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| corrupt(kind, e))?;

@@ -24,6 +24,7 @@ use sha2::Sha256;
 
 use super::compression::{Compression, compression_of, decoder};
 use super::is_tar_header;
+use super::tar::normalized;
 use super::types::{Kind, corrupt};
 use crate::error::Result;
 
@@ -218,19 +219,6 @@ pub(crate) fn conda_rows(text: &[u8]) -> std::result::Result<HashMap<Vec<u8>, Co
         out.insert(path.as_bytes().to_vec(), row);
     }
     Ok(out)
-}
-
-/// `path` without its leading `./` and `/`, as `md5sums` names files.
-pub(crate) fn normalized(mut path: &[u8]) -> &[u8] {
-    loop {
-        if let Some(rest) = path.strip_prefix(b"./") {
-            path = rest;
-        } else if let Some(rest) = path.strip_prefix(b"/") {
-            path = rest;
-        } else {
-            return path;
-        }
-    }
 }
 
 /// A line of `md5sums` (without its line terminator) as its MD5 (32

@@ -23,9 +23,9 @@ impl Members for Record {
 }
 
 fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut b = tar::Builder::new(Vec::new());
+    let mut b = ::tar::Builder::new(Vec::new());
     for (name, data) in files {
-        let mut h = tar::Header::new_ustar();
+        let mut h = ::tar::Header::new_ustar();
         h.set_size(data.len() as u64);
         h.set_mode(0o644);
         h.set_cksum();

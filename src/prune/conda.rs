@@ -37,7 +37,6 @@ mod cx;
 mod info;
 mod walk;
 
-use compress::Packer;
 pub(crate) use cx::Cx;
 use info::Info;
 use walk::{Walked, walk_payload};
@@ -217,7 +216,7 @@ pub(crate) fn prune_conda(
             let mut walk = Walk::new(reader, std::io::sink(), budget.left);
             return Ok((walk_payload(&cx, &mut walk, &mut rep)?, None));
         };
-        let packer = Packer::zstd(
+        let packer = compress::zstd(
             BufWriter::with_capacity(1 << 20, scratch(&cx, out)?),
             threads,
         )
@@ -247,7 +246,7 @@ pub(crate) fn prune_conda(
         cx.place = format!("member '{}'", member_name(&zin, info_at));
         let mut walk = Walk::new(
             decode(&cx, info_bytes, zstd)?,
-            Packer::zstd(Vec::new(), threads)
+            compress::zstd(Vec::new(), threads)
                 .map_err(|e| PathError::io(PathErrorKind::Io, input, e))?,
             u64::MAX,
         );
@@ -427,7 +426,7 @@ pub(crate) fn prune_tar_bz2(
     } else {
         tar.seek(SeekFrom::Start(0)).map_err(cannot)?;
         let reader = std::io::BufReader::with_capacity(1 << 20, tar);
-        let mut walk = Walk::new(reader, Packer::bzip2(&mut out, level), u64::MAX);
+        let mut walk = Walk::new(reader, compress::bzip2(&mut out, level), u64::MAX);
         info::rewrite_info(
             &mut walk,
             records.paths_json.as_deref(),

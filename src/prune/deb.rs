@@ -42,7 +42,6 @@ mod control;
 mod md5sums;
 pub(crate) mod tar;
 
-use compress::Encoder;
 use tar::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading (as for wheels).
@@ -309,7 +308,7 @@ fn prune_data(
     .map_err(scratch)?;
     let threads = cx.opts.prune.threads();
     let encoder =
-        Encoder::new(c, BufWriter::with_capacity(1 << 20, file), threads).map_err(scratch)?;
+        compress::encoder(c, BufWriter::with_capacity(1 << 20, file), threads).map_err(scratch)?;
     let mut walk = Walk::new(reader, encoder, budget.left);
     let mut walked = walk_data(cx, &mut walk, &member, rep)?;
     budget.left = budget.left.saturating_sub(walk.read());
@@ -592,7 +591,7 @@ fn new_control(
     let fault = |f| cx.fault(&member, f);
     let reader = package::decoder(bytes, c)
         .map_err(|e| PathError::member(cx.input, &member, "cannot be read", e))?;
-    let encoder = Encoder::new(c, Vec::new(), 1)
+    let encoder = compress::encoder(c, Vec::new(), 1)
         .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
     let mut walk = Walk::new(reader, encoder, budget.left);
     let mut rewritten = false;

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
 
-use super::compress::{Packer, bzip2_level};
+use super::compress::{self, bzip2_level};
 use super::info::{self, Finder, Row};
 
 #[test]
@@ -10,7 +10,7 @@ fn the_bzip2_block_size_is_read_from_the_header() {
     assert_eq!(bzip2_level(b"BZh1"), Some(1));
     assert_eq!(bzip2_level(b"BZh0"), None);
     assert_eq!(bzip2_level(b"BZ"), None);
-    let mut p = Packer::bzip2(Vec::new(), 3);
+    let mut p = compress::bzip2(Vec::new(), 3);
     p.write_all(&[7u8; 1000]).unwrap();
     assert!(p.finish().unwrap().starts_with(b"BZh3"));
 }
@@ -21,7 +21,7 @@ fn zstd_gives_the_same_bytes_on_any_number_of_threads() {
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0] & 0x0f)
         .collect();
     let packed = |threads| {
-        let mut p = Packer::zstd(Vec::new(), threads).unwrap();
+        let mut p = compress::zstd(Vec::new(), threads).unwrap();
         p.write_all(&data).unwrap();
         p.finish().unwrap()
     };

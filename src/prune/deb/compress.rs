@@ -1,7 +1,8 @@
 //! A package's tar archive compressed again with the method it came in:
 //! none, gzip, xz or zstd, at the levels `dpkg-deb` uses by default (gzip
 //! 9, xz 6, zstd 3), or bzip2 (blocks of 900 kB) and LZMA (preset 6),
-//! which `dpkg-deb` still reads.
+//! which `dpkg-deb` still reads. The compressors are the package layer's
+//! ([`Encoder`]); this picks their parameters.
 //!
 //! The output depends only on the bytes compressed, never on the machine:
 //! gzip's header carries no time or name, zstd runs on one thread, and
@@ -12,6 +13,7 @@
 use std::io::{self, Write};
 
 use crate::package::Compression;
+use crate::package::compression::encode::Encoder;
 
 /// dpkg-deb's default gzip level.
 const GZIP_LEVEL: u32 = 9;
@@ -22,105 +24,24 @@ const XZ_PRESET: u32 = 6;
 /// dpkg-deb's default zstd level.
 const ZSTD_LEVEL: i32 = 3;
 
-/// The most memory the xz encoder's threads may take together (each
-/// holds about three blocks and the match finder, some 180 MiB at preset
-/// 6); fewer threads run where more would pass it.
-const XZ_MEMORY: u64 = 1 << 30;
+/// bzip2's largest blocks (900 kB), `bzip2`'s default.
+const BZIP2_LEVEL: u32 = 9;
 
-/// A writer that compresses what it is given into `W`.
-pub(crate) enum Encoder<W: Write> {
-    /// Not compressed.
-    None(W),
-    /// gzip.
-    Gzip(flate2::write::GzEncoder<W>),
-    /// xz.
-    Xz(liblzma::write::XzEncoder<W>),
-    /// zstd.
-    Zstd(zstd::stream::write::Encoder<'static, W>),
-    /// bzip2.
-    Bzip2(bzip2::write::BzEncoder<W>),
-    /// LZMA (`.lzma`).
-    Lzma(liblzma::write::XzEncoder<W>),
-}
-
-impl<W: Write> Encoder<W> {
-    /// An encoder compressing with `method` into `out`, xz on up to
-    /// `threads` threads.
-    pub(crate) fn new(method: Compression, out: W, threads: u32) -> io::Result<Encoder<W>> {
-        Ok(match method {
-            Compression::None => Encoder::None(out),
-            Compression::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(
-                out,
-                flate2::Compression::new(GZIP_LEVEL),
-            )),
-            Compression::Xz => Encoder::Xz(liblzma::write::XzEncoder::new_stream(
-                out,
-                xz_stream(threads, 0)?,
-            )),
-            Compression::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)?),
-            Compression::Bzip2 => Encoder::Bzip2(bzip2::write::BzEncoder::new(
-                out,
-                bzip2::Compression::best(),
-            )),
-            Compression::Lzma => {
-                let options = liblzma::stream::LzmaOptions::new_preset(XZ_PRESET)
-                    .map_err(io::Error::other)?;
-                let stream = liblzma::stream::Stream::new_lzma_encoder(&options)
-                    .map_err(io::Error::other)?;
-                Encoder::Lzma(liblzma::write::XzEncoder::new_stream(out, stream))
-            }
-        })
-    }
-
-    /// Ends the compressed stream; the writer.
-    pub(crate) fn finish(self) -> io::Result<W> {
-        match self {
-            Encoder::None(w) => Ok(w),
-            Encoder::Gzip(e) => e.finish(),
-            Encoder::Xz(e) => e.finish(),
-            Encoder::Zstd(e) => e.finish(),
-            Encoder::Bzip2(e) => e.finish(),
-            Encoder::Lzma(e) => e.finish(),
-        }
-    }
-}
-
-/// The xz encoder: preset 6, CRC64 checks (as `xz` writes), blocks of
-/// `block_size` bytes (0: liblzma's default), on `threads` threads or as
-/// many as [`XZ_MEMORY`] allows.
-fn xz_stream(threads: u32, block_size: u64) -> io::Result<liblzma::stream::Stream> {
-    let mut builder = liblzma::stream::MtStreamBuilder::new();
-    builder
-        .preset(XZ_PRESET)
-        .check(liblzma::stream::Check::Crc64)
-        .block_size(block_size);
-    let mut n = threads.max(1);
-    while n > 1 && builder.threads(n).memusage() > XZ_MEMORY {
-        n -= 1;
-    }
-    builder.threads(n).encoder().map_err(io::Error::other)
-}
-
-impl<W: Write> Write for Encoder<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Encoder::None(w) => w.write(buf),
-            Encoder::Gzip(e) => e.write(buf),
-            Encoder::Xz(e) => e.write(buf),
-            Encoder::Zstd(e) => e.write(buf),
-            Encoder::Bzip2(e) => e.write(buf),
-            Encoder::Lzma(e) => e.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Encoder::None(w) => w.flush(),
-            Encoder::Gzip(e) => e.flush(),
-            Encoder::Xz(e) => e.flush(),
-            Encoder::Zstd(e) => e.flush(),
-            Encoder::Bzip2(e) => e.flush(),
-            Encoder::Lzma(e) => e.flush(),
-        }
+/// An encoder compressing with `method` into `out` at dpkg-deb's levels,
+/// xz on up to `threads` threads.
+pub(crate) fn encoder<W: Write>(
+    method: Compression,
+    out: W,
+    threads: u32,
+) -> io::Result<Encoder<W>> {
+    match method {
+        Compression::None => Ok(Encoder::None(out)),
+        Compression::Gzip => Encoder::gzip(out, GZIP_LEVEL),
+        Compression::Xz => Encoder::xz(out, XZ_PRESET, threads, 0),
+        // On the caller's thread.
+        Compression::Zstd => Encoder::zstd(out, ZSTD_LEVEL, 0),
+        Compression::Bzip2 => Ok(Encoder::bzip2(out, BZIP2_LEVEL)),
+        Compression::Lzma => Encoder::lzma(out, XZ_PRESET),
     }
 }
 
@@ -129,9 +50,10 @@ mod tests {
     use std::io::Read as _;
 
     use super::*;
+    use crate::package::compression::encode::xz_stream;
 
     fn compressed(method: Compression, data: &[u8], threads: u32) -> Vec<u8> {
-        let mut e = Encoder::new(method, Vec::new(), threads).unwrap();
+        let mut e = encoder(method, Vec::new(), threads).unwrap();
         e.write_all(data).unwrap();
         e.finish().unwrap()
     }
@@ -164,7 +86,7 @@ mod tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0] & 0x0f)
             .collect();
         let xz = |threads| {
-            let s = xz_stream(threads, 1 << 20).unwrap();
+            let s = xz_stream(XZ_PRESET, threads, 1 << 20).unwrap();
             let mut e = liblzma::write::XzEncoder::new_stream(Vec::new(), s);
             e.write_all(&data).unwrap();
             e.finish().unwrap()

@@ -1,6 +1,12 @@
 //! Compression methods: the `Compression` of a compressed tar or file,
 //! told by its magic (bzip2 and LZMA by more than their first bytes), and
-//! the reader that decompresses it.
+//! the reader that decompresses it; the writers that compress
+//! ([`encode`], [`gzip`]) beside them, for whoever writes packages.
+
+#[cfg(feature = "files")]
+pub(crate) mod encode;
+#[cfg(feature = "files")]
+pub(crate) mod gzip;
 
 use std::io::{self, Read};
 
