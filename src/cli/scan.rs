@@ -431,7 +431,7 @@ pub(super) fn quiet_dirs<'a>(
     let mut dirs: Vec<(QuietDir, bool)> = paths
         .iter()
         .zip(&inputs)
-        .filter(|(p, _)| p.is_dir() && !crate::inputs::image::is_layout(p))
+        .filter(|(p, _)| p.is_dir() && !crate::inputs::oci::is_layout(p))
         .map(|(_, i)| {
             let dir = QuietDir {
                 path: i.clone(),

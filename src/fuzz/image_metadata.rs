@@ -24,8 +24,8 @@ pub fn image_metadata(data: &[u8]) {
 /// [`image_metadata`], where files are read.
 #[cfg(feature = "files")]
 fn read(data: &[u8]) {
-    if let Some(index) = crate::inputs::image::TarIndex::read(data) {
-        let _ = crate::inputs::image::saved_images(&index);
+    if let Some(index) = crate::inputs::oci::TarIndex::read(data) {
+        let _ = crate::inputs::oci::saved_images(&index);
     }
     crate::prune::image_metadata_for_fuzz(None, data);
     let Some(files) = layout_files(data) else {
@@ -41,7 +41,7 @@ fn read(data: &[u8]) {
     for (name, bytes) in &files {
         let _ = std::fs::write(root.join(name), bytes);
     }
-    let _ = crate::inputs::image::layout_images(root);
+    let _ = crate::inputs::oci::layout_images(root);
     crate::prune::image_metadata_for_fuzz(Some(root), &[]);
 }
 

@@ -12,7 +12,7 @@ use crate::files::Input;
 use crate::kernels;
 use crate::scan::{self, Image, Options, Report, Unread};
 
-pub(crate) mod image;
+pub(crate) mod oci;
 mod source;
 pub(crate) mod units;
 
@@ -45,7 +45,7 @@ pub(crate) fn sources(paths: &[PathBuf], follow: bool) -> Result<Vec<Source>, St
             continue;
         }
         match std::fs::metadata(p) {
-            Ok(meta) if meta.is_dir() && image::is_layout(p) => out.push(Source {
+            Ok(meta) if meta.is_dir() && oci::is_layout(p) => out.push(Source {
                 layout: true,
                 ..Source::new(p.clone())
             }),
@@ -217,7 +217,7 @@ fn walk(dir: &Path, follow: bool, dirs: &mut Seen, out: &mut Vec<Walked>) {
                 continue;
             }
         };
-        if meta.is_dir() && image::is_layout(&p) {
+        if meta.is_dir() && oci::is_layout(&p) {
             if dirs.insert(&meta) {
                 out.push(Walked {
                     source: Source {

@@ -23,7 +23,7 @@ use crate::package::records::Ledger;
 use crate::package::{self, Contents};
 use crate::scan::Unread;
 
-use super::image::{self, ImageError};
+use super::oci::{self, ImageError};
 use super::source::{self, Source};
 use crate::files::{Input, SPOOL_IN_MEMORY};
 
@@ -112,7 +112,7 @@ fn layout_units<T>(
     f: &mut Visit<'_, T>,
     out: &mut Vec<T>,
 ) {
-    let images = match image::layout_images(&src.path) {
+    let images = match oci::layout_images(&src.path) {
         Ok(images) => images,
         Err(e) => return out.push(f(unit, Err(Unread::from(e)))),
     };
@@ -145,7 +145,7 @@ enum LayerBytes<'a> {
     /// In a `docker save` archive's members (`input`, or the archive
     /// decompressed into it).
     Members {
-        index: &'a image::TarIndex<'a>,
+        index: &'a oci::TarIndex<'a>,
         input: &'a Input,
     },
 }
@@ -158,10 +158,10 @@ impl<T> Walk<'_, '_, T> {
     /// same digest and size) is read once: every file of its lower copy
     /// lies below the same file of the upper one, hidden, so only its
     /// diff ID is checked, against what the first reading hashed to.
-    fn images(&mut self, unit: &Unit<'_>, images: &[image::Image], from: &LayerBytes<'_>) {
+    fn images(&mut self, unit: &Unit<'_>, images: &[oci::Image], from: &LayerBytes<'_>) {
         for img in images {
             let unit = image_unit(unit, img);
-            let mut shadow = image::Shadow::default();
+            let mut shadow = oci::Shadow::default();
             let mut read_here = std::collections::HashMap::new();
             for (i, layer) in img.layers.iter().enumerate().rev() {
                 let key = (&layer.blob, layer.sha256, layer.size);
@@ -216,7 +216,7 @@ impl<T> Walk<'_, '_, T> {
 }
 
 /// The unit an image's files are named below.
-fn image_unit<'a>(input: &Unit<'a>, img: &image::Image) -> Unit<'a> {
+fn image_unit<'a>(input: &Unit<'a>, img: &oci::Image) -> Unit<'a> {
     Unit {
         name: match &img.name {
             Some(n) => format!("{}:{n}", input.name),
@@ -341,8 +341,8 @@ impl<T> Walk<'_, '_, T> {
         unit: &Unit<'_>,
         bytes: &[u8],
         input: &Input,
-        shadow: &mut image::Shadow,
-        (i, of): (usize, &image::Layer),
+        shadow: &mut oci::Shadow,
+        (i, of): (usize, &oci::Layer),
     ) -> Result<[u8; 32], ImageError> {
         let mut sha = sha2::Sha256::new();
         let c = match package::detect(bytes) {
@@ -413,7 +413,7 @@ impl<T> Walk<'_, '_, T> {
             let e = tar.entries().ok()?.next()?.ok()?;
             Some(String::from_utf8_lossy(&e.path_bytes()).into_owned())
         });
-        if !first.is_some_and(|f| image::may_be_saved(&f)) {
+        if !first.is_some_and(|f| oci::may_be_saved(&f)) {
             return false;
         }
         let plain = with_pages_given_back(input, || {
@@ -436,10 +436,10 @@ impl<T> Walk<'_, '_, T> {
 
     /// [`Walk::saved_images`] of the plain tar `bytes`, in `input`.
     fn saved_in(&mut self, unit: &Unit<'_>, bytes: &[u8], input: &Input) -> bool {
-        let Some(members) = image::TarIndex::read(bytes) else {
+        let Some(members) = oci::TarIndex::read(bytes) else {
             return false;
         };
-        let images = match image::saved_images(&members) {
+        let images = match oci::saved_images(&members) {
             None => return false,
             Some(Ok(images)) => images,
             Some(Err(e)) => {
@@ -488,7 +488,7 @@ impl Write for Counted<'_> {
 
 /// Whether `sha`, what layer `i` decompressed to hashes to, is the diff
 /// ID its image config gives it.
-fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(), ImageError> {
+fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &oci::Layer) -> Result<(), ImageError> {
     match layer.diff_id {
         Some(want) if want != *sha => Err(ImageError::DiffId {
             got: *sha,
@@ -502,7 +502,7 @@ fn diff_id_matches(sha: &[u8; 32], i: usize, layer: &image::Layer) -> Result<(),
 /// One layer's members: those a container sees handed on to the walk.
 struct Layer<'l, 'm, 'w, 'f, T> {
     members: Members<'m, 'w, 'f, T>,
-    shadow: &'l mut image::Shadow,
+    shadow: &'l mut oci::Shadow,
 }
 
 impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
@@ -511,7 +511,7 @@ impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
         path: &str,
         contents: Result<Contents<'_, '_>, String>,
     ) -> crate::error::Result<()> {
-        let path = match image::normal(path) {
+        let path = match oci::normal(path) {
             Ok(p) => p,
             Err(e) => {
                 let name = format!("{}!/{path}", self.members.parent.name);
@@ -526,13 +526,13 @@ impl<T> package::Members for Layer<'_, '_, '_, '_, T> {
             }
         };
         match self.shadow.entry(path.clone(), false) {
-            image::Seen::Hidden => Ok(()),
-            image::Seen::Visible => self.members.member(&path, contents),
+            oci::Seen::Hidden => Ok(()),
+            oci::Seen::Visible => self.members.member(&path, contents),
         }
     }
 
     fn skipped(&mut self, path: &str, dir: bool) {
-        if let Ok(p) = image::normal(path) {
+        if let Ok(p) = oci::normal(path) {
             self.shadow.entry(p, dir);
         }
     }

@@ -81,9 +81,9 @@ pub(crate) mod deb;
 mod facts;
 mod file;
 #[cfg(feature = "files")]
-mod image;
+mod oci;
 #[cfg(all(feature = "files", any(test, fuzzing)))]
-pub(crate) use image::metadata_for_fuzz as image_metadata_for_fuzz;
+pub(crate) use oci::metadata_for_fuzz as image_metadata_for_fuzz;
 #[cfg(feature = "files")]
 mod member;
 mod model;

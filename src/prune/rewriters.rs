@@ -16,7 +16,7 @@ use std::path::Path;
 
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
-use super::{conda, deb, image, wheel};
+use super::{conda, deb, oci, wheel};
 use crate::files::Input;
 use crate::package::{self, Kind};
 
@@ -64,6 +64,6 @@ pub(crate) const PACKAGES: &[Rewriter] = &[
     },
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Tar(package::Compression::None)),
-        prune: image::prune_docker,
+        prune: oci::prune_docker,
     },
 ];

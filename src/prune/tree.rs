@@ -241,7 +241,7 @@ fn read_claims(slots: &[Slot], places: &records::Places) -> verify::Claims {
 
 /// The entry of an image layout named on the command line (`named`) or
 /// found in a directory, pruned as one input
-/// ([`prune_layout`](super::image::prune_layout)).
+/// ([`prune_layout`](super::oci::prune_layout)).
 fn layout_entry(
     path: PathBuf,
     named: bool,
@@ -268,7 +268,7 @@ fn layout_entry(
             }
         }
     }
-    let outcome = match super::image::prune_layout(selection, opts, &path, at) {
+    let outcome = match super::oci::prune_layout(selection, opts, &path, at) {
         Ok(r) => TreeOutcome::Pruned(Box::new(r)),
         Err(e) => TreeOutcome::Failed(e),
     };
@@ -427,7 +427,7 @@ pub fn prune_tree(
 pub(crate) fn walked_dirs(inputs: &[PathBuf]) -> Vec<&PathBuf> {
     inputs
         .iter()
-        .filter(|p| p.is_dir() && !super::image::is_layout(p))
+        .filter(|p| p.is_dir() && !super::oci::is_layout(p))
         .collect()
 }
 
@@ -556,7 +556,7 @@ fn walk(input: &Path, opts: &PathOptions, slots: &mut Vec<Slot>) {
         // `prune_path` says why it cannot be opened.
         Err(_) => return slots.push(named(None)),
         Ok(meta) if !meta.is_dir() => return slots.push(named(Some(&meta))),
-        Ok(_) if super::image::is_layout(input) => {
+        Ok(_) if super::oci::is_layout(input) => {
             let beneath = Root::open(input)
                 .ok()
                 .map(|r| (Arc::new(r), PathBuf::new()));
@@ -620,7 +620,7 @@ fn walk_dir(input: &Path, root: &Arc<Root>, slots: &mut Vec<Slot>) {
             if e.depth() > 0 && e.metadata().is_ok_and(|m| m.dev() != root.dev()) {
                 slots.push(Slot::Done(other_file_system(path)));
                 entries.skip_current_dir();
-            } else if e.depth() > 0 && super::image::is_layout(path) {
+            } else if e.depth() > 0 && super::oci::is_layout(path) {
                 // A layout is one image: none of its files is walked.
                 slots.push(Slot::Layout(path.to_path_buf(), false, below(path)));
                 entries.skip_current_dir();

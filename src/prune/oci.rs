@@ -65,7 +65,7 @@ use json::Step;
 use layer::{Above, LayerCx, method};
 use model::Layout;
 
-pub(crate) use crate::inputs::image::is_layout;
+pub(crate) use crate::inputs::oci::is_layout;
 pub(crate) use docker::prune_docker;
 
 /// What [`ImageRewritten::next`] says.
