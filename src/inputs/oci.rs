@@ -80,7 +80,7 @@ fn check_blob(
 
 /// Whether `dir` is an OCI image layout (it holds a file `oci-layout`).
 pub(crate) fn is_layout(dir: &Path) -> bool {
-    dir.join("oci-layout").is_file()
+    dir.join(oci::LAYOUT_FILE).is_file()
 }
 
 /// The images of the layout `dir`: those its `index.json` names (indexes

@@ -11,6 +11,9 @@
 //! Errors carry what went wrong and where ([`OciError`]); each caller
 //! words them as its messages always have.
 
+/// The file whose presence makes a directory an OCI image layout.
+pub(crate) const LAYOUT_FILE: &str = "oci-layout";
+
 mod digests;
 mod docs;
 mod saved;

@@ -65,8 +65,13 @@ use json::Step;
 use layer::{Above, LayerCx, method};
 use model::Layout;
 
-pub(crate) use crate::inputs::oci::is_layout;
 pub(crate) use docker::prune_docker;
+
+/// Whether `dir` is an OCI image layout (it holds a file `oci-layout`),
+/// as the scanners tell.
+pub(crate) fn is_layout(dir: &std::path::Path) -> bool {
+    dir.join(oci::LAYOUT_FILE).is_file()
+}
 
 /// What [`ImageRewritten::next`] says.
 const RESIGN: &str = "its manifest and layer digests changed: signatures and attestations over \
