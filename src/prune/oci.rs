@@ -40,7 +40,6 @@ use super::path::{
 
 mod commit;
 mod docker;
-mod gzip;
 mod json;
 mod layer;
 mod model;

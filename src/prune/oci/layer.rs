@@ -25,6 +25,8 @@ use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
+use crate::package::compression::encode::Encoder;
+use crate::package::compression::gzip;
 use crate::package::oci::{Desc, Seen, Shadow, hex, normal};
 
 /// Files smaller than this hold no container worth reading.
@@ -638,12 +640,11 @@ pub(super) fn pack(
         }
         Method::Gzip => {
             let mut s = sink;
-            super::gzip::compress(&mut input, &mut s, GZIP_LEVEL, threads)?;
+            gzip::compress(&mut input, &mut s, GZIP_LEVEL, threads)?;
             s
         }
         Method::Zstd => {
-            let mut e = zstd::stream::write::Encoder::new(sink, ZSTD_LEVEL)?;
-            e.multithread(threads.max(1))?;
+            let mut e = Encoder::zstd(sink, ZSTD_LEVEL, threads.max(1))?;
             io::copy(&mut input, &mut e)?;
             e.finish()?
         }
