@@ -90,6 +90,16 @@ impl Cx<'_> {
         PathError::said(PathErrorKind::Content, self.input, &self.name, why)
     }
 
+    /// The control file `which` of the member `member`, of `size` bytes,
+    /// is more than prune reads into memory: refused, never taken as
+    /// empty.
+    fn too_large(&self, member: &str, which: &str, size: u64) -> PathError {
+        self.said(format!(
+            "member '{member}': its {which} holds {size} bytes, more than the \
+             {SPOOL_IN_MEMORY} read"
+        ))
+    }
+
     /// The file `full` of the package refused for `why`: noted in `w`, to
     /// be left as it was, or with [`PathOptions::strict`] the error.
     fn refuse_member(&self, w: &mut Walked, full: &str, why: &str) -> Result<(), PathError> {
@@ -528,12 +538,7 @@ fn control_lists(
         // A list too large to read is refused, never taken as empty: its
         // rows would go unchecked (`check` calls it damage too).
         if h.size > SPOOL_IN_MEMORY {
-            let which = String::from_utf8_lossy(&h.path);
-            return Err(cx.said(format!(
-                "member '{member}': its {which} holds {} bytes, more than the {SPOOL_IN_MEMORY} \
-                 read",
-                h.size
-            )));
+            return Err(cx.too_large(&member, &String::from_utf8_lossy(&h.path), h.size));
         }
         let mut text = Vec::new();
         walk.body()
@@ -603,11 +608,7 @@ fn new_control(
             continue;
         }
         if h.size > SPOOL_IN_MEMORY {
-            return Err(cx.said(format!(
-                "member '{member}': its {which} holds {} bytes, more than the {SPOOL_IN_MEMORY} \
-                 read",
-                h.size
-            )));
+            return Err(cx.too_large(&member, which, h.size));
         }
         let mut text = Vec::new();
         walk.body()
