@@ -18,6 +18,8 @@
 //! `liblzma` (xz and LZMA), `bzip2` and `zstd`; the Debian `ar` layer by
 //! `object`.
 
+#[cfg(feature = "files")]
+mod budget;
 pub(crate) mod compression;
 mod cpio;
 #[cfg(feature = "files")]
@@ -27,9 +29,13 @@ pub(crate) mod records;
 mod repeats;
 pub(crate) mod tar;
 mod types;
+#[cfg(feature = "files")]
+pub(crate) mod zipfile;
 
 use std::io::{self, Read};
 
+#[cfg(feature = "files")]
+pub(crate) use budget::Budget;
 pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};

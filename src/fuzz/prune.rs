@@ -194,7 +194,7 @@ fn record_rewrite(text: &[u8]) {
         .iter()
         .map(|p| (p.as_str(), (p.len() as u64, "NEWHASH")))
         .collect();
-    let Ok(new) = crate::prune::wheel::new_record(text, &changed) else {
+    let Ok(new) = crate::package::zipfile::record::new_record(text, &changed) else {
         return;
     };
     let Some(new) = new else {

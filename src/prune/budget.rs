@@ -18,13 +18,9 @@ pub(crate) fn said(path: &Path, why: String) -> PathError {
     )
 }
 
-/// The bytes the members of one wheel may still inflate to, together.
-pub(crate) struct Budget {
-    /// Bytes left.
-    pub(crate) left: u64,
-    /// Where the limit came from, for messages.
-    pub(crate) why: &'static str,
-}
+/// The bytes the members of one package may still inflate to, together:
+/// the zip layer's, with prune's limits and errors.
+pub(crate) use crate::package::Budget;
 
 impl Budget {
     /// The budget of a wheel of `size` bytes: `given` (`--max-uncompressed`),
@@ -50,24 +46,14 @@ impl Budget {
     /// Takes the `size` bytes the member `member` of the wheel `path`
     /// declares, or says that they are more than is left.
     pub(crate) fn take(&mut self, path: &Path, member: &str, size: u64) -> Result<(), PathError> {
-        if size > self.left {
-            return Err(self.passed(path, member, size));
-        }
-        self.left -= size;
-        Ok(())
+        self.charge(member, size)
+            .map_err(|e| said(path, e.to_string()))
     }
 
     /// The error for the member `member` of the wheel `path`, which
     /// inflates to `size` bytes, more than are left.
     pub(crate) fn passed(&self, path: &Path, member: &str, size: u64) -> PathError {
-        said(
-            path,
-            format!(
-                "member '{member}' inflates to {size} bytes, more than the {} left of the \
-                 decompression budget ({})",
-                self.left, self.why
-            ),
-        )
+        said(path, self.overdrawn(member, size))
     }
 }
 
@@ -83,20 +69,7 @@ pub(crate) fn zip_directory(
     data: &[u8],
     zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
 ) -> Result<(), PathError> {
-    let dups = crate::package::duplicate_names(data, zin);
-    if let Some(why) = crate::package::duplicates_said(&dups) {
-        return Err(said(path, why));
-    }
-    if zin
-        .has_overlapping_files()
-        .map_err(|e| PathError::zip(path, e))?
-    {
-        let why = "its central directory points several entries at the same bytes (a zip made \
-                   to multiply what it holds)"
-            .to_string();
-        return Err(said(path, why));
-    }
-    Ok(())
+    crate::package::zipfile::check_directory(data, zin).map_err(|e| PathError::zip_file(path, e))
 }
 
 /// Inflates the member `member` of the wheel `path` from `reader`, whose

@@ -19,9 +19,11 @@
 //! not match its files, and an entry named outside the prefix: nothing
 //! is written then.
 
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Seek as _, SeekFrom, Write as _};
+use std::io::{BufWriter, Seek as _, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::Selection;
 use super::budget::Budget;
@@ -30,6 +32,7 @@ use super::path::{
     CondaRecords, PathError, PathErrorKind, PathOptions, PathReport, finish, merge, write_through,
 };
 use crate::files::{Input, Output};
+use crate::package::zipfile::{self, Fate};
 use crate::package::{self, Compression};
 
 mod compress;
@@ -232,7 +235,7 @@ pub(crate) fn prune_conda(
         Ok::<_, PathError>((walked, Some(f)))
     })?;
     let (unchanged, records) = settle(&cx, &info, &mut rep, &mut walked)?;
-    let (Some(dest), Some(mut out), Some(mut pkg_new)) = (dest, out.take(), pkg_new) else {
+    let (Some(dest), Some(mut out), Some(pkg_new)) = (dest, out.take(), pkg_new) else {
         return Ok(rep);
     };
     if unchanged && opts.destination == super::Destination::InPlace {
@@ -263,11 +266,10 @@ pub(crate) fn prune_conda(
         let temp = out
             .temp_file()
             .ok_or_else(|| PathError::write(&dest, None))?;
-        let new = NewMembers {
-            info: (info_at, &info_new),
-            pkg: (pkg_at, &mut pkg_new),
-        };
-        write_zip(&mut zin, new, temp).map_err(|e| PathError::zip(input, e))?;
+        write_zip(&mut zin, (info_at, info_new), (pkg_at, pkg_new), temp).map_err(|e| match e {
+            zipfile::Error::Write(e) => PathError::zip(input, e.into()),
+            e => PathError::zip_file(input, e),
+        })?;
     }
     finish(opts, out, meta, &dest, &mut rep, through)?;
     rep.package_written();
@@ -307,52 +309,30 @@ fn tar_member<'a>(
              rewrite such a package"
         )));
     }
-    let bytes = super::wheel::stored(cx.input, &name, data, &f)?;
+    let bytes = crate::package::zipfile::stored(&name, data, &f)
+        .map_err(|e| PathError::zip_file(cx.input, e))?;
     Ok((at, bytes))
 }
 
-/// A `.conda`'s members written anew: the info archive's bytes, the
-/// payload's scratch file, each with its index.
-struct NewMembers<'a> {
-    info: (usize, &'a [u8]),
-    pkg: (usize, &'a mut File),
-}
-
-/// Writes the `.conda` `zin` to `file`, members in their order, stored:
-/// the two of `new` with their new bytes (each keeping its name, time,
-/// external attributes and host system), every other copied as it is.
+/// Writes the `.conda` `zin` to `file`, members in their order: the info
+/// archive (`info`: its index and new bytes) and the payload (`pkg`: its
+/// index and scratch file) stored, each keeping its name, time, external
+/// attributes and host system; every other member copied as it is.
 fn write_zip(
     zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
-    new: NewMembers<'_>,
+    info: (usize, Vec<u8>),
+    pkg: (usize, File),
     file: &File,
-) -> zip::result::ZipResult<()> {
-    let mut zout = zip::ZipWriter::new(file);
-    let (pkg_at, pkg) = new.pkg;
-    for i in 0..zin.len() {
-        let f = zin.by_index_raw(i)?;
-        if i != new.info.0 && i != pkg_at {
-            zout.raw_copy_file(f)?;
-            continue;
-        }
-        let size = match i == pkg_at {
-            true => pkg.seek(SeekFrom::End(0))?,
-            false => new.info.1.len() as u64,
-        };
-        let opts = super::wheel::same_header(&f)
-            .compression_method(zip::CompressionMethod::Stored)
-            .large_file(size >= u64::from(u32::MAX));
-        let name = f.name()?.into_owned();
-        drop(f);
-        zout.start_file(name, opts)?;
-        if i == pkg_at {
-            pkg.seek(SeekFrom::Start(0))?;
-            std::io::copy(pkg, &mut zout)?;
-        } else {
-            zout.write_all(new.info.1)?;
-        }
-    }
-    zout.finish()?;
-    Ok(())
+) -> Result<(), zipfile::Error> {
+    let pkg_new = zipfile::New::file(pkg.1).map_err(zipfile::Error::Write)?;
+    let fates = BTreeMap::from([
+        (
+            info.0,
+            Fate::Replaced(Arc::new(zipfile::New::bytes(info.1))),
+        ),
+        (pkg.0, Fate::Replaced(Arc::new(pkg_new))),
+    ]);
+    zipfile::write(zin, &fates, &BTreeMap::new(), zipfile::Method::Stored, file)
 }
 
 /// A `.tar.bz2`, `input` with `meta`, mapped as `file`: `None` when it is

@@ -12,12 +12,8 @@
 //! inflated, and a member that inflates to more or fewer bytes than it
 //! declares is an error.
 
-use std::collections::BTreeMap;
-use std::io::{Read, Seek as _, Write};
 use std::path::Path;
-
-use base64::Engine as _;
-use sha2::{Digest as _, Sha256};
+use std::sync::Arc;
 
 use super::budget::{Budget, inflate};
 use super::model::Selection;
@@ -26,17 +22,8 @@ use super::path::{
     write_through,
 };
 use crate::files::Input;
+use crate::package::zipfile::{self, Archive, Decide, Fate, MemberRead, New};
 use crate::scan::magic::Magic;
-
-mod record;
-mod verify;
-
-pub(super) use verify::stored;
-use verify::{Member, Zip};
-
-#[cfg(any(test, fuzzing))]
-pub(crate) use record::new_record;
-pub(crate) use record::{Change, new_record_with};
 
 /// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
 /// static-archive member pruned, every other member copied as it is stored, and each
@@ -53,34 +40,36 @@ pub(crate) fn prune(
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
     let name = crate::files::shown(input).into_owned();
-    let mut zin =
-        zip::ZipArchive::new(std::io::Cursor::new(data)).map_err(|e| PathError::zip(input, e))?;
-    super::budget::zip_directory(input, data, &mut zin)?;
-    if super::packed::is_conda(&zin) {
+    let mut archive = Archive::open(data).map_err(|e| PathError::zip_file(input, e))?;
+    if super::packed::is_conda(&archive.zip) {
         // Refused when it holds what the rules drop; else copied as it is.
         let kind = crate::package::Kind::Zip;
         super::packed::pruning(sel, input, &name, data, kind, &opts.prune)?;
     }
-    let mut rep = PathReport::new(&name, data, meta).package();
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    // Pass 1: prune each ELF member into a temporary file.
-    let mut members = prune_members(sel, opts, input, data, &mut zin, &mut rep, &mut budget)?;
-    let mut wrong =
-        |w: &super::tamper::Wrong<'_>| super::tamper::settle(opts, input, &name, w, &mut rep);
-    let (read, removed) = (&members.read, &members.removed);
-    verify::records(
+    let mut d = Members {
+        sel,
+        opts,
         input,
-        data,
-        &mut zin,
-        read,
-        removed,
-        &mut budget,
-        &mut wrong,
-    )?;
+        name: &name,
+        each: Pruning::member_options(&opts.prune),
+        rep: PathReport::new(&name, data, meta).package(),
+        all: Pruning::default(),
+        not_shrunk: Vec::new(),
+    };
+    let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
+        .map_err(|e| PathError::failed(input, e))?;
+    d.all.check_device_left(input, &name, &opts.prune)?;
+    let mut rep = d.rep;
+    if !d.not_shrunk.is_empty() {
+        rep.not_shrunk = Some(d.not_shrunk.join("; "));
+    }
     rep.kept = merge(rep.kept);
     rep.dropped = merge(rep.dropped);
-    let unchanged = members.pruned.is_empty() && members.removed.is_empty();
-    if !unchanged && let Some(sig) = signature(&zin) {
+    let unchanged = plan.unchanged(0);
+    let signed =
+        |n: &str| n.ends_with(".dist-info/RECORD.jws") || n.ends_with(".dist-info/RECORD.p7s");
+    if !unchanged && let Some(sig) = archive.find(signed) {
         let why = format!(
             "it is signed ('{sig}'), and a pruned wheel's signature would not verify: remove \
              the signature files from it first"
@@ -94,410 +83,162 @@ pub(crate) fn prune(
         rep.disk_after = Some(rep.disk_before);
         return Ok(rep);
     }
-    let records = new_records(input, data, &mut zin, &members, &mut budget)?;
-    // Pass 2: the new zip, members in their order.
     let through = write_through(opts, input, meta)?;
     let mut out = crate::prune::path::create(opts, &dest, data.len() as u64)
         .map_err(|e| PathError::write(&dest, e))?;
     let file = out
         .temp_file()
         .ok_or_else(|| PathError::write(&dest, None))?;
-    write_wheel(input, &mut zin, &mut members, &records, file)?;
+    plan.write(&mut archive, 0, file)
+        .map_err(|e| PathError::zip_file(input, e))?;
     finish(opts, out, meta, &dest, &mut rep, through)?;
     rep.package_written();
     Ok(rep)
 }
 
-/// The members of a wheel that change.
-#[derive(Default)]
-struct Members {
-    /// Those pruned, by index.
-    pruned: BTreeMap<usize, PrunedMember>,
-    /// Those removed whole (device code alone that the rules drop all
-    /// of), by index: their names.
-    removed: BTreeMap<usize, String>,
-    /// Every member read (whole, or to its end to check its CRC-32), by
-    /// name: its size and SHA-256, for its RECORD rows to be checked
-    /// ([`verify::records`]).
-    read: BTreeMap<String, verify::Seen>,
+/// What prune decides of a wheel's members, one output: each ELF, PE,
+/// static-archive or package member pruned as the file named alone
+/// would be, each per-GPU file whose GPU the rules drop removed unread,
+/// noting in the report what it did (the linked members rewritten in
+/// place rather than shrunk, and why, in its `not_shrunk`; the members
+/// removed whole in its `removed`).
+struct Members<'a> {
+    sel: &'a Selection,
+    opts: &'a PathOptions,
+    /// The wheel.
+    input: &'a Path,
+    /// Its name, for messages.
+    name: &'a str,
+    /// The options each member is pruned with.
+    each: super::Options,
+    /// The report.
+    rep: PathReport,
+    /// The wheel's device code, all members together.
+    all: Pruning,
+    /// Each linked member rewritten in place rather than shrunk, and why.
+    not_shrunk: Vec<String>,
 }
 
-/// Prunes each ELF, PE, static-archive or bare-container member of the
-/// wheel `zin` (the file `input`, whose bytes are `data`) into a
-/// temporary file, noting what it did in `rep` (the linked members
-/// rewritten in place rather than shrunk, and why, in its `not_shrunk`;
-/// the members removed whole in its `removed`) and inflating within
-/// `budget`; returns the members pruned and removed.
-fn prune_members<'a>(
-    sel: &Selection,
-    opts: &PathOptions,
-    input: &Path,
-    data: &'a [u8],
-    zin: &mut Zip<'a>,
-    rep: &mut PathReport,
-    budget: &mut Budget,
-) -> Result<Members, PathError> {
-    let name = crate::files::shown(input);
-    let scratch = |e| PathError::io(PathErrorKind::Io, input, e);
-    let mut changes = Members::default();
-    // The wheel's device code, all members together.
-    let mut all = Pruning::default();
-    // Each linked member rewritten in place rather than shrunk, and why.
-    let mut not_shrunk = Vec::new();
-    let each = Pruning::member_options(&opts.prune);
-    for i in 0..zin.len() {
-        if by_name(sel, opts, input, zin, i, rep, &mut changes)? {
-            continue;
+impl Decide for Members<'_> {
+    type Bytes = Input;
+    type Error = PathError;
+    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
+        crate::scan::UNREAD_REACH
+    } else {
+        512
+    };
+
+    fn outputs(&self) -> usize {
+        1
+    }
+
+    /// A library's per-GPU file whose GPU the rules drop
+    /// ([`super::companion`]) goes, unread, and is reported (a directory
+    /// entry of such files goes with them, unreported).
+    /// [`PathOptions::keep_files`] keeps them.
+    fn by_name(&mut self, m: &MemberRead<'_>) -> Result<Option<Vec<Fate>>, PathError> {
+        if self.opts.keep_files {
+            return Ok(None);
         }
-        let Some((member, kind)) = host_member(input, data, zin, i, budget, &mut changes.read)?
-        else {
-            continue;
+        let Some(c) = super::companion::dropped(self.sel.by(), m.name) else {
+            return Ok(None);
         };
-        let mname = zin
-            .name_for_index(i)
-            .and_then(Result::ok)
-            .unwrap_or_default();
-        let full = format!("{name}!/{mname}");
+        if !m.is_dir {
+            let full = format!("{}!/{}", self.name, m.name);
+            self.rep
+                .removed
+                .push(RemovedFile::by_name(full, m.size, &c));
+            self.rep.freed += m.size;
+        }
+        Ok(Some(vec![Fate::Removed]))
+    }
+
+    /// An ELF file, a Windows PE image (a DLL or `.pyd`), a static archive
+    /// or a package (a tar archive, a compressed file, a zip: looked
+    /// through by [`Pruning::of`]) may start so; a DOS program is a PE
+    /// image only if its headers say so, which [`Self::decide`] reads.
+    fn wants(&self, head: &[u8]) -> bool {
+        head.starts_with(b"\x7fELF")
+            || head.starts_with(&crate::host::ar::MAGIC[..4])
+            || head.starts_with(b"MZ")
+            || crate::package::detect(head).is_some()
+            || Magic::at_start(head).is_some()
+            || crate::scan::unread_format(head).is_some()
+    }
+
+    fn inflate(
+        &mut self,
+        m: &MemberRead<'_>,
+        head: &[u8],
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Input, PathError> {
+        inflate(self.input, m.name, head, reader, m.size)
+    }
+
+    fn decide(&mut self, m: &MemberRead<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
+        let known = bytes.starts_with(b"\x7fELF")
+            || bytes.starts_with(crate::host::ar::MAGIC)
+            || crate::package::detect(bytes).is_some()
+            || Magic::at_start(bytes).is_some()
+            || crate::scan::unread_format(bytes).is_some();
+        let kind = match known {
+            true => None,
+            false => match super::facts::pe::pe_kind(bytes) {
+                Some(kind) => Some(kind),
+                None => return Ok(None),
+            },
+        };
+        let full = format!("{}!/{}", self.name, m.name);
+        let keep_files = self.opts.keep_files;
         let p = match Pruning::of(
-            sel,
-            input,
+            self.sel,
+            self.input,
             &full,
-            (member.bytes(), kind),
-            &each,
-            opts.keep_files,
+            (bytes, kind),
+            &self.each,
+            keep_files,
         ) {
             Ok(p) => p,
             // Left as it is stored, and named; the rest is pruned.
-            Err(e) if e.refused() && !opts.strict => {
-                rep.members_refused.push(e.chain());
-                continue;
+            Err(e) if e.refused() && !self.opts.strict => {
+                self.rep.members_refused.push(e.chain());
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
         if let Some(why) = &p.not_shrunk {
-            not_shrunk.push(format!("'{mname}': {why}"));
+            self.not_shrunk.push(format!("'{}': {why}", m.name));
         }
-        all.add_device(&p);
+        self.all.add_device(&p);
+        let rep = &mut self.rep;
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
         if p.remove.is_some() {
-            let bytes = member.bytes().len() as u64;
-            rep.removed.push(RemovedFile::whole(full, bytes));
-            rep.freed += bytes;
-            changes.removed.insert(i, mname.into_owned());
-            continue;
+            let size = bytes.len() as u64;
+            rep.removed.push(RemovedFile::whole(full, size));
+            rep.freed += size;
+            return Ok(Some(vec![Fate::Removed]));
         }
         let Some(new_member) = p.output else {
-            continue;
+            return Ok(None);
         };
         rep.emptied += p.emptied;
         rep.containers_rewritten += p.rewritten;
         rep.freed += p.freed;
-        let mut hasher = Hashing {
-            out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile().map_err(scratch)?),
-            sha: Sha256::new(),
-            n: 0,
-        };
-        new_member
-            .write_to(&mut hasher, &[member.bytes()])
-            .map_err(scratch)?;
-        let Hashing { out, n, sha } = hasher;
-        let file = out.into_inner().map_err(|e| scratch(e.into_error()))?;
-        let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha.finalize());
-        let mname = mname.into_owned();
-        changes.pruned.insert(
-            i,
-            PrunedMember {
-                name: mname,
-                file,
-                size: n,
-                sha,
-            },
-        );
+        let new = New::written(|w| new_member.write_to(w, &[bytes]))
+            .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))?;
+        Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
-    all.check_device_left(input, &name, &opts.prune)?;
-    if !not_shrunk.is_empty() {
-        rep.not_shrunk = Some(not_shrunk.join("; "));
-    }
-    Ok(changes)
-}
 
-/// With member `i` of the wheel `zin` (the file `input`): when it is a
-/// library's per-GPU file whose GPU the rules drop
-/// ([`super::companion`]), it goes, unread, and is reported in `rep`
-/// (a directory entry of such files goes with them, unreported); whether
-/// it was so. [`PathOptions::keep_files`] keeps them.
-fn by_name(
-    sel: &Selection,
-    opts: &PathOptions,
-    input: &Path,
-    zin: &mut Zip<'_>,
-    i: usize,
-    rep: &mut PathReport,
-    changes: &mut Members,
-) -> Result<bool, PathError> {
-    if opts.keep_files {
-        return Ok(false);
-    }
-    let f = zin.by_index_raw(i).map_err(|e| PathError::zip(input, e))?;
-    let mname = f.name().map_err(|e| PathError::zip(input, e))?.into_owned();
-    let Some(c) = super::companion::dropped(sel.by(), &mname) else {
-        return Ok(false);
-    };
-    if !f.is_dir() {
-        let full = format!("{}!/{mname}", crate::files::shown(input));
-        rep.removed.push(RemovedFile::by_name(full, f.size(), &c));
-        rep.freed += f.size();
-    }
-    changes.removed.insert(i, mname);
-    Ok(true)
-}
-
-/// Member `i` of the wheel `zin` (the file `path`, whose bytes are
-/// `data`) when it is an ELF file, a Windows PE image (a DLL or `.pyd`), a
-/// static archive (`!<arch>`; a thin archive holds no member's bytes) or a
-/// package (a tar archive, a compressed file, a zip: looked through by
-/// [`Pruning::of`]), its bytes read within `budget`; `None` for any other
-/// member. A member that cannot be inflated (a compression method not
-/// read, corrupt data) is an error: what it holds is not known. Every
-/// member's bytes pass here, read whole or to check their CRC-32: their
-/// size and SHA-256 go to `seen`, for their RECORD rows to be checked.
-fn host_member<'a>(
-    path: &Path,
-    data: &'a [u8],
-    zin: &mut Zip<'a>,
-    i: usize,
-    budget: &mut Budget,
-    seen: &mut BTreeMap<String, verify::Seen>,
-) -> Result<Option<(Member<'a>, Option<object::FileKind>)>, PathError> {
-    let bad = |e| PathError::zip(path, e);
-    let mut f = zin.by_index(i).map_err(bad)?;
-    if f.is_dir() {
-        return Ok(None);
-    }
-    let mname = f.name().map_err(bad)?.into_owned();
-    let size = f.size();
-    let stored_as_is = f.compression() == zip::CompressionMethod::Stored && !f.encrypted();
-    let whole = |b: &[u8]| (b.len() as u64, Sha256::digest(b).into());
-    if size < 64 {
-        // Too small to read, but checked against its CRC-32 as any other.
-        let sum = match stored_as_is {
-            true => whole(stored(path, &mname, data, &f)?),
-            false => verify::rest(path, &mname, &[], &mut f, size, budget)?,
-        };
-        seen.insert(mname, sum);
-        return Ok(None);
-    }
-    // Whether the member is one of those, with its format when that was
-    // read to tell (a PE image), for its prune not to read it again.
-    let host = |b: &[u8]| {
-        let known = b.starts_with(b"\x7fELF")
-            || b.starts_with(crate::host::ar::MAGIC)
-            || crate::package::detect(b).is_some()
-            || Magic::at_start(b).is_some()
-            || crate::scan::unread_format(b).is_some();
-        match known {
-            true => Some(None),
-            false => super::facts::pe::pe_kind(b).map(Some),
-        }
-    };
-    if stored_as_is {
-        let bytes = stored(path, &mname, data, &f)?;
-        seen.insert(mname, whole(bytes));
-        return Ok(host(bytes).map(|kind| (Member::Stored(bytes), kind)));
-    }
-    // A tar header's block, and as far as the magic of a format not read
-    // lies: enough to tell every kind above.
-    let reach = crate::scan::UNREAD_REACH.max(512);
-    let mut head = Vec::with_capacity(reach);
-    (&mut f)
-        .take(reach as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| PathError::member(path, &mname, "cannot be inflated", e))?;
-    let maybe = head.starts_with(b"\x7fELF")
-        || head.starts_with(&crate::host::ar::MAGIC[..4])
-        || head.starts_with(b"MZ")
-        || crate::package::detect(&head).is_some()
-        || Magic::at_start(&head).is_some()
-        || crate::scan::unread_format(&head).is_some();
-    if !maybe {
-        // Not read, but inflated to its end, where its CRC-32 is checked:
-        // a member `check` finds damaged is never copied as it is.
-        let sum = verify::rest(path, &mname, &head, &mut f, size, budget)?;
-        seen.insert(mname, sum);
-        return Ok(None);
-    }
-    budget.take(path, &mname, size)?;
-    let member = inflate(path, &mname, &head, &mut f, size)?;
-    seen.insert(mname, whole(member.bytes()));
-    // A file that starts as a DOS program is a PE image only if its
-    // headers say so.
-    Ok(host(member.bytes()).map(|kind| (Member::Inflated(member), kind)))
-}
-
-/// The first signature of a RECORD in `zin` (`….dist-info/RECORD.jws` or
-/// `RECORD.p7s`), if it has one.
-fn signature(zin: &Zip<'_>) -> Option<String> {
-    (0..zin.len())
-        .filter_map(|i| zin.name_for_index(i).and_then(Result::ok))
-        .find(|n| n.ends_with(".dist-info/RECORD.jws") || n.ends_with(".dist-info/RECORD.p7s"))
-        .map(std::borrow::Cow::into_owned)
-}
-
-/// The new contents of each RECORD (`….dist-info/RECORD`) of the wheel
-/// `zin` (the file `path`, whose bytes are `data`) that names a member
-/// pruned or removed (`members`), by index; each read within `budget`. A
-/// RECORD removed is not rewritten.
-fn new_records<'a>(
-    path: &Path,
-    data: &'a [u8],
-    zin: &mut Zip<'a>,
-    members: &Members,
-    budget: &mut Budget,
-) -> Result<BTreeMap<usize, Vec<u8>>, PathError> {
-    let bad = |e| PathError::zip(path, e);
-    let mut out = BTreeMap::new();
-    if members.pruned.is_empty() && members.removed.is_empty() {
-        return Ok(out);
-    }
-    let mut changed: BTreeMap<&str, Change<'_>> = members
-        .pruned
-        .values()
-        .map(|m| (m.name.as_str(), Change::Rewritten(m.size, m.sha.as_str())))
-        .collect();
-    changed.extend(
-        members
-            .removed
-            .values()
-            .map(|n| (n.as_str(), Change::Removed)),
-    );
-    for i in 0..zin.len() {
-        let mut f = zin.by_index(i).map_err(bad)?;
-        let rname = f.name().map_err(bad)?.into_owned();
-        if f.is_dir() || !rname.ends_with(".dist-info/RECORD") || members.removed.contains_key(&i) {
-            continue;
-        }
-        let size = f.size();
-        let text = if f.compression() == zip::CompressionMethod::Stored && !f.encrypted() {
-            Member::Stored(stored(path, &rname, data, &f)?)
-        } else {
-            budget.take(path, &rname, size)?;
-            Member::Inflated(inflate(path, &rname, &[], &mut f, size)?)
-        };
-        let new = new_record_with(text.bytes(), &changed)
-            .map_err(|e| PathError::member(path, &rname, "cannot be read as CSV", e))?;
-        if let Some(new) = new {
-            out.insert(i, new);
-        }
-    }
-    Ok(out)
-}
-
-/// A writer that hashes and counts what passes through it.
-struct Hashing<W: Write> {
-    out: W,
-    sha: Sha256,
-    n: u64,
-}
-
-impl<W: Write> Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.out.write(buf)?;
-        self.sha.update(&buf[..k]);
-        self.n += k as u64;
-        Ok(k)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}
-
-/// A member pruned into a temporary file.
-struct PrunedMember {
-    /// Its name in the wheel.
-    name: String,
-    /// The temporary file.
-    file: std::fs::File,
-    /// Its size.
-    size: u64,
-    /// Its SHA-256, as a RECORD gives it (unpadded URL-safe base64).
-    sha: String,
-}
-
-/// Writes the wheel `zin` (the file `path`) to `file`, members in their
-/// order: those pruned (`members`) from their temporary files (with
-/// their own compression method and mode), the RECORDs in `records` with
-/// their new contents, every other member copied as it is stored, but
-/// for those removed.
-fn write_wheel(
-    path: &Path,
-    zin: &mut Zip<'_>,
-    members: &mut Members,
-    records: &BTreeMap<usize, Vec<u8>>,
-    file: &std::fs::File,
-) -> Result<(), PathError> {
-    let bad = |e| PathError::zip(path, e);
-    let bare = |e| PathError::io(PathErrorKind::Write, path, e);
-    let mut zout = zip::ZipWriter::new(file);
-    for i in 0..zin.len() {
-        if members.removed.contains_key(&i) {
-            continue;
-        }
-        let f = zin.by_index_raw(i).map_err(bad)?;
-        let mut record = records.get(&i).map(Vec::as_slice);
-        let new: Option<(&mut dyn Read, u64)> = match (members.pruned.get_mut(&i), &mut record) {
-            (Some(m), _) => {
-                m.file.seek(std::io::SeekFrom::Start(0)).map_err(bare)?;
-                Some((&mut m.file, m.size))
-            }
-            (None, Some(r)) => {
-                let n = r.len() as u64;
-                Some((r, n))
-            }
-            (None, None) => None,
-        };
-        let Some((from, n)) = new else {
-            zout.raw_copy_file(f).map_err(bad)?;
-            continue;
-        };
-        // A member is written with its method where the zip crate writes
-        // it; an LZMA or deflate64 member (which it only reads) deflated.
-        let method = match f.compression() {
-            m @ (zip::CompressionMethod::Stored
-            | zip::CompressionMethod::Deflated
-            | zip::CompressionMethod::Bzip2) => m,
-            _ => zip::CompressionMethod::Deflated,
-        };
-        let opts = same_header(&f)
-            .compression_method(method)
-            .large_file(n >= u64::from(u32::MAX));
-        let mname = f.name().map_err(bad)?.into_owned();
-        drop(f);
-        zout.start_file(mname, opts).map_err(bad)?;
-        std::io::copy(from, &mut zout).map_err(bare)?;
-    }
-    zout.finish().map_err(bad)?;
-    Ok(())
-}
-
-/// The options that write a member rewritten with the header fields of
-/// `f`, the member it replaces: its date and time, its external attributes
-/// (the mode, or a Windows member's DOS attributes) and its host system
-/// (in "version made by"). A date the zip crate cannot read (before 1980,
-/// a day 0) is written as 1980-01-01, and a host system it does not know
-/// as 255.
-pub(super) fn same_header<R: Read>(f: &zip::read::ZipFile<'_, R>) -> zip::write::SimpleFileOptions {
-    let opts = zip::write::SimpleFileOptions::default()
-        .system(f.system())
-        .external_attributes(f.external_attributes());
-    match f.last_modified() {
-        Some(t) => opts.last_modified_time(t),
-        None => opts,
+    fn wrong(&mut self, w: &super::tamper::Wrong<'_>) -> Result<(), PathError> {
+        super::tamper::settle(self.opts, self.input, self.name, w, &mut self.rep)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write as _};
+
     use super::*;
 
     #[test]
@@ -532,19 +273,46 @@ mod tests {
         z.finish().unwrap().into_inner()
     }
 
+    /// Grabs the one ELF member a rewrite reads whole.
+    struct Grab(Option<Vec<u8>>);
+
+    impl Decide for Grab {
+        type Bytes = Input;
+        type Error = PathError;
+        const REACH: usize = 512;
+        fn outputs(&self) -> usize {
+            1
+        }
+        fn by_name(&mut self, _: &MemberRead<'_>) -> Result<Option<Vec<Fate>>, PathError> {
+            Ok(None)
+        }
+        fn wants(&self, head: &[u8]) -> bool {
+            head.starts_with(b"\x7fELF")
+        }
+        fn inflate(
+            &mut self,
+            m: &MemberRead<'_>,
+            head: &[u8],
+            reader: &mut dyn Read,
+        ) -> Result<Input, PathError> {
+            inflate(Path::new("x.whl"), m.name, head, reader, m.size)
+        }
+        fn decide(&mut self, _: &MemberRead<'_>, b: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
+            self.0 = Some(b.to_vec());
+            Ok(None)
+        }
+        fn wrong(&mut self, _: &super::super::tamper::Wrong<'_>) -> Result<(), PathError> {
+            Ok(())
+        }
+    }
+
     /// The ELF member of the wheel `data`: its bytes, or the error.
     fn member_of(data: &[u8], budget: &mut Budget) -> Result<Vec<u8>, String> {
-        let mut zin = zip::ZipArchive::new(std::io::Cursor::new(data)).unwrap();
-        host_member(
-            Path::new("x.whl"),
-            data,
-            &mut zin,
-            0,
-            budget,
-            &mut BTreeMap::new(),
-        )
-        .map(|m| m.unwrap().0.bytes().to_vec())
-        .map_err(|e| chain(&e))
+        let x = Path::new("x.whl");
+        let mut a = Archive::open(data).map_err(|e| chain(&PathError::zip_file(x, e)))?;
+        let mut grab = Grab(None);
+        zipfile::rewrite(&mut a, budget, &mut grab).map_err(|e| chain(&PathError::failed(x, e)))?;
+        Ok(grab.0.unwrap())
     }
 
     /// `e` and its causes joined by ": ".

@@ -34,9 +34,9 @@ use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
-use super::super::wheel::{Change, new_record_with};
 use crate::package::oci::{hex, normal};
 use crate::package::records::pip_rows;
+use crate::package::zipfile::record::{Change, new_record_with};
 
 /// What the records of one layer are settled with: the layer's context
 /// as [`super::layer`] has it.

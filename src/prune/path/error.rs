@@ -282,6 +282,36 @@ impl PathError {
         PathError::new(path, Inner::Zip { name, source })
     }
 
+    /// The zip `path` fails as the zip layer says: each of its errors
+    /// made the one prune gave before that layer was its own.
+    pub(crate) fn zip_file(path: &Path, e: crate::package::zipfile::Error) -> PathError {
+        use crate::package::zipfile::Error as E;
+        match e {
+            E::Zip(e) => PathError::zip(path, e),
+            E::Damaged(why) => PathError::said(
+                PathErrorKind::Content,
+                path,
+                &crate::files::shown(path),
+                why,
+            ),
+            E::Member {
+                member,
+                doing,
+                source,
+            } => PathError::member(path, &member, doing, source),
+            E::Write(e) => PathError::io(PathErrorKind::Write, path, e),
+        }
+    }
+
+    /// A rewrite of the zip `path` that stopped: on the zip
+    /// ([`PathError::zip_file`]), or on prune's own error.
+    pub(crate) fn failed(path: &Path, e: crate::package::zipfile::Failed<PathError>) -> PathError {
+        match e {
+            crate::package::zipfile::Failed::Archive(e) => PathError::zip_file(path, e),
+            crate::package::zipfile::Failed::Caller(e) => e,
+        }
+    }
+
     /// The member `member` of the wheel `path` fails as `what` says.
     pub(crate) fn member(
         path: &Path,

@@ -1,7 +1,7 @@
 //! The pip RECORDs of a directory pruned in place, kept true: each
 //! `*.dist-info/RECORD` found in the walk that names a file the run
 //! rewrote gets its new SHA-256 and size, and loses the rows of the files
-//! the run removed ([`super::super::wheel::new_record_with`], as for a
+//! the run removed ([`crate::package::zipfile::record::new_record_with`], as for a
 //! wheel). `pip uninstall` and `pip check`-like tools then find every
 //! file as the RECORD says.
 //!
@@ -31,9 +31,9 @@ use sha2::{Digest as _, Sha256};
 use super::conda;
 use super::entry::{Skip, TreeEntry, TreeOutcome};
 use crate::files::Input;
+use crate::package::zipfile::record::{Change, new_record_with};
 use crate::prune::anchor::{Anchor, Lost, Root};
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport, create, finish};
-use crate::prune::wheel::{Change, new_record_with};
 
 /// Where a record found in the walk lies: below the directory walked
 /// (its handle and the path under it), with the device, inode and access

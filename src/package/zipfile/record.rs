@@ -1,11 +1,10 @@
-//! A pruned wheel's RECORD: each row naming a pruned member given the
-//! member's new hash and size, each row naming a member removed taken
-//! out, every other byte as it was, so that pip installs the wheel. The
-//! wheel's pruning ([`super::prune`]) reads and writes the wheel (a zip)
-//! and calls [`new_record`] for each RECORD; so does a directory's prune
-//! in place for each `*.dist-info/RECORD` of an installed package
-//! (`super::super::tree`). The `csv` crate (with the `files` feature)
-//! reads and writes the rows.
+//! A wheel's RECORD rewritten: each row naming a member rewritten given
+//! the member's new hash and size, each row naming a member removed taken
+//! out, every other byte as it was, so that pip installs the wheel. A
+//! rewrite of a zip ([`super::Plan::write`]) calls it for each RECORD of
+//! an output, and a directory's prune in place for each
+//! `*.dist-info/RECORD` of an installed package. The `csv` crate reads
+//! and writes the rows.
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,351 @@
+//! One read of a zip archive that decides what each member becomes in
+//! each of any number of outputs ([`rewrite`] → [`Plan`]), and the
+//! outputs written from it ([`Plan::write`]), each with its RECORDs true.
+//!
+//! The read goes member by member, in the archive's order:
+//! 1. the caller may decide a member by its name alone, unread
+//!    ([`Decide::by_name`]: another GPU's files);
+//! 2. a member too small to hold anything, or whose first bytes the caller
+//!    does not want ([`Decide::wants`]), is read to its end where its
+//!    CRC-32 is checked, and hashed;
+//! 3. any other member is read whole (stored: a slice of the archive;
+//!    compressed: inflated by the caller within the budget,
+//!    [`Decide::inflate`]), hashed, and handed to [`Decide::decide`],
+//!    which answers one [`Fate`] per output.
+//!
+//! Then every RECORD (`*.dist-info/RECORD`) not removed from every output
+//! is read, and each of its rows naming a member read is checked against
+//! the member's bytes: a row they do not match goes to [`Decide::wrong`],
+//! never rewritten to match.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+
+use super::error::Error;
+use super::read::{Archive, Seen, is_stored, rest, seen, stored};
+use super::record::{Change, new_record_with};
+use super::write::{Fate, Method, write};
+use crate::package::budget::Budget;
+use crate::package::records::{Wrong, pip_rows};
+
+/// A member as the read hands it to [`Decide`].
+pub(crate) struct Read<'m> {
+    /// Its index in the archive.
+    pub(crate) index: usize,
+    /// Its name.
+    pub(crate) name: &'m str,
+    /// The size it declares (inflated).
+    pub(crate) size: u64,
+    /// Whether it is a directory entry.
+    pub(crate) is_dir: bool,
+}
+
+/// Why a [`rewrite`] stopped: the archive, or the caller.
+#[derive(Debug)]
+pub(crate) enum Failed<E> {
+    /// The archive could not be read.
+    Archive(Error),
+    /// The caller's [`Decide`] failed.
+    Caller(E),
+}
+
+impl<E> From<Error> for Failed<E> {
+    fn from(e: Error) -> Failed<E> {
+        Failed::Archive(e)
+    }
+}
+
+impl<E> From<::zip::result::ZipError> for Failed<E> {
+    fn from(e: ::zip::result::ZipError) -> Failed<E> {
+        Failed::Archive(Error::Zip(e))
+    }
+}
+
+/// What the caller of [`rewrite`] decides, member by member.
+pub(crate) trait Decide {
+    /// A member's bytes as the caller holds them once inflated (in memory,
+    /// or a mapped scratch file).
+    type Bytes: AsRef<[u8]>;
+    /// The caller's error.
+    type Error;
+
+    /// How many outputs the read decides for.
+    fn outputs(&self) -> usize;
+
+    /// The member `m`'s fate in each output by its name alone, unread, or
+    /// `None` to read it.
+    fn by_name(&mut self, m: &Read<'_>) -> Result<Option<Vec<Fate>>, Self::Error>;
+
+    /// Whether a member whose first bytes are `head` (up to
+    /// [`Decide::REACH`]) is to be read whole and decided.
+    fn wants(&self, head: &[u8]) -> bool;
+
+    /// How many first bytes [`Decide::wants`] needs.
+    const REACH: usize;
+
+    /// The member `m` inflated from `reader`, whose first bytes `head` were
+    /// read already: exactly the `m.size` bytes it declares.
+    fn inflate(
+        &mut self,
+        m: &Read<'_>,
+        head: &[u8],
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Self::Bytes, Self::Error>;
+
+    /// The member `m`, whose bytes are `bytes`: its fate in each output
+    /// (`None`: kept in every one).
+    fn decide(&mut self, m: &Read<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, Self::Error>;
+
+    /// A RECORD row that the bytes of the member it names do not match.
+    fn wrong(&mut self, w: &Wrong<'_>) -> Result<(), Self::Error>;
+}
+
+/// What one read decided: each output's fate of each member that changes
+/// in it, and the RECORDs read, for their rows to be rewritten.
+pub(crate) struct Plan<B> {
+    /// Per output, the fate of each member not kept, by index.
+    fates: Vec<BTreeMap<usize, Fate>>,
+    /// The names of the members some output does not keep, by index.
+    names: BTreeMap<usize, String>,
+    /// The RECORDs read, by index: their names and bytes.
+    records: BTreeMap<usize, (String, Record<B>)>,
+}
+
+/// A RECORD's bytes: stored in the archive, or inflated by the caller.
+enum Record<B> {
+    /// A slice of the archive, from..to.
+    Stored(usize, usize),
+    /// As the caller holds them.
+    Inflated(B),
+}
+
+/// Reads the archive `a` once within `budget`, `decide` answering for
+/// each member as the module says; the plan of every output.
+pub(crate) fn rewrite<D: Decide>(
+    a: &mut Archive<'_>,
+    budget: &mut Budget,
+    decide: &mut D,
+) -> Result<Plan<D::Bytes>, Failed<D::Error>> {
+    let outputs = decide.outputs();
+    let mut plan = Plan {
+        fates: vec![BTreeMap::new(); outputs],
+        names: BTreeMap::new(),
+        records: BTreeMap::new(),
+    };
+    let mut read: BTreeMap<String, Seen> = BTreeMap::new();
+    for i in 0..a.len() {
+        let raw = a.zip.by_index_raw(i).map_err(Failed::from)?;
+        let name = raw.name().map_err(Failed::from)?.into_owned();
+        let m = Read {
+            index: i,
+            name: &name,
+            size: raw.size(),
+            is_dir: raw.is_dir(),
+        };
+        drop(raw);
+        if let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)? {
+            plan.note(i, &name, fates);
+            continue;
+        }
+        if m.is_dir {
+            continue;
+        }
+        if let Some(fates) = member(a, &m, budget, decide, &mut read)? {
+            plan.note(i, &name, fates);
+        }
+    }
+    plan.check_records(a, &read, budget, decide)?;
+    Ok(plan)
+}
+
+/// Reads the member `m` of `a` as the module says, noting its size and
+/// hash in `read`; its fates, when [`Decide::decide`] gave some.
+fn member<D: Decide>(
+    a: &mut Archive<'_>,
+    m: &Read<'_>,
+    budget: &mut Budget,
+    decide: &mut D,
+    read: &mut BTreeMap<String, Seen>,
+) -> Result<Option<Vec<Fate>>, Failed<D::Error>> {
+    let data = a.data;
+    let mut f = a.zip.by_index(m.index).map_err(Failed::from)?;
+    let as_is = is_stored(&f);
+    if m.size < 64 {
+        // Too small to read, but checked against its CRC-32 as any other.
+        let sum = match as_is {
+            true => seen(stored(m.name, data, &f)?),
+            false => rest(m.name, &[], &mut f, m.size, budget)?,
+        };
+        read.insert(m.name.to_string(), sum);
+        return Ok(None);
+    }
+    if as_is {
+        let bytes = stored(m.name, data, &f)?;
+        read.insert(m.name.to_string(), seen(bytes));
+        if !decide.wants(bytes) {
+            return Ok(None);
+        }
+        return decide.decide(m, bytes).map_err(Failed::Caller);
+    }
+    let mut head = Vec::with_capacity(D::REACH);
+    (&mut f)
+        .take(D::REACH as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::Member {
+            member: m.name.to_string(),
+            doing: "cannot be inflated",
+            source: e.into(),
+        })?;
+    if !decide.wants(&head) {
+        // Not read, but inflated to its end, where its CRC-32 is checked:
+        // a member found damaged is never copied as it is.
+        let sum = rest(m.name, &head, &mut f, m.size, budget)?;
+        read.insert(m.name.to_string(), sum);
+        return Ok(None);
+    }
+    budget.charge(m.name, m.size)?;
+    let bytes = decide.inflate(m, &head, &mut f).map_err(Failed::Caller)?;
+    drop(f);
+    read.insert(m.name.to_string(), seen(bytes.as_ref()));
+    decide.decide(m, bytes.as_ref()).map_err(Failed::Caller)
+}
+
+impl<B: AsRef<[u8]>> Plan<B> {
+    /// Notes `fates`, those of member `i` named `name`.
+    fn note(&mut self, i: usize, name: &str, fates: Vec<Fate>) {
+        let mut changes = false;
+        for (out, fate) in self.fates.iter_mut().zip(fates) {
+            if !matches!(fate, Fate::Kept) {
+                out.insert(i, fate);
+                changes = true;
+            }
+        }
+        if changes {
+            self.names.insert(i, name.to_string());
+        }
+    }
+
+    /// Whether output `k` is the archive as it was.
+    pub(crate) fn unchanged(&self, k: usize) -> bool {
+        self.fates.get(k).is_none_or(BTreeMap::is_empty)
+    }
+
+    /// Reads each RECORD not removed from every output (keeping its
+    /// bytes) and checks each of its rows naming a member `read` against
+    /// that member's size and hash.
+    fn check_records<D: Decide<Bytes = B>>(
+        &mut self,
+        a: &mut Archive<'_>,
+        read: &BTreeMap<String, Seen>,
+        budget: &mut Budget,
+        decide: &mut D,
+    ) -> Result<(), Failed<D::Error>> {
+        let data = a.data;
+        for i in 0..a.len() {
+            let mut f = a.zip.by_index(i).map_err(Failed::from)?;
+            let rname = f.name().map_err(Failed::from)?.into_owned();
+            let gone = |o: &BTreeMap<usize, Fate>| matches!(o.get(&i), Some(Fate::Removed));
+            if f.is_dir() || !rname.ends_with(".dist-info/RECORD") || self.fates.iter().all(gone) {
+                continue;
+            }
+            let size = f.size();
+            let text = if is_stored(&f) {
+                let bytes = stored(&rname, data, &f)?;
+                let from = bytes.as_ptr() as usize - data.as_ptr() as usize;
+                Record::Stored(from, from + bytes.len())
+            } else {
+                budget.charge(&rname, size)?;
+                let m = Read {
+                    index: i,
+                    name: &rname,
+                    size,
+                    is_dir: false,
+                };
+                Record::Inflated(decide.inflate(&m, &[], &mut f).map_err(Failed::Caller)?)
+            };
+            drop(f);
+            let bytes = text.bytes(data);
+            let rows = pip_rows(bytes).map_err(|e| Error::Member {
+                member: rname.clone(),
+                doing: "cannot be read as a RECORD",
+                source: e.into(),
+            })?;
+            for (path, row) in rows {
+                let Some(&(size, sha)) = read.get(&path) else {
+                    continue;
+                };
+                if let Some(w) = row.wrong(&rname, &path, size, &sha) {
+                    decide.wrong(&w).map_err(Failed::Caller)?;
+                }
+            }
+            self.records.insert(i, (rname, text));
+        }
+        Ok(())
+    }
+
+    /// Writes output `k` of the archive `a` to `file`: its members as the
+    /// plan says, each of its RECORDs naming a member changed given the
+    /// member's new hash and size (or without its rows, for a member
+    /// removed).
+    pub(crate) fn write(
+        &self,
+        a: &mut Archive<'_>,
+        k: usize,
+        file: &std::fs::File,
+    ) -> Result<(), Error> {
+        let texts = self.new_records(a.data, k)?;
+        let none = BTreeMap::new();
+        let fates = self.fates.get(k).unwrap_or(&none);
+        write(&mut a.zip, fates, &texts, Method::AsItWas, file)
+    }
+
+    /// The new bytes of each RECORD of output `k` whose rows change, by
+    /// index.
+    fn new_records(&self, data: &[u8], k: usize) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
+        let mut out = BTreeMap::new();
+        let Some(fates) = self.fates.get(k).filter(|f| !f.is_empty()) else {
+            return Ok(out);
+        };
+        let mut changed: BTreeMap<&str, Change<'_>> = BTreeMap::new();
+        for (i, fate) in fates {
+            let Some(name) = self.names.get(i) else {
+                continue;
+            };
+            let change = match fate {
+                Fate::Kept => continue,
+                Fate::Removed => Change::Removed,
+                Fate::Replaced(n) => {
+                    let sha = n.sha.as_deref().ok_or_else(|| {
+                        Error::Damaged(format!("member '{name}': its new bytes were not hashed"))
+                    })?;
+                    Change::Rewritten(n.size, sha)
+                }
+            };
+            changed.insert(name.as_str(), change);
+        }
+        for (i, (rname, text)) in &self.records {
+            if matches!(fates.get(i), Some(Fate::Removed)) {
+                continue;
+            }
+            let new = new_record_with(text.bytes(data), &changed).map_err(|e| Error::Member {
+                member: rname.clone(),
+                doing: "cannot be read as CSV",
+                source: e.into(),
+            })?;
+            if let Some(new) = new {
+                out.insert(*i, new);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl<B: AsRef<[u8]>> Record<B> {
+    /// The RECORD's bytes, `data` being the archive's.
+    fn bytes<'s>(&'s self, data: &'s [u8]) -> &'s [u8] {
+        match self {
+            Record::Stored(from, to) => data.get(*from..*to).unwrap_or_default(),
+            Record::Inflated(b) => b.as_ref(),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! A zip archive written anew for one output: each member as its
+//! [`Fate`] says, in the archive's order.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek as _, Write};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+
+use super::error::Error;
+use super::read::{Zip, ZipFile};
+
+/// What a member becomes in one output.
+#[derive(Clone)]
+pub(crate) enum Fate {
+    /// Copied as it is stored: its header and compressed bytes. (What
+    /// a member no fate names becomes; an answer for several outputs
+    /// names it where some output changes the member.)
+    #[cfg_attr(not(test), allow(dead_code))]
+    Kept,
+    /// Left out.
+    Removed,
+    /// Written with these bytes in its place, under its own name and
+    /// header fields. One [`New`] may stand for the member in several
+    /// outputs.
+    Replaced(Arc<New>),
+}
+
+/// A member's new bytes.
+pub(crate) struct New {
+    /// Where they are.
+    body: Body,
+    /// How many.
+    pub(crate) size: u64,
+    /// Their SHA-256 as a RECORD gives it (unpadded URL-safe base64),
+    /// when they were hashed as they were made ([`New::written`]).
+    pub(crate) sha: Option<String>,
+}
+
+/// Where a [`New`]'s bytes are.
+enum Body {
+    /// In a scratch file, from its start.
+    File(File),
+    /// In memory.
+    Bytes(Vec<u8>),
+}
+
+impl New {
+    /// The bytes `write` writes, into a scratch file, hashed and counted
+    /// as they pass.
+    pub(crate) fn written(
+        write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> std::io::Result<New> {
+        let mut hashing = Hashing {
+            out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            sha: Sha256::new(),
+            n: 0,
+        };
+        write(&mut hashing)?;
+        let Hashing { out, sha, n } = hashing;
+        let file = out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
+        let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha.finalize());
+        Ok(New {
+            body: Body::File(file),
+            size: n,
+            sha: Some(sha),
+        })
+    }
+
+    /// The whole of the scratch file `file`, not hashed.
+    pub(crate) fn file(mut file: File) -> std::io::Result<New> {
+        let size = file.seek(std::io::SeekFrom::End(0))?;
+        Ok(New {
+            body: Body::File(file),
+            size,
+            sha: None,
+        })
+    }
+
+    /// `bytes`, not hashed.
+    pub(crate) fn bytes(bytes: Vec<u8>) -> New {
+        New {
+            size: bytes.len() as u64,
+            body: Body::Bytes(bytes),
+            sha: None,
+        }
+    }
+
+    /// Copies the bytes to `out`. Outputs that share this [`New`] are
+    /// written one after the other (the scratch file has one position).
+    fn copy_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match &self.body {
+            Body::Bytes(b) => out.write_all(b),
+            Body::File(file) => {
+                let mut f: &File = file;
+                f.seek(std::io::SeekFrom::Start(0))?;
+                let n = std::io::copy(&mut (&mut f).take(self.size), out)?;
+                match n == self.size {
+                    true => Ok(()),
+                    false => Err(std::io::Error::other("a scratch file was cut short")),
+                }
+            }
+        }
+    }
+}
+
+/// A writer that hashes and counts what passes through it.
+struct Hashing<W: Write> {
+    out: W,
+    sha: Sha256,
+    n: u64,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.sha.update(&buf[..k]);
+        self.n += k as u64;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// How the members replaced are compressed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    /// With the method of the member they replace where the zip crate
+    /// writes it (stored, deflate, bzip2); deflated where it only reads
+    /// it (LZMA, deflate64).
+    AsItWas,
+    /// Stored, as conda stores every member of a `.conda`.
+    Stored,
+}
+
+/// Writes the archive `zip` to `file` for one output, members in their
+/// order: each member as `fates` says (a member it does not name is
+/// kept), and a member named in `texts` (a RECORD whose rows changed)
+/// with those bytes. A member replaced keeps its name, time, external
+/// attributes and host system ([`same_header`]), compressed as `method`
+/// says.
+pub(crate) fn write(
+    zip: &mut Zip<'_>,
+    fates: &BTreeMap<usize, Fate>,
+    texts: &BTreeMap<usize, Vec<u8>>,
+    method: Method,
+    file: &File,
+) -> Result<(), Error> {
+    let mut zout = ::zip::ZipWriter::new(file);
+    for i in 0..zip.len() {
+        let f = zip.by_index_raw(i)?;
+        let text = texts.get(&i);
+        let new = match (fates.get(&i), text) {
+            (Some(Fate::Removed), _) => continue,
+            (Some(Fate::Replaced(n)), _) => Some((n.size, Some(n.as_ref()), None)),
+            (_, Some(t)) => Some((t.len() as u64, None, Some(t.as_slice()))),
+            (Some(Fate::Kept) | None, None) => None,
+        };
+        let Some((size, new, text)) = new else {
+            zout.raw_copy_file(f)?;
+            continue;
+        };
+        let opts = same_header(&f)
+            .compression_method(compression(&f, method))
+            .large_file(size >= u64::from(u32::MAX));
+        let name = f.name()?.into_owned();
+        drop(f);
+        zout.start_file(name, opts)?;
+        match (new, text) {
+            (Some(n), _) => n.copy_to(&mut zout).map_err(Error::Write)?,
+            (None, Some(t)) => zout.write_all(t).map_err(Error::Write)?,
+            (None, None) => {}
+        }
+    }
+    zout.finish()?;
+    Ok(())
+}
+
+/// The method a member replacing `f` is written with.
+fn compression(f: &ZipFile<'_, '_>, method: Method) -> ::zip::CompressionMethod {
+    use ::zip::CompressionMethod as M;
+    match (method, f.compression()) {
+        (Method::Stored, _) => M::Stored,
+        (Method::AsItWas, m @ (M::Stored | M::Deflated | M::Bzip2)) => m,
+        (Method::AsItWas, _) => M::Deflated,
+    }
+}
+
+/// The options that write a member rewritten with the header fields of
+/// `f`, the member it replaces: its date and time, its external attributes
+/// (the mode, or a Windows member's DOS attributes) and its host system
+/// (in "version made by"). A date the zip crate cannot read (before 1980,
+/// a day 0) is written as 1980-01-01, and a host system it does not know
+/// as 255.
+pub(super) fn same_header<R: Read>(
+    f: &::zip::read::ZipFile<'_, R>,
+) -> ::zip::write::SimpleFileOptions {
+    let opts = ::zip::write::SimpleFileOptions::default()
+        .system(f.system())
+        .external_attributes(f.external_attributes());
+    match f.last_modified() {
+        Some(t) => opts.last_modified_time(t),
+        None => opts,
+    }
+}
