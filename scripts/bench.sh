@@ -12,8 +12,8 @@
 #
 # Environment:
 #   STEPS       groups to run, in order (default "startup offload_binary bundler
-#               wrapper scan scan_tree"; also real_libs, installs, images and
-#               lz4, on downloaded libraries)
+#               wrapper scan scan_tree"; also real_libs, installs, images,
+#               wheels and lz4, on downloaded libraries)
 #   LZ4_ROUNDS  rounds of the lz4 group's decoders (default 11)
 #   SIZES       MiB per device image; each size makes one set of rows over 4
 #               images (default "4 256"; QUICK: "1")
@@ -146,6 +146,8 @@ trap 'exit 130' INT TERM
 . "$ROOT/scripts/bench/installs.sh"
 # shellcheck source=scripts/bench/images.sh
 . "$ROOT/scripts/bench/images.sh"
+# shellcheck source=scripts/bench/wheels.sh
+. "$ROOT/scripts/bench/wheels.sh"
 
 # ================================================================ main
 check_llvm
