@@ -225,7 +225,10 @@ fn damaged_modules() -> Result<(), Failed> {
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial!(packager_reads_assembled_modules, &[TOOL, "clang-offload-packager", "llvm-as", "llvm-ar"]),
+        trial!(
+            packager_reads_assembled_modules,
+            &[TOOL, "clang-offload-packager", "llvm-as", "llvm-ar"],
+        ),
         trial!(clang_lto_objects, &[TOOL, "clang"]),
         trial!(damaged_modules, &[TOOL, "llvm-as", "llvm-ar"]),
     ]

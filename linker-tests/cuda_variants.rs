@@ -59,8 +59,14 @@ pub fn tests() -> Vec<Trial> {
     vec![
         trial!(ptxas_archs_named_as_cuobjdump_names_them, &[PTXAS, FATBINARY, CUOBJDUMP]),
         trial!(rules_follow_the_loader, &[PTXAS, FATBINARY, CUOBJDUMP]),
-        trial!(fatbins_in_data_sections_are_counted_and_named, &[PTXAS, FATBINARY, CUOBJDUMP, "cc"]),
-        trial!(pe_relocatable_fatbins_in_the_cut_section_name, &[PTXAS, FATBINARY, "clang", "lld-link"]),
+        trial!(
+            fatbins_in_data_sections_are_counted_and_named,
+            &[PTXAS, FATBINARY, CUOBJDUMP, "cc"],
+        ),
+        trial!(
+            pe_relocatable_fatbins_in_the_cut_section_name,
+            &[PTXAS, FATBINARY, "clang", "lld-link"],
+        ),
     ]
 }
 

@@ -33,9 +33,18 @@ pub fn tests() -> Vec<Trial> {
     vec![
         trial!(built_inputs_as_nvidia_cuobjdump, built),
         trial!(bad_inputs_and_command_lines_as_nvidia_cuobjdump, built),
-        trial!(nvjpeg_curand_and_cupy_as_nvidia_cuobjdump, &[CUOBJDUMP, NVJPEG, "bash", "/usr/bin/python3"]),
-        trial!(nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump, &[CUOBJDUMP, "bash", "/usr/bin/python3"]),
-        trial!(curand_dll_lists_what_the_linux_library_lists, &[CUOBJDUMP, "bash", "/usr/bin/python3"]),
+        trial!(
+            nvjpeg_curand_and_cupy_as_nvidia_cuobjdump,
+            &[CUOBJDUMP, NVJPEG, "bash", "/usr/bin/python3"],
+        ),
+        trial!(
+            nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump,
+            &[CUOBJDUMP, "bash", "/usr/bin/python3"],
+        ),
+        trial!(
+            curand_dll_lists_what_the_linux_library_lists,
+            &[CUOBJDUMP, "bash", "/usr/bin/python3"],
+        ),
     ]
 }
 

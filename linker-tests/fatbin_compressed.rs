@@ -48,7 +48,10 @@ pub fn tests() -> Vec<Trial> {
     vec![
         trial!(lz4_and_zstd_entries_written_here, &[]),
         trial!(corrupt_or_lying_entries_fail_cleanly, &[]),
-        trial!(nvidia_fatbinary_against_cuobjdump, &[PTXAS, FATBINARY, CUOBJDUMP, "cc", "llvm-objcopy"]),
+        trial!(
+            nvidia_fatbinary_against_cuobjdump,
+            &[PTXAS, FATBINARY, CUOBJDUMP, "cc", "llvm-objcopy"],
+        ),
         trial!(nvjpeg_library_against_cuobjdump, &[CUOBJDUMP, NVJPEG]),
     ]
 }

@@ -20,7 +20,10 @@ pub fn tests() -> Vec<Trial> {
         trial!(every_scanner_s_help_lists_the_formats_read, &[]),
         trial!(check_on_cubins_one_per_gpu_hints_at_any, &["llc", PTXAS]),
         trial!(prune_warns_of_the_wheel_names_pip_refuses, &["/usr/bin/python3"]),
-        trial!(a_slim_deb_says_what_it_frees_and_keeps_installed_size_true, &["bash", "/usr/bin/python3", "dpkg-deb"]),
+        trial!(
+            a_slim_deb_says_what_it_frees_and_keeps_installed_size_true,
+            &["bash", "/usr/bin/python3", "dpkg-deb"],
+        ),
     ]
 }
 

@@ -31,7 +31,10 @@ pub fn tests() -> Vec<Trial> {
         trial!(list_of_a_3_gib_image_streams_it, &["/usr/bin/python3"]),
         trial!(unpack_writes_a_1_gib_image_in_bounded_memory, &["/usr/bin/python3"]),
         trial!(packager_extracts_a_1_gib_image_in_bounded_memory, &["/usr/bin/python3"]),
-        trial!(linker_wrapper_streams_a_1_gib_image_to_its_temporary_file, &["/usr/bin/python3", "clang"]),
+        trial!(
+            linker_wrapper_streams_a_1_gib_image_to_its_temporary_file,
+            &["/usr/bin/python3", "clang"],
+        ),
         trial!(nested_fan_out_ends_at_the_command_budget, &["/usr/bin/python3"]),
         trial!(nesting_too_deep_is_one_error, &["/usr/bin/python3"]),
         trial!(bytes_after_the_compressed_stream_are_an_error, &["/usr/bin/python3"]),

@@ -36,7 +36,10 @@ pub fn tests() -> Vec<Trial> {
         trial!(rocrand_deb_renamed_pairs_in_bounded_memory, &["bash", "/usr/bin/python3"]),
         trial!(curand_wheel_against_cuobjdump, &["bash", "/usr/bin/python3", CUOBJDUMP]),
         trial!(cupy_wheel_against_cuobjdump, &["bash", "/usr/bin/python3", CUOBJDUMP]),
-        trial!(onnxruntime_arch_specific_cubins_against_cuobjdump, &["bash", "/usr/bin/python3", CUOBJDUMP]),
+        trial!(
+            onnxruntime_arch_specific_cubins_against_cuobjdump,
+            &["bash", "/usr/bin/python3", CUOBJDUMP],
+        ),
     ]
 }
 

@@ -28,7 +28,10 @@ const NVJPEG: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial!(junit_has_a_case_per_rule_and_input_and_fails_where_the_text_does, &["/usr/bin/python3", "bash"]),
+        trial!(
+            junit_has_a_case_per_rule_and_input_and_fails_where_the_text_does,
+            &["/usr/bin/python3", "bash"],
+        ),
         trial!(markdown_tables_are_well_formed_with_the_json_figures, &["bash"]),
     ]
 }

@@ -31,7 +31,10 @@ pub fn tests() -> Vec<Trial> {
         trial!(rocrand_deb_as_the_scripts, &with(&["dpkg-deb"])),
         trial!(rocsparse_deb_listed_as_roc_obj_ls, &with(&["dpkg-deb"])),
         trial!(clang_hip_library_as_the_scripts, &with(&["clang++", "llvm-objdump"])),
-        trial!(clang_compressed_library_as_the_scripts_on_its_plain_build, &with(&["clang++", "llvm-objdump"])),
+        trial!(
+            clang_compressed_library_as_the_scripts_on_its_plain_build,
+            &with(&["clang++", "llvm-objdump"]),
+        ),
         trial!(bad_inputs_as_the_scripts, &with(&["llvm-objcopy"])),
         trial!(damaged_bundles_no_panic, &with(&["clang++", "llvm-objcopy"])),
     ]

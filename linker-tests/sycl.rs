@@ -27,7 +27,10 @@ use crate::util::{files, llvm, md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial!(image_tables_in_elf_and_pe, &["clang", "llvm-ar", "lld-link", "llvm-readobj", "cc", "zstd"]),
+        trial!(
+            image_tables_in_elf_and_pe,
+            &["clang", "llvm-ar", "lld-link", "llvm-readobj", "cc", "zstd"],
+        ),
         trial!(table_rows_that_lie_are_damage, &["clang", "llvm-ar", "lld-link", "cc", "zstd"]),
         trial!(overlapping_table_rows_are_damage_and_nothing_is_extracted, &["cc"]),
     ]

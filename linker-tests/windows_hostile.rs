@@ -17,7 +17,10 @@ use crate::damaged::damage_failure;
 use crate::util::{llvm, ours, run, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial!(damaged_headers_fail_every_command, &["clang", "clang++", "clang-offload-bundler", "lld-link"])]
+    vec![trial!(
+        damaged_headers_fail_every_command,
+        &["clang", "clang++", "clang-offload-bundler", "lld-link"]
+    )]
 }
 
 /// The little-endian `u32` at `at` of `b`.

@@ -43,7 +43,10 @@ pub fn tests() -> Vec<Trial> {
                 "llvm-objdump",
                 "/usr/lib/wine/wine64",
             ]),
-        trial!(cupy_pyds_shrink_and_check, &["bash", "/usr/bin/python3", "llvm-readobj", "llvm-objdump"]),
+        trial!(
+            cupy_pyds_shrink_and_check,
+            &["bash", "/usr/bin/python3", "llvm-readobj", "llvm-objdump"],
+        ),
     ]
 }
 

@@ -31,9 +31,15 @@ const NOBODY: u32 = 65534;
 pub(super) fn tests() -> Vec<Trial> {
     vec![
         as_root(trial!(outputs_written_elsewhere_are_never_setuid, &[])),
-        as_root(trial!(in_place_keeps_owner_mode_attributes_and_times, &[PY, SETCAP, GETCAP, "setfacl", "getfacl"])),
+        as_root(trial!(
+            in_place_keeps_owner_mode_attributes_and_times,
+            &[PY, SETCAP, GETCAP, "setfacl", "getfacl"]
+        )),
         as_root(trial!(in_place_refuses_what_it_cannot_keep, &[SETCAP, GETCAP, "setpriv"])),
-        as_root(trial!(as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones, &[PY, "setpriv"])),
+        as_root(trial!(
+            as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones,
+            &[PY, "setpriv"]
+        )),
         as_root(trial!(the_nvprune_drop_in_never_writes_setuid, &[])),
         trial!(rewritten_wheel_members_keep_their_headers, &[PY]),
     ]

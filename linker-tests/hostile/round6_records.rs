@@ -29,8 +29,14 @@ pub(super) fn tests() -> Vec<Trial> {
         trial!(a_tree_file_its_record_does_not_match_is_left, &[]),
         trial!(a_wheel_with_a_wrong_record_row_fails_check, &["/usr/bin/python3"]),
         trial!(a_deb_with_a_wrong_md5sums_line_fails_check, &["dpkg-deb"]),
-        trial!(a_conda_package_with_a_wrong_paths_json_row_fails_check, &["tar", "bzip2", "zstd", "zip"]),
-        trial!(every_checksum_a_package_carries_is_verified, &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2", "cpio"]),
+        trial!(
+            a_conda_package_with_a_wrong_paths_json_row_fails_check,
+            &["tar", "bzip2", "zstd", "zip"],
+        ),
+        trial!(
+            every_checksum_a_package_carries_is_verified,
+            &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2", "cpio"],
+        ),
     ]
 }
 

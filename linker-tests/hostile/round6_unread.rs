@@ -18,7 +18,10 @@ pub(super) fn tests() -> Vec<Trial> {
         trial!(unread_formats_fail_every_scanner_named_and_in_packages, tools),
         trial!(unread_formats_are_refused_by_prune, tools),
         trial!(unread_formats_in_a_tree_are_named_never_empty, tools),
-        trial!(an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused, &["dpkg-deb", "makeself", CPH, "/opt/offload-kit/conda-tools/bin/python"]),
+        trial!(
+            an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused,
+            &["dpkg-deb", "makeself", CPH, "/opt/offload-kit/conda-tools/bin/python"],
+        ),
     ]
 }
 

@@ -49,11 +49,17 @@ const PYTHON: &str = "/usr/bin/python3";
 pub fn tests() -> Vec<Trial> {
     let shrink = ["bash", PYTHON, "cc", "llvm-readelf", "eu-elflint"];
     vec![
-        trial!(cusparse_fatbins_no_kept_gpu_loads_are_emptied, &["bash", PYTHON, "cc", CUOBJDUMP, "llvm-readelf"]),
+        trial!(
+            cusparse_fatbins_no_kept_gpu_loads_are_emptied,
+            &["bash", PYTHON, "cc", CUOBJDUMP, "llvm-readelf"],
+        ),
         trial!(cusparse_raw_scan_reads_nvvm_entries, &["bash", PYTHON, CUOBJDUMP]),
         trial!(nvjpeg_to_sm_90_shrinks_by_pages, &shrink),
         trial!(curand_cu13_to_sm_80_shrinks_by_pages, &shrink),
-        trial!(nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink, &["bash", PYTHON, CUOBJDUMP]),
+        trial!(
+            nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink,
+            &["bash", PYTHON, CUOBJDUMP],
+        ),
     ]
 }
 

@@ -20,7 +20,10 @@ use crate::util::{llvm, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial!(hip_and_openmp_objects_are_what_llvm_objcopy_writes, &["clang", "clang++", "llvm-objcopy", "llvm-readelf"]),
+        trial!(
+            hip_and_openmp_objects_are_what_llvm_objcopy_writes,
+            &["clang", "clang++", "llvm-objcopy", "llvm-readelf"],
+        ),
         trial!(archives_link_and_register_only_the_kept_images, &[
                 "clang",
                 "clang++",
