@@ -22,47 +22,28 @@ use offload_kit::archive::{Member, SYM64_THRESHOLD, layout_gnu, layout_gnu_with_
 
 /// The archive trials.
 pub fn tests() -> Vec<Trial> {
-    type Body = fn(&Dir) -> Result<(), Failed>;
-    let all: [(&str, &[&str], Body); 13] = [
-        ("empty", &["llvm-ar"], empty),
-        (
-            "objects_with_symbols",
-            &["clang", "llvm-ar"],
-            objects_with_symbols,
-        ),
-        ("raw_members", &["llvm-ar"], raw_members),
-        (
-            "objects_without_symbols",
-            &["clang", "llvm-ar"],
-            objects_without_symbols,
-        ),
-        ("long_names", &["clang", "llvm-ar"], long_names),
-        ("same_names", &["clang", "llvm-ar"], same_names),
-        (
-            "special_elf_symbols",
-            &["clang", "llvm-ar"],
-            special_elf_symbols,
-        ),
-        ("mapping_symbols", &["clang", "llvm-ar"], mapping_symbols),
-        ("bitcode", &["clang", "llvm-ar"], bitcode),
-        ("sym64_threshold", &["clang", "llvm-ar"], sym64_threshold),
-        ("magic_prefixes", &["llvm-ar"], magic_prefixes),
-        (
-            "offload_binary_archive",
-            &["clang", "llvm-offload-binary"],
-            offload_binary_archive,
-        ),
-        (
-            "bundler_archive",
-            &["clang", "llvm-ar", "clang-offload-bundler"],
-            bundler_archive,
-        ),
-    ];
-    all.into_iter()
-        .map(|(name, tools, body)| {
-            Trial::ignorable_test(format!("archive::{name}"), move || run(tools, body))
-        })
-        .collect()
+    // A trial named after its function (`trial_name!`) that runs it in a
+    // fresh directory, its tools checked by `run`.
+    macro_rules! archive_trial {
+        ($f:ident, $tools:expr) => {
+            Trial::ignorable_test(trial_name!($f), move || run($tools, $f))
+        };
+    }
+    vec![
+        archive_trial!(empty, &["llvm-ar"]),
+        archive_trial!(objects_with_symbols, &["clang", "llvm-ar"]),
+        archive_trial!(raw_members, &["llvm-ar"]),
+        archive_trial!(objects_without_symbols, &["clang", "llvm-ar"]),
+        archive_trial!(long_names, &["clang", "llvm-ar"]),
+        archive_trial!(same_names, &["clang", "llvm-ar"]),
+        archive_trial!(special_elf_symbols, &["clang", "llvm-ar"]),
+        archive_trial!(mapping_symbols, &["clang", "llvm-ar"]),
+        archive_trial!(bitcode, &["clang", "llvm-ar"]),
+        archive_trial!(sym64_threshold, &["clang", "llvm-ar"]),
+        archive_trial!(magic_prefixes, &["llvm-ar"]),
+        archive_trial!(offload_binary_archive, &["clang", "llvm-offload-binary"]),
+        archive_trial!(bundler_archive, &["clang", "llvm-ar", "clang-offload-bundler"]),
+    ]
 }
 
 fn run(tools: &[&str], body: fn(&Dir) -> Result<(), Failed>) -> Result<Completion, Failed> {

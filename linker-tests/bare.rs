@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::damaged::damage_failure;
 use crate::kernels::{amdgpu, cuda};
-use crate::util::{files, llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{files, llvm, ours, ours_json, run, same, tempdir};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
@@ -63,23 +63,11 @@ const FILES: &[(&str, &str, &str, &str)] = &[
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "bare::each_file_is_one_image_of_its_kind_and_target",
-            TOOLS,
-            kinds_and_targets,
-        ),
-        trial("bare::kernels_match_cuobjdump_and_readelf", TOOLS, kernels),
-        trial("bare::check_extract_size_list_and_prune", TOOLS, commands),
-        trial(
-            "bare::diff_of_two_builds_shows_the_added_kernel",
-            TOOLS,
-            diff,
-        ),
-        trial(
-            "bare::damaged_image_files_are_errors_naming_the_file",
-            TOOLS,
-            damaged,
-        ),
+        trial!(each_file_is_one_image_of_its_kind_and_target, TOOLS),
+        trial!(kernels_match_cuobjdump_and_readelf, TOOLS),
+        trial!(check_extract_size_list_and_prune, TOOLS),
+        trial!(diff_of_two_builds_shows_the_added_kernel, TOOLS),
+        trial!(damaged_image_files_are_errors_naming_the_file, TOOLS),
     ]
 }
 
@@ -251,7 +239,7 @@ fn reference_target(dir: &Path, file: &str) -> Result<(String, String), Failed> 
     })
 }
 
-fn kinds_and_targets() -> Result<(), Failed> {
+fn each_file_is_one_image_of_its_kind_and_target() -> Result<(), Failed> {
     let d = built()?;
     for (name, kind, triple, target) in FILES {
         let file = format!("a/{name}");
@@ -323,7 +311,7 @@ fn names(listing: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-fn kernels() -> Result<(), Failed> {
+fn kernels_match_cuobjdump_and_readelf() -> Result<(), Failed> {
     let d = built()?;
     for v in ["a", "b"] {
         // The cubin: cuobjdump's entries and -res-usage figures.
@@ -392,7 +380,7 @@ fn kernels() -> Result<(), Failed> {
     Ok(())
 }
 
-fn commands() -> Result<(), Failed> {
+fn check_extract_size_list_and_prune() -> Result<(), Failed> {
     let d = built()?;
     let code = |a: &[&str]| run(&ours(), a, d).code;
     // check: the target the file is built for, and no other.
@@ -481,7 +469,7 @@ fn commands() -> Result<(), Failed> {
     Ok(())
 }
 
-fn diff() -> Result<(), Failed> {
+fn diff_of_two_builds_shows_the_added_kernel() -> Result<(), Failed> {
     let d = built()?;
     // Exit 1: the builds differ.
     let r = run(&ours(), &["diff", "--kernels", "--json", "a", "b"], d);
@@ -522,7 +510,7 @@ fn diff() -> Result<(), Failed> {
     same("kernels added per file", added, want)
 }
 
-fn damaged() -> Result<(), Failed> {
+fn damaged_image_files_are_errors_naming_the_file() -> Result<(), Failed> {
     let d = built()?;
     for name in ["k.cubin", "k.hsaco", "k.spv", "k.bc"] {
         let input = std::fs::read(d.join("a").join(name))?;

@@ -8,7 +8,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
-    bytes, clean_failure, llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+    bytes, clean_failure, llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir,
 };
 
 const TOOL: &str = "llvm-offload-binary";
@@ -225,20 +225,11 @@ fn damaged_modules() -> Result<(), Failed> {
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "bitcode::packager_reads_assembled_modules",
-            &[TOOL, "clang-offload-packager", "llvm-as", "llvm-ar"],
+        trial!(
             packager_reads_assembled_modules,
+            &[TOOL, "clang-offload-packager", "llvm-as", "llvm-ar"],
         ),
-        trial(
-            "bitcode::clang_lto_objects",
-            &[TOOL, "clang"],
-            clang_lto_objects,
-        ),
-        trial(
-            "bitcode::damaged_modules",
-            &[TOOL, "llvm-as", "llvm-ar"],
-            damaged_modules,
-        ),
+        trial!(clang_lto_objects, &[TOOL, "clang"]),
+        trial!(damaged_modules, &[TOOL, "llvm-as", "llvm-ar"]),
     ]
 }

@@ -28,7 +28,7 @@ use libtest_mimic::{Failed, Trial};
 use offload_kit::bundle::{BundleId, TargetError, check_targets};
 use offload_kit::triple::{Arch, Environment, Os, Vendor};
 
-use crate::util::{llvm, run, same, tempdir, trial};
+use crate::util::{llvm, run, same, tempdir};
 
 mod checks;
 mod compat;
@@ -43,11 +43,9 @@ const MAX_BATCH: usize = 500;
 pub fn tests() -> Vec<Trial> {
     let (valid, invalid) = corpus();
     let mut t = Vec::new();
-    t.push(trial(
-        "bundle_ids::normalized_like_llvm",
-        &[TOOL],
-        move || normalize::normalized_like_llvm(valid),
-    ));
+    t.push(trial!(normalize::normalized_like_llvm, &[TOOL], move || {
+        normalize::normalized_like_llvm(valid)
+    }));
     // Failing lists cost one process each: spread them over a few trials so
     // the harness can run them in parallel.
     let lists: Vec<Vec<String>> = invalid
@@ -63,23 +61,19 @@ pub fn tests() -> Vec<Trial> {
         .collect();
     for (part, these) in lists.chunks(lists.len().div_ceil(3).max(1)).enumerate() {
         let these = these.to_vec();
-        t.push(trial(
-            format!("bundle_ids::target_checks_like_llvm_{}", part + 1),
+        t.push(trial!(
+            checks::target_checks_like_llvm["{}", part + 1],
             &[TOOL],
             move || checks::target_checks_like_llvm(these),
         ));
     }
-    t.push(trial(
-        "bundle_ids::unbundle_target_checks_like_llvm",
-        &[TOOL],
-        checks::unbundle_target_checks_like_llvm,
-    ));
+    t.push(trial!(checks::unbundle_target_checks_like_llvm, &[TOOL]));
     for hip_openmp in [false, true] {
-        t.push(trial(
-            format!(
-                "bundle_ids::compatibility_like_llvm{}",
-                if hip_openmp { "_hip_openmp" } else { "" }
-            ),
+        t.push(trial!(
+            compat::compatibility_like_llvm[
+                "{}",
+                if hip_openmp { "hip_openmp" } else { "default" }
+            ],
             &[TOOL],
             move || compat::compatibility_like_llvm(hip_openmp),
         ));

@@ -4,7 +4,7 @@
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial};
+use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir};
 
 const TOOL: &str = "clang-offload-bundler";
 const TARGETS: [&str; 3] = [
@@ -300,30 +300,10 @@ fn object_host_unbundle() -> Result<(), Failed> {
 /// The trials.
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "bundle_native::same_bytes_as_llvm",
-            &[TOOL],
-            same_bytes_as_llvm,
-        ),
-        trial(
-            "bundle_native::threaded_compression_reads_back_in_llvm",
-            &[TOOL],
-            threaded_compression_reads_back_in_llvm,
-        ),
-        trial(
-            "bundle_native::unbundle_and_list_llvm_bundles",
-            &[TOOL],
-            unbundle_and_list_llvm_bundles,
-        ),
-        trial(
-            "bundle_native::object_host_bundle",
-            &[TOOL, "clang"],
-            object_host_bundle,
-        ),
-        trial(
-            "bundle_native::object_host_unbundle",
-            &[TOOL, "clang", "llvm-objcopy"],
-            object_host_unbundle,
-        ),
+        trial!(same_bytes_as_llvm, &[TOOL]),
+        trial!(threaded_compression_reads_back_in_llvm, &[TOOL]),
+        trial!(unbundle_and_list_llvm_bundles, &[TOOL]),
+        trial!(object_host_bundle, &[TOOL, "clang"]),
+        trial!(object_host_unbundle, &[TOOL, "clang", "llvm-objcopy"]),
     ]
 }

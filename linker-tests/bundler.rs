@@ -19,7 +19,7 @@ test_files! {
 
 use crate::util::{
     bytes, clean_failure, llvm, ours_as, run, same, same_bytes,
-    same_messages, snapshot, tempdir, trial,
+    same_messages, snapshot, tempdir,
 };
 
 const TOOL: &str = "clang-offload-bundler";
@@ -473,24 +473,11 @@ fn unbundle_selection() -> Result<(), Failed> {
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for c in cases() {
-        let name = format!("bundler::interop::{}", c.name);
-        t.push(trial(name, &[TOOL], move || run_case(c)));
+        t.push(trial!(run_case["{}", c.name], &[TOOL], move || run_case(c)));
     }
-    t.push(trial(
-        "bundler::interop::unbundle_selection",
-        &[TOOL],
-        unbundle_selection,
-    ));
-    t.push(trial(
-        "bundler::interop::duplicate_after_normalization",
-        &[TOOL],
-        hostile::duplicate_after_normalization,
-    ));
-    t.push(trial(
-        "bundler::archive_member_ccob_fault",
-        &[TOOL, "llvm-ar"],
-        hostile::archive_member_ccob_fault,
-    ));
+    t.push(trial!(unbundle_selection, &[TOOL]));
+    t.push(trial!(hostile::duplicate_after_normalization, &[TOOL]));
+    t.push(trial!(hostile::archive_member_ccob_fault, &[TOOL, "llvm-ar"]));
     t.extend(file_trials());
     t
 }

@@ -20,7 +20,7 @@ use offload_kit::bundle::ccob::{
     self as ccob, CompressOptions, Decompressed, HashCheck, Method, ReadOptions,
 };
 
-use crate::util::{Run, llvm, ours, ours_as, run, same, same_bytes, same_messages, tempdir, trial};
+use crate::util::{Run, llvm, ours, ours_as, run, same, same_bytes, same_messages, tempdir};
 
 test_files! {
     bytes,

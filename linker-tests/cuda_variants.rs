@@ -34,7 +34,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{md5_hex, ours, ours_json, run, same, tempdir};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
@@ -57,25 +57,15 @@ const STORAGE: &[(&str, &[&str])] = &[
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "cuda_variants::ptxas_archs_named_as_cuobjdump_names_them",
-            &[PTXAS, FATBINARY, CUOBJDUMP],
-            named_as_cuobjdump,
-        ),
-        trial(
-            "cuda_variants::rules_follow_the_loader",
-            &[PTXAS, FATBINARY, CUOBJDUMP],
-            rules,
-        ),
-        trial(
-            "cuda_variants::fatbins_in_data_sections_are_counted_and_named",
+        trial!(ptxas_archs_named_as_cuobjdump_names_them, &[PTXAS, FATBINARY, CUOBJDUMP]),
+        trial!(rules_follow_the_loader, &[PTXAS, FATBINARY, CUOBJDUMP]),
+        trial!(
+            fatbins_in_data_sections_are_counted_and_named,
             &[PTXAS, FATBINARY, CUOBJDUMP, "cc"],
-            fatbins_in_data_sections,
         ),
-        trial(
-            "cuda_variants::pe_relocatable_fatbins_in_the_cut_section_name",
+        trial!(
+            pe_relocatable_fatbins_in_the_cut_section_name,
             &[PTXAS, FATBINARY, "clang", "lld-link"],
-            pe_relocatable_fatbins,
         ),
     ]
 }
@@ -90,7 +80,7 @@ pub fn tests() -> Vec<Trial> {
 /// says `--raw` reads them); `--raw` lists the three. With
 /// the fatbin in `.nv_fatbin` as well, `prune` for a GPU that loads none
 /// of it refuses, saying the three others stay as they are.
-fn fatbins_in_data_sections() -> Result<(), Failed> {
+fn fatbins_in_data_sections_are_counted_and_named() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("k.ptx"), kernel_ptx("sm_90", "8.0"))?;
@@ -190,7 +180,7 @@ fn fatbins_in_data_sections() -> Result<(), Failed> {
     prune_leaves_them(d, &array)
 }
 
-/// `libfb.so` of [`fatbins_in_data_sections`] (in `d`): the JSON of
+/// `libfb.so` of [`fatbins_in_data_sections_are_counted_and_named`] (in `d`): the JSON of
 /// `size`, `check` and `diff` (each side) has `inspect --json`'s
 /// `fatbins_elsewhere`, `want`.
 fn same_lists_in_json(d: &Path, want: &Value) -> Result<(), Failed> {
@@ -223,7 +213,7 @@ fn same_lists_in_json(d: &Path, want: &Value) -> Result<(), Failed> {
     Ok(())
 }
 
-/// [`fatbins_in_data_sections`]'s library with its fatbin (`array`, as C)
+/// [`fatbins_in_data_sections_are_counted_and_named`]'s library with its fatbin (`array`, as C)
 /// in `.nv_fatbin` too, pruned for a GPU that loads none of it: the
 /// refusal says the other three stay as they are.
 fn prune_leaves_them(d: &Path, array: &str) -> Result<(), Failed> {
@@ -264,7 +254,7 @@ fn prune_leaves_them(d: &Path, array: &str) -> Result<(), Failed> {
 /// scan finds the same; `check` answers for each; `prune` keeps the sm_90
 /// one and empties the other, in place (the containers lie in two
 /// sections).
-fn pe_relocatable_fatbins() -> Result<(), Failed> {
+fn pe_relocatable_fatbins_in_the_cut_section_name() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let mut arrays = Vec::new();
@@ -489,7 +479,7 @@ fn written(dir: &Path) -> Result<BTreeMap<String, Vec<(String, String)>>, Failed
 
 /// The names in each fatbin against cuobjdump's, what each is built for,
 /// the files extracted, and the kernels found by each name.
-fn named_as_cuobjdump() -> Result<(), Failed> {
+fn ptxas_archs_named_as_cuobjdump_names_them() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let archs = assemble(d)?;
@@ -600,7 +590,7 @@ fn loader_runs(code: &str, dev: u32, a: bool) -> bool {
 }
 
 /// `check` and `prune` on fatbins of the cubins.
-fn rules() -> Result<(), Failed> {
+fn rules_follow_the_loader() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let archs = assemble(d)?;

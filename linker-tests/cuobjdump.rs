@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{CUPY, WHEEL, downloads};
-use crate::util::{ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial, unzip};
+use crate::util::{ours, ours_as, run, same, same_bytes, snapshot, tempdir, unzip};
 use crate::windows_libs::{CURAND, windows_downloads};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
@@ -31,30 +31,19 @@ const NVJPEG: &str = "/opt/offload-kit/cuda-tools/lib/libnvjpeg.so.12";
 pub fn tests() -> Vec<Trial> {
     let built = &[PTXAS, FATBINARY, CUOBJDUMP, "llvm-objcopy", "ar", "cc"];
     vec![
-        trial(
-            "cuobjdump::built_inputs_as_nvidia_cuobjdump",
-            built,
-            built_inputs,
-        ),
-        trial(
-            "cuobjdump::bad_inputs_and_command_lines_as_nvidia_cuobjdump",
-            built,
-            bad_inputs,
-        ),
-        trial(
-            "cuobjdump::nvjpeg_curand_and_cupy_as_nvidia_cuobjdump",
+        trial!(built_inputs_as_nvidia_cuobjdump, built),
+        trial!(bad_inputs_and_command_lines_as_nvidia_cuobjdump, built),
+        trial!(
+            nvjpeg_curand_and_cupy_as_nvidia_cuobjdump,
             &[CUOBJDUMP, NVJPEG, "bash", "/usr/bin/python3"],
-            real_libraries,
         ),
-        trial(
-            "cuobjdump::nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump",
+        trial!(
+            nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump,
             &[CUOBJDUMP, "bash", "/usr/bin/python3"],
-            nvshmem,
         ),
-        trial(
-            "cuobjdump::curand_dll_lists_what_the_linux_library_lists",
+        trial!(
+            curand_dll_lists_what_the_linux_library_lists,
             &[CUOBJDUMP, "bash", "/usr/bin/python3"],
-            curand_dll,
         ),
     ]
 }
@@ -206,7 +195,7 @@ fn build(d: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-fn built_inputs() -> Result<(), Failed> {
+fn built_inputs_as_nvidia_cuobjdump() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;
@@ -273,7 +262,7 @@ fn built_inputs() -> Result<(), Failed> {
     Ok(())
 }
 
-fn bad_inputs() -> Result<(), Failed> {
+fn bad_inputs_and_command_lines_as_nvidia_cuobjdump() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;
@@ -412,7 +401,7 @@ fn help(d: &Path) -> Result<(), Failed> {
 
 /// libnvjpeg as the tools carry it, libcurand from the cu12 wheel and a
 /// CuPy module: lists, headers, PTX text and extracted files.
-fn real_libraries() -> Result<(), Failed> {
+fn nvjpeg_curand_and_cupy_as_nvidia_cuobjdump() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -452,7 +441,7 @@ fn real_libraries() -> Result<(), Failed> {
 /// newer ABI) and its host library, whose relocatable fatbins come before
 /// its executable ones in the file (cuobjdump `-all` dumps the executable
 /// ones first).
-fn nvshmem() -> Result<(), Failed> {
+fn nvshmem_archive_and_two_section_library_as_nvidia_cuobjdump() -> Result<(), Failed> {
     static DIR: crate::real_libs::Cache = crate::real_libs::Cache::new();
     let cache = crate::real_libs::fetched(&DIR, &["--prune"])?;
     let t = tempdir();
@@ -479,7 +468,7 @@ fn nvshmem() -> Result<(), Failed> {
 /// cuRAND's Windows DLL: cuobjdump refuses it (no device code, exit
 /// 255); ours lists what cuobjdump lists of the Linux library, with the
 /// same numbering and names but for the file's stem.
-fn curand_dll() -> Result<(), Failed> {
+fn curand_dll_lists_what_the_linux_library_lists() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     unzip(

@@ -13,20 +13,12 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use offload_kit::offload_binary::Compression;
 
-use crate::util::{Run, bytes, files, ours, run, tempdir, trial};
+use crate::util::{Run, bytes, files, ours, run, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "damaged::every_command_fails_on_damaged_data_and_extract_keeps_nothing",
-            &[],
-            every_command,
-        ),
-        trial(
-            "damaged::repeated_problems_are_grouped_and_said_on_stderr",
-            &[],
-            repeated_problems,
-        ),
+        trial!(every_command_fails_on_damaged_data_and_extract_keeps_nothing, &[]),
+        trial!(repeated_problems_are_grouped_and_said_on_stderr, &[]),
     ]
 }
 
@@ -35,7 +27,7 @@ pub fn tests() -> Vec<Trial> {
 /// names the file on standard error in one line that counts them, and
 /// prints no line over 1,000 bytes; the text shows the first problem and
 /// how many more are like it, and `--json` keeps all 119.
-fn repeated_problems() -> Result<(), Failed> {
+fn repeated_problems_are_grouped_and_said_on_stderr() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let ids: Vec<String> = (0..120)
@@ -211,7 +203,7 @@ struct Case {
     seen_listing: bool,
 }
 
-fn every_command() -> Result<(), Failed> {
+fn every_command_fails_on_damaged_data_and_extract_keeps_nothing() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let c = damaged_inputs(d)?;

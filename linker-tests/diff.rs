@@ -13,21 +13,13 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial("diff::hip_library_versions", &["clang++"], library_versions),
-        trial(
-            "diff::directories_and_wheels",
-            &["clang++", "/usr/bin/python3"],
-            directories_and_wheels,
-        ),
-        trial(
-            "diff::unreadable_and_damaged_inputs_exit_2",
-            &["clang++", "/usr/bin/python3"],
-            bad_inputs,
-        ),
+        trial!(hip_library_versions, &["clang++"]),
+        trial!(directories_and_wheels, &["clang++", "/usr/bin/python3"]),
+        trial!(unreadable_and_damaged_inputs_exit_2, &["clang++", "/usr/bin/python3"]),
     ]
 }
 
@@ -150,7 +142,7 @@ fn one_changed_file(doc: &Value, path: &str) -> Result<(), Failed> {
     same("schema", doc["schema"].as_str(), Some("offload-kit/diff/1"))
 }
 
-fn library_versions() -> Result<(), Failed> {
+fn hip_library_versions() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;
@@ -350,7 +342,7 @@ fn directories_and_wheels() -> Result<(), Failed> {
     )
 }
 
-fn bad_inputs() -> Result<(), Failed> {
+fn unreadable_and_damaged_inputs_exit_2() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;

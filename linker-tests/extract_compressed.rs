@@ -14,25 +14,13 @@ use offload_kit::offload_binary::{
 use offload_kit::scan::HashAlgo;
 use serde_json::Value;
 
-use crate::util::{files, llvm, ours, run, same, same_bytes, tempdir, trial};
+use crate::util::{files, llvm, ours, run, same, same_bytes, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "extract_compressed::offload_binary_v3_images_are_the_inputs",
-            &[],
-            images_are_the_inputs,
-        ),
-        trial(
-            "extract_compressed::offload_binary_v3_in_an_object",
-            &["llvm-objcopy"],
-            in_an_object,
-        ),
-        trial(
-            "extract_compressed::offload_binary_v3_damaged_writes_nothing",
-            &[],
-            damaged_writes_nothing,
-        ),
+        trial!(offload_binary_v3_images_are_the_inputs, &[]),
+        trial!(offload_binary_v3_in_an_object, &["llvm-objcopy"]),
+        trial!(offload_binary_v3_damaged_writes_nothing, &[]),
     ]
 }
 
@@ -115,7 +103,7 @@ fn check_extract(dir: &Path, file: &str, out: &str, images: &[Vec<u8>]) -> Resul
     same(&format!("{file}: hashes"), hashes, want)
 }
 
-fn images_are_the_inputs() -> Result<(), Failed> {
+fn offload_binary_v3_images_are_the_inputs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let images = images();
@@ -127,7 +115,7 @@ fn images_are_the_inputs() -> Result<(), Failed> {
 }
 
 /// In a host object's `.llvm.offloading` section, where clang puts it.
-fn in_an_object() -> Result<(), Failed> {
+fn offload_binary_v3_in_an_object() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let images = images();
@@ -154,7 +142,7 @@ fn in_an_object() -> Result<(), Failed> {
     check_extract(d, "host.o", "out", &images)
 }
 
-fn damaged_writes_nothing() -> Result<(), Failed> {
+fn offload_binary_v3_damaged_writes_nothing() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let images = images();

@@ -10,7 +10,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use offload_kit::offload_binary::{self as ob, Compression, ImageKind, ImageSpec, OffloadKind};
 
-use crate::util::{Run, ours_peak, said_once, tempdir, trial};
+use crate::util::{Run, ours_peak, said_once, tempdir};
 
 /// Seconds a command gets.
 const LIMIT: u64 = 30;
@@ -19,16 +19,8 @@ const MAX_RSS_KIB: u64 = 256 << 10;
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "fan_out::shared_entries_are_read_once_and_damage_exits_2",
-            &["/usr/bin/python3"],
-            shared_entries,
-        ),
-        trial(
-            "fan_out::compressed_copies_stop_at_the_budget_naming_the_file",
-            &["/usr/bin/python3"],
-            compressed_copies,
-        ),
+        trial!(shared_entries_are_read_once_and_damage_exits_2, &["/usr/bin/python3"]),
+        trial!(compressed_copies_stop_at_the_budget_naming_the_file, &["/usr/bin/python3"]),
     ]
 }
 
@@ -82,7 +74,7 @@ fn bounded(dir: &Path, args: &[&str]) -> Result<Run, Failed> {
     Ok(r)
 }
 
-fn shared_entries() -> Result<(), Failed> {
+fn shared_entries_are_read_once_and_damage_exits_2() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // 10^9 images if every entry were followed: 5,176 bytes (ten entries
@@ -130,7 +122,7 @@ fn shared_entries() -> Result<(), Failed> {
     Ok(())
 }
 
-fn compressed_copies() -> Result<(), Failed> {
+fn compressed_copies_stop_at_the_budget_naming_the_file() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // Four copies a level, seventeen levels, 64 KiB images: 4^17 images

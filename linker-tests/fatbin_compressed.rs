@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::util::{
     clean_failure_code, files, llvm, md5_hex, ours, ours_json as json, run, same, same_bytes,
-    tempdir, trial,
+    tempdir,
 };
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
@@ -46,26 +46,13 @@ const ZSTD: u64 = 0x8000;
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "fatbin_compressed::lz4_and_zstd_entries_written_here",
-            &[],
-            written_here,
-        ),
-        trial(
-            "fatbin_compressed::corrupt_or_lying_entries_fail_cleanly",
-            &[],
-            corrupt_entries,
-        ),
-        trial(
-            "fatbin_compressed::nvidia_fatbinary_against_cuobjdump",
+        trial!(lz4_and_zstd_entries_written_here, &[]),
+        trial!(corrupt_or_lying_entries_fail_cleanly, &[]),
+        trial!(
+            nvidia_fatbinary_against_cuobjdump,
             &[PTXAS, FATBINARY, CUOBJDUMP, "cc", "llvm-objcopy"],
-            nvidia_fatbinary,
         ),
-        trial(
-            "fatbin_compressed::nvjpeg_library_against_cuobjdump",
-            &[CUOBJDUMP, NVJPEG],
-            nvjpeg_library,
-        ),
+        trial!(nvjpeg_library_against_cuobjdump, &[CUOBJDUMP, NVJPEG]),
     ]
 }
 
@@ -146,7 +133,7 @@ fn extracted<'a>(
     }
 }
 
-fn written_here() -> Result<(), Failed> {
+fn lz4_and_zstd_entries_written_here() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     let cubin80 = cubin_like(1, 200_000);
@@ -293,7 +280,7 @@ fn size_counts_decompressed(
     Ok(())
 }
 
-fn corrupt_entries() -> Result<(), Failed> {
+fn corrupt_or_lying_entries_fail_cleanly() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     let cubin = cubin_like(3, 30_000);
@@ -522,7 +509,7 @@ fn ours_extract(file: &str, dir: &Path) -> Result<BTreeMap<(String, String), Our
     Ok(map)
 }
 
-fn nvidia_fatbinary() -> Result<(), Failed> {
+fn nvidia_fatbinary_against_cuobjdump() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     for sm in [80, 90] {
@@ -620,7 +607,7 @@ fn tally(dir: &Path) -> BTreeMap<(String, String, String), usize> {
     out
 }
 
-fn nvjpeg_library() -> Result<(), Failed> {
+fn nvjpeg_library_against_cuobjdump() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     run(&ours(), &["extract", NVJPEG, "-o", "ours"], dir).ok()?;

@@ -11,34 +11,18 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{DEB, downloads};
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    let t = |name: &str, tools: &'static [&'static str], f: fn() -> Result<(), Failed>| {
-        trial(format!("first_hour::{name}"), tools, f)
-    };
     vec![
-        t(
-            "every_scanner_gives_a_verdict_on_each_directory",
-            &[],
-            directories,
-        ),
-        t("ptx_files_are_device_code_to_prune", &["llc"], ptx_in_prune),
-        t("every_scanner_s_help_lists_the_formats_read", &[], help),
-        t(
-            "check_on_cubins_one_per_gpu_hints_at_any",
-            &["llc", PTXAS],
-            per_gpu_cubins,
-        ),
-        t(
-            "prune_warns_of_the_wheel_names_pip_refuses",
-            &["/usr/bin/python3"],
-            wheel_names,
-        ),
-        t(
-            "a_slim_deb_says_what_it_frees_and_keeps_installed_size_true",
+        trial!(every_scanner_gives_a_verdict_on_each_directory, &[]),
+        trial!(ptx_files_are_device_code_to_prune, &["llc"]),
+        trial!(every_scanner_s_help_lists_the_formats_read, &[]),
+        trial!(check_on_cubins_one_per_gpu_hints_at_any, &["llc", PTXAS]),
+        trial!(prune_warns_of_the_wheel_names_pip_refuses, &["/usr/bin/python3"]),
+        trial!(
+            a_slim_deb_says_what_it_frees_and_keeps_installed_size_true,
             &["bash", "/usr/bin/python3", "dpkg-deb"],
-            slim_deb,
         ),
     ]
 }
@@ -47,7 +31,7 @@ pub fn tests() -> Vec<Trial> {
 /// directory and of one whose files hold no device code (before, `size`
 /// and `inspect` printed nothing at all, and `check` nothing for the empty
 /// one), exit 0; a directory with device code is not said to hold none.
-fn directories() -> Result<(), Failed> {
+fn every_scanner_gives_a_verdict_on_each_directory() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     for sub in ["empty", "one", "two"] {
@@ -104,7 +88,7 @@ const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 /// and `ptxas`): `check --require sm_100` fails each sm_90 cubin, as it
 /// should, and says that each is one GPU's code alone and that `--any`
 /// judges the files together (before, 2 bare failures); `--any` passes.
-fn per_gpu_cubins() -> Result<(), Failed> {
+fn check_on_cubins_one_per_gpu_hints_at_any() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::create_dir(d.join("cubins"))?;
@@ -134,7 +118,7 @@ fn per_gpu_cubins() -> Result<(), Failed> {
 /// Each scanner's `--help` names every package format it reads (before,
 /// `size --help` left out cpio, conda's bzip2, LZMA, OCI layouts and
 /// docker archives).
-fn help() -> Result<(), Failed> {
+fn every_scanner_s_help_lists_the_formats_read() -> Result<(), Failed> {
     let dir = tempdir();
     for command in ["size", "inspect", "check", "extract", "prune"] {
         let r = run(&ours(), &[command, "--help"], dir.path()).ok()?;
@@ -187,7 +171,7 @@ fn ptx(dir: &Path, sm: &str, out: &Path) -> Result<(), Failed> {
 /// both were counted "without device code" and left alone whatever the
 /// rules), kept for a GPU that compiles it, removed whole for an AMD GPU,
 /// as a cubin would be.
-fn ptx_in_prune() -> Result<(), Failed> {
+fn ptx_files_are_device_code_to_prune() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let tree = d.join("tree");
@@ -232,7 +216,7 @@ with zipfile.ZipFile("demo-1.0-py3-none-any.whl", "w") as z:
 
 /// `prune -o NAME` of a wheel warns exactly when pip refuses to install
 /// the file written under NAME (before, it never warned).
-fn wheel_names() -> Result<(), Failed> {
+fn prune_warns_of_the_wheel_names_pip_refuses() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let python = Path::new("/usr/bin/python3");
@@ -278,7 +262,7 @@ fn number_before(line: &str, unit: &str) -> Option<u64> {
 /// (computed here over both unpacked trees) says went. Before, the dry
 /// run counted installed bytes and the written run the package's, and
 /// `Installed-Size` stayed.
-fn slim_deb() -> Result<(), Failed> {
+fn a_slim_deb_says_what_it_frees_and_keeps_installed_size_true() -> Result<(), Failed> {
     let deb = downloads()?.join(DEB);
     let dir = tempdir();
     let d = dir.path();

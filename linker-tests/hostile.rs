@@ -13,7 +13,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{ours, ours_as, run_within, tempdir, trial};
+use crate::util::{ours, ours_as, run_within, tempdir};
 
 test_files! {
     special,

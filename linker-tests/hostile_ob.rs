@@ -13,7 +13,7 @@ use offload_kit::offload_binary::{
     Compression, ImageKind, ImageSpec, OffloadKind, Version, compress, layout,
 };
 
-use crate::util::{Run, ours_as, ours_peak, peak_of, said_once, tempdir, trial};
+use crate::util::{Run, ours_as, ours_peak, peak_of, said_once, tempdir};
 
 /// The image of the bomb: 3 GiB of zeros.
 const BIG: u64 = 3 << 30;
@@ -27,26 +27,19 @@ const PEAK_KIB: u64 = 256 << 10;
 const ENV: &str = "OFFLOAD_KIT_MAX_UNCOMPRESSED";
 
 pub fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| {
-        trial(format!("hostile_ob::{name}"), &["/usr/bin/python3"], f)
-    };
-    vec![
-        t("list_of_a_3_gib_image_streams_it", list_big),
-        t("unpack_writes_a_1_gib_image_in_bounded_memory", unpack_big),
-        t(
-            "packager_extracts_a_1_gib_image_in_bounded_memory",
-            packager_big,
-        ),
-        trial(
-            "hostile_ob::linker_wrapper_streams_a_1_gib_image_to_its_temporary_file",
+        vec![
+        trial!(list_of_a_3_gib_image_streams_it, &["/usr/bin/python3"]),
+        trial!(unpack_writes_a_1_gib_image_in_bounded_memory, &["/usr/bin/python3"]),
+        trial!(packager_extracts_a_1_gib_image_in_bounded_memory, &["/usr/bin/python3"]),
+        trial!(
+            linker_wrapper_streams_a_1_gib_image_to_its_temporary_file,
             &["/usr/bin/python3", "clang"],
-            linker_wrapper_big,
         ),
-        t("nested_fan_out_ends_at_the_command_budget", fan_out),
-        t("nesting_too_deep_is_one_error", too_deep),
-        t("bytes_after_the_compressed_stream_are_an_error", trailing),
-        t("list_of_damaged_data_exits_2", damaged),
-        t("scanners_of_a_3_gib_image_stream_it", scanners_big),
+        trial!(nested_fan_out_ends_at_the_command_budget, &["/usr/bin/python3"]),
+        trial!(nesting_too_deep_is_one_error, &["/usr/bin/python3"]),
+        trial!(bytes_after_the_compressed_stream_are_an_error, &["/usr/bin/python3"]),
+        trial!(list_of_damaged_data_exits_2, &["/usr/bin/python3"]),
+        trial!(scanners_of_a_3_gib_image_stream_it, &["/usr/bin/python3"]),
     ]
 }
 
@@ -154,7 +147,7 @@ fn limit_error(what: &str, r: &Run, code: i32, file: &str, limit: &str) -> Resul
 /// The limit error of the default budget for a 100 KB file: 128 MiB.
 const DEFAULT_LIMIT: &str = "over this command's limit of 134217728 bytes decompressed";
 
-fn list_big() -> Result<(), Failed> {
+fn list_of_a_3_gib_image_streams_it() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let bin = bomb(BIG);
@@ -212,7 +205,7 @@ fn zeros_file(path: &Path, size: u64) -> Result<(), Failed> {
     Ok(())
 }
 
-fn unpack_big() -> Result<(), Failed> {
+fn unpack_writes_a_1_gib_image_in_bounded_memory() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("bomb.bin"), bomb(WRITTEN))?;
@@ -247,7 +240,7 @@ fn unpack_big() -> Result<(), Failed> {
     )
 }
 
-fn packager_big() -> Result<(), Failed> {
+fn packager_extracts_a_1_gib_image_in_bounded_memory() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("bomb.bin"), bomb(WRITTEN))?;
@@ -299,7 +292,7 @@ fn host_object(data: &[u8]) -> Vec<u8> {
     obj.write().unwrap()
 }
 
-fn linker_wrapper_big() -> Result<(), Failed> {
+fn linker_wrapper_streams_a_1_gib_image_to_its_temporary_file() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("host.o"), host_object(&bomb(WRITTEN)))?;
@@ -356,7 +349,7 @@ fn nested(levels: u32, fan: usize) -> Vec<u8> {
     inner
 }
 
-fn fan_out() -> Result<(), Failed> {
+fn nested_fan_out_ends_at_the_command_budget() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let bin = nested(14, 4);
@@ -399,7 +392,7 @@ fn fan_out() -> Result<(), Failed> {
     Ok(())
 }
 
-fn too_deep() -> Result<(), Failed> {
+fn nesting_too_deep_is_one_error() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("deep.bin"), nested(20, 1))?;
@@ -419,7 +412,7 @@ fn too_deep() -> Result<(), Failed> {
     Ok(())
 }
 
-fn trailing() -> Result<(), Failed> {
+fn bytes_after_the_compressed_stream_are_an_error() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let plain = {
@@ -459,7 +452,7 @@ fn trailing() -> Result<(), Failed> {
 /// `list` of a file without OffloadBinaries whose container the scanner
 /// finds damaged (a CUDA fatbin whose size lies): an error line naming it,
 /// exit 2 (it was 0).
-fn damaged() -> Result<(), Failed> {
+fn list_of_damaged_data_exits_2() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     let mut fatbin = 0xBA55_ED50u32.to_le_bytes().to_vec();
@@ -480,7 +473,7 @@ fn damaged() -> Result<(), Failed> {
 /// (1024 times the file's size, at least 128 MiB) stops it with one error
 /// naming the file and the option; a budget that allows it lists, hashes
 /// and extracts the image streamed, in bounded memory.
-fn scanners_big() -> Result<(), Failed> {
+fn scanners_of_a_3_gib_image_stream_it() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("bomb.bin"), bomb(BIG))?;

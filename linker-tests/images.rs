@@ -17,20 +17,12 @@ use serde_json::{Value, json};
 use sha2::Digest as _;
 
 use crate::prune::companion::code_object;
-use crate::util::{ours, run, same, tempdir, trial};
+use crate::util::{ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "scan::images::layers_seen_as_a_container_sees_them",
-            &["clang++", "umoci", "skopeo"],
-            umoci_layout,
-        ),
-        trial(
-            "scan::images::layouts_that_lie_are_refused_by_name",
-            &["clang++"],
-            lying_layouts,
-        ),
+        trial!(layers_seen_as_a_container_sees_them, &["clang++", "umoci", "skopeo"]),
+        trial!(layouts_that_lie_are_refused_by_name, &["clang++"]),
     ]
 }
 
@@ -53,7 +45,7 @@ fn listed(args: &[&str], cwd: &Path) -> Result<BTreeMap<String, Vec<String>>, Fa
     Ok(out)
 }
 
-fn umoci_layout() -> Result<(), Failed> {
+fn layers_seen_as_a_container_sees_them() -> Result<(), Failed> {
     let d = tempdir();
     let d = d.path();
     code_object(d, "gfx90a", "k90a.hsaco")?;
@@ -293,7 +285,7 @@ fn refused(d: &Path, dir: &str, names: &[&str]) -> Result<(), Failed> {
     Ok(())
 }
 
-fn lying_layouts() -> Result<(), Failed> {
+fn layouts_that_lie_are_refused_by_name() -> Result<(), Failed> {
     let d = tempdir();
     let d = d.path();
     let k = code_object(d, "gfx90a", "k.hsaco")?;

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 use object::{Object as _, ObjectSection as _};
 
-use crate::util::{clean_failure, llvm, ours_as, same, same_bytes, tempdir, trial};
+use crate::util::{clean_failure, llvm, ours_as, same, same_bytes, tempdir};
 
 test_files! {
     dry_runs,
@@ -291,26 +291,38 @@ fn to_run(out: &Out) -> crate::util::Run {
 pub fn tests() -> Vec<Trial> {
     let lld: Vec<&str> = TOOLS.iter().copied().chain(["ld.lld"]).collect();
     let mut trials = vec![
-        trial("linker_wrapper::objects", TOOLS, || {
-            same_program(&["main.o", "app.o"], 4)
-        }),
-        trial("linker_wrapper::from_sources", TOOLS, || {
-            let (m, a) = (src("main.c"), src("app.c"));
-            same_program(&[m.to_str().unwrap(), a.to_str().unwrap()], 4)
-        }),
-        trial("linker_wrapper::one_file", TOOLS, || {
-            same_program(&[src("one.c").to_str().unwrap()], 4)
-        }),
-        trial("linker_wrapper::several_files", TOOLS, || {
-            same_program(&["main2.o", "app.o", "two.o"], 5)
-        }),
-        trial("linker_wrapper::lld", &lld, || {
-            same_program(&["main.o", "app.o", "-fuse-ld=lld"], 4)
-        }),
-        trial("linker_wrapper::no_pie", TOOLS, || {
-            same_program(&["main.o", "app.o", "-no-pie"], 4)
-        }),
+        trial!(objects, TOOLS),
+        trial!(from_sources, TOOLS),
+        trial!(one_file, TOOLS),
+        trial!(several_files, TOOLS),
+        trial!(with_lld, &lld),
+        trial!(no_pie, TOOLS),
     ];
     trials.extend(file_trials());
     trials
+}
+
+fn objects() -> Result<(), Failed> {
+    same_program(&["main.o", "app.o"], 4)
+}
+
+fn from_sources() -> Result<(), Failed> {
+    let (m, a) = (src("main.c"), src("app.c"));
+    same_program(&[m.to_str().unwrap(), a.to_str().unwrap()], 4)
+}
+
+fn one_file() -> Result<(), Failed> {
+    same_program(&[src("one.c").to_str().unwrap()], 4)
+}
+
+fn several_files() -> Result<(), Failed> {
+    same_program(&["main2.o", "app.o", "two.o"], 5)
+}
+
+fn with_lld() -> Result<(), Failed> {
+    same_program(&["main.o", "app.o", "-fuse-ld=lld"], 4)
+}
+
+fn no_pie() -> Result<(), Failed> {
+    same_program(&["main.o", "app.o", "-no-pie"], 4)
 }

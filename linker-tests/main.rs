@@ -26,6 +26,8 @@ macro_rules! test_files {
     };
 }
 
+#[macro_use]
+mod trials;
 mod util;
 
 test_files! {
@@ -83,8 +85,32 @@ fn main() {
         );
         std::process::exit(1);
     }
+    let trials = file_trials();
+    let shared = shared_names(&trials);
+    if !shared.is_empty() {
+        eprintln!(
+            "more than one trial is named {}: a trial's name is its function's \
+             (`trial!`), so give each its own function or parameter suffix",
+            shared.join(", ")
+        );
+        std::process::exit(1);
+    }
     let args = libtest_mimic::Arguments::from_args();
-    libtest_mimic::run(&args, file_trials()).exit();
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The names that more than one of `trials` has, sorted, each once (a
+/// filter or a failure naming one would stand for several).
+fn shared_names(trials: &[libtest_mimic::Trial]) -> Vec<String> {
+    let mut names: Vec<&str> = trials.iter().map(|t| t.name()).collect();
+    names.sort_unstable();
+    let mut shared: Vec<String> = names
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0].to_string())
+        .collect();
+    shared.dedup();
+    shared
 }
 
 /// The `.rs` files under linker-tests/ that their parent module does not

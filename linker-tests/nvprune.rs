@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{WHEEL, downloads};
-use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, trial, unzip};
+use crate::util::{llvm, ours, ours_as, run, same, same_bytes, snapshot, tempdir, unzip};
 
 /// NVIDIA's nvprune, unpacked by scripts/nvprune-tool.sh.
 const NVPRUNE: &str = "/opt/offload-kit/nvprune/bin/nvprune";
@@ -27,14 +27,10 @@ const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
 pub fn tests() -> Vec<Trial> {
     let built = [NVPRUNE, PTXAS, FATBINARY, "clang", "ar", "gcc"];
     vec![
-        trial(
-            "nvprune::objects_and_archives_as_nvprune",
-            &built,
-            objects_and_archives,
-        ),
-        trial("nvprune::command_lines_as_nvprune", &built, command_lines),
-        trial("nvprune::curand_so_as_prune", &[NVPRUNE], curand_so),
-        trial("nvprune::bad_inputs", &[NVPRUNE], bad_inputs),
+        trial!(objects_and_archives_as_nvprune, &built),
+        trial!(command_lines_as_nvprune, &built),
+        trial!(curand_so_as_prune, &[NVPRUNE]),
+        trial!(bad_inputs, &[NVPRUNE]),
     ]
 }
 
@@ -201,7 +197,7 @@ fn gcc_objects(d: &Path) -> Result<(), Failed> {
 }
 
 /// Every object and the archive, pruned by each rule: the same bytes.
-fn objects_and_archives() -> Result<(), Failed> {
+fn objects_and_archives_as_nvprune() -> Result<(), Failed> {
     let t = tempdir();
     let work = t.path();
     build(work)?;
@@ -245,7 +241,7 @@ fn objects_and_archives() -> Result<(), Failed> {
 }
 
 /// Help, version, and command lines nvprune refuses or warns about.
-fn command_lines() -> Result<(), Failed> {
+fn command_lines_as_nvprune() -> Result<(), Failed> {
     let t = tempdir();
     let work = t.path();
     build(work)?;
@@ -305,7 +301,7 @@ fn command_lines() -> Result<(), Failed> {
 /// relocatable"); ours writes what `offload-kit prune --keep sm_80 --ptx
 /// none` writes (nvprune's `-arch sm_80` keeps no PTX), and the wheel as
 /// that writes it.
-fn curand_so() -> Result<(), Failed> {
+fn curand_so_as_prune() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();

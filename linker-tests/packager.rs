@@ -11,7 +11,7 @@ use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
     bytes, clean_failure, clean_failure_code, llvm, ours, ours_as,
-    run, same, same_bytes, same_messages, snapshot, tempdir, trial,
+    run, same, same_bytes, same_messages, snapshot, tempdir,
 };
 
 test_files! {

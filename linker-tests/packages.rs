@@ -14,26 +14,20 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::scan::built;
-use crate::util::{llvm, ours, run, run_stdin, same, tempdir, trial};
+use crate::util::{llvm, ours, run, run_stdin, same, tempdir};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "zip", "tar", "gzip", "xz", "zstd", "dpkg-deb"];
 
 pub fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| {
-        trial(format!("scan::packages::{name}"), TOOLS, f)
-    };
-    vec![
-        t("same_images_as_loose_files", same_images),
-        t("extract_gives_the_same_bytes", extract_same_bytes),
-        t("standard_input", standard_input),
-        t("large_standard_input_is_spooled", large_standard_input),
-        t("corrupt_packages_are_input_errors", corrupt),
-        t("member_names_cannot_leave_the_directory", hostile_names),
-        t(
-            "list_and_unpack_point_to_inspect_and_extract",
-            point_elsewhere,
-        ),
+        vec![
+        trial!(same_images_as_loose_files, TOOLS),
+        trial!(extract_gives_the_same_bytes, TOOLS),
+        trial!(standard_input, TOOLS),
+        trial!(large_standard_input_is_spooled, TOOLS),
+        trial!(corrupt_packages_are_input_errors, TOOLS),
+        trial!(member_names_cannot_leave_the_directory, TOOLS),
+        trial!(list_and_unpack_point_to_inspect_and_extract, TOOLS),
     ]
 }
 
@@ -194,7 +188,7 @@ fn images_by_file(doc: &Value) -> BTreeMap<String, Vec<String>> {
 
 /// Every package shows the loose libraries' images, with the same hashes,
 /// under `package!/path` names; files without device code are left out.
-fn same_images() -> Result<(), Failed> {
+fn same_images_as_loose_files() -> Result<(), Failed> {
     let d = fixture()?;
     let loose = inspect(d, &["root/usr/lib/libhipk.so", "root/usr/lib/libompk.so"])?;
     let want = images_by_file(&loose);
@@ -257,7 +251,7 @@ fn extracted(out: &Path) -> Result<Vec<Vec<u8>>, Failed> {
 
 /// `extract` from every package writes the files it writes from the loose
 /// libraries, byte for byte (the compressed bundle's entries decompressed).
-fn extract_same_bytes() -> Result<(), Failed> {
+fn extract_gives_the_same_bytes() -> Result<(), Failed> {
     let d = fixture()?;
     must(
         &ours(),
@@ -320,7 +314,7 @@ fn standard_input() -> Result<(), Failed> {
 /// pipe, `inspect` finds what it finds in the file, at well under the
 /// input's size of memory; redirected from the file (`< FILE`), the file
 /// is read in place.
-fn large_standard_input() -> Result<(), Failed> {
+fn large_standard_input_is_spooled() -> Result<(), Failed> {
     let d = fixture()?;
     std::fs::write(d.join("zeros.bin"), vec![0u8; 200 << 20])?;
     let objcopy = llvm("llvm-objcopy");
@@ -366,7 +360,7 @@ fn large_standard_input() -> Result<(), Failed> {
 
 /// A truncated or corrupt package is an input error (exit 2, one line
 /// naming it), for `check` too; the other inputs are still reported.
-fn corrupt() -> Result<(), Failed> {
+fn corrupt_packages_are_input_errors() -> Result<(), Failed> {
     let d = fixture()?;
     for (p, cut) in [
         ("pkg.tar.zst", "cut.tar.zst"),
@@ -397,7 +391,7 @@ fn corrupt() -> Result<(), Failed> {
 
 /// Members named `../x` or `/abs` are written inside the output directory
 /// only, under sanitized names.
-fn hostile_names() -> Result<(), Failed> {
+fn member_names_cannot_leave_the_directory() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     loose_files(d)?;
@@ -430,7 +424,7 @@ fn hostile_names() -> Result<(), Failed> {
 /// `list` and `unpack` read one container file; given a package they say
 /// which command looks inside it and write nothing (`unpack` exits 1, as
 /// for other files it cannot handle; `list` 2, its input error).
-fn point_elsewhere() -> Result<(), Failed> {
+fn list_and_unpack_point_to_inspect_and_extract() -> Result<(), Failed> {
     let d = fixture()?;
     for p in ["pkg-1.0-py3-none-any.whl", "pkg.tar.zst", "pkg.deb"] {
         let r = run(&ours(), &["list", p], d);

@@ -20,20 +20,12 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{Run, ours, run, same, tempdir, trial};
+use crate::util::{Run, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "per_gpu_gate::a_tree_missing_a_gpus_files_fails_naming_it",
-            &[],
-            tree,
-        ),
-        trial(
-            "per_gpu_gate::packages_are_judged_as_their_tree",
-            &[],
-            packages,
-        ),
+        trial!(a_tree_missing_a_gpus_files_fails_naming_it, &[]),
+        trial!(packages_are_judged_as_their_tree, &[]),
     ]
 }
 
@@ -167,7 +159,7 @@ fn judgements(doc: &Value) -> Vec<(Value, Value, Value, Value, Value, Value)> {
 const LIBRARY: &str = "rocBLAS/hipBLASLt/hipSPARSELt (Tensile)";
 
 /// The tree, whole and without gfx942's per-GPU files.
-fn tree() -> Result<(), Failed> {
+fn a_tree_missing_a_gpus_files_fails_naming_it() -> Result<(), Failed> {
     let d = tempdir();
     write_tree(&d.path().join("whole"), &files(true))?;
     write_tree(&d.path().join("missing"), &files(false))?;
@@ -258,7 +250,7 @@ fn tree() -> Result<(), Failed> {
 
 /// The same trees as a `.tar.gz` and as a wheel: the same judgements,
 /// the package its input and its member paths theirs.
-fn packages() -> Result<(), Failed> {
+fn packages_are_judged_as_their_tree() -> Result<(), Failed> {
     let d = tempdir();
     for (whole, name) in [(true, "whole"), (false, "missing")] {
         let f = files(whole);

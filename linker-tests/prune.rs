@@ -15,10 +15,8 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{CUOBJDUMP, DEB, WHEEL, downloads, images};
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
-use hip_programs::hip_programs;
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, unzip};
 pub(crate) use real_wheels::pruned_wheel;
-use real_wheels::{bitsandbytes_wheel, cupy_wheel, curand_wheel};
 
 test_files! {
     objects,
@@ -40,50 +38,28 @@ mod real_wheels;
 
 pub fn tests() -> Vec<Trial> {
     let mut trials = vec![
-        trial(
-            "prune::real_libs::rocrand_to_gfx90a",
-            &[
+        trial!(rocrand_to_gfx90a, &[
                 "bash",
                 "/usr/bin/python3",
                 "dpkg-deb",
                 "clang-offload-bundler",
                 "llvm-objcopy",
                 "llvm-readelf",
-            ],
-            rocrand,
-        ),
-        trial(
-            "prune::real_libs::curand_to_sm_80",
-            &[
+            ]),
+        trial!(curand_to_sm_80, &[
                 "bash",
                 "/usr/bin/python3",
                 CUOBJDUMP,
                 "llvm-objcopy",
                 "llvm-readelf",
-            ],
-            curand,
-        ),
-        trial(
-            "prune::real_libs::cupy_wheel_to_sm_86",
-            &["/usr/bin/python3"],
-            cupy_wheel,
-        ),
-        trial(
-            "prune::real_libs::bitsandbytes_wheel_leaves_its_sycl_libraries",
-            &[
+            ]),
+        trial!(real_wheels::cupy_wheel_to_sm_86, &["/usr/bin/python3"]),
+        trial!(real_wheels::bitsandbytes_wheel_leaves_its_sycl_libraries, &[
                 "/usr/bin/python3",
                 "/opt/offload-kit/cuda-tools/bin/cuobjdump",
-            ],
-            bitsandbytes_wheel,
-        ),
-        trial(
-            "prune::real_libs::curand_wheel_installs_with_pip",
-            &["/usr/bin/python3"],
-            curand_wheel,
-        ),
-        trial(
-            "prune::hip_programs_register_only_the_kept_images",
-            &[
+            ]),
+        trial!(real_wheels::curand_wheel_installs_with_pip, &["/usr/bin/python3"]),
+        trial!(hip_programs::hip_programs_register_only_the_kept_images, &[
                 "clang",
                 "clang++",
                 "cc",
@@ -92,9 +68,7 @@ pub fn tests() -> Vec<Trial> {
                 "ld.mold",
                 "/usr/lib/x86_64-linux-gnu/libzstd.so",
                 "/usr/include/zstd.h",
-            ],
-            hip_programs,
-        ),
+            ]),
     ];
     trials.extend(file_trials());
     trials
@@ -287,7 +261,7 @@ fn kept_in_place(d: &Path, rule: &str, section: &str, dropped: u64) -> Result<()
     same_outside(d, section, "lib.so", "inplace-keep.so")
 }
 
-fn rocrand() -> Result<(), Failed> {
+fn rocrand_to_gfx90a() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -338,7 +312,7 @@ fn rocrand() -> Result<(), Failed> {
     refusals_and_in_place(d)
 }
 
-fn curand() -> Result<(), Failed> {
+fn curand_to_sm_80() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, unzip};
 
 pub const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub const DEB: &str = "librocrand1_5.3.3-4_amd64.deb";
@@ -26,36 +26,19 @@ pub const ONNXRUNTIME: &str = "onnxruntime_gpu-1.31.1-cp312-cp312-manylinux_2_28
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "scan::real_libs::rocrand_deb_against_clang_offload_bundler",
-            &[
+        trial!(rocrand_deb_against_clang_offload_bundler, &[
                 "bash",
                 "/usr/bin/python3",
                 "dpkg-deb",
                 "clang-offload-bundler",
                 "llvm-objcopy",
-            ],
-            rocrand,
-        ),
-        trial(
-            "diff::real_libs::rocrand_deb_renamed_pairs_in_bounded_memory",
-            &["bash", "/usr/bin/python3"],
-            rocrand_diff_memory,
-        ),
-        trial(
-            "scan::real_libs::curand_wheel_against_cuobjdump",
+            ]),
+        trial!(rocrand_deb_renamed_pairs_in_bounded_memory, &["bash", "/usr/bin/python3"]),
+        trial!(curand_wheel_against_cuobjdump, &["bash", "/usr/bin/python3", CUOBJDUMP]),
+        trial!(cupy_wheel_against_cuobjdump, &["bash", "/usr/bin/python3", CUOBJDUMP]),
+        trial!(
+            onnxruntime_arch_specific_cubins_against_cuobjdump,
             &["bash", "/usr/bin/python3", CUOBJDUMP],
-            curand,
-        ),
-        trial(
-            "scan::real_libs::cupy_wheel_against_cuobjdump",
-            &["bash", "/usr/bin/python3", CUOBJDUMP],
-            cupy,
-        ),
-        trial(
-            "scan::real_libs::onnxruntime_arch_specific_cubins_against_cuobjdump",
-            &["bash", "/usr/bin/python3", CUOBJDUMP],
-            onnxruntime,
         ),
     ]
 }
@@ -132,7 +115,7 @@ fn check(dir: &Path, args: &[&str], file: &str) -> i32 {
 /// peaks at about 75 MiB (the xz decoder, the member, its kernels); the
 /// code before issue #45 read both sides at once and peaked at 151 MiB
 /// (and did not pair the two names).
-fn rocrand_diff_memory() -> Result<(), Failed> {
+fn rocrand_deb_renamed_pairs_in_bounded_memory() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -168,7 +151,7 @@ fn rocrand_diff_memory() -> Result<(), Failed> {
 /// `clang-offload-bundler -unbundle` gives for its bundle ID, byte for
 /// byte, and the IDs are those `-list` gives; a gfx90a device is served by
 /// the xnack+ and xnack- builds together.
-fn rocrand() -> Result<(), Failed> {
+fn rocrand_deb_against_clang_offload_bundler() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -314,7 +297,7 @@ fn same_unbundling(d: &Path) -> Result<(), Failed> {
 
 /// libcurand from NVIDIA's wheel: see [`cuda_wheel`]; sm_90 cubins
 /// serve `--require sm_90`, not the arch-specific `sm_90a`.
-fn curand() -> Result<(), Failed> {
+fn curand_wheel_against_cuobjdump() -> Result<(), Failed> {
     cuda_wheel(
         WHEEL,
         "nvidia/curand/lib/libcurand.so.10",
@@ -328,7 +311,7 @@ fn curand() -> Result<(), Failed> {
 
 /// One of CuPy's extension modules from its wheel (zstd-compressed cubins,
 /// sm_120 also as PTX): see [`cuda_wheel`].
-fn cupy() -> Result<(), Failed> {
+fn cupy_wheel_against_cuobjdump() -> Result<(), Failed> {
     cuda_wheel(
         CUPY,
         "cupy/random/_generator_api.cpython-312-x86_64-linux-gnu.so",
@@ -432,7 +415,7 @@ fn counted(archs: &[String]) -> BTreeMap<String, usize> {
 /// code does not run on 12.1); `prune --keep sm_90` keeps the 600 sm_90a
 /// cubins and says why, once --allow-empty lets the 9 fatbins of sm_120a
 /// code alone stay whole.
-fn onnxruntime() -> Result<(), Failed> {
+fn onnxruntime_arch_specific_cubins_against_cuobjdump() -> Result<(), Failed> {
     static DIR: Cache = Cache::new();
     let wheel = fetched(&DIR, &["--onnxruntime"])?.join(ONNXRUNTIME);
     let t = tempdir();

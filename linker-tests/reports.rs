@@ -22,22 +22,17 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::real_libs::{Cache, DEB, downloads, fetched};
-use crate::util::{ours, run, run_stdin, same, tempdir, trial};
+use crate::util::{ours, run, run_stdin, same, tempdir};
 
 const NVJPEG: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "reports::junit_has_a_case_per_rule_and_input_and_fails_where_the_text_does",
+        trial!(
+            junit_has_a_case_per_rule_and_input_and_fails_where_the_text_does,
             &["/usr/bin/python3", "bash"],
-            junit,
         ),
-        trial(
-            "reports::markdown_tables_are_well_formed_with_the_json_figures",
-            &["bash"],
-            markdown,
-        ),
+        trial!(markdown_tables_are_well_formed_with_the_json_figures, &["bash"]),
     ]
 }
 
@@ -140,7 +135,7 @@ print(json.dumps({"counts": [int(s.get("tests")), int(s.get("failures")), int(s.
     Ok((counts, cases))
 }
 
-fn junit() -> Result<(), Failed> {
+fn junit_has_a_case_per_rule_and_input_and_fails_where_the_text_does() -> Result<(), Failed> {
     let tmp = tempdir();
     let dir = tmp.path().join("in");
     std::fs::create_dir(&dir)?;
@@ -293,7 +288,7 @@ fn n(v: &Value) -> String {
     v.as_u64().map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
-fn markdown() -> Result<(), Failed> {
+fn markdown_tables_are_well_formed_with_the_json_figures() -> Result<(), Failed> {
     let tmp = tempdir();
     let dir = tmp.path().join("in");
     std::fs::create_dir(&dir)?;

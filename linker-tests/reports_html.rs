@@ -16,23 +16,15 @@ use serde_json::Value;
 
 use crate::real_libs::{CUPY, DEB, downloads};
 use crate::reports::code_object;
-use crate::util::{ours, ours_json, run, same, tempdir, trial};
+use crate::util::{ours, ours_json, run, same, tempdir};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const NVJPEG: &str = "/opt/offload-kit/cuda-tools/lib/libnvjpeg.so.12";
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "reports::html_renders_every_input_target_and_json_figure",
-            &["chromium", NVJPEG],
-            real,
-        ),
-        trial(
-            "reports::html_of_20000_files_is_small_and_renders_quickly",
-            &["chromium"],
-            many,
-        ),
+        trial!(html_renders_every_input_target_and_json_figure, &["chromium", NVJPEG]),
+        trial!(html_of_20000_files_is_small_and_renders_quickly, &["chromium"]),
     ]
 }
 
@@ -175,7 +167,7 @@ fn not_blank(png: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-fn real() -> Result<(), Failed> {
+fn html_renders_every_input_target_and_json_figure() -> Result<(), Failed> {
     let cache = downloads()?;
     let tmp = tempdir();
     let dir = tmp.path().join("in");
@@ -253,7 +245,7 @@ fn real() -> Result<(), Failed> {
     Ok(())
 }
 
-fn many() -> Result<(), Failed> {
+fn html_of_20000_files_is_small_and_renders_quickly() -> Result<(), Failed> {
     let tmp = tempdir();
     let root = tmp.path().join("venv");
     for i in 0..20_000u32 {

@@ -20,14 +20,10 @@ use offload_kit::kernels::{self, CheckReport, KernelGate, KernelRule, PerGpuJudg
 use offload_kit::prune::{self, Destination, PathOptions, Ptx, Rules, Selection};
 use offload_kit::scan::{self, HtmlFile, JsonFile, Report, Requirements, Rule, SizeReport, Unread};
 
-use crate::util::{ours, run, same, tempdir, trial};
+use crate::util::{ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "reports_library::the_library_makes_the_command_lines_reports",
-        &[],
-        library,
-    )]
+    vec![trial!(the_library_makes_the_command_lines_reports, &[])]
 }
 
 /// One file scanned as the command line scans it, with its kernels.
@@ -94,7 +90,7 @@ fn same_text(what: &str, library: &str, command: &[u8]) -> Result<(), Failed> {
     .into())
 }
 
-fn library() -> Result<(), Failed> {
+fn the_library_makes_the_command_lines_reports() -> Result<(), Failed> {
     let tmp = tempdir();
     let cwd = tmp.path();
     crate::per_gpu_gate::write_tree(&cwd.join("t"), &crate::per_gpu_gate::files(false))?;

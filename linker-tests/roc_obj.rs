@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{Cache, DEB, downloads, fetched};
-use crate::util::{Run, llvm, ours_as, run, run_within_env, same, same_bytes, tempdir, trial};
+use crate::util::{Run, llvm, ours_as, run, run_within_env, same, same_bytes, tempdir};
 
 const LS: &str = "/opt/offload-kit/roc-obj/bin/roc-obj-ls";
 const EXTRACT: &str = "/opt/offload-kit/roc-obj/bin/roc-obj-extract";
@@ -28,24 +28,15 @@ pub fn tests() -> Vec<Trial> {
         SCRIPT_TOOLS.iter().chain(more).copied().collect()
     };
     vec![
-        trial("roc_obj::rocrand_deb_as_the_scripts", &with(&["dpkg-deb"]), rocrand),
-        trial("roc_obj::rocsparse_deb_listed_as_roc_obj_ls", &with(&["dpkg-deb"]), rocsparse),
-        trial(
-            "roc_obj::clang_hip_library_as_the_scripts",
+        trial!(rocrand_deb_as_the_scripts, &with(&["dpkg-deb"])),
+        trial!(rocsparse_deb_listed_as_roc_obj_ls, &with(&["dpkg-deb"])),
+        trial!(clang_hip_library_as_the_scripts, &with(&["clang++", "llvm-objdump"])),
+        trial!(
+            clang_compressed_library_as_the_scripts_on_its_plain_build,
             &with(&["clang++", "llvm-objdump"]),
-            clang_plain,
         ),
-        trial(
-            "roc_obj::clang_compressed_library_as_the_scripts_on_its_plain_build",
-            &with(&["clang++", "llvm-objdump"]),
-            clang_compressed,
-        ),
-        trial("roc_obj::bad_inputs_as_the_scripts", &with(&["llvm-objcopy"]), bad_inputs),
-        trial(
-            "roc_obj::damaged_bundles_no_panic",
-            &with(&["clang++", "llvm-objcopy"]),
-            damaged,
-        ),
+        trial!(bad_inputs_as_the_scripts, &with(&["llvm-objcopy"])),
+        trial!(damaged_bundles_no_panic, &with(&["clang++", "llvm-objcopy"])),
     ]
 }
 
@@ -103,7 +94,7 @@ fn unpack(cache: &Path, deb: &str, d: &Path) -> Result<(), Failed> {
 /// librocrand1 (one bundle of 7 code objects and a host entry): listed,
 /// listed twice (bundle numbers count on), two code objects extracted (to
 /// files and to standard output), and one target's extracted by roc-obj.
-fn rocrand() -> Result<(), Failed> {
+fn rocrand_deb_as_the_scripts() -> Result<(), Failed> {
     let d = tempdir();
     let d = d.path();
     unpack(&downloads()?, DEB, d)?;
@@ -121,7 +112,7 @@ fn rocrand() -> Result<(), Failed> {
 }
 
 /// librocsparse0 (a 1.3 GB library): listed, with and without `-v`.
-fn rocsparse() -> Result<(), Failed> {
+fn rocsparse_deb_listed_as_roc_obj_ls() -> Result<(), Failed> {
     static CACHE: Cache = Cache::new();
     let cache = fetched(&CACHE, &["--rocsparse"])?;
     let d = tempdir();
@@ -178,7 +169,7 @@ const HIP_CLANG_PATH: (&str, &str) = ("HIP_CLANG_PATH", crate::util::LLVM_BIN);
 
 /// The plain build: listed, every code object extracted, roc-obj with
 /// `-d` (disassembled by LLVM 22's llvm-objdump), with `-t` and a command.
-fn clang_plain() -> Result<(), Failed> {
+fn clang_hip_library_as_the_scripts() -> Result<(), Failed> {
     let root = built()?;
     let d = tempdir();
     let d = d.path();
@@ -201,7 +192,7 @@ fn clang_plain() -> Result<(), Failed> {
 /// The compressed build, where the scripts list nothing: ours lists what
 /// they list for the plain build (URIs aside: ours name the CCOB and the
 /// entry), extracts the same bytes, and roc-obj writes the same files.
-fn clang_compressed() -> Result<(), Failed> {
+fn clang_compressed_library_as_the_scripts_on_its_plain_build() -> Result<(), Failed> {
     let root = built()?;
     let d = tempdir();
     let d = d.path();
@@ -250,7 +241,7 @@ fn clang_compressed() -> Result<(), Failed> {
 }
 
 /// Files and URIs the scripts refuse: same messages and exit codes.
-fn bad_inputs() -> Result<(), Failed> {
+fn bad_inputs_as_the_scripts() -> Result<(), Failed> {
     let d = tempdir();
     let d = d.path();
     let inputs = d.join("in");
@@ -310,7 +301,7 @@ fn bad_inputs() -> Result<(), Failed> {
 /// Bundles cut short, a CCOB cut short, a bundle of no entries at a page
 /// boundary (where the script would read it forever): ours ends, without
 /// a panic.
-fn damaged() -> Result<(), Failed> {
+fn damaged_bundles_no_panic() -> Result<(), Failed> {
     let root = built()?;
     let d = tempdir();
     let d = d.path();

@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, md5_hex, ours, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, run, same, tempdir};
 
 test_files! {
     views,

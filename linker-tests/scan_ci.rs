@@ -13,24 +13,23 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::scan::{TOOLS, built};
-use crate::util::{ours, run, run_stdin, same, snapshot, tempdir, trial};
+use crate::util::{ours, run, run_stdin, same, snapshot, tempdir};
 
 test_files! {
     output,
 }
 
 pub fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("scan::{name}"), TOOLS, f);
-    let mut trials = vec![
-        t("ci_stdin_is_dash", stdin),
-        t("ci_many_inputs_and_exit_codes", many_inputs),
-        t("ci_corrupt_input_is_an_input_error", corrupt),
-        t("ci_check_rules_as_the_loaders_match", rules),
-        t("ci_extract_selection_and_host_entries", extract_selection),
-        t("ci_inspect_directory_header_and_all", inspect_directory),
-        t("ci_unpack_and_unbundle_point_to_extract", point_to_extract),
-        t("ci_fatbin_wrapper_in_an_archive_member", wrapper_in_archive),
-        t("ci_ccob_kinds_without_verify", ccob_kinds),
+        let mut trials = vec![
+        trial!(ci_stdin_is_dash, TOOLS),
+        trial!(ci_many_inputs_and_exit_codes, TOOLS),
+        trial!(ci_corrupt_input_is_an_input_error, TOOLS),
+        trial!(ci_check_rules_as_the_loaders_match, TOOLS),
+        trial!(ci_extract_selection_and_host_entries, TOOLS),
+        trial!(ci_inspect_directory_header_and_all, TOOLS),
+        trial!(ci_unpack_and_unbundle_point_to_extract, TOOLS),
+        trial!(ci_fatbin_wrapper_in_an_archive_member, TOOLS),
+        trial!(ci_ccob_kinds_without_verify, TOOLS),
     ];
     trials.extend(file_trials());
     trials
@@ -46,7 +45,7 @@ fn path(name: &str) -> Result<String, Failed> {
 
 /// Each command given `-` reads a pipe and reports what it reports for the
 /// file by path; `-o -` is refused; `-` twice is an error.
-fn stdin() -> Result<(), Failed> {
+fn ci_stdin_is_dash() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     for f in ["hip.o", "omp_gfx.o", "hipc.exe"] {
@@ -119,7 +118,7 @@ fn stdin() -> Result<(), Failed> {
 
 /// Every readable input is reported; each unreadable one gets one line on
 /// standard error and its `error` in JSON; the exit code is 2.
-fn many_inputs() -> Result<(), Failed> {
+fn ci_many_inputs_and_exit_codes() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let (good1, good2) = (path("hip.exe")?, path("omp_gfx.o")?);
@@ -228,7 +227,7 @@ fn many_inputs() -> Result<(), Failed> {
 /// A truncated or corrupt container fails `check` as an input error (2),
 /// never "ok"; `--allow-corrupt` checks what could be read. `extract` of
 /// it is an input error too.
-fn corrupt() -> Result<(), Failed> {
+fn ci_corrupt_input_is_an_input_error() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let dir = tempdir();
@@ -300,7 +299,7 @@ fn corrupt() -> Result<(), Failed> {
 }
 
 /// ARCH[:KIND] rules, target-ID and CUDA compatibility, through the binary.
-fn rules() -> Result<(), Failed> {
+fn ci_check_rules_as_the_loaders_match() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let code = |file: &str, args: &[&str]| -> Result<(i32, String), Failed> {
@@ -387,7 +386,7 @@ fn rules() -> Result<(), Failed> {
 
 /// `extract` filters that match nothing say so and exit 1; bundles' empty
 /// host entries are written only with `--include-host`.
-fn extract_selection() -> Result<(), Failed> {
+fn ci_extract_selection_and_host_entries() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let p = path("hip.o")?;
@@ -419,7 +418,7 @@ fn extract_selection() -> Result<(), Failed> {
 
 /// `inspect` of a directory shows only the files with device code (or
 /// problems) unless `--all`; its table has a header row.
-fn inspect_directory() -> Result<(), Failed> {
+fn ci_inspect_directory_header_and_all() -> Result<(), Failed> {
     let k = ours();
     let dir = tempdir();
     let d = dir.path();
@@ -462,7 +461,7 @@ fn inspect_directory() -> Result<(), Failed> {
 /// `unpack` and `unbundle` of an executable whose device code is in
 /// `.hip_fatbin` bundles say that `extract` writes it, exit 1, and write
 /// nothing.
-fn point_to_extract() -> Result<(), Failed> {
+fn ci_unpack_and_unbundle_point_to_extract() -> Result<(), Failed> {
     let k = ours();
     let dir = tempdir();
     let d = dir.path();
@@ -480,7 +479,7 @@ fn point_to_extract() -> Result<(), Failed> {
 
 /// A CUDA fatbin wrapper in an archive member points at its fatbin: its
 /// target is a file offset, as the containers' offsets are.
-fn wrapper_in_archive() -> Result<(), Failed> {
+fn ci_fatbin_wrapper_in_an_archive_member() -> Result<(), Failed> {
     let b = built()?;
     let dir = tempdir();
     let d = dir.path();
@@ -524,7 +523,7 @@ fn wrapper_in_archive() -> Result<(), Failed> {
 /// `--verify` (from each entry's first bytes, read from the decompressed
 /// stream): the same kinds as with it, and `check --forbid-kind object`,
 /// `--require-kind object` and `extract --kind object` see them.
-fn ccob_kinds() -> Result<(), Failed> {
+fn ci_ccob_kinds_without_verify() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let exe = path("hipc.exe")?;

@@ -8,36 +8,16 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{files, llvm, ours, ours_json as json, run, same, tempdir, trial};
+use crate::util::{files, llvm, ours, ours_json as json, run, same, tempdir};
 use offload_kit::offload_binary::{self, ImageKind, ImageSpec, OffloadKind};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "scan_rules::walks_skip_links_and_scan_each_file_once",
-            &[],
-            walks,
-        ),
-        trial(
-            "scan_rules::rules_naming_nothing_known_are_usage_errors",
-            &[],
-            unknown_rules,
-        ),
-        trial(
-            "scan_rules::require_counts_coverage_as_loaders_do",
-            &[],
-            coverage,
-        ),
-        trial(
-            "scan_rules::reports_count_device_images_in_arch_order",
-            &[],
-            reports,
-        ),
-        trial(
-            "scan_rules::amdgpu_processors_are_llc_s",
-            &["llc"],
-            llc_processors,
-        ),
+        trial!(walks_skip_links_and_scan_each_file_once, &[]),
+        trial!(rules_naming_nothing_known_are_usage_errors, &[]),
+        trial!(require_counts_coverage_as_loaders_do, &[]),
+        trial!(reports_count_device_images_in_arch_order, &[]),
+        trial!(amdgpu_processors_are_llc_s, &["llc"]),
     ]
 }
 
@@ -102,7 +82,7 @@ fn owned(v: &[&str]) -> Vec<String> {
 /// every file once, skips links unless `--follow`, walks a linked
 /// directory once under `--follow`, and reads a link named on the command
 /// line.
-fn walks() -> Result<(), Failed> {
+fn walks_skip_links_and_scan_each_file_once() -> Result<(), Failed> {
     use std::os::unix::fs::symlink;
     let d = tempdir();
     let dir = d.path();
@@ -203,7 +183,7 @@ fn walks() -> Result<(), Failed> {
 /// one line on standard error naming the option, the rule and the closest
 /// known names; nothing on standard output. Known names and wildcards
 /// still work.
-fn unknown_rules() -> Result<(), Failed> {
+fn rules_naming_nothing_known_are_usage_errors() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     std::fs::write(dir.join("f.ob"), hip("gfx90a:xnack+"))?;
@@ -264,7 +244,7 @@ fn unknown_rules() -> Result<(), Failed> {
 /// `--require` is met when the images together serve every device
 /// configuration the rule names, and the report says which images serve
 /// it, or which configurations nothing serves.
-fn coverage() -> Result<(), Failed> {
+fn require_counts_coverage_as_loaders_do() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     coverage_inputs(dir)?;
@@ -412,7 +392,7 @@ fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
 /// Reports count device images only (a bundle's host entry apart), give
 /// `size` a row per arch and kind, in arch order, list the same files in
 /// text and JSON, and `--raw` names an ELF file's format.
-fn reports() -> Result<(), Failed> {
+fn reports_count_device_images_in_arch_order() -> Result<(), Failed> {
     let d = tempdir();
     let dir = d.path();
     report_inputs(dir)?;
@@ -462,7 +442,7 @@ fn reports() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The inputs of [`reports`], written in `dir`: `d/b.hipfb`, a bundle of
+/// The inputs of [`reports_count_device_images_in_arch_order`], written in `dir`: `d/b.hipfb`, a bundle of
 /// 7 device images and the host entry; `d/c.ob`, CUDA cubins and PTX;
 /// `d/none/empty.txt`, no device code.
 fn report_inputs(dir: &Path) -> Result<(), Failed> {
@@ -538,7 +518,7 @@ fn bundle_reports(dir: &Path) -> Result<(), Failed> {
 /// Our table of AMDGCN processors (canonical names, aliases and generic
 /// targets) is exactly what LLVM 22's `llc` offers for amdgcn, but for
 /// llc's own `generic` and `generic-hsa`, which are no target IDs.
-fn llc_processors() -> Result<(), Failed> {
+fn amdgpu_processors_are_llc_s() -> Result<(), Failed> {
     let r = run(
         &llvm("llc"),
         &["-march=amdgcn", "-mcpu=help"],

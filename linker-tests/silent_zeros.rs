@@ -15,7 +15,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{clean_failure_code, ours, run, same, tempdir, trial};
+use crate::util::{clean_failure_code, ours, run, same, tempdir};
 
 /// The library, as `scripts/cuda-tools.sh` unpacks it.
 const NVJPEG: &str = "/opt/offload-kit/cuda-tools/lib/libnvjpeg.so.12";
@@ -35,18 +35,12 @@ const TOOLS: &[&str] = &[
 ];
 
 pub fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| {
-        trial(format!("scan::silent_zeros::{name}"), TOOLS, f)
-    };
-    vec![
-        t("every_package_lists_the_library_s_images", lists),
-        t("every_package_fails_a_forbidding_gate", gates),
-        t("prune_refuses_each_by_name", prune_refuses),
-        t("prune_in_a_tree_refuses_and_counts", prune_tree),
-        t(
-            "a_package_without_dropped_code_is_read_through",
-            nothing_dropped,
-        ),
+        vec![
+        trial!(every_package_lists_the_library_s_images, TOOLS),
+        trial!(every_package_fails_a_forbidding_gate, TOOLS),
+        trial!(prune_refuses_each_by_name, TOOLS),
+        trial!(prune_in_a_tree_refuses_and_counts, TOOLS),
+        trial!(a_package_without_dropped_code_is_read_through, TOOLS),
     ]
 }
 
@@ -163,7 +157,7 @@ fn sizes(dir: &Path, path: &str) -> Result<Vec<(String, String)>, Failed> {
 
 /// `size` of each package lists the library, under its name inside, with
 /// the figures of the library named alone.
-fn lists() -> Result<(), Failed> {
+fn every_package_lists_the_library_s_images() -> Result<(), Failed> {
     let d = fixture()?;
     let alone = sizes(d, "root/lib/libnvjpeg.so.12")?;
     let [(_, want)] = &alone[..] else {
@@ -185,7 +179,7 @@ fn lists() -> Result<(), Failed> {
 }
 
 /// `check --forbid sm_50` fails on each package, naming the library in it.
-fn gates() -> Result<(), Failed> {
+fn every_package_fails_a_forbidding_gate() -> Result<(), Failed> {
     let d = fixture()?;
     for (p, inside) in PACKAGES {
         let r = run(&ours(), &["check", "--forbid", "sm_50", p], d);
@@ -225,7 +219,7 @@ fn what(p: &str) -> &'static str {
 /// (their library shrinks), and the wheel holding a wheel, written with
 /// the wheel inside left as it was and named (exit 1) — never "nothing
 /// to remove".
-fn prune_refuses() -> Result<(), Failed> {
+fn prune_refuses_each_by_name() -> Result<(), Failed> {
     let d = fixture()?;
     for (p, inside) in PACKAGES {
         let out = d.join("out");
@@ -284,7 +278,7 @@ fn prune_refuses() -> Result<(), Failed> {
 
 /// In a directory, a dry run refuses each package (exit 1, as for any
 /// file refused in a tree) and counts none of them "without device code".
-fn prune_tree() -> Result<(), Failed> {
+fn prune_in_a_tree_refuses_and_counts() -> Result<(), Failed> {
     let d = fixture()?;
     let tree = tempdir();
     for (p, _) in PACKAGES {
@@ -313,7 +307,7 @@ fn prune_tree() -> Result<(), Failed> {
 /// A package holding only what the rules keep is read to its end and
 /// left as it is: `--drop sm_20` removes nothing from the `.tar.bz2`, and
 /// the report lists what it keeps.
-fn nothing_dropped() -> Result<(), Failed> {
+fn a_package_without_dropped_code_is_read_through() -> Result<(), Failed> {
     let d = fixture()?;
     let r = run(
         &ours(),

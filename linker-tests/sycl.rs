@@ -23,25 +23,16 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::damaged::damage_failure;
-use crate::util::{files, llvm, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{files, llvm, md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "scan::sycl::image_tables_in_elf_and_pe",
+        trial!(
+            image_tables_in_elf_and_pe,
             &["clang", "llvm-ar", "lld-link", "llvm-readobj", "cc", "zstd"],
-            image_tables,
         ),
-        trial(
-            "scan::sycl::table_rows_that_lie_are_damage",
-            &["clang", "llvm-ar", "lld-link", "cc", "zstd"],
-            lying_rows,
-        ),
-        trial(
-            "scan::sycl::overlapping_table_rows_are_damage_and_nothing_is_extracted",
-            &["cc"],
-            overlapping_rows,
-        ),
+        trial!(table_rows_that_lie_are_damage, &["clang", "llvm-ar", "lld-link", "cc", "zstd"]),
+        trial!(overlapping_table_rows_are_damage_and_nothing_is_extracted, &["cc"]),
     ]
 }
 
@@ -202,7 +193,7 @@ fn listed(d: &Path, file: &str) -> Result<Vec<String>, Failed> {
 
 /// Both libraries list the three images alike (the DLL's targets from
 /// the descriptors), and `extract` writes each image's own bytes.
-fn image_tables() -> Result<(), Failed> {
+fn image_tables_in_elf_and_pe() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     images(d)?;
@@ -353,7 +344,7 @@ fn sycl_rules(d: &Path) -> Result<(), Failed> {
 /// one whose address is not in the file: `inspect --hash`, `extract` and
 /// `check` exit 2 naming the file, and the images stay three. Without the
 /// second, `check` still finds the first (it decompresses every image).
-fn lying_rows() -> Result<(), Failed> {
+fn table_rows_that_lie_are_damage() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     images(d)?;
@@ -424,7 +415,7 @@ fn lying_rows() -> Result<(), Failed> {
 /// of the file. Rows that share bytes are damage, as a bundle's entries
 /// are: every scanner command exits 2 naming the file, `extract` leaves
 /// nothing, and `size` counts the image once.
-fn overlapping_rows() -> Result<(), Failed> {
+fn overlapping_table_rows_are_damage_and_nothing_is_extracted() -> Result<(), Failed> {
     const ROWS: usize = 2_000;
     const IMAGE: usize = 64 << 10;
     let t = tempdir();

@@ -14,13 +14,12 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::damaged::damage_failure;
-use crate::util::{llvm, ours, run, tempdir, trial};
+use crate::util::{llvm, ours, run, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "scan::windows::damaged_headers_fail_every_command",
-        &["clang", "clang++", "clang-offload-bundler", "lld-link"],
-        every_command,
+    vec![trial!(
+        damaged_headers_fail_every_command,
+        &["clang", "clang++", "clang-offload-bundler", "lld-link"]
     )]
 }
 
@@ -180,7 +179,7 @@ fn damaged_objects(b: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn every_command() -> Result<(), Failed> {
+fn damaged_headers_fail_every_command() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;

@@ -15,7 +15,7 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use crate::prune::{dropped_bytes, hashed, pruned_wheel, shrunk_by};
-use crate::util::{Wine, llvm, ours, ours_json, run, same, tempdir, trial, unzip};
+use crate::util::{Wine, llvm, ours, ours_json, run, same, tempdir, unzip};
 
 pub const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-win_amd64.whl";
 pub const CUPY: &str = "cupy_cuda12x-14.2.0-cp312-cp312-win_amd64.whl";
@@ -29,29 +29,11 @@ pub const BNB_LINUX: &str = "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.
 pub fn tests() -> Vec<Trial> {
     let tools = &["bash", "/usr/bin/python3", "llvm-cxxfilt"];
     vec![
-        trial(
-            "scan::windows::curand_dll_against_the_linux_build",
-            tools,
-            curand,
-        ),
-        trial(
-            "scan::windows::cupy_pyds_against_the_linux_wheel",
-            tools,
-            cupy,
-        ),
-        trial(
-            "scan::windows::nvjpeg_dll_against_the_linux_build",
-            tools,
-            nvjpeg,
-        ),
-        trial(
-            "scan::windows::bitsandbytes_cuda_sycl_and_hip_dlls",
-            tools,
-            bitsandbytes,
-        ),
-        trial(
-            "prune::windows::curand_dll_shrinks_checks_and_loads_under_wine",
-            &[
+        trial!(curand_dll_against_the_linux_build, tools),
+        trial!(cupy_pyds_against_the_linux_wheel, tools),
+        trial!(nvjpeg_dll_against_the_linux_build, tools),
+        trial!(bitsandbytes_cuda_sycl_and_hip_dlls, tools),
+        trial!(curand_dll_shrinks_checks_and_loads_under_wine, &[
                 "bash",
                 "/usr/bin/python3",
                 "clang",
@@ -60,13 +42,10 @@ pub fn tests() -> Vec<Trial> {
                 "llvm-readobj",
                 "llvm-objdump",
                 "/usr/lib/wine/wine64",
-            ],
-            prune_curand,
-        ),
-        trial(
-            "prune::windows::cupy_pyds_shrink_and_check",
+            ]),
+        trial!(
+            cupy_pyds_shrink_and_check,
             &["bash", "/usr/bin/python3", "llvm-readobj", "llvm-objdump"],
-            prune_cupy,
         ),
     ]
 }
@@ -220,7 +199,7 @@ fn kernels(dir: &Path, file: &str) -> Result<BTreeMap<String, u64>, Failed> {
 /// image for image; `check --require
 /// sm_80` passes, `--require sm_100` passes through the sm_90 PTX and
 /// `--require sm_100:cubin` fails naming it, on both.
-fn curand() -> Result<(), Failed> {
+fn curand_dll_against_the_linux_build() -> Result<(), Failed> {
     let dll = "nvidia/curand/bin/curand64_10.dll";
     let so = "nvidia/curand/lib/libcurand.so.10";
     let cache = against_linux(
@@ -270,7 +249,7 @@ fn curand() -> Result<(), Failed> {
 /// CuPy's three extension modules with device code, `.pyd` on Windows
 /// (cub, thrust, the random generator API: 13 images each, sm_50 to
 /// sm_120 and sm_100 PTX).
-fn cupy() -> Result<(), Failed> {
+fn cupy_pyds_against_the_linux_wheel() -> Result<(), Failed> {
     let pairs: Vec<(String, String)> = [
         "cupy/cuda/cub",
         "cupy/cuda/thrust",
@@ -298,7 +277,7 @@ fn cupy() -> Result<(), Failed> {
 }
 
 /// nvJPEG's DLL: 175 images, sm_50 to sm_121 with sm_121 PTX.
-fn nvjpeg() -> Result<(), Failed> {
+fn nvjpeg_dll_against_the_linux_build() -> Result<(), Failed> {
     against_linux(
         NVJPEG,
         NVJPEG_LINUX,
@@ -322,7 +301,7 @@ fn nvjpeg() -> Result<(), Failed> {
 /// ones); no file of either wheel has a problem; `check --require sm_90`
 /// passes each CUDA DLL, and exits on the Windows wheel as on the Linux
 /// one.
-fn bitsandbytes() -> Result<(), Failed> {
+fn bitsandbytes_cuda_sycl_and_hip_dlls() -> Result<(), Failed> {
     let cache = windows_downloads()?;
     let (w, l) = (cache.join(BNB), cache.join(BNB_LINUX));
     let (w, l) = (w.to_string_lossy(), l.to_string_lossy());
@@ -465,7 +444,7 @@ fn pruned_pe(d: &Path, lib: &str, out: &str) -> Result<(), Failed> {
 /// here with clang and lld-link against an import library of kernel32
 /// that llvm-dlltool makes); the Windows wheel pruned the same way keeps
 /// a RECORD that checks.
-fn prune_curand() -> Result<(), Failed> {
+fn curand_dll_shrinks_checks_and_loads_under_wine() -> Result<(), Failed> {
     let cache = windows_downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -494,7 +473,7 @@ fn prune_curand() -> Result<(), Failed> {
 
 /// CuPy's three `.pyd` files with device code, each pruned to sm_80 (see
 /// [`pruned_pe`]).
-fn prune_cupy() -> Result<(), Failed> {
+fn cupy_pyds_shrink_and_check() -> Result<(), Failed> {
     let cache = windows_downloads()?;
     let t = tempdir();
     let d = t.path();

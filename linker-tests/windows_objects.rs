@@ -20,12 +20,10 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "prune::windows::coff_objects_as_llvm_makes_them",
-        &[
+    vec![trial!(coff_objects_as_llvm_makes_them, &[
             "clang",
             "clang++",
             "clang-offload-bundler",
@@ -36,9 +34,7 @@ pub fn tests() -> Vec<Trial> {
             "llvm-objcopy",
             "llvm-readobj",
             "llvm-ar",
-        ],
-        coff_objects,
-    )]
+        ])]
 }
 
 /// The `(target, hash)` of each image `offload-kit inspect --json --hash`
@@ -128,7 +124,7 @@ fn definition(d: &Path, file: &str, name: &str) -> Result<(u64, u64), Failed> {
     Ok((field("Length:")?, field("Checksum:")?))
 }
 
-fn coff_objects() -> Result<(), Failed> {
+fn coff_objects_as_llvm_makes_them() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     crate::windows_hostile::build(d)?;

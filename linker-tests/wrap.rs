@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
-use crate::util::{llvm, ours, tempdir, trial};
+use crate::util::{llvm, ours, tempdir};
 
 test_files! {
     runs,
@@ -683,7 +683,7 @@ fn base(extra: &[&'static str]) -> Vec<&'static str> {
 /// Every trial of this module.
 pub fn tests() -> Vec<Trial> {
     let mut v = file_trials();
-    v.push(trial("wrap::bad_input", &base(&[]), inputs::bad_input));
-    v.push(trial("wrap::outputs", &[], inputs::outputs));
+    v.push(trial!(inputs::bad_input, &base(&[])));
+    v.push(trial!(inputs::outputs, &[]));
     v
 }

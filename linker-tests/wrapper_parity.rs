@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{LLVM_BIN, files, llvm, ours_as, same, same_bytes, tempdir, trial};
+use crate::util::{LLVM_BIN, files, llvm, ours_as, same, same_bytes, tempdir};
 
 const TOOLS: &[&str] = &[
     "clang",
@@ -22,15 +22,11 @@ const TOOLS: &[&str] = &[
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial("wrapper_parity::sycl_real_link", TOOLS, sycl_real_link),
-        trial("wrapper_parity::sycl_images", TOOLS, sycl_images),
-        trial("wrapper_parity::mllvm_checked", TOOLS, mllvm_checked),
-        trial("wrapper_parity::opt_only_options", TOOLS, opt_only_options),
-        trial(
-            "wrapper_parity::every_failing_link",
-            TOOLS,
-            every_failing_link,
-        ),
+        trial!(sycl_real_link, TOOLS),
+        trial!(sycl_images, TOOLS),
+        trial!(mllvm_checked, TOOLS),
+        trial!(opt_only_options, TOOLS),
+        trial!(every_failing_link, TOOLS),
     ]
 }
 

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{LLVM_BIN, llvm, ours_as, same, tempdir, trial};
+use crate::util::{LLVM_BIN, llvm, ours_as, same, tempdir};
 
 const TOOLS: &[&str] = &[
     "clang",
@@ -479,7 +479,7 @@ pub fn tests() -> Vec<Trial> {
     SCENARIOS
         .iter()
         .map(|&(name, args)| {
-            trial(format!("wrapper_select::{name}"), TOOLS, move || {
+            trial!(same_dry_run["{name}"], TOOLS, move || {
                 same_dry_run(args)
             })
         })

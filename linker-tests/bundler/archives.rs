@@ -17,7 +17,7 @@ use super::object_bundles::{
     SHAPES, TOOL, TOOLS, args, compile_shape, make_inputs, run_both, same_outcome, shape_tools,
     shared_dir,
 };
-use crate::util::{clean_failure, llvm, ours_as, run, same, snapshot, tempdir, trial};
+use crate::util::{clean_failure, llvm, ours_as, run, same, snapshot, tempdir};
 
 /// Bundles with LLVM's tool: `-type=<ty>`, targets and inputs, into `out`.
 fn llvm_bundle(
@@ -420,7 +420,7 @@ fn run_scenario(name: &str, a: &[String]) -> Result<(), Failed> {
 
 /// Both tools' archives for every target hold the same members; for
 /// archives without host objects, the same bytes.
-fn byte_identical_without_hosts() -> Result<(), Failed> {
+fn device_archives_are_llvm_bytes() -> Result<(), Failed> {
     let work = tempdir();
     let targets = &ALL[1..];
     let (theirs, ours) = run_both(
@@ -546,17 +546,13 @@ fn run_hostile(corrupt: Corrupt) -> Result<(), Failed> {
 pub fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for (name, a) in scenarios() {
-        t.push(trial(
-            format!("bundler::archive::{name}"),
+        t.push(trial!(
+            run_scenario["{name}"],
             TOOLS,
             move || run_scenario(name, &a),
         ));
     }
-    t.push(trial(
-        "bundler::archive::device_archives_are_llvm_bytes",
-        TOOLS,
-        byte_identical_without_hosts,
-    ));
+    t.push(trial!(device_archives_are_llvm_bytes, TOOLS));
     let mut tools: Vec<&str> = TOOLS.to_vec();
     for shape in SHAPES {
         tools.extend(
@@ -566,14 +562,10 @@ pub fn tests() -> Vec<Trial> {
         );
     }
     tools.dedup();
-    t.push(trial(
-        "bundler::archive::host_members_are_llvm_bytes",
-        &tools,
-        host_members_are_llvm_bytes,
-    ));
+    t.push(trial!(host_members_are_llvm_bytes, &tools));
     for (name, corrupt) in hostile_archives() {
-        t.push(trial(
-            format!("bundler::archive::hostile::{name}"),
+        t.push(trial!(
+            run_hostile["{name}"],
             TOOLS,
             move || run_hostile(corrupt),
         ));

@@ -261,8 +261,8 @@ pub(super) fn archive_member_ccob_fault() -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for (name, ft, f) in hostile() {
-        t.push(trial(
-            format!("bundler::hostile::{name}"),
+        t.push(trial!(
+            run_hostile["{name}"],
             &[TOOL],
             move || run_hostile(name, ft, f()),
         ));

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 
 use crate::util::{
-    Messages, Outcome, clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir, trial,
+    Messages, Outcome, clean_failure, llvm, ours_as, run, same, same_bytes, snapshot, tempdir,
 };
 
 test_files! {
@@ -462,15 +462,15 @@ fn host_shape(shape: &Shape, build: Build) -> Result<(), Failed> {
 pub fn tests() -> Vec<Trial> {
     let mut t = file_trials();
     for (i, shape) in SHAPES.iter().enumerate() {
-        t.push(trial(
-            format!("bundler::object::llvm_bytes::{}", shape.0),
+        t.push(trial!(
+            host_shape["{}", shape.0],
             &shape_tools(shape),
             move || host_shape(&SHAPES[i], compile_shape),
         ));
     }
     for (i, shape) in LINKED_SHAPES.iter().enumerate() {
-        t.push(trial(
-            format!("bundler::object::llvm_bytes::{}", shape.0),
+        t.push(trial!(
+            host_shape["{}", shape.0],
             &shape_tools(shape),
             move || host_shape(&LINKED_SHAPES[i], link_shape),
         ));

@@ -418,8 +418,9 @@ fn run_transcript(t: Transcript) -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for tr in transcripts() {
-        let name = format!("bundler::transcript::{}", tr.name);
-        t.push(trial(name, &[TOOL], move || run_transcript(tr)));
+        t.push(trial!(run_transcript["{}", tr.name], &[TOOL], move || {
+            run_transcript(tr)
+        }));
     }
     t
 }

@@ -270,14 +270,14 @@ pub(super) fn tests() -> Vec<Trial> {
     for (size_name, size) in [("tiny", 300usize), ("600k", 600_000), ("3m", 3_500_000)] {
         for level in [None, Some(1), Some(9), Some(19)] {
             let lname = level.map_or("default".to_string(), |l| l.to_string());
-            v.push(trial(
-                format!("ccob::identity_v3_{size_name}_level_{lname}"),
+            v.push(trial!(
+                identity["v3_{size_name}_level_{lname}"],
                 &[TOOL],
                 move || identity(size, level, 3),
             ));
         }
-        v.push(trial(
-            format!("ccob::identity_v2_{size_name}_level_default"),
+        v.push(trial!(
+            identity["v2_{size_name}_level_default"],
             &[TOOL],
             move || identity(size, None, 2),
         ));
@@ -285,14 +285,14 @@ pub(super) fn tests() -> Vec<Trial> {
     // Past zstd's 128 MiB window (where a streamed frame would differ from
     // LLVM's one-shot one). Slow and ~1 GB of memory: run with --ignored.
     v.push(
-        trial("ccob::identity_v3_200m_level_default", &[TOOL], || {
+        trial!(identity["v3_200m_level_default"], &[TOOL], || {
             identity(200 << 20, None, 3)
         })
         .with_ignored_flag(true),
     );
     for (name, c, slow) in matrix_cases() {
         v.push(
-            trial(format!("ccob::matrix_{name}"), &[TOOL], move || matrix(&c))
+            trial!(matrix["{name}"], &[TOOL], move || matrix(&c))
                 .with_ignored_flag(slow),
         );
     }

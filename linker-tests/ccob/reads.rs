@@ -342,14 +342,10 @@ fn environment() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial("ccob::llvm_reads_ours", &[TOOL], llvm_reads_ours),
-        trial("ccob::back_to_back", &[TOOL], back_to_back),
-        trial("ccob::error_messages", &[TOOL], error_messages),
-        trial(
-            "ccob::v1_and_bad_hash_reports",
-            &[TOOL],
-            v1_and_bad_hash_reports,
-        ),
-        trial("ccob::environment", &[TOOL], environment),
+        trial!(llvm_reads_ours, &[TOOL]),
+        trial!(back_to_back, &[TOOL]),
+        trial!(error_messages, &[TOOL]),
+        trial!(v1_and_bad_hash_reports, &[TOOL]),
+        trial!(environment, &[TOOL]),
     ]
 }

@@ -381,11 +381,7 @@ fn damaged(mt: &[u8], n: u64) -> Vec<(String, Vec<u8>)> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial("ccob::streamed_unbundle", &[TOOL], streamed_unbundle),
-        trial(
-            "ccob::native_unbundle_threads",
-            &[TOOL],
-            native_unbundle_threads,
-        ),
+        trial!(streamed_unbundle, &[TOOL]),
+        trial!(native_unbundle_threads, &[TOOL]),
     ]
 }

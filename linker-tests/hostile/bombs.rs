@@ -44,7 +44,7 @@ fn ours_in_1g(args: &[&str], cwd: &Path) -> Result<crate::util::Run, Failed> {
 /// only the bundle header (a 1 GiB address space is plenty), or only the
 /// first bytes of contents that are no bundle at all; `unbundle` refuses
 /// what exceeds `--max-uncompressed` before decompressing.
-fn bombs() -> Result<(), Failed> {
+fn bombs_are_listed_from_their_headers() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let id = b"hip-amdgcn-amd-amdhsa--gfx90a";
@@ -144,7 +144,7 @@ fn set_alignment(o: &mut [u8], name: &str, align: u64) -> Result<(), Failed> {
 /// A 1.7 KB host object whose `.data` asks for 2^32 alignment: bundling
 /// it fails naming the section, exit 1, and leaves
 /// no output and no temporary (it wrote 4 GiB before). 2 MiB is fine.
-fn huge_alignment() -> Result<(), Failed> {
+fn huge_section_alignment_is_an_error() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("host.c"), "int data[4] = {1, 2, 3, 4};\n").unwrap();
@@ -200,7 +200,7 @@ fn huge_alignment() -> Result<(), Failed> {
 
 /// `bundle --compress --threads` and `unbundle --threads` with thread
 /// counts past any limit (past u64 too) work, as 16 threads.
-fn huge_thread_counts() -> Result<(), Failed> {
+fn huge_thread_counts_are_taken_as_the_maximum() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let entry = crate::util::bytes(5, 3 << 20);
@@ -241,20 +241,8 @@ fn huge_thread_counts() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::huge_section_alignment_is_an_error",
-            &["cc"],
-            huge_alignment,
-        ),
-        trial(
-            "hostile::bombs_are_listed_from_their_headers",
-            &["sh"],
-            bombs,
-        ),
-        trial(
-            "hostile::huge_thread_counts_are_taken_as_the_maximum",
-            &[],
-            huge_thread_counts,
-        ),
+        trial!(huge_section_alignment_is_an_error, &["cc"]),
+        trial!(bombs_are_listed_from_their_headers, &["sh"]),
+        trial!(huge_thread_counts_are_taken_as_the_maximum, &[]),
     ]
 }

@@ -5,7 +5,7 @@ use super::*;
 
 /// SIGTERM or SIGINT while an output is being written: the old output
 /// stays as it was and no temporary file is left, before the process ends.
-fn signals() -> Result<(), Failed> {
+fn signals_remove_temporary_outputs() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // Incompressible, at level 19 on two threads: many seconds of writing.
@@ -170,7 +170,7 @@ fn rename_while_running(
 /// directory renamed while it writes: every entry lands, whole, in the
 /// directory under its new name, and no `.offload-kit-*` file is left
 /// anywhere (it left the temporaries, 288 MB, in the renamed directory).
-fn renamed_mid_unbundle() -> Result<(), Failed> {
+fn an_output_directory_renamed_mid_unbundle_keeps_no_temporary() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let entries = big_ccob(d)?;
@@ -239,7 +239,7 @@ fn renamed_mid_unbundle() -> Result<(), Failed> {
 /// input that cannot be written stops the extraction with one error naming
 /// it (there was one per image), exit 2, and no `.offload-kit-*` file is
 /// left anywhere.
-fn renamed_mid_extract() -> Result<(), Failed> {
+fn an_output_directory_renamed_mid_extract_is_one_error() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     big_ccob(d)?;
@@ -316,7 +316,7 @@ fn renamed_mid_extract() -> Result<(), Failed> {
 /// SIGTERM to `bundle --compress` after its output directory was renamed:
 /// the old file stays where it now is, and no temporary output is left in
 /// either directory.
-fn signals_after_a_move() -> Result<(), Failed> {
+fn signals_clean_up_in_a_directory_moved_meanwhile() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("big.bin"), crate::util::bytes(7, 48 << 20)).unwrap();
@@ -374,7 +374,7 @@ fn signals_after_a_move() -> Result<(), Failed> {
 /// names the output file, not its directory, on one thread (the
 /// uncompressed bundle written beside the output fails first) and on two,
 /// and nothing is left.
-fn compress_errors_name_the_output() -> Result<(), Failed> {
+fn bundle_compress_errors_name_the_output_file() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("big.bin"), crate::util::bytes(3, 3 << 20)).unwrap();
@@ -441,7 +441,7 @@ fn write_calls(args: &[&str], cwd: &Path, to: &Path) -> Result<(u64, u64), Faile
 /// (64 KiB blocks), where standard output alone (line-buffered) made one
 /// per line, and serde_json some 25 per image (14.5 s against the table's
 /// 1.2 s).
-fn reports_in_blocks() -> Result<(), Failed> {
+fn reports_are_written_in_blocks() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // A fatbin header, then 200,000 PTX entries of 8 bytes.
@@ -491,35 +491,11 @@ fn reports_in_blocks() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::signals_remove_temporary_outputs",
-            &["kill"],
-            signals,
-        ),
-        trial(
-            "hostile::an_output_directory_renamed_mid_unbundle_keeps_no_temporary",
-            &[],
-            renamed_mid_unbundle,
-        ),
-        trial(
-            "hostile::an_output_directory_renamed_mid_extract_is_one_error",
-            &[],
-            renamed_mid_extract,
-        ),
-        trial(
-            "hostile::signals_clean_up_in_a_directory_moved_meanwhile",
-            &["kill"],
-            signals_after_a_move,
-        ),
-        trial(
-            "hostile::bundle_compress_errors_name_the_output_file",
-            &["sh"],
-            compress_errors_name_the_output,
-        ),
-        trial(
-            "hostile::reports_are_written_in_blocks",
-            &["/usr/bin/python3"],
-            reports_in_blocks,
-        ),
+        trial!(signals_remove_temporary_outputs, &["kill"]),
+        trial!(an_output_directory_renamed_mid_unbundle_keeps_no_temporary, &[]),
+        trial!(an_output_directory_renamed_mid_extract_is_one_error, &[]),
+        trial!(signals_clean_up_in_a_directory_moved_meanwhile, &["kill"]),
+        trial!(bundle_compress_errors_name_the_output_file, &["sh"]),
+        trial!(reports_are_written_in_blocks, &["/usr/bin/python3"]),
     ]
 }

@@ -16,31 +16,11 @@ const MIB: u64 = 512;
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round4::kernel_listings_stop_at_the_command_allowance",
-            &[],
-            kernel_bombs,
-        ),
-        trial(
-            "hostile::round4::an_in_place_prune_killed_anywhere_leaves_the_old_or_the_new_file",
-            &[],
-            killed_in_place,
-        ),
-        trial(
-            "hostile::round4::two_in_place_prunes_of_one_file_both_find_it",
-            &[],
-            concurrent_in_place,
-        ),
-        trial(
-            "hostile::round4::prune_cuts_only_files_made_of_containers",
-            &["tar", "zip"],
-            outer_formats,
-        ),
-        trial(
-            "hostile::round4::every_scanner_command_over_the_fuzz_corpora_ends_without_a_panic",
-            &[],
-            fuzz_corpora,
-        ),
+        trial!(kernel_listings_stop_at_the_command_allowance, &[]),
+        trial!(an_in_place_prune_killed_anywhere_leaves_the_old_or_the_new_file, &[]),
+        trial!(two_in_place_prunes_of_one_file_both_find_it, &[]),
+        trial!(prune_cuts_only_files_made_of_containers, &["tar", "zip"]),
+        trial!(every_scanner_command_over_the_fuzz_corpora_ends_without_a_panic, &[]),
     ]
 }
 
@@ -49,7 +29,7 @@ pub(super) fn tests() -> Vec<Trial> {
 /// 1 or 2, never a panic. The totals of `size` (two fatbin entries that
 /// declare sizes near 2^64) and its row order (target names with spaces)
 /// panicked here once, paths the fuzz bodies do not take.
-fn fuzz_corpora() -> Result<(), Failed> {
+fn every_scanner_command_over_the_fuzz_corpora_ends_without_a_panic() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fuzz");
@@ -260,7 +240,7 @@ fn amdgpu_bomb(n: u32) -> Vec<u8> {
 /// the file and `--max-kernels` (for `diff`, one for each of its two
 /// inputs), exit 2, within the time and memory bounds. Raised past what the file holds, the limit lets the listing
 /// through, complete.
-fn kernel_bombs() -> Result<(), Failed> {
+fn kernel_listings_stop_at_the_command_allowance() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("host"), b"").unwrap();
@@ -402,7 +382,7 @@ fn seed() -> u64 {
 /// time the file at the path is whole, the old one or the new one, and any
 /// `.offload-kit-*` name left beside it (only a kill between the two
 /// system calls of the commit can leave one) is a whole copy of either.
-fn killed_in_place() -> Result<(), Failed> {
+fn an_in_place_prune_killed_anywhere_leaves_the_old_or_the_new_file() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let (old, new) = bundle_and_pruned(d)?;
@@ -454,7 +434,7 @@ fn killed_in_place() -> Result<(), Failed> {
 /// and the file ends as the pruned one (the second run finds nothing
 /// left to remove, or prunes the same bytes again, or leaves the first
 /// run's file).
-fn concurrent_in_place() -> Result<(), Failed> {
+fn two_in_place_prunes_of_one_file_both_find_it() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let (_, new) = bundle_and_pruned(d)?;
@@ -494,7 +474,7 @@ fn concurrent_in_place() -> Result<(), Failed> {
 /// unknown format with a bundle inside: `prune --in-place` (and `-o`)
 /// refuses each with one line saying what it is, the file unchanged. A
 /// bare bundle is pruned.
-fn outer_formats() -> Result<(), Failed> {
+fn prune_cuts_only_files_made_of_containers() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("host"), b"host code").unwrap();

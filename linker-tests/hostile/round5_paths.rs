@@ -12,21 +12,9 @@ use crate::util::{run, run_within};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round5::names_not_utf8_work_in_every_command",
-            &[],
-            not_utf8,
-        ),
-        trial(
-            "hostile::round5::a_path_too_long_is_a_problem_in_every_command",
-            &["/usr/bin/python3"],
-            too_long,
-        ),
-        trial(
-            "hostile::round5::a_file_named_inside_a_directory_given_is_read_once",
-            &[],
-            named_inside,
-        ),
+        trial!(names_not_utf8_work_in_every_command, &[]),
+        trial!(a_path_too_long_is_a_problem_in_every_command, &["/usr/bin/python3"]),
+        trial!(a_file_named_inside_a_directory_given_is_read_once, &[]),
     ]
 }
 
@@ -73,7 +61,7 @@ fn exited(what: &str, r: &crate::util::Run, code: i32) -> Result<(), Failed> {
 /// Files named `a\xff.hipfb` and `t\xfe/k\xfd.hipfb`: every command reads
 /// them, shows them with `\xNN`, and writes outputs under names that are
 /// not UTF-8 either; `--json` gives each name's bytes in hex.
-fn not_utf8() -> Result<(), Failed> {
+fn names_not_utf8_work_in_every_command() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, &os(b"a\xff.hipfb"), 4096)?;
@@ -182,7 +170,7 @@ fn prune_outputs(d: &Path) -> Result<(), Failed> {
 
 /// A tree whose one file lies deeper than PATH_MAX (4096 bytes): every
 /// command that walks it says it cannot open the path, and exits 2.
-fn too_long() -> Result<(), Failed> {
+fn a_path_too_long_is_a_problem_in_every_command() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir(d.join("deep"))?;
@@ -213,7 +201,7 @@ fn too_long() -> Result<(), Failed> {
 
 /// `DIR DIR/k.hipfb`: the file is read once by every command (one row of
 /// `--json`, one image set extracted, one file pruned).
-fn named_inside() -> Result<(), Failed> {
+fn a_file_named_inside_a_directory_given_is_read_once() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir(d.join("t"))?;

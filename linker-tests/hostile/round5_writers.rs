@@ -18,19 +18,9 @@ use super::round4::{bundle, one_error};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round5::archive_names_that_resolve_nowhere_are_refused",
-            &["llvm-ar"],
-            archive_names,
-        ),
-        trial(
-            "hostile::round5::a_deb_with_a_malformed_pax_record_is_refused",
-            &["dpkg-deb"],
-            pax_records,
-        ),
-        trial(
-            "hostile::round5::a_dll_whose_fatbin_section_is_not_file_aligned_still_loads",
-            &[
+        trial!(archive_names_that_resolve_nowhere_are_refused, &["llvm-ar"]),
+        trial!(a_deb_with_a_malformed_pax_record_is_refused, &["dpkg-deb"]),
+        trial!(a_dll_whose_fatbin_section_is_not_file_aligned_still_loads, &[
                 "clang",
                 "clang++",
                 "clang-offload-bundler",
@@ -38,20 +28,14 @@ pub(super) fn tests() -> Vec<Trial> {
                 "llvm-dlltool",
                 "llvm-readobj",
                 "/usr/lib/wine/wine64",
-            ],
-            unaligned_dll,
-        ),
-        trial(
-            "hostile::round5::a_bigobj_symbol_keeps_its_special_section_number",
-            &[
+            ]),
+        trial!(a_bigobj_symbol_keeps_its_special_section_number, &[
                 "clang",
                 "clang++",
                 "clang-offload-bundler",
                 "lld-link",
                 "llvm-readobj",
-            ],
-            bigobj_special_section,
-        ),
+            ]),
     ]
 }
 
@@ -109,7 +93,7 @@ fn replaced(b: &[u8], from: &[u8], to: &[u8]) -> Result<Vec<u8>, Failed> {
 /// `prune` did too for none of the first three and wrote archives
 /// `llvm-ar` refuses (the BSD error did not name the file). Undamaged,
 /// the COFF and GNU archives prune into ones `llvm-ar t` lists as before.
-fn archive_names() -> Result<(), Failed> {
+fn archive_names_that_resolve_nowhere_are_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hipfb(d, "k.hipfb")?;
@@ -241,7 +225,7 @@ fn deb(k: &[u8], record: &[u8]) -> Vec<u8> {
 /// (GNU tar's words); `prune` wrote each again, and `dpkg-deb` refused
 /// the output too. With a well-formed record, the package prunes and
 /// `dpkg-deb -c` lists it.
-fn pax_records() -> Result<(), Failed> {
+fn a_deb_with_a_malformed_pax_record_is_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hipfb(d, "k.hipfb")?;
@@ -349,7 +333,7 @@ fn base_relocations(d: &Path, dll: &str) -> Result<String, Failed> {
 /// left unrelocated (a page fault). Now each section's raw data lies at a
 /// multiple of `FileAlignment` in the file, the base relocations read as
 /// before, and the DLL answers under Wine as the input does.
-fn unaligned_dll() -> Result<(), Failed> {
+fn a_dll_whose_fatbin_section_is_not_file_aligned_still_loads() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // The wrapper's pointer is base-relocated: read through it.
@@ -504,7 +488,7 @@ fn feat_section(d: &Path, obj: &str) -> Result<String, Failed> {
 /// the object came out as a regular one, the number cut to 16 bits:
 /// section 61444, which `llvm-readobj` calls invalid. Now it stays
 /// `/bigobj`, and the number -4092.
-fn bigobj_special_section() -> Result<(), Failed> {
+fn a_bigobj_symbol_keeps_its_special_section_number() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     crate::windows_hostile::build(d)?;

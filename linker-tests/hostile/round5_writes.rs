@@ -12,26 +12,10 @@ use crate::util::{md5_hex, run, run_within};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round5::a_file_changed_under_an_in_place_prune_is_left_as_changed",
-            &["kill"],
-            changed_under_prune,
-        ),
-        trial(
-            "hostile::round5::write_and_archive_errors_of_prune_name_the_file",
-            &["dpkg-deb"],
-            errors_name_the_file,
-        ),
-        trial(
-            "hostile::round5::prune_makes_its_output_directory",
-            &[],
-            makes_directory,
-        ),
-        trial(
-            "hostile::round5::a_package_that_grows_frees_nothing",
-            &["/usr/bin/python3"],
-            grown_package,
-        ),
+        trial!(a_file_changed_under_an_in_place_prune_is_left_as_changed, &["kill"]),
+        trial!(write_and_archive_errors_of_prune_name_the_file, &["dpkg-deb"]),
+        trial!(prune_makes_its_output_directory, &[]),
+        trial!(a_package_that_grows_frees_nothing, &["/usr/bin/python3"]),
     ]
 }
 
@@ -51,7 +35,7 @@ fn signal(sig: &str, pid: u32) -> Result<(), Failed> {
 /// it goes on. It must leave the file as the other writer made it, and
 /// exit 2 naming it. Runs that end before they are seen writing are tried
 /// again.
-fn changed_under_prune() -> Result<(), Failed> {
+fn a_file_changed_under_an_in_place_prune_is_left_as_changed() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("orig.hipfb"), 32 << 20)?;
@@ -145,7 +129,7 @@ fn names(what: &str, r: &crate::util::Run, file: &str, words: &str) -> Result<()
 /// A bundle, a `.deb` holding it, and damaged static archives: a write
 /// that fails for want of space names the file written, and every damaged
 /// archive names its file.
-fn errors_name_the_file() -> Result<(), Failed> {
+fn write_and_archive_errors_of_prune_name_the_file() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("k.hipfb"), 2 << 20)?;
@@ -210,7 +194,7 @@ fn errors_name_the_file() -> Result<(), Failed> {
 
 /// `prune -d DIR` into a directory that does not exist makes it, as
 /// `extract -o` does.
-fn makes_directory() -> Result<(), Failed> {
+fn prune_makes_its_output_directory() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("k.hipfb"), 4096)?;
@@ -236,7 +220,7 @@ fn makes_directory() -> Result<(), Failed> {
 /// level 9 and deflates far worse at prune's level: the pruned wheel is
 /// larger, and the report and `--json` say the package grew, by how much
 /// (`freed` stays what its member lost).
-fn grown_package() -> Result<(), Failed> {
+fn a_package_that_grows_frees_nothing() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // Blocks of 64 bytes that all start alike, drawn from 400 of them: a

@@ -13,41 +13,13 @@ use crate::util::{ours_peak, peak_of, run_within};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round6::zip_entries_naming_one_member_count_against_the_budget",
-            &["/usr/bin/python3"],
-            repeated_members,
-        ),
-        trial(
-            "hostile::round6::zip_entries_of_one_name_are_refused_by_name",
-            &["/usr/bin/python3"],
-            duplicate_names,
-        ),
-        trial(
-            "hostile::round6::a_layer_named_thousands_of_times_is_read_once",
-            &["/usr/bin/python3"],
-            repeated_layers,
-        ),
-        trial(
-            "hostile::round6::prune_reads_a_layer_named_thousands_of_times_once",
-            &["/usr/bin/python3"],
-            prune_repeated_layers,
-        ),
-        trial(
-            "hostile::round6::image_metadata_that_is_no_regular_file_is_refused",
-            &["/usr/bin/python3"],
-            special_metadata,
-        ),
-        trial(
-            "hostile::round6::standard_input_response_files_and_options_are_bounded",
-            &[],
-            bounded_arguments,
-        ),
-        trial(
-            "hostile::round6::bytes_written_count_against_the_budget",
-            &["/usr/bin/python3"],
-            written_budget,
-        ),
+        trial!(zip_entries_naming_one_member_count_against_the_budget, &["/usr/bin/python3"]),
+        trial!(zip_entries_of_one_name_are_refused_by_name, &["/usr/bin/python3"]),
+        trial!(a_layer_named_thousands_of_times_is_read_once, &["/usr/bin/python3"]),
+        trial!(prune_reads_a_layer_named_thousands_of_times_once, &["/usr/bin/python3"]),
+        trial!(image_metadata_that_is_no_regular_file_is_refused, &["/usr/bin/python3"]),
+        trial!(standard_input_response_files_and_options_are_bounded, &[]),
+        trial!(bytes_written_count_against_the_budget, &["/usr/bin/python3"]),
     ]
 }
 
@@ -110,7 +82,7 @@ fn entries(dir: &Path) -> Vec<String> {
 /// `nest.whl` stops every scanner within its budget (exit 2, naming it,
 /// in seconds and megabytes, not 2.3 GB and an abort); `prune -o` of
 /// `many.whl` stops with exit 2 and writes nothing (not a gigabyte).
-fn repeated_members() -> Result<(), Failed> {
+fn zip_entries_naming_one_member_count_against_the_budget() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     python(ZIPS, d)?;
@@ -142,7 +114,7 @@ fn repeated_members() -> Result<(), Failed> {
 
 /// A wheel of two entries named `pkg/a.so`: the scanners and prune say
 /// so, by name (exit 2), instead of reading one and dropping the other.
-fn duplicate_names() -> Result<(), Failed> {
+fn zip_entries_of_one_name_are_refused_by_name() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let script = "import zipfile, warnings\nwarnings.simplefilter('ignore')\n\
@@ -200,7 +172,7 @@ open('img/oci-layout', 'w').write('{"imageLayoutVersion":"1.0.0"}')
 
 /// An image naming one 2 MiB layer 2,000 times is read once (the old
 /// reading hashed and inflated it 2,000 times: half a minute and more).
-fn repeated_layers() -> Result<(), Failed> {
+fn a_layer_named_thousands_of_times_is_read_once() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let r = run_within(
@@ -231,7 +203,7 @@ fn repeated_layers() -> Result<(), Failed> {
 /// mention until the budget ran out, half a minute, exit 2); with a
 /// `--max-uncompressed` below the layer's size it is refused, nothing
 /// written.
-fn prune_repeated_layers() -> Result<(), Failed> {
+fn prune_reads_a_layer_named_thousands_of_times_once() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let r = run_within(LIMIT, Path::new("/usr/bin/python3"), &["-c", LAYOUT, "2000"], d)?;
@@ -260,7 +232,7 @@ fn prune_repeated_layers() -> Result<(), Failed> {
 /// link to `/dev/zero`: `inspect` and `prune` exit 2 at once, naming it
 /// (the old reading waited forever on the FIFO, and read `/dev/zero`
 /// until memory ran out).
-fn special_metadata() -> Result<(), Failed> {
+fn image_metadata_that_is_no_regular_file_is_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let r = run_within(
@@ -302,7 +274,7 @@ fn special_metadata() -> Result<(), Failed> {
 /// `roc-obj-extract < /dev/zero` and `llvm-offload-binary @FILE` of 40 MB
 /// stop with one error, in bounded memory; `roc-obj-ls` given a megabyte
 /// of bundled unknown letters is done in well under a second.
-fn bounded_arguments() -> Result<(), Failed> {
+fn standard_input_response_files_and_options_are_bounded() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let extract = crate::util::ours_as("roc-obj-extract");
@@ -378,7 +350,7 @@ fn refused_written(
 /// naming the output and the limit, and leave nothing written (in place,
 /// the old file); so is `unpack` of an OffloadBinary of the two (exit 1). The old prune and extract wrote them, exit 0: only
 /// what was inflated counted. With the default budget each is written.
-fn written_budget() -> Result<(), Failed> {
+fn bytes_written_count_against_the_budget() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     super::round5_paths::hip_bundle(d, std::ffi::OsStr::new("fat.hipfb"), 64 << 10)?;

@@ -11,21 +11,9 @@ use crate::util::{llvm, run_within};
 pub(super) fn tests() -> Vec<Trial> {
     let tools = &["llvm-objcopy"];
     vec![
-        trial(
-            "hostile::round6::roc_obj_writes_entry_ids_as_one_file_name",
-            tools,
-            ids_escape,
-        ),
-        trial(
-            "hostile::round6::roc_obj_refuses_a_link_at_an_output",
-            tools,
-            link_in_the_way,
-        ),
-        trial(
-            "hostile::round6::roc_obj_extract_refuses_a_link_and_never_exits_0_after_errors",
-            &[],
-            extract_outputs,
-        ),
+        trial!(roc_obj_writes_entry_ids_as_one_file_name, tools),
+        trial!(roc_obj_refuses_a_link_at_an_output, tools),
+        trial!(roc_obj_extract_refuses_a_link_and_never_exits_0_after_errors, &[]),
     ]
 }
 
@@ -61,7 +49,7 @@ fn elf(d: &Path, entries: &[(&[u8], &[u8])]) -> Result<(), Failed> {
 /// the input's start, one of them an empty entry naming a file that
 /// exists: each code object lands in the output folder under its ID with
 /// `/` as `%2F`; nothing outside is written, truncated or deleted.
-fn ids_escape() -> Result<(), Failed> {
+fn roc_obj_writes_entry_ids_as_one_file_name() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let w = d.join("w");
@@ -102,7 +90,7 @@ fn ids_escape() -> Result<(), Failed> {
 /// A symbolic link at a code object's name, in the output folder: refused
 /// by name (exit 1 even when `-d` succeeds afterwards), the file it leads
 /// to left as it was.
-fn link_in_the_way() -> Result<(), Failed> {
+fn roc_obj_refuses_a_link_at_an_output() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir_all(d.join("out"))?;
@@ -131,7 +119,7 @@ fn link_in_the_way() -> Result<(), Failed> {
 /// `roc-obj-extract`: a link at an output's name refused, the file it
 /// leads to kept; 256 failing URIs exit 255, not 0 (the script's count
 /// modulo 256).
-fn extract_outputs() -> Result<(), Failed> {
+fn roc_obj_extract_refuses_a_link_and_never_exits_0_after_errors() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir_all(d.join("out"))?;

@@ -17,21 +17,9 @@ use crate::util::run;
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round6::a_deb_whose_data_tar_gives_one_path_twice_is_refused",
-            &["tar", "xz", "ar"],
-            deb_twice,
-        ),
-        trial(
-            "hostile::round6::a_conda_tar_bz2_giving_one_path_twice_is_refused",
-            &["tar", "bzip2"],
-            conda_twice,
-        ),
-        trial(
-            "hostile::round6::a_conda_whose_info_tar_gives_one_path_twice_is_refused",
-            &["tar", "zstd", "zip"],
-            conda_info_twice,
-        ),
+        trial!(a_deb_whose_data_tar_gives_one_path_twice_is_refused, &["tar", "xz", "ar"]),
+        trial!(a_conda_tar_bz2_giving_one_path_twice_is_refused, &["tar", "bzip2"]),
+        trial!(a_conda_whose_info_tar_gives_one_path_twice_is_refused, &["tar", "zstd", "zip"]),
     ]
 }
 
@@ -75,7 +63,7 @@ fn verdicts(d: &Path, file: &str, path: &str, twice: bool) -> Result<(), Failed>
 /// `./usr/lib/k.hipfb`, then (appended by GNU tar) another at that path.
 /// The same package with the directory `./usr/lib/` appended instead is
 /// pruned.
-fn deb_twice() -> Result<(), Failed> {
+fn a_deb_whose_data_tar_gives_one_path_twice_is_refused() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();
@@ -108,7 +96,7 @@ fn deb_twice() -> Result<(), Failed> {
 /// appends the bundle again as `./lib/k.hipfb`: the same path once its
 /// `./` is left out, and the same bytes, so each agrees with its row.
 /// Without it, the package is pruned.
-fn conda_twice() -> Result<(), Failed> {
+fn a_conda_tar_bz2_giving_one_path_twice_is_refused() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();
@@ -129,7 +117,7 @@ fn conda_twice() -> Result<(), Failed> {
 /// info tar is given `info/files` again by GNU tar: prune reads that tar
 /// to its end (it stopped once it had the three files it needs, and
 /// copied the package) and refuses the package, as `check` does.
-fn conda_info_twice() -> Result<(), Failed> {
+fn a_conda_whose_info_tar_gives_one_path_twice_is_refused() -> Result<(), Failed> {
     for twice in [false, true] {
         let t = tempdir();
         let d = t.path();

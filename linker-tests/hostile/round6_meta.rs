@@ -30,36 +30,18 @@ const NOBODY: u32 = 65534;
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        as_root(trial(
-            "hostile::round6::outputs_written_elsewhere_are_never_setuid",
-            &[],
-            outputs_not_setuid,
+        as_root(trial!(outputs_written_elsewhere_are_never_setuid, &[])),
+        as_root(trial!(
+            in_place_keeps_owner_mode_attributes_and_times,
+            &[PY, SETCAP, GETCAP, "setfacl", "getfacl"]
         )),
-        as_root(trial(
-            "hostile::round6::in_place_keeps_owner_mode_attributes_and_times",
-            &[PY, SETCAP, GETCAP, "setfacl", "getfacl"],
-            in_place_keeps,
+        as_root(trial!(in_place_refuses_what_it_cannot_keep, &[SETCAP, GETCAP, "setpriv"])),
+        as_root(trial!(
+            as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones,
+            &[PY, "setpriv"]
         )),
-        as_root(trial(
-            "hostile::round6::in_place_refuses_what_it_cannot_keep",
-            &[SETCAP, GETCAP, "setpriv"],
-            refuses_what_it_cannot_keep,
-        )),
-        as_root(trial(
-            "hostile::round6::as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones",
-            &[PY, "setpriv"],
-            nobody_trusted,
-        )),
-        as_root(trial(
-            "hostile::round6::the_nvprune_drop_in_never_writes_setuid",
-            &[],
-            nvprune_not_setuid,
-        )),
-        trial(
-            "hostile::round6::rewritten_wheel_members_keep_their_headers",
-            &[PY],
-            wheel_headers,
-        ),
+        as_root(trial!(the_nvprune_drop_in_never_writes_setuid, &[])),
+        trial!(rewritten_wheel_members_keep_their_headers, &[PY]),
     ]
 }
 
@@ -98,7 +80,7 @@ fn within<S: AsRef<OsStr>>(d: &Path, prog: &Path, args: &[S]) -> Result<crate::u
 
 /// `-o` and `-d` of a 6755 bundle owned by nobody: each output is
 /// pruned, `0755`, owned by root (who ran prune).
-fn outputs_not_setuid() -> Result<(), Failed> {
+fn outputs_written_elsewhere_are_never_setuid() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("k.hipfb"), 1 << 16)?;
@@ -122,7 +104,7 @@ fn outputs_not_setuid() -> Result<(), Failed> {
 /// The `nvprune` drop-in, `-arch sm_80 -o` of an OffloadBinary of an
 /// sm_80 and an sm_75 image (made by our `pack`), 6755 and owned by
 /// nobody: the output keeps the sm_80 image alone, `0755`, root's.
-fn nvprune_not_setuid() -> Result<(), Failed> {
+fn the_nvprune_drop_in_never_writes_setuid() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     for (name, seed) in [("a.cubin", 80u64), ("b.cubin", 75)] {
@@ -201,7 +183,7 @@ fn dressed(d: &Path, name: &str) -> Result<(), Failed> {
 /// link under `--keep-hard-links`: pruned (fewer bytes; a new inode but
 /// through the links), with the same metadata as Python, `getcap` and
 /// `getfacl` see it.
-fn in_place_keeps() -> Result<(), Failed> {
+fn in_place_keeps_owner_mode_attributes_and_times() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir(d.join("tree"))?;
@@ -251,7 +233,7 @@ fn in_place_keeps() -> Result<(), Failed> {
 /// As nobody, `--in-place` of a bundle with a capability (which only
 /// root may set) is refused and leaves it as it was: exit 2 named, exit
 /// 1 in a tree; the same bundle without one is pruned.
-fn refuses_what_it_cannot_keep() -> Result<(), Failed> {
+fn in_place_refuses_what_it_cannot_keep() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::set_permissions(d, PermissionsExt::from_mode(0o755))?;
@@ -312,7 +294,7 @@ fn refuses_what_it_cannot_keep() -> Result<(), Failed> {
 /// `trusted.test`: pruned (exit 0), `user.test` kept; `trusted.test`,
 /// which the kernel lists to root alone, is not on the new file (the
 /// documented limit of a run as another user than root: docs/prune.md).
-fn nobody_trusted() -> Result<(), Failed> {
+fn as_nobody_in_place_keeps_user_attributes_and_cannot_see_trusted_ones() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::set_permissions(d, PermissionsExt::from_mode(0o755))?;
@@ -349,7 +331,7 @@ fn nobody_trusted() -> Result<(), Failed> {
 /// Windows (`create_system` 0, DOS attributes). Pruned with `-o`, each
 /// member of each keeps its date, external attributes and host system;
 /// the object and the RECORD were rewritten (their CRC changed).
-fn wheel_headers() -> Result<(), Failed> {
+fn rewritten_wheel_members_keep_their_headers() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("b.hipfb"), 1 << 14)?;

@@ -23,45 +23,19 @@ const ROW_WRONG: &str = "a row of the package's record of its files is wrong";
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round6::a_wheel_member_its_record_does_not_match_is_refused",
-            &["/usr/bin/python3"],
-            wheel_tampered,
-        ),
-        trial(
-            "hostile::round6::a_deb_file_its_md5sums_does_not_match_is_refused",
-            &["dpkg-deb"],
-            deb_tampered,
-        ),
-        trial(
-            "hostile::round6::a_deb_file_copied_as_it_is_is_checked_against_md5sums",
-            &["dpkg-deb"],
-            deb_copied_tampered,
-        ),
-        trial(
-            "hostile::round6::a_tree_file_its_record_does_not_match_is_left",
-            &[],
-            tree_tampered,
-        ),
-        trial(
-            "hostile::round6::a_wheel_with_a_wrong_record_row_fails_check",
-            &["/usr/bin/python3"],
-            wheel_rows_checked,
-        ),
-        trial(
-            "hostile::round6::a_deb_with_a_wrong_md5sums_line_fails_check",
-            &["dpkg-deb"],
-            deb_rows_checked,
-        ),
-        trial(
-            "hostile::round6::a_conda_package_with_a_wrong_paths_json_row_fails_check",
+        trial!(a_wheel_member_its_record_does_not_match_is_refused, &["/usr/bin/python3"]),
+        trial!(a_deb_file_its_md5sums_does_not_match_is_refused, &["dpkg-deb"]),
+        trial!(a_deb_file_copied_as_it_is_is_checked_against_md5sums, &["dpkg-deb"]),
+        trial!(a_tree_file_its_record_does_not_match_is_left, &[]),
+        trial!(a_wheel_with_a_wrong_record_row_fails_check, &["/usr/bin/python3"]),
+        trial!(a_deb_with_a_wrong_md5sums_line_fails_check, &["dpkg-deb"]),
+        trial!(
+            a_conda_package_with_a_wrong_paths_json_row_fails_check,
             &["tar", "bzip2", "zstd", "zip"],
-            conda_rows_checked,
         ),
-        trial(
-            "hostile::round6::every_checksum_a_package_carries_is_verified",
+        trial!(
+            every_checksum_a_package_carries_is_verified,
             &["/usr/bin/python3", "gzip", "xz", "zstd", "bzip2", "cpio"],
-            checksums,
         ),
     ]
 }
@@ -128,7 +102,7 @@ with zipfile.ZipFile('in.whl', 'w') as z:
 /// `prune -o` exits 2, names the member and writes nothing;
 /// `--trust-bytes` prunes it and the report (text and `--json`) names the
 /// row. An untouched wheel prunes cleanly.
-fn wheel_tampered() -> Result<(), Failed> {
+fn a_wheel_member_its_record_does_not_match_is_refused() -> Result<(), Failed> {
     for (tamper, member) in [
         ("k", "pkg/k.hipfb"),
         ("host", "pkg/host.so"),
@@ -169,7 +143,7 @@ fn wheel_tampered() -> Result<(), Failed> {
 /// A `.deb` built by `dpkg-deb` whose `md5sums` gives the bundle another
 /// file's MD5: `prune -o` exits 2 naming it, nothing written;
 /// `--trust-bytes` prunes it and names the line.
-fn deb_tampered() -> Result<(), Failed> {
+fn a_deb_file_its_md5sums_does_not_match_is_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir_all(d.join("pkg/DEBIAN"))?;
@@ -199,7 +173,7 @@ fn deb_tampered() -> Result<(), Failed> {
 /// file prune copies as it is (a text file; a file of 10 bytes): `prune
 /// -o` exits 2 naming the file, nothing written; `--trust-bytes` prunes
 /// it and names the line; right rows prune cleanly.
-fn deb_copied_tampered() -> Result<(), Failed> {
+fn a_deb_file_copied_as_it_is_is_checked_against_md5sums() -> Result<(), Failed> {
     for (tamper, file) in [("", ""), ("doc", "usr/share/doc/k/notes.txt"), ("tiny", "usr/share/k/tiny")] {
         let t = tempdir();
         let d = t.path();
@@ -252,7 +226,7 @@ fn deb_copied_tampered() -> Result<(), Failed> {
 /// RECORD gives rightly (`ok.hipfb`) is pruned and its row rewritten; a
 /// host library the run leaves as it is (`host.so`) is not judged by its
 /// wrong row.
-fn tree_tampered() -> Result<(), Failed> {
+fn a_tree_file_its_record_does_not_match_is_left() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let site = d.join("venv/lib/site");
@@ -360,7 +334,7 @@ fn flip(d: &Path, file: &str, at: i64) -> Result<(), Failed> {
 /// zstd frame's checksum, a bzip2 block's CRC, the CRC-32 of a stored
 /// zip member and of a deflated one without device code. `check`,
 /// `inspect --verify` and `prune` each refuse every one (exit 2).
-fn checksums() -> Result<(), Failed> {
+fn every_checksum_a_package_carries_is_verified() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip_bundle(d, OsStr::new("k.hipfb"), 4096)?;
@@ -446,7 +420,7 @@ fn row_refused(d: &Path, file: &str, member: &str) -> Result<(), Failed> {
 /// RECORD was written, one whose RECORD gives a text member (no device
 /// code, deflated) another file's hash: `check` exits 2 naming the
 /// member ([`row_refused`]); the untouched wheel passes everything.
-fn wheel_rows_checked() -> Result<(), Failed> {
+fn a_wheel_with_a_wrong_record_row_fails_check() -> Result<(), Failed> {
     for (tamper, member) in [("k", "pkg/k.hipfb"), ("data", "pkg/data.txt"), ("none", "")] {
         let t = tempdir();
         let d = t.path();
@@ -465,7 +439,7 @@ fn wheel_rows_checked() -> Result<(), Failed> {
 /// `.deb`s built by `dpkg-deb` whose `md5sums` is right, or wrong for a
 /// text file beside the HIP bundle: the wrong one fails `check` naming
 /// the file ([`row_refused`]), the right one passes.
-fn deb_rows_checked() -> Result<(), Failed> {
+fn a_deb_with_a_wrong_md5sums_line_fails_check() -> Result<(), Failed> {
     for wrong in [false, true] {
         let t = tempdir();
         let d = t.path();
@@ -509,7 +483,7 @@ fn deb_rows_checked() -> Result<(), Failed> {
 /// a wrong `sha256` (then, separately, a wrong `size_in_bytes`): each
 /// wrong one fails `check` naming the file ([`row_refused`]); the right
 /// ones pass.
-fn conda_rows_checked() -> Result<(), Failed> {
+fn a_conda_package_with_a_wrong_paths_json_row_fails_check() -> Result<(), Failed> {
     for wrong in ["", "sha256", "size_in_bytes"] {
         let t = tempdir();
         let d = t.path();

@@ -15,11 +15,7 @@ use super::*;
 use crate::util::{Run, run_within, xorshift};
 
 pub(super) fn tests() -> Vec<Trial> {
-    vec![trial(
-        "hostile::round6::awkward_names_keep_every_report_well_formed",
-        &["/usr/bin/python3"],
-        reports,
-    )]
+    vec![trial!(awkward_names_keep_every_report_well_formed, &["/usr/bin/python3"])]
 }
 
 /// The pieces names are drawn from (each a byte string: a character's
@@ -53,7 +49,7 @@ fn names(seed: u64, n: usize) -> Vec<Vec<u8>> {
     out
 }
 
-fn reports() -> Result<(), Failed> {
+fn awkward_names_keep_every_report_well_formed() -> Result<(), Failed> {
     for seed in [0x5eed_u64, 0xfeed_f00d, 71] {
         one_seed(seed).map_err(|e| format!("seed {seed:#x}: {}", e.message().unwrap_or("")))?;
     }

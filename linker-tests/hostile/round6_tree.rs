@@ -18,32 +18,20 @@ use crate::util::{run, same};
 
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "hostile::round6::a_layout_whose_blob_store_links_to_another_is_refused",
-            &[],
-            || linked_layout(Link::BlobStore),
-        ),
-        trial(
-            "hostile::round6::a_layout_whose_index_links_outside_is_refused",
-            &[],
-            || linked_layout(Link::Index),
-        ),
-        trial(
-            "hostile::round6::a_link_to_a_directory_outside_is_not_followed",
-            &[],
-            linked_directory,
-        ),
-        trial(
-            "hostile::round6::a_layouts_index_rewritten_in_place_is_never_setuid",
-            &[],
-            setuid_index,
-        ),
-        trial(
-            "hostile::round6::in_place_keeps_the_access_time_from_before_the_run",
-            &["touch", "stat"],
-            access_time,
-        ),
+        trial!(a_layout_whose_blob_store_links_to_another_is_refused, &[]),
+        trial!(a_layout_whose_index_links_outside_is_refused, &[]),
+        trial!(a_link_to_a_directory_outside_is_not_followed, &[]),
+        trial!(a_layouts_index_rewritten_in_place_is_never_setuid, &[]),
+        trial!(in_place_keeps_the_access_time_from_before_the_run, &["touch", "stat"]),
     ]
+}
+
+fn a_layout_whose_blob_store_links_to_another_is_refused() -> Result<(), Failed> {
+    linked_layout(Link::BlobStore)
+}
+
+fn a_layout_whose_index_links_outside_is_refused() -> Result<(), Failed> {
+    linked_layout(Link::Index)
 }
 
 /// What `stat` says of `paths`' access times (seconds), one a line.
@@ -57,7 +45,7 @@ fn atimes(d: &Path, paths: &[&str]) -> Result<String, Failed> {
 /// `touch -a -d` (which a read, under `relatime` or `strictatime`, would
 /// move to now): pruned in place, each is smaller and `stat` still says
 /// 2001, not the time of prune's own reads.
-fn access_time() -> Result<(), Failed> {
+fn in_place_keeps_the_access_time_from_before_the_run() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir(d.join("tree"))?;
@@ -83,7 +71,7 @@ fn access_time() -> Result<(), Failed> {
 /// A layout whose `index.json` is setuid and setgid, pruned in place: the
 /// new `index.json` (a new file, the runner's) has the old read, write
 /// and execute bits alone.
-fn setuid_index() -> Result<(), Failed> {
+fn a_layouts_index_rewritten_in_place_is_never_setuid() -> Result<(), Failed> {
     use std::os::unix::fs::PermissionsExt as _;
     let t = tempdir();
     let d = t.path();
@@ -175,7 +163,7 @@ fn linked_layout(link: Link) -> Result<(), Failed> {
 /// A tree holding a HIP bundle and `sub`, a link to a directory outside
 /// holding another: `prune --in-place tree` prunes the bundle in the tree
 /// and leaves the one outside as it was.
-fn linked_directory() -> Result<(), Failed> {
+fn a_link_to_a_directory_outside_is_not_followed() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir_all(d.join("tree"))?;

@@ -15,25 +15,12 @@ use crate::util::{Run, run_within};
 pub(super) fn tests() -> Vec<Trial> {
     let tools = &["tar", "zip", "lz4", "makeself"];
     vec![
-        trial(
-            "hostile::round6::unread_formats_fail_every_scanner_named_and_in_packages",
-            tools,
-            scanners,
-        ),
-        trial(
-            "hostile::round6::unread_formats_are_refused_by_prune",
-            tools,
-            prune,
-        ),
-        trial(
-            "hostile::round6::unread_formats_in_a_tree_are_named_never_empty",
-            tools,
-            tree,
-        ),
-        trial(
-            "hostile::round6::an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused",
+        trial!(unread_formats_fail_every_scanner_named_and_in_packages, tools),
+        trial!(unread_formats_are_refused_by_prune, tools),
+        trial!(unread_formats_in_a_tree_are_named_never_empty, tools),
+        trial!(
+            an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused,
             &["dpkg-deb", "makeself", CPH, "/opt/offload-kit/conda-tools/bin/python"],
-            in_packages,
         ),
     ]
 }
@@ -47,7 +34,7 @@ const CPH: &str = "/opt/offload-kit/conda-tools/bin/cph";
 /// `dpkg-deb`), of conda packages (by `cph`, both formats) and of an OCI
 /// image's layer: `prune` refuses the member by name, never "nothing to
 /// remove", and `check` fails naming it (exit 2).
-fn in_packages() -> Result<(), Failed> {
+fn an_iso_or_run_installer_in_a_deb_conda_or_layer_is_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let iso = UNREAD_FORMATS
@@ -238,7 +225,7 @@ fn json_unread(what: &str, r: &Run, name: &str, f: &UnreadFormat) -> Result<(), 
 
 /// `check --forbid`, `size`, `inspect`, `extract` and `diff` of each
 /// format, alone and in a tar and a zip: exit 2, the file named.
-fn scanners() -> Result<(), Failed> {
+fn unread_formats_fail_every_scanner_named_and_in_packages() -> Result<(), Failed> {
     let d = fixture()?;
     for (i, f) in UNREAD_FORMATS.iter().enumerate() {
         for (input, name) in inputs(i) {
@@ -266,7 +253,7 @@ fn scanners() -> Result<(), Failed> {
 /// `prune --keep sm_80` of each format, alone and in a tar: refused
 /// (exit 2) naming it, nothing written; in a zip (pruned as a wheel):
 /// the member named as not pruned (exit 1); never "nothing to remove".
-fn prune() -> Result<(), Failed> {
+fn unread_formats_are_refused_by_prune() -> Result<(), Failed> {
     let d = fixture()?;
     for (i, f) in UNREAD_FORMATS.iter().enumerate() {
         for (input, name) in inputs(i) {
@@ -306,7 +293,7 @@ fn prune() -> Result<(), Failed> {
 /// `check` fails (exit 2) naming each file, and so does `size`; a dry
 /// run of prune names each, counts them refused and none "without device
 /// code".
-fn tree() -> Result<(), Failed> {
+fn unread_formats_in_a_tree_are_named_never_empty() -> Result<(), Failed> {
     let d = fixture()?;
     let t = tempdir();
     let all: Vec<(String, String)> = (0..UNREAD_FORMATS.len()).flat_map(inputs).collect();

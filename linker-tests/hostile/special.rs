@@ -109,7 +109,7 @@ fn command_lines(x: &str, out: &str) -> Vec<(std::path::PathBuf, Vec<String>)> {
 /// command fails within seconds (a device is read up to 64 MiB), with one
 /// error naming the file, exit 1 (the drop-ins too; 2 for the scanners and
 /// list), and writes nothing.
-fn special_inputs() -> Result<(), Failed> {
+fn fifos_and_devices_are_refused_at_once() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let fifo = d.join("fifo");
@@ -167,7 +167,7 @@ fn special_inputs() -> Result<(), Failed> {
 /// A thin archive whose members are a FIFO, `/dev/zero` and the archive's
 /// directory: `inspect` and `extract` report a problem naming each member
 /// and finish; the drop-in's `-unbundle -type=a` fails naming it, exit 1.
-fn thin_special_members() -> Result<(), Failed> {
+fn thin_members_must_be_regular_files() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     mkfifo(&d.join("fifo"))?;
@@ -260,7 +260,7 @@ fn has_controls(out: &[u8]) -> bool {
 /// Bundle IDs with terminal controls: every human-readable output of the
 /// native commands shows them escaped, one line per entry; the drop-in's
 /// `-list` writes LLVM's raw bytes into a pipe, escaped ones on a terminal.
-fn escapes() -> Result<(), Failed> {
+fn terminal_escapes_in_ids_are_shown_escaped() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("esc.bundle"), escape_bundle()).unwrap();
@@ -305,7 +305,7 @@ fn escapes() -> Result<(), Failed> {
 /// frame of sequences without literals (libzstd 1.5.4 wrote through the
 /// empty output buffer's dangling pointer: SIGSEGV, the walk dead) reports
 /// the file's problem and goes on.
-fn stdin_and_segfault() -> Result<(), Failed> {
+fn stdin_still_works_and_one_bad_ccob_does_not_stop_a_walk() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("esc.bundle"), escape_bundle()).unwrap();
@@ -386,7 +386,7 @@ fn stdin_and_segfault() -> Result<(), Failed> {
 /// `/dev/null` stays an empty input: the clang driver bundles a HIP fatbin
 /// with `clang-offload-bundler -type=o -input=/dev/null` as the host, and
 /// the drop-in writes LLVM's bytes for it.
-fn dev_null_input() -> Result<(), Failed> {
+fn dev_null_is_an_empty_input_as_for_llvm() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::write(d.join("dev.bin"), b"device code object").unwrap();
@@ -422,26 +422,11 @@ fn dev_null_input() -> Result<(), Failed> {
 
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| {
-        trial(format!("hostile::{name}"), &["mkfifo"], f)
-    };
-    vec![
-        t("fifos_and_devices_are_refused_at_once", special_inputs),
-        t("thin_members_must_be_regular_files", thin_special_members),
-        trial(
-            "hostile::terminal_escapes_in_ids_are_shown_escaped",
-            &["script", "clang-offload-bundler"],
-            escapes,
-        ),
-        trial(
-            "hostile::dev_null_is_an_empty_input_as_for_llvm",
-            &["clang-offload-bundler"],
-            dev_null_input,
-        ),
-        trial(
-            "hostile::stdin_still_works_and_one_bad_ccob_does_not_stop_a_walk",
-            &["sh"],
-            stdin_and_segfault,
-        ),
+        vec![
+        trial!(fifos_and_devices_are_refused_at_once, &["mkfifo"]),
+        trial!(thin_members_must_be_regular_files, &["mkfifo"]),
+        trial!(terminal_escapes_in_ids_are_shown_escaped, &["script", "clang-offload-bundler"]),
+        trial!(dev_null_is_an_empty_input_as_for_llvm, &["clang-offload-bundler"]),
+        trial!(stdin_still_works_and_one_bad_ccob_does_not_stop_a_walk, &["sh"]),
     ]
 }

@@ -13,44 +13,24 @@ use std::sync::OnceLock;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{llvm, ours, ours_json, run, same, tempdir};
 
 const TOOLS: &[&str] = &["clang", "llvm-readelf", "llvm-nm"];
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "kernels::amdgpu::hip_kernels_and_figures_match_readelf_and_nm",
-            TOOLS,
-            hip_matches_llvm,
-        ),
-        trial(
-            "kernels::amdgpu::openmp_images_list_their_target_regions",
-            TOOLS,
-            openmp,
-        ),
-        trial(
-            "kernels::amdgpu::check_require_and_forbid_kernel",
-            TOOLS,
-            check_rules,
-        ),
-        trial(
-            "kernels::amdgpu::rocrand_from_debian_matches_readelf_and_nm",
-            &[
+        trial!(hip_kernels_and_figures_match_readelf_and_nm, TOOLS),
+        trial!(openmp_images_list_their_target_regions, TOOLS),
+        trial!(check_require_and_forbid_kernel, TOOLS),
+        trial!(rocrand_from_debian_matches_readelf_and_nm, &[
                 "clang",
                 "llvm-readelf",
                 "llvm-nm",
                 "bash",
                 "/usr/bin/python3",
                 "dpkg-deb",
-            ],
-            rocrand,
-        ),
-        trial(
-            "kernels::amdgpu::damaged_metadata_is_an_error_and_mutations_never_panic",
-            TOOLS,
-            damaged,
-        ),
+            ]),
+        trial!(damaged_metadata_is_an_error_and_mutations_never_panic, TOOLS),
     ]
 }
 
@@ -339,7 +319,7 @@ fn compare_file(dir: &Path, file: &str, version: Option<&str>) -> Result<usize, 
     Ok(compared)
 }
 
-fn hip_matches_llvm() -> Result<(), Failed> {
+fn hip_kernels_and_figures_match_readelf_and_nm() -> Result<(), Failed> {
     let dir = built()?;
     let mut n = 0;
     for (file, version) in [
@@ -392,7 +372,7 @@ fn hip_matches_llvm() -> Result<(), Failed> {
 /// An image's format, kernel names and other symbols' names.
 type Names = (String, Vec<String>, Vec<String>);
 
-fn openmp() -> Result<(), Failed> {
+fn openmp_images_list_their_target_regions() -> Result<(), Failed> {
     let dir = built()?;
     compare_file(dir, "omp_gfx", None)?;
     let kernels = |file: &str| -> Result<Vec<Names>, Failed> {
@@ -454,7 +434,7 @@ fn openmp() -> Result<(), Failed> {
 
 /// A real library: Debian's librocrand (code object v4, seven targets,
 /// xnack+ and xnack- for gfx90a), every image held to readelf and nm.
-fn rocrand() -> Result<(), Failed> {
+fn rocrand_from_debian_matches_readelf_and_nm() -> Result<(), Failed> {
     let deb = crate::real_libs::downloads()?.join(crate::real_libs::DEB);
     let t = tempdir();
     let d = t.path();
@@ -487,7 +467,7 @@ fn check(dir: &Path, args: &[&str]) -> (i32, String) {
     )
 }
 
-fn check_rules() -> Result<(), Failed> {
+fn check_require_and_forbid_kernel() -> Result<(), Failed> {
     let dir = built()?;
     let expect = |args: &[&str], code: i32, says: &str| -> Result<(), Failed> {
         let (c, out) = check(dir, args);
@@ -625,7 +605,7 @@ fn note_descsz_at(obj: &[u8]) -> Option<usize> {
     at.checked_sub(8)
 }
 
-fn damaged() -> Result<(), Failed> {
+fn damaged_metadata_is_an_error_and_mutations_never_panic() -> Result<(), Failed> {
     let dir = built()?;
     let objs = extracted(dir, "k.o", "k.o.d")?;
     let obj = std::fs::read(&objs[&1]).map_err(|e| e.to_string())?;

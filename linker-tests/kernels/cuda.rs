@@ -22,7 +22,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{ours, ours_json, run, same, tempdir, trial};
+use crate::util::{ours, ours_json, run, same, tempdir};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
@@ -43,16 +43,8 @@ const CUBINS: &[(&str, &[&str], &str)] = &[
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "kernels::cuda::cubins_in_fatbins_and_objects_match_cuobjdump",
-            &[PTXAS, FATBINARY, CUOBJDUMP],
-            match_cuobjdump,
-        ),
-        trial(
-            "kernels::cuda::damaged_cubins_are_errors_not_panics",
-            &[PTXAS],
-            damaged,
-        ),
+        trial!(cubins_in_fatbins_and_objects_match_cuobjdump, &[PTXAS, FATBINARY, CUOBJDUMP]),
+        trial!(damaged_cubins_are_errors_not_panics, &[PTXAS]),
     ]
 }
 
@@ -238,7 +230,7 @@ fn listings(d: &Path, file: &str) -> Result<Vec<Value>, Failed> {
     Ok(found.into_iter().map(|(_, l)| l).collect())
 }
 
-fn match_cuobjdump() -> Result<(), Failed> {
+fn cubins_in_fatbins_and_objects_match_cuobjdump() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     assemble(d)?;
@@ -328,7 +320,7 @@ fn record_offsets(data: &[u8]) -> Vec<usize> {
     out
 }
 
-fn damaged() -> Result<(), Failed> {
+fn damaged_cubins_are_errors_not_panics() -> Result<(), Failed> {
     use offload_kit::kernels::read;
     let t = tempdir();
     let d = t.path();

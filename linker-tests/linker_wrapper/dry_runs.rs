@@ -391,46 +391,48 @@ fn wrapper_jobs() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial("linker_wrapper::flto_host", TOOLS, flto_host),
-        trial("linker_wrapper::save_temps", TOOLS, save_temps),
-        trial("linker_wrapper::dry_run", TOOLS, || {
-            dry_run(&["-Wl,--dry-run,--wrapper-verbose"])
-        }),
-        trial("linker_wrapper::dry_run_device_args", TOOLS, || {
-            dry_run(&[
-                "-Wl,--dry-run",
-                "-Wl,--device-linker=-z,--device-linker=x86_64-unknown-linux-gnu=now",
-                "-Wl,--device-compiler=-O2,--device-compiler=aarch64-unknown-linux-gnu=-O3",
-                "-Wl,-rpath,/opt/x,--whole-archive,--no-whole-archive",
-            ])
-        }),
-        trial("linker_wrapper::dry_run_relocatable", TOOLS, || {
-            dry_run(&["-Wl,--dry-run", "-r"])
-        }),
-        trial("linker_wrapper::override_image", TOOLS, override_image),
-        // `-mllvm=` is not the wrapper's option: LLVM 22 passes it to the
-        // host linker, as do we.
-        trial("linker_wrapper::dry_run_joined_mllvm", TOOLS, || {
-            dry_run(&["-Wl,--dry-run", "-Wl,-mllvm=-x"])
-        }),
-        trial("linker_wrapper::dry_run_mllvm", TOOLS, || {
-            dry_run(&[
-                "-Wl,--dry-run",
-                "-Wl,-mllvm,-inline-threshold=5,-mllvm,-unroll-count=2",
-            ])
-        }),
-        trial("linker_wrapper::wrapper_jobs", TOOLS, wrapper_jobs),
-        trial("linker_wrapper::large_images", TOOLS, large_images),
-        trial("linker_wrapper::dry_run_direct", TOOLS, dry_run_direct),
-        trial(
-            "linker_wrapper::dry_run_save_temps",
-            TOOLS,
-            dry_run_save_temps,
-        ),
-        trial(
-            "linker_wrapper::dry_run_bitcode_host",
-            TOOLS,
-            dry_run_bitcode_host,
-        ),
+        trial!(flto_host, TOOLS),
+        trial!(save_temps, TOOLS),
+        trial!(dry_run_wrapper_verbose, TOOLS),
+        trial!(dry_run_device_args, TOOLS),
+        trial!(dry_run_relocatable, TOOLS),
+        trial!(override_image, TOOLS),
+        trial!(dry_run_joined_mllvm, TOOLS),
+        trial!(dry_run_mllvm, TOOLS),
+        trial!(wrapper_jobs, TOOLS),
+        trial!(large_images, TOOLS),
+        trial!(dry_run_direct, TOOLS),
+        trial!(dry_run_save_temps, TOOLS),
+        trial!(dry_run_bitcode_host, TOOLS),
     ]
+}
+
+fn dry_run_wrapper_verbose() -> Result<(), Failed> {
+    dry_run(&["-Wl,--dry-run,--wrapper-verbose"])
+}
+
+fn dry_run_device_args() -> Result<(), Failed> {
+    dry_run(&[
+        "-Wl,--dry-run",
+        "-Wl,--device-linker=-z,--device-linker=x86_64-unknown-linux-gnu=now",
+        "-Wl,--device-compiler=-O2,--device-compiler=aarch64-unknown-linux-gnu=-O3",
+        "-Wl,-rpath,/opt/x,--whole-archive,--no-whole-archive",
+    ])
+}
+
+fn dry_run_relocatable() -> Result<(), Failed> {
+    dry_run(&["-Wl,--dry-run", "-r"])
+}
+
+/// `-mllvm=` is not the wrapper's option: LLVM 22 passes it to the
+/// host linker, as do we.
+fn dry_run_joined_mllvm() -> Result<(), Failed> {
+    dry_run(&["-Wl,--dry-run", "-Wl,-mllvm=-x"])
+}
+
+fn dry_run_mllvm() -> Result<(), Failed> {
+    dry_run(&[
+        "-Wl,--dry-run",
+        "-Wl,-mllvm,-inline-threshold=5,-mllvm,-unroll-count=2",
+    ])
 }

@@ -117,25 +117,15 @@ pub(super) fn tests() -> Vec<Trial> {
     let with_ar: Vec<&str> = TOOLS.iter().copied().chain(["llvm-ar"]).collect();
     let with_false: Vec<&str> = TOOLS.iter().copied().chain(["false"]).collect();
     vec![
-        trial(
-            "linker_wrapper::thin_archive_missing_member",
-            &with_ar,
-            thin_archive_missing_member,
-        ),
-        trial("linker_wrapper::corrupt_section", TOOLS, corrupt_section),
-        trial(
-            "linker_wrapper::failing_device_link",
-            TOOLS,
-            failing_device_link,
-        ),
-        trial("linker_wrapper::refuses_override_image_cuda", TOOLS, || {
-            refused(&["--override-image=cuda=x.fatbin"])
-        }),
-        trial("linker_wrapper::missing_library", TOOLS, missing_library),
-        trial(
-            "linker_wrapper::failing_host_link",
-            &with_false,
-            failing_host_link,
-        ),
+        trial!(thin_archive_missing_member, &with_ar),
+        trial!(corrupt_section, TOOLS),
+        trial!(failing_device_link, TOOLS),
+        trial!(refuses_override_image_cuda, TOOLS),
+        trial!(missing_library, TOOLS),
+        trial!(failing_host_link, &with_false),
     ]
+}
+
+fn refuses_override_image_cuda() -> Result<(), Failed> {
+    refused(&["--override-image=cuda=x.fatbin"])
 }

@@ -685,40 +685,31 @@ fn aarch64_qemu() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial("linker_wrapper::openmp_amdgpu", TOOLS, openmp_amdgpu),
-        trial(
-            "linker_wrapper::openmp_nvptx",
-            &[
+        trial!(openmp_amdgpu, TOOLS),
+        trial!(openmp_nvptx, &[
                 "clang",
                 "clang-linker-wrapper",
                 "/opt/offload-kit/cuda-tools/bin/ptxas",
                 "/opt/offload-kit/cuda-tools/bin/nvlink",
                 "/opt/offload-kit/cuda-tools/bin/fatbinary",
-            ],
-            openmp_nvptx,
-        ),
-        trial(
-            "linker_wrapper::openmp_amdgpu_nvptx",
-            &[
+            ]),
+        trial!(openmp_amdgpu_nvptx, &[
                 "clang",
                 "clang-linker-wrapper",
                 "/opt/offload-kit/cuda-tools/bin/ptxas",
                 "/opt/offload-kit/cuda-tools/bin/nvlink",
-            ],
-            openmp_amdgpu_nvptx,
-        ),
-        trial(
-            "linker_wrapper::hip",
+            ]),
+        trial!(
+            hip,
             &[
                 "clang",
                 "clang-linker-wrapper",
                 "clang-offload-bundler",
                 "ld.bfd",
             ],
-            || gpu_program(Gpu::Hip),
         ),
-        trial(
-            "linker_wrapper::cuda",
+        trial!(
+            cuda,
             &[
                 "clang",
                 "clang-linker-wrapper",
@@ -727,19 +718,22 @@ pub(super) fn tests() -> Vec<Trial> {
                 "/opt/offload-kit/cuda-tools/bin/nvlink",
                 "/opt/offload-kit/cuda-tools/bin/fatbinary",
             ],
-            || gpu_program(Gpu::Cuda),
         ),
-        trial(
-            "linker_wrapper::aarch64_qemu",
-            &[
+        trial!(aarch64_qemu, &[
                 "clang",
                 "clang-linker-wrapper",
                 "ld.lld",
                 "qemu-aarch64",
                 "/opt/offload-kit/sysroot-arm64/usr/lib/llvm-22/lib/libomptarget.so.22.1",
                 "/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu/libomp.so",
-            ],
-            aarch64_qemu,
-        ),
+            ]),
     ]
+}
+
+fn hip() -> Result<(), Failed> {
+    gpu_program(Gpu::Hip)
+}
+
+fn cuda() -> Result<(), Failed> {
+    gpu_program(Gpu::Cuda)
 }

@@ -389,20 +389,12 @@ fn mixed_openmp_hip() -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let with_ar: Vec<&str> = TOOLS.iter().copied().chain(["llvm-ar"]).collect();
     vec![
-        trial("linker_wrapper::shared_library", TOOLS, shared_library),
-        trial("linker_wrapper::lto", TOOLS, lto),
-        trial("linker_wrapper::mixed_openmp_hip", TOOLS, mixed_openmp_hip),
-        trial(
-            "linker_wrapper::lto_static_library",
-            &with_ar,
-            lto_static_library,
-        ),
-        trial("linker_wrapper::archive_members", &with_ar, archive_members),
-        trial(
-            "linker_wrapper::thin_archive_members",
-            &with_ar,
-            thin_archive_members,
-        ),
-        trial("linker_wrapper::relocatable", TOOLS, relocatable),
+        trial!(shared_library, TOOLS),
+        trial!(lto, TOOLS),
+        trial!(mixed_openmp_hip, TOOLS),
+        trial!(lto_static_library, &with_ar),
+        trial!(archive_members, &with_ar),
+        trial!(thin_archive_members, &with_ar),
+        trial!(relocatable, TOOLS),
     ]
 }

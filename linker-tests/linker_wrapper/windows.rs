@@ -20,7 +20,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{exec, mask_dry_run, src};
-use crate::util::{Wine, llvm, ours, ours_as, ours_json, run, same, tempdir, trial};
+use crate::util::{Wine, llvm, ours, ours_as, ours_json, run, same, tempdir};
 
 const GPUS: &str = "--offload-arch=gfx90a,gfx1030";
 
@@ -192,7 +192,7 @@ fn gpus_of(dll: &str, d: &Path) -> Result<Vec<String>, Failed> {
 
 /// Both DLLs for x86-64, byte for byte LLVM's, registering under Wine;
 /// scanned, pruned, and registering again.
-fn x86_64() -> Result<(), Failed> {
+fn x86_64_dlls_are_llvms_and_register_under_wine() -> Result<(), Failed> {
     let triple = "x86_64-pc-windows-msvc";
     let t = tempdir();
     let d = t.path();
@@ -277,7 +277,7 @@ fn x86_64() -> Result<(), Failed> {
 }
 
 /// Both DLLs for ARM64 Windows, byte for byte LLVM's.
-fn arm64() -> Result<(), Failed> {
+fn arm64_dlls_are_llvms() -> Result<(), Failed> {
     let triple = "aarch64-pc-windows-msvc";
     let t = tempdir();
     let d = t.path();
@@ -310,15 +310,7 @@ pub(super) fn tests() -> Vec<Trial> {
         .chain(["/usr/lib/wine/wine64"])
         .collect();
     vec![
-        trial(
-            "linker_wrapper::windows::x86_64_dlls_are_llvms_and_register_under_wine",
-            &wine,
-            x86_64,
-        ),
-        trial(
-            "linker_wrapper::windows::arm64_dlls_are_llvms",
-            TOOLS,
-            arm64,
-        ),
+        trial!(x86_64_dlls_are_llvms_and_register_under_wine, &wine),
+        trial!(arm64_dlls_are_llvms, TOOLS),
     ]
 }

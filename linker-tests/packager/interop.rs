@@ -457,18 +457,9 @@ fn archive_extraction() -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for c in cases() {
-        let name = format!("packager::interop::{}", c.name);
-        t.push(trial(name, &[TOOL], move || run_case(c)));
+        t.push(trial!(run_case["{}", c.name], &[TOOL], move || run_case(c)));
     }
-    t.push(trial(
-        "packager::interop::embedded_in_objects",
-        &[TOOL, "clang", "llvm-ar"],
-        embedded_in_objects,
-    ));
-    t.push(trial(
-        "packager::interop::archive_extraction",
-        &[TOOL, "clang", "llvm-ar"],
-        archive_extraction,
-    ));
+    t.push(trial!(embedded_in_objects, &[TOOL, "clang", "llvm-ar"]));
+    t.push(trial!(archive_extraction, &[TOOL, "clang", "llvm-ar"]));
     t
 }

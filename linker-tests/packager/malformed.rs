@@ -231,8 +231,8 @@ fn run_malformed(name: &'static str, data: Vec<u8>) -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for (name, f) in malformed() {
-        t.push(trial(
-            format!("packager::malformed::{name}"),
+        t.push(trial!(
+            run_malformed["{name}"],
             &[TOOL],
             move || run_malformed(name, f()),
         ));

@@ -352,22 +352,10 @@ fn compressed_packs() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "packager::newer::extract_all_and_nested",
-            &[TOOL],
-            extract_all_and_nested,
-        ),
-        trial(
-            "packager::newer::member_filter",
-            &[TOOL, "llvm-ar"],
-            member_filter,
-        ),
-        trial(
-            "packager::newer::compressed_packs",
-            &[TOOL],
-            compressed_packs,
-        ),
-        Trial::test("packager::native::v2_round_trip", native_v2_round_trip),
-        Trial::test("packager::overwriting_outputs", overwriting_outputs),
+        trial!(extract_all_and_nested, &[TOOL]),
+        trial!(member_filter, &[TOOL, "llvm-ar"]),
+        trial!(compressed_packs, &[TOOL]),
+        trial!(native_v2_round_trip, &[]),
+        trial!(overwriting_outputs, &[]),
     ]
 }

@@ -136,8 +136,7 @@ fn run_transcript(t: Transcript) -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for tr in transcripts() {
-        let name = format!("packager::transcript::{}", tr.name);
-        t.push(trial(name, &[TOOL, "clang-offload-packager"], move || {
+        t.push(trial!(run_transcript["{}", tr.name], &[TOOL, "clang-offload-packager"], move || {
             run_transcript(tr)
         }));
     }

@@ -26,25 +26,13 @@ use sha2::Digest as _;
 
 use super::debs::{dpkg, scratch_root};
 use super::src;
-use crate::util::{files, llvm, md5_hex, ours, run, same, tempdir, trial};
+use crate::util::{files, llvm, md5_hex, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::companion::a_tree_in_place_and_in_a_dry_run",
-            &["clang++"],
-            tree,
-        ),
-        trial(
-            "prune::companion::a_wheel_pip_installs_and_uninstalls",
-            &["clang++", "/usr/bin/python3"],
-            wheel,
-        ),
-        trial(
-            "prune::companion::a_deb_dpkg_installs_and_verifies",
-            &["clang++", "dpkg", "dpkg-deb"],
-            deb,
-        ),
+        trial!(a_tree_in_place_and_in_a_dry_run, &["clang++"]),
+        trial!(a_wheel_pip_installs_and_uninstalls, &["clang++", "/usr/bin/python3"]),
+        trial!(a_deb_dpkg_installs_and_verifies, &["clang++", "dpkg", "dpkg-deb"]),
     ]
 }
 
@@ -225,7 +213,7 @@ fn json(d: &Path, args: &[&str]) -> Result<(i32, Value), Failed> {
     Ok((r.code, doc))
 }
 
-fn tree() -> Result<(), Failed> {
+fn a_tree_in_place_and_in_a_dry_run() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -400,7 +388,7 @@ fn members(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
     Ok(out)
 }
 
-fn wheel() -> Result<(), Failed> {
+fn a_wheel_pip_installs_and_uninstalls() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -544,7 +532,7 @@ fn build_deb(
     Ok(tree)
 }
 
-fn deb() -> Result<(), Failed> {
+fn a_deb_dpkg_installs_and_verifies() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;

@@ -17,7 +17,7 @@ use libtest_mimic::{Failed, Trial};
 
 use super::src;
 use crate::real_libs::{WHEEL, downloads};
-use crate::util::{md5_hex, ours, run, same, tempdir, trial, unzip};
+use crate::util::{md5_hex, ours, run, same, tempdir, unzip};
 
 /// The venv of scripts/conda-tools.sh.
 const CPH: &str = "/opt/offload-kit/conda-tools/bin/cph";
@@ -28,26 +28,10 @@ const PKG: &str = "gpulib-1.0-h0_0";
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::conda::real_libs::curand_conda_and_tar_bz2_to_sm_80",
-            &[CPH, PY],
-            curand,
-        ),
-        trial(
-            "prune::conda::rocm_conda_and_tar_bz2_to_gfx90a",
-            &["clang++", CPH, PY],
-            rocm,
-        ),
-        trial(
-            "prune::conda::hostile_packages_exit_2_and_nothing_is_written",
-            &[CPH, PY],
-            hostile,
-        ),
-        trial(
-            "prune::conda::in_place_killed_leaves_the_old_package_or_the_new",
-            &[CPH, PY],
-            killed,
-        ),
+        trial!(curand_conda_and_tar_bz2_to_sm_80, &[CPH, PY]),
+        trial!(rocm_conda_and_tar_bz2_to_gfx90a, &["clang++", CPH, PY]),
+        trial!(hostile_packages_exit_2_and_nothing_is_written, &[CPH, PY]),
+        trial!(in_place_killed_leaves_the_old_package_or_the_new, &[CPH, PY]),
     ]
 }
 
@@ -153,7 +137,7 @@ fn alone(d: &Path, file: &str, keep: &str) -> Result<Vec<u8>, Failed> {
 }
 
 /// NVIDIA's libcurand in a conda package, pruned to sm_80.
-fn curand() -> Result<(), Failed> {
+fn curand_conda_and_tar_bz2_to_sm_80() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let lib = "nvidia/curand/lib/libcurand.so.10";
@@ -175,7 +159,7 @@ fn curand() -> Result<(), Failed> {
 
 /// A ROCm-style prefix: a HIP bundle of gfx90a and gfx942 images, the
 /// per-GPU files and code objects of `companion`, pruned to gfx90a.
-fn rocm() -> Result<(), Failed> {
+fn rocm_conda_and_tar_bz2_to_gfx90a() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let mut files = super::companion::build(d)?;
@@ -208,7 +192,7 @@ fn rocm() -> Result<(), Failed> {
 
 /// Each hostile package: exit 2, the file and the field named, nothing
 /// written.
-fn hostile() -> Result<(), Failed> {
+fn hostile_packages_exit_2_and_nothing_is_written() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let base = |d: &Path| -> Result<(), Failed> {
@@ -343,7 +327,7 @@ fn softlinks(d: &Path, base: Step, edit: Edit, refused: Refused) -> Result<(), F
 /// the path is the old package or the one `prune -o` writes, and any
 /// `.offload-kit-*` file left beside it (docs/prune.md: a copy a killed
 /// run can leave) is a whole copy of either.
-fn killed() -> Result<(), Failed> {
+fn in_place_killed_leaves_the_old_package_or_the_new() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     super::tree::bundle(d, "k.hipfb", &[("gfx90a", 1, 16 << 20), ("gfx942", 2, 16 << 20)])?;

@@ -23,16 +23,14 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{dropped_bytes, output, readelf_clean, src};
-use crate::util::{llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{llvm, ours, ours_json, run, same, tempdir};
 
 const PTXAS: &str = "/opt/offload-kit/cuda-tools/bin/ptxas";
 const FATBINARY: &str = "/opt/offload-kit/cuda-tools/bin/fatbinary";
 const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "prune::cuda::fatbins_keep_what_an_sm_86_device_loads",
-        &[
+    vec![trial!(fatbins_keep_what_an_sm_86_device_loads, &[
             PTXAS,
             FATBINARY,
             CUOBJDUMP,
@@ -43,9 +41,7 @@ pub fn tests() -> Vec<Trial> {
             "ld.lld",
             "ld.mold",
             "llvm-readelf",
-        ],
-        cuda,
-    )]
+        ])]
 }
 
 /// A PTX kernel for `sm`, with a 240 KB table of pseudo-random words (so
@@ -104,7 +100,7 @@ fn listing(d: &Path, file: &str) -> Result<String, Failed> {
         .collect())
 }
 
-fn cuda() -> Result<(), Failed> {
+fn fatbins_keep_what_an_sm_86_device_loads() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     build(d)?;

@@ -14,25 +14,13 @@ use libtest_mimic::{Failed, Trial};
 
 use super::tree::bundle;
 use crate::real_libs::{DEB, downloads};
-use crate::util::{files, md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{files, md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::debs::real_libs::rocrand_installs_and_verifies_with_dpkg",
-            &["dpkg", "dpkg-deb", "ar"],
-            rocrand_deb,
-        ),
-        trial(
-            "prune::debs::killed_in_place_the_package_is_old_or_new",
-            &["dpkg-deb"],
-            killed,
-        ),
-        trial(
-            "prune::debs::refused_files_exit_1_damaged_data_exit_2",
-            &["dpkg-deb"],
-            exit_codes,
-        ),
+        trial!(rocrand_installs_and_verifies_with_dpkg, &["dpkg", "dpkg-deb", "ar"]),
+        trial!(killed_in_place_the_package_is_old_or_new, &["dpkg-deb"]),
+        trial!(refused_files_exit_1_damaged_data_exit_2, &["dpkg-deb"]),
     ]
 }
 
@@ -100,7 +88,7 @@ fn contents(d: &Path, deb: &str) -> Result<Vec<String>, Failed> {
         .collect())
 }
 
-fn rocrand_deb() -> Result<(), Failed> {
+fn rocrand_installs_and_verifies_with_dpkg() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -296,7 +284,7 @@ fn package(d: &Path, len: usize, extra: &[(&str, &[u8])]) -> Result<(), Failed> 
 /// killed with SIGKILL 20 times at random points of its run: each time
 /// the file at the path is the old package or the new one, and any
 /// `.offload-kit-*` file left beside it is a whole copy of either.
-fn killed() -> Result<(), Failed> {
+fn killed_in_place_the_package_is_old_or_new() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     package(d, 3 << 20, &[])?;
@@ -339,7 +327,7 @@ fn killed() -> Result<(), Failed> {
 /// archive is listed (`not pruned: 'in.deb!/usr/lib/k.a': …`), exit 1,
 /// the package written with the archive as it was. Cut short, the package
 /// is damaged data: exit 2, nothing written.
-fn exit_codes() -> Result<(), Failed> {
+fn refused_files_exit_1_damaged_data_exit_2() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let thin = b"!<thin>\nk1.hipfb/       0           0     0     644     64        `\n";

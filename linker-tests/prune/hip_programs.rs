@@ -17,7 +17,7 @@ use crate::util::{llvm, ours, run, same, tempdir};
 /// bytes, a CCOB decompressed first, and the kernels). Pruned to gfx90a, each program prints exactly
 /// what it printed before less the gfx1030 and gfx942 entries: the same
 /// bundles, at the same addresses, the kept code objects unchanged.
-pub(super) fn hip_programs() -> Result<(), Failed> {
+pub(super) fn hip_programs_register_only_the_kept_images() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     // k1's bundle compressed (a CCOB, rebuilt when pruned), k2's plain.
@@ -88,7 +88,7 @@ pub(super) fn hip_programs() -> Result<(), Failed> {
     Ok(())
 }
 
-/// Links the HIP objects of [`hip_programs`] with `-fuse-ld=ld` into a
+/// Links the HIP objects of [`hip_programs_register_only_the_kept_images`] with `-fuse-ld=ld` into a
 /// shared library, a program that loads it, and PIE and non-PIE programs
 /// holding them; returns their names in that order.
 fn link_programs(d: &Path, ld: &str) -> Result<[String; 4], Failed> {

@@ -24,30 +24,14 @@ use serde_json::json;
 
 use super::tree::bundle;
 use crate::images::{blob, digest, gzip_tar};
-use crate::util::{files, ours, run, same, tempdir, trial};
+use crate::util::{files, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::images::umoci_layout_to_gfx90a_new_and_in_place",
-            &["umoci", "skopeo"],
-            umoci_layout,
-        ),
-        trial(
-            "prune::images::killed_in_place_the_layout_unpacks_old_or_new",
-            &["umoci"],
-            killed,
-        ),
-        trial(
-            "prune::images::sigterm_leaves_no_temporaries",
-            &["umoci", "kill"],
-            sigterm,
-        ),
-        trial(
-            "prune::images::hostile_layouts_exit_2_and_nothing_is_written",
-            &[],
-            hostile,
-        ),
+        trial!(umoci_layout_to_gfx90a_new_and_in_place, &["umoci", "skopeo"]),
+        trial!(killed_in_place_the_layout_unpacks_old_or_new, &["umoci"]),
+        trial!(sigterm_leaves_no_temporaries, &["umoci", "kill"]),
+        trial!(hostile_layouts_exit_2_and_nothing_is_written, &[]),
     ]
 }
 
@@ -124,7 +108,7 @@ fn check_root(what: &str, root: &BTreeMap<String, Vec<u8>>, want: &[u8]) -> Resu
     Ok(())
 }
 
-fn umoci_layout() -> Result<(), Failed> {
+fn umoci_layout_to_gfx90a_new_and_in_place() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let k = build(d, 1 << 20)?;
@@ -378,7 +362,7 @@ fn check_old(d: &Path, dir: &str, k: &[u8]) -> Result<(), Failed> {
 /// The layout of [`build`] (images of 4 MiB) pruned `--in-place` and
 /// killed with SIGKILL 20 times at random points of its run: each time
 /// `umoci unpack` accepts it, and its root is the old one or the new.
-fn killed() -> Result<(), Failed> {
+fn killed_in_place_the_layout_unpacks_old_or_new() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let k = build(d, 4 << 20)?;
@@ -457,7 +441,7 @@ fn terminated_after(args: &[&str], d: &Path, micros: u64) -> Result<(), Failed> 
 /// blobs, the new index, the new layout's temporary directory), the
 /// layout in place unpacks old or new, and a new layout is whole or
 /// absent.
-fn sigterm() -> Result<(), Failed> {
+fn sigterm_leaves_no_temporaries() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let k = build(d, 4 << 20)?;
@@ -524,7 +508,7 @@ fn refused(d: &Path, dir: &str, names: &[&str]) -> Result<(), Failed> {
     same(&format!("{dir}: temporary files left"), left, vec![])
 }
 
-fn hostile() -> Result<(), Failed> {
+fn hostile_layouts_exit_2_and_nothing_is_written() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     bundle(d, "k.hipfb", &[("gfx90a", 1, 4096), ("gfx942", 2, 4096)])?;

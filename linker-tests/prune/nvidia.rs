@@ -31,7 +31,7 @@ use libtest_mimic::{Failed, Trial};
 use super::shrink::elflint;
 use super::{dropped_bytes, src};
 use crate::real_libs::{CUOBJDUMP, Cache, fetched};
-use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, trial, unzip};
+use crate::util::{llvm, md5_hex, ours, ours_json, run, same, tempdir, unzip};
 
 const CUSPARSE: &str =
     "nvidia_cusparse_cu12-12.5.10.65-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
@@ -49,30 +49,16 @@ const PYTHON: &str = "/usr/bin/python3";
 pub fn tests() -> Vec<Trial> {
     let shrink = ["bash", PYTHON, "cc", "llvm-readelf", "eu-elflint"];
     vec![
-        trial(
-            "prune::nvidia::cusparse_fatbins_no_kept_gpu_loads_are_emptied",
+        trial!(
+            cusparse_fatbins_no_kept_gpu_loads_are_emptied,
             &["bash", PYTHON, "cc", CUOBJDUMP, "llvm-readelf"],
-            cusparse,
         ),
-        trial(
-            "real_libs::cusparse_raw_scan_reads_nvvm_entries",
+        trial!(cusparse_raw_scan_reads_nvvm_entries, &["bash", PYTHON, CUOBJDUMP]),
+        trial!(nvjpeg_to_sm_90_shrinks_by_pages, &shrink),
+        trial!(curand_cu13_to_sm_80_shrinks_by_pages, &shrink),
+        trial!(
+            nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink,
             &["bash", PYTHON, CUOBJDUMP],
-            cusparse_nvvm,
-        ),
-        trial(
-            "prune::nvidia::nvjpeg_to_sm_90_shrinks_by_pages",
-            &shrink,
-            nvjpeg,
-        ),
-        trial(
-            "prune::nvidia::curand_cu13_to_sm_80_shrinks_by_pages",
-            &shrink,
-            curand13,
-        ),
-        trial(
-            "prune::nvidia::nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink",
-            &["bash", PYTHON, CUOBJDUMP],
-            nvshmem,
         ),
     ]
 }
@@ -149,7 +135,7 @@ fn extracted_with(
     Ok(out)
 }
 
-fn cusparse() -> Result<(), Failed> {
+fn cusparse_fatbins_no_kept_gpu_loads_are_emptied() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -255,7 +241,7 @@ fn shrinks_by_pages(d: &Path, lib: &str, rule: &str, out: &str) -> Result<(), Fa
     loads(d, out)
 }
 
-fn nvjpeg() -> Result<(), Failed> {
+fn nvjpeg_to_sm_90_shrinks_by_pages() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -298,7 +284,7 @@ print(l.curandGenerateUniform(g, floats, ctypes.c_size_t(4)), list(floats))
 print(l.curandDestroyGenerator(g))
 ";
 
-fn curand13() -> Result<(), Failed> {
+fn curand_cu13_to_sm_80_shrinks_by_pages() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -334,7 +320,7 @@ fn curand13() -> Result<(), Failed> {
 /// raw scan reads the whole library with no problem, lists those entries
 /// as `nvvm`, with the archs `cuobjdump` gives each fatbin's nvvm entries,
 /// in order, and `extract` writes their stored bytes.
-fn cusparse_nvvm() -> Result<(), Failed> {
+fn cusparse_raw_scan_reads_nvvm_entries() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -426,7 +412,7 @@ fn extracted_of(
     Ok(all)
 }
 
-fn nvshmem() -> Result<(), Failed> {
+fn nvshmem_wheel_prunes_its_archive_and_says_what_did_not_shrink() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();

@@ -16,18 +16,15 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{hashed, output, readelf_clean, src};
-use crate::util::{llvm, ours, run, same, tempdir, trial};
+use crate::util::{llvm, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::objects::hip_and_openmp_objects_are_what_llvm_objcopy_writes",
+        trial!(
+            hip_and_openmp_objects_are_what_llvm_objcopy_writes,
             &["clang", "clang++", "llvm-objcopy", "llvm-readelf"],
-            objects,
         ),
-        trial(
-            "prune::objects::archives_link_and_register_only_the_kept_images",
-            &[
+        trial!(archives_link_and_register_only_the_kept_images, &[
                 "clang",
                 "clang++",
                 "cc",
@@ -38,28 +35,14 @@ pub fn tests() -> Vec<Trial> {
                 "ld.lld",
                 "ld.mold",
                 "/usr/lib/x86_64-linux-gnu/libzstd.so",
-            ],
-            archives,
-        ),
-        trial(
-            "prune::objects::openmp_cpu_offload_runs_after_its_gpu_image_goes",
-            &[
+            ]),
+        trial!(openmp_cpu_offload_runs_after_its_gpu_image_goes, &[
                 "clang",
                 "/usr/lib/llvm-22/lib/libomptarget.so.22.1",
                 "/usr/lib/llvm-22/lib/libomp.so",
-            ],
-            openmp_cpu_offload,
-        ),
-        trial(
-            "prune::objects::hard_links_split_unless_kept",
-            &["clang++"],
-            hard_links,
-        ),
-        trial(
-            "prune::objects::refusals_leave_no_output",
-            &["clang++", "ld.bfd", "ar"],
-            refusals,
-        ),
+            ]),
+        trial!(hard_links_split_unless_kept, &["clang++"]),
+        trial!(refusals_leave_no_output, &["clang++", "ld.bfd", "ar"]),
     ]
 }
 
@@ -105,7 +88,7 @@ fn kept_of(images: &[(String, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn objects() -> Result<(), Failed> {
+fn hip_and_openmp_objects_are_what_llvm_objcopy_writes() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     for (object, source, extra) in HIP_OBJECTS {
@@ -202,7 +185,7 @@ fn objects() -> Result<(), Failed> {
     Ok(())
 }
 
-fn archives() -> Result<(), Failed> {
+fn archives_link_and_register_only_the_kept_images() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip(d, "k1.hip", "k1.o", &["--offload-compress"])?;
@@ -349,7 +332,7 @@ fn thin_archive(d: &Path) -> Result<(), Failed> {
     Ok(())
 }
 
-fn openmp_cpu_offload() -> Result<(), Failed> {
+fn openmp_cpu_offload_runs_after_its_gpu_image_goes() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let wrap = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker-tests/wrap");
@@ -437,7 +420,7 @@ fn openmp_cpu_offload() -> Result<(), Failed> {
 /// Refused, nothing written: a relocatable object whose second bundle is
 /// pointed at past the first (two objects merged by `ld -r`: pruning the
 /// first would move the second), and a thin archive without --in-place.
-fn refusals() -> Result<(), Failed> {
+fn refusals_leave_no_output() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     hip(d, "k1.hip", "k1.o", &[])?;
@@ -479,7 +462,7 @@ fn refusals() -> Result<(), Failed> {
 /// becomes a new one and the other link keeps the old bytes; with
 /// `--keep-hard-links` both names see the pruned file (one inode), with
 /// the old times. The pruned bytes are the same either way.
-fn hard_links() -> Result<(), Failed> {
+fn hard_links_split_unless_kept() -> Result<(), Failed> {
     use std::os::unix::fs::MetadataExt;
     let t = tempdir();
     let d = t.path();

@@ -17,7 +17,7 @@ use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
 use super::shrink::elflint;
 use super::{hashed, src};
-use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir};
 
 const LIBOMPTARGET: &str = "/usr/lib/llvm-22/lib/libomptarget.so.22.1";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -34,16 +34,8 @@ pub fn tests() -> Vec<Trial> {
         "/usr/lib/llvm-22/lib/libomp.so",
     ];
     vec![
-        trial(
-            "prune::openmp::programs_run_their_kept_cpu_image",
-            &tools,
-            programs,
-        ),
-        trial(
-            "prune::openmp::a_descriptor_that_does_not_add_up_is_refused",
-            &tools,
-            refused,
-        ),
+        trial!(programs_run_their_kept_cpu_image, &tools),
+        trial!(a_descriptor_that_does_not_add_up_is_refused, &tools),
     ]
 }
 
@@ -127,7 +119,7 @@ fn descriptor_count(d: &Path, file: &str) -> Result<(u32, u64), Failed> {
 
 /// Every linker and kind of file: pruned to the CPU image, shrunk and in
 /// place, runs as before.
-fn programs() -> Result<(), Failed> {
+fn programs_run_their_kept_cpu_image() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     objects(d)?;
@@ -248,7 +240,7 @@ fn pruned(
 /// OffloadBinary it registers cannot go; refused (exit 2, as any file
 /// named on the command line that cannot be pruned), naming the file, and
 /// nothing written.
-fn refused() -> Result<(), Failed> {
+fn a_descriptor_that_does_not_add_up_is_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     objects(d)?;

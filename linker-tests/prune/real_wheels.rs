@@ -59,7 +59,7 @@ print(n)
 /// right, and each module holding its sm_80 and sm_86 cubins with their
 /// bytes and no other cubin (no PTX an 8.6 device could compile is left
 /// out: the newest such of each fat binary stays).
-pub(super) fn cupy_wheel() -> Result<(), Failed> {
+pub(super) fn cupy_wheel_to_sm_86() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -111,7 +111,7 @@ pub(super) fn cupy_wheel() -> Result<(), Failed> {
 /// matches its file (hash and size, checked here), `pip install` takes it
 /// into a fresh virtual environment, and the library installed is the
 /// pruned one (only sm_80 cubins, the same bytes as before).
-pub(super) fn curand_wheel() -> Result<(), Failed> {
+pub(super) fn curand_wheel_installs_with_pip() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();
@@ -189,7 +189,7 @@ print(sum(len(zlib.compress(open(os.path.join(sys.argv[1], f), 'rb').read(), 6))
 /// each CUDA library holding what `cuobjdump` lists of the original for
 /// sm_80 and sm_86 alone, and pip installs it. With `--strict` the one
 /// refusal fails the wheel (exit 2) and nothing is written.
-pub(super) fn bitsandbytes_wheel() -> Result<(), Failed> {
+pub(super) fn bitsandbytes_wheel_leaves_its_sycl_libraries() -> Result<(), Failed> {
     let cache = crate::windows_libs::windows_downloads()?;
     let t = tempdir();
     let d = t.path();

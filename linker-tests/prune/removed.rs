@@ -20,35 +20,15 @@ use libtest_mimic::{Failed, Trial};
 use sha2::Digest as _;
 
 use super::src;
-use crate::util::{llvm, md5_hex, ours, run, same, tempdir, trial};
+use crate::util::{llvm, md5_hex, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::removed::per_gpu_files_go_and_the_record_follows",
-            &["clang", "clang++"],
-            tree,
-        ),
-        trial(
-            "prune::removed::per_gpu_files_leave_a_wheel_and_its_record",
-            &["clang", "clang++"],
-            wheel,
-        ),
-        trial(
-            "prune::removed::pip_uninstalls_a_pruned_venv_cleanly",
-            &["clang", "clang++", "/usr/bin/python3"],
-            pip_uninstall,
-        ),
-        trial(
-            "prune::removed::per_gpu_files_go_and_conda_meta_follows",
-            &["clang", "clang++", "/usr/bin/python3"],
-            conda_env,
-        ),
-        trial(
-            "prune::removed::per_gpu_files_leave_a_deb_and_its_md5sums",
-            &["clang", "clang++", "dpkg-deb"],
-            deb,
-        ),
+        trial!(per_gpu_files_go_and_the_record_follows, &["clang", "clang++"]),
+        trial!(per_gpu_files_leave_a_wheel_and_its_record, &["clang", "clang++"]),
+        trial!(pip_uninstalls_a_pruned_venv_cleanly, &["clang", "clang++", "/usr/bin/python3"]),
+        trial!(per_gpu_files_go_and_conda_meta_follows, &["clang", "clang++", "/usr/bin/python3"]),
+        trial!(per_gpu_files_leave_a_deb_and_its_md5sums, &["clang", "clang++", "dpkg-deb"]),
     ]
 }
 
@@ -142,7 +122,7 @@ fn read_tree(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, Failed> {
     Ok(out)
 }
 
-fn tree() -> Result<(), Failed> {
+fn per_gpu_files_go_and_the_record_follows() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -239,7 +219,7 @@ fn write_wheel(path: &Path, files: &BTreeMap<&str, Vec<u8>>) -> Result<(), Faile
 }
 
 /// The pruned wheel's files, and its RECORD.
-fn wheel() -> Result<(), Failed> {
+fn per_gpu_files_leave_a_wheel_and_its_record() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -267,7 +247,7 @@ fn wheel() -> Result<(), Failed> {
 
 /// The pruned `.deb`: its listing, and its md5sums against the files
 /// extracted.
-fn deb() -> Result<(), Failed> {
+fn per_gpu_files_leave_a_deb_and_its_md5sums() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -327,7 +307,7 @@ fn deb() -> Result<(), Failed> {
 /// two-space indents, keys sorted): pruned in place, the record's
 /// `files` and `paths_data` name no removed file, and every row left
 /// gives its file's SHA-256 and size as Python computes them now.
-fn conda_env() -> Result<(), Failed> {
+fn per_gpu_files_go_and_conda_meta_follows() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let files = build(d)?;
@@ -385,7 +365,7 @@ print(len(rows))
 /// The files as a wheel pip installs into a venv: pruned in place there
 /// (two files pruned, two removed), `pip uninstall` takes the package
 /// away with no warning and leaves no file of it.
-fn pip_uninstall() -> Result<(), Failed> {
+fn pip_uninstalls_a_pruned_venv_cleanly() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let mut files: BTreeMap<&str, Vec<u8>> = build(d)?;

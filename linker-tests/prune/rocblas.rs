@@ -14,14 +14,10 @@ use serde_json::Value;
 
 use super::debs::{dpkg, scratch_root};
 use crate::real_libs::{Cache, fetched};
-use crate::util::{md5_hex, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial(
-        "prune::debs::real_libs::trixie_rocblas_to_one_gpu",
-        &["dpkg", "dpkg-deb"],
-        rocblas,
-    )]
+    vec![trial!(trixie_rocblas_to_one_gpu, &["dpkg", "dpkg-deb"])]
 }
 
 /// The package, as `scripts/real-libs.sh --rocblas` fetches it.
@@ -78,7 +74,7 @@ fn dropped_and_removed(doc: &Value) -> (u64, Vec<String>) {
 /// tree pruned in place gives the same files, and its dry run the same
 /// total. `--keep gfx90a` keeps both xnack variants' files;
 /// `gfx90a:xnack-` only its own.
-fn rocblas() -> Result<(), Failed> {
+fn trixie_rocblas_to_one_gpu() -> Result<(), Failed> {
     static DIR: Cache = Cache::new();
     let cache = fetched(&DIR, &["--rocblas"])?;
     let t = tempdir();

@@ -10,9 +10,9 @@
 //! through `dl_iterate_phdr`); `llvm-readelf -a` gives no warning and
 //! `eu-elflint --gnu-ld` nothing it did not say of the original.
 //!
-//! 32-bit files shrink too (issue #42): [`shrink_32_bit`], for i686 and
+//! 32-bit files shrink too (issue #42): [`i686_and_arm_programs_and_libraries_get_smaller`], for i686 and
 //! 32-bit Arm. Libraries whose layout a rewrite would damage (issue #41)
-//! are refused whole: [`hostile_layouts`].
+//! are refused whole: [`hostile_layouts_are_refused`].
 
 use std::path::Path;
 
@@ -24,7 +24,7 @@ use object::read::elf::{FileHeader as _, SectionHeader as _};
 
 use super::objects::hip_args;
 use super::{dropped_bytes, output, readelf_clean, src};
-use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir, trial};
+use crate::util::{clean_failure_code, llvm, ours, ours_json, run, same, tempdir};
 
 const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 
@@ -42,28 +42,20 @@ pub fn tests() -> Vec<Trial> {
     let mut arm = tools.to_vec();
     arm.extend(["qemu-aarch64", "aarch64-linux-gnu-ld"]);
     vec![
-        trial(
-            "prune::shrink::x86_64_programs_and_libraries_get_smaller",
-            &tools,
-            || shrink(&X86_64),
-        ),
-        trial(
-            "prune::shrink::aarch64_programs_and_libraries_get_smaller",
-            &arm,
-            || shrink(&AARCH64),
-        ),
+        trial!(x86_64_programs_and_libraries_get_smaller, &tools),
+        trial!(aarch64_programs_and_libraries_get_smaller, &arm),
         // All but the C library's zstd: nothing is run.
-        trial(
-            "prune::shrink::i686_and_arm_programs_and_libraries_get_smaller",
-            &tools[..7],
-            shrink_32_bit,
-        ),
-        trial(
-            "prune::shrink::hostile_layouts_are_refused",
-            &["clang", "clang++", "ld.lld"],
-            hostile_layouts,
-        ),
+        trial!(i686_and_arm_programs_and_libraries_get_smaller, &tools[..7]),
+        trial!(hostile_layouts_are_refused, &["clang", "clang++", "ld.lld"]),
     ]
+}
+
+fn x86_64_programs_and_libraries_get_smaller() -> Result<(), Failed> {
+    shrink(&X86_64)
+}
+
+fn aarch64_programs_and_libraries_get_smaller() -> Result<(), Failed> {
+    shrink(&AARCH64)
 }
 
 /// How programs for one host CPU are built and run.
@@ -239,7 +231,7 @@ fn check_shrunk(d: &Path, f: &str) -> Result<(), Failed> {
 /// at least 95 % of the dropped bytes, the ELF checkers find nothing new,
 /// and each fatbin wrapper points at the bundle it pointed at, which holds
 /// the gfx90a images it held, byte for byte.
-fn shrink_32_bit() -> Result<(), Failed> {
+fn i686_and_arm_programs_and_libraries_get_smaller() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir(d.join("pruned"))?;
@@ -401,7 +393,7 @@ fn fatbin_listed_twice(f: &[u8]) -> Result<Vec<u8>, Failed> {
 /// `--no-shrink`, to a new file or `--in-place`, exits 2 with one line
 /// that names the file and what lies where, writes nothing and leaves the
 /// file as it was. The libraries as linked are pruned and shrunk.
-fn hostile_layouts() -> Result<(), Failed> {
+fn hostile_layouts_are_refused() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     for (k, lib) in [("k2", "libsmall.so"), ("k3", "liblarge.so")] {

@@ -13,25 +13,13 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{CUPY, WHEEL, downloads};
-use crate::util::{bytes, md5_hex, ours, run, same, tempdir, trial};
+use crate::util::{bytes, md5_hex, ours, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::tree::exit_codes_say_refused_or_failed_and_the_run_goes_on",
-            &[],
-            exit_codes,
-        ),
-        trial(
-            "prune::tree::killed_at_random_points_each_file_is_old_or_new",
-            &[],
-            killed,
-        ),
-        trial(
-            "prune::tree::real_libs::a_venv_of_cupy_and_curand_as_each_file_alone",
-            &["/usr/bin/python3"],
-            venv,
-        ),
+        trial!(exit_codes_say_refused_or_failed_and_the_run_goes_on, &[]),
+        trial!(killed_at_random_points_each_file_is_old_or_new, &[]),
+        trial!(a_venv_of_cupy_and_curand_as_each_file_alone, &["/usr/bin/python3"]),
     ]
 }
 
@@ -104,7 +92,7 @@ fn tree_of_four(d: &Path) -> Result<(BTreeMap<String, String>, u64), Failed> {
     Ok((want, alone_freed))
 }
 
-fn exit_codes() -> Result<(), Failed> {
+fn exit_codes_say_refused_or_failed_and_the_run_goes_on() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let (want, alone_freed) = tree_of_four(d)?;
@@ -230,7 +218,7 @@ fn seed() -> u64 {
 /// left is a whole copy of one of them; the next run, not killed, exits
 /// 0, leaves every leftover as it is (reported, not pruned) and ends with
 /// every file pruned.
-fn killed() -> Result<(), Failed> {
+fn killed_at_random_points_each_file_is_old_or_new() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     std::fs::create_dir_all(d.join("orig/a/b"))?;
@@ -370,7 +358,7 @@ fn unpacked(d: &Path, cache: &Path, into: &str) -> Result<(), Failed> {
 /// (the RECORDs aside, which the tree run updates and which must then
 /// match every file they list), the same exit code, and a total freed
 /// that is the sum of the files'.
-fn venv() -> Result<(), Failed> {
+fn a_venv_of_cupy_and_curand_as_each_file_alone() -> Result<(), Failed> {
     let cache = downloads()?;
     let t = tempdir();
     let d = t.path();

@@ -14,28 +14,16 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{clean_failure_code, ours, peak_of, run, same, tempdir, trial};
+use crate::util::{clean_failure_code, ours, peak_of, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "prune::wheels::every_record_names_the_pruned_members",
-            &[
+        trial!(every_record_names_the_pruned_members, &[
                 "/usr/bin/python3",
                 "/usr/lib/python3.11/ensurepip/__init__.py",
-            ],
-            every_record,
-        ),
-        trial(
-            "prune::wheels::a_signed_wheel_is_refused_when_it_would_change",
-            &["/usr/bin/python3"],
-            signed,
-        ),
-        trial(
-            "prune::wheels::a_zip_bomb_is_refused_before_it_is_inflated",
-            &["/usr/bin/python3"],
-            bomb,
-        ),
+            ]),
+        trial!(a_signed_wheel_is_refused_when_it_would_change, &["/usr/bin/python3"]),
+        trial!(a_zip_bomb_is_refused_before_it_is_inflated, &["/usr/bin/python3"]),
     ]
 }
 
@@ -129,7 +117,7 @@ with zipfile.ZipFile('in.whl', 'w') as z:
 /// with `pruned.o`'s hash and size, the vendored one that does not stays
 /// byte for byte; pip installs the wheel, and the installed object is
 /// `pruned.o`.
-fn every_record() -> Result<(), Failed> {
+fn every_record_names_the_pruned_members() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     wheel(d, &[])?;
@@ -225,7 +213,7 @@ for rec in sorted(n for n in z.namelist() if n.endswith('.dist-info/RECORD')):
 /// A wheel with `RECORD.jws` (and one with `RECORD.p7s`) in its
 /// `.dist-info`: pruned to gfx90a it is refused (exit 2, one line naming
 /// the signature, no output); pruned of nothing it is written as it was.
-fn signed() -> Result<(), Failed> {
+fn a_signed_wheel_is_refused_when_it_would_change() -> Result<(), Failed> {
     for sig in ["RECORD.jws", "RECORD.p7s"] {
         let t = tempdir();
         let d = t.path();
@@ -263,7 +251,7 @@ fn signed() -> Result<(), Failed> {
 /// one line naming the wheel, the member and the budget, and no file left
 /// in the output directory nor in `TMPDIR`; with `--max-uncompressed 1G`
 /// the line names that option. `inspect` refuses it too.
-fn bomb() -> Result<(), Failed> {
+fn a_zip_bomb_is_refused_before_it_is_inflated() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let make = r#"import struct, sys, zipfile

@@ -7,7 +7,7 @@ use super::*;
 /// of the same members, read from the member files next to it whatever
 /// the working directory; extract writes the same files; a missing member
 /// file is a problem that names it, not a failure.
-fn thin_archives() -> Result<(), Failed> {
+fn thin_archives_read_their_member_files() -> Result<(), Failed> {
     let b = built()?;
     let t = tempdir();
     let d = t.path();
@@ -116,7 +116,7 @@ fn thin_archives() -> Result<(), Failed> {
     Ok(())
 }
 
-fn cuda_fatbin() -> Result<(), Failed> {
+fn cuda_fatbin_entries() -> Result<(), Failed> {
     let b = built()?;
     let f = inspect(&b.dir.join("cuda_fb.o"), &[])?;
     let images = f["images"].as_array().cloned().unwrap_or_default();
@@ -197,7 +197,7 @@ fn image_facts(f: &Value) -> Vec<String> {
         .collect()
 }
 
-fn stripped() -> Result<(), Failed> {
+fn stripped_section_headers_give_the_same_images() -> Result<(), Failed> {
     let b = built()?;
     // Stripped copies go elsewhere: other tests scan the built directory
     // as a whole, and llvm-objcopy's temporary files would come and go in
@@ -252,7 +252,7 @@ fn stripped() -> Result<(), Failed> {
     Ok(())
 }
 
-fn check_gate() -> Result<(), Failed> {
+fn check_is_a_ci_gate() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let d = b.dir.to_string_lossy().into_owned();
@@ -341,7 +341,7 @@ fn check_gate() -> Result<(), Failed> {
     Ok(())
 }
 
-fn size() -> Result<(), Failed> {
+fn size_counts_innermost_images() -> Result<(), Failed> {
     let b = built()?;
     let r = run(
         &ours(),
@@ -367,7 +367,7 @@ fn size() -> Result<(), Failed> {
     Ok(())
 }
 
-fn hostile() -> Result<(), Failed> {
+fn hostile_files_do_not_fail_the_scan() -> Result<(), Failed> {
     let b = built()?;
     let dir = tempdir();
     let hip = std::fs::read(b.dir.join("hipc.exe")).unwrap();
@@ -433,13 +433,12 @@ fn hostile() -> Result<(), Failed> {
 
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("scan::{name}"), TOOLS, f);
-    vec![
-        t("cuda_fatbin_entries", cuda_fatbin),
-        t("stripped_section_headers_give_the_same_images", stripped),
-        t("check_is_a_ci_gate", check_gate),
-        t("size_counts_innermost_images", size),
-        t("hostile_files_do_not_fail_the_scan", hostile),
-        t("thin_archives_read_their_member_files", thin_archives),
+        vec![
+        trial!(cuda_fatbin_entries, TOOLS),
+        trial!(stripped_section_headers_give_the_same_images, TOOLS),
+        trial!(check_is_a_ci_gate, TOOLS),
+        trial!(size_counts_innermost_images, TOOLS),
+        trial!(hostile_files_do_not_fail_the_scan, TOOLS),
+        trial!(thin_archives_read_their_member_files, TOOLS),
     ]
 }

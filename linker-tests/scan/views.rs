@@ -317,18 +317,31 @@ fn compare(files: &[&str]) -> Result<(), Failed> {
 
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("scan::{name}"), TOOLS, f);
     vec![
-        t("openmp_images_match_llvm", || {
-            compare(&["omp_host.exe", "omp_gfx.exe", "omp_gfx.o"])
-        }),
-        t("hip_bundles_match_llvm", || {
-            compare(&["hip.o", "hip.exe", "hip_rdc.o", "hip_rdc.exe"])
-        }),
-        t("compressed_bundles_match_llvm", || {
-            compare(&["hipc.o", "hipc.exe", "bare.bundle", "bare.ccob"])
-        }),
-        t("archive_members_match_llvm", || compare(&["libmix.a"])),
-        t("cuda_offload_binary_matches_llvm", || compare(&["cuda.o"])),
+        trial!(openmp_images_match_llvm, TOOLS),
+        trial!(hip_bundles_match_llvm, TOOLS),
+        trial!(compressed_bundles_match_llvm, TOOLS),
+        trial!(archive_members_match_llvm, TOOLS),
+        trial!(cuda_offload_binary_matches_llvm, TOOLS),
     ]
+}
+
+fn openmp_images_match_llvm() -> Result<(), Failed> {
+    compare(&["omp_host.exe", "omp_gfx.exe", "omp_gfx.o"])
+}
+
+fn hip_bundles_match_llvm() -> Result<(), Failed> {
+    compare(&["hip.o", "hip.exe", "hip_rdc.o", "hip_rdc.exe"])
+}
+
+fn compressed_bundles_match_llvm() -> Result<(), Failed> {
+    compare(&["hipc.o", "hipc.exe", "bare.bundle", "bare.ccob"])
+}
+
+fn archive_members_match_llvm() -> Result<(), Failed> {
+    compare(&["libmix.a"])
+}
+
+fn cuda_offload_binary_matches_llvm() -> Result<(), Failed> {
+    compare(&["cuda.o"])
 }

@@ -6,7 +6,7 @@ use super::*;
 
 /// `list` uses the scanners' words for kinds, lists the bundles of a
 /// `.hip_fatbin` section, and `size` orders archs naturally.
-fn list_words() -> Result<(), Failed> {
+fn ci_list_words_hip_fatbin_and_arch_order() -> Result<(), Failed> {
     let b = built()?;
     let k = ours();
     let r = run(&k, &["list", &path("omp_gfx.o")?], &b.dir).ok()?;
@@ -67,7 +67,7 @@ fn list_words() -> Result<(), Failed> {
 /// (bash's passes `bash -n`), naming the commands and their options;
 /// `manpages DIR` writes one page for offload-kit and one per command, each
 /// titled with its name.
-fn completions_and_manpages() -> Result<(), Failed> {
+fn ci_completions_and_manpages() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
@@ -136,7 +136,7 @@ fn completions_and_manpages() -> Result<(), Failed> {
 /// `list`'s columns widen to their longest value: with a 25-character
 /// triple (aarch64-unknown-linux-gnu) every row's arch starts where the
 /// header's does.
-fn list_columns() -> Result<(), Failed> {
+fn ci_list_columns_fit_long_triples() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(
@@ -173,7 +173,7 @@ fn list_columns() -> Result<(), Failed> {
 /// --add-section, alignment 1): LLVM's readers skip it (llvm-objdump
 /// --offloading lists nothing); `list` shows the scanner's image and says
 /// that LLVM does not read it.
-fn list_misaligned() -> Result<(), Failed> {
+fn ci_list_misaligned_offload_binary() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     std::fs::write(d.join("dev.o"), vec![7u8; 1001])?;
@@ -227,7 +227,7 @@ fn list_misaligned() -> Result<(), Failed> {
 /// A directory walk keeps a progress line on standard error when it is a
 /// terminal (run under `script`, which gives the command a pseudo-terminal),
 /// erased at the end; in a pipe standard error stays empty.
-fn progress() -> Result<(), Failed> {
+fn ci_progress_on_a_terminal_only() -> Result<(), Failed> {
     let b = built()?;
     let dir = b.dir.to_string_lossy().into_owned();
     let cmd = format!("'{}' inspect '{dir}' >/dev/null", ours().display());
@@ -255,16 +255,11 @@ fn progress() -> Result<(), Failed> {
 
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
-    let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("scan::{name}"), TOOLS, f);
-    vec![
-        t("ci_list_words_hip_fatbin_and_arch_order", list_words),
-        t("ci_completions_and_manpages", completions_and_manpages),
-        t("ci_list_columns_fit_long_triples", list_columns),
-        t("ci_list_misaligned_offload_binary", list_misaligned),
-        trial(
-            "scan::ci_progress_on_a_terminal_only",
-            &[TOOLS, &["script"]].concat(),
-            progress,
-        ),
+        vec![
+        trial!(ci_list_words_hip_fatbin_and_arch_order, TOOLS),
+        trial!(ci_completions_and_manpages, TOOLS),
+        trial!(ci_list_columns_fit_long_triples, TOOLS),
+        trial!(ci_list_misaligned_offload_binary, TOOLS),
+        trial!(ci_progress_on_a_terminal_only, &[TOOLS, &["script"]].concat()),
     ]
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use super::{same_as_llvm, sh};
-use crate::util::{bytes, llvm, ours, tempdir, trial};
+use crate::util::{bytes, llvm, ours, tempdir};
 
 /// The Windows triples compared: LLVM's MSVC and MinGW spellings.
 const TRIPLES: &[&str] = &[
@@ -48,7 +48,7 @@ fn offload_binary(d: &Path, name: &str, len: usize) -> Result<String, Failed> {
 }
 
 /// Every kind and size for `triple`, then OpenMP with several inputs.
-fn same_bytes(triple: &'static str) -> Result<(), Failed> {
+fn same_bytes_as_llc(triple: &'static str) -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     for (i, &n) in SIZES.iter().enumerate() {
@@ -200,22 +200,14 @@ pub fn tests() -> Vec<Trial> {
     let mut v: Vec<Trial> = TRIPLES
         .iter()
         .map(|&t| {
-            trial(
-                format!("wrap::coff::same_bytes_as_llc::{t}"),
+            trial!(
+                same_bytes_as_llc["{t}"],
                 COMPARE_TOOLS,
-                move || same_bytes(t),
+                move || same_bytes_as_llc(t),
             )
         })
         .collect();
-    v.push(trial(
-        "wrap::coff::read_clean",
-        &["llvm-readobj", "llvm-objdump"],
-        read_clean,
-    ));
-    v.push(trial(
-        "wrap::coff::lld_link_dll",
-        &["clang", "lld-link"],
-        lld_link_dll,
-    ));
+    v.push(trial!(read_clean, &["llvm-readobj", "llvm-objdump"]));
+    v.push(trial!(lld_link_dll, &["clang", "lld-link"]));
     v
 }

@@ -17,7 +17,7 @@
 //!
 //! And the real runtime on a second CPU: an aarch64 OpenMP program with
 //! our object, run under qemu-aarch64 with Debian's arm64 libomptarget 22
-//! ([`run_real_aarch64`]).
+//! ([`run_real_aarch64_runtime`]).
 
 use std::path::Path;
 
@@ -27,7 +27,7 @@ use super::{
     HOSTS, Host, Ran, check_app, check_log, clang, fatbin_input, fatbin_want, legacy_entries,
     llvm_wrap_for, sh, src,
 };
-use crate::util::{ours, tempdir, trial};
+use crate::util::{ours, tempdir};
 
 /// How programs for a host CPU are built and run here.
 struct Runner {
@@ -376,7 +376,7 @@ const SYSROOT_ARM64: &str = "/opt/offload-kit/sysroot-arm64";
 /// libomp and libomptarget 22 and run under `qemu-aarch64 -L SYSROOT`:
 /// every target region runs on libomptarget's host offload device with
 /// the right results, and the four kernel launches are reported.
-fn run_real_aarch64(ld: &str) -> Result<(), Failed> {
+fn run_real_aarch64_runtime(ld: &str) -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
     let s = Arm64::new();
@@ -554,9 +554,10 @@ fn every_host_runs() -> Result<(), Failed> {
     }
 }
 
-/// The trials: `wrap::cpus::<arch>::<ld>::<kind>` for every host CPU.
+/// The trials: `wrap::cpus::run_openmp::<arch>::<ld>::<abi>` and
+/// `wrap::cpus::run_fatbin::<arch>::<ld>::<kind>` for every host CPU.
 pub(super) fn tests() -> Vec<Trial> {
-    let mut v = vec![trial("wrap::cpus::every_host_runs", &[], every_host_runs)];
+    let mut v = vec![trial!(every_host_runs, &[])];
     for (ld, prog) in [("lld", "ld.lld"), ("bfd", "aarch64-linux-gnu-ld")] {
         let tools = [
             "clang",
@@ -567,10 +568,10 @@ pub(super) fn tests() -> Vec<Trial> {
             "/opt/offload-kit/sysroot-arm64/usr/lib/llvm-22/lib/libomptarget.so.22.1",
             "/opt/offload-kit/sysroot-arm64/usr/lib/aarch64-linux-gnu/libomp.so",
         ];
-        v.push(trial(
-            format!("wrap::cpus::aarch64::{ld}::real_runtime"),
+        v.push(trial!(
+            run_real_aarch64_runtime["{ld}"],
             &tools,
-            move || run_real_aarch64(ld),
+            move || run_real_aarch64_runtime(ld),
         ));
     }
     for host in HOSTS {
@@ -590,8 +591,8 @@ pub(super) fn tests() -> Vec<Trial> {
                 if abi != OmpAbi::Llvm {
                     tools.push("llvm-objcopy");
                 }
-                v.push(trial(
-                    format!("wrap::cpus::{}::{ld}::{}", r.arch, abi.name()),
+                v.push(trial!(
+                    run_openmp["{}::{ld}::{}", r.arch, abi.name()],
                     &tools,
                     move || run_openmp(host, ld, abi),
                 ));
@@ -599,8 +600,8 @@ pub(super) fn tests() -> Vec<Trial> {
             for kind in ["cuda", "hip"] {
                 let mut tools = tools.clone();
                 tools.push("clang-offload-bundler");
-                v.push(trial(
-                    format!("wrap::cpus::{}::{ld}::{kind}", r.arch),
+                v.push(trial!(
+                    run_fatbin["{}::{ld}::{kind}", r.arch],
                     &tools,
                     move || run_fatbin(host, kind, ld),
                 ));

@@ -469,8 +469,8 @@ fn many_inputs() -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut v = Vec::new();
     for host in HOSTS {
-        v.push(trial(
-            format!("wrap::same_bytes_as_llc::{}", host.arch()),
+        v.push(trial!(
+            same_bytes_as_llc["{}", host.arch()],
             &base(&[
                 "llvm-offload-wrapper",
                 "llc",
@@ -481,25 +481,9 @@ pub(super) fn tests() -> Vec<Trial> {
             move || same_bytes_as_llc(host),
         ));
     }
-    v.push(trial(
-        "wrap::legacy_like_llc",
-        &base(&["llvm-offload-wrapper", "llvm-dis", "llc"]),
-        legacy_like_llc,
-    ));
-    v.push(trial(
-        "wrap::rocm_like_llc",
-        &base(&["llvm-offload-wrapper", "llvm-dis", "llc"]),
-        rocm_like_llc,
-    ));
-    v.push(trial(
-        "wrap::other_oses",
-        &base(&["llvm-offload-wrapper", "llc"]),
-        other_oses,
-    ));
-    v.push(trial(
-        "wrap::many_inputs",
-        &["bash", "llvm-offload-wrapper", "llc", "llvm-dis"],
-        many_inputs,
-    ));
+    v.push(trial!(legacy_like_llc, &base(&["llvm-offload-wrapper", "llvm-dis", "llc"])));
+    v.push(trial!(rocm_like_llc, &base(&["llvm-offload-wrapper", "llvm-dis", "llc"])));
+    v.push(trial!(other_oses, &base(&["llvm-offload-wrapper", "llc"])));
+    v.push(trial!(many_inputs, &["bash", "llvm-offload-wrapper", "llc", "llvm-dis"]));
     v
 }

@@ -104,7 +104,7 @@ fn run_raw_image() -> Result<(), Failed> {
 }
 
 /// The legacy ABI with libomptarget 22, which still accepts 32-byte entries.
-fn run_legacy(ld: &'static str) -> Result<(), Failed> {
+fn run_legacy_abi(ld: &'static str) -> Result<(), Failed> {
     let fx = fixture()?;
     let t = tempdir();
     let d = t.path();
@@ -203,39 +203,31 @@ pub(super) fn tests() -> Vec<Trial> {
             ("dlopen", Shape::Dlopen),
             ("gc_sections", Shape::GcSections),
         ] {
-            v.push(trial(
-                format!("wrap::run::{ld}::{name}"),
+            v.push(trial!(
+                run_shape["{ld}::{name}"],
                 &base(&[prog]),
                 move || run_shape(ld, shape),
             ));
         }
-        v.push(trial(
-            format!("wrap::run::{ld}::two_images"),
+        v.push(trial!(
+            run_two_images["{ld}"],
             &base(&[prog]),
             move || run_two_images(ld),
         ));
-        v.push(trial(
-            format!("wrap::run::{ld}::legacy_abi"),
+        v.push(trial!(
+            run_legacy_abi["{ld}"],
             &base(&[prog]),
-            move || run_legacy(ld),
+            move || run_legacy_abi(ld),
         ));
     }
-    v.push(trial(
-        "wrap::run::raw_image",
-        &base(&["ld.bfd"]),
-        run_raw_image,
-    ));
+    v.push(trial!(run_raw_image, &base(&["ld.bfd"])));
     for (ld, prog) in [("bfd", "ld.bfd"), ("lld", "ld.lld")] {
-        v.push(trial(
-            format!("wrap::run::{ld}::large_image"),
+        v.push(trial!(
+            run_large_image["{ld}"],
             &base(&[prog, "readelf", "llvm-readelf"]),
             move || run_large_image(ld),
         ));
     }
-    v.push(trial(
-        "wrap::readelf",
-        &base(&["readelf", "llvm-readelf", "llvm-objdump"]),
-        readelf_clean,
-    ));
+    v.push(trial!(readelf_clean, &base(&["readelf", "llvm-readelf", "llvm-objdump"])));
     v
 }

@@ -190,8 +190,8 @@ pub(super) fn tests() -> Vec<Trial> {
             ("rocm", Flavour::Rocm),
         ] {
             let tools = base(&[prog, "llvm-offload-wrapper", "llc"]);
-            v.push(trial(
-                format!("wrap::stub::{ld}::{name}"),
+            v.push(trial!(
+                differential["{ld}::{name}"],
                 &tools,
                 move || differential(flavour, ld),
             ));
@@ -199,8 +199,8 @@ pub(super) fn tests() -> Vec<Trial> {
     }
     for (ld, prog) in [("bfd", "ld.bfd"), ("lld", "ld.lld")] {
         for kind in ["cuda", "hip"] {
-            v.push(trial(
-                format!("wrap::fatbin::{ld}::{kind}"),
+            v.push(trial!(
+                run_fatbin["{ld}::{kind}"],
                 &base(&[prog, "llvm-offload-wrapper", "llc", "clang-offload-bundler"]),
                 move || run_fatbin(kind, ld),
             ));

@@ -463,27 +463,23 @@ pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     let tools = [TOOL, "clang", "llvm-readobj"];
     for (i, shape) in COFF_SHAPES.iter().enumerate() {
-        t.push(trial(
-            format!("bundler::object::coff::{}", shape.0),
+        t.push(trial!(
+            coff_shape["{}", shape.0],
             &tools,
             move || coff_shape(&COFF_SHAPES[i]),
         ));
     }
-    t.push(trial(
-        "bundler::object::coff::rebundle",
-        &tools,
-        coff_rebundle,
-    ));
+    t.push(trial!(coff_rebundle, &tools));
     for i in [1, 4, 6, 8] {
-        t.push(trial(
-            format!("bundler::object::coff::archive::{}", COFF_SHAPES[i].0),
+        t.push(trial!(
+            coff_archive["{}", COFF_SHAPES[i].0],
             &[TOOL, "clang", "llvm-ar"],
             move || coff_archive(&COFF_SHAPES[i]),
         ));
     }
     for i in [2, 7] {
-        t.push(trial(
-            format!("bundler::object::coff::native::{}", COFF_SHAPES[i].0),
+        t.push(trial!(
+            coff_native["{}", COFF_SHAPES[i].0],
             &tools,
             move || coff_native(&COFF_SHAPES[i]),
         ));

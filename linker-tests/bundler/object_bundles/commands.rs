@@ -172,16 +172,12 @@ fn print_commands_without_objcopy() -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for &(name, a, empty) in PRINT_COMMANDS {
-        t.push(trial(
-            format!("bundler::object::{name}"),
+        t.push(trial!(
+            print_commands["{name}"],
             TOOLS,
             move || print_commands(name, a, empty),
         ));
     }
-    t.push(trial(
-        "bundler::object::print_commands_without_objcopy",
-        TOOLS,
-        print_commands_without_objcopy,
-    ));
+    t.push(trial!(print_commands_without_objcopy, TOOLS));
     t
 }

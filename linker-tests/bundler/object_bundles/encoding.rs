@@ -196,20 +196,8 @@ fn large_section_indices_ppc32() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     vec![
-        trial(
-            "bundler::object::encoding::renumbered_relocations_across_targets",
-            TOOLS,
-            renumbered_relocations_across_targets,
-        ),
-        trial(
-            "bundler::object::encoding::header_fields_kept",
-            TOOLS,
-            header_fields_kept,
-        ),
-        trial(
-            "bundler::object::encoding::large_section_indices_ppc32",
-            TOOLS,
-            large_section_indices_ppc32,
-        ),
+        trial!(renumbered_relocations_across_targets, TOOLS),
+        trial!(header_fields_kept, TOOLS),
+        trial!(large_section_indices_ppc32, TOOLS),
     ]
 }

@@ -5,7 +5,7 @@ use super::*;
 
 /// HIP-only targets with an object first input: LLVM 22 crashes; we refuse
 /// cleanly and write nothing.
-fn hip_only_object() -> Result<(), Failed> {
+fn hip_only_object_is_an_error() -> Result<(), Failed> {
     let dir = tempdir();
     let d = dir.path();
     copy_dir(inputs()?, d)?;
@@ -538,60 +538,20 @@ fn section_name_offset_zero() -> Result<(), Failed> {
 /// The trials of this file.
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = vec![
-        trial(
-            "bundler::object::hip_only_object_is_an_error",
-            TOOLS,
-            hip_only_object,
-        ),
-        trial(
-            "bundler::object::host_from_compressed_object_bundle",
-            TOOLS,
-            host_from_compressed_object_bundle,
-        ),
-        trial(
-            "bundler::object::relocation_into_bundle_section",
-            TOOLS,
-            relocation_into_bundle_section,
-        ),
-        trial(
-            "bundler::object::renumbered_relocations_and_groups",
-            TOOLS,
-            renumbered_relocations_and_groups,
-        ),
-        trial(
-            "bundler::object::crel_with_removed_symbols",
-            TOOLS,
-            crel_with_removed_symbols,
-        ),
-        trial(
-            "bundler::object::relocation_naming_no_symbol",
-            TOOLS,
-            relocation_naming_no_symbol,
-        ),
-        trial(
-            "bundler::object::entsize_high_bits",
-            TOOLS,
-            entsize_high_bits,
-        ),
-        trial(
-            "bundler::object::section_name_offset_zero",
-            TOOLS,
-            section_name_offset_zero,
-        ),
-        trial(
-            "bundler::object::large_section_indices",
-            TOOLS,
-            large_section_indices,
-        ),
-        trial(
-            "bundler::object::symbols_in_bundle_sections",
-            TOOLS,
-            symbols_in_bundle_sections,
-        ),
+        trial!(hip_only_object_is_an_error, TOOLS),
+        trial!(host_from_compressed_object_bundle, TOOLS),
+        trial!(relocation_into_bundle_section, TOOLS),
+        trial!(renumbered_relocations_and_groups, TOOLS),
+        trial!(crel_with_removed_symbols, TOOLS),
+        trial!(relocation_naming_no_symbol, TOOLS),
+        trial!(entsize_high_bits, TOOLS),
+        trial!(section_name_offset_zero, TOOLS),
+        trial!(large_section_indices, TOOLS),
+        trial!(symbols_in_bundle_sections, TOOLS),
     ];
     for (name, corrupt, targets) in hostile_objects() {
-        t.push(trial(
-            format!("bundler::object::hostile::{name}"),
+        t.push(trial!(
+            run_hostile["{name}"],
             TOOLS,
             move || run_hostile(corrupt, targets),
         ));

@@ -323,15 +323,15 @@ fn run_transcript(name: &str, a: &[String]) -> Result<(), Failed> {
 pub(super) fn tests() -> Vec<Trial> {
     let mut t = Vec::new();
     for (i, c) in CASES.iter().enumerate() {
-        t.push(trial(
-            format!("bundler::object::interop::{}", c.name),
+        t.push(trial!(
+            run_case["{}", c.name],
             TOOLS,
             move || run_case(&CASES[i]),
         ));
     }
     for (name, a) in transcripts() {
-        t.push(trial(
-            format!("bundler::object::transcript::{name}"),
+        t.push(trial!(
+            run_transcript["{name}"],
             TOOLS,
             move || run_transcript(name, &a),
         ));

@@ -21,7 +21,7 @@ fn riscv(abi: Abi) -> Options {
 /// destructor's own symbol, each image info is listed where the
 /// constructor first refers to it, and each target ID is relocated
 /// against its own symbol, the one longer than 16 bytes aligned to 16
-/// (llc 22's bytes; `wrap::legacy_like_llc` and `wrap::rocm_like_llc`
+/// (llc 22's bytes; `wrap::llc::legacy_like_llc` and `wrap::llc::rocm_like_llc`
 /// compare whole objects).
 #[test]
 fn riscv64_legacy() {

@@ -1,6 +1,6 @@
 //! Unit tests of the COFF rewrite, without LLVM: round trips through the
 //! `object` crate's COFF reader and hostile inputs. The bytes are checked
-//! against llvm-objcopy by the linker tests (`bundler::object::coff`).
+//! against llvm-objcopy by the linker tests (`bundler::object_bundles::coff`).
 
 use object::write::{Object as WObject, Relocation, StandardSection, Symbol, SymbolSection};
 use object::{

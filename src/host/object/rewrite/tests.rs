@@ -1,6 +1,6 @@
 //! Unit tests of the rewrite's parts. The rewrite as a whole is checked
 //! against clang-offload-bundler, which runs llvm-objcopy, by the linker
-//! tests (`bundler::object`).
+//! tests (`bundler::object_bundles`).
 
 use super::crel::{self, Crel};
 
