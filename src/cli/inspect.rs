@@ -109,7 +109,7 @@ impl InspectOpts {
         let mut out = super::io::Report::stdout();
         if self.markdown {
             let files: Vec<json::File<'_>> = scanned.iter().map(|s| json_file(s, false)).collect();
-            out.write_all(scan::inspect_markdown(&files).as_bytes())?;
+            out.write_all(crate::report::inspect_markdown(&files).as_bytes())?;
             for d in &quiet {
                 out.write_all(b"\n")?;
                 super::io::print_line(&mut out, &d.line())?;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::Serialize;
 
 use super::io::{print_line, printable};
-use crate::prune::summary::{self, Left, NotPruned, Owner, RecordLine, Run, Total};
+use crate::prune::summary::{Left, NotPruned, Owner, RecordLine, Run, Total};
 use crate::prune::{
     self, Destination, PackageBytes, PathOptions, PathReport, Ptx, Rules, Selection,
 };
@@ -280,7 +280,7 @@ impl PruneOpts {
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {
-            out.write_all(summary::markdown(&run, self.dry_run).as_bytes())?;
+            out.write_all(crate::report::prune_markdown(&run, self.dry_run).as_bytes())?;
         } else if self.json {
             #[derive(Serialize)]
             struct Doc<'a> {

@@ -100,7 +100,7 @@ impl SizeOpts {
         let mut out = super::io::Report::stdout();
         if self.markdown {
             let files: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
-            let text = scan::size_markdown(&files, several.then_some(&all));
+            let text = crate::report::size_markdown(&files, several.then_some(&all));
             out.write_all(text.as_bytes())?;
             for d in &quiet {
                 out.write_all(b"\n")?;
@@ -175,14 +175,14 @@ fn html(
         .iter()
         .map(|p| crate::files::shown(p).into_owned())
         .collect();
-    let files: Vec<scan::HtmlFile<'_>> = sizes
+    let files: Vec<crate::report::HtmlFile<'_>> = sizes
         .iter()
         .zip(scans)
         .map(|(size, s)| {
-            scan::HtmlFile::new(input_of(&inputs, &s.path), size, s.result.as_ref().ok())
+            crate::report::HtmlFile::new(input_of(&inputs, &s.path), size, s.result.as_ref().ok())
         })
         .collect();
-    scan::size_html(&files, total)
+    crate::report::size_html(&files, total)
 }
 
 /// The lines under a file's table: the note on its fatbins elsewhere,
