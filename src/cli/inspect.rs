@@ -13,9 +13,6 @@ use super::scan::{
     scan_files_kernels,
 };
 use crate::scan::{self, HashAlgo, Unread, json};
-use table::print_table;
-
-mod table;
 
 /// List every device image inside files: where it is, what it is, for whom.
 #[derive(clap::Args)]
@@ -120,7 +117,7 @@ impl InspectOpts {
             super::io::write_json(&mut out, &json::Document { files: &files }, &names)?;
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
-                print_table(&mut out, s, self.kernels)?;
+                crate::report::inspect_table(&mut out, s, self.kernels)?;
             }
             for d in &quiet {
                 super::io::print_line(&mut out, &d.line())?;

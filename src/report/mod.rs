@@ -13,16 +13,41 @@
 //! [`CheckReport`](crate::kernels::CheckReport)'s `markdown` and `junit`
 //! are made here too.
 
+#[cfg(feature = "cli")]
+mod check;
 mod check_markdown;
+#[cfg(feature = "cli")]
+mod diff;
+#[cfg(feature = "cli")]
+mod dirs;
 mod html;
+#[cfg(feature = "cli")]
+mod inspect;
+#[cfg(feature = "cli")]
+mod json;
 mod junit;
 mod markdown;
+pub(crate) mod problems;
 #[cfg(feature = "files")]
 mod prune;
+#[cfg(feature = "cli")]
+pub(crate) mod size;
+mod text;
 
+#[cfg(feature = "cli")]
+pub(crate) use check::{Shown as CheckShown, print_outcome as print_check};
+#[cfg(feature = "cli")]
+pub(crate) use diff::print as diff_table;
+#[cfg(feature = "cli")]
+pub(crate) use dirs::quiet_dirs;
 pub use html::{HtmlFile, size_html};
+#[cfg(feature = "cli")]
+pub(crate) use inspect::print_table as inspect_table;
+#[cfg(feature = "cli")]
+pub(crate) use json::{RawNames, write_json};
 pub use markdown::{inspect_markdown, size_markdown};
 #[cfg(feature = "files")]
 pub(crate) use prune::markdown as prune_markdown;
 #[cfg(feature = "files")]
 pub use prune::tree_markdown;
+pub(crate) use text::print_line;
