@@ -31,6 +31,8 @@ pub(crate) mod problems;
 #[cfg(feature = "files")]
 mod prune;
 #[cfg(feature = "cli")]
+pub(crate) mod prune_text;
+#[cfg(feature = "cli")]
 pub(crate) mod size;
 mod text;
 
