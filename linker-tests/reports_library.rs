@@ -4,9 +4,9 @@
 //! the test walks and scans the files itself through the public API only
 //! (`scan::scan_with` with `kernels::Collect`, `scan::check`,
 //! `kernels::KernelGate`, `kernels::PerGpuJudgement`,
-//! `kernels::CheckReport`, `scan::size`, `scan::size_markdown`,
-//! `scan::size_html`, `scan::inspect_markdown`, `prune::prune_tree` and
-//! `prune::tree_markdown`), and compares what it makes with what
+//! `kernels::CheckReport`, `scan::size`, `report::size_markdown`,
+//! `report::size_html`, `report::inspect_markdown`, `prune::prune_tree` and
+//! `report::tree_markdown`), and compares what it makes with what
 //! `offload-kit check --junit --markdown`, `check --json`, `size
 //! --markdown`, `size --html`, `inspect --markdown` and `prune --dry-run
 //! --markdown` print.
@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use offload_kit::kernels::{self, CheckReport, KernelGate, KernelRule, PerGpuJudgement};
 use offload_kit::prune::{self, Destination, PathOptions, Ptx, Rules, Selection};
-use offload_kit::scan::{self, HtmlFile, JsonFile, Report, Requirements, Rule, SizeReport, Unread};
+use offload_kit::report::{self, HtmlFile};
+use offload_kit::scan::{self, JsonFile, Report, Requirements, Rule, SizeReport, Unread};
 
 use crate::util::{ours, run, same, tempdir};
 
@@ -171,7 +172,7 @@ fn size(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
     let rows: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
     let cli = run(&ours(), &["size", "named.co", "t", "--markdown", "--html", "size.html"], cwd);
     same("size: exit code", cli.code, 0)?;
-    same_text("size --markdown", &scan::size_markdown(&rows, several.then_some(&all)), &cli.stdout)?;
+    same_text("size --markdown", &report::size_markdown(&rows, several.then_some(&all)), &cli.stdout)?;
     let html: Vec<HtmlFile<'_>> = shown
         .iter()
         .map(|(r, f)| {
@@ -181,7 +182,7 @@ fn size(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
         .collect();
     same_text(
         "size --html",
-        &scan::size_html(&html, several.then_some(&all)),
+        &report::size_html(&html, several.then_some(&all)),
         &std::fs::read(cwd.join("size.html"))?,
     )
 }
@@ -207,7 +208,7 @@ fn inspect_and_prune(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
             kernels: None,
         })
         .collect();
-    same_text("inspect --markdown", &scan::inspect_markdown(&listed), &cli.stdout)?;
+    same_text("inspect --markdown", &report::inspect_markdown(&listed), &cli.stdout)?;
 
     // prune --dry-run, of the inputs by their full paths (the library
     // walks them from this process's directory).
@@ -227,7 +228,7 @@ fn inspect_and_prune(cwd: &Path, files: &[Scanned]) -> Result<(), Failed> {
     let entries = prune::prune_tree(&inputs, &keep, &opts, &mut |_, _| {});
     same_text(
         "prune --dry-run --markdown",
-        &prune::tree_markdown(entries, &opts),
+        &report::tree_markdown(entries, &opts),
         &cli.stdout,
     )
 }

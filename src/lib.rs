@@ -32,6 +32,8 @@
 //!   changed.
 //! - [`prune`]: keeps only the device images chosen GPUs would load,
 //!   rewriting each container where it lies.
+//! - [`report`]: the Markdown, HTML and JUnit reports the commands print,
+//!   made from what [`scan`], [`kernels`] and [`prune`] return.
 //! - [`archive`]: the GNU `ar` writer, byte for byte as LLVM's.
 //! - [`files`] (feature `files`): inputs mapped and outputs written
 //!   atomically, for programs that work on files.
@@ -156,6 +158,7 @@ pub mod files;
 pub mod kernels;
 pub mod offload_binary;
 pub mod prune;
+pub mod report;
 pub mod scan;
 pub mod targets;
 pub mod triple;

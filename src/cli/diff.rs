@@ -8,12 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::io::print_line;
 use super::scan::{Common, Scanned, exit, exit_code_after_inputs, kernel_errors, with_progress};
-use crate::diff::paths::{self, Compared, Document, FileStatus, summary};
+use crate::diff::paths::{self, Compared, Document};
 use crate::scan::HashAlgo;
-
-mod table;
 
 /// Compare the device code of two builds: files, directories or packages.
 #[derive(clap::Args)]
@@ -100,7 +97,7 @@ impl DiffOpts {
             let doc = Document::new(old_root, new_root, self.kernels, &compared);
             super::io::write_json(&mut out, &doc, &names)?;
         } else {
-            table::print(&mut out, &compared)?;
+            crate::report::diff_table(&mut out, &compared)?;
         }
         out.flush()?;
         Ok(self.exit_code(&compared).into())

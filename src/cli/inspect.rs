@@ -13,9 +13,6 @@ use super::scan::{
     scan_files_kernels,
 };
 use crate::scan::{self, HashAlgo, Unread, json};
-use table::print_table;
-
-mod table;
 
 /// List every device image inside files: where it is, what it is, for whom.
 #[derive(clap::Args)]
@@ -109,7 +106,7 @@ impl InspectOpts {
         let mut out = super::io::Report::stdout();
         if self.markdown {
             let files: Vec<json::File<'_>> = scanned.iter().map(|s| json_file(s, false)).collect();
-            out.write_all(scan::inspect_markdown(&files).as_bytes())?;
+            out.write_all(crate::report::inspect_markdown(&files).as_bytes())?;
             for d in &quiet {
                 out.write_all(b"\n")?;
                 super::io::print_line(&mut out, &d.line())?;
@@ -120,7 +117,7 @@ impl InspectOpts {
             super::io::write_json(&mut out, &json::Document { files: &files }, &names)?;
         } else {
             for s in scanned.iter().filter(|s| s.result.is_ok()) {
-                print_table(&mut out, s, self.kernels)?;
+                crate::report::inspect_table(&mut out, s, self.kernels)?;
             }
             for d in &quiet {
                 super::io::print_line(&mut out, &d.line())?;

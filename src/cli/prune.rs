@@ -2,20 +2,18 @@
 //! load, rewriting each container that loses entries where it lies; the
 //! selection, the rewrite, the writing of each file and the walk of
 //! directories are `crate::prune`'s ([`prune::prune_tree`], which runs
-//! [`prune::prune_path`] on each file); this prints the report and the
-//! total, and picks the exit code.
+//! [`prune::prune_path`] on each file), the report and the total
+//! `crate::report`'s; this prints them and picks the exit code.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde::Serialize;
 
-use super::io::{print_line, printable};
-use crate::prune::summary::{self, Left, NotPruned, Owner, RecordLine, Run, Total};
-use crate::prune::{
-    self, Destination, PackageBytes, PathOptions, PathReport, Ptx, Rules, Selection,
-};
+use super::io::printable;
+use crate::prune::summary::Run;
+use crate::prune::{self, Destination, PathOptions, Ptx, Rules, Selection};
+use crate::report::prune_text;
 use crate::scan::rule::Rule;
 
 mod names;
@@ -280,240 +278,14 @@ impl PruneOpts {
         }
         let mut out = super::io::Report::stdout();
         if self.markdown {
-            out.write_all(summary::markdown(&run, self.dry_run).as_bytes())?;
+            out.write_all(crate::report::prune_markdown(&run, self.dry_run).as_bytes())?;
         } else if self.json {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                schema: &'static str,
-                dry_run: bool,
-                files: &'a [PathReport],
-                not_pruned: &'a [NotPruned],
-                skipped: &'a [Left],
-                #[serde(skip_serializing_if = "<[RecordLine]>::is_empty")]
-                records: &'a [RecordLine],
-                #[serde(skip_serializing_if = "<[Owner]>::is_empty")]
-                dpkg_packages: &'a [Owner],
-                #[serde(skip_serializing_if = "<[String]>::is_empty")]
-                directories_removed: &'a [String],
-                total: &'a Total,
-            }
-            let doc = Doc {
-                schema: "offload-kit/prune/1",
-                dry_run: self.dry_run,
-                files: &run.files,
-                not_pruned: &run.not_pruned,
-                skipped: &run.skipped,
-                records: &run.records,
-                dpkg_packages: &run.owners,
-                directories_removed: &run.directories_removed,
-                total: &run.total,
-            };
-            super::io::write_json(&mut out, &doc, &names)?;
+            prune_text::write_json(&mut out, &run, self.dry_run, &names)?;
         } else {
-            self.print_run(&mut out, &run, !trees.is_empty())?;
+            let keep_links = self.keep_hard_links;
+            prune_text::print_text(&mut out, &run, self.dry_run, keep_links, !trees.is_empty())?;
         }
         out.flush()?;
         Ok(std::process::ExitCode::from(run.exit_code()))
     }
-
-    /// Prints the text report of `run` (its total when directories were
-    /// `walked`).
-    fn print_run(&self, out: &mut super::io::Report, run: &Run, walked: bool) -> Result<()> {
-        for r in &run.files {
-            print_text(out, r, self.dry_run, self.keep_hard_links)?;
-        }
-        for n in run.not_pruned.iter().filter(|n| n.refused && !n.named) {
-            print_line(out, &format!("not pruned: {}", n.error))?;
-        }
-        for l in &run.skipped {
-            print_line(out, &format!("{}: {}", l.path, l.text))?;
-        }
-        for r in &run.records {
-            print_line(out, &r.text(self.dry_run))?;
-        }
-        for o in &run.owners {
-            print_line(out, &o.text(self.dry_run))?;
-        }
-        for d in &run.directories_removed {
-            let verb = if self.dry_run {
-                "would be removed"
-            } else {
-                "removed"
-            };
-            print_line(out, &format!("{d}/: directory {verb}: the run emptied it"))?;
-        }
-        if walked {
-            print_line(out, &run.total.text(self.dry_run))?;
-        }
-        Ok(())
-    }
-}
-
-/// What was done to the file `r` reports, in a few words.
-fn what_was_done(r: &PathReport, dry_run: bool) -> String {
-    let verb = if dry_run { "would free" } else { "freed" };
-    if r.removed.len() == 1 && r.removed[0].path == r.path && r.bytes_after == 0 {
-        let removed = if dry_run {
-            "would be removed"
-        } else {
-            "removed"
-        };
-        let why = r.removed[0]
-            .why
-            .as_deref()
-            .unwrap_or("device code alone that the rules drop all of");
-        return format!("{removed}: {why}, {verb} {} bytes", r.freed);
-    }
-    let mut parts = Vec::new();
-    if r.containers_rewritten > 0 {
-        parts.push(format!("{} container(s) rewritten", r.containers_rewritten));
-    }
-    if !r.removed.is_empty() {
-        let removed = if dry_run {
-            "would be removed"
-        } else {
-            "removed"
-        };
-        parts.push(format!("{} file(s) {removed}", r.removed.len()));
-    }
-    if parts.is_empty() {
-        return match r.members_refused.len() {
-            0 => "nothing to remove".to_string(),
-            n => format!("nothing pruned: {n} file(s) in it refused, left as they were (below)"),
-        };
-    }
-    let done = parts.join(", ");
-    match r.package_bytes {
-        None => format!("{done}, {verb} {} bytes", r.freed),
-        Some(p) => format!(
-            "{done}, {verb} {} bytes installed; {}",
-            r.freed,
-            package_line(p)
-        ),
-    }
-}
-
-/// What a package's own file lost or gained, in words.
-fn package_line(p: PackageBytes) -> String {
-    match p {
-        PackageBytes::Unknown => {
-            "the package's own size is known once written (compression decides it)".into()
-        }
-        PackageBytes::Freed(n) => format!("the package is {n} bytes smaller"),
-        PackageBytes::Grew(n) => format!("the package grew by {n} bytes, compressed again"),
-    }
-}
-
-/// The lines about the records of a package's files: a conda package's,
-/// and each row found wrong and trusted (`--trust-bytes`).
-fn print_records(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<()> {
-    if let Some(c) = &r.conda {
-        print_line(out, &c.line(dry_run))?;
-    }
-    for w in &r.records_wrong {
-        print_line(
-            out,
-            &format!("  record wrong, bytes trusted (--trust-bytes): {w}"),
-        )?;
-    }
-    Ok(())
-}
-
-fn print_text(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: bool) -> Result<()> {
-    print_line(out, &format!("{}: {}", r.path, what_was_done(r, dry_run)))?;
-    let removed = if dry_run {
-        "would be removed"
-    } else {
-        "removed"
-    };
-    for f in r.removed.iter().filter(|f| f.path != r.path) {
-        let why = f
-            .why
-            .as_deref()
-            .map_or_else(String::new, |w| format!(": {w}"));
-        print_line(
-            out,
-            &format!("  {removed}  {} ({} bytes){why}", f.path, f.bytes),
-        )?;
-    }
-    print_records(out, r, dry_run)?;
-    for line in r.images.iter().flat_map(|i| i.lines(dry_run)) {
-        print_line(out, &line)?;
-    }
-    if r.emptied > 0 {
-        print_line(
-            out,
-            &format!(
-                "  {} container(s) emptied: no device of the rules loads any of their images",
-                r.emptied
-            ),
-        )?;
-    }
-    if let (Some(o), Some(d)) = (&r.output, r.disk_after) {
-        print_line(
-            out,
-            &format!(
-                "  {o}: {} bytes ({} before); on disk {} bytes ({} before)",
-                r.bytes_after, r.bytes_before, d, r.disk_before
-            ),
-        )?;
-    }
-    if let Some(s) = &r.shrunk {
-        let seg = |p: prune::Segment| {
-            format!(
-                "offset {:#x} address {:#x} size {:#x}",
-                p.offset, p.address, p.size
-            )
-        };
-        print_line(
-            out,
-            &format!(
-                "  {} packed from {} to {} bytes; file bytes {:#x}..{:#x} removed",
-                s.section, s.section_size.0, s.section_size.1, s.removed.0, s.removed.1
-            ),
-        )?;
-        print_line(out, &format!("  {} {}", s.mapping, seg(s.segment)))?;
-        for p in &s.segments {
-            print_line(out, &format!("    becomes {}", seg(*p)))?;
-        }
-    }
-    if let Some(n) = r.signature_removed {
-        print_line(
-            out,
-            &format!("  Authenticode signature removed ({n} bytes of certificates)"),
-        )?;
-    }
-    if let Some(why) = &r.not_shrunk {
-        print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;
-    }
-    if r.hard_links > 1 && r.output.as_deref() == Some(r.path.as_str()) {
-        print_line(
-            out,
-            &format!(
-                "  it had {} hard links: {}",
-                r.hard_links,
-                if keep_links {
-                    "rewritten through them, every link sees the pruned file"
-                } else {
-                    "the others keep the old file (--keep-hard-links rewrites through them)"
-                }
-            ),
-        )?;
-    }
-    for (label, gs) in [("kept", &r.kept), ("dropped", &r.dropped)] {
-        for g in gs {
-            let why = g
-                .why
-                .as_ref()
-                .map_or_else(String::new, |w| format!("  ({w})"));
-            print_line(
-                out,
-                &format!(
-                    "  {label:<8} {:<28} {:<6} {:>5} image(s) {:>14} bytes{why}",
-                    g.target, g.kind, g.images, g.bytes
-                ),
-            )?;
-        }
-    }
-    Ok(())
 }

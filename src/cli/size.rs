@@ -1,17 +1,15 @@
 //! `offload-kit size`: bytes of device code per target and per kind, as a
 //! table, JSON (schema `offload-kit/size/1`) or Markdown, and as an HTML
 //! treemap (`--html FILE`). The counting is
-//! `crate::scan::size`'s.
+//! `crate::scan::size`'s, the reports `crate::report::size`'s.
 
 use std::io::Write;
 
 use anyhow::Result;
-use serde::Serialize;
 
-use super::io::print_line;
-use super::scan::{Common, Scanned, exit_code_after_inputs, input_of, quiet_dirs, scan_files};
+use super::scan::{Common, Scanned, exit_code_after_inputs, quiet_dirs, scan_files};
+use crate::report::size;
 use crate::scan::json::Elsewhere;
-use crate::scan::sort::row_cmp;
 use crate::scan::{self, SizeReport};
 
 /// Bytes of device code per architecture and per kind.
@@ -71,25 +69,24 @@ impl SizeOpts {
         // hold device code (or could not be read, or hold CUDA fatbins in
         // other data sections, which the table notes and does not count),
         // in the table and the JSON alike; the total counts every file.
-        // Each shown file with its fatbins elsewhere, listed.
-        type Shown<'a> = (&'a SizeReport, Option<Elsewhere<'a>>);
         // A directory named of which no file is shown still gets its line.
         let quiet = quiet_dirs(
             self.common.paths(),
             scanned
                 .iter()
                 .zip(&reports)
-                .map(|(s, r)| (s, is_shown(r, s))),
+                .map(|(s, r)| (s, size::is_shown(r, s))),
         );
-        let (shown, shown_scans): (Vec<Shown<'_>>, Vec<&Scanned>) = reports
+        // Each shown file with its fatbins elsewhere, listed.
+        let (shown, shown_scans): (Vec<size::Shown<'_>>, Vec<&Scanned>) = reports
             .iter()
             .zip(&scanned)
-            .filter(|&(r, s)| is_shown(r, s))
+            .filter(|&(r, s)| size::is_shown(r, s))
             .map(|(r, s)| ((r, s.result.as_ref().ok().and_then(Elsewhere::of)), s))
             .unzip();
         if let Some(path) = &self.html {
             let sizes: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
-            let doc = html(
+            let doc = size::html(
                 self.common.paths(),
                 &sizes,
                 &shown_scans,
@@ -98,157 +95,15 @@ impl SizeOpts {
             super::io::write_whole(path, doc.as_bytes())?;
         }
         let mut out = super::io::Report::stdout();
+        let total = several.then_some(&all);
         if self.markdown {
-            let files: Vec<&SizeReport> = shown.iter().map(|s| s.0).collect();
-            let text = scan::size_markdown(&files, several.then_some(&all));
-            out.write_all(text.as_bytes())?;
-            for d in &quiet {
-                out.write_all(b"\n")?;
-                print_line(&mut out, &d.line())?;
-            }
+            size::print_markdown(&mut out, &shown, &quiet, total)?;
         } else if self.json {
-            #[derive(Serialize)]
-            struct Doc<'a> {
-                schema: &'static str,
-                files: Vec<FileDoc<'a>>,
-                total: Option<&'a SizeReport>,
-            }
-            /// A file's report, and the fatbins in its data sections that
-            /// the table does not count (as `inspect --json` has them).
-            #[derive(Serialize)]
-            struct FileDoc<'a> {
-                #[serde(flatten)]
-                report: &'a SizeReport,
-                #[serde(skip_serializing_if = "Option::is_none")]
-                fatbins_elsewhere: Option<Elsewhere<'a>>,
-            }
-            let files = shown
-                .iter()
-                .map(|&(report, fatbins_elsewhere)| FileDoc {
-                    report,
-                    fatbins_elsewhere,
-                })
-                .collect();
-            let doc = Doc {
-                schema: "offload-kit/size/1",
-                files,
-                total: several.then_some(&all),
-            };
-            super::io::write_json(&mut out, &doc, &names)?;
+            size::write_json(&mut out, &shown, total, &names)?;
         } else {
-            for (r, _) in shown.iter().filter(|(r, _)| r.error.is_none()) {
-                print_size(&mut out, r)?;
-                print_notes(&mut out, r)?;
-            }
-            for d in &quiet {
-                print_line(&mut out, &d.line())?;
-            }
-            if several {
-                print_size(&mut out, &all)?;
-            }
+            size::print_text(&mut out, &shown, &quiet, total)?;
         }
         out.flush()?;
         Ok(exit_code_after_inputs(&scanned, self.common.allow_corrupt).into())
     }
-}
-
-/// Whether the report `r` of the file `s` is shown: a file named always,
-/// a file found in a directory or package when it holds device code, could
-/// not be read, is damaged, or holds CUDA fatbins the table does not count.
-fn is_shown(r: &SizeReport, s: &Scanned) -> bool {
-    !s.found
-        || r.total.images > 0
-        || r.error.is_some()
-        || !r.damage.is_empty()
-        || r.elsewhere.is_some()
-}
-
-/// The HTML report of the files `sizes`, scanned into `scans` (in the
-/// same order), from the inputs named `paths`.
-fn html(
-    paths: &[std::path::PathBuf],
-    sizes: &[&SizeReport],
-    scans: &[&Scanned],
-    total: Option<&SizeReport>,
-) -> String {
-    let inputs: Vec<String> = paths
-        .iter()
-        .map(|p| crate::files::shown(p).into_owned())
-        .collect();
-    let files: Vec<scan::HtmlFile<'_>> = sizes
-        .iter()
-        .zip(scans)
-        .map(|(size, s)| {
-            scan::HtmlFile::new(input_of(&inputs, &s.path), size, s.result.as_ref().ok())
-        })
-        .collect();
-    scan::size_html(&files, total)
-}
-
-/// The lines under a file's table: the note on its fatbins elsewhere,
-/// then what the scan found damaged.
-fn print_notes(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
-    if let Some(note) = &r.elsewhere {
-        print_line(&mut out, &format!("  note: {note}"))?;
-    }
-    for d in &r.damage {
-        print_line(
-            &mut out,
-            &format!("  damaged: {d} (counted: what could be read)"),
-        )?;
-    }
-    Ok(())
-}
-
-fn print_size(mut out: &mut impl Write, r: &SizeReport) -> Result<()> {
-    let pct = if r.file_size > 0 {
-        r.total.stored as f64 * 100.0 / r.file_size as f64
-    } else {
-        0.0
-    };
-    let host = match r.host.images {
-        0 => String::new(),
-        n => format!(
-            "; {n} bundle host entr{} ({} bytes) not counted",
-            if n == 1 { "y" } else { "ies" },
-            r.host.bytes
-        ),
-    };
-    print_line(
-        &mut out,
-        &format!(
-            "{}: {} bytes; device code {} bytes in {} image(s), {} stored ({pct:.1}% of the file){host}",
-            r.path, r.file_size, r.total.bytes, r.total.images, r.total.stored
-        ),
-    )?;
-    let w = r
-        .by_target
-        .keys()
-        .chain(r.by_kind.keys())
-        .map(String::len)
-        .fold(6, usize::max);
-    // One table per grouping: a heading, then a row per key.
-    for (heading, rows) in [("target", &r.by_target), ("kind", &r.by_kind)] {
-        print_line(
-            &mut out,
-            &format!(
-                "  {heading:<w$}  {:>6}  {:>14}  {:>14}",
-                "images", "bytes", "stored"
-            ),
-        )?;
-        // Archs in arch order (sm_50 before sm_100, gfx900 before gfx90a
-        // before gfx1030), within each offload kind and triple.
-        let mut rows: Vec<_> = rows.iter().collect();
-        rows.sort_by(|a, b| row_cmp(a.0, b.0));
-        for (k, t) in rows {
-            print_line(
-                &mut out,
-                &format!(
-                    "  {k:<w$}  {:>6}  {:>14}  {:>14}",
-                    t.images, t.bytes, t.stored
-                ),
-            )?;
-        }
-    }
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The verdicts of `check`'s kernel rules over a command's inputs
 //! ([`KernelGate`]), and the reports of a whole check they complete
-//! ([`CheckReport`]): the `check --json` document (`json.rs`), JUnit XML
-//! (`junit.rs`) and Markdown (`markdown.rs`).
+//! ([`CheckReport`]): the `check --json` document (`json.rs`); its JUnit
+//! XML and Markdown are made in `crate::report`.
 
 use crate::companion::gate::PerGpuJudgement;
 use crate::kernel_listing::ImageKernels;
@@ -10,8 +10,6 @@ use crate::scan::{Outcome, Report, Requirements, Unread, Verdict};
 use super::{KernelRule, KernelRuleResult, check, combine};
 
 pub(crate) mod json;
-pub(crate) mod junit;
-pub(crate) mod markdown;
 
 /// Everything a check says, as `offload-kit check` reports it: the
 /// rules, each input's name and verdict, the kernel rules' verdicts

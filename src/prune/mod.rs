@@ -123,8 +123,6 @@ pub use path::{
 pub use plan::{Edit, Host, Plan, plan};
 pub use shrink::{Segment, Shrunk};
 #[cfg(feature = "files")]
-pub use summary::tree_markdown;
-#[cfg(feature = "files")]
 pub(crate) use tree::walked_dirs;
 #[cfg(feature = "files")]
 pub use tree::{Skip, TreeEntry, TreeOutcome, prune_tree};

@@ -136,11 +136,9 @@
 //! ```
 
 pub(crate) mod check;
-mod html;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub(crate) mod magic;
-pub(crate) mod markdown;
 mod model;
 mod report;
 pub(crate) mod rule;
@@ -154,10 +152,8 @@ mod visit;
 mod walk;
 
 pub use check::{Failure, Outcome, Requirements, RuleResult, Verdict, check};
-pub use html::{HtmlFile, size_html};
 pub use json::{Document as JsonDocument, File as JsonFile, SCHEMA as JSON_SCHEMA};
 pub use kinds::{Content, Digest, HashAlgo, Offload, StoredHash};
-pub use markdown::{inspect_markdown, size_markdown};
 
 pub use crate::error::unread::Unread;
 pub(crate) use kinds::Hasher;

@@ -1,23 +1,22 @@
 //! What the command line reads and writes: the library's [`crate::files`]
 //! (mapped inputs, atomic outputs, file-to-file copies) under the names the
-//! commands use, the text of names and errors (`text.rs`), problems grouped
-//! for the text reports (`problems.rs`), standard output for reports,
-//! buffered (`report.rs`), and the `--json` documents with the bytes of
-//! names that are not UTF-8 (`json.rs`).
+//! commands use, the text of names and errors (`text.rs`), and standard
+//! output for reports, buffered (`report.rs`). What is written there (the
+//! problems grouped, the `--json` documents with the bytes of names that
+//! are not UTF-8) is `crate::report`'s.
 
 use anyhow::{Context, Result};
 
-mod json;
-pub(crate) mod problems;
 mod report;
 mod text;
 
 pub(crate) use crate::files::strerror;
 pub use crate::files::{Input, Output, clean_up_on_signals, write_layout};
-pub use json::{RawNames, write_json};
+pub(crate) use crate::report::problems;
+pub(crate) use crate::report::{RawNames, print_line, write_json};
 pub use report::Report;
+pub use text::error_text;
 pub(crate) use text::printable;
-pub use text::{error_text, print_line};
 
 /// Opens an input, with the file name in the error.
 pub fn open_input(name: &str) -> Result<Input> {

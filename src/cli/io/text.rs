@@ -1,15 +1,7 @@
 //! Text at the binary's edge: names from files made safe for terminals,
 //! and errors in one line.
 
-use std::io::{self, Write};
-
 pub(crate) use crate::text::printable;
-
-/// Writes `line` made [`printable`], then a newline: how the native
-/// commands print every human-readable line that holds text from a file.
-pub fn print_line<W: Write + ?Sized>(out: &mut W, line: &str) -> io::Result<()> {
-    writeln!(out, "{}", printable(line))
-}
 
 /// `e` as one line: its context chain joined by ": ", each I/O error as the
 /// C library's text ([`crate::files::strerror`]) and Rust's " (os error N)" suffix
@@ -20,6 +12,8 @@ pub fn error_text(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod error_text_tests {
+    use std::io;
+
     use super::*;
     use crate::text::strip_os_error;
 
@@ -46,17 +40,5 @@ mod error_text_tests {
             error_text(&e),
             "'/d/x': cannot write: No such file or directory"
         );
-    }
-}
-
-#[cfg(test)]
-mod printable_tests {
-    use super::*;
-
-    #[test]
-    fn lines_are_printable() {
-        let mut v = Vec::new();
-        print_line(&mut v, "id\nFAKE ROW").unwrap();
-        assert_eq!(v, b"id\\nFAKE ROW\n");
     }
 }

@@ -5,11 +5,12 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::super::io::problems::{MAX_LINE, clip, grouped};
-use super::super::io::{print_line, printable};
-use super::super::scan::Scanned;
+use super::print_line;
+use super::problems::{MAX_LINE, clip, grouped};
+use crate::inputs::Scanned;
 use crate::kernels::{Figure, Listing, SymbolKind};
 use crate::scan::{ContainerKind, Image, Parent, Report, Unread};
+use crate::text::printable;
 
 fn hex(o: Option<u64>) -> String {
     o.map_or_else(|| "-".into(), |o| format!("{o:#x}"))
@@ -19,7 +20,7 @@ fn dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
-pub(super) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) -> Result<()> {
+pub(crate) fn print_table(mut out: &mut impl Write, s: &Scanned, kernels: bool) -> Result<()> {
     let r = match &s.result {
         Ok(r) => r,
         Err(e) => {

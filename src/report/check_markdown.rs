@@ -9,7 +9,8 @@
 
 use std::fmt::Write as _;
 
-use super::{ALL_INPUTS, CheckReport};
+use crate::kernels::CheckReport;
+use crate::kernels::gate::ALL_INPUTS;
 use crate::scan::{RuleResult, Verdict};
 use crate::text::{Cell, Table, num};
 

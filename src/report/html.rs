@@ -11,9 +11,9 @@ mod treemap;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::size::{SizeReport, Tally, target_key};
-use super::sort::row_cmp;
-use super::{Parent, Report};
+use crate::scan::size::{SizeReport, Tally, target_key};
+use crate::scan::sort::row_cmp;
+use crate::scan::{Parent, Report};
 use crate::text::xml;
 use treemap::{Builder, HEADER, Level, Node, Placed, Rect, human};
 
@@ -37,7 +37,7 @@ pub struct HtmlFile<'a> {
     /// package): the treemap's first level. A file's path below it (after
     /// `input/`, and `!/` for a package's members) makes the levels below.
     pub input: &'a str,
-    /// Its numbers, as `size --json` has them ([`size`](super::size())).
+    /// Its numbers, as `size --json` has them ([`size`](crate::scan::size())).
     pub size: &'a SizeReport,
     /// Its scan (the one `size` was made from), whose outermost containers
     /// make a level between the file and its targets; `None`: the targets

@@ -11,7 +11,8 @@
 
 use std::fmt::Write as _;
 
-use super::{ALL_INPUTS, CheckReport};
+use crate::kernels::CheckReport;
+use crate::kernels::gate::ALL_INPUTS;
 use crate::scan::{Failure, RuleResult, Verdict};
 use crate::text::xml;
 
@@ -245,8 +246,8 @@ impl CheckReport<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::KernelGate;
     use super::*;
+    use crate::kernels::KernelGate;
     use crate::kernels::KernelRule;
     use crate::scan::{Report, Requirements, Rule, Unread};
 

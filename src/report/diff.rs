@@ -18,13 +18,14 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::{Compared, FileStatus, print_line, summary};
+use super::print_line;
+use crate::diff::paths::{Compared, FileStatus, summary};
 use crate::diff::{Change, Count, KernelDiff, Status, TargetDiff};
 use crate::kernels::Kernel;
 
 /// Prints the files that differ or could not be compared, then the
 /// summary line (when one did).
-pub(super) fn print(out: &mut impl Write, compared: &[Compared]) -> Result<()> {
+pub(crate) fn print(out: &mut impl Write, compared: &[Compared]) -> Result<()> {
     let mut any = false;
     for c in compared
         .iter()

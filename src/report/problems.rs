@@ -118,7 +118,7 @@ pub(crate) fn summary<'a>(
         }
     };
     clip(
-        &super::printable(&format!("{level}: '{path}': {what}")),
+        &crate::text::printable(&format!("{level}: '{path}': {what}")),
         MAX_LINE + 100,
     )
 }

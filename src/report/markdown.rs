@@ -6,9 +6,9 @@
 
 use std::fmt::Write as _;
 
-use super::json::File;
-use super::size::{SizeReport, Tally};
-use super::sort::row_cmp;
+use crate::scan::JsonFile as File;
+use crate::scan::size::{SizeReport, Tally};
+use crate::scan::sort::row_cmp;
 use crate::text::{Cell, Table, markdown_cell, num};
 
 /// The share of `file_size` that `stored` bytes are, as the text prints
@@ -288,8 +288,8 @@ mod tests {
         let json = serde_json::to_string(&host).unwrap();
         assert!(!json.contains("fatbin"), "{json}");
         // The HTML report's table notes them too.
-        let html = crate::scan::size_html(
-            &[crate::scan::HtmlFile::new("host.so", &host, Some(&r))],
+        let html = crate::report::size_html(
+            &[crate::report::HtmlFile::new("host.so", &host, Some(&r))],
             None,
         );
         assert!(
