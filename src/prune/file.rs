@@ -3,12 +3,12 @@
 //! A static archive is pruned member by member with [`super::archive`]
 //! and this on each member.
 
-use super::facts::Facts;
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
 use crate::error::{Error, Result};
 use crate::host::elf;
+use crate::host::linked::facts::Facts;
 use crate::scan::{self, ContainerKind, Report};
 
 /// What pruning one file does.
@@ -28,7 +28,7 @@ pub struct FilePruning {
     /// For a linked file rewritten in place rather than shrunk: why.
     pub not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
-    pub shrunk: Option<super::shrink::Shrunk>,
+    pub shrunk: Option<crate::host::linked::Shrunk>,
     /// The containers (ids in the report) that held device images and
     /// keep none: a CUDA fatbin becomes one with no entry, a bundle keeps
     /// its host entry alone, an OffloadBinary (in an object or a bare
@@ -305,7 +305,6 @@ fn pe_output(
     plan: &plan::Plan,
     opts: &Options,
 ) -> Result<()> {
-    use super::shrink::pe;
     let image = facts
         .pe()
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
@@ -321,7 +320,8 @@ fn pe_output(
     let len = data.len() as u64;
     let shrunk = match opts.no_shrink {
         true => None,
-        false => match pe::shrink(data, image, &p.report, plan, opts.strip_signature) {
+        false => match super::shrink::pe_shrink(data, image, &p.report, plan, opts.strip_signature)
+        {
             Ok(done) => Some(done),
             Err(why) => {
                 p.not_shrunk = Some(why);
@@ -334,7 +334,7 @@ fn pe_output(
             p.shrunk = Some(s);
             o
         }
-        None => pe::in_place(data, image, plan, opts.strip_signature)
+        None => super::shrink::pe_in_place(data, image, &p.report, plan, opts.strip_signature)
             .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?,
     };
     if p.shrunk.is_some() || p.signature_removed.is_some() {

@@ -78,7 +78,6 @@ mod conda;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
-mod facts;
 mod file;
 #[cfg(feature = "files")]
 mod oci;
@@ -108,6 +107,7 @@ mod tree;
 #[cfg(feature = "files")]
 pub(crate) mod wheel;
 
+pub use crate::host::linked::{Segment, Shrunk};
 pub use archive::prune as prune_archive;
 #[cfg(feature = "files")]
 pub use by_kind::prune_path;
@@ -121,7 +121,6 @@ pub use path::{
     PathOptions, PathReport, RemovedFile,
 };
 pub use plan::{Edit, Host, Plan, plan};
-pub use shrink::{Segment, Shrunk};
 #[cfg(feature = "files")]
 pub use summary::tree_markdown;
 #[cfg(feature = "files")]

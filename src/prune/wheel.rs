@@ -298,7 +298,7 @@ fn host_member<'a>(
             || crate::scan::unread_format(b).is_some();
         match known {
             true => Some(None),
-            false => super::facts::pe::pe_kind(b).map(Some),
+            false => crate::host::linked::facts::pe::pe_kind(b).map(Some),
         }
     };
     if stored_as_is {
