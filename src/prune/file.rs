@@ -11,6 +11,30 @@ use crate::host::elf;
 use crate::host::linked::facts::Facts;
 use crate::scan::{self, ContainerKind, Report};
 
+/// What kind of file prune has, as far as its first bytes tell: read
+/// once, by the first function that needs it (`prune_path` for a file on
+/// disk, [`Pruning::of`](super::path::Pruning::of) for a member), and
+/// passed down, so that no callee asks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Class {
+    /// Its package format ([`crate::package::detect`]).
+    pub(crate) package: Option<crate::package::Kind>,
+    /// Its host format when the caller read it already
+    /// ([`crate::host::file_kind`]); `None`: read where needed.
+    pub(crate) host: Option<object::FileKind>,
+}
+
+impl Class {
+    /// The class of `data`, whose host format the caller read as `host`
+    /// (`None`: not read).
+    pub(crate) fn of(data: &[u8], host: Option<object::FileKind>) -> Class {
+        Class {
+            package: crate::package::detect(data),
+            host,
+        }
+    }
+}
+
 /// What pruning one file does.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -105,7 +129,9 @@ pub(crate) fn prune_file_as(
         signature_removed: None,
         remove: false,
     };
-    if !keep_files && removable(data, &p.report, &p.verdicts, selection) {
+    // The ELF header, peeked at once for the checks below.
+    let peek = elf::peek(data);
+    if !keep_files && removable(data, peek.is_some(), &p.report, &p.verdicts, selection) {
         p.remove = true;
         p.freed = data.len() as u64;
         return Ok(p);
@@ -119,7 +145,7 @@ pub(crate) fn prune_file_as(
     }
     let kind = p.report.host;
     let pe = kind.is_some_and(crate::host::pe::is_pe);
-    let host = host_of(data, kind, pe);
+    let host = host_of(peek, kind, pe);
     if host == Host::Relocatable {
         if let Some(o) = super::object::prune(data, &p.report, &p.verdicts, opts)? {
             p.rewritten = o.rewritten;
@@ -167,14 +193,15 @@ pub(crate) fn prune_file_as(
     Ok(p)
 }
 
-/// What kind of host `data` (of format `kind`; `pe` when a PE image) is
-/// to prune: a relocatable object, a linked file, or raw containers.
-fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
+/// What kind of host a file (its ELF header `peek`, when it has one; of
+/// format `kind`; `pe` when a PE image) is to prune: a relocatable
+/// object, a linked file, or raw containers.
+fn host_of(peek: Option<elf::Peek<'_>>, kind: Option<object::FileKind>, pe: bool) -> Host {
     let coff = matches!(
         kind,
         Some(object::FileKind::Coff | object::FileKind::CoffBig)
     );
-    match elf::peek(data).and_then(|h| h.file_type()) {
+    match peek.and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
         Some(_) => Host::Linked,
         None if pe => Host::Linked,
@@ -183,8 +210,8 @@ fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
     }
 }
 
-/// Whether the file `data` (scanned as `report`, judged by `verdicts`)
-/// is device code alone, every image of which `sel` drops, so that it
+/// Whether the file `data` (an ELF file when `is_elf`, scanned as
+/// `report`, judged by `verdicts`) is device code alone, every image of which `sel` drops, so that it
 /// can go whole: a file that is itself one device image (a code object, a
 /// cubin) or a bare container file (a bundle, CCOB, fatbin or run of
 /// OffloadBinaries from its first byte to its last, zeros between);
@@ -196,6 +223,7 @@ fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
 /// removable.
 pub(crate) fn removable(
     data: &[u8],
+    is_elf: bool,
     report: &Report,
     verdicts: &[Verdict],
     sel: &Selection,
@@ -208,7 +236,7 @@ pub(crate) fn removable(
         .iter()
         .any(|c| c.kind == ContainerKind::ImageFile);
     let bare = !image_file
-        && elf::peek(data).is_none()
+        && !is_elf
         && report.host.is_none()
         && !crate::host::ar::is_archive(data)
         && report.containers.iter().any(|c| c.parent.is_none())
@@ -351,8 +379,17 @@ fn pe_output(
 /// from its first byte is a wheel, and a Debian package a file named
 /// `prune_path` prunes file by file.)
 pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
+    package_not_pruned_as(data, crate::package::detect(data))
+}
+
+/// [`package_not_pruned`] of `data`, whose package format the caller
+/// read as `detected`.
+pub(crate) fn package_not_pruned_as(
+    data: &[u8],
+    detected: Option<crate::package::Kind>,
+) -> Option<&'static str> {
     use crate::package::{self, Kind};
-    match package::detect(data) {
+    match detected {
         Some(Kind::Tar(_)) => Some("a tar archive"),
         Some(Kind::Deb) => Some("a Debian package"),
         Some(Kind::Cpio) => Some("a cpio archive"),

@@ -112,6 +112,7 @@ pub use archive::prune as prune_archive;
 #[cfg(feature = "files")]
 pub use by_kind::prune_path;
 pub use containers::Pruned;
+#[cfg(any(test, fuzzing))]
 pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, prune_file};
 pub use model::{Options, Ptx, Rules, Selection, Verdict};
