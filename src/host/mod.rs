@@ -14,6 +14,7 @@
 pub(crate) mod amdgpu;
 pub mod ar;
 pub mod elf;
+pub(crate) mod linked;
 pub(crate) mod object;
 pub(crate) mod pe;
 

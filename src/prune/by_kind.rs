@@ -21,6 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::file::{Class, package_not_pruned_as};
 use super::model::Selection;
 use super::output::Output as NewFile;
 use super::path::{
@@ -191,12 +192,15 @@ pub(crate) fn prune_path_of(
             return Ok(report);
         }
     }
+    // What kind of file this is, read once for the checks below and the
+    // prune of its contents.
+    let class = Class::of(data, kind);
     let read_through = matches!(
-        package::detect(data),
+        class.package,
         Some(package::Kind::Tar(_) | package::Kind::Compressed(_) | package::Kind::Cpio)
     );
     if !read_through
-        && let Some(what) = super::package_not_pruned(data)
+        && let Some(what) = package_not_pruned_as(data, class.package)
         && holds_device_code(data, &opts.prune)
     {
         let why = format!(
@@ -208,11 +212,11 @@ pub(crate) fn prune_path_of(
     if ar::is_thin(data) {
         return thin(selection, opts, input, &meta, data);
     }
-    let p = Pruning::of(
+    let p = Pruning::of_class(
         selection,
         input,
         &name,
-        (data, kind),
+        (data, class),
         &opts.prune,
         opts.keep_files,
     )?;

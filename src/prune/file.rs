@@ -3,13 +3,37 @@
 //! A static archive is pruned member by member with [`super::archive`]
 //! and this on each member.
 
-use super::facts::Facts;
 use super::output::Output;
 use super::plan::{self, Host};
 use super::{Options, Selection, Verdict};
 use crate::error::{Error, Result};
 use crate::host::elf;
+use crate::host::linked::facts::Facts;
 use crate::scan::{self, ContainerKind, Report};
+
+/// What kind of file prune has, as far as its first bytes tell: read
+/// once, by the first function that needs it (`prune_path` for a file on
+/// disk, [`Pruning::of`](super::path::Pruning::of) for a member), and
+/// passed down, so that no callee asks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Class {
+    /// Its package format ([`crate::package::detect`]).
+    pub(crate) package: Option<crate::package::Kind>,
+    /// Its host format when the caller read it already
+    /// ([`crate::host::file_kind`]); `None`: read where needed.
+    pub(crate) host: Option<object::FileKind>,
+}
+
+impl Class {
+    /// The class of `data`, whose host format the caller read as `host`
+    /// (`None`: not read).
+    pub(crate) fn of(data: &[u8], host: Option<object::FileKind>) -> Class {
+        Class {
+            package: crate::package::detect(data),
+            host,
+        }
+    }
+}
 
 /// What pruning one file does.
 #[derive(Debug)]
@@ -28,7 +52,7 @@ pub struct FilePruning {
     /// For a linked file rewritten in place rather than shrunk: why.
     pub not_shrunk: Option<String>,
     /// For a linked file shrunk: what became of its layout.
-    pub shrunk: Option<super::shrink::Shrunk>,
+    pub shrunk: Option<crate::host::linked::Shrunk>,
     /// The containers (ids in the report) that held device images and
     /// keep none: a CUDA fatbin becomes one with no entry, a bundle keeps
     /// its host entry alone, an OffloadBinary (in an object or a bare
@@ -105,7 +129,9 @@ pub(crate) fn prune_file_as(
         signature_removed: None,
         remove: false,
     };
-    if !keep_files && removable(data, &p.report, &p.verdicts, selection) {
+    // The ELF header, peeked at once for the checks below.
+    let peek = elf::peek(data);
+    if !keep_files && removable(data, peek.is_some(), &p.report, &p.verdicts, selection) {
         p.remove = true;
         p.freed = data.len() as u64;
         return Ok(p);
@@ -119,7 +145,7 @@ pub(crate) fn prune_file_as(
     }
     let kind = p.report.host;
     let pe = kind.is_some_and(crate::host::pe::is_pe);
-    let host = host_of(data, kind, pe);
+    let host = host_of(peek, kind, pe);
     if host == Host::Relocatable {
         if let Some(o) = super::object::prune(data, &p.report, &p.verdicts, opts)? {
             p.rewritten = o.rewritten;
@@ -167,14 +193,15 @@ pub(crate) fn prune_file_as(
     Ok(p)
 }
 
-/// What kind of host `data` (of format `kind`; `pe` when a PE image) is
-/// to prune: a relocatable object, a linked file, or raw containers.
-fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
+/// What kind of host a file (its ELF header `peek`, when it has one; of
+/// format `kind`; `pe` when a PE image) is to prune: a relocatable
+/// object, a linked file, or raw containers.
+fn host_of(peek: Option<elf::Peek<'_>>, kind: Option<object::FileKind>, pe: bool) -> Host {
     let coff = matches!(
         kind,
         Some(object::FileKind::Coff | object::FileKind::CoffBig)
     );
-    match elf::peek(data).and_then(|h| h.file_type()) {
+    match peek.and_then(|h| h.file_type()) {
         Some(object::elf::ET_REL) => Host::Relocatable,
         Some(_) => Host::Linked,
         None if pe => Host::Linked,
@@ -183,8 +210,8 @@ fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
     }
 }
 
-/// Whether the file `data` (scanned as `report`, judged by `verdicts`)
-/// is device code alone, every image of which `sel` drops, so that it
+/// Whether the file `data` (an ELF file when `is_elf`, scanned as
+/// `report`, judged by `verdicts`) is device code alone, every image of which `sel` drops, so that it
 /// can go whole: a file that is itself one device image (a code object, a
 /// cubin) or a bare container file (a bundle, CCOB, fatbin or run of
 /// OffloadBinaries from its first byte to its last, zeros between);
@@ -196,6 +223,7 @@ fn host_of(data: &[u8], kind: Option<object::FileKind>, pe: bool) -> Host {
 /// removable.
 pub(crate) fn removable(
     data: &[u8],
+    is_elf: bool,
     report: &Report,
     verdicts: &[Verdict],
     sel: &Selection,
@@ -208,7 +236,7 @@ pub(crate) fn removable(
         .iter()
         .any(|c| c.kind == ContainerKind::ImageFile);
     let bare = !image_file
-        && elf::peek(data).is_none()
+        && !is_elf
         && report.host.is_none()
         && !crate::host::ar::is_archive(data)
         && report.containers.iter().any(|c| c.parent.is_none())
@@ -305,7 +333,6 @@ fn pe_output(
     plan: &plan::Plan,
     opts: &Options,
 ) -> Result<()> {
-    use super::shrink::pe;
     let image = facts
         .pe()
         .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?;
@@ -321,7 +348,8 @@ fn pe_output(
     let len = data.len() as u64;
     let shrunk = match opts.no_shrink {
         true => None,
-        false => match pe::shrink(data, image, &p.report, plan, opts.strip_signature) {
+        false => match super::shrink::pe_shrink(data, image, &p.report, plan, opts.strip_signature)
+        {
             Ok(done) => Some(done),
             Err(why) => {
                 p.not_shrunk = Some(why);
@@ -334,7 +362,7 @@ fn pe_output(
             p.shrunk = Some(s);
             o
         }
-        None => pe::in_place(data, image, plan, opts.strip_signature)
+        None => super::shrink::pe_in_place(data, image, &p.report, plan, opts.strip_signature)
             .map_err(|why| Error::unsupported(format!("{why}: nothing is pruned")))?,
     };
     if p.shrunk.is_some() || p.signature_removed.is_some() {
@@ -351,8 +379,17 @@ fn pe_output(
 /// from its first byte is a wheel, and a Debian package a file named
 /// `prune_path` prunes file by file.)
 pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
+    package_not_pruned_as(data, crate::package::detect(data))
+}
+
+/// [`package_not_pruned`] of `data`, whose package format the caller
+/// read as `detected`.
+pub(crate) fn package_not_pruned_as(
+    data: &[u8],
+    detected: Option<crate::package::Kind>,
+) -> Option<&'static str> {
     use crate::package::{self, Kind};
-    match package::detect(data) {
+    match detected {
         Some(Kind::Tar(_)) => Some("a tar archive"),
         Some(Kind::Deb) => Some("a Debian package"),
         Some(Kind::Cpio) => Some("a cpio archive"),

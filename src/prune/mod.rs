@@ -78,7 +78,6 @@ mod conda;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
-mod facts;
 mod file;
 #[cfg(feature = "files")]
 mod oci;
@@ -108,10 +107,12 @@ mod tree;
 #[cfg(feature = "files")]
 pub(crate) mod wheel;
 
+pub use crate::host::linked::{Segment, Shrunk};
 pub use archive::prune as prune_archive;
 #[cfg(feature = "files")]
 pub use by_kind::prune_path;
 pub use containers::Pruned;
+#[cfg(any(test, fuzzing))]
 pub(crate) use file::package_not_pruned;
 pub use file::{FilePruning, prune_file};
 pub use model::{Options, Ptx, Rules, Selection, Verdict};
@@ -121,7 +122,6 @@ pub use path::{
     PathOptions, PathReport, RemovedFile,
 };
 pub use plan::{Edit, Host, Plan, plan};
-pub use shrink::{Segment, Shrunk};
 #[cfg(feature = "files")]
 pub(crate) use tree::walked_dirs;
 #[cfg(feature = "files")]

@@ -20,15 +20,15 @@
 //! headers for one section), and, in a linked file, a container whose
 //! bytes are also those of the ELF header, a header table, another section
 //! or a segment other than its load segment
-//! ([`Fixed`](super::facts::fixed::Fixed)).
+//! ([`Fixed`](crate::host::linked::facts::fixed::Fixed)).
 
 mod edit;
 mod edits;
 mod linked;
 
-use super::facts::Facts;
 use super::model::{Options, Verdict};
 use crate::error::{Error, Result};
+use crate::host::linked::facts::Facts;
 use crate::num::len64;
 use crate::scan::{Container, ContainerKind, Image, Report};
 

@@ -602,7 +602,7 @@ fn shrinking_refuses_files_it_does_not_know() {
         ),
     ] {
         let report = scan::scan(data, &Options::default());
-        let facts = super::facts::Facts::new(data, report.host);
+        let facts = crate::host::linked::facts::Facts::new(data, report.host);
         let why = super::shrink::shrink(data, &report, &plan, &facts).unwrap_err();
         assert!(why.contains(says), "{why}");
     }

@@ -183,7 +183,7 @@ impl Decide for Members<'_> {
             || crate::scan::unread_format(bytes).is_some();
         let kind = match known {
             true => None,
-            false => match super::facts::pe::pe_kind(bytes) {
+            false => match crate::host::linked::facts::pe::pe_kind(bytes) {
                 Some(kind) => Some(kind),
                 None => return Ok(None),
             },

@@ -8,7 +8,7 @@ use super::error::{PathError, PathErrorKind};
 use super::report::{self, ImageGroup, merge};
 use crate::error::Error;
 use crate::host::ar;
-use crate::package;
+use crate::prune::file::Class;
 use crate::prune::model::{Options, Selection, Verdict};
 use crate::prune::output::Output as NewFile;
 
@@ -83,7 +83,20 @@ impl Pruning {
         opts: &Options,
         keep_files: bool,
     ) -> Result<Pruning, PathError> {
-        if let Some(kind) = package::detect(data) {
+        let class = Class::of(data, kind);
+        Pruning::of_class(sel, path, name, (data, class), opts, keep_files)
+    }
+
+    /// [`Pruning::of`] of `data`, whose kind the caller read as `class`.
+    pub(crate) fn of_class(
+        sel: &Selection,
+        path: &Path,
+        name: &str,
+        (data, class): (&[u8], Class),
+        opts: &Options,
+        keep_files: bool,
+    ) -> Result<Pruning, PathError> {
+        if let Some(kind) = class.package {
             let (kept, device) = crate::prune::packed::pruning(sel, path, name, data, kind, opts)?;
             return Ok(Pruning::unchanged(kept, device));
         }
@@ -94,7 +107,7 @@ impl Pruning {
             let why = format.why();
             return Err(PathError::said(PathErrorKind::Refused, path, name, why));
         }
-        let f = crate::prune::file::prune_file_as(data, kind, sel, opts, keep_files)
+        let f = crate::prune::file::prune_file_as(data, class.host, sel, opts, keep_files)
             .map_err(|e| PathError::content(path, name, e))?;
         let groups = |kept: bool| {
             report::groups(

@@ -2,8 +2,8 @@
 //! ([`Edit`]), all of a file's ([`Plan`]), and what holds them ([`Host`]).
 
 use crate::error::{Error, Result};
+use crate::host::linked::openmp::Registration;
 use crate::prune::containers::Pruned;
-use crate::prune::shrink::openmp::Registration;
 
 /// One container rewritten where it lies.
 #[derive(Debug, Clone)]

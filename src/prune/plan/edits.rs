@@ -3,10 +3,11 @@
 
 use super::edit::{Edit, Plan};
 use crate::error::{Error, Result};
+use crate::host::linked::Refusal;
+use crate::host::linked::openmp::{self, Binary, Registration};
 use crate::num::{len64, usize_from};
 use crate::prune::containers::{self, Pruned};
 use crate::prune::model::{Options, Verdict};
-use crate::prune::shrink::openmp::Registration;
 use crate::scan::{Container, ContainerKind, Image, Parent, Report};
 
 /// Whether each entry of container `id` stays, in order; `None` when all
@@ -135,7 +136,7 @@ pub(super) fn registrations(
     let Some(&first) = dropped.first() else {
         return Ok(Vec::new());
     };
-    crate::prune::shrink::openmp::registrations(data, report, &dropped).map_err(|why| {
+    registrations_of(data, report, &dropped).map_err(|why| {
         let c = &report.containers[first];
         refuse(
             c.kind,
@@ -143,6 +144,44 @@ pub(super) fn registrations(
             &format!("its OpenMP registration cannot be edited: {why}"),
         )
     })
+}
+
+/// The OpenMP descriptors of the linked ELF file `data` (scanned as
+/// `report`) that register the OffloadBinaries `dropped` (ids in the
+/// report) ([`openmp::registrations`]).
+fn registrations_of(
+    data: &[u8],
+    report: &Report,
+    dropped: &[usize],
+) -> Result<Vec<Registration>, Refusal> {
+    let binaries: Vec<Binary> = report
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::OffloadBinary && c.parent.is_none())
+        .filter_map(|c| {
+            let offset = c.offset?;
+            let first = report
+                .images
+                .iter()
+                .find(|i| i.container == c.id && i.index == 0)?;
+            Some(Binary {
+                id: c.id,
+                offset,
+                inner: first.relative_offset,
+                size: first.size,
+            })
+        })
+        .collect();
+    let dropped: Vec<(usize, u64)> = dropped
+        .iter()
+        .map(|&c| {
+            (
+                c,
+                report.containers.get(c).and_then(|c| c.offset).unwrap_or(0),
+            )
+        })
+        .collect();
+    openmp::registrations(data, report.host, &binaries, &dropped)
 }
 
 /// The bytes `plan`'s registrations put in the file when nothing moves,

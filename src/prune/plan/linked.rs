@@ -3,9 +3,9 @@
 
 use super::edit::{Edit, Plan};
 use crate::error::{Error, Result};
+use crate::host::linked::facts::Facts;
+use crate::host::linked::facts::fixed::{Fixed, Part};
 use crate::num::len64;
-use crate::prune::facts::Facts;
-use crate::prune::facts::fixed::{Fixed, Part};
 use crate::scan::Report;
 
 /// Refuses a plan for the linked file `data` that would rewrite (or free,

@@ -112,7 +112,7 @@ const KINDS: [(Endianness, bool, elf::Machine); 5] = [
 fn headers_are_read_in_the_files_class_and_byte_order() {
     for (endian, is_64, machine) in KINDS {
         let lib = library(endian, is_64, machine, &hip_bundle(3 * 4096));
-        let (phdrs, shdrs) = super::super::shrink::headers(&lib.bytes).unwrap();
+        let (phdrs, shdrs) = crate::host::linked::headers(&lib.bytes).unwrap();
         let what = format!("{endian:?}, 64-bit {is_64}");
         assert_eq!(format!("{phdrs:?}"), format!("{:?}", lib.phdrs), "{what}");
         assert_eq!(format!("{shdrs:?}"), format!("{:?}", lib.shdrs), "{what}");

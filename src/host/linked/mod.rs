@@ -1,3 +1,11 @@
+//! Editing linked programs and shared libraries (ELF, and Windows PE
+//! images) whose device code a prune removes: the headers read once
+//! ([`facts`]), the OpenMP registrations found and rewritten ([`openmp`]),
+//! and the file made smaller ([`shrink`], [`pe::shrink`]). What goes is
+//! the caller's to decide ([`Edits`]: the ranges rewritten, in the terms
+//! of the file's bytes); this module only moves bytes and fixes what points
+//! at them, or says why it cannot ([`Refusal`]).
+//!
 //! Making a pruned linked program or shared library smaller (issue #29):
 //! the containers of its fat-binary section are packed together at the
 //! section's start, every reference to one that moved is fixed, and the
@@ -28,7 +36,9 @@
 //! types in the file's class and order.
 
 pub(crate) mod checked;
+mod edits;
 mod elf;
+pub(crate) mod facts;
 mod file;
 mod fix;
 mod hole;
@@ -36,7 +46,9 @@ pub(crate) mod openmp;
 mod pack;
 pub(crate) mod pe;
 
+pub(crate) use checked::Refusal;
+pub(crate) use edits::{Change, Edits};
 #[cfg(test)]
-pub(super) use elf::headers;
+pub(crate) use elf::headers;
 pub(crate) use elf::shrink;
 pub use pack::{Segment, Shrunk};

@@ -1,4 +1,4 @@
-//! What pruning reads of a linked host file's headers, apart from the
+//! What editing reads of a linked host file's headers, apart from the
 //! scan, each read once ([`Facts`]): the parts a rewrite must leave as
 //! they are ([`fixed::Fixed`]), which the plan checks its edits against
 //! and shrinking its moves, and a PE image's headers ([`pe::PeImage`]),
@@ -6,8 +6,8 @@
 
 use std::cell::OnceCell;
 
+use super::checked::Refusal;
 use crate::error::{Error, Result};
-use crate::prune::shrink::checked::Refusal;
 
 pub(crate) mod fixed;
 pub(crate) mod pe;

@@ -1,7 +1,7 @@
 //! What pruning reads of a Windows PE image's headers ([`PeImage`]): its
 //! sections, alignments, checksum, certificate table, debug directory
 //! and base relocations, with the file offsets of the fields a rewrite
-//! may change (see [`crate::prune::shrink::pe`], which rewrites them).
+//! may change (see [`crate::host::linked::pe`], which rewrites them).
 
 use std::mem::{offset_of, size_of};
 
@@ -12,8 +12,8 @@ use object::pe::{
 use object::read::pe::{ImageNtHeaders, ImageOptionalHeader};
 use object::{LittleEndian as LE, ReadRef};
 
+use crate::host::linked::checked::Refusal;
 use crate::num::{len64, u64_from};
-use crate::prune::shrink::checked::Refusal;
 
 /// The checksum sits at the same place in both optional headers.
 const CHECKSUM: usize = offset_of!(ImageOptionalHeader64, check_sum);

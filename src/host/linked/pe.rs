@@ -23,8 +23,8 @@
 //!
 //! An Authenticode signature (the security directory's certificate table)
 //! covers every byte of the file: any prune breaks it, so a signed file is
-//! refused unless [`Options::strip_signature`](crate::prune::Options) asks
-//! for the table to go. Bytes after the last section other than the
+//! refused unless the caller asks for the table to go (prune's
+//! `--strip-signature`). Bytes after the last section other than the
 //! certificate table (an "overlay", which its readers find by file offset)
 //! are not moved: such a file is rewritten in place instead of shrunk.
 
@@ -33,28 +33,24 @@ use std::mem::offset_of;
 use object::pe::{self, ImageSectionHeader};
 
 use super::checked::{Refusal, add, round_up, sub};
+use super::edits::Edits;
+use super::facts::pe::{PeImage, Section};
 use super::pack::{Packed, Patches, Segment, Shrunk, container, pack, up_to_packed};
 use crate::bytes::{le, uint_le};
-use crate::layout::Piece;
+use crate::layout::{Piece, Written as Output};
 use crate::num::{len64, u64_from};
-use crate::prune::facts::pe::{PeImage, Section};
-use crate::prune::output::Output;
-use crate::prune::plan::Plan;
-use crate::scan::{ContainerKind, Report};
 
-/// The shrunk form of the PE image `data` (scanned as `report`) that
-/// `plan` prunes in place, without its certificate table when `strip`,
+/// The shrunk form of the PE image `data` that `plan` edits in place, without its certificate table when `strip`,
 /// with what became of the fat-binary section; or why there is none.
 pub(crate) fn shrink(
     data: &[u8],
     pe: &PeImage,
-    report: &Report,
-    plan: &Plan,
+    plan: &Edits<'_>,
     strip: bool,
 ) -> Result<(Output, Shrunk), Refusal> {
     let holds = |s: &Section| {
         s.raw().is_some_and(|(start, end)| {
-            plan.edits
+            plan.changes
                 .iter()
                 .all(|e| start <= e.offset && e.offset.saturating_add(e.size) <= end)
         })
@@ -67,7 +63,7 @@ pub(crate) fn shrink(
     let s = &pe.sections[s_index];
     let (start, end) = s.raw().ok_or("the section has no raw data")?;
     let unit = movable(pe, s_index)?;
-    let (packed, pack_end) = pack(data, report, plan, (start, s.raw_size, 8))?;
+    let (packed, pack_end) = pack(data, plan, (start, s.raw_size, 8))?;
     let new_size = round_up(sub(pack_end, start)?, unit)?;
     let cut = sub(s.raw_size, new_size)?;
     if cut == 0 {
@@ -101,7 +97,7 @@ pub(crate) fn shrink(
         ));
     }
     let mut patches = header_patches(pe, s_index, end, cut, new_size, strip)?;
-    fix_addresses(data, pe, s, report, &packed, &mut patches)?;
+    fix_addresses(data, pe, s, &plan.pointers, &packed, &mut patches)?;
     if pe.checksum != 0 {
         patches.put(pe.checksum_at, vec![0; 4])?;
     }
@@ -318,7 +314,7 @@ fn fix_addresses(
     data: &[u8],
     pe: &PeImage,
     s: &Section,
-    report: &Report,
+    pointers: &[u64],
     packed: &[Packed<'_>],
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
@@ -379,12 +375,7 @@ fn fix_addresses(
         }
         fix(field, read(field)?, "a relocated pointer")?;
     }
-    for c in &report.containers {
-        if c.kind != ContainerKind::FatbinWrapper || c.parent.is_some() {
-            continue;
-        }
-        let Some(at) = c.offset else { continue };
-        let field = add(at, crate::fatbin::WRAPPER_DATA_OFFSET)?;
+    for &field in pointers {
         fix(field, read(field)?, "a fatbin wrapper")?;
     }
     Ok(())
@@ -459,13 +450,13 @@ fn set_checksum(out: &mut Output, data: &[u8], at: u64) -> Result<(), Refusal> {
 }
 
 /// The in-place form of the PE image `data`: each edit's container
-/// rewritten where it lies (see [`in_place`](crate::prune::output::in_place)), the certificate
+/// rewritten where it lies (as prune's in-place output does), the certificate
 /// table cut off when `strip` (it must end the file), and the checksum
 /// computed again when the input had one.
 pub(crate) fn in_place(
     data: &[u8],
     pe: &PeImage,
-    plan: &Plan,
+    plan: &Edits<'_>,
     strip: bool,
 ) -> Result<Output, Refusal> {
     let mut patches = Patches::default();
@@ -482,7 +473,7 @@ pub(crate) fn in_place(
     }
     let mut out = Output::default();
     let mut pos = 0;
-    for e in &plan.edits {
+    for e in &plan.changes {
         patches.copy(&mut out, pos, e.offset)?;
         container(&mut out, e)?;
         out.piece(Piece::Zeros(e.freed()));

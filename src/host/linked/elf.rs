@@ -8,29 +8,27 @@ use object::write::elf::{ProgramHeader as Phdr, SectionHeader as Shdr};
 use object::{Endianness, U16};
 
 use super::checked::{Refusal, add, sub};
+use super::edits::Edits;
+use super::facts::Facts;
+use super::facts::fixed::Part;
 use super::file::{Class, Elf, section_name};
 use super::fix::{fix_headers, fix_relocations, fix_symbols, fix_wrappers};
 use super::hole::Hole;
 use super::pack::{Packed, Patches, Segment, Shrunk, pack, up_to_packed};
-use crate::layout::Piece;
+use crate::layout::{Piece, Written as Output};
 use crate::num::{len64, u64_from};
-use crate::prune::facts::Facts;
-use crate::prune::facts::fixed::Part;
-use crate::prune::output::Output;
-use crate::prune::plan::Plan;
-use crate::scan::Report;
 
-/// The shrunk form of the linked file `data` (scanned as `report`) that
-/// `plan` prunes in place, with what became of its layout, or why there is
+/// The shrunk form of the linked file `data` (of the format `kind`) that
+/// `plan` edits in place, with what became of its layout, or why there is
 /// none; the parts of the file that must stay are read from `facts`.
-pub fn shrink(
+pub(crate) fn shrink(
     data: &[u8],
-    report: &Report,
-    plan: &Plan,
+    kind: Option<object::FileKind>,
+    plan: &Edits<'_>,
     facts: &Facts<'_>,
 ) -> Result<(Output, Shrunk), Refusal> {
-    let of = (data, report, plan);
-    match report.host {
+    let of = (data, plan);
+    match kind {
         Some(object::FileKind::Elf32) => shrink_as::<FileHeader32<Endianness>>(of, facts),
         Some(object::FileKind::Elf64) => shrink_as::<FileHeader64<Endianness>>(of, facts),
         _ => Err("the ELF header cannot be read".into()),
@@ -53,7 +51,7 @@ pub(crate) fn headers(data: &[u8]) -> Result<(Vec<Phdr>, Vec<Shdr>), Refusal> {
 
 /// [`shrink`] for a file of class `H`.
 fn shrink_as<H: Class>(
-    (data, report, plan): (&[u8], &Report, &Plan),
+    (data, plan): (&[u8], &Edits<'_>),
     facts: &Facts<'_>,
 ) -> Result<(Output, Shrunk), Refusal> {
     let elf = Elf::<H>::read(data)?;
@@ -61,7 +59,7 @@ fn shrink_as<H: Class>(
     // The one section holding every container that changes.
     let holds = |s: &Shdr| -> Option<bool> {
         let end = s.sh_offset.checked_add(s.sh_size)?;
-        Some(plan.edits.iter().all(|e| {
+        Some(plan.changes.iter().all(|e| {
             s.sh_offset <= e.offset
                 && e.offset
                     .checked_add(e.size)
@@ -74,7 +72,7 @@ fn shrink_as<H: Class>(
         .position(|s| s.sh_type != elf::SHT_NOBITS && holds(s) == Some(true))
         .ok_or("the containers lie in more than one section")?;
     let s = &elf.shdrs[s_index];
-    let (packed, pack_end) = pack(data, report, plan, (s.sh_offset, s.sh_size, s.sh_addralign))?;
+    let (packed, pack_end) = pack(data, plan, (s.sh_offset, s.sh_size, s.sh_addralign))?;
     let hole = Hole::find(&elf, s, pack_end)?;
     keeps_fixed_parts(facts, s_index, hole.li, (s.sh_offset, hole.b))?;
     let moved: BTreeMap<u64, u64> = packed
@@ -102,7 +100,7 @@ fn shrink_as<H: Class>(
         &registered,
         &mut patches,
     )?;
-    fix_wrappers(data, &elf, report, &in_s, &new_vaddr, &mut patches)?;
+    fix_wrappers(data, &elf, &plan.pointers, &in_s, &new_vaddr, &mut patches)?;
     let resized = resized(s, &packed)?;
     fix_symbols(
         data,
@@ -155,12 +153,12 @@ fn shrink_as<H: Class>(
 /// `new_vaddr` says their OffloadBinaries now start; the places of their
 /// image pointers, which the relocations fixed elsewhere leave to them.
 fn fix_registrations(
-    plan: &Plan,
+    plan: &Edits<'_>,
     new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
     patches: &mut Patches,
 ) -> Result<HashSet<u64>, Refusal> {
     let mut places = HashSet::new();
-    for r in &plan.registrations {
+    for r in plan.registrations {
         for (at, bytes) in r.patches(new_vaddr)? {
             patches.put(at, bytes)?;
         }
@@ -175,14 +173,14 @@ fn resized(s: &Shdr, packed: &[Packed<'_>]) -> Result<BTreeMap<u64, (u64, u64)>,
         .iter()
         .map(|p| {
             let old = add(s.sh_addr, sub(p.old, s.sh_offset)?)?;
-            let new_size = p.edit.map_or(p.size, |e| e.pruned.layout.size);
+            let new_size = p.edit.map_or(p.size, |e| e.layout.size);
             Ok((old, (p.size, new_size)))
         })
         .collect()
 }
 
 /// Refuses shrinking when a part of the file that must stay
-/// ([`Fixed`](crate::prune::facts::fixed::Fixed)), other than section `s_index` and load segment
+/// ([`Fixed`](super::facts::fixed::Fixed)), other than section `s_index` and load segment
 /// `li`, has bytes in `[from, to)`: the bytes that shrinking rewrites (the
 /// containers packed, the new program header table) or removes. (The
 /// plan refused those in the containers that are rewritten, which a file

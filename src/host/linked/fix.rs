@@ -13,7 +13,6 @@ use super::file::{Class, Elf, entries, file_offset, relr_places};
 use super::hole::Hole;
 use super::pack::Patches;
 use crate::num::u64_from;
-use crate::scan::{ContainerKind, Report};
 
 /// Where addresses go: whether one lies in the fat-binary section, and
 /// the new address of one a reference may point at (a container's start).
@@ -116,24 +115,18 @@ pub(super) fn fix_relocations<H: Class>(
     Ok(())
 }
 
-/// Each fatbin wrapper's data pointer (the word after its magic and
-/// version), where the file stores it (non-PIE programs, and some
-/// linkers' PIE output too).
+/// Each word at the file offsets `pointers` (fatbin wrappers' data
+/// pointers, [`Edits::pointers`](super::Edits::pointers)), where the file
+/// stores it (non-PIE programs, and some linkers' PIE output too).
 pub(super) fn fix_wrappers<H: Class>(
     data: &[u8],
     elf: &Elf<'_, H>,
-    report: &Report,
+    pointers: &[u64],
     in_s: &dyn Fn(u64) -> bool,
     new_vaddr: &dyn Fn(u64) -> Result<u64, Refusal>,
     patches: &mut Patches,
 ) -> Result<(), Refusal> {
-    for c in &report.containers {
-        if c.kind != ContainerKind::FatbinWrapper || c.parent.is_some() {
-            continue;
-        }
-        let Some(at) = c.offset.and_then(|o| o.checked_add(8)) else {
-            continue;
-        };
+    for &at in pointers {
         let v = elf.word_at(data, at).unwrap_or(0);
         if in_s(v) {
             patches.put(at, elf.word(new_vaddr(v)?)?)?;

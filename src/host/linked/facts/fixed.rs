@@ -158,8 +158,8 @@ fn segment_type(ty: elf::ProgramType) -> String {
 }
 
 /// The parts of the PE image `pe` pruning must leave where they are: the
-/// headers, each section's raw data, the certificate table (see
-/// [`crate::prune::plan`]).
+/// headers, each section's raw data, the certificate table (what prune's
+/// plan checks its edits against).
 pub(super) fn pe_parts(pe: &PeImage) -> Vec<Fixed> {
     let mut parts = vec![Fixed {
         part: Part::Header,

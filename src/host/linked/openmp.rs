@@ -35,7 +35,21 @@ use object::{Endianness, U32};
 use super::checked::{Refusal, add};
 use super::file::{Class, Elf, entries, file_offset, relr_places};
 use crate::num::u64_from;
-use crate::scan::{ContainerKind, Report};
+
+/// A top-level OffloadBinary of the file, as the caller's scan found it:
+/// its id (the caller's), where it starts in the file, and where its
+/// first image lies in it and its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Binary {
+    /// Its id.
+    pub(crate) id: usize,
+    /// Its file offset.
+    pub(crate) offset: u64,
+    /// Where its first image starts in it.
+    pub(crate) inner: u64,
+    /// The first image's size.
+    pub(crate) size: u64,
+}
 
 /// A pointer the loaded program reads: where it lies and where the file
 /// keeps its value.
@@ -144,18 +158,21 @@ impl Registration {
     }
 }
 
-/// The descriptors of the linked ELF file `data` (scanned as `report`)
-/// that register the OffloadBinaries `dropped` (ids in the report), each
-/// with the slots that stay; refused when one of them is registered in
-/// no descriptor found, or in a way not known here.
+/// The descriptors of the linked ELF file `data` (of the format `kind`,
+/// its top-level OffloadBinaries `binaries`, in file order) that register
+/// the OffloadBinaries `dropped` (ids, with their file offsets), each with
+/// the slots that stay; refused when one of them is registered in no
+/// descriptor found, or in a way not known here.
 pub(crate) fn registrations(
     data: &[u8],
-    report: &Report,
-    dropped: &[usize],
+    kind: Option<object::FileKind>,
+    binaries: &[Binary],
+    dropped: &[(usize, u64)],
 ) -> Result<Vec<Registration>, Refusal> {
-    match report.host {
-        Some(object::FileKind::Elf32) => find::<FileHeader32<Endianness>>(data, report, dropped),
-        Some(object::FileKind::Elf64) => find::<FileHeader64<Endianness>>(data, report, dropped),
+    let of = (binaries, dropped);
+    match kind {
+        Some(object::FileKind::Elf32) => find::<FileHeader32<Endianness>>(data, of),
+        Some(object::FileKind::Elf64) => find::<FileHeader64<Endianness>>(data, of),
         _ => Err(
             "OpenMP descriptors are found in ELF files only, not yet in Windows PE images".into(),
         ),
@@ -165,7 +182,7 @@ pub(crate) fn registrations(
 /// An OffloadBinary's image, as the loaded program sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Target {
-    /// The OffloadBinary it lies in (id in the report).
+    /// The OffloadBinary it lies in (its id).
     container: usize,
     /// Where that OffloadBinary starts (its address), where the image
     /// lies in it, and the image's size.
@@ -329,12 +346,12 @@ impl<'d, 'e, H: Class> Words<'d, 'e, H> {
 /// [`registrations`] for a file of class `H`.
 fn find<H: Class>(
     data: &[u8],
-    report: &Report,
-    dropped: &[usize],
+    (binaries, dropped): (&[Binary], &[(usize, u64)]),
 ) -> Result<Vec<Registration>, Refusal> {
+    let is_dropped = |id: usize| dropped.iter().any(|&(d, _)| d == id);
     let elf = Elf::<H>::read(data)?;
     let words = Words::read(data, &elf)?;
-    let targets = targets(&elf, report, dropped)?;
+    let targets = targets(&elf, binaries, &is_dropped)?;
     let slots = slots(&words, &targets)?;
     let mut found = Vec::new();
     let mut registered: HashMap<usize, usize> = HashMap::new();
@@ -348,7 +365,7 @@ fn find<H: Class>(
         }
         let stays = these
             .iter()
-            .map(|s| !dropped.contains(&s.image.container))
+            .map(|s| !is_dropped(s.image.container))
             .collect();
         found.push(Registration {
             count_at,
@@ -358,8 +375,7 @@ fn find<H: Class>(
             is_64: elf.encoder.is_64(),
         });
     }
-    for &c in dropped {
-        let offset = report.containers.get(c).and_then(|c| c.offset).unwrap_or(0);
+    for &(c, offset) in dropped {
         match registered.get(&c) {
             Some(1) => {}
             None => {
@@ -379,28 +395,19 @@ fn find<H: Class>(
     Ok(found)
 }
 
-/// Every top-level OffloadBinary of the file, by the address where its
-/// (first) image starts; refused when one of `dropped` is not loaded.
+/// Every top-level OffloadBinary of the file (`binaries`), by the address
+/// where its (first) image starts; refused when a dropped one is not
+/// loaded.
 fn targets<H: Class>(
     elf: &Elf<'_, H>,
-    report: &Report,
-    dropped: &[usize],
+    binaries: &[Binary],
+    is_dropped: &dyn Fn(usize) -> bool,
 ) -> Result<BTreeMap<u64, Target>, Refusal> {
     let mut targets = BTreeMap::new();
-    for c in &report.containers {
-        if c.kind != ContainerKind::OffloadBinary || c.parent.is_some() {
-            continue;
-        }
-        let Some(offset) = c.offset else { continue };
-        let Some(first) = report
-            .images
-            .iter()
-            .find(|i| i.container == c.id && i.index == 0)
-        else {
-            continue;
-        };
+    for c in binaries {
+        let offset = c.offset;
         let Some(address) = address_of(elf, offset) else {
-            if dropped.contains(&c.id) {
+            if is_dropped(c.id) {
                 return Err(format!(
                     "the offload-binary at {offset:#x} is not loaded with the program"
                 ));
@@ -408,12 +415,12 @@ fn targets<H: Class>(
             continue;
         };
         targets.insert(
-            add(address, first.relative_offset)?,
+            add(address, c.inner)?,
             Target {
                 container: c.id,
                 container_address: address,
-                inner: first.relative_offset,
-                size: first.size,
+                inner: c.inner,
+                size: c.size,
             },
         );
     }

@@ -6,11 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::checked::{Refusal, add, round_up, sub};
-use crate::layout::Piece;
+use super::edits::{Change, Edits};
+use crate::layout::{Piece, Written as Output};
 use crate::num::{len64, usize_from};
-use crate::prune::output::Output;
-use crate::prune::plan::{Edit, Plan};
-use crate::scan::{ContainerKind, Report};
 
 /// Byte edits to the input, by file offset.
 #[derive(Default)]
@@ -60,7 +58,7 @@ pub(super) struct Packed<'p> {
     pub(super) old: u64,
     pub(super) size: u64,
     pub(super) new: u64,
-    pub(super) edit: Option<&'p Edit>,
+    pub(super) edit: Option<&'p Change<'p>>,
 }
 
 /// What shrinking did to the file's layout (what `--dry-run` shows).
@@ -111,25 +109,25 @@ pub(super) fn up_to_packed(
             Some(e) => container(out, e)?,
             None => patches.copy(out, p.old, add(p.old, p.size)?)?,
         }
-        at = add(p.new, p.edit.map_or(p.size, |e| e.pruned.layout.size))?;
+        at = add(p.new, p.edit.map_or(p.size, |e| e.layout.size))?;
     }
     Ok(at)
 }
 
 /// Edit `e`'s new container, appended to `out` (its built bytes copied:
 /// the in-place form keeps them).
-pub(super) fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
+pub(super) fn container(out: &mut Output, e: &Change<'_>) -> Result<(), Refusal> {
     let bad = || {
         format!(
             "the new container at {:#x} names bytes it has not",
             e.offset
         )
     };
-    for p in &e.pruned.layout.pieces {
+    for p in &e.layout.pieces {
         match p {
             Piece::Image(i) => {
-                let r = e.pruned.ranges.get(*i).ok_or_else(bad)?;
-                match &e.built {
+                let r = e.ranges.get(*i).ok_or_else(bad)?;
+                match e.built {
                     Some(b) => out.piece(Piece::Bytes(
                         b.get(usize_from(r.start)..usize_from(r.end))
                             .ok_or_else(bad)?
@@ -150,16 +148,14 @@ pub(super) fn container(out: &mut Output, e: &Edit) -> Result<(), Refusal> {
 /// than zeros lie between them.
 pub(super) fn pack<'p>(
     data: &[u8],
-    report: &Report,
-    plan: &'p Plan,
+    plan: &'p Edits<'p>,
     (s_offset, s_size, s_align): (u64, u64, u64),
 ) -> Result<(Vec<Packed<'p>>, u64), Refusal> {
     let end = add(s_offset, s_size)?;
-    let mut found: Vec<(u64, u64)> = report
-        .containers
+    let mut found: Vec<(u64, u64)> = plan
+        .blocks
         .iter()
-        .filter(|c| c.parent.is_none() && c.kind != ContainerKind::FatbinWrapper)
-        .filter_map(|c| Some((c.offset?, c.size)))
+        .copied()
         .filter(|&(o, _)| s_offset <= o && o < end)
         .collect();
     found.sort_unstable();
@@ -176,9 +172,9 @@ pub(super) fn pack<'p>(
                 "bytes that belong to no container lie at {seen:#x}"
             ));
         }
-        let edit = plan.edits.iter().find(|e| e.offset == old);
+        let edit = plan.changes.iter().find(|e| e.offset == old);
         let new = add(round_up(sub(cursor, s_offset)?, align)?, s_offset)?;
-        cursor = add(new, edit.map_or(size, |e| e.pruned.layout.size))?;
+        cursor = add(new, edit.map_or(size, |e| e.layout.size))?;
         seen = add(old, size)?;
         out.push(Packed {
             old,
