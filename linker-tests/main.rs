@@ -54,6 +54,7 @@ test_files! {
     silent_zeros,
     images,
     packages,
+    rpms,
     hostile,
     hostile_ob,
     linker_wrapper,
