@@ -56,6 +56,7 @@ test_files! {
     silent_zeros,
     images,
     packages,
+    rpms,
     hostile,
     hostile_ob,
     linker_wrapper,

@@ -44,7 +44,7 @@ fn shell(script: &str, dir: &Path) -> Result<(), Failed> {
 /// The loose files, below `dir/root`: `usr/lib/libhipk.so` (HIP, a
 /// compressed bundle for gfx90a and gfx1030), `usr/lib/libompk.so`
 /// (OpenMP for gfx90a and gfx1030) and a text file.
-fn loose_files(dir: &Path) -> Result<(), Failed> {
+pub(crate) fn loose_files(dir: &Path) -> Result<(), Failed> {
     let b = built()?;
     let lib = dir.join("root/usr/lib");
     std::fs::create_dir_all(&lib)?;

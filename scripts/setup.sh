@@ -27,6 +27,10 @@ PKGS+=(lz4)
 # installers are these), which the scanners must report as unread
 # (linker-tests/hostile/round6_unread.rs).
 PKGS+=(makeself)
+# rpm gives rpmbuild, which builds real RPMs (payloads in gzip, xz and zstd),
+# and rpm2cpio, whose cpio the scanners' reading of the RPM is compared with
+# (linker-tests/rpms.rs).
+PKGS+=(rpm rpm2cpio)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

@@ -1,7 +1,8 @@
 //! Packages that ship files: zip archives (Python wheels, `.jar`, conda's
 //! `.conda`), tar archives (plain, or compressed with gzip, xz, zstd, bzip2
 //! or LZMA: conda's `.tar.bz2` among them), Debian packages (`.deb`: an
-//! `ar` archive whose `data.tar.*` holds the files), and single files
+//! `ar` archive whose `data.tar.*` holds the files), RPM packages (their
+//! compressed cpio payload), and single files
 //! compressed with one of those methods (`libfoo.so.gz`), whose one member
 //! is what they decompress to.
 //!
@@ -27,6 +28,7 @@ pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;
 mod repeats;
+mod rpm;
 pub(crate) mod tar;
 mod types;
 #[cfg(feature = "files")]
@@ -71,6 +73,9 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
     }
     if cpio_header(bytes).is_some() {
         return Some(Kind::Cpio);
+    }
+    if rpm::is_rpm(bytes) {
+        return Some(Kind::Rpm);
     }
     let c = compression_of(bytes)?;
     // The first block; compressed data that fails to decompress (a
@@ -140,6 +145,7 @@ pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
         Kind::Tar(c) => tar_members(bytes, c, "", to),
         Kind::Deb => deb_members(bytes, to),
         Kind::Cpio => cpio_members(bytes, to),
+        Kind::Rpm => rpm::rpm_members(bytes, to),
         Kind::Compressed(c) => {
             let mut reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
             to.member("", Ok(Contents::Unsized(&mut reader)))?;

@@ -49,6 +49,7 @@ pub fn package(data: &[u8]) {
         Kind::Compressed(Compression::Bzip2),
         Kind::Compressed(Compression::Lzma),
         Kind::Cpio,
+        Kind::Rpm,
     ];
     if let Some(k) = package::detect(data) {
         kinds.retain(|&x| x != k);

@@ -20,15 +20,19 @@ pub enum Kind {
     /// member is what it decompresses to.
     Compressed(Compression),
     /// A cpio archive in the portable ASCII formats (`newc`, `crc`,
-    /// `odc`): RPM payloads, initramfs images.
+    /// `odc`): initramfs images, what `rpm2cpio` writes.
     Cpio,
+    /// An RPM package: its members are those of its compressed cpio
+    /// payload.
+    Rpm,
 }
 
 impl Kind {
     /// One of each kind, for the formats `--help` lists ([`formats`]).
-    const EACH: [Kind; 5] = [
+    const EACH: [Kind; 6] = [
         Kind::Zip,
         Kind::Deb,
+        Kind::Rpm,
         Kind::Tar(Compression::None),
         Kind::Cpio,
         Kind::Compressed(Compression::Gzip),
@@ -50,7 +54,8 @@ impl Kind {
                 "tar archives, plain or compressed ({}; conda's .tar.bz2 included)",
                 methods()
             ),
-            Kind::Cpio => "cpio archives (newc, crc, odc: RPM payloads, initramfs)".into(),
+            Kind::Cpio => "cpio archives (newc, crc, odc: initramfs, rpm2cpio's output)".into(),
+            Kind::Rpm => "RPM packages (.rpm; payloads in gzip, bzip2, xz, LZMA or zstd)".into(),
             Kind::Compressed(_) => format!("single compressed files ({})", methods()),
         }
     }
@@ -73,6 +78,7 @@ impl std::fmt::Display for Kind {
             Kind::Deb => f.write_str("Debian package"),
             Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
             Kind::Cpio => f.write_str("cpio archive"),
+            Kind::Rpm => f.write_str("RPM package"),
         }
     }
 }

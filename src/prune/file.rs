@@ -374,8 +374,8 @@ fn pe_output(
 
 /// What `data` is when it is an archive or package whose format says
 /// where its members lie, which prune does not rewrite as bytes: a tar
-/// archive (compressed or not), a Debian package, a cpio archive, a zip
-/// archive with bytes in front of it, in words; `None` otherwise. (A zip
+/// archive (compressed or not), a Debian package, a cpio archive, an RPM
+/// package, a zip archive with bytes in front of it, in words; `None` otherwise. (A zip
 /// from its first byte is a wheel, and a Debian package a file named
 /// `prune_path` prunes file by file.)
 pub(crate) fn package_not_pruned(data: &[u8]) -> Option<&'static str> {
@@ -393,6 +393,7 @@ pub(crate) fn package_not_pruned_as(
         Some(Kind::Tar(_)) => Some("a tar archive"),
         Some(Kind::Deb) => Some("a Debian package"),
         Some(Kind::Cpio) => Some("a cpio archive"),
+        Some(Kind::Rpm) => Some("an RPM package"),
         Some(Kind::Compressed(_)) => Some("a compressed file"),
         _ if is_cpio(data) => Some("a cpio archive"),
         _ if package::zip_prefix(data).is_some() => {

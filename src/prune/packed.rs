@@ -201,6 +201,17 @@ fn look(
     held: &mut Held,
     depth: u32,
 ) -> Result<(), PathError> {
+    // Read by the scanners, but prune has no writer for it: never kept
+    // as it is, whatever it holds, nor taken for a file without device
+    // code.
+    if kind == Kind::Rpm {
+        return Err(PathError::said(
+            PathErrorKind::Refused,
+            path,
+            &name,
+            format!("it is {}: {}", what(kind, false), advice(kind, false)),
+        ));
+    }
     let mut l = Look {
         sel,
         path,
@@ -287,6 +298,7 @@ fn what(kind: Kind, conda: bool) -> String {
         Kind::Zip => "a zip archive inside a package".into(),
         Kind::Deb => "a Debian package inside a package".into(),
         Kind::Cpio => "a cpio archive".into(),
+        Kind::Rpm => "an RPM package".into(),
     }
 }
 
@@ -311,6 +323,9 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
         }
         Kind::Tar(_) | Kind::Cpio => {
             "prune does not rewrite such archives (unpack it, prune its files, pack it again)"
+        }
+        Kind::Rpm => {
+            "prune does not rewrite RPM packages yet (unpack it, prune its files, build it again)"
         }
         Kind::Zip | Kind::Deb => {
             "prune does not rewrite packages inside packages (prune it on its own, then put it \

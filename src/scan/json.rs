@@ -83,9 +83,9 @@
 //!       "kind": string                  // damage | rejected (a raw-scan candidate
 //!                                       // that was no container, with --rejects)
 //!     }],
-//!     "unread": string,               // only for a format not read (an RPM, a
-//!                                     // squashfs …: UNREAD_FORMATS), what it is
-//!                                     // ("an RPM package"); its images are not known
+//!     "unread": string,               // only for a format not read (a squashfs,
+//!                                     // an ISO …: UNREAD_FORMATS), what it is
+//!                                     // ("a squashfs image"); its images are not known
 //!     "fatbins_elsewhere": [{           // only when there are any: CUDA fatbins in
 //!       "section": string,              // other data sections (.rodata, .data …),
 //!       "fatbins": number               // which the file loads itself; counted,

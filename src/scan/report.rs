@@ -39,7 +39,7 @@ pub struct Report {
     /// The format of [`UNREAD_FORMATS`](super::UNREAD_FORMATS) the file
     /// (or a member of its static archive) is, if it is one: a package,
     /// image or compressed file the scan recognises but does not read
-    /// (an RPM, a squashfs, an ISO 9660 image …), so whether it holds
+    /// (a squashfs, an ISO 9660 image, a 7-Zip archive …), so whether it holds
     /// device code is not known. Its bytes are not searched, its
     /// [`images`](Report::images) are not its contents: a [`Problem`] of
     /// kind [`ProblemKind::Damage`] says so (the report is
@@ -99,8 +99,8 @@ impl Report {
 
     /// Why the file cannot be judged when it is (or its static archive
     /// holds) a format the scan does not read ([`Report::unread`]), as
-    /// errors say it: `it is an RPM package, a format offload-kit does
-    /// not read: …`, after `member 'x.rpm': ` for an archive member;
+    /// errors say it: `it is a squashfs image, a format offload-kit does
+    /// not read: …`, after `member 'x.sqfs': ` for an archive member;
     /// `None` when the file was read.
     pub fn unread_why(&self) -> Option<String> {
         let f = self.unread?;

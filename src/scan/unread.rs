@@ -16,7 +16,7 @@ pub struct UnreadFormat {
     pub magic: &'static [u8],
     /// Where they lie, from the file's first byte.
     pub offset: usize,
-    /// What the format is, as a message says it ("an RPM package").
+    /// What the format is, as a message says it ("a squashfs image").
     pub name: &'static str,
 }
 
@@ -35,11 +35,9 @@ impl UnreadFormat {
 /// fixed offset (for makeself's `.run` installers: the first two lines of
 /// the script it writes). A file that starts as an ELF, PE or Mach-O file, a
 /// static archive or a device-code container is read as that, whatever
-/// lies further on; packages the scanners read (zip, tar, `.deb`, cpio,
-/// gzip, xz, zstd, bzip2, LZMA) are told before this table is asked.
+/// lies further on; packages the scanners read (zip, tar, `.deb`, RPM,
+/// cpio, gzip, xz, zstd, bzip2, LZMA) are told before this table is asked.
 pub const UNREAD_FORMATS: &[UnreadFormat] = &[
-    // RPM's lead; the payload (cpio, compressed any way) follows headers.
-    row(&[0xed, 0xab, 0xee, 0xdb], 0, "an RPM package"),
     // squashfs, both byte orders: AppImage and snap roots, container
     // file systems.
     row(b"hsqs", 0, "a squashfs image"),

@@ -1,0 +1,329 @@
+//! RPMs made by hand, small: a good one of each payload form, then every
+//! kind of lie (bad magic, counts and sizes past the end, a stripped entry
+//! naming a file the header does not list), each an error, never a panic.
+
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "the headers made here are small: their lengths fit in 32 bits"
+)]
+
+use std::io::Write;
+
+use crate::error::Result;
+use crate::package::{Contents, Kind, Members, detect, members};
+
+/// Records what the walk hands over: each member's path and bytes.
+#[derive(Default)]
+struct Record(Vec<(String, Vec<u8>)>);
+
+impl Members for Record {
+    fn member(
+        &mut self,
+        path: &str,
+        contents: std::result::Result<Contents<'_, '_>, String>,
+    ) -> Result<()> {
+        let mut v = Vec::new();
+        if let Ok(Contents::Stream { reader, .. }) = contents {
+            let _ = reader.read_to_end(&mut v);
+        }
+        self.0.push((path.to_string(), v));
+        Ok(())
+    }
+}
+
+/// A header entry's data: its tag, type, count and bytes.
+struct Tag(u32, u32, u32, Vec<u8>);
+
+/// A string entry.
+fn string(tag: u32, s: &str) -> Tag {
+    Tag(tag, 6, 1, [s.as_bytes(), b"\0"].concat())
+}
+
+/// A string array entry.
+fn strings(tag: u32, v: &[&str]) -> Tag {
+    let data = v
+        .iter()
+        .flat_map(|s| [s.as_bytes(), b"\0"].concat())
+        .collect();
+    Tag(tag, 8, v.len() as u32, data)
+}
+
+/// An array of 32-bit numbers.
+fn int32s(tag: u32, v: &[u32]) -> Tag {
+    Tag(
+        tag,
+        4,
+        v.len() as u32,
+        v.iter().flat_map(|n| n.to_be_bytes()).collect(),
+    )
+}
+
+/// An array of 16-bit numbers.
+fn int16s(tag: u32, v: &[u16]) -> Tag {
+    Tag(
+        tag,
+        3,
+        v.len() as u32,
+        v.iter().flat_map(|n| n.to_be_bytes()).collect(),
+    )
+}
+
+/// A header structure holding `tags`, each aligned to four bytes.
+fn header(tags: &[Tag]) -> Vec<u8> {
+    let (mut index, mut store) = (Vec::new(), Vec::new());
+    for Tag(tag, kind, count, data) in tags {
+        while !store.len().is_multiple_of(4) {
+            store.push(0);
+        }
+        for n in [*tag, *kind, store.len() as u32, *count] {
+            index.extend_from_slice(&n.to_be_bytes());
+        }
+        store.extend_from_slice(data);
+    }
+    let mut h = vec![0x8e, 0xad, 0xe8, 0x01, 0, 0, 0, 0];
+    h.extend_from_slice(&(tags.len() as u32).to_be_bytes());
+    h.extend_from_slice(&(store.len() as u32).to_be_bytes());
+    h.extend(index);
+    h.extend(store);
+    h
+}
+
+/// A `newc` entry of `name`, `mode`, `data`, at the end of `out`.
+fn newc(out: &mut Vec<u8>, name: &str, mode: u32, data: &[u8]) {
+    let fields = [1, mode, 0, 0, 1, 0, data.len() as u32, 0, 0, 0, 0];
+    out.extend_from_slice(b"070701");
+    for f in fields {
+        out.extend(format!("{f:08x}").bytes());
+    }
+    out.extend(format!("{:08x}{:08x}", name.len() + 1, 0).bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    pad(out);
+    out.extend_from_slice(data);
+    pad(out);
+}
+
+/// A stripped entry for file `fx`, its `data`.
+fn stripped(out: &mut Vec<u8>, fx: u32, data: &[u8]) {
+    out.extend(format!("07070X{fx:08x}").bytes());
+    pad(out);
+    out.extend_from_slice(data);
+    pad(out);
+}
+
+fn pad(v: &mut Vec<u8>) {
+    while !v.len().is_multiple_of(4) {
+        v.push(0);
+    }
+}
+
+/// An RPM: lead, an empty signature header (padded), the main header of
+/// `tags`, then `cpio` compressed by gzip.
+fn rpm(tags: &[Tag], cpio: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; 96];
+    out[..4].copy_from_slice(&[0xed, 0xab, 0xee, 0xdb]);
+    out[4] = 3;
+    out[78..80].copy_from_slice(&5u16.to_be_bytes());
+    out.extend(header(&[string(1000, "sig")]));
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    out.extend(header(tags));
+    let mut e = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
+    e.write_all(cpio).unwrap();
+    e.finish().unwrap()
+}
+
+/// A payload in the `newc` form: a directory, a library, a link.
+fn newc_payload() -> Vec<u8> {
+    let mut c = Vec::new();
+    newc(&mut c, "./usr/lib64", 0o040_755, b"");
+    newc(&mut c, "./usr/lib64/libk.so", 0o100_755, b"device code!");
+    newc(&mut c, "./usr/lib64/libk.so.1", 0o120_777, b"libk.so");
+    newc(&mut c, "TRAILER!!!", 0, b"");
+    c
+}
+
+/// The main header's file list for the stripped payload: a directory and
+/// two files of 12 and 5 bytes.
+fn file_list() -> Vec<Tag> {
+    vec![
+        int32s(1028, &[0, 12, 5]),
+        int16s(1030, &[0o040_755, 0o100_755, 0o100_644]),
+        int32s(1116, &[0, 1, 1]),
+        strings(1117, &["usr", "libk.so", "notes"]),
+        strings(1118, &["/", "/usr/lib64/"]),
+        string(1125, "gzip"),
+    ]
+}
+
+/// A stripped payload: entries 0, 1 and 2, or `fx` for the second.
+fn stripped_payload(fx: u32) -> Vec<u8> {
+    let mut c = Vec::new();
+    stripped(&mut c, 0, b"");
+    stripped(&mut c, fx, b"device code!");
+    stripped(&mut c, 2, b"notes");
+    newc(&mut c, "TRAILER!!!", 0, b"");
+    c
+}
+
+fn read(bytes: &[u8]) -> std::result::Result<Vec<(String, Vec<u8>)>, String> {
+    let mut r = Record::default();
+    members(bytes, Kind::Rpm, &mut r).map_err(|e| e.to_string())?;
+    Ok(r.0)
+}
+
+#[test]
+fn newc_payloads_hand_over_their_regular_files() {
+    let p = rpm(&[string(1124, "cpio")], &newc_payload());
+    assert_eq!(detect(&p), Some(Kind::Rpm));
+    assert_eq!(
+        read(&p).unwrap(),
+        vec![("usr/lib64/libk.so".to_string(), b"device code!".to_vec())]
+    );
+}
+
+#[test]
+fn stripped_payloads_are_named_by_the_header() {
+    let p = rpm(&file_list(), &stripped_payload(1));
+    assert_eq!(
+        read(&p).unwrap(),
+        vec![
+            ("usr/lib64/libk.so".to_string(), b"device code!".to_vec()),
+            ("usr/lib64/notes".to_string(), b"notes".to_vec())
+        ]
+    );
+}
+
+#[test]
+fn a_stripped_entry_past_the_file_list_is_an_error() {
+    let p = rpm(&file_list(), &stripped_payload(7));
+    let e = read(&p).unwrap_err();
+    assert!(
+        e.contains("names file 7") && e.contains("lists 3 files"),
+        "{e}"
+    );
+    // A directory index past the directories.
+    let mut tags = file_list();
+    tags[2] = int32s(1116, &[0, 1, 9]);
+    let e = read(&rpm(&tags, &stripped_payload(1))).unwrap_err();
+    assert!(e.contains("directory 9 of a list of 2"), "{e}");
+    // An array shorter than the file list.
+    tags = file_list();
+    tags[0] = int32s(1028, &[0, 12]);
+    let e = read(&rpm(&tags, &stripped_payload(1))).unwrap_err();
+    assert!(e.contains("3 files but 2 FILESIZES"), "{e}");
+}
+
+#[test]
+fn a_bad_header_magic_is_an_error() {
+    let mut p = rpm(&[], &newc_payload());
+    // The main header starts after the lead and the padded signature.
+    let sig = 16 + 16 + 4;
+    let main = (96 + sig as usize).next_multiple_of(8);
+    assert_eq!(p[main..main + 4], [0x8e, 0xad, 0xe8, 0x01]);
+    p[main] = 0;
+    let e = read(&p).unwrap_err();
+    assert!(e.contains("the main header") && e.contains("magic"), "{e}");
+    p[96] = 0;
+    let e = read(&p).unwrap_err();
+    assert!(e.contains("the signature header"), "{e}");
+}
+
+#[test]
+fn counts_and_sizes_past_the_end_are_errors() {
+    let good = rpm(&[string(1125, "gzip")], &newc_payload());
+    let main = 96 + 40;
+    for (at, value) in [
+        (12, 1u32 << 20),
+        (8, 0xffff),
+        (12, 0x0fff_ffff),
+        (8, u32::MAX),
+    ] {
+        let mut p = good.clone();
+        p[main + at..main + at + 4].copy_from_slice(&value.to_be_bytes());
+        let e = read(&p).unwrap_err();
+        assert!(e.contains("the main header claims"), "{at} {value}: {e}");
+    }
+    // A string array counting more strings than its store holds.
+    let e = read(&rpm(
+        &[Tag(1117, 8, 1000, b"a\0".to_vec())],
+        &stripped_payload(1),
+    ));
+    assert!(e.unwrap_err().contains("more strings"));
+    // An entry whose data starts past the store.
+    let mut p = good.clone();
+    p[main + 16 + 8..main + 16 + 12].copy_from_slice(&999u32.to_be_bytes());
+    assert!(read(&p).unwrap_err().contains("past the header's store"));
+    // A file size in the payload past its end.
+    let mut c = newc_payload();
+    // The library's entry starts at 124 (110 bytes, a 12-byte name).
+    let size_at = 124 + 54;
+    c[size_at..size_at + 8].copy_from_slice(b"7fffffff");
+    let e = read(&rpm(&[], &c)).unwrap_err();
+    assert!(e.contains("libk.so"), "{e}");
+    // Every cut is an error.
+    for cut in (0..good.len()).step_by(7) {
+        assert!(read(&good[..cut]).is_err(), "cut at {cut}");
+    }
+}
+
+#[test]
+fn payload_methods_and_formats_not_read_are_errors() {
+    let e = read(&rpm(&[string(1125, "lzip")], &newc_payload())).unwrap_err();
+    assert!(e.contains("'lzip'"), "{e}");
+    let e = read(&rpm(&[string(1124, "drpm")], &newc_payload())).unwrap_err();
+    assert!(e.contains("'drpm'"), "{e}");
+    // A payload of no cpio, and one with no trailer.
+    let e = read(&rpm(&[], b"not a cpio archive at all")).unwrap_err();
+    assert!(e.contains("no cpio entry at offset 0"), "{e}");
+    let c = newc_payload();
+    let e = read(&rpm(&[], &c[..c.len() - 124])).unwrap_err();
+    assert!(e.contains("before its trailer"), "{e}");
+}
+
+/// An RPM whose signature gives the SHA-256 of its main header, and whose
+/// main header (of `tags`) gives the SHA-256 of its gzip payload; and
+/// where the payload starts.
+#[cfg(feature = "files")]
+fn signed(tags: Vec<Tag>, cpio: &[u8]) -> (Vec<u8>, usize) {
+    use sha2::{Digest, Sha256};
+    let hex = |b: &[u8]| -> String { b.iter().map(|x| format!("{x:02x}")).collect() };
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(cpio).unwrap();
+    let payload = e.finish().unwrap();
+    let mut tags = tags;
+    tags.push(strings(5092, &[&hex(&Sha256::digest(&payload))]));
+    tags.push(int32s(5093, &[8]));
+    let main = header(&tags);
+    let mut out = vec![0u8; 96];
+    out[..4].copy_from_slice(&[0xed, 0xab, 0xee, 0xdb]);
+    out[78..80].copy_from_slice(&5u16.to_be_bytes());
+    out.extend(header(&[string(273, &hex(&Sha256::digest(&main)))]));
+    while !out.len().is_multiple_of(8) {
+        out.push(0);
+    }
+    out.extend(main);
+    let at = out.len();
+    out.extend(payload);
+    (out, at)
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn header_and_payload_digests_are_verified() {
+    let (good, payload) = signed(vec![string(1125, "gzip")], &newc_payload());
+    assert_eq!(read(&good).unwrap().len(), 1);
+    // A byte of the main header's store (its compressor's name), then one
+    // of the payload (its gzip header's modification time, which gzip's
+    // own CRC does not cover).
+    let store = good.windows(4).position(|w| w == b"gzip").unwrap();
+    let mut bad = good.clone();
+    bad[store] = b'G';
+    let e = read(&bad).unwrap_err();
+    assert!(e.contains("main header does not match the SHA-256"), "{e}");
+    let mut bad = good.clone();
+    bad[payload + 4] ^= 1;
+    let e = read(&bad).unwrap_err();
+    assert!(e.contains("payload does not match the SHA-256"), "{e}");
+}
