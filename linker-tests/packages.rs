@@ -240,7 +240,7 @@ fn same_images_as_loose_files() -> Result<(), Failed> {
 
 /// The files `extract` writes in `out`, by contents (names differ by the
 /// input's label).
-fn extracted(out: &Path) -> Result<Vec<Vec<u8>>, Failed> {
+pub(crate) fn extracted(out: &Path) -> Result<Vec<Vec<u8>>, Failed> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(out)? {
         v.push(std::fs::read(e?.path())?);

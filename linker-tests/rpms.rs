@@ -169,16 +169,6 @@ fn same_images() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The files `extract` wrote in `out`, by contents.
-fn extracted(out: &Path) -> Result<Vec<Vec<u8>>, Failed> {
-    let mut v = Vec::new();
-    for e in std::fs::read_dir(out)? {
-        v.push(std::fs::read(e?.path())?);
-    }
-    v.sort();
-    Ok(v)
-}
-
 /// `check --forbid gfx90a` fails each RPM (exit 1); `extract` writes from
 /// it the files it writes from its `rpm2cpio` payload; a directory holding
 /// the RPM counts what the RPM does.
@@ -193,11 +183,19 @@ fn check_extract_walk() -> Result<(), Failed> {
         run(&ours(), &["extract", name, "-o", &from_rpm], d).ok()?;
         let cpio = cpio_of(d, name)?;
         run_stdin(&ours(), &["extract", "-", "-o", &from_cpio], d, &cpio).ok()?;
-        let got = extracted(&d.join(&from_rpm))?;
+        let got = crate::packages::extracted(&d.join(&from_rpm))?;
         if got.len() < 4 {
             return Err(format!("{name}: extract wrote {} files", got.len()).into());
         }
-        same(&format!("{name}: extracted files"), got, extracted(&d.join(&from_cpio))?)?;
+        let want = crate::packages::extracted(&d.join(&from_cpio))?;
+        same(&format!("{name}: extracted files"), got, want)?;
+        // `list` reads no package; it says what this one is, as it is said.
+        let r = run(&ours(), &["list", name], d);
+        let said = format!("'{name}': an RPM package;");
+        if r.code != 2 || !r.stderr.contains(&said) {
+            let why = format!("{name}: list exit {}, not saying {said}: {}", r.code, r.stderr);
+            return Err(why.into());
+        }
         let tree = d.join(format!("tree-{method}"));
         std::fs::create_dir_all(tree.join("sub"))?;
         std::fs::copy(d.join(name), tree.join("sub").join(name))?;

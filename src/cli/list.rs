@@ -108,8 +108,9 @@ impl Opts {
         budget.add_input(input.bytes().len() as u64);
         if let Some(kind) = crate::package::detect(input.bytes()) {
             anyhow::bail!(
-                "'{name}': a {kind}; `offload-kit inspect {name}` lists the device images of \
-                 the files inside it"
+                "'{name}': {} {kind}; `offload-kit inspect {name}` lists the device images of \
+                 the files inside it",
+                kind.article()
             );
         }
         // The file's format, read once for every look at it below.

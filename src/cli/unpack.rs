@@ -43,9 +43,10 @@ impl Opts {
         let input = open_input(&self.input)?;
         if let Some(kind) = crate::package::detect(input.bytes()) {
             anyhow::bail!(
-                "'{}': a {kind}; `offload-kit extract {0} -o DIR` writes the device images of \
+                "'{}': {} {kind}; `offload-kit extract {0} -o DIR` writes the device images of \
                  the files inside it",
-                self.input
+                self.input,
+                kind.article()
             );
         }
         let budget = super::images::budget(self.max_uncompressed);

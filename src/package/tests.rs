@@ -416,3 +416,23 @@ fn help_lists_every_kind_and_method_read() {
         assert!(help.contains(what), "{help}");
     }
 }
+
+#[test]
+fn each_kind_takes_the_article_it_is_said_with() {
+    let said = |k: Kind| format!("{} {k}", k.article());
+    assert_eq!(said(Kind::Rpm), "an RPM package");
+    assert_eq!(
+        said(Kind::Tar(Compression::Xz)),
+        "an xz-compressed tar archive"
+    );
+    assert_eq!(
+        said(Kind::Compressed(Compression::Lzma)),
+        "an LZMA-compressed file"
+    );
+    assert_eq!(
+        said(Kind::Tar(Compression::Gzip)),
+        "a gzip-compressed tar archive"
+    );
+    assert_eq!(said(Kind::Deb), "a Debian package");
+    assert_eq!(said(Kind::Zip), "a zip archive");
+}

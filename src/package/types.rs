@@ -69,6 +69,20 @@ pub(crate) fn formats() -> String {
     kinds.join("; ")
 }
 
+impl Kind {
+    /// The indefinite article its name ([`Display`](std::fmt::Display))
+    /// takes as it is said: "an RPM package", "an xz-compressed tar
+    /// archive", "a zip archive".
+    pub(crate) fn article(&self) -> &'static str {
+        match self {
+            Kind::Rpm
+            | Kind::Tar(Compression::Xz | Compression::Lzma)
+            | Kind::Compressed(Compression::Xz | Compression::Lzma) => "an",
+            _ => "a",
+        }
+    }
+}
+
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
