@@ -158,12 +158,9 @@ impl Decide for Members<'_> {
     /// through by [`Pruning::of`]) may start so; a DOS program is a PE
     /// image only if its headers say so, which [`Self::decide`] reads.
     fn wants(&self, head: &[u8]) -> bool {
-        head.starts_with(b"\x7fELF")
-            || head.starts_with(&crate::host::ar::MAGIC[..4])
-            || head.starts_with(b"MZ")
-            || crate::package::detect(head).is_some()
-            || Magic::at_start(head).is_some()
-            || crate::scan::unread_format(head).is_some()
+        // Also any DOS program, which [`Self::decide`] reads whole to tell
+        // whether its headers make it a PE image.
+        known(head) || head.starts_with(&crate::host::ar::MAGIC[..4]) || head.starts_with(b"MZ")
     }
 
     fn inflate(
@@ -176,12 +173,7 @@ impl Decide for Members<'_> {
     }
 
     fn decide(&mut self, m: &MemberRead<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
-        let known = bytes.starts_with(b"\x7fELF")
-            || bytes.starts_with(crate::host::ar::MAGIC)
-            || crate::package::detect(bytes).is_some()
-            || Magic::at_start(bytes).is_some()
-            || crate::scan::unread_format(bytes).is_some();
-        let kind = match known {
+        let kind = match known(bytes) {
             true => None,
             false => match crate::host::linked::facts::pe::pe_kind(bytes) {
                 Some(kind) => Some(kind),
@@ -233,6 +225,18 @@ impl Decide for Members<'_> {
     fn wrong(&mut self, w: &super::tamper::Wrong<'_>) -> Result<(), PathError> {
         super::tamper::settle(self.opts, self.input, self.name, w, &mut self.rep)
     }
+}
+
+/// Whether `b` starts as an ELF file, a static archive, a package, a bare
+/// device container or a format the scanners refuse by name: what
+/// [`Pruning::of`] reads without asking whether a DOS program is a PE
+/// image.
+fn known(b: &[u8]) -> bool {
+    b.starts_with(b"\x7fELF")
+        || b.starts_with(crate::host::ar::MAGIC)
+        || crate::package::detect(b).is_some()
+        || Magic::at_start(b).is_some()
+        || crate::scan::unread_format(b).is_some()
 }
 
 #[cfg(test)]

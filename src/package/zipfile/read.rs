@@ -120,8 +120,12 @@ pub(crate) fn rest(
 ) -> Result<Seen, Error> {
     let left = size.saturating_sub(head.len() as u64);
     budget.charge(member, left)?;
-    let mut sha = Hashed(Sha256::new());
-    sha.0.update(head);
+    let mut sha = Hashing {
+        out: std::io::sink(),
+        sha: Sha256::new(),
+        n: 0,
+    };
+    sha.sha.update(head);
     let n = std::io::copy(&mut f.take(left.saturating_add(1)), &mut sha).map_err(|e| {
         match e.to_string().contains("checksum") {
             true => Error::Damaged(format!(
@@ -141,7 +145,7 @@ pub(crate) fn rest(
         );
         return Err(Error::Damaged(why));
     }
-    Ok((size, sha.0.finalize().into()))
+    Ok((size, sha.sha.finalize().into()))
 }
 
 /// The size and SHA-256 of `b`.
@@ -149,16 +153,22 @@ pub(crate) fn seen(b: &[u8]) -> Seen {
     (b.len() as u64, Sha256::digest(b).into())
 }
 
-/// A writer that hashes what it is given and keeps nothing.
-struct Hashed(Sha256);
+/// A writer that hashes and counts what passes through it to `out`.
+pub(super) struct Hashing<W: std::io::Write> {
+    pub(super) out: W,
+    pub(super) sha: Sha256,
+    pub(super) n: u64,
+}
 
-impl std::io::Write for Hashed {
+impl<W: std::io::Write> std::io::Write for Hashing<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
+        let k = self.out.write(buf)?;
+        self.sha.update(&buf[..k]);
+        self.n += k as u64;
+        Ok(k)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        self.out.flush()
     }
 }

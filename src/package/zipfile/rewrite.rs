@@ -102,30 +102,30 @@ pub(crate) trait Decide {
 
 /// What one read decided: each output's fate of each member that changes
 /// in it, and the RECORDs read, for their rows to be rewritten.
-pub(crate) struct Plan<B> {
+pub(crate) struct Plan<'a, B> {
     /// Per output, the fate of each member not kept, by index.
     fates: Vec<BTreeMap<usize, Fate>>,
     /// The names of the members some output does not keep, by index.
     names: BTreeMap<usize, String>,
     /// The RECORDs read, by index: their names and bytes.
-    records: BTreeMap<usize, (String, Record<B>)>,
+    records: BTreeMap<usize, (String, Record<'a, B>)>,
 }
 
 /// A RECORD's bytes: stored in the archive, or inflated by the caller.
-enum Record<B> {
-    /// A slice of the archive, from..to.
-    Stored(usize, usize),
+enum Record<'a, B> {
+    /// A slice of the archive.
+    Stored(&'a [u8]),
     /// As the caller holds them.
     Inflated(B),
 }
 
 /// Reads the archive `a` once within `budget`, `decide` answering for
 /// each member as the module says; the plan of every output.
-pub(crate) fn rewrite<D: Decide>(
-    a: &mut Archive<'_>,
+pub(crate) fn rewrite<'a, D: Decide>(
+    a: &mut Archive<'a>,
     budget: &mut Budget,
     decide: &mut D,
-) -> Result<Plan<D::Bytes>, Failed<D::Error>> {
+) -> Result<Plan<'a, D::Bytes>, Failed<D::Error>> {
     let outputs = decide.outputs();
     let mut plan = Plan {
         fates: vec![BTreeMap::new(); outputs],
@@ -210,7 +210,7 @@ fn member<D: Decide>(
     decide.decide(m, bytes.as_ref()).map_err(Failed::Caller)
 }
 
-impl<B: AsRef<[u8]>> Plan<B> {
+impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
     /// Notes `fates`, those of member `i` named `name`.
     fn note(&mut self, i: usize, name: &str, fates: Vec<Fate>) {
         let mut changes = false;
@@ -235,7 +235,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
     /// that member's size and hash.
     fn check_records<D: Decide<Bytes = B>>(
         &mut self,
-        a: &mut Archive<'_>,
+        a: &mut Archive<'a>,
         read: &BTreeMap<String, Seen>,
         budget: &mut Budget,
         decide: &mut D,
@@ -250,9 +250,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
             }
             let size = f.size();
             let text = if is_stored(&f) {
-                let bytes = stored(&rname, data, &f)?;
-                let from = bytes.as_ptr() as usize - data.as_ptr() as usize;
-                Record::Stored(from, from + bytes.len())
+                Record::Stored(stored(&rname, data, &f)?)
             } else {
                 budget.charge(&rname, size)?;
                 let m = Read {
@@ -264,7 +262,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
                 Record::Inflated(decide.inflate(&m, &[], &mut f).map_err(Failed::Caller)?)
             };
             drop(f);
-            let bytes = text.bytes(data);
+            let bytes = text.bytes();
             let rows = pip_rows(bytes).map_err(|e| Error::Member {
                 member: rname.clone(),
                 doing: "cannot be read as a RECORD",
@@ -293,7 +291,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
         k: usize,
         file: &std::fs::File,
     ) -> Result<(), Error> {
-        let texts = self.new_records(a.data, k)?;
+        let texts = self.new_records(k)?;
         let none = BTreeMap::new();
         let fates = self.fates.get(k).unwrap_or(&none);
         write(&mut a.zip, fates, &texts, Method::AsItWas, file)
@@ -301,7 +299,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
 
     /// The new bytes of each RECORD of output `k` whose rows change, by
     /// index.
-    fn new_records(&self, data: &[u8], k: usize) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
+    fn new_records(&self, k: usize) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
         let mut out = BTreeMap::new();
         let Some(fates) = self.fates.get(k).filter(|f| !f.is_empty()) else {
             return Ok(out);
@@ -327,7 +325,7 @@ impl<B: AsRef<[u8]>> Plan<B> {
             if matches!(fates.get(i), Some(Fate::Removed)) {
                 continue;
             }
-            let new = new_record_with(text.bytes(data), &changed).map_err(|e| Error::Member {
+            let new = new_record_with(text.bytes(), &changed).map_err(|e| Error::Member {
                 member: rname.clone(),
                 doing: "cannot be read as CSV",
                 source: e.into(),
@@ -340,11 +338,11 @@ impl<B: AsRef<[u8]>> Plan<B> {
     }
 }
 
-impl<B: AsRef<[u8]>> Record<B> {
-    /// The RECORD's bytes, `data` being the archive's.
-    fn bytes<'s>(&'s self, data: &'s [u8]) -> &'s [u8] {
+impl<B: AsRef<[u8]>> Record<'_, B> {
+    /// The RECORD's bytes.
+    fn bytes(&self) -> &[u8] {
         match self {
-            Record::Stored(from, to) => data.get(*from..*to).unwrap_or_default(),
+            Record::Stored(b) => b,
             Record::Inflated(b) => b.as_ref(),
         }
     }

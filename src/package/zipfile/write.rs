@@ -10,7 +10,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
 use super::error::Error;
-use super::read::{Zip, ZipFile};
+use super::read::{Hashing, Zip, ZipFile};
 
 /// What a member becomes in one output.
 #[derive(Clone)]
@@ -105,25 +105,6 @@ impl New {
                 }
             }
         }
-    }
-}
-
-/// A writer that hashes and counts what passes through it.
-struct Hashing<W: Write> {
-    out: W,
-    sha: Sha256,
-    n: u64,
-}
-
-impl<W: Write> Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.out.write(buf)?;
-        self.sha.update(&buf[..k]);
-        self.n += k as u64;
-        Ok(k)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
     }
 }
 
