@@ -46,75 +46,135 @@ pub(crate) fn may_be_saved(first: &str) -> bool {
         || ["manifest.json", "repositories", "index.json", "oci-layout"].contains(&first)
 }
 
-/// The files of a plain tar archive by their paths, as slices of it, for
-/// a `docker save` archive's layers and `manifest.json`.
+/// The entries of a plain tar archive by their paths, as slices of it: a
+/// `docker save` archive's layers, configs and `manifest.json`, for the
+/// scanners and for prune's rewrite of the archive alike.
 pub(crate) struct TarIndex<'a> {
     bytes: &'a [u8],
-    /// Each entry: a file's place, or where a symbolic link leads.
-    entries: HashMap<String, Member>,
+    entries: HashMap<String, TarEntry>,
 }
 
-enum Member {
-    File { at: usize, len: usize },
-    Link(String),
+/// One entry of a [`TarIndex`] (the last of its path, if there are several).
+pub(crate) struct TarEntry {
+    /// Where its data lies in the archive, and its size.
+    pub(crate) at: usize,
+    pub(crate) len: usize,
+    /// A symbolic link's target, as written.
+    pub(crate) link: Option<String>,
+    /// Whether its header holds its whole name (no long name or pax
+    /// `path`, no POSIX prefix), so that it can be renamed in place.
+    pub(crate) plain: bool,
+    /// Whether it is a directory.
+    pub(crate) dir: bool,
+    /// Whether it is a regular (or contiguous) file.
+    pub(crate) file: bool,
 }
 
-/// How many links [`TarIndex::get`] follows.
+/// How many symbolic links [`TarIndex::resolve`] follows.
 const MAX_LINKS: usize = 8;
 
 impl<'a> TarIndex<'a> {
     /// The index of `bytes` when it is a tar archive holding a top-level
-    /// `manifest.json` (read through its headers once for that, then
-    /// again for the index); `None` otherwise, or when its headers cannot
-    /// be read (the package walk reports that).
+    /// `manifest.json`; `None` otherwise, or when its headers cannot be
+    /// read (the package walk reports that).
     pub(crate) fn read(bytes: &'a [u8]) -> Option<TarIndex<'a>> {
-        let mut found = false;
-        for e in tar::Archive::new(bytes).entries().ok()? {
-            let e = e.ok()?;
-            if normal(&String::from_utf8_lossy(&e.path_bytes())).ok()? == "manifest.json" {
-                found = true;
-                break;
-            }
-        }
-        if !found {
-            return None;
-        }
+        Self::all(bytes).filter(|i| i.entries.contains_key("manifest.json"))
+    }
+
+    /// The index of every entry of the tar archive `bytes`, by its path
+    /// made normal; `None` when its headers cannot be read or a path
+    /// leads out of the archive.
+    pub(crate) fn all(bytes: &'a [u8]) -> Option<TarIndex<'a>> {
         let mut entries = HashMap::new();
         for e in tar::Archive::new(bytes).entries().ok()? {
             let e = e.ok()?;
             let path = normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
-            let t = e.header().entry_type();
-            let entry = if t.is_symlink() {
-                let to = String::from_utf8_lossy(&e.link_name_bytes()?).into_owned();
-                Member::Link(to)
-            } else if t.is_file() || t.is_contiguous() {
-                Member::File {
-                    at: usize::try_from(e.raw_file_position()).ok()?,
-                    len: usize::try_from(e.size()).ok()?,
-                }
-            } else {
-                continue;
+            let h = e.header();
+            // A long name or a pax `path` makes the two differ.
+            let plain = e.path_bytes() == h.path_bytes()
+                && h.as_ustar()
+                    .is_none_or(|u| u.prefix.iter().all(|&b| b == 0));
+            let t = h.entry_type();
+            let link = t
+                .is_symlink()
+                .then(|| {
+                    e.link_name_bytes()
+                        .map(|l| String::from_utf8_lossy(&l).into_owned())
+                })
+                .flatten();
+            let entry = TarEntry {
+                at: usize::try_from(e.raw_file_position()).ok()?,
+                len: usize::try_from(e.size()).ok()?,
+                link,
+                plain,
+                dir: t.is_dir(),
+                file: t.is_file() || t.is_contiguous(),
             };
             entries.insert(path, entry);
         }
         Some(TarIndex { bytes, entries })
     }
 
-    /// The bytes of the file at `path`, symbolic links followed (relative
-    /// to their directory, within the archive).
-    pub(crate) fn get(&self, path: &str) -> Option<&'a [u8]> {
+    /// The entry at `path` (made normal), links not followed.
+    pub(crate) fn entry(&self, path: &str) -> Option<&TarEntry> {
+        self.entries.get(path)
+    }
+
+    /// Every entry, by path, in no order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&String, &TarEntry)> {
+        self.entries.iter()
+    }
+
+    /// The path of the entry `path` leads to, symbolic links followed; a
+    /// link's `..` may climb to the archive's root (`<id>/layer.tar ->
+    /// ../<diff_id>.tar`), never above it, and an absolute target leads
+    /// nowhere.
+    pub(crate) fn resolve(&self, path: &str) -> Option<String> {
         let mut path = normal(path).ok()?;
         for _ in 0..=MAX_LINKS {
-            match self.entries.get(&path)? {
-                Member::File { at, len } => return self.bytes.get(*at..at.checked_add(*len)?),
-                Member::Link(to) => {
-                    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-                    path = normal(&format!("{dir}/{to}")).ok()?;
-                }
-            }
+            let m = self.entries.get(&path)?;
+            let Some(to) = &m.link else {
+                return Some(path);
+            };
+            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+            path = link_target(dir, to)?;
         }
         None
     }
+
+    /// The data of the entry at `path` (already resolved), whatever its
+    /// kind.
+    pub(crate) fn data(&self, path: &str) -> Option<&'a [u8]> {
+        let m = self.entries.get(path)?;
+        self.bytes.get(m.at..m.at.checked_add(m.len)?)
+    }
+
+    /// The bytes of the file at `path`, symbolic links followed.
+    pub(crate) fn get(&self, path: &str) -> Option<&'a [u8]> {
+        let at = self.resolve(path)?;
+        self.entries.get(&at)?.file.then_some(())?;
+        self.data(&at)
+    }
+}
+
+/// The path the link target `to`, written in the directory `dir`, names
+/// inside the archive; `None` when it climbs above the archive's root or
+/// is absolute.
+fn link_target(dir: &str, to: &str) -> Option<String> {
+    if to.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for part in to.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// A `docker save` archive of Docker 25 and later holds an OCI layout

@@ -208,3 +208,65 @@ fn a_manifest_without_layers_is_an_error_only_to_the_scanners() {
         other => panic!("{:?}", other.map(|i| i.what)),
     }
 }
+
+/// A tar of `files` (a directory where the path ends in `/`) and the
+/// symbolic links `links` (path, target).
+fn tar_with_links(files: &[(&str, &[u8])], links: &[(&str, &str)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, bytes) in files {
+        let mut h = tar::Header::new_ustar();
+        if path.ends_with('/') {
+            h.set_entry_type(tar::EntryType::Directory);
+        }
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, path, *bytes).unwrap();
+    }
+    for (path, to) in links {
+        let mut h = tar::Header::new_ustar();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        h.set_mode(0o777);
+        b.append_link(&mut h, path, to).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+#[test]
+fn a_saved_archive_s_links_are_followed_within_it_and_never_out() {
+    let bytes = tar_with_links(
+        &[
+            ("manifest.json", b"[]"),
+            ("ab.tar", b"layer"),
+            ("c/", b""),
+            ("c/d", b"x"),
+        ],
+        &[
+            // Older `docker save`: `<id>/layer.tar -> ../<diff_id>.tar`.
+            ("id/layer.tar", "../ab.tar"),
+            ("up", "../../ab.tar"),
+            ("abs", "/ab.tar"),
+            ("loop", "loop"),
+            ("dir", "c"),
+        ],
+    );
+    // One index serves the scanners and prune: `read` wants a manifest.
+    assert!(TarIndex::read(&tar_with_links(&[("x", b"")], &[])).is_none());
+    let tar = TarIndex::read(&bytes).unwrap();
+    assert_eq!(tar.get("id/layer.tar"), Some(&b"layer"[..]));
+    assert_eq!(tar.resolve("./id//layer.tar").as_deref(), Some("ab.tar"));
+    assert_eq!(tar.get("up"), None, "a link above the archive's root");
+    assert_eq!(tar.get("abs"), None, "an absolute link");
+    assert_eq!(tar.get("loop"), None, "a link to itself");
+    assert_eq!(
+        tar.get("dir"),
+        None,
+        "a link to a directory entry is no file"
+    );
+    assert!(
+        tar.entry("id/layer.tar")
+            .is_some_and(|e| e.link.is_some() && e.plain)
+    );
+    assert_eq!(tar.data("c/d"), Some(&b"x"[..]));
+}

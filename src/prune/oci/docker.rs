@@ -18,7 +18,7 @@
 //! has its index and the manifests it names rewritten too ([`oci`]), so
 //! that both views name the same new blobs.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
@@ -34,107 +34,10 @@ use super::super::path::{
 use super::json::{self, Step};
 use super::layer::{self, Above, LayerCx, Method};
 use crate::files::{Input, Output};
-use crate::package::oci::{ConfigDoc, Desc, hex_sha, is_hex};
+use crate::package::oci::{ConfigDoc, Desc, TarIndex, hex_sha, is_hex};
 use crate::package::{self, Compression, Kind};
 
 mod oci;
-
-/// How many symbolic links are followed to a member.
-const MAX_LINKS: usize = 8;
-
-/// One member of the archive, by its path.
-struct Member {
-    /// Where its data lies, and its size.
-    at: usize,
-    len: usize,
-    /// A symbolic link's target, as written.
-    link: Option<String>,
-    /// Whether its header holds its whole name (no long name or pax
-    /// `path`, no POSIX prefix), so that it can be renamed in place.
-    plain: bool,
-    /// Whether it is a directory.
-    dir: bool,
-}
-
-/// The members of an archive.
-struct Members(HashMap<String, Member>);
-
-impl Members {
-    /// The members of the plain tar `data`; `None` when its headers cannot
-    /// be read.
-    fn read(data: &[u8]) -> Option<Members> {
-        let mut map = HashMap::new();
-        for e in tar::Archive::new(data).entries().ok()? {
-            let e = e.ok()?;
-            let path =
-                crate::package::oci::normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
-            let h = e.header();
-            // A long name or a pax `path` makes the two differ.
-            let plain = e.path_bytes() == h.path_bytes()
-                && h.as_ustar()
-                    .is_none_or(|u| u.prefix.iter().all(|&b| b == 0));
-            let link = h
-                .entry_type()
-                .is_symlink()
-                .then(|| {
-                    e.link_name_bytes()
-                        .map(|l| String::from_utf8_lossy(&l).into_owned())
-                })
-                .flatten();
-            let m = Member {
-                at: usize::try_from(e.raw_file_position()).ok()?,
-                len: usize::try_from(e.size()).ok()?,
-                link,
-                plain,
-                dir: h.entry_type().is_dir(),
-            };
-            map.insert(path, m);
-        }
-        Some(Members(map))
-    }
-
-    /// The member `path` leads to, symbolic links followed; a link's
-    /// `..` may climb to the archive's root (`<id>/layer.tar ->
-    /// ../<diff_id>.tar`), never above it.
-    fn resolve(&self, path: &str) -> Option<String> {
-        let mut path = crate::package::oci::normal(path).ok()?;
-        for _ in 0..=MAX_LINKS {
-            let m = self.0.get(&path)?;
-            let Some(to) = &m.link else {
-                return Some(path);
-            };
-            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
-            path = within(dir, to)?;
-        }
-        None
-    }
-
-    /// The bytes of the member `path` (resolved).
-    fn bytes<'a>(&self, data: &'a [u8], path: &str) -> Option<&'a [u8]> {
-        let m = self.0.get(path)?;
-        data.get(m.at..m.at.checked_add(m.len)?)
-    }
-}
-
-/// The path the link target `to`, written in the directory `dir`, names
-/// inside the archive; `None` when it climbs above the archive's root or
-/// is absolute.
-fn within(dir: &str, to: &str) -> Option<String> {
-    if to.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
-    for part in to.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
-}
 
 /// Whether `path` is one of the entries the first `docker save` format
 /// (Docker before 1.10) left for loaders that predate `manifest.json`:
@@ -169,7 +72,7 @@ struct Run<'a> {
     opts: &'a PathOptions,
     input: &'a Path,
     data: &'a [u8],
-    members: Members,
+    members: TarIndex<'a>,
     out: Option<Output>,
     rep: PathReport,
     budget: u64,
@@ -190,13 +93,13 @@ struct Run<'a> {
 
 /// Whether `data` is a `docker save` archive: a plain tar holding a
 /// `manifest.json` that lists images.
-fn saved(data: &[u8]) -> Option<(Members, String, Vec<Saved>)> {
+fn saved(data: &[u8]) -> Option<(TarIndex<'_>, String, Vec<Saved>)> {
     if package::detect(data) != Some(Kind::Tar(Compression::None)) {
         return None;
     }
-    let members = Members::read(data)?;
+    let members = TarIndex::all(data)?;
     let at = members.resolve("manifest.json")?;
-    let images = serde_json::from_slice(members.bytes(data, &at)?).ok()?;
+    let images = serde_json::from_slice(members.data(&at)?).ok()?;
     Some((members, at, images))
 }
 
@@ -266,7 +169,7 @@ pub(crate) fn prune_docker(
     }
     let through = write_through(opts, input, meta)?;
     let manifest = json::splice(
-        run.members.bytes(data, &manifest_at).unwrap_or_default(),
+        run.members.data(&manifest_at).unwrap_or_default(),
         std::mem::take(&mut run.edits),
     )
     .ok_or_else(|| run.said("manifest.json: cannot be rewritten".into()))?;
@@ -287,7 +190,7 @@ impl<'a> Run<'a> {
     /// The member `path` names, read: its resolved path and bytes.
     fn member(&self, field: &str, path: &str) -> Result<(String, &'a [u8]), PathError> {
         let at = self.members.resolve(path);
-        match at.as_deref().and_then(|a| self.members.bytes(self.data, a)) {
+        match at.as_deref().and_then(|a| self.members.data(a)) {
             Some(b) => Ok((at.unwrap_or_default(), b)),
             None => Err(self.said(format!(
                 "{field} names '{path}', which the archive does not hold"
@@ -486,8 +389,7 @@ impl<'a> Run<'a> {
         let renamed = at.replace(old, new);
         let links: Vec<(String, String)> = self
             .members
-            .0
-            .iter()
+            .entries()
             .filter(|(p, m)| m.link.is_some() && self.members.resolve(p).as_deref() == Some(at))
             .map(|(p, m)| {
                 (
@@ -498,9 +400,9 @@ impl<'a> Run<'a> {
             .collect();
         let can = at.contains(old)
             && renamed.len() <= 100
-            && self.members.0.get(at).is_some_and(|m| m.plain)
+            && self.members.entry(at).is_some_and(|m| m.plain)
             && links.iter().all(|(p, l)| {
-                l.len() <= 100 && l.contains(new) && self.members.0.get(p).is_some_and(|m| m.plain)
+                l.len() <= 100 && l.contains(new) && self.members.entry(p).is_some_and(|m| m.plain)
             });
         if can {
             self.relinked.extend(links);
@@ -527,7 +429,7 @@ impl<'a> Run<'a> {
         let manifest = self
             .members
             .resolve("manifest.json")
-            .and_then(|m| self.members.bytes(self.data, &m))
+            .and_then(|m| self.members.data(&m))
             .unwrap_or_default();
         let r = json::span(manifest, at)
             .ok_or_else(|| self.said("manifest.json: cannot be rewritten".into()))?;
@@ -550,7 +452,9 @@ impl<'a> Run<'a> {
             return BTreeSet::new();
         }
         let named = |p: &str| self.kept.contains(p) || self.replaced.contains_key(p);
-        let mut legacy: BTreeSet<String> = (self.members.0.iter())
+        let mut legacy: BTreeSet<String> = self
+            .members
+            .entries()
             .filter(|(p, m)| is_legacy(p, m.dir) && !named(p))
             .map(|(p, _)| p.clone())
             .collect();

@@ -42,7 +42,7 @@ impl Run<'_> {
                 why,
             ));
         }
-        let Some(text) = self.members.bytes(self.data, &at) else {
+        let Some(text) = self.members.data(&at) else {
             return Ok(());
         };
         if let Some(new) = self.oci_doc("index.json", text, 0)? {
@@ -120,7 +120,7 @@ impl Run<'_> {
         let Some(at) = self.members.resolve(&format!("blobs/sha256/{hex}")) else {
             return Ok(());
         };
-        let Some(text) = self.members.bytes(self.data, &at) else {
+        let Some(text) = self.members.data(&at) else {
             return Ok(());
         };
         // Not a document this rewrite follows: left as it is.
