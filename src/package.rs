@@ -24,6 +24,8 @@ mod budget;
 pub(crate) mod compression;
 mod cpio;
 #[cfg(feature = "files")]
+pub(crate) mod deb;
+#[cfg(feature = "files")]
 pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;

@@ -37,12 +37,8 @@ use crate::files::{Input, Output, SPOOL_IN_MEMORY, Sink};
 use crate::host::ar;
 use crate::package::{self, Compression};
 
-mod compress;
-mod control;
-mod md5sums;
-pub(crate) mod tar;
-
-use tar::{Fault, Header, Walk};
+use crate::package::deb::{compress, control, md5sums};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading (as for wheels).
 const MIN_SIZE: u64 = 64;

@@ -10,10 +10,10 @@ use std::path::Path;
 use object::FileKind;
 
 use super::Selection;
-use super::deb::tar::{Fault, Header, Walk};
 use super::output::Output as NewFile;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use crate::files::{COPY_CHUNK, Input};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Why a file whose size a pax header gives stays as it was.
 const PAX: &str = "a pax header gives its size, which prune does not rewrite";

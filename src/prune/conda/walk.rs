@@ -9,11 +9,11 @@ use std::io::{Read, Write};
 use sha2::{Digest as _, Sha256};
 
 use super::super::budget::inflate;
-use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Hashing, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathReport, Pruning, RemovedFile};
 use super::cx::{Cx, hex};
 use super::info::{Changed, Finder};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading (as for
 /// wheels and `.deb`s).

@@ -21,13 +21,13 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::Selection;
 use super::super::budget::inflate;
-use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
 use crate::package::compression::encode::Encoder;
 use crate::package::compression::gzip;
 use crate::package::oci::{Desc, Seen, Shadow, hex, normal};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;

@@ -11,8 +11,9 @@
 
 use std::io::{self, Read, Write};
 
-pub(crate) use crate::package::tar::{BLOCK, Fault, Header};
-use crate::package::tar::{Body, RECORD, Reader, padded, set_checksum, set_size};
+pub(crate) use super::{BLOCK, Fault, Header};
+use super::{Body, RECORD, Reader, padded, set_checksum, set_size};
+
 /// A writer that counts what passes through it.
 pub(crate) struct Counted<W> {
     inner: W,
