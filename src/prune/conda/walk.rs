@@ -138,9 +138,9 @@ fn file<R: Read, W: Write>(
     let bytes = file.bytes();
     cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
     let full = format!("{}!/{path}", cx.name);
-    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full);
     let found = (&mut w.refused, &mut w.all);
-    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+    let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
         Became::AsItWas => return Ok(()),
         Became::Removed => {
             w.gone.insert(h.path.clone());

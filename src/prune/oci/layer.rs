@@ -527,9 +527,9 @@ fn file<R: Read, W: Write>(
     let full = format!("{}!/{path}", cx.name);
     let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
     walk.skip_body().map_err(fault)?;
-    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full);
     let found = (&mut w.refused, &mut w.all);
-    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+    let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
         Became::AsItWas => return Ok(()),
         Became::Removed => {
             let old = Sum::of(file.bytes());
