@@ -24,6 +24,12 @@ mod budget;
 pub(crate) mod compression;
 mod cpio;
 #[cfg(feature = "files")]
+pub(crate) mod deb;
+#[cfg(feature = "files")]
+mod fate;
+#[cfg(feature = "files")]
+mod hashing;
+#[cfg(feature = "files")]
 pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;
@@ -41,6 +47,10 @@ pub(crate) use budget::Budget;
 pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
+#[cfg(feature = "files")]
+pub(crate) use fate::{Fate, New};
+#[cfg(feature = "files")]
+pub(crate) use hashing::Hashing;
 #[cfg(any(test, fuzzing))]
 pub(crate) use repeats::REPEAT_COST_FLOOR;
 pub(crate) use repeats::{Overlaps, TarPaths, duplicate_names, duplicates_said};

@@ -42,7 +42,7 @@ pub fn prune(data: &[u8]) {
 }
 
 /// `data` read as a tar archive by the `.deb` rewriter
-/// (`prune::deb::tar`), within [`PRUNE_WORK_BYTES`]: copied entry by
+/// (`package::tar::walk`), within [`PRUNE_WORK_BYTES`]: copied entry by
 /// entry, it comes out byte for byte; with every regular file's data
 /// replaced by its first half, it reads back with the same entries, each
 /// file holding that half.
@@ -50,7 +50,7 @@ pub fn prune(data: &[u8]) {
 fn tar_rewrite(data: &[u8]) {
     use std::io::{Read, Write};
 
-    use crate::prune::deb::tar::{Fault, Walk};
+    use crate::package::tar::walk::{Fault, Walk};
     let mut w = Walk::new(data, Vec::new(), PRUNE_WORK_BYTES);
     let copied = (|| -> Result<(), Fault> {
         while let Some(h) = w.next()? {
@@ -62,7 +62,7 @@ fn tar_rewrite(data: &[u8]) {
         assert!(w.into_inner() == data, "a tar archive copied changed");
     }
     // What each entry holds: a file its data, anything else nothing.
-    let halved = |h: &crate::prune::deb::tar::Header| h.is_file() && !h.size_in_pax;
+    let halved = |h: &crate::package::tar::walk::Header| h.is_file() && !h.size_in_pax;
     let mut w = Walk::new(data, Vec::new(), PRUNE_WORK_BYTES);
     let mut want = Vec::new();
     let rewritten = (|| -> Result<(), Fault> {

@@ -688,5 +688,8 @@ pub(crate) fn set_checksum(block: &mut [u8; BLOCK]) {
     field.copy_from_slice(format!("{n:06o}\0 ").as_bytes());
 }
 
+#[cfg(feature = "files")]
+pub(crate) mod walk;
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -27,11 +27,11 @@ use std::sync::Arc;
 
 use super::Selection;
 use super::budget::Budget;
-use super::deb::tar::Walk;
 use super::path::{
     CondaRecords, PathError, PathErrorKind, PathOptions, PathReport, finish, merge, write_through,
 };
 use crate::files::{Input, Output};
+use crate::package::tar::walk::Walk;
 use crate::package::zipfile::{self, Fate};
 use crate::package::{self, Compression};
 

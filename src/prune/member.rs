@@ -10,10 +10,10 @@ use std::path::Path;
 use object::FileKind;
 
 use super::Selection;
-use super::deb::tar::{Fault, Header, Walk};
 use super::output::Output as NewFile;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use crate::files::{COPY_CHUNK, Input};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Why a file whose size a pax header gives stays as it was.
 const PAX: &str = "a pax header gives its size, which prune does not rewrite";
@@ -29,8 +29,6 @@ pub(super) struct Member<'a> {
     /// Why the file may not be removed, where it may not (a `.deb`'s
     /// conffile): a removal is then refused, as any refusal is.
     pub(super) keep: Option<&'static str>,
-    /// The error for a fault of the walk.
-    pub(super) fault: &'a dyn Fn(Fault) -> PathError,
 }
 
 /// What became of a file of the tar.
@@ -48,14 +46,12 @@ pub(super) enum Became {
 
 impl<'a> Member<'a> {
     /// The file `full` of the package `input`, pruned by `sel` and
-    /// `opts`, the walk's faults made errors by `fault`; removed where the
-    /// rules say.
+    /// `opts`; removed where the rules say.
     pub(super) fn new(
         sel: &'a Selection,
         opts: &'a PathOptions,
         input: &'a Path,
         full: &'a str,
-        fault: &'a dyn Fn(Fault) -> PathError,
     ) -> Member<'a> {
         Member {
             sel,
@@ -63,18 +59,36 @@ impl<'a> Member<'a> {
             input,
             full,
             keep: None,
-            fault,
         }
     }
 
     /// Prunes the file `h`, its bytes `file` (of the format `kind`, where
-    /// it was read) and its body passed: a refusal, unless
-    /// [`PathOptions::strict`] makes it the error, goes into `refused`,
-    /// its device code into `all`, what was kept, dropped, removed and
-    /// freed into `rep`.
+    /// it was read) and its body passed, as [`Member::judge`] does, and
+    /// writes it to `walk` as it was where it stays so (the walk's faults
+    /// made errors by `fault`).
     pub(super) fn prune<R: Read, W: Write>(
         &self,
         walk: &mut Walk<R, W>,
+        h: &Header,
+        file: (&Input, Option<FileKind>),
+        found: (&mut Vec<String>, &mut Pruning),
+        rep: &mut PathReport,
+        fault: &dyn Fn(Fault) -> PathError,
+    ) -> Result<Became, PathError> {
+        let became = self.judge(h, file, found, rep)?;
+        if let Became::AsItWas = became {
+            write_as_it_was(walk, h, file.0).map_err(fault)?;
+        }
+        Ok(became)
+    }
+
+    /// Prunes the file `h`, its bytes `file` (of the format `kind`, where
+    /// it was read): a refusal, unless [`PathOptions::strict`] makes it
+    /// the error, goes into `refused`, its device code into `all`, what
+    /// was kept, dropped, removed and freed into `rep`. What it becomes;
+    /// the caller writes it.
+    pub(super) fn judge(
+        &self,
         h: &Header,
         (file, kind): (&Input, Option<FileKind>),
         (refused, all): (&mut Vec<String>, &mut Pruning),
@@ -91,17 +105,17 @@ impl<'a> Member<'a> {
             keep_files,
         ) {
             Ok(p) => p,
-            Err(e) => return self.as_it_was(e, walk, h, file, refused),
+            Err(e) => return self.as_it_was(e, refused),
         };
         if p.output.is_some() && h.size_in_pax {
-            return self.as_it_was(self.refusal(PAX), walk, h, file, refused);
+            return self.as_it_was(self.refusal(PAX), refused);
         }
         all.add_device(&p);
         rep.kept.extend(p.kept);
         rep.dropped.extend(p.dropped);
         if p.remove.is_some() {
             if let Some(why) = self.keep {
-                return self.as_it_was(self.refusal(why), walk, h, file, refused);
+                return self.as_it_was(self.refusal(why), refused);
             }
             rep.removed
                 .push(RemovedFile::whole(self.full.to_owned(), h.size));
@@ -109,7 +123,6 @@ impl<'a> Member<'a> {
             return Ok(Became::Removed);
         }
         let Some(new) = p.output else {
-            write_as_it_was(walk, h, file).map_err(self.fault)?;
             return Ok(Became::AsItWas);
         };
         rep.emptied += p.emptied;
@@ -124,21 +137,13 @@ impl<'a> Member<'a> {
     }
 
     /// With `e` met: a refusal, unless [`PathOptions::strict`], is noted
-    /// in `refused` and the file written as it was; anything else is the
+    /// in `refused` and the file stays as it was; anything else is the
     /// error.
-    fn as_it_was<R: Read, W: Write>(
-        &self,
-        e: PathError,
-        walk: &mut Walk<R, W>,
-        h: &Header,
-        file: &Input,
-        refused: &mut Vec<String>,
-    ) -> Result<Became, PathError> {
+    fn as_it_was(&self, e: PathError, refused: &mut Vec<String>) -> Result<Became, PathError> {
         if !e.refused() || self.opts.strict {
             return Err(e);
         }
         refused.push(e.chain());
-        write_as_it_was(walk, h, file).map_err(self.fault)?;
         Ok(Became::AsItWas)
     }
 }
@@ -152,6 +157,11 @@ pub(super) fn write_as_it_was<R: Read, W: Write>(
     walk.copy_header(h)?;
     write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
     walk.pad(h.size)
+}
+
+/// Writes the bytes of `file` to `out` as [`write_released`] does.
+pub(super) fn write_input(out: &mut dyn Write, file: &Input) -> std::io::Result<()> {
+    write_released(out, file, file.bytes())
 }
 
 /// Writes `bytes` (of `file`) to `out` a chunk at a time, giving back the

@@ -8,6 +8,7 @@ use std::io::Read;
 use sha2::{Digest as _, Sha256};
 
 use super::error::Error;
+use crate::package::Hashing;
 use crate::package::budget::Budget;
 
 /// The zip crate's reader over an archive's bytes.
@@ -120,12 +121,8 @@ pub(crate) fn rest(
 ) -> Result<Seen, Error> {
     let left = size.saturating_sub(head.len() as u64);
     budget.charge(member, left)?;
-    let mut sha = Hashing {
-        out: std::io::sink(),
-        sha: Sha256::new(),
-        n: 0,
-    };
-    sha.sha.update(head);
+    let mut sha = Hashing::<_, Sha256>::new(std::io::sink());
+    sha.digest.update(head);
     let n = std::io::copy(&mut f.take(left.saturating_add(1)), &mut sha).map_err(|e| {
         match e.to_string().contains("checksum") {
             true => Error::Damaged(format!(
@@ -145,30 +142,10 @@ pub(crate) fn rest(
         );
         return Err(Error::Damaged(why));
     }
-    Ok((size, sha.sha.finalize().into()))
+    Ok((size, sha.digest.finalize().into()))
 }
 
 /// The size and SHA-256 of `b`.
 pub(crate) fn seen(b: &[u8]) -> Seen {
     (b.len() as u64, Sha256::digest(b).into())
-}
-
-/// A writer that hashes and counts what passes through it to `out`.
-pub(super) struct Hashing<W: std::io::Write> {
-    pub(super) out: W,
-    pub(super) sha: Sha256,
-    pub(super) n: u64,
-}
-
-impl<W: std::io::Write> std::io::Write for Hashing<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.out.write(buf)?;
-        self.sha.update(&buf[..k]);
-        self.n += k as u64;
-        Ok(k)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
 }

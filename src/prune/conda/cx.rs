@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::super::Selection;
-use super::super::deb::tar::{Fault, Header};
 use super::super::path::{PathError, PathErrorKind, PathOptions};
 use super::info::Row;
+use crate::package::tar::walk::{Fault, Header};
 
 /// What the pruning of one package works with.
 pub(crate) struct Cx<'a> {

@@ -16,8 +16,8 @@ use std::io::{Read, Write};
 
 use serde_json::Value;
 
-use super::super::deb::tar::{Fault, Walk};
 use crate::files::SPOOL_IN_MEMORY;
+use crate::package::tar::walk::{Fault, Walk};
 
 /// Where the package lists its files with their hashes.
 pub(crate) const PATHS_JSON: &[u8] = b"info/paths.json";

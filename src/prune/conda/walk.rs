@@ -9,11 +9,11 @@ use std::io::{Read, Write};
 use sha2::{Digest as _, Sha256};
 
 use super::super::budget::inflate;
-use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Hashing, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathReport, Pruning, RemovedFile};
 use super::cx::{Cx, hex};
 use super::info::{Changed, Finder};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading (as for
 /// wheels and `.deb`s).
@@ -138,9 +138,9 @@ fn file<R: Read, W: Write>(
     let bytes = file.bytes();
     cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
     let full = format!("{}!/{path}", cx.name);
-    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full);
     let found = (&mut w.refused, &mut w.all);
-    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+    let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
         Became::AsItWas => return Ok(()),
         Became::Removed => {
             w.gone.insert(h.path.clone());

@@ -10,10 +10,10 @@ use std::path::Path;
 
 use md5::Digest as _;
 
-use super::md5sums::hex;
 use super::method;
 use crate::host::ar;
 use crate::num::usize_from;
+use crate::package::deb::md5sums::hex;
 use crate::package::{self, Compression};
 use crate::prune::PackageBytes;
 use crate::prune::path::error::tests::chain;

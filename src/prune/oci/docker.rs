@@ -26,7 +26,6 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::super::Selection;
-use super::super::deb::tar::{Header, Walk};
 use super::super::path::{
     Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
     write_through,
@@ -35,6 +34,7 @@ use super::json::{self, Step};
 use super::layer::{self, Above, LayerCx, Method};
 use crate::files::{Input, Output};
 use crate::package::oci::{ConfigDoc, Desc, TarIndex, hex_sha, is_hex};
+use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};
 
 mod oci;

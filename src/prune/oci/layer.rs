@@ -21,13 +21,13 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::Selection;
 use super::super::budget::inflate;
-use super::super::deb::tar::{Fault, Header, Walk};
 use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
 use crate::package::compression::encode::Encoder;
 use crate::package::compression::gzip;
 use crate::package::oci::{Desc, Seen, Shadow, hex, normal};
+use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;
@@ -527,9 +527,9 @@ fn file<R: Read, W: Write>(
     let full = format!("{}!/{path}", cx.name);
     let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
     walk.skip_body().map_err(fault)?;
-    let step = Member::new(cx.sel, cx.opts, cx.input, &full, &fault);
+    let step = Member::new(cx.sel, cx.opts, cx.input, &full);
     let found = (&mut w.refused, &mut w.all);
-    let new = match step.prune(walk, h, (&file, kind), found, rep)? {
+    let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
         Became::AsItWas => return Ok(()),
         Became::Removed => {
             let old = Sum::of(file.bytes());

@@ -29,13 +29,13 @@ use std::path::Path;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
-use super::super::deb::tar::{Fault, Walk};
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
 use crate::package::oci::{hex, normal};
 use crate::package::records::pip_rows;
+use crate::package::tar::walk::{Fault, Walk};
 use crate::package::zipfile::record::{Change, new_record_with};
 
 /// What the records of one layer are settled with: the layer's context

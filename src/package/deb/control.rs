@@ -6,14 +6,14 @@
 //! field what the files removed and rewritten no longer take.
 
 /// The KiB `dpkg-gencontrol` counts for a regular file of `size` bytes.
-pub(super) fn kib(size: u64) -> u64 {
+pub(crate) fn kib(size: u64) -> u64 {
     size.div_ceil(1024)
 }
 
 /// `control`'s text with its `Installed-Size` lowered by `less` KiB (not
 /// below 0); `None` when it has no such field, or its value is not a
 /// number (the text then stays as it was).
-pub(super) fn less_installed(text: &[u8], less: u64) -> Option<Vec<u8>> {
+pub(crate) fn less_installed(text: &[u8], less: u64) -> Option<Vec<u8>> {
     let mut at = 0;
     for line in text.split_inclusive(|&b| b == b'\n') {
         let start = at;

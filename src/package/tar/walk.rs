@@ -11,12 +11,25 @@
 
 use std::io::{self, Read, Write};
 
-pub(crate) use crate::package::tar::{BLOCK, Fault, Header};
-use crate::package::tar::{Body, RECORD, Reader, padded, set_checksum, set_size};
+pub(crate) use super::{BLOCK, Fault, Header};
+use super::{Body, RECORD, Reader, padded, set_checksum, set_size};
+
 /// A writer that counts what passes through it.
 pub(crate) struct Counted<W> {
     inner: W,
     written: u64,
+}
+
+impl<W> Counted<W> {
+    /// A counting writer into `inner`, nothing written yet.
+    pub(crate) fn new(inner: W) -> Counted<W> {
+        Counted { inner, written: 0 }
+    }
+
+    /// The writer.
+    pub(crate) fn into_inner(self) -> W {
+        self.inner
+    }
 }
 
 impl<W: Write> Write for Counted<W> {
@@ -51,10 +64,7 @@ impl<R: Read, W: Write> Walk<R, W> {
     pub(crate) fn new(input: R, out: W, limit: u64) -> Walk<R, W> {
         Walk {
             tar: Reader::new(input, limit),
-            out: Counted {
-                inner: out,
-                written: 0,
-            },
+            out: Counted::new(out),
         }
     }
 
@@ -87,13 +97,7 @@ impl<R: Read, W: Write> Walk<R, W> {
         if let Some(h) = self.tar.next()? {
             return Ok(Some(h));
         }
-        let Some(end) = self.tar.take_end() else {
-            return Ok(None);
-        };
-        self.put(&end.extensions)?;
-        if end.zero_block {
-            self.trailer()?;
-        }
+        end(&mut self.tar, &mut [&mut self.out])?;
         Ok(None)
     }
 
@@ -105,33 +109,19 @@ impl<R: Read, W: Write> Walk<R, W> {
 
     /// Writes `h`'s header (and sparse map) as it is.
     pub(crate) fn copy_header(&mut self, h: &Header) -> Result<(), Fault> {
-        self.put(&h.extensions)?;
-        self.put(&h.block)?;
-        for ext in &h.sparse_map {
-            self.put(ext)?;
-        }
-        Ok(())
+        put_header(&mut self.out, h, None)
     }
 
     /// Writes `h` with its size set to `size` (and its checksum to
     /// match), nothing else changed; its data is for the caller to write,
     /// then [`Walk::pad`].
     pub(crate) fn write_header(&mut self, h: &Header, size: u64) -> Result<(), Fault> {
-        let mut block = h.block;
-        set_size(&mut block, size);
-        set_checksum(&mut block);
-        self.put(&h.extensions)?;
-        self.put(&block)?;
-        for ext in &h.sparse_map {
-            self.put(ext)?;
-        }
-        Ok(())
+        put_header(&mut self.out, h, Some(size))
     }
 
     /// Pads the `size` bytes of data just written to whole blocks.
     pub(crate) fn pad(&mut self, size: u64) -> Result<(), Fault> {
-        let fill = padded(size).unwrap_or(size) - size;
-        self.put(&[0u8; BLOCK][..usize::try_from(fill).unwrap_or(0)])
+        put_pad(&mut self.out, size)
     }
 
     /// The current entry's data not read yet, to read.
@@ -187,50 +177,101 @@ impl<R: Read, W: Write> Walk<R, W> {
     pub(crate) fn skip_body(&mut self) -> Result<(), Fault> {
         self.tar.skip_body()
     }
+}
 
-    /// Writes what follows the last member. An archive of a whole number
-    /// of GNU tar records that ends in zeros ends so again: two zero
-    /// blocks, then zeros to the end of a record; any other end is
-    /// written as it is.
-    fn trailer(&mut self) -> Result<(), Fault> {
-        let mut zeros = BLOCK as u64;
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            let n = self.tar.read_some(&mut buf)?;
-            if n == 0 {
-                break;
+/// With the archive `tar` read to its end ([`Reader::next`] gave `None`),
+/// writes what follows its last member to each of `outs`: the extension
+/// entries that came before no member, then what follows. An archive of
+/// a whole number of GNU tar records that ends in zeros ends so again in
+/// each output (two zero blocks, then zeros to the end of a record, as
+/// far as that output has written); any other end is written as it is.
+pub(crate) fn end<R: Read, W: Write>(
+    tar: &mut Reader<R>,
+    outs: &mut [&mut Counted<W>],
+) -> Result<(), Fault> {
+    let Some(end) = tar.take_end() else {
+        return Ok(());
+    };
+    put_all(outs, &end.extensions)?;
+    if !end.zero_block {
+        return Ok(());
+    }
+    let mut zeros = BLOCK as u64;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = tar.read_some(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = buf[..n].iter().position(|&b| b != 0) {
+            // Not zeros: everything after the members, as it is.
+            for out in outs.iter_mut() {
+                put_zeros(out, zeros + i as u64)?;
             }
-            if let Some(i) = buf[..n].iter().position(|&b| b != 0) {
-                // Not zeros: everything after the members, as it is.
-                self.put_zeros(zeros + i as u64)?;
-                self.put(&buf[i..n])?;
-                loop {
-                    let n = self.tar.read_some(&mut buf)?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    self.put(&buf[..n])?;
+            put_all(outs, &buf[i..n])?;
+            loop {
+                let n = tar.read_some(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
                 }
+                put_all(outs, &buf[..n])?;
             }
-            zeros += n as u64;
         }
-        if self.tar.read().is_multiple_of(RECORD) && zeros >= 2 * BLOCK as u64 {
-            let at = self.out.written + 2 * BLOCK as u64;
-            zeros = 2 * BLOCK as u64 + (at.next_multiple_of(RECORD) - at);
-        }
-        self.put_zeros(zeros)
+        zeros += n as u64;
     }
+    let whole = tar.read().is_multiple_of(RECORD) && zeros >= 2 * BLOCK as u64;
+    for out in outs.iter_mut() {
+        let mut z = zeros;
+        if whole {
+            let at = out.written + 2 * BLOCK as u64;
+            z = 2 * BLOCK as u64 + (at.next_multiple_of(RECORD) - at);
+        }
+        put_zeros(out, z)?;
+    }
+    Ok(())
+}
 
-    /// Writes `n` zero bytes.
-    fn put_zeros(&mut self, mut n: u64) -> Result<(), Fault> {
-        let zeros = [0u8; 8192];
-        while n > 0 {
-            let k = usize::try_from(n).unwrap_or(zeros.len()).min(zeros.len());
-            self.put(&zeros[..k])?;
-            n -= k as u64;
-        }
-        Ok(())
+/// Writes the header of `h` to `out`: its extension entries, its block
+/// (with its size set to `size`, and its checksum to match, where one is
+/// given) and its sparse map, nothing else changed.
+pub(crate) fn put_header(out: &mut dyn Write, h: &Header, size: Option<u64>) -> Result<(), Fault> {
+    let mut block = h.block;
+    if let Some(size) = size {
+        set_size(&mut block, size);
+        set_checksum(&mut block);
     }
+    out.write_all(&h.extensions).map_err(Fault::Write)?;
+    out.write_all(&block).map_err(Fault::Write)?;
+    for ext in &h.sparse_map {
+        out.write_all(ext).map_err(Fault::Write)?;
+    }
+    Ok(())
+}
+
+/// Pads the `size` bytes of data just written to `out` to whole blocks.
+pub(crate) fn put_pad(out: &mut dyn Write, size: u64) -> Result<(), Fault> {
+    let fill = padded(size).unwrap_or(size) - size;
+    out.write_all(&[0u8; BLOCK][..usize::try_from(fill).unwrap_or(0)])
+        .map_err(Fault::Write)
+}
+
+/// Writes `bytes` to each of `outs`.
+fn put_all<W: Write>(outs: &mut [&mut Counted<W>], bytes: &[u8]) -> Result<(), Fault> {
+    for out in outs.iter_mut() {
+        out.write_all(bytes).map_err(Fault::Write)?;
+    }
+    Ok(())
+}
+
+/// Writes `n` zero bytes to `out`.
+fn put_zeros<W: Write>(out: &mut Counted<W>, mut n: u64) -> Result<(), Fault> {
+    let zeros = [0u8; 8192];
+    while n > 0 {
+        let k = usize::try_from(n).unwrap_or(zeros.len()).min(zeros.len());
+        out.write_all(&zeros[..k]).map_err(Fault::Write)?;
+        n -= k as u64;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,480 @@
+//! One read of a `.deb`'s data archive that decides what each file
+//! becomes in each of any number of outputs ([`rewrite`] → [`Plan`]),
+//! each output's data archive compressed again as the read goes (with
+//! the member's own method, at `dpkg-deb`'s levels: [`super::compress`]).
+//!
+//! The read goes entry by entry, in the archive's order:
+//! 1. the caller may decide a regular file, sparse file or directory by
+//!    its path alone, unread ([`Decide::by_name`]: another GPU's files);
+//! 2. a sparse file is copied as it is ([`Decide::sparse`] sees its first
+//!    bytes): its data is not the file's bytes;
+//! 3. a regular file whose first bytes the caller does not want
+//!    ([`Decide::wants`]) is copied as it is, hashed on the way;
+//! 4. any other regular file is read whole ([`Decide::inflate`]), hashed,
+//!    and handed to [`Decide::decide`], which answers one [`Fate`] per
+//!    output.
+//!
+//! Each regular file read or copied whole is checked against its row of
+//! `md5sums`: a row its bytes do not match goes to [`Decide::wrong`],
+//! never rewritten to match. A hard link goes where the file it names
+//! went: left out with it, and given its new hash where it changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+
+use md5::Digest as _;
+
+use super::compress;
+use super::control::kib;
+use super::error::Error;
+use super::md5sums::hex;
+use super::read::{Package, method};
+use crate::package::compression::encode::Encoder;
+use crate::package::records::Wrong;
+use crate::package::tar::walk::{Counted, end, put_header, put_pad};
+use crate::package::tar::{Fault, Header, Reader};
+use crate::package::{self, Fate, Hashing};
+
+/// An entry of the data archive as the read hands it to [`Decide`].
+pub(crate) struct Member<'m> {
+    /// Its header: path, kind, size.
+    pub(crate) header: &'m Header,
+    /// Whether `conffiles` lists it (dpkg keeps a user's changes to it).
+    pub(crate) conffile: bool,
+}
+
+/// Why a [`rewrite`] stopped: the package, or the caller.
+#[derive(Debug)]
+pub(crate) enum Failed<E> {
+    /// The package could not be read or written.
+    Package(Error),
+    /// The caller's [`Decide`] failed.
+    Caller(E),
+}
+
+impl<E> From<Error> for Failed<E> {
+    fn from(e: Error) -> Failed<E> {
+        Failed::Package(e)
+    }
+}
+
+/// What the caller of [`rewrite`] decides, file by file.
+pub(crate) trait Decide {
+    /// A file's bytes as the caller holds them once read (in memory, or a
+    /// mapped scratch file).
+    type Bytes: AsRef<[u8]>;
+    /// The caller's error.
+    type Error;
+
+    /// How many first bytes [`Decide::wants`] needs.
+    const REACH: u64;
+
+    /// How many outputs the read decides for.
+    fn outputs(&self) -> usize;
+
+    /// The entry `m` (a regular file, sparse file or directory): its fate
+    /// in each output by its path alone, unread, or `None` to go on.
+    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, Self::Error>;
+
+    /// Whether the regular file `m`, whose first bytes are `head` (up to
+    /// [`Decide::REACH`]), is to be read whole and decided.
+    fn wants(&self, m: &Member<'_>, head: &[u8]) -> bool;
+
+    /// The sparse file `m`, whose first stored bytes are `head`, is copied
+    /// as it is in every output.
+    fn sparse(&mut self, m: &Member<'_>, head: &[u8]) -> Result<(), Self::Error>;
+
+    /// The file `m` read from `reader`, whose first bytes `head` were read
+    /// already: exactly the size it declares.
+    fn inflate(
+        &mut self,
+        m: &Member<'_>,
+        head: &[u8],
+        reader: &mut dyn Read,
+    ) -> Result<Self::Bytes, Self::Error>;
+
+    /// The file `m`, whose bytes are `bytes`: its fate in each output
+    /// (`None`: kept in every one).
+    fn decide(
+        &mut self,
+        m: &Member<'_>,
+        bytes: &Self::Bytes,
+    ) -> Result<Option<Vec<Fate>>, Self::Error>;
+
+    /// Writes `bytes`, a file kept, to `out` (the caller may give back the
+    /// pages of a mapped file as it goes).
+    fn write(&self, bytes: &Self::Bytes, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(bytes.as_ref())
+    }
+
+    /// A row of `md5sums` that the bytes of the file it names do not match.
+    fn wrong(&mut self, w: &Wrong<'_>) -> Result<(), Self::Error>;
+}
+
+/// What one read decided, for each output: its data archive written,
+/// and what its `md5sums` and `Installed-Size` are to say.
+pub(crate) struct Plan {
+    pub(super) outs: Vec<Done>,
+}
+
+/// One output of a [`Plan`].
+pub(super) struct Done {
+    /// The new data archive, compressed, in a scratch file from its
+    /// start; `None` when nothing changed, or for an output not written.
+    pub(super) data: Option<File>,
+    /// The new MD5 of each file rewritten, and of its hard links, by path
+    /// (as `md5sums` gives it).
+    pub(super) changed: BTreeMap<Vec<u8>, [u8; 16]>,
+    /// The paths of the files left out, and of their hard links.
+    pub(super) gone: BTreeSet<Vec<u8>>,
+    /// The KiB an install no longer takes ([`kib`]).
+    pub(super) kib_less: u64,
+}
+
+impl Plan {
+    /// Whether output `k` is the package as it was.
+    pub(crate) fn unchanged(&self, k: usize) -> bool {
+        self.outs
+            .get(k)
+            .is_none_or(|o| o.changed.is_empty() && o.gone.is_empty())
+    }
+}
+
+/// The compressed data archive one output is written into.
+type Sink = Counted<Encoder<BufWriter<File>>>;
+
+/// One output while the read goes.
+struct Out {
+    /// Where its data archive goes; `None` for an output not written.
+    sink: Option<Sink>,
+    changed: BTreeMap<Vec<u8>, [u8; 16]>,
+    /// Each hard link's path and the path of the file it names.
+    links: Vec<(Vec<u8>, Vec<u8>)>,
+    gone: BTreeSet<Vec<u8>>,
+    kib_less: u64,
+}
+
+/// Reads the data archive of `p` once, within `limit` bytes inflated
+/// (which it lowers by what it read), `decide` answering for each file
+/// as the module says. Output `k` is compressed into `scratch[k]` (xz on
+/// up to `threads` threads); an output with no scratch file is decided
+/// but not written (a dry run).
+pub(crate) fn rewrite<D: Decide>(
+    p: &Package<'_>,
+    limit: &mut u64,
+    decide: &mut D,
+    scratch: Vec<Option<File>>,
+    threads: u32,
+) -> Result<Plan, Failed<D::Error>> {
+    let member = p.name(p.data_at);
+    let bytes = p.bytes(p.data_at);
+    let c = method(bytes).ok_or_else(|| {
+        Error::Refused(format!(
+            "its member '{member}' is neither a tar archive nor compressed with gzip, xz or \
+             zstd: prune does not rewrite it"
+        ))
+    })?;
+    let reader = package::decoder(bytes, c).map_err(|e| Error::Member {
+        member: member.clone(),
+        doing: "cannot be read",
+        source: e.into(),
+    })?;
+    let mut scratch = scratch.into_iter();
+    let mut outs = Vec::new();
+    for _ in 0..decide.outputs() {
+        let sink = match scratch.next().flatten() {
+            Some(f) => Some(Counted::new(
+                compress::encoder(c, BufWriter::with_capacity(1 << 20, f), threads)
+                    .map_err(Error::Scratch)?,
+            )),
+            None => None,
+        };
+        outs.push(Out {
+            sink,
+            changed: BTreeMap::new(),
+            links: Vec::new(),
+            gone: BTreeSet::new(),
+            kib_less: 0,
+        });
+    }
+    let mut tar = Reader::new(reader, *limit);
+    walk(p, &mut tar, &member, decide, &mut outs)?;
+    *limit = limit.saturating_sub(tar.read());
+    let mut done = Vec::new();
+    for o in outs {
+        let changed = with_links(o.changed, &o.links);
+        let any = !changed.is_empty() || !o.gone.is_empty();
+        let data = match o.sink {
+            Some(sink) if any => Some(
+                sink.into_inner()
+                    .finish()
+                    .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
+                    .map_err(Error::Scratch)?,
+            ),
+            _ => None,
+        };
+        done.push(Done {
+            data,
+            changed,
+            gone: o.gone,
+            kib_less: o.kib_less,
+        });
+    }
+    Ok(Plan { outs: done })
+}
+
+/// `changed` with each hard link to a changed file added under its own
+/// path (`md5sums` lists every name of a file).
+pub(crate) fn with_links(
+    mut changed: BTreeMap<Vec<u8>, [u8; 16]>,
+    links: &[(Vec<u8>, Vec<u8>)],
+) -> BTreeMap<Vec<u8>, [u8; 16]> {
+    for (path, target) in links {
+        if let Some(md5) = changed.get(target).copied() {
+            changed.insert(path.clone(), md5);
+        }
+    }
+    changed
+}
+
+/// Walks the data archive `tar` (the member `member` of `p`) into `outs`
+/// as the module says.
+fn walk<R: Read, D: Decide>(
+    p: &Package<'_>,
+    tar: &mut Reader<R>,
+    member: &str,
+    decide: &mut D,
+    outs: &mut [Out],
+) -> Result<(), Failed<D::Error>> {
+    let fault = |f| Error::fault(member, f);
+    let n = outs.len();
+    let kept = || vec![Fate::Kept; n];
+    let mut paths = package::TarPaths::default();
+    while let Some(h) = tar.next().map_err(fault)? {
+        if let Some(why) = paths.note(&h.path, h.kind() == b'5') {
+            return Err(fault(Fault::Damaged(why)).into());
+        }
+        if h.is_hard_link() {
+            // A name of a file left out goes with it.
+            let mut fates = kept();
+            for (o, fate) in outs.iter_mut().zip(&mut fates) {
+                if o.gone.contains(&h.link) {
+                    o.gone.insert(h.path.clone());
+                    *fate = Fate::Removed;
+                } else {
+                    o.links.push((h.path.clone(), h.link.clone()));
+                }
+            }
+            emit(tar, &h, &fates, Old::Stream(&[], None), outs).map_err(fault)?;
+            continue;
+        }
+        let m = Member {
+            header: &h,
+            conffile: p.conffiles.contains(&h.path),
+        };
+        let named = h.is_file() || h.is_sparse() || h.kind() == b'5';
+        if named && let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)? {
+            let fates = all(Some(fates), outs.len());
+            account(&h, &fates, outs);
+            // A regular file kept somewhere is checked as it passes.
+            let mut md5 =
+                (h.is_file() && fates.iter().any(|f| matches!(f, Fate::Kept))).then(md5::Md5::new);
+            emit(tar, &h, &fates, Old::Stream(&[], md5.as_mut()), outs).map_err(fault)?;
+            if let Some(md5) = md5 {
+                check(p, decide, &h.path, &md5.finalize().into()).map_err(Failed::Caller)?;
+            }
+            continue;
+        }
+        if !(h.is_file() || h.is_sparse()) {
+            emit(tar, &h, &kept(), Old::Stream(&[], None), outs).map_err(fault)?;
+            continue;
+        }
+        let mut head = Vec::new();
+        (&mut tar.body())
+            .take(h.size.min(D::REACH))
+            .read_to_end(&mut head)
+            .map_err(|e| Error::Member {
+                member: h.path_lossy(),
+                doing: "cannot be read",
+                source: e.into(),
+            })?;
+        if h.is_sparse() {
+            decide.sparse(&m, &head).map_err(Failed::Caller)?;
+            emit(tar, &h, &kept(), Old::Stream(&head, None), outs).map_err(fault)?;
+            continue;
+        }
+        if !decide.wants(&m, &head) {
+            // Copied as it is, and checked against its row on the way.
+            let mut md5 = md5::Md5::new();
+            emit(tar, &h, &kept(), Old::Stream(&head, Some(&mut md5)), outs).map_err(fault)?;
+            check(p, decide, &h.path, &md5.finalize().into()).map_err(Failed::Caller)?;
+            continue;
+        }
+        let bytes = decide
+            .inflate(&m, &head, &mut tar.body())
+            .map_err(Failed::Caller)?;
+        tar.skip_body().map_err(fault)?;
+        let md5 = md5::Md5::digest(bytes.as_ref()).into();
+        check(p, decide, &h.path, &md5).map_err(Failed::Caller)?;
+        let fates = all(
+            decide.decide(&m, &bytes).map_err(Failed::Caller)?,
+            outs.len(),
+        );
+        account(&h, &fates, outs);
+        let held = |out: &mut dyn Write| decide.write(&bytes, out);
+        emit(tar, &h, &fates, Old::Held(&held), outs).map_err(fault)?;
+    }
+    let mut sinks: Vec<&mut Sink> = outs.iter_mut().filter_map(|o| o.sink.as_mut()).collect();
+    end(tar, &mut sinks).map_err(fault)?;
+    Ok(())
+}
+
+/// `fates`, one per output (`None`, or an output it does not name: kept).
+fn all(fates: Option<Vec<Fate>>, n: usize) -> Vec<Fate> {
+    let mut fates = fates.unwrap_or_default();
+    fates.resize(n, Fate::Kept);
+    fates
+}
+
+/// Notes in each output what the fate of the entry `h` takes from an
+/// install: a file left out its KiB (and its path, for its hard links and
+/// its row of `md5sums`), a directory one, a file rewritten the KiB it
+/// no longer takes.
+fn account(h: &Header, fates: &[Fate], outs: &mut [Out]) {
+    for (o, fate) in outs.iter_mut().zip(fates) {
+        match fate {
+            Fate::Kept => {}
+            Fate::Removed if h.kind() == b'5' => o.kib_less += 1,
+            Fate::Removed => {
+                o.kib_less += kib(h.size);
+                o.gone.insert(h.path.clone());
+            }
+            Fate::Replaced(new) => o.kib_less += kib(h.size).saturating_sub(kib(new.size)),
+        }
+    }
+}
+
+/// An entry's old data, for the outputs that keep it.
+enum Old<'b> {
+    /// Still in the archive, after `head` (read already): hashed into the
+    /// MD5 where one is given.
+    Stream(&'b [u8], Option<&'b mut md5::Md5>),
+    /// Read whole: what writes it.
+    Held(&'b dyn Fn(&mut dyn Write) -> std::io::Result<()>),
+}
+
+/// Writes the entry `h` to each output as its fate says: a file replaced
+/// with a header of its new size and its new bytes (their MD5 noted for
+/// `md5sums`), a file kept with its old data (`old`), nothing for an
+/// entry left out.
+fn emit<R: Read>(
+    tar: &mut Reader<R>,
+    h: &Header,
+    fates: &[Fate],
+    old: Old<'_>,
+    outs: &mut [Out],
+) -> Result<(), Fault> {
+    for (o, fate) in outs.iter_mut().zip(fates) {
+        let Fate::Replaced(new) = fate else {
+            continue;
+        };
+        let md5 = match o.sink.as_mut() {
+            Some(sink) => {
+                put_header(sink, h, Some(new.size))?;
+                let mut hashing = Hashing::<_, md5::Md5>::new(&mut *sink);
+                new.copy_to(&mut hashing).map_err(Fault::Write)?;
+                let md5 = hashing.digest.finalize().into();
+                put_pad(sink, new.size)?;
+                md5
+            }
+            None => {
+                let mut hashing = Hashing::<_, md5::Md5>::new(std::io::sink());
+                new.copy_to(&mut hashing).map_err(Fault::Write)?;
+                hashing.digest.finalize().into()
+            }
+        };
+        o.changed.insert(h.path.clone(), md5);
+    }
+    let mut kept: Vec<&mut Sink> = outs
+        .iter_mut()
+        .zip(fates)
+        .filter(|(_, f)| matches!(f, Fate::Kept))
+        .filter_map(|(o, _)| o.sink.as_mut())
+        .collect();
+    let (head, mut md5) = match old {
+        Old::Held(write) => {
+            for sink in &mut kept {
+                put_header(*sink, h, None)?;
+                write(*sink).map_err(Fault::Write)?;
+                put_pad(*sink, h.size)?;
+            }
+            return Ok(());
+        }
+        Old::Stream(head, md5) => (head, md5),
+    };
+    if kept.is_empty() && md5.is_none() {
+        return tar.skip_body();
+    }
+    for sink in &mut kept {
+        put_header(*sink, h, None)?;
+        sink.write_all(head).map_err(Fault::Write)?;
+    }
+    if let Some(md5) = md5.as_mut() {
+        md5.update(head);
+        let mut n = head.len() as u64;
+        let mut buf = vec![0u8; usize::try_from(tar.left().min(256 << 10)).unwrap_or(0)];
+        while tar.left() > 0 {
+            let k = match tar.body().read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Fault::Read(e)),
+            };
+            md5.update(&buf[..k]);
+            for sink in &mut kept {
+                sink.write_all(&buf[..k]).map_err(Fault::Write)?;
+            }
+            n += k as u64;
+        }
+        if n < h.size {
+            return Err(Fault::Damaged(format!(
+                "the data of '{}' is cut short ({n} of its {} bytes)",
+                h.path_lossy(),
+                h.size
+            )));
+        }
+    }
+    tar.copy_body(&mut |b| {
+        for sink in &mut kept {
+            sink.write_all(b).map_err(Fault::Write)?;
+        }
+        Ok(())
+    })
+}
+
+/// Checks `md5`, the MD5 of the file `path`, against its row of
+/// `md5sums`, if it has one: a row it does not match goes to
+/// [`Decide::wrong`].
+fn check<D: Decide>(
+    p: &Package<'_>,
+    decide: &mut D,
+    path: &[u8],
+    md5: &[u8; 16],
+) -> Result<(), D::Error> {
+    let Some(said) = p.md5sums.get(path) else {
+        return Ok(());
+    };
+    let is = hex(md5);
+    if *said == is {
+        return Ok(());
+    }
+    let path = String::from_utf8_lossy(path);
+    decide.wrong(&Wrong {
+        record: "md5sums",
+        path: &path,
+        field: "MD5",
+        said: said.clone(),
+        is,
+    })
+}
