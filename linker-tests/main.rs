@@ -57,6 +57,7 @@ test_files! {
     images,
     packages,
     rpms,
+    unread_formats,
     hostile,
     hostile_ob,
     linker_wrapper,

@@ -20,13 +20,18 @@ LLVM_BIN=/usr/lib/llvm-22/bin
 PKGS=(clang-22 clang-tools-22 llvm-22 llvm-22-dev lld-22 liboffload-22 libomp-22-dev libzstd-dev pkg-config mold binutils gcc g++ bash dash coreutils bsdutils procps python3 python3-pip python3-venv)
 # Packers for the package-scanning tests (linker-tests/packages.rs).
 PKGS+=(zip tar gzip xz-utils zstd bzip2 cpio dpkg)
-# lz4 makes real .tar.lz4 files, frame and legacy, that the scanners must
-# report as unread (linker-tests/hostile/round6_unread.rs).
+# lz4 makes real .tar.lz4 files: frames the scanners read
+# (linker-tests/unread_formats.rs), legacy ones they must report as unread
+# (linker-tests/hostile/round6_unread.rs).
 PKGS+=(lz4)
 # makeself writes real self-extracting .run installers (NVIDIA's CUDA
 # installers are these), which the scanners must report as unread
 # (linker-tests/hostile/round6_unread.rs).
 PKGS+=(makeself)
+# squashfs-tools (mksquashfs), 7zip and lzip make real squashfs images, .7z
+# archives and .tar.lz files: the first two the scanners must refuse by name,
+# the last they read as the plain tar (linker-tests/unread_formats.rs).
+PKGS+=(squashfs-tools 7zip lzip)
 # rpm gives rpmbuild, which builds real RPMs (payloads in gzip, xz and zstd),
 # and rpm2cpio, whose cpio the scanners' reading of the RPM is compared with
 # (linker-tests/rpms.rs).

@@ -1,6 +1,6 @@
 //! Packages that ship files: zip archives (Python wheels, `.jar`, conda's
-//! `.conda`), tar archives (plain, or compressed with gzip, xz, zstd, bzip2
-//! or LZMA: conda's `.tar.bz2` among them), Debian packages (`.deb`: an
+//! `.conda`), tar archives (plain, or compressed with gzip, xz, zstd, bzip2,
+//! LZMA, LZ4 frames or lzip: conda's `.tar.bz2` among them), Debian packages (`.deb`: an
 //! `ar` archive whose `data.tar.*` holds the files), RPM packages (their
 //! compressed cpio payload), and single files
 //! compressed with one of those methods (`libfoo.so.gz`), whose one member
@@ -16,7 +16,7 @@
 //! `pkg-*.tar.zst`) are for the caller to open again.
 //!
 //! The formats are read by well-kept crates: `zip`, `tar`, `flate2`,
-//! `liblzma` (xz and LZMA), `bzip2` and `zstd`; the Debian `ar` layer by
+//! `liblzma` (xz, LZMA and lzip), `bzip2`, `zstd` and `lz4_flex`; the Debian `ar` layer by
 //! `object`.
 
 #[cfg(feature = "files")]
@@ -107,7 +107,9 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
 /// no such suffix.
 pub fn decompressed_name(name: &str) -> &str {
     let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    for suffix in [".gz", ".xz", ".zst", ".zstd", ".bz2", ".lzma", ".z", ".Z"] {
+    for suffix in [
+        ".gz", ".xz", ".zst", ".zstd", ".bz2", ".lzma", ".lz4", ".lz", ".z", ".Z",
+    ] {
         if let Some(stem) = base.strip_suffix(suffix)
             && !stem.is_empty()
         {

@@ -45,6 +45,8 @@ pub fn package(data: &[u8]) {
         Kind::Tar(Compression::Zstd),
         Kind::Tar(Compression::Bzip2),
         Kind::Tar(Compression::Lzma),
+        Kind::Tar(Compression::Lz4),
+        Kind::Tar(Compression::Lzip),
         Kind::Compressed(Compression::Gzip),
         Kind::Compressed(Compression::Bzip2),
         Kind::Compressed(Compression::Lzma),

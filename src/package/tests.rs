@@ -137,17 +137,88 @@ fn compress(data: &[u8], c: Compression) -> Vec<u8> {
                 .read_to_end(&mut out)
                 .unwrap();
         }
+        Compression::Lz4 => {
+            let mut e = lz4_flex::frame::FrameEncoder::new(&mut out);
+            io::Write::write_all(&mut e, data).unwrap();
+            e.finish().unwrap();
+        }
+        Compression::Lzip => out = lzip(data),
     }
     out
 }
 
-const METHODS: [Compression; 5] = [
+const METHODS: [Compression; 7] = [
     Compression::Gzip,
     Compression::Xz,
     Compression::Zstd,
     Compression::Bzip2,
     Compression::Lzma,
+    Compression::Lz4,
+    Compression::Lzip,
 ];
+
+/// `data` as one lzip member, as `lzip` writes it: `LZIP`, version 1,
+/// the dictionary size (2^20), a raw LZMA stream (lc 3, lp 0, pb 2, with
+/// its end marker), then the data's CRC-32, its size and the member's.
+fn lzip(data: &[u8]) -> Vec<u8> {
+    let mut o = liblzma::stream::LzmaOptions::new_preset(1).unwrap();
+    o.dict_size(1 << 20)
+        .literal_context_bits(3)
+        .literal_position_bits(0)
+        .position_bits(2);
+    let mut f = liblzma::stream::Filters::new();
+    f.lzma1(&o);
+    let s = liblzma::stream::Stream::new_raw_encoder(&f).unwrap();
+    let mut out = b"LZIP\x01\x14".to_vec();
+    liblzma::read::XzEncoder::new_stream(data, s)
+        .read_to_end(&mut out)
+        .unwrap();
+    out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    let member = out.len() as u64 + 8;
+    out.extend_from_slice(&member.to_le_bytes());
+    out
+}
+
+/// A zstd or LZ4 tar that starts with a skippable frame (`pzstd` writes
+/// one first) is the compressed tar it is, not bytes without a package.
+#[test]
+fn skippable_frames_first_are_passed_over() {
+    let t = tar_of(&[("lib/a.so", b"device code")]);
+    for c in [Compression::Zstd, Compression::Lz4] {
+        let mut bytes = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        bytes.extend(compress(&t, c));
+        assert_eq!(detect(&bytes), Some(Kind::Tar(c)), "{c:?}");
+        let mut r = Record::default();
+        members(&bytes, Kind::Tar(c), &mut r).unwrap();
+        assert_eq!(
+            r.0,
+            vec![("lib/a.so".to_string(), Ok(b"device code".to_vec()))]
+        );
+    }
+}
+
+/// Two lzip members read as one stream; bytes after the last member are
+/// an error, as are a member whose CRC-32 does not match.
+#[test]
+fn lzip_members_are_read_one_after_another() {
+    let mut two = lzip(b"one, ");
+    two.extend(lzip(b"two"));
+    let mut got = Vec::new();
+    decoder(&two, Compression::Lzip)
+        .and_then(|mut r| r.read_to_end(&mut got))
+        .unwrap();
+    assert_eq!(got, b"one, two");
+    let mut trailing = two.clone();
+    trailing.extend_from_slice(b"junk");
+    let read = decoder(&trailing, Compression::Lzip).and_then(|mut r| r.read_to_end(&mut got));
+    assert!(read.is_err());
+    let mut bad_crc = lzip(b"one");
+    let at = bad_crc.len() - 20;
+    bad_crc[at] ^= 1;
+    let read = decoder(&bad_crc, Compression::Lzip).and_then(|mut r| r.read_to_end(&mut got));
+    assert!(read.is_err());
+}
 
 #[test]
 fn every_method_gives_a_tar_or_a_compressed_file() {

@@ -76,8 +76,12 @@ impl Kind {
     pub(crate) fn article(&self) -> &'static str {
         match self {
             Kind::Rpm
-            | Kind::Tar(Compression::Xz | Compression::Lzma)
-            | Kind::Compressed(Compression::Xz | Compression::Lzma) => "an",
+            | Kind::Tar(
+                Compression::Xz | Compression::Lzma | Compression::Lz4 | Compression::Lzip,
+            )
+            | Kind::Compressed(
+                Compression::Xz | Compression::Lzma | Compression::Lz4 | Compression::Lzip,
+            ) => "an",
             _ => "a",
         }
     }

@@ -305,7 +305,10 @@ fn what(kind: Kind, conda: bool) -> String {
 /// The article before a method's name: "an xz-", "a gzip-".
 fn article(c: package::Compression) -> &'static str {
     match c {
-        package::Compression::Xz | package::Compression::Lzma => "an",
+        package::Compression::Xz
+        | package::Compression::Lzma
+        | package::Compression::Lz4
+        | package::Compression::Lzip => "an",
         _ => "a",
     }
 }

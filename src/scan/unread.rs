@@ -35,8 +35,11 @@ impl UnreadFormat {
 /// fixed offset (for makeself's `.run` installers: the first two lines of
 /// the script it writes). A file that starts as an ELF, PE or Mach-O file, a
 /// static archive or a device-code container is read as that, whatever
-/// lies further on; packages the scanners read (zip, tar, `.deb`, RPM,
-/// cpio, gzip, xz, zstd, bzip2, LZMA) are told before this table is asked.
+/// lies further on, unless a row's magic starts with that format's own (an
+/// AppImage: an ELF program whose identification bytes say a file system
+/// follows it); packages the scanners read (zip, tar, `.deb`, RPM, cpio,
+/// gzip, xz, zstd, bzip2, LZMA, LZ4 frames, lzip) are told before this
+/// table is asked.
 pub const UNREAD_FORMATS: &[UnreadFormat] = &[
     // squashfs, both byte orders: AppImage and snap roots, container
     // file systems.
@@ -44,18 +47,56 @@ pub const UNREAD_FORMATS: &[UnreadFormat] = &[
     row(b"sqsh", 0, "a squashfs image (big-endian)"),
     // SIF: a 32-byte launch script, then "SIF_MAGIC".
     row(b"SIF_MAGIC", 32, "a Singularity/Apptainer image (SIF)"),
-    row(&[0x04, 0x22, 0x4d, 0x18], 0, "an LZ4-compressed file"),
+    // Singularity 2's images: a launch line, then an ext3 or squashfs
+    // file system.
+    row(
+        b"#!/usr/bin/env run-singularity\n",
+        0,
+        "a Singularity 2 image",
+    ),
+    // AppImages: the ELF runtime (64- or 32-bit, little-endian) whose
+    // identification bytes 8 to 10 are "AI" and the type: 2, a squashfs
+    // follows it; 1, an ISO 9660 image does.
+    row(
+        b"\x7fELF\x02\x01\x01\x00AI\x02",
+        0,
+        "an AppImage (squashfs)",
+    ),
+    row(
+        b"\x7fELF\x01\x01\x01\x00AI\x02",
+        0,
+        "an AppImage (squashfs)",
+    ),
+    row(
+        b"\x7fELF\x02\x01\x01\x00AI\x01",
+        0,
+        "an AppImage (ISO 9660)",
+    ),
+    row(
+        b"\x7fELF\x01\x01\x01\x00AI\x01",
+        0,
+        "an AppImage (ISO 9660)",
+    ),
+    // EROFS, the read-only file system of Android and of some container
+    // image stores: its superblock at 1 KiB.
+    row(&[0xe2, 0xe1, 0xf5, 0xe0], 1024, "an EROFS image"),
+    // cramfs, both byte orders.
+    row(&[0x45, 0x3d, 0xcd, 0x28], 0, "a cramfs image"),
+    row(&[0x28, 0xcd, 0x3d, 0x45], 0, "a cramfs image (big-endian)"),
+    // LZ4 frames and lzip are read (package::Compression); the legacy
+    // LZ4 format, which has no end mark to tell a cut file by, is not.
     row(
         &[0x02, 0x21, 0x4c, 0x18],
         0,
         "an LZ4-compressed file (legacy format)",
     ),
-    row(b"LZIP", 0, "an lzip-compressed file"),
     row(b"7z\xbc\xaf\x27\x1c", 0, "a 7-Zip archive"),
     row(b"\x89LZO\x00\r\n\x1a\n", 0, "an lzop-compressed file"),
     row(&[0x1f, 0x9d], 0, "a compress (.Z) file"),
     row(b"xar!", 0, "a xar archive"),
     row(b"Rar!\x1a\x07", 0, "a RAR archive"),
+    row(b"LRZI", 0, "an lrzip-compressed file"),
+    row(b"MSWIM\0\0\0", 0, "a Windows imaging (.wim) file"),
     row(b"MSCF\0\0\0\0", 0, "a Microsoft cabinet (.cab)"),
     // ISO 9660: the primary volume descriptor of the 17th sector.
     row(b"CD001", 0x8001, "an ISO 9660 disc image"),
@@ -114,14 +155,20 @@ pub fn unread_format(bytes: &[u8]) -> Option<&'static UnreadFormat> {
         &[0xce, 0xfa, 0xed, 0xfe],
         &[0xca, 0xfe, 0xba, 0xbe],
     ];
-    if READ.iter().any(|m| bytes.starts_with(m)) || super::magic::Magic::at_start(bytes).is_some() {
-        return None;
-    }
-    UNREAD_FORMATS.iter().find(|f| {
+    let at = |f: &&UnreadFormat| {
         bytes
             .get(f.offset..)
             .is_some_and(|rest| rest.starts_with(f.magic))
-    })
+    };
+    // Rows that are a read format, told by more (an AppImage's runtime).
+    let within_read = |f: &&UnreadFormat| READ.iter().any(|m| f.magic.starts_with(m));
+    if let Some(f) = UNREAD_FORMATS.iter().filter(within_read).find(at) {
+        return Some(f);
+    }
+    if READ.iter().any(|m| bytes.starts_with(m)) || super::magic::Magic::at_start(bytes).is_some() {
+        return None;
+    }
+    UNREAD_FORMATS.iter().find(at)
 }
 
 #[cfg(test)]

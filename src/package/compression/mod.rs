@@ -7,6 +7,7 @@
 pub(crate) mod encode;
 #[cfg(feature = "files")]
 pub(crate) mod gzip;
+mod lz4;
 
 use std::io::{self, Read};
 
@@ -29,6 +30,12 @@ pub enum Compression {
     /// LZMA, the `.lzma` format of LZMA Utils (`.tar.lzma`): a 13-byte
     /// header, then one LZMA stream with no check.
     Lzma,
+    /// LZ4 frames (`.tar.lz4`), as the `lz4` tool writes them by default;
+    /// not its legacy format (`lz4 -l`).
+    Lz4,
+    /// lzip (`.tar.lz`): members of LZMA data, each with its CRC-32 and
+    /// sizes.
+    Lzip,
 }
 
 impl Compression {
@@ -41,6 +48,8 @@ impl Compression {
             Compression::Zstd => "zstd",
             Compression::Bzip2 => "bzip2",
             Compression::Lzma => "LZMA",
+            Compression::Lz4 => "LZ4",
+            Compression::Lzip => "lzip",
         }
     }
 }
@@ -58,7 +67,48 @@ pub(crate) fn decoder<'a>(bytes: &'a [u8], c: Compression) -> io::Result<Box<dyn
                 .map_err(io::Error::other)?;
             Box::new(liblzma::bufread::XzDecoder::new_stream(bytes, stream))
         }
+        Compression::Lz4 => Box::new(lz4::decoder(bytes)?),
+        Compression::Lzip => Box::new(Lzip::new(bytes)?),
     })
+}
+
+/// The members of lzip data, one after another (liblzma's lzip decoder,
+/// which checks each member's CRC-32 and sizes); bytes after the last
+/// member are an error where `lzip -d` would only warn, as nothing
+/// reads them.
+struct Lzip<'a> {
+    bytes: &'a [u8],
+    decoder: liblzma::bufread::XzDecoder<&'a [u8]>,
+}
+
+impl<'a> Lzip<'a> {
+    fn new(bytes: &'a [u8]) -> io::Result<Lzip<'a>> {
+        let stream = liblzma::stream::Stream::new_lzip_decoder(
+            crate::limits::LZMA_MEMORY,
+            liblzma::stream::CONCATENATED,
+        )
+        .map_err(io::Error::other)?;
+        Ok(Lzip {
+            bytes,
+            decoder: liblzma::bufread::XzDecoder::new_stream(bytes, stream),
+        })
+    }
+}
+
+impl Read for Lzip<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.decoder.read(buf)?;
+        if n == 0 && !buf.is_empty() && self.decoder.total_in() != self.bytes.len() as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} bytes after the lzip data",
+                    self.bytes.len() as u64 - self.decoder.total_in().min(self.bytes.len() as u64)
+                ),
+            ));
+        }
+        Ok(n)
+    }
 }
 
 /// Memory liblzma's threaded decoder may use for its threads' buffers
@@ -146,13 +196,22 @@ pub(crate) type Starts = fn(&[u8]) -> bool;
 
 /// Each compression method read, with the test of how its data starts:
 /// what [`compression_of`] tells them by, and what `--help` lists.
-pub(crate) const METHODS: [(Compression, Starts); 5] = [
+pub(crate) const METHODS: [(Compression, Starts); 7] = [
     (Compression::Gzip, is_gzip),
     (Compression::Xz, is_xz),
     (Compression::Zstd, is_zstd),
     (Compression::Bzip2, is_bzip2),
     (Compression::Lzma, is_lzma_alone),
+    (Compression::Lz4, |b| {
+        past_skippable(b).starts_with(&lz4::FRAME_MAGIC)
+    }),
+    (Compression::Lzip, is_lzip),
 ];
+
+/// Whether `bytes` start an lzip member: `LZIP`, then version 1.
+fn is_lzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"LZIP\x01")
+}
 
 /// Whether `bytes` start a gzip member.
 fn is_gzip(bytes: &[u8]) -> bool {
@@ -164,9 +223,23 @@ fn is_xz(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0])
 }
 
-/// Whether `bytes` start a zstd frame.
+/// Whether `bytes` start a zstd frame, after any skippable frames (which
+/// `pzstd` writes first).
 fn is_zstd(bytes: &[u8]) -> bool {
-    bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+    past_skippable(bytes).starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
+/// `bytes` past the skippable frames they start with: frames of user
+/// data that zstd and LZ4 share (magic 0x184D2A50 to 0x184D2A5F, then a
+/// 32-bit size), which their decoders pass over.
+fn past_skippable(mut bytes: &[u8]) -> &[u8] {
+    while let [0x50..=0x5f, 0x2a, 0x4d, 0x18, a, b, c, d, rest @ ..] = bytes {
+        match rest.get(usize_from(le::<u32>([*a, *b, *c, *d]).into())..) {
+            Some(next) => bytes = next,
+            None => break,
+        }
+    }
+    bytes
 }
 
 /// Whether `bytes` start a bzip2 stream: `BZh`, the block size digit,

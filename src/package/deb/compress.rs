@@ -42,6 +42,13 @@ pub(crate) fn encoder<W: Write>(
         Compression::Zstd => Encoder::zstd(out, ZSTD_LEVEL, 0),
         Compression::Bzip2 => Ok(Encoder::bzip2(out, BZIP2_LEVEL)),
         Compression::Lzma => Encoder::lzma(out, XZ_PRESET),
+        Compression::Lz4 | Compression::Lzip => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "dpkg-deb does not write a {}-compressed data.tar",
+                method.name()
+            ),
+        )),
     }
 }
 

@@ -143,6 +143,7 @@ fn compressed(c: Compression, data: &[u8]) -> (Vec<u8>, &'static str) {
             e.write_all(data).unwrap();
             (e.finish().unwrap(), ".lzma")
         }
+        Compression::Lz4 | Compression::Lzip => unreachable!("dpkg-deb writes neither"),
     }
 }
 
