@@ -32,6 +32,7 @@ test_files! {
     rocblas,
     pub(crate) conda,
     pub(crate) images,
+    split,
 }
 mod hip_programs;
 mod real_wheels;

@@ -23,6 +23,7 @@ mod pack;
 pub(crate) mod prune;
 mod scan;
 mod size;
+mod split;
 mod unpack;
 mod wrap;
 
@@ -106,6 +107,7 @@ enum Command {
     Check(check::CheckOpts),
     Size(size::SizeOpts),
     Prune(prune::PruneOpts),
+    Split(split::SplitOpts),
     Diff(diff::DiffOpts),
     Completions(docs::CompletionsOpts),
     Manpages(docs::ManpagesOpts),
@@ -129,6 +131,7 @@ fn native(args: Vec<std::ffi::OsString>) -> ExitCode {
         Command::Check(o) => return scanner(o.run()),
         Command::Size(o) => return scanner(o.run()),
         Command::Prune(o) => return scanner(o.run()),
+        Command::Split(o) => return scanner(o.run()),
         Command::Diff(o) => return scanner(o.run()),
         Command::Completions(o) => o.run(Cli::command()),
         Command::Manpages(o) => o.run(Cli::command()),

@@ -185,7 +185,7 @@ fn selection(o: &PruneOpts) -> Result<Selection> {
 }
 
 /// `--ptx`'s values, each read as its [`Ptx`].
-fn ptx_parser() -> impl clap::builder::TypedValueParser<Value = Ptx> {
+pub(super) fn ptx_parser() -> impl clap::builder::TypedValueParser<Value = Ptx> {
     use clap::builder::{PossibleValuesParser, TypedValueParser};
     PossibleValuesParser::new(["newest", "all", "none"]).map(|s| match s.as_str() {
         "all" => Ptx::All,

@@ -24,7 +24,7 @@ mod write;
 
 pub(crate) use error::Error;
 pub(crate) use read::{Archive, check_directory, stored};
-pub(crate) use rewrite::{Decide, Failed, Read as MemberRead, rewrite};
+pub(crate) use rewrite::{Decide, Failed, Plan, Read as MemberRead, rewrite};
 pub(crate) use write::{Fate, Method, New, write};
 
 #[cfg(test)]

@@ -99,6 +99,8 @@ mod race;
 mod rewriters;
 pub(crate) mod shrink;
 #[cfg(feature = "files")]
+pub(crate) mod split;
+#[cfg(feature = "files")]
 pub(crate) mod summary;
 #[cfg(feature = "files")]
 mod tamper;

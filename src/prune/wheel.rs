@@ -47,34 +47,13 @@ pub(crate) fn prune(
         super::packed::pruning(sel, input, &name, data, kind, &opts.prune)?;
     }
     let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let mut d = Members {
-        sel,
-        opts,
-        input,
-        name: &name,
-        each: Pruning::member_options(&opts.prune),
-        rep: PathReport::new(&name, data, meta).package(),
-        all: Pruning::default(),
-        not_shrunk: Vec::new(),
-    };
+    let mut d = Members::new(sel, opts, input, &name, PathReport::new(&name, data, meta));
     let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
         .map_err(|e| PathError::failed(input, e))?;
-    d.all.check_device_left(input, &name, &opts.prune)?;
-    let mut rep = d.rep;
-    if !d.not_shrunk.is_empty() {
-        rep.not_shrunk = Some(d.not_shrunk.join("; "));
-    }
-    rep.kept = merge(rep.kept);
-    rep.dropped = merge(rep.dropped);
+    let mut rep = d.finish()?;
     let unchanged = plan.unchanged(0);
-    let signed =
-        |n: &str| n.ends_with(".dist-info/RECORD.jws") || n.ends_with(".dist-info/RECORD.p7s");
-    if !unchanged && let Some(sig) = archive.find(signed) {
-        let why = format!(
-            "it is signed ('{sig}'), and a pruned wheel's signature would not verify: remove \
-             the signature files from it first"
-        );
-        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+    if !unchanged {
+        not_signed(&archive, input, &name)?;
     }
     let Some(dest) = opts.output_path(input)? else {
         return Ok(rep);
@@ -96,13 +75,29 @@ pub(crate) fn prune(
     Ok(rep)
 }
 
+/// Refuses the wheel `archive` (`input`, named `name`) when it is signed
+/// (`RECORD.jws`, `RECORD.p7s`): a changed wheel's signature would not
+/// verify.
+pub(super) fn not_signed(archive: &Archive<'_>, input: &Path, name: &str) -> Result<(), PathError> {
+    let signed =
+        |n: &str| n.ends_with(".dist-info/RECORD.jws") || n.ends_with(".dist-info/RECORD.p7s");
+    let Some(sig) = archive.find(signed) else {
+        return Ok(());
+    };
+    let why = format!(
+        "it is signed ('{sig}'), and a pruned wheel's signature would not verify: remove the \
+         signature files from it first"
+    );
+    Err(PathError::said(PathErrorKind::Refused, input, name, why))
+}
+
 /// What prune decides of a wheel's members, one output: each ELF, PE,
 /// static-archive or package member pruned as the file named alone
 /// would be, each per-GPU file whose GPU the rules drop removed unread,
 /// noting in the report what it did (the linked members rewritten in
 /// place rather than shrunk, and why, in its `not_shrunk`; the members
-/// removed whole in its `removed`).
-struct Members<'a> {
+/// removed whole in its `removed`). `split` asks one per group.
+pub(super) struct Members<'a> {
     sel: &'a Selection,
     opts: &'a PathOptions,
     /// The wheel.
@@ -117,6 +112,48 @@ struct Members<'a> {
     all: Pruning,
     /// Each linked member rewritten in place rather than shrunk, and why.
     not_shrunk: Vec<String>,
+}
+
+impl<'a> Members<'a> {
+    /// The decider of the wheel `input` (named `name`) for the selection
+    /// `sel`, reporting into `rep` (the wheel's [`PathReport::new`]).
+    pub(super) fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        name: &'a str,
+        rep: PathReport,
+    ) -> Members<'a> {
+        Members {
+            sel,
+            opts,
+            input,
+            name,
+            each: Pruning::member_options(&opts.prune),
+            rep: rep.package(),
+            all: Pruning::default(),
+            not_shrunk: Vec::new(),
+        }
+    }
+
+    /// The report so far.
+    pub(super) fn report(&self) -> &PathReport {
+        &self.rep
+    }
+
+    /// The report, once the read is over: refused when no device image
+    /// of the wheel would stay (unless the options allow it).
+    pub(super) fn finish(self) -> Result<PathReport, PathError> {
+        self.all
+            .check_device_left(self.input, self.name, &self.opts.prune)?;
+        let mut rep = self.rep;
+        if !self.not_shrunk.is_empty() {
+            rep.not_shrunk = Some(self.not_shrunk.join("; "));
+        }
+        rep.kept = merge(rep.kept);
+        rep.dropped = merge(rep.dropped);
+        Ok(rep)
+    }
 }
 
 impl Decide for Members<'_> {

@@ -24,7 +24,7 @@ use std::io::Read as _;
 use super::error::Error;
 use super::read::{Archive, Seen, is_stored, rest, seen, stored};
 use super::record::{Change, new_record_with};
-use super::write::{Fate, Method, write};
+use super::write::{Added, Fate, Method, write, write_adding};
 use crate::package::budget::Budget;
 use crate::package::records::{Wrong, pip_rows};
 
@@ -297,6 +297,47 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
         write(&mut a.zip, fates, &texts, Method::AsItWas, file)
     }
 
+    /// [`Plan::write`], output `k` gaining the members `added` (each a
+    /// name in a `*.dist-info/` directory and its bytes) after the
+    /// archive's own, written with the header fields of that directory's
+    /// RECORD, which gains a row for each (its hash and size) after its
+    /// last: every other byte of the RECORD as [`Plan::write`] writes it.
+    /// A member whose directory holds no RECORD read is an error.
+    pub(crate) fn write_adding(
+        &self,
+        a: &mut Archive<'_>,
+        k: usize,
+        added: &[(String, &[u8])],
+        file: &std::fs::File,
+    ) -> Result<(), Error> {
+        let mut texts = self.new_records(k)?;
+        let mut members = Vec::with_capacity(added.len());
+        for (name, bytes) in added {
+            let dir = name.rsplit_once('/').map_or("", |(d, _)| d);
+            let record = format!("{dir}/RECORD");
+            let found = self.records.iter().find(|(_, (n, _))| *n == record);
+            let Some((&i, (_, text))) = found else {
+                return Err(Error::Damaged(format!(
+                    "no '{record}' to list the new member '{name}'"
+                )));
+            };
+            let mut new = texts.remove(&i).unwrap_or_else(|| text.bytes().to_vec());
+            if !new.is_empty() && !new.ends_with(b"\n") {
+                new.push(b'\n');
+            }
+            new.extend_from_slice(&record_row(name, bytes));
+            texts.insert(i, new);
+            members.push(Added {
+                name: name.clone(),
+                bytes,
+                like: i,
+            });
+        }
+        let none = BTreeMap::new();
+        let fates = self.fates.get(k).unwrap_or(&none);
+        write_adding(&mut a.zip, fates, &texts, Method::AsItWas, &members, file)
+    }
+
     /// The new bytes of each RECORD of output `k` whose rows change, by
     /// index.
     fn new_records(&self, k: usize) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
@@ -336,6 +377,23 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
         }
         Ok(out)
     }
+}
+
+/// The RECORD row of the file `name` holding `bytes`: its name (quoted
+/// where CSV needs it), `sha256=` and its unpadded URL-safe base64
+/// SHA-256, its size, and a line feed.
+fn record_row(name: &str, bytes: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let sha = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(bytes));
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    let size = bytes.len().to_string();
+    let row = [name, &format!("sha256={sha}"), size.as_str()];
+    // Writing to memory cannot fail.
+    let _ = w.write_record(row);
+    w.into_inner().unwrap_or_default()
 }
 
 impl<B: AsRef<[u8]>> Record<'_, B> {

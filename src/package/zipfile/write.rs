@@ -33,6 +33,31 @@ pub(crate) fn write(
     method: Method,
     file: &File,
 ) -> Result<(), Error> {
+    write_adding(zip, fates, texts, method, &[], file)
+}
+
+/// A member an output gains: its name, its bytes, and the index of the
+/// member whose header fields (time, mode, host system, method) it is
+/// written with.
+pub(crate) struct Added<'b> {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its bytes.
+    pub(crate) bytes: &'b [u8],
+    /// The member whose header fields it takes.
+    pub(crate) like: usize,
+}
+
+/// [`write`], then each member of `added`, in its order, after the
+/// archive's own.
+pub(crate) fn write_adding(
+    zip: &mut Zip<'_>,
+    fates: &BTreeMap<usize, Fate>,
+    texts: &BTreeMap<usize, Vec<u8>>,
+    method: Method,
+    added: &[Added<'_>],
+    file: &File,
+) -> Result<(), Error> {
     let mut zout = ::zip::ZipWriter::new(file);
     for i in 0..zip.len() {
         let f = zip.by_index_raw(i)?;
@@ -58,6 +83,15 @@ pub(crate) fn write(
             (None, Some(t)) => zout.write_all(t).map_err(Error::Write)?,
             (None, None) => {}
         }
+    }
+    for a in added {
+        let f = zip.by_index_raw(a.like)?;
+        let opts = same_header(&f)
+            .compression_method(compression(&f, method))
+            .large_file(a.bytes.len() as u64 >= u64::from(u32::MAX));
+        drop(f);
+        zout.start_file(a.name.as_str(), opts)?;
+        zout.write_all(a.bytes).map_err(Error::Write)?;
     }
     zout.finish()?;
     Ok(())

@@ -1,0 +1,157 @@
+//! `offload-kit split`: one wheel becomes one wheel per group of GPUs and
+//! a null variant, with the metadata installers pick them by; the job is
+//! `crate::prune::split`'s, this parses, prints and picks the exit code.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, anyhow, bail};
+
+use super::io::printable;
+use crate::prune::Ptx;
+use crate::prune::split::{Gpus, SplitOptions, SplitReport, split_path};
+use crate::scan::rule::Rule;
+
+/// Splits a fat wheel into per-GPU wheels (PEP 825 variants) in one read.
+#[derive(clap::Args)]
+#[command(
+    after_help = "Each group's wheel holds exactly what `prune --keep GROUP` keeps (the \
+same members, byte for byte), plus `*.dist-info/variant.json` and its RECORD row; its name \
+ends in the group's variant label (`sm86`, `gfx942`, `gfx90a.gfx942`). A `null` variant \
+holds everything the input held. Beside them go `{name}-{version}-variants.json` and, for \
+pip, one PEP 503 index per group under OUTDIR/index/LABEL (pip install --index-url \
+file://OUTDIR/index/LABEL NAME). --per-gpu makes one group per device target the wheel holds \
+code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
+group the wheel does not serve is refused by name and nothing is written; outputs appear \
+whole or not at all.\n\nExit codes: 0 success; 1 a member some group's prune refused (left \
+as it was, named); 2 an input that could not be read, is not a wheel or is damaged, a group \
+the input does not serve, or a usage error."
+)]
+pub struct SplitOpts {
+    /// Wheels to split (other inputs are refused so far).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// One output per device target the input serves.
+    #[arg(long, conflicts_with = "gpus", required_unless_present = "gpus")]
+    per_gpu: bool,
+    /// One output keeping what devices of these targets load (separate
+    /// by commas; repeat for more outputs).
+    #[arg(long, value_name = "LIST")]
+    gpus: Vec<String>,
+    /// The directory the outputs go to (made when missing).
+    #[arg(short, long, value_name = "OUTDIR", required = true)]
+    dir: PathBuf,
+    /// Which PTX each group keeps, as prune's --ptx.
+    #[arg(long, value_name = "WHICH", default_value = "newest", value_parser = super::prune::ptx_parser())]
+    ptx: Ptx,
+    /// Most bytes decompressed while reading, as prune's --max-uncompressed.
+    #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size)]
+    max_uncompressed: Option<u64>,
+    /// Print JSON (schema `offload-kit/split/1`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl SplitOpts {
+    /// The groups of the command line.
+    fn gpus(&self) -> Result<Gpus> {
+        if self.per_gpu {
+            return Ok(Gpus::PerGpu);
+        }
+        let mut groups = Vec::new();
+        for list in &self.gpus {
+            let group: Vec<Rule> = list
+                .split(',')
+                .filter(|v| !v.trim().is_empty())
+                .map(|r| Rule::parse(r.trim()).map_err(|e| anyhow!("--gpus {e}")))
+                .collect::<Result<_>>()?;
+            if group.is_empty() {
+                bail!("--gpus '{list}' names no GPU");
+            }
+            groups.push(group);
+        }
+        Ok(Gpus::Given(groups))
+    }
+
+    pub fn run(self) -> Result<std::process::ExitCode> {
+        let o = SplitOptions {
+            gpus: self.gpus()?,
+            ptx: self.ptx,
+            dir: self.dir.clone(),
+            max_uncompressed: self.max_uncompressed,
+        };
+        let mut reports = Vec::new();
+        let mut failed = false;
+        for input in &self.inputs {
+            match split_path(input, &o) {
+                Ok(r) => reports.push(r),
+                Err(e) => {
+                    eprintln!("error: {}", printable(&e.chain()));
+                    failed = true;
+                }
+            }
+        }
+        let mut out = super::io::Report::stdout();
+        if self.json {
+            let doc = serde_json::json!({ "schema": "offload-kit/split/1", "files": reports });
+            serde_json::to_writer_pretty(&mut out, &doc)?;
+            out.write_all(b"\n")?;
+        } else {
+            for line in reports.iter().flat_map(text) {
+                writeln!(out, "{}", printable(&line))?;
+            }
+        }
+        out.flush()?;
+        let refused = reports.iter().any(|r| !r.members_refused.is_empty());
+        Ok(std::process::ExitCode::from(match (failed, refused) {
+            (true, _) => 2,
+            (false, true) => 1,
+            (false, false) => 0,
+        }))
+    }
+}
+
+/// The text report of one split, line by line.
+fn text(r: &SplitReport) -> Vec<String> {
+    let mut s = vec![format!(
+        "{}: split into {} wheels",
+        r.input,
+        r.outputs.len()
+    )];
+    for o in &r.outputs {
+        let gpus = match o.gpus.is_empty() {
+            true => "every GPU, as the input".to_string(),
+            false => o.gpus.join(","),
+        };
+        s.push(format!("  {} ({gpus})", o.path));
+        s.extend(o.properties.iter().map(|p| format!("    {p}")));
+        if let Some(i) = &o.index {
+            s.push(format!("    pip index: {i}"));
+        }
+    }
+    s.push(format!("  {}", r.variants_json));
+    let lists = [
+        (
+            "device targets, and the outputs that serve them",
+            &r.targets,
+        ),
+        ("images, and the outputs that hold them", &r.images),
+        ("per-GPU files, and the outputs that hold them", &r.files),
+    ];
+    for (what, list) in lists.into_iter().filter(|(_, l)| !l.is_empty()) {
+        s.push(format!("  {what}:"));
+        for t in list {
+            let by = match t.outputs.is_empty() {
+                true => "none (only in null)".to_string(),
+                false => t.outputs.join(", "),
+            };
+            s.push(format!("    {}: {by}", t.what));
+        }
+    }
+    s.extend(
+        r.members_refused
+            .iter()
+            .map(|m| format!("  refused, left as it was: {m}")),
+    );
+    s
+}

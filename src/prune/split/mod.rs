@@ -1,0 +1,283 @@
+//! Splitting one wheel into one wheel per group of GPUs (`offload-kit
+//! split`, issue #74), in one read: each member is read once and decided
+//! for every group by prune's own decider of a wheel ([`decide`]), so
+//! that each group's output holds exactly what `prune --keep GROUP -o`
+//! writes; one more output, the null variant, holds what the input held.
+//! Each output gains the metadata an installer picks it by
+//! ([`variant`]: a PEP 825 variant label in its name and a
+//! `*.dist-info/variant.json` listed in its RECORD), and beside them go
+//! the `{name}-{version}-variants.json` and a PEP 503 index directory per
+//! group for pip ([`write`]). The report says, for every device target
+//! the wheel serves ([`targets`]), which outputs serve it.
+//!
+//! It lives under `prune` because it is prune's decisions, made several
+//! times in one read: it reuses prune's wheel decider, reports and errors
+//! without widening what `prune` shows the rest of the crate.
+
+mod decide;
+mod report;
+mod targets;
+mod variant;
+mod write;
+
+use std::path::Path;
+
+use super::budget::Budget;
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
+use super::wheel::{Members, not_signed};
+use super::{ImageGroup, Rules, Selection};
+use crate::files::Input;
+use crate::package::zipfile::{self, Archive};
+use crate::scan::rule::Rule;
+pub(crate) use report::{Gpus, Served, SplitOptions, SplitOutput, SplitReport};
+use targets::Held;
+use variant::{NULL, Properties, WheelName};
+
+/// Splits the wheel `input` as `o` says, writing every output into
+/// `o.dir` or none of them.
+pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
+    let name = crate::files::shown(input).into_owned();
+    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
+    let file_name = input.file_name().map(|n| n.to_string_lossy().into_owned());
+    let wheel = WheelName::parse(file_name.as_deref().unwrap_or_default()).map_err(refuse)?;
+    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
+    let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
+    let data = file.bytes();
+    let mut archive = Archive::open(data).map_err(|e| PathError::zip_file(input, e))?;
+    not_signed(&archive, input, &name)?;
+    let groups = match &o.gpus {
+        Gpus::Given(g) => g.clone(),
+        Gpus::PerGpu => per_gpu(&mut archive, input, &name, &meta, data, o)?
+            .iter()
+            .map(|t| Rule::parse(t).map(|r| vec![r]))
+            .collect::<Result<_, _>>()
+            .map_err(|e| refuse(e.to_string()))?,
+    };
+    if groups.is_empty() {
+        return Err(refuse("it holds no device target to split by".into()));
+    }
+    let labels = labels(&groups).map_err(refuse)?;
+    let sels: Vec<Selection> = groups
+        .iter()
+        .map(|g| Selection {
+            rules: Rules::Keep(g.clone()),
+            ptx: o.ptx,
+        })
+        .collect();
+    let mut opts = PathOptions::default();
+    opts.prune.max_uncompressed = o.max_uncompressed;
+    let each = sels
+        .iter()
+        .map(|s| Members::new(s, &opts, input, &name, PathReport::new(&name, data, &meta)))
+        .collect();
+    let mut d = decide::Groups::new(each);
+    let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
+    let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
+        .map_err(|e| PathError::failed(input, e))?;
+    let first = d.each.first().map(Members::report);
+    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
+    let held = Held::of(
+        all.into_iter().flatten(),
+        d.companions.iter().map(|(_, g)| g.clone()),
+    );
+    for g in &groups {
+        if let Some(r) = g.iter().find(|r| !held.served(r)) {
+            let group: Vec<String> = g.iter().map(Rule::to_string).collect();
+            return Err(refuse(format!(
+                "nothing in it serves '{r}' (--gpus {}): it holds code for {}",
+                group.join(","),
+                held.targets().join(", ")
+            )));
+        }
+    }
+    let companions = std::mem::take(&mut d.companions);
+    let everything: Vec<ImageGroup> = first
+        .map(|r| r.kept.iter().chain(&r.dropped).cloned().collect())
+        .unwrap_or_default();
+    let reps: Vec<PathReport> = d
+        .each
+        .into_iter()
+        .map(Members::finish)
+        .collect::<Result<_, _>>()?;
+    let mut outputs = outputs_of(&labels, &groups, &reps, everything);
+    let c = coverage(&held, &labels, &reps, &companions, &sels);
+    let variants_json = write::write_all(&mut archive, &plan, &wheel, &mut outputs, o, input)?;
+    let mut members_refused: Vec<String> = Vec::new();
+    for r in reps.iter().flat_map(|r| &r.members_refused) {
+        if !members_refused.contains(r) {
+            members_refused.push(r.clone());
+        }
+    }
+    Ok(SplitReport {
+        input: name,
+        outputs: outputs.into_iter().map(|(o, _)| o).collect(),
+        variants_json,
+        targets: c.targets,
+        images: c.images,
+        files: c.files,
+        members_refused,
+    })
+}
+
+/// The outputs of the groups (`labels`, `groups`, and the reports of
+/// their prunes), then the null variant holding `everything`, each with
+/// its properties; not yet written.
+fn outputs_of(
+    labels: &[String],
+    groups: &[Vec<Rule>],
+    reps: &[PathReport],
+    everything: Vec<ImageGroup>,
+) -> Vec<(SplitOutput, Properties)> {
+    let mut outputs: Vec<(SplitOutput, Properties)> = Vec::new();
+    for ((label, g), rep) in labels.iter().zip(groups).zip(reps) {
+        let mut props = Properties::default();
+        rep.kept.iter().for_each(|k| props.add(&k.target, &k.kind));
+        let out = SplitOutput {
+            label: label.clone(),
+            gpus: g.iter().map(Rule::to_string).collect(),
+            path: String::new(),
+            properties: props.lines(),
+            index: None,
+            kept: rep.kept.clone(),
+        };
+        outputs.push((out, props));
+    }
+    let whole = super::path::merge(
+        everything
+            .into_iter()
+            .map(|g| ImageGroup { why: None, ..g })
+            .collect(),
+    );
+    let null = SplitOutput {
+        label: NULL.to_string(),
+        gpus: Vec::new(),
+        path: String::new(),
+        properties: Vec::new(),
+        index: None,
+        kept: whole,
+    };
+    outputs.push((null, Properties::default()));
+    outputs
+}
+
+/// The device targets the wheel `archive` (`input`, named `name`, whose
+/// bytes are `data`) serves, as prune's decider of a wheel finds them in
+/// a read that keeps everything (its images, and the names of its
+/// per-GPU files): what `--per-gpu` makes one group of each. (A read
+/// before the split's own.)
+fn per_gpu(
+    archive: &mut Archive<'_>,
+    input: &Path,
+    name: &str,
+    meta: &std::fs::Metadata,
+    data: &[u8],
+    o: &SplitOptions,
+) -> Result<Vec<String>, PathError> {
+    let all = Selection {
+        rules: Rules::Drop(Vec::new()),
+        ptx: o.ptx,
+    };
+    let mut opts = PathOptions::default();
+    opts.prune.max_uncompressed = o.max_uncompressed;
+    let rep = PathReport::new(name, data, meta);
+    let mut d = decide::Groups::new(vec![Members::new(&all, &opts, input, name, rep)]);
+    let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
+    zipfile::rewrite(archive, &mut budget, &mut d).map_err(|e| PathError::failed(input, e))?;
+    let first = d.each.first().map(Members::report);
+    let images = first.map(|r| r.kept.iter().chain(&r.dropped));
+    let gpus = d.companions.iter().map(|(_, g)| g.clone());
+    Ok(Held::of(images.into_iter().flatten(), gpus).targets())
+}
+
+/// The label of each group, each distinct.
+fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in groups {
+        let l = variant::label(g)?;
+        if out.contains(&l) {
+            return Err(format!(
+                "two groups are both labelled '{l}': name each once"
+            ));
+        }
+        out.push(l);
+    }
+    Ok(out)
+}
+
+/// What the split serves: for each device target `held`, each image
+/// group of the input and each per-GPU file, the labels of the groups
+/// that hold it.
+struct Coverage {
+    targets: Vec<Served>,
+    images: Vec<Served>,
+    files: Vec<Served>,
+}
+
+/// For each device target `held`, the groups whose output a device of it
+/// loads something of; for each image group, the groups that keep it; for
+/// each per-GPU file (named in `companions`), the groups whose rules keep
+/// it.
+fn coverage(
+    held: &Held,
+    labels: &[String],
+    reps: &[PathReport],
+    companions: &[(String, crate::companion::Gpu)],
+    sels: &[Selection],
+) -> Coverage {
+    // What each group's output holds.
+    let outputs: Vec<Held> = reps
+        .iter()
+        .zip(sels)
+        .map(|(r, s)| {
+            let kept = companions
+                .iter()
+                .filter(|(n, _)| super::companion::dropped(s.by(), n).is_none())
+                .map(|(_, g)| g.clone());
+            Held::of(r.kept.iter(), kept)
+        })
+        .collect();
+    let targets = held
+        .targets()
+        .into_iter()
+        .map(|t| {
+            let device = Rule::parse(&t).ok();
+            let outputs = outputs
+                .iter()
+                .zip(labels)
+                .filter(|(h, _)| device.as_ref().is_some_and(|d| h.served(d)))
+                .map(|(_, l)| l.clone())
+                .collect();
+            Served { what: t, outputs }
+        })
+        .collect();
+    let images = held
+        .images
+        .iter()
+        .map(|(t, k)| Served {
+            what: format!("{t} {k}"),
+            outputs: reps
+                .iter()
+                .zip(labels)
+                .filter(|(r, _)| r.kept.iter().any(|g| g.target == *t && g.kind == *k))
+                .map(|(_, l)| l.clone())
+                .collect(),
+        })
+        .collect();
+    let files = companions
+        .iter()
+        .map(|(n, _)| Served {
+            what: n.clone(),
+            outputs: sels
+                .iter()
+                .zip(labels)
+                .filter(|(s, _)| super::companion::dropped(s.by(), n).is_none())
+                .map(|(_, l)| l.clone())
+                .collect(),
+        })
+        .collect();
+    Coverage {
+        targets,
+        images,
+        files,
+    }
+}

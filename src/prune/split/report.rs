@@ -1,0 +1,81 @@
+//! The words of a split: what it is asked ([`SplitOptions`]) and what it
+//! reports ([`SplitReport`], the command line's JSON).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::prune::{ImageGroup, Ptx};
+use crate::scan::rule::Rule;
+
+/// Which groups a split makes.
+#[derive(Debug, Clone)]
+pub(crate) enum Gpus {
+    /// These groups, each one output.
+    Given(Vec<Vec<Rule>>),
+    /// One group per device target the input serves.
+    PerGpu,
+}
+
+/// How a split is made.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitOptions {
+    /// The groups.
+    pub(crate) gpus: Gpus,
+    /// Which PTX each group keeps (as `prune --ptx`).
+    pub(crate) ptx: Ptx,
+    /// The directory the outputs go to.
+    pub(crate) dir: PathBuf,
+    /// Bytes a read may inflate (`--max-uncompressed`).
+    pub(crate) max_uncompressed: Option<u64>,
+}
+
+/// One output of a split.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SplitOutput {
+    /// Its variant label (`null` for the one that holds what the input
+    /// held).
+    pub(crate) label: String,
+    /// Its group's rules (none for `null`).
+    pub(crate) gpus: Vec<String>,
+    /// The wheel written.
+    pub(crate) path: String,
+    /// Its properties, `namespace :: feature :: value`.
+    pub(crate) properties: Vec<String>,
+    /// The PEP 503 index directory pip installs it from (`--index-url`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) index: Option<String>,
+    /// Its device images, by target and kind.
+    pub(crate) kept: Vec<ImageGroup>,
+}
+
+/// Which outputs serve one thing of the input (a device target, an image
+/// group, a per-GPU file); none but `null` when `outputs` is empty.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Served {
+    /// The device target, the image group's target and kind
+    /// (`sm_86 cubin`), or the file's name.
+    pub(crate) what: String,
+    /// The labels of the outputs of groups that serve it.
+    pub(crate) outputs: Vec<String>,
+}
+
+/// What a split did.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SplitReport {
+    /// The input.
+    pub(crate) input: String,
+    /// The outputs, the groups' in order, then `null`.
+    pub(crate) outputs: Vec<SplitOutput>,
+    /// The `{name}-{version}-variants.json` written.
+    pub(crate) variants_json: String,
+    /// Each device target the input serves.
+    pub(crate) targets: Vec<Served>,
+    /// Each image group of the input.
+    pub(crate) images: Vec<Served>,
+    /// Each per-GPU file of the input.
+    pub(crate) files: Vec<Served>,
+    /// Members some group's prune refused, left as they were (as prune
+    /// names them).
+    pub(crate) members_refused: Vec<String>,
+}
