@@ -57,6 +57,7 @@ test_files! {
     images,
     packages,
     rpms,
+    squashfs,
     hostile,
     hostile_ob,
     linker_wrapper,
