@@ -58,6 +58,7 @@ test_files! {
     packages,
     rpms,
     unread_formats,
+    squashfs,
     hostile,
     hostile_ob,
     linker_wrapper,

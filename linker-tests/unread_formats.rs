@@ -5,10 +5,10 @@
 //!   library compressed alone, are read: the same images, target by
 //!   target, as the plain tar and the libraries; `check --forbid gfx90a`
 //!   fails them (exit 1);
-//! - a squashfs image (`mksquashfs`, gzip and xz) and a `.7z` (`7zz`) of
-//!   them, which offload-kit does not read, are refused by name by every
-//!   scanner (exit 2), make a directory walk's gate fail naming them, and
-//!   are refused by name by `prune`, which writes nothing.
+//! - a `.7z` (`7zz`) of them, which offload-kit does not read, is refused
+//!   by name by every scanner (exit 2), makes a directory walk's gate fail
+//!   naming it, and is refused by name by `prune`, which writes nothing.
+//!   (squashfs images, once refused here too, are read: squashfs.rs.)
 
 use std::path::Path;
 
@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::util::{Run, ours, run_within, same, tempdir, trial};
 
 /// The tools the trials run.
-const TOOLS: &[&str] = &["clang", "tar", "lz4", "lzip", "mksquashfs", "7zz"];
+const TOOLS: &[&str] = &["clang", "tar", "lz4", "lzip", "7zz"];
 
 /// How long one tool or command may take.
 const LIMIT: u64 = 120;
@@ -29,16 +29,15 @@ pub fn tests() -> Vec<Trial> {
     };
     vec![
         t("lz4_and_lzip_read_as_the_plain_files", lz4_and_lzip_read),
-        t("squashfs_and_7z_are_refused_by_name", refused_by_name),
+        t("seven_zip_is_refused_by_name", refused_by_name),
         t("a_walk_with_an_unread_file_fails_the_gate", walk_fails),
-        t("prune_refuses_squashfs_and_7z_by_name", prune_refuses),
+        t("prune_refuses_7z_by_name", prune_refuses),
     ]
 }
 
 /// The compressed and packed files, made once: `lib.tar` (the two
 /// libraries below `usr/lib`), `lib.tar.lz4`, `lib.tar.lz`,
-/// `libhipk.so.lz4`, `libhipk.so.lz`, `gz.squashfs`, `xz.squashfs` and
-/// `lib.7z`.
+/// `libhipk.so.lz4`, `libhipk.so.lz` and `lib.7z`.
 fn fixture() -> Result<&'static Path, Failed> {
     static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
     F.get_or_init(|| {
@@ -66,16 +65,11 @@ fn build(d: &Path) -> Result<(), Failed> {
         tool(d, "lz4", &["-q", "-f", f, &format!("{f}.lz4")])?;
         tool(d, "lzip", &["-q", "-k", "-f", f])?;
     }
-    for c in ["gzip", "xz"] {
-        let img = format!("{}.squashfs", &c[..2]);
-        tool(d, "mksquashfs", &["root", &img, "-comp", c, "-noappend", "-quiet", "-no-progress"])?;
-    }
     tool(d, "7zz", &["a", "-bd", "-bso0", "lib.7z", "root/usr/lib"])?;
     // Each made by its tool, as its format starts.
     for (f, magic) in [
         ("lib.tar.lz4", &[0x04, 0x22, 0x4d, 0x18][..]),
         ("lib.tar.lz", b"LZIP"),
-        ("gz.squashfs", b"hsqs"),
         ("lib.7z", b"7z\xbc\xaf\x27\x1c"),
     ] {
         if !std::fs::read(d.join(f))?.starts_with(magic) {
@@ -143,11 +137,7 @@ fn lz4_and_lzip_read() -> Result<(), Failed> {
 }
 
 /// The unread files and what their error says they are.
-const UNREAD: &[(&str, &str)] = &[
-    ("gz.squashfs", "a squashfs image"),
-    ("xz.squashfs", "a squashfs image"),
-    ("lib.7z", "a 7-Zip archive"),
-];
+const UNREAD: &[(&str, &str)] = &[("lib.7z", "a 7-Zip archive")];
 
 /// Whether `r` exited 2 with an error naming `name` as `format`, not read.
 fn unread(what: &str, r: &Run, name: &str, format: &str) -> Result<(), Failed> {
@@ -160,8 +150,8 @@ fn unread(what: &str, r: &Run, name: &str, format: &str) -> Result<(), Failed> {
 }
 
 /// `check --forbid sm_50` (which nothing here holds: a gate that read
-/// nothing would pass), `size`, `inspect` and `extract` of a squashfs
-/// image and a `.7z` holding the libraries: exit 2, the file and its
+/// nothing would pass), `size`, `inspect` and `extract` of a `.7z`
+/// holding the libraries: exit 2, the file and its
 /// format named; `extract` writes nothing.
 fn refused_by_name() -> Result<(), Failed> {
     let d = fixture()?;
@@ -206,7 +196,7 @@ fn walk_fails() -> Result<(), Failed> {
     Ok(())
 }
 
-/// `prune --keep gfx90a` of a squashfs image or a `.7z`: alone with `-o`
+/// `prune --keep gfx90a` of a `.7z`: alone with `-o`
 /// refused (exit 2) naming it and its format, never "nothing to remove",
 /// nothing written; in a tree (a dry run) named and counted refused
 /// (exit 1), never "without device code".

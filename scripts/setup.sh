@@ -36,6 +36,10 @@ PKGS+=(squashfs-tools 7zip lzip)
 # and rpm2cpio, whose cpio the scanners' reading of the RPM is compared with
 # (linker-tests/rpms.rs).
 PKGS+=(rpm rpm2cpio)
+# squashfs-tools (mksquashfs, unsquashfs) builds the squashfs images, in every
+# compression, that the scanners read and are compared with; siftool wraps one
+# in a SIF (linker-tests/squashfs.rs).
+PKGS+=(squashfs-tools siftool)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

@@ -2,7 +2,8 @@
 //! `.conda`), tar archives (plain, or compressed with gzip, xz, zstd, bzip2,
 //! LZMA, LZ4 frames or lzip: conda's `.tar.bz2` among them), Debian packages (`.deb`: an
 //! `ar` archive whose `data.tar.*` holds the files), RPM packages (their
-//! compressed cpio payload), and single files
+//! compressed cpio payload), squashfs filesystems (alone, as a SIF
+//! image's root or after an AppImage's runtime), and single files
 //! compressed with one of those methods (`libfoo.so.gz`), whose one member
 //! is what they decompress to.
 //!
@@ -19,6 +20,7 @@
 //! `liblzma` (xz, LZMA and lzip), `bzip2`, `zstd` and `lz4_flex`; the Debian `ar` layer by
 //! `object`.
 
+mod appimage;
 #[cfg(feature = "files")]
 mod budget;
 pub(crate) mod compression;
@@ -35,6 +37,8 @@ pub(crate) mod oci;
 pub(crate) mod records;
 mod repeats;
 mod rpm;
+mod sif;
+mod squashfs;
 pub(crate) mod tar;
 mod types;
 #[cfg(feature = "files")]
@@ -54,6 +58,7 @@ pub(crate) use hashing::Hashing;
 #[cfg(any(test, fuzzing))]
 pub(crate) use repeats::REPEAT_COST_FLOOR;
 pub(crate) use repeats::{Overlaps, TarPaths, duplicate_names, duplicates_said};
+pub(crate) use sif::is_sif;
 use tar::BLOCK;
 pub(crate) use tar::is_header as is_tar_header;
 use types::corrupt;
@@ -86,6 +91,15 @@ pub fn detect(bytes: &[u8]) -> Option<Kind> {
     }
     if rpm::is_rpm(bytes) {
         return Some(Kind::Rpm);
+    }
+    if squashfs::is_squashfs(bytes) {
+        return Some(Kind::Squashfs);
+    }
+    if sif::is_sif(bytes) {
+        return Some(Kind::Sif);
+    }
+    if appimage::is_appimage(bytes) {
+        return Some(Kind::AppImage);
     }
     let c = compression_of(bytes)?;
     // The first block; compressed data that fails to decompress (a
@@ -158,6 +172,9 @@ pub fn members(bytes: &[u8], kind: Kind, to: &mut dyn Members) -> Result<()> {
         Kind::Deb => deb_members(bytes, to),
         Kind::Cpio => cpio_members(bytes, to),
         Kind::Rpm => rpm::rpm_members(bytes, to),
+        Kind::Squashfs => squashfs::squashfs_members(bytes, kind, to),
+        Kind::Sif => sif::sif_members(bytes, to),
+        Kind::AppImage => appimage::appimage_members(bytes, to),
         Kind::Compressed(c) => {
             let mut reader = decoder(bytes, c).map_err(|e| corrupt(kind, e))?;
             to.member("", Ok(Contents::Unsized(&mut reader)))?;

@@ -25,14 +25,25 @@ pub enum Kind {
     /// An RPM package: its members are those of its compressed cpio
     /// payload.
     Rpm,
+    /// A squashfs filesystem (version 4): its members are its files.
+    Squashfs,
+    /// A Singularity/Apptainer image (SIF): its members are the files of
+    /// its squashfs partitions, and its other data objects.
+    Sif,
+    /// An AppImage (type 2): its members are the files of the squashfs
+    /// after its runtime.
+    AppImage,
 }
 
 impl Kind {
     /// One of each kind, for the formats `--help` lists ([`formats`]).
-    const EACH: [Kind; 6] = [
+    const EACH: [Kind; 9] = [
         Kind::Zip,
         Kind::Deb,
         Kind::Rpm,
+        Kind::Squashfs,
+        Kind::Sif,
+        Kind::AppImage,
         Kind::Tar(Compression::None),
         Kind::Cpio,
         Kind::Compressed(Compression::Gzip),
@@ -57,6 +68,9 @@ impl Kind {
             Kind::Cpio => "cpio archives (newc, crc, odc: initramfs, rpm2cpio's output)".into(),
             Kind::Rpm => "RPM packages (.rpm; payloads in gzip, bzip2, xz, LZMA or zstd)".into(),
             Kind::Compressed(_) => format!("single compressed files ({})", methods()),
+            Kind::Squashfs => "squashfs filesystems (gzip, lzo, xz, lz4 or zstd; snaps)".into(),
+            Kind::Sif => "Singularity/Apptainer SIF images".into(),
+            Kind::AppImage => "AppImages (type 2)".into(),
         }
     }
 }
@@ -76,6 +90,8 @@ impl Kind {
     pub(crate) fn article(&self) -> &'static str {
         match self {
             Kind::Rpm
+            | Kind::Sif
+            | Kind::AppImage
             | Kind::Tar(
                 Compression::Xz | Compression::Lzma | Compression::Lz4 | Compression::Lzip,
             )
@@ -97,6 +113,9 @@ impl std::fmt::Display for Kind {
             Kind::Compressed(c) => write!(f, "{}-compressed file", c.name()),
             Kind::Cpio => f.write_str("cpio archive"),
             Kind::Rpm => f.write_str("RPM package"),
+            Kind::Squashfs => f.write_str("squashfs filesystem"),
+            Kind::Sif => f.write_str("SIF image"),
+            Kind::AppImage => f.write_str("AppImage"),
         }
     }
 }

@@ -394,6 +394,9 @@ pub(crate) fn package_not_pruned_as(
         Some(Kind::Deb) => Some("a Debian package"),
         Some(Kind::Cpio) => Some("a cpio archive"),
         Some(Kind::Rpm) => Some("an RPM package"),
+        Some(Kind::Squashfs) => Some("a squashfs filesystem"),
+        Some(Kind::Sif) => Some("a SIF image"),
+        Some(Kind::AppImage) => Some("an AppImage"),
         Some(Kind::Compressed(_)) => Some("a compressed file"),
         _ if is_cpio(data) => Some("a cpio archive"),
         _ if package::zip_prefix(data).is_some() => {

@@ -204,7 +204,10 @@ fn look(
     // Read by the scanners, but prune has no writer for it: never kept
     // as it is, whatever it holds, nor taken for a file without device
     // code.
-    if kind == Kind::Rpm {
+    if matches!(
+        kind,
+        Kind::Rpm | Kind::Squashfs | Kind::Sif | Kind::AppImage
+    ) {
         return Err(PathError::said(
             PathErrorKind::Refused,
             path,
@@ -299,6 +302,7 @@ fn what(kind: Kind, conda: bool) -> String {
         Kind::Deb => "a Debian package inside a package".into(),
         Kind::Cpio => "a cpio archive".into(),
         Kind::Rpm => "an RPM package".into(),
+        Kind::Squashfs | Kind::Sif | Kind::AppImage => format!("{} {kind}", kind.article()),
     }
 }
 
@@ -329,6 +333,10 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
         }
         Kind::Rpm => {
             "prune does not rewrite RPM packages yet (unpack it, prune its files, build it again)"
+        }
+        Kind::Squashfs | Kind::Sif | Kind::AppImage => {
+            "prune does not rewrite squashfs filesystems yet (unsquashfs it, prune its files, \
+             mksquashfs them again)"
         }
         Kind::Zip | Kind::Deb => {
             "prune does not rewrite packages inside packages (prune it on its own, then put it \

@@ -41,32 +41,21 @@ impl UnreadFormat {
 /// gzip, xz, zstd, bzip2, LZMA, LZ4 frames, lzip) are told before this
 /// table is asked.
 pub const UNREAD_FORMATS: &[UnreadFormat] = &[
-    // squashfs, both byte orders: AppImage and snap roots, container
-    // file systems.
-    row(b"hsqs", 0, "a squashfs image"),
+    // squashfs in the big-endian byte order (the little-endian one, and
+    // SIF images and AppImages of type 2 around it, are read:
+    // package::squashfs).
     row(b"sqsh", 0, "a squashfs image (big-endian)"),
-    // SIF: a 32-byte launch script, then "SIF_MAGIC".
-    row(b"SIF_MAGIC", 32, "a Singularity/Apptainer image (SIF)"),
     // Singularity 2's images: a launch line, then an ext3 or squashfs
-    // file system.
+    // file system (a SIF file starts with the same line, and is told as
+    // SIF by its magic before this table is asked).
     row(
         b"#!/usr/bin/env run-singularity\n",
         0,
         "a Singularity 2 image",
     ),
-    // AppImages: the ELF runtime (64- or 32-bit, little-endian) whose
-    // identification bytes 8 to 10 are "AI" and the type: 2, a squashfs
-    // follows it; 1, an ISO 9660 image does.
-    row(
-        b"\x7fELF\x02\x01\x01\x00AI\x02",
-        0,
-        "an AppImage (squashfs)",
-    ),
-    row(
-        b"\x7fELF\x01\x01\x01\x00AI\x02",
-        0,
-        "an AppImage (squashfs)",
-    ),
+    // AppImages of type 1: the ELF runtime (64- or 32-bit, little-endian)
+    // whose identification bytes 8 to 10 are "AI" and 1: an ISO 9660 image
+    // follows it.
     row(
         b"\x7fELF\x02\x01\x01\x00AI\x01",
         0,
@@ -155,6 +144,10 @@ pub fn unread_format(bytes: &[u8]) -> Option<&'static UnreadFormat> {
         &[0xce, 0xfa, 0xed, 0xfe],
         &[0xca, 0xfe, 0xba, 0xbe],
     ];
+    if crate::package::is_sif(bytes) {
+        // Read (package::sif), though it starts as Singularity 2's images do.
+        return None;
+    }
     let at = |f: &&UnreadFormat| {
         bytes
             .get(f.offset..)

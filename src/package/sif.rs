@@ -1,0 +1,194 @@
+//! Singularity/Apptainer images (SIF, `.sif`): a 128-byte global header
+//! (after a 32-byte launch line, the magic `SIF_MAGIC`, the version `01`,
+//! then counts and offsets, all little-endian), a table of fixed-size
+//! descriptors, one for each data object, and the objects. A container's
+//! root filesystem is a partition object holding a squashfs: its files are
+//! the image's members, named by their paths. Other squashfs partitions
+//! (overlays, data) are walked too, their members under
+//! `.sif/partition-ID/`. Partitions in other filesystems (ext3, raw,
+//! encrypted squashfs) are members that cannot be read; every other object
+//! (definition file, labels, signatures, SBOM, OCI blobs…) is handed over
+//! whole as a member `.sif/ID.TYPE`, to be scanned as any file is.
+//!
+//! Every count, offset and size is checked against the file before use.
+
+use super::squashfs;
+use super::types::{Contents, Kind, Members, corrupt};
+use crate::bytes::le_at;
+use crate::error::Result;
+use crate::num::{u64_from, usize_from};
+
+/// Where the magic lies, after the launch line.
+const MAGIC_AT: usize = 32;
+
+/// The magic (with its NUL).
+const MAGIC: &[u8] = b"SIF_MAGIC\0";
+
+/// The global header's length.
+const HEADER: usize = 128;
+
+/// A descriptor's length: type (4), used (1), ID, group and link (4
+/// each), offset, size, size with padding, two times, two owner ids (8
+/// each), a 128-byte name and 384 bytes that depend on the type.
+const DESCRIPTOR: usize = 585;
+
+/// The most descriptors a table may have (siftool makes 48): bounds the
+/// work a lying count asks for.
+const MAX_DESCRIPTORS: u64 = 1 << 16;
+
+/// The partition object type, and the squashfs filesystem type.
+const PARTITION: i32 = 0x4004;
+const FS_SQUASH: i32 = 1;
+
+/// The primary system partition's type (the container's root).
+const PART_PRIMARY: i32 = 2;
+
+/// Whether `bytes` start with a SIF global header's magic.
+pub(crate) fn is_sif(bytes: &[u8]) -> bool {
+    bytes.get(MAGIC_AT..).is_some_and(|b| b.starts_with(MAGIC))
+}
+
+/// One used descriptor: the object's type, ID, place and, for a
+/// partition, its filesystem and partition types.
+struct Object {
+    kind: i32,
+    id: u32,
+    at: usize,
+    len: usize,
+    fs: i32,
+    part: i32,
+}
+
+/// Reads the descriptors of `bytes`, each object's place checked.
+fn objects(bytes: &[u8]) -> std::result::Result<Vec<Object>, String> {
+    let header = bytes.get(..HEADER).ok_or_else(|| {
+        format!(
+            "its global header is cut short ({} of {HEADER} bytes)",
+            bytes.len()
+        )
+    })?;
+    if !is_sif(header) {
+        return Err("it does not carry the SIF magic at byte 32".into());
+    }
+    if &header[42..45] != b"01\0" {
+        return Err(format!(
+            "it is SIF version '{}'; offload-kit reads version 01",
+            String::from_utf8_lossy(&header[42..44])
+        ));
+    }
+    let i64_at = |b: &[u8], at| le_at::<u64>(b, at).unwrap_or(u64::MAX);
+    let (total, table) = (i64_at(header, 88), i64_at(header, 96));
+    if total > MAX_DESCRIPTORS {
+        return Err(format!("its header gives {total} descriptors"));
+    }
+    let end = table.checked_add(total * DESCRIPTOR as u64);
+    if end.is_none_or(|e| e > u64_from(bytes.len())) {
+        return Err(format!(
+            "its {total} descriptors at {table} reach past its end ({} bytes)",
+            bytes.len()
+        ));
+    }
+    let mut out = Vec::new();
+    for i in 0..usize_from(total) {
+        let at = usize_from(table) + i * DESCRIPTOR;
+        let d = &bytes[at..at + DESCRIPTOR];
+        if d[4] == 0 {
+            continue;
+        }
+        let i32_at = |at| le_at::<i32>(d, at).unwrap_or(0);
+        let id = le_at::<u32>(d, 5).unwrap_or(0);
+        let (offset, size) = (i64_at(d, 17), i64_at(d, 25));
+        let inside = offset
+            .checked_add(size)
+            .is_some_and(|e| e <= u64_from(bytes.len()));
+        if !inside {
+            return Err(format!(
+                "its object {id} ({size} bytes at {offset}) reaches past its end ({} bytes)",
+                bytes.len()
+            ));
+        }
+        out.push(Object {
+            kind: i32_at(0),
+            id,
+            at: usize_from(offset),
+            len: usize_from(size),
+            fs: i32_at(0xc9),
+            part: i32_at(0xcd),
+        });
+    }
+    Ok(out)
+}
+
+/// A data object type's name, for the member it is handed over as.
+fn type_name(kind: i32) -> String {
+    match kind {
+        0x4001 => "deffile".into(),
+        0x4002 => "envvar".into(),
+        0x4003 => "labels".into(),
+        0x4004 => "partition".into(),
+        0x4005 => "signature".into(),
+        0x4006 => "json".into(),
+        0x4007 => "generic".into(),
+        0x4008 => "cryptmessage".into(),
+        0x4009 => "sbom".into(),
+        0x400a => "oci-index".into(),
+        0x400b => "oci-blob".into(),
+        k => format!("type-{k:#x}"),
+    }
+}
+
+/// Hands every member of the SIF `bytes` to `to`: the files of its
+/// squashfs partitions (the primary one's by their paths), then its other
+/// objects.
+pub(super) fn sif_members(bytes: &[u8], to: &mut dyn Members) -> Result<()> {
+    let objects = objects(bytes).map_err(|e| corrupt(Kind::Sif, e))?;
+    let squash = |o: &&Object| o.kind == PARTITION && o.fs == FS_SQUASH;
+    let primary = objects
+        .iter()
+        .filter(squash)
+        .find(|o| o.part == PART_PRIMARY)
+        .or_else(|| objects.iter().find(squash))
+        .map(|o| o.id);
+    for o in &objects {
+        let data = &bytes[o.at..o.at + o.len];
+        if o.kind == PARTITION && o.fs == FS_SQUASH {
+            if Some(o.id) == primary {
+                squashfs::squashfs_members(data, Kind::Sif, to)?;
+            } else {
+                let prefix = format!(".sif/partition-{}/", o.id);
+                let mut under = Prefixed { prefix, to };
+                squashfs::squashfs_members(data, Kind::Sif, &mut under)?;
+            }
+        } else if o.kind == PARTITION {
+            let name = format!(".sif/partition-{}", o.id);
+            let why = match o.fs {
+                2 => "an ext3 partition, which offload-kit does not read".into(),
+                5 => "an encrypted squashfs partition, which offload-kit does not read".into(),
+                fs => {
+                    format!("a partition of filesystem type {fs}, which offload-kit does not read")
+                }
+            };
+            to.member(&name, Err(why))?;
+        } else {
+            let name = format!(".sif/{}.{}", o.id, type_name(o.kind));
+            to.member(&name, Ok(Contents::Stored(data)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Hands members on under a prefix.
+struct Prefixed<'t> {
+    prefix: String,
+    to: &'t mut dyn Members,
+}
+
+impl Members for Prefixed<'_> {
+    fn member(
+        &mut self,
+        path: &str,
+        contents: std::result::Result<Contents<'_, '_>, String>,
+    ) -> Result<()> {
+        self.to.member(&format!("{}{path}", self.prefix), contents)
+    }
+}
