@@ -14,6 +14,8 @@ mod header;
 mod payload;
 #[cfg(test)]
 mod tests;
+#[cfg(feature = "files")]
+mod write;
 
 use std::io;
 
