@@ -28,7 +28,7 @@ pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;
 mod repeats;
-mod rpm;
+pub(crate) mod rpm;
 pub(crate) mod tar;
 mod types;
 #[cfg(feature = "files")]

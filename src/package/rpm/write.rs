@@ -301,7 +301,7 @@ fn check_region(h: &Header<'_>, first: Entry) -> Result<(), String> {
         return Err(whole.into());
     }
     let t = &h.store[at..];
-    let n = |i: usize| u32::from_be_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+    let n = |i: usize| crate::bytes::be::<u32>([t[i], t[i + 1], t[i + 2], t[i + 3]]);
     // At most 64 Ki entries ([`Header::parse`]): the product fits.
     let entries = u32::try_from(h.entries.len()).unwrap_or(u32::MAX);
     let back = 0u32.wrapping_sub(entries.wrapping_mul(16));
@@ -315,6 +315,10 @@ fn check_region(h: &Header<'_>, first: Entry) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the headers made here are small: their lengths fit in 32 bits"
+)]
 mod tests {
     use super::*;
 
