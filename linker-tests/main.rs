@@ -57,6 +57,7 @@ test_files! {
     images,
     packages,
     rpms,
+    rpm_prune,
     hostile,
     hostile_ob,
     linker_wrapper,

@@ -31,6 +31,9 @@ PKGS+=(makeself)
 # and rpm2cpio, whose cpio the scanners' reading of the RPM is compared with
 # (linker-tests/rpms.rs).
 PKGS+=(rpm rpm2cpio)
+# gpg makes the throwaway key rpmsign signs an RPM with before it is pruned
+# (linker-tests/rpm_prune.rs).
+PKGS+=(gpg)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

@@ -201,9 +201,9 @@ fn look(
     held: &mut Held,
     depth: u32,
 ) -> Result<(), PathError> {
-    // Read by the scanners, but prune has no writer for it: never kept
-    // as it is, whatever it holds, nor taken for a file without device
-    // code.
+    // An RPM is rewritten on its own, not inside another package: never
+    // kept as it is there, whatever it holds, nor taken for a file
+    // without device code.
     if kind == Kind::Rpm {
         return Err(PathError::said(
             PathErrorKind::Refused,
@@ -298,7 +298,7 @@ fn what(kind: Kind, conda: bool) -> String {
         Kind::Zip => "a zip archive inside a package".into(),
         Kind::Deb => "a Debian package inside a package".into(),
         Kind::Cpio => "a cpio archive".into(),
-        Kind::Rpm => "an RPM package".into(),
+        Kind::Rpm => "an RPM package inside a package".into(),
     }
 }
 
@@ -324,10 +324,7 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
         Kind::Tar(_) | Kind::Cpio => {
             "prune does not rewrite such archives (unpack it, prune its files, pack it again)"
         }
-        Kind::Rpm => {
-            "prune does not rewrite RPM packages yet (unpack it, prune its files, build it again)"
-        }
-        Kind::Zip | Kind::Deb => {
+        Kind::Zip | Kind::Deb | Kind::Rpm => {
             "prune does not rewrite packages inside packages (prune it on its own, then put it \
              back)"
         }
