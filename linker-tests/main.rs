@@ -59,6 +59,7 @@ test_files! {
     rpms,
     unread_formats,
     squashfs,
+    rpm_prune,
     hostile,
     hostile_ob,
     linker_wrapper,

@@ -40,6 +40,9 @@ PKGS+=(rpm rpm2cpio)
 # compression, that the scanners read and are compared with; siftool wraps one
 # in a SIF (linker-tests/squashfs.rs).
 PKGS+=(squashfs-tools siftool)
+# gpg makes the throwaway key rpmsign signs an RPM with before it is pruned
+# (linker-tests/rpm_prune.rs).
+PKGS+=(gpg)
 # umoci builds and checks OCI image layouts, skopeo copies them to `docker
 # save` archives (linker-tests/images.rs).
 PKGS+=(umoci skopeo)

@@ -36,7 +36,7 @@ pub(crate) mod oci;
 #[cfg(feature = "files")]
 pub(crate) mod records;
 mod repeats;
-mod rpm;
+pub(crate) mod rpm;
 mod sif;
 mod squashfs;
 pub(crate) mod tar;

@@ -97,6 +97,8 @@ pub(crate) mod plan;
 mod race;
 #[cfg(feature = "files")]
 mod rewriters;
+#[cfg(feature = "files")]
+mod rpm;
 pub(crate) mod shrink;
 #[cfg(feature = "files")]
 pub(crate) mod split;

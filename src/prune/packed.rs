@@ -201,9 +201,10 @@ fn look(
     held: &mut Held,
     depth: u32,
 ) -> Result<(), PathError> {
-    // Read by the scanners, but prune has no writer for it: never kept
-    // as it is, whatever it holds, nor taken for a file without device
-    // code.
+    // An RPM is rewritten on its own, not inside another package; a
+    // squashfs, SIF or AppImage is read by the scanners, but prune has no
+    // writer for it: never kept as it is, whatever it holds, nor taken for
+    // a file without device code.
     if matches!(
         kind,
         Kind::Rpm | Kind::Squashfs | Kind::Sif | Kind::AppImage
@@ -301,7 +302,7 @@ fn what(kind: Kind, conda: bool) -> String {
         Kind::Zip => "a zip archive inside a package".into(),
         Kind::Deb => "a Debian package inside a package".into(),
         Kind::Cpio => "a cpio archive".into(),
-        Kind::Rpm => "an RPM package".into(),
+        Kind::Rpm => "an RPM package inside a package".into(),
         Kind::Squashfs | Kind::Sif | Kind::AppImage => format!("{} {kind}", kind.article()),
     }
 }
@@ -331,14 +332,11 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
         Kind::Tar(_) | Kind::Cpio => {
             "prune does not rewrite such archives (unpack it, prune its files, pack it again)"
         }
-        Kind::Rpm => {
-            "prune does not rewrite RPM packages yet (unpack it, prune its files, build it again)"
-        }
         Kind::Squashfs | Kind::Sif | Kind::AppImage => {
             "prune does not rewrite squashfs filesystems yet (unsquashfs it, prune its files, \
              mksquashfs them again)"
         }
-        Kind::Zip | Kind::Deb => {
+        Kind::Zip | Kind::Deb | Kind::Rpm => {
             "prune does not rewrite packages inside packages (prune it on its own, then put it \
              back)"
         }

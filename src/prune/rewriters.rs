@@ -9,14 +9,14 @@
 //! ([`finish`](super::path::finish)); what is particular to a format
 //! (a zip's central directory and `RECORD`s, a `.deb`'s streamed
 //! `data.tar` and `md5sums`, a conda package's inner tars and
-//! `info/paths.json`) stays in its own file. A new format is a new file
+//! `info/paths.json`, an RPM's payload and headers) stays in its own file. A new format is a new file
 //! and a row here.
 
 use std::path::Path;
 
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
-use super::{conda, deb, oci, wheel};
+use super::{conda, deb, oci, rpm, wheel};
 use crate::files::Input;
 use crate::package::{self, Kind};
 
@@ -43,8 +43,8 @@ pub(crate) type Prune = fn(
 /// The package formats prune rewrites, in the order they are tried: a
 /// conda package (`.conda`, a zip with conda's members, before the
 /// wheel; `.tar.bz2`, a bzip2 tar with conda's `info/`), a wheel (any
-/// zip from its first byte), a Debian package, a `docker save` archive
-/// (a plain tar with a `manifest.json` listing images).
+/// zip from its first byte), a Debian package, an RPM package, a `docker
+/// save` archive (a plain tar with a `manifest.json` listing images).
 pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
         is: conda::is_conda,
@@ -61,6 +61,10 @@ pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Deb),
         prune: |s, o, i, m, f| deb::prune(s, o, i, m, f).map(Some),
+    },
+    Rewriter {
+        is: |data| package::detect(data) == Some(Kind::Rpm),
+        prune: |s, o, i, m, f| rpm::prune(s, o, i, m, f).map(Some),
     },
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Tar(package::Compression::None)),

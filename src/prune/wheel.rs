@@ -268,7 +268,7 @@ impl Decide for Members<'_> {
 /// device container or a format the scanners refuse by name: what
 /// [`Pruning::of`] reads without asking whether a DOS program is a PE
 /// image.
-fn known(b: &[u8]) -> bool {
+pub(super) fn known(b: &[u8]) -> bool {
     b.starts_with(b"\x7fELF")
         || b.starts_with(crate::host::ar::MAGIC)
         || crate::package::detect(b).is_some()

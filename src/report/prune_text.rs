@@ -160,6 +160,21 @@ fn print_records(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<
     Ok(())
 }
 
+/// The line naming the signatures an RPM lost, if it lost any.
+fn print_signatures(out: &mut impl Write, r: &PathReport) -> Result<()> {
+    if r.signatures_removed.is_empty() {
+        return Ok(());
+    }
+    let what = r.signatures_removed.join(", ");
+    print_line(
+        out,
+        &format!(
+            "  signatures removed ({what}): they would not verify; sign it again with rpmsign --addsign"
+        ),
+    )?;
+    Ok(())
+}
+
 /// The lines of the file `r` reports: what was done, the files removed,
 /// the records, the images and containers, the sizes, and the groups of
 /// images kept and dropped.
@@ -227,6 +242,7 @@ fn print_file(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
             &format!("  Authenticode signature removed ({n} bytes of certificates)"),
         )?;
     }
+    print_signatures(out, r)?;
     if let Some(why) = &r.not_shrunk {
         print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;
     }

@@ -14,26 +14,27 @@ const MAX_ENTRIES: u32 = 0xffff;
 const MAX_STORE: u32 = 0x0fff_ffff;
 
 /// Entry types, as the format numbers them.
-const INT16: u32 = 3;
-const INT32: u32 = 4;
-const INT64: u32 = 5;
-const STRING: u32 = 6;
-const STRING_ARRAY: u32 = 8;
-const I18NSTRING: u32 = 9;
+pub(super) const INT16: u32 = 3;
+pub(super) const INT32: u32 = 4;
+pub(super) const INT64: u32 = 5;
+pub(super) const STRING: u32 = 6;
+pub(super) const BIN: u32 = 7;
+pub(super) const STRING_ARRAY: u32 = 8;
+pub(super) const I18NSTRING: u32 = 9;
 
 /// One index entry.
 #[derive(Clone, Copy)]
-struct Entry {
-    tag: u32,
-    kind: u32,
-    offset: u32,
-    count: u32,
+pub(super) struct Entry {
+    pub(super) tag: u32,
+    pub(super) kind: u32,
+    pub(super) offset: u32,
+    pub(super) count: u32,
 }
 
 /// A header read from a package's bytes.
 pub(super) struct Header<'a> {
-    entries: Vec<Entry>,
-    store: &'a [u8],
+    pub(super) entries: Vec<Entry>,
+    pub(super) store: &'a [u8],
 }
 
 /// A big-endian `u32` at `at` in `b` (the caller checked the length).
@@ -92,14 +93,14 @@ impl<'a> Header<'a> {
     }
 
     /// The store's bytes from the entry's offset on, checked.
-    fn data(&self, e: Entry) -> Result<&'a [u8], String> {
+    pub(super) fn data(&self, e: Entry) -> Result<&'a [u8], String> {
         self.store
             .get(e.offset as usize..)
             .ok_or_else(|| self.lie(e, "its data starts past the header's store"))
     }
 
     /// The error for entry `e`, which says `why`.
-    fn lie(&self, e: Entry, why: &str) -> String {
+    pub(super) fn lie(&self, e: Entry, why: &str) -> String {
         format!(
             "the header's tag {} (type {}, count {}, offset {}) is damaged: {why}",
             e.tag, e.kind, e.count, e.offset

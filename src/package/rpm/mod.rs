@@ -9,11 +9,19 @@
 
 #[cfg(feature = "files")]
 mod digests;
+#[cfg(feature = "files")]
+mod error;
 mod filelist;
 mod header;
 mod payload;
+#[cfg(feature = "files")]
+mod retag;
+#[cfg(feature = "files")]
+pub(crate) mod rewrite;
 #[cfg(test)]
 mod tests;
+#[cfg(feature = "files")]
+mod write;
 
 use std::io;
 
@@ -44,6 +52,8 @@ pub(super) fn is_rpm(bytes: &[u8]) -> bool {
 /// An RPM's structure: its main header, how its payload is compressed
 /// and the payload's bytes.
 struct Package<'a> {
+    #[cfg_attr(not(feature = "files"), allow(dead_code))]
+    sig: Header<'a>,
     main: Header<'a>,
     compression: Compression,
     payload: &'a [u8],
@@ -71,8 +81,6 @@ impl<'a> Package<'a> {
         let payload = &bytes[end..];
         #[cfg(feature = "files")]
         digests::verify(&sig, (&main, &bytes[main_at..end]), payload)?;
-        #[cfg(not(feature = "files"))]
-        let _ = sig;
         if let Some(f) = main.string(PAYLOADFORMAT)?
             && f != b"cpio"
         {
@@ -95,6 +103,7 @@ impl<'a> Package<'a> {
             }
         };
         Ok(Package {
+            sig,
             main,
             compression,
             payload,

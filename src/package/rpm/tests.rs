@@ -327,3 +327,148 @@ fn header_and_payload_digests_are_verified() {
     let e = read(&bad).unwrap_err();
     assert!(e.contains("payload does not match the SHA-256"), "{e}");
 }
+
+/// Replaces `libk.so` (whose bytes start `device`) with `pruned` and
+/// removes the link `libk.so.1` by name.
+#[cfg(feature = "files")]
+struct Slim;
+
+#[cfg(feature = "files")]
+impl super::rewrite::Decide for Slim {
+    type Bytes = Vec<u8>;
+    type Error = String;
+    const REACH: usize = 6;
+    fn by_name(&mut self, m: &super::rewrite::Member<'_>) -> std::result::Result<bool, String> {
+        Ok(m.path == "usr/lib64/libk.so.1")
+    }
+    fn wants(&self, head: &[u8]) -> bool {
+        head == b"device"
+    }
+    fn inflate(
+        &mut self,
+        _: &super::rewrite::Member<'_>,
+        head: &[u8],
+        r: &mut dyn std::io::Read,
+    ) -> std::result::Result<Vec<u8>, String> {
+        let mut v = head.to_vec();
+        r.read_to_end(&mut v).map_err(|e| e.to_string())?;
+        Ok(v)
+    }
+    fn decide(
+        &mut self,
+        _: &super::rewrite::Member<'_>,
+        bytes: &Vec<u8>,
+    ) -> std::result::Result<super::rewrite::Fate<Vec<u8>>, String> {
+        assert_eq!(bytes, b"device code!");
+        Ok(super::rewrite::Fate::Replaced {
+            size: 6,
+            write: Box::new(|w, _| w.write_all(b"pruned")),
+        })
+    }
+}
+
+/// The main header of [`newc_payload`]'s three entries, with SHA-256
+/// file digests and an installed size.
+#[cfg(feature = "files")]
+fn listed() -> Vec<Tag> {
+    vec![
+        int32s(1009, &[4096 + 12 + 7]),
+        int32s(1028, &[4096, 12, 7]),
+        int16s(1030, &[0o040_755, 0o100_755, 0o120_777]),
+        strings(1035, &["", &"ab".repeat(32), ""]),
+        strings(1036, &["", "", "libk.so"]),
+        int32s(1116, &[0, 1, 1]),
+        strings(1117, &["lib64", "libk.so", "libk.so.1"]),
+        strings(1118, &["/usr/", "/usr/lib64/"]),
+        string(1125, "gzip"),
+        string(1126, "9"),
+        int32s(5011, &[8]),
+    ]
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn a_rewrite_replaces_and_removes_files_and_keeps_every_digest_true() {
+    use sha2::{Digest, Sha256};
+    let (old, _) = signed(listed(), &newc_payload());
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let new = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .map_err(|e| format!("{e:?}"))
+        .unwrap()
+        .unwrap();
+    let mut bytes = new.head.clone();
+    bytes.extend(scratch.into_inner());
+    // Read back, its header and payload digests verified.
+    let files = read(&bytes).unwrap();
+    assert_eq!(
+        files,
+        vec![("usr/lib64/libk.so".to_string(), b"pruned".to_vec())]
+    );
+    let p = super::Package::read(&bytes).unwrap();
+    assert_eq!(p.main.int32s(1028).unwrap(), Some(vec![4096, 6]));
+    assert_eq!(p.main.int32s(1009).unwrap(), Some(vec![4096 + 6 + 7]));
+    let sha: String = Sha256::digest(b"pruned")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let digests = p.main.strings(1035).unwrap().unwrap();
+    assert_eq!(digests, vec![&b""[..], sha.as_bytes()]);
+    let names = p.main.strings(1117).unwrap().unwrap();
+    assert_eq!(names, vec![&b"lib64"[..], b"libk.so"]);
+    assert_eq!(p.main.strings(1036).unwrap().unwrap().len(), 2);
+    assert!(new.unsigned.is_empty());
+    // Nothing to change: no rewrite.
+    struct Keep;
+    impl super::rewrite::Decide for Keep {
+        type Bytes = Vec<u8>;
+        type Error = String;
+        const REACH: usize = 6;
+        fn by_name(&mut self, _: &super::rewrite::Member<'_>) -> std::result::Result<bool, String> {
+            Ok(false)
+        }
+        fn wants(&self, _: &[u8]) -> bool {
+            false
+        }
+        fn inflate(
+            &mut self,
+            _: &super::rewrite::Member<'_>,
+            _: &[u8],
+            _: &mut dyn std::io::Read,
+        ) -> std::result::Result<Vec<u8>, String> {
+            unreachable!()
+        }
+        fn decide(
+            &mut self,
+            _: &super::rewrite::Member<'_>,
+            _: &Vec<u8>,
+        ) -> std::result::Result<super::rewrite::Fate<Vec<u8>>, String> {
+            unreachable!()
+        }
+    }
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let same = super::rewrite::rewrite(&old, &mut Keep, Some(&mut scratch), (1, 1 << 20));
+    assert!(matches!(same, Ok(None)));
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn an_unknown_per_file_tag_or_a_stripped_payload_refuses_a_removal() {
+    let mut tags = listed();
+    tags.insert(10, int32s(1999, &[1, 2, 3]));
+    let (old, _) = signed(tags, &newc_payload());
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .err()
+        .unwrap();
+    let said = format!("{e:?}");
+    assert!(
+        said.contains("Refused") && said.contains("tag 1999"),
+        "{said}"
+    );
+    let (old, _) = signed(file_list(), &stripped_payload(1));
+    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .err()
+        .unwrap();
+    let said = format!("{e:?}");
+    assert!(said.contains("stripped cpio form"), "{said}");
+}

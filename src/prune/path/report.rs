@@ -157,6 +157,11 @@ pub struct PathReport {
     /// record, the file, what the row said and what the bytes are.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub records_wrong: Vec<String>,
+    /// For an RPM rewritten (or that would be): the signatures it lost,
+    /// which no longer verified ("RSA header signature"); `rpmsign
+    /// --addsign` signs it again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub signatures_removed: Vec<String>,
     /// Files removed whole (in a dry run, that would be), being device
     /// code alone that the rules drop all of
     /// ([`FilePruning::remove`](crate::prune::FilePruning::remove)): the
@@ -369,6 +374,7 @@ impl PathReport {
             dropped: Vec::new(),
             members_refused: Vec::new(),
             records_wrong: Vec::new(),
+            signatures_removed: Vec::new(),
             removed: Vec::new(),
             conda: None,
             images: Vec::new(),

@@ -1,0 +1,254 @@
+//! Pruning RPM packages (issue #73): the RPMs rpms.rs builds with
+//! `rpmbuild` (gzip, xz and zstd payloads, HIP and OpenMP libraries for
+//! gfx90a and gfx1030) pruned `--keep gfx1030 -o`: `rpm -K` finds every
+//! digest true, `rpm -qp --dump` gives each file the size and digest of
+//! the bytes `rpm -i --root` installs, and each library installed is byte
+//! for byte the library pruned alone. Per-GPU files go by name; a signed
+//! RPM comes out unsigned, the report naming what went; a damaged one is
+//! exit 2, nothing written; a killed `--in-place` run leaves the old file
+//! or the new one.
+
+use std::path::Path;
+
+use libtest_mimic::{Failed, Trial};
+use sha2::{Digest, Sha256};
+
+use crate::rpms::{METHODS, fixture, rpmbuild, spec};
+use crate::util::{md5_hex, ours, run, same, trial};
+
+/// The tools the trials run.
+const TOOLS: &[&str] = &["clang", "rpmbuild", "rpm2cpio", "rpm", "rpmsign", "gpg"];
+
+pub fn tests() -> Vec<Trial> {
+    let t = |name: &str, f: fn() -> Result<(), Failed>| trial(format!("prune::rpms::{name}"), TOOLS, f);
+    vec![
+        t("pruned_rpms_verify_and_install_the_libraries_pruned_alone", pruned_install),
+        t("per_gpu_files_go_by_name", per_gpu_files),
+        t("a_signed_rpm_comes_out_unsigned_and_says_so", signed),
+        t("a_damaged_rpm_is_exit_2_and_nothing_written", damaged),
+        t("a_killed_in_place_run_leaves_the_old_rpm_or_the_new", killed),
+    ]
+}
+
+/// `rpm ARGS` with its database under `d`: its output, or the failure.
+fn rpm(d: &Path, args: &[&str]) -> Result<String, Failed> {
+    let db = d.join("rpmdb");
+    let db = db.to_string_lossy();
+    let mut a = vec!["--dbpath", &*db];
+    a.extend(args);
+    let r = run(Path::new("rpm"), &a, d).ok()?;
+    Ok(String::from_utf8_lossy(&r.stdout).into_owned())
+}
+
+/// `rpm -K` of `file` (signatures checked when `sigs`): every digest
+/// `OK`, none `NOT OK`.
+fn verified(d: &Path, file: &str, sigs: bool) -> Result<String, Failed> {
+    let mut a = vec!["-Kv"];
+    if !sigs {
+        a.push("--nosignature");
+    }
+    a.push(file);
+    let said = rpm(d, &a)?;
+    if said.contains("NOT OK") || said.contains("BAD") || !said.contains("Payload SHA256 digest: OK") {
+        return Err(format!("rpm -Kv {file}:\n{said}").into());
+    }
+    Ok(said)
+}
+
+/// Installs `file` under `d/name` (a root of its own); that root.
+fn install(d: &Path, file: &str, name: &str) -> Result<std::path::PathBuf, Failed> {
+    let root = d.join(name);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root)?;
+    let r = root.to_string_lossy();
+    let args = ["--root", &*r, "--dbpath", "/rpmdb", "--nodeps", "--nosignature", "--noscripts", "-i", file];
+    run(Path::new("rpm"), &args, d).ok()?;
+    Ok(root)
+}
+
+/// Each file `rpm -qp --dump` lists of `file`, with the size and digest it
+/// gives: `(path, size, digest)`.
+fn dump(d: &Path, file: &str) -> Result<Vec<(String, u64, String)>, Failed> {
+    let said = rpm(d, &["-qp", "--dump", file])?;
+    let mut out = Vec::new();
+    for line in said.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let size = f.get(1).and_then(|s| s.parse().ok()).ok_or_else(|| format!("dump: {line}"))?;
+        out.push((f[0].to_string(), size, f.get(3).unwrap_or(&"").to_string()));
+    }
+    Ok(out)
+}
+
+/// Each RPM pruned `--keep gfx1030 -o` passes `rpm -K`; `--dump`'s sizes
+/// and SHA-256 digests are those of the files installed; each library
+/// installed is the one `prune --keep gfx1030` makes of it alone, not
+/// what it was; the text file is as it was.
+fn pruned_install() -> Result<(), Failed> {
+    let d = fixture()?;
+    let src = d.join("root/usr/lib");
+    for lib in ["libhipk.so", "libompk.so"] {
+        let out = d.join(format!("alone-{lib}"));
+        let lib = src.join(lib);
+        run(&ours(), &["prune", "--keep", "gfx1030", "-o", &out.to_string_lossy(), &lib.to_string_lossy()], d).ok()?;
+    }
+    for (_, method, name) in METHODS {
+        let out = format!("pruned-{method}.rpm");
+        let r = run(&ours(), &["prune", "--keep", "gfx1030", "-o", &out, name], d).ok()?;
+        let said = String::from_utf8_lossy(&r.stdout).into_owned();
+        if said.contains("nothing to remove") {
+            return Err(format!("{name}: {said}").into());
+        }
+        verified(d, &out, false)?;
+        let compressor = rpm(d, &["-qp", "--qf", "%{PAYLOADCOMPRESSOR}", &out])?;
+        same(&format!("{out}: payload method"), compressor.as_str(), *method)?;
+        let root = install(d, &out, &format!("root-{method}"))?;
+        let listed = dump(d, &out)?;
+        same(&format!("{out}: files listed"), listed.len(), 3)?;
+        for (path, size, digest) in &listed {
+            let bytes = std::fs::read(root.join(path.trim_start_matches('/')))?;
+            same(&format!("{out}: {path}: size"), *size, bytes.len() as u64)?;
+            let sha = format!("{:x}", Sha256::digest(&bytes));
+            same(&format!("{out}: {path}: digest"), digest.as_str(), sha.as_str())?;
+            let base = path.rsplit('/').next().unwrap_or_default();
+            let was = std::fs::read(src.join(base))?;
+            let want = match base.ends_with(".so") {
+                true => std::fs::read(d.join(format!("alone-{base}")))?,
+                false => was.clone(),
+            };
+            if bytes != want || (base.ends_with(".so") && bytes == was) {
+                return Err(format!("{out}: {path}: not the library pruned alone ({} bytes, was {})", bytes.len(), was.len()).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An RPM with rocBLAS-style per-GPU files beside a library, pruned
+/// `--keep gfx90a`: the gfx906 file goes (named in the report), the
+/// gfx90a one stays, and the package verifies and lists what stays.
+fn per_gpu_files() -> Result<(), Failed> {
+    let d = fixture()?;
+    let src = d.join("gpu-src");
+    std::fs::create_dir_all(&src)?;
+    for gpu in ["gfx906", "gfx90a"] {
+        std::fs::write(src.join(format!("TensileLibrary_{gpu}.co")), format!("code objects of {gpu}\n").repeat(40))?;
+    }
+    std::fs::copy(d.join("root/usr/lib/libhipk.so"), src.join("libhipk.so"))?;
+    // rocBLAS's layout: the per-GPU files in `rocblas/library/`.
+    let lib = "/usr/lib64/rocblas/library";
+    let more = format!(
+        "mkdir -p %{{buildroot}}{lib}\ncp {}/TensileLibrary_* %{{buildroot}}{lib}/\n%files\n\
+         {lib}/TensileLibrary_gfx906.co\n{lib}/TensileLibrary_gfx90a.co\n",
+        src.display()
+    );
+    let text = spec("w9.gzdio", &src, &["libhipk.so"]).replace("%files\n", &more);
+    rpmbuild(d, &text, "gpu", "gpu.rpm")?;
+    let r = run(&ours(), &["prune", "--keep", "gfx90a", "-o", "gpu-pruned.rpm", "gpu.rpm"], d).ok()?;
+    let said = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !said.contains("gpu.rpm!/usr/lib64/rocblas/library/TensileLibrary_gfx906.co") {
+        return Err(format!("the report names no per-GPU file removed:\n{said}").into());
+    }
+    verified(d, "gpu-pruned.rpm", false)?;
+    let listed = rpm(d, &["-qpl", "gpu-pruned.rpm"])?;
+    let want = "/usr/lib64/libhipk.so\n/usr/lib64/rocblas/library/TensileLibrary_gfx90a.co\n";
+    same("files of the pruned package", listed.as_str(), want)?;
+    let root = install(d, "gpu-pruned.rpm", "root-gpu")?;
+    if root.join("usr/lib64/rocblas/library/TensileLibrary_gfx906.co").exists() {
+        return Err("the gfx906 file was installed".into());
+    }
+    Ok(())
+}
+
+/// An RPM signed with a throwaway key (`rpmsign --addsign`) and pruned
+/// comes out without its signatures, verifying with `rpm -K` as an
+/// unsigned package does; the report and `--json` name what went.
+fn signed() -> Result<(), Failed> {
+    let d = fixture()?;
+    let home = d.join("gnupg");
+    std::fs::create_dir_all(&home)?;
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    let h = home.to_string_lossy();
+    let keygen = ["--homedir", &*h, "--batch", "--passphrase", "", "--quick-gen-key", "Throwaway <t@example.com>", "rsa2048", "sign", "never"];
+    run(Path::new("gpg"), &keygen, d).ok()?;
+    std::fs::copy(d.join("gz.rpm"), d.join("signed.rpm"))?;
+    let name = "_gpg_name Throwaway <t@example.com>";
+    let path = format!("_gpg_path {h}");
+    // rpm's default `%__gpg` is gpg2, which Debian does not ship.
+    let gpg = "__gpg /usr/bin/gpg";
+    let sign = ["--define", gpg, "--define", name, "--define", &path, "--addsign", "signed.rpm"];
+    run(Path::new("rpmsign"), &sign, d).ok()?;
+    let before = rpm(d, &["-Kv", "--nosignature", "signed.rpm"])?;
+    let sigs = rpm(d, &["-qp", "--qf", "%{RSAHEADER:pgpsig}", "signed.rpm"])?;
+    if !sigs.contains("RSA") {
+        return Err(format!("rpmsign did not sign it: {sigs}\n{before}").into());
+    }
+    let r = run(&ours(), &["prune", "--keep", "gfx1030", "-o", "signed-pruned.rpm", "signed.rpm"], d).ok()?;
+    let said = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !said.contains("signatures removed") || !said.contains("rpmsign") {
+        return Err(format!("the report does not say the signatures went:\n{said}").into());
+    }
+    let all = verified(d, "signed-pruned.rpm", true)?;
+    if all.contains("Header V4") || all.contains("Signature") {
+        return Err(format!("signatures left:\n{all}").into());
+    }
+    let doc = crate::util::ours_json(&["prune", "--json", "--keep", "gfx1030", "-o", "signed-pruned-2.rpm", "signed.rpm"], d)?;
+    let gone = doc.to_string();
+    if !gone.contains("signatures_removed") || !gone.contains("RSA header signature") {
+        return Err(format!("--json names no signature removed: {gone}").into());
+    }
+    Ok(())
+}
+
+/// An RPM with a payload byte changed, or cut short: `prune -o` is exit
+/// 2 naming it, and writes nothing.
+fn damaged() -> Result<(), Failed> {
+    let d = fixture()?;
+    for (_, method, name) in METHODS {
+        let good = std::fs::read(d.join(name))?;
+        let mut flipped = good.clone();
+        let at = good.len() - good.len() / 5;
+        flipped[at] ^= 0x55;
+        for (what, bytes) in [("flipped", flipped), ("cut", good[..good.len() - 100].to_vec())] {
+            let file = format!("bad-{what}-{method}.rpm");
+            std::fs::write(d.join(&file), &bytes)?;
+            let out = d.join(format!("bad-out-{method}.rpm"));
+            let r = run(&ours(), &["prune", "--keep", "gfx1030", "-o", &out.to_string_lossy(), &file], d);
+            if r.code != 2 || !r.stderr.contains(&file) || out.exists() {
+                return Err(format!("{file}: exit {}, written {}: {}", r.code, out.exists(), r.stderr).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--in-place` killed with SIGKILL at ten points of its run: the file is
+/// the old RPM or the new one each time, both seen.
+fn killed() -> Result<(), Failed> {
+    let d = fixture()?;
+    let args = ["prune", "--keep", "gfx1030", "--in-place", "work.rpm"];
+    std::fs::copy(d.join("zst.rpm"), d.join("work.rpm"))?;
+    let old = md5_hex(&std::fs::read(d.join("work.rpm"))?);
+    let start = std::time::Instant::now();
+    run(&ours(), &args, d).ok()?;
+    let whole = start.elapsed().as_micros().max(1000) as u64;
+    let new = md5_hex(&std::fs::read(d.join("work.rpm"))?);
+    if new == old {
+        return Err("the prune changed nothing".into());
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ whole;
+    let (mut olds, mut news) = (0, 0);
+    for round in 0..10 {
+        std::fs::copy(d.join("zst.rpm"), d.join("work.rpm"))?;
+        let after = crate::util::kill_point(&mut x, round, 10, whole);
+        crate::util::ours_killed_after(&args, d, after)?;
+        match md5_hex(&std::fs::read(d.join("work.rpm"))?) {
+            h if h == old => olds += 1,
+            h if h == new => news += 1,
+            _ => return Err(format!("round {round} (killed after {after} µs of {whole}): neither old nor new").into()),
+        }
+    }
+    if olds == 0 || news == 0 {
+        return Err(format!("{olds} old and {news} new in 10 kills: no spread").into());
+    }
+    Ok(())
+}
