@@ -151,6 +151,11 @@ fn encoder<W: Write>(c: Compression, level: u32, out: W, threads: u32) -> io::Re
         Compression::Xz => Encoder::xz(out, level.min(9), threads, 0),
         Compression::Lzma => Encoder::lzma(out, level.min(9)),
         Compression::Bzip2 => Ok(Encoder::bzip2(out, level)),
+        // rpm names neither as a payload compressor: Package::read refuses them.
+        Compression::Lz4 | Compression::Lzip => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("rpm writes no {}-compressed payload", c.name()),
+        )),
         Compression::Zstd => {
             let workers = if threads > 1 { threads } else { 0 };
             Encoder::zstd(
