@@ -103,6 +103,7 @@ fn ci_completions_and_manpages() -> Result<(), Failed> {
         "check",
         "size",
         "prune",
+        "split",
         "diff",
         "completions",
         "manpages",

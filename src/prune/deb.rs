@@ -89,6 +89,7 @@ pub(crate) fn prune(
         input,
         name: &name,
         out: out.as_ref(),
+        dest: dest.as_deref(),
         rep: PathReport::new(&name, data, meta).package(),
         refused: Vec::new(),
         all: Pruning::default(),
@@ -230,6 +231,9 @@ struct Files<'a> {
     name: &'a str,
     /// Its output, beside which pruned files are spooled.
     out: Option<&'a Output>,
+    /// The output's path: a spooled file that cannot be written (a full
+    /// disk, a file-size limit) is an error of the output's.
+    dest: Option<&'a Path>,
     /// The report.
     rep: PathReport,
     /// The refusals of files left as they were, as messages.
@@ -346,10 +350,14 @@ impl Decide for Files<'_> {
             None => tempfile::tempfile(),
         }
         .map_err(io)?;
+        let written = |e| match self.dest {
+            Some(d) => PathError::write(d, e),
+            None => io(e),
+        };
         let mut w = BufWriter::with_capacity(1 << 20, spool);
-        write_pruned(&new, file, &mut w).map_err(io)?;
-        let spool = w.into_inner().map_err(|e| io(e.into_error()))?;
-        let new = New::file(spool).map_err(io)?;
+        write_pruned(&new, file, &mut w).map_err(written)?;
+        let spool = w.into_inner().map_err(|e| written(e.into_error()))?;
+        let new = New::file(spool).map_err(written)?;
         Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
 
