@@ -140,15 +140,8 @@ fn packages(dir: &Path) -> Result<(), Failed> {
 /// The packages, built once for all trials (in a directory kept until the
 /// process ends).
 fn fixture() -> Result<&'static Path, Failed> {
-    static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
-    F.get_or_init(|| {
-        let t = tempdir();
-        packages(t.path()).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(t)
-    })
-    .as_ref()
-    .map(|t| t.path())
-    .map_err(|e| Failed::from(e.clone()))
+    static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+    crate::util::built_once(&F, || crate::util::kept(packages))
 }
 
 /// `inspect --json --hash` of `paths`.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{ours, run, run_stdin, same, tempdir, trial};
+use crate::util::{ours, run, run_stdin, same, trial};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "rpmbuild", "rpm2cpio", "rpm"];
@@ -109,15 +109,8 @@ fn only_rpm(dir: &Path) -> Result<PathBuf, Failed> {
 
 /// The RPMs, built once for all trials.
 pub fn fixture() -> Result<&'static Path, Failed> {
-    static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
-    F.get_or_init(|| {
-        let t = tempdir();
-        build(t.path()).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(t)
-    })
-    .as_ref()
-    .map(|t| t.path())
-    .map_err(|e| Failed::from(e.clone()))
+    static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+    crate::util::built_once(&F, || crate::util::kept(build))
 }
 
 /// The payload of the RPM `name`, as `rpm2cpio` gives it.

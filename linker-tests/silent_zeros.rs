@@ -134,11 +134,7 @@ with zipfile.ZipFile("lzma-1.0-py3-none-any.whl", "w", zipfile.ZIP_LZMA) as z:
 /// process ends).
 fn fixture() -> Result<&'static Path, Failed> {
     static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
-    crate::util::built_once(&F, || {
-        let dir = tempdir().keep();
-        make(&dir).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(dir)
-    })
+    crate::util::built_once(&F, || crate::util::kept(make))
 }
 
 /// `size --json` of `path` (in `dir`): each file's path, and its images

@@ -14,7 +14,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
-use crate::util::{ours, run, run_within, same, tempdir, trial, xorshift};
+use crate::util::{ours, run, run_within, same, trial, xorshift};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "mksquashfs", "unsquashfs", "siftool"];
@@ -58,15 +58,8 @@ fn build(dir: &Path) -> Result<(), Failed> {
 
 /// The images, built once for all trials.
 fn fixture() -> Result<&'static Path, Failed> {
-    static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
-    F.get_or_init(|| {
-        let t = tempdir();
-        build(t.path()).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(t)
-    })
-    .as_ref()
-    .map(|t| t.path())
-    .map_err(|e| Failed::from(e.clone()))
+    static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+    crate::util::built_once(&F, || crate::util::kept(build))
 }
 
 /// `size --json` of `args`: the total's counts by target.

@@ -39,15 +39,8 @@ pub fn tests() -> Vec<Trial> {
 /// libraries below `usr/lib`), `lib.tar.lz4`, `lib.tar.lz`,
 /// `libhipk.so.lz4`, `libhipk.so.lz` and `lib.7z`.
 fn fixture() -> Result<&'static Path, Failed> {
-    static F: std::sync::OnceLock<Result<tempfile::TempDir, String>> = std::sync::OnceLock::new();
-    F.get_or_init(|| {
-        let t = tempdir();
-        build(t.path()).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(t)
-    })
-    .as_ref()
-    .map(|t| t.path())
-    .map_err(|e| Failed::from(e.clone()))
+    static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
+    crate::util::built_once(&F, || crate::util::kept(build))
 }
 
 fn tool(d: &Path, prog: &str, args: &[&str]) -> Result<Run, Failed> {

@@ -573,12 +573,20 @@ pub fn said_once(r: &Run, file: &str, needle: &str) -> Result<(), String> {
 /// it, with its message).
 pub fn built_once(
     cell: &'static OnceLock<Result<PathBuf, String>>,
-    build: fn() -> Result<PathBuf, String>,
+    build: impl FnOnce() -> Result<PathBuf, String>,
 ) -> Result<&'static Path, Failed> {
     cell.get_or_init(build)
         .as_ref()
         .map(PathBuf::as_path)
         .map_err(|e| e.clone().into())
+}
+
+/// A fresh temporary directory, kept until the process ends, that `fill`
+/// fills: for [`built_once`] (`built_once(&DIR, || kept(build))`).
+pub fn kept(fill: fn(&Path) -> Result<(), Failed>) -> Result<PathBuf, String> {
+    let dir = tempdir().keep();
+    fill(&dir).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
+    Ok(dir)
 }
 
 /// The next number of a test's pseudo-random sequence (xorshift64), kept

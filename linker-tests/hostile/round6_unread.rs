@@ -161,11 +161,7 @@ fn synthetic(f: &UnreadFormat) -> Vec<u8> {
 /// The files, made once for the trials.
 fn fixture() -> Result<&'static Path, Failed> {
     static F: std::sync::OnceLock<Result<std::path::PathBuf, String>> = std::sync::OnceLock::new();
-    crate::util::built_once(&F, || {
-        let dir = tempdir().keep();
-        make(&dir).map_err(|e| e.message().map_or_else(String::new, str::to_string))?;
-        Ok(dir)
-    })
+    crate::util::built_once(&F, || crate::util::kept(make))
 }
 
 /// Runs our binary in `d`.
