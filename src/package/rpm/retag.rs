@@ -171,6 +171,9 @@ pub(super) struct Files {
     links: Option<(Vec<u64>, Vec<u64>)>,
     /// The algorithm of `FILEDIGESTS`.
     pub(super) algo: Algo,
+    /// Each file's digest as `FILEDIGESTS` gives it (in hex; empty for a
+    /// file that has none), where the header has them.
+    digests: Option<Vec<Vec<u8>>>,
     /// The algorithm of the payload's digests.
     pub(super) payload_algo: Algo,
 }
@@ -206,6 +209,16 @@ impl Files {
             (Some(d), Some(i)) if d.len() == n && i.len() == n => Some((d, i)),
             _ => None,
         };
+        let digests = match h.strings(FILEDIGESTS).map_err(Error::Damaged)? {
+            Some(v) if v.len() == n => Some(v.into_iter().map(<[u8]>::to_vec).collect()),
+            Some(v) => {
+                return Err(Error::Damaged(format!(
+                    "its header lists {n} files but {} FILEDIGESTS",
+                    v.len()
+                )));
+            }
+            None => None,
+        };
         let mut index = HashMap::with_capacity(n);
         for (i, base) in bases.iter().enumerate() {
             let dir = usize::try_from(dir_of[i])
@@ -229,6 +242,7 @@ impl Files {
             sizes,
             modes,
             links,
+            digests,
             algo: algo_of(FILEDIGESTALGO, Algo::Md5)?,
             payload_algo: algo_of(PAYLOADDIGESTALGO, Algo::Sha256)?,
         })
@@ -249,6 +263,31 @@ impl Files {
                 .collect(),
             _ => vec![i],
         }
+    }
+
+    /// Checks that `bytes`, the file `i` (at `path`) as the payload holds
+    /// it, are what its `FILEDIGESTS` row says, before that row is written
+    /// again for new bytes: a row is never made to vouch for bytes that did
+    /// not match it. A file without a digest in the header is not checked.
+    pub(super) fn check_digest(&self, i: usize, path: &str, bytes: &[u8]) -> Result<(), Error> {
+        let Some(said) = self.digests.as_ref().map(|d| &d[i]) else {
+            return Ok(());
+        };
+        if said.is_empty() {
+            return Ok(());
+        }
+        let mut h = self.algo.hasher();
+        h.update(bytes);
+        let got = hex(&h.finish());
+        if said.eq_ignore_ascii_case(got.as_bytes()) {
+            return Ok(());
+        }
+        Err(Error::Damaged(format!(
+            "its file '{path}' does not match the digest its header gives (it says {}, its \
+             bytes hash to {got}): prune gives no new digest to a file that did not match its \
+             own",
+            String::from_utf8_lossy(said)
+        )))
     }
 
     /// Whether file `i` is a regular file.

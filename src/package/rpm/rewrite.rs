@@ -533,6 +533,7 @@ fn member<R: Read, W: Write, D: Decide>(
             return Ok(());
         }
         Fate::Replaced { size, write } => {
+            files.check_digest(f, m.path, bytes.as_ref())?;
             write_entry(out, e, size)?;
             let mut file = Tee {
                 out: &mut *out,

@@ -368,14 +368,25 @@ impl super::rewrite::Decide for Slim {
 }
 
 /// The main header of [`newc_payload`]'s three entries, with SHA-256
-/// file digests and an installed size.
+/// file digests (the library's true) and an installed size.
 #[cfg(feature = "files")]
 fn listed() -> Vec<Tag> {
+    use sha2::{Digest, Sha256};
+    let sha: String = Sha256::digest(b"device code!")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    listed_with(&sha)
+}
+
+/// [`listed`], the library's digest given as `sha`.
+#[cfg(feature = "files")]
+fn listed_with(sha: &str) -> Vec<Tag> {
     vec![
         int32s(1009, &[4096 + 12 + 7]),
         int32s(1028, &[4096, 12, 7]),
         int16s(1030, &[0o040_755, 0o100_755, 0o120_777]),
-        strings(1035, &["", &"ab".repeat(32), ""]),
+        strings(1035, &["", sha, ""]),
         strings(1036, &["", "", "libk.so"]),
         int32s(1116, &[0, 1, 1]),
         strings(1117, &["lib64", "libk.so", "libk.so.1"]),
@@ -448,6 +459,25 @@ fn a_rewrite_replaces_and_removes_files_and_keeps_every_digest_true() {
     let mut scratch = std::io::Cursor::new(Vec::new());
     let same = super::rewrite::rewrite(&old, &mut Keep, Some(&mut scratch), (1, 1 << 20));
     assert!(matches!(same, Ok(None)));
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn a_file_that_does_not_match_its_digest_is_never_given_a_new_one() {
+    // The package's own digests are true (header and payload), but the
+    // library's row says other bytes: no rewrite, no new row for it.
+    let (old, _) = signed(listed_with(&"ab".repeat(32)), &newc_payload());
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .err()
+        .unwrap();
+    let said = format!("{e:?}");
+    assert!(
+        said.contains("Damaged")
+            && said.contains("usr/lib64/libk.so")
+            && said.contains(&"ab".repeat(32)),
+        "{said}"
+    );
 }
 
 #[cfg(feature = "files")]
