@@ -28,6 +28,8 @@ mod cpio;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
 #[cfg(feature = "files")]
+mod decide;
+#[cfg(feature = "files")]
 mod fate;
 #[cfg(feature = "files")]
 mod hashing;
@@ -51,6 +53,8 @@ pub(crate) use budget::Budget;
 pub use compression::Compression;
 pub(crate) use compression::{compression_of, decoder};
 use cpio::{cpio_header, cpio_members};
+#[cfg(feature = "files")]
+pub(crate) use decide::{Decide, Failed, Format, Held};
 #[cfg(feature = "files")]
 pub(crate) use fate::{Fate, New};
 #[cfg(feature = "files")]

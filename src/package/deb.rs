@@ -26,13 +26,14 @@ mod read;
 mod rewrite;
 mod write;
 
+pub(crate) use crate::package::Decide;
 pub(crate) use error::Error;
 pub(crate) use read::Package;
 #[cfg(test)]
 pub(crate) use read::method;
 #[cfg(test)]
 pub(crate) use rewrite::with_links;
-pub(crate) use rewrite::{Decide, Failed, Member, rewrite};
+pub(crate) use rewrite::{Deb, Failed, Member, rewrite};
 pub(crate) use write::Sink;
 
 #[cfg(test)]

@@ -22,9 +22,10 @@ pub(crate) mod record;
 mod rewrite;
 mod write;
 
+pub(crate) use crate::package::Decide;
 pub(crate) use error::Error;
 pub(crate) use read::{Archive, check_directory, stored};
-pub(crate) use rewrite::{Decide, Failed, Plan, Read as MemberRead, rewrite};
+pub(crate) use rewrite::{Failed, Plan, Read as MemberRead, Zip, rewrite};
 pub(crate) use write::{Fate, Method, New, write};
 
 #[cfg(test)]

@@ -18,23 +18,23 @@
 //! budget a wheel gets. `control.tar` is rewritten only when `md5sums`
 //! changes, and the members not rewritten are copied file to file.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
 use super::Selection;
 use super::budget::{Budget, inflate};
-use super::member::{Became, Member, write_input, write_pruned};
+use super::member::{Became, Member, spooled, write_input};
 use super::path::{
     PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
     write_through,
 };
 use super::tamper::{Wrong, settle};
 use crate::files::{Input, Output, Sink};
-use crate::package::deb::{self, Decide, Error, Failed, Package};
+use crate::package::deb::{self, Deb, Decide, Error, Failed, Package};
 #[cfg(test)]
 use crate::package::deb::{method, with_links};
-use crate::package::{Fate, New};
+use crate::package::{Fate, Held};
 
 /// Files smaller than this hold no container worth reading (as for wheels).
 const MIN_SIZE: u64 = 64;
@@ -264,10 +264,14 @@ impl Files<'_> {
 const CONFFILE: &str = "it is a conffile of the package (dpkg keeps a user's changes to it): \
                         prune never removes one";
 
-impl Decide for Files<'_> {
+impl Decide<Deb> for Files<'_> {
     type Bytes = Input;
     type Error = PathError;
-    const REACH: u64 = super::file::HEAD;
+    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
+        crate::scan::UNREAD_REACH
+    } else {
+        512
+    };
 
     fn outputs(&self) -> usize {
         1
@@ -327,7 +331,7 @@ impl Decide for Files<'_> {
     fn decide(
         &mut self,
         m: &deb::Member<'_>,
-        file: &Input,
+        file: Held<'_, Input>,
     ) -> Result<Option<Vec<Fate>>, PathError> {
         let h = m.header;
         let reach = usize::try_from(super::file::HEAD).unwrap_or(usize::MAX);
@@ -339,7 +343,7 @@ impl Decide for Files<'_> {
             ..Member::new(self.sel, self.opts, self.input, &full)
         };
         let found = (&mut self.refused, &mut self.all);
-        let new = match step.judge(h, (file, kind), found, &mut self.rep)? {
+        let new = match step.judge(h, (file.bytes(), kind), found, &mut self.rep)? {
             Became::AsItWas => return Ok(None),
             Became::Removed => return Ok(Some(vec![Fate::Removed])),
             Became::Rewritten(new) => new,
@@ -354,10 +358,7 @@ impl Decide for Files<'_> {
             Some(d) => PathError::write(d, e),
             None => io(e),
         };
-        let mut w = BufWriter::with_capacity(1 << 20, spool);
-        write_pruned(&new, file, &mut w).map_err(written)?;
-        let spool = w.into_inner().map_err(|e| written(e.into_error()))?;
-        let new = New::file(spool).map_err(written)?;
+        let new = spooled(&new, file, spool).map_err(written)?;
         Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
 

@@ -13,6 +13,7 @@ use super::Selection;
 use super::output::Output as NewFile;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use crate::files::{COPY_CHUNK, Input};
+use crate::package::Held;
 use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Why a file whose size a pax header gives stays as it was.
@@ -75,14 +76,14 @@ impl<'a> Member<'a> {
         rep: &mut PathReport,
         fault: &dyn Fn(Fault) -> PathError,
     ) -> Result<Became, PathError> {
-        let became = self.judge(h, file, found, rep)?;
+        let became = self.judge(h, (file.0.bytes(), file.1), found, rep)?;
         if let Became::AsItWas = became {
             write_as_it_was(walk, h, file.0).map_err(fault)?;
         }
         Ok(became)
     }
 
-    /// Prunes the file `h`, its bytes `file` (of the format `kind`, where
+    /// Prunes the file `h`, its bytes `bytes` (of the format `kind`, where
     /// it was read): a refusal, unless [`PathOptions::strict`] makes it
     /// the error, goes into `refused`, its device code into `all`, what
     /// was kept, dropped, removed and freed into `rep`. What it becomes;
@@ -90,7 +91,7 @@ impl<'a> Member<'a> {
     pub(super) fn judge(
         &self,
         h: &Header,
-        (file, kind): (&Input, Option<FileKind>),
+        (bytes, kind): (&[u8], Option<FileKind>),
         (refused, all): (&mut Vec<String>, &mut Pruning),
         rep: &mut PathReport,
     ) -> Result<Became, PathError> {
@@ -100,7 +101,7 @@ impl<'a> Member<'a> {
             self.sel,
             self.input,
             self.full,
-            (file.bytes(), kind),
+            (bytes, kind),
             &each,
             keep_files,
         ) {
@@ -186,6 +187,25 @@ pub(super) fn write_pruned(
     new.write_with(out, &[file.bytes()], |out, span| {
         write_released(out, file, span)
     })
+}
+
+/// The pruned form `new` of `file` written into the scratch file
+/// `spool` as [`write_pruned`] writes it: the new bytes a package's
+/// rewrite copies into its outputs.
+pub(super) fn spooled(
+    new: &NewFile,
+    file: Held<'_, Input>,
+    spool: std::fs::File,
+) -> std::io::Result<crate::package::New> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, spool);
+    match file {
+        Held::Read(file) => write_pruned(new, file, &mut w)?,
+        Held::Stored(bytes) => new.write_to(&mut w, &[bytes])?,
+    }
+    let spool = w
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
+    crate::package::New::file(spool)
 }
 
 /// A writer that hashes what passes through it (with MD5 for `md5sums`,

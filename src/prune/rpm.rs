@@ -8,6 +8,7 @@
 
 use std::io::{Seek as _, Write as _};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::budget::{Budget, inflate};
 use super::model::Selection;
@@ -16,7 +17,8 @@ use super::path::{
     write_through,
 };
 use crate::files::Input;
-use crate::package::rpm::rewrite::{self, Decide, Error, Failed, Fate, Member};
+use crate::package::rpm::rewrite::{self, Error, Failed, Member, Rpm};
+use crate::package::{Decide, Fate, Held};
 
 /// An RPM, `input` with `meta`, mapped as `file`: each library of its
 /// payload pruned, each per-GPU file the rules drop removed, its headers
@@ -121,7 +123,7 @@ struct Members<'a> {
     not_shrunk: Vec<String>,
 }
 
-impl Decide for Members<'_> {
+impl Decide<Rpm> for Members<'_> {
     type Bytes = Input;
     type Error = PathError;
     const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
@@ -130,16 +132,20 @@ impl Decide for Members<'_> {
         512
     };
 
+    fn outputs(&self) -> usize {
+        1
+    }
+
     /// A library's per-GPU file whose GPU the rules drop
     /// ([`super::companion`]) goes, unread, and is reported (a directory
     /// of such files goes with them, unreported).
     /// [`PathOptions::keep_files`] keeps them.
-    fn by_name(&mut self, m: &Member<'_>) -> Result<bool, PathError> {
+    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
         if self.opts.keep_files || !(m.regular || m.directory) {
-            return Ok(false);
+            return Ok(None);
         }
         let Some(c) = super::companion::dropped(self.sel.by(), m.path) else {
-            return Ok(false);
+            return Ok(None);
         };
         if m.regular {
             let full = format!("{}!/{}", self.name, m.path);
@@ -148,10 +154,10 @@ impl Decide for Members<'_> {
                 .push(RemovedFile::by_name(full, m.size, &c));
             self.rep.freed += m.size;
         }
-        Ok(true)
+        Ok(Some(vec![Fate::Removed]))
     }
 
-    fn wants(&self, head: &[u8]) -> bool {
+    fn wants(&self, _: &Member<'_>, head: &[u8]) -> bool {
         super::wheel::known(head)
             || head.starts_with(&crate::host::ar::MAGIC[..4])
             || head.starts_with(b"MZ")
@@ -166,13 +172,17 @@ impl Decide for Members<'_> {
         inflate(self.input, m.path, head, reader, m.size)
     }
 
-    fn decide(&mut self, m: &Member<'_>, bytes: &Input) -> Result<Fate<Input>, PathError> {
+    fn decide(
+        &mut self,
+        m: &Member<'_>,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<Fate>>, PathError> {
         let bytes_of = bytes.bytes();
         let kind = match super::wheel::known(bytes_of) {
             true => None,
             false => match crate::host::linked::facts::pe::pe_kind(bytes_of) {
                 Some(kind) => Some(kind),
-                None => return Ok(Fate::Kept),
+                None => return Ok(None),
             },
         };
         let full = format!("{}!/{}", self.name, m.path);
@@ -189,7 +199,7 @@ impl Decide for Members<'_> {
             // Left as it is, and named; the rest is pruned.
             Err(e) if e.refused() && !self.opts.strict => {
                 self.rep.members_refused.push(e.chain());
-                return Ok(Fate::Kept);
+                return Ok(None);
             }
             Err(e) => return Err(e),
         };
@@ -204,17 +214,17 @@ impl Decide for Members<'_> {
             let size = bytes_of.len() as u64;
             rep.removed.push(RemovedFile::whole(full, size));
             rep.freed += size;
-            return Ok(Fate::Removed);
+            return Ok(Some(vec![Fate::Removed]));
         }
         let Some(new) = p.output else {
-            return Ok(Fate::Kept);
+            return Ok(None);
         };
         rep.emptied += p.emptied;
         rep.containers_rewritten += p.rewritten;
         rep.freed += p.freed;
-        Ok(Fate::Replaced {
-            size: new.size(),
-            write: Box::new(move |w, file: &Input| super::member::write_pruned(&new, file, w)),
-        })
+        let io = |e| PathError::io(PathErrorKind::Io, self.input, e);
+        let new =
+            super::member::spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
+        Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
 }

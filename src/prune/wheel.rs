@@ -22,7 +22,8 @@ use super::path::{
     write_through,
 };
 use crate::files::Input;
-use crate::package::zipfile::{self, Archive, Decide, Fate, MemberRead, New};
+use crate::package::Held;
+use crate::package::zipfile::{self, Archive, Decide, Fate, MemberRead, New, Zip};
 use crate::scan::magic::Magic;
 
 /// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
@@ -156,7 +157,7 @@ impl<'a> Members<'a> {
     }
 }
 
-impl Decide for Members<'_> {
+impl Decide<Zip> for Members<'_> {
     type Bytes = Input;
     type Error = PathError;
     const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
@@ -194,7 +195,7 @@ impl Decide for Members<'_> {
     /// or a package (a tar archive, a compressed file, a zip: looked
     /// through by [`Pruning::of`]) may start so; a DOS program is a PE
     /// image only if its headers say so, which [`Self::decide`] reads.
-    fn wants(&self, head: &[u8]) -> bool {
+    fn wants(&self, _: &MemberRead<'_>, head: &[u8]) -> bool {
         // Also any DOS program, which [`Self::decide`] reads whole to tell
         // whether its headers make it a PE image.
         known(head) || head.starts_with(&crate::host::ar::MAGIC[..4]) || head.starts_with(b"MZ")
@@ -209,7 +210,12 @@ impl Decide for Members<'_> {
         inflate(self.input, m.name, head, reader, m.size)
     }
 
-    fn decide(&mut self, m: &MemberRead<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
+    fn decide(
+        &mut self,
+        m: &MemberRead<'_>,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<Fate>>, PathError> {
+        let bytes = bytes.bytes();
         let kind = match known(bytes) {
             true => None,
             false => match crate::host::linked::facts::pe::pe_kind(bytes) {
@@ -317,7 +323,7 @@ mod tests {
     /// Grabs the one ELF member a rewrite reads whole.
     struct Grab(Option<Vec<u8>>);
 
-    impl Decide for Grab {
+    impl Decide<Zip> for Grab {
         type Bytes = Input;
         type Error = PathError;
         const REACH: usize = 512;
@@ -327,7 +333,7 @@ mod tests {
         fn by_name(&mut self, _: &MemberRead<'_>) -> Result<Option<Vec<Fate>>, PathError> {
             Ok(None)
         }
-        fn wants(&self, head: &[u8]) -> bool {
+        fn wants(&self, _: &MemberRead<'_>, head: &[u8]) -> bool {
             head.starts_with(b"\x7fELF")
         }
         fn inflate(
@@ -338,8 +344,12 @@ mod tests {
         ) -> Result<Input, PathError> {
             inflate(Path::new("x.whl"), m.name, head, reader, m.size)
         }
-        fn decide(&mut self, _: &MemberRead<'_>, b: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
-            self.0 = Some(b.to_vec());
+        fn decide(
+            &mut self,
+            _: &MemberRead<'_>,
+            b: Held<'_, Input>,
+        ) -> Result<Option<Vec<Fate>>, PathError> {
+            self.0 = Some(b.bytes().to_vec());
             Ok(None)
         }
         fn wrong(&mut self, _: &super::super::tamper::Wrong<'_>) -> Result<(), PathError> {

@@ -34,7 +34,7 @@ use crate::package::compression::encode::Encoder;
 use crate::package::records::Wrong;
 use crate::package::tar::walk::{Counted, end, put_header, put_pad};
 use crate::package::tar::{Fault, Header, Reader};
-use crate::package::{self, Fate, Hashing};
+use crate::package::{self, Decide, Fate, Hashing, Held};
 
 /// An entry of the data archive as the read hands it to [`Decide`].
 pub(crate) struct Member<'m> {
@@ -44,73 +44,16 @@ pub(crate) struct Member<'m> {
     pub(crate) conffile: bool,
 }
 
+/// A `.deb`'s data archive as its [`rewrite`] hands its files to
+/// [`Decide`].
+pub(crate) struct Deb;
+
+impl package::Format for Deb {
+    type Member<'m> = Member<'m>;
+}
+
 /// Why a [`rewrite`] stopped: the package, or the caller.
-#[derive(Debug)]
-pub(crate) enum Failed<E> {
-    /// The package could not be read or written.
-    Package(Error),
-    /// The caller's [`Decide`] failed.
-    Caller(E),
-}
-
-impl<E> From<Error> for Failed<E> {
-    fn from(e: Error) -> Failed<E> {
-        Failed::Package(e)
-    }
-}
-
-/// What the caller of [`rewrite`] decides, file by file.
-pub(crate) trait Decide {
-    /// A file's bytes as the caller holds them once read (in memory, or a
-    /// mapped scratch file).
-    type Bytes: AsRef<[u8]>;
-    /// The caller's error.
-    type Error;
-
-    /// How many first bytes [`Decide::wants`] needs.
-    const REACH: u64;
-
-    /// How many outputs the read decides for.
-    fn outputs(&self) -> usize;
-
-    /// The entry `m` (a regular file, sparse file or directory): its fate
-    /// in each output by its path alone, unread, or `None` to go on.
-    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, Self::Error>;
-
-    /// Whether the regular file `m`, whose first bytes are `head` (up to
-    /// [`Decide::REACH`]), is to be read whole and decided.
-    fn wants(&self, m: &Member<'_>, head: &[u8]) -> bool;
-
-    /// The sparse file `m`, whose first stored bytes are `head`, is copied
-    /// as it is in every output.
-    fn sparse(&mut self, m: &Member<'_>, head: &[u8]) -> Result<(), Self::Error>;
-
-    /// The file `m` read from `reader`, whose first bytes `head` were read
-    /// already: exactly the size it declares.
-    fn inflate(
-        &mut self,
-        m: &Member<'_>,
-        head: &[u8],
-        reader: &mut dyn Read,
-    ) -> Result<Self::Bytes, Self::Error>;
-
-    /// The file `m`, whose bytes are `bytes`: its fate in each output
-    /// (`None`: kept in every one).
-    fn decide(
-        &mut self,
-        m: &Member<'_>,
-        bytes: &Self::Bytes,
-    ) -> Result<Option<Vec<Fate>>, Self::Error>;
-
-    /// Writes `bytes`, a file kept, to `out` (the caller may give back the
-    /// pages of a mapped file as it goes).
-    fn write(&self, bytes: &Self::Bytes, out: &mut dyn Write) -> std::io::Result<()> {
-        out.write_all(bytes.as_ref())
-    }
-
-    /// A row of `md5sums` that the bytes of the file it names do not match.
-    fn wrong(&mut self, w: &Wrong<'_>) -> Result<(), Self::Error>;
-}
+pub(crate) type Failed<E> = package::Failed<Error, E>;
 
 /// What one read decided, for each output: its data archive written,
 /// and what its `md5sums` and `Installed-Size` are to say.
@@ -160,7 +103,7 @@ struct Out {
 /// as the module says. Output `k` is compressed into `scratch[k]` (xz on
 /// up to `threads` threads); an output with no scratch file is decided
 /// but not written (a dry run).
-pub(crate) fn rewrite<D: Decide>(
+pub(crate) fn rewrite<D: Decide<Deb>>(
     p: &Package<'_>,
     limit: &mut u64,
     decide: &mut D,
@@ -240,7 +183,7 @@ pub(crate) fn with_links(
 
 /// Walks the data archive `tar` (the member `member` of `p`) into `outs`
 /// as the module says.
-fn walk<R: Read, D: Decide>(
+fn walk<R: Read, D: Decide<Deb>>(
     p: &Package<'_>,
     tar: &mut Reader<R>,
     member: &str,
@@ -292,7 +235,7 @@ fn walk<R: Read, D: Decide>(
         }
         let mut head = Vec::new();
         (&mut tar.body())
-            .take(h.size.min(D::REACH))
+            .take(h.size.min(D::REACH as u64))
             .read_to_end(&mut head)
             .map_err(|e| Error::Member {
                 member: h.path_lossy(),
@@ -318,7 +261,9 @@ fn walk<R: Read, D: Decide>(
         let md5 = md5::Md5::digest(bytes.as_ref()).into();
         check(p, decide, &h.path, &md5).map_err(Failed::Caller)?;
         let fates = all(
-            decide.decide(&m, &bytes).map_err(Failed::Caller)?,
+            decide
+                .decide(&m, Held::Read(&bytes))
+                .map_err(Failed::Caller)?,
             outs.len(),
         );
         account(&h, &fates, outs);
@@ -456,7 +401,7 @@ fn emit<R: Read>(
 /// Checks `md5`, the MD5 of the file `path`, against its row of
 /// `md5sums`, if it has one: a row it does not match goes to
 /// [`Decide::wrong`].
-fn check<D: Decide>(
+fn check<D: Decide<Deb>>(
     p: &Package<'_>,
     decide: &mut D,
     path: &[u8],

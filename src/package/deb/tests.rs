@@ -8,9 +8,9 @@ use std::sync::Arc;
 use md5::Digest as _;
 
 use super::md5sums::hex;
-use super::{Decide, Member, Package, Sink, rewrite};
+use super::{Deb, Decide, Member, Package, Sink, rewrite};
 use crate::package::records::Wrong;
-use crate::package::{Fate, New};
+use crate::package::{Fate, Held, New};
 
 impl Sink for Vec<u8> {}
 
@@ -133,10 +133,10 @@ struct Two {
     read: Vec<String>,
 }
 
-impl Decide for Two {
+impl Decide<Deb> for Two {
     type Bytes = Vec<u8>;
     type Error = String;
-    const REACH: u64 = 8;
+    const REACH: usize = 8;
 
     fn outputs(&self) -> usize {
         2
@@ -168,7 +168,11 @@ impl Decide for Two {
         Ok(v)
     }
 
-    fn decide(&mut self, m: &Member<'_>, _: &Vec<u8>) -> Result<Option<Vec<Fate>>, String> {
+    fn decide(
+        &mut self,
+        m: &Member<'_>,
+        _: Held<'_, Vec<u8>>,
+    ) -> Result<Option<Vec<Fate>>, String> {
         let new = |b: &[u8]| Fate::Replaced(Arc::new(New::bytes(b.to_vec())));
         self.read.push(m.header.path_lossy());
         Ok(match m.header.path.as_slice() {

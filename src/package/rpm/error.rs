@@ -28,16 +28,4 @@ impl std::error::Error for Error {}
 
 /// Why a [`rewrite`](super::rewrite::rewrite) stopped: the package, or the
 /// caller.
-#[derive(Debug)]
-pub(crate) enum Failed<E> {
-    /// The package's part.
-    Package(Error),
-    /// The caller's [`Decide`](super::rewrite::Decide) failed.
-    Caller(E),
-}
-
-impl<E> From<Error> for Failed<E> {
-    fn from(e: Error) -> Failed<E> {
-        Failed::Package(e)
-    }
-}
+pub(crate) type Failed<E> = crate::package::Failed<Error, E>;

@@ -1,18 +1,24 @@
 //! One read of an RPM's payload that decides what each file becomes
-//! ([`Decide`]: kept, removed, or replaced by new bytes), the new payload
-//! written (`newc` cpio, compressed with the package's own method at the
-//! level its `PAYLOADFLAGS` names), and the headers made true of it
+//! ([`Decide`], the seam every package rewrite shares: kept, removed, or
+//! replaced by new bytes, [`Fate`]), the new payload written (`newc`
+//! cpio, compressed with the package's own method at the level its
+//! `PAYLOADFLAGS` names), and the headers made true of it
 //! ([`super::retag`]): the result is the package's new lead and headers
 //! ([`Rewritten::head`]), the new payload having gone to the caller's
 //! scratch file.
 //!
 //! The read goes entry by entry, in the payload's order: the caller may
-//! remove an entry by its name alone, unread ([`Decide::by_name`]); a
-//! regular file's first bytes go to [`Decide::wants`], and a file wanted
-//! is read whole ([`Decide::inflate`]) and decided ([`Decide::decide`]);
-//! everything else is copied as it is. A payload in rpm's stripped form
-//! (`07070X`, for packages with files of 4 GiB or more) is refused by
-//! name: it is not rewritten yet.
+//! decide an entry by its name alone, unread ([`Decide::by_name`]: left
+//! out or kept; a file is replaced only once read, its old bytes checked
+//! against its digest first); a regular file's first bytes go to
+//! [`Decide::wants`], and a file wanted is read whole
+//! ([`Decide::inflate`]) and decided ([`Decide::decide`]); everything else
+//! is copied as it is. The answers give a fate per output, as for every
+//! format, so that one read could feed several; this writer writes only
+//! the first output (output 0) for now, and a fate for any other is not
+//! looked at. A payload in rpm's stripped form (`07070X`, for packages
+//! with files of 4 GiB or more) is refused by name: it is not rewritten
+//! yet.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read, Seek, Write};
@@ -22,6 +28,7 @@ pub(crate) use super::error::{Error, Failed};
 use super::retag::{self, Changes, Files, Hasher, hex};
 use crate::package::compression::encode::Encoder;
 use crate::package::compression::{Compression, decoder};
+use crate::package::{self, Decide, Fate, Held};
 
 /// Main header tag: the compressor's level (`9` for gzip).
 const PAYLOADFLAGS: u32 = 1126;
@@ -41,56 +48,11 @@ pub(crate) struct Member<'m> {
     pub(crate) directory: bool,
 }
 
-/// Writes a file's new bytes given its old ones, `B`.
-pub(crate) type WriteNew<B> = Box<dyn FnOnce(&mut dyn Write, &B) -> io::Result<()>>;
+/// An RPM's payload as its [`rewrite`] hands its files to [`Decide`].
+pub(crate) struct Rpm;
 
-/// What becomes of a file read whole, whose bytes are `B`.
-pub(crate) enum Fate<B> {
-    /// Written as it was.
-    Kept,
-    /// Left out (with every value the header gives of it).
-    Removed,
-    /// Written with new bytes: `size` of them, which `write` writes given
-    /// the old ones.
-    Replaced {
-        /// How many bytes `write` writes.
-        size: u64,
-        /// Writes them.
-        write: WriteNew<B>,
-    },
-}
-
-/// What the caller of [`rewrite`] decides, file by file.
-pub(crate) trait Decide {
-    /// A file's bytes as the caller holds them once read.
-    type Bytes: AsRef<[u8]>;
-    /// The caller's error.
-    type Error;
-    /// How many first bytes [`Decide::wants`] needs.
-    const REACH: usize;
-
-    /// Whether the entry `m` goes, by its name alone, unread.
-    fn by_name(&mut self, m: &Member<'_>) -> Result<bool, Self::Error>;
-
-    /// Whether a regular file whose first bytes are `head` is to be read
-    /// whole and decided.
-    fn wants(&self, head: &[u8]) -> bool;
-
-    /// The file `m` read from `reader`, whose first bytes `head` were
-    /// read already.
-    fn inflate(
-        &mut self,
-        m: &Member<'_>,
-        head: &[u8],
-        reader: &mut dyn Read,
-    ) -> Result<Self::Bytes, Self::Error>;
-
-    /// The file `m`, whose bytes are `bytes`: its fate.
-    fn decide(
-        &mut self,
-        m: &Member<'_>,
-        bytes: &Self::Bytes,
-    ) -> Result<Fate<Self::Bytes>, Self::Error>;
+impl package::Format for Rpm {
+    type Member<'m> = Member<'m>;
 }
 
 /// A rewritten package's lead and headers, to be followed by the payload
@@ -196,7 +158,7 @@ struct Walked {
 /// `scratch` (nothing written in a dry run: `None`) on `threads` threads,
 /// reading at most `limit` bytes of uncompressed payload. `None` when
 /// nothing changes (the package stays as it is, signatures and all).
-pub(crate) fn rewrite<D: Decide, S: Read + Write + Seek>(
+pub(crate) fn rewrite<D: Decide<Rpm>, S: Read + Write + Seek>(
     bytes: &[u8],
     d: &mut D,
     scratch: Option<&mut S>,
@@ -274,7 +236,7 @@ type Found = (Walked, (String, String), (u64, u64));
 /// Walks the payload `input` as `d` decides into `dest`, compressed by
 /// `c` at `level` on `threads` threads; what the walk found and the new
 /// payload's digests and sizes, or `None` when nothing changes.
-fn payload<R: Read, D: Decide>(
+fn payload<R: Read, D: Decide<Rpm>>(
     input: &mut Counted<R>,
     dest: &mut dyn Write,
     files: &Files,
@@ -447,9 +409,17 @@ fn write_entry<W: Write>(out: &mut Tee<W>, e: &Entry, size: u64) -> Result<(), E
     pad(out)
 }
 
+/// The fate of output 0 in an answer (`None`, or no fate: kept): the one
+/// output this writer writes.
+fn first(fates: Option<Vec<Fate>>) -> Fate {
+    fates
+        .and_then(|v| v.into_iter().next())
+        .unwrap_or(Fate::Kept)
+}
+
 /// Walks the payload `r` into `out` as `d` decides, up to its trailer,
 /// then copies what follows it.
-fn walk<R: Read, W: Write, D: Decide>(
+fn walk<R: Read, W: Write, D: Decide<Rpm>>(
     r: &mut Counted<R>,
     out: &mut Tee<W>,
     files: &Files,
@@ -476,19 +446,53 @@ fn walk<R: Read, W: Write, D: Decide>(
             regular: e.mode & 0o170_000 == 0o100_000,
             directory: e.mode & 0o170_000 == 0o040_000,
         };
-        if d.by_name(&m).map_err(Failed::Caller)? {
-            skip(r, e.size)?;
-            w.removed.insert(f);
-            continue;
+        match d
+            .by_name(&m)
+            .map_err(Failed::Caller)?
+            .map(|v| first(Some(v)))
+        {
+            None => member(r, out, (&e, &m, f), files, d, &mut w)?,
+            Some(Fate::Removed) => {
+                skip(r, e.size)?;
+                w.removed.insert(f);
+            }
+            Some(Fate::Kept) => copy(r, out, (&e, &m), &[])?,
+            Some(Fate::Replaced(_)) => {
+                return Err(Error::Refused(format!(
+                    "its file '{}' would be replaced by its name alone, unread: a file is \
+                     replaced only once read (its old bytes checked against its digest)",
+                    m.path
+                ))
+                .into());
+            }
         }
-        member(r, out, (&e, &m, f), files, d, &mut w)?;
     }
+}
+
+/// Writes the entry `e` (the file `m`), whose first bytes `head` were
+/// read from `r`, as it is: the rest of its data copied from `r`.
+fn copy<R: Read, W: Write>(
+    r: &mut Counted<R>,
+    out: &mut Tee<W>,
+    (e, m): (&Entry, &Member<'_>),
+    head: &[u8],
+) -> Result<(), Error> {
+    let cut = |err: io::Error| Error::Damaged(format!("its payload, in '{}': {err}", m.path));
+    write_entry(out, e, e.size)?;
+    out.write_all(head).map_err(Error::Write)?;
+    let rest = e.size - head.len() as u64;
+    let got = io::copy(&mut (&mut *r).take(rest), out).map_err(cut)?;
+    if got < rest {
+        return Err(cut(io::ErrorKind::UnexpectedEof.into()));
+    }
+    skip(r, r.at.next_multiple_of(4) - r.at)?;
+    pad(out)
 }
 
 /// Reads the data of the entry `e` (the file `m`, index `f`) from `r`
 /// and writes the entry to `out` as `d` decides, noting in `w` what
 /// became of it.
-fn member<R: Read, W: Write, D: Decide>(
+fn member<R: Read, W: Write, D: Decide<Rpm>>(
     r: &mut Counted<R>,
     out: &mut Tee<W>,
     (e, m, f): (&Entry, &Member<'_>, usize),
@@ -506,16 +510,8 @@ fn member<R: Read, W: Write, D: Decide>(
     if head.len() as u64 != e.size.min(reach) {
         return Err(cut(io::ErrorKind::UnexpectedEof.into()).into());
     }
-    if !m.regular || !d.wants(&head) {
-        write_entry(out, e, e.size)?;
-        out.write_all(&head).map_err(Error::Write)?;
-        let rest = e.size - head.len() as u64;
-        let got = io::copy(&mut (&mut *r).take(rest), out).map_err(cut)?;
-        if got < rest {
-            return Err(cut(io::ErrorKind::UnexpectedEof.into()).into());
-        }
-        skip(r, r.at.next_multiple_of(4) - r.at)?;
-        return pad(out).map_err(Failed::from);
+    if !m.regular || !d.wants(m, &head) {
+        return copy(r, out, (e, m), &head).map_err(Failed::from);
     }
     let mut body = (&mut *r).take(e.size - head.len() as u64);
     let bytes = d.inflate(m, &head, &mut body).map_err(Failed::Caller)?;
@@ -523,24 +519,25 @@ fn member<R: Read, W: Write, D: Decide>(
         return Err(cut(io::ErrorKind::UnexpectedEof.into()).into());
     }
     skip(r, r.at.next_multiple_of(4) - r.at)?;
-    match d.decide(m, &bytes).map_err(Failed::Caller)? {
+    match first(d.decide(m, Held::Read(&bytes)).map_err(Failed::Caller)?) {
         Fate::Kept => {
             write_entry(out, e, e.size)?;
-            out.write_all(bytes.as_ref()).map_err(Error::Write)?;
+            d.write(&bytes, out).map_err(Error::Write)?;
         }
         Fate::Removed => {
             w.removed.insert(f);
             return Ok(());
         }
-        Fate::Replaced { size, write } => {
+        Fate::Replaced(new) => {
             files.check_digest(f, m.path, bytes.as_ref())?;
+            let size = new.size;
             write_entry(out, e, size)?;
             let mut file = Tee {
                 out: &mut *out,
                 n: 0,
                 hash: files.algo.hasher(),
             };
-            write(&mut file, &bytes).map_err(Error::Write)?;
+            new.copy_to(&mut file).map_err(Error::Write)?;
             let (n, digest) = (file.n, hex(&file.hash.finish()));
             if n != size {
                 return Err(Error::Write(io::Error::other(format!(

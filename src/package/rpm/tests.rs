@@ -334,14 +334,20 @@ fn header_and_payload_digests_are_verified() {
 struct Slim;
 
 #[cfg(feature = "files")]
-impl super::rewrite::Decide for Slim {
+impl crate::package::Decide<super::rewrite::Rpm> for Slim {
     type Bytes = Vec<u8>;
     type Error = String;
     const REACH: usize = 6;
-    fn by_name(&mut self, m: &super::rewrite::Member<'_>) -> std::result::Result<bool, String> {
-        Ok(m.path == "usr/lib64/libk.so.1")
+    fn outputs(&self) -> usize {
+        1
     }
-    fn wants(&self, head: &[u8]) -> bool {
+    fn by_name(
+        &mut self,
+        m: &super::rewrite::Member<'_>,
+    ) -> std::result::Result<Option<Vec<crate::package::Fate>>, String> {
+        Ok((m.path == "usr/lib64/libk.so.1").then(|| vec![crate::package::Fate::Removed]))
+    }
+    fn wants(&self, _: &super::rewrite::Member<'_>, head: &[u8]) -> bool {
         head == b"device"
     }
     fn inflate(
@@ -357,13 +363,13 @@ impl super::rewrite::Decide for Slim {
     fn decide(
         &mut self,
         _: &super::rewrite::Member<'_>,
-        bytes: &Vec<u8>,
-    ) -> std::result::Result<super::rewrite::Fate<Vec<u8>>, String> {
-        assert_eq!(bytes, b"device code!");
-        Ok(super::rewrite::Fate::Replaced {
-            size: 6,
-            write: Box::new(|w, _| w.write_all(b"pruned")),
-        })
+        bytes: crate::package::Held<'_, Vec<u8>>,
+    ) -> std::result::Result<Option<Vec<crate::package::Fate>>, String> {
+        assert_eq!(bytes.bytes(), b"device code!");
+        let new = crate::package::New::bytes(b"pruned".to_vec());
+        Ok(Some(vec![crate::package::Fate::Replaced(
+            std::sync::Arc::new(new),
+        )]))
     }
 }
 
@@ -430,14 +436,20 @@ fn a_rewrite_replaces_and_removes_files_and_keeps_every_digest_true() {
     assert!(new.unsigned.is_empty());
     // Nothing to change: no rewrite.
     struct Keep;
-    impl super::rewrite::Decide for Keep {
+    impl crate::package::Decide<super::rewrite::Rpm> for Keep {
         type Bytes = Vec<u8>;
         type Error = String;
         const REACH: usize = 6;
-        fn by_name(&mut self, _: &super::rewrite::Member<'_>) -> std::result::Result<bool, String> {
-            Ok(false)
+        fn outputs(&self) -> usize {
+            1
         }
-        fn wants(&self, _: &[u8]) -> bool {
+        fn by_name(
+            &mut self,
+            _: &super::rewrite::Member<'_>,
+        ) -> std::result::Result<Option<Vec<crate::package::Fate>>, String> {
+            Ok(None)
+        }
+        fn wants(&self, _: &super::rewrite::Member<'_>, _: &[u8]) -> bool {
             false
         }
         fn inflate(
@@ -451,8 +463,8 @@ fn a_rewrite_replaces_and_removes_files_and_keeps_every_digest_true() {
         fn decide(
             &mut self,
             _: &super::rewrite::Member<'_>,
-            _: &Vec<u8>,
-        ) -> std::result::Result<super::rewrite::Fate<Vec<u8>>, String> {
+            _: crate::package::Held<'_, Vec<u8>>,
+        ) -> std::result::Result<Option<Vec<crate::package::Fate>>, String> {
             unreachable!()
         }
     }

@@ -26,7 +26,8 @@ use super::read::{Archive, Seen, is_stored, rest, seen, stored};
 use super::record::{Change, new_record_with};
 use super::write::{Added, Fate, Method, write, write_adding};
 use crate::package::budget::Budget;
-use crate::package::records::{Wrong, pip_rows};
+use crate::package::records::pip_rows;
+use crate::package::{self, Decide, Held};
 
 /// A member as the read hands it to [`Decide`].
 pub(crate) struct Read<'m> {
@@ -40,64 +41,20 @@ pub(crate) struct Read<'m> {
     pub(crate) is_dir: bool,
 }
 
-/// Why a [`rewrite`] stopped: the archive, or the caller.
-#[derive(Debug)]
-pub(crate) enum Failed<E> {
-    /// The archive could not be read.
-    Archive(Error),
-    /// The caller's [`Decide`] failed.
-    Caller(E),
+/// A zip archive as its [`rewrite`] hands its members to [`Decide`].
+pub(crate) struct Zip;
+
+impl package::Format for Zip {
+    type Member<'m> = Read<'m>;
 }
 
-impl<E> From<Error> for Failed<E> {
-    fn from(e: Error) -> Failed<E> {
-        Failed::Archive(e)
-    }
-}
+/// Why a [`rewrite`] stopped: the archive, or the caller.
+pub(crate) type Failed<E> = package::Failed<Error, E>;
 
 impl<E> From<::zip::result::ZipError> for Failed<E> {
     fn from(e: ::zip::result::ZipError) -> Failed<E> {
-        Failed::Archive(Error::Zip(e))
+        Failed::Package(Error::Zip(e))
     }
-}
-
-/// What the caller of [`rewrite`] decides, member by member.
-pub(crate) trait Decide {
-    /// A member's bytes as the caller holds them once inflated (in memory,
-    /// or a mapped scratch file).
-    type Bytes: AsRef<[u8]>;
-    /// The caller's error.
-    type Error;
-
-    /// How many outputs the read decides for.
-    fn outputs(&self) -> usize;
-
-    /// The member `m`'s fate in each output by its name alone, unread, or
-    /// `None` to read it.
-    fn by_name(&mut self, m: &Read<'_>) -> Result<Option<Vec<Fate>>, Self::Error>;
-
-    /// Whether a member whose first bytes are `head` (up to
-    /// [`Decide::REACH`]) is to be read whole and decided.
-    fn wants(&self, head: &[u8]) -> bool;
-
-    /// How many first bytes [`Decide::wants`] needs.
-    const REACH: usize;
-
-    /// The member `m` inflated from `reader`, whose first bytes `head` were
-    /// read already: exactly the `m.size` bytes it declares.
-    fn inflate(
-        &mut self,
-        m: &Read<'_>,
-        head: &[u8],
-        reader: &mut dyn std::io::Read,
-    ) -> Result<Self::Bytes, Self::Error>;
-
-    /// The member `m`, whose bytes are `bytes`: its fate in each output
-    /// (`None`: kept in every one).
-    fn decide(&mut self, m: &Read<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, Self::Error>;
-
-    /// A RECORD row that the bytes of the member it names do not match.
-    fn wrong(&mut self, w: &Wrong<'_>) -> Result<(), Self::Error>;
 }
 
 /// What one read decided: each output's fate of each member that changes
@@ -121,7 +78,7 @@ enum Record<'a, B> {
 
 /// Reads the archive `a` once within `budget`, `decide` answering for
 /// each member as the module says; the plan of every output.
-pub(crate) fn rewrite<'a, D: Decide>(
+pub(crate) fn rewrite<'a, D: Decide<Zip>>(
     a: &mut Archive<'a>,
     budget: &mut Budget,
     decide: &mut D,
@@ -160,7 +117,7 @@ pub(crate) fn rewrite<'a, D: Decide>(
 
 /// Reads the member `m` of `a` as the module says, noting its size and
 /// hash in `read`; its fates, when [`Decide::decide`] gave some.
-fn member<D: Decide>(
+fn member<D: Decide<Zip>>(
     a: &mut Archive<'_>,
     m: &Read<'_>,
     budget: &mut Budget,
@@ -182,10 +139,12 @@ fn member<D: Decide>(
     if as_is {
         let bytes = stored(m.name, data, &f)?;
         read.insert(m.name.to_string(), seen(bytes));
-        if !decide.wants(bytes) {
+        if !decide.wants(m, bytes) {
             return Ok(None);
         }
-        return decide.decide(m, bytes).map_err(Failed::Caller);
+        return decide
+            .decide(m, Held::Stored(bytes))
+            .map_err(Failed::Caller);
     }
     let mut head = Vec::with_capacity(D::REACH);
     (&mut f)
@@ -196,7 +155,7 @@ fn member<D: Decide>(
             doing: "cannot be inflated",
             source: e.into(),
         })?;
-    if !decide.wants(&head) {
+    if !decide.wants(m, &head) {
         // Not read, but inflated to its end, where its CRC-32 is checked:
         // a member found damaged is never copied as it is.
         let sum = rest(m.name, &head, &mut f, m.size, budget)?;
@@ -207,7 +166,7 @@ fn member<D: Decide>(
     let bytes = decide.inflate(m, &head, &mut f).map_err(Failed::Caller)?;
     drop(f);
     read.insert(m.name.to_string(), seen(bytes.as_ref()));
-    decide.decide(m, bytes.as_ref()).map_err(Failed::Caller)
+    decide.decide(m, Held::Read(&bytes)).map_err(Failed::Caller)
 }
 
 impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
@@ -233,7 +192,7 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
     /// Reads each RECORD not removed from every output (keeping its
     /// bytes) and checks each of its rows naming a member `read` against
     /// that member's size and hash.
-    fn check_records<D: Decide<Bytes = B>>(
+    fn check_records<D: Decide<Zip, Bytes = B>>(
         &mut self,
         a: &mut Archive<'a>,
         read: &BTreeMap<String, Seen>,

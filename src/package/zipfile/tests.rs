@@ -5,8 +5,8 @@ use std::io::{Read as _, Seek as _, Write as _};
 use std::sync::Arc;
 
 use super::*;
-use crate::package::Budget;
 use crate::package::records::Wrong;
+use crate::package::{Budget, Held};
 
 /// A zip of `members` (name, bytes, deflated?).
 fn zip_of(members: &[(&str, &[u8], bool)]) -> Vec<u8> {
@@ -39,7 +39,7 @@ struct Two {
     decided: Vec<String>,
 }
 
-impl Decide for Two {
+impl Decide<Zip> for Two {
     type Bytes = Vec<u8>;
     type Error = String;
     const REACH: usize = 4;
@@ -52,7 +52,7 @@ impl Decide for Two {
         Ok((m.name == "pkg/b.so").then(|| vec![Fate::Kept, Fate::Removed]))
     }
 
-    fn wants(&self, head: &[u8]) -> bool {
+    fn wants(&self, _: &MemberRead<'_>, head: &[u8]) -> bool {
         head.starts_with(b"\x7fELF")
     }
 
@@ -68,7 +68,11 @@ impl Decide for Two {
         Ok(v)
     }
 
-    fn decide(&mut self, m: &MemberRead<'_>, _: &[u8]) -> Result<Option<Vec<Fate>>, String> {
+    fn decide(
+        &mut self,
+        m: &MemberRead<'_>,
+        _: Held<'_, Vec<u8>>,
+    ) -> Result<Option<Vec<Fate>>, String> {
         self.decided.push(m.name.to_string());
         let new = New::written(|w| w.write_all(&self.new)).map_err(|e| e.to_string())?;
         Ok(Some(vec![Fate::Removed, Fate::Replaced(Arc::new(new))]))
@@ -197,7 +201,7 @@ fn the_budget_is_charged_before_a_member_is_inflated() {
         wrong: Vec::new(),
         decided: Vec::new(),
     };
-    let Err(Failed::Archive(e)) = rewrite(&mut archive, &mut budget, &mut two) else {
+    let Err(Failed::Package(e)) = rewrite(&mut archive, &mut budget, &mut two) else {
         panic!("not refused");
     };
     assert_eq!(

@@ -307,7 +307,7 @@ impl PathError {
     /// ([`PathError::zip_file`]), or on prune's own error.
     pub(crate) fn failed(path: &Path, e: crate::package::zipfile::Failed<PathError>) -> PathError {
         match e {
-            crate::package::zipfile::Failed::Archive(e) => PathError::zip_file(path, e),
+            crate::package::zipfile::Failed::Package(e) => PathError::zip_file(path, e),
             crate::package::zipfile::Failed::Caller(e) => e,
         }
     }

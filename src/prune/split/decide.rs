@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::super::wheel::Members;
 use crate::files::Input;
-use crate::package::zipfile::{Decide, Fate, MemberRead};
+use crate::package::Held;
+use crate::package::zipfile::{Decide, Fate, MemberRead, Zip};
 use crate::prune::PathError;
 
 /// Each group's [`Members`], and the per-GPU files met on the way.
@@ -34,11 +35,12 @@ impl<'a> Groups<'a> {
         }
     }
 
-    /// Whether prune's decider would read whole a member starting with
-    /// `bytes` (what it is asked with: its first [`Decide::REACH`] bytes).
-    fn wanted(&self, bytes: &[u8]) -> bool {
-        let head = &bytes[..bytes.len().min(<Members<'_> as Decide>::REACH)];
-        self.each.first().is_some_and(|m| m.wants(head))
+    /// Whether prune's decider would read whole the member `m` starting
+    /// with `bytes` (what it is asked with: its first [`Decide::REACH`]
+    /// bytes).
+    fn wanted(&self, m: &MemberRead<'_>, bytes: &[u8]) -> bool {
+        let head = &bytes[..bytes.len().min(<Members<'_> as Decide<Zip>>::REACH)];
+        self.each.first().is_some_and(|g| g.wants(m, head))
     }
 }
 
@@ -55,10 +57,10 @@ fn first(answer: Option<Vec<Fate>>) -> Option<Fate> {
     answer.and_then(|v| v.into_iter().next())
 }
 
-impl Decide for Groups<'_> {
+impl Decide<Zip> for Groups<'_> {
     type Bytes = Input;
     type Error = PathError;
-    const REACH: usize = <Members<'_> as Decide>::REACH;
+    const REACH: usize = <Members<'_> as Decide<Zip>>::REACH;
 
     fn outputs(&self) -> usize {
         self.each.len() + 1
@@ -91,8 +93,8 @@ impl Decide for Groups<'_> {
         Ok(None)
     }
 
-    fn wants(&self, head: &[u8]) -> bool {
-        self.pending.is_some() || self.wanted(head)
+    fn wants(&self, m: &MemberRead<'_>, head: &[u8]) -> bool {
+        self.pending.is_some() || self.wanted(m, head)
     }
 
     fn inflate(
@@ -110,10 +112,14 @@ impl Decide for Groups<'_> {
     /// Each group that did not decide the member by its name decides it
     /// from its bytes, as prune would (a member prune would not read
     /// whole is kept).
-    fn decide(&mut self, m: &MemberRead<'_>, bytes: &[u8]) -> Result<Option<Vec<Fate>>, PathError> {
+    fn decide(
+        &mut self,
+        m: &MemberRead<'_>,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<Fate>>, PathError> {
         let pending = self.pending.take().filter(|(i, _)| *i == m.index);
         let mut decided = pending.map_or_else(|| vec![None; self.each.len()], |(_, f)| f);
-        let wanted = self.wanted(bytes);
+        let wanted = self.wanted(m, bytes.bytes());
         for (g, fate) in self.each.iter_mut().zip(decided.iter_mut()) {
             if fate.is_none() && wanted {
                 *fate = first(g.decide(m, bytes)?);
