@@ -23,12 +23,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Selection;
-use super::budget::{Budget, inflate};
+use super::budget::inflate;
+use super::job::{Found, Job};
 use super::member::{Became, Member, spooled, write_input};
-use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
-    write_through,
-};
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport, finish, write_through};
 use super::tamper::{Wrong, settle};
 use crate::files::{Input, Output, Sink};
 use crate::package::deb::{self, Deb, Decide, Error, Failed, Package};
@@ -54,11 +52,12 @@ pub(crate) fn prune(
     file: &Input,
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
-    let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let name = crate::files::shown(input).into_owned();
+    let job = Job::new(sel, opts, input);
+    let name = &job.name;
+    let mut budget = job.budget(data);
     let errors = Errors {
         input,
-        name: &name,
+        name,
         dest: None,
         why: budget.why,
     };
@@ -84,15 +83,10 @@ pub(crate) fn prune(
         None => None,
     };
     let mut files = Files {
-        sel,
-        opts,
-        input,
-        name: &name,
+        job: &job,
         out: out.as_ref(),
         dest: dest.as_deref(),
-        rep: PathReport::new(&name, data, meta).package(),
-        refused: Vec::new(),
-        all: Pruning::default(),
+        found: Found::new(PathReport::new(name, data, meta)),
     };
     let threads = opts.prune.threads();
     // `data.tar` is read once, front to back: its pages are given back
@@ -110,23 +104,14 @@ pub(crate) fn prune(
         Failed::Package(e) => errors.map(e),
         Failed::Caller(e) => e,
     })?;
-    let Files {
-        mut rep,
-        refused,
-        all,
-        ..
-    } = files;
-    all.check_device_left(input, &name, &opts.prune)?;
-    rep.kept = merge(std::mem::take(&mut rep.kept));
-    rep.dropped = merge(std::mem::take(&mut rep.dropped));
-    rep.members_refused = refused;
+    let mut rep = files.found.finish(&job)?;
     let unchanged = plan.unchanged(0);
     if !unchanged && let Some(sig) = package.signature() {
         let why = format!(
             "it is signed ('{sig}'), and a pruned package's signature would not verify: remove \
              the signature members from it first"
         );
-        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+        return Err(PathError::said(PathErrorKind::Refused, input, name, why));
     }
     let (Some(dest), Some(mut out)) = (dest.as_deref(), out.take()) else {
         return Ok(rep);
@@ -223,40 +208,27 @@ impl deb::Sink for Written<'_> {
 /// GPU the rules drop left out unread, a conffile never left out; what it
 /// did noted in the report.
 struct Files<'a> {
-    sel: &'a Selection,
-    opts: &'a PathOptions,
-    /// The package.
-    input: &'a Path,
-    /// Its name, for messages.
-    name: &'a str,
+    /// The package and how it is pruned.
+    job: &'a Job<'a>,
     /// Its output, beside which pruned files are spooled.
     out: Option<&'a Output>,
     /// The output's path: a spooled file that cannot be written (a full
     /// disk, a file-size limit) is an error of the output's.
     dest: Option<&'a Path>,
-    /// The report.
-    rep: PathReport,
-    /// The refusals of files left as they were, as messages.
-    refused: Vec<String>,
-    /// The device code of every file, together.
-    all: Pruning,
+    /// What its files held.
+    found: Found,
 }
 
 impl Files<'_> {
     /// The file `full` of the package refused for `why`: noted, to be
     /// left as it was, or with [`PathOptions::strict`] the error.
     fn refuse_member(&mut self, full: &str, why: &str) -> Result<(), PathError> {
-        let e = PathError::said(PathErrorKind::Refused, self.input, full, why);
-        if self.opts.strict {
+        let e = PathError::said(PathErrorKind::Refused, self.job.input, full, why);
+        if self.job.opts.strict {
             return Err(e);
         }
-        self.refused.push(e.chain());
+        self.found.refused.push(e.chain());
         Ok(())
-    }
-
-    /// The file `path`'s name in messages and the report.
-    fn full(&self, path: &str) -> String {
-        format!("{}!/{path}", self.name)
     }
 }
 
@@ -267,11 +239,7 @@ const CONFFILE: &str = "it is a conffile of the package (dpkg keeps a user's cha
 impl Decide<Deb> for Files<'_> {
     type Bytes = Input;
     type Error = PathError;
-    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
-        crate::scan::UNREAD_REACH
-    } else {
-        512
-    };
+    const REACH: usize = super::job::REACH;
 
     fn outputs(&self) -> usize {
         1
@@ -283,26 +251,20 @@ impl Decide<Deb> for Files<'_> {
     /// such files is left out with it; a conffile is refused instead.
     fn by_name(&mut self, m: &deb::Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
         let h = m.header;
-        if self.opts.keep_files {
-            return Ok(None);
-        }
-        let Some(c) = super::companion::dropped(self.sel.by(), &h.path_lossy()) else {
+        let Some(c) = self.job.dropped(&h.path_lossy()) else {
             return Ok(None);
         };
         if h.kind() == b'5' {
             // Only a directory of per-GPU files (`library/gfx906/`) matches.
             return Ok(Some(vec![Fate::Removed]));
         }
-        let full = self.full(&h.path_lossy());
         if m.conffile {
             // Kept as it is: checked against its row as it passes.
-            self.refuse_member(&full, CONFFILE)?;
+            self.refuse_member(&self.job.full(&h.path_lossy()), CONFFILE)?;
             return Ok(Some(vec![Fate::Kept]));
         }
-        self.rep
-            .removed
-            .push(RemovedFile::by_name(full, h.size, &c));
-        self.rep.freed += h.size;
+        let rep = &mut self.found.rep;
+        self.job.removed_by_name(rep, &h.path_lossy(), h.size, &c);
         Ok(Some(vec![Fate::Removed]))
     }
 
@@ -315,7 +277,7 @@ impl Decide<Deb> for Files<'_> {
             return Ok(());
         }
         let why = "it is stored sparse (GNU tar's 'S' entry), which prune does not rewrite";
-        self.refuse_member(&self.full(&m.header.path_lossy()), why)
+        self.refuse_member(&self.job.full(&m.header.path_lossy()), why)
     }
 
     fn inflate(
@@ -325,7 +287,7 @@ impl Decide<Deb> for Files<'_> {
         reader: &mut dyn std::io::Read,
     ) -> Result<Input, PathError> {
         let h = m.header;
-        inflate(self.input, &h.path_lossy(), head, reader, h.size)
+        inflate(self.job.input, &h.path_lossy(), head, reader, h.size)
     }
 
     fn decide(
@@ -337,26 +299,26 @@ impl Decide<Deb> for Files<'_> {
         let reach = usize::try_from(super::file::HEAD).unwrap_or(usize::MAX);
         let head = &file.bytes()[..file.bytes().len().min(reach)];
         let kind = super::file::readable(head).flatten();
-        let full = self.full(&h.path_lossy());
+        let full = self.job.full(&h.path_lossy());
+        let job = self.job;
         let step = Member {
             keep: m.conffile.then_some(CONFFILE),
-            ..Member::new(self.sel, self.opts, self.input, &full)
+            ..Member::new(job.sel, job.opts, job.input, &full)
         };
-        let found = (&mut self.refused, &mut self.all);
-        let new = match step.judge(h, (file.bytes(), kind), found, &mut self.rep)? {
+        let found = (&mut self.found.refused, &mut self.found.all);
+        let new = match step.judge(h, (file.bytes(), kind), found, &mut self.found.rep)? {
             Became::AsItWas => return Ok(None),
             Became::Removed => return Ok(Some(vec![Fate::Removed])),
             Became::Rewritten(new) => new,
         };
-        let io = |e| PathError::io(PathErrorKind::Io, self.input, e);
         let spool = match self.out.and_then(Output::scratch_file) {
             Some(f) => f,
             None => tempfile::tempfile(),
         }
-        .map_err(io)?;
+        .map_err(|e| job.io(e))?;
         let written = |e| match self.dest {
             Some(d) => PathError::write(d, e),
-            None => io(e),
+            None => job.io(e),
         };
         let new = spooled(&new, file, spool).map_err(written)?;
         Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
@@ -367,7 +329,8 @@ impl Decide<Deb> for Files<'_> {
     }
 
     fn wrong(&mut self, w: &Wrong<'_>) -> Result<(), PathError> {
-        settle(self.opts, self.input, self.name, w, &mut self.rep)
+        let job = self.job;
+        settle(job.opts, job.input, &job.name, w, &mut self.found.rep)
     }
 }
 

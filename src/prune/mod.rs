@@ -84,6 +84,8 @@ mod oci;
 #[cfg(all(feature = "files", any(test, fuzzing)))]
 pub(crate) use oci::metadata_for_fuzz as image_metadata_for_fuzz;
 #[cfg(feature = "files")]
+mod job;
+#[cfg(feature = "files")]
 mod member;
 mod model;
 pub(crate) mod object;

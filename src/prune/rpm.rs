@@ -10,11 +10,12 @@ use std::io::{Seek as _, Write as _};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::budget::{Budget, inflate};
+use super::budget::inflate;
+use super::job::{Found, Job};
+use super::member::{Became, spooled};
 use super::model::Selection;
 use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
-    write_through,
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, write_through,
 };
 use crate::files::Input;
 use crate::package::rpm::rewrite::{self, Error, Failed, Member, Rpm};
@@ -33,34 +34,24 @@ pub(crate) fn prune(
     file: &Input,
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
-    let name = crate::files::shown(input).into_owned();
-    let budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
+    let job = Job::new(sel, opts, input);
+    let name = &job.name;
+    let budget = job.budget(data);
     let mut d = Members {
-        sel,
-        opts,
-        input,
-        name: &name,
+        job: &job,
         each: Pruning::member_options(&opts.prune),
-        rep: PathReport::new(&name, data, meta).package(),
-        all: Pruning::default(),
-        not_shrunk: Vec::new(),
+        found: Found::new(PathReport::new(name, data, meta)),
     };
     let dest = opts.output_path(input)?;
-    let io = |e| PathError::io(PathErrorKind::Io, input, e);
+    let io = |e| job.io(e);
     let mut scratch = match &dest {
         Some(_) => Some(tempfile::tempfile().map_err(io)?),
         None => None,
     };
     let threads = opts.prune.threads();
     let new = rewrite::rewrite(data, &mut d, scratch.as_mut(), (threads, budget.left))
-        .map_err(|e| failed(input, &name, e))?;
-    d.all.check_device_left(input, &name, &opts.prune)?;
-    let mut rep = d.rep;
-    if !d.not_shrunk.is_empty() {
-        rep.not_shrunk = Some(d.not_shrunk.join("; "));
-    }
-    rep.kept = merge(rep.kept);
-    rep.dropped = merge(rep.dropped);
+        .map_err(|e| failed(input, name, e))?;
+    let mut rep = d.found.finish(&job)?;
     if let Some(new) = &new {
         rep.signatures_removed = new.unsigned.iter().map(|s| (*s).to_string()).collect();
     }
@@ -107,30 +98,18 @@ fn failed(input: &Path, name: &str, e: Failed<PathError>) -> PathError {
 /// file whose GPU the rules drop removed unread, noting in the report
 /// what it did.
 struct Members<'a> {
-    sel: &'a Selection,
-    opts: &'a PathOptions,
-    /// The package.
-    input: &'a Path,
-    /// Its name, for messages.
-    name: &'a str,
+    /// The package and how it is pruned.
+    job: &'a Job<'a>,
     /// The options each file is pruned with.
     each: super::Options,
-    /// The report.
-    rep: PathReport,
-    /// The package's device code, all files together.
-    all: Pruning,
-    /// Each linked file rewritten in place rather than shrunk, and why.
-    not_shrunk: Vec<String>,
+    /// What its files held.
+    found: Found,
 }
 
 impl Decide<Rpm> for Members<'_> {
     type Bytes = Input;
     type Error = PathError;
-    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
-        crate::scan::UNREAD_REACH
-    } else {
-        512
-    };
+    const REACH: usize = super::job::REACH;
 
     fn outputs(&self) -> usize {
         1
@@ -141,26 +120,21 @@ impl Decide<Rpm> for Members<'_> {
     /// of such files goes with them, unreported).
     /// [`PathOptions::keep_files`] keeps them.
     fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
-        if self.opts.keep_files || !(m.regular || m.directory) {
+        if !(m.regular || m.directory) {
             return Ok(None);
         }
-        let Some(c) = super::companion::dropped(self.sel.by(), m.path) else {
+        let Some(c) = self.job.dropped(m.path) else {
             return Ok(None);
         };
         if m.regular {
-            let full = format!("{}!/{}", self.name, m.path);
-            self.rep
-                .removed
-                .push(RemovedFile::by_name(full, m.size, &c));
-            self.rep.freed += m.size;
+            self.job
+                .removed_by_name(&mut self.found.rep, m.path, m.size, &c);
         }
         Ok(Some(vec![Fate::Removed]))
     }
 
     fn wants(&self, _: &Member<'_>, head: &[u8]) -> bool {
-        super::wheel::known(head)
-            || head.starts_with(&crate::host::ar::MAGIC[..4])
-            || head.starts_with(b"MZ")
+        super::job::wanted(head)
     }
 
     fn inflate(
@@ -169,7 +143,7 @@ impl Decide<Rpm> for Members<'_> {
         head: &[u8],
         reader: &mut dyn std::io::Read,
     ) -> Result<Input, PathError> {
-        inflate(self.input, m.path, head, reader, m.size)
+        inflate(self.job.input, m.path, head, reader, m.size)
     }
 
     fn decide(
@@ -177,54 +151,16 @@ impl Decide<Rpm> for Members<'_> {
         m: &Member<'_>,
         bytes: Held<'_, Input>,
     ) -> Result<Option<Vec<Fate>>, PathError> {
-        let bytes_of = bytes.bytes();
-        let kind = match super::wheel::known(bytes_of) {
-            true => None,
-            false => match crate::host::linked::facts::pe::pe_kind(bytes_of) {
-                Some(kind) => Some(kind),
-                None => return Ok(None),
-            },
+        let new = match self
+            .found
+            .whole(self.job, &self.each, m.path, bytes.bytes())?
+        {
+            Became::AsItWas => return Ok(None),
+            Became::Removed => return Ok(Some(vec![Fate::Removed])),
+            Became::Rewritten(new) => new,
         };
-        let full = format!("{}!/{}", self.name, m.path);
-        let keep_files = self.opts.keep_files;
-        let p = match Pruning::of(
-            self.sel,
-            self.input,
-            &full,
-            (bytes_of, kind),
-            &self.each,
-            keep_files,
-        ) {
-            Ok(p) => p,
-            // Left as it is, and named; the rest is pruned.
-            Err(e) if e.refused() && !self.opts.strict => {
-                self.rep.members_refused.push(e.chain());
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(why) = &p.not_shrunk {
-            self.not_shrunk.push(format!("'{}': {why}", m.path));
-        }
-        self.all.add_device(&p);
-        let rep = &mut self.rep;
-        rep.kept.extend(p.kept);
-        rep.dropped.extend(p.dropped);
-        if p.remove.is_some() {
-            let size = bytes_of.len() as u64;
-            rep.removed.push(RemovedFile::whole(full, size));
-            rep.freed += size;
-            return Ok(Some(vec![Fate::Removed]));
-        }
-        let Some(new) = p.output else {
-            return Ok(None);
-        };
-        rep.emptied += p.emptied;
-        rep.containers_rewritten += p.rewritten;
-        rep.freed += p.freed;
-        let io = |e| PathError::io(PathErrorKind::Io, self.input, e);
-        let new =
-            super::member::spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
+        let io = |e| self.job.io(e);
+        let new = spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
         Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
 }

@@ -15,16 +15,18 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::budget::{Budget, inflate};
+#[cfg(test)]
+use super::budget::Budget;
+use super::budget::inflate;
+use super::job::{Found, Job};
+use super::member::Became;
 use super::model::Selection;
 use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
-    write_through,
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, write_through,
 };
 use crate::files::Input;
 use crate::package::Held;
 use crate::package::zipfile::{self, Archive, Decide, Fate, MemberRead, New, Zip};
-use crate::scan::magic::Magic;
 
 /// A wheel (any zip), `input` with `meta`, mapped as `file`: each ELF, PE or
 /// static-archive member pruned, every other member copied as it is stored, and each
@@ -40,14 +42,15 @@ pub(crate) fn prune(
     file: &Input,
 ) -> Result<PathReport, PathError> {
     let data = file.bytes();
-    let name = crate::files::shown(input).into_owned();
+    let job = Job::new(sel, opts, input);
+    let name = job.name.clone();
     let mut archive = Archive::open(data).map_err(|e| PathError::zip_file(input, e))?;
     if super::packed::is_conda(&archive.zip) {
         // Refused when it holds what the rules drop; else copied as it is.
         let kind = crate::package::Kind::Zip;
         super::packed::pruning(sel, input, &name, data, kind, &opts.prune)?;
     }
-    let mut budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
+    let mut budget = job.budget(data);
     let mut d = Members::new(sel, opts, input, &name, PathReport::new(&name, data, meta));
     let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
         .map_err(|e| PathError::failed(input, e))?;
@@ -99,20 +102,12 @@ pub(super) fn not_signed(archive: &Archive<'_>, input: &Path, name: &str) -> Res
 /// place rather than shrunk, and why, in its `not_shrunk`; the members
 /// removed whole in its `removed`). `split` asks one per group.
 pub(super) struct Members<'a> {
-    sel: &'a Selection,
-    opts: &'a PathOptions,
-    /// The wheel.
-    input: &'a Path,
-    /// Its name, for messages.
-    name: &'a str,
+    /// The wheel and how it is pruned.
+    job: Job<'a>,
     /// The options each member is pruned with.
     each: super::Options,
-    /// The report.
-    rep: PathReport,
-    /// The wheel's device code, all members together.
-    all: Pruning,
-    /// Each linked member rewritten in place rather than shrunk, and why.
-    not_shrunk: Vec<String>,
+    /// What its members held.
+    found: Found,
 }
 
 impl<'a> Members<'a> {
@@ -126,45 +121,31 @@ impl<'a> Members<'a> {
         rep: PathReport,
     ) -> Members<'a> {
         Members {
-            sel,
-            opts,
-            input,
-            name,
+            job: Job {
+                name: name.to_string(),
+                ..Job::new(sel, opts, input)
+            },
             each: Pruning::member_options(&opts.prune),
-            rep: rep.package(),
-            all: Pruning::default(),
-            not_shrunk: Vec::new(),
+            found: Found::new(rep),
         }
     }
 
     /// The report so far.
     pub(super) fn report(&self) -> &PathReport {
-        &self.rep
+        &self.found.rep
     }
 
     /// The report, once the read is over: refused when no device image
     /// of the wheel would stay (unless the options allow it).
     pub(super) fn finish(self) -> Result<PathReport, PathError> {
-        self.all
-            .check_device_left(self.input, self.name, &self.opts.prune)?;
-        let mut rep = self.rep;
-        if !self.not_shrunk.is_empty() {
-            rep.not_shrunk = Some(self.not_shrunk.join("; "));
-        }
-        rep.kept = merge(rep.kept);
-        rep.dropped = merge(rep.dropped);
-        Ok(rep)
+        self.found.finish(&self.job)
     }
 }
 
 impl Decide<Zip> for Members<'_> {
     type Bytes = Input;
     type Error = PathError;
-    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
-        crate::scan::UNREAD_REACH
-    } else {
-        512
-    };
+    const REACH: usize = super::job::REACH;
 
     fn outputs(&self) -> usize {
         1
@@ -175,18 +156,12 @@ impl Decide<Zip> for Members<'_> {
     /// entry of such files goes with them, unreported).
     /// [`PathOptions::keep_files`] keeps them.
     fn by_name(&mut self, m: &MemberRead<'_>) -> Result<Option<Vec<Fate>>, PathError> {
-        if self.opts.keep_files {
-            return Ok(None);
-        }
-        let Some(c) = super::companion::dropped(self.sel.by(), m.name) else {
+        let Some(c) = self.job.dropped(m.name) else {
             return Ok(None);
         };
         if !m.is_dir {
-            let full = format!("{}!/{}", self.name, m.name);
-            self.rep
-                .removed
-                .push(RemovedFile::by_name(full, m.size, &c));
-            self.rep.freed += m.size;
+            self.job
+                .removed_by_name(&mut self.found.rep, m.name, m.size, &c);
         }
         Ok(Some(vec![Fate::Removed]))
     }
@@ -196,9 +171,7 @@ impl Decide<Zip> for Members<'_> {
     /// through by [`Pruning::of`]) may start so; a DOS program is a PE
     /// image only if its headers say so, which [`Self::decide`] reads.
     fn wants(&self, _: &MemberRead<'_>, head: &[u8]) -> bool {
-        // Also any DOS program, which [`Self::decide`] reads whole to tell
-        // whether its headers make it a PE image.
-        known(head) || head.starts_with(&crate::host::ar::MAGIC[..4]) || head.starts_with(b"MZ")
+        super::job::wanted(head)
     }
 
     fn inflate(
@@ -207,7 +180,7 @@ impl Decide<Zip> for Members<'_> {
         head: &[u8],
         reader: &mut dyn std::io::Read,
     ) -> Result<Input, PathError> {
-        inflate(self.input, m.name, head, reader, m.size)
+        inflate(self.job.input, m.name, head, reader, m.size)
     }
 
     fn decide(
@@ -216,70 +189,19 @@ impl Decide<Zip> for Members<'_> {
         bytes: Held<'_, Input>,
     ) -> Result<Option<Vec<Fate>>, PathError> {
         let bytes = bytes.bytes();
-        let kind = match known(bytes) {
-            true => None,
-            false => match crate::host::linked::facts::pe::pe_kind(bytes) {
-                Some(kind) => Some(kind),
-                None => return Ok(None),
-            },
+        let new_member = match self.found.whole(&self.job, &self.each, m.name, bytes)? {
+            Became::AsItWas => return Ok(None),
+            Became::Removed => return Ok(Some(vec![Fate::Removed])),
+            Became::Rewritten(new) => new,
         };
-        let full = format!("{}!/{}", self.name, m.name);
-        let keep_files = self.opts.keep_files;
-        let p = match Pruning::of(
-            self.sel,
-            self.input,
-            &full,
-            (bytes, kind),
-            &self.each,
-            keep_files,
-        ) {
-            Ok(p) => p,
-            // Left as it is stored, and named; the rest is pruned.
-            Err(e) if e.refused() && !self.opts.strict => {
-                self.rep.members_refused.push(e.chain());
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(why) = &p.not_shrunk {
-            self.not_shrunk.push(format!("'{}': {why}", m.name));
-        }
-        self.all.add_device(&p);
-        let rep = &mut self.rep;
-        rep.kept.extend(p.kept);
-        rep.dropped.extend(p.dropped);
-        if p.remove.is_some() {
-            let size = bytes.len() as u64;
-            rep.removed.push(RemovedFile::whole(full, size));
-            rep.freed += size;
-            return Ok(Some(vec![Fate::Removed]));
-        }
-        let Some(new_member) = p.output else {
-            return Ok(None);
-        };
-        rep.emptied += p.emptied;
-        rep.containers_rewritten += p.rewritten;
-        rep.freed += p.freed;
-        let new = New::written(|w| new_member.write_to(w, &[bytes]))
-            .map_err(|e| PathError::io(PathErrorKind::Io, self.input, e))?;
+        let new = New::written(|w| new_member.write_to(w, &[bytes])).map_err(|e| self.job.io(e))?;
         Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
     }
 
     fn wrong(&mut self, w: &super::tamper::Wrong<'_>) -> Result<(), PathError> {
-        super::tamper::settle(self.opts, self.input, self.name, w, &mut self.rep)
+        let job = &self.job;
+        super::tamper::settle(job.opts, job.input, &job.name, w, &mut self.found.rep)
     }
-}
-
-/// Whether `b` starts as an ELF file, a static archive, a package, a bare
-/// device container or a format the scanners refuse by name: what
-/// [`Pruning::of`] reads without asking whether a DOS program is a PE
-/// image.
-pub(super) fn known(b: &[u8]) -> bool {
-    b.starts_with(b"\x7fELF")
-        || b.starts_with(crate::host::ar::MAGIC)
-        || crate::package::detect(b).is_some()
-        || Magic::at_start(b).is_some()
-        || crate::scan::unread_format(b).is_some()
 }
 
 #[cfg(test)]

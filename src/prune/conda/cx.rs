@@ -5,18 +5,17 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::super::Selection;
+use super::super::job::Job;
 use super::super::path::{PathError, PathErrorKind, PathOptions};
 use super::info::Row;
 use crate::package::tar::walk::{Fault, Header};
 
-/// What the pruning of one package works with.
+/// What the pruning of one package works with: what every package's
+/// does ([`Job`], which it derefs to), and what a conda package's walk
+/// needs besides.
 pub(crate) struct Cx<'a> {
-    pub(super) sel: &'a Selection,
-    pub(super) opts: &'a PathOptions,
-    /// The package.
-    pub(super) input: &'a Path,
-    /// Its name, for messages.
-    pub(super) name: String,
+    /// The package and how it is pruned.
+    pub(super) job: Job<'a>,
     /// Why the decompression budget is what it is, for messages.
     pub(super) why: &'static str,
     /// Where in the package the walk is, for messages (`member
@@ -40,10 +39,7 @@ impl<'a> Cx<'a> {
         skip_info: bool,
     ) -> Cx<'a> {
         Cx {
-            sel,
-            opts,
-            input,
-            name: crate::files::shown(input).into_owned(),
+            job: Job::new(sel, opts, input),
             why,
             place: "its tar archive".into(),
             rows: HashMap::new(),
@@ -153,6 +149,14 @@ impl<'a> Cx<'a> {
             "info/paths.json: the '{field}' of '{}' is {said}, but the file's is {is}",
             String::from_utf8_lossy(path)
         ))
+    }
+}
+
+impl<'a> std::ops::Deref for Cx<'a> {
+    type Target = Job<'a>;
+
+    fn deref(&self) -> &Job<'a> {
+        &self.job
     }
 }
 

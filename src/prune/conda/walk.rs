@@ -10,7 +10,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::super::budget::inflate;
 use super::super::member::{Became, Hashing, Member, write_pruned};
-use super::super::path::{PathError, PathErrorKind, PathReport, Pruning, RemovedFile};
+use super::super::path::{PathError, PathErrorKind, PathReport, Pruning};
 use super::cx::{Cx, hex};
 use super::info::{Changed, Finder};
 use crate::package::tar::walk::{Fault, Header, Walk};
@@ -137,7 +137,7 @@ fn file<R: Read, W: Write>(
     walk.skip_body().map_err(fault)?;
     let bytes = file.bytes();
     cx.check_sha(&h.path, &Sha256::digest(bytes).into())?;
-    let full = format!("{}!/{path}", cx.name);
+    let full = cx.full(&path);
     let step = Member::new(cx.sel, cx.opts, cx.input, &full);
     let found = (&mut w.refused, &mut w.all);
     let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
@@ -190,10 +190,10 @@ fn by_name<R: Read, W: Write>(
     rep: &mut PathReport,
 ) -> Result<bool, PathError> {
     let directory = h.kind() == b'5';
-    if cx.opts.keep_files || !(h.is_file() || directory) {
+    if !(h.is_file() || directory) {
         return Ok(false);
     }
-    let Some(c) = super::super::companion::dropped(cx.sel.by(), &h.path_lossy()) else {
+    let Some(c) = cx.dropped(&h.path_lossy()) else {
         return Ok(false);
     };
     walk.skip_body().map_err(|f| cx.fault(f))?;
@@ -205,9 +205,7 @@ fn by_name<R: Read, W: Write>(
         }
     } else {
         cx.check_size(&h.path, h.size)?;
-        let full = format!("{}!/{}", cx.name, h.path_lossy());
-        rep.removed.push(RemovedFile::by_name(full, h.size, &c));
-        rep.freed += h.size;
+        cx.removed_by_name(rep, &h.path_lossy(), h.size, &c);
     }
     w.gone.insert(path);
     Ok(true)

@@ -1,0 +1,204 @@
+//! What pruning one package works with, whatever its format: the rules,
+//! the options, the package and its name ([`Job`]: its decompression
+//! budget, the per-GPU files the rules drop by name, a member's name in
+//! messages), and what its deciders found in its members ([`Found`]: the
+//! report, the device code left, the refusals), so that each format's
+//! decider says only what is its own.
+
+use std::path::Path;
+
+use super::Selection;
+use super::budget::Budget;
+use super::member::Became;
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, merge};
+use crate::companion::Companion;
+use crate::scan::magic::Magic;
+
+/// How many first bytes of a package's member prune's deciders look at
+/// before they read it whole (as far as the farthest magic of a format
+/// not read lies, [`crate::scan::UNREAD_REACH`], and at least a tar
+/// header's block).
+pub(super) const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
+    crate::scan::UNREAD_REACH
+} else {
+    512
+};
+
+/// What the pruning of one package works with.
+pub(crate) struct Job<'a> {
+    pub(super) sel: &'a Selection,
+    pub(super) opts: &'a PathOptions,
+    /// The package.
+    pub(super) input: &'a Path,
+    /// Its name, for messages.
+    pub(super) name: String,
+}
+
+impl<'a> Job<'a> {
+    /// The pruning of `input` by `sel` and `opts`.
+    pub(super) fn new(sel: &'a Selection, opts: &'a PathOptions, input: &'a Path) -> Job<'a> {
+        Job {
+            sel,
+            opts,
+            input,
+            name: crate::files::shown(input).into_owned(),
+        }
+    }
+
+    /// The decompression budget of the package `data`: the one `inspect`
+    /// gives a file of its size, or the options'.
+    pub(super) fn budget(&self, data: &[u8]) -> Budget {
+        Budget::new(data.len() as u64, self.opts.prune.max_uncompressed)
+    }
+
+    /// The member `path`'s name in messages and the report
+    /// (`PACKAGE!/PATH`).
+    pub(super) fn full(&self, path: &str) -> String {
+        format!("{}!/{path}", self.name)
+    }
+
+    /// The per-GPU file (or directory of them) `path`, when its GPU is
+    /// one the rules drop ([`super::companion`]): it goes by its name,
+    /// unread. [`PathOptions::keep_files`] keeps every one.
+    pub(super) fn dropped(&self, path: &str) -> Option<Companion> {
+        if self.opts.keep_files {
+            return None;
+        }
+        super::companion::dropped(self.sel.by(), path)
+    }
+
+    /// Reports the per-GPU file `path`, `size` bytes, removed by its name
+    /// as `c` says.
+    pub(super) fn removed_by_name(
+        &self,
+        rep: &mut PathReport,
+        path: &str,
+        size: u64,
+        c: &Companion,
+    ) {
+        rep.removed
+            .push(RemovedFile::by_name(self.full(path), size, c));
+        rep.freed += size;
+    }
+
+    /// The error `e` of the input's reading or of a scratch file.
+    pub(super) fn io(&self, e: std::io::Error) -> PathError {
+        PathError::io(PathErrorKind::Io, self.input, e)
+    }
+}
+
+/// What a package's deciders found in its members.
+pub(super) struct Found {
+    /// The report.
+    pub(super) rep: PathReport,
+    /// The device code of every member, together.
+    pub(super) all: Pruning,
+    /// Each linked member rewritten in place rather than shrunk, and why.
+    pub(super) not_shrunk: Vec<String>,
+    /// The refusals of members left as they were, as messages.
+    pub(super) refused: Vec<String>,
+}
+
+impl Found {
+    /// Nothing found yet, reporting into `rep` (the package's
+    /// [`PathReport::new`]).
+    pub(super) fn new(rep: PathReport) -> Found {
+        Found {
+            rep: rep.package(),
+            all: Pruning::default(),
+            not_shrunk: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// The report, once the read is over: refused when no device image
+    /// of the package would stay (unless the options allow it), the
+    /// groups merged, the refusals and the members not shrunk noted.
+    pub(super) fn finish(self, job: &Job<'_>) -> Result<PathReport, PathError> {
+        self.all
+            .check_device_left(job.input, &job.name, &job.opts.prune)?;
+        let mut rep = self.rep;
+        if !self.not_shrunk.is_empty() {
+            rep.not_shrunk = Some(self.not_shrunk.join("; "));
+        }
+        rep.kept = merge(rep.kept);
+        rep.dropped = merge(rep.dropped);
+        rep.members_refused.extend(self.refused);
+        Ok(rep)
+    }
+
+    /// The member `path` of `job`'s package, read whole as `bytes` (a
+    /// zip's or an RPM's): an ELF file, static archive or package pruned
+    /// as the file named alone would be (with `each`), a PE image too
+    /// where its headers make it one, anything else as it was. A refusal
+    /// leaves it as it was, named (unless [`PathOptions::strict`]); what
+    /// was kept, dropped, removed and freed goes into the report.
+    pub(super) fn whole(
+        &mut self,
+        job: &Job<'_>,
+        each: &super::Options,
+        path: &str,
+        bytes: &[u8],
+    ) -> Result<Became, PathError> {
+        let kind = match known(bytes) {
+            true => None,
+            false => match crate::host::linked::facts::pe::pe_kind(bytes) {
+                Some(kind) => Some(kind),
+                None => return Ok(Became::AsItWas),
+            },
+        };
+        let full = job.full(path);
+        let keep_files = job.opts.keep_files;
+        let p = match Pruning::of(job.sel, job.input, &full, (bytes, kind), each, keep_files) {
+            Ok(p) => p,
+            // Left as it is, and named; the rest is pruned.
+            Err(e) if e.refused() && !job.opts.strict => {
+                self.rep.members_refused.push(e.chain());
+                return Ok(Became::AsItWas);
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(why) = &p.not_shrunk {
+            self.not_shrunk.push(format!("'{path}': {why}"));
+        }
+        self.all.add_device(&p);
+        let rep = &mut self.rep;
+        rep.kept.extend(p.kept);
+        rep.dropped.extend(p.dropped);
+        if p.remove.is_some() {
+            let size = bytes.len() as u64;
+            rep.removed.push(RemovedFile::whole(full, size));
+            rep.freed += size;
+            return Ok(Became::Removed);
+        }
+        let Some(new) = p.output else {
+            return Ok(Became::AsItWas);
+        };
+        rep.emptied += p.emptied;
+        rep.containers_rewritten += p.rewritten;
+        rep.freed += p.freed;
+        Ok(Became::Rewritten(new))
+    }
+}
+
+/// Whether a member starting with `head` is read whole by prune's
+/// deciders of wheels and RPMs: an ELF file, a Windows PE image (a DLL
+/// or `.pyd`), a static archive or a package (a tar archive, a compressed
+/// file, a zip: looked through by [`Pruning::of`]) may start so, as may
+/// any DOS program, read whole to tell whether its headers make it a PE
+/// image ([`Found::whole`]).
+pub(super) fn wanted(head: &[u8]) -> bool {
+    known(head) || head.starts_with(&crate::host::ar::MAGIC[..4]) || head.starts_with(b"MZ")
+}
+
+/// Whether `b` starts as an ELF file, a static archive, a package, a bare
+/// device container or a format the scanners refuse by name: what
+/// [`Pruning::of`] reads without asking whether a DOS program is a PE
+/// image.
+fn known(b: &[u8]) -> bool {
+    b.starts_with(b"\x7fELF")
+        || b.starts_with(crate::host::ar::MAGIC)
+        || crate::package::detect(b).is_some()
+        || Magic::at_start(b).is_some()
+        || crate::scan::unread_format(b).is_some()
+}
