@@ -207,21 +207,3 @@ pub(super) fn spooled(
         .map_err(std::io::IntoInnerError::into_error)?;
     crate::package::New::file(spool)
 }
-
-/// A writer that hashes what passes through it (with MD5 for `md5sums`,
-/// SHA-256 for a conda package's `paths.json`).
-pub(super) struct Hashing<'a, W: Write, D> {
-    pub(super) out: &'a mut W,
-    pub(super) digest: D,
-}
-
-impl<W: Write, D: md5::Digest> Write for Hashing<'_, W, D> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let k = self.out.write(buf)?;
-        self.digest.update(&buf[..k]);
-        Ok(k)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
-    }
-}

@@ -9,10 +9,11 @@ use std::io::{Read, Write};
 use sha2::{Digest as _, Sha256};
 
 use super::super::budget::inflate;
-use super::super::member::{Became, Hashing, Member, write_pruned};
+use super::super::member::{Became, Member, write_pruned};
 use super::super::path::{PathError, PathErrorKind, PathReport, Pruning};
 use super::cx::{Cx, hex};
 use super::info::{Changed, Finder};
+use crate::package::Hashing;
 use crate::package::tar::walk::{Fault, Header, Walk};
 
 /// Files smaller than this hold no container worth reading (as for
@@ -166,10 +167,7 @@ fn file<R: Read, W: Write>(
         }
     }
     walk.write_header(h, new.size()).map_err(fault)?;
-    let mut hashing = Hashing {
-        out: walk.out(),
-        digest: Sha256::new(),
-    };
+    let mut hashing = Hashing::<_, Sha256>::new(walk.out());
     write_pruned(&new, &file, &mut hashing).map_err(|e| fault(Fault::Write(e)))?;
     let sha = hex(&hashing.digest.finalize());
     walk.pad(new.size()).map_err(fault)?;

@@ -33,6 +33,7 @@ use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
+use crate::package::Hashing;
 use crate::package::oci::{hex, normal};
 use crate::package::records::pip_rows;
 use crate::package::tar::walk::{Fault, Walk};
@@ -55,23 +56,6 @@ pub(super) struct Cx<'a> {
 impl Cx<'_> {
     fn said(&self, why: &str) -> PathError {
         (self.said)(why)
-    }
-}
-
-/// A writer that hashes what passes through it, and counts it.
-struct Hashed<W> {
-    inner: W,
-    sha: Sha256,
-}
-
-impl<W: std::io::Write> std::io::Write for Hashed<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.sha.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
 
@@ -323,10 +307,7 @@ pub(super) fn replace(
 ) -> Result<(File, String), PathError> {
     let io = |e| PathError::io(PathErrorKind::Io, cx.input, e);
     tar.seek(SeekFrom::Start(0)).map_err(io)?;
-    let sink = Hashed {
-        inner: BufWriter::with_capacity(1 << 20, &out),
-        sha: Sha256::new(),
-    };
+    let sink = Hashing::<_, Sha256>::new(BufWriter::with_capacity(1 << 20, &out));
     let mut walk = Walk::new(BufReader::with_capacity(1 << 20, &*tar), sink, u64::MAX);
     let fault = |f| (cx.fault)(f);
     while let Some(h) = walk.next().map_err(fault)? {
@@ -348,7 +329,11 @@ pub(super) fn replace(
             .map_err(|e| PathError::write(cx.input, e))?;
         walk.pad(n).map_err(fault)?;
     }
-    let Hashed { mut inner, sha } = walk.into_inner();
+    let Hashing {
+        out: mut inner,
+        digest: sha,
+        ..
+    } = walk.into_inner();
     inner.flush().map_err(io)?;
     drop(inner);
     let sha = sha.finalize();
