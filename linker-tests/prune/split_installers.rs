@@ -15,7 +15,8 @@
 //!   directory (`file://…/index/<label>/`);
 //! - for AMD, which uv has no provider for, uv installs `null` and
 //!   variantlib's resolver, with a stand-in provider forcing a gfx name,
-//!   picks the label serving it (a HIP wheel made here).
+//!   picks the label serving it (a HIP wheel made here, and bitsandbytes'
+//!   wheel, whose variants use both namespaces).
 
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use libtest_mimic::{Failed, Trial};
 use super::split::{NVJPEG, STEM, downloads};
 use super::src;
 use crate::util::{Run, ours, ours_json, run, run_within_env, tempdir, unzip};
+use crate::windows_libs::{BNB_LINUX, windows_downloads};
 
 /// The venv of scripts/variant-tools.sh.
 const PY: &str = "/opt/offload-kit/variant-tools/bin/python";
@@ -43,6 +45,7 @@ pub fn tests() -> Vec<Trial> {
         trial!(uv_installs_the_variant_serving_the_forced_gpu, &[PY, UV, PYTHON3]),
         trial!(pip_installs_each_group_from_its_index, &[PIP, PYTHON3]),
         trial!(amd_variants_resolve_by_gfx_name_and_uv_takes_null, &[PY, UV, PYTHON3]),
+        trial!(bitsandbytes_cuda_and_hip_variants_resolve_per_vendor, &[PY, UV, PYTHON3]),
     ]
 }
 
@@ -150,7 +153,8 @@ impl Drop for Server {
 }
 
 /// uv installs `project` into `d/target` from the flat index at `links`
-/// (no other index, its own cache, no configuration read), with `env`.
+/// (no other index, no dependencies, its own cache, no configuration
+/// read), with `env`.
 fn uv_install(d: &Path, links: &str, project: &str, env: &[(&str, &str)]) -> Result<Run, Failed> {
     let target = d.join("target");
     if target.exists() {
@@ -164,7 +168,7 @@ fn uv_install(d: &Path, links: &str, project: &str, env: &[(&str, &str)]) -> Res
     ];
     all.extend_from_slice(env);
     let args = [
-        "pip", "install", "--preview-features", "wheel-variants", "--no-index", "--find-links",
+        "pip", "install", "--preview-features", "wheel-variants", "--no-deps", "--no-index", "--find-links",
         links, "--python", PY, "--target", "target", project,
     ];
     run_within_env(60, Path::new(UV), &args, &all, d)
@@ -305,6 +309,62 @@ fn amd_variants_resolve_by_gfx_name_and_uv_takes_null() -> Result<(), Failed> {
         return Err(format!("uv installed {got}, want null").into());
     }
     same_member(d, HIP_WHEEL, "hip_demo/libk.so", "target/hip_demo/libk.so")
+}
+
+/// bitsandbytes 0.50.2's Linux wheel (CUDA, ROCm and SYCL libraries) split into
+/// sm_86, gfx942 and gfx90a: variantlib validates the four wheels and the
+/// index (both namespaces used); its resolver picks sm86 for an sm_86
+/// device and each gfx label for its GPU (stand-in providers), null for
+/// gfx1100; uv installs sm86 with NVIDIA's provider forced to 8.6 and null
+/// with no GPU provider (an AMD machine).
+fn bitsandbytes_cuda_and_hip_variants_resolve_per_vendor() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    std::fs::copy(windows_downloads()?.join(BNB_LINUX), d.join(BNB_LINUX))?;
+    let args = ["split", "--gpus", "sm_86", "--gpus", "gfx942", "--gpus", "gfx90a"];
+    // Its Intel SYCL libraries are refused and left as they were (exit 1,
+    // as prune does), and nothing else is.
+    let r = run(&ours(), &[&args[..], &["-d", "out", BNB_LINUX]].concat(), d);
+    let out = String::from_utf8_lossy(&r.stdout);
+    let refused: Vec<&str> = out.lines().filter(|l| l.contains("refused")).collect();
+    if r.code != 1 || refused.len() != 2 || refused.iter().any(|l| !l.contains("_xpu20")) {
+        return Err(format!("split exit {}: {}{out}", r.code, r.stderr).into());
+    }
+    let got = check(d, &["validate", "out", "bitsandbytes", "0.50.2"])?;
+    let want = serde_json::json!({
+        "gfx90a": ["amd :: gfx_arch :: gfx90a"],
+        "gfx942": ["amd :: gfx_arch :: gfx942"],
+        "null": [],
+        "sm86": ["nvidia :: sm_arch :: 80_real", "nvidia :: sm_arch :: 86_real"],
+    });
+    if got != want {
+        return Err(format!("variantlib read {got}, want {want}").into());
+    }
+    let index = "out/bitsandbytes-0.50.2-variants.json";
+    for (ns, gpu, want) in [
+        ("nvidia", "8.6", &["sm86", "null"][..]),
+        ("amd", "gfx942", &["gfx942", "null"]),
+        ("amd", "gfx90a", &["gfx90a", "null"]),
+        ("amd", "gfx1100", &["null"]),
+    ] {
+        let picked = check(d, &["resolve", index, ns, gpu])?;
+        if picked != serde_json::json!(want) {
+            return Err(format!("variantlib's resolver for {gpu}: {picked}, want {want:?}").into());
+        }
+    }
+    let links = d.join("out").to_string_lossy().into_owned();
+    let forced = [
+        ("NV_VARIANT_PROVIDER_FORCE_SM_ARCH", "8.6"),
+        ("NV_VARIANT_PROVIDER_FORCE_CUDA_DRIVER_VERSION", "12.8"),
+    ];
+    for (env, label) in [(&forced[..], "sm86"), (&[], "null")] {
+        said(&format!("uv for {label}"), uv_install(d, &links, "bitsandbytes", env)?)?;
+        let got = installed_label(d)?;
+        if got != label {
+            return Err(format!("uv installed {got}, want {label}").into());
+        }
+    }
+    Ok(())
 }
 
 /// The HIP wheel of [`hip_wheel`].
