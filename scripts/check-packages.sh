@@ -44,6 +44,7 @@ CUDA_TOOLS=/opt/offload-kit/cuda-tools
 NVPRUNE_TOOL=/opt/offload-kit/nvprune
 WHEEL_TOOLS=/opt/offload-kit/maturin
 CONDA_TOOLS=/opt/offload-kit/conda-tools
+VARIANT_TOOLS=/opt/offload-kit/variant-tools
 ROC_OBJ=/opt/offload-kit/roc-obj
 fail=0
 checked=0
@@ -88,6 +89,11 @@ while read -r tool; do
   fi
   # So are cph and py-rattler (scripts/conda-tools.sh, which setup.sh runs).
   if [[ $path == "$CONDA_TOOLS"/* ]]; then
+    checked=$((checked + 1))
+    continue
+  fi
+  # So are variantlib, uv and pip (scripts/variant-tools.sh).
+  if [[ $path == "$VARIANT_TOOLS"/* ]]; then
     checked=$((checked + 1))
     continue
   fi

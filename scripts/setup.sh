@@ -7,7 +7,8 @@
 # wheels (scripts/cuda-tools.sh), NVIDIA's nvprune 11.8 unpacked from Debian
 # bookworm's non-free nvidia-cuda-toolkit (scripts/nvprune-tool.sh), maturin and auditwheel from PyPI in a venv
 # of their own (scripts/wheel-tools.sh), conda-package-handling and py-rattler
-# from PyPI in another (scripts/conda-tools.sh), Rust's aarch64 target for the
+# from PyPI in another (scripts/conda-tools.sh), variantlib, uv and pip in a
+# third (scripts/variant-tools.sh), Rust's aarch64 target for the
 # cross-built wheel (scripts/wheel.sh), and cargo-fuzz (scripts/fuzz.sh). Run as root (CI is), or with the
 # packages already present.
 #
@@ -110,6 +111,10 @@ if [ "${1:-}" = "--check" ]; then
     echo "setup: cph and py-rattler (scripts/conda-tools.sh) are missing" >&2
     exit 1
   fi
+  if [ ! -e /opt/offload-kit/variant-tools/.complete ]; then
+    echo "setup: variantlib and uv (scripts/variant-tools.sh) are missing" >&2
+    exit 1
+  fi
   echo "setup: all packages present"
   exit 0
 fi
@@ -152,6 +157,10 @@ bash "$(dirname "${BASH_SOURCE[0]}")/wheel-tools.sh"
 # venv), which build, unpack and install the conda packages that
 # linker-tests/prune/conda.rs prunes.
 bash "$(dirname "${BASH_SOURCE[0]}")/conda-tools.sh"
+# variantlib, uv and pip (pinned, from PyPI, in their own venv), which
+# validate, resolve and install split's wheel variants
+# (linker-tests/prune/split_installers.rs).
+bash "$(dirname "${BASH_SOURCE[0]}")/variant-tools.sh"
 # Rust's standard library for aarch64, for the cross-built aarch64 wheel
 # (scripts/wheel.sh links it with clang-22 and lld against Debian's arm64
 # cross libc above). The tests do not need it: a rustup that cannot fetch it

@@ -14,9 +14,9 @@ use libtest_mimic::{Failed, Trial};
 use crate::real_libs::{Cache, fetched};
 use crate::util::{ours, ours_json, run, tempdir};
 
-const NVJPEG: &str =
+pub(super) const NVJPEG: &str =
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
-const STEM: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64";
+pub(super) const STEM: &str = "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64";
 const PYTHON: &str = "/usr/bin/python3";
 
 pub fn tests() -> Vec<Trial> {
@@ -28,7 +28,7 @@ pub fn tests() -> Vec<Trial> {
 }
 
 /// The cache `scripts/real-libs.sh --prune` fills.
-fn downloads() -> Result<PathBuf, Failed> {
+pub(super) fn downloads() -> Result<PathBuf, Failed> {
     static DIR: Cache = Cache::new();
     fetched(&DIR, &["--prune"])
 }

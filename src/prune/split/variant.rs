@@ -13,7 +13,9 @@ use crate::targets;
 /// The schema a `variant.json` and a `-variants.json` name.
 const SCHEMA: &str = "https://variants-schema.wheelnext.dev/v0.2.0.json";
 
-/// The longest label variantlib 0.2.2 takes.
+/// The longest label PEP 825 allows (`^[0-9a-z_.]{1,16}$`); variantlib
+/// 0.2.2 and uv 0.13.8 take longer ones, but a label past it is not a
+/// PEP 825 label.
 pub(crate) const LABEL_MAX: usize = 16;
 
 /// The label of the variant holding what the input held.
