@@ -328,34 +328,29 @@ fn tar_entries(
     to: &mut dyn Members,
 ) -> Result<()> {
     let kind = Kind::Tar(c);
-    let mut tar = ::tar::Archive::new(reader);
-    let entries = tar.entries().map_err(|e| corrupt(kind, e))?;
-    for entry in entries {
-        let mut entry = entry.map_err(|e| corrupt(kind, e))?;
-        let t = entry.header().entry_type();
-        let extension = t.is_pax_global_extensions() || t.is_pax_local_extensions();
-        let not_counted = t.is_dir() || extension || t.is_gnu_longname() || t.is_gnu_longlink();
+    let mut tar = tar::Reader::new(reader, u64::MAX);
+    while let Some(h) = tar.next().map_err(|e| corrupt(kind, e))? {
+        let directory = h.kind() == b'5';
         if let Some(why) = paths
             .as_deref_mut()
-            .and_then(|p| p.note(&entry.path_bytes(), not_counted))
+            .and_then(|p| p.note(&h.path, directory))
         {
             return Err(corrupt(kind, why));
         }
-        let path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let path = format!("{prefix}{}", path.trim_start_matches("./"));
-        if !(t.is_file() || t.is_contiguous()) {
-            if !(t.is_pax_global_extensions() || t.is_gnu_longname() || t.is_gnu_longlink()) {
-                to.skipped(&path, t.is_dir());
-            }
+        // The path as the archive gives it, less its leading `./`: an
+        // absolute one keeps its `/`.
+        let root = if h.path_absolute { "/" } else { "" };
+        let path = format!("{prefix}{root}{}", h.path_lossy());
+        if !h.is_file() {
+            to.skipped(&path, directory);
             continue;
         }
-        let size = entry.size();
+        let size = h.size;
         if c == Compression::None {
-            let at = entry.raw_file_position();
-            let at = usize_from(at);
-            let slice = at
-                .checked_add(usize_from(size))
-                .and_then(|end| bytes.get(at..end));
+            let slice = usize::try_from(tar.read())
+                .ok()
+                .zip(usize::try_from(size).ok())
+                .and_then(|(at, n)| bytes.get(at..at.checked_add(n)?));
             match slice {
                 Some(s) => to.member(&path, Ok(Contents::Stored(s)))?,
                 None => return Err(corrupt(kind, format!("'{path}' ends past the archive"))),
@@ -364,7 +359,7 @@ fn tar_entries(
             to.member(
                 &path,
                 Ok(Contents::Stream {
-                    reader: &mut entry,
+                    reader: &mut tar.body(),
                     size,
                 }),
             )?;

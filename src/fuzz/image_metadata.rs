@@ -50,12 +50,11 @@ fn read(data: &[u8]) {
 #[cfg(feature = "files")]
 fn layout_files(data: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
     use std::io::Read;
-    let mut tar = tar::Archive::new(data);
+    let mut tar = crate::package::tar::Reader::new(data, u64::MAX);
     let mut files = Vec::new();
     let mut total = 0;
-    for entry in tar.entries().ok()? {
-        let Ok(mut entry) = entry else { break };
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+    while let Ok(Some(h)) = tar.next() {
+        let name = h.path_lossy();
         let blob = name
             .strip_prefix("blobs/sha256/")
             .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -64,7 +63,7 @@ fn layout_files(data: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
         }
         let mut bytes = Vec::new();
         let left = MAX_BYTES.saturating_sub(total) as u64;
-        if (&mut entry).take(left).read_to_end(&mut bytes).is_err() {
+        if tar.body().take(left).read_to_end(&mut bytes).is_err() {
             break;
         }
         total += bytes.len();

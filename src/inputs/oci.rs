@@ -25,7 +25,7 @@ use crate::package::oci::{self, Blobs, Entry, Index, MAX_JSON, Mode, NotWhy, Oci
 
 mod error;
 pub(crate) use error::ImageError;
-pub(crate) use oci::{Seen, Shadow, TarIndex, may_be_saved, normal};
+pub(crate) use oci::{Seen, Shadow, TarIndex, normal, starts_as_saved};
 
 /// One image of a layout or an archive: the name it is shown under
 /// (`None` when it is the input's only image) and its layers, the lowest

@@ -408,12 +408,7 @@ impl<T> Walk<'_, '_, T> {
             Some(package::Kind::Tar(c)) => c,
             _ => return false,
         };
-        let first = package::decoder(bytes, c).ok().and_then(|r| {
-            let mut tar = tar::Archive::new(r);
-            let e = tar.entries().ok()?.next()?.ok()?;
-            Some(String::from_utf8_lossy(&e.path_bytes()).into_owned())
-        });
-        if !first.is_some_and(|f| oci::may_be_saved(&f)) {
+        if !package::decoder(bytes, c).is_ok_and(oci::starts_as_saved) {
             return false;
         }
         let plain = with_pages_given_back(input, || {

@@ -22,7 +22,9 @@ mod whiteout;
 
 pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex};
 pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
-pub(crate) use saved::{Saved, TarIndex, may_be_saved, named_sha256};
+#[cfg(test)]
+use saved::may_be_saved;
+pub(crate) use saved::{Saved, TarIndex, named_sha256, starts_as_saved};
 pub(crate) use walk::{Blobs, Mode, OciError, read};
 pub(crate) use whiteout::{OutOfRoot, Seen, Shadow, normal};
 

@@ -477,21 +477,24 @@ fn md5sums_of(bytes: &[u8], budget: &mut u64) -> Result<Option<BTreeMap<Vec<u8>,
 /// The rows of the `md5sums` of the tar archive `reader` gives, if it
 /// holds one.
 fn md5sums_in(reader: &mut dyn Read) -> std::io::Result<Option<BTreeMap<Vec<u8>, String>>> {
-    let mut tar = tar::Archive::new(reader);
-    for entry in tar.entries()? {
-        let mut entry = entry?;
-        if normalized(&entry.path_bytes()) != b"md5sums" || !entry.header().entry_type().is_file() {
+    let invalid = |e: super::tar::Fault| match e {
+        super::tar::Fault::Read(e) | super::tar::Fault::Write(e) => e,
+        e => std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    };
+    let mut tar = super::tar::Reader::new(reader, u64::MAX);
+    while let Some(h) = tar.next().map_err(invalid)? {
+        if h.path != b"md5sums" || !h.is_file() {
             continue;
         }
-        if entry.size() > MAX_MD5SUMS {
+        if h.size > MAX_MD5SUMS {
             let why = format!(
                 "its md5sums holds {} bytes, more than the {MAX_MD5SUMS} read",
-                entry.size()
+                h.size
             );
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
         }
         let mut text = Vec::new();
-        entry.read_to_end(&mut text)?;
+        tar.body().read_to_end(&mut text)?;
         return Ok(Some(md5sums_rows(&text)));
     }
     Ok(None)

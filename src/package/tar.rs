@@ -1,9 +1,11 @@
 //! Tar archives read entry by entry from a stream ([`Reader`]): each
 //! header block checked and read, with the extension entries before it
 //! (GNU long names, pax headers) applied, and the data's bytes counted
-//! against a budget. The one reader of tar headers: the package check
-//! ([`is_header`]) and prune's rewrite of a package's tar (which writes
-//! the blocks read out again) both use it.
+//! against a budget. The library's one reader of tar archives: the
+//! package check ([`is_header`]), the scanners' walk of a package's tar,
+//! its `md5sums` and a `docker save` archive's index, and prune's rewrite
+//! of a package's tar (which writes the blocks read out again) all use
+//! it.
 //!
 //! | offset | size | field (POSIX ustar and GNU headers) |
 //! |---|---|---|
@@ -62,6 +64,20 @@ pub(crate) enum Fault {
     Budget(u64),
 }
 
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Read(e) | Fault::Write(e) => write!(f, "{e}"),
+            Fault::Damaged(why) => f.write_str(why),
+            Fault::Budget(n) => write!(
+                f,
+                "it inflates to more than the {n} bytes of the decompression budget \
+                 (--max-uncompressed)"
+            ),
+        }
+    }
+}
+
 /// One entry of a tar archive, as its header (and the extension entries
 /// before it) describe it.
 #[derive(Debug, Clone)]
@@ -87,6 +103,10 @@ pub(crate) struct Header {
     pub(crate) size: u64,
     /// Whether a pax header gave the size.
     pub(crate) size_in_pax: bool,
+    /// Whether the header block holds the whole path and link name: no
+    /// long name or link, no pax `path` or `linkpath`, no POSIX prefix
+    /// (a writer may then rename the entry in the block alone).
+    pub(crate) named_in_block: bool,
 }
 
 impl Header {
@@ -327,6 +347,11 @@ impl<R: Read> Reader<R> {
                     sparse_map.push(ext);
                 }
             }
+            let named_in_block = long_name.is_none()
+                && long_link.is_none()
+                && pax.path.is_none()
+                && pax.link.is_none()
+                && (&block[257..263] != b"ustar\0" || c_string(&block[345..500]).is_empty());
             let name = long_name.or(pax.path).unwrap_or_else(|| ustar_name(&block));
             let link = long_link
                 .or(pax.link)
@@ -349,6 +374,7 @@ impl<R: Read> Reader<R> {
                 link_absolute: link.first() == Some(&b'/'),
                 size,
                 size_in_pax: pax.size.is_some(),
+                named_in_block,
             }));
         }
     }

@@ -46,6 +46,17 @@ pub(crate) fn may_be_saved(first: &str) -> bool {
         || ["manifest.json", "repositories", "index.json", "oci-layout"].contains(&first)
 }
 
+/// Whether the tar archive `archive` gives starts as a `docker save`
+/// archive does ([`may_be_saved`] of its first entry's path); only that
+/// first header is read.
+pub(crate) fn starts_as_saved(archive: impl std::io::Read) -> bool {
+    let mut tar = crate::package::tar::Reader::new(archive, u64::MAX);
+    match tar.next() {
+        Ok(Some(h)) => may_be_saved(&h.path_lossy()),
+        _ => false,
+    }
+}
+
 /// The entries of a plain tar archive by their paths, as slices of it: a
 /// `docker save` archive's layers, configs and `manifest.json`, for the
 /// scanners and for prune's rewrite of the archive alike.
@@ -86,29 +97,21 @@ impl<'a> TarIndex<'a> {
     /// leads out of the archive.
     pub(crate) fn all(bytes: &'a [u8]) -> Option<TarIndex<'a>> {
         let mut entries = HashMap::new();
-        for e in tar::Archive::new(bytes).entries().ok()? {
-            let e = e.ok()?;
-            let path = normal(&String::from_utf8_lossy(&e.path_bytes())).ok()?;
-            let h = e.header();
-            // A long name or a pax `path` makes the two differ.
-            let plain = e.path_bytes() == h.path_bytes()
-                && h.as_ustar()
-                    .is_none_or(|u| u.prefix.iter().all(|&b| b == 0));
-            let t = h.entry_type();
-            let link = t
-                .is_symlink()
-                .then(|| {
-                    e.link_name_bytes()
-                        .map(|l| String::from_utf8_lossy(&l).into_owned())
-                })
-                .flatten();
+        let mut tar = crate::package::tar::Reader::new(bytes, u64::MAX);
+        while let Some(h) = tar.next().ok()? {
+            let given = String::from_utf8_lossy(&h.path);
+            let path = normal(&given).ok()?;
+            let link = (h.kind() == b'2').then(|| {
+                let root = if h.link_absolute { "/" } else { "" };
+                format!("{root}{}", String::from_utf8_lossy(&h.link))
+            });
             let entry = TarEntry {
-                at: usize::try_from(e.raw_file_position()).ok()?,
-                len: usize::try_from(e.size()).ok()?,
+                at: usize::try_from(tar.read()).ok()?,
+                len: usize::try_from(h.size).ok()?,
                 link,
-                plain,
-                dir: t.is_dir(),
-                file: t.is_file() || t.is_contiguous(),
+                plain: h.named_in_block,
+                dir: h.kind() == b'5',
+                file: h.is_file(),
             };
             entries.insert(path, entry);
         }
