@@ -33,6 +33,7 @@ test_files! {
     pub(crate) conda,
     pub(crate) images,
     split,
+    split_deb,
 }
 mod hip_programs;
 mod real_wheels;

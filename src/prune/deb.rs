@@ -83,17 +83,9 @@ pub(crate) fn prune(
         ),
         None => None,
     };
-    let mut files = Files {
-        sel,
-        opts,
-        input,
-        name: &name,
-        out: out.as_ref(),
-        dest: dest.as_deref(),
-        rep: PathReport::new(&name, data, meta).package(),
-        refused: Vec::new(),
-        all: Pruning::default(),
-    };
+    let rep = PathReport::new(&name, data, meta);
+    let mut files = Files::new(sel, opts, input, &name, rep);
+    (files.out, files.dest) = (out.as_ref(), dest.as_deref());
     let threads = opts.prune.threads();
     // `data.tar` is read once, front to back: its pages are given back
     // as the walk goes (a package of hundreds of MB would stay mapped).
@@ -110,16 +102,7 @@ pub(crate) fn prune(
         Failed::Package(e) => errors.map(e),
         Failed::Caller(e) => e,
     })?;
-    let Files {
-        mut rep,
-        refused,
-        all,
-        ..
-    } = files;
-    all.check_device_left(input, &name, &opts.prune)?;
-    rep.kept = merge(std::mem::take(&mut rep.kept));
-    rep.dropped = merge(std::mem::take(&mut rep.dropped));
-    rep.members_refused = refused;
+    let mut rep = files.finish()?;
     let unchanged = plan.unchanged(0);
     if !unchanged && let Some(sig) = package.signature() {
         let why = format!(
@@ -148,15 +131,15 @@ pub(crate) fn prune(
 }
 
 /// What names the errors of one package's rewrite.
-struct Errors<'a> {
+pub(super) struct Errors<'a> {
     /// The package.
-    input: &'a Path,
+    pub(super) input: &'a Path,
     /// Its name, for messages.
-    name: &'a str,
+    pub(super) name: &'a str,
     /// Where it is written, if it is.
-    dest: Option<&'a Path>,
+    pub(super) dest: Option<&'a Path>,
     /// Why the decompression budget is what it is, for messages.
-    why: &'static str,
+    pub(super) why: &'static str,
 }
 
 impl Errors<'_> {
@@ -164,7 +147,7 @@ impl Errors<'_> {
     /// about its content, a refusal of the whole, a member that cannot be
     /// read, the budget (and why it is what it is), the output that
     /// cannot be written (a full disk) and a scratch file.
-    fn map(&self, e: Error) -> PathError {
+    pub(super) fn map(&self, e: Error) -> PathError {
         let said = |kind, why| PathError::said(kind, self.input, self.name, why);
         match e {
             Error::Damaged(why) => said(PathErrorKind::Content, why),
@@ -190,9 +173,11 @@ impl Errors<'_> {
 
 /// The package's output, its unchanged members copied from the mapped
 /// input (a file-to-file copy where the offsets allow).
-struct Written<'a> {
-    file: &'a Input,
-    out: &'a mut Output,
+pub(super) struct Written<'a> {
+    /// The package read.
+    pub(super) file: &'a Input,
+    /// Where it is written.
+    pub(super) out: &'a mut Output,
 }
 
 impl Write for Written<'_> {
@@ -222,7 +207,7 @@ impl deb::Sink for Written<'_> {
 /// format prune reads pruned as if named alone, each per-GPU file whose
 /// GPU the rules drop left out unread, a conffile never left out; what it
 /// did noted in the report.
-struct Files<'a> {
+pub(super) struct Files<'a> {
     sel: &'a Selection,
     opts: &'a PathOptions,
     /// The package.
@@ -242,7 +227,55 @@ struct Files<'a> {
     all: Pruning,
 }
 
-impl Files<'_> {
+impl<'a> Files<'a> {
+    /// The decider of the package `input` (named `name`) for `sel`,
+    /// reporting into `rep` (the package's [`PathReport::new`]), its
+    /// pruned files spooled to temporary files until an output is set.
+    pub(super) fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        name: &'a str,
+        rep: PathReport,
+    ) -> Files<'a> {
+        Files {
+            sel,
+            opts,
+            input,
+            name,
+            out: None,
+            dest: None,
+            rep: rep.package(),
+            refused: Vec::new(),
+            all: Pruning::default(),
+        }
+    }
+
+    /// The report once the read is over: refused when no device image
+    /// would stay (as [`prune`] refuses), its image groups merged and the
+    /// files left as they were named.
+    pub(super) fn finish(self) -> Result<PathReport, PathError> {
+        let Files {
+            mut rep,
+            refused,
+            all,
+            input,
+            name,
+            opts,
+            ..
+        } = self;
+        all.check_device_left(input, name, &opts.prune)?;
+        rep.kept = merge(std::mem::take(&mut rep.kept));
+        rep.dropped = merge(std::mem::take(&mut rep.dropped));
+        rep.members_refused = refused;
+        Ok(rep)
+    }
+
+    /// The report so far (before [`Files::finish`]).
+    pub(super) fn report(&self) -> &PathReport {
+        &self.rep
+    }
+
     /// The file `full` of the package refused for `why`: noted, to be
     /// left as it was, or with [`PathOptions::strict`] the error.
     fn refuse_member(&mut self, full: &str, why: &str) -> Result<(), PathError> {
