@@ -425,7 +425,7 @@ mod tests {
         assert!(
             WheelName::parse("a.tar.gz")
                 .unwrap_err()
-                .contains("wheels only")
+                .contains("split reads wheels (a name ending in .whl) and Debian packages only")
         );
         assert!(WheelName::parse("a-1.whl").is_err());
     }
