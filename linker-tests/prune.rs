@@ -34,6 +34,7 @@ test_files! {
     pub(crate) images,
     split,
     split_installers,
+    split_deb,
 }
 mod hip_programs;
 mod real_wheels;

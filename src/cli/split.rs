@@ -1,5 +1,6 @@
 //! `offload-kit split`: one wheel becomes one wheel per group of GPUs and
-//! a null variant, with the metadata installers pick them by; the job is
+//! a null variant, one Debian package one package per group, with the
+//! metadata installers pick them by; the job is
 //! `crate::prune::split`'s, this parses, prints and picks the exit code.
 
 use std::io::Write;
@@ -12,7 +13,8 @@ use crate::prune::Ptx;
 use crate::prune::split::{Gpus, SplitOptions, SplitReport, split_path};
 use crate::scan::rule::Rule;
 
-/// Splits a fat wheel into per-GPU wheels (PEP 825 variants) in one read.
+/// Splits a fat wheel into per-GPU wheels (PEP 825 variants), or a .deb into
+/// per-GPU packages, in one read.
 #[derive(clap::Args)]
 #[command(
     after_help = "Each group's wheel holds exactly what `prune --keep GROUP` keeps (the \
@@ -20,15 +22,20 @@ same members, byte for byte), plus `*.dist-info/variant.json` and its RECORD row
 ends in the group's variant label (`sm86`, `gfx942`, `gfx90a.gfx942`). A `null` variant \
 holds everything the input held. Beside them go `{name}-{version}-variants.json` and, for \
 pip, one PEP 503 index per group under OUTDIR/index/LABEL (pip install --index-url \
-file://OUTDIR/index/LABEL NAME). --per-gpu makes one group per device target the wheel holds \
+file://OUTDIR/index/LABEL NAME). A .deb becomes one package per group, \
+PACKAGE-LABEL_VERSION_ARCH.deb: prune's output with its control file renamed and given \
+`Provides: PACKAGE (= VERSION)`, `Conflicts:` and `Replaces:` the original and its siblings. \
+--per-gpu makes one group per device target the wheel holds \
 code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
 group the wheel does not serve is refused by name and nothing is written; outputs appear \
 whole or not at all.\n\nExit codes: 0 success; 1 a member some group's prune refused (left \
-as it was, named); 2 an input that could not be read, is not a wheel or is damaged, a group \
+as it was, named); 2 an input that could not be read, is neither a wheel nor a .deb, or is \
+damaged, a group \
 the input does not serve, or a usage error."
 )]
 pub struct SplitOpts {
-    /// Wheels to split (other inputs are refused so far).
+    /// Wheels and Debian packages to split (other inputs are refused so
+    /// far).
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// One output per device target the input serves.
@@ -113,8 +120,12 @@ impl SplitOpts {
 
 /// The text report of one split, line by line.
 fn text(r: &SplitReport) -> Vec<String> {
+    let noun = match r.format {
+        "deb" => "packages",
+        _ => "wheels",
+    };
     let mut s = vec![format!(
-        "{}: split into {} wheels",
+        "{}: split into {} {noun}",
         r.input,
         r.outputs.len()
     )];
@@ -129,7 +140,7 @@ fn text(r: &SplitReport) -> Vec<String> {
             s.push(format!("    pip index: {i}"));
         }
     }
-    s.push(format!("  {}", r.variants_json));
+    s.extend(r.variants_json.iter().map(|v| format!("  {v}")));
     let lists = [
         (
             "device targets, and the outputs that serve them",
@@ -142,7 +153,8 @@ fn text(r: &SplitReport) -> Vec<String> {
         s.push(format!("  {what}:"));
         for t in list {
             let by = match t.outputs.is_empty() {
-                true => "none (only in null)".to_string(),
+                true if r.variants_json.is_some() => "none (only in null)".to_string(),
+                true => "none".to_string(),
                 false => t.outputs.join(", "),
             };
             s.push(format!("    {}: {by}", t.what));

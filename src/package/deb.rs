@@ -33,7 +33,7 @@ pub(crate) use read::Package;
 pub(crate) use read::method;
 #[cfg(test)]
 pub(crate) use rewrite::with_links;
-pub(crate) use rewrite::{Deb, Failed, Member, rewrite};
+pub(crate) use rewrite::{Deb, Failed, Member, Plan, rewrite};
 pub(crate) use write::Sink;
 
 #[cfg(test)]

@@ -82,12 +82,8 @@ pub(crate) fn prune(
         ),
         None => None,
     };
-    let mut files = Files {
-        job: &job,
-        out: out.as_ref(),
-        dest: dest.as_deref(),
-        found: Found::new(PathReport::new(name, data, meta)),
-    };
+    let mut files = Files::new(&job, PathReport::new(name, data, meta));
+    (files.out, files.dest) = (out.as_ref(), dest.as_deref());
     let threads = opts.prune.threads();
     // `data.tar` is read once, front to back: its pages are given back
     // as the walk goes (a package of hundreds of MB would stay mapped).
@@ -104,7 +100,7 @@ pub(crate) fn prune(
         Failed::Package(e) => errors.map(e),
         Failed::Caller(e) => e,
     })?;
-    let mut rep = files.found.finish(&job)?;
+    let mut rep = files.finish()?;
     let unchanged = plan.unchanged(0);
     if !unchanged && let Some(sig) = package.signature() {
         let why = format!(
@@ -133,15 +129,15 @@ pub(crate) fn prune(
 }
 
 /// What names the errors of one package's rewrite.
-struct Errors<'a> {
+pub(super) struct Errors<'a> {
     /// The package.
-    input: &'a Path,
+    pub(super) input: &'a Path,
     /// Its name, for messages.
-    name: &'a str,
+    pub(super) name: &'a str,
     /// Where it is written, if it is.
-    dest: Option<&'a Path>,
+    pub(super) dest: Option<&'a Path>,
     /// Why the decompression budget is what it is, for messages.
-    why: &'static str,
+    pub(super) why: &'static str,
 }
 
 impl Errors<'_> {
@@ -149,7 +145,7 @@ impl Errors<'_> {
     /// about its content, a refusal of the whole, a member that cannot be
     /// read, the budget (and why it is what it is), the output that
     /// cannot be written (a full disk) and a scratch file.
-    fn map(&self, e: Error) -> PathError {
+    pub(super) fn map(&self, e: Error) -> PathError {
         let said = |kind, why| PathError::said(kind, self.input, self.name, why);
         match e {
             Error::Damaged(why) => said(PathErrorKind::Content, why),
@@ -175,9 +171,11 @@ impl Errors<'_> {
 
 /// The package's output, its unchanged members copied from the mapped
 /// input (a file-to-file copy where the offsets allow).
-struct Written<'a> {
-    file: &'a Input,
-    out: &'a mut Output,
+pub(super) struct Written<'a> {
+    /// The package read.
+    pub(super) file: &'a Input,
+    /// Where it is written.
+    pub(super) out: &'a mut Output,
 }
 
 impl Write for Written<'_> {
@@ -207,7 +205,7 @@ impl deb::Sink for Written<'_> {
 /// format prune reads pruned as if named alone, each per-GPU file whose
 /// GPU the rules drop left out unread, a conffile never left out; what it
 /// did noted in the report.
-struct Files<'a> {
+pub(super) struct Files<'a> {
     /// The package and how it is pruned.
     job: &'a Job<'a>,
     /// Its output, beside which pruned files are spooled.
@@ -219,7 +217,29 @@ struct Files<'a> {
     found: Found,
 }
 
-impl Files<'_> {
+impl<'a> Files<'a> {
+    /// The decider of `job`'s package, reporting into `rep` (the
+    /// package's [`PathReport::new`]), its pruned files spooled to
+    /// temporary files until an output is set.
+    pub(super) fn new(job: &'a Job<'a>, rep: PathReport) -> Files<'a> {
+        Files {
+            job,
+            out: None,
+            dest: None,
+            found: Found::new(rep),
+        }
+    }
+
+    /// The report once the read is over ([`Found::finish`]).
+    pub(super) fn finish(self) -> Result<PathReport, PathError> {
+        self.found.finish(self.job)
+    }
+
+    /// The report so far (before [`Files::finish`]).
+    pub(super) fn report(&self) -> &PathReport {
+        &self.found.rep
+    }
+
     /// The file `full` of the package refused for `why`: noted, to be
     /// left as it was, or with [`PathOptions::strict`] the error.
     fn refuse_member(&mut self, full: &str, why: &str) -> Result<(), PathError> {

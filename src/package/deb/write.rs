@@ -62,19 +62,49 @@ impl Plan {
         limit: &mut u64,
         out: &mut dyn Sink,
     ) -> Result<(), Error> {
+        self.write_edited(p, k, limit, None, out)
+    }
+
+    /// Writes output `k` as [`Plan::write`] does, the text of its
+    /// `control` file given last to `edit` (fields a caller changes), even
+    /// where nothing else of output `k` changed; a package whose `control`
+    /// file is not read here is refused when there is an `edit`.
+    pub(crate) fn write_edited(
+        &mut self,
+        p: &Package<'_>,
+        k: usize,
+        limit: &mut u64,
+        edit: Option<Edit<'_>>,
+        out: &mut dyn Sink,
+    ) -> Result<(), Error> {
         let mut bodies = BTreeMap::new();
-        if let Some(done) = self.outs.get_mut(k)
-            && let Some(data) = done.data.take()
-        {
-            bodies.insert(p.data_at, Body::File(data));
-            if let Some(at) = p.control
-                && let Some(control) = new_control(p, at, done, limit)?
-            {
-                bodies.insert(at, Body::Bytes(control));
+        if let Some(done) = self.outs.get_mut(k) {
+            let data = done.data.take();
+            let changed = data.is_some();
+            if let Some(data) = data {
+                bodies.insert(p.data_at, Body::File(data));
+            }
+            let control = match p.control {
+                Some(at) if changed || edit.is_some() => new_control(p, at, done, edit, limit)?,
+                _ => None,
+            };
+            match (control, p.control) {
+                (Some(c), Some(at)) => _ = bodies.insert(at, Body::Bytes(c)),
+                _ if edit.is_some() => return Err(no_control()),
+                _ => {}
             }
         }
         write_package(p, &mut bodies, out).map_err(Error::Write)
     }
+}
+
+/// What changes the text of a package's `control` file as it is written.
+type Edit<'e> = &'e dyn Fn(&[u8]) -> Vec<u8>;
+
+/// The refusal of a package whose `control` file a caller would edit but
+/// that is not read here.
+fn no_control() -> Error {
+    Error::Refused("its control archive holds no 'control' file read here".into())
 }
 
 /// The control archive (member `at` of `p`) with the MD5 of each file
@@ -86,13 +116,18 @@ fn new_control(
     p: &Package<'_>,
     at: usize,
     done: &Done,
+    edit: Option<Edit<'_>>,
     limit: &mut u64,
 ) -> Result<Option<Vec<u8>>, Error> {
     let member = p.name(at);
     let bytes = p.bytes(at);
     let Some(c) = method(bytes) else {
         // Not read: dpkg will not install such a package anyway.
-        return Ok(None);
+        return if edit.is_some() {
+            Err(no_control())
+        } else {
+            Ok(None)
+        };
     };
     let fault = |f| Error::fault(&member, f);
     let reader = package::decoder(bytes, c).map_err(|e| Error::Member {
@@ -103,9 +138,11 @@ fn new_control(
     let encoder = compress::encoder(c, Vec::new(), 1).map_err(Error::Scratch)?;
     let mut walk = Walk::new(reader, encoder, *limit);
     let mut rewritten = false;
+    let mut edited = false;
     while let Some(h) = walk.next().map_err(fault)? {
         let which = std::str::from_utf8(&h.path).unwrap_or("");
-        let read = which == "md5sums" || (which == "control" && done.kib_less > 0);
+        let less = done.kib_less > 0 || edit.is_some();
+        let read = which == "md5sums" || (which == "control" && less);
         if !h.is_file() || h.size_in_pax || !read {
             walk.copy(&h).map_err(fault)?;
             continue;
@@ -123,8 +160,13 @@ fn new_control(
             )));
         }
         walk.skip_body().map_err(fault)?;
-        let new = match which {
-            "control" => control::less_installed(&text, done.kib_less),
+        let new = match (which, edit) {
+            ("control", Some(edit)) => {
+                edited = true;
+                let less = control::less_installed(&text, done.kib_less);
+                Some(edit(less.as_deref().unwrap_or(&text)))
+            }
+            ("control", None) => control::less_installed(&text, done.kib_less),
             _ => md5sums::new_md5sums(&text, &done.changed, &done.gone),
         };
         let (size, text) = match &new {
@@ -139,6 +181,9 @@ fn new_control(
         put_pad(walk.out(), text.len() as u64).map_err(fault)?;
     }
     *limit = limit.saturating_sub(walk.read());
+    if edit.is_some() && !edited {
+        return Err(no_control());
+    }
     if !rewritten {
         return Ok(None);
     }

@@ -14,6 +14,10 @@
 //! times in one read: it reuses prune's wheel decider, reports and errors
 //! without widening what `prune` shows the rest of the crate.
 
+mod coverage;
+mod deb;
+mod deb_control;
+mod deb_groups;
 mod decide;
 mod report;
 mod targets;
@@ -29,13 +33,17 @@ use super::{ImageGroup, Rules, Selection};
 use crate::files::Input;
 use crate::package::zipfile::{self, Archive};
 use crate::scan::rule::Rule;
-pub(crate) use report::{Gpus, Served, SplitOptions, SplitOutput, SplitReport};
+use coverage::coverage;
+pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
 
 /// Splits the wheel `input` as `o` says, writing every output into
 /// `o.dir` or none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
+    if deb::is_deb(input) {
+        return deb::split(input, o);
+    }
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
     let file_name = input.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -110,8 +118,9 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     }
     Ok(SplitReport {
         input: name,
+        format: "wheel",
         outputs: outputs.into_iter().map(|(o, _)| o).collect(),
-        variants_json,
+        variants_json: Some(variants_json),
         targets: c.targets,
         images: c.images,
         files: c.files,
@@ -202,82 +211,4 @@ fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
         out.push(l);
     }
     Ok(out)
-}
-
-/// What the split serves: for each device target `held`, each image
-/// group of the input and each per-GPU file, the labels of the groups
-/// that hold it.
-struct Coverage {
-    targets: Vec<Served>,
-    images: Vec<Served>,
-    files: Vec<Served>,
-}
-
-/// For each device target `held`, the groups whose output a device of it
-/// loads something of; for each image group, the groups that keep it; for
-/// each per-GPU file (named in `companions`), the groups whose rules keep
-/// it.
-fn coverage(
-    held: &Held,
-    labels: &[String],
-    reps: &[PathReport],
-    companions: &[(String, crate::companion::Gpu)],
-    sels: &[Selection],
-) -> Coverage {
-    // What each group's output holds.
-    let outputs: Vec<Held> = reps
-        .iter()
-        .zip(sels)
-        .map(|(r, s)| {
-            let kept = companions
-                .iter()
-                .filter(|(n, _)| super::companion::dropped(s.by(), n).is_none())
-                .map(|(_, g)| g.clone());
-            Held::of(r.kept.iter(), kept)
-        })
-        .collect();
-    let targets = held
-        .targets()
-        .into_iter()
-        .map(|t| {
-            let device = Rule::parse(&t).ok();
-            let outputs = outputs
-                .iter()
-                .zip(labels)
-                .filter(|(h, _)| device.as_ref().is_some_and(|d| h.served(d)))
-                .map(|(_, l)| l.clone())
-                .collect();
-            Served { what: t, outputs }
-        })
-        .collect();
-    let images = held
-        .images
-        .iter()
-        .map(|(t, k)| Served {
-            what: format!("{t} {k}"),
-            outputs: reps
-                .iter()
-                .zip(labels)
-                .filter(|(r, _)| r.kept.iter().any(|g| g.target == *t && g.kind == *k))
-                .map(|(_, l)| l.clone())
-                .collect(),
-        })
-        .collect();
-    let files = companions
-        .iter()
-        .map(|(n, _)| Served {
-            what: n.clone(),
-            outputs: sels
-                .iter()
-                .zip(labels)
-                .filter(|(s, _)| super::companion::dropped(s.by(), n).is_none())
-                .map(|(_, l)| l.clone())
-                .collect(),
-        })
-        .collect();
-    Coverage {
-        targets,
-        images,
-        files,
-    }
 }

@@ -33,14 +33,15 @@ pub(crate) struct SplitOptions {
 /// One output of a split.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SplitOutput {
-    /// Its variant label (`null` for the one that holds what the input
-    /// held).
+    /// Its label: a wheel's variant label (`null` for the one that holds
+    /// what the input held), what a package's name ends in.
     pub(crate) label: String,
     /// Its group's rules (none for `null`).
     pub(crate) gpus: Vec<String>,
-    /// The wheel written.
+    /// The wheel or package written.
     pub(crate) path: String,
-    /// Its properties, `namespace :: feature :: value`.
+    /// A wheel's properties, `namespace :: feature :: value`; the control
+    /// fields a package gained, `Name: value`.
     pub(crate) properties: Vec<String>,
     /// The PEP 503 index directory pip installs it from (`--index-url`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,10 +66,13 @@ pub(crate) struct Served {
 pub(crate) struct SplitReport {
     /// The input.
     pub(crate) input: String,
-    /// The outputs, the groups' in order, then `null`.
+    /// What it is: `wheel` or `deb`.
+    pub(crate) format: &'static str,
+    /// The outputs, the groups' in order, then (for a wheel) `null`.
     pub(crate) outputs: Vec<SplitOutput>,
-    /// The `{name}-{version}-variants.json` written.
-    pub(crate) variants_json: String,
+    /// The `{name}-{version}-variants.json` written (for a wheel).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) variants_json: Option<String>,
     /// Each device target the input serves.
     pub(crate) targets: Vec<Served>,
     /// Each image group of the input.

@@ -48,7 +48,7 @@ pub(crate) fn label(rules: &[Rule]) -> Result<String, String> {
 /// One rule's part of a label: lower case, `sm_` as `sm`, each feature
 /// after `_` with a trailing `+` as `p` and `-` as `m`, any other
 /// character a label does not allow as `_`.
-fn token(rule: &str) -> String {
+pub(super) fn token(rule: &str) -> String {
     let mut parts = rule.split(':');
     let head = parts.next().unwrap_or_default().to_ascii_lowercase();
     let mut out = head
@@ -206,7 +206,9 @@ impl WheelName {
     /// which has a label after its platform).
     pub(crate) fn parse(file: &str) -> Result<WheelName, String> {
         let Some(stem) = file.strip_suffix(".whl") else {
-            return Err("split reads wheels only so far (a name ending in .whl)".into());
+            return Err(
+                "split reads wheels (a name ending in .whl) and Debian packages only so far".into(),
+            );
         };
         let parts: Vec<&str> = stem.split('-').collect();
         // A build tag starts with a digit; a sixth part that does not is
@@ -425,7 +427,7 @@ mod tests {
         assert!(
             WheelName::parse("a.tar.gz")
                 .unwrap_err()
-                .contains("wheels only")
+                .contains("split reads wheels (a name ending in .whl) and Debian packages only")
         );
         assert!(WheelName::parse("a-1.whl").is_err());
     }
