@@ -192,3 +192,123 @@ impl Members for Prefixed<'_> {
         self.to.member(&format!("{}{path}", self.prefix), contents)
     }
 }
+
+/// A piece of a rewritten SIF ([`rebuild`]), in the order written.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// These bytes (the header and descriptors, or padding).
+    Bytes(Vec<u8>),
+    /// These bytes of the old file (an object kept as it was).
+    Copy(std::ops::Range<usize>),
+    /// The new system partition.
+    Partition,
+}
+
+/// A SIF to be written anew: its pieces, and how many signature objects
+/// were left out.
+#[derive(Debug)]
+pub(crate) struct Rebuilt {
+    pub(crate) pieces: Vec<Piece>,
+    pub(crate) unsigned: usize,
+}
+
+/// The signature object type.
+const SIGNATURE: i32 = 0x4005;
+
+/// The alignment `siftool` gives a partition.
+const PAGE: u64 = 4096;
+
+/// Where the system partition of the SIF `bytes` lies (its squashfs, the
+/// one prune rewrites), or why it is not rewritten: damaged (`Err(true,
+/// why)`), or refused (`Err(false, why)`: no squashfs partition, or more
+/// than one).
+pub(crate) fn system_partition(
+    bytes: &[u8],
+) -> std::result::Result<std::ops::Range<usize>, (bool, String)> {
+    let objects = objects(bytes).map_err(|e| (true, e))?;
+    let squash: Vec<&Object> = objects
+        .iter()
+        .filter(|o| o.kind == PARTITION && o.fs == FS_SQUASH)
+        .collect();
+    match squash[..] {
+        [o] => Ok(o.at..o.at + o.len),
+        [] => Err((false, "it holds no squashfs partition".into())),
+        _ => Err((
+            false,
+            format!(
+                "it holds {} squashfs partitions: prune rewrites a SIF with one",
+                squash.len()
+            ),
+        )),
+    }
+}
+
+/// The SIF `bytes` with its one squashfs partition replaced by `new_len`
+/// new bytes: the objects in their order, each after the padding its
+/// alignment asks (a page where it started on one), every descriptor's
+/// offset, size and size with padding true, the header's data length
+/// true, and every signature object left out (its descriptor emptied and
+/// counted free): a signature of the old partition would not verify.
+/// SIF descriptors hold no hash of their object.
+pub(crate) fn rebuild(bytes: &[u8], new_len: u64) -> std::result::Result<Rebuilt, String> {
+    let objects = objects(bytes)?;
+    let at = |b: &[u8], at| le_at::<u64>(b, at).unwrap_or(u64::MAX);
+    let (free, table, data) = (at(bytes, 80), at(bytes, 96), at(bytes, 112));
+    let total = at(bytes, 88);
+    let table_end = table + total * DESCRIPTOR as u64;
+    if table < u64_from(HEADER) || table_end > data || data > u64_from(bytes.len()) {
+        return Err(format!(
+            "its descriptors ({table}..{table_end}) do not lie between its header and its data \
+             ({data})"
+        ));
+    }
+    let mut head = bytes[..usize_from(data)].to_vec();
+    let mut order: Vec<(usize, &Object)> = (0..usize_from(total))
+        .filter_map(|i| {
+            let d = usize_from(table) + i * DESCRIPTOR;
+            let id = le_at::<u32>(bytes, d + 5)?;
+            let o = objects.iter().find(|o| o.id == id && bytes[d + 4] != 0)?;
+            Some((d, o))
+        })
+        .collect();
+    order.sort_by_key(|(_, o)| o.at);
+    let (mut pos, mut pieces, mut unsigned) = (data, Vec::new(), 0);
+    let mut last_end = usize_from(data);
+    for (d, o) in order {
+        if o.at < last_end {
+            return Err(format!(
+                "its object {} overlaps another or its header",
+                o.id
+            ));
+        }
+        last_end = o.at + o.len;
+        if o.kind == SIGNATURE {
+            head[d..d + DESCRIPTOR].fill(0);
+            unsigned += 1;
+            continue;
+        }
+        let squash = o.kind == PARTITION && o.fs == FS_SQUASH;
+        let align = if o.kind == PARTITION || u64_from(o.at).is_multiple_of(PAGE) {
+            PAGE
+        } else {
+            1
+        };
+        let start = pos.div_ceil(align) * align;
+        let len = if squash { new_len } else { u64_from(o.len) };
+        head[d + 17..d + 25].copy_from_slice(&start.to_le_bytes());
+        head[d + 25..d + 33].copy_from_slice(&len.to_le_bytes());
+        head[d + 33..d + 41].copy_from_slice(&(len + start - pos).to_le_bytes());
+        if start > pos {
+            pieces.push(Piece::Bytes(vec![0; usize_from(start - pos)]));
+        }
+        pieces.push(match squash {
+            true => Piece::Partition,
+            false => Piece::Copy(o.at..o.at + o.len),
+        });
+        pos = start + len;
+    }
+    head[80..88].copy_from_slice(&(free + u64_from(unsigned)).to_le_bytes());
+    head[120..128].copy_from_slice(&(pos - data).to_le_bytes());
+    pieces.insert(0, Piece::Bytes(head));
+    Ok(Rebuilt { pieces, unsigned })
+}
