@@ -312,3 +312,84 @@ pub(crate) fn rebuild(bytes: &[u8], new_len: u64) -> std::result::Result<Rebuilt
     pieces.insert(0, Piece::Bytes(head));
     Ok(Rebuilt { pieces, unsigned })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{DESCRIPTOR, HEADER, Piece, rebuild, system_partition};
+
+    /// A SIF of three objects from 4096: a squashfs system partition of
+    /// 100 bytes, a definition file of 10, a signature of 20.
+    fn sif() -> Vec<u8> {
+        let mut b = vec![0u8; 4096 + 130];
+        b[32..42].copy_from_slice(b"SIF_MAGIC\0");
+        b[42..45].copy_from_slice(b"01\0");
+        for (at, v) in [
+            (80, 45u64),
+            (88, 3),
+            (96, 128),
+            (104, 3 * 585),
+            (112, 4096),
+            (120, 130),
+        ] {
+            b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let objects = [
+            (0x4004i32, 1u32, 4096u64, 100u64),
+            (0x4001, 2, 4196, 10),
+            (0x4005, 3, 4206, 20),
+        ];
+        for (i, (kind, id, at, len)) in objects.into_iter().enumerate() {
+            let d = HEADER + i * DESCRIPTOR;
+            b[d..d + 4].copy_from_slice(&kind.to_le_bytes());
+            b[d + 4] = 1;
+            b[d + 5..d + 9].copy_from_slice(&id.to_le_bytes());
+            b[d + 17..d + 25].copy_from_slice(&at.to_le_bytes());
+            b[d + 25..d + 33].copy_from_slice(&len.to_le_bytes());
+            if kind == 0x4004 {
+                b[d + 0xc9..d + 0xcd].copy_from_slice(&1i32.to_le_bytes());
+                b[d + 0xcd..d + 0xd1].copy_from_slice(&2i32.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    /// A little-endian u64 of `b` at `at`.
+    fn u64_at(b: &[u8], at: usize) -> u64 {
+        crate::bytes::le_at::<u64>(b, at).unwrap()
+    }
+
+    #[test]
+    fn the_partition_is_replaced_and_the_descriptors_made_true() {
+        let b = sif();
+        assert_eq!(system_partition(&b).unwrap(), 4096..4196);
+        let r = rebuild(&b, 5000).unwrap();
+        assert_eq!(r.unsigned, 1);
+        let [Piece::Bytes(head), Piece::Partition, Piece::Copy(def)] = &r.pieces[..] else {
+            panic!("{:?}", &r.pieces[1..]);
+        };
+        assert_eq!(def, &(4196..4206));
+        assert_eq!(head.len(), 4096);
+        // The partition where it was, 5000 bytes; the definition file after it.
+        assert_eq!(u64_at(head, HEADER + 17), 4096);
+        assert_eq!(u64_at(head, HEADER + 25), 5000);
+        let d = HEADER + DESCRIPTOR;
+        assert_eq!((u64_at(head, d + 17), u64_at(head, d + 25)), (9096, 10));
+        // The signature's descriptor emptied and counted free; the data
+        // size what the objects take.
+        assert!(
+            head[HEADER + 2 * DESCRIPTOR..][..DESCRIPTOR]
+                .iter()
+                .all(|&x| x == 0)
+        );
+        assert_eq!(u64_at(head, 80), 46);
+        assert_eq!(u64_at(head, 120), 5010);
+    }
+
+    #[test]
+    fn overlapping_objects_are_damaged() {
+        let mut b = sif();
+        let d = HEADER + DESCRIPTOR;
+        b[d + 17..d + 25].copy_from_slice(&4100u64.to_le_bytes());
+        assert!(rebuild(&b, 5000).unwrap_err().contains("overlaps"));
+    }
+}
