@@ -60,6 +60,7 @@ test_files! {
     unread_formats,
     squashfs,
     rpm_prune,
+    squashfs_prune,
     hostile,
     hostile_ob,
     linker_wrapper,

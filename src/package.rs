@@ -39,8 +39,8 @@ pub(crate) mod oci;
 pub(crate) mod records;
 mod repeats;
 pub(crate) mod rpm;
-mod sif;
-mod squashfs;
+pub(crate) mod sif;
+pub(crate) mod squashfs;
 pub(crate) mod tar;
 mod types;
 #[cfg(feature = "files")]

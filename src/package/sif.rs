@@ -192,3 +192,204 @@ impl Members for Prefixed<'_> {
         self.to.member(&format!("{}{path}", self.prefix), contents)
     }
 }
+
+/// A piece of a rewritten SIF ([`rebuild`]), in the order written.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// These bytes (the header and descriptors, or padding).
+    Bytes(Vec<u8>),
+    /// These bytes of the old file (an object kept as it was).
+    Copy(std::ops::Range<usize>),
+    /// The new system partition.
+    Partition,
+}
+
+/// A SIF to be written anew: its pieces, and how many signature objects
+/// were left out.
+#[derive(Debug)]
+pub(crate) struct Rebuilt {
+    pub(crate) pieces: Vec<Piece>,
+    pub(crate) unsigned: usize,
+}
+
+/// The signature object type.
+const SIGNATURE: i32 = 0x4005;
+
+/// The alignment `siftool` gives a partition.
+const PAGE: u64 = 4096;
+
+/// Where the system partition of the SIF `bytes` lies (its squashfs, the
+/// one prune rewrites), or why it is not rewritten: damaged (`Err(true,
+/// why)`), or refused (`Err(false, why)`: no squashfs partition, or more
+/// than one).
+pub(crate) fn system_partition(
+    bytes: &[u8],
+) -> std::result::Result<std::ops::Range<usize>, (bool, String)> {
+    let objects = objects(bytes).map_err(|e| (true, e))?;
+    let squash: Vec<&Object> = objects
+        .iter()
+        .filter(|o| o.kind == PARTITION && o.fs == FS_SQUASH)
+        .collect();
+    match squash[..] {
+        [o] => Ok(o.at..o.at + o.len),
+        [] => Err((false, "it holds no squashfs partition".into())),
+        _ => Err((
+            false,
+            format!(
+                "it holds {} squashfs partitions: prune rewrites a SIF with one",
+                squash.len()
+            ),
+        )),
+    }
+}
+
+/// The SIF `bytes` with its one squashfs partition replaced by `new_len`
+/// new bytes: the objects in their order, each after the padding its
+/// alignment asks (a page where it started on one), every descriptor's
+/// offset, size and size with padding true, the header's data length
+/// true, and every signature object left out (its descriptor emptied and
+/// counted free): a signature of the old partition would not verify.
+/// SIF descriptors hold no hash of their object.
+pub(crate) fn rebuild(bytes: &[u8], new_len: u64) -> std::result::Result<Rebuilt, String> {
+    let objects = objects(bytes)?;
+    let at = |b: &[u8], at| le_at::<u64>(b, at).unwrap_or(u64::MAX);
+    let (free, table, data) = (at(bytes, 80), at(bytes, 96), at(bytes, 112));
+    let total = at(bytes, 88);
+    let table_end = table + total * DESCRIPTOR as u64;
+    if table < u64_from(HEADER) || table_end > data || data > u64_from(bytes.len()) {
+        return Err(format!(
+            "its descriptors ({table}..{table_end}) do not lie between its header and its data \
+             ({data})"
+        ));
+    }
+    let mut head = bytes[..usize_from(data)].to_vec();
+    let mut order: Vec<(usize, &Object)> = (0..usize_from(total))
+        .filter_map(|i| {
+            let d = usize_from(table) + i * DESCRIPTOR;
+            let id = le_at::<u32>(bytes, d + 5)?;
+            let o = objects.iter().find(|o| o.id == id && bytes[d + 4] != 0)?;
+            Some((d, o))
+        })
+        .collect();
+    order.sort_by_key(|(_, o)| o.at);
+    let (mut pos, mut pieces, mut unsigned) = (data, Vec::new(), 0);
+    let mut last_end = usize_from(data);
+    for (d, o) in order {
+        if o.at < last_end {
+            return Err(format!(
+                "its object {} overlaps another or its header",
+                o.id
+            ));
+        }
+        last_end = o.at + o.len;
+        if o.kind == SIGNATURE {
+            head[d..d + DESCRIPTOR].fill(0);
+            unsigned += 1;
+            continue;
+        }
+        let squash = o.kind == PARTITION && o.fs == FS_SQUASH;
+        let align = if o.kind == PARTITION || u64_from(o.at).is_multiple_of(PAGE) {
+            PAGE
+        } else {
+            1
+        };
+        let start = pos.div_ceil(align) * align;
+        let len = if squash { new_len } else { u64_from(o.len) };
+        head[d + 17..d + 25].copy_from_slice(&start.to_le_bytes());
+        head[d + 25..d + 33].copy_from_slice(&len.to_le_bytes());
+        head[d + 33..d + 41].copy_from_slice(&(len + start - pos).to_le_bytes());
+        if start > pos {
+            pieces.push(Piece::Bytes(vec![0; usize_from(start - pos)]));
+        }
+        pieces.push(match squash {
+            true => Piece::Partition,
+            false => Piece::Copy(o.at..o.at + o.len),
+        });
+        pos = start + len;
+    }
+    head[80..88].copy_from_slice(&(free + u64_from(unsigned)).to_le_bytes());
+    head[120..128].copy_from_slice(&(pos - data).to_le_bytes());
+    pieces.insert(0, Piece::Bytes(head));
+    Ok(Rebuilt { pieces, unsigned })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DESCRIPTOR, HEADER, Piece, rebuild, system_partition};
+
+    /// A SIF of three objects from 4096: a squashfs system partition of
+    /// 100 bytes, a definition file of 10, a signature of 20.
+    fn sif() -> Vec<u8> {
+        let mut b = vec![0u8; 4096 + 130];
+        b[32..42].copy_from_slice(b"SIF_MAGIC\0");
+        b[42..45].copy_from_slice(b"01\0");
+        for (at, v) in [
+            (80, 45u64),
+            (88, 3),
+            (96, 128),
+            (104, 3 * 585),
+            (112, 4096),
+            (120, 130),
+        ] {
+            b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let objects = [
+            (0x4004i32, 1u32, 4096u64, 100u64),
+            (0x4001, 2, 4196, 10),
+            (0x4005, 3, 4206, 20),
+        ];
+        for (i, (kind, id, at, len)) in objects.into_iter().enumerate() {
+            let d = HEADER + i * DESCRIPTOR;
+            b[d..d + 4].copy_from_slice(&kind.to_le_bytes());
+            b[d + 4] = 1;
+            b[d + 5..d + 9].copy_from_slice(&id.to_le_bytes());
+            b[d + 17..d + 25].copy_from_slice(&at.to_le_bytes());
+            b[d + 25..d + 33].copy_from_slice(&len.to_le_bytes());
+            if kind == 0x4004 {
+                b[d + 0xc9..d + 0xcd].copy_from_slice(&1i32.to_le_bytes());
+                b[d + 0xcd..d + 0xd1].copy_from_slice(&2i32.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    /// A little-endian u64 of `b` at `at`.
+    fn u64_at(b: &[u8], at: usize) -> u64 {
+        crate::bytes::le_at::<u64>(b, at).unwrap()
+    }
+
+    #[test]
+    fn the_partition_is_replaced_and_the_descriptors_made_true() {
+        let b = sif();
+        assert_eq!(system_partition(&b).unwrap(), 4096..4196);
+        let r = rebuild(&b, 5000).unwrap();
+        assert_eq!(r.unsigned, 1);
+        let [Piece::Bytes(head), Piece::Partition, Piece::Copy(def)] = &r.pieces[..] else {
+            panic!("{:?}", &r.pieces[1..]);
+        };
+        assert_eq!(def, &(4196..4206));
+        assert_eq!(head.len(), 4096);
+        // The partition where it was, 5000 bytes; the definition file after it.
+        assert_eq!(u64_at(head, HEADER + 17), 4096);
+        assert_eq!(u64_at(head, HEADER + 25), 5000);
+        let d = HEADER + DESCRIPTOR;
+        assert_eq!((u64_at(head, d + 17), u64_at(head, d + 25)), (9096, 10));
+        // The signature's descriptor emptied and counted free; the data
+        // size what the objects take.
+        assert!(
+            head[HEADER + 2 * DESCRIPTOR..][..DESCRIPTOR]
+                .iter()
+                .all(|&x| x == 0)
+        );
+        assert_eq!(u64_at(head, 80), 46);
+        assert_eq!(u64_at(head, 120), 5010);
+    }
+
+    #[test]
+    fn overlapping_objects_are_damaged() {
+        let mut b = sif();
+        let d = HEADER + DESCRIPTOR;
+        b[d + 17..d + 25].copy_from_slice(&4100u64.to_le_bytes());
+        assert!(rebuild(&b, 5000).unwrap_err().contains("overlaps"));
+    }
+}

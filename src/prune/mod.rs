@@ -105,6 +105,8 @@ pub(crate) mod shrink;
 #[cfg(feature = "files")]
 pub(crate) mod split;
 #[cfg(feature = "files")]
+mod squashfs;
+#[cfg(feature = "files")]
 pub(crate) mod summary;
 #[cfg(feature = "files")]
 mod tamper;

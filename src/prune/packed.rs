@@ -201,10 +201,10 @@ fn look(
     held: &mut Held,
     depth: u32,
 ) -> Result<(), PathError> {
-    // An RPM is rewritten on its own, not inside another package; a
-    // squashfs, SIF or AppImage is read by the scanners, but prune has no
-    // writer for it: never kept as it is, whatever it holds, nor taken for
-    // a file without device code.
+    // An RPM, a squashfs or a SIF is rewritten on its own, not inside
+    // another package; an AppImage is read by the scanners, but prune has
+    // no writer for it: never kept as it is, whatever it holds, nor taken
+    // for a file without device code.
     if matches!(
         kind,
         Kind::Rpm | Kind::Squashfs | Kind::Sif | Kind::AppImage
@@ -332,11 +332,10 @@ fn advice(kind: Kind, conda: bool) -> &'static str {
         Kind::Tar(_) | Kind::Cpio => {
             "prune does not rewrite such archives (unpack it, prune its files, pack it again)"
         }
-        Kind::Squashfs | Kind::Sif | Kind::AppImage => {
-            "prune does not rewrite squashfs filesystems yet (unsquashfs it, prune its files, \
-             mksquashfs them again)"
+        Kind::AppImage => {
+            "prune does not rewrite AppImages (unsquashfs it, prune its files, build it again)"
         }
-        Kind::Zip | Kind::Deb | Kind::Rpm => {
+        Kind::Zip | Kind::Deb | Kind::Rpm | Kind::Squashfs | Kind::Sif => {
             "prune does not rewrite packages inside packages (prune it on its own, then put it \
              back)"
         }

@@ -9,14 +9,15 @@
 //! ([`finish`](super::path::finish)); what is particular to a format
 //! (a zip's central directory and `RECORD`s, a `.deb`'s streamed
 //! `data.tar` and `md5sums`, a conda package's inner tars and
-//! `info/paths.json`, an RPM's payload and headers) stays in its own file. A new format is a new file
+//! `info/paths.json`, an RPM's payload and headers, a squashfs
+//! filesystem's tables and a SIF's descriptors) stays in its own file. A new format is a new file
 //! and a row here.
 
 use std::path::Path;
 
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
-use super::{conda, deb, oci, rpm, wheel};
+use super::{conda, deb, oci, rpm, squashfs, wheel};
 use crate::files::Input;
 use crate::package::{self, Kind};
 
@@ -43,7 +44,8 @@ pub(crate) type Prune = fn(
 /// The package formats prune rewrites, in the order they are tried: a
 /// conda package (`.conda`, a zip with conda's members, before the
 /// wheel; `.tar.bz2`, a bzip2 tar with conda's `info/`), a wheel (any
-/// zip from its first byte), a Debian package, an RPM package, a `docker
+/// zip from its first byte), a Debian package, an RPM package, a squashfs
+/// filesystem, a SIF image (its squashfs system partition), a `docker
 /// save` archive (a plain tar with a `manifest.json` listing images).
 pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
@@ -65,6 +67,14 @@ pub(crate) const PACKAGES: &[Rewriter] = &[
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Rpm),
         prune: |s, o, i, m, f| rpm::prune(s, o, i, m, f).map(Some),
+    },
+    Rewriter {
+        is: squashfs::is_squashfs,
+        prune: |s, o, i, m, f| squashfs::prune(s, o, i, m, f).map(Some),
+    },
+    Rewriter {
+        is: squashfs::is_sif,
+        prune: |s, o, i, m, f| squashfs::prune(s, o, i, m, f).map(Some),
     },
     Rewriter {
         is: |data| package::detect(data) == Some(Kind::Tar(package::Compression::None)),

@@ -160,17 +160,19 @@ fn print_records(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<
     Ok(())
 }
 
-/// The line naming the signatures an RPM lost, if it lost any.
+/// The line naming the signatures an RPM or a SIF lost, if it lost any.
 fn print_signatures(out: &mut impl Write, r: &PathReport) -> Result<()> {
     if r.signatures_removed.is_empty() {
         return Ok(());
     }
     let what = r.signatures_removed.join(", ");
+    let how = match r.signatures_removed.iter().any(|s| s.starts_with("SIF")) {
+        true => "apptainer sign",
+        false => "rpmsign --addsign",
+    };
     print_line(
         out,
-        &format!(
-            "  signatures removed ({what}): they would not verify; sign it again with rpmsign --addsign"
-        ),
+        &format!("  signatures removed ({what}): they would not verify; sign it again with {how}"),
     )?;
     Ok(())
 }

@@ -5,11 +5,16 @@
 //! package readers use (flate2, liblzma, zstd) and lz4_flex's safe block
 //! decoder; LZO is decoded by [`super::lzo`]. The same decoders serve
 //! backhand (which reads the filesystem's tables through [`Codec`]) and
-//! this module's reading of file data.
+//! this module's reading of file data. A rewrite ([`super::rewrite`])
+//! compresses with the same crates ([`compress`]): backhand's own
+//! compression features stay off, since turning on its gzip would switch
+//! flate2's backend for the whole program.
 
 use std::io::Read;
 
 use backhand::BackhandError;
+use std::cell::{Cell, RefCell};
+
 use backhand::compression::{CompressionAction, Compressor};
 use backhand::{FilesystemCompressor, SuperBlock};
 
@@ -107,13 +112,46 @@ impl Method {
     }
 }
 
-/// The decompressor backhand reads the filesystem's tables with: the
-/// methods above, each block bounded to a metadata block's 8 KiB. It
-/// writes nothing.
+/// The codec backhand reads the filesystem's tables with, and writes a
+/// new one with ([`super::rewrite`]): the methods above, each block
+/// bounded to a metadata block's 8 KiB while the tables are read, to the
+/// block size once a rewrite reads file data ([`set_cap`]); blocks
+/// compressed with the crates above ([`compress`]), LZO refused.
 pub(super) struct Codec;
 
 /// The one [`Codec`] (backhand takes a `'static` reference).
 pub(super) static CODEC: Codec = Codec;
+
+thread_local! {
+    /// What one block may decompress to on this thread.
+    static CAP: Cell<usize> = const { Cell::new(METADATA_BLOCK) };
+    /// How a rewrite on this thread compresses.
+    static TUNING: RefCell<Option<Tuning>> = const { RefCell::new(None) };
+}
+
+/// How a rewritten filesystem is compressed: as its compression options
+/// say, `mksquashfs`'s defaults where it has none.
+#[derive(Debug, Clone)]
+pub(super) struct Tuning {
+    /// The compressor.
+    pub(super) method: Method,
+    /// The options block (its two-byte header and its bytes) as it was,
+    /// written again after the new superblock.
+    pub(super) block: Option<Vec<u8>>,
+    /// The options' first number: gzip's and zstd's level, xz's
+    /// dictionary size.
+    pub(super) first: Option<u32>,
+    /// xz's branch filters (bits: x86, PowerPC, IA-64, ARM, ARM Thumb,
+    /// SPARC).
+    pub(super) bcj: u32,
+}
+
+/// Sets what a block decompresses to at most on this thread, and how a
+/// rewrite on it compresses.
+pub(super) fn set_cap(cap: usize, tuning: Option<Tuning>) {
+    CAP.with(|c| c.set(cap));
+    TUNING.with(|t| *t.borrow_mut() = tuning);
+}
 
 impl CompressionAction for Codec {
     type Error = BackhandError;
@@ -128,20 +166,98 @@ impl CompressionAction for Codec {
         c: Compressor,
     ) -> Result<(), BackhandError> {
         let method = Method::of(c as u16).map_err(BackhandError::UnsupportedCompression)?;
+        let cap = CAP.with(Cell::get);
         method
-            .decompress(bytes, METADATA_BLOCK, out)
+            .decompress(bytes, cap, out)
             .map_err(BackhandError::UnsupportedCompression)
     }
 
     fn compress(
         &self,
-        _: &[u8],
-        _: FilesystemCompressor,
-        _: u32,
+        bytes: &[u8],
+        fc: FilesystemCompressor,
+        block_size: u32,
     ) -> Result<Vec<u8>, BackhandError> {
-        Err(BackhandError::UnsupportedCompression(
-            "offload-kit only reads squashfs".into(),
-        ))
+        let _ = fc;
+        let tuning = TUNING.with(|t| t.borrow().clone()).ok_or_else(|| {
+            BackhandError::UnsupportedCompression("no squashfs rewrite on this thread".into())
+        })?;
+        compress(&tuning, bytes, block_size).map_err(|e| match e.kind() {
+            std::io::ErrorKind::Unsupported => BackhandError::UnsupportedCompression(e.to_string()),
+            _ => BackhandError::StdIo(e),
+        })
+    }
+
+    fn compression_options(
+        &self,
+        superblock: &mut SuperBlock,
+        _: &backhand::kind::Kind,
+        _: FilesystemCompressor,
+    ) -> Result<Option<Vec<u8>>, BackhandError> {
+        let block = TUNING.with(|t| t.borrow().as_ref().and_then(|t| t.block.clone()));
+        if block.is_some() {
+            superblock.flags |= OPTIONS_PRESENT;
+        }
+        Ok(block)
+    }
+}
+
+/// The superblock flag: a compression options block follows it.
+pub(super) const OPTIONS_PRESENT: u16 = 0x0400;
+
+/// The default levels of `mksquashfs`: gzip 9, xz's preset 6, zstd 15.
+const GZIP_LEVEL: u32 = 9;
+const XZ_PRESET: u32 = 6;
+const ZSTD_LEVEL: u32 = 15;
+
+/// `bytes` (one block) compressed with `method` as `t` says. An xz block
+/// is one xz stream with a CRC32 check (what the kernel reads): the first
+/// branch filter the options name, then LZMA2 (preset 6) with their
+/// dictionary (the block size without them). An LZ4 block is a raw LZ4
+/// block: lz4_flex has no high-compression mode, so a filesystem made with
+/// `-Xhc` is written with plain LZ4, which the same decoders read.
+pub(super) fn compress(t: &Tuning, bytes: &[u8], block_size: u32) -> std::io::Result<Vec<u8>> {
+    use std::io::Write as _;
+    match t.method {
+        Method::Gzip => {
+            let level = t.first.unwrap_or(GZIP_LEVEL).clamp(1, 9);
+            let out = Vec::with_capacity(bytes.len() / 2);
+            let mut z = flate2::write::ZlibEncoder::new(out, flate2::Compression::new(level));
+            z.write_all(bytes)?;
+            z.finish()
+        }
+        Method::Xz => {
+            use liblzma::stream::{Check, Filters, LzmaOptions, Stream};
+            let mut lz = LzmaOptions::new_preset(XZ_PRESET).map_err(std::io::Error::other)?;
+            lz.dict_size(t.first.unwrap_or(block_size).max(4096));
+            let mut filters = Filters::new();
+            let each: [fn(&mut Filters) -> &mut Filters; 6] = [
+                Filters::x86,
+                Filters::powerpc,
+                Filters::ia64,
+                Filters::arm,
+                Filters::arm_thumb,
+                Filters::sparc,
+            ];
+            if let Some(add) = (0..6).find(|i| t.bcj & (1 << i) != 0) {
+                each[add](&mut filters);
+            }
+            filters.lzma2(&lz);
+            let stream = Stream::new_stream_encoder(&filters, Check::Crc32)
+                .map_err(std::io::Error::other)?;
+            let mut out = Vec::with_capacity(bytes.len() / 2);
+            liblzma::read::XzEncoder::new_stream(bytes, stream).read_to_end(&mut out)?;
+            Ok(out)
+        }
+        Method::Zstd => {
+            let level = t.first.unwrap_or(ZSTD_LEVEL).clamp(1, 22);
+            zstd::bulk::compress(bytes, i32::try_from(level).unwrap_or(3))
+        }
+        Method::Lz4 => Ok(lz4_flex::block::compress(bytes)),
+        Method::Lzo => Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "it is compressed with LZO, which offload-kit reads but does not write",
+        )),
     }
 }
 

@@ -18,6 +18,7 @@
 mod codec;
 mod data;
 mod lzo;
+pub(crate) mod rewrite;
 mod superblock;
 #[cfg(test)]
 mod tests;
@@ -45,11 +46,13 @@ pub(super) fn is_squashfs(bytes: &[u8]) -> bool {
     bytes.starts_with(superblock::MAGIC)
 }
 
-/// What the tables give: each regular file, in path order, and each
-/// fragment block's start and stored size.
+/// What the tables give: each regular file, in path order, each
+/// fragment block's start and stored size, and every other entry but the
+/// root (its path, and whether it is a directory).
 struct Tree {
     files: Vec<File>,
     fragments: Vec<(u64, u32)>,
+    others: Vec<(String, bool)>,
 }
 
 /// Hands every regular file of the squashfs filesystem at the start of
@@ -121,6 +124,7 @@ fn tree(image: &[u8]) -> std::result::Result<Tree, String> {
         })
         .collect();
     let mut files = Vec::new();
+    let mut others = Vec::new();
     let mut last: Option<&std::path::Path> = None;
     for node in fs.files() {
         let p = node.fullpath.as_path();
@@ -137,6 +141,10 @@ fn tree(image: &[u8]) -> std::result::Result<Tree, String> {
             }
         }
         let InnerNode::File(f) = &node.inner else {
+            if !names.is_empty() {
+                let dir = matches!(node.inner, InnerNode::Dir(_));
+                others.push((names.join("/"), dir));
+            }
             continue;
         };
         let fragment = match f.frag_index() {
@@ -151,7 +159,11 @@ fn tree(image: &[u8]) -> std::result::Result<Tree, String> {
             size: crate::num::u64_from(f.file_len()),
         });
     }
-    Ok(Tree { files, fragments })
+    Ok(Tree {
+        files,
+        fragments,
+        others,
+    })
 }
 
 /// A block's stored size with its stored-as-is bit, as the inode keeps it.

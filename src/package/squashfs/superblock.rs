@@ -27,6 +27,12 @@ pub(super) struct Superblock {
     pub(super) block_size: u32,
     /// The filesystem's length: the bytes past it are padding.
     pub(super) bytes_used: u64,
+    /// How many inodes it has (fewer than its entries: hard links).
+    pub(super) inodes: u32,
+    /// Where its xattr id table starts (all ones: none).
+    pub(super) xattrs: u64,
+    /// Its flags.
+    pub(super) flags: u16,
 }
 
 /// Reads and checks the superblock at the start of `fs`.
@@ -110,6 +116,9 @@ pub(super) fn read(fs: &[u8]) -> Result<Superblock, String> {
         method,
         block_size,
         bytes_used,
+        inodes: u32_at(4),
+        xattrs: table(56),
+        flags: u16_at(24),
     })
 }
 

@@ -1,0 +1,337 @@
+//! One read of a squashfs filesystem that decides what each regular file
+//! becomes ([`Decide`]: kept, removed, or replaced by new bytes), and a
+//! new filesystem written with what was decided: the same compressor and
+//! options, block size, modes, owners, times, symlinks, device nodes and
+//! other special files.
+//!
+//! The read goes file by file, in path order: the caller may remove a
+//! file by its name alone, unread ([`Decide::by_name`]); every other
+//! file's first bytes go to [`Decide::wants`], a file wanted is handed to
+//! [`Decide::decide`] with a reader of its bytes, and a file not wanted is
+//! read to its end, so that a damaged block is found before anything is
+//! written. A directory whose entries all went, and that the caller
+//! removes by name, goes too.
+//!
+//! The new filesystem is written by backhand's `FilesystemWriter` with
+//! this module's [`codec`](super::codec) (the compressors of flate2,
+//! liblzma, zstd and lz4_flex, never backhand's own): the data blocks of
+//! the files kept are copied as they are, compressed, and those of the
+//! files replaced are compressed from the caller's readers, one block at a
+//! time. What that writer cannot keep is refused by name before anything
+//! is read: extended attributes, hard links (it gives each name an inode
+//! of its own), and LZO (no LZO compressor here). The new filesystem has
+//! no export table (NFS file handles): backhand does not write one.
+
+use std::collections::BTreeSet;
+use std::io::{self, BufWriter, Cursor, Read};
+use std::path::Path;
+
+use backhand::kind::Kind as Layout;
+use backhand::{FilesystemReader, FilesystemWriter};
+
+use super::codec::{self, CODEC, METADATA_BLOCK, Method, Tuning};
+use super::data::Data;
+use super::superblock;
+use crate::num::usize_from;
+pub(crate) use crate::package::rpm::rewrite::{Error, Failed};
+
+/// An entry of the filesystem as the read hands it to [`Decide`].
+pub(crate) struct Member<'m> {
+    /// Its path, without a leading `/` (`usr/lib/libx.so`).
+    pub(crate) path: &'m str,
+    /// A regular file's size (0 for a directory).
+    pub(crate) size: u64,
+    /// Whether it is a regular file (else a directory).
+    pub(crate) regular: bool,
+}
+
+/// What becomes of a regular file; `'c` is how long a new file's reader
+/// lives.
+pub(crate) enum Fate<'c> {
+    /// Written as it was.
+    Kept,
+    /// Left out.
+    Removed,
+    /// Written with the bytes this reader gives.
+    Replaced(Box<dyn Read + Send + 'c>),
+}
+
+/// What the caller of [`rewrite`] decides, file by file.
+pub(crate) trait Decide<'c> {
+    /// The caller's error.
+    type Error;
+    /// How many first bytes [`Decide::wants`] needs.
+    const REACH: usize;
+
+    /// Whether the entry `m` (a regular file, or a directory all of whose
+    /// entries went) goes, by its name alone, unread.
+    fn by_name(&mut self, m: &Member<'_>) -> Result<bool, Self::Error>;
+
+    /// Whether a regular file whose first bytes are `head` is to be
+    /// decided.
+    fn wants(&self, head: &[u8]) -> bool;
+
+    /// The file `m`, whose first bytes `head` were read already and whose
+    /// rest `reader` gives: its fate.
+    fn decide(
+        &mut self,
+        m: &Member<'_>,
+        head: &[u8],
+        reader: &mut dyn Read,
+    ) -> Result<Fate<'c>, Self::Error>;
+}
+
+/// What a [`rewrite`] gives.
+pub(crate) struct Rewritten {
+    /// The new filesystem's length, padded as `mksquashfs` pads (to 4 KiB),
+    /// written to the caller's file from its start; `None` when nothing
+    /// changed and nothing was written.
+    pub(crate) len: Option<u64>,
+}
+
+/// Reads the squashfs filesystem at the start of `fs`, `decide` answering
+/// for each file, within `limit` bytes decompressed from file data; when
+/// anything changed, writes the new filesystem to `out` from its start.
+pub(crate) fn rewrite<'c, D: Decide<'c>>(
+    fs: &[u8],
+    decide: &mut D,
+    limit: u64,
+    out: &mut std::fs::File,
+) -> Result<Rewritten, Failed<D::Error>> {
+    let sb = superblock::read(fs).map_err(Error::Damaged)?;
+    let image = &fs[..usize_from(sb.bytes_used)];
+    refuse(image, &sb)?;
+    let tree = super::read_tree(image).map_err(Error::Damaged)?;
+    if tree.files.len() + tree.others.len() + 1 > usize_from(u64::from(sb.inodes)) {
+        return Err(Error::Refused(
+            "it holds hard links (names that share an inode), which prune cannot write back \
+             yet"
+            .into(),
+        )
+        .into());
+    }
+    let mut data = Data::new(image, sb.method, sb.block_size, tree.fragments);
+    let mut left = limit;
+    let mut gone = BTreeSet::new();
+    let mut kept = BTreeSet::new();
+    let mut replaced = Vec::new();
+    for f in &tree.files {
+        data.check(f)
+            .map_err(|e| Error::Damaged(format!("its file '{}': {e}", f.path)))?;
+        let m = Member {
+            path: &f.path,
+            size: f.size,
+            regular: true,
+        };
+        if decide.by_name(&m).map_err(Failed::Caller)? {
+            gone.insert(f.path.clone());
+            continue;
+        }
+        let damaged = |e: io::Error| Error::Damaged(format!("its file '{}': {e}", f.path));
+        let mut r = Budgeted {
+            r: data.reader(f),
+            left: &mut left,
+        };
+        let mut head = Vec::new();
+        (&mut r)
+            .take(D::REACH as u64)
+            .read_to_end(&mut head)
+            .map_err(damaged)?;
+        let fate = match decide.wants(&head) {
+            true => decide.decide(&m, &head, &mut r).map_err(Failed::Caller)?,
+            false => Fate::Kept,
+        };
+        // What the caller left unread is read, to find a damaged block.
+        io::copy(&mut r, &mut io::sink()).map_err(damaged)?;
+        match fate {
+            Fate::Kept => {
+                kept.insert(f.path.clone());
+            }
+            Fate::Removed => {
+                gone.insert(f.path.clone());
+            }
+            Fate::Replaced(new) => {
+                kept.insert(f.path.clone());
+                replaced.push((f.path.clone(), new));
+            }
+        }
+    }
+    if gone.is_empty() && replaced.is_empty() {
+        return Ok(Rewritten { len: None });
+    }
+    for (p, dir) in &tree.others {
+        if !dir {
+            kept.insert(p.clone());
+        }
+    }
+    // Deepest first, so that a directory of directories that all went goes.
+    for (p, dir) in tree.others.iter().rev() {
+        let prefix = format!("{p}/");
+        let holds = kept
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|k| k.starts_with(&prefix));
+        let m = Member {
+            path: p,
+            size: 0,
+            regular: false,
+        };
+        if *dir && !holds && decide.by_name(&m).map_err(Failed::Caller)? {
+            gone.insert(p.clone());
+        } else if *dir {
+            kept.insert(p.clone());
+        }
+    }
+    let tuning = tuning(image, &sb)?;
+    let len = write(image, sb.block_size, tuning, &gone, replaced, out)?;
+    Ok(Rewritten { len: Some(len) })
+}
+
+/// Refuses, by name, what the writer cannot keep: LZO, extended
+/// attributes.
+fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<(), Error> {
+    if sb.method == Method::Lzo {
+        return Err(Error::Refused(
+            "it is a squashfs filesystem compressed with LZO, which offload-kit reads but does \
+             not write: prune cannot rewrite it (unsquashfs it, prune its files, mksquashfs them \
+             again)"
+                .into(),
+        ));
+    }
+    if sb.xattrs == u64::MAX {
+        return Ok(());
+    }
+    // The xattr id table: where the key/value blocks start, then how many
+    // ids there are.
+    let ids = crate::bytes::le_at::<u32>(image, usize_from(sb.xattrs).saturating_add(8))
+        .ok_or_else(|| {
+            Error::Damaged(format!(
+                "its xattr table at {} lies past its end",
+                sb.xattrs
+            ))
+        })?;
+    if ids > 0 {
+        return Err(Error::Refused(
+            "it holds extended attributes, which prune cannot write back yet (unsquashfs it, \
+             prune its files, mksquashfs them again)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// How the new filesystem is compressed: the old one's options block,
+/// copied, and the numbers in it.
+fn tuning(image: &[u8], sb: &superblock::Superblock) -> Result<Tuning, Error> {
+    let mut t = Tuning {
+        method: sb.method,
+        block: None,
+        first: None,
+        bcj: 0,
+    };
+    if sb.flags & codec::OPTIONS_PRESENT == 0 {
+        return Ok(t);
+    }
+    let bad = || Error::Damaged("its compression options block is cut short".into());
+    let header = crate::bytes::le_at::<u16>(image, 96).ok_or_else(bad)?;
+    let len = usize::from(header & 0x7fff);
+    let stored = image.get(98..98 + len).ok_or_else(bad)?;
+    let mut opts = Vec::new();
+    if header & 0x8000 != 0 {
+        opts.extend_from_slice(stored);
+    } else {
+        sb.method
+            .decompress(stored, METADATA_BLOCK, &mut opts)
+            .map_err(Error::Damaged)?;
+    }
+    let u32_at = |at| crate::bytes::le_at::<u32>(&opts, at);
+    t.block = Some(image[96..98 + len].to_vec());
+    t.first = u32_at(0);
+    if sb.method == Method::Xz {
+        t.bcj = u32_at(4).unwrap_or(0);
+    }
+    Ok(t)
+}
+
+/// Writes the filesystem `image` without the entries `gone`, the files
+/// `replaced` given their new bytes, to `out`: on a thread of its own with
+/// a large stack (backhand reads and writes directories recursively),
+/// whose blocks decompress to at most `block_size` bytes. Gives the new
+/// length.
+fn write(
+    image: &[u8],
+    block_size: u32,
+    tuning: Tuning,
+    gone: &BTreeSet<String>,
+    replaced: Vec<(String, Box<dyn Read + Send + '_>)>,
+    out: &mut std::fs::File,
+) -> Result<u64, Error> {
+    std::thread::scope(|s| {
+        let t = std::thread::Builder::new()
+            .name("squashfs-write".into())
+            .stack_size(super::STACK)
+            .spawn_scoped(s, move || {
+                written(image, block_size, tuning, gone, replaced, out)
+            })
+            .map_err(|e| Error::Write(io::Error::other(e)))?;
+        t.join().unwrap_or_else(|_| {
+            Err(Error::Damaged(
+                "its tables are damaged (the squashfs writer failed)".into(),
+            ))
+        })
+    })
+}
+
+/// [`write`]'s work, on its thread.
+fn written(
+    image: &[u8],
+    block_size: u32,
+    tuning: Tuning,
+    gone: &BTreeSet<String>,
+    replaced: Vec<(String, Box<dyn Read + Send + '_>)>,
+    out: &mut std::fs::File,
+) -> Result<u64, Error> {
+    let said = |e: backhand::BackhandError| match e {
+        backhand::BackhandError::StdIo(e) => Error::Write(e),
+        e => Error::Damaged(codec::said(&e)),
+    };
+    codec::set_cap(METADATA_BLOCK, None);
+    let layout = Layout::new_v4(&CODEC);
+    let mut fs = FilesystemReader::from_reader_with_offset_and_kind(Cursor::new(image), 0, layout)
+        .map_err(said)?;
+    fs.root
+        .nodes
+        .retain(|n| !gone.contains(&relative(&n.fullpath)));
+    codec::set_cap(usize_from(u64::from(block_size)), Some(tuning));
+    let mut w = FilesystemWriter::from_fs_reader(&fs).map_err(said)?;
+    for (path, r) in replaced {
+        w.replace_file(format!("/{path}"), r).map_err(said)?;
+    }
+    let out = BufWriter::with_capacity(1 << 20, out);
+    let (_, len) = w.write(out).map_err(said)?;
+    codec::set_cap(METADATA_BLOCK, None);
+    Ok(len)
+}
+
+/// A node's path as the read names it: without its leading `/`.
+fn relative(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    s.trim_start_matches('/').to_string()
+}
+
+/// A reader that gives at most `left` bytes in all, then fails.
+struct Budgeted<'l, R> {
+    r: R,
+    left: &'l mut u64,
+}
+
+impl<R: Read> Read for Budgeted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.r.read(buf)?;
+        *self.left = self
+            .left
+            .checked_sub(k as u64)
+            .ok_or_else(|| io::Error::other("it decompresses past the decompression budget"))?;
+        Ok(k)
+    }
+}
