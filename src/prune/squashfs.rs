@@ -13,11 +13,12 @@ use std::os::unix::fs::FileExt as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::budget::{Budget, inflate};
+use super::budget::inflate;
+use super::job::{Found, Job};
+use super::member::Became;
 use super::model::Selection;
 use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, finish, merge,
-    write_through,
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, write_through,
 };
 use crate::files::Input;
 use crate::package::sif::{self, Piece};
@@ -58,31 +59,20 @@ pub(crate) fn prune(
             PathError::said(kind, input, &name, why)
         })?,
     };
-    let budget = Budget::new(data.len() as u64, opts.prune.max_uncompressed);
-    let io = |e| PathError::io(PathErrorKind::Io, input, e);
+    let job = Job::new(sel, opts, input);
+    let budget = job.budget(data);
     let mut d = Members {
-        sel,
-        opts,
-        input,
-        name: &name,
+        job: &job,
         each: Pruning::member_options(&opts.prune),
-        rep: PathReport::new(&name, data, meta).package(),
-        all: Pruning::default(),
-        not_shrunk: Vec::new(),
-        spool: Arc::new(tempfile::tempfile().map_err(io)?),
+        found: Found::new(PathReport::new(&name, data, meta)),
+        spool: Arc::new(tempfile::tempfile().map_err(|e| job.io(e))?),
         spooled: 0,
     };
     let dest = opts.output_path(input)?;
-    let mut scratch = tempfile::tempfile().map_err(io)?;
+    let mut scratch = tempfile::tempfile().map_err(|e| job.io(e))?;
     let new = rewrite::rewrite(&data[part.clone()], &mut d, budget.left, &mut scratch)
         .map_err(|e| failed(input, &name, e))?;
-    d.all.check_device_left(input, &name, &opts.prune)?;
-    let mut rep = d.rep;
-    if !d.not_shrunk.is_empty() {
-        rep.not_shrunk = Some(d.not_shrunk.join("; "));
-    }
-    rep.kept = merge(rep.kept);
-    rep.dropped = merge(rep.dropped);
+    let mut rep = d.found.finish(&job)?;
     let rebuilt = match (sif, new.len) {
         (true, Some(len)) => Some(
             sif::rebuild(data, len)
@@ -147,20 +137,12 @@ fn failed(input: &Path, name: &str, e: Failed<PathError>) -> PathError {
 /// each new file's bytes spooled to one scratch file that the writer
 /// reads back.
 struct Members<'a> {
-    sel: &'a Selection,
-    opts: &'a PathOptions,
-    /// The file.
-    input: &'a Path,
-    /// Its name, for messages.
-    name: &'a str,
+    /// The filesystem and how it is pruned.
+    job: &'a Job<'a>,
     /// The options each file is pruned with.
     each: super::Options,
-    /// The report.
-    rep: PathReport,
-    /// The device code of all files together.
-    all: Pruning,
-    /// Each linked file rewritten in place rather than shrunk, and why.
-    not_shrunk: Vec<String>,
+    /// What its files held.
+    found: Found,
     /// The new files' bytes, one after the other.
     spool: Arc<File>,
     /// How many bytes the spool holds.
@@ -169,37 +151,25 @@ struct Members<'a> {
 
 impl Decide<'static> for Members<'_> {
     type Error = PathError;
-    const REACH: usize = if crate::scan::UNREAD_REACH > 512 {
-        crate::scan::UNREAD_REACH
-    } else {
-        512
-    };
+    const REACH: usize = super::job::REACH;
 
     /// A library's per-GPU file whose GPU the rules drop
     /// ([`super::companion`]) goes, unread, and is reported (a directory
     /// left empty by such files goes with them, unreported).
     /// [`PathOptions::keep_files`] keeps them.
     fn by_name(&mut self, m: &Member<'_>) -> Result<bool, PathError> {
-        if self.opts.keep_files {
-            return Ok(false);
-        }
-        let Some(c) = super::companion::dropped(self.sel.by(), m.path) else {
+        let Some(c) = self.job.dropped(m.path) else {
             return Ok(false);
         };
         if m.regular {
-            let full = format!("{}!/{}", self.name, m.path);
-            self.rep
-                .removed
-                .push(RemovedFile::by_name(full, m.size, &c));
-            self.rep.freed += m.size;
+            self.job
+                .removed_by_name(&mut self.found.rep, m.path, m.size, &c);
         }
         Ok(true)
     }
 
     fn wants(&self, head: &[u8]) -> bool {
-        super::wheel::known(head)
-            || head.starts_with(&crate::host::ar::MAGIC[..4])
-            || head.starts_with(b"MZ")
+        super::job::wanted(head)
     }
 
     fn decide(
@@ -208,51 +178,15 @@ impl Decide<'static> for Members<'_> {
         head: &[u8],
         reader: &mut dyn Read,
     ) -> Result<Fate<'static>, PathError> {
-        let file = inflate(self.input, m.path, head, reader, m.size)?;
-        let bytes_of = file.bytes();
-        let kind = match super::wheel::known(bytes_of) {
-            true => None,
-            false => match crate::host::linked::facts::pe::pe_kind(bytes_of) {
-                Some(kind) => Some(kind),
-                None => return Ok(Fate::Kept),
-            },
+        let file = inflate(self.job.input, m.path, head, reader, m.size)?;
+        let new = match self
+            .found
+            .whole(self.job, &self.each, m.path, file.bytes())?
+        {
+            Became::AsItWas => return Ok(Fate::Kept),
+            Became::Removed => return Ok(Fate::Removed),
+            Became::Rewritten(new) => new,
         };
-        let full = format!("{}!/{}", self.name, m.path);
-        let p = match Pruning::of(
-            self.sel,
-            self.input,
-            &full,
-            (bytes_of, kind),
-            &self.each,
-            self.opts.keep_files,
-        ) {
-            Ok(p) => p,
-            // Left as it is, and named; the rest is pruned.
-            Err(e) if e.refused() && !self.opts.strict => {
-                self.rep.members_refused.push(e.chain());
-                return Ok(Fate::Kept);
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(why) = &p.not_shrunk {
-            self.not_shrunk.push(format!("'{}': {why}", m.path));
-        }
-        self.all.add_device(&p);
-        let rep = &mut self.rep;
-        rep.kept.extend(p.kept);
-        rep.dropped.extend(p.dropped);
-        if p.remove.is_some() {
-            let size = bytes_of.len() as u64;
-            rep.removed.push(RemovedFile::whole(full, size));
-            rep.freed += size;
-            return Ok(Fate::Removed);
-        }
-        let Some(new) = p.output else {
-            return Ok(Fate::Kept);
-        };
-        rep.emptied += p.emptied;
-        rep.containers_rewritten += p.rewritten;
-        rep.freed += p.freed;
         let at = self.spooled;
         let mut w = io::BufWriter::with_capacity(
             1 << 20,
@@ -264,7 +198,10 @@ impl Decide<'static> for Members<'_> {
         let end = super::member::write_pruned(&new, &file, &mut w)
             .and_then(|()| w.into_inner().map_err(io::IntoInnerError::into_error))
             .map(|a| a.at)
-            .map_err(|e| PathError::member(self.input, &full, "cannot be spooled", e))?;
+            .map_err(|e| {
+                let full = self.job.full(m.path);
+                PathError::member(self.job.input, &full, "cannot be spooled", e)
+            })?;
         self.spooled = end;
         Ok(Fate::Replaced(Box::new(Section {
             file: Arc::clone(&self.spool),

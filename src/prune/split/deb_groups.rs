@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use super::super::deb::Files;
 use crate::files::Input;
 use crate::package::deb::{Deb, Decide, Member};
-use crate::package::{Fate, Held};
 use crate::package::records::Wrong;
+use crate::package::{Fate, Held};
 use crate::prune::PathError;
 
 /// Each group's [`Files`], and the per-GPU files met on the way.
