@@ -91,6 +91,19 @@ impl New {
         }
     }
 
+    /// A reader of the bytes from their start. Readers of one [`New`]
+    /// are read one after the other (the scratch file has one position).
+    pub(crate) fn reader(&self) -> std::io::Result<Box<dyn Read + Send + '_>> {
+        match &self.body {
+            Body::Bytes(b) => Ok(Box::new(&b[..])),
+            Body::File(file) => {
+                let mut f: &File = file;
+                f.seek(std::io::SeekFrom::Start(0))?;
+                Ok(Box::new(f.take(self.size)))
+            }
+        }
+    }
+
     /// Copies the bytes to `out`. Outputs that share this [`New`] are
     /// written one after the other (the scratch file has one position).
     pub(crate) fn copy_to(&self, out: &mut dyn Write) -> std::io::Result<()> {

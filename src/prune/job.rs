@@ -8,10 +8,13 @@
 use std::path::Path;
 
 use super::Selection;
-use super::budget::Budget;
-use super::member::Became;
+use super::budget::{Budget, inflate};
+use super::member::{Became, spooled};
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, merge};
 use crate::companion::Companion;
+use crate::files::Input;
+use crate::package::rpm::rewrite as rpm;
+use crate::package::{Fate, Held};
 use crate::scan::magic::Magic;
 
 /// How many first bytes of a package's member prune's deciders look at
@@ -84,6 +87,21 @@ impl<'a> Job<'a> {
     /// The error `e` of the input's reading or of a scratch file.
     pub(super) fn io(&self, e: std::io::Error) -> PathError {
         PathError::io(PathErrorKind::Io, self.input, e)
+    }
+}
+
+/// The error for `e`, met rewriting `job`'s package (an RPM, a squashfs
+/// filesystem): damaged (exit 2), refused, or the new one unwritten.
+pub(super) fn failed(job: &Job<'_>, e: rpm::Failed<PathError>) -> PathError {
+    match e {
+        rpm::Failed::Caller(e) => e,
+        rpm::Failed::Package(rpm::Error::Damaged(why)) => {
+            PathError::said(PathErrorKind::Content, job.input, &job.name, why)
+        }
+        rpm::Failed::Package(rpm::Error::Refused(why)) => {
+            PathError::said(PathErrorKind::Refused, job.input, &job.name, why)
+        }
+        rpm::Failed::Package(rpm::Error::Write(e)) => job.io(e),
     }
 }
 
@@ -178,6 +196,85 @@ impl Found {
         rep.containers_rewritten += p.rewritten;
         rep.freed += p.freed;
         Ok(Became::Rewritten(new))
+    }
+}
+
+/// What prune decides of a package whose files are read whole, one
+/// output (an RPM's, a squashfs filesystem's): each ELF, PE,
+/// static-archive or package file pruned as the file named alone would
+/// be, each per-GPU file whose GPU the rules drop removed unread, what it
+/// did noted in the report. Each format's `Decide` asks these.
+pub(super) struct Wholes<'a> {
+    /// The package and how it is pruned.
+    pub(super) job: &'a Job<'a>,
+    /// The options each file is pruned with.
+    each: super::Options,
+    /// What its files held.
+    pub(super) found: Found,
+}
+
+impl<'a> Wholes<'a> {
+    /// The decider of `job`'s package, reporting into `rep` (the
+    /// package's [`PathReport::new`]).
+    pub(super) fn new(job: &'a Job<'a>, rep: PathReport) -> Wholes<'a> {
+        Wholes {
+            job,
+            each: Pruning::member_options(&job.opts.prune),
+            found: Found::new(rep),
+        }
+    }
+
+    /// The entry `path` (`size` bytes; a `regular` file or a
+    /// `directory`) by its name: a library's per-GPU file whose GPU the
+    /// rules drop ([`super::companion`]) goes, unread, and is reported (a
+    /// directory of such files goes with them, unreported).
+    /// [`PathOptions::keep_files`] keeps them.
+    pub(super) fn by_name(
+        &mut self,
+        path: &str,
+        size: u64,
+        (regular, directory): (bool, bool),
+    ) -> Option<Vec<Fate>> {
+        if !(regular || directory) {
+            return None;
+        }
+        let c = self.job.dropped(path)?;
+        if regular {
+            self.job
+                .removed_by_name(&mut self.found.rep, path, size, &c);
+        }
+        Some(vec![Fate::Removed])
+    }
+
+    /// The file `path`, `size` bytes, whose first bytes `head` were read
+    /// already, read whole from `reader`.
+    pub(super) fn inflate(
+        &self,
+        (path, size): (&str, u64),
+        head: &[u8],
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Input, PathError> {
+        inflate(self.job.input, path, head, reader, size)
+    }
+
+    /// The file `path`, whose bytes are `bytes`: pruned as if named alone
+    /// ([`Found::whole`]), its new bytes spooled.
+    pub(super) fn decide(
+        &mut self,
+        path: &str,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<Fate>>, PathError> {
+        let new = match self
+            .found
+            .whole(self.job, &self.each, path, bytes.bytes())?
+        {
+            Became::AsItWas => return Ok(None),
+            Became::Removed => return Ok(Some(vec![Fate::Removed])),
+            Became::Rewritten(new) => new,
+        };
+        let io = |e| self.job.io(e);
+        let new = spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
+        Ok(Some(vec![Fate::Replaced(std::sync::Arc::new(new))]))
     }
 }
 

@@ -8,17 +8,12 @@
 
 use std::io::{Seek as _, Write as _};
 use std::path::Path;
-use std::sync::Arc;
 
-use super::budget::inflate;
-use super::job::{Found, Job};
-use super::member::{Became, spooled};
+use super::job::{Job, Wholes, failed};
 use super::model::Selection;
-use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, write_through,
-};
+use super::path::{PathError, PathOptions, PathReport, finish, write_through};
 use crate::files::Input;
-use crate::package::rpm::rewrite::{self, Error, Failed, Member, Rpm};
+use crate::package::rpm::rewrite::{self, Member, Rpm};
 use crate::package::{Decide, Fate, Held};
 
 /// An RPM, `input` with `meta`, mapped as `file`: each library of its
@@ -37,11 +32,7 @@ pub(crate) fn prune(
     let job = Job::new(sel, opts, input);
     let name = &job.name;
     let budget = job.budget(data);
-    let mut d = Members {
-        job: &job,
-        each: Pruning::member_options(&opts.prune),
-        found: Found::new(PathReport::new(name, data, meta)),
-    };
+    let mut d = Wholes::new(&job, PathReport::new(name, data, meta));
     let dest = opts.output_path(input)?;
     let io = |e| job.io(e);
     let mut scratch = match &dest {
@@ -50,7 +41,7 @@ pub(crate) fn prune(
     };
     let threads = opts.prune.threads();
     let new = rewrite::rewrite(data, &mut d, scratch.as_mut(), (threads, budget.left))
-        .map_err(|e| failed(input, name, e))?;
+        .map_err(|e| failed(&job, e))?;
     let mut rep = d.found.finish(&job)?;
     if let Some(new) = &new {
         rep.signatures_removed = new.unsigned.iter().map(|s| (*s).to_string()).collect();
@@ -78,35 +69,8 @@ pub(crate) fn prune(
     Ok(rep)
 }
 
-/// The error for `e`, met rewriting the RPM `input` (named `name`): the
-/// package damaged (exit 2), refused, or the new payload unwritten.
-fn failed(input: &Path, name: &str, e: Failed<PathError>) -> PathError {
-    match e {
-        Failed::Caller(e) => e,
-        Failed::Package(Error::Damaged(why)) => {
-            PathError::said(PathErrorKind::Content, input, name, why)
-        }
-        Failed::Package(Error::Refused(why)) => {
-            PathError::said(PathErrorKind::Refused, input, name, why)
-        }
-        Failed::Package(Error::Write(e)) => PathError::io(PathErrorKind::Io, input, e),
-    }
-}
-
-/// What prune decides of an RPM's files: each ELF, PE, static-archive or
-/// package file pruned as the file named alone would be, each per-GPU
-/// file whose GPU the rules drop removed unread, noting in the report
-/// what it did.
-struct Members<'a> {
-    /// The package and how it is pruned.
-    job: &'a Job<'a>,
-    /// The options each file is pruned with.
-    each: super::Options,
-    /// What its files held.
-    found: Found,
-}
-
-impl Decide<Rpm> for Members<'_> {
+/// prune's decider of an RPM's files: [`Wholes`].
+impl Decide<Rpm> for Wholes<'_> {
     type Bytes = Input;
     type Error = PathError;
     const REACH: usize = super::job::REACH;
@@ -115,22 +79,13 @@ impl Decide<Rpm> for Members<'_> {
         1
     }
 
-    /// A library's per-GPU file whose GPU the rules drop
-    /// ([`super::companion`]) goes, unread, and is reported (a directory
-    /// of such files goes with them, unreported).
-    /// [`PathOptions::keep_files`] keeps them.
     fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
-        if !(m.regular || m.directory) {
-            return Ok(None);
-        }
-        let Some(c) = self.job.dropped(m.path) else {
-            return Ok(None);
-        };
-        if m.regular {
-            self.job
-                .removed_by_name(&mut self.found.rep, m.path, m.size, &c);
-        }
-        Ok(Some(vec![Fate::Removed]))
+        Ok(Wholes::by_name(
+            self,
+            m.path,
+            m.size,
+            (m.regular, m.directory),
+        ))
     }
 
     fn wants(&self, _: &Member<'_>, head: &[u8]) -> bool {
@@ -143,7 +98,7 @@ impl Decide<Rpm> for Members<'_> {
         head: &[u8],
         reader: &mut dyn std::io::Read,
     ) -> Result<Input, PathError> {
-        inflate(self.job.input, m.path, head, reader, m.size)
+        Wholes::inflate(self, (m.path, m.size), head, reader)
     }
 
     fn decide(
@@ -151,16 +106,6 @@ impl Decide<Rpm> for Members<'_> {
         m: &Member<'_>,
         bytes: Held<'_, Input>,
     ) -> Result<Option<Vec<Fate>>, PathError> {
-        let new = match self
-            .found
-            .whole(self.job, &self.each, m.path, bytes.bytes())?
-        {
-            Became::AsItWas => return Ok(None),
-            Became::Removed => return Ok(Some(vec![Fate::Removed])),
-            Became::Rewritten(new) => new,
-        };
-        let io = |e| self.job.io(e);
-        let new = spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
-        Ok(Some(vec![Fate::Replaced(Arc::new(new))]))
+        Wholes::decide(self, m.path, bytes)
     }
 }

@@ -33,7 +33,9 @@ use super::codec::{self, CODEC, METADATA_BLOCK, Method, Tuning};
 use super::data::Data;
 use super::superblock;
 use crate::num::usize_from;
+pub(crate) use crate::package::Decide;
 pub(crate) use crate::package::rpm::rewrite::{Error, Failed};
+use crate::package::{Fate, Held, New};
 
 /// An entry of the filesystem as the read hands it to [`Decide`].
 pub(crate) struct Member<'m> {
@@ -45,40 +47,12 @@ pub(crate) struct Member<'m> {
     pub(crate) regular: bool,
 }
 
-/// What becomes of a regular file; `'c` is how long a new file's reader
-/// lives.
-pub(crate) enum Fate<'c> {
-    /// Written as it was.
-    Kept,
-    /// Left out.
-    Removed,
-    /// Written with the bytes this reader gives.
-    Replaced(Box<dyn Read + Send + 'c>),
-}
+/// A squashfs filesystem as its [`rewrite`] hands its entries to
+/// [`Decide`].
+pub(crate) struct Squashfs;
 
-/// What the caller of [`rewrite`] decides, file by file.
-pub(crate) trait Decide<'c> {
-    /// The caller's error.
-    type Error;
-    /// How many first bytes [`Decide::wants`] needs.
-    const REACH: usize;
-
-    /// Whether the entry `m` (a regular file, or a directory all of whose
-    /// entries went) goes, by its name alone, unread.
-    fn by_name(&mut self, m: &Member<'_>) -> Result<bool, Self::Error>;
-
-    /// Whether a regular file whose first bytes are `head` is to be
-    /// decided.
-    fn wants(&self, head: &[u8]) -> bool;
-
-    /// The file `m`, whose first bytes `head` were read already and whose
-    /// rest `reader` gives: its fate.
-    fn decide(
-        &mut self,
-        m: &Member<'_>,
-        head: &[u8],
-        reader: &mut dyn Read,
-    ) -> Result<Fate<'c>, Self::Error>;
+impl crate::package::Format for Squashfs {
+    type Member<'m> = Member<'m>;
 }
 
 /// What a [`rewrite`] gives.
@@ -92,7 +66,7 @@ pub(crate) struct Rewritten {
 /// Reads the squashfs filesystem at the start of `fs`, `decide` answering
 /// for each file, within `limit` bytes decompressed from file data; when
 /// anything changed, writes the new filesystem to `out` from its start.
-pub(crate) fn rewrite<'c, D: Decide<'c>>(
+pub(crate) fn rewrite<D: Decide<Squashfs>>(
     fs: &[u8],
     decide: &mut D,
     limit: u64,
@@ -116,33 +90,7 @@ pub(crate) fn rewrite<'c, D: Decide<'c>>(
     let mut kept = BTreeSet::new();
     let mut replaced = Vec::new();
     for f in &tree.files {
-        data.check(f)
-            .map_err(|e| Error::Damaged(format!("its file '{}': {e}", f.path)))?;
-        let m = Member {
-            path: &f.path,
-            size: f.size,
-            regular: true,
-        };
-        if decide.by_name(&m).map_err(Failed::Caller)? {
-            gone.insert(f.path.clone());
-            continue;
-        }
-        let damaged = |e: io::Error| Error::Damaged(format!("its file '{}': {e}", f.path));
-        let mut r = Budgeted {
-            r: data.reader(f),
-            left: &mut left,
-        };
-        let mut head = Vec::new();
-        (&mut r)
-            .take(D::REACH as u64)
-            .read_to_end(&mut head)
-            .map_err(damaged)?;
-        let fate = match decide.wants(&head) {
-            true => decide.decide(&m, &head, &mut r).map_err(Failed::Caller)?,
-            false => Fate::Kept,
-        };
-        // What the caller left unread is read, to find a damaged block.
-        io::copy(&mut r, &mut io::sink()).map_err(damaged)?;
+        let fate = fate_of(&mut data, f, decide, &mut left)?;
         match fate {
             Fate::Kept => {
                 kept.insert(f.path.clone());
@@ -176,15 +124,84 @@ pub(crate) fn rewrite<'c, D: Decide<'c>>(
             size: 0,
             regular: false,
         };
-        if *dir && !holds && decide.by_name(&m).map_err(Failed::Caller)? {
+        if *dir
+            && !holds
+            && matches!(
+                first(decide.by_name(&m).map_err(Failed::Caller)?),
+                Some(Fate::Removed)
+            )
+        {
             gone.insert(p.clone());
         } else if *dir {
             kept.insert(p.clone());
         }
     }
     let tuning = tuning(image, &sb)?;
-    let len = write(image, sb.block_size, tuning, &gone, replaced, out)?;
+    let readers = replaced
+        .iter()
+        .map(|(p, new)| Ok((p.clone(), New::reader(new)?)))
+        .collect::<io::Result<Vec<_>>>()
+        .map_err(Error::Write)?;
+    let len = write(image, sb.block_size, tuning, &gone, readers, out)?;
     Ok(Rewritten { len: Some(len) })
+}
+
+/// What becomes of the file `f`, whose bytes `data` gives within `left`
+/// bytes: removed by its name, unread, or as `decide` answers once it
+/// read what it wants; every byte of it read, to find a damaged block.
+fn fate_of<D: Decide<Squashfs>>(
+    data: &mut Data<'_>,
+    f: &super::data::File,
+    decide: &mut D,
+    left: &mut u64,
+) -> Result<Fate, Failed<D::Error>> {
+    data.check(f)
+        .map_err(|e| Error::Damaged(format!("its file '{}': {e}", f.path)))?;
+    let m = Member {
+        path: &f.path,
+        size: f.size,
+        regular: true,
+    };
+    let by_name = first(decide.by_name(&m).map_err(Failed::Caller)?);
+    match by_name {
+        Some(Fate::Removed) => return Ok(Fate::Removed),
+        Some(Fate::Replaced(_)) => {
+            return Err(Error::Refused(format!(
+                "its file '{}' would be replaced by its name alone, unread: a file is \
+                 replaced only once read",
+                f.path
+            ))
+            .into());
+        }
+        Some(Fate::Kept) | None => {}
+    }
+    let damaged = |e: io::Error| Error::Damaged(format!("its file '{}': {e}", f.path));
+    let mut r = Budgeted {
+        r: data.reader(f),
+        left,
+    };
+    let mut head = Vec::new();
+    (&mut r)
+        .take(D::REACH as u64)
+        .read_to_end(&mut head)
+        .map_err(damaged)?;
+    let fate = match by_name.is_none() && decide.wants(&m, &head) {
+        true => {
+            let bytes = decide.inflate(&m, &head, &mut r).map_err(Failed::Caller)?;
+            let fate = decide.decide(&m, Held::Read(&bytes));
+            first(fate.map_err(Failed::Caller)?).unwrap_or(Fate::Kept)
+        }
+        false => Fate::Kept,
+    };
+    // What the caller left unread is read, to find a damaged block.
+    io::copy(&mut r, &mut io::sink()).map_err(damaged)?;
+    Ok(fate)
+}
+
+/// The fate in output 0 of a one-output answer (the writer writes one
+/// output: a caller answering for several gets the first written).
+fn first(answer: Option<Vec<Fate>>) -> Option<Fate> {
+    answer.and_then(|v| v.into_iter().next())
 }
 
 /// Refuses, by name, what the writer cannot keep: LZO, extended
