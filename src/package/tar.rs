@@ -337,21 +337,15 @@ impl<R: Read> Reader<R> {
                 }
                 continue;
             }
-            let mut sparse_map = Vec::new();
-            if kind == b'S' {
-                let mut extended = block[482] != 0;
-                while extended {
-                    let mut ext = [0u8; BLOCK];
-                    self.fill_all(&mut ext, "a sparse map")?;
-                    extended = ext[504] != 0;
-                    sparse_map.push(ext);
-                }
-            }
+            let sparse_map = match kind {
+                b'S' => self.sparse_map(&block)?,
+                _ => Vec::new(),
+            };
             let named_in_block = long_name.is_none()
                 && long_link.is_none()
                 && pax.path.is_none()
                 && pax.link.is_none()
-                && (&block[257..263] != b"ustar\0" || c_string(&block[345..500]).is_empty());
+                && !has_prefix(&block);
             let name = long_name.or(pax.path).unwrap_or_else(|| ustar_name(&block));
             let link = long_link
                 .or(pax.link)
@@ -377,6 +371,20 @@ impl<R: Read> Reader<R> {
                 named_in_block,
             }));
         }
+    }
+
+    /// The extension blocks of the GNU sparse file whose header is
+    /// `block`, read.
+    fn sparse_map(&mut self, block: &[u8; BLOCK]) -> Result<Vec<[u8; BLOCK]>, Fault> {
+        let mut map = Vec::new();
+        let mut extended = block[482] != 0;
+        while extended {
+            let mut ext = [0u8; BLOCK];
+            self.fill_all(&mut ext, "a sparse map")?;
+            extended = ext[504] != 0;
+            map.push(ext);
+        }
+        Ok(map)
     }
 
     /// The current entry's data not read yet, to read.
@@ -574,12 +582,17 @@ pub(crate) fn normalized(mut path: &[u8]) -> &[u8] {
     }
 }
 
+/// Whether the POSIX header `block` puts a prefix before its name.
+fn has_prefix(block: &[u8; BLOCK]) -> bool {
+    &block[257..263] == b"ustar\0" && !c_string(&block[345..500]).is_empty()
+}
+
 /// A header's own path: the name, after the prefix in a POSIX header.
 fn ustar_name(block: &[u8; BLOCK]) -> Vec<u8> {
     let name = c_string(&block[..100]);
     let prefix = c_string(&block[345..500]);
     // GNU headers keep times where POSIX ones keep the prefix.
-    if &block[257..263] == b"ustar\0" && !prefix.is_empty() {
+    if has_prefix(block) {
         let mut p = prefix.to_vec();
         p.push(b'/');
         p.extend_from_slice(name);
