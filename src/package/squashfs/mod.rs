@@ -18,6 +18,7 @@
 mod codec;
 mod data;
 mod lzo;
+#[cfg(feature = "files")]
 pub(crate) mod rewrite;
 mod superblock;
 #[cfg(test)]
