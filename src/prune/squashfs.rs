@@ -59,7 +59,20 @@ pub(crate) fn prune(
     let mut d = Wholes::new(&job, PathReport::new(&name, data, meta));
     let dest = opts.output_path(input)?;
     let mut scratch = tempfile::tempfile().map_err(|e| job.io(e))?;
-    let new = rewrite::rewrite(&data[part.clone()], &mut d, budget.left, &mut scratch)
+    // The rewrite reads every byte of the image, some twice: the pages
+    // read are given back as it goes (each file's once read, each piece
+    // the writer copies, and all of them every 50 ms, for a large file),
+    // or a large image would stay mapped whole.
+    let release = |b: &[u8]| file.release(b);
+    let new = file
+        .releasing(|| {
+            rewrite::rewrite(
+                &data[part.clone()],
+                &mut d,
+                (budget.left, &release),
+                &mut scratch,
+            )
+        })
         .map_err(|e| failed(&job, e))?;
     let mut rep = d.found.finish(&job)?;
     let rebuilt = match (sif, new.len) {

@@ -23,7 +23,7 @@
 //! no export table (NFS file handles): backhand does not write one.
 
 use std::collections::BTreeSet;
-use std::io::{self, BufWriter, Cursor, Read};
+use std::io::{self, BufRead, BufWriter, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use backhand::kind::Kind as Layout;
@@ -63,13 +63,19 @@ pub(crate) struct Rewritten {
     pub(crate) len: Option<u64>,
 }
 
+/// Gives back the memory that bytes of the image read hold, when the
+/// image is a mapped file (for memory only: what they read stays the same).
+pub(crate) type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
+
 /// Reads the squashfs filesystem at the start of `fs`, `decide` answering
 /// for each file, within `limit` bytes decompressed from file data; when
 /// anything changed, writes the new filesystem to `out` from its start.
+/// Each file's stored bytes, once read, and each piece of the image the
+/// writer reads, go to `release`.
 pub(crate) fn rewrite<D: Decide<Squashfs>>(
     fs: &[u8],
     decide: &mut D,
-    limit: u64,
+    (limit, release): (u64, Release<'_>),
     out: &mut std::fs::File,
 ) -> Result<Rewritten, Failed<D::Error>> {
     let sb = superblock::read(fs).map_err(Error::Damaged)?;
@@ -91,6 +97,7 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
     let mut replaced = Vec::new();
     for f in &tree.files {
         let fate = fate_of(&mut data, f, decide, &mut left)?;
+        release(stored(image, f));
         match fate {
             Fate::Kept => {
                 kept.insert(f.path.clone());
@@ -142,6 +149,10 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
         .map(|(p, new)| Ok((p.clone(), New::reader(new)?)))
         .collect::<io::Result<Vec<_>>>()
         .map_err(Error::Write)?;
+    let image = Released {
+        at: Cursor::new(image),
+        release,
+    };
     let len = write(image, sb.block_size, tuning, &gone, readers, out)?;
     Ok(Rewritten { len: Some(len) })
 }
@@ -276,7 +287,7 @@ fn tuning(image: &[u8], sb: &superblock::Superblock) -> Result<Tuning, Error> {
 /// whose blocks decompress to at most `block_size` bytes. Gives the new
 /// length.
 fn write(
-    image: &[u8],
+    image: Released<'_>,
     block_size: u32,
     tuning: Tuning,
     gone: &BTreeSet<String>,
@@ -301,7 +312,7 @@ fn write(
 
 /// [`write`]'s work, on its thread.
 fn written(
-    image: &[u8],
+    image: Released<'_>,
     block_size: u32,
     tuning: Tuning,
     gone: &BTreeSet<String>,
@@ -314,8 +325,8 @@ fn written(
     };
     codec::set_cap(METADATA_BLOCK, None);
     let layout = Layout::new_v4(&CODEC);
-    let mut fs = FilesystemReader::from_reader_with_offset_and_kind(Cursor::new(image), 0, layout)
-        .map_err(said)?;
+    let mut fs =
+        FilesystemReader::from_reader_with_offset_and_kind(image, 0, layout).map_err(said)?;
     fs.root
         .nodes
         .retain(|n| !gone.contains(&relative(&n.fullpath)));
@@ -350,5 +361,57 @@ impl<R: Read> Read for Budgeted<'_, R> {
             .checked_sub(k as u64)
             .ok_or_else(|| io::Error::other("it decompresses past the decompression budget"))?;
         Ok(k)
+    }
+}
+
+/// The bytes `f`'s blocks are stored in (its fragment's not counted):
+/// from its start, each block's stored size, within `image`.
+fn stored<'i>(image: &'i [u8], f: &super::data::File) -> &'i [u8] {
+    let len = f
+        .blocks
+        .iter()
+        .map(|b| u64::from(b & 0x00ff_ffff))
+        .sum::<u64>();
+    let start = usize_from(f.start).min(image.len());
+    let end = usize_from(f.start.saturating_add(len)).min(image.len());
+    &image[start..end]
+}
+
+/// The image as the writer reads it: each piece read goes to `release`.
+struct Released<'i> {
+    at: Cursor<&'i [u8]>,
+    release: Release<'i>,
+}
+
+impl Released<'_> {
+    /// The `n` bytes before the position, to `release`.
+    fn read_back(&self, n: usize) {
+        let end = usize_from(self.at.position()).min(self.at.get_ref().len());
+        (self.release)(&self.at.get_ref()[end.saturating_sub(n)..end]);
+    }
+}
+
+impl Read for Released<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let k = self.at.read(buf)?;
+        self.read_back(k);
+        Ok(k)
+    }
+}
+
+impl BufRead for Released<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.at.fill_buf()
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at.consume(n);
+        self.read_back(n);
+    }
+}
+
+impl Seek for Released<'_> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.at.seek(to)
     }
 }
