@@ -14,7 +14,7 @@ use libtest_mimic::{Failed, Trial};
 use sha2::{Digest, Sha256};
 
 use crate::rpms::{METHODS, fixture, rpmbuild, spec};
-use crate::util::{md5_hex, ours, run, same, trial};
+use crate::util::{ours, run, same, trial};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "rpmbuild", "rpm2cpio", "rpm", "rpmsign", "gpg"];
@@ -225,30 +225,5 @@ fn damaged() -> Result<(), Failed> {
 /// the old RPM or the new one each time, both seen.
 fn killed() -> Result<(), Failed> {
     let d = fixture()?;
-    let args = ["prune", "--keep", "gfx1030", "--in-place", "work.rpm"];
-    std::fs::copy(d.join("zst.rpm"), d.join("work.rpm"))?;
-    let old = md5_hex(&std::fs::read(d.join("work.rpm"))?);
-    let start = std::time::Instant::now();
-    run(&ours(), &args, d).ok()?;
-    let whole = start.elapsed().as_micros().max(1000) as u64;
-    let new = md5_hex(&std::fs::read(d.join("work.rpm"))?);
-    if new == old {
-        return Err("the prune changed nothing".into());
-    }
-    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ whole;
-    let (mut olds, mut news) = (0, 0);
-    for round in 0..10 {
-        std::fs::copy(d.join("zst.rpm"), d.join("work.rpm"))?;
-        let after = crate::util::kill_point(&mut x, round, 10, whole);
-        crate::util::ours_killed_after(&args, d, after)?;
-        match md5_hex(&std::fs::read(d.join("work.rpm"))?) {
-            h if h == old => olds += 1,
-            h if h == new => news += 1,
-            _ => return Err(format!("round {round} (killed after {after} µs of {whole}): neither old nor new").into()),
-        }
-    }
-    if olds == 0 || news == 0 {
-        return Err(format!("{olds} old and {news} new in 10 kills: no spread").into());
-    }
-    Ok(())
+    crate::util::old_or_new_when_killed(d, ("zst.rpm", "work.rpm"), "gfx1030", 10)
 }

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{md5_hex, ours, run, same, trial};
+use crate::util::{ours, run, same, trial};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "mksquashfs", "unsquashfs", "siftool", "/usr/bin/python3", "mkfifo"];
@@ -268,32 +268,7 @@ fn damaged() -> Result<(), Failed> {
 /// the old image or the new one each time, both seen.
 fn killed() -> Result<(), Failed> {
     let d = fixture()?;
-    let args = ["prune", "--keep", "gfx1030", "--in-place", "work.sqfs"];
-    std::fs::copy(d.join("xz.sqfs"), d.join("work.sqfs"))?;
-    let old = md5_hex(&std::fs::read(d.join("work.sqfs"))?);
-    let start = std::time::Instant::now();
-    run(&ours(), &args, d).ok()?;
-    let whole = start.elapsed().as_micros().max(1000) as u64;
-    let new = md5_hex(&std::fs::read(d.join("work.sqfs"))?);
-    if new == old {
-        return Err("the prune changed nothing".into());
-    }
-    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ whole;
-    let (mut olds, mut news) = (0, 0);
-    for round in 0..10 {
-        std::fs::copy(d.join("xz.sqfs"), d.join("work.sqfs"))?;
-        let after = crate::util::kill_point(&mut x, round, 10, whole);
-        crate::util::ours_killed_after(&args, d, after)?;
-        match md5_hex(&std::fs::read(d.join("work.sqfs"))?) {
-            h if h == old => olds += 1,
-            h if h == new => news += 1,
-            _ => return Err(format!("round {round} (killed after {after} µs of {whole}): neither old nor new").into()),
-        }
-    }
-    if olds == 0 || news == 0 {
-        return Err(format!("{olds} old and {news} new in 10 kills: no spread").into());
-    }
-    Ok(())
+    crate::util::old_or_new_when_killed(d, ("xz.sqfs", "work.sqfs"), "gfx1030", 10)
 }
 
 /// An lz4 image of 256 MiB of incompressible files and a per-GPU file:

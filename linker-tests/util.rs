@@ -8,6 +8,9 @@ use std::sync::OnceLock;
 
 use libtest_mimic::{Failed, Trial};
 
+mod kills;
+pub use kills::{kill_point, old_or_new_when_killed, ours_killed_after};
+
 /// Where Debian's LLVM 22 installs its tools.
 pub const LLVM_BIN: &str = "/usr/lib/llvm-22/bin";
 
@@ -596,39 +599,6 @@ pub fn xorshift(x: &mut u64) -> u64 {
     *x ^= *x >> 7;
     *x ^= *x << 17;
     *x
-}
-
-/// When round `round` of `rounds` kills a run that took `whole` µs once:
-/// at random in the round's own slice of the first `1.25 × whole` µs, the
-/// slices one after another, so that the kills spread over the whole run
-/// whatever the seed (each round drawn from all of it, every kill of 20
-/// fell before the end one run in a hundred); the last round, at twice
-/// `whole` and more, after the end even on a machine loaded enough to
-/// slow the run down by half.
-pub fn kill_point(x: &mut u64, round: u64, rounds: u64, whole: u64) -> u64 {
-    if round + 1 == rounds {
-        return 2 * whole + xorshift(x) % (whole / 4).max(1);
-    }
-    let span = whole + whole / 4;
-    let lo = span * round / rounds;
-    let hi = (span * (round + 1) / rounds).max(lo + 1);
-    lo + xorshift(x) % (hi - lo)
-}
-
-/// Runs our binary with `args` in `cwd`, its output thrown away, and kills
-/// it with SIGKILL `micros` microseconds after it started (when it has not
-/// ended by then); returns once it is gone.
-pub fn ours_killed_after(args: &[&str], cwd: &Path, micros: u64) -> std::io::Result<()> {
-    let mut child = Command::new(ours())
-        .args(args)
-        .current_dir(cwd)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    std::thread::sleep(std::time::Duration::from_micros(micros));
-    let _ = child.kill();
-    let _ = child.wait();
-    Ok(())
 }
 
 /// The MD5 of every file in `dir`, sorted: what two tools extracted,

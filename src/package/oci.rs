@@ -5,6 +5,14 @@
 //! and manifests it names to each image's config and layers ([`read`]),
 //! and what a layer's whiteouts hide ([`Shadow`]).
 //!
+//! A layer is rewritten as it streams ([`layer`]: its method, its
+//! blob's and tar's digests, its new blob), asking the caller what each
+//! entry becomes in each output ([`rewrite`]: the [`Decide`] seam every
+//! package format shares), and the documents above it edited where a
+//! value changed ([`chain`], on [`json`]'s spans).
+//!
+//! [`Decide`]: crate::package::Decide
+//!
 //! Nothing here opens a path: a layout's files are reached through
 //! [`Blobs`], which a directory (the scanners', or prune's through its
 //! directory handles) or a tar archive's bytes ([`TarIndex`]) serves.
@@ -14,8 +22,12 @@
 /// The file whose presence makes a directory an OCI image layout.
 pub(crate) const LAYOUT_FILE: &str = "oci-layout";
 
+pub(crate) mod chain;
 mod digests;
 mod docs;
+pub(crate) mod json;
+pub(crate) mod layer;
+pub(crate) mod rewrite;
 mod saved;
 mod walk;
 mod whiteout;

@@ -5,14 +5,17 @@
 //! report, the device code left, the refusals), so that each format's
 //! decider says only what is its own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::Selection;
 use super::budget::{Budget, inflate};
 use super::member::{Became, spooled};
-use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, merge};
+use super::path::{
+    PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile, create, finish, merge,
+    write_through,
+};
 use crate::companion::Companion;
-use crate::files::Input;
+use crate::files::{Input, Output};
 use crate::package::rpm::rewrite as rpm;
 use crate::package::{Fate, Held};
 use crate::scan::magic::Magic;
@@ -87,6 +90,32 @@ impl<'a> Job<'a> {
     /// The error `e` of the input's reading or of a scratch file.
     pub(super) fn io(&self, e: std::io::Error) -> PathError {
         PathError::io(PathErrorKind::Io, self.input, e)
+    }
+
+    /// The package (read with `meta`, `size` bytes) written to `dest` as
+    /// the options say, `write` giving its bytes, and noted in `rep`: no
+    /// `dest` (a dry run) writes nothing, and in place a package
+    /// `unchanged` is left as it is.
+    pub(super) fn write(
+        &self,
+        (meta, size): (&std::fs::Metadata, u64),
+        (dest, unchanged): (Option<PathBuf>, bool),
+        mut rep: PathReport,
+        write: impl FnOnce(&mut Output, &Path) -> Result<(), PathError>,
+    ) -> Result<PathReport, PathError> {
+        let Some(dest) = dest else {
+            return Ok(rep);
+        };
+        if unchanged && self.opts.destination == super::Destination::InPlace {
+            rep.disk_after = Some(rep.disk_before);
+            return Ok(rep);
+        }
+        let through = write_through(self.opts, self.input, meta)?;
+        let mut out = create(self.opts, &dest, size).map_err(|e| PathError::write(&dest, e))?;
+        write(&mut out, &dest)?;
+        finish(self.opts, out, meta, &dest, &mut rep, through)?;
+        rep.package_written();
+        Ok(rep)
     }
 }
 

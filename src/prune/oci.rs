@@ -9,11 +9,12 @@
 //! out is left as it is. A layer with a changed entry is written again,
 //! every other entry's header and data copied as they were, compressed
 //! with its media type's method (gzip at level 6, zstd at level 3, or
-//! none). Then the chain follows, each document edited only where a value
-//! changed ([`json`]): the layer's `rootfs.diff_ids` entry in the config,
-//! the layer's and the config's `digest` and `size` in the manifest, the
-//! manifest's in the index that names it (an index blob in turn, up to
-//! `index.json`).
+//! none): the format's rewrite ([`oci::rewrite`]) asks prune's decider
+//! of a layer's entries what each becomes. Then the chain follows, each
+//! document edited only where a value changed ([`oci::chain`]): the
+//! layer's `rootfs.diff_ids` entry in the config, the layer's and the
+//! config's `digest` and `size` in the manifest, the manifest's in the
+//! index that names it (an index blob in turn, up to `index.json`).
 //!
 //! Refused by name, nothing written: a blob whose size or SHA-256 is not
 //! its descriptor's, a manifest naming a missing blob, a layer that is no
@@ -40,7 +41,6 @@ use super::path::{
 
 mod commit;
 mod docker;
-mod json;
 mod layer;
 mod model;
 mod records;
@@ -58,9 +58,9 @@ pub(crate) fn metadata_for_fuzz(dir: Option<&Path>, data: &[u8]) {
     let _ = docker::saved_for_fuzz(data);
 }
 
+use crate::package::oci::chain::{self, Unedited};
 use crate::package::oci::{self, Desc, Entry, Image, Index};
 use commit::Stage;
-use json::Step;
 use layer::{Above, LayerCx, method};
 use model::Layout;
 
@@ -215,14 +215,16 @@ impl Run<'_> {
             };
             if let Some(bytes) = new {
                 let (hex, size) = self.put(&bytes)?;
-                let at = [Step::Key("manifests"), Step::At(i)];
-                self.descriptor(&idx.bytes, &idx.what, &at, &hex, size, &mut edits)?;
+                chain::index_entry(&idx.bytes, i, &hex, size, &mut edits)
+                    .map_err(|e| self.unedited(&idx.what, &e))?;
             }
         }
         if edits.is_empty() {
             return Ok(None);
         }
-        self.spliced(&idx.bytes, &idx.what, edits).map(Some)
+        chain::spliced(&idx.bytes, edits)
+            .map(Some)
+            .map_err(|e| self.unedited(&idx.what, &e))
     }
 
     /// Stages the small blob `bytes` (a config, a manifest, an index):
@@ -235,49 +237,9 @@ impl Run<'_> {
         Ok((hex, bytes.len() as u64))
     }
 
-    /// Adds to `edits` the new `digest` and `size` of the descriptor at
-    /// `at` in `text` (named `what`).
-    fn descriptor(
-        &self,
-        text: &[u8],
-        what: &str,
-        at: &[Step<'_>],
-        hex: &str,
-        size: u64,
-        edits: &mut Vec<(std::ops::Range<usize>, Vec<u8>)>,
-    ) -> Result<(), PathError> {
-        for (key, value) in [
-            ("digest", format!("\"sha256:{hex}\"")),
-            ("size", size.to_string()),
-        ] {
-            let mut path = at.to_vec();
-            path.push(Step::Key(key));
-            let r = json::span(text, &path).ok_or_else(|| {
-                self.said(
-                    PathErrorKind::Content,
-                    format!("{what}: the descriptor's '{key}' cannot be found to rewrite"),
-                )
-            })?;
-            edits.push((r, value.into_bytes()));
-        }
-        Ok(())
-    }
-
-    /// `text` (named `what`) with `edits` made, checked to be JSON still.
-    fn spliced(
-        &self,
-        text: &[u8],
-        what: &str,
-        edits: Vec<(std::ops::Range<usize>, Vec<u8>)>,
-    ) -> Result<Vec<u8>, PathError> {
-        json::splice(text, edits)
-            .filter(|b| serde_json::from_slice::<serde_json::Value>(b).is_ok())
-            .ok_or_else(|| {
-                self.said(
-                    PathErrorKind::Content,
-                    format!("{what}: cannot be rewritten"),
-                )
-            })
+    /// The error of the document `what` that cannot be edited.
+    fn unedited(&self, what: &str, e: &Unedited) -> PathError {
+        self.said(PathErrorKind::Content, e.said(what))
     }
 
     /// The image `img` (its descriptor `d`) pruned, layer by layer from
@@ -474,33 +436,14 @@ impl Run<'_> {
         new: &BTreeMap<usize, (String, u64, String)>,
     ) -> Result<Vec<u8>, PathError> {
         let cfield = format!("the config {}", img.config.digest);
-        let mut edits = Vec::new();
-        for (&i, (_, _, diff)) in new {
-            let at = [Step::Key("rootfs"), Step::Key("diff_ids"), Step::At(i)];
-            let r = json::span(&img.config_bytes, &at).ok_or_else(|| {
-                self.said(
-                    PathErrorKind::Content,
-                    format!("{cfield}: 'rootfs.diff_ids[{i}]' cannot be found to rewrite"),
-                )
-            })?;
-            edits.push((r, format!("\"{diff}\"").into_bytes()));
-        }
-        let config = self.spliced(&img.config_bytes, &cfield, edits)?;
+        let diffs = new.iter().map(|(&i, (_, _, diff))| (i, diff.as_str()));
+        let config =
+            chain::config(&img.config_bytes, diffs).map_err(|e| self.unedited(&cfield, &e))?;
         let (chex, csize) = self.put(&config)?;
-        let mut edits = Vec::new();
-        let what = &img.field;
-        self.descriptor(
-            &img.manifest,
-            what,
-            &[Step::Key("config")],
-            &chex,
-            csize,
-            &mut edits,
-        )?;
-        for (&i, (hex, size, _)) in new {
-            let at = [Step::Key("layers"), Step::At(i)];
-            self.descriptor(&img.manifest, what, &at, hex, *size, &mut edits)?;
-        }
-        self.spliced(&img.manifest, what, edits)
+        let layers = new
+            .iter()
+            .map(|(&i, (hex, size, _))| (i, hex.as_str(), *size));
+        chain::manifest(&img.manifest, (&chex, csize), layers)
+            .map_err(|e| self.unedited(&img.field, &e))
     }
 }

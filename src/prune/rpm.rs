@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::job::{Job, Wholes, failed};
 use super::model::Selection;
-use super::path::{PathError, PathOptions, PathReport, finish, write_through};
+use super::path::{PathError, PathOptions, PathReport};
 use crate::files::Input;
 use crate::package::rpm::rewrite::{self, Member, Rpm};
 use crate::package::{Decide, Fate, Held};
@@ -46,27 +46,17 @@ pub(crate) fn prune(
     if let Some(new) = &new {
         rep.signatures_removed = new.unsigned.iter().map(|s| (*s).to_string()).collect();
     }
-    let (Some(dest), Some(mut scratch)) = (dest, scratch) else {
-        return Ok(rep);
-    };
-    if new.is_none() && opts.destination == super::Destination::InPlace {
-        rep.disk_after = Some(rep.disk_before);
-        return Ok(rep);
-    }
-    let through = write_through(opts, input, meta)?;
-    let mut out = crate::prune::path::create(opts, &dest, data.len() as u64)
-        .map_err(|e| PathError::write(&dest, e))?;
-    let written = match &new {
-        None => file.copy_to(data, &mut out),
-        Some(new) => out.write_all(&new.head).and_then(|()| {
-            scratch.rewind()?;
-            std::io::copy(&mut scratch, &mut out).map(|_| ())
-        }),
-    };
-    written.map_err(|e| PathError::write(&dest, e))?;
-    finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.package_written();
-    Ok(rep)
+    let size = data.len() as u64;
+    job.write((meta, size), (dest, new.is_none()), rep, |out, dest| {
+        let written = match (&new, scratch.as_mut()) {
+            (Some(new), Some(scratch)) => out.write_all(&new.head).and_then(|()| {
+                scratch.rewind()?;
+                std::io::copy(scratch, out).map(|_| ())
+            }),
+            _ => file.copy_to(data, out),
+        };
+        written.map_err(|e| PathError::write(dest, e))
+    })
 }
 
 /// prune's decider of an RPM's files: [`Wholes`].

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::job::{Job, Wholes, failed};
 use super::model::Selection;
-use super::path::{PathError, PathErrorKind, PathOptions, PathReport, finish, write_through};
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use crate::files::Input;
 use crate::package::sif::{self, Piece};
 use crate::package::squashfs::rewrite::{self, Decide, Member, Squashfs};
@@ -87,29 +87,19 @@ pub(crate) fn prune(
             .map(|i| format!("SIF signature object {}", i + 1))
             .collect();
     }
-    let Some(dest) = dest else {
-        return Ok(rep);
-    };
-    if new.len.is_none() && opts.destination == super::Destination::InPlace {
-        rep.disk_after = Some(rep.disk_before);
-        return Ok(rep);
-    }
-    let through = write_through(opts, input, meta)?;
-    let mut out = crate::prune::path::create(opts, &dest, data.len() as u64)
-        .map_err(|e| PathError::write(&dest, e))?;
-    let written = match (&new.len, &rebuilt) {
-        (None, _) => file.copy_to(data, &mut out),
-        (Some(_), None) => copy_scratch(&mut scratch, &mut out),
-        (Some(_), Some(r)) => r.pieces.iter().try_for_each(|p| match p {
-            Piece::Bytes(b) => out.write_all(b),
-            Piece::Copy(range) => out.write_all(&data[range.clone()]),
-            Piece::Partition => copy_scratch(&mut scratch, &mut out),
-        }),
-    };
-    written.map_err(|e| PathError::write(&dest, e))?;
-    finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.package_written();
-    Ok(rep)
+    let size = data.len() as u64;
+    job.write((meta, size), (dest, new.len.is_none()), rep, |out, dest| {
+        let written = match (&new.len, &rebuilt) {
+            (None, _) => file.copy_to(data, out),
+            (Some(_), None) => copy_scratch(&mut scratch, out),
+            (Some(_), Some(r)) => r.pieces.iter().try_for_each(|p| match p {
+                Piece::Bytes(b) => out.write_all(b),
+                Piece::Copy(range) => out.write_all(&data[range.clone()]),
+                Piece::Partition => copy_scratch(&mut scratch, out),
+            }),
+        };
+        written.map_err(|e| PathError::write(dest, e))
+    })
 }
 
 /// Copies the scratch file from its start to `out`.

@@ -21,9 +21,7 @@ use super::budget::inflate;
 use super::job::{Found, Job};
 use super::member::Became;
 use super::model::Selection;
-use super::path::{
-    PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, write_through,
-};
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning};
 use crate::files::Input;
 use crate::package::Held;
 use crate::package::zipfile::{self, Archive, Decide, Fate, MemberRead, New, Zip};
@@ -54,29 +52,20 @@ pub(crate) fn prune(
     let mut d = Members::new(sel, opts, input, &name, PathReport::new(&name, data, meta));
     let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
         .map_err(|e| PathError::failed(input, e))?;
-    let mut rep = d.finish()?;
+    let rep = d.finish()?;
     let unchanged = plan.unchanged(0);
     if !unchanged {
         not_signed(&archive, input, &name)?;
     }
-    let Some(dest) = opts.output_path(input)? else {
-        return Ok(rep);
-    };
-    if unchanged && opts.destination == super::Destination::InPlace {
-        rep.disk_after = Some(rep.disk_before);
-        return Ok(rep);
-    }
-    let through = write_through(opts, input, meta)?;
-    let mut out = crate::prune::path::create(opts, &dest, data.len() as u64)
-        .map_err(|e| PathError::write(&dest, e))?;
-    let file = out
-        .temp_file()
-        .ok_or_else(|| PathError::write(&dest, None))?;
-    plan.write(&mut archive, 0, file)
-        .map_err(|e| PathError::zip_file(input, e))?;
-    finish(opts, out, meta, &dest, &mut rep, through)?;
-    rep.package_written();
-    Ok(rep)
+    let dest = opts.output_path(input)?;
+    let size = data.len() as u64;
+    job.write((meta, size), (dest, unchanged), rep, |out, dest| {
+        let file = out
+            .temp_file()
+            .ok_or_else(|| PathError::write(dest, None))?;
+        plan.write(&mut archive, 0, file)
+            .map_err(|e| PathError::zip_file(input, e))
+    })
 }
 
 /// Refuses the wheel `archive` (`input`, named `name`) when it is signed

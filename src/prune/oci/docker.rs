@@ -30,9 +30,9 @@ use super::super::path::{
     Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
     write_through,
 };
-use super::json::{self, Step};
 use super::layer::{self, Above, LayerCx, Method};
 use crate::files::{Input, Output};
+use crate::package::oci::json::{self, Step};
 use crate::package::oci::{ConfigDoc, Desc, TarIndex, hex_sha, is_hex};
 use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};

@@ -1,8 +1,9 @@
 //! One layer of an image rewritten as it streams: its blob read through
 //! the decoder its media type names (its size and SHA-256 checked on the
-//! way), its tar walked entry by entry ([`Walk`]) into an uncompressed
-//! scratch file, and, when an entry changed, that tar compressed again
-//! with the layer's own method into a new blob.
+//! way), its tar walked entry by entry into an uncompressed scratch file
+//! (the format's [`crate::package::oci::rewrite`], asking [`Entries`] what
+//! each entry becomes), and, when an entry changed, that tar compressed
+//! again with the layer's own method into a new blob.
 //!
 //! An entry is rewritten only when the container sees it ([`Shadow`]:
 //! the layers above read first): a library pruned as if named alone, a
@@ -13,86 +14,27 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek as _, SeekFrom, Write};
+use std::io::{BufWriter, Read, Seek as _, SeekFrom};
 use std::path::Path;
-use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 
 use super::super::Selection;
 use super::super::budget::inflate;
-use super::super::member::{Became, Member, write_pruned};
+use super::super::member::{Became, Member as Step, write_input, write_pruned};
+use super::super::output::Output as NewFile;
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
-use crate::package::compression::encode::Encoder;
-use crate::package::compression::gzip;
-use crate::package::oci::{Desc, Seen, Shadow, hex, normal};
-use crate::package::tar::walk::{Fault, Header, Walk};
+use crate::files::Input;
+pub(super) use crate::package::oci::layer::{Method, is_foreign, method, offsets_annotation, pack};
+use crate::package::oci::rewrite::{self as package, Layer, Member};
+use crate::package::oci::{Desc, Seen, Shadow};
+use crate::package::tar::walk::Fault;
+use crate::package::{self as packages, Decide, Hashing, Held, New};
 
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;
-
-/// The gzip level a layer is written at: Go's `compress/gzip` default,
-/// which Docker, containerd, BuildKit and umoci write layers with.
-pub(super) const GZIP_LEVEL: u32 = 6;
-
-/// The zstd level a layer is written at: zstd's default, which
-/// containerd, BuildKit and podman write `+zstd` layers with.
-pub(super) const ZSTD_LEVEL: i32 = 3;
-
-/// How a layer's tar is compressed, by its media type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Method {
-    Plain,
-    Gzip,
-    Zstd,
-}
-
-/// The method of a layer of media type `mt`; `None` when it is not a
-/// layer this rewrite reads.
-pub(super) fn method(mt: &str) -> Option<Method> {
-    let base = [
-        "application/vnd.oci.image.layer.v1.tar",
-        "application/vnd.oci.image.layer.nondistributable.v1.tar",
-    ];
-    for b in base {
-        if let Some(rest) = mt.strip_prefix(b) {
-            return match rest {
-                "" => Some(Method::Plain),
-                "+gzip" => Some(Method::Gzip),
-                "+zstd" => Some(Method::Zstd),
-                _ => None,
-            };
-        }
-    }
-    match mt {
-        "application/vnd.docker.image.rootfs.diff.tar" => Some(Method::Plain),
-        "application/vnd.docker.image.rootfs.diff.tar.gzip"
-        | "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip" => Some(Method::Gzip),
-        _ => None,
-    }
-}
-
-/// Whether a layer of media type `mt` may be left out of a layout (it is
-/// fetched from elsewhere).
-pub(super) fn is_foreign(mt: &str) -> bool {
-    mt.contains("nondistributable") || mt.contains(".foreign.")
-}
-
-/// The first annotation of `d` that describes byte offsets inside its
-/// blob (an eStargz or zstd:chunked table of contents), which a rewrite
-/// would make false.
-pub(super) fn offsets_annotation(d: &Desc) -> Option<&str> {
-    let prefixes = [
-        "containerd.io/snapshot/stargz/",
-        "io.containers.estargz.",
-        "io.github.containers.zstd-chunked.",
-    ];
-    d.annotations
-        .keys()
-        .find(|k| prefixes.iter().any(|p| k.starts_with(p)))
-        .map(String::as_str)
-}
 
 /// What the rewrite of one layer works with.
 pub(super) struct LayerCx<'a> {
@@ -116,6 +58,15 @@ impl LayerCx<'_> {
             &shown,
             format!("{}: {why}", self.place),
         )
+    }
+
+    /// The error of a layer's rewrite.
+    fn failed(&self, e: packages::Failed<package::Error, PathError>) -> PathError {
+        match e {
+            packages::Failed::Caller(e) => e,
+            packages::Failed::Package(package::Error::Tar(f)) => self.fault(f),
+            packages::Failed::Package(package::Error::Entry(why)) => self.said(&why),
+        }
     }
 
     fn fault(&self, f: Fault) -> PathError {
@@ -146,46 +97,6 @@ pub(super) struct Walked {
     pub(super) records: Found,
 }
 
-/// A SHA-256 and a count of what passed through.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) sha: Sha256,
-    pub(super) n: u64,
-}
-
-/// A reader that tallies what it gives.
-pub(super) struct Tap<'t, R> {
-    pub(super) inner: R,
-    pub(super) tally: &'t mut Tally,
-}
-
-impl<R: Read> Read for Tap<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.tally.sha.update(&buf[..n]);
-        self.tally.n += n as u64;
-        Ok(n)
-    }
-}
-
-/// A writer that tallies what it takes.
-pub(super) struct Sink<'t, W> {
-    pub(super) inner: W,
-    pub(super) tally: &'t mut Tally,
-}
-
-impl<W: Write> Write for Sink<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.tally.sha.update(&buf[..n]);
-        self.tally.n += n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// A layer rewritten: its new tar, uncompressed, and its new diff_id.
 pub(super) struct Rewritten {
     pub(super) walked: Walked,
@@ -212,11 +123,8 @@ pub(super) struct Above {
 /// `above`; the second takes the tar again when records in it change
 /// ([`super::records`]).
 /// Checks the blob against `expect`'s size and digest, when there is one.
-///
-/// Two threads share the work: one reads the blob, hashes it and
-/// decompresses it ([`decode`]), handing the tar on in chunks of
-/// [`CHUNK`] bytes, [`DEPTH`] at most in flight; the caller's hashes the
-/// tar (the diff_id) and walks it.
+/// The blob is read and decompressed on a thread of its own
+/// ([`crate::package::oci::layer::stream`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rewrite<S: Read + Send>(
     cx: &LayerCx<'_>,
@@ -228,46 +136,35 @@ pub(super) fn rewrite<S: Read + Send>(
     rep: &mut PathReport,
     budget: &mut u64,
 ) -> Result<Rewritten, PathError> {
-    let (mut old, mut new) = (Tally::default(), Tally::default());
-    let (to_walk, chunks) = sync_channel(DEPTH);
-    let (back, spent) = channel();
-    let (decoded, walked, flushed) = std::thread::scope(|s| {
-        let reader = s.spawn(move || decode(src, m, &to_walk, &spent));
-        let input = Chunks {
-            from: chunks,
-            back,
-            now: Vec::new(),
-            at: 0,
-            tally: &mut old,
-        };
-        let out: Box<dyn Write> = match &scratch {
-            Some((f, _)) => Box::new(BufWriter::with_capacity(1 << 20, f)),
-            None => Box::new(io::sink()),
-        };
-        let out = Sink {
-            inner: out,
-            tally: &mut new,
-        };
-        let mut walk = Walk::new(input, out, *budget);
-        let walked = walk_layer(cx, &mut walk, above, rep);
-        *budget = budget.saturating_sub(walk.read());
-        // The chunks dropped with the walk: a reader still at work stops.
-        let flushed = walk.into_inner().flush();
-        (reader.join(), walked, flushed)
-    });
-    let decoded = decoded.map_err(|_| cx.said("its reading thread failed"))?;
+    let (first, again) = scratch.map_or((None, None), |(f, a)| (Some(f), Some(a)));
+    let mut d = Entries {
+        cx,
+        above: &mut *above,
+        rep: &mut *rep,
+        w: Walked::default(),
+    };
+    let (decoded, outs, old) = package::rewrite(src, m, budget, &mut d, vec![first]);
+    let mut walked = d.w;
+    let decoded = decoded.map_err(|()| cx.said("its reading thread failed"))?;
     decoded
         .opened
+        .as_ref()
         .map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
     // A blob that is not the one its descriptor names is the first
     // thing wrong with it.
-    if let Some(d) = expect.filter(|_| decoded.rest.is_ok()) {
-        check_blob(cx, d, &decoded.packed)?;
+    if let Some(d) = expect.filter(|_| decoded.rest.is_ok())
+        && let Some(why) = decoded.wrong(d)
+    {
+        return Err(cx.said(&why));
     }
-    let mut walked = walked?;
-    flushed.map_err(|e| PathError::io(PathErrorKind::Write, cx.input, e))?;
+    let out = outs
+        .map_err(|e| cx.failed(e))?
+        .pop()
+        .ok_or_else(|| cx.said("it was written to no output"))?;
     (decoded.rest).map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
-    let mut new_diff = format!("sha256:{}", hex(&new.sha.finalize()));
+    walked.changed = out.changed;
+    walked.gone = out.gone;
+    let mut new_diff = out.diff;
     let said = |why: &str| cx.said(why);
     let fault = |f| cx.fault(f);
     let rcx = super::records::Cx {
@@ -279,377 +176,197 @@ pub(super) fn rewrite<S: Read + Send>(
     };
     let records = super::records::settle(&rcx, &walked.records, &mut above.records, rep)?;
     walked.changed |= !records.is_empty();
-    let tar = match scratch {
-        Some((mut f, again)) if !records.is_empty() => {
+    let tar = match (out.tar, again) {
+        (Some(mut f), Some(again)) if !records.is_empty() => {
             let (f, diff) = super::records::replace(&rcx, &mut f, again, &records)?;
             new_diff = diff;
             Some(f)
         }
-        Some((mut f, _)) => {
+        (Some(mut f), _) => {
             f.seek(SeekFrom::Start(0))
                 .map_err(|e| PathError::io(PathErrorKind::Io, cx.input, e))?;
             Some(f)
         }
-        None => None,
+        (None, _) => None,
     };
     Ok(Rewritten {
         walked,
-        old_diff: format!("sha256:{}", hex(&old.sha.finalize())),
+        old_diff: old.digest(),
         new_diff,
         tar,
     })
 }
 
-/// Bytes of the decompressed layer handed from the reading thread to the
-/// walk at a time.
-const CHUNK: usize = 1 << 20;
-
-/// Chunks on their way to the walk at most.
-const DEPTH: usize = 4;
-
-/// A chunk of the decompressed layer, or the error that ended it.
-type Chunk = io::Result<Vec<u8>>;
-
-/// What the reading thread found.
-struct Decoded {
-    /// What was read of the blob.
-    packed: Tally,
-    /// Whether its decoder could start.
-    opened: io::Result<()>,
-    /// Reading what follows the compressed stream (or what the walk left
-    /// of it) to the end of the blob.
-    rest: io::Result<u64>,
+/// What prune decides of a layer's entries, one output: what a layer
+/// above hides is kept (unless a layer above lost the path that hid it);
+/// a record of installed packages is held to be kept true
+/// ([`super::records`]); a library's per-GPU file whose GPU the rules
+/// drop goes, unread; a file prune reads is pruned as if named alone.
+pub(super) struct Entries<'a, 'c> {
+    cx: &'a LayerCx<'c>,
+    above: &'a mut Above,
+    rep: &'a mut PathReport,
+    w: Walked,
 }
 
-/// Reads the blob `src`, decompressed with `m`, into `to` a chunk at a
-/// time (reusing the buffers `spent` gives back) until its end, an error
-/// (sent on) or the walk's hanging up; then reads the blob to its end,
-/// which counts toward its digest too.
-fn decode<S: Read>(
-    src: S,
-    m: Method,
-    to: &SyncSender<Chunk>,
-    spent: &Receiver<Vec<u8>>,
-) -> Decoded {
-    let mut d = Decoded {
-        packed: Tally::default(),
-        opened: Ok(()),
-        rest: Ok(0),
-    };
-    let tap = Tap {
-        inner: src,
-        tally: &mut d.packed,
-    };
-    let mut buffered = BufReader::with_capacity(1 << 20, tap);
-    d.opened = {
-        let decoder: io::Result<Box<dyn Read + '_>> = match m {
-            Method::Plain => Ok(Box::new(&mut buffered)),
-            Method::Gzip => Ok(Box::new(flate2::bufread::MultiGzDecoder::new(
-                &mut buffered,
-            ))),
-            Method::Zstd => zstd::stream::read::Decoder::with_buffer(&mut buffered)
-                .map(|z| Box::new(z) as Box<dyn Read + '_>),
-        };
-        decoder.map(|mut z| pump(&mut z, to, spent))
-    };
-    d.rest = io::copy(&mut buffered, &mut io::sink());
-    drop(buffered);
-    d
+impl Entries<'_, '_> {
+    /// The entry's name in messages (`IMAGE!/PATH`).
+    fn full(&self, path: &str) -> String {
+        format!("{}!/{path}", self.cx.name)
+    }
+
+    /// The visible entry `m` by its name, when it is a library's per-GPU
+    /// file or directory whose GPU the rules drop: left out unread, and
+    /// said so.
+    fn dropped(&mut self, m: &Member<'_>) -> Option<Vec<packages::Fate>> {
+        let h = m.header;
+        let directory = h.kind() == b'5';
+        if self.cx.opts.keep_files || !(h.is_file() || directory) {
+            return None;
+        }
+        let c = super::super::companion::dropped(self.cx.sel.by(), m.path)?;
+        if !directory {
+            let full = self.full(m.path);
+            self.rep
+                .removed
+                .push(RemovedFile::by_name(full, h.size, &c));
+            self.rep.freed += h.size;
+        }
+        let path = m.path.to_string();
+        self.w
+            .records
+            .fates
+            .insert(path.clone(), Fate::Removed(None));
+        self.above.removed.insert(path);
+        Some(vec![packages::Fate::Removed])
+    }
 }
 
-/// Sends what `z` gives to `to` a chunk at a time (in the buffers
-/// `spent` gives back, or new ones) until its end, an error (sent on) or
-/// the walk's hanging up.
-fn pump(z: &mut dyn Read, to: &SyncSender<Chunk>, spent: &Receiver<Vec<u8>>) {
-    loop {
-        let mut buf = spent.try_recv().unwrap_or_default();
-        buf.resize(CHUNK, 0);
-        let n = match fill(z, &mut buf) {
-            Ok(n) => n,
-            Err(e) => {
-                let _ = to.send(Err(e));
-                return;
+/// Whether the entry `m` is a record of installed packages.
+fn is_record(m: &Member<'_>) -> bool {
+    m.header.is_file() && super::records::is_kept(m.path)
+}
+
+impl Decide<Layer> for Entries<'_, '_> {
+    type Bytes = Input;
+    type Error = PathError;
+    const REACH: usize = super::super::job::REACH;
+
+    fn outputs(&self) -> usize {
+        1
+    }
+
+    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<packages::Fate>>, PathError> {
+        let path = m.path.to_string();
+        if let Some((_, went)) = m.link {
+            self.above.shadow.entry(path.clone(), false);
+            if went.first() == Some(&true) {
+                self.w.records.fates.insert(path, Fate::Removed(None));
             }
-        };
-        buf.truncate(n);
-        if n == 0 || to.send(Ok(buf)).is_err() || n < CHUNK {
-            return;
+            return Ok(None);
         }
-    }
-}
-
-/// Reads into `buf` until it is full or `r` ends: the bytes read.
-fn fill(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
-/// The decompressed layer as the walk reads it: the chunks the reading
-/// thread sends, each hashed as it comes (the layer's diff_id) and its
-/// buffer given back once read.
-struct Chunks<'t> {
-    from: Receiver<Chunk>,
-    back: Sender<Vec<u8>>,
-    now: Vec<u8>,
-    at: usize,
-    tally: &'t mut Tally,
-}
-
-impl Read for Chunks<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.now.len() {
-            let Ok(next) = self.from.recv() else {
-                return Ok(0);
-            };
-            let next = next?;
-            self.tally.sha.update(&next);
-            self.tally.n += next.len() as u64;
-            let used = std::mem::replace(&mut self.now, next);
-            self.at = 0;
-            // The reader may have stopped: the buffer is then dropped.
-            let _ = self.back.send(used);
-        }
-        let k = buf.len().min(self.now.len() - self.at);
-        buf[..k].copy_from_slice(&self.now[self.at..self.at + k]);
-        self.at += k;
-        Ok(k)
-    }
-}
-
-/// Checks what was read of the blob against its descriptor `d`.
-fn check_blob(cx: &LayerCx<'_>, d: &Desc, packed: &Tally) -> Result<(), PathError> {
-    if packed.n != d.size {
-        return Err(cx.said(&format!(
-            "'size' says {}, the blob is {} bytes",
-            d.size, packed.n
-        )));
-    }
-    let sha = format!("sha256:{}", hex(&packed.sha.clone().finalize()));
-    if sha != d.digest {
-        return Err(cx.said(&format!(
-            "'digest' says {}, the blob's SHA-256 is {sha}",
-            d.digest
-        )));
-    }
-    Ok(())
-}
-
-/// Walks the layer: see the module's documentation.
-fn walk_layer<R: Read, W: Write>(
-    cx: &LayerCx<'_>,
-    walk: &mut Walk<R, W>,
-    above: &mut Above,
-    rep: &mut PathReport,
-) -> Result<Walked, PathError> {
-    let fault = |f| cx.fault(f);
-    let mut w = Walked::default();
-    let Above {
-        shadow, removed, ..
-    } = above;
-    while let Some(h) = walk.next().map_err(fault)? {
-        let path = normal(&h.path_lossy()).map_err(|e| cx.said(&e.to_string()))?;
-        if h.is_hard_link() {
-            let to =
-                normal(&String::from_utf8_lossy(&h.link)).map_err(|e| cx.said(&e.to_string()))?;
-            shadow.entry(path.clone(), false);
-            if w.gone.contains(&to) {
-                w.records.fates.insert(path.clone(), Fate::Removed(None));
-                w.gone.insert(path);
-                w.changed = true;
-                continue;
-            }
-            walk.copy(&h).map_err(fault)?;
-            continue;
-        }
-        let dir = h.kind() == b'5';
-        let mut seen = shadow.entry(path.clone(), dir);
+        let dir = m.header.kind() == b'5';
+        let mut seen = self.above.shadow.entry(path.clone(), dir);
         let base = path.rsplit('/').next().unwrap_or_default();
-        if seen == Seen::Hidden && !base.starts_with(".wh.") && removed.contains(&path) {
+        if seen == Seen::Hidden && !base.starts_with(".wh.") && self.above.removed.contains(&path) {
             // Its cover was removed above: it would come to light.
             seen = Seen::Visible;
         }
         if seen == Seen::Hidden {
-            walk.copy(&h).map_err(fault)?;
-            continue;
+            return Ok(Some(vec![packages::Fate::Kept]));
         }
-        if h.is_file() && super::records::is_kept(&path) {
-            hold(cx, walk, &h, path, &mut w)?;
-            continue;
+        if is_record(m) {
+            if m.header.size > MAX_RECORD {
+                self.w.records.too_big.push((path, m.header.size));
+                return Ok(Some(vec![packages::Fate::Kept]));
+            }
+            return Ok(None);
         }
-        if by_name(cx, walk, &h, &path, &mut w, rep)? {
-            w.records.fates.insert(path.clone(), Fate::Removed(None));
-            removed.insert(path);
-            continue;
-        }
-        if !h.is_file() {
-            walk.copy(&h).map_err(fault)?;
-            continue;
-        }
-        file(cx, walk, &h, &path, &mut w, rep)?;
-        if w.gone.contains(&path) {
-            removed.insert(path);
-        }
+        Ok(self.dropped(m))
     }
-    Ok(w)
+
+    fn wants(&self, m: &Member<'_>, head: &[u8]) -> bool {
+        is_record(m) || (m.header.size >= MIN_SIZE && super::super::file::readable(head).is_some())
+    }
+
+    fn inflate(
+        &mut self,
+        m: &Member<'_>,
+        head: &[u8],
+        reader: &mut dyn Read,
+    ) -> Result<Input, PathError> {
+        if is_record(m) {
+            let mut bytes = head.to_vec();
+            reader.read_to_end(&mut bytes).map_err(|e| {
+                self.cx
+                    .said(&format!("the data of '{}' cannot be read: {e}", m.path))
+            })?;
+            return Ok(Input::from_vec(bytes));
+        }
+        let full = self.full(m.path);
+        inflate(self.cx.input, &full, head, reader, m.header.size)
+    }
+
+    /// As a file read whole is written everywhere in prune: a chunk at a
+    /// time, each chunk's pages given back once written.
+    fn write(&self, bytes: &Input, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        write_input(out, bytes)
+    }
+
+    fn decide(
+        &mut self,
+        m: &Member<'_>,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<packages::Fate>>, PathError> {
+        let Held::Read(file) = bytes else {
+            return Ok(None);
+        };
+        if is_record(m) {
+            let held = file.bytes().to_vec();
+            self.w.records.held.push((m.path.to_string(), held));
+            return Ok(None);
+        }
+        let head = &file.bytes()[..file.bytes().len().min(Self::REACH)];
+        let kind = super::super::file::readable(head).flatten();
+        let full = self.full(m.path);
+        let cx = self.cx;
+        let step = Step::new(cx.sel, cx.opts, cx.input, &full);
+        let found = (&mut self.w.refused, &mut self.w.all);
+        let path = m.path.to_string();
+        let new = match step.judge(m.header, (file.bytes(), kind), found, self.rep)? {
+            Became::AsItWas => return Ok(None),
+            Became::Removed => {
+                let old = Sum::of(file.bytes());
+                self.w
+                    .records
+                    .fates
+                    .insert(path.clone(), Fate::Removed(Some(old)));
+                self.above.removed.insert(path);
+                return Ok(Some(vec![packages::Fate::Removed]));
+            }
+            Became::Rewritten(new) => new,
+        };
+        let old = Sum::of(file.bytes());
+        let (new, sum) =
+            spooled(&new, file).map_err(|e| PathError::io(PathErrorKind::Write, cx.input, e))?;
+        self.w.records.fates.insert(path, Fate::Rewritten(old, sum));
+        Ok(Some(vec![packages::Fate::Replaced(Arc::new(new))]))
+    }
 }
 
-/// The regular file `h` (at `path`), visible: pruned, removed or copied.
-fn file<R: Read, W: Write>(
-    cx: &LayerCx<'_>,
-    walk: &mut Walk<R, W>,
-    h: &Header,
-    path: &str,
-    w: &mut Walked,
-    rep: &mut PathReport,
-) -> Result<(), PathError> {
-    let fault = |f| cx.fault(f);
-    let head = super::super::file::read_head(&mut walk.body(), h.size)
-        .map_err(|e| cx.said(&format!("the data of '{path}' is cut short: {e}")))?;
-    let readable = match h.size < MIN_SIZE {
-        true => None,
-        false => super::super::file::readable(&head),
-    };
-    let Some(kind) = readable else {
-        walk.copy_header(h).map_err(fault)?;
-        walk.out()
-            .write_all(&head)
-            .map_err(|e| fault(Fault::Write(e)))?;
-        return walk.pass_body().map_err(fault);
-    };
-    let full = format!("{}!/{path}", cx.name);
-    let file = inflate(cx.input, &full, &head, &mut walk.body(), h.size)?;
-    walk.skip_body().map_err(fault)?;
-    let step = Member::new(cx.sel, cx.opts, cx.input, &full);
-    let found = (&mut w.refused, &mut w.all);
-    let new = match step.prune(walk, h, (&file, kind), found, rep, &fault)? {
-        Became::AsItWas => return Ok(()),
-        Became::Removed => {
-            let old = Sum::of(file.bytes());
-            w.records
-                .fates
-                .insert(path.to_string(), Fate::Removed(Some(old)));
-            w.gone.insert(path.to_string());
-            w.changed = true;
-            return Ok(());
-        }
-        Became::Rewritten(new) => new,
-    };
-    w.changed = true;
-    let old = Sum::of(file.bytes());
-    walk.write_header(h, new.size()).map_err(fault)?;
-    let mut tally = Tally::default();
-    let mut out = Sink {
-        inner: walk.out(),
-        tally: &mut tally,
-    };
-    write_pruned(&new, &file, &mut out).map_err(|e| fault(Fault::Write(e)))?;
+/// The pruned form `new` of `file` written into a scratch file, and the
+/// size and SHA-256 of what was written (for the records).
+fn spooled(new: &NewFile, file: &Input) -> std::io::Result<(New, Sum)> {
+    let spool = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+    let mut hashing = Hashing::<_, Sha256>::new(spool);
+    write_pruned(new, file, &mut hashing)?;
+    let Hashing { out, digest, n } = hashing;
+    let spool = out
+        .into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?;
     let sum = Sum {
-        size: tally.n,
-        sha: tally.sha.finalize().into(),
+        size: n,
+        sha: digest.finalize().into(),
     };
-    w.records
-        .fates
-        .insert(path.to_string(), Fate::Rewritten(old, sum));
-    walk.pad(new.size()).map_err(fault)
-}
-
-/// The visible record `h` (at `path`): copied as it is, and held (up to
-/// [`MAX_RECORD`] bytes) to be brought up to date once the layer is
-/// walked.
-fn hold<R: Read, W: Write>(
-    cx: &LayerCx<'_>,
-    walk: &mut Walk<R, W>,
-    h: &Header,
-    path: String,
-    w: &mut Walked,
-) -> Result<(), PathError> {
-    let fault = |f| cx.fault(f);
-    if h.size > MAX_RECORD {
-        w.records.too_big.push((path, h.size));
-        return walk.copy(h).map_err(fault);
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(h.size).unwrap_or(0));
-    walk.body()
-        .read_to_end(&mut bytes)
-        .map_err(|e| cx.said(&format!("the data of '{path}' cannot be read: {e}")))?;
-    walk.copy_header(h).map_err(fault)?;
-    walk.out()
-        .write_all(&bytes)
-        .map_err(|e| fault(Fault::Write(e)))?;
-    walk.pass_body().map_err(fault)?;
-    w.records.held.push((path, bytes));
-    Ok(())
-}
-
-/// When the visible entry `h` (at `path`) is a library's per-GPU file
-/// or directory whose GPU the rules drop, leaves it out unread and says
-/// so.
-fn by_name<R: Read, W: Write>(
-    cx: &LayerCx<'_>,
-    walk: &mut Walk<R, W>,
-    h: &Header,
-    path: &str,
-    w: &mut Walked,
-    rep: &mut PathReport,
-) -> Result<bool, PathError> {
-    let directory = h.kind() == b'5';
-    if cx.opts.keep_files || !(h.is_file() || directory) {
-        return Ok(false);
-    }
-    let Some(c) = super::super::companion::dropped(cx.sel.by(), path) else {
-        return Ok(false);
-    };
-    walk.skip_body().map_err(|f| cx.fault(f))?;
-    if !directory {
-        let full = format!("{}!/{path}", cx.name);
-        rep.removed.push(RemovedFile::by_name(full, h.size, &c));
-        rep.freed += h.size;
-    }
-    w.gone.insert(path.to_string());
-    w.changed = true;
-    Ok(true)
-}
-
-/// Compresses the tar `tar` with `m` into `out`: the blob's SHA-256 (hex)
-/// and size.
-pub(super) fn pack(
-    tar: &mut File,
-    m: Method,
-    out: &File,
-    threads: u32,
-) -> io::Result<(String, u64)> {
-    let mut tally = Tally::default();
-    let sink = Sink {
-        inner: BufWriter::with_capacity(1 << 20, out),
-        tally: &mut tally,
-    };
-    let mut input = BufReader::with_capacity(1 << 20, tar);
-    let mut sink = match m {
-        Method::Plain => {
-            let mut s = sink;
-            io::copy(&mut input, &mut s)?;
-            s
-        }
-        Method::Gzip => {
-            let mut s = sink;
-            gzip::compress(&mut input, &mut s, GZIP_LEVEL, threads)?;
-            s
-        }
-        Method::Zstd => {
-            let mut e = Encoder::zstd(sink, ZSTD_LEVEL, threads.max(1))?;
-            io::copy(&mut input, &mut e)?;
-            e.finish()?
-        }
-    };
-    sink.flush()?;
-    drop(sink);
-    Ok((hex(&tally.sha.finalize()), tally.n))
+    Ok((New::file(spool)?, sum))
 }

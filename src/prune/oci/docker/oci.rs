@@ -11,8 +11,8 @@
 //! digest this reader checked) would leave the index naming a blob that
 //! is gone, so the archive is refused instead.
 
-use super::super::json::{self, Step};
 use super::{PathError, PathErrorKind, Run};
+use crate::package::oci::json::{self, Step};
 use crate::package::oci::{MAX_DEPTH, MAX_JSON, hex_sha, is_hex};
 
 /// The document keys whose arrays hold descriptors that are followed.

@@ -8,7 +8,7 @@ use std::ops::Range;
 /// One step of a path into a JSON document: a key of an object, or an
 /// index into an array.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Step<'a> {
+pub(crate) enum Step<'a> {
     Key(&'a str),
     At(usize),
 }
@@ -19,7 +19,7 @@ const MAX_DEPTH: u32 = 64;
 /// The byte range of the value at `path` in the JSON text `text`; `None`
 /// when the text is no JSON this reader reads or the path leads nowhere.
 /// The first of repeated keys is taken.
-pub(super) fn span(text: &[u8], path: &[Step<'_>]) -> Option<Range<usize>> {
+pub(crate) fn span(text: &[u8], path: &[Step<'_>]) -> Option<Range<usize>> {
     let mut p = Parser { text, at: 0 };
     p.ws();
     let mut range = p.value_range(0)?;
@@ -35,7 +35,7 @@ pub(super) fn span(text: &[u8], path: &[Step<'_>]) -> Option<Range<usize>> {
 
 /// `text` with each range of `edits` replaced by its bytes (the ranges
 /// must not overlap).
-pub(super) fn splice(text: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Option<Vec<u8>> {
+pub(crate) fn splice(text: &[u8], mut edits: Vec<(Range<usize>, Vec<u8>)>) -> Option<Vec<u8>> {
     edits.sort_by_key(|(r, _)| r.start);
     let mut out = Vec::with_capacity(text.len() + 64);
     let mut at = 0;
