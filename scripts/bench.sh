@@ -13,7 +13,7 @@
 # Environment:
 #   STEPS       groups to run, in order (default "startup offload_binary bundler
 #               wrapper scan scan_tree"; also real_libs, installs, images,
-#               wheels, squashfs and lz4, on downloaded libraries)
+#               wheels, squashfs, split and lz4, on downloaded libraries)
 #   LZ4_ROUNDS  rounds of the lz4 group's decoders (default 11)
 #   SIZES       MiB per device image; each size makes one set of rows over 4
 #               images (default "4 256"; QUICK: "1")
@@ -150,6 +150,8 @@ trap 'exit 130' INT TERM
 . "$ROOT/scripts/bench/wheels.sh"
 # shellcheck source=scripts/bench/squashfs.sh
 . "$ROOT/scripts/bench/squashfs.sh"
+# shellcheck source=scripts/bench/split.sh
+. "$ROOT/scripts/bench/split.sh"
 
 # ================================================================ main
 check_llvm

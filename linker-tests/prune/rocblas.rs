@@ -17,7 +17,10 @@ use crate::real_libs::{Cache, fetched};
 use crate::util::{md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial!(trixie_rocblas_to_one_gpu, &["dpkg", "dpkg-deb"])]
+    vec![
+        trial!(trixie_rocblas_to_one_gpu, &["dpkg", "dpkg-deb"]),
+        trial!(trixie_rocblas_split_follows_each_gpu, &["dpkg-deb", "ar"]),
+    ]
 }
 
 /// The package, as `scripts/real-libs.sh --rocblas` fetches it.
@@ -169,4 +172,83 @@ fn installed(d: &Path, deb: &str) -> Result<(), Failed> {
         .collect();
     listed.sort();
     same("the files dpkg --verify lists", named, listed)
+}
+
+/// The GPU a Tensile file of the library directory is for (`gfx90a` of
+/// `Kernels.so-000-gfx90a-xnack+.hsaco`, `gfx1100` of
+/// `TensileLibrary_gfx1100.dat`), if its name says one.
+fn gpu_of(file: &str) -> Option<&str> {
+    let at = file.find("gfx")?;
+    let rest = &file[at..];
+    let end = rest[3..].find(|c: char| !c.is_ascii_alphanumeric()).map_or(rest.len(), |e| e + 3);
+    Some(&rest[..end])
+}
+
+/// The Tensile files `deb` installs in the library directory, by name.
+fn tensile_files(d: &Path, deb: &str) -> Result<Vec<String>, Failed> {
+    let r = run(Path::new("/usr/bin/dpkg-deb"), &["--contents", deb], d).ok()?;
+    let mut out: Vec<String> = String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter_map(|p| p.strip_prefix(&format!("./{LIBRARY}/")))
+        .filter(|f| !f.is_empty() && !f.ends_with('/'))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// The package split into a gfx1100 and a gfx90a package in one read
+/// (issue #74): gfx1100's `data.tar.xz` is, byte for byte, what
+/// `prune --keep gfx1100 -o` writes; each holds its GPU's Tensile files (both
+/// xnack variants' for gfx90a) and every file that names no GPU, and no
+/// other GPU's; `check --any --require` of its GPU passes on it and of
+/// the other fails; the report
+/// names, for each of the two, the one output (by label) that serves it.
+fn trixie_rocblas_split_follows_each_gpu() -> Result<(), Failed> {
+    static DIR: Cache = Cache::new();
+    let cache = fetched(&DIR, &["--rocblas"])?;
+    let t = tempdir();
+    let d = t.path();
+    let deb = cache.join(DEB);
+    let deb = deb.to_string_lossy();
+    let args = ["split", "--gpus", "gfx1100", "--gpus", "gfx90a", "--json", "-d", "out", &deb];
+    let doc = ours_json(&args, d)?;
+    let input = tensile_files(d, &deb)?;
+    for gpu in ["gfx1100", "gfx90a"] {
+        let split = format!("out/librocblas0-{gpu}_5.5.1+dfsg-7_amd64.deb");
+        // One prune (each reads the 2.3 GB archive): gfx1100's.
+        if gpu == "gfx1100" {
+            run(&ours(), &["prune", "--keep", gpu, "-o", "pruned.deb", &deb], d).ok()?;
+            let data = |p: &str| run(Path::new("/usr/bin/ar"), &["p", p, "data.tar.xz"], d).ok();
+            if data(&split)?.stdout != data("pruned.deb")?.stdout {
+                return Err(format!("{split}: its data.tar.xz is not prune --keep {gpu}'s").into());
+            }
+        }
+        let want: Vec<String> = input
+            .iter()
+            .filter(|f| gpu_of(f).is_none_or(|g| g == gpu))
+            .cloned()
+            .collect();
+        same(&format!("{split}: its Tensile files"), tensile_files(d, &split)?, want)?;
+        // `--any`: the package's files together (each xnack variant's
+        // file alone serves half of gfx90a's modes, as in the input).
+        run(&ours(), &["check", "--any", "--require", gpu, &split], d).ok()?;
+        let other = if gpu == "gfx1100" { "gfx90a" } else { "gfx1100" };
+        let code = run(&ours(), &["check", "--any", "--require", other, &split], d).code;
+        same(&format!("check --require {other} of {split}"), code, 1)?;
+        let served: Vec<&str> = doc["files"][0]["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["what"].as_str() == Some(gpu))
+            .flat_map(|s| s["outputs"].as_array().into_iter().flatten())
+            .filter_map(|o| o.as_str())
+            .collect();
+        same(&format!("the outputs serving {gpu}"), served, vec![gpu])?;
+    }
+    if !input.iter().any(|f| f.contains("gfx90a-xnack+")) || !input.iter().any(|f| f.contains("gfx90a-xnack-")) {
+        return Err("the package no longer has both gfx90a xnack variants' files".into());
+    }
+    Ok(())
 }
