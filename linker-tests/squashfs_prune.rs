@@ -17,7 +17,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use crate::util::{ours, run, same, trial};
+use crate::util::{md5_hex, ours, run, same, trial};
 
 /// The tools the trials run.
 const TOOLS: &[&str] = &["clang", "mksquashfs", "unsquashfs", "siftool", "/usr/bin/python3", "mkfifo"];
