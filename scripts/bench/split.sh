@@ -66,7 +66,7 @@ split_row() {
   bench_row "$id" "split $what into $n GPUs (LLVM column: $n separate prune --keep GPU -o)" "$bytes" llvm ours
   unset llvm_rm ours_rm
   if ran llvm && ran ours; then
-    time_goal "$id" "$(awk -v p="$p" 'BEGIN { g = 1.3 / p; printf "%.2f", g > 0.4 ? g : 0.4 }')" \
+    time_goal "$id" "$(awk -v p="$p" 'BEGIN { g = 1.3 / p; printf "%.2f", (g > 0.4 ? g : 0.4) }')" \
       "the $n prunes'"
     rss_goal "$id" 512
     split_one_prune "$id" "$input" "${split_list[0]}" "$n" "$p"
@@ -104,7 +104,7 @@ split_one_prune() {
     row_fail "one prune --keep $3 -o failed"
     return
   fi
-  goal=$(awk -v n="$4" -v p="$5" 'BEGIN { g = 1.3 * n / p; printf "%.2f", g > 1.5 ? g : 1.5 }')
+  goal=$(awk -v n="$4" -v p="$5" 'BEGIN { g = 1.3 * n / p; printf "%.2f", (g > 1.5 ? g : 1.5) }')
   x=$(awk -v a="$T_MED" -v b="${ROW[$id.ours.med]}" 'BEGIN { printf "%.2f", b / a }')
   if awk -v x="$x" -v g="$goal" 'BEGIN { exit !(x <= g) }'; then
     row_note "one prune: $T_MED s, the split ${x}x it (goal <= ${goal}x)"
