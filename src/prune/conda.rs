@@ -182,7 +182,7 @@ fn prune(
             ),
             conda::Container::TarBz2 { .. } => Target::Stream(&mut out),
         };
-        plan.write(&mut p, 0, (&records, None), target, threads)
+        plan.write(&mut p, 0, (&records, None, None), target, threads)
             .map_err(|e| errors.map(e))?;
     }
     finish(opts, out, meta, dest, &mut rep, through)?;

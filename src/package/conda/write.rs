@@ -81,12 +81,14 @@ impl Plan {
 
     /// Writes output `k` of the package `p` to `target`, with the
     /// records `r` and, where given, `index_json` as its
-    /// `info/index.json`; zstd on `threads` worker threads.
+    /// `info/index.json` and `stem` as its name (a `.conda`'s inner tars
+    /// are named after the package, `info-STEM.tar.zst`, and found so);
+    /// zstd on `threads` worker threads.
     pub(crate) fn write(
         &mut self,
         p: &mut Package<'_>,
         k: usize,
-        (r, index_json): (&Records, Option<&[u8]>),
+        (r, index_json, stem): (&Records, Option<&[u8]>, Option<&str>),
         target: Target<'_>,
         threads: u32,
     ) -> Result<(), Error> {
@@ -107,9 +109,13 @@ impl Plan {
                 );
                 info::rewrite_info(&mut walk, texts).map_err(|f| Error::fault(&place, f))?;
                 let info_new = walk.into_inner().finish().map_err(Error::Scratch)?;
+                let payload = payload.filter(|_| !unchanged);
+                if let Some(stem) = stem {
+                    return renamed(zip, (*info, info_new), (*pkg, payload), stem, file);
+                }
                 let mut fates =
                     BTreeMap::from([(info.0, Fate::Replaced(Arc::new(New::bytes(info_new))))]);
-                if let Some(f) = payload.filter(|_| !unchanged) {
+                if let Some(f) = payload {
                     let new = New::file(f).map_err(|e| Error::Zip(zipfile::Error::Write(e)))?;
                     fates.insert(pkg.0, Fate::Replaced(Arc::new(new)));
                 }
@@ -132,4 +138,42 @@ impl Plan {
             ))),
         }
     }
+}
+
+/// Writes the `.conda` `zip` to `file` with its inner tars named after
+/// `stem`: every other member as it is, then the info archive (its index
+/// and new bytes) and the payload (its index, and its new bytes where it
+/// changed) under their new names, stored, each with its own header's
+/// fields.
+fn renamed(
+    zip: &mut super::read::Zip<'_>,
+    (info_at, info_new): ((usize, &[u8]), Vec<u8>),
+    (pkg_at, payload): ((usize, &[u8]), Option<File>),
+    stem: &str,
+    file: &File,
+) -> Result<(), Error> {
+    let pkg_new = match payload {
+        Some(mut f) => {
+            let mut v = Vec::new();
+            f.seek(SeekFrom::Start(0)).map_err(Error::Scratch)?;
+            std::io::Read::read_to_end(&mut f, &mut v).map_err(Error::Scratch)?;
+            v
+        }
+        None => pkg_at.1.to_vec(),
+    };
+    let fates = BTreeMap::from([(info_at.0, Fate::Removed), (pkg_at.0, Fate::Removed)]);
+    let added = [
+        zipfile::Added {
+            name: format!("info-{stem}.tar.zst"),
+            bytes: &info_new,
+            like: info_at.0,
+        },
+        zipfile::Added {
+            name: format!("pkg-{stem}.tar.zst"),
+            bytes: &pkg_new,
+            like: pkg_at.0,
+        },
+    ];
+    let method = zipfile::Method::Stored;
+    zipfile::write_adding(zip, &fates, &BTreeMap::new(), method, &added, file).map_err(Error::Zip)
 }
