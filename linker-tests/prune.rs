@@ -35,6 +35,7 @@ test_files! {
     split,
     split_installers,
     split_deb,
+    split_conda,
 }
 mod hip_programs;
 mod real_wheels;

@@ -24,6 +24,8 @@ mod appimage;
 #[cfg(feature = "files")]
 mod budget;
 pub(crate) mod compression;
+#[cfg(feature = "files")]
+pub(crate) mod conda;
 mod cpio;
 #[cfg(feature = "files")]
 pub(crate) mod deb;

@@ -26,7 +26,7 @@ pub(crate) use crate::package::Decide;
 pub(crate) use error::Error;
 pub(crate) use read::{Archive, check_directory, stored};
 pub(crate) use rewrite::{Failed, Plan, Read as MemberRead, Zip, rewrite};
-pub(crate) use write::{Fate, Method, New, write};
+pub(crate) use write::{Added, Fate, Method, New, write, write_adding};
 
 #[cfg(test)]
 mod tests;

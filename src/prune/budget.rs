@@ -57,21 +57,6 @@ impl Budget {
     }
 }
 
-/// Refuses the zip `zin` (the file `path`, whose bytes are `data`) when
-/// its central directory gives several entries one name (a zip reader
-/// sees one of them: what the others hold would be dropped unread, or
-/// kept unpruned) or points several entries at the same bytes (a zip made
-/// to multiply what it holds: copied as it is, one member of a megabyte
-/// named a thousand times writes a gigabyte). Real wheels and conda
-/// packages do neither.
-pub(crate) fn zip_directory(
-    path: &Path,
-    data: &[u8],
-    zin: &mut zip::ZipArchive<std::io::Cursor<&[u8]>>,
-) -> Result<(), PathError> {
-    crate::package::zipfile::check_directory(data, zin).map_err(|e| PathError::zip_file(path, e))
-}
-
 /// Inflates the member `member` of the wheel `path` from `reader`, whose
 /// first bytes, `head`, were already read: into memory up to
 /// [`SPOOL_IN_MEMORY`] bytes, else into a temporary file. It must give

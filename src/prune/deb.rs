@@ -83,7 +83,7 @@ pub(crate) fn prune(
         None => None,
     };
     let mut files = Files::new(&job, PathReport::new(name, data, meta));
-    (files.out, files.dest) = (out.as_ref(), dest.as_deref());
+    files.writing_to(out.as_ref(), dest.as_deref());
     let threads = opts.prune.threads();
     // `data.tar` is read once, front to back: its pages are given back
     // as the walk goes (a package of hundreds of MB would stay mapped).
@@ -228,6 +228,11 @@ impl<'a> Files<'a> {
             dest: None,
             found: Found::new(rep),
         }
+    }
+
+    /// Spools its pruned files beside `out`, whose path is `dest`.
+    pub(super) fn writing_to(&mut self, out: Option<&'a Output>, dest: Option<&'a Path>) {
+        (self.out, self.dest) = (out, dest);
     }
 
     /// The report once the read is over ([`Found::finish`]).

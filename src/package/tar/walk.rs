@@ -83,11 +83,6 @@ impl<R: Read, W: Write> Walk<R, W> {
         self.out.inner
     }
 
-    /// Writes `bytes` out.
-    fn put(&mut self, bytes: &[u8]) -> Result<(), Fault> {
-        self.out.write_all(bytes).map_err(Fault::Write)
-    }
-
     /// Reads up to the next member: the extension entries before it
     /// (GNU long names, pax headers) are applied to it, and written out
     /// with its header. At the end of the archive, writes what follows its
@@ -135,41 +130,6 @@ impl<R: Read, W: Write> Walk<R, W> {
         let out = &mut self.out;
         self.tar
             .copy_body(&mut |b| out.write_all(b).map_err(Fault::Write))
-    }
-
-    /// Copies the regular file `h`, whose first bytes `head` were read
-    /// already, as it is, handing all its bytes to `seen` on the way (for
-    /// a hash of them to be checked against a package's record).
-    pub(crate) fn copy_seen(
-        &mut self,
-        h: &Header,
-        head: &[u8],
-        seen: &mut dyn FnMut(&[u8]),
-    ) -> Result<(), Fault> {
-        self.copy_header(h)?;
-        self.put(head)?;
-        seen(head);
-        let mut n = head.len() as u64;
-        let mut buf = vec![0u8; usize::try_from(self.tar.left().min(256 << 10)).unwrap_or(0)];
-        while self.tar.left() > 0 {
-            let k = match self.body().read(&mut buf) {
-                Ok(0) => break,
-                Ok(k) => k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Fault::Read(e)),
-            };
-            seen(&buf[..k]);
-            self.put(&buf[..k])?;
-            n += k as u64;
-        }
-        if n < h.size {
-            return Err(Fault::Damaged(format!(
-                "the data of '{}' is cut short ({n} of its {} bytes)",
-                h.path_lossy(),
-                h.size
-            )));
-        }
-        self.pass_body()
     }
 
     /// Reads the current entry's data not read yet, and its padding,

@@ -139,7 +139,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
 
 /// Why a group of `groups` is not served by what the package holds
 /// (`held`), if one is not.
-fn unserved(groups: &[Vec<Rule>], held: &Held) -> Result<(), String> {
+pub(super) fn unserved(groups: &[Vec<Rule>], held: &Held) -> Result<(), String> {
     if groups.is_empty() {
         return Err("it holds no device target to split by".into());
     }
@@ -184,7 +184,7 @@ fn outputs_of(
 /// A scratch file for an output's data archive: in `dir` where it is
 /// (a file there has no name, and the output is copied from it on the
 /// same file system), else a temporary one.
-fn scratch_file(dir: &Path) -> std::io::Result<std::fs::File> {
+pub(super) fn scratch_file(dir: &Path) -> std::io::Result<std::fs::File> {
     match dir.is_dir() {
         true => tempfile::tempfile_in(dir),
         false => tempfile::tempfile(),

@@ -14,6 +14,8 @@
 //! times in one read: it reuses prune's wheel decider, reports and errors
 //! without widening what `prune` shows the rest of the crate.
 
+mod conda;
+mod conda_index;
 mod coverage;
 mod deb;
 mod deb_control;
@@ -38,11 +40,14 @@ pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
 
-/// Splits the wheel `input` as `o` says, writing every output into
+/// Splits the wheel, `.deb` or conda package `input` as `o` says, writing every output into
 /// `o.dir` or none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     if deb::is_deb(input) {
         return deb::split(input, o);
+    }
+    if conda::is_conda(input) {
+        return conda::split(input, o);
     }
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);

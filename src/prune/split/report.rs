@@ -66,7 +66,7 @@ pub(crate) struct Served {
 pub(crate) struct SplitReport {
     /// The input.
     pub(crate) input: String,
-    /// What it is: `wheel` or `deb`.
+    /// What it is: `wheel`, `deb` or `conda`.
     pub(crate) format: &'static str,
     /// The outputs, the groups' in order, then (for a wheel) `null`.
     pub(crate) outputs: Vec<SplitOutput>,

@@ -16,8 +16,11 @@ use std::io::{Read, Write};
 
 use serde_json::Value;
 
-use crate::files::SPOOL_IN_MEMORY;
 use crate::package::tar::walk::{Fault, Walk};
+
+/// The most bytes of a record (`paths.json`, `files`) read into memory
+/// (what a file spools in memory before a scratch file takes it).
+const SPOOL_IN_MEMORY: u64 = 64 << 20;
 
 /// Where the package lists its files with their hashes.
 pub(crate) const PATHS_JSON: &[u8] = b"info/paths.json";
@@ -26,7 +29,11 @@ pub(crate) const PATHS_JSON: &[u8] = b"info/paths.json";
 pub(crate) const FILES: &[u8] = b"info/files";
 
 /// Where the package says what it is: a tar holding it is a conda package.
-const INDEX_JSON: &[u8] = b"info/index.json";
+pub(crate) const INDEX_JSON: &[u8] = b"info/index.json";
+
+/// The most bytes of `info/index.json` kept to be edited (a split's
+/// outputs); one larger is still a conda package, but not split.
+const INDEX_MAX: u64 = 1 << 20;
 
 /// What `paths.json` says of one file, and its reader: the scanners'
 /// ([`crate::package::records`]).
@@ -100,6 +107,9 @@ pub(crate) struct Info {
     pub(crate) files: Option<Vec<u8>>,
     /// Whether it has `info/index.json`.
     pub(crate) index: bool,
+    /// `info/index.json`'s bytes, where it is a regular file of at most
+    /// [`INDEX_MAX`] bytes.
+    pub(crate) index_json: Option<Vec<u8>>,
 }
 
 /// Reads the tar archive `walk` walks for `info/paths.json`, `info/files`
@@ -120,7 +130,7 @@ pub(crate) fn read_info<R: Read, W: Write>(
         let slot = match h.path.as_slice() {
             p if p == INDEX_JSON => {
                 info.index = true;
-                None
+                (h.size <= INDEX_MAX).then_some(&mut info.index_json)
             }
             p if p == PATHS_JSON => Some(&mut info.paths_json),
             p if p == FILES => Some(&mut info.files),
@@ -149,18 +159,30 @@ pub(crate) fn read_info<R: Read, W: Write>(
     Ok(info)
 }
 
+/// The new texts of an info archive's records, where they change.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Texts<'a> {
+    /// `info/paths.json`.
+    pub(crate) paths_json: Option<&'a [u8]>,
+    /// `info/files`.
+    pub(crate) files: Option<&'a [u8]>,
+    /// `info/index.json`.
+    pub(crate) index_json: Option<&'a [u8]>,
+}
+
 /// Copies the tar archive `walk` walks, entry by entry, but for
-/// `info/paths.json` and `info/files`, which get the bytes given (where
-/// given) in their header's size, nothing else of the header changed.
+/// `info/paths.json`, `info/files` and `info/index.json`, which get the
+/// bytes `texts` gives (where given) in their header's size, nothing else
+/// of the header changed.
 pub(crate) fn rewrite_info<R: Read, W: Write>(
     walk: &mut Walk<R, W>,
-    paths_json: Option<&[u8]>,
-    files: Option<&[u8]>,
+    texts: Texts<'_>,
 ) -> Result<(), Fault> {
     while let Some(h) = walk.next()? {
         let new = match h.path.as_slice() {
-            p if p == PATHS_JSON => paths_json,
-            p if p == FILES => files,
+            p if p == PATHS_JSON => texts.paths_json,
+            p if p == FILES => texts.files,
+            p if p == INDEX_JSON => texts.index_json,
             _ => None,
         };
         let Some(new) = new.filter(|_| h.is_file() && !h.size_in_pax) else {
