@@ -18,7 +18,7 @@ use crate::prune::{PathError, PathErrorKind};
 /// null variant last), the `-variants.json` and each group's index
 /// directory into `o.dir`, noting in each output where it went; the
 /// `-variants.json`'s path.
-pub(super) fn write_all<B: AsRef<[u8]>>(
+pub(super) fn write_all<B: AsRef<[u8]> + Sync>(
     archive: &mut Archive<'_>,
     plan: &Plan<'_, B>,
     wheel: &WheelName,
@@ -34,19 +34,28 @@ pub(super) fn write_all<B: AsRef<[u8]>>(
         let name = crate::files::shown(input);
         PathError::said(PathErrorKind::Refused, input, &name, why)
     })?;
+    let files: Vec<String> = outputs
+        .iter()
+        .map(|(o, _)| wheel.variant(&o.label))
+        .collect();
+    let jsons: Vec<Vec<u8>> = outputs
+        .iter()
+        .map(|(o, props)| variant::variant_json(&o.label, props))
+        .collect();
+    let one = |k: usize, a: &mut Archive<'_>| -> Result<(), PathError> {
+        let added = [(format!("{dist_info}/variant.json"), &jsons[k][..])];
+        let path = at.join(&files[k]);
+        let mut w =
+            Output::create_in(at, OsStr::new(&files[k])).map_err(|e| PathError::write(&path, e))?;
+        let f = w.temp_file().ok_or_else(|| PathError::write(&path, None))?;
+        plan.write_adding(a, k, &added, f)
+            .map_err(|e| PathError::zip_file(input, e))?;
+        w.commit().map_err(|e| PathError::write(&path, e))
+    };
+    side_by_side(archive, input, outputs.len(), &one)?;
     let mut table = Vec::new();
     let mut moves: Vec<String> = Vec::new();
-    for (k, (out, props)) in outputs.iter_mut().enumerate() {
-        let file = wheel.variant(&out.label);
-        let bytes = variant::variant_json(&out.label, props);
-        let added = [(format!("{dist_info}/variant.json"), &bytes[..])];
-        let path = at.join(&file);
-        let mut w =
-            Output::create_in(at, OsStr::new(&file)).map_err(|e| PathError::write(&path, e))?;
-        let f = w.temp_file().ok_or_else(|| PathError::write(&path, None))?;
-        plan.write_adding(archive, k, &added, f)
-            .map_err(|e| PathError::zip_file(input, e))?;
-        w.commit().map_err(|e| PathError::write(&path, e))?;
+    for ((out, props), file) in outputs.iter_mut().zip(files) {
         table.push((out.label.clone(), props.clone()));
         out.path = crate::files::shown(&dir.join(&file)).into_owned();
         moves.push(file);
@@ -83,6 +92,48 @@ pub(super) fn write_all<B: AsRef<[u8]>>(
     }
     drop(stage);
     Ok(crate::files::shown(&dir.join(json)).into_owned())
+}
+
+/// Writes outputs `0..n` with `one`, side by side on up to as many
+/// threads as there are CPUs, each thread with its own reader of
+/// `archive`'s bytes (`input`'s; output `k` on thread `k % threads`);
+/// the first error by output.
+fn side_by_side(
+    archive: &mut Archive<'_>,
+    input: &Path,
+    n: usize,
+    one: &(dyn Fn(usize, &mut Archive<'_>) -> Result<(), PathError> + Sync),
+) -> Result<(), PathError> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = cpus.min(n).max(1);
+    if threads == 1 {
+        return (0..n).try_for_each(|k| one(k, archive));
+    }
+    let data = archive.data;
+    let mut results: Vec<(usize, Result<(), PathError>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut done = Vec::new();
+                    let mut a = match Archive::open(data) {
+                        Ok(a) => a,
+                        // The archive opened once already: it opens again.
+                        Err(e) => return vec![(t, Err(PathError::zip_file(input, e)))],
+                    };
+                    for k in (t..n).step_by(threads) {
+                        done.push((k, one(k, &mut a)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.sort_by_key(|(k, _)| *k);
+    results.into_iter().try_for_each(|(_, r)| r)
 }
 
 /// The `*.dist-info` directory of `archive` that names the wheel's
