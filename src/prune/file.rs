@@ -416,16 +416,6 @@ pub(crate) const HEAD: u64 = match crate::scan::UNREAD_REACH {
     _ => 512,
 };
 
-/// The first bytes of a member of `size` bytes that `r` gives: up to
-/// [`HEAD`] of them, fewer where its data ends sooner (what reads on
-/// says the member is cut short, as it would for a shorter head).
-pub(crate) fn read_head(r: &mut dyn std::io::Read, size: u64) -> std::io::Result<Vec<u8>> {
-    let want = size.min(HEAD);
-    let mut head = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
-    std::io::Read::read_to_end(&mut std::io::Read::take(r, want), &mut head)?;
-    Ok(head)
-}
-
 /// Whether a file starting with `head` is of a format prune reads: it
 /// may hold something to remove, or prune refuses it saying what it is.
 /// `Some(Some(kind))` for a COFF object, the one format told here by

@@ -4,7 +4,7 @@
 //! handed back in its pruned form for the walk to write (each format
 //! hashes the new bytes its own way); and the writers those walks share.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use object::FileKind;
@@ -14,7 +14,7 @@ use super::output::Output as NewFile;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use crate::files::{COPY_CHUNK, Input};
 use crate::package::Held;
-use crate::package::tar::walk::{Fault, Header, Walk};
+use crate::package::tar::walk::Header;
 
 /// Why a file whose size a pax header gives stays as it was.
 const PAX: &str = "a pax header gives its size, which prune does not rewrite";
@@ -61,26 +61,6 @@ impl<'a> Member<'a> {
             full,
             keep: None,
         }
-    }
-
-    /// Prunes the file `h`, its bytes `file` (of the format `kind`, where
-    /// it was read) and its body passed, as [`Member::judge`] does, and
-    /// writes it to `walk` as it was where it stays so (the walk's faults
-    /// made errors by `fault`).
-    pub(super) fn prune<R: Read, W: Write>(
-        &self,
-        walk: &mut Walk<R, W>,
-        h: &Header,
-        file: (&Input, Option<FileKind>),
-        found: (&mut Vec<String>, &mut Pruning),
-        rep: &mut PathReport,
-        fault: &dyn Fn(Fault) -> PathError,
-    ) -> Result<Became, PathError> {
-        let became = self.judge(h, (file.0.bytes(), file.1), found, rep)?;
-        if let Became::AsItWas = became {
-            write_as_it_was(walk, h, file.0).map_err(fault)?;
-        }
-        Ok(became)
     }
 
     /// Prunes the file `h`, its bytes `bytes` (of the format `kind`, where
@@ -147,17 +127,6 @@ impl<'a> Member<'a> {
         refused.push(e.chain());
         Ok(Became::AsItWas)
     }
-}
-
-/// Writes the file `h` with its old bytes, `file`, as it was.
-pub(super) fn write_as_it_was<R: Read, W: Write>(
-    walk: &mut Walk<R, W>,
-    h: &Header,
-    file: &Input,
-) -> Result<(), Fault> {
-    walk.copy_header(h)?;
-    write_released(walk.out(), file, file.bytes()).map_err(Fault::Write)?;
-    walk.pad(h.size)
 }
 
 /// Writes the bytes of `file` to `out` as [`write_released`] does.
