@@ -28,6 +28,16 @@ pub(crate) enum Fate {
     Replaced(Arc<New>),
 }
 
+impl Fate {
+    /// A decider's answer as one fate for each of `n` outputs: `None`,
+    /// or an output the answer does not reach, keeps the member.
+    pub(crate) fn each(fates: Option<Vec<Fate>>, n: usize) -> Vec<Fate> {
+        let mut fates = fates.unwrap_or_default();
+        fates.resize(n, Fate::Kept);
+        fates
+    }
+}
+
 /// A member's new bytes.
 pub(crate) struct New {
     /// Where they are.

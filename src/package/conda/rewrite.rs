@@ -203,7 +203,7 @@ impl Walker<'_, '_> {
             if (regular || directory)
                 && let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)?
             {
-                self.named(tar, &h, &all(Some(fates), n))?;
+                self.named(tar, &h, &Fate::each(Some(fates), n))?;
                 continue;
             }
             if !regular {
@@ -317,7 +317,7 @@ impl Walker<'_, '_> {
         self.p
             .rows
             .check_sha(&h.path, &Sha256::digest(bytes.as_ref()).into())?;
-        let fates = all(
+        let fates = Fate::each(
             decide
                 .decide(&m, Held::Read(&bytes))
                 .map_err(Failed::Caller)?,
@@ -447,13 +447,6 @@ fn copy_old<R: Read>(
         }
         Ok(())
     })
-}
-
-/// `fates`, one per output (`None`, or an output it does not name: kept).
-fn all(fates: Option<Vec<Fate>>, n: usize) -> Vec<Fate> {
-    let mut fates = fates.unwrap_or_default();
-    fates.resize(n, Fate::Kept);
-    fates
 }
 
 /// Refuses `new`, the new bytes of the file `h` (whose old bytes are

@@ -218,7 +218,7 @@ fn walk<R: Read, D: Decide<Deb>>(
         };
         let named = h.is_file() || h.is_sparse() || h.kind() == b'5';
         if named && let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)? {
-            let fates = all(Some(fates), outs.len());
+            let fates = Fate::each(Some(fates), outs.len());
             account(&h, &fates, outs);
             // A regular file kept somewhere is checked as it passes.
             let mut md5 =
@@ -260,7 +260,7 @@ fn walk<R: Read, D: Decide<Deb>>(
         tar.skip_body().map_err(fault)?;
         let md5 = md5::Md5::digest(bytes.as_ref()).into();
         check(p, decide, &h.path, &md5).map_err(Failed::Caller)?;
-        let fates = all(
+        let fates = Fate::each(
             decide
                 .decide(&m, Held::Read(&bytes))
                 .map_err(Failed::Caller)?,
@@ -273,13 +273,6 @@ fn walk<R: Read, D: Decide<Deb>>(
     let mut sinks: Vec<&mut Sink> = outs.iter_mut().filter_map(|o| o.sink.as_mut()).collect();
     end(tar, &mut sinks).map_err(fault)?;
     Ok(())
-}
-
-/// `fates`, one per output (`None`, or an output it does not name: kept).
-fn all(fates: Option<Vec<Fate>>, n: usize) -> Vec<Fate> {
-    let mut fates = fates.unwrap_or_default();
-    fates.resize(n, Fate::Kept);
-    fates
 }
 
 /// Notes in each output what the fate of the entry `h` takes from an

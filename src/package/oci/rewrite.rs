@@ -232,7 +232,7 @@ fn entries<R: Read, D: Decide<Layer>>(
             link: None,
         };
         if let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)? {
-            let fates = all(Some(fates), n);
+            let fates = Fate::each(Some(fates), n);
             account(&path, &fates, outs);
             emit(tar, &h, &fates, Old::Stream(&[]), outs)?;
             continue;
@@ -254,7 +254,7 @@ fn entries<R: Read, D: Decide<Layer>>(
             .inflate(&m, &head, &mut tar.body())
             .map_err(Failed::Caller)?;
         tar.skip_body().map_err(Error::Tar)?;
-        let fates = all(
+        let fates = Fate::each(
             decide
                 .decide(&m, Held::Read(&bytes))
                 .map_err(Failed::Caller)?,
@@ -267,13 +267,6 @@ fn entries<R: Read, D: Decide<Layer>>(
     let mut sinks: Vec<&mut Counted<Tallied>> = outs.iter_mut().map(|o| &mut o.sink).collect();
     end(tar, &mut sinks).map_err(Error::Tar)?;
     Ok(())
-}
-
-/// `fates`, one per output (`None`, or an output it does not name: kept).
-fn all(fates: Option<Vec<Fate>>, n: usize) -> Vec<Fate> {
-    let mut fates = fates.unwrap_or_default();
-    fates.resize(n, Fate::Kept);
-    fates
 }
 
 /// Notes in each output what the fate of the entry at `path` did.
