@@ -43,6 +43,10 @@ pub(crate) struct TempTree {
     path: PathBuf,
     /// Renamed to its own name: no longer removed.
     kept: bool,
+    /// The directory opened and locked (`flock`) while it is built: a
+    /// later run that can take the lock knows its builder is gone
+    /// ([`TempTree::reap_in`]).
+    _lock: Option<std::fs::File>,
 }
 
 impl TempTree {
@@ -58,11 +62,48 @@ impl TempTree {
             .keep();
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         list.push((id, path.clone()));
+        let lock = std::fs::File::open(&path).ok().filter(|f| {
+            rustix::fs::flock(f, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+        });
         Ok(TempTree {
             id,
             path,
             kept: false,
+            _lock: lock,
         })
+    }
+
+    /// Removes the temporary directories in `parent` that a run killed
+    /// outright (SIGKILL, a power cut: no handler ran) left: each
+    /// `.offload-kit-*` directory (not a link) untouched for a minute
+    /// whose lock no process holds. Its builder would hold the lock while
+    /// it lives, so a live run's directory is never taken. What could not
+    /// be removed is left; the names of those removed.
+    pub(crate) fn reap_in(parent: &Path) -> Vec<PathBuf> {
+        let mut reaped = Vec::new();
+        let Ok(entries) = std::fs::read_dir(parent) else {
+            return reaped;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let old = e.metadata().ok().filter(|m| m.is_dir()).and_then(|m| {
+                let age = m.modified().ok()?.elapsed().ok()?;
+                (age >= std::time::Duration::from_secs(60)).then_some(())
+            });
+            if !name.as_encoded_bytes().starts_with(b".offload-kit-") || old.is_none() {
+                continue;
+            }
+            let path = e.path();
+            let Ok(dir) = open_no_follow(&path) else {
+                continue;
+            };
+            let free =
+                rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive);
+            if free.is_ok() && std::fs::remove_dir_all(&path).is_ok() {
+                reaped.push(path);
+            }
+        }
+        reaped
     }
 
     /// The directory.
@@ -79,6 +120,21 @@ impl TempTree {
         self.kept = true;
         Ok(())
     }
+}
+
+/// The directory `path` opened to be locked, never through a symbolic
+/// link.
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags())
+        .open(path)
+}
+
+/// `O_DIRECTORY | O_NOFOLLOW`.
+fn libc_flags() -> i32 {
+    (rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NOFOLLOW).bits() as i32
 }
 
 impl Drop for TempTree {
@@ -131,4 +187,48 @@ pub fn clean_up_on_signals() {
             std::process::exit(128 + sig);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TempTree;
+    use std::time::{Duration, SystemTime};
+
+    /// Sets the modification time of `path` `secs` seconds back.
+    fn age(path: &std::path::Path, secs: u64) {
+        let f = std::fs::File::open(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    #[test]
+    fn only_an_old_unlocked_temporary_directory_is_reaped() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        // Left by a run killed outright: old, and nobody holds its lock.
+        let dead = p.join(".offload-kit-dead");
+        std::fs::create_dir_all(dead.join("inner")).unwrap();
+        std::fs::write(dead.join("inner/f"), b"x").unwrap();
+        age(&dead, 120);
+        // A live run's, even when old.
+        let live = TempTree::new_in(p).unwrap();
+        age(live.path(), 120);
+        // A fresh one nobody holds (its builder may not have locked it yet).
+        let fresh = p.join(".offload-kit-fresh");
+        std::fs::create_dir(&fresh).unwrap();
+        // A user's directory, and a link to a directory, both old.
+        let mine = p.join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        age(&mine, 120);
+        let target = tempfile::tempdir().unwrap();
+        std::fs::write(target.path().join("keep"), b"k").unwrap();
+        std::os::unix::fs::symlink(target.path(), p.join(".offload-kit-link")).unwrap();
+
+        let reaped = TempTree::reap_in(p);
+        assert_eq!(reaped, vec![dead.clone()]);
+        assert!(!dead.exists());
+        assert!(live.path().is_dir() && fresh.is_dir() && mine.is_dir());
+        assert!(target.path().join("keep").is_file());
+        drop(live);
+    }
 }
