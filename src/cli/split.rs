@@ -1,6 +1,7 @@
 //! `offload-kit split`: one wheel becomes one wheel per group of GPUs and
-//! a null variant, one Debian package one package per group, with the
-//! metadata installers pick them by; the job is
+//! a null variant, one Debian or conda package one package per group,
+//! with the metadata installers pick them by, and a directory or other
+//! file one directory per group; the job is
 //! `crate::prune::split`'s, this parses, prints and picks the exit code.
 
 use std::io::Write;
@@ -13,8 +14,9 @@ use crate::prune::Ptx;
 use crate::prune::split::{Gpus, SplitOptions, SplitReport, split_path};
 use crate::scan::rule::Rule;
 
-/// Splits a fat wheel into per-GPU wheels (PEP 825 variants), or a .deb into
-/// per-GPU packages, in one read.
+/// Splits a fat wheel into per-GPU wheels (PEP 825 variants), a .deb or a
+/// conda package into per-GPU packages, a directory or another file into a
+/// directory per GPU.
 #[derive(clap::Args)]
 #[command(
     after_help = "Each group's wheel holds exactly what `prune --keep GROUP` keeps (the \
@@ -25,17 +27,21 @@ pip, one PEP 503 index per group under OUTDIR/index/LABEL (pip install --index-u
 file://OUTDIR/index/LABEL NAME). A .deb becomes one package per group, \
 PACKAGE-LABEL_VERSION_ARCH.deb: prune's output with its control file renamed and given \
 `Provides: PACKAGE (= VERSION)`, `Conflicts:` and `Replaces:` the original and its siblings. \
+A conda package (.conda, .tar.bz2) becomes one build per group, its build string ending in \
+_LABEL, with `__cuda_arch` or `__amdgpu_arch` run constraints and build numbers that make \
+solvers prefer the most specific. A directory (or any other file prune reads) becomes \
+OUTDIR/LABEL/NAME, what `cp -a` then `prune --keep GROUP --in-place` would leave, its \
+unchanged files hard links to the input's (copies across file systems). \
 --per-gpu makes one group per device target the wheel holds \
 code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
-group the wheel does not serve is refused by name and nothing is written; outputs appear \
+group the input does not serve is refused by name and nothing is written; outputs appear \
 whole or not at all.\n\nExit codes: 0 success; 1 a member some group's prune refused (left \
-as it was, named); 2 an input that could not be read, is neither a wheel nor a .deb, or is \
-damaged, a group \
-the input does not serve, or a usage error."
+as it was, named); 2 an input that could not be read or is \
+damaged, a group the input does not serve, an output name already taken, or a usage error."
 )]
 pub struct SplitOpts {
-    /// Wheels and Debian packages to split (other inputs are refused so
-    /// far).
+    /// Wheels, Debian and conda packages, directories and other files
+    /// prune reads.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// One output per device target the input serves.
@@ -121,8 +127,10 @@ impl SplitOpts {
 /// The text report of one split, line by line.
 fn text(r: &SplitReport) -> Vec<String> {
     let noun = match r.format {
-        "deb" => "packages",
-        _ => "wheels",
+        "wheel" => "wheels",
+        "tree" | "file" => "directories",
+        "oci" | "docker" => "images",
+        _ => "packages",
     };
     let mut s = vec![format!(
         "{}: split into {} {noun}",

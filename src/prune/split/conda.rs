@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use super::conda_index::{Constraint, Original, build_numbers, constraint};
-use super::coverage::coverage;
+use super::coverage::{coverage, kept_of};
 use super::deb::{scratch_file, unserved};
 use super::deb_groups::Groups;
 use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
@@ -103,7 +103,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .into_iter()
         .map(Files::finish)
         .collect::<Result<_, _>>()?;
-    let c = coverage(&held, &labels, &reps, &companions, &sels);
+    let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
     let numbers = build_numbers(original.build_number, &constraints);
     let mut writes = Vec::new();
     for k in 0..groups.len() {

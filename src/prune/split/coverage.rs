@@ -4,8 +4,8 @@
 
 use super::report::Served;
 use super::targets::Held;
-use crate::prune::Selection;
 use crate::prune::path::PathReport;
+use crate::prune::{ImageGroup, Selection};
 use crate::scan::rule::Rule;
 
 /// What the split serves: for each device target `held`, each image
@@ -17,6 +17,11 @@ pub(super) struct Coverage {
     pub(super) files: Vec<Served>,
 }
 
+/// The image groups each of `reps` kept, as [`coverage`] takes them.
+pub(super) fn kept_of(reps: &[PathReport]) -> Vec<&[ImageGroup]> {
+    reps.iter().map(|r| r.kept.as_slice()).collect()
+}
+
 /// For each device target `held`, the groups whose output a device of it
 /// loads something of; for each image group, the groups that keep it; for
 /// each per-GPU file (named in `companions`), the groups whose rules keep
@@ -24,12 +29,12 @@ pub(super) struct Coverage {
 pub(super) fn coverage(
     held: &Held,
     labels: &[String],
-    reps: &[PathReport],
+    kept: &[&[ImageGroup]],
     companions: &[(String, crate::companion::Gpu)],
     sels: &[Selection],
 ) -> Coverage {
     // What each group's output holds.
-    let outputs: Vec<Held> = reps
+    let outputs: Vec<Held> = kept
         .iter()
         .zip(sels)
         .map(|(r, s)| {
@@ -37,7 +42,7 @@ pub(super) fn coverage(
                 .iter()
                 .filter(|(n, _)| crate::prune::companion::dropped(s.by(), n).is_none())
                 .map(|(_, g)| g.clone());
-            Held::of(r.kept.iter(), kept)
+            Held::of(r.iter(), kept)
         })
         .collect();
     let targets = held
@@ -59,10 +64,10 @@ pub(super) fn coverage(
         .iter()
         .map(|(t, k)| Served {
             what: format!("{t} {k}"),
-            outputs: reps
+            outputs: kept
                 .iter()
                 .zip(labels)
-                .filter(|(r, _)| r.kept.iter().any(|g| g.target == *t && g.kind == *k))
+                .filter(|(r, _)| r.iter().any(|g| g.target == *t && g.kind == *k))
                 .map(|(_, l)| l.clone())
                 .collect(),
         })

@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::io::Read as _;
 use std::path::Path;
 
-use super::coverage::coverage;
+use super::coverage::{coverage, kept_of};
 use super::deb_control::{self, Original};
 use super::deb_groups::Groups;
 use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
@@ -110,7 +110,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .into_iter()
         .map(Files::finish)
         .collect::<Result<_, _>>()?;
-    let c = coverage(&held, &labels, &reps, &companions, &sels);
+    let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
     let mut outputs = outputs_of(&labels, &groups, &reps, &names, &original);
     let written = Writer {
         file: &file,

@@ -1,5 +1,6 @@
-//! Splitting one wheel into one wheel per group of GPUs (`offload-kit
-//! split`, issue #74), in one read: each member is read once and decided
+//! Splitting one package into one package per group of GPUs (`offload-kit
+//! split`, issue #74): a `.deb` ([`deb`]), a conda package ([`conda`]), a
+//! directory or another file ([`tree`]), and here a wheel, in one read: each member is read once and decided
 //! for every group by prune's own decider of a wheel ([`decide`]), so
 //! that each group's output holds exactly what `prune --keep GROUP -o`
 //! writes; one more output, the null variant, holds what the input held.
@@ -23,6 +24,8 @@ mod deb_groups;
 mod decide;
 mod report;
 mod targets;
+mod tree;
+mod tree_copy;
 mod variant;
 mod write;
 
@@ -35,7 +38,7 @@ use super::{ImageGroup, Rules, Selection};
 use crate::files::Input;
 use crate::package::zipfile::{self, Archive};
 use crate::scan::rule::Rule;
-use coverage::coverage;
+use coverage::{coverage, kept_of};
 pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
@@ -43,11 +46,17 @@ use variant::{NULL, Properties, WheelName};
 /// Splits the wheel, `.deb` or conda package `input` as `o` says, writing every output into
 /// `o.dir` or none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
+    // What a split killed outright (SIGKILL) left in the output directory.
+    crate::files::TempTree::reap_in(&o.dir);
     if deb::is_deb(input) {
         return deb::split(input, o);
     }
     if conda::is_conda(input) {
         return conda::split(input, o);
+    }
+    let wheel = input.extension().is_some_and(|e| e == "whl");
+    if !wheel && tree::is_tree(input) {
+        return tree::split(input, o);
     }
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
@@ -69,7 +78,7 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     if groups.is_empty() {
         return Err(refuse("it holds no device target to split by".into()));
     }
-    let labels = labels(&groups).map_err(refuse)?;
+    let labels = variant::labels(&groups).map_err(refuse)?;
     let sels: Vec<Selection> = groups
         .iter()
         .map(|g| Selection {
@@ -113,7 +122,7 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
         .map(Members::finish)
         .collect::<Result<_, _>>()?;
     let mut outputs = outputs_of(&labels, &groups, &reps, everything);
-    let c = coverage(&held, &labels, &reps, &companions, &sels);
+    let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
     let variants_json = write::write_all(&mut archive, &plan, &wheel, &mut outputs, o, input)?;
     let mut members_refused: Vec<String> = Vec::new();
     for r in reps.iter().flat_map(|r| &r.members_refused) {
@@ -201,19 +210,4 @@ fn per_gpu(
     let images = first.map(|r| r.kept.iter().chain(&r.dropped));
     let gpus = d.companions.iter().map(|(_, g)| g.clone());
     Ok(Held::of(images.into_iter().flatten(), gpus).targets())
-}
-
-/// The label of each group, each distinct.
-fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for g in groups {
-        let l = variant::label(g)?;
-        if out.contains(&l) {
-            return Err(format!(
-                "two groups are both labelled '{l}': name each once"
-            ));
-        }
-        out.push(l);
-    }
-    Ok(out)
 }

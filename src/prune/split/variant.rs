@@ -206,9 +206,7 @@ impl WheelName {
     /// which has a label after its platform).
     pub(crate) fn parse(file: &str) -> Result<WheelName, String> {
         let Some(stem) = file.strip_suffix(".whl") else {
-            return Err(
-                "split reads wheels (a name ending in .whl) and Debian packages only so far".into(),
-            );
+            return Err("a wheel's name ends in .whl".into());
         };
         let parts: Vec<&str> = stem.split('-').collect();
         // A build tag starts with a digit; a sixth part that does not is
@@ -306,6 +304,21 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// The label of each group, each distinct.
+pub(super) fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in groups {
+        let l = label(g)?;
+        if out.contains(&l) {
+            return Err(format!(
+                "two groups are both labelled '{l}': name each once"
+            ));
+        }
+        out.push(l);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -427,7 +440,7 @@ mod tests {
         assert!(
             WheelName::parse("a.tar.gz")
                 .unwrap_err()
-                .contains("split reads wheels (a name ending in .whl) and Debian packages only")
+                .contains("a wheel's name ends in .whl")
         );
         assert!(WheelName::parse("a-1.whl").is_err());
     }
