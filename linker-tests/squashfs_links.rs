@@ -14,7 +14,8 @@
 //! -d -m -` on it the same xattrs, and `stat -c %h/%i` the same hard
 //! links (the removed name's inode with one link less). A SIF made by
 //! `siftool` of such an image prunes the same way; the image cut in its
-//! tables is exit 2, nothing written.
+//! tables is exit 2, nothing written; a 256 MiB image with an xattr and a
+//! hard link is pruned in bounded memory.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -39,6 +40,7 @@ pub fn tests() -> Vec<Trial> {
         t("xattrs_and_hard_links_are_kept_in_each_compressor", kept),
         t("a_sif_with_xattrs_and_hard_links_keeps_them", sif),
         t("a_damaged_image_with_hard_links_is_exit_2", damaged),
+        t("a_large_image_with_xattrs_and_hard_links_in_bounded_memory", bounded),
     ]
 }
 
@@ -207,4 +209,49 @@ fn damaged() -> Result<(), Failed> {
         }
     }
     Ok(())
+}
+
+/// An lz4 image of 256 MiB of incompressible files (one with an xattr,
+/// one under two names) and a per-GPU file: pruned with a peak RSS under
+/// 128 MiB (the mapped image's pages given back as the data is copied),
+/// the big files still there, byte for byte, the hard link kept.
+fn bounded() -> Result<(), Failed> {
+    let t = crate::util::tempdir();
+    let d = t.path();
+    let lib = d.join("root/usr/lib/rocblas/library");
+    std::fs::create_dir_all(&lib)?;
+    std::fs::write(lib.join("TensileLibrary_gfx90a.co"), crate::util::bytes(1, 200_000))?;
+    let mut sums = Vec::new();
+    for i in 0..4u64 {
+        let b = crate::util::bytes(10 + i, 64 << 20);
+        sums.push(crate::util::md5_hex(&b));
+        std::fs::write(d.join(format!("root/big{i}.bin")), b)?;
+    }
+    std::fs::hard_link(d.join("root/big0.bin"), d.join("root/big0-link.bin"))?;
+    setfattr(d, "root/big1.bin", "user.big", "yes")?;
+    let args = ["root", "big.sqfs", "-comp", "lz4", "-noappend", "-quiet", "-no-progress"];
+    run(Path::new("mksquashfs"), &args, d).ok()?;
+    let (r, kib) = crate::util::ours_peak(300, &["prune", "--keep", "gfx1030", "-o", "slim.sqfs", "big.sqfs"], d)?;
+    r.ok()?;
+    if kib >= 128 << 10 {
+        return Err(format!("peak RSS {kib} KiB pruning a 256 MiB image, over 128 MiB").into());
+    }
+    let listed = run(Path::new("unsquashfs"), &["-l", "slim.sqfs"], d).ok()?;
+    if String::from_utf8_lossy(&listed.stdout).contains("gfx90a") {
+        return Err("the per-GPU file is still in the pruned image".into());
+    }
+    for (i, sum) in sums.iter().enumerate() {
+        let cat = std::process::Command::new("unsquashfs")
+            .args(["-cat", "slim.sqfs", &format!("big{i}.bin")])
+            .current_dir(d)
+            .output()?;
+        same(&format!("big{i}.bin"), &crate::util::md5_hex(&cat.stdout), sum)?;
+    }
+    run(Path::new("unsquashfs"), &["-q", "-n", "-d", "out", "slim.sqfs"], d).ok()?;
+    let l = links(d, "out", &["big0.bin", "big0-link.bin"])?;
+    if l[0].0 != 2 || l[0] != l[1] {
+        return Err(format!("the hard link: {l:?}").into());
+    }
+    let x = xattrs(d, "out")?;
+    same("the xattr", x.get("big1.bin").cloned(), Some(vec!["user.big=\"yes\"".to_string()]))
 }
