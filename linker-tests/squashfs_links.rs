@@ -12,7 +12,8 @@
 //! `unsquashfs -lln` the same entries, modes, owners and times less the
 //! file removed, `unsquashfs -d` the tree pruned file by file, `getfattr
 //! -d -m -` on it the same xattrs, and `stat -c %h/%i` the same hard
-//! links (the removed name's inode with one link less). A SIF made by
+//! links (the removed name's inode with one link less); the export table
+//! names each inode by its number. A SIF made by
 //! `siftool` of such an image prunes the same way; the image cut in its
 //! tables is exit 2, nothing written; a 256 MiB image with an xattr and a
 //! hard link is pruned in bounded memory.
@@ -170,6 +171,46 @@ fn kept() -> Result<(), Failed> {
             return Err(format!("{m}: the report does not name {GONE}:\n{said}").into());
         }
         same_as_input(d, &img, &out, &format!("u-{m}"))?;
+    }
+    exports_name_each_inode(&std::fs::read(d.join("pruned-gzip.sqfs"))?)
+}
+
+/// The export table (NFS file handles) of the gzip image `img` names, for
+/// each inode number N, an inode whose number is N (what the kernel's
+/// `squashfs_export_iget` reads; unsquashfs never reads the table).
+fn exports_name_each_inode(img: &[u8]) -> Result<(), Failed> {
+    let u64_at = |o: usize| u64::from_le_bytes(img[o..o + 8].try_into().unwrap()) as usize;
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+    let block = |at: usize| -> (Vec<u8>, usize) {
+        let h = usize::from(u16::from_le_bytes([img[at], img[at + 1]]));
+        let stored = &img[at + 2..at + 2 + (h & 0x7fff)];
+        let mut out = Vec::new();
+        if h & 0x8000 != 0 {
+            out.extend_from_slice(stored);
+        } else {
+            std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(stored), &mut out).unwrap();
+        }
+        (out, at + 2 + (h & 0x7fff))
+    };
+    let (count, itable, dtable, exports) = (u32_at(img, 4), u64_at(64), u64_at(72), u64_at(88));
+    if exports == usize::MAX || count == 0 {
+        return Err("the pruned image has no export table".into());
+    }
+    let (mut starts, mut inodes, mut at) = (BTreeMap::new(), Vec::new(), itable);
+    while at < dtable {
+        starts.insert(at - itable, inodes.len());
+        let (b, next) = block(at);
+        inodes.extend_from_slice(&b);
+        at = next;
+    }
+    let mut refs = Vec::new();
+    for i in 0..(count as usize * 8).div_ceil(8192) {
+        refs.extend_from_slice(&block(u64_at(exports + 8 * i)).0);
+    }
+    for n in 1..=count {
+        let r = u64::from_le_bytes(refs[(n as usize - 1) * 8..][..8].try_into().unwrap());
+        let at = starts[&((r >> 16) as usize)] + (r & 0xffff) as usize;
+        same(&format!("the inode export entry {n} names"), u32_at(&inodes, at + 12), n)?;
     }
     Ok(())
 }
