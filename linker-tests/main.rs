@@ -61,6 +61,7 @@ test_files! {
     squashfs,
     rpm_prune,
     squashfs_prune,
+    squashfs_links,
     hostile,
     hostile_ob,
     linker_wrapper,

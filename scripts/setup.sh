@@ -41,6 +41,9 @@ PKGS+=(rpm rpm2cpio)
 # compression, that the scanners read and are compared with; siftool wraps one
 # in a SIF (linker-tests/squashfs.rs).
 PKGS+=(squashfs-tools siftool)
+# attr (setfattr, getfattr) gives the files of a squashfs image user.* extended
+# attributes, and lists those an image pruned kept (linker-tests/squashfs_prune.rs).
+PKGS+=(attr)
 # gpg makes the throwaway key rpmsign signs an RPM with before it is pruned
 # (linker-tests/rpm_prune.rs).
 PKGS+=(gpg)

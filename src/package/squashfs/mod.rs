@@ -17,12 +17,26 @@
 
 mod codec;
 mod data;
+#[cfg(feature = "files")]
+mod decide;
+#[cfg(feature = "files")]
+mod dir;
+#[cfg(feature = "files")]
+mod inode;
 mod lzo;
+#[cfg(feature = "files")]
+mod meta;
+#[cfg(feature = "files")]
+mod own;
 #[cfg(feature = "files")]
 pub(crate) mod rewrite;
 mod superblock;
+#[cfg(feature = "files")]
+mod tables;
 #[cfg(test)]
 mod tests;
+#[cfg(feature = "files")]
+mod tree;
 
 use std::io::Cursor;
 use std::path::Component;

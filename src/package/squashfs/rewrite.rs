@@ -12,15 +12,18 @@
 //! written. A directory whose entries all went, and that the caller
 //! removes by name, goes too.
 //!
-//! The new filesystem is written by backhand's `FilesystemWriter` with
-//! this module's [`codec`](super::codec) (the compressors of flate2,
-//! liblzma, zstd and lz4_flex, never backhand's own): the data blocks of
-//! the files kept are copied as they are, compressed, and those of the
-//! files replaced are compressed from the caller's readers, one block at a
-//! time. What that writer cannot keep is refused by name before anything
-//! is read: extended attributes, hard links (it gives each name an inode
-//! of its own), and LZO (no LZO compressor here). The new filesystem has
-//! no export table (NFS file handles): backhand does not write one.
+//! A filesystem without extended attributes or hard links is written by
+//! backhand's `FilesystemWriter` with this module's
+//! [`codec`](super::codec) (the compressors of flate2, liblzma, zstd and
+//! lz4_flex, never backhand's own): the data blocks of the files kept are
+//! copied as they are, compressed, and those of the files replaced are
+//! compressed from the caller's readers, one block at a time. That new
+//! filesystem has no export table (NFS file handles): backhand does not
+//! write one. A filesystem with extended attributes or hard links, which
+//! backhand's writer cannot keep (it writes no xattrs, and gives each name
+//! an inode of its own), is read and written by this crate's own tables
+//! ([`super::own`]): its xattrs, hard links and export table kept. LZO is
+//! refused by name before anything is read (no LZO compressor here).
 
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, BufWriter, Cursor, Read, Seek, SeekFrom};
@@ -31,41 +34,13 @@ use backhand::{FilesystemReader, FilesystemWriter};
 
 use super::codec::{self, CODEC, METADATA_BLOCK, Method, Tuning};
 use super::data::Data;
+pub(crate) use super::decide::{Member, Release, Rewritten, Squashfs};
+use super::decide::{dirs_gone, fate_of, stored};
 use super::superblock;
 use crate::num::usize_from;
 pub(crate) use crate::package::Decide;
 pub(crate) use crate::package::rpm::rewrite::{Error, Failed};
-use crate::package::{Fate, Held, New};
-
-/// An entry of the filesystem as the read hands it to [`Decide`].
-pub(crate) struct Member<'m> {
-    /// Its path, without a leading `/` (`usr/lib/libx.so`).
-    pub(crate) path: &'m str,
-    /// A regular file's size (0 for a directory).
-    pub(crate) size: u64,
-    /// Whether it is a regular file (else a directory).
-    pub(crate) regular: bool,
-}
-
-/// A squashfs filesystem as its [`rewrite`] hands its entries to
-/// [`Decide`].
-pub(crate) struct Squashfs;
-
-impl crate::package::Format for Squashfs {
-    type Member<'m> = Member<'m>;
-}
-
-/// What a [`rewrite`] gives.
-pub(crate) struct Rewritten {
-    /// The new filesystem's length, padded as `mksquashfs` pads (to 4 KiB),
-    /// written to the caller's file from its start; `None` when nothing
-    /// changed and nothing was written.
-    pub(crate) len: Option<u64>,
-}
-
-/// Gives back the memory that bytes of the image read hold, when the
-/// image is a mapped file (for memory only: what they read stays the same).
-pub(crate) type Release<'r> = &'r (dyn Fn(&[u8]) + Sync);
+use crate::package::{Fate, New};
 
 /// Reads the squashfs filesystem at the start of `fs`, `decide` answering
 /// for each file, within `limit` bytes decompressed from file data; when
@@ -80,15 +55,12 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
 ) -> Result<Rewritten, Failed<D::Error>> {
     let sb = superblock::read(fs).map_err(Error::Damaged)?;
     let image = &fs[..usize_from(sb.bytes_used)];
-    refuse(image, &sb)?;
+    let xattrs = refuse(image, &sb)?;
     let tree = super::read_tree(image).map_err(Error::Damaged)?;
-    if tree.files.len() + tree.others.len() + 1 > usize_from(u64::from(sb.inodes)) {
-        return Err(Error::Refused(
-            "it holds hard links (names that share an inode), which prune cannot write back \
-             yet"
-            .into(),
-        )
-        .into());
+    let linked = tree.files.len() + tree.others.len() + 1 > usize_from(u64::from(sb.inodes));
+    if xattrs || linked {
+        let tuning = tuning(image, &sb)?;
+        return super::own::rewrite(image, &sb, tuning, decide, (limit, release), out);
     }
     let mut data = Data::new(image, sb.method, sb.block_size, tree.fragments);
     let mut left = limit;
@@ -114,35 +86,7 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
     if gone.is_empty() && replaced.is_empty() {
         return Ok(Rewritten { len: None });
     }
-    for (p, dir) in &tree.others {
-        if !dir {
-            kept.insert(p.clone());
-        }
-    }
-    // Deepest first, so that a directory of directories that all went goes.
-    for (p, dir) in tree.others.iter().rev() {
-        let prefix = format!("{p}/");
-        let holds = kept
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|k| k.starts_with(&prefix));
-        let m = Member {
-            path: p,
-            size: 0,
-            regular: false,
-        };
-        if *dir
-            && !holds
-            && matches!(
-                first(decide.by_name(&m).map_err(Failed::Caller)?),
-                Some(Fate::Removed)
-            )
-        {
-            gone.insert(p.clone());
-        } else if *dir {
-            kept.insert(p.clone());
-        }
-    }
+    dirs_gone(&tree.others, decide, &mut kept, &mut gone)?;
     let tuning = tuning(image, &sb)?;
     let readers = replaced
         .iter()
@@ -157,67 +101,9 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
     Ok(Rewritten { len: Some(len) })
 }
 
-/// What becomes of the file `f`, whose bytes `data` gives within `left`
-/// bytes: removed by its name, unread, or as `decide` answers once it
-/// read what it wants; every byte of it read, to find a damaged block.
-fn fate_of<D: Decide<Squashfs>>(
-    data: &mut Data<'_>,
-    f: &super::data::File,
-    decide: &mut D,
-    left: &mut u64,
-) -> Result<Fate, Failed<D::Error>> {
-    data.check(f)
-        .map_err(|e| Error::Damaged(format!("its file '{}': {e}", f.path)))?;
-    let m = Member {
-        path: &f.path,
-        size: f.size,
-        regular: true,
-    };
-    let by_name = first(decide.by_name(&m).map_err(Failed::Caller)?);
-    match by_name {
-        Some(Fate::Removed) => return Ok(Fate::Removed),
-        Some(Fate::Replaced(_)) => {
-            return Err(Error::Refused(format!(
-                "its file '{}' would be replaced by its name alone, unread: a file is \
-                 replaced only once read",
-                f.path
-            ))
-            .into());
-        }
-        Some(Fate::Kept) | None => {}
-    }
-    let damaged = |e: io::Error| Error::Damaged(format!("its file '{}': {e}", f.path));
-    let mut r = Budgeted {
-        r: data.reader(f),
-        left,
-    };
-    let mut head = Vec::new();
-    (&mut r)
-        .take(D::REACH as u64)
-        .read_to_end(&mut head)
-        .map_err(damaged)?;
-    let fate = match by_name.is_none() && decide.wants(&m, &head) {
-        true => {
-            let bytes = decide.inflate(&m, &head, &mut r).map_err(Failed::Caller)?;
-            let fate = decide.decide(&m, Held::Read(&bytes));
-            first(fate.map_err(Failed::Caller)?).unwrap_or(Fate::Kept)
-        }
-        false => Fate::Kept,
-    };
-    // What the caller left unread is read, to find a damaged block.
-    io::copy(&mut r, &mut io::sink()).map_err(damaged)?;
-    Ok(fate)
-}
-
-/// The fate in output 0 of a one-output answer (the writer writes one
-/// output: a caller answering for several gets the first written).
-fn first(answer: Option<Vec<Fate>>) -> Option<Fate> {
-    answer.and_then(|v| v.into_iter().next())
-}
-
-/// Refuses, by name, what the writer cannot keep: LZO, extended
-/// attributes.
-fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<(), Error> {
+/// Refuses, by name, what the writers cannot write: LZO. Gives whether
+/// the filesystem has extended attributes.
+fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<bool, Error> {
     if sb.method == Method::Lzo {
         return Err(Error::Refused(
             "it is a squashfs filesystem compressed with LZO, which offload-kit reads but does \
@@ -227,7 +113,7 @@ fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<(), Error> {
         ));
     }
     if sb.xattrs == u64::MAX {
-        return Ok(());
+        return Ok(false);
     }
     // The xattr id table: where the key/value blocks start, then how many
     // ids there are.
@@ -238,19 +124,12 @@ fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<(), Error> {
                 sb.xattrs
             ))
         })?;
-    if ids > 0 {
-        return Err(Error::Refused(
-            "it holds extended attributes, which prune cannot write back yet (unsquashfs it, \
-             prune its files, mksquashfs them again)"
-                .into(),
-        ));
-    }
-    Ok(())
+    Ok(ids > 0)
 }
 
 /// How the new filesystem is compressed: the old one's options block,
 /// copied, and the numbers in it.
-fn tuning(image: &[u8], sb: &superblock::Superblock) -> Result<Tuning, Error> {
+pub(super) fn tuning(image: &[u8], sb: &superblock::Superblock) -> Result<Tuning, Error> {
     let mut t = Tuning {
         method: sb.method,
         block: None,
@@ -345,36 +224,6 @@ fn written(
 fn relative(p: &Path) -> String {
     let s = p.to_string_lossy();
     s.trim_start_matches('/').to_string()
-}
-
-/// A reader that gives at most `left` bytes in all, then fails.
-struct Budgeted<'l, R> {
-    r: R,
-    left: &'l mut u64,
-}
-
-impl<R: Read> Read for Budgeted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let k = self.r.read(buf)?;
-        *self.left = self
-            .left
-            .checked_sub(k as u64)
-            .ok_or_else(|| io::Error::other("it decompresses past the decompression budget"))?;
-        Ok(k)
-    }
-}
-
-/// The bytes `f`'s blocks are stored in (its fragment's not counted):
-/// from its start, each block's stored size, within `image`.
-fn stored<'i>(image: &'i [u8], f: &super::data::File) -> &'i [u8] {
-    let len = f
-        .blocks
-        .iter()
-        .map(|b| u64::from(b & 0x00ff_ffff))
-        .sum::<u64>();
-    let start = usize_from(f.start).min(image.len());
-    let end = usize_from(f.start.saturating_add(len)).min(image.len());
-    &image[start..end]
 }
 
 /// The image as the writer reads it: each piece read goes to `release`.
