@@ -36,6 +36,7 @@ test_files! {
     split_installers,
     split_deb,
     split_conda,
+    split_oci,
 }
 mod hip_programs;
 mod real_wheels;

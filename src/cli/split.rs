@@ -25,6 +25,10 @@ pip, one PEP 503 index per group under OUTDIR/index/LABEL (pip install --index-u
 file://OUTDIR/index/LABEL NAME). A .deb becomes one package per group, \
 PACKAGE-LABEL_VERSION_ARCH.deb: prune's output with its control file renamed and given \
 `Provides: PACKAGE (= VERSION)`, `Conflicts:` and `Replaces:` the original and its siblings. \
+An OCI image layout (a directory) becomes one new layout OUTDIR/NAME holding the input's \
+images under their names and each group's under TAG-LABEL (umoci unpack --image \
+OUTDIR/NAME:TAG-LABEL), each the blobs prune writes, shared by digest; a `docker save` \
+archive is refused (skopeo copy docker-archive:FILE oci:DIR:TAG makes it a layout). \
 --per-gpu makes one group per device target the wheel holds \
 code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
 group the wheel does not serve is refused by name and nothing is written; outputs appear \
@@ -122,6 +126,7 @@ impl SplitOpts {
 fn text(r: &SplitReport) -> Vec<String> {
     let noun = match r.format {
         "deb" => "packages",
+        "oci" => "images",
         _ => "wheels",
     };
     let mut s = vec![format!(

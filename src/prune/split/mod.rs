@@ -21,6 +21,7 @@ mod deb;
 mod deb_control;
 mod deb_groups;
 mod decide;
+mod oci;
 mod report;
 mod targets;
 mod variant;
@@ -40,8 +41,8 @@ pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
 
-/// Splits the wheel, `.deb` or conda package `input` as `o` says, writing every output into
-/// `o.dir` or none of them.
+/// Splits the wheel, `.deb`, conda package or OCI image layout `input` as `o` says, writing
+/// every output into `o.dir` or none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     if deb::is_deb(input) {
         return deb::split(input, o);
@@ -49,8 +50,14 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     if conda::is_conda(input) {
         return conda::split(input, o);
     }
+    if oci::is_oci(input) {
+        return oci::split(input, o);
+    }
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
+    if oci::is_saved(input) {
+        return Err(refuse(oci::SAVED.into()));
+    }
     let file_name = input.file_name().map(|n| n.to_string_lossy().into_owned());
     let wheel = WheelName::parse(file_name.as_deref().unwrap_or_default()).map_err(refuse)?;
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
