@@ -175,6 +175,7 @@ fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
 }
 
 /// The names of the images of the new layout.
+#[derive(Debug)]
 struct Names {
     /// The input's names of its images, in `index.json`'s order.
     original: Vec<String>,
@@ -298,4 +299,92 @@ fn index_json(g: &Grouped<'_>, names: &Names) -> Result<Vec<u8>, String> {
     let root = doc.as_object_mut().ok_or("index.json is no object")?;
     root.insert("manifests".into(), Value::Array(all));
     serde_json::to_vec(&doc).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(lists: &[&str]) -> Vec<Vec<Rule>> {
+        lists
+            .iter()
+            .map(|l| l.split(',').map(|r| Rule::parse(r).unwrap()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn labels_join_the_tokens_with_dots_each_once() {
+        let l = labels(&groups(&["sm_86", "gfx90a,gfx942", "gfx90a:xnack+"])).unwrap();
+        assert_eq!(l, ["sm86", "gfx90a.gfx942", "gfx90a_xnackp"]);
+        let e = labels(&groups(&["sm_86", "sm_86"])).unwrap_err();
+        assert!(e.contains("both labelled 'sm86'"), "{e}");
+    }
+
+    #[test]
+    fn names_are_tags_a_registry_takes_and_taken_once() {
+        let taken = vec!["t".to_string(), "t-sm86".to_string()];
+        assert!(check("t-gfx90a", &taken).is_ok());
+        assert!(check("t-sm86", &taken).unwrap_err().contains("named twice"));
+        assert!(check("-x", &taken).unwrap_err().contains("no tag"));
+        assert!(check("t:x", &taken).unwrap_err().contains("no tag"));
+        assert!(
+            check(&"a".repeat(129), &taken)
+                .unwrap_err()
+                .contains("no tag")
+        );
+    }
+
+    /// An image entry (what it holds matters not here).
+    fn image() -> Entry {
+        let desc: crate::package::oci::Desc =
+            serde_json::from_str(r#"{"digest":"sha256:00","size":1}"#).unwrap();
+        Entry::Image(
+            desc.clone(),
+            Box::new(crate::package::oci::Image {
+                name: String::new(),
+                field: String::new(),
+                manifest: Vec::new(),
+                config: desc,
+                config_bytes: Vec::new(),
+                layers: Vec::new(),
+                diff_ids: Vec::new(),
+            }),
+        )
+    }
+
+    /// An index of two images named `names` (`None`: unnamed) and a
+    /// signature named `sig`.
+    fn index(names: [Option<&str>; 2]) -> Index {
+        let desc = |n: Option<&str>| match n {
+            Some(n) => {
+                format!(r#"{{"digest":"sha256:00","size":1,"annotations":{{"{REF_NAME}":"{n}"}}}}"#)
+            }
+            None => r#"{"digest":"sha256:00","size":1}"#.to_string(),
+        };
+        let bytes = format!(
+            r#"{{"schemaVersion":2,"manifests":[{},{},{}]}}"#,
+            desc(names[0]),
+            desc(names[1]),
+            desc(Some("sig"))
+        );
+        Index {
+            what: "index.json".into(),
+            bytes: bytes.into_bytes(),
+            entries: vec![image(), image(), Entry::Other],
+        }
+    }
+
+    #[test]
+    fn each_image_is_named_per_group_and_an_unnamed_one_among_several_refused() {
+        let labels = ["sm86".to_string(), "gfx90a".to_string()];
+        let n = Names::of(&index([Some("t"), Some("u")]), &labels).unwrap();
+        assert_eq!(n.original, ["t", "u", "sig"]);
+        let want = |l: &str| vec![(0, format!("t-{l}")), (1, format!("u-{l}"))];
+        assert_eq!(n.groups, [want("sm86"), want("gfx90a")]);
+        assert_eq!(n.first_of(1), "t-gfx90a");
+        let e = Names::of(&index([Some("t"), None]), &labels).unwrap_err();
+        assert!(e.contains("manifests[1] has no"), "{e}");
+        let e = Names::of(&index([Some("t"), Some("t-sm86")]), &labels).unwrap_err();
+        assert!(e.contains("'t-sm86' would be named twice"), "{e}");
+    }
 }
