@@ -9,7 +9,8 @@
 //! unpacked from a group's image passes `check --require` of each GPU of
 //! its group (gfx908's fails as on the input) and fails that of the other group; two runs give the same
 //! bytes. A group the image does not serve, and a `docker save` archive,
-//! are refused (exit 2) with nothing written.
+//! are refused (exit 2) with nothing written, as is a split over an
+//! existing output layout; `--per-gpu` makes one image per target.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -163,7 +164,9 @@ fn rocrand_layout_tags_are_prunes_sharing_blobs() -> Result<(), Failed> {
 
 /// A group nothing in the image serves exits 2 naming it, and a `docker
 /// save` archive (skopeo's) exits 2 naming the form; the output
-/// directory is left without output.
+/// directory is left without output. `--per-gpu` serves each target by
+/// its own image; a split into a directory holding its output already is
+/// refused and changes nothing.
 fn unserved_groups_and_docker_archives_write_nothing() -> Result<(), Failed> {
     let t = tempdir();
     let d = t.path();
@@ -181,5 +184,22 @@ fn unserved_groups_and_docker_archives_write_nothing() -> Result<(), Failed> {
         return Err(format!("a docker save archive: exit {}: {}", r.code, r.stderr).into());
     }
     same("what a docker save archive left", files(&d.join("o")).len(), 0)?;
+    // --per-gpu: one image per target, each served by its own alone; a
+    // second split into the same directory is refused, leaving it as it was.
+    let doc = ours_json(&["split", "--per-gpu", "--json", "-d", "o", "L"], d)?;
+    let f = &doc["files"][0];
+    let labels: Vec<&str> = f["outputs"].as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
+    same("--per-gpu labels", labels, vec!["gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "null"])?;
+    for t in f["targets"].as_array().into_iter().flatten() {
+        same(&format!("outputs serving {}", t["what"]), t["outputs"].as_array().cloned(), Some(vec![t["what"].clone()]))?;
+    }
+    let before = files(&d.join("o"));
+    let r = run(&ours(), &["split", "--gpus", "gfx90a", "-d", "o", "L"], d);
+    if r.code != 2 || !r.stderr.contains("exists") {
+        return Err(format!("a split over an existing layout: exit {}: {}", r.code, r.stderr).into());
+    }
+    if files(&d.join("o")) != before {
+        return Err("a refused split changed the output directory".into());
+    }
     Ok(())
 }

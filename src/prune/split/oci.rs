@@ -77,6 +77,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     opts.prune.max_uncompressed = o.max_uncompressed;
     opts.destination = Destination::Directory(o.dir.clone());
     let dest = opts.output_path(input)?.unwrap_or_else(|| o.dir.clone());
+    if dest.symlink_metadata().is_ok() {
+        return Err(refuse(format!(
+            "'{}' exists: split writes the new layout as a new directory (remove it, or \
+             give another -d)",
+            crate::files::shown(&dest)
+        )));
+    }
     std::fs::create_dir_all(&o.dir).map_err(|e| PathError::write(&o.dir, e))?;
     let refs: Vec<&Selection> = sels.iter().collect();
     let mut g = rewrite_groups(&refs, &opts, input)?;
