@@ -37,6 +37,7 @@ test_files! {
     split_deb,
     split_conda,
     split_tree,
+    split_oci,
 }
 mod hip_programs;
 mod real_wheels;

@@ -32,6 +32,10 @@ _LABEL, with `__cuda_arch` or `__amdgpu_arch` run constraints and build numbers 
 solvers prefer the most specific. A directory (or any other file prune reads) becomes \
 OUTDIR/LABEL/NAME, what `cp -a` then `prune --keep GROUP --in-place` would leave, its \
 unchanged files hard links to the input's (copies across file systems). \
+An OCI image layout (a directory) becomes one new layout OUTDIR/NAME holding the input's \
+images under their names and each group's under TAG-LABEL (umoci unpack --image \
+OUTDIR/NAME:TAG-LABEL), each the blobs prune writes, shared by digest; a `docker save` \
+archive is refused (skopeo copy docker-archive:FILE oci:DIR:TAG makes it a layout). \
 --per-gpu makes one group per device target the wheel holds \
 code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
 group the input does not serve is refused by name and nothing is written; outputs appear \

@@ -41,6 +41,7 @@ use super::path::{
 
 mod commit;
 mod docker;
+pub(super) mod groups;
 mod layer;
 mod model;
 mod records;
@@ -80,37 +81,49 @@ const RESIGN: &str = "its manifest and layer digests changed: signatures and att
 /// A layer written again: its new blob's hex, its size, its diff_id.
 type NewLayer = (String, u64, String);
 
-/// One rewrite of a layout.
-struct Run<'a> {
+/// One output of a rewrite of a layout: what decides it, what it found.
+struct Out<'a> {
     sel: &'a Selection,
-    opts: &'a PathOptions,
-    input: &'a Path,
-    layout: Layout<'a>,
-    stage: Option<Stage>,
     rep: PathReport,
-    /// Bytes the layers may still inflate to.
-    budget: u64,
     all: Pruning,
     changes: Vec<ImageRewritten>,
     /// Every image's layers after the rewrite, by its name.
     layers_after: Vec<(String, Vec<String>)>,
+    /// The entries of `index.json` that changed: index, new blob's hex,
+    /// size.
+    top: Vec<(usize, String, u64)>,
+}
+
+/// One rewrite of a layout, read once into one output or more.
+struct Run<'a> {
+    opts: &'a PathOptions,
+    input: &'a Path,
+    layout: Layout<'a>,
+    stage: Option<Stage>,
+    /// Bytes the layers may still inflate to.
+    budget: u64,
+    outs: Vec<Out<'a>>,
+    /// The per-GPU files met, with their GPUs.
+    companions: layer::Companions,
     /// Whether the layout holds one image (its files are then named
     /// `LAYOUT!/…`, else `LAYOUT:NAME!/…`, as the scanners name them).
     single: bool,
 }
 
-/// Prunes the image layout `input` as `opts` say: see the module's
-/// documentation.
-///
-/// In place, `at` holds the handles of the layout's directory and blob
-/// store when it was reached through them (in a walked tree, or named):
-/// it is then written through them alone ([`commit`]).
-pub(crate) fn prune_layout(
-    sel: &Selection,
-    opts: &PathOptions,
+/// A layout opened for a rewrite: its index, its report before, the
+/// stage its new blobs go to (writing `OUTPUTS` of them).
+struct Opened<'a> {
+    layout: Layout<'a>,
+    index: Index,
+    rep: PathReport,
+    size: u64,
+}
+
+/// Opens the layout `input` (through `at` where given) for a rewrite.
+fn opened(
     input: &Path,
     at: Option<crate::prune::anchor::LayoutAt>,
-) -> Result<PathReport, PathError> {
+) -> Result<Opened<'_>, PathError> {
     let name = crate::files::shown(input).into_owned();
     let meta = match &at {
         Some(at) => at
@@ -133,31 +146,78 @@ pub(crate) fn prune_layout(
     rep.bytes_after = size.0;
     // A directory's links are its subdirectories: not names of it.
     rep.hard_links = 1;
-    let stage = Stage::new(opts, input, at, size.0)?;
-    let given = opts.prune.max_uncompressed;
-    let mut run = Run {
-        sel,
-        opts,
-        input,
+    Ok(Opened {
         layout,
-        stage,
+        index,
         rep,
-        budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(size.0)),
-        all: Pruning::default(),
-        changes: Vec::new(),
-        layers_after: Vec::new(),
-        single: images(&index) == 1,
+        size: size.0,
+    })
+}
+
+impl<'a> Run<'a> {
+    /// The rewrite of the layout `o` into one output per selection of
+    /// `sels`, its new blobs going to `stage`.
+    fn new(
+        sels: &[&'a Selection],
+        opts: &'a PathOptions,
+        input: &'a Path,
+        o: &Opened<'a>,
+        stage: Option<Stage>,
+    ) -> Run<'a> {
+        let given = opts.prune.max_uncompressed;
+        let outs = sels
+            .iter()
+            .map(|sel| Out {
+                sel,
+                rep: o.rep.clone(),
+                all: Pruning::default(),
+                changes: Vec::new(),
+                layers_after: Vec::new(),
+                top: Vec::new(),
+            })
+            .collect();
+        Run {
+            opts,
+            input,
+            layout: o.layout.clone(),
+            stage,
+            budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(o.size)),
+            outs,
+            companions: Vec::new(),
+            single: images(&o.index) == 1,
+        }
+    }
+}
+
+/// Prunes the image layout `input` as `opts` say: see the module's
+/// documentation.
+///
+/// In place, `at` holds the handles of the layout's directory and blob
+/// store when it was reached through them (in a walked tree, or named):
+/// it is then written through them alone ([`commit`]).
+pub(crate) fn prune_layout(
+    sel: &Selection,
+    opts: &PathOptions,
+    input: &Path,
+    at: Option<crate::prune::anchor::LayoutAt>,
+) -> Result<PathReport, PathError> {
+    let o = opened(input, at.clone())?;
+    let stage = Stage::new(opts, input, at, o.size)?;
+    let mut run = Run::new(&[sel], opts, input, &o, stage);
+    let new_index = run.index(&o.index, false)?.pop().flatten();
+    let Some(out) = run.outs.pop() else {
+        return Ok(o.rep);
     };
-    let new_index = run.index(&index)?;
-    run.all.check_device_left(input, &name, &opts.prune)?;
-    let mut rep = run.rep;
-    rep.images = no_longer_shared(run.changes, &run.layers_after);
+    let name = crate::files::shown(input).into_owned();
+    out.all.check_device_left(input, &name, &opts.prune)?;
+    let mut rep = out.rep;
+    rep.images = no_longer_shared(out.changes, &out.layers_after);
     rep.kept = merge(std::mem::take(&mut rep.kept));
     rep.dropped = merge(std::mem::take(&mut rep.dropped));
     let Some(stage) = run.stage else {
         return Ok(rep);
     };
-    stage.commit(input, &index, new_index.as_deref(), &mut rep)?;
+    stage.commit(input, &o.index, new_index.as_deref(), &mut rep)?;
     Ok(rep)
 }
 
@@ -184,6 +244,45 @@ fn no_longer_shared(
     changes
 }
 
+/// What the rewrite of one image did in one output so far.
+struct InImage {
+    /// What the layers above the one being read did.
+    above: Above,
+    /// The layers that changed, by index: new blob hex, size, diff_id.
+    new_layers: BTreeMap<usize, NewLayer>,
+    change: ImageRewritten,
+    /// The image's layers, each changed one's new digest in its place.
+    after: Vec<String>,
+}
+
+impl InImage {
+    /// Nothing done yet of the image `img`, whose descriptor is `d`.
+    fn new(d: &Desc, img: &Image) -> InImage {
+        InImage {
+            above: Above::default(),
+            new_layers: BTreeMap::new(),
+            change: ImageRewritten {
+                image: img.name.clone(),
+                manifest_before: d.digest.clone(),
+                manifest_after: String::new(),
+                layers: Vec::new(),
+                no_longer_shared: Vec::new(),
+                next: RESIGN,
+            },
+            after: img.layers.iter().map(|l| l.digest.clone()).collect(),
+        }
+    }
+
+    /// The layer `i`, which is a layer read above that became `new`.
+    fn again(&mut self, i: usize, new: &NewLayer) {
+        self.after[i] = match new.0.is_empty() {
+            true => String::new(),
+            false => format!("sha256:{}", new.0),
+        };
+        self.new_layers.insert(i, new.clone());
+    }
+}
+
 /// How many images `idx` names, those of indexes inside it counted.
 fn images(idx: &Index) -> usize {
     idx.entries
@@ -203,28 +302,40 @@ impl Run<'_> {
         PathError::said(kind, self.input, &name, why)
     }
 
-    /// The index `idx` with the descriptors of what changed under it
-    /// given their new digests and sizes; `None` when nothing did.
-    fn index(&mut self, idx: &Index) -> Result<Option<Vec<u8>>, PathError> {
-        let mut edits = Vec::new();
+    /// The index `idx` in each output, with the descriptors of what
+    /// changed under it given their new digests and sizes; `None` where
+    /// nothing did. At the `top` (`index.json`), each output notes its
+    /// entries that changed.
+    fn index(&mut self, idx: &Index, top: bool) -> Result<Vec<Option<Vec<u8>>>, PathError> {
+        let n = self.outs.len();
+        let mut edits: Vec<chain::Edits> = vec![Vec::new(); n];
         for (i, e) in idx.entries.iter().enumerate() {
             let new = match e {
-                Entry::Index(inner) => self.index(inner)?,
+                Entry::Index(inner) => self.index(inner, false)?,
                 Entry::Image(d, img) => self.image(d, img)?,
-                Entry::Other => None,
+                Entry::Other => vec![None; n],
             };
-            if let Some(bytes) = new {
+            for (k, bytes) in new.into_iter().enumerate() {
+                let Some(bytes) = bytes else {
+                    continue;
+                };
                 let (hex, size) = self.put(&bytes)?;
-                chain::index_entry(&idx.bytes, i, &hex, size, &mut edits)
+                chain::index_entry(&idx.bytes, i, &hex, size, &mut edits[k])
                     .map_err(|e| self.unedited(&idx.what, &e))?;
+                if top {
+                    self.outs[k].top.push((i, hex, size));
+                }
             }
         }
-        if edits.is_empty() {
-            return Ok(None);
-        }
-        chain::spliced(&idx.bytes, edits)
-            .map(Some)
-            .map_err(|e| self.unedited(&idx.what, &e))
+        edits
+            .into_iter()
+            .map(|edits| match edits.is_empty() {
+                true => Ok(None),
+                false => chain::spliced(&idx.bytes, edits)
+                    .map(Some)
+                    .map_err(|e| self.unedited(&idx.what, &e)),
+            })
+            .collect()
     }
 
     /// Stages the small blob `bytes` (a config, a manifest, an index):
@@ -242,28 +353,19 @@ impl Run<'_> {
         self.said(PathErrorKind::Content, e.said(what))
     }
 
-    /// The image `img` (its descriptor `d`) pruned, layer by layer from
-    /// the top: its new manifest, or `None` when no layer changed.
-    fn image(&mut self, d: &Desc, img: &Image) -> Result<Option<Vec<u8>>, PathError> {
+    /// The image `img` (its descriptor `d`) pruned for each output,
+    /// layer by layer from the top, each layer read once for all: its
+    /// new manifest in each, or `None` where no layer changed.
+    fn image(&mut self, d: &Desc, img: &Image) -> Result<Vec<Option<Vec<u8>>>, PathError> {
         let cx_name = match self.single {
             true => crate::files::shown(self.input).into_owned(),
             false => format!("{}:{}", crate::files::shown(self.input), img.name),
         };
-        let mut above = Above::default();
+        let mut ins: Vec<InImage> = self.outs.iter().map(|_| InImage::new(d, img)).collect();
         let mut blocked: Option<String> = None;
-        let mut new_layers: BTreeMap<usize, (String, u64, String)> = BTreeMap::new();
-        let mut change = ImageRewritten {
-            image: img.name.clone(),
-            manifest_before: d.digest.clone(),
-            manifest_after: String::new(),
-            layers: Vec::new(),
-            no_longer_shared: Vec::new(),
-            next: RESIGN,
-        };
-        let mut after: Vec<String> = img.layers.iter().map(|l| l.digest.clone()).collect();
         // Each layer read, by its digest: its old diff_id, and what it
-        // became when it changed.
-        let mut read: HashMap<&str, (String, Option<NewLayer>)> = HashMap::new();
+        // became in each output where it changed.
+        let mut read: HashMap<&str, (String, Vec<Option<NewLayer>>)> = HashMap::new();
         for (i, l) in img.layers.iter().enumerate().rev() {
             let place = format!("{} ({}): layers[{i}] ({})", img.field, d.digest, l.digest);
             if let Some((old_diff, new)) = read.get(l.digest.as_str()) {
@@ -271,74 +373,138 @@ impl Run<'_> {
                 // it and lost the same paths, so it becomes what that
                 // copy became, read once.
                 self.check_diff(&place, img, i, old_diff)?;
-                if let Some(new) = new {
-                    after[i] = match new.0.is_empty() {
-                        true => String::new(),
-                        false => format!("sha256:{}", new.0),
-                    };
-                    new_layers.insert(i, new.clone());
+                for (one, new) in ins.iter_mut().zip(new) {
+                    if let Some(new) = new {
+                        one.again(i, new);
+                    }
                 }
                 continue;
             }
-            let cx = LayerCx {
-                sel: self.sel,
-                opts: self.opts,
-                input: self.input,
-                name: cx_name.clone(),
-                place: place.clone(),
+            let cxs: Vec<LayerCx<'_>> = self
+                .outs
+                .iter()
+                .map(|o| LayerCx {
+                    sel: o.sel,
+                    opts: self.opts,
+                    input: self.input,
+                    name: cx_name.clone(),
+                    place: place.clone(),
+                })
+                .collect();
+            let Some(cx) = cxs.first() else {
+                return Ok(Vec::new());
             };
-            let Some((m, file)) = self.open(&cx, l, &mut blocked)? else {
+            let Some((m, file)) = self.open(cx, l, &mut blocked)? else {
                 continue;
             };
+            let rs = self.layer(&cxs, file, l, m, &mut ins)?;
+            let old_diff = rs.first().map(|r| r.old_diff.clone()).unwrap_or_default();
+            self.check_diff(&place, img, i, &old_diff)?;
+            let mut news = Vec::new();
+            for (k, r) in rs.into_iter().enumerate() {
+                let new = self.settle(k, (&place, i, l, m), r, blocked.as_deref(), &mut ins[k])?;
+                news.push(new);
+            }
+            read.insert(&l.digest, (old_diff, news));
+        }
+        let mut manifests = Vec::new();
+        for (k, one) in ins.into_iter().enumerate() {
+            manifests.push(self.finish_image(k, img, one)?);
+        }
+        Ok(manifests)
+    }
+
+    /// Reads the layer `l` (its blob `file`, compressed with `m`) once
+    /// into every output (each with its context in `cxs` and what the
+    /// layers above did in it in `ins`).
+    fn layer(
+        &mut self,
+        cxs: &[LayerCx<'_>],
+        file: std::fs::File,
+        l: &Desc,
+        m: layer::Method,
+        ins: &mut [InImage],
+    ) -> Result<Vec<layer::Rewritten>, PathError> {
+        let mut parts = Vec::with_capacity(cxs.len());
+        for ((cx, out), one) in cxs.iter().zip(self.outs.iter_mut()).zip(ins.iter_mut()) {
             let scratch = match self.stage.as_ref() {
                 Some(s) => Some((s.scratch(self.input)?, s.scratch(self.input)?)),
                 None => None,
             };
-            let r = layer::rewrite(
-                &cx,
-                file,
-                Some(l),
-                m,
+            parts.push(layer::Part {
+                cx,
+                above: &mut one.above,
+                rep: &mut out.rep,
                 scratch,
-                &mut above,
-                &mut self.rep,
-                &mut self.budget,
-            )?;
-            above.shadow.next_layer();
-            self.check_diff(&place, img, i, &r.old_diff)?;
-            self.all.add_device(&r.walked.all);
-            self.rep.members_refused.extend(r.walked.refused);
-            if !r.walked.changed {
-                read.insert(&l.digest, (r.old_diff, None));
-                continue;
-            }
-            self.refusals(&place, l, blocked.as_deref())?;
-            let (new_hex, size) = match (self.stage.as_mut(), r.tar) {
-                (Some(s), Some(mut tar)) => {
-                    s.pack(self.input, &mut tar, m, self.opts.prune.threads())?
-                }
-                _ => (String::new(), 0),
-            };
-            let shown = match new_hex.is_empty() {
-                true => String::new(),
-                false => format!("sha256:{new_hex}"),
-            };
-            change.layers.push((l.digest.clone(), shown.clone()));
-            after[i] = shown;
-            let new = (new_hex, size, r.new_diff);
-            read.insert(&l.digest, (r.old_diff, Some(new.clone())));
-            new_layers.insert(i, new);
+            });
         }
-        self.layers_after.push((img.name.clone(), after));
-        if new_layers.is_empty() {
+        let (rs, found) = layer::rewrite_each(file, Some(l), m, parts, &mut self.budget)?;
+        for c in found {
+            if !self.companions.contains(&c) {
+                self.companions.push(c);
+            }
+        }
+        for one in ins.iter_mut() {
+            one.above.shadow.next_layer();
+        }
+        Ok(rs)
+    }
+
+    /// What the layer `i` (`l`, compressed with `m`, at `place`) became
+    /// in output `k` (`r`): its new blob packed when it changed (refused
+    /// where `blocked` or its annotations say), noted in `one`.
+    fn settle(
+        &mut self,
+        k: usize,
+        (place, i, l, m): (&str, usize, &Desc, layer::Method),
+        r: layer::Rewritten,
+        blocked: Option<&str>,
+        one: &mut InImage,
+    ) -> Result<Option<NewLayer>, PathError> {
+        let out = &mut self.outs[k];
+        out.all.add_device(&r.walked.all);
+        out.rep.members_refused.extend(r.walked.refused);
+        if !r.walked.changed {
             return Ok(None);
         }
-        change.layers.reverse();
-        let new = self.chain(img, &new_layers)?;
-        if self.stage.is_some() {
-            change.manifest_after = format!("sha256:{}", oci::hex_sha(&new));
+        self.refusals(place, l, blocked)?;
+        let (new_hex, size) = match (self.stage.as_mut(), r.tar) {
+            (Some(s), Some(mut tar)) => {
+                s.pack(self.input, &mut tar, m, self.opts.prune.threads())?
+            }
+            _ => (String::new(), 0),
+        };
+        let shown = match new_hex.is_empty() {
+            true => String::new(),
+            false => format!("sha256:{new_hex}"),
+        };
+        one.change.layers.push((l.digest.clone(), shown.clone()));
+        one.after[i] = shown;
+        let new = (new_hex, size, r.new_diff);
+        one.new_layers.insert(i, new.clone());
+        Ok(Some(new))
+    }
+
+    /// The image `img` done in output `k` (`one`): its new manifest, or
+    /// `None` when no layer changed.
+    fn finish_image(
+        &mut self,
+        k: usize,
+        img: &Image,
+        mut one: InImage,
+    ) -> Result<Option<Vec<u8>>, PathError> {
+        self.outs[k]
+            .layers_after
+            .push((img.name.clone(), one.after));
+        if one.new_layers.is_empty() {
+            return Ok(None);
         }
-        self.changes.push(change);
+        one.change.layers.reverse();
+        let new = self.chain(img, &one.new_layers)?;
+        if self.stage.is_some() {
+            one.change.manifest_after = format!("sha256:{}", oci::hex_sha(&new));
+        }
+        self.outs[k].changes.push(one.change);
         Ok(Some(new))
     }
 

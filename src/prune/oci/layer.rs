@@ -33,6 +33,8 @@ use crate::package::oci::{Desc, Seen, Shadow};
 use crate::package::tar::walk::Fault;
 use crate::package::{self as packages, Decide, Hashing, Held, New};
 
+mod each;
+
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;
 
@@ -136,15 +138,58 @@ pub(super) fn rewrite<S: Read + Send>(
     rep: &mut PathReport,
     budget: &mut u64,
 ) -> Result<Rewritten, PathError> {
-    let (first, again) = scratch.map_or((None, None), |(f, a)| (Some(f), Some(a)));
-    let mut d = Entries {
+    let part = Part {
         cx,
-        above: &mut *above,
-        rep: &mut *rep,
-        w: Walked::default(),
+        above,
+        rep,
+        scratch,
     };
-    let (decoded, outs, old) = package::rewrite(src, m, budget, &mut d, vec![first]);
-    let mut walked = d.w;
+    let (mut done, _) = rewrite_each(src, expect, m, vec![part], budget)?;
+    done.pop()
+        .ok_or_else(|| cx.said("it was written to no output"))
+}
+
+/// One output of a layer's rewrite: what decides it (a group's
+/// selection, in `cx`), what the layers above did in it, its report, and
+/// its two scratch files (none in a dry run), as [`rewrite`] takes them.
+pub(super) struct Part<'a, 'c> {
+    pub(super) cx: &'a LayerCx<'c>,
+    pub(super) above: &'a mut Above,
+    pub(super) rep: &'a mut PathReport,
+    pub(super) scratch: Option<(File, File)>,
+}
+
+/// Walks the layer whose blob `src` gives (compressed with `m`, checked
+/// against `expect`) once, into every one of `parts` (at least one),
+/// each decided by prune's own decider of a layer's entries as
+/// [`rewrite`] decides its one: what each output became, in their order,
+/// and the per-GPU files met (with their GPUs).
+pub(super) fn rewrite_each<S: Read + Send>(
+    src: S,
+    expect: Option<&Desc>,
+    m: Method,
+    parts: Vec<Part<'_, '_>>,
+    budget: &mut u64,
+) -> Result<(Vec<Rewritten>, Companions), PathError> {
+    let Some(cx) = parts.first().map(|p| p.cx) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut firsts = Vec::with_capacity(parts.len());
+    let mut agains = Vec::with_capacity(parts.len());
+    let mut each = Vec::with_capacity(parts.len());
+    for p in parts {
+        let (first, again) = p.scratch.map_or((None, None), |(f, a)| (Some(f), Some(a)));
+        firsts.push(first);
+        agains.push(again);
+        each.push(Entries {
+            cx: p.cx,
+            above: p.above,
+            rep: p.rep,
+            w: Walked::default(),
+        });
+    }
+    let mut d = each::Each::new(each);
+    let (decoded, outs, old) = package::rewrite(src, m, budget, &mut d, firsts);
     let decoded = decoded.map_err(|()| cx.said("its reading thread failed"))?;
     decoded
         .opened
@@ -157,11 +202,35 @@ pub(super) fn rewrite<S: Read + Send>(
     {
         return Err(cx.said(&why));
     }
-    let out = outs
-        .map_err(|e| cx.failed(e))?
-        .pop()
-        .ok_or_else(|| cx.said("it was written to no output"))?;
+    let outs = outs.map_err(|e| cx.failed(e))?;
+    if outs.len() != d.each.len() {
+        return Err(cx.said("it was written to no output"));
+    }
     (decoded.rest).map_err(|e| cx.said(&format!("cannot be read: {e}")))?;
+    let old = old.digest();
+    let done = d
+        .each
+        .into_iter()
+        .zip(outs)
+        .zip(agains)
+        .map(|((e, out), again)| finish(e, out, again, old.clone()))
+        .collect::<Result<_, _>>()?;
+    Ok((done, d.companions))
+}
+
+/// Per-GPU files by path, with their GPUs.
+pub(super) type Companions = Vec<(String, crate::companion::Gpu)>;
+
+/// One output of a layer's walk settled: its records kept true (the tar
+/// copied once more into `again` when they change), its tar rewound.
+fn finish(
+    e: Entries<'_, '_>,
+    out: package::Out,
+    again: Option<File>,
+    old_diff: String,
+) -> Result<Rewritten, PathError> {
+    let Entries { cx, above, rep, w } = e;
+    let mut walked = w;
     walked.changed = out.changed;
     walked.gone = out.gone;
     let mut new_diff = out.diff;
@@ -191,7 +260,7 @@ pub(super) fn rewrite<S: Read + Send>(
     };
     Ok(Rewritten {
         walked,
-        old_diff: old.digest(),
+        old_diff,
         new_diff,
         tar,
     })

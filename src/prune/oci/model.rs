@@ -89,6 +89,7 @@ impl fmt::Display for Unreadable {
 }
 
 /// A layout being read.
+#[derive(Clone)]
 pub(super) struct Layout<'a> {
     pub(super) dir: &'a Path,
     /// The handles of its directory and blob store, where it was reached

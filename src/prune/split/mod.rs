@@ -22,6 +22,7 @@ mod deb;
 mod deb_control;
 mod deb_groups;
 mod decide;
+mod oci;
 mod report;
 mod targets;
 mod tree;
@@ -43,8 +44,9 @@ pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
 
-/// Splits the wheel, `.deb` or conda package `input` as `o` says, writing every output into
-/// `o.dir` or none of them.
+/// Splits the wheel, `.deb`, conda package, OCI image layout, directory or
+/// other file `input` as `o` says, writing every output into `o.dir` or
+/// none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     // What a split killed outright (SIGKILL) left in the output directory.
     crate::files::TempTree::reap_in(&o.dir);
@@ -54,12 +56,18 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     if conda::is_conda(input) {
         return conda::split(input, o);
     }
+    if oci::is_oci(input) {
+        return oci::split(input, o);
+    }
+    let name = crate::files::shown(input).into_owned();
+    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
+    if oci::is_saved(input) {
+        return Err(refuse(oci::SAVED.into()));
+    }
     let wheel = input.extension().is_some_and(|e| e == "whl");
     if !wheel && tree::is_tree(input) {
         return tree::split(input, o);
     }
-    let name = crate::files::shown(input).into_owned();
-    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
     let file_name = input.file_name().map(|n| n.to_string_lossy().into_owned());
     let wheel = WheelName::parse(file_name.as_deref().unwrap_or_default()).map_err(refuse)?;
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;

@@ -1,0 +1,90 @@
+//! A layout read once into one new image per group of GPUs (for
+//! `offload-kit split`, [`crate::prune::split`]): each layer is read once
+//! and decided for every group by prune's own decider of a layer's
+//! entries, so that each group's manifest, config and layers are the
+//! blobs `prune --keep GROUP -o` writes; the new blobs of every group go
+//! into one new layout, beside the input's own, which the caller names
+//! in its `index.json`.
+
+use std::path::Path;
+
+use super::commit::Stage;
+use super::{Opened, Run, no_longer_shared, opened};
+use crate::package::oci::Index;
+use crate::prune::Selection;
+use crate::prune::path::{PathError, PathOptions, PathReport, merge};
+
+/// A layout rewritten for each group, its new blobs staged, not yet
+/// written.
+pub(crate) struct Grouped<'a> {
+    input: &'a Path,
+    /// The input's `index.json`.
+    pub(crate) index: Index,
+    /// Each group's report, as its prune gives it.
+    pub(crate) reps: Vec<PathReport>,
+    /// For each group, the entries of `index.json` that changed in it:
+    /// their index, new blob's hex and size.
+    pub(crate) tops: Vec<Vec<(usize, String, u64)>>,
+    /// The per-GPU files met, with their GPUs.
+    pub(crate) companions: Vec<(String, crate::companion::Gpu)>,
+    /// For each group, whether device code is left in it, as prune
+    /// checks it: the error prune would give where none is.
+    pub(crate) left: Vec<Result<(), PathError>>,
+    /// The layout before, as reports give it.
+    pub(crate) before: PathReport,
+    stage: Option<Stage>,
+}
+
+/// Reads the layout `input` once into one output per selection of
+/// `sels`, as `prune` with each and `opts` would (`opts`' destination,
+/// a directory, is where the one new layout goes, under the input's
+/// name; in a dry run nothing is staged).
+pub(crate) fn rewrite_groups<'a>(
+    sels: &[&'a Selection],
+    opts: &'a PathOptions,
+    input: &'a Path,
+) -> Result<Grouped<'a>, PathError> {
+    let o: Opened<'a> = opened(input, None)?;
+    // Every group's new blobs are written: each may write as much as
+    // prune would.
+    let n = sels.len() as u64 + 1;
+    let stage = Stage::new(opts, input, None, o.size.saturating_mul(n))?;
+    let mut run = Run::new(sels, opts, input, &o, stage);
+    run.index(&o.index, true)?;
+    let name = crate::files::shown(input).into_owned();
+    let mut reps = Vec::new();
+    let mut tops = Vec::new();
+    let mut left = Vec::new();
+    for out in run.outs {
+        left.push(out.all.check_device_left(input, &name, &opts.prune));
+        let mut rep = out.rep;
+        rep.images = no_longer_shared(out.changes, &out.layers_after);
+        rep.kept = merge(std::mem::take(&mut rep.kept));
+        rep.dropped = merge(std::mem::take(&mut rep.dropped));
+        reps.push(rep);
+        tops.push(out.top);
+    }
+    Ok(Grouped {
+        input,
+        index: o.index,
+        reps,
+        tops,
+        left,
+        companions: run.companions,
+        before: o.rep,
+        stage: run.stage,
+    })
+}
+
+impl Grouped<'_> {
+    /// Writes the new layout with `index_json` as its `index.json`: the
+    /// staged blobs, and every blob of the input it reaches, into a
+    /// temporary directory renamed to the destination once whole; its
+    /// sizes into `rep`. Nothing in a dry run.
+    pub(crate) fn commit(self, index_json: &[u8], rep: &mut PathReport) -> Result<(), PathError> {
+        match self.stage {
+            Some(stage) => stage.commit(self.input, &self.index, Some(index_json), rep),
+            None => Ok(()),
+        }
+    }
+}
