@@ -68,16 +68,22 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     if !wheel && tree::is_tree(input) {
         return tree::split(input, o);
     }
+    split_wheel(input, o, &name)
+}
+
+/// Splits the wheel `input` (shown as `name`) as `o` says.
+fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport, PathError> {
+    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, name, why);
     let file_name = input.file_name().map(|n| n.to_string_lossy().into_owned());
     let wheel = WheelName::parse(file_name.as_deref().unwrap_or_default()).map_err(refuse)?;
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let file = Input::open(input).map_err(|e| PathError::open(input, e))?;
     let data = file.bytes();
     let mut archive = Archive::open(data).map_err(|e| PathError::zip_file(input, e))?;
-    not_signed(&archive, input, &name)?;
+    not_signed(&archive, input, name)?;
     let groups = match &o.gpus {
         Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => per_gpu(&mut archive, input, &name, &meta, data, o)?
+        Gpus::PerGpu => per_gpu(&mut archive, input, name, &meta, data, o)?
             .iter()
             .map(|t| Rule::parse(t).map(|r| vec![r]))
             .collect::<Result<_, _>>()
@@ -98,7 +104,7 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     opts.prune.max_uncompressed = o.max_uncompressed;
     let each = sels
         .iter()
-        .map(|s| Members::new(s, &opts, input, &name, PathReport::new(&name, data, &meta)))
+        .map(|s| Members::new(s, &opts, input, name, PathReport::new(name, data, &meta)))
         .collect();
     let mut d = decide::Groups::new(each);
     let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
@@ -139,7 +145,7 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
         }
     }
     Ok(SplitReport {
-        input: name,
+        input: name.to_string(),
         format: "wheel",
         outputs: outputs.into_iter().map(|(o, _)| o).collect(),
         variants_json: Some(variants_json),

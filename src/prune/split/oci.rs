@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::coverage::coverage;
+use super::coverage::{coverage, kept_of};
 use super::deb::unserved;
 use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
@@ -99,7 +99,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .try_for_each(|r| r)?;
     let names = Names::of(&g.index, &labels).map_err(&refuse)?;
     let index_json = index_json(&g, &names).map_err(&refuse)?;
-    let c = coverage(&held, &labels, &g.reps, &g.companions, &sels);
+    let c = coverage(&held, &labels, &kept_of(&g.reps), &g.companions, &sels);
     let shown = crate::files::shown(&dest).into_owned();
     let mut outputs = Vec::new();
     for (k, ((label, group), rep)) in labels.iter().zip(&groups).zip(&g.reps).enumerate() {
