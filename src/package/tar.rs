@@ -728,6 +728,8 @@ pub(crate) fn set_checksum(block: &mut [u8; BLOCK]) {
 }
 
 #[cfg(feature = "files")]
+pub(crate) mod fan;
+#[cfg(feature = "files")]
 pub(crate) mod walk;
 
 #[cfg(test)]

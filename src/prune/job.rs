@@ -17,7 +17,7 @@ use super::path::{
 use crate::companion::Companion;
 use crate::files::{Input, Output};
 use crate::package::rpm::rewrite as rpm;
-use crate::package::{Fate, Held};
+use crate::package::{Decide, Fate, Format, Held};
 use crate::scan::magic::Magic;
 
 /// How many first bytes of a package's member prune's deciders look at
@@ -305,6 +305,67 @@ impl<'a> Wholes<'a> {
         let new = spooled(&new, bytes, tempfile::tempfile().map_err(io)?).map_err(io)?;
         Ok(Some(vec![Fate::Replaced(std::sync::Arc::new(new))]))
     }
+}
+
+/// A member of a package whose files prune reads whole ([`Wholes`]),
+/// as the format's rewrite hands it (an RPM's payload entry, a squashfs
+/// filesystem's file or directory).
+pub(super) trait SeenWhole {
+    /// Its path in the package (`usr/lib/libx.so`).
+    fn path(&self) -> &str;
+    /// Its size (a regular file's bytes).
+    fn size(&self) -> u64;
+    /// Whether it is a regular file, and whether a directory.
+    fn kind(&self) -> (bool, bool);
+}
+
+/// prune's decider of the files of a package it reads whole, one
+/// output: [`Wholes`], whatever the format.
+impl<F: Format> Decide<F> for Wholes<'_>
+where
+    for<'m> F::Member<'m>: SeenWhole,
+{
+    type Bytes = Input;
+    type Error = PathError;
+    const REACH: usize = REACH;
+
+    fn outputs(&self) -> usize {
+        1
+    }
+
+    fn by_name(&mut self, m: &F::Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
+        Ok(Wholes::by_name(self, m.path(), m.size(), m.kind()))
+    }
+
+    fn wants(&self, _: &F::Member<'_>, head: &[u8]) -> bool {
+        wanted(head)
+    }
+
+    fn inflate(
+        &mut self,
+        m: &F::Member<'_>,
+        head: &[u8],
+        reader: &mut dyn std::io::Read,
+    ) -> Result<Input, PathError> {
+        Wholes::inflate(self, (m.path(), m.size()), head, reader)
+    }
+
+    fn decide(
+        &mut self,
+        m: &F::Member<'_>,
+        bytes: Held<'_, Input>,
+    ) -> Result<Option<Vec<Fate>>, PathError> {
+        Wholes::decide(self, m.path(), bytes)
+    }
+}
+
+/// Copies the scratch file a rewrite wrote, from its start, to `out`.
+pub(super) fn copy_scratch(
+    scratch: &mut std::fs::File,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    std::io::Seek::rewind(scratch)?;
+    std::io::copy(scratch, out).map(|_| ())
 }
 
 /// Whether a member starting with `head` is read whole by prune's

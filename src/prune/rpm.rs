@@ -6,15 +6,14 @@
 //! loses its signatures (they would not verify), and the report names
 //! them: `rpmsign --addsign` signs it again.
 
-use std::io::{Seek as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 
-use super::job::{Job, Wholes, failed};
+use super::job::{Job, SeenWhole, Wholes, copy_scratch, failed};
 use super::model::Selection;
 use super::path::{PathError, PathOptions, PathReport};
 use crate::files::Input;
-use crate::package::rpm::rewrite::{self, Member, Rpm};
-use crate::package::{Decide, Fate, Held};
+use crate::package::rpm::rewrite::{self, Member};
 
 /// An RPM, `input` with `meta`, mapped as `file`: each library of its
 /// payload pruned, each per-GPU file the rules drop removed, its headers
@@ -49,53 +48,24 @@ pub(crate) fn prune(
     let size = data.len() as u64;
     job.write((meta, size), (dest, new.is_none()), rep, |out, dest| {
         let written = match (&new, scratch.as_mut()) {
-            (Some(new), Some(scratch)) => out.write_all(&new.head).and_then(|()| {
-                scratch.rewind()?;
-                std::io::copy(scratch, out).map(|_| ())
-            }),
+            (Some(new), Some(scratch)) => out
+                .write_all(&new.head)
+                .and_then(|()| copy_scratch(scratch, out)),
             _ => file.copy_to(data, out),
         };
         written.map_err(|e| PathError::write(dest, e))
     })
 }
 
-/// prune's decider of an RPM's files: [`Wholes`].
-impl Decide<Rpm> for Wholes<'_> {
-    type Bytes = Input;
-    type Error = PathError;
-    const REACH: usize = super::job::REACH;
-
-    fn outputs(&self) -> usize {
-        1
+/// An RPM's payload entry, as prune's decider sees it ([`Wholes`]).
+impl SeenWhole for Member<'_> {
+    fn path(&self) -> &str {
+        self.path
     }
-
-    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
-        Ok(Wholes::by_name(
-            self,
-            m.path,
-            m.size,
-            (m.regular, m.directory),
-        ))
+    fn size(&self) -> u64 {
+        self.size
     }
-
-    fn wants(&self, _: &Member<'_>, head: &[u8]) -> bool {
-        super::job::wanted(head)
-    }
-
-    fn inflate(
-        &mut self,
-        m: &Member<'_>,
-        head: &[u8],
-        reader: &mut dyn std::io::Read,
-    ) -> Result<Input, PathError> {
-        Wholes::inflate(self, (m.path, m.size), head, reader)
-    }
-
-    fn decide(
-        &mut self,
-        m: &Member<'_>,
-        bytes: Held<'_, Input>,
-    ) -> Result<Option<Vec<Fate>>, PathError> {
-        Wholes::decide(self, m.path, bytes)
+    fn kind(&self) -> (bool, bool) {
+        (self.regular, self.directory)
     }
 }

@@ -7,17 +7,15 @@
 //! ([`crate::package::sif::rebuild`]). A SIF that changes loses its
 //! signature objects (they would not verify), and the report names them.
 
-use std::fs::File;
-use std::io::{self, Read, Seek as _, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 
-use super::job::{Job, Wholes, failed};
+use super::job::{Job, SeenWhole, Wholes, copy_scratch, failed};
 use super::model::Selection;
 use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use crate::files::Input;
 use crate::package::sif::{self, Piece};
-use crate::package::squashfs::rewrite::{self, Decide, Member, Squashfs};
-use crate::package::{Fate, Held};
+use crate::package::squashfs::rewrite::{self, Member};
 
 /// Whether `data` is a squashfs filesystem (alone).
 pub(crate) fn is_squashfs(data: &[u8]) -> bool {
@@ -102,51 +100,17 @@ pub(crate) fn prune(
     })
 }
 
-/// Copies the scratch file from its start to `out`.
-fn copy_scratch(scratch: &mut File, out: &mut dyn io::Write) -> io::Result<()> {
-    scratch.rewind()?;
-    std::io::copy(scratch, out).map(|_| ())
-}
-
-/// prune's decider of a squashfs filesystem's files, as of an RPM's:
-/// [`Wholes`]. The rewrite asks about a directory only when all its
-/// entries went.
-impl Decide<Squashfs> for Wholes<'_> {
-    type Bytes = Input;
-    type Error = PathError;
-    const REACH: usize = super::job::REACH;
-
-    fn outputs(&self) -> usize {
-        1
+/// A squashfs filesystem's file or directory, as prune's decider sees
+/// it ([`Wholes`], as of an RPM's). The rewrite asks about a directory
+/// only when all its entries went.
+impl SeenWhole for Member<'_> {
+    fn path(&self) -> &str {
+        self.path
     }
-
-    fn by_name(&mut self, m: &Member<'_>) -> Result<Option<Vec<Fate>>, PathError> {
-        Ok(Wholes::by_name(
-            self,
-            m.path,
-            m.size,
-            (m.regular, !m.regular),
-        ))
+    fn size(&self) -> u64 {
+        self.size
     }
-
-    fn wants(&self, _: &Member<'_>, head: &[u8]) -> bool {
-        super::job::wanted(head)
-    }
-
-    fn inflate(
-        &mut self,
-        m: &Member<'_>,
-        head: &[u8],
-        reader: &mut dyn Read,
-    ) -> Result<Input, PathError> {
-        Wholes::inflate(self, (m.path, m.size), head, reader)
-    }
-
-    fn decide(
-        &mut self,
-        m: &Member<'_>,
-        bytes: Held<'_, Input>,
-    ) -> Result<Option<Vec<Fate>>, PathError> {
-        Wholes::decide(self, m.path, bytes)
+    fn kind(&self) -> (bool, bool) {
+        (self.regular, !self.regular)
     }
 }

@@ -33,9 +33,9 @@ use super::info::{Changed, Finder};
 use super::read::{Package, decode};
 use crate::package::compression::encode::Encoder;
 use crate::package::records::hex;
-use crate::package::tar::walk::{Counted, end, put_header, put_pad};
+use crate::package::tar::fan::{Fan, Old};
 use crate::package::tar::{Fault, Header, Reader};
-use crate::package::{self, Decide, Fate, Hashing, Held};
+use crate::package::{self, Decide, Fate, Held};
 
 /// An entry of the payload as the read hands it to [`Decide`].
 pub(crate) struct Member<'m> {
@@ -82,12 +82,11 @@ impl Plan {
     }
 }
 
-/// The payload tar one output is written into.
-type Sink = Counted<Encoder<BufWriter<File>>>;
+/// The outputs' payload tars, SHA-256 taken of each file replaced.
+type Sinks = Fan<Encoder<BufWriter<File>>, Sha256>;
 
 /// One output while the read goes.
 struct Out {
-    sink: Option<Sink>,
     changed: Changed,
     gone: BTreeSet<Vec<u8>>,
 }
@@ -106,40 +105,36 @@ pub(crate) fn rewrite<D: Decide<Conda>>(
 ) -> Result<Plan, Failed<D::Error>> {
     let (place, bytes, c) = p.payload();
     let reader = decode(&place, bytes, c)?;
-    let mut scratch = scratch.into_iter();
-    let mut outs = Vec::new();
-    for _ in 0..decide.outputs() {
-        let sink = match scratch.next().flatten() {
-            Some(f) => {
-                let f = BufWriter::with_capacity(1 << 20, f);
-                let e = match p.info_in_payload() {
-                    true => Encoder::None(f),
-                    false => super::compress::zstd(f, threads).map_err(Error::Scratch)?,
-                };
-                Some(Counted::new(e))
-            }
-            None => None,
-        };
-        outs.push(Out {
-            sink,
+    let n = decide.outputs();
+    let fan = Fan::open(n, scratch, |f| {
+        f.map(|f| match p.info_in_payload() {
+            true => Ok(Encoder::None(f)),
+            false => super::compress::zstd(f, threads),
+        })
+        .transpose()
+        .map_err(Error::Scratch)
+    })?;
+    let mut outs: Vec<Out> = (0..n)
+        .map(|_| Out {
             changed: Changed::new(),
             gone: BTreeSet::new(),
-        });
-    }
+        })
+        .collect();
     let mut tar = Reader::new(reader, *limit);
     let mut w = Walker {
         p,
         place: &place,
         outs: &mut outs,
+        fan,
     };
     w.walk(&mut tar, decide)?;
     *limit = limit.saturating_sub(tar.read());
+    let sinks = w.fan.into_sinks();
     let mut done = Vec::new();
-    for o in outs {
-        let payload = match o.sink {
+    for (o, sink) in outs.into_iter().zip(sinks) {
+        let payload = match sink {
             Some(sink) => Some(
-                sink.into_inner()
-                    .finish()
+                sink.finish()
                     .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
                     .map_err(Error::Scratch)?,
             ),
@@ -160,6 +155,8 @@ struct Walker<'w, 'a> {
     /// Where the read is, in messages.
     place: &'w str,
     outs: &'w mut [Out],
+    /// Where each output is written.
+    fan: Sinks,
 }
 
 impl Walker<'_, '_> {
@@ -212,12 +209,7 @@ impl Walker<'_, '_> {
             }
             self.file(tar, &h, decide)?;
         }
-        let mut sinks: Vec<&mut Sink> = self
-            .outs
-            .iter_mut()
-            .filter_map(|o| o.sink.as_mut())
-            .collect();
-        end(tar, &mut sinks).map_err(|f| Error::fault(self.place, f))?;
+        self.fan.end(tar).map_err(|f| Error::fault(self.place, f))?;
         self.p.rows.check_softlinks_found(&symlinks)?;
         Ok(())
     }
@@ -339,114 +331,25 @@ impl Walker<'_, '_> {
         Ok(self.emit(tar, h, &fates, Old::Held(&held))?)
     }
 
-    /// Writes the entry `h` to each output as its fate says: a file
-    /// replaced with a header of its new size and its new bytes (their
-    /// SHA-256 noted for `paths.json`), an entry kept with its old data
-    /// (`old`), nothing for an entry left out.
+    /// Writes the entry `h` to each output as its fate says
+    /// ([`Fan::emit`]), noting the size and SHA-256 of each file
+    /// replaced for `paths.json`.
     fn emit<R: Read>(
         &mut self,
         tar: &mut Reader<R>,
         h: &Header,
         fates: &[Fate],
-        old: Old<'_>,
+        old: Old<'_, Sha256>,
     ) -> Result<(), Error> {
-        let fault = |f| Error::fault(self.place, f);
-        for (o, fate) in self.outs.iter_mut().zip(fates) {
-            let Fate::Replaced(new) = fate else {
-                continue;
-            };
-            let mut sink = o.sink.as_mut();
-            if let Some(s) = sink.as_mut() {
-                put_header(*s, h, Some(new.size)).map_err(fault)?;
-            }
-            let mut nowhere = std::io::sink();
-            let mut hashing = Hashing::<_, Sha256>::new(match sink.as_mut() {
-                Some(s) => *s as &mut dyn Write,
-                None => &mut nowhere,
-            });
-            new.copy_to(&mut hashing).map_err(Error::Write)?;
-            let sha = hex(&hashing.digest.finalize());
-            if let Some(s) = sink {
-                put_pad(s, new.size).map_err(fault)?;
-            }
-            o.changed.insert(h.path.clone(), (new.size, sha));
-        }
-        let mut kept: Vec<&mut Sink> = self
-            .outs
-            .iter_mut()
-            .zip(fates)
-            .filter(|(_, f)| matches!(f, Fate::Kept))
-            .filter_map(|(o, _)| o.sink.as_mut())
-            .collect();
-        copy_old(tar, h, &mut kept, old).map_err(fault)
+        let outs = &mut *self.outs;
+        self.fan
+            .emit(tar, h, fates, old, &mut |k, sha| {
+                if let (Some(o), Some(Fate::Replaced(new))) = (outs.get_mut(k), fates.get(k)) {
+                    o.changed.insert(h.path.clone(), (new.size, hex(&sha)));
+                }
+            })
+            .map_err(|f| Error::fault(self.place, f))
     }
-}
-
-/// An entry's old data, for the outputs that keep it.
-enum Old<'b> {
-    /// Still in the archive, after `head` (read already): hashed where a
-    /// hasher is given.
-    Stream(&'b [u8], Option<&'b mut Sha256>),
-    /// Read whole: what writes it.
-    Held(&'b dyn Fn(&mut dyn Write) -> std::io::Result<()>),
-}
-
-/// Writes the entry `h` with its old data (`old`) to each of `kept`.
-fn copy_old<R: Read>(
-    tar: &mut Reader<R>,
-    h: &Header,
-    kept: &mut [&mut Sink],
-    old: Old<'_>,
-) -> Result<(), Fault> {
-    let (head, mut sha) = match old {
-        Old::Held(write) => {
-            for sink in kept.iter_mut() {
-                put_header(*sink, h, None)?;
-                write(*sink).map_err(Fault::Write)?;
-                put_pad(*sink, h.size)?;
-            }
-            return Ok(());
-        }
-        Old::Stream(head, sha) => (head, sha),
-    };
-    if kept.is_empty() && sha.is_none() {
-        return tar.skip_body();
-    }
-    for sink in kept.iter_mut() {
-        put_header(*sink, h, None)?;
-        sink.write_all(head).map_err(Fault::Write)?;
-    }
-    if let Some(sha) = sha.as_mut() {
-        sha.update(head);
-        let mut n = head.len() as u64;
-        let mut buf = vec![0u8; usize::try_from(tar.left().min(256 << 10)).unwrap_or(0)];
-        while tar.left() > 0 {
-            let k = match tar.body().read(&mut buf) {
-                Ok(0) => break,
-                Ok(k) => k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Fault::Read(e)),
-            };
-            sha.update(&buf[..k]);
-            for sink in kept.iter_mut() {
-                sink.write_all(&buf[..k]).map_err(Fault::Write)?;
-            }
-            n += k as u64;
-        }
-        if n < h.size {
-            return Err(Fault::Damaged(format!(
-                "the data of '{}' is cut short ({n} of its {} bytes)",
-                h.path_lossy(),
-                h.size
-            )));
-        }
-    }
-    tar.copy_body(&mut |b| {
-        for sink in kept.iter_mut() {
-            sink.write_all(b).map_err(Fault::Write)?;
-        }
-        Ok(())
-    })
 }
 
 /// Refuses `new`, the new bytes of the file `h` (whose old bytes are

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 
-use md5::Digest as _;
+use md5::{Digest as _, Md5};
 
 use super::compress;
 use super::control::kib;
@@ -32,9 +32,9 @@ use super::md5sums::hex;
 use super::read::{Package, method};
 use crate::package::compression::encode::Encoder;
 use crate::package::records::Wrong;
-use crate::package::tar::walk::{Counted, end, put_header, put_pad};
+use crate::package::tar::fan::{Fan, Old};
 use crate::package::tar::{Fault, Header, Reader};
-use crate::package::{self, Decide, Fate, Hashing, Held};
+use crate::package::{self, Decide, Fate, Held};
 
 /// An entry of the data archive as the read hands it to [`Decide`].
 pub(crate) struct Member<'m> {
@@ -84,13 +84,12 @@ impl Plan {
     }
 }
 
-/// The compressed data archive one output is written into.
-type Sink = Counted<Encoder<BufWriter<File>>>;
+/// The outputs' compressed data archives, MD5 taken of each file
+/// replaced.
+type Sinks = Fan<Encoder<BufWriter<File>>, Md5>;
 
 /// One output while the read goes.
 struct Out {
-    /// Where its data archive goes; `None` for an output not written.
-    sink: Option<Sink>,
     changed: BTreeMap<Vec<u8>, [u8; 16]>,
     /// Each hard link's path and the path of the file it names.
     links: Vec<(Vec<u8>, Vec<u8>)>,
@@ -123,35 +122,30 @@ pub(crate) fn rewrite<D: Decide<Deb>>(
         doing: "cannot be read",
         source: e.into(),
     })?;
-    let mut scratch = scratch.into_iter();
-    let mut outs = Vec::new();
-    for _ in 0..decide.outputs() {
-        let sink = match scratch.next().flatten() {
-            Some(f) => Some(Counted::new(
-                compress::encoder(c, BufWriter::with_capacity(1 << 20, f), threads)
-                    .map_err(Error::Scratch)?,
-            )),
-            None => None,
-        };
-        outs.push(Out {
-            sink,
+    let n = decide.outputs();
+    let mut fan = Fan::open(n, scratch, |f| {
+        f.map(|f| compress::encoder(c, f, threads))
+            .transpose()
+            .map_err(Error::Scratch)
+    })?;
+    let mut outs: Vec<Out> = (0..n)
+        .map(|_| Out {
             changed: BTreeMap::new(),
             links: Vec::new(),
             gone: BTreeSet::new(),
             kib_less: 0,
-        });
-    }
+        })
+        .collect();
     let mut tar = Reader::new(reader, *limit);
-    walk(p, &mut tar, &member, decide, &mut outs)?;
+    walk(p, &mut tar, &member, decide, &mut outs, &mut fan)?;
     *limit = limit.saturating_sub(tar.read());
     let mut done = Vec::new();
-    for o in outs {
+    for (o, sink) in outs.into_iter().zip(fan.into_sinks()) {
         let changed = with_links(o.changed, &o.links);
         let any = !changed.is_empty() || !o.gone.is_empty();
-        let data = match o.sink {
+        let data = match sink {
             Some(sink) if any => Some(
-                sink.into_inner()
-                    .finish()
+                sink.finish()
                     .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
                     .map_err(Error::Scratch)?,
             ),
@@ -189,6 +183,7 @@ fn walk<R: Read, D: Decide<Deb>>(
     member: &str,
     decide: &mut D,
     outs: &mut [Out],
+    fan: &mut Sinks,
 ) -> Result<(), Failed<D::Error>> {
     let fault = |f| Error::fault(member, f);
     let n = outs.len();
@@ -209,7 +204,7 @@ fn walk<R: Read, D: Decide<Deb>>(
                     o.links.push((h.path.clone(), h.link.clone()));
                 }
             }
-            emit(tar, &h, &fates, Old::Stream(&[], None), outs).map_err(fault)?;
+            emit(tar, &h, &fates, Old::Stream(&[], None), outs, fan).map_err(fault)?;
             continue;
         }
         let m = Member {
@@ -222,15 +217,15 @@ fn walk<R: Read, D: Decide<Deb>>(
             account(&h, &fates, outs);
             // A regular file kept somewhere is checked as it passes.
             let mut md5 =
-                (h.is_file() && fates.iter().any(|f| matches!(f, Fate::Kept))).then(md5::Md5::new);
-            emit(tar, &h, &fates, Old::Stream(&[], md5.as_mut()), outs).map_err(fault)?;
+                (h.is_file() && fates.iter().any(|f| matches!(f, Fate::Kept))).then(Md5::new);
+            emit(tar, &h, &fates, Old::Stream(&[], md5.as_mut()), outs, fan).map_err(fault)?;
             if let Some(md5) = md5 {
                 check(p, decide, &h.path, &md5.finalize().into()).map_err(Failed::Caller)?;
             }
             continue;
         }
         if !(h.is_file() || h.is_sparse()) {
-            emit(tar, &h, &kept(), Old::Stream(&[], None), outs).map_err(fault)?;
+            emit(tar, &h, &kept(), Old::Stream(&[], None), outs, fan).map_err(fault)?;
             continue;
         }
         let mut head = Vec::new();
@@ -244,13 +239,21 @@ fn walk<R: Read, D: Decide<Deb>>(
             })?;
         if h.is_sparse() {
             decide.sparse(&m, &head).map_err(Failed::Caller)?;
-            emit(tar, &h, &kept(), Old::Stream(&head, None), outs).map_err(fault)?;
+            emit(tar, &h, &kept(), Old::Stream(&head, None), outs, fan).map_err(fault)?;
             continue;
         }
         if !decide.wants(&m, &head) {
             // Copied as it is, and checked against its row on the way.
-            let mut md5 = md5::Md5::new();
-            emit(tar, &h, &kept(), Old::Stream(&head, Some(&mut md5)), outs).map_err(fault)?;
+            let mut md5 = Md5::new();
+            emit(
+                tar,
+                &h,
+                &kept(),
+                Old::Stream(&head, Some(&mut md5)),
+                outs,
+                fan,
+            )
+            .map_err(fault)?;
             check(p, decide, &h.path, &md5.finalize().into()).map_err(Failed::Caller)?;
             continue;
         }
@@ -258,7 +261,7 @@ fn walk<R: Read, D: Decide<Deb>>(
             .inflate(&m, &head, &mut tar.body())
             .map_err(Failed::Caller)?;
         tar.skip_body().map_err(fault)?;
-        let md5 = md5::Md5::digest(bytes.as_ref()).into();
+        let md5 = Md5::digest(bytes.as_ref()).into();
         check(p, decide, &h.path, &md5).map_err(Failed::Caller)?;
         let fates = Fate::each(
             decide
@@ -268,10 +271,9 @@ fn walk<R: Read, D: Decide<Deb>>(
         );
         account(&h, &fates, outs);
         let held = |out: &mut dyn Write| decide.write(&bytes, out);
-        emit(tar, &h, &fates, Old::Held(&held), outs).map_err(fault)?;
+        emit(tar, &h, &fates, Old::Held(&held), outs, fan).map_err(fault)?;
     }
-    let mut sinks: Vec<&mut Sink> = outs.iter_mut().filter_map(|o| o.sink.as_mut()).collect();
-    end(tar, &mut sinks).map_err(fault)?;
+    fan.end(tar).map_err(fault)?;
     Ok(())
 }
 
@@ -293,101 +295,20 @@ fn account(h: &Header, fates: &[Fate], outs: &mut [Out]) {
     }
 }
 
-/// An entry's old data, for the outputs that keep it.
-enum Old<'b> {
-    /// Still in the archive, after `head` (read already): hashed into the
-    /// MD5 where one is given.
-    Stream(&'b [u8], Option<&'b mut md5::Md5>),
-    /// Read whole: what writes it.
-    Held(&'b dyn Fn(&mut dyn Write) -> std::io::Result<()>),
-}
-
-/// Writes the entry `h` to each output as its fate says: a file replaced
-/// with a header of its new size and its new bytes (their MD5 noted for
-/// `md5sums`), a file kept with its old data (`old`), nothing for an
-/// entry left out.
+/// Writes the entry `h` to each output as its fate says ([`Fan::emit`]),
+/// noting the MD5 of each file replaced for `md5sums`.
 fn emit<R: Read>(
     tar: &mut Reader<R>,
     h: &Header,
     fates: &[Fate],
-    old: Old<'_>,
+    old: Old<'_, Md5>,
     outs: &mut [Out],
+    fan: &mut Sinks,
 ) -> Result<(), Fault> {
-    for (o, fate) in outs.iter_mut().zip(fates) {
-        let Fate::Replaced(new) = fate else {
-            continue;
-        };
-        let md5 = match o.sink.as_mut() {
-            Some(sink) => {
-                put_header(sink, h, Some(new.size))?;
-                let mut hashing = Hashing::<_, md5::Md5>::new(&mut *sink);
-                new.copy_to(&mut hashing).map_err(Fault::Write)?;
-                let md5 = hashing.digest.finalize().into();
-                put_pad(sink, new.size)?;
-                md5
-            }
-            None => {
-                let mut hashing = Hashing::<_, md5::Md5>::new(std::io::sink());
-                new.copy_to(&mut hashing).map_err(Fault::Write)?;
-                hashing.digest.finalize().into()
-            }
-        };
-        o.changed.insert(h.path.clone(), md5);
-    }
-    let mut kept: Vec<&mut Sink> = outs
-        .iter_mut()
-        .zip(fates)
-        .filter(|(_, f)| matches!(f, Fate::Kept))
-        .filter_map(|(o, _)| o.sink.as_mut())
-        .collect();
-    let (head, mut md5) = match old {
-        Old::Held(write) => {
-            for sink in &mut kept {
-                put_header(*sink, h, None)?;
-                write(*sink).map_err(Fault::Write)?;
-                put_pad(*sink, h.size)?;
-            }
-            return Ok(());
+    fan.emit(tar, h, fates, old, &mut |k, md5| {
+        if let Some(o) = outs.get_mut(k) {
+            o.changed.insert(h.path.clone(), md5);
         }
-        Old::Stream(head, md5) => (head, md5),
-    };
-    if kept.is_empty() && md5.is_none() {
-        return tar.skip_body();
-    }
-    for sink in &mut kept {
-        put_header(*sink, h, None)?;
-        sink.write_all(head).map_err(Fault::Write)?;
-    }
-    if let Some(md5) = md5.as_mut() {
-        md5.update(head);
-        let mut n = head.len() as u64;
-        let mut buf = vec![0u8; usize::try_from(tar.left().min(256 << 10)).unwrap_or(0)];
-        while tar.left() > 0 {
-            let k = match tar.body().read(&mut buf) {
-                Ok(0) => break,
-                Ok(k) => k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Fault::Read(e)),
-            };
-            md5.update(&buf[..k]);
-            for sink in &mut kept {
-                sink.write_all(&buf[..k]).map_err(Fault::Write)?;
-            }
-            n += k as u64;
-        }
-        if n < h.size {
-            return Err(Fault::Damaged(format!(
-                "the data of '{}' is cut short ({n} of its {} bytes)",
-                h.path_lossy(),
-                h.size
-            )));
-        }
-    }
-    tar.copy_body(&mut |b| {
-        for sink in &mut kept {
-            sink.write_all(b).map_err(Fault::Write)?;
-        }
-        Ok(())
     })
 }
 

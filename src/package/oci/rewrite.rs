@@ -30,7 +30,7 @@ use sha2::Digest as _;
 
 use super::layer::{Decoded, Method, Tally, stream};
 use super::normal;
-use crate::package::tar::walk::{Counted, end, put_header, put_pad};
+use crate::package::tar::fan::{Fan, Old};
 use crate::package::tar::{Fault, Header, Reader};
 use crate::package::{self, Decide, Fate, Held};
 
@@ -122,9 +122,12 @@ impl Write for Tallied {
     }
 }
 
+/// The outputs' tars, no hash taken of a file replaced (each output's
+/// whole tar is hashed as it goes, [`Tallied`]).
+type Sinks = Fan<Tallied, ()>;
+
 /// An output while the read goes.
 struct Going {
-    sink: Counted<Tallied>,
     changed: bool,
     gone: BTreeSet<String>,
 }
@@ -157,30 +160,29 @@ pub(crate) fn walk<D: Decide<Layer>>(
     decide: &mut D,
     scratch: Vec<Option<File>>,
 ) -> Result<Vec<Out>, Failed<D::Error>> {
-    let mut scratch = scratch.into_iter();
-    let mut outs: Vec<Going> = (0..decide.outputs())
-        .map(|_| {
-            let dest = match scratch.next().flatten() {
-                Some(f) => Dest::File(BufWriter::with_capacity(1 << 20, f)),
-                None => Dest::Nowhere,
-            };
-            Going {
-                sink: Counted::new(Tallied {
-                    dest,
-                    tally: Tally::default(),
-                }),
-                changed: false,
-                gone: BTreeSet::new(),
-            }
+    let n = decide.outputs();
+    let tallied = |f: Option<BufWriter<File>>| -> Result<_, Error> {
+        Ok(Some(Tallied {
+            dest: f.map_or(Dest::Nowhere, Dest::File),
+            tally: Tally::default(),
+        }))
+    };
+    let mut fan: Sinks = Fan::open(n, scratch, tallied)?;
+    let mut outs: Vec<Going> = (0..n)
+        .map(|_| Going {
+            changed: false,
+            gone: BTreeSet::new(),
         })
         .collect();
     let mut tar = Reader::new(input, *limit);
-    let walked = entries(&mut tar, decide, &mut outs);
+    let walked = entries(&mut tar, decide, &mut outs, &mut fan);
     *limit = limit.saturating_sub(tar.read());
     walked?;
     let mut done = Vec::new();
-    for o in outs {
-        let Tallied { dest, tally } = o.sink.into_inner();
+    for (o, sink) in outs.into_iter().zip(fan.into_sinks()) {
+        let Some(Tallied { dest, tally }) = sink else {
+            continue;
+        };
         let tar = match dest {
             Dest::File(f) => Some(
                 f.into_inner()
@@ -203,6 +205,7 @@ fn entries<R: Read, D: Decide<Layer>>(
     tar: &mut Reader<R>,
     decide: &mut D,
     outs: &mut [Going],
+    fan: &mut Sinks,
 ) -> Result<(), Failed<D::Error>> {
     let n = outs.len();
     let kept = || vec![Fate::Kept; n];
@@ -223,7 +226,8 @@ fn entries<R: Read, D: Decide<Layer>>(
                 .map(|&w| if w { Fate::Removed } else { Fate::Kept })
                 .collect();
             account(&path, &fates, outs);
-            emit(tar, &h, &fates, Old::Stream(&[]), outs)?;
+            fan.emit(tar, &h, &fates, Old::Stream(&[], None), &mut |_, ()| {})
+                .map_err(Error::Tar)?;
             continue;
         }
         let m = Member {
@@ -234,11 +238,13 @@ fn entries<R: Read, D: Decide<Layer>>(
         if let Some(fates) = decide.by_name(&m).map_err(Failed::Caller)? {
             let fates = Fate::each(Some(fates), n);
             account(&path, &fates, outs);
-            emit(tar, &h, &fates, Old::Stream(&[]), outs)?;
+            fan.emit(tar, &h, &fates, Old::Stream(&[], None), &mut |_, ()| {})
+                .map_err(Error::Tar)?;
             continue;
         }
         if !h.is_file() {
-            emit(tar, &h, &kept(), Old::Stream(&[]), outs)?;
+            fan.emit(tar, &h, &kept(), Old::Stream(&[], None), &mut |_, ()| {})
+                .map_err(Error::Tar)?;
             continue;
         }
         let mut head = Vec::new();
@@ -247,7 +253,8 @@ fn entries<R: Read, D: Decide<Layer>>(
             .read_to_end(&mut head)
             .map_err(|e| said(&format!("the data of '{path}' is cut short: {e}")))?;
         if !decide.wants(&m, &head) {
-            emit(tar, &h, &kept(), Old::Stream(&head), outs)?;
+            fan.emit(tar, &h, &kept(), Old::Stream(&head, None), &mut |_, ()| {})
+                .map_err(Error::Tar)?;
             continue;
         }
         let bytes = decide
@@ -262,10 +269,10 @@ fn entries<R: Read, D: Decide<Layer>>(
         );
         account(&path, &fates, outs);
         let held = |out: &mut dyn Write| decide.write(&bytes, out);
-        emit(tar, &h, &fates, Old::Held(&held), outs)?;
+        fan.emit(tar, &h, &fates, Old::Held(&held), &mut |_, ()| {})
+            .map_err(Error::Tar)?;
     }
-    let mut sinks: Vec<&mut Counted<Tallied>> = outs.iter_mut().map(|o| &mut o.sink).collect();
-    end(tar, &mut sinks).map_err(Error::Tar)?;
+    fan.end(tar).map_err(Error::Tar)?;
     Ok(())
 }
 
@@ -281,64 +288,6 @@ fn account(path: &str, fates: &[Fate], outs: &mut [Going]) {
             Fate::Replaced(_) => o.changed = true,
         }
     }
-}
-
-/// An entry's old data, for the outputs that keep it.
-enum Old<'b> {
-    /// Still in the tar, after `head` (read already).
-    Stream(&'b [u8]),
-    /// Read whole: what writes it.
-    Held(&'b dyn Fn(&mut dyn Write) -> io::Result<()>),
-}
-
-/// Writes the entry `h` to each output as its fate says: a file replaced
-/// with a header of its new size and its new bytes, an entry kept with
-/// its old data (`old`), nothing for an entry left out.
-fn emit<R: Read>(
-    tar: &mut Reader<R>,
-    h: &Header,
-    fates: &[Fate],
-    old: Old<'_>,
-    outs: &mut [Going],
-) -> Result<(), Error> {
-    for (o, fate) in outs.iter_mut().zip(fates) {
-        let Fate::Replaced(new) = fate else {
-            continue;
-        };
-        put_header(&mut o.sink, h, Some(new.size))?;
-        new.copy_to(&mut o.sink).map_err(Fault::Write)?;
-        put_pad(&mut o.sink, new.size)?;
-    }
-    let mut kept: Vec<&mut Counted<Tallied>> = outs
-        .iter_mut()
-        .zip(fates)
-        .filter(|(_, f)| matches!(f, Fate::Kept))
-        .map(|(o, _)| &mut o.sink)
-        .collect();
-    let head = match old {
-        Old::Held(write) => {
-            for sink in &mut kept {
-                put_header(*sink, h, None)?;
-                write(*sink).map_err(Fault::Write)?;
-                put_pad(*sink, h.size)?;
-            }
-            return Ok(());
-        }
-        Old::Stream(head) => head,
-    };
-    if kept.is_empty() {
-        return Ok(tar.skip_body()?);
-    }
-    for sink in &mut kept {
-        put_header(*sink, h, None)?;
-        sink.write_all(head).map_err(Fault::Write)?;
-    }
-    Ok(tar.copy_body(&mut |b| {
-        for sink in &mut kept {
-            sink.write_all(b).map_err(Fault::Write)?;
-        }
-        Ok(())
-    })?)
 }
 
 #[cfg(test)]
