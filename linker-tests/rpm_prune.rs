@@ -4,7 +4,9 @@
 //! digest true, `rpm -qp --dump` gives each file the size and digest of
 //! the bytes `rpm -i --root` installs, and each library installed is byte
 //! for byte the library pruned alone. Per-GPU files go by name; a signed
-//! RPM comes out unsigned, the report naming what went; a damaged one is
+//! RPM comes out unsigned, the report naming what went (a dry run names
+//! what would go; `--strict` refuses it), its signature header as long
+//! as before so that `rpmsign` signs it in place again; a damaged one is
 //! exit 2, nothing written; a killed `--in-place` run leaves the old file
 //! or the new one.
 
@@ -13,7 +15,7 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 use sha2::{Digest, Sha256};
 
-use crate::rpms::{METHODS, fixture, rpmbuild, spec};
+use crate::rpms::{METHODS, fixture, main_header, rpmbuild, spec};
 use crate::util::{ours, run, same, trial};
 
 /// The tools the trials run.
@@ -159,24 +161,45 @@ fn per_gpu_files() -> Result<(), Failed> {
     Ok(())
 }
 
-/// An RPM signed with a throwaway key (`rpmsign --addsign`) and pruned
-/// comes out without its signatures, verifying with `rpm -K` as an
-/// unsigned package does; the report and `--json` name what went.
-fn signed() -> Result<(), Failed> {
-    let d = fixture()?;
+/// `rpmsign --addsign FILE` in `d` with the throwaway key in `home`
+/// (made when not there yet).
+fn sign(d: &Path, file: &str) -> Result<(), Failed> {
     let home = d.join("gnupg");
-    std::fs::create_dir_all(&home)?;
-    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     let h = home.to_string_lossy();
-    let keygen = ["--homedir", &*h, "--batch", "--passphrase", "", "--quick-gen-key", "Throwaway <t@example.com>", "rsa2048", "sign", "never"];
-    run(Path::new("gpg"), &keygen, d).ok()?;
-    std::fs::copy(d.join("gz.rpm"), d.join("signed.rpm"))?;
+    if !home.exists() {
+        std::fs::create_dir_all(&home)?;
+        std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        let keygen = ["--homedir", &*h, "--batch", "--passphrase", "", "--quick-gen-key", "Throwaway <t@example.com>", "rsa2048", "sign", "never"];
+        run(Path::new("gpg"), &keygen, d).ok()?;
+    }
     let name = "_gpg_name Throwaway <t@example.com>";
     let path = format!("_gpg_path {h}");
     // rpm's default `%__gpg` is gpg2, which Debian does not ship.
     let gpg = "__gpg /usr/bin/gpg";
-    let sign = ["--define", gpg, "--define", name, "--define", &path, "--addsign", "signed.rpm"];
+    let sign = ["--define", gpg, "--define", name, "--define", &path, "--addsign", file];
     run(Path::new("rpmsign"), &sign, d).ok()?;
+    Ok(())
+}
+
+/// The value of `key` in `v`, wherever it is first found.
+fn field<'v>(v: &'v serde_json::Value, key: &str) -> Option<&'v serde_json::Value> {
+    match v {
+        serde_json::Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| field(x, key))),
+        serde_json::Value::Array(a) => a.iter().find_map(|x| field(x, key)),
+        _ => None,
+    }
+}
+
+/// An RPM signed with a throwaway key (`rpmsign --addsign`) and pruned
+/// comes out without its signatures, verifying with `rpm -K` as an
+/// unsigned package does; the report and `--json` name what went, a dry
+/// run what would go; `--strict` refuses it; its signature header keeps
+/// its length (the reserved space grown), and `rpmsign` signs it again in
+/// place.
+fn signed() -> Result<(), Failed> {
+    let d = fixture()?;
+    std::fs::copy(d.join("gz.rpm"), d.join("signed.rpm"))?;
+    sign(d, "signed.rpm")?;
     let before = rpm(d, &["-Kv", "--nosignature", "signed.rpm"])?;
     let sigs = rpm(d, &["-qp", "--qf", "%{RSAHEADER:pgpsig}", "signed.rpm"])?;
     if !sigs.contains("RSA") {
@@ -195,6 +218,69 @@ fn signed() -> Result<(), Failed> {
     let gone = doc.to_string();
     if !gone.contains("signatures_removed") || !gone.contains("RSA header signature") {
         return Err(format!("--json names no signature removed: {gone}").into());
+    }
+    dry_run_names_them(d, field(&doc, "signatures_removed"))?;
+    strict_refuses(d)?;
+    resigned_in_place(d)
+}
+
+/// `--dry-run` of the signed package: the text says which signatures
+/// would be removed, and `--json` names the ones a written run `wrote`.
+fn dry_run_names_them(d: &Path, wrote: Option<&serde_json::Value>) -> Result<(), Failed> {
+    let r = run(&ours(), &["prune", "--dry-run", "--keep", "gfx1030", "signed.rpm"], d).ok()?;
+    let said = String::from_utf8_lossy(&r.stdout).into_owned();
+    if !said.contains("signatures would be removed (") || !said.contains("RSA header signature") {
+        return Err(format!("the dry run does not say the signatures would go:\n{said}").into());
+    }
+    let doc = crate::util::ours_json(&["prune", "--dry-run", "--json", "--keep", "gfx1030", "signed.rpm"], d)?;
+    let would = field(&doc, "signatures_removed");
+    if would.is_none_or(|w| w.as_array().is_none_or(Vec::is_empty)) || would != wrote {
+        return Err(format!("--dry-run --json: {would:?}, a written run: {wrote:?}").into());
+    }
+    Ok(())
+}
+
+/// `--strict`: the signed package is refused by name, exit 2, saying it
+/// is signed, nothing written (with `-o`, and with `--in-place`).
+fn strict_refuses(d: &Path) -> Result<(), Failed> {
+    let out = d.join("strict-pruned.rpm");
+    let o = out.to_string_lossy();
+    std::fs::copy(d.join("signed.rpm"), d.join("strict-in-place.rpm"))?;
+    let before = std::fs::read(d.join("strict-in-place.rpm"))?;
+    for args in [vec!["-o", &*o, "signed.rpm"], vec!["--in-place", "strict-in-place.rpm"], vec!["--dry-run", "signed.rpm"]] {
+        let mut a = vec!["prune", "--strict", "--keep", "gfx1030"];
+        a.extend(&args);
+        let r = run(&ours(), &a, d);
+        let name = args.last().copied().unwrap_or_default();
+        let e = &r.stderr;
+        if r.code != 2 || !e.contains(name) || !e.contains("it is signed (") || !e.contains("without --strict") || out.exists() {
+            return Err(format!("{a:?}: exit {}, written {}: {e}", r.code, out.exists()).into());
+        }
+    }
+    if std::fs::read(d.join("strict-in-place.rpm"))? != before {
+        return Err("--strict --in-place changed the signed package".into());
+    }
+    Ok(())
+}
+
+/// The pruned package's signature header is as long as the signed one's
+/// (rpm's reserved space grown by what the signatures took, as `rpmsign
+/// --delsign` leaves it), and `rpmsign --addsign` signs it again in
+/// place: the main header does not move, and `rpm -K` finds the new
+/// signature good.
+fn resigned_in_place(d: &Path) -> Result<(), Failed> {
+    let signed = main_header(&std::fs::read(d.join("signed.rpm"))?)?;
+    let pruned = main_header(&std::fs::read(d.join("signed-pruned.rpm"))?)?;
+    if pruned != signed {
+        return Err(format!("the main header moved from {signed} to {pruned}").into());
+    }
+    std::fs::copy(d.join("signed-pruned.rpm"), d.join("resigned.rpm"))?;
+    sign(d, "resigned.rpm")?;
+    let again = main_header(&std::fs::read(d.join("resigned.rpm"))?)?;
+    let said = rpm(d, &["-Kv", "--nosignature", "resigned.rpm"])?;
+    let sigs = rpm(d, &["-qp", "--qf", "%{RSAHEADER:pgpsig}", "resigned.rpm"])?;
+    if again != signed || !sigs.contains("RSA") || said.contains("NOT OK") {
+        return Err(format!("signed again, the main header is at {again}, not {signed}: {sigs}\n{said}").into());
     }
     Ok(())
 }

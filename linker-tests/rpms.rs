@@ -200,7 +200,7 @@ fn check_extract_walk() -> Result<(), Failed> {
 }
 
 /// Where the main header starts in an RPM: the second header magic.
-fn main_header(rpm: &[u8]) -> Result<usize, Failed> {
+pub fn main_header(rpm: &[u8]) -> Result<usize, Failed> {
     let magic = [0x8e, 0xad, 0xe8, 0x01];
     let mut at = rpm.windows(4).enumerate().filter(|(_, w)| *w == magic).map(|(i, _)| i);
     at.next();

@@ -4,14 +4,15 @@
 //! payload, headers and digests are the format layer's
 //! ([`crate::package::rpm::rewrite`]). A signed package that changes
 //! loses its signatures (they would not verify), and the report names
-//! them: `rpmsign --addsign` signs it again.
+//! them: `rpmsign --addsign` signs it again. With `--strict`, a signed
+//! package that would change is refused instead.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use super::job::{Job, SeenWhole, Wholes, copy_scratch, failed};
 use super::model::Selection;
-use super::path::{PathError, PathOptions, PathReport};
+use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use crate::files::Input;
 use crate::package::rpm::rewrite::{self, Member};
 
@@ -43,6 +44,9 @@ pub(crate) fn prune(
         .map_err(|e| failed(&job, e))?;
     let mut rep = d.found.finish(&job)?;
     if let Some(new) = &new {
+        if opts.strict && !new.unsigned.is_empty() {
+            return Err(signed(input, name, &new.unsigned));
+        }
         rep.signatures_removed = new.unsigned.iter().map(|s| (*s).to_string()).collect();
     }
     let size = data.len() as u64;
@@ -55,6 +59,17 @@ pub(crate) fn prune(
         };
         written.map_err(|e| PathError::write(dest, e))
     })
+}
+
+/// The refusal (with [`PathOptions::strict`]) of the package `name`,
+/// which the prune would change, for the signatures `unsigned` it has.
+fn signed(input: &Path, name: &str, unsigned: &[&str]) -> PathError {
+    let why = format!(
+        "it is signed ({}), and they would not verify once it changes: without --strict \
+         they are removed (sign it again with rpmsign --addsign)",
+        unsigned.join(", ")
+    );
+    PathError::said(PathErrorKind::Refused, input, name, why)
 }
 
 /// An RPM's payload entry, as prune's decider sees it ([`Wholes`]).

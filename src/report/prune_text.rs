@@ -161,18 +161,24 @@ fn print_records(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<
 }
 
 /// The line naming the signatures an RPM or a SIF lost, if it lost any.
-fn print_signatures(out: &mut impl Write, r: &PathReport) -> Result<()> {
+/// (In a dry run, those it would lose.)
+fn print_signatures(out: &mut impl Write, r: &PathReport, dry_run: bool) -> Result<()> {
     if r.signatures_removed.is_empty() {
         return Ok(());
     }
     let what = r.signatures_removed.join(", ");
+    let gone = if dry_run {
+        "would be removed"
+    } else {
+        "removed"
+    };
     let how = match r.signatures_removed.iter().any(|s| s.starts_with("SIF")) {
         true => "apptainer sign",
         false => "rpmsign --addsign",
     };
     print_line(
         out,
-        &format!("  signatures removed ({what}): they would not verify; sign it again with {how}"),
+        &format!("  signatures {gone} ({what}): they would not verify; sign it again with {how}"),
     )?;
     Ok(())
 }
@@ -244,7 +250,7 @@ fn print_file(out: &mut impl Write, r: &PathReport, dry_run: bool, keep_links: b
             &format!("  Authenticode signature removed ({n} bytes of certificates)"),
         )?;
     }
-    print_signatures(out, r)?;
+    print_signatures(out, r, dry_run)?;
     if let Some(why) = &r.not_shrunk {
         print_line(out, &format!("  rewritten in place, not shrunk: {why}"))?;
     }

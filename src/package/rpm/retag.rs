@@ -83,6 +83,9 @@ const SIG_SHA1: u32 = 269;
 const SIG_LONGSIZE: u32 = 270;
 const SIG_LONGARCHIVESIZE: u32 = 271;
 const SIG_SHA256: u32 = 273;
+/// The zeros rpm (4.14 and later) leaves in a signature header so that
+/// `rpmsign` can sign the package in place.
+const SIG_RESERVEDSPACE: u32 = 1008;
 
 /// A digest algorithm, as rpm numbers them.
 #[derive(Clone, Copy)]
@@ -440,6 +443,7 @@ pub(super) fn signature(
     md5: &[u8],
 ) -> Result<(Owned, Vec<&'static str>), Error> {
     let mut o = Owned::of(sig).map_err(Error::Damaged)?;
+    let was = o.to_bytes().map_err(Error::Refused)?.len();
     let removed = unsign(&mut o, SIGNATURES);
     if o.get(SIG_SHA1).is_some() {
         o.set(Item::string(SIG_SHA1, &hex(&sha1::Sha1::digest(main))));
@@ -453,7 +457,42 @@ pub(super) fn signature(
     let total = main.len() as u64 + payload_len;
     size_pair(&mut o, (SIG_SIZE, SIG_LONGSIZE), total);
     size_pair(&mut o, (SIG_PAYLOADSIZE, SIG_LONGARCHIVESIZE), archive_len);
+    if !removed.is_empty() {
+        reserve(&mut o, was)?;
+    }
     Ok((o, removed))
+}
+
+/// The names of the signatures the signature header `sig` has: those a
+/// rewrite removes.
+pub(super) fn signatures_of(sig: &Header<'_>) -> Result<Vec<&'static str>, Error> {
+    let mut o = Owned::of(sig).map_err(Error::Damaged)?;
+    Ok(unsign(&mut o, SIGNATURES))
+}
+
+/// As `rpmsign --delsign` does: the reserved space of `o`, if it has one,
+/// grown by the bytes the signatures removed took, so that the header is
+/// `was` bytes long again and `rpmsign --addsign` can sign in place. Where
+/// no reserved space makes it so, the space stays as it was.
+fn reserve(o: &mut Owned, was: usize) -> Result<(), Error> {
+    let Some(old) = o.get(SIG_RESERVEDSPACE).cloned() else {
+        return Ok(());
+    };
+    let mut count = old.data.len();
+    // Data laid out after it may move by its alignment: a few tries.
+    for _ in 0..4 {
+        let now = o.to_bytes().map_err(Error::Refused)?.len();
+        if now == was {
+            return Ok(());
+        }
+        match (count + was).checked_sub(now) {
+            Some(n) if n > 0 => count = n,
+            _ => break,
+        }
+        o.set(Item::bin(SIG_RESERVEDSPACE, &vec![0; count]));
+    }
+    o.set(old);
+    Ok(())
 }
 
 /// Sets the size `n` in the 32-bit tag and the 64-bit tag of `pair` that

@@ -201,6 +201,7 @@ pub(crate) fn rewrite<D: Decide<Rpm>, S: Read + Write + Seek>(
     let (main, mut unsigned) = retag::main(&p.main, &files, &c)?;
     let main = main.to_bytes().map_err(Error::Refused)?;
     let Some(scratch) = scratch else {
+        unsigned.extend(retag::signatures_of(&p.sig)?);
         return Ok(Some(Rewritten {
             head: Vec::new(),
             unsigned,

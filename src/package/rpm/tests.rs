@@ -514,3 +514,33 @@ fn an_unknown_per_file_tag_or_a_stripped_payload_refuses_a_removal() {
     let said = format!("{e:?}");
     assert!(said.contains("stripped cpio form"), "{said}");
 }
+
+/// A signature header of an RSA signature (64 bytes), the size, and
+/// `reserved` bytes of reserved space: its bytes.
+fn reserving(signed: bool, reserved: usize) -> Vec<u8> {
+    let mut tags = Vec::new();
+    if signed {
+        tags.push(Tag(268, 7, 64, vec![0x89; 64]));
+    }
+    tags.push(int32s(1000, &[1]));
+    tags.push(Tag(1008, 7, reserved as u32, vec![0; reserved]));
+    header(&tags)
+}
+
+#[test]
+fn removed_signatures_grow_the_reserved_space_as_rpmsign_delsign_does() {
+    // The signature's 64 bytes and its 16-byte index entry.
+    for (signed, grown) in [(true, 100 + 64 + 16), (false, 100)] {
+        let bytes = reserving(signed, 100);
+        let (sig, _) = super::header::Header::parse(&bytes, 0, "the signature header").unwrap();
+        let Ok((o, removed)) = super::retag::signature(&sig, b"main", (10, 20), &[0; 16]) else {
+            panic!("not rewritten");
+        };
+        assert_eq!(removed.len(), usize::from(signed));
+        // The header keeps its length: rpmsign can sign it in place again.
+        assert_eq!(o.to_bytes().unwrap().len(), bytes.len());
+        let space = o.get(1008).unwrap();
+        assert_eq!((space.count as usize, space.data.len()), (grown, grown));
+        assert!(space.data.iter().all(|b| *b == 0));
+    }
+}
