@@ -15,7 +15,7 @@ use super::conda_index::{Constraint, Original, build_numbers, constraint};
 use super::coverage::{coverage, kept_of};
 use super::deb::{scratch_file, unserved};
 use super::deb_groups::Groups;
-use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
 use super::variant;
 use crate::files::{Input, Output, TempTree};
@@ -23,7 +23,7 @@ use crate::package::conda::{self, Container, Package, Target};
 use crate::prune::conda::{AsConda, Errors};
 use crate::prune::deb::Files;
 use crate::prune::job::Job;
-use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport};
+use crate::prune::path::{PathError, PathErrorKind, PathReport};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
 
@@ -40,8 +40,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
     let (meta, file) = opened(input)?;
     let data = file.bytes();
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let opts = o.path_options();
     let threads = opts.prune.threads();
     let everything = Selection {
         rules: Rules::Drop(Vec::new()),
@@ -55,27 +54,14 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         why: budget.why,
     };
     let (mut package, original) = open(input, data, budget.left, &errors)?;
-    let groups = match &o.gpus {
-        Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => per_gpu(&package, &file, &whole, &meta)?
-            .iter()
-            .map(|t| Rule::parse(t).map(|r| vec![r]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| refuse(e.to_string()))?,
-    };
+    let groups = o.groups(|| per_gpu(&package, &file, &whole, &meta), refuse)?;
     let constraints: Vec<Constraint> = groups
         .iter()
         .map(|g| constraint(g))
         .collect::<Result<_, _>>()
         .map_err(&refuse)?;
     let labels = labels(&groups).map_err(&refuse)?;
-    let sels: Vec<Selection> = groups
-        .iter()
-        .map(|g| Selection {
-            rules: Rules::Keep(g.clone()),
-            ptx: o.ptx,
-        })
-        .collect();
+    let sels = o.selections(&groups);
     let jobs: Vec<Job<'_>> = sels.iter().map(|s| Job::new(s, &opts, input)).collect();
     let each = jobs
         .iter()

@@ -13,7 +13,7 @@ use std::path::Path;
 use super::coverage::{coverage, kept_of};
 use super::deb_control::{self, Original};
 use super::deb_groups::Groups;
-use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
 use super::variant;
 use crate::files::{Input, Output, TempTree};
@@ -61,26 +61,12 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     }
     let text = control_text(&package, budget.left).map_err(|e| errors.map(e))?;
     let original = Original::read(&text).map_err(&refuse)?;
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let opts = o.path_options();
     let threads = opts.prune.threads();
-    let groups = match &o.gpus {
-        Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => per_gpu(&package, &file, &opts, o, input, &name)?
-            .iter()
-            .map(|t| Rule::parse(t).map(|r| vec![r]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| refuse(e.to_string()))?,
-    };
+    let groups = o.groups(|| per_gpu(&package, &file, &opts, o, input, &name), refuse)?;
     let labels = labels(&groups, &original).map_err(&refuse)?;
     let names: Vec<String> = labels.iter().map(|l| original.output(l)).collect();
-    let sels: Vec<Selection> = groups
-        .iter()
-        .map(|g| Selection {
-            rules: Rules::Keep(g.clone()),
-            ptx: o.ptx,
-        })
-        .collect();
+    let sels = o.selections(&groups);
     let jobs: Vec<Job<'_>> = sels.iter().map(|s| Job::new(s, &opts, input)).collect();
     let each = jobs
         .iter()

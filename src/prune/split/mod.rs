@@ -33,7 +33,7 @@ mod write;
 use std::path::Path;
 
 use super::budget::Budget;
-use super::path::{PathError, PathErrorKind, PathOptions, PathReport};
+use super::path::{PathError, PathErrorKind, PathReport};
 use super::wheel::{Members, not_signed};
 use super::{ImageGroup, Rules, Selection};
 use crate::files::Input;
@@ -81,27 +81,13 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
     let data = file.bytes();
     let mut archive = Archive::open(data).map_err(|e| PathError::zip_file(input, e))?;
     not_signed(&archive, input, name)?;
-    let groups = match &o.gpus {
-        Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => per_gpu(&mut archive, input, name, &meta, data, o)?
-            .iter()
-            .map(|t| Rule::parse(t).map(|r| vec![r]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| refuse(e.to_string()))?,
-    };
-    if groups.is_empty() {
-        return Err(refuse("it holds no device target to split by".into()));
-    }
+    let groups = o.groups(
+        || per_gpu(&mut archive, input, name, &meta, data, o),
+        refuse,
+    )?;
     let labels = variant::labels(&groups).map_err(refuse)?;
-    let sels: Vec<Selection> = groups
-        .iter()
-        .map(|g| Selection {
-            rules: Rules::Keep(g.clone()),
-            ptx: o.ptx,
-        })
-        .collect();
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let sels = o.selections(&groups);
+    let opts = o.path_options();
     let each = sels
         .iter()
         .map(|s| Members::new(s, &opts, input, name, PathReport::new(name, data, &meta)))
@@ -214,8 +200,7 @@ fn per_gpu(
         rules: Rules::Drop(Vec::new()),
         ptx: o.ptx,
     };
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let opts = o.path_options();
     let rep = PathReport::new(name, data, meta);
     let mut d = decide::Groups::new(vec![Members::new(&all, &opts, input, name, rep)]);
     let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);

@@ -19,12 +19,12 @@ use serde_json::Value;
 
 use super::coverage::{coverage, kept_of};
 use super::deb::unserved;
-use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
 use crate::prune::oci::groups::{Grouped, rewrite_groups};
-use crate::prune::path::{Destination, PathError, PathErrorKind, PathOptions};
+use crate::prune::path::{Destination, PathError, PathErrorKind};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
 
@@ -57,24 +57,10 @@ pub(super) const SAVED: &str = "it is a `docker save` archive, which split does 
 pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
-    let groups = match &o.gpus {
-        Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => per_gpu(input, o)?
-            .iter()
-            .map(|t| Rule::parse(t).map(|r| vec![r]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| refuse(e.to_string()))?,
-    };
+    let groups = o.groups(|| per_gpu(input, o), refuse)?;
     let labels = labels(&groups).map_err(&refuse)?;
-    let sels: Vec<Selection> = groups
-        .iter()
-        .map(|g| Selection {
-            rules: Rules::Keep(g.clone()),
-            ptx: o.ptx,
-        })
-        .collect();
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let sels = o.selections(&groups);
+    let mut opts = o.path_options();
     opts.destination = Destination::Directory(o.dir.clone());
     let dest = opts.output_path(input)?.unwrap_or_else(|| o.dir.clone());
     if dest.symlink_metadata().is_ok() {
@@ -153,8 +139,7 @@ fn per_gpu(input: &Path, o: &SplitOptions) -> Result<Vec<String>, PathError> {
         rules: Rules::Drop(Vec::new()),
         ptx: o.ptx,
     };
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let opts = o.path_options();
     let g = rewrite_groups(&[&all], &opts, input)?;
     let images = g.reps.iter().flat_map(|r| r.kept.iter().chain(&r.dropped));
     let gpus = g.companions.iter().map(|(_, g)| g.clone());

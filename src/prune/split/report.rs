@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::prune::{ImageGroup, Ptx};
+use crate::prune::path::PathOptions;
+use crate::prune::{ImageGroup, Ptx, Rules, Selection};
 use crate::scan::rule::Rule;
 
 /// Which groups a split makes.
@@ -28,6 +29,49 @@ pub(crate) struct SplitOptions {
     pub(crate) dir: PathBuf,
     /// Bytes a read may inflate (`--max-uncompressed`).
     pub(crate) max_uncompressed: Option<u64>,
+}
+
+impl SplitOptions {
+    /// The groups: those given, or (`--per-gpu`) one per device target
+    /// `targets` finds (read only then); a target that is no rule, or
+    /// none, is refused (`refuse`).
+    pub(crate) fn groups<E>(
+        &self,
+        targets: impl FnOnce() -> Result<Vec<String>, E>,
+        refuse: impl Fn(String) -> E,
+    ) -> Result<Vec<Vec<Rule>>, E> {
+        let groups: Vec<Vec<Rule>> = match &self.gpus {
+            Gpus::Given(g) => g.clone(),
+            Gpus::PerGpu => targets()?
+                .iter()
+                .map(|t| Rule::parse(t).map(|r| vec![r]))
+                .collect::<Result<_, _>>()
+                .map_err(|e| refuse(e.to_string()))?,
+        };
+        if groups.is_empty() {
+            return Err(refuse("it holds no device target to split by".into()));
+        }
+        Ok(groups)
+    }
+
+    /// What prune keeps for each of `groups`.
+    pub(crate) fn selections(&self, groups: &[Vec<Rule>]) -> Vec<Selection> {
+        groups
+            .iter()
+            .map(|g| Selection {
+                rules: Rules::Keep(g.clone()),
+                ptx: self.ptx,
+            })
+            .collect()
+    }
+
+    /// The options of each group's prune: its defaults, with the split's
+    /// `--max-uncompressed`.
+    pub(crate) fn path_options(&self) -> PathOptions {
+        let mut opts = PathOptions::default();
+        opts.prune.max_uncompressed = self.max_uncompressed;
+        opts
+    }
 }
 
 /// One output of a split.

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::coverage::coverage;
 use super::deb::unserved;
-use super::report::{Gpus, SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
 use crate::files::TempTree;
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
@@ -40,23 +40,11 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let base =
         base_name(input).ok_or_else(|| refuse("it has no name to give its copies".into()))?;
-    let mut opts = PathOptions::default();
-    opts.prune.max_uncompressed = o.max_uncompressed;
+    let mut opts = o.path_options();
     // What it holds, read whole first: a group's prune refuses a file it
     // would leave without device code, so the groups' reports miss it.
     let held = everything(input, o, &opts, &base.to_string_lossy())?;
-    let groups = match &o.gpus {
-        Gpus::Given(g) => g.clone(),
-        Gpus::PerGpu => held
-            .targets()
-            .iter()
-            .map(|t| Rule::parse(t).map(|r| vec![r]))
-            .collect::<Result<_, _>>()
-            .map_err(|e| refuse(e.to_string()))?,
-    };
-    if groups.is_empty() {
-        return Err(refuse("it holds no device target to split by".into()));
-    }
+    let groups = o.groups(|| Ok(held.targets()), refuse)?;
     unserved(&groups, &held).map_err(&refuse)?;
     let labels = super::variant::labels(&groups).map_err(&refuse)?;
     if meta.is_dir() && inside(&o.dir, input) {
@@ -73,13 +61,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
             return Err(refuse(why));
         }
     }
-    let sels: Vec<Selection> = groups
-        .iter()
-        .map(|g| Selection {
-            rules: Rules::Keep(g.clone()),
-            ptx: o.ptx,
-        })
-        .collect();
+    let sels = o.selections(&groups);
     std::fs::create_dir_all(&o.dir).map_err(|e| PathError::write(&o.dir, e))?;
     let stage = TempTree::new_in(&o.dir).map_err(|e| PathError::write(&o.dir, e))?;
     let found = super::tree_copy::walk(input, meta.is_dir(), &base.to_string_lossy())?;
