@@ -24,7 +24,7 @@ const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub fn tests() -> Vec<Trial> {
     vec![
         trial!(tree_groups_are_in_place_prunes_of_copies, &["dpkg-deb", "cp", CUOBJDUMP]),
-        trial!(tree_refusals_write_nothing, &["dpkg-deb"]),
+        trial!(tree_refusals_write_nothing, &["dpkg-deb", "mkfifo"]),
         trial!(a_killed_tree_split_is_cleaned_by_the_next, &["dpkg-deb"]),
     ]
 }
@@ -173,6 +173,18 @@ fn tree_refusals_write_nothing() -> Result<(), Failed> {
         return Err(format!("OUTDIR inside the input: exit {}: {}", r.code, r.stderr).into());
     }
     same("the input after a refused split", listing(&d.join("in"))?, before)?;
+    // A FIFO is refused, not opened (an open would wait for a writer); a
+    // missing input is named as missing.
+    let fifo = d.join("fifo");
+    run(Path::new("/usr/bin/mkfifo"), &[&fifo], d).ok()?;
+    let r = run(&ours(), &["split", "--gpus", "sm_80", "-d", "q", "fifo"], d);
+    if r.code != 2 || !r.stderr.contains("neither a regular file nor a directory") || d.join("q").exists() {
+        return Err(format!("a FIFO: exit {}: {}", r.code, r.stderr).into());
+    }
+    let r = run(&ours(), &["split", "--gpus", "sm_80", "-d", "q", "missing.whl"], d);
+    if r.code != 2 || !r.stderr.contains("No such file") {
+        return Err(format!("a missing input: exit {}: {}", r.code, r.stderr).into());
+    }
     let doc = ours_json(&["split", "--json", "--gpus", "sm_86", "-d", "p", "in/venv"], d)?;
     same("a group's label", doc["files"][0]["outputs"][0]["label"].as_str(), Some("sm86"))?;
     Ok(())

@@ -50,6 +50,14 @@ use variant::{NULL, Properties, WheelName};
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     // What a split killed outright (SIGKILL) left in the output directory.
     crate::files::TempTree::reap_in(&o.dir);
+    // Only a directory or a regular file is opened: a FIFO would wait for
+    // a writer, a device would be read without end.
+    let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
+    if !meta.is_dir() && !meta.is_file() {
+        let name = crate::files::shown(input);
+        let why = "it is neither a regular file nor a directory".to_string();
+        return Err(PathError::said(PathErrorKind::Refused, input, &name, why));
+    }
     if deb::is_deb(input) {
         return deb::split(input, o);
     }
