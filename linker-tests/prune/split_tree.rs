@@ -24,7 +24,7 @@ const CUOBJDUMP: &str = "/opt/offload-kit/cuda-tools/bin/cuobjdump";
 pub fn tests() -> Vec<Trial> {
     vec![
         trial!(tree_groups_are_in_place_prunes_of_copies, &["dpkg-deb", "cp", CUOBJDUMP]),
-        trial!(tree_refusals_write_nothing, &["dpkg-deb", "mkfifo"]),
+        trial!(tree_refusals_write_nothing, &["dpkg-deb", "mkfifo", "7zz"]),
         trial!(a_killed_tree_split_is_cleaned_by_the_next, &["dpkg-deb"]),
     ]
 }
@@ -180,6 +180,14 @@ fn tree_refusals_write_nothing() -> Result<(), Failed> {
     let r = run(&ours(), &["split", "--gpus", "sm_80", "-d", "q", "fifo"], d);
     if r.code != 2 || !r.stderr.contains("neither a regular file nor a directory") || d.join("q").exists() {
         return Err(format!("a FIFO: exit {}: {}", r.code, r.stderr).into());
+    }
+    // A file of a format not read (a .7z holding cuRAND) is refused as
+    // unread, never split as holding no code.
+    let seven = Path::new("7zz");
+    run(seven, &["a", "-bd", "k.7z", "in/venv/nvidia/curand/lib/libcurand.so.10"], d).ok()?;
+    let r = run(&ours(), &["split", "--gpus", "sm_80", "-d", "q", "k.7z"], d);
+    if r.code != 2 || r.stderr.contains("holds code for") || d.join("q").exists() {
+        return Err(format!("a .7z: exit {}: {}", r.code, r.stderr).into());
     }
     let r = run(&ours(), &["split", "--gpus", "sm_80", "-d", "q", "missing.whl"], d);
     if r.code != 2 || !r.stderr.contains("No such file") {

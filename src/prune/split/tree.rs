@@ -204,7 +204,10 @@ impl Pruned {
                     p.refused
                         .extend(r.members_refused.iter().map(|m| as_input(m)));
                 }
-                TreeOutcome::Failed(err) if !err.refused() && root == input => return Err(err),
+                // The read that keeps everything (of the input itself)
+                // refuses only what it cannot read (a format not read): what
+                // the split would serve is then unknown.
+                TreeOutcome::Failed(err) if root == input => return Err(err),
                 TreeOutcome::Failed(err) => {
                     let why = as_input(&err.chain());
                     if !err.refused() {
