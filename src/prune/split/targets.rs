@@ -48,18 +48,47 @@ impl Held {
     /// and sorted: one per SASS target and AMD processor (not PTX, which
     /// no device is named after, nor a generic AMD target, which no
     /// device reports), and per GPU of a per-GPU file (not a family).
+    ///
+    /// An AMD processor keeps the features (`xnack-`) that every image of
+    /// it was built for alike: a processor whose images are all
+    /// `gfx900:xnack-` is `gfx900:xnack-`, since a device in the other
+    /// mode loads none of them; images of both modes, or of neither, or
+    /// a per-GPU file, serve the bare processor.
     pub(super) fn targets(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        let images = self
-            .images
-            .iter()
-            .filter_map(|(t, k)| device(t, k == "ptx"));
-        let files = self.gpus.iter().filter_map(|g| match g {
-            Gpu::Amd(id) => device(id, false),
-            Gpu::Cuda(sm) => device(sm, false),
-            Gpu::AmdFamily(_) => None,
-        });
-        for t in images.chain(files) {
+        // Each AMD processor's feature sets, an image (or file) each.
+        let mut amd: Vec<(String, Vec<Vec<String>>)> = Vec::new();
+        let mut met = |t: &str, features: Vec<String>| {
+            let Some(p) = device(t, false) else {
+                return;
+            };
+            if !p.starts_with("gfx") {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+                return;
+            }
+            match amd.iter_mut().find(|(q, _)| *q == p) {
+                Some((_, sets)) => sets.push(features),
+                None => amd.push((p, vec![features])),
+            }
+        };
+        for (t, _) in self.images.iter().filter(|(_, k)| k != "ptx") {
+            met(t, t.split(':').skip(1).map(str::to_string).collect());
+        }
+        for g in &self.gpus {
+            match g {
+                Gpu::Amd(id) | Gpu::Cuda(id) => met(id, Vec::new()),
+                Gpu::AmdFamily(_) => {}
+            }
+        }
+        for (p, sets) in amd {
+            let mut common: Vec<String> = sets.first().cloned().unwrap_or_default();
+            common.retain(|f| sets.iter().all(|s| s.contains(f)));
+            let t = std::iter::once(p)
+                .chain(common)
+                .collect::<Vec<_>>()
+                .join(":");
             if !out.contains(&t) {
                 out.push(t);
             }
@@ -162,6 +191,36 @@ mod tests {
             h.targets(),
             ["gfx90a", "gfx1100", "sm_80", "sm_86", "sm_90"]
         );
+    }
+
+    #[test]
+    fn a_processor_built_for_one_xnack_mode_only_keeps_it() {
+        let h = held(
+            &[
+                ("gfx900:xnack-", "object"),
+                ("gfx906:sramecc+:xnack-", "object"),
+                ("gfx906:sramecc-:xnack-", "object"),
+                ("gfx908:xnack-", "object"),
+                ("gfx908", "object"),
+                ("gfx1030", "object"),
+            ],
+            vec![Gpu::Amd("gfx942".into())],
+        );
+        assert_eq!(
+            h.targets(),
+            [
+                "gfx900:xnack-",
+                "gfx906:xnack-",
+                "gfx908",
+                "gfx942",
+                "gfx1030"
+            ]
+        );
+        let files = held(
+            &[("gfx942:xnack+", "object")],
+            vec![Gpu::Amd("gfx942".into())],
+        );
+        assert_eq!(files.targets(), ["gfx942"]);
     }
 
     #[test]
