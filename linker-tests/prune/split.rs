@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Failed, Trial};
 
 use crate::real_libs::{Cache, fetched};
-use crate::util::{ours, ours_json, run, tempdir};
+use crate::util::{ours, ours_json, run, tempdir, same};
 
 pub(super) const NVJPEG: &str =
     "nvidia_nvjpeg_cu12-12.4.0.76-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl";
@@ -144,7 +144,43 @@ fn nvjpeg_groups_hold_what_prune_keeps() -> Result<(), Failed> {
     if labels != ["null", "sm120", "sm80", "sm86.sm90"] {
         return Err(format!("variants.json lists {labels:?}").into());
     }
-    Ok(())
+    split_again(d, &groups)
+}
+
+/// Each variant wheel of `a/` (below `d`) split again for its own group:
+/// the same bytes, one wheel and no null variant (it serves its own GPUs
+/// only); the null variant split again is the same bytes too; and a
+/// variant narrowed to one of its GPUs holds one `variant.json`, of the
+/// new label, listed once in its RECORD.
+fn split_again(d: &Path, groups: &[(&str, &str)]) -> Result<(), Failed> {
+    for (group, label) in groups.iter().copied().chain([("sm_50", "null")]) {
+        let wheel = format!("{STEM}-{label}.whl");
+        let again = format!("again-{label}");
+        let mut args = vec!["split", "--json", "-d", &again, "--gpus", group];
+        let from = format!("a/{wheel}");
+        args.push(&from);
+        if label == "null" {
+            // The null variant holds every GPU's code: --gpus names one.
+            args.splice(4..6, []);
+            args.insert(4, "--per-gpu");
+        }
+        let doc = ours_json(&args, d)?;
+        let outputs = doc["files"][0]["outputs"].as_array().cloned().unwrap_or_default();
+        let labels: Vec<&str> = outputs.iter().filter_map(|o| o["label"].as_str()).collect();
+        if label != "null" {
+            same(&format!("{wheel} split again: outputs"), labels, vec![label])?;
+            same(&format!("{wheel} split again: its bytes"), std::fs::read(d.join(&again).join(&wheel))? == std::fs::read(d.join(&from))?, true)?;
+        } else if labels.last() != Some(&"null") {
+            return Err(format!("the null variant split again: outputs {labels:?}").into());
+        } else {
+            same("the null variant split again: its bytes", std::fs::read(d.join(&again).join(&wheel))? == std::fs::read(d.join(&from))?, true)?;
+        }
+    }
+    let r = run(&ours(), &["split", "--gpus", "sm_90", "-d", "narrow", &format!("a/{STEM}-sm86.sm90.whl")], d).ok()?;
+    same("narrowed: says", String::from_utf8_lossy(&r.stdout).contains(": split into 1 wheel\n"), true)?;
+    let check = "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nv = [n for n in z.namelist() if n.endswith('/variant.json')]\nrec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]\nrows = [l for l in z.read(rec).decode().splitlines() if '/variant.json,' in l]\nassert len(v) == 1 and len(rows) == 1, (v, rows)\nprint(list(__import__('json').loads(z.read(v[0]))['variants']))";
+    let r = run(Path::new(PYTHON), &["-c", check, &format!("narrow/{STEM}-sm90.whl")], d).ok()?;
+    same("narrowed: its variant.json", String::from_utf8_lossy(&r.stdout).trim(), "['sm90']")
 }
 
 /// `--per-gpu`: one output per SASS target of nvJPEG (15), every device

@@ -250,9 +250,9 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
         k: usize,
         file: &std::fs::File,
     ) -> Result<(), Error> {
-        let texts = self.new_records(k)?;
         let none = BTreeMap::new();
         let fates = self.fates.get(k).unwrap_or(&none);
+        let texts = self.new_records(fates, &BTreeMap::new())?;
         write(&mut a.zip, fates, &texts, Method::AsItWas, file)
     }
 
@@ -261,7 +261,10 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
     /// archive's own, written with the header fields of that directory's
     /// RECORD, which gains a row for each (its hash and size) after its
     /// last: every other byte of the RECORD as [`Plan::write`] writes it.
-    /// A member whose directory holds no RECORD read is an error.
+    /// A member of that name the archive holds already (a variant wheel's
+    /// `variant.json`, split again) is left out with its RECORD row, so
+    /// that the new one takes its place at the end. A member whose
+    /// directory holds no RECORD read is an error.
     pub(crate) fn write_adding(
         &self,
         a: &mut Archive<'_>,
@@ -269,7 +272,16 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
         added: &[(String, &[u8])],
         file: &std::fs::File,
     ) -> Result<(), Error> {
-        let mut texts = self.new_records(k)?;
+        let none = BTreeMap::new();
+        let mut fates = self.fates.get(k).unwrap_or(&none).clone();
+        let mut replaced = BTreeMap::new();
+        for (name, _) in added {
+            if let Some(j) = a.zip.index_for_name(name) {
+                fates.insert(j, Fate::Removed);
+                replaced.insert(j, name.clone());
+            }
+        }
+        let mut texts = self.new_records(&fates, &replaced)?;
         let mut members = Vec::with_capacity(added.len());
         for (name, bytes) in added {
             let dir = name.rsplit_once('/').map_or("", |(d, _)| d);
@@ -292,21 +304,24 @@ impl<'a, B: AsRef<[u8]>> Plan<'a, B> {
                 like: i,
             });
         }
-        let none = BTreeMap::new();
-        let fates = self.fates.get(k).unwrap_or(&none);
-        write_adding(&mut a.zip, fates, &texts, Method::AsItWas, &members, file)
+        write_adding(&mut a.zip, &fates, &texts, Method::AsItWas, &members, file)
     }
 
-    /// The new bytes of each RECORD of output `k` whose rows change, by
-    /// index.
-    fn new_records(&self, k: usize) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
+    /// The new bytes of each RECORD whose rows change under `fates` (one
+    /// output's), by index; `more` names the members `fates` names that
+    /// the plan itself does not.
+    fn new_records(
+        &self,
+        fates: &BTreeMap<usize, Fate>,
+        more: &BTreeMap<usize, String>,
+    ) -> Result<BTreeMap<usize, Vec<u8>>, Error> {
         let mut out = BTreeMap::new();
-        let Some(fates) = self.fates.get(k).filter(|f| !f.is_empty()) else {
+        if fates.is_empty() {
             return Ok(out);
-        };
+        }
         let mut changed: BTreeMap<&str, Change<'_>> = BTreeMap::new();
         for (i, fate) in fates {
-            let Some(name) = self.names.get(i) else {
+            let Some(name) = self.names.get(i).or_else(|| more.get(i)) else {
                 continue;
             };
             let change = match fate {

@@ -129,7 +129,11 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
         .into_iter()
         .map(Members::finish)
         .collect::<Result<_, _>>()?;
-    let mut outputs = outputs_of(&labels, &groups, &reps, everything);
+    // A variant wheel (an output, split again) holds its own GPUs' code
+    // only: no null variant of it could serve every GPU. (The null
+    // variant itself holds the input's.)
+    let null = wheel.label.as_deref().is_none_or(|l| l == NULL);
+    let mut outputs = outputs_of(&labels, &groups, &reps, everything, null);
     let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
     let variants_json = write::write_all(&mut archive, &plan, &wheel, &mut outputs, o, input)?;
     let mut members_refused: Vec<String> = Vec::new();
@@ -151,13 +155,14 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
 }
 
 /// The outputs of the groups (`labels`, `groups`, and the reports of
-/// their prunes), then the null variant holding `everything`, each with
-/// its properties; not yet written.
+/// their prunes), then, if `null`, the null variant holding `everything`,
+/// each with its properties; not yet written.
 fn outputs_of(
     labels: &[String],
     groups: &[Vec<Rule>],
     reps: &[PathReport],
     everything: Vec<ImageGroup>,
+    null: bool,
 ) -> Vec<(SplitOutput, Properties)> {
     let mut outputs: Vec<(SplitOutput, Properties)> = Vec::new();
     for ((label, g), rep) in labels.iter().zip(groups).zip(reps) {
@@ -172,6 +177,9 @@ fn outputs_of(
             kept: rep.kept.clone(),
         };
         outputs.push((out, props));
+    }
+    if !null {
+        return outputs;
     }
     let whole = super::path::merge(
         everything

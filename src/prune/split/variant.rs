@@ -45,6 +45,14 @@ pub(crate) fn label(rules: &[Rule]) -> Result<String, String> {
     Ok(joined)
 }
 
+/// Whether `s` is a variant label PEP 825 takes: `[0-9a-z_.]`, one to
+/// [`LABEL_MAX`] characters.
+pub(crate) fn is_label(s: &str) -> bool {
+    (1..=LABEL_MAX).contains(&s.len())
+        && s.bytes()
+            .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'z' | b'_' | b'.'))
+}
+
 /// One rule's part of a label: lower case, `sm_` as `sm`, each feature
 /// after `_` with a trailing `+` as `p` and `-` as `m`, any other
 /// character a label does not allow as `_`.
@@ -196,30 +204,43 @@ pub(crate) struct WheelName {
     pub(crate) name: String,
     /// Its version.
     pub(crate) version: String,
-    /// The whole name without `.whl`.
+    /// The whole name without `.whl` (and without a variant's label).
     pub(crate) stem: String,
+    /// A variant wheel's label (after its platform tag): an output of a
+    /// split, split again.
+    pub(crate) label: Option<String>,
 }
 
 impl WheelName {
-    /// `file` read as `{name}-{version}(-{build})?-{py}-{abi}-{platform}.whl`;
-    /// why not, in words (a name of another form, or a variant wheel's,
-    /// which has a label after its platform).
+    /// `file` read as `{name}-{version}(-{build})?-{py}-{abi}-{platform}.whl`,
+    /// or a variant wheel's name, which has a label (PEP 825:
+    /// `[0-9a-z_.]`, at most 16) after its platform; why not, in words.
     pub(crate) fn parse(file: &str) -> Result<WheelName, String> {
-        let Some(stem) = file.strip_suffix(".whl") else {
+        let Some(whole) = file.strip_suffix(".whl") else {
             return Err("a wheel's name ends in .whl".into());
         };
-        let parts: Vec<&str> = stem.split('-').collect();
+        let mut parts: Vec<&str> = whole.split('-').collect();
         // A build tag starts with a digit; a sixth part that does not is
         // a variant label after the platform.
         let build = parts.len() == 6 && parts[2].starts_with(|c: char| c.is_ascii_digit());
-        match parts.len() {
-            6 | 7 if !build => {
-                Err("it is a variant wheel already (a label after its platform tag)".into())
+        let mut stem = whole;
+        let mut label = None;
+        if matches!(parts.len(), 6 | 7) && !build {
+            let l = parts.pop().unwrap_or_default();
+            if !is_label(l) {
+                return Err(format!(
+                    "its variant label '{l}' is not one PEP 825 takes ([0-9a-z_.], at most 16)"
+                ));
             }
+            stem = &whole[..whole.len() - l.len() - 1];
+            label = Some(l.to_string());
+        }
+        match parts.len() {
             5 | 6 if parts.iter().all(|p| !p.is_empty()) => Ok(WheelName {
                 name: parts[0].to_string(),
                 version: parts[1].to_string(),
                 stem: stem.to_string(),
+                label,
             }),
             _ => Err(
                 "its name is not a wheel's ({name}-{version}(-{build})?-{py}-{abi}-{platform}.whl)"
@@ -435,8 +456,17 @@ mod tests {
         assert_eq!(w.variants_json(), "bitsandbytes-0.45.5-variants.json");
         let b = WheelName::parse("Foo_Bar.baz-1.0-2-cp312-cp312-linux_x86_64.whl").unwrap();
         assert_eq!(b.project(), "foo-bar-baz");
-        let e = WheelName::parse("a-1-py3-none-any-sm86.whl").unwrap_err();
-        assert!(e.contains("variant wheel already"), "{e}");
+        let v = WheelName::parse("a-1-py3-none-any-sm86.gfx90a.whl").unwrap();
+        assert_eq!(
+            (v.stem.as_str(), v.label.as_deref()),
+            ("a-1-py3-none-any", Some("sm86.gfx90a"))
+        );
+        assert_eq!(v.variant("sm86"), "a-1-py3-none-any-sm86.whl");
+        let v = WheelName::parse("a-1-2-py3-none-any-null.whl").unwrap();
+        assert_eq!(v.label.as_deref(), Some("null"));
+        assert_eq!(w.label, None);
+        let e = WheelName::parse("a-1-py3-none-any-Sm86.whl").unwrap_err();
+        assert!(e.contains("'Sm86'"), "{e}");
         assert!(
             WheelName::parse("a.tar.gz")
                 .unwrap_err()
