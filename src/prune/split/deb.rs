@@ -308,7 +308,7 @@ impl Writer<'_> {
         let mut moves = Vec::new();
         for (k, (name, out)) in names.iter().zip(outputs.iter_mut()).enumerate() {
             let fields = deb_control::added(self.original, name, names);
-            let edit = |text: &[u8]| deb_control::edit(text, &fields);
+            let edit = |text: &[u8]| deb_control::edit(&self.original.undone(text), &fields);
             let file_name = self.original.file_name(name);
             let path = at.join(&file_name);
             let mut w = Output::create_in(at, OsStr::new(&file_name))

@@ -20,6 +20,21 @@ pub(super) struct Original {
     pub(super) arch: String,
     /// Whether it has a `Source` field.
     pub(super) has_source: bool,
+    /// Where the package is an output of a split already (`P-LABEL`,
+    /// providing `P (= VERSION)` and conflicting with `P`): its own name,
+    /// and the siblings it conflicts with. `package` is then `P`, the
+    /// original's name, so that a split of it again names its outputs as
+    /// the first split did.
+    pub(super) split: Option<Split>,
+}
+
+/// What an output of an earlier split says of itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Split {
+    /// Its name, `P-LABEL`.
+    pub(super) name: String,
+    /// The other outputs it conflicts with, in order.
+    pub(super) siblings: Vec<String>,
 }
 
 impl Original {
@@ -35,11 +50,12 @@ impl Original {
                 .filter(|v| !v.is_empty() && !v.contains(char::is_whitespace));
             v.ok_or_else(|| format!("its control file has no single-word '{name}' field"))
         };
-        let o = Original {
+        let mut o = Original {
             package: get("Package")?,
             version: get("Version")?,
             arch: get("Architecture")?,
             has_source: fields.iter().any(|f| f.name.eq_ignore_ascii_case("Source")),
+            split: None,
         };
         if !is_package_name(&o.package) {
             return Err(format!(
@@ -47,7 +63,56 @@ impl Original {
                 o.package
             ));
         }
+        let list = |name: &str| -> Vec<String> {
+            let f = fields.iter().find(|f| f.name.eq_ignore_ascii_case(name));
+            f.map(|f| f.value().split(',').map(|e| e.trim().to_string()).collect())
+                .unwrap_or_default()
+        };
+        let conflicts = list("Conflicts");
+        let base = list("Provides").into_iter().find_map(|p| {
+            let base = p.strip_suffix(&format!(" (= {})", o.version))?.to_string();
+            let label = o.package.strip_prefix(&format!("{base}-"))?;
+            let ours = !label.is_empty() && is_package_name(&base) && conflicts.contains(&base);
+            ours.then_some(base)
+        });
+        if let Some(base) = base {
+            let siblings = conflicts
+                .iter()
+                .filter(|c| c.starts_with(&format!("{base}-")) && **c != o.package)
+                .cloned()
+                .collect();
+            let name = std::mem::replace(&mut o.package, base);
+            o.split = Some(Split { name, siblings });
+        }
         Ok(o)
+    }
+
+    /// The control text `text` of the package, without what an earlier
+    /// split gave it (the `Provides` of the original's name, the
+    /// `Conflicts` and `Replaces` of it and its siblings), so that a
+    /// split of it again adds them as the first did; `text` itself for a
+    /// package no split made.
+    pub(super) fn undone<'t>(&self, text: &'t [u8]) -> std::borrow::Cow<'t, [u8]> {
+        if self.split.is_none() {
+            return text.into();
+        }
+        let provided = format!("{} (= {})", self.package, self.version);
+        let sibling = format!("{}-", self.package);
+        let mut out = Vec::new();
+        for f in parse(text) {
+            let cut = match f.name.to_ascii_lowercase().as_str() {
+                "provides" => cut(&f.lines, &provided, |_| false),
+                "conflicts" | "replaces" => {
+                    cut(&f.lines, &self.package, |e| e.starts_with(&sibling))
+                }
+                _ => None,
+            };
+            match cut {
+                Some(lines) => out.extend_from_slice(&lines),
+                None => out.extend_from_slice(&f.lines),
+            }
+        }
+        out.into()
     }
 
     /// The name of the output labelled `label`.
@@ -116,12 +181,49 @@ fn parse(text: &[u8]) -> Vec<Field> {
     out
 }
 
+/// The field `lines` without the entries a split appended to it: the
+/// first entry `first` whose every later entry is one `more` takes, and
+/// those (the bytes before its comma, ended by a line feed, as the field
+/// was before; nothing where `first` is the field's first entry). `None`
+/// where the field ends in no such entries.
+fn cut(lines: &[u8], first: &str, more: impl Fn(&str) -> bool) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(lines).ok()?;
+    let colon = text.find(':')?;
+    let mut starts = vec![colon + 1];
+    starts.extend(
+        text.match_indices(',')
+            .map(|(i, _)| i + 1)
+            .filter(|&i| i > colon),
+    );
+    let entry = |k: usize| {
+        let end = starts.get(k + 1).map_or(text.len(), |&e| e - 1);
+        text[starts[k]..end].trim()
+    };
+    let k = (0..starts.len())
+        .find(|&k| entry(k) == first && (k + 1..starts.len()).all(|j| more(entry(j))))?;
+    if k == 0 {
+        return Some(Vec::new());
+    }
+    let mut kept = text[..starts[k] - 1].trim_end().as_bytes().to_vec();
+    kept.push(b'\n');
+    Some(kept)
+}
+
 /// The control fields an output adds or changes, each name and the
 /// value it adds (the report shows them): `Package`, `Source` where the
 /// original has none, `Provides`, `Conflicts`, `Replaces`.
 pub(super) fn added(o: &Original, name: &str, siblings: &[String]) -> Vec<(String, String)> {
     let mut others = vec![o.package.clone()];
     others.extend(siblings.iter().filter(|s| *s != name).cloned());
+    // A package split again still conflicts with its earlier siblings
+    // (they hold the same paths), and with itself under its old name.
+    if let Some(s) = &o.split {
+        for n in s.siblings.iter().chain([&s.name]) {
+            if n != name && !others.contains(n) {
+                others.push(n.clone());
+            }
+        }
+    }
     let mut out = vec![("Package".into(), name.to_string())];
     if !o.has_source {
         out.push(("Source".into(), o.package.clone()));
@@ -230,6 +332,48 @@ mod tests {
             Conflicts: librocrand1, librocrand1-gfx942\n\
             Replaces: librocrand1, librocrand1-gfx942\nDescription: x\n y\n";
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn an_output_split_again_for_its_own_group_keeps_its_control_file() {
+        let names = [
+            "librocrand1-gfx90a".to_string(),
+            "librocrand1-gfx942".into(),
+        ];
+        for text in [
+            CONTROL,
+            "Package: librocrand1\nVersion: 1:5.3.3-4\nArchitecture: amd64\n",
+        ] {
+            let o = Original::read(text.as_bytes()).unwrap();
+            let first = edit(text.as_bytes(), &added(&o, &names[0], &names));
+            let again = Original::read(&first).unwrap();
+            assert_eq!(again.package, "librocrand1");
+            let split = again.split.clone().unwrap();
+            assert_eq!(
+                (split.name.as_str(), &split.siblings[..]),
+                ("librocrand1-gfx90a", &names[1..])
+            );
+            // Its own group alone: the same text, siblings and all.
+            let one = [names[0].clone()];
+            let redo = edit(&again.undone(&first), &added(&again, &one[0], &one));
+            assert_eq!(
+                String::from_utf8(redo).unwrap(),
+                String::from_utf8(first.clone()).unwrap()
+            );
+            // Another label: the original's name provided once, the old
+            // name among the conflicts.
+            let other = ["librocrand1-gfx90a-xnackp".to_string()];
+            let redo = edit(&again.undone(&first), &added(&again, &other[0], &other));
+            let t = String::from_utf8(redo).unwrap();
+            assert_eq!(t.matches("librocrand1 (= 1:5.3.3-4)").count(), 1, "{t}");
+            assert!(
+                t.contains("Conflicts: librocrand1, librocrand1-gfx942, librocrand1-gfx90a\n"),
+                "{t}"
+            );
+        }
+        // A package that only provides a name of the same form is no output.
+        let plain = "Package: a1-x\nVersion: 2\nArchitecture: all\nProvides: a1 (= 2)\n";
+        assert_eq!(Original::read(plain.as_bytes()).unwrap().split, None);
     }
 
     #[test]
