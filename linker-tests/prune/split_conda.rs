@@ -17,14 +17,17 @@ use libtest_mimic::{Failed, Trial};
 
 use super::conda::packages;
 use super::src;
-use crate::real_libs::{WHEEL, downloads};
+use crate::real_libs::{DEB, WHEEL, downloads};
 use crate::util::{files, ours, ours_json, run, run_within_env, same, tempdir, unzip};
 
 const CPH: &str = "/opt/offload-kit/conda-tools/bin/cph";
 const PY: &str = "/opt/offload-kit/conda-tools/bin/python";
 
 pub fn tests() -> Vec<Trial> {
-    vec![trial!(curand_builds_are_prunes_the_solver_picks, &[CPH, PY])]
+    vec![
+        trial!(curand_builds_are_prunes_the_solver_picks, &[CPH, PY]),
+        trial!(rocrand_builds_bz2_per_gpu_and_split_again, &[CPH, PY, "dpkg-deb"]),
+    ]
 }
 
 /// The groups split, each with its label.
@@ -111,4 +114,78 @@ fn curand_builds_are_prunes_the_solver_picks() -> Result<(), Failed> {
     let r = run(&ours(), &["split", "--gpus", "gfx90a", "-d", "none", input], d);
     same(&format!("an unserved group: exit code ({})", r.stderr), r.code, 2)?;
     same("an unserved group: nothing written", d.join("none").exists(), false)
+}
+
+/// librocrand (HIP, gfx803 to gfx1030) from Debian's librocrand1, packed
+/// as `.conda` and `.tar.bz2`: split for gfx90a and gfx1030 (each file
+/// but `info/index.json` is `prune -o`'s, for both formats); py-rattler
+/// picks the build of `CONDA_OVERRIDE_AMDGPU_ARCH`'s ISA version and the
+/// input where no build serves; `--per-gpu` makes one build per processor,
+/// each passing `check --require` of its own; and an output split again
+/// for its own group is the same bytes (`split into 1 package`).
+fn rocrand_builds_bz2_per_gpu_and_split_again() -> Result<(), Failed> {
+    let t = tempdir();
+    let d = t.path();
+    let deb = downloads()?.join(DEB);
+    run(Path::new("/usr/bin/dpkg-deb"), &[Path::new("-x"), &deb, &d.join("deb")], d).ok()?;
+    let so = d.join("deb/usr/lib/x86_64-linux-gnu/librocrand.so.1.1");
+    let files = BTreeMap::from([("lib/librocrand.so.1".to_string(), std::fs::read(so)?)]);
+    packages(d, &files, &[])?;
+    let groups = [("gfx90a", "gfx90a"), ("gfx1030", "gfx1030")];
+    for ext in ["conda", "tar.bz2"] {
+        let input = format!("in/gpulib-1.0-h0_0.{ext}");
+        let chan = format!("chan-{ext}");
+        let out_dir = format!("{chan}/linux-64");
+        let mut args = vec!["split", "-d", &out_dir];
+        groups.iter().for_each(|(g, _)| args.extend(["--gpus", g]));
+        args.push(&input);
+        run(&ours(), &args, d).ok()?;
+        for (group, label) in groups {
+            let out = format!("{out_dir}/gpulib-1.0-h0_0_{label}.{ext}");
+            std::fs::create_dir_all(d.join(format!("p-{ext}-{label}")))?;
+            let pruned = format!("p-{ext}-{label}/gpulib-1.0-h0_0.{ext}");
+            run(&ours(), &["prune", "--keep", group, "-o", &pruned, &input], d).ok()?;
+            let mut split = unpacked(d, &out, &format!("x-{ext}-{label}"))?;
+            let mut by_prune = unpacked(d, &pruned, &format!("y-{ext}-{label}"))?;
+            let index = split.remove("info/index.json").ok_or("no index.json")?;
+            by_prune.remove("info/index.json");
+            same(&format!("{ext} {label}: every file but index.json against prune's"), split == by_prune, true)?;
+            let index: serde_json::Value = serde_json::from_slice(&index)?;
+            let depends = index["depends"].to_string();
+            if !depends.contains("\"__amdgpu\"") || !depends.contains("__amdgpu_arch ==") {
+                return Err(format!("{ext} {label}: depends {depends}").into());
+            }
+            // Its own group again: the same bytes, one output.
+            let again = format!("again-{ext}-{label}");
+            let r = run(&ours(), &["split", "--gpus", group, "-d", &again, &out], d).ok()?;
+            let text = String::from_utf8_lossy(&r.stdout).into_owned();
+            same(&format!("{ext} {label} split again: says"), text.contains(": split into 1 package\n"), true)?;
+            let name = format!("gpulib-1.0-h0_0_{label}.{ext}");
+            same(&format!("{ext} {label} split again: its bytes"), std::fs::read(d.join(&again).join(&name))?, std::fs::read(d.join(&out))?)?;
+        }
+        std::fs::copy(d.join(&input), d.join(format!("{out_dir}/gpulib-1.0-h0_0.{ext}")))?;
+        let solved_in = |arch: &str| {
+            let args = [src("conda_solve.py"), chan.clone(), "gpulib".into()];
+            let env = [("CONDA_OVERRIDE_AMDGPU", "0"), ("CONDA_OVERRIDE_AMDGPU_ARCH", arch)];
+            let r = run_within_env(300, Path::new(PY), &args, &env, d)?.ok()?;
+            Ok::<_, Failed>(String::from_utf8_lossy(&r.stdout).trim().to_string())
+        };
+        for (isa, want) in [("9.0.10", "h0_0_gfx90a"), ("10.3.0", "h0_0_gfx1030"), ("9.4.2", "h0_0")] {
+            same(&format!("{ext}: the build picked for ISA {isa}"), solved_in(isa)?, want.to_string())?;
+        }
+    }
+    // --per-gpu: one build a processor, each serving its own.
+    let doc = ours_json(&["split", "--json", "--per-gpu", "-d", "pg", "in/gpulib-1.0-h0_0.conda"], d)?;
+    let outputs = doc["files"][0]["outputs"].as_array().ok_or("no outputs")?;
+    let mut gpus: Vec<String> = Vec::new();
+    for o in outputs {
+        let g = o["gpus"][0].as_str().ok_or("no gpus")?.to_string();
+        let path = o["path"].as_str().ok_or("no path")?;
+        let check = run(&ours(), &["check", "--require", &g, path], d);
+        same(&format!("--per-gpu: check --require {g} of {path}"), check.code, 0)?;
+        gpus.push(g);
+    }
+    gpus.sort();
+    let want = ["gfx1030", "gfx803", "gfx900:xnack-", "gfx906:xnack-", "gfx908:xnack-", "gfx90a"];
+    same("--per-gpu: the groups", gpus, want.map(String::from).to_vec())
 }

@@ -11,7 +11,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::conda_index::{Constraint, Original, build_numbers, constraint};
+use super::conda_index::{Constraint, Original, constraint};
 use super::coverage::{coverage, kept_of};
 use super::deb::{scratch_file, unserved};
 use super::deb_groups::Groups;
@@ -90,7 +90,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .map(Files::finish)
         .collect::<Result<_, _>>()?;
     let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
-    let numbers = build_numbers(original.build_number, &constraints);
+    let numbers = original.numbers(&labels, &constraints);
     let mut writes = Vec::new();
     for k in 0..groups.len() {
         let build = original.build_of(&labels[k]);
@@ -213,7 +213,7 @@ fn outputs_of(
 
 /// The label of each group (its rules' variant tokens joined by `_`, as a
 /// build string takes them), each distinct.
-fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
+pub(super) fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for g in groups {
         let tokens: Vec<String> = g.iter().map(|r| variant::token(&r.to_string())).collect();

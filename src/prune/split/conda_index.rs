@@ -119,6 +119,55 @@ pub(super) fn constraint(rules: &[Rule]) -> Result<Constraint, String> {
     ))
 }
 
+/// Whether `label` is one a split gives a build string (`labels` in
+/// the split of a conda package): targets as [`super::variant::token`]
+/// writes them (`sm86`, `sm90a`, `compute_80`, `gfx90a_xnackp`), joined
+/// by `_`.
+fn is_split_label(label: &str) -> bool {
+    let number = |d: &str| {
+        let digits = d.trim_end_matches(|c: char| c.is_ascii_lowercase());
+        !digits.is_empty()
+            && digits.bytes().all(|c| c.is_ascii_digit())
+            && d.len() - digits.len() <= 1
+    };
+    let lower = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    };
+    let mut pieces = label.split('_').peekable();
+    let mut any = false;
+    while let Some(p) = pieces.next() {
+        let ok = if p == "compute" {
+            pieces.next().is_some_and(number)
+        } else if let Some(d) = p.strip_prefix("sm") {
+            // `sm_80:ptx` is `sm80_ptx`.
+            if pieces.peek().is_some_and(|k| ["ptx", "sass"].contains(k)) {
+                pieces.next();
+            }
+            number(d)
+        } else if let Some(n) = p.strip_prefix("gfx") {
+            // Its features: `xnackp`, `sramecc_m`'s like, each ending in
+            // `p` or `m`, up to the next target.
+            while let Some(f) = pieces.peek() {
+                let target = ["sm", "gfx", "compute"].iter().any(|t| f.starts_with(t));
+                if target || !lower(f) || !(f.ends_with('p') || f.ends_with('m')) {
+                    break;
+                }
+                pieces.next();
+            }
+            lower(n)
+        } else {
+            false
+        };
+        if !ok {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// The build number of each of `constraints` (the groups' in order),
 /// the original's being `base`: `base + 100 × rank`, rank 1 for the least
 /// specific.
@@ -148,6 +197,12 @@ pub(super) struct Original {
     pub(super) build_number: u64,
     /// Whether the text ended in a newline.
     newline: bool,
+    /// Where the package is an output of a split already (its build
+    /// string ends in `_LABEL`, its `depends` in the constraint the split
+    /// added): that label and its build number. `build` and `depends`
+    /// are then the original's, so that a split of it again gives what
+    /// the first split gave.
+    split: Option<(String, u64)>,
 }
 
 impl Original {
@@ -174,14 +229,63 @@ impl Original {
         if doc.get("depends").is_some_and(|d| !d.is_array()) {
             return Err("its info/index.json's 'depends' is not a list".into());
         }
-        Ok(Original {
+        let mut o = Original {
             doc,
             name,
             version,
             build,
             build_number,
             newline: text.ends_with(b"\n"),
-        })
+            split: None,
+        };
+        o.undo();
+        Ok(o)
+    }
+
+    /// What an earlier split added taken away again (see
+    /// [`Original::split`]): the label off the build string, the
+    /// constraint (and the bare `__cuda`/`__amdgpu` before it) off the
+    /// end of `depends`.
+    fn undo(&mut self) {
+        let Some(Value::Array(depends)) = self.doc.get_mut("depends") else {
+            return;
+        };
+        let last = depends.last().and_then(Value::as_str).unwrap_or_default();
+        let (bare, arch) = match last.split_whitespace().next() {
+            Some("__cuda_arch") => ("__cuda", true),
+            Some("__amdgpu_arch") => ("__amdgpu", true),
+            _ => ("", false),
+        };
+        let at = self.build.match_indices('_').map(|(i, _)| i);
+        let label = at
+            .map(|i| (self.build[..i].to_string(), &self.build[i + 1..]))
+            .find(|(_, l)| is_split_label(l));
+        let Some((build, label)) = label.filter(|_| arch) else {
+            return;
+        };
+        depends.pop();
+        if depends.last().and_then(Value::as_str) == Some(bare) {
+            depends.pop();
+        }
+        self.split = Some((label.to_string(), self.build_number));
+        self.build = build;
+    }
+
+    /// The build number of each output, labelled `labels`, of
+    /// `constraints`: [`build_numbers`] from the original's number (an
+    /// earlier split's output's less its hundreds), but an output of the
+    /// label the input has already keeps the input's number.
+    pub(super) fn numbers(&self, labels: &[String], constraints: &[Constraint]) -> Vec<u64> {
+        let Some((label, number)) = &self.split else {
+            return build_numbers(self.build_number, constraints);
+        };
+        let mut out = build_numbers(number % 100, constraints);
+        for (n, l) in out.iter_mut().zip(labels) {
+            if l == label {
+                *n = *number;
+            }
+        }
+        out
     }
 
     /// The build string of the output labelled `label`.
@@ -253,6 +357,48 @@ mod tests {
         let c = constraint(&rules(&["gfx942", "gfx90a"])).unwrap();
         assert_eq!(c.depends, ["__amdgpu", "__amdgpu_arch ==9.0.10|==9.4.2"]);
         assert!(constraint(&rules(&["sm_86", "gfx942"])).is_err());
+    }
+
+    #[test]
+    fn an_output_split_again_gets_what_the_first_split_gave() {
+        let text = b"{\n  \"build\": \"py312h0_0\",\n  \"build_number\": 2,\n  \"depends\": [\n    \"__cuda\"\n  ],\n  \"name\": \"k\",\n  \"version\": \"1.0\"\n}";
+        let o = Original::read(text).unwrap();
+        assert!(o.split.is_none());
+        for group in [
+            &["sm_86"][..],
+            &["gfx90a:xnack+", "gfx942"],
+            &["sm_80:ptx", "sm_90"],
+        ] {
+            let c = constraint(&rules(group)).unwrap();
+            let label = super::super::conda::labels(&[rules(group)])
+                .unwrap()
+                .remove(0);
+            let build = o.build_of(&label);
+            let first = o.edited(&build, 302, &c);
+            let again = Original::read(&first).unwrap();
+            assert_eq!(again.split, Some((label.clone(), 302)), "{label}");
+            assert_eq!(again.build, "py312h0_0");
+            let n = again.numbers(std::slice::from_ref(&label), std::slice::from_ref(&c));
+            assert_eq!(n, [302]);
+            let redo = again.edited(&again.build_of(&label), n[0], &c);
+            assert_eq!(
+                String::from_utf8(redo).unwrap(),
+                String::from_utf8(first).unwrap()
+            );
+            // Another label ranks from the original's number.
+            assert_eq!(again.numbers(&["x".into()], &[c]), [102]);
+        }
+        for plain in [
+            "sm86",
+            "gfx90a",
+            "0_sm86",
+            "smth",
+            "gfx90a_xnack",
+            "sm80_compute_90",
+        ] {
+            let ok = ["sm86", "gfx90a", "sm80_compute_90", "sm80_ptx_sm90"].contains(&plain);
+            assert_eq!(is_split_label(plain), ok, "{plain}");
+        }
     }
 
     #[test]
