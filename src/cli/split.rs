@@ -22,7 +22,8 @@ use crate::scan::rule::Rule;
     after_help = "Each group's wheel holds exactly what `prune --keep GROUP` keeps (the \
 same members, byte for byte), plus `*.dist-info/variant.json` and its RECORD row; its name \
 ends in the group's variant label (`sm86`, `gfx942`, `gfx90a.gfx942`). A `null` variant \
-holds everything the input held. Beside them go `{name}-{version}-variants.json` and, for \
+holds everything the input held (but for a variant wheel split again: its label's \
+variant.json is replaced, and it gets no null variant, as it holds only its own GPUs' code). Beside them go `{name}-{version}-variants.json` and, for \
 pip, one PEP 503 index per group under OUTDIR/index/LABEL (pip install --index-url \
 file://OUTDIR/index/LABEL NAME). A .deb becomes one package per group, \
 PACKAGE-LABEL_VERSION_ARCH.deb: prune's output with its control file renamed and given \
@@ -37,7 +38,9 @@ images under their names and each group's under TAG-LABEL (umoci unpack --image 
 OUTDIR/NAME:TAG-LABEL), each the blobs prune writes, shared by digest; a `docker save` \
 archive is refused (skopeo copy docker-archive:FILE oci:DIR:TAG makes it a layout). \
 --per-gpu makes one group per device target the wheel holds \
-code or per-GPU files for (xnack modes folded into their processor, sm_90a into sm_90). A \
+code or per-GPU files for (both xnack modes folded into their processor, one built for one \
+mode only kept as gfx900:xnack-; sm_90a into sm_90). An output split again for its own group \
+gives the same bytes. A \
 group the input does not serve is refused by name and nothing is written; outputs appear \
 whole or not at all.\n\nExit codes: 0 success; 1 a member some group's prune refused (left \
 as it was, named); 2 an input that could not be read or is \
@@ -130,11 +133,16 @@ impl SplitOpts {
 
 /// The text report of one split, line by line.
 fn text(r: &SplitReport) -> Vec<String> {
-    let noun = match r.format {
-        "wheel" => "wheels",
-        "tree" | "file" => "directories",
-        "oci" | "docker" => "images",
-        _ => "packages",
+    let one = r.outputs.len() == 1;
+    let noun = match (r.format, one) {
+        ("wheel", true) => "wheel",
+        ("wheel", false) => "wheels",
+        ("tree" | "file", true) => "directory",
+        ("tree" | "file", false) => "directories",
+        ("oci" | "docker", true) => "image",
+        ("oci" | "docker", false) => "images",
+        (_, true) => "package",
+        (_, false) => "packages",
     };
     let mut s = vec![format!(
         "{}: split into {} {noun}",
@@ -161,11 +169,13 @@ fn text(r: &SplitReport) -> Vec<String> {
         ("images, and the outputs that hold them", &r.images),
         ("per-GPU files, and the outputs that hold them", &r.files),
     ];
+    // A variant wheel split again has no null variant.
+    let null = r.variants_json.is_some() && r.outputs.iter().any(|o| o.gpus.is_empty());
     for (what, list) in lists.into_iter().filter(|(_, l)| !l.is_empty()) {
         s.push(format!("  {what}:"));
         for t in list {
             let by = match t.outputs.is_empty() {
-                true if r.variants_json.is_some() => "none (only in null)".to_string(),
+                true if null => "none (only in null)".to_string(),
                 true => "none".to_string(),
                 false => t.outputs.join(", "),
             };
