@@ -37,6 +37,7 @@ use crate::package::oci::{TarIndex, is_hex};
 use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};
 
+pub(crate) mod groups;
 mod oci;
 mod read;
 
