@@ -38,6 +38,7 @@ test_files! {
     split_conda,
     split_tree,
     split_oci,
+    split_docker,
 }
 mod hip_programs;
 mod real_wheels;

@@ -258,9 +258,38 @@ fn legacy_left_out(before: &Path, after: &Path) -> Result<(), Failed> {
 /// digest), both to the pruned root, and both name the same new blobs.
 fn docker_25(d: &Path, want: &[u8]) -> Result<(), Failed> {
     let tar = Path::new("/usr/bin/tar");
-    let x = d.join("x25");
+    docker_25_archive(d, "d.tar", "d25.tar")?;
+
+    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p25.tar", "d25.tar"], d).ok()?;
+    let skopeo = Path::new("/usr/bin/skopeo");
+    run(skopeo, &["inspect", "docker-archive:p25.tar"], d).ok()?;
+    run(skopeo, &["copy", "docker-archive:p25.tar", "oci:D25:t"], d).ok()?;
+    check_root("the pruned Docker 25 archive, as skopeo reads it", &unpacked(d, "D25", "u")?, want)?;
+    std::fs::create_dir_all(d.join("y25"))?;
+    run(tar, &["-xf", "p25.tar", "-C", "y25"], d).ok()?;
+    check_root("the pruned Docker 25 archive's OCI layout", &unpacked(d, "y25", "u")?, want)?;
+    run(skopeo, &["inspect", "oci:y25:t"], d).ok()?;
+    same_blobs(&d.join("y25"))?;
+    let (old, new) = (std::fs::metadata(d.join("d25.tar"))?.len(), std::fs::metadata(d.join("p25.tar"))?.len());
+    if new + (1 << 20) > old {
+        return Err(format!("the pruned Docker 25 archive is {new} bytes, {old} before").into());
+    }
+    std::fs::copy(d.join("d25.tar"), d.join("w25.tar"))?;
+    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "w25.tar"], d).ok()?;
+    same(
+        "the Docker 25 archive pruned in place and into a new file",
+        std::fs::read(d.join("w25.tar"))?,
+        std::fs::read(d.join("p25.tar"))?,
+    )
+}
+
+/// Makes the Docker 25 form (see [`docker_25`]) of skopeo's archive
+/// `from` (one image `t:latest`) as `to`, both in `d`.
+pub(crate) fn docker_25_archive(d: &Path, from: &str, to: &str) -> Result<(), Failed> {
+    let tar = Path::new("/usr/bin/tar");
+    let x = d.join(format!("x-{to}"));
     std::fs::create_dir_all(x.join("blobs/sha256"))?;
-    run(tar, &["-xf", "d.tar", "-C", "x25"], d).ok()?;
+    run(tar, &["-xf", from, "-C", &format!("x-{to}")], d).ok()?;
     let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(x.join("manifest.json"))?)?;
     let member = |name: &serde_json::Value| -> Result<(String, Vec<u8>), Failed> {
         let name = name.as_str().ok_or("a name that is no string")?;
@@ -296,32 +325,12 @@ fn docker_25(d: &Path, want: &[u8]) -> Result<(), Failed> {
     let saved = json!([{"Config": format!("blobs/sha256/{}", &cdigest[7..]),
         "RepoTags": ["t:latest"], "Layers": paths}]);
     std::fs::write(x.join("manifest.json"), saved.to_string())?;
-    let mut names = vec!["-cf", "../d25.tar", "oci-layout", "index.json", "manifest.json", "blobs"];
+    let to = format!("../{to}");
+    let mut names = vec!["-cf", to.as_str(), "oci-layout", "index.json", "manifest.json", "blobs"];
     let links: Vec<String> = (0..paths.len()).map(|i| format!("l{i}")).collect();
     names.extend(links.iter().map(String::as_str));
     run(tar, &names, &x).ok()?;
-
-    run(&ours(), &["prune", "--keep", "gfx90a", "-o", "p25.tar", "d25.tar"], d).ok()?;
-    let skopeo = Path::new("/usr/bin/skopeo");
-    run(skopeo, &["inspect", "docker-archive:p25.tar"], d).ok()?;
-    run(skopeo, &["copy", "docker-archive:p25.tar", "oci:D25:t"], d).ok()?;
-    check_root("the pruned Docker 25 archive, as skopeo reads it", &unpacked(d, "D25", "u")?, want)?;
-    std::fs::create_dir_all(d.join("y25"))?;
-    run(tar, &["-xf", "p25.tar", "-C", "y25"], d).ok()?;
-    check_root("the pruned Docker 25 archive's OCI layout", &unpacked(d, "y25", "u")?, want)?;
-    run(skopeo, &["inspect", "oci:y25:t"], d).ok()?;
-    same_blobs(&d.join("y25"))?;
-    let (old, new) = (std::fs::metadata(d.join("d25.tar"))?.len(), std::fs::metadata(d.join("p25.tar"))?.len());
-    if new + (1 << 20) > old {
-        return Err(format!("the pruned Docker 25 archive is {new} bytes, {old} before").into());
-    }
-    std::fs::copy(d.join("d25.tar"), d.join("w25.tar"))?;
-    run(&ours(), &["prune", "--keep", "gfx90a", "--in-place", "w25.tar"], d).ok()?;
-    same(
-        "the Docker 25 archive pruned in place and into a new file",
-        std::fs::read(d.join("w25.tar"))?,
-        std::fs::read(d.join("p25.tar"))?,
-    )
+    Ok(())
 }
 
 /// The `manifest.json` of the extracted Docker 25 archive `y` names the

@@ -36,7 +36,9 @@ unchanged files hard links to the input's (copies across file systems). \
 An OCI image layout (a directory) becomes one new layout OUTDIR/NAME holding the input's \
 images under their names and each group's under TAG-LABEL (umoci unpack --image \
 OUTDIR/NAME:TAG-LABEL), each the blobs prune writes, shared by digest; a `docker save` \
-archive is refused (skopeo copy docker-archive:FILE oci:DIR:TAG makes it a layout). \
+archive becomes one new archive OUTDIR/NAME holding its images under their RepoTags and \
+each group's copy tagged REPO:TAG-LABEL (skopeo copy docker-archive:OUTDIR/NAME:REPO:TAG-LABEL \
+…), unchanged layers stored once. \
 --per-gpu makes one group per device target the wheel holds \
 code or per-GPU files for (both xnack modes folded into their processor, one built for one \
 mode only kept as gfx900:xnack-; sm_90a into sm_90). An output split again for its own group \

@@ -40,7 +40,7 @@ use super::path::{
 };
 
 mod commit;
-mod docker;
+pub(super) mod docker;
 pub(super) mod groups;
 mod layer;
 mod model;

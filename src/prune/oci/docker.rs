@@ -30,14 +30,16 @@ use super::super::path::{
     Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
     write_through,
 };
-use super::layer::{self, Above, LayerCx, Method};
+use super::layer::Method;
 use crate::files::{Input, Output};
 use crate::package::oci::json::{self, Step};
-use crate::package::oci::{ConfigDoc, Desc, TarIndex, hex_sha, is_hex};
+use crate::package::oci::{TarIndex, is_hex};
 use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};
 
+pub(crate) mod groups;
 mod oci;
+mod read;
 
 /// Whether `path` is one of the entries the first `docker save` format
 /// (Docker before 1.10) left for loaders that predate `manifest.json`:
@@ -72,10 +74,11 @@ struct Run<'a> {
     opts: &'a PathOptions,
     input: &'a Path,
     data: &'a [u8],
-    members: TarIndex<'a>,
+    members: &'a TarIndex<'a>,
     out: Option<Output>,
+    /// Whether the new members are written (not a dry run).
+    write: bool,
     rep: PathReport,
-    budget: u64,
     all: Pruning,
     /// Members replaced, by path; with the digest of what replaces them.
     replaced: BTreeMap<String, (Replacement, String)>,
@@ -132,29 +135,13 @@ pub(crate) fn prune_docker(
         ),
         None => None,
     };
-    let given = opts.prune.max_uncompressed;
-    let mut run = Run {
-        sel,
-        opts,
-        input,
-        data,
-        members,
-        out,
-        rep: PathReport::new(&name, data, meta).package(),
-        budget: given.unwrap_or_else(|| crate::scan::default_max_uncompressed(data.len() as u64)),
-        all: Pruning::default(),
-        replaced: BTreeMap::new(),
-        kept: BTreeSet::new(),
-        relinked: BTreeMap::new(),
-        edits: Vec::new(),
-        moved: BTreeMap::new(),
-    };
-    let single = images.len() == 1;
-    for (i, img) in images.iter().enumerate() {
-        run.image(i, img, single)?;
-    }
+    let rep = PathReport::new(&name, data, meta).package();
+    let mut runs = [Run::new(sel, opts, input, (data, &members), out, rep)];
+    let mut budget = budget_of(opts, data);
+    Run::read_images(&mut runs, &images, &mut budget, &mut Vec::new())?;
+    let [mut run] = runs;
     run.all.check_device_left(input, &name, &opts.prune)?;
-    if run.out.is_some() && !run.replaced.is_empty() {
+    if run.write && !run.replaced.is_empty() {
         run.oci_layout()?;
     }
     let mut rep = std::mem::replace(&mut run.rep, PathReport::new(&name, &[], meta).package());
@@ -180,7 +167,42 @@ pub(crate) fn prune_docker(
     Ok(Some(rep))
 }
 
+/// The bytes a read of the archive `data` may inflate, as `opts` say.
+fn budget_of(opts: &PathOptions, data: &[u8]) -> u64 {
+    let given = opts.prune.max_uncompressed;
+    given.unwrap_or_else(|| crate::scan::default_max_uncompressed(data.len() as u64))
+}
+
 impl<'a> Run<'a> {
+    /// The rewrite of the archive `data` (whose members are `members`)
+    /// that prune with `sel` and `opts` makes, written to `out` (none in
+    /// a dry run), reporting into `rep`.
+    fn new(
+        sel: &'a Selection,
+        opts: &'a PathOptions,
+        input: &'a Path,
+        (data, members): (&'a [u8], &'a TarIndex<'a>),
+        out: Option<Output>,
+        rep: PathReport,
+    ) -> Run<'a> {
+        Run {
+            sel,
+            opts,
+            input,
+            data,
+            members,
+            write: out.is_some(),
+            out,
+            rep,
+            all: Pruning::default(),
+            replaced: BTreeMap::new(),
+            kept: BTreeSet::new(),
+            relinked: BTreeMap::new(),
+            edits: Vec::new(),
+            moved: BTreeMap::new(),
+        }
+    }
+
     /// `'ARCHIVE': WHY`.
     fn said(&self, why: String) -> PathError {
         let name = crate::files::shown(self.input).into_owned();
@@ -213,161 +235,6 @@ impl<'a> Run<'a> {
         f.write_all(bytes).map_err(|e| self.io(e))?;
         f.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
         Ok(f)
-    }
-
-    /// Prunes the image `img`, the `i`th of `manifest.json`.
-    fn image(&mut self, i: usize, img: &Saved, single: bool) -> Result<(), PathError> {
-        let field = format!("manifest.json: [{i}]");
-        let (config_at, config) = self.member(&format!("{field}.Config"), &img.config)?;
-        let config = config.to_vec();
-        let doc: ConfigDoc = serde_json::from_slice(&config).map_err(|e| {
-            self.said(format!(
-                "{field}.Config ('{config_at}'): not an image config: {e}"
-            ))
-        })?;
-        let diff_ids = doc.rootfs.diff_ids;
-        if diff_ids.len() != img.layers.len() {
-            return Err(self.said(format!(
-                "{field}: 'Layers' lists {} layers, its config's 'rootfs.diff_ids' {}",
-                img.layers.len(),
-                diff_ids.len()
-            )));
-        }
-        let shown = crate::files::shown(self.input).into_owned();
-        let name = match single {
-            true => shown,
-            false => format!("{shown}:{}", img.config),
-        };
-        let mut above = Above::default();
-        let mut new_diffs = BTreeMap::new();
-        for (j, path) in img.layers.iter().enumerate().rev() {
-            let place = format!("{field}.Layers[{j}] ('{path}')");
-            if let Some(diff) = self.layer(&name, &place, path, &diff_ids[j], &mut above)? {
-                new_diffs.insert(j, diff);
-                let at = [Step::At(i), Step::Key("Layers"), Step::At(j)];
-                self.rename_in_manifest(&at, path)?;
-            }
-        }
-        if new_diffs.is_empty() || self.out.is_none() {
-            return Ok(());
-        }
-        let mut edits = Vec::new();
-        for (j, diff) in &new_diffs {
-            let at = [Step::Key("rootfs"), Step::Key("diff_ids"), Step::At(*j)];
-            let r = json::span(&config, &at).ok_or_else(|| {
-                self.said(format!(
-                    "'{config_at}': 'rootfs.diff_ids[{j}]' cannot be rewritten"
-                ))
-            })?;
-            edits.push((r, format!("\"{diff}\"").into_bytes()));
-        }
-        let new = json::splice(&config, edits)
-            .ok_or_else(|| self.said(format!("'{config_at}': cannot be rewritten")))?;
-        let (old_hex, new_hex) = (hex_sha(&config), hex_sha(&new));
-        let f = self.scratch_with(&new)?;
-        let len = new.len() as u64;
-        self.moved.insert(old_hex.clone(), (new_hex.clone(), len));
-        self.replace(&config_at, &old_hex, &new_hex, f, len)?;
-        self.rename_in_manifest(&[Step::At(i), Step::Key("Config")], &img.config)
-    }
-
-    /// Rewrites the layer member `path` (for the image named `name`, at
-    /// `place`), whose diff_id the config says is `diff`: its new
-    /// diff_id when it changes.
-    fn layer(
-        &mut self,
-        name: &str,
-        place: &str,
-        path: &str,
-        diff: &str,
-        above: &mut Above,
-    ) -> Result<Option<String>, PathError> {
-        let (at, bytes) = self.member(place, path)?;
-        let m = method_of(bytes)
-            .ok_or_else(|| self.said(format!("{place}: it is not a tar archive")))?;
-        // A member named by its digest is checked against it.
-        let expect = at
-            .strip_prefix("blobs/sha256/")
-            .filter(|h| is_hex(h))
-            .map(|h| Desc {
-                media_type: String::new(),
-                digest: format!("sha256:{h}"),
-                size: bytes.len() as u64,
-                annotations: BTreeMap::new(),
-                platform: None,
-            });
-        let cx = LayerCx {
-            sel: self.sel,
-            opts: self.opts,
-            input: self.input,
-            name: name.to_string(),
-            place: place.to_string(),
-        };
-        let scratch = match self.out.is_some() {
-            true => Some((self.scratch()?, self.scratch()?)),
-            false => None,
-        };
-        let (rep, budget) = (&mut self.rep, &mut self.budget);
-        let r = layer::rewrite(&cx, bytes, expect.as_ref(), m, scratch, above, rep, budget)?;
-        above.shadow.next_layer();
-        if r.old_diff != diff {
-            return Err(self.said(format!(
-                "{place}: its config's 'rootfs.diff_ids' says {diff}, the layer's uncompressed \
-                 SHA-256 is {}",
-                r.old_diff
-            )));
-        }
-        self.all.add_device(&r.walked.all);
-        self.rep.members_refused.extend(r.walked.refused);
-        let shared = |why: &str| {
-            self.said(format!(
-                "{place}: the member '{at}' is a layer of several images, {why}: prune does \
-                 not rewrite it"
-            ))
-        };
-        if !r.walked.changed {
-            if self.replaced.contains_key(&at) {
-                return Err(shared(
-                    "which another image sees change and this one does not",
-                ));
-            }
-            self.kept.insert(at);
-            return Ok(None);
-        }
-        if self.kept.contains(&at) {
-            return Err(shared("which this image sees change and another does not"));
-        }
-        let Some(mut tar) = r.tar else {
-            return Ok(Some(r.new_diff));
-        };
-        let (content, digest, len) = match m {
-            Method::Plain => {
-                let len = tar.seek(SeekFrom::End(0)).map_err(|e| self.io(e))?;
-                let hex = r.new_diff.get(7..).unwrap_or_default().to_string();
-                (tar, hex, len)
-            }
-            _ => {
-                let f = self.scratch()?;
-                let (hex, len) = layer::pack(&mut tar, m, &f, self.opts.prune.threads())
-                    .map_err(|e| self.io(e))?;
-                (f, hex, len)
-            }
-        };
-        if let Some((_, was)) = self.replaced.get(&at) {
-            if *was != digest {
-                return Err(shared("which the images see change differently"));
-            }
-            return Ok(Some(r.new_diff));
-        }
-        let old = expect.as_ref().map_or(diff, |d| d.digest.as_str());
-        let old = old.get(7..).unwrap_or_default().to_string();
-        // The member's own digest: checked against its name, or its
-        // diff_id when it is a plain tar.
-        if expect.is_some() || m == Method::Plain {
-            self.moved.insert(old.clone(), (digest.clone(), len));
-        }
-        self.replace(&at, &old, &digest, content, len)?;
-        Ok(Some(r.new_diff))
     }
 
     fn io(&self, e: std::io::Error) -> PathError {

@@ -127,6 +127,7 @@ pub(super) struct Above {
 /// Checks the blob against `expect`'s size and digest, when there is one.
 /// The blob is read and decompressed on a thread of its own
 /// ([`crate::package::oci::layer::stream`]).
+#[cfg(test)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rewrite<S: Read + Send>(
     cx: &LayerCx<'_>,

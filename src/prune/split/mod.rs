@@ -24,6 +24,7 @@ mod deb_groups;
 mod decide;
 mod oci;
 mod report;
+mod saved;
 mod targets;
 mod tree;
 mod tree_copy;
@@ -44,8 +45,8 @@ pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
 
-/// Splits the wheel, `.deb`, conda package, OCI image layout, directory or
-/// other file `input` as `o` says, writing every output into `o.dir` or
+/// Splits the wheel, `.deb`, conda package, OCI image layout, `docker save`
+/// archive, directory or other file `input` as `o` says, writing every output into `o.dir` or
 /// none of them.
 pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     // What a split killed outright (SIGKILL) left in the output directory.
@@ -67,11 +68,10 @@ pub(crate) fn split_path(input: &Path, o: &SplitOptions) -> Result<SplitReport, 
     if oci::is_oci(input) {
         return oci::split(input, o);
     }
-    let name = crate::files::shown(input).into_owned();
-    let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
     if oci::is_saved(input) {
-        return Err(refuse(oci::SAVED.into()));
+        return saved::split(input, o);
     }
+    let name = crate::files::shown(input).into_owned();
     let wheel = input.extension().is_some_and(|e| e == "whl");
     if !wheel && tree::is_tree(input) {
         return tree::split(input, o);

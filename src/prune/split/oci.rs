@@ -40,17 +40,12 @@ pub(super) fn is_oci(input: &Path) -> bool {
 }
 
 /// Whether the file `input` (not named as a wheel is) starts as a `docker
-/// save` archive does: a split of one is refused by name.
+/// save` archive does ([`super::saved`] splits one).
 pub(super) fn is_saved(input: &Path) -> bool {
     !input.to_string_lossy().ends_with(".whl")
         && input.is_file()
         && std::fs::File::open(input).is_ok_and(crate::package::oci::starts_as_saved)
 }
-
-/// Why a `docker save` archive is not split.
-pub(super) const SAVED: &str = "it is a `docker save` archive, which split does not read yet: \
-                                make it an OCI layout (skopeo copy docker-archive:FILE \
-                                oci:DIR:TAG) and split that";
 
 /// Splits the OCI layout `input` as `o` says, writing the new layout
 /// into `o.dir` whole or not at all.
@@ -148,7 +143,7 @@ fn per_gpu(input: &Path, o: &SplitOptions) -> Result<Vec<String>, PathError> {
 
 /// The label of each group (its rules' variant tokens joined by `.`:
 /// `sm86`, `gfx90a.gfx942`), each distinct.
-fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
+pub(super) fn labels(groups: &[Vec<Rule>]) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for g in groups {
         let tokens: Vec<String> = g.iter().map(|r| variant::token(&r.to_string())).collect();
@@ -238,7 +233,7 @@ impl Names {
 
 /// Refuses the name `new` where it is in `taken`, or no tag a registry
 /// takes (`[A-Za-z0-9_][A-Za-z0-9_.-]*`, at most [`NAME_MAX`]).
-fn check(new: &str, taken: &[String]) -> Result<(), String> {
+pub(super) fn check(new: &str, taken: &[String]) -> Result<(), String> {
     if taken.iter().any(|t| t == new) {
         return Err(format!(
             "its image '{new}' would be named twice: the input already names one so, or two \

@@ -12,7 +12,8 @@
 //! is gone, so the archive is refused instead.
 
 use super::{PathError, PathErrorKind, Run};
-use crate::package::oci::json::{self, Step};
+use crate::package::oci::chain;
+use crate::package::oci::json::Step;
 use crate::package::oci::{MAX_DEPTH, MAX_JSON, hex_sha, is_hex};
 
 /// The document keys whose arrays hold descriptors that are followed.
@@ -90,27 +91,15 @@ impl Run<'_> {
             let Some((new, len)) = self.moved.get(&hex).cloned() else {
                 continue;
             };
-            for (key, value) in [
-                ("digest", format!("\"sha256:{new}\"")),
-                ("size", len.to_string()),
-            ] {
-                let mut at = path.clone();
-                at.push(Step::Key(key));
-                let r = json::span(text, &at).ok_or_else(|| {
-                    self.said(format!(
-                        "{what}: a descriptor's '{key}' cannot be found to rewrite"
-                    ))
-                })?;
-                edits.push((r, value.into_bytes()));
-            }
+            chain::descriptor(text, &path, &new, len, &mut edits)
+                .map_err(|e| self.said(e.said(what)))?;
         }
         if edits.is_empty() {
             return Ok(None);
         }
-        json::splice(text, edits)
-            .filter(|b| serde_json::from_slice::<serde_json::Value>(b).is_ok())
+        chain::spliced(text, edits)
             .map(Some)
-            .ok_or_else(|| self.said(format!("{what}: cannot be rewritten")))
+            .map_err(|e| self.said(e.said(what)))
     }
 
     /// Rewrites the manifest or index blob `hex` (named in `what`), when
