@@ -221,8 +221,8 @@ fn refused_docker_splits_write_nothing() -> Result<(), Failed> {
     let doc = ours_json(&["split", "--per-gpu", "--json", "-d", "o", "d.tar"], d)?;
     let f = &doc["files"][0];
     let labels: Vec<&str> = f["outputs"].as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
-    same("--per-gpu labels", labels, vec!["gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "null"])?;
-    skopeo(d, &["inspect", "docker-archive:o/d.tar:t:latest-gfx906"])?;
+    same("--per-gpu labels", labels, vec!["gfx803", "gfx900_xnackm", "gfx906_xnackm", "gfx908_xnackm", "gfx90a", "gfx1030", "null"])?;
+    skopeo(d, &["inspect", "docker-archive:o/d.tar:t:latest-gfx906_xnackm"])?;
     refused(&["split", "--gpus", "gfx90a", "-d", "o", "d.tar"], "exists")
 }
 
