@@ -15,6 +15,7 @@ each one over, longest first.
   src/X/tests.rs, src/X/tests/). A function inside another is counted
   on its own too (and as part of the outer one). FN_ALLOWED below names
   the few that stay longer, each with its reason.
+- src/cli/ has at most CLI_LIMIT (6,000) lines outside test code.
 - No function of a script under scripts/ is over 100 lines either: a
   Python `def`, from its line to its body's last line (by indentation),
   and a shell function, from `name() {` to the `}` at its indentation
@@ -207,7 +208,61 @@ def function_sizes():
     return judge(found, FN_ALLOWED, "FN_ALLOWED", "functions",
                  "function of the library's non-test code")
 
+# The most lines the command line (src/cli/) may have outside test code
+# (issue #72: the CLI only parses and prints; the jobs live below it).
+CLI_LIMIT = 6000
+
+
+def test_lines(graph, toks):
+    """The number of lines the test items of one file's tokens span:
+    items under `#[cfg(test)]` and `mod tests`, as module-graph.py tells
+    them."""
+    spans = []
+    pending_test = False
+    i = 0
+    while i < len(toks):
+        kind, t, line = toks[i]
+        nxt = toks[i + 1][1] if i + 1 < len(toks) else None
+        if kind == "punct" and t == "#" and nxt == "[":
+            close = graph.matching(toks, i + 1)
+            if graph.test_only_cfg(toks[i + 2:close]) and not pending_test:
+                pending_test = line
+            i = close + 1
+            continue
+        if pending_test or (kind == "id" and t == "mod" and nxt == "tests"):
+            end = graph.item_end(toks, i)
+            spans.append((pending_test or line, toks[end][2]))
+            pending_test = False
+            i = end + 1
+            continue
+        i += 1
+    return sum(last - first + 1 for first, last in spans)
+
+
+def cli_size():
+    """Fails when src/cli/'s files have more than CLI_LIMIT lines outside
+    test code (files only tests reach are not the library's: left out)."""
+    spec = importlib.util.spec_from_file_location("module_graph", root / "scripts" / "module-graph.py")
+    graph = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(graph)
+    lib = graph.File(graph.src / "lib.rs", [], True)
+    graph.parse(lib)
+    every = [f for fs in graph.library_files(lib).values() for f in fs]
+    total = 0
+    for f in every:
+        if f.path.relative_to(graph.src).parts[0] != "cli":
+            continue
+        text = f.path.read_text()
+        total += len(text.splitlines()) - test_lines(graph, graph.tokens(text))
+    if total > CLI_LIMIT:
+        print(f"sizes: src/cli/ has {total} lines outside test code, over {CLI_LIMIT}")
+        return 1
+    print(f"sizes: src/cli/ has {total} lines outside test code (at most {CLI_LIMIT})")
+    return 0
+
+
 failed = file_sizes()
 failed |= function_sizes()
+failed |= cli_size()
 failed |= script_function_sizes()
 sys.exit(failed)
