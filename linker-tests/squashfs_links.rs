@@ -40,6 +40,7 @@ pub fn tests() -> Vec<Trial> {
     vec![
         t("xattrs_and_hard_links_are_kept_in_each_compressor", kept),
         t("a_sif_with_xattrs_and_hard_links_keeps_them", sif),
+        t("tables_stored_uncompressed_are_said_compressed_once_rewritten", flags),
         t("a_damaged_image_with_hard_links_is_exit_2", damaged),
         t("a_large_image_with_xattrs_and_hard_links_in_bounded_memory", bounded),
     ]
@@ -173,6 +174,35 @@ fn kept() -> Result<(), Failed> {
         same_as_input(d, &img, &out, &format!("u-{m}"))?;
     }
     exports_name_each_inode(&std::fs::read(d.join("pruned-gzip.sqfs"))?)
+}
+
+/// What `unsquashfs -s` of `img` says of how its inodes, ids and data
+/// are stored.
+fn stored_as(d: &Path, img: &str) -> Result<Vec<String>, Failed> {
+    let r = run(Path::new("unsquashfs"), &["-s", img], d).ok()?;
+    let said = String::from_utf8_lossy(&r.stdout).into_owned();
+    let wanted = ["Inodes are", "Data is", "Uids/Gids (Id table) are"];
+    Ok(said.lines().filter(|l| wanted.iter().any(|w| l.starts_with(w))).map(str::to_string).collect())
+}
+
+/// An image made with `mksquashfs -noI -noId -noD` (inode, directory and
+/// id tables and data blocks stored uncompressed), pruned: prune writes
+/// those tables and the pruned libraries' blocks compressed, and the
+/// superblock says so (`unsquashfs -s`); the image is otherwise what the
+/// other compressors' images give.
+fn flags() -> Result<(), Failed> {
+    let d = fixture()?;
+    let img = "noi.sqfs";
+    let args = ["linked", img, "-comp", "gzip", "-b", "65536", "-noI", "-noId", "-noD", "-noappend", "-quiet", "-no-progress"];
+    run(Path::new("mksquashfs"), &args, d).ok()?;
+    let was = ["Inodes are uncompressed", "Data is uncompressed", "Uids/Gids (Id table) are uncompressed"];
+    same("unsquashfs -s of the input", stored_as(d, img)?, was.map(String::from).to_vec())?;
+    let out = "pruned-noi.sqfs";
+    let _ = std::fs::remove_file(d.join(out));
+    run(&ours(), &["prune", "--keep", "gfx1030", "-o", out, img], d).ok()?;
+    let now = ["Inodes are compressed", "Data is compressed", "Uids/Gids (Id table) are compressed"];
+    same("unsquashfs -s of the pruned image", stored_as(d, out)?, now.map(String::from).to_vec())?;
+    same_as_input(d, img, out, "u-noi")
 }
 
 /// The export table (NFS file handles) of the gzip image `img` names, for

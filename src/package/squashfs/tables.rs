@@ -125,7 +125,9 @@ pub(super) fn write(
     let used = o.pos;
     let padded = used.div_ceil(4096) * 4096;
     o.put(&vec![0; usize_from(padded - used)])?;
-    let head = head(image, (count, u64_from(frags.len() / 16)), root, used, at);
+    let mut head = head(image, (count, u64_from(frags.len() / 16)), root, used, at);
+    let flags = written_flags(sb.flags, !plan.replaced.is_empty());
+    head[24..26].copy_from_slice(&flags.to_le_bytes());
     let f = o.w.into_inner().map_err(|e| Error::Write(e.into_error()))?;
     f.seek(SeekFrom::Start(0)).map_err(Error::Write)?;
     f.write_all(&head).map_err(Error::Write)?;
@@ -153,6 +155,24 @@ fn head(image: &[u8], (inodes, frags): (u32, u64), root: u64, used: u64, at: [u6
         sb[field..field + 8].copy_from_slice(&v.to_le_bytes());
     }
     sb
+}
+
+/// Superblock flags: inodes and directories, the id table, and data
+/// blocks stored uncompressed (`mksquashfs -noI`, `-noId`, `-noD`).
+const UNCOMPRESSED_INODES: u16 = 0x0001;
+const UNCOMPRESSED_DATA: u16 = 0x0002;
+const UNCOMPRESSED_IDS: u16 = 0x0800;
+
+/// The old superblock's flags `old` made true of what [`write`] writes:
+/// its inode, directory and id tables are compressed whatever the old ones
+/// were, and so are the blocks of files `replaced`; fragments and xattrs
+/// are copied as they were, so what the flags say of them still holds.
+fn written_flags(old: u16, replaced: bool) -> u16 {
+    let mut flags = old & !(UNCOMPRESSED_INODES | UNCOMPRESSED_IDS);
+    if replaced {
+        flags &= !UNCOMPRESSED_DATA;
+    }
+    flags
 }
 
 /// Which names stay: those not `gone` whose directory stays.
