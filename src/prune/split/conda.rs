@@ -78,11 +78,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let mut d = d.0;
     let companions = std::mem::take(&mut d.companions);
     let first = d.each.first().map(Files::report);
-    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let held = Held::of(
-        all.into_iter().flatten(),
-        companions.iter().map(|(_, g)| g.clone()),
-    );
+    let held = Held::of_report(first, &companions);
     unserved(&groups, &held).map_err(&refuse)?;
     let reps: Vec<PathReport> = d
         .each

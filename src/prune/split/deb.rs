@@ -13,7 +13,7 @@ use std::path::Path;
 use super::coverage::{coverage, kept_of};
 use super::deb_control::{self, Original};
 use super::deb_groups::Groups;
-use super::report::{SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant;
 use crate::files::{Input, Output, TempTree};
@@ -85,11 +85,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     })?;
     let companions = std::mem::take(&mut d.companions);
     let first = d.each.first().map(Files::report);
-    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let held = Held::of(
-        all.into_iter().flatten(),
-        companions.iter().map(|(_, g)| g.clone()),
-    );
+    let held = Held::of_report(first, &companions);
     unserved(&groups, &held).map_err(&refuse)?;
     let reps: Vec<PathReport> = d
         .each
@@ -105,12 +101,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         errors: &errors,
     };
     written.all(&mut plan, &mut budget.left, &names, &mut outputs, &o.dir)?;
-    let mut members_refused: Vec<String> = Vec::new();
-    for r in reps.iter().flat_map(|r| &r.members_refused) {
-        if !members_refused.contains(r) {
-            members_refused.push(r.clone());
-        }
-    }
+    let members_refused = named_once(Vec::new(), reps.iter().flat_map(|r| &r.members_refused));
     Ok(SplitReport {
         input: name.clone(),
         format: "deb",

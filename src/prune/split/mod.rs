@@ -41,6 +41,7 @@ use crate::files::Input;
 use crate::package::zipfile::{self, Archive};
 use crate::scan::rule::Rule;
 use coverage::{coverage, kept_of};
+use report::named_once;
 pub(crate) use report::{Gpus, SplitOptions, SplitOutput, SplitReport};
 use targets::Held;
 use variant::{NULL, Properties, WheelName};
@@ -105,21 +106,8 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
     let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
         .map_err(|e| PathError::failed(input, e))?;
     let first = d.each.first().map(Members::report);
-    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let held = Held::of(
-        all.into_iter().flatten(),
-        d.companions.iter().map(|(_, g)| g.clone()),
-    );
-    for g in &groups {
-        if let Some(r) = g.iter().find(|r| !held.served(r)) {
-            let group: Vec<String> = g.iter().map(Rule::to_string).collect();
-            return Err(refuse(format!(
-                "nothing in it serves '{r}' (--gpus {}): it holds code for {}",
-                group.join(","),
-                held.targets().join(", ")
-            )));
-        }
-    }
+    let held = Held::of_report(first, &d.companions);
+    deb::unserved(&groups, &held).map_err(refuse)?;
     let companions = std::mem::take(&mut d.companions);
     let everything: Vec<ImageGroup> = first
         .map(|r| r.kept.iter().chain(&r.dropped).cloned().collect())
@@ -136,12 +124,7 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
     let mut outputs = outputs_of(&labels, &groups, &reps, everything, null);
     let c = coverage(&held, &labels, &kept_of(&reps), &companions, &sels);
     let variants_json = write::write_all(&mut archive, &plan, &wheel, &mut outputs, o, input)?;
-    let mut members_refused: Vec<String> = Vec::new();
-    for r in reps.iter().flat_map(|r| &r.members_refused) {
-        if !members_refused.contains(r) {
-            members_refused.push(r.clone());
-        }
-    }
+    let members_refused = named_once(Vec::new(), reps.iter().flat_map(|r| &r.members_refused));
     Ok(SplitReport {
         input: name.to_string(),
         format: "wheel",
@@ -222,7 +205,5 @@ fn per_gpu(
     let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
     zipfile::rewrite(archive, &mut budget, &mut d).map_err(|e| PathError::failed(input, e))?;
     let first = d.each.first().map(Members::report);
-    let images = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let gpus = d.companions.iter().map(|(_, g)| g.clone());
-    Ok(Held::of(images.into_iter().flatten(), gpus).targets())
+    Ok(Held::of_report(first, &d.companions).targets())
 }

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::coverage::{coverage, kept_of};
 use super::deb::unserved;
-use super::report::{SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
@@ -69,11 +69,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let refs: Vec<&Selection> = sels.iter().collect();
     let mut g = rewrite_groups(&refs, &opts, input)?;
     let first = g.reps.first();
-    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let held = Held::of(
-        all.into_iter().flatten(),
-        g.companions.iter().map(|(_, g)| g.clone()),
-    );
+    let held = Held::of_report(first, &g.companions);
     unserved(&groups, &held).map_err(&refuse)?;
     std::mem::take(&mut g.left)
         .into_iter()
@@ -106,12 +102,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         index: None,
         kept: crate::prune::path::merge(whole.unwrap_or_default()),
     });
-    let mut members_refused: Vec<String> = Vec::new();
-    for r in g.reps.iter().flat_map(|r| &r.members_refused) {
-        if !members_refused.contains(r) {
-            members_refused.push(r.clone());
-        }
-    }
+    let members_refused = named_once(Vec::new(), g.reps.iter().flat_map(|r| &r.members_refused));
     let mut rep = g.before.clone();
     g.commit(&index_json, &mut rep)?;
     Ok(SplitReport {

@@ -127,3 +127,17 @@ pub(crate) struct SplitReport {
     /// names them).
     pub(crate) members_refused: Vec<String>,
 }
+
+/// `first`, then each of `more` not already listed: the members every
+/// group's prune refused (and what no output holds), each named once.
+pub(super) fn named_once<'a>(
+    mut first: Vec<String>,
+    more: impl IntoIterator<Item = &'a String>,
+) -> Vec<String> {
+    for r in more {
+        if !first.contains(r) {
+            first.push(r.clone());
+        }
+    }
+    first
+}

@@ -17,7 +17,7 @@ use std::path::Path;
 use super::coverage::{coverage, kept_of};
 use super::deb::unserved;
 use super::oci::{check, labels};
-use super::report::{SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::NULL;
 use crate::files::Input;
@@ -56,11 +56,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let refs: Vec<&Selection> = sels.iter().collect();
     let mut g = archive.read_groups(&refs, &opts, true)?;
     let first = g.reps.first();
-    let all = first.map(|r| r.kept.iter().chain(&r.dropped));
-    let held = Held::of(
-        all.into_iter().flatten(),
-        g.companions.iter().map(|(_, g)| g.clone()),
-    );
+    let held = Held::of_report(first, &g.companions);
     unserved(&groups, &held).map_err(&refuse)?;
     std::mem::take(&mut g.left)
         .into_iter()
@@ -91,12 +87,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         index: None,
         kept: crate::prune::path::merge(whole.unwrap_or_default()),
     });
-    let mut members_refused: Vec<String> = Vec::new();
-    for r in g.reps.iter().flat_map(|r| &r.members_refused) {
-        if !members_refused.contains(r) {
-            members_refused.push(r.clone());
-        }
-    }
+    let members_refused = named_once(Vec::new(), g.reps.iter().flat_map(|r| &r.members_refused));
     let (Some(dir), Some(file_name)) = (dest.parent(), dest.file_name()) else {
         return Err(refuse("the output has no name".into()));
     };

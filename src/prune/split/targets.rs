@@ -8,6 +8,7 @@ use crate::companion::Gpu;
 use crate::companion::judge::serves;
 use crate::offload_binary::{ImageKind, OffloadKind};
 use crate::prune::ImageGroup;
+use crate::prune::path::PathReport;
 use crate::scan::rule::Rule;
 use crate::scan::sort::arch_cmp;
 use crate::scan::{Content, Image, Offload, stand_in_image};
@@ -42,6 +43,17 @@ impl Held {
             }
         }
         h
+    }
+
+    /// What the report `rep` of a read (a keep-everything read, or a
+    /// group's prune: its images kept and dropped) and the per-GPU files
+    /// `companions` (each name with its GPU) hold.
+    pub(super) fn of_report(rep: Option<&PathReport>, companions: &[(String, Gpu)]) -> Held {
+        let images = rep.map(|r| r.kept.iter().chain(&r.dropped));
+        Held::of(
+            images.into_iter().flatten(),
+            companions.iter().map(|(_, g)| g.clone()),
+        )
     }
 
     /// The device targets held, folded as a device's loader folds them

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::coverage::coverage;
 use super::deb::unserved;
-use super::report::{SplitOptions, SplitOutput, SplitReport};
+use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use crate::files::TempTree;
 use crate::prune::path::{PathError, PathErrorKind, PathOptions};
@@ -98,12 +98,10 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         std::fs::rename(stage.path().join(l).join(&base), &to)
             .map_err(|e| PathError::write(&to, e))?;
     }
-    let mut members_refused: Vec<String> = found.left_out.clone();
-    for r in pruned.iter().flat_map(|p| &p.refused) {
-        if !members_refused.contains(r) {
-            members_refused.push(r.clone());
-        }
-    }
+    let members_refused = named_once(
+        found.left_out.clone(),
+        pruned.iter().flat_map(|p| &p.refused),
+    );
     Ok(SplitReport {
         input: name,
         format: if meta.is_dir() { "tree" } else { "file" },
