@@ -224,7 +224,8 @@ fn link_or_copy(
     meta: &std::fs::Metadata,
 ) -> std::io::Result<()> {
     let Some((dir, name)) = at else {
-        return std::fs::hard_link(from, to).or_else(|_| copy(from, to, meta));
+        return std::fs::hard_link(from, to)
+            .or_else(|_| copy(std::fs::File::open(from)?, to, meta));
     };
     if rustix::fs::linkat(dir, name, CWD, to, AtFlags::empty()).is_ok() {
         let linked = std::fs::symlink_metadata(to)?;
@@ -237,21 +238,18 @@ fn link_or_copy(
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, Mode::empty())?;
     same_file(&fd, meta, from)?;
-    let mut input = std::fs::File::from(fd);
+    copy(std::fs::File::from(fd), to, meta)
+}
+
+/// Copies the open file `input` (whose metadata is `meta`) to the new
+/// file `to`, with its mode, owner (where this process may give it) and
+/// times.
+fn copy(mut input: std::fs::File, to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
     let mut out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(to)?;
     std::io::copy(&mut input, &mut out)?;
-    owner(to, meta)?;
-    std::fs::set_permissions(to, std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
-    times(to, meta)
-}
-
-/// Copies the file `from` (whose metadata is `meta`) to `to`, with its
-/// mode, owner (where this process may give it) and times.
-fn copy(from: &Path, to: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
-    std::fs::copy(from, to)?;
     owner(to, meta)?;
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
     times(to, meta)
