@@ -157,30 +157,42 @@ def judge(found, allowed, allowed_name, what, counted):
     return 0
 
 
-def functions(graph, toks):
-    """(name, first line, last line) of each function with a body in the
-    tokens of one file, test code left out as module-graph.py leaves it."""
-    out = []
-    pending_test = False
+def outside_tests(graph, toks, spans=None):
+    """The index of each token of one file outside test code, as
+    module-graph.py leaves test code out (items under `#[cfg(test)]`, and
+    `mod tests`); attributes are passed over. Each test item's first and
+    last line go into `spans` when one is given."""
+    pending_test = None
     i = 0
     while i < len(toks):
         kind, t, line = toks[i]
         nxt = toks[i + 1][1] if i + 1 < len(toks) else None
         if kind == "punct" and t == "#" and nxt == "[":
             close = graph.matching(toks, i + 1)
-            pending_test |= graph.test_only_cfg(toks[i + 2:close])
+            if graph.test_only_cfg(toks[i + 2:close]) and pending_test is None:
+                pending_test = line
             i = close + 1
             continue
         if kind == "punct" and t == "#" and nxt == "!" and i + 2 < len(toks) and toks[i + 2][1] == "[":
             i = graph.matching(toks, i + 2) + 1
             continue
-        if pending_test:
-            pending_test = False
-            i = graph.item_end(toks, i) + 1
+        if pending_test is not None or (kind == "id" and t == "mod" and nxt == "tests"):
+            end = graph.item_end(toks, i)
+            if spans is not None:
+                spans.append((line if pending_test is None else pending_test, toks[end][2]))
+            pending_test = None
+            i = end + 1
             continue
-        if kind == "id" and t == "mod" and nxt == "tests":
-            i = graph.item_end(toks, i) + 1
-            continue
+        yield i
+        i += 1
+
+
+def functions(graph, toks):
+    """(name, first line, last line) of each function with a body in the
+    tokens of one file, test code left out as module-graph.py leaves it."""
+    out = []
+    for i in outside_tests(graph, toks):
+        kind, t, line = toks[i]
         if kind == "id" and t == "fn" and i + 1 < len(toks) and toks[i + 1][0] == "id":
             j = i + 2
             while j < len(toks) and toks[j][1] not in ("{", ";"):
@@ -189,7 +201,6 @@ def functions(graph, toks):
                 j += 1
             if j < len(toks) and toks[j][1] == "{":
                 out.append((toks[i + 1][1], line, toks[graph.matching(toks, j)][2]))
-        i += 1
     return out
 
 
@@ -214,28 +225,10 @@ CLI_LIMIT = 6000
 
 
 def test_lines(graph, toks):
-    """The number of lines the test items of one file's tokens span:
-    items under `#[cfg(test)]` and `mod tests`, as module-graph.py tells
-    them."""
+    """The number of lines the test items of one file's tokens span."""
     spans = []
-    pending_test = False
-    i = 0
-    while i < len(toks):
-        kind, t, line = toks[i]
-        nxt = toks[i + 1][1] if i + 1 < len(toks) else None
-        if kind == "punct" and t == "#" and nxt == "[":
-            close = graph.matching(toks, i + 1)
-            if graph.test_only_cfg(toks[i + 2:close]) and not pending_test:
-                pending_test = line
-            i = close + 1
-            continue
-        if pending_test or (kind == "id" and t == "mod" and nxt == "tests"):
-            end = graph.item_end(toks, i)
-            spans.append((pending_test or line, toks[end][2]))
-            pending_test = False
-            i = end + 1
-            continue
-        i += 1
+    for _ in outside_tests(graph, toks, spans):
+        pass
     return sum(last - first + 1 for first, last in spans)
 
 
