@@ -331,7 +331,15 @@ impl Decide<Deb> for Files<'_> {
             ..Member::new(job.sel, job.opts, job.input, &full)
         };
         let found = (&mut self.found.refused, &mut self.found.all);
-        let new = match step.judge(h, (file.bytes(), kind), found, &mut self.found.rep)? {
+        let rep = &mut self.found.rep;
+        // A file spooled to a mapped scratch file (past 64 MiB) gives back
+        // the pages its reading touched as it goes.
+        let judge = || step.judge(h, (file.bytes(), kind), found, rep);
+        let became = match file {
+            Held::Read(input) => input.releasing(judge),
+            Held::Stored(_) => judge(),
+        };
+        let new = match became? {
             Became::AsItWas => return Ok(None),
             Became::Removed => return Ok(Some(vec![Fate::Removed])),
             Became::Rewritten(new) => new,

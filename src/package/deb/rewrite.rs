@@ -1,7 +1,8 @@
 //! One read of a `.deb`'s data archive that decides what each file
 //! becomes in each of any number of outputs ([`rewrite`] → [`Plan`]),
-//! each output's data archive compressed again as the read goes (with
-//! the member's own method, at `dpkg-deb`'s levels: [`super::compress`]).
+//! each output's data archive compressed again (with the member's own
+//! method, at `dpkg-deb`'s levels: [`super::compress`]): one output as
+//! the read goes, several after it, one at a time ([`sinks`]).
 //!
 //! The read goes entry by entry, in the archive's order:
 //! 1. the caller may decide a regular file, sparse file or directory by
@@ -21,7 +22,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Seek as _, SeekFrom, Write};
 
 use md5::{Digest as _, Md5};
 
@@ -100,8 +101,9 @@ struct Out {
 /// Reads the data archive of `p` once, within `limit` bytes inflated
 /// (which it lowers by what it read), `decide` answering for each file
 /// as the module says. Output `k` is compressed into `scratch[k]` (xz on
-/// up to `threads` threads); an output with no scratch file is decided
-/// but not written (a dry run).
+/// up to `threads` threads; several outputs are spooled and compressed
+/// after the read, see [`sinks`]); an output with no scratch file is
+/// decided but not written (a dry run).
 pub(crate) fn rewrite<D: Decide<Deb>>(
     p: &Package<'_>,
     limit: &mut u64,
@@ -123,11 +125,7 @@ pub(crate) fn rewrite<D: Decide<Deb>>(
         source: e.into(),
     })?;
     let n = decide.outputs();
-    let mut fan = Fan::open(n, scratch, |f| {
-        f.map(|f| compress::encoder(c, f, threads))
-            .transpose()
-            .map_err(Error::Scratch)
-    })?;
+    let (mut fan, spools) = sinks(n, scratch, c, threads)?;
     let mut outs: Vec<Out> = (0..n)
         .map(|_| Out {
             changed: BTreeMap::new(),
@@ -140,15 +138,12 @@ pub(crate) fn rewrite<D: Decide<Deb>>(
     walk(p, &mut tar, &member, decide, &mut outs, &mut fan)?;
     *limit = limit.saturating_sub(tar.read());
     let mut done = Vec::new();
-    for (o, sink) in outs.into_iter().zip(fan.into_sinks()) {
+    let sinks = fan.into_sinks().into_iter().zip(spools);
+    for (o, (sink, spool)) in outs.into_iter().zip(sinks) {
         let changed = with_links(o.changed, &o.links);
         let any = !changed.is_empty() || !o.gone.is_empty();
         let data = match sink {
-            Some(sink) if any => Some(
-                sink.finish()
-                    .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
-                    .map_err(Error::Scratch)?,
-            ),
+            Some(sink) if any => Some(finish(sink, spool, c, threads).map_err(Error::Scratch)?),
             _ => None,
         };
         done.push(Done {
@@ -159,6 +154,69 @@ pub(crate) fn rewrite<D: Decide<Deb>>(
         });
     }
     Ok(Plan { outs: done })
+}
+
+/// The sinks of the outputs written into `scratch`, and the scratch
+/// file of each output spooled. One output is compressed as the read
+/// goes, on `threads` threads. Several are spooled as they are, each
+/// into a temporary file, and compressed after the read one after
+/// another ([`finish`]), each on all `threads`: one encoder's memory at a
+/// time (xz's is some 165 MiB a thread at preset 6), and no output
+/// waiting on another's compression during the read.
+fn sinks(
+    n: usize,
+    scratch: Vec<Option<File>>,
+    c: crate::package::Compression,
+    threads: u32,
+) -> Result<(Sinks, Vec<Option<File>>), Error> {
+    let spooled = scratch.iter().flatten().count() > 1;
+    let mut spools = Vec::with_capacity(n);
+    let fan = Fan::open(n, scratch, |f| match f {
+        None => {
+            spools.push(None);
+            Ok(None)
+        }
+        Some(f) if spooled => {
+            let f = f.into_inner().map_err(|e| e.into_error())?;
+            spools.push(Some(f));
+            let spool = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+            Ok(Some(Encoder::None(spool)))
+        }
+        Some(f) => {
+            spools.push(None);
+            compress::encoder(c, f, threads).map(Some)
+        }
+    })
+    .map_err(Error::Scratch)?;
+    Ok((fan, spools))
+}
+
+/// The data archive of one output, compressed, in a scratch file from
+/// its start: `sink` finished, or, where the output was spooled into it
+/// as it is, the spool compressed into `scratch` on `threads` threads.
+fn finish(
+    sink: Encoder<BufWriter<File>>,
+    scratch: Option<File>,
+    c: crate::package::Compression,
+    threads: u32,
+) -> std::io::Result<File> {
+    let done = sink
+        .finish()
+        .and_then(|w| w.into_inner().map_err(|e| e.into_error()))?;
+    let Some(scratch) = scratch else {
+        return Ok(done);
+    };
+    let mut spool = done;
+    let len = spool.seek(SeekFrom::End(0))?;
+    spool.seek(SeekFrom::Start(0))?;
+    let mut e = compress::encoder(c, BufWriter::with_capacity(1 << 20, scratch), threads)?;
+    let copied = std::io::copy(&mut (&mut spool).take(len), &mut e)?;
+    if copied != len {
+        return Err(std::io::Error::other(
+            "a spooled data archive was cut short",
+        ));
+    }
+    e.finish()?.into_inner().map_err(|e| e.into_error())
 }
 
 /// `changed` with each hard link to a changed file added under its own
@@ -261,7 +319,7 @@ fn walk<R: Read, D: Decide<Deb>>(
             .inflate(&m, &head, &mut tar.body())
             .map_err(Failed::Caller)?;
         tar.skip_body().map_err(fault)?;
-        let md5 = Md5::digest(bytes.as_ref()).into();
+        let md5 = hashed(decide, &bytes, &h)?;
         check(p, decide, &h.path, &md5).map_err(Failed::Caller)?;
         let fates = Fate::each(
             decide
@@ -275,6 +333,19 @@ fn walk<R: Read, D: Decide<Deb>>(
     }
     fan.end(tar).map_err(fault)?;
     Ok(())
+}
+
+/// The MD5 of `bytes`, the file `h` read whole, hashed as the decider
+/// writes it ([`Decide::write`]), which may give back the pages of a
+/// mapped scratch file as it goes (a file can be a GiB).
+fn hashed<D: Decide<Deb>>(decide: &D, bytes: &D::Bytes, h: &Header) -> Result<[u8; 16], Error> {
+    let mut md5 = Md5::new();
+    decide.write(bytes, &mut md5).map_err(|e| Error::Member {
+        member: h.path_lossy(),
+        doing: "cannot be read",
+        source: e.into(),
+    })?;
+    Ok(md5.finalize().into())
 }
 
 /// Notes in each output what the fate of the entry `h` takes from an
