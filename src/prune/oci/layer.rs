@@ -32,8 +32,7 @@ use crate::package::oci::rewrite::{self as package, Layer, Member};
 use crate::package::oci::{Desc, Seen, Shadow};
 use crate::package::tar::walk::Fault;
 use crate::package::{self as packages, Decide, Hashing, Held, New};
-
-mod each;
+use crate::prune::fan::Fan;
 
 /// Files smaller than this hold no container worth reading.
 const MIN_SIZE: u64 = 64;
@@ -189,7 +188,7 @@ pub(super) fn rewrite_each<S: Read + Send>(
             w: Walked::default(),
         });
     }
-    let mut d = each::Each::new(each);
+    let mut d = Fan::new(each);
     let (decoded, outs, old) = package::rewrite(src, m, budget, &mut d, firsts);
     let decoded = decoded.map_err(|()| cx.said("its reading thread failed"))?;
     decoded

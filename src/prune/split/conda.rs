@@ -1,7 +1,7 @@
 //! Splitting one conda package (`.conda` or `.tar.bz2`) into one build
 //! per group of GPUs, in one read of its payload: each file is read once
 //! and decided for every group by prune's own decider of a package
-//! ([`super::deb_groups`], asked as a conda package's files are), so that
+//! ([`crate::prune::fan`], asked as a conda package's files are), so that
 //! each output's files and records are exactly what `prune --keep GROUP
 //! -o` writes; each output's `info/index.json` then gains what makes the
 //! solver pick it ([`super::conda_index`]: a build string of its own, the
@@ -14,7 +14,6 @@ use std::path::Path;
 use super::conda_index::{Constraint, Original, constraint};
 use super::coverage::{coverage, kept_of};
 use super::deb::{scratch_file, unserved};
-use super::deb_groups::Groups;
 use super::report::{SplitOptions, SplitOutput, SplitReport};
 use super::targets::Held;
 use super::variant;
@@ -22,6 +21,7 @@ use crate::files::{Input, Output, TempTree};
 use crate::package::conda::{self, Container, Package, Target};
 use crate::prune::conda::{AsConda, Errors};
 use crate::prune::deb::Files;
+use crate::prune::fan::Fan;
 use crate::prune::job::Job;
 use crate::prune::path::{PathError, PathErrorKind, PathReport};
 use crate::prune::{Rules, Selection};
@@ -67,7 +67,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .iter()
         .map(|j| Files::new(j, PathReport::new(&name, data, &meta)))
         .collect();
-    let mut d = AsConda(Groups::new(each));
+    let mut d = AsConda(Fan::new(each));
     let scratch = (0..sels.len())
         .map(|_| scratch_file(&o.dir).map(Some))
         .collect::<std::io::Result<Vec<_>>>()
@@ -234,7 +234,7 @@ fn per_gpu(
     meta: &std::fs::Metadata,
 ) -> Result<Vec<String>, PathError> {
     let rep = PathReport::new(&whole.name, file.bytes(), meta);
-    let mut d = AsConda(Groups::new(vec![Files::new(whole, rep)]));
+    let mut d = AsConda(Fan::new(vec![Files::new(whole, rep)]));
     let mut budget = whole.budget(file.bytes());
     let errors = Errors {
         job: whole,

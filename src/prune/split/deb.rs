@@ -1,7 +1,7 @@
 //! Splitting one Debian package into one binary package per group of
 //! GPUs, in one read of its data archive: each file is read once and
 //! decided for every group by prune's own decider of a package
-//! ([`super::deb_groups`]), so that each output's files are exactly what
+//! ([`crate::prune::fan`]), so that each output's files are exactly what
 //! `prune --keep GROUP -o` writes; each output's control archive then
 //! gains the fields that make it stand in for the original
 //! ([`super::deb_control`]), with `md5sums` and `Installed-Size` true.
@@ -12,7 +12,6 @@ use std::path::Path;
 
 use super::coverage::{coverage, kept_of};
 use super::deb_control::{self, Original};
-use super::deb_groups::Groups;
 use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant;
@@ -21,6 +20,7 @@ use crate::package::deb::{self, Failed, Package, Plan};
 use crate::package::tar::walk::Walk;
 use crate::prune::budget::Budget;
 use crate::prune::deb::{Errors, Files, Written};
+use crate::prune::fan::Fan;
 use crate::prune::job::Job;
 use crate::prune::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use crate::prune::{Rules, Selection};
@@ -72,7 +72,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .iter()
         .map(|j| Files::new(j, PathReport::new(&name, data, &meta)))
         .collect();
-    let mut d = Groups::new(each);
+    let mut d = Fan::new(each);
     let scratch = (0..sels.len())
         .map(|_| scratch_file(&o.dir).map(Some))
         .collect::<std::io::Result<Vec<_>>>()
@@ -225,7 +225,7 @@ fn per_gpu(
     let meta = std::fs::metadata(input).map_err(|e| PathError::open(input, e))?;
     let rep = PathReport::new(name, file.bytes(), &meta);
     let job = Job::new(&all, opts, input);
-    let mut d = Groups::new(vec![Files::new(&job, rep)]);
+    let mut d = Fan::new(vec![Files::new(&job, rep)]);
     let mut budget = Budget::new(file.bytes().len() as u64, o.max_uncompressed);
     let errors = Errors {
         input,

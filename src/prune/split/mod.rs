@@ -20,8 +20,6 @@ mod conda_index;
 mod coverage;
 mod deb;
 mod deb_control;
-mod deb_groups;
-mod decide;
 mod oci;
 mod report;
 mod saved;
@@ -34,6 +32,7 @@ mod write;
 use std::path::Path;
 
 use super::budget::Budget;
+use super::fan::Fan;
 use super::path::{PathError, PathErrorKind, PathReport};
 use super::wheel::{Members, not_signed};
 use super::{ImageGroup, Rules, Selection};
@@ -101,7 +100,7 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
         .iter()
         .map(|s| Members::new(s, &opts, input, name, PathReport::new(name, data, &meta)))
         .collect();
-    let mut d = decide::Groups::new(each);
+    let mut d = Fan::and_kept_whole(each);
     let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
     let plan = zipfile::rewrite(&mut archive, &mut budget, &mut d)
         .map_err(|e| PathError::failed(input, e))?;
@@ -201,7 +200,7 @@ fn per_gpu(
     };
     let opts = o.path_options();
     let rep = PathReport::new(name, data, meta);
-    let mut d = decide::Groups::new(vec![Members::new(&all, &opts, input, name, rep)]);
+    let mut d = Fan::and_kept_whole(vec![Members::new(&all, &opts, input, name, rep)]);
     let mut budget = Budget::new(data.len() as u64, o.max_uncompressed);
     zipfile::rewrite(archive, &mut budget, &mut d).map_err(|e| PathError::failed(input, e))?;
     let first = d.each.first().map(Members::report);
