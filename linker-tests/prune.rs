@@ -39,6 +39,7 @@ test_files! {
     split_tree,
     split_oci,
     split_docker,
+    real_rpm_sif,
 }
 mod hip_programs;
 mod real_wheels;
