@@ -38,11 +38,14 @@ pub(crate) struct Grouped<'a> {
 /// Reads the layout `input` once into one output per selection of
 /// `sels`, as `prune` with each and `opts` would (`opts`' destination,
 /// a directory, is where the one new layout goes, under the input's
-/// name; in a dry run nothing is staged).
+/// name; in a dry run nothing is staged). The entries of `index.json`
+/// `carried` names (given the index) are carried as they are, read for
+/// no group.
 pub(crate) fn rewrite_groups<'a>(
     sels: &[&'a Selection],
     opts: &'a PathOptions,
     input: &'a Path,
+    carried: impl FnOnce(&Index) -> Vec<usize>,
 ) -> Result<Grouped<'a>, PathError> {
     let o: Opened<'a> = opened(input, None)?;
     // Every group's new blobs are written: each may write as much as
@@ -50,6 +53,7 @@ pub(crate) fn rewrite_groups<'a>(
     let n = sels.len() as u64 + 1;
     let stage = Stage::new(opts, input, None, o.size.saturating_mul(n))?;
     let mut run = Run::new(sels, opts, input, &o, stage);
+    run.carried = carried(&o.index);
     run.index(&o.index, true)?;
     let name = crate::files::shown(input).into_owned();
     let mut reps = Vec::new();
