@@ -30,7 +30,7 @@ use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
-use crate::prune::oci::groups::rewrite_groups;
+use crate::prune::oci::groups::{is_copy_name, rewrite_groups};
 use crate::prune::path::{Destination, PathError, PathErrorKind};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
@@ -182,45 +182,6 @@ fn entry_names(bytes: &[u8]) -> Result<Vec<Option<String>>, String> {
         notes.and_then(Value::as_str).map(str::to_string)
     };
     Ok(descs.into_iter().flatten().map(name).collect())
-}
-
-/// Whether `l` could be a group's label: `.`-separated tokens of
-/// `[0-9a-z_]`, each a GPU architecture's token as [`variant::token`]
-/// writes it (`sm86`, `gfx90a`, `gfx90a_xnackp`, `sm90_cubin`, `__ptx`
-/// of `*:ptx`), not `null`; a CPU's architecture (`arm64`) or a word
-/// (`dev`) is none.
-pub(super) fn label_shaped(l: &str) -> bool {
-    let chars = |t: &str| {
-        t.bytes()
-            .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'z' | b'_'))
-    };
-    l != NULL
-        && l.split('.')
-            .all(|t| !t.is_empty() && chars(t) && gpu_token(t))
-}
-
-/// Whether the token `t` starts with a GPU architecture's token (itself,
-/// or followed by `_` and a feature or kind), or is a `*` rule's.
-fn gpu_token(t: &str) -> bool {
-    let gpu = |p: &str| {
-        let sm = p.strip_prefix("sm").map(|n| format!("sm_{n}"));
-        let arch = sm
-            .as_deref()
-            .filter(|a| crate::targets::is_known_arch(a))
-            .unwrap_or(p);
-        let cpu = crate::llvm::triple::parse_arch(arch) != crate::llvm::triple::Arch::Unknown;
-        p.is_empty() || (crate::targets::is_known_arch(arch) && !cpu)
-    };
-    let ends = t.match_indices('_').map(|(i, _)| i).chain([t.len()]);
-    ends.filter_map(|i| t.get(..i)).any(gpu)
-}
-
-/// Whether `name` is as a split names a group's copy of an image: its
-/// name, `-` and a label (`t-sm86`), where `other(NAME)` says another
-/// image is named `NAME`.
-pub(super) fn is_copy_name(name: &str, other: impl Fn(&str) -> bool) -> bool {
-    name.rsplit_once('-')
-        .is_some_and(|(base, l)| label_shaped(l) && other(base))
 }
 
 /// The entries of `index` (a layout's `index.json`) that are a split's
@@ -382,6 +343,7 @@ fn index_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prune::oci::groups::label_shaped;
 
     fn groups(lists: &[&str]) -> Vec<Vec<Rule>> {
         lists
