@@ -11,7 +11,9 @@
 //! the other's; the OCI view names each group's blobs as
 //! `manifest.json` does; two runs give the same bytes. Refusals (an
 //! unserved group, an existing output, a damaged archive) exit 2 and
-//! write nothing; `--per-gpu` makes one copy per target.
+//! write nothing; `--per-gpu` makes one copy per target. An output split
+//! again for its groups (all, one, or `--per-gpu` again) is the same
+//! bytes; a copy retagged as another group's is refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -126,9 +128,11 @@ fn rocrand_archive_tags_are_prunes_sharing_layers() -> Result<(), Failed> {
     }
     for input in ["d.tar", "d25.tar"] {
         let doc = ours_json(&[&args[..], &["--json", "-d", "a", input]].concat(), d)?;
-        run(&ours(), &[&args[..], &["-d", "b", input]].concat(), d).ok()?;
+        let r = run(&ours(), &[&args[..], &["-d", "b", input]].concat(), d).ok()?;
         let out = format!("a/{input}");
         same(&format!("{input}: the two splits"), std::fs::read(d.join(&out))?, std::fs::read(d.join("b").join(input))?)?;
+        same(&format!("{input}: says"), String::from_utf8_lossy(&r.stdout).contains(": split into 2 images\n"), true)?;
+        split_again(d, &out, &[&args[..], &["split", "--gpus", GROUPS[1].0]])?;
         let f = &doc["files"][0];
         same("format", f["format"].as_str(), Some("docker"))?;
         let labels: Vec<&str> = f["outputs"].as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
@@ -154,6 +158,63 @@ fn rocrand_archive_tags_are_prunes_sharing_layers() -> Result<(), Failed> {
         skopeo(d, &["inspect", &format!("docker-archive:{out}:t:latest")])?;
     }
     Ok(())
+}
+
+/// Splits the archive `out` again for each of `groups` (a split's
+/// arguments: its groups, some of them, or `--per-gpu` again): the same
+/// bytes, whose first group's tag (else `t:latest`) skopeo reads.
+fn split_again(d: &Path, out: &str, groups: &[&[&str]]) -> Result<(), Failed> {
+    for (k, g) in groups.iter().enumerate() {
+        let dir = format!("again-{}-{k}", out.replace('/', "_"));
+        let r = run(&ours(), &[*g, &["-d", &dir, out]].concat(), d).ok()?;
+        let name = Path::new(out).file_name().ok_or("no name")?;
+        let again = d.join(&dir).join(name);
+        if std::fs::read(&again)? != std::fs::read(d.join(out))? {
+            return Err(format!("{out} split again ({g:?}) is not the same bytes").into());
+        }
+        let n = g.iter().filter(|a| **a == "--gpus").count();
+        let says = format!(": split into {n} image{}\n", if n == 1 { "" } else { "s" });
+        if n > 0 && !String::from_utf8_lossy(&r.stdout).contains(&says) {
+            return Err(format!("{out} split again ({g:?}) did not say '{says}'").into());
+        }
+        let tag = g.iter().position(|a| *a == "--gpus").and_then(|i| g.get(i + 1));
+        let tag = tag.map_or("t:latest".to_string(), |l| format!("t:latest-{}", l.replace(',', ".")));
+        skopeo(d, &["inspect", &format!("docker-archive:{}:{tag}", again.display())])?;
+    }
+    Ok(())
+}
+
+/// The archive `out` with its image tagged `t:latest-LABEL` dropped and
+/// the copy tagged `t:latest-OTHER` tagged so instead (`w.tar`): split for
+/// LABEL, t's copy is not that image, which is refused (exit 2) with
+/// nothing written.
+fn renamed_tag_refused(d: &Path, out: &str, label: &str, other: &str) -> Result<(), Failed> {
+    let m = members(&d.join(out))?;
+    let mut saved: Value = serde_json::from_slice(m.get("manifest.json").ok_or("no manifest.json")?)?;
+    let list = saved.as_array_mut().ok_or("manifest.json is no list")?;
+    let tagged = |i: &Value, t: &str| i["RepoTags"].as_array().is_some_and(|a| a.iter().any(|a| same_tag(a, t)));
+    let own = format!("t:latest-{label}");
+    let at = list.iter().position(|i| tagged(i, &own)).ok_or("no such image")?;
+    let tags = list.remove(at)["RepoTags"].clone();
+    let o = list.iter_mut().find(|i| tagged(i, &format!("t:latest-{other}"))).ok_or("no other image")?;
+    o["RepoTags"] = tags;
+    let mut b = tar::Builder::new(std::fs::File::create(d.join("w.tar"))?);
+    for (path, bytes) in &m {
+        let bytes = match path.as_str() {
+            "manifest.json" => serde_json::to_vec(&saved)?,
+            _ => bytes.clone(),
+        };
+        let mut h = tar::Header::new_ustar();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        b.append_data(&mut h, path, &bytes[..])?;
+    }
+    b.into_inner()?;
+    let r = run(&ours(), &["split", "--gpus", label, "-d", "wo", "w.tar"], d);
+    if r.code != 2 || !r.stderr.contains("would be named twice") {
+        return Err(format!("a retagged image: exit {}: {}", r.code, r.stderr).into());
+    }
+    same("what a refused split left", files(&d.join("wo")).len(), 0)
 }
 
 /// The OCI view of the split Docker 25 archive `a` (extracted, unpacked
@@ -223,6 +284,9 @@ fn refused_docker_splits_write_nothing() -> Result<(), Failed> {
     let labels: Vec<&str> = f["outputs"].as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
     same("--per-gpu labels", labels, vec!["gfx803", "gfx900_xnackm", "gfx906_xnackm", "gfx908_xnackm", "gfx90a", "gfx1030", "null"])?;
     skopeo(d, &["inspect", "docker-archive:o/d.tar:t:latest-gfx906_xnackm"])?;
+    // --per-gpu again on its output; a copy retagged as another's.
+    split_again(d, "o/d.tar", &[&["split", "--per-gpu"], &["split", "--gpus", "gfx90a"]])?;
+    renamed_tag_refused(d, "o/d.tar", "gfx90a", "gfx803")?;
     refused(&["split", "--gpus", "gfx90a", "-d", "o", "d.tar"], "exists")
 }
 

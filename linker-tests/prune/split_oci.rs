@@ -11,7 +11,9 @@
 //! bytes. A group the image does not serve is refused (exit 2) with
 //! nothing written, as is a split over an existing output layout;
 //! `--per-gpu` makes one image per target (`split_docker` splits the
-//! `docker save` form).
+//! `docker save` form). An output split again for its groups (all, one,
+//! or `--per-gpu` again) is the same layout, file for file; an image
+//! named as a group's copy but other is refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -133,8 +135,12 @@ fn rocrand_layout_tags_are_prunes_sharing_blobs() -> Result<(), Failed> {
         args.extend(["--gpus", g]);
     }
     let doc = ours_json(&[&args[..], &["--json", "-d", "a", "L"]].concat(), d)?;
-    run(&ours(), &[&args[..], &["-d", "b", "L"]].concat(), d).ok()?;
+    let r = run(&ours(), &[&args[..], &["-d", "b", "L"]].concat(), d).ok()?;
     same("the two splits", files(&d.join("a")), files(&d.join("b")))?;
+    // The input's own image is carried: the split made one per group.
+    same("says", String::from_utf8_lossy(&r.stdout).contains(": split into 2 images\n"), true)?;
+    split_again(d, "a/L", &[&args[..], &["split", "--gpus", GROUPS[1].0]])?;
+    renamed_copy_refused(d, "a/L", GROUPS[0].1)?;
     let f = &doc["files"][0];
     same("format", f["format"].as_str(), Some("oci"))?;
     let labels: Vec<&str> = f["outputs"].as_array().into_iter().flatten().filter_map(|o| o["label"].as_str()).collect();
@@ -163,6 +169,48 @@ fn rocrand_layout_tags_are_prunes_sharing_blobs() -> Result<(), Failed> {
     Ok(())
 }
 
+/// Splits the output `out` again for each of `groups` (a split's
+/// arguments: its groups, or some of them): the same layout, file for
+/// file, which skopeo reads; a group's image named as the input's but
+/// other (the input's image for another group's, renamed) is refused
+/// with nothing written.
+fn split_again(d: &Path, out: &str, groups: &[&[&str]]) -> Result<(), Failed> {
+    for (k, g) in groups.iter().enumerate() {
+        let dir = format!("again-{}-{k}", out.replace('/', "_"));
+        let r = run(&ours(), &[*g, &["-d", &dir, out]].concat(), d).ok()?;
+        let name = Path::new(out).file_name().ok_or("no name")?;
+        let again = d.join(&dir).join(name);
+        same(&format!("{out} split again ({g:?})"), files(&again), files(&d.join(out)))?;
+        let n = g.iter().filter(|a| **a == "--gpus").count();
+        let says = format!(": split into {n} image{}\n", if n == 1 { "" } else { "s" });
+        if n > 0 && !String::from_utf8_lossy(&r.stdout).contains(&says) {
+            return Err(format!("{out} split again ({g:?}) did not say '{says}'").into());
+        }
+        let first = tags(&again)?.into_keys().find(|t| t.contains('-')).ok_or("no group's image")?;
+        run(Path::new("/usr/bin/skopeo"), &["inspect", &format!("oci:{}:{first}", again.display())], d).ok()?;
+    }
+    Ok(())
+}
+
+/// The layout `out` with its image `t-LABEL` dropped and another group's
+/// renamed so (`w`): split for LABEL, t's copy is not that image, which
+/// is refused (exit 2) with nothing written.
+fn renamed_copy_refused(d: &Path, out: &str, label: &str) -> Result<(), Failed> {
+    run(Path::new("/bin/cp"), &["-a", out, "w"], d).ok()?;
+    let mut index: Value = serde_json::from_slice(&std::fs::read(d.join("w/index.json"))?)?;
+    let descs = index["manifests"].as_array_mut().ok_or("no manifests")?;
+    let own = format!("t-{label}");
+    descs.retain(|m| m["annotations"]["org.opencontainers.image.ref.name"] != own.as_str());
+    let other = descs.iter_mut().find(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str().is_some_and(|n| n.starts_with("t-")));
+    other.ok_or("no other group's image")?["annotations"]["org.opencontainers.image.ref.name"] = Value::from(own.clone());
+    std::fs::write(d.join("w/index.json"), serde_json::to_vec(&index)?)?;
+    let r = run(&ours(), &["split", "--gpus", label, "-d", "wo", "w"], d);
+    if r.code != 2 || !r.stderr.contains(&format!("'{own}' would be named twice")) {
+        return Err(format!("a renamed image: exit {}: {}", r.code, r.stderr).into());
+    }
+    same("what a refused split left", files(&d.join("wo")).len(), 0)
+}
+
 /// A group nothing in the image serves exits 2 naming it; the output
 /// directory is left without output. `--per-gpu` serves each target by
 /// its own image; a split into a directory holding its output already is
@@ -188,6 +236,10 @@ fn unserved_groups_write_nothing() -> Result<(), Failed> {
         let label = t["what"].as_str().unwrap_or_default().replace(":xnack-", "_xnackm");
         same(&format!("outputs serving {}", t["what"]), t["outputs"].as_array().cloned(), Some(vec![serde_json::json!(label)]))?;
     }
+    // --per-gpu again on its output, and a one-group output split again.
+    split_again(d, "o/L", &[&["split", "--per-gpu"]])?;
+    run(&ours(), &["split", "--gpus", "gfx90a", "-d", "s", "L"], d).ok()?;
+    split_again(d, "s/L", &[&["split", "--gpus", "gfx90a"]])?;
     let before = files(&d.join("o"));
     let r = run(&ours(), &["split", "--gpus", "gfx90a", "-d", "o", "L"], d);
     if r.code != 2 || !r.stderr.contains("exists") {

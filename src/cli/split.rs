@@ -135,7 +135,15 @@ impl SplitOpts {
 
 /// The text report of one split, line by line.
 fn text(r: &SplitReport) -> Vec<String> {
-    let one = r.outputs.len() == 1;
+    // A layout's or archive's `null` is the input's own images, carried:
+    // what the split made is each group's (a wheel's null is a new wheel).
+    let carried = matches!(r.format, "oci" | "docker");
+    let made = r
+        .outputs
+        .iter()
+        .filter(|o| !(carried && o.gpus.is_empty()))
+        .count();
+    let one = made == 1;
     let noun = match (r.format, one) {
         ("wheel", true) => "wheel",
         ("wheel", false) => "wheels",
@@ -146,11 +154,7 @@ fn text(r: &SplitReport) -> Vec<String> {
         (_, true) => "package",
         (_, false) => "packages",
     };
-    let mut s = vec![format!(
-        "{}: split into {} {noun}",
-        r.input,
-        r.outputs.len()
-    )];
+    let mut s = vec![format!("{}: split into {made} {noun}", r.input)];
     for o in &r.outputs {
         let gpus = match o.gpus.is_empty() {
             true => "every GPU, as the input".to_string(),

@@ -108,6 +108,9 @@ struct Run<'a> {
     /// Whether the layout holds one image (its files are then named
     /// `LAYOUT!/…`, else `LAYOUT:NAME!/…`, as the scanners name them).
     single: bool,
+    /// The entries of `index.json` carried as they are, not rewritten
+    /// (a split's earlier outputs, split again).
+    carried: Vec<usize>,
 }
 
 /// A layout opened for a rewrite: its index, its report before, the
@@ -185,6 +188,7 @@ impl<'a> Run<'a> {
             outs,
             companions: Vec::new(),
             single: images(&o.index) == 1,
+            carried: Vec::new(),
         }
     }
 }
@@ -311,6 +315,7 @@ impl Run<'_> {
         let mut edits: Vec<chain::Edits> = vec![Vec::new(); n];
         for (i, e) in idx.entries.iter().enumerate() {
             let new = match e {
+                _ if top && self.carried.contains(&i) => vec![None; n],
                 Entry::Index(inner) => self.index(inner, false)?,
                 Entry::Image(d, img) => self.image(d, img)?,
                 Entry::Other => vec![None; n],

@@ -138,7 +138,7 @@ pub(crate) fn prune_docker(
     let rep = PathReport::new(&name, data, meta).package();
     let mut runs = [Run::new(sel, opts, input, (data, &members), out, rep)];
     let mut budget = budget_of(opts, data);
-    Run::read_images(&mut runs, &images, &mut budget, &mut Vec::new())?;
+    Run::read_images(&mut runs, (&images, &[]), &mut budget, &mut Vec::new())?;
     let [mut run] = runs;
     run.all.check_device_left(input, &name, &opts.prune)?;
     if run.write && !run.replaced.is_empty() {

@@ -38,11 +38,14 @@ pub(crate) struct Grouped<'a> {
 /// Reads the layout `input` once into one output per selection of
 /// `sels`, as `prune` with each and `opts` would (`opts`' destination,
 /// a directory, is where the one new layout goes, under the input's
-/// name; in a dry run nothing is staged).
+/// name; in a dry run nothing is staged). The entries of `index.json`
+/// `carried` names (given the index) are carried as they are, read for
+/// no group.
 pub(crate) fn rewrite_groups<'a>(
     sels: &[&'a Selection],
     opts: &'a PathOptions,
     input: &'a Path,
+    carried: impl FnOnce(&Index) -> Vec<usize>,
 ) -> Result<Grouped<'a>, PathError> {
     let o: Opened<'a> = opened(input, None)?;
     // Every group's new blobs are written: each may write as much as
@@ -50,6 +53,7 @@ pub(crate) fn rewrite_groups<'a>(
     let n = sels.len() as u64 + 1;
     let stage = Stage::new(opts, input, None, o.size.saturating_mul(n))?;
     let mut run = Run::new(sels, opts, input, &o, stage);
+    run.carried = carried(&o.index);
     run.index(&o.index, true)?;
     let name = crate::files::shown(input).into_owned();
     let mut reps = Vec::new();
@@ -87,4 +91,43 @@ impl Grouped<'_> {
             None => Ok(()),
         }
     }
+}
+
+/// Whether `l` could be a group's label: `.`-separated tokens of
+/// `[0-9a-z_]`, each a GPU architecture's token as `split`'s `variant::token`
+/// writes it (`sm86`, `gfx90a`, `gfx90a_xnackp`, `sm90_cubin`, `__ptx`
+/// of `*:ptx`), not `null`; a CPU's architecture (`arm64`) or a word
+/// (`dev`) is none.
+pub(crate) fn label_shaped(l: &str) -> bool {
+    let chars = |t: &str| {
+        t.bytes()
+            .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'z' | b'_'))
+    };
+    l != "null"
+        && l.split('.')
+            .all(|t| !t.is_empty() && chars(t) && gpu_token(t))
+}
+
+/// Whether the token `t` starts with a GPU architecture's token (itself,
+/// or followed by `_` and a feature or kind), or is a `*` rule's.
+fn gpu_token(t: &str) -> bool {
+    let gpu = |p: &str| {
+        let sm = p.strip_prefix("sm").map(|n| format!("sm_{n}"));
+        let arch = sm
+            .as_deref()
+            .filter(|a| crate::targets::is_known_arch(a))
+            .unwrap_or(p);
+        let cpu = crate::llvm::triple::parse_arch(arch) != crate::llvm::triple::Arch::Unknown;
+        p.is_empty() || (crate::targets::is_known_arch(arch) && !cpu)
+    };
+    let ends = t.match_indices('_').map(|(i, _)| i).chain([t.len()]);
+    ends.filter_map(|i| t.get(..i)).any(gpu)
+}
+
+/// Whether `name` is as a split names a group's copy of an image: its
+/// name, `-` and a label (`t-sm86`), where `other(NAME)` says another
+/// image is named `NAME`.
+pub(crate) fn is_copy_name(name: &str, other: impl Fn(&str) -> bool) -> bool {
+    name.rsplit_once('-')
+        .is_some_and(|(base, l)| label_shaped(l) && other(base))
 }

@@ -12,6 +12,13 @@
 //! the one unnamed image of a layout. Blobs are stored once by digest,
 //! so a layer no group changes is stored once. `umoci unpack --image
 //! DIR:TAG-LABEL` and `skopeo copy oci:DIR:TAG-LABEL …` take one.
+//!
+//! Such an output split again is read as an input whose earlier outputs
+//! ([`carried`]: `TAG-LABEL` beside `TAG`) are carried as they are and
+//! split for no group; a group's image named as one of them is that one
+//! where its descriptor is the same (it is not added again), and refused
+//! where it is not. So an output split again for its own groups (or some
+//! of them) is the same bytes.
 
 use std::path::Path;
 
@@ -23,7 +30,7 @@ use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
-use crate::prune::oci::groups::{Grouped, rewrite_groups};
+use crate::prune::oci::groups::{is_copy_name, rewrite_groups};
 use crate::prune::path::{Destination, PathError, PathErrorKind};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
@@ -67,7 +74,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     }
     std::fs::create_dir_all(&o.dir).map_err(|e| PathError::write(&o.dir, e))?;
     let refs: Vec<&Selection> = sels.iter().collect();
-    let mut g = rewrite_groups(&refs, &opts, input)?;
+    let mut g = rewrite_groups(&refs, &opts, input, |i| carried(i, &labels))?;
     let first = g.reps.first();
     let held = Held::of_report(first, &g.companions);
     unserved(&groups, &held).map_err(&refuse)?;
@@ -75,7 +82,7 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         .into_iter()
         .try_for_each(|r| r)?;
     let names = Names::of(&g.index, &labels).map_err(&refuse)?;
-    let index_json = index_json(&g, &names).map_err(&refuse)?;
+    let index_json = index_json(&g.index.bytes, &g.tops, &names).map_err(&refuse)?;
     let c = coverage(&held, &labels, &kept_of(&g.reps), &g.companions, &sels);
     let shown = crate::files::shown(&dest).into_owned();
     let mut outputs = Vec::new();
@@ -126,7 +133,7 @@ fn per_gpu(input: &Path, o: &SplitOptions) -> Result<Vec<String>, PathError> {
         ptx: o.ptx,
     };
     let opts = o.path_options();
-    let g = rewrite_groups(&[&all], &opts, input)?;
+    let g = rewrite_groups(&[&all], &opts, input, |i| carried(i, &[]))?;
     let images = g.reps.iter().flat_map(|r| r.kept.iter().chain(&r.dropped));
     let gpus = g.companions.iter().map(|(_, g)| g.clone());
     Ok(Held::of(images, gpus).targets())
@@ -160,30 +167,64 @@ struct Names {
     /// For each group, each image's entry in `index.json` (its index
     /// there) and its name in the group: `TAG-LABEL`.
     groups: Vec<Vec<(usize, String)>>,
+    /// The entries of `index.json` that are a split's earlier outputs
+    /// ([`carried`]), with their names.
+    carried: Vec<(usize, String)>,
+}
+
+/// The name (`org.opencontainers.image.ref.name`) of each entry of the
+/// `index.json` whose bytes are `bytes`, in its order.
+fn entry_names(bytes: &[u8]) -> Result<Vec<Option<String>>, String> {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let descs = doc.get("manifests").and_then(Value::as_array);
+    let name = |d: &Value| {
+        let notes = d.get("annotations").and_then(|a| a.get(REF_NAME));
+        notes.and_then(Value::as_str).map(str::to_string)
+    };
+    Ok(descs.into_iter().flatten().map(name).collect())
+}
+
+/// The entries of `index` (a layout's `index.json`) that are a split's
+/// earlier outputs, carried as they are and split for no group: each
+/// image named `NAME-LABEL` beside another image named `NAME`, or (where
+/// one image is unnamed) named as one of `labels`.
+fn carried(index: &Index, labels: &[String]) -> Vec<usize> {
+    let names = entry_names(&index.bytes).unwrap_or_default();
+    let images: Vec<(usize, Option<&str>)> = (index.entries.iter().enumerate())
+        .filter(|(_, e)| !matches!(e, Entry::Other))
+        .map(|(i, _)| (i, names.get(i).and_then(Option::as_deref)))
+        .collect();
+    let unnamed = images.iter().filter(|(_, n)| n.is_none()).count();
+    let copy = |i: usize, n: &str| {
+        let other = |b: &str| images.iter().any(|(j, m)| *j != i && *m == Some(b));
+        is_copy_name(n, other) || (unnamed == 1 && labels.iter().any(|l| l == n))
+    };
+    let each = images.iter().filter_map(|(i, n)| n.map(|n| (*i, n)));
+    each.filter(|(i, n)| copy(*i, n)).map(|(i, _)| i).collect()
 }
 
 impl Names {
     /// The names in the layout whose `index.json` is `index` of each
-    /// group's image (of each labelled as `labels` say); refused where
-    /// two would be the same, an image has no name but is not the only
-    /// one, or a name is not one a registry's tag may be.
+    /// group's image (of each labelled as `labels` say) but for the
+    /// split's earlier outputs ([`carried`]); refused where two would be
+    /// the same, an image has no name but is not the only one, or a name
+    /// is not one a registry's tag may be. A name an earlier output has
+    /// is checked by [`index_json`].
     fn of(index: &Index, labels: &[String]) -> Result<Names, String> {
-        let doc: Value = serde_json::from_slice(&index.bytes).map_err(|e| e.to_string())?;
-        let descs = doc.get("manifests").and_then(Value::as_array);
-        let name_of = |i: usize| {
-            descs
-                .and_then(|d| d.get(i))
-                .and_then(|d| d.get("annotations"))
-                .and_then(|a| a.get(REF_NAME))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
+        let names = entry_names(&index.bytes)?;
+        let name_of = |i: usize| names.get(i).cloned().flatten();
+        let carried: Vec<(usize, String)> = (carried(index, labels).into_iter())
+            .filter_map(|i| name_of(i).map(|n| (i, n)))
+            .collect();
         let images: Vec<usize> = (index.entries.iter().enumerate())
-            .filter(|(_, e)| !matches!(e, Entry::Other))
+            .filter(|(i, e)| !matches!(e, Entry::Other) && !carried.iter().any(|(j, _)| j == i))
             .map(|(i, _)| i)
             .collect();
-        let original: Vec<String> = (0..index.entries.len()).filter_map(name_of).collect();
-        let mut taken = original.clone();
+        let original: Vec<String> = names.iter().flatten().cloned().collect();
+        let mut taken: Vec<String> = (names.iter().enumerate())
+            .filter(|(i, _)| !carried.iter().any(|(j, _)| j == i))
+            .filter_map(|(_, n)| n.clone())
+            .collect();
         let mut groups = Vec::new();
         for label in labels {
             let mut one = Vec::new();
@@ -204,7 +245,11 @@ impl Names {
             }
             groups.push(one);
         }
-        Ok(Names { original, groups })
+        Ok(Names {
+            original,
+            groups,
+            carried,
+        })
     }
 
     /// The first name of group `k`'s images.
@@ -247,18 +292,25 @@ pub(super) fn check(new: &str, taken: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The new layout's `index.json`: the input's, its `manifests` followed
-/// by each group's images (the input's descriptor of each, with the new
-/// digest and size where the group changed it, and its name).
-fn index_json(g: &Grouped<'_>, names: &Names) -> Result<Vec<u8>, String> {
-    let mut doc: Value = serde_json::from_slice(&g.index.bytes).map_err(|e| e.to_string())?;
+/// The new layout's `index.json`: the input's (`bytes`), its
+/// `manifests` followed by each group's images (the input's descriptor
+/// of each, with the new digest and size where the group changed it, as
+/// `tops` says, and its name). A group's image whose descriptor an
+/// earlier output has, name and all, is that output, not added again;
+/// one named as an earlier output but other is refused.
+fn index_json(
+    bytes: &[u8],
+    tops: &[Vec<(usize, String, u64)>],
+    names: &Names,
+) -> Result<Vec<u8>, String> {
+    let mut doc: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
     let descs: Vec<Value> = doc
         .get("manifests")
         .and_then(Value::as_array)
         .cloned()
         .ok_or("index.json has no 'manifests'")?;
     let mut all = descs.clone();
-    for (group, top) in names.groups.iter().zip(&g.tops) {
+    for (group, top) in names.groups.iter().zip(tops) {
         for (i, name) in group {
             let mut d = descs.get(*i).cloned().ok_or("index.json changed")?;
             let obj = d.as_object_mut().ok_or("a descriptor is no object")?;
@@ -271,7 +323,16 @@ fn index_json(g: &Grouped<'_>, names: &Names) -> Result<Vec<u8>, String> {
                 .or_insert_with(|| Value::Object(serde_json::Map::new()));
             let notes = notes.as_object_mut().ok_or("'annotations' is no object")?;
             notes.insert(REF_NAME.into(), Value::from(name.clone()));
-            all.push(d);
+            match names.carried.iter().find(|(_, n)| n == name) {
+                Some((j, _)) if descs.get(*j) == Some(&d) => continue,
+                Some(_) => {
+                    return Err(format!(
+                        "its image '{name}' would be named twice: the input names another \
+                         image so (not this group's copy, as a split makes it)"
+                    ));
+                }
+                None => all.push(d),
+            }
         }
     }
     let root = doc.as_object_mut().ok_or("index.json is no object")?;
@@ -282,6 +343,7 @@ fn index_json(g: &Grouped<'_>, names: &Names) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prune::oci::groups::label_shaped;
 
     fn groups(lists: &[&str]) -> Vec<Vec<Rule>> {
         lists
@@ -333,6 +395,12 @@ mod tests {
     /// An index of two images named `names` (`None`: unnamed) and a
     /// signature named `sig`.
     fn index(names: [Option<&str>; 2]) -> Index {
+        index_with(names, "sig")
+    }
+
+    /// An index of two images named `names` (`None`: unnamed) and a
+    /// signature named `sig`.
+    fn index_with(names: [Option<&str>; 2], sig: &str) -> Index {
         let desc = |n: Option<&str>| match n {
             Some(n) => {
                 format!(r#"{{"digest":"sha256:00","size":1,"annotations":{{"{REF_NAME}":"{n}"}}}}"#)
@@ -343,7 +411,7 @@ mod tests {
             r#"{{"schemaVersion":2,"manifests":[{},{},{}]}}"#,
             desc(names[0]),
             desc(names[1]),
-            desc(Some("sig"))
+            desc(Some(sig))
         );
         Index {
             what: "index.json".into(),
@@ -362,7 +430,76 @@ mod tests {
         assert_eq!(n.first_of(1), "t-gfx90a");
         let e = Names::of(&index([Some("t"), None]), &labels).unwrap_err();
         assert!(e.contains("manifests[1] has no"), "{e}");
-        let e = Names::of(&index([Some("t"), Some("t-sm86")]), &labels).unwrap_err();
+        // A name the input gives something other than an earlier output.
+        let e = Names::of(&index_with([Some("t"), Some("u")], "t-sm86"), &labels).unwrap_err();
+        assert!(e.contains("'t-sm86' would be named twice"), "{e}");
+    }
+
+    #[test]
+    fn labels_are_told_from_words_and_cpus() {
+        for l in [
+            "sm86",
+            "gfx90a.gfx942",
+            "gfx90a_xnackp",
+            "sm90a",
+            "sm86_cubin",
+            "__ptx",
+        ] {
+            assert!(label_shaped(l), "{l}");
+        }
+        for l in [
+            "dev", "latest", "v1", "arm64", "x86_64", "null", "", "sm86.", "Sm86",
+        ] {
+            assert!(!label_shaped(l), "{l}");
+        }
+        let other = |b: &str| b == "t";
+        assert!(is_copy_name("t-gfx1030.gfx908", other));
+        assert!(!is_copy_name("u-sm86", other));
+        assert!(!is_copy_name("t-dev", other));
+    }
+
+    #[test]
+    fn an_earlier_output_is_carried_not_suffixed_again() {
+        let labels = ["sm86".to_string(), "gfx90a".to_string()];
+        // t-sm86 is the output of a split of t: split for no group.
+        let n = Names::of(&index([Some("t"), Some("t-sm86")]), &labels).unwrap();
+        assert_eq!(n.carried, [(1, "t-sm86".to_string())]);
+        assert_eq!(
+            n.groups,
+            [
+                vec![(0, "t-sm86".to_string())],
+                vec![(0, "t-gfx90a".to_string())]
+            ]
+        );
+        // The one unnamed image's output is named by its label alone.
+        let n = Names::of(&index([None, Some("sm86")]), &labels[..1]).unwrap();
+        assert_eq!(n.carried, [(1, "sm86".to_string())]);
+        assert_eq!(n.groups, [vec![(0, "sm86".to_string())]]);
+        // Not an output of a group this split has: two unnamed-ish images.
+        let e = Names::of(&index([None, Some("sm86")]), &labels[1..]).unwrap_err();
+        assert!(e.contains("manifests[0] has no"), "{e}");
+    }
+
+    #[test]
+    fn a_copy_named_as_an_earlier_output_is_it_or_refused() {
+        let labels = ["sm86".to_string(), "gfx90a".to_string()];
+        let input = index([Some("t"), Some("t-sm86")]);
+        let n = Names::of(&input, &labels).unwrap();
+        // The sm86 copy of t is the same descriptor as t-sm86: not added.
+        let out = index_json(&input.bytes, &[vec![], vec![(0, "ab".into(), 5)]], &n).unwrap();
+        let doc: Value = serde_json::from_slice(&out).unwrap();
+        let named: Vec<&str> = (doc["manifests"].as_array().unwrap().iter())
+            .map(|d| d["annotations"][REF_NAME].as_str().unwrap())
+            .collect();
+        assert_eq!(named, ["t", "t-sm86", "sig", "t-gfx90a"]);
+        assert_eq!(doc["manifests"][3]["digest"], "sha256:ab");
+        // Only the sm86 group: the same bytes as the input's, parsed.
+        let n = Names::of(&input, &labels[..1]).unwrap();
+        let out = index_json(&input.bytes, &[vec![]], &n).unwrap();
+        let parsed: Value = serde_json::from_slice(&input.bytes).unwrap();
+        assert_eq!(out, serde_json::to_vec(&parsed).unwrap());
+        // The copy of t is other than t-sm86: refused.
+        let e = index_json(&input.bytes, &[vec![(0, "cd".into(), 5)]], &n).unwrap_err();
         assert!(e.contains("'t-sm86' would be named twice"), "{e}");
     }
 }

@@ -52,9 +52,10 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         )));
     }
     let tags = archive.tags();
-    let names = names(&tags, &labels).map_err(&refuse)?;
+    let carried = archive.carried();
+    let names = names(&tags, &labels, &carried).map_err(&refuse)?;
     let refs: Vec<&Selection> = sels.iter().collect();
-    let mut g = archive.read_groups(&refs, &opts, true)?;
+    let mut g = archive.read_groups(&refs, &opts, true, &carried)?;
     let first = g.reps.first();
     let held = Held::of_report(first, &g.companions);
     unserved(&groups, &held).map_err(&refuse)?;
@@ -114,22 +115,35 @@ fn per_gpu(archive: &Archive<'_>, o: &SplitOptions) -> Result<Vec<String>, PathE
         ptx: o.ptx,
     };
     let opts = o.path_options();
-    let g = archive.read_groups(&[&all], &opts, false)?;
+    let g = archive.read_groups(&[&all], &opts, false, &archive.carried())?;
     let images = g.reps.iter().flat_map(|r| r.kept.iter().chain(&r.dropped));
     let gpus = g.companions.iter().map(|(_, g)| g.clone());
     Ok(Held::of(images, gpus).targets())
 }
 
 /// For each group (labelled as `labels` say), each image's new RepoTags
-/// (`tags`, each image's own, with `-LABEL` after each tag); refused where
-/// an image has no tag, a new tag is one the archive (or another group)
-/// already has, or no tag a registry takes.
-fn names(tags: &[Vec<String>], labels: &[String]) -> Result<Vec<Vec<Vec<String>>>, String> {
-    let mut whole: Vec<String> = tags.iter().flatten().cloned().collect();
+/// (`tags`, each image's own, with `-LABEL` after each tag; none for a
+/// split's earlier output, `carried`); refused where an image has no tag,
+/// a new tag is one the archive (but for an earlier output, which the
+/// commit checks) or another group already has, or no tag a registry
+/// takes.
+fn names(
+    tags: &[Vec<String>],
+    labels: &[String],
+    carried: &[usize],
+) -> Result<Vec<Vec<Vec<String>>>, String> {
+    let mut whole: Vec<String> = (tags.iter().enumerate())
+        .filter(|(i, _)| !carried.contains(i))
+        .flat_map(|(_, t)| t.iter().cloned())
+        .collect();
     let mut out = Vec::new();
     for label in labels {
         let mut group = Vec::new();
         for (i, image) in tags.iter().enumerate() {
+            if carried.contains(&i) {
+                group.push(Vec::new());
+                continue;
+            }
             if image.is_empty() {
                 return Err(format!(
                     "manifest.json: [{i}] has no 'RepoTags' to name its image for each group \
@@ -175,18 +189,30 @@ mod tests {
             vec!["t:latest".to_string(), "t:1".to_string()],
             vec!["r:5000/u:v".to_string()],
         ];
-        let n = names(&tags, &labels).unwrap();
+        let n = names(&tags, &labels, &[]).unwrap();
         assert_eq!(
             n[0],
             [vec!["t:latest-sm86", "t:1-sm86"], vec!["r:5000/u:v-sm86"]]
         );
         assert_eq!(n[1][1], ["r:5000/u:v-gfx90a"]);
-        let e = names(&[vec![]], &labels).unwrap_err();
+        let e = names(&[vec![]], &labels, &[]).unwrap_err();
         assert!(e.contains("[0] has no 'RepoTags'"), "{e}");
         let twice = vec![vec!["t:a".to_string(), "t:a-sm86".to_string()]];
-        let e = names(&twice, &labels).unwrap_err();
+        let e = names(&twice, &labels, &[]).unwrap_err();
         assert!(e.contains("'t:a-sm86' would be named twice"), "{e}");
         let long = vec![vec![format!("t:{}", "a".repeat(125))]];
-        assert!(names(&long, &labels).unwrap_err().contains("no tag"));
+        assert!(names(&long, &labels, &[]).unwrap_err().contains("no tag"));
+    }
+
+    #[test]
+    fn an_earlier_output_gets_no_copy_and_its_tags_are_left_to_the_commit() {
+        let labels = ["sm86".to_string(), "gfx90a".to_string()];
+        let tags = vec![vec!["t:a".to_string()], vec!["t:a-sm86".to_string()]];
+        let n = names(&tags, &labels, &[1]).unwrap();
+        assert_eq!(n[0], [vec!["t:a-sm86".to_string()], vec![]]);
+        assert_eq!(n[1], [vec!["t:a-gfx90a".to_string()], vec![]]);
+        // Not carried, the same tag is refused here.
+        let e = names(&tags, &labels, &[]).unwrap_err();
+        assert!(e.contains("'t:a-sm86' would be named twice"), "{e}");
     }
 }

@@ -21,6 +21,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::super::groups::is_copy_name;
 use super::super::layer::Companions;
 use super::{PathError, PathOptions, PathReport, Run, Saved, budget_of, saved};
 use crate::files::{Input, Output};
@@ -94,15 +95,24 @@ impl<'a> Archive<'a> {
         self.entries.iter().map(tags).collect()
     }
 
+    /// The images that are a split's earlier outputs (by their place in
+    /// [`Archive::tags`]), carried as they are and split for no group: each tagged
+    /// `REPO:TAG-LABEL` alone, where another image is tagged `REPO:TAG`.
+    pub(crate) fn carried(&self) -> Vec<usize> {
+        carried_of(&self.tags())
+    }
+
     /// Reads the archive once into one rewrite per selection of `sels`,
-    /// as `prune` with each and `opts` would; `write`: the new members
-    /// are staged (and the OCI index inside, if any, rewritten for each
-    /// group, refused as prune refuses it).
+    /// as `prune` with each and `opts` would, but for the images
+    /// `carried` names; `write`: the new members are staged (and the OCI
+    /// index inside, if any, rewritten for each group, refused as prune
+    /// refuses it).
     pub(crate) fn read_groups(
         &'a self,
         sels: &[&'a Selection],
         opts: &'a PathOptions,
         write: bool,
+        carried: &[usize],
     ) -> Result<Grouped<'a>, PathError> {
         let name = crate::files::shown(self.input).into_owned();
         let mut runs: Vec<Run<'a>> = Vec::with_capacity(sels.len());
@@ -114,7 +124,8 @@ impl<'a> Archive<'a> {
         }
         let mut budget = budget_of(opts, self.data);
         let mut companions = Vec::new();
-        Run::read_images(&mut runs, &self.images, &mut budget, &mut companions)?;
+        let images = (&self.images[..], carried);
+        Run::read_images(&mut runs, images, &mut budget, &mut companions)?;
         let mut reps = Vec::with_capacity(runs.len());
         let mut left = Vec::with_capacity(runs.len());
         for run in &mut runs {
@@ -152,9 +163,11 @@ impl Grouped<'_> {
     /// Writes the new archive as `file_name` in `dir` (a temporary file
     /// renamed into place once whole): the input's members, each group's
     /// new members after those they replace, `manifest.json` naming each
-    /// group's copy of image `i` by `names[group][i]` and the OCI index
-    /// (if any) naming each group's manifests with `-LABEL` (`labels`)
-    /// after their tags.
+    /// group's copy of image `i` by `names[group][i]` (none where that is
+    /// empty: a carried image) and the OCI index (if any) naming each
+    /// group's manifests with `-LABEL` (`labels`) after their tags. A
+    /// copy the input already holds (the same entry, name and all) is not
+    /// added again.
     pub(crate) fn commit(
         mut self,
         labels: &[String],
@@ -185,7 +198,9 @@ impl Grouped<'_> {
 
     /// The new `manifest.json`: the input's images, then each group's
     /// copy of each, named by `names`, its config and layers by their new
-    /// members (`new_names`) where the group replaced them.
+    /// members (`new_names`) where the group replaced them; a copy whose
+    /// first tag the input has is that image where it is the same entry,
+    /// refused where it is not.
     fn manifest(
         &self,
         new_names: &[BTreeMap<String, String>],
@@ -201,6 +216,9 @@ impl Grouped<'_> {
         let mut all = a.entries.clone();
         for (k, group) in names.iter().enumerate() {
             for ((entry, img), tags) in a.entries.iter().zip(&a.images).zip(group) {
+                let Some(first) = tags.first() else {
+                    continue;
+                };
                 let mut e = entry.clone();
                 let obj = e
                     .as_object_mut()
@@ -209,7 +227,22 @@ impl Grouped<'_> {
                 obj.insert("Config".into(), renamed(k, &img.config));
                 let layers = img.layers.iter().map(|l| renamed(k, l)).collect();
                 obj.insert("Layers".into(), Value::Array(layers));
-                all.push(e);
+                let has = |t: &Value| t.as_array().is_some_and(|t| t.iter().any(|t| t == first));
+                match a
+                    .entries
+                    .iter()
+                    .find(|x| x.get("RepoTags").is_some_and(has))
+                {
+                    Some(x) if *x == e => {}
+                    Some(_) => {
+                        return Err(self.said(&format!(
+                            "its image '{}' would be named twice: the input names another \
+                             image so (not this group's copy, as a split makes it)",
+                            first
+                        )));
+                    }
+                    None => all.push(e),
+                }
             }
         }
         serde_json::to_vec(&all).map_err(|e| self.said(&e.to_string()))
@@ -217,7 +250,9 @@ impl Grouped<'_> {
 
     /// The new `index.json` (at `at`): the input's, its `manifests`
     /// followed by each group's (as the group's prune rewrote them), each
-    /// named with `-LABEL` (`labels`) after its tag.
+    /// named with `-LABEL` (`labels`) after its tag; but for a split's
+    /// earlier outputs ([`carried_descs`]) and a named copy the input has
+    /// as it is.
     fn index(&mut self, at: &str, labels: &[String]) -> Result<Vec<u8>, PathError> {
         let a = self.archive;
         let text = a.members.data(at).unwrap_or_default();
@@ -229,11 +264,13 @@ impl Grouped<'_> {
         };
         let io = |e| PathError::io(PathErrorKind::Io, input, e);
         let mut doc: Value = serde_json::from_slice(text).map_err(said)?;
-        let mut all: Vec<Value> = doc
+        let input_descs: Vec<Value> = doc
             .get("manifests")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        let carried = carried_descs(&input_descs);
+        let mut all = input_descs.clone();
         for (run, label) in self.runs.iter_mut().zip(labels) {
             let theirs: Value = match run.replaced.get_mut(at) {
                 Some((r, _)) => {
@@ -245,8 +282,13 @@ impl Grouped<'_> {
                 None => doc.clone(),
             };
             let descs = theirs.get("manifests").and_then(Value::as_array);
-            for d in descs.into_iter().flatten() {
-                all.push(named(d.clone(), label));
+            for (p, d) in descs.into_iter().flatten().enumerate() {
+                let copy = named(d.clone(), label);
+                // Unnamed, a copy is pushed as it was before re-splits.
+                let held = copy != *d && input_descs.contains(&copy);
+                if !carried.contains(&p) && !held {
+                    all.push(copy);
+                }
             }
         }
         if let Some(root) = doc.as_object_mut() {
@@ -329,6 +371,38 @@ fn member_names(
         .collect()
 }
 
+/// The images of `tags` (each image's RepoTags) tagged `REPO:TAG-LABEL`
+/// alone, where another is tagged `REPO:TAG` ([`Archive::carried`]).
+fn carried_of(tags: &[Vec<String>]) -> Vec<usize> {
+    let copy = |i: usize, t: &String| {
+        let others = tags.iter().enumerate().filter(|(j, _)| *j != i);
+        is_copy_name(t, |b| others.clone().any(|(_, u)| u.iter().any(|u| u == b)))
+    };
+    let each = tags.iter().enumerate();
+    each.filter(|(i, t)| !t.is_empty() && t.iter().all(|t| copy(*i, t)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The descriptors of `descs` (an OCI index's) that are a split's
+/// earlier outputs: named (by either annotation) `NAME-LABEL` where
+/// another is named `NAME`.
+fn carried_descs(descs: &[Value]) -> Vec<usize> {
+    let name = |d: &Value, key: &str| {
+        let notes = d.get("annotations").and_then(|a| a.get(key));
+        notes.and_then(Value::as_str).map(str::to_string)
+    };
+    let copy = |p: usize, key: &str| {
+        let other = |b: &str| {
+            (descs.iter().enumerate()).any(|(q, e)| q != p && name(e, key).as_deref() == Some(b))
+        };
+        (descs.get(p).and_then(|d| name(d, key))).is_some_and(|n| is_copy_name(&n, other))
+    };
+    (0..descs.len())
+        .filter(|&p| copy(p, REF_NAME) || copy(p, IMAGE_NAME))
+        .collect()
+}
+
 /// The descriptor `d` of an OCI index with `-LABEL` after the tag of
 /// each name it has.
 fn named(mut d: Value, label: &str) -> Value {
@@ -387,5 +461,29 @@ mod tests {
         );
         assert_eq!(n["annotations"][REF_NAME], "latest-sm86");
         assert_eq!(n["annotations"]["other"], "latest");
+    }
+
+    #[test]
+    fn earlier_outputs_are_told_by_their_tags_and_names() {
+        let tags = |t: &[&[&str]]| -> Vec<Vec<String>> {
+            t.iter()
+                .map(|i| i.iter().map(|s| s.to_string()).collect())
+                .collect()
+        };
+        let t = tags(&[
+            &["t:a", "t:1"],
+            &["t:a-sm86", "t:1-sm86"],
+            &["t:a-dev"],
+            &[],
+        ]);
+        assert_eq!(carried_of(&t), [1]);
+        // Tagged as another image's copy, and as something else too.
+        let t = tags(&[&["t:a"], &["t:a-sm86", "u:b"], &["t:a-gfx90a.gfx942"]]);
+        assert_eq!(carried_of(&t), [2]);
+        let d = |r: &str| serde_json::json!({"digest": "sha256:00", "annotations": {REF_NAME: r}});
+        assert_eq!(
+            carried_descs(&[d("t"), d("t-sm86"), d("u-sm86"), d("t-v1")]),
+            [1]
+        );
     }
 }

@@ -15,18 +15,21 @@ use crate::package::oci::json::Step;
 use crate::package::oci::{ConfigDoc, Desc, hex_sha, is_hex};
 
 impl<'a> Run<'a> {
-    /// Reads every image of `images` (those of `manifest.json`) once
-    /// into each of `runs` (at least one), inflating no more than
-    /// `budget`; the per-GPU files met go into `companions`.
+    /// Reads every image of `images` (those of `manifest.json`) but
+    /// those `carried` names (by index: left as they are) once into each
+    /// of `runs` (at least one), inflating no more than `budget`; the
+    /// per-GPU files met go into `companions`.
     pub(super) fn read_images(
         runs: &mut [Run<'a>],
-        images: &[Saved],
+        (images, carried): (&[Saved], &[usize]),
         budget: &mut u64,
         companions: &mut Companions,
     ) -> Result<(), PathError> {
         let single = images.len() == 1;
         for (i, img) in images.iter().enumerate() {
-            image(runs, i, img, single, budget, companions)?;
+            if !carried.contains(&i) {
+                image(runs, i, img, single, budget, companions)?;
+            }
         }
         Ok(())
     }
