@@ -78,6 +78,7 @@ mod conda;
 pub(crate) mod containers;
 #[cfg(feature = "files")]
 pub(crate) mod deb;
+#[cfg(feature = "files")]
 mod fan;
 mod file;
 #[cfg(feature = "files")]
