@@ -8,7 +8,8 @@
 //! what would go; `--strict` refuses it), its signature header as long
 //! as before so that `rpmsign` signs it in place again; a damaged one is
 //! exit 2, nothing written; a killed `--in-place` run leaves the old file
-//! or the new one.
+//! or the new one. A package holding a (sparse) 4 GiB file, whose payload
+//! rpm writes in its stripped cpio form, is pruned in that form.
 
 use std::path::Path;
 
@@ -29,6 +30,7 @@ pub fn tests() -> Vec<Trial> {
         t("a_signed_rpm_comes_out_unsigned_and_says_so", signed),
         t("a_damaged_rpm_is_exit_2_and_nothing_written", damaged),
         t("a_killed_in_place_run_leaves_the_old_rpm_or_the_new", killed),
+        t("a_stripped_payload_with_a_4_gib_file_is_pruned_in_its_form", stripped),
     ]
 }
 
@@ -312,4 +314,67 @@ fn damaged() -> Result<(), Failed> {
 fn killed() -> Result<(), Failed> {
     let d = fixture()?;
     crate::util::old_or_new_when_killed(d, ("zst.rpm", "work.rpm"), "gfx1030", 10)
+}
+
+/// The first bytes of the zstd payload of the RPM `bytes` (after its
+/// main header), decompressed.
+fn payload_start(bytes: &[u8]) -> Result<Vec<u8>, Failed> {
+    let main = crate::rpms::main_header(bytes)?;
+    let at = bytes[main..].windows(4).position(|w| w == [0x28, 0xb5, 0x2f, 0xfd]).ok_or("no zstd payload")?;
+    let mut start = vec![0u8; 16];
+    let mut z = zstd::stream::read::Decoder::new(&bytes[main + at..])?;
+    std::io::Read::read_exact(&mut z, &mut start)?;
+    Ok(start)
+}
+
+/// A package of the HIP library, a per-GPU file and a sparse 4 GiB file
+/// (zstd payload): rpm writes its payload in the stripped cpio form
+/// (`07070X`, files named by their index in the header's sorted list).
+/// Pruned `--keep gfx1030 -o`, the per-GPU file (the second of the list)
+/// goes, so the large file after it is named by a new index; the payload
+/// is in the stripped form still; `rpm -K` finds every digest true, `rpm
+/// -qp --dump` gives the library the size and digest of the bytes `rpm -i
+/// --root` installs, which are the library pruned alone, and the large
+/// file its 4 GiB.
+fn stripped() -> Result<(), Failed> {
+    let d = fixture()?;
+    let src = d.join("big-src");
+    std::fs::create_dir_all(&src)?;
+    std::fs::copy(d.join("root/usr/lib/libhipk.so"), src.join("libhipk.so"))?;
+    std::fs::write(src.join("TensileLibrary_gfx906.co"), "code objects of gfx906\n".repeat(40))?;
+    std::fs::File::create(src.join("zz-huge.bin"))?.set_len(4 << 30)?;
+    let lib = "/usr/lib64/rocblas/library";
+    let more = format!(
+        "mkdir -p %{{buildroot}}{lib}\ncp {}/TensileLibrary_* %{{buildroot}}{lib}/\n%files\n{lib}/TensileLibrary_gfx906.co\n",
+        src.display()
+    );
+    let text = spec("w3.zstdio", &src, &["zz-huge.bin", "libhipk.so"]).replace("cp ", "cp --sparse=always ").replace("%files\n", &more);
+    rpmbuild(d, &text, "big", "big.rpm")?;
+    let old = std::fs::read(d.join("big.rpm"))?;
+    same("big.rpm: its payload's form", &payload_start(&old)?[..6], b"07070X")?;
+    let alone = d.join("big-alone.so");
+    run(&ours(), &["prune", "--keep", "gfx1030", "-o", &alone.to_string_lossy(), &src.join("libhipk.so").to_string_lossy()], d).ok()?;
+    let args = ["prune", "--max-uncompressed", "8G", "--keep", "gfx1030", "-o", "big-pruned.rpm", "big.rpm"];
+    let r = run(&ours(), &args, d).ok()?;
+    if !String::from_utf8_lossy(&r.stdout).contains("TensileLibrary_gfx906.co") {
+        return Err(format!("the report names no per-GPU file removed:\n{}", String::from_utf8_lossy(&r.stdout)).into());
+    }
+    same("big-pruned.rpm: its payload's form", &payload_start(&std::fs::read(d.join("big-pruned.rpm"))?)?[..6], b"07070X")?;
+    verified(d, "big-pruned.rpm", false)?;
+    let listed = dump(d, "big-pruned.rpm")?;
+    let sizes: Vec<(&str, u64)> = listed.iter().map(|(p, s, _)| (p.as_str(), *s)).collect();
+    let want_len = std::fs::metadata(&alone)?.len();
+    same("big-pruned.rpm: files listed", sizes, vec![("/usr/lib64/libhipk.so", want_len), ("/usr/lib64/zz-huge.bin", 4 << 30)])?;
+    let root = install(d, "big-pruned.rpm", "root-big")?;
+    let lib = std::fs::read(root.join("usr/lib64/libhipk.so"))?;
+    let sha = format!("{:x}", Sha256::digest(&lib));
+    same("big-pruned.rpm: the library's digest", listed[0].2.as_str(), sha.as_str())?;
+    if lib != std::fs::read(&alone)? {
+        return Err("big-pruned.rpm: the library installed is not the library pruned alone".into());
+    }
+    let huge = std::fs::metadata(root.join("usr/lib64/zz-huge.bin"))?.len();
+    let per_gpu = root.join("usr/lib64/rocblas/library/TensileLibrary_gfx906.co").exists();
+    std::fs::remove_dir_all(&root)?;
+    same("big-pruned.rpm: the per-GPU file installed", per_gpu, false)?;
+    same("big-pruned.rpm: the large file installed", huge, 4 << 30)
 }

@@ -30,7 +30,7 @@ use crate::util::{ours, run, same, trial};
 const TOOLS: &[&str] = &["clang", "mksquashfs", "unsquashfs", "siftool", "setfattr", "getfattr", "mkfifo"];
 
 /// The compressors, as `mksquashfs -comp` names them.
-const METHODS: &[&str] = &["gzip", "xz", "zstd", "lz4"];
+const METHODS: &[&str] = &["gzip", "xz", "zstd", "lz4", "lzo"];
 
 /// The second name of the per-GPU file removed.
 const OTHER: &str = "usr/share/tensile-gfx90a.co";

@@ -30,8 +30,9 @@ pub(crate) fn is_sif(data: &[u8]) -> bool {
 /// A squashfs filesystem or a SIF image, `input` with `meta`, mapped as
 /// `file`: each library of its files pruned, each per-GPU file the rules
 /// drop removed, written where `opts` says (extended attributes and hard
-/// links kept). Damaged data, or what prune cannot write (LZO), is an
-/// error and nothing is written.
+/// links kept). Damaged data, or what prune refuses (an AppImage, a SIF
+/// without exactly one squashfs partition), is an error and nothing is
+/// written.
 pub(crate) fn prune(
     sel: &Selection,
     opts: &PathOptions,

@@ -30,6 +30,8 @@ pub(super) struct File {
     pub(super) size: u64,
     /// Whether it is a regular file (whose data is handed over).
     pub(super) regular: bool,
+    /// Its mode, as `FILEMODES` gives it.
+    pub(super) mode: u64,
 }
 
 /// The main header's files, by index.
@@ -100,6 +102,7 @@ impl FileList {
                 path,
                 size,
                 regular,
+                mode: modes[i],
             });
         }
         Ok(FileList { files })

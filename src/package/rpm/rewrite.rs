@@ -17,14 +17,21 @@
 //! format, so that one read could feed several; this writer writes only
 //! the first output (output 0) for now, and a fate for any other is not
 //! looked at. A payload in rpm's stripped form (`07070X`, for packages
-//! with files of 4 GiB or more) is refused by name: it is not rewritten
-//! yet.
+//! with files of 4 GiB or more) is written in that form again: each entry
+//! names its file by its index into the main header's file list, path,
+//! mode and size coming from there ([`FileList`]), and the index written
+//! is the file's index in the new list, the files removed before it left
+//! out. rpm writes a stripped payload in the list's order (a hard-linked
+//! file's other names just before the one that carries its data); a
+//! removal that would renumber an entry already written (a payload out of
+//! that order) is refused by name.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Read, Seek, Write};
 
 use super::Package;
 pub(crate) use super::error::{Error, Failed};
+use super::filelist::FileList;
 use super::retag::{self, Changes, Files, Hasher, hex};
 use crate::package::compression::encode::Encoder;
 use crate::package::compression::{Compression, decoder};
@@ -152,6 +159,31 @@ struct Walked {
     rewritten: BTreeMap<usize, (u64, String)>,
     /// The files removed.
     removed: BTreeSet<usize>,
+    /// The highest file index a stripped entry was written with, in the
+    /// old file list.
+    stripped_max: Option<usize>,
+}
+
+impl Walked {
+    /// Notes that file `f` is removed; refused where a stripped entry of
+    /// a later file was already written with an index that counted `f`.
+    fn remove(&mut self, f: usize) -> Result<(), Error> {
+        if self.stripped_max.is_some_and(|m| m > f) {
+            return Err(Error::Refused(format!(
+                "its payload, in rpm's stripped cpio form, holds file {f} after file {}: \
+                 removing it would renumber an entry already written",
+                self.stripped_max.unwrap_or_default()
+            )));
+        }
+        self.removed.insert(f);
+        Ok(())
+    }
+
+    /// The index file `f` has in the new file list: the files removed
+    /// before it left out.
+    fn new_index(&self, f: usize) -> usize {
+        f - self.removed.range(..f).count()
+    }
 }
 
 /// Rewrites the RPM `bytes` as `d` decides, its payload compressed into
@@ -166,6 +198,7 @@ pub(crate) fn rewrite<D: Decide<Rpm>, S: Read + Write + Seek>(
 ) -> Result<Option<Rewritten>, Failed<D::Error>> {
     let p = Package::read(bytes).map_err(Error::Damaged)?;
     let files = Files::of(&p.main)?;
+    let list = FileList::of(&p.main);
     let method = p.compression.name();
     let inflate = |e: io::Error| Error::Damaged(format!("its {method} payload: {e}"));
     let reader = decoder(p.payload, p.compression).map_err(inflate)?;
@@ -187,8 +220,13 @@ pub(crate) fn rewrite<D: Decide<Rpm>, S: Read + Write + Seek>(
         }
         None => &mut sink,
     };
-    let Some((walked, (digest, alt), (archive_len, payload_len))) =
-        payload(&mut input, dest, &files, d, (p.compression, level, threads))?
+    let Some((walked, (digest, alt), (archive_len, payload_len))) = payload(
+        &mut input,
+        dest,
+        (&files, &list),
+        d,
+        (p.compression, level, threads),
+    )?
     else {
         return Ok(None);
     };
@@ -240,7 +278,7 @@ type Found = (Walked, (String, String), (u64, u64));
 fn payload<R: Read, D: Decide<Rpm>>(
     input: &mut Counted<R>,
     dest: &mut dyn Write,
-    files: &Files,
+    (files, list): (&Files, &Result<FileList, String>),
     d: &mut D,
     (c, level, threads): (Compression, u32, u32),
 ) -> Result<Option<Found>, Failed<D::Error>> {
@@ -255,7 +293,7 @@ fn payload<R: Read, D: Decide<Rpm>>(
         n: 0,
         hash: files.payload_algo.hasher(),
     };
-    let walked = walk(input, &mut out, files, d)?;
+    let walked = walk(input, &mut out, (files, list), d)?;
     if walked.rewritten.is_empty() && walked.removed.is_empty() {
         return Ok(None);
     }
@@ -315,40 +353,56 @@ fn with_links(mut w: Walked, files: &Files) -> Result<Walked, Error> {
     Ok(w)
 }
 
-/// One `newc` entry's header as read: its 110 bytes, the fields that
-/// matter, its name.
+/// How an entry's header was written: `newc`'s 110 bytes, or rpm's
+/// stripped form, which gives only the file's index in the main header's
+/// list.
+enum Head {
+    Newc([u8; 110]),
+    Stripped(usize),
+}
+
+/// One entry's header as read: its form, the fields that matter, its
+/// name (a stripped entry's path, from the file list).
 struct Entry {
-    raw: [u8; 110],
+    head: Head,
     mode: u64,
     size: u64,
     name: Vec<u8>,
 }
 
 /// The eight hex digits of field `i` (after the magic) of `raw`.
-fn field(raw: &[u8; 110], i: usize) -> Option<u64> {
+fn field(raw: &[u8], i: usize) -> Option<u64> {
     let digits = raw.get(6 + 8 * i..14 + 8 * i)?;
     u64::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
 }
 
-/// Reads the next entry's header and name from `r` (aligned).
-fn entry<R: Read>(r: &mut Counted<R>) -> Result<Entry, Error> {
+/// Reads the next entry's header and name from `r` (aligned); a stripped
+/// entry's path, mode and size come from `list`.
+fn entry<R: Read>(r: &mut Counted<R>, list: &Result<FileList, String>) -> Result<Entry, Error> {
     let bad = |what: String| Error::Damaged(format!("its payload: {what}"));
     skip(r, r.at.next_multiple_of(4) - r.at)?;
     let at = r.at;
     let mut raw = [0u8; 110];
-    r.read_exact(&mut raw)
+    r.read_exact(&mut raw[..14])
         .map_err(|e| bad(format!("no whole cpio entry at offset {at} ({e})")))?;
     match &raw[..6] {
         b"070701" => {}
         b"07070X" => {
-            return Err(Error::Refused(
-                "its payload is in rpm's stripped cpio form (a package with files of 4 GiB or \
-                 more), which prune does not rewrite yet"
-                    .into(),
-            ));
+            let fx = field(&raw, 0)
+                .ok_or_else(|| bad(format!("the entry at offset {at} names no file by number")))?;
+            let list = list.as_ref().map_err(|e| bad(e.clone()))?;
+            let f = list.get(fx).map_err(bad)?;
+            return Ok(Entry {
+                head: Head::Stripped(usize::try_from(fx).unwrap_or(usize::MAX)),
+                mode: f.mode,
+                size: f.size,
+                name: f.path.clone().into_bytes(),
+            });
         }
         _ => return Err(bad(format!("no cpio entry at offset {at}"))),
     }
+    r.read_exact(&mut raw[14..])
+        .map_err(|e| bad(format!("no whole cpio entry at offset {at} ({e})")))?;
     let fields: Option<Vec<u64>> = (0..13).map(|i| field(&raw, i)).collect();
     let fields = fields.ok_or_else(|| {
         bad(format!(
@@ -368,7 +422,7 @@ fn entry<R: Read>(r: &mut Counted<R>) -> Result<Entry, Error> {
         name.pop();
     }
     Ok(Entry {
-        raw,
+        head: Head::Newc(raw),
         mode,
         size,
         name,
@@ -394,9 +448,25 @@ fn pad<W: Write>(out: &mut Tee<W>) -> Result<(), Error> {
     out.write_all(&[0; 3][..n]).map_err(Error::Write)
 }
 
-/// Writes the entry `e` with its data size set to `size`.
-fn write_entry<W: Write>(out: &mut Tee<W>, e: &Entry, size: u64) -> Result<(), Error> {
-    let mut raw = e.raw;
+/// Writes the entry `e` with its data size set to `size` (a stripped
+/// entry: with its file's index in the new list, its size being the
+/// header's), noting in `w` the stripped entries written.
+fn write_entry<W: Write>(
+    out: &mut Tee<W>,
+    e: &Entry,
+    size: u64,
+    w: &mut Walked,
+) -> Result<(), Error> {
+    let raw = match &e.head {
+        Head::Newc(raw) => raw,
+        Head::Stripped(f) => {
+            w.stripped_max = w.stripped_max.max(Some(*f));
+            let fx = format!("07070X{:08x}", w.new_index(*f));
+            out.write_all(fx.as_bytes()).map_err(Error::Write)?;
+            return pad(out);
+        }
+    };
+    let mut raw = *raw;
     let field = format!("{size:08x}");
     if field.len() > 8 {
         return Err(Error::Refused(format!(
@@ -423,24 +493,32 @@ fn first(fates: Option<Vec<Fate>>) -> Fate {
 fn walk<R: Read, W: Write, D: Decide<Rpm>>(
     r: &mut Counted<R>,
     out: &mut Tee<W>,
-    files: &Files,
+    (files, list): (&Files, &Result<FileList, String>),
     d: &mut D,
 ) -> Result<Walked, Failed<D::Error>> {
     let mut w = Walked::default();
+    let mut seen = BTreeSet::new();
     loop {
-        let e = entry(r)?;
+        let e = entry(r, list)?;
         skip(r, r.at.next_multiple_of(4) - r.at)?;
-        if e.name == b"TRAILER!!!" {
-            write_entry(out, &e, e.size)?;
+        if matches!(e.head, Head::Newc(_)) && e.name == b"TRAILER!!!" {
+            write_entry(out, &e, e.size, &mut w)?;
             io::copy(r, out).map_err(|err| Error::Damaged(format!("its payload: {err}")))?;
             return Ok(w);
         }
         let name = String::from_utf8_lossy(&e.name).into_owned();
-        let f = files.find(&e.name).ok_or_else(|| {
+        let f = match e.head {
+            Head::Stripped(f) => Some(f),
+            Head::Newc(_) => files.find(&e.name),
+        };
+        let f = f.ok_or_else(|| {
             Error::Damaged(format!(
                 "its payload holds '{name}', which its header does not list"
             ))
         })?;
+        if !seen.insert(f) {
+            return Err(Error::Damaged(format!("its payload holds '{name}' twice")).into());
+        }
         let m = Member {
             path: name.trim_start_matches("./").trim_start_matches('/'),
             size: e.size,
@@ -455,9 +533,9 @@ fn walk<R: Read, W: Write, D: Decide<Rpm>>(
             None => member(r, out, (&e, &m, f), files, d, &mut w)?,
             Some(Fate::Removed) => {
                 skip(r, e.size)?;
-                w.removed.insert(f);
+                w.remove(f)?;
             }
-            Some(Fate::Kept) => copy(r, out, (&e, &m), &[])?,
+            Some(Fate::Kept) => copy(r, out, (&e, &m), &[], &mut w)?,
             Some(Fate::Replaced(_)) => {
                 return Err(Error::Refused(format!(
                     "its file '{}' would be replaced by its name alone, unread: a file is \
@@ -477,9 +555,10 @@ fn copy<R: Read, W: Write>(
     out: &mut Tee<W>,
     (e, m): (&Entry, &Member<'_>),
     head: &[u8],
+    w: &mut Walked,
 ) -> Result<(), Error> {
     let cut = |err: io::Error| Error::Damaged(format!("its payload, in '{}': {err}", m.path));
-    write_entry(out, e, e.size)?;
+    write_entry(out, e, e.size, w)?;
     out.write_all(head).map_err(Error::Write)?;
     let rest = e.size - head.len() as u64;
     let got = io::copy(&mut (&mut *r).take(rest), out).map_err(cut)?;
@@ -512,7 +591,7 @@ fn member<R: Read, W: Write, D: Decide<Rpm>>(
         return Err(cut(io::ErrorKind::UnexpectedEof.into()).into());
     }
     if !m.regular || !d.wants(m, &head) {
-        return copy(r, out, (e, m), &head).map_err(Failed::from);
+        return copy(r, out, (e, m), &head, w).map_err(Failed::from);
     }
     let mut body = (&mut *r).take(e.size - head.len() as u64);
     let bytes = d.inflate(m, &head, &mut body).map_err(Failed::Caller)?;
@@ -522,17 +601,17 @@ fn member<R: Read, W: Write, D: Decide<Rpm>>(
     skip(r, r.at.next_multiple_of(4) - r.at)?;
     match first(d.decide(m, Held::Read(&bytes)).map_err(Failed::Caller)?) {
         Fate::Kept => {
-            write_entry(out, e, e.size)?;
+            write_entry(out, e, e.size, w)?;
             d.write(&bytes, out).map_err(Error::Write)?;
         }
         Fate::Removed => {
-            w.removed.insert(f);
+            w.remove(f)?;
             return Ok(());
         }
         Fate::Replaced(new) => {
             files.check_digest(f, m.path, bytes.as_ref())?;
             let size = new.size;
-            write_entry(out, e, size)?;
+            write_entry(out, e, size, w)?;
             let mut file = Tee {
                 out: &mut *out,
                 n: 0,

@@ -494,7 +494,7 @@ fn a_file_that_does_not_match_its_digest_is_never_given_a_new_one() {
 
 #[cfg(feature = "files")]
 #[test]
-fn an_unknown_per_file_tag_or_a_stripped_payload_refuses_a_removal() {
+fn an_unknown_per_file_tag_refuses_a_removal() {
     let mut tags = listed();
     tags.insert(10, int32s(1999, &[1, 2, 3]));
     let (old, _) = signed(tags, &newc_payload());
@@ -507,12 +507,111 @@ fn an_unknown_per_file_tag_or_a_stripped_payload_refuses_a_removal() {
         said.contains("Refused") && said.contains("tag 1999"),
         "{said}"
     );
-    let (old, _) = signed(file_list(), &stripped_payload(1));
+}
+
+/// [`listed`]'s files in a stripped payload's package (LONGFILESIZES):
+/// the directory, the link `libk.so.1` (index 1), the library (2) and a
+/// text file (3); the payload holds them in the order `order`.
+#[cfg(feature = "files")]
+fn stripped_package(order: [u32; 4]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let sha: String = Sha256::digest(b"device code!")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tags = vec![
+        int32s(1009, &[4096 + 7 + 12 + 5]),
+        int16s(1030, &[0o040_755, 0o120_777, 0o100_755, 0o100_644]),
+        strings(1035, &["", "", &sha, ""]),
+        strings(1036, &["", "libk.so", "", ""]),
+        int32s(1116, &[0, 1, 1, 1]),
+        strings(1117, &["lib64", "libk.so.1", "libk.so", "notes"]),
+        strings(1118, &["/usr/", "/usr/lib64/"]),
+        string(1125, "gzip"),
+        string(1126, "9"),
+        Tag(
+            5008,
+            5,
+            4,
+            [4096u64, 7, 12, 5]
+                .iter()
+                .flat_map(|n| n.to_be_bytes())
+                .collect(),
+        ),
+        int32s(5011, &[8]),
+    ];
+    let data: [&[u8]; 4] = [b"", b"libk.so", b"device code!", b"notes"];
+    let mut c = Vec::new();
+    for fx in order {
+        stripped(&mut c, fx, data[fx as usize]);
+    }
+    newc(&mut c, "TRAILER!!!", 0, b"");
+    signed(tags, &c).0
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn a_stripped_payload_is_rewritten_in_its_form_numbered_by_the_new_list() {
+    let old = stripped_package([0, 1, 2, 3]);
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let new = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .map_err(|e| format!("{e:?}"))
+        .unwrap()
+        .unwrap();
+    let payload = scratch.into_inner();
+    let mut cpio = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&payload[..]), &mut cpio).unwrap();
+    // The link (file 1) gone: the library and the text file are files 1
+    // and 2 of the new list, in the stripped form still.
+    let mut want = Vec::new();
+    stripped(&mut want, 0, b"");
+    stripped(&mut want, 1, b"pruned");
+    stripped(&mut want, 2, b"notes");
+    newc(&mut want, "TRAILER!!!", 0, b"");
+    assert_eq!(cpio, want);
+    // Read back, its header and payload digests verified, its files named
+    // by the new list.
+    let mut bytes = new.head.clone();
+    bytes.extend(payload);
+    let files = read(&bytes).unwrap();
+    let pruned = ("usr/lib64/libk.so".to_string(), b"pruned".to_vec());
+    let notes = ("usr/lib64/notes".to_string(), b"notes".to_vec());
+    assert_eq!(files, vec![pruned, notes]);
+    let p = super::Package::read(&bytes).unwrap();
+    assert_eq!(p.main.int64s(5008).unwrap(), Some(vec![4096, 6, 5]));
+    // As for newc: a removed link's size stays counted (only regular files
+    // are taken off).
+    assert_eq!(p.main.int32s(1009).unwrap(), Some(vec![4096 + 7 + 6 + 5]));
+    let names = p.main.strings(1117).unwrap().unwrap();
+    assert_eq!(names, vec![&b"lib64"[..], b"libk.so", b"notes"]);
+    // The library before the link in the payload: removing the link would
+    // renumber the library's entry, already written. Refused by name.
+    let old = stripped_package([0, 2, 1, 3]);
+    let mut scratch = std::io::Cursor::new(Vec::new());
     let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
         .err()
         .unwrap();
     let said = format!("{e:?}");
-    assert!(said.contains("stripped cpio form"), "{said}");
+    assert!(
+        said.contains("Refused") && said.contains("holds file 1 after file 2"),
+        "{said}"
+    );
+}
+
+#[cfg(feature = "files")]
+#[test]
+fn a_stripped_entry_given_twice_is_damage() {
+    // File 2 twice (and file 3 never).
+    let old = stripped_package([0, 1, 2, 2]);
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .err()
+        .unwrap();
+    let said = format!("{e:?}");
+    assert!(
+        said.contains("Damaged") && said.contains("holds '/usr/lib64/libk.so' twice"),
+        "{said}"
+    );
 }
 
 /// A signature header of an RSA signature (64 bytes), the size, and

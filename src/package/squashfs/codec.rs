@@ -6,7 +6,8 @@
 //! decoder; LZO is decoded by [`super::lzo`]. The same decoders serve
 //! backhand (which reads the filesystem's tables through [`Codec`]) and
 //! this module's reading of file data. A rewrite ([`super::rewrite`])
-//! compresses with the same crates ([`compress`]): backhand's own
+//! compresses with the same crates ([`compress`]), LZO with the `lzokay`
+//! crate: backhand's own
 //! compression features stay off, since turning on its gzip would switch
 //! flate2's backend for the whole program.
 
@@ -116,7 +117,7 @@ impl Method {
 /// new one with ([`super::rewrite`]): the methods above, each block
 /// bounded to a metadata block's 8 KiB while the tables are read, to the
 /// block size once a rewrite reads file data ([`set_cap`]); blocks
-/// compressed with the crates above ([`compress`]), LZO refused.
+/// compressed with the crates above and LZO by `lzokay` ([`compress`]).
 pub(super) struct Codec;
 
 /// The one [`Codec`] (backhand takes a `'static` reference).
@@ -254,11 +255,19 @@ pub(super) fn compress(t: &Tuning, bytes: &[u8], block_size: u32) -> std::io::Re
             zstd::bulk::compress(bytes, i32::try_from(level).unwrap_or(3))
         }
         Method::Lz4 => Ok(lz4_flex::block::compress(bytes)),
-        Method::Lzo => Err(std::io::Error::new(
-            std::io::ErrorKind::Unsupported,
-            "it is compressed with LZO, which offload-kit reads but does not write",
-        )),
+        Method::Lzo => lzo(bytes),
     }
+}
+
+/// `bytes` as one LZO1X block (`lzokay`'s compressor, whose dictionary,
+/// about 180 KiB, each thread makes once).
+fn lzo(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    thread_local! {
+        static DICT: std::cell::RefCell<Box<lzokay::compress::Dict>> =
+            std::cell::RefCell::new(lzokay::compress::Dict::new());
+    }
+    DICT.with_borrow_mut(|dict| lzokay::compress::compress_with_dict(bytes, dict))
+        .map_err(|e| std::io::Error::other(format!("LZO: {e:?}")))
 }
 
 /// What a backhand error says, in words (its `Display` says nothing

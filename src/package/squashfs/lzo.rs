@@ -183,4 +183,45 @@ mod tests {
         assert!(decompress(&[s, bomb].concat(), 1 << 20).is_err());
         assert!(decompress(&[], 16).is_err());
     }
+
+    /// Blocks `lzokay` compresses (what prune writes an LZO squashfs
+    /// with) decode to their input: literal runs short and long, near and
+    /// far matches, long lengths, text, noise.
+    #[test]
+    fn blocks_prune_writes_decode_to_their_input() {
+        let round_trip = |input: &[u8]| -> usize {
+            let packed = lzokay::compress::compress(input).unwrap();
+            assert_eq!(decompress(&packed, input.len().max(1)).unwrap(), input);
+            packed.len()
+        };
+        round_trip(b"a");
+        round_trip(b"abc");
+        let mut x = 7u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    u8::try_from((x >> 24) & 0xff).unwrap_or(0)
+                })
+                .collect()
+        };
+        let first = noise(400);
+        let mut v = first.clone();
+        for gap in [0, 1, 2, 3, 4, 5, 20, 300] {
+            v.extend(noise(gap));
+            v.extend_from_slice(&first[..5 + gap]);
+        }
+        v.extend(noise(20_000));
+        v.extend_from_slice(&first[..100]);
+        v.extend(noise(20_000));
+        v.extend_from_within(30_000..31_000);
+        v.extend(vec![0u8; 70_000]);
+        let n = round_trip(&v);
+        assert!(n < v.len() - 60_000, "{n} of {}", v.len());
+        let text = b"the device code of each GPU, ".repeat(2000);
+        assert!(round_trip(&text) < text.len() / 10);
+        round_trip(&noise(1 << 17));
+    }
 }

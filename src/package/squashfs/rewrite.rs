@@ -22,8 +22,8 @@
 //! write one. A filesystem with extended attributes or hard links, which
 //! backhand's writer cannot keep (it writes no xattrs, and gives each name
 //! an inode of its own), is read and written by this crate's own tables
-//! ([`super::own`]): its xattrs, hard links and export table kept. LZO is
-//! refused by name before anything is read (no LZO compressor here).
+//! ([`super::own`]): its xattrs, hard links and export table kept. An
+//! LZO filesystem is written with LZO ([`super::lzo_encode`]).
 
 use std::collections::BTreeSet;
 use std::io::{self, BufRead, BufWriter, Cursor, Read, Seek, SeekFrom};
@@ -55,7 +55,7 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
 ) -> Result<Rewritten, Failed<D::Error>> {
     let sb = superblock::read(fs).map_err(Error::Damaged)?;
     let image = &fs[..usize_from(sb.bytes_used)];
-    let xattrs = refuse(image, &sb)?;
+    let xattrs = has_xattrs(image, &sb)?;
     let tree = super::read_tree(image).map_err(Error::Damaged)?;
     let linked = tree.files.len() + tree.others.len() + 1 > usize_from(u64::from(sb.inodes));
     if xattrs || linked {
@@ -101,17 +101,8 @@ pub(crate) fn rewrite<D: Decide<Squashfs>>(
     Ok(Rewritten { len: Some(len) })
 }
 
-/// Refuses, by name, what the writers cannot write: LZO. Gives whether
-/// the filesystem has extended attributes.
-fn refuse(image: &[u8], sb: &superblock::Superblock) -> Result<bool, Error> {
-    if sb.method == Method::Lzo {
-        return Err(Error::Refused(
-            "it is a squashfs filesystem compressed with LZO, which offload-kit reads but does \
-             not write: prune cannot rewrite it (unsquashfs it, prune its files, mksquashfs them \
-             again)"
-                .into(),
-        ));
-    }
+/// Gives whether the filesystem has extended attributes.
+fn has_xattrs(image: &[u8], sb: &superblock::Superblock) -> Result<bool, Error> {
     if sb.xattrs == u64::MAX {
         return Ok(false);
     }
