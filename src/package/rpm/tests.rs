@@ -479,11 +479,7 @@ fn a_file_that_does_not_match_its_digest_is_never_given_a_new_one() {
     // The package's own digests are true (header and payload), but the
     // library's row says other bytes: no rewrite, no new row for it.
     let (old, _) = signed(listed_with(&"ab".repeat(32)), &newc_payload());
-    let mut scratch = std::io::Cursor::new(Vec::new());
-    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
-        .err()
-        .unwrap();
-    let said = format!("{e:?}");
+    let said = failure(&old);
     assert!(
         said.contains("Damaged")
             && said.contains("usr/lib64/libk.so")
@@ -492,17 +488,23 @@ fn a_file_that_does_not_match_its_digest_is_never_given_a_new_one() {
     );
 }
 
+/// What rewriting the package `old` as [`Slim`] decides fails with.
+#[cfg(feature = "files")]
+fn failure(old: &[u8]) -> String {
+    let mut scratch = std::io::Cursor::new(Vec::new());
+    let e = super::rewrite::rewrite(old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
+        .err()
+        .unwrap();
+    format!("{e:?}")
+}
+
 #[cfg(feature = "files")]
 #[test]
 fn an_unknown_per_file_tag_refuses_a_removal() {
     let mut tags = listed();
     tags.insert(10, int32s(1999, &[1, 2, 3]));
     let (old, _) = signed(tags, &newc_payload());
-    let mut scratch = std::io::Cursor::new(Vec::new());
-    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
-        .err()
-        .unwrap();
-    let said = format!("{e:?}");
+    let said = failure(&old);
     assert!(
         said.contains("Refused") && said.contains("tag 1999"),
         "{said}"
@@ -587,11 +589,7 @@ fn a_stripped_payload_is_rewritten_in_its_form_numbered_by_the_new_list() {
     // The library before the link in the payload: removing the link would
     // renumber the library's entry, already written. Refused by name.
     let old = stripped_package([0, 2, 1, 3]);
-    let mut scratch = std::io::Cursor::new(Vec::new());
-    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
-        .err()
-        .unwrap();
-    let said = format!("{e:?}");
+    let said = failure(&old);
     assert!(
         said.contains("Refused") && said.contains("holds file 1 after file 2"),
         "{said}"
@@ -603,11 +601,7 @@ fn a_stripped_payload_is_rewritten_in_its_form_numbered_by_the_new_list() {
 fn a_stripped_entry_given_twice_is_damage() {
     // File 2 twice (and file 3 never).
     let old = stripped_package([0, 1, 2, 2]);
-    let mut scratch = std::io::Cursor::new(Vec::new());
-    let e = super::rewrite::rewrite(&old, &mut Slim, Some(&mut scratch), (1, 1 << 20))
-        .err()
-        .unwrap();
-    let said = format!("{e:?}");
+    let said = failure(&old);
     assert!(
         said.contains("Damaged") && said.contains("holds '/usr/lib64/libk.so' twice"),
         "{said}"
