@@ -83,14 +83,7 @@ impl Opts {
             }
         }
         if self.json {
-            writeln!(
-                out,
-                "{{\n\"schema\": \"offload-kit/list/2\",\n\"files\": [\n{}\n]\n}}",
-                docs.iter()
-                    .map(|d| d.trim_end())
-                    .collect::<Vec<_>>()
-                    .join(",\n")
-            )?;
+            crate::report::list_json(&mut out, &docs)?;
         }
         out.flush()?;
         Ok(std::process::ExitCode::from(if failed {
@@ -163,56 +156,9 @@ impl Opts {
             let report = scan::scan_of(input.bytes(), &opts, &mut super::scan::Kinds, kind);
             return print_scanned(out, name, &report);
         }
-        print_table(out, &rows)?;
+        crate::report::list_rows(out, &rows)?;
         Ok(false)
     }
-}
-
-/// `list`'s table of `rows`: a heading, then a line per row, each column
-/// as wide as its longest value (at least the usual).
-fn print_table(mut out: &mut impl Write, rows: &[listing::Row]) -> Result<()> {
-    let tw = rows
-        .iter()
-        .map(|r| r.triple.len())
-        .max()
-        .unwrap_or(0)
-        .max(24);
-    let aw = rows.iter().map(|r| r.arch.len()).max().unwrap_or(0).max(14);
-    print_line(
-        &mut out,
-        &format!(
-            "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  other",
-            "#", "offload", "image", "version", "triple", "arch", "size"
-        ),
-    )?;
-    for r in rows {
-        let other: Vec<String> = r
-            .strings
-            .iter()
-            .filter(|(k, _)| k != "triple" && k != "arch")
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let where_ = match (&r.member, &r.section) {
-            (Some(m), _) => format!("  [{m}]"),
-            _ => String::new(),
-        };
-        print_line(
-            &mut out,
-            &format!(
-                "{:<3} {:<7} {:<10} {:<9} {:<tw$} {:<aw$} {:>12}  {}{where_}",
-                r.path,
-                r.offload_kind.to_string(),
-                // The scanners' words (object, bitcode), not LLVM's.
-                scan::Content::Image(r.image_kind).to_string(),
-                format!("v{}{}", r.version, if r.compressed { "+z" } else { "" }),
-                r.triple,
-                r.arch,
-                r.size,
-                other.join(",")
-            ),
-        )?;
-    }
-    Ok(())
 }
 
 /// An error reading OffloadBinaries, after `prefix` (the file, and where in
@@ -238,28 +184,7 @@ impl Opts {
             writeln!(out)?;
             return Ok(());
         }
-        match &b.compressed {
-            Some(c) => writeln!(
-                out,
-                "{} bundle, compressed (CCOB v{}, {}, {} -> {} bytes)",
-                b.format, c.version, c.method, c.compressed_size, c.uncompressed_size
-            )?,
-            None => writeln!(out, "{} bundle", b.format)?,
-        }
-        writeln!(
-            out,
-            "{:<3} {:<7} {:<28} {:<20} {:>12}  id",
-            "#", "kind", "triple", "target id", "size"
-        )?;
-        for e in &b.entries {
-            print_line(
-                &mut out,
-                &format!(
-                    "{:<3} {:<7} {:<28} {:<20} {:>12}  {}",
-                    e.index, e.kind, e.triple, e.target_id, e.size, e.id
-                ),
-            )?;
-        }
+        crate::report::list_bundle(out, &b)?;
         Ok(())
     }
 }
@@ -339,52 +264,6 @@ fn print_scanned_images(out: &mut impl Write, name: &str, r: &scan::Report) -> R
             r.images.len()
         );
     }
-    let tw = r
-        .images
-        .iter()
-        .map(|i| i.triple.len())
-        .max()
-        .unwrap_or(0)
-        .max(24);
-    let aw = r
-        .images
-        .iter()
-        .map(|i| i.target_id.len())
-        .max()
-        .unwrap_or(0)
-        .max(14);
-    print_line(
-        &mut *out,
-        &format!(
-            "{:<3} {:<7} {:<10} {:<14} {:<tw$} {:<aw$} {:>12}  where",
-            "#", "offload", "image", "container", "triple", "arch", "size"
-        ),
-    )?;
-    for i in &r.images {
-        let container = r.containers.get(i.container).map_or("-", |c| c.kind.name());
-        let kind = i.image_kind.map_or_else(|| "-".into(), |k| k.to_string());
-        let where_ = [i.member.as_deref(), i.section.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join(" ");
-        print_line(
-            &mut *out,
-            &format!(
-                "{:<3} {:<7} {:<10} {:<14} {:<tw$} {:<aw$} {:>12}  {where_}",
-                i.id,
-                i.offload_kind.to_string(),
-                kind,
-                container,
-                i.triple,
-                if i.target_id.is_empty() {
-                    "-"
-                } else {
-                    &i.target_id
-                },
-                i.size,
-            ),
-        )?;
-    }
+    crate::report::list_scanned(out, r)?;
     Ok(())
 }

@@ -26,6 +26,8 @@ mod inspect;
 #[cfg(feature = "cli")]
 mod json;
 mod junit;
+#[cfg(feature = "cli")]
+mod list;
 mod markdown;
 pub(crate) mod problems;
 #[cfg(feature = "files")]
@@ -47,6 +49,8 @@ pub use html::{HtmlFile, size_html};
 pub(crate) use inspect::print_table as inspect_table;
 #[cfg(feature = "cli")]
 pub(crate) use json::{RawNames, write_json};
+#[cfg(feature = "cli")]
+pub(crate) use list::{list_bundle, list_json, list_rows, list_scanned};
 pub use markdown::{inspect_markdown, size_markdown};
 #[cfg(feature = "files")]
 pub(crate) use prune::markdown as prune_markdown;
