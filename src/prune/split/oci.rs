@@ -101,16 +101,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let members_refused = named_once(Vec::new(), g.reps.iter().flat_map(|r| &r.members_refused));
     let mut rep = g.before.clone();
     g.commit(&index_json, &mut rep)?;
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "oci",
+    Ok(SplitReport::of(
+        name.clone(),
+        "oci",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
-    })
+    ))
 }
 
 /// What the split of an OCI layout and of a `docker save` archive

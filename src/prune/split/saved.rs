@@ -83,16 +83,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     };
     std::fs::create_dir_all(dir).map_err(|e| PathError::write(dir, e))?;
     g.commit(&p.labels, &names, dir, file_name)?;
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "docker",
+    Ok(SplitReport::of(
+        name.clone(),
+        "docker",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
-    })
+    ))
 }
 
 /// The device targets the archive holds code or per-GPU files for, as
