@@ -22,7 +22,7 @@ use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 
 use super::images::docker_25_archive;
-use super::split_oci::build;
+use super::split_oci::{again_each, build};
 use crate::util::{files, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
@@ -164,24 +164,14 @@ fn rocrand_archive_tags_are_prunes_sharing_layers() -> Result<(), Failed> {
 /// arguments: its groups, some of them, or `--per-gpu` again): the same
 /// bytes, whose first group's tag (else `t:latest`) skopeo reads.
 fn split_again(d: &Path, out: &str, groups: &[&[&str]]) -> Result<(), Failed> {
-    for (k, g) in groups.iter().enumerate() {
-        let dir = format!("again-{}-{k}", out.replace('/', "_"));
-        let r = run(&ours(), &[*g, &["-d", &dir, out]].concat(), d).ok()?;
-        let name = Path::new(out).file_name().ok_or("no name")?;
-        let again = d.join(&dir).join(name);
-        if std::fs::read(&again)? != std::fs::read(d.join(out))? {
+    again_each(d, out, groups, |again, g| {
+        if std::fs::read(again)? != std::fs::read(d.join(out))? {
             return Err(format!("{out} split again ({g:?}) is not the same bytes").into());
-        }
-        let n = g.iter().filter(|a| **a == "--gpus").count();
-        let says = format!(": split into {n} image{}\n", if n == 1 { "" } else { "s" });
-        if n > 0 && !String::from_utf8_lossy(&r.stdout).contains(&says) {
-            return Err(format!("{out} split again ({g:?}) did not say '{says}'").into());
         }
         let tag = g.iter().position(|a| *a == "--gpus").and_then(|i| g.get(i + 1));
         let tag = tag.map_or("t:latest".to_string(), |l| format!("t:latest-{}", l.replace(',', ".")));
-        skopeo(d, &["inspect", &format!("docker-archive:{}:{tag}", again.display())])?;
-    }
-    Ok(())
+        skopeo(d, &["inspect", &format!("docker-archive:{}:{tag}", again.display())])
+    })
 }
 
 /// The archive `out` with its image tagged `t:latest-LABEL` dropped and

@@ -175,19 +175,35 @@ fn rocrand_layout_tags_are_prunes_sharing_blobs() -> Result<(), Failed> {
 /// other (the input's image for another group's, renamed) is refused
 /// with nothing written.
 fn split_again(d: &Path, out: &str, groups: &[&[&str]]) -> Result<(), Failed> {
+    again_each(d, out, groups, |again, g| {
+        same(&format!("{out} split again ({g:?})"), files(again), files(&d.join(out)))?;
+        let first = tags(again)?.into_keys().find(|t| t.contains('-')).ok_or("no group's image")?;
+        run(Path::new("/usr/bin/skopeo"), &["inspect", &format!("oci:{}:{first}", again.display())], d).ok()?;
+        Ok(())
+    })
+}
+
+/// Splits the output `out` (in `d`) again for each of `groups` (a
+/// split's arguments), into `again-OUT-K`: each run passes, and says how
+/// many images it made where groups are given; `check` then judges the
+/// new output (its path, and the arguments).
+pub(crate) fn again_each(
+    d: &Path,
+    out: &str,
+    groups: &[&[&str]],
+    check: impl Fn(&Path, &[&str]) -> Result<(), Failed>,
+) -> Result<(), Failed> {
     for (k, g) in groups.iter().enumerate() {
         let dir = format!("again-{}-{k}", out.replace('/', "_"));
         let r = run(&ours(), &[*g, &["-d", &dir, out]].concat(), d).ok()?;
         let name = Path::new(out).file_name().ok_or("no name")?;
         let again = d.join(&dir).join(name);
-        same(&format!("{out} split again ({g:?})"), files(&again), files(&d.join(out)))?;
         let n = g.iter().filter(|a| **a == "--gpus").count();
         let says = format!(": split into {n} image{}\n", if n == 1 { "" } else { "s" });
         if n > 0 && !String::from_utf8_lossy(&r.stdout).contains(&says) {
             return Err(format!("{out} split again ({g:?}) did not say '{says}'").into());
         }
-        let first = tags(&again)?.into_keys().find(|t| t.contains('-')).ok_or("no group's image")?;
-        run(Path::new("/usr/bin/skopeo"), &["inspect", &format!("oci:{}:{first}", again.display())], d).ok()?;
+        check(&again, g)?;
     }
     Ok(())
 }

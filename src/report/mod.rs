@@ -36,6 +36,8 @@ mod prune;
 pub(crate) mod prune_text;
 #[cfg(feature = "cli")]
 pub(crate) mod size;
+#[cfg(feature = "cli")]
+pub(crate) mod split;
 mod text;
 
 #[cfg(feature = "cli")]

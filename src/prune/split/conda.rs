@@ -106,16 +106,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         threads,
     };
     w.all(&mut plan, &mut package, &writes, &o.dir)?;
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "conda",
+    Ok(SplitReport::of(
+        name.clone(),
+        "conda",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
-        members_refused: refused(&reps),
-    })
+        c,
+        refused(&reps),
+    ))
 }
 
 /// The conda package `input` (its bytes `data`), its info archive read

@@ -2,20 +2,11 @@
 //! image group and each per-GPU file, the labels of the outputs that hold
 //! it (the lists of the report).
 
-use super::report::Served;
+use super::report::{Coverage, Served};
 use super::targets::Held;
 use crate::prune::path::PathReport;
 use crate::prune::{ImageGroup, Selection};
 use crate::scan::rule::Rule;
-
-/// What the split serves: for each device target `held`, each image
-/// group of the input and each per-GPU file, the labels of the groups
-/// that hold it.
-pub(super) struct Coverage {
-    pub(super) targets: Vec<Served>,
-    pub(super) images: Vec<Served>,
-    pub(super) files: Vec<Served>,
-}
 
 /// The image groups each of `reps` kept, as [`coverage`] takes them.
 pub(super) fn kept_of(reps: &[PathReport]) -> Vec<&[ImageGroup]> {

@@ -102,16 +102,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     };
     written.all(&mut plan, &mut budget.left, &names, &mut outputs, &o.dir)?;
     let members_refused = named_once(Vec::new(), reps.iter().flat_map(|r| &r.members_refused));
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "deb",
+    Ok(SplitReport::of(
+        name.clone(),
+        "deb",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
-    })
+    ))
 }
 
 /// Why a group of `groups` is not served by what the package holds

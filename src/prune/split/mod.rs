@@ -125,14 +125,14 @@ fn split_wheel(input: &Path, o: &SplitOptions, name: &str) -> Result<SplitReport
     let variants_json = write::write_all(&mut archive, &plan, &wheel, &mut outputs, o, input)?;
     let members_refused = named_once(Vec::new(), reps.iter().flat_map(|r| &r.members_refused));
     Ok(SplitReport {
-        input: name.to_string(),
-        format: "wheel",
-        outputs: outputs.into_iter().map(|(o, _)| o).collect(),
         variants_json: Some(variants_json),
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
-        members_refused,
+        ..SplitReport::of(
+            name.to_string(),
+            "wheel",
+            outputs.into_iter().map(|(o, _)| o).collect(),
+            c,
+            members_refused,
+        )
     })
 }
 

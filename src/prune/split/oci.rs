@@ -20,7 +20,7 @@
 //! where it is not. So an output split again for its own groups (or some
 //! of them) is the same bytes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -31,7 +31,7 @@ use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
 use crate::prune::oci::groups::{is_copy_name, rewrite_groups};
-use crate::prune::path::{Destination, PathError, PathErrorKind};
+use crate::prune::path::{Destination, PathError, PathErrorKind, PathOptions};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
 
@@ -59,34 +59,23 @@ pub(super) fn is_saved(input: &Path) -> bool {
 pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathError> {
     let name = crate::files::shown(input).into_owned();
     let refuse = |why: String| PathError::said(PathErrorKind::Refused, input, &name, why);
-    let groups = o.groups(|| per_gpu(input, o), refuse)?;
-    let labels = labels(&groups).map_err(&refuse)?;
-    let sels = o.selections(&groups);
-    let mut opts = o.path_options();
-    opts.destination = Destination::Directory(o.dir.clone());
-    let dest = opts.output_path(input)?.unwrap_or_else(|| o.dir.clone());
-    if dest.symlink_metadata().is_ok() {
-        return Err(refuse(format!(
-            "'{}' exists: split writes the new layout as a new directory (remove it, or \
-             give another -d)",
-            crate::files::shown(&dest)
-        )));
-    }
+    let targets = || per_gpu(input, o);
+    let p = prelude(input, o, "layout as a new directory", targets, &refuse)?;
     std::fs::create_dir_all(&o.dir).map_err(|e| PathError::write(&o.dir, e))?;
-    let refs: Vec<&Selection> = sels.iter().collect();
-    let mut g = rewrite_groups(&refs, &opts, input, |i| carried(i, &labels))?;
+    let refs: Vec<&Selection> = p.sels.iter().collect();
+    let mut g = rewrite_groups(&refs, &p.opts, input, |i| carried(i, &p.labels))?;
     let first = g.reps.first();
     let held = Held::of_report(first, &g.companions);
-    unserved(&groups, &held).map_err(&refuse)?;
+    unserved(&p.groups, &held).map_err(&refuse)?;
     std::mem::take(&mut g.left)
         .into_iter()
         .try_for_each(|r| r)?;
-    let names = Names::of(&g.index, &labels).map_err(&refuse)?;
+    let names = Names::of(&g.index, &p.labels).map_err(&refuse)?;
     let index_json = index_json(&g.index.bytes, &g.tops, &names).map_err(&refuse)?;
-    let c = coverage(&held, &labels, &kept_of(&g.reps), &g.companions, &sels);
-    let shown = crate::files::shown(&dest).into_owned();
+    let c = coverage(&held, &p.labels, &kept_of(&g.reps), &g.companions, &p.sels);
+    let shown = crate::files::shown(&p.dest).into_owned();
     let mut outputs = Vec::new();
-    for (k, ((label, group), rep)) in labels.iter().zip(&groups).zip(&g.reps).enumerate() {
+    for (k, ((label, group), rep)) in p.labels.iter().zip(&p.groups).zip(&g.reps).enumerate() {
         outputs.push(SplitOutput {
             label: label.clone(),
             gpus: group.iter().map(Rule::to_string).collect(),
@@ -112,15 +101,60 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
     let members_refused = named_once(Vec::new(), g.reps.iter().flat_map(|r| &r.members_refused));
     let mut rep = g.before.clone();
     g.commit(&index_json, &mut rep)?;
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "oci",
+    Ok(SplitReport::of(
+        name.clone(),
+        "oci",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
+    ))
+}
+
+/// What the split of an OCI layout and of a `docker save` archive
+/// ([`super::saved`]) both start from.
+pub(super) struct Prelude {
+    /// The groups, as [`SplitOptions::groups`] finds them.
+    pub(super) groups: Vec<Vec<Rule>>,
+    /// Each group's label ([`labels`]).
+    pub(super) labels: Vec<String>,
+    /// What prune keeps for each group.
+    pub(super) sels: Vec<Selection>,
+    /// The options of each group's prune, writing into the output directory.
+    pub(super) opts: PathOptions,
+    /// The new output, named as the input is.
+    pub(super) dest: PathBuf,
+}
+
+/// The groups, labels, selections and prune options of the split of
+/// `input` as `o` says (`targets` finds the device targets for
+/// `--per-gpu`), and its output's path: refused (`refuse`) where a label
+/// is not one or the output exists (split writes the new `what`, as
+/// `archive as a new file`).
+pub(super) fn prelude(
+    input: &Path,
+    o: &SplitOptions,
+    what: &str,
+    targets: impl FnOnce() -> Result<Vec<String>, PathError>,
+    refuse: &impl Fn(String) -> PathError,
+) -> Result<Prelude, PathError> {
+    let groups = o.groups(targets, refuse)?;
+    let labels = labels(&groups).map_err(refuse)?;
+    let sels = o.selections(&groups);
+    let mut opts = o.path_options();
+    opts.destination = Destination::Directory(o.dir.clone());
+    let dest = opts.output_path(input)?.unwrap_or_else(|| o.dir.clone());
+    if dest.symlink_metadata().is_ok() {
+        return Err(refuse(format!(
+            "'{}' exists: split writes the new {what} (remove it, or give another -d)",
+            crate::files::shown(&dest)
+        )));
+    }
+    Ok(Prelude {
+        groups,
+        labels,
+        sels,
+        opts,
+        dest,
     })
 }
 

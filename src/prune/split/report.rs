@@ -105,6 +105,15 @@ pub(crate) struct Served {
     pub(crate) outputs: Vec<String>,
 }
 
+/// What a split serves ([`super::coverage`]): for each device target
+/// the input serves, each image group of the input and each per-GPU
+/// file, the labels of the groups that hold it.
+pub(super) struct Coverage {
+    pub(super) targets: Vec<Served>,
+    pub(super) images: Vec<Served>,
+    pub(super) files: Vec<Served>,
+}
+
 /// What a split did.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SplitReport {
@@ -126,6 +135,30 @@ pub(crate) struct SplitReport {
     /// Members some group's prune refused, left as they were (as prune
     /// names them).
     pub(crate) members_refused: Vec<String>,
+}
+
+impl SplitReport {
+    /// The report of the split of `input` (shown as it is named), a
+    /// `format`, into `outputs`, served as `c` says, with the members
+    /// `members_refused`; no `variants_json` (a wheel's split sets it).
+    pub(super) fn of(
+        input: String,
+        format: &'static str,
+        outputs: Vec<SplitOutput>,
+        c: Coverage,
+        members_refused: Vec<String>,
+    ) -> SplitReport {
+        SplitReport {
+            input,
+            format,
+            outputs,
+            variants_json: None,
+            targets: c.targets,
+            images: c.images,
+            files: c.files,
+            members_refused,
+        }
+    }
 }
 
 /// `first`, then each of `more` not already listed: the members every

@@ -16,13 +16,13 @@ use std::path::Path;
 
 use super::coverage::{coverage, kept_of};
 use super::deb::unserved;
-use super::oci::{check, labels};
+use super::oci::{check, prelude};
 use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::NULL;
 use crate::files::Input;
 use crate::prune::oci::docker::groups::{Archive, tagged};
-use crate::prune::path::{Destination, PathError, PathErrorKind};
+use crate::prune::path::{PathError, PathErrorKind};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
 
@@ -38,35 +38,24 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
                    'Layers')";
         PathError::said(PathErrorKind::Content, input, &name, why.to_string())
     })?;
-    let groups = o.groups(|| per_gpu(&archive, o), refuse)?;
-    let labels = labels(&groups).map_err(&refuse)?;
-    let sels = o.selections(&groups);
-    let mut opts = o.path_options();
-    opts.destination = Destination::Directory(o.dir.clone());
-    let dest = opts.output_path(input)?.unwrap_or_else(|| o.dir.clone());
-    if dest.symlink_metadata().is_ok() {
-        return Err(refuse(format!(
-            "'{}' exists: split writes the new archive as a new file (remove it, or give \
-             another -d)",
-            crate::files::shown(&dest)
-        )));
-    }
+    let per_gpu = || per_gpu(&archive, o);
+    let p = prelude(input, o, "archive as a new file", per_gpu, &refuse)?;
     let tags = archive.tags();
     let carried = archive.carried();
-    let names = names(&tags, &labels, &carried).map_err(&refuse)?;
-    let refs: Vec<&Selection> = sels.iter().collect();
-    let mut g = archive.read_groups(&refs, &opts, true, &carried)?;
+    let names = names(&tags, &p.labels, &carried).map_err(&refuse)?;
+    let refs: Vec<&Selection> = p.sels.iter().collect();
+    let mut g = archive.read_groups(&refs, &p.opts, true, &carried)?;
     let first = g.reps.first();
     let held = Held::of_report(first, &g.companions);
-    unserved(&groups, &held).map_err(&refuse)?;
+    unserved(&p.groups, &held).map_err(&refuse)?;
     std::mem::take(&mut g.left)
         .into_iter()
         .try_for_each(|r| r)?;
-    let c = coverage(&held, &labels, &kept_of(&g.reps), &g.companions, &sels);
-    let shown = crate::files::shown(&dest).into_owned();
+    let c = coverage(&held, &p.labels, &kept_of(&g.reps), &g.companions, &p.sels);
+    let shown = crate::files::shown(&p.dest).into_owned();
     let line = |tags: &[String]| tags.iter().map(|t| format!("RepoTags: {t}")).collect();
     let mut outputs = Vec::new();
-    for (((label, group), rep), names) in labels.iter().zip(&groups).zip(&g.reps).zip(&names) {
+    for (((label, group), rep), names) in p.labels.iter().zip(&p.groups).zip(&g.reps).zip(&names) {
         let flat: Vec<String> = names.iter().flatten().cloned().collect();
         outputs.push(SplitOutput {
             label: label.clone(),
@@ -89,21 +78,18 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         kept: crate::prune::path::merge(whole.unwrap_or_default()),
     });
     let members_refused = named_once(Vec::new(), g.reps.iter().flat_map(|r| &r.members_refused));
-    let (Some(dir), Some(file_name)) = (dest.parent(), dest.file_name()) else {
+    let (Some(dir), Some(file_name)) = (p.dest.parent(), p.dest.file_name()) else {
         return Err(refuse("the output has no name".into()));
     };
     std::fs::create_dir_all(dir).map_err(|e| PathError::write(dir, e))?;
-    g.commit(&labels, &names, dir, file_name)?;
-    Ok(SplitReport {
-        input: name.clone(),
-        format: "docker",
+    g.commit(&p.labels, &names, dir, file_name)?;
+    Ok(SplitReport::of(
+        name.clone(),
+        "docker",
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
-    })
+    ))
 }
 
 /// The device targets the archive holds code or per-GPU files for, as

@@ -102,16 +102,13 @@ pub(super) fn split(input: &Path, o: &SplitOptions) -> Result<SplitReport, PathE
         found.left_out.clone(),
         pruned.iter().flat_map(|p| &p.refused),
     );
-    Ok(SplitReport {
-        input: name,
-        format: if meta.is_dir() { "tree" } else { "file" },
+    Ok(SplitReport::of(
+        name,
+        if meta.is_dir() { "tree" } else { "file" },
         outputs,
-        variants_json: None,
-        targets: c.targets,
-        images: c.images,
-        files: c.files,
+        c,
         members_refused,
-    })
+    ))
 }
 
 /// Whether the directory `dir` (which may not exist yet) is the
