@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 
+use crate::files::Small;
 use crate::package::oci::{self, Blobs, Entry, Index, MAX_JSON, Mode, NotWhy, OciError};
 
 mod error;
@@ -191,14 +192,13 @@ fn said(e: OciError<ImageError>) -> ImageError {
 /// [`MAX_JSON`]). Anything but a regular file (a FIFO, a device, a link
 /// to `/dev/zero`) is refused before it is read.
 fn read_small(path: &Path, max: u64) -> Result<Vec<u8>, ImageError> {
-    let name = || crate::files::shown(path).into_owned();
-    let (file, len) = crate::files::open_regular(path).map_err(|e| ImageError::Open(name(), e))?;
-    if len > max {
-        return Err(ImageError::Large(name(), max));
-    }
-    crate::files::read_at_most(file, max)
-        .map_err(|e| ImageError::Read(name(), e))?
-        .ok_or_else(|| ImageError::Large(name(), max))
+    let name = crate::files::shown(path).into_owned();
+    let opened = crate::files::open_regular(path);
+    crate::files::read_small(opened, max).map_err(|e| match e {
+        Small::Open(e) => ImageError::Open(name, e),
+        Small::Big => ImageError::Large(name, max),
+        Small::Read(e) => ImageError::Read(name, e),
+    })
 }
 
 /// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one

@@ -15,7 +15,9 @@
 //!
 //! Nothing here opens a path: a layout's files are reached through
 //! [`Blobs`], which a directory (the scanners', or prune's through its
-//! directory handles) or a tar archive's bytes ([`TarIndex`]) serves.
+//! directory handles) or a tar archive's bytes ([`TarIndex`]) serves;
+//! [`reachable`] lists the blobs an index reaches, read through a
+//! closure.
 //! Errors carry what went wrong and where ([`OciError`]); each caller
 //! words them as its messages always have.
 
@@ -27,13 +29,15 @@ mod digests;
 mod docs;
 pub(crate) mod json;
 pub(crate) mod layer;
+mod reach;
 pub(crate) mod rewrite;
 mod saved;
 mod walk;
 mod whiteout;
 
-pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex};
+pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex, sha256_hex};
 pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
+pub(crate) use reach::reachable;
 #[cfg(test)]
 use saved::may_be_saved;
 pub(crate) use saved::{Saved, TarIndex, named_sha256, starts_as_saved};
