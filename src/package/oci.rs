@@ -9,7 +9,9 @@
 //! blob's and tar's digests, its new blob), asking the caller what each
 //! entry becomes in each output ([`rewrite`]: the [`Decide`] seam every
 //! package format shares), and the documents above it edited where a
-//! value changed ([`chain`], on [`json`]'s spans).
+//! value changed ([`chain`], on [`json`]'s spans). Once the package
+//! records inside a layer are brought up to date, its tar is copied again
+//! with their data replaced ([`replace_files`]).
 //!
 //! [`Decide`]: crate::package::Decide
 //!
@@ -30,6 +32,7 @@ mod docs;
 pub(crate) mod json;
 pub(crate) mod layer;
 mod reach;
+mod replaced;
 pub(crate) mod rewrite;
 mod saved;
 mod walk;
@@ -38,6 +41,7 @@ mod whiteout;
 pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex, sha256_hex};
 pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
 pub(crate) use reach::reachable;
+pub(crate) use replaced::{ReplaceError, replace_files};
 #[cfg(test)]
 use saved::may_be_saved;
 pub(crate) use saved::{Saved, TarIndex, named_sha256, starts_as_saved};
