@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use sha2::Digest as _;
 
 use crate::files::Small;
-use crate::package::oci::{self, Blobs, Entry, Index, MAX_JSON, Mode, NotWhy, OciError};
+use crate::package::oci::{
+    self, Blobs, DiffIdsWhy, Entry, Index, MAX_JSON, Mode, NotWhy, OciError,
+};
 
 mod error;
 pub(crate) use error::ImageError;
@@ -204,19 +206,16 @@ fn read_small(path: &Path, max: u64) -> Result<Vec<u8>, ImageError> {
 /// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one
 /// for each of `layers` layers.
 fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, ImageError> {
-    let config: oci::ConfigDoc = serde_json::from_slice(bytes).map_err(|e| ImageError::Not {
-        what: format!("'{what}'"),
-        kind: "an image config",
-        why: NotWhy::Json(e),
+    let ids = oci::ConfigDoc::diff_ids_for(bytes, layers).map_err(|e| match e {
+        DiffIdsWhy::Json(e) => ImageError::Not {
+            what: format!("'{what}'"),
+            kind: "an image config",
+            why: NotWhy::Json(e),
+        },
+        DiffIdsWhy::Count { ids, layers } => {
+            ImageError::DiffIdCount { ids, layers }.at(format!("'{what}'"))
+        }
     })?;
-    let ids = config.rootfs.diff_ids;
-    if ids.len() != layers {
-        let e = ImageError::DiffIdCount {
-            ids: ids.len(),
-            layers,
-        };
-        return Err(e.at(format!("'{what}'")));
-    }
     ids.iter()
         .enumerate()
         .map(|(i, id)| {

@@ -39,7 +39,7 @@ mod walk;
 mod whiteout;
 
 pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex, sha256_hex};
-pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
+pub(crate) use docs::{ConfigDoc, Desc, DiffIdsWhy, Entry, Image, Index, NotWhy};
 pub(crate) use reach::reachable;
 pub(crate) use replaced::{ReplaceError, replace_files};
 #[cfg(test)]
