@@ -38,13 +38,15 @@ mod saved;
 mod walk;
 mod whiteout;
 
-pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex, sha256_hex};
+pub(crate) use digests::{
+    IMAGE_NAME, MAX_DEPTH, MAX_JSON, REF_NAME, digest_bytes, hex, hex_sha, sha256_hex,
+};
 pub(crate) use docs::{ConfigDoc, Desc, DiffIdsWhy, Entry, Image, Index, NotWhy};
 pub(crate) use reach::reachable;
 pub(crate) use replaced::{ReplaceError, replace_files};
 #[cfg(test)]
 use saved::may_be_saved;
-pub(crate) use saved::{Saved, TarIndex, named_sha256, starts_as_saved};
+pub(crate) use saved::{Saved, TarIndex, is_legacy, named_sha256, starts_as_saved};
 pub(crate) use walk::{Blobs, Mode, OciError, read};
 pub(crate) use whiteout::{OutOfRoot, Seen, Shadow, normal};
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::io::{Seek as _, SeekFrom};
 
 use super::super::layer::{self, Above, Companions, LayerCx, Method, Part, Rewritten};
-use super::{PathError, Run, Saved, method_of};
+use super::{PathError, Run, Saved};
 use crate::package::oci::chain;
 use crate::package::oci::json::Step;
 use crate::package::oci::{ConfigDoc, Desc, DiffIdsWhy, hex_sha};
@@ -114,7 +114,7 @@ impl Layer<'_> {
             return Ok(Vec::new());
         };
         let (at, bytes) = first.member(self.place, self.path)?;
-        let m = method_of(bytes)
+        let m = layer::method_of_bytes(bytes)
             .ok_or_else(|| first.said(format!("{}: it is not a tar archive", self.place)))?;
         // A member named by its digest is checked against it.
         let expect = Desc::of_blob_member(&at, bytes.len() as u64);
