@@ -233,6 +233,34 @@ pub(crate) fn read_at_most(r: impl Read, max: u64) -> io::Result<Option<Vec<u8>>
     Ok((v.len() as u64 <= max).then_some(v))
 }
 
+/// Why a small file was not read whole ([`read_small`]).
+#[derive(Debug)]
+pub(crate) enum Small {
+    /// It could not be opened, or is not a regular file.
+    Open(io::Error),
+    /// It holds more bytes than the cap.
+    Big,
+    /// Reading it failed.
+    Read(io::Error),
+}
+
+/// The whole of the small file `opened` gives (its handle and size, as
+/// [`open_regular`] or [`open_regular_at`] return them), when that is at
+/// most `cap` bytes: the JSON documents of a container image. What is
+/// not a regular file was refused as it was opened, before a byte is
+/// read; one that grows past `cap` while it is read is refused too.
+pub(crate) fn read_small(opened: io::Result<(File, u64)>, cap: u64) -> Result<Vec<u8>, Small> {
+    let (file, len) = opened.map_err(Small::Open)?;
+    if len > cap {
+        return Err(Small::Big);
+    }
+    match read_at_most(file, cap) {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(Small::Big),
+        Err(e) => Err(Small::Read(e)),
+    }
+}
+
 /// Mappings at least this large are given back by [`Input::close`] on a
 /// thread of their own.
 pub const CLOSE_APART_FROM: usize = 64 << 20;

@@ -47,7 +47,7 @@ use std::path::Path;
 
 pub(crate) use crate::error::strerror;
 use crate::layout::Layout;
-pub(crate) use input::{open_nonblocking, open_regular, open_regular_at, read_at_most};
+pub(crate) use input::{Small, open_nonblocking, open_regular, open_regular_at, read_small};
 pub(crate) use name::{raw_bytes, shown, shown_os};
 
 mod cleanup;

@@ -21,7 +21,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 
-use crate::package::oci::{self, Blobs, Entry, Index, MAX_JSON, Mode, NotWhy, OciError};
+use crate::files::Small;
+use crate::package::oci::{
+    self, Blobs, DiffIdsWhy, Entry, Index, MAX_JSON, Mode, NotWhy, OciError,
+};
 
 mod error;
 pub(crate) use error::ImageError;
@@ -191,32 +194,28 @@ fn said(e: OciError<ImageError>) -> ImageError {
 /// [`MAX_JSON`]). Anything but a regular file (a FIFO, a device, a link
 /// to `/dev/zero`) is refused before it is read.
 fn read_small(path: &Path, max: u64) -> Result<Vec<u8>, ImageError> {
-    let name = || crate::files::shown(path).into_owned();
-    let (file, len) = crate::files::open_regular(path).map_err(|e| ImageError::Open(name(), e))?;
-    if len > max {
-        return Err(ImageError::Large(name(), max));
-    }
-    crate::files::read_at_most(file, max)
-        .map_err(|e| ImageError::Read(name(), e))?
-        .ok_or_else(|| ImageError::Large(name(), max))
+    let name = crate::files::shown(path).into_owned();
+    let opened = crate::files::open_regular(path);
+    crate::files::read_small(opened, max).map_err(|e| match e {
+        Small::Open(e) => ImageError::Open(name, e),
+        Small::Big => ImageError::Large(name, max),
+        Small::Read(e) => ImageError::Read(name, e),
+    })
 }
 
 /// The `rootfs.diff_ids` of the image config `bytes` (named `what`), one
 /// for each of `layers` layers.
 fn diff_ids(bytes: &[u8], what: &str, layers: usize) -> Result<Vec<[u8; 32]>, ImageError> {
-    let config: oci::ConfigDoc = serde_json::from_slice(bytes).map_err(|e| ImageError::Not {
-        what: format!("'{what}'"),
-        kind: "an image config",
-        why: NotWhy::Json(e),
+    let ids = oci::ConfigDoc::diff_ids_for(bytes, layers).map_err(|e| match e {
+        DiffIdsWhy::Json(e) => ImageError::Not {
+            what: format!("'{what}'"),
+            kind: "an image config",
+            why: NotWhy::Json(e),
+        },
+        DiffIdsWhy::Count { ids, layers } => {
+            ImageError::DiffIdCount { ids, layers }.at(format!("'{what}'"))
+        }
     })?;
-    let ids = config.rootfs.diff_ids;
-    if ids.len() != layers {
-        let e = ImageError::DiffIdCount {
-            ids: ids.len(),
-            layers,
-        };
-        return Err(e.at(format!("'{what}'")));
-    }
     ids.iter()
         .enumerate()
         .map(|(i, id)| {

@@ -9,13 +9,17 @@
 //! blob's and tar's digests, its new blob), asking the caller what each
 //! entry becomes in each output ([`rewrite`]: the [`Decide`] seam every
 //! package format shares), and the documents above it edited where a
-//! value changed ([`chain`], on [`json`]'s spans).
+//! value changed ([`chain`], on [`json`]'s spans). Once the package
+//! records inside a layer are brought up to date, its tar is copied again
+//! with their data replaced ([`replace_files`]).
 //!
 //! [`Decide`]: crate::package::Decide
 //!
 //! Nothing here opens a path: a layout's files are reached through
 //! [`Blobs`], which a directory (the scanners', or prune's through its
-//! directory handles) or a tar archive's bytes ([`TarIndex`]) serves.
+//! directory handles) or a tar archive's bytes ([`TarIndex`]) serves;
+//! [`reachable`] lists the blobs an index reaches, read through a
+//! closure.
 //! Errors carry what went wrong and where ([`OciError`]); each caller
 //! words them as its messages always have.
 
@@ -27,16 +31,22 @@ mod digests;
 mod docs;
 pub(crate) mod json;
 pub(crate) mod layer;
+mod reach;
+mod replaced;
 pub(crate) mod rewrite;
 mod saved;
 mod walk;
 mod whiteout;
 
-pub(crate) use digests::{MAX_DEPTH, MAX_JSON, digest_bytes, hex, hex_sha, is_hex};
-pub(crate) use docs::{ConfigDoc, Desc, Entry, Image, Index, NotWhy};
+pub(crate) use digests::{
+    IMAGE_NAME, MAX_DEPTH, MAX_JSON, REF_NAME, digest_bytes, hex, hex_sha, sha256_hex,
+};
+pub(crate) use docs::{ConfigDoc, Desc, DiffIdsWhy, Entry, Image, Index, NotWhy};
+pub(crate) use reach::reachable;
+pub(crate) use replaced::{ReplaceError, replace_files};
 #[cfg(test)]
 use saved::may_be_saved;
-pub(crate) use saved::{Saved, TarIndex, named_sha256, starts_as_saved};
+pub(crate) use saved::{Saved, TarIndex, is_legacy, named_sha256, starts_as_saved};
 pub(crate) use walk::{Blobs, Mode, OciError, read};
 pub(crate) use whiteout::{OutOfRoot, Seen, Shadow, normal};
 

@@ -14,6 +14,10 @@ pub(crate) const MAX_DEPTH: u32 = 4;
 /// The annotation that names an image of a layout.
 pub(crate) const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+/// The annotation containerd (and Docker) give an image's full name
+/// (`docker.io/library/NAME:TAG`).
+pub(crate) const IMAGE_NAME: &str = "io.containerd.image.name";
+
 /// Whether `media_type` is an index's (OCI, or Docker's manifest list).
 pub(crate) fn is_index(media_type: &str) -> bool {
     media_type.ends_with("image.index.v1+json") || media_type.ends_with("manifest.list.v2+json")

@@ -27,6 +27,23 @@ impl Desc {
     pub(crate) fn hex(&self) -> Option<&str> {
         super::digests::sha256_hex(&self.digest)
     }
+
+    /// What a `docker save` archive's member named `blobs/sha256/<hex>`
+    /// (Docker 25 on) must be, its data being `size` bytes: a descriptor
+    /// of that digest and size, against which its bytes are checked.
+    /// `None` for any other name.
+    pub(crate) fn of_blob_member(member: &str, size: u64) -> Option<Desc> {
+        let hex = member
+            .strip_prefix("blobs/sha256/")
+            .filter(|h| super::digests::is_hex(h))?;
+        Some(Desc {
+            media_type: String::new(),
+            digest: format!("sha256:{hex}"),
+            size,
+            annotations: BTreeMap::new(),
+            platform: None,
+        })
+    }
 }
 
 /// The platform an index's descriptor says its image runs on.
@@ -87,6 +104,34 @@ pub(super) struct ManifestDoc {
 #[derive(Deserialize)]
 pub(crate) struct ConfigDoc {
     pub(crate) rootfs: RootFs,
+}
+
+impl ConfigDoc {
+    /// The `rootfs.diff_ids` of the image config `bytes`, when it is one
+    /// and lists one for each of its image's `layers` layers (the entries
+    /// are not checked to be digests here).
+    pub(crate) fn diff_ids_for(bytes: &[u8], layers: usize) -> Result<Vec<String>, DiffIdsWhy> {
+        let c: ConfigDoc = serde_json::from_slice(bytes).map_err(DiffIdsWhy::Json)?;
+        let ids = c.rootfs.diff_ids;
+        if ids.len() != layers {
+            return Err(DiffIdsWhy::Count {
+                ids: ids.len(),
+                layers,
+            });
+        }
+        Ok(ids)
+    }
+}
+
+/// Why an image config gives no diff_id for each of its image's layers
+/// ([`ConfigDoc::diff_ids_for`]); each caller words it.
+#[derive(Debug)]
+pub(crate) enum DiffIdsWhy {
+    /// It is not an image config: serde's words.
+    Json(serde_json::Error),
+    /// Its `rootfs.diff_ids` lists `ids` entries, the image `layers`
+    /// layers.
+    Count { ids: usize, layers: usize },
 }
 
 /// An image config's `rootfs`.

@@ -59,6 +59,24 @@ pub(crate) fn method(mt: &str) -> Option<Method> {
     }
 }
 
+/// How the layer `bytes` (a `docker save` archive's member, which has no
+/// media type) is compressed, told from its first bytes; `None` when it
+/// is no tar. An empty layer's zeros are a plain tar.
+pub(crate) fn method_of_bytes(bytes: &[u8]) -> Option<Method> {
+    use crate::package::{Compression, Kind};
+    match crate::package::detect(bytes) {
+        Some(Kind::Tar(Compression::None)) => Some(Method::Plain),
+        Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
+            Some(Method::Gzip)
+        }
+        Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
+            Some(Method::Zstd)
+        }
+        _ if bytes.iter().all(|&b| b == 0) => Some(Method::Plain),
+        _ => None,
+    }
+}
+
 /// Whether a layer of media type `mt` may be left out of a layout (it is
 /// fetched from elsewhere).
 pub(crate) fn is_foreign(mt: &str) -> bool {

@@ -30,6 +30,19 @@ pub(crate) fn named_sha256(member: &str) -> Option<[u8; 32]> {
     digest_bytes(&format!("sha256:{hex}"))
 }
 
+/// Whether `path` (a directory when `dir`) is one of the entries the
+/// first `docker save` format, from before Docker 1.10, wrote for loaders
+/// older than `manifest.json`: `repositories`, and the directory named by
+/// a v1 layer ID (64 hex digits) with its `json`, `VERSION` and
+/// `layer.tar`.
+pub(crate) fn is_legacy(path: &str, dir: bool) -> bool {
+    use super::digests::is_hex;
+    match path.split_once('/') {
+        None => path == "repositories" || (dir && is_hex(path)),
+        Some((id, name)) => is_hex(id) && ["json", "VERSION", "layer.tar"].contains(&name),
+    }
+}
+
 /// Whether `first`, the path of a tar's first entry, is one a `docker
 /// save` archive starts with: a layer's or config's name (64 hex digits,
 /// then `/`, `.json` or `.tar`), `blobs/` (Docker 25 on), or one of the

@@ -5,7 +5,9 @@
 use super::digests::{
     MAX_DEPTH, MAX_JSON, REF_NAME, hex_sha, is_image_config, is_index, sha256_hex,
 };
-use super::docs::{ConfigDoc, Desc, Document, Entry, Image, Index, IndexDoc, ManifestDoc, NotWhy};
+use super::docs::{
+    ConfigDoc, Desc, DiffIdsWhy, Document, Entry, Image, Index, IndexDoc, ManifestDoc, NotWhy,
+};
 
 /// Where a layout's files are: `index.json` and the blobs of
 /// `blobs/sha256/`, each read whole within a cap.
@@ -197,21 +199,22 @@ impl<B: Blobs> Walk<'_, B> {
             _ => return Ok(Entry::Other),
         };
         let config_bytes = self.small(&config, &format!("{} config", d.digest))?;
-        let c: ConfigDoc =
-            serde_json::from_slice(&config_bytes).map_err(|why| OciError::NotConfig {
-                manifest: d.digest.clone(),
-                config: config.digest.clone(),
-                why,
-            })?;
-        let diff_ids = c.rootfs.diff_ids;
-        if diff_ids.len() != layers.len() {
-            return Err(OciError::DiffIdCount {
-                manifest: d.digest.clone(),
-                config: config.digest.clone(),
-                ids: diff_ids.len(),
-                layers: layers.len(),
-            });
-        }
+        let diff_ids = ConfigDoc::diff_ids_for(&config_bytes, layers.len()).map_err(|e| {
+            let (manifest, config) = (d.digest.clone(), config.digest.clone());
+            match e {
+                DiffIdsWhy::Json(why) => OciError::NotConfig {
+                    manifest,
+                    config,
+                    why,
+                },
+                DiffIdsWhy::Count { ids, layers } => OciError::DiffIdCount {
+                    manifest,
+                    config,
+                    ids,
+                    layers,
+                },
+            }
+        })?;
         if scan {
             self.scan_digests(&d, &config, &diff_ids, &layers)?;
         }

@@ -2,7 +2,6 @@
 //! ([`Stage`]), then put in place in the order that keeps the layout
 //! whole at every instant (see [`super`]).
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write as _;
@@ -14,15 +13,12 @@ use std::sync::Arc;
 use super::super::path::{Destination, PathError, PathErrorKind, PathOptions, PathReport};
 use super::layer::{self, Method};
 use crate::files::{Allowance, Output, TempTree};
-use crate::package::oci::{self, Index};
+use crate::package::oci::{self, Index, reachable};
 use crate::prune::anchor::LayoutAt;
 
 /// The name a layer's blob is given until its digest is known (it is
 /// written to a file with no name, or a temporary one, until then).
 const TEMPORARY: &str = ".offload-kit-layer";
-
-/// How deeply [`reachable`] follows documents.
-const MAX_DEPTH: u32 = 8;
 
 /// Where the new blobs go until the rewrite is complete.
 pub(super) struct Stage {
@@ -209,7 +205,8 @@ impl Stage {
         .map_err(cannot(&dest))?;
         self.place()?;
         let (theirs, ours) = (input.join("blobs").join("sha256"), self.blobs.clone());
-        let read = |hex: &str| read_blob(&ours.join(hex)).or_else(|| read_blob(&theirs.join(hex)));
+        let read =
+            |hex: &str| small_blob(&ours.join(hex)).or_else(|| small_blob(&theirs.join(hex)));
         for (hex, mt) in reachable(index, &read) {
             let (from, to) = (theirs.join(&hex), ours.join(&hex));
             if to.exists() || (layer::is_foreign(&mt) && !from.exists()) {
@@ -275,8 +272,8 @@ impl Stage {
         let blobs = input.join("blobs").join("sha256");
         let store = self.store().transpose()?.cloned();
         let read = |hex: &str| match &store {
-            Some(dir) => read_blob_at(dir, hex),
-            None => read_blob(&blobs.join(hex)),
+            Some(dir) => small_blob_at(dir, hex),
+            None => small_blob(&blobs.join(hex)),
         };
         let before = reachable(&old.bytes, &read);
         let after = reachable(new_index, &read);
@@ -343,84 +340,18 @@ fn sync_fd(dir: &OwnedFd, shown: &Path) -> Result<(), PathError> {
         .map_err(|e| PathError::write(shown, e))
 }
 
-/// The bytes of the small blob `hex` in the blob store whose handle is
-/// `dir`, when it is one: a regular file there (a link is not followed)
-/// within [`oci::MAX_JSON`].
-fn read_blob_at(dir: &OwnedFd, hex: &str) -> Option<Vec<u8>> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    let file = File::from(rustix::fs::openat(dir, hex, flags, Mode::empty()).ok()?);
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > oci::MAX_JSON {
-        return None;
-    }
-    crate::files::read_at_most(file, oci::MAX_JSON).ok()?
+/// The small blob at `path`, when it is a regular file within
+/// [`oci::MAX_JSON`] (a FIFO or a link to a device is none).
+fn small_blob(path: &Path) -> Option<Vec<u8>> {
+    crate::files::read_small(crate::files::open_regular(path), oci::MAX_JSON).ok()
 }
 
-/// The bytes of the small blob `path`, when it is one (a regular file
-/// within [`oci::MAX_JSON`]: a FIFO or a link to a device is none).
-fn read_blob(path: &Path) -> Option<Vec<u8>> {
-    let (file, len) = crate::files::open_regular(path).ok()?;
-    if len > oci::MAX_JSON {
-        return None;
-    }
-    crate::files::read_at_most(file, oci::MAX_JSON).ok()?
-}
-
-/// Every blob the index `index` reaches (its manifests, their configs
-/// and layers, indexes inside it, the subjects and blobs that
-/// signatures and artifacts name), by its digest's hex, with its media
-/// type; `read` gives a JSON blob's bytes.
-pub(super) fn reachable(
-    index: &[u8],
-    read: &dyn Fn(&str) -> Option<Vec<u8>>,
-) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(index) {
-        follow(&v, read, &mut out, 0);
-    }
-    out
-}
-
-/// Adds the descriptors of the document `v` to `out`, following those of
-/// JSON documents.
-fn follow(
-    v: &serde_json::Value,
-    read: &dyn Fn(&str) -> Option<Vec<u8>>,
-    out: &mut BTreeMap<String, String>,
-    depth: u32,
-) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    let mut descs = Vec::new();
-    for key in ["manifests", "layers", "blobs"] {
-        if let Some(a) = v.get(key).and_then(|a| a.as_array()) {
-            descs.extend(a.iter());
-        }
-    }
-    for key in ["config", "subject"] {
-        descs.extend(v.get(key));
-    }
-    for d in descs {
-        let Some(hex) = d
-            .get("digest")
-            .and_then(|x| x.as_str())
-            .and_then(|x| x.strip_prefix("sha256:"))
-            .filter(|h| oci::is_hex(h))
-        else {
-            continue;
-        };
-        let mt = d.get("mediaType").and_then(|x| x.as_str()).unwrap_or("");
-        if out.insert(hex.to_string(), mt.to_string()).is_some() || layer::method(mt).is_some() {
-            continue;
-        }
-        if let Some(inner) =
-            read(hex).and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        {
-            follow(&inner, read, out, depth + 1);
-        }
-    }
+/// The small blob `hex` in the blob store whose handle is `dir`, when it
+/// is a regular file there (a symbolic link is not followed) within
+/// [`oci::MAX_JSON`].
+fn small_blob_at(dir: &OwnedFd, hex: &str) -> Option<Vec<u8>> {
+    let opened = crate::files::open_regular_at(dir, OsStr::new(hex));
+    crate::files::read_small(opened, oci::MAX_JSON).ok()
 }
 
 /// The bytes of the layout `dir` (`oci-layout`, `index.json` and its

@@ -30,27 +30,15 @@ use super::super::path::{
     Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
     write_through,
 };
-use super::layer::Method;
 use crate::files::{Input, Output};
 use crate::package::oci::json::{self, Step};
-use crate::package::oci::{TarIndex, is_hex};
+use crate::package::oci::{TarIndex, is_legacy};
 use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};
 
 pub(crate) mod groups;
 mod oci;
 mod read;
-
-/// Whether `path` is one of the entries the first `docker save` format
-/// (Docker before 1.10) left for loaders that predate `manifest.json`:
-/// `repositories` and, in a directory named by a 64-digit v1 layer ID,
-/// its `json`, `VERSION` and `layer.tar`, or that directory.
-fn is_legacy(path: &str, dir: bool) -> bool {
-    match path.split_once('/') {
-        None => path == "repositories" || (dir && is_hex(path)),
-        Some((id, name)) => is_hex(id) && ["json", "VERSION", "layer.tar"].contains(&name),
-    }
-}
 
 /// One image of `manifest.json`.
 #[derive(Deserialize)]
@@ -307,7 +295,7 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// The legacy entries ([`is_legacy`]) left out of an archive whose
+    /// The legacy entries ([`is_legacy`](crate::package::oci::is_legacy)) left out of an archive whose
     /// layers changed: their v1 layer IDs were derived from the old
     /// layers, which the `json` files describe, and every loader since
     /// Docker 1.10 (and skopeo) reads `manifest.json` instead. A member
@@ -372,22 +360,6 @@ impl<'a> Run<'a> {
             }
         }
         walk.into_inner().flush()
-    }
-}
-
-/// How the layer member `bytes` is compressed; `None` when it is no tar
-/// (an empty layer's zeros are one).
-fn method_of(bytes: &[u8]) -> Option<Method> {
-    match package::detect(bytes) {
-        Some(Kind::Tar(Compression::None)) => Some(Method::Plain),
-        Some(Kind::Tar(Compression::Gzip) | Kind::Compressed(Compression::Gzip)) => {
-            Some(Method::Gzip)
-        }
-        Some(Kind::Tar(Compression::Zstd) | Kind::Compressed(Compression::Zstd)) => {
-            Some(Method::Zstd)
-        }
-        _ if bytes.iter().all(|&b| b == 0) => Some(Method::Plain),
-        _ => None,
     }
 }
 

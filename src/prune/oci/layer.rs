@@ -27,7 +27,9 @@ use super::super::output::Output as NewFile;
 use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport, Pruning, RemovedFile};
 use super::records::{Down, Fate, Found, MAX_RECORD, Sum};
 use crate::files::Input;
-pub(super) use crate::package::oci::layer::{Method, is_foreign, method, offsets_annotation, pack};
+pub(super) use crate::package::oci::layer::{
+    Method, is_foreign, method, method_of_bytes, offsets_annotation, pack,
+};
 use crate::package::oci::rewrite::{self as package, Layer, Member};
 use crate::package::oci::{Desc, Seen, Shadow};
 use crate::package::tar::walk::Fault;

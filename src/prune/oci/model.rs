@@ -9,6 +9,7 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use crate::files::Small;
 use crate::package::oci::{self, Blobs, Index, MAX_DEPTH, MAX_JSON, Mode, OciError};
 use crate::prune::anchor::LayoutAt;
 
@@ -227,13 +228,9 @@ fn opened_in(dir: &std::os::fd::OwnedFd, name: &str, dev: u64) -> std::io::Resul
 /// refused before it is read.
 fn read_small(opened: std::io::Result<(File, u64)>, path: &Path, max: u64) -> Result<Vec<u8>, Why> {
     let name = crate::files::shown(path).into_owned();
-    let (file, len) = opened.map_err(|e| Why::Open(name.clone(), e))?;
-    if len > max {
-        return Err(Why::Big(name));
-    }
-    match crate::files::read_at_most(file, max) {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(Why::Big(name)),
-        Err(e) => Err(Why::Read(name, e)),
-    }
+    crate::files::read_small(opened, max).map_err(|e| match e {
+        Small::Open(e) => Why::Open(name, e),
+        Small::Big => Why::Big(name),
+        Small::Read(e) => Why::Read(name, e),
+    })
 }

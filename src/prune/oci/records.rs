@@ -12,7 +12,7 @@
 //! they do not match refuses the image ([`tamper`]) unless
 //! [`PathOptions::trust_bytes`](super::super::PathOptions::trust_bytes)
 //! — and the layer's tar is then copied once more with the records
-//! replaced ([`replace`]).
+//! replaced ([`replace`], the package's rewrite of a layer's files).
 //!
 //! What a container sees is what counts: a record is matched against the
 //! files changed in its own layer and in the layers above it (which are
@@ -23,7 +23,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 
 use base64::Engine as _;
@@ -33,10 +32,9 @@ use super::super::path::{PathError, PathErrorKind, PathOptions, PathReport};
 use super::super::tamper;
 use super::super::tree::conda;
 use super::super::tree::records::{is_record, lexical};
-use crate::package::Hashing;
-use crate::package::oci::{hex, normal};
+use crate::package::oci::{ReplaceError, hex, replace_files};
 use crate::package::records::pip_rows;
-use crate::package::tar::walk::{Fault, Walk};
+use crate::package::tar::walk::Fault;
 use crate::package::zipfile::record::{Change, new_record_with};
 
 /// What the records of one layer are settled with: the layer's context
@@ -297,47 +295,22 @@ fn b64(sha: &[u8; 32]) -> String {
 }
 
 /// Copies the layer's tar `tar` (from its start) to `out` with the data
-/// of each visible record in `new` replaced: the new tar, read from its
-/// start, and its SHA-256 (the layer's new diff_id).
+/// of each visible record in `new` replaced (the package's
+/// [`replace_files`]): the new tar, read from its start, and its SHA-256
+/// (the layer's new diff_id). Its failures in prune's words.
 pub(super) fn replace(
     cx: &Cx<'_>,
     tar: &mut File,
     out: File,
     new: &BTreeMap<String, Vec<u8>>,
 ) -> Result<(File, String), PathError> {
-    let io = |e| PathError::io(PathErrorKind::Io, cx.input, e);
-    tar.seek(SeekFrom::Start(0)).map_err(io)?;
-    let sink = Hashing::<_, Sha256>::new(BufWriter::with_capacity(1 << 20, &out));
-    let mut walk = Walk::new(BufReader::with_capacity(1 << 20, &*tar), sink, u64::MAX);
-    let fault = |f| (cx.fault)(f);
-    while let Some(h) = walk.next().map_err(fault)? {
-        let path = normal(&h.path_lossy()).map_err(|e| cx.said(&e.to_string()))?;
-        let Some(bytes) = new.get(&path).filter(|_| h.is_file()) else {
-            walk.copy(&h).map_err(fault)?;
-            continue;
-        };
-        if h.size_in_pax {
-            return Err(cx.said(&format!(
-                "the record '{path}': a pax header gives its size, which prune does not rewrite"
-            )));
-        }
-        walk.skip_body().map_err(fault)?;
-        walk.write_header(&h, bytes.len() as u64).map_err(fault)?;
-        let n = bytes.len() as u64;
-        walk.out()
-            .write_all(bytes)
-            .map_err(|e| PathError::write(cx.input, e))?;
-        walk.pad(n).map_err(fault)?;
-    }
-    let Hashing {
-        out: mut inner,
-        digest: sha,
-        ..
-    } = walk.into_inner();
-    inner.flush().map_err(io)?;
-    drop(inner);
-    let sha = sha.finalize();
-    let mut out = out;
-    out.seek(SeekFrom::Start(0)).map_err(io)?;
-    Ok((out, format!("sha256:{}", hex(&sha))))
+    replace_files(tar, out, new).map_err(|e| match e {
+        ReplaceError::Io(e) => PathError::io(PathErrorKind::Io, cx.input, e),
+        ReplaceError::Fault(f) => (cx.fault)(f),
+        ReplaceError::OutOfRoot(e) => cx.said(&e.to_string()),
+        ReplaceError::PaxSize(path) => cx.said(&format!(
+            "the record '{path}': a pax header gives its size, which prune does not rewrite"
+        )),
+        ReplaceError::Write(e) => PathError::write(cx.input, e),
+    })
 }

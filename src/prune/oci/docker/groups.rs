@@ -25,16 +25,10 @@ use super::super::groups::is_copy_name;
 use super::super::layer::Companions;
 use super::{PathError, PathOptions, PathReport, Run, Saved, budget_of, saved};
 use crate::files::{Input, Output};
-use crate::package::oci::TarIndex;
+use crate::package::oci::{IMAGE_NAME, REF_NAME, TarIndex};
 use crate::package::tar::walk::{Header, Walk};
 use crate::prune::Selection;
 use crate::prune::path::{PathErrorKind, merge};
-
-/// The annotation that names an image of a layout.
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
-
-/// The annotation containerd (and Docker) give an image's full name.
-const IMAGE_NAME: &str = "io.containerd.image.name";
 
 /// A `docker save` archive opened: its members and images.
 pub(crate) struct Archive<'a> {

@@ -14,7 +14,7 @@
 use super::{PathError, PathErrorKind, Run};
 use crate::package::oci::chain;
 use crate::package::oci::json::Step;
-use crate::package::oci::{MAX_DEPTH, MAX_JSON, hex_sha, is_hex};
+use crate::package::oci::{MAX_DEPTH, MAX_JSON, hex_sha, sha256_hex};
 
 /// The document keys whose arrays hold descriptors that are followed.
 const LISTS: [&str; 2] = ["manifests", "layers"];
@@ -132,9 +132,5 @@ impl Run<'_> {
 
 /// The hex of the sha256 digest of the descriptor `d`, when it has one.
 fn digest_of(d: &serde_json::Value) -> Option<String> {
-    let digest = d.get("digest")?.as_str()?;
-    digest
-        .strip_prefix("sha256:")
-        .filter(|h| is_hex(h))
-        .map(str::to_string)
+    sha256_hex(d.get("digest")?.as_str()?).map(str::to_string)
 }

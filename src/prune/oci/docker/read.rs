@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::io::{Seek as _, SeekFrom};
 
 use super::super::layer::{self, Above, Companions, LayerCx, Method, Part, Rewritten};
-use super::{PathError, Run, Saved, method_of};
+use super::{PathError, Run, Saved};
 use crate::package::oci::chain;
 use crate::package::oci::json::Step;
-use crate::package::oci::{ConfigDoc, Desc, hex_sha, is_hex};
+use crate::package::oci::{ConfigDoc, Desc, DiffIdsWhy, hex_sha};
 
 impl<'a> Run<'a> {
     /// Reads every image of `images` (those of `manifest.json`) but
@@ -50,19 +50,14 @@ fn image(
     };
     let field = format!("manifest.json: [{i}]");
     let (config_at, config) = first.member(&format!("{field}.Config"), &img.config)?;
-    let doc: ConfigDoc = serde_json::from_slice(config).map_err(|e| {
-        first.said(format!(
+    let diff_ids = ConfigDoc::diff_ids_for(config, img.layers.len()).map_err(|e| match e {
+        DiffIdsWhy::Json(e) => first.said(format!(
             "{field}.Config ('{config_at}'): not an image config: {e}"
-        ))
+        )),
+        DiffIdsWhy::Count { ids, layers } => first.said(format!(
+            "{field}: 'Layers' lists {layers} layers, its config's 'rootfs.diff_ids' {ids}"
+        )),
     })?;
-    let diff_ids = doc.rootfs.diff_ids;
-    if diff_ids.len() != img.layers.len() {
-        return Err(first.said(format!(
-            "{field}: 'Layers' lists {} layers, its config's 'rootfs.diff_ids' {}",
-            img.layers.len(),
-            diff_ids.len()
-        )));
-    }
     let shown = crate::files::shown(first.input).into_owned();
     let name = match single {
         true => shown,
@@ -119,19 +114,10 @@ impl Layer<'_> {
             return Ok(Vec::new());
         };
         let (at, bytes) = first.member(self.place, self.path)?;
-        let m = method_of(bytes)
+        let m = layer::method_of_bytes(bytes)
             .ok_or_else(|| first.said(format!("{}: it is not a tar archive", self.place)))?;
         // A member named by its digest is checked against it.
-        let expect = at
-            .strip_prefix("blobs/sha256/")
-            .filter(|h| is_hex(h))
-            .map(|h| Desc {
-                media_type: String::new(),
-                digest: format!("sha256:{h}"),
-                size: bytes.len() as u64,
-                annotations: BTreeMap::new(),
-                platform: None,
-            });
+        let expect = Desc::of_blob_member(&at, bytes.len() as u64);
         let cxs: Vec<LayerCx<'_>> = runs
             .iter()
             .map(|r| LayerCx {
