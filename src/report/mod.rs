@@ -1,7 +1,8 @@
 //! The reports the commands print, made from what the engines return:
 //! the Markdown of `size`, `inspect`, `check` and `prune` (for a CI job
-//! summary), the HTML treemap of `size --html`, and the JUnit XML of
-//! `check --junit`. The engines (`scan`, `kernels`, `prune`) only return
+//! summary), the HTML treemap of `size --html`, the JUnit XML of
+//! `check --junit`, and the tables and JSON of `list`, `prune` and
+//! `split`. The engines (`scan`, `kernels`, `prune`) only return
 //! data; this module turns it into bytes, and the command line only
 //! prints what it returns. Nothing here reads files or prints.
 //!
