@@ -131,3 +131,29 @@ pub(crate) fn is_copy_name(name: &str, other: impl Fn(&str) -> bool) -> bool {
     name.rsplit_once('-')
         .is_some_and(|(base, l)| label_shaped(l) && other(base))
 }
+
+/// The items of `names` (each item's names; none for an unnamed one)
+/// that are a split's earlier outputs: named, and each name `NAME-LABEL`
+/// where another item is named `NAME` ([`is_copy_name`]). An image of a
+/// layout, of a `docker save` archive (its RepoTags) or of the index
+/// inside one (by one annotation).
+pub(crate) fn copies_among(names: &[Vec<&str>]) -> Vec<usize> {
+    let copy = |i: usize, n: &str| {
+        let other = |b: &str| (names.iter().enumerate()).any(|(j, m)| j != i && m.contains(&b));
+        is_copy_name(n, other)
+    };
+    (names.iter().enumerate())
+        .filter(|(i, n)| !n.is_empty() && n.iter().all(|n| copy(*i, n)))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Why a group's copy of an image cannot be added: the input names
+/// another image `name` already, which is not that copy as a split
+/// makes it.
+pub(crate) fn named_otherwise(name: &str) -> String {
+    format!(
+        "its image '{name}' would be named twice: the input names another image so (not this \
+         group's copy, as a split makes it)"
+    )
+}

@@ -30,7 +30,7 @@ use super::report::{SplitOptions, SplitOutput, SplitReport, named_once};
 use super::targets::Held;
 use super::variant::{self, NULL};
 use crate::package::oci::{Entry, Index};
-use crate::prune::oci::groups::{is_copy_name, rewrite_groups};
+use crate::prune::oci::groups::{copies_among, named_otherwise, rewrite_groups};
 use crate::prune::path::{Destination, PathError, PathErrorKind, PathOptions};
 use crate::prune::{Rules, Selection};
 use crate::scan::rule::Rule;
@@ -229,12 +229,16 @@ fn carried(index: &Index, labels: &[String]) -> Vec<usize> {
         .map(|(i, _)| (i, names.get(i).and_then(Option::as_deref)))
         .collect();
     let unnamed = images.iter().filter(|(_, n)| n.is_none()).count();
-    let copy = |i: usize, n: &str| {
-        let other = |b: &str| images.iter().any(|(j, m)| *j != i && *m == Some(b));
-        is_copy_name(n, other) || (unnamed == 1 && labels.iter().any(|l| l == n))
-    };
-    let each = images.iter().filter_map(|(i, n)| n.map(|n| (*i, n)));
-    each.filter(|(i, n)| copy(*i, n)).map(|(i, _)| i).collect()
+    let image_names: Vec<Vec<&str>> = images
+        .iter()
+        .map(|(_, n)| n.iter().copied().collect())
+        .collect();
+    let copies = copies_among(&image_names);
+    let labelled = |n: &str| unnamed == 1 && labels.iter().any(|l| l == n);
+    (images.iter().enumerate())
+        .filter(|(k, (_, n))| n.is_some_and(|n| copies.contains(k) || labelled(n)))
+        .map(|(_, (i, _))| *i)
+        .collect()
 }
 
 impl Names {
@@ -359,12 +363,7 @@ fn index_json(
             notes.insert(REF_NAME.into(), Value::from(name.clone()));
             match names.carried.iter().find(|(_, n)| n == name) {
                 Some((j, _)) if descs.get(*j) == Some(&d) => continue,
-                Some(_) => {
-                    return Err(format!(
-                        "its image '{name}' would be named twice: the input names another \
-                         image so (not this group's copy, as a split makes it)"
-                    ));
-                }
+                Some(_) => return Err(named_otherwise(name)),
                 None => all.push(d),
             }
         }
@@ -377,7 +376,7 @@ fn index_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prune::oci::groups::label_shaped;
+    use crate::prune::oci::groups::{is_copy_name, label_shaped};
 
     fn groups(lists: &[&str]) -> Vec<Vec<Rule>> {
         lists

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::super::groups::is_copy_name;
+use super::super::groups::{copies_among, named_otherwise};
 use super::super::layer::Companions;
 use super::{PathError, PathOptions, PathReport, Run, Saved, budget_of, saved};
 use crate::files::{Input, Output};
@@ -228,13 +228,7 @@ impl Grouped<'_> {
                     .find(|x| x.get("RepoTags").is_some_and(has))
                 {
                     Some(x) if *x == e => {}
-                    Some(_) => {
-                        return Err(self.said(&format!(
-                            "its image '{}' would be named twice: the input names another \
-                             image so (not this group's copy, as a split makes it)",
-                            first
-                        )));
-                    }
+                    Some(_) => return Err(self.said(&named_otherwise(first))),
                     None => all.push(e),
                 }
             }
@@ -368,32 +362,28 @@ fn member_names(
 /// The images of `tags` (each image's RepoTags) tagged `REPO:TAG-LABEL`
 /// alone, where another is tagged `REPO:TAG` ([`Archive::carried`]).
 fn carried_of(tags: &[Vec<String>]) -> Vec<usize> {
-    let copy = |i: usize, t: &String| {
-        let others = tags.iter().enumerate().filter(|(j, _)| *j != i);
-        is_copy_name(t, |b| others.clone().any(|(_, u)| u.iter().any(|u| u == b)))
-    };
-    let each = tags.iter().enumerate();
-    each.filter(|(i, t)| !t.is_empty() && t.iter().all(|t| copy(*i, t)))
-        .map(|(i, _)| i)
-        .collect()
+    let names: Vec<Vec<&str>> = (tags.iter())
+        .map(|t| t.iter().map(String::as_str).collect())
+        .collect();
+    copies_among(&names)
 }
 
 /// The descriptors of `descs` (an OCI index's) that are a split's
 /// earlier outputs: named (by either annotation) `NAME-LABEL` where
 /// another is named `NAME`.
 fn carried_descs(descs: &[Value]) -> Vec<usize> {
-    let name = |d: &Value, key: &str| {
-        let notes = d.get("annotations").and_then(|a| a.get(key));
-        notes.and_then(Value::as_str).map(str::to_string)
+    let by = |key: &str| {
+        let names: Vec<Vec<&str>> = (descs.iter())
+            .map(|d| {
+                let name = d.get("annotations").and_then(|a| a.get(key));
+                name.and_then(Value::as_str).into_iter().collect()
+            })
+            .collect();
+        copies_among(&names)
     };
-    let copy = |p: usize, key: &str| {
-        let other = |b: &str| {
-            (descs.iter().enumerate()).any(|(q, e)| q != p && name(e, key).as_deref() == Some(b))
-        };
-        (descs.get(p).and_then(|d| name(d, key))).is_some_and(|n| is_copy_name(&n, other))
-    };
+    let (refs, images) = (by(REF_NAME), by(IMAGE_NAME));
     (0..descs.len())
-        .filter(|&p| copy(p, REF_NAME) || copy(p, IMAGE_NAME))
+        .filter(|p| refs.contains(p) || images.contains(p))
         .collect()
 }
 
