@@ -235,7 +235,7 @@ fn digest_bytes(digest: &str) -> Result<[u8; 32], ImageError> {
 /// images (the tar is some other tar); an error when a config cannot
 /// be read or does not fit the image.
 pub(crate) fn saved_images(index: &TarIndex<'_>) -> Option<Result<Vec<Image>, ImageError>> {
-    let saved: Vec<oci::Saved> = serde_json::from_slice(index.get("manifest.json")?).ok()?;
+    let saved = oci::saved_images(index.get("manifest.json")?)?;
     let several = saved.len() > 1;
     let images = saved
         .into_iter()
@@ -243,18 +243,18 @@ pub(crate) fn saved_images(index: &TarIndex<'_>) -> Option<Result<Vec<Image>, Im
         .map(|(i, s)| {
             let name = several.then(|| match s.repo_tags.as_deref() {
                 Some([tag, ..]) => tag.clone(),
-                _ if !s.config.is_empty() => s.config.clone(),
+                _ if !s.config().is_empty() => s.config().to_string(),
                 _ => format!("#{i}"),
             });
             let config = index
-                .get(&s.config)
-                .ok_or_else(|| ImageError::NoConfig(s.config.clone()).at("manifest.json"))?;
-            if let Some(want) = oci::named_sha256(&s.config)
+                .get(s.config())
+                .ok_or_else(|| ImageError::NoConfig(s.config().to_string()).at("manifest.json"))?;
+            if let Some(want) = oci::named_sha256(s.config())
                 && sha2::Sha256::digest(config).as_slice() != want
             {
-                return Err(ImageError::Digest.at(format!("the config '{}'", s.config)));
+                return Err(ImageError::Digest.at(format!("the config '{}'", s.config())));
             }
-            let ids = diff_ids(config, &s.config, s.layers.len())?;
+            let ids = diff_ids(config, s.config(), s.layers.len())?;
             let layers = s
                 .layers
                 .into_iter()

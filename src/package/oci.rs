@@ -46,7 +46,7 @@ pub(crate) use reach::reachable;
 pub(crate) use replaced::{ReplaceError, replace_files};
 #[cfg(test)]
 use saved::may_be_saved;
-pub(crate) use saved::{Saved, TarIndex, is_legacy, named_sha256, starts_as_saved};
+pub(crate) use saved::{Saved, TarIndex, is_legacy, named_sha256, saved_images, starts_as_saved};
 pub(crate) use walk::{Blobs, Mode, OciError, read};
 pub(crate) use whiteout::{OutOfRoot, Seen, Shadow, normal};
 

@@ -9,15 +9,33 @@ use super::digests::digest_bytes;
 use super::walk::Blobs;
 use super::whiteout::normal;
 
-/// One image of a `docker save` archive's `manifest.json`.
+/// One image of a `docker save` archive's `manifest.json`, for the
+/// scanners and for prune's rewrite of the archive alike.
 #[derive(Deserialize)]
 pub(crate) struct Saved {
+    /// Its names (`REPO:TAG`), where it has any.
     #[serde(rename = "RepoTags", default)]
     pub(crate) repo_tags: Option<Vec<String>>,
+    /// The member holding its config, where the entry names one.
     #[serde(rename = "Config", default)]
-    pub(crate) config: String,
+    pub(crate) config: Option<String>,
+    /// The members holding its layers, lowest first.
     #[serde(rename = "Layers")]
     pub(crate) layers: Vec<String>,
+}
+
+impl Saved {
+    /// The member holding the image's config (empty where the entry
+    /// names none).
+    pub(crate) fn config(&self) -> &str {
+        self.config.as_deref().unwrap_or_default()
+    }
+}
+
+/// The images a `docker save` archive's `manifest.json` (`text`) lists,
+/// in its order; `None` when it is no such list.
+pub(crate) fn saved_images(text: &[u8]) -> Option<Vec<Saved>> {
+    serde_json::from_slice(text).ok()
 }
 
 /// The SHA-256 a `docker save` archive's member name says its bytes have:

@@ -23,8 +23,6 @@ use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 
-use serde::Deserialize;
-
 use super::super::Selection;
 use super::super::path::{
     Destination, PathError, PathErrorKind, PathOptions, PathReport, Pruning, finish, merge,
@@ -32,22 +30,13 @@ use super::super::path::{
 };
 use crate::files::{Input, Output};
 use crate::package::oci::json::{self, Step};
-use crate::package::oci::{TarIndex, is_legacy};
+use crate::package::oci::{Saved, TarIndex, is_legacy, saved_images};
 use crate::package::tar::walk::{Header, Walk};
 use crate::package::{self, Compression, Kind};
 
 pub(crate) mod groups;
 mod oci;
 mod read;
-
-/// One image of `manifest.json`.
-#[derive(Deserialize)]
-struct Saved {
-    #[serde(rename = "Config")]
-    config: String,
-    #[serde(rename = "Layers")]
-    layers: Vec<String>,
-}
 
 /// What replaces a member: its new name, if it is renamed, and its bytes.
 struct Replacement {
@@ -83,15 +72,18 @@ struct Run<'a> {
 }
 
 /// Whether `data` is a `docker save` archive: a plain tar holding a
-/// `manifest.json` that lists images.
+/// `manifest.json` that lists images, each naming its config.
 fn saved(data: &[u8]) -> Option<(TarIndex<'_>, String, Vec<Saved>)> {
     if package::detect(data) != Some(Kind::Tar(Compression::None)) {
         return None;
     }
     let members = TarIndex::all(data)?;
     let at = members.resolve("manifest.json")?;
-    let images = serde_json::from_slice(members.data(&at)?).ok()?;
-    Some((members, at, images))
+    let images = saved_images(members.data(&at)?)?;
+    images
+        .iter()
+        .all(|i| i.config.is_some())
+        .then_some((members, at, images))
 }
 
 /// Whether `data` is a `docker save` archive ([`saved`]): for the fuzz

@@ -81,12 +81,8 @@ impl<'a> Archive<'a> {
     /// Each image's RepoTags (none where it has none), in
     /// `manifest.json`'s order.
     pub(crate) fn tags(&self) -> Vec<Vec<String>> {
-        let tags = |e: &Value| -> Vec<String> {
-            let list = e.get("RepoTags").and_then(Value::as_array);
-            let each = list.into_iter().flatten().filter_map(Value::as_str);
-            each.map(str::to_string).collect()
-        };
-        self.entries.iter().map(tags).collect()
+        let tags = |i: &Saved| i.repo_tags.clone().unwrap_or_default();
+        self.images.iter().map(tags).collect()
     }
 
     /// The images that are a split's earlier outputs (by their place in

@@ -49,7 +49,7 @@ fn image(
         return Ok(());
     };
     let field = format!("manifest.json: [{i}]");
-    let (config_at, config) = first.member(&format!("{field}.Config"), &img.config)?;
+    let (config_at, config) = first.member(&format!("{field}.Config"), img.config())?;
     let diff_ids = ConfigDoc::diff_ids_for(config, img.layers.len()).map_err(|e| match e {
         DiffIdsWhy::Json(e) => first.said(format!(
             "{field}.Config ('{config_at}'): not an image config: {e}"
@@ -61,7 +61,7 @@ fn image(
     let shown = crate::files::shown(first.input).into_owned();
     let name = match single {
         true => shown,
-        false => format!("{shown}:{}", img.config),
+        false => format!("{shown}:{}", img.config()),
     };
     let mut aboves: Vec<Above> = runs.iter().map(|_| Above::default()).collect();
     let mut new_diffs = vec![BTreeMap::new(); runs.len()];
@@ -249,6 +249,6 @@ impl Run<'_> {
         let len = new.len() as u64;
         self.moved.insert(old_hex.clone(), (new_hex.clone(), len));
         self.replace(at, &old_hex, &new_hex, f, len)?;
-        self.rename_in_manifest(&[Step::At(i), Step::Key("Config")], &img.config)
+        self.rename_in_manifest(&[Step::At(i), Step::Key("Config")], img.config())
     }
 }
