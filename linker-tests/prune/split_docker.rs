@@ -267,6 +267,8 @@ fn refused_docker_splits_write_nothing() -> Result<(), Failed> {
     lying[c + diff] = if lying[c + diff] == b'0' { b'1' } else { b'0' };
     std::fs::write(d.join("lying.tar"), &lying)?;
     refused(&["split", "--gpus", "gfx90a", "-d", "o", "lying.tar"], "lying.tar")?;
+    unnamed_entry(d)?;
+    refused(&["split", "--gpus", "gfx90a", "-d", "o", "unnamed.tar"], "manifests[1] names no image")?;
     same("what the refusals left", files(&d.join("o")).len(), 0)?;
     // --per-gpu; then a split over the archive it wrote.
     let doc = ours_json(&["split", "--per-gpu", "--json", "-d", "o", "d.tar"], d)?;
@@ -278,6 +280,31 @@ fn refused_docker_splits_write_nothing() -> Result<(), Failed> {
     split_again(d, "o/d.tar", &[&["split", "--per-gpu"], &["split", "--gpus", "gfx90a"]])?;
     renamed_tag_refused(d, "o/d.tar", "gfx90a", "gfx803")?;
     refused(&["split", "--gpus", "gfx90a", "-d", "o", "d.tar"], "exists")
+}
+
+/// Makes `unnamed.tar` in `d`: the Docker 25 form of `d.tar` whose
+/// `index.json` names the image a second time without a name, which a
+/// split could not tell each group's copy of from the input's.
+fn unnamed_entry(d: &Path) -> Result<(), Failed> {
+    docker_25_archive(d, "d.tar", "d25.tar")?;
+    let x = d.join("x-d25.tar");
+    let mut index: Value = serde_json::from_slice(&std::fs::read(x.join("index.json"))?)?;
+    let mut bare = index["manifests"][0].clone();
+    bare.as_object_mut().ok_or("no index entry")?.remove("annotations");
+    index["manifests"].as_array_mut().ok_or("no manifests")?.push(bare);
+    std::fs::write(x.join("index.json"), index.to_string())?;
+    let mut names: Vec<String> = ["-cf", "../unnamed.tar", "oci-layout", "index.json", "manifest.json", "blobs"]
+        .map(String::from)
+        .to_vec();
+    for e in std::fs::read_dir(&x)? {
+        let n = e?.file_name().to_string_lossy().into_owned();
+        if n.starts_with('l') {
+            names.push(n);
+        }
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    run(Path::new("/usr/bin/tar"), &names, &x).ok()?;
+    Ok(())
 }
 
 /// Where `needle` first starts in `hay`.

@@ -214,7 +214,7 @@ impl Grouped<'_> {
                     .as_object_mut()
                     .ok_or_else(|| self.said("an image is no object"))?;
                 obj.insert("RepoTags".into(), Value::from(tags.clone()));
-                obj.insert("Config".into(), renamed(k, &img.config));
+                obj.insert("Config".into(), renamed(k, img.config()));
                 let layers = img.layers.iter().map(|l| renamed(k, l)).collect();
                 obj.insert("Layers".into(), Value::Array(layers));
                 let has = |t: &Value| t.as_array().is_some_and(|t| t.iter().any(|t| t == first));
@@ -236,7 +236,8 @@ impl Grouped<'_> {
     /// followed by each group's (as the group's prune rewrote them), each
     /// named with `-LABEL` (`labels`) after its tag; but for a split's
     /// earlier outputs ([`carried_descs`]) and a named copy the input has
-    /// as it is.
+    /// as it is. An entry with no name is kept once where no group changes
+    /// its image, and refused where one does.
     fn index(&mut self, at: &str, labels: &[String]) -> Result<Vec<u8>, PathError> {
         let a = self.archive;
         let text = a.members.data(at).unwrap_or_default();
@@ -268,9 +269,19 @@ impl Grouped<'_> {
             let descs = theirs.get("manifests").and_then(Value::as_array);
             for (p, d) in descs.into_iter().flatten().enumerate() {
                 let copy = named(d.clone(), label);
-                // Unnamed, a copy is pushed as it was before re-splits.
-                let held = copy != *d && input_descs.contains(&copy);
-                if !carried.contains(&p) && !held {
+                if copy == *d {
+                    // Unnamed: the input's entry is kept once; a copy the
+                    // group changed could not be told from the others.
+                    if input_descs.contains(d) {
+                        continue;
+                    }
+                    return Err(self.said(&format!(
+                        "index.json: manifests[{p}] names no image (no 'io.containerd.image.name' \
+                         or 'org.opencontainers.image.ref.name'), so the group '{label}''s copy of \
+                         it could not be told from the input's (docker save it by name)"
+                    )));
+                }
+                if !carried.contains(&p) && !input_descs.contains(&copy) {
                     all.push(copy);
                 }
             }
