@@ -52,6 +52,9 @@ run_side() {
   if [ -n "${BASE:-}" ]; then
     baseline_cmd "${cmd[@]}"
     # The baseline's untimed run: it works, and its pages are in memory.
+    # Ours has written its outputs: they go first, as before a timed run
+    # (a command that writes a new directory refuses one that exists).
+    [ -z "$rm_list" ] || rm -rf $rm_list
     [ -z "$before" ] || sh -c "$before"
     "${ALT_CMD[@]}" >/dev/null 2>"$raw.base.stderr" || {
       log "the baseline fails (its figures left out): ${ALT_CMD[*]}"
