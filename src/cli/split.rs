@@ -69,6 +69,10 @@ pub struct SplitOpts {
     /// Most bytes decompressed while reading, as prune's --max-uncompressed.
     #[arg(long, value_name = "SIZE", value_parser = super::scan::parse_size)]
     max_uncompressed: Option<u64>,
+    /// Threads that write outputs side by side and compress each (default:
+    /// every CPU); fewer hold less memory (xz takes some 110 MiB a thread).
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    threads: u32,
     /// Print JSON (schema `offload-kit/split/1`) instead of text.
     #[arg(long)]
     json: bool,
@@ -101,6 +105,7 @@ impl SplitOpts {
             ptx: self.ptx,
             dir: self.dir.clone(),
             max_uncompressed: self.max_uncompressed,
+            threads: self.threads,
         };
         let mut reports = Vec::new();
         let mut failed = false;

@@ -29,6 +29,9 @@ pub(crate) struct SplitOptions {
     pub(crate) dir: PathBuf,
     /// Bytes a read may inflate (`--max-uncompressed`).
     pub(crate) max_uncompressed: Option<u64>,
+    /// Threads that compress and write outputs (`--threads`; 0: every
+    /// CPU).
+    pub(crate) threads: u32,
 }
 
 impl SplitOptions {
@@ -66,10 +69,11 @@ impl SplitOptions {
     }
 
     /// The options of each group's prune: its defaults, with the split's
-    /// `--max-uncompressed`.
+    /// `--max-uncompressed` and `--threads`.
     pub(crate) fn path_options(&self) -> PathOptions {
         let mut opts = PathOptions::default();
         opts.prune.max_uncompressed = self.max_uncompressed;
+        opts.prune.threads = self.threads;
         opts
     }
 }

@@ -52,7 +52,8 @@ pub(super) fn write_all<B: AsRef<[u8]> + Sync>(
             .map_err(|e| PathError::zip_file(input, e))?;
         w.commit().map_err(|e| PathError::write(&path, e))
     };
-    side_by_side(archive, input, outputs.len(), &one)?;
+    let threads = o.path_options().prune.threads();
+    side_by_side(archive, input, outputs.len(), threads, &one)?;
     let mut table = Vec::new();
     let mut moves: Vec<String> = Vec::new();
     for ((out, props), file) in outputs.iter_mut().zip(files) {
@@ -94,18 +95,18 @@ pub(super) fn write_all<B: AsRef<[u8]> + Sync>(
     Ok(crate::files::shown(&dir.join(json)).into_owned())
 }
 
-/// Writes outputs `0..n` with `one`, side by side on up to as many
-/// threads as there are CPUs, each thread with its own reader of
-/// `archive`'s bytes (`input`'s; output `k` on thread `k % threads`);
-/// the first error by output.
+/// Writes outputs `0..n` with `one`, side by side on up to `threads`
+/// threads, each thread with its own reader of `archive`'s bytes
+/// (`input`'s; output `k` on thread `k % threads`); the first error by
+/// output.
 fn side_by_side(
     archive: &mut Archive<'_>,
     input: &Path,
     n: usize,
+    threads: u32,
     one: &(dyn Fn(usize, &mut Archive<'_>) -> Result<(), PathError> + Sync),
 ) -> Result<(), PathError> {
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let threads = cpus.min(n).max(1);
+    let threads = usize::try_from(threads).unwrap_or(usize::MAX).min(n).max(1);
     if threads == 1 {
         return (0..n).try_for_each(|k| one(k, archive));
     }
