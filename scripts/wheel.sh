@@ -59,13 +59,15 @@ for arch in "${ARCHES[@]}"; do
       }
       # clang-22 finds Debian's cross C library and crt files for the
       # target by itself; lld links. The bundled C libraries (zstd, xz)
-      # are compiled by the same clang.
+      # are compiled by the same clang; xz gets the defines configure
+      # would find for aarch64 (fast unaligned access: .cargo/config.toml
+      # says why).
       env=(
         CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=$LLVM_BIN/clang
         "CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS=-C link-arg=--target=$target -C link-arg=-fuse-ld=lld"
         CC_aarch64_unknown_linux_gnu=$LLVM_BIN/clang
         AR_aarch64_unknown_linux_gnu=$LLVM_BIN/llvm-ar
-        CFLAGS_aarch64_unknown_linux_gnu=--target=$target
+        "CFLAGS_aarch64_unknown_linux_gnu=--target=$target -DTUKLIB_FAST_UNALIGNED_ACCESS=1 -DHAVE___BUILTIN_BSWAPXX=1 -DHAVE___BUILTIN_ASSUME_ALIGNED=1"
       )
       run=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
       ;;

@@ -18,7 +18,7 @@ use crate::util::{files, md5_hex, ours, ours_json, run, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
-        trial!(rocrand_installs_and_verifies_with_dpkg, &["dpkg", "dpkg-deb", "ar"]),
+        trial!(rocrand_installs_and_verifies_with_dpkg, &["dpkg", "dpkg-deb", "ar", "xz"]),
         trial!(killed_in_place_the_package_is_old_or_new, &["dpkg-deb"]),
         trial!(refused_files_exit_1_damaged_data_exit_2, &["dpkg-deb"]),
     ]
@@ -74,6 +74,29 @@ fn ar_listing(d: &Path, deb: &str) -> Result<Vec<String>, Failed> {
             [&f[..2], &f[3..]].concat().join(" ")
         })
         .collect())
+}
+
+/// The `data.tar.xz` of `deb` is, byte for byte, what Debian's `xz -6
+/// -T2` (xz-utils, liblzma's multi-threaded encoder: what dpkg-deb
+/// compresses with) writes for the same `data.tar`. It also holds our
+/// bundled liblzma's build to the bytes whatever defines it is built with
+/// (`.cargo/config.toml`).
+fn xz_is_xz_utils(d: &Path, deb: &str) -> Result<(), Failed> {
+    let ours = run(Path::new("/usr/bin/ar"), &["p", deb, "data.tar.xz"], d)
+        .ok()?
+        .stdout;
+    std::fs::write(d.join("data.tar.xz"), &ours)?;
+    let tar = run(Path::new("/usr/bin/xz"), &["-dc", "data.tar.xz"], d)
+        .ok()?
+        .stdout;
+    std::fs::write(d.join("data.tar"), &tar)?;
+    let theirs = run(Path::new("/usr/bin/xz"), &["-6", "-T2", "-c", "data.tar"], d)
+        .ok()?
+        .stdout;
+    crate::util::same_bytes("data.tar.xz, ours and xz -6 -T2's", &ours, &theirs)?;
+    std::fs::remove_file(d.join("data.tar"))?;
+    std::fs::remove_file(d.join("data.tar.xz"))?;
+    Ok(())
 }
 
 /// `dpkg-deb --contents` of `deb`: each line, the size of `LIB` left out.
@@ -146,6 +169,7 @@ fn rocrand_installs_and_verifies_with_dpkg() -> Result<(), Failed> {
         md5_hex(&std::fs::read(d.join("again.deb"))?),
         md5_hex(&std::fs::read(d.join("out.deb"))?),
     )?;
+    xz_is_xz_utils(d, "out.deb")?;
     // The members, their order and header fields, as binutils lists them.
     same(
         "ar tv, sizes aside",
