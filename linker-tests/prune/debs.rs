@@ -14,7 +14,7 @@ use libtest_mimic::{Failed, Trial};
 
 use super::tree::bundle;
 use crate::real_libs::{DEB, downloads};
-use crate::util::{files, md5_hex, ours, ours_json, run, same, tempdir};
+use crate::util::{files, md5_hex, ours, ours_json, run, run_stdin, same, tempdir};
 
 pub fn tests() -> Vec<Trial> {
     vec![
@@ -82,21 +82,16 @@ fn ar_listing(d: &Path, deb: &str) -> Result<Vec<String>, Failed> {
 /// bundled liblzma's build to the bytes whatever defines it is built with
 /// (`.cargo/config.toml`).
 fn xz_is_xz_utils(d: &Path, deb: &str) -> Result<(), Failed> {
-    let ours = run(Path::new("/usr/bin/ar"), &["p", deb, "data.tar.xz"], d)
-        .ok()?
-        .stdout;
-    std::fs::write(d.join("data.tar.xz"), &ours)?;
-    let tar = run(Path::new("/usr/bin/xz"), &["-dc", "data.tar.xz"], d)
-        .ok()?
-        .stdout;
-    std::fs::write(d.join("data.tar"), &tar)?;
-    let theirs = run(Path::new("/usr/bin/xz"), &["-6", "-T2", "-c", "data.tar"], d)
-        .ok()?
-        .stdout;
-    crate::util::same_bytes("data.tar.xz, ours and xz -6 -T2's", &ours, &theirs)?;
-    std::fs::remove_file(d.join("data.tar"))?;
-    std::fs::remove_file(d.join("data.tar.xz"))?;
-    Ok(())
+    let xz = Path::new("/usr/bin/xz");
+    let ours = member(d, deb, "data.tar.xz")?;
+    let tar = run_stdin(xz, &["-dc"], d, &ours).ok()?.stdout;
+    let theirs = run_stdin(xz, &["-6", "-T2", "-c"], d, &tar).ok()?.stdout;
+    crate::util::same_bytes("data.tar.xz, ours and xz -6 -T2's", &ours, &theirs)
+}
+
+/// The bytes of the `ar` member `member` of `deb`.
+pub(super) fn member(d: &Path, deb: &str, member: &str) -> Result<Vec<u8>, Failed> {
+    Ok(run(Path::new("/usr/bin/ar"), &["p", deb, member], d).ok()?.stdout)
 }
 
 /// `dpkg-deb --contents` of `deb`: each line, the size of `LIB` left out.

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use libtest_mimic::{Failed, Trial};
 
-use super::debs::{dpkg, scratch_root};
+use super::debs::{dpkg, member, scratch_root};
 use crate::real_libs::{DEB, downloads};
 use crate::util::{ours, ours_json, run, same, tempdir};
 
@@ -32,11 +32,6 @@ const GROUPS: [(&str, &str); 2] = [("gfx90a", "gfx90a"), ("gfx1030,gfx908", "gfx
 /// The file of the output labelled `label`.
 fn output(label: &str) -> String {
     format!("librocrand1-{label}_5.3.3-4_amd64.deb")
-}
-
-/// The bytes of the `ar` member `member` of `deb`.
-fn member(d: &Path, deb: &str, member: &str) -> Result<Vec<u8>, Failed> {
-    Ok(run(Path::new("/usr/bin/ar"), &["p", deb, member], d).ok()?.stdout)
 }
 
 /// `dpkg-deb` with `args`, which must succeed without a word on stderr.
